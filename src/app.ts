@@ -1,0 +1,42 @@
+import { OpenAPIHono } from "@hono/zod-openapi";
+import { requestId } from "hono/request-id";
+import { createDb } from "./db/client";
+import { readConfig } from "./env";
+import { plantRoutes } from "./plants/routes";
+import { requireAuth } from "./platform/auth";
+import { DEFAULT_BODY_LIMIT_BYTES, limitBody } from "./platform/body-limit";
+import type { AppBindings } from "./platform/context";
+import { handleError, handleNotFound } from "./platform/error-handler";
+import { mountDocs, validationHook } from "./platform/openapi";
+import { durableObjectRateLimiter, type RateLimiter } from "./platform/rate-limit";
+
+export interface AppOptions {
+  /** Replaces the Durable Object rate limiter (tests, or a deployment without the binding). */
+  rateLimiter?: RateLimiter;
+}
+
+/** Routes that need a bearer session; everything under /api/public, /oauth and the docs stays open. */
+const AUTHENTICATED = ["/v1/*", "/plants", "/plants/*", "/api/*"] as const;
+
+export function createApp(options: AppOptions = {}) {
+  const app = new OpenAPIHono<AppBindings>({ defaultHook: validationHook });
+
+  app.use(requestId());
+  app.use(async (c, next) => {
+    readConfig(c.env); // a malformed deployment fails every request loudly (500 with request id), not one route subtly
+    c.set("db", createDb(c.env.DB));
+    c.set("rateLimiter", options.rateLimiter ?? durableObjectRateLimiter(c.env));
+    await next();
+  });
+  app.use(limitBody(DEFAULT_BODY_LIMIT_BYTES));
+  for (const path of AUTHENTICATED) {
+    app.use(path, async (c, next) => (c.req.path.startsWith("/api/public/") ? next() : requireAuth(c, next)));
+  }
+
+  app.route("/", plantRoutes);
+
+  mountDocs(app);
+  app.onError(handleError);
+  app.notFound(handleNotFound);
+  return app;
+}

@@ -1,0 +1,88 @@
+import { z } from "zod";
+import type { EnvelopeSigner } from "./signatures/envelope-signer";
+import type { RateLimiterObject } from "./platform/rate-limiter-object";
+
+/** Bindings declared in wrangler.toml. Vars arrive as strings; `readConfig` turns them into a typed object. */
+export interface Env {
+  DB: D1Database;
+  RATE_LIMITER: DurableObjectNamespace<RateLimiterObject>;
+  ENVELOPE_SIGNER: DurableObjectNamespace<EnvelopeSigner>;
+  EVENTS: Queue<unknown>;
+  WEBHOOK_DELIVERIES: Queue<unknown>;
+  DOCUMENT_VECTORS?: VectorizeIndex;
+  FILES: R2Bucket;
+  AI?: Ai;
+
+  ENVIRONMENT?: string;
+  APP_URL?: string;
+  DOCUMENTS_INCLUDED_PER_MONTH?: string;
+  BOT_CHALLENGE_SECRET?: string;
+  AI_GATEWAY_URL?: string;
+  AI_GATEWAY_TOKEN?: string;
+  AI_EMBEDDING_MODEL?: string;
+  AI_CHAT_MODEL?: string;
+  JWT_SECRET?: string;
+  OAUTH_CLIENTS?: string;
+  MCP_SERVER_URL?: string;
+  FILES_URL_SECRET?: string;
+  EMAIL_PROVIDER?: string;
+  EMAIL_API_KEY?: string;
+  MLS_API_URL?: string;
+  MLS_API_TOKEN?: string;
+}
+
+const optional = z
+  .string()
+  .optional()
+  .transform((v) => (v === undefined || v.trim() === "" ? undefined : v));
+
+const OAuthClient = z.object({ clientId: z.string().min(1), redirectUris: z.array(z.string().min(1)).min(1) });
+
+const ConfigSchema = z.object({
+  ENVIRONMENT: z.enum(["development", "test", "staging", "production"]).default("production"),
+  APP_URL: z.url().default("http://127.0.0.1:8787"),
+  DOCUMENTS_INCLUDED_PER_MONTH: optional.pipe(z.coerce.number<string | undefined>().int().nonnegative().optional()),
+  BOT_CHALLENGE_SECRET: optional,
+  AI_GATEWAY_URL: optional.pipe(z.url().optional()),
+  AI_GATEWAY_TOKEN: optional,
+  AI_EMBEDDING_MODEL: optional,
+  AI_CHAT_MODEL: optional,
+  JWT_SECRET: optional,
+  OAUTH_CLIENTS: optional.transform((raw, ctx) => {
+    if (raw === undefined) return [];
+    try {
+      return z.array(OAuthClient).parse(JSON.parse(raw));
+    } catch {
+      ctx.addIssue({ code: "custom", message: "OAUTH_CLIENTS must be a JSON array of {clientId, redirectUris[]}" });
+      return z.NEVER;
+    }
+  }),
+  MCP_SERVER_URL: optional,
+  FILES_URL_SECRET: optional,
+  EMAIL_PROVIDER: optional,
+  EMAIL_API_KEY: optional,
+  MLS_API_URL: optional,
+  MLS_API_TOKEN: optional,
+});
+
+export type Config = z.infer<typeof ConfigSchema>;
+
+/** Thrown when the deployment's vars are malformed; the error handler answers 500 with the request id. */
+export class ConfigError extends Error {}
+
+const cache = new WeakMap<object, Config>();
+
+/**
+ * The parsed, validated config. Bindings are fixed per isolate, so the parse is cached per env object; a var that
+ * a route needs but is unset is that route's own clear error, never a crash here.
+ */
+export function readConfig(env: Env): Config {
+  const hit = cache.get(env);
+  if (hit) return hit;
+  const parsed = ConfigSchema.safeParse(env);
+  if (!parsed.success) {
+    throw new ConfigError(`invalid configuration: ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`);
+  }
+  cache.set(env, parsed.data);
+  return parsed.data;
+}

@@ -1,0 +1,5 @@
+import { auditConsumer } from "./audit";
+import type { EventConsumer } from "./consumers";
+
+/** Every consumer of the `events` queue. Later domains add theirs here (webhook fan-out, survey scheduling …). */
+export const EVENT_CONSUMERS: EventConsumer[] = [auditConsumer];

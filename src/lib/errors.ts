@@ -1,0 +1,99 @@
+/**
+ * Typed errors thrown by service verbs and middleware. Each knows its HTTP status and a stable code; `app.onError`
+ * (platform/error-handler.ts) turns it into the body of the route family that raised it.
+ */
+export interface FieldIssue {
+  /** Dotted path of the offending field ("" for the whole body). */
+  field: string;
+  /** The same path as segments (the `issues[].path` of the /api routes). */
+  path: (string | number)[];
+  /** Machine-readable code, e.g. invalid_email, required, too_big. */
+  code: string;
+  message: string;
+}
+
+export abstract class AppError extends Error {
+  abstract readonly status: 400 | 401 | 404 | 409 | 413 | 415 | 422 | 429 | 503;
+  abstract readonly code: string;
+}
+
+export class Unauthorized extends AppError {
+  readonly status = 401;
+  readonly code = "unauthorized";
+  constructor(message = "Authentication is missing or invalid") {
+    super(message);
+  }
+}
+
+export class NotFound extends AppError {
+  readonly status = 404;
+  readonly code = "not_found";
+  constructor(what = "Resource") {
+    super(`${what} not found`);
+  }
+}
+
+export class Conflict extends AppError {
+  readonly status = 409;
+  readonly code: string;
+  constructor(message: string, code = "conflict") {
+    super(message);
+    this.code = code;
+  }
+}
+
+/** A refused state move: 409 `{error: code, message}` on /api routes. */
+export class InvalidState extends Conflict {
+  constructor(code: string, message: string) {
+    super(message, code);
+  }
+}
+
+/**
+ * Input that failed validation. `kind` says whether the body could not be read at all (malformed JSON: 400) or was
+ * read and broke the schema (422 on the CRM routes, 400 elsewhere, as DESIGN.md "Shapes" says).
+ */
+export class Validation extends AppError {
+  readonly status: 400 | 422;
+  readonly code = "validation_error";
+  constructor(
+    readonly issues: FieldIssue[],
+    readonly kind: "malformed" | "schema" = "schema",
+  ) {
+    super(issues.map((i) => (i.field ? `${i.field}: ${i.message}` : i.message)).join("; ") || "Invalid request");
+    this.status = kind === "malformed" ? 400 : 422;
+  }
+}
+
+export class UnsupportedMediaType extends AppError {
+  readonly status = 415;
+  readonly code = "unsupported_media_type";
+  constructor() {
+    super("Content-Type must be application/json");
+  }
+}
+
+export class PayloadTooLarge extends AppError {
+  readonly status = 413;
+  readonly code = "payload_too_large";
+  constructor(readonly limitBytes: number) {
+    super(`Request body exceeds ${limitBytes} bytes`);
+  }
+}
+
+export class RateLimited extends AppError {
+  readonly status = 429;
+  readonly code = "rate_limited";
+  constructor(readonly retryAfterSeconds: number) {
+    super("Too many requests");
+  }
+}
+
+/** A route whose required configuration (an AI gateway, a mail key) is absent in this deployment. */
+export class NotConfigured extends AppError {
+  readonly status = 503;
+  readonly code = "not_configured";
+  constructor(what: string) {
+    super(`${what} is not configured`);
+  }
+}

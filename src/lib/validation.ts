@@ -1,0 +1,56 @@
+import type { z } from "zod";
+import type { FieldIssue } from "./errors";
+
+/** Zod's issue codes mapped to the stable `code` of FieldIssue (`errors[].code` on the CRM routes). */
+function codeOf(issue: z.core.$ZodIssue, missing: boolean): string {
+  switch (issue.code) {
+    case "invalid_type":
+      return missing ? "required" : "invalid_type";
+    case "invalid_format":
+      return issue.format === "email" ? "invalid_email" : `invalid_${issue.format}`;
+    case "invalid_value":
+      return "invalid_enum_value";
+    case "unrecognized_keys":
+      return "unknown_field";
+    case "too_small":
+      return "too_small";
+    case "too_big":
+      return "too_big";
+    case "custom":
+      return typeof issue.params?.code === "string" ? issue.params.code : "invalid";
+    default:
+      return issue.code;
+  }
+}
+
+/** Whether `path` is absent from `input` (zod does not report the input of an issue unless asked). */
+function isMissing(input: unknown, path: PropertyKey[]): boolean {
+  let at: unknown = input;
+  for (const key of path) {
+    if (at === null || typeof at !== "object" || !(key in at)) return true;
+    at = (at as Record<PropertyKey, unknown>)[key];
+  }
+  return at === undefined;
+}
+
+/**
+ * Every issue of a failed parse of `input`, each with its path; unknown keys become one issue per key.
+ * A missing field reads "Required" with code `required`, a wrong type keeps zod's "expected …, received …".
+ */
+export function issuesFromZod(error: z.ZodError, input: unknown, prefix: (string | number)[] = []): FieldIssue[] {
+  return error.issues.flatMap((issue) => {
+    const path = [...prefix, ...issue.path.map((p) => (typeof p === "symbol" ? String(p) : p))];
+    if (issue.code === "unrecognized_keys") {
+      return issue.keys.map((key) => ({
+        field: [...path, key].join("."),
+        path: [...path, key],
+        code: "unknown_field",
+        message: `Unknown field '${key}'`,
+      }));
+    }
+    const missing = issue.code === "invalid_type" && isMissing(input, issue.path);
+    let message = missing ? "Required" : issue.message;
+    if (issue.code === "invalid_type" && issue.path.length === 0 && issue.expected === "object") message = "Request body must be a JSON object";
+    return [{ field: path.join("."), path, code: codeOf(issue, missing), message }];
+  });
+}

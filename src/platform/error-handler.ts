@@ -1,0 +1,97 @@
+import type { Context, ErrorHandler, NotFoundHandler } from "hono";
+import { HTTPException } from "hono/http-exception";
+import type { ContentfulStatusCode } from "hono/utils/http-status";
+import { AppError, type FieldIssue, RateLimited, Validation } from "../lib/errors";
+import type { AppBindings } from "./context";
+
+/** Route families answer errors in different shapes (spec rule 2 of the CRM document; DESIGN.md "Shapes"). */
+type Family = "crm" | "plants" | "api" | "oauth";
+
+export function familyOf(path: string): Family {
+  if (path === "/v1" || path.startsWith("/v1/")) return "crm";
+  if (path === "/plants" || path.startsWith("/plants/")) return "plants";
+  if (path.startsWith("/oauth/")) return "oauth";
+  return "api";
+}
+
+/** An error reduced to what every family's body is made of. */
+interface Failure {
+  status: number;
+  code: string;
+  message: string;
+  issues?: FieldIssue[];
+  retryAfterSeconds?: number;
+}
+
+const CRM_TYPES: Record<number, [type: string, title: string]> = {
+  400: ["invalid_request_error", "Bad Request"],
+  401: ["authentication_error", "Unauthorized"],
+  404: ["not_found_error", "Not Found"],
+  409: ["conflict_error", "Conflict"],
+  413: ["invalid_request_error", "Payload Too Large"],
+  415: ["invalid_request_error", "Unsupported Media Type"],
+  422: ["validation_error", "Validation Failed"],
+  429: ["rate_limit_error", "Too Many Requests"],
+  500: ["api_error", "Internal Server Error"],
+  503: ["api_error", "Service Unavailable"],
+};
+
+function toFailure(err: Error, family: Family): Failure | null {
+  if (err instanceof Validation) {
+    // A body that parsed but broke the schema is a 422 on the CRM routes (spec, Errors) and a 400 everywhere else.
+    const status = err.kind === "malformed" || family !== "crm" ? 400 : 422;
+    return { status, code: err.code, message: err.message, issues: err.issues };
+  }
+  if (err instanceof RateLimited) return { status: 429, code: err.code, message: err.message, retryAfterSeconds: err.retryAfterSeconds };
+  if (err instanceof AppError) return { status: err.status, code: err.code, message: err.message };
+  if (err instanceof HTTPException) {
+    // Hono's validator throws 400 on malformed JSON; zod-openapi's media-type gate throws 415.
+    if (err.status === 400) {
+      const message = err.message || "Malformed JSON in request body";
+      return toFailure(new Validation([{ field: "", path: [], code: "malformed_json", message }], "malformed"), family);
+    }
+    if (err.status === 415) return { status: 415, code: "unsupported_media_type", message: "Content-Type must be application/json" };
+    if (err.status < 500) return { status: err.status, code: "request_error", message: err.message };
+  }
+  return null;
+}
+
+function render(c: Context, family: Family, f: Failure, requestId: string): Response {
+  const status = f.status as ContentfulStatusCode;
+  const headers: Record<string, string> = f.retryAfterSeconds !== undefined ? { "Retry-After": String(f.retryAfterSeconds) } : {};
+
+  if (family === "plants") return c.json({ error: f.status, message: f.message }, status, headers);
+
+  if (family === "crm") {
+    const [type, title] = CRM_TYPES[f.status] ?? ["api_error", "Error"];
+    const errors = (f.issues ?? []).map(({ field, code, message }) => ({ field, code, message }));
+    const extra = f.status >= 500 ? { requestId } : {};
+    return c.json({ success: false, error: { type, title, status: f.status, detail: f.message, errors, ...extra } }, status, headers);
+  }
+
+  if (family === "oauth") {
+    // RFC 6749 section 5.2 error body.
+    const code = f.status === 401 ? "invalid_client" : f.issues ? "invalid_request" : f.code;
+    return c.json({ error: code, error_description: f.message }, status, headers);
+  }
+
+  // /api/* and the rest: DESIGN.md "Shapes" and the document/reputation specs.
+  if (f.status === 401) return c.json({ error: "Unauthorized" }, status);
+  if (f.status === 429) return c.json({ error: "rate_limited" }, status, headers);
+  if (f.issues) return c.json({ error: "invalid_request", issues: f.issues.map(({ message, path }) => ({ message, path })) }, status);
+  if (f.status >= 500) return c.json({ error: f.code, message: f.message, requestId }, status);
+  return c.json({ error: f.code, message: f.message }, status, headers);
+}
+
+export const handleError: ErrorHandler<AppBindings> = (err, c) => {
+  const family = familyOf(c.req.path);
+  const requestId = c.get("requestId") ?? "unknown";
+  const failure = toFailure(err, family);
+  if (failure) return render(c, family, failure, requestId);
+  // Unexpected: logged with the request id (never headers or bodies, which may hold tokens), answered without a stack.
+  console.error(JSON.stringify({ level: "error", requestId, method: c.req.method, path: c.req.path, error: String(err), stack: err.stack }));
+  return render(c, family, { status: 500, code: "internal_error", message: `Internal server error (request id ${requestId})` }, requestId);
+};
+
+export const handleNotFound: NotFoundHandler<AppBindings> = (c) =>
+  render(c, familyOf(c.req.path), { status: 404, code: "not_found", message: "Route not found" }, c.get("requestId") ?? "unknown");

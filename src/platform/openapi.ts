@@ -1,0 +1,50 @@
+import type { Hook, OpenAPIHono } from "@hono/zod-openapi";
+import { Scalar } from "@scalar/hono-api-reference";
+import { Validation } from "../lib/errors";
+import { issuesFromZod } from "../lib/validation";
+import type { AppBindings } from "./context";
+
+/**
+ * Every route's validation failure becomes one typed error listing every issue; the error handler gives it the
+ * body and status of the route's family (422 on /v1, 400 elsewhere).
+ */
+export const validationHook: Hook<unknown, AppBindings, string, unknown> = (result) => {
+  // zod-validator passes the rejected input as `data` at run time; its type leaves it out.
+  if (!result.success) throw new Validation(issuesFromZod(result.error, (result as { data?: unknown }).data));
+};
+
+const DESCRIPTION = `Edge-native API for real-estate brokerages: a CRM (contacts, deals, listings, signed webhooks),
+a document desk (drafts, e-signature envelopes, obligations, search, clickwrap) and a reputation suite.
+
+**Authentication.** Authenticated routes take \`Authorization: Bearer <token>\` and only ever see the caller's
+organization; an id of another organization answers exactly as an unknown id (404). Missing, unknown, revoked or
+expired tokens answer 401. Public routes (\`/api/public/*\`, \`/oauth/*\`, these docs) need no token.
+
+**Errors.** Each route family has its own error body:
+- \`/v1/*\`: \`{success: false, error: {type, title, status, detail, errors[{field, code, message}]}}\`; a body that
+  is not valid JSON is a 400 \`invalid_request_error\`, a body that breaks the schema a 422 \`validation_error\` listing
+  every problem.
+- \`/api/*\`: 401 \`{error: "Unauthorized"}\`; bad input 400 \`{error: "invalid_request", issues[{message, path[]}]}\`;
+  a refused state move 409 \`{error, message}\`.
+- \`/plants\`: \`{error: <int32>, message}\`.
+- Every family: 413 when a body is over the route's size limit (1 MiB unless the route says less), 415 when a JSON
+  route gets another Content-Type, 429 with \`Retry-After\` past a rate limit. A 5xx carries a request id
+  (also in the \`X-Request-Id\` header) and never a stack trace.
+
+**Rate limits** (per client IP, per minute) on the public routes: signing link GET 60 / POST 30, clickwrap GET 120 /
+POST 60, survey GET 60 / POST 10, referral POST 10, reviews feed GET 300, OAuth token POST 30.`;
+
+/** Serves the OpenAPI 3.1 document at /openapi.json and the interactive reference at /docs. */
+export function mountDocs(app: OpenAPIHono<AppBindings>): void {
+  app.openAPIRegistry.registerComponent("securitySchemes", "bearerAuth", {
+    type: "http",
+    scheme: "bearer",
+    description: "A session token (`npm run token` in development) or an OAuth 2.1 access token.",
+  });
+  app.doc31("/openapi.json", (c) => ({
+    openapi: "3.1.0",
+    info: { title: "Brokerage Edge API", version: "1.0.0", description: DESCRIPTION },
+    servers: [{ url: new URL(c.req.url).origin }],
+  }));
+  app.get("/docs", Scalar({ url: "/openapi.json", pageTitle: "Brokerage Edge API" }));
+}

@@ -1,0 +1,104 @@
+import { createRoute, z } from "@hono/zod-openapi";
+import { describe, expect, it, vi } from "vitest";
+import { Conflict, NotFound } from "../src/lib/errors";
+import { createPrincipal } from "./helpers/factories";
+import { testApp } from "./helpers/test-app";
+
+const Body = z.object({ email: z.email(), age: z.int().min(18), address: z.object({ city: z.string() }) }).strict();
+
+/** One route per family on the real app: a validated body, a thrown typed error, and an unexpected exception. */
+function appWithProbes() {
+  const t = testApp();
+  for (const prefix of ["/v1/probe", "/api/probe"]) {
+    t.app.openapi(createRoute({ method: "post", path: prefix, request: { body: { required: true, content: { "application/json": { schema: Body } } } }, responses: { 200: { description: "ok" } } }), (c) => c.json({ ok: true }, 200));
+    t.app.get(`${prefix}/missing`, () => {
+      throw new NotFound("Contact");
+    });
+    t.app.get(`${prefix}/conflict`, () => {
+      throw new Conflict("A contact with this e-mail exists", "duplicate_email");
+    });
+    t.app.get(`${prefix}/boom`, () => {
+      throw new Error("database exploded at /secret/path");
+    });
+  }
+  return t;
+}
+
+const badBody = JSON.stringify({ email: "not-an-email", address: { city: 5 }, extra: true });
+
+describe("CRM family (/v1)", () => {
+  it("422 validation_error lists every problem with field, code and message", async () => {
+    const { token } = await createPrincipal();
+    const res = await appWithProbes().fetch("POST", "/v1/probe", { token, body: badBody, headers: { "content-type": "application/json" } });
+    expect(res.status).toBe(422);
+    const body = await res.json<any>();
+    expect(body).toMatchObject({ success: false, error: { type: "validation_error", title: expect.any(String), status: 422, detail: expect.any(String) } });
+    expect(body.error.errors).toEqual(
+      expect.arrayContaining([
+        { field: "email", code: "invalid_email", message: expect.any(String) },
+        { field: "age", code: "required", message: "Required" },
+        { field: "address.city", code: "invalid_type", message: expect.any(String) },
+        { field: "extra", code: "unknown_field", message: expect.any(String) },
+      ]),
+    );
+    expect(body.error.errors).toHaveLength(4);
+  });
+
+  it("400 invalid_request_error for malformed JSON, 415 for another content type", async () => {
+    const { token } = await createPrincipal();
+    const t = appWithProbes();
+    const malformed = await t.fetch("POST", "/v1/probe", { token, body: "{nope", headers: { "content-type": "application/json" } });
+    expect(malformed.status).toBe(400);
+    expect(await malformed.json()).toMatchObject({ success: false, error: { type: "invalid_request_error", status: 400 } });
+    const wrongType = await t.fetch("POST", "/v1/probe", { token, body: "a=b", headers: { "content-type": "text/plain" } });
+    expect(wrongType.status).toBe(415);
+    expect(await wrongType.json()).toMatchObject({ success: false, error: { status: 415 } });
+  });
+
+  it("404 not_found_error and 409 conflict_error from typed errors", async () => {
+    const { token } = await createPrincipal();
+    const t = appWithProbes();
+    const missing = await t.fetch("GET", "/v1/probe/missing", { token });
+    expect(missing.status).toBe(404);
+    expect(await missing.json()).toEqual({ success: false, error: { type: "not_found_error", title: "Not Found", status: 404, detail: "Contact not found", errors: [] } });
+    const conflict = await t.fetch("GET", "/v1/probe/conflict", { token });
+    expect(conflict.status).toBe(409);
+    expect(await conflict.json()).toMatchObject({ success: false, error: { type: "conflict_error", status: 409 } });
+  });
+});
+
+describe("document and reputation family (/api)", () => {
+  it("400 invalid_request with issues [{message, path[]}] listing every problem", async () => {
+    const { token } = await createPrincipal();
+    const res = await appWithProbes().fetch("POST", "/api/probe", { token, body: badBody, headers: { "content-type": "application/json" } });
+    expect(res.status).toBe(400);
+    const body = await res.json<any>();
+    expect(body.error).toBe("invalid_request");
+    expect(body.issues.map((i: any) => i.path)).toEqual(expect.arrayContaining([["email"], ["age"], ["address", "city"], ["extra"]]));
+    for (const issue of body.issues) expect(issue).toEqual({ message: expect.any(String), path: expect.any(Array) });
+  });
+
+  it("409 {error: code, message} for a refused move", async () => {
+    const { token } = await createPrincipal();
+    const res = await appWithProbes().fetch("GET", "/api/probe/conflict", { token });
+    expect(res.status).toBe(409);
+    expect(await res.json()).toEqual({ error: "duplicate_email", message: "A contact with this e-mail exists" });
+  });
+});
+
+describe("unexpected exceptions", () => {
+  it.each(["/v1/probe/boom", "/api/probe/boom"])("%s answers 500 with the request id, logged, and no stack or message", async (path) => {
+    const { token } = await createPrincipal();
+    const log = vi.spyOn(console, "error").mockImplementation(() => {});
+    const res = await appWithProbes().fetch("GET", path, { token, headers: { "x-request-id": "req-test-123" } });
+    expect(res.status).toBe(500);
+    const text = await res.text();
+    expect(text).toContain("req-test-123");
+    expect(text).not.toContain("exploded");
+    expect(text).not.toMatch(/at .*\.ts|\/secret\/path/);
+    expect(res.headers.get("x-request-id")).toBe("req-test-123");
+    expect(log).toHaveBeenCalledWith(expect.stringContaining("req-test-123"));
+    expect(log.mock.calls.flat().join(" ")).not.toContain(token);
+    log.mockRestore();
+  });
+});

@@ -1,0 +1,26 @@
+import { exports } from "cloudflare:workers";
+
+export interface CallOptions {
+  token?: string;
+  body?: unknown;
+  /** Sent as is, for malformed-JSON and content-type cases. */
+  rawBody?: string;
+  headers?: Record<string, string>;
+}
+
+/** One request through the Worker's real fetch handler, inside workerd, with the real local bindings. */
+export async function call(method: string, path: string, opts: CallOptions = {}): Promise<Response> {
+  const headers: Record<string, string> = { ...opts.headers };
+  if (opts.token) headers.authorization = `Bearer ${opts.token}`;
+  let body: string | undefined;
+  if (opts.rawBody !== undefined) body = opts.rawBody;
+  else if (opts.body !== undefined) {
+    body = JSON.stringify(opts.body);
+    headers["content-type"] ??= "application/json";
+  }
+  return exports.default.fetch(new Request(`http://api.test${path}`, { method, headers, body }));
+}
+
+export async function json<T = any>(res: Response): Promise<T> {
+  return (await res.json()) as T;
+}

@@ -1,0 +1,22 @@
+import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { createApp, type AppOptions } from "../../src/app";
+
+/**
+ * The production app (same middleware, error handler and auth) with extra routes a test mounts on it, for
+ * behaviour no production route shows yet (an unexpected exception, a route of another family).
+ */
+export function testApp(options: AppOptions = {}) {
+  const app = createApp(options);
+  return {
+    app,
+    async fetch(method: string, path: string, init: { token?: string; body?: BodyInit; headers?: Record<string, string> } = {}) {
+      const headers = new Headers(init.headers);
+      if (init.token) headers.set("authorization", `Bearer ${init.token}`);
+      const ctx = createExecutionContext();
+      const res = await app.fetch(new Request(`http://api.test${path}`, { method, headers, body: init.body }), env, ctx);
+      await waitOnExecutionContext(ctx);
+      return res;
+    },
+  };
+}

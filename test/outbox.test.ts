@@ -1,0 +1,181 @@
+import { createExecutionContext, createMessageBatch, createScheduledController, getQueueResult, waitOnExecutionContext } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { describe, expect, it, vi } from "vitest";
+import { createDb } from "../src/db/client";
+import { createEventRouter, type EventConsumer } from "../src/events/consumers";
+import type { EventEnvelope } from "../src/events/envelope";
+import worker from "../src/index";
+import { createPrincipal } from "./helpers/factories";
+
+interface OutboxRow {
+  id: string;
+  type: string;
+  organization_id: string;
+  actor: string;
+  data: string;
+  sent_at: string | null;
+}
+
+const outboxOf = (organizationId: string) =>
+  env.DB.prepare("SELECT id, type, organization_id, actor, data, sent_at FROM outbox_events WHERE organization_id = ? ORDER BY occurred_at").bind(organizationId).all<OutboxRow>().then((r) => r.results);
+
+const auditOf = (organizationId: string) =>
+  env.DB.prepare("SELECT event_id, type FROM audit_log WHERE organization_id = ?").bind(organizationId).all<{ event_id: string; type: string }>().then((r) => r.results);
+
+/** A request through the Worker's fetch with its own ExecutionContext, waiting for what it deferred (the queue send). */
+async function fetchAndSettle(method: string, path: string, token: string, body?: unknown) {
+  const ctx = createExecutionContext();
+  const res = await worker.fetch(
+    new Request(`http://api.test${path}`, { method, headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body: body === undefined ? undefined : JSON.stringify(body) }),
+    env,
+    ctx,
+  );
+  await waitOnExecutionContext(ctx);
+  return res;
+}
+
+function envelope(organizationId: string, type = "plant.created"): EventEnvelope {
+  return { id: crypto.randomUUID(), type, organizationId, actor: { type: "system", userId: null }, occurredAt: new Date().toISOString(), data: { object: { id: 1 } } };
+}
+
+describe("event outbox", () => {
+  it("writes the event with the change, sends it to the queue, and the audit consumer records it", async () => {
+    const { token, organizationId, userId } = await createPrincipal();
+    const res = await fetchAndSettle("POST", "/plants", token, { id: 5, name: "Aloe" });
+    expect(res.status).toBe(200);
+    const [row] = await outboxOf(organizationId);
+    expect(row).toMatchObject({ type: "plant.created", organization_id: organizationId });
+    expect(JSON.parse(row!.actor)).toEqual({ type: "user", userId });
+    expect(JSON.parse(row!.data)).toEqual({ object: { id: 5, name: "Aloe", tag: null } });
+    expect(row!.sent_at).not.toBeNull();
+    // Miniflare delivers the queue message to this Worker's own consumer.
+    await vi.waitFor(async () => expect(await auditOf(organizationId)).toEqual([{ event_id: row!.id, type: "plant.created" }]), { timeout: 10_000, interval: 100 });
+  });
+
+  it("writes no event when the change does not happen", async () => {
+    const { token, organizationId } = await createPrincipal();
+    expect((await fetchAndSettle("DELETE", "/plants/404", token)).status).toBe(404);
+    expect(await outboxOf(organizationId)).toEqual([]);
+  });
+
+  it("re-sends events that were written but never sent when the cron runs", async () => {
+    const { organizationId } = await createPrincipal();
+    const stale = envelope(organizationId, "plant.deleted");
+    const old = new Date(Date.now() - 120_000).toISOString();
+    await env.DB.prepare("INSERT INTO outbox_events (id, organization_id, type, actor, occurred_at, data) VALUES (?, ?, ?, ?, ?, ?)")
+      .bind(stale.id, organizationId, stale.type, JSON.stringify(stale.actor), old, JSON.stringify(stale.data))
+      .run();
+    // An event committed a moment ago may still be on its way: the cron pass leaves it alone.
+    const fresh = envelope(organizationId);
+    await env.DB.prepare("INSERT INTO outbox_events (id, organization_id, type, actor, occurred_at, data) VALUES (?, ?, ?, ?, ?, ?)")
+      .bind(fresh.id, organizationId, fresh.type, JSON.stringify(fresh.actor), fresh.occurredAt, JSON.stringify(fresh.data))
+      .run();
+
+    const ctx = createExecutionContext();
+    await worker.scheduled(createScheduledController({ cron: "* * * * *" }), env, ctx);
+    await waitOnExecutionContext(ctx);
+
+    const rows = await outboxOf(organizationId);
+    expect(rows.find((r) => r.id === stale.id)!.sent_at).not.toBeNull();
+    expect(rows.find((r) => r.id === fresh.id)!.sent_at).toBeNull();
+    await vi.waitFor(async () => expect(await auditOf(organizationId)).toEqual([{ event_id: stale.id, type: "plant.deleted" }]), { timeout: 10_000, interval: 100 });
+  });
+});
+
+describe("event consumers", () => {
+  function counting(name = `probe-${crypto.randomUUID()}`) {
+    const seen: string[] = [];
+    const consumer: EventConsumer = { name, accepts: (t) => t.startsWith("plant."), handle: async (e) => void seen.push(e.id) };
+    return { consumer, seen };
+  }
+
+  it("handles an event once when the queue delivers it twice, in one batch and in a later one", async () => {
+    const { organizationId } = await createPrincipal();
+    const { consumer, seen } = counting();
+    const route = createEventRouter([consumer]);
+    const event = envelope(organizationId);
+    const batch = createMessageBatch("events", [
+      { id: "m1", timestamp: new Date(), attempts: 1, body: event },
+      { id: "m2", timestamp: new Date(), attempts: 1, body: event },
+    ]);
+    const ctx = createExecutionContext();
+    await route(batch, env);
+    const result = await getQueueResult(batch, ctx);
+    expect(result.explicitAcks.sort()).toEqual(["m1", "m2"]);
+    const again = createMessageBatch("events", [{ id: "m3", timestamp: new Date(), attempts: 2, body: event }]);
+    await route(again, env);
+    expect(seen).toEqual([event.id]);
+  });
+
+  it("records each event in the audit log once through the Worker's own queue handler", async () => {
+    const { organizationId } = await createPrincipal();
+    const event = envelope(organizationId);
+    const batch = createMessageBatch("events", [
+      { id: "a", timestamp: new Date(), attempts: 1, body: event },
+      { id: "b", timestamp: new Date(), attempts: 1, body: event },
+    ]);
+    const ctx = createExecutionContext();
+    await worker.queue(batch, env);
+    const result = await getQueueResult(batch, ctx);
+    expect(result.explicitAcks.sort()).toEqual(["a", "b"]);
+    expect(await auditOf(organizationId)).toEqual([{ event_id: event.id, type: event.type }]);
+  });
+
+  it("retries a failing message with backoff on its own and acks the rest; the retry then succeeds", async () => {
+    const { organizationId } = await createPrincipal();
+    let failNext = true;
+    const handled: string[] = [];
+    const flaky: EventConsumer = {
+      name: `flaky-${crypto.randomUUID()}`,
+      accepts: () => true,
+      handle: async (e) => {
+        if (e.type === "plant.deleted" && failNext) {
+          failNext = false;
+          throw new Error("downstream unavailable");
+        }
+        handled.push(e.type);
+      },
+    };
+    const route = createEventRouter([flaky]);
+    const bad = envelope(organizationId, "plant.deleted");
+    const good = envelope(organizationId, "plant.created");
+    const log = vi.spyOn(console, "error").mockImplementation(() => {});
+    const batch = createMessageBatch<unknown>("events", [
+      { id: "bad", timestamp: new Date(), attempts: 3, body: bad },
+      { id: "good", timestamp: new Date(), attempts: 1, body: good },
+      { id: "junk", timestamp: new Date(), attempts: 1, body: { not: "an envelope" } },
+    ]);
+    // The test harness records which messages were retried but not their delay, so watch the call itself.
+    const retry = vi.spyOn(batch.messages[0]!, "retry");
+    const ctx = createExecutionContext();
+    await route(batch, env);
+    const result = await getQueueResult(batch, ctx);
+    log.mockRestore();
+    expect(result.explicitAcks.sort()).toEqual(["good", "junk"]);
+    expect(result.retryMessages).toHaveLength(1);
+    expect(result.retryMessages[0]!.msgId).toBe("bad");
+    // Third attempt: 40 s give or take the jitter of a quarter.
+    const delay = retry.mock.calls[0]![0]!.delaySeconds!;
+    expect(delay).toBeGreaterThanOrEqual(30);
+    expect(delay).toBeLessThanOrEqual(50);
+    // The failed claim was released, so the redelivery is handled.
+    await route(createMessageBatch("events", [{ id: "bad-2", timestamp: new Date(), attempts: 4, body: bad }]), env);
+    expect(handled).toEqual(["plant.created", "plant.deleted"]);
+  });
+
+  it("retries, without handling, a duplicate whose first delivery is still being handled", async () => {
+    const { organizationId } = await createPrincipal();
+    const { consumer, seen } = counting();
+    const event = envelope(organizationId);
+    await createDb(env.DB).run(
+      // Another isolate claimed it a moment ago and has not finished.
+      (await import("drizzle-orm")).sql`INSERT INTO processed_events (consumer, event_id, claimed_at) VALUES (${consumer.name}, ${event.id}, ${new Date().toISOString()})`,
+    );
+    const batch = createMessageBatch("events", [{ id: "dup", timestamp: new Date(), attempts: 1, body: event }]);
+    const ctx = createExecutionContext();
+    await createEventRouter([consumer])(batch, env);
+    const result = await getQueueResult(batch, ctx);
+    expect(result.retryMessages.map((m) => m.msgId)).toEqual(["dup"]);
+    expect(seen).toEqual([]);
+  });
+});

@@ -1,0 +1,71 @@
+import { describe, expect, it } from "vitest";
+import { call, json } from "./helpers/client";
+import { createPrincipal } from "./helpers/factories";
+import { type Family, fillPath, type MatrixRoute, ROUTES } from "./helpers/route-table";
+
+const UNAUTHORIZED: Record<Family, unknown> = {
+  crm: { success: false, error: expect.objectContaining({ type: "authentication_error", status: 401 }) },
+  api: { error: "Unauthorized" },
+  plants: { error: 401, message: expect.any(String) },
+};
+
+const name = (r: { method: string; path: string }) => `${r.method} ${r.path}`;
+const placeholderParams = (path: string) => Object.fromEntries([...path.matchAll(/\{(\w+)\}/g)].map((m) => [m[1]!, "00000000-0000-4000-8000-000000000000"]));
+
+const cases = (routes: MatrixRoute[]) => routes.map((r) => [name(r), r] as const);
+const unknownPath = (route: MatrixRoute) => fillPath(route.path, route.unknown ?? placeholderParams(route.path));
+
+describe("route matrix", () => {
+  it.each(cases(ROUTES))("%s answers 401 in its family's shape without a token, and with a bad one", async (_, route) => {
+    for (const headers of [{}, { authorization: "Bearer not-a-real-token" }] as Record<string, string>[]) {
+      const res = await call(route.method, unknownPath(route), { headers, body: route.body });
+      expect(res.status).toBe(401);
+      expect(await json(res)).toEqual(UNAUTHORIZED[route.family]);
+    }
+  });
+
+  it.each(cases(ROUTES.filter((r) => r.seed)))("%s answers another organization exactly as an unknown id", async (_, route) => {
+    const owner = await createPrincipal();
+    const stranger = await createPrincipal();
+    const params = await route.seed!(owner);
+    const foreign = await call(route.method, fillPath(route.path, params), { token: stranger.token, body: route.body });
+    const unknown = await call(route.method, unknownPath(route), { token: stranger.token, body: route.body });
+    expect(foreign.status).toBe(404);
+    expect(unknown.status).toBe(404);
+    expect(await foreign.text()).toBe(await unknown.text());
+    // The owner still has it: the stranger's request changed nothing.
+    const own = await call(route.method, fillPath(route.path, params), { token: owner.token, body: route.body });
+    expect(own.status).toBeLessThan(300);
+  });
+
+  it.each(cases(ROUTES.filter((r) => r.body !== undefined)))("%s answers malformed or non-JSON bodies with a 4xx, never a 5xx", async (_, route) => {
+    const owner = await createPrincipal();
+    const target = route.seed ? fillPath(route.path, await route.seed(owner)) : unknownPath(route);
+    const bodies: [string, string][] = [
+      ["{", "application/json"],
+      ['{"a":', "application/json"],
+      ["null", "application/json"],
+      ["[]", "application/json"],
+      ['"text"', "application/json"],
+      ["", "application/json"],
+      ["name=x", "application/x-www-form-urlencoded"],
+      ["<xml/>", "text/xml"],
+    ];
+    for (const [rawBody, contentType] of bodies) {
+      const res = await call(route.method, target, { token: owner.token, rawBody, headers: { "content-type": contentType } });
+      expect(res.status, `${rawBody} as ${contentType}`).toBeGreaterThanOrEqual(400);
+      expect(res.status, `${rawBody} as ${contentType}`).toBeLessThan(500);
+    }
+  });
+
+  it("covers every authenticated route that /openapi.json declares", async () => {
+    const doc = await json(await call("GET", "/openapi.json"));
+    const declared = Object.entries(doc.paths as Record<string, Record<string, { security?: unknown[] }>>).flatMap(([p, ops]) =>
+      Object.entries(ops)
+        .filter(([, op]) => (op.security ?? []).length > 0)
+        .map(([method]) => `${method.toUpperCase()} ${p}`),
+    );
+    expect(declared.length).toBeGreaterThan(0);
+    expect(declared.sort()).toEqual(ROUTES.map(name).sort());
+  });
+});

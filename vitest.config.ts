@@ -1,0 +1,30 @@
+import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
+import { defineConfig } from "vitest/config";
+
+export default defineConfig({
+  test: {
+    // The JSON report is what .ci/run reads for its closing "N passed, N failed" line.
+    reporters: ["default", ["json", { outputFile: ".ci/out/vitest-report.json" }]],
+    projects: [
+      {
+        // Inside workerd, against real local D1, Durable Objects, Queues and R2 (storage isolated per test file).
+        plugins: [
+          cloudflareTest(async () => ({
+            wrangler: { configPath: "./wrangler.toml" },
+            miniflare: { bindings: { TEST_MIGRATIONS: await readD1Migrations("./migrations"), ENVIRONMENT: "test" } },
+          })),
+        ],
+        test: {
+          name: "workers",
+          include: ["test/**/*.test.ts"],
+          exclude: ["test/e2e/**"],
+          setupFiles: ["./test/helpers/apply-migrations.ts"],
+        },
+      },
+      {
+        // In Node: the developer commands themselves (npm run dev, npm run token) as a user runs them.
+        test: { name: "e2e", include: ["test/e2e/**/*.test.ts"], environment: "node", testTimeout: 180_000, hookTimeout: 180_000 },
+      },
+    ],
+  },
+});
