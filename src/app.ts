@@ -1,5 +1,6 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
 import { requestId } from "hono/request-id";
+import { contactRoutes } from "./contacts/routes";
 import { createDb } from "./db/client";
 import { readConfig } from "./env";
 import { plantRoutes } from "./plants/routes";
@@ -34,6 +35,7 @@ export function createApp(options: AppOptions = {}) {
   }
 
   app.route("/", plantRoutes);
+  app.route("/", contactRoutes);
 
   mountDocs(app);
   app.onError(handleError);

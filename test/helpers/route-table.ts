@@ -37,6 +37,27 @@ export const ROUTES: MatrixRoute[] = [
   },
 ];
 
+async function seedContact(owner: TestPrincipal): Promise<Record<string, string>> {
+  const res = await call("POST", "/v1/contacts", { token: owner.token, body: { firstName: "Seed", lastName: "Contact", email: `${crypto.randomUUID()}@seed.test` } });
+  if (res.status !== 201) throw new Error(`seeding a contact failed: ${res.status} ${await res.text()}`);
+  return { id: ((await res.json()) as { data: { id: string } }).data.id };
+}
+const unknownContact = { id: "00000000-0000-4000-8000-00000000c0de" };
+
+// Contacts (issue 3).
+ROUTES.push(
+  { method: "GET", path: "/v1/contacts", family: "crm" },
+  { method: "POST", path: "/v1/contacts", family: "crm", body: { firstName: "Matrix", lastName: "Row", email: "matrix@row.test" } },
+  { method: "GET", path: "/v1/contacts/tags", family: "crm" },
+  { method: "PATCH", path: "/v1/contacts/bulk", family: "crm", body: { contactIds: ["x"], updates: { status: "ACTIVE" } } },
+  { method: "GET", path: "/v1/contacts/{id}", family: "crm", seed: seedContact, unknown: unknownContact },
+  { method: "PUT", path: "/v1/contacts/{id}", family: "crm", body: { notes: "changed" }, seed: seedContact, unknown: unknownContact },
+  { method: "DELETE", path: "/v1/contacts/{id}", family: "crm", seed: seedContact, unknown: unknownContact },
+  { method: "GET", path: "/v1/contacts/{id}/activities", family: "crm", seed: seedContact, unknown: unknownContact },
+  { method: "POST", path: "/v1/contacts/{id}/activities", family: "crm", body: { type: "NOTE", description: "hi" }, seed: seedContact, unknown: unknownContact },
+  { method: "POST", path: "/v1/contacts/{id}/tags", family: "crm", body: { tags: ["vip"] }, seed: seedContact, unknown: unknownContact },
+);
+
 export const fillPath = (path: string, params: Record<string, string> = {}) =>
   path.replace(/\{(\w+)\}/g, (_, name: string) => {
     const value = params[name];

@@ -1,0 +1,67 @@
+import { and, desc, eq } from "drizzle-orm";
+import { contactActivities } from "../db/schema";
+import { newId } from "../lib/ids";
+import { deferPublish, stageEvent } from "../events/outbox";
+import type { ServiceContext } from "../platform/context";
+import { toActivity } from "./includes";
+import { CONVERSATION_TYPES } from "./lead-score";
+import type { Activity, ActivityCreate } from "./schemas";
+import { findContact } from "./service";
+import { activityFigures, applyInput, bumpCounters, changeEvents, type Statement, updateStatement } from "./writes";
+
+/** GET …/activities answers at most this many, newest first. */
+export const MAX_ACTIVITIES = 500;
+
+/** Activity types that mean someone was in touch with the contact (they move lastContactedAt). */
+const TOUCH_TYPES = new Set(["EMAIL_SENT", "EMAIL_RECEIVED", "PHONE_CALL", "SMS_SENT", "SMS_RECEIVED", "MEETING", "SHOWING"]);
+
+export async function listActivities(ctx: ServiceContext, contactId: string): Promise<Activity[]> {
+  await findContact(ctx, contactId);
+  const rows = await ctx.db
+    .select()
+    .from(contactActivities)
+    .where(and(eq(contactActivities.organizationId, ctx.organizationId), eq(contactActivities.contactId, contactId)))
+    .orderBy(desc(contactActivities.createdAt), desc(contactActivities.id))
+    .limit(MAX_ACTIVITIES)
+    .all();
+  return rows.map((r) => toActivity({ id: r.id, type: r.type, description: r.description, created_at: r.createdAt, scheduled_at: r.scheduledAt, metadata: r.metadata === null ? null : JSON.stringify(r.metadata) }));
+}
+
+/**
+ * Logs an activity. A touch that has happened (not one scheduled for later) moves the contact's lastContactedAt, and
+ * a contact with the automatic lead score gets it recomputed; either change is a contact.updated event.
+ */
+export async function createActivity(ctx: ServiceContext, contactId: string, input: ActivityCreate): Promise<Activity> {
+  const [before, figures] = await Promise.all([findContact(ctx, contactId), activityFigures(ctx, [contactId])]);
+  const now = new Date();
+  const at = now.toISOString();
+  const row = {
+    id: newId(),
+    organizationId: ctx.organizationId,
+    contactId,
+    type: input.type,
+    description: input.description ?? null,
+    scheduledAt: input.scheduledAt ? new Date(input.scheduledAt).toISOString() : null,
+    metadata: input.metadata ?? null,
+    createdBy: ctx.actor.userId ?? null,
+    createdAt: at,
+  };
+  const happened = !row.scheduledAt || row.scheduledAt <= at;
+  const prior = figures.get(contactId) ?? { count: 0, conversations: 0, lastActivityAt: null };
+  const withThis = {
+    count: prior.count + 1,
+    conversations: prior.conversations + ((CONVERSATION_TYPES as readonly string[]).includes(input.type) ? 1 : 0),
+    lastActivityAt: at,
+  };
+  const touched = { ...before, lastContactedAt: TOUCH_TYPES.has(input.type) && happened ? at : before.lastContactedAt };
+  const after = applyInput(touched, {}, withThis, now);
+  const events = changeEvents(ctx, before, after);
+  const statements: Statement[] = [ctx.db.insert(contactActivities).values(row)];
+  if (events.length) {
+    after.updatedAt = at;
+    statements.push(updateStatement(ctx, after), bumpCounters(ctx, 0));
+  }
+  await ctx.db.batch([...statements, ...events.map((e) => stageEvent(ctx.db, e))] as [Statement, ...Statement[]]);
+  deferPublish(ctx, events);
+  return toActivity({ id: row.id, type: row.type, description: row.description, created_at: at, scheduled_at: row.scheduledAt, metadata: row.metadata === null ? null : JSON.stringify(row.metadata) });
+}

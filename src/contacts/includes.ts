@@ -1,0 +1,55 @@
+import { sql } from "drizzle-orm";
+import type { ServiceContext } from "../platform/context";
+import type { Activity, Contact, Include } from "./schemas";
+
+/** Activities returned per contact by include=activities (GET …/activities has them all). */
+export const INCLUDED_ACTIVITIES = 20;
+
+interface ActivityRow {
+  contact_id: string;
+  id: string;
+  type: string;
+  description: string | null;
+  created_at: string;
+  scheduled_at: string | null;
+  metadata: string | null;
+}
+
+export const toActivity = (r: Omit<ActivityRow, "contact_id">): Activity => ({
+  id: r.id,
+  type: r.type,
+  description: r.description,
+  createdAt: r.created_at,
+  scheduledAt: r.scheduled_at,
+  metadata: r.metadata === null ? null : JSON.parse(r.metadata),
+});
+
+/**
+ * Attaches the requested related records to a page of contacts, one query per kind for the whole page.
+ * Deals and communications are not records this service holds yet (they arrive with the deals routes; the spec shows
+ * no communication routes), so every contact truthfully has none.
+ */
+export async function loadIncludes(ctx: ServiceContext, contacts: Contact[], include: Include[]): Promise<void> {
+  if (contacts.length === 0) return;
+  if (include.includes("activities")) {
+    const ids = contacts.map((c) => c.id);
+    const rows = await ctx.db.all<ActivityRow>(sql`
+      SELECT contact_id, id, type, description, created_at, scheduled_at, metadata FROM (
+        SELECT a.*, ROW_NUMBER() OVER (PARTITION BY a.contact_id ORDER BY a.created_at DESC, a.id DESC) AS n
+        FROM contact_activities a
+        WHERE a.organization_id = ${ctx.organizationId} AND a.contact_id IN (${sql.join(ids.map((id) => sql`${id}`), sql`, `)})
+      ) WHERE n <= ${INCLUDED_ACTIVITIES} ORDER BY created_at DESC, id DESC`);
+    const byContact = new Map<string, Activity[]>(ids.map((id) => [id, []]));
+    for (const r of rows) byContact.get(r.contact_id)!.push(toActivity(r));
+    for (const c of contacts) c.activities = byContact.get(c.id)!;
+  }
+  if (include.includes("deals")) for (const c of contacts) c.deals = [];
+  if (include.includes("communications")) for (const c of contacts) c.communications = [];
+}
+
+/** The `fields` projection: only the named fields, always with id, plus whatever was included. */
+export function project(contact: Contact, fields: string[] | undefined): Partial<Contact> {
+  if (!fields) return contact;
+  const keep = new Set<string>(["id", ...fields, "activities", "deals", "communications"]);
+  return Object.fromEntries(Object.entries(contact).filter(([k]) => keep.has(k))) as Partial<Contact>;
+}

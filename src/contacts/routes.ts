@@ -1,0 +1,160 @@
+import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
+import { crmErrors, Page, Success } from "../crm/envelope";
+import { serviceContext } from "../platform/auth";
+import type { AppBindings } from "../platform/context";
+import { validationHook } from "../platform/openapi";
+import { createActivity, listActivities } from "./activities";
+import { bulkUpdateContacts } from "./bulk";
+import { LEAD_SCORE_METHOD } from "./lead-score";
+import {
+  Activity,
+  ActivityCreate,
+  BulkResult,
+  BulkUpdate,
+  Contact,
+  ContactCreate,
+  ContactListQuery,
+  ContactReadQuery,
+  ContactTag,
+  ContactUpdate,
+  IdParam,
+  TagsAdd,
+} from "./schemas";
+import { addTags, createContact, deleteContact, getContact, listContacts, listTags, updateContact } from "./service";
+
+const tags = ["Contacts"];
+const security = [{ bearerAuth: [] }];
+const json = <T extends z.ZodType>(schema: T, description: string) => ({ description, content: { "application/json": { schema } } });
+const body = <T extends z.ZodType>(schema: T) => ({ body: { required: true, content: { "application/json": { schema } } } });
+
+const FIELD_RULES = `Unknown fields are rejected (422 \`unknown_field\`); the read-only fields id, organizationId, createdAt, updatedAt and
+lastContactedAt are ignored, so a fetched contact can be sent back as is. Optional fields take null to clear them.
+With \`calculateLeadScore: true\` the score is computed (${LEAD_SCORE_METHOD}) and recomputed whenever its inputs change;
+a leadScore given without the flag is stored as is and switches the computed score off.`;
+
+const list = createRoute({
+  method: "get",
+  path: "/v1/contacts",
+  tags,
+  security,
+  summary: "List contacts",
+  description:
+    "Keyset-paginated: pass `pagination.nextCursor` back as `cursor`. A cursor walk returns every matching contact exactly once, also while contacts are being added. Unknown query parameters are rejected (422).",
+  request: { query: ContactListQuery },
+  responses: { 200: json(Page(Contact.partial()), "A page of contacts (only the requested fields with `fields`)"), ...crmErrors(422) },
+});
+
+const listTagsRoute = createRoute({
+  method: "get",
+  path: "/v1/contacts/tags",
+  tags,
+  security,
+  summary: "The organization's tags with colors and contact counts",
+  responses: { 200: json(Success(z.array(ContactTag)), "Tags, most used first") },
+});
+
+const bulk = createRoute({
+  method: "patch",
+  path: "/v1/contacts/bulk",
+  tags,
+  security,
+  summary: "Update up to 100 contacts at once",
+  description: "Ids that do not exist in your organization count as failed; the successful updates are written atomically.",
+  request: body(BulkUpdate),
+  responses: { 200: json(Success(BulkResult), "Per-id outcome"), ...crmErrors(400, 413, 415, 422) },
+});
+
+const read = createRoute({
+  method: "get",
+  path: "/v1/contacts/{id}",
+  tags,
+  security,
+  summary: "Read a contact",
+  request: { params: IdParam, query: ContactReadQuery },
+  responses: { 200: json(Success(Contact), "The contact"), ...crmErrors(404, 422) },
+});
+
+const create = createRoute({
+  method: "post",
+  path: "/v1/contacts",
+  tags,
+  security,
+  summary: "Create a contact",
+  description: FIELD_RULES,
+  request: body(ContactCreate),
+  responses: { 201: json(Success(Contact), "The created contact"), ...crmErrors(400, 409, 413, 415, 422) },
+});
+
+const update = createRoute({
+  method: "put",
+  path: "/v1/contacts/{id}",
+  tags,
+  security,
+  summary: "Update a contact",
+  description: `Every field optional. ${FIELD_RULES}`,
+  request: { params: IdParam, ...body(ContactUpdate) },
+  responses: { 200: json(Success(Contact), "The updated contact"), ...crmErrors(400, 404, 409, 413, 415, 422) },
+});
+
+const remove = createRoute({
+  method: "delete",
+  path: "/v1/contacts/{id}",
+  tags,
+  security,
+  summary: "Delete a contact",
+  description: "Deletes the contact with its tags and activities.",
+  request: { params: IdParam },
+  responses: {
+    200: json(z.object({ success: z.literal(true), message: z.string(), data: z.object({ id: z.string(), deleted: z.literal(true) }) }), "Deleted"),
+    ...crmErrors(404),
+  },
+});
+
+const activities = createRoute({
+  method: "get",
+  path: "/v1/contacts/{id}/activities",
+  tags,
+  security,
+  summary: "A contact's activities, newest first (at most 500)",
+  request: { params: IdParam },
+  responses: { 200: json(Success(z.array(Activity)), "Activities"), ...crmErrors(404) },
+});
+
+const logActivity = createRoute({
+  method: "post",
+  path: "/v1/contacts/{id}/activities",
+  tags,
+  security,
+  summary: "Log an activity",
+  description: "E-mails, calls, SMS, meetings and showings that have happened move the contact's lastContactedAt.",
+  request: { params: IdParam, ...body(ActivityCreate) },
+  responses: { 201: json(Success(Activity), "The activity"), ...crmErrors(400, 404, 413, 415, 422) },
+});
+
+const tag = createRoute({
+  method: "post",
+  path: "/v1/contacts/{id}/tags",
+  tags,
+  security,
+  summary: "Add tags to a contact",
+  description: "Adds the tags the contact does not have yet and keeps the others.",
+  request: { params: IdParam, ...body(TagsAdd) },
+  responses: { 200: json(Success(Contact), "The contact with its tags"), ...crmErrors(400, 404, 413, 415, 422) },
+});
+
+// Static paths (/tags, /bulk) are registered before /{id} so they are not read as ids.
+export const contactRoutes = new OpenAPIHono<AppBindings>({ defaultHook: validationHook })
+  .openapi(listTagsRoute, async (c) => c.json({ success: true as const, data: await listTags(serviceContext(c)) }, 200))
+  .openapi(bulk, async (c) => c.json({ success: true as const, data: await bulkUpdateContacts(serviceContext(c), c.req.valid("json")) }, 200))
+  .openapi(list, async (c) => c.json({ success: true as const, ...(await listContacts(serviceContext(c), c.req.valid("query"))) }, 200))
+  .openapi(create, async (c) => c.json({ success: true as const, data: await createContact(serviceContext(c), c.req.valid("json")) }, 201))
+  .openapi(read, async (c) => c.json({ success: true as const, data: await getContact(serviceContext(c), c.req.valid("param").id, c.req.valid("query").include) }, 200))
+  .openapi(update, async (c) => c.json({ success: true as const, data: await updateContact(serviceContext(c), c.req.valid("param").id, c.req.valid("json")) }, 200))
+  .openapi(remove, async (c) => {
+    const { id } = c.req.valid("param");
+    await deleteContact(serviceContext(c), id);
+    return c.json({ success: true as const, message: "Contact deleted", data: { id, deleted: true as const } }, 200);
+  })
+  .openapi(activities, async (c) => c.json({ success: true as const, data: await listActivities(serviceContext(c), c.req.valid("param").id) }, 200))
+  .openapi(logActivity, async (c) => c.json({ success: true as const, data: await createActivity(serviceContext(c), c.req.valid("param").id, c.req.valid("json")) }, 201))
+  .openapi(tag, async (c) => c.json({ success: true as const, data: await addTags(serviceContext(c), c.req.valid("param").id, c.req.valid("json").tags) }, 200));

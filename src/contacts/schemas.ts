@@ -1,0 +1,201 @@
+import { z } from "@hono/zod-openapi";
+
+// Enumerations of the spec (Contact, Property types).
+export const CONTACT_TYPES = ["LEAD", "CLIENT", "PAST_CLIENT", "REFERRAL", "VENDOR"] as const;
+export const CONTACT_STATUSES = ["ACTIVE", "INACTIVE", "CONVERTED", "DISQUALIFIED", "DO_NOT_CONTACT"] as const;
+export const PROPERTY_TYPES = ["SINGLE_FAMILY", "CONDO", "TOWNHOUSE", "MULTI_FAMILY", "LAND", "COMMERCIAL", "INDUSTRIAL", "MIXED_USE"] as const;
+// The spec leaves these value lists open ("not shown"); these are ours, documented in /docs.
+export const COMMUNICATION_METHODS = ["EMAIL", "PHONE", "SMS", "ANY"] as const;
+export const ACTIVITY_TYPES = ["EMAIL_SENT", "EMAIL_RECEIVED", "PHONE_CALL", "SMS_SENT", "SMS_RECEIVED", "MEETING", "SHOWING", "NOTE", "TASK", "OTHER"] as const;
+/** Read-only Contact fields: accepted and ignored on create and update, so a fetched contact can be sent back. */
+export const READ_ONLY_FIELDS = ["id", "organizationId", "createdAt", "updatedAt", "lastContactedAt"] as const;
+
+const text = (max: number) => z.string().trim().min(1).max(max);
+/** A string matching `re`; a mismatch is reported with `code` (errors[].code on the CRM routes). */
+const pattern = (re: RegExp, code: string, message: string) => z.string().refine((v) => re.test(v), { message, params: { code } });
+const phone = pattern(/^\+?[0-9 ().-]{3,30}(\s*(x|ext\.?)\s*\d{1,6})?$/i, "invalid_phone", "Invalid phone number");
+const code = pattern(/^[A-Z][A-Z0-9_]{0,39}$/, "invalid_code", "Must be an UPPER_SNAKE_CASE code");
+const tag = z.string().trim().min(1).max(50);
+
+export const Address = z
+  .strictObject({ street: text(200).optional(), city: text(100).optional(), state: text(100).optional(), zipCode: text(20).optional(), country: text(100).optional() })
+  .openapi("ContactAddress");
+
+export const Preferences = z
+  .strictObject({
+    communicationMethod: z.enum(COMMUNICATION_METHODS).optional(),
+    propertyTypes: z.array(z.enum(PROPERTY_TYPES)).max(PROPERTY_TYPES.length).optional(),
+    priceRange: z
+      .strictObject({ min: z.number().nonnegative().optional(), max: z.number().nonnegative().optional() })
+      .refine((r) => r.min === undefined || r.max === undefined || r.min <= r.max, {
+        message: "priceRange.min must not exceed priceRange.max",
+        path: ["min"],
+        params: { code: "invalid_price_range" },
+      })
+      .optional(),
+    locations: z.array(text(100)).max(50).optional(),
+  })
+  .openapi("ContactPreferences");
+
+/** Fields a client may write; `calculateLeadScore` asks for the computed score instead of a given one. */
+const writable = {
+  firstName: text(100),
+  lastName: text(100),
+  email: z.email().max(254),
+  phone: phone.nullable().optional(),
+  secondaryPhone: phone.nullable().optional(),
+  address: Address.nullable().optional(),
+  type: z.enum(CONTACT_TYPES).optional(),
+  status: z.enum(CONTACT_STATUSES).optional(),
+  source: code.nullable().optional().openapi({ example: "WEBSITE", description: "e.g. WEBSITE, REFERRAL, OPEN_HOUSE, SOCIAL_MEDIA, PORTAL, COLD_CALL, EMAIL_CAMPAIGN, SIGN_CALL, PAST_CLIENT, OTHER" }),
+  leadScore: z.int().min(0).max(100).nullable().optional(),
+  tags: z.array(tag).max(50).optional(),
+  notes: z.string().max(10_000).nullable().optional(),
+  preferences: Preferences.nullable().optional(),
+  assignedTo: z.string().min(1).max(100).nullable().optional().openapi({ description: "Id of a user (agent) of your organization" }),
+  calculateLeadScore: z.boolean().optional(),
+};
+const readOnly = Object.fromEntries(READ_ONLY_FIELDS.map((f) => [f, z.unknown().optional()])) as Record<(typeof READ_ONLY_FIELDS)[number], z.ZodOptional<z.ZodUnknown>>;
+
+/** Unknown fields are rejected (422 unknown_field); read-only fields are ignored. */
+export const ContactCreate = z.strictObject({ ...writable, ...readOnly }).openapi("ContactCreate");
+export type ContactCreate = z.infer<typeof ContactCreate>;
+
+export const ContactUpdate = z
+  .strictObject({
+    ...writable,
+    firstName: writable.firstName.optional(),
+    lastName: writable.lastName.optional(),
+    email: writable.email.optional(),
+    ...readOnly,
+  })
+  .openapi("ContactUpdate");
+export type ContactUpdate = z.infer<typeof ContactUpdate>;
+
+export const Activity = z
+  .object({
+    id: z.string(),
+    type: z.string(),
+    description: z.string().nullable(),
+    createdAt: z.string(),
+    scheduledAt: z.string().nullable(),
+    metadata: z.record(z.string(), z.unknown()).nullable(),
+  })
+  .openapi("ContactActivity");
+export type Activity = z.infer<typeof Activity>;
+
+export const ActivityCreate = z
+  .strictObject({
+    type: z.enum(ACTIVITY_TYPES),
+    description: z.string().max(5000).optional(),
+    scheduledAt: z.iso.datetime({ offset: true }).optional(),
+    metadata: z.record(z.string(), z.unknown()).optional(),
+  })
+  .openapi("ContactActivityCreate");
+export type ActivityCreate = z.infer<typeof ActivityCreate>;
+
+export const Contact = z
+  .object({
+    id: z.string(),
+    organizationId: z.string(),
+    firstName: z.string(),
+    lastName: z.string(),
+    email: z.string(),
+    phone: z.string().nullable(),
+    secondaryPhone: z.string().nullable(),
+    address: Address.nullable(),
+    type: z.enum(CONTACT_TYPES),
+    status: z.enum(CONTACT_STATUSES),
+    source: z.string().nullable(),
+    leadScore: z.int().nullable(),
+    tags: z.array(z.string()),
+    notes: z.string().nullable(),
+    preferences: Preferences.nullable(),
+    assignedTo: z.string().nullable(),
+    createdAt: z.string(),
+    updatedAt: z.string(),
+    lastContactedAt: z.string().nullable(),
+    activities: z.array(Activity).optional().openapi({ description: "With include=activities: the 20 most recent" }),
+    deals: z.array(z.unknown()).optional().openapi({ description: "With include=deals" }),
+    communications: z.array(z.unknown()).optional().openapi({ description: "With include=communications" }),
+  })
+  .openapi("Contact");
+export type Contact = z.infer<typeof Contact>;
+
+export const CONTACT_FIELDS = Object.keys(Contact.shape).filter((k) => !["activities", "deals", "communications"].includes(k)) as (keyof Contact)[];
+export const INCLUDES = ["activities", "deals", "communications"] as const;
+export type Include = (typeof INCLUDES)[number];
+
+export const ContactTag = z.object({ name: z.string(), color: z.string().openapi({ example: "#2563eb" }), count: z.int() }).openapi("ContactTag");
+export const TagsAdd = z.strictObject({ tags: z.array(tag).min(1).max(50) }).openapi("ContactTagsAdd");
+
+export const BulkUpdate = z
+  .strictObject({
+    contactIds: z.array(z.string().min(1)).min(1).max(100),
+    updates: ContactUpdate.omit({ email: true }).openapi({ description: "Contact fields to set on every listed contact (not email, which is unique per contact)" }),
+  })
+  .openapi("ContactBulkUpdate");
+export type BulkUpdate = z.infer<typeof BulkUpdate>;
+
+export const BulkResult = z.object({ updated: z.int(), failed: z.int(), results: z.array(z.object({ id: z.string(), success: z.boolean() })) });
+
+export const IdParam = z.object({ id: z.string().min(1).openapi({ param: { name: "id", in: "path" } }) });
+
+export const SORT_FIELDS = ["createdAt", "updatedAt", "lastName", "leadScore"] as const;
+export type SortField = (typeof SORT_FIELDS)[number];
+export interface SortKey {
+  field: SortField;
+  direction: "asc" | "desc";
+}
+
+const intParam = (min: number, max: number) =>
+  pattern(/^-?\d+$/, "invalid_integer", "Must be an integer")
+    .transform(Number)
+    .pipe(z.int().min(min).max(max));
+const timestampParam = z.iso.datetime({ offset: true, message: "Must be an ISO 8601 timestamp" }).transform((v) => new Date(v).toISOString());
+const csv = <T extends z.ZodType<string, string>>(item: T) =>
+  z
+    .string()
+    .transform((v) => v.split(",").map((s) => s.trim()).filter(Boolean))
+    .pipe(z.array(item).min(1));
+
+export const ContactListQuery = z
+  .strictObject({
+    limit: intParam(1, 100).optional().openapi({ description: "1–100, default 25; out of range is a 422" }),
+    cursor: z.string().min(1).optional(),
+    type: z.enum(CONTACT_TYPES).optional(),
+    status: z.enum(CONTACT_STATUSES).optional(),
+    source: z.string().min(1).optional(),
+    assignedTo: z.string().min(1).optional(),
+    tags: csv(tag).optional().openapi({ type: "string", description: "Comma-separated; a contact matches when it has all of them" }),
+    "leadScore[gte]": intParam(0, 100).optional(),
+    "leadScore[lte]": intParam(0, 100).optional(),
+    "createdAt[gte]": timestampParam.optional(),
+    "createdAt[lte]": timestampParam.optional(),
+    sort: csv(
+      pattern(
+        new RegExp(`^(${SORT_FIELDS.join("|")})(:(asc|desc))?$`),
+        "invalid_sort",
+        `Use field:direction pairs with fields ${SORT_FIELDS.join(", ")} and direction asc or desc`,
+      ),
+    )
+      .transform((pairs) => pairs.map((p: string): SortKey => ({ field: p.split(":")[0] as SortField, direction: (p.split(":")[1] ?? "asc") as "asc" | "desc" })))
+      .optional()
+      .openapi({ type: "string", example: "leadScore:desc,createdAt:desc", description: "Default createdAt:desc; the first field is served by an index" }),
+    include: csv(z.enum(INCLUDES)).optional().openapi({ type: "string", example: "activities" }),
+    fields: csv(z.enum(CONTACT_FIELDS as [string, ...string[]])).optional().openapi({ type: "string", example: "id,firstName,lastName,email", description: "Projection; id is always returned" }),
+  })
+  .superRefine((q, ctx) => {
+    const lo = q["leadScore[gte]"];
+    const hi = q["leadScore[lte]"];
+    if (lo !== undefined && hi !== undefined && lo > hi) ctx.addIssue({ code: "custom", path: ["leadScore[gte]"], message: "leadScore[gte] exceeds leadScore[lte]", params: { code: "invalid_range" } });
+    const from = q["createdAt[gte]"];
+    const to = q["createdAt[lte]"];
+    if (from && to && from > to) ctx.addIssue({ code: "custom", path: ["createdAt[gte]"], message: "createdAt[gte] is after createdAt[lte]", params: { code: "invalid_range" } });
+    if (q.sort && new Set(q.sort.map((s) => s.field)).size !== q.sort.length) ctx.addIssue({ code: "custom", path: ["sort"], message: "A field appears twice in sort", params: { code: "invalid_sort" } });
+  });
+export type ContactListQuery = z.infer<typeof ContactListQuery>;
+
+export const ContactReadQuery = z.strictObject({
+  include: csv(z.enum(INCLUDES)).optional().openapi({ type: "string", example: "activities" }),
+});

@@ -1,0 +1,161 @@
+import { and, desc, eq, ne, sql } from "drizzle-orm";
+import { contactActivities, contacts, contactTags, tags } from "../db/schema";
+import { Conflict, NotFound } from "../lib/errors";
+import { newId } from "../lib/ids";
+import { deferPublish, newEvent, stageEvent } from "../events/outbox";
+import type { EventEnvelope } from "../events/envelope";
+import type { ServiceContext } from "../platform/context";
+import { loadIncludes } from "./includes";
+import { type ContactRecord, toContact } from "./mapping";
+import type { Contact, ContactCreate, ContactUpdate, Include } from "./schemas";
+import {
+  activityFigures,
+  applyInput,
+  assertAssignee,
+  bumpCounters,
+  changeEvents,
+  NO_ACTIVITY,
+  type Statement,
+  tagStatements,
+  uniqueTags,
+  updateStatement,
+  writableInput,
+} from "./writes";
+
+export { listContacts } from "./list";
+
+const byId = (ctx: ServiceContext, id: string) => and(eq(contacts.id, id), eq(contacts.organizationId, ctx.organizationId));
+
+/** The contact of the caller's organization, or 404 exactly as for an id that exists nowhere. */
+export async function findContact(ctx: ServiceContext, id: string): Promise<ContactRecord> {
+  const row = await ctx.db.select().from(contacts).where(byId(ctx, id)).get();
+  if (!row) throw new NotFound("Contact");
+  return row;
+}
+
+async function assertEmailFree(ctx: ServiceContext, emailKey: string, exceptId?: string): Promise<void> {
+  const clash = await ctx.db
+    .select({ id: contacts.id })
+    .from(contacts)
+    .where(and(eq(contacts.organizationId, ctx.organizationId), eq(contacts.emailKey, emailKey), exceptId ? ne(contacts.id, exceptId) : undefined))
+    .get();
+  if (clash) throw emailConflict();
+}
+
+const emailConflict = () => new Conflict("A contact with this e-mail already exists in your organization", "duplicate_email");
+
+/** Writes one batch; a unique-index race on the e-mail that the pre-check missed is still a 409, not a 500. */
+async function commit(ctx: ServiceContext, statements: Statement[], events: EventEnvelope[]): Promise<void> {
+  try {
+    await ctx.db.batch([...statements, ...events.map((e) => stageEvent(ctx.db, e))] as [Statement, ...Statement[]]);
+  } catch (err) {
+    if (String(err).includes("contacts_org_email_unique") || String(err).includes("contacts.email_key")) throw emailConflict();
+    throw err;
+  }
+  deferPublish(ctx, events);
+}
+
+export async function getContact(ctx: ServiceContext, id: string, include: Include[] = []): Promise<Contact> {
+  const contact = toContact(await findContact(ctx, id));
+  await loadIncludes(ctx, [contact], include);
+  return contact;
+}
+
+export async function createContact(ctx: ServiceContext, raw: ContactCreate): Promise<Contact> {
+  const input = writableInput(raw);
+  const now = new Date();
+  const at = now.toISOString();
+  await Promise.all([assertEmailFree(ctx, input.email.toLowerCase()), assertAssignee(ctx, input.assignedTo)]);
+  const blank: ContactRecord = {
+    id: newId(),
+    organizationId: ctx.organizationId,
+    firstName: input.firstName,
+    lastName: input.lastName,
+    email: input.email,
+    emailKey: input.email.toLowerCase(),
+    phone: null,
+    secondaryPhone: null,
+    address: null,
+    type: "LEAD",
+    status: "ACTIVE",
+    source: null,
+    leadScore: null,
+    leadScoreRank: -1,
+    leadScoreAuto: false,
+    tags: [],
+    notes: null,
+    preferences: null,
+    assignedTo: null,
+    createdAt: at,
+    updatedAt: at,
+    lastContactedAt: null,
+  };
+  const record = applyInput(blank, input, NO_ACTIVITY, now);
+  const object = toContact(record);
+  const events = [newEvent(ctx, "contact.created", { object, previousAttributes: null, changes: null })];
+  if (record.tags.length) events.push(newEvent(ctx, "contact.tagged", { object, previousAttributes: { tags: [] }, changes: ["tags"], tags: record.tags }));
+  if (record.assignedTo) events.push(newEvent(ctx, "contact.assigned", { object, previousAttributes: { assignedTo: null }, changes: ["assignedTo"] }));
+  const { leadScoreRank: _rank, ...row } = record;
+  await commit(ctx, [ctx.db.insert(contacts).values(row), ...tagStatements(ctx, record.id, [], record.tags, at), bumpCounters(ctx, 1)], events);
+  return object;
+}
+
+export async function updateContact(ctx: ServiceContext, id: string, raw: ContactUpdate): Promise<Contact> {
+  const input = writableInput(raw);
+  const before = await findContact(ctx, id);
+  const now = new Date();
+  const [, , figures] = await Promise.all([
+    input.email !== undefined && input.email.toLowerCase() !== before.emailKey ? assertEmailFree(ctx, input.email.toLowerCase(), id) : null,
+    assertAssignee(ctx, input.assignedTo),
+    activityFigures(ctx, [id]),
+  ]);
+  const after = applyInput(before, input, figures.get(id) ?? NO_ACTIVITY, now);
+  const events = changeEvents(ctx, before, after);
+  if (events.length === 0) return toContact(before);
+  after.updatedAt = now.toISOString();
+  await commit(ctx, [updateStatement(ctx, after), ...tagStatements(ctx, id, before.tags, after.tags, after.updatedAt), bumpCounters(ctx, 0)], events);
+  return toContact(after);
+}
+
+export async function deleteContact(ctx: ServiceContext, id: string): Promise<void> {
+  await findContact(ctx, id);
+  const event = newEvent(ctx, "contact.deleted", { object: { id }, previousAttributes: null, changes: null });
+  const org = ctx.organizationId;
+  await commit(
+    ctx,
+    [
+      ctx.db.delete(contactTags).where(and(eq(contactTags.contactId, id), eq(contactTags.organizationId, org))),
+      ctx.db.delete(contactActivities).where(and(eq(contactActivities.contactId, id), eq(contactActivities.organizationId, org))),
+      ctx.db.delete(contacts).where(byId(ctx, id)),
+      bumpCounters(ctx, -1),
+    ],
+    [event],
+  );
+}
+
+/** POST /v1/contacts/{id}/tags: adds tags (keeping the ones it has); emits contact.tagged with the new ones. */
+export async function addTags(ctx: ServiceContext, id: string, add: string[]): Promise<Contact> {
+  const before = await findContact(ctx, id);
+  const merged = uniqueTags([...before.tags, ...add]);
+  const added = merged.filter((t) => !before.tags.includes(t));
+  if (added.length === 0) return toContact(before);
+  const after: ContactRecord = { ...before, tags: merged, updatedAt: new Date().toISOString() };
+  // Tags are not a lead-score input, so an automatic score stays as it is.
+  const object = toContact(after);
+  const event = newEvent(ctx, "contact.tagged", { object, previousAttributes: { tags: before.tags }, changes: ["tags"], tags: added });
+  await commit(ctx, [updateStatement(ctx, after), ...tagStatements(ctx, id, before.tags, merged, after.updatedAt), bumpCounters(ctx, 0)], [event]);
+  return object;
+}
+
+/** GET /v1/contacts/tags: the organization's tags with how many contacts carry each, most used first. */
+export async function listTags(ctx: ServiceContext) {
+  const count = sql<number>`COUNT(${contactTags.contactId})`;
+  return ctx.db
+    .select({ name: tags.name, color: tags.color, count })
+    .from(tags)
+    .leftJoin(contactTags, and(eq(contactTags.organizationId, tags.organizationId), eq(contactTags.tag, tags.name)))
+    .where(eq(tags.organizationId, ctx.organizationId))
+    .groupBy(tags.name, tags.color)
+    .orderBy(desc(count), tags.name)
+    .all();
+}

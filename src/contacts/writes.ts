@@ -1,0 +1,133 @@
+import { and, eq, inArray, sql } from "drizzle-orm";
+import type { BatchItem } from "drizzle-orm/batch";
+import { contactActivities, contactCounters, contacts, contactTags, tags, users } from "../db/schema";
+import { diffAttributes } from "../lib/changes";
+import { Validation } from "../lib/errors";
+import { newEvent } from "../events/outbox";
+import type { EventEnvelope } from "../events/envelope";
+import type { ServiceContext } from "../platform/context";
+import { type ActivityFigures, calculateLeadScore, CONVERSATION_TYPES, NO_ACTIVITY } from "./lead-score";
+import { type ContactRecord, toContact } from "./mapping";
+import { type ContactUpdate, READ_ONLY_FIELDS } from "./schemas";
+
+export type Statement = BatchItem<"sqlite">;
+
+const PALETTE = ["#2563eb", "#16a34a", "#dc2626", "#d97706", "#7c3aed", "#0891b2", "#db2777", "#4b5563", "#65a30d", "#ea580c"];
+
+/** A tag's color: stable for its name, so every organization sees "hot" in the same color. */
+export function tagColor(name: string): string {
+  let h = 0;
+  for (const ch of name.toLowerCase()) h = (h * 31 + ch.codePointAt(0)!) >>> 0;
+  return PALETTE[h % PALETTE.length]!;
+}
+
+export const uniqueTags = (list: string[]) => [...new Set(list.map((t) => t.trim()).filter(Boolean))];
+
+/** Contact-count bookkeeping in the same batch as every contact write: the total, and a version for cached totals. */
+export const bumpCounters = (ctx: ServiceContext, delta: number): Statement =>
+  ctx.db
+    .insert(contactCounters)
+    .values({ organizationId: ctx.organizationId, contactsTotal: Math.max(0, delta), contactsVersion: 1 })
+    .onConflictDoUpdate({
+      target: contactCounters.organizationId,
+      set: { contactsTotal: sql`${contactCounters.contactsTotal} + ${delta}`, contactsVersion: sql`${contactCounters.contactsVersion} + 1` },
+    });
+
+/** contact_tags rows and the organization's tag vocabulary for a change of a contact's tags. */
+export function tagStatements(ctx: ServiceContext, contactId: string, before: string[], after: string[], now: string): Statement[] {
+  const added = after.filter((t) => !before.includes(t));
+  const removed = before.filter((t) => !after.includes(t));
+  const out: Statement[] = [];
+  if (removed.length) out.push(ctx.db.delete(contactTags).where(and(eq(contactTags.contactId, contactId), inArray(contactTags.tag, removed))));
+  if (added.length) {
+    out.push(ctx.db.insert(contactTags).values(added.map((tag) => ({ contactId, organizationId: ctx.organizationId, tag }))).onConflictDoNothing());
+    out.push(ctx.db.insert(tags).values(added.map((name) => ({ organizationId: ctx.organizationId, name, color: tagColor(name), createdAt: now }))).onConflictDoNothing());
+  }
+  return out;
+}
+
+/** assignedTo must name a user of the caller's organization. */
+export async function assertAssignee(ctx: ServiceContext, userId: string | null | undefined, field = "assignedTo"): Promise<void> {
+  if (!userId) return;
+  const found = await ctx.db.select({ id: users.id }).from(users).where(and(eq(users.id, userId), eq(users.organizationId, ctx.organizationId))).get();
+  if (!found) throw new Validation([{ field, path: field.split("."), code: "invalid_reference", message: "No user with this id in your organization" }]);
+}
+
+/** Activity figures that feed the lead score, for several contacts in one query. */
+export async function activityFigures(ctx: ServiceContext, contactIds: string[]): Promise<Map<string, ActivityFigures>> {
+  const out = new Map<string, ActivityFigures>();
+  if (contactIds.length === 0) return out;
+  const rows = await ctx.db
+    .select({
+      contactId: contactActivities.contactId,
+      count: sql<number>`COUNT(*)`,
+      conversations: sql<number>`SUM(CASE WHEN ${contactActivities.type} IN (${sql.join(CONVERSATION_TYPES.map((t) => sql`${t}`), sql`, `)}) THEN 1 ELSE 0 END)`,
+      lastActivityAt: sql<string | null>`MAX(${contactActivities.createdAt})`,
+    })
+    .from(contactActivities)
+    .where(and(eq(contactActivities.organizationId, ctx.organizationId), inArray(contactActivities.contactId, contactIds)))
+    .groupBy(contactActivities.contactId)
+    .all();
+  for (const r of rows) out.set(r.contactId, { count: r.count, conversations: r.conversations, lastActivityAt: r.lastActivityAt });
+  return out;
+}
+
+const NULLABLE = ["phone", "secondaryPhone", "address", "source", "notes", "preferences", "assignedTo"] as const;
+
+/**
+ * The contact after applying `input` (create or update fields) to `base`, with the lead score rule of lead-score.ts:
+ * calculateLeadScore switches the computed score on or off; a given leadScore without it switches it off.
+ */
+export function applyInput(base: ContactRecord, input: ContactUpdate, figures: ActivityFigures, now: Date): ContactRecord {
+  const next: ContactRecord = { ...base };
+  if (input.firstName !== undefined) next.firstName = input.firstName;
+  if (input.lastName !== undefined) next.lastName = input.lastName;
+  if (input.email !== undefined) {
+    next.email = input.email;
+    next.emailKey = input.email.toLowerCase();
+  }
+  if (input.type !== undefined) next.type = input.type;
+  if (input.status !== undefined) next.status = input.status;
+  if (input.tags !== undefined) next.tags = uniqueTags(input.tags);
+  for (const key of NULLABLE) if (input[key] !== undefined) (next as Record<string, unknown>)[key] = input[key] ?? null;
+
+  if (input.calculateLeadScore !== undefined) next.leadScoreAuto = input.calculateLeadScore;
+  else if (input.leadScore !== undefined) next.leadScoreAuto = false;
+  if (next.leadScoreAuto) next.leadScore = calculateLeadScore(next, figures, now);
+  else if (input.leadScore !== undefined) next.leadScore = input.leadScore;
+  next.leadScoreRank = next.leadScore ?? -1;
+  return next;
+}
+
+/** Strips the read-only fields a client may echo back (schemas.ts READ_ONLY_FIELDS). */
+export function writableInput<T extends Record<string, unknown>>(input: T): T {
+  const copy = { ...input };
+  for (const f of READ_ONLY_FIELDS) delete copy[f];
+  return copy;
+}
+
+/** The events of one contact change: contact.updated, plus tagged, untagged and assigned where those changed. */
+export function changeEvents(ctx: ServiceContext, before: ContactRecord, after: ContactRecord): EventEnvelope[] {
+  const prev = toContact(before);
+  const object = toContact(after);
+  const { changes, previousAttributes } = diffAttributes(prev, object, ["updatedAt"]);
+  if (changes.length === 0) return [];
+  const events = [newEvent(ctx, "contact.updated", { object, previousAttributes, changes })];
+  const added = after.tags.filter((t) => !before.tags.includes(t));
+  const removed = before.tags.filter((t) => !after.tags.includes(t));
+  const tagChange = { previousAttributes: { tags: before.tags }, changes: ["tags"] };
+  if (added.length) events.push(newEvent(ctx, "contact.tagged", { object, ...tagChange, tags: added }));
+  if (removed.length) events.push(newEvent(ctx, "contact.untagged", { object, ...tagChange, tags: removed }));
+  if (before.assignedTo !== after.assignedTo) {
+    events.push(newEvent(ctx, "contact.assigned", { object, previousAttributes: { assignedTo: before.assignedTo }, changes: ["assignedTo"] }));
+  }
+  return events;
+}
+
+/** The update statement for a changed contact (every column but the keys). */
+export const updateStatement = (ctx: ServiceContext, c: ContactRecord): Statement => {
+  const { id: _id, organizationId: _org, createdAt: _created, leadScoreRank: _rank, ...columns } = c;
+  return ctx.db.update(contacts).set(columns).where(and(eq(contacts.id, c.id), eq(contacts.organizationId, ctx.organizationId)));
+};
+
+export { NO_ACTIVITY };

@@ -1,0 +1,47 @@
+import { z } from "@hono/zod-openapi";
+
+/** CRM success envelope `{success: true, data}` (spec: Endpoints, "Success responses use {success: true, data}"). */
+export const Success = <T extends z.ZodType>(data: T) => z.object({ success: z.literal(true), data });
+
+export const Pagination = z
+  .object({
+    hasMore: z.boolean(),
+    nextCursor: z.string().nullable().openapi({ description: "Opaque; pass back as `cursor` for the next page. null on the last page." }),
+    total: z.int().openapi({ description: "Contacts matching the filters, across all pages" }),
+    limit: z.int(),
+  })
+  .openapi("Pagination");
+
+export const Page = <T extends z.ZodType>(item: T) => z.object({ success: z.literal(true), data: z.array(item), pagination: Pagination });
+
+/** The CRM error envelope, for the OpenAPI document; the error handler produces it. */
+export const CrmError = z
+  .object({
+    success: z.literal(false),
+    error: z.object({
+      type: z.string().openapi({ example: "validation_error" }),
+      title: z.string(),
+      status: z.int(),
+      detail: z.string(),
+      errors: z.array(z.object({ field: z.string(), code: z.string().openapi({ example: "invalid_email" }), message: z.string() })),
+    }),
+  })
+  .openapi("CrmError");
+
+const errorResponse = (description: string) => ({ description, content: { "application/json": { schema: CrmError } } });
+
+/** The error responses every authenticated CRM route can give, plus the ones a route adds. */
+export const crmErrors = (...extra: (400 | 404 | 409 | 413 | 415 | 422)[]) => {
+  const all = {
+    400: errorResponse("Malformed JSON body (invalid_request_error)"),
+    401: errorResponse("Missing, unknown, revoked or expired token (authentication_error)"),
+    404: errorResponse("No such object in your organization (not_found_error)"),
+    409: errorResponse("A contact with this e-mail already exists in your organization (conflict_error)"),
+    413: errorResponse("Body too large"),
+    415: errorResponse("Content-Type is not application/json"),
+    422: errorResponse("Validation failed; errors[] lists every problem (validation_error)"),
+  } as const;
+  const picked: Record<number, ReturnType<typeof errorResponse>> = { 401: all[401] };
+  for (const status of extra) picked[status] = all[status];
+  return picked;
+};

@@ -1,0 +1,123 @@
+import { sql } from "drizzle-orm";
+import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+
+export interface ContactAddress {
+  street?: string;
+  city?: string;
+  state?: string;
+  zipCode?: string;
+  country?: string;
+}
+
+export interface ContactPreferences {
+  communicationMethod?: string;
+  propertyTypes?: string[];
+  priceRange?: { min?: number; max?: number };
+  locations?: string[];
+}
+
+/**
+ * Contacts. Every list filter and sort has an index led by organization_id and ending in id, so a keyset page is one
+ * index range (STYLE.md "Data"). lastName sorts case-insensitively; a missing leadScore sorts below 0.
+ */
+export const contacts = sqliteTable(
+  "contacts",
+  {
+    id: text().primaryKey(),
+    organizationId: text().notNull(),
+    firstName: text().notNull(),
+    lastName: text().notNull(),
+    email: text().notNull(),
+    /** Lower-cased e-mail: one contact per address per organization. */
+    emailKey: text().notNull(),
+    phone: text(),
+    secondaryPhone: text(),
+    address: text({ mode: "json" }).$type<ContactAddress>(),
+    type: text().notNull(),
+    status: text().notNull(),
+    source: text(),
+    leadScore: integer(),
+    /** Sort key of leadScore: a missing score ranks below every given one, so keyset pages never meet a NULL. */
+    leadScoreRank: integer().generatedAlwaysAs(sql`ifnull(lead_score, -1)`, { mode: "virtual" }),
+    /** Set by calculateLeadScore: true; the score is then recomputed whenever its inputs change. */
+    leadScoreAuto: integer({ mode: "boolean" }).notNull().default(false),
+    tags: text({ mode: "json" }).$type<string[]>().notNull(),
+    notes: text(),
+    preferences: text({ mode: "json" }).$type<ContactPreferences>(),
+    assignedTo: text(),
+    createdAt: text().notNull(),
+    updatedAt: text().notNull(),
+    lastContactedAt: text(),
+  },
+  (t) => [
+    uniqueIndex("contacts_org_email_unique").on(t.organizationId, t.emailKey),
+    index("contacts_org_created_idx").on(t.organizationId, t.createdAt, t.id),
+    index("contacts_org_updated_idx").on(t.organizationId, t.updatedAt, t.id),
+    index("contacts_org_last_name_idx").on(t.organizationId, sql`${t.lastName} COLLATE NOCASE`, t.id),
+    index("contacts_org_lead_score_idx").on(t.organizationId, t.leadScoreRank, t.id),
+    index("contacts_org_type_idx").on(t.organizationId, t.type, t.createdAt, t.id),
+    index("contacts_org_status_idx").on(t.organizationId, t.status, t.createdAt, t.id),
+    index("contacts_org_source_idx").on(t.organizationId, t.source, t.createdAt, t.id),
+    index("contacts_org_assigned_idx").on(t.organizationId, t.assignedTo, t.createdAt, t.id),
+  ],
+);
+
+/** One row per (contact, tag): the tags filter and the tag counts read this, the contact row carries the list. */
+export const contactTags = sqliteTable(
+  "contact_tags",
+  {
+    contactId: text().notNull(),
+    organizationId: text().notNull(),
+    tag: text().notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.contactId, t.tag] }), index("contact_tags_org_tag_idx").on(t.organizationId, t.tag, t.contactId)],
+);
+
+/** The organization's tag vocabulary with a stable color per tag. */
+export const tags = sqliteTable(
+  "tags",
+  {
+    organizationId: text().notNull(),
+    name: text().notNull(),
+    color: text().notNull(),
+    createdAt: text().notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.organizationId, t.name] })],
+);
+
+export const contactActivities = sqliteTable(
+  "contact_activities",
+  {
+    id: text().primaryKey(),
+    organizationId: text().notNull(),
+    contactId: text().notNull(),
+    type: text().notNull(),
+    description: text(),
+    scheduledAt: text(),
+    metadata: text({ mode: "json" }).$type<Record<string, unknown>>(),
+    createdBy: text(),
+    createdAt: text().notNull(),
+  },
+  (t) => [index("contact_activities_contact_idx").on(t.organizationId, t.contactId, t.createdAt, t.id)],
+);
+
+/**
+ * Per-organization contact counters. `contactsTotal` answers the unfiltered list total without a scan; every contact
+ * write bumps `contactsVersion`, which invalidates the cached totals of filtered lists (contactListTotals).
+ */
+export const contactCounters = sqliteTable("contact_counters", {
+  organizationId: text().primaryKey(),
+  contactsTotal: integer().notNull().default(0),
+  contactsVersion: integer().notNull().default(0),
+});
+
+export const contactListTotals = sqliteTable(
+  "contact_list_totals",
+  {
+    organizationId: text().notNull(),
+    filterKey: text().notNull(),
+    version: integer().notNull(),
+    total: integer().notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.organizationId, t.filterKey] })],
+);
