@@ -54,11 +54,10 @@ export async function createActivity(ctx: ServiceContext, contactId: string, inp
     lastActivityAt: at,
   };
   const touched = { ...before, lastContactedAt: TOUCH_TYPES.has(input.type) && happened ? at : before.lastContactedAt };
-  const after = applyInput(touched, {}, withThis, now);
+  const after = { ...applyInput(touched, {}, withThis, now), updatedAt: at };
   const events = changeEvents(ctx, before, after);
   const statements: Statement[] = [ctx.db.insert(contactActivities).values(row)];
   if (events.length) {
-    after.updatedAt = at;
     statements.push(updateStatement(ctx, after), bumpCounters(ctx, 0));
   }
   await ctx.db.batch([...statements, ...events.map((e) => stageEvent(ctx.db, e))] as [Statement, ...Statement[]]);

@@ -24,10 +24,9 @@ export async function bulkUpdateContacts(ctx: ServiceContext, body: BulkUpdate) 
   const events = [];
   let changed = 0;
   for (const before of found) {
-    const after = applyInput(before, updates, figures.get(before.id) ?? NO_ACTIVITY, now);
+    const after = { ...applyInput(before, updates, figures.get(before.id) ?? NO_ACTIVITY, now), updatedAt: now.toISOString() };
     const contactEvents = changeEvents(ctx, before, after);
     if (contactEvents.length === 0) continue;
-    after.updatedAt = now.toISOString();
     statements.push(updateStatement(ctx, after), ...tagStatements(ctx, before.id, before.tags, after.tags, after.updatedAt));
     events.push(...contactEvents);
     changed++;

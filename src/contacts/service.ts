@@ -109,10 +109,9 @@ export async function updateContact(ctx: ServiceContext, id: string, raw: Contac
     assertAssignee(ctx, input.assignedTo),
     activityFigures(ctx, [id]),
   ]);
-  const after = applyInput(before, input, figures.get(id) ?? NO_ACTIVITY, now);
+  const after = { ...applyInput(before, input, figures.get(id) ?? NO_ACTIVITY, now), updatedAt: now.toISOString() };
   const events = changeEvents(ctx, before, after);
   if (events.length === 0) return toContact(before);
-  after.updatedAt = now.toISOString();
   await commit(ctx, [updateStatement(ctx, after), ...tagStatements(ctx, id, before.tags, after.tags, after.updatedAt), bumpCounters(ctx, 0)], events);
   return toContact(after);
 }

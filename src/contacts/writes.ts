@@ -106,7 +106,10 @@ export function writableInput<T extends Record<string, unknown>>(input: T): T {
   return copy;
 }
 
-/** The events of one contact change: contact.updated, plus tagged, untagged and assigned where those changed. */
+/**
+ * The events of one contact change: contact.updated, plus tagged, untagged and assigned where those changed. None
+ * when nothing but updatedAt differs, so callers stamp `after.updatedAt` first and skip the write on an empty answer.
+ */
 export function changeEvents(ctx: ServiceContext, before: ContactRecord, after: ContactRecord): EventEnvelope[] {
   const prev = toContact(before);
   const object = toContact(after);

@@ -1,0 +1,133 @@
+// Contacts list at scale (issue 3): 100,000 contacts in one organization against 1,000 in another, same run.
+import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { beforeAll, expect, it } from "vitest";
+import { createApp } from "../src/app";
+import { listSql } from "../src/contacts/list";
+import { ContactListQuery } from "../src/contacts/schemas";
+import { createPrincipal, type TestPrincipal } from "../test/helpers/factories";
+import { helloWorld, measure, measureInterleaved, printTable } from "./harness";
+
+const BIG = 100_000;
+const SMALL = 1_000;
+let big: TestPrincipal;
+let small: TestPrincipal;
+
+/** Seeds `n` contacts in SQL itself (a recursive CTE), so seeding 100k rows takes seconds, not minutes. */
+async function seed(organizationId: string, n: number) {
+  const base = Date.UTC(2025, 0, 1);
+  await env.DB.batch([
+    env.DB.prepare(
+      `INSERT INTO contacts (id, organization_id, first_name, last_name, email, email_key, type, status, source, lead_score, tags, created_at, updated_at)
+       WITH RECURSIVE seq(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM seq WHERE n < ?2 - 1)
+       SELECT lower(hex(randomblob(16))), ?1, 'First' || n, 'Last' || (n * 7919 % ?2), 'c' || n || '@bench.test', 'c' || n || '@bench.test',
+              CASE n % 5 WHEN 0 THEN 'LEAD' WHEN 1 THEN 'CLIENT' WHEN 2 THEN 'PAST_CLIENT' WHEN 3 THEN 'REFERRAL' ELSE 'VENDOR' END,
+              CASE n % 4 WHEN 0 THEN 'INACTIVE' ELSE 'ACTIVE' END,
+              CASE n % 3 WHEN 0 THEN 'WEBSITE' WHEN 1 THEN 'REFERRAL' ELSE 'OPEN_HOUSE' END,
+              n % 101, CASE n % 10 WHEN 0 THEN '["vip"]' ELSE '[]' END,
+              strftime('%Y-%m-%dT%H:%M:%fZ', ?3 / 1000, 'unixepoch', '+' || n || ' seconds'),
+              strftime('%Y-%m-%dT%H:%M:%fZ', ?3 / 1000, 'unixepoch', '+' || n || ' seconds')
+       FROM seq`,
+    ).bind(organizationId, n, base),
+    env.DB.prepare(`INSERT INTO contact_tags (contact_id, organization_id, tag) SELECT id, organization_id, 'vip' FROM contacts WHERE organization_id = ? AND tags = '["vip"]'`).bind(organizationId),
+    env.DB.prepare("INSERT INTO contact_counters (organization_id, contacts_total, contacts_version) VALUES (?, ?, 1)").bind(organizationId, n),
+  ]);
+}
+
+/** The real app with a D1 binding that counts round trips (each prepare().run/all/first/raw and each batch is one). */
+function countingApp() {
+  let trips = 0;
+  const wrapStmt = (s: D1PreparedStatement): D1PreparedStatement =>
+    new Proxy(s, {
+      get(target, prop) {
+        if (prop === "bind") return (...args: unknown[]) => wrapStmt(target.bind(...args));
+        if (prop === "run" || prop === "all" || prop === "first" || prop === "raw") trips++;
+        const v = Reflect.get(target, prop);
+        return typeof v === "function" ? v.bind(target) : v;
+      },
+    });
+  const DB = new Proxy(env.DB, {
+    get(target, prop) {
+      if (prop === "prepare") return (q: string) => wrapStmt(target.prepare(q));
+      if (prop === "batch") return (stmts: D1PreparedStatement[]) => (trips++, target.batch(stmts));
+      const v = Reflect.get(target, prop);
+      return typeof v === "function" ? v.bind(target) : v;
+    },
+  });
+  const app = createApp();
+  const benchEnv = { ...env, DB };
+  return {
+    trips: () => trips,
+    reset: () => void (trips = 0),
+    async get(path: string, token: string) {
+      const ctx = createExecutionContext();
+      const res = await app.fetch(new Request(`http://bench.test${path}`, { headers: { authorization: `Bearer ${token}` } }), benchEnv, ctx);
+      await waitOnExecutionContext(ctx);
+      if (res.status !== 200) throw new Error(`${path}: ${res.status} ${await res.text()}`);
+      return (await res.json()) as { data: { id: string }[]; pagination: { nextCursor: string | null; total: number } };
+    },
+  };
+}
+
+beforeAll(async () => {
+  big = await createPrincipal();
+  small = await createPrincipal();
+  const started = performance.now();
+  await seed(big.organizationId, BIG);
+  await seed(small.organizationId, SMALL);
+  console.log(`seeded ${BIG} + ${SMALL} contacts in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+});
+
+it("GET /v1/contacts stays flat from 1k to 100k contacts", async () => {
+  const app = countingApp();
+
+  // The cursor of the 400th page, found by walking the 399 pages before it.
+  let cursor: string | null = null;
+  const seen = new Set<string>();
+  for (let page = 1; page < 400; page++) {
+    const body = await app.get(`/v1/contacts?limit=25${cursor ? `&cursor=${cursor}` : ""}`, big.token);
+    for (const c of body.data) seen.add(c.id);
+    cursor = body.pagination.nextCursor;
+  }
+  expect(seen.size).toBe(399 * 25);
+
+  const scenarios = [
+    ["1k org: GET /v1/contacts?limit=25 (baseline)", "/v1/contacts?limit=25", small],
+    ["100k org: GET /v1/contacts?limit=25", "/v1/contacts?limit=25", big],
+    ["100k org: ?limit=25&type=CLIENT&status=ACTIVE", "/v1/contacts?limit=25&type=CLIENT&status=ACTIVE", big],
+    ["100k org: ?limit=25&leadScore[gte]=80&sort=leadScore:desc", "/v1/contacts?limit=25&leadScore[gte]=80&sort=leadScore:desc", big],
+    ["100k org: ?limit=25&tags=vip&source=REFERRAL", "/v1/contacts?limit=25&tags=vip&source=REFERRAL", big],
+    ["100k org: ?limit=25&sort=lastName:asc", "/v1/contacts?limit=25&sort=lastName:asc", big],
+    ["100k org: 400th page of a cursor walk", `/v1/contacts?limit=25&cursor=${cursor}`, big],
+  ] as const;
+  const trips: Record<string, number> = {};
+  for (const [name, path, who] of scenarios) {
+    await app.get(path, who.token); // fills the cached total of a filter
+    app.reset();
+    await app.get(path, who.token);
+    trips[name] = app.trips();
+  }
+  const [floor] = [await helloWorld()];
+  const [baseline, ...figures] = await measureInterleaved(scenarios.map(([name, path, who]) => ({ name, fn: () => app.get(path, who.token) })));
+
+  // A filtered total is counted once per contacts write and then cached: the first list after a write pays for it.
+  const cold = await measure("100k org: ?type=CLIENT right after a write (counts 20k rows)", async () => {
+    await env.DB.prepare("UPDATE contact_counters SET contacts_version = contacts_version + 1 WHERE organization_id = ?").bind(big.organizationId).run();
+    await app.get("/v1/contacts?limit=25&type=CLIENT", big.token);
+  }, { iterations: 30, warmup: 3, perSample: 3 });
+
+  printTable("contacts list, 100k organization against the 1k baseline", [floor!, baseline!, ...figures, cold], baseline);
+  console.log("D1 round trips per request (auth + list):", JSON.stringify(trips, null, 1));
+  const worst = Math.max(...figures.map((f) => f.medianMs / baseline!.medianMs));
+  console.log(`worst ratio 100k/1k (median): ${worst.toFixed(2)}x (target <= 1.5x)`);
+
+  const q = ContactListQuery.parse({ limit: "25", type: "CLIENT", status: "ACTIVE" });
+  for (const [label, query] of [["default", ContactListQuery.parse({ limit: "25" })], ["type+status", q], ["leadScore sort", ContactListQuery.parse({ sort: "leadScore:desc", "leadScore[gte]": "80" })]] as const) {
+    const { sql, params } = listSql(big.organizationId, query);
+    const plan = await env.DB.prepare(`EXPLAIN QUERY PLAN ${sql}`).bind(...params).all<{ detail: string }>();
+    const details = plan.results.map((r) => r.detail);
+    console.log(`EXPLAIN QUERY PLAN (${label}):\n  ${details.join("\n  ")}`);
+    expect(details.join(" ")).toMatch(/USING (COVERING )?INDEX contacts_org_/);
+    expect(details.join(" ")).not.toMatch(/USE TEMP B-TREE/);
+  }
+});
