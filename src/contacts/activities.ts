@@ -46,14 +46,16 @@ export async function createActivity(ctx: ServiceContext, contactId: string, inp
     createdBy: ctx.actor.userId ?? null,
     createdAt: at,
   };
-  const happened = !row.scheduledAt || row.scheduledAt <= at;
+  // A touch counts from when it happened: its scheduledAt when that is in the past, else now; never moving backwards.
+  const touchedAt = row.scheduledAt && row.scheduledAt <= at ? row.scheduledAt : row.scheduledAt ? null : at;
   const prior = figures.get(contactId) ?? { count: 0, conversations: 0, lastActivityAt: null };
   const withThis = {
     count: prior.count + 1,
     conversations: prior.conversations + ((CONVERSATION_TYPES as readonly string[]).includes(input.type) ? 1 : 0),
     lastActivityAt: at,
   };
-  const touched = { ...before, lastContactedAt: TOUCH_TYPES.has(input.type) && happened ? at : before.lastContactedAt };
+  const moves = TOUCH_TYPES.has(input.type) && touchedAt !== null && (before.lastContactedAt === null || touchedAt > before.lastContactedAt);
+  const touched = { ...before, lastContactedAt: moves ? touchedAt : before.lastContactedAt };
   const after = { ...applyInput(touched, {}, withThis, now), updatedAt: at };
   const events = changeEvents(ctx, before, after);
   const statements: Statement[] = [ctx.db.insert(contactActivities).values(row)];

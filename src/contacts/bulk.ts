@@ -1,6 +1,7 @@
-import { and, eq, inArray } from "drizzle-orm";
+import { and, eq } from "drizzle-orm";
 import { contacts } from "../db/schema";
 import { deferPublish, stageEvent } from "../events/outbox";
+import { inJsonList } from "../lib/sql";
 import type { ServiceContext } from "../platform/context";
 import type { BulkUpdate } from "./schemas";
 import { activityFigures, applyInput, assertAssignee, bumpCounters, changeEvents, NO_ACTIVITY, type Statement, tagStatements, updateStatement, writableInput } from "./writes";
@@ -14,7 +15,7 @@ export async function bulkUpdateContacts(ctx: ServiceContext, body: BulkUpdate) 
   const updates = writableInput(body.updates);
   const ids = [...new Set(body.contactIds)];
   const [found, figures] = await Promise.all([
-    ctx.db.select().from(contacts).where(and(eq(contacts.organizationId, ctx.organizationId), inArray(contacts.id, ids))).all(),
+    ctx.db.select().from(contacts).where(and(eq(contacts.organizationId, ctx.organizationId), inJsonList(contacts.id, ids))).all(),
     activityFigures(ctx, ids),
     assertAssignee(ctx, updates.assignedTo, "updates.assignedTo"),
   ]);
@@ -26,7 +27,7 @@ export async function bulkUpdateContacts(ctx: ServiceContext, body: BulkUpdate) 
   for (const before of found) {
     const after = { ...applyInput(before, updates, figures.get(before.id) ?? NO_ACTIVITY, now), updatedAt: now.toISOString() };
     const contactEvents = changeEvents(ctx, before, after);
-    if (contactEvents.length === 0) continue;
+    if (contactEvents.length === 0 && after.leadScoreAuto === before.leadScoreAuto) continue;
     statements.push(updateStatement(ctx, after), ...tagStatements(ctx, before.id, before.tags, after.tags, after.updatedAt));
     events.push(...contactEvents);
     changed++;

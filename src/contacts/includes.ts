@@ -1,4 +1,5 @@
 import { sql } from "drizzle-orm";
+import { inJsonList } from "../lib/sql";
 import type { ServiceContext } from "../platform/context";
 import type { Activity, Contact, Include } from "./schemas";
 
@@ -37,7 +38,7 @@ export async function loadIncludes(ctx: ServiceContext, contacts: Contact[], inc
       SELECT contact_id, id, type, description, created_at, scheduled_at, metadata FROM (
         SELECT a.*, ROW_NUMBER() OVER (PARTITION BY a.contact_id ORDER BY a.created_at DESC, a.id DESC) AS n
         FROM contact_activities a
-        WHERE a.organization_id = ${ctx.organizationId} AND a.contact_id IN (${sql.join(ids.map((id) => sql`${id}`), sql`, `)})
+        WHERE a.organization_id = ${ctx.organizationId} AND ${inJsonList(sql`a.contact_id`, ids)}
       ) WHERE n <= ${INCLUDED_ACTIVITIES} ORDER BY created_at DESC, id DESC`);
     const byContact = new Map<string, Activity[]>(ids.map((id) => [id, []]));
     for (const r of rows) byContact.get(r.contact_id)!.push(toActivity(r));

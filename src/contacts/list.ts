@@ -51,7 +51,7 @@ function filters(organizationId: string, q: ContactListQuery): Where {
  * Rows after the cursor. With one direction throughout this is a row-value comparison, which SQLite turns into an
  * index range; mixed directions fall back to the expanded OR form.
  */
-function after(sort: SortKey[], values: (string | number | null)[], id: string): Where {
+function after(sort: SortKey[], values: (string | number)[], id: string): Where {
   const keys = [...sort.map((s) => ({ expr: SORT_SQL[s.field], dir: s.direction })), { expr: "c.id", dir: sort[0]!.direction }];
   const vals = [...values, id];
   if (keys.every((k) => k.dir === keys[0]!.dir)) {
@@ -79,7 +79,7 @@ export function listSql(organizationId: string, q: ContactListQuery) {
   const signature = sort.map((s) => `${s.field}:${s.direction}`).join(",");
   const where = filters(organizationId, q);
   if (q.cursor) {
-    const cursor = decodeCursor(q.cursor, signature);
+    const cursor = decodeCursor(q.cursor, signature, sort.length);
     const a = after(sort, cursor.values, cursor.id);
     where.sql.push(...a.sql);
     where.params.push(...a.params);

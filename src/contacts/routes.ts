@@ -1,10 +1,12 @@
-import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
+import { createRoute, type Hook, OpenAPIHono, z } from "@hono/zod-openapi";
 import { crmErrors, Page, Success } from "../crm/envelope";
+import { Validation } from "../lib/errors";
+import { issuesFromZod } from "../lib/validation";
 import { serviceContext } from "../platform/auth";
 import type { AppBindings } from "../platform/context";
-import { validationHook } from "../platform/openapi";
 import { createActivity, listActivities } from "./activities";
 import { bulkUpdateContacts } from "./bulk";
+import { assertAssignee } from "./writes";
 import { LEAD_SCORE_METHOD } from "./lead-score";
 import {
   Activity,
@@ -21,6 +23,25 @@ import {
   TagsAdd,
 } from "./schemas";
 import { addTags, createContact, deleteContact, getContact, listContacts, listTags, updateContact } from "./service";
+
+/**
+ * Validation of the contact routes: when a body breaks the schema and names an assignee (assignedTo, or
+ * updates.assignedTo in a bulk update), the assignee is checked too, so the 422 lists every problem of the body at
+ * once. The service checks it again when the schema passes.
+ */
+const contactValidationHook: Hook<unknown, AppBindings, string, unknown> = async (result, c) => {
+  if (result.success) return;
+  const input = (result as { data?: unknown }).data as { assignedTo?: unknown; updates?: { assignedTo?: unknown } } | null | undefined;
+  const issues = issuesFromZod(result.error, input);
+  const [field, assignee] = typeof input?.assignedTo === "string" ? ["assignedTo", input.assignedTo] : ["updates.assignedTo", input?.updates?.assignedTo];
+  if (result.target === "json" && typeof assignee === "string") {
+    await assertAssignee(serviceContext(c), assignee, field).catch((err: unknown) => {
+      if (!(err instanceof Validation)) throw err;
+      issues.push(...err.issues);
+    });
+  }
+  throw new Validation(issues.sort((a, b) => a.field.localeCompare(b.field)));
+};
 
 const tags = ["Contacts"];
 const security = [{ bearerAuth: [] }];
@@ -143,7 +164,7 @@ const tag = createRoute({
 });
 
 // Static paths (/tags, /bulk) are registered before /{id} so they are not read as ids.
-export const contactRoutes = new OpenAPIHono<AppBindings>({ defaultHook: validationHook })
+export const contactRoutes = new OpenAPIHono<AppBindings>({ defaultHook: contactValidationHook })
   .openapi(listTagsRoute, async (c) => c.json({ success: true as const, data: await listTags(serviceContext(c)) }, 200))
   .openapi(bulk, async (c) => c.json({ success: true as const, data: await bulkUpdateContacts(serviceContext(c), c.req.valid("json")) }, 200))
   .openapi(list, async (c) => c.json({ success: true as const, ...(await listContacts(serviceContext(c), c.req.valid("query"))) }, 200))

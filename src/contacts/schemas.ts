@@ -153,11 +153,11 @@ const intParam = (min: number, max: number) =>
     .transform(Number)
     .pipe(z.int().min(min).max(max));
 const timestampParam = z.iso.datetime({ offset: true, message: "Must be an ISO 8601 timestamp" }).transform((v) => new Date(v).toISOString());
-const csv = <T extends z.ZodType<string, string>>(item: T) =>
+const csv = <T extends z.ZodType<string, string>>(item: T, max = 20) =>
   z
     .string()
     .transform((v) => v.split(",").map((s) => s.trim()).filter(Boolean))
-    .pipe(z.array(item).min(1));
+    .pipe(z.array(item).min(1).max(max));
 
 export const ContactListQuery = z
   .strictObject({
@@ -167,7 +167,7 @@ export const ContactListQuery = z
     status: z.enum(CONTACT_STATUSES).optional(),
     source: z.string().min(1).optional(),
     assignedTo: z.string().min(1).optional(),
-    tags: csv(tag).optional().openapi({ type: "string", description: "Comma-separated; a contact matches when it has all of them" }),
+    tags: csv(tag).optional().openapi({ type: "string", description: "Comma-separated, at most 20; a contact matches when it has all of them" }),
     "leadScore[gte]": intParam(0, 100).optional(),
     "leadScore[lte]": intParam(0, 100).optional(),
     "createdAt[gte]": timestampParam.optional(),
@@ -183,7 +183,7 @@ export const ContactListQuery = z
       .optional()
       .openapi({ type: "string", example: "leadScore:desc,createdAt:desc", description: "Default createdAt:desc; the first field is served by an index" }),
     include: csv(z.enum(INCLUDES)).optional().openapi({ type: "string", example: "activities" }),
-    fields: csv(z.enum(CONTACT_FIELDS as [string, ...string[]])).optional().openapi({ type: "string", example: "id,firstName,lastName,email", description: "Projection; id is always returned" }),
+    fields: csv(z.enum(CONTACT_FIELDS as [string, ...string[]]), CONTACT_FIELDS.length).optional().openapi({ type: "string", example: "id,firstName,lastName,email", description: "Projection; id is always returned" }),
   })
   .superRefine((q, ctx) => {
     const lo = q["leadScore[gte]"];

@@ -111,7 +111,8 @@ export async function updateContact(ctx: ServiceContext, id: string, raw: Contac
   ]);
   const after = { ...applyInput(before, input, figures.get(id) ?? NO_ACTIVITY, now), updatedAt: now.toISOString() };
   const events = changeEvents(ctx, before, after);
-  if (events.length === 0) return toContact(before);
+  // Switching the computed score on or off changes no public field (so no event) but must still be stored.
+  if (events.length === 0 && after.leadScoreAuto === before.leadScoreAuto) return toContact(before);
   await commit(ctx, [updateStatement(ctx, after), ...tagStatements(ctx, id, before.tags, after.tags, after.updatedAt), bumpCounters(ctx, 0)], events);
   return toContact(after);
 }

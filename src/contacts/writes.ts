@@ -1,8 +1,9 @@
-import { and, eq, inArray, sql } from "drizzle-orm";
+import { and, eq, sql } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
 import { contactActivities, contactCounters, contacts, contactTags, tags, users } from "../db/schema";
 import { diffAttributes } from "../lib/changes";
 import { Validation } from "../lib/errors";
+import { inJsonList } from "../lib/sql";
 import { newEvent } from "../events/outbox";
 import type { EventEnvelope } from "../events/envelope";
 import type { ServiceContext } from "../platform/context";
@@ -38,10 +39,23 @@ export function tagStatements(ctx: ServiceContext, contactId: string, before: st
   const added = after.filter((t) => !before.includes(t));
   const removed = before.filter((t) => !after.includes(t));
   const out: Statement[] = [];
-  if (removed.length) out.push(ctx.db.delete(contactTags).where(and(eq(contactTags.contactId, contactId), inArray(contactTags.tag, removed))));
+  if (removed.length) out.push(ctx.db.delete(contactTags).where(and(eq(contactTags.contactId, contactId), inJsonList(contactTags.tag, removed))));
   if (added.length) {
-    out.push(ctx.db.insert(contactTags).values(added.map((tag) => ({ contactId, organizationId: ctx.organizationId, tag }))).onConflictDoNothing());
-    out.push(ctx.db.insert(tags).values(added.map((name) => ({ organizationId: ctx.organizationId, name, color: tagColor(name), createdAt: now }))).onConflictDoNothing());
+    // Rows come from one JSON parameter (json_each), whatever the number of tags: D1 binds at most 100 values.
+    // "WHERE true" keeps SQLite from reading ON CONFLICT as a join constraint of the SELECT.
+    out.push(
+      ctx.db
+        .insert(contactTags)
+        .select(sql`SELECT ${contactId}, ${ctx.organizationId}, value FROM json_each(${JSON.stringify(added)}) WHERE true`)
+        .onConflictDoNothing(),
+    );
+    const named = JSON.stringify(added.map((name) => [name, tagColor(name)]));
+    out.push(
+      ctx.db
+        .insert(tags)
+        .select(sql`SELECT ${ctx.organizationId}, json_extract(value, '$[0]'), json_extract(value, '$[1]'), ${now} FROM json_each(${named}) WHERE true`)
+        .onConflictDoNothing(),
+    );
   }
   return out;
 }
@@ -65,7 +79,7 @@ export async function activityFigures(ctx: ServiceContext, contactIds: string[])
       lastActivityAt: sql<string | null>`MAX(${contactActivities.createdAt})`,
     })
     .from(contactActivities)
-    .where(and(eq(contactActivities.organizationId, ctx.organizationId), inArray(contactActivities.contactId, contactIds)))
+    .where(and(eq(contactActivities.organizationId, ctx.organizationId), inJsonList(contactActivities.contactId, contactIds)))
     .groupBy(contactActivities.contactId)
     .all();
   for (const r of rows) out.set(r.contactId, { count: r.count, conversations: r.conversations, lastActivityAt: r.lastActivityAt });

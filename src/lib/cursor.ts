@@ -6,7 +6,7 @@ import { Validation } from "./errors";
  */
 export interface CursorState {
   sort: string;
-  values: (string | number | null)[];
+  values: (string | number)[];
   id: string;
 }
 
@@ -17,7 +17,8 @@ export function encodeCursor(state: CursorState): string {
   return btoa(bin).replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "");
 }
 
-export function decodeCursor(cursor: string, expectedSort: string): CursorState {
+/** `expectedValues` is the number of sort fields: a cursor carrying another number, or non-scalar values, is refused. */
+export function decodeCursor(cursor: string, expectedSort: string, expectedValues: number): CursorState {
   const invalid = (message: string) => new Validation([{ field: "cursor", path: ["cursor"], code: "invalid_cursor", message }]);
   let parsed: unknown;
   try {
@@ -30,5 +31,9 @@ export function decodeCursor(cursor: string, expectedSort: string): CursorState 
     throw invalid("Cursor is not one this API issued");
   }
   if (parsed[0] !== expectedSort) throw invalid("Cursor was issued for another sort order; start again without a cursor");
-  return { sort: parsed[0], values: parsed[1], id: parsed[2] };
+  const values = parsed[1] as unknown[];
+  if (values.length !== expectedValues || !values.every((v) => typeof v === "string" || typeof v === "number")) {
+    throw invalid("Cursor is not one this API issued");
+  }
+  return { sort: parsed[0], values: values as (string | number)[], id: parsed[2] };
 }

@@ -9,7 +9,7 @@ function codeOf(issue: z.core.$ZodIssue, missing: boolean): string {
     case "invalid_format":
       return issue.format === "email" ? "invalid_email" : `invalid_${issue.format}`;
     case "invalid_value":
-      return "invalid_enum_value";
+      return missing ? "required" : "invalid_enum_value";
     case "unrecognized_keys":
       return "unknown_field";
     case "too_small":
@@ -48,7 +48,8 @@ export function issuesFromZod(error: z.ZodError, input: unknown, prefix: (string
         message: `Unknown field '${key}'`,
       }));
     }
-    const missing = issue.code === "invalid_type" && isMissing(input, issue.path);
+    // A missing enum is reported by zod as invalid_value, a missing string or object as invalid_type: both "Required".
+    const missing = (issue.code === "invalid_type" || issue.code === "invalid_value") && isMissing(input, issue.path);
     let message = missing ? "Required" : issue.message;
     if (issue.code === "invalid_type" && issue.path.length === 0 && issue.expected === "object") message = "Request body must be a JSON object";
     return [{ field: path.join("."), path, code: codeOf(issue, missing), message }];
