@@ -1,2 +1,3 @@
 export * from "./platform";
 export * from "./plants";
+export * from "./webhooks";

@@ -1,0 +1,144 @@
+import { and, eq, ne, sql } from "drizzle-orm";
+import { createDb, type Db } from "../db/client";
+import { webhookDeliveries, webhookDeliveryAttempts, webhookSubscriptions } from "../db/schema";
+import type { Env } from "../env";
+import { readConfig } from "../env";
+import { newId } from "../lib/ids";
+import { addSeconds, nowIso } from "../lib/time";
+import { hasRetryLeft, retryDelaySeconds } from "./backoff";
+import type { DeliveryMessage } from "./fanout";
+import { masterKey } from "./guards";
+import { openSecret } from "./secret-box";
+import { checkWebhookUrl, urlPolicyFor } from "./ssrf";
+import type { WebhookDeps } from "./transport";
+import { signWebhook } from "./verify";
+
+export const USER_AGENT = "BrokerageEdge-Webhooks/1.0 (+https://github.com/brokerage-edge)";
+
+type Outcome = { kind: "ack" } | { kind: "retry"; delaySeconds: number };
+
+/** What one attempt came to: the receiver's status, or why nothing was received. Never a secret or a signature. */
+interface AttemptResult {
+  statusCode: number | null;
+  error: string | null;
+  durationMs: number;
+}
+
+async function send(env: Env, deps: WebhookDeps, target: { url: string; secretCiphertext: string; subscriptionId: string }, delivery: { id: string; event: string; body: string }): Promise<AttemptResult> {
+  const started = Date.now();
+  const refusal = await checkWebhookUrl(target.url, urlPolicyFor(readConfig(env).ENVIRONMENT), deps.resolver).catch((err) => ({ message: `DNS lookup failed: ${String(err)}` }));
+  if (refusal) return { statusCode: null, error: `refused before sending: ${refusal.message}`, durationMs: Date.now() - started };
+  const secret = await openSecret(masterKey(env), target.subscriptionId, target.secretCiphertext);
+  // A fresh timestamp and signature on every attempt (receivers reject timestamps older than 300 s); same body.
+  const timestamp = Math.floor(Date.now() / 1000);
+  const headers = {
+    "Content-Type": "application/json",
+    "User-Agent": USER_AGENT,
+    "X-Service-Event": delivery.event,
+    "X-Service-Delivery": delivery.id,
+    "X-Service-Timestamp": String(timestamp),
+    "X-Service-Signature": await signWebhook(secret, timestamp, delivery.body),
+  };
+  const sentAt = Date.now();
+  try {
+    const { status } = await deps.transport.send({ url: target.url, headers, body: delivery.body });
+    return { statusCode: status, error: status >= 200 && status < 300 ? null : `receiver answered ${status}`, durationMs: Date.now() - sentAt };
+  } catch (err) {
+    const timedOut = err instanceof Error && (err.name === "TimeoutError" || err.name === "AbortError");
+    return { statusCode: null, error: timedOut ? "no answer within 30 s" : `network error: ${String(err)}`, durationMs: Date.now() - sentAt };
+  }
+}
+
+/**
+ * One attempt of one delivery (spec: Events, Delivery): 2xx acknowledges; 410 turns the subscription off; anything
+ * else is retried on the backoff schedule until the queue hands the message to the dead-letter queue.
+ * `queueAttempt` is the message's `attempts`; the logged attempt number counts across replays too.
+ */
+export async function attemptDelivery(env: Env, db: Db, deps: WebhookDeps, deliveryId: string, queueAttempt: number): Promise<Outcome> {
+  const row = await db
+    .select({ delivery: webhookDeliveries, url: webhookSubscriptions.url, enabled: webhookSubscriptions.enabled, secretCiphertext: webhookSubscriptions.secretCiphertext })
+    .from(webhookDeliveries)
+    .innerJoin(webhookSubscriptions, eq(webhookSubscriptions.id, webhookDeliveries.subscriptionId))
+    .where(eq(webhookDeliveries.id, deliveryId))
+    .get();
+  // Deleted with its subscription, or already acknowledged by an earlier copy of this message: nothing to do.
+  if (!row || row.delivery.status === "delivered") return { kind: "ack" };
+  const { delivery } = row;
+  const now = new Date();
+  if (!row.enabled) {
+    await db.update(webhookDeliveries).set({ status: "failed", lastError: "subscription is disabled", nextAttemptAt: null, updatedAt: nowIso(now) }).where(eq(webhookDeliveries.id, deliveryId));
+    return { kind: "ack" };
+  }
+
+  const result = await send(env, deps, { ...row, subscriptionId: delivery.subscriptionId }, delivery);
+  const delivered = result.statusCode !== null && result.statusCode >= 200 && result.statusCode < 300;
+  const gone = result.statusCode === 410;
+  const delaySeconds = retryDelaySeconds(queueAttempt);
+  const retrying = !delivered && !gone;
+  const nextAttemptAt = retrying && hasRetryLeft(queueAttempt) ? nowIso(addSeconds(now, delaySeconds)) : null;
+  const attempt = delivery.attemptCount + 1;
+
+  await db.batch([
+    db.insert(webhookDeliveryAttempts).values({ id: newId(), organizationId: delivery.organizationId, deliveryId, attempt, ...result, nextAttemptAt, attemptedAt: nowIso(now) }),
+    db
+      .update(webhookDeliveries)
+      .set({
+        status: delivered ? "delivered" : gone ? "failed" : "retrying",
+        attemptCount: sql`${webhookDeliveries.attemptCount} + 1`,
+        lastStatusCode: result.statusCode,
+        lastError: result.error,
+        nextAttemptAt,
+        deliveredAt: delivered ? nowIso(now) : delivery.deliveredAt,
+        updatedAt: nowIso(now),
+      })
+      .where(eq(webhookDeliveries.id, deliveryId)),
+    // Spec gives no rule for 410; it is the receiver saying the endpoint is gone for good, so stop sending.
+    ...(gone
+      ? [db.update(webhookSubscriptions).set({ enabled: false, disabledReason: "receiver answered 410 Gone", updatedAt: nowIso(now) }).where(eq(webhookSubscriptions.id, delivery.subscriptionId))]
+      : []),
+  ]);
+  // The last retry is still a retry: the queue then moves the message to the dead-letter queue (max_retries).
+  return retrying ? { kind: "retry", delaySeconds } : { kind: "ack" };
+}
+
+const deliveryIdOf = (body: unknown): string | null => {
+  const id = (body as Partial<DeliveryMessage> | null)?.deliveryId;
+  return typeof id === "string" ? id : null;
+};
+
+/** The `webhook-deliveries` queue handler; each message is acked or retried on its own. */
+export function createDeliveryConsumer(deps: WebhookDeps) {
+  return async (batch: MessageBatch<unknown>, env: Env): Promise<void> => {
+    const db = createDb(env.DB);
+    for (const message of batch.messages) {
+      const deliveryId = deliveryIdOf(message.body);
+      if (!deliveryId) {
+        message.ack();
+        continue;
+      }
+      try {
+        const outcome = await attemptDelivery(env, db, deps, deliveryId, message.attempts);
+        if (outcome.kind === "ack") message.ack();
+        else message.retry({ delaySeconds: outcome.delaySeconds });
+      } catch (err) {
+        console.error(JSON.stringify({ level: "error", msg: "webhook delivery failed", deliveryId, error: String(err) }));
+        message.retry({ delaySeconds: retryDelaySeconds(message.attempts) });
+      }
+    }
+  };
+}
+
+/** The `webhook-deliveries-dlq` handler: the delivery is marked dead and kept, so it can be replayed. */
+export async function markDeadDeliveries(batch: MessageBatch<unknown>, env: Env): Promise<void> {
+  const db = createDb(env.DB);
+  for (const message of batch.messages) {
+    const deliveryId = deliveryIdOf(message.body);
+    if (deliveryId) {
+      await db
+        .update(webhookDeliveries)
+        .set({ status: "dead", nextAttemptAt: null, updatedAt: nowIso() })
+        .where(and(eq(webhookDeliveries.id, deliveryId), ne(webhookDeliveries.status, "delivered")));
+    }
+    message.ack();
+  }
+}
