@@ -1,4 +1,5 @@
-import { and, eq, ne, sql } from "drizzle-orm";
+import { and, eq, inArray, ne, sql } from "drizzle-orm";
+import type { BatchItem } from "drizzle-orm/batch";
 import { createDb, type Db } from "../db/client";
 import { webhookDeliveries, webhookDeliveryAttempts, webhookSubscriptions } from "../db/schema";
 import type { Env } from "../env";
@@ -49,37 +50,42 @@ async function send(env: Env, deps: WebhookDeps, target: { url: string; secretCi
   }
 }
 
-/**
- * One attempt of one delivery (spec: Events, Delivery): 2xx acknowledges; 410 turns the subscription off; anything
- * else is retried on the backoff schedule until the queue hands the message to the dead-letter queue.
- * `queueAttempt` is the message's `attempts`; the logged attempt number counts across replays too.
- */
-export async function attemptDelivery(env: Env, db: Db, deps: WebhookDeps, deliveryId: string, queueAttempt: number): Promise<Outcome> {
-  const row = await db
+type Target = { delivery: typeof webhookDeliveries.$inferSelect; url: string; enabled: boolean; secretCiphertext: string };
+
+/** The deliveries of a batch with their subscriptions, in one D1 round trip. */
+function loadTargets(db: Db, deliveryIds: string[]): Promise<Target[]> {
+  return db
     .select({ delivery: webhookDeliveries, url: webhookSubscriptions.url, enabled: webhookSubscriptions.enabled, secretCiphertext: webhookSubscriptions.secretCiphertext })
     .from(webhookDeliveries)
     .innerJoin(webhookSubscriptions, eq(webhookSubscriptions.id, webhookDeliveries.subscriptionId))
-    .where(eq(webhookDeliveries.id, deliveryId))
-    .get();
+    .where(inArray(webhookDeliveries.id, deliveryIds));
+}
+
+/**
+ * One attempt of one delivery (spec: Events, Delivery): 2xx acknowledges; 410 turns the subscription off; anything
+ * else is retried on the backoff schedule until the queue hands the message to the dead-letter queue.
+ * `queueAttempt` is the message's `attempts`; the logged attempt number counts across replays too. Returns the
+ * writes that record it, so a batch's log goes to D1 in one round trip.
+ */
+async function attemptDelivery(env: Env, db: Db, deps: WebhookDeps, target: Target | undefined, queueAttempt: number): Promise<{ outcome: Outcome; writes: BatchItem<"sqlite">[] }> {
   // Deleted with its subscription, or already acknowledged by an earlier copy of this message: nothing to do.
-  if (!row || row.delivery.status === "delivered") return { kind: "ack" };
-  const { delivery } = row;
+  if (!target || target.delivery.status === "delivered") return { outcome: { kind: "ack" }, writes: [] };
+  const { delivery } = target;
   const now = new Date();
-  if (!row.enabled) {
-    await db.update(webhookDeliveries).set({ status: "failed", lastError: "subscription is disabled", nextAttemptAt: null, updatedAt: nowIso(now) }).where(eq(webhookDeliveries.id, deliveryId));
-    return { kind: "ack" };
+  if (!target.enabled) {
+    const write = db.update(webhookDeliveries).set({ status: "failed", lastError: "subscription is disabled", nextAttemptAt: null, updatedAt: nowIso(now) }).where(eq(webhookDeliveries.id, delivery.id));
+    return { outcome: { kind: "ack" }, writes: [write] };
   }
 
-  const result = await send(env, deps, { ...row, subscriptionId: delivery.subscriptionId }, delivery);
+  const result = await send(env, deps, { ...target, subscriptionId: delivery.subscriptionId }, delivery);
   const delivered = result.statusCode !== null && result.statusCode >= 200 && result.statusCode < 300;
   const gone = result.statusCode === 410;
   const delaySeconds = retryDelaySeconds(queueAttempt);
   const retrying = !delivered && !gone;
   const nextAttemptAt = retrying && hasRetryLeft(queueAttempt) ? nowIso(addSeconds(now, delaySeconds)) : null;
-  const attempt = delivery.attemptCount + 1;
 
-  await db.batch([
-    db.insert(webhookDeliveryAttempts).values({ id: newId(), organizationId: delivery.organizationId, deliveryId, attempt, ...result, nextAttemptAt, attemptedAt: nowIso(now) }),
+  const writes: BatchItem<"sqlite">[] = [
+    db.insert(webhookDeliveryAttempts).values({ id: newId(), organizationId: delivery.organizationId, deliveryId: delivery.id, attempt: delivery.attemptCount + 1, ...result, nextAttemptAt, attemptedAt: nowIso(now) }),
     db
       .update(webhookDeliveries)
       .set({
@@ -91,14 +97,14 @@ export async function attemptDelivery(env: Env, db: Db, deps: WebhookDeps, deliv
         deliveredAt: delivered ? nowIso(now) : delivery.deliveredAt,
         updatedAt: nowIso(now),
       })
-      .where(eq(webhookDeliveries.id, deliveryId)),
-    // Spec gives no rule for 410; it is the receiver saying the endpoint is gone for good, so stop sending.
-    ...(gone
-      ? [db.update(webhookSubscriptions).set({ enabled: false, disabledReason: "receiver answered 410 Gone", updatedAt: nowIso(now) }).where(eq(webhookSubscriptions.id, delivery.subscriptionId))]
-      : []),
-  ]);
+      .where(eq(webhookDeliveries.id, delivery.id)),
+  ];
+  // Spec gives no rule for 410; it is the receiver saying the endpoint is gone for good, so stop sending.
+  if (gone) {
+    writes.push(db.update(webhookSubscriptions).set({ enabled: false, disabledReason: "receiver answered 410 Gone", updatedAt: nowIso(now) }).where(eq(webhookSubscriptions.id, delivery.subscriptionId)));
+  }
   // The last retry is still a retry: the queue then moves the message to the dead-letter queue (max_retries).
-  return retrying ? { kind: "retry", delaySeconds } : { kind: "ack" };
+  return { outcome: retrying ? { kind: "retry", delaySeconds } : { kind: "ack" }, writes };
 }
 
 const deliveryIdOf = (body: unknown): string | null => {
@@ -106,24 +112,32 @@ const deliveryIdOf = (body: unknown): string | null => {
   return typeof id === "string" ? id : null;
 };
 
-/** The `webhook-deliveries` queue handler; each message is acked or retried on its own. */
+/**
+ * The `webhook-deliveries` queue handler. A batch costs two D1 round trips (load, log) and its POSTs run side by
+ * side; each message is still acked or retried on its own, and one failing message never fails the others.
+ */
 export function createDeliveryConsumer(deps: WebhookDeps) {
   return async (batch: MessageBatch<unknown>, env: Env): Promise<void> => {
     const db = createDb(env.DB);
-    for (const message of batch.messages) {
-      const deliveryId = deliveryIdOf(message.body);
-      if (!deliveryId) {
-        message.ack();
-        continue;
-      }
-      try {
-        const outcome = await attemptDelivery(env, db, deps, deliveryId, message.attempts);
-        if (outcome.kind === "ack") message.ack();
-        else message.retry({ delaySeconds: outcome.delaySeconds });
-      } catch (err) {
-        console.error(JSON.stringify({ level: "error", msg: "webhook delivery failed", deliveryId, error: String(err) }));
-        message.retry({ delaySeconds: retryDelaySeconds(message.attempts) });
-      }
+    const work = batch.messages.map((message) => ({ message, deliveryId: deliveryIdOf(message.body) }));
+    const ids = work.flatMap((w) => (w.deliveryId ? [w.deliveryId] : []));
+    const targets = new Map((ids.length ? await loadTargets(db, ids) : []).map((t) => [t.delivery.id, t]));
+    const results = await Promise.all(
+      work.map(async ({ message, deliveryId }) => {
+        if (!deliveryId) return { message, outcome: { kind: "ack" } as Outcome, writes: [] };
+        try {
+          return { message, ...(await attemptDelivery(env, db, deps, targets.get(deliveryId), message.attempts)) };
+        } catch (err) {
+          console.error(JSON.stringify({ level: "error", msg: "webhook delivery failed", deliveryId, error: String(err) }));
+          return { message, outcome: { kind: "retry", delaySeconds: retryDelaySeconds(message.attempts) } as Outcome, writes: [] };
+        }
+      }),
+    );
+    const writes = results.flatMap((r) => r.writes);
+    if (writes.length > 0) await db.batch(writes as [BatchItem<"sqlite">, ...BatchItem<"sqlite">[]]);
+    for (const { message, outcome } of results) {
+      if (outcome.kind === "ack") message.ack();
+      else message.retry({ delaySeconds: outcome.delaySeconds });
     }
   };
 }

@@ -1,3 +1,5 @@
+import { fetchWithDeadline } from "../lib/outbound";
+
 /** Workers have no DNS API, so resolution sits behind this interface: DNS over HTTPS in production, a fake in tests. */
 export interface DnsResolver {
   /** Every A and AAAA address of `host`; empty when the name does not exist. Throws `DnsUnavailable` on failure. */
@@ -23,9 +25,10 @@ export function dohResolver(fetchFn: typeof fetch = fetch, endpoint = "https://c
     const url = `${endpoint}?name=${encodeURIComponent(host)}&type=${type}`;
     let body: DohAnswer;
     try {
-      const res = await fetchFn(url, { headers: { accept: "application/dns-json" }, signal: AbortSignal.timeout(timeoutMs), redirect: "manual" });
-      if (!res.ok) throw new Error(`DoH answered ${res.status}`);
-      body = (await res.json()) as DohAnswer;
+      body = await fetchWithDeadline(fetchFn, url, { headers: { accept: "application/dns-json" } }, timeoutMs, async (res) => {
+        if (!res.ok) throw new Error(`DoH answered ${res.status}`);
+        return (await res.json()) as DohAnswer;
+      });
     } catch (err) {
       throw new DnsUnavailable(`DNS lookup of ${host} failed: ${String(err)}`);
     }

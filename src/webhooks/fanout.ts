@@ -1,4 +1,5 @@
 import { and, eq } from "drizzle-orm";
+import type { BatchItem } from "drizzle-orm/batch";
 import type { Db } from "../db/client";
 import { webhookDeliveries, webhookSubscriptions } from "../db/schema";
 import type { Env } from "../env";
@@ -47,8 +48,10 @@ export async function fanOutEvent(env: Env, db: Db, event: EventEnvelope): Promi
     .select({ id: webhookDeliveries.id })
     .from(webhookDeliveries)
     .where(and(eq(webhookDeliveries.eventId, event.id), eq(webhookDeliveries.organizationId, event.organizationId), eq(webhookDeliveries.status, "pending")));
-  const results = await db.batch([...inserts, pending] as unknown as [typeof pending]);
-  const ids = (results[results.length - 1] as { id: string }[]).map((r) => r.id);
+  // The inserts and the read of what is pending go to D1 as one batch: one round trip, read after write.
+  const statements: BatchItem<"sqlite">[] = [...inserts, pending];
+  const results = await db.batch(statements as [BatchItem<"sqlite">, ...BatchItem<"sqlite">[]]);
+  const ids = (results.at(-1) as { id: string }[]).map((r) => r.id);
   await enqueueDeliveries(env, ids);
   return ids;
 }

@@ -1,3 +1,4 @@
+import { fetchWithDeadline } from "../lib/outbound";
 import { dohResolver, type DnsResolver } from "./dns";
 
 export interface OutboundWebhook {
@@ -21,9 +22,10 @@ export const DELIVERY_TIMEOUT_MS = 30_000;
 export function fetchTransport(fetchFn: typeof fetch = fetch, timeoutMs = DELIVERY_TIMEOUT_MS): WebhookTransport {
   return {
     async send({ url, headers, body }) {
-      const res = await fetchFn(url, { method: "POST", headers, body, redirect: "manual", signal: AbortSignal.timeout(timeoutMs) });
-      await res.body?.cancel();
-      return { status: res.status };
+      return fetchWithDeadline(fetchFn, url, { method: "POST", headers, body }, timeoutMs, async (res) => {
+        await res.body?.cancel();
+        return { status: res.status };
+      });
     },
   };
 }
