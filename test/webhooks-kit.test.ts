@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { baseDelaySeconds, MAX_DELIVERY_RETRIES, MAX_QUEUE_DELAY_SECONDS, retryDelaySeconds } from "../src/webhooks/backoff";
 import { matchesFilters, type WebhookFilters } from "../src/webhooks/filters";
+import { buildPayload } from "../src/webhooks/payload";
 import { signWebhook, verifyWebhook } from "../src/webhooks/verify";
 
 describe("verifyWebhook (receiver kit)", () => {
@@ -86,5 +87,27 @@ describe("retry schedule", () => {
     const highest = Array.from({ length: MAX_DELIVERY_RETRIES }, (_, i) => retryDelaySeconds(i + 1, () => 1)).reduce((a, b) => a + b);
     expect(lowest / 86_400).toBeGreaterThan(2.2);
     expect(highest / 86_400).toBeLessThan(3.3);
+  });
+});
+
+describe("payload", () => {
+  const parties = { organization: { id: "org-1", name: "Acme Realty" }, user: { id: "u-1", name: "Ada", email: "ada@acme.test" } };
+
+  it("property.price_changed adds data.priceChange; other events carry object, previousAttributes and changes only", () => {
+    const priceChange = { previousPrice: 500000, newPrice: 475000, changeAmount: -25000, changePercentage: -5 };
+    const data = { object: { id: "p-1", listing: { listPrice: 475000 } }, previousAttributes: { "listing.listPrice": 500000 }, changes: ["listing.listPrice"], priceChange, internal: "not for receivers" };
+    const body = JSON.parse(buildPayload({ id: "e-1", type: "property.price_changed", occurredAt: "2026-11-22T00:00:00.000Z", data }, parties));
+    expect(body).toEqual({
+      id: "e-1",
+      event: "property.price_changed",
+      apiVersion: expect.stringMatching(/^\d{4}-(0[1-9]|1[0-2])$/),
+      createdAt: "2026-11-22T00:00:00.000Z",
+      data: { object: data.object, previousAttributes: data.previousAttributes, changes: data.changes, priceChange },
+      organization: parties.organization,
+      user: parties.user,
+    });
+    const deleted = JSON.parse(buildPayload({ id: "e-2", type: "contact.deleted", occurredAt: "2026-11-22T00:00:00.000Z", data: { object: { id: "c-1" } } }, { ...parties, user: null }));
+    expect(deleted.data).toEqual({ object: { id: "c-1" }, previousAttributes: null, changes: null });
+    expect(deleted.user).toBeNull();
   });
 });

@@ -138,3 +138,28 @@ describe("webhook subscriptions", () => {
     expect(await json(res)).toMatchObject({ success: false, error: { status: 503, detail: "WEBHOOK_SECRET_KEY is not configured" } });
   });
 });
+
+describe("webhook routes in /openapi.json", () => {
+  it("documents every route with its success and error responses", async () => {
+    const doc = await json(await call("GET", "/openapi.json"));
+    const expected: [string, string, string[]][] = [
+      ["/v1/webhooks", "post", ["201", "400", "401", "413", "415", "422", "503"]],
+      ["/v1/webhooks", "get", ["200", "401", "422"]],
+      ["/v1/webhooks/{id}", "get", ["200", "401", "404", "422"]],
+      ["/v1/webhooks/{id}", "patch", ["200", "400", "401", "404", "422", "503"]],
+      ["/v1/webhooks/{id}", "delete", ["200", "401", "404", "422"]],
+      ["/v1/webhooks/{id}/test", "post", ["202", "401", "404", "409", "422"]],
+      ["/v1/webhooks/{id}/deliveries", "get", ["200", "401", "404", "422"]],
+      ["/v1/webhooks/{id}/deliveries/{deliveryId}/replay", "post", ["202", "401", "404", "409", "422"]],
+      ["/v1/webhooks/{id}/events/{eventId}/replay", "post", ["202", "401", "404", "409", "422"]],
+    ];
+    for (const [path, method, statuses] of expected) {
+      const op = doc.paths[path]?.[method];
+      expect(op, `${method} ${path}`).toBeDefined();
+      expect(Object.keys(op.responses), `${method} ${path}`).toEqual(expect.arrayContaining(statuses));
+      expect(op.security).toEqual([{ bearerAuth: [] }]);
+    }
+    expect(doc.components.schemas.CreateWebhook.properties.events.items.enum).toContain("property.price_changed");
+    expect(doc.components.schemas.Webhook.properties).not.toHaveProperty("secret");
+  });
+});

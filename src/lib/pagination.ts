@@ -1,4 +1,6 @@
 import { z } from "@hono/zod-openapi";
+import { and, eq, lt, or, type SQL } from "drizzle-orm";
+import type { SQLiteColumn } from "drizzle-orm/sqlite-core";
 import { Validation } from "./errors";
 
 /**
@@ -41,3 +43,6 @@ export function paginate<T>(rows: T[], limit: number, total: number, keyOf: (row
   const last = page[page.length - 1];
   return { page, pagination: { hasMore, nextCursor: hasMore && last ? encodeCursor(keyOf(last)) : null, total, limit } };
 }
+
+/** The keyset condition of a newest-first list sorted on (at, id): rows strictly after the cursor's row. */
+export const olderThan = (at: SQLiteColumn, id: SQLiteColumn, cursor: Cursor): SQL | undefined => or(lt(at, cursor.at), and(eq(at, cursor.at), lt(id, cursor.id)));

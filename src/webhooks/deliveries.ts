@@ -1,8 +1,8 @@
-import { and, asc, count, desc, eq, inArray, lt, or } from "drizzle-orm";
+import { and, asc, count, desc, eq, inArray } from "drizzle-orm";
 import { outboxEvents, webhookDeliveries, webhookDeliveryAttempts } from "../db/schema";
 import { Conflict, NotFound } from "../lib/errors";
 import { newId } from "../lib/ids";
-import { decodeCursor, paginate } from "../lib/pagination";
+import { decodeCursor, olderThan, paginate } from "../lib/pagination";
 import { nowIso } from "../lib/time";
 import type { ServiceContext } from "../platform/context";
 import { TEST_EVENT } from "./events";
@@ -36,7 +36,7 @@ export async function listDeliveries(ctx: ServiceContext, subscriptionId: string
     eq(webhookDeliveries.subscriptionId, subscriptionId),
     q.status ? eq(webhookDeliveries.status, q.status) : undefined,
   );
-  const page = after ? and(scope, or(lt(webhookDeliveries.createdAt, after.at), and(eq(webhookDeliveries.createdAt, after.at), lt(webhookDeliveries.id, after.id)))) : scope;
+  const page = after ? and(scope, olderThan(webhookDeliveries.createdAt, webhookDeliveries.id, after)) : scope;
   const [rows, [total]] = await ctx.db.batch([
     ctx.db.select().from(webhookDeliveries).where(page).orderBy(desc(webhookDeliveries.createdAt), desc(webhookDeliveries.id)).limit(q.limit + 1),
     ctx.db.select({ n: count() }).from(webhookDeliveries).where(scope),

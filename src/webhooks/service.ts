@@ -1,8 +1,8 @@
-import { and, count, desc, eq, inArray, lt, or } from "drizzle-orm";
+import { and, count, desc, eq, inArray } from "drizzle-orm";
 import { webhookDeliveries, webhookDeliveryAttempts, webhookSubscriptions } from "../db/schema";
 import { NotFound } from "../lib/errors";
 import { newId } from "../lib/ids";
-import { decodeCursor, paginate } from "../lib/pagination";
+import { decodeCursor, olderThan, paginate } from "../lib/pagination";
 import { nowIso } from "../lib/time";
 import type { ServiceContext } from "../platform/context";
 import { assertDeliverableUrl, masterKey } from "./guards";
@@ -55,9 +55,7 @@ export async function createWebhook(ctx: ServiceContext, input: CreateWebhook, r
 export async function listWebhooks(ctx: ServiceContext, { limit, cursor }: { limit: number; cursor?: string }) {
   const after = decodeCursor(cursor);
   const mine = eq(webhookSubscriptions.organizationId, ctx.organizationId);
-  const page = after
-    ? and(mine, or(lt(webhookSubscriptions.createdAt, after.at), and(eq(webhookSubscriptions.createdAt, after.at), lt(webhookSubscriptions.id, after.id))))
-    : mine;
+  const page = after ? and(mine, olderThan(webhookSubscriptions.createdAt, webhookSubscriptions.id, after)) : mine;
   const [rows, [total]] = await ctx.db.batch([
     ctx.db.select().from(webhookSubscriptions).where(page).orderBy(desc(webhookSubscriptions.createdAt), desc(webhookSubscriptions.id)).limit(limit + 1),
     ctx.db.select({ n: count() }).from(webhookSubscriptions).where(mine),
