@@ -45,8 +45,10 @@ export async function listDeliveries(ctx: ServiceContext, subscriptionId: string
   return { data: await withAttempts(ctx, items), pagination };
 }
 
-async function insertAndSend(ctx: ServiceContext, row: DeliveryRow): Promise<Delivery> {
-  await ctx.db.insert(webhookDeliveries).values(row);
+/** Null when the (subscription, event) pair already has a delivery: it was made since the caller looked. */
+async function insertAndSend(ctx: ServiceContext, row: DeliveryRow): Promise<Delivery | null> {
+  const inserted = await ctx.db.insert(webhookDeliveries).values(row).onConflictDoNothing().returning({ id: webhookDeliveries.id });
+  if (inserted.length === 0) return null;
   await enqueueDeliveries(ctx.env, [row.id]);
   return (await withAttempts(ctx, [row]))[0]!;
 }
@@ -67,7 +69,7 @@ export async function sendTestEvent(ctx: ServiceContext, id: string): Promise<De
   const sub = await enabledWebhook(ctx, id);
   const event = { id: newId(), type: TEST_EVENT, occurredAt: nowIso(), data: { object: { webhook: toWebhook(sub), message: "This is a test delivery." } } };
   const body = buildPayload(event, await loadParties(ctx.db, ctx.organizationId, ctx.actor.userId ?? null));
-  return insertAndSend(ctx, newDelivery(ctx, id, event.id, TEST_EVENT, body));
+  return (await insertAndSend(ctx, newDelivery(ctx, id, event.id, TEST_EVENT, body)))!; // a new event id: no conflict
 }
 
 /** Sends a stored delivery again: same body and event id, a fresh signature, and a fresh retry schedule. */
@@ -97,15 +99,18 @@ export async function replayDelivery(ctx: ServiceContext, id: string, deliveryId
  */
 export async function replayEvent(ctx: ServiceContext, id: string, eventId: string): Promise<Delivery> {
   const sub = await enabledWebhook(ctx, id);
-  const existing = await ctx.db
-    .select()
-    .from(webhookDeliveries)
-    .where(and(eq(webhookDeliveries.organizationId, ctx.organizationId), eq(webhookDeliveries.subscriptionId, id), eq(webhookDeliveries.eventId, eventId)))
-    .get();
+  const existingDelivery = () =>
+    ctx.db
+      .select()
+      .from(webhookDeliveries)
+      .where(and(eq(webhookDeliveries.organizationId, ctx.organizationId), eq(webhookDeliveries.subscriptionId, id), eq(webhookDeliveries.eventId, eventId)))
+      .get();
+  const existing = await existingDelivery();
   if (existing) return requeue(ctx, existing);
   const event = await ctx.db.select().from(outboxEvents).where(and(eq(outboxEvents.organizationId, ctx.organizationId), eq(outboxEvents.id, eventId))).get();
   if (!event) throw new NotFound("Event");
   if (!sub.events.includes(event.type)) throw new Conflict(`The webhook does not subscribe to ${event.type}`, "event_not_subscribed");
   const body = buildPayload(event, await loadParties(ctx.db, ctx.organizationId, event.actor.userId));
-  return insertAndSend(ctx, newDelivery(ctx, id, event.id, event.type, body));
+  // The fan-out (or a second replay) may have made this delivery since the read above: then replay that one.
+  return (await insertAndSend(ctx, newDelivery(ctx, id, event.id, event.type, body))) ?? requeue(ctx, (await existingDelivery())!);
 }
