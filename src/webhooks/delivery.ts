@@ -14,7 +14,7 @@ import { checkWebhookUrl, urlPolicyFor } from "./ssrf";
 import type { WebhookDeps } from "./transport";
 import { signWebhook } from "./verify";
 
-export const USER_AGENT = "BrokerageEdge-Webhooks/1.0 (+https://github.com/brokerage-edge)";
+export const USER_AGENT = "BrokerageEdge-Webhooks/1.0";
 
 type Outcome = { kind: "ack" } | { kind: "retry"; delaySeconds: number };
 
