@@ -13,6 +13,7 @@ export default defineConfig({
   test: {
     include: ["bench/**/*.bench.test.ts"],
     setupFiles: ["./test/helpers/apply-migrations.ts"],
+    globalSetup: ["./test/helpers/receiver-server.ts"],
     testTimeout: 30 * 60_000,
     hookTimeout: 30 * 60_000,
     fileParallelism: false,

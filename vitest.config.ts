@@ -19,6 +19,8 @@ export default defineConfig({
           include: ["test/**/*.test.ts"],
           exclude: ["test/e2e/**"],
           setupFiles: ["./test/helpers/apply-migrations.ts"],
+          // A real HTTP receiver on 127.0.0.1 for webhook deliveries (workerd reaches it over the network).
+          globalSetup: ["./test/helpers/receiver-server.ts"],
         },
       },
       {

@@ -10,10 +10,14 @@ import type { AppBindings } from "./platform/context";
 import { handleError, handleNotFound } from "./platform/error-handler";
 import { mountDocs, validationHook } from "./platform/openapi";
 import { durableObjectRateLimiter, type RateLimiter } from "./platform/rate-limit";
+import { createWebhookRoutes } from "./webhooks/routes";
+import { defaultWebhookDeps, type WebhookDeps } from "./webhooks/transport";
 
 export interface AppOptions {
   /** Replaces the Durable Object rate limiter (tests, or a deployment without the binding). */
   rateLimiter?: RateLimiter;
+  /** Replaces the DNS resolver or the outbound transport of the webhook routes (tests). */
+  webhooks?: Partial<WebhookDeps>;
 }
 
 /** Routes that need a bearer session; everything under /api/public, /oauth and the docs stays open. */
@@ -36,6 +40,7 @@ export function createApp(options: AppOptions = {}) {
 
   app.route("/", plantRoutes);
   app.route("/", contactRoutes);
+  app.route("/", createWebhookRoutes(defaultWebhookDeps(options.webhooks)));
 
   mountDocs(app);
   app.onError(handleError);

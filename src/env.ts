@@ -29,6 +29,7 @@ export interface Env {
   EMAIL_API_KEY?: string;
   MLS_API_URL?: string;
   MLS_API_TOKEN?: string;
+  WEBHOOK_SECRET_KEY?: string;
 }
 
 const optional = z
@@ -63,6 +64,8 @@ const ConfigSchema = z.object({
   EMAIL_API_KEY: optional,
   MLS_API_URL: optional,
   MLS_API_TOKEN: optional,
+  // Key material for the AES-GCM encryption of webhook signing secrets at rest (webhooks/secret-box.ts).
+  WEBHOOK_SECRET_KEY: optional,
 });
 
 export type Config = z.infer<typeof ConfigSchema>;

@@ -4,12 +4,15 @@ import type { Env } from "./env";
 import { createEventRouter } from "./events/consumers";
 import { resendUnsentEvents } from "./events/outbox";
 import { EVENT_CONSUMERS } from "./events/registry";
+import { createDeliveryConsumer, markDeadDeliveries } from "./webhooks/delivery";
+import { defaultWebhookDeps } from "./webhooks/transport";
 
 export { EnvelopeSigner } from "./signatures/envelope-signer";
 export { RateLimiterObject as RateLimiter } from "./platform/rate-limiter-object";
 
 const app = createApp();
 const routeEvents = createEventRouter(EVENT_CONSUMERS);
+const deliverWebhooks = createDeliveryConsumer(defaultWebhookDeps());
 
 export default {
   fetch: app.fetch,
@@ -18,9 +21,12 @@ export default {
     switch (batch.queue) {
       case "events":
         return routeEvents(batch, env);
+      case "webhook-deliveries":
+        return deliverWebhooks(batch, env);
+      case "webhook-deliveries-dlq":
+        return markDeadDeliveries(batch, env);
       default:
-        // webhook-deliveries and its dead-letter queue get their consumers with the webhooks issue; until then no
-        // producer writes to them, and anything that arrives waits for its consumer rather than being lost.
+        // A queue bound in wrangler.toml without a consumer here: keep its messages rather than lose them.
         console.error(JSON.stringify({ level: "warn", msg: "no consumer for queue", queue: batch.queue, count: batch.messages.length }));
         batch.retryAll({ delaySeconds: 3600 });
     }

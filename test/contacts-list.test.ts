@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from "vitest";
-import { call, json } from "./helpers/client";
+import { call } from "./helpers/client";
 import {
   type ContactJson,
   createContact,

@@ -12,3 +12,10 @@ declare global {
     }
   }
 }
+
+declare module "vitest" {
+  interface ProvidedContext {
+    /** Base URL of the Node receiver of test/helpers/receiver-server.ts. */
+    receiverUrl: string;
+  }
+}

@@ -24,11 +24,34 @@ export const CrmError = z
       status: z.int(),
       detail: z.string(),
       errors: z.array(z.object({ field: z.string(), code: z.string().openapi({ example: "invalid_email" }), message: z.string() })),
+      requestId: z.string().optional().openapi({ description: "On 5xx answers only" }),
     }),
   })
   .openapi("CrmError");
 
-const errorResponse = (description: string) => ({ description, content: { "application/json": { schema: CrmError } } });
+/** An error response of a CRM route, described for that route. */
+export const crmError = (description: string) => ({ description, content: { "application/json": { schema: CrmError } } });
+const errorResponse = crmError;
+
+/** `{success: true, data}` around a schema, as a response declaration. */
+export const crmSuccess = <T extends z.ZodType>(description: string, data: T) => ({
+  description,
+  content: { "application/json": { schema: Success(data) } },
+});
+
+/** The errors every authenticated /v1 route can give, whatever it does. */
+export const CRM_COMMON_ERRORS = {
+  401: crmError("Missing, unknown, revoked or expired token"),
+  500: crmError("Unexpected failure; carries the request id, never a stack trace"),
+} as const;
+
+/** The errors of a /v1 route that takes a JSON body. */
+export const CRM_BODY_ERRORS = {
+  400: crmError("Body is not valid JSON"),
+  413: crmError("Body over 1 MiB"),
+  415: crmError("Content-Type is not application/json"),
+  422: crmError("The body broke the schema; errors[] lists every problem with field, code and message"),
+} as const;
 
 /** The error responses every authenticated CRM route can give, plus the ones a route adds. */
 export const crmErrors = (...extra: (400 | 404 | 409 | 413 | 415 | 422)[]) => {

@@ -1,3 +1,4 @@
 export * from "./platform";
 export * from "./plants";
 export * from "./contacts";
+export * from "./webhooks";

@@ -1,5 +1,6 @@
 import { auditConsumer } from "./audit";
+import { webhookFanout } from "../webhooks/fanout";
 import type { EventConsumer } from "./consumers";
 
 /** Every consumer of the `events` queue. Later domains add theirs here (webhook fan-out, survey scheduling …). */
-export const EVENT_CONSUMERS: EventConsumer[] = [auditConsumer];
+export const EVENT_CONSUMERS: EventConsumer[] = [auditConsumer, webhookFanout];

@@ -1,4 +1,6 @@
-import { call } from "./client";
+import { env } from "cloudflare:workers";
+import { call, json } from "./client";
+import { receiverUrl } from "./receiver";
 import type { TestPrincipal } from "./factories";
 
 export type Family = "crm" | "api" | "plants";
@@ -35,7 +37,51 @@ export const ROUTES: MatrixRoute[] = [
     },
     unknown: { id: "987654321987" },
   },
+  ...webhookRoutes(),
 ];
+
+/** A webhook of `owner` pointing at the test receiver's sink (always 200). */
+async function seedWebhook(owner: TestPrincipal): Promise<string> {
+  const res = await call("POST", "/v1/webhooks", { token: owner.token, body: { url: `${receiverUrl()}/hooks/sink`, events: ["contact.created"] } });
+  if (res.status !== 201) throw new Error(`seeding a webhook failed: ${res.status} ${await res.text()}`);
+  return (await json(res)).data.id;
+}
+
+function webhookRoutes(): MatrixRoute[] {
+  const one = async (owner: TestPrincipal) => ({ id: await seedWebhook(owner) });
+  return [
+    { method: "POST", path: "/v1/webhooks", family: "crm", body: { url: `${receiverUrl()}/hooks/sink`, events: ["contact.created"] } },
+    { method: "GET", path: "/v1/webhooks", family: "crm" },
+    { method: "GET", path: "/v1/webhooks/{id}", family: "crm", seed: one },
+    { method: "PATCH", path: "/v1/webhooks/{id}", family: "crm", seed: one, body: { description: "renamed" } },
+    { method: "DELETE", path: "/v1/webhooks/{id}", family: "crm", seed: one },
+    { method: "POST", path: "/v1/webhooks/{id}/test", family: "crm", seed: one },
+    { method: "GET", path: "/v1/webhooks/{id}/deliveries", family: "crm", seed: one },
+    {
+      method: "POST",
+      path: "/v1/webhooks/{id}/deliveries/{deliveryId}/replay",
+      family: "crm",
+      seed: async (owner) => {
+        const id = await seedWebhook(owner);
+        const test = await call("POST", `/v1/webhooks/${id}/test`, { token: owner.token });
+        return { id, deliveryId: (await json(test)).data.id };
+      },
+    },
+    {
+      method: "POST",
+      path: "/v1/webhooks/{id}/events/{eventId}/replay",
+      family: "crm",
+      seed: async (owner) => {
+        const id = await seedWebhook(owner);
+        const eventId = crypto.randomUUID();
+        await env.DB.prepare("INSERT INTO outbox_events (id, organization_id, type, actor, occurred_at, data, sent_at) VALUES (?, ?, 'contact.created', ?, ?, ?, ?)")
+          .bind(eventId, owner.organizationId, JSON.stringify({ type: "user", userId: owner.userId }), new Date().toISOString(), JSON.stringify({ object: { id: "c1" } }), new Date().toISOString())
+          .run();
+        return { id, eventId };
+      },
+    },
+  ];
+}
 
 async function seedContact(owner: TestPrincipal): Promise<Record<string, string>> {
   const res = await call("POST", "/v1/contacts", { token: owner.token, body: { firstName: "Seed", lastName: "Contact", email: `${crypto.randomUUID()}@seed.test` } });

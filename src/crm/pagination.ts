@@ -1,0 +1,40 @@
+import { z } from "@hono/zod-openapi";
+import { and, eq, lt, or, type SQL } from "drizzle-orm";
+import type { SQLiteColumn } from "drizzle-orm/sqlite-core";
+import { decodeCursor, encodeCursor } from "../lib/cursor";
+import type { Pagination } from "./envelope";
+
+/**
+ * Newest-first keyset pagination on (createdAt, id), for the CRM lists that offer no other sort. The cursor is the
+ * same opaque encoding as the contacts list (lib/cursor.ts), under the sort "createdAt:desc".
+ */
+export interface Cursor {
+  at: string;
+  id: string;
+}
+
+const NEWEST_FIRST = "createdAt:desc";
+
+export function decodeNewestFirstCursor(raw: string | undefined): Cursor | null {
+  if (raw === undefined) return null;
+  const { values, id } = decodeCursor(raw, NEWEST_FIRST, 1);
+  return { at: String(values[0]), id };
+}
+
+/** `limit` and `cursor` of every list route (spec: Limits, list routes limit 1 to 100, default 25). */
+export const ListQuery = z.object({
+  limit: z.coerce.number<string>().int().min(1).max(100).default(25).openapi({ param: { name: "limit", in: "query" }, example: 25 }),
+  cursor: z.string().max(500).optional().openapi({ param: { name: "cursor", in: "query" }, description: "`pagination.nextCursor` of the previous page" }),
+});
+
+/** Given `limit + 1` rows fetched in sort order: the page, and the pagination block. */
+export function paginate<T>(rows: T[], limit: number, total: number, keyOf: (row: T) => Cursor): { page: T[]; pagination: z.infer<typeof Pagination> } {
+  const page = rows.slice(0, limit);
+  const hasMore = rows.length > limit;
+  const last = page[page.length - 1];
+  const nextCursor = hasMore && last ? encodeCursor({ sort: NEWEST_FIRST, values: [keyOf(last).at], id: keyOf(last).id }) : null;
+  return { page, pagination: { hasMore, nextCursor, total, limit } };
+}
+
+/** The keyset condition of a newest-first list sorted on (at, id): rows strictly after the cursor's row. */
+export const olderThan = (at: SQLiteColumn, id: SQLiteColumn, cursor: Cursor): SQL | undefined => or(lt(at, cursor.at), and(eq(at, cursor.at), lt(id, cursor.id)));

@@ -1,0 +1,74 @@
+import { index, integer, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+import type { WebhookFilters } from "../webhooks/filters";
+
+/**
+ * Webhook subscriptions (spec: Webhook subscription). The signing secret must stay usable for signing, so it is kept
+ * AES-GCM encrypted (webhooks/secret-box.ts), never as plain text and never returned after create or rotation.
+ */
+export const webhookSubscriptions = sqliteTable(
+  "webhook_subscriptions",
+  {
+    id: text().primaryKey(),
+    organizationId: text().notNull(),
+    url: text().notNull(),
+    events: text({ mode: "json" }).$type<string[]>().notNull(),
+    filters: text({ mode: "json" }).$type<WebhookFilters>().notNull(),
+    enabled: integer({ mode: "boolean" }).notNull(),
+    description: text().notNull(),
+    secretCiphertext: text().notNull(),
+    /** Why the service turned the subscription off (a 410 from the receiver); null when the user did or never. */
+    disabledReason: text(),
+    createdAt: text().notNull(),
+    updatedAt: text().notNull(),
+  },
+  (t) => [index("webhook_subscriptions_org_created_idx").on(t.organizationId, t.createdAt, t.id)],
+);
+
+export type DeliveryStatus = "pending" | "retrying" | "delivered" | "failed" | "dead";
+
+/**
+ * One event bound for one subscription. The body is stored once, so every attempt and every replay sends the same
+ * bytes and the same event id; only the timestamp and signature are fresh (spec: Delivery).
+ */
+export const webhookDeliveries = sqliteTable(
+  "webhook_deliveries",
+  {
+    id: text().primaryKey(),
+    organizationId: text().notNull(),
+    subscriptionId: text().notNull(),
+    eventId: text().notNull(),
+    event: text().notNull(),
+    body: text().notNull(),
+    status: text().$type<DeliveryStatus>().notNull(),
+    attemptCount: integer().notNull().default(0),
+    lastStatusCode: integer(),
+    lastError: text(),
+    nextAttemptAt: text(),
+    deliveredAt: text(),
+    createdAt: text().notNull(),
+    updatedAt: text().notNull(),
+  },
+  (t) => [
+    // A redelivered event never makes a second delivery for the same subscription.
+    uniqueIndex("webhook_deliveries_subscription_event_unique").on(t.subscriptionId, t.eventId),
+    index("webhook_deliveries_subscription_created_idx").on(t.subscriptionId, t.createdAt, t.id),
+    index("webhook_deliveries_event_idx").on(t.eventId),
+  ],
+);
+
+/** Every attempt of a delivery, for the delivery log: status, duration, error, and when the next one is due. */
+export const webhookDeliveryAttempts = sqliteTable(
+  "webhook_delivery_attempts",
+  {
+    id: text().primaryKey(),
+    organizationId: text().notNull(),
+    deliveryId: text().notNull(),
+    attempt: integer().notNull(),
+    statusCode: integer(),
+    durationMs: integer().notNull(),
+    error: text(),
+    nextAttemptAt: text(),
+    attemptedAt: text().notNull(),
+  },
+  (t) => [index("webhook_delivery_attempts_delivery_idx").on(t.deliveryId, t.attemptedAt)],
+);

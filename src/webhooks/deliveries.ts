@@ -1,0 +1,116 @@
+import { and, asc, count, desc, eq, inArray } from "drizzle-orm";
+import { outboxEvents, webhookDeliveries, webhookDeliveryAttempts } from "../db/schema";
+import { Conflict, NotFound } from "../lib/errors";
+import { newId } from "../lib/ids";
+import { decodeNewestFirstCursor as decodeCursor, olderThan, paginate } from "../crm/pagination";
+import { nowIso } from "../lib/time";
+import type { ServiceContext } from "../platform/context";
+import { TEST_EVENT } from "./events";
+import { enqueueDeliveries } from "./fanout";
+import { buildPayload, loadParties } from "./payload";
+import type { Delivery } from "./schemas";
+import { findWebhook, toWebhook } from "./service";
+
+type DeliveryRow = typeof webhookDeliveries.$inferSelect;
+type Status = Delivery["status"];
+
+async function withAttempts(ctx: ServiceContext, rows: DeliveryRow[]): Promise<Delivery[]> {
+  if (rows.length === 0) return [];
+  const attempts = await ctx.db
+    .select()
+    .from(webhookDeliveryAttempts)
+    .where(and(eq(webhookDeliveryAttempts.organizationId, ctx.organizationId), inArray(webhookDeliveryAttempts.deliveryId, rows.map((r) => r.id))))
+    .orderBy(asc(webhookDeliveryAttempts.attempt));
+  return rows.map(({ organizationId: _, body: __, ...d }) => ({
+    ...d,
+    attempts: attempts.filter((a) => a.deliveryId === d.id).map(({ attempt, statusCode, durationMs, error, nextAttemptAt, attemptedAt }) => ({ attempt, statusCode, durationMs, error, nextAttemptAt, attemptedAt })),
+  }));
+}
+
+/** GET /v1/webhooks/{id}/deliveries: the delivery log, newest first, each delivery with every attempt. */
+export async function listDeliveries(ctx: ServiceContext, subscriptionId: string, q: { limit: number; cursor?: string; status?: Status }) {
+  await findWebhook(ctx, subscriptionId);
+  const after = decodeCursor(q.cursor);
+  const scope = and(
+    eq(webhookDeliveries.organizationId, ctx.organizationId),
+    eq(webhookDeliveries.subscriptionId, subscriptionId),
+    q.status ? eq(webhookDeliveries.status, q.status) : undefined,
+  );
+  const page = after ? and(scope, olderThan(webhookDeliveries.createdAt, webhookDeliveries.id, after)) : scope;
+  const [rows, [total]] = await ctx.db.batch([
+    ctx.db.select().from(webhookDeliveries).where(page).orderBy(desc(webhookDeliveries.createdAt), desc(webhookDeliveries.id)).limit(q.limit + 1),
+    ctx.db.select({ n: count() }).from(webhookDeliveries).where(scope),
+  ]);
+  const { page: items, pagination } = paginate(rows, q.limit, total?.n ?? 0, (r) => ({ at: r.createdAt, id: r.id }));
+  return { data: await withAttempts(ctx, items), pagination };
+}
+
+/** Null when the (subscription, event) pair already has a delivery: it was made since the caller looked. */
+async function insertAndSend(ctx: ServiceContext, row: DeliveryRow): Promise<Delivery | null> {
+  const inserted = await ctx.db.insert(webhookDeliveries).values(row).onConflictDoNothing().returning({ id: webhookDeliveries.id });
+  if (inserted.length === 0) return null;
+  await enqueueDeliveries(ctx.env, [row.id]);
+  return (await withAttempts(ctx, [row]))[0]!;
+}
+
+const newDelivery = (ctx: ServiceContext, subscriptionId: string, eventId: string, event: string, body: string): DeliveryRow => {
+  const now = nowIso();
+  return { id: newId(), organizationId: ctx.organizationId, subscriptionId, eventId, event, body, status: "pending", attemptCount: 0, lastStatusCode: null, lastError: null, nextAttemptAt: null, deliveredAt: null, createdAt: now, updatedAt: now };
+};
+
+async function enabledWebhook(ctx: ServiceContext, id: string) {
+  const sub = await findWebhook(ctx, id);
+  if (!sub.enabled) throw new Conflict("The webhook is disabled; enable it first", "webhook_disabled");
+  return sub;
+}
+
+/** POST /v1/webhooks/{id}/test: a `webhook.test` event through the real path (queue, signature, retries, log). */
+export async function sendTestEvent(ctx: ServiceContext, id: string): Promise<Delivery> {
+  const sub = await enabledWebhook(ctx, id);
+  const event = { id: newId(), type: TEST_EVENT, occurredAt: nowIso(), data: { object: { webhook: toWebhook(sub), message: "This is a test delivery." } } };
+  const body = buildPayload(event, await loadParties(ctx.db, ctx.organizationId, ctx.actor.userId ?? null));
+  return (await insertAndSend(ctx, newDelivery(ctx, id, event.id, TEST_EVENT, body)))!; // a new event id: no conflict
+}
+
+/** Sends a stored delivery again: same body and event id, a fresh signature, and a fresh retry schedule. */
+async function requeue(ctx: ServiceContext, row: DeliveryRow): Promise<Delivery> {
+  const updatedAt = nowIso();
+  await ctx.db.update(webhookDeliveries).set({ status: "pending", nextAttemptAt: null, updatedAt }).where(and(eq(webhookDeliveries.organizationId, ctx.organizationId), eq(webhookDeliveries.id, row.id)));
+  await enqueueDeliveries(ctx.env, [row.id]);
+  return (await withAttempts(ctx, [{ ...row, status: "pending", nextAttemptAt: null, updatedAt }]))[0]!;
+}
+
+/** POST /v1/webhooks/{id}/deliveries/{deliveryId}/replay: any delivery, dead ones included. */
+export async function replayDelivery(ctx: ServiceContext, id: string, deliveryId: string): Promise<Delivery> {
+  await enabledWebhook(ctx, id);
+  const row = await ctx.db
+    .select()
+    .from(webhookDeliveries)
+    .where(and(eq(webhookDeliveries.organizationId, ctx.organizationId), eq(webhookDeliveries.subscriptionId, id), eq(webhookDeliveries.id, deliveryId)))
+    .get();
+  if (!row) throw new NotFound("Delivery");
+  return requeue(ctx, row);
+}
+
+/**
+ * POST /v1/webhooks/{id}/events/{eventId}/replay: the event's delivery to this webhook again, or, when it never had
+ * one (it predates the subscription, or a filter held it back), a first one built from the stored event.
+ * Filters are not applied: replay is an explicit request. The webhook must subscribe to the event's name.
+ */
+export async function replayEvent(ctx: ServiceContext, id: string, eventId: string): Promise<Delivery> {
+  const sub = await enabledWebhook(ctx, id);
+  const existingDelivery = () =>
+    ctx.db
+      .select()
+      .from(webhookDeliveries)
+      .where(and(eq(webhookDeliveries.organizationId, ctx.organizationId), eq(webhookDeliveries.subscriptionId, id), eq(webhookDeliveries.eventId, eventId)))
+      .get();
+  const existing = await existingDelivery();
+  if (existing) return requeue(ctx, existing);
+  const event = await ctx.db.select().from(outboxEvents).where(and(eq(outboxEvents.organizationId, ctx.organizationId), eq(outboxEvents.id, eventId))).get();
+  if (!event) throw new NotFound("Event");
+  if (!sub.events.includes(event.type)) throw new Conflict(`The webhook does not subscribe to ${event.type}`, "event_not_subscribed");
+  const body = buildPayload(event, await loadParties(ctx.db, ctx.organizationId, event.actor.userId));
+  // The fan-out (or a second replay) may have made this delivery since the read above: then replay that one.
+  return (await insertAndSend(ctx, newDelivery(ctx, id, event.id, event.type, body))) ?? requeue(ctx, (await existingDelivery())!);
+}

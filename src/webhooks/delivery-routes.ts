@@ -1,0 +1,82 @@
+import { createRoute, OpenAPIHono } from "@hono/zod-openapi";
+import { ListQuery } from "../crm/pagination";
+import { serviceContext } from "../platform/auth";
+import type { AppBindings } from "../platform/context";
+import { CRM_COMMON_ERRORS, crmError, crmSuccess } from "../crm/envelope";
+import { validationHook } from "../platform/openapi";
+import { listDeliveries, replayDelivery, replayEvent, sendTestEvent } from "./deliveries";
+import { Delivery, DeliveryList, DeliveryListQuery, DeliveryParams, EventParams, WebhookIdParam } from "./schemas";
+
+const tags = ["Webhooks"];
+const security = [{ bearerAuth: [] }];
+const queued = crmSuccess("Queued for delivery; follow it in the delivery log", Delivery);
+const DISABLED = { 409: crmError("The webhook is disabled (code webhook_disabled)") };
+
+const test = createRoute({
+  method: "post",
+  path: "/v1/webhooks/{id}/test",
+  tags,
+  security,
+  summary: "Send a test event",
+  description: "Queues a signed `webhook.test` delivery through the same path as real events (signature, retries, delivery log).",
+  request: { params: WebhookIdParam },
+  responses: { 202: queued, ...CRM_COMMON_ERRORS, ...DISABLED, 404: crmError("No webhook with this id in your organization"), 422: crmError("id is not a UUID") },
+});
+
+const deliveries = createRoute({
+  method: "get",
+  path: "/v1/webhooks/{id}/deliveries",
+  tags,
+  security,
+  summary: "Delivery log",
+  description:
+    "Deliveries of this webhook, newest first, each with every attempt (status code, duration, error, next attempt). Status: pending (queued), retrying, delivered, failed (410 Gone or webhook disabled), dead (retries exhausted; replayable).",
+  request: { params: WebhookIdParam, query: ListQuery.extend(DeliveryListQuery.shape) },
+  responses: {
+    200: { description: "A page of deliveries", content: { "application/json": { schema: DeliveryList } } },
+    ...CRM_COMMON_ERRORS,
+    404: crmError("No webhook with this id in your organization"),
+    422: crmError("Bad id, limit, cursor or status"),
+  },
+});
+
+const replay = createRoute({
+  method: "post",
+  path: "/v1/webhooks/{id}/deliveries/{deliveryId}/replay",
+  tags,
+  security,
+  summary: "Replay a delivery",
+  description: "Sends the delivery again (a dead one too): same body and event id, fresh timestamp and signature, a fresh retry schedule.",
+  request: { params: DeliveryParams },
+  responses: { 202: queued, ...CRM_COMMON_ERRORS, ...DISABLED, 404: crmError("No such webhook or delivery in your organization"), 422: crmError("id or deliveryId is not a UUID") },
+});
+
+const replayOne = createRoute({
+  method: "post",
+  path: "/v1/webhooks/{id}/events/{eventId}/replay",
+  tags,
+  security,
+  summary: "Replay an event",
+  description:
+    "Sends an event of your organization to this webhook again, or for the first time when it never had a delivery (it predates the subscription, or a filter held it back; replay skips filters). The webhook must subscribe to the event's name.",
+  request: { params: EventParams },
+  responses: {
+    202: queued,
+    ...CRM_COMMON_ERRORS,
+    404: crmError("No such webhook or event in your organization"),
+    409: crmError("The webhook is disabled (webhook_disabled) or does not subscribe to this event (event_not_subscribed)"),
+    422: crmError("id is not a UUID"),
+  },
+});
+
+export const deliveryRoutes = new OpenAPIHono<AppBindings>({ defaultHook: validationHook })
+  .openapi(test, async (c) => c.json({ success: true as const, data: await sendTestEvent(serviceContext(c), c.req.valid("param").id) }, 202))
+  .openapi(deliveries, async (c) => c.json({ success: true as const, ...(await listDeliveries(serviceContext(c), c.req.valid("param").id, c.req.valid("query"))) }, 200))
+  .openapi(replay, async (c) => {
+    const { id, deliveryId } = c.req.valid("param");
+    return c.json({ success: true as const, data: await replayDelivery(serviceContext(c), id, deliveryId) }, 202);
+  })
+  .openapi(replayOne, async (c) => {
+    const { id, eventId } = c.req.valid("param");
+    return c.json({ success: true as const, data: await replayEvent(serviceContext(c), id, eventId) }, 202);
+  });

@@ -1,0 +1,158 @@
+import { and, eq, inArray, ne, sql } from "drizzle-orm";
+import type { BatchItem } from "drizzle-orm/batch";
+import { createDb, type Db } from "../db/client";
+import { webhookDeliveries, webhookDeliveryAttempts, webhookSubscriptions } from "../db/schema";
+import type { Env } from "../env";
+import { readConfig } from "../env";
+import { newId } from "../lib/ids";
+import { addSeconds, nowIso } from "../lib/time";
+import { hasRetryLeft, retryDelaySeconds } from "./backoff";
+import type { DeliveryMessage } from "./fanout";
+import { masterKey } from "./guards";
+import { openSecret } from "./secret-box";
+import { checkWebhookUrl, urlPolicyFor } from "./ssrf";
+import type { WebhookDeps } from "./transport";
+import { signWebhook } from "./verify";
+
+export const USER_AGENT = "BrokerageEdge-Webhooks/1.0";
+
+type Outcome = { kind: "ack" } | { kind: "retry"; delaySeconds: number };
+
+/** What one attempt came to: the receiver's status, or why nothing was received. Never a secret or a signature. */
+interface AttemptResult {
+  statusCode: number | null;
+  error: string | null;
+  durationMs: number;
+}
+
+async function send(env: Env, deps: WebhookDeps, target: { url: string; secretCiphertext: string; subscriptionId: string }, delivery: { id: string; event: string; body: string }): Promise<AttemptResult> {
+  const started = Date.now();
+  const refusal = await checkWebhookUrl(target.url, urlPolicyFor(readConfig(env).ENVIRONMENT), deps.resolver).catch((err) => ({ message: `DNS lookup failed: ${String(err)}` }));
+  if (refusal) return { statusCode: null, error: `refused before sending: ${refusal.message}`, durationMs: Date.now() - started };
+  const secret = await openSecret(masterKey(env), target.subscriptionId, target.secretCiphertext);
+  // A fresh timestamp and signature on every attempt (receivers reject timestamps older than 300 s); same body.
+  const timestamp = Math.floor(Date.now() / 1000);
+  const headers = {
+    "Content-Type": "application/json",
+    "User-Agent": USER_AGENT,
+    "X-Service-Event": delivery.event,
+    "X-Service-Delivery": delivery.id,
+    "X-Service-Timestamp": String(timestamp),
+    "X-Service-Signature": await signWebhook(secret, timestamp, delivery.body),
+  };
+  const sentAt = Date.now();
+  try {
+    const { status } = await deps.transport.send({ url: target.url, headers, body: delivery.body });
+    return { statusCode: status, error: status >= 200 && status < 300 ? null : `receiver answered ${status}`, durationMs: Date.now() - sentAt };
+  } catch (err) {
+    const timedOut = err instanceof Error && (err.name === "TimeoutError" || err.name === "AbortError");
+    return { statusCode: null, error: timedOut ? "no answer within 30 s" : `network error: ${String(err)}`, durationMs: Date.now() - sentAt };
+  }
+}
+
+type Target = { delivery: typeof webhookDeliveries.$inferSelect; url: string; enabled: boolean; secretCiphertext: string };
+
+/** The deliveries of a batch with their subscriptions, in one D1 round trip. */
+function loadTargets(db: Db, deliveryIds: string[]): Promise<Target[]> {
+  return db
+    .select({ delivery: webhookDeliveries, url: webhookSubscriptions.url, enabled: webhookSubscriptions.enabled, secretCiphertext: webhookSubscriptions.secretCiphertext })
+    .from(webhookDeliveries)
+    .innerJoin(webhookSubscriptions, eq(webhookSubscriptions.id, webhookDeliveries.subscriptionId))
+    .where(inArray(webhookDeliveries.id, deliveryIds));
+}
+
+/**
+ * One attempt of one delivery (spec: Events, Delivery): 2xx acknowledges; 410 turns the subscription off; anything
+ * else is retried on the backoff schedule until the queue hands the message to the dead-letter queue.
+ * `queueAttempt` is the message's `attempts`; the logged attempt number counts across replays too. Returns the
+ * writes that record it, so a batch's log goes to D1 in one round trip.
+ */
+async function attemptDelivery(env: Env, db: Db, deps: WebhookDeps, target: Target | undefined, queueAttempt: number): Promise<{ outcome: Outcome; writes: BatchItem<"sqlite">[] }> {
+  // Deleted with its subscription, or already acknowledged by an earlier copy of this message: nothing to do.
+  if (!target || target.delivery.status === "delivered") return { outcome: { kind: "ack" }, writes: [] };
+  const { delivery } = target;
+  const now = new Date();
+  if (!target.enabled) {
+    const write = db.update(webhookDeliveries).set({ status: "failed", lastError: "subscription is disabled", nextAttemptAt: null, updatedAt: nowIso(now) }).where(eq(webhookDeliveries.id, delivery.id));
+    return { outcome: { kind: "ack" }, writes: [write] };
+  }
+
+  const result = await send(env, deps, { ...target, subscriptionId: delivery.subscriptionId }, delivery);
+  const delivered = result.statusCode !== null && result.statusCode >= 200 && result.statusCode < 300;
+  const gone = result.statusCode === 410;
+  const delaySeconds = retryDelaySeconds(queueAttempt);
+  const retrying = !delivered && !gone;
+  const nextAttemptAt = retrying && hasRetryLeft(queueAttempt) ? nowIso(addSeconds(now, delaySeconds)) : null;
+
+  const writes: BatchItem<"sqlite">[] = [
+    db.insert(webhookDeliveryAttempts).values({ id: newId(), organizationId: delivery.organizationId, deliveryId: delivery.id, attempt: delivery.attemptCount + 1, ...result, nextAttemptAt, attemptedAt: nowIso(now) }),
+    db
+      .update(webhookDeliveries)
+      .set({
+        status: delivered ? "delivered" : gone ? "failed" : "retrying",
+        attemptCount: sql`${webhookDeliveries.attemptCount} + 1`,
+        lastStatusCode: result.statusCode,
+        lastError: result.error,
+        nextAttemptAt,
+        deliveredAt: delivered ? nowIso(now) : delivery.deliveredAt,
+        updatedAt: nowIso(now),
+      })
+      .where(eq(webhookDeliveries.id, delivery.id)),
+  ];
+  // Spec gives no rule for 410; it is the receiver saying the endpoint is gone for good, so stop sending.
+  if (gone) {
+    writes.push(db.update(webhookSubscriptions).set({ enabled: false, disabledReason: "receiver answered 410 Gone", updatedAt: nowIso(now) }).where(eq(webhookSubscriptions.id, delivery.subscriptionId)));
+  }
+  // The last retry is still a retry: the queue then moves the message to the dead-letter queue (max_retries).
+  return { outcome: retrying ? { kind: "retry", delaySeconds } : { kind: "ack" }, writes };
+}
+
+const deliveryIdOf = (body: unknown): string | null => {
+  const id = (body as Partial<DeliveryMessage> | null)?.deliveryId;
+  return typeof id === "string" ? id : null;
+};
+
+/**
+ * The `webhook-deliveries` queue handler. A batch costs two D1 round trips (load, log) and its POSTs run side by
+ * side; each message is still acked or retried on its own, and one failing message never fails the others.
+ */
+export function createDeliveryConsumer(deps: WebhookDeps) {
+  return async (batch: MessageBatch<unknown>, env: Env): Promise<void> => {
+    const db = createDb(env.DB);
+    const work = batch.messages.map((message) => ({ message, deliveryId: deliveryIdOf(message.body) }));
+    const ids = work.flatMap((w) => (w.deliveryId ? [w.deliveryId] : []));
+    const targets = new Map((ids.length ? await loadTargets(db, ids) : []).map((t) => [t.delivery.id, t]));
+    const results = await Promise.all(
+      work.map(async ({ message, deliveryId }) => {
+        if (!deliveryId) return { message, outcome: { kind: "ack" } as Outcome, writes: [] };
+        try {
+          return { message, ...(await attemptDelivery(env, db, deps, targets.get(deliveryId), message.attempts)) };
+        } catch (err) {
+          console.error(JSON.stringify({ level: "error", msg: "webhook delivery failed", deliveryId, error: String(err) }));
+          return { message, outcome: { kind: "retry", delaySeconds: retryDelaySeconds(message.attempts) } as Outcome, writes: [] };
+        }
+      }),
+    );
+    const writes = results.flatMap((r) => r.writes);
+    if (writes.length > 0) await db.batch(writes as [BatchItem<"sqlite">, ...BatchItem<"sqlite">[]]);
+    for (const { message, outcome } of results) {
+      if (outcome.kind === "ack") message.ack();
+      else message.retry({ delaySeconds: outcome.delaySeconds });
+    }
+  };
+}
+
+/** The `webhook-deliveries-dlq` handler: the delivery is marked dead and kept, so it can be replayed. */
+export async function markDeadDeliveries(batch: MessageBatch<unknown>, env: Env): Promise<void> {
+  const db = createDb(env.DB);
+  for (const message of batch.messages) {
+    const deliveryId = deliveryIdOf(message.body);
+    if (deliveryId) {
+      await db
+        .update(webhookDeliveries)
+        .set({ status: "dead", nextAttemptAt: null, updatedAt: nowIso() })
+        .where(and(eq(webhookDeliveries.id, deliveryId), ne(webhookDeliveries.status, "delivered")));
+    }
+    message.ack();
+  }
+}

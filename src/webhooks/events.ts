@@ -1,0 +1,56 @@
+/** Every event name a subscription may ask for (spec: Events, Webhook events), grouped as the spec groups them. */
+export const WEBHOOK_EVENTS = [
+  "contact.created",
+  "contact.updated",
+  "contact.deleted",
+  "contact.tagged",
+  "contact.untagged",
+  "contact.assigned",
+  "deal.created",
+  "deal.updated",
+  "deal.deleted",
+  "deal.stage_changed",
+  "deal.won",
+  "deal.lost",
+  "deal.task_created",
+  "deal.task_completed",
+  "deal.closed",
+  "deal.document_uploaded",
+  "property.created",
+  "property.updated",
+  "property.deleted",
+  "property.status_changed",
+  "property.price_changed",
+  "property.photos_uploaded",
+  "property.inquiry_received",
+  "property.showing_scheduled",
+  "property.offer_received",
+  "communication.email_sent",
+  "communication.email_received",
+  "communication.sms_sent",
+  "communication.sms_received",
+  "communication.call_started",
+  "communication.call_ended",
+  "communication.voicemail_received",
+  "organization.updated",
+  "user.created",
+  "user.updated",
+  "integration.connected",
+  "integration.disconnected",
+] as const;
+
+export type WebhookEventName = (typeof WEBHOOK_EVENTS)[number];
+
+const KNOWN = new Set<string>(WEBHOOK_EVENTS);
+export const isWebhookEvent = (type: string): type is WebhookEventName => KNOWN.has(type);
+
+/** The resource an event is about: `contact` for `contact.created`. Filter paths start with it. */
+export const resourceOf = (event: string): string => event.slice(0, event.indexOf("."));
+
+export const WEBHOOK_RESOURCES = [...new Set(WEBHOOK_EVENTS.map(resourceOf))];
+
+/** Sent by POST /v1/webhooks/{id}/test only; no domain event carries it, so nobody can subscribe to it. */
+export const TEST_EVENT = "webhook.test";
+
+/** Payload `apiVersion` (spec: Versioning 2, year and month). */
+export const WEBHOOK_API_VERSION = "2026-11";

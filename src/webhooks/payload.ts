@@ -1,0 +1,40 @@
+import { and, eq } from "drizzle-orm";
+import type { Db } from "../db/client";
+import { organizations, users } from "../db/schema";
+import type { EventEnvelope } from "../events/envelope";
+import { WEBHOOK_API_VERSION } from "./events";
+
+export interface PayloadParties {
+  organization: { id: string; name: string };
+  user: { id: string; name: string | null; email: string } | null;
+}
+
+/** The organization and the acting user (null for system actors), in one D1 round trip. */
+export async function loadParties(db: Db, organizationId: string, userId: string | null): Promise<PayloadParties> {
+  const [org, user] = await db.batch([
+    db.select({ id: organizations.id, name: organizations.name }).from(organizations).where(eq(organizations.id, organizationId)),
+    db
+      .select({ id: users.id, name: users.name, email: users.email })
+      .from(users)
+      .where(and(eq(users.id, userId ?? ""), eq(users.organizationId, organizationId))),
+  ]);
+  return { organization: org[0] ?? { id: organizationId, name: "" }, user: user[0] ?? null };
+}
+
+/**
+ * The delivery body (spec: Payload structure): `data` carries the envelope's object, previousAttributes and changes,
+ * and `priceChange` when the event has one (property.price_changed). Serialised once; every attempt sends these bytes.
+ */
+export function buildPayload(event: Pick<EventEnvelope, "id" | "type" | "occurredAt" | "data">, parties: PayloadParties): string {
+  const { object = null, previousAttributes = null, changes = null, priceChange } = event.data as Record<string, unknown>;
+  const data = priceChange === undefined ? { object, previousAttributes, changes } : { object, previousAttributes, changes, priceChange };
+  return JSON.stringify({
+    id: event.id,
+    event: event.type,
+    apiVersion: WEBHOOK_API_VERSION,
+    createdAt: event.occurredAt,
+    data,
+    organization: parties.organization,
+    user: parties.user,
+  });
+}

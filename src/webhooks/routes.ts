@@ -1,0 +1,95 @@
+import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
+import { ListQuery } from "../crm/pagination";
+import { serviceContext } from "../platform/auth";
+import type { AppBindings } from "../platform/context";
+import { CRM_BODY_ERRORS, CRM_COMMON_ERRORS, crmError, crmSuccess } from "../crm/envelope";
+import { validationHook } from "../platform/openapi";
+import { deliveryRoutes } from "./delivery-routes";
+import { CreateWebhook, UpdateWebhook, Webhook, WebhookIdParam, WebhookList, WebhookWithSecret } from "./schemas";
+import { createWebhook, deleteWebhook, findWebhook, listWebhooks, toWebhook, updateWebhook } from "./service";
+import type { WebhookDeps } from "./transport";
+
+const tags = ["Webhooks"];
+const security = [{ bearerAuth: [] }];
+const json = <T extends z.ZodType>(schema: T) => ({ required: true, content: { "application/json": { schema } } });
+const URL_ERRORS = {
+  422: crmError("Schema problems, an unknown event name, or a URL that is not HTTPS, carries credentials, or reaches a private, loopback, link-local or metadata address (code blocked_address)"),
+  503: crmError("The URL's host could not be resolved right now (DNS over HTTPS unavailable), or WEBHOOK_SECRET_KEY is not configured"),
+};
+const NOT_FOUND = { 404: crmError("No webhook with this id in your organization") };
+const BAD_ID = { 422: crmError("id is not a UUID") };
+
+const create = createRoute({
+  method: "post",
+  path: "/v1/webhooks",
+  tags,
+  security,
+  summary: "Subscribe to events",
+  description: "Creates a subscription. The signing secret (yours, or generated when `secret` is left out) is returned in this answer only.",
+  request: { body: json(CreateWebhook) },
+  responses: { 201: crmSuccess("The subscription with its secret", WebhookWithSecret), ...CRM_COMMON_ERRORS, ...CRM_BODY_ERRORS, ...URL_ERRORS },
+});
+
+const list = createRoute({
+  method: "get",
+  path: "/v1/webhooks",
+  tags,
+  security,
+  summary: "List subscriptions",
+  description: "Newest first, keyset-paginated. Secrets are never listed.",
+  request: { query: ListQuery },
+  responses: { 200: { description: "A page of subscriptions", content: { "application/json": { schema: WebhookList } } }, ...CRM_COMMON_ERRORS, 422: crmError("Bad limit or cursor") },
+});
+
+const read = createRoute({
+  method: "get",
+  path: "/v1/webhooks/{id}",
+  tags,
+  security,
+  summary: "Read a subscription",
+  request: { params: WebhookIdParam },
+  responses: { 200: crmSuccess("The subscription, without its secret", Webhook), ...CRM_COMMON_ERRORS, ...NOT_FOUND, ...BAD_ID },
+});
+
+const update = createRoute({
+  method: "patch",
+  path: "/v1/webhooks/{id}",
+  tags,
+  security,
+  summary: "Update a subscription or rotate its secret",
+  description: "Changes any of url, events, filters, enabled, description. `rotateSecret: true` (or a new `secret`) replaces the signing secret at once; the new secret is in this answer only.",
+  request: { params: WebhookIdParam, body: json(UpdateWebhook) },
+  responses: {
+    200: crmSuccess("The subscription; `secret` only when it was rotated", WebhookWithSecret.partial({ secret: true })),
+    ...CRM_COMMON_ERRORS,
+    ...CRM_BODY_ERRORS,
+    ...URL_ERRORS,
+    ...NOT_FOUND,
+  },
+});
+
+const remove = createRoute({
+  method: "delete",
+  path: "/v1/webhooks/{id}",
+  tags,
+  security,
+  summary: "Delete a subscription",
+  description: "Deletes the subscription with its delivery log; deliveries still queued are dropped.",
+  request: { params: WebhookIdParam },
+  responses: { 200: crmSuccess("Deleted", z.object({ id: z.string(), deleted: z.literal(true) })), ...CRM_COMMON_ERRORS, ...NOT_FOUND, ...BAD_ID },
+});
+
+/** Every /v1/webhooks route. `deps` reaches DNS and receivers; tests pass fakes. */
+export function createWebhookRoutes(deps: WebhookDeps) {
+  return new OpenAPIHono<AppBindings>({ defaultHook: validationHook })
+    .openapi(create, async (c) => c.json({ success: true as const, data: await createWebhook(serviceContext(c), c.req.valid("json"), deps.resolver) }, 201))
+    .openapi(list, async (c) => c.json({ success: true as const, ...(await listWebhooks(serviceContext(c), c.req.valid("query"))) }, 200))
+    .openapi(read, async (c) => c.json({ success: true as const, data: toWebhook(await findWebhook(serviceContext(c), c.req.valid("param").id)) }, 200))
+    .openapi(update, async (c) => c.json({ success: true as const, data: await updateWebhook(serviceContext(c), c.req.valid("param").id, c.req.valid("json"), deps.resolver) }, 200))
+    .openapi(remove, async (c) => {
+      const { id } = c.req.valid("param");
+      await deleteWebhook(serviceContext(c), id);
+      return c.json({ success: true as const, data: { id, deleted: true as const } }, 200);
+    })
+    .route("/", deliveryRoutes);
+}

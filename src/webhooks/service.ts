@@ -1,0 +1,99 @@
+import { and, count, desc, eq, inArray } from "drizzle-orm";
+import { webhookDeliveries, webhookDeliveryAttempts, webhookSubscriptions } from "../db/schema";
+import { NotFound } from "../lib/errors";
+import { newId } from "../lib/ids";
+import { decodeNewestFirstCursor as decodeCursor, olderThan, paginate } from "../crm/pagination";
+import { nowIso } from "../lib/time";
+import type { ServiceContext } from "../platform/context";
+import { assertDeliverableUrl, masterKey } from "./guards";
+import type { CreateWebhook, UpdateWebhook, Webhook } from "./schemas";
+import { newWebhookSecret, sealSecret } from "./secret-box";
+import type { DnsResolver } from "./dns";
+
+type Row = typeof webhookSubscriptions.$inferSelect;
+
+const byId = (organizationId: string, id: string) => and(eq(webhookSubscriptions.organizationId, organizationId), eq(webhookSubscriptions.id, id));
+
+/** The subscription as the API shows it: everything but the secret, which is never shown after create or rotation. */
+export function toWebhook(row: Row): Webhook {
+  const { id, url, events, filters, enabled, description, disabledReason, createdAt, updatedAt } = row;
+  return { id, url, events, filters, enabled, description, disabledReason, createdAt, updatedAt };
+}
+
+/** The subscription row of this organization, or 404 (another organization's id answers the same). */
+export async function findWebhook(ctx: Pick<ServiceContext, "db" | "organizationId">, id: string): Promise<Row> {
+  const row = await ctx.db.select().from(webhookSubscriptions).where(byId(ctx.organizationId, id)).get();
+  if (!row) throw new NotFound("Webhook");
+  return row;
+}
+
+/** POST /v1/webhooks. The secret (the caller's, or a generated one) is in this answer and nowhere after it. */
+export async function createWebhook(ctx: ServiceContext, input: CreateWebhook, resolver: DnsResolver): Promise<Webhook & { secret: string }> {
+  const key = masterKey(ctx.env);
+  await assertDeliverableUrl(ctx.env, input.url, resolver);
+  const id = newId();
+  const now = nowIso();
+  const secret = input.secret ?? newWebhookSecret();
+  const row: Row = {
+    id,
+    organizationId: ctx.organizationId,
+    url: input.url,
+    events: input.events,
+    filters: input.filters,
+    enabled: input.enabled,
+    description: input.description,
+    secretCiphertext: await sealSecret(key, id, secret),
+    disabledReason: null,
+    createdAt: now,
+    updatedAt: now,
+  };
+  await ctx.db.insert(webhookSubscriptions).values(row).run();
+  return { ...toWebhook(row), secret };
+}
+
+/** GET /v1/webhooks: newest first, keyset on (createdAt, id). */
+export async function listWebhooks(ctx: ServiceContext, { limit, cursor }: { limit: number; cursor?: string }) {
+  const after = decodeCursor(cursor);
+  const mine = eq(webhookSubscriptions.organizationId, ctx.organizationId);
+  const page = after ? and(mine, olderThan(webhookSubscriptions.createdAt, webhookSubscriptions.id, after)) : mine;
+  const [rows, [total]] = await ctx.db.batch([
+    ctx.db.select().from(webhookSubscriptions).where(page).orderBy(desc(webhookSubscriptions.createdAt), desc(webhookSubscriptions.id)).limit(limit + 1),
+    ctx.db.select({ n: count() }).from(webhookSubscriptions).where(mine),
+  ]);
+  const { page: items, pagination } = paginate(rows, limit, total?.n ?? 0, (r) => ({ at: r.createdAt, id: r.id }));
+  return { data: items.map(toWebhook), pagination };
+}
+
+/** PATCH /v1/webhooks/{id}. A new URL passes the same checks as on create; turning it on clears a 410 shutdown. */
+export async function updateWebhook(ctx: ServiceContext, id: string, input: UpdateWebhook, resolver: DnsResolver): Promise<Webhook & { secret?: string }> {
+  const row = await findWebhook(ctx, id);
+  if (input.url !== undefined && input.url !== row.url) await assertDeliverableUrl(ctx.env, input.url, resolver);
+  const secret = input.rotateSecret ? newWebhookSecret() : input.secret;
+  const next: Row = {
+    ...row,
+    url: input.url ?? row.url,
+    events: input.events ?? row.events,
+    filters: input.filters ?? row.filters,
+    enabled: input.enabled ?? row.enabled,
+    description: input.description ?? row.description,
+    disabledReason: input.enabled === true ? null : row.disabledReason,
+    secretCiphertext: secret === undefined ? row.secretCiphertext : await sealSecret(masterKey(ctx.env), id, secret),
+    updatedAt: nowIso(),
+  };
+  const { id: _, organizationId: __, createdAt: ___, ...changes } = next;
+  await ctx.db.update(webhookSubscriptions).set(changes).where(byId(ctx.organizationId, id)).run();
+  return secret === undefined ? toWebhook(next) : { ...toWebhook(next), secret };
+}
+
+/** DELETE /v1/webhooks/{id}: the subscription with its deliveries and their log, in one atomic batch. */
+export async function deleteWebhook(ctx: ServiceContext, id: string): Promise<void> {
+  await findWebhook(ctx, id);
+  const { db, organizationId } = ctx;
+  const deliveries = db.select({ id: webhookDeliveries.id }).from(webhookDeliveries).where(and(eq(webhookDeliveries.organizationId, organizationId), eq(webhookDeliveries.subscriptionId, id)));
+  await db.batch([
+    db.delete(webhookDeliveryAttempts).where(and(eq(webhookDeliveryAttempts.organizationId, organizationId), inArray(webhookDeliveryAttempts.deliveryId, deliveries))),
+    db.delete(webhookDeliveries).where(and(eq(webhookDeliveries.organizationId, organizationId), eq(webhookDeliveries.subscriptionId, id))),
+    db.delete(webhookSubscriptions).where(byId(organizationId, id)),
+  ]);
+}
+

@@ -1,0 +1,49 @@
+import { classifyLiteral } from "./ip";
+import type { DnsResolver } from "./dns";
+
+/**
+ * Where a webhook may point (issue 4, DESIGN.md contract 6): HTTPS to public addresses only; no credentials in the
+ * URL; and in local environments, loopback receivers (`http://127.0.0.1`, `http://localhost`) as well.
+ */
+export interface UrlPolicy {
+  allowLoopback: boolean;
+}
+
+/** Development and the test suite run receivers on this machine; staging and production never reach it. */
+export const urlPolicyFor = (environment: string): UrlPolicy => ({ allowLoopback: environment === "development" || environment === "test" });
+
+export type UrlRefusal = { code: "invalid_url" | "https_required" | "credentials_in_url" | "blocked_address" | "unresolvable_host"; message: string };
+
+const refuse = (code: UrlRefusal["code"], message: string): UrlRefusal => ({ code, message });
+
+const isLocalhostName = (host: string) => host === "localhost" || host.endsWith(".localhost");
+
+/**
+ * Null when `raw` is an acceptable webhook URL; otherwise why not. Names are resolved and every address must pass,
+ * so a name with one private address among public ones is refused (it could be the one a fetch picks).
+ * Checked at subscribe time and again before each delivery (DNS may have changed since).
+ */
+export async function checkWebhookUrl(raw: string, policy: UrlPolicy, resolver: DnsResolver): Promise<UrlRefusal | null> {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    return refuse("invalid_url", "Must be an absolute URL");
+  }
+  if (url.username || url.password) return refuse("credentials_in_url", "The URL must not carry a user name or password");
+  if (url.protocol !== "https:" && url.protocol !== "http:") return refuse("https_required", "The URL must use HTTPS");
+
+  const host = url.hostname.toLowerCase().replace(/\.$/, "");
+  let kinds = [classifyLiteral(host) ?? (isLocalhostName(host) ? "loopback" : null)];
+  if (kinds[0] === null) {
+    const addresses = await resolver.resolve(host);
+    if (addresses.length === 0) return refuse("unresolvable_host", `${host} does not resolve to an address`);
+    kinds = addresses.map((a) => classifyLiteral(a) ?? "blocked");
+  }
+  const loopback = kinds.every((k) => k === "loopback");
+  if (kinds.some((k) => k === "blocked") || (kinds.some((k) => k === "loopback") && !(loopback && policy.allowLoopback))) {
+    return refuse("blocked_address", "The URL must point to a public address, not a private, loopback, link-local or metadata one");
+  }
+  if (url.protocol !== "https:" && !loopback) return refuse("https_required", "The URL must use HTTPS");
+  return null;
+}

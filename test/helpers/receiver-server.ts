@@ -1,0 +1,74 @@
+/// <reference types="node" />
+/**
+ * vitest globalSetup (runs in Node, outside workerd): a real HTTP receiver on 127.0.0.1 that tests and the Worker's
+ * own queue consumer reach over the network, as a customer's endpoint would be reached.
+ *
+ *   POST /mailboxes {script?: number[], fallback?: number, location?: string}  → {id, url}
+ *   POST /hooks/<id>    records the request (headers, raw body) and answers the next scripted status
+ *   GET  /mailboxes/<id> → {requests: [{method, headers, body, receivedAt}]}
+ *   POST /hooks/<anything else>  a sink answering 200
+ *   GET  /dns-query?name&type  a DNS-over-HTTPS JSON endpoint answering from the `dns` table of a POST /dns body
+ */
+import { createServer, type IncomingMessage } from "node:http";
+import type { TestProject } from "vitest/node";
+
+interface Mailbox {
+  script: number[];
+  fallback: number;
+  location?: string;
+  record: boolean;
+  count: number;
+  requests: { method: string; headers: IncomingMessage["headers"]; body: string; receivedAt: number }[];
+}
+
+const readBody = (req: IncomingMessage) =>
+  new Promise<string>((resolve) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
+  });
+
+export default async function startReceiver(project: TestProject) {
+  const mailboxes = new Map<string, Mailbox>();
+  const dns = new Map<string, { Status: number; Answer?: unknown[] }>();
+  let next = 0;
+  const server = createServer(async (req, res) => {
+    const url = new URL(req.url ?? "/", "http://127.0.0.1");
+    const body = await readBody(req);
+    const send = (status: number, payload?: unknown, headers: Record<string, string> = {}) => {
+      res.writeHead(status, { "content-type": "application/json", ...headers });
+      res.end(payload === undefined ? "" : JSON.stringify(payload));
+    };
+    const [, kind, id] = url.pathname.split("/");
+    if (req.method === "POST" && url.pathname === "/mailboxes") {
+      const opts = body ? JSON.parse(body) : {};
+      const mailboxId = `m${++next}`;
+      mailboxes.set(mailboxId, { script: opts.script ?? [], fallback: opts.fallback ?? 200, location: opts.location, record: opts.record ?? true, count: 0, requests: [] });
+      return send(201, { id: mailboxId, url: `http://127.0.0.1:${port}/hooks/${mailboxId}` });
+    }
+    if (kind === "mailboxes" && id && mailboxes.has(id)) return send(200, { count: mailboxes.get(id)!.count, requests: mailboxes.get(id)!.requests });
+    if (kind === "hooks" && id && mailboxes.has(id)) {
+      const box = mailboxes.get(id)!;
+      box.count++;
+      if (box.record) box.requests.push({ method: req.method ?? "", headers: req.headers, body, receivedAt: Date.now() });
+      const status = box.script.shift() ?? box.fallback;
+      return send(status, { received: true }, box.location ? { location: box.location } : {});
+    }
+    if (req.method === "POST" && url.pathname === "/dns") {
+      for (const [key, answer] of Object.entries(JSON.parse(body) as Record<string, { Status: number; Answer?: unknown[] }>)) dns.set(key, answer);
+      return send(204);
+    }
+    if (url.pathname === "/dns-query") {
+      if (req.headers.accept !== "application/dns-json") return send(415, { error: "accept application/dns-json" });
+      const key = `${url.searchParams.get("name")}/${url.searchParams.get("type")}`;
+      return send(200, dns.get(key) ?? { Status: 3 });
+    }
+    // Any other /hooks/<name> is a sink that acknowledges everything (route tests that only need a live endpoint).
+    if (kind === "hooks") return send(200, { received: true });
+    send(404, { error: "not found" });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const port = (server.address() as { port: number }).port;
+  project.provide("receiverUrl", `http://127.0.0.1:${port}`);
+  return () => new Promise<void>((resolve) => server.close(() => resolve()));
+}

@@ -1,0 +1,31 @@
+import { inject } from "vitest";
+
+/** The Node receiver started by receiver-server.ts, seen from inside workerd. */
+export const receiverUrl = () => inject("receiverUrl");
+
+export interface ReceivedRequest {
+  method: string;
+  headers: Record<string, string>;
+  body: string;
+  receivedAt: number;
+}
+
+export interface Mailbox {
+  id: string;
+  url: string;
+  received(): Promise<ReceivedRequest[]>;
+  count(): Promise<number>;
+}
+
+/** A fresh endpoint that answers `script` in order, then `fallback` (200 unless given). */
+export async function openMailbox(opts: { script?: number[]; fallback?: number; location?: string; record?: boolean } = {}): Promise<Mailbox> {
+  const res = await fetch(`${receiverUrl()}/mailboxes`, { method: "POST", body: JSON.stringify(opts) });
+  const { id, url } = (await res.json()) as { id: string; url: string };
+  const read = async () => (await (await fetch(`${receiverUrl()}/mailboxes/${id}`)).json()) as { count: number; requests: ReceivedRequest[] };
+  return { id, url, received: async () => (await read()).requests, count: async () => (await read()).count };
+}
+
+/** Sets what the receiver's DNS-over-HTTPS endpoint answers for `name/type` keys, e.g. `"a.test/A"`. */
+export async function setDnsAnswers(answers: Record<string, { Status: number; Answer?: { name: string; type: number; TTL: number; data: string }[] }>) {
+  await fetch(`${receiverUrl()}/dns`, { method: "POST", body: JSON.stringify(answers) });
+}
