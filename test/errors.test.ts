@@ -1,6 +1,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { describe, expect, it, vi } from "vitest";
 import { Conflict, NotFound } from "../src/lib/errors";
+import { loggableError } from "../src/lib/log";
 import { createPrincipal } from "./helpers/factories";
 import { testApp } from "./helpers/test-app";
 
@@ -100,5 +101,15 @@ describe("unexpected exceptions", () => {
     expect(log).toHaveBeenCalledWith(expect.stringContaining("req-test-123"));
     expect(log.mock.calls.flat().join(" ")).not.toContain(token);
     log.mockRestore();
+  });
+});
+
+describe("error logs", () => {
+  it("keep the failed SQL and the database's message but never the bound values", () => {
+    const err = new Error("Failed query: insert into contacts (email) values (?)\nparams: ann@private.test", { cause: new Error("UNIQUE constraint failed: contacts.email_key") });
+    const logged = loggableError(err);
+    expect(logged).toContain("Failed query: insert into contacts");
+    expect(logged).toContain("UNIQUE constraint failed");
+    expect(logged).not.toContain("ann@private.test");
   });
 });

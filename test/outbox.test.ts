@@ -3,6 +3,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import { createDb } from "../src/db/client";
 import { createEventRouter, type EventConsumer } from "../src/events/consumers";
+import { publishEvents, stageEvent } from "../src/events/outbox";
 import type { EventEnvelope } from "../src/events/envelope";
 import worker from "../src/index";
 import { createPrincipal } from "./helpers/factories";
@@ -79,6 +80,32 @@ describe("event outbox", () => {
     expect(rows.find((r) => r.id === stale.id)!.sent_at).not.toBeNull();
     expect(rows.find((r) => r.id === fresh.id)!.sent_at).toBeNull();
     await vi.waitFor(async () => expect(await auditOf(organizationId)).toEqual([{ event_id: stale.id, type: "plant.deleted" }]), { timeout: 10_000, interval: 100 });
+  });
+});
+
+describe("publishing", () => {
+  async function stageAll(events: EventEnvelope[]) {
+    const db = createDb(env.DB);
+    for (let i = 0; i < events.length; i += 50) await db.batch(events.slice(i, i + 50).map((e) => stageEvent(db, e)) as [ReturnType<typeof stageEvent>]);
+  }
+  const unsent = (organizationId: string) =>
+    env.DB.prepare("SELECT COUNT(*) AS n FROM outbox_events WHERE organization_id = ? AND sent_at IS NULL").bind(organizationId).first<number>("n");
+
+  it("sends more than a queue batch allows (100 messages) in several batches, and marks every one sent", async () => {
+    const { organizationId } = await createPrincipal();
+    const events = Array.from({ length: 250 }, () => envelope(organizationId));
+    await stageAll(events);
+    await publishEvents(env, createDb(env.DB), events);
+    expect(await unsent(organizationId)).toBe(0);
+    await vi.waitFor(async () => expect(await auditOf(organizationId)).toHaveLength(250), { timeout: 20_000, interval: 200 });
+  });
+
+  it("keeps each batch under the queue's 256 KB, however large the events", async () => {
+    const { organizationId } = await createPrincipal();
+    const events = Array.from({ length: 30 }, () => ({ ...envelope(organizationId), data: { object: { notes: "x".repeat(20_000) } } }));
+    await stageAll(events);
+    await publishEvents(env, createDb(env.DB), events);
+    expect(await unsent(organizationId)).toBe(0);
   });
 });
 

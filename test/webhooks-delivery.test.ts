@@ -180,4 +180,37 @@ describe("webhook delivery", () => {
     expect(transport.send).not.toHaveBeenCalled();
     expect((await log(owner, sub.id))[0].lastError).toMatch(/^refused before sending/);
   });
+
+  it("refuses to replay a delivery still being attempted (409), so two retry chains never run at once", async () => {
+    const owner = await createPrincipal();
+    const box = await openMailbox({ script: [500], fallback: 200 });
+    const { sub, message } = await deliveryFor(owner, box.url);
+    expect((await attempt(message, 1)).retried).toBe(true);
+    const [retrying] = await log(owner, sub.id);
+    expect(retrying.status).toBe("retrying");
+    const res = await call("POST", `/v1/webhooks/${sub.id}/deliveries/${retrying.id}/replay`, { token: owner.token });
+    expect(res.status).toBe(409);
+    expect((await json(res)).error).toMatchObject({ type: "conflict_error", detail: expect.stringContaining("still being attempted") });
+    expect((await attempt(message, 2)).acked).toBe(true);
+    expect((await call("POST", `/v1/webhooks/${sub.id}/deliveries/${retrying.id}/replay`, { token: owner.token })).status).toBe(202);
+  });
+
+  it("lists a full page of 100 deliveries with their attempts", async () => {
+    const owner = await createPrincipal();
+    const sub = await subscribe(owner, { url: (await openMailbox()).url });
+    const now = Date.now();
+    const rows = Array.from({ length: 101 }, (_, i) => [crypto.randomUUID(), new Date(now - i * 1000).toISOString()] as const);
+    await env.DB.batch(
+      rows.map(([id, at]) =>
+        env.DB.prepare(
+          "INSERT INTO webhook_deliveries (id, organization_id, subscription_id, event_id, event, body, status, attempt_count, created_at, updated_at) VALUES (?, ?, ?, ?, 'contact.created', '{}', 'delivered', 1, ?, ?)",
+        ).bind(id, owner.organizationId, sub.id, crypto.randomUUID(), at, at),
+      ),
+    );
+    const res = await call("GET", `/v1/webhooks/${sub.id}/deliveries?limit=100`, { token: owner.token });
+    expect(res.status).toBe(200);
+    const body = await json(res);
+    expect(body.data).toHaveLength(100);
+    expect(body.pagination).toMatchObject({ hasMore: true, total: 101 });
+  });
 });

@@ -15,6 +15,8 @@ describe("verifyWebhook (receiver kit)", () => {
     expect(await verifyWebhook(secret, new Headers(h), body, { now })).toEqual({ ok: true, timestamp: now });
     const nodeStyle = { "x-service-timestamp": h["X-Service-Timestamp"], "x-service-signature": [h["X-Service-Signature"]] };
     expect(await verifyWebhook(secret, nodeStyle, new TextEncoder().encode(body), { now })).toMatchObject({ ok: true });
+    // A plain object with the headers as sent (mixed case), e.g. copied from a request log.
+    expect(await verifyWebhook(secret, { ...h }, body, { now })).toMatchObject({ ok: true });
   });
 
   it("signs `<timestamp>.<raw body>` with HMAC-SHA-256, hex, as the spec says", async () => {

@@ -92,6 +92,14 @@ describe("webhook subscriptions", () => {
     expect(await json(unknownEvent)).toMatchObject({ success: false, error: { type: "not_found_error", detail: "Event not found" } });
   });
 
+  it("lists a refused URL together with the schema problems of the same body", async () => {
+    const owner = await createPrincipal();
+    const res = await call("POST", "/v1/webhooks", { token: owner.token, body: { url: "https://user:pw@10.0.0.1/x", events: ["nope.event"], description: 5 } });
+    expect(res.status).toBe(422);
+    const fields = (await json(res)).error.errors.map((e: { field: string }) => e.field);
+    expect(fields).toEqual(expect.arrayContaining(["url", "events.0", "description"]));
+  });
+
   it("answers bad input to every route with the CRM error envelope", async () => {
     const owner = await createPrincipal();
     const id = (await subscribe(owner, { url: sink() })).id;

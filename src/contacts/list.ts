@@ -37,9 +37,10 @@ function filters(organizationId: string, q: ContactListQuery): Where {
   if (q.status) add("c.status = ?", q.status);
   if (q.source) add("c.source = ?", q.source);
   if (q.assignedTo) add("c.assigned_to = ?", q.assignedTo);
-  // leadScore bounds compare the stored score: a contact without one matches neither bound.
-  if (q["leadScore[gte]"] !== undefined) add("c.lead_score >= ?", q["leadScore[gte]"]);
-  if (q["leadScore[lte]"] !== undefined) add("c.lead_score <= ?", q["leadScore[lte]"]);
+  // leadScore bounds read the rank column (-1 for no score), so a leadScore sort seeks straight to the range in its
+  // index; a contact without a score matches neither bound.
+  if (q["leadScore[gte]"] !== undefined) add("c.lead_score_rank >= ?", q["leadScore[gte]"]);
+  if (q["leadScore[lte]"] !== undefined) add("c.lead_score_rank BETWEEN 0 AND ?", q["leadScore[lte]"]);
   if (q["createdAt[gte]"]) add("c.created_at >= ?", q["createdAt[gte]"]);
   if (q["createdAt[lte]"]) add("c.created_at <= ?", q["createdAt[lte]"]);
   // A contact matches tags when it has every one of them (primary key lookups on contact_tags).

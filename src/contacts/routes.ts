@@ -1,9 +1,8 @@
-import { createRoute, type Hook, OpenAPIHono, z } from "@hono/zod-openapi";
+import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import { crmErrors, Page, Success } from "../crm/envelope";
-import { Validation } from "../lib/errors";
-import { issuesFromZod } from "../lib/validation";
 import { serviceContext } from "../platform/auth";
 import type { AppBindings } from "../platform/context";
+import { issuesOf, validationHookWith } from "../platform/openapi";
 import { createActivity, listActivities } from "./activities";
 import { bulkUpdateContacts } from "./bulk";
 import { assertAssignee } from "./writes";
@@ -25,23 +24,14 @@ import {
 import { addTags, createContact, deleteContact, getContact, listContacts, listTags, updateContact } from "./service";
 
 /**
- * Validation of the contact routes: when a body breaks the schema and names an assignee (assignedTo, or
- * updates.assignedTo in a bulk update), the assignee is checked too, so the 422 lists every problem of the body at
- * once. The service checks it again when the schema passes.
+ * When a contact body breaks the schema and names an assignee (assignedTo, or updates.assignedTo in a bulk update),
+ * the assignee is checked too, so the 422 lists every problem at once; the service checks it again when it passes.
  */
-const contactValidationHook: Hook<unknown, AppBindings, string, unknown> = async (result, c) => {
-  if (result.success) return;
-  const input = (result as { data?: unknown }).data as { assignedTo?: unknown; updates?: { assignedTo?: unknown } } | null | undefined;
-  const issues = issuesFromZod(result.error, input);
-  const [field, assignee] = typeof input?.assignedTo === "string" ? ["assignedTo", input.assignedTo] : ["updates.assignedTo", input?.updates?.assignedTo];
-  if (result.target === "json" && typeof assignee === "string") {
-    await assertAssignee(serviceContext(c), assignee, field).catch((err: unknown) => {
-      if (!(err instanceof Validation)) throw err;
-      issues.push(...err.issues);
-    });
-  }
-  throw new Validation(issues.sort((a, b) => a.field.localeCompare(b.field)));
-};
+const contactValidationHook = validationHookWith(async (body, c) => {
+  const updates = body.updates as Record<string, unknown> | undefined;
+  const [field, assignee] = typeof body.assignedTo === "string" ? ["assignedTo", body.assignedTo] : ["updates.assignedTo", updates?.assignedTo];
+  return typeof assignee === "string" ? issuesOf(() => assertAssignee(serviceContext(c), assignee, field)) : [];
+});
 
 const tags = ["Contacts"];
 const security = [{ bearerAuth: [] }];

@@ -4,6 +4,7 @@ import { processedEvents } from "../db/schema";
 import type { Env } from "../env";
 import { nowIso } from "../lib/time";
 import { type EventEnvelope, EventEnvelopeSchema } from "./envelope";
+import { loggableError } from "../lib/log";
 
 export interface EventConsumer {
   /** Stable name: the idempotency record is kept per (consumer, event id). */
@@ -73,7 +74,7 @@ export async function dispatchEvent(consumers: EventConsumer[], event: EventEnve
       await consumer.handle(event, { env, db });
       await markDone(db, consumer.name, event.id).run();
     } catch (err) {
-      console.error(JSON.stringify({ level: "error", msg: "event consumer failed", consumer: consumer.name, eventId: event.id, type: event.type, error: String(err) }));
+      console.error(JSON.stringify({ level: "error", msg: "event consumer failed", consumer: consumer.name, eventId: event.id, type: event.type, error: loggableError(err) }));
       await releaseClaim(db, consumer.name, event.id).run();
       outcome = "retry";
     }
@@ -98,7 +99,7 @@ export function createEventRouter(consumers: EventConsumer[]) {
         if (outcome === "ok") message.ack();
         else message.retry({ delaySeconds: retryDelaySeconds(message.attempts) });
       } catch (err) {
-        console.error(JSON.stringify({ level: "error", msg: "event dispatch failed", eventId: parsed.data.id, error: String(err) }));
+        console.error(JSON.stringify({ level: "error", msg: "event dispatch failed", eventId: parsed.data.id, error: loggableError(err) }));
         message.retry({ delaySeconds: retryDelaySeconds(message.attempts) });
       }
     }

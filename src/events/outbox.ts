@@ -1,11 +1,13 @@
-import { and, asc, inArray, isNull, lt, sql } from "drizzle-orm";
+import { and, asc, isNull, lt, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { outboxEvents } from "../db/schema";
 import type { Env } from "../env";
 import { newId } from "../lib/ids";
+import { inJsonList } from "../lib/sql";
 import { nowIso } from "../lib/time";
 import type { ServiceContext } from "../platform/context";
 import type { EventEnvelope } from "./envelope";
+import { loggableError } from "../lib/log";
 
 /** A new event of the acting context; write it with `stageEvent` in the same batch as the change it records. */
 export function newEvent(ctx: Pick<ServiceContext, "organizationId" | "actor">, type: string, data: Record<string, unknown>): EventEnvelope {
@@ -24,19 +26,46 @@ export function stageEvent(db: Db, event: EventEnvelope) {
   return db.insert(outboxEvents).values({ ...event, actor: { type: event.actor.type, userId: event.actor.userId ?? null } });
 }
 
-/** Sends committed events to the `events` queue and marks them sent; what fails here the cron pass sends later. */
-export async function publishEvents(env: Env, db: Db, events: EventEnvelope[]): Promise<void> {
-  if (events.length === 0) return;
-  try {
-    await env.EVENTS.sendBatch(events.map((body) => ({ body, contentType: "json" as const })));
-  } catch (err) {
-    console.error(JSON.stringify({ level: "warn", msg: "event send failed; cron will re-send", ids: events.map((e) => e.id), error: String(err) }));
-    return;
+/** Queues take at most 100 messages and 256 KB per sendBatch; chunks stay under both (with room for overhead). */
+const MAX_BATCH_MESSAGES = 100;
+const MAX_BATCH_BYTES = 240 * 1024;
+
+function chunksForQueue(events: EventEnvelope[]): EventEnvelope[][] {
+  const chunks: EventEnvelope[][] = [];
+  let current: EventEnvelope[] = [];
+  let bytes = 0;
+  for (const event of events) {
+    const size = JSON.stringify(event).length + 100;
+    if (current.length > 0 && (current.length === MAX_BATCH_MESSAGES || bytes + size > MAX_BATCH_BYTES)) {
+      chunks.push(current);
+      current = [];
+      bytes = 0;
+    }
+    current.push(event);
+    bytes += size;
   }
-  await db
-    .update(outboxEvents)
-    .set({ sentAt: nowIso(), sendAttempts: sql`${outboxEvents.sendAttempts} + 1` })
-    .where(inArray(outboxEvents.id, events.map((e) => e.id)));
+  if (current.length > 0) chunks.push(current);
+  return chunks;
+}
+
+/**
+ * Sends committed events to the `events` queue and marks them sent, chunk by chunk; a chunk that fails stays unsent
+ * for the cron pass to send later, without holding back the others.
+ */
+export async function publishEvents(env: Env, db: Db, events: EventEnvelope[]): Promise<void> {
+  for (const chunk of chunksForQueue(events)) {
+    const ids = chunk.map((e) => e.id);
+    try {
+      await env.EVENTS.sendBatch(chunk.map((body) => ({ body, contentType: "json" as const })));
+    } catch (err) {
+      console.error(JSON.stringify({ level: "warn", msg: "event send failed; cron will re-send", ids, error: loggableError(err) }));
+      continue;
+    }
+    await db
+      .update(outboxEvents)
+      .set({ sentAt: nowIso(), sendAttempts: sql`${outboxEvents.sendAttempts} + 1` })
+      .where(inJsonList(outboxEvents.id, ids));
+  }
 }
 
 /** After committing a batch that staged `events`: publish them without holding up the response. */
@@ -58,10 +87,6 @@ export async function resendUnsentEvents(env: Env, db: Db, { graceSeconds = 30, 
     .orderBy(asc(outboxEvents.occurredAt))
     .limit(max)
     .all();
-  // Queue sendBatch takes at most 100 messages per call.
-  for (let i = 0; i < rows.length; i += 100) {
-    const chunk = rows.slice(i, i + 100).map(({ id, type, organizationId, actor, occurredAt, data }) => ({ id, type, organizationId, actor, occurredAt, data }));
-    await publishEvents(env, db, chunk);
-  }
+  await publishEvents(env, db, rows.map(({ id, type, organizationId, actor, occurredAt, data }) => ({ id, type, organizationId, actor, occurredAt, data })));
   return rows.length;
 }

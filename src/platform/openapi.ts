@@ -1,6 +1,7 @@
 import type { Hook, OpenAPIHono } from "@hono/zod-openapi";
 import { Scalar } from "@scalar/hono-api-reference";
-import { Validation } from "../lib/errors";
+import type { Context } from "hono";
+import { AppError, type FieldIssue, Validation } from "../lib/errors";
 import { issuesFromZod } from "../lib/validation";
 import type { AppBindings } from "./context";
 
@@ -12,6 +13,34 @@ export const validationHook: Hook<unknown, AppBindings, string, unknown> = (resu
   // zod-validator passes the rejected input as `data` at run time; its type leaves it out.
   if (!result.success) throw new Validation(issuesFromZod(result.error, (result as { data?: unknown }).data));
 };
+
+/**
+ * A validation hook for routes whose service also checks things the schema cannot (a referenced user, a URL's
+ * address): when the body breaks the schema, `checks` run on it too, so one 422 lists every problem at once.
+ */
+export const validationHookWith =
+  (checks: (body: Record<string, unknown>, c: Context<AppBindings>) => Promise<FieldIssue[]>): Hook<unknown, AppBindings, string, unknown> =>
+  async (result, c) => {
+    if (result.success) return;
+    const input = (result as { data?: unknown }).data;
+    const issues = issuesFromZod(result.error, input);
+    if (result.target === "json" && input !== null && typeof input === "object" && !Array.isArray(input)) {
+      issues.push(...(await checks(input as Record<string, unknown>, c)));
+    }
+    throw new Validation(issues.sort((a, b) => a.field.localeCompare(b.field)));
+  };
+
+/** The field problems a service check reports, or none; a check that cannot decide now (a 503) reports none. */
+export async function issuesOf(check: () => Promise<unknown>): Promise<FieldIssue[]> {
+  try {
+    await check();
+    return [];
+  } catch (err) {
+    if (err instanceof Validation) return err.issues;
+    if (err instanceof AppError && err.status === 503) return [];
+    throw err;
+  }
+}
 
 const DESCRIPTION = `Edge-native API for real-estate brokerages: a CRM (contacts, deals, listings, signed webhooks),
 a document desk (drafts, e-signature envelopes, obligations, search, clickwrap) and a reputation suite.

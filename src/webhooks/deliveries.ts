@@ -1,4 +1,5 @@
 import { and, asc, count, desc, eq, inArray } from "drizzle-orm";
+import { inJsonList } from "../lib/sql";
 import { outboxEvents, webhookDeliveries, webhookDeliveryAttempts } from "../db/schema";
 import { Conflict, NotFound } from "../lib/errors";
 import { newId } from "../lib/ids";
@@ -19,7 +20,7 @@ async function withAttempts(ctx: ServiceContext, rows: DeliveryRow[]): Promise<D
   const attempts = await ctx.db
     .select()
     .from(webhookDeliveryAttempts)
-    .where(and(eq(webhookDeliveryAttempts.organizationId, ctx.organizationId), inArray(webhookDeliveryAttempts.deliveryId, rows.map((r) => r.id))))
+    .where(and(eq(webhookDeliveryAttempts.organizationId, ctx.organizationId), inJsonList(webhookDeliveryAttempts.deliveryId, rows.map((r) => r.id))))
     .orderBy(asc(webhookDeliveryAttempts.attempt));
   return rows.map(({ organizationId: _, body: __, ...d }) => ({
     ...d,
@@ -72,10 +73,21 @@ export async function sendTestEvent(ctx: ServiceContext, id: string): Promise<De
   return (await insertAndSend(ctx, newDelivery(ctx, id, event.id, TEST_EVENT, body)))!; // a new event id: no conflict
 }
 
+/** States a delivery can be replayed from: its retry chain has ended. Replaying one still in flight would start a second chain. */
+const SETTLED: Status[] = ["delivered", "failed", "dead"];
+const inFlight = () => new Conflict("This delivery is still being attempted; replay it once it is delivered, failed or dead", "delivery_in_flight");
+
 /** Sends a stored delivery again: same body and event id, a fresh signature, and a fresh retry schedule. */
 async function requeue(ctx: ServiceContext, row: DeliveryRow): Promise<Delivery> {
+  if (!SETTLED.includes(row.status as Status)) throw inFlight();
   const updatedAt = nowIso();
-  await ctx.db.update(webhookDeliveries).set({ status: "pending", nextAttemptAt: null, updatedAt }).where(and(eq(webhookDeliveries.organizationId, ctx.organizationId), eq(webhookDeliveries.id, row.id)));
+  // Conditional on the settled state, so two replays racing each other start one chain, not two.
+  const moved = await ctx.db
+    .update(webhookDeliveries)
+    .set({ status: "pending", nextAttemptAt: null, updatedAt })
+    .where(and(eq(webhookDeliveries.organizationId, ctx.organizationId), eq(webhookDeliveries.id, row.id), inArray(webhookDeliveries.status, SETTLED)))
+    .returning({ id: webhookDeliveries.id });
+  if (moved.length === 0) throw inFlight();
   await enqueueDeliveries(ctx.env, [row.id]);
   return (await withAttempts(ctx, [{ ...row, status: "pending", nextAttemptAt: null, updatedAt }]))[0]!;
 }

@@ -48,7 +48,13 @@ const replay = createRoute({
   summary: "Replay a delivery",
   description: "Sends the delivery again (a dead one too): same body and event id, fresh timestamp and signature, a fresh retry schedule.",
   request: { params: DeliveryParams },
-  responses: { 202: queued, ...CRM_COMMON_ERRORS, ...DISABLED, 404: crmError("No such webhook or delivery in your organization"), 422: crmError("id or deliveryId is not a UUID") },
+  responses: {
+    202: queued,
+    ...CRM_COMMON_ERRORS,
+    409: crmError("The webhook is disabled (webhook_disabled), or the delivery is still being attempted (delivery_in_flight)"),
+    404: crmError("No such webhook or delivery in your organization"),
+    422: crmError("id or deliveryId is not a UUID"),
+  },
 });
 
 const replayOne = createRoute({
@@ -64,7 +70,7 @@ const replayOne = createRoute({
     202: queued,
     ...CRM_COMMON_ERRORS,
     404: crmError("No such webhook or event in your organization"),
-    409: crmError("The webhook is disabled (webhook_disabled) or does not subscribe to this event (event_not_subscribed)"),
+    409: crmError("The webhook is disabled (webhook_disabled), does not subscribe to this event (event_not_subscribed), or its delivery of it is still being attempted (delivery_in_flight)"),
     422: crmError("id is not a UUID"),
   },
 });

@@ -13,6 +13,7 @@ import { openSecret } from "./secret-box";
 import { checkWebhookUrl, urlPolicyFor } from "./ssrf";
 import type { WebhookDeps } from "./transport";
 import { signWebhook } from "./verify";
+import { loggableError } from "../lib/log";
 
 export const USER_AGENT = "BrokerageEdge-Webhooks/1.0";
 
@@ -128,7 +129,7 @@ export function createDeliveryConsumer(deps: WebhookDeps) {
         try {
           return { message, ...(await attemptDelivery(env, db, deps, targets.get(deliveryId), message.attempts)) };
         } catch (err) {
-          console.error(JSON.stringify({ level: "error", msg: "webhook delivery failed", deliveryId, error: String(err) }));
+          console.error(JSON.stringify({ level: "error", msg: "webhook delivery failed", deliveryId, error: loggableError(err) }));
           return { message, outcome: { kind: "retry", delaySeconds: retryDelaySeconds(message.attempts) } as Outcome, writes: [] };
         }
       }),

@@ -79,7 +79,9 @@ export function classifyIPv6(g: number[]): AddressKind {
   const zeroTo = (k: number) => g.slice(0, k).every((x) => x === 0);
   if (zeroTo(7) && g[7] === 1) return "loopback"; // ::1
   if (zeroTo(5) && g[5] === 0xffff) return classifyIPv4(embeddedV4); // ::ffff:a.b.c.d, IPv4-mapped
+  if (zeroTo(4) && g[4] === 0xffff && g[5] === 0) return classifyIPv4(embeddedV4); // ::ffff:0:a.b.c.d, IPv4-translated
   if (g[0] === 0x64 && g[1] === 0xff9b && g.slice(2, 6).every((x) => x === 0)) return classifyIPv4(embeddedV4); // NAT64
+  if (g[0] === 0x64 && g[1] === 0xff9b && g[2] === 1) return "blocked"; // 64:ff9b:1::/48, local-use NAT64
   if (g[0] === 0x2002) return classifyIPv4(((g[1]! << 16) + g[2]!) >>> 0); // 6to4 carries an IPv4 address
   if (zeroTo(6)) return "blocked"; // ::, ::a.b.c.d (deprecated IPv4-compatible)
   const first = g[0]!;

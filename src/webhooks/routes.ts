@@ -3,7 +3,8 @@ import { ListQuery } from "../crm/pagination";
 import { serviceContext } from "../platform/auth";
 import type { AppBindings } from "../platform/context";
 import { CRM_BODY_ERRORS, CRM_COMMON_ERRORS, crmError, crmSuccess } from "../crm/envelope";
-import { validationHook } from "../platform/openapi";
+import { issuesOf, validationHookWith } from "../platform/openapi";
+import { assertDeliverableUrl } from "./guards";
 import { deliveryRoutes } from "./delivery-routes";
 import { CreateWebhook, UpdateWebhook, Webhook, WebhookIdParam, WebhookList, WebhookWithSecret } from "./schemas";
 import { createWebhook, deleteWebhook, findWebhook, listWebhooks, toWebhook, updateWebhook } from "./service";
@@ -81,7 +82,9 @@ const remove = createRoute({
 
 /** Every /v1/webhooks route. `deps` reaches DNS and receivers; tests pass fakes. */
 export function createWebhookRoutes(deps: WebhookDeps) {
-  return new OpenAPIHono<AppBindings>({ defaultHook: validationHook })
+  // A body that breaks the schema still has its URL checked, so one 422 names every problem.
+  const hook = validationHookWith(async (body, c) => (typeof body.url === "string" ? issuesOf(() => assertDeliverableUrl(c.env, body.url as string, deps.resolver)) : []));
+  return new OpenAPIHono<AppBindings>({ defaultHook: hook })
     .openapi(create, async (c) => c.json({ success: true as const, data: await createWebhook(serviceContext(c), c.req.valid("json"), deps.resolver) }, 201))
     .openapi(list, async (c) => c.json({ success: true as const, ...(await listWebhooks(serviceContext(c), c.req.valid("query"))) }, 200))
     .openapi(read, async (c) => c.json({ success: true as const, data: toWebhook(await findWebhook(serviceContext(c), c.req.valid("param").id)) }, 200))

@@ -33,7 +33,7 @@ export async function checkWebhookUrl(raw: string, policy: UrlPolicy, resolver: 
   if (url.username || url.password) return refuse("credentials_in_url", "The URL must not carry a user name or password");
   if (url.protocol !== "https:" && url.protocol !== "http:") return refuse("https_required", "The URL must use HTTPS");
 
-  const host = url.hostname.toLowerCase().replace(/\.$/, "");
+  const host = url.hostname.toLowerCase().replace(/\.+$/, "");
   let kinds = [classifyLiteral(host) ?? (isLocalhostName(host) ? "loopback" : null)];
   if (kinds[0] === null) {
     const addresses = await resolver.resolve(host);

@@ -64,7 +64,9 @@ export async function signWebhook(secret: string, timestamp: number | string, ra
 
 function header(headers: HeaderSource, name: string): string | null {
   if (typeof headers.get === "function") return (headers as { get(n: string): string | null }).get(name);
-  const value = (headers as Record<string, string | string[] | undefined>)[name.toLowerCase()];
+  const record = headers as Record<string, string | string[] | undefined>;
+  const key = Object.keys(record).find((k) => k.toLowerCase() === name.toLowerCase());
+  const value = key === undefined ? undefined : record[key];
   return Array.isArray(value) ? (value[0] ?? null) : (value ?? null);
 }
 

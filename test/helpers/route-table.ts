@@ -64,7 +64,14 @@ function webhookRoutes(): MatrixRoute[] {
       seed: async (owner) => {
         const id = await seedWebhook(owner);
         const test = await call("POST", `/v1/webhooks/${id}/test`, { token: owner.token });
-        return { id, deliveryId: (await json(test)).data.id };
+        const deliveryId = (await json(test)).data.id as string;
+        // Replay needs a settled delivery: wait for the sink to acknowledge this one.
+        for (let i = 0; i < 100; i++) {
+          const log = await json(await call("GET", `/v1/webhooks/${id}/deliveries`, { token: owner.token }));
+          if (log.data[0]?.status === "delivered") break;
+          await new Promise((r) => setTimeout(r, 100));
+        }
+        return { id, deliveryId };
       },
     },
     {
