@@ -18,7 +18,9 @@ const BATCH = 10; // wrangler.toml max_batch_size of webhook-deliveries
 
 /**
  * Fan-out and delivery of 1,000 contact events to 10 subscriptions, all pointing at the Node receiver on
- * 127.0.0.1 (a real HTTP round trip per delivery). Sending time is measured around the transport; signing
+ * 127.0.0.1 (a real HTTP round trip per delivery). The receiver is an IP literal, so the per-attempt DNS-over-HTTPS
+ * re-check of hostname URLs (two lookups) is not in these figures. workerd's clock moves only across I/O, so the
+ * signing figure, pure computation, is a lower bound. Sending time is measured around the transport; signing
  * (secret decryption + HMAC) is timed on the same 10,000 deliveries apart from the consumer, since the consumer
  * does not expose its inner steps; the rest is D1 (one read and one batched write per batch) and checks. The POSTs of
  * a batch run side by side, so sending can overlap and the shares are of summed, not wall-clock, time.
@@ -35,7 +37,7 @@ it("webhooks: fan-out, signing and delivery of 1,000 events to 10 subscriptions"
   const events = Array.from({ length: EVENTS }, (_, i) => contactEvent(owner, "contact.created", { id: crypto.randomUUID(), firstName: `Lead ${i}`, leadScore: i % 100, source: "WEBSITE" }));
   let next = 0;
   const fanOutStart = performance.now();
-  const fanOut = await measure(`fan-out: 1 event -> ${SUBSCRIPTIONS} deliveries (D1 + payload + enqueue)`, () => fanOutEvent(capture, db, events[next++]!), { iterations: EVENTS, warmup: 0 });
+  const fanOut = await measure(`fan-out: 1 event -> ${SUBSCRIPTIONS} deliveries (D1 + payloads; queue send captured, not timed)`, () => fanOutEvent(capture, db, events[next++]!), { iterations: EVENTS, warmup: 0 });
   const fanOutMs = performance.now() - fanOutStart;
   expect(sent).toHaveLength(EVENTS * SUBSCRIPTIONS);
 
@@ -73,11 +75,12 @@ it("webhooks: fan-out, signing and delivery of 1,000 events to 10 subscriptions"
 
   // The signing work of the same 10,000 deliveries: decrypt the subscription secret, HMAC timestamp + body.
   const rows = await env.DB.prepare("SELECT id, secret_ciphertext FROM webhook_subscriptions WHERE organization_id = ?").bind(owner.organizationId).all<{ id: string; secret_ciphertext: string }>();
-  const body = JSON.stringify({ id: events[0]!.id, data: events[0]!.data });
+  // The real payloads the consumer signed (the bodies stored with the deliveries), not a stand-in.
+  const bodies = (await env.DB.prepare("SELECT body FROM webhook_deliveries WHERE organization_id = ?").bind(owner.organizationId).all<{ body: string }>()).results.map((r) => r.body);
   const signStart = performance.now();
-  for (let i = 0; i < sent.length; i++) {
+  for (let i = 0; i < bodies.length; i++) {
     const row = rows.results[i % rows.results.length]!;
-    await signWebhook(await openSecret(env.WEBHOOK_SECRET_KEY!, row.id, row.secret_ciphertext), Math.floor(Date.now() / 1000), body);
+    await signWebhook(await openSecret(env.WEBHOOK_SECRET_KEY!, row.id, row.secret_ciphertext), Math.floor(Date.now() / 1000), bodies[i]!);
   }
   const signingMs = performance.now() - signStart;
 

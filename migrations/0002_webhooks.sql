@@ -18,6 +18,7 @@ CREATE TABLE `webhook_deliveries` (
 CREATE UNIQUE INDEX `webhook_deliveries_subscription_event_unique` ON `webhook_deliveries` (`subscription_id`,`event_id`);--> statement-breakpoint
 CREATE INDEX `webhook_deliveries_subscription_created_idx` ON `webhook_deliveries` (`subscription_id`,`created_at`,`id`);--> statement-breakpoint
 CREATE INDEX `webhook_deliveries_event_idx` ON `webhook_deliveries` (`event_id`);--> statement-breakpoint
+CREATE INDEX `webhook_deliveries_status_updated_idx` ON `webhook_deliveries` (`status`,`updated_at`);--> statement-breakpoint
 CREATE TABLE `webhook_delivery_attempts` (
 	`id` text PRIMARY KEY NOT NULL,
 	`organization_id` text NOT NULL,

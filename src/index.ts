@@ -5,6 +5,7 @@ import { createEventRouter } from "./events/consumers";
 import { resendUnsentEvents } from "./events/outbox";
 import { EVENT_CONSUMERS } from "./events/registry";
 import { createDeliveryConsumer, markDeadDeliveries } from "./webhooks/delivery";
+import { resendStalledDeliveries } from "./webhooks/fanout";
 import { defaultWebhookDeps } from "./webhooks/transport";
 
 export { EnvelopeSigner } from "./signatures/envelope-signer";
@@ -33,6 +34,7 @@ export default {
   },
 
   async scheduled(_controller: ScheduledController, env: Env, ctx: ExecutionContext): Promise<void> {
-    ctx.waitUntil(resendUnsentEvents(env, createDb(env.DB)));
+    const db = createDb(env.DB);
+    ctx.waitUntil(Promise.all([resendUnsentEvents(env, db), resendStalledDeliveries(env, db)]));
   },
 } satisfies ExportedHandler<Env>;

@@ -1,4 +1,4 @@
-import { createExecutionContext, createMessageBatch, getQueueResult } from "cloudflare:test";
+import { createExecutionContext, createMessageBatch, createScheduledController, getQueueResult, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import { createDb } from "../src/db/client";
@@ -212,5 +212,19 @@ describe("webhook delivery", () => {
     const body = await json(res);
     expect(body.data).toHaveLength(100);
     expect(body.pagination).toMatchObject({ hasMore: true, total: 101 });
+  });
+
+  it("the cron re-queues a delivery whose queue message was lost, and it is delivered", async () => {
+    const owner = await createPrincipal();
+    const box = await openMailbox();
+    // Fanned out with a capturing queue: the delivery row exists, its message never reached the real queue.
+    const { sub, event } = await deliveryFor(owner, box.url);
+    await env.DB.prepare("UPDATE webhook_deliveries SET updated_at = ? WHERE subscription_id = ?").bind(new Date(Date.now() - 20 * 60_000).toISOString(), sub.id).run();
+    const ctx = createExecutionContext();
+    await worker.scheduled(createScheduledController({ cron: "* * * * *" }), env, ctx);
+    await waitOnExecutionContext(ctx);
+    await vi.waitFor(async () => expect(await box.count()).toBe(1), { timeout: 15_000, interval: 200 });
+    expect(JSON.parse((await box.received())[0]!.body).id).toBe(event.id);
+    await vi.waitFor(async () => expect((await log(owner, sub.id))[0].status).toBe("delivered"), { timeout: 15_000, interval: 200 });
   });
 });

@@ -53,6 +53,8 @@ export const webhookDeliveries = sqliteTable(
     uniqueIndex("webhook_deliveries_subscription_event_unique").on(t.subscriptionId, t.eventId),
     index("webhook_deliveries_subscription_created_idx").on(t.subscriptionId, t.createdAt, t.id),
     index("webhook_deliveries_event_idx").on(t.eventId),
+    // The cron sweep for deliveries whose queue message was lost (webhooks/fanout.ts resendStalledDeliveries).
+    index("webhook_deliveries_status_updated_idx").on(t.status, t.updatedAt),
   ],
 );
 

@@ -1,4 +1,4 @@
-import { and, eq } from "drizzle-orm";
+import { and, eq, lt } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
 import type { Db } from "../db/client";
 import { webhookDeliveries, webhookSubscriptions } from "../db/schema";
@@ -6,6 +6,7 @@ import type { Env } from "../env";
 import type { EventConsumer } from "../events/consumers";
 import type { EventEnvelope } from "../events/envelope";
 import { newId } from "../lib/ids";
+import { inJsonList } from "../lib/sql";
 import { nowIso } from "../lib/time";
 import { isWebhookEvent } from "./events";
 import { matchesFilters } from "./filters";
@@ -54,6 +55,27 @@ export async function fanOutEvent(env: Env, db: Db, event: EventEnvelope): Promi
   const ids = (results.at(-1) as { id: string }[]).map((r) => r.id);
   await enqueueDeliveries(env, ids);
   return ids;
+}
+
+/**
+ * Cron pass: a delivery still `pending` long after it was written lost its queue message (the send failed after the
+ * insert, or the isolate died between the two); it is queued again. A consumer attempt moves a delivery out of
+ * `pending` within seconds, so ten minutes leaves no doubt; a duplicate message would only be a duplicate delivery,
+ * which receivers handle by event id anyway.
+ */
+export async function resendStalledDeliveries(env: Env, db: Db, { stalledSeconds = 600, max = 500 } = {}): Promise<number> {
+  const cutoff = new Date(Date.now() - stalledSeconds * 1000).toISOString();
+  const stalled = await db
+    .select({ id: webhookDeliveries.id })
+    .from(webhookDeliveries)
+    .where(and(eq(webhookDeliveries.status, "pending"), lt(webhookDeliveries.updatedAt, cutoff)))
+    .limit(max);
+  const ids = stalled.map((r) => r.id);
+  if (ids.length === 0) return 0;
+  // Touched first, so the next pass leaves them alone while this send is on its way.
+  await db.update(webhookDeliveries).set({ updatedAt: nowIso() }).where(and(inJsonList(webhookDeliveries.id, ids), eq(webhookDeliveries.status, "pending")));
+  await enqueueDeliveries(env, ids);
+  return ids.length;
 }
 
 /** The events-queue consumer that turns domain events into webhook deliveries (issue 4, Fan-out). */
