@@ -140,12 +140,16 @@ describe("subscribe route under each environment", () => {
     expect((await subscribeIn("production", "https://public.customer.test/hook")).status).toBe(201);
   });
 
-  it("development accepts http://127.0.0.1 and http://localhost; DNS outages are a 503, not a pass", async () => {
+  it("development accepts http://127.0.0.1 and http://localhost; DNS outages are a 503 outside development", async () => {
     expect((await subscribeIn("development", "http://127.0.0.1:8787/hook")).status).toBe(201);
     expect((await subscribeIn("development", "http://localhost:8787/hook")).status).toBe(201);
     await setDnsAnswers({ "flaky.customer.test/A": { Status: 2 }, "flaky.customer.test/AAAA": { Status: 2 } });
     const { status, body } = await subscribeIn("production", "https://flaky.customer.test/hook");
     expect(status).toBe(503);
     expect(body).toMatchObject({ success: false, error: { status: 503 } });
+    // An offline development machine can still subscribe an HTTPS name, unverified; plain http stays refused.
+    expect((await subscribeIn("development", "https://flaky.customer.test/hook")).status).toBe(201);
+    expect((await subscribeIn("development", "http://flaky.customer.test/hook")).status).toBe(422);
+    expect((await subscribeIn("test", "https://flaky.customer.test/hook")).status).toBe(503);
   });
 });

@@ -1,5 +1,5 @@
 import { classifyLiteral } from "./ip";
-import type { DnsResolver } from "./dns";
+import { DnsUnavailable, type DnsResolver } from "./dns";
 
 /**
  * Where a webhook may point (issue 4, DESIGN.md contract 6): HTTPS to public addresses only; no credentials in the
@@ -7,10 +7,19 @@ import type { DnsResolver } from "./dns";
  */
 export interface UrlPolicy {
   allowLoopback: boolean;
+  /**
+   * When DNS cannot be asked at all, accept an HTTPS name unverified instead of failing. Only in development, where
+   * a laptop may be offline; the delivery-time check and the fetch itself still apply. Elsewhere a DNS outage fails
+   * closed (503), so nothing is ever accepted unchecked in production.
+   */
+  acceptNamesWhenDnsIsDown: boolean;
 }
 
 /** Development and the test suite run receivers on this machine; staging and production never reach it. */
-export const urlPolicyFor = (environment: string): UrlPolicy => ({ allowLoopback: environment === "development" || environment === "test" });
+export const urlPolicyFor = (environment: string): UrlPolicy => ({
+  allowLoopback: environment === "development" || environment === "test",
+  acceptNamesWhenDnsIsDown: environment === "development",
+});
 
 export type UrlRefusal = { code: "invalid_url" | "https_required" | "credentials_in_url" | "blocked_address" | "unresolvable_host"; message: string };
 
@@ -36,7 +45,13 @@ export async function checkWebhookUrl(raw: string, policy: UrlPolicy, resolver: 
   const host = url.hostname.toLowerCase().replace(/\.+$/, "");
   let kinds = [classifyLiteral(host) ?? (isLocalhostName(host) ? "loopback" : null)];
   if (kinds[0] === null) {
-    const addresses = await resolver.resolve(host);
+    let addresses: string[];
+    try {
+      addresses = await resolver.resolve(host);
+    } catch (err) {
+      if (!(err instanceof DnsUnavailable && policy.acceptNamesWhenDnsIsDown)) throw err;
+      return url.protocol === "https:" ? null : refuse("https_required", "The URL must use HTTPS");
+    }
     if (addresses.length === 0) return refuse("unresolvable_host", `${host} does not resolve to an address`);
     kinds = addresses.map((a) => classifyLiteral(a) ?? "blocked");
   }
