@@ -1,0 +1,21 @@
+// The development secrets of .dev.vars.example, for `npm run dev` (as .dev.vars) and the test configs (as bindings).
+import { copyFileSync, existsSync, readFileSync } from "node:fs";
+
+export const DEV_VARS_EXAMPLE = new URL("../.dev.vars.example", import.meta.url);
+const DEV_VARS = new URL("../.dev.vars", import.meta.url);
+
+/** KEY=VALUE lines, without comments and blank lines. */
+export function readDevVars() {
+  return Object.fromEntries(
+    readFileSync(DEV_VARS_EXAMPLE, "utf8")
+      .split("\n")
+      .map((line) => line.trim())
+      .filter((line) => line && !line.startsWith("#") && line.includes("="))
+      .map((line) => [line.slice(0, line.indexOf("=")).trim(), line.slice(line.indexOf("=") + 1).trim()]),
+  );
+}
+
+/** Writes .dev.vars from the example when missing; a developer's own .dev.vars is never touched. */
+export function ensureDevVars() {
+  if (!existsSync(DEV_VARS)) copyFileSync(DEV_VARS_EXAMPLE, DEV_VARS);
+}
