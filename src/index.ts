@@ -1,4 +1,5 @@
 import { createApp } from "./app";
+import { pruneStaleListTotals } from "./contacts/list";
 import { createDb } from "./db/client";
 import type { Env } from "./env";
 import { createEventRouter } from "./events/consumers";
@@ -35,6 +36,6 @@ export default {
 
   async scheduled(_controller: ScheduledController, env: Env, ctx: ExecutionContext): Promise<void> {
     const db = createDb(env.DB);
-    ctx.waitUntil(Promise.all([resendUnsentEvents(env, db), resendStalledDeliveries(env, db)]));
+    ctx.waitUntil(Promise.all([resendUnsentEvents(env, db), resendStalledDeliveries(env, db), pruneStaleListTotals(env.DB)]));
   },
 } satisfies ExportedHandler<Env>;

@@ -1,4 +1,6 @@
+import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
+import { pruneStaleListTotals } from "../src/contacts/list";
 import { call } from "./helpers/client";
 import {
   type ContactJson,
@@ -192,6 +194,20 @@ describe("GET /v1/contacts: totals follow writes", () => {
     expect(await total("status=INACTIVE")).toBe(1);
     expect(await total("type=LEAD")).toBe(1);
     expect(await total("")).toBe(3);
+  });
+
+  it("the cron drops cached totals a write has made stale, and keeps current ones", async () => {
+    const p = await createPrincipal();
+    await createContacts(p.token, [{ type: "LEAD" }, { type: "CLIENT" }]);
+    await listPage(p.token, "type=LEAD");
+    await createContact(p.token, { type: "VENDOR" }); // bumps the version: the LEAD total is stale now
+    await listPage(p.token, "type=CLIENT");
+    const cached = () => env.DB.prepare("SELECT COUNT(*) AS n FROM contact_list_totals WHERE organization_id = ?").bind(p.organizationId).first<number>("n");
+    expect(await cached()).toBe(2);
+    await pruneStaleListTotals(env.DB);
+    expect(await cached()).toBe(1);
+    expect((await listPage(p.token, "type=LEAD")).pagination.total).toBe(1);
+    expect((await listPage(p.token, "type=CLIENT")).pagination.total).toBe(1);
   });
 
   it("a lead-score total follows a score recomputed by a new activity", async () => {

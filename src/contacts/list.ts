@@ -155,3 +155,17 @@ async function countAndCache(ctx: ServiceContext, q: ContactListQuery, keyHash: 
     .first<{ total: number }>();
   return row?.total ?? 0;
 }
+
+/**
+ * Cron pass: cached totals older than their organization's contacts version can never be read again (a write bumped
+ * the version), so they are dropped; otherwise every distinct filter ever asked for would stay stored.
+ */
+export async function pruneStaleListTotals(d1: D1Database): Promise<number> {
+  const res = await d1
+    .prepare(
+      `DELETE FROM contact_list_totals WHERE version < (
+         SELECT c.contacts_version FROM contact_counters c WHERE c.organization_id = contact_list_totals.organization_id)`,
+    )
+    .run();
+  return res.meta.changes ?? 0;
+}
