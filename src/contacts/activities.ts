@@ -24,7 +24,7 @@ export async function listActivities(ctx: ServiceContext, contactId: string): Pr
     .orderBy(desc(contactActivities.createdAt), desc(contactActivities.id))
     .limit(MAX_ACTIVITIES)
     .all();
-  return rows.map((r) => toActivity({ id: r.id, type: r.type, description: r.description, created_at: r.createdAt, scheduled_at: r.scheduledAt, metadata: r.metadata === null ? null : JSON.stringify(r.metadata) }));
+  return rows.map(toActivity);
 }
 
 /**
@@ -64,5 +64,5 @@ export async function createActivity(ctx: ServiceContext, contactId: string, inp
   }
   await ctx.db.batch([...statements, ...events.map((e) => stageEvent(ctx.db, e))] as [Statement, ...Statement[]]);
   deferPublish(ctx, events);
-  return toActivity({ id: row.id, type: row.type, description: row.description, created_at: at, scheduled_at: row.scheduledAt, metadata: row.metadata === null ? null : JSON.stringify(row.metadata) });
+  return toActivity(row);
 }

@@ -16,14 +16,19 @@ interface ActivityRow {
   metadata: string | null;
 }
 
-export const toActivity = (r: Omit<ActivityRow, "contact_id">): Activity => ({
+/** An activity as the API shows it, from a drizzle record (camelCase, metadata parsed). */
+export const toActivity = (r: { id: string; type: string; description: string | null; createdAt: string; scheduledAt: string | null; metadata: Record<string, unknown> | null }): Activity => ({
   id: r.id,
   type: r.type,
   description: r.description,
-  createdAt: r.created_at,
-  scheduledAt: r.scheduled_at,
-  metadata: r.metadata === null ? null : JSON.parse(r.metadata),
+  createdAt: r.createdAt,
+  scheduledAt: r.scheduledAt,
+  metadata: r.metadata,
 });
+
+/** The same from a raw D1 row (snake_case, metadata as JSON text), as the include query returns it. */
+const fromActivityRow = (r: ActivityRow): Activity =>
+  toActivity({ id: r.id, type: r.type, description: r.description, createdAt: r.created_at, scheduledAt: r.scheduled_at, metadata: r.metadata === null ? null : JSON.parse(r.metadata) });
 
 /**
  * Attaches the requested related records to a page of contacts, one query per kind for the whole page.
@@ -41,7 +46,7 @@ export async function loadIncludes(ctx: ServiceContext, contacts: Contact[], inc
         WHERE a.organization_id = ${ctx.organizationId} AND ${inJsonList(sql`a.contact_id`, ids)}
       ) WHERE n <= ${INCLUDED_ACTIVITIES} ORDER BY created_at DESC, id DESC`);
     const byContact = new Map<string, Activity[]>(ids.map((id) => [id, []]));
-    for (const r of rows) byContact.get(r.contact_id)!.push(toActivity(r));
+    for (const r of rows) byContact.get(r.contact_id)!.push(fromActivityRow(r));
     for (const c of contacts) c.activities = byContact.get(c.id)!;
   }
   if (include.includes("deals")) for (const c of contacts) c.deals = [];

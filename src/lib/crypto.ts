@@ -11,20 +11,6 @@ export async function sha256Hex(value: string): Promise<string> {
   return toHex(await crypto.subtle.digest("SHA-256", encoder.encode(value)));
 }
 
-export async function hmacSha256Hex(secret: string, message: string): Promise<string> {
-  const key = await crypto.subtle.importKey("raw", encoder.encode(secret), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
-  return toHex(await crypto.subtle.sign("HMAC", key, encoder.encode(message)));
-}
-
-/** Constant-time comparison: hash both sides first so lengths never leak, then compare the digests. */
-export async function timingSafeEqualStrings(a: string, b: string): Promise<boolean> {
-  const [da, db] = await Promise.all([
-    crypto.subtle.digest("SHA-256", encoder.encode(a)),
-    crypto.subtle.digest("SHA-256", encoder.encode(b)),
-  ]);
-  return crypto.subtle.timingSafeEqual(da, db);
-}
-
 /** A capability token: 32 random bytes, base64url, prefixed so a leaked token is recognisable in a scan. */
 export function newToken(prefix: string): string {
   const bytes = crypto.getRandomValues(new Uint8Array(32));

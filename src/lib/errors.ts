@@ -65,14 +65,6 @@ export class Validation extends AppError {
   }
 }
 
-export class UnsupportedMediaType extends AppError {
-  readonly status = 415;
-  readonly code = "unsupported_media_type";
-  constructor() {
-    super("Content-Type must be application/json");
-  }
-}
-
 export class PayloadTooLarge extends AppError {
   readonly status = 413;
   readonly code = "payload_too_large";
