@@ -1,5 +1,5 @@
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
-import { crmErrors, Page, Success } from "../crm/envelope";
+import { CRM_BODY_ERRORS, CRM_COMMON_ERRORS, crmError, crmSuccess, Page } from "../crm/envelope";
 import { serviceContext } from "../platform/auth";
 import type { AppBindings } from "../platform/context";
 import { issuesOf, validationHookWith } from "../platform/openapi";
@@ -35,7 +35,17 @@ const contactValidationHook = validationHookWith(async (body, c) => {
 
 const tags = ["Contacts"];
 const security = [{ bearerAuth: [] }];
-const json = <T extends z.ZodType>(schema: T, description: string) => ({ description, content: { "application/json": { schema } } });
+const CONTACT_ERRORS = {
+  ...CRM_COMMON_ERRORS,
+  ...CRM_BODY_ERRORS,
+  404: crmError("No contact with this id in your organization (not_found_error)"),
+  409: crmError("A contact with this e-mail already exists in your organization (conflict_error)"),
+};
+/** The error responses of a contact route: 401 and 500 always, plus the statuses it names. */
+const crmErrors = (...extra: (400 | 404 | 409 | 413 | 415 | 422)[]) => ({
+  ...CRM_COMMON_ERRORS,
+  ...Object.fromEntries(extra.map((status) => [status, CONTACT_ERRORS[status]])),
+});
 const body = <T extends z.ZodType>(schema: T) => ({ body: { required: true, content: { "application/json": { schema } } } });
 
 const FIELD_RULES = `Unknown fields are rejected (422 \`unknown_field\`); the read-only fields id, organizationId, createdAt, updatedAt and
@@ -52,7 +62,7 @@ const list = createRoute({
   description:
     "Keyset-paginated: pass `pagination.nextCursor` back as `cursor`. A cursor walk returns every matching contact exactly once, also while contacts are being added. Unknown query parameters are rejected (422).",
   request: { query: ContactListQuery },
-  responses: { 200: json(Page(Contact.partial()), "A page of contacts (only the requested fields with `fields`)"), ...crmErrors(422) },
+  responses: { 200: { description: "A page of contacts (only the requested fields with `fields`)", content: { "application/json": { schema: Page(Contact.partial()) } } }, ...crmErrors(422) },
 });
 
 const listTagsRoute = createRoute({
@@ -61,7 +71,7 @@ const listTagsRoute = createRoute({
   tags,
   security,
   summary: "The organization's tags with colors and contact counts",
-  responses: { 200: json(Success(z.array(ContactTag)), "Tags, most used first") },
+  responses: { 200: crmSuccess("Tags, most used first", z.array(ContactTag)) },
 });
 
 const bulk = createRoute({
@@ -72,7 +82,7 @@ const bulk = createRoute({
   summary: "Update up to 100 contacts at once",
   description: "Ids that do not exist in your organization count as failed; the successful updates are written atomically.",
   request: body(BulkUpdate),
-  responses: { 200: json(Success(BulkResult), "Per-id outcome"), ...crmErrors(400, 413, 415, 422) },
+  responses: { 200: crmSuccess("Per-id outcome", BulkResult), ...crmErrors(400, 413, 415, 422) },
 });
 
 const read = createRoute({
@@ -82,7 +92,7 @@ const read = createRoute({
   security,
   summary: "Read a contact",
   request: { params: IdParam, query: ContactReadQuery },
-  responses: { 200: json(Success(Contact), "The contact"), ...crmErrors(404, 422) },
+  responses: { 200: crmSuccess("The contact", Contact), ...crmErrors(404, 422) },
 });
 
 const create = createRoute({
@@ -93,7 +103,7 @@ const create = createRoute({
   summary: "Create a contact",
   description: FIELD_RULES,
   request: body(ContactCreate),
-  responses: { 201: json(Success(Contact), "The created contact"), ...crmErrors(400, 409, 413, 415, 422) },
+  responses: { 201: crmSuccess("The created contact", Contact), ...crmErrors(400, 409, 413, 415, 422) },
 });
 
 const update = createRoute({
@@ -104,7 +114,7 @@ const update = createRoute({
   summary: "Update a contact",
   description: `Every field optional. ${FIELD_RULES}`,
   request: { params: IdParam, ...body(ContactUpdate) },
-  responses: { 200: json(Success(Contact), "The updated contact"), ...crmErrors(400, 404, 409, 413, 415, 422) },
+  responses: { 200: crmSuccess("The updated contact", Contact), ...crmErrors(400, 404, 409, 413, 415, 422) },
 });
 
 const remove = createRoute({
@@ -116,7 +126,7 @@ const remove = createRoute({
   description: "Deletes the contact with its tags and activities.",
   request: { params: IdParam },
   responses: {
-    200: json(z.object({ success: z.literal(true), message: z.string(), data: z.object({ id: z.string(), deleted: z.literal(true) }) }), "Deleted"),
+    200: { description: "Deleted", content: { "application/json": { schema: z.object({ success: z.literal(true), message: z.string(), data: z.object({ id: z.string(), deleted: z.literal(true) }) }) } } },
     ...crmErrors(404),
   },
 });
@@ -128,7 +138,7 @@ const activities = createRoute({
   security,
   summary: "A contact's activities, newest first (at most 500)",
   request: { params: IdParam },
-  responses: { 200: json(Success(z.array(Activity)), "Activities"), ...crmErrors(404) },
+  responses: { 200: crmSuccess("Activities", z.array(Activity)), ...crmErrors(404) },
 });
 
 const logActivity = createRoute({
@@ -139,7 +149,7 @@ const logActivity = createRoute({
   summary: "Log an activity",
   description: "E-mails, calls, SMS, meetings and showings that have happened move the contact's lastContactedAt.",
   request: { params: IdParam, ...body(ActivityCreate) },
-  responses: { 201: json(Success(Activity), "The activity"), ...crmErrors(400, 404, 413, 415, 422) },
+  responses: { 201: crmSuccess("The activity", Activity), ...crmErrors(400, 404, 413, 415, 422) },
 });
 
 const tag = createRoute({
@@ -150,7 +160,7 @@ const tag = createRoute({
   summary: "Add tags to a contact",
   description: "Adds the tags the contact does not have yet and keeps the others.",
   request: { params: IdParam, ...body(TagsAdd) },
-  responses: { 200: json(Success(Contact), "The contact with its tags"), ...crmErrors(400, 404, 413, 415, 422) },
+  responses: { 200: crmSuccess("The contact with its tags", Contact), ...crmErrors(400, 404, 413, 415, 422) },
 });
 
 // Static paths (/tags, /bulk) are registered before /{id} so they are not read as ids.

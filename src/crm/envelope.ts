@@ -31,7 +31,6 @@ export const CrmError = z
 
 /** An error response of a CRM route, described for that route. */
 export const crmError = (description: string) => ({ description, content: { "application/json": { schema: CrmError } } });
-const errorResponse = crmError;
 
 /** `{success: true, data}` around a schema, as a response declaration. */
 export const crmSuccess = <T extends z.ZodType>(description: string, data: T) => ({
@@ -52,19 +51,3 @@ export const CRM_BODY_ERRORS = {
   415: crmError("Content-Type is not application/json"),
   422: crmError("The body broke the schema; errors[] lists every problem with field, code and message"),
 } as const;
-
-/** The error responses every authenticated CRM route can give, plus the ones a route adds. */
-export const crmErrors = (...extra: (400 | 404 | 409 | 413 | 415 | 422)[]) => {
-  const all = {
-    400: errorResponse("Malformed JSON body (invalid_request_error)"),
-    401: errorResponse("Missing, unknown, revoked or expired token (authentication_error)"),
-    404: errorResponse("No such object in your organization (not_found_error)"),
-    409: errorResponse("A contact with this e-mail already exists in your organization (conflict_error)"),
-    413: errorResponse("Body too large"),
-    415: errorResponse("Content-Type is not application/json"),
-    422: errorResponse("Validation failed; errors[] lists every problem (validation_error)"),
-  } as const;
-  const picked: Record<number, ReturnType<typeof errorResponse>> = { 401: all[401] };
-  for (const status of extra) picked[status] = all[status];
-  return picked;
-};
