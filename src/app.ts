@@ -1,12 +1,13 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
 import { requestId } from "hono/request-id";
 import { contactRoutes } from "./contacts/routes";
-import { createDb } from "./db/client";
 import { readConfig } from "./env";
 import { plantRoutes } from "./plants/routes";
 import { requireAuth } from "./platform/auth";
 import { DEFAULT_BODY_LIMIT_BYTES, limitBody } from "./platform/body-limit";
 import type { AppBindings } from "./platform/context";
+import { idempotency } from "./platform/idempotency";
+import { d1Session } from "./platform/session";
 import { handleError, handleNotFound } from "./platform/error-handler";
 import { mountDocs, validationHook } from "./platform/openapi";
 import { durableObjectRateLimiter, type RateLimiter } from "./platform/rate-limit";
@@ -22,6 +23,8 @@ export interface AppOptions {
 
 /** Routes that need a bearer session; everything under /api/public, /oauth and the docs stays open. */
 const AUTHENTICATED = ["/v1/*", "/plants", "/plants/*", "/api/*"] as const;
+/** Writes that honour Idempotency-Key (platform/idempotency.ts); the public capability routes have no organization to scope keys to. */
+const IDEMPOTENT = ["/v1/*", "/api/*"] as const;
 
 export function createApp(options: AppOptions = {}) {
   const app = new OpenAPIHono<AppBindings>({ defaultHook: validationHook });
@@ -29,13 +32,17 @@ export function createApp(options: AppOptions = {}) {
   app.use(requestId());
   app.use(async (c, next) => {
     readConfig(c.env); // a malformed deployment fails every request loudly (500 with request id), not one route subtly
-    c.set("db", createDb(c.env.DB));
     c.set("rateLimiter", options.rateLimiter ?? durableObjectRateLimiter(c.env));
     await next();
   });
+  app.use(d1Session);
   app.use(limitBody(DEFAULT_BODY_LIMIT_BYTES));
+  const isPublic = (path: string) => path.startsWith("/api/public/");
   for (const path of AUTHENTICATED) {
-    app.use(path, async (c, next) => (c.req.path.startsWith("/api/public/") ? next() : requireAuth(c, next)));
+    app.use(path, async (c, next) => (isPublic(c.req.path) ? next() : requireAuth(c, next)));
+  }
+  for (const path of IDEMPOTENT) {
+    app.use(path, async (c, next) => (isPublic(c.req.path) ? next() : idempotency(c, next)));
   }
 
   app.route("/", plantRoutes);

@@ -5,6 +5,7 @@ import type { Env } from "./env";
 import { createEventRouter } from "./events/consumers";
 import { resendUnsentEvents } from "./events/outbox";
 import { EVENT_CONSUMERS } from "./events/registry";
+import { pruneIdempotencyKeys } from "./platform/idempotency";
 import { createDeliveryConsumer, markDeadDeliveries } from "./webhooks/delivery";
 import { resendStalledDeliveries } from "./webhooks/fanout";
 import { defaultWebhookDeps } from "./webhooks/transport";
@@ -36,6 +37,6 @@ export default {
 
   async scheduled(_controller: ScheduledController, env: Env, ctx: ExecutionContext): Promise<void> {
     const db = createDb(env.DB);
-    ctx.waitUntil(Promise.all([resendUnsentEvents(env, db), resendStalledDeliveries(env, db), pruneStaleListTotals(env.DB)]));
+    ctx.waitUntil(Promise.all([resendUnsentEvents(env, db), resendStalledDeliveries(env, db), pruneStaleListTotals(env.DB), pruneIdempotencyKeys(db)]));
   },
 } satisfies ExportedHandler<Env>;

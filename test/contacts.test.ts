@@ -455,7 +455,8 @@ describe("contact tags", () => {
     const tags = Array.from({ length: 50 }, (_, i) => `tag-${i}`);
     const c = await createContact(token, { tags });
     expect(c.tags).toEqual(tags);
-    const list = await json(await call("GET", "/v1/contacts/tags", { token }));
+    const list = await json(await call("GET", "/v1/contacts/tags?limit=100", { token }));
     expect(list.data).toHaveLength(50);
+    expect(list.pagination).toEqual({ hasMore: false, nextCursor: null, total: 50, limit: 100 });
   });
 });

@@ -35,6 +35,12 @@ async function fetchAndSettle(method: string, path: string, token: string, body?
   return res;
 }
 
+/** Stages `event` as the write path does, as if written at `at` (its re-send falls due 30 s later). */
+async function stageAt(event: EventEnvelope, at: Date) {
+  const db = createDb(env.DB);
+  await db.batch([stageEvent(db, { ...event, occurredAt: at.toISOString() })]);
+}
+
 function envelope(organizationId: string, type = "plant.created"): EventEnvelope {
   return { id: crypto.randomUUID(), type, organizationId, actor: { type: "system", userId: null }, occurredAt: new Date().toISOString(), data: { object: { id: 1 } } };
 }
@@ -62,15 +68,11 @@ describe("event outbox", () => {
   it("re-sends events that were written but never sent when the cron runs", async () => {
     const { organizationId } = await createPrincipal();
     const stale = envelope(organizationId, "plant.deleted");
-    const old = new Date(Date.now() - 120_000).toISOString();
-    await env.DB.prepare("INSERT INTO outbox_events (id, organization_id, type, actor, occurred_at, data) VALUES (?, ?, ?, ?, ?, ?)")
-      .bind(stale.id, organizationId, stale.type, JSON.stringify(stale.actor), old, JSON.stringify(stale.data))
-      .run();
+    const old = new Date(Date.now() - 120_000);
+    await stageAt(stale, old);
     // An event committed a moment ago may still be on its way: the cron pass leaves it alone.
     const fresh = envelope(organizationId);
-    await env.DB.prepare("INSERT INTO outbox_events (id, organization_id, type, actor, occurred_at, data) VALUES (?, ?, ?, ?, ?, ?)")
-      .bind(fresh.id, organizationId, fresh.type, JSON.stringify(fresh.actor), fresh.occurredAt, JSON.stringify(fresh.data))
-      .run();
+    await stageAt(fresh, new Date());
 
     const ctx = createExecutionContext();
     await worker.scheduled(createScheduledController({ cron: "* * * * *" }), env, ctx);
@@ -95,7 +97,7 @@ describe("publishing", () => {
     const { organizationId } = await createPrincipal();
     const events = Array.from({ length: 250 }, () => envelope(organizationId));
     await stageAll(events);
-    await publishEvents(env, createDb(env.DB), events);
+    await publishEvents(env, createDb(env.DB), events.map((e) => e.id));
     expect(await unsent(organizationId)).toBe(0);
     await vi.waitFor(async () => expect(await auditOf(organizationId)).toHaveLength(250), { timeout: 20_000, interval: 200 });
   });
@@ -104,7 +106,7 @@ describe("publishing", () => {
     const { organizationId } = await createPrincipal();
     const events = Array.from({ length: 30 }, () => ({ ...envelope(organizationId), data: { object: { notes: "x".repeat(20_000) } } }));
     await stageAll(events);
-    await publishEvents(env, createDb(env.DB), events);
+    await publishEvents(env, createDb(env.DB), events.map((e) => e.id));
     expect(await unsent(organizationId)).toBe(0);
   });
 });
@@ -112,7 +114,7 @@ describe("publishing", () => {
 describe("event consumers", () => {
   function counting(name = `probe-${crypto.randomUUID()}`) {
     const seen: string[] = [];
-    const consumer: EventConsumer = { name, accepts: (t) => t.startsWith("plant."), handle: async (e) => void seen.push(e.id) };
+    const consumer: EventConsumer = { name, accepts: (t) => t.startsWith("plant."), handle: async (events) => void seen.push(...events.map((e) => e.id)) };
     return { consumer, seen };
   }
 
@@ -150,17 +152,18 @@ describe("event consumers", () => {
 
   it("retries a failing message with backoff on its own and acks the rest; the retry then succeeds", async () => {
     const { organizationId } = await createPrincipal();
-    let failNext = true;
+    // Fails the batch call that carries plant.deleted, and the one-at-a-time call that follows it.
+    let failures = 2;
     const handled: string[] = [];
     const flaky: EventConsumer = {
       name: `flaky-${crypto.randomUUID()}`,
       accepts: () => true,
-      handle: async (e) => {
-        if (e.type === "plant.deleted" && failNext) {
-          failNext = false;
+      handle: async (events) => {
+        if (events.some((e) => e.type === "plant.deleted") && failures > 0) {
+          failures--;
           throw new Error("downstream unavailable");
         }
-        handled.push(e.type);
+        handled.push(...events.map((e) => e.type));
       },
     };
     const route = createEventRouter([flaky]);

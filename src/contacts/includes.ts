@@ -1,10 +1,8 @@
 import { sql } from "drizzle-orm";
 import { inJsonList } from "../lib/sql";
 import type { ServiceContext } from "../platform/context";
-import type { Activity, Contact, Include } from "./schemas";
+import { type Activity, type Contact, type Include, INCLUDED_ACTIVITIES } from "./schemas";
 
-/** Activities returned per contact by include=activities (GET …/activities has them all). */
-export const INCLUDED_ACTIVITIES = 20;
 
 interface ActivityRow {
   contact_id: string;

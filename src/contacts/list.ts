@@ -109,7 +109,7 @@ function filterKey(q: ContactListQuery): string | null {
  * once per contacts version and cached, so walking 400 pages counts once, not 400 times.
  */
 export async function listContacts(ctx: ServiceContext, q: ContactListQuery): Promise<ContactPage> {
-  const d1 = ctx.env.DB;
+  const d1 = ctx.d1;
   const page = listSql(ctx.organizationId, q);
   const key = filterKey(q);
   const keyHash = key ? await sha256Hex(key) : "";
@@ -145,7 +145,7 @@ export async function listContacts(ctx: ServiceContext, q: ContactListQuery): Pr
 /** Counts the filtered contacts and caches the figure under the version read before counting (never newer). */
 async function countAndCache(ctx: ServiceContext, q: ContactListQuery, keyHash: string, version: number): Promise<number> {
   const where = filters(ctx.organizationId, q);
-  const row = await ctx.env.DB.prepare(
+  const row = await ctx.d1.prepare(
     `INSERT INTO contact_list_totals (organization_id, filter_key, version, total)
      SELECT ?, ?, ?, COUNT(*) FROM contacts c WHERE ${where.sql.join(" AND ")}
      ON CONFLICT (organization_id, filter_key) DO UPDATE SET version = excluded.version, total = excluded.total

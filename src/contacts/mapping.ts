@@ -26,6 +26,7 @@ export interface ContactRow {
   created_at: string;
   updated_at: string;
   last_contacted_at: string | null;
+  version: number;
 }
 
 const parse = <T>(v: string | null): T | null => (v === null ? null : (JSON.parse(v) as T));
@@ -54,6 +55,7 @@ export function fromRow(r: ContactRow): ContactRecord {
     createdAt: r.created_at,
     updatedAt: r.updated_at,
     lastContactedAt: r.last_contacted_at,
+    version: r.version,
   };
 }
 

@@ -1,6 +1,8 @@
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
-import { CRM_BODY_ERRORS, CRM_COMMON_ERRORS, crmError, crmSuccess, Page } from "../crm/envelope";
+import { CRM_BODY_ERRORS, CRM_COMMON_ERRORS, CRM_PRECONDITION_ERROR, crmError, crmSuccess, Page } from "../crm/envelope";
+import { listQuery } from "../crm/list-query";
 import { serviceContext } from "../platform/auth";
+import { ETAG_HEADER, withEtag } from "../platform/etag";
 import type { AppBindings } from "../platform/context";
 import { issuesOf, validationHookWith } from "../platform/openapi";
 import { createActivity, listActivities } from "./activities";
@@ -39,14 +41,17 @@ const CONTACT_ERRORS = {
   ...CRM_COMMON_ERRORS,
   ...CRM_BODY_ERRORS,
   404: crmError("No contact with this id in your organization (not_found_error)"),
-  409: crmError("A contact with this e-mail already exists in your organization (conflict_error)"),
+  409: crmError("A contact with this e-mail already exists in your organization (duplicate_email), or the contact was changed by too many requests at once (concurrent_modification; retry)"),
+  ...CRM_PRECONDITION_ERROR,
 };
 /** The error responses of a contact route: 401 and 500 always, plus the statuses it names. */
-const crmErrors = (...extra: (400 | 404 | 409 | 413 | 415 | 422)[]) => ({
+const crmErrors = (...extra: (400 | 404 | 409 | 412 | 413 | 415 | 422)[]) => ({
   ...CRM_COMMON_ERRORS,
   ...Object.fromEntries(extra.map((status) => [status, CONTACT_ERRORS[status]])),
 });
 const body = <T extends z.ZodType>(schema: T) => ({ body: { required: true, content: { "application/json": { schema } } } });
+
+const CONDITIONAL = "Send the contact's ETag in `If-Match` to make the write conditional: 412 when the contact has changed since.";
 
 const FIELD_RULES = `Unknown fields are rejected (422 \`unknown_field\`); the read-only fields id, organizationId, createdAt, updatedAt and
 lastContactedAt are ignored, so a fetched contact can be sent back as is. Optional fields take null to clear them.
@@ -71,7 +76,9 @@ const listTagsRoute = createRoute({
   tags,
   security,
   summary: "The organization's tags with colors and contact counts",
-  responses: { 200: crmSuccess("Tags, most used first", z.array(ContactTag)) },
+  description: "Tags carried by at least one contact, most used first (then by name), keyset-paginated.",
+  request: { query: listQuery({}) },
+  responses: { 200: { description: "A page of tags, most used first", content: { "application/json": { schema: Page(ContactTag) } } }, ...crmErrors(422) },
 });
 
 const bulk = createRoute({
@@ -82,7 +89,7 @@ const bulk = createRoute({
   summary: "Update up to 100 contacts at once",
   description: "Ids that do not exist in your organization count as failed; the successful updates are written atomically.",
   request: body(BulkUpdate),
-  responses: { 200: crmSuccess("Per-id outcome", BulkResult), ...crmErrors(400, 413, 415, 422) },
+  responses: { 200: crmSuccess("Per-id outcome", BulkResult), ...crmErrors(400, 409, 413, 415, 422) },
 });
 
 const read = createRoute({
@@ -92,7 +99,7 @@ const read = createRoute({
   security,
   summary: "Read a contact",
   request: { params: IdParam, query: ContactReadQuery },
-  responses: { 200: crmSuccess("The contact", Contact), ...crmErrors(404, 422) },
+  responses: { 200: crmSuccess("The contact", Contact, ETAG_HEADER), ...crmErrors(404, 422) },
 });
 
 const create = createRoute({
@@ -103,7 +110,7 @@ const create = createRoute({
   summary: "Create a contact",
   description: FIELD_RULES,
   request: body(ContactCreate),
-  responses: { 201: crmSuccess("The created contact", Contact), ...crmErrors(400, 409, 413, 415, 422) },
+  responses: { 201: crmSuccess("The created contact", Contact, ETAG_HEADER), ...crmErrors(400, 409, 413, 415, 422) },
 });
 
 const update = createRoute({
@@ -112,9 +119,9 @@ const update = createRoute({
   tags,
   security,
   summary: "Update a contact",
-  description: `Every field optional. ${FIELD_RULES}`,
+  description: `Every field optional; only the fields sent change, so concurrent updates of different fields all land. ${FIELD_RULES}\n\n${CONDITIONAL}`,
   request: { params: IdParam, ...body(ContactUpdate) },
-  responses: { 200: crmSuccess("The updated contact", Contact), ...crmErrors(400, 404, 409, 413, 415, 422) },
+  responses: { 200: crmSuccess("The updated contact", Contact, ETAG_HEADER), ...crmErrors(400, 404, 409, 412, 413, 415, 422) },
 });
 
 const remove = createRoute({
@@ -123,11 +130,11 @@ const remove = createRoute({
   tags,
   security,
   summary: "Delete a contact",
-  description: "Deletes the contact with its tags and activities.",
+  description: `Deletes the contact with its tags and activities. ${CONDITIONAL}`,
   request: { params: IdParam },
   responses: {
     200: { description: "Deleted", content: { "application/json": { schema: z.object({ success: z.literal(true), message: z.string(), data: z.object({ id: z.string(), deleted: z.literal(true) }) }) } } },
-    ...crmErrors(404),
+    ...crmErrors(404, 409, 412),
   },
 });
 
@@ -136,9 +143,10 @@ const activities = createRoute({
   path: "/v1/contacts/{id}/activities",
   tags,
   security,
-  summary: "A contact's activities, newest first (at most 500)",
-  request: { params: IdParam },
-  responses: { 200: crmSuccess("Activities", z.array(Activity)), ...crmErrors(404) },
+  summary: "A contact's activities, newest first",
+  description: "Keyset-paginated: pass `pagination.nextCursor` back as `cursor`.",
+  request: { params: IdParam, query: listQuery({}) },
+  responses: { 200: { description: "A page of activities", content: { "application/json": { schema: Page(Activity) } } }, ...crmErrors(404, 422) },
 });
 
 const logActivity = createRoute({
@@ -147,9 +155,9 @@ const logActivity = createRoute({
   tags,
   security,
   summary: "Log an activity",
-  description: "E-mails, calls, SMS, meetings and showings that have happened move the contact's lastContactedAt.",
+  description: `E-mails, calls, SMS, meetings and showings that have happened move the contact's lastContactedAt. An activity changes the contact's version (its ETag). ${CONDITIONAL}`,
   request: { params: IdParam, ...body(ActivityCreate) },
-  responses: { 201: crmSuccess("The activity", Activity), ...crmErrors(400, 404, 413, 415, 422) },
+  responses: { 201: crmSuccess("The activity", Activity), ...crmErrors(400, 404, 409, 412, 413, 415, 422) },
 });
 
 const tag = createRoute({
@@ -158,24 +166,24 @@ const tag = createRoute({
   tags,
   security,
   summary: "Add tags to a contact",
-  description: "Adds the tags the contact does not have yet and keeps the others.",
+  description: `Adds the tags the contact does not have yet and keeps the others; concurrent additions all land. ${CONDITIONAL}`,
   request: { params: IdParam, ...body(TagsAdd) },
-  responses: { 200: crmSuccess("The contact with its tags", Contact), ...crmErrors(400, 404, 413, 415, 422) },
+  responses: { 200: crmSuccess("The contact with its tags", Contact, ETAG_HEADER), ...crmErrors(400, 404, 409, 412, 413, 415, 422) },
 });
 
 // Static paths (/tags, /bulk) are registered before /{id} so they are not read as ids.
 export const contactRoutes = new OpenAPIHono<AppBindings>({ defaultHook: contactValidationHook })
-  .openapi(listTagsRoute, async (c) => c.json({ success: true as const, data: await listTags(serviceContext(c)) }, 200))
+  .openapi(listTagsRoute, async (c) => c.json({ success: true as const, ...(await listTags(serviceContext(c), c.req.valid("query"))) }, 200))
   .openapi(bulk, async (c) => c.json({ success: true as const, data: await bulkUpdateContacts(serviceContext(c), c.req.valid("json")) }, 200))
   .openapi(list, async (c) => c.json({ success: true as const, ...(await listContacts(serviceContext(c), c.req.valid("query"))) }, 200))
-  .openapi(create, async (c) => c.json({ success: true as const, data: await createContact(serviceContext(c), c.req.valid("json")) }, 201))
-  .openapi(read, async (c) => c.json({ success: true as const, data: await getContact(serviceContext(c), c.req.valid("param").id, c.req.valid("query").include) }, 200))
-  .openapi(update, async (c) => c.json({ success: true as const, data: await updateContact(serviceContext(c), c.req.valid("param").id, c.req.valid("json")) }, 200))
+  .openapi(create, async (c) => c.json({ success: true as const, data: withEtag(c, await createContact(serviceContext(c), c.req.valid("json"))) }, 201))
+  .openapi(read, async (c) => c.json({ success: true as const, data: withEtag(c, await getContact(serviceContext(c), c.req.valid("param").id, c.req.valid("query").include)) }, 200))
+  .openapi(update, async (c) => c.json({ success: true as const, data: withEtag(c, await updateContact(serviceContext(c), c.req.valid("param").id, c.req.valid("json"))) }, 200))
   .openapi(remove, async (c) => {
     const { id } = c.req.valid("param");
     await deleteContact(serviceContext(c), id);
     return c.json({ success: true as const, message: "Contact deleted", data: { id, deleted: true as const } }, 200);
   })
-  .openapi(activities, async (c) => c.json({ success: true as const, data: await listActivities(serviceContext(c), c.req.valid("param").id) }, 200))
+  .openapi(activities, async (c) => c.json({ success: true as const, ...(await listActivities(serviceContext(c), c.req.valid("param").id, c.req.valid("query"))) }, 200))
   .openapi(logActivity, async (c) => c.json({ success: true as const, data: await createActivity(serviceContext(c), c.req.valid("param").id, c.req.valid("json")) }, 201))
-  .openapi(tag, async (c) => c.json({ success: true as const, data: await addTags(serviceContext(c), c.req.valid("param").id, c.req.valid("json").tags) }, 200));
+  .openapi(tag, async (c) => c.json({ success: true as const, data: withEtag(c, await addTags(serviceContext(c), c.req.valid("param").id, c.req.valid("json").tags)) }, 200));

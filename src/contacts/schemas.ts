@@ -1,4 +1,7 @@
 import { z } from "@hono/zod-openapi";
+import { csv, intParam, pageParams, timestampParam } from "../crm/list-query";
+import { boundedJsonObject } from "../lib/json-bounds";
+import { pattern } from "../lib/validation";
 
 // Enumerations of the spec (Contact, Property types).
 export const CONTACT_TYPES = ["LEAD", "CLIENT", "PAST_CLIENT", "REFERRAL", "VENDOR"] as const;
@@ -11,8 +14,6 @@ export const ACTIVITY_TYPES = ["EMAIL_SENT", "EMAIL_RECEIVED", "PHONE_CALL", "SM
 export const READ_ONLY_FIELDS = ["id", "organizationId", "createdAt", "updatedAt", "lastContactedAt"] as const;
 
 const text = (max: number) => z.string().trim().min(1).max(max);
-/** A string matching `re`; a mismatch is reported with `code` (errors[].code on the CRM routes). */
-const pattern = (re: RegExp, code: string, message: string) => z.string().refine((v) => re.test(v), { message, params: { code } });
 const phone = pattern(/^\+?[0-9 ().-]{3,30}(\s*(x|ext\.?)\s*\d{1,6})?$/i, "invalid_phone", "Invalid phone number");
 const code = pattern(/^[A-Z][A-Z0-9_]{0,39}$/, "invalid_code", "Must be an UPPER_SNAKE_CASE code");
 const tag = z.string().trim().min(1).max(50);
@@ -82,6 +83,9 @@ export const Activity = z
     metadata: z.record(z.string(), z.unknown()).nullable(),
   })
   .openapi("ContactActivity");
+
+/** Activity metadata is free-form JSON, bounded so that an activity always fits in a page and in an event. */
+export const MAX_METADATA_CHARS = 8 * 1024;
 export type Activity = z.infer<typeof Activity>;
 
 export const ActivityCreate = z
@@ -89,10 +93,13 @@ export const ActivityCreate = z
     type: z.enum(ACTIVITY_TYPES),
     description: z.string().max(5000).optional(),
     scheduledAt: z.iso.datetime({ offset: true }).optional(),
-    metadata: z.record(z.string(), z.unknown()).optional(),
+    metadata: boundedJsonObject({ maxChars: MAX_METADATA_CHARS }).optional(),
   })
   .openapi("ContactActivityCreate");
 export type ActivityCreate = z.infer<typeof ActivityCreate>;
+
+/** Activities embedded per contact by include=activities; the activities route pages through the rest. */
+export const INCLUDED_ACTIVITIES = 5;
 
 export const Contact = z
   .object({
@@ -115,7 +122,7 @@ export const Contact = z
     createdAt: z.string(),
     updatedAt: z.string(),
     lastContactedAt: z.string().nullable(),
-    activities: z.array(Activity).optional().openapi({ description: "With include=activities: the 20 most recent" }),
+    activities: z.array(Activity).optional().openapi({ description: `With include=activities: the ${INCLUDED_ACTIVITIES} most recent (GET …/activities pages through all of them)` }),
     deals: z.array(z.unknown()).optional().openapi({ description: "With include=deals" }),
     communications: z.array(z.unknown()).optional().openapi({ description: "With include=communications" }),
   })
@@ -148,25 +155,13 @@ export interface SortKey {
   direction: "asc" | "desc";
 }
 
-const intParam = (min: number, max: number) =>
-  pattern(/^-?\d+$/, "invalid_integer", "Must be an integer")
-    .transform(Number)
-    .pipe(z.int().min(min).max(max));
-const timestampParam = z.iso.datetime({ offset: true, message: "Must be an ISO 8601 timestamp" }).transform((v) => new Date(v).toISOString());
-const csv = <T extends z.ZodType<string, string>>(item: T, max = 20) =>
-  z
-    .string()
-    .transform((v) => v.split(",").map((s) => s.trim()).filter(Boolean))
-    .pipe(z.array(item).min(1).max(max));
-
 export const ContactListQuery = z
   .strictObject({
-    limit: intParam(1, 100).optional().openapi({ description: "1–100, default 25; out of range is a 422" }),
-    cursor: z.string().min(1).optional(),
+    ...pageParams,
     type: z.enum(CONTACT_TYPES).optional(),
     status: z.enum(CONTACT_STATUSES).optional(),
-    source: z.string().min(1).optional(),
-    assignedTo: z.string().min(1).optional(),
+    source: z.string().min(1).max(40).optional(),
+    assignedTo: z.string().min(1).max(100).optional(),
     tags: csv(tag).optional().openapi({ type: "string", description: "Comma-separated, at most 20; a contact matches when it has all of them" }),
     "leadScore[gte]": intParam(0, 100).optional(),
     "leadScore[lte]": intParam(0, 100).optional(),

@@ -1,9 +1,10 @@
-import { and, desc, eq, ne, sql } from "drizzle-orm";
-import { contactActivities, contacts, contactTags, tags } from "../db/schema";
+import { and, eq, ne } from "drizzle-orm";
+import { contactActivities, contacts, contactTags } from "../db/schema";
+import { commit, expectVersion, expectVersionMatch, type Statement, versioned, withRetries } from "../db/write";
+import type { EventEnvelope } from "../events/envelope";
+import { newEvent } from "../events/outbox";
 import { Conflict, NotFound } from "../lib/errors";
 import { newId } from "../lib/ids";
-import { deferPublish, newEvent, stageEvent } from "../events/outbox";
-import type { EventEnvelope } from "../events/envelope";
 import type { ServiceContext } from "../platform/context";
 import { loadIncludes } from "./includes";
 import { type ContactRecord, toContact } from "./mapping";
@@ -14,15 +15,16 @@ import {
   assertAssignee,
   bumpCounters,
   changeEvents,
+  CONTACTS,
   NO_ACTIVITY,
-  type Statement,
+  replaceContact,
   tagStatements,
   uniqueTags,
-  updateStatement,
   writableInput,
 } from "./writes";
 
 export { listContacts } from "./list";
+export { listTags } from "./tags";
 
 const byId = (ctx: ServiceContext, id: string) => and(eq(contacts.id, id), eq(contacts.organizationId, ctx.organizationId));
 
@@ -44,19 +46,21 @@ async function assertEmailFree(ctx: ServiceContext, emailKey: string, exceptId?:
 
 const emailConflict = () => new Conflict("A contact with this e-mail already exists in your organization", "duplicate_email");
 
-/** Writes one batch; a unique-index race on the e-mail that the pre-check missed is still a 409, not a 500. */
-async function commit(ctx: ServiceContext, statements: Statement[], events: EventEnvelope[]): Promise<void> {
+/** `commit` for contacts: a unique-index race on the e-mail that the pre-check missed is still a 409, not a 500. */
+async function commitContact(ctx: ServiceContext, statements: Statement[], events: EventEnvelope[]): Promise<void> {
   try {
-    await ctx.db.batch([...statements, ...events.map((e) => stageEvent(ctx.db, e))] as [Statement, ...Statement[]]);
+    await commit(ctx, statements, events);
   } catch (err) {
     if (String(err).includes("contacts_org_email_unique") || String(err).includes("contacts.email_key")) throw emailConflict();
     throw err;
   }
-  deferPublish(ctx, events);
 }
 
+/** The contact as the API shows it, marked with its version for the ETag. */
+const shown = (record: ContactRecord): Contact => versioned(toContact(record), record.version);
+
 export async function getContact(ctx: ServiceContext, id: string, include: Include[] = []): Promise<Contact> {
-  const contact = toContact(await findContact(ctx, id));
+  const contact = shown(await findContact(ctx, id));
   await loadIncludes(ctx, [contact], include);
   return contact;
 }
@@ -89,6 +93,7 @@ export async function createContact(ctx: ServiceContext, raw: ContactCreate): Pr
     createdAt: at,
     updatedAt: at,
     lastContactedAt: null,
+    version: 1,
   };
   const record = applyInput(blank, input, NO_ACTIVITY, now);
   const object = toContact(record);
@@ -96,66 +101,75 @@ export async function createContact(ctx: ServiceContext, raw: ContactCreate): Pr
   if (record.tags.length) events.push(newEvent(ctx, "contact.tagged", { object, previousAttributes: { tags: [] }, changes: ["tags"], tags: record.tags }));
   if (record.assignedTo) events.push(newEvent(ctx, "contact.assigned", { object, previousAttributes: { assignedTo: null }, changes: ["assignedTo"] }));
   const { leadScoreRank: _rank, ...row } = record;
-  await commit(ctx, [ctx.db.insert(contacts).values(row), ...tagStatements(ctx, record.id, [], record.tags, at), bumpCounters(ctx, 1)], events);
-  return object;
+  await commitContact(ctx, [ctx.db.insert(contacts).values(row), ...tagStatements(ctx, [{ contactId: record.id, before: [], after: record.tags }], at), bumpCounters(ctx, 1)], events);
+  return shown(record);
 }
 
+/**
+ * PUT /v1/contacts/{id}. Only the fields the request names change: on a lost race the change is applied again to the
+ * contact as it now is, so concurrent updates of different fields all land.
+ */
 export async function updateContact(ctx: ServiceContext, id: string, raw: ContactUpdate): Promise<Contact> {
   const input = writableInput(raw);
-  const before = await findContact(ctx, id);
-  const now = new Date();
-  const [, , figures] = await Promise.all([
-    input.email !== undefined && input.email.toLowerCase() !== before.emailKey ? assertEmailFree(ctx, input.email.toLowerCase(), id) : null,
-    assertAssignee(ctx, input.assignedTo),
-    activityFigures(ctx, [id]),
-  ]);
-  const after = { ...applyInput(before, input, figures.get(id) ?? NO_ACTIVITY, now), updatedAt: now.toISOString() };
-  const events = changeEvents(ctx, before, after);
-  // Switching the computed score on or off changes no public field (so no event) but must still be stored.
-  if (events.length === 0 && after.leadScoreAuto === before.leadScoreAuto) return toContact(before);
-  await commit(ctx, [updateStatement(ctx, after), ...tagStatements(ctx, id, before.tags, after.tags, after.updatedAt), bumpCounters(ctx, 0)], events);
-  return toContact(after);
+  await assertAssignee(ctx, input.assignedTo);
+  return withRetries(async () => {
+    const before = await findContact(ctx, id);
+    expectVersionMatch(ctx, before.version);
+    const now = new Date();
+    const [, figures] = await Promise.all([
+      input.email !== undefined && input.email.toLowerCase() !== before.emailKey ? assertEmailFree(ctx, input.email.toLowerCase(), id) : null,
+      activityFigures(ctx, [id]),
+    ]);
+    const after = { ...applyInput(before, input, figures.get(id) ?? NO_ACTIVITY, now), updatedAt: now.toISOString(), version: before.version + 1 };
+    const events = changeEvents(ctx, before, after);
+    // Switching the computed score on or off changes no public field (so no event) but must still be stored.
+    if (events.length === 0 && after.leadScoreAuto === before.leadScoreAuto) return shown(before);
+    const tagChange = { contactId: id, before: before.tags, after: after.tags };
+    await commitContact(ctx, [...replaceContact(ctx, before, after), ...tagStatements(ctx, [tagChange], after.updatedAt), bumpCounters(ctx, 0)], events);
+    return shown(after);
+  });
 }
 
+/**
+ * DELETE /v1/contacts/{id}: the contact with its tags and activities. Guarded on the version read, so of concurrent
+ * deletes exactly one answers 200, moves the counters and emits contact.deleted; the others find it gone (404).
+ * A child write racing the delete is guarded on the same version, so nothing outlives the contact.
+ */
 export async function deleteContact(ctx: ServiceContext, id: string): Promise<void> {
-  await findContact(ctx, id);
-  const event = newEvent(ctx, "contact.deleted", { object: { id }, previousAttributes: null, changes: null });
-  const org = ctx.organizationId;
-  await commit(
-    ctx,
-    [
-      ctx.db.delete(contactTags).where(and(eq(contactTags.contactId, id), eq(contactTags.organizationId, org))),
-      ctx.db.delete(contactActivities).where(and(eq(contactActivities.contactId, id), eq(contactActivities.organizationId, org))),
-      ctx.db.delete(contacts).where(byId(ctx, id)),
-      bumpCounters(ctx, -1),
-    ],
-    [event],
-  );
+  await withRetries(async () => {
+    const before = await findContact(ctx, id);
+    expectVersionMatch(ctx, before.version);
+    const event = newEvent(ctx, "contact.deleted", { object: { id }, previousAttributes: null, changes: null });
+    const org = ctx.organizationId;
+    await commit(
+      ctx,
+      [
+        expectVersion(ctx.db, CONTACTS, org, before),
+        ...tagStatements(ctx, [{ contactId: id, before: before.tags, after: [] }], new Date().toISOString()),
+        ctx.db.delete(contactTags).where(and(eq(contactTags.contactId, id), eq(contactTags.organizationId, org))),
+        ctx.db.delete(contactActivities).where(and(eq(contactActivities.contactId, id), eq(contactActivities.organizationId, org))),
+        ctx.db.delete(contacts).where(byId(ctx, id)),
+        bumpCounters(ctx, -1),
+      ],
+      [event],
+    );
+  });
 }
 
 /** POST /v1/contacts/{id}/tags: adds tags (keeping the ones it has); emits contact.tagged with the new ones. */
 export async function addTags(ctx: ServiceContext, id: string, add: string[]): Promise<Contact> {
-  const before = await findContact(ctx, id);
-  const merged = uniqueTags([...before.tags, ...add]);
-  const added = merged.filter((t) => !before.tags.includes(t));
-  if (added.length === 0) return toContact(before);
-  const after: ContactRecord = { ...before, tags: merged, updatedAt: new Date().toISOString() };
-  // Tags are not a lead-score input, so an automatic score stays as it is.
-  const object = toContact(after);
-  const event = newEvent(ctx, "contact.tagged", { object, previousAttributes: { tags: before.tags }, changes: ["tags"], tags: added });
-  await commit(ctx, [updateStatement(ctx, after), ...tagStatements(ctx, id, before.tags, merged, after.updatedAt), bumpCounters(ctx, 0)], [event]);
-  return object;
-}
-
-/** GET /v1/contacts/tags: the organization's tags with how many contacts carry each, most used first. */
-export async function listTags(ctx: ServiceContext) {
-  const count = sql<number>`COUNT(${contactTags.contactId})`;
-  return ctx.db
-    .select({ name: tags.name, color: tags.color, count })
-    .from(tags)
-    .leftJoin(contactTags, and(eq(contactTags.organizationId, tags.organizationId), eq(contactTags.tag, tags.name)))
-    .where(eq(tags.organizationId, ctx.organizationId))
-    .groupBy(tags.name, tags.color)
-    .orderBy(desc(count), tags.name)
-    .all();
+  return withRetries(async () => {
+    const before = await findContact(ctx, id);
+    expectVersionMatch(ctx, before.version);
+    const merged = uniqueTags([...before.tags, ...add]);
+    const added = merged.filter((t) => !before.tags.includes(t));
+    if (added.length === 0) return shown(before);
+    const after: ContactRecord = { ...before, tags: merged, updatedAt: new Date().toISOString(), version: before.version + 1 };
+    // Tags are not a lead-score input, so an automatic score stays as it is.
+    const object = toContact(after);
+    const event = newEvent(ctx, "contact.tagged", { object, previousAttributes: { tags: before.tags }, changes: ["tags"], tags: added });
+    const tagChange = { contactId: id, before: before.tags, after: merged };
+    await commitContact(ctx, [...replaceContact(ctx, before, after), ...tagStatements(ctx, [tagChange], after.updatedAt), bumpCounters(ctx, 0)], [event]);
+    return shown(after);
+  });
 }

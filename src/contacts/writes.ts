@@ -1,5 +1,5 @@
 import { and, eq, sql } from "drizzle-orm";
-import type { BatchItem } from "drizzle-orm/batch";
+import { atVersion, expectVersion, type Statement, type VersionedTable } from "../db/write";
 import { contactActivities, contactCounters, contacts, contactTags, tags, users } from "../db/schema";
 import { diffAttributes } from "../lib/changes";
 import { Validation } from "../lib/errors";
@@ -10,8 +10,6 @@ import type { ServiceContext } from "../platform/context";
 import { type ActivityFigures, calculateLeadScore, CONVERSATION_TYPES, NO_ACTIVITY } from "./lead-score";
 import { type ContactRecord, toContact } from "./mapping";
 import { type ContactUpdate, READ_ONLY_FIELDS } from "./schemas";
-
-export type Statement = BatchItem<"sqlite">;
 
 const PALETTE = ["#2563eb", "#16a34a", "#dc2626", "#d97706", "#7c3aed", "#0891b2", "#db2777", "#4b5563", "#65a30d", "#ea580c"];
 
@@ -34,27 +32,53 @@ export const bumpCounters = (ctx: ServiceContext, delta: number): Statement =>
       set: { contactsTotal: sql`${contactCounters.contactsTotal} + ${delta}`, contactsVersion: sql`${contactCounters.contactsVersion} + 1` },
     });
 
-/** contact_tags rows and the organization's tag vocabulary for a change of a contact's tags. */
-export function tagStatements(ctx: ServiceContext, contactId: string, before: string[], after: string[], now: string): Statement[] {
-  const added = after.filter((t) => !before.includes(t));
-  const removed = before.filter((t) => !after.includes(t));
+/** One contact's tags before and after a write. */
+export interface TagChange {
+  contactId: string;
+  before: string[];
+  after: string[];
+}
+
+/**
+ * The contact_tags rows and tag counts for the tag changes of one batch, in at most four statements however many
+ * contacts it writes (lists travel as one JSON parameter: D1 binds at most 100 values). Counts move by exactly the
+ * rows added and removed; that holds because each change was computed from the contact row its batch guards
+ * (db/write.ts). A tag nobody carries any more leaves the list.
+ */
+export function tagStatements(ctx: ServiceContext, changes: TagChange[], now: string): Statement[] {
+  const org = ctx.organizationId;
+  const removed: [string, string][] = [];
+  const added: [string, string][] = [];
+  const delta = new Map<string, number>();
+  for (const { contactId, before, after } of changes) {
+    for (const t of before) if (!after.includes(t)) (removed.push([contactId, t]), delta.set(t, (delta.get(t) ?? 0) - 1));
+    for (const t of after) if (!before.includes(t)) (added.push([contactId, t]), delta.set(t, (delta.get(t) ?? 0) + 1));
+  }
   const out: Statement[] = [];
-  if (removed.length) out.push(ctx.db.delete(contactTags).where(and(eq(contactTags.contactId, contactId), inJsonList(contactTags.tag, removed))));
+  if (removed.length) {
+    out.push(
+      ctx.db
+        .delete(contactTags)
+        .where(and(eq(contactTags.organizationId, org), sql`(${contactTags.contactId}, ${contactTags.tag}) IN (SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(${JSON.stringify(removed)}))`)),
+    );
+  }
   if (added.length) {
-    // Rows come from one JSON parameter (json_each), whatever the number of tags: D1 binds at most 100 values.
     // "WHERE true" keeps SQLite from reading ON CONFLICT as a join constraint of the SELECT.
     out.push(
       ctx.db
         .insert(contactTags)
-        .select(sql`SELECT ${contactId}, ${ctx.organizationId}, value FROM json_each(${JSON.stringify(added)}) WHERE true`)
+        .select(sql`SELECT json_extract(value, '$[0]'), ${org}, json_extract(value, '$[1]') FROM json_each(${JSON.stringify(added)}) WHERE true`)
         .onConflictDoNothing(),
     );
-    const named = JSON.stringify(added.map((name) => [name, tagColor(name)]));
+  }
+  const moved = [...delta].filter(([, d]) => d !== 0).map(([name, d]) => [name, tagColor(name), d]);
+  if (moved.length) {
     out.push(
       ctx.db
         .insert(tags)
-        .select(sql`SELECT ${ctx.organizationId}, json_extract(value, '$[0]'), json_extract(value, '$[1]'), ${now} FROM json_each(${named}) WHERE true`)
-        .onConflictDoNothing(),
+        .select(sql`SELECT ${org}, json_extract(value, '$[0]'), json_extract(value, '$[1]'), ${now}, json_extract(value, '$[2]') FROM json_each(${JSON.stringify(moved)}) WHERE true`)
+        .onConflictDoUpdate({ target: [tags.organizationId, tags.name], set: { contactCount: sql`${tags.contactCount} + excluded.contact_count` } }),
+      ctx.db.delete(tags).where(and(eq(tags.organizationId, org), inJsonList(tags.name, moved.map(([name]) => name as string)), sql`${tags.contactCount} <= 0`)),
     );
   }
   return out;
@@ -141,10 +165,18 @@ export function changeEvents(ctx: ServiceContext, before: ContactRecord, after: 
   return events;
 }
 
-/** The update statement for a changed contact (every column but the keys). */
-export const updateStatement = (ctx: ServiceContext, c: ContactRecord): Statement => {
-  const { id: _id, organizationId: _org, createdAt: _created, leadScoreRank: _rank, ...columns } = c;
-  return ctx.db.update(contacts).set(columns).where(and(eq(contacts.id, c.id), eq(contacts.organizationId, ctx.organizationId)));
-};
+export const CONTACTS: VersionedTable = { table: contacts, id: contacts.id, organizationId: contacts.organizationId, version: contacts.version };
+
+/** The update of a contact read at `before.version` to `after` (every column but the keys; `after.version` is the next one). */
+export function updateContactStatement(ctx: ServiceContext, before: ContactRecord, after: ContactRecord): Statement {
+  const { id: _id, organizationId: _org, createdAt: _created, leadScoreRank: _rank, ...columns } = after;
+  return ctx.db.update(contacts).set(columns).where(atVersion(CONTACTS, ctx.organizationId, before.id, before.version));
+}
+
+/** The compare-and-set of one contact: the guard that it is still at the version read, and its update. */
+export const replaceContact = (ctx: ServiceContext, before: ContactRecord, after: ContactRecord): Statement[] => [
+  expectVersion(ctx.db, CONTACTS, ctx.organizationId, before),
+  updateContactStatement(ctx, before, after),
+];
 
 export { NO_ACTIVITY };

@@ -7,7 +7,7 @@ export const Pagination = z
   .object({
     hasMore: z.boolean(),
     nextCursor: z.string().nullable().openapi({ description: "Opaque; pass back as `cursor` for the next page. null on the last page." }),
-    total: z.int().openapi({ description: "Contacts matching the filters, across all pages" }),
+    total: z.int().openapi({ description: "Items matching the filters, across all pages" }),
     limit: z.int(),
   })
   .openapi("Pagination");
@@ -32,9 +32,10 @@ export const CrmError = z
 /** An error response of a CRM route, described for that route. */
 export const crmError = (description: string) => ({ description, content: { "application/json": { schema: CrmError } } });
 
-/** `{success: true, data}` around a schema, as a response declaration. */
-export const crmSuccess = <T extends z.ZodType>(description: string, data: T) => ({
+/** `{success: true, data}` around a schema, as a response declaration (with its headers, such as ETag). */
+export const crmSuccess = <T extends z.ZodType>(description: string, data: T, headers?: Record<string, { description: string; schema: { type: "string"; example?: string } }>) => ({
   description,
+  ...(headers ? { headers } : {}),
   content: { "application/json": { schema: Success(data) } },
 });
 
@@ -43,6 +44,9 @@ export const CRM_COMMON_ERRORS = {
   401: crmError("Missing, unknown, revoked or expired token"),
   500: crmError("Unexpected failure; carries the request id, never a stack trace"),
 } as const;
+
+/** The error of a write that honours If-Match. */
+export const CRM_PRECONDITION_ERROR = { 412: crmError("If-Match named a version the resource is no longer at (precondition_failed); read it again") } as const;
 
 /** The errors of a /v1 route that takes a JSON body. */
 export const CRM_BODY_ERRORS = {

@@ -1,4 +1,4 @@
-import { z } from "@hono/zod-openapi";
+import type { z } from "@hono/zod-openapi";
 import { and, eq, lt, or, type SQL } from "drizzle-orm";
 import type { SQLiteColumn } from "drizzle-orm/sqlite-core";
 import { decodeCursor, encodeCursor } from "../lib/cursor";
@@ -20,12 +20,6 @@ export function decodeNewestFirstCursor(raw: string | undefined): Cursor | null 
   const { values, id } = decodeCursor(raw, NEWEST_FIRST, 1);
   return { at: String(values[0]), id };
 }
-
-/** `limit` and `cursor` of every list route (spec: Limits, list routes limit 1 to 100, default 25). */
-export const ListQuery = z.object({
-  limit: z.coerce.number<string>().int().min(1).max(100).default(25).openapi({ param: { name: "limit", in: "query" }, example: 25 }),
-  cursor: z.string().max(500).optional().openapi({ param: { name: "cursor", in: "query" }, description: "`pagination.nextCursor` of the previous page" }),
-});
 
 /** Given `limit + 1` rows fetched in sort order: the page, and the pagination block. */
 export function paginate<T>(rows: T[], limit: number, total: number, keyOf: (row: T) => Cursor): { page: T[]; pagination: z.infer<typeof Pagination> } {

@@ -48,6 +48,8 @@ export const contacts = sqliteTable(
     createdAt: text().notNull(),
     updatedAt: text().notNull(),
     lastContactedAt: text(),
+    /** Bumped by every write of the contact or its activities: the compare-and-set key and the ETag (db/write.ts). */
+    version: integer().notNull().default(1),
   },
   (t) => [
     uniqueIndex("contacts_org_email_unique").on(t.organizationId, t.emailKey),
@@ -73,7 +75,10 @@ export const contactTags = sqliteTable(
   (t) => [primaryKey({ columns: [t.contactId, t.tag] }), index("contact_tags_org_tag_idx").on(t.organizationId, t.tag, t.contactId)],
 );
 
-/** The organization's tag vocabulary with a stable color per tag. */
+/**
+ * The organization's tags in use, with a stable color and how many contacts carry each. `contactCount` moves in the
+ * same batch as the contact_tags rows it counts; a tag whose count reaches 0 is deleted.
+ */
 export const tags = sqliteTable(
   "tags",
   {
@@ -81,8 +86,9 @@ export const tags = sqliteTable(
     name: text().notNull(),
     color: text().notNull(),
     createdAt: text().notNull(),
+    contactCount: integer().notNull().default(0),
   },
-  (t) => [primaryKey({ columns: [t.organizationId, t.name] })],
+  (t) => [primaryKey({ columns: [t.organizationId, t.name] }), index("tags_org_count_idx").on(t.organizationId, sql`${t.contactCount} DESC`, t.name)],
 );
 
 export const contactActivities = sqliteTable(

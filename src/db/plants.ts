@@ -10,6 +10,8 @@ export const plants = sqliteTable(
     tag: text(),
     createdAt: text().notNull(),
     updatedAt: text().notNull(),
+    /** Compare-and-set key (db/write.ts). */
+    version: integer().notNull().default(1),
   },
   (t) => [primaryKey({ columns: [t.organizationId, t.id] })],
 );

@@ -1,4 +1,5 @@
-import { index, integer, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+import { check, index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+import { sql } from "drizzle-orm";
 
 export const organizations = sqliteTable(
   "organizations",
@@ -44,7 +45,11 @@ export const sessions = sqliteTable(
   (t) => [uniqueIndex("sessions_token_hash_unique").on(t.tokenHash), index("sessions_user_idx").on(t.userId)],
 );
 
-/** One row per domain event, written in the same batch as the change it records (the outbox). */
+/**
+ * One row per domain event, written in the same batch as the change it records (the outbox). The queue carries only
+ * the id, so an event of any size leaves; `nextAttemptAt` is when the cron pass sends it (again) if it is still
+ * unsent, pushed back after each failed send, and cleared once the event is sent or dead-lettered.
+ */
 export const outboxEvents = sqliteTable(
   "outbox_events",
   {
@@ -56,8 +61,38 @@ export const outboxEvents = sqliteTable(
     data: text({ mode: "json" }).$type<Record<string, unknown>>().notNull(),
     sentAt: text(),
     sendAttempts: integer().notNull().default(0),
+    nextAttemptAt: text(),
+    lastError: text(),
+    /** Set after the last failed send: the row stays for an operator (README "Events"), the cron leaves it alone. */
+    deadAt: text(),
   },
-  (t) => [index("outbox_events_unsent_idx").on(t.sentAt, t.occurredAt)],
+  (t) => [index("outbox_events_due_idx").on(t.nextAttemptAt)],
+);
+
+/**
+ * Always empty: a batch statement inserts into it only when a condition it guards does not hold, and the CHECK then
+ * aborts the whole batch (db/write.ts). This is how a D1 batch becomes a compare-and-set.
+ */
+export const writeGuards = sqliteTable("write_guards", { failed: text().notNull() }, () => [check("write_guard_failed", sql`failed IS NULL`)]);
+
+/**
+ * Idempotency-Key records (platform/idempotency.ts): the first response to a key, replayed for 24 hours to a retry
+ * of the same request. `fingerprint` is the SHA-256 of method, path, query and body.
+ */
+export const idempotencyKeys = sqliteTable(
+  "idempotency_keys",
+  {
+    organizationId: text().notNull(),
+    key: text().notNull(),
+    fingerprint: text().notNull(),
+    state: text().$type<"in_flight" | "done">().notNull(),
+    responseStatus: integer(),
+    responseHeaders: text({ mode: "json" }).$type<Record<string, string>>(),
+    responseBody: text(),
+    createdAt: text().notNull(),
+    expiresAt: text().notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.organizationId, t.key] }), index("idempotency_keys_expires_idx").on(t.expiresAt)],
 );
 
 /**

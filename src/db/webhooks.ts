@@ -20,6 +20,8 @@ export const webhookSubscriptions = sqliteTable(
     disabledReason: text(),
     createdAt: text().notNull(),
     updatedAt: text().notNull(),
+    /** Compare-and-set key and ETag (db/write.ts). */
+    version: integer().notNull().default(1),
   },
   (t) => [index("webhook_subscriptions_org_created_idx").on(t.organizationId, t.createdAt, t.id)],
 );

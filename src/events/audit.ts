@@ -1,22 +1,20 @@
+import { sql } from "drizzle-orm";
 import { auditLog } from "../db/schema";
 import { nowIso } from "../lib/time";
 import type { EventConsumer } from "./consumers";
 
-/** Records every domain event in the organization's activity log. */
+/** Records every domain event in the organization's activity log: one statement per queue batch. */
 export const auditConsumer: EventConsumer = {
   name: "audit-log",
   accepts: () => true,
-  async handle(event, { db }) {
+  async handle(events, { db }) {
+    const rows = JSON.stringify(events.map((e) => [e.id, e.organizationId, e.type, e.actor.userId ?? null, e.occurredAt]));
     await db
       .insert(auditLog)
-      .values({
-        eventId: event.id,
-        organizationId: event.organizationId,
-        type: event.type,
-        actorUserId: event.actor.userId ?? null,
-        occurredAt: event.occurredAt,
-        recordedAt: nowIso(),
-      })
+      .select(
+        sql`SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]'), json_extract(value, '$[3]'), json_extract(value, '$[4]'), ${nowIso()}
+            FROM json_each(${rows}) WHERE true`,
+      )
       .onConflictDoNothing()
       .run();
   },

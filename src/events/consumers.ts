@@ -1,6 +1,7 @@
 import { and, eq, isNull, sql } from "drizzle-orm";
 import { createDb, type Db } from "../db/client";
-import { processedEvents } from "../db/schema";
+import { outboxEvents, processedEvents } from "../db/schema";
+import { inJsonList } from "../lib/sql";
 import type { Env } from "../env";
 import { nowIso } from "../lib/time";
 import { type EventEnvelope, EventEnvelopeSchema } from "./envelope";
@@ -10,7 +11,12 @@ export interface EventConsumer {
   /** Stable name: the idempotency record is kept per (consumer, event id). */
   name: string;
   accepts(type: string): boolean;
-  handle(event: EventEnvelope, deps: { env: Env; db: Db }): Promise<void>;
+  /**
+   * Handles the events of one queue batch that this consumer accepts and has claimed, in one go (one fan-out query
+   * for 25 events, not 25). When it throws, the events are handled again one at a time, so one bad event fails
+   * alone and the rest are done.
+   */
+  handle(events: EventEnvelope[], deps: { env: Env; db: Db }): Promise<void>;
 }
 
 /** A claim older than this without `processedAt` belongs to a consumer that died mid-way. */
@@ -22,86 +28,135 @@ export function retryDelaySeconds(attempts: number): number {
   return Math.round(base * (0.75 + Math.random() * 0.5));
 }
 
-type Claim = "claimed" | "done" | "busy";
-
-async function claim(db: Db, consumer: string, eventId: string): Promise<Claim> {
+/**
+ * Claims `eventIds` for `consumer` in one statement: the ids it may handle now; the rest are done already or being
+ * handled by another delivery of the same message (busy, when `processedAt` is still null).
+ */
+async function claim(db: Db, consumer: string, eventIds: string[]): Promise<{ claimed: Set<string>; busy: Set<string> }> {
   const now = nowIso();
   const staleBefore = new Date(Date.now() - STALE_CLAIM_MS).toISOString();
   const won = await db
     .insert(processedEvents)
-    .values({ consumer, eventId, claimedAt: now })
+    .select(sql`SELECT ${consumer}, value, ${now}, NULL FROM json_each(${JSON.stringify(eventIds)}) WHERE true`)
     .onConflictDoUpdate({
       target: [processedEvents.consumer, processedEvents.eventId],
       set: { claimedAt: now },
       setWhere: sql`${processedEvents.processedAt} IS NULL AND ${processedEvents.claimedAt} < ${staleBefore}`,
     })
-    .returning({ eventId: processedEvents.eventId })
-    .get();
-  if (won) return "claimed";
-  const row = await db
-    .select({ processedAt: processedEvents.processedAt })
+    .returning({ eventId: processedEvents.eventId });
+  const claimed = new Set(won.map((r) => r.eventId));
+  const others = eventIds.filter((id) => !claimed.has(id));
+  if (others.length === 0) return { claimed, busy: new Set() };
+  const open = await db
+    .select({ eventId: processedEvents.eventId })
     .from(processedEvents)
-    .where(and(eq(processedEvents.consumer, consumer), eq(processedEvents.eventId, eventId)))
-    .get();
-  return row?.processedAt ? "done" : "busy";
+    .where(and(eq(processedEvents.consumer, consumer), inJsonList(processedEvents.eventId, others), isNull(processedEvents.processedAt)));
+  return { claimed, busy: new Set(open.map((r) => r.eventId)) };
 }
 
-const markDone = (db: Db, consumer: string, eventId: string) =>
+const markDone = (db: Db, consumer: string, eventIds: string[]) =>
   db
     .update(processedEvents)
     .set({ processedAt: nowIso() })
-    .where(and(eq(processedEvents.consumer, consumer), eq(processedEvents.eventId, eventId)));
+    .where(and(eq(processedEvents.consumer, consumer), inJsonList(processedEvents.eventId, eventIds)));
 
-const releaseClaim = (db: Db, consumer: string, eventId: string) =>
+const releaseClaims = (db: Db, consumer: string, eventIds: string[]) =>
   db
     .delete(processedEvents)
-    .where(and(eq(processedEvents.consumer, consumer), eq(processedEvents.eventId, eventId), isNull(processedEvents.processedAt)));
+    .where(and(eq(processedEvents.consumer, consumer), inJsonList(processedEvents.eventId, eventIds), isNull(processedEvents.processedAt)));
 
 /**
- * Runs every consumer that accepts an event, once per (consumer, event id) however often the queue delivers it.
- * Returns "retry" when some consumer failed or another delivery of the same event is still being handled.
+ * Runs every consumer on the events it accepts, once per (consumer, event id) however often the queue delivers them.
+ * Answers the ids that must be retried: a consumer failed on them, or another delivery of them is still being handled.
  */
-export async function dispatchEvent(consumers: EventConsumer[], event: EventEnvelope, env: Env, db: Db): Promise<"ok" | "retry"> {
-  let outcome: "ok" | "retry" = "ok";
-  for (const consumer of consumers.filter((c) => c.accepts(event.type))) {
-    const state = await claim(db, consumer.name, event.id);
-    if (state === "done") continue;
-    if (state === "busy") {
-      outcome = "retry";
-      continue;
-    }
+export async function dispatchEvents(consumers: EventConsumer[], events: EventEnvelope[], env: Env, db: Db): Promise<Set<string>> {
+  const retry = new Set<string>();
+  for (const consumer of consumers) {
+    const mine = events.filter((e) => consumer.accepts(e.type));
+    if (mine.length === 0) continue;
+    const { claimed, busy } = await claim(db, consumer.name, mine.map((e) => e.id));
+    for (const id of busy) retry.add(id);
+    const todo = mine.filter((e) => claimed.has(e.id));
+    if (todo.length === 0) continue;
     try {
-      await consumer.handle(event, { env, db });
-      await markDone(db, consumer.name, event.id).run();
+      await consumer.handle(todo, { env, db });
+      await markDone(db, consumer.name, todo.map((e) => e.id)).run();
+      continue;
     } catch (err) {
-      console.error(JSON.stringify({ level: "error", msg: "event consumer failed", consumer: consumer.name, eventId: event.id, type: event.type, error: loggableError(err) }));
-      await releaseClaim(db, consumer.name, event.id).run();
-      outcome = "retry";
+      if (todo.length === 1) {
+        await fail(db, consumer, todo[0]!, err);
+        retry.add(todo[0]!.id);
+        continue;
+      }
+    }
+    // The batch failed: one event at a time, so only the events that fail are retried.
+    for (const event of todo) {
+      try {
+        await consumer.handle([event], { env, db });
+        await markDone(db, consumer.name, [event.id]).run();
+      } catch (err) {
+        await fail(db, consumer, event, err);
+        retry.add(event.id);
+      }
     }
   }
-  return outcome;
+  return retry;
 }
 
-/** The `events` queue handler: each message is acked or retried on its own; one bad message never fails the batch. */
+async function fail(db: Db, consumer: EventConsumer, event: EventEnvelope, err: unknown): Promise<void> {
+  console.error(JSON.stringify({ level: "error", msg: "event consumer failed", consumer: consumer.name, eventId: event.id, type: event.type, error: loggableError(err) }));
+  await releaseClaims(db, consumer.name, [event.id]).run();
+}
+
+/** The event id a message carries (an id-only message, or a whole envelope queued by an older version). */
+const eventIdOf = (body: unknown): string | null => {
+  const id = (body as { id?: unknown } | null)?.id;
+  return typeof id === "string" && id.length > 0 && id.length <= 100 ? id : null;
+};
+
+/** The stored events of a batch of messages, in one D1 round trip. */
+async function loadEvents(db: Db, ids: string[]): Promise<Map<string, EventEnvelope>> {
+  if (ids.length === 0) return new Map();
+  const rows = await db
+    .select({ id: outboxEvents.id, type: outboxEvents.type, organizationId: outboxEvents.organizationId, actor: outboxEvents.actor, occurredAt: outboxEvents.occurredAt, data: outboxEvents.data })
+    .from(outboxEvents)
+    .where(inJsonList(outboxEvents.id, ids));
+  return new Map(rows.map((r) => [r.id, r]));
+}
+
+/**
+ * The `events` queue handler: messages carry event ids, the events are read from the outbox in one query, and each
+ * message is acked or retried on its own; one bad message never fails the batch.
+ */
 export function createEventRouter(consumers: EventConsumer[]) {
   return async (batch: MessageBatch<unknown>, env: Env): Promise<void> => {
     const db = createDb(env.DB);
-    for (const message of batch.messages) {
-      const parsed = EventEnvelopeSchema.safeParse(message.body);
-      if (!parsed.success) {
-        // Retrying a malformed envelope cannot help; log it and let it go.
-        console.error(JSON.stringify({ level: "error", msg: "malformed event envelope dropped", messageId: message.id }));
+    const ids = batch.messages.map((m) => eventIdOf(m.body));
+    const stored = await loadEvents(db, [...new Set(ids.filter((id): id is string => id !== null))]);
+    const events = new Map<string, EventEnvelope>();
+    const eventOf = batch.messages.map((message, i) => {
+      const id = ids[i];
+      // An envelope in the message body is used only when its event is not stored (a test, or an event outside the outbox).
+      const legacy = EventEnvelopeSchema.safeParse(message.body);
+      const event = (id && stored.get(id)) ?? (legacy.success ? legacy.data : undefined);
+      if (event) events.set(event.id, event);
+      return event;
+    });
+    let retry: Set<string>;
+    try {
+      retry = await dispatchEvents(consumers, [...events.values()], env, db);
+    } catch (err) {
+      console.error(JSON.stringify({ level: "error", msg: "event dispatch failed", eventIds: [...events.keys()], error: loggableError(err) }));
+      retry = new Set(events.keys());
+    }
+    for (const [i, message] of batch.messages.entries()) {
+      const event = eventOf[i];
+      if (!event) {
+        // Retrying cannot help a message that names no stored event; log it and let it go.
+        console.error(JSON.stringify({ level: "error", msg: "event message names no stored event; dropped", messageId: message.id, eventId: ids[i] }));
         message.ack();
-        continue;
-      }
-      try {
-        const outcome = await dispatchEvent(consumers, parsed.data, env, db);
-        if (outcome === "ok") message.ack();
-        else message.retry({ delaySeconds: retryDelaySeconds(message.attempts) });
-      } catch (err) {
-        console.error(JSON.stringify({ level: "error", msg: "event dispatch failed", eventId: parsed.data.id, error: loggableError(err) }));
-        message.retry({ delaySeconds: retryDelaySeconds(message.attempts) });
-      }
+      } else if (retry.has(event.id)) message.retry({ delaySeconds: retryDelaySeconds(message.attempts) });
+      else message.ack();
     }
   };
 }

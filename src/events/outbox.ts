@@ -1,15 +1,24 @@
-import { and, asc, isNull, lt, sql } from "drizzle-orm";
+import { asc, lte, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { outboxEvents } from "../db/schema";
+import type { Statement } from "../db/write";
 import type { Env } from "../env";
 import { newId } from "../lib/ids";
-import { inJsonList } from "../lib/sql";
-import { nowIso } from "../lib/time";
+import { loggableError } from "../lib/log";
+import { chunkBySize, inJsonList } from "../lib/sql";
+import { addSeconds, nowIso } from "../lib/time";
 import type { ServiceContext } from "../platform/context";
 import type { EventEnvelope } from "./envelope";
-import { loggableError } from "../lib/log";
 
-/** A new event of the acting context; write it with `stageEvent` in the same batch as the change it records. */
+/**
+ * The queue message of an event: its id only. Consumers read the row (events/consumers.ts), so an event of any size
+ * leaves, where a 128 KB queue message would have held back a large one for good.
+ */
+export interface EventMessage {
+  id: string;
+}
+
+/** A new event of the acting context; write it with `stageEvents` (or `commit`) in the batch of the change it records. */
 export function newEvent(ctx: Pick<ServiceContext, "organizationId" | "actor">, type: string, data: Record<string, unknown>): EventEnvelope {
   return {
     id: newId(),
@@ -21,72 +30,115 @@ export function newEvent(ctx: Pick<ServiceContext, "organizationId" | "actor">, 
   };
 }
 
-/** The outbox insert for `event`, to put in the verb's `db.batch([...])`. */
-export function stageEvent(db: Db, event: EventEnvelope) {
-  return db.insert(outboxEvents).values({ ...event, actor: { type: event.actor.type, userId: event.actor.userId ?? null } });
+/** How long after it is written an unsent event is left to the publish that follows the commit before the cron takes it. */
+const RESEND_GRACE_SECONDS = 30;
+/** Events per insert statement are passed as one JSON parameter; D1 takes values up to 2 MB, so stay well under. */
+const STAGE_CHUNK_BYTES = 512 * 1024;
+
+/**
+ * The outbox inserts of `events`, for the change's own batch: one statement per chunk of events (the chunk is one
+ * JSON parameter, so their number never meets D1's limit of 100 bound values).
+ */
+export function stageEvents(db: Db, events: EventEnvelope[]): Statement[] {
+  const rows = events.map((event) =>
+    JSON.stringify({ ...event, actor: { type: event.actor.type, userId: event.actor.userId ?? null }, due: nowIso(addSeconds(new Date(event.occurredAt), RESEND_GRACE_SECONDS)) }),
+  );
+  return chunkBySize(rows, STAGE_CHUNK_BYTES).map((chunk) =>
+    // Columns in table order: id, organization_id, type, actor, occurred_at, data, sent_at, send_attempts,
+    // next_attempt_at, last_error, dead_at.
+    db.insert(outboxEvents).select(
+      sql`SELECT json_extract(value, '$.id'), json_extract(value, '$.organizationId'), json_extract(value, '$.type'), json_extract(value, '$.actor'),
+                 json_extract(value, '$.occurredAt'), json_extract(value, '$.data'), NULL, 0, json_extract(value, '$.due'), NULL, NULL
+          FROM json_each(${`[${chunk.join(",")}]`}) WHERE true`,
+    ),
+  );
 }
 
-/** Queues take at most 100 messages and 256 KB per sendBatch; chunks stay under both (with room for overhead). */
-const MAX_BATCH_MESSAGES = 100;
-const MAX_BATCH_BYTES = 240 * 1024;
+/** The outbox insert of one event. */
+export const stageEvent = (db: Db, event: EventEnvelope): Statement => stageEvents(db, [event])[0]!;
 
-function chunksForQueue(events: EventEnvelope[]): EventEnvelope[][] {
-  const chunks: EventEnvelope[][] = [];
-  let current: EventEnvelope[] = [];
-  let bytes = 0;
-  for (const event of events) {
-    const size = JSON.stringify(event).length + 100;
-    if (current.length > 0 && (current.length === MAX_BATCH_MESSAGES || bytes + size > MAX_BATCH_BYTES)) {
-      chunks.push(current);
-      current = [];
-      bytes = 0;
-    }
-    current.push(event);
-    bytes += size;
+/** Queues take at most 100 messages per sendBatch; id-only messages are far under its 256 KB. */
+const MAX_BATCH_MESSAGES = 100;
+/** Failed sends of one event before it is dead-lettered (kept, logged, no longer re-sent). */
+export const MAX_SEND_ATTEMPTS = 10;
+
+const sendIds = (env: Env, ids: string[]) => env.EVENTS.sendBatch(ids.map((id) => ({ body: { id } satisfies EventMessage, contentType: "json" as const })));
+
+/**
+ * A failed send of `ids`: each row is pushed back (1 minute, doubling, at most an hour) or, at the last attempt,
+ * dead-lettered with a log line an operator can act on. One statement for the whole list.
+ */
+async function recordFailedSends(db: Db, ids: string[], error: string): Promise<void> {
+  const rows = await db.all<{ id: string; organization_id: string; type: string; send_attempts: number; dead_at: string | null }>(sql`
+    UPDATE outbox_events SET
+      send_attempts = send_attempts + 1,
+      last_error = ${error.slice(0, 500)},
+      dead_at = CASE WHEN send_attempts + 1 >= ${MAX_SEND_ATTEMPTS} THEN strftime('%Y-%m-%dT%H:%M:%fZ', 'now') END,
+      next_attempt_at = CASE WHEN send_attempts + 1 >= ${MAX_SEND_ATTEMPTS} THEN NULL
+        ELSE strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '+' || min(3600, 60 * (1 << send_attempts)) || ' seconds') END
+    WHERE ${inJsonList(sql`id`, ids)} AND sent_at IS NULL
+    RETURNING id, organization_id, type, send_attempts, dead_at`);
+  for (const r of rows) {
+    const line = { msg: r.dead_at ? "event dead-lettered: no more re-sends" : "event send failed; cron will re-send", eventId: r.id, organizationId: r.organization_id, type: r.type, attempts: r.send_attempts, error };
+    if (r.dead_at) console.error(JSON.stringify({ level: "error", ...line }));
+    else console.warn(JSON.stringify({ level: "warn", ...line }));
   }
-  if (current.length > 0) chunks.push(current);
-  return chunks;
 }
 
 /**
- * Sends committed events to the `events` queue and marks them sent, chunk by chunk; a chunk that fails stays unsent
- * for the cron pass to send later, without holding back the others.
+ * Sends committed events to the `events` queue and marks them sent. When a batch send fails, its events are sent one
+ * by one, so one event the queue refuses holds back only itself; failures are backed off per event.
  */
-export async function publishEvents(env: Env, db: Db, events: EventEnvelope[]): Promise<void> {
-  for (const chunk of chunksForQueue(events)) {
-    const ids = chunk.map((e) => e.id);
+export async function publishEvents(env: Env, db: Db, eventIds: string[]): Promise<void> {
+  for (let i = 0; i < eventIds.length; i += MAX_BATCH_MESSAGES) {
+    const chunk = eventIds.slice(i, i + MAX_BATCH_MESSAGES);
+    const sent: string[] = [];
+    const failed: { id: string; error: string }[] = [];
     try {
-      await env.EVENTS.sendBatch(chunk.map((body) => ({ body, contentType: "json" as const })));
+      await sendIds(env, chunk);
+      sent.push(...chunk);
     } catch (err) {
-      console.error(JSON.stringify({ level: "warn", msg: "event send failed; cron will re-send", ids, error: loggableError(err) }));
-      continue;
+      if (chunk.length === 1) failed.push({ id: chunk[0]!, error: loggableError(err) });
+      else {
+        for (const id of chunk) {
+          try {
+            await sendIds(env, [id]);
+            sent.push(id);
+          } catch (one) {
+            failed.push({ id, error: loggableError(one) });
+          }
+        }
+      }
     }
-    await db
-      .update(outboxEvents)
-      .set({ sentAt: nowIso(), sendAttempts: sql`${outboxEvents.sendAttempts} + 1` })
-      .where(inJsonList(outboxEvents.id, ids));
+    if (sent.length > 0) {
+      await db
+        .update(outboxEvents)
+        .set({ sentAt: nowIso(), nextAttemptAt: null, sendAttempts: sql`${outboxEvents.sendAttempts} + 1` })
+        .where(inJsonList(outboxEvents.id, sent));
+    }
+    for (const f of failed) await recordFailedSends(db, [f.id], f.error);
   }
 }
 
 /** After committing a batch that staged `events`: publish them without holding up the response. */
-export function deferPublish(ctx: ServiceContext, events: EventEnvelope[]): void {
-  if (events.length > 0) ctx.defer(publishEvents(ctx.env, ctx.db, events));
+export function deferPublish(ctx: Pick<ServiceContext, "env" | "db" | "defer">, events: EventEnvelope[]): void {
+  if (events.length > 0) ctx.defer(publishEvents(ctx.env, ctx.db, events.map((e) => e.id)).catch((err) => console.error(JSON.stringify({ level: "error", msg: "event publish failed; cron will re-send", error: loggableError(err) }))));
 }
 
 /**
- * Cron pass: events written but not sent (the isolate died between commit and send, or the send failed) go out
- * again. Only rows older than `graceSeconds`, so a send still in flight is not raced; duplicates are harmless since
+ * Cron pass: events that are due and still unsent (the isolate died between commit and send, or a send failed) go
+ * out, earliest due first. A row is due `RESEND_GRACE_SECONDS` after it was written, so a publish still in flight is
+ * not raced, and after a failed send when its backoff ends; dead rows are never due. Duplicates are harmless:
  * consumers are idempotent on the event id.
  */
-export async function resendUnsentEvents(env: Env, db: Db, { graceSeconds = 30, max = 500 } = {}): Promise<number> {
-  const cutoff = new Date(Date.now() - graceSeconds * 1000).toISOString();
-  const rows = await db
-    .select()
+export async function resendUnsentEvents(env: Env, db: Db, { max = 500 } = {}): Promise<number> {
+  const due = await db
+    .select({ id: outboxEvents.id })
     .from(outboxEvents)
-    .where(and(isNull(outboxEvents.sentAt), lt(outboxEvents.occurredAt, cutoff)))
-    .orderBy(asc(outboxEvents.occurredAt))
+    .where(lte(outboxEvents.nextAttemptAt, nowIso()))
+    .orderBy(asc(outboxEvents.nextAttemptAt))
     .limit(max)
     .all();
-  await publishEvents(env, db, rows.map(({ id, type, organizationId, actor, occurredAt, data }) => ({ id, type, organizationId, actor, occurredAt, data })));
-  return rows.length;
+  await publishEvents(env, db, due.map((r) => r.id));
+  return due.length;
 }

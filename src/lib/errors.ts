@@ -13,7 +13,7 @@ export interface FieldIssue {
 }
 
 export abstract class AppError extends Error {
-  abstract readonly status: 400 | 401 | 404 | 409 | 413 | 415 | 422 | 429 | 503;
+  abstract readonly status: 400 | 401 | 404 | 409 | 412 | 413 | 415 | 422 | 429 | 503;
   abstract readonly code: string;
 }
 
@@ -62,6 +62,15 @@ export class Validation extends AppError {
   ) {
     super(issues.map((i) => (i.field ? `${i.field}: ${i.message}` : i.message)).join("; ") || "Invalid request");
     this.status = kind === "malformed" ? 400 : 422;
+  }
+}
+
+/** If-Match named a version the resource is no longer at (RFC 9110 section 13.1.1). */
+export class PreconditionFailed extends AppError {
+  readonly status = 412;
+  readonly code = "precondition_failed";
+  constructor(message = "The resource has changed since the version named in If-Match; read it again") {
+    super(message);
   }
 }
 

@@ -6,3 +6,21 @@ import { type SQL, type SQLWrapper, sql } from "drizzle-orm";
  */
 export const inJsonList = (column: SQLWrapper, values: readonly (string | number)[]): SQL =>
   sql`${column} IN (SELECT value FROM json_each(${JSON.stringify(values)}))`;
+
+/** Consecutive groups of JSON texts, each at most `maxChars` long in all (one longer text makes a group alone). */
+export function chunkBySize(items: string[], maxChars: number): string[][] {
+  const chunks: string[][] = [];
+  let current: string[] = [];
+  let size = 0;
+  for (const item of items) {
+    if (current.length > 0 && size + item.length > maxChars) {
+      chunks.push(current);
+      current = [];
+      size = 0;
+    }
+    current.push(item);
+    size += item.length;
+  }
+  if (current.length > 0) chunks.push(current);
+  return chunks;
+}

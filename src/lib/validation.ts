@@ -1,4 +1,4 @@
-import type { z } from "zod";
+import { z } from "zod";
 import type { FieldIssue } from "./errors";
 
 /** Zod's issue codes mapped to the stable `code` of FieldIssue (`errors[].code` on the CRM routes). */
@@ -23,11 +23,17 @@ function codeOf(issue: z.core.$ZodIssue, missing: boolean): string {
   }
 }
 
-/** Whether `path` is absent from `input` (zod does not report the input of an issue unless asked). */
+/**
+ * Whether `path` is absent from `input` (zod does not report the input of an issue unless asked). A path that runs
+ * into a present non-object value points inside what a transform made of it (`fields=password` split into a list),
+ * so the value is there, just invalid.
+ */
 function isMissing(input: unknown, path: PropertyKey[]): boolean {
   let at: unknown = input;
   for (const key of path) {
-    if (at === null || typeof at !== "object" || !(key in at)) return true;
+    if (at === undefined || at === null) return true;
+    if (typeof at !== "object") return false;
+    if (!(key in at)) return true;
     at = (at as Record<PropertyKey, unknown>)[key];
   }
   return at === undefined;
@@ -55,3 +61,6 @@ export function issuesFromZod(error: z.ZodError, input: unknown, prefix: (string
     return [{ field: path.join("."), path, code: codeOf(issue, missing), message }];
   });
 }
+
+/** A string matching `re`; a mismatch is reported with `code` (errors[].code on the CRM routes). */
+export const pattern = (re: RegExp, code: string, message: string) => z.string().refine((v) => re.test(v), { message, params: { code } });

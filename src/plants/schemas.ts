@@ -9,11 +9,15 @@ export const Plant = z
   .openapi("Plant");
 export type Plant = z.infer<typeof Plant>;
 
+/** Longest name and tag stored (the spec sets none; every stored field has one, so a plant always fits in an event). */
+export const MAX_PLANT_NAME = 200;
+export const MAX_PLANT_TAG = 100;
+
 /** New plant: Plant plus the client-chosen id (int64; JSON numbers are exact up to 2^53 - 1). */
 export const NewPlant = z
   .object({
-    name: z.string().min(1),
-    tag: z.string().optional(),
+    name: z.string().min(1).max(MAX_PLANT_NAME),
+    tag: z.string().max(MAX_PLANT_TAG).optional(),
     id: z.int().min(Number.MIN_SAFE_INTEGER).max(Number.MAX_SAFE_INTEGER).openapi({ format: "int64", example: 42 }),
   })
   .openapi("NewPlant");

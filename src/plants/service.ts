@@ -1,50 +1,47 @@
-import { and, eq, sql } from "drizzle-orm";
+import { and, eq } from "drizzle-orm";
 import { plants } from "../db/schema";
-import { outboxEvents } from "../db/schema";
+import { commit, expectNoRow, expectVersion, type VersionedTable, withRetries } from "../db/write";
+import { newEvent } from "../events/outbox";
 import { NotFound } from "../lib/errors";
 import { nowIso } from "../lib/time";
-import { deferPublish, newEvent, stageEvent } from "../events/outbox";
 import type { ServiceContext } from "../platform/context";
 import type { NewPlant, Plant } from "./schemas";
 
+const PLANTS: VersionedTable = { table: plants, id: plants.id, organizationId: plants.organizationId, version: plants.version };
+
 const byId = (organizationId: string, id: number) => and(eq(plants.organizationId, organizationId), eq(plants.id, id));
+
+const findVersion = (ctx: ServiceContext, id: number) =>
+  ctx.db.select({ id: plants.id, version: plants.version }).from(plants).where(byId(ctx.organizationId, id)).get();
 
 /**
  * POST /plants: the client names the id, so posting an id that exists in the organization replaces that plant
- * (the sample store's classic upsert) instead of failing; the event says which of the two happened.
+ * (the sample store's classic upsert) instead of failing; the event says which of the two happened. Of concurrent
+ * posts of a new id exactly one creates it: the insert is guarded on the id being free, the update on the version.
  */
 export async function savePlant(ctx: ServiceContext, input: NewPlant): Promise<Plant> {
   const { db, organizationId } = ctx;
-  const now = nowIso();
-  const existing = await db.select({ id: plants.id }).from(plants).where(byId(organizationId, input.id)).get();
   const plant = { id: input.id, name: input.name, tag: input.tag ?? null };
-  const event = newEvent(ctx, existing ? "plant.updated" : "plant.created", { object: plant });
-  await db.batch([
-    db
-      .insert(plants)
-      .values({ organizationId, ...plant, createdAt: now, updatedAt: now })
-      .onConflictDoUpdate({ target: [plants.organizationId, plants.id], set: { name: plant.name, tag: plant.tag, updatedAt: now } }),
-    stageEvent(db, event),
-  ]);
-  deferPublish(ctx, [event]);
+  await withRetries(async () => {
+    const existing = await findVersion(ctx, input.id);
+    const now = nowIso();
+    const event = newEvent(ctx, existing ? "plant.updated" : "plant.created", { object: plant });
+    const write = existing
+      ? [expectVersion(db, PLANTS, organizationId, existing), db.update(plants).set({ name: plant.name, tag: plant.tag, updatedAt: now, version: existing.version + 1 }).where(byId(organizationId, input.id))]
+      : [expectNoRow(db, plants, byId(organizationId, input.id)), db.insert(plants).values({ organizationId, ...plant, createdAt: now, updatedAt: now, version: 1 })];
+    await commit(ctx, write, [event]);
+  });
   return toPlant(plant);
 }
 
-/** DELETE /plants/{id}: one atomic batch; the event row is only written when the plant was there to delete. */
+/** DELETE /plants/{id}: guarded on the version read, so of concurrent deletes one succeeds and emits the event. */
 export async function deletePlant(ctx: ServiceContext, id: number): Promise<void> {
-  const { db, organizationId } = ctx;
-  const event = newEvent(ctx, "plant.deleted", { id });
-  const [, deleted] = await db.batch([
-    db
-      .insert(outboxEvents)
-      .select(
-        sql`SELECT ${event.id}, ${organizationId}, ${event.type}, ${JSON.stringify(event.actor)}, ${event.occurredAt}, ${JSON.stringify(event.data)}, NULL, 0
-            WHERE EXISTS (SELECT 1 FROM ${plants} WHERE ${byId(organizationId, id)})`,
-      ),
-    db.delete(plants).where(byId(organizationId, id)).returning({ id: plants.id }),
-  ]);
-  if (deleted.length === 0) throw new NotFound("Plant");
-  deferPublish(ctx, [event]);
+  await withRetries(async () => {
+    const existing = await findVersion(ctx, id);
+    if (!existing) throw new NotFound("Plant");
+    const event = newEvent(ctx, "plant.deleted", { id });
+    await commit(ctx, [expectVersion(ctx.db, PLANTS, ctx.organizationId, existing), ctx.db.delete(plants).where(byId(ctx.organizationId, id))], [event]);
+  });
 }
 
 function toPlant(row: { name: string; tag: string | null }): Plant {

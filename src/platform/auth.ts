@@ -6,6 +6,7 @@ import { organizations, sessions, users } from "../db/schema";
 import { sha256Hex } from "../lib/crypto";
 import { Unauthorized } from "../lib/errors";
 import { nowIso } from "../lib/time";
+import { parseIfMatch } from "./etag";
 import type { AppBindings, AuthOrganization, AuthUser, ServiceContext } from "./context";
 
 /** `Authorization: Bearer <token>` → the live session's user and organization, in one D1 round trip. */
@@ -47,9 +48,11 @@ export function serviceContext(c: Context<AppBindings>): ServiceContext {
   return {
     env: c.env,
     db: c.get("db"),
+    d1: c.get("d1"),
     organizationId: c.get("organization").id,
     actor: { type: "user", userId: c.get("user").id },
     requestId: c.get("requestId"),
+    ifMatch: parseIfMatch(c.req.header("if-match")),
     defer: (work) => c.executionCtx.waitUntil(work),
   };
 }

@@ -18,9 +18,16 @@ export interface AuthOrganization {
 export interface ServiceContext {
   env: Env;
   db: Db;
+  /** The same D1 session as `db`, for hand-written SQL (the contacts list). */
+  d1: D1Database | D1DatabaseSession;
   organizationId: string;
   actor: EventActor;
   requestId: string;
+  /**
+   * The versions the caller allows the addressed resource to be at when it is written (If-Match): `*` for any, absent
+   * when the write is unconditional. Checked by `expectVersionMatch` (db/write.ts).
+   */
+  ifMatch?: "*" | number[];
   /** Keeps async work (a queue send) alive past the response: `ctx.waitUntil` in production. */
   defer(work: Promise<unknown>): void;
 }
@@ -28,6 +35,7 @@ export interface ServiceContext {
 export interface AppVariables {
   requestId: string;
   db: Db;
+  d1: D1Database | D1DatabaseSession;
   rateLimiter: RateLimiter;
   user: AuthUser;
   organization: AuthOrganization;

@@ -29,6 +29,7 @@ const CRM_TYPES: Record<number, [type: string, title: string]> = {
   401: ["authentication_error", "Unauthorized"],
   404: ["not_found_error", "Not Found"],
   409: ["conflict_error", "Conflict"],
+  412: ["precondition_failed_error", "Precondition Failed"],
   413: ["invalid_request_error", "Payload Too Large"],
   415: ["invalid_request_error", "Unsupported Media Type"],
   422: ["validation_error", "Validation Failed"],

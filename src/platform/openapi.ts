@@ -2,33 +2,49 @@ import type { Hook, OpenAPIHono } from "@hono/zod-openapi";
 import { Scalar } from "@scalar/hono-api-reference";
 import type { Context } from "hono";
 import { AppError, type FieldIssue, Validation } from "../lib/errors";
+import { jsonIssues } from "../lib/json-bounds";
 import { issuesFromZod } from "../lib/validation";
 import type { AppBindings } from "./context";
 
 /**
- * Every route's validation failure becomes one typed error listing every issue; the error handler gives it the
- * body and status of the route's family (422 on /v1, 400 elsewhere).
+ * The problems of a JSON body that no route schema expresses: nesting deeper than MAX_JSON_DEPTH and strings that are
+ * not well-formed Unicode (lib/json-bounds.ts). Read from the raw body, which Hono has already parsed and cached.
  */
-export const validationHook: Hook<unknown, AppBindings, string, unknown> = (result) => {
-  // zod-validator passes the rejected input as `data` at run time; its type leaves it out.
-  if (!result.success) throw new Validation(issuesFromZod(result.error, (result as { data?: unknown }).data));
-};
+async function bodyIssues(target: string, c: Context<AppBindings>): Promise<FieldIssue[]> {
+  if (target !== "json") return [];
+  return jsonIssues(await c.req.json());
+}
+
+type Result = Parameters<Hook<unknown, AppBindings, string, unknown>>[0];
 
 /**
- * A validation hook for routes whose service also checks things the schema cannot (a referenced user, a URL's
- * address): when the body breaks the schema, `checks` run on it too, so one 422 lists every problem at once.
+ * Every route's validation failure becomes one typed error listing every issue; the error handler gives it the
+ * body and status of the route's family (422 on /v1, 400 elsewhere). `checks` are a route's own checks that the schema
+ * cannot express (a referenced user, a URL's address), run when the body broke the schema so that one answer names
+ * every problem at once.
  */
+async function validate(result: Result, c: Context<AppBindings>, checks?: (body: Record<string, unknown>, c: Context<AppBindings>) => Promise<FieldIssue[]>) {
+  const issues = await bodyIssues(result.target, c);
+  if (result.success) {
+    if (issues.length > 0) throw new Validation(issues);
+    return;
+  }
+  // zod-validator passes the rejected input as `data` at run time; its type leaves it out.
+  const input = (result as { data?: unknown }).data;
+  issues.push(...issuesFromZod(result.error, input));
+  if (checks && result.target === "json" && input !== null && typeof input === "object" && !Array.isArray(input)) {
+    issues.push(...(await checks(input as Record<string, unknown>, c)));
+  }
+  throw new Validation(issues.sort((a, b) => a.field.localeCompare(b.field)));
+}
+
+export const validationHook: Hook<unknown, AppBindings, string, unknown> = (result, c) => validate(result, c);
+
+/** A validation hook with a route's own `checks` (see `validate`). */
 export const validationHookWith =
   (checks: (body: Record<string, unknown>, c: Context<AppBindings>) => Promise<FieldIssue[]>): Hook<unknown, AppBindings, string, unknown> =>
-  async (result, c) => {
-    if (result.success) return;
-    const input = (result as { data?: unknown }).data;
-    const issues = issuesFromZod(result.error, input);
-    if (result.target === "json" && input !== null && typeof input === "object" && !Array.isArray(input)) {
-      issues.push(...(await checks(input as Record<string, unknown>, c)));
-    }
-    throw new Validation(issues.sort((a, b) => a.field.localeCompare(b.field)));
-  };
+  (result, c) =>
+    validate(result, c, checks);
 
 /** The field problems a service check reports, or none; a check that cannot decide now (a 503) reports none. */
 export async function issuesOf(check: () => Promise<unknown>): Promise<FieldIssue[]> {

@@ -1,5 +1,5 @@
 import { createRoute, OpenAPIHono } from "@hono/zod-openapi";
-import { ListQuery } from "../crm/pagination";
+import { listQuery } from "../crm/list-query";
 import { serviceContext } from "../platform/auth";
 import type { AppBindings } from "../platform/context";
 import { CRM_COMMON_ERRORS, crmError, crmSuccess } from "../crm/envelope";
@@ -31,12 +31,12 @@ const deliveries = createRoute({
   summary: "Delivery log",
   description:
     "Deliveries of this webhook, newest first, each with every attempt (status code, duration, error, next attempt). Status: pending (queued), retrying, delivered, failed (410 Gone or webhook disabled), dead (retries exhausted; replayable).",
-  request: { params: WebhookIdParam, query: ListQuery.extend(DeliveryListQuery.shape) },
+  request: { params: WebhookIdParam, query: listQuery(DeliveryListQuery.shape) },
   responses: {
     200: { description: "A page of deliveries", content: { "application/json": { schema: DeliveryList } } },
     ...CRM_COMMON_ERRORS,
     404: crmError("No webhook with this id in your organization"),
-    422: crmError("Bad id, limit, cursor or status"),
+    422: crmError("Bad id, limit, cursor or status, or an unknown parameter"),
   },
 });
 

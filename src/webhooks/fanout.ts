@@ -1,16 +1,16 @@
-import { and, eq, lt } from "drizzle-orm";
+import { and, eq, lt, sql } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
 import type { Db } from "../db/client";
-import { webhookDeliveries, webhookSubscriptions } from "../db/schema";
+import { organizations, users, webhookDeliveries, webhookSubscriptions } from "../db/schema";
 import type { Env } from "../env";
 import type { EventConsumer } from "../events/consumers";
 import type { EventEnvelope } from "../events/envelope";
 import { newId } from "../lib/ids";
-import { inJsonList } from "../lib/sql";
+import { chunkBySize, inJsonList } from "../lib/sql";
 import { nowIso } from "../lib/time";
 import { isWebhookEvent } from "./events";
 import { matchesFilters } from "./filters";
-import { buildPayload, loadParties } from "./payload";
+import { buildPayload } from "./payload";
 
 export interface DeliveryMessage {
   deliveryId: string;
@@ -23,39 +23,72 @@ export async function enqueueDeliveries(env: Env, deliveryIds: string[]): Promis
   }
 }
 
-/**
- * One delivery per enabled subscription of the event's organization that asked for the event and whose filters
- * hold. The (subscription, event) pair is unique, so a redelivered event adds no second delivery; whatever is still
- * pending is (re)sent, which covers a consumer that died between the insert and the send.
- */
-export async function fanOutEvent(env: Env, db: Db, event: EventEnvelope): Promise<string[]> {
-  const subscriptions = await db
-    .select({ id: webhookSubscriptions.id, events: webhookSubscriptions.events, filters: webhookSubscriptions.filters })
-    .from(webhookSubscriptions)
-    .where(and(eq(webhookSubscriptions.organizationId, event.organizationId), eq(webhookSubscriptions.enabled, true)));
-  const object = (event.data as { object?: unknown }).object;
-  const matching = subscriptions.filter((s) => s.events.includes(event.type) && matchesFilters(s.filters, event.type, object));
-  if (matching.length === 0) return [];
+/** Delivery rows per insert statement are one JSON parameter; D1 takes values up to 2 MB, so stay well under. */
+const INSERT_CHUNK_BYTES = 512 * 1024;
 
-  const body = buildPayload(event, await loadParties(db, event.organizationId, event.actor.userId ?? null));
+/**
+ * One delivery per enabled subscription of each event's organization that asked for the event and whose filters
+ * hold, for a whole queue batch of events in three D1 round trips: subscriptions and payload parties together, then
+ * the inserts with the read of what is pending. The (subscription, event) pair is unique, so a redelivered event adds
+ * no second delivery; whatever is still pending is (re)sent, which covers a consumer that died between the insert
+ * and the send.
+ */
+export async function fanOutEvents(env: Env, db: Db, events: EventEnvelope[]): Promise<string[]> {
+  const candidates = events.filter((e) => isWebhookEvent(e.type));
+  if (candidates.length === 0) return [];
+  const orgIds = [...new Set(candidates.map((e) => e.organizationId))];
+  const userIds = [...new Set(candidates.flatMap((e) => (e.actor.userId ? [e.actor.userId] : [])))];
+  const [subscriptions, orgs, actors] = await db.batch([
+    db
+      .select({ id: webhookSubscriptions.id, organizationId: webhookSubscriptions.organizationId, events: webhookSubscriptions.events, filters: webhookSubscriptions.filters })
+      .from(webhookSubscriptions)
+      .where(and(inJsonList(webhookSubscriptions.organizationId, orgIds), eq(webhookSubscriptions.enabled, true))),
+    db.select({ id: organizations.id, name: organizations.name }).from(organizations).where(inJsonList(organizations.id, orgIds)),
+    db.select({ id: users.id, organizationId: users.organizationId, name: users.name, email: users.email }).from(users).where(inJsonList(users.id, userIds)),
+  ]);
+
   const now = nowIso();
-  const inserts = matching.map((s) =>
+  const rows: string[] = [];
+  for (const event of candidates) {
+    const object = (event.data as { object?: unknown }).object;
+    const matching = subscriptions.filter((s) => s.organizationId === event.organizationId && s.events.includes(event.type) && matchesFilters(s.filters, event.type, object));
+    if (matching.length === 0) continue;
+    const actor = actors.find((u) => u.id === event.actor.userId && u.organizationId === event.organizationId);
+    const body = buildPayload(event, {
+      organization: orgs.find((o) => o.id === event.organizationId) ?? { id: event.organizationId, name: "" },
+      user: actor ? { id: actor.id, name: actor.name, email: actor.email } : null,
+    });
+    for (const s of matching) rows.push(JSON.stringify([newId(), event.organizationId, s.id, event.id, event.type, body]));
+  }
+  if (rows.length === 0) return [];
+
+  const statements: BatchItem<"sqlite">[] = chunkBySize(rows, INSERT_CHUNK_BYTES).map((chunk) =>
+    // Columns in table order: id, organization_id, subscription_id, event_id, event, body, status, attempt_count,
+    // last_status_code, last_error, next_attempt_at, delivered_at, created_at, updated_at.
     db
       .insert(webhookDeliveries)
-      .values({ id: newId(), organizationId: event.organizationId, subscriptionId: s.id, eventId: event.id, event: event.type, body, status: "pending", createdAt: now, updatedAt: now })
+      .select(
+        sql`SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]'), json_extract(value, '$[3]'), json_extract(value, '$[4]'), json_extract(value, '$[5]'),
+                   'pending', 0, NULL, NULL, NULL, NULL, ${now}, ${now}
+            FROM json_each(${`[${chunk.join(",")}]`}) WHERE true`,
+      )
       .onConflictDoNothing(),
   );
-  const pending = db
-    .select({ id: webhookDeliveries.id })
-    .from(webhookDeliveries)
-    .where(and(eq(webhookDeliveries.eventId, event.id), eq(webhookDeliveries.organizationId, event.organizationId), eq(webhookDeliveries.status, "pending")));
   // The inserts and the read of what is pending go to D1 as one batch: one round trip, read after write.
-  const statements: BatchItem<"sqlite">[] = [...inserts, pending];
+  statements.push(
+    db
+      .select({ id: webhookDeliveries.id })
+      .from(webhookDeliveries)
+      .where(and(inJsonList(webhookDeliveries.eventId, candidates.map((e) => e.id)), eq(webhookDeliveries.status, "pending"))),
+  );
   const results = await db.batch(statements as [BatchItem<"sqlite">, ...BatchItem<"sqlite">[]]);
   const ids = (results.at(-1) as { id: string }[]).map((r) => r.id);
   await enqueueDeliveries(env, ids);
   return ids;
 }
+
+/** One event's fan-out (tests and benchmarks). */
+export const fanOutEvent = (env: Env, db: Db, event: EventEnvelope): Promise<string[]> => fanOutEvents(env, db, [event]);
 
 /**
  * Cron pass: a delivery still `pending` long after it was written lost its queue message (the send failed after the
@@ -82,5 +115,5 @@ export async function resendStalledDeliveries(env: Env, db: Db, { stalledSeconds
 export const webhookFanout: EventConsumer = {
   name: "webhook-fanout",
   accepts: isWebhookEvent,
-  handle: async (event, { env, db }) => void (await fanOutEvent(env, db, event)),
+  handle: async (events, { env, db }) => void (await fanOutEvents(env, db, events)),
 };

@@ -6,17 +6,17 @@ import { resourceOf, WEBHOOK_RESOURCES } from "./events";
  * A path starts with the resource and continues into the event's `data.object`; every condition must hold.
  * Conditions on another resource do not apply to an event (a `contact.*` filter leaves `deal.*` events alone).
  */
-const Scalar = z.union([z.string(), z.number(), z.boolean(), z.null()]);
+const Scalar = z.union([z.string().max(500), z.number(), z.boolean(), z.null()]);
 type Scalar = z.infer<typeof Scalar>;
 
 const Condition = z
   .object({
     eq: Scalar.optional(),
     ne: Scalar.optional(),
-    gt: z.union([z.number(), z.string()]).optional(),
-    gte: z.union([z.number(), z.string()]).optional(),
-    lt: z.union([z.number(), z.string()]).optional(),
-    lte: z.union([z.number(), z.string()]).optional(),
+    gt: z.union([z.number(), z.string().max(500)]).optional(),
+    gte: z.union([z.number(), z.string().max(500)]).optional(),
+    lt: z.union([z.number(), z.string().max(500)]).optional(),
+    lte: z.union([z.number(), z.string().max(500)]).optional(),
     in: z.array(Scalar).min(1).max(100).optional(),
     nin: z.array(Scalar).min(1).max(100).optional(),
   })
@@ -26,7 +26,7 @@ const Condition = z
 const PATH = new RegExp(`^(${WEBHOOK_RESOURCES.join("|")})(\\.[A-Za-z0-9_]+)+$`);
 
 export const WebhookFiltersSchema = z
-  .record(z.string().regex(PATH, `A filter path is a resource (${WEBHOOK_RESOURCES.join(", ")}) and a dotted field, e.g. contact.leadScore`), Condition)
+  .record(z.string().max(200).regex(PATH, `A filter path is a resource (${WEBHOOK_RESOURCES.join(", ")}) and a dotted field, e.g. contact.leadScore`), Condition)
   .refine((f) => Object.keys(f).length <= 20, { message: "At most 20 filter paths", params: { code: "too_big" } })
   .openapi("WebhookFilters", {
     description: "Conditions on the event's object, keyed by dotted path; operators eq, ne, gt, gte, lt, lte, in, nin. All must hold.",

@@ -1,3 +1,5 @@
+import { IPV4_SPECIAL, IPV6_SPECIAL, type SpecialBlock } from "./special-purpose";
+
 /**
  * IP literals in every form a URL or a resolver can hand us, and the ranges a webhook may never reach. The WHATWG
  * URL parser already rewrites `2130706433`, `0x7f000001` and `127.1` to `127.0.0.1`; parsing them again here keeps
@@ -44,53 +46,48 @@ export function parseIPv6(input: string): number[] | null {
   return groups.map((g) => parseInt(g, 16));
 }
 
-type V4Range = [base: string, bits: number];
-
-/** Not routable on the public Internet, or owned by the platform (RFC 6890 and the cloud metadata service). */
-const BLOCKED_V4: V4Range[] = [
-  ["0.0.0.0", 8], // "this network"
-  ["10.0.0.0", 8],
-  ["100.64.0.0", 10], // carrier-grade NAT
-  ["127.0.0.0", 8], // loopback
-  ["169.254.0.0", 16], // link-local, incl. 169.254.169.254 metadata
-  ["172.16.0.0", 12],
-  ["192.0.0.0", 24],
-  ["192.0.2.0", 24],
-  ["192.88.99.0", 24],
-  ["192.168.0.0", 16],
-  ["198.18.0.0", 15],
-  ["198.51.100.0", 24],
-  ["203.0.113.0", 24],
-  ["224.0.0.0", 4], // multicast
-  ["240.0.0.0", 4], // reserved, broadcast
-];
-
-const inV4 = (n: number, [base, bits]: V4Range) => bits === 0 || n >>> (32 - bits) === parseIPv4(base)! >>> (32 - bits);
-
 export type AddressKind = "public" | "loopback" | "blocked";
 
-export function classifyIPv4(n: number): AddressKind {
-  if (inV4(n, ["127.0.0.0", 8])) return "loopback";
-  return BLOCKED_V4.some((r) => inV4(n, r)) ? "blocked" : "public";
+interface Block<T> {
+  base: T;
+  bits: number;
+  block: SpecialBlock;
 }
 
+function parsePrefix<T>(prefix: string, parse: (s: string) => T | null): { base: T; bits: number } {
+  const [address, bits] = prefix.split("/");
+  const base = parse(address!);
+  if (base === null) throw new Error(`bad prefix in the special-purpose table: ${prefix}`);
+  return { base, bits: Number(bits) };
+}
+
+const toBigInt = (groups: number[]): bigint => groups.reduce((acc, g) => (acc << 16n) | BigInt(g), 0n);
+
+const V4_BLOCKS: Block<number>[] = IPV4_SPECIAL.map((block) => ({ ...parsePrefix(block.prefix, parseIPv4), block }));
+// Longest prefix first, so the first match is the most specific block (2001:db8::/32 before a /23 around it).
+const V6_BLOCKS: Block<bigint>[] = IPV6_SPECIAL.map((block) => {
+  const { base, bits } = parsePrefix(block.prefix, parseIPv6);
+  return { base: toBigInt(base), bits, block };
+}).sort((a, b) => b.bits - a.bits);
+
+const inV4 = (n: number, { base, bits }: Block<number>) => bits === 0 || n >>> (32 - bits) === base >>> (32 - bits);
+const inV6 = (n: bigint, { base, bits }: Block<bigint>) => n >> BigInt(128 - bits) === base >> BigInt(128 - bits);
+
+export function classifyIPv4(n: number): AddressKind {
+  if (n >>> 24 === 127) return "loopback";
+  return V4_BLOCKS.some((b) => inV4(n, b)) ? "blocked" : "public";
+}
+
+/** The special-purpose block an IPv6 address falls in (the most specific one), if any. */
+export const specialBlockOfIPv6 = (g: number[]): SpecialBlock | undefined => V6_BLOCKS.find((b) => inV6(toBigInt(g), b))?.block;
+
 export function classifyIPv6(g: number[]): AddressKind {
-  const embeddedV4 = ((g[6]! << 16) + g[7]!) >>> 0;
-  const zeroTo = (k: number) => g.slice(0, k).every((x) => x === 0);
-  if (zeroTo(7) && g[7] === 1) return "loopback"; // ::1
-  if (zeroTo(5) && g[5] === 0xffff) return classifyIPv4(embeddedV4); // ::ffff:a.b.c.d, IPv4-mapped
-  if (zeroTo(4) && g[4] === 0xffff && g[5] === 0) return classifyIPv4(embeddedV4); // ::ffff:0:a.b.c.d, IPv4-translated
-  if (g[0] === 0x64 && g[1] === 0xff9b && g.slice(2, 6).every((x) => x === 0)) return classifyIPv4(embeddedV4); // NAT64
-  if (g[0] === 0x64 && g[1] === 0xff9b && g[2] === 1) return "blocked"; // 64:ff9b:1::/48, local-use NAT64
-  if (g[0] === 0x2002) return classifyIPv4(((g[1]! << 16) + g[2]!) >>> 0); // 6to4 carries an IPv4 address
-  if (zeroTo(6)) return "blocked"; // ::, ::a.b.c.d (deprecated IPv4-compatible)
-  const first = g[0]!;
-  if ((first & 0xfe00) === 0xfc00) return "blocked"; // fc00::/7 unique local (incl. fd00:ec2::254 metadata)
-  if ((first & 0xffc0) === 0xfe80 || (first & 0xffc0) === 0xfec0) return "blocked"; // link-local, site-local
-  if ((first & 0xff00) === 0xff00) return "blocked"; // multicast
-  if (first === 0x2001 && (g[1] === 0x0db8 || g[1] === 0)) return "blocked"; // documentation, Teredo
-  if (first === 0x0100 && g.slice(1, 4).every((x) => x === 0)) return "blocked"; // discard-only
-  return "public";
+  const block = specialBlockOfIPv6(g);
+  if (!block) return "public";
+  if (block.prefix === "::1/128") return "loopback";
+  if (block.embeds === "low32") return classifyIPv4(((g[6]! << 16) + g[7]!) >>> 0);
+  if (block.embeds === "6to4") return classifyIPv4(((g[1]! << 16) + g[2]!) >>> 0);
+  return "blocked";
 }
 
 /** An IP literal's kind, or null when `host` is a name that needs DNS. */

@@ -1,13 +1,14 @@
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
-import { ListQuery } from "../crm/pagination";
+import { listQuery } from "../crm/list-query";
+import { ETAG_HEADER, withEtag } from "../platform/etag";
 import { serviceContext } from "../platform/auth";
 import type { AppBindings } from "../platform/context";
-import { CRM_BODY_ERRORS, CRM_COMMON_ERRORS, crmError, crmSuccess } from "../crm/envelope";
+import { CRM_BODY_ERRORS, CRM_COMMON_ERRORS, CRM_PRECONDITION_ERROR, crmError, crmSuccess } from "../crm/envelope";
 import { issuesOf, validationHookWith } from "../platform/openapi";
 import { assertDeliverableUrl } from "./guards";
 import { deliveryRoutes } from "./delivery-routes";
 import { CreateWebhook, UpdateWebhook, Webhook, WebhookIdParam, WebhookList, WebhookWithSecret } from "./schemas";
-import { createWebhook, deleteWebhook, findWebhook, listWebhooks, toWebhook, updateWebhook } from "./service";
+import { createWebhook, deleteWebhook, findWebhook, listWebhooks, shownWebhook, updateWebhook } from "./service";
 import type { WebhookDeps } from "./transport";
 
 const tags = ["Webhooks"];
@@ -28,7 +29,7 @@ const create = createRoute({
   summary: "Subscribe to events",
   description: "Creates a subscription. The signing secret (yours, or generated when `secret` is left out) is returned in this answer only.",
   request: { body: json(CreateWebhook) },
-  responses: { 201: crmSuccess("The subscription with its secret", WebhookWithSecret), ...CRM_COMMON_ERRORS, ...CRM_BODY_ERRORS, ...URL_ERRORS },
+  responses: { 201: crmSuccess("The subscription with its secret", WebhookWithSecret, ETAG_HEADER), ...CRM_COMMON_ERRORS, ...CRM_BODY_ERRORS, ...URL_ERRORS },
 });
 
 const list = createRoute({
@@ -38,8 +39,8 @@ const list = createRoute({
   security,
   summary: "List subscriptions",
   description: "Newest first, keyset-paginated. Secrets are never listed.",
-  request: { query: ListQuery },
-  responses: { 200: { description: "A page of subscriptions", content: { "application/json": { schema: WebhookList } } }, ...CRM_COMMON_ERRORS, 422: crmError("Bad limit or cursor") },
+  request: { query: listQuery({}) },
+  responses: { 200: { description: "A page of subscriptions", content: { "application/json": { schema: WebhookList } } }, ...CRM_COMMON_ERRORS, 422: crmError("Bad limit or cursor, or an unknown parameter") },
 });
 
 const read = createRoute({
@@ -49,7 +50,7 @@ const read = createRoute({
   security,
   summary: "Read a subscription",
   request: { params: WebhookIdParam },
-  responses: { 200: crmSuccess("The subscription, without its secret", Webhook), ...CRM_COMMON_ERRORS, ...NOT_FOUND, ...BAD_ID },
+  responses: { 200: crmSuccess("The subscription, without its secret", Webhook, ETAG_HEADER), ...CRM_COMMON_ERRORS, ...NOT_FOUND, ...BAD_ID },
 });
 
 const update = createRoute({
@@ -58,14 +59,17 @@ const update = createRoute({
   tags,
   security,
   summary: "Update a subscription or rotate its secret",
-  description: "Changes any of url, events, filters, enabled, description. `rotateSecret: true` (or a new `secret`) replaces the signing secret at once; the new secret is in this answer only.",
+  description:
+    "Changes any of url, events, filters, enabled, description; only the fields sent change, so concurrent updates of different fields all land. `rotateSecret: true` (or a new `secret`) replaces the signing secret at once; the new secret is in this answer only. Send the subscription's ETag in `If-Match` to make the change conditional (412 when it has changed since).",
   request: { params: WebhookIdParam, body: json(UpdateWebhook) },
   responses: {
-    200: crmSuccess("The subscription; `secret` only when it was rotated", WebhookWithSecret.partial({ secret: true })),
+    200: crmSuccess("The subscription; `secret` only when it was rotated", WebhookWithSecret.partial({ secret: true }), ETAG_HEADER),
     ...CRM_COMMON_ERRORS,
     ...CRM_BODY_ERRORS,
     ...URL_ERRORS,
     ...NOT_FOUND,
+    ...CRM_PRECONDITION_ERROR,
+    409: crmError("Changed by too many requests at once (concurrent_modification); retry"),
   },
 });
 
@@ -75,9 +79,9 @@ const remove = createRoute({
   tags,
   security,
   summary: "Delete a subscription",
-  description: "Deletes the subscription with its delivery log; deliveries still queued are dropped.",
+  description: "Deletes the subscription with its delivery log; deliveries still queued are dropped. Honours If-Match (412).",
   request: { params: WebhookIdParam },
-  responses: { 200: crmSuccess("Deleted", z.object({ id: z.string(), deleted: z.literal(true) })), ...CRM_COMMON_ERRORS, ...NOT_FOUND, ...BAD_ID },
+  responses: { 200: crmSuccess("Deleted", z.object({ id: z.string(), deleted: z.literal(true) })), ...CRM_COMMON_ERRORS, ...NOT_FOUND, ...BAD_ID, ...CRM_PRECONDITION_ERROR },
 });
 
 /** Every /v1/webhooks route. `deps` reaches DNS and receivers; tests pass fakes. */
@@ -85,10 +89,10 @@ export function createWebhookRoutes(deps: WebhookDeps) {
   // A body that breaks the schema still has its URL checked, so one 422 names every problem.
   const hook = validationHookWith(async (body, c) => (typeof body.url === "string" ? issuesOf(() => assertDeliverableUrl(c.env, body.url as string, deps.resolver)) : []));
   return new OpenAPIHono<AppBindings>({ defaultHook: hook })
-    .openapi(create, async (c) => c.json({ success: true as const, data: await createWebhook(serviceContext(c), c.req.valid("json"), deps.resolver) }, 201))
+    .openapi(create, async (c) => c.json({ success: true as const, data: withEtag(c, await createWebhook(serviceContext(c), c.req.valid("json"), deps.resolver)) }, 201))
     .openapi(list, async (c) => c.json({ success: true as const, ...(await listWebhooks(serviceContext(c), c.req.valid("query"))) }, 200))
-    .openapi(read, async (c) => c.json({ success: true as const, data: toWebhook(await findWebhook(serviceContext(c), c.req.valid("param").id)) }, 200))
-    .openapi(update, async (c) => c.json({ success: true as const, data: await updateWebhook(serviceContext(c), c.req.valid("param").id, c.req.valid("json"), deps.resolver) }, 200))
+    .openapi(read, async (c) => c.json({ success: true as const, data: withEtag(c, shownWebhook(await findWebhook(serviceContext(c), c.req.valid("param").id))) }, 200))
+    .openapi(update, async (c) => c.json({ success: true as const, data: withEtag(c, await updateWebhook(serviceContext(c), c.req.valid("param").id, c.req.valid("json"), deps.resolver)) }, 200))
     .openapi(remove, async (c) => {
       const { id } = c.req.valid("param");
       await deleteWebhook(serviceContext(c), id);

@@ -1,5 +1,6 @@
 import { and, count, desc, eq, inArray } from "drizzle-orm";
 import { webhookDeliveries, webhookDeliveryAttempts, webhookSubscriptions } from "../db/schema";
+import { commit, expectVersion, expectVersionMatch, versioned, type VersionedTable, withRetries } from "../db/write";
 import { NotFound } from "../lib/errors";
 import { newId } from "../lib/ids";
 import { decodeNewestFirstCursor as decodeCursor, olderThan, paginate } from "../crm/pagination";
@@ -12,6 +13,8 @@ import type { DnsResolver } from "./dns";
 
 type Row = typeof webhookSubscriptions.$inferSelect;
 
+export const WEBHOOKS: VersionedTable = { table: webhookSubscriptions, id: webhookSubscriptions.id, organizationId: webhookSubscriptions.organizationId, version: webhookSubscriptions.version };
+
 const byId = (organizationId: string, id: string) => and(eq(webhookSubscriptions.organizationId, organizationId), eq(webhookSubscriptions.id, id));
 
 /** The subscription as the API shows it: everything but the secret, which is never shown after create or rotation. */
@@ -19,6 +22,9 @@ export function toWebhook(row: Row): Webhook {
   const { id, url, events, filters, enabled, description, disabledReason, createdAt, updatedAt } = row;
   return { id, url, events, filters, enabled, description, disabledReason, createdAt, updatedAt };
 }
+
+/** The subscription as the API shows it, marked with its version for the ETag. */
+export const shownWebhook = (row: Row): Webhook => versioned(toWebhook(row), row.version);
 
 /** The subscription row of this organization, or 404 (another organization's id answers the same). */
 export async function findWebhook(ctx: Pick<ServiceContext, "db" | "organizationId">, id: string): Promise<Row> {
@@ -46,9 +52,10 @@ export async function createWebhook(ctx: ServiceContext, input: CreateWebhook, r
     disabledReason: null,
     createdAt: now,
     updatedAt: now,
+    version: 1,
   };
   await ctx.db.insert(webhookSubscriptions).values(row).run();
-  return { ...toWebhook(row), secret };
+  return versioned({ ...toWebhook(row), secret }, row.version);
 }
 
 /** GET /v1/webhooks: newest first, keyset on (createdAt, id). */
@@ -64,36 +71,50 @@ export async function listWebhooks(ctx: ServiceContext, { limit, cursor }: { lim
   return { data: items.map(toWebhook), pagination };
 }
 
-/** PATCH /v1/webhooks/{id}. A new URL passes the same checks as on create; turning it on clears a 410 shutdown. */
+/**
+ * PATCH /v1/webhooks/{id}. A new URL passes the same checks as on create; turning it on clears a 410 shutdown. Only
+ * the fields sent change, applied to the subscription as it is when the write lands (compare-and-set on its version),
+ * so a rotated secret is the one deliveries sign with however many other changes race it.
+ */
 export async function updateWebhook(ctx: ServiceContext, id: string, input: UpdateWebhook, resolver: DnsResolver): Promise<Webhook & { secret?: string }> {
-  const row = await findWebhook(ctx, id);
-  if (input.url !== undefined && input.url !== row.url) await assertDeliverableUrl(ctx.env, input.url, resolver);
+  const first = await findWebhook(ctx, id);
+  if (input.url !== undefined && input.url !== first.url) await assertDeliverableUrl(ctx.env, input.url, resolver);
   const secret = input.rotateSecret ? newWebhookSecret() : input.secret;
-  const next: Row = {
-    ...row,
-    url: input.url ?? row.url,
-    events: input.events ?? row.events,
-    filters: input.filters ?? row.filters,
-    enabled: input.enabled ?? row.enabled,
-    description: input.description ?? row.description,
-    disabledReason: input.enabled === true ? null : row.disabledReason,
-    secretCiphertext: secret === undefined ? row.secretCiphertext : await sealSecret(masterKey(ctx.env), id, secret),
-    updatedAt: nowIso(),
-  };
-  const { id: _, organizationId: __, createdAt: ___, ...changes } = next;
-  await ctx.db.update(webhookSubscriptions).set(changes).where(byId(ctx.organizationId, id)).run();
-  return secret === undefined ? toWebhook(next) : { ...toWebhook(next), secret };
+  // Sealed once: every attempt below stores this secret, the one this answer returns.
+  const secretCiphertext = secret === undefined ? undefined : await sealSecret(masterKey(ctx.env), id, secret);
+  return withRetries(async (n) => {
+    const row = n === 1 ? first : await findWebhook(ctx, id);
+    expectVersionMatch(ctx, row.version);
+    const next: Row = {
+      ...row,
+      url: input.url ?? row.url,
+      events: input.events ?? row.events,
+      filters: input.filters ?? row.filters,
+      enabled: input.enabled ?? row.enabled,
+      description: input.description ?? row.description,
+      disabledReason: input.enabled === true ? null : row.disabledReason,
+      secretCiphertext: secretCiphertext ?? row.secretCiphertext,
+      updatedAt: nowIso(),
+      version: row.version + 1,
+    };
+    const { id: _, organizationId: __, createdAt: ___, ...changes } = next;
+    await commit(ctx, [expectVersion(ctx.db, WEBHOOKS, ctx.organizationId, row), ctx.db.update(webhookSubscriptions).set(changes).where(byId(ctx.organizationId, id))]);
+    return versioned(secret === undefined ? toWebhook(next) : { ...toWebhook(next), secret }, next.version);
+  });
 }
 
 /** DELETE /v1/webhooks/{id}: the subscription with its deliveries and their log, in one atomic batch. */
 export async function deleteWebhook(ctx: ServiceContext, id: string): Promise<void> {
-  await findWebhook(ctx, id);
   const { db, organizationId } = ctx;
-  const deliveries = db.select({ id: webhookDeliveries.id }).from(webhookDeliveries).where(and(eq(webhookDeliveries.organizationId, organizationId), eq(webhookDeliveries.subscriptionId, id)));
-  await db.batch([
-    db.delete(webhookDeliveryAttempts).where(and(eq(webhookDeliveryAttempts.organizationId, organizationId), inArray(webhookDeliveryAttempts.deliveryId, deliveries))),
-    db.delete(webhookDeliveries).where(and(eq(webhookDeliveries.organizationId, organizationId), eq(webhookDeliveries.subscriptionId, id))),
-    db.delete(webhookSubscriptions).where(byId(organizationId, id)),
-  ]);
+  await withRetries(async () => {
+    const row = await findWebhook(ctx, id);
+    expectVersionMatch(ctx, row.version);
+    const deliveries = db.select({ id: webhookDeliveries.id }).from(webhookDeliveries).where(and(eq(webhookDeliveries.organizationId, organizationId), eq(webhookDeliveries.subscriptionId, id)));
+    await commit(ctx, [
+      expectVersion(db, WEBHOOKS, organizationId, row),
+      db.delete(webhookDeliveryAttempts).where(and(eq(webhookDeliveryAttempts.organizationId, organizationId), inArray(webhookDeliveryAttempts.deliveryId, deliveries))),
+      db.delete(webhookDeliveries).where(and(eq(webhookDeliveries.organizationId, organizationId), eq(webhookDeliveries.subscriptionId, id))),
+      db.delete(webhookSubscriptions).where(byId(organizationId, id)),
+    ]);
+  });
 }
-

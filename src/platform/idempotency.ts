@@ -1,0 +1,96 @@
+import { and, eq, lte, sql } from "drizzle-orm";
+import { createMiddleware } from "hono/factory";
+import type { Db } from "../db/client";
+import { idempotencyKeys } from "../db/schema";
+import { sha256Hex } from "../lib/crypto";
+import { AppError, Conflict, Validation } from "../lib/errors";
+import { loggableError } from "../lib/log";
+import { nowIso } from "../lib/time";
+import type { AppBindings } from "./context";
+
+/**
+ * Idempotency keys, Stripe's model: a POST, PUT, PATCH or DELETE on /v1 or /api sent with `Idempotency-Key` runs once
+ * per organization and key. Its answer is kept for 24 hours and replayed (with `Idempotent-Replayed: true`) to a
+ * retry of the same request; the same key with another method, path, query or body is a 422; a retry while the first
+ * is still running is a 409. A 5xx answer is not kept, so the request can be retried under the same key.
+ */
+export const IDEMPOTENCY_HEADER = "Idempotency-Key";
+export const IDEMPOTENCY_TTL_HOURS = 24;
+/** A claim still in flight after this long belongs to a request that died; a retry of the same request may take it over. */
+const ABANDONED_AFTER_MS = 2 * 60 * 1000;
+const KEY = /^[\x21-\x7e]{1,255}$/;
+const WRITES = new Set(["POST", "PUT", "PATCH", "DELETE"]);
+/** Answer headers a replay repeats; the rest (request id, bookmark) belong to the replaying request. */
+const KEPT_HEADERS = ["content-type", "etag", "location"];
+/** Larger answers are not kept (no write route gives one); the key is released instead. */
+const MAX_KEPT_BODY = 1024 * 1024;
+
+const invalidKey = () =>
+  new Validation(
+    [{ field: IDEMPOTENCY_HEADER, path: [IDEMPOTENCY_HEADER], code: "invalid_idempotency_key", message: `${IDEMPOTENCY_HEADER} must be 1 to 255 visible ASCII characters` }],
+    "malformed",
+  );
+
+/** The key was first used for another request: 422 on every route family. */
+export class IdempotencyKeyReused extends AppError {
+  readonly status = 422;
+  readonly code = "idempotency_key_reused";
+  constructor() {
+    super(`This ${IDEMPOTENCY_HEADER} was used for another request (method, path, query or body); use a new key for a new request`);
+  }
+}
+
+export const idempotency = createMiddleware<AppBindings>(async (c, next) => {
+  const key = c.req.header(IDEMPOTENCY_HEADER);
+  if (key === undefined || !WRITES.has(c.req.method)) return next();
+  if (!KEY.test(key)) throw invalidKey();
+  const db = c.get("db");
+  const organizationId = c.get("organization").id;
+  const url = new URL(c.req.url);
+  // The body is read once here and cached by Hono for the route's validator.
+  const fingerprint = await sha256Hex(JSON.stringify([c.req.method, url.pathname, url.search, await c.req.text()]));
+  const where = and(eq(idempotencyKeys.organizationId, organizationId), eq(idempotencyKeys.key, key));
+
+  const now = new Date();
+  const claimed = await db
+    .insert(idempotencyKeys)
+    .values({ organizationId, key, fingerprint, state: "in_flight", createdAt: nowIso(now), expiresAt: nowIso(new Date(now.getTime() + IDEMPOTENCY_TTL_HOURS * 3_600_000)) })
+    .onConflictDoUpdate({
+      target: [idempotencyKeys.organizationId, idempotencyKeys.key],
+      set: { fingerprint, state: "in_flight", responseStatus: null, responseHeaders: null, responseBody: null, createdAt: sql`excluded.created_at`, expiresAt: sql`excluded.expires_at` },
+      // Expired keys start afresh; an abandoned claim of this very request may be taken over.
+      setWhere: sql`${idempotencyKeys.expiresAt} <= excluded.created_at OR (${idempotencyKeys.state} = 'in_flight' AND ${idempotencyKeys.fingerprint} = excluded.fingerprint AND ${idempotencyKeys.createdAt} < ${nowIso(new Date(now.getTime() - ABANDONED_AFTER_MS))})`,
+    })
+    .returning({ key: idempotencyKeys.key })
+    .get();
+
+  if (!claimed) {
+    const kept = await db.select().from(idempotencyKeys).where(where).get();
+    if (!kept) throw new Conflict("This Idempotency-Key is being used by another request; retry", "idempotency_key_in_use");
+    if (kept.fingerprint !== fingerprint) throw new IdempotencyKeyReused();
+    if (kept.state === "in_flight") throw new Conflict("A request with this Idempotency-Key is still being processed; retry once it has answered", "idempotency_key_in_flight");
+    return c.newResponse(kept.responseBody, kept.responseStatus as 200, { ...kept.responseHeaders, "Idempotent-Replayed": "true" });
+  }
+
+  await next();
+  await keep(db, where, c.res).catch(async (err) => {
+    console.error(JSON.stringify({ level: "error", msg: "idempotent answer not kept; key released", requestId: c.get("requestId"), error: loggableError(err) }));
+    await db.delete(idempotencyKeys).where(where).catch(() => undefined);
+  });
+});
+
+/** Keeps the answer under its key, or releases the key when the answer must not be replayed (5xx, too large). */
+async function keep(db: Db, where: ReturnType<typeof and>, res: Response): Promise<void> {
+  const body = res.status >= 500 ? null : await res.clone().text();
+  if (body === null || body.length > MAX_KEPT_BODY) {
+    await db.delete(idempotencyKeys).where(where);
+    return;
+  }
+  const headers = Object.fromEntries(KEPT_HEADERS.flatMap((h) => (res.headers.has(h) ? [[h, res.headers.get(h)!]] : [])));
+  await db.update(idempotencyKeys).set({ state: "done", responseStatus: res.status, responseHeaders: headers, responseBody: body }).where(where);
+}
+
+/** Cron pass: keys past their 24 hours go, a bounded number per pass. */
+export async function pruneIdempotencyKeys(db: Db): Promise<void> {
+  await db.run(sql`DELETE FROM idempotency_keys WHERE rowid IN (SELECT rowid FROM idempotency_keys WHERE ${lte(idempotencyKeys.expiresAt, nowIso())} LIMIT 5000)`);
+}
