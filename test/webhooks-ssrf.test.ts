@@ -4,6 +4,7 @@ import { describe, expect, it } from "vitest";
 import { createApp } from "../src/app";
 import { DnsUnavailable, dohResolver, type DnsResolver } from "../src/webhooks/dns";
 import { classifyLiteral } from "../src/webhooks/ip";
+import { IPV4_SPECIAL, IPV6_SPECIAL } from "../src/webhooks/special-purpose";
 import { checkWebhookUrl, urlPolicyFor } from "../src/webhooks/ssrf";
 import { json } from "./helpers/client";
 import { createPrincipal } from "./helpers/factories";
@@ -54,6 +55,29 @@ describe("webhook URL rules (SSRF)", () => {
     ["https://api.localhost./", "a .localhost name, trailing dot"],
   ])("production refuses %s (%s) without asking DNS", async (url) => {
     expect(await codeOf(url)).toBe("blocked_address");
+  });
+
+  it.each(["2001:2::1", "2001:10::1", "2001:1f::1", "3fff::1", "3fff:fff::1", "5f00::1", "100:0:0:1::1", "2001:4:112::1", "2620:4f:8000::1", "2001:db8::1"])(
+    "refuses %s, an IPv6 special-purpose address",
+    async (address) => {
+      expect(classifyLiteral(address)).toBe("blocked");
+      expect(await codeOf(`https://[${address}]/`)).toBe("blocked_address");
+    },
+  );
+
+  it("refuses an address in every block of the IANA special-purpose registries, and the neighbours of some stay public", () => {
+    for (const block of [...IPV4_SPECIAL, ...IPV6_SPECIAL]) {
+      const base = block.prefix.split("/")[0]!;
+      expect(classifyLiteral(base), `${block.prefix} ${block.name}`).not.toBe("public");
+    }
+    // Blocks that embed an IPv4 address are judged by it: a public one stays usable, a private one is refused.
+    expect(classifyLiteral("::ffff:93.184.216.34")).toBe("public");
+    expect(classifyLiteral("64:ff9b::93.184.216.34")).toBe("public");
+    expect(classifyLiteral("2002:5db8:d822::1")).toBe("public");
+    expect(classifyLiteral("2002:0a00:0001::1")).toBe("blocked");
+    for (const outside of ["2001:200::1", "3fff:1000::1", "5f01::1", "2620:4f:8001::1", "192.0.1.1", "192.31.197.1", "100.128.0.1", "198.20.0.1"]) {
+      expect(classifyLiteral(outside), outside).toBe("public");
+    }
   });
 
   it("classifies raw literals a URL parser never normalised (resolver answers, other parsers)", () => {
@@ -113,7 +137,10 @@ describe("DNS over HTTPS client", () => {
   it("fails loudly on SERVFAIL or an unreachable server, so no URL is accepted unchecked", async () => {
     await setDnsAnswers({ "broken.customer.test/A": { Status: 2 }, "broken.customer.test/AAAA": { Status: 2 } });
     await expect(doh().resolve("broken.customer.test")).rejects.toBeInstanceOf(DnsUnavailable);
-    await expect(dohResolver(fetch, "http://127.0.0.1:9/dns-query").resolve("a.test")).rejects.toBeInstanceOf(DnsUnavailable);
+    // A server that cannot be reached, as workerd's fetch reports it (a real refused port would make workerd print the
+    // failure as an uncaught exception even though it is caught).
+    const unreachable: typeof fetch = async () => Promise.reject(new Error("Network connection lost."));
+    await expect(dohResolver(unreachable, "https://dns.invalid/dns-query").resolve("a.test")).rejects.toBeInstanceOf(DnsUnavailable);
   });
 });
 

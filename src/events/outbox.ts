@@ -1,4 +1,4 @@
-import { asc, lte, sql } from "drizzle-orm";
+import { sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { outboxEvents } from "../db/schema";
 import type { Statement } from "../db/write";
@@ -125,20 +125,23 @@ export function deferPublish(ctx: Pick<ServiceContext, "env" | "db" | "defer">, 
   if (events.length > 0) ctx.defer(publishEvents(ctx.env, ctx.db, events.map((e) => e.id)).catch((err) => console.error(JSON.stringify({ level: "error", msg: "event publish failed; cron will re-send", error: loggableError(err) }))));
 }
 
+/** Rows one organization may take of one cron pass, so another's backlog or poison rows never hold it back. */
+const PER_ORGANIZATION_PER_PASS = 100;
+/** Due rows a pass looks at, earliest first (an index range), before sharing them out per organization. */
+const SCAN_PER_PASS = 20_000;
+
 /**
  * Cron pass: events that are due and still unsent (the isolate died between commit and send, or a send failed) go
- * out, earliest due first. A row is due `RESEND_GRACE_SECONDS` after it was written, so a publish still in flight is
- * not raced, and after a failed send when its backoff ends; dead rows are never due. Duplicates are harmless:
- * consumers are idempotent on the event id.
+ * out, earliest due first and at most `PER_ORGANIZATION_PER_PASS` per organization. A row is due
+ * `RESEND_GRACE_SECONDS` after it was written, so a publish still in flight is not raced, and after a failed send
+ * when its backoff ends; dead rows are never due. Duplicates are harmless: consumers are idempotent on the event id.
  */
 export async function resendUnsentEvents(env: Env, db: Db, { max = 500 } = {}): Promise<number> {
-  const due = await db
-    .select({ id: outboxEvents.id })
-    .from(outboxEvents)
-    .where(lte(outboxEvents.nextAttemptAt, nowIso()))
-    .orderBy(asc(outboxEvents.nextAttemptAt))
-    .limit(max)
-    .all();
+  const due = await db.all<{ id: string }>(sql`
+    SELECT id FROM (
+      SELECT id, next_attempt_at, ROW_NUMBER() OVER (PARTITION BY organization_id ORDER BY next_attempt_at) AS n
+      FROM (SELECT id, organization_id, next_attempt_at FROM outbox_events WHERE next_attempt_at <= ${nowIso()} ORDER BY next_attempt_at LIMIT ${SCAN_PER_PASS})
+    ) WHERE n <= ${PER_ORGANIZATION_PER_PASS} ORDER BY next_attempt_at LIMIT ${max}`);
   await publishEvents(env, db, due.map((r) => r.id));
   return due.length;
 }

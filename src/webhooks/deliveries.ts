@@ -1,6 +1,7 @@
 import { and, asc, count, desc, eq, inArray } from "drizzle-orm";
 import { inJsonList } from "../lib/sql";
-import { outboxEvents, webhookDeliveries, webhookDeliveryAttempts } from "../db/schema";
+import { outboxEvents, webhookDeliveries, webhookDeliveryAttempts, webhookSubscriptions } from "../db/schema";
+import { commit, expectRow, withRetries } from "../db/write";
 import { Conflict, NotFound } from "../lib/errors";
 import { newId } from "../lib/ids";
 import { decodeNewestFirstCursor as decodeCursor, olderThan, paginate } from "../crm/pagination";
@@ -46,9 +47,16 @@ export async function listDeliveries(ctx: ServiceContext, subscriptionId: string
   return { data: await withAttempts(ctx, items), pagination };
 }
 
-/** Null when the (subscription, event) pair already has a delivery: it was made since the caller looked. */
+/**
+ * Null when the (subscription, event) pair already has a delivery: it was made since the caller looked. Guarded on the
+ * subscription still existing, so a delivery never outlives a subscription deleted meanwhile (`StaleWrite`: the
+ * caller's retry then answers 404).
+ */
 async function insertAndSend(ctx: ServiceContext, row: DeliveryRow): Promise<Delivery | null> {
-  const inserted = await ctx.db.insert(webhookDeliveries).values(row).onConflictDoNothing().returning({ id: webhookDeliveries.id });
+  const [, inserted] = (await commit(ctx, [
+    expectRow(ctx.db, webhookSubscriptions, and(eq(webhookSubscriptions.organizationId, ctx.organizationId), eq(webhookSubscriptions.id, row.subscriptionId))),
+    ctx.db.insert(webhookDeliveries).values(row).onConflictDoNothing().returning({ id: webhookDeliveries.id }),
+  ])) as [unknown, { id: string }[]];
   if (inserted.length === 0) return null;
   await enqueueDeliveries(ctx.env, [row.id]);
   return (await withAttempts(ctx, [row]))[0]!;
@@ -67,10 +75,12 @@ async function enabledWebhook(ctx: ServiceContext, id: string) {
 
 /** POST /v1/webhooks/{id}/test: a `webhook.test` event through the real path (queue, signature, retries, log). */
 export async function sendTestEvent(ctx: ServiceContext, id: string): Promise<Delivery> {
-  const sub = await enabledWebhook(ctx, id);
-  const event = { id: newId(), type: TEST_EVENT, occurredAt: nowIso(), data: { object: { webhook: toWebhook(sub), message: "This is a test delivery." } } };
-  const body = buildPayload(event, await loadParties(ctx.db, ctx.organizationId, ctx.actor.userId ?? null));
-  return (await insertAndSend(ctx, newDelivery(ctx, id, event.id, TEST_EVENT, body)))!; // a new event id: no conflict
+  return withRetries(async () => {
+    const sub = await enabledWebhook(ctx, id);
+    const event = { id: newId(), type: TEST_EVENT, occurredAt: nowIso(), data: { object: { webhook: toWebhook(sub), message: "This is a test delivery." } } };
+    const body = buildPayload(event, await loadParties(ctx.db, ctx.organizationId, ctx.actor.userId ?? null));
+    return (await insertAndSend(ctx, newDelivery(ctx, id, event.id, TEST_EVENT, body)))!; // a new event id: no conflict
+  });
 }
 
 /** States a delivery can be replayed from: its retry chain has ended. Replaying one still in flight would start a second chain. */
@@ -110,6 +120,10 @@ export async function replayDelivery(ctx: ServiceContext, id: string, deliveryId
  * Filters are not applied: replay is an explicit request. The webhook must subscribe to the event's name.
  */
 export async function replayEvent(ctx: ServiceContext, id: string, eventId: string): Promise<Delivery> {
+  return withRetries(() => replayEventOnce(ctx, id, eventId));
+}
+
+async function replayEventOnce(ctx: ServiceContext, id: string, eventId: string): Promise<Delivery> {
   const sub = await enabledWebhook(ctx, id);
   const existingDelivery = () =>
     ctx.db

@@ -86,7 +86,14 @@ async function attemptDelivery(env: Env, db: Db, deps: WebhookDeps, target: Targ
   const nextAttemptAt = retrying && hasRetryLeft(queueAttempt) ? nowIso(addSeconds(now, delaySeconds)) : null;
 
   const writes: BatchItem<"sqlite">[] = [
-    db.insert(webhookDeliveryAttempts).values({ id: newId(), organizationId: delivery.organizationId, deliveryId: delivery.id, attempt: delivery.attemptCount + 1, ...result, nextAttemptAt, attemptedAt: nowIso(now) }),
+    // Only while the delivery exists: one deleted with its subscription during the attempt leaves no orphan log row.
+    // Columns in table order: id, organization_id, delivery_id, attempt, status_code, duration_ms, error, next_attempt_at, attempted_at.
+    db
+      .insert(webhookDeliveryAttempts)
+      .select(
+        sql`SELECT ${newId()}, ${delivery.organizationId}, ${delivery.id}, ${delivery.attemptCount + 1}, ${result.statusCode}, ${result.durationMs}, ${result.error}, ${nextAttemptAt}, ${nowIso(now)}
+            WHERE EXISTS (SELECT 1 FROM ${webhookDeliveries} WHERE ${eq(webhookDeliveries.id, delivery.id)})`,
+      ),
     db
       .update(webhookDeliveries)
       .set({
@@ -102,7 +109,14 @@ async function attemptDelivery(env: Env, db: Db, deps: WebhookDeps, target: Targ
   ];
   // Spec gives no rule for 410; it is the receiver saying the endpoint is gone for good, so stop sending.
   if (gone) {
-    writes.push(db.update(webhookSubscriptions).set({ enabled: false, disabledReason: "receiver answered 410 Gone", updatedAt: nowIso(now) }).where(eq(webhookSubscriptions.id, delivery.subscriptionId)));
+    // A write of the subscription like any other: its version moves, so a PATCH computed from the row before cannot
+    // switch it back on unawares (db/write.ts).
+    writes.push(
+      db
+        .update(webhookSubscriptions)
+        .set({ enabled: false, disabledReason: "receiver answered 410 Gone", updatedAt: nowIso(now), version: sql`${webhookSubscriptions.version} + 1` })
+        .where(eq(webhookSubscriptions.id, delivery.subscriptionId)),
+    );
   }
   // The last retry is still a retry: the queue then moves the message to the dead-letter queue (max_retries).
   return { outcome: retrying ? { kind: "retry", delaySeconds } : { kind: "ack" }, writes };

@@ -70,7 +70,9 @@ export async function fanOutEvents(env: Env, db: Db, events: EventEnvelope[]): P
       .select(
         sql`SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]'), json_extract(value, '$[3]'), json_extract(value, '$[4]'), json_extract(value, '$[5]'),
                    'pending', 0, NULL, NULL, NULL, NULL, ${now}, ${now}
-            FROM json_each(${`[${chunk.join(",")}]`}) WHERE true`,
+            FROM json_each(${`[${chunk.join(",")}]`})
+            -- A subscription deleted since it was read gets no delivery (none may outlive it).
+            WHERE EXISTS (SELECT 1 FROM ${webhookSubscriptions} s WHERE s.id = json_extract(value, '$[2]'))`,
       )
       .onConflictDoNothing(),
   );

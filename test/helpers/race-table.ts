@@ -1,0 +1,313 @@
+import { env } from "cloudflare:workers";
+import { expect } from "vitest";
+import { call, json } from "./client";
+import { createContact, getContact, uniqueEmail } from "./contacts";
+import type { TestPrincipal } from "./factories";
+import { openMailbox } from "./receiver";
+
+/**
+ * Every write route of the API with a way to race it (issue 15), beside ROUTES. The write-path test drives each
+ * entry concurrently through the Worker's fetch handler:
+ *
+ * - `independent`: `changes.length` requests at once that do not conflict (different fields, different tags …);
+ *   every one answers 2xx and every change is there afterwards (no lost update).
+ * - `once`: `copies` requests at once that can succeed only once (a delete, a state move) on each of `objects`
+ *   objects; exactly one 2xx per object, and the counters and events of the move happen exactly once.
+ * - `child`: writes under a parent racing the parent's delete; afterwards nothing is left under the parent.
+ *
+ * Each issue that adds write routes adds them here; the test fails for a write route of ROUTES missing from RACES.
+ */
+export type Params = Record<string, string>;
+type Change = { path?: string; body?: unknown };
+
+export interface IndependentRace {
+  kind: "independent";
+  route: string;
+  seed(owner: TestPrincipal): Promise<Params>;
+  changes(owner: TestPrincipal, params: Params): Promise<Change[]>;
+  /** Asserts that every change landed. */
+  verify(owner: TestPrincipal, params: Params): Promise<void>;
+}
+
+export interface OnceRace {
+  kind: "once";
+  route: string;
+  seed(owner: TestPrincipal): Promise<Params>;
+  body?: unknown;
+  objects?: number;
+  copies?: number;
+  /** A count the move changes, read through the API or D1, and how much each successful move changes it. */
+  counter?: { read(owner: TestPrincipal): Promise<number>; perMove: number };
+  /** The event each successful move emits once. */
+  event?: string;
+}
+
+export interface ChildRace {
+  kind: "child";
+  route: string;
+  seed(owner: TestPrincipal): Promise<Params>;
+  body: (i: number) => unknown;
+  /** The parent's delete, as a path pattern with the same params. */
+  parentDelete: string;
+  /** Rows left under the parent (and counts that should be back to zero) after both have settled. */
+  leftovers(owner: TestPrincipal, params: Params): Promise<Record<string, number>>;
+}
+
+export type Race = IndependentRace | OnceRace | ChildRace;
+
+const count = async (sql: string, ...binds: unknown[]) => (await env.DB.prepare(sql).bind(...binds).first<{ n: number }>())!.n;
+
+/** Outbox events of an organization, of one type. */
+export const eventCount = (organizationId: string, type: string) => count("SELECT COUNT(*) AS n FROM outbox_events WHERE organization_id = ? AND type = ?", organizationId, type);
+
+const contactParams = async (owner: TestPrincipal, overrides: Record<string, unknown> = {}) => ({ id: (await createContact(owner.token, overrides)).id });
+const contactTotal = async (owner: TestPrincipal) => (await json(await call("GET", "/v1/contacts?limit=1", { token: owner.token }))).pagination.total as number;
+
+async function seedWebhook(owner: TestPrincipal): Promise<Params> {
+  const box = await openMailbox();
+  const res = await call("POST", "/v1/webhooks", { token: owner.token, body: { url: box.url, events: ["contact.created"] } });
+  expect(res.status).toBe(201);
+  return { id: (await json(res)).data.id, box: box.id };
+}
+
+const CONTACT_CHANGES = (owner: TestPrincipal): Record<string, unknown>[] => [
+  { firstName: "Raced" },
+  { lastName: "Winner" },
+  { phone: "+1 555 0100" },
+  { secondaryPhone: "+1 555 0101" },
+  { address: { street: "1 Race St", city: "Toronto", state: "ON", zipCode: "M5V 1A1" } },
+  { type: "CLIENT" },
+  { status: "INACTIVE" },
+  { source: "OPEN_HOUSE" },
+  { leadScore: 77 },
+  { notes: "raced notes" },
+  { preferences: { communicationMethod: "SMS" } },
+  { assignedTo: owner.userId },
+  { tags: ["raced"] },
+];
+
+export const RACES: Race[] = [
+  // Contacts (issue 3).
+  {
+    kind: "independent",
+    route: "PUT /v1/contacts/{id}",
+    seed: (owner) => contactParams(owner),
+    changes: async (owner) => [...CONTACT_CHANGES(owner), { email: "raced.winner@example.test" }].map((body) => ({ body })),
+    async verify(owner, { id }) {
+      const c = await getContact(owner.token, id!);
+      for (const change of [...CONTACT_CHANGES(owner), { email: "raced.winner@example.test" }]) expect(c).toMatchObject(change);
+      expect(await eventCount(owner.organizationId, "contact.updated")).toBe(14);
+    },
+  },
+  {
+    kind: "independent",
+    route: "PATCH /v1/contacts/bulk",
+    async seed(owner) {
+      const ids = [];
+      for (let i = 0; i < 5; i++) ids.push((await createContact(owner.token)).id);
+      return { ids: ids.join(",") };
+    },
+    changes: async (owner, { ids }) => CONTACT_CHANGES(owner).map((updates) => ({ body: { contactIds: ids!.split(","), updates } })),
+    async verify(owner, { ids }) {
+      for (const id of ids!.split(",")) {
+        const c = await getContact(owner.token, id);
+        for (const change of CONTACT_CHANGES(owner)) expect(c).toMatchObject(change);
+      }
+      const tags = await json(await call("GET", "/v1/contacts/tags", { token: owner.token }));
+      expect(tags.data).toEqual([expect.objectContaining({ name: "raced", count: 5 })]);
+    },
+  },
+  {
+    kind: "independent",
+    route: "POST /v1/contacts/{id}/tags",
+    seed: (owner) => contactParams(owner),
+    changes: async () => Array.from({ length: 20 }, (_, i) => ({ body: { tags: [`t${i}`] } })),
+    async verify(owner, { id }) {
+      const c = await getContact(owner.token, id!);
+      expect([...c.tags].sort()).toEqual(Array.from({ length: 20 }, (_, i) => `t${i}`).sort());
+      const tags = await json(await call("GET", "/v1/contacts/tags?limit=100", { token: owner.token }));
+      expect(tags.pagination.total).toBe(20);
+      for (const t of tags.data) expect(t.count).toBe(1);
+      expect(await eventCount(owner.organizationId, "contact.tagged")).toBe(20);
+    },
+  },
+  {
+    kind: "independent",
+    route: "POST /v1/contacts/{id}/activities",
+    seed: (owner) => contactParams(owner, { calculateLeadScore: true }),
+    changes: async () => Array.from({ length: 20 }, (_, i) => ({ body: { type: "PHONE_CALL", description: `call ${i}` } })),
+    async verify(owner, { id }) {
+      const page = await json(await call("GET", `/v1/contacts/${id}/activities?limit=100`, { token: owner.token }));
+      expect(page.pagination.total).toBe(20);
+      const res = await call("GET", `/v1/contacts/${id}`, { token: owner.token });
+      // Created at version 1; every activity moved it once.
+      expect(res.headers.get("etag")).toBe('"21"');
+      // Engagement saw all 20: 1.5 per activity (capped at 15) + 2 per call (capped at 10), recency 15, type LEAD 3.
+      expect((await json(res)).data.leadScore).toBe(15 + 10 + 15 + 3);
+    },
+  },
+  {
+    kind: "independent",
+    route: "POST /v1/contacts",
+    seed: async () => ({}),
+    changes: async () => Array.from({ length: 20 }, (_, i) => ({ body: { firstName: "Many", lastName: `N${i}`, email: uniqueEmail("race") } })),
+    async verify(owner) {
+      expect(await contactTotal(owner)).toBe(20);
+      expect(await count("SELECT COUNT(*) AS n FROM contacts WHERE organization_id = ?", owner.organizationId)).toBe(20);
+      expect(await eventCount(owner.organizationId, "contact.created")).toBe(20);
+    },
+  },
+  {
+    kind: "once",
+    route: "DELETE /v1/contacts/{id}",
+    seed: (owner) => contactParams(owner, { tags: ["doomed"] }),
+    objects: 10,
+    copies: 5,
+    counter: { read: contactTotal, perMove: -1 },
+    event: "contact.deleted",
+  },
+  {
+    kind: "child",
+    route: "POST /v1/contacts/{id}/activities",
+    seed: (owner) => contactParams(owner),
+    body: (i) => ({ type: "NOTE", description: `note ${i}` }),
+    parentDelete: "/v1/contacts/{id}",
+    leftovers: async (owner) => ({ activities: await count("SELECT COUNT(*) AS n FROM contact_activities WHERE organization_id = ?", owner.organizationId) }),
+  },
+  {
+    kind: "child",
+    route: "POST /v1/contacts/{id}/tags",
+    seed: (owner) => contactParams(owner, { tags: ["first"] }),
+    body: (i) => ({ tags: [`child-${i}`] }),
+    parentDelete: "/v1/contacts/{id}",
+    leftovers: async (owner) => ({
+      tagLinks: await count("SELECT COUNT(*) AS n FROM contact_tags WHERE organization_id = ?", owner.organizationId),
+      listedTags: (await json(await call("GET", "/v1/contacts/tags", { token: owner.token }))).pagination.total,
+      contacts: await contactTotal(owner),
+    }),
+  },
+  {
+    kind: "child",
+    route: "PUT /v1/contacts/{id}",
+    seed: (owner) => contactParams(owner),
+    body: (i) => ({ notes: `edit ${i}`, tags: [`put-${i}`] }),
+    parentDelete: "/v1/contacts/{id}",
+    leftovers: async (owner) => ({
+      contactRows: await count("SELECT COUNT(*) AS n FROM contacts WHERE organization_id = ?", owner.organizationId),
+      tagLinks: await count("SELECT COUNT(*) AS n FROM contact_tags WHERE organization_id = ?", owner.organizationId),
+      tagRows: await count("SELECT COUNT(*) AS n FROM tags WHERE organization_id = ?", owner.organizationId),
+    }),
+  },
+
+  // Webhooks (issue 4).
+  {
+    kind: "independent",
+    route: "PATCH /v1/webhooks/{id}",
+    seed: seedWebhook,
+    changes: async () => [
+      { body: { description: "raced description" } },
+      { body: { events: ["contact.created", "contact.deleted"] } },
+      { body: { filters: { "contact.source": { in: ["WEBSITE"] } } } },
+      { body: { rotateSecret: true } },
+      { body: { url: (await openMailbox()).url } },
+    ],
+    async verify(owner, { id }) {
+      const w = (await json(await call("GET", `/v1/webhooks/${id}`, { token: owner.token }))).data;
+      expect(w).toMatchObject({ description: "raced description", events: ["contact.created", "contact.deleted"], filters: { "contact.source": { in: ["WEBSITE"] } } });
+      expect(w.url).toMatch(/\/hooks\/m\d+$/);
+    },
+  },
+  {
+    kind: "independent",
+    route: "POST /v1/webhooks",
+    seed: async () => ({}),
+    changes: async () => Array.from({ length: 20 }, (_, i) => ({ body: { url: `http://127.0.0.1:9/hooks/${i}`, events: ["contact.created"], enabled: false } })),
+    async verify(owner) {
+      expect((await json(await call("GET", "/v1/webhooks?limit=100", { token: owner.token }))).pagination.total).toBe(20);
+    },
+  },
+  {
+    kind: "independent",
+    route: "POST /v1/webhooks/{id}/test",
+    seed: seedWebhook,
+    changes: async () => Array.from({ length: 20 }, () => ({})),
+    async verify(owner, { id }) {
+      expect((await json(await call("GET", `/v1/webhooks/${id}/deliveries?limit=100`, { token: owner.token }))).pagination.total).toBe(20);
+    },
+  },
+  {
+    kind: "once",
+    route: "DELETE /v1/webhooks/{id}",
+    seed: seedWebhook,
+    objects: 5,
+    copies: 10,
+    counter: { read: async (owner) => (await json(await call("GET", "/v1/webhooks", { token: owner.token }))).pagination.total, perMove: -1 },
+  },
+  {
+    kind: "once",
+    route: "POST /v1/webhooks/{id}/deliveries/{deliveryId}/replay",
+    async seed(owner) {
+      const { id } = await seedWebhook(owner);
+      const deliveryId = (await json(await call("POST", `/v1/webhooks/${id}/test`, { token: owner.token }))).data.id as string;
+      for (let i = 0; i < 100; i++) {
+        const log = await json(await call("GET", `/v1/webhooks/${id}/deliveries`, { token: owner.token }));
+        if (log.data[0]?.status === "delivered") break;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      return { id: id!, deliveryId };
+    },
+    objects: 1,
+    copies: 10,
+  },
+  {
+    kind: "once",
+    route: "POST /v1/webhooks/{id}/events/{eventId}/replay",
+    async seed(owner) {
+      const { id } = await seedWebhook(owner);
+      const eventId = crypto.randomUUID();
+      await env.DB.prepare("INSERT INTO outbox_events (id, organization_id, type, actor, occurred_at, data, sent_at) VALUES (?, ?, 'contact.created', ?, ?, ?, ?)")
+        .bind(eventId, owner.organizationId, JSON.stringify({ type: "user", userId: owner.userId }), new Date().toISOString(), JSON.stringify({ object: { id: "c1" } }), new Date().toISOString())
+        .run();
+      return { id: id!, eventId };
+    },
+    objects: 1,
+    copies: 10,
+    counter: { read: async (owner) => count("SELECT COUNT(*) AS n FROM webhook_deliveries WHERE organization_id = ?", owner.organizationId), perMove: 1 },
+  },
+  {
+    kind: "child",
+    route: "POST /v1/webhooks/{id}/test",
+    seed: seedWebhook,
+    body: () => undefined,
+    parentDelete: "/v1/webhooks/{id}",
+    leftovers: async (owner) => ({
+      deliveries: await count("SELECT COUNT(*) AS n FROM webhook_deliveries WHERE organization_id = ?", owner.organizationId),
+      attempts: await count("SELECT COUNT(*) AS n FROM webhook_delivery_attempts WHERE organization_id = ?", owner.organizationId),
+    }),
+  },
+
+  // Plant store.
+  {
+    kind: "independent",
+    route: "POST /plants",
+    seed: async () => ({}),
+    changes: async () => Array.from({ length: 20 }, (_, i) => ({ body: { id: 1000 + i, name: `Plant ${i}` } })),
+    async verify(owner) {
+      expect(await count("SELECT COUNT(*) AS n FROM plants WHERE organization_id = ?", owner.organizationId)).toBe(20);
+      expect(await eventCount(owner.organizationId, "plant.created")).toBe(20);
+    },
+  },
+  {
+    kind: "once",
+    route: "DELETE /plants/{id}",
+    async seed(owner) {
+      const id = String(Math.floor(Math.random() * 1e9));
+      expect((await call("POST", "/plants", { token: owner.token, body: { id: Number(id), name: "Doomed" } })).status).toBe(200);
+      return { id };
+    },
+    objects: 10,
+    copies: 5,
+    counter: { read: async (owner) => count("SELECT COUNT(*) AS n FROM plants WHERE organization_id = ?", owner.organizationId), perMove: -1 },
+    event: "plant.deleted",
+  },
+];

@@ -1,0 +1,121 @@
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { call, json } from "./helpers/client";
+import { expectCrmError } from "./helpers/contacts";
+import { createPrincipal } from "./helpers/factories";
+
+const contactsOf = (organizationId: string) => env.DB.prepare("SELECT COUNT(*) AS n FROM contacts WHERE organization_id = ?").bind(organizationId).first<number>("n");
+const body = (email: string) => ({ firstName: "Idem", lastName: "Potent", email });
+
+describe("Idempotency-Key", () => {
+  it("runs a request once and replays its answer to a retry with the same key and body", async () => {
+    const { token, organizationId } = await createPrincipal();
+    const headers = { "idempotency-key": "create-1" };
+    const first = await call("POST", "/v1/contacts", { token, body: body("idem@example.test"), headers });
+    expect(first.status).toBe(201);
+    const firstBody = await first.text();
+    expect(first.headers.get("idempotent-replayed")).toBeNull();
+    const retry = await call("POST", "/v1/contacts", { token, body: body("idem@example.test"), headers });
+    expect(retry.status).toBe(201);
+    expect(retry.headers.get("idempotent-replayed")).toBe("true");
+    expect(retry.headers.get("etag")).toBe(first.headers.get("etag"));
+    expect(await retry.text()).toBe(firstBody);
+    expect(await contactsOf(organizationId)).toBe(1);
+    // Without the key the same body is a new request: the e-mail now conflicts.
+    expect((await call("POST", "/v1/contacts", { token, body: body("idem@example.test") })).status).toBe(409);
+  });
+
+  it("answers 422 when the key is reused for another body or another route", async () => {
+    const { token, organizationId } = await createPrincipal();
+    const headers = { "idempotency-key": "reused" };
+    expect((await call("POST", "/v1/contacts", { token, body: body("one@example.test"), headers })).status).toBe(201);
+    const other = await call("POST", "/v1/contacts", { token, body: body("two@example.test"), headers });
+    expect(other.status).toBe(422);
+    expect((await json(other)).error).toMatchObject({ type: "validation_error", detail: expect.stringContaining("Idempotency-Key") });
+    expect((await call("POST", "/v1/webhooks", { token, body: { url: "http://127.0.0.1:9/h", events: ["contact.created"], enabled: false }, headers })).status).toBe(422);
+    expect(await contactsOf(organizationId)).toBe(1);
+  });
+
+  it("answers 409 while the first request with the key is still running", async () => {
+    const { token, organizationId } = await createPrincipal();
+    const now = new Date();
+    // The first request holds the key (it claimed it a moment ago and has not answered yet).
+    const { sha256Hex } = await import("../src/lib/crypto");
+    const fingerprint = await sha256Hex(JSON.stringify(["POST", "/v1/contacts", "", JSON.stringify(body("slow@example.test"))]));
+    await env.DB.prepare("INSERT INTO idempotency_keys (organization_id, key, fingerprint, state, created_at, expires_at) VALUES (?, 'slow', ?, 'in_flight', ?, ?)")
+      .bind(organizationId, fingerprint, now.toISOString(), new Date(now.getTime() + 86_400_000).toISOString())
+      .run();
+    const res = await call("POST", "/v1/contacts", { token, body: body("slow@example.test"), headers: { "idempotency-key": "slow" } });
+    await expectCrmError(res, 409, "conflict_error");
+    expect(await contactsOf(organizationId)).toBe(0);
+  });
+
+  it("lets concurrent retries with one key create one contact", async () => {
+    const { token, organizationId } = await createPrincipal();
+    const answers = await Promise.all(Array.from({ length: 10 }, () => call("POST", "/v1/contacts", { token, body: body("race@example.test"), headers: { "idempotency-key": "burst" } })));
+    for (const a of answers) expect([201, 409]).toContain(a.status);
+    expect(answers.filter((a) => a.status === 201).length).toBeGreaterThan(0);
+    expect(await contactsOf(organizationId)).toBe(1);
+  });
+
+  it("keeps keys per organization, replays a DELETE, and forgets a key after 24 hours", async () => {
+    const a = await createPrincipal();
+    const b = await createPrincipal();
+    const headers = { "idempotency-key": "shared-name" };
+    expect((await call("POST", "/v1/contacts", { token: a.token, body: body("a@example.test"), headers })).status).toBe(201);
+    expect((await call("POST", "/v1/contacts", { token: b.token, body: body("b@example.test"), headers })).status).toBe(201);
+
+    const id = (await json(await call("POST", "/v1/contacts", { token: a.token, body: body("del@example.test") }))).data.id;
+    const del = { "idempotency-key": "delete-once" };
+    expect((await call("DELETE", `/v1/contacts/${id}`, { token: a.token, headers: del })).status).toBe(200);
+    const again = await call("DELETE", `/v1/contacts/${id}`, { token: a.token, headers: del });
+    expect(again.status).toBe(200);
+    expect(again.headers.get("idempotent-replayed")).toBe("true");
+
+    await env.DB.prepare("UPDATE idempotency_keys SET expires_at = ? WHERE organization_id = ? AND key = 'shared-name'").bind(new Date(Date.now() - 1000).toISOString(), a.organizationId).run();
+    // Expired: the request runs again (and now conflicts on the e-mail).
+    expect((await call("POST", "/v1/contacts", { token: a.token, body: body("a@example.test"), headers })).status).toBe(409);
+  });
+
+  it("refuses a malformed key with 400, and ignores the header on reads", async () => {
+    const { token } = await createPrincipal();
+    for (const key of ["", "x".repeat(256), "with space", "del\x7f"]) {
+      expect((await call("POST", "/v1/contacts", { token, body: body("k@example.test"), headers: { "idempotency-key": key } })).status, JSON.stringify(key)).toBe(400);
+    }
+    expect((await call("GET", "/v1/contacts", { token, headers: { "idempotency-key": "read" } })).status).toBe(200);
+  });
+
+  it("does not keep a 5xx answer, so the request can be retried under the same key", async () => {
+    const { token, organizationId } = await createPrincipal();
+    const { testApp } = await import("./helpers/test-app");
+    const { app, fetch } = testApp();
+    let fail = true;
+    app.post("/v1/flaky", (c) => {
+      if (fail) throw new Error("boom");
+      return c.json({ success: true, data: { ok: true } }, 201);
+    });
+    const headers = { "idempotency-key": "flaky", "content-type": "application/json" };
+    const { vi } = await import("vitest");
+    const quiet = vi.spyOn(console, "error").mockImplementation(() => {});
+    expect((await fetch("POST", "/v1/flaky", { token, body: "{}", headers })).status).toBe(500);
+    quiet.mockRestore();
+    fail = false;
+    expect((await fetch("POST", "/v1/flaky", { token, body: "{}", headers })).status).toBe(201);
+    expect(await env.DB.prepare("SELECT state FROM idempotency_keys WHERE organization_id = ? AND key = 'flaky'").bind(organizationId).first("state")).toBe("done");
+  });
+});
+
+describe("D1 sessions (X-D1-Bookmark)", () => {
+  it("answers with a bookmark, takes it back for read-your-writes, and refuses a malformed one", async () => {
+    const { token } = await createPrincipal();
+    const write = await call("POST", "/v1/contacts", { token, body: body("bm@example.test") });
+    const bookmark = write.headers.get("x-d1-bookmark");
+    expect(bookmark).toMatch(/^[0-9a-f]{8}-[0-9a-f]{8}-[0-9a-f]{8}-[0-9a-f]{32}$/);
+    const read = await call("GET", "/v1/contacts", { token, headers: { "x-d1-bookmark": bookmark! } });
+    expect(read.status).toBe(200);
+    expect((await json(read)).pagination.total).toBe(1);
+    expect(read.headers.get("x-d1-bookmark")! >= bookmark!).toBe(true);
+    const bad = await call("GET", "/v1/contacts", { token, headers: { "x-d1-bookmark": "latest please" } });
+    await expectCrmError(bad, 400, "invalid_request_error");
+  });
+});
