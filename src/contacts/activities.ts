@@ -2,13 +2,14 @@ import { and, count, desc, eq } from "drizzle-orm";
 import { decodeNewestFirstCursor, olderThan, paginate } from "../crm/pagination";
 import { contactActivities } from "../db/schema";
 import { commit, expectVersionMatch, withRetries } from "../db/write";
+import { NotFound } from "../lib/errors";
 import { newId } from "../lib/ids";
 import type { ServiceContext } from "../platform/context";
 import { toActivity } from "./includes";
 import { CONVERSATION_TYPES } from "./lead-score";
 import type { Activity, ActivityCreate } from "./schemas";
 import { findContact } from "./service";
-import { activityFigures, applyInput, bumpCounters, changeEvents, replaceContact } from "./writes";
+import { applyInput, bumpCounters, changeEvents, readForWrite, replaceContact } from "./writes";
 
 /** Activity types that mean someone was in touch with the contact (they move lastContactedAt). */
 const TOUCH_TYPES = new Set(["EMAIL_SENT", "EMAIL_RECEIVED", "PHONE_CALL", "SMS_SENT", "SMS_RECEIVED", "MEETING", "SHOWING"]);
@@ -39,7 +40,9 @@ export async function listActivities(ctx: ServiceContext, contactId: string, q: 
  */
 export async function createActivity(ctx: ServiceContext, contactId: string, input: ActivityCreate): Promise<Activity> {
   return withRetries(async () => {
-    const [before, figures] = await Promise.all([findContact(ctx, contactId), activityFigures(ctx, [contactId])]);
+    const { rows, figures } = await readForWrite(ctx, [contactId]);
+    const before = rows[0];
+    if (!before) throw new NotFound("Contact");
     expectVersionMatch(ctx, before.version);
     const now = new Date();
     const at = now.toISOString();

@@ -1,12 +1,9 @@
-import { and, eq } from "drizzle-orm";
-import { contacts } from "../db/schema";
 import { commit, expectVersions, withRetries } from "../db/write";
 import type { EventEnvelope } from "../events/envelope";
-import { inJsonList } from "../lib/sql";
 import type { ServiceContext } from "../platform/context";
 import type { ContactRecord } from "./mapping";
 import type { BulkUpdate } from "./schemas";
-import { activityFigures, applyInput, assertAssignee, bumpCounters, changeEvents, CONTACTS, NO_ACTIVITY, type TagChange, tagStatements, updateContactStatement, writableInput } from "./writes";
+import { applyInput, assertAssignee, bumpCounters, changeEvents, CONTACTS, NO_ACTIVITY, readForWrite, type TagChange, tagStatements, updateContactStatement, writableInput } from "./writes";
 
 /**
  * PATCH /v1/contacts/bulk. `updates` is validated once (by the route); each id of the caller's organization gets it,
@@ -19,10 +16,7 @@ export async function bulkUpdateContacts(ctx: ServiceContext, body: BulkUpdate) 
   const ids = [...new Set(body.contactIds)];
   await assertAssignee(ctx, updates.assignedTo, "updates.assignedTo");
   const found = await withRetries(async () => {
-    const [rows, figures] = await Promise.all([
-      ctx.db.select().from(contacts).where(and(eq(contacts.organizationId, ctx.organizationId), inJsonList(contacts.id, ids))).all(),
-      activityFigures(ctx, ids),
-    ]);
+    const { rows, figures } = await readForWrite(ctx, ids);
     const now = new Date();
     const changed: { before: ContactRecord; after: ContactRecord }[] = [];
     const events: EventEnvelope[] = [];

@@ -10,13 +10,13 @@ import { loadIncludes } from "./includes";
 import { type ContactRecord, toContact } from "./mapping";
 import type { Contact, ContactCreate, ContactUpdate, Include } from "./schemas";
 import {
-  activityFigures,
   applyInput,
   assertAssignee,
   bumpCounters,
   changeEvents,
   CONTACTS,
   NO_ACTIVITY,
+  readForWrite,
   replaceContact,
   tagStatements,
   uniqueTags,
@@ -113,13 +113,12 @@ export async function updateContact(ctx: ServiceContext, id: string, raw: Contac
   const input = writableInput(raw);
   await assertAssignee(ctx, input.assignedTo);
   return withRetries(async () => {
-    const before = await findContact(ctx, id);
+    const { rows, figures } = await readForWrite(ctx, [id]);
+    const before = rows[0];
+    if (!before) throw new NotFound("Contact");
     expectVersionMatch(ctx, before.version);
     const now = new Date();
-    const [, figures] = await Promise.all([
-      input.email !== undefined && input.email.toLowerCase() !== before.emailKey ? assertEmailFree(ctx, input.email.toLowerCase(), id) : null,
-      activityFigures(ctx, [id]),
-    ]);
+    if (input.email !== undefined && input.email.toLowerCase() !== before.emailKey) await assertEmailFree(ctx, input.email.toLowerCase(), id);
     const after = { ...applyInput(before, input, figures.get(id) ?? NO_ACTIVITY, now), updatedAt: now.toISOString(), version: before.version + 1 };
     const events = changeEvents(ctx, before, after);
     // Switching the computed score on or off changes no public field (so no event) but must still be stored.

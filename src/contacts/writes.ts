@@ -92,10 +92,8 @@ export async function assertAssignee(ctx: ServiceContext, userId: string | null 
 }
 
 /** Activity figures that feed the lead score, for several contacts in one query. */
-export async function activityFigures(ctx: ServiceContext, contactIds: string[]): Promise<Map<string, ActivityFigures>> {
-  const out = new Map<string, ActivityFigures>();
-  if (contactIds.length === 0) return out;
-  const rows = await ctx.db
+const activityFiguresQuery = (ctx: ServiceContext, contactIds: string[]) =>
+  ctx.db
     .select({
       contactId: contactActivities.contactId,
       count: sql<number>`COUNT(*)`,
@@ -104,10 +102,21 @@ export async function activityFigures(ctx: ServiceContext, contactIds: string[])
     })
     .from(contactActivities)
     .where(and(eq(contactActivities.organizationId, ctx.organizationId), inJsonList(contactActivities.contactId, contactIds)))
-    .groupBy(contactActivities.contactId)
-    .all();
-  for (const r of rows) out.set(r.contactId, { count: r.count, conversations: r.conversations, lastActivityAt: r.lastActivityAt });
-  return out;
+    .groupBy(contactActivities.contactId);
+
+type FigureRow = { contactId: string; count: number; conversations: number; lastActivityAt: string | null };
+const toFigures = (rows: FigureRow[]) => new Map(rows.map((r) => [r.contactId, { count: r.count, conversations: r.conversations, lastActivityAt: r.lastActivityAt } as ActivityFigures]));
+
+/**
+ * The contacts a write starts from, with the activity figures their lead scores need, in one D1 round trip.
+ * Unknown ids (and other organizations' ids) are simply absent.
+ */
+export async function readForWrite(ctx: ServiceContext, contactIds: string[]): Promise<{ rows: ContactRecord[]; figures: Map<string, ActivityFigures> }> {
+  const [rows, figures] = await ctx.db.batch([
+    ctx.db.select().from(contacts).where(and(eq(contacts.organizationId, ctx.organizationId), inJsonList(contacts.id, contactIds))),
+    activityFiguresQuery(ctx, contactIds),
+  ]);
+  return { rows, figures: toFigures(figures) };
 }
 
 const NULLABLE = ["phone", "secondaryPhone", "address", "source", "notes", "preferences", "assignedTo"] as const;
