@@ -1,15 +1,14 @@
 import { and, count, desc, eq } from "drizzle-orm";
 import { decodeNewestFirstCursor, olderThan, paginate } from "../crm/pagination";
 import { contactActivities } from "../db/schema";
-import { commit, expectVersionMatch, withRetries } from "../db/write";
-import { NotFound } from "../lib/errors";
+import { commit, withRetries } from "../db/write";
 import { newId } from "../lib/ids";
 import type { ServiceContext } from "../platform/context";
 import { toActivity } from "./includes";
 import { CONVERSATION_TYPES } from "./lead-score";
 import type { Activity, ActivityCreate } from "./schemas";
 import { findContact } from "./service";
-import { applyInput, bumpCounters, changeEvents, readForWrite, replaceContact } from "./writes";
+import { applyInput, bumpCounters, changeEvents, readContactForWrite, replaceContact } from "./writes";
 
 /** Activity types that mean someone was in touch with the contact (they move lastContactedAt). */
 const TOUCH_TYPES = new Set(["EMAIL_SENT", "EMAIL_RECEIVED", "PHONE_CALL", "SMS_SENT", "SMS_RECEIVED", "MEETING", "SHOWING"]);
@@ -40,10 +39,7 @@ export async function listActivities(ctx: ServiceContext, contactId: string, q: 
  */
 export async function createActivity(ctx: ServiceContext, contactId: string, input: ActivityCreate): Promise<Activity> {
   return withRetries(async () => {
-    const { rows, figures } = await readForWrite(ctx, [contactId]);
-    const before = rows[0];
-    if (!before) throw new NotFound("Contact");
-    expectVersionMatch(ctx, before.version);
+    const { before, figures: prior } = await readContactForWrite(ctx, contactId);
     const now = new Date();
     const at = now.toISOString();
     const row = {
@@ -59,7 +55,6 @@ export async function createActivity(ctx: ServiceContext, contactId: string, inp
     };
     // A touch counts from when it happened: its scheduledAt when that is in the past, else now; never moving backwards.
     const touchedAt = row.scheduledAt && row.scheduledAt <= at ? row.scheduledAt : row.scheduledAt ? null : at;
-    const prior = figures.get(contactId) ?? { count: 0, conversations: 0, lastActivityAt: null };
     const withThis = {
       count: prior.count + 1,
       conversations: prior.conversations + ((CONVERSATION_TYPES as readonly string[]).includes(input.type) ? 1 : 0),

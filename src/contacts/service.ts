@@ -1,6 +1,6 @@
 import { and, eq, ne } from "drizzle-orm";
 import { contactActivities, contacts, contactTags } from "../db/schema";
-import { commit, expectVersion, expectVersionMatch, type Statement, versioned, withRetries } from "../db/write";
+import { commit, expectVersion, type Statement, versioned, withRetries } from "../db/write";
 import type { EventEnvelope } from "../events/envelope";
 import { newEvent } from "../events/outbox";
 import { Conflict, NotFound } from "../lib/errors";
@@ -16,7 +16,7 @@ import {
   changeEvents,
   CONTACTS,
   NO_ACTIVITY,
-  readForWrite,
+  readContactForWrite,
   replaceContact,
   tagStatements,
   uniqueTags,
@@ -113,13 +113,10 @@ export async function updateContact(ctx: ServiceContext, id: string, raw: Contac
   const input = writableInput(raw);
   await assertAssignee(ctx, input.assignedTo);
   return withRetries(async () => {
-    const { rows, figures } = await readForWrite(ctx, [id]);
-    const before = rows[0];
-    if (!before) throw new NotFound("Contact");
-    expectVersionMatch(ctx, before.version);
+    const { before, figures } = await readContactForWrite(ctx, id);
     const now = new Date();
     if (input.email !== undefined && input.email.toLowerCase() !== before.emailKey) await assertEmailFree(ctx, input.email.toLowerCase(), id);
-    const after = { ...applyInput(before, input, figures.get(id) ?? NO_ACTIVITY, now), updatedAt: now.toISOString(), version: before.version + 1 };
+    const after = { ...applyInput(before, input, figures, now), updatedAt: now.toISOString(), version: before.version + 1 };
     const events = changeEvents(ctx, before, after);
     // Switching the computed score on or off changes no public field (so no event) but must still be stored.
     if (events.length === 0 && after.leadScoreAuto === before.leadScoreAuto) return shown(before);
@@ -136,8 +133,7 @@ export async function updateContact(ctx: ServiceContext, id: string, raw: Contac
  */
 export async function deleteContact(ctx: ServiceContext, id: string): Promise<void> {
   await withRetries(async () => {
-    const before = await findContact(ctx, id);
-    expectVersionMatch(ctx, before.version);
+    const { before } = await readContactForWrite(ctx, id);
     const event = newEvent(ctx, "contact.deleted", { object: { id }, previousAttributes: null, changes: null });
     const org = ctx.organizationId;
     await commit(
@@ -158,8 +154,7 @@ export async function deleteContact(ctx: ServiceContext, id: string): Promise<vo
 /** POST /v1/contacts/{id}/tags: adds tags (keeping the ones it has); emits contact.tagged with the new ones. */
 export async function addTags(ctx: ServiceContext, id: string, add: string[]): Promise<Contact> {
   return withRetries(async () => {
-    const before = await findContact(ctx, id);
-    expectVersionMatch(ctx, before.version);
+    const { before } = await readContactForWrite(ctx, id);
     const merged = uniqueTags([...before.tags, ...add]);
     const added = merged.filter((t) => !before.tags.includes(t));
     if (added.length === 0) return shown(before);

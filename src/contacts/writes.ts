@@ -1,8 +1,8 @@
 import { and, eq, sql } from "drizzle-orm";
-import { atVersion, expectVersion, type Statement, type VersionedTable } from "../db/write";
+import { atVersion, expectVersion, expectVersionMatch, type Statement, type VersionedTable } from "../db/write";
 import { contactActivities, contactCounters, contacts, contactTags, tags, users } from "../db/schema";
 import { diffAttributes } from "../lib/changes";
-import { Validation } from "../lib/errors";
+import { NotFound, Validation } from "../lib/errors";
 import { inJsonList } from "../lib/sql";
 import { newEvent } from "../events/outbox";
 import type { EventEnvelope } from "../events/envelope";
@@ -117,6 +117,18 @@ export async function readForWrite(ctx: ServiceContext, contactIds: string[]): P
     activityFiguresQuery(ctx, contactIds),
   ]);
   return { rows, figures: toFigures(figures) };
+}
+
+/**
+ * The contact a write of it starts from, with its activity figures, in one round trip: 404 when it does not exist
+ * (or no longer: a retry after a delete), 412 when the caller's If-Match names another version.
+ */
+export async function readContactForWrite(ctx: ServiceContext, id: string): Promise<{ before: ContactRecord; figures: ActivityFigures }> {
+  const { rows, figures } = await readForWrite(ctx, [id]);
+  const before = rows[0];
+  if (!before) throw new NotFound("Contact");
+  expectVersionMatch(ctx, before.version);
+  return { before, figures: figures.get(id) ?? NO_ACTIVITY };
 }
 
 const NULLABLE = ["phone", "secondaryPhone", "address", "source", "notes", "preferences", "assignedTo"] as const;

@@ -76,6 +76,23 @@ expired tokens answer 401. Public routes (\`/api/public/*\`, \`/oauth/*\`, these
   route gets another Content-Type, 429 with \`Retry-After\` past a rate limit. A 5xx carries a request id
   (also in the \`X-Request-Id\` header) and never a stack trace.
 
+**Concurrency.** Every write is a compare-and-set on the resource's version: concurrent changes of different fields
+all land, and of concurrent deletes exactly one succeeds. Reads and writes of a contact or a webhook subscription
+answer \`ETag: "<version>"\`; send it in \`If-Match\` on a write to make it conditional (412 when the resource has
+changed since; \`*\` matches any). Under extreme contention a write answers 409 \`concurrent_modification\`; retry it.
+
+**Idempotency-Key.** Any POST, PUT, PATCH or DELETE of \`/v1\` and \`/api\` may carry \`Idempotency-Key\` (1–255
+visible ASCII characters). The first answer is kept for 24 hours per organization and key and replayed, with
+\`Idempotent-Replayed: true\`, to a retry of the same request; the same key with another method, path, query or body
+is a 422 \`idempotency_key_reused\`; a retry while the first is still running is a 409. A 5xx is not kept.
+
+**Read-your-writes.** Reads may be served by a nearby read replica. Every answer carries \`X-D1-Bookmark\`; send it
+back on a later request to read at least what that answer saw. A malformed bookmark is a 400.
+
+**Bounds.** Every string has a maximum length, lists are paginated (\`limit\` 1–100, decimal; unknown query
+parameters are refused), no JSON body nests deeper than 32 levels, and every string must be well-formed Unicode
+(a lone surrogate is refused with \`invalid_unicode\`).
+
 **Rate limits** (per client IP, per minute) on the public routes: signing link GET 60 / POST 30, clickwrap GET 120 /
 POST 60, survey GET 60 / POST 10, referral POST 10, reviews feed GET 300, OAuth token POST 30.`;
 
