@@ -103,6 +103,20 @@ describe("Idempotency-Key", () => {
     expect((await fetch("POST", "/v1/flaky", { token, body: "{}", headers })).status).toBe(201);
     expect(await env.DB.prepare("SELECT state FROM idempotency_keys WHERE organization_id = ? AND key = 'flaky'").bind(organizationId).first("state")).toBe("done");
   });
+
+  it("replays an answer without a body (204) as it was", async () => {
+    const { token } = await createPrincipal();
+    const { testApp } = await import("./helpers/test-app");
+    const { app, fetch } = testApp();
+    let runs = 0;
+    app.delete("/v1/nothing", (c) => (runs++, c.body(null, 204)));
+    const headers = { "idempotency-key": "empty" };
+    expect((await fetch("DELETE", "/v1/nothing", { token, headers })).status).toBe(204);
+    const again = await fetch("DELETE", "/v1/nothing", { token, headers });
+    expect(again.status).toBe(204);
+    expect(again.headers.get("idempotent-replayed")).toBe("true");
+    expect(runs).toBe(1);
+  });
 });
 
 describe("D1 sessions (X-D1-Bookmark)", () => {

@@ -5,6 +5,7 @@ import { createDb } from "../src/db/client";
 import type { EventEnvelope } from "../src/events/envelope";
 import { MAX_SEND_ATTEMPTS, stageEvents } from "../src/events/outbox";
 import worker from "../src/index";
+import { encodeCursor } from "../src/lib/cursor";
 import { call, json } from "./helpers/client";
 import { createContact, expectCrmError, issuePairs } from "./helpers/contacts";
 import { createPrincipal } from "./helpers/factories";
@@ -160,6 +161,8 @@ describe("bounded input and output", () => {
     expect(after.data.map((t: { name: string; count: number }) => [t.name, t.count])).toEqual([["beta", 1]]);
     expect(after.pagination.total).toBe(1);
     expect((await call("GET", "/v1/contacts/tags?colour=red", { token })).status).toBe(422);
+    const forged = encodeCursor({ sort: "count:desc,name:asc", values: ["many"], id: "beta" });
+    expect(issuePairs(await expectCrmError(await call("GET", `/v1/contacts/tags?cursor=${forged}`, { token }), 422, "validation_error"))).toEqual(["cursor:invalid_cursor"]);
   });
 
   it("refuses strings that are not well-formed Unicode (lone surrogates), in values and in keys, and stores nothing", async () => {

@@ -1,6 +1,7 @@
 import { and, count, desc, eq, gt, lt, or, asc } from "drizzle-orm";
 import { tags } from "../db/schema";
 import { decodeCursor, encodeCursor } from "../lib/cursor";
+import { Validation } from "../lib/errors";
 import type { ServiceContext } from "../platform/context";
 
 const SORT = "count:desc,name:asc";
@@ -15,7 +16,8 @@ export async function listTags(ctx: ServiceContext, q: { limit: number; cursor?:
   let page = inUse;
   if (q.cursor) {
     const { values, id: name } = decodeCursor(q.cursor, SORT, 1);
-    const at = Number(values[0]);
+    const at = values[0];
+    if (typeof at !== "number" || !Number.isSafeInteger(at)) throw new Validation([{ field: "cursor", path: ["cursor"], code: "invalid_cursor", message: "Cursor is not one this API issued" }]);
     page = and(inUse, or(lt(tags.contactCount, at), and(eq(tags.contactCount, at), gt(tags.name, name))));
   }
   const [rows, [total]] = await ctx.db.batch([

@@ -1,5 +1,6 @@
 import { and, eq, lte, sql } from "drizzle-orm";
 import { createMiddleware } from "hono/factory";
+import type { ContentfulStatusCode } from "hono/utils/http-status";
 import type { Db } from "../db/client";
 import { idempotencyKeys } from "../db/schema";
 import { sha256Hex } from "../lib/crypto";
@@ -69,7 +70,10 @@ export const idempotency = createMiddleware<AppBindings>(async (c, next) => {
     if (!kept) throw new Conflict("This Idempotency-Key is being used by another request; retry", "idempotency_key_in_use");
     if (kept.fingerprint !== fingerprint) throw new IdempotencyKeyReused();
     if (kept.state === "in_flight") throw new Conflict("A request with this Idempotency-Key is still being processed; retry once it has answered", "idempotency_key_in_flight");
-    return c.newResponse(kept.responseBody, kept.responseStatus as 200, { ...kept.responseHeaders, "Idempotent-Replayed": "true" });
+    const status = kept.responseStatus ?? 200;
+    // 204 and 304 carry no body, and a Response refuses one even when empty.
+    const replayed = status === 204 || status === 304 ? null : kept.responseBody;
+    return c.newResponse(replayed, status as ContentfulStatusCode, { ...kept.responseHeaders, "Idempotent-Replayed": "true" });
   }
 
   await next();
