@@ -217,6 +217,24 @@ describe("webhook delivery", () => {
     expect(body.pagination).toMatchObject({ hasMore: true, total: 101 });
   });
 
+  it("embeds the 25 newest attempts of a delivery replayed many times; attemptCount counts them all", async () => {
+    const owner = await createPrincipal();
+    const sub = await subscribe(owner, { url: (await openMailbox()).url });
+    const id = crypto.randomUUID();
+    const at = new Date().toISOString();
+    await env.DB.batch([
+      env.DB.prepare(
+        "INSERT INTO webhook_deliveries (id, organization_id, subscription_id, event_id, event, body, status, attempt_count, created_at, updated_at) VALUES (?, ?, ?, ?, 'contact.created', '{}', 'failed', 60, ?, ?)",
+      ).bind(id, owner.organizationId, sub.id, crypto.randomUUID(), at, at),
+      ...Array.from({ length: 60 }, (_, i) =>
+        env.DB.prepare("INSERT INTO webhook_delivery_attempts (id, organization_id, delivery_id, attempt, status_code, duration_ms, attempted_at) VALUES (?, ?, ?, ?, 500, 3, ?)").bind(crypto.randomUUID(), owner.organizationId, id, i + 1, at),
+      ),
+    ]);
+    const [delivery] = (await json(await call("GET", `/v1/webhooks/${sub.id}/deliveries`, { token: owner.token }))).data;
+    expect(delivery.attemptCount).toBe(60);
+    expect(delivery.attempts.map((a: { attempt: number }) => a.attempt)).toEqual(Array.from({ length: 25 }, (_, i) => 36 + i));
+  });
+
   it("the cron re-queues a delivery whose queue message was lost, and it is delivered", async () => {
     const owner = await createPrincipal();
     const box = await openMailbox();

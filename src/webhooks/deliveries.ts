@@ -1,6 +1,6 @@
-import { and, asc, count, desc, eq, inArray } from "drizzle-orm";
+import { and, count, desc, eq, inArray, sql } from "drizzle-orm";
 import { inJsonList } from "../lib/sql";
-import { outboxEvents, webhookDeliveries, webhookDeliveryAttempts, webhookSubscriptions } from "../db/schema";
+import { outboxEvents, webhookDeliveries, webhookSubscriptions } from "../db/schema";
 import { commit, expectRow, withRetries } from "../db/write";
 import { Conflict, NotFound } from "../lib/errors";
 import { newId } from "../lib/ids";
@@ -16,16 +16,32 @@ import { findWebhook, toWebhook } from "./service";
 type DeliveryRow = typeof webhookDeliveries.$inferSelect;
 type Status = Delivery["status"];
 
+/** Attempts embedded per delivery: the newest; `attemptCount` has how many there were (replays add more). */
+export const EMBEDDED_ATTEMPTS = 25;
+
+interface AttemptRow {
+  delivery_id: string;
+  attempt: number;
+  status_code: number | null;
+  duration_ms: number;
+  error: string | null;
+  next_attempt_at: string | null;
+  attempted_at: string;
+}
+
 async function withAttempts(ctx: ServiceContext, rows: DeliveryRow[]): Promise<Delivery[]> {
   if (rows.length === 0) return [];
-  const attempts = await ctx.db
-    .select()
-    .from(webhookDeliveryAttempts)
-    .where(and(eq(webhookDeliveryAttempts.organizationId, ctx.organizationId), inJsonList(webhookDeliveryAttempts.deliveryId, rows.map((r) => r.id))))
-    .orderBy(asc(webhookDeliveryAttempts.attempt));
+  const attempts = await ctx.db.all<AttemptRow>(sql`
+    SELECT delivery_id, attempt, status_code, duration_ms, error, next_attempt_at, attempted_at FROM (
+      SELECT a.*, ROW_NUMBER() OVER (PARTITION BY a.delivery_id ORDER BY a.attempt DESC) AS n
+      FROM webhook_delivery_attempts a
+      WHERE a.organization_id = ${ctx.organizationId} AND ${inJsonList(sql`a.delivery_id`, rows.map((r) => r.id))}
+    ) WHERE n <= ${EMBEDDED_ATTEMPTS} ORDER BY attempt`);
   return rows.map(({ organizationId: _, body: __, ...d }) => ({
     ...d,
-    attempts: attempts.filter((a) => a.deliveryId === d.id).map(({ attempt, statusCode, durationMs, error, nextAttemptAt, attemptedAt }) => ({ attempt, statusCode, durationMs, error, nextAttemptAt, attemptedAt })),
+    attempts: attempts
+      .filter((a) => a.delivery_id === d.id)
+      .map((a) => ({ attempt: a.attempt, statusCode: a.status_code, durationMs: a.duration_ms, error: a.error, nextAttemptAt: a.next_attempt_at, attemptedAt: a.attempted_at })),
   }));
 }
 

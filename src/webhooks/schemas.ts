@@ -87,7 +87,7 @@ export const Delivery = z
     deliveredAt: z.string().nullable(),
     createdAt: z.string(),
     updatedAt: z.string(),
-    attempts: z.array(DeliveryAttempt),
+    attempts: z.array(DeliveryAttempt).openapi({ description: "The 25 most recent attempts, oldest first; attemptCount counts them all" }),
   })
   .openapi("WebhookDelivery");
 export type Delivery = z.infer<typeof Delivery>;
