@@ -49,13 +49,14 @@ describe("events always leave", () => {
     await call("POST", "/v1/webhooks", { token: owner.token, body: { url: box.url, events: ["contact.updated"] } });
     // Control characters are valid in JSON strings and cost six bytes each once escaped; the event of a change carries
     // the contact and the previous values, so both copies count.
-    const filled = (ch: string) => ({ notes: ch.repeat(10_000), preferences: { locations: Array.from({ length: 50 }, () => ch.repeat(100)) } });
-    const contact = await createContact(owner.token, filled("\u0001"));
-    const notes = filled("\u0002").notes;
-    expect((await call("PUT", `/v1/contacts/${contact.id}`, { token: owner.token, body: filled("\u0002") })).status).toBe(200);
+    // Locations are one-line text, so they take a three-byte character instead.
+    const filled = (ch: string, wide: string) => ({ notes: ch.repeat(10_000), preferences: { locations: Array.from({ length: 50 }, () => wide.repeat(100)) } });
+    const contact = await createContact(owner.token, filled("\u0001", "€"));
+    const notes = filled("\u0002", "£").notes;
+    expect((await call("PUT", `/v1/contacts/${contact.id}`, { token: owner.token, body: filled("\u0002", "£") })).status).toBe(200);
     await vi.waitFor(async () => expect(await box.count()).toBe(1), { timeout: 15_000, interval: 100 });
     const [delivery] = await box.received();
-    expect(delivery!.body.length).toBeGreaterThan(128 * 1024);
+    expect(new TextEncoder().encode(delivery!.body).length).toBeGreaterThan(128 * 1024);
     expect(JSON.parse(delivery!.body).data.object.notes).toBe(notes);
   });
 
@@ -178,6 +179,9 @@ describe("bounded input and output", () => {
     );
     expect(key.map((e) => e.code)).toEqual(["invalid_unicode"]);
     expect((await json(await call("GET", `/v1/contacts/${c.id}`, { token }))).data.firstName).toBe("Before");
+    // NUL nowhere; line breaks and other control characters not in one-line fields such as names.
+    const controls = await expectCrmError(await call("PUT", `/v1/contacts/${c.id}`, { token, body: { firstName: "a\nb", lastName: "\u202eok", notes: "nul\u0000" } }), 422, "validation_error");
+    expect(issuePairs(controls)).toEqual(["firstName:invalid_character", "notes:invalid_character"]);
     // Characters outside the Basic Multilingual Plane are well-formed (a surrogate pair) and come back intact.
     const emoji = "🏡".repeat(50);
     const ok = await call("PUT", `/v1/contacts/${c.id}`, { token, body: { firstName: emoji } });

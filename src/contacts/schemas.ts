@@ -13,10 +13,18 @@ export const ACTIVITY_TYPES = ["EMAIL_SENT", "EMAIL_RECEIVED", "PHONE_CALL", "SM
 /** Read-only Contact fields: accepted and ignored on create and update, so a fetched contact can be sent back. */
 export const READ_ONLY_FIELDS = ["id", "organizationId", "createdAt", "updatedAt", "lastContactedAt"] as const;
 
-const text = (max: number) => z.string().trim().min(1).max(max);
+/** One line of text (a name, a city, a tag): control characters (line breaks, NUL, bidi-free C0/C1 codes) are refused. */
+const oneLine = (max: number) =>
+  z
+    .string()
+    .trim()
+    .min(1)
+    .max(max)
+    .refine((v) => !/[\u0000-\u001f\u007f-\u009f]/.test(v), { message: "Must be one line of text without control characters", params: { code: "invalid_character" } });
+const text = oneLine;
 const phone = pattern(/^\+?[0-9 ().-]{3,30}(\s*(x|ext\.?)\s*\d{1,6})?$/i, "invalid_phone", "Invalid phone number");
 const code = pattern(/^[A-Z][A-Z0-9_]{0,39}$/, "invalid_code", "Must be an UPPER_SNAKE_CASE code");
-const tag = z.string().trim().min(1).max(50);
+const tag = oneLine(50);
 
 export const Address = z
   .strictObject({ street: text(200).optional(), city: text(100).optional(), state: text(100).optional(), zipCode: text(20).optional(), country: text(100).optional() })

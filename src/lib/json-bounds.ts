@@ -5,7 +5,8 @@ import type { FieldIssue } from "./errors";
  * Bounds on JSON a client sends (issue 15, "Bounded everything"). Every stored value must be one that can be read
  * back, serialised into an event and sent: nesting is capped (JSON.stringify recurses, and a value nested thousands
  * deep overflows the stack when it is written out later), and every string must be well-formed Unicode, since a
- * lone surrogate cannot be stored as UTF-8 and would come back as replacement characters, longer than it was checked.
+ * lone surrogate cannot be stored as UTF-8 and would come back as replacement characters, longer than it was checked;
+ * NUL is refused too. Lengths (zod's `max`) count code points, as SQLite's length() does, so a limit holds as stored.
  */
 export const MAX_JSON_DEPTH = 32;
 /** At most this many problems are listed for one body; a body with more is refused all the same. */
@@ -27,6 +28,8 @@ export function jsonIssues(value: unknown, { maxDepth = MAX_JSON_DEPTH, prefix =
     const [v, path, depth] = stack.pop()!;
     if (typeof v === "string") {
       if (!v.isWellFormed()) report(path, "invalid_unicode", "Must be well-formed Unicode text (a lone UTF-16 surrogate is not a character)");
+      // NUL ends a string in many tools that read the database or its exports; no field needs it.
+      else if (v.includes("\u0000")) report(path, "invalid_character", "Must not contain the NUL character (U+0000)");
       continue;
     }
     if (v === null || typeof v !== "object") continue;
