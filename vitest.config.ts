@@ -18,11 +18,15 @@ export default defineConfig({
         test: {
           name: "workers",
           include: ["test/**/*.test.ts"],
-          exclude: ["test/e2e/**"],
+          exclude: ["test/e2e/**", "test/node/**"],
           setupFiles: ["./test/helpers/apply-migrations.ts"],
           // A real HTTP receiver on 127.0.0.1 for webhook deliveries (workerd reaches it over the network).
           globalSetup: ["./test/helpers/receiver-server.ts"],
         },
+      },
+      {
+        // In Node: the API contract checked with outside tools (Redocly's linter, openapi-typescript).
+        test: { name: "node", include: ["test/node/**/*.test.ts"], environment: "node", testTimeout: 120_000 },
       },
       {
         // In Node: the developer commands themselves (npm run dev, npm run token) as a user runs them.

@@ -6,6 +6,7 @@ import { createEventRouter, type EventConsumer } from "../src/events/consumers";
 import { publishEvents, stageEvent } from "../src/events/outbox";
 import type { EventEnvelope } from "../src/events/envelope";
 import worker from "../src/index";
+import { contractViolation } from "./helpers/contract";
 import { createPrincipal } from "./helpers/factories";
 
 interface OutboxRow {
@@ -32,6 +33,7 @@ async function fetchAndSettle(method: string, path: string, token: string, body?
     ctx,
   );
   await waitOnExecutionContext(ctx);
+  expect(await contractViolation(method, `http://api.test${path}`, res)).toBeNull();
   return res;
 }
 

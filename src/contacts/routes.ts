@@ -1,5 +1,6 @@
-import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
-import { CRM_BODY_ERRORS, CRM_COMMON_ERRORS, CRM_PRECONDITION_ERROR, crmError, crmSuccess, Page } from "../crm/envelope";
+import { OpenAPIHono, z } from "@hono/zod-openapi";
+import { CRM, CRM_PRECONDITION_ERROR, crmError, crmSuccess, Page } from "../crm/envelope";
+import { defineRoute } from "../platform/route";
 import { listQuery } from "../crm/list-query";
 import { serviceContext } from "../platform/auth";
 import { ETAG_HEADER, withEtag } from "../platform/etag";
@@ -37,18 +38,9 @@ const contactValidationHook = validationHookWith(async (body, c) => {
 
 const tags = ["Contacts"];
 const security = [{ bearerAuth: [] }];
-const CONTACT_ERRORS = {
-  ...CRM_COMMON_ERRORS,
-  ...CRM_BODY_ERRORS,
-  404: crmError("No contact with this id in your organization (not_found_error)"),
-  409: crmError("A contact with this e-mail already exists in your organization (duplicate_email), or the contact was changed by too many requests at once (concurrent_modification; retry)"),
-  ...CRM_PRECONDITION_ERROR,
-};
-/** The error responses of a contact route: 401 and 500 always, plus the statuses it names. */
-const crmErrors = (...extra: (400 | 404 | 409 | 412 | 413 | 415 | 422)[]) => ({
-  ...CRM_COMMON_ERRORS,
-  ...Object.fromEntries(extra.map((status) => [status, CONTACT_ERRORS[status]])),
-});
+const NOT_FOUND = { 404: crmError("No contact with this id in your organization (not_found_error)") };
+const DUPLICATE = { 409: crmError("A contact with this e-mail already exists in your organization (duplicate_email)") };
+const CONTENDED = { 409: crmError("Changed by too many requests at once (concurrent_modification); retry") };
 const body = <T extends z.ZodType>(schema: T) => ({ body: { required: true, content: { "application/json": { schema } } } });
 
 const CONDITIONAL = "Send the contact's ETag in `If-Match` to make the write conditional: 412 when the contact has changed since.";
@@ -58,7 +50,8 @@ lastContactedAt are ignored, so a fetched contact can be sent back as is. Option
 With \`calculateLeadScore: true\` the score is computed (${LEAD_SCORE_METHOD}) and recomputed whenever its inputs change;
 a leadScore given without the flag is stored as is and switches the computed score off.`;
 
-const list = createRoute({
+const list = defineRoute(CRM, {
+  operationId: "listContacts",
   method: "get",
   path: "/v1/contacts",
   tags,
@@ -67,10 +60,11 @@ const list = createRoute({
   description:
     "Keyset-paginated: pass `pagination.nextCursor` back as `cursor`. A cursor walk returns every matching contact exactly once, also while contacts are being added. Unknown query parameters are rejected (422).",
   request: { query: ContactListQuery },
-  responses: { 200: { description: "A page of contacts (only the requested fields with `fields`)", content: { "application/json": { schema: Page(Contact.partial()) } } }, ...crmErrors(422) },
+  responses: { 200: { description: "A page of contacts (only the requested fields with `fields`)", content: { "application/json": { schema: Page(Contact.partial()) } } } },
 });
 
-const listTagsRoute = createRoute({
+const listTagsRoute = defineRoute(CRM, {
+  operationId: "listContactTags",
   method: "get",
   path: "/v1/contacts/tags",
   tags,
@@ -78,10 +72,11 @@ const listTagsRoute = createRoute({
   summary: "The organization's tags with colors and contact counts",
   description: "Tags carried by at least one contact, most used first (then by name), keyset-paginated.",
   request: { query: listQuery({}) },
-  responses: { 200: { description: "A page of tags, most used first", content: { "application/json": { schema: Page(ContactTag) } } }, ...crmErrors(422) },
+  responses: { 200: { description: "A page of tags, most used first", content: { "application/json": { schema: Page(ContactTag) } } } },
 });
 
-const bulk = createRoute({
+const bulk = defineRoute(CRM, {
+  operationId: "bulkUpdateContacts",
   method: "patch",
   path: "/v1/contacts/bulk",
   tags,
@@ -89,20 +84,22 @@ const bulk = createRoute({
   summary: "Update up to 100 contacts at once",
   description: "Ids that do not exist in your organization count as failed; the successful updates are written atomically.",
   request: body(BulkUpdate),
-  responses: { 200: crmSuccess("Per-id outcome", BulkResult), ...crmErrors(400, 409, 413, 415, 422) },
+  responses: { 200: crmSuccess("Per-id outcome", BulkResult), ...CONTENDED },
 });
 
-const read = createRoute({
+const read = defineRoute(CRM, {
+  operationId: "getContact",
   method: "get",
   path: "/v1/contacts/{id}",
   tags,
   security,
   summary: "Read a contact",
   request: { params: IdParam, query: ContactReadQuery },
-  responses: { 200: crmSuccess("The contact", Contact, ETAG_HEADER), ...crmErrors(404, 422) },
+  responses: { 200: crmSuccess("The contact", Contact, ETAG_HEADER), ...NOT_FOUND },
 });
 
-const create = createRoute({
+const create = defineRoute(CRM, {
+  operationId: "createContact",
   method: "post",
   path: "/v1/contacts",
   tags,
@@ -110,10 +107,11 @@ const create = createRoute({
   summary: "Create a contact",
   description: FIELD_RULES,
   request: body(ContactCreate),
-  responses: { 201: crmSuccess("The created contact", Contact, ETAG_HEADER), ...crmErrors(400, 409, 413, 415, 422) },
+  responses: { 201: crmSuccess("The created contact", Contact, ETAG_HEADER), ...DUPLICATE },
 });
 
-const update = createRoute({
+const update = defineRoute(CRM, {
+  operationId: "updateContact",
   method: "put",
   path: "/v1/contacts/{id}",
   tags,
@@ -121,10 +119,11 @@ const update = createRoute({
   summary: "Update a contact",
   description: `Every field optional; only the fields sent change, so concurrent updates of different fields all land. ${FIELD_RULES}\n\n${CONDITIONAL}`,
   request: { params: IdParam, ...body(ContactUpdate) },
-  responses: { 200: crmSuccess("The updated contact", Contact, ETAG_HEADER), ...crmErrors(400, 404, 409, 412, 413, 415, 422) },
+  responses: { 200: crmSuccess("The updated contact", Contact, ETAG_HEADER), ...NOT_FOUND, 409: crmError("Another contact has this e-mail (duplicate_email), or too many concurrent changes (concurrent_modification; retry)"), ...CRM_PRECONDITION_ERROR },
 });
 
-const remove = createRoute({
+const remove = defineRoute(CRM, {
+  operationId: "deleteContact",
   method: "delete",
   path: "/v1/contacts/{id}",
   tags,
@@ -134,11 +133,14 @@ const remove = createRoute({
   request: { params: IdParam },
   responses: {
     200: { description: "Deleted", content: { "application/json": { schema: z.object({ success: z.literal(true), message: z.string(), data: z.object({ id: z.string(), deleted: z.literal(true) }) }) } } },
-    ...crmErrors(404, 409, 412),
+    ...NOT_FOUND,
+    ...CONTENDED,
+    ...CRM_PRECONDITION_ERROR,
   },
 });
 
-const activities = createRoute({
+const activities = defineRoute(CRM, {
+  operationId: "listContactActivities",
   method: "get",
   path: "/v1/contacts/{id}/activities",
   tags,
@@ -146,10 +148,11 @@ const activities = createRoute({
   summary: "A contact's activities, newest first",
   description: "Keyset-paginated: pass `pagination.nextCursor` back as `cursor`.",
   request: { params: IdParam, query: listQuery({}) },
-  responses: { 200: { description: "A page of activities", content: { "application/json": { schema: Page(Activity) } } }, ...crmErrors(404, 422) },
+  responses: { 200: { description: "A page of activities", content: { "application/json": { schema: Page(Activity) } } }, ...NOT_FOUND },
 });
 
-const logActivity = createRoute({
+const logActivity = defineRoute(CRM, {
+  operationId: "createContactActivity",
   method: "post",
   path: "/v1/contacts/{id}/activities",
   tags,
@@ -157,10 +160,11 @@ const logActivity = createRoute({
   summary: "Log an activity",
   description: `E-mails, calls, SMS, meetings and showings that have happened move the contact's lastContactedAt. An activity changes the contact's version (its ETag). ${CONDITIONAL}`,
   request: { params: IdParam, ...body(ActivityCreate) },
-  responses: { 201: crmSuccess("The activity", Activity), ...crmErrors(400, 404, 409, 412, 413, 415, 422) },
+  responses: { 201: crmSuccess("The activity", Activity), ...NOT_FOUND, ...CONTENDED, ...CRM_PRECONDITION_ERROR },
 });
 
-const tag = createRoute({
+const tag = defineRoute(CRM, {
+  operationId: "addContactTags",
   method: "post",
   path: "/v1/contacts/{id}/tags",
   tags,
@@ -168,7 +172,7 @@ const tag = createRoute({
   summary: "Add tags to a contact",
   description: `Adds the tags the contact does not have yet and keeps the others; concurrent additions all land. ${CONDITIONAL}`,
   request: { params: IdParam, ...body(TagsAdd) },
-  responses: { 200: crmSuccess("The contact with its tags", Contact, ETAG_HEADER), ...crmErrors(400, 404, 409, 412, 413, 415, 422) },
+  responses: { 200: crmSuccess("The contact with its tags", Contact, ETAG_HEADER), ...NOT_FOUND, ...CONTENDED, ...CRM_PRECONDITION_ERROR },
 });
 
 // Static paths (/tags, /bulk) are registered before /{id} so they are not read as ids.

@@ -1,4 +1,5 @@
 import { z } from "@hono/zod-openapi";
+import type { RouteFamily } from "../platform/route";
 
 /** CRM success envelope `{success: true, data}` (spec: Endpoints, "Success responses use {success: true, data}"). */
 export const Success = <T extends z.ZodType>(data: T) => z.object({ success: z.literal(true), data });
@@ -39,19 +40,8 @@ export const crmSuccess = <T extends z.ZodType>(description: string, data: T, he
   content: { "application/json": { schema: Success(data) } },
 });
 
-/** The errors every authenticated /v1 route can give, whatever it does. */
-export const CRM_COMMON_ERRORS = {
-  401: crmError("Missing, unknown, revoked or expired token"),
-  500: crmError("Unexpected failure; carries the request id, never a stack trace"),
-} as const;
-
 /** The error of a write that honours If-Match. */
 export const CRM_PRECONDITION_ERROR = { 412: crmError("If-Match named a version the resource is no longer at (precondition_failed); read it again") } as const;
 
-/** The errors of a /v1 route that takes a JSON body. */
-export const CRM_BODY_ERRORS = {
-  400: crmError("Body is not valid JSON"),
-  413: crmError("Body over 1 MiB"),
-  415: crmError("Content-Type is not application/json"),
-  422: crmError("The body broke the schema; errors[] lists every problem with field, code and message"),
-} as const;
+/** The CRM family: its routes declare errors in the CRM envelope. */
+export const CRM: RouteFamily = { name: "crm", error: crmError };

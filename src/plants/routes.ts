@@ -1,13 +1,16 @@
-import { createRoute, OpenAPIHono } from "@hono/zod-openapi";
+import { OpenAPIHono } from "@hono/zod-openapi";
 import { serviceContext } from "../platform/auth";
 import type { AppBindings } from "../platform/context";
 import { validationHook } from "../platform/openapi";
+import { defineRoute, type RouteFamily } from "../platform/route";
 import { NewPlant, Plant, PlantError, PlantIdParam } from "./schemas";
 import { deletePlant, savePlant } from "./service";
 
 const errorBody = (description: string) => ({ description, content: { "application/json": { schema: PlantError } } });
+const PLANTS: RouteFamily = { name: "plants", error: errorBody };
 
-const createPlant = createRoute({
+const createPlant = defineRoute(PLANTS, {
+  operationId: "addPlant",
   method: "post",
   path: "/plants",
   tags: ["Plant store"],
@@ -18,13 +21,11 @@ const createPlant = createRoute({
   responses: {
     200: { description: "The plant", content: { "application/json": { schema: Plant } } },
     400: errorBody("Malformed JSON or a body that is not a New plant; message lists every problem"),
-    401: errorBody("Missing, unknown, revoked or expired token"),
-    413: errorBody("Body too large"),
-    415: errorBody("Content-Type is not application/json"),
   },
 });
 
-const removePlant = createRoute({
+const removePlant = defineRoute(PLANTS, {
+  operationId: "deletePlant",
   method: "delete",
   path: "/plants/{id}",
   tags: ["Plant store"],
@@ -34,7 +35,6 @@ const removePlant = createRoute({
   responses: {
     204: { description: "Deleted" },
     400: errorBody("id is not an integer"),
-    401: errorBody("Missing, unknown, revoked or expired token"),
     404: errorBody("No plant with this id in your organization"),
   },
 });

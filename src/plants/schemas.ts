@@ -35,5 +35,5 @@ export const PlantIdParam = z.object({
     .string()
     .regex(/^-?\d{1,16}$/, "id must be an integer")
     .pipe(z.coerce.number<string>().int().min(Number.MIN_SAFE_INTEGER).max(Number.MAX_SAFE_INTEGER))
-    .openapi({ param: { name: "id", in: "path" }, type: "integer", format: "int64", example: "42" }),
+    .openapi({ param: { name: "id", in: "path" }, type: "integer", format: "int64", example: 42 }),
 });

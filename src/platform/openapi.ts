@@ -105,8 +105,9 @@ export function mountDocs(app: OpenAPIHono<AppBindings>): void {
   });
   app.doc31("/openapi.json", (c) => ({
     openapi: "3.1.0",
-    info: { title: "Brokerage Edge API", version: "1.0.0", description: DESCRIPTION },
-    servers: [{ url: new URL(c.req.url).origin }],
+    info: { title: "Brokerage Edge API", version: "1.0.0", description: DESCRIPTION, license: { name: "Proprietary", identifier: "LicenseRef-Proprietary" } },
+    // Relative: the host that serves this document serves the API (OpenAPI 3.1, Server Object).
+    servers: [{ url: "/", description: "This deployment" }],
   }));
   app.get("/docs", Scalar({ url: "/openapi.json", pageTitle: "Brokerage Edge API" }));
 }

@@ -1,8 +1,9 @@
-import { createRoute, OpenAPIHono } from "@hono/zod-openapi";
+import { OpenAPIHono } from "@hono/zod-openapi";
 import { listQuery } from "../crm/list-query";
 import { serviceContext } from "../platform/auth";
 import type { AppBindings } from "../platform/context";
-import { CRM_COMMON_ERRORS, crmError, crmSuccess } from "../crm/envelope";
+import { CRM, crmError, crmSuccess } from "../crm/envelope";
+import { defineRoute } from "../platform/route";
 import { validationHook } from "../platform/openapi";
 import { listDeliveries, replayDelivery, replayEvent, sendTestEvent } from "./deliveries";
 import { Delivery, DeliveryList, DeliveryListQuery, DeliveryParams, EventParams, WebhookIdParam } from "./schemas";
@@ -12,7 +13,8 @@ const security = [{ bearerAuth: [] }];
 const queued = crmSuccess("Queued for delivery; follow it in the delivery log", Delivery);
 const DISABLED = { 409: crmError("The webhook is disabled (code webhook_disabled)") };
 
-const test = createRoute({
+const test = defineRoute(CRM, {
+  operationId: "sendWebhookTest",
   method: "post",
   path: "/v1/webhooks/{id}/test",
   tags,
@@ -20,10 +22,11 @@ const test = createRoute({
   summary: "Send a test event",
   description: "Queues a signed `webhook.test` delivery through the same path as real events (signature, retries, delivery log).",
   request: { params: WebhookIdParam },
-  responses: { 202: queued, ...CRM_COMMON_ERRORS, ...DISABLED, 404: crmError("No webhook with this id in your organization"), 422: crmError("id is not a UUID") },
+  responses: { 202: queued, ...DISABLED, 404: crmError("No webhook with this id in your organization"), 422: crmError("id is not a UUID") },
 });
 
-const deliveries = createRoute({
+const deliveries = defineRoute(CRM, {
+  operationId: "listWebhookDeliveries",
   method: "get",
   path: "/v1/webhooks/{id}/deliveries",
   tags,
@@ -34,13 +37,13 @@ const deliveries = createRoute({
   request: { params: WebhookIdParam, query: listQuery(DeliveryListQuery.shape) },
   responses: {
     200: { description: "A page of deliveries", content: { "application/json": { schema: DeliveryList } } },
-    ...CRM_COMMON_ERRORS,
     404: crmError("No webhook with this id in your organization"),
     422: crmError("Bad id, limit, cursor or status, or an unknown parameter"),
   },
 });
 
-const replay = createRoute({
+const replay = defineRoute(CRM, {
+  operationId: "replayWebhookDelivery",
   method: "post",
   path: "/v1/webhooks/{id}/deliveries/{deliveryId}/replay",
   tags,
@@ -50,14 +53,14 @@ const replay = createRoute({
   request: { params: DeliveryParams },
   responses: {
     202: queued,
-    ...CRM_COMMON_ERRORS,
     409: crmError("The webhook is disabled (webhook_disabled), or the delivery is still being attempted (delivery_in_flight)"),
     404: crmError("No such webhook or delivery in your organization"),
     422: crmError("id or deliveryId is not a UUID"),
   },
 });
 
-const replayOne = createRoute({
+const replayOne = defineRoute(CRM, {
+  operationId: "replayWebhookEvent",
   method: "post",
   path: "/v1/webhooks/{id}/events/{eventId}/replay",
   tags,
@@ -68,7 +71,6 @@ const replayOne = createRoute({
   request: { params: EventParams },
   responses: {
     202: queued,
-    ...CRM_COMMON_ERRORS,
     404: crmError("No such webhook or event in your organization"),
     409: crmError("The webhook is disabled (webhook_disabled), does not subscribe to this event (event_not_subscribed), or its delivery of it is still being attempted (delivery_in_flight)"),
     422: crmError("id is not a UUID"),

@@ -1,9 +1,10 @@
-import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
+import { OpenAPIHono, z } from "@hono/zod-openapi";
 import { listQuery } from "../crm/list-query";
 import { ETAG_HEADER, withEtag } from "../platform/etag";
 import { serviceContext } from "../platform/auth";
 import type { AppBindings } from "../platform/context";
-import { CRM_BODY_ERRORS, CRM_COMMON_ERRORS, CRM_PRECONDITION_ERROR, crmError, crmSuccess } from "../crm/envelope";
+import { CRM, CRM_PRECONDITION_ERROR, crmError, crmSuccess } from "../crm/envelope";
+import { defineRoute } from "../platform/route";
 import { issuesOf, validationHookWith } from "../platform/openapi";
 import { assertDeliverableUrl } from "./guards";
 import { deliveryRoutes } from "./delivery-routes";
@@ -21,18 +22,21 @@ const URL_ERRORS = {
 const NOT_FOUND = { 404: crmError("No webhook with this id in your organization") };
 const BAD_ID = { 422: crmError("id is not a UUID") };
 
-const create = createRoute({
+const create = defineRoute(CRM, {
+  operationId: "createWebhook",
   method: "post",
   path: "/v1/webhooks",
   tags,
   security,
   summary: "Subscribe to events",
-  description: "Creates a subscription. The signing secret (yours, or generated when `secret` is left out) is returned in this answer only.",
+  description:
+    "Creates a subscription. The signing secret (yours, or generated when `secret` is left out, as `whsec_<base64>`) is returned in this answer only. Deliveries carry the X-Service-* headers and the Standard Webhooks headers (webhook-id, webhook-timestamp, webhook-signature).",
   request: { body: json(CreateWebhook) },
-  responses: { 201: crmSuccess("The subscription with its secret", WebhookWithSecret, ETAG_HEADER), ...CRM_COMMON_ERRORS, ...CRM_BODY_ERRORS, ...URL_ERRORS },
+  responses: { 201: crmSuccess("The subscription with its secret", WebhookWithSecret, ETAG_HEADER), ...URL_ERRORS },
 });
 
-const list = createRoute({
+const list = defineRoute(CRM, {
+  operationId: "listWebhooks",
   method: "get",
   path: "/v1/webhooks",
   tags,
@@ -40,20 +44,22 @@ const list = createRoute({
   summary: "List subscriptions",
   description: "Newest first, keyset-paginated. Secrets are never listed.",
   request: { query: listQuery({}) },
-  responses: { 200: { description: "A page of subscriptions", content: { "application/json": { schema: WebhookList } } }, ...CRM_COMMON_ERRORS, 422: crmError("Bad limit or cursor, or an unknown parameter") },
+  responses: { 200: { description: "A page of subscriptions", content: { "application/json": { schema: WebhookList } } } },
 });
 
-const read = createRoute({
+const read = defineRoute(CRM, {
+  operationId: "getWebhook",
   method: "get",
   path: "/v1/webhooks/{id}",
   tags,
   security,
   summary: "Read a subscription",
   request: { params: WebhookIdParam },
-  responses: { 200: crmSuccess("The subscription, without its secret", Webhook, ETAG_HEADER), ...CRM_COMMON_ERRORS, ...NOT_FOUND, ...BAD_ID },
+  responses: { 200: crmSuccess("The subscription, without its secret", Webhook, ETAG_HEADER), ...NOT_FOUND, ...BAD_ID },
 });
 
-const update = createRoute({
+const update = defineRoute(CRM, {
+  operationId: "updateWebhook",
   method: "patch",
   path: "/v1/webhooks/{id}",
   tags,
@@ -64,8 +70,6 @@ const update = createRoute({
   request: { params: WebhookIdParam, body: json(UpdateWebhook) },
   responses: {
     200: crmSuccess("The subscription; `secret` only when it was rotated", WebhookWithSecret.partial({ secret: true }), ETAG_HEADER),
-    ...CRM_COMMON_ERRORS,
-    ...CRM_BODY_ERRORS,
     ...URL_ERRORS,
     ...NOT_FOUND,
     ...CRM_PRECONDITION_ERROR,
@@ -73,7 +77,8 @@ const update = createRoute({
   },
 });
 
-const remove = createRoute({
+const remove = defineRoute(CRM, {
+  operationId: "deleteWebhook",
   method: "delete",
   path: "/v1/webhooks/{id}",
   tags,
@@ -81,7 +86,7 @@ const remove = createRoute({
   summary: "Delete a subscription",
   description: "Deletes the subscription with its delivery log; deliveries still queued are dropped. Honours If-Match (412).",
   request: { params: WebhookIdParam },
-  responses: { 200: crmSuccess("Deleted", z.object({ id: z.string(), deleted: z.literal(true) })), ...CRM_COMMON_ERRORS, ...NOT_FOUND, ...BAD_ID, ...CRM_PRECONDITION_ERROR },
+  responses: { 200: crmSuccess("Deleted", z.object({ id: z.string(), deleted: z.literal(true) })), ...NOT_FOUND, ...BAD_ID, ...CRM_PRECONDITION_ERROR, 409: crmError("Changed by too many requests at once (concurrent_modification); retry") },
 });
 
 /** Every /v1/webhooks route. `deps` reaches DNS and receivers; tests pass fakes. */

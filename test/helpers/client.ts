@@ -1,4 +1,5 @@
 import { exports } from "cloudflare:workers";
+import { contractViolation } from "./contract";
 
 export interface CallOptions {
   token?: string;
@@ -8,7 +9,10 @@ export interface CallOptions {
   headers?: Record<string, string>;
 }
 
-/** One request through the Worker's real fetch handler, inside workerd, with the real local bindings. */
+/**
+ * One request through the Worker's real fetch handler, inside workerd, with the real local bindings. The answer must
+ * match what /openapi.json declares for the route (helpers/contract.ts), or the test fails here.
+ */
 export async function call(method: string, path: string, opts: CallOptions = {}): Promise<Response> {
   const headers: Record<string, string> = { ...opts.headers };
   if (opts.token) headers.authorization = `Bearer ${opts.token}`;
@@ -18,7 +22,11 @@ export async function call(method: string, path: string, opts: CallOptions = {})
     body = JSON.stringify(opts.body);
     headers["content-type"] ??= "application/json";
   }
-  return exports.default.fetch(new Request(`http://api.test${path}`, { method, headers, body }));
+  const url = `http://api.test${path}`;
+  const res = await exports.default.fetch(new Request(url, { method, headers, body }));
+  const violation = await contractViolation(method, url, res);
+  if (violation) throw new Error(`Response breaks the API contract: ${violation}`);
+  return res;
 }
 
 export async function json<T = any>(res: Response): Promise<T> {

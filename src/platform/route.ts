@@ -1,0 +1,50 @@
+import { createRoute, type RouteConfig } from "@hono/zod-openapi";
+
+type Responses = RouteConfig["responses"];
+type ResponseConfig = Responses[string];
+
+/** A route family (DESIGN.md "Shapes"): its name and how its error body is declared. */
+export interface RouteFamily {
+  name: "crm" | "api" | "plants";
+  error(description: string): ResponseConfig;
+}
+
+/**
+ * A route declaration (STYLE.md "A route"): `createRoute` with a required camelCase `operationId`, and with every
+ * response the platform can give on that route declared by construction, beside the route's own:
+ *
+ * - 400 on every route: a malformed `X-D1-Bookmark` (platform/session.ts) or `Idempotency-Key`, a body that is not
+ *   JSON, and on the /api and plant families every validation failure;
+ * - 401 on authenticated routes; 413 and 415 on routes with a body; 500 everywhere;
+ * - on authenticated writes of /v1 and /api (platform/idempotency.ts): 409 while a request with the same key runs,
+ *   422 when the key was used for another request;
+ * - 422 on CRM routes that take input (the CRM family's validation status).
+ *
+ * Where the route declares the same status for its own reasons, both are described.
+ */
+export function defineRoute<P extends string, R extends Omit<RouteConfig, "path"> & { path: P; operationId: string }>(family: RouteFamily, config: R): ReturnType<typeof createRoute<P, R>> {
+  const responses: Responses = { ...config.responses };
+  const add = (status: number, description: string) => {
+    const own = responses[status];
+    responses[status] = own && "description" in own ? { ...own, description: `${own.description}; or: ${description}` } : family.error(description);
+  };
+  const request = config.request ?? {};
+  const hasBody = request.body !== undefined;
+  const authenticated = (config.security ?? []).length > 0;
+  const idempotent = authenticated && config.method !== "get" && family.name !== "plants";
+  const takesInput = hasBody || request.query !== undefined || request.params !== undefined;
+
+  add(400, family.name === "crm" || !takesInput ? "The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key)" : "Invalid input (every problem listed), a body that is not JSON, or a malformed header");
+  if (authenticated) add(401, "Missing, unknown, revoked or expired token");
+  if (family.name === "crm" && takesInput) add(422, "The request broke the schema; errors[] lists every problem with field, code and message");
+  if (idempotent) {
+    add(409, "A request with this Idempotency-Key is still being processed (idempotency_key_in_flight)");
+    add(422, "This Idempotency-Key was used for another request (idempotency_key_reused)");
+  }
+  if (hasBody) {
+    add(413, "The body is over the route's size limit");
+    add(415, "Content-Type is not application/json");
+  }
+  add(500, "Unexpected failure; carries the request id, never a stack trace");
+  return createRoute({ ...config, responses } as R);
+}
