@@ -3,6 +3,7 @@
 import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createApiClient } from "../../src/client";
 
 const run = promisify(execFile);
 const PORT = String(18787 + Math.floor(Math.random() * 1000));
@@ -58,14 +59,34 @@ describe("npm run dev + npm run token", () => {
     expect(colleague.userId).not.toBe(first.userId);
     expect(elsewhere.organizationId).not.toBe(first.organizationId);
 
-    const auth = (t: string) => ({ authorization: `Bearer ${t}`, "content-type": "application/json" });
-    const created = await fetch(`${base}/plants`, { method: "POST", headers: auth(first.token), body: JSON.stringify({ id: 77, name: "Basil", tag: "herb" }) });
-    expect(created.status).toBe(200);
-    expect(await created.json()).toEqual({ name: "Basil", tag: "herb" });
+    // Through the typed client (src/client), as a TypeScript caller would.
+    const api = (t?: string) => createApiClient(base, t);
+    const created = await api(first.token).POST("/plants", { body: { id: 77, name: "Basil", tag: "herb" } });
+    expect(created.response.status).toBe(200);
+    expect(created.data).toEqual({ name: "Basil", tag: "herb" });
     // Both tokens of the same user work; the other organization cannot see the plant.
-    expect((await fetch(`${base}/plants/77`, { method: "DELETE", headers: auth(elsewhere.token) })).status).toBe(404);
-    expect((await fetch(`${base}/plants/77`, { method: "DELETE", headers: auth(second.token) })).status).toBe(204);
-    expect((await fetch(`${base}/plants/77`, { method: "DELETE" })).status).toBe(401);
+    const plant = { params: { path: { id: 77 } } };
+    expect((await api(elsewhere.token).DELETE("/plants/{id}", plant)).error).toMatchObject({ error: 404 });
+    expect((await api(second.token).DELETE("/plants/{id}", plant)).response.status).toBe(204);
+    expect((await api().DELETE("/plants/{id}", plant)).response.status).toBe(401);
+  });
+
+  it("works the contacts API through the typed client: create, conditional update, list", async () => {
+    const { token: t } = await token(`E2E Typed ${Date.now()}`, "typed@e2e.test");
+    const api = createApiClient(base, t);
+    const created = await api.POST("/v1/contacts", { body: { firstName: "Ada", lastName: "Typed", email: "ada@e2e.test", tags: ["e2e"] } });
+    expect(created.response.status).toBe(201);
+    const id = created.data!.data.id;
+    const etag = created.response.headers.get("etag")!;
+    const path = { params: { path: { id } } };
+    const updated = await api.PUT("/v1/contacts/{id}", { ...path, body: { notes: "typed" }, headers: { "If-Match": etag } });
+    expect(updated.data?.data.notes).toBe("typed");
+    const stale = await api.PUT("/v1/contacts/{id}", { ...path, body: { notes: "stale" }, headers: { "If-Match": etag } });
+    expect(stale.response.status).toBe(412);
+    expect(stale.error?.error.type).toBe("precondition_failed_error");
+    const listed = await api.GET("/v1/contacts", { params: { query: { limit: 10, tags: "e2e" } } });
+    expect(listed.data?.data.map((c) => c.id)).toEqual([id]);
+    expect(listed.response.headers.get("x-d1-bookmark")).toMatch(/^[0-9a-f-]+$/);
   });
 
   it("refuses a call without --org or --email", async () => {
