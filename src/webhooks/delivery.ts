@@ -12,7 +12,7 @@ import { masterKey } from "./guards";
 import { openSecret } from "./secret-box";
 import { checkWebhookUrl, urlPolicyFor } from "./ssrf";
 import type { WebhookDeps } from "./transport";
-import { signWebhook } from "./verify";
+import { signStandardWebhook, signWebhook } from "./verify";
 import { loggableError } from "../lib/log";
 
 export const USER_AGENT = "BrokerageEdge-Webhooks/1.0";
@@ -26,7 +26,7 @@ interface AttemptResult {
   durationMs: number;
 }
 
-async function send(env: Env, deps: WebhookDeps, target: { url: string; secretCiphertext: string; subscriptionId: string }, delivery: { id: string; event: string; body: string }): Promise<AttemptResult> {
+async function send(env: Env, deps: WebhookDeps, target: { url: string; secretCiphertext: string; subscriptionId: string }, delivery: { id: string; eventId: string; event: string; body: string }): Promise<AttemptResult> {
   const started = Date.now();
   const refusal = await checkWebhookUrl(target.url, urlPolicyFor(readConfig(env).ENVIRONMENT), deps.resolver).catch((err) => ({ message: `DNS lookup failed: ${String(err)}` }));
   if (refusal) return { statusCode: null, error: `refused before sending: ${refusal.message}`, durationMs: Date.now() - started };
@@ -40,6 +40,10 @@ async function send(env: Env, deps: WebhookDeps, target: { url: string; secretCi
     "X-Service-Delivery": delivery.id,
     "X-Service-Timestamp": String(timestamp),
     "X-Service-Signature": await signWebhook(secret, timestamp, delivery.body),
+    // Standard Webhooks (verify.ts): the event id identifies the message across retries and replays.
+    "webhook-id": delivery.eventId,
+    "webhook-timestamp": String(timestamp),
+    "webhook-signature": await signStandardWebhook(secret, delivery.eventId, timestamp, delivery.body),
   };
   const sentAt = Date.now();
   try {

@@ -1,5 +1,3 @@
-import { newToken } from "../lib/crypto";
-
 /**
  * Subscription secrets at rest: AES-GCM under a key derived (HKDF-SHA-256) from the WEBHOOK_SECRET_KEY config value.
  * The subscription id is the additional data, so a ciphertext copied onto another row does not decrypt.
@@ -30,8 +28,13 @@ function aesKey(masterSecret: string): Promise<CryptoKey> {
 const toB64 = (bytes: Uint8Array) => btoa(String.fromCharCode(...bytes));
 const fromB64 = (s: string) => Uint8Array.from(atob(s), (c) => c.charCodeAt(0));
 
-/** A new signing secret, recognisable in a leak scan. */
-export const newWebhookSecret = () => newToken("whsec");
+/**
+ * A new signing secret in the Standard Webhooks form, `whsec_` and the base64 of 32 random bytes: the official
+ * libraries take it as it is, and the prefix makes a leaked secret recognisable in a scan.
+ */
+export function newWebhookSecret(): string {
+  return `whsec_${btoa(String.fromCharCode(...crypto.getRandomValues(new Uint8Array(32))))}`;
+}
 
 export async function sealSecret(masterSecret: string, subscriptionId: string, secret: string): Promise<string> {
   const iv = crypto.getRandomValues(new Uint8Array(12));

@@ -29,13 +29,16 @@ export type HeaderSource = { get(name: string): string | null } | Record<string,
 const encoder = new TextEncoder();
 const keys = new Map<string, Promise<CryptoKey>>();
 
-function hmacKey(secret: string): Promise<CryptoKey> {
-  let key = keys.get(secret);
+/** The HMAC key of a secret, for the spec's signature or (`standard`) the Standard Webhooks one; cached per process. */
+function hmacKey(secret: string, standard = false): Promise<CryptoKey> {
+  const cacheKey = `${standard ? "std" : "svc"}:${secret}`;
+  let key = keys.get(cacheKey);
   if (!key) {
     // A handful of secrets per process; the cap only guards against unbounded growth.
     if (keys.size > 1000) keys.clear();
-    key = crypto.subtle.importKey("raw", encoder.encode(secret), { name: "HMAC", hash: "SHA-256" }, false, ["sign", "verify"]);
-    keys.set(secret, key);
+    const bytes = standard ? standardWebhookKey(secret) : encoder.encode(secret);
+    key = crypto.subtle.importKey("raw", bytes, { name: "HMAC", hash: "SHA-256" }, false, ["sign", "verify"]);
+    keys.set(cacheKey, key);
   }
   return key;
 }
@@ -68,6 +71,27 @@ function header(headers: HeaderSource, name: string): string | null {
   const key = Object.keys(record).find((k) => k.toLowerCase() === name.toLowerCase());
   const value = key === undefined ? undefined : record[key];
   return Array.isArray(value) ? (value[0] ?? null) : (value ?? null);
+}
+
+/**
+ * Standard Webhooks (https://www.standardwebhooks.com): every delivery also carries `webhook-id`,
+ * `webhook-timestamp` and `webhook-signature: v1,<base64 HMAC-SHA-256 of "id.timestamp.body">`, so the official
+ * libraries verify it in any language. The key is the secret's bytes: the base64 after `whsec_` for secrets issued
+ * in that form (every secret this service generates), else the secret's UTF-8 text (a secret chosen by the caller;
+ * the official libraries take it with their "raw" option).
+ */
+export function standardWebhookKey(secret: string): Uint8Array<ArrayBuffer> {
+  const encoded = secret.startsWith("whsec_") ? secret.slice(6) : null;
+  if (encoded !== null && /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/.test(encoded) && encoded.length > 0) {
+    return Uint8Array.from(atob(encoded), (c) => c.charCodeAt(0));
+  }
+  return new Uint8Array(encoder.encode(secret));
+}
+
+/** The `webhook-signature` value of a delivery with id `id`, sent at `timestamp` (Unix seconds). */
+export async function signStandardWebhook(secret: string, id: string, timestamp: number | string, rawBody: string | ArrayBuffer | Uint8Array): Promise<string> {
+  const mac = new Uint8Array(await crypto.subtle.sign("HMAC", await hmacKey(secret, true), signedBytes(`${id}.${timestamp}`, rawBody)));
+  return `v1,${btoa(String.fromCharCode(...mac))}`;
 }
 
 /**
