@@ -5,7 +5,7 @@ import { createPrincipal, revokeSession } from "./helpers/factories";
 
 const crm401 = {
   success: false,
-  error: { type: "authentication_error", title: "Unauthorized", status: 401, detail: expect.any(String), errors: [] },
+  error: { type: "authentication_error", code: "unauthorized", title: "Unauthorized", status: 401, detail: expect.any(String), errors: [] },
 };
 
 describe("bearer authentication", () => {

@@ -7,7 +7,7 @@ const url = "http://api.test/v1/contacts/00000000-0000-4000-8000-000000000000";
 
 describe("the contract check of the test client", () => {
   it("accepts a declared answer whose body matches its schema", async () => {
-    const error = { success: false, error: { type: "not_found_error", title: "Not Found", status: 404, detail: "Contact not found", errors: [] } };
+    const error = { success: false, error: { type: "not_found_error", code: "not_found", title: "Not Found", status: 404, detail: "Contact not found", errors: [] } };
     expect(await contractViolation("GET", url, json(error, 404))).toBeNull();
   });
 

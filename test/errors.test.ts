@@ -61,10 +61,10 @@ describe("CRM family (/v1)", () => {
     const t = appWithProbes();
     const missing = await t.fetch("GET", "/v1/probe/missing", { token });
     expect(missing.status).toBe(404);
-    expect(await missing.json()).toEqual({ success: false, error: { type: "not_found_error", title: "Not Found", status: 404, detail: "Contact not found", errors: [] } });
+    expect(await missing.json()).toEqual({ success: false, error: { type: "not_found_error", code: "not_found", title: "Not Found", status: 404, detail: "Contact not found", errors: [] } });
     const conflict = await t.fetch("GET", "/v1/probe/conflict", { token });
     expect(conflict.status).toBe(409);
-    expect(await conflict.json()).toMatchObject({ success: false, error: { type: "conflict_error", status: 409 } });
+    expect(await conflict.json()).toMatchObject({ success: false, error: { type: "conflict_error", code: "duplicate_email", status: 409 } });
   });
 });
 

@@ -104,6 +104,39 @@ describe("Idempotency-Key", () => {
     expect(await env.DB.prepare("SELECT state FROM idempotency_keys WHERE organization_id = ? AND key = 'flaky'").bind(organizationId).first("state")).toBe("done");
   });
 
+  it("does not keep a lost race (409 concurrent_modification): the retry under the same key runs again", async () => {
+    const { token } = await createPrincipal();
+    const { testApp } = await import("./helpers/test-app");
+    const { Conflict } = await import("../src/lib/errors");
+    const { app, fetch } = testApp();
+    let contended = true;
+    app.post("/v1/contended", (c) => {
+      if (contended) throw new Conflict("The resource is being changed by other requests; try again", "concurrent_modification");
+      return c.json({ success: true, data: { ok: true } }, 201);
+    });
+    const headers = { "idempotency-key": "contended", "content-type": "application/json" };
+    expect((await fetch("POST", "/v1/contended", { token, body: "{}", headers })).status).toBe(409);
+    contended = false;
+    const retry = await fetch("POST", "/v1/contended", { token, body: "{}", headers });
+    expect(retry.status).toBe(201);
+    expect(retry.headers.get("idempotent-replayed")).toBeNull();
+  });
+
+  it("never keeps a webhook's signing secret: a replay answers without it", async () => {
+    const { token, organizationId } = await createPrincipal();
+    const headers = { "idempotency-key": "hook-1" };
+    const body = { url: "http://127.0.0.1:9/hooks/idem", events: ["contact.created"], enabled: false };
+    const first = await json(await call("POST", "/v1/webhooks", { token, body, headers }));
+    expect(first.data.secret).toMatch(/^whsec_/);
+    const replay = await call("POST", "/v1/webhooks", { token, body, headers });
+    expect(replay.headers.get("idempotent-replayed")).toBe("true");
+    const replayed = await json(replay);
+    expect(replayed.data.id).toBe(first.data.id);
+    expect(replayed.data).not.toHaveProperty("secret");
+    const stored = await env.DB.prepare("SELECT response_body FROM idempotency_keys WHERE organization_id = ?").bind(organizationId).all<{ response_body: string }>();
+    expect(JSON.stringify(stored.results)).not.toContain(first.data.secret);
+  });
+
   it("replays an answer without a body (204) as it was", async () => {
     const { token } = await createPrincipal();
     const { testApp } = await import("./helpers/test-app");

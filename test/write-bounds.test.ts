@@ -192,6 +192,42 @@ describe("bounded input and output", () => {
   });
 });
 
+describe("bounds found attacking npm run dev", () => {
+  it("caps a contact's tags at 50 however they arrive, and refuses a comma in a tag (the filter splits on commas)", async () => {
+    const { token } = await createPrincipal();
+    const c = await createContact(token, { tags: Array.from({ length: 45 }, (_, i) => `t${i}`) });
+    const over = await expectCrmError(await call("POST", `/v1/contacts/${c.id}/tags`, { token, body: { tags: Array.from({ length: 10 }, (_, i) => `n${i}`) } }), 422, "validation_error");
+    expect(issuePairs(over)).toEqual(["tags:too_big"]);
+    expect((await call("POST", `/v1/contacts/${c.id}/tags`, { token, body: { tags: ["n1", "n2", "n3", "n4", "n5"] } })).status).toBe(200);
+    expect(issuePairs(await expectCrmError(await call("PUT", `/v1/contacts/${c.id}`, { token, body: { tags: ["a,b"] } }), 422, "validation_error"))).toEqual(["tags.0:invalid_character"]);
+  });
+
+  it("refuses NUL in field names, and phone numbers without digits or with line breaks", async () => {
+    const { token } = await createPrincipal();
+    const c = await createContact(token);
+    const key = await expectCrmError(
+      await call("POST", `/v1/contacts/${c.id}/activities`, { token, rawBody: '{"type":"NOTE","metadata":{"a\\u0000b":1}}', headers: { "content-type": "application/json" } }),
+      422,
+      "validation_error",
+    );
+    expect(key.map((e) => e.code)).toEqual(["invalid_character"]);
+    for (const phone of ["555-1234\nx12", "((()))", "-- --", "...", "555-1234\u000bext.99"]) {
+      expect(issuePairs(await expectCrmError(await call("PUT", `/v1/contacts/${c.id}`, { token, body: { phone } }), 422, "validation_error")), phone).toEqual(["phone:invalid_phone"]);
+    }
+    expect((await call("PUT", `/v1/contacts/${c.id}`, { token, body: { phone: "+1 (416) 555-0100 ext. 12" } })).status).toBe(200);
+  });
+
+  it("compares If-Match strictly: a padded version is another tag, and lists a bounded number of problems", async () => {
+    const { token } = await createPrincipal();
+    const c = await createContact(token);
+    expect((await call("PUT", `/v1/contacts/${c.id}`, { token, body: { notes: "x" }, headers: { "if-match": '"01"' } })).status).toBe(412);
+    const many = Array.from({ length: 3000 }, (_, i) => `p${i}=1`).join("&");
+    const errors = await expectCrmError(await call("GET", `/v1/contacts?${many}`, { token }), 422, "validation_error");
+    expect(errors).toHaveLength(101);
+    expect(errors.at(-1)).toMatchObject({ code: "too_many_problems" });
+  });
+});
+
 describe("one strict list-query parser", () => {
   it("reports an unknown fields or include value as invalid, not as missing", async () => {
     const { token } = await createPrincipal();

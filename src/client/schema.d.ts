@@ -356,6 +356,11 @@ export interface components {
             error: {
                 /** @example validation_error */
                 type: string;
+                /**
+                 * @description The machine-readable reason (duplicate_email, concurrent_modification, idempotency_key_in_flight …); errors[] has one per field for validation
+                 * @example duplicate_email
+                 */
+                code: string;
                 title: string;
                 status: number;
                 detail: string;
@@ -532,8 +537,8 @@ export interface components {
             tags: string[];
         };
         WebhookWithSecret: components["schemas"]["Webhook"] & {
-            /** @description Shown once; store it now */
-            secret: string;
+            /** @description Shown once; store it now. Absent from an idempotent replay of this answer (Idempotent-Replayed: true): secrets are not kept. */
+            secret?: string;
         };
         /**
          * @description Conditions on the event's object, keyed by dotted path; operators eq, ne, gt, gte, lt, lte, in, nin. All must hold.
@@ -2077,21 +2082,7 @@ export interface operations {
                     "application/json": {
                         /** @enum {boolean} */
                         success: true;
-                        data: {
-                            /** Format: uuid */
-                            id: string;
-                            url: string;
-                            events: string[];
-                            filters: components["schemas"]["WebhookFilters"];
-                            enabled: boolean;
-                            description: string;
-                            /** @description Set when the service turned the subscription off (the receiver answered 410) */
-                            disabledReason: string | null;
-                            createdAt: string;
-                            updatedAt: string;
-                            /** @description Shown once; store it now */
-                            secret?: string;
-                        };
+                        data: components["schemas"]["WebhookWithSecret"];
                     };
                 };
             };

@@ -1,7 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import { csv, intParam, pageParams, timestampParam } from "../crm/list-query";
 import { boundedJsonObject } from "../lib/json-bounds";
-import { pattern } from "../lib/validation";
+import { oneLineText, pattern } from "../lib/validation";
 
 // Enumerations of the spec (Contact, Property types).
 export const CONTACT_TYPES = ["LEAD", "CLIENT", "PAST_CLIENT", "REFERRAL", "VENDOR"] as const;
@@ -13,18 +13,13 @@ export const ACTIVITY_TYPES = ["EMAIL_SENT", "EMAIL_RECEIVED", "PHONE_CALL", "SM
 /** Read-only Contact fields: accepted and ignored on create and update, so a fetched contact can be sent back. */
 export const READ_ONLY_FIELDS = ["id", "organizationId", "createdAt", "updatedAt", "lastContactedAt"] as const;
 
-/** One line of text (a name, a city, a tag): control characters (line breaks, NUL, bidi-free C0/C1 codes) are refused. */
-const oneLine = (max: number) =>
-  z
-    .string()
-    .trim()
-    .min(1)
-    .max(max)
-    .refine((v) => !/[\u0000-\u001f\u007f-\u009f]/.test(v), { message: "Must be one line of text without control characters", params: { code: "invalid_character" } });
-const text = oneLine;
-const phone = pattern(/^\+?[0-9 ().-]{3,30}(\s*(x|ext\.?)\s*\d{1,6})?$/i, "invalid_phone", "Invalid phone number");
+const text = oneLineText;
+const phone = pattern(/^\+?(?=[ ().-]*[0-9])[0-9 ().-]{3,30}( ?(x|ext\.?) ?\d{1,6})?$/i, "invalid_phone", "Invalid phone number");
 const code = pattern(/^[A-Z][A-Z0-9_]{0,39}$/, "invalid_code", "Must be an UPPER_SNAKE_CASE code");
-const tag = oneLine(50);
+/** A tag: one line, and no comma, since the list filter takes tags comma-separated. */
+const tag = oneLineText(50).refine((t) => !t.includes(","), { message: "A tag cannot contain a comma", params: { code: "invalid_character" } });
+/** Tags a contact carries at most. */
+export const MAX_TAGS = 50;
 
 export const Address = z
   .strictObject({ street: text(200).optional(), city: text(100).optional(), state: text(100).optional(), zipCode: text(20).optional(), country: text(100).optional() })
@@ -58,7 +53,7 @@ const writable = {
   status: z.enum(CONTACT_STATUSES).optional(),
   source: code.nullable().optional().openapi({ example: "WEBSITE", description: "e.g. WEBSITE, REFERRAL, OPEN_HOUSE, SOCIAL_MEDIA, PORTAL, COLD_CALL, EMAIL_CAMPAIGN, SIGN_CALL, PAST_CLIENT, OTHER" }),
   leadScore: z.int().min(0).max(100).nullable().optional(),
-  tags: z.array(tag).max(50).optional(),
+  tags: z.array(tag).max(MAX_TAGS).optional(),
   notes: z.string().max(10_000).nullable().optional(),
   preferences: Preferences.nullable().optional(),
   assignedTo: z.string().min(1).max(100).nullable().optional().openapi({ description: "Id of a user (agent) of your organization" }),
@@ -142,11 +137,11 @@ export const INCLUDES = ["activities", "deals", "communications"] as const;
 export type Include = (typeof INCLUDES)[number];
 
 export const ContactTag = z.object({ name: z.string(), color: z.string().openapi({ example: "#2563eb" }), count: z.int() }).openapi("ContactTag");
-export const TagsAdd = z.strictObject({ tags: z.array(tag).min(1).max(50) }).openapi("ContactTagsAdd");
+export const TagsAdd = z.strictObject({ tags: z.array(tag).min(1).max(MAX_TAGS) }).openapi("ContactTagsAdd");
 
 export const BulkUpdate = z
   .strictObject({
-    contactIds: z.array(z.string().min(1)).min(1).max(100),
+    contactIds: z.array(z.string().min(1).max(100)).min(1).max(100),
     updates: ContactUpdate.omit({ email: true }).openapi({ description: "Contact fields to set on every listed contact (not email, which is unique per contact)" }),
   })
   .openapi("ContactBulkUpdate");
@@ -154,7 +149,7 @@ export type BulkUpdate = z.infer<typeof BulkUpdate>;
 
 export const BulkResult = z.object({ updated: z.int(), failed: z.int(), results: z.array(z.object({ id: z.string(), success: z.boolean() })) });
 
-export const IdParam = z.object({ id: z.string().min(1).openapi({ param: { name: "id", in: "path" } }) });
+export const IdParam = z.object({ id: z.string().min(1).max(100).openapi({ param: { name: "id", in: "path" } }) });
 
 export const SORT_FIELDS = ["createdAt", "updatedAt", "lastName", "leadScore"] as const;
 export type SortField = (typeof SORT_FIELDS)[number];

@@ -3,12 +3,12 @@ import { contactActivities, contacts, contactTags } from "../db/schema";
 import { commit, expectVersion, type Statement, versioned, withRetries } from "../db/write";
 import type { EventEnvelope } from "../events/envelope";
 import { newEvent } from "../events/outbox";
-import { Conflict, NotFound } from "../lib/errors";
+import { Conflict, NotFound, Validation } from "../lib/errors";
 import { newId } from "../lib/ids";
 import type { ServiceContext } from "../platform/context";
 import { loadIncludes } from "./includes";
 import { type ContactRecord, toContact } from "./mapping";
-import type { Contact, ContactCreate, ContactUpdate, Include } from "./schemas";
+import { type Contact, type ContactCreate, type ContactUpdate, type Include, MAX_TAGS } from "./schemas";
 import {
   applyInput,
   assertAssignee,
@@ -158,6 +158,9 @@ export async function addTags(ctx: ServiceContext, id: string, add: string[]): P
     const merged = uniqueTags([...before.tags, ...add]);
     const added = merged.filter((t) => !before.tags.includes(t));
     if (added.length === 0) return shown(before);
+    if (merged.length > MAX_TAGS) {
+      throw new Validation([{ field: "tags", path: ["tags"], code: "too_big", message: `A contact carries at most ${MAX_TAGS} tags; this one has ${before.tags.length}, and ${added.length} would be added` }]);
+    }
     const after: ContactRecord = { ...before, tags: merged, updatedAt: new Date().toISOString(), version: before.version + 1 };
     // Tags are not a lead-score input, so an automatic score stays as it is.
     const object = toContact(after);

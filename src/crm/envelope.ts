@@ -21,6 +21,7 @@ export const CrmError = z
     success: z.literal(false),
     error: z.object({
       type: z.string().openapi({ example: "validation_error" }),
+      code: z.string().openapi({ example: "duplicate_email", description: "The machine-readable reason (duplicate_email, concurrent_modification, idempotency_key_in_flight …); errors[] has one per field for validation" }),
       title: z.string(),
       status: z.int(),
       detail: z.string(),

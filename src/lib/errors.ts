@@ -13,7 +13,7 @@ export interface FieldIssue {
 }
 
 export abstract class AppError extends Error {
-  abstract readonly status: 400 | 401 | 404 | 409 | 412 | 413 | 415 | 422 | 429 | 503;
+  abstract readonly status: 400 | 401 | 403 | 404 | 409 | 412 | 413 | 415 | 422 | 429 | 503;
   abstract readonly code: string;
 }
 
@@ -53,14 +53,20 @@ export class InvalidState extends Conflict {
  * Input that failed validation. `kind` says whether the body could not be read at all (malformed JSON: 400) or was
  * read and broke the schema (422 on the CRM routes, 400 elsewhere, as DESIGN.md "Shapes" says).
  */
+const MAX_LISTED_ISSUES = 100;
+
 export class Validation extends AppError {
   readonly status: 400 | 422;
   readonly code = "validation_error";
+  readonly issues: FieldIssue[];
   constructor(
-    readonly issues: FieldIssue[],
+    issues: FieldIssue[],
     readonly kind: "malformed" | "schema" = "schema",
   ) {
-    super(issues.map((i) => (i.field ? `${i.field}: ${i.message}` : i.message)).join("; ") || "Invalid request");
+    // Every problem is listed, up to a bound: a request with thousands of bad parameters gets a short answer too.
+    const listed = issues.length > MAX_LISTED_ISSUES ? [...issues.slice(0, MAX_LISTED_ISSUES), { field: "", path: [], code: "too_many_problems", message: `and ${issues.length - MAX_LISTED_ISSUES} more problems` }] : issues;
+    super(listed.map((i) => (i.field ? `${i.field}: ${i.message}` : i.message)).join("; ") || "Invalid request");
+    this.issues = listed;
     this.status = kind === "malformed" ? 400 : 422;
   }
 }

@@ -43,6 +43,7 @@ export function jsonIssues(value: unknown, { maxDepth = MAX_JSON_DEPTH, prefix =
     }
     for (const [key, child] of Object.entries(v)) {
       if (!key.isWellFormed()) report([...path, key], "invalid_unicode", "Field names must be well-formed Unicode text");
+      else if (key.includes("\u0000")) report([...path, key], "invalid_character", "Field names must not contain the NUL character (U+0000)");
       stack.push([child, [...path, key], depth + 1]);
     }
   }

@@ -39,6 +39,8 @@ export interface AppVariables {
   rateLimiter: RateLimiter;
   user: AuthUser;
   organization: AuthOrganization;
+  /** JSON paths of the answer that an idempotent replay leaves out (platform/idempotency.ts): secrets shown once. */
+  replayOmits?: string[][];
 }
 
 export interface AppBindings {

@@ -27,6 +27,7 @@ interface Failure {
 const CRM_TYPES: Record<number, [type: string, title: string]> = {
   400: ["invalid_request_error", "Bad Request"],
   401: ["authentication_error", "Unauthorized"],
+  403: ["permission_error", "Forbidden"],
   404: ["not_found_error", "Not Found"],
   409: ["conflict_error", "Conflict"],
   412: ["precondition_failed_error", "Precondition Failed"],
@@ -68,7 +69,7 @@ function render(c: Context, family: Family, f: Failure, requestId: string): Resp
     const [type, title] = CRM_TYPES[f.status] ?? ["api_error", "Error"];
     const errors = (f.issues ?? []).map(({ field, code, message }) => ({ field, code, message }));
     const extra = f.status >= 500 ? { requestId } : {};
-    return c.json({ success: false, error: { type, title, status: f.status, detail: f.message, errors, ...extra } }, status, headers);
+    return c.json({ success: false, error: { type, code: f.code, title, status: f.status, detail: f.message, errors, ...extra } }, status, headers);
   }
 
   if (family === "oauth") {

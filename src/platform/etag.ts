@@ -15,7 +15,7 @@ export function parseIfMatch(header: string | undefined): "*" | number[] | undef
   if (header === undefined) return undefined;
   if (header.trim() === "*") return "*";
   const versions: number[] = [];
-  for (const [, weak, tag] of header.matchAll(/(W\/)?"([^"]*)"/g)) if (!weak && /^\d{1,15}$/.test(tag!)) versions.push(Number(tag));
+  for (const [, weak, tag] of header.matchAll(/(W\/)?"([^"]*)"/g)) if (!weak && /^(0|[1-9]\d{0,14})$/.test(tag!)) versions.push(Number(tag));
   return versions;
 }
 

@@ -13,7 +13,9 @@ import type { AppBindings } from "./context";
  * Idempotency keys, Stripe's model: a POST, PUT, PATCH or DELETE on /v1 or /api sent with `Idempotency-Key` runs once
  * per organization and key. Its answer is kept for 24 hours and replayed (with `Idempotent-Replayed: true`) to a
  * retry of the same request; the same key with another method, path, query or body is a 422; a retry while the first
- * is still running is a 409. A 5xx answer is not kept, so the request can be retried under the same key.
+ * is still running is a 409. A 5xx, a 429 or a lost race (409 concurrent_modification) is not kept, so the request
+ * can be retried under the same key. A route whose answer shows a secret once (a webhook's signing secret) names it
+ * in `replayOmits`: the replay leaves it out, and the secret is never stored in the clear here.
  */
 export const IDEMPOTENCY_HEADER = "Idempotency-Key";
 export const IDEMPOTENCY_TTL_HOURS = 24;
@@ -77,21 +79,35 @@ export const idempotency = createMiddleware<AppBindings>(async (c, next) => {
   }
 
   await next();
-  await keep(db, where, c.res).catch(async (err) => {
+  // A lost race or a rate limit says nothing about the request itself: its retry must run again, not replay that.
+  const transient = c.res.status === 429 || (c.error instanceof Conflict && c.error.code === "concurrent_modification");
+  await keep(db, where, c.res, transient, c.get("replayOmits") ?? []).catch(async (err) => {
     console.error(JSON.stringify({ level: "error", msg: "idempotent answer not kept; key released", requestId: c.get("requestId"), error: loggableError(err) }));
     await db.delete(idempotencyKeys).where(where).catch(() => undefined);
   });
 });
 
-/** Keeps the answer under its key, or releases the key when the answer must not be replayed (5xx, too large). */
-async function keep(db: Db, where: ReturnType<typeof and>, res: Response): Promise<void> {
-  const body = res.status >= 500 ? null : await res.clone().text();
+/** `body` without the fields at `paths` (a secret shown once is not kept for replays). */
+function omit(body: string, paths: string[][]): string {
+  if (paths.length === 0) return body;
+  const value = JSON.parse(body) as Record<string, unknown>;
+  for (const path of paths) {
+    const parent = path.slice(0, -1).reduce<unknown>((at, key) => (at && typeof at === "object" ? (at as Record<string, unknown>)[key] : undefined), value);
+    if (parent && typeof parent === "object") delete (parent as Record<string, unknown>)[path.at(-1)!];
+  }
+  return JSON.stringify(value);
+}
+
+/** Keeps the answer under its key, or releases the key when the answer must not be replayed (5xx, transient, too large). */
+async function keep(db: Db, where: ReturnType<typeof and>, res: Response, transient: boolean, omitted: string[][]): Promise<void> {
+  const body = res.status >= 500 || transient ? null : await res.clone().text();
   if (body === null || body.length > MAX_KEPT_BODY) {
     await db.delete(idempotencyKeys).where(where);
     return;
   }
   const headers = Object.fromEntries(KEPT_HEADERS.flatMap((h) => (res.headers.has(h) ? [[h, res.headers.get(h)!]] : [])));
-  await db.update(idempotencyKeys).set({ state: "done", responseStatus: res.status, responseHeaders: headers, responseBody: body }).where(where);
+  const kept = omitted.length > 0 && res.headers.get("content-type")?.includes("json") ? omit(body, omitted) : body;
+  await db.update(idempotencyKeys).set({ state: "done", responseStatus: res.status, responseHeaders: headers, responseBody: kept }).where(where);
 }
 
 /** Cron pass: keys past their 24 hours go, a bounded number per pass. */

@@ -69,7 +69,7 @@ const update = defineRoute(CRM, {
     "Changes any of url, events, filters, enabled, description; only the fields sent change, so concurrent updates of different fields all land. `rotateSecret: true` (or a new `secret`) replaces the signing secret at once; the new secret is in this answer only. Send the subscription's ETag in `If-Match` to make the change conditional (412 when it has changed since).",
   request: { params: WebhookIdParam, body: json(UpdateWebhook) },
   responses: {
-    200: crmSuccess("The subscription; `secret` only when it was rotated", WebhookWithSecret.partial({ secret: true }), ETAG_HEADER),
+    200: crmSuccess("The subscription; `secret` only when it was rotated", WebhookWithSecret, ETAG_HEADER),
     ...URL_ERRORS,
     ...NOT_FOUND,
     ...CRM_PRECONDITION_ERROR,
@@ -94,10 +94,16 @@ export function createWebhookRoutes(deps: WebhookDeps) {
   // A body that breaks the schema still has its URL checked, so one 422 names every problem.
   const hook = validationHookWith(async (body, c) => (typeof body.url === "string" ? issuesOf(() => assertDeliverableUrl(c.env, body.url as string, deps.resolver)) : []));
   return new OpenAPIHono<AppBindings>({ defaultHook: hook })
-    .openapi(create, async (c) => c.json({ success: true as const, data: withEtag(c, await createWebhook(serviceContext(c), c.req.valid("json"), deps.resolver)) }, 201))
+    .openapi(create, async (c) => {
+      c.set("replayOmits", [["data", "secret"]]);
+      return c.json({ success: true as const, data: withEtag(c, await createWebhook(serviceContext(c), c.req.valid("json"), deps.resolver)) }, 201);
+    })
     .openapi(list, async (c) => c.json({ success: true as const, ...(await listWebhooks(serviceContext(c), c.req.valid("query"))) }, 200))
     .openapi(read, async (c) => c.json({ success: true as const, data: withEtag(c, shownWebhook(await findWebhook(serviceContext(c), c.req.valid("param").id))) }, 200))
-    .openapi(update, async (c) => c.json({ success: true as const, data: withEtag(c, await updateWebhook(serviceContext(c), c.req.valid("param").id, c.req.valid("json"), deps.resolver)) }, 200))
+    .openapi(update, async (c) => {
+      c.set("replayOmits", [["data", "secret"]]);
+      return c.json({ success: true as const, data: withEtag(c, await updateWebhook(serviceContext(c), c.req.valid("param").id, c.req.valid("json"), deps.resolver)) }, 200);
+    })
     .openapi(remove, async (c) => {
       const { id } = c.req.valid("param");
       await deleteWebhook(serviceContext(c), id);

@@ -59,7 +59,9 @@ export const Webhook = z
   .openapi("Webhook");
 export type Webhook = z.infer<typeof Webhook>;
 
-export const WebhookWithSecret = Webhook.extend({ secret: z.string().openapi({ description: "Shown once; store it now" }) }).openapi("WebhookWithSecret");
+export const WebhookWithSecret = Webhook.extend({
+  secret: z.string().optional().openapi({ description: "Shown once; store it now. Absent from an idempotent replay of this answer (Idempotent-Replayed: true): secrets are not kept." }),
+}).openapi("WebhookWithSecret");
 export const WebhookList = z.object({ success: z.literal(true), data: z.array(Webhook), pagination: PaginationSchema });
 
 export const DeliveryAttempt = z

@@ -93,7 +93,7 @@ export async function expectCrmError(res: Response, status: number, type: string
   expect(res.status, JSON.stringify(body)).toBe(status);
   expect(body).toEqual({
     success: false,
-    error: { type, title: expect.any(String), status, detail: expect.any(String), errors: expect.any(Array) },
+    error: { type, code: expect.any(String), title: expect.any(String), status, detail: expect.any(String), errors: expect.any(Array) },
   });
   for (const e of body.error.errors) expect(e).toEqual({ field: expect.any(String), code: expect.any(String), message: expect.any(String) });
   return body.error.errors;
