@@ -1,5 +1,5 @@
 // The development secrets of .dev.vars.example, for `npm run dev` (as .dev.vars) and the test configs (as bindings).
-import { copyFileSync, existsSync, readFileSync } from "node:fs";
+import { appendFileSync, copyFileSync, existsSync, readFileSync } from "node:fs";
 
 export const DEV_VARS_EXAMPLE = new URL("../.dev.vars.example", import.meta.url);
 const DEV_VARS = new URL("../.dev.vars", import.meta.url);
@@ -15,7 +15,13 @@ export function readDevVars() {
   );
 }
 
-/** Writes .dev.vars from the example when missing; a developer's own .dev.vars is never touched. */
+/**
+ * Writes .dev.vars from the example when missing. A developer's own .dev.vars keeps every value it has; a secret the
+ * example gained since (a new issue's) is appended, so an older checkout keeps working.
+ */
 export function ensureDevVars() {
-  if (!existsSync(DEV_VARS)) copyFileSync(DEV_VARS_EXAMPLE, DEV_VARS);
+  if (!existsSync(DEV_VARS)) return copyFileSync(DEV_VARS_EXAMPLE, DEV_VARS);
+  const have = readFileSync(DEV_VARS, "utf8");
+  const missing = Object.entries(readDevVars()).filter(([key]) => !new RegExp(`^\\s*${key}\\s*=`, "m").test(have));
+  if (missing.length > 0) appendFileSync(DEV_VARS, `${have.endsWith("\n") ? "" : "\n"}${missing.map(([k, v]) => `${k}=${v}`).join("\n")}\n`);
 }

@@ -15,7 +15,16 @@ export async function buildOpenApiDocument() {
     format: "esm",
     write: false,
     logLevel: "error",
-    external: ["cloudflare:*"],
+    // Durable Object classes extend workerd's DurableObject; building the document never instantiates one.
+    plugins: [
+      {
+        name: "workerd-stubs",
+        setup(b) {
+          b.onResolve({ filter: /^cloudflare:/ }, (args) => ({ path: args.path, namespace: "workerd-stub" }));
+          b.onLoad({ filter: /.*/, namespace: "workerd-stub" }, () => ({ contents: "export class DurableObject {}", loader: "js" }));
+        },
+      },
+    ],
   });
   const { createApp } = await import(`data:text/javascript;base64,${Buffer.from(bundle.outputFiles[0].text).toString("base64")}`);
   // Only what the platform middleware reads on the way to the document: a D1 binding that opens sessions.

@@ -1,6 +1,11 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
 import { requestId } from "hono/request-id";
 import { contactRoutes } from "./contacts/routes";
+import { documentRoutes } from "./documents/routes";
+import { fileRoutes } from "./files/routes";
+import { turnstile } from "./platform/bot-challenge";
+import { createPublicSigningRoutes, type SigningDeps } from "./signatures/public-routes";
+import { signatureRoutes } from "./signatures/routes";
 import { readConfig } from "./env";
 import { plantRoutes } from "./plants/routes";
 import { requireAuth } from "./platform/auth";
@@ -19,6 +24,8 @@ export interface AppOptions {
   rateLimiter?: RateLimiter;
   /** Replaces the DNS resolver or the outbound transport of the webhook routes (tests). */
   webhooks?: Partial<WebhookDeps>;
+  /** Replaces the bot challenge of the public signing routes (tests point the real client at a fake siteverify). */
+  signing?: Partial<SigningDeps>;
 }
 
 /** Routes that need a bearer session; everything under /api/public, /oauth and the docs stays open. */
@@ -48,6 +55,10 @@ export function createApp(options: AppOptions = {}) {
   app.route("/", plantRoutes);
   app.route("/", contactRoutes);
   app.route("/", createWebhookRoutes(defaultWebhookDeps(options.webhooks)));
+  app.route("/", documentRoutes);
+  app.route("/", signatureRoutes);
+  app.route("/", createPublicSigningRoutes({ botChallenge: options.signing?.botChallenge ?? ((secret) => turnstile(secret)) }));
+  app.route("/", fileRoutes);
 
   mountDocs(app);
   app.onError(handleError);

@@ -27,6 +27,10 @@ export interface Env {
   FILES_URL_SECRET?: string;
   EMAIL_PROVIDER?: string;
   EMAIL_API_KEY?: string;
+  EMAIL_API_URL?: string;
+  EMAIL_FROM?: string;
+  MAIL_LOG_KEY?: string;
+  BOT_CHALLENGE_SITE_KEY?: string;
   MLS_API_URL?: string;
   MLS_API_TOKEN?: string;
   WEBHOOK_SECRET_KEY?: string;
@@ -60,8 +64,15 @@ const ConfigSchema = z.object({
   }),
   MCP_SERVER_URL: optional,
   FILES_URL_SECRET: optional,
-  EMAIL_PROVIDER: optional,
+  // `log` keeps mail in the mail_outbox table (development, tests); `resend` sends through Resend's HTTP API.
+  EMAIL_PROVIDER: optional.pipe(z.enum(["log", "resend"]).default("log")),
   EMAIL_API_KEY: optional,
+  EMAIL_API_URL: optional.pipe(z.url().default("https://api.resend.com")),
+  EMAIL_FROM: optional.pipe(z.string().default("Brokerage Edge <no-reply@brokerage-edge.invalid>")),
+  // Seals the bodies the `log` provider keeps (they carry signing links); without it the links are withheld there.
+  MAIL_LOG_KEY: optional,
+  // Turnstile's site key, for the widget on the signing page; BOT_CHALLENGE_SECRET verifies what it produces.
+  BOT_CHALLENGE_SITE_KEY: optional,
   MLS_API_URL: optional,
   MLS_API_TOKEN: optional,
   // Key material for the AES-GCM encryption of webhook signing secrets at rest (webhooks/secret-box.ts).

@@ -2,3 +2,5 @@ export * from "./platform";
 export * from "./plants";
 export * from "./contacts";
 export * from "./webhooks";
+export * from "./documents";
+export * from "./signatures";

@@ -23,6 +23,8 @@ export const RATE_LIMITS = {
   "public-referral:post": { limit: 10, windowSeconds: 60 },
   "public-reviews:get": { limit: 300, windowSeconds: 60 },
   "oauth-token:post": { limit: 30, windowSeconds: 60 },
+  // Ours: signed file links (certificates), which only the holder of a fresh link can use anyway.
+  "public-files:get": { limit: 120, windowSeconds: 60 },
 } as const satisfies Record<string, RateRule>;
 
 export type RateBucket = keyof typeof RATE_LIMITS;

@@ -1,9 +1,50 @@
 import { DurableObject } from "cloudflare:workers";
 import type { Env } from "../env";
+import { act, type ActResult, expireIfDue, openLink, type OpenResult, type RequestMeta, voidEnvelope, type VoidResult } from "./machine";
+import type { SignerAction } from "./schemas";
 
 /**
- * One object per envelope id serializes every signer action on that envelope (DESIGN.md "Serialization").
- * The binding exists from the platform issue on; the signing state machine lands with the signatures issue, and
- * until then this class has no methods, so nothing can call into a half-built flow.
+ * One object per envelope id serializes every transition of that envelope (DESIGN.md "Serialization"). An awaited D1
+ * call opens the object's input gate, so another call could run in between; every transition therefore runs in an
+ * explicit queue (a promise chain), one after another, and its D1 write stays conditional (machine.ts) as a second
+ * guard. The object keeps only the envelope id and an alarm at the envelope's expiry.
  */
-export class EnvelopeSigner extends DurableObject<Env> {}
+export class EnvelopeSigner extends DurableObject<Env> {
+  private tail: Promise<unknown> = Promise.resolve();
+
+  private serial<T>(work: () => Promise<T>): Promise<T> {
+    const run = this.tail.then(work, work);
+    this.tail = run.catch(() => undefined);
+    return run;
+  }
+
+  private readonly defer = (work: Promise<unknown>) => this.ctx.waitUntil(work);
+
+  /** Called when the envelope is created: remembers it, and sets the expiry alarm when it expires. */
+  async begin(envelopeId: string, expiresAt: string | null): Promise<void> {
+    await this.ctx.storage.put("envelopeId", envelopeId);
+    if (expiresAt) await this.ctx.storage.setAlarm(new Date(expiresAt).getTime());
+  }
+
+  open(envelopeId: string, tokenHash: string, meta: RequestMeta): Promise<OpenResult> {
+    return this.serial(() => openLink(this.env, envelopeId, tokenHash, meta, this.defer));
+  }
+
+  act(envelopeId: string, tokenHash: string, input: SignerAction, meta: RequestMeta): Promise<ActResult> {
+    return this.serial(() => act(this.env, envelopeId, tokenHash, input, meta, this.defer));
+  }
+
+  void(envelopeId: string, organizationId: string, reason: string, actorUserId: string | null, meta: RequestMeta): Promise<VoidResult> {
+    return this.serial(() => voidEnvelope(this.env, envelopeId, organizationId, reason, actorUserId, meta, this.defer));
+  }
+
+  override async alarm(): Promise<void> {
+    const envelopeId = await this.ctx.storage.get<string>("envelopeId");
+    if (!envelopeId) return;
+    const later = await this.serial(() => expireIfDue(this.env, envelopeId, this.defer));
+    if (later) await this.ctx.storage.setAlarm(new Date(later).getTime());
+  }
+}
+
+/** The object of one envelope. */
+export const envelopeSigner = (env: Env, envelopeId: string) => env.ENVELOPE_SIGNER.get(env.ENVELOPE_SIGNER.idFromName(envelopeId));

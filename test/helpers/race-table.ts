@@ -2,6 +2,7 @@ import { env } from "cloudflare:workers";
 import { expect } from "vitest";
 import { call, json } from "./client";
 import { createContact, getContact, uniqueEmail } from "./contacts";
+import { createDocument, leaseCanonical, sendForSignature } from "./documents";
 import type { TestPrincipal } from "./factories";
 import { openMailbox } from "./receiver";
 
@@ -284,6 +285,36 @@ export const RACES: Race[] = [
       deliveries: await count("SELECT COUNT(*) AS n FROM webhook_deliveries WHERE organization_id = ?", owner.organizationId),
       attempts: await count("SELECT COUNT(*) AS n FROM webhook_delivery_attempts WHERE organization_id = ?", owner.organizationId),
     }),
+  },
+
+  // Documents and signatures (issue 7).
+  {
+    kind: "independent",
+    route: "POST /api/documents",
+    seed: async () => ({}),
+    changes: async () => Array.from({ length: 20 }, () => ({ body: { formKey: "on/standard-lease", canonical: leaseCanonical() } })),
+    async verify(owner) {
+      // The meter counted every generation exactly once.
+      expect((await json(await call("GET", "/api/documents/usage", { token: owner.token }))).used).toBe(20);
+      expect(await count("SELECT COUNT(*) AS n FROM documents WHERE organization_id = ?", owner.organizationId)).toBe(20);
+    },
+  },
+  {
+    kind: "once",
+    route: "POST /api/documents/{id}/signature",
+    seed: async (owner) => ({ id: (await createDocument(owner.token)).id }),
+    body: {},
+    objects: 3,
+    copies: 10,
+    counter: { read: async (owner) => count("SELECT COUNT(*) AS n FROM envelopes WHERE organization_id = ?", owner.organizationId), perMove: 1 },
+  },
+  {
+    kind: "once",
+    route: "DELETE /api/signatures/{envelopeId}",
+    seed: async (owner) => ({ envelopeId: (await sendForSignature(owner.token, (await createDocument(owner.token)).id)).envelopeId }),
+    objects: 3,
+    copies: 10,
+    counter: { read: async (owner) => count("SELECT COUNT(*) AS n FROM envelope_audit WHERE organization_id = ? AND event = 'voided'", owner.organizationId), perMove: 1 },
   },
 
   // Plant store.

@@ -8,6 +8,7 @@
  *   GET  /mailboxes/<id> → {requests: [{method, headers, body, receivedAt}]}
  *   POST /hooks/<anything else>  a sink answering 200
  *   GET  /dns-query?name&type  a DNS-over-HTTPS JSON endpoint answering from the `dns` table of a POST /dns body
+ *   POST /turnstile/siteverify  Turnstile's siteverify: success for secret "turnstile-test-secret" and token "pass"
  */
 import { createServer, type IncomingMessage } from "node:http";
 import type { TestProject } from "vitest/node";
@@ -57,6 +58,12 @@ export default async function startReceiver(project: TestProject) {
     if (req.method === "POST" && url.pathname === "/dns") {
       for (const [key, answer] of Object.entries(JSON.parse(body) as Record<string, { Status: number; Answer?: unknown[] }>)) dns.set(key, answer);
       return send(204);
+    }
+    // A Turnstile siteverify: the token "pass" passes for the secret "turnstile-test-secret", anything else fails.
+    if (req.method === "POST" && url.pathname === "/turnstile/siteverify") {
+      const form = new URLSearchParams(body);
+      const success = form.get("secret") === "turnstile-test-secret" && form.get("response") === "pass";
+      return send(200, { success, "error-codes": success ? [] : ["invalid-input-response"] });
     }
     if (url.pathname === "/dns-query") {
       if (req.headers.accept !== "application/dns-json") return send(415, { error: "accept application/dns-json" });

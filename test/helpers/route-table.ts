@@ -1,5 +1,6 @@
 import { env } from "cloudflare:workers";
 import { call, json } from "./client";
+import { createDocument, leaseCanonical, sendForSignature, signAll, tokenOf } from "./documents";
 import { receiverUrl } from "./receiver";
 import type { TestPrincipal } from "./factories";
 
@@ -117,3 +118,39 @@ export const fillPath = (path: string, params: Record<string, string> = {}) =>
     if (value === undefined) throw new Error(`no value for {${name}} in ${path}`);
     return encodeURIComponent(value);
   });
+
+// Documents and signatures (issue 7).
+async function seedDocument(owner: TestPrincipal): Promise<Record<string, string>> {
+  return { id: (await createDocument(owner.token)).id };
+}
+async function seedEnvelope(owner: TestPrincipal): Promise<Record<string, string>> {
+  const { id } = await seedDocument(owner);
+  return { envelopeId: (await sendForSignature(owner.token, id!)).envelopeId };
+}
+/** An envelope every signer has signed, with its certificate of completion generated. */
+export async function seedCompletedEnvelope(owner: TestPrincipal): Promise<Record<string, string>> {
+  const { id } = await seedDocument(owner);
+  const sent = await sendForSignature(owner.token, id!);
+  for (const link of sent.links) await signAll(tokenOf(link.url));
+  for (let i = 0; i < 200; i++) {
+    const envelope = await json(await call("GET", `/api/signatures/${sent.envelopeId}`, { token: owner.token }));
+    if (envelope.certificate.status === "ready") break;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return { envelopeId: sent.envelopeId };
+}
+const unknownEnvelope = { envelopeId: "00000000-0000-4000-8000-0000000e0e0e" };
+const unknownDocument = { id: "00000000-0000-4000-8000-00000000d0c0" };
+
+ROUTES.push(
+  { method: "POST", path: "/api/documents", family: "api", body: { formKey: "on/standard-lease", canonical: leaseCanonical() } },
+  { method: "GET", path: "/api/documents", family: "api" },
+  { method: "GET", path: "/api/documents/usage", family: "api" },
+  { method: "GET", path: "/api/documents/{id}", family: "api", seed: seedDocument, unknown: unknownDocument },
+  { method: "POST", path: "/api/documents/{id}/signature", family: "api", body: {}, seed: seedDocument, unknown: unknownDocument },
+  { method: "GET", path: "/api/documents/{id}/signatures", family: "api", seed: seedDocument, unknown: unknownDocument },
+  { method: "GET", path: "/api/signatures/{envelopeId}", family: "api", seed: seedEnvelope, unknown: unknownEnvelope },
+  { method: "DELETE", path: "/api/signatures/{envelopeId}", family: "api", seed: seedEnvelope, unknown: unknownEnvelope },
+  { method: "GET", path: "/api/signatures/{envelopeId}/audit", family: "api", seed: seedEnvelope, unknown: unknownEnvelope },
+  { method: "GET", path: "/api/signatures/{envelopeId}/certificate", family: "api", seed: seedCompletedEnvelope, unknown: unknownEnvelope },
+);

@@ -6,15 +6,17 @@ import { createApp, type AppOptions } from "../../src/app";
  * The production app (same middleware, error handler and auth) with extra routes a test mounts on it, for
  * behaviour no production route shows yet (an unexpected exception, a route of another family).
  */
-export function testApp(options: AppOptions = {}) {
+export function testApp(options: AppOptions = {}, vars: Partial<Record<keyof typeof env, string>> = {}) {
   const app = createApp(options);
+  // Other configuration for this app only (a new env object: the parsed config is cached per env object).
+  const appEnv = { ...env, ...vars };
   return {
     app,
     async fetch(method: string, path: string, init: { token?: string; body?: BodyInit; headers?: Record<string, string> } = {}) {
       const headers = new Headers(init.headers);
       if (init.token) headers.set("authorization", `Bearer ${init.token}`);
       const ctx = createExecutionContext();
-      const res = await app.fetch(new Request(`http://api.test${path}`, { method, headers, body: init.body }), env, ctx);
+      const res = await app.fetch(new Request(`http://api.test${path}`, { method, headers, body: init.body }), appEnv, ctx);
       await waitOnExecutionContext(ctx);
       return res;
     },

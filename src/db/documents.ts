@@ -1,0 +1,69 @@
+import { index, integer, primaryKey, sqliteTable, text } from "drizzle-orm/sqlite-core";
+
+/**
+ * Generated documents (spec: Document; DESIGN.md contract 4). `canonical` is the reviewed canonical draft, `sha256`
+ * the hash of its canonical JSON (keys sorted), which the certificate of completion names.
+ * Status: GENERATED (can be sent for signature), OUT_FOR_SIGNATURE (an envelope is open), SIGNED (an envelope
+ * completed); a declined, voided or expired envelope puts the document back to GENERATED.
+ */
+export const documents = sqliteTable(
+  "documents",
+  {
+    id: text().primaryKey(),
+    organizationId: text().notNull(),
+    formKey: text().notNull(),
+    status: text().$type<"GENERATED" | "OUT_FOR_SIGNATURE" | "SIGNED">().notNull(),
+    canonical: text({ mode: "json" }).$type<Record<string, unknown>>().notNull(),
+    sha256: text().notNull(),
+    createdBy: text(),
+    createdAt: text().notNull(),
+    updatedAt: text().notNull(),
+    version: integer().notNull().default(1),
+  },
+  (t) => [index("documents_org_created_idx").on(t.organizationId, t.createdAt, t.id)],
+);
+
+/** Documents generated per organization and calendar month (UTC): the usage meter, moved in each generation's batch. */
+export const documentUsage = sqliteTable(
+  "document_usage",
+  {
+    organizationId: text().notNull(),
+    /** YYYY-MM */
+    period: text().notNull(),
+    used: integer().notNull().default(0),
+  },
+  (t) => [primaryKey({ columns: [t.organizationId, t.period] })],
+);
+
+/**
+ * The overage ledger (spec rule 3: going over the allotment bills, never refuses): one row per document generated
+ * past the month's allotment, with its position in the month and the allotment in force, for billing to read.
+ */
+export const documentOverages = sqliteTable(
+  "document_overages",
+  {
+    documentId: text().primaryKey(),
+    organizationId: text().notNull(),
+    period: text().notNull(),
+    position: integer().notNull(),
+    included: integer().notNull(),
+    createdAt: text().notNull(),
+  },
+  (t) => [index("document_overages_org_period_idx").on(t.organizationId, t.period)],
+);
+
+/** Messages of the `log` mail provider (development, tests): bodies sealed, since they carry capability links. */
+export const mailOutbox = sqliteTable(
+  "mail_outbox",
+  {
+    id: text().primaryKey(),
+    organizationId: text(),
+    to: text().notNull(),
+    subject: text().notNull(),
+    /** AES-GCM sealed text (lib/secret-box.ts), or the text with links withheld when no MAIL_LOG_KEY is set. */
+    body: text().notNull(),
+    sealed: integer({ mode: "boolean" }).notNull(),
+    createdAt: text().notNull(),
+  },
+  (t) => [index("mail_outbox_to_idx").on(t.to, t.createdAt)],
+);

@@ -1,0 +1,42 @@
+import { OpenAPIHono, z } from "@hono/zod-openapi";
+import { API, apiError } from "../platform/api-family";
+import type { AppBindings } from "../platform/context";
+import { validationHook } from "../platform/openapi";
+import { rateLimit } from "../platform/rate-limit";
+import { defineRoute } from "../platform/route";
+import { verifyFileUrl } from "./signed-url";
+
+const download = defineRoute(API, {
+  operationId: "downloadFile",
+  security: [],
+  method: "get",
+  path: "/api/public/files/{key}",
+  tags: ["Files"],
+  summary: "Download a file through a signed link",
+  description: "The links are handed out by the routes that own the files (a certificate of completion, say); they expire. An invalid, expired or unknown link answers 404 alike.",
+  middleware: [rateLimit("public-files:get")] as const,
+  request: {
+    params: z.object({ key: z.string().min(1).max(500).openapi({ param: { name: "key", in: "path" } }) }),
+    query: z.strictObject({ expires: z.string().max(20), signature: z.string().max(128) }),
+  },
+  responses: {
+    200: { description: "The file", content: { "application/pdf": { schema: z.string().openapi({ format: "binary" }) } } },
+    404: apiError("Invalid, expired or unknown link"),
+    429: apiError("Too many requests from this address (rate_limited)"),
+  },
+});
+
+export const fileRoutes = new OpenAPIHono<AppBindings>({ defaultHook: validationHook }).openapi(download, async (c) => {
+  const { key } = c.req.valid("param");
+  const { expires, signature } = c.req.valid("query");
+  const object = (await verifyFileUrl(c.env, key, expires, signature)) ? await c.env.FILES.get(key) : null;
+  if (!object) return c.json({ error: "not_found", message: "This link is invalid or has expired" }, 404);
+  return new Response(object.body, {
+    headers: {
+      "content-type": object.httpMetadata?.contentType ?? "application/octet-stream",
+      ...(object.httpMetadata?.contentDisposition ? { "content-disposition": object.httpMetadata.contentDisposition } : {}),
+      "cache-control": "private, no-store",
+      "x-content-type-options": "nosniff",
+    },
+  }) as never;
+});

@@ -1,0 +1,41 @@
+/**
+ * Text sealed at rest: AES-GCM under a key derived (HKDF-SHA-256) from a configured secret and a purpose (the salt),
+ * with additional data binding the ciphertext to its row, so a value copied onto another row does not open.
+ * Stored as `v1.<iv b64>.<ciphertext b64>`; the version leaves room for a key rotation later.
+ */
+const encoder = new TextEncoder();
+const keys = new Map<string, Promise<CryptoKey>>();
+
+function aesKey(masterSecret: string, purpose: string): Promise<CryptoKey> {
+  const cacheKey = `${purpose}\n${masterSecret}`;
+  let key = keys.get(cacheKey);
+  if (!key) {
+    key = crypto.subtle
+      .importKey("raw", encoder.encode(masterSecret), "HKDF", false, ["deriveKey"])
+      .then((base) =>
+        crypto.subtle.deriveKey({ name: "HKDF", hash: "SHA-256", salt: encoder.encode(purpose), info: encoder.encode("v1") }, base, { name: "AES-GCM", length: 256 }, false, ["encrypt", "decrypt"]),
+      );
+    keys.set(cacheKey, key);
+  }
+  return key;
+}
+
+const toB64 = (bytes: Uint8Array) => {
+  let bin = "";
+  for (const b of bytes) bin += String.fromCharCode(b);
+  return btoa(bin);
+};
+const fromB64 = (s: string) => Uint8Array.from(atob(s), (c) => c.charCodeAt(0));
+
+export async function sealText(masterSecret: string, purpose: string, boundTo: string, text: string): Promise<string> {
+  const iv = crypto.getRandomValues(new Uint8Array(12));
+  const sealed = await crypto.subtle.encrypt({ name: "AES-GCM", iv, additionalData: encoder.encode(boundTo) }, await aesKey(masterSecret, purpose), encoder.encode(text));
+  return `v1.${toB64(iv)}.${toB64(new Uint8Array(sealed))}`;
+}
+
+export async function openText(masterSecret: string, purpose: string, boundTo: string, stored: string): Promise<string> {
+  const [version, iv, data] = stored.split(".");
+  if (version !== "v1" || !iv || !data) throw new Error("unknown sealed format");
+  const plain = await crypto.subtle.decrypt({ name: "AES-GCM", iv: fromB64(iv), additionalData: encoder.encode(boundTo) }, await aesKey(masterSecret, purpose), fromB64(data));
+  return new TextDecoder().decode(plain);
+}

@@ -1,0 +1,73 @@
+import { createDb } from "../db/client";
+import { mailOutbox } from "../db/schema";
+import { readConfig, type Env } from "../env";
+import { newId } from "../lib/ids";
+import { fetchWithDeadline } from "../lib/outbound";
+import { sealText } from "../lib/secret-box";
+import { nowIso } from "../lib/time";
+
+/**
+ * Outbound mail behind one small interface (DESIGN.md configuration `EMAIL_PROVIDER`): `log` keeps every message in
+ * the mail_outbox table (development and tests read it there), `resend` posts it to Resend's HTTP API. Signing
+ * links, survey links and sign-in codes all leave through here. Message bodies are never logged.
+ */
+export interface MailMessage {
+  to: string;
+  subject: string;
+  text: string;
+  /** The organization the message is sent for (the log provider files it under it). */
+  organizationId?: string;
+}
+
+export interface Mailer {
+  send(message: MailMessage): Promise<void>;
+}
+
+export class MailFailed extends Error {}
+
+/** The mail_outbox row a `log` message is kept in is sealed with this purpose (lib/secret-box.ts). */
+export const MAIL_LOG_PURPOSE = "mail-log";
+/** What the log provider keeps of a link when it cannot seal the body: the capability stays out of the database. */
+export const WITHHELD_LINK = "[link withheld: set MAIL_LOG_KEY to keep links in the mail log]";
+
+/** The `log` provider: a D1 row per message, its body sealed under MAIL_LOG_KEY (links are capabilities). */
+export function logMailer(env: Env): Mailer {
+  return {
+    async send(message) {
+      const id = newId();
+      const key = readConfig(env).MAIL_LOG_KEY;
+      const body = key ? await sealText(key, MAIL_LOG_PURPOSE, id, message.text) : message.text.replace(/https?:\/\/\S+/g, WITHHELD_LINK);
+      await createDb(env.DB)
+        .insert(mailOutbox)
+        .values({ id, organizationId: message.organizationId ?? null, to: message.to, subject: message.subject, body, sealed: key !== undefined, createdAt: nowIso() })
+        .run();
+    },
+  };
+}
+
+/** Resend's API (POST /emails with a bearer key): the real provider, tested against a fake that speaks it. */
+export function resendMailer(config: { apiUrl: string; apiKey: string; from: string }, fetchFn: typeof fetch = fetch, timeoutMs = 10_000): Mailer {
+  return {
+    async send(message) {
+      const init = {
+        method: "POST",
+        headers: { authorization: `Bearer ${config.apiKey}`, "content-type": "application/json" },
+        body: JSON.stringify({ from: config.from, to: [message.to], subject: message.subject, text: message.text }),
+      };
+      await fetchWithDeadline(fetchFn, `${config.apiUrl.replace(/\/$/, "")}/emails`, init, timeoutMs, async (res) => {
+        if (!res.ok) throw new MailFailed(`mail provider answered ${res.status}`);
+        await res.body?.cancel();
+      });
+    },
+  };
+}
+
+/** The mailer this deployment is configured for. */
+export function mailerFor(env: Env): Mailer {
+  const config = readConfig(env);
+  if (config.EMAIL_PROVIDER === "resend") {
+    if (!config.EMAIL_API_KEY) throw new MailFailed("EMAIL_API_KEY is not configured");
+    return resendMailer({ apiUrl: config.EMAIL_API_URL, apiKey: config.EMAIL_API_KEY, from: config.EMAIL_FROM });
+  }
+  return logMailer(env);
+}

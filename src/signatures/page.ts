@@ -1,0 +1,136 @@
+import type { Context } from "hono";
+import { readConfig } from "../env";
+
+/**
+ * The signing page (DESIGN.md contract 5: `{APP_URL}/sign/<token>`): one small, accessible HTML page that walks the
+ * signer through the public API: open, confirm identity, consent to sign electronically, then sign or decline.
+ * The token stays in the path and is read by the script; the page is never cached and sends no referrer, so the
+ * token does not leak to other sites. Scripts and styles run only with this response's nonce (CSP).
+ */
+const TURNSTILE = "https://challenges.cloudflare.com";
+
+const STYLE = `
+  :root { color-scheme: light dark; font-family: system-ui, sans-serif; line-height: 1.5; }
+  body { max-width: 40rem; margin: 2rem auto; padding: 0 1rem; }
+  button { font: inherit; padding: .5rem 1rem; margin: .25rem .5rem .25rem 0; cursor: pointer; }
+  button:focus-visible, input:focus-visible, textarea:focus-visible { outline: 3px solid #2563eb; outline-offset: 2px; }
+  .step[hidden] { display: none; }
+  #status { min-height: 1.5rem; font-weight: 600; }
+  textarea { width: 100%; font: inherit; }
+`;
+
+const SCRIPT = `
+(() => {
+  const token = decodeURIComponent(location.pathname.split("/").pop() || "");
+  const api = "/api/public/sign/" + encodeURIComponent(token);
+  const $ = (id) => document.getElementById(id);
+  const status = $("status");
+  const siteKey = document.body.dataset.sitekey || "";
+  const show = (step) => {
+    for (const el of document.querySelectorAll(".step")) el.hidden = el.id !== step;
+    const heading = $(step).querySelector("h2");
+    if (heading) heading.focus();
+  };
+  const say = (text) => { status.textContent = text; };
+  const challenge = () => (siteKey && window.turnstile ? window.turnstile.getResponse() : undefined);
+  async function post(body) {
+    const res = await fetch(api, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+    const json = await res.json().catch(() => ({}));
+    if (res.status === 404) { show("gone"); say(""); return null; }
+    if (!res.ok) { say(json.message || "Something went wrong (" + res.status + "); please try again."); return null; }
+    return json;
+  }
+  async function start() {
+    const res = await fetch(api);
+    if (res.status === 404) return show("gone");
+    if (!res.ok) return say("This page could not be loaded (" + res.status + "); please try again.");
+    const { signer } = await res.json();
+    $("who").textContent = signer.name + " (" + signer.role + ")";
+    const next = { opened: "identify", authenticated: "consent", consented: "sign" }[signer.status] || "identify";
+    show(next);
+  }
+  $("identify-button").addEventListener("click", async () => {
+    if (!$("identity").checked) return say("Please confirm your identity first.");
+    if (await post({ action: "authenticate", codeVerified: true })) { say("Identity confirmed."); show("consent"); }
+  });
+  $("consent-button").addEventListener("click", async () => {
+    if (!$("agree").checked) return say("Please agree to sign electronically first.");
+    if (await post({ action: "consent" })) { say("Consent recorded."); show("sign"); }
+  });
+  $("sign-button").addEventListener("click", async () => {
+    const done = await post({ action: "sign", challengeToken: challenge() });
+    if (done) { show("signed"); say(done.completed ? "Signed. Every party has now signed." : "Signed. Thank you."); }
+  });
+  $("decline-button").addEventListener("click", async () => {
+    const reason = $("reason").value.trim();
+    const done = await post({ action: "decline", reason: reason || undefined, challengeToken: challenge() });
+    if (done) { show("declined"); say("You declined to sign."); }
+  });
+  start().catch(() => say("This page could not be loaded; please check your connection."));
+})();
+`;
+
+export function signingPage(c: Context): Response {
+  const nonce = btoa(String.fromCharCode(...crypto.getRandomValues(new Uint8Array(16))));
+  const siteKey = readConfig(c.env).BOT_CHALLENGE_SITE_KEY ?? "";
+  const turnstile = siteKey !== "";
+  const csp = [
+    "default-src 'none'",
+    `script-src 'nonce-${nonce}'${turnstile ? ` ${TURNSTILE}` : ""}`,
+    `style-src 'nonce-${nonce}'`,
+    "connect-src 'self'",
+    ...(turnstile ? [`frame-src ${TURNSTILE}`] : []),
+    "img-src 'self' data:",
+    "base-uri 'none'",
+    "form-action 'none'",
+    "frame-ancestors 'none'",
+  ].join("; ");
+  const html = `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="referrer" content="no-referrer">
+<title>Sign a document</title>
+<style nonce="${nonce}">${STYLE}</style>
+${turnstile ? `<script nonce="${nonce}" src="${TURNSTILE}/turnstile/v0/api.js" async defer></script>` : ""}
+</head>
+<body data-sitekey="${siteKey.replace(/[^A-Za-z0-9_-]/g, "")}">
+<main>
+  <h1>Sign a document</h1>
+  <p>Signing as <strong id="who">…</strong></p>
+  <p id="status" role="status" aria-live="polite"></p>
+  <section class="step" id="identify" hidden>
+    <h2 tabindex="-1">1. Confirm your identity</h2>
+    <p><input type="checkbox" id="identity"> <label for="identity">I am the person named above and I have verified the code sent to me.</label></p>
+    <button type="button" id="identify-button">Continue</button>
+  </section>
+  <section class="step" id="consent" hidden>
+    <h2 tabindex="-1">2. Agree to sign electronically</h2>
+    <p><input type="checkbox" id="agree"> <label for="agree">I agree to sign this document electronically, and that my electronic signature is as binding as a handwritten one.</label></p>
+    <button type="button" id="consent-button">Continue</button>
+  </section>
+  <section class="step" id="sign" hidden>
+    <h2 tabindex="-1">3. Sign or decline</h2>
+    ${turnstile ? `<div class="cf-turnstile" data-sitekey="${siteKey.replace(/[^A-Za-z0-9_-]/g, "")}"></div>` : ""}
+    <button type="button" id="sign-button">Sign the document</button>
+    <p><label for="reason">Reason for declining (optional)</label><br><textarea id="reason" rows="3" maxlength="1000"></textarea></p>
+    <button type="button" id="decline-button">Decline to sign</button>
+  </section>
+  <section class="step" id="signed" hidden><h2 tabindex="-1">Thank you</h2><p>Your signature has been recorded. You can close this page.</p></section>
+  <section class="step" id="declined" hidden><h2 tabindex="-1">Declined</h2><p>You declined to sign. The sender has been told.</p></section>
+  <section class="step" id="gone" hidden><h2 tabindex="-1">This link is no longer valid</h2><p>It may have been used already, expired or been withdrawn. Ask the sender for a new one.</p></section>
+</main>
+<script nonce="${nonce}">${SCRIPT}</script>
+</body>
+</html>`;
+  return c.html(html, 200, {
+    "Content-Security-Policy": csp,
+    "Referrer-Policy": "no-referrer",
+    "X-Content-Type-Options": "nosniff",
+    "X-Frame-Options": "DENY",
+    "Cache-Control": "no-store",
+    "Cross-Origin-Opener-Policy": "same-origin",
+    "Permissions-Policy": "camera=(), microphone=(), geolocation=(), payment=()",
+  }) as unknown as Response;
+}

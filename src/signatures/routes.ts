@@ -1,0 +1,71 @@
+import { OpenAPIHono, z } from "@hono/zod-openapi";
+import { API, apiError, apiJson } from "../platform/api-family";
+import { serviceContext } from "../platform/auth";
+import type { AppBindings } from "../platform/context";
+import { validationHook } from "../platform/openapi";
+import { requestMeta } from "../platform/request-meta";
+import { defineRoute } from "../platform/route";
+import { AuditTrail, CertificateLink, Envelope, EnvelopeIdParam, VoidQuery } from "./schemas";
+import { certificateLink, getAuditTrail, getEnvelope, voidEnvelope } from "./service";
+
+const tags = ["Signatures"];
+const security = [{ bearerAuth: [] }];
+const NOT_FOUND = { 404: apiError("No envelope with this id in your organization") };
+
+const read = defineRoute(API, {
+  operationId: "getEnvelope",
+  method: "get",
+  path: "/api/signatures/{envelopeId}",
+  tags,
+  security,
+  summary: "Read an envelope",
+  request: { params: EnvelopeIdParam },
+  responses: { 200: apiJson("The envelope with its signers", Envelope), ...NOT_FOUND },
+});
+
+const remove = defineRoute(API, {
+  operationId: "voidEnvelope",
+  method: "delete",
+  path: "/api/signatures/{envelopeId}",
+  tags,
+  security,
+  summary: "Void an envelope",
+  description: "Every signing link dies at once and the document can be sent again. The reason is recorded in the audit trail.",
+  request: { params: EnvelopeIdParam, query: VoidQuery },
+  responses: { 200: apiJson("Voided", z.object({ voided: z.literal(true) })), ...NOT_FOUND, 409: apiError("cannot_void: the envelope is already completed, declined, voided or expired") },
+});
+
+const audit = defineRoute(API, {
+  operationId: "getEnvelopeAudit",
+  method: "get",
+  path: "/api/signatures/{envelopeId}/audit",
+  tags,
+  security,
+  summary: "The envelope's audit trail and whether its hash chain verifies",
+  description: "Every event (sent, opened, authenticated, consented, signed, declined, voided, expired) with time, IP and user agent. Each entry's hash covers the previous one's, so any change to the trail shows as a broken chain.",
+  request: { params: EnvelopeIdParam },
+  responses: { 200: apiJson("The audit trail", AuditTrail), ...NOT_FOUND },
+});
+
+const certificate = defineRoute(API, {
+  operationId: "getEnvelopeCertificate",
+  method: "get",
+  path: "/api/signatures/{envelopeId}/certificate",
+  tags,
+  security,
+  summary: "A download link for the certificate of completion",
+  description: "The PDF names the document's SHA-256, every signer with their steps (times, IPs) and the audit chain's head. The link is signed and expires after 15 minutes.",
+  request: { params: EnvelopeIdParam },
+  responses: {
+    200: apiJson("A signed, expiring link", CertificateLink),
+    ...NOT_FOUND,
+    409: apiError("certificate_unavailable (the envelope is not completed) or certificate_pending (being generated)"),
+    503: apiError("FILES_URL_SECRET is not configured"),
+  },
+});
+
+export const signatureRoutes = new OpenAPIHono<AppBindings>({ defaultHook: validationHook })
+  .openapi(read, async (c) => c.json(await getEnvelope(serviceContext(c), c.req.valid("param").envelopeId), 200))
+  .openapi(remove, async (c) => c.json(await voidEnvelope(serviceContext(c), c.req.valid("param").envelopeId, c.req.valid("query").reason, requestMeta(c)), 200))
+  .openapi(audit, async (c) => c.json(await getAuditTrail(serviceContext(c), c.req.valid("param").envelopeId), 200))
+  .openapi(certificate, async (c) => c.json(await certificateLink(serviceContext(c), c.req.valid("param").envelopeId, new URL(c.req.url).origin), 200));

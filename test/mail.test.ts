@@ -1,0 +1,39 @@
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { openText } from "../src/lib/secret-box";
+import { logMailer, MAIL_LOG_PURPOSE, MailFailed, resendMailer, WITHHELD_LINK } from "../src/mail/mailer";
+import { openMailbox } from "./helpers/receiver";
+
+const message = (to: string) => ({ to, subject: "Sign please", text: "Open https://app.example.test/sign/sign_secret123 to sign.", organizationId: crypto.randomUUID() });
+const row = (to: string) => env.DB.prepare('SELECT id, subject, body, sealed FROM mail_outbox WHERE "to" = ?').bind(to).first<{ id: string; subject: string; body: string; sealed: number }>();
+
+describe("mail", () => {
+  it("the log provider keeps each message with its body sealed, so the table holds no link", async () => {
+    const to = `${crypto.randomUUID()}@mail.test`;
+    await logMailer(env).send(message(to));
+    const kept = (await row(to))!;
+    expect(kept).toMatchObject({ subject: "Sign please", sealed: 1 });
+    expect(kept.body).not.toContain("sign_secret123");
+    expect(await openText(env.MAIL_LOG_KEY!, MAIL_LOG_PURPOSE, kept.id, kept.body)).toBe(message(to).text);
+  });
+
+  it("without MAIL_LOG_KEY the log provider withholds links rather than store them", async () => {
+    const to = `${crypto.randomUUID()}@mail.test`;
+    await logMailer({ ...env, MAIL_LOG_KEY: undefined }).send(message(to));
+    const kept = (await row(to))!;
+    expect(kept.sealed).toBe(0);
+    expect(kept.body).toBe(`Open ${WITHHELD_LINK} to sign.`);
+  });
+
+  it("the Resend provider posts to /emails with the bearer key, against a server speaking Resend's API", async () => {
+    const box = await openMailbox({ fallback: 200 });
+    const mailer = resendMailer({ apiUrl: box.url, apiKey: "re_test_key", from: "Brokerage <no-reply@brokerage.test>" });
+    await mailer.send(message("client@mail.test"));
+    const [req] = await box.received();
+    expect(req!.headers.authorization).toBe("Bearer re_test_key");
+    expect(req!.headers["content-type"]).toBe("application/json");
+    expect(JSON.parse(req!.body)).toEqual({ from: "Brokerage <no-reply@brokerage.test>", to: ["client@mail.test"], subject: "Sign please", text: message("x").text });
+    const failing = await openMailbox({ fallback: 422 });
+    await expect(resendMailer({ apiUrl: failing.url, apiKey: "k", from: "f@x.test" }).send(message("c@mail.test"))).rejects.toBeInstanceOf(MailFailed);
+  });
+});
