@@ -6,7 +6,7 @@ import { createApp } from "../src/app";
 import { listSql } from "../src/contacts/list";
 import { ContactListQuery } from "../src/contacts/schemas";
 import { createPrincipal, type TestPrincipal } from "../test/helpers/factories";
-import { helloWorld, measure, measureInterleaved, printTable } from "./harness";
+import { countD1, helloWorld, measure, measureInterleaved, printTable } from "./harness";
 
 const BIG = 100_000;
 const SMALL = 1_000;
@@ -36,33 +36,13 @@ async function seed(organizationId: string, n: number) {
 
 /** The real app with a D1 binding that counts round trips (each prepare().run/all/first/raw and each batch is one). */
 function countingApp() {
-  let trips = 0;
-  const wrapStmt = (s: D1PreparedStatement): D1PreparedStatement =>
-    new Proxy(s, {
-      get(target, prop) {
-        if (prop === "bind") return (...args: unknown[]) => wrapStmt(target.bind(...args));
-        if (prop === "run" || prop === "all" || prop === "first" || prop === "raw") trips++;
-        const v = Reflect.get(target, prop);
-        return typeof v === "function" ? v.bind(target) : v;
-      },
-    });
-  // Requests reach D1 through a session (platform/session.ts): count what goes through the session as well.
-  const counting = <T extends D1Database | D1DatabaseSession>(db: T): T =>
-    new Proxy(db, {
-      get(target, prop) {
-        if (prop === "prepare") return (q: string) => wrapStmt(target.prepare(q));
-        if (prop === "batch") return (stmts: D1PreparedStatement[]) => (trips++, target.batch(stmts));
-        if (prop === "withSession") return (c?: string) => counting((target as D1Database).withSession(c));
-        const v = Reflect.get(target, prop);
-        return typeof v === "function" ? v.bind(target) : v;
-      },
-    });
-  const DB = counting(env.DB);
+  const counted = countD1(env.DB);
+  const DB = counted.db;
   const app = createApp();
   const benchEnv = { ...env, DB };
   return {
-    trips: () => trips,
-    reset: () => void (trips = 0),
+    trips: counted.trips,
+    reset: counted.reset,
     async get(path: string, token: string) {
       return (await this.send("GET", path, token)) as { data: { id: string }[]; pagination: { nextCursor: string | null; total: number } };
     },

@@ -66,3 +66,60 @@ export function printTable(title: string, figures: Figure[], baseline?: Figure):
   });
   console.log([`\n== ${title}${baseline ? ` (ratio against: ${baseline.name})` : ""}`, ...rows].join("\n"));
 }
+
+/**
+ * A D1 binding that counts round trips: each prepare().run/all/first/raw and each batch is one, also through the
+ * sessions the app opens (platform/session.ts).
+ */
+export function countD1(d1: D1Database) {
+  let trips = 0;
+  const wrapStmt = (s: D1PreparedStatement): D1PreparedStatement =>
+    new Proxy(s, {
+      get(target, prop) {
+        if (prop === "bind") return (...args: unknown[]) => wrapStmt(target.bind(...args));
+        if (prop === "run" || prop === "all" || prop === "first" || prop === "raw") trips++;
+        const v = Reflect.get(target, prop);
+        return typeof v === "function" ? v.bind(target) : v;
+      },
+    });
+  const counting = <T extends D1Database | D1DatabaseSession>(db: T): T =>
+    new Proxy(db, {
+      get(target, prop) {
+        if (prop === "prepare") return (q: string) => wrapStmt(target.prepare(q));
+        if (prop === "batch") return (stmts: D1PreparedStatement[]) => (trips++, target.batch(stmts));
+        if (prop === "withSession") return (c?: string) => counting((target as D1Database).withSession(c));
+        const v = Reflect.get(target, prop);
+        return typeof v === "function" ? v.bind(target) : v;
+      },
+    });
+  return { db: counting(d1), trips: () => trips, reset: () => void (trips = 0) };
+}
+
+/** A Durable Object namespace that counts the RPC calls made on its stubs. */
+export function countDurableObjectCalls<T>(ns: T) {
+  let calls = 0;
+  const target = ns as unknown as { get(id: unknown): object };
+  const namespace = new Proxy(target, {
+    get(t, prop) {
+      if (prop === "get") {
+        return (id: unknown) =>
+          new Proxy(t.get(id), {
+            // RPC stub methods are themselves RPC proxies (no .apply): call them as methods of the stub.
+            get(s, method) {
+              if (typeof method !== "string" || method === "then") return Reflect.get(s, method);
+              return (...args: unknown[]) => (calls++, (s as Record<string, (...a: unknown[]) => unknown>)[method]!(...args));
+            },
+          });
+      }
+      const v = Reflect.get(t, prop) as unknown;
+      return typeof v === "function" ? (v as (...a: unknown[]) => unknown).bind(t) : v;
+    },
+  }) as unknown as T;
+  return { namespace, calls: () => calls, reset: () => void (calls = 0) };
+}
+
+/** Percentile of a list of milliseconds (nearest rank). */
+export const percentile = (values: number[], q: number) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))]!;
+};

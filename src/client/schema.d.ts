@@ -806,9 +806,9 @@ export interface components {
             /** @description Signing secret; generated when left out. Shown only in this answer. */
             secret?: string;
             /** @default true */
-            enabled: boolean;
+            enabled?: boolean;
             /** @default  */
-            description: string;
+            description?: string;
             filters?: components["schemas"]["WebhookFilters"];
         };
         UpdateWebhook: {
@@ -987,7 +987,7 @@ export interface components {
              * @default parallel
              * @enum {string}
              */
-            mode: "parallel" | "sequential";
+            mode?: "parallel" | "sequential";
             /** @description Links and the envelope expire after this many days; no expiry when left out */
             expiresInDays?: number;
             /** @description Replaces the signing parties derived from the document (landlords, then tenants), in signing order */

@@ -11,6 +11,13 @@ import type { SignerAction } from "./schemas";
  */
 export class EnvelopeSigner extends DurableObject<Env> {
   private tail: Promise<unknown> = Promise.resolve();
+  /**
+   * What this object has learned for good: the envelope ended (it never resumes), and tokens that died (they never
+   * revive). A call that can only be "gone" is answered from here, without reading D1; 49 losers of a 50-way race on
+   * the last signature then wait microseconds, not one D1 read each. Lost on eviction: D1 stays the source of truth.
+   */
+  private ended = false;
+  private readonly deadTokens = new Set<string>();
 
   private serial<T>(work: () => Promise<T>): Promise<T> {
     const run = this.tail.then(work, work);
@@ -26,16 +33,35 @@ export class EnvelopeSigner extends DurableObject<Env> {
     if (expiresAt) await this.ctx.storage.setAlarm(new Date(expiresAt).getTime());
   }
 
+  private known(tokenHash: string): boolean {
+    return this.ended || this.deadTokens.has(tokenHash);
+  }
+
   open(envelopeId: string, tokenHash: string, meta: RequestMeta): Promise<OpenResult> {
-    return this.serial(() => openLink(this.env, envelopeId, tokenHash, meta, this.defer));
+    return this.serial(async () => {
+      if (this.known(tokenHash)) return { kind: "gone" };
+      const result = await openLink(this.env, envelopeId, tokenHash, meta, this.defer);
+      if (result.kind === "gone") this.deadTokens.add(tokenHash);
+      return result;
+    });
   }
 
   act(envelopeId: string, tokenHash: string, input: SignerAction, meta: RequestMeta): Promise<ActResult> {
-    return this.serial(() => act(this.env, envelopeId, tokenHash, input, meta, this.defer));
+    return this.serial(async () => {
+      if (this.known(tokenHash)) return { kind: "gone" };
+      const result = await act(this.env, envelopeId, tokenHash, input, meta, this.defer);
+      if (result.kind === "gone" || (result.kind === "done" && (input.action === "sign" || input.action === "decline"))) this.deadTokens.add(tokenHash);
+      if (result.kind === "done" && (result.completed || input.action === "decline")) this.ended = true;
+      return result;
+    });
   }
 
   void(envelopeId: string, organizationId: string, reason: string, actorUserId: string | null, meta: RequestMeta): Promise<VoidResult> {
-    return this.serial(() => voidEnvelope(this.env, envelopeId, organizationId, reason, actorUserId, meta, this.defer));
+    return this.serial(async () => {
+      const result = await voidEnvelope(this.env, envelopeId, organizationId, reason, actorUserId, meta, this.defer);
+      if (result.kind !== "not_found") this.ended = true;
+      return result;
+    });
   }
 
   override async alarm(): Promise<void> {
@@ -43,6 +69,7 @@ export class EnvelopeSigner extends DurableObject<Env> {
     if (!envelopeId) return;
     const later = await this.serial(() => expireIfDue(this.env, envelopeId, this.defer));
     if (later) await this.ctx.storage.setAlarm(new Date(later).getTime());
+    else this.ended = true;
   }
 }
 

@@ -91,6 +91,7 @@ export function signingPage(c: Context): Response {
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="referrer" content="no-referrer">
+<link rel="icon" href="data:,">
 <title>Sign a document</title>
 <style nonce="${nonce}">${STYLE}</style>
 ${turnstile ? `<script nonce="${nonce}" src="${TURNSTILE}/turnstile/v0/api.js" async defer></script>` : ""}

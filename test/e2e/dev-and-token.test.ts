@@ -1,42 +1,21 @@
 // The developer contracts of DESIGN.md, run as a user runs them: `npm run dev` serves the API on 127.0.0.1:$PORT
 // with local D1 migrated, and `npm run --silent token` prints a working token while it runs.
-import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createApiClient } from "../../src/client";
+import { mintToken as token, startDev } from "./helpers/dev-server";
 
 const run = promisify(execFile);
-const PORT = String(18787 + Math.floor(Math.random() * 1000));
-const base = `http://127.0.0.1:${PORT}`;
-let dev: ChildProcess;
-let devOutput = "";
-
-async function token(org: string, email: string) {
-  const { stdout } = await run("npm", ["run", "--silent", "token", "--", "--org", org, "--email", email], { cwd: process.cwd() });
-  const lines = stdout.trim().split("\n");
-  expect(lines).toHaveLength(1);
-  return JSON.parse(lines[0]!) as { token: string; userId: string; organizationId: string };
-}
+let dev: Awaited<ReturnType<typeof startDev>>;
+let base = "";
 
 beforeAll(async () => {
-  dev = spawn("npm", ["run", "dev"], { cwd: process.cwd(), env: { ...process.env, PORT }, detached: true, stdio: ["ignore", "pipe", "pipe"] });
-  dev.stdout!.on("data", (d: Buffer) => (devOutput += d));
-  dev.stderr!.on("data", (d: Buffer) => (devOutput += d));
-  const deadline = Date.now() + 120_000;
-  for (;;) {
-    try {
-      if ((await fetch(`${base}/openapi.json`)).ok) return;
-    } catch {
-      // not listening yet
-    }
-    if (Date.now() > deadline || dev.exitCode !== null) throw new Error(`npm run dev did not come up on ${base}:\n${devOutput}`);
-    await new Promise((r) => setTimeout(r, 500));
-  }
+  dev = await startDev();
+  base = dev.base;
 });
 
-afterAll(() => {
-  if (dev?.pid) process.kill(-dev.pid, "SIGTERM");
-});
+afterAll(() => dev?.stop());
 
 describe("npm run dev + npm run token", () => {
   it("serves /openapi.json and /docs", async () => {
