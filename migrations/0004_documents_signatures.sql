@@ -89,6 +89,7 @@ CREATE TABLE `envelopes` (
 );
 --> statement-breakpoint
 CREATE INDEX `envelopes_org_document_idx` ON `envelopes` (`organization_id`,`document_id`,`created_at`);--> statement-breakpoint
+CREATE INDEX `envelopes_status_expires_idx` ON `envelopes` (`status`,`expires_at`);--> statement-breakpoint
 -- The audit trail is append-only: no route updates or deletes it, and neither may anything else.
 CREATE TRIGGER `envelope_audit_no_update` BEFORE UPDATE ON `envelope_audit` BEGIN SELECT RAISE(ABORT, 'envelope_audit is append-only'); END;--> statement-breakpoint
 CREATE TRIGGER `envelope_audit_no_delete` BEFORE DELETE ON `envelope_audit` BEGIN SELECT RAISE(ABORT, 'envelope_audit is append-only'); END;

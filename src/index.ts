@@ -6,6 +6,7 @@ import { createEventRouter } from "./events/consumers";
 import { resendUnsentEvents } from "./events/outbox";
 import { EVENT_CONSUMERS } from "./events/registry";
 import { pruneIdempotencyKeys } from "./platform/idempotency";
+import { sweepOverdueEnvelopes } from "./signatures/expiry";
 import { createDeliveryConsumer, markDeadDeliveries } from "./webhooks/delivery";
 import { resendStalledDeliveries } from "./webhooks/fanout";
 import { defaultWebhookDeps } from "./webhooks/transport";
@@ -37,6 +38,6 @@ export default {
 
   async scheduled(_controller: ScheduledController, env: Env, ctx: ExecutionContext): Promise<void> {
     const db = createDb(env.DB);
-    ctx.waitUntil(Promise.all([resendUnsentEvents(env, db), resendStalledDeliveries(env, db), pruneStaleListTotals(env.DB), pruneIdempotencyKeys(db)]));
+    ctx.waitUntil(Promise.all([resendUnsentEvents(env, db), resendStalledDeliveries(env, db), pruneStaleListTotals(env.DB), pruneIdempotencyKeys(db), sweepOverdueEnvelopes(env, db)]));
   },
 } satisfies ExportedHandler<Env>;

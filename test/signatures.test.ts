@@ -1,6 +1,7 @@
-import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { createExecutionContext, createScheduledController, runDurableObjectAlarm, runInDurableObject, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
+import worker from "../src/index";
 import { turnstile } from "../src/platform/bot-challenge";
 import { call, json } from "./helpers/client";
 import { createDocument, freshIp, leaseCanonical, linkIn, mailTo, publicSign, sendForSignature, signAll, tokenOf } from "./helpers/documents";
@@ -237,6 +238,19 @@ describe("envelope moves (spec: Envelope state table)", () => {
     expect((await auditOf(owner, envelope.envelopeId)).events.at(-1)).toMatchObject({ event: "expired" });
     expect((await publicSign("GET", tokens[0]!)).status).toBe(404);
     expect((await call("DELETE", `/api/signatures/${envelope.envelopeId}`, { token: owner.token })).status).toBe(409);
+  });
+});
+
+describe("expiry without an alarm", () => {
+  it("the cron pass hands an overdue envelope whose alarm was never set to its object, which expires it", async () => {
+    const { owner, envelope } = await sent("parallel", { expiresInDays: 1 });
+    await runInDurableObject(stub(envelope.envelopeId), (_, state) => state.storage.deleteAlarm());
+    await env.DB.prepare("UPDATE envelopes SET expires_at = ? WHERE id = ?").bind(new Date(Date.now() - 1000).toISOString(), envelope.envelopeId).run();
+    const ctx = createExecutionContext();
+    await worker.scheduled(createScheduledController({ cron: "* * * * *" }), env, ctx);
+    await waitOnExecutionContext(ctx);
+    await runDurableObjectAlarm(stub(envelope.envelopeId));
+    expect((await envelopeOf(owner, envelope.envelopeId)).status).toBe("expired");
   });
 });
 

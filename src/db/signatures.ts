@@ -23,7 +23,11 @@ export const envelopes = sqliteTable(
     updatedAt: text().notNull(),
     version: integer().notNull().default(1),
   },
-  (t) => [index("envelopes_org_document_idx").on(t.organizationId, t.documentId, t.createdAt)],
+  (t) => [
+    index("envelopes_org_document_idx").on(t.organizationId, t.documentId, t.createdAt),
+    // The cron sweep for open envelopes past their expiry whose alarm was never set (signatures/expiry.ts).
+    index("envelopes_status_expires_idx").on(t.status, t.expiresAt),
+  ],
 );
 
 /** Signers of an envelope; `tokenHash` is the SHA-256 of the live signing token, null once the link is dead. */

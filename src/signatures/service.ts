@@ -6,6 +6,7 @@ import { FORMS, type SigningParty } from "../documents/forms";
 import { findDocument } from "../documents/service";
 import { signedFileUrl } from "../files/signed-url";
 import { InvalidState, NotFound } from "../lib/errors";
+import { loggableError } from "../lib/log";
 import { newId } from "../lib/ids";
 import { inJsonList } from "../lib/sql";
 import { addSeconds, nowIso } from "../lib/time";
@@ -127,9 +128,11 @@ export async function sendForSignature(ctx: ServiceContext, documentId: string, 
   });
 
   const { envelope, links } = created;
-  // The object serializes the envelope from here on; it also holds the expiry alarm. A lost call is covered: every
-  // transition checks the expiry itself.
-  await envelopeSigner(ctx.env, envelope.id).begin(envelope.id, envelope.expiresAt);
+  // The object serializes the envelope from here on; it also holds the expiry alarm. A failed call is covered: every
+  // transition checks the expiry itself, so the envelope still expires, at its next touch.
+  await envelopeSigner(ctx.env, envelope.id)
+    .begin(envelope.id, envelope.expiresAt)
+    .catch((err) => console.error(JSON.stringify({ level: "warn", msg: "envelope alarm not set; expiry is checked on each use", envelopeId: envelope.id, error: loggableError(err) })));
   for (const { signer, token } of links) ctx.defer(sendSigningLink(ctx.env, ctx.organizationId, signer, token));
   return {
     envelopeId: envelope.id,
