@@ -6,6 +6,8 @@ import { fileRoutes } from "./files/routes";
 import { turnstile } from "./platform/bot-challenge";
 import { createPublicSigningRoutes, type SigningDeps } from "./signatures/public-routes";
 import { signatureRoutes } from "./signatures/routes";
+import { reviewRoutes } from "./reputation/public-routes";
+import { reputationRoutes } from "./reputation/routes";
 import { readConfig } from "./env";
 import { plantRoutes } from "./plants/routes";
 import { requireAuth } from "./platform/auth";
@@ -59,6 +61,8 @@ export function createApp(options: AppOptions = {}) {
   app.route("/", signatureRoutes);
   app.route("/", createPublicSigningRoutes({ botChallenge: options.signing?.botChallenge ?? ((secret) => turnstile(secret)) }));
   app.route("/", fileRoutes);
+  app.route("/", reputationRoutes);
+  app.route("/", reviewRoutes);
 
   mountDocs(app);
   app.onError(handleError);

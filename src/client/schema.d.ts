@@ -525,6 +525,239 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/reputation/testimonials": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List testimonials
+         * @description Ordered by sortOrder ascending, then newest first; keyset-paginated (`pagination.nextCursor`).
+         */
+        get: operations["listTestimonials"];
+        put?: never;
+        /**
+         * Record a testimonial
+         * @description A new testimonial is always PENDING and PRIVATE, whatever the body says. Ratings are integers 1–5. Categories: BUYER, SELLER, INVESTOR, LANDLORD, TENANT, OTHER. Sources: MANUAL, SURVEY, EMAIL, WEBSITE, GOOGLE, ZILLOW, IMPORT, OTHER.
+         *     The display fields (displayName, displayLocation, displayPhotoUrl) reach the public feed only with their consent flag
+         *     (permissionToPublishName, permissionToPublishLocation, permissionToPublishPhoto).
+         */
+        post: operations["createTestimonial"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/reputation/testimonials/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Read a testimonial, with where it is syndicated */
+        get: operations["getTestimonial"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Edit a testimonial
+         * @description Copy, featuring, order, display fields and consent flags. Visibility only goes down: moving a PUBLISHED testimonial to PRIVATE or INTERNAL unpublishes it (back to APPROVED; the rollups are recomputed). Honours If-Match.
+         */
+        patch: operations["updateTestimonial"];
+        trace?: never;
+    };
+    "/api/reputation/testimonials/{id}/approve": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Approve a testimonial
+         * @description PENDING → APPROVED; records who and when; emits REVIEW_APPROVED. Still not public.
+         */
+        post: operations["approveTestimonial"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/reputation/testimonials/{id}/publish": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Publish a testimonial
+         * @description APPROVED → PUBLISHED and PUBLIC; stamps publishedAt; emits REVIEW_PUBLISHED; the agent's and the organization's rollups are recomputed in the same write. Anything else fails closed and changes nothing.
+         */
+        post: operations["publishTestimonial"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/reputation/testimonials/{id}/unpublish": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Unpublish a testimonial
+         * @description PUBLISHED → APPROVED and PRIVATE; the rollups are recomputed; emits REVIEW_UNPUBLISHED.
+         */
+        post: operations["unpublishTestimonial"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/reputation/testimonials/{id}/reject": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Reject a testimonial
+         * @description PENDING or APPROVED → REJECTED (final), with an optional reason; emits REVIEW_REJECTED.
+         */
+        post: operations["rejectTestimonial"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/reputation/aggregate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Rating rollup of an agent, or of the organization
+         * @description Scope AGENT with agentUserId, ORG without. Stored and recomputed on each publish and unpublish; a read is one row.
+         */
+        get: operations["getReputationAggregate"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/reputation/profile": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** An agent's public profile (the caller's by default) */
+        get: operations["getAgentProfile"];
+        /**
+         * Save an agent's draft profile
+         * @description Writes draftConfig only (and the slug, when given); what the public sees changes on publish. Honours If-Match.
+         */
+        put: operations["updateAgentProfile"];
+        post?: never;
+        /**
+         * Take an agent's profile down
+         * @description The public feed answers 404, as for an unknown slug; the draft is kept and can be published again.
+         */
+        delete: operations["deleteAgentProfile"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/reputation/profile/publish": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Publish an agent's profile
+         * @description Checks the draft against the approved blocks (displayName required; headline, bio, photoUrl, up to 6 featuredTestimonialIds of the agent's published testimonials, contactButton), copies it to publishedConfig and opens the public reviews feed at the slug. Every problem is listed in one 400.
+         */
+        post: operations["publishAgentProfile"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/public/reviews/{agentSlug}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * An agent's public reviews feed
+         * @description No authentication: the slug of a PUBLISHED profile is the capability. CORS-enabled (`Access-Control-Allow-Origin: *`) for the embeddable widget (`/widget/reviews.js`) and cached at the edge for one minute; a change is purged from the local cache at once. Unknown, unpublished and deleted profiles answer the same 404. The per-IP limit (300 a minute) counts requests that miss the cache.
+         */
+        get: operations["getReviewsFeed"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        /** CORS preflight of the reviews feed */
+        options: operations["preflightReviewsFeed"];
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/widget/reviews.js": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The embeddable reviews widget
+         * @description A dependency-free script defining `<reviews-widget agent="slug">`. Load it from this API (a script element whose src is `/widget/reviews.js` on this host) on any site, then place the element where the reviews go.
+         */
+        get: operations["getReviewsWidget"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -1090,6 +1323,191 @@ export interface components {
             reason?: string;
             /** @description Turnstile token, required for sign and decline when the bot challenge is configured */
             challengeToken?: string;
+        };
+        Testimonial: {
+            id: string;
+            agentUserId: string;
+            authorPersonId: string | null;
+            dealId: string | null;
+            source: string;
+            category: string;
+            rating: number;
+            headline: string | null;
+            body: string;
+            displayName: string | null;
+            displayLocation: string | null;
+            displayPhotoUrl: string | null;
+            permissionToPublishName: boolean;
+            permissionToPublishLocation: boolean;
+            permissionToPublishPhoto: boolean;
+            /** @enum {string} */
+            status: "PENDING" | "APPROVED" | "PUBLISHED" | "REJECTED";
+            /** @enum {string} */
+            visibility: "PRIVATE" | "INTERNAL" | "PUBLIC";
+            isFeatured: boolean;
+            sortOrder: number;
+            approvedByUserId: string | null;
+            approvedAt: string | null;
+            publishedAt: string | null;
+            rejectedAt: string | null;
+            rejectionReason: string | null;
+            createdAt: string;
+            updatedAt: string;
+            /** @description On the single read: where the testimonial is shown publicly */
+            syndications?: components["schemas"]["Syndication"][];
+        };
+        Syndication: {
+            /** @enum {string} */
+            channel: "REVIEWS_FEED";
+            url: string;
+            since: string;
+        };
+        TestimonialCreate: {
+            /** @description The agent (a user of your organization) the testimonial is about */
+            agentUserId: string;
+            /** @description The author, a contact of your organization */
+            authorPersonId?: string;
+            dealId?: string;
+            /**
+             * @default MANUAL
+             * @enum {string}
+             */
+            source?: "MANUAL" | "SURVEY" | "EMAIL" | "WEBSITE" | "GOOGLE" | "ZILLOW" | "IMPORT" | "OTHER";
+            /** @enum {string} */
+            category: "BUYER" | "SELLER" | "INVESTOR" | "LANDLORD" | "TENANT" | "OTHER";
+            rating: number;
+            headline?: string;
+            body: string;
+            displayName?: string;
+            displayLocation?: string;
+            /** Format: uri */
+            displayPhotoUrl?: string;
+            /** @default false */
+            permissionToPublishName?: boolean;
+            /** @default false */
+            permissionToPublishLocation?: boolean;
+            /** @default false */
+            permissionToPublishPhoto?: boolean;
+            /**
+             * @description Ignored: every testimonial starts PENDING
+             * @enum {string}
+             */
+            status?: "PENDING" | "APPROVED" | "PUBLISHED" | "REJECTED";
+            /**
+             * @description Ignored: every testimonial starts PRIVATE
+             * @enum {string}
+             */
+            visibility?: "PRIVATE" | "INTERNAL" | "PUBLIC";
+            /** @default false */
+            isFeatured?: boolean;
+            /** @default 0 */
+            sortOrder?: number;
+        };
+        TestimonialUpdate: {
+            headline?: string | null;
+            body?: string;
+            isFeatured?: boolean;
+            sortOrder?: number;
+            /**
+             * @description Only down: a published testimonial moved to PRIVATE or INTERNAL is unpublished (back to APPROVED). Publish makes it PUBLIC.
+             * @enum {string}
+             */
+            visibility?: "PRIVATE" | "INTERNAL";
+            displayName?: string | null;
+            displayLocation?: string | null;
+            /** Format: uri */
+            displayPhotoUrl?: string | null;
+            permissionToPublishName?: boolean;
+            permissionToPublishLocation?: boolean;
+            permissionToPublishPhoto?: boolean;
+        };
+        TestimonialReject: {
+            reason?: string;
+        };
+        ReputationAggregate: {
+            /** @enum {string} */
+            scope: "AGENT" | "ORG";
+            agentUserId: string | null;
+            totalReviews: number;
+            averageRating: number | null;
+            ratingDistribution: {
+                1: number;
+                2: number;
+                3: number;
+                4: number;
+                5: number;
+            };
+            /** @description Published testimonials per 30 days since the first one */
+            reviewVelocity: number;
+            /** @description Net Promoter Score from survey answers; null until there are some */
+            nps: number | null;
+            /** @description Share of sent surveys answered; null until a survey is sent */
+            responseRate: number | null;
+            updatedAt: string | null;
+        };
+        AgentProfile: {
+            agentUserId: string;
+            slug: string;
+            /** @enum {string} */
+            status: "DRAFT" | "PUBLISHED" | "DELETED";
+            draftConfig: {
+                [key: string]: unknown;
+            };
+            publishedConfig: {
+                [key: string]: unknown;
+            } | null;
+            publishedAt: string | null;
+            createdAt: string;
+            updatedAt: string;
+        };
+        ProfileUpsert: {
+            agentUserId?: string;
+            /** @description The public address (/api/public/reviews/{slug}); made from the agent's name when left out */
+            slug?: string;
+            /** @description Anything bounded; publishing checks it against ProfileBlocks */
+            draftConfig: {
+                [key: string]: unknown;
+            };
+        };
+        ProfilePublish: {
+            agentUserId?: string;
+        };
+        ReviewsFeed: {
+            agent: {
+                slug: string;
+                displayName: string;
+                headline: string | null;
+                photoUrl: string | null;
+            };
+            branding: {
+                brokerage: string;
+            };
+            aggregate: {
+                totalReviews: number;
+                averageRating: number | null;
+                ratingDistribution: {
+                    [key: string]: number;
+                };
+            };
+            /** @description At most 50: featured first, then by sort order, newest first */
+            reviews: {
+                id: string;
+                rating: number;
+                headline: string | null;
+                body: string;
+                category: string;
+                publishedAt: string | null;
+                /** @description Only the fields the author consented to publish */
+                author: {
+                    name?: string;
+                    location?: string;
+                    photoUrl?: string;
+                };
+            }[];
+            /** @description schema.org RealEstateAgent with AggregateRating and Review, for the embedding page */
+            jsonLd: {
+                [key: string]: unknown;
+            };
         };
     };
     responses: never;
@@ -3873,6 +4291,1255 @@ export interface operations {
             };
             /** @description Too many requests from this address (rate_limited) */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    listTestimonials: {
+        parameters: {
+            query?: {
+                /** @description 1–100, default 25; anything else is a 422 */
+                limit?: number;
+                /** @description `pagination.nextCursor` of the previous page */
+                cursor?: string;
+                status?: "PENDING" | "APPROVED" | "PUBLISHED" | "REJECTED";
+                visibility?: "PRIVATE" | "INTERNAL" | "PUBLIC";
+                agentUserId?: string;
+                category?: "BUYER" | "SELLER" | "INVESTOR" | "LANDLORD" | "TENANT" | "OTHER";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of testimonials */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        testimonials: components["schemas"]["Testimonial"][];
+                        pagination: {
+                            hasMore: boolean;
+                            nextCursor: string | null;
+                            limit: number;
+                        };
+                    };
+                };
+            };
+            /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    createTestimonial: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TestimonialCreate"];
+            };
+        };
+        responses: {
+            /** @description The testimonial */
+            201: {
+                headers: {
+                    /** @description The resource's version; send it back in If-Match to make a write conditional */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Testimonial"];
+                };
+            };
+            /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The body is over the route's size limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Content-Type is not application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description This Idempotency-Key was used for another request (idempotency_key_reused) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    getTestimonial: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The testimonial with its syndications */
+            200: {
+                headers: {
+                    /** @description The resource's version; send it back in If-Match to make a write conditional */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Testimonial"];
+                };
+            };
+            /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description No testimonial with this id in your organization */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    updateTestimonial: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TestimonialUpdate"];
+            };
+        };
+        responses: {
+            /** @description The testimonial */
+            200: {
+                headers: {
+                    /** @description The resource's version; send it back in If-Match to make a write conditional */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Testimonial"];
+                };
+            };
+            /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description No testimonial with this id in your organization */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Changed by too many requests at once (concurrent_modification); or: A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description If-Match named a version the testimonial is no longer at (precondition_failed) */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The body is over the route's size limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Content-Type is not application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description This Idempotency-Key was used for another request (idempotency_key_reused) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    approveTestimonial: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The testimonial after the move */
+            200: {
+                headers: {
+                    /** @description The resource's version; send it back in If-Match to make a write conditional */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Testimonial"];
+                };
+            };
+            /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description No testimonial with this id in your organization */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description invalid_state: not PENDING; or: A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description If-Match named a version the testimonial is no longer at (precondition_failed) */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description This Idempotency-Key was used for another request (idempotency_key_reused) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    publishTestimonial: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The testimonial after the move */
+            200: {
+                headers: {
+                    /** @description The resource's version; send it back in If-Match to make a write conditional */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Testimonial"];
+                };
+            };
+            /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description No testimonial with this id in your organization */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description not_approved (the testimonial is PENDING) or invalid_state (REJECTED, or already PUBLISHED); or: A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description If-Match named a version the testimonial is no longer at (precondition_failed) */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description This Idempotency-Key was used for another request (idempotency_key_reused) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    unpublishTestimonial: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The testimonial after the move */
+            200: {
+                headers: {
+                    /** @description The resource's version; send it back in If-Match to make a write conditional */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Testimonial"];
+                };
+            };
+            /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description No testimonial with this id in your organization */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description invalid_state: not PUBLISHED; or: A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description If-Match named a version the testimonial is no longer at (precondition_failed) */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description This Idempotency-Key was used for another request (idempotency_key_reused) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    rejectTestimonial: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["TestimonialReject"];
+            };
+        };
+        responses: {
+            /** @description The testimonial after the move */
+            200: {
+                headers: {
+                    /** @description The resource's version; send it back in If-Match to make a write conditional */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Testimonial"];
+                };
+            };
+            /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description No testimonial with this id in your organization */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description invalid_state: PUBLISHED (unpublish first) or already REJECTED; or: A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description If-Match named a version the testimonial is no longer at (precondition_failed) */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The body is over the route's size limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Content-Type is not application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description This Idempotency-Key was used for another request (idempotency_key_reused) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    getReputationAggregate: {
+        parameters: {
+            query?: {
+                /** @description Default: the caller */
+                agentUserId?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The rollup */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReputationAggregate"];
+                };
+            };
+            /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description No agent with this id in your organization */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    getAgentProfile: {
+        parameters: {
+            query?: {
+                /** @description Default: the caller */
+                agentUserId?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The profile */
+            200: {
+                headers: {
+                    /** @description The resource's version; send it back in If-Match to make a write conditional */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AgentProfile"];
+                };
+            };
+            /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description No such agent in your organization, or the agent has no profile yet */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    updateAgentProfile: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ProfileUpsert"];
+            };
+        };
+        responses: {
+            /** @description The profile */
+            200: {
+                headers: {
+                    /** @description The resource's version; send it back in If-Match to make a write conditional */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AgentProfile"];
+                };
+            };
+            /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description No such agent in your organization */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description slug_taken, or concurrent_modification; or: A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description If-Match named a version the testimonial is no longer at (precondition_failed) */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The body is over the route's size limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Content-Type is not application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description This Idempotency-Key was used for another request (idempotency_key_reused) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    deleteAgentProfile: {
+        parameters: {
+            query?: {
+                /** @description Default: the caller */
+                agentUserId?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The profile, DELETED */
+            200: {
+                headers: {
+                    /** @description The resource's version; send it back in If-Match to make a write conditional */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AgentProfile"];
+                };
+            };
+            /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description No such agent in your organization, or the agent has no profile yet */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description If-Match named a version the testimonial is no longer at (precondition_failed) */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description This Idempotency-Key was used for another request (idempotency_key_reused) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    publishAgentProfile: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["ProfilePublish"];
+            };
+        };
+        responses: {
+            /** @description The published profile */
+            200: {
+                headers: {
+                    /** @description The resource's version; send it back in If-Match to make a write conditional */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AgentProfile"];
+                };
+            };
+            /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description No such agent in your organization, or the agent has no profile yet */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description If-Match named a version the testimonial is no longer at (precondition_failed) */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The body is over the route's size limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Content-Type is not application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description This Idempotency-Key was used for another request (idempotency_key_reused) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    getReviewsFeed: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agentSlug: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The feed */
+            200: {
+                headers: {
+                    /** @description HIT when served from the edge cache, MISS when built */
+                    "X-Cache"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReviewsFeed"];
+                };
+            };
+            /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description No published profile at this slug */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Too many requests from this address (rate_limited) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    preflightReviewsFeed: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agentSlug: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Any origin may GET the feed */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    getReviewsWidget: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The script */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/javascript": string;
+                };
+            };
+            /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
+            400: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -4,3 +4,4 @@ export * from "./contacts";
 export * from "./webhooks";
 export * from "./documents";
 export * from "./signatures";
+export * from "./reputation";

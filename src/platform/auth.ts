@@ -53,6 +53,7 @@ export function serviceContext(c: Context<AppBindings>): ServiceContext {
     actor: { type: "user", userId: c.get("user").id },
     requestId: c.get("requestId"),
     ifMatch: parseIfMatch(c.req.header("if-match")),
+    origin: new URL(c.req.url).origin,
     defer: (work) => c.executionCtx.waitUntil(work),
   };
 }

@@ -5,6 +5,7 @@ import { createContact, getContact, uniqueEmail } from "./contacts";
 import { createDocument, leaseCanonical, sendForSignature } from "./documents";
 import type { TestPrincipal } from "./factories";
 import { openMailbox } from "./receiver";
+import { aggregateOf, createTestimonial, move, publishedProfile, publishedTestimonial } from "./reputation";
 
 /**
  * Every write route of the API with a way to race it (issue 15), beside ROUTES. The write-path test drives each
@@ -70,6 +71,19 @@ async function seedWebhook(owner: TestPrincipal): Promise<Params> {
   expect(res.status).toBe(201);
   return { id: (await json(res)).data.id, box: box.id };
 }
+
+const TESTIMONIAL_CHANGES: Record<string, unknown>[] = [
+  { headline: "Raced headline" },
+  { body: "Raced body" },
+  { isFeatured: true },
+  { sortOrder: 7 },
+  { displayName: "Raced Name" },
+  { displayLocation: "Raced City" },
+  { displayPhotoUrl: "https://photos.example.test/raced.jpg" },
+  { permissionToPublishName: true },
+  { permissionToPublishLocation: true },
+  { permissionToPublishPhoto: true },
+];
 
 const CONTACT_CHANGES = (owner: TestPrincipal): Record<string, unknown>[] => [
   { firstName: "Raced" },
@@ -315,6 +329,86 @@ export const RACES: Race[] = [
     objects: 3,
     copies: 10,
     counter: { read: async (owner) => count("SELECT COUNT(*) AS n FROM envelope_audit WHERE organization_id = ? AND event = 'voided'", owner.organizationId), perMove: 1 },
+  },
+
+  // Reputation (issue 8).
+  {
+    kind: "independent",
+    route: "POST /api/reputation/testimonials",
+    seed: async () => ({}),
+    changes: async (owner) => Array.from({ length: 20 }, (_, i) => ({ body: { agentUserId: owner.userId, category: "SELLER", rating: (i % 5) + 1, body: `Review ${i}` } })),
+    async verify(owner) {
+      expect(await count("SELECT COUNT(*) AS n FROM testimonials WHERE organization_id = ?", owner.organizationId)).toBe(20);
+    },
+  },
+  {
+    kind: "independent",
+    route: "PATCH /api/reputation/testimonials/{id}",
+    seed: async (owner) => ({ id: (await createTestimonial(owner)).id }),
+    changes: async () => TESTIMONIAL_CHANGES.map((body) => ({ body })),
+    async verify(owner, { id }) {
+      const t = await json(await call("GET", `/api/reputation/testimonials/${id}`, { token: owner.token }));
+      for (const change of TESTIMONIAL_CHANGES) expect(t).toMatchObject(change);
+    },
+  },
+  ...(["approve", "reject"] as const).map(
+    (verb): OnceRace => ({ kind: "once", route: `POST /api/reputation/testimonials/{id}/${verb}`, seed: async (owner) => ({ id: (await createTestimonial(owner)).id }), objects: 3, copies: 8 }),
+  ),
+  {
+    kind: "once",
+    route: "POST /api/reputation/testimonials/{id}/publish",
+    seed: async (owner) => {
+      const t = await createTestimonial(owner);
+      await move(owner, t.id, "approve");
+      return { id: t.id };
+    },
+    objects: 3,
+    copies: 8,
+    counter: { read: async (owner) => (await aggregateOf(owner, owner.userId)).totalReviews, perMove: 1 },
+    event: "REVIEW_PUBLISHED",
+  },
+  {
+    kind: "once",
+    route: "POST /api/reputation/testimonials/{id}/unpublish",
+    seed: async (owner) => ({ id: (await publishedTestimonial(owner)).id }),
+    objects: 3,
+    copies: 8,
+    counter: { read: async (owner) => (await aggregateOf(owner)).totalReviews, perMove: -1 },
+    event: "REVIEW_UNPUBLISHED",
+  },
+  {
+    kind: "independent",
+    route: "PUT /api/reputation/profile",
+    seed: async () => ({}),
+    changes: async () => Array.from({ length: 10 }, (_, i) => ({ body: { draftConfig: { displayName: `Draft ${i}` } } })),
+    async verify(owner) {
+      // Every save was applied in turn: created at version 1, then one version per later save.
+      const res = await call("GET", "/api/reputation/profile", { token: owner.token });
+      expect(res.headers.get("etag")).toBe('"10"');
+      expect(await count("SELECT COUNT(*) AS n FROM agent_profiles WHERE organization_id = ?", owner.organizationId)).toBe(1);
+    },
+  },
+  {
+    kind: "independent",
+    route: "POST /api/reputation/profile/publish",
+    seed: async (owner) => {
+      expect((await call("PUT", "/api/reputation/profile", { token: owner.token, body: { draftConfig: { displayName: "Racer" } } })).status).toBe(200);
+      return {};
+    },
+    changes: async () => Array.from({ length: 10 }, () => ({ body: {} })),
+    async verify(owner) {
+      expect((await json(await call("GET", "/api/reputation/profile", { token: owner.token }))).status).toBe("PUBLISHED");
+    },
+  },
+  {
+    kind: "independent",
+    route: "DELETE /api/reputation/profile",
+    seed: async (owner) => ({ slug: await publishedProfile(owner) }),
+    changes: async () => Array.from({ length: 10 }, () => ({})),
+    async verify(owner, { slug }) {
+      expect((await json(await call("GET", "/api/reputation/profile", { token: owner.token }))).status).toBe("DELETED");
+      expect((await call("GET", `/api/public/reviews/${slug}`)).status).toBe(404);
+    },
   },
 
   // Plant store.

@@ -2,6 +2,7 @@ import { env } from "cloudflare:workers";
 import { call, json } from "./client";
 import { createDocument, leaseCanonical, sendForSignature, signAll, tokenOf } from "./documents";
 import { receiverUrl } from "./receiver";
+import { createTestimonial, move, publishedTestimonial } from "./reputation";
 import type { TestPrincipal } from "./factories";
 
 export type Family = "crm" | "api" | "plants";
@@ -153,4 +154,27 @@ ROUTES.push(
   { method: "DELETE", path: "/api/signatures/{envelopeId}", family: "api", seed: seedEnvelope, unknown: unknownEnvelope },
   { method: "GET", path: "/api/signatures/{envelopeId}/audit", family: "api", seed: seedEnvelope, unknown: unknownEnvelope },
   { method: "GET", path: "/api/signatures/{envelopeId}/certificate", family: "api", seed: seedCompletedEnvelope, unknown: unknownEnvelope },
+);
+
+// Reputation (issue 8).
+const testimonialIn = (state: "PENDING" | "APPROVED" | "PUBLISHED") => async (owner: TestPrincipal) => {
+  const t = state === "PUBLISHED" ? await publishedTestimonial(owner) : await createTestimonial(owner);
+  if (state === "APPROVED") await move(owner, t.id, "approve");
+  return { id: t.id };
+};
+const unknownTestimonial = { id: "00000000-0000-4000-8000-0000000a11ce" };
+ROUTES.push(
+  { method: "GET", path: "/api/reputation/testimonials", family: "api" },
+  { method: "POST", path: "/api/reputation/testimonials", family: "api", body: { agentUserId: "x", category: "BUYER", rating: 5, body: "Great" } },
+  { method: "GET", path: "/api/reputation/testimonials/{id}", family: "api", seed: testimonialIn("PENDING"), unknown: unknownTestimonial },
+  { method: "PATCH", path: "/api/reputation/testimonials/{id}", family: "api", body: { sortOrder: 3 }, seed: testimonialIn("PENDING"), unknown: unknownTestimonial },
+  { method: "POST", path: "/api/reputation/testimonials/{id}/approve", family: "api", seed: testimonialIn("PENDING"), unknown: unknownTestimonial },
+  { method: "POST", path: "/api/reputation/testimonials/{id}/publish", family: "api", seed: testimonialIn("APPROVED"), unknown: unknownTestimonial },
+  { method: "POST", path: "/api/reputation/testimonials/{id}/unpublish", family: "api", seed: testimonialIn("PUBLISHED"), unknown: unknownTestimonial },
+  { method: "POST", path: "/api/reputation/testimonials/{id}/reject", family: "api", seed: testimonialIn("PENDING"), unknown: unknownTestimonial },
+  { method: "GET", path: "/api/reputation/aggregate", family: "api" },
+  { method: "GET", path: "/api/reputation/profile", family: "api" },
+  { method: "PUT", path: "/api/reputation/profile", family: "api", body: { draftConfig: { displayName: "Matrix" } } },
+  { method: "POST", path: "/api/reputation/profile/publish", family: "api", body: {} },
+  { method: "DELETE", path: "/api/reputation/profile", family: "api" },
 );

@@ -1,6 +1,7 @@
-// A real envelope signed through the signing page in headless Chromium (Debian's chromium, driven by playwright-core),
-// against `npm run dev`: the page a client opens from the e-mail, doing what a person does.
+// The pages people use, in headless Chromium (Debian's chromium, driven by playwright-core), against `npm run dev`:
+// the signing page a client opens from the e-mail, and the reviews widget embedded on another site.
 import { existsSync } from "node:fs";
+import { createServer, type Server } from "node:http";
 import { chromium, type Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createApiClient } from "../../src/client";
@@ -90,6 +91,64 @@ describe("the signing page in a browser", () => {
     expect((await api.GET("/api/signatures/{envelopeId}", { params: { path: { envelopeId } } })).data!.status).toBe("declined");
     const audit = await api.GET("/api/signatures/{envelopeId}/audit", { params: { path: { envelopeId } } });
     expect(audit.data!.events.at(-1)).toMatchObject({ event: "declined", data: { reason: "The rent is wrong" } });
+    await page.close();
+  });
+});
+
+describe("the reviews widget embedded on another site", () => {
+  let site: Server;
+  let siteUrl = "";
+
+  beforeAll(async () => {
+    // Another origin (another port) serving a page that embeds the widget, as a brokerage's own site would.
+    site = createServer((req, res) => {
+      const slug = new URL(req.url ?? "/", "http://x").searchParams.get("agent") ?? "";
+      res.writeHead(200, { "content-type": "text/html" });
+      res.end(`<!doctype html><html lang="en"><head><title>Broker site</title><style>p { display: none } li { color: rgb(255, 0, 0) }</style>
+        <script src="${dev.base}/widget/reviews.js"></script></head>
+        <body><h1>Our agent</h1><reviews-widget agent="${slug}"></reviews-widget></body></html>`);
+    });
+    await new Promise<void>((resolve) => site.listen(0, "127.0.0.1", resolve));
+    siteUrl = `http://127.0.0.1:${(site.address() as { port: number }).port}`;
+  });
+
+  afterAll(() => new Promise<void>((resolve) => site?.close(() => resolve())));
+
+  it("renders the agent's published reviews and rating in a shadow root, with JSON-LD in the page", async () => {
+    const { token, userId } = await mintToken(`Widget Realty ${Date.now()}`, "agent@widget.test");
+    const api = createApiClient(dev.base, token);
+    const created = await api.POST("/api/reputation/testimonials", {
+      body: { agentUserId: userId, category: "BUYER", rating: 5, headline: "Found our home", body: "Wonderful service from start to finish.", displayName: "Robin Buyer", permissionToPublishName: true },
+    });
+    const id = created.data!.id;
+    await api.POST("/api/reputation/testimonials/{id}/approve", { params: { path: { id } } });
+    await api.POST("/api/reputation/testimonials/{id}/publish", { params: { path: { id } } });
+    await api.PUT("/api/reputation/profile", { body: { draftConfig: { displayName: "Wendy Widget" } } });
+    const slug = (await api.POST("/api/reputation/profile/publish", { body: {} })).data!.slug;
+
+    const page = await browser.newPage();
+    const failures: string[] = [];
+    page.on("pageerror", (err) => failures.push(String(err)));
+    await page.goto(`${siteUrl}/?agent=${slug}`);
+    const widget = page.locator("reviews-widget");
+    await expect.poll(() => widget.locator("li").count()).toBe(1);
+    expect(await widget.locator("li h3").textContent()).toBe("Found our home");
+    expect(await widget.locator("li .author").textContent()).toBe("Robin Buyer");
+    expect(await widget.locator(".summary").textContent()).toContain("1 review");
+    expect(await widget.locator('[role="img"]').first().getAttribute("aria-label")).toBe("5 out of 5 stars");
+    // The host page's styles do not reach inside: its `p { display: none }` and red list items stay outside.
+    expect(await widget.locator("li p").first().isVisible()).toBe(true);
+    expect(await widget.locator("li").evaluate((el) => getComputedStyle(el).color)).not.toBe("rgb(255, 0, 0)");
+    const ld = JSON.parse((await page.locator('reviews-widget script[type="application/ld+json"]').textContent())!);
+    expect(ld).toMatchObject({ "@type": "RealEstateAgent", name: "Wendy Widget", aggregateRating: { ratingValue: 5, reviewCount: 1 } });
+    expect(failures).toEqual([]);
+    await page.close();
+  });
+
+  it("shows a fallback when the feed is unreachable", async () => {
+    const page = await browser.newPage();
+    await page.goto(`${siteUrl}/?agent=nobody-published-here`);
+    await expect.poll(() => page.locator("reviews-widget .fallback").textContent()).toBe("Reviews are unavailable right now.");
     await page.close();
   });
 });

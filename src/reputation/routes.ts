@@ -1,0 +1,179 @@
+import { OpenAPIHono } from "@hono/zod-openapi";
+import { API, apiError, apiJson } from "../platform/api-family";
+import { serviceContext } from "../platform/auth";
+import type { AppBindings } from "../platform/context";
+import { ETAG_HEADER, withEtag } from "../platform/etag";
+import { validationHook } from "../platform/openapi";
+import { defineRoute } from "../platform/route";
+import { getAggregate } from "./aggregates";
+import { deleteProfile, getProfile, publishProfile, putProfile } from "./profiles";
+import { Aggregate, AgentQuery, IdParam, Profile, ProfilePublish, ProfileUpsert, RejectBody, Testimonial, TestimonialCreate, TestimonialList, TestimonialListQuery, TestimonialUpdate } from "./schemas";
+import { approveTestimonial, createTestimonial, getTestimonial, listTestimonials, publishTestimonial, rejectTestimonial, unpublishTestimonial, updateTestimonial } from "./testimonials";
+
+const tags = ["Reputation"];
+const security = [{ bearerAuth: [] }];
+const json = <T extends Parameters<typeof apiJson>[1]>(schema: T, required = true) => ({ body: { required, content: { "application/json": { schema } } } });
+const NOT_FOUND = { 404: apiError("No testimonial with this id in your organization") };
+const STALE = { 412: apiError("If-Match named a version the testimonial is no longer at (precondition_failed)") };
+const one = (description: string) => apiJson(description, Testimonial, ETAG_HEADER);
+
+const RULES = `Ratings are integers 1–5. Categories: BUYER, SELLER, INVESTOR, LANDLORD, TENANT, OTHER. Sources: MANUAL, SURVEY, EMAIL, WEBSITE, GOOGLE, ZILLOW, IMPORT, OTHER.
+The display fields (displayName, displayLocation, displayPhotoUrl) reach the public feed only with their consent flag
+(permissionToPublishName, permissionToPublishLocation, permissionToPublishPhoto).`;
+
+const list = defineRoute(API, {
+  operationId: "listTestimonials",
+  method: "get",
+  path: "/api/reputation/testimonials",
+  tags,
+  security,
+  summary: "List testimonials",
+  description: "Ordered by sortOrder ascending, then newest first; keyset-paginated (`pagination.nextCursor`).",
+  request: { query: TestimonialListQuery },
+  responses: { 200: apiJson("A page of testimonials", TestimonialList) },
+});
+
+const create = defineRoute(API, {
+  operationId: "createTestimonial",
+  method: "post",
+  path: "/api/reputation/testimonials",
+  tags,
+  security,
+  summary: "Record a testimonial",
+  description: `A new testimonial is always PENDING and PRIVATE, whatever the body says. ${RULES}`,
+  request: json(TestimonialCreate),
+  responses: { 201: one("The testimonial") },
+});
+
+const read = defineRoute(API, {
+  operationId: "getTestimonial",
+  method: "get",
+  path: "/api/reputation/testimonials/{id}",
+  tags,
+  security,
+  summary: "Read a testimonial, with where it is syndicated",
+  request: { params: IdParam },
+  responses: { 200: one("The testimonial with its syndications"), ...NOT_FOUND },
+});
+
+const update = defineRoute(API, {
+  operationId: "updateTestimonial",
+  method: "patch",
+  path: "/api/reputation/testimonials/{id}",
+  tags,
+  security,
+  summary: "Edit a testimonial",
+  description: "Copy, featuring, order, display fields and consent flags. Visibility only goes down: moving a PUBLISHED testimonial to PRIVATE or INTERNAL unpublishes it (back to APPROVED; the rollups are recomputed). Honours If-Match.",
+  request: { params: IdParam, ...json(TestimonialUpdate) },
+  responses: { 200: one("The testimonial"), ...NOT_FOUND, ...STALE, 409: apiError("Changed by too many requests at once (concurrent_modification)") },
+});
+
+const move = (operationId: string, verb: string, summary: string, description: string, refusal: string) =>
+  defineRoute(API, {
+    operationId,
+    method: "post",
+    path: `/api/reputation/testimonials/{id}/${verb}`,
+    tags,
+    security,
+    summary,
+    description,
+    request: { params: IdParam },
+    responses: { 200: one("The testimonial after the move"), ...NOT_FOUND, ...STALE, 409: apiError(refusal) },
+  });
+
+const approve = move("approveTestimonial", "approve", "Approve a testimonial", "PENDING → APPROVED; records who and when; emits REVIEW_APPROVED. Still not public.", "invalid_state: not PENDING");
+const publish = move(
+  "publishTestimonial",
+  "publish",
+  "Publish a testimonial",
+  "APPROVED → PUBLISHED and PUBLIC; stamps publishedAt; emits REVIEW_PUBLISHED; the agent's and the organization's rollups are recomputed in the same write. Anything else fails closed and changes nothing.",
+  "not_approved (the testimonial is PENDING) or invalid_state (REJECTED, or already PUBLISHED)",
+);
+const unpublish = move("unpublishTestimonial", "unpublish", "Unpublish a testimonial", "PUBLISHED → APPROVED and PRIVATE; the rollups are recomputed; emits REVIEW_UNPUBLISHED.", "invalid_state: not PUBLISHED");
+const reject = defineRoute(API, {
+  operationId: "rejectTestimonial",
+  method: "post",
+  path: "/api/reputation/testimonials/{id}/reject",
+  tags,
+  security,
+  summary: "Reject a testimonial",
+  description: "PENDING or APPROVED → REJECTED (final), with an optional reason; emits REVIEW_REJECTED.",
+  request: { params: IdParam, ...json(RejectBody, false) },
+  responses: { 200: one("The testimonial after the move"), ...NOT_FOUND, ...STALE, 409: apiError("invalid_state: PUBLISHED (unpublish first) or already REJECTED") },
+});
+
+const aggregate = defineRoute(API, {
+  operationId: "getReputationAggregate",
+  method: "get",
+  path: "/api/reputation/aggregate",
+  tags,
+  security,
+  summary: "Rating rollup of an agent, or of the organization",
+  description: "Scope AGENT with agentUserId, ORG without. Stored and recomputed on each publish and unpublish; a read is one row.",
+  request: { query: AgentQuery },
+  responses: { 200: apiJson("The rollup", Aggregate), 404: apiError("No agent with this id in your organization") },
+});
+
+const PROFILE_NOT_FOUND = { 404: apiError("No such agent in your organization, or the agent has no profile yet") };
+const readProfile = defineRoute(API, {
+  operationId: "getAgentProfile",
+  method: "get",
+  path: "/api/reputation/profile",
+  tags,
+  security,
+  summary: "An agent's public profile (the caller's by default)",
+  request: { query: AgentQuery },
+  responses: { 200: apiJson("The profile", Profile, ETAG_HEADER), ...PROFILE_NOT_FOUND },
+});
+
+const putProfileRoute = defineRoute(API, {
+  operationId: "updateAgentProfile",
+  method: "put",
+  path: "/api/reputation/profile",
+  tags,
+  security,
+  summary: "Save an agent's draft profile",
+  description: "Writes draftConfig only (and the slug, when given); what the public sees changes on publish. Honours If-Match.",
+  request: json(ProfileUpsert),
+  responses: { 200: apiJson("The profile", Profile, ETAG_HEADER), 404: apiError("No such agent in your organization"), 409: apiError("slug_taken, or concurrent_modification"), ...STALE },
+});
+
+const publishProfileRoute = defineRoute(API, {
+  operationId: "publishAgentProfile",
+  method: "post",
+  path: "/api/reputation/profile/publish",
+  tags,
+  security,
+  summary: "Publish an agent's profile",
+  description:
+    "Checks the draft against the approved blocks (displayName required; headline, bio, photoUrl, up to 6 featuredTestimonialIds of the agent's published testimonials, contactButton), copies it to publishedConfig and opens the public reviews feed at the slug. Every problem is listed in one 400.",
+  request: json(ProfilePublish, false),
+  responses: { 200: apiJson("The published profile", Profile, ETAG_HEADER), ...PROFILE_NOT_FOUND, ...STALE },
+});
+
+const deleteProfileRoute = defineRoute(API, {
+  operationId: "deleteAgentProfile",
+  method: "delete",
+  path: "/api/reputation/profile",
+  tags,
+  security,
+  summary: "Take an agent's profile down",
+  description: "The public feed answers 404, as for an unknown slug; the draft is kept and can be published again.",
+  request: { query: AgentQuery },
+  responses: { 200: apiJson("The profile, DELETED", Profile, ETAG_HEADER), ...PROFILE_NOT_FOUND, ...STALE },
+});
+
+export const reputationRoutes = new OpenAPIHono<AppBindings>({ defaultHook: validationHook })
+  .openapi(list, async (c) => c.json(await listTestimonials(serviceContext(c), c.req.valid("query")), 200))
+  .openapi(create, async (c) => c.json(withEtag(c, await createTestimonial(serviceContext(c), c.req.valid("json"))), 201))
+  .openapi(read, async (c) => c.json(withEtag(c, await getTestimonial(serviceContext(c), c.req.valid("param").id)), 200))
+  .openapi(update, async (c) => c.json(withEtag(c, await updateTestimonial(serviceContext(c), c.req.valid("param").id, c.req.valid("json"))), 200))
+  .openapi(approve, async (c) => c.json(withEtag(c, await approveTestimonial(serviceContext(c), c.req.valid("param").id)), 200))
+  .openapi(publish, async (c) => c.json(withEtag(c, await publishTestimonial(serviceContext(c), c.req.valid("param").id)), 200))
+  .openapi(unpublish, async (c) => c.json(withEtag(c, await unpublishTestimonial(serviceContext(c), c.req.valid("param").id)), 200))
+  .openapi(reject, async (c) => c.json(withEtag(c, await rejectTestimonial(serviceContext(c), c.req.valid("param").id, c.req.valid("json")?.reason)), 200))
+  .openapi(aggregate, async (c) => c.json(await getAggregate(serviceContext(c), c.req.valid("query").agentUserId), 200))
+  .openapi(readProfile, async (c) => c.json(withEtag(c, await getProfile(serviceContext(c), c.req.valid("query").agentUserId)), 200))
+  .openapi(putProfileRoute, async (c) => c.json(withEtag(c, await putProfile(serviceContext(c), c.req.valid("json"))), 200))
+  .openapi(publishProfileRoute, async (c) => c.json(withEtag(c, await publishProfile(serviceContext(c), c.req.valid("json")?.agentUserId)), 200))
+  .openapi(deleteProfileRoute, async (c) => c.json(withEtag(c, await deleteProfile(serviceContext(c), c.req.valid("query").agentUserId)), 200));

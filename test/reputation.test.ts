@@ -1,0 +1,241 @@
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { call, json } from "./helpers/client";
+import { createContact } from "./helpers/contacts";
+import { createPrincipal } from "./helpers/factories";
+import { aggregateOf, createTestimonial, move, publishedProfile, publishedTestimonial } from "./helpers/reputation";
+
+const refused = async (res: Response, code: string) => {
+  expect(res.status).toBe(409);
+  expect(await json(res)).toEqual({ error: code, message: expect.any(String) });
+};
+const feed = (slug: string, headers: Record<string, string> = {}) => call("GET", `/api/public/reviews/${slug}`, { headers: { "cf-connecting-ip": `10.77.${Math.floor(Math.random() * 250)}.${Math.floor(Math.random() * 250)}`, ...headers } });
+const events = async (organizationId: string, type: string) => env.DB.prepare("SELECT COUNT(*) AS n FROM outbox_events WHERE organization_id = ? AND type = ?").bind(organizationId, type).first<number>("n");
+
+describe("testimonials (spec: Testimonial state table)", () => {
+  it("starts PENDING and PRIVATE whatever the body says, with the author a contact of the organization", async () => {
+    const owner = await createPrincipal();
+    const author = await createContact(owner.token);
+    const t = await createTestimonial(owner, { authorPersonId: author.id, status: "PUBLISHED", visibility: "PUBLIC", headline: "Sold in a week" });
+    expect(t).toMatchObject({ status: "PENDING", visibility: "PRIVATE", authorPersonId: author.id, approvedAt: null, publishedAt: null, rating: 5 });
+    const stranger = await createPrincipal();
+    const foreignContact = await createContact(stranger.token);
+    const bad = await call("POST", "/api/reputation/testimonials", { token: owner.token, body: { agentUserId: stranger.userId, authorPersonId: foreignContact.id, category: "BUYER", rating: 6, body: "x" } });
+    expect(bad.status).toBe(400);
+    expect((await json(bad)).issues.map((i: { path: string[] }) => i.path.join("."))).toEqual(["rating"]);
+    const refs = await call("POST", "/api/reputation/testimonials", { token: owner.token, body: { agentUserId: stranger.userId, authorPersonId: foreignContact.id, category: "BUYER", rating: 4, body: "x" } });
+    expect((await json(refs)).issues.map((i: { path: string[] }) => i.path.join(".")).sort()).toEqual(["agentUserId", "authorPersonId"]);
+  });
+
+  it("walks PENDING → APPROVED → PUBLISHED; publish from PENDING fails closed and leaves it PENDING", async () => {
+    const owner = await createPrincipal();
+    const t = await createTestimonial(owner);
+    await refused(await call("POST", `/api/reputation/testimonials/${t.id}/publish`, { token: owner.token }), "not_approved");
+    expect((await json(await call("GET", `/api/reputation/testimonials/${t.id}`, { token: owner.token }))).status).toBe("PENDING");
+    const approved = await move(owner, t.id, "approve");
+    expect(approved).toMatchObject({ status: "APPROVED", visibility: "PRIVATE", approvedByUserId: owner.userId, approvedAt: expect.any(String), publishedAt: null });
+    await refused(await call("POST", `/api/reputation/testimonials/${t.id}/approve`, { token: owner.token }), "invalid_state");
+    const published = await move(owner, t.id, "publish");
+    expect(published).toMatchObject({ status: "PUBLISHED", visibility: "PUBLIC", publishedAt: expect.any(String) });
+    await refused(await call("POST", `/api/reputation/testimonials/${t.id}/publish`, { token: owner.token }), "invalid_state");
+    expect(await events(owner.organizationId, "REVIEW_APPROVED")).toBe(1);
+    expect(await events(owner.organizationId, "REVIEW_PUBLISHED")).toBe(1);
+  });
+
+  it("rejects from PENDING or APPROVED (final); a published one must be unpublished first", async () => {
+    const owner = await createPrincipal();
+    const t = await createTestimonial(owner);
+    const res = await call("POST", `/api/reputation/testimonials/${t.id}/reject`, { token: owner.token, body: { reason: "Not a client" } });
+    expect(await json(res)).toMatchObject({ status: "REJECTED", rejectionReason: "Not a client", rejectedAt: expect.any(String) });
+    await refused(await call("POST", `/api/reputation/testimonials/${t.id}/approve`, { token: owner.token }), "invalid_state");
+    await refused(await call("POST", `/api/reputation/testimonials/${t.id}/publish`, { token: owner.token }), "invalid_state");
+    const live = await publishedTestimonial(owner);
+    await refused(await call("POST", `/api/reputation/testimonials/${live.id}/reject`, { token: owner.token }), "invalid_state");
+  });
+
+  it("PATCH edits copy and consent; moving a published testimonial's visibility down unpublishes it", async () => {
+    const owner = await createPrincipal();
+    const t = await publishedTestimonial(owner, { rating: 4 });
+    expect((await aggregateOf(owner, owner.userId)).totalReviews).toBe(1);
+    const edited = await json(await call("PATCH", `/api/reputation/testimonials/${t.id}`, { token: owner.token, body: { headline: "Fixed typo", isFeatured: true } }));
+    expect(edited).toMatchObject({ headline: "Fixed typo", isFeatured: true, status: "PUBLISHED", visibility: "PUBLIC" });
+    expect((await call("PATCH", `/api/reputation/testimonials/${t.id}`, { token: owner.token, body: { visibility: "PUBLIC" } })).status).toBe(400);
+    const demoted = await json(await call("PATCH", `/api/reputation/testimonials/${t.id}`, { token: owner.token, body: { visibility: "INTERNAL" } }));
+    expect(demoted).toMatchObject({ status: "APPROVED", visibility: "INTERNAL", publishedAt: null });
+    expect((await aggregateOf(owner, owner.userId)).totalReviews).toBe(0);
+    expect(await events(owner.organizationId, "REVIEW_UNPUBLISHED")).toBe(1);
+    // Republishing works from APPROVED.
+    expect((await move(owner, t.id, "publish")).visibility).toBe("PUBLIC");
+  });
+
+  it("lists by sortOrder then newest, filtered, keyset-paginated", async () => {
+    const owner = await createPrincipal();
+    const a = await createTestimonial(owner, { sortOrder: 2, category: "SELLER" });
+    const b = await createTestimonial(owner, { sortOrder: 1 });
+    const c = await createTestimonial(owner, { sortOrder: 2 });
+    const first = await json(await call("GET", "/api/reputation/testimonials?limit=2", { token: owner.token }));
+    expect(first.testimonials.map((t: { id: string }) => t.id)).toEqual([b.id, c.id]);
+    const second = await json(await call("GET", `/api/reputation/testimonials?limit=2&cursor=${first.pagination.nextCursor}`, { token: owner.token }));
+    expect(second.testimonials.map((t: { id: string }) => t.id)).toEqual([a.id]);
+    expect((await json(await call("GET", "/api/reputation/testimonials?category=SELLER", { token: owner.token }))).testimonials.map((t: { id: string }) => t.id)).toEqual([a.id]);
+    expect((await json(await call("GET", "/api/reputation/testimonials?status=PUBLISHED", { token: owner.token }))).testimonials).toEqual([]);
+    expect((await call("GET", "/api/reputation/testimonials?status=LIVE", { token: owner.token })).status).toBe(400);
+  });
+});
+
+describe("aggregates", () => {
+  it("match the published testimonials after every publish and unpublish, per agent and for the organization", async () => {
+    const owner = await createPrincipal();
+    const colleague = await createPrincipal({ organizationId: owner.organizationId });
+    const expectRollup = async (agent: string | undefined, total: number, average: number | null, distribution: number[]) => {
+      const a = await aggregateOf(owner, agent);
+      expect(a).toMatchObject({ scope: agent ? "AGENT" : "ORG", totalReviews: total, averageRating: average, nps: null, responseRate: null });
+      expect(Object.values(a.ratingDistribution)).toEqual(distribution);
+    };
+    await expectRollup(owner.userId, 0, null, [0, 0, 0, 0, 0]);
+    const five = await publishedTestimonial(owner, { rating: 5 });
+    await expectRollup(owner.userId, 1, 5, [0, 0, 0, 0, 1]);
+    await publishedTestimonial(owner, { rating: 2 });
+    await publishedTestimonial(colleague, { agentUserId: colleague.userId, rating: 4 });
+    await expectRollup(owner.userId, 2, 3.5, [0, 1, 0, 0, 1]);
+    await expectRollup(colleague.userId, 1, 4, [0, 0, 0, 1, 0]);
+    await expectRollup(undefined, 3, 3.67, [0, 1, 0, 1, 1]);
+    await move(owner, five.id, "unpublish");
+    await expectRollup(owner.userId, 1, 2, [0, 1, 0, 0, 0]);
+    await expectRollup(undefined, 2, 3, [0, 1, 0, 1, 0]);
+    expect((await aggregateOf(owner, owner.userId)).reviewVelocity).toBe(1);
+    const stranger = await createPrincipal();
+    const foreign = await call("GET", `/api/reputation/aggregate?agentUserId=${owner.userId}`, { token: stranger.token });
+    const unknown = await call("GET", "/api/reputation/aggregate?agentUserId=00000000-0000-4000-8000-000000000000", { token: stranger.token });
+    expect([foreign.status, unknown.status]).toEqual([404, 404]);
+    expect(await foreign.text()).toBe(await unknown.text());
+  });
+});
+
+describe("profiles", () => {
+  it("PUT saves the draft only; publish checks it against the approved blocks, listing every problem", async () => {
+    const owner = await createPrincipal();
+    expect((await call("GET", "/api/reputation/profile", { token: owner.token })).status).toBe(404);
+    const draft = { headline: "x".repeat(200), photoUrl: "http://insecure.test/p.jpg", featuredTestimonialIds: ["nope"], sparkles: true };
+    const put = await json(await call("PUT", "/api/reputation/profile", { token: owner.token, body: { draftConfig: draft, slug: "avery-agent-toronto" } }));
+    expect(put).toMatchObject({ slug: "avery-agent-toronto", status: "DRAFT", draftConfig: draft, publishedConfig: null });
+    const bad = await call("POST", "/api/reputation/profile/publish", { token: owner.token, body: {} });
+    expect(bad.status).toBe(400);
+    expect((await json(bad)).issues.map((i: { path: string[] }) => i.path.join(".")).sort()).toEqual(["draftConfig.displayName", "draftConfig.headline", "draftConfig.photoUrl", "draftConfig.sparkles"]);
+    await call("PUT", "/api/reputation/profile", { token: owner.token, body: { draftConfig: { displayName: "Avery", featuredTestimonialIds: ["nope"] } } });
+    const ref = await json(await call("POST", "/api/reputation/profile/publish", { token: owner.token, body: {} }));
+    expect(ref.issues.map((i: { path: (string | number)[] }) => i.path.join("."))).toEqual(["draftConfig.featuredTestimonialIds.0"]);
+    const t = await publishedTestimonial(owner);
+    await call("PUT", "/api/reputation/profile", { token: owner.token, body: { draftConfig: { displayName: "Avery", featuredTestimonialIds: [t.id] } } });
+    const published = await json(await call("POST", "/api/reputation/profile/publish", { token: owner.token }));
+    expect(published).toMatchObject({ status: "PUBLISHED", publishedConfig: { displayName: "Avery", featuredTestimonialIds: [t.id] }, publishedAt: expect.any(String) });
+    // A later draft does not change what is published.
+    await call("PUT", "/api/reputation/profile", { token: owner.token, body: { draftConfig: { displayName: "Draft only" } } });
+    expect((await json(await call("GET", "/api/reputation/profile", { token: owner.token }))).publishedConfig.displayName).toBe("Avery");
+    expect((await json(await call("GET", `/api/reputation/testimonials/${t.id}`, { token: owner.token }))).syndications).toEqual([
+      { channel: "REVIEWS_FEED", url: "http://api.test/api/public/reviews/avery-agent-toronto", since: expect.any(String) },
+    ]);
+  });
+
+  it("keeps slugs unique across organizations and agents; another organization's agent answers 404", async () => {
+    const a = await createPrincipal();
+    const b = await createPrincipal();
+    const slug = `unique-${crypto.randomUUID().slice(0, 8)}`;
+    expect((await call("PUT", "/api/reputation/profile", { token: a.token, body: { slug, draftConfig: {} } })).status).toBe(200);
+    await refused(await call("PUT", "/api/reputation/profile", { token: b.token, body: { slug, draftConfig: {} } }), "slug_taken");
+    const generated = await json(await call("PUT", "/api/reputation/profile", { token: b.token, body: { draftConfig: {} } }));
+    expect(generated.slug).toMatch(/^[a-z0-9-]{3,60}$/);
+    expect((await call("PUT", "/api/reputation/profile", { token: b.token, body: { slug: "Bad Slug!", draftConfig: {} } })).status).toBe(400);
+    expect((await call("GET", `/api/reputation/profile?agentUserId=${a.userId}`, { token: b.token })).status).toBe(404);
+    expect((await call("PUT", "/api/reputation/profile", { token: b.token, body: { agentUserId: a.userId, draftConfig: {} } })).status).toBe(404);
+  });
+});
+
+describe("the public reviews feed", () => {
+  it("serves published public testimonials with only consented fields, the aggregate, branding and JSON-LD, with CORS", async () => {
+    const owner = await createPrincipal();
+    await publishedTestimonial(owner, { rating: 5, displayName: "Pat Client", displayLocation: "Oakville", displayPhotoUrl: "https://photos.test/pat.jpg", permissionToPublishName: true, headline: "Wonderful" });
+    await publishedTestimonial(owner, { rating: 3, displayName: "Secret Person", displayLocation: "Hidden", permissionToPublishLocation: true });
+    await createTestimonial(owner, { body: "Still pending" });
+    const slug = await publishedProfile(owner);
+    const res = await feed(slug);
+    expect(res.status).toBe(200);
+    expect(res.headers.get("access-control-allow-origin")).toBe("*");
+    expect(res.headers.get("cache-control")).toBe("public, max-age=60");
+    const body = await json(res);
+    expect(body.agent).toEqual({ slug, displayName: "Avery Agent", headline: "Toronto condos", photoUrl: null });
+    expect(body.branding.brokerage).toBe(`Org ${owner.organizationId}`);
+    expect(body.aggregate).toMatchObject({ totalReviews: 2, averageRating: 4 });
+    const authors = body.reviews.map((r: { author: unknown }) => r.author);
+    expect(authors).toContainEqual({ name: "Pat Client" });
+    expect(authors).toContainEqual({ location: "Hidden" });
+    const text = JSON.stringify(body);
+    // (The brokerage name of a test organization carries its id, so only the agent's id is checked here.)
+    for (const withheld of ["Oakville", "pat.jpg", "Secret Person", "Still pending", owner.userId, "email"]) expect(text).not.toContain(withheld);
+    expect(body.jsonLd).toMatchObject({ "@context": "https://schema.org", "@type": "RealEstateAgent", aggregateRating: { "@type": "AggregateRating", ratingValue: 4, reviewCount: 2 } });
+    expect(body.jsonLd.review).toHaveLength(2);
+
+    const preflight = await call("OPTIONS", `/api/public/reviews/${slug}`, { headers: { origin: "https://broker-site.example", "access-control-request-method": "GET" } });
+    expect(preflight.status).toBe(204);
+    expect(preflight.headers.get("access-control-allow-origin")).toBe("*");
+    expect(preflight.headers.get("access-control-allow-methods")).toContain("GET");
+  });
+
+  it("serves a second request within the minute from the edge cache, without D1; a change is purged at once", async () => {
+    const owner = await createPrincipal();
+    const kept = await publishedTestimonial(owner, { body: "First review" });
+    const slug = await publishedProfile(owner);
+    const miss = await feed(slug);
+    expect(miss.headers.get("x-cache")).toBe("MISS");
+    // Behind the API's back: the row changes, yet the cached feed still shows the old text.
+    await env.DB.prepare("UPDATE testimonials SET body = 'Changed in D1' WHERE id = ?").bind(kept.id).run();
+    const hit = await feed(slug);
+    expect(hit.headers.get("x-cache")).toBe("HIT");
+    expect(hit.headers.get("access-control-allow-origin")).toBe("*");
+    expect((await json(hit)).reviews[0].body).toBe("First review");
+    // Through the API, the change purges the cached copy: the next read is fresh.
+    await publishedTestimonial(owner, { body: "Second review" });
+    const fresh = await feed(slug);
+    expect(fresh.headers.get("x-cache")).toBe("MISS");
+    expect((await json(fresh)).reviews.map((r: { body: string }) => r.body).sort()).toEqual(["Changed in D1", "Second review"]);
+  });
+
+  it("answers the same 404 for an unknown slug, a draft profile and a deleted one", async () => {
+    const owner = await createPrincipal();
+    const draftSlug = `draft-${crypto.randomUUID().slice(0, 8)}`;
+    await call("PUT", "/api/reputation/profile", { token: owner.token, body: { slug: draftSlug, draftConfig: { displayName: "D" } } });
+    const other = await createPrincipal();
+    const gone = await publishedProfile(other);
+    expect((await feed(gone)).status).toBe(200);
+    expect((await call("DELETE", "/api/reputation/profile", { token: other.token })).status).toBe(200);
+    const bodies = [];
+    for (const slug of ["no-such-agent-anywhere", draftSlug, gone]) {
+      const res = await feed(slug);
+      expect(res.status, slug).toBe(404);
+      expect(res.headers.get("access-control-allow-origin")).toBe("*");
+      bodies.push(await res.text());
+    }
+    expect(new Set(bodies).size).toBe(1);
+  });
+
+  it("limits misses per client address (a hit costs no limiter call)", async () => {
+    const owner = await createPrincipal();
+    const slug = await publishedProfile(owner);
+    const ip = "10.88.1.1";
+    const misses = await Promise.all(Array.from({ length: 301 }, (_, i) => feed(i % 2 ? `missing-${i}` : `missing-x-${i}`, { "cf-connecting-ip": ip })));
+    expect(misses.filter((r) => r.status === 429)).toHaveLength(1);
+    // The cached feed still answers this address.
+    await feed(slug);
+    expect((await feed(slug, { "cf-connecting-ip": ip })).headers.get("x-cache")).toBe("HIT");
+  });
+
+  it("serves the widget script", async () => {
+    const res = await call("GET", "/widget/reviews.js");
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toContain("text/javascript");
+    const script = await res.text();
+    expect(script).toContain('customElements.define("reviews-widget"');
+    expect(script).toContain("attachShadow");
+    expect(script).not.toContain("innerHTML");
+  });
+});
