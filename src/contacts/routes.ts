@@ -1,6 +1,6 @@
 import { OpenAPIHono, z } from "@hono/zod-openapi";
 import { CRM, CRM_PRECONDITION_ERROR, crmError, crmSuccess, Page } from "../crm/envelope";
-import { defineRoute } from "../platform/route";
+import { defineRoute, jsonBody } from "../platform/route";
 import { listQuery } from "../crm/list-query";
 import { serviceContext } from "../platform/auth";
 import { ETAG_HEADER, withEtag } from "../platform/etag";
@@ -41,7 +41,6 @@ const security = [{ bearerAuth: [] }];
 const NOT_FOUND = { 404: crmError("No contact with this id in your organization (not_found_error)") };
 const DUPLICATE = { 409: crmError("A contact with this e-mail already exists in your organization (duplicate_email)") };
 const CONTENDED = { 409: crmError("Changed by too many requests at once (concurrent_modification); retry") };
-const body = <T extends z.ZodType>(schema: T) => ({ body: { required: true, content: { "application/json": { schema } } } });
 
 const CONDITIONAL = "Send the contact's ETag in `If-Match` to make the write conditional: 412 when the contact has changed since.";
 
@@ -83,7 +82,7 @@ const bulk = defineRoute(CRM, {
   security,
   summary: "Update up to 100 contacts at once",
   description: "Ids that do not exist in your organization count as failed; the successful updates are written atomically.",
-  request: body(BulkUpdate),
+  request: jsonBody(BulkUpdate),
   responses: { 200: crmSuccess("Per-id outcome", BulkResult), ...CONTENDED },
 });
 
@@ -106,7 +105,7 @@ const create = defineRoute(CRM, {
   security,
   summary: "Create a contact",
   description: FIELD_RULES,
-  request: body(ContactCreate),
+  request: jsonBody(ContactCreate),
   responses: { 201: crmSuccess("The created contact", Contact, ETAG_HEADER), ...DUPLICATE },
 });
 
@@ -118,7 +117,7 @@ const update = defineRoute(CRM, {
   security,
   summary: "Update a contact",
   description: `Every field optional; only the fields sent change, so concurrent updates of different fields all land. ${FIELD_RULES}\n\n${CONDITIONAL}`,
-  request: { params: IdParam, ...body(ContactUpdate) },
+  request: { params: IdParam, ...jsonBody(ContactUpdate) },
   responses: { 200: crmSuccess("The updated contact", Contact, ETAG_HEADER), ...NOT_FOUND, 409: crmError("Another contact has this e-mail (duplicate_email), or too many concurrent changes (concurrent_modification; retry)"), ...CRM_PRECONDITION_ERROR },
 });
 
@@ -159,7 +158,7 @@ const logActivity = defineRoute(CRM, {
   security,
   summary: "Log an activity",
   description: `E-mails, calls, SMS, meetings and showings that have happened move the contact's lastContactedAt. An activity changes the contact's version (its ETag). ${CONDITIONAL}`,
-  request: { params: IdParam, ...body(ActivityCreate) },
+  request: { params: IdParam, ...jsonBody(ActivityCreate) },
   responses: { 201: crmSuccess("The activity", Activity), ...NOT_FOUND, ...CONTENDED, ...CRM_PRECONDITION_ERROR },
 });
 
@@ -171,7 +170,7 @@ const tag = defineRoute(CRM, {
   security,
   summary: "Add tags to a contact",
   description: `Adds the tags the contact does not have yet and keeps the others; concurrent additions all land. ${CONDITIONAL}`,
-  request: { params: IdParam, ...body(TagsAdd) },
+  request: { params: IdParam, ...jsonBody(TagsAdd) },
   responses: { 200: crmSuccess("The contact with its tags", Contact, ETAG_HEADER), ...NOT_FOUND, ...CONTENDED, ...CRM_PRECONDITION_ERROR },
 });
 

@@ -4,7 +4,7 @@ import { serviceContext } from "../platform/auth";
 import type { AppBindings } from "../platform/context";
 import { validationHook } from "../platform/openapi";
 import { requestMeta } from "../platform/request-meta";
-import { defineRoute } from "../platform/route";
+import { defineRoute, jsonBody } from "../platform/route";
 import { EnvelopeList, SignatureCreated, SignatureRequest } from "../signatures/schemas";
 import { listEnvelopes, sendForSignature } from "../signatures/service";
 import { Document, DocumentCreate, DocumentIdParam, DocumentList, DocumentListQuery, Usage } from "./schemas";
@@ -12,7 +12,6 @@ import { createDocument, getDocument, getUsage, listDocuments } from "./service"
 
 const tags = ["Documents"];
 const security = [{ bearerAuth: [] }];
-const json = <T extends Parameters<typeof apiJson>[1]>(schema: T) => ({ body: { required: true, content: { "application/json": { schema } } } });
 const NOT_FOUND = { 404: apiError("No document with this id in your organization") };
 
 const create = defineRoute(API, {
@@ -24,7 +23,7 @@ const create = defineRoute(API, {
   summary: "Generate a document from a reviewed canonical draft",
   description:
     "The canonical draft is validated against its form's schema (every problem listed in one 400). Every generation counts on the month's usage meter; past the allotment it is recorded as overage, never refused (spec rule 3).",
-  request: json(DocumentCreate),
+  request: jsonBody(DocumentCreate),
   responses: { 201: apiJson("The generated document", Document) },
 });
 
@@ -69,7 +68,7 @@ const send = defineRoute(API, {
   summary: "Send a document for signature",
   description:
     "Opens an envelope (status partially_signed). The signing parties derive from the document (landlords, then tenants); `signers` replaces them. Parallel: every signer's link is created and mailed at once; sequential: the first signer's now, each next one when the previous has signed. Links are `{APP_URL}/sign/<token>`; the token appears only in this answer and in the e-mail.",
-  request: { params: DocumentIdParam, ...json(SignatureRequest) },
+  request: { params: DocumentIdParam, ...jsonBody(SignatureRequest) },
   responses: {
     201: apiJson("The envelope and the links created now", SignatureCreated),
     ...NOT_FOUND,

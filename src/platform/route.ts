@@ -1,4 +1,4 @@
-import { createRoute, type RouteConfig } from "@hono/zod-openapi";
+import { createRoute, type RouteConfig, type z } from "@hono/zod-openapi";
 
 type Responses = RouteConfig["responses"];
 type ResponseConfig = Responses[string];
@@ -48,3 +48,6 @@ export function defineRoute<P extends string, R extends Omit<RouteConfig, "path"
   add(500, "Unexpected failure; carries the request id, never a stack trace");
   return createRoute({ ...config, responses } as R);
 }
+
+/** A JSON request body, as a route's `request` part: `request: { params, ...jsonBody(Schema) }`. */
+export const jsonBody = <T extends z.ZodType>(schema: T, required = true) => ({ body: { required, content: { "application/json": { schema } } } });

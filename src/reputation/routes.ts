@@ -4,7 +4,7 @@ import { serviceContext } from "../platform/auth";
 import type { AppBindings } from "../platform/context";
 import { ETAG_HEADER, withEtag } from "../platform/etag";
 import { validationHook } from "../platform/openapi";
-import { defineRoute } from "../platform/route";
+import { defineRoute, jsonBody } from "../platform/route";
 import { getAggregate } from "./aggregates";
 import { deleteProfile, getProfile, publishProfile, putProfile } from "./profiles";
 import { Aggregate, AgentQuery, IdParam, Profile, ProfilePublish, ProfileUpsert, RejectBody, Testimonial, TestimonialCreate, TestimonialList, TestimonialListQuery, TestimonialUpdate } from "./schemas";
@@ -12,7 +12,6 @@ import { approveTestimonial, createTestimonial, getTestimonial, listTestimonials
 
 const tags = ["Reputation"];
 const security = [{ bearerAuth: [] }];
-const json = <T extends Parameters<typeof apiJson>[1]>(schema: T, required = true) => ({ body: { required, content: { "application/json": { schema } } } });
 const NOT_FOUND = { 404: apiError("No testimonial with this id in your organization") };
 const STALE = { 412: apiError("If-Match named a version the testimonial is no longer at (precondition_failed)") };
 const one = (description: string) => apiJson(description, Testimonial, ETAG_HEADER);
@@ -41,7 +40,7 @@ const create = defineRoute(API, {
   security,
   summary: "Record a testimonial",
   description: `A new testimonial is always PENDING and PRIVATE, whatever the body says. ${RULES}`,
-  request: json(TestimonialCreate),
+  request: jsonBody(TestimonialCreate),
   responses: { 201: one("The testimonial") },
 });
 
@@ -64,7 +63,7 @@ const update = defineRoute(API, {
   security,
   summary: "Edit a testimonial",
   description: "Copy, featuring, order, display fields and consent flags. Visibility only goes down: moving a PUBLISHED testimonial to PRIVATE or INTERNAL unpublishes it (back to APPROVED; the rollups are recomputed). Honours If-Match.",
-  request: { params: IdParam, ...json(TestimonialUpdate) },
+  request: { params: IdParam, ...jsonBody(TestimonialUpdate) },
   responses: { 200: one("The testimonial"), ...NOT_FOUND, ...STALE, 409: apiError("Changed by too many requests at once (concurrent_modification)") },
 });
 
@@ -98,7 +97,7 @@ const reject = defineRoute(API, {
   security,
   summary: "Reject a testimonial",
   description: "PENDING or APPROVED → REJECTED (final), with an optional reason; emits REVIEW_REJECTED.",
-  request: { params: IdParam, ...json(RejectBody, false) },
+  request: { params: IdParam, ...jsonBody(RejectBody, false) },
   responses: { 200: one("The testimonial after the move"), ...NOT_FOUND, ...STALE, 409: apiError("invalid_state: PUBLISHED (unpublish first) or already REJECTED") },
 });
 
@@ -134,7 +133,7 @@ const putProfileRoute = defineRoute(API, {
   security,
   summary: "Save an agent's draft profile",
   description: "Writes draftConfig only (and the slug, when given); what the public sees changes on publish. Honours If-Match.",
-  request: json(ProfileUpsert),
+  request: jsonBody(ProfileUpsert),
   responses: { 200: apiJson("The profile", Profile, ETAG_HEADER), 404: apiError("No such agent in your organization"), 409: apiError("slug_taken, or concurrent_modification"), ...STALE },
 });
 
@@ -147,7 +146,7 @@ const publishProfileRoute = defineRoute(API, {
   summary: "Publish an agent's profile",
   description:
     "Checks the draft against the approved blocks (displayName required; headline, bio, photoUrl, up to 6 featuredTestimonialIds of the agent's published testimonials, contactButton), copies it to publishedConfig and opens the public reviews feed at the slug. Every problem is listed in one 400.",
-  request: json(ProfilePublish, false),
+  request: jsonBody(ProfilePublish, false),
   responses: { 200: apiJson("The published profile", Profile, ETAG_HEADER), ...PROFILE_NOT_FOUND, ...STALE },
 });
 

@@ -4,7 +4,7 @@ import { ETAG_HEADER, withEtag } from "../platform/etag";
 import { serviceContext } from "../platform/auth";
 import type { AppBindings } from "../platform/context";
 import { CRM, CRM_PRECONDITION_ERROR, crmError, crmSuccess } from "../crm/envelope";
-import { defineRoute } from "../platform/route";
+import { defineRoute, jsonBody } from "../platform/route";
 import { issuesOf, validationHookWith } from "../platform/openapi";
 import { assertDeliverableUrl } from "./guards";
 import { deliveryRoutes } from "./delivery-routes";
@@ -14,7 +14,6 @@ import type { WebhookDeps } from "./transport";
 
 const tags = ["Webhooks"];
 const security = [{ bearerAuth: [] }];
-const json = <T extends z.ZodType>(schema: T) => ({ required: true, content: { "application/json": { schema } } });
 const URL_ERRORS = {
   422: crmError("Schema problems, an unknown event name, or a URL that is not HTTPS, carries credentials, or reaches a private, loopback, link-local or metadata address (code blocked_address)"),
   503: crmError("The URL's host could not be resolved right now (DNS over HTTPS unavailable), or WEBHOOK_SECRET_KEY is not configured"),
@@ -31,7 +30,7 @@ const create = defineRoute(CRM, {
   summary: "Subscribe to events",
   description:
     "Creates a subscription. The signing secret (yours, or generated when `secret` is left out, as `whsec_<base64>`) is returned in this answer only. Deliveries carry the X-Service-* headers and the Standard Webhooks headers (webhook-id, webhook-timestamp, webhook-signature).",
-  request: { body: json(CreateWebhook) },
+  request: jsonBody(CreateWebhook),
   responses: { 201: crmSuccess("The subscription with its secret", WebhookWithSecret, ETAG_HEADER), ...URL_ERRORS },
 });
 
@@ -67,7 +66,7 @@ const update = defineRoute(CRM, {
   summary: "Update a subscription or rotate its secret",
   description:
     "Changes any of url, events, filters, enabled, description; only the fields sent change, so concurrent updates of different fields all land. `rotateSecret: true` (or a new `secret`) replaces the signing secret at once; the new secret is in this answer only. Send the subscription's ETag in `If-Match` to make the change conditional (412 when it has changed since).",
-  request: { params: WebhookIdParam, body: json(UpdateWebhook) },
+  request: { params: WebhookIdParam, ...jsonBody(UpdateWebhook) },
   responses: {
     200: crmSuccess("The subscription; `secret` only when it was rotated", WebhookWithSecret, ETAG_HEADER),
     ...URL_ERRORS,
