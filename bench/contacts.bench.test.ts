@@ -30,7 +30,7 @@ async function seed(organizationId: string, n: number) {
        FROM seq`,
     ).bind(organizationId, n, base),
     env.DB.prepare(`INSERT INTO contact_tags (contact_id, organization_id, tag) SELECT id, organization_id, 'vip' FROM contacts WHERE organization_id = ? AND tags = '["vip"]'`).bind(organizationId),
-    env.DB.prepare("INSERT INTO contact_counters (organization_id, contacts_total, contacts_version) VALUES (?, ?, 1)").bind(organizationId, n),
+    env.DB.prepare("INSERT INTO resource_counters (organization_id, resource, total, version) VALUES (?, 'contacts', ?, 1)").bind(organizationId, n),
   ]);
 }
 
@@ -101,7 +101,7 @@ it("GET /v1/contacts stays flat from 1k to 100k contacts", async () => {
 
   // A filtered total is counted once per contacts write and then cached: the first list after a write pays for it.
   const cold = await measure("100k org: ?type=CLIENT right after a write (counts 20k rows)", async () => {
-    await env.DB.prepare("UPDATE contact_counters SET contacts_version = contacts_version + 1 WHERE organization_id = ?").bind(big.organizationId).run();
+    await env.DB.prepare("UPDATE resource_counters SET version = version + 1 WHERE organization_id = ? AND resource = 'contacts'").bind(big.organizationId).run();
     await app.get("/v1/contacts?limit=25&type=CLIENT", big.token);
   }, { iterations: 30, warmup: 3, perSample: 3 });
 

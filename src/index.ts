@@ -1,5 +1,5 @@
 import { createApp } from "./app";
-import { pruneStaleListTotals } from "./contacts/list";
+import { pruneStaleListTotals } from "./crm/list-totals";
 import { createDb } from "./db/client";
 import type { Env } from "./env";
 import { createEventRouter } from "./events/consumers";

@@ -1,6 +1,6 @@
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
-import { pruneStaleListTotals } from "../src/contacts/list";
+import { pruneStaleListTotals } from "../src/crm/list-totals";
 import { call } from "./helpers/client";
 import {
   type ContactJson,
@@ -202,7 +202,7 @@ describe("GET /v1/contacts: totals follow writes", () => {
     await listPage(p.token, "type=LEAD");
     await createContact(p.token, { type: "VENDOR" }); // bumps the version: the LEAD total is stale now
     await listPage(p.token, "type=CLIENT");
-    const cached = () => env.DB.prepare("SELECT COUNT(*) AS n FROM contact_list_totals WHERE organization_id = ?").bind(p.organizationId).first<number>("n");
+    const cached = () => env.DB.prepare("SELECT COUNT(*) AS n FROM list_totals WHERE organization_id = ? AND resource = 'contacts'").bind(p.organizationId).first<number>("n");
     expect(await cached()).toBe(2);
     await pruneStaleListTotals(env.DB);
     expect(await cached()).toBe(1);

@@ -1,4 +1,4 @@
-import { sha256Hex } from "../lib/crypto";
+import { filterKey, resolveTotal, totalStatements } from "../crm/list-totals";
 import { decodeCursor, encodeCursor } from "../lib/cursor";
 import type { ServiceContext } from "../platform/context";
 import { type ContactRow, toContact } from "./mapping";
@@ -95,35 +95,28 @@ export function listSql(organizationId: string, q: ContactListQuery) {
   };
 }
 
-/** The filters that change the total, canonical, so equal filters share one cached total. */
-function filterKey(q: ContactListQuery): string | null {
-  const { limit: _l, cursor: _c, sort: _s, include: _i, fields: _f, ...rest } = q;
-  const entries = Object.entries(rest).filter(([, v]) => v !== undefined);
-  if (entries.length === 0) return null;
-  return JSON.stringify(entries.sort(([a], [b]) => a.localeCompare(b)).map(([k, v]) => [k, Array.isArray(v) ? [...new Set(v)].sort() : v]));
-}
+/** The filters that change the total. */
+const totalFilters = ({ limit: _l, cursor: _c, sort: _s, include: _i, fields: _f, ...rest }: ContactListQuery) => rest;
 
 /**
- * GET /v1/contacts. One D1 round trip reads the page (limit + 1 rows, to know hasMore), the organization's counters
- * and the cached total of these filters. The unfiltered total is the maintained counter; a filtered total is counted
- * once per contacts version and cached, so walking 400 pages counts once, not 400 times.
+ * GET /v1/contacts. One D1 round trip reads the page (limit + 1 rows, to know hasMore), the contacts counter and the
+ * cached total of these filters (crm/list-totals.ts); a filtered total is counted once per contacts version.
  */
 export async function listContacts(ctx: ServiceContext, q: ContactListQuery): Promise<ContactPage> {
   const d1 = ctx.d1;
   const page = listSql(ctx.organizationId, q);
-  const key = filterKey(q);
-  const keyHash = key ? await sha256Hex(key) : "";
-  const [rows, counters, cached] = await d1.batch([
-    d1.prepare(page.sql).bind(...page.params),
-    d1.prepare("SELECT contacts_total AS total, contacts_version AS version FROM contact_counters WHERE organization_id = ?").bind(ctx.organizationId),
-    d1.prepare("SELECT version, total FROM contact_list_totals WHERE organization_id = ? AND filter_key = ?").bind(ctx.organizationId, keyHash),
-  ]);
-  const counter = (counters!.results[0] as { total: number; version: number } | undefined) ?? { total: 0, version: 0 };
-  let total = counter.total;
-  if (key) {
-    const hit = cached!.results[0] as { version: number; total: number } | undefined;
-    total = hit && hit.version === counter.version ? hit.total : await countAndCache(ctx, q, keyHash, counter.version);
-  }
+  const key = filterKey(totalFilters(q));
+  const totals = await totalStatements(d1, ctx.organizationId, "contacts", key);
+  const [rows, counter, cached] = await d1.batch([d1.prepare(page.sql).bind(...page.params), ...totals.statements]);
+  const where = filters(ctx.organizationId, q);
+  const total = await resolveTotal(
+    d1,
+    ctx.organizationId,
+    "contacts",
+    { hash: totals.keyHash, filtered: key !== null },
+    { counter: counter!.results, cached: cached!.results },
+    { from: "contacts c", where: where.sql.join(" AND "), params: where.params },
+  );
 
   const found = rows!.results as unknown as ContactRow[];
   const hasMore = found.length > page.limit;
@@ -140,32 +133,4 @@ export async function listContacts(ctx: ServiceContext, q: ContactListQuery): Pr
       limit: page.limit,
     },
   };
-}
-
-/** Counts the filtered contacts and caches the figure under the version read before counting (never newer). */
-async function countAndCache(ctx: ServiceContext, q: ContactListQuery, keyHash: string, version: number): Promise<number> {
-  const where = filters(ctx.organizationId, q);
-  const row = await ctx.d1.prepare(
-    `INSERT INTO contact_list_totals (organization_id, filter_key, version, total)
-     SELECT ?, ?, ?, COUNT(*) FROM contacts c WHERE ${where.sql.join(" AND ")}
-     ON CONFLICT (organization_id, filter_key) DO UPDATE SET version = excluded.version, total = excluded.total
-     RETURNING total`,
-  )
-    .bind(ctx.organizationId, keyHash, version, ...where.params)
-    .first<{ total: number }>();
-  return row?.total ?? 0;
-}
-
-/**
- * Cron pass: cached totals older than their organization's contacts version can never be read again (a write bumped
- * the version), so they are dropped; otherwise every distinct filter ever asked for would stay stored.
- */
-export async function pruneStaleListTotals(d1: D1Database): Promise<number> {
-  const res = await d1
-    .prepare(
-      `DELETE FROM contact_list_totals WHERE version < (
-         SELECT c.contacts_version FROM contact_counters c WHERE c.organization_id = contact_list_totals.organization_id)`,
-    )
-    .run();
-  return res.meta.changes ?? 0;
 }

@@ -1,6 +1,7 @@
 import { and, eq, sql } from "drizzle-orm";
 import { atVersion, expectVersion, expectVersionMatch, type Statement, type VersionedTable } from "../db/write";
-import { contactActivities, contactCounters, contacts, contactTags, tags, users } from "../db/schema";
+import { bumpResourceCounter } from "../crm/list-totals";
+import { contactActivities, contacts, contactTags, tags, users } from "../db/schema";
 import { diffAttributes } from "../lib/changes";
 import { NotFound, Validation } from "../lib/errors";
 import { inJsonList } from "../lib/sql";
@@ -23,14 +24,7 @@ export function tagColor(name: string): string {
 export const uniqueTags = (list: string[]) => [...new Set(list.map((t) => t.trim()).filter(Boolean))];
 
 /** Contact-count bookkeeping in the same batch as every contact write: the total, and a version for cached totals. */
-export const bumpCounters = (ctx: ServiceContext, delta: number): Statement =>
-  ctx.db
-    .insert(contactCounters)
-    .values({ organizationId: ctx.organizationId, contactsTotal: Math.max(0, delta), contactsVersion: 1 })
-    .onConflictDoUpdate({
-      target: contactCounters.organizationId,
-      set: { contactsTotal: sql`${contactCounters.contactsTotal} + ${delta}`, contactsVersion: sql`${contactCounters.contactsVersion} + 1` },
-    });
+export const bumpCounters = (ctx: ServiceContext, delta: number): Statement => bumpResourceCounter(ctx.db, ctx.organizationId, "contacts", delta);
 
 /** One contact's tags before and after a write. */
 export interface TagChange {

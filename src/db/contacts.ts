@@ -106,24 +106,3 @@ export const contactActivities = sqliteTable(
   },
   (t) => [index("contact_activities_contact_idx").on(t.organizationId, t.contactId, t.createdAt, t.id)],
 );
-
-/**
- * Per-organization contact counters. `contactsTotal` answers the unfiltered list total without a scan; every contact
- * write bumps `contactsVersion`, which invalidates the cached totals of filtered lists (contactListTotals).
- */
-export const contactCounters = sqliteTable("contact_counters", {
-  organizationId: text().primaryKey(),
-  contactsTotal: integer().notNull().default(0),
-  contactsVersion: integer().notNull().default(0),
-});
-
-export const contactListTotals = sqliteTable(
-  "contact_list_totals",
-  {
-    organizationId: text().notNull(),
-    filterKey: text().notNull(),
-    version: integer().notNull(),
-    total: integer().notNull(),
-  },
-  (t) => [primaryKey({ columns: [t.organizationId, t.filterKey] })],
-);

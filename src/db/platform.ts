@@ -123,3 +123,32 @@ export const auditLog = sqliteTable(
   },
   (t) => [index("audit_log_org_idx").on(t.organizationId, t.occurredAt)],
 );
+
+/**
+ * Per-organization counts of a listed resource (contacts, properties …): `total` answers an unfiltered list total
+ * without a scan; `version` moves with every write of the resource and invalidates the cached totals of filtered
+ * lists (listTotals). Both move in the write's own batch (crm/list-totals.ts).
+ */
+export const resourceCounters = sqliteTable(
+  "resource_counters",
+  {
+    organizationId: text().notNull(),
+    resource: text().notNull(),
+    total: integer().notNull().default(0),
+    version: integer().notNull().default(0),
+  },
+  (t) => [primaryKey({ columns: [t.organizationId, t.resource] })],
+);
+
+/** A filtered list's total, counted once per resource version and cached (crm/list-totals.ts). */
+export const listTotals = sqliteTable(
+  "list_totals",
+  {
+    organizationId: text().notNull(),
+    resource: text().notNull(),
+    filterKey: text().notNull(),
+    version: integer().notNull(),
+    total: integer().notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.organizationId, t.resource, t.filterKey] })],
+);
