@@ -10,8 +10,9 @@ import { reviewRoutes } from "./reputation/public-routes";
 import { reputationRoutes } from "./reputation/routes";
 import { readConfig } from "./env";
 import { plantRoutes } from "./plants/routes";
+import { propertyRoutes } from "./properties/routes";
 import { requireAuth } from "./platform/auth";
-import { DEFAULT_BODY_LIMIT_BYTES, limitBody } from "./platform/body-limit";
+import { limitBodies } from "./platform/body-limit";
 import type { AppBindings } from "./platform/context";
 import { idempotency } from "./platform/idempotency";
 import { d1Session } from "./platform/session";
@@ -45,7 +46,7 @@ export function createApp(options: AppOptions = {}) {
     await next();
   });
   app.use(d1Session);
-  app.use(limitBody(DEFAULT_BODY_LIMIT_BYTES));
+  app.use(limitBodies());
   const isPublic = (path: string) => path.startsWith("/api/public/");
   for (const path of AUTHENTICATED) {
     app.use(path, async (c, next) => (isPublic(c.req.path) ? next() : requireAuth(c, next)));
@@ -56,6 +57,7 @@ export function createApp(options: AppOptions = {}) {
 
   app.route("/", plantRoutes);
   app.route("/", contactRoutes);
+  app.route("/", propertyRoutes);
   app.route("/", createWebhookRoutes(defaultWebhookDeps(options.webhooks)));
   app.route("/", documentRoutes);
   app.route("/", signatureRoutes);

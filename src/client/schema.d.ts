@@ -179,6 +179,237 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/properties": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List and search properties
+         * @description Keyset-paginated (pass `pagination.nextCursor` back as `cursor`). Every filter combines with the others.
+         *     `bounds` is a box (south-west corner, north-east corner; a west longitude greater than the east one crosses the antimeridian);
+         *     `radius` is great-circle distance, exact on a spherical Earth, correct across the antimeridian and around the poles.
+         *     Properties without coordinates never match a geo filter. Signed photo links (media.photos) come with include=photos.
+         *     Searching is this route: POST /v1/properties/search does not exist.
+         */
+        get: operations["listProperties"];
+        put?: never;
+        /**
+         * Create a listing
+         * @description Listing rules: a new listing is ACTIVE with daysOnMarket 0, listDate today (or the past date given) and a LISTED
+         *     entry in priceHistory. A listPrice change appends PRICE_REDUCTION or PRICE_INCREASE and emits property.price_changed; a
+         *     status change emits property.status_changed, and into SOLD records soldPrice (default listPrice) and soldDate (default
+         *     today). daysOnMarket counts from listDate while ACTIVE or PENDING and keeps its last count in other statuses. Read-only
+         *     fields (id, organizationId, createdAt, updatedAt, valuation, analytics, listing.priceHistory, listing.daysOnMarket) are
+         *     ignored, so a fetched property can be sent back; unknown fields are a 422.
+         */
+        post: operations["createProperty"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/properties/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read a property
+         * @description media.photos always carries signed links (valid 10 to 15 minutes).
+         */
+        get: operations["getProperty"];
+        /**
+         * Update a property (partial groups)
+         * @description Any group, and within a group any field; null clears an optional field or group. Concurrent updates of different
+         *     fields all land. media.photos, when sent, is the whole photo list (see the schema). Listing rules: a new listing is ACTIVE with daysOnMarket 0, listDate today (or the past date given) and a LISTED
+         *     entry in priceHistory. A listPrice change appends PRICE_REDUCTION or PRICE_INCREASE and emits property.price_changed; a
+         *     status change emits property.status_changed, and into SOLD records soldPrice (default listPrice) and soldDate (default
+         *     today). daysOnMarket counts from listDate while ACTIVE or PENDING and keeps its last count in other statuses. Read-only
+         *     fields (id, organizationId, createdAt, updatedAt, valuation, analytics, listing.priceHistory, listing.daysOnMarket) are
+         *     ignored, so a fetched property can be sent back; unknown fields are a 422.
+         *
+         *     Send the property's ETag in `If-Match` to make the write conditional: 412 when it has changed since.
+         */
+        put: operations["updateProperty"];
+        post?: never;
+        /**
+         * Delete a property
+         * @description Deletes the property with its photos, reports, valuations and analytics. Send the property's ETag in `If-Match` to make the write conditional: 412 when it has changed since.
+         */
+        delete: operations["deleteProperty"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/properties/{id}/photos": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Upload photos
+         * @description multipart/form-data: `photos` (a file, repeated; at most 20 per request, 10 MiB each, 25 MiB
+         *     in all), `captions` (repeated, in the order of the files), `order` (one number, the first photo's position, or one per file;
+         *     default: after the existing photos). JPEG, PNG, GIF, WebP, AVIF and HEIC, judged by the file's bytes, not its name. A
+         *     property holds at most 50 photos. Emits property.photos_uploaded.
+         */
+        post: operations["uploadPropertyPhotos"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/properties/{id}/photos/order": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Reorder photos
+         * @description The named photos take the given order; the others keep theirs. Send the property's ETag in `If-Match` to make the write conditional: 412 when it has changed since.
+         */
+        put: operations["reorderPropertyPhotos"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/properties/{id}/valuation": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The latest valuation */
+        get: operations["getPropertyValuation"];
+        put?: never;
+        /**
+         * Request a fresh valuation
+         * @description The method: Comparable SOLD listings of your organization: same property type, sold in the last 24 months, within 10 miles
+         *     (same ZIP code or city when coordinates are missing), size within 50%. Similarity = 30% location + 30% size + 15% condition
+         *     (year built) + 15% market (recency) + 10% amenities (pool, garage, waterfront). The ten most similar (similarity ≥ 0.5) are
+         *     weighted by similarity squared; their price per square foot, adjusted to today by the area's appreciation, times the
+         *     subject's size is the estimate; the range is ± one weighted standard deviation (at least 3%). Confidence (0-100) grows with
+         *     the number of comparables and their similarity and falls with their spread. With fewer than 3 comparables the answer is
+         *     422 insufficient_comparables: no figure is made up.
+         *
+         *     The property's valuation group keeps the summary (property.updated).
+         */
+        post: operations["createPropertyValuation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/properties/{id}/analytics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Engagement over a period
+         * @description From the signals recorded with POST …/signals; a figure nobody reported is 0. Days are UTC; the period includes today.
+         */
+        get: operations["getPropertyAnalytics"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/properties/{id}/signals": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Record a view, save, share, inquiry, showing or offer
+         * @description Ours (the spec shows the analytics, not how they are fed): your listing pages and tools report engagement here. VIEW
+         *     counts a view (unique by visitorId, time on site, referrer); INQUIRY, SHOWING and OFFER also emit property.inquiry_received,
+         *     property.showing_scheduled and property.offer_received. With an Idempotency-Key a retried signal counts once. At most
+         *     600 signals a minute per listing.
+         */
+        post: operations["recordPropertySignal"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/properties/{id}/mls-sync": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Sync from the MLS
+         * @description Reads the listing whose RESO ListingKey or ListingId is the property's mlsId from the RESO Web API at MLS_API_URL
+         *     and applies ListPrice, OriginalListPrice, StandardStatus, ClosePrice, CloseDate, ListingContractDate, BedroomsTotal,
+         *     BathroomsTotalInteger, BathroomsHalf, LivingArea, LotSizeSquareFeet, YearBuilt, StoriesTotal, GarageYN, PoolPrivateYN,
+         *     WaterfrontYN, ParkingTotal, PropertyType/PropertySubType, the address fields, Latitude/Longitude, PublicRemarks,
+         *     AssociationFee, TaxAnnualAmount, TaxYear and VirtualTourURLUnbranded, with the events of a PUT. Nothing is written unless
+         *     the MLS answered with a listing.
+         */
+        post: operations["syncPropertyFromMls"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/properties/{id}/reports": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Generate a PDF report
+         * @description MARKET_ANALYSIS (the property, its listing and the estimate from comparable sales) or LISTING_SHEET (the property, its
+         *     cover photo, description and features); includeComparables and includeMarketTrends add those sections. The link is valid
+         *     24 hours.
+         */
+        post: operations["createPropertyReport"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/webhooks": {
         parameters: {
             query?: never;
@@ -514,7 +745,7 @@ export interface paths {
         };
         /**
          * Download a file through a signed link
-         * @description The links are handed out by the routes that own the files (a certificate of completion, say); they expire. An invalid, expired or unknown link answers 404 alike.
+         * @description The links are handed out by the routes that own the files (a certificate of completion, a property's photos and reports); they expire. An invalid, expired or unknown link answers 404 alike.
          */
         get: operations["downloadFile"];
         put?: never;
@@ -985,6 +1216,542 @@ export interface components {
         };
         ContactTagsAdd: {
             tags: string[];
+        };
+        Property: {
+            id: string;
+            organizationId: string;
+            mlsId: string | null;
+            address: {
+                street?: string;
+                unit?: string | null;
+                city?: string;
+                state?: string;
+                zipCode?: string;
+                county?: string | null;
+                country?: string | null;
+                coordinates?: components["schemas"]["PropertyCoordinates"];
+            };
+            details: {
+                /** @enum {string} */
+                propertyType?: "SINGLE_FAMILY" | "CONDO" | "TOWNHOUSE" | "MULTI_FAMILY" | "LAND" | "COMMERCIAL" | "INDUSTRIAL" | "MIXED_USE";
+                propertySubType?: string | null;
+                bedrooms?: number | null;
+                bathrooms?: number | null;
+                halfBaths?: number | null;
+                squareFootage?: number | null;
+                /** @description Square feet */
+                lotSize?: number | null;
+                yearBuilt?: number | null;
+                stories?: number | null;
+                garage?: boolean;
+                parking?: {
+                    spaces?: number;
+                    type?: string;
+                } | null;
+                pool?: boolean;
+                waterfront?: boolean;
+                view?: string | null;
+            };
+            listing: {
+                /** @enum {string} */
+                status?: "ACTIVE" | "PENDING" | "SOLD" | "EXPIRED" | "WITHDRAWN" | "CANCELLED" | "COMING_SOON";
+                listPrice?: number;
+                originalPrice?: number;
+                listDate?: string;
+                listingAgent?: {
+                    /** @description A user of your organization; name and email default to theirs */
+                    id?: string;
+                    name?: string;
+                    /** Format: email */
+                    email?: string;
+                    phone?: string;
+                } | null;
+                coListingAgent?: {
+                    /** @description A user of your organization; name and email default to theirs */
+                    id?: string;
+                    name?: string;
+                    /** Format: email */
+                    email?: string;
+                } | null;
+                /** @description Fractions of the price (0.03 is 3%) */
+                commission?: {
+                    buyerAgent?: number;
+                    listingAgent?: number;
+                    total?: number;
+                } | null;
+                /** @description Ours: the closing price; defaults to listPrice when the status moves to SOLD */
+                soldPrice?: number | null;
+                soldDate?: string | null;
+                priceHistory: {
+                    price: number;
+                    date: string;
+                    /** @enum {string} */
+                    event: "LISTED" | "PRICE_REDUCTION" | "PRICE_INCREASE" | "SOLD";
+                }[];
+                daysOnMarket: number;
+            };
+            features: {
+                interior?: string[];
+                exterior?: string[];
+                appliances?: string[];
+            } | null;
+            /** @description media.photos is always present on a single property; lists show it with include=photos */
+            media: {
+                photos?: components["schemas"]["PropertyPhoto"][];
+                /** Format: uri */
+                virtualTour?: string | null;
+                videos?: {
+                    /** Format: uri */
+                    url: string;
+                    type?: string;
+                }[];
+            };
+            valuation: {
+                estimatedValue: number;
+                confidence: number;
+                valuationDate: string;
+                pricePerSquareFoot: number;
+                comparables: {
+                    address: string;
+                    soldPrice: number;
+                    soldDate: string;
+                    squareFootage: number | null;
+                }[];
+            } | null;
+            marketing: {
+                description?: string | null;
+                keywordTags?: string[];
+                showingInstructions?: string | null;
+                virtualShowings?: boolean;
+                openHouses?: {
+                    /** Format: date-time */
+                    date: string;
+                    /** Format: date-time */
+                    endTime: string;
+                    type?: string;
+                }[];
+            } | null;
+            /** @description With include=analytics */
+            analytics?: {
+                views: number;
+                inquiries: number;
+                showings: number;
+                offers: number;
+                saveCount: number;
+                averageTimeOnSite: number | null;
+            };
+            hoa: {
+                monthlyFee?: number | null;
+                includes?: string[];
+                restrictions?: string[];
+            } | null;
+            taxes: {
+                annualAmount?: number | null;
+                taxYear?: number | null;
+                exemptions?: string[];
+            } | null;
+            disclosure: {
+                floodZone?: string | null;
+                environmental?: string[];
+                structural?: string[];
+                other?: string[];
+            } | null;
+            createdAt: string;
+            updatedAt: string;
+            /** @description With include=agent: the listing agent's user and public profile, null when the listing agent is not a user */
+            agent?: {
+                id: string;
+                name: string | null;
+                email: string;
+                profileSlug: string | null;
+                averageRating: number | null;
+                totalReviews: number;
+            } | null;
+            /** @description With include=comparables (single property): the comparables of the latest valuation */
+            comparables?: unknown[];
+        };
+        PropertyCoordinates: {
+            latitude: number;
+            longitude: number;
+        } | null;
+        /** @description Uploaded photos have signed links that expire (15 minutes); read the property again for fresh ones */
+        PropertyPhoto: {
+            id: string;
+            url: string;
+            caption: string | null;
+            order: number;
+            uploadedAt: string;
+        };
+        PropertyCreate: {
+            mlsId?: string | null;
+            address: {
+                street: string;
+                unit?: string | null;
+                city: string;
+                state: string;
+                zipCode: string;
+                county?: string | null;
+                country?: string | null;
+                coordinates?: components["schemas"]["PropertyCoordinates"];
+            };
+            details: {
+                /** @enum {string} */
+                propertyType: "SINGLE_FAMILY" | "CONDO" | "TOWNHOUSE" | "MULTI_FAMILY" | "LAND" | "COMMERCIAL" | "INDUSTRIAL" | "MIXED_USE";
+                propertySubType?: string | null;
+                bedrooms?: number | null;
+                bathrooms?: number | null;
+                halfBaths?: number | null;
+                squareFootage?: number | null;
+                /** @description Square feet */
+                lotSize?: number | null;
+                yearBuilt?: number | null;
+                stories?: number | null;
+                garage?: boolean;
+                parking?: {
+                    spaces?: number;
+                    type?: string;
+                } | null;
+                pool?: boolean;
+                waterfront?: boolean;
+                view?: string | null;
+            };
+            listing: {
+                listPrice: number;
+                originalPrice?: number;
+                listDate?: string;
+                listingAgent?: {
+                    /** @description A user of your organization; name and email default to theirs */
+                    id?: string;
+                    name?: string;
+                    /** Format: email */
+                    email?: string;
+                    phone?: string;
+                } | null;
+                coListingAgent?: {
+                    /** @description A user of your organization; name and email default to theirs */
+                    id?: string;
+                    name?: string;
+                    /** Format: email */
+                    email?: string;
+                } | null;
+                /** @description Fractions of the price (0.03 is 3%) */
+                commission?: {
+                    buyerAgent?: number;
+                    listingAgent?: number;
+                    total?: number;
+                } | null;
+                /** @enum {string} */
+                status?: "ACTIVE";
+                priceHistory?: unknown;
+                daysOnMarket?: unknown;
+            };
+            features?: {
+                interior?: string[];
+                exterior?: string[];
+                appliances?: string[];
+            };
+            media?: {
+                /** @description The whole list: entries with an id keep that photo (caption and order may change), entries without one link a photo by https URL, photos left out are removed. Uploads go through POST …/photos. */
+                photos?: {
+                    id?: string;
+                    url?: string;
+                    caption?: string | null;
+                    order?: number;
+                    uploadedAt?: unknown;
+                }[];
+                /** Format: uri */
+                virtualTour?: string | null;
+                videos?: {
+                    /** Format: uri */
+                    url: string;
+                    type?: string;
+                }[];
+            };
+            marketing?: {
+                description?: string | null;
+                keywordTags?: string[];
+                showingInstructions?: string | null;
+                virtualShowings?: boolean;
+                openHouses?: {
+                    /** Format: date-time */
+                    date: string;
+                    /** Format: date-time */
+                    endTime: string;
+                    type?: string;
+                }[];
+            };
+            hoa?: {
+                monthlyFee?: number | null;
+                includes?: string[];
+                restrictions?: string[];
+            };
+            taxes?: {
+                annualAmount?: number | null;
+                taxYear?: number | null;
+                exemptions?: string[];
+            };
+            disclosure?: {
+                floodZone?: string | null;
+                environmental?: string[];
+                structural?: string[];
+                other?: string[];
+            };
+            id?: unknown;
+            organizationId?: unknown;
+            createdAt?: unknown;
+            updatedAt?: unknown;
+            valuation?: unknown;
+            analytics?: unknown;
+            agent?: unknown;
+            comparables?: unknown;
+        };
+        PropertyUpdate: {
+            mlsId?: string | null;
+            address?: {
+                street?: string;
+                unit?: string | null;
+                city?: string;
+                state?: string;
+                zipCode?: string;
+                county?: string | null;
+                country?: string | null;
+                coordinates?: components["schemas"]["PropertyCoordinates"];
+            };
+            details?: {
+                /** @enum {string} */
+                propertyType?: "SINGLE_FAMILY" | "CONDO" | "TOWNHOUSE" | "MULTI_FAMILY" | "LAND" | "COMMERCIAL" | "INDUSTRIAL" | "MIXED_USE";
+                propertySubType?: string | null;
+                bedrooms?: number | null;
+                bathrooms?: number | null;
+                halfBaths?: number | null;
+                squareFootage?: number | null;
+                /** @description Square feet */
+                lotSize?: number | null;
+                yearBuilt?: number | null;
+                stories?: number | null;
+                garage?: boolean;
+                parking?: {
+                    spaces?: number;
+                    type?: string;
+                } | null;
+                pool?: boolean;
+                waterfront?: boolean;
+                view?: string | null;
+            };
+            listing?: {
+                /** @enum {string} */
+                status?: "ACTIVE" | "PENDING" | "SOLD" | "EXPIRED" | "WITHDRAWN" | "CANCELLED" | "COMING_SOON";
+                listPrice?: number;
+                originalPrice?: number;
+                listDate?: string;
+                listingAgent?: {
+                    /** @description A user of your organization; name and email default to theirs */
+                    id?: string;
+                    name?: string;
+                    /** Format: email */
+                    email?: string;
+                    phone?: string;
+                } | null;
+                coListingAgent?: {
+                    /** @description A user of your organization; name and email default to theirs */
+                    id?: string;
+                    name?: string;
+                    /** Format: email */
+                    email?: string;
+                } | null;
+                /** @description Fractions of the price (0.03 is 3%) */
+                commission?: {
+                    buyerAgent?: number;
+                    listingAgent?: number;
+                    total?: number;
+                } | null;
+                /** @description Ours: the closing price; defaults to listPrice when the status moves to SOLD */
+                soldPrice?: number | null;
+                soldDate?: string | null;
+                priceHistory?: unknown;
+                daysOnMarket?: unknown;
+            };
+            features?: {
+                interior?: string[];
+                exterior?: string[];
+                appliances?: string[];
+            } | null;
+            media?: {
+                /** @description The whole list: entries with an id keep that photo (caption and order may change), entries without one link a photo by https URL, photos left out are removed. Uploads go through POST …/photos. */
+                photos?: {
+                    id?: string;
+                    url?: string;
+                    caption?: string | null;
+                    order?: number;
+                    uploadedAt?: unknown;
+                }[];
+                /** Format: uri */
+                virtualTour?: string | null;
+                videos?: {
+                    /** Format: uri */
+                    url: string;
+                    type?: string;
+                }[];
+            } | null;
+            marketing?: {
+                description?: string | null;
+                keywordTags?: string[];
+                showingInstructions?: string | null;
+                virtualShowings?: boolean;
+                openHouses?: {
+                    /** Format: date-time */
+                    date: string;
+                    /** Format: date-time */
+                    endTime: string;
+                    type?: string;
+                }[];
+            } | null;
+            hoa?: {
+                monthlyFee?: number | null;
+                includes?: string[];
+                restrictions?: string[];
+            } | null;
+            taxes?: {
+                annualAmount?: number | null;
+                taxYear?: number | null;
+                exemptions?: string[];
+            } | null;
+            disclosure?: {
+                floodZone?: string | null;
+                environmental?: string[];
+                structural?: string[];
+                other?: string[];
+            } | null;
+            id?: unknown;
+            organizationId?: unknown;
+            createdAt?: unknown;
+            updatedAt?: unknown;
+            valuation?: unknown;
+            analytics?: unknown;
+            agent?: unknown;
+            comparables?: unknown;
+        };
+        PropertyPhotoUpload: {
+            photos?: string[];
+            captions?: string[];
+            order?: number[];
+        };
+        PropertyPhotoOrder: {
+            photoOrder: {
+                id: string;
+                order: number;
+            }[];
+        };
+        PropertyValuation: {
+            estimatedValue: number;
+            /** @description 0 to 100: grows with the number and similarity of comparables, falls with their spread */
+            confidence: number;
+            valuationDate: string;
+            pricePerSquareFoot: number;
+            priceRange: {
+                low: number;
+                high: number;
+            };
+            /** @description How closely the comparables match the subject on each dimension, 0 to 1 (weighted like the estimate) */
+            factors: {
+                location: number;
+                size: number;
+                condition: number;
+                amenities: number;
+                market: number;
+            };
+            comparables: {
+                id: string;
+                address: string;
+                soldPrice: number;
+                soldDate: string;
+                squareFootage: number | null;
+                similarity: number;
+            }[];
+            marketTrends: {
+                /** @description Annual change of the median price per square foot (0.05 is 5%); null with too few recent sales */
+                appreciation: number | null;
+                averageDaysOnMarket: number | null;
+                pricePerSquareFoot: number;
+            };
+        };
+        PropertyAnalytics: {
+            /** @enum {string} */
+            period: "7d" | "30d" | "90d";
+            views: number;
+            uniqueViews: number;
+            inquiries: number;
+            showings: number;
+            offers: number;
+            saveCount: number;
+            shareCount: number;
+            /** @description Seconds, over the views that reported it */
+            averageTimeOnSite: number | null;
+            /** @description Inquiries per 100 unique viewers */
+            conversionRate: number;
+            topReferrers: {
+                source: string;
+                views: number;
+                percentage: number;
+            }[];
+            viewsByDay: {
+                date: string;
+                views: number;
+            }[];
+        };
+        PropertySignal: {
+            /** @enum {string} */
+            type: "VIEW" | "SAVE" | "SHARE" | "INQUIRY" | "SHOWING" | "OFFER";
+            /** @description Your stable id of the visitor (a cookie id); unique views count these. Stored only as a hash. */
+            visitorId?: string;
+            /** @description The referring URL or a source name; reported by host */
+            referrer?: string;
+            timeOnSiteSeconds?: number;
+            /** @description INQUIRY, SHOWING, OFFER: a contact of your organization */
+            contactId?: string;
+            /**
+             * Format: date-time
+             * @description SHOWING: when
+             */
+            scheduledAt?: string;
+            /** @description OFFER: the offered price */
+            amount?: number;
+            message?: string;
+        };
+        PropertySyncResult: {
+            mlsId: string;
+            /** @enum {string} */
+            syncStatus: "COMPLETED";
+            syncedAt: string;
+            changes: {
+                field: string;
+                oldValue?: unknown;
+                newValue?: unknown;
+            }[];
+        };
+        PropertyReport: {
+            reportId: string;
+            /** @enum {string} */
+            reportType: "MARKET_ANALYSIS" | "LISTING_SHEET";
+            /** @enum {string} */
+            format: "PDF";
+            url: string;
+            generatedAt: string;
+            /** @description When the link expires */
+            expiresAt: string;
+        };
+        PropertyReportRequest: {
+            /** @enum {string} */
+            reportType: "MARKET_ANALYSIS" | "LISTING_SHEET";
+            /**
+             * @default PDF
+             * @enum {string}
+             */
+            format?: "PDF";
+            /** @default false */
+            includeComparables?: boolean;
+            /** @default false */
+            includeMarketTrends?: boolean;
         };
         WebhookWithSecret: components["schemas"]["Webhook"] & {
             /** @description Shown once; store it now. Absent from an idempotent replay of this answer (Idempotent-Replayed: true): secrets are not kept. */
@@ -1567,7 +2334,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Content-Type is not application/json */
+            /** @description Content-Type is not one the route takes (application/json; multipart/form-data on uploads) */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -1778,7 +2545,7 @@ export interface operations {
                     "application/json": components["schemas"]["CrmError"];
                 };
             };
-            /** @description Content-Type is not application/json */
+            /** @description Content-Type is not one the route takes (application/json; multipart/form-data on uploads) */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -1824,7 +2591,7 @@ export interface operations {
                 "leadScore[lte]"?: string;
                 "createdAt[gte]"?: string;
                 "createdAt[lte]"?: string;
-                /** @description Default createdAt:desc; the first field is served by an index */
+                /** @description Fields createdAt, updatedAt, lastName, leadScore, each :asc or :desc; the first is served by an index */
                 sort?: string;
                 include?: string;
                 /** @description Projection; id is always returned */
@@ -1980,7 +2747,7 @@ export interface operations {
                     "application/json": components["schemas"]["CrmError"];
                 };
             };
-            /** @description Content-Type is not application/json */
+            /** @description Content-Type is not one the route takes (application/json; multipart/form-data on uploads) */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -2168,7 +2935,7 @@ export interface operations {
                     "application/json": components["schemas"]["CrmError"];
                 };
             };
-            /** @description Content-Type is not application/json */
+            /** @description Content-Type is not one the route takes (application/json; multipart/form-data on uploads) */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -2450,7 +3217,7 @@ export interface operations {
                     "application/json": components["schemas"]["CrmError"];
                 };
             };
-            /** @description Content-Type is not application/json */
+            /** @description Content-Type is not one the route takes (application/json; multipart/form-data on uploads) */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -2563,7 +3330,7 @@ export interface operations {
                     "application/json": components["schemas"]["CrmError"];
                 };
             };
-            /** @description Content-Type is not application/json */
+            /** @description Content-Type is not one the route takes (application/json; multipart/form-data on uploads) */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -2583,6 +3350,1268 @@ export interface operations {
             };
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+        };
+    };
+    listProperties: {
+        parameters: {
+            query?: {
+                /** @description 1–100, default 25; anything else is a 422 */
+                limit?: number;
+                /** @description `pagination.nextCursor` of the previous page */
+                cursor?: string;
+                propertyType?: "SINGLE_FAMILY" | "CONDO" | "TOWNHOUSE" | "MULTI_FAMILY" | "LAND" | "COMMERCIAL" | "INDUSTRIAL" | "MIXED_USE";
+                status?: "ACTIVE" | "PENDING" | "SOLD" | "EXPIRED" | "WITHDRAWN" | "CANCELLED" | "COMING_SOON";
+                /** @description Case-insensitive */
+                city?: string;
+                state?: string;
+                zipCode?: string;
+                "bedrooms[gte]"?: string;
+                "bathrooms[gte]"?: string;
+                "squareFootage[gte]"?: string;
+                "listPrice[gte]"?: string;
+                "listPrice[lte]"?: string;
+                "daysOnMarket[lte]"?: string;
+                waterfront?: "true" | "false";
+                pool?: "true" | "false";
+                garage?: "true" | "false";
+                /** @description South-west then north-east corner; a west longitude above the east one crosses the antimeridian */
+                bounds?: string;
+                /** @description Great-circle distance in miles (at most 500) from lat,lng */
+                radius?: string;
+                /** @description Fields createdAt, updatedAt, listPrice, listDate, each :asc or :desc; the first is served by an index */
+                sort?: string;
+                include?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of properties */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["Property"][];
+                        pagination: components["schemas"]["Pagination"];
+                    };
+                };
+            };
+            /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The request broke the schema; errors[] lists every problem with field, code and message */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+        };
+    };
+    createProperty: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PropertyCreate"];
+            };
+        };
+        responses: {
+            /** @description The created property */
+            201: {
+                headers: {
+                    /** @description The resource's version; send it back in If-Match to make a write conditional */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["Property"];
+                    };
+                };
+            };
+            /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Another property of your organization has this mlsId (duplicate_mls_id); or: A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The body is over the route's size limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Content-Type is not one the route takes (application/json; multipart/form-data on uploads) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The request broke the schema; errors[] lists every problem with field, code and message; or: This Idempotency-Key was used for another request (idempotency_key_reused) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+        };
+    };
+    getProperty: {
+        parameters: {
+            query?: {
+                include?: string;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The property */
+            200: {
+                headers: {
+                    /** @description The resource's version; send it back in If-Match to make a write conditional */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["Property"];
+                    };
+                };
+            };
+            /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description No property with this id in your organization (not_found) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The request broke the schema; errors[] lists every problem with field, code and message */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+        };
+    };
+    updateProperty: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PropertyUpdate"];
+            };
+        };
+        responses: {
+            /** @description The updated property */
+            200: {
+                headers: {
+                    /** @description The resource's version; send it back in If-Match to make a write conditional */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["Property"];
+                    };
+                };
+            };
+            /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description No property with this id in your organization (not_found) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Another property has this mlsId (duplicate_mls_id), or too many concurrent changes (concurrent_modification; retry); or: A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description If-Match named a version the resource is no longer at (precondition_failed); read it again */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The body is over the route's size limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Content-Type is not one the route takes (application/json; multipart/form-data on uploads) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The request broke the schema; errors[] lists every problem with field, code and message; or: This Idempotency-Key was used for another request (idempotency_key_reused) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+        };
+    };
+    deleteProperty: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        message: string;
+                        data: {
+                            id: string;
+                            /** @enum {boolean} */
+                            deleted: true;
+                        };
+                    };
+                };
+            };
+            /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description No property with this id in your organization (not_found) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Changed by too many requests at once (concurrent_modification); retry; or: A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description If-Match named a version the resource is no longer at (precondition_failed); read it again */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The request broke the schema; errors[] lists every problem with field, code and message; or: This Idempotency-Key was used for another request (idempotency_key_reused) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+        };
+    };
+    uploadPropertyPhotos: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "multipart/form-data": components["schemas"]["PropertyPhotoUpload"];
+            };
+        };
+        responses: {
+            /** @description The uploaded photos, with signed links */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["PropertyPhoto"][];
+                    };
+                };
+            };
+            /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description No property with this id in your organization (not_found) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Changed by too many requests at once (concurrent_modification); retry; or: A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description If-Match named a version the resource is no longer at (precondition_failed); read it again */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description A file over 10 MiB, or a request over 25 MiB; or: The body is over the route's size limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Content-Type is not one the route takes (application/json; multipart/form-data on uploads) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The request broke the schema; errors[] lists every problem with field, code and message; or: This Idempotency-Key was used for another request (idempotency_key_reused) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description FILES_URL_SECRET is not configured (not_configured) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+        };
+    };
+    reorderPropertyPhotos: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PropertyPhotoOrder"];
+            };
+        };
+        responses: {
+            /** @description Every photo of the property, in display order */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["PropertyPhoto"][];
+                    };
+                };
+            };
+            /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description No property with this id in your organization (not_found) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Changed by too many requests at once (concurrent_modification); retry; or: A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description If-Match named a version the resource is no longer at (precondition_failed); read it again */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The body is over the route's size limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Content-Type is not one the route takes (application/json; multipart/form-data on uploads) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The request broke the schema; errors[] lists every problem with field, code and message; or: This Idempotency-Key was used for another request (idempotency_key_reused) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+        };
+    };
+    getPropertyValuation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The latest valuation */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["PropertyValuation"];
+                    };
+                };
+            };
+            /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description No property with this id, or no valuation yet (not_found) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The request broke the schema; errors[] lists every problem with field, code and message */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+        };
+    };
+    createPropertyValuation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The valuation */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["PropertyValuation"];
+                    };
+                };
+            };
+            /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description No property with this id in your organization (not_found) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Changed by too many requests at once (concurrent_modification); retry; or: A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description If-Match named a version the resource is no longer at (precondition_failed); read it again */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Too few comparable sales (insufficient_comparables), or no size to value by (insufficient_data); or: The request broke the schema; errors[] lists every problem with field, code and message; or: This Idempotency-Key was used for another request (idempotency_key_reused) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+        };
+    };
+    getPropertyAnalytics: {
+        parameters: {
+            query?: {
+                /** @description Default 30d */
+                period?: "7d" | "30d" | "90d";
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The figures */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["PropertyAnalytics"];
+                    };
+                };
+            };
+            /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description No property with this id in your organization (not_found) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The request broke the schema; errors[] lists every problem with field, code and message */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+        };
+    };
+    recordPropertySignal: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PropertySignal"];
+            };
+        };
+        responses: {
+            /** @description Recorded */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: {
+                            /** @enum {string} */
+                            type: "VIEW" | "SAVE" | "SHARE" | "INQUIRY" | "SHOWING" | "OFFER";
+                            recordedAt: string;
+                            eventId: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description No property with this id in your organization (not_found) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The body is over the route's size limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Content-Type is not one the route takes (application/json; multipart/form-data on uploads) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The request broke the schema; errors[] lists every problem with field, code and message; or: This Idempotency-Key was used for another request (idempotency_key_reused) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description More than 600 signals a minute for this listing (rate_limited) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+        };
+    };
+    syncPropertyFromMls: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description What changed */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["PropertySyncResult"];
+                    };
+                };
+            };
+            /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description No property with this id in your organization (not_found) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The property has no mlsId (mls_id_missing), or too many concurrent changes (concurrent_modification); or: A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description If-Match named a version the resource is no longer at (precondition_failed); read it again */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The MLS has no listing with this mlsId (mls_listing_not_found); or: The request broke the schema; errors[] lists every problem with field, code and message; or: This Idempotency-Key was used for another request (idempotency_key_reused) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The MLS could not be reached (mls_unreachable), refused our credentials (mls_rejected), failed (mls_error) or sent values this API cannot take (mls_invalid_data) */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description MLS sync is not configured in this deployment (not_configured) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+        };
+    };
+    createPropertyReport: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PropertyReportRequest"];
+            };
+        };
+        responses: {
+            /** @description The report */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["PropertyReport"];
+                    };
+                };
+            };
+            /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description No property with this id in your organization (not_found) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The body is over the route's size limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Content-Type is not one the route takes (application/json; multipart/form-data on uploads) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The request broke the schema; errors[] lists every problem with field, code and message; or: This Idempotency-Key was used for another request (idempotency_key_reused) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description FILES_URL_SECRET is not configured (not_configured) */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2722,7 +4751,7 @@ export interface operations {
                     "application/json": components["schemas"]["CrmError"];
                 };
             };
-            /** @description Content-Type is not application/json */
+            /** @description Content-Type is not one the route takes (application/json; multipart/form-data on uploads) */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -3010,7 +5039,7 @@ export interface operations {
                     "application/json": components["schemas"]["CrmError"];
                 };
             };
-            /** @description Content-Type is not application/json */
+            /** @description Content-Type is not one the route takes (application/json; multipart/form-data on uploads) */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -3533,7 +5562,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
-            /** @description Content-Type is not application/json */
+            /** @description Content-Type is not one the route takes (application/json; multipart/form-data on uploads) */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -3689,7 +5718,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
-            /** @description Content-Type is not application/json */
+            /** @description Content-Type is not one the route takes (application/json; multipart/form-data on uploads) */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -4179,7 +6208,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
-            /** @description Content-Type is not application/json */
+            /** @description Content-Type is not one the route takes (application/json; multipart/form-data on uploads) */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -4262,13 +6291,20 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The file */
+            /** @description The file: a PDF (certificates, reports) or an image (property photos) */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/pdf": string;
+                    "image/jpeg": string;
+                    "image/png": string;
+                    "image/gif": string;
+                    "image/webp": string;
+                    "image/avif": string;
+                    "image/heic": string;
+                    "image/heif": string;
                 };
             };
             /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
@@ -4432,7 +6468,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
-            /** @description Content-Type is not application/json */
+            /** @description Content-Type is not one the route takes (application/json; multipart/form-data on uploads) */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -4601,7 +6637,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
-            /** @description Content-Type is not application/json */
+            /** @description Content-Type is not one the route takes (application/json; multipart/form-data on uploads) */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -4971,7 +7007,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
-            /** @description Content-Type is not application/json */
+            /** @description Content-Type is not one the route takes (application/json; multipart/form-data on uploads) */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -5198,7 +7234,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
-            /** @description Content-Type is not application/json */
+            /** @description Content-Type is not one the route takes (application/json; multipart/form-data on uploads) */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -5393,7 +7429,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
-            /** @description Content-Type is not application/json */
+            /** @description Content-Type is not one the route takes (application/json; multipart/form-data on uploads) */
             415: {
                 headers: {
                     [name: string]: unknown;

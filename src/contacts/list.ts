@@ -1,30 +1,19 @@
 import { filterKey, resolveTotal, totalStatements } from "../crm/list-totals";
-import { decodeCursor, encodeCursor } from "../lib/cursor";
+import { afterCursor, type KeysetTable, keysetPage, orderBy, type SortKey, type Where } from "../crm/keyset";
 import type { ServiceContext } from "../platform/context";
 import { type ContactRow, toContact } from "./mapping";
 import { loadIncludes, project } from "./includes";
-import type { Contact, ContactListQuery, SortKey } from "./schemas";
+import type { Contact, ContactListQuery, SortField } from "./schemas";
 
 /** Sort fields as SQL expressions, each served by an index led by organization_id (src/db/contacts.ts). */
-const SORT_SQL: Record<SortKey["field"], string> = {
-  createdAt: "c.created_at",
-  updatedAt: "c.updated_at",
-  lastName: "c.last_name COLLATE NOCASE",
-  leadScore: "c.lead_score_rank",
+const KEYSET: KeysetTable<SortField, ContactRow> = {
+  id: "c.id",
+  sql: { createdAt: "c.created_at", updatedAt: "c.updated_at", lastName: "c.last_name COLLATE NOCASE", leadScore: "c.lead_score_rank" },
+  value: { createdAt: (r) => r.created_at, updatedAt: (r) => r.updated_at, lastName: (r) => r.last_name, leadScore: (r) => r.lead_score ?? -1 },
+  rowId: (r) => r.id,
 };
-const SORT_VALUE: Record<SortKey["field"], (r: ContactRow) => string | number> = {
-  createdAt: (r) => r.created_at,
-  updatedAt: (r) => r.updated_at,
-  lastName: (r) => r.last_name,
-  leadScore: (r) => r.lead_score ?? -1,
-};
-export const DEFAULT_SORT: SortKey[] = [{ field: "createdAt", direction: "desc" }];
+export const DEFAULT_SORT: SortKey<SortField>[] = [{ field: "createdAt", direction: "desc" }];
 export const DEFAULT_LIMIT = 25;
-
-interface Where {
-  sql: string[];
-  params: unknown[];
-}
 
 /** The filter part of the WHERE clause; the same for the page and for the total. */
 function filters(organizationId: string, q: ContactListQuery): Where {
@@ -48,27 +37,6 @@ function filters(organizationId: string, q: ContactListQuery): Where {
   return w;
 }
 
-/**
- * Rows after the cursor. With one direction throughout this is a row-value comparison, which SQLite turns into an
- * index range; mixed directions fall back to the expanded OR form.
- */
-function after(sort: SortKey[], values: (string | number)[], id: string): Where {
-  const keys = [...sort.map((s) => ({ expr: SORT_SQL[s.field], dir: s.direction })), { expr: "c.id", dir: sort[0]!.direction }];
-  const vals = [...values, id];
-  if (keys.every((k) => k.dir === keys[0]!.dir)) {
-    const op = keys[0]!.dir === "asc" ? ">" : "<";
-    return { sql: [`(${keys.map((k) => k.expr).join(", ")}) ${op} (${keys.map(() => "?").join(", ")})`], params: vals };
-  }
-  const ors: string[] = [];
-  const params: unknown[] = [];
-  keys.forEach((k, i) => {
-    const eqs = keys.slice(0, i).map((p) => `${p.expr} = ?`);
-    ors.push(`(${[...eqs, `${k.expr} ${k.dir === "asc" ? ">" : "<"} ?`].join(" AND ")})`);
-    params.push(...vals.slice(0, i), vals[i]);
-  });
-  return { sql: [`(${ors.join(" OR ")})`], params };
-}
-
 export interface ContactPage {
   data: Partial<Contact>[];
   pagination: { hasMore: boolean; nextCursor: string | null; total: number; limit: number };
@@ -77,20 +45,16 @@ export interface ContactPage {
 export function listSql(organizationId: string, q: ContactListQuery) {
   const sort = q.sort ?? DEFAULT_SORT;
   const limit = q.limit ?? DEFAULT_LIMIT;
-  const signature = sort.map((s) => `${s.field}:${s.direction}`).join(",");
   const where = filters(organizationId, q);
   if (q.cursor) {
-    const cursor = decodeCursor(q.cursor, signature, sort.length);
-    const a = after(sort, cursor.values, cursor.id);
+    const a = afterCursor(KEYSET, sort, q.cursor);
     where.sql.push(...a.sql);
     where.params.push(...a.params);
   }
-  const order = [...sort.map((s) => `${SORT_SQL[s.field]} ${s.direction.toUpperCase()}`), `c.id ${sort[0]!.direction.toUpperCase()}`].join(", ");
   return {
     sort,
     limit,
-    signature,
-    sql: `SELECT c.* FROM contacts c WHERE ${where.sql.join(" AND ")} ORDER BY ${order} LIMIT ?`,
+    sql: `SELECT c.* FROM contacts c WHERE ${where.sql.join(" AND ")} ORDER BY ${orderBy(KEYSET, sort)} LIMIT ?`,
     params: [...where.params, limit + 1],
   };
 }
@@ -118,17 +82,14 @@ export async function listContacts(ctx: ServiceContext, q: ContactListQuery): Pr
     { from: "contacts c", where: where.sql.join(" AND "), params: where.params },
   );
 
-  const found = rows!.results as unknown as ContactRow[];
-  const hasMore = found.length > page.limit;
-  const pageRows = found.slice(0, page.limit);
-  const last = pageRows.at(-1);
+  const { page: pageRows, hasMore, nextCursor } = keysetPage(KEYSET, page.sort, rows!.results as unknown as ContactRow[], page.limit);
   const contacts = pageRows.map(toContact);
   await loadIncludes(ctx, contacts, q.include ?? []);
   return {
     data: contacts.map((c) => project(c, q.fields)),
     pagination: {
       hasMore,
-      nextCursor: hasMore && last ? encodeCursor({ sort: page.signature, values: page.sort.map((s) => SORT_VALUE[s.field](last)), id: last.id }) : null,
+      nextCursor,
       total,
       limit: page.limit,
     },

@@ -1,4 +1,5 @@
 import { z } from "@hono/zod-openapi";
+import { sortParam } from "../crm/keyset";
 import { csv, intParam, pageParams, timestampParam } from "../crm/list-query";
 import { boundedJsonObject } from "../lib/json-bounds";
 import { oneLineText, pattern } from "../lib/validation";
@@ -153,10 +154,6 @@ export const IdParam = z.object({ id: z.string().min(1).max(100).openapi({ param
 
 export const SORT_FIELDS = ["createdAt", "updatedAt", "lastName", "leadScore"] as const;
 export type SortField = (typeof SORT_FIELDS)[number];
-export interface SortKey {
-  field: SortField;
-  direction: "asc" | "desc";
-}
 
 export const ContactListQuery = z
   .strictObject({
@@ -170,16 +167,7 @@ export const ContactListQuery = z
     "leadScore[lte]": intParam(0, 100).optional(),
     "createdAt[gte]": timestampParam.optional(),
     "createdAt[lte]": timestampParam.optional(),
-    sort: csv(
-      pattern(
-        new RegExp(`^(${SORT_FIELDS.join("|")})(:(asc|desc))?$`),
-        "invalid_sort",
-        `Use field:direction pairs with fields ${SORT_FIELDS.join(", ")} and direction asc or desc`,
-      ),
-    )
-      .transform((pairs) => pairs.map((p: string): SortKey => ({ field: p.split(":")[0] as SortField, direction: (p.split(":")[1] ?? "asc") as "asc" | "desc" })))
-      .optional()
-      .openapi({ type: "string", example: "leadScore:desc,createdAt:desc", description: "Default createdAt:desc; the first field is served by an index" }),
+    sort: sortParam(SORT_FIELDS, "leadScore:desc,createdAt:desc"),
     include: csv(z.enum(INCLUDES)).optional().openapi({ type: "string", example: "activities" }),
     fields: csv(z.enum(CONTACT_FIELDS as [string, ...string[]]), CONTACT_FIELDS.length).optional().openapi({ type: "string", example: "id,firstName,lastName,email", description: "Projection; id is always returned" }),
   })
@@ -190,7 +178,6 @@ export const ContactListQuery = z
     const from = q["createdAt[gte]"];
     const to = q["createdAt[lte]"];
     if (from && to && from > to) ctx.addIssue({ code: "custom", path: ["createdAt[gte]"], message: "createdAt[gte] is after createdAt[lte]", params: { code: "invalid_range" } });
-    if (q.sort && new Set(q.sort.map((s) => s.field)).size !== q.sort.length) ctx.addIssue({ code: "custom", path: ["sort"], message: "A field appears twice in sort", params: { code: "invalid_sort" } });
   });
 export type ContactListQuery = z.infer<typeof ContactListQuery>;
 

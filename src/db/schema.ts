@@ -5,3 +5,4 @@ export * from "./webhooks";
 export * from "./documents";
 export * from "./signatures";
 export * from "./reputation";
+export * from "./properties";

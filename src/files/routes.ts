@@ -6,6 +6,9 @@ import { rateLimit } from "../platform/rate-limit";
 import { defineRoute } from "../platform/route";
 import { verifyFileUrl } from "./signed-url";
 
+/** What R2 holds behind signed links: PDFs, and photos of the types uploads accept (properties/photos.ts). */
+const FILE_TYPES = ["application/pdf", "image/jpeg", "image/png", "image/gif", "image/webp", "image/avif", "image/heic", "image/heif"];
+
 const download = defineRoute(API, {
   operationId: "downloadFile",
   security: [],
@@ -13,14 +16,14 @@ const download = defineRoute(API, {
   path: "/api/public/files/{key}",
   tags: ["Files"],
   summary: "Download a file through a signed link",
-  description: "The links are handed out by the routes that own the files (a certificate of completion, say); they expire. An invalid, expired or unknown link answers 404 alike.",
+  description: "The links are handed out by the routes that own the files (a certificate of completion, a property's photos and reports); they expire. An invalid, expired or unknown link answers 404 alike.",
   middleware: [rateLimit("public-files:get")] as const,
   request: {
     params: z.object({ key: z.string().min(1).max(500).openapi({ param: { name: "key", in: "path" } }) }),
     query: z.strictObject({ expires: z.string().max(20), signature: z.string().max(128) }),
   },
   responses: {
-    200: { description: "The file", content: { "application/pdf": { schema: z.string().openapi({ format: "binary" }) } } },
+    200: { description: "The file: a PDF (certificates, reports) or an image (property photos)", content: Object.fromEntries(FILE_TYPES.map((t) => [t, { schema: z.string().openapi({ format: "binary" }) }])) },
     404: apiError("Invalid, expired or unknown link"),
     429: apiError("Too many requests from this address (rate_limited)"),
   },
@@ -35,7 +38,8 @@ export const fileRoutes = new OpenAPIHono<AppBindings>({ defaultHook: validation
     headers: {
       "content-type": object.httpMetadata?.contentType ?? "application/octet-stream",
       ...(object.httpMetadata?.contentDisposition ? { "content-disposition": object.httpMetadata.contentDisposition } : {}),
-      "cache-control": "private, no-store",
+      // A link is the same URL for minutes (files/signed-url.ts): the browser may keep what it showed until the link expires.
+      "cache-control": `private, max-age=${Math.max(0, Math.min(300, Number(expires) - Math.floor(Date.now() / 1000)))}`,
       "x-content-type-options": "nosniff",
     },
   }) as never;

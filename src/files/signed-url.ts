@@ -3,10 +3,11 @@ import { NotConfigured } from "../lib/errors";
 import { toHex } from "../lib/crypto";
 
 /**
- * Files in R2 (certificates now; deal documents and property photos later) are handed out through signed, expiring
+ * Files in R2 (certificates, property photos and reports; deal documents next) are handed out through signed, expiring
  * URLs: `/api/public/files/<key>?expires=<unix seconds>&signature=<hex HMAC-SHA-256(FILES_URL_SECRET, key \n expires)>`.
  */
 export const FILE_URL_TTL_SECONDS = 15 * 60;
+const STABLE_SECONDS = 300;
 const encoder = new TextEncoder();
 
 function secretOf(env: Env): string {
@@ -18,11 +19,23 @@ function secretOf(env: Env): string {
 const keyFor = (secret: string) => crypto.subtle.importKey("raw", encoder.encode(secret), { name: "HMAC", hash: "SHA-256" }, false, ["sign", "verify"]);
 const signed = (key: string, expires: number) => encoder.encode(`${key}\n${expires}`);
 
-export async function signedFileUrl(env: Env, origin: string, key: string, ttlSeconds = FILE_URL_TTL_SECONDS): Promise<{ url: string; expiresAt: string }> {
-  const expires = Math.floor(Date.now() / 1000) + ttlSeconds;
-  const mac = toHex(await crypto.subtle.sign("HMAC", await keyFor(secretOf(env)), signed(key, expires)));
-  return { url: `${origin}/api/public/files/${encodeURIComponent(key)}?expires=${expires}&signature=${mac}`, expiresAt: new Date(expires * 1000).toISOString() };
+/**
+ * A signer of many links at once (a page of listings with their photos): the HMAC key is imported once. Throws
+ * NotConfigured when FILES_URL_SECRET is absent, at the first link it is asked for.
+ */
+export function fileUrlSigner(env: Env, origin: string, ttlSeconds = FILE_URL_TTL_SECONDS) {
+  // Rounded down to whole 5 minutes (so valid 10 to 15 minutes by default): a link stays the same URL for a while and
+  // browsers can cache what it shows.
+  const expires = Math.floor((Math.floor(Date.now() / 1000) + ttlSeconds) / STABLE_SECONDS) * STABLE_SECONDS;
+  let key: Promise<CryptoKey> | undefined;
+  return async (fileKey: string): Promise<{ url: string; expiresAt: string }> => {
+    key ??= keyFor(secretOf(env));
+    const mac = toHex(await crypto.subtle.sign("HMAC", await key, signed(fileKey, expires)));
+    return { url: `${origin}/api/public/files/${encodeURIComponent(fileKey)}?expires=${expires}&signature=${mac}`, expiresAt: new Date(expires * 1000).toISOString() };
+  };
 }
+
+export const signedFileUrl = (env: Env, origin: string, key: string, ttlSeconds = FILE_URL_TTL_SECONDS) => fileUrlSigner(env, origin, ttlSeconds)(key);
 
 /** Whether a file URL's signature holds and has not expired (compared by WebCrypto's verify, in constant time). */
 export async function verifyFileUrl(env: Env, key: string, expires: string, signature: string): Promise<boolean> {

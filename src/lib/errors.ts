@@ -13,7 +13,7 @@ export interface FieldIssue {
 }
 
 export abstract class AppError extends Error {
-  abstract readonly status: 400 | 401 | 403 | 404 | 409 | 412 | 413 | 415 | 422 | 429 | 503;
+  abstract readonly status: 400 | 401 | 403 | 404 | 409 | 412 | 413 | 415 | 422 | 429 | 502 | 503;
   abstract readonly code: string;
 }
 
@@ -28,8 +28,30 @@ export class Unauthorized extends AppError {
 export class NotFound extends AppError {
   readonly status = 404;
   readonly code = "not_found";
-  constructor(what = "Resource") {
-    super(`${what} not found`);
+  constructor(what = "Resource", message = `${what} not found`) {
+    super(message);
+  }
+}
+
+/** Well-formed input the resource cannot act on as it stands (too few comparable sales to value a property): 422. */
+export class Unprocessable extends AppError {
+  readonly status = 422;
+  constructor(
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** A service this one depends on (an MLS) failed or could not be reached: 502. */
+export class UpstreamFailed extends AppError {
+  readonly status = 502;
+  constructor(
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
   }
 }
 

@@ -1,8 +1,27 @@
 import { bodyLimit } from "hono/body-limit";
+import { createMiddleware } from "hono/factory";
 import { PayloadTooLarge } from "../lib/errors";
 
 /** Default for every JSON route; upload routes and the small public forms set their own with `limitBody`. */
 export const DEFAULT_BODY_LIMIT_BYTES = 1024 * 1024;
+
+/**
+ * Routes whose bodies may be larger than the default: the app-wide limit applies theirs instead (it runs before any
+ * route is matched, so the exception has to be known here). Each route also bounds what it keeps (a file's size).
+ */
+export const LARGE_BODY_ROUTES: { method: string; path: RegExp; maxBytes: number }[] = [
+  { method: "POST", path: /^\/v1\/properties\/[^/]+\/photos$/, maxBytes: 25 * 1024 * 1024 },
+];
+
+/** The app-wide limit: the route's own from LARGE_BODY_ROUTES, else the default. */
+export function limitBodies(defaultBytes = DEFAULT_BODY_LIMIT_BYTES) {
+  const limits = new Map<number, ReturnType<typeof limitBody>>([[defaultBytes, limitBody(defaultBytes)]]);
+  for (const r of LARGE_BODY_ROUTES) limits.set(r.maxBytes, limitBody(r.maxBytes));
+  return createMiddleware((c, next) => {
+    const route = LARGE_BODY_ROUTES.find((r) => r.method === c.req.method && r.path.test(c.req.path));
+    return limits.get(route?.maxBytes ?? defaultBytes)!(c, next);
+  });
+}
 
 /**
  * 413 before the body is parsed: Content-Length over the limit is refused at once, and a chunked body is cut off

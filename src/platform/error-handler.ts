@@ -36,6 +36,7 @@ const CRM_TYPES: Record<number, [type: string, title: string]> = {
   422: ["validation_error", "Validation Failed"],
   429: ["rate_limit_error", "Too Many Requests"],
   500: ["api_error", "Internal Server Error"],
+  502: ["api_error", "Bad Gateway"],
   503: ["api_error", "Service Unavailable"],
 };
 
@@ -53,7 +54,7 @@ function toFailure(err: Error, family: Family): Failure | null {
       const message = err.message || "Malformed JSON in request body";
       return toFailure(new Validation([{ field: "", path: [], code: "malformed_json", message }], "malformed"), family);
     }
-    if (err.status === 415) return { status: 415, code: "unsupported_media_type", message: "Content-Type must be application/json" };
+    if (err.status === 415) return { status: 415, code: "unsupported_media_type", message: "Content-Type must be application/json (multipart/form-data on upload routes)" };
     if (err.status < 500) return { status: err.status, code: "request_error", message: err.message };
   }
   return null;

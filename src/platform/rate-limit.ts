@@ -1,3 +1,4 @@
+import type { Context } from "hono";
 import { createMiddleware } from "hono/factory";
 import type { Env } from "../env";
 import { RateLimited } from "../lib/errors";
@@ -23,8 +24,10 @@ export const RATE_LIMITS = {
   "public-referral:post": { limit: 10, windowSeconds: 60 },
   "public-reviews:get": { limit: 300, windowSeconds: 60 },
   "oauth-token:post": { limit: 30, windowSeconds: 60 },
-  // Ours: signed file links (certificates), which only the holder of a fresh link can use anyway.
-  "public-files:get": { limit: 120, windowSeconds: 60 },
+  // Ours: signed file links (certificates, photos, reports), which only the holder of a fresh link can use anyway.
+  "public-files:get": { limit: 600, windowSeconds: 60 },
+  // Ours: engagement signals of one listing, per organization (a website backend forwards its visitors' views).
+  "property-signals:post": { limit: 600, windowSeconds: 60 },
 } as const satisfies Record<string, RateRule>;
 
 export type RateBucket = keyof typeof RATE_LIMITS;
@@ -43,11 +46,14 @@ export function durableObjectRateLimiter(env: Env): RateLimiter {
 /** The client address Cloudflare puts in front of every request; absent only outside Cloudflare's edge. */
 export const clientIp = (header: string | undefined): string => header?.trim() || "unknown";
 
-/** Attach to a route: `middleware: [rateLimit("public-sign:get")]`. Answers 429 with Retry-After past the limit. */
-export function rateLimit(bucket: RateBucket) {
+/**
+ * Attach to a route: `middleware: [rateLimit("public-sign:get")]`. Answers 429 with Retry-After past the limit.
+ * Counted per client IP unless `keyOf` names another subject (an organization's listing).
+ */
+export function rateLimit(bucket: RateBucket, keyOf: (c: Context<AppBindings>) => string = (c) => clientIp(c.req.header("cf-connecting-ip"))) {
   const rule = RATE_LIMITS[bucket];
   return createMiddleware<AppBindings>(async (c, next) => {
-    const decision = await c.get("rateLimiter").consume(`${bucket}:${clientIp(c.req.header("cf-connecting-ip"))}`, rule);
+    const decision = await c.get("rateLimiter").consume(`${bucket}:${keyOf(c)}`, rule);
     if (!decision.allowed) throw new RateLimited(decision.retryAfterSeconds);
     c.header("RateLimit-Remaining", String(decision.remaining));
     await next();

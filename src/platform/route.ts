@@ -43,7 +43,7 @@ export function defineRoute<P extends string, R extends Omit<RouteConfig, "path"
   }
   if (hasBody) {
     add(413, "The body is over the route's size limit");
-    add(415, "Content-Type is not application/json");
+    add(415, "Content-Type is not one the route takes (application/json; multipart/form-data on uploads)");
   }
   add(500, "Unexpected failure; carries the request id, never a stack trace");
   return createRoute({ ...config, responses } as R);

@@ -1,4 +1,5 @@
-import { PDFDocument, type PDFFont, type PDFPage, rgb, StandardFonts } from "@pdfme/pdf-lib";
+import { PDFDocument } from "@pdfme/pdf-lib";
+import { pdfWriter } from "../files/pdf-writer";
 import { and, eq, isNull } from "drizzle-orm";
 import { createDb, type Db } from "../db/client";
 import { documents, envelopes } from "../db/schema";
@@ -15,30 +16,6 @@ import { loadEnvelope } from "./machine";
  */
 export const certificateKey = (organizationId: string, envelopeId: string) => `certificates/${organizationId}/${envelopeId}.pdf`;
 
-/** The standard PDF fonts encode WinAnsi only; anything else is shown as "?" (the audit route has every byte). */
-const printable = (text: string) => text.replace(/[^\x20-\x7e\u00a0-\u00ff]/g, "?");
-
-interface Lines {
-  page: PDFPage;
-  y: number;
-}
-
-function writer(pdf: PDFDocument, font: PDFFont, bold: PDFFont) {
-  const state: Lines = { page: pdf.addPage([595, 842]), y: 790 };
-  return (text: string, { size = 10, strong = false, indent = 0 } = {}) => {
-    if (state.y < 60) {
-      state.page = pdf.addPage([595, 842]);
-      state.y = 790;
-    }
-    // Long values (hashes, user agents) wrap at the page edge rather than run off it.
-    const max = Math.floor((495 - indent) / (size * 0.52));
-    for (let i = 0, s = printable(text); i < Math.max(1, s.length); i += max) {
-      state.page.drawText(s.slice(i, i + max), { x: 50 + indent, y: state.y, size, font: strong ? bold : font, color: rgb(0.1, 0.1, 0.12) });
-      state.y -= size + 5;
-    }
-  };
-}
-
 export async function renderCertificate(input: {
   envelope: { id: string; completedAt: string | null; mode: string };
   document: { id: string; formKey: string; sha256: string };
@@ -49,7 +26,7 @@ export async function renderCertificate(input: {
   const pdf = await PDFDocument.create();
   pdf.setTitle(`Certificate of completion ${input.envelope.id}`);
   pdf.setProducer("Brokerage Edge API");
-  const line = writer(pdf, await pdf.embedFont(StandardFonts.Helvetica), await pdf.embedFont(StandardFonts.HelveticaBold));
+  const { line } = await pdfWriter(pdf);
   line("Certificate of completion", { size: 18, strong: true });
   line("");
   line(`Document: ${input.document.id}`);

@@ -3,6 +3,7 @@ import { contractViolation } from "./contract";
 
 export interface CallOptions {
   token?: string;
+  /** JSON-encoded, or sent as multipart/form-data when a FormData. */
   body?: unknown;
   /** Sent as is, for malformed-JSON and content-type cases. */
   rawBody?: string;
@@ -16,8 +17,10 @@ export interface CallOptions {
 export async function call(method: string, path: string, opts: CallOptions = {}): Promise<Response> {
   const headers: Record<string, string> = { ...opts.headers };
   if (opts.token) headers.authorization = `Bearer ${opts.token}`;
-  let body: string | undefined;
+  let body: string | FormData | undefined;
   if (opts.rawBody !== undefined) body = opts.rawBody;
+  // A multipart body: the Request sets its content type with the boundary.
+  else if (opts.body instanceof FormData) body = opts.body;
   else if (opts.body !== undefined) {
     body = JSON.stringify(opts.body);
     headers["content-type"] ??= "application/json";

@@ -1,10 +1,11 @@
 import { env } from "cloudflare:workers";
-import { expect } from "vitest";
+import { expect, vi } from "vitest";
 import { call, json } from "./client";
 import { createContact, getContact, uniqueEmail } from "./contacts";
 import { createDocument, leaseCanonical, sendForSignature } from "./documents";
 import type { TestPrincipal } from "./factories";
 import { openMailbox } from "./receiver";
+import { createProperty, getProperty, photoForm, PNG_1X1, propertyBody, valuableProperty } from "./properties";
 import { aggregateOf, createTestimonial, move, publishedProfile, publishedTestimonial } from "./reputation";
 
 /**
@@ -61,6 +62,24 @@ const count = async (sql: string, ...binds: unknown[]) => (await env.DB.prepare(
 
 /** Outbox events of an organization, of one type. */
 export const eventCount = (organizationId: string, type: string) => count("SELECT COUNT(*) AS n FROM outbox_events WHERE organization_id = ? AND type = ?", organizationId, type);
+
+const propertyTotal = async (owner: TestPrincipal) => (await json(await call("GET", "/v1/properties?limit=1", { token: owner.token }))).pagination.total as number;
+
+/** Changes of different fields of one property, raced: every one must land. */
+const PROPERTY_CHANGES: Record<string, unknown>[] = [
+  { address: { city: "Raced City" } },
+  { details: { bedrooms: 7 } },
+  { details: { pool: true } },
+  { listing: { listPrice: 600000 } },
+  { listing: { status: "PENDING" } },
+  { marketing: { description: "raced" } },
+  { hoa: { monthlyFee: 99 } },
+  { taxes: { annualAmount: 1234 } },
+  { features: { interior: ["Raced"] } },
+  { mlsId: "RACED-1" },
+  { media: { virtualTour: "https://tour.example.test/raced" } },
+  { disclosure: { floodZone: "X" } },
+];
 
 const contactParams = async (owner: TestPrincipal, overrides: Record<string, unknown> = {}) => ({ id: (await createContact(owner.token, overrides)).id });
 const contactTotal = async (owner: TestPrincipal) => (await json(await call("GET", "/v1/contacts?limit=1", { token: owner.token }))).pagination.total as number;
@@ -434,5 +453,130 @@ export const RACES: Race[] = [
     copies: 5,
     counter: { read: async (owner) => count("SELECT COUNT(*) AS n FROM plants WHERE organization_id = ?", owner.organizationId), perMove: -1 },
     event: "plant.deleted",
+  },
+
+  // Properties (issue 9).
+  {
+    kind: "independent",
+    route: "POST /v1/properties",
+    seed: async () => ({}),
+    changes: async () => Array.from({ length: 10 }, (_, i) => ({ body: propertyBody({ mlsId: `RACE-${i}` }) })),
+    async verify(owner) {
+      expect(await propertyTotal(owner)).toBe(10);
+      expect(await eventCount(owner.organizationId, "property.created")).toBe(10);
+    },
+  },
+  {
+    kind: "independent",
+    route: "PUT /v1/properties/{id}",
+    seed: async (owner) => ({ id: (await createProperty(owner.token)).id }),
+    changes: async () => PROPERTY_CHANGES.map((body) => ({ body })),
+    async verify(owner, { id }) {
+      const p = await getProperty(owner.token, id!);
+      for (const change of PROPERTY_CHANGES) expect(p).toMatchObject(change);
+      expect(p.listing.priceHistory.map((h: { event: string }) => h.event)).toEqual(["LISTED", "PRICE_REDUCTION"]);
+      expect(await eventCount(owner.organizationId, "property.updated")).toBe(PROPERTY_CHANGES.length);
+      expect(await eventCount(owner.organizationId, "property.status_changed")).toBe(1);
+      expect(await eventCount(owner.organizationId, "property.price_changed")).toBe(1);
+    },
+  },
+  {
+    kind: "once",
+    route: "DELETE /v1/properties/{id}",
+    seed: async (owner) => ({ id: (await createProperty(owner.token)).id }),
+    objects: 5,
+    copies: 5,
+    counter: { read: propertyTotal, perMove: -1 },
+    event: "property.deleted",
+  },
+  {
+    kind: "independent",
+    route: "POST /v1/properties/{id}/photos",
+    seed: async (owner) => ({ id: (await createProperty(owner.token)).id }),
+    changes: async () => Array.from({ length: 6 }, (_, i) => ({ body: photoForm([{ bytes: PNG_1X1 }], { captions: [`raced ${i}`] }) })),
+    async verify(owner, { id }) {
+      const p = await getProperty(owner.token, id!);
+      expect(p.media.photos.map((x: { caption: string }) => x.caption).sort()).toEqual(Array.from({ length: 6 }, (_, i) => `raced ${i}`));
+      expect((await env.FILES.list({ prefix: `properties/${owner.organizationId}/${id}/` })).objects).toHaveLength(6);
+      expect(await eventCount(owner.organizationId, "property.photos_uploaded")).toBe(6);
+    },
+  },
+  {
+    kind: "independent",
+    route: "PUT /v1/properties/{id}/photos/order",
+    async seed(owner) {
+      const { id } = await createProperty(owner.token);
+      const res = await call("POST", `/v1/properties/${id}/photos`, { token: owner.token, body: photoForm(Array.from({ length: 8 }, () => ({ bytes: PNG_1X1 }))) });
+      return { id, photos: (await json(res)).data.map((x: { id: string }) => x.id).join(",") };
+    },
+    changes: async (_owner, { photos }) => photos!.split(",").map((photo, i) => ({ body: { photoOrder: [{ id: photo, order: 100 - i }] } })),
+    async verify(owner, { id, photos }) {
+      const p = await getProperty(owner.token, id!);
+      expect(p.media.photos.map((x: { id: string; order: number }) => [x.id, x.order])).toEqual(photos!.split(",").map((photo, i) => [photo, 100 - i]).reverse());
+    },
+  },
+  {
+    kind: "independent",
+    route: "POST /v1/properties/{id}/signals",
+    seed: async (owner) => ({ id: (await createProperty(owner.token)).id }),
+    changes: async () => [...Array.from({ length: 20 }, (_, i) => ({ body: { type: "VIEW", visitorId: `v${i % 4}` } })), ...Array.from({ length: 5 }, () => ({ body: { type: "INQUIRY" } }))],
+    async verify(owner, { id }) {
+      const a = (await json(await call("GET", `/v1/properties/${id}/analytics`, { token: owner.token }))).data;
+      expect(a).toMatchObject({ views: 20, uniqueViews: 4, inquiries: 5 });
+      expect(await eventCount(owner.organizationId, "property.inquiry_received")).toBe(5);
+    },
+  },
+  {
+    kind: "independent",
+    route: "POST /v1/properties/{id}/valuation",
+    seed: async (owner) => ({ id: (await valuableProperty(owner.token)).id }),
+    changes: async () => Array.from({ length: 5 }, () => ({})),
+    async verify(owner, { id }) {
+      expect(await count("SELECT COUNT(*) AS n FROM property_valuations WHERE property_id = ?", id)).toBe(5);
+      expect((await getProperty(owner.token, id!)).valuation).toMatchObject({ estimatedValue: expect.any(Number) });
+    },
+  },
+  {
+    kind: "independent",
+    route: "POST /v1/properties/{id}/reports",
+    seed: async (owner) => ({ id: (await createProperty(owner.token)).id }),
+    changes: async () => Array.from({ length: 4 }, (_, i) => ({ body: { reportType: i % 2 ? "LISTING_SHEET" : "MARKET_ANALYSIS" } })),
+    async verify(owner, { id }) {
+      expect((await env.FILES.list({ prefix: `properties/${owner.organizationId}/${id}/reports/` })).objects).toHaveLength(4);
+    },
+  },
+  {
+    kind: "child",
+    route: "POST /v1/properties/{id}/signals",
+    seed: async (owner) => ({ id: (await createProperty(owner.token)).id }),
+    body: (i) => ({ type: i % 2 ? "VIEW" : "INQUIRY", visitorId: `v${i}` }),
+    parentDelete: "/v1/properties/{id}",
+    leftovers: async (_owner, { id }) => ({
+      stats: await count("SELECT COUNT(*) AS n FROM property_stats WHERE property_id = ?", id),
+      days: await count("SELECT COUNT(*) AS n FROM property_daily_stats WHERE property_id = ?", id),
+      visitors: await count("SELECT COUNT(*) AS n FROM property_daily_visitors WHERE property_id = ?", id),
+      referrers: await count("SELECT COUNT(*) AS n FROM property_daily_referrers WHERE property_id = ?", id),
+    }),
+  },
+  {
+    kind: "child",
+    route: "POST /v1/properties/{id}/photos",
+    seed: async (owner) => ({ id: (await createProperty(owner.token)).id }),
+    body: () => photoForm([{ bytes: PNG_1X1 }]),
+    parentDelete: "/v1/properties/{id}",
+    async leftovers(owner, { id }) {
+      // Files are removed after the answers (the request's waitUntil): wait for them to go.
+      const files = async () => (await env.FILES.list({ prefix: `properties/${owner.organizationId}/${id}/` })).objects.length;
+      await vi.waitFor(async () => expect(await files()).toBe(0), { timeout: 5000 });
+      return { files: await files(), rows: await count("SELECT COUNT(*) AS n FROM properties WHERE id = ?", id) };
+    },
+  },
+  {
+    kind: "child",
+    route: "PUT /v1/properties/{id}",
+    seed: async (owner) => ({ id: (await createProperty(owner.token)).id }),
+    body: (i) => ({ details: { bedrooms: i } }),
+    parentDelete: "/v1/properties/{id}",
+    leftovers: async (_owner, { id }) => ({ rows: await count("SELECT COUNT(*) AS n FROM properties WHERE id = ?", id) }),
   },
 ];

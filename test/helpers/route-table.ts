@@ -3,6 +3,7 @@ import { call, json } from "./client";
 import { createDocument, leaseCanonical, sendForSignature, signAll, tokenOf } from "./documents";
 import { receiverUrl } from "./receiver";
 import { createTestimonial, move, publishedTestimonial } from "./reputation";
+import { createProperty, photoForm, PNG_1X1, valuableProperty } from "./properties";
 import type { TestPrincipal } from "./factories";
 
 export type Family = "crm" | "api" | "plants";
@@ -12,7 +13,7 @@ export interface MatrixRoute {
   /** The OpenAPI path, with {param} placeholders. */
   path: string;
   family: Family;
-  /** A valid body, for routes that take one. */
+  /** A valid body, for routes that take one (a function when it names what the seed made, a photo id say). */
   body?: unknown;
   /** For routes on one object: makes it in the principal's organization and returns the path params naming it. */
   seed?: (owner: TestPrincipal) => Promise<Record<string, string>>;
@@ -113,6 +114,9 @@ ROUTES.push(
   { method: "POST", path: "/v1/contacts/{id}/tags", family: "crm", body: { tags: ["vip"] }, seed: seedContact, unknown: unknownContact },
 );
 
+/** The route's body for the object `params` names. */
+export const bodyOf = (route: MatrixRoute, params: Record<string, string>) => (typeof route.body === "function" ? (route.body as (p: Record<string, string>) => unknown)(params) : route.body);
+
 export const fillPath = (path: string, params: Record<string, string> = {}) =>
   path.replace(/\{(\w+)\}/g, (_, name: string) => {
     const value = params[name];
@@ -177,4 +181,32 @@ ROUTES.push(
   { method: "PUT", path: "/api/reputation/profile", family: "api", body: { draftConfig: { displayName: "Matrix" } } },
   { method: "POST", path: "/api/reputation/profile/publish", family: "api", body: {} },
   { method: "DELETE", path: "/api/reputation/profile", family: "api" },
+);
+
+// Properties (issue 9).
+const seedProperty = async (owner: TestPrincipal) => ({ id: (await createProperty(owner.token)).id });
+const unknownProperty = { id: "00000000-0000-4000-8000-0000000000b9" };
+async function seedPropertyWithPhoto(owner: TestPrincipal) {
+  const { id } = await seedProperty(owner);
+  const res = await call("POST", `/v1/properties/${id}/photos`, { token: owner.token, body: photoForm([{ bytes: PNG_1X1 }]) });
+  return { id, photo: (await json(res)).data[0].id as string };
+}
+async function seedValuedProperty(owner: TestPrincipal) {
+  const { id } = await valuableProperty(owner.token);
+  await call("POST", `/v1/properties/${id}/valuation`, { token: owner.token });
+  return { id };
+}
+ROUTES.push(
+  { method: "GET", path: "/v1/properties", family: "crm" },
+  { method: "POST", path: "/v1/properties", family: "crm", body: { address: { street: "1 Matrix Rd", city: "Austin", state: "TX", zipCode: "78701" }, details: { propertyType: "CONDO" }, listing: { listPrice: 1 } } },
+  { method: "GET", path: "/v1/properties/{id}", family: "crm", seed: seedProperty, unknown: unknownProperty },
+  { method: "PUT", path: "/v1/properties/{id}", family: "crm", body: { details: { bedrooms: 2 } }, seed: seedProperty, unknown: unknownProperty },
+  { method: "DELETE", path: "/v1/properties/{id}", family: "crm", seed: seedProperty, unknown: unknownProperty },
+  { method: "POST", path: "/v1/properties/{id}/photos", family: "crm", body: () => photoForm([{ bytes: PNG_1X1 }]), seed: seedProperty, unknown: unknownProperty },
+  { method: "PUT", path: "/v1/properties/{id}/photos/order", family: "crm", body: (p: Record<string, string>) => ({ photoOrder: [{ id: p.photo ?? "x", order: 3 }] }), seed: seedPropertyWithPhoto, unknown: unknownProperty },
+  { method: "GET", path: "/v1/properties/{id}/valuation", family: "crm", seed: seedValuedProperty, unknown: unknownProperty },
+  { method: "POST", path: "/v1/properties/{id}/valuation", family: "crm", seed: async (owner) => ({ id: (await valuableProperty(owner.token)).id }), unknown: unknownProperty },
+  { method: "GET", path: "/v1/properties/{id}/analytics", family: "crm", seed: seedProperty, unknown: unknownProperty },
+  { method: "POST", path: "/v1/properties/{id}/signals", family: "crm", body: { type: "VIEW", visitorId: "matrix" }, seed: seedProperty, unknown: unknownProperty },
+  { method: "POST", path: "/v1/properties/{id}/reports", family: "crm", body: { reportType: "LISTING_SHEET" }, seed: seedProperty, unknown: unknownProperty },
 );

@@ -1,0 +1,79 @@
+import { decodeCursor, encodeCursor } from "../lib/cursor";
+import { pattern } from "../lib/validation";
+import { csv } from "./list-query";
+
+/**
+ * Keyset pages of the CRM lists that sort on several fields (contacts, properties): the `sort` parameter, the ORDER BY,
+ * the condition "after the cursor's row" and the next cursor, for any table whose sort fields map to SQL expressions
+ * served by an index led by organization_id and ending in id.
+ */
+export type Direction = "asc" | "desc";
+export interface SortKey<F extends string = string> {
+  field: F;
+  direction: Direction;
+}
+
+/** `sort=field:direction,…` over `fields`; a field may appear once. */
+export const sortParam = <F extends string>(fields: readonly F[], example: string) =>
+  csv(pattern(new RegExp(`^(${fields.join("|")})(:(asc|desc))?$`), "invalid_sort", `Use field:direction pairs with fields ${fields.join(", ")} and direction asc or desc`))
+    .transform((pairs) => pairs.map((p: string): SortKey<F> => ({ field: p.split(":")[0] as F, direction: (p.split(":")[1] ?? "asc") as Direction })))
+    .refine((keys) => new Set(keys.map((k) => k.field)).size === keys.length, { message: "A field appears twice in sort", params: { code: "invalid_sort" } })
+    .optional()
+    .openapi({ type: "string", example, description: `Fields ${fields.join(", ")}, each :asc or :desc; the first is served by an index` });
+
+export interface KeysetTable<F extends string, Row> {
+  /** The id column, as SQL (`c.id`). */
+  id: string;
+  /** Each sort field as an SQL expression. */
+  sql: Record<F, string>;
+  /** Each sort field's value in a raw row, for the next cursor. */
+  value: Record<F, (row: Row) => string | number>;
+  rowId: (row: Row) => string;
+}
+
+export interface Where {
+  sql: string[];
+  params: unknown[];
+}
+
+/** The sort's signature, which a cursor carries so that one made for another sort is refused. */
+export const sortSignature = (sort: SortKey[]): string => sort.map((s) => `${s.field}:${s.direction}`).join(",");
+
+/** ORDER BY of a sort, with the id last as the tie-breaker. */
+export const orderBy = <F extends string>(t: KeysetTable<F, never>, sort: SortKey<F>[]): string =>
+  [...sort.map((s) => `${t.sql[s.field]} ${s.direction.toUpperCase()}`), `${t.id} ${sort[0]!.direction.toUpperCase()}`].join(", ");
+
+/**
+ * Rows after the cursor. With one direction throughout this is a row-value comparison, which SQLite turns into an
+ * index range; mixed directions fall back to the expanded OR form.
+ */
+export function afterCursor<F extends string>(t: KeysetTable<F, never>, sort: SortKey<F>[], cursor: string): Where {
+  const { values, id } = decodeCursor(cursor, sortSignature(sort), sort.length);
+  const keys = [...sort.map((s) => ({ expr: t.sql[s.field], dir: s.direction })), { expr: t.id, dir: sort[0]!.direction }];
+  const vals = [...values, id];
+  if (keys.every((k) => k.dir === keys[0]!.dir)) {
+    const op = keys[0]!.dir === "asc" ? ">" : "<";
+    return { sql: [`(${keys.map((k) => k.expr).join(", ")}) ${op} (${keys.map(() => "?").join(", ")})`], params: vals };
+  }
+  const ors: string[] = [];
+  const params: unknown[] = [];
+  keys.forEach((k, i) => {
+    const eqs = keys.slice(0, i).map((p) => `${p.expr} = ?`);
+    ors.push(`(${[...eqs, `${k.expr} ${k.dir === "asc" ? ">" : "<"} ?`].join(" AND ")})`);
+    params.push(...vals.slice(0, i), vals[i]);
+  });
+  return { sql: [`(${ors.join(" OR ")})`], params };
+}
+
+/** The cursor of the row a page ends on. */
+export const cursorAfter = <F extends string, Row>(t: KeysetTable<F, Row>, sort: SortKey<F>[], last: Row): string =>
+  encodeCursor({ sort: sortSignature(sort), values: sort.map((s) => t.value[s.field](last)), id: t.rowId(last) });
+
+/** `limit + 1` rows fetched in sort order: the page, whether more follow, and the cursor to them. */
+export function keysetPage<F extends string, Row>(t: KeysetTable<F, Row>, sort: SortKey<F>[], rows: Row[], limit: number) {
+  const page = rows.slice(0, limit);
+  const hasMore = rows.length > limit;
+  const last = page.at(-1);
+  return { page, hasMore, nextCursor: hasMore && last ? cursorAfter(t, sort, last) : null };
+}
+

@@ -1,0 +1,158 @@
+import { and, eq, sql } from "drizzle-orm";
+import { contacts, properties, propertyDailyReferrers, propertyDailyStats, propertyDailyVisitors, propertyStats } from "../db/schema";
+import { commit, expectRow, StaleWrite, type Statement } from "../db/write";
+import { newEvent } from "../events/outbox";
+import { sha256Hex } from "../lib/crypto";
+import { NotFound, Validation } from "../lib/errors";
+import { nowIso } from "../lib/time";
+import type { ServiceContext } from "../platform/context";
+import { today, toProperty } from "./mapping";
+import type { PropertyAnalytics, PropertySignal, SignalType } from "./schemas";
+import { findProperty } from "./service";
+
+/**
+ * Engagement of a listing, recorded from real signals (POST …/signals: a listing page's views, saves and shares, and
+ * inquiries, showings and offers, which also go out as events) into all-time counters, per-day counters, per-day
+ * visitor hashes (unique views) and per-day referrer counts. Nothing is estimated: a figure nobody reported is 0.
+ */
+const COUNTER: Record<SignalType, "views" | "saves" | "shares" | "inquiries" | "showings" | "offers"> = {
+  VIEW: "views",
+  SAVE: "saves",
+  SHARE: "shares",
+  INQUIRY: "inquiries",
+  SHOWING: "showings",
+  OFFER: "offers",
+};
+const EVENT: Partial<Record<SignalType, string>> = { INQUIRY: "property.inquiry_received", SHOWING: "property.showing_scheduled", OFFER: "property.offer_received" };
+const DAY_MS = 86_400_000;
+const PERIOD_DAYS = { "7d": 7, "30d": 30, "90d": 90 } as const;
+const TOP_REFERRERS = 5;
+
+/** A referrer as a source: the host of a URL (without www.), else the name as given, "direct" when absent. */
+export function referrerSource(referrer: string | undefined): string {
+  const raw = referrer?.trim();
+  if (!raw) return "direct";
+  try {
+    const host = new URL(raw).hostname;
+    if (host) return host.replace(/^www\./, "").toLowerCase();
+  } catch {
+    // not a URL: a source name such as "newsletter"
+  }
+  return raw.replace(/[\u0000-\u001f\u007f-\u009f]/g, "").slice(0, 100).toLowerCase() || "direct";
+}
+
+/** POST /v1/properties/{id}/signals: one signal, counted exactly once with its event (if any) in one batch. */
+export async function recordSignal(ctx: ServiceContext, id: string, signal: PropertySignal): Promise<{ type: SignalType; recordedAt: string; eventId: string | null }> {
+  const org = ctx.organizationId;
+  const eventName = EVENT[signal.type];
+  // Events carry the property, so those signals read it; views and the like only need it to exist when they land.
+  const record = eventName ? await findProperty(ctx, id) : null;
+  if (signal.contactId) {
+    const found = await ctx.db.select({ id: contacts.id }).from(contacts).where(and(eq(contacts.id, signal.contactId), eq(contacts.organizationId, org))).get();
+    if (!found) throw new Validation([{ field: "contactId", path: ["contactId"], code: "invalid_reference", message: "No contact with this id in your organization" }]);
+  }
+  const at = nowIso();
+  const day = today(new Date(at));
+  const column = COUNTER[signal.type];
+  const seconds = signal.type === "VIEW" && signal.timeOnSiteSeconds !== undefined ? signal.timeOnSiteSeconds : null;
+  const increments = {
+    [column]: 1,
+    timeOnSiteTotal: seconds ?? 0,
+    timeOnSiteCount: seconds === null ? 0 : 1,
+  } as Record<string, number>;
+  const bump = (t: typeof propertyStats | typeof propertyDailyStats) => ({
+    [column]: sql`${t[column]} + 1`,
+    timeOnSiteTotal: sql`${t.timeOnSiteTotal} + ${increments.timeOnSiteTotal}`,
+    timeOnSiteCount: sql`${t.timeOnSiteCount} + ${increments.timeOnSiteCount}`,
+  });
+  const statements: Statement[] = [
+    expectRow(ctx.db, properties, and(eq(properties.id, id), eq(properties.organizationId, org))),
+    ctx.db
+      .insert(propertyStats)
+      .values({ propertyId: id, organizationId: org, ...increments })
+      .onConflictDoUpdate({ target: propertyStats.propertyId, set: bump(propertyStats) }),
+    ctx.db
+      .insert(propertyDailyStats)
+      .values({ propertyId: id, day, organizationId: org, ...increments })
+      .onConflictDoUpdate({ target: [propertyDailyStats.propertyId, propertyDailyStats.day], set: bump(propertyDailyStats) }),
+  ];
+  if (signal.type === "VIEW") {
+    if (signal.visitorId) {
+      const visitorHash = (await sha256Hex(`${org}\n${signal.visitorId}`)).slice(0, 32);
+      statements.push(ctx.db.insert(propertyDailyVisitors).values({ propertyId: id, day, visitorHash }).onConflictDoNothing());
+    }
+    statements.push(
+      ctx.db
+        .insert(propertyDailyReferrers)
+        .values({ propertyId: id, day, source: referrerSource(signal.referrer), views: 1 })
+        .onConflictDoUpdate({ target: [propertyDailyReferrers.propertyId, propertyDailyReferrers.day, propertyDailyReferrers.source], set: { views: sql`${propertyDailyReferrers.views} + 1` } }),
+    );
+  }
+  const { visitorId: _v, ...details } = signal;
+  const event = eventName && record ? newEvent(ctx, eventName, { object: toProperty(record), previousAttributes: null, changes: null, signal: { ...details, recordedAt: at } }) : null;
+  await commit(ctx, statements, event ? [event] : []).catch((err) => {
+    // The only guard is the property's existence: it is not there (any more).
+    throw err instanceof StaleWrite ? new NotFound("Property") : err;
+  });
+  return { type: signal.type, recordedAt: at, eventId: event?.id ?? null };
+}
+
+/** GET /v1/properties/{id}/analytics: the figures of the last 7, 30 or 90 days (today included), from the day counters. */
+export async function getAnalytics(ctx: ServiceContext, id: string, period: keyof typeof PERIOD_DAYS): Promise<PropertyAnalytics> {
+  await findProperty(ctx, id);
+  const days = PERIOD_DAYS[period];
+  const now = Date.now();
+  const from = today(new Date(now - (days - 1) * DAY_MS));
+  const org = ctx.organizationId;
+  const [sums, unique, referrers, byDay] = await ctx.db.batch([
+    ctx.db
+      .select({
+        views: sql<number>`COALESCE(SUM(${propertyDailyStats.views}), 0)`,
+        inquiries: sql<number>`COALESCE(SUM(${propertyDailyStats.inquiries}), 0)`,
+        showings: sql<number>`COALESCE(SUM(${propertyDailyStats.showings}), 0)`,
+        offers: sql<number>`COALESCE(SUM(${propertyDailyStats.offers}), 0)`,
+        saves: sql<number>`COALESCE(SUM(${propertyDailyStats.saves}), 0)`,
+        shares: sql<number>`COALESCE(SUM(${propertyDailyStats.shares}), 0)`,
+        timeTotal: sql<number>`COALESCE(SUM(${propertyDailyStats.timeOnSiteTotal}), 0)`,
+        timeCount: sql<number>`COALESCE(SUM(${propertyDailyStats.timeOnSiteCount}), 0)`,
+      })
+      .from(propertyDailyStats)
+      .where(and(eq(propertyDailyStats.propertyId, id), eq(propertyDailyStats.organizationId, org), sql`${propertyDailyStats.day} >= ${from}`)),
+    ctx.db
+      .select({ n: sql<number>`COUNT(DISTINCT ${propertyDailyVisitors.visitorHash})` })
+      .from(propertyDailyVisitors)
+      .where(and(eq(propertyDailyVisitors.propertyId, id), sql`${propertyDailyVisitors.day} >= ${from}`)),
+    ctx.db
+      .select({ source: propertyDailyReferrers.source, views: sql<number>`SUM(${propertyDailyReferrers.views})` })
+      .from(propertyDailyReferrers)
+      .where(and(eq(propertyDailyReferrers.propertyId, id), sql`${propertyDailyReferrers.day} >= ${from}`))
+      .groupBy(propertyDailyReferrers.source)
+      .orderBy(sql`SUM(${propertyDailyReferrers.views}) DESC`, propertyDailyReferrers.source)
+      .limit(TOP_REFERRERS),
+    ctx.db
+      .select({ day: propertyDailyStats.day, views: propertyDailyStats.views })
+      .from(propertyDailyStats)
+      .where(and(eq(propertyDailyStats.propertyId, id), eq(propertyDailyStats.organizationId, org), sql`${propertyDailyStats.day} >= ${from}`)),
+  ]);
+  const s = sums[0]!;
+  const uniqueViews = unique[0]?.n ?? 0;
+  const viewsOn = new Map(byDay.map((d) => [d.day, d.views]));
+  const pct = (part: number, whole: number) => (whole > 0 ? Math.round((part / whole) * 10_000) / 100 : 0);
+  return {
+    period,
+    views: s.views,
+    uniqueViews,
+    inquiries: s.inquiries,
+    showings: s.showings,
+    offers: s.offers,
+    saveCount: s.saves,
+    shareCount: s.shares,
+    averageTimeOnSite: s.timeCount > 0 ? Math.round(s.timeTotal / s.timeCount) : null,
+    conversionRate: pct(s.inquiries, uniqueViews),
+    topReferrers: referrers.map((r) => ({ source: r.source, views: r.views, percentage: pct(r.views, s.views) })),
+    viewsByDay: Array.from({ length: days }, (_, i) => {
+      const date = today(new Date(now - (days - 1 - i) * DAY_MS));
+      return { date, views: viewsOn.get(date) ?? 0 };
+    }),
+  };
+}

@@ -1,0 +1,98 @@
+import { afterCursor, type KeysetTable, keysetPage, orderBy, type SortKey, type Where } from "../crm/keyset";
+import { filterKey, resolveTotal, totalStatements } from "../crm/list-totals";
+import type { Pagination } from "../crm/envelope";
+import type { z } from "@hono/zod-openapi";
+import type { ServiceContext } from "../platform/context";
+import { boundsBox, boxSql, radiusBox, radiusSql } from "./geo";
+import { fromRow, today } from "./mapping";
+import type { Property, PropertyListQuery, SortField } from "./schemas";
+import { present } from "./service";
+
+type Row = Record<string, unknown>;
+
+/** Sort fields as SQL, each served by an index led by organization_id and ending in id (db/properties.ts). */
+const KEYSET: KeysetTable<SortField, Row> = {
+  id: "p.id",
+  sql: { createdAt: "p.created_at", updatedAt: "p.updated_at", listPrice: "p.list_price", listDate: "p.list_date" },
+  value: { createdAt: (r) => r.created_at as string, updatedAt: (r) => r.updated_at as string, listPrice: (r) => r.list_price as number, listDate: (r) => r.list_date as string },
+  rowId: (r) => r.id as string,
+};
+export const DEFAULT_SORT: SortKey<SortField>[] = [{ field: "createdAt", direction: "desc" }];
+const DAY_MS = 86_400_000;
+
+/** The filter part of the WHERE clause; the same for the page and for the total. */
+function filters(organizationId: string, q: PropertyListQuery, now: Date): Where {
+  const w: Where = { sql: ["p.organization_id = ?"], params: [organizationId] };
+  const add = (clause: string, ...params: unknown[]) => {
+    w.sql.push(clause);
+    w.params.push(...params);
+  };
+  if (q.propertyType) add("p.property_type = ?", q.propertyType);
+  if (q.status) add("p.status = ?", q.status);
+  if (q.city) add("p.city = ? COLLATE NOCASE", q.city);
+  if (q.state) add("p.state = ? COLLATE NOCASE", q.state);
+  if (q.zipCode) add("p.zip_code = ?", q.zipCode);
+  if (q["bedrooms[gte]"] !== undefined) add("p.bedrooms >= ?", q["bedrooms[gte]"]);
+  if (q["bathrooms[gte]"] !== undefined) add("p.bathrooms >= ?", q["bathrooms[gte]"]);
+  if (q["squareFootage[gte]"] !== undefined) add("p.square_footage >= ?", q["squareFootage[gte]"]);
+  if (q["listPrice[gte]"] !== undefined) add("p.list_price >= ?", q["listPrice[gte]"]);
+  if (q["listPrice[lte]"] !== undefined) add("p.list_price <= ?", q["listPrice[lte]"]);
+  const dom = q["daysOnMarket[lte]"];
+  // On the market the count runs from listDate, so "at most N days" is a listDate bound; off it the count is frozen.
+  if (dom !== undefined) add("((p.off_market_days IS NULL AND p.list_date >= ?) OR p.off_market_days <= ?)", today(new Date(now.getTime() - dom * DAY_MS)), dom);
+  for (const flag of ["waterfront", "pool", "garage"] as const) if (q[flag] !== undefined) add(`p.${flag} = ?`, q[flag] ? 1 : 0);
+  if (q.bounds) {
+    const box = boxSql("p", boundsBox(q.bounds));
+    add(box.sql, ...box.params);
+  }
+  if (q.radius) {
+    const box = boxSql("p", radiusBox(q.radius, q.radius.miles));
+    const exact = radiusSql("p", q.radius, q.radius.miles);
+    add(`${box.sql} AND ${exact.sql}`, ...box.params, ...exact.params);
+  }
+  return w;
+}
+
+export function listSql(organizationId: string, q: PropertyListQuery, now = new Date()) {
+  const sort = q.sort ?? DEFAULT_SORT;
+  const limit = q.limit;
+  const where = filters(organizationId, q, now);
+  if (q.cursor) {
+    const a = afterCursor(KEYSET, sort, q.cursor);
+    where.sql.push(...a.sql);
+    where.params.push(...a.params);
+  }
+  return { sort, limit, sql: `SELECT p.* FROM properties p WHERE ${where.sql.join(" AND ")} ORDER BY ${orderBy(KEYSET, sort)} LIMIT ?`, params: [...where.params, limit + 1] };
+}
+
+/** The filters that change the total; a days-on-market bound moves with the date, so the date is part of its key. */
+function totalKey(q: PropertyListQuery, now: Date): string | null {
+  const { limit: _l, cursor: _c, sort: _s, include: _i, ...rest } = q;
+  return filterKey(rest["daysOnMarket[lte]"] === undefined ? rest : { ...rest, on: today(now) });
+}
+
+/**
+ * GET /v1/properties. One D1 round trip reads the page (limit + 1 rows), the properties counter and the cached total
+ * of these filters (crm/list-totals.ts); a filtered total is counted once per properties version.
+ */
+export async function listProperties(ctx: ServiceContext, q: PropertyListQuery): Promise<{ data: Property[]; pagination: z.infer<typeof Pagination> }> {
+  const now = new Date();
+  const d1 = ctx.d1;
+  const page = listSql(ctx.organizationId, q, now);
+  const key = totalKey(q, now);
+  const totals = await totalStatements(d1, ctx.organizationId, "properties", key);
+  const [rows, counter, cached] = await d1.batch([d1.prepare(page.sql).bind(...page.params), ...totals.statements]);
+  const where = filters(ctx.organizationId, q, now);
+  const total = await resolveTotal(
+    d1,
+    ctx.organizationId,
+    "properties",
+    { hash: totals.keyHash, filtered: key !== null },
+    { counter: counter!.results, cached: cached!.results },
+    { from: "properties p", where: where.sql.join(" AND "), params: where.params },
+  );
+  const { page: pageRows, hasMore, nextCursor } = keysetPage(KEYSET, page.sort, rows!.results as Row[], page.limit);
+  const include = q.include ?? [];
+  const data = await present(ctx, pageRows.map(fromRow), include, include.includes("photos"));
+  return { data, pagination: { hasMore, nextCursor, total, limit: page.limit } };
+}
