@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { call, json } from "./helpers/client";
 import { createPrincipal } from "./helpers/factories";
-import { bodyOf, type Family, fillPath, type MatrixRoute, ROUTES } from "./helpers/route-table";
+import { bodyOf, type Family, fillPath, type MatrixRoute, ROUTES, varsOf } from "./helpers/route-table";
 
 const UNAUTHORIZED: Record<Family, unknown> = {
   crm: { success: false, error: expect.objectContaining({ type: "authentication_error", status: 401 }) },
@@ -18,7 +18,8 @@ const unknownPath = (route: MatrixRoute) => fillPath(route.path, route.unknown ?
 describe("route matrix", () => {
   it.each(cases(ROUTES))("%s answers 401 in its family's shape without a token, and with a bad one", async (_, route) => {
     for (const headers of [{}, { authorization: "Bearer not-a-real-token" }] as Record<string, string>[]) {
-      const res = await call(route.method, unknownPath(route), { headers, body: bodyOf(route, route.unknown ?? placeholderParams(route.path)) });
+      const params = route.unknown ?? placeholderParams(route.path);
+      const res = await call(route.method, unknownPath(route), { headers, body: bodyOf(route, params), vars: varsOf(route, params) });
       expect(res.status).toBe(401);
       expect(await json(res)).toEqual(UNAUTHORIZED[route.family]);
     }
@@ -28,13 +29,14 @@ describe("route matrix", () => {
     const owner = await createPrincipal();
     const stranger = await createPrincipal();
     const params = await route.seed!(owner);
-    const foreign = await call(route.method, fillPath(route.path, params), { token: stranger.token, body: bodyOf(route, params) });
-    const unknown = await call(route.method, unknownPath(route), { token: stranger.token, body: bodyOf(route, params) });
+    const vars = varsOf(route, params);
+    const foreign = await call(route.method, fillPath(route.path, params), { token: stranger.token, body: bodyOf(route, params), vars });
+    const unknown = await call(route.method, unknownPath(route), { token: stranger.token, body: bodyOf(route, params), vars });
     expect(foreign.status).toBe(404);
     expect(unknown.status).toBe(404);
     expect(await foreign.text()).toBe(await unknown.text());
     // The owner still has it: the stranger's request changed nothing.
-    const own = await call(route.method, fillPath(route.path, params), { token: owner.token, body: bodyOf(route, params) });
+    const own = await call(route.method, fillPath(route.path, params), { token: owner.token, body: bodyOf(route, params), vars });
     expect(own.status).toBeLessThan(300);
   });
 

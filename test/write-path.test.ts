@@ -9,10 +9,10 @@ const methodOf = (route: string) => route.slice(0, route.indexOf(" "));
 const cases = <T extends { route: string }>(races: T[]) => races.map((r) => [r.route, r] as const);
 
 /** Sends every request at once through the Worker's fetch handler and reads each answer. */
-async function race(requests: { method: string; path: string; token: string; body?: unknown }[]) {
+async function race(requests: { method: string; path: string; token: string; body?: unknown; vars?: Record<string, string> }[]) {
   return Promise.all(
     requests.map(async (r) => {
-      const res = await call(r.method, r.path, { token: r.token, body: r.body });
+      const res = await call(r.method, r.path, { token: r.token, body: r.body, vars: r.vars });
       return { status: res.status, body: await res.text() };
     }),
   );
@@ -54,7 +54,7 @@ describe("concurrent writes (the race table)", () => {
   it.each(cases(RACES.filter((r): r is ChildRace => r.kind === "child")))("%s racing the parent's delete leaves nothing behind", async (route, entry) => {
     const owner = await createPrincipal();
     const params = await entry.seed(owner);
-    const children = Array.from({ length: 10 }, (_, i) => ({ method: methodOf(route), path: fillPath(pathOf(route), params), token: owner.token, body: entry.body(i) }));
+    const children = Array.from({ length: 10 }, (_, i) => ({ method: methodOf(route), path: fillPath(pathOf(route), params), token: owner.token, body: entry.body(i), vars: entry.vars?.(params) }));
     const remove = { method: "DELETE", path: fillPath(entry.parentDelete, params), token: owner.token };
     // The delete goes out in the middle of the child writes.
     const answers = await race([...children.slice(0, 5), remove, ...children.slice(5)]);

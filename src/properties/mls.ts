@@ -182,11 +182,13 @@ export function configuredMlsClient(ctx: ServiceContext): MlsClient {
 }
 
 /** POST /v1/properties/{id}/mls-sync. */
-export async function syncFromMls(ctx: ServiceContext, id: string, client: MlsClient = configuredMlsClient(ctx)): Promise<SyncResult> {
+export async function syncFromMls(ctx: ServiceContext, id: string, client?: MlsClient): Promise<SyncResult> {
+  // The property first: another organization's id is a 404 whatever this deployment's configuration.
   const first = await readPropertyForWrite(ctx, id);
+  const mls = client ?? configuredMlsClient(ctx);
   if (!first.mlsId) throw new InvalidState("mls_id_missing", "The property has no mlsId to sync by; set one with PUT first");
   const mlsId = first.mlsId;
-  const listing = await client.findListing(mlsId);
+  const listing = await mls.findListing(mlsId);
   if (!listing) throw new Unprocessable("mls_listing_not_found", `The MLS has no listing with ListingKey or ListingId ${mlsId}`);
   return withRetries(async () => {
     const before = await readPropertyForWrite(ctx, id);

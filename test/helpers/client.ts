@@ -1,4 +1,6 @@
-import { exports } from "cloudflare:workers";
+import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
+import { env, exports } from "cloudflare:workers";
+import { createApp } from "../../src/app";
 import { contractViolation } from "./contract";
 
 export interface CallOptions {
@@ -8,6 +10,18 @@ export interface CallOptions {
   /** Sent as is, for malformed-JSON and content-type cases. */
   rawBody?: string;
   headers?: Record<string, string>;
+  /** Configuration on top of the test env for this request (an outside service's URL, say). */
+  vars?: Record<string, string>;
+}
+
+const appWithVars = createApp();
+
+/** The app of the Worker's fetch handler, given an env with `vars` over the test env. */
+async function fetchWithVars(request: Request, vars: Record<string, string>): Promise<Response> {
+  const ctx = createExecutionContext();
+  const res = await appWithVars.fetch(request, { ...env, ...vars }, ctx);
+  await waitOnExecutionContext(ctx);
+  return res;
 }
 
 /**
@@ -26,7 +40,8 @@ export async function call(method: string, path: string, opts: CallOptions = {})
     headers["content-type"] ??= "application/json";
   }
   const url = `http://api.test${path}`;
-  const res = await exports.default.fetch(new Request(url, { method, headers, body }));
+  const request = new Request(url, { method, headers, body });
+  const res = opts.vars ? await fetchWithVars(request, opts.vars) : await exports.default.fetch(request);
   const violation = await contractViolation(method, url, res);
   if (violation) throw new Error(`Response breaks the API contract: ${violation}`);
   return res;

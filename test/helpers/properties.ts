@@ -1,5 +1,6 @@
 import { expect } from "vitest";
 import { call, json } from "./client";
+import { openResoFeed } from "./receiver";
 
 /** A property as the API answers it (loosely typed: tests assert on the shape). */
 export type PropertyJson = Record<string, any> & { id: string; listing: Record<string, any>; details: Record<string, any>; address: Record<string, any> };
@@ -105,3 +106,47 @@ export async function valuableProperty(token: string): Promise<PropertyJson> {
   for (let i = 0; i < 3; i++) await soldListing(token, { lat: 30.27 + i * 0.001, lng: -97.74, sqft: 2000, price: 600000 + i * 10000, soldDaysAgo: 10 + i, street: `${i + 1} Comparable Ave` });
   return createProperty(token, VALUATION_SUBJECT);
 }
+
+/** The bearer token the fake RESO feeds of these tests accept. */
+export const RESO_TOKEN = "reso-test-token";
+
+/** A RESO Data Dictionary Property record as an MLS serves it: the listing of propertyBody() under contract at a lower price. */
+export function resoListing(listingKey: string, overrides: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    ListingKey: listingKey,
+    ListingId: `L-${listingKey}`,
+    StandardStatus: "Active Under Contract",
+    PropertyType: "Residential",
+    PropertySubType: "Condominium",
+    ListPrice: 625000,
+    OriginalListPrice: 650000,
+    BedroomsTotal: 3,
+    BathroomsTotalInteger: 2,
+    LivingArea: 1250,
+    YearBuilt: 2005,
+    UnparsedAddress: "100 Ocean Dr, Miami Beach, FL 33139",
+    City: "Miami Beach",
+    StateOrProvince: "FL",
+    PostalCode: "33139",
+    Latitude: 25.7743,
+    Longitude: -80.1303,
+    PoolPrivateYN: true,
+    AssociationFee: 1200,
+    AssociationFeeFrequency: "Quarterly",
+    TaxAnnualAmount: 9100.5,
+    TaxYear: 2025,
+    PublicRemarks: "Ocean views from every room.",
+    ...overrides,
+  };
+}
+
+/** A property with an mlsId and a fake RESO feed serving a listing for it; `feed` is the MLS_API_URL to sync from. */
+export async function mlsListedProperty(token: string, listing: (mlsId: string) => Record<string, unknown> = resoListing): Promise<{ id: string; mlsId: string; feed: string }> {
+  const mlsId = `MLS-${crypto.randomUUID().slice(0, 8)}`;
+  const feed = await openResoFeed([listing(mlsId)], { token: RESO_TOKEN });
+  const { id } = await createProperty(token, { mlsId });
+  return { id, mlsId, feed: feed.url };
+}
+
+/** The configuration that points MLS sync at a feed (or at a closed port when there is none). */
+export const mlsVars = (params: Record<string, string>) => ({ MLS_API_URL: params.feed ?? "http://127.0.0.1:1", MLS_API_TOKEN: RESO_TOKEN });

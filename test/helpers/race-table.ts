@@ -5,7 +5,7 @@ import { createContact, getContact, uniqueEmail } from "./contacts";
 import { createDocument, leaseCanonical, sendForSignature } from "./documents";
 import type { TestPrincipal } from "./factories";
 import { openMailbox } from "./receiver";
-import { createProperty, getProperty, photoForm, PNG_1X1, propertyBody, valuableProperty } from "./properties";
+import { createProperty, getProperty, mlsListedProperty, mlsVars, photoForm, PNG_1X1, propertyBody, valuableProperty } from "./properties";
 import { aggregateOf, createTestimonial, move, publishedProfile, publishedTestimonial } from "./reputation";
 
 /**
@@ -52,6 +52,8 @@ export interface ChildRace {
   body: (i: number) => unknown;
   /** The parent's delete, as a path pattern with the same params. */
   parentDelete: string;
+  /** Configuration the child write needs on top of the test env, from the seed's params. */
+  vars?: (params: Params) => Record<string, string>;
   /** Rows left under the parent (and counts that should be back to zero) after both have settled. */
   leftovers(owner: TestPrincipal, params: Params): Promise<Record<string, number>>;
 }
@@ -576,6 +578,16 @@ export const RACES: Race[] = [
     route: "PUT /v1/properties/{id}",
     seed: async (owner) => ({ id: (await createProperty(owner.token)).id }),
     body: (i) => ({ details: { bedrooms: i } }),
+    parentDelete: "/v1/properties/{id}",
+    leftovers: async (_owner, { id }) => ({ rows: await count("SELECT COUNT(*) AS n FROM properties WHERE id = ?", id) }),
+  },
+  {
+    // A sync that read the property before its delete must not write it back.
+    kind: "child",
+    route: "POST /v1/properties/{id}/mls-sync",
+    seed: (owner) => mlsListedProperty(owner.token),
+    body: () => undefined,
+    vars: mlsVars,
     parentDelete: "/v1/properties/{id}",
     leftovers: async (_owner, { id }) => ({ rows: await count("SELECT COUNT(*) AS n FROM properties WHERE id = ?", id) }),
   },

@@ -9,9 +9,33 @@
  *   POST /hooks/<anything else>  a sink answering 200
  *   GET  /dns-query?name&type  a DNS-over-HTTPS JSON endpoint answering from the `dns` table of a POST /dns body
  *   POST /turnstile/siteverify  Turnstile's siteverify: success for secret "turnstile-test-secret" and token "pass"
+ *   POST /reso {token, listings, status?}  → {id, url}: a RESO Web API (OData v4) feed serving `listings` as Property
+ *   GET  /reso/<id>/Property?$filter&$top  the feed: bearer token checked, `Field eq 'literal'` terms joined by `or`
+ *   GET  /reso/<id>/requests  → {requests}: what the feed was asked
  */
 import { createServer, type IncomingMessage } from "node:http";
 import type { TestProject } from "vitest/node";
+
+interface ResoFeed {
+  token: string;
+  listings: Record<string, unknown>[];
+  status?: number;
+  requests: { url: string; headers: IncomingMessage["headers"] }[];
+}
+
+/** An OData `$filter` of `Field eq 'literal'` terms joined by `or` (what a RESO client sends to find one listing). */
+function parseODataFilter(filter: string): { field: string; value: string }[] | null {
+  const terms: { field: string; value: string }[] = [];
+  const term = /^\s*([A-Za-z][A-Za-z0-9]*) eq '((?:[^']|'')*)'\s*(?:or\s+|$)/;
+  let rest = filter;
+  while (rest.trim()) {
+    const m = term.exec(rest);
+    if (!m) return null;
+    terms.push({ field: m[1]!, value: m[2]!.replaceAll("''", "'") });
+    rest = rest.slice(m[0].length);
+  }
+  return terms.length ? terms : null;
+}
 
 interface Mailbox {
   script: number[];
@@ -32,6 +56,7 @@ const readBody = (req: IncomingMessage) =>
 export default async function startReceiver(project: TestProject) {
   const mailboxes = new Map<string, Mailbox>();
   const dns = new Map<string, { Status: number; Answer?: unknown[] }>();
+  const feeds = new Map<string, ResoFeed>();
   let next = 0;
   const server = createServer(async (req, res) => {
     const url = new URL(req.url ?? "/", "http://127.0.0.1");
@@ -54,6 +79,27 @@ export default async function startReceiver(project: TestProject) {
       if (box.record) box.requests.push({ method: req.method ?? "", headers: req.headers, body, receivedAt: Date.now() });
       const status = box.script.shift() ?? box.fallback;
       return send(status, { received: true }, box.location ? { location: box.location } : {});
+    }
+    if (req.method === "POST" && url.pathname === "/reso") {
+      const opts = JSON.parse(body) as { token: string; listings: Record<string, unknown>[]; status?: number };
+      const feedId = `r${++next}`;
+      feeds.set(feedId, { token: opts.token, listings: opts.listings, status: opts.status, requests: [] });
+      return send(201, { id: feedId, url: `http://127.0.0.1:${port}/reso/${feedId}` });
+    }
+    if (kind === "reso" && id && feeds.has(id)) {
+      const feed = feeds.get(id)!;
+      const resource = url.pathname.split("/")[3];
+      if (resource === "requests") return send(200, { requests: feed.requests });
+      feed.requests.push({ url: req.url ?? "", headers: req.headers });
+      const odataError = (status: number, code: string, message: string) => send(status, { error: { code, message } });
+      if (req.headers.authorization !== `Bearer ${feed.token}`) return odataError(401, "Unauthorized", "A valid bearer token is required");
+      if (feed.status) return odataError(feed.status, "ServerError", "The feed is failing as scripted");
+      if (req.method !== "GET" || resource !== "Property") return odataError(404, "NotFound", `No resource ${resource}`);
+      const terms = parseODataFilter(url.searchParams.get("$filter") ?? "");
+      if (!terms) return odataError(400, "BadRequest", "Unsupported $filter");
+      const top = Number(url.searchParams.get("$top") ?? "10");
+      const value = feed.listings.filter((l) => terms.some((t) => l[t.field] === t.value)).slice(0, top);
+      return send(200, { "@odata.context": `http://127.0.0.1:${port}/reso/${id}/$metadata#Property`, value });
     }
     if (req.method === "POST" && url.pathname === "/dns") {
       for (const [key, answer] of Object.entries(JSON.parse(body) as Record<string, { Status: number; Answer?: unknown[] }>)) dns.set(key, answer);

@@ -29,3 +29,17 @@ export async function openMailbox(opts: { script?: number[]; fallback?: number; 
 export async function setDnsAnswers(answers: Record<string, { Status: number; Answer?: { name: string; type: number; TTL: number; data: string }[] }>) {
   await fetch(`${receiverUrl()}/dns`, { method: "POST", body: JSON.stringify(answers) });
 }
+
+export interface ResoFeed {
+  /** The base URL of the service (what MLS_API_URL holds). */
+  url: string;
+  /** The request URLs the feed received, with their headers. */
+  requests(): Promise<{ url: string; headers: Record<string, string> }[]>;
+}
+
+/** A fake RESO Web API (OData) serving `listings` as its Property resource to clients sending `Bearer token`. */
+export async function openResoFeed(listings: Record<string, unknown>[], opts: { token?: string; status?: number } = {}): Promise<ResoFeed> {
+  const res = await fetch(`${receiverUrl()}/reso`, { method: "POST", body: JSON.stringify({ token: opts.token ?? "reso-test-token", listings, status: opts.status }) });
+  const { id, url } = (await res.json()) as { id: string; url: string };
+  return { url, requests: async () => ((await (await fetch(`${receiverUrl()}/reso/${id}/requests`)).json()) as { requests: { url: string; headers: Record<string, string> }[] }).requests };
+}

@@ -3,7 +3,7 @@ import { call, json } from "./client";
 import { createDocument, leaseCanonical, sendForSignature, signAll, tokenOf } from "./documents";
 import { receiverUrl } from "./receiver";
 import { createTestimonial, move, publishedTestimonial } from "./reputation";
-import { createProperty, photoForm, PNG_1X1, valuableProperty } from "./properties";
+import { createProperty, mlsListedProperty, mlsVars, photoForm, PNG_1X1, valuableProperty } from "./properties";
 import type { TestPrincipal } from "./factories";
 
 export type Family = "crm" | "api" | "plants";
@@ -19,6 +19,8 @@ export interface MatrixRoute {
   seed?: (owner: TestPrincipal) => Promise<Record<string, string>>;
   /** Path params of an object that exists nowhere. */
   unknown?: Record<string, string>;
+  /** Configuration the route needs on top of the test env (an outside service the seed set up), from the seed's params. */
+  vars?: (params: Record<string, string>) => Record<string, string>;
 }
 
 /**
@@ -115,6 +117,8 @@ ROUTES.push(
 );
 
 /** The route's body for the object `params` names. */
+export const varsOf = (route: { vars?: (p: Record<string, string>) => Record<string, string> }, params: Record<string, string>) => route.vars?.(params);
+
 export const bodyOf = (route: MatrixRoute, params: Record<string, string>) => (typeof route.body === "function" ? (route.body as (p: Record<string, string>) => unknown)(params) : route.body);
 
 export const fillPath = (path: string, params: Record<string, string> = {}) =>
@@ -209,4 +213,5 @@ ROUTES.push(
   { method: "GET", path: "/v1/properties/{id}/analytics", family: "crm", seed: seedProperty, unknown: unknownProperty },
   { method: "POST", path: "/v1/properties/{id}/signals", family: "crm", body: { type: "VIEW", visitorId: "matrix" }, seed: seedProperty, unknown: unknownProperty },
   { method: "POST", path: "/v1/properties/{id}/reports", family: "crm", body: { reportType: "LISTING_SHEET" }, seed: seedProperty, unknown: unknownProperty },
+  { method: "POST", path: "/v1/properties/{id}/mls-sync", family: "crm", seed: (owner) => mlsListedProperty(owner.token), unknown: unknownProperty, vars: mlsVars },
 );
