@@ -11,6 +11,7 @@ import { reputationRoutes } from "./reputation/routes";
 import { readConfig } from "./env";
 import { plantRoutes } from "./plants/routes";
 import { propertyRoutes } from "./properties/routes";
+import { dealRoutes } from "./deals/routes";
 import { requireAuth } from "./platform/auth";
 import { limitBodies } from "./platform/body-limit";
 import type { AppBindings } from "./platform/context";
@@ -58,6 +59,7 @@ export function createApp(options: AppOptions = {}) {
   app.route("/", plantRoutes);
   app.route("/", contactRoutes);
   app.route("/", propertyRoutes);
+  app.route("/", dealRoutes);
   app.route("/", createWebhookRoutes(defaultWebhookDeps(options.webhooks)));
   app.route("/", documentRoutes);
   app.route("/", signatureRoutes);

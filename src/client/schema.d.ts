@@ -410,6 +410,243 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/deals": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List deals
+         * @description Keyset-paginated (pass `pagination.nextCursor` back as `cursor`). Every filter combines with the others; closingDate[gte] compares timeline.closingDate by day.
+         */
+        get: operations["listDeals"];
+        put?: never;
+        /**
+         * Create a deal
+         * @description contactId names a contact of your organization, propertyId a property of it, assignedTo and teamMembers users of it. commission.rate is a fraction of the amount (0.03 is 3%): the commission amount is then computed (amount × rate, to the cent)
+         *     and follows later amount changes; without a rate, commission.amount is kept as given. teamMembers' commissionSplit fractions add up to 1.
+         *
+         *     Stage and status rules (ours: the spec leaves them open). Any stage may follow any other. A new deal is ACTIVE
+         *     and starts in LEAD or the open stage given (not CLOSED or LOST: create it, then move it). Entering CLOSED sets status
+         *     CLOSED (emits deal.won and deal.closed); entering LOST sets status CANCELLED (emits deal.lost); leaving either for an
+         *     open stage sets status ACTIVE again. Status CLOSED goes with stage CLOSED only; an open deal may be ACTIVE, ON_HOLD or
+         *     CANCELLED. A stage change without a probability takes the stage's default (LEAD 10, QUALIFIED 20, APPOINTMENT 30,
+         *     NEGOTIATION 50, CONTRACT 70, INSPECTION 75, APPRAISAL 80, FINANCING 85, CLOSING 90, CLOSED 100, LOST 0). Every stage
+         *     change is a STAGE_CHANGED activity with metadata {previousStage, newStage, reason} and a deal.stage_changed event.
+         */
+        post: operations["createDeal"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/deals/pipeline": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Pipeline overview
+         * @description Figures over every deal of the organization, whatever its stage: totalDeals and totalValue sum the stages;
+         *     averageDealSize is totalValue / totalDeals; conversionRate is the percent of decided deals that were won, CLOSED / (CLOSED + LOST) × 100
+         *     (0 before any is decided); each stage's averageProbability is the mean probability of its deals. Every stage is listed, in
+         *     pipeline order, also when empty. Read from per-stage figures kept in the batch of every deal write: one query, however many deals.
+         */
+        get: operations["getDealPipeline"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/deals/analytics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Deal analytics over a period
+         * @description Over the period ending now: totalDeals and totalValue count the deals created in it; closedDeals and
+         *     closedValue the deals that entered CLOSED in it (from the stage-change history) and are still closed; averageTimeToClose is
+         *     their mean number of days from creation to CLOSED (null without any); conversionRate is the percent of the deals decided in
+         *     the period (entered CLOSED or LOST, and still there) that were won. topPerformers: the assigned agents of the deals closed
+         *     in the period, by closed value (at most 10). assignedTo and type narrow every figure to those deals.
+         */
+        get: operations["getDealAnalytics"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/deals/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Read a deal */
+        get: operations["getDeal"];
+        /**
+         * Update a deal
+         * @description Any field; null clears an optional one (timeline fields one by one). Concurrent updates of different fields all land.
+         *     A stage here is a move (with `reason` and `probability` as in POST …/move). commission.rate is a fraction of the amount (0.03 is 3%): the commission amount is then computed (amount × rate, to the cent)
+         *     and follows later amount changes; without a rate, commission.amount is kept as given. teamMembers' commissionSplit fractions add up to 1.
+         *
+         *     Stage and status rules (ours: the spec leaves them open). Any stage may follow any other. A new deal is ACTIVE
+         *     and starts in LEAD or the open stage given (not CLOSED or LOST: create it, then move it). Entering CLOSED sets status
+         *     CLOSED (emits deal.won and deal.closed); entering LOST sets status CANCELLED (emits deal.lost); leaving either for an
+         *     open stage sets status ACTIVE again. Status CLOSED goes with stage CLOSED only; an open deal may be ACTIVE, ON_HOLD or
+         *     CANCELLED. A stage change without a probability takes the stage's default (LEAD 10, QUALIFIED 20, APPOINTMENT 30,
+         *     NEGOTIATION 50, CONTRACT 70, INSPECTION 75, APPRAISAL 80, FINANCING 85, CLOSING 90, CLOSED 100, LOST 0). Every stage
+         *     change is a STAGE_CHANGED activity with metadata {previousStage, newStage, reason} and a deal.stage_changed event.
+         *
+         *     Send the deal's ETag in `If-Match` to make the write conditional: 412 when it has changed since.
+         */
+        put: operations["updateDeal"];
+        post?: never;
+        /**
+         * Delete a deal
+         * @description Deletes the deal with its tasks, documents (files included), activities and stage history. Send the deal's ETag in `If-Match` to make the write conditional: 412 when it has changed since.
+         */
+        delete: operations["deleteDeal"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/deals/{id}/move": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Move a deal to a stage
+         * @description Stage and status rules (ours: the spec leaves them open). Any stage may follow any other. A new deal is ACTIVE
+         *     and starts in LEAD or the open stage given (not CLOSED or LOST: create it, then move it). Entering CLOSED sets status
+         *     CLOSED (emits deal.won and deal.closed); entering LOST sets status CANCELLED (emits deal.lost); leaving either for an
+         *     open stage sets status ACTIVE again. Status CLOSED goes with stage CLOSED only; an open deal may be ACTIVE, ON_HOLD or
+         *     CANCELLED. A stage change without a probability takes the stage's default (LEAD 10, QUALIFIED 20, APPOINTMENT 30,
+         *     NEGOTIATION 50, CONTRACT 70, INSPECTION 75, APPRAISAL 80, FINANCING 85, CLOSING 90, CLOSED 100, LOST 0). Every stage
+         *     change is a STAGE_CHANGED activity with metadata {previousStage, newStage, reason} and a deal.stage_changed event.
+         *
+         *     Of two concurrent moves from the same stage one lands; the other is re-applied to the moved deal (a 409
+         *     already_in_stage when that is where it went). Send the deal's ETag in `If-Match` to make the write conditional: 412 when it has changed since.
+         */
+        post: operations["moveDeal"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/deals/{id}/tasks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A deal's tasks
+         * @description Oldest first, all of them (a deal holds at most 200).
+         */
+        get: operations["listDealTasks"];
+        put?: never;
+        /**
+         * Add a task
+         * @description Priority LOW, MEDIUM (default), HIGH or URGENT; assignedTo a user of your organization. A TASK_CREATED activity; emits
+         *     deal.task_created. A deal holds at most 200 tasks.
+         */
+        post: operations["createDealTask"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/deals/{id}/tasks/{taskId}/complete": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Complete a task
+         * @description Ours (the spec names deal.task_completed, not the route). A TASK_COMPLETED activity; emits deal.task_completed once.
+         */
+        post: operations["completeDealTask"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/deals/{id}/documents": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A deal's documents
+         * @description Oldest first, all of them (a deal holds at most 100), each with a signed download link valid 10 to 15 minutes.
+         */
+        get: operations["listDealDocuments"];
+        put?: never;
+        /**
+         * Upload a document
+         * @description multipart/form-data: `file` (at most 25 MiB), `name` (default the file's name), `type` (default OTHER),
+         *     `stage`, `signedAt`. PDF, JPEG, PNG, GIF, WebP, AVIF, HEIC, and Word, Excel and PowerPoint files, judged by the file's bytes
+         *     (Office files also by their extension). A DOCUMENT_UPLOADED activity; emits deal.document_uploaded.
+         */
+        post: operations["uploadDealDocument"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/deals/{id}/activities": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A deal's activity log
+         * @description Newest first: DEAL_CREATED, STAGE_CHANGED (metadata previousStage, newStage, reason), TASK_CREATED, TASK_COMPLETED, DOCUMENT_UPLOADED.
+         */
+        get: operations["listDealActivities"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/webhooks": {
         parameters: {
             query?: never;
@@ -1114,6 +1351,105 @@ export interface components {
                 [key: string]: unknown;
             } | null;
         };
+        Deal: {
+            id: string;
+            organizationId: string;
+            title: string;
+            description: string | null;
+            /** @enum {string} */
+            type: "SALE" | "PURCHASE" | "LEASE" | "RENTAL";
+            /** @enum {string} */
+            stage: "LEAD" | "QUALIFIED" | "APPOINTMENT" | "NEGOTIATION" | "CONTRACT" | "INSPECTION" | "APPRAISAL" | "FINANCING" | "CLOSING" | "CLOSED" | "LOST";
+            /** @enum {string} */
+            status: "ACTIVE" | "ON_HOLD" | "CANCELLED" | "CLOSED";
+            amount: number;
+            commission: {
+                rate: number | null;
+                amount: number | null;
+                split: number | null;
+            } | null;
+            contactId: string;
+            propertyId: string | null;
+            /** @description With include=contact (null when the contact has since been deleted) */
+            contact?: {
+                id: string;
+                firstName: string;
+                lastName: string;
+                email: string;
+            } | null;
+            /** @description With include=property (null without a property, or when it has since been deleted) */
+            property?: {
+                id: string;
+                address: {
+                    [key: string]: unknown;
+                };
+                type: string;
+                bedrooms: number | null;
+                bathrooms: number | null;
+                squareFootage: number | null;
+            } | null;
+            assignedTo: string | null;
+            teamMembers: {
+                userId: string;
+                role: string;
+                commissionSplit: number;
+            }[];
+            timeline: {
+                [key: string]: string;
+            } | null;
+            probability: number;
+            source: string | null;
+            notes: string | null;
+            tags: string[];
+            /** @description With include=documents */
+            documents?: components["schemas"]["DealDocument"][];
+            /** @description With include=tasks */
+            tasks?: components["schemas"]["DealTask"][];
+            /** @description With include=activities (the latest 20) */
+            activities?: components["schemas"]["DealActivity"][];
+            createdAt: string;
+            updatedAt: string;
+            lastActivityAt: string;
+        };
+        DealDocument: {
+            id: string;
+            name: string;
+            type: string;
+            /** @enum {string|null} */
+            stage: "LEAD" | "QUALIFIED" | "APPOINTMENT" | "NEGOTIATION" | "CONTRACT" | "INSPECTION" | "APPRAISAL" | "FINANCING" | "CLOSING" | "CLOSED" | "LOST" | null;
+            size: number;
+            mimeType: string;
+            /** @description A signed link, valid 10 to 15 minutes */
+            url: string;
+            signedAt: string | null;
+            uploadedAt: string;
+        };
+        DealTask: {
+            id: string;
+            title: string;
+            description: string | null;
+            dueDate: string | null;
+            completed: boolean;
+            completedAt: string | null;
+            assignedTo: string | null;
+            /** @enum {string} */
+            priority: "LOW" | "MEDIUM" | "HIGH" | "URGENT";
+            createdAt: string;
+        };
+        DealActivity: {
+            id: string;
+            /**
+             * @description DEAL_CREATED, STAGE_CHANGED, TASK_CREATED, TASK_COMPLETED, DOCUMENT_UPLOADED
+             * @example STAGE_CHANGED
+             */
+            type: string;
+            description: string | null;
+            createdAt: string;
+            userId: string | null;
+            metadata: {
+                [key: string]: unknown;
+            } | null;
+        };
         Contact: {
             id: string;
             organizationId: string;
@@ -1138,8 +1474,8 @@ export interface components {
             lastContactedAt: string | null;
             /** @description With include=activities: the 5 most recent (GET …/activities pages through all of them) */
             activities?: components["schemas"]["ContactActivity"][];
-            /** @description With include=deals */
-            deals?: unknown[];
+            /** @description With include=deals: the newest 20 deals of the contact */
+            deals?: components["schemas"]["Deal"][];
             /** @description With include=communications */
             communications?: unknown[];
         };
@@ -1752,6 +2088,184 @@ export interface components {
             includeComparables?: boolean;
             /** @default false */
             includeMarketTrends?: boolean;
+        };
+        DealCreate: {
+            title: string;
+            description?: string | null;
+            /** @enum {string} */
+            type: "SALE" | "PURCHASE" | "LEASE" | "RENTAL";
+            /** @enum {string} */
+            stage?: "LEAD" | "QUALIFIED" | "APPOINTMENT" | "NEGOTIATION" | "CONTRACT" | "INSPECTION" | "APPRAISAL" | "FINANCING" | "CLOSING" | "CLOSED" | "LOST";
+            /** @enum {string} */
+            status?: "ACTIVE" | "ON_HOLD" | "CANCELLED" | "CLOSED";
+            amount: number;
+            commission?: components["schemas"]["DealCommission"];
+            /** @description A contact of your organization */
+            contactId: string;
+            /** @description A property of your organization */
+            propertyId?: string | null;
+            /** @description A user (agent) of your organization */
+            assignedTo?: string | null;
+            teamMembers?: components["schemas"]["DealTeamMember"][];
+            timeline?: components["schemas"]["DealTimeline"];
+            probability?: number;
+            /** @example REFERRAL */
+            source?: string | null;
+            notes?: string | null;
+            tags?: string[];
+            id?: unknown;
+            organizationId?: unknown;
+            createdAt?: unknown;
+            updatedAt?: unknown;
+            lastActivityAt?: unknown;
+            contact?: unknown;
+            property?: unknown;
+            documents?: unknown;
+            tasks?: unknown;
+            activities?: unknown;
+        };
+        DealCommission: {
+            /** @description A fraction of the amount (0.03 is 3%); the commission amount is then computed */
+            rate?: number;
+            amount?: number;
+            /** @description The share of the commission kept (a fraction) */
+            split?: number;
+        } | null;
+        DealTeamMember: {
+            /** @description A user of your organization */
+            userId: string;
+            /**
+             * @description e.g. LISTING_AGENT, BUYER_AGENT, CO_AGENT, TRANSACTION_COORDINATOR
+             * @example LISTING_AGENT
+             */
+            role: string;
+            /** @description A fraction; the members' splits add up to 1 */
+            commissionSplit: number;
+        };
+        DealTimeline: {
+            /** @example 2026-12-15 */
+            listingDate?: string;
+            /** @example 2026-12-15 */
+            contractDate?: string;
+            /** @example 2026-12-15 */
+            inspectionDate?: string;
+            /** @example 2026-12-15 */
+            appraisalDate?: string;
+            /** @example 2026-12-15 */
+            closingDate?: string;
+        } | null;
+        PipelineOverview: {
+            totalValue: number;
+            totalDeals: number;
+            averageDealSize: number;
+            /** @description Percent of decided deals won: CLOSED / (CLOSED + LOST) × 100 */
+            conversionRate: number;
+            stages: {
+                /** @enum {string} */
+                stage: "LEAD" | "QUALIFIED" | "APPOINTMENT" | "NEGOTIATION" | "CONTRACT" | "INSPECTION" | "APPRAISAL" | "FINANCING" | "CLOSING" | "CLOSED" | "LOST";
+                count: number;
+                value: number;
+                averageProbability: number;
+            }[];
+        };
+        DealAnalytics: {
+            /** @enum {string} */
+            period: "7d" | "30d" | "90d" | "1y";
+            /** @description Deals created in the period */
+            totalDeals: number;
+            /** @description Deals that entered CLOSED in the period and are still closed */
+            closedDeals: number;
+            /** @description Amount of the deals created in the period */
+            totalValue: number;
+            /** @description Amount of the deals closed in the period */
+            closedValue: number;
+            /** @description Days from creation to CLOSED, over the deals closed in the period; null without any */
+            averageTimeToClose: number | null;
+            /** @description Percent of the deals decided in the period that were won: closed / (closed + lost) × 100 */
+            conversionRate: number;
+            topPerformers: {
+                agentId: string;
+                name: string | null;
+                deals: number;
+                closedValue: number;
+            }[];
+        };
+        DealUpdate: {
+            title?: string;
+            description?: string | null;
+            /** @enum {string} */
+            type?: "SALE" | "PURCHASE" | "LEASE" | "RENTAL";
+            /** @enum {string} */
+            stage?: "LEAD" | "QUALIFIED" | "APPOINTMENT" | "NEGOTIATION" | "CONTRACT" | "INSPECTION" | "APPRAISAL" | "FINANCING" | "CLOSING" | "CLOSED" | "LOST";
+            /** @enum {string} */
+            status?: "ACTIVE" | "ON_HOLD" | "CANCELLED" | "CLOSED";
+            amount?: number;
+            commission?: components["schemas"]["DealCommission"];
+            /** @description A contact of your organization */
+            contactId?: string;
+            /** @description A property of your organization */
+            propertyId?: string | null;
+            /** @description A user (agent) of your organization */
+            assignedTo?: string | null;
+            teamMembers?: components["schemas"]["DealTeamMember"][];
+            timeline?: components["schemas"]["DealTimeline"];
+            probability?: number;
+            /** @example REFERRAL */
+            source?: string | null;
+            notes?: string | null;
+            tags?: string[];
+            /** @description Why the stage changed, with a stage change (the STAGE_CHANGED activity keeps it) */
+            reason?: string;
+            id?: unknown;
+            organizationId?: unknown;
+            createdAt?: unknown;
+            updatedAt?: unknown;
+            lastActivityAt?: unknown;
+            contact?: unknown;
+            property?: unknown;
+            documents?: unknown;
+            tasks?: unknown;
+            activities?: unknown;
+        };
+        DealMove: {
+            /** @enum {string} */
+            stage: "LEAD" | "QUALIFIED" | "APPOINTMENT" | "NEGOTIATION" | "CONTRACT" | "INSPECTION" | "APPRAISAL" | "FINANCING" | "CLOSING" | "CLOSED" | "LOST";
+            reason?: string;
+            probability?: number;
+        };
+        DealTaskCreate: {
+            title: string;
+            description?: string | null;
+            /** @example 2026-12-15 */
+            dueDate?: string;
+            /** @enum {string} */
+            priority?: "LOW" | "MEDIUM" | "HIGH" | "URGENT";
+            /** @description A user of your organization */
+            assignedTo?: string | null;
+        };
+        DealDocumentUpload: {
+            /**
+             * Format: binary
+             * @description The document: PDF, an image or an Office file
+             */
+            file: string;
+            /** @description Default: the file's name */
+            name?: string;
+            /**
+             * @description e.g. CONTRACT, DISCLOSURE, INSPECTION_REPORT, APPRAISAL, ADDENDUM, CLOSING_STATEMENT; default OTHER
+             * @example CONTRACT
+             */
+            type?: string;
+            /**
+             * @description The deal stage the document belongs to
+             * @enum {string}
+             */
+            stage?: "LEAD" | "QUALIFIED" | "APPOINTMENT" | "NEGOTIATION" | "CONTRACT" | "INSPECTION" | "APPRAISAL" | "FINANCING" | "CLOSING" | "CLOSED" | "LOST";
+            /**
+             * @description When it was signed
+             * @example 2026-12-15
+             */
+            signedAt?: string;
         };
         WebhookWithSecret: components["schemas"]["Webhook"] & {
             /** @description Shown once; store it now. Absent from an idempotent replay of this answer (Idempotent-Replayed: true): secrets are not kept. */
@@ -2636,8 +3150,8 @@ export interface operations {
                             lastContactedAt?: string | null;
                             /** @description With include=activities: the 5 most recent (GET …/activities pages through all of them) */
                             activities?: components["schemas"]["ContactActivity"][];
-                            /** @description With include=deals */
-                            deals?: unknown[];
+                            /** @description With include=deals: the newest 20 deals of the contact */
+                            deals?: components["schemas"]["Deal"][];
                             /** @description With include=communications */
                             communications?: unknown[];
                         }[];
@@ -4612,6 +5126,1201 @@ export interface operations {
             };
             /** @description FILES_URL_SECRET is not configured (not_configured) */
             503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+        };
+    };
+    listDeals: {
+        parameters: {
+            query?: {
+                /** @description 1–100, default 25; anything else is a 422 */
+                limit?: number;
+                /** @description `pagination.nextCursor` of the previous page */
+                cursor?: string;
+                type?: "SALE" | "PURCHASE" | "LEASE" | "RENTAL";
+                stage?: "LEAD" | "QUALIFIED" | "APPOINTMENT" | "NEGOTIATION" | "CONTRACT" | "INSPECTION" | "APPRAISAL" | "FINANCING" | "CLOSING" | "CLOSED" | "LOST";
+                status?: "ACTIVE" | "ON_HOLD" | "CANCELLED" | "CLOSED";
+                assignedTo?: string;
+                "amount[gte]"?: string;
+                "amount[lte]"?: string;
+                "probability[gte]"?: number;
+                "createdAt[gte]"?: string;
+                "closingDate[gte]"?: string;
+                /** @description Fields createdAt, updatedAt, amount, closingDate, probability, each :asc or :desc; the first is served by an index */
+                sort?: string;
+                include?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of deals */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["Deal"][];
+                        pagination: components["schemas"]["Pagination"];
+                    };
+                };
+            };
+            /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The request broke the schema; errors[] lists every problem with field, code and message */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+        };
+    };
+    createDeal: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DealCreate"];
+            };
+        };
+        responses: {
+            /** @description The created deal */
+            201: {
+                headers: {
+                    /** @description The resource's version; send it back in If-Match to make a write conditional */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["Deal"];
+                    };
+                };
+            };
+            /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The body is over the route's size limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Content-Type is not one the route takes (application/json; multipart/form-data on uploads) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The request broke the schema; errors[] lists every problem with field, code and message; or: This Idempotency-Key was used for another request (idempotency_key_reused) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+        };
+    };
+    getDealPipeline: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The pipeline */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["PipelineOverview"];
+                    };
+                };
+            };
+            /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+        };
+    };
+    getDealAnalytics: {
+        parameters: {
+            query?: {
+                /** @description Default 30d */
+                period?: "7d" | "30d" | "90d" | "1y";
+                assignedTo?: string;
+                type?: "SALE" | "PURCHASE" | "LEASE" | "RENTAL";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The figures */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["DealAnalytics"];
+                    };
+                };
+            };
+            /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The request broke the schema; errors[] lists every problem with field, code and message */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+        };
+    };
+    getDeal: {
+        parameters: {
+            query?: {
+                include?: string;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The deal */
+            200: {
+                headers: {
+                    /** @description The resource's version; send it back in If-Match to make a write conditional */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["Deal"];
+                    };
+                };
+            };
+            /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description No deal with this id in your organization (not_found) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The request broke the schema; errors[] lists every problem with field, code and message */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+        };
+    };
+    updateDeal: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DealUpdate"];
+            };
+        };
+        responses: {
+            /** @description The updated deal */
+            200: {
+                headers: {
+                    /** @description The resource's version; send it back in If-Match to make a write conditional */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["Deal"];
+                    };
+                };
+            };
+            /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description No deal with this id in your organization (not_found) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Changed by too many requests at once (concurrent_modification); retry; or: A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description If-Match named a version the resource is no longer at (precondition_failed); read it again */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The body is over the route's size limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Content-Type is not one the route takes (application/json; multipart/form-data on uploads) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The request broke the schema; errors[] lists every problem with field, code and message; or: This Idempotency-Key was used for another request (idempotency_key_reused) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+        };
+    };
+    deleteDeal: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        message: string;
+                        data: {
+                            id: string;
+                            /** @enum {boolean} */
+                            deleted: true;
+                        };
+                    };
+                };
+            };
+            /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description No deal with this id in your organization (not_found) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Changed by too many requests at once (concurrent_modification); retry; or: A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description If-Match named a version the resource is no longer at (precondition_failed); read it again */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The request broke the schema; errors[] lists every problem with field, code and message; or: This Idempotency-Key was used for another request (idempotency_key_reused) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+        };
+    };
+    moveDeal: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DealMove"];
+            };
+        };
+        responses: {
+            /** @description The moved deal */
+            200: {
+                headers: {
+                    /** @description The resource's version; send it back in If-Match to make a write conditional */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["Deal"];
+                    };
+                };
+            };
+            /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description No deal with this id in your organization (not_found) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The deal is already in this stage (already_in_stage), or too many concurrent changes (concurrent_modification); or: A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description If-Match named a version the resource is no longer at (precondition_failed); read it again */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The body is over the route's size limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Content-Type is not one the route takes (application/json; multipart/form-data on uploads) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The request broke the schema; errors[] lists every problem with field, code and message; or: This Idempotency-Key was used for another request (idempotency_key_reused) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+        };
+    };
+    listDealTasks: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The tasks */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["DealTask"][];
+                    };
+                };
+            };
+            /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description No deal with this id in your organization (not_found) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The request broke the schema; errors[] lists every problem with field, code and message */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+        };
+    };
+    createDealTask: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DealTaskCreate"];
+            };
+        };
+        responses: {
+            /** @description The task */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["DealTask"];
+                    };
+                };
+            };
+            /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description No deal with this id in your organization (not_found) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Changed by too many requests at once (concurrent_modification); retry; or: A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The body is over the route's size limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Content-Type is not one the route takes (application/json; multipart/form-data on uploads) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The request broke the schema; errors[] lists every problem with field, code and message; or: This Idempotency-Key was used for another request (idempotency_key_reused) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+        };
+    };
+    completeDealTask: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                taskId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The completed task */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["DealTask"];
+                    };
+                };
+            };
+            /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description No deal with this id in your organization, or no such task on it (not_found) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The task is already completed (task_already_completed); or: A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The request broke the schema; errors[] lists every problem with field, code and message; or: This Idempotency-Key was used for another request (idempotency_key_reused) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+        };
+    };
+    listDealDocuments: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The documents */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["DealDocument"][];
+                    };
+                };
+            };
+            /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description No deal with this id in your organization (not_found) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The request broke the schema; errors[] lists every problem with field, code and message */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+        };
+    };
+    uploadDealDocument: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "multipart/form-data": components["schemas"]["DealDocumentUpload"];
+            };
+        };
+        responses: {
+            /** @description The document, with a signed link */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["DealDocument"];
+                    };
+                };
+            };
+            /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description No deal with this id in your organization (not_found) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Changed by too many requests at once (concurrent_modification); retry; or: A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description A file over 25 MiB; or: The body is over the route's size limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Content-Type is not one the route takes (application/json; multipart/form-data on uploads) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The request broke the schema; errors[] lists every problem with field, code and message; or: This Idempotency-Key was used for another request (idempotency_key_reused) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description FILES_URL_SECRET is not configured (not_configured) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+        };
+    };
+    listDealActivities: {
+        parameters: {
+            query?: {
+                /** @description 1–100, default 25; anything else is a 422 */
+                limit?: number;
+                /** @description `pagination.nextCursor` of the previous page */
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of activities */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["DealActivity"][];
+                        pagination: components["schemas"]["Pagination"];
+                    };
+                };
+            };
+            /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description No deal with this id in your organization (not_found) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The request broke the schema; errors[] lists every problem with field, code and message */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
                 headers: {
                     [name: string]: unknown;
                 };

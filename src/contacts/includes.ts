@@ -1,4 +1,5 @@
 import { sql } from "drizzle-orm";
+import { dealsOfContacts } from "../deals/service";
 import { inJsonList } from "../lib/sql";
 import type { ServiceContext } from "../platform/context";
 import { type Activity, type Contact, type Include, INCLUDED_ACTIVITIES } from "./schemas";
@@ -30,8 +31,8 @@ const fromActivityRow = (r: ActivityRow): Activity =>
 
 /**
  * Attaches the requested related records to a page of contacts, one query per kind for the whole page.
- * Deals and communications are not records this service holds yet (they arrive with the deals routes; the spec shows
- * no communication routes), so every contact truthfully has none.
+ * Deals are the contact's newest (deals/service.ts INCLUDED_DEALS). Communications are not records this service holds
+ * (the spec shows no communication routes), so every contact truthfully has none.
  */
 export async function loadIncludes(ctx: ServiceContext, contacts: Contact[], include: Include[]): Promise<void> {
   if (contacts.length === 0) return;
@@ -47,7 +48,10 @@ export async function loadIncludes(ctx: ServiceContext, contacts: Contact[], inc
     for (const r of rows) byContact.get(r.contact_id)!.push(fromActivityRow(r));
     for (const c of contacts) c.activities = byContact.get(c.id)!;
   }
-  if (include.includes("deals")) for (const c of contacts) c.deals = [];
+  if (include.includes("deals")) {
+    const byContact = await dealsOfContacts(ctx, contacts.map((c) => c.id));
+    for (const c of contacts) c.deals = byContact.get(c.id) ?? [];
+  }
   if (include.includes("communications")) for (const c of contacts) c.communications = [];
 }
 

@@ -1,4 +1,5 @@
 import { z } from "@hono/zod-openapi";
+import { Deal } from "../deals/schemas";
 import { sortParam } from "../crm/keyset";
 import { csv, intParam, pageParams, timestampParam } from "../crm/list-query";
 import { boundedJsonObject } from "../lib/json-bounds";
@@ -127,7 +128,7 @@ export const Contact = z
     updatedAt: z.string(),
     lastContactedAt: z.string().nullable(),
     activities: z.array(Activity).optional().openapi({ description: `With include=activities: the ${INCLUDED_ACTIVITIES} most recent (GET …/activities pages through all of them)` }),
-    deals: z.array(z.unknown()).optional().openapi({ description: "With include=deals" }),
+    deals: z.array(Deal).optional().openapi({ description: "With include=deals: the newest 20 deals of the contact" }),
     communications: z.array(z.unknown()).optional().openapi({ description: "With include=communications" }),
   })
   .openapi("Contact");

@@ -11,6 +11,12 @@ export const intParam = (min: number, max: number) =>
     .transform(Number)
     .pipe(z.int().min(min).max(max));
 
+/** A plain decimal number (no exponent, no hex), between `min` and `max`. */
+export const decimalParam = (min: number, max: number) =>
+  pattern(/^-?\d{1,12}(\.\d{1,8})?$/, "invalid_number", "Must be a decimal number")
+    .transform(Number)
+    .pipe(z.number().min(min).max(max));
+
 export const timestampParam = z.iso.datetime({ offset: true, message: "Must be an ISO 8601 timestamp" }).transform((v) => new Date(v).toISOString());
 
 /** A comma-separated list of `item`, at most `max` entries. */

@@ -10,7 +10,7 @@ import { sha256Hex } from "../lib/crypto";
  * version and cached under the hash of its canonical filters, so walking 400 pages of a filter counts once, not 400
  * times, and a list request stays one round trip when the cached total is current.
  */
-export type ListResource = "contacts" | "properties";
+export type ListResource = "contacts" | "properties" | "deals";
 
 /** The counter statement for a write's batch: `delta` moves the total, the version always moves. */
 export const bumpResourceCounter = (db: Db, organizationId: string, resource: ListResource, delta: number): Statement =>

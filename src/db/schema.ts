@@ -6,3 +6,4 @@ export * from "./documents";
 export * from "./signatures";
 export * from "./reputation";
 export * from "./properties";
+export * from "./deals";

@@ -11,6 +11,8 @@ export const DEFAULT_BODY_LIMIT_BYTES = 1024 * 1024;
  */
 export const LARGE_BODY_ROUTES: { method: string; path: RegExp; maxBytes: number }[] = [
   { method: "POST", path: /^\/v1\/properties\/[^/]+\/photos$/, maxBytes: 25 * 1024 * 1024 },
+  // One document of at most 25 MiB, with the form's other fields and boundaries.
+  { method: "POST", path: /^\/v1\/deals\/[^/]+\/documents$/, maxBytes: 26 * 1024 * 1024 },
 ];
 
 /** The app-wide limit: the route's own from LARGE_BODY_ROUTES, else the default. */

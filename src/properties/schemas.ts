@@ -1,6 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { sortParam } from "../crm/keyset";
-import { csv, intParam, listQuery } from "../crm/list-query";
+import { csv, decimalParam as decimal, intParam, listQuery } from "../crm/list-query";
 import { PROPERTY_TYPES } from "../contacts/schemas";
 import { oneLineText, pattern } from "../lib/validation";
 
@@ -216,10 +216,6 @@ export type Property = z.infer<typeof Property>;
 
 export const IdParam = z.object({ id: z.string().min(1).max(100).openapi({ param: { name: "id", in: "path" } }) });
 
-const decimal = (min: number, max: number) =>
-  pattern(/^-?\d{1,12}(\.\d{1,8})?$/, "invalid_number", "Must be a decimal number")
-    .transform(Number)
-    .pipe(z.number().min(min).max(max));
 const bool = z.enum(["true", "false"]).transform((v) => v === "true");
 const numbers = (n: number, what: string) =>
   z

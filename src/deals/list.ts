@@ -1,0 +1,83 @@
+import type { z } from "@hono/zod-openapi";
+import type { Pagination } from "../crm/envelope";
+import { afterCursor, type KeysetTable, keysetPage, orderBy, type SortKey, type Where } from "../crm/keyset";
+import { filterKey, resolveTotal, totalStatements } from "../crm/list-totals";
+import type { ServiceContext } from "../platform/context";
+import { fromRow } from "./mapping";
+import type { Deal, DealListQuery, SortField } from "./schemas";
+import { present } from "./service";
+
+type Row = Record<string, unknown>;
+
+/**
+ * Sort fields as SQL, each served by an index led by organization_id and ending in id (db/deals.ts). A deal without a
+ * closing date has "" there (first ascending, last descending), so the keyset never meets a NULL.
+ */
+const KEYSET: KeysetTable<SortField, Row> = {
+  id: "d.id",
+  sql: { createdAt: "d.created_at", updatedAt: "d.updated_at", amount: "d.amount", closingDate: "d.closing_date", probability: "d.probability" },
+  value: {
+    createdAt: (r) => r.created_at as string,
+    updatedAt: (r) => r.updated_at as string,
+    amount: (r) => r.amount as number,
+    closingDate: (r) => r.closing_date as string,
+    probability: (r) => r.probability as number,
+  },
+  rowId: (r) => r.id as string,
+};
+export const DEFAULT_SORT: SortKey<SortField>[] = [{ field: "createdAt", direction: "desc" }];
+
+/** The filter part of the WHERE clause; the same for the page and for the total. */
+function filters(organizationId: string, q: DealListQuery): Where {
+  const w: Where = { sql: ["d.organization_id = ?"], params: [organizationId] };
+  const add = (clause: string, ...params: unknown[]) => {
+    w.sql.push(clause);
+    w.params.push(...params);
+  };
+  if (q.type) add("d.type = ?", q.type);
+  if (q.stage) add("d.stage = ?", q.stage);
+  if (q.status) add("d.status = ?", q.status);
+  if (q.assignedTo) add("d.assigned_to = ?", q.assignedTo);
+  if (q["amount[gte]"] !== undefined) add("d.amount >= ?", q["amount[gte]"]);
+  if (q["amount[lte]"] !== undefined) add("d.amount <= ?", q["amount[lte]"]);
+  if (q["probability[gte]"] !== undefined) add("d.probability >= ?", q["probability[gte]"]);
+  if (q["createdAt[gte]"] !== undefined) add("d.created_at >= ?", q["createdAt[gte]"]);
+  if (q["closingDate[gte]"] !== undefined) add("d.closing_date >= ?", q["closingDate[gte]"].slice(0, 10));
+  return w;
+}
+
+export function listSql(organizationId: string, q: DealListQuery) {
+  const sort = q.sort ?? DEFAULT_SORT;
+  const where = filters(organizationId, q);
+  if (q.cursor) {
+    const a = afterCursor(KEYSET, sort, q.cursor);
+    where.sql.push(...a.sql);
+    where.params.push(...a.params);
+  }
+  return { sort, limit: q.limit, sql: `SELECT d.* FROM deals d WHERE ${where.sql.join(" AND ")} ORDER BY ${orderBy(KEYSET, sort)} LIMIT ?`, params: [...where.params, q.limit + 1] };
+}
+
+/**
+ * GET /v1/deals. One D1 round trip reads the page (limit + 1 rows), the deals counter and the cached total of these
+ * filters (crm/list-totals.ts); a filtered total is counted once per deals version. Includes add a query each.
+ */
+export async function listDeals(ctx: ServiceContext, q: DealListQuery): Promise<{ data: Deal[]; pagination: z.infer<typeof Pagination> }> {
+  const d1 = ctx.d1;
+  const page = listSql(ctx.organizationId, q);
+  const { limit: _l, cursor: _c, sort: _s, include: _i, ...filtersOnly } = q;
+  const key = filterKey(filtersOnly);
+  const totals = await totalStatements(d1, ctx.organizationId, "deals", key);
+  const [rows, counter, cached] = await d1.batch([d1.prepare(page.sql).bind(...page.params), ...totals.statements]);
+  const where = filters(ctx.organizationId, q);
+  const total = await resolveTotal(
+    d1,
+    ctx.organizationId,
+    "deals",
+    { hash: totals.keyHash, filtered: key !== null },
+    { counter: counter!.results, cached: cached!.results },
+    { from: "deals d", where: where.sql.join(" AND "), params: where.params },
+  );
+  const { page: pageRows, hasMore, nextCursor } = keysetPage(KEYSET, page.sort, rows!.results as Row[], page.limit);
+  const data = await present(ctx, pageRows.map(fromRow), q.include ?? []);
+  return { data, pagination: { hasMore, nextCursor, total, limit: page.limit } };
+}

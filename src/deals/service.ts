@@ -1,0 +1,215 @@
+import { and, asc, desc, eq, sql } from "drizzle-orm";
+import type { SQLiteColumn } from "drizzle-orm/sqlite-core";
+import { contacts, dealActivities, dealDocuments, deals, dealStageChanges, dealTasks, properties } from "../db/schema";
+import { commit, expectVersion, expectVersionMatch, versioned, withRetries } from "../db/write";
+import { readConfig } from "../env";
+import { newEvent } from "../events/outbox";
+import { fileUrlSigner } from "../files/signed-url";
+import { Conflict, NotFound } from "../lib/errors";
+import { inJsonList } from "../lib/sql";
+import type { ServiceContext } from "../platform/context";
+import { deleteDealFiles, dealPrefix, toDocument } from "./files";
+import { type DealRecord, fromRow, toActivity, toDeal, toTask } from "./mapping";
+import type { Deal, DealCreate, DealMove, DealUpdate, Include } from "./schemas";
+import {
+  activityRow,
+  applyUpdate,
+  bumpCounters,
+  changeEvents,
+  checkReferences,
+  DEALS,
+  newDealRecord,
+  pipelineMoves,
+  replaceDeal,
+  stageChangeStatements,
+  writableInput,
+} from "./writes";
+
+export { listDeals } from "./list";
+
+/** Activities a read with include=activities carries (the whole log is GET …/activities). */
+export const INCLUDED_ACTIVITIES = 20;
+
+const byId = (ctx: ServiceContext, id: string) => and(eq(deals.id, id), eq(deals.organizationId, ctx.organizationId));
+
+/** The deal of the caller's organization, or 404 exactly as for an id that exists nowhere. */
+export async function findDeal(ctx: ServiceContext, id: string): Promise<DealRecord> {
+  const row = await ctx.db.select().from(deals).where(byId(ctx, id)).get();
+  if (!row) throw new NotFound("Deal");
+  return row;
+}
+
+/** The deal a write starts from: 404 when gone, 412 when If-Match names another version. */
+export async function readDealForWrite(ctx: ServiceContext, id: string): Promise<DealRecord> {
+  const before = await findDeal(ctx, id);
+  expectVersionMatch(ctx, before.version);
+  return before;
+}
+
+/** Deals as the API shows them, with the requested includes: one query per include for the whole page. */
+export async function present(ctx: ServiceContext, records: DealRecord[], include: readonly Include[]): Promise<Deal[]> {
+  const shown = records.map((r) => versioned(toDeal(r), r.version));
+  if (records.length === 0 || include.length === 0) return shown;
+  const org = ctx.organizationId;
+  const ids = records.map((r) => r.id);
+  if (include.includes("contact")) {
+    const wanted = [...new Set(records.map((r) => r.contactId))];
+    const rows = await ctx.db
+      .select({ id: contacts.id, firstName: contacts.firstName, lastName: contacts.lastName, email: contacts.email })
+      .from(contacts)
+      .where(and(eq(contacts.organizationId, org), inJsonList(contacts.id, wanted)))
+      .all();
+    const found = new Map(rows.map((c) => [c.id, c]));
+    for (const d of shown) d.contact = found.get(d.contactId) ?? null;
+  }
+  if (include.includes("property")) {
+    const wanted = [...new Set(records.flatMap((r) => (r.propertyId ? [r.propertyId] : [])))];
+    const rows = wanted.length
+      ? await ctx.db
+          .select({ id: properties.id, address: properties.address, type: properties.propertyType, bedrooms: properties.bedrooms, bathrooms: properties.bathrooms, squareFootage: properties.squareFootage })
+          .from(properties)
+          .where(and(eq(properties.organizationId, org), inJsonList(properties.id, wanted)))
+          .all()
+      : [];
+    const found = new Map(rows.map((p) => [p.id, p]));
+    for (const d of shown) d.property = d.propertyId ? (found.get(d.propertyId) ?? null) : null;
+  }
+  if (include.includes("documents")) {
+    const rows = await ctx.db
+      .select()
+      .from(dealDocuments)
+      .where(and(eq(dealDocuments.organizationId, org), inJsonList(dealDocuments.dealId, ids)))
+      .orderBy(asc(dealDocuments.uploadedAt), asc(dealDocuments.id))
+      .all();
+    const sign = fileUrlSigner(ctx.env, ctx.origin ?? readConfig(ctx.env).APP_URL);
+    const docs = await Promise.all(rows.map((r) => toDocument(r, sign)));
+    for (const d of shown) d.documents = docs.filter((_, i) => rows[i]!.dealId === d.id);
+  }
+  if (include.includes("tasks")) {
+    const rows = await ctx.db
+      .select()
+      .from(dealTasks)
+      .where(and(eq(dealTasks.organizationId, org), inJsonList(dealTasks.dealId, ids)))
+      .orderBy(asc(dealTasks.createdAt), asc(dealTasks.id))
+      .all();
+    for (const d of shown) d.tasks = rows.filter((t) => t.dealId === d.id).map(toTask);
+  }
+  if (include.includes("activities")) {
+    // Read routes only (one deal): the latest activities.
+    for (const d of shown) {
+      const rows = await ctx.db
+        .select()
+        .from(dealActivities)
+        .where(and(eq(dealActivities.organizationId, org), eq(dealActivities.dealId, d.id)))
+        .orderBy(desc(dealActivities.createdAt), desc(dealActivities.id))
+        .limit(INCLUDED_ACTIVITIES)
+        .all();
+      d.activities = rows.map(toActivity);
+    }
+  }
+  return shown;
+}
+
+export async function getDeal(ctx: ServiceContext, id: string, include: readonly Include[] = []): Promise<Deal> {
+  const [shown] = await present(ctx, [await findDeal(ctx, id)], include);
+  return shown!;
+}
+
+/** POST /v1/deals: ACTIVE, LEAD unless an open stage is given; the contact (and property) must be the organization's. */
+export async function createDeal(ctx: ServiceContext, raw: DealCreate): Promise<Deal> {
+  const input = writableInput(raw);
+  await checkReferences(ctx, input);
+  const now = new Date();
+  const record = newDealRecord(ctx, input, now);
+  const at = now.toISOString();
+  const event = newEvent(ctx, "deal.created", { object: toDeal(record), previousAttributes: null, changes: null });
+  await commit(
+    ctx,
+    [
+      ctx.db.insert(deals).values(record),
+      ctx.db.insert(dealActivities).values(activityRow(ctx, record.id, "DEAL_CREATED", `Deal created in ${record.stage}`, { stage: record.stage }, at)),
+      ...stageChangeStatements(ctx, null, record, undefined, at),
+      ...pipelineMoves(ctx, null, record),
+      bumpCounters(ctx, 1),
+    ],
+    [event],
+  );
+  return versioned(toDeal(record), record.version);
+}
+
+/**
+ * PUT /v1/deals/{id} and POST /v1/deals/{id}/move: the change applied to the deal as it is at commit time (so
+ * concurrent updates of different fields all land), guarded on the version read; a stage change is recorded once,
+ * since of two concurrent moves only one commits from the stage they both read.
+ */
+async function changeDeal(ctx: ServiceContext, id: string, input: DealUpdate, opts: { move: boolean }): Promise<Deal> {
+  return withRetries(async () => {
+    const before = await readDealForWrite(ctx, id);
+    if (opts.move && before.stage === input.stage) throw new Conflict(`The deal is already in ${before.stage}`, "already_in_stage");
+    const now = new Date();
+    const at = now.toISOString();
+    const changed = applyUpdate(before, input, now);
+    const events = changeEvents(ctx, before, { ...changed, updatedAt: at }, input.reason);
+    if (events.length === 0) return versioned(toDeal(before), before.version);
+    const after = { ...changed, updatedAt: at, lastActivityAt: at, version: before.version + 1 };
+    await commit(ctx, [...replaceDeal(ctx, before, after), ...stageChangeStatements(ctx, before, after, input.reason, at), ...pipelineMoves(ctx, before, after)], events);
+    return versioned(toDeal(after), after.version);
+  });
+}
+
+export async function updateDeal(ctx: ServiceContext, id: string, raw: DealUpdate): Promise<Deal> {
+  const input = writableInput(raw);
+  await checkReferences(ctx, input);
+  return changeDeal(ctx, id, input, { move: false });
+}
+
+/** POST /v1/deals/{id}/move: 409 already_in_stage when the deal is in that stage (also when another move got there first). */
+export const moveDeal = (ctx: ServiceContext, id: string, input: DealMove): Promise<Deal> => changeDeal(ctx, id, input, { move: true });
+
+/**
+ * DELETE /v1/deals/{id}: the deal with its tasks, documents, activities and history, guarded on the version read (of
+ * concurrent deletes one wins and emits deal.deleted); its files in R2 go once the delete has landed.
+ */
+export async function deleteDeal(ctx: ServiceContext, id: string): Promise<void> {
+  await withRetries(async () => {
+    const before = await readDealForWrite(ctx, id);
+    const org = ctx.organizationId;
+    const under = (t: { organizationId: SQLiteColumn; dealId: SQLiteColumn }) => and(eq(t.organizationId, org), eq(t.dealId, id));
+    await commit(
+      ctx,
+      [
+        expectVersion(ctx.db, DEALS, org, before),
+        ctx.db.delete(dealTasks).where(under(dealTasks)),
+        ctx.db.delete(dealDocuments).where(under(dealDocuments)),
+        ctx.db.delete(dealActivities).where(under(dealActivities)),
+        ctx.db.delete(dealStageChanges).where(under(dealStageChanges)),
+        ctx.db.delete(deals).where(byId(ctx, id)),
+        ...pipelineMoves(ctx, before, null),
+        bumpCounters(ctx, -1),
+      ],
+      [newEvent(ctx, "deal.deleted", { object: { id }, previousAttributes: null, changes: null })],
+    );
+    ctx.defer(deleteDealFiles(ctx.env, dealPrefix(org, id)));
+  });
+}
+
+/** Deals a contact carries with include=deals (newest first); the whole list is GET /v1/deals. */
+export const INCLUDED_DEALS = 20;
+
+/** The deals of a page of contacts (contacts' include=deals), in one query, the newest INCLUDED_DEALS of each. */
+export async function dealsOfContacts(ctx: ServiceContext, contactIds: string[]): Promise<Map<string, Deal[]>> {
+  const out = new Map<string, Deal[]>(contactIds.map((id) => [id, []]));
+  if (contactIds.length === 0) return out;
+  const rows = await ctx.db.all<Record<string, unknown>>(sql`
+    SELECT * FROM (
+      SELECT d.*, ROW_NUMBER() OVER (PARTITION BY d.contact_id ORDER BY d.created_at DESC, d.id DESC) AS n
+      FROM deals d
+      WHERE d.organization_id = ${ctx.organizationId} AND ${inJsonList(sql`d.contact_id`, contactIds)}
+    ) WHERE n <= ${INCLUDED_DEALS} ORDER BY created_at DESC, id DESC`);
+  for (const row of rows) {
+    const { n: _n, ...columns } = row;
+    const r = fromRow(columns);
+    out.get(r.contactId)?.push(toDeal(r));
+  }
+  return out;
+}

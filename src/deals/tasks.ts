@@ -1,0 +1,112 @@
+import { and, asc, count, desc, eq } from "drizzle-orm";
+import { decodeNewestFirstCursor, olderThan, paginate } from "../crm/pagination";
+import { dealActivities, dealTasks, users } from "../db/schema";
+import { commit, withRetries } from "../db/write";
+import { newEvent } from "../events/outbox";
+import { Conflict, NotFound, Validation } from "../lib/errors";
+import { newId } from "../lib/ids";
+import type { ServiceContext } from "../platform/context";
+import { type TaskRecord, toActivity, toDeal, toTask } from "./mapping";
+import type { DealActivity, DealTask, DealTaskCreate } from "./schemas";
+import { findDeal, readDealForWrite } from "./service";
+import { activityRow, replaceDeal } from "./writes";
+
+/** Tasks a deal holds at most (its list is answered whole). */
+export const MAX_TASKS = 200;
+
+const tasksOf = (ctx: ServiceContext, dealId: string) => and(eq(dealTasks.organizationId, ctx.organizationId), eq(dealTasks.dealId, dealId));
+
+/** GET /v1/deals/{id}/tasks: oldest first. */
+export async function listTasks(ctx: ServiceContext, dealId: string): Promise<DealTask[]> {
+  await findDeal(ctx, dealId);
+  const rows = await ctx.db.select().from(dealTasks).where(tasksOf(ctx, dealId)).orderBy(asc(dealTasks.createdAt), asc(dealTasks.id)).all();
+  return rows.map(toTask);
+}
+
+/**
+ * POST /v1/deals/{id}/tasks. The task, its activity and the deal's lastActivityAt in one batch guarded on the deal's
+ * version: concurrent tasks all land (each retries on the other's bump), none under a deal deleted meanwhile.
+ * Emits deal.task_created.
+ */
+export async function createTask(ctx: ServiceContext, dealId: string, input: DealTaskCreate): Promise<DealTask> {
+  if (input.assignedTo) {
+    const user = await ctx.db.select({ id: users.id }).from(users).where(and(eq(users.organizationId, ctx.organizationId), eq(users.id, input.assignedTo))).get();
+    if (!user) throw new Validation([{ field: "assignedTo", path: ["assignedTo"], code: "invalid_reference", message: "No user with this id in your organization" }]);
+  }
+  return withRetries(async () => {
+    const before = await readDealForWrite(ctx, dealId);
+    const [held] = await ctx.db.select({ n: count() }).from(dealTasks).where(tasksOf(ctx, dealId));
+    if ((held?.n ?? 0) >= MAX_TASKS) throw new Validation([{ field: "", path: [], code: "too_many_tasks", message: `A deal holds at most ${MAX_TASKS} tasks` }]);
+    const at = new Date().toISOString();
+    const row: TaskRecord = {
+      id: newId(),
+      organizationId: ctx.organizationId,
+      dealId,
+      title: input.title,
+      description: input.description ?? null,
+      dueDate: input.dueDate ?? null,
+      priority: input.priority ?? "MEDIUM",
+      assignedTo: input.assignedTo ?? null,
+      completed: false,
+      completedAt: null,
+      createdAt: at,
+    };
+    const after = { ...before, lastActivityAt: at, version: before.version + 1 };
+    const task = toTask(row);
+    await commit(
+      ctx,
+      [
+        ...replaceDeal(ctx, before, after),
+        ctx.db.insert(dealTasks).values(row),
+        ctx.db.insert(dealActivities).values(activityRow(ctx, dealId, "TASK_CREATED", `Task created: ${row.title}`, { taskId: row.id }, at)),
+      ],
+      [newEvent(ctx, "deal.task_created", { object: toDeal(after), task, previousAttributes: null, changes: null })],
+    );
+    return task;
+  });
+}
+
+/**
+ * POST /v1/deals/{id}/tasks/{taskId}/complete: of concurrent completions one lands (guarded on the deal's version);
+ * the others, and any later one, answer 409 task_already_completed. Emits deal.task_completed.
+ */
+export async function completeTask(ctx: ServiceContext, dealId: string, taskId: string): Promise<DealTask> {
+  return withRetries(async () => {
+    const before = await readDealForWrite(ctx, dealId);
+    const row = await ctx.db.select().from(dealTasks).where(and(tasksOf(ctx, dealId), eq(dealTasks.id, taskId))).get();
+    if (!row) throw new NotFound("Task");
+    if (row.completed) throw new Conflict("The task is already completed", "task_already_completed");
+    const at = new Date().toISOString();
+    const done = { ...row, completed: true, completedAt: at };
+    const after = { ...before, lastActivityAt: at, version: before.version + 1 };
+    const task = toTask(done);
+    await commit(
+      ctx,
+      [
+        ...replaceDeal(ctx, before, after),
+        ctx.db.update(dealTasks).set({ completed: true, completedAt: at }).where(and(tasksOf(ctx, dealId), eq(dealTasks.id, taskId))),
+        ctx.db.insert(dealActivities).values(activityRow(ctx, dealId, "TASK_COMPLETED", `Task completed: ${row.title}`, { taskId }, at)),
+      ],
+      [newEvent(ctx, "deal.task_completed", { object: toDeal(after), task, previousAttributes: { task: { completed: false } }, changes: ["task.completed"] })],
+    );
+    return task;
+  });
+}
+
+/** GET /v1/deals/{id}/activities: newest first, keyset-paginated, the page and the total in one round trip. */
+export async function listActivities(ctx: ServiceContext, dealId: string, q: { limit: number; cursor?: string }): Promise<{ data: DealActivity[]; pagination: ReturnType<typeof paginate>["pagination"] }> {
+  const after = decodeNewestFirstCursor(q.cursor);
+  await findDeal(ctx, dealId);
+  const scope = and(eq(dealActivities.organizationId, ctx.organizationId), eq(dealActivities.dealId, dealId));
+  const [rows, [total]] = await ctx.db.batch([
+    ctx.db
+      .select()
+      .from(dealActivities)
+      .where(after ? and(scope, olderThan(dealActivities.createdAt, dealActivities.id, after)) : scope)
+      .orderBy(desc(dealActivities.createdAt), desc(dealActivities.id))
+      .limit(q.limit + 1),
+    ctx.db.select({ n: count() }).from(dealActivities).where(scope),
+  ]);
+  const { page, pagination } = paginate(rows, q.limit, total?.n ?? 0, (r) => ({ at: r.createdAt, id: r.id }));
+  return { data: page.map(toActivity), pagination };
+}
