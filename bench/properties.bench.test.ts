@@ -325,12 +325,7 @@ it("explore", async () => {
       await run(`${tag} ${label} ids-first`, `SELECT p.* FROM properties p WHERE p.id IN (${inner}) ORDER BY ${sql.split("ORDER BY ")[1]!.replace(/ LIMIT \?$/, "")}`, params);
     }
   };
-  await variants("base");
-  await env.DB.prepare("CREATE INDEX x_geo_cover ON properties (organization_id, latitude, longitude, geo_x, geo_y, geo_z, created_at, id)").run();
-  await variants("covergeo");
-  await env.DB.prepare("DROP INDEX x_geo_cover").run();
-  await env.DB.prepare("ANALYZE").run();
-  const st = await env.DB.prepare("SELECT * FROM sqlite_stat1 WHERE tbl = 'properties'").all();
-  console.log(JSON.stringify(st.results));
-  await variants("analyzed");
+  await env.DB.prepare("DROP INDEX properties_org_geo_idx").run();
+  await env.DB.prepare("CREATE INDEX x_geo_wide ON properties (organization_id, latitude, longitude, geo_x, geo_y, geo_z, created_at, updated_at, list_price, list_date, id)").run();
+  await variants("widegeo");
 });

@@ -5,6 +5,7 @@ import { createContact, getContact, uniqueEmail } from "./contacts";
 import { createDocument, leaseCanonical, sendForSignature } from "./documents";
 import type { TestPrincipal } from "./factories";
 import { openMailbox } from "./receiver";
+import { createDeal, createTask, documentForm, getDeal } from "./deals";
 import { createProperty, getProperty, mlsListedProperty, mlsVars, photoForm, PNG_1X1, propertyBody, valuableProperty } from "./properties";
 import { aggregateOf, createTestimonial, move, publishedProfile, publishedTestimonial } from "./reputation";
 
@@ -64,6 +65,23 @@ const count = async (sql: string, ...binds: unknown[]) => (await env.DB.prepare(
 
 /** Outbox events of an organization, of one type. */
 export const eventCount = (organizationId: string, type: string) => count("SELECT COUNT(*) AS n FROM outbox_events WHERE organization_id = ? AND type = ?", organizationId, type);
+
+const dealTotal = async (owner: TestPrincipal) => (await json(await call("GET", "/v1/deals?limit=1", { token: owner.token }))).pagination.total as number;
+const pipelineOf = async (owner: TestPrincipal) => (await json(await call("GET", "/v1/deals/pipeline", { token: owner.token }))).data as { totalDeals: number; totalValue: number; stages: { stage: string; count: number }[] };
+
+/** Changes of different fields of one deal, raced: every one must land. */
+const DEAL_CHANGES: Record<string, unknown>[] = [
+  { title: "Raced title" },
+  { description: "Raced description" },
+  { amount: 640000 },
+  { probability: 33 },
+  { source: "RACE" },
+  { notes: "raced notes" },
+  { tags: ["raced"] },
+  { timeline: { closingDate: "2027-01-15" } },
+  { type: "SALE" },
+  { status: "ON_HOLD" },
+];
 
 const propertyTotal = async (owner: TestPrincipal) => (await json(await call("GET", "/v1/properties?limit=1", { token: owner.token }))).pagination.total as number;
 
@@ -590,5 +608,127 @@ export const RACES: Race[] = [
     vars: mlsVars,
     parentDelete: "/v1/properties/{id}",
     leftovers: async (_owner, { id }) => ({ rows: await count("SELECT COUNT(*) AS n FROM properties WHERE id = ?", id) }),
+  },
+
+  // Deals (issue 10).
+  {
+    kind: "independent",
+    route: "POST /v1/deals",
+    seed: async () => ({}),
+    changes: async (owner) => {
+      const contactId = (await createDeal(owner.token)).contactId;
+      return Array.from({ length: 10 }, (_, i) => ({ body: { title: `Race ${i}`, type: "SALE", amount: 1000 * (i + 1), contactId } }));
+    },
+    async verify(owner) {
+      expect(await dealTotal(owner)).toBe(11);
+      expect(await eventCount(owner.organizationId, "deal.created")).toBe(11);
+      const pipeline = await pipelineOf(owner);
+      expect(pipeline.totalDeals).toBe(11);
+      expect(pipeline.totalValue).toBe(500000 + 55000);
+    },
+  },
+  {
+    kind: "independent",
+    route: "PUT /v1/deals/{id}",
+    seed: async (owner) => ({ id: (await createDeal(owner.token)).id }),
+    changes: async () => DEAL_CHANGES.map((body) => ({ body })),
+    async verify(owner, { id }) {
+      const d = await getDeal(owner.token, id!);
+      for (const change of DEAL_CHANGES) expect(d).toMatchObject(change);
+      expect(await eventCount(owner.organizationId, "deal.updated")).toBe(DEAL_CHANGES.length);
+      // The pipeline holds the deal once, at its final amount and probability.
+      const lead = (await pipelineOf(owner)).stages.find((s) => s.stage === "LEAD")!;
+      expect(lead).toMatchObject({ count: 1, value: 640000, averageProbability: 33 });
+    },
+  },
+  {
+    kind: "once",
+    route: "DELETE /v1/deals/{id}",
+    seed: async (owner) => ({ id: (await createDeal(owner.token)).id }),
+    objects: 5,
+    copies: 5,
+    counter: { read: dealTotal, perMove: -1 },
+    event: "deal.deleted",
+  },
+  {
+    kind: "once",
+    route: "POST /v1/deals/{id}/move",
+    seed: async (owner) => ({ id: (await createDeal(owner.token)).id }),
+    body: { stage: "CLOSED", reason: "raced" },
+    objects: 5,
+    copies: 5,
+    counter: { read: async (owner) => count("SELECT COUNT(*) AS n FROM deal_activities WHERE organization_id = ? AND type = 'STAGE_CHANGED'", owner.organizationId), perMove: 1 },
+    event: "DEAL_WON",
+  },
+  {
+    kind: "independent",
+    route: "POST /v1/deals/{id}/tasks",
+    seed: async (owner) => ({ id: (await createDeal(owner.token)).id }),
+    changes: async () => Array.from({ length: 10 }, (_, i) => ({ body: { title: `Raced task ${i}` } })),
+    async verify(owner, { id }) {
+      expect((await getDeal(owner.token, id!, "?include=tasks")).tasks).toHaveLength(10);
+      expect(await eventCount(owner.organizationId, "deal.task_created")).toBe(10);
+    },
+  },
+  {
+    kind: "once",
+    route: "POST /v1/deals/{id}/tasks/{taskId}/complete",
+    seed: async (owner) => {
+      const { id } = await createDeal(owner.token);
+      return { id, taskId: (await createTask(owner.token, id)).id };
+    },
+    objects: 3,
+    copies: 5,
+    event: "deal.task_completed",
+  },
+  {
+    kind: "independent",
+    route: "POST /v1/deals/{id}/documents",
+    seed: async (owner) => ({ id: (await createDeal(owner.token)).id }),
+    changes: async () => Array.from({ length: 6 }, (_, i) => ({ body: documentForm(undefined, { name: `Raced ${i}`, type: "CONTRACT" }) })),
+    async verify(owner, { id }) {
+      expect((await getDeal(owner.token, id!, "?include=documents")).documents).toHaveLength(6);
+      expect((await env.FILES.list({ prefix: `deals/${owner.organizationId}/${id}/` })).objects).toHaveLength(6);
+      expect(await eventCount(owner.organizationId, "deal.document_uploaded")).toBe(6);
+    },
+  },
+  {
+    kind: "child",
+    route: "POST /v1/deals/{id}/tasks",
+    seed: async (owner) => ({ id: (await createDeal(owner.token)).id }),
+    body: (i) => ({ title: `Orphan ${i}` }),
+    parentDelete: "/v1/deals/{id}",
+    leftovers: async (_owner, { id }) => ({
+      tasks: await count("SELECT COUNT(*) AS n FROM deal_tasks WHERE deal_id = ?", id),
+      activities: await count("SELECT COUNT(*) AS n FROM deal_activities WHERE deal_id = ?", id),
+    }),
+  },
+  {
+    kind: "child",
+    route: "POST /v1/deals/{id}/documents",
+    seed: async (owner) => ({ id: (await createDeal(owner.token)).id }),
+    body: () => documentForm(),
+    parentDelete: "/v1/deals/{id}",
+    async leftovers(owner, { id }) {
+      const files = async () => (await env.FILES.list({ prefix: `deals/${owner.organizationId}/${id}/` })).objects.length;
+      await vi.waitFor(async () => expect(await files()).toBe(0), { timeout: 5000 });
+      return { files: await files(), rows: await count("SELECT COUNT(*) AS n FROM deal_documents WHERE deal_id = ?", id) };
+    },
+  },
+  {
+    kind: "child",
+    route: "PUT /v1/deals/{id}",
+    seed: async (owner) => ({ id: (await createDeal(owner.token)).id }),
+    body: (i) => ({ stage: i % 2 ? "QUALIFIED" : "NEGOTIATION", amount: 1000 * i }),
+    parentDelete: "/v1/deals/{id}",
+    async leftovers(owner, { id }) {
+      const pipeline = await pipelineOf(owner);
+      return {
+        rows: await count("SELECT COUNT(*) AS n FROM deals WHERE id = ?", id),
+        history: await count("SELECT COUNT(*) AS n FROM deal_stage_changes WHERE deal_id = ?", id),
+        pipelineDeals: pipeline.totalDeals,
+        pipelineValue: pipeline.totalValue,
+      };
+    },
   },
 ];

@@ -3,6 +3,7 @@ import { call, json } from "./client";
 import { createDocument, leaseCanonical, sendForSignature, signAll, tokenOf } from "./documents";
 import { receiverUrl } from "./receiver";
 import { createTestimonial, move, publishedTestimonial } from "./reputation";
+import { createDeal, createTask, documentForm } from "./deals";
 import { createProperty, mlsListedProperty, mlsVars, photoForm, PNG_1X1, valuableProperty } from "./properties";
 import type { TestPrincipal } from "./factories";
 
@@ -214,4 +215,33 @@ ROUTES.push(
   { method: "POST", path: "/v1/properties/{id}/signals", family: "crm", body: { type: "VIEW", visitorId: "matrix" }, seed: seedProperty, unknown: unknownProperty },
   { method: "POST", path: "/v1/properties/{id}/reports", family: "crm", body: { reportType: "LISTING_SHEET" }, seed: seedProperty, unknown: unknownProperty },
   { method: "POST", path: "/v1/properties/{id}/mls-sync", family: "crm", seed: (owner) => mlsListedProperty(owner.token), unknown: unknownProperty, vars: mlsVars },
+);
+
+// Deals (issue 10).
+const seedDeal = async (owner: TestPrincipal) => ({ id: (await createDeal(owner.token)).id });
+const unknownDeal = { id: "00000000-0000-4000-8000-0000000000d1" };
+ROUTES.push(
+  { method: "GET", path: "/v1/deals", family: "crm" },
+  { method: "POST", path: "/v1/deals", family: "crm", body: (p: Record<string, string>) => ({ title: "Matrix deal", type: "SALE", amount: 1, contactId: p.contactId ?? "00000000-0000-4000-8000-0000000000c1" }) },
+  { method: "GET", path: "/v1/deals/pipeline", family: "crm" },
+  { method: "GET", path: "/v1/deals/analytics", family: "crm" },
+  { method: "GET", path: "/v1/deals/{id}", family: "crm", seed: seedDeal, unknown: unknownDeal },
+  { method: "PUT", path: "/v1/deals/{id}", family: "crm", body: { notes: "matrix" }, seed: seedDeal, unknown: unknownDeal },
+  { method: "DELETE", path: "/v1/deals/{id}", family: "crm", seed: seedDeal, unknown: unknownDeal },
+  { method: "POST", path: "/v1/deals/{id}/move", family: "crm", body: { stage: "QUALIFIED" }, seed: seedDeal, unknown: unknownDeal },
+  { method: "GET", path: "/v1/deals/{id}/tasks", family: "crm", seed: seedDeal, unknown: unknownDeal },
+  { method: "POST", path: "/v1/deals/{id}/tasks", family: "crm", body: { title: "Matrix task" }, seed: seedDeal, unknown: unknownDeal },
+  {
+    method: "POST",
+    path: "/v1/deals/{id}/tasks/{taskId}/complete",
+    family: "crm",
+    seed: async (owner) => {
+      const { id } = await seedDeal(owner);
+      return { id, taskId: (await createTask(owner.token, id)).id };
+    },
+    unknown: { ...unknownDeal, taskId: "00000000-0000-4000-8000-0000000000d2" },
+  },
+  { method: "GET", path: "/v1/deals/{id}/documents", family: "crm", seed: seedDeal, unknown: unknownDeal },
+  { method: "POST", path: "/v1/deals/{id}/documents", family: "crm", body: () => documentForm(), seed: seedDeal, unknown: unknownDeal },
+  { method: "GET", path: "/v1/deals/{id}/activities", family: "crm", seed: seedDeal, unknown: unknownDeal },
 );
