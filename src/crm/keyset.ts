@@ -36,12 +36,52 @@ export interface Where {
   params: unknown[];
 }
 
+/** Rows of the sort's index a filtered page looks at first (see `pageSql`). */
+export const PROBE_WINDOW = 2000;
+
+/**
+ * The page query of a keyset list: `limit + 1` rows of `from` (one table and its alias) matching `scope` (the
+ * organization and the cursor) and `filters`, in `order`.
+ *
+ * D1 keeps no table statistics, so SQLite cannot tell a selective filter from a loose one: left to itself it may seek
+ * on a filter's index and sort every match (a price bound over 100,000 listings, a radius around a dense city), where
+ * walking the sort's own index and stopping after `limit + 1` matches reads a few hundred rows; or the other way round
+ * for a rare value. So a filtered page is one statement with two plans: the probe walks the first PROBE_WINDOW rows of
+ * the sort's index (scope only) and filters them; when that finds `limit + 1` matches they are the page (they are the
+ * first in order), otherwise the fallback runs on the filters' indexes (`order.fallback` is the order with its index
+ * taken out of the choice, unless a filter bounds the first sort field, whose index then serves both), which then
+ * has few matches to sort. The fallback's LIMIT
+ * is 0 when the probe sufficed: SQLite skips a query with LIMIT 0 before opening any index, where a WHERE term with a
+ * subquery would be tested row by row. Same answer either way, one round trip.
+ */
+export function pageSql(from: string, alias: string, scope: Where, filters: Where, order: { probe: string; fallback: string }, limit: number): { sql: string; params: unknown[] } {
+  const take = limit + 1;
+  const scopeSql = scope.sql.join(" AND ");
+  if (filters.sql.length === 0) return { sql: `SELECT ${alias}.* FROM ${from} WHERE ${scopeSql} ORDER BY ${order.probe} LIMIT ${take}`, params: scope.params };
+  const filterSql = filters.sql.join(" AND ");
+  return {
+    sql: `WITH probe AS MATERIALIZED (
+        SELECT ${alias}.* FROM (SELECT ${alias}.* FROM ${from} WHERE ${scopeSql} ORDER BY ${order.probe} LIMIT ${PROBE_WINDOW}) ${alias}
+        WHERE ${filterSql} LIMIT ${take})
+      SELECT ${alias}.* FROM (
+        SELECT * FROM probe WHERE (SELECT COUNT(*) FROM probe) = ${take}
+        UNION ALL
+        SELECT * FROM (SELECT ${alias}.* FROM ${from} WHERE ${scopeSql} AND ${filterSql} ORDER BY ${order.fallback}
+          LIMIT (CASE WHEN (SELECT COUNT(*) FROM probe) < ${take} THEN ${take} ELSE 0 END))
+      ) ${alias} ORDER BY ${order.probe}`,
+    params: [...scope.params, ...filters.params, ...scope.params, ...filters.params],
+  };
+}
+
 /** The sort's signature, which a cursor carries so that one made for another sort is refused. */
 export const sortSignature = (sort: SortKey[]): string => sort.map((s) => `${s.field}:${s.direction}`).join(",");
 
-/** ORDER BY of a sort, with the id last as the tie-breaker. */
-export const orderBy = <F extends string>(t: KeysetTable<F, never>, sort: SortKey<F>[]): string =>
-  [...sort.map((s) => `${t.sql[s.field]} ${s.direction.toUpperCase()}`), `${t.id} ${sort[0]!.direction.toUpperCase()}`].join(", ");
+/**
+ * ORDER BY of a sort, with the id last as the tie-breaker. `unindexed` puts a unary `+` before each term (same order),
+ * so that SQLite does not pick the sort's index to avoid sorting: the fallback of `pageSql`.
+ */
+export const orderBy = <F extends string>(t: KeysetTable<F, never>, sort: SortKey<F>[], unindexed = false): string =>
+  [...sort.map((s) => `${unindexed ? "+" : ""}${t.sql[s.field]} ${s.direction.toUpperCase()}`), `${unindexed ? "+" : ""}${t.id} ${sort[0]!.direction.toUpperCase()}`].join(", ");
 
 /**
  * Rows after the cursor. With one direction throughout this is a row-value comparison, which SQLite turns into an

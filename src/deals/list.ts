@@ -1,6 +1,6 @@
 import type { z } from "@hono/zod-openapi";
 import type { Pagination } from "../crm/envelope";
-import { afterCursor, type KeysetTable, keysetPage, orderBy, type SortKey, type Where } from "../crm/keyset";
+import { afterCursor, type KeysetTable, keysetPage, orderBy, pageSql, type SortKey, type Where } from "../crm/keyset";
 import { filterKey, resolveTotal, totalStatements } from "../crm/list-totals";
 import type { ServiceContext } from "../platform/context";
 import { fromRow } from "./mapping";
@@ -27,9 +27,9 @@ const KEYSET: KeysetTable<SortField, Row> = {
 };
 export const DEFAULT_SORT: SortKey<SortField>[] = [{ field: "createdAt", direction: "desc" }];
 
-/** The filter part of the WHERE clause; the same for the page and for the total. */
-function filters(organizationId: string, q: DealListQuery): Where {
-  const w: Where = { sql: ["d.organization_id = ?"], params: [organizationId] };
+/** The filters of the WHERE clause (beside the organization); the same for the page and for the total. */
+function filters(q: DealListQuery): Where {
+  const w: Where = { sql: [], params: [] };
   const add = (clause: string, ...params: unknown[]) => {
     w.sql.push(clause);
     w.params.push(...params);
@@ -46,19 +46,32 @@ function filters(organizationId: string, q: DealListQuery): Where {
   return w;
 }
 
-export function listSql(organizationId: string, q: DealListQuery) {
-  const sort = q.sort ?? DEFAULT_SORT;
-  const where = filters(organizationId, q);
+/** The organization, and the rows after the cursor. */
+function scope(organizationId: string, q: DealListQuery, sort: SortKey<SortField>[]): Where {
+  const w: Where = { sql: ["d.organization_id = ?"], params: [organizationId] };
   if (q.cursor) {
     const a = afterCursor(KEYSET, sort, q.cursor);
-    where.sql.push(...a.sql);
-    where.params.push(...a.params);
+    w.sql.push(...a.sql);
+    w.params.push(...a.params);
   }
-  return { sort, limit: q.limit, sql: `SELECT d.* FROM deals d WHERE ${where.sql.join(" AND ")} ORDER BY ${orderBy(KEYSET, sort)} LIMIT ?`, params: [...where.params, q.limit + 1] };
+  return w;
+}
+
+export function listSql(organizationId: string, q: DealListQuery) {
+  const sort = q.sort ?? DEFAULT_SORT;
+  const bounded = {
+    createdAt: q["createdAt[gte]"] !== undefined,
+    updatedAt: false,
+    amount: q["amount[gte]"] !== undefined || q["amount[lte]"] !== undefined,
+    closingDate: q["closingDate[gte]"] !== undefined,
+    probability: q["probability[gte]"] !== undefined,
+  }[sort[0]!.field];
+  const order = { probe: orderBy(KEYSET, sort), fallback: orderBy(KEYSET, sort, !bounded) };
+  return { sort, limit: q.limit, ...pageSql("deals d", "d", scope(organizationId, q, sort), filters(q), order, q.limit) };
 }
 
 /**
- * GET /v1/deals. One D1 round trip reads the page (limit + 1 rows), the deals counter and the cached total of these
+ * GET /v1/deals. One D1 round trip reads the page (limit + 1 rows, keyset.ts `pageSql`), the deals counter and the cached total of these
  * filters (crm/list-totals.ts); a filtered total is counted once per deals version. Includes add a query each.
  */
 export async function listDeals(ctx: ServiceContext, q: DealListQuery): Promise<{ data: Deal[]; pagination: z.infer<typeof Pagination> }> {
@@ -68,14 +81,14 @@ export async function listDeals(ctx: ServiceContext, q: DealListQuery): Promise<
   const key = filterKey(filtersOnly);
   const totals = await totalStatements(d1, ctx.organizationId, "deals", key);
   const [rows, counter, cached] = await d1.batch([d1.prepare(page.sql).bind(...page.params), ...totals.statements]);
-  const where = filters(ctx.organizationId, q);
+  const where = filters(q);
   const total = await resolveTotal(
     d1,
     ctx.organizationId,
     "deals",
     { hash: totals.keyHash, filtered: key !== null },
     { counter: counter!.results, cached: cached!.results },
-    { from: "deals d", where: where.sql.join(" AND "), params: where.params },
+    { from: "deals d", where: ["d.organization_id = ?", ...where.sql].join(" AND "), params: [ctx.organizationId, ...where.params] },
   );
   const { page: pageRows, hasMore, nextCursor } = keysetPage(KEYSET, page.sort, rows!.results as Row[], page.limit);
   const data = await present(ctx, pageRows.map(fromRow), q.include ?? []);

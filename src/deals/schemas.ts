@@ -57,9 +57,9 @@ export const MAX_TEAM = 20;
 
 export const Commission = z
   .strictObject({
-    rate: fraction.optional().openapi({ description: "A fraction of the amount (0.03 is 3%); the commission amount is then computed" }),
-    amount: z.number().nonnegative().max(1e11).optional(),
-    split: fraction.optional().openapi({ description: "The share of the commission kept (a fraction)" }),
+    rate: fraction.nullable().optional().openapi({ description: "A fraction of the amount (0.03 is 3%); the commission amount is then computed" }),
+    amount: z.number().nonnegative().max(1e11).nullable().optional(),
+    split: fraction.nullable().optional().openapi({ description: "The share of the commission kept (a fraction)" }),
   })
   .openapi("DealCommission");
 

@@ -57,9 +57,13 @@ export async function checkReferences(ctx: ServiceContext, input: DealUpdate): P
   if (issues.length) throw new Validation(issues);
 }
 
-/** The stored commission: with a rate, its amount is the deal's amount × rate (a given amount must agree). */
-function commissionFor(given: StoredCommission | null | undefined, previous: StoredCommission | null, amount: number, issues: FieldIssue[]): StoredCommission | null {
-  if (given === null) return null;
+/**
+ * The stored commission: a given one replaces the previous one (null fields left out, as a read shows them); with a
+ * rate, its amount is the deal's amount × rate (a given amount must agree).
+ */
+function commissionFor(raw: DealUpdate["commission"], previous: StoredCommission | null, amount: number, issues: FieldIssue[]): StoredCommission | null {
+  if (raw === null) return null;
+  const given = raw === undefined ? undefined : (Object.fromEntries(Object.entries(raw).filter(([, v]) => v !== null && v !== undefined)) as StoredCommission);
   const c: StoredCommission = given === undefined ? { ...(previous ?? {}) } : { ...given };
   if (given === undefined && !previous) return null;
   if (c.rate !== undefined) {

@@ -1,4 +1,4 @@
-import { afterCursor, type KeysetTable, keysetPage, orderBy, type SortKey, type Where } from "../crm/keyset";
+import { afterCursor, type KeysetTable, keysetPage, orderBy, pageSql, type SortKey, type Where } from "../crm/keyset";
 import { filterKey, resolveTotal, totalStatements } from "../crm/list-totals";
 import type { Pagination } from "../crm/envelope";
 import type { z } from "@hono/zod-openapi";
@@ -20,9 +20,9 @@ const KEYSET: KeysetTable<SortField, Row> = {
 export const DEFAULT_SORT: SortKey<SortField>[] = [{ field: "createdAt", direction: "desc" }];
 const DAY_MS = 86_400_000;
 
-/** The filter part of the WHERE clause; the same for the page and for the total. */
-function filters(organizationId: string, q: PropertyListQuery, now: Date): Where {
-  const w: Where = { sql: ["p.organization_id = ?"], params: [organizationId] };
+/** The filters of the WHERE clause (beside the organization); the same for the page and for the total. */
+function filters(q: PropertyListQuery, now: Date): Where {
+  const w: Where = { sql: [], params: [] };
   const add = (clause: string, ...params: unknown[]) => {
     w.sql.push(clause);
     w.params.push(...params);
@@ -53,16 +53,22 @@ function filters(organizationId: string, q: PropertyListQuery, now: Date): Where
   return w;
 }
 
-export function listSql(organizationId: string, q: PropertyListQuery, now = new Date()) {
-  const sort = q.sort ?? DEFAULT_SORT;
-  const limit = q.limit;
-  const where = filters(organizationId, q, now);
+/** The organization, and the rows after the cursor. */
+function scope(organizationId: string, q: PropertyListQuery, sort: SortKey<SortField>[]): Where {
+  const w: Where = { sql: ["p.organization_id = ?"], params: [organizationId] };
   if (q.cursor) {
     const a = afterCursor(KEYSET, sort, q.cursor);
-    where.sql.push(...a.sql);
-    where.params.push(...a.params);
+    w.sql.push(...a.sql);
+    w.params.push(...a.params);
   }
-  return { sort, limit, sql: `SELECT p.* FROM properties p WHERE ${where.sql.join(" AND ")} ORDER BY ${orderBy(KEYSET, sort)} LIMIT ?`, params: [...where.params, limit + 1] };
+  return w;
+}
+
+export function listSql(organizationId: string, q: PropertyListQuery, now = new Date()) {
+  const sort = q.sort ?? DEFAULT_SORT;
+  const bounded = { createdAt: false, updatedAt: false, listPrice: q["listPrice[gte]"] !== undefined || q["listPrice[lte]"] !== undefined, listDate: q["daysOnMarket[lte]"] !== undefined }[sort[0]!.field];
+  const order = { probe: orderBy(KEYSET, sort), fallback: orderBy(KEYSET, sort, !bounded) };
+  return { sort, limit: q.limit, ...pageSql("properties p", "p", scope(organizationId, q, sort), filters(q, now), order, q.limit) };
 }
 
 /** The filters that change the total; a days-on-market bound moves with the date, so the date is part of its key. */
@@ -72,7 +78,7 @@ function totalKey(q: PropertyListQuery, now: Date): string | null {
 }
 
 /**
- * GET /v1/properties. One D1 round trip reads the page (limit + 1 rows), the properties counter and the cached total
+ * GET /v1/properties. One D1 round trip reads the page (limit + 1 rows, keyset.ts `pageSql`), the properties counter and the cached total
  * of these filters (crm/list-totals.ts); a filtered total is counted once per properties version.
  */
 export async function listProperties(ctx: ServiceContext, q: PropertyListQuery): Promise<{ data: Property[]; pagination: z.infer<typeof Pagination> }> {
@@ -82,14 +88,14 @@ export async function listProperties(ctx: ServiceContext, q: PropertyListQuery):
   const key = totalKey(q, now);
   const totals = await totalStatements(d1, ctx.organizationId, "properties", key);
   const [rows, counter, cached] = await d1.batch([d1.prepare(page.sql).bind(...page.params), ...totals.statements]);
-  const where = filters(ctx.organizationId, q, now);
+  const where = filters(q, now);
   const total = await resolveTotal(
     d1,
     ctx.organizationId,
     "properties",
     { hash: totals.keyHash, filtered: key !== null },
     { counter: counter!.results, cached: cached!.results },
-    { from: "properties p", where: where.sql.join(" AND "), params: where.params },
+    { from: "properties p", where: ["p.organization_id = ?", ...where.sql].join(" AND "), params: [ctx.organizationId, ...where.params] },
   );
   const { page: pageRows, hasMore, nextCursor } = keysetPage(KEYSET, page.sort, rows!.results as Row[], page.limit);
   const include = q.include ?? [];
