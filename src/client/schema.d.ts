@@ -982,7 +982,7 @@ export interface paths {
         };
         /**
          * Download a file through a signed link
-         * @description The links are handed out by the routes that own the files (a certificate of completion, a property's photos and reports); they expire. An invalid, expired or unknown link answers 404 alike.
+         * @description The links are handed out by the routes that own the files (a certificate of completion, a property's photos and reports, a deal's documents); they expire. An invalid, expired or unknown link answers 404 alike.
          */
         get: operations["downloadFile"];
         put?: never;
@@ -2126,10 +2126,10 @@ export interface components {
         };
         DealCommission: {
             /** @description A fraction of the amount (0.03 is 3%); the commission amount is then computed */
-            rate?: number;
-            amount?: number;
+            rate?: number | null;
+            amount?: number | null;
             /** @description The share of the commission kept (a fraction) */
-            split?: number;
+            split?: number | null;
         } | null;
         DealTeamMember: {
             /** @description A user of your organization */
@@ -3959,6 +3959,15 @@ export interface operations {
                     "application/json": components["schemas"]["CrmError"];
                 };
             };
+            /** @description FILES_URL_SECRET is not configured, so no file link can be signed (not_configured) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
         };
     };
     createProperty: {
@@ -4127,6 +4136,15 @@ export interface operations {
                     "application/json": components["schemas"]["CrmError"];
                 };
             };
+            /** @description FILES_URL_SECRET is not configured, so no file link can be signed (not_configured) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
         };
     };
     updateProperty: {
@@ -4233,6 +4251,15 @@ export interface operations {
             };
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description FILES_URL_SECRET is not configured, so no file link can be signed (not_configured) */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4445,7 +4472,7 @@ export interface operations {
                     "application/json": components["schemas"]["CrmError"];
                 };
             };
-            /** @description FILES_URL_SECRET is not configured (not_configured) */
+            /** @description FILES_URL_SECRET is not configured, so no file link can be signed (not_configured) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -4558,6 +4585,15 @@ export interface operations {
             };
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description FILES_URL_SECRET is not configured, so no file link can be signed (not_configured) */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5124,7 +5160,7 @@ export interface operations {
                     "application/json": components["schemas"]["CrmError"];
                 };
             };
-            /** @description FILES_URL_SECRET is not configured (not_configured) */
+            /** @description FILES_URL_SECRET is not configured, so no file link can be signed (not_configured) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -5204,6 +5240,15 @@ export interface operations {
             };
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description FILES_URL_SECRET is not configured, so no file link can be signed (not_configured) */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5488,6 +5533,15 @@ export interface operations {
             };
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description FILES_URL_SECRET is not configured, so no file link can be signed (not_configured) */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6140,6 +6194,15 @@ export interface operations {
                     "application/json": components["schemas"]["CrmError"];
                 };
             };
+            /** @description FILES_URL_SECRET is not configured, so no file link can be signed (not_configured) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
         };
     };
     uploadDealDocument: {
@@ -6242,7 +6305,7 @@ export interface operations {
                     "application/json": components["schemas"]["CrmError"];
                 };
             };
-            /** @description FILES_URL_SECRET is not configured (not_configured) */
+            /** @description FILES_URL_SECRET is not configured, so no file link can be signed (not_configured) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -8014,6 +8077,12 @@ export interface operations {
                     "image/avif": string;
                     "image/heic": string;
                     "image/heif": string;
+                    "application/vnd.openxmlformats-officedocument.wordprocessingml.document": string;
+                    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": string;
+                    "application/vnd.openxmlformats-officedocument.presentationml.presentation": string;
+                    "application/msword": string;
+                    "application/vnd.ms-excel": string;
+                    "application/vnd.ms-powerpoint": string;
                 };
             };
             /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */

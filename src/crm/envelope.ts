@@ -45,4 +45,7 @@ export const crmSuccess = <T extends z.ZodType>(description: string, data: T, he
 export const CRM_PRECONDITION_ERROR = { 412: crmError("If-Match named a version the resource is no longer at (precondition_failed); read it again") } as const;
 
 /** The CRM family: its routes declare errors in the CRM envelope. */
+/** Routes that hand out signed file links answer 503 while the deployment has no FILES_URL_SECRET. */
+export const CRM_FILES_NOT_CONFIGURED = { 503: crmError("FILES_URL_SECRET is not configured, so no file link can be signed (not_configured)") } as const;
+
 export const CRM: RouteFamily = { name: "crm", error: crmError };

@@ -1,5 +1,5 @@
 import { OpenAPIHono, z } from "@hono/zod-openapi";
-import { CRM, CRM_PRECONDITION_ERROR, crmError, crmSuccess, Page } from "../crm/envelope";
+import { CRM, CRM_FILES_NOT_CONFIGURED, CRM_PRECONDITION_ERROR, crmError, crmSuccess, Page } from "../crm/envelope";
 import { serviceContext } from "../platform/auth";
 import type { AppBindings } from "../platform/context";
 import { ETAG_HEADER, withEtag } from "../platform/etag";
@@ -47,7 +47,7 @@ const list = defineRoute(CRM, {
   summary: "List deals",
   description: "Keyset-paginated (pass `pagination.nextCursor` back as `cursor`). Every filter combines with the others; closingDate[gte] compares timeline.closingDate by day.",
   request: { query: DealListQuery },
-  responses: { 200: { description: "A page of deals", content: { "application/json": { schema: Page(Deal) } } } },
+  responses: { 200: { description: "A page of deals", content: { "application/json": { schema: Page(Deal) } } }, ...CRM_FILES_NOT_CONFIGURED },
 });
 
 const create = defineRoute(CRM, {
@@ -93,7 +93,7 @@ const read = defineRoute(CRM, {
   security,
   summary: "Read a deal",
   request: { params: IdParam, query: DealReadQuery },
-  responses: { 200: crmSuccess("The deal", Deal, ETAG_HEADER), ...NOT_FOUND },
+  responses: { 200: crmSuccess("The deal", Deal, ETAG_HEADER), ...NOT_FOUND, ...CRM_FILES_NOT_CONFIGURED },
 });
 
 const update = defineRoute(CRM, {
@@ -194,7 +194,7 @@ const documents = defineRoute(CRM, {
   summary: "A deal's documents",
   description: `Oldest first, all of them (a deal holds at most ${MAX_DOCUMENTS}), each with a signed download link valid 10 to 15 minutes.`,
   request: { params: IdParam },
-  responses: { 200: crmSuccess("The documents", z.array(DealDocument)), ...NOT_FOUND },
+  responses: { 200: crmSuccess("The documents", z.array(DealDocument)), ...NOT_FOUND, ...CRM_FILES_NOT_CONFIGURED },
 });
 
 const upload = defineRoute(CRM, {
@@ -213,7 +213,7 @@ const upload = defineRoute(CRM, {
     ...NOT_FOUND,
     ...CONTENDED,
     413: crmError(`A file over ${MAX_DOCUMENT_BYTES / 1024 / 1024} MiB`),
-    503: crmError("FILES_URL_SECRET is not configured (not_configured)"),
+    ...CRM_FILES_NOT_CONFIGURED,
   },
 });
 

@@ -6,8 +6,23 @@ import { rateLimit } from "../platform/rate-limit";
 import { defineRoute } from "../platform/route";
 import { verifyFileUrl } from "./signed-url";
 
-/** What R2 holds behind signed links: PDFs, and photos of the types uploads accept (properties/photos.ts). */
-const FILE_TYPES = ["application/pdf", "image/jpeg", "image/png", "image/gif", "image/webp", "image/avif", "image/heic", "image/heif"];
+/** What R2 holds behind signed links: PDFs, images of the types uploads accept (properties/photos.ts), Office files (deals/files.ts). */
+const FILE_TYPES = [
+  "application/pdf",
+  "image/jpeg",
+  "image/png",
+  "image/gif",
+  "image/webp",
+  "image/avif",
+  "image/heic",
+  "image/heif",
+  "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+  "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+  "application/vnd.openxmlformats-officedocument.presentationml.presentation",
+  "application/msword",
+  "application/vnd.ms-excel",
+  "application/vnd.ms-powerpoint",
+];
 
 const download = defineRoute(API, {
   operationId: "downloadFile",
@@ -16,7 +31,7 @@ const download = defineRoute(API, {
   path: "/api/public/files/{key}",
   tags: ["Files"],
   summary: "Download a file through a signed link",
-  description: "The links are handed out by the routes that own the files (a certificate of completion, a property's photos and reports); they expire. An invalid, expired or unknown link answers 404 alike.",
+  description: "The links are handed out by the routes that own the files (a certificate of completion, a property's photos and reports, a deal's documents); they expire. An invalid, expired or unknown link answers 404 alike.",
   middleware: [rateLimit("public-files:get")] as const,
   request: {
     params: z.object({ key: z.string().min(1).max(500).openapi({ param: { name: "key", in: "path" } }) }),

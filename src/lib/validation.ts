@@ -65,11 +65,16 @@ export function issuesFromZod(error: z.ZodError, input: unknown, prefix: (string
 /** A string matching `re`; a mismatch is reported with `code` (errors[].code on the CRM routes). */
 export const pattern = (re: RegExp, code: string, message: string) => z.string().refine((v) => re.test(v), { message, params: { code } });
 
-/** One line of text (a name, a city, a tag): trimmed, 1 to `max` characters, no control characters (line breaks, NUL). */
+/**
+ * One line of text (a name, a city, a tag): trimmed, 1 to `max` characters, no control characters (line breaks, NUL)
+ * nor bidirectional embeddings, overrides and isolates (which make "gnp.exe" read as "exe.png"), and something
+ * visible (not only zero-width or format characters).
+ */
 export const oneLineText = (max: number) =>
   z
     .string()
     .trim()
     .min(1)
     .max(max)
-    .refine((v) => !/[\u0000-\u001f\u007f-\u009f]/.test(v), { message: "Must be one line of text without control characters", params: { code: "invalid_character" } });
+    .refine((v) => !/[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/.test(v), { message: "Must be one line of text without control characters", params: { code: "invalid_character" } })
+    .refine((v) => /[^\s\p{Cf}\p{Z}]/u.test(v), { message: "Must contain visible text", params: { code: "invalid_character" } });

@@ -3,7 +3,7 @@ import { createMiddleware } from "hono/factory";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import type { Db } from "../db/client";
 import { idempotencyKeys } from "../db/schema";
-import { sha256Hex } from "../lib/crypto";
+import { sha256Hex, toHex } from "../lib/crypto";
 import { AppError, Conflict, Validation } from "../lib/errors";
 import { loggableError } from "../lib/log";
 import { nowIso } from "../lib/time";
@@ -43,6 +43,26 @@ export class IdempotencyKeyReused extends AppError {
   }
 }
 
+/**
+ * What makes two requests the same: method, path, query and body. The body is read once, as bytes (Hono keeps them for
+ * the route's parser, so a file upload reaches it unchanged); a multipart body counts by its parts (names, values,
+ * file names, types and the SHA-256 of each file), since a client's retry picks a new boundary.
+ */
+async function fingerprintOf(contentType: string | null, method: string, url: URL, bytes: ArrayBuffer): Promise<string> {
+  if (contentType?.toLowerCase().startsWith("multipart/form-data")) {
+    const form = await new Response(bytes, { headers: { "content-type": contentType } }).formData().catch(() => null);
+    if (form) {
+      const parts = await Promise.all(
+        [...form.entries()].map(async ([name, value]) =>
+          typeof value === "string" ? [name, value] : [name, { file: value.name, type: value.type, sha256: toHex(await crypto.subtle.digest("SHA-256", await value.arrayBuffer())) }],
+        ),
+      );
+      return sha256Hex(JSON.stringify([method, url.pathname, url.search, parts]));
+    }
+  }
+  return sha256Hex(JSON.stringify([method, url.pathname, url.search, new TextDecoder().decode(bytes)]));
+}
+
 export const idempotency = createMiddleware<AppBindings>(async (c, next) => {
   const key = c.req.header(IDEMPOTENCY_HEADER);
   if (key === undefined || !WRITES.has(c.req.method)) return next();
@@ -50,8 +70,7 @@ export const idempotency = createMiddleware<AppBindings>(async (c, next) => {
   const db = c.get("db");
   const organizationId = c.get("organization").id;
   const url = new URL(c.req.url);
-  // The body is read once here and cached by Hono for the route's validator.
-  const fingerprint = await sha256Hex(JSON.stringify([c.req.method, url.pathname, url.search, await c.req.text()]));
+  const fingerprint = await fingerprintOf(c.req.raw.headers.get("content-type"), c.req.method, url, await c.req.arrayBuffer());
   const where = and(eq(idempotencyKeys.organizationId, organizationId), eq(idempotencyKeys.key, key));
 
   const now = new Date();

@@ -28,17 +28,23 @@ const DAY_MS = 86_400_000;
 const PERIOD_DAYS = { "7d": 7, "30d": 30, "90d": 90 } as const;
 const TOP_REFERRERS = 5;
 
-/** A referrer as a source: the host of a URL (without www.), else the name as given, "direct" when absent. */
+/**
+ * A referrer as a source: the host of an http(s) URL (without www.), a plain source name (letters, digits, dot, dash,
+ * underscore, space: "newsletter"), "direct" when absent, and "other" for anything else (another scheme, a broken URL),
+ * so that what topReferrers shows is always a host or a name.
+ */
 export function referrerSource(referrer: string | undefined): string {
   const raw = referrer?.trim();
   if (!raw) return "direct";
-  try {
-    const host = new URL(raw).hostname;
-    if (host) return host.replace(/^www\./, "").toLowerCase();
-  } catch {
-    // not a URL: a source name such as "newsletter"
+  if (/^https?:\/\//i.test(raw)) {
+    try {
+      const host = new URL(raw).hostname;
+      if (host) return host.replace(/^www\./, "").toLowerCase();
+    } catch {
+      return "other";
+    }
   }
-  return raw.replace(/[\u0000-\u001f\u007f-\u009f]/g, "").slice(0, 100).toLowerCase() || "direct";
+  return /^[a-z0-9][a-z0-9._ -]{0,99}$/i.test(raw) ? raw.toLowerCase() : "other";
 }
 
 /** POST /v1/properties/{id}/signals: one signal, counted exactly once with its event (if any) in one batch. */

@@ -40,10 +40,13 @@ export async function renderReport(
   line(`Generated ${input.generatedAt}${p.mlsId ? `, MLS ${p.mlsId}` : ""}`, { size: 9 });
   line("");
   if (input.cover) {
-    const image = input.cover.type === "image/png" ? await pdf.embedPng(input.cover.bytes) : await pdf.embedJpg(input.cover.bytes);
-    const scaled = image.scaleToFit(495, 260);
-    const at = space(scaled.height + 8);
-    at.page.drawImage(image, { x: 50, y: at.y, width: scaled.width, height: scaled.height });
+    // An upload is judged an image by its first bytes; one that cannot be decoded leaves the sheet without a cover.
+    const image = await (input.cover.type === "image/png" ? pdf.embedPng(input.cover.bytes) : pdf.embedJpg(input.cover.bytes)).catch(() => null);
+    if (image) {
+      const scaled = image.scaleToFit(495, 260);
+      const at = space(scaled.height + 8);
+      at.page.drawImage(image, { x: 50, y: at.y, width: scaled.width, height: scaled.height });
+    } else line("(The cover photo could not be read as an image.)", { size: 9 });
   }
   const d = p.details as Record<string, unknown>;
   const l = p.listing as Record<string, unknown>;

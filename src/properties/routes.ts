@@ -1,5 +1,5 @@
 import { OpenAPIHono, z } from "@hono/zod-openapi";
-import { CRM, CRM_PRECONDITION_ERROR, crmError, crmSuccess, Page } from "../crm/envelope";
+import { CRM, CRM_FILES_NOT_CONFIGURED, CRM_PRECONDITION_ERROR, crmError, crmSuccess, Page } from "../crm/envelope";
 import { serviceContext } from "../platform/auth";
 import type { AppBindings } from "../platform/context";
 import { ETAG_HEADER, withEtag } from "../platform/etag";
@@ -58,7 +58,7 @@ const list = defineRoute(CRM, {
 Properties without coordinates never match a geo filter. Signed photo links (media.photos) come with include=photos.
 Searching is this route: POST /v1/properties/search does not exist.`,
   request: { query: PropertyListQuery },
-  responses: { 200: { description: "A page of properties", content: { "application/json": { schema: Page(Property) } } } },
+  responses: { 200: { description: "A page of properties", content: { "application/json": { schema: Page(Property) } } }, ...CRM_FILES_NOT_CONFIGURED },
 });
 
 const create = defineRoute(CRM, {
@@ -82,7 +82,7 @@ const read = defineRoute(CRM, {
   summary: "Read a property",
   description: "media.photos always carries signed links (valid 10 to 15 minutes).",
   request: { params: IdParam, query: PropertyReadQuery },
-  responses: { 200: crmSuccess("The property", Property, ETAG_HEADER), ...NOT_FOUND },
+  responses: { 200: crmSuccess("The property", Property, ETAG_HEADER), ...NOT_FOUND, ...CRM_FILES_NOT_CONFIGURED },
 });
 
 const update = defineRoute(CRM, {
@@ -100,6 +100,7 @@ fields all land. media.photos, when sent, is the whole photo list (see the schem
     ...NOT_FOUND,
     409: crmError("Another property has this mlsId (duplicate_mls_id), or too many concurrent changes (concurrent_modification; retry)"),
     ...CRM_PRECONDITION_ERROR,
+    ...CRM_FILES_NOT_CONFIGURED,
   },
 });
 
@@ -138,7 +139,7 @@ property holds at most ${MAX_PHOTOS} photos. Emits property.photos_uploaded.`,
     ...CONTENDED,
     ...CRM_PRECONDITION_ERROR,
     413: crmError(`A file over ${MAX_PHOTO_BYTES / 1024 / 1024} MiB, or a request over 25 MiB`),
-    503: crmError("FILES_URL_SECRET is not configured (not_configured)"),
+    ...CRM_FILES_NOT_CONFIGURED,
   },
 });
 
@@ -151,7 +152,7 @@ const reorder = defineRoute(CRM, {
   summary: "Reorder photos",
   description: `The named photos take the given order; the others keep theirs. ${CONDITIONAL}`,
   request: { params: IdParam, ...jsonBody(PhotoOrder) },
-  responses: { 200: crmSuccess("Every photo of the property, in display order", z.array(PropertyPhoto)), ...NOT_FOUND, ...CONTENDED, ...CRM_PRECONDITION_ERROR },
+  responses: { 200: crmSuccess("Every photo of the property, in display order", z.array(PropertyPhoto)), ...NOT_FOUND, ...CONTENDED, ...CRM_PRECONDITION_ERROR, ...CRM_FILES_NOT_CONFIGURED },
 });
 
 const valuation = defineRoute(CRM, {
@@ -247,7 +248,7 @@ const report = defineRoute(CRM, {
 cover photo, description and features); includeComparables and includeMarketTrends add those sections. The link is valid
 ${REPORT_URL_TTL_SECONDS / 3600} hours.`,
   request: { params: IdParam, ...jsonBody(ReportRequest) },
-  responses: { 201: crmSuccess("The report", Report), ...NOT_FOUND, 503: crmError("FILES_URL_SECRET is not configured (not_configured)") },
+  responses: { 201: crmSuccess("The report", Report), ...NOT_FOUND, ...CRM_FILES_NOT_CONFIGURED },
 });
 
 export const propertyRoutes = new OpenAPIHono<AppBindings>({ defaultHook: validationHook })

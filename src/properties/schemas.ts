@@ -16,7 +16,7 @@ const httpsUrl = z.url({ protocol: /^https$/, message: "Must be an https URL" })
 const money = (max: number) => z.number().nonnegative().max(max);
 const price = z.number().positive().max(1e11);
 const fraction = z.number().min(0).max(1);
-const isoDate = pattern(/^\d{4}-\d{2}-\d{2}$/, "invalid_date", "Must be a date YYYY-MM-DD").refine((d) => !Number.isNaN(Date.parse(`${d}T00:00:00Z`)) && new Date(`${d}T00:00:00Z`).toISOString().startsWith(d), {
+const isoDate = pattern(/^(19|2\d)\d{2}-\d{2}-\d{2}$/, "invalid_date", "Must be a date YYYY-MM-DD from 1900 on").refine((d) => !Number.isNaN(Date.parse(`${d}T00:00:00Z`)) && new Date(`${d}T00:00:00Z`).toISOString().startsWith(d), {
   message: "Not a calendar date",
   params: { code: "invalid_date" },
 });
@@ -37,7 +37,8 @@ const addressShape = {
   coordinates: Coordinates.nullable(),
 };
 
-const currentYear = new Date().getUTCFullYear();
+/** At most five years ahead (a build not finished yet), judged when the request comes: at module load workerd's clock reads 1970. */
+const notTooFarAhead = (year: number) => year <= new Date().getUTCFullYear() + 5;
 const detailsShape = {
   propertyType: z.enum(PROPERTY_TYPES),
   propertySubType: text(100).nullable(),
@@ -46,7 +47,7 @@ const detailsShape = {
   halfBaths: z.int().min(0).max(100).nullable(),
   squareFootage: z.int().min(1).max(10_000_000).nullable(),
   lotSize: z.number().nonnegative().max(1e10).nullable().openapi({ description: "Square feet" }),
-  yearBuilt: z.int().min(1600).max(currentYear + 5).nullable(),
+  yearBuilt: z.int().min(1600).max(2200).refine(notTooFarAhead, { message: "At most five years from now", params: { code: "too_big" } }).nullable(),
   stories: z.int().min(0).max(200).nullable(),
   garage: z.boolean(),
   parking: z.strictObject({ spaces: z.int().min(0).max(10_000).optional(), type: text(50).optional() }).nullable(),
@@ -101,7 +102,11 @@ const PhotoEntry = z
 export type PhotoEntry = z.infer<typeof PhotoEntry>;
 export const MAX_PHOTOS = 50;
 const mediaShape = {
-  photos: z.array(PhotoEntry).max(MAX_PHOTOS).openapi({ description: "The whole list: entries with an id keep that photo (caption and order may change), entries without one link a photo by https URL, photos left out are removed. Uploads go through POST …/photos." }),
+  photos: z
+    .array(PhotoEntry)
+    .max(MAX_PHOTOS)
+    .refine((list) => { const ids = list.flatMap((p) => (p.id ? [p.id] : [])); return new Set(ids).size === ids.length; }, { message: "A photo appears twice", params: { code: "duplicate_photo" } })
+    .openapi({ description: "The whole list: entries with an id keep that photo (caption and order may change), entries without one link a photo by https URL, photos left out are removed. Uploads go through POST …/photos." }),
   virtualTour: httpsUrl.nullable(),
   videos: z.array(z.strictObject({ url: httpsUrl, type: text(30).optional() })).max(20),
 };
@@ -361,6 +366,6 @@ export const PhotoUploadForm = z
   .strictObject({
     photos: many(z.instanceof(File, { message: "Must be a file" })).openapi({ type: "array", items: { type: "string", format: "binary" } }),
     captions: many(z.union([z.literal(""), text(300)])).optional().openapi({ type: "array", items: { type: "string" } }),
-    order: many(pattern(/^\d{1,5}$/, "invalid_integer", "Must be a whole number").transform(Number)).optional().openapi({ type: "array", items: { type: "integer" } }),
+    order: many(pattern(/^\d{1,5}$/, "invalid_integer", "Must be a whole number").transform(Number).pipe(z.int().max(10_000))).optional().openapi({ type: "array", items: { type: "integer" } }),
   })
   .openapi("PropertyPhotoUpload");

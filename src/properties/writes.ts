@@ -73,10 +73,13 @@ export async function resolveAgents(ctx: ServiceContext, listing: Group | undefi
   return issues;
 }
 
-/** Commission total from its parts when only the parts are given. */
-function withCommissionTotal(listing: Group): void {
+/** Commission total from its parts when only the parts are given; the parts together are at most the whole price. */
+function withCommissionTotal(listing: Group, issues: FieldIssue[]): void {
   const c = listing.commission as { buyerAgent?: number; listingAgent?: number; total?: number } | undefined;
-  if (c && c.total === undefined && c.buyerAgent !== undefined && c.listingAgent !== undefined) listing.commission = { ...c, total: Math.round((c.buyerAgent + c.listingAgent) * 1e9) / 1e9 };
+  if (!c || c.buyerAgent === undefined || c.listingAgent === undefined) return;
+  const total = Math.round((c.buyerAgent + c.listingAgent) * 1e9) / 1e9;
+  if (total > 1) issues.push({ field: "listing.commission", path: ["listing", "commission"], code: "invalid_commission", message: "buyerAgent + listingAgent cannot exceed 1 (the whole price)" });
+  else if (c.total === undefined) listing.commission = { ...c, total };
 }
 
 const boundedHistory = (h: PriceHistoryEntry[]): PriceHistoryEntry[] => (h.length <= MAX_PRICE_HISTORY ? h : [h[0]!, ...h.slice(h.length - MAX_PRICE_HISTORY + 1)]);
@@ -123,7 +126,7 @@ export function newPropertyRecord(ctx: ServiceContext, input: PropertyCreate, no
     listDate: (listing.listDate as string | undefined) ?? today(now),
     priceHistory: [{ price: listPrice, date: at, event: "LISTED" }],
   };
-  withCommissionTotal(stored as unknown as Group);
+  withCommissionTotal(stored as unknown as Group, issues);
   const { rest: media, photos: entries } = splitMedia(input.media);
   const { photos } = applyPhotos([], entries ?? [], at, issues);
   if (issues.length) throw new Validation(issues);
@@ -193,7 +196,7 @@ export function applyUpdate(before: PropertyRecord, input: PropertyUpdate, now: 
 function applyListing(prev: StoredListing, patch: Group, now: Date, issues: FieldIssue[]): StoredListing {
   const at = now.toISOString();
   const listing = merge(prev as unknown as Group, patch) as unknown as StoredListing;
-  withCommissionTotal(listing as unknown as Group);
+  withCommissionTotal(listing as unknown as Group, issues);
   const history = [...prev.priceHistory];
   if (listing.listPrice !== prev.listPrice) history.push({ price: listing.listPrice, date: at, event: listing.listPrice < prev.listPrice ? "PRICE_REDUCTION" : "PRICE_INCREASE" });
   if (listing.status === "SOLD" && prev.status !== "SOLD") {
@@ -203,6 +206,10 @@ function applyListing(prev: StoredListing, patch: Group, now: Date, issues: Fiel
     history.push({ price: listing.soldPrice, date: at, event: "SOLD" });
   } else if (listing.status !== "SOLD" && (patch.soldPrice != null || patch.soldDate != null)) {
     issues.push({ field: "listing.soldPrice", path: ["listing", patch.soldPrice != null ? "soldPrice" : "soldDate"], code: "invalid_state", message: "soldPrice and soldDate apply to SOLD listings" });
+  } else if (listing.status !== "SOLD" && prev.status === "SOLD") {
+    // Back on the market: the old sale is history (priceHistory keeps it), not this listing's figures.
+    delete (listing as Partial<StoredListing>).soldPrice;
+    delete (listing as Partial<StoredListing>).soldDate;
   }
   listing.priceHistory = boundedHistory(history);
   return listing;
