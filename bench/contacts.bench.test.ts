@@ -1,12 +1,10 @@
 // Contacts list at scale (issue 3): 100,000 contacts in one organization against 1,000 in another, same run.
-import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { beforeAll, expect, it } from "vitest";
-import { createApp } from "../src/app";
 import { listSql } from "../src/contacts/list";
 import { ContactListQuery } from "../src/contacts/schemas";
 import { createPrincipal, type TestPrincipal } from "../test/helpers/factories";
-import { countD1, helloWorld, measure, measureInterleaved, printTable } from "./harness";
+import { countingApp, helloWorld, measure, measureInterleaved, printTable } from "./harness";
 
 const BIG = 100_000;
 const SMALL = 1_000;
@@ -34,29 +32,6 @@ async function seed(organizationId: string, n: number) {
   ]);
 }
 
-/** The real app with a D1 binding that counts round trips (each prepare().run/all/first/raw and each batch is one). */
-function countingApp() {
-  const counted = countD1(env.DB);
-  const DB = counted.db;
-  const app = createApp();
-  const benchEnv = { ...env, DB };
-  return {
-    trips: counted.trips,
-    reset: counted.reset,
-    async get(path: string, token: string) {
-      return (await this.send("GET", path, token)) as { data: { id: string }[]; pagination: { nextCursor: string | null; total: number } };
-    },
-    /** A request with its deferred work (the event publish) waited for, so its round trips are all counted. */
-    async send(method: string, path: string, token: string, body?: unknown, headers: Record<string, string> = {}) {
-      const ctx = createExecutionContext();
-      const init = { method, headers: { authorization: `Bearer ${token}`, "content-type": "application/json", ...headers }, body: body === undefined ? undefined : JSON.stringify(body) };
-      const res = await app.fetch(new Request(`http://bench.test${path}`, init), benchEnv, ctx);
-      await waitOnExecutionContext(ctx);
-      if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status} ${await res.text()}`);
-      return res.json() as Promise<unknown>;
-    },
-  };
-}
 
 beforeAll(async () => {
   big = await createPrincipal();
@@ -74,7 +49,7 @@ it("GET /v1/contacts stays flat from 1k to 100k contacts", async () => {
   let cursor: string | null = null;
   const seen = new Set<string>();
   for (let page = 1; page < 400; page++) {
-    const body = await app.get(`/v1/contacts?limit=25${cursor ? `&cursor=${cursor}` : ""}`, big.token);
+    const body: { data: { id: string }[]; pagination: { nextCursor: string | null } } = await app.get(`/v1/contacts?limit=25${cursor ? `&cursor=${cursor}` : ""}`, big.token);
     for (const c of body.data) seen.add(c.id);
     cursor = body.pagination.nextCursor;
   }

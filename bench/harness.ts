@@ -1,4 +1,6 @@
-import { exports } from "cloudflare:workers";
+import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
+import { env, exports } from "cloudflare:workers";
+import { createApp } from "../src/app";
 
 export interface Figure {
   name: string;
@@ -123,3 +125,28 @@ export const percentile = (values: number[], q: number) => {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))]!;
 };
+
+/**
+ * The real app with a D1 binding that counts round trips (each prepare().run/all/first/raw and each batch is one).
+ * Requests wait for their deferred work (the event publish), so all of their round trips are counted.
+ */
+export function countingApp() {
+  const counted = countD1(env.DB);
+  const app = createApp();
+  const benchEnv = { ...env, DB: counted.db };
+  return {
+    trips: counted.trips,
+    reset: counted.reset,
+    async get<T = { data: { id: string }[]; pagination: { nextCursor: string | null; total: number; hasMore: boolean } }>(path: string, token: string): Promise<T> {
+      return (await this.send("GET", path, token)) as T;
+    },
+    async send(method: string, path: string, token: string, body?: unknown, headers: Record<string, string> = {}): Promise<unknown> {
+      const ctx = createExecutionContext();
+      const init = { method, headers: { authorization: `Bearer ${token}`, "content-type": "application/json", ...headers }, body: body === undefined ? undefined : JSON.stringify(body) };
+      const res = await app.fetch(new Request(`http://bench.test${path}`, init), benchEnv, ctx);
+      await waitOnExecutionContext(ctx);
+      if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status} ${await res.text()}`);
+      return res.json() as Promise<unknown>;
+    },
+  };
+}

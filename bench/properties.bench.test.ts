@@ -1,13 +1,11 @@
 // Properties list at scale (issue 9): 100,000 listings in one organization against 1,000 in another, same run.
-import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { beforeAll, expect, it } from "vitest";
-import { createApp } from "../src/app";
 import { distanceMiles, unitVector } from "../src/properties/geo";
 import { listSql } from "../src/properties/list";
 import { Property, PropertyListQuery } from "../src/properties/schemas";
 import { createPrincipal, type TestPrincipal } from "../test/helpers/factories";
-import { countD1, helloWorld, measureInterleaved, printTable } from "./harness";
+import { countingApp, helloWorld, measureInterleaved, printTable } from "./harness";
 
 const BIG = 100_000;
 const SMALL = 1_000;
@@ -136,27 +134,6 @@ async function seed(organizationId: string, n: number) {
 
 type Page = { data: Property[]; pagination: { nextCursor: string | null; total: number; hasMore: boolean } };
 
-/** The real app with a D1 binding that counts round trips (each prepare().run/all/first/raw and each batch is one). */
-function countingApp() {
-  const counted = countD1(env.DB);
-  const DB = counted.db;
-  const app = createApp();
-  const benchEnv = { ...env, DB };
-  return {
-    trips: counted.trips,
-    reset: counted.reset,
-    async get(path: string, token: string) {
-      return (await this.send("GET", path, token)) as Page;
-    },
-    async send(method: string, path: string, token: string) {
-      const ctx = createExecutionContext();
-      const res = await app.fetch(new Request(`http://bench.test${path}`, { method, headers: { authorization: `Bearer ${token}` } }), benchEnv, ctx);
-      await waitOnExecutionContext(ctx);
-      if (res.status !== 200) throw new Error(`${method} ${path}: ${res.status} ${await res.text()}`);
-      return res.json() as Promise<unknown>;
-    },
-  };
-}
 
 beforeAll(async () => {
   big = await createPrincipal();
@@ -242,7 +219,7 @@ it("GET /v1/properties stays flat from 1k to 100k listings", async () => {
     coords.set(who, all.results);
   }
   for (const s of scenarios) {
-    const body = await app.get(s.path, s.who.token);
+    const body = await app.get<Page>(s.path, s.who.token);
     const sparse = s.label.startsWith("sparse:");
     expect(body.data, s.name).toHaveLength(sparse ? 0 : 25);
     expect(body.pagination.hasMore, s.name).toBe(!sparse);

@@ -710,12 +710,13 @@ async function analytics(token: string, query = ""): Promise<Record<string, any>
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
-/** Puts a deal's creation, and its entry into CLOSED or LOST, `daysAgo` in the past (straight in D1). */
+/** Puts a deal's creation, and its (last) entry into CLOSED or LOST, `daysAgo` in the past (straight in D1: the history row and the deal's decided_at/closed_at). */
 async function backdate(dealId: string, createdDaysAgo: number, decided?: { stage: "CLOSED" | "LOST"; daysAgo: number }, now = Date.now()): Promise<void> {
   const statements = [env.DB.prepare("UPDATE deals SET created_at = ? WHERE id = ?").bind(iso(now - createdDaysAgo * DAY), dealId)];
   if (decided) {
     const at = iso(now - decided.daysAgo * DAY);
     statements.push(env.DB.prepare("UPDATE deal_stage_changes SET at = ? WHERE deal_id = ? AND to_stage = ?").bind(at, dealId, decided.stage));
+    statements.push(env.DB.prepare("UPDATE deals SET decided_at = ? WHERE id = ?").bind(at, dealId));
     if (decided.stage === "CLOSED") statements.push(env.DB.prepare("UPDATE deals SET closed_at = ? WHERE id = ?").bind(at, dealId));
   }
   await env.DB.batch(statements);

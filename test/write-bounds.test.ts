@@ -179,9 +179,11 @@ describe("bounded input and output", () => {
     );
     expect(key.map((e) => e.code)).toEqual(["invalid_unicode"]);
     expect((await json(await call("GET", `/v1/contacts/${c.id}`, { token }))).data.firstName).toBe("Before");
-    // NUL nowhere; line breaks and other control characters not in one-line fields such as names.
+    // NUL nowhere; line breaks, other control characters and bidi overrides (text that reads reversed) not in one-line
+    // fields such as names; right-to-left text itself is fine.
     const controls = await expectCrmError(await call("PUT", `/v1/contacts/${c.id}`, { token, body: { firstName: "a\nb", lastName: "\u202eok", notes: "nul\u0000" } }), 422, "validation_error");
-    expect(issuePairs(controls)).toEqual(["firstName:invalid_character", "notes:invalid_character"]);
+    expect(issuePairs(controls)).toEqual(["firstName:invalid_character", "lastName:invalid_character", "notes:invalid_character"]);
+    expect((await call("PUT", `/v1/contacts/${c.id}`, { token, body: { lastName: "حداد" } })).status).toBe(200);
     // Characters outside the Basic Multilingual Plane are well-formed (a surrogate pair) and come back intact.
     const emoji = "🏡".repeat(50);
     const ok = await call("PUT", `/v1/contacts/${c.id}`, { token, body: { firstName: emoji } });

@@ -476,9 +476,9 @@ export interface paths {
         /**
          * Deal analytics over a period
          * @description Over the period ending now: totalDeals and totalValue count the deals created in it; closedDeals and
-         *     closedValue the deals that entered CLOSED in it (from the stage-change history) and are still closed; averageTimeToClose is
+         *     closedValue the deals whose last stage move into CLOSED falls in it and that are still closed; averageTimeToClose is
          *     their mean number of days from creation to CLOSED (null without any); conversionRate is the percent of the deals decided in
-         *     the period (entered CLOSED or LOST, and still there) that were won. topPerformers: the assigned agents of the deals closed
+         *     the period (moved into CLOSED or LOST, and still there) that were won. topPerformers: the assigned agents of the deals closed
          *     in the period, by closed value (at most 10). assignedTo and type narrow every figure to those deals.
          */
         get: operations["getDealAnalytics"];

@@ -33,14 +33,23 @@ const PERIOD_DAYS = { "7d": 7, "30d": 30, "90d": 90, "1y": 365 } as const;
 export const TOP_PERFORMERS = 10;
 
 export const ANALYTICS_RULES = `Over the period ending now: totalDeals and totalValue count the deals created in it; closedDeals and
-closedValue the deals that entered CLOSED in it (from the stage-change history) and are still closed; averageTimeToClose is
+closedValue the deals whose last stage move into CLOSED falls in it and that are still closed; averageTimeToClose is
 their mean number of days from creation to CLOSED (null without any); conversionRate is the percent of the deals decided in
-the period (entered CLOSED or LOST, and still there) that were won. topPerformers: the assigned agents of the deals closed
+the period (moved into CLOSED or LOST, and still there) that were won. topPerformers: the assigned agents of the deals closed
 in the period, by closed value (at most ${TOP_PERFORMERS}). assignedTo and type narrow every figure to those deals.`;
 
+/** The analytics statements (binds: organization, period start, the narrowing filters' values; `decided` then the organization again). */
+export const ANALYTICS_SQL = {
+  created: (and = "") => `SELECT COUNT(*) AS n, IFNULL(SUM(d.amount), 0) AS value FROM deals d WHERE d.organization_id = ? AND d.created_at >= ?${and}`,
+  decided: (and = "") => `SELECT g.stage, g.assigned_to, g.n, g.value, g.days, u.name FROM (
+      SELECT d.stage, d.assigned_to, COUNT(*) AS n, SUM(d.amount) AS value, SUM(julianday(d.decided_at) - julianday(d.created_at)) AS days
+      FROM deals d WHERE d.organization_id = ? AND d.decided_at >= ?${and} GROUP BY d.stage, d.assigned_to
+    ) g LEFT JOIN users u ON u.id = g.assigned_to AND u.organization_id = ?`,
+};
+
 /**
- * GET /v1/deals/analytics: four aggregate queries in one D1 round trip, each on an index led by organization_id
- * (deals by creation date, stage changes by target stage and date).
+ * GET /v1/deals/analytics: two aggregates in one D1 round trip, each read from an index alone (deals by creation date;
+ * deals by the time of their last decision, a partial index of decided deals), grouped in SQL by stage and agent.
  */
 export async function dealAnalytics(ctx: ServiceContext, q: { period: keyof typeof PERIOD_DAYS; assignedTo?: string; type?: string }): Promise<DealAnalytics> {
   const from = new Date(Date.now() - PERIOD_DAYS[q.period] * 86_400_000).toISOString();
@@ -50,41 +59,30 @@ export async function dealAnalytics(ctx: ServiceContext, q: { period: keyof type
   if (q.assignedTo) (narrow.push("d.assigned_to = ?"), narrowParams.push(q.assignedTo));
   const and = narrow.map((c) => ` AND ${c}`).join("");
   const org = ctx.organizationId;
-  // Deals that entered `stage` in the period and are still there (a reopened deal no longer counts as won or lost).
-  const decided = (stage: "CLOSED" | "LOST") =>
-    `SELECT DISTINCT d.id, d.amount, d.assigned_to, d.created_at, d.closed_at FROM deal_stage_changes c JOIN deals d ON d.id = c.deal_id AND d.organization_id = c.organization_id
-     WHERE c.organization_id = ? AND c.to_stage = '${stage}' AND c.at >= ? AND d.stage = '${stage}'${and}`;
   const d1 = ctx.d1;
-  const [created, closed, lost, top] = await d1.batch([
-    d1.prepare(`SELECT COUNT(*) AS n, IFNULL(SUM(d.amount), 0) AS value FROM deals d WHERE d.organization_id = ? AND d.created_at >= ?${and}`).bind(org, from, ...narrowParams),
-    d1
-      .prepare(`SELECT COUNT(*) AS n, IFNULL(SUM(amount), 0) AS value, AVG(julianday(closed_at) - julianday(created_at)) AS days FROM (${decided("CLOSED")})`)
-      .bind(org, from, ...narrowParams),
-    d1.prepare(`SELECT COUNT(*) AS n FROM (${decided("LOST")})`).bind(org, from, ...narrowParams),
-    d1
-      .prepare(
-        `SELECT w.assigned_to AS agent_id, u.name AS name, COUNT(*) AS deals, SUM(w.amount) AS closed_value FROM (${decided("CLOSED")}) w
-         LEFT JOIN users u ON u.id = w.assigned_to AND u.organization_id = ?
-         WHERE w.assigned_to IS NOT NULL GROUP BY w.assigned_to ORDER BY closed_value DESC, deals DESC, agent_id LIMIT ${TOP_PERFORMERS}`,
-      )
-      .bind(org, from, ...narrowParams, org),
+  const [created, decided] = await d1.batch([
+    d1.prepare(ANALYTICS_SQL.created(and)).bind(org, from, ...narrowParams),
+    d1.prepare(ANALYTICS_SQL.decided(and)).bind(org, from, ...narrowParams, org),
   ]);
   const c = created!.results[0] as { n: number; value: number };
-  const w = closed!.results[0] as { n: number; value: number; days: number | null };
-  const l = lost!.results[0] as { n: number };
+  const groups = decided!.results as { stage: string; assigned_to: string | null; n: number; value: number; days: number; name: string | null }[];
+  const won = groups.filter((g) => g.stage === "CLOSED");
+  const closedDeals = won.reduce((sum, g) => sum + g.n, 0);
+  const lostDeals = groups.filter((g) => g.stage === "LOST").reduce((sum, g) => sum + g.n, 0);
+  const days = won.reduce((sum, g) => sum + g.days, 0);
+  const topPerformers = won
+    .filter((g): g is typeof g & { assigned_to: string } => g.assigned_to !== null)
+    .sort((x, y) => y.value - x.value || y.n - x.n || x.assigned_to.localeCompare(y.assigned_to))
+    .slice(0, TOP_PERFORMERS)
+    .map((g) => ({ agentId: g.assigned_to, name: g.name, deals: g.n, closedValue: round2(g.value) }));
   return {
     period: q.period,
     totalDeals: c.n,
-    closedDeals: w.n,
+    closedDeals,
     totalValue: round2(c.value),
-    closedValue: round2(w.value),
-    averageTimeToClose: w.days === null ? null : Math.round(w.days * 10) / 10,
-    conversionRate: percent(w.n, w.n + l.n),
-    topPerformers: (top!.results as { agent_id: string; name: string | null; deals: number; closed_value: number }[]).map((r) => ({
-      agentId: r.agent_id,
-      name: r.name,
-      deals: r.deals,
-      closedValue: round2(r.closed_value),
-    })),
+    closedValue: round2(won.reduce((sum, g) => sum + g.value, 0)),
+    averageTimeToClose: closedDeals ? Math.round((days / closedDeals) * 10) / 10 : null,
+    conversionRate: percent(closedDeals, closedDeals + lostDeals),
+    topPerformers,
   };
 }

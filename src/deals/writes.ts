@@ -95,7 +95,7 @@ function mergeTimeline(previous: Record<string, string> | null, given: DealUpdat
 export function enterStage(from: DealRecord | null, stage: DealStage, probability: number | undefined, status: DealStatus | undefined, at: string) {
   const wasFinal = from !== null && FINAL_STAGES.includes(from.stage as DealStage);
   const nextStatus: DealStatus = stage === "CLOSED" ? "CLOSED" : stage === "LOST" ? "CANCELLED" : (status ?? (wasFinal || !from ? "ACTIVE" : (from.status as DealStatus)));
-  return { stage, status: nextStatus, probability: probability ?? STAGE_PROBABILITY[stage], closedAt: stage === "CLOSED" ? at : null };
+  return { stage, status: nextStatus, probability: probability ?? STAGE_PROBABILITY[stage], closedAt: stage === "CLOSED" ? at : null, decidedAt: FINAL_STAGES.includes(stage) ? at : null };
 }
 
 /** Status and stage agree: CLOSED with CLOSED only, LOST with CANCELLED only. */
@@ -140,6 +140,7 @@ export function newDealRecord(ctx: ServiceContext, input: DealCreate, now: Date)
     updatedAt: at,
     lastActivityAt: at,
     closedAt: null,
+    decidedAt: null,
     version: 1,
   };
 }
@@ -178,6 +179,7 @@ export function applyUpdate(before: DealRecord, input: DealUpdate, now: Date): D
     notes: pick("notes", input.notes),
     tags: input.tags ? [...new Set(input.tags)] : before.tags,
     closedAt: entered ? entered.closedAt : before.closedAt,
+    decidedAt: entered ? entered.decidedAt : before.decidedAt,
   };
 }
 
