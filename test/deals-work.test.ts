@@ -892,3 +892,68 @@ describe("GET /v1/deals/analytics", () => {
     });
   });
 });
+
+describe("deals under adversarial input (found by an HTTP pass)", () => {
+  it("answers impossible calendar dates with a 422, never a 500", async () => {
+    const p = await createPrincipal();
+    const deal = await createDeal(p.token);
+    for (const date of ["2026-13-01", "2026-00-10", "2026-02-30", "2026-01-32", "0000-01-01"]) {
+      const put = await call("PUT", `/v1/deals/${deal.id}`, { token: p.token, body: { timeline: { closingDate: date } } });
+      expect(issuePairs(await expectCrmError(put, 422, "validation_error")), date).toEqual(["timeline.closingDate:invalid_date"]);
+      const task = await call("POST", `/v1/deals/${deal.id}/tasks`, { token: p.token, body: { title: "T", dueDate: date } });
+      expect(issuePairs(await expectCrmError(task, 422, "validation_error")), date).toEqual(["dueDate:invalid_date"]);
+      const list = await call("GET", `/v1/deals?closingDate[gte]=${date}`, { token: p.token });
+      expect(list.status, date).toBe(422);
+    }
+    expect((await call("POST", `/v1/deals/${deal.id}/tasks`, { token: p.token, body: { title: "T", dueDate: "2026-13-01T10:00:00Z" } })).status).toBe(422);
+  });
+
+  it("60 concurrent tasks on one deal all land at once, and the cap holds under a race", async () => {
+    const p = await createPrincipal();
+    const deal = await createDeal(p.token);
+    const answers = await Promise.all(Array.from({ length: 60 }, (_, i) => call("POST", `/v1/deals/${deal.id}/tasks`, { token: p.token, body: { title: `T${i}` } })));
+    expect(answers.map((a) => a.status)).toEqual(Array.from({ length: 60 }, () => 201));
+    expect(await dealRows("deal_tasks", deal.id)).toBe(60);
+    // 195 tasks held, 20 more at once: exactly 5 land, the others are told the deal is full.
+    const other = await createDeal(p.token);
+    await env.DB.prepare(
+      `INSERT INTO deal_tasks (id, organization_id, deal_id, title, priority, completed, created_at)
+       WITH RECURSIVE seq(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM seq WHERE n < 195)
+       SELECT lower(hex(randomblob(16))), ?, ?, 'Prefilled ' || n, 'MEDIUM', 0, ? FROM seq`,
+    )
+      .bind(p.organizationId, other.id, new Date().toISOString())
+      .run();
+    const raced = await Promise.all(Array.from({ length: 20 }, (_, i) => call("POST", `/v1/deals/${other.id}/tasks`, { token: p.token, body: { title: `R${i}` } })));
+    expect(raced.filter((a) => a.status === 201)).toHaveLength(5);
+    expect(raced.filter((a) => a.status === 422)).toHaveLength(15);
+    expect(await dealRows("deal_tasks", other.id)).toBe(200);
+  });
+
+  it("a file name that could not be a document name is refused unless a name is given", async () => {
+    const p = await createPrincipal();
+    const deal = await createDeal(p.token);
+    const spoofed = await call("POST", `/v1/deals/${deal.id}/documents`, { token: p.token, body: documentForm(PDF_BYTES, {}, "\u202Efdp.exe") });
+    expect(issuePairs(await expectCrmError(spoofed, 422, "validation_error"))).toEqual(["name:invalid_name"]);
+    const named = await call("POST", `/v1/deals/${deal.id}/documents`, { token: p.token, body: documentForm(PDF_BYTES, { name: "Purchase contract" }, "\u202Efdp.exe") });
+    expect(named.status).toBe(201);
+    expect((await json(named)).data.name).toBe("Purchase contract");
+  });
+
+  it("a signed link has one spelling: a leading zero in expires is refused", async () => {
+    const p = await createPrincipal();
+    const deal = await createDeal(p.token);
+    const doc = (await json(await call("POST", `/v1/deals/${deal.id}/documents`, { token: p.token, body: documentForm() }))).data;
+    const url = new URL(doc.url);
+    expect((await download(url.pathname + url.search)).status).toBe(200);
+    url.searchParams.set("expires", `0${url.searchParams.get("expires")}`);
+    expect((await download(url.pathname + url.search)).status).toBe(404);
+  });
+
+  it("routes without query parameters refuse unknown ones, as the lists do", async () => {
+    const p = await createPrincipal();
+    const deal = await createDeal(p.token);
+    for (const path of ["/v1/deals/pipeline?x=1", `/v1/deals/${deal.id}/tasks?x=1`, `/v1/deals/${deal.id}/documents?x=1`]) {
+      expect((await call("GET", path, { token: p.token })).status, path).toBe(422);
+    }
+  });
+});

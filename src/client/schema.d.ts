@@ -5391,6 +5391,15 @@ export interface operations {
                     "application/json": components["schemas"]["CrmError"];
                 };
             };
+            /** @description The request broke the schema; errors[] lists every problem with field, code and message */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {

@@ -1,4 +1,4 @@
-import { and, asc, count, eq } from "drizzle-orm";
+import { and, asc, count, eq, sql } from "drizzle-orm";
 import { dealActivities, dealDocuments } from "../db/schema";
 import { commit, withRetries } from "../db/write";
 import type { Env } from "../env";
@@ -12,9 +12,9 @@ import { newId } from "../lib/ids";
 import type { ServiceContext } from "../platform/context";
 import { imageTypeOf } from "../properties/photos";
 import { toDeal } from "./mapping";
-import type { DealDocument, DealStage, DocumentUploadForm } from "./schemas";
+import { type DealDocument, type DealStage, DocumentName, type DocumentUploadForm } from "./schemas";
 import { findDeal, readDealForWrite } from "./service";
-import { activityRow, replaceDeal } from "./writes";
+import { activityRow, touchDeal } from "./writes";
 
 /** Per document; the request is bounded by the route's body limit (platform/body-limit.ts LARGE_BODY_ROUTES). */
 export const MAX_DOCUMENT_BYTES = 25 * 1024 * 1024;
@@ -65,13 +65,15 @@ async function checkUpload(upload: DocumentUploadForm) {
   const bytes = await file.arrayBuffer();
   const mimeType = documentTypeOf(new Uint8Array(bytes, 0, Math.min(16, bytes.byteLength)), file.name);
   if (!mimeType) throw new Validation([issue("file", "unsupported_document_type", "Not a PDF, an image (JPEG, PNG, GIF, WebP, AVIF, HEIC) or an Office file (judged by its content)")]);
-  const name = upload.name ?? (file.name.trim().slice(0, 200) || "document");
+  const fromFile = DocumentName.safeParse(file.name);
+  if (upload.name === undefined && !fromFile.success) throw new Validation([issue("name", "invalid_name", "The file's name cannot serve as the document's name (empty, over 200 characters or with control characters); send a name")]);
+  const name = upload.name ?? fromFile.data!;
   return { bytes, mimeType, name, type: upload.type ?? "OTHER", stage: upload.stage ?? null, signedAt: upload.signedAt ?? null };
 }
 
 /**
- * POST /v1/deals/{id}/documents: the file goes to R2 first, then its row in one batch guarded on the deal's version
- * (so no document is left under a deal deleted meanwhile; the file is removed again when the write cannot land).
+ * POST /v1/deals/{id}/documents: the file goes to R2 first, then its row in one batch (writes.ts touchDeal: no document
+ * under a deal deleted meanwhile, never more than MAX_DOCUMENTS; the file is removed again when the write cannot land).
  * Emits deal.document_uploaded.
  */
 export async function uploadDocument(ctx: ServiceContext, dealId: string, upload: DocumentUploadForm): Promise<DealDocument> {
@@ -106,10 +108,11 @@ export async function uploadDocument(ctx: ServiceContext, dealId: string, upload
       const sign = fileUrlSigner(ctx.env, ctx.origin ?? readConfig(ctx.env).APP_URL);
       const shown = await toDocument(row, sign);
       const { url: _url, ...document } = shown;
+      const room = sql`(SELECT COUNT(*) FROM ${dealDocuments} WHERE ${and(eq(dealDocuments.organizationId, ctx.organizationId), eq(dealDocuments.dealId, dealId))}) < ${MAX_DOCUMENTS}`;
       await commit(
         ctx,
         [
-          ...replaceDeal(ctx, before, after),
+          ...touchDeal(ctx, dealId, at, [room]),
           ctx.db.insert(dealDocuments).values(row),
           ctx.db.insert(dealActivities).values(activityRow(ctx, dealId, "DOCUMENT_UPLOADED", `Document uploaded: ${doc.name}`, { documentId: id, type: doc.type }, at)),
         ],

@@ -31,6 +31,8 @@ import { createDeal, deleteDeal, getDeal, listDeals, moveDeal, updateDeal } from
 import { completeTask, createTask, listActivities, listTasks, MAX_TASKS } from "./tasks";
 
 const tags = ["Deals"];
+/** Routes without query parameters refuse any, as the lists refuse unknown ones (422 unknown_field). */
+const NoQuery = z.strictObject({});
 const security = [{ bearerAuth: [] }];
 const NOT_FOUND = { 404: crmError("No deal with this id in your organization (not_found)") };
 const CONTENDED = { 409: crmError("Changed by too many requests at once (concurrent_modification); retry") };
@@ -70,6 +72,7 @@ const pipeline = defineRoute(CRM, {
   security,
   summary: "Pipeline overview",
   description: PIPELINE_RULES,
+  request: { query: NoQuery },
   responses: { 200: crmSuccess("The pipeline", Pipeline) },
 });
 
@@ -152,7 +155,7 @@ const tasks = defineRoute(CRM, {
   security,
   summary: "A deal's tasks",
   description: `Oldest first, all of them (a deal holds at most ${MAX_TASKS}).`,
-  request: { params: IdParam },
+  request: { params: IdParam, query: NoQuery },
   responses: { 200: crmSuccess("The tasks", z.array(DealTask)), ...NOT_FOUND },
 });
 
@@ -193,7 +196,7 @@ const documents = defineRoute(CRM, {
   security,
   summary: "A deal's documents",
   description: `Oldest first, all of them (a deal holds at most ${MAX_DOCUMENTS}), each with a signed download link valid 10 to 15 minutes.`,
-  request: { params: IdParam },
+  request: { params: IdParam, query: NoQuery },
   responses: { 200: crmSuccess("The documents", z.array(DealDocument)), ...NOT_FOUND, ...CRM_FILES_NOT_CONFIGURED },
 });
 

@@ -41,12 +41,18 @@ const code = pattern(/^[A-Z][A-Z0-9_]{0,39}$/, "invalid_code", "Must be an UPPER
 const tag = oneLineText(50).refine((t) => !t.includes(","), { message: "A tag cannot contain a comma", params: { code: "invalid_character" } });
 const fraction = z.number().min(0).max(1);
 const userId = z.string().min(1).max(100);
+/** A real day of the calendar from 1900 on (2026-13-01 and 2026-02-30 are not; `new Date` would throw or roll over). */
+const isCalendarDate = (d: string): boolean => {
+  const at = new Date(`${d}T00:00:00Z`);
+  return !Number.isNaN(at.getTime()) && d >= "1900-01-01" && at.toISOString().startsWith(d);
+};
+
 /** A date (YYYY-MM-DD) or an ISO 8601 timestamp, kept as a date or as a UTC timestamp. */
 export const isoDateOrTime = z
   .string()
   .max(40)
-  .refine((v) => /^\d{4}-\d{2}-\d{2}$/.test(v) ? new Date(`${v}T00:00:00Z`).toISOString().startsWith(v) : z.iso.datetime({ offset: true }).safeParse(v).success, {
-    message: "Must be a date (YYYY-MM-DD) or an ISO 8601 timestamp",
+  .refine((v) => (/^\d{4}-\d{2}-\d{2}$/.test(v) ? isCalendarDate(v) : z.iso.datetime({ offset: true }).safeParse(v).success && isCalendarDate(v.slice(0, 10))), {
+    message: "Must be a date (YYYY-MM-DD, from 1900 on) or an ISO 8601 timestamp",
     params: { code: "invalid_date" },
   })
   .transform((v) => (v.length === 10 ? v : new Date(v).toISOString()))
@@ -175,11 +181,14 @@ export const DealDocument = z
   .openapi("DealDocument");
 export type DealDocument = z.infer<typeof DealDocument>;
 
+/** A document's name (given, or the uploaded file's name). */
+export const DocumentName = text(200);
+
 /** The multipart body of a document upload, as Hono's form parser hands it over. */
 export const DocumentUploadForm = z
   .strictObject({
     file: z.instanceof(File, { message: "Must be a file" }).openapi({ type: "string", format: "binary", description: "The document: PDF, an image or an Office file" }),
-    name: text(200).optional().openapi({ description: "Default: the file's name" }),
+    name: DocumentName.optional().openapi({ description: "Default: the file's name" }),
     type: code.optional().openapi({ example: "CONTRACT", description: "e.g. CONTRACT, DISCLOSURE, INSPECTION_REPORT, APPRAISAL, ADDENDUM, CLOSING_STATEMENT; default OTHER" }),
     stage: z.enum(DEAL_STAGES).optional().openapi({ description: "The deal stage the document belongs to" }),
     signedAt: isoDateOrTime.optional().openapi({ description: "When it was signed" }),

@@ -1,4 +1,4 @@
-import { and, asc, count, desc, eq } from "drizzle-orm";
+import { and, asc, count, desc, eq, sql } from "drizzle-orm";
 import { decodeNewestFirstCursor, olderThan, paginate } from "../crm/pagination";
 import { dealActivities, dealTasks, users } from "../db/schema";
 import { commit, withRetries } from "../db/write";
@@ -9,7 +9,7 @@ import type { ServiceContext } from "../platform/context";
 import { type TaskRecord, toActivity, toDeal, toTask } from "./mapping";
 import type { DealActivity, DealTask, DealTaskCreate } from "./schemas";
 import { findDeal, readDealForWrite } from "./service";
-import { activityRow, replaceDeal } from "./writes";
+import { activityRow, touchDeal } from "./writes";
 
 /** Tasks a deal holds at most (its list is answered whole). */
 export const MAX_TASKS = 200;
@@ -24,9 +24,9 @@ export async function listTasks(ctx: ServiceContext, dealId: string): Promise<De
 }
 
 /**
- * POST /v1/deals/{id}/tasks. The task, its activity and the deal's lastActivityAt in one batch guarded on the deal's
- * version: concurrent tasks all land (each retries on the other's bump), none under a deal deleted meanwhile.
- * Emits deal.task_created.
+ * POST /v1/deals/{id}/tasks. The task, its activity and the deal's lastActivityAt in one batch (writes.ts touchDeal):
+ * concurrent tasks all land at once, none under a deal deleted meanwhile, never more than MAX_TASKS. Emits
+ * deal.task_created.
  */
 export async function createTask(ctx: ServiceContext, dealId: string, input: DealTaskCreate): Promise<DealTask> {
   if (input.assignedTo) {
@@ -53,10 +53,11 @@ export async function createTask(ctx: ServiceContext, dealId: string, input: Dea
     };
     const after = { ...before, lastActivityAt: at, version: before.version + 1 };
     const task = toTask(row);
+    const room = sql`(SELECT COUNT(*) FROM ${dealTasks} WHERE ${tasksOf(ctx, dealId)}) < ${MAX_TASKS}`;
     await commit(
       ctx,
       [
-        ...replaceDeal(ctx, before, after),
+        ...touchDeal(ctx, dealId, at, [room]),
         ctx.db.insert(dealTasks).values(row),
         ctx.db.insert(dealActivities).values(activityRow(ctx, dealId, "TASK_CREATED", `Task created: ${row.title}`, { taskId: row.id }, at)),
       ],
@@ -67,8 +68,8 @@ export async function createTask(ctx: ServiceContext, dealId: string, input: Dea
 }
 
 /**
- * POST /v1/deals/{id}/tasks/{taskId}/complete: of concurrent completions one lands (guarded on the deal's version);
- * the others, and any later one, answer 409 task_already_completed. Emits deal.task_completed.
+ * POST /v1/deals/{id}/tasks/{taskId}/complete: of concurrent completions one lands (the batch requires the task still
+ * open); the others, and any later one, answer 409 task_already_completed. Emits deal.task_completed.
  */
 export async function completeTask(ctx: ServiceContext, dealId: string, taskId: string): Promise<DealTask> {
   return withRetries(async () => {
@@ -80,10 +81,11 @@ export async function completeTask(ctx: ServiceContext, dealId: string, taskId: 
     const done = { ...row, completed: true, completedAt: at };
     const after = { ...before, lastActivityAt: at, version: before.version + 1 };
     const task = toTask(done);
+    const open = sql`EXISTS (SELECT 1 FROM ${dealTasks} WHERE ${and(tasksOf(ctx, dealId), eq(dealTasks.id, taskId), eq(dealTasks.completed, false))})`;
     await commit(
       ctx,
       [
-        ...replaceDeal(ctx, before, after),
+        ...touchDeal(ctx, dealId, at, [open]),
         ctx.db.update(dealTasks).set({ completed: true, completedAt: at }).where(and(tasksOf(ctx, dealId), eq(dealTasks.id, taskId))),
         ctx.db.insert(dealActivities).values(activityRow(ctx, dealId, "TASK_COMPLETED", `Task completed: ${row.title}`, { taskId }, at)),
       ],

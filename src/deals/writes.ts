@@ -1,7 +1,7 @@
-import { and, eq, sql } from "drizzle-orm";
+import { and, eq, type SQL, sql } from "drizzle-orm";
 import { bumpResourceCounter } from "../crm/list-totals";
 import { contacts, dealActivities, deals, dealStageChanges, dealStageStats, properties, type StoredCommission, type StoredTeamMember, users } from "../db/schema";
-import { atVersion, expectVersion, type Statement, type VersionedTable } from "../db/write";
+import { atVersion, expectVersion, guard, rowExists, type Statement, type VersionedTable } from "../db/write";
 import type { EventEnvelope } from "../events/envelope";
 import { newEvent } from "../events/outbox";
 import { diffAttributes } from "../lib/changes";
@@ -53,7 +53,7 @@ export async function checkReferences(ctx: ServiceContext, input: DealUpdate): P
     seen.add(m.userId);
   });
   const total = team.reduce((s, m) => s + m.commissionSplit, 0);
-  if (team.length && Math.abs(total - 1) > 1e-6) issues.push(issue(["teamMembers"], "invalid_split_total", `The members' commission splits add up to ${round2(total)}, not 1`));
+  if (team.length && Math.abs(total - 1) > 1e-6) issues.push(issue(["teamMembers"], "invalid_split_total", `The members' commission splits add up to ${Math.round(total * 1e6) / 1e6}, not 1`));
   if (issues.length) throw new Validation(issues);
 }
 
@@ -270,5 +270,23 @@ export function replaceDeal(ctx: ServiceContext, before: DealRecord, after: Deal
     expectVersion(ctx.db, DEALS, ctx.organizationId, before),
     ctx.db.update(deals).set(columns).where(atVersion(DEALS, ctx.organizationId, before.id, before.version)),
     bumpCounters(ctx, 0),
+  ];
+}
+
+/**
+ * The statements that hang a child (a task, a document, a completion) on a deal in one atomic batch without contending
+ * on the deal's version: the deal must still exist and each of `conditions` hold (a bound on its children, a task
+ * still open), and the deal's lastActivityAt and version move by increment. Concurrent children then all land at
+ * once, none lands under a deal deleted meanwhile, and a concurrent PUT of the deal still sees the version move.
+ */
+export function touchDeal(ctx: ServiceContext, dealId: string, at: string, conditions: SQL[] = []): Statement[] {
+  const where = and(eq(deals.organizationId, ctx.organizationId), eq(deals.id, dealId));
+  return [
+    guard(ctx.db, rowExists(deals, where)),
+    ...conditions.map((c) => guard(ctx.db, c)),
+    ctx.db
+      .update(deals)
+      .set({ lastActivityAt: sql`max(${deals.lastActivityAt}, ${at})`, version: sql`${deals.version} + 1` })
+      .where(where),
   ];
 }

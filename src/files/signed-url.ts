@@ -39,7 +39,8 @@ export const signedFileUrl = (env: Env, origin: string, key: string, ttlSeconds 
 
 /** Whether a file URL's signature holds and has not expired (compared by WebCrypto's verify, in constant time). */
 export async function verifyFileUrl(env: Env, key: string, expires: string, signature: string): Promise<boolean> {
-  if (!/^\d{1,12}$/.test(expires) || Number(expires) < Date.now() / 1000 || !/^[0-9a-f]{64}$/.test(signature)) return false;
+  // One spelling per link: no leading zeros, so a signature answers one URL only.
+  if (!/^[1-9]\d{0,11}$/.test(expires) || Number(expires) < Date.now() / 1000 || !/^[0-9a-f]{64}$/.test(signature)) return false;
   const mac = Uint8Array.from(signature.match(/../g)!, (h) => parseInt(h, 16));
   return crypto.subtle.verify("HMAC", await keyFor(secretOf(env)), mac, signed(key, Number(expires)));
 }
