@@ -12,6 +12,7 @@ import { readConfig } from "./env";
 import { plantRoutes } from "./plants/routes";
 import { propertyRoutes } from "./properties/routes";
 import { dealRoutes } from "./deals/routes";
+import { clickwrapRoutes } from "./clickwrap/routes";
 import { requireAuth } from "./platform/auth";
 import { limitBodies } from "./platform/body-limit";
 import type { AppBindings } from "./platform/context";
@@ -67,6 +68,7 @@ export function createApp(options: AppOptions = {}) {
   app.route("/", fileRoutes);
   app.route("/", reputationRoutes);
   app.route("/", reviewRoutes);
+  app.route("/", clickwrapRoutes);
 
   mountDocs(app);
   app.onError(handleError);

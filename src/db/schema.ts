@@ -7,3 +7,4 @@ export * from "./signatures";
 export * from "./reputation";
 export * from "./properties";
 export * from "./deals";
+export * from "./clickwrap";

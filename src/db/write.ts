@@ -75,7 +75,7 @@ export function expectVersions(db: Db, t: VersionedTable, organizationId: string
   );
 }
 
-function isGuardFailure(err: unknown): boolean {
+export function isGuardFailure(err: unknown): boolean {
   for (let e: unknown = err; e instanceof Error; e = e.cause) if (e.message.includes(GUARD_CONSTRAINT)) return true;
   return false;
 }

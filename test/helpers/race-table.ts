@@ -731,4 +731,41 @@ export const RACES: Race[] = [
       };
     },
   },
+
+  // Clickwrap (issue 11).
+  {
+    // Concurrent first publishes of one key: one agreement, one version, every answer naming it.
+    kind: "independent",
+    route: "POST /api/clickwrap",
+    seed: async () => ({}),
+    changes: async () => Array.from({ length: 10 }, () => ({ body: { key: "raced", title: "Raced terms", body: "One text." } })),
+    async verify(owner) {
+      expect(await count("SELECT COUNT(*) AS n FROM clickwrap_agreements WHERE organization_id = ? AND key = 'raced'", owner.organizationId)).toBe(1);
+      expect(await count("SELECT COUNT(*) AS n FROM clickwrap_versions WHERE organization_id = ?", owner.organizationId)).toBe(1);
+    },
+  },
+  {
+    kind: "independent",
+    route: "POST /api/clickwrap/{agreementId}/deactivate",
+    seed: async (owner) => ({ agreementId: (await json(await call("POST", "/api/clickwrap", { token: owner.token, body: { key: "off", title: "T", body: "B" } }))).id }),
+    changes: async () => Array.from({ length: 6 }, () => ({})),
+    async verify(owner, { agreementId }) {
+      expect((await json(await call("GET", `/api/clickwrap/${agreementId}`, { token: owner.token }))).agreement.active).toBe(false);
+      expect((await call("GET", `/api/public/clickwrap/${agreementId}`)).status).toBe(404);
+    },
+  },
+  {
+    kind: "independent",
+    route: "POST /api/clickwrap/{agreementId}/activate",
+    seed: async (owner) => {
+      const { id } = await json(await call("POST", "/api/clickwrap", { token: owner.token, body: { key: "on", title: "T", body: "B" } }));
+      await call("POST", `/api/clickwrap/${id}/deactivate`, { token: owner.token });
+      return { agreementId: id };
+    },
+    changes: async () => Array.from({ length: 6 }, () => ({})),
+    async verify(owner, { agreementId }) {
+      expect((await json(await call("GET", `/api/clickwrap/${agreementId}`, { token: owner.token }))).agreement.active).toBe(true);
+      expect((await call("GET", `/api/public/clickwrap/${agreementId}`)).status).toBe(200);
+    },
+  },
 ];

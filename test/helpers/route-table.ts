@@ -245,3 +245,21 @@ ROUTES.push(
   { method: "POST", path: "/v1/deals/{id}/documents", family: "crm", body: () => documentForm(), seed: seedDeal, unknown: unknownDeal },
   { method: "GET", path: "/v1/deals/{id}/activities", family: "crm", seed: seedDeal, unknown: unknownDeal },
 );
+
+// Clickwrap (issue 11).
+async function seedAgreement(owner: TestPrincipal) {
+  const res = await call("POST", "/api/clickwrap", { token: owner.token, body: { key: `matrix-${crypto.randomUUID()}`, title: "Matrix terms", body: "Be kind." } });
+  if (res.status !== 201) throw new Error(`seeding an agreement failed: ${res.status} ${await res.text()}`);
+  const { id, versionHash } = await json(res);
+  return { agreementId: id as string, versionHash: versionHash as string };
+}
+const unknownAgreement = { agreementId: "00000000-0000-4000-8000-0000000000c7", versionHash: "0".repeat(64) };
+ROUTES.push(
+  { method: "POST", path: "/api/clickwrap", family: "api", body: { key: "matrix", title: "Matrix terms", body: "Be kind." } },
+  { method: "GET", path: "/api/clickwrap", family: "api" },
+  { method: "GET", path: "/api/clickwrap/{agreementId}", family: "api", seed: seedAgreement, unknown: unknownAgreement },
+  { method: "GET", path: "/api/clickwrap/{agreementId}/versions/{versionHash}", family: "api", seed: seedAgreement, unknown: unknownAgreement },
+  { method: "POST", path: "/api/clickwrap/{agreementId}/deactivate", family: "api", seed: seedAgreement, unknown: unknownAgreement },
+  { method: "POST", path: "/api/clickwrap/{agreementId}/activate", family: "api", seed: seedAgreement, unknown: unknownAgreement },
+  { method: "GET", path: "/api/clickwrap/{agreementId}/acceptances", family: "api", seed: seedAgreement, unknown: unknownAgreement },
+);

@@ -1,0 +1,204 @@
+import { OpenAPIHono, z } from "@hono/zod-openapi";
+import type { Context } from "hono";
+import { API, apiError, apiJson } from "../platform/api-family";
+import { serviceContext } from "../platform/auth";
+import type { AppBindings } from "../platform/context";
+import { validationHook } from "../platform/openapi";
+import { rateLimit } from "../platform/rate-limit";
+import { requestMeta } from "../platform/request-meta";
+import { defineRoute, jsonBody } from "../platform/route";
+import { consentPage } from "./page";
+import {
+  AcceptanceList,
+  AcceptanceQuery,
+  AcceptRequest,
+  AgreementDetail,
+  AgreementIdParam,
+  AgreementList,
+  AgreementPublish,
+  AgreementSummary,
+  Gone,
+  ListQuery,
+  MAX_ACCEPTANCES,
+  MAX_BODY_CHARS,
+  PublicAgreement,
+  Published,
+  VersionParam,
+  VersionText,
+} from "./schemas";
+import { accept, getAgreement, getVersion, listAcceptances, listAgreements, publicAgreement, publishAgreement, setActive } from "./service";
+
+const tags = ["Clickwrap"];
+const security = [{ bearerAuth: [] }];
+const NOT_FOUND = { 404: apiError("No agreement with this id in your organization") };
+const GONE = { 404: { description: "No such agreement, or it is not active (alike)", content: { "application/json": { schema: Gone } } } };
+const RATE_LIMITED = { 429: apiError("Too many requests from this address (rate_limited)") };
+
+const publish = defineRoute(API, {
+  operationId: "publishClickwrapAgreement",
+  method: "post",
+  path: "/api/clickwrap",
+  tags,
+  security,
+  summary: "Publish an agreement (a new one, or a new version of a key)",
+  description: `The agreement id is stable for a key within your organization. The same body again changes nothing and answers the
+same id and versionHash (the hex SHA-256 of the body, exactly as sent); a changed body becomes the current version, and every
+earlier text is kept (GET …/{agreementId} lists them). A title change alone retitles the current version. Publishing does not
+reactivate a deactivated agreement. The body is at most ${MAX_BODY_CHARS} characters.`,
+  request: jsonBody(AgreementPublish),
+  responses: { 201: apiJson("The agreement's id and current version", Published) },
+});
+
+const list = defineRoute(API, {
+  operationId: "listClickwrapAgreements",
+  method: "get",
+  path: "/api/clickwrap",
+  tags,
+  security,
+  summary: "List agreements, newest first",
+  description: "Ours (the spec leaves operators' reads open).",
+  request: { query: ListQuery },
+  responses: { 200: apiJson("A page of agreements", AgreementList) },
+});
+
+const read = defineRoute(API, {
+  operationId: "getClickwrapAgreement",
+  method: "get",
+  path: "/api/clickwrap/{agreementId}",
+  tags,
+  security,
+  summary: "An agreement with its current text and version history",
+  description: "Ours. history lists every text ever published, newest first; acceptances name theirs by versionHash.",
+  request: { params: AgreementIdParam },
+  responses: { 200: apiJson("The agreement", AgreementDetail), ...NOT_FOUND },
+});
+
+const version = defineRoute(API, {
+  operationId: "getClickwrapVersion",
+  method: "get",
+  path: "/api/clickwrap/{agreementId}/versions/{versionHash}",
+  tags,
+  security,
+  summary: "One published text of an agreement",
+  description: "Ours: the exact text an acceptance of this versionHash was given for.",
+  request: { params: VersionParam },
+  responses: { 200: apiJson("The text", VersionText), 404: apiError("No such agreement in your organization, or no such version of it") },
+});
+
+const deactivate = defineRoute(API, {
+  operationId: "deactivateClickwrapAgreement",
+  method: "post",
+  path: "/api/clickwrap/{agreementId}/deactivate",
+  tags,
+  security,
+  summary: "Withdraw an agreement",
+  description: "Ours. The public routes and the consent page then answer 404 `{state: \"gone\"}`; acceptances stay. Idempotent.",
+  request: { params: AgreementIdParam },
+  responses: { 200: apiJson("The agreement", AgreementSummary), ...NOT_FOUND },
+});
+
+const activate = defineRoute(API, {
+  operationId: "activateClickwrapAgreement",
+  method: "post",
+  path: "/api/clickwrap/{agreementId}/activate",
+  tags,
+  security,
+  summary: "Reinstate a withdrawn agreement",
+  description: "Ours. Idempotent.",
+  request: { params: AgreementIdParam },
+  responses: { 200: apiJson("The agreement", AgreementSummary), ...NOT_FOUND },
+});
+
+const acceptances = defineRoute(API, {
+  operationId: "listClickwrapAcceptances",
+  method: "get",
+  path: "/api/clickwrap/{agreementId}/acceptances",
+  tags,
+  security,
+  summary: "Acceptances, newest first",
+  description: `At most ${MAX_ACCEPTANCES} (spec: Limits). \`subjectRef\` narrows to one subject and then also answers
+\`acceptedCurrentVersion\`: whether that subject has accepted the current text; \`current=true\` narrows to acceptances of the
+current version. Acceptances are never changed or deleted (no route does, and the database refuses it).`,
+  request: { params: AgreementIdParam, query: AcceptanceQuery },
+  responses: { 200: apiJson("The acceptances", AcceptanceList), ...NOT_FOUND },
+});
+
+const publicRead = defineRoute(API, {
+  operationId: "getPublicClickwrapAgreement",
+  security: [],
+  method: "get",
+  path: "/api/public/clickwrap/{agreementId}",
+  tags: ["Clickwrap (public)"],
+  summary: "The current text of an agreement",
+  description: "No authentication. 120 requests a minute per address.",
+  middleware: [rateLimit("public-clickwrap:get")] as const,
+  request: { params: AgreementIdParam },
+  responses: { 200: apiJson("The agreement", PublicAgreement), ...GONE, ...RATE_LIMITED },
+});
+
+const publicAccept = defineRoute(API, {
+  operationId: "acceptClickwrapAgreement",
+  security: [],
+  method: "post",
+  path: "/api/public/clickwrap/{agreementId}",
+  tags: ["Clickwrap (public)"],
+  summary: "Accept the current text",
+  description: `No authentication; the body is optional. Records the current versionHash, subjectRef (null when absent), the time,
+the address and the user agent. Send the versionHash you displayed: when it is no longer the current one the acceptance is
+refused with 409 version_mismatch and nothing is recorded (show the current text first). 60 requests a minute per address.`,
+  middleware: [rateLimit("public-clickwrap:post")] as const,
+  request: { params: AgreementIdParam, body: { required: false, content: { "application/json": { schema: AcceptRequest } } } },
+  responses: {
+    200: apiJson("Recorded", z.object({ accepted: z.literal(true) })),
+    ...GONE,
+    409: apiError("The versionHash sent is not the current one (version_mismatch)"),
+    ...RATE_LIMITED,
+  },
+});
+
+const page = defineRoute(API, {
+  operationId: "getConsentPage",
+  security: [],
+  method: "get",
+  path: "/consent/{agreementId}",
+  tags: ["Clickwrap (public)"],
+  summary: "The consent page, to embed in an iframe",
+  description: `An HTML page (DESIGN.md contract 5): the title, the text and an accept button; \`?subjectRef=\` is recorded with the
+acceptance. Any site may frame it (\`frame-ancestors *\`): it holds no secret and the accept route is public anyway. On
+acceptance it posts \`{type: "clickwrap:accepted", agreementId, versionHash, subjectRef}\` to its parent window.`,
+  middleware: [rateLimit("public-clickwrap:get")] as const,
+  request: { params: AgreementIdParam },
+  responses: {
+    200: { description: "The page", content: { "text/html": { schema: z.string() } } },
+    404: { description: "The agreement is unknown or withdrawn (a page that says so)", content: { "text/html": { schema: z.string() } } },
+    ...RATE_LIMITED,
+  },
+});
+
+const gone = (c: Context) => c.json({ state: "gone" as const }, 404);
+
+export const clickwrapRoutes = new OpenAPIHono<AppBindings>({ defaultHook: validationHook })
+  .openapi(publish, async (c) => {
+    const { id, versionHash } = await publishAgreement(serviceContext(c), c.req.valid("json"));
+    return c.json({ id, versionHash }, 201);
+  })
+  .openapi(list, async (c) => c.json(await listAgreements(serviceContext(c), c.req.valid("query")), 200))
+  .openapi(read, async (c) => c.json(await getAgreement(serviceContext(c), c.req.valid("param").agreementId), 200))
+  .openapi(version, async (c) => {
+    const { agreementId, versionHash } = c.req.valid("param");
+    return c.json(await getVersion(serviceContext(c), agreementId, versionHash), 200);
+  })
+  .openapi(deactivate, async (c) => c.json(await setActive(serviceContext(c), c.req.valid("param").agreementId, false), 200))
+  .openapi(activate, async (c) => c.json(await setActive(serviceContext(c), c.req.valid("param").agreementId, true), 200))
+  .openapi(acceptances, async (c) => c.json(await listAcceptances(serviceContext(c), c.req.valid("param").agreementId, c.req.valid("query")), 200))
+  .openapi(publicRead, async (c) => {
+    const a = await publicAgreement({ db: c.get("db") }, c.req.valid("param").agreementId);
+    if (!a) return gone(c);
+    return c.json({ agreement: { id: a.id, key: a.key, title: a.title, body: a.body, versionHash: a.versionHash } }, 200);
+  })
+  .openapi(publicAccept, async (c) => {
+    const input = (c.req.valid("json") as AcceptRequest | undefined) ?? {};
+    const done = await accept({ db: c.get("db") }, c.req.valid("param").agreementId, input, requestMeta(c));
+    return done ? c.json({ accepted: true as const }, 200) : gone(c);
+  })
+  .openapi(page, async (c) => consentPage(c, await publicAgreement({ db: c.get("db") }, c.req.valid("param").agreementId)) as never);
