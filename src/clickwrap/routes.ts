@@ -1,5 +1,6 @@
 import { OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
+import { cors } from "hono/cors";
 import { API, apiError, apiJson } from "../platform/api-family";
 import { serviceContext } from "../platform/auth";
 import type { AppBindings } from "../platform/context";
@@ -130,7 +131,7 @@ const publicRead = defineRoute(API, {
   path: "/api/public/clickwrap/{agreementId}",
   tags: ["Clickwrap (public)"],
   summary: "The current text of an agreement",
-  description: "No authentication. 120 requests a minute per address.",
+  description: "No authentication; CORS-enabled for any origin. 120 requests a minute per address.",
   middleware: [rateLimit("public-clickwrap:get")] as const,
   request: { params: AgreementIdParam },
   responses: { 200: apiJson("The agreement", PublicAgreement), ...GONE, ...RATE_LIMITED },
@@ -144,7 +145,7 @@ const publicAccept = defineRoute(API, {
   tags: ["Clickwrap (public)"],
   summary: "Accept the current text",
   description: `No authentication; the body is optional. Records the current versionHash, subjectRef (null when absent), the time,
-the address and the user agent. Send the versionHash you displayed: when it is no longer the current one the acceptance is
+the address and the user agent. CORS-enabled for any origin. Send the versionHash you displayed: when it is no longer the current one the acceptance is
 refused with 409 version_mismatch and nothing is recorded (show the current text first). 60 requests a minute per address.`,
   middleware: [rateLimit("public-clickwrap:post")] as const,
   request: { params: AgreementIdParam, body: { required: false, content: { "application/json": { schema: AcceptRequest } } } },
@@ -177,7 +178,11 @@ acceptance it posts \`{type: "clickwrap:accepted", agreementId, versionHash, sub
 
 const gone = (c: Context) => c.json({ state: "gone" as const }, 404);
 
-export const clickwrapRoutes = new OpenAPIHono<AppBindings>({ defaultHook: validationHook })
+export const clickwrapRoutes = new OpenAPIHono<AppBindings>({ defaultHook: validationHook });
+// A site may also show the text and take the acceptance with its own interface: the public routes answer any origin
+// (errors too), and preflights are answered here. Nothing they hand out is private, and no cookie is involved.
+clickwrapRoutes.use("/api/public/clickwrap/*", cors({ origin: "*", allowMethods: ["GET", "POST", "OPTIONS"], allowHeaders: ["accept", "content-type"], maxAge: 86_400 }));
+clickwrapRoutes
   .openapi(publish, async (c) => {
     const { id, versionHash } = await publishAgreement(serviceContext(c), c.req.valid("json"));
     return c.json({ id, versionHash }, 201);

@@ -32,8 +32,9 @@ async function findAgreement(ctx: ServiceContext, id: string): Promise<Agreement
 export async function publishAgreement(ctx: ServiceContext, input: AgreementPublish): Promise<{ id: string; versionHash: string; changed: boolean }> {
   const versionHash = await versionHashOf(input.body);
   return withRetries(async () => {
-    const now = new Date().toISOString();
     const before = await ctx.db.select().from(clickwrapAgreements).where(and(eq(clickwrapAgreements.organizationId, ctx.organizationId), eq(clickwrapAgreements.key, input.key))).get();
+    // Taken after the read: of racing publishes the one that commits last also has the latest currentSince.
+    const now = new Date().toISOString();
     if (!before) {
       const id = newId();
       await commit(ctx, [
@@ -99,7 +100,8 @@ export async function getAgreement(ctx: ServiceContext, id: string) {
       .select({ versionHash: clickwrapVersions.versionHash, title: clickwrapVersions.title, publishedAt: clickwrapVersions.publishedAt, currentSince: clickwrapVersions.currentSince })
       .from(clickwrapVersions)
       .where(and(eq(clickwrapVersions.organizationId, ctx.organizationId), eq(clickwrapVersions.agreementId, id)))
-      .orderBy(desc(clickwrapVersions.currentSince), desc(clickwrapVersions.publishedAt)),
+      // The current text first (also when two publishes share a millisecond), then by when each was last current.
+      .orderBy(desc(sql`${clickwrapVersions.versionHash} = ${a.versionHash}`), desc(clickwrapVersions.currentSince), desc(clickwrapVersions.publishedAt)),
     ctx.db.select({ body: clickwrapVersions.body }).from(clickwrapVersions).where(and(eq(clickwrapVersions.agreementId, id), eq(clickwrapVersions.versionHash, a.versionHash))),
   ]);
   return {

@@ -152,3 +152,128 @@ describe("the reviews widget embedded on another site", () => {
     await page.close();
   });
 });
+
+describe("the clickwrap consent page embedded on another site", () => {
+  let site: Server;
+  let siteUrl = "";
+
+  beforeAll(async () => {
+    // Another origin (another port) serving a sign-up page that frames the consent page, as a customer's own site would,
+    // and records the consent page's postMessage into window.__accepted.
+    site = createServer((req, res) => {
+      const q = new URL(req.url ?? "/", "http://x").searchParams;
+      const src = `${dev.base}/consent/${encodeURIComponent(q.get("agreement") ?? "")}?subjectRef=${encodeURIComponent(q.get("subject") ?? "")}`;
+      res.writeHead(200, { "content-type": "text/html" });
+      res.end(`<!doctype html><html lang="en"><head><title>Customer site</title>
+        <script>
+          window.__accepted = [];
+          addEventListener("message", (e) => {
+            if (e.data && e.data.type === "clickwrap:accepted") window.__accepted.push({ origin: e.origin, data: e.data });
+          });
+        </script></head>
+        <body><h1>Create your account</h1><iframe id="consent" title="Terms" src="${src}" width="640" height="480"></iframe></body></html>`);
+    });
+    await new Promise<void>((resolve) => site.listen(0, "127.0.0.1", resolve));
+    siteUrl = `http://127.0.0.1:${(site.address() as { port: number }).port}`;
+    expect(new URL(siteUrl).origin).not.toBe(new URL(dev.base).origin);
+  });
+
+  afterAll(() => new Promise<void>((resolve) => site?.close(() => resolve())));
+
+  async function publishFor(org: string, key: string, title: string, body: string) {
+    const { token } = await mintToken(org, "owner@clickwrap.test");
+    const api = createApiClient(dev.base, token);
+    const published = await api.POST("/api/clickwrap", { body: { key, title, body } });
+    expect(published.response.status).toBe(201);
+    return { api, id: published.data!.id, versionHash: published.data!.versionHash };
+  }
+
+  async function openHost(agreementId: string, subjectRef: string, allowed: RegExp[] = []) {
+    const page = await browser.newPage();
+    const failures: string[] = [];
+    page.on("pageerror", (err) => failures.push(String(err)));
+    page.on("console", (msg) => msg.type() === "error" && !allowed.some((re) => re.test(msg.text())) && failures.push(msg.text()));
+    await page.goto(`${siteUrl}/?agreement=${encodeURIComponent(agreementId)}&subject=${encodeURIComponent(subjectRef)}`);
+    const frame = page.frameLocator("#consent");
+    const messages = () => page.evaluate(() => (window as unknown as { __accepted: { origin: string; data: Record<string, unknown> }[] }).__accepted);
+    return { page, frame, failures, messages };
+  }
+
+  it("a person reads the terms in the iframe and accepts; the parent is told and the acceptance is recorded", async () => {
+    const title = "Terms of Service";
+    const body = "Welcome to Browser Realty.\n\n1. Be kind to the agents.\n2. Read the listings carefully.";
+    const { api, id, versionHash } = await publishFor(`Clickwrap Realty ${Date.now()}`, `terms-${Date.now()}`, title, body);
+
+    const { page, frame, failures, messages } = await openHost(id, "browser-subject-1");
+    await expect.poll(() => frame.locator("h1").textContent()).toBe(title);
+    expect(await frame.locator("h1").isVisible()).toBe(true);
+    expect(await frame.locator("#text").textContent()).toBe(body);
+    expect(await frame.locator("#text").isVisible()).toBe(true);
+    expect(await frame.getByText("2. Read the listings carefully.").isVisible()).toBe(true);
+
+    await frame.getByRole("button", { name: "I accept" }).click();
+    await expect.poll(() => frame.locator("#status").textContent()).toContain("Thank you");
+    expect(await frame.locator("#accept").isVisible()).toBe(false);
+    await expect.poll(messages).toHaveLength(1);
+    expect((await messages())[0]).toEqual({
+      origin: new URL(dev.base).origin,
+      data: { type: "clickwrap:accepted", agreementId: id, versionHash, subjectRef: "browser-subject-1" },
+    });
+    expect(failures).toEqual([]);
+    await page.close();
+
+    const list = await api.GET("/api/clickwrap/{agreementId}/acceptances", { params: { path: { agreementId: id }, query: { subjectRef: "browser-subject-1" } } });
+    expect(list.response.status).toBe(200);
+    expect(list.data!.versionHash).toBe(versionHash);
+    expect(list.data!.acceptedCurrentVersion).toBe(true);
+    expect(list.data!.acceptances).toHaveLength(1);
+    expect(list.data!.acceptances[0]).toMatchObject({ versionHash, subjectRef: "browser-subject-1" });
+    expect(list.data!.acceptances[0]!.userAgent).toMatch(/Chrome/);
+    // Nothing else was recorded for this agreement.
+    const all = await api.GET("/api/clickwrap/{agreementId}/acceptances", { params: { path: { agreementId: id } } });
+    expect(all.data!.acceptances).toHaveLength(1);
+  });
+
+  it("a text republished while the page is open: accepting says it was updated, reloads the new text, and records only the new version", async () => {
+    const stamp = Date.now();
+    const key = `privacy-${stamp}`;
+    const oldBody = "Privacy policy, first edition.\nWe keep your e-mail address.";
+    const newBody = "Privacy policy, second edition.\nWe keep your e-mail address and your phone number.";
+    const { api, id, versionHash: oldHash } = await publishFor(`Clickwrap Update ${stamp}`, key, "Privacy Policy", oldBody);
+
+    // The stale POST answers 409, which Chromium logs as a failed resource load: expected here, nothing else is.
+    const { page, frame, failures, messages } = await openHost(id, "browser-subject-2", [/status of 409/]);
+    await expect.poll(() => frame.locator("#text").textContent()).toBe(oldBody);
+
+    const republished = await api.POST("/api/clickwrap", { body: { key, title: "Privacy Policy", body: newBody } });
+    expect(republished.response.status).toBe(201);
+    expect(republished.data!.id).toBe(id);
+    const newHash = republished.data!.versionHash;
+    expect(newHash).not.toBe(oldHash);
+
+    // The iframe still shows the old text; accepting it is refused and the page shows the new one.
+    expect(await frame.locator("#text").textContent()).toBe(oldBody);
+    await frame.getByRole("button", { name: "I accept" }).click();
+    await expect.poll(() => frame.locator("#status").textContent()).toContain("updated");
+    await expect.poll(() => frame.locator("#text").textContent(), { timeout: 10_000 }).toBe(newBody);
+    expect(await frame.locator("#status").textContent()).toBe("");
+    expect(await messages()).toEqual([]);
+    const afterStale = await api.GET("/api/clickwrap/{agreementId}/acceptances", { params: { path: { agreementId: id } } });
+    expect(afterStale.data!.acceptances).toEqual([]);
+
+    await frame.getByRole("button", { name: "I accept" }).click();
+    await expect.poll(() => frame.locator("#status").textContent()).toContain("Thank you");
+    await expect.poll(messages).toHaveLength(1);
+    expect((await messages())[0]!.data).toEqual({ type: "clickwrap:accepted", agreementId: id, versionHash: newHash, subjectRef: "browser-subject-2" });
+    expect(failures).toEqual([]);
+    await page.close();
+
+    const list = await api.GET("/api/clickwrap/{agreementId}/acceptances", { params: { path: { agreementId: id }, query: { subjectRef: "browser-subject-2" } } });
+    expect(list.data!.versionHash).toBe(newHash);
+    expect(list.data!.acceptedCurrentVersion).toBe(true);
+    expect(list.data!.acceptances).toHaveLength(1);
+    expect(list.data!.acceptances[0]).toMatchObject({ versionHash: newHash, subjectRef: "browser-subject-2" });
+    const all = await api.GET("/api/clickwrap/{agreementId}/acceptances", { params: { path: { agreementId: id } } });
+    expect(all.data!.acceptances.map((a) => a.versionHash)).toEqual([newHash]);
+  });
+});
