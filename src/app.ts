@@ -1,7 +1,9 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
 import { requestId } from "hono/request-id";
 import { contactRoutes } from "./contacts/routes";
+import { obligationRoutes } from "./documents/obligation-routes";
 import { documentRoutes } from "./documents/routes";
+import { draftRoutes } from "./documents/draft-routes";
 import { fileRoutes } from "./files/routes";
 import { turnstile } from "./platform/bot-challenge";
 import { createPublicSigningRoutes, type SigningDeps } from "./signatures/public-routes";
@@ -62,7 +64,10 @@ export function createApp(options: AppOptions = {}) {
   app.route("/", propertyRoutes);
   app.route("/", dealRoutes);
   app.route("/", createWebhookRoutes(defaultWebhookDeps(options.webhooks)));
+  // Before documentRoutes: its /api/documents/{id} would take "obligations" for an id.
+  app.route("/", obligationRoutes);
   app.route("/", documentRoutes);
+  app.route("/", draftRoutes);
   app.route("/", signatureRoutes);
   app.route("/", createPublicSigningRoutes({ botChallenge: options.signing?.botChallenge ?? ((secret) => turnstile(secret)) }));
   app.route("/", fileRoutes);

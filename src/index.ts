@@ -1,6 +1,7 @@
 import { createApp } from "./app";
 import { pruneStaleListTotals } from "./crm/list-totals";
 import { createDb } from "./db/client";
+import { noteOverdueObligations } from "./documents/obligations";
 import type { Env } from "./env";
 import { createEventRouter } from "./events/consumers";
 import { resendUnsentEvents } from "./events/outbox";
@@ -38,6 +39,6 @@ export default {
 
   async scheduled(_controller: ScheduledController, env: Env, ctx: ExecutionContext): Promise<void> {
     const db = createDb(env.DB);
-    ctx.waitUntil(Promise.all([resendUnsentEvents(env, db), resendStalledDeliveries(env, db), pruneStaleListTotals(env.DB), pruneIdempotencyKeys(db), sweepOverdueEnvelopes(env, db)]));
+    ctx.waitUntil(Promise.all([resendUnsentEvents(env, db), resendStalledDeliveries(env, db), pruneStaleListTotals(env.DB), pruneIdempotencyKeys(db), sweepOverdueEnvelopes(env, db), noteOverdueObligations(db)]));
   },
 } satisfies ExportedHandler<Env>;

@@ -29,7 +29,7 @@ describe("concurrent writes (the race table)", () => {
     const owner = await createPrincipal();
     const params = await entry.seed(owner);
     const changes = await entry.changes(owner, params);
-    const answers = await race(changes.map((c) => ({ method: methodOf(route), path: c.path ?? fillPath(pathOf(route), params), token: owner.token, body: c.body })));
+    const answers = await race(changes.map((c) => ({ method: methodOf(route), path: c.path ?? fillPath(pathOf(route), params), token: owner.token, body: c.body, vars: entry.vars?.(params) })));
     for (const a of answers) expect(a.status, a.body).toBeLessThan(300);
     await entry.verify(owner, params);
   });

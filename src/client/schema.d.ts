@@ -636,7 +636,7 @@ export interface paths {
         };
         /**
          * A deal's activity log
-         * @description Newest first: DEAL_CREATED, STAGE_CHANGED (metadata previousStage, newStage, reason), TASK_CREATED, TASK_COMPLETED, DOCUMENT_UPLOADED.
+         * @description Newest first: DEAL_CREATED, STAGE_CHANGED (metadata previousStage, newStage, reason), TASK_CREATED, TASK_COMPLETED, DOCUMENT_UPLOADED, OBLIGATION_OVERDUE.
          */
         get: operations["listDealActivities"];
         put?: never;
@@ -776,6 +776,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/documents/obligations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Overdue and upcoming obligations of your organization's documents
+         * @description Every obligation due on or before today + withinDays (UTC), overdue ones included, soonest first (ties by id), at most 500. Obligations are derived from each document when it is generated and again when it is signed (DOCUMENT_SIGNED). An overdue obligation of a linked deal is also noted once on that deal as an OBLIGATION_OVERDUE activity.
+         */
+        get: operations["listDocumentObligations"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/documents/usage": {
         parameters: {
             query?: never;
@@ -862,6 +882,26 @@ export interface paths {
         get: operations["listDocumentEnvelopes"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/documents/draft": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Draft a lease's canonical data from a prompt, with AI
+         * @description The AI gateway turns the prompt into an `on/standard-lease` canonical draft with `provenance.aiDrafted: true`, validated as POST /api/documents validates it. The draft is for a person to review, then to send to POST /api/documents; it is never stored. A prompt over 4000 characters is a 400.
+         */
+        post: operations["createDocumentDraft"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1364,14 +1404,14 @@ export interface paths {
         };
         /**
          * The current text of an agreement
-         * @description No authentication. 120 requests a minute per address.
+         * @description No authentication; CORS-enabled for any origin. 120 requests a minute per address.
          */
         get: operations["getPublicClickwrapAgreement"];
         put?: never;
         /**
          * Accept the current text
          * @description No authentication; the body is optional. Records the current versionHash, subjectRef (null when absent), the time,
-         *     the address and the user agent. Send the versionHash you displayed: when it is no longer the current one the acceptance is
+         *     the address and the user agent. CORS-enabled for any origin. Send the versionHash you displayed: when it is no longer the current one the acceptance is
          *     refused with 409 version_mismatch and nothing is recorded (show the current text first). 60 requests a minute per address.
          */
         post: operations["acceptClickwrapAgreement"];
@@ -1616,7 +1656,7 @@ export interface components {
         DealActivity: {
             id: string;
             /**
-             * @description DEAL_CREATED, STAGE_CHANGED, TASK_CREATED, TASK_COMPLETED, DOCUMENT_UPLOADED
+             * @description DEAL_CREATED, STAGE_CHANGED, TASK_CREATED, TASK_COMPLETED, DOCUMENT_UPLOADED, OBLIGATION_OVERDUE (a linked document's obligation fell due)
              * @example STAGE_CHANGED
              */
             type: string;
@@ -2547,13 +2587,34 @@ export interface components {
             nextAttemptAt: string | null;
             attemptedAt: string;
         };
-        Usage: {
-            /** @description Documents generated this calendar month (UTC) */
-            used: number;
-            /** @description The plan's allotment (DOCUMENTS_INCLUDED_PER_MONTH); null when unset. Going over is billed as overage, never refused. */
-            included: number | null;
-            /** @example November 2026 */
-            periodLabel: string;
+        ObligationList: {
+            /** @description Soonest first, at most 500 */
+            obligations: components["schemas"]["Obligation"][];
+        };
+        Obligation: {
+            id: string;
+            documentId: string;
+            /** @description The document's linked deal, or null */
+            dealId: string | null;
+            /**
+             * @description From the lease (on/standard-lease): deposit_due (deposit.dueDate, with the deposit), rent_start (term.commencement, with the first month's rent), expiry (term.end), renewal (60 days before term.end: a tenant's notice ending a fixed term is due at least 60 days before it ends, Ontario RTA 2006 s. 44). Other forms imply none yet.
+             * @enum {string}
+             */
+            type: "closing" | "condition_waiver" | "deposit_due" | "expiry" | "renewal" | "rent_start";
+            description: string | null;
+            /**
+             * Format: date-time
+             * @description ISO 8601 timestamp: the start (UTC) of the day it falls due
+             * @example 2027-01-01T00:00:00.000Z
+             */
+            dueDate: string;
+            /** @description The deposit, or the first month's rent; null when no amount applies */
+            amountCents: number | null;
+            /**
+             * @description As of the request, in UTC days: overdue before today, due_soon from today to 7 days ahead, pending after that
+             * @enum {string}
+             */
+            urgency: "pending" | "due_soon" | "overdue";
         };
         ApiError: {
             /** @example invalid_request */
@@ -2565,6 +2626,14 @@ export interface components {
             }[];
             /** @description On 5xx answers only */
             requestId?: string;
+        };
+        Usage: {
+            /** @description Documents generated this calendar month (UTC) */
+            used: number;
+            /** @description The plan's allotment (DOCUMENTS_INCLUDED_PER_MONTH); null when unset. Going over is billed as overage, never refused. */
+            included: number | null;
+            /** @example November 2026 */
+            periodLabel: string;
         };
         Document: {
             id: string;
@@ -2579,6 +2648,8 @@ export interface components {
             };
             /** @description SHA-256 of the canonical draft's JSON with sorted keys; the certificate of completion names it */
             sha256: string;
+            /** @description The linked deal, or null */
+            dealId: string | null;
             createdAt: string;
             updatedAt: string;
         };
@@ -2591,6 +2662,8 @@ export interface components {
             formKey: "on/standard-lease" | "generic/free-form";
             /** @description The canonical draft, reviewed by a person; its formKey names the same form */
             canonical: components["schemas"]["LeaseCanonical"] | components["schemas"]["FreeFormCanonical"];
+            /** @description A deal of your organization this document belongs to; its obligations link to it (an unknown or foreign id is a 400) */
+            dealId?: string;
         };
         LeaseCanonical: {
             /** @enum {number} */
@@ -2721,6 +2794,31 @@ export interface components {
             status: "pending" | "sent" | "opened" | "authenticated" | "consented" | "signed" | "declined";
             signedAt?: string;
             sentAt?: string;
+        };
+        DocumentDraft: {
+            /** @example on/standard-lease */
+            formKey: string;
+            canonical: components["schemas"]["LeaseCanonical"];
+        };
+        DocumentDraftFailure: {
+            /** @enum {string} */
+            error: "draft_failed";
+            /**
+             * @description no_json: the model's answer is not parseable JSON; invalid_draft: it breaks the canonical schema (every issue listed); error: no AI gateway is configured, or it failed
+             * @enum {string}
+             */
+            reason: "no_json" | "invalid_draft" | "error";
+            issues: {
+                message: string;
+                path: (string | number)[];
+            }[];
+        };
+        DocumentDraftRequest: {
+            /**
+             * @description What the lease should say, in plain words (at most 4000 characters)
+             * @example Lease of 1 Queen St W, Toronto ON from Lars Landlord (lars@example.com) to Tess Tenant (tess@example.com), starting 2027-01-01 for a year at $2,500 a month
+             */
+            prompt: string;
         };
         AuditTrail: {
             events: components["schemas"]["AuditEntry"][];
@@ -7471,6 +7569,56 @@ export interface operations {
             };
         };
     };
+    listDocumentObligations: {
+        parameters: {
+            query?: {
+                /** @description Days ahead of today (UTC), 0–365, default 30; anything else is a 400 */
+                withinDays?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The obligations */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ObligationList"];
+                };
+            };
+            /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
     getDocumentUsage: {
         parameters: {
             query?: never;
@@ -7869,6 +8017,93 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    createDocumentDraft: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DocumentDraftRequest"];
+            };
+        };
+        responses: {
+            /** @description The draft, valid against the form's schema */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DocumentDraft"];
+                };
+            };
+            /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The body is over the route's size limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Content-Type is not one the route takes (application/json; multipart/form-data on uploads) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description draft_failed: `no_json` (the model's answer is not JSON), `invalid_draft` (it breaks the canonical schema; every issue listed, paths from `canonical`), `error` (no AI gateway configured, or it failed); or: This Idempotency-Key was used for another request (idempotency_key_reused) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DocumentDraftFailure"] | components["schemas"]["ApiError"];
                 };
             };
             /** @description Unexpected failure; carries the request id, never a stack trace */

@@ -15,6 +15,8 @@ export const documents = sqliteTable(
     status: text().$type<"GENERATED" | "OUT_FOR_SIGNATURE" | "SIGNED">().notNull(),
     canonical: text({ mode: "json" }).$type<Record<string, unknown>>().notNull(),
     sha256: text().notNull(),
+    /** The deal of the caller's organization this document belongs to, when linked (its obligations carry it). */
+    dealId: text(),
     createdBy: text(),
     createdAt: text().notNull(),
     updatedAt: text().notNull(),

@@ -8,3 +8,4 @@ export * from "./reputation";
 export * from "./properties";
 export * from "./deals";
 export * from "./clickwrap";
+export * from "./obligations";

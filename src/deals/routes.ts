@@ -227,7 +227,7 @@ const activities = defineRoute(CRM, {
   tags,
   security,
   summary: "A deal's activity log",
-  description: "Newest first: DEAL_CREATED, STAGE_CHANGED (metadata previousStage, newStage, reason), TASK_CREATED, TASK_COMPLETED, DOCUMENT_UPLOADED.",
+  description: "Newest first: DEAL_CREATED, STAGE_CHANGED (metadata previousStage, newStage, reason), TASK_CREATED, TASK_COMPLETED, DOCUMENT_UPLOADED, OBLIGATION_OVERDUE.",
   request: { params: IdParam, query: SubListQuery },
   responses: { 200: { description: "A page of activities", content: { "application/json": { schema: Page(DealActivity) } } }, ...NOT_FOUND },
 });

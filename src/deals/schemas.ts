@@ -199,7 +199,7 @@ export type DocumentUploadForm = z.infer<typeof DocumentUploadForm>;
 export const DealActivity = z
   .object({
     id: z.string(),
-    type: z.string().openapi({ example: "STAGE_CHANGED", description: "DEAL_CREATED, STAGE_CHANGED, TASK_CREATED, TASK_COMPLETED, DOCUMENT_UPLOADED" }),
+    type: z.string().openapi({ example: "STAGE_CHANGED", description: "DEAL_CREATED, STAGE_CHANGED, TASK_CREATED, TASK_COMPLETED, DOCUMENT_UPLOADED, OBLIGATION_OVERDUE (a linked document's obligation fell due)" }),
     description: z.string().nullable(),
     createdAt: z.string(),
     userId: z.string().nullable(),

@@ -6,6 +6,7 @@ export const DocumentCreate = z
   .strictObject({
     formKey: z.enum(FORM_KEYS).openapi({ example: "on/standard-lease", description: "The form, `<region>/<form-name>`" }),
     canonical: z.discriminatedUnion("formKey", [LeaseCanonical, FreeFormCanonical]).openapi({ description: "The canonical draft, reviewed by a person; its formKey names the same form" }),
+    dealId: z.string().min(1).max(100).optional().openapi({ description: "A deal of your organization this document belongs to; its obligations link to it (an unknown or foreign id is a 400)" }),
   })
   .refine((d) => d.canonical.formKey === d.formKey, { message: "canonical.formKey must be the formKey of the request", path: ["canonical", "formKey"], params: { code: "form_mismatch" } })
   .openapi("DocumentCreate");
@@ -20,6 +21,7 @@ export const Document = z
     formKey: z.string(),
     canonical: z.record(z.string(), z.unknown()),
     sha256: z.string().openapi({ description: "SHA-256 of the canonical draft's JSON with sorted keys; the certificate of completion names it" }),
+    dealId: z.string().nullable().openapi({ description: "The linked deal, or null" }),
     createdAt: z.string(),
     updatedAt: z.string(),
   })

@@ -2,6 +2,7 @@ import { env } from "cloudflare:workers";
 import { expect, vi } from "vitest";
 import { call, json } from "./client";
 import { createContact, getContact, uniqueEmail } from "./contacts";
+import { openAiGateway } from "./ai-gateway";
 import { createDocument, leaseCanonical, sendForSignature } from "./documents";
 import type { TestPrincipal } from "./factories";
 import { openMailbox } from "./receiver";
@@ -28,6 +29,8 @@ export interface IndependentRace {
   kind: "independent";
   route: string;
   seed(owner: TestPrincipal): Promise<Params>;
+  /** Configuration the writes need on top of the test env, from the seed's params. */
+  vars?: (params: Params) => Record<string, string>;
   changes(owner: TestPrincipal, params: Params): Promise<Change[]>;
   /** Asserts that every change landed. */
   verify(owner: TestPrincipal, params: Params): Promise<void>;
@@ -766,6 +769,20 @@ export const RACES: Race[] = [
     async verify(owner, { agreementId }) {
       expect((await json(await call("GET", `/api/clickwrap/${agreementId}`, { token: owner.token }))).agreement.active).toBe(true);
       expect((await call("GET", `/api/public/clickwrap/${agreementId}`)).status).toBe(200);
+    },
+  },
+
+  // Document drafts (issue 12): nothing is stored, whatever runs at once; each draft asks the model once.
+  {
+    kind: "independent",
+    route: "POST /api/documents/draft",
+    seed: async () => ({ gateway: (await openAiGateway({ chat: JSON.stringify({ ...leaseCanonical(), provenance: { aiDrafted: false } }) })).url }),
+    vars: ({ gateway }) => ({ AI_GATEWAY_URL: gateway!, AI_GATEWAY_TOKEN: "ai-test-token" }),
+    changes: async () => Array.from({ length: 5 }, (_, i) => ({ body: { prompt: `Lease number ${i} of 1 Queen St W` } })),
+    async verify(owner, { gateway }) {
+      expect(await count("SELECT COUNT(*) AS n FROM documents WHERE organization_id = ?", owner.organizationId)).toBe(0);
+      const seen = (await (await fetch(`${gateway}/requests`)).json()) as { requests: unknown[] };
+      expect(seen.requests).toHaveLength(5);
     },
   },
 ];

@@ -12,6 +12,11 @@
  *   POST /reso {token, listings, status?}  → {id, url}: a RESO Web API (OData v4) feed serving `listings` as Property
  *   GET  /reso/<id>/Property?$filter&$top  the feed: bearer token checked, `Field eq 'literal'` terms joined by `or`
  *   GET  /reso/<id>/requests  → {requests}: what the feed was asked
+ *   POST /ai {token?, script?, chat?, dimensions?, reverseEmbeddings?}  → {id, url}: an OpenAI-compatible AI gateway
+ *   POST /ai/<id>/chat/completions, POST /ai/<id>/embeddings  bearer token checked; each request takes the next
+ *        scripted answer ({status?, body?} sent as is, or {content} as a chat completion), then the defaults: chat
+ *        answers `chat` (default "{}"), embeddings a hashed bag-of-words vector (see fakeEmbedding)
+ *   GET  /ai/<id>/requests  → {requests: [{path, headers, body}]}: what the gateway was asked, bodies parsed
  */
 import { createServer, type IncomingMessage } from "node:http";
 import type { TestProject } from "vitest/node";
@@ -37,6 +42,45 @@ function parseODataFilter(filter: string): { field: string; value: string }[] | 
   return terms.length ? terms : null;
 }
 
+/**
+ * One scripted answer of the fake AI gateway: a raw `{status, body}` (a string body is sent as is, an object as JSON),
+ * or a chat completion carrying `content`; `delayMs` holds the answer back (alone: the default answer, late).
+ */
+interface AiAnswer {
+  status?: number;
+  body?: unknown;
+  content?: string;
+  delayMs?: number;
+}
+
+interface AiGatewayFake {
+  token: string;
+  script: AiAnswer[];
+  chat: string;
+  dimensions: number;
+  reverseEmbeddings: boolean;
+  requests: { path: string; headers: IncomingMessage["headers"]; body: unknown }[];
+}
+
+const STOPWORDS = new Set("a an and are as at be by for from in is it of on or the to with".split(" "));
+
+/**
+ * The fake gateway's embedding: a bag of words hashed (FNV-1a) into `dimensions` non-negative counts, L2-normalized.
+ * Deterministic, and texts sharing words get a higher cosine similarity (always within [0, 1]); a text without words
+ * hashes as the empty word, so no vector is all zeros.
+ */
+export function fakeEmbedding(text: string, dimensions: number): number[] {
+  const words = (text.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? []).filter((w) => !STOPWORDS.has(w));
+  const v = new Array<number>(dimensions).fill(0);
+  for (const word of words.length ? words : [""]) {
+    let h = 0x811c9dc5;
+    for (let i = 0; i < word.length; i++) h = Math.imul(h ^ word.charCodeAt(i), 0x01000193) >>> 0;
+    v[h % dimensions]! += 1;
+  }
+  const norm = Math.hypot(...v);
+  return v.map((x) => x / norm);
+}
+
 interface Mailbox {
   script: number[];
   fallback: number;
@@ -57,6 +101,7 @@ export default async function startReceiver(project: TestProject) {
   const mailboxes = new Map<string, Mailbox>();
   const dns = new Map<string, { Status: number; Answer?: unknown[] }>();
   const feeds = new Map<string, ResoFeed>();
+  const gateways = new Map<string, AiGatewayFake>();
   let next = 0;
   const server = createServer(async (req, res) => {
     const url = new URL(req.url ?? "/", "http://127.0.0.1");
@@ -100,6 +145,51 @@ export default async function startReceiver(project: TestProject) {
       const top = Number(url.searchParams.get("$top") ?? "10");
       const value = feed.listings.filter((l) => terms.some((t) => l[t.field] === t.value)).slice(0, top);
       return send(200, { "@odata.context": `http://127.0.0.1:${port}/reso/${id}/$metadata#Property`, value });
+    }
+    if (req.method === "POST" && url.pathname === "/ai") {
+      const opts = (body ? JSON.parse(body) : {}) as { token?: string; script?: AiAnswer[]; chat?: string; dimensions?: number; reverseEmbeddings?: boolean };
+      const gatewayId = `a${++next}`;
+      gateways.set(gatewayId, { token: opts.token ?? "ai-test-token", script: opts.script ?? [], chat: opts.chat ?? "{}", dimensions: opts.dimensions ?? 256, reverseEmbeddings: opts.reverseEmbeddings ?? false, requests: [] });
+      return send(201, { id: gatewayId, url: `http://127.0.0.1:${port}/ai/${gatewayId}` });
+    }
+    if (kind === "ai" && id && gateways.has(id)) {
+      const gateway = gateways.get(id)!;
+      const operation = url.pathname.split("/").slice(3).join("/");
+      if (req.method === "GET" && operation === "requests") return send(200, { requests: gateway.requests });
+      let parsed: unknown = body;
+      try {
+        parsed = JSON.parse(body);
+      } catch {
+        // recorded as the raw text
+      }
+      gateway.requests.push({ path: operation, headers: req.headers, body: parsed });
+      // OpenAI's error body: {error: {message, type, code}}.
+      const openAiError = (status: number, type: string, message: string) => send(status, { error: { message, type, code: null } });
+      if (req.headers.authorization !== `Bearer ${gateway.token}`) return openAiError(401, "invalid_request_error", "Incorrect API key provided");
+      if (req.method !== "POST" || (operation !== "chat/completions" && operation !== "embeddings")) return openAiError(404, "invalid_request_error", `Unknown operation ${operation}`);
+      const scripted = gateway.script.shift();
+      if (scripted?.delayMs) await new Promise((resolve) => setTimeout(resolve, scripted.delayMs));
+      const request = (parsed ?? {}) as { model?: string; input?: string | string[] };
+      if (scripted && (scripted.status !== undefined || scripted.body !== undefined)) {
+        res.writeHead(scripted.status ?? 200, { "content-type": typeof scripted.body === "string" ? "text/plain" : "application/json" });
+        return res.end(typeof scripted.body === "string" ? scripted.body : JSON.stringify(scripted.body ?? {}));
+      }
+      if (operation === "chat/completions") {
+        const content = scripted?.content ?? gateway.chat;
+        return send(200, {
+          id: `chatcmpl-${gateway.requests.length}`,
+          object: "chat.completion",
+          created: Math.floor(Date.now() / 1000),
+          model: request.model ?? "fake",
+          choices: [{ index: 0, message: { role: "assistant", content }, finish_reason: "stop" }],
+          usage: { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 },
+        });
+      }
+      if (request.input === undefined) return openAiError(400, "invalid_request_error", "'input' is a required property");
+      const inputs = typeof request.input === "string" ? [request.input] : request.input;
+      const data = inputs.map((text, index) => ({ object: "embedding", index, embedding: fakeEmbedding(String(text), gateway.dimensions) }));
+      if (gateway.reverseEmbeddings) data.reverse();
+      return send(200, { object: "list", data, model: request.model ?? "fake", usage: { prompt_tokens: 0, total_tokens: 0 } });
     }
     if (req.method === "POST" && url.pathname === "/dns") {
       for (const [key, answer] of Object.entries(JSON.parse(body) as Record<string, { Status: number; Answer?: unknown[] }>)) dns.set(key, answer);

@@ -1,0 +1,37 @@
+import { sql } from "drizzle-orm";
+import { index, integer, sqliteTable, text } from "drizzle-orm/sqlite-core";
+
+/**
+ * Obligations derived from a document's canonical data (spec: Obligation; documents/obligations.ts derives them per
+ * form). The id is derived from (document, type), so a re-sync upserts the same rows instead of adding copies.
+ * `due_date` is YYYY-MM-DD (a calendar date, compared as text). `sync_count` counts DOCUMENT_SIGNED re-syncs and
+ * `sync_event_id` names the event of the last one, so a redelivered event changes nothing. `overdue_noted_at` is
+ * set in the batch that adds the OBLIGATION_OVERDUE activity to the linked deal, so it is added once.
+ */
+export const documentObligations = sqliteTable(
+  "document_obligations",
+  {
+    id: text().primaryKey(),
+    organizationId: text().notNull(),
+    documentId: text().notNull(),
+    dealId: text(),
+    type: text().notNull(),
+    description: text(),
+    dueDate: text().notNull(),
+    amountCents: integer(),
+    createdAt: text().notNull(),
+    syncedAt: text().notNull(),
+    syncCount: integer().notNull().default(0),
+    syncEventId: text(),
+    overdueNotedAt: text(),
+  },
+  (t) => [
+    // The list: an organization's obligations by due date, up to a horizon.
+    index("document_obligations_org_due_idx").on(t.organizationId, t.dueDate, t.id),
+    index("document_obligations_document_idx").on(t.documentId),
+    // The overdue pass: linked obligations not yet noted on their deal, by due date, across organizations.
+    index("document_obligations_overdue_idx")
+      .on(t.dueDate, t.id)
+      .where(sql`${t.dealId} IS NOT NULL AND ${t.overdueNotedAt} IS NULL`),
+  ],
+);
