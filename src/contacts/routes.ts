@@ -1,5 +1,5 @@
-import { OpenAPIHono, z } from "@hono/zod-openapi";
-import { CRM, CRM_PRECONDITION_ERROR, crmError, crmSuccess, Page } from "../crm/envelope";
+import { OpenAPIHono } from "@hono/zod-openapi";
+import { CRM, CRM_PRECONDITION_ERROR, crmDeleted, crmError, crmSuccess, Page } from "../crm/envelope";
 import { defineRoute, jsonBody } from "../platform/route";
 import { listQuery } from "../crm/list-query";
 import { serviceContext } from "../platform/auth";
@@ -131,7 +131,7 @@ const remove = defineRoute(CRM, {
   description: `Deletes the contact with its tags and activities. ${CONDITIONAL}`,
   request: { params: IdParam },
   responses: {
-    200: { description: "Deleted", content: { "application/json": { schema: z.object({ success: z.literal(true), message: z.string(), data: z.object({ id: z.string(), deleted: z.literal(true) }) }) } } },
+    200: crmDeleted,
     ...NOT_FOUND,
     ...CONTENDED,
     ...CRM_PRECONDITION_ERROR,

@@ -48,4 +48,10 @@ export const CRM_PRECONDITION_ERROR = { 412: crmError("If-Match named a version 
 /** Routes that hand out signed file links answer 503 while the deployment has no FILES_URL_SECRET. */
 export const CRM_FILES_NOT_CONFIGURED = { 503: crmError("FILES_URL_SECRET is not configured, so no file link can be signed (not_configured)") } as const;
 
+/** The 200 of a CRM delete: `{success: true, message, data: {id, deleted: true}}`. */
+export const crmDeleted = {
+  description: "Deleted",
+  content: { "application/json": { schema: z.object({ success: z.literal(true), message: z.string(), data: z.object({ id: z.string(), deleted: z.literal(true) }) }) } },
+};
+
 export const CRM: RouteFamily = { name: "crm", error: crmError };

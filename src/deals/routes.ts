@@ -1,5 +1,5 @@
 import { OpenAPIHono, z } from "@hono/zod-openapi";
-import { CRM, CRM_FILES_NOT_CONFIGURED, CRM_PRECONDITION_ERROR, crmError, crmSuccess, Page } from "../crm/envelope";
+import { CRM, CRM_FILES_NOT_CONFIGURED, CRM_PRECONDITION_ERROR, crmDeleted, crmError, crmSuccess, Page } from "../crm/envelope";
 import { serviceContext } from "../platform/auth";
 import type { AppBindings } from "../platform/context";
 import { ETAG_HEADER, withEtag } from "../platform/etag";
@@ -122,7 +122,7 @@ const remove = defineRoute(CRM, {
   description: `Deletes the deal with its tasks, documents (files included), activities and stage history. ${CONDITIONAL}`,
   request: { params: IdParam },
   responses: {
-    200: { description: "Deleted", content: { "application/json": { schema: z.object({ success: z.literal(true), message: z.string(), data: z.object({ id: z.string(), deleted: z.literal(true) }) }) } } },
+    200: crmDeleted,
     ...NOT_FOUND,
     ...CONTENDED,
     ...CRM_PRECONDITION_ERROR,
