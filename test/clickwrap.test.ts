@@ -104,16 +104,41 @@ describe("publishing agreements (spec: Clickwrap agreement state rules)", () => 
     expect((await json(await publicGet(a.id))).agreement).toMatchObject({ body: "Text A", versionHash: a.versionHash });
   });
 
-  it("a title-only change retitles the agreement, keeping the id, the hash and one version", async () => {
+  it("the same body with another title changes nothing: a text keeps the title it was shown and accepted under", async () => {
     const owner = await createPrincipal();
-    const a = await publish(owner, { key: "retitle", title: "Old title", body: "Same text" });
-    const b = await publish(owner, { key: "retitle", title: "New title", body: "Same text" });
+    const a = await publish(owner, { key: "retitle", title: "Terms v1", body: "Text A" });
+    expect((await publicAccept(a.id, { subjectRef: "s1", versionHash: a.versionHash })).status).toBe(200);
+    const before = await detailOf(owner, a.id);
+    const b = await publish(owner, { key: "retitle", title: "We may sell your data", body: "Text A" });
     expect(b).toEqual(a);
+    expect(await detailOf(owner, a.id)).toEqual(before);
+    // Another text, then the first one again under a new title: it comes back under the title it was accepted under.
+    await publish(owner, { key: "retitle", title: "Terms v2", body: "Text B" });
+    const again = await publish(owner, { key: "retitle", title: "We may sell your data", body: "Text A" });
+    expect(again.versionHash).toBe(a.versionHash);
     const detail = await detailOf(owner, a.id);
-    expect(detail.agreement.title).toBe("New title");
-    expect(detail.history).toHaveLength(1);
-    expect(detail.history[0]).toMatchObject({ versionHash: a.versionHash, title: "New title", current: true });
-    expect((await json(await publicGet(a.id))).agreement.title).toBe("New title");
+    expect(detail.agreement.title).toBe("Terms v1");
+    expect(detail.history.map((h: { title: string }) => h.title)).toEqual(["Terms v1", "Terms v2"]);
+    expect((await json(await publicGet(a.id))).agreement.title).toBe("Terms v1");
+    expect((await json(await call("GET", `/api/clickwrap/${a.id}/versions/${a.versionHash}`, { token: owner.token }))).title).toBe("Terms v1");
+  });
+
+  it("refuses invisible texts and subjects, and a consent page opened with a subject the accept route would refuse", async () => {
+    const owner = await createPrincipal();
+    expect((await call("POST", "/api/clickwrap", { token: owner.token, body: { key: "invisible", title: "T", body: "\u200b\u200b" } })).status).toBe(400);
+    const a = await newAgreement(owner);
+    expect((await publicAccept(a.id, { subjectRef: "user\u202Emoc.live" })).status).toBe(400);
+    expect((await consent(a.id, `?subjectRef=${"x".repeat(300)}`)).status).toBe(400);
+    // The page carries the subject as the server read it (trimmed), so the acceptance and the parent's message agree.
+    const page = await (await consent(a.id, "?subjectRef=%20%20padded%20%20")).text();
+    expect(page).toContain('data-subject="padded"');
+  });
+
+  it("public answers and acceptance lists are never stored by a shared cache", async () => {
+    const owner = await createPrincipal();
+    const a = await newAgreement(owner);
+    expect((await publicGet(a.id)).headers.get("cache-control")).toBe("no-store");
+    expect((await call("GET", `/api/clickwrap/${a.id}/acceptances`, { token: owner.token })).headers.get("cache-control")).toBe("private, no-store");
   });
 
   it("publishing does not reactivate a deactivated agreement", async () => {

@@ -2,7 +2,9 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { durableObjectRateLimiter, RATE_LIMITS, rateLimit } from "../src/platform/rate-limit";
+import { clientIp, durableObjectRateLimiter, RATE_LIMITS, rateLimit } from "../src/platform/rate-limit";
+import { call, json } from "./helpers/client";
+import { createPrincipal } from "./helpers/factories";
 import { testApp } from "./helpers/test-app";
 
 const stub = (key: string) => env.RATE_LIMITER.get(env.RATE_LIMITER.idFromName(key));
@@ -82,5 +84,27 @@ describe("the spec's public limits", () => {
     expect(RATE_LIMITS["public-sign:post"]).toEqual({ limit: 30, windowSeconds: 60 });
     expect(RATE_LIMITS["public-clickwrap:get"]).toEqual({ limit: 120, windowSeconds: 60 });
     expect(RATE_LIMITS["public-clickwrap:post"]).toEqual({ limit: 60, windowSeconds: 60 });
+  });
+});
+
+describe("the address a per-address limit counts", () => {
+  it("counts an IPv6 address by its /64, spellings of one address alike, and an IPv4-mapped address as its IPv4", async () => {
+    expect(clientIp("2001:db8:1:2::1")).toBe(clientIp("2001:0DB8:0001:0002:ffff:0:0:9"));
+    expect(clientIp("2001:db8:1:2::1")).toBe("2001:db8:1:2::/64");
+    expect(clientIp("2001:db8:1:3::1")).not.toBe(clientIp("2001:db8:1:2::1"));
+    expect(clientIp("::ffff:203.0.113.7")).toBe("203.0.113.7");
+    expect(clientIp(" 203.0.113.7 ")).toBe("203.0.113.7");
+    expect(clientIp(undefined)).toBe("unknown");
+  });
+
+  it("rotating addresses inside one /64 does not escape the public limit", async () => {
+    const owner = await createPrincipal();
+    const res = await call("POST", "/api/clickwrap", { token: owner.token, body: { key: "v6", title: "T", body: "B" } });
+    const { id } = await json(res);
+    const statuses: number[] = [];
+    // Every request from another address of 2001:db8:77:0::/64.
+    for (let n = 0; n < 61; n++) statuses.push((await call("POST", `/api/public/clickwrap/${id}`, { headers: { "cf-connecting-ip": `2001:db8:77:0:${(n + 1).toString(16)}::1` } })).status);
+    expect(statuses.slice(0, 60).every((s) => s === 200)).toBe(true);
+    expect(statuses[60]).toBe(429);
   });
 });

@@ -27,7 +27,8 @@ const SCRIPT = `
   const main = document.querySelector("main");
   const agreementId = main.dataset.agreement;
   const versionHash = main.dataset.version;
-  const subjectRef = new URLSearchParams(location.search).get("subjectRef") || undefined;
+  // As the server read and checked it (trimmed), so the acceptance and the message to the parent name the same subject.
+  const subjectRef = main.dataset.subject === undefined ? undefined : main.dataset.subject;
   const status = document.getElementById("status");
   const button = document.getElementById("accept");
   button.addEventListener("click", async () => {
@@ -59,7 +60,11 @@ const SCRIPT = `
 
 const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (ch) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[ch]!);
 
-export function consentPage(c: Context, agreement: { id: string; title: string; body: string; versionHash: string } | null): Response {
+export function consentPage(
+  c: Context,
+  agreement: { id: string; title: string; body: string; versionHash: string } | null,
+  opts: { subjectRef?: string; invalidSubject?: boolean } = {},
+): Response {
   const nonce = btoa(String.fromCharCode(...crypto.getRandomValues(new Uint8Array(16))));
   const csp = [
     "default-src 'none'",
@@ -72,14 +77,16 @@ export function consentPage(c: Context, agreement: { id: string; title: string; 
     "frame-ancestors *",
   ].join("; ");
   const content = agreement
-    ? `<main data-agreement="${escapeHtml(agreement.id)}" data-version="${agreement.versionHash}">
+    ? `<main data-agreement="${escapeHtml(agreement.id)}" data-version="${agreement.versionHash}"${opts.subjectRef === undefined ? "" : ` data-subject="${escapeHtml(opts.subjectRef)}"`}>
   <h1>${escapeHtml(agreement.title)}</h1>
   <div id="text" tabindex="0" aria-label="Agreement text">${escapeHtml(agreement.body)}</div>
   <button type="button" id="accept">I accept</button>
   <p id="status" role="status" aria-live="polite"></p>
 </main>
 <script nonce="${nonce}">${SCRIPT}</script>`
-    : `<main><h1>This agreement is no longer available</h1><p>It may have been withdrawn. Ask the site that showed it to you.</p></main>`;
+    : opts.invalidSubject
+      ? `<main><h1>This page was opened with an invalid subject</h1><p>The subjectRef in its address must be one line of 1 to 200 visible characters. Ask the site that showed it to you.</p></main>`
+      : `<main><h1>This agreement is no longer available</h1><p>It may have been withdrawn. Ask the site that showed it to you.</p></main>`;
   const html = `<!doctype html>
 <html lang="en">
 <head>
@@ -87,14 +94,14 @@ export function consentPage(c: Context, agreement: { id: string; title: string; 
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="referrer" content="no-referrer">
 <link rel="icon" href="data:,">
-<title>${agreement ? escapeHtml(agreement.title) : "Agreement not available"}</title>
+<title>${agreement ? escapeHtml(agreement.title) : opts.invalidSubject ? "Invalid subject" : "Agreement not available"}</title>
 <style nonce="${nonce}">${STYLE}</style>
 </head>
 <body>
 ${content}
 </body>
 </html>`;
-  return c.html(html, agreement ? 200 : 404, {
+  return c.html(html, opts.invalidSubject ? 400 : agreement ? 200 : 404, {
     "Content-Security-Policy": csp,
     "Referrer-Policy": "no-referrer",
     "X-Content-Type-Options": "nosniff",

@@ -24,6 +24,7 @@ import {
   MAX_BODY_CHARS,
   PublicAgreement,
   Published,
+  SUBJECT,
   VersionParam,
   VersionText,
 } from "./schemas";
@@ -43,9 +44,10 @@ const publish = defineRoute(API, {
   security,
   summary: "Publish an agreement (a new one, or a new version of a key)",
   description: `The agreement id is stable for a key within your organization. The same body again changes nothing and answers the
-same id and versionHash (the hex SHA-256 of the body, exactly as sent); a changed body becomes the current version, and every
-earlier text is kept (GET …/{agreementId} lists them). A title change alone retitles the current version. Publishing does not
-reactivate a deactivated agreement. The body is at most ${MAX_BODY_CHARS} characters.`,
+same id and versionHash (the hex SHA-256 of the body, exactly as sent), also with another title: a text keeps the title it
+was shown under, since both are what a person accepted. A changed body becomes the current version with its title, and every
+earlier text is kept (GET …/{agreementId} lists them); publishing an earlier text again makes it current again, under its
+first title. Publishing does not reactivate a deactivated agreement. The body is at most ${MAX_BODY_CHARS} characters.`,
   request: jsonBody(AgreementPublish),
   responses: { 201: apiJson("The agreement's id and current version", Published) },
 });
@@ -171,6 +173,7 @@ acceptance it posts \`{type: "clickwrap:accepted", agreementId, versionHash, sub
   request: { params: AgreementIdParam },
   responses: {
     200: { description: "The page", content: { "text/html": { schema: z.string() } } },
+    400: { description: "subjectRef is not one line of 1 to 200 visible characters (a page that says so)", content: { "text/html": { schema: z.string() } } },
     404: { description: "The agreement is unknown or withdrawn (a page that says so)", content: { "text/html": { schema: z.string() } } },
     ...RATE_LIMITED,
   },
@@ -182,6 +185,16 @@ export const clickwrapRoutes = new OpenAPIHono<AppBindings>({ defaultHook: valid
 // A site may also show the text and take the acceptance with its own interface: the public routes answer any origin
 // (errors too), and preflights are answered here. Nothing they hand out is private, and no cookie is involved.
 clickwrapRoutes.use("/api/public/clickwrap/*", cors({ origin: "*", allowMethods: ["GET", "POST", "OPTIONS"], allowHeaders: ["accept", "content-type"], maxAge: 86_400 }));
+// The current text must never come from a cache (an acceptance of a stale one is refused), and acceptance lists carry
+// addresses: nothing here is stored by a shared cache.
+clickwrapRoutes.use("/api/public/clickwrap/*", async (c, next) => {
+  await next();
+  c.header("Cache-Control", "no-store");
+});
+clickwrapRoutes.use("/api/clickwrap/*", async (c, next) => {
+  await next();
+  c.header("Cache-Control", "private, no-store");
+});
 clickwrapRoutes
   .openapi(publish, async (c) => {
     const { id, versionHash } = await publishAgreement(serviceContext(c), c.req.valid("json"));
@@ -206,4 +219,10 @@ clickwrapRoutes
     const done = await accept({ db: c.get("db") }, c.req.valid("param").agreementId, input, requestMeta(c));
     return done ? c.json({ accepted: true as const }, 200) : gone(c);
   })
-  .openapi(page, async (c) => consentPage(c, await publicAgreement({ db: c.get("db") }, c.req.valid("param").agreementId)) as never);
+  .openapi(page, async (c) => {
+    const subject = c.req.query("subjectRef");
+    const parsed = subject === undefined ? undefined : SUBJECT.safeParse(subject);
+    // A subjectRef the accept route would refuse is refused here, before anyone is asked to click.
+    if (parsed && !parsed.success) return consentPage(c, null, { invalidSubject: true }) as never;
+    return consentPage(c, await publicAgreement({ db: c.get("db") }, c.req.valid("param").agreementId), { subjectRef: parsed?.data }) as never;
+  });

@@ -1,6 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { pageParams } from "../crm/list-query";
-import { oneLineText, pattern } from "../lib/validation";
+import { oneLineText } from "../lib/validation";
 
 /** Agreement text at most (characters); a request body is at most 1 MiB anyway. */
 export const MAX_BODY_CHARS = 200_000;
@@ -11,9 +11,16 @@ const hash = z.string().regex(/^[0-9a-f]{64}$/).openapi({ example: "9f86d081884c
 
 export const AgreementPublish = z
   .strictObject({
-    key: pattern(/^[A-Za-z0-9][A-Za-z0-9._:-]{0,99}$/, "invalid_key", "Letters, digits, dot, underscore, colon and dash, at most 100").openapi({ example: "terms-of-service" }),
+    key: z
+      .string()
+      .regex(/^[A-Za-z0-9][A-Za-z0-9._:-]{0,99}$/, "Letters, digits, dot, underscore, colon and dash, at most 100, starting with a letter or digit")
+      .openapi({ example: "terms-of-service" }),
     title: oneLineText(200),
-    body: z.string().min(1).max(MAX_BODY_CHARS).refine((b) => b.trim().length > 0, { message: "The agreement text is empty" }),
+    body: z
+      .string()
+      .min(1)
+      .max(MAX_BODY_CHARS)
+      .refine((b) => /[^\s\p{Cf}\p{Z}]/u.test(b), { message: "The agreement text has nothing visible" }),
   })
   .openapi("ClickwrapPublish");
 export type AgreementPublish = z.infer<typeof AgreementPublish>;
@@ -74,7 +81,8 @@ export const AcceptanceList = z
   })
   .openapi("ClickwrapAcceptanceList");
 
-const SUBJECT = z.string().trim().min(1).max(200).refine((v) => !/[\u0000-\u001f\u007f]/.test(v), { message: "Must be one line without control characters" });
+/** Who accepted: one line of 1 to 200 visible characters (no control characters or bidi overrides, which would misreport the evidence). */
+export const SUBJECT = oneLineText(200);
 
 export const AcceptanceQuery = z.strictObject({
   subjectRef: SUBJECT.optional().openapi({ description: "Only this subject's acceptances" }),

@@ -24,9 +24,9 @@ async function findAgreement(ctx: ServiceContext, id: string): Promise<Agreement
 }
 
 /**
- * POST /api/clickwrap: the agreement of `key` (created on first publish). The same body again changes nothing and
- * answers the same id and hash; a changed body becomes the current version, every earlier text kept; a title change
- * alone retitles the current version. Concurrent publishes of one key create it once (the unique key), and each
+ * POST /api/clickwrap: the agreement of `key` (created on first publish). The same body again changes nothing (its
+ * title included) and answers the same id and hash; a changed body becomes the current version with its title, every
+ * earlier text kept with the title it was shown under. Concurrent publishes of one key create it once (the unique key), and each
  * publish applies to the agreement as it is at commit time.
  */
 export async function publishAgreement(ctx: ServiceContext, input: AgreementPublish): Promise<{ id: string; versionHash: string; changed: boolean }> {
@@ -44,19 +44,21 @@ export async function publishAgreement(ctx: ServiceContext, input: AgreementPubl
       ]);
       return { id, versionHash, changed: true };
     }
-    if (before.versionHash === versionHash && before.title === input.title) return { id: before.id, versionHash, changed: false };
-    const sameText = before.versionHash === versionHash;
+    // The same body changes nothing (spec), whatever title comes with it: a version's title is part of what was shown.
+    if (before.versionHash === versionHash) return { id: before.id, versionHash, changed: false };
+    const known = await ctx.db.select({ title: clickwrapVersions.title }).from(clickwrapVersions).where(and(eq(clickwrapVersions.agreementId, before.id), eq(clickwrapVersions.versionHash, versionHash))).get();
+    // An earlier text published again becomes current again with the title it was published with; a new text is kept.
+    const title = known?.title ?? input.title;
     await commit(ctx, [
       expectVersion(ctx.db, AGREEMENTS, ctx.organizationId, before),
       ctx.db
         .update(clickwrapAgreements)
-        .set({ title: input.title, versionHash, updatedAt: now, version: before.version + 1 })
+        .set({ title, versionHash, updatedAt: now, version: before.version + 1 })
         .where(atVersion(AGREEMENTS, ctx.organizationId, before.id, before.version)),
-      // A new text is kept; an earlier text published again becomes current again (its first publication stays).
       ctx.db
         .insert(clickwrapVersions)
-        .values({ agreementId: before.id, versionHash, organizationId: ctx.organizationId, title: input.title, body: input.body, publishedAt: now, currentSince: now })
-        .onConflictDoUpdate({ target: [clickwrapVersions.agreementId, clickwrapVersions.versionHash], set: { title: input.title, currentSince: sameText ? sql`${clickwrapVersions.currentSince}` : now } }),
+        .values({ agreementId: before.id, versionHash, organizationId: ctx.organizationId, title, body: input.body, publishedAt: now, currentSince: now })
+        .onConflictDoUpdate({ target: [clickwrapVersions.agreementId, clickwrapVersions.versionHash], set: { currentSince: now } }),
     ]);
     return { id: before.id, versionHash, changed: true };
   });

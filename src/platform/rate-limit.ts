@@ -44,7 +44,24 @@ export function durableObjectRateLimiter(env: Env): RateLimiter {
 }
 
 /** The client address Cloudflare puts in front of every request; absent only outside Cloudflare's edge. */
-export const clientIp = (header: string | undefined): string => header?.trim() || "unknown";
+/**
+ * The subject a per-address limit counts: an IPv4 address as is, an IPv6 address by its /64 (one customer line holds a
+ * whole /64, so counting single addresses would let anyone rotate through billions), an IPv4-mapped IPv6 address as
+ * its IPv4. Spellings of one address count alike.
+ */
+export function clientIp(header: string | undefined): string {
+  const raw = header?.trim().toLowerCase();
+  if (!raw) return "unknown";
+  if (!raw.includes(":")) return raw;
+  const mapped = /^::ffff:(\d{1,3}(?:\.\d{1,3}){3})$/.exec(raw);
+  if (mapped) return mapped[1]!;
+  const [head, tail] = raw.split("::");
+  const left = head ? head.split(":") : [];
+  const right = tail ? tail.split(":") : [];
+  const groups = raw.includes("::") ? [...left, ...Array(Math.max(0, 8 - left.length - right.length)).fill("0"), ...right] : left;
+  if (groups.length !== 8 || groups.some((g) => !/^[0-9a-f]{1,4}$/.test(g))) return raw.slice(0, 64);
+  return `${groups.slice(0, 4).map((g) => g.replace(/^0+(?=.)/, "")).join(":")}::/64`;
+}
 
 /**
  * Attach to a route: `middleware: [rateLimit("public-sign:get")]`. Answers 429 with Retry-After past the limit.
