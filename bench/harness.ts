@@ -130,10 +130,11 @@ export const percentile = (values: number[], q: number) => {
  * The real app with a D1 binding that counts round trips (each prepare().run/all/first/raw and each batch is one).
  * Requests wait for their deferred work (the event publish), so all of their round trips are counted.
  */
-export function countingApp() {
+export function countingApp(vars: Record<string, string> = {}) {
   const counted = countD1(env.DB);
   const app = createApp();
-  const benchEnv = { ...env, DB: counted.db };
+  // `vars` over the test env: configuration of an outside service for this app (a fake AI gateway's URL, say).
+  const benchEnv = { ...env, ...vars, DB: counted.db };
   return {
     trips: counted.trips,
     reset: counted.reset,

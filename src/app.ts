@@ -3,6 +3,7 @@ import { requestId } from "hono/request-id";
 import { contactRoutes } from "./contacts/routes";
 import { obligationRoutes } from "./documents/obligation-routes";
 import { documentRoutes } from "./documents/routes";
+import { searchRoutes } from "./documents/search-routes";
 import { draftRoutes } from "./documents/draft-routes";
 import { fileRoutes } from "./files/routes";
 import { turnstile } from "./platform/bot-challenge";
@@ -64,8 +65,9 @@ export function createApp(options: AppOptions = {}) {
   app.route("/", propertyRoutes);
   app.route("/", dealRoutes);
   app.route("/", createWebhookRoutes(defaultWebhookDeps(options.webhooks)));
-  // Before documentRoutes: its /api/documents/{id} would take "obligations" for an id.
+  // Before documentRoutes: its /api/documents/{id} would take "obligations" or "search" for an id.
   app.route("/", obligationRoutes);
+  app.route("/", searchRoutes);
   app.route("/", documentRoutes);
   app.route("/", draftRoutes);
   app.route("/", signatureRoutes);

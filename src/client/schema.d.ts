@@ -796,6 +796,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/documents/search": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Search your organization's documents by meaning
+         * @description Embeds `q` with the AI gateway's embedding model and ranks your organization's documents by the cosine similarity of their text (form, parties, address, dates, amounts; a free-form document's title and body). Documents are indexed shortly after they are generated (DOCUMENT_GENERATED). Without an AI gateway configured every query answers `hits: []`.
+         */
+        get: operations["searchDocuments"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/documents/usage": {
         parameters: {
             query?: never;
@@ -1282,9 +1302,10 @@ export interface paths {
         /**
          * Publish an agreement (a new one, or a new version of a key)
          * @description The agreement id is stable for a key within your organization. The same body again changes nothing and answers the
-         *     same id and versionHash (the hex SHA-256 of the body, exactly as sent); a changed body becomes the current version, and every
-         *     earlier text is kept (GET …/{agreementId} lists them). A title change alone retitles the current version. Publishing does not
-         *     reactivate a deactivated agreement. The body is at most 200000 characters.
+         *     same id and versionHash (the hex SHA-256 of the body, exactly as sent), also with another title: a text keeps the title it
+         *     was shown under, since both are what a person accepted. A changed body becomes the current version with its title, and every
+         *     earlier text is kept (GET …/{agreementId} lists them); publishing an earlier text again makes it current again, under its
+         *     first title. Publishing does not reactivate a deactivated agreement. The body is at most 200000 characters.
          */
         post: operations["publishClickwrapAgreement"];
         delete?: never;
@@ -2626,6 +2647,15 @@ export interface components {
             }[];
             /** @description On 5xx answers only */
             requestId?: string;
+        };
+        SearchResult: {
+            /** @description Best first, one per document, at most 20 */
+            hits: components["schemas"]["SearchHit"][];
+        };
+        SearchHit: {
+            documentId: string;
+            /** @description Cosine similarity of the query and the document's best-matching chunk, clamped to 0–1; higher is more similar */
+            score: number;
         };
         Usage: {
             /** @description Documents generated this calendar month (UTC) */
@@ -7619,6 +7649,65 @@ export interface operations {
             };
         };
     };
+    searchDocuments: {
+        parameters: {
+            query?: {
+                /** @description Natural-language query, at most 500 characters (more is a 400). Empty or missing: no hits, and the AI gateway is not called. */
+                q?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The hits */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SearchResult"];
+                };
+            };
+            /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The AI gateway failed or could not be reached (ai_gateway_error, ai_gateway_unreachable, ai_gateway_bad_response) */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
     getDocumentUsage: {
         parameters: {
             query?: never;
@@ -10550,13 +10639,13 @@ export interface operations {
                     "text/html": string;
                 };
             };
-            /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
+            /** @description subjectRef is not one line of 1 to 200 visible characters (a page that says so); or: Invalid input (every problem listed), a body that is not JSON, or a malformed header */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ApiError"];
+                    "text/html": string;
                 };
             };
             /** @description The agreement is unknown or withdrawn (a page that says so) */

@@ -9,3 +9,4 @@ export * from "./properties";
 export * from "./deals";
 export * from "./clickwrap";
 export * from "./obligations";
+export * from "./document-vectors";
