@@ -211,3 +211,20 @@ describe("the Vectorize index", () => {
     expect([...fake.stored.keys()]).toEqual(["doc-2#0"]);
   });
 });
+
+describe("search under adversarial input (found by an HTTP pass)", () => {
+  it("refuses control characters in q, and a gateway answering absurd vectors is a 502, never a 500", async () => {
+    const { token } = await createPrincipal();
+    expect((await call("GET", "/api/documents/search?q=%00", { token })).status).toBe(400);
+    const absurd = await openAiGateway({ script: [{ status: 200, body: { data: [{ index: 0, embedding: new Array(20_000).fill(0.5) }] } }] });
+    const res = await call("GET", "/api/documents/search?q=mango", { token, vars: absurd.vars });
+    expect(res.status).toBe(502);
+  });
+
+  it("a document posted back with dealId null is taken (a read shows null)", async () => {
+    const { token } = await createPrincipal();
+    const res = await call("POST", "/api/documents", { token, body: { formKey: "on/standard-lease", canonical: leaseCanonical(), dealId: null } });
+    expect(res.status).toBe(201);
+    expect((await json(res)).dealId).toBeNull();
+  });
+});

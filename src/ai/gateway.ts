@@ -203,8 +203,12 @@ export function openAiCompatibleGateway(opts: HttpGatewayOptions): AiGateway {
   };
 }
 
+/** Embedding dimensions at most: real models use 384 to 3,072; anything far beyond is a broken answer. */
+export const MAX_EMBEDDING_DIMENSIONS = 8192;
+
 function checkVector(v: unknown): number[] {
   if (!Array.isArray(v) || v.length === 0 || !v.every((x) => typeof x === "number" && Number.isFinite(x))) throw new AiGatewayBadResponse("an embedding is not a list of numbers");
+  if (v.length > MAX_EMBEDDING_DIMENSIONS) throw new AiGatewayBadResponse(`an embedding has more than ${MAX_EMBEDDING_DIMENSIONS} dimensions`);
   return v as number[];
 }
 

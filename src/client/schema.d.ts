@@ -2654,7 +2654,7 @@ export interface components {
         };
         SearchHit: {
             documentId: string;
-            /** @description Cosine similarity of the query and the document's best-matching chunk, clamped to 0–1; higher is more similar */
+            /** @description Cosine similarity of the query and the document's best-matching chunk, clamped to 0–1; higher is more similar; documents sharing nothing with the query (0) are left out */
             score: number;
         };
         Usage: {
@@ -2692,8 +2692,8 @@ export interface components {
             formKey: "on/standard-lease" | "generic/free-form";
             /** @description The canonical draft, reviewed by a person; its formKey names the same form */
             canonical: components["schemas"]["LeaseCanonical"] | components["schemas"]["FreeFormCanonical"];
-            /** @description A deal of your organization this document belongs to; its obligations link to it (an unknown or foreign id is a 400) */
-            dealId?: string;
+            /** @description A deal of your organization this document belongs to; its obligations link to it (an unknown or foreign id is a 400; null: none) */
+            dealId?: string | null;
         };
         LeaseCanonical: {
             /** @enum {number} */

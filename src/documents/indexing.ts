@@ -125,5 +125,6 @@ export async function searchDocuments(ctx: ServiceContext, q: string | undefined
     .from(documents)
     .where(and(eq(documents.organizationId, ctx.organizationId), inJsonList(documents.id, ranked.map(([id]) => id))));
   const ids = new Set(live.map((r) => r.id));
-  return ranked.filter(([id]) => ids.has(id)).map(([documentId, score]) => ({ documentId, score: Math.min(1, Math.max(0, score)) }));
+  // A document sharing nothing with the query (score 0 or below) is no hit.
+  return ranked.filter(([id, score]) => ids.has(id) && score > 0).map(([documentId, score]) => ({ documentId, score: Math.min(1, score) }));
 }

@@ -10,6 +10,8 @@ export const SearchQuery = z.strictObject({
   q: z
     .string()
     .max(MAX_QUERY_CHARS)
+    // As for every text this API takes: no NUL or other control characters, no lone surrogates.
+    .refine((v) => !/[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/.test(v) && v.isWellFormed(), { message: "Must be text without control characters" })
     .optional()
     .openapi({ example: "lease on Queen St W", description: `Natural-language query, at most ${MAX_QUERY_CHARS} characters (more is a 400). Empty or missing: no hits, and the AI gateway is not called.` }),
 });
@@ -17,7 +19,7 @@ export const SearchQuery = z.strictObject({
 export const SearchHit = z
   .object({
     documentId: z.string(),
-    score: z.number().min(0).max(1).openapi({ description: "Cosine similarity of the query and the document's best-matching chunk, clamped to 0–1; higher is more similar" }),
+    score: z.number().min(0).max(1).openapi({ description: "Cosine similarity of the query and the document's best-matching chunk, clamped to 0–1; higher is more similar; documents sharing nothing with the query (0) are left out" }),
   })
   .openapi("SearchHit");
 

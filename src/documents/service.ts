@@ -29,8 +29,8 @@ export async function findDocument(ctx: ServiceContext, id: string): Promise<Row
 }
 
 /** The deal a new document links to must be one of the caller's organization: otherwise a 400 naming `dealId`. */
-async function linkedDeal(ctx: ServiceContext, dealId: string | undefined): Promise<Statement[]> {
-  if (dealId === undefined) return [];
+async function linkedDeal(ctx: ServiceContext, dealId: string | null | undefined): Promise<Statement[]> {
+  if (dealId === undefined || dealId === null) return [];
   await findDeal(ctx, dealId).catch((err: unknown) => {
     throw err instanceof NotFound ? new Validation([{ field: "dealId", path: ["dealId"], code: "invalid_reference", message: "No deal with this id in your organization" }]) : err;
   });

@@ -81,7 +81,10 @@ function float32FromHex(hex: string): Float32Array {
 }
 
 function normalized(values: number[]): Float32Array {
-  const norm = Math.hypot(...values) || 1;
+  // A loop, not Math.hypot(...values): spreading a long vector into arguments overflows the stack.
+  let sum = 0;
+  for (const x of values) sum += x * x;
+  const norm = Math.sqrt(sum) || 1;
   return Float32Array.from(values, (x) => x / norm);
 }
 
