@@ -10,6 +10,7 @@ import { turnstile } from "./platform/bot-challenge";
 import { createPublicSigningRoutes, type SigningDeps } from "./signatures/public-routes";
 import { signatureRoutes } from "./signatures/routes";
 import { reviewRoutes } from "./reputation/public-routes";
+import { referralRoutes } from "./reputation/referral-routes";
 import { reputationRoutes } from "./reputation/routes";
 import { readConfig } from "./env";
 import { plantRoutes } from "./plants/routes";
@@ -75,6 +76,7 @@ export function createApp(options: AppOptions = {}) {
   app.route("/", fileRoutes);
   app.route("/", reputationRoutes);
   app.route("/", reviewRoutes);
+  app.route("/", referralRoutes);
   app.route("/", clickwrapRoutes);
 
   mountDocs(app);

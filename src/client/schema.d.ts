@@ -1286,6 +1286,56 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/reputation/referrals": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List referrals
+         * @description Newest first; keyset-paginated (`pagination.nextCursor`).
+         */
+        get: operations["listReferrals"];
+        put?: never;
+        /**
+         * Log a referral
+         * @description Every referral starts RECEIVED. Channels: MANUAL, PUBLIC_PROFILE, EMAIL, PHONE, IN_PERSON, WEBSITE, SOCIAL_MEDIA, OTHER. Reward tracking is optional: rewardType (CASH, GIFT_CARD, DISCOUNT, DONATION, OTHER),
+         *     rewardStatus (NONE, PENDING, APPROVED, PAID, DECLINED; PENDING when only a type is given) and rewardValue. Emits REFERRAL_RECEIVED; a workflow then turns
+         *     the referred person into a lead contact (source REFERRAL, assigned to the agent) when referredContact is an e-mail address, linking the
+         *     organization's existing contact with that e-mail instead of making a second one, and sets leadContactId. The agent must be a user and the referrer a contact of your organization (400 otherwise).
+         */
+        post: operations["createReferral"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/public/referral/{agentSlug}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Refer someone to an agent
+         * @description No authentication: the slug of a PUBLISHED profile is the capability. Records the referrer as a contact of the agent's
+         *     organization (an existing contact with that e-mail is linked), creates the referral RECEIVED with channel PUBLIC_PROFILE and emits
+         *     REFERRAL_RECEIVED; the referred person then becomes a lead of the agent. Body at most 32 KB (413); every problem of the body is
+         *     listed in one 400; 10 requests a minute per address (429). Unknown, unpublished and deleted profiles answer the same 404. CORS-enabled.
+         */
+        post: operations["recordPublicReferral"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/clickwrap": {
         parameters: {
             query?: never;
@@ -3094,6 +3144,69 @@ export interface components {
             jsonLd: {
                 [key: string]: unknown;
             };
+        };
+        ReferralList: {
+            referrals: components["schemas"]["Referral"][];
+            pagination: {
+                hasMore: boolean;
+                nextCursor: string | null;
+                limit: number;
+            };
+        };
+        Referral: {
+            id: string;
+            agentUserId: string;
+            referrerPersonId: string | null;
+            channel: string;
+            /** @enum {string} */
+            status: "RECEIVED";
+            referredName: string;
+            referredContact: string | null;
+            notes: string | null;
+            rewardType: string | null;
+            rewardStatus: string | null;
+            rewardValue: number | null;
+            /** @description The lead contact made (or found by e-mail) from the referral; null until the workflow ran */
+            leadContactId: string | null;
+            createdAt: string;
+            updatedAt: string;
+        };
+        ReferralCreate: {
+            /** @description The agent (a user of your organization) the referral is for; the lead is assigned to them */
+            agentUserId: string;
+            /** @description Who referred, a contact of your organization */
+            referrerPersonId?: string;
+            /**
+             * @default MANUAL
+             * @enum {string}
+             */
+            channel?: "MANUAL" | "PUBLIC_PROFILE" | "EMAIL" | "PHONE" | "IN_PERSON" | "WEBSITE" | "SOCIAL_MEDIA" | "OTHER";
+            referredName: string;
+            /** @description E-mail address or phone number of the referred person; an e-mail makes a lead contact */
+            referredContact?: string;
+            notes?: string;
+            /** @enum {string} */
+            rewardType?: "CASH" | "GIFT_CARD" | "DISCOUNT" | "DONATION" | "OTHER";
+            /**
+             * @description Defaults to PENDING when a reward type is given
+             * @enum {string}
+             */
+            rewardStatus?: "NONE" | "PENDING" | "APPROVED" | "PAID" | "DECLINED";
+            /** @description Amount of the reward, in the organization's currency */
+            rewardValue?: number;
+        };
+        ReferralReceived: {
+            /** @enum {boolean} */
+            received: true;
+        };
+        PublicReferral: {
+            referrerName: string;
+            /** Format: email */
+            referrerEmail: string;
+            referredName: string;
+            /** Format: email */
+            referredEmail: string;
+            notes?: string;
         };
         ClickwrapPublished: {
             id: string;
@@ -9980,6 +10093,227 @@ export interface operations {
             };
             /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    listReferrals: {
+        parameters: {
+            query?: {
+                /** @description 1–100, default 25; anything else is a 422 */
+                limit?: number;
+                /** @description `pagination.nextCursor` of the previous page */
+                cursor?: string;
+                status?: "RECEIVED";
+                agentUserId?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of referrals */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReferralList"];
+                };
+            };
+            /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    createReferral: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ReferralCreate"];
+            };
+        };
+        responses: {
+            /** @description The referral */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Referral"];
+                };
+            };
+            /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The body is over the route's size limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Content-Type is not one the route takes (application/json; multipart/form-data on uploads) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description This Idempotency-Key was used for another request (idempotency_key_reused) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    recordPublicReferral: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agentSlug: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PublicReferral"];
+            };
+        };
+        responses: {
+            /** @description Received */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReferralReceived"];
+                };
+            };
+            /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description No published profile at this slug */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The body is over the route's size limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Content-Type is not one the route takes (application/json; multipart/form-data on uploads) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Too many requests from this address (rate_limited) */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };

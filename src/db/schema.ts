@@ -10,3 +10,4 @@ export * from "./deals";
 export * from "./clickwrap";
 export * from "./obligations";
 export * from "./document-vectors";
+export * from "./referrals";

@@ -2,8 +2,9 @@ import { auditConsumer } from "./audit";
 import { certificateConsumer } from "../signatures/certificate";
 import { documentIndexingConsumer } from "../documents/indexing";
 import { obligationSyncConsumer } from "../documents/obligations";
+import { referralLeadConsumer } from "../reputation/referrals";
 import { webhookFanout } from "../webhooks/fanout";
 import type { EventConsumer } from "./consumers";
 
 /** Every consumer of the `events` queue. Later domains add theirs here (webhook fan-out, survey scheduling …). */
-export const EVENT_CONSUMERS: EventConsumer[] = [auditConsumer, webhookFanout, certificateConsumer, obligationSyncConsumer, documentIndexingConsumer];
+export const EVENT_CONSUMERS: EventConsumer[] = [auditConsumer, webhookFanout, certificateConsumer, obligationSyncConsumer, documentIndexingConsumer, referralLeadConsumer];

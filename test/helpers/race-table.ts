@@ -453,6 +453,18 @@ export const RACES: Race[] = [
     },
   },
 
+  // Referrals (issue 13): concurrent referrals all land, each with its REFERRAL_RECEIVED.
+  {
+    kind: "independent",
+    route: "POST /api/reputation/referrals",
+    seed: async () => ({}),
+    changes: async (owner) => Array.from({ length: 20 }, (_, i) => ({ body: { agentUserId: owner.userId, referredName: `Referred ${i}`, referredContact: uniqueEmail("race"), rewardType: "CASH", rewardValue: i } })),
+    async verify(owner) {
+      expect(await count("SELECT COUNT(*) AS n FROM referrals WHERE organization_id = ?", owner.organizationId)).toBe(20);
+      expect(await count("SELECT COUNT(*) AS n FROM outbox_events WHERE organization_id = ? AND type = 'REFERRAL_RECEIVED'", owner.organizationId)).toBe(20);
+    },
+  },
+
   // Plant store.
   {
     kind: "independent",

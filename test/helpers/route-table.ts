@@ -266,3 +266,9 @@ ROUTES.push(
   { method: "POST", path: "/api/clickwrap/{agreementId}/activate", family: "api", seed: seedAgreement, unknown: unknownAgreement },
   { method: "GET", path: "/api/clickwrap/{agreementId}/acceptances", family: "api", seed: seedAgreement, unknown: unknownAgreement },
 );
+
+// Referrals (issue 13).
+ROUTES.push(
+  { method: "GET", path: "/api/reputation/referrals", family: "api" },
+  { method: "POST", path: "/api/reputation/referrals", family: "api", body: { agentUserId: "x", referredName: "Matrix Referral" } },
+);

@@ -1,0 +1,77 @@
+import { OpenAPIHono, z } from "@hono/zod-openapi";
+import { cors } from "hono/cors";
+import { API, apiError, apiJson } from "../platform/api-family";
+import { serviceContext } from "../platform/auth";
+import { limitBody } from "../platform/body-limit";
+import type { AppBindings } from "../platform/context";
+import { validationHook } from "../platform/openapi";
+import { rateLimit } from "../platform/rate-limit";
+import { defineRoute, jsonBody } from "../platform/route";
+import { captureReferral, createReferral, listReferrals, PublicReferral, Referral, ReferralCreate, ReferralList, ReferralListQuery, REFERRAL_CHANNELS, REWARD_STATUSES, REWARD_TYPES } from "./referrals";
+
+const tags = ["Reputation"];
+const security = [{ bearerAuth: [] }];
+/** The public form's body limit (spec: Limits, POST public referral body at most 32 KB). */
+export const PUBLIC_REFERRAL_MAX_BYTES = 32 * 1024;
+
+const RULES = `Every referral starts RECEIVED. Channels: ${REFERRAL_CHANNELS.join(", ")}. Reward tracking is optional: rewardType (${REWARD_TYPES.join(", ")}),
+rewardStatus (${REWARD_STATUSES.join(", ")}; PENDING when only a type is given) and rewardValue. Emits REFERRAL_RECEIVED; a workflow then turns
+the referred person into a lead contact (source REFERRAL, assigned to the agent) when referredContact is an e-mail address, linking the
+organization's existing contact with that e-mail instead of making a second one, and sets leadContactId.`;
+
+const list = defineRoute(API, {
+  operationId: "listReferrals",
+  method: "get",
+  path: "/api/reputation/referrals",
+  tags,
+  security,
+  summary: "List referrals",
+  description: "Newest first; keyset-paginated (`pagination.nextCursor`).",
+  request: { query: ReferralListQuery },
+  responses: { 200: apiJson("A page of referrals", ReferralList) },
+});
+
+const create = defineRoute(API, {
+  operationId: "createReferral",
+  method: "post",
+  path: "/api/reputation/referrals",
+  tags,
+  security,
+  summary: "Log a referral",
+  description: `${RULES} The agent must be a user and the referrer a contact of your organization (400 otherwise).`,
+  request: jsonBody(ReferralCreate),
+  responses: { 201: apiJson("The referral", Referral) },
+});
+
+const capture = defineRoute(API, {
+  operationId: "recordPublicReferral",
+  method: "post",
+  path: "/api/public/referral/{agentSlug}",
+  security: [],
+  tags: ["Referrals (public)"],
+  summary: "Refer someone to an agent",
+  description: `No authentication: the slug of a PUBLISHED profile is the capability. Records the referrer as a contact of the agent's
+organization (an existing contact with that e-mail is linked), creates the referral RECEIVED with channel PUBLIC_PROFILE and emits
+REFERRAL_RECEIVED; the referred person then becomes a lead of the agent. Body at most 32 KB (413); every problem of the body is
+listed in one 400; 10 requests a minute per address (429). Unknown, unpublished and deleted profiles answer the same 404. CORS-enabled.`,
+  middleware: [limitBody(PUBLIC_REFERRAL_MAX_BYTES), rateLimit("public-referral:post")] as const,
+  request: { params: z.object({ agentSlug: z.string().min(1).max(100).openapi({ param: { name: "agentSlug", in: "path" } }) }), ...jsonBody(PublicReferral) },
+  responses: {
+    202: apiJson("Received", z.object({ received: z.literal(true) }).openapi("ReferralReceived")),
+    404: apiError("No published profile at this slug"),
+    429: apiError("Too many requests from this address (rate_limited)"),
+  },
+});
+
+export const referralRoutes = new OpenAPIHono<AppBindings>({ defaultHook: validationHook });
+// An agent's own site may host the form: any origin may post (errors readable too); nothing private is answered.
+referralRoutes.use("/api/public/referral/*", cors({ origin: "*", allowMethods: ["POST", "OPTIONS"], allowHeaders: ["accept", "content-type"], maxAge: 86_400 }));
+referralRoutes
+  .openapi(list, async (c) => c.json(await listReferrals(serviceContext(c), c.req.valid("query")), 200))
+  .openapi(create, async (c) => c.json(await createReferral(serviceContext(c), c.req.valid("json")), 201))
+  .openapi(capture, async (c) => {
+    const base = { env: c.env, db: c.get("db"), d1: c.get("d1"), requestId: c.get("requestId"), origin: new URL(c.req.url).origin, defer: (work: Promise<unknown>) => c.executionCtx.waitUntil(work) };
+    const referral = await captureReferral(base, c.req.valid("param").agentSlug, c.req.valid("json"));
+    if (!referral) return c.json({ error: "not_found", message: "No published profile at this address" }, 404);
+    return c.json({ received: true as const }, 202);
+  });

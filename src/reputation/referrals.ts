@@ -1,0 +1,273 @@
+import { z } from "@hono/zod-openapi";
+import { and, desc, eq, isNull, lt, or } from "drizzle-orm";
+import type { Db } from "../db/client";
+import { agentProfiles, contacts, referrals } from "../db/schema";
+import { commit, expectNoRow, expectRow, type Statement, withRetries } from "../db/write";
+import type { Env } from "../env";
+import type { EventConsumer } from "../events/consumers";
+import type { EventEnvelope } from "../events/envelope";
+import { newEvent } from "../events/outbox";
+import { bumpResourceCounter } from "../crm/list-totals";
+import { type ContactRecord, toContact } from "../contacts/mapping";
+import { decodeCursor, encodeCursor } from "../lib/cursor";
+import { Validation } from "../lib/errors";
+import { newId } from "../lib/ids";
+import { nowIso } from "../lib/time";
+import { oneLineText } from "../lib/validation";
+import { listQuery } from "../crm/list-query";
+import type { ServiceContext } from "../platform/context";
+import { checkReferences } from "./agents";
+
+/**
+ * Referrals (spec: Referral, Rules 2). Values the spec leaves open, decided here and documented in /docs: the channel
+ * and reward lists below; every referral starts RECEIVED (the only status the spec shows, so there is no status move);
+ * referredContact is an e-mail address or a phone number, and only an e-mail makes a lead (a contact needs one).
+ */
+export const REFERRAL_CHANNELS = ["MANUAL", "PUBLIC_PROFILE", "EMAIL", "PHONE", "IN_PERSON", "WEBSITE", "SOCIAL_MEDIA", "OTHER"] as const;
+export const REWARD_TYPES = ["CASH", "GIFT_CARD", "DISCOUNT", "DONATION", "OTHER"] as const;
+export const REWARD_STATUSES = ["NONE", "PENDING", "APPROVED", "PAID", "DECLINED"] as const;
+export const REFERRAL_STATUSES = ["RECEIVED"] as const;
+
+const id = z.string().min(1).max(100);
+const phone = z.string().trim().regex(/^\+?[0-9 ().-]{7,25}$/, { message: "Must be an e-mail address or a phone number" });
+
+export const ReferralCreate = z
+  .strictObject({
+    agentUserId: id.openapi({ description: "The agent (a user of your organization) the referral is for; the lead is assigned to them" }),
+    referrerPersonId: id.optional().openapi({ description: "Who referred, a contact of your organization" }),
+    channel: z.enum(REFERRAL_CHANNELS).default("MANUAL"),
+    referredName: oneLineText(200),
+    referredContact: z.union([z.email().max(254), phone]).optional().openapi({ description: "E-mail address or phone number of the referred person; an e-mail makes a lead contact" }),
+    notes: z.string().trim().max(5000).optional(),
+    rewardType: z.enum(REWARD_TYPES).optional(),
+    rewardStatus: z.enum(REWARD_STATUSES).optional().openapi({ description: "Defaults to PENDING when a reward type is given" }),
+    rewardValue: z.number().min(0).max(1_000_000_000).optional().openapi({ description: "Amount of the reward, in the organization's currency" }),
+  })
+  .openapi("ReferralCreate");
+export type ReferralCreate = z.infer<typeof ReferralCreate>;
+
+export const PublicReferral = z
+  .strictObject({
+    referrerName: oneLineText(200),
+    referrerEmail: z.email().max(254),
+    referredName: oneLineText(200),
+    referredEmail: z.email().max(254),
+    notes: z.string().trim().max(5000).optional(),
+  })
+  .openapi("PublicReferral");
+export type PublicReferral = z.infer<typeof PublicReferral>;
+
+export const Referral = z
+  .object({
+    id: z.string(),
+    agentUserId: z.string(),
+    referrerPersonId: z.string().nullable(),
+    channel: z.string(),
+    status: z.enum(REFERRAL_STATUSES),
+    referredName: z.string(),
+    referredContact: z.string().nullable(),
+    notes: z.string().nullable(),
+    rewardType: z.string().nullable(),
+    rewardStatus: z.string().nullable(),
+    rewardValue: z.number().nullable(),
+    leadContactId: z.string().nullable().openapi({ description: "The lead contact made (or found by e-mail) from the referral; null until the workflow ran" }),
+    createdAt: z.string(),
+    updatedAt: z.string(),
+  })
+  .openapi("Referral");
+export type Referral = z.infer<typeof Referral>;
+
+export const ReferralListQuery = listQuery({ status: z.enum(REFERRAL_STATUSES).optional(), agentUserId: id.optional() });
+export const ReferralList = z
+  .object({ referrals: z.array(Referral), pagination: z.object({ hasMore: z.boolean(), nextCursor: z.string().nullable(), limit: z.int() }) })
+  .openapi("ReferralList");
+
+type Row = typeof referrals.$inferSelect;
+export const toReferral = (r: Row): Referral => {
+  const { organizationId: _o, version: _v, referredEmailKey: _k, ...rest } = r;
+  return rest;
+};
+
+const emailKeyOf = (contact: string | undefined | null) => (contact && contact.includes("@") ? contact.toLowerCase() : null);
+
+function referralRow(organizationId: string, input: Omit<Row, "id" | "organizationId" | "status" | "referredEmailKey" | "leadContactId" | "createdAt" | "updatedAt" | "version">): Row {
+  const at = nowIso();
+  return { ...input, id: newId(), organizationId, status: "RECEIVED", referredEmailKey: emailKeyOf(input.referredContact), leadContactId: null, createdAt: at, updatedAt: at, version: 1 };
+}
+
+const received = (ctx: Pick<ServiceContext, "organizationId" | "actor">, r: Row) =>
+  newEvent(ctx, "REFERRAL_RECEIVED", { referralId: r.id, agentUserId: r.agentUserId, channel: r.channel, referrerPersonId: r.referrerPersonId });
+
+/** POST /api/reputation/referrals: RECEIVED; emits REFERRAL_RECEIVED in the same batch. */
+export async function createReferral(ctx: ServiceContext, input: ReferralCreate): Promise<Referral> {
+  await checkReferences(ctx, { agentUserId: input.agentUserId, authorPersonId: input.referrerPersonId }).catch((err) => {
+    // checkReferences names the contact `authorPersonId` (testimonials); here it is the referrer.
+    if (err instanceof Validation) throw new Validation(err.issues.map((i) => (i.field === "authorPersonId" ? { ...i, field: "referrerPersonId", path: ["referrerPersonId"] } : i)));
+    throw err;
+  });
+  const row = referralRow(ctx.organizationId, {
+    agentUserId: input.agentUserId,
+    referrerPersonId: input.referrerPersonId ?? null,
+    channel: input.channel,
+    referredName: input.referredName,
+    referredContact: input.referredContact ?? null,
+    notes: input.notes || null,
+    rewardType: input.rewardType ?? null,
+    rewardStatus: input.rewardStatus ?? (input.rewardType ? "PENDING" : null),
+    rewardValue: input.rewardValue ?? null,
+  });
+  await commit(ctx, [ctx.db.insert(referrals).values(row)], [received(ctx, row)]);
+  return toReferral(row);
+}
+
+const SORT = "createdAt:desc";
+
+/** GET /api/reputation/referrals: newest first, keyset-paginated. */
+export async function listReferrals(ctx: ServiceContext, q: { limit: number; cursor?: string; status?: string; agentUserId?: string }) {
+  let after;
+  if (q.cursor) {
+    const { values, id: lastId } = decodeCursor(q.cursor, SORT, 1);
+    const [at] = values;
+    if (typeof at !== "string") throw new Validation([{ field: "cursor", path: ["cursor"], code: "invalid_cursor", message: "Cursor is not one this API issued" }]);
+    after = or(lt(referrals.createdAt, at), and(eq(referrals.createdAt, at), lt(referrals.id, lastId)));
+  }
+  const rows = await ctx.db
+    .select()
+    .from(referrals)
+    .where(
+      and(
+        eq(referrals.organizationId, ctx.organizationId),
+        q.status ? eq(referrals.status, q.status as Row["status"]) : undefined,
+        q.agentUserId ? eq(referrals.agentUserId, q.agentUserId) : undefined,
+        after,
+      ),
+    )
+    .orderBy(desc(referrals.createdAt), desc(referrals.id))
+    .limit(q.limit + 1);
+  const page = rows.slice(0, q.limit);
+  const last = page.at(-1);
+  const hasMore = rows.length > q.limit;
+  return { referrals: page.map(toReferral), pagination: { hasMore, nextCursor: hasMore && last ? encodeCursor({ sort: SORT, values: [last.createdAt], id: last.id }) : null, limit: q.limit } };
+}
+
+/** "Ada Lovelace King" → first "Ada", last "Lovelace King"; one word is a first name with an empty last name. */
+function splitName(name: string) {
+  const [first, ...rest] = name.trim().split(/\s+/);
+  return { firstName: first!.slice(0, 100), lastName: rest.join(" ").slice(0, 100) };
+}
+
+/**
+ * The contact of `email` in the organization, or the statements that make it (with its guard: no contact with this
+ * e-mail may appear meanwhile; when one does the batch fails and the caller re-reads and links it instead).
+ */
+async function contactByEmail(
+  ctx: ServiceContext,
+  person: { name: string; email: string; type: string; source: string; assignedTo: string | null; notes: string | null },
+): Promise<{ id: string; statements: Statement[]; events: EventEnvelope[] }> {
+  const emailKey = person.email.toLowerCase();
+  const byEmail = and(eq(contacts.organizationId, ctx.organizationId), eq(contacts.emailKey, emailKey));
+  const found = await ctx.db.select({ id: contacts.id }).from(contacts).where(byEmail).get();
+  if (found) return { id: found.id, statements: [], events: [] };
+  const at = nowIso();
+  const record: ContactRecord = {
+    id: newId(),
+    organizationId: ctx.organizationId,
+    ...splitName(person.name),
+    email: person.email,
+    emailKey,
+    phone: null,
+    secondaryPhone: null,
+    address: null,
+    type: person.type,
+    status: "ACTIVE",
+    source: person.source,
+    leadScore: null,
+    leadScoreRank: -1,
+    leadScoreAuto: false,
+    tags: [],
+    notes: person.notes,
+    preferences: null,
+    assignedTo: person.assignedTo,
+    createdAt: at,
+    updatedAt: at,
+    lastContactedAt: null,
+    version: 1,
+  };
+  const object = toContact(record);
+  const events = [newEvent(ctx, "contact.created", { object, previousAttributes: null, changes: null })];
+  if (record.assignedTo) events.push(newEvent(ctx, "contact.assigned", { object, previousAttributes: { assignedTo: null }, changes: ["assignedTo"] }));
+  const { leadScoreRank: _rank, ...row } = record;
+  return { id: record.id, statements: [expectNoRow(ctx.db, contacts, byEmail), ctx.db.insert(contacts).values(row), bumpResourceCounter(ctx.db, ctx.organizationId, "contacts", 1)], events };
+}
+
+/** The PUBLISHED profile at `slug`: its agent and organization, or null (unknown, draft and deleted alike). */
+export async function publishedAgent(db: Db, slug: string) {
+  const row = await db
+    .select({ organizationId: agentProfiles.organizationId, userId: agentProfiles.userId })
+    .from(agentProfiles)
+    .where(and(eq(agentProfiles.slug, slug), eq(agentProfiles.status, "PUBLISHED")))
+    .get();
+  return row ?? null;
+}
+
+/**
+ * POST /api/public/referral/{agentSlug} (Rules 2): the referrer becomes a contact of the agent's organization (an
+ * existing one with the e-mail is linked), the referral is RECEIVED with channel PUBLIC_PROFILE, REFERRAL_RECEIVED is
+ * emitted, all in one batch. Answers null when no profile is published at the slug.
+ */
+export async function captureReferral(base: Omit<ServiceContext, "organizationId" | "actor">, slug: string, input: PublicReferral): Promise<Referral | null> {
+  const agent = await publishedAgent(base.db, slug);
+  if (!agent) return null;
+  const ctx: ServiceContext = { ...base, organizationId: agent.organizationId, actor: { type: "public", userId: null } };
+  return withRetries(async () => {
+    const referrer = await contactByEmail(ctx, { name: input.referrerName, email: input.referrerEmail, type: "REFERRAL", source: "PUBLIC_PROFILE", assignedTo: agent.userId, notes: null });
+    const row = referralRow(ctx.organizationId, {
+      agentUserId: agent.userId,
+      referrerPersonId: referrer.id,
+      channel: "PUBLIC_PROFILE",
+      referredName: input.referredName,
+      referredContact: input.referredEmail,
+      notes: input.notes || null,
+      rewardType: null,
+      rewardStatus: null,
+      rewardValue: null,
+    });
+    await commit(ctx, [...referrer.statements, ctx.db.insert(referrals).values(row)], [...referrer.events, received(ctx, row)]);
+    return toReferral(row);
+  });
+}
+
+/**
+ * The lead of one referral (Rules 2): a contact with source REFERRAL assigned to the agent, or the organization's
+ * existing contact with that e-mail, linked. Once per referral: the link is written only while it is still empty,
+ * so a redelivered event (or two at once) never makes a second contact.
+ */
+export async function leadFromReferral(ctx: ServiceContext, referralId: string): Promise<string | null> {
+  return withRetries(async () => {
+    const byId = and(eq(referrals.organizationId, ctx.organizationId), eq(referrals.id, referralId));
+    const ref = await ctx.db.select().from(referrals).where(byId).get();
+    if (!ref || ref.leadContactId || !ref.referredEmailKey || !ref.referredContact) return ref?.leadContactId ?? null;
+    const lead = await contactByEmail(ctx, { name: ref.referredName, email: ref.referredContact, type: "LEAD", source: "REFERRAL", assignedTo: ref.agentUserId, notes: ref.notes });
+    const unlinked = and(byId, isNull(referrals.leadContactId));
+    await commit(ctx, [expectRow(ctx.db, referrals, unlinked), ...lead.statements, ctx.db.update(referrals).set({ leadContactId: lead.id, updatedAt: nowIso(), version: ref.version + 1 }).where(unlinked)], lead.events);
+    return lead.id;
+  });
+}
+
+/** REFERRAL_RECEIVED → lead contact; idempotent on the event id (the dispatcher's claim) and on the referral's link. */
+export async function handleReferralEvents(env: Env, db: Db, events: EventEnvelope[]): Promise<void> {
+  const pending: Promise<unknown>[] = [];
+  for (const event of events) {
+    const referralId = (event.data as { referralId?: unknown }).referralId;
+    if (typeof referralId !== "string") continue;
+    const ctx: ServiceContext = { env, db, d1: env.DB, organizationId: event.organizationId, actor: { type: "system", userId: null }, requestId: `event:${event.id}`, defer: (work) => pending.push(work) };
+    await leadFromReferral(ctx, referralId);
+  }
+  await Promise.allSettled(pending);
+}
+
+export const referralLeadConsumer: EventConsumer = {
+  name: "referral-lead",
+  accepts: (type) => type === "REFERRAL_RECEIVED",
+  handle: (events, { env, db }) => handleReferralEvents(env, db, events),
+};
