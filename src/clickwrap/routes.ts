@@ -1,7 +1,6 @@
 import { OpenAPIHono, z } from "@hono/zod-openapi";
-import type { Context } from "hono";
 import { cors } from "hono/cors";
-import { API, apiError, apiJson } from "../platform/api-family";
+import { API, apiError, apiJson, gone } from "../platform/api-family";
 import { serviceContext } from "../platform/auth";
 import type { AppBindings } from "../platform/context";
 import { validationHook } from "../platform/openapi";
@@ -179,7 +178,6 @@ acceptance it posts \`{type: "clickwrap:accepted", agreementId, versionHash, sub
   },
 });
 
-const gone = (c: Context) => c.json({ state: "gone" as const }, 404);
 
 export const clickwrapRoutes = new OpenAPIHono<AppBindings>({ defaultHook: validationHook });
 // A site may also show the text and take the acceptance with its own interface: the public routes answer any origin

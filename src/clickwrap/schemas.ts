@@ -100,4 +100,4 @@ export type AcceptRequest = z.infer<typeof AcceptRequest>;
 export const AgreementIdParam = z.object({ agreementId: z.string().min(1).max(100).openapi({ param: { name: "agreementId", in: "path" } }) });
 export const VersionParam = AgreementIdParam.extend({ versionHash: z.string().min(1).max(100).openapi({ param: { name: "versionHash", in: "path" } }) });
 export const ListQuery = z.strictObject(pageParams);
-export const Gone = z.object({ state: z.literal("gone") }).openapi("ClickwrapGone");
+export { Gone } from "../platform/api-family";

@@ -2,7 +2,7 @@ import { and, count, desc, eq, sql } from "drizzle-orm";
 import { decodeNewestFirstCursor, olderThan, paginate } from "../crm/pagination";
 import { clickwrapAcceptances, clickwrapAgreements, clickwrapVersions } from "../db/schema";
 import { atVersion, commit, expectNoRow, expectRow, expectVersion, isGuardFailure, type VersionedTable, withRetries } from "../db/write";
-import { toHex } from "../lib/crypto";
+import { sha256Hex } from "../lib/crypto";
 import { Conflict, NotFound } from "../lib/errors";
 import { newId } from "../lib/ids";
 import type { ServiceContext } from "../platform/context";
@@ -13,7 +13,7 @@ const AGREEMENTS: VersionedTable = { table: clickwrapAgreements, id: clickwrapAg
 type AgreementRecord = typeof clickwrapAgreements.$inferSelect;
 
 /** The hex SHA-256 of the agreement text, as published (no normalisation: the hash names exactly the text shown). */
-export const versionHashOf = async (body: string): Promise<string> => toHex(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(body)));
+export const versionHashOf = (body: string): Promise<string> => sha256Hex(body);
 
 const mine = (ctx: ServiceContext, id: string) => and(eq(clickwrapAgreements.organizationId, ctx.organizationId), eq(clickwrapAgreements.id, id));
 

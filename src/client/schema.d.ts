@@ -3311,10 +3311,6 @@ export interface components {
                 versionHash: string;
             };
         };
-        ClickwrapGone: {
-            /** @enum {string} */
-            state: "gone";
-        };
         ClickwrapAccept: {
             /** @description Who accepted (a person id, an e-mail …); null when absent */
             subjectRef?: string;
@@ -10838,7 +10834,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ClickwrapGone"];
+                    "application/json": components["schemas"]["Gone"];
                 };
             };
             /** @description Too many requests from this address (rate_limited) */
@@ -10903,7 +10899,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ClickwrapGone"];
+                    "application/json": components["schemas"]["Gone"];
                 };
             };
             /** @description The versionHash sent is not the current one (version_mismatch) */

@@ -4,7 +4,7 @@ import { commit, withRetries } from "../db/write";
 import type { Env } from "../env";
 import { readConfig } from "../env";
 import { newEvent } from "../events/outbox";
-import { fileUrlSigner } from "../files/signed-url";
+import { requestFileSigner } from "../files/signed-url";
 import { deleteFiles } from "../files/storage";
 import { toHex } from "../lib/crypto";
 import { type FieldIssue, NotConfigured, PayloadTooLarge, Validation } from "../lib/errors";
@@ -105,7 +105,7 @@ export async function uploadDocument(ctx: ServiceContext, dealId: string, upload
       if ((held?.n ?? 0) >= MAX_DOCUMENTS) throw new Validation([issue("file", "too_many_documents", `A deal holds at most ${MAX_DOCUMENTS} documents`)]);
       const at = new Date().toISOString();
       const after = { ...before, lastActivityAt: at, version: before.version + 1 };
-      const sign = fileUrlSigner(ctx.env, ctx.origin ?? readConfig(ctx.env).APP_URL);
+      const sign = requestFileSigner(ctx);
       const shown = await toDocument(row, sign);
       const { url: _url, ...document } = shown;
       const room = sql`(SELECT COUNT(*) FROM ${dealDocuments} WHERE ${and(eq(dealDocuments.organizationId, ctx.organizationId), eq(dealDocuments.dealId, dealId))}) < ${MAX_DOCUMENTS}`;
@@ -135,6 +135,6 @@ export async function listDocuments(ctx: ServiceContext, dealId: string): Promis
     .where(and(eq(dealDocuments.organizationId, ctx.organizationId), eq(dealDocuments.dealId, dealId)))
     .orderBy(asc(dealDocuments.uploadedAt), asc(dealDocuments.id))
     .all();
-  const sign = fileUrlSigner(ctx.env, ctx.origin ?? readConfig(ctx.env).APP_URL);
+  const sign = requestFileSigner(ctx);
   return Promise.all(rows.map((r) => toDocument(r, sign)));
 }

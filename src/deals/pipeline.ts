@@ -1,7 +1,7 @@
 import type { ServiceContext } from "../platform/context";
+import { round2 } from "./writes";
 import { DEAL_STAGES, type DealAnalytics, type Pipeline } from "./schemas";
 
-const round2 = (n: number) => Math.round(n * 100) / 100;
 const percent = (part: number, whole: number) => (whole > 0 ? round2((part / whole) * 100) : 0);
 
 export const PIPELINE_RULES = `Figures over every deal of the organization, whatever its stage: totalDeals and totalValue sum the stages;

@@ -2,9 +2,8 @@ import { and, asc, desc, eq, sql } from "drizzle-orm";
 import type { SQLiteColumn } from "drizzle-orm/sqlite-core";
 import { contacts, dealActivities, dealDocuments, deals, dealStageChanges, dealTasks, properties } from "../db/schema";
 import { commit, expectVersion, expectVersionMatch, versioned, withRetries } from "../db/write";
-import { readConfig } from "../env";
 import { newEvent } from "../events/outbox";
-import { fileUrlSigner } from "../files/signed-url";
+import { requestFileSigner } from "../files/signed-url";
 import { Conflict, NotFound } from "../lib/errors";
 import { inJsonList } from "../lib/sql";
 import type { ServiceContext } from "../platform/context";
@@ -81,7 +80,7 @@ export async function present(ctx: ServiceContext, records: DealRecord[], includ
       .where(and(eq(dealDocuments.organizationId, org), inJsonList(dealDocuments.dealId, ids)))
       .orderBy(asc(dealDocuments.uploadedAt), asc(dealDocuments.id))
       .all();
-    const sign = fileUrlSigner(ctx.env, ctx.origin ?? readConfig(ctx.env).APP_URL);
+    const sign = requestFileSigner(ctx);
     const docs = await Promise.all(rows.map((r) => toDocument(r, sign)));
     for (const d of shown) d.documents = docs.filter((_, i) => rows[i]!.dealId === d.id);
   }

@@ -26,7 +26,8 @@ export function writableInput<T extends Record<string, unknown>>(input: T): T {
   return copy as T;
 }
 
-const round2 = (n: number) => Math.round(n * 100) / 100;
+/** To the cent. */
+export const round2 = (n: number) => Math.round(n * 100) / 100;
 
 /**
  * The contact, property, agent and team members a write names belong to the caller's organization, and the team's

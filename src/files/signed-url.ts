@@ -35,6 +35,9 @@ export function fileUrlSigner(env: Env, origin: string, ttlSeconds = FILE_URL_TT
   };
 }
 
+/** The signer of a request's links: this API's origin as the request reached it, else APP_URL. */
+export const requestFileSigner = (ctx: { env: Env; origin?: string }, ttlSeconds = FILE_URL_TTL_SECONDS) => fileUrlSigner(ctx.env, ctx.origin ?? readConfig(ctx.env).APP_URL, ttlSeconds);
+
 export const signedFileUrl = (env: Env, origin: string, key: string, ttlSeconds = FILE_URL_TTL_SECONDS) => fileUrlSigner(env, origin, ttlSeconds)(key);
 
 /** Whether a file URL's signature holds and has not expired (compared by WebCrypto's verify, in constant time). */

@@ -1,4 +1,5 @@
 import { z } from "@hono/zod-openapi";
+import type { Context } from "hono";
 import type { RouteFamily } from "./route";
 
 /**
@@ -16,6 +17,10 @@ export const ApiError = z
   .openapi("ApiError");
 
 export const apiError = (description: string) => ({ description, content: { "application/json": { schema: ApiError } } });
+
+/** A public capability route's uniform 404: unknown, expired, used or withdrawn alike (spec: Errors, state 'gone'). */
+export const Gone = z.object({ state: z.literal("gone") }).openapi("Gone");
+export const gone = (c: Context) => c.json({ state: "gone" as const }, 404);
 
 export const API: RouteFamily = { name: "api", error: apiError };
 

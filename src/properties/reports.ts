@@ -1,7 +1,7 @@
 import { PDFDocument } from "@pdfme/pdf-lib";
 import { readConfig } from "../env";
 import { pdfWriter } from "../files/pdf-writer";
-import { signedFileUrl } from "../files/signed-url";
+import { requestFileSigner } from "../files/signed-url";
 import { NotConfigured, Unprocessable } from "../lib/errors";
 import type { ServiceContext } from "../platform/context";
 import { propertyPrefix } from "./files";
@@ -132,7 +132,7 @@ export async function createReport(ctx: ServiceContext, id: string, request: Rep
     httpMetadata: { contentType: "application/pdf", contentDisposition: `inline; filename="${request.reportType.toLowerCase()}-${reportId}.pdf"` },
     customMetadata: { reportType: request.reportType, generatedAt, status: listingOf(record).status },
   });
-  const link = await signedFileUrl(ctx.env, ctx.origin ?? readConfig(ctx.env).APP_URL, key, REPORT_URL_TTL_SECONDS);
+  const link = await requestFileSigner(ctx, REPORT_URL_TTL_SECONDS)(key);
   return { reportId, reportType: request.reportType, format: "PDF", url: link.url, generatedAt, expiresAt: link.expiresAt };
 }
 

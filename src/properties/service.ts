@@ -11,9 +11,8 @@ import {
   users,
 } from "../db/schema";
 import { commit, expectVersion, expectVersionMatch, type Statement, versioned, withRetries } from "../db/write";
-import { readConfig } from "../env";
 import { newEvent } from "../events/outbox";
-import { fileUrlSigner } from "../files/signed-url";
+import { requestFileSigner } from "../files/signed-url";
 import { Conflict, NotFound, Validation } from "../lib/errors";
 import { inJsonList } from "../lib/sql";
 import type { ServiceContext } from "../platform/context";
@@ -70,7 +69,7 @@ export async function present(ctx: ServiceContext, records: PropertyRecord[], in
     urls = new Map();
     const uploads = records.flatMap((r) => r.photos.filter((p) => p.key));
     if (uploads.length) {
-      const sign = fileUrlSigner(ctx.env, ctx.origin ?? readConfig(ctx.env).APP_URL);
+      const sign = requestFileSigner(ctx);
       const links = await Promise.all(uploads.map((p) => sign(p.key!)));
       uploads.forEach((p, i) => urls!.set(p.id, links[i]!.url));
     }

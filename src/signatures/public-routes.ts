@@ -5,7 +5,7 @@ import { envelopeSigners } from "../db/schema";
 import { readConfig } from "../env";
 import { sha256Hex } from "../lib/crypto";
 import { AppError, InvalidState, Validation } from "../lib/errors";
-import { API, apiError, apiJson } from "../platform/api-family";
+import { API, apiError, apiJson, gone } from "../platform/api-family";
 import type { BotChallenge } from "../platform/bot-challenge";
 import type { AppBindings } from "../platform/context";
 import { validationHook } from "../platform/openapi";
@@ -80,7 +80,6 @@ async function envelopeOf(c: Context<AppBindings>, tokenHash: string): Promise<s
   return row?.envelopeId ?? null;
 }
 
-const gone = (c: Context) => c.json({ state: "gone" as const }, 404);
 
 export interface SigningDeps {
   /** The bot challenge for a configured Turnstile secret (tests point the real client at a fake siteverify). */

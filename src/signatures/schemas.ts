@@ -115,7 +115,7 @@ export type SignerAction = z.infer<typeof SignerAction>;
 export const SignerView = z
   .object({ state: z.literal("active"), signer: z.object({ name: z.string(), role: z.string(), status: z.enum(SIGNER_STATUSES), documentId: z.string() }) })
   .openapi("SignerView");
-export const Gone = z.object({ state: z.literal("gone") }).openapi("Gone");
+export { Gone } from "../platform/api-family";
 export const ActionDone = z.object({ ok: z.literal(true), completed: z.boolean().optional().openapi({ description: "With sign: true when this signature completed the envelope" }) }).openapi("SignerActionResult");
 
 export const TokenParam = z.object({ token: z.string().min(1).max(200).openapi({ param: { name: "token", in: "path" } }) });
