@@ -17,6 +17,8 @@ export default defineConfig({
         ],
         test: {
           name: "workers",
+          // A ceiling for a hung test, not a speed target: some tests wait on queue consumers for up to 15 s.
+          testTimeout: 30_000,
           include: ["test/**/*.test.ts"],
           exclude: ["test/e2e/**", "test/node/**"],
           setupFiles: ["./test/helpers/apply-migrations.ts"],
