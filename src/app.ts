@@ -11,6 +11,7 @@ import { createPublicSigningRoutes, type SigningDeps } from "./signatures/public
 import { signatureRoutes } from "./signatures/routes";
 import { reviewRoutes } from "./reputation/public-routes";
 import { referralRoutes } from "./reputation/referral-routes";
+import { surveyRoutes } from "./reputation/survey-routes";
 import { reputationRoutes } from "./reputation/routes";
 import { readConfig } from "./env";
 import { plantRoutes } from "./plants/routes";
@@ -77,6 +78,7 @@ export function createApp(options: AppOptions = {}) {
   app.route("/", reputationRoutes);
   app.route("/", reviewRoutes);
   app.route("/", referralRoutes);
+  app.route("/", surveyRoutes);
   app.route("/", clickwrapRoutes);
 
   mountDocs(app);

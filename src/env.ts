@@ -34,6 +34,7 @@ export interface Env {
   MLS_API_URL?: string;
   MLS_API_TOKEN?: string;
   WEBHOOK_SECRET_KEY?: string;
+  SURVEY_TOKEN_KEY?: string;
 }
 
 const optional = z
@@ -77,6 +78,8 @@ const ConfigSchema = z.object({
   MLS_API_TOKEN: optional,
   // Key material for the AES-GCM encryption of webhook signing secrets at rest (webhooks/secret-box.ts).
   WEBHOOK_SECRET_KEY: optional,
+  // Seals an EMAIL survey's access token until the cron mails it (only its SHA-256 is kept after that).
+  SURVEY_TOKEN_KEY: optional,
 });
 
 export type Config = z.infer<typeof ConfigSchema>;

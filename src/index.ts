@@ -7,6 +7,7 @@ import { createEventRouter } from "./events/consumers";
 import { resendUnsentEvents } from "./events/outbox";
 import { EVENT_CONSUMERS } from "./events/registry";
 import { pruneIdempotencyKeys } from "./platform/idempotency";
+import { expireSurveys, sendDueSurveys } from "./reputation/surveys";
 import { sweepOverdueEnvelopes } from "./signatures/expiry";
 import { createDeliveryConsumer, markDeadDeliveries } from "./webhooks/delivery";
 import { resendStalledDeliveries } from "./webhooks/fanout";
@@ -39,6 +40,6 @@ export default {
 
   async scheduled(_controller: ScheduledController, env: Env, ctx: ExecutionContext): Promise<void> {
     const db = createDb(env.DB);
-    ctx.waitUntil(Promise.all([resendUnsentEvents(env, db), resendStalledDeliveries(env, db), pruneStaleListTotals(env.DB), pruneIdempotencyKeys(db), sweepOverdueEnvelopes(env, db), noteOverdueObligations(db)]));
+    ctx.waitUntil(Promise.all([resendUnsentEvents(env, db), resendStalledDeliveries(env, db), pruneStaleListTotals(env.DB), pruneIdempotencyKeys(db), sweepOverdueEnvelopes(env, db), noteOverdueObligations(db), sendDueSurveys(env, db), expireSurveys(db)]));
   },
 } satisfies ExportedHandler<Env>;

@@ -1336,6 +1336,180 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/reputation/surveys/templates": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List survey templates
+         * @description Newest first; an organization keeps at most 100. One of them is the default (isDefault), used for the surveys a won deal schedules.
+         */
+        get: operations["listSurveyTemplates"];
+        put?: never;
+        /**
+         * Create a survey template
+         * @description A template is a question schema that responses are validated against. Question types: rating (integer 1–5), nps
+         *     (integer 0–10, at most one per template), text (maxLength 1–5000, default 2000), single_choice (2–20 distinct options), yes_no (boolean);
+         *     each with an id (its answer's key; lower-case letters, digits, underscores), a label, optional help and a required flag. Purposes:
+         *     exactly one yes_no question has purpose publishConsent (the client's opt-in to publish); at most one rating or nps question has
+         *     purpose overallRating (the score that decides "rated highly"); at most one text question has purpose testimonial (the words that
+         *     become the testimonial). sendDelayHours: default 168, at most 672. An invalid schema is one 400 listing every problem.
+         *     A won deal of an organization without any template makes the standard one (builtIn) its default.
+         */
+        post: operations["createSurveyTemplate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/reputation/surveys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List surveys
+         * @description Newest first; keyset-paginated (`pagination.nextCursor`). States: SCHEDULED (created; an EMAIL survey is mailed at sendAt, within a minute, by the cron) → SENT → OPENED (the client
+         *     opened the link; emits SURVEY_OPENED) → COMPLETED (response stored; emits SURVEY_COMPLETED). SCHEDULED, SENT and OPENED surveys can be
+         *     skipped (SKIPPED) and become EXPIRED 30 days after creation; their link then answers 404 {state: "gone"}.
+         */
+        get: operations["listSurveys"];
+        put?: never;
+        /**
+         * Schedule a survey
+         * @description Emits SURVEY_SCHEDULED. The access token (256 random bits) is in this answer only, and in the e-mail of an EMAIL survey:
+         *     only its SHA-256 is stored. EMAIL surveys need SURVEY_TOKEN_KEY (503 not_configured without it). A won deal schedules one
+         *     automatically (once per deal). States: SCHEDULED (created; an EMAIL survey is mailed at sendAt, within a minute, by the cron) → SENT → OPENED (the client
+         *     opened the link; emits SURVEY_OPENED) → COMPLETED (response stored; emits SURVEY_COMPLETED). SCHEDULED, SENT and OPENED surveys can be
+         *     skipped (SKIPPED) and become EXPIRED 30 days after creation; their link then answers 404 {state: "gone"}. After SURVEY_COMPLETED a workflow classifies the sentiment of the free text (the AI gateway when configured, else
+         *     the AFINN lexicon) and, when the client opted in (the publishConsent question), rated highly (rating ≥ 4 of 5, or NPS ≥ 9), wrote
+         *     something and the sentiment is not negative, makes a PENDING testimonial (source SURVEY) linked to the survey's deal and agent. The NPS answer
+         *     (promoters 9–10, passives 7–8, detractors 0–6) and the response rate (completed / sent) feed the aggregates.
+         */
+        post: operations["createSurvey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/reputation/surveys/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read a survey with its response
+         * @description Ours. `response` is null until the client answered; its sentiment and testimonialId are null until the response workflow ran.
+         */
+        get: operations["getSurvey"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/reputation/surveys/{id}/reissue": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Issue a new access token, killing the old one
+         * @description Ours. The old link answers gone at once. An EMAIL survey already mailed is mailed the new link now; one not mailed yet is mailed it at its time. The expiry stays 30 days from creation.
+         */
+        post: operations["reissueSurvey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/reputation/surveys/{id}/skip": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Skip a survey
+         * @description Ours. SCHEDULED, SENT or OPENED → SKIPPED: nothing more is mailed and the link answers gone.
+         */
+        post: operations["skipSurvey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/public/survey/{token}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Open a survey
+         * @description No authentication: the access token is the capability. The questions and the brokerage's name only. The first open
+         *     moves the survey to OPENED and emits SURVEY_OPENED. 60 requests a minute per address (429).
+         */
+        get: operations["openPublicSurvey"];
+        put?: never;
+        /**
+         * Answer a survey
+         * @description No authentication: the access token is the capability. `answers` maps question ids to answers: rating and nps an
+         *     integer, text and single_choice a string, yes_no a boolean; null, absent or blank is no answer. Validated against the template:
+         *     every problem in one 400 at answers.<questionId>. Stores the response, completes the survey, emits SURVEY_COMPLETED; the link
+         *     answers gone from then on. Body at most 64 KB (413); 10 requests a minute per address (429). After SURVEY_COMPLETED a workflow classifies the sentiment of the free text (the AI gateway when configured, else
+         *     the AFINN lexicon) and, when the client opted in (the publishConsent question), rated highly (rating ≥ 4 of 5, or NPS ≥ 9), wrote
+         *     something and the sentiment is not negative, makes a PENDING testimonial (source SURVEY) linked to the survey's deal and agent. The NPS answer
+         *     (promoters 9–10, passives 7–8, detractors 0–6) and the response rate (completed / sent) feed the aggregates.
+         */
+        post: operations["completePublicSurvey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/survey/{token}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The survey page
+         * @description An HTML page (`{APP_URL}/survey/<token>`, the link of the e-mail): the survey's questions as an accessible form that submits through the public survey API.
+         */
+        get: operations["getSurveyPage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/clickwrap": {
         parameters: {
             query?: never;
@@ -3207,6 +3381,224 @@ export interface components {
             /** Format: email */
             referredEmail: string;
             notes?: string;
+        };
+        SurveyTemplateList: {
+            /** @description Newest first; at most 100 templates per organization */
+            templates: components["schemas"]["SurveyTemplate"][];
+        };
+        SurveyTemplate: {
+            id: string;
+            name: string;
+            description: string | null;
+            questions: components["schemas"]["SurveyQuestion"][];
+            sendDelayHours: number;
+            isDefault: boolean;
+            /** @description The standard template the service made when a deal was won before the organization had a template */
+            builtIn: boolean;
+            createdAt: string;
+            updatedAt: string;
+        };
+        SurveyQuestion: components["schemas"]["RatingQuestion"] | components["schemas"]["NpsQuestion"] | components["schemas"]["TextQuestion"] | components["schemas"]["SingleChoiceQuestion"] | components["schemas"]["YesNoQuestion"];
+        /** @description An integer 1–5 */
+        RatingQuestion: {
+            /** @example overall */
+            id: string;
+            /** @description The question as the client reads it */
+            label: string;
+            /** @description A line of guidance under the question */
+            help?: string;
+            /** @default false */
+            required?: boolean;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "rating";
+            /** @enum {string} */
+            purpose?: "overallRating";
+        };
+        /** @description An integer 0–10; feeds NPS */
+        NpsQuestion: {
+            /** @example overall */
+            id: string;
+            /** @description The question as the client reads it */
+            label: string;
+            /** @description A line of guidance under the question */
+            help?: string;
+            /** @default false */
+            required?: boolean;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "nps";
+            /** @enum {string} */
+            purpose?: "overallRating";
+        };
+        /** @description Free text */
+        TextQuestion: {
+            /** @example overall */
+            id: string;
+            /** @description The question as the client reads it */
+            label: string;
+            /** @description A line of guidance under the question */
+            help?: string;
+            /** @default false */
+            required?: boolean;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "text";
+            /** @default 2000 */
+            maxLength?: number;
+            /** @enum {string} */
+            purpose?: "testimonial";
+        };
+        /** @description One of the options, answered by its text */
+        SingleChoiceQuestion: {
+            /** @example overall */
+            id: string;
+            /** @description The question as the client reads it */
+            label: string;
+            /** @description A line of guidance under the question */
+            help?: string;
+            /** @default false */
+            required?: boolean;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "single_choice";
+            options: string[];
+        };
+        /** @description true or false */
+        YesNoQuestion: {
+            /** @example overall */
+            id: string;
+            /** @description The question as the client reads it */
+            label: string;
+            /** @description A line of guidance under the question */
+            help?: string;
+            /** @default false */
+            required?: boolean;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "yes_no";
+            /** @enum {string} */
+            purpose?: "publishConsent";
+        };
+        SurveyTemplateCreate: {
+            /** @description Shown to the client as the survey's title */
+            name: string;
+            /** @description Shown to the client under the title */
+            description?: string;
+            /** @description 1–30 questions; exactly one yes_no question with purpose publishConsent */
+            questions: components["schemas"]["SurveyQuestion"][];
+            /**
+             * @description Hours between scheduling and mailing a survey; default 168 (7 days), at most 672
+             * @default 168
+             */
+            sendDelayHours?: number;
+            /** @description Make this the organization's default template (used for DEAL_WON surveys). An organization's first template is its default. */
+            isDefault?: boolean;
+        };
+        SurveyList: {
+            surveys: components["schemas"]["Survey"][];
+            pagination: {
+                hasMore: boolean;
+                nextCursor: string | null;
+                limit: number;
+            };
+        };
+        Survey: {
+            id: string;
+            templateId: string;
+            recipientPersonId: string;
+            agentUserId: string;
+            dealId: string | null;
+            /** @enum {string} */
+            channel: "EMAIL" | "LINK";
+            /** @enum {string} */
+            trigger: "MANUAL" | "DEAL_WON";
+            /** @enum {string} */
+            status: "SCHEDULED" | "SENT" | "OPENED" | "COMPLETED" | "EXPIRED" | "SKIPPED";
+            /** @description When an EMAIL survey is (or was due to be) mailed */
+            sendAt: string;
+            sentAt: string | null;
+            openedAt: string | null;
+            completedAt: string | null;
+            skippedAt: string | null;
+            expiredAt: string | null;
+            /** @description 30 days after creation */
+            expiresAt: string;
+            createdAt: string;
+            updatedAt: string;
+        };
+        SurveyWithToken: components["schemas"]["Survey"] & {
+            /** @description The client's capability, shown only here (and mailed for EMAIL surveys); only its SHA-256 is stored */
+            accessToken: string;
+            /** @description `{APP_URL}/survey/<accessToken>`, the page the client fills in */
+            surveyUrl: string;
+        };
+        SurveyCreate: {
+            /** @description A template of your organization; the default template when absent */
+            templateId?: string;
+            /** @description The client, a contact of your organization */
+            recipientPersonId: string;
+            /** @description The agent the survey is about, a user of your organization */
+            agentUserId: string;
+            /** @description A deal of your organization */
+            dealId?: string;
+            /**
+             * @description EMAIL: mailed to the contact after the template's sendDelayHours. LINK: never mailed; share accessToken's link yourself.
+             * @default EMAIL
+             * @enum {string}
+             */
+            channel?: "EMAIL" | "LINK";
+        };
+        SurveyDetail: components["schemas"]["Survey"] & {
+            response: components["schemas"]["SurveyResponse"];
+        };
+        SurveyResponse: {
+            answers: {
+                [key: string]: string | number | boolean;
+            };
+            submittedAt: string;
+            /**
+             * @description Of the free text; null until the response workflow ran
+             * @enum {string|null}
+             */
+            sentiment: "POSITIVE" | "NEUTRAL" | "NEGATIVE" | null;
+            /** @description -1 (negative) to 1 (positive) */
+            sentimentScore: number | null;
+            /** @description ai-gateway, or lexicon (AFINN) when no gateway is configured or it failed */
+            sentimentSource: string | null;
+            /** @description The PENDING testimonial the response became, if any */
+            testimonialId: string | null;
+        } | null;
+        PublicSurvey: {
+            survey: {
+                title: string;
+                description: string | null;
+                questions: components["schemas"]["SurveyQuestion"][];
+                expiresAt: string;
+            };
+            branding: {
+                brokerage: string;
+            };
+        };
+        SurveyCompleted: {
+            /** @enum {boolean} */
+            completed: true;
+        };
+        SurveySubmission: {
+            /** @description Answer per question id: rating and nps an integer, text and single_choice a string, yes_no a boolean; null or absent is no answer */
+            answers: {
+                [key: string]: string | number | boolean | null;
+            };
         };
         ClickwrapPublished: {
             id: string;
@@ -10310,6 +10702,678 @@ export interface operations {
             };
             /** @description Too many requests from this address (rate_limited) */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    listSurveyTemplates: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The organization's templates */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SurveyTemplateList"];
+                };
+            };
+            /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    createSurveyTemplate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SurveyTemplateCreate"];
+            };
+        };
+        responses: {
+            /** @description The template */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SurveyTemplate"];
+                };
+            };
+            /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Already 100 templates (template_limit); or: A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The body is over the route's size limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Content-Type is not one the route takes (application/json; multipart/form-data on uploads) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description This Idempotency-Key was used for another request (idempotency_key_reused) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    listSurveys: {
+        parameters: {
+            query?: {
+                /** @description 1–100, default 25; anything else is a 422 */
+                limit?: number;
+                /** @description `pagination.nextCursor` of the previous page */
+                cursor?: string;
+                status?: "SCHEDULED" | "SENT" | "OPENED" | "COMPLETED" | "EXPIRED" | "SKIPPED";
+                agentUserId?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of surveys */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SurveyList"];
+                };
+            };
+            /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    createSurvey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SurveyCreate"];
+            };
+        };
+        responses: {
+            /** @description The survey, with its access token */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SurveyWithToken"];
+                };
+            };
+            /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The body is over the route's size limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Content-Type is not one the route takes (application/json; multipart/form-data on uploads) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description This Idempotency-Key was used for another request (idempotency_key_reused) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description EMAIL survey and SURVEY_TOKEN_KEY is not configured (not_configured) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    getSurvey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The survey */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SurveyDetail"];
+                };
+            };
+            /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description No survey with this id in your organization */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    reissueSurvey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The survey, with its new access token */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SurveyWithToken"];
+                };
+            };
+            /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description No survey with this id in your organization */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The survey is completed, skipped or expired (survey_closed); or: A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description This Idempotency-Key was used for another request (idempotency_key_reused) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    skipSurvey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The skipped survey */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Survey"];
+                };
+            };
+            /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description No survey with this id in your organization */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The survey is completed, skipped or expired (survey_closed); or: A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description This Idempotency-Key was used for another request (idempotency_key_reused) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    openPublicSurvey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                token: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The survey's questions */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PublicSurvey"];
+                };
+            };
+            /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Unknown, expired, completed or skipped token (alike) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Gone"];
+                };
+            };
+            /** @description Too many requests from this address (rate_limited) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    completePublicSurvey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                token: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SurveySubmission"];
+            };
+        };
+        responses: {
+            /** @description Recorded */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SurveyCompleted"];
+                };
+            };
+            /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Unknown, expired, completed or skipped token (alike) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Gone"];
+                };
+            };
+            /** @description The body is over the route's size limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Content-Type is not one the route takes (application/json; multipart/form-data on uploads) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Too many requests from this address (rate_limited) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    getSurveyPage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                token: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The page */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
+            400: {
                 headers: {
                     [name: string]: unknown;
                 };

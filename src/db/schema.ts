@@ -11,3 +11,4 @@ export * from "./clickwrap";
 export * from "./obligations";
 export * from "./document-vectors";
 export * from "./referrals";
+export * from "./surveys";

@@ -78,3 +78,14 @@ export const oneLineText = (max: number) =>
     .max(max)
     .refine((v) => !/[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/.test(v), { message: "Must be one line of text without control characters", params: { code: "invalid_character" } })
     .refine((v) => /[^\s\p{Cf}\p{Z}]/u.test(v), { message: "Must contain visible text", params: { code: "invalid_character" } });
+
+/**
+ * Free text a person writes (a note, a survey answer): trimmed, at most `max` characters, line breaks and tabs
+ * allowed, other control characters and bidirectional overrides refused.
+ */
+export const freeText = (max: number) =>
+  z
+    .string()
+    .trim()
+    .max(max)
+    .refine((v) => !/[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/.test(v), { message: "Must not contain control characters", params: { code: "invalid_character" } });

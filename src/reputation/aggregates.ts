@@ -80,3 +80,33 @@ export async function getAggregate(ctx: ServiceContext, agentUserId: string | un
   if (agentUserId !== undefined && agents.length === 0) throw new NotFound("Agent");
   return toAggregate(rows[0], agentUserId ?? null);
 }
+
+export type SurveyFigures = Partial<Pick<Row, "surveysSent" | "surveysCompleted" | "npsPromoters" | "npsPassives" | "npsDetractors">>;
+
+/** An NPS answer's class: 9–10 promoter, 7–8 passive, 0–6 detractor. */
+export const npsClass = (score: number): SurveyFigures => (score >= 9 ? { npsPromoters: 1 } : score >= 7 ? { npsPassives: 1 } : { npsDetractors: 1 });
+
+/**
+ * The statements that add survey figures (a survey sent, one completed and its NPS answer) to the agent's and the
+ * organization's rollups, for the batch of the change they count: exactly once, since that batch is guarded.
+ */
+export function bumpSurveyFigures(db: Db, organizationId: string, agentUserId: string, figures: SurveyFigures): Statement[] {
+  const at = nowIso();
+  const delta = { surveysSent: 0, surveysCompleted: 0, npsPromoters: 0, npsPassives: 0, npsDetractors: 0, ...figures };
+  const one = (agent: string) =>
+    db
+      .insert(reputationAggregates)
+      .values({ organizationId, agentUserId: agent, ...delta, updatedAt: at })
+      .onConflictDoUpdate({
+        target: [reputationAggregates.organizationId, reputationAggregates.agentUserId],
+        set: {
+          surveysSent: sql`${reputationAggregates.surveysSent} + excluded.surveys_sent`,
+          surveysCompleted: sql`${reputationAggregates.surveysCompleted} + excluded.surveys_completed`,
+          npsPromoters: sql`${reputationAggregates.npsPromoters} + excluded.nps_promoters`,
+          npsPassives: sql`${reputationAggregates.npsPassives} + excluded.nps_passives`,
+          npsDetractors: sql`${reputationAggregates.npsDetractors} + excluded.nps_detractors`,
+          updatedAt: sql`excluded.updated_at`,
+        },
+      });
+  return [one(agentUserId), one(ORG)];
+}
