@@ -55,6 +55,11 @@ describe("referrals (spec: Referral, Rules 2)", () => {
     const bad = await call("POST", "/api/reputation/referrals", { token: owner.token, body: { agentUserId: stranger.userId, referrerPersonId: foreign.id, referredName: "X" } });
     expect(bad.status).toBe(400);
     expect((await json(bad)).issues.map((i: { path: string[] }) => i.path.join(".")).sort()).toEqual(["agentUserId", "referrerPersonId"]);
+
+    // A reward's status or value needs its type.
+    const untyped = await call("POST", "/api/reputation/referrals", { token: owner.token, body: { agentUserId: owner.userId, referredName: "Y", rewardStatus: "PAID", rewardValue: 10 } });
+    expect(untyped.status).toBe(400);
+    expect((await json(untyped)).issues.map((i: { path: string[] }) => i.path.join(".")).sort()).toEqual(["rewardStatus", "rewardValue"]);
   });
 
   it("turns referrals into one lead per e-mail: source REFERRAL, assigned to the agent; an existing contact is linked", async () => {

@@ -1302,7 +1302,7 @@ export interface paths {
         /**
          * Log a referral
          * @description Every referral starts RECEIVED. Channels: MANUAL, PUBLIC_PROFILE, EMAIL, PHONE, IN_PERSON, WEBSITE, SOCIAL_MEDIA, OTHER. Reward tracking is optional: rewardType (CASH, GIFT_CARD, DISCOUNT, DONATION, OTHER),
-         *     rewardStatus (NONE, PENDING, APPROVED, PAID, DECLINED; PENDING when only a type is given) and rewardValue. Emits REFERRAL_RECEIVED; a workflow then turns
+         *     rewardStatus (NONE, PENDING, APPROVED, PAID, DECLINED; PENDING when only a type is given) and rewardValue, both only with a type. Emits REFERRAL_RECEIVED; a workflow then turns
          *     the referred person into a lead contact (source REFERRAL, assigned to the agent) when referredContact is an e-mail address, linking the
          *     organization's existing contact with that e-mail instead of making a second one, and sets leadContactId. The agent must be a user and the referrer a contact of your organization (400 otherwise).
          */
@@ -1345,7 +1345,7 @@ export interface paths {
         };
         /**
          * List survey templates
-         * @description Newest first; an organization keeps at most 100. One of them is the default (isDefault), used for the surveys a won deal schedules.
+         * @description Newest first; keyset-paginated (`pagination.nextCursor`); an organization keeps at most 100. One of them is the default (isDefault), used for the surveys a won deal schedules.
          */
         get: operations["listSurveyTemplates"];
         put?: never;
@@ -3383,8 +3383,12 @@ export interface components {
             notes?: string;
         };
         SurveyTemplateList: {
-            /** @description Newest first; at most 100 templates per organization */
             templates: components["schemas"]["SurveyTemplate"][];
+            pagination: {
+                hasMore: boolean;
+                nextCursor: string | null;
+                limit: number;
+            };
         };
         SurveyTemplate: {
             id: string;
@@ -3495,7 +3499,7 @@ export interface components {
             name: string;
             /** @description Shown to the client under the title */
             description?: string;
-            /** @description 1–30 questions; exactly one yes_no question with purpose publishConsent */
+            /** @description 1–30 questions, at most 16384 characters of JSON; exactly one yes_no question with purpose publishConsent */
             questions: components["schemas"]["SurveyQuestion"][];
             /**
              * @description Hours between scheduling and mailing a survey; default 168 (7 days), at most 672
@@ -10722,7 +10726,12 @@ export interface operations {
     };
     listSurveyTemplates: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description 1–100, default 25; anything else is a 422 */
+                limit?: number;
+                /** @description `pagination.nextCursor` of the previous page */
+                cursor?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -10738,7 +10747,7 @@ export interface operations {
                     "application/json": components["schemas"]["SurveyTemplateList"];
                 };
             };
-            /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
+            /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
             400: {
                 headers: {
                     [name: string]: unknown;

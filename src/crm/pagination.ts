@@ -21,13 +21,19 @@ export function decodeNewestFirstCursor(raw: string | undefined): Cursor | null 
   return { at: String(values[0]), id };
 }
 
-/** Given `limit + 1` rows fetched in sort order: the page, and the pagination block. */
-export function paginate<T>(rows: T[], limit: number, total: number, keyOf: (row: T) => Cursor): { page: T[]; pagination: z.infer<typeof Pagination> } {
+/** Given `limit + 1` rows fetched in sort order: the page, and its pagination block without a total. */
+export function newestFirstPage<T>(rows: T[], limit: number, keyOf: (row: T) => Cursor): { page: T[]; pagination: { hasMore: boolean; nextCursor: string | null; limit: number } } {
   const page = rows.slice(0, limit);
   const hasMore = rows.length > limit;
   const last = page[page.length - 1];
   const nextCursor = hasMore && last ? encodeCursor({ sort: NEWEST_FIRST, values: [keyOf(last).at], id: keyOf(last).id }) : null;
-  return { page, pagination: { hasMore, nextCursor, total, limit } };
+  return { page, pagination: { hasMore, nextCursor, limit } };
+}
+
+/** Given `limit + 1` rows fetched in sort order: the page, and the pagination block. */
+export function paginate<T>(rows: T[], limit: number, total: number, keyOf: (row: T) => Cursor): { page: T[]; pagination: z.infer<typeof Pagination> } {
+  const { page, pagination } = newestFirstPage(rows, limit, keyOf);
+  return { page, pagination: { ...pagination, total } };
 }
 
 /** The keyset condition of a newest-first list sorted on (at, id): rows strictly after the cursor's row. */

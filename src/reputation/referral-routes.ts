@@ -15,7 +15,7 @@ const security = [{ bearerAuth: [] }];
 export const PUBLIC_REFERRAL_MAX_BYTES = 32 * 1024;
 
 const RULES = `Every referral starts RECEIVED. Channels: ${REFERRAL_CHANNELS.join(", ")}. Reward tracking is optional: rewardType (${REWARD_TYPES.join(", ")}),
-rewardStatus (${REWARD_STATUSES.join(", ")}; PENDING when only a type is given) and rewardValue. Emits REFERRAL_RECEIVED; a workflow then turns
+rewardStatus (${REWARD_STATUSES.join(", ")}; PENDING when only a type is given) and rewardValue, both only with a type. Emits REFERRAL_RECEIVED; a workflow then turns
 the referred person into a lead contact (source REFERRAL, assigned to the agent) when referredContact is an e-mail address, linking the
 organization's existing contact with that e-mail instead of making a second one, and sets leadContactId.`;
 

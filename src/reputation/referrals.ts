@@ -1,5 +1,5 @@
 import { z } from "@hono/zod-openapi";
-import { and, desc, eq, isNull, lt, or } from "drizzle-orm";
+import { and, desc, eq, isNull } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { agentProfiles, contacts, referrals } from "../db/schema";
 import { commit, expectNoRow, expectRow, type Statement, withRetries } from "../db/write";
@@ -9,7 +9,7 @@ import type { EventEnvelope } from "../events/envelope";
 import { newEvent } from "../events/outbox";
 import { bumpResourceCounter } from "../crm/list-totals";
 import { type ContactRecord, toContact } from "../contacts/mapping";
-import { decodeCursor, encodeCursor } from "../lib/cursor";
+import { decodeNewestFirstCursor, newestFirstPage, olderThan } from "../crm/pagination";
 import { Validation } from "../lib/errors";
 import { newId } from "../lib/ids";
 import { nowIso } from "../lib/time";
@@ -42,6 +42,11 @@ export const ReferralCreate = z
     rewardType: z.enum(REWARD_TYPES).optional(),
     rewardStatus: z.enum(REWARD_STATUSES).optional().openapi({ description: "Defaults to PENDING when a reward type is given" }),
     rewardValue: z.number().min(0).max(1_000_000_000).optional().openapi({ description: "Amount of the reward, in the organization's currency" }),
+  })
+  // A reward's status or value without its type tracks nothing anyone can pay out.
+  .superRefine((v, ctx) => {
+    for (const field of ["rewardStatus", "rewardValue"] as const)
+      if (v[field] !== undefined && v.rewardType === undefined) ctx.addIssue({ code: "custom", path: [field], message: "Needs rewardType", params: { code: "requires_reward_type" } });
   })
   .openapi("ReferralCreate");
 export type ReferralCreate = z.infer<typeof ReferralCreate>;
@@ -120,17 +125,9 @@ export async function createReferral(ctx: ServiceContext, input: ReferralCreate)
   return toReferral(row);
 }
 
-const SORT = "createdAt:desc";
-
 /** GET /api/reputation/referrals: newest first, keyset-paginated. */
 export async function listReferrals(ctx: ServiceContext, q: { limit: number; cursor?: string; status?: string; agentUserId?: string }) {
-  let after;
-  if (q.cursor) {
-    const { values, id: lastId } = decodeCursor(q.cursor, SORT, 1);
-    const [at] = values;
-    if (typeof at !== "string") throw new Validation([{ field: "cursor", path: ["cursor"], code: "invalid_cursor", message: "Cursor is not one this API issued" }]);
-    after = or(lt(referrals.createdAt, at), and(eq(referrals.createdAt, at), lt(referrals.id, lastId)));
-  }
+  const after = decodeNewestFirstCursor(q.cursor);
   const rows = await ctx.db
     .select()
     .from(referrals)
@@ -139,15 +136,13 @@ export async function listReferrals(ctx: ServiceContext, q: { limit: number; cur
         eq(referrals.organizationId, ctx.organizationId),
         q.status ? eq(referrals.status, q.status as Row["status"]) : undefined,
         q.agentUserId ? eq(referrals.agentUserId, q.agentUserId) : undefined,
-        after,
+        after ? olderThan(referrals.createdAt, referrals.id, after) : undefined,
       ),
     )
     .orderBy(desc(referrals.createdAt), desc(referrals.id))
     .limit(q.limit + 1);
-  const page = rows.slice(0, q.limit);
-  const last = page.at(-1);
-  const hasMore = rows.length > q.limit;
-  return { referrals: page.map(toReferral), pagination: { hasMore, nextCursor: hasMore && last ? encodeCursor({ sort: SORT, values: [last.createdAt], id: last.id }) : null, limit: q.limit } };
+  const { page, pagination } = newestFirstPage(rows, q.limit, (r) => ({ at: r.createdAt, id: r.id }));
+  return { referrals: page.map(toReferral), pagination };
 }
 
 /** "Ada Lovelace King" → first "Ada", last "Lovelace King"; one word is a first name with an empty last name. */

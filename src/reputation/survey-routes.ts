@@ -22,6 +22,7 @@ import {
   SurveyWithToken,
   Survey,
   TemplateCreate,
+  TemplateListQuery,
 } from "./survey-schema";
 import { createSurvey, createTemplate, getSurvey, listSurveys, listTemplates, MAX_TEMPLATES, openSurvey, reissueSurvey, skipSurvey, submitSurvey, SURVEY_EXPIRY_DAYS } from "./surveys";
 
@@ -54,7 +55,8 @@ const listTemplatesRoute = defineRoute(API, {
   tags,
   security,
   summary: "List survey templates",
-  description: `Newest first; an organization keeps at most ${MAX_TEMPLATES}. One of them is the default (isDefault), used for the surveys a won deal schedules.`,
+  description: `Newest first; keyset-paginated (\`pagination.nextCursor\`); an organization keeps at most ${MAX_TEMPLATES}. One of them is the default (isDefault), used for the surveys a won deal schedules.`,
+  request: { query: TemplateListQuery },
   responses: { 200: apiJson("The organization's templates", SurveyTemplateList) },
 });
 
@@ -192,7 +194,7 @@ const publicBase = (c: Parameters<typeof serviceContext>[0]) => ({
 export const surveyRoutes = new OpenAPIHono<AppBindings>({ defaultHook: validationHook });
 // Templates first: /surveys/templates is not a survey id.
 surveyRoutes
-  .openapi(listTemplatesRoute, async (c) => c.json(await listTemplates(serviceContext(c)), 200))
+  .openapi(listTemplatesRoute, async (c) => c.json(await listTemplates(serviceContext(c), c.req.valid("query")), 200))
   .openapi(createTemplateRoute, async (c) => c.json(await createTemplate(serviceContext(c), c.req.valid("json")), 201))
   .openapi(list, async (c) => c.json(await listSurveys(serviceContext(c), c.req.valid("query")), 200))
   .openapi(create, async (c) => c.json((await createSurvey(serviceContext(c), c.req.valid("json")))!, 201))

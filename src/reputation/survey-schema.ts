@@ -21,6 +21,8 @@ import { freeText, oneLineText } from "../lib/validation";
 export const QUESTION_TYPES = ["rating", "nps", "text", "single_choice", "yes_no"] as const;
 export const DEFAULT_TEXT_MAX = 2000;
 export const MAX_QUESTIONS = 30;
+/** A template's questions as JSON, at most: what a page of templates answers stays bounded. */
+export const MAX_QUESTIONS_CHARS = 16_384;
 /** The latest a survey may be mailed: it expires 30 days after creation (spec: Limits), leave the client two. */
 export const MAX_SEND_DELAY_HOURS = 28 * 24;
 export const DEFAULT_SEND_DELAY_HOURS = 168;
@@ -65,6 +67,8 @@ function crossCheck(questions: unknown, ctx: z.RefinementCtx) {
       if (new Set(options).size !== options.length) ctx.addIssue({ code: "custom", path: [i, "options"], message: "Options must be distinct", params: { code: "duplicate" } });
     }
   });
+  if (JSON.stringify(list).length > MAX_QUESTIONS_CHARS)
+    ctx.addIssue({ code: "custom", path: [], message: `The questions take more than ${MAX_QUESTIONS_CHARS} characters of JSON`, params: { code: "too_big" } });
   const count = (pred: (q: Loose) => boolean) => list.filter((q) => q && pred(q)).length;
   if (count((q) => q.purpose === "publishConsent") !== 1)
     ctx.addIssue({ code: "custom", path: [], message: "Exactly one yes_no question must have purpose 'publishConsent' (the client's opt-in to publish)", params: { code: "publish_consent_required" } });
@@ -78,7 +82,7 @@ export const SurveyQuestions = z
   .min(1)
   .max(MAX_QUESTIONS)
   .superRefine(crossCheck, { when: () => true })
-  .openapi({ description: `1–${MAX_QUESTIONS} questions; exactly one yes_no question with purpose publishConsent` });
+  .openapi({ description: `1–${MAX_QUESTIONS} questions, at most ${MAX_QUESTIONS_CHARS} characters of JSON; exactly one yes_no question with purpose publishConsent` });
 
 export const TemplateCreate = z
   .strictObject({
@@ -110,7 +114,9 @@ export const SurveyTemplate = z
   })
   .openapi("SurveyTemplate");
 export type SurveyTemplate = z.infer<typeof SurveyTemplate>;
-export const SurveyTemplateList = z.object({ templates: z.array(SurveyTemplate).openapi({ description: "Newest first; at most 100 templates per organization" }) }).openapi("SurveyTemplateList");
+const PagePagination = z.object({ hasMore: z.boolean(), nextCursor: z.string().nullable(), limit: z.int() });
+export const TemplateListQuery = listQuery({});
+export const SurveyTemplateList = z.object({ templates: z.array(SurveyTemplate), pagination: PagePagination }).openapi("SurveyTemplateList");
 
 export const SURVEY_STATUSES = ["SCHEDULED", "SENT", "OPENED", "COMPLETED", "EXPIRED", "SKIPPED"] as const;
 export const SURVEY_CHANNELS = ["EMAIL", "LINK"] as const;
@@ -169,7 +175,7 @@ export const SurveyDetail = Survey.extend({ response: SurveyResponse.nullable() 
 
 export const SurveyListQuery = listQuery({ status: z.enum(SURVEY_STATUSES).optional(), agentUserId: id.optional() });
 export const SurveyList = z
-  .object({ surveys: z.array(Survey), pagination: z.object({ hasMore: z.boolean(), nextCursor: z.string().nullable(), limit: z.int() }) })
+  .object({ surveys: z.array(Survey), pagination: PagePagination })
   .openapi("SurveyList");
 
 /** GET /api/public/survey/{token}: the questions and the brokerage's name, nothing else. */

@@ -1,4 +1,4 @@
-import { and, desc, eq, inArray, lt, lte, or, sql } from "drizzle-orm";
+import { and, desc, eq, inArray, lte, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { contacts, deals, organizations, surveyResponses, surveys, surveyTemplates, users } from "../db/schema";
 import type { SurveyStatus } from "../db/surveys";
@@ -9,7 +9,7 @@ import type { EventEnvelope } from "../events/envelope";
 import { newEvent } from "../events/outbox";
 import { mailerFor } from "../mail/mailer";
 import { newToken, sha256Hex } from "../lib/crypto";
-import { decodeCursor, encodeCursor } from "../lib/cursor";
+import { decodeNewestFirstCursor, newestFirstPage, olderThan } from "../crm/pagination";
 import { Conflict, type FieldIssue, InvalidState, NotConfigured, NotFound, Validation } from "../lib/errors";
 import { newId } from "../lib/ids";
 import { loggableError } from "../lib/log";
@@ -67,15 +67,17 @@ const isLive = (r: Pick<SurveyRow, "status" | "expiresAt">, now = nowIso()) => L
 
 /* ------------------------------------------------------------------ templates */
 
-/** GET /api/reputation/surveys/templates: newest first (an organization keeps at most 100). */
-export async function listTemplates(ctx: ServiceContext) {
+/** GET /api/reputation/surveys/templates: newest first, keyset-paginated. */
+export async function listTemplates(ctx: ServiceContext, q: { limit: number; cursor?: string }) {
+  const after = decodeNewestFirstCursor(q.cursor);
   const rows = await ctx.db
     .select()
     .from(surveyTemplates)
-    .where(eq(surveyTemplates.organizationId, ctx.organizationId))
+    .where(and(eq(surveyTemplates.organizationId, ctx.organizationId), after ? olderThan(surveyTemplates.createdAt, surveyTemplates.id, after) : undefined))
     .orderBy(desc(surveyTemplates.createdAt), desc(surveyTemplates.id))
-    .limit(MAX_TEMPLATES);
-  return { templates: rows.map(toTemplate) };
+    .limit(q.limit + 1);
+  const { page, pagination } = newestFirstPage(rows, q.limit, (r) => ({ at: r.createdAt, id: r.id }));
+  return { templates: page.map(toTemplate), pagination };
 }
 
 const hasDefault = (organizationId: string) => and(eq(surveyTemplates.organizationId, organizationId), eq(surveyTemplates.isDefault, true));
@@ -214,27 +216,24 @@ export async function createSurvey(ctx: ServiceContext, input: SurveyCreate, tri
   return { ...toSurvey(row), accessToken: token, surveyUrl: surveyUrl(ctx.env, token) };
 }
 
-const SORT = "createdAt:desc";
-
 /** GET /api/reputation/surveys: newest first, keyset-paginated, by status and agent. */
 export async function listSurveys(ctx: ServiceContext, q: { limit: number; cursor?: string; status?: SurveyStatus; agentUserId?: string }) {
-  let after;
-  if (q.cursor) {
-    const { values, id: lastId } = decodeCursor(q.cursor, SORT, 1);
-    const [at] = values;
-    if (typeof at !== "string") throw new Validation([{ field: "cursor", path: ["cursor"], code: "invalid_cursor", message: "Cursor is not one this API issued" }]);
-    after = or(lt(surveys.createdAt, at), and(eq(surveys.createdAt, at), lt(surveys.id, lastId)));
-  }
+  const after = decodeNewestFirstCursor(q.cursor);
   const rows = await ctx.db
     .select()
     .from(surveys)
-    .where(and(eq(surveys.organizationId, ctx.organizationId), q.status ? eq(surveys.status, q.status) : undefined, q.agentUserId ? eq(surveys.agentUserId, q.agentUserId) : undefined, after))
+    .where(
+      and(
+        eq(surveys.organizationId, ctx.organizationId),
+        q.status ? eq(surveys.status, q.status) : undefined,
+        q.agentUserId ? eq(surveys.agentUserId, q.agentUserId) : undefined,
+        after ? olderThan(surveys.createdAt, surveys.id, after) : undefined,
+      ),
+    )
     .orderBy(desc(surveys.createdAt), desc(surveys.id))
     .limit(q.limit + 1);
-  const page = rows.slice(0, q.limit);
-  const last = page.at(-1);
-  const hasMore = rows.length > q.limit;
-  return { surveys: page.map(toSurvey), pagination: { hasMore, nextCursor: hasMore && last ? encodeCursor({ sort: SORT, values: [last.createdAt], id: last.id }) : null, limit: q.limit } };
+  const { page, pagination } = newestFirstPage(rows, q.limit, (r) => ({ at: r.createdAt, id: r.id }));
+  return { surveys: page.map(toSurvey), pagination };
 }
 
 async function findSurvey(ctx: ServiceContext, id: string): Promise<SurveyRow> {
