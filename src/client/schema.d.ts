@@ -1375,8 +1375,8 @@ export interface paths {
         };
         /**
          * List surveys
-         * @description Newest first; keyset-paginated (`pagination.nextCursor`). States: SCHEDULED (created; an EMAIL survey is mailed at sendAt, within a minute, by the cron) → SENT → OPENED (the client
-         *     opened the link; emits SURVEY_OPENED) → COMPLETED (response stored; emits SURVEY_COMPLETED). SCHEDULED, SENT and OPENED surveys can be
+         * @description Newest first; keyset-paginated (`pagination.nextCursor`). States: SCHEDULED (created; an EMAIL survey is mailed at sendAt, within a minute, by the cron, also when its link was
+         *     opened before) → SENT → OPENED (the link was opened; emits SURVEY_OPENED) → COMPLETED (response stored; emits SURVEY_COMPLETED). SCHEDULED, SENT and OPENED surveys can be
          *     skipped (SKIPPED) and become EXPIRED 30 days after creation; their link then answers 404 {state: "gone"}.
          */
         get: operations["listSurveys"];
@@ -1385,8 +1385,8 @@ export interface paths {
          * Schedule a survey
          * @description Emits SURVEY_SCHEDULED. The access token (256 random bits) is in this answer only, and in the e-mail of an EMAIL survey:
          *     only its SHA-256 is stored. EMAIL surveys need SURVEY_TOKEN_KEY (503 not_configured without it). A won deal schedules one
-         *     automatically (once per deal). States: SCHEDULED (created; an EMAIL survey is mailed at sendAt, within a minute, by the cron) → SENT → OPENED (the client
-         *     opened the link; emits SURVEY_OPENED) → COMPLETED (response stored; emits SURVEY_COMPLETED). SCHEDULED, SENT and OPENED surveys can be
+         *     automatically (once per deal). States: SCHEDULED (created; an EMAIL survey is mailed at sendAt, within a minute, by the cron, also when its link was
+         *     opened before) → SENT → OPENED (the link was opened; emits SURVEY_OPENED) → COMPLETED (response stored; emits SURVEY_COMPLETED). SCHEDULED, SENT and OPENED surveys can be
          *     skipped (SKIPPED) and become EXPIRED 30 days after creation; their link then answers 404 {state: "gone"}. After SURVEY_COMPLETED a workflow classifies the sentiment of the free text (the AI gateway when configured, else
          *     the AFINN lexicon) and, when the client opted in (the publishConsent question), rated highly (rating ≥ 4 of 5, or NPS ≥ 9), wrote
          *     something and the sentiment is not negative, makes a PENDING testimonial (source SURVEY) linked to the survey's deal and agent. The NPS answer

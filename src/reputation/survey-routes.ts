@@ -39,8 +39,8 @@ const CLOSED = { 409: apiError("The survey is completed, skipped or expired (sur
 const GONE = { 404: { description: "Unknown, expired, completed or skipped token (alike)", content: { "application/json": { schema: Gone } } } };
 const RATE_LIMITED = { 429: apiError("Too many requests from this address (rate_limited)") };
 
-const STATES = `States: SCHEDULED (created; an EMAIL survey is mailed at sendAt, within a minute, by the cron) → SENT → OPENED (the client
-opened the link; emits SURVEY_OPENED) → COMPLETED (response stored; emits SURVEY_COMPLETED). SCHEDULED, SENT and OPENED surveys can be
+const STATES = `States: SCHEDULED (created; an EMAIL survey is mailed at sendAt, within a minute, by the cron, also when its link was
+opened before) → SENT → OPENED (the link was opened; emits SURVEY_OPENED) → COMPLETED (response stored; emits SURVEY_COMPLETED). SCHEDULED, SENT and OPENED surveys can be
 skipped (SKIPPED) and become EXPIRED ${SURVEY_EXPIRY_DAYS} days after creation; their link then answers 404 {state: "gone"}.`;
 
 const WORKFLOW = `After SURVEY_COMPLETED a workflow classifies the sentiment of the free text (the AI gateway when configured, else

@@ -206,7 +206,7 @@ export function checkAnswers(questions: SurveyQuestion[], raw: Record<string, st
   for (const key of Object.keys(raw)) if (!known.has(key)) problem(key, "unknown_field", `No question '${key}' in this survey`);
   for (const q of questions) {
     let value = Object.hasOwn(raw, q.id) ? raw[q.id] : null;
-    if (typeof value === "string" && q.type !== "single_choice") value = value.trim() === "" ? null : value;
+    if (typeof value === "string" && value.trim() === "") value = null;
     if (value === null || value === undefined) {
       if (q.required) problem(q.id, "required", "Required");
       continue;

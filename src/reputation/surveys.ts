@@ -1,4 +1,4 @@
-import { and, desc, eq, inArray, lte, sql } from "drizzle-orm";
+import { and, desc, eq, inArray, isNull, lte, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { contacts, deals, organizations, surveyResponses, surveys, surveyTemplates, users } from "../db/schema";
 import type { SurveyStatus } from "../db/surveys";
@@ -264,19 +264,19 @@ function closed(r: SurveyRow): never {
 
 /**
  * POST …/surveys/{id}/reissue: a new token, the old one dead at once. An EMAIL survey not mailed yet is mailed with
- * the new link at its time; one already mailed (SENT or OPENED) is mailed the new link now.
+ * the new link at its time; one already mailed (sentAt set) is mailed the new link now.
  */
 export async function reissueSurvey(ctx: ServiceContext, id: string): Promise<Created> {
   const { row, token } = await withRetries(async () => {
     const before = await findSurvey(ctx, id);
     if (!isLive(before)) closed(before);
     const { token, hash } = await mintSurveyToken();
-    const pendingToken = before.channel === "EMAIL" && before.status === "SCHEDULED" ? await sealToken(ctx.env, before.id, token) : null;
+    const pendingToken = before.channel === "EMAIL" && before.sentAt === null ? await sealToken(ctx.env, before.id, token) : null;
     const row: SurveyRow = { ...before, accessTokenHash: hash, pendingToken, updatedAt: nowIso(), version: before.version + 1 };
     await commit(ctx, [expectRow(ctx.db, surveys, atVersion(before)), ctx.db.update(surveys).set(row).where(atVersion(before))]);
     return { row, token };
   });
-  if (row.channel === "EMAIL" && row.status !== "SCHEDULED") await mailInvitation(ctx.env, ctx.db, row, token);
+  if (row.channel === "EMAIL" && row.sentAt !== null) await mailInvitation(ctx.env, ctx.db, row, token);
   return { ...toSurvey(row), accessToken: token, surveyUrl: surveyUrl(ctx.env, token) };
 }
 
@@ -326,7 +326,8 @@ export async function openSurvey(base: PublicContext, token: string) {
     try {
       await commit(
         ctx,
-        [expectRow(ctx.db, surveys, atVersion(survey)), ctx.db.update(surveys).set({ status: "OPENED", openedAt: at, pendingToken: null, updatedAt: at, version: survey.version + 1 }).where(atVersion(survey))],
+        // An EMAIL survey opened before its mail went out (the agent previewing the link, say) is still mailed at its time.
+        [expectRow(ctx.db, surveys, atVersion(survey)), ctx.db.update(surveys).set({ status: "OPENED", openedAt: at, updatedAt: at, version: survey.version + 1 }).where(atVersion(survey))],
         [newEvent(ctx, "SURVEY_OPENED", { surveyId: survey.id, agentUserId: survey.agentUserId, dealId: survey.dealId })],
       );
     } catch (err) {
@@ -361,7 +362,9 @@ export async function submitSurvey(base: PublicContext, token: string, raw: Reco
     const ctx = publicContext(base, survey.organizationId);
     const at = nowIso();
     const nps = npsAnswer(template.questions, answers);
-    const figures: SurveyFigures = { surveysCompleted: 1, ...(nps === undefined ? {} : npsClass(nps)) };
+    // An EMAIL survey answered before its mail went out reached its client anyway: it counts as sent now, and is not mailed.
+    const unsent = survey.channel === "EMAIL" && survey.sentAt === null;
+    const figures: SurveyFigures = { surveysCompleted: 1, ...(unsent ? { surveysSent: 1 } : {}), ...(nps === undefined ? {} : npsClass(nps)) };
     await commit(
       ctx,
       [
@@ -397,7 +400,8 @@ async function mailInvitation(env: Env, db: Db, survey: SurveyRow, token: string
 }
 
 /**
- * Cron: mails the EMAIL surveys whose send time has come. Each is claimed first (its sendAt moved on by a lease, a
+ * Cron: mails the EMAIL surveys whose send time has come and that were not mailed yet (SCHEDULED, or OPENED through
+ * the link of the creating answer before the mail went out). Each is claimed first (its sendAt moved on by a lease, a
  * compare-and-set, so two cron runs never both mail it); after the mail went out the survey is SENT, its sealed token
  * erased and one survey sent counted. A failed mail is tried again when the lease ends.
  */
@@ -406,7 +410,7 @@ export async function sendDueSurveys(env: Env, db: Db, { max = 50 } = {}): Promi
   const due = await db
     .select()
     .from(surveys)
-    .where(and(eq(surveys.status, "SCHEDULED"), lte(surveys.sendAt, now), eq(surveys.channel, "EMAIL"), sql`${surveys.expiresAt} > ${now}`))
+    .where(and(inArray(surveys.status, ["SCHEDULED", "OPENED"]), lte(surveys.sendAt, now), eq(surveys.channel, "EMAIL"), isNull(surveys.sentAt), sql`${surveys.expiresAt} > ${now}`))
     .limit(max);
   const key = readConfig(env).SURVEY_TOKEN_KEY;
   let sent = 0;
@@ -422,7 +426,10 @@ export async function sendDueSurveys(env: Env, db: Db, { max = 50 } = {}): Promi
         const at = nowIso();
         await commit(ctx, [
           expectRow(db, surveys, atVersion(claimed)),
-          db.update(surveys).set({ status: "SENT", sentAt: at, sendAt: before.sendAt, pendingToken: null, updatedAt: at, version: claimed.version + 1 }).where(atVersion(claimed)),
+          db
+            .update(surveys)
+            .set({ status: before.status === "SCHEDULED" ? "SENT" : before.status, sentAt: at, sendAt: before.sendAt, pendingToken: null, updatedAt: at, version: claimed.version + 1 })
+            .where(atVersion(claimed)),
           ...bumpSurveyFigures(db, before.organizationId, before.agentUserId, { surveysSent: 1 }),
         ]);
         sent++;

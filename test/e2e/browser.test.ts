@@ -277,3 +277,126 @@ describe("the clickwrap consent page embedded on another site", () => {
     expect(all.data!.acceptances.map((a) => a.versionHash)).toEqual([newHash]);
   });
 });
+
+describe("the survey page in a browser", () => {
+  const COMMENT = "Wonderful agent, so helpful and kind. We love our new home and would happily recommend her!";
+
+  async function linkSurvey(org: string) {
+    const { token, userId } = await mintToken(org, "agent@survey.test");
+    const api = createApiClient(dev.base, token);
+    const contact = await api.POST("/v1/contacts", { body: { firstName: "Sam", lastName: "Survey", email: `sam.${Date.now()}@survey.test` } });
+    expect(contact.response.status).toBe(201);
+    const template = await api.POST("/api/reputation/surveys/templates", {
+      body: {
+        name: "How did we do?",
+        description: "A minute of your time helps us serve you better.",
+        sendDelayHours: 0,
+        questions: [
+          { id: "overall", type: "rating", label: "Overall, how would you rate your agent?", required: true, purpose: "overallRating" },
+          { id: "recommend", type: "nps", label: "How likely are you to recommend us?", required: true },
+          { id: "found", type: "single_choice", label: "How did you find us?", required: false, options: ["A friend", "The web", "A sign"] },
+          { id: "comments", type: "text", label: "Tell us about your experience", help: "We may quote you <em>if</em> you let us.", required: false, maxLength: 1000, purpose: "testimonial" },
+          { id: "publish", type: "yes_no", label: "May we publish your comments?", required: true, purpose: "publishConsent" },
+        ],
+      },
+    });
+    expect(template.response.status).toBe(201);
+    const survey = await api.POST("/api/reputation/surveys", { body: { recipientPersonId: contact.data!.data.id, agentUserId: userId, channel: "LINK" } });
+    expect(survey.response.status).toBe(201);
+    return { api, userId, survey: survey.data! };
+  }
+
+  it("a client fills in the survey, is told what is missing, sends it; the response becomes a PENDING testimonial", async () => {
+    const org = `Survey Realty ${Date.now()}`;
+    const { api, userId, survey } = await linkSurvey(org);
+    expect(survey.surveyUrl).toBe(`${dev.base}/survey/${survey.accessToken}`);
+    const page = await browser.newPage();
+    const failures: string[] = [];
+    page.on("pageerror", (err) => failures.push(String(err)));
+    // The refused submission (400) and the dead link (404) are logged by Chromium as failed loads: expected here.
+    page.on("console", (msg) => msg.type() === "error" && !/status of 40[04]/.test(msg.text()) && failures.push(msg.text()));
+
+    const opened = await page.goto(survey.surveyUrl);
+    const headers = opened!.headers();
+    expect(headers["content-security-policy"]).toContain("frame-ancestors 'none'");
+    expect(headers["content-security-policy"]).toContain("connect-src 'self'");
+    expect(headers["referrer-policy"]).toBe("no-referrer");
+    expect(headers["cache-control"]).toBe("no-store");
+    await expect.poll(() => page.textContent("h1#title")).toBe("How did we do?");
+    expect(await page.title()).toBe("How did we do?");
+    expect(await page.textContent("#from")).toBe(`From ${org}`);
+    expect(await page.textContent("#description")).toBe("A minute of your time helps us serve you better.");
+
+    // Each question is a labelled group; the scales say what their ends mean; required ones say so.
+    const overall = page.getByRole("group", { name: /Overall, how would you rate your agent\? \(required\)/ });
+    const recommend = page.getByRole("group", { name: /How likely are you to recommend us\?/ });
+    expect(await overall.getByRole("radio").count()).toBe(5);
+    expect(await recommend.getByRole("radio").count()).toBe(11);
+    expect(await recommend.getByText("0 = not at all likely, 10 = extremely likely").isVisible()).toBe(true);
+    expect(await recommend.getByRole("radio", { name: "0", exact: true }).getAttribute("required")).not.toBeNull();
+    const comments = page.getByRole("textbox", { name: "Tell us about your experience" });
+    expect(await comments.getAttribute("maxlength")).toBe("1000");
+    expect(await comments.getAttribute("aria-describedby")).toBe("q-comments-help q-comments-count");
+    expect(await page.getByRole("group", { name: "How did you find us?", exact: true }).getByRole("radio").count()).toBe(3);
+    // The organization's text is text, never markup.
+    expect(await page.textContent("#q-comments-help")).toBe("We may quote you <em>if</em> you let us.");
+    expect(await page.locator("main em").count()).toBe(0);
+
+    // Everything but the required NPS question.
+    await overall.getByRole("radio", { name: "5", exact: true }).check();
+    await page.getByRole("group", { name: "How did you find us?" }).getByLabel("A friend").check();
+    await comments.fill(COMMENT);
+    expect(await page.textContent("#q-comments-count")).toBe(`${COMMENT.length} of 1000 characters`);
+    await page.getByRole("group", { name: /May we publish your comments/ }).getByLabel("Yes").check();
+    await page.getByRole("button", { name: "Send my answers" }).click();
+
+    // The server's 400: the message next to the question, in the alert summary, and focus on the question's first choice.
+    await expect.poll(() => page.textContent("#q-recommend-error")).toBe("Please answer this question.");
+    expect(await page.isVisible("#q-recommend-error")).toBe(true);
+    expect(await page.getByRole("alert").textContent()).toContain("How likely are you to recommend us? – Please answer this question.");
+    expect(await page.evaluate(() => document.activeElement?.id)).toBe("q-recommend-0");
+    expect(await recommend.getAttribute("aria-describedby")).toBe("q-recommend-error q-recommend-scale");
+    expect(await recommend.getByRole("radio", { name: "10" }).getAttribute("aria-invalid")).toBe("true");
+    expect(await page.isVisible("#q-overall-error")).toBe(false);
+    expect(await page.getByRole("button", { name: "Send my answers" }).isEnabled()).toBe(true);
+
+    await recommend.getByRole("radio", { name: "10", exact: true }).check();
+    await page.getByRole("button", { name: "Send my answers" }).click();
+    await expect.poll(() => page.isVisible("#thanks")).toBe(true);
+    expect(await page.isVisible("#survey")).toBe(false);
+    expect(await page.textContent("#thanks h1")).toBe("Thank you");
+
+    // Stored with the types of the schema: numbers, the option's text, the comment, a boolean.
+    const read = await api.GET("/api/reputation/surveys/{id}", { params: { path: { id: survey.id } } });
+    expect(read.data!.status).toBe("COMPLETED");
+    expect(read.data!.response!.answers).toEqual({ overall: 5, recommend: 10, found: "A friend", comments: COMMENT, publish: true });
+
+    // The SURVEY_COMPLETED consumer (through the local queue) turns it into a PENDING testimonial.
+    const testimonial = async () => {
+      const list = await api.GET("/api/reputation/testimonials", { params: { query: { status: "PENDING" } } });
+      return list.data!.testimonials.find((t) => t.source === "SURVEY" && t.body === COMMENT) ?? null;
+    };
+    await expect.poll(testimonial, { timeout: 30_000, interval: 500 }).not.toBeNull();
+    expect(await testimonial()).toMatchObject({ status: "PENDING", source: "SURVEY", rating: 5, agentUserId: userId, visibility: "PRIVATE" });
+
+    // The link is used up: the page says so.
+    await page.reload();
+    await expect.poll(() => page.isVisible("#gone")).toBe(true);
+    expect(await page.textContent("#gone h1")).toBe("This survey is no longer available");
+    expect(failures).toEqual([]);
+    await page.close();
+  });
+
+  it("a link that never worked says the survey is no longer available", async () => {
+    const page = await browser.newPage();
+    const failures: string[] = [];
+    page.on("pageerror", (err) => failures.push(String(err)));
+    page.on("console", (msg) => msg.type() === "error" && !/status of 404/.test(msg.text()) && failures.push(msg.text()));
+    await page.goto(`${dev.base}/survey/srv_${"x".repeat(43)}`);
+    await expect.poll(() => page.isVisible("#gone")).toBe(true);
+    expect(await page.isVisible("#form")).toBe(false);
+    expect(await page.textContent("#status")).toBe("");
+    expect(failures).toEqual([]);
+    await page.close();
+  });
+});
