@@ -33,7 +33,8 @@ const security = [{ bearerAuth: [] }];
 export const PUBLIC_SURVEY_MAX_BYTES = 64 * 1024;
 
 const IdParam = z.object({ id: z.string().min(1).max(100).openapi({ param: { name: "id", in: "path" } }) });
-const TokenParam = z.object({ token: z.string().min(1).max(200).openapi({ param: { name: "token", in: "path" } }) });
+// No length bound here: any token that is not one answers the uniform gone (the service checks its form before hashing).
+const TokenParam = z.object({ token: z.string().min(1).openapi({ param: { name: "token", in: "path" } }) });
 const NOT_FOUND = { 404: apiError("No survey with this id in your organization") };
 const CLOSED = { 409: apiError("The survey is completed, skipped or expired (survey_closed)") };
 const GONE = { 404: { description: "Unknown, expired, completed or skipped token (alike)", content: { "application/json": { schema: Gone } } } };

@@ -259,7 +259,7 @@ const atVersion = (r: SurveyRow) => and(eq(surveys.organizationId, r.organizatio
 
 function closed(r: SurveyRow): never {
   const why = isLive(r) ? r.status : r.status === "COMPLETED" || r.status === "SKIPPED" ? r.status : "EXPIRED";
-  throw new InvalidState(`The survey is ${why.toLowerCase()}; its link can no longer be used`, "survey_closed");
+  throw new InvalidState("survey_closed", `The survey is ${why.toLowerCase()}; its link can no longer be used`);
 }
 
 /**

@@ -1,14 +1,17 @@
 import { env } from "cloudflare:workers";
 import { expect, vi } from "vitest";
+import { createDb } from "../../src/db/client";
+import { sendDueSurveys } from "../../src/reputation/surveys";
 import { call, json } from "./client";
 import { createContact, getContact, uniqueEmail } from "./contacts";
 import { openAiGateway } from "./ai-gateway";
-import { createDocument, leaseCanonical, sendForSignature } from "./documents";
+import { createDocument, leaseCanonical, mailTo, sendForSignature } from "./documents";
 import type { TestPrincipal } from "./factories";
 import { openMailbox } from "./receiver";
 import { createDeal, createTask, documentForm, getDeal } from "./deals";
 import { createProperty, getProperty, mlsListedProperty, mlsVars, photoForm, PNG_1X1, propertyBody, valuableProperty } from "./properties";
 import { aggregateOf, createTestimonial, move, publishedProfile, publishedTestimonial } from "./reputation";
+import { createSurveyTemplate, makeDue, publicSurvey, scheduleSurvey, seedSurvey, STANDARD_QUESTIONS } from "./surveys";
 
 /**
  * Every write route of the API with a way to race it (issue 15), beside ROUTES. The write-path test drives each
@@ -463,6 +466,59 @@ export const RACES: Race[] = [
       expect(await count("SELECT COUNT(*) AS n FROM referrals WHERE organization_id = ?", owner.organizationId)).toBe(20);
       expect(await count("SELECT COUNT(*) AS n FROM outbox_events WHERE organization_id = ? AND type = 'REFERRAL_RECEIVED'", owner.organizationId)).toBe(20);
     },
+  },
+
+  // Surveys (issue 13).
+  {
+    // Concurrent creates all land, and the organization ends with exactly one default template.
+    kind: "independent",
+    route: "POST /api/reputation/surveys/templates",
+    seed: async () => ({}),
+    changes: async () => Array.from({ length: 10 }, (_, i) => ({ body: { name: `Raced ${i}`, questions: STANDARD_QUESTIONS, ...(i % 3 === 0 ? { isDefault: true } : {}) } })),
+    async verify(owner) {
+      expect(await count("SELECT COUNT(*) AS n FROM survey_templates WHERE organization_id = ?", owner.organizationId)).toBe(10);
+      expect(await count("SELECT COUNT(*) AS n FROM survey_templates WHERE organization_id = ? AND is_default = 1", owner.organizationId)).toBe(1);
+    },
+  },
+  {
+    // Concurrent LINK surveys all land, each with its SURVEY_SCHEDULED, each counted as sent once.
+    kind: "independent",
+    route: "POST /api/reputation/surveys",
+    seed: async (owner) => ({ templateId: (await createSurveyTemplate(owner)).id, contactId: (await createContact(owner.token)).id }),
+    changes: async (owner, { templateId, contactId }) => Array.from({ length: 10 }, () => ({ body: { templateId, recipientPersonId: contactId, agentUserId: owner.userId, channel: "LINK" } })),
+    async verify(owner) {
+      expect(await count("SELECT COUNT(*) AS n FROM surveys WHERE organization_id = ?", owner.organizationId)).toBe(10);
+      expect(await eventCount(owner.organizationId, "SURVEY_SCHEDULED")).toBe(10);
+      expect(await count("SELECT SUM(surveys_sent) AS n FROM reputation_aggregates WHERE organization_id = ?", owner.organizationId)).toBe(20); // the agent's row and the organization's
+    },
+  },
+  {
+    // Concurrent re-issues all land in turn, and the one live token is the one the cron mails.
+    kind: "independent",
+    route: "POST /api/reputation/surveys/{id}/reissue",
+    seed: async (owner) => {
+      const contact = await createContact(owner.token);
+      const survey = await scheduleSurvey(owner, { templateId: (await createSurveyTemplate(owner)).id, recipientPersonId: contact.id, channel: "EMAIL" });
+      return { id: survey.id, email: contact.email };
+    },
+    changes: async () => Array.from({ length: 6 }, () => ({})),
+    async verify(_owner, { id, email }) {
+      expect(await count("SELECT version AS n FROM surveys WHERE id = ?", id)).toBe(7);
+      await makeDue(id!);
+      await sendDueSurveys(env, createDb(env.DB));
+      const mail = await mailTo(email!);
+      expect(mail).toHaveLength(1);
+      const token = mail[0]!.text.match(/\/survey\/(\S+)/)![1]!;
+      expect((await publicSurvey("GET", token)).status).toBe(200);
+    },
+  },
+  {
+    kind: "once",
+    route: "POST /api/reputation/surveys/{id}/skip",
+    seed: (owner) => seedSurvey(owner),
+    objects: 3,
+    copies: 6,
+    counter: { read: async (owner) => count("SELECT COUNT(*) AS n FROM surveys WHERE organization_id = ? AND status = 'SKIPPED'", owner.organizationId), perMove: 1 },
   },
 
   // Plant store.

@@ -5,6 +5,7 @@ import { receiverUrl } from "./receiver";
 import { createTestimonial, move, publishedTestimonial } from "./reputation";
 import { createDeal, createTask, documentForm } from "./deals";
 import { createProperty, mlsListedProperty, mlsVars, photoForm, PNG_1X1, valuableProperty } from "./properties";
+import { seedSurvey, STANDARD_QUESTIONS } from "./surveys";
 import type { TestPrincipal } from "./factories";
 
 export type Family = "crm" | "api" | "plants";
@@ -271,4 +272,16 @@ ROUTES.push(
 ROUTES.push(
   { method: "GET", path: "/api/reputation/referrals", family: "api" },
   { method: "POST", path: "/api/reputation/referrals", family: "api", body: { agentUserId: "x", referredName: "Matrix Referral" } },
+);
+
+// Surveys (issue 13).
+const unknownSurvey = { id: "00000000-0000-4000-8000-0000000005e1" };
+ROUTES.push(
+  { method: "GET", path: "/api/reputation/surveys", family: "api" },
+  { method: "POST", path: "/api/reputation/surveys", family: "api", body: { recipientPersonId: "x", agentUserId: "x", channel: "LINK" } },
+  { method: "GET", path: "/api/reputation/surveys/templates", family: "api" },
+  { method: "POST", path: "/api/reputation/surveys/templates", family: "api", body: { name: "Matrix survey", questions: STANDARD_QUESTIONS } },
+  { method: "GET", path: "/api/reputation/surveys/{id}", family: "api", seed: (owner) => seedSurvey(owner), unknown: unknownSurvey },
+  { method: "POST", path: "/api/reputation/surveys/{id}/reissue", family: "api", seed: (owner) => seedSurvey(owner, "EMAIL"), unknown: unknownSurvey },
+  { method: "POST", path: "/api/reputation/surveys/{id}/skip", family: "api", seed: (owner) => seedSurvey(owner), unknown: unknownSurvey },
 );
