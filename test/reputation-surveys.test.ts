@@ -537,3 +537,47 @@ describe("access tokens (only the SHA-256 is stored)", () => {
     }
   });
 });
+
+describe("found by an adversarial pass", () => {
+  it("a re-issue whose mail fails still answers the new link, which works; a deleted recipient's survey is skipped, not retried", async () => {
+    const owner = await createPrincipal();
+    const template = await createSurveyTemplate(owner);
+    const contact = await createContact(owner.token);
+    const sent = await scheduleSurvey(owner, { templateId: template.id, recipientPersonId: contact.id, channel: "EMAIL" });
+    await makeDue(sent.id);
+    expect(await sendDueSurveys(env, db)).toBeGreaterThanOrEqual(1);
+    // The mail provider is unreachable: the token is already replaced, so the answer must carry the new one.
+    const res = await call("POST", `/api/reputation/surveys/${sent.id}/reissue`, {
+      token: owner.token,
+      vars: { EMAIL_PROVIDER: "resend", EMAIL_API_KEY: "re_test", EMAIL_API_URL: "http://127.0.0.1:9/" },
+    });
+    const reissued = await json(res);
+    expect(res.status, JSON.stringify(reissued)).toBe(200);
+    expect((await publicSurvey("GET", reissued.accessToken)).status).toBe(200);
+
+    const gone = await createContact(owner.token);
+    const orphan = await scheduleSurvey(owner, { templateId: template.id, recipientPersonId: gone.id, channel: "EMAIL" });
+    expect((await call("DELETE", `/v1/contacts/${gone.id}`, { token: owner.token })).status).toBe(200);
+    await makeDue(orphan.id);
+    await sendDueSurveys(env, db);
+    expect(await surveyRow(orphan.id)).toMatchObject({ status: "SKIPPED", pending_token: null });
+    await expectGone(orphan.accessToken);
+  });
+
+  it("an answer of only invisible characters is no answer (no testimonial from it); options that read alike are refused", async () => {
+    const owner = await createPrincipal();
+    const template = await createSurveyTemplate(owner);
+    const survey = await scheduleSurvey(owner, { templateId: template.id });
+    await answer(survey.accessToken, { overall: 5, recommend: 10, comments: "\u200b\u200d\u2060", publish: true });
+    await analyse(owner);
+    expect((await surveyDetail(owner, survey.id)).response).toMatchObject({ answers: { overall: 5, recommend: 10, publish: true }, testimonialId: null });
+    expect(await testimonialsOf(owner)).toEqual([]);
+
+    const alike = await call("POST", "/api/reputation/surveys/templates", {
+      token: owner.token,
+      body: { name: "Alike", questions: [...STANDARD_QUESTIONS, { id: "pick", type: "single_choice", label: "Pick", options: ["é", "e\u0301"] }, { id: "pick2", type: "single_choice", label: "Pick", options: ["a", "a\u200b"] }] },
+    });
+    expect(alike.status).toBe(400);
+    expect(await issuePaths(alike)).toEqual(["questions.4.options", "questions.5.options"]);
+  });
+});

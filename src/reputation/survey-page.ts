@@ -28,7 +28,8 @@ const STYLE = `
 
 const SCRIPT = `
 (() => {
-  const token = decodeURIComponent(location.pathname.split("/").pop() || "");
+  // A path that is not valid percent-encoding holds no token: the API then answers 404 and the page says gone.
+  const token = (() => { try { return decodeURIComponent(location.pathname.split("/").pop() || ""); } catch { return "-"; } })();
   const api = "/api/public/survey/" + encodeURIComponent(token);
   const $ = (id) => document.getElementById(id);
   const form = $("survey"), button = $("send"), status = $("status"), summary = $("summary");

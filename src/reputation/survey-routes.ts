@@ -203,10 +203,13 @@ surveyRoutes
   .openapi(reissue, async (c) => c.json(await reissueSurvey(serviceContext(c), c.req.valid("param").id), 200))
   .openapi(skip, async (c) => c.json(await skipSurvey(serviceContext(c), c.req.valid("param").id), 200))
   .openapi(open, async (c) => {
+    c.header("cache-control", "no-store");
+    c.header("referrer-policy", "no-referrer");
     const survey = await openSurvey(publicBase(c), c.req.valid("param").token);
-    return survey ? c.json(survey, 200, { "cache-control": "no-store", "referrer-policy": "no-referrer" }) : gone(c);
+    return survey ? c.json(survey, 200) : gone(c);
   })
   .openapi(submit, async (c) => {
+    c.header("cache-control", "no-store");
     const done = await submitSurvey(publicBase(c), c.req.valid("param").token, c.req.valid("json").answers, requestMeta(c));
     return done ? c.json(done, 200) : gone(c);
   })

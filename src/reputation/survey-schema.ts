@@ -51,6 +51,10 @@ const YesNoQuestion = z.strictObject({ ...common, type: z.literal("yes_no"), pur
 export const SurveyQuestion = z.discriminatedUnion("type", [RatingQuestion, NpsQuestion, TextQuestion, ChoiceQuestion, YesNoQuestion]).openapi("SurveyQuestion");
 export type SurveyQuestion = z.infer<typeof SurveyQuestion>;
 
+const VISIBLE = /[^\s\p{Cf}\p{Z}]/u;
+/** How an option reads: composed and decomposed accents, zero-width characters and case do not tell two apart. */
+const optionKey = (o: unknown) => (typeof o === "string" ? o.normalize("NFKC").replace(/\p{Cf}/gu, "").trim().toLowerCase() : o);
+
 type Loose = { id?: unknown; type?: unknown; purpose?: unknown; options?: unknown };
 
 /** The rules across questions; run on whatever parsed, so one 400 lists them with the per-question problems. */
@@ -63,8 +67,8 @@ function crossCheck(questions: unknown, ctx: z.RefinementCtx) {
     if (seen.has(q.id)) ctx.addIssue({ code: "custom", path: [i, "id"], message: `Duplicate question id '${q.id}' (also question ${seen.get(q.id)})`, params: { code: "duplicate" } });
     else seen.set(q.id, i);
     if (q.type === "single_choice" && Array.isArray(q.options)) {
-      const options = (q.options as unknown[]).map((o) => (typeof o === "string" ? o.trim() : o));
-      if (new Set(options).size !== options.length) ctx.addIssue({ code: "custom", path: [i, "options"], message: "Options must be distinct", params: { code: "duplicate" } });
+      const options = (q.options as unknown[]).map(optionKey);
+      if (new Set(options).size !== options.length) ctx.addIssue({ code: "custom", path: [i, "options"], message: "Options must be distinct (accents, case and invisible characters aside)", params: { code: "duplicate" } });
     }
   });
   if (JSON.stringify(list).length > MAX_QUESTIONS_CHARS)
@@ -206,7 +210,8 @@ export function checkAnswers(questions: SurveyQuestion[], raw: Record<string, st
   for (const key of Object.keys(raw)) if (!known.has(key)) problem(key, "unknown_field", `No question '${key}' in this survey`);
   for (const q of questions) {
     let value = Object.hasOwn(raw, q.id) ? raw[q.id] : null;
-    if (typeof value === "string" && value.trim() === "") value = null;
+    // Blank, or only invisible characters (zero-width, format): no answer.
+    if (typeof value === "string" && !VISIBLE.test(value)) value = null;
     if (value === null || value === undefined) {
       if (q.required) problem(q.id, "required", "Required");
       continue;

@@ -276,7 +276,11 @@ export async function reissueSurvey(ctx: ServiceContext, id: string): Promise<Cr
     await commit(ctx, [expectRow(ctx.db, surveys, atVersion(before)), ctx.db.update(surveys).set(row).where(atVersion(before))]);
     return { row, token };
   });
-  if (row.channel === "EMAIL" && row.sentAt !== null) await mailInvitation(ctx.env, ctx.db, row, token);
+  // The new token is committed: a mail that fails must not lose it, so the answer carries it whatever the mail did.
+  if (row.channel === "EMAIL" && row.sentAt !== null)
+    await mailInvitation(ctx.env, ctx.db, row, token).catch((err) =>
+      console.error(JSON.stringify({ level: "error", msg: "re-issued survey link not mailed; the answer carries it", surveyId: row.id, error: loggableError(err) })),
+    );
   return { ...toSurvey(row), accessToken: token, surveyUrl: surveyUrl(ctx.env, token) };
 }
 
@@ -381,6 +385,9 @@ export async function submitSurvey(base: PublicContext, token: string, raw: Reco
 
 /* ------------------------------------------------------------------ mail and the cron */
 
+/** The survey's contact was deleted: no one to mail. */
+class RecipientGone extends Error {}
+
 /** Mails the survey's link to its recipient. The raw token exists only in this message and the creating answer. */
 async function mailInvitation(env: Env, db: Db, survey: SurveyRow, token: string): Promise<void> {
   const row = await db
@@ -389,7 +396,7 @@ async function mailInvitation(env: Env, db: Db, survey: SurveyRow, token: string
     .innerJoin(organizations, eq(organizations.id, contacts.organizationId))
     .where(and(eq(contacts.organizationId, survey.organizationId), eq(contacts.id, survey.recipientPersonId)))
     .get();
-  if (!row) throw new Error("survey recipient not found");
+  if (!row) throw new RecipientGone();
   const until = survey.expiresAt.slice(0, 10);
   await mailerFor(env).send({
     organizationId: survey.organizationId,
@@ -422,14 +429,30 @@ export async function sendDueSurveys(env: Env, db: Db, { max = 50 } = {}): Promi
         const token = await openText(key, TOKEN_SEAL_PURPOSE, before.id, before.pendingToken);
         const claimed: SurveyRow = { ...before, sendAt: new Date(Date.now() + SEND_LEASE_MS).toISOString(), version: before.version + 1 };
         await commit(ctx, [expectRow(db, surveys, atVersion(before)), db.update(surveys).set({ sendAt: claimed.sendAt, version: claimed.version }).where(atVersion(before))]);
-        await mailInvitation(env, db, claimed, token);
         const at = nowIso();
+        try {
+          await mailInvitation(env, db, claimed, token);
+        } catch (err) {
+          if (!(err instanceof RecipientGone)) throw err;
+          // The contact was deleted: nothing to send, ever; the survey is skipped rather than retried until it expires.
+          await commit(ctx, [expectRow(db, surveys, atVersion(claimed)), db.update(surveys).set({ status: "SKIPPED", skippedAt: at, pendingToken: null, updatedAt: at, version: claimed.version + 1 }).where(atVersion(claimed))]);
+          return;
+        }
+        // The mail went out: record it unless the survey was closed or its token replaced meanwhile. An open in between
+        // (a version bump) must not make the cron mail it again once the lease ends.
+        const stillMine = and(
+          eq(surveys.id, before.id),
+          inArray(surveys.status, LIVE),
+          isNull(surveys.sentAt),
+          eq(surveys.sendAt, claimed.sendAt),
+          eq(surveys.accessTokenHash, before.accessTokenHash),
+        );
         await commit(ctx, [
-          expectRow(db, surveys, atVersion(claimed)),
+          expectRow(db, surveys, stillMine),
           db
             .update(surveys)
-            .set({ status: before.status === "SCHEDULED" ? "SENT" : before.status, sentAt: at, sendAt: before.sendAt, pendingToken: null, updatedAt: at, version: claimed.version + 1 })
-            .where(atVersion(claimed)),
+            .set({ status: sql`CASE ${surveys.status} WHEN 'SCHEDULED' THEN 'SENT' ELSE ${surveys.status} END`, sentAt: at, sendAt: before.sendAt, pendingToken: null, updatedAt: at, version: sql`${surveys.version} + 1` })
+            .where(stillMine),
           ...bumpSurveyFigures(db, before.organizationId, before.agentUserId, { surveysSent: 1 }),
         ]);
         sent++;
