@@ -18,7 +18,9 @@ import { plantRoutes } from "./plants/routes";
 import { propertyRoutes } from "./properties/routes";
 import { dealRoutes } from "./deals/routes";
 import { clickwrapRoutes } from "./clickwrap/routes";
-import { requireAuth } from "./platform/auth";
+import { mcpRoutes } from "./mcp/routes";
+import { oauthRoutes } from "./oauth/routes";
+import { requireAuth, requireRoutePermission } from "./platform/auth";
 import { limitBodies } from "./platform/body-limit";
 import type { AppBindings } from "./platform/context";
 import { idempotency } from "./platform/idempotency";
@@ -58,6 +60,8 @@ export function createApp(options: AppOptions = {}) {
   for (const path of AUTHENTICATED) {
     app.use(path, async (c, next) => (isPublic(c.req.path) ? next() : requireAuth(c, next)));
   }
+  // An OAuth access token reaches only the /v1 routes its permissions cover (issue 14); before idempotency, so a 403 is not kept.
+  app.use("/v1/*", requireRoutePermission);
   for (const path of IDEMPOTENT) {
     app.use(path, async (c, next) => (isPublic(c.req.path) ? next() : idempotency(c, next)));
   }
@@ -80,6 +84,8 @@ export function createApp(options: AppOptions = {}) {
   app.route("/", referralRoutes);
   app.route("/", surveyRoutes);
   app.route("/", clickwrapRoutes);
+  app.route("/", oauthRoutes);
+  app.route("/", mcpRoutes);
 
   mountDocs(app);
   app.onError(handleError);

@@ -6,6 +6,7 @@ import type { Env } from "./env";
 import { createEventRouter } from "./events/consumers";
 import { resendUnsentEvents } from "./events/outbox";
 import { EVENT_CONSUMERS } from "./events/registry";
+import { pruneOAuth } from "./oauth/prune";
 import { pruneIdempotencyKeys } from "./platform/idempotency";
 import { expireSurveys, sendDueSurveys } from "./reputation/surveys";
 import { sweepOverdueEnvelopes } from "./signatures/expiry";
@@ -40,6 +41,6 @@ export default {
 
   async scheduled(_controller: ScheduledController, env: Env, ctx: ExecutionContext): Promise<void> {
     const db = createDb(env.DB);
-    ctx.waitUntil(Promise.all([resendUnsentEvents(env, db), resendStalledDeliveries(env, db), pruneStaleListTotals(env.DB), pruneIdempotencyKeys(db), sweepOverdueEnvelopes(env, db), noteOverdueObligations(db), sendDueSurveys(env, db), expireSurveys(db)]));
+    ctx.waitUntil(Promise.all([resendUnsentEvents(env, db), resendStalledDeliveries(env, db), pruneStaleListTotals(env.DB), pruneIdempotencyKeys(db), sweepOverdueEnvelopes(env, db), noteOverdueObligations(db), sendDueSurveys(env, db), expireSurveys(db), pruneOAuth(db)]));
   },
 } satisfies ExportedHandler<Env>;

@@ -1688,6 +1688,128 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/oauth/authorize": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Start an authorization (OAuth 2.1 authorization code with PKCE)
+         * @description Only known clients and registered redirect URIs: an unknown client or redirect URI gets an error page and is never
+         *     redirected to. Other problems are redirected back with `error`, `error_description` and `state`. A caller presenting a live
+         *     bearer session (`Authorization: Bearer <session token>`) is that user and is redirected at once with `code` and `state`.
+         *     A browser signs in with a one-time code mailed to its e-mail, then approves or denies the permissions asked for on a
+         *     consent page. The code is valid 60 seconds, once.
+         */
+        get: operations["authorizeClient"];
+        put?: never;
+        /**
+         * A step of the browser sign-in and consent
+         * @description The pages' forms post here, to the same address (the authorization request stays in the query). Each form carries the CSRF token of its page, bound to the browser's sign-in cookie. Steps: `email` (mails a code when the address has an account; the page is the same either way), `code`, `consent` (`decision` approve or deny), `restart`. Rate-limited per address with the registration endpoint (20 a minute).
+         */
+        post: operations["submitAuthorization"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/oauth/token": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Exchange an authorization code for an access token
+         * @description Form-encoded (spec, Authentication rule 3): grant_type=authorization_code, code, redirect_uri, client_id,
+         *     code_verifier. The answer: a JWT access token valid one hour, and the spec's metadata at top level: `mcp_server_url`,
+         *     `user_id`, `organization_id`, `organization_name`, `permissions`. A code used a second time is refused and the token
+         *     issued for it is revoked. Errors follow RFC 6749 section 5.2. CORS-enabled; 30 requests a minute per address.
+         */
+        post: operations["exchangeAuthorizationCode"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/oauth/register": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Register a public client (RFC 7591 Dynamic Client Registration)
+         * @description For MCP clients that register themselves. Public clients only (`token_endpoint_auth_method: "none"`, PKCE); redirect URIs must be https, or http to a loopback address (127.0.0.1, localhost, [::1], any port), and then match exactly. `grant_types` other than authorization_code are dropped from the registration. CORS-enabled; 20 requests a minute per address.
+         */
+        post: operations["registerClient"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/.well-known/oauth-authorization-server": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Authorization server metadata (RFC 8414) */
+        get: operations["getAuthorizationServerMetadata"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/.well-known/oauth-protected-resource": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Protected resource metadata of the MCP server (RFC 9728) */
+        get: operations["getProtectedResourceMetadata"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/.well-known/oauth-protected-resource/mcp": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The same, at the path-suffixed address MCP clients try first */
+        get: operations["getMcpProtectedResourceMetadata"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -3716,6 +3838,82 @@ export interface components {
              */
             versionHash?: string;
         };
+        OAuthError: {
+            /**
+             * @description RFC 6749 section 5.2 / RFC 7591 section 3.2.2 error code (rate_limited past the limit)
+             * @example invalid_grant
+             */
+            error: string;
+            error_description?: string;
+        };
+        TokenResponse: {
+            /** @description A JWT (HS256) with iss, aud (the MCP server URL), sub (user id), org, scope, client_id, jti (grant id), iat, exp */
+            access_token: string;
+            /** @enum {string} */
+            token_type: "Bearer";
+            /** @example 3600 */
+            expires_in: number;
+            /** @description The granted permissions, space-separated */
+            scope: string;
+            /** @description Where to use the token: the MCP server (Streamable HTTP) */
+            mcp_server_url: string;
+            user_id: string;
+            organization_id: string;
+            organization_name: string;
+            permissions: ("contacts:read" | "contacts:write" | "deals:read" | "deals:write" | "properties:read" | "properties:write" | "documents:read" | "envelopes:send" | "webhooks:manage")[];
+        };
+        TokenRequest: {
+            /** @example authorization_code */
+            grant_type?: string;
+            code?: string;
+            redirect_uri?: string;
+            client_id?: string;
+            code_verifier?: string;
+            /** @description RFC 8707: if present, the MCP server URL */
+            resource?: string;
+        };
+        ClientRegistration: {
+            client_id: string;
+            client_id_issued_at: number;
+            client_name?: string;
+            redirect_uris: string[];
+            /** @enum {string} */
+            token_endpoint_auth_method: "none";
+            grant_types: string[];
+            response_types: string[];
+        };
+        ClientRegistrationRequest: {
+            /** @description https, or http to 127.0.0.1, localhost or [::1] (any port) */
+            redirect_uris: string[];
+            client_name?: string;
+            /** @description Only "none" (public client with PKCE) */
+            token_endpoint_auth_method?: string;
+            grant_types?: string[];
+            response_types?: string[];
+        } & {
+            [key: string]: unknown;
+        };
+        AuthorizationServerMetadata: {
+            issuer: string;
+            authorization_endpoint: string;
+            token_endpoint: string;
+            registration_endpoint: string;
+            response_types_supported: string[];
+            response_modes_supported: string[];
+            grant_types_supported: string[];
+            code_challenge_methods_supported: string[];
+            token_endpoint_auth_methods_supported: string[];
+            scopes_supported: string[];
+            authorization_response_iss_parameter_supported: boolean;
+            service_documentation: string;
+        };
+        ProtectedResourceMetadata: {
+            resource: string;
+            authorization_servers: string[];
+            scopes_supported: string[];
+            bearer_methods_supported: string[];
+            resource_name: string;
+        };
     };
     responses: never;
     parameters: never;
@@ -3896,6 +4094,15 @@ export interface operations {
                     "application/json": components["schemas"]["CrmError"];
                 };
             };
+            /** @description An OAuth access token not granted this route's permission (insufficient_permission) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
             /** @description The request broke the schema; errors[] lists every problem with field, code and message */
             422: {
                 headers: {
@@ -3960,6 +4167,15 @@ export interface operations {
             };
             /** @description Missing, unknown, revoked or expired token */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description An OAuth access token not granted this route's permission (insufficient_permission) */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4103,6 +4319,15 @@ export interface operations {
                     "application/json": components["schemas"]["CrmError"];
                 };
             };
+            /** @description An OAuth access token not granted this route's permission (insufficient_permission) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
             /** @description The request broke the schema; errors[] lists every problem with field, code and message */
             422: {
                 headers: {
@@ -4162,6 +4387,15 @@ export interface operations {
             };
             /** @description Missing, unknown, revoked or expired token */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description An OAuth access token not granted this route's permission (insufficient_permission) */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4262,6 +4496,15 @@ export interface operations {
                     "application/json": components["schemas"]["CrmError"];
                 };
             };
+            /** @description An OAuth access token not granted this route's permission (insufficient_permission) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
             /** @description No contact with this id in your organization (not_found_error) */
             404: {
                 headers: {
@@ -4332,6 +4575,15 @@ export interface operations {
             };
             /** @description Missing, unknown, revoked or expired token */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description An OAuth access token not granted this route's permission (insufficient_permission) */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4451,6 +4703,15 @@ export interface operations {
                     "application/json": components["schemas"]["CrmError"];
                 };
             };
+            /** @description An OAuth access token not granted this route's permission (insufficient_permission) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
             /** @description No contact with this id in your organization (not_found_error) */
             404: {
                 headers: {
@@ -4546,6 +4807,15 @@ export interface operations {
                     "application/json": components["schemas"]["CrmError"];
                 };
             };
+            /** @description An OAuth access token not granted this route's permission (insufficient_permission) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
             /** @description No contact with this id in your organization (not_found_error) */
             404: {
                 headers: {
@@ -4614,6 +4884,15 @@ export interface operations {
             };
             /** @description Missing, unknown, revoked or expired token */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description An OAuth access token not granted this route's permission (insufficient_permission) */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4727,6 +5006,15 @@ export interface operations {
             };
             /** @description Missing, unknown, revoked or expired token */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description An OAuth access token not granted this route's permission (insufficient_permission) */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4867,6 +5155,15 @@ export interface operations {
                     "application/json": components["schemas"]["CrmError"];
                 };
             };
+            /** @description An OAuth access token not granted this route's permission (insufficient_permission) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
             /** @description The request broke the schema; errors[] lists every problem with field, code and message */
             422: {
                 headers: {
@@ -4935,6 +5232,15 @@ export interface operations {
             };
             /** @description Missing, unknown, revoked or expired token */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description An OAuth access token not granted this route's permission (insufficient_permission) */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5035,6 +5341,15 @@ export interface operations {
                     "application/json": components["schemas"]["CrmError"];
                 };
             };
+            /** @description An OAuth access token not granted this route's permission (insufficient_permission) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
             /** @description No property with this id in your organization (not_found) */
             404: {
                 headers: {
@@ -5114,6 +5429,15 @@ export interface operations {
             };
             /** @description Missing, unknown, revoked or expired token */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description An OAuth access token not granted this route's permission (insufficient_permission) */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5242,6 +5566,15 @@ export interface operations {
                     "application/json": components["schemas"]["CrmError"];
                 };
             };
+            /** @description An OAuth access token not granted this route's permission (insufficient_permission) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
             /** @description No property with this id in your organization (not_found) */
             404: {
                 headers: {
@@ -5328,6 +5661,15 @@ export interface operations {
             };
             /** @description Missing, unknown, revoked or expired token */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description An OAuth access token not granted this route's permission (insufficient_permission) */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5455,6 +5797,15 @@ export interface operations {
                     "application/json": components["schemas"]["CrmError"];
                 };
             };
+            /** @description An OAuth access token not granted this route's permission (insufficient_permission) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
             /** @description No property with this id in your organization (not_found) */
             404: {
                 headers: {
@@ -5571,6 +5922,15 @@ export interface operations {
                     "application/json": components["schemas"]["CrmError"];
                 };
             };
+            /** @description An OAuth access token not granted this route's permission (insufficient_permission) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
             /** @description No property with this id, or no valuation yet (not_found) */
             404: {
                 headers: {
@@ -5635,6 +5995,15 @@ export interface operations {
             };
             /** @description Missing, unknown, revoked or expired token */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description An OAuth access token not granted this route's permission (insufficient_permission) */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5734,6 +6103,15 @@ export interface operations {
                     "application/json": components["schemas"]["CrmError"];
                 };
             };
+            /** @description An OAuth access token not granted this route's permission (insufficient_permission) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
             /** @description No property with this id in your organization (not_found) */
             404: {
                 headers: {
@@ -5807,6 +6185,15 @@ export interface operations {
             };
             /** @description Missing, unknown, revoked or expired token */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description An OAuth access token not granted this route's permission (insufficient_permission) */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5921,6 +6308,15 @@ export interface operations {
                     "application/json": components["schemas"]["CrmError"];
                 };
             };
+            /** @description An OAuth access token not granted this route's permission (insufficient_permission) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
             /** @description No property with this id in your organization (not_found) */
             404: {
                 headers: {
@@ -6025,6 +6421,15 @@ export interface operations {
             };
             /** @description Missing, unknown, revoked or expired token */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description An OAuth access token not granted this route's permission (insufficient_permission) */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6155,6 +6560,15 @@ export interface operations {
                     "application/json": components["schemas"]["CrmError"];
                 };
             };
+            /** @description An OAuth access token not granted this route's permission (insufficient_permission) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
             /** @description The request broke the schema; errors[] lists every problem with field, code and message */
             422: {
                 headers: {
@@ -6223,6 +6637,15 @@ export interface operations {
             };
             /** @description Missing, unknown, revoked or expired token */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description An OAuth access token not granted this route's permission (insufficient_permission) */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6317,6 +6740,15 @@ export interface operations {
                     "application/json": components["schemas"]["CrmError"];
                 };
             };
+            /** @description An OAuth access token not granted this route's permission (insufficient_permission) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
             /** @description The request broke the schema; errors[] lists every problem with field, code and message */
             422: {
                 headers: {
@@ -6375,6 +6807,15 @@ export interface operations {
             };
             /** @description Missing, unknown, revoked or expired token */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description An OAuth access token not granted this route's permission (insufficient_permission) */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6441,6 +6882,15 @@ export interface operations {
             };
             /** @description Missing, unknown, revoked or expired token */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description An OAuth access token not granted this route's permission (insufficient_permission) */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6527,6 +6977,15 @@ export interface operations {
             };
             /** @description Missing, unknown, revoked or expired token */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description An OAuth access token not granted this route's permission (insufficient_permission) */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6646,6 +7105,15 @@ export interface operations {
                     "application/json": components["schemas"]["CrmError"];
                 };
             };
+            /** @description An OAuth access token not granted this route's permission (insufficient_permission) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
             /** @description No deal with this id in your organization (not_found) */
             404: {
                 headers: {
@@ -6734,6 +7202,15 @@ export interface operations {
             };
             /** @description Missing, unknown, revoked or expired token */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description An OAuth access token not granted this route's permission (insufficient_permission) */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6848,6 +7325,15 @@ export interface operations {
                     "application/json": components["schemas"]["CrmError"];
                 };
             };
+            /** @description An OAuth access token not granted this route's permission (insufficient_permission) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
             /** @description No deal with this id in your organization (not_found) */
             404: {
                 headers: {
@@ -6916,6 +7402,15 @@ export interface operations {
             };
             /** @description Missing, unknown, revoked or expired token */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description An OAuth access token not granted this route's permission (insufficient_permission) */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7022,6 +7517,15 @@ export interface operations {
                     "application/json": components["schemas"]["CrmError"];
                 };
             };
+            /** @description An OAuth access token not granted this route's permission (insufficient_permission) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
             /** @description No deal with this id in your organization, or no such task on it (not_found) */
             404: {
                 headers: {
@@ -7095,6 +7599,15 @@ export interface operations {
             };
             /** @description Missing, unknown, revoked or expired token */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description An OAuth access token not granted this route's permission (insufficient_permission) */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7179,6 +7692,15 @@ export interface operations {
             };
             /** @description Missing, unknown, revoked or expired token */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description An OAuth access token not granted this route's permission (insufficient_permission) */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7299,6 +7821,15 @@ export interface operations {
                     "application/json": components["schemas"]["CrmError"];
                 };
             };
+            /** @description An OAuth access token not granted this route's permission (insufficient_permission) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
             /** @description No deal with this id in your organization (not_found) */
             404: {
                 headers: {
@@ -7374,6 +7905,15 @@ export interface operations {
                     "application/json": components["schemas"]["CrmError"];
                 };
             };
+            /** @description An OAuth access token not granted this route's permission (insufficient_permission) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
             /** @description The request broke the schema; errors[] lists every problem with field, code and message */
             422: {
                 headers: {
@@ -7433,6 +7973,15 @@ export interface operations {
             };
             /** @description Missing, unknown, revoked or expired token */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description An OAuth access token not granted this route's permission (insufficient_permission) */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7540,6 +8089,15 @@ export interface operations {
                     "application/json": components["schemas"]["CrmError"];
                 };
             };
+            /** @description An OAuth access token not granted this route's permission (insufficient_permission) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
             /** @description No webhook with this id in your organization */
             404: {
                 headers: {
@@ -7608,6 +8166,15 @@ export interface operations {
             };
             /** @description Missing, unknown, revoked or expired token */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description An OAuth access token not granted this route's permission (insufficient_permission) */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7703,6 +8270,15 @@ export interface operations {
             };
             /** @description Missing, unknown, revoked or expired token */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description An OAuth access token not granted this route's permission (insufficient_permission) */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7826,6 +8402,15 @@ export interface operations {
                     "application/json": components["schemas"]["CrmError"];
                 };
             };
+            /** @description An OAuth access token not granted this route's permission (insufficient_permission) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
             /** @description No webhook with this id in your organization */
             404: {
                 headers: {
@@ -7913,6 +8498,15 @@ export interface operations {
                     "application/json": components["schemas"]["CrmError"];
                 };
             };
+            /** @description An OAuth access token not granted this route's permission (insufficient_permission) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
             /** @description No webhook with this id in your organization */
             404: {
                 headers: {
@@ -7978,6 +8572,15 @@ export interface operations {
             };
             /** @description Missing, unknown, revoked or expired token */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description An OAuth access token not granted this route's permission (insufficient_permission) */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8059,6 +8662,15 @@ export interface operations {
             };
             /** @description Missing, unknown, revoked or expired token */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description An OAuth access token not granted this route's permission (insufficient_permission) */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -12062,6 +12674,514 @@ export interface operations {
             };
             /** @description Too many requests from this address (rate_limited) */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    authorizeClient: {
+        parameters: {
+            query?: {
+                /** @description A client of OAUTH_CLIENTS or one registered at /oauth/register */
+                client_id?: string;
+                /** @description Must match a redirect URI registered for the client */
+                redirect_uri?: string;
+                /** @description Must be "code" */
+                response_type?: string;
+                /** @description BASE64URL(SHA256(code_verifier)), 43 characters (RFC 7636) */
+                code_challenge?: string;
+                /** @description Must be "S256"; "plain" is refused */
+                code_challenge_method?: string;
+                /** @description Returned unchanged with the code or the error (at most 1000 characters) */
+                state?: string;
+                /** @description Space-separated permissions (absent: all): contacts:read, contacts:write, deals:read, deals:write, properties:read, properties:write, documents:read, envelopes:send, webhooks:manage */
+                scope?: string;
+                /** @description RFC 8707 resource indicator: if present, the MCP server URL (the only resource tokens are issued for) */
+                resource?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The sign-in, code or consent page */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description Back to the client's redirect URI */
+            302: {
+                headers: {
+                    /** @description The client's redirect URI with code and state, or error, error_description and state; plus iss (RFC 9207) */
+                    Location?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Unknown client, or a redirect URI not registered for it (not redirected); or: Invalid input (every problem listed), a body that is not JSON, or a malformed header */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description The bearer session presented is unknown, revoked or expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthError"];
+                };
+            };
+            /** @description The authorization server is not configured (JWT_SECRET) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+        };
+    };
+    submitAuthorization: {
+        parameters: {
+            query?: {
+                /** @description A client of OAUTH_CLIENTS or one registered at /oauth/register */
+                client_id?: string;
+                /** @description Must match a redirect URI registered for the client */
+                redirect_uri?: string;
+                /** @description Must be "code" */
+                response_type?: string;
+                /** @description BASE64URL(SHA256(code_verifier)), 43 characters (RFC 7636) */
+                code_challenge?: string;
+                /** @description Must be "S256"; "plain" is refused */
+                code_challenge_method?: string;
+                /** @description Returned unchanged with the code or the error (at most 1000 characters) */
+                state?: string;
+                /** @description Space-separated permissions (absent: all): contacts:read, contacts:write, deals:read, deals:write, properties:read, properties:write, documents:read, envelopes:send, webhooks:manage */
+                scope?: string;
+                /** @description RFC 8707 resource indicator: if present, the MCP server URL (the only resource tokens are issued for) */
+                resource?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-www-form-urlencoded": {
+                    /** @description The token of the page the form is on */
+                    csrf_token?: string;
+                    /** @description email | code | consent | restart */
+                    step?: string;
+                    email?: string;
+                    /** @description The 6-digit code mailed to the address */
+                    code?: string;
+                    /** @description approve | deny (step consent) */
+                    decision?: string;
+                    /** @description Which organization to act for, when the e-mail belongs to several */
+                    organization_id?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The next page (or the same one with what went wrong) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description Approved (with code) or denied (error=access_denied): back to the client */
+            302: {
+                headers: {
+                    /** @description The client's redirect URI with code and state, or error, error_description and state; plus iss (RFC 9207) */
+                    Location?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Unknown client, unregistered redirect URI, or an unknown step; or: Invalid input (every problem listed), a body that is not JSON, or a malformed header */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description The form's CSRF token does not belong to this browser's sign-in (expired or forged) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description The body is over the route's size limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthError"];
+                };
+            };
+            /** @description Content-Type is not one the route takes (application/json; multipart/form-data on uploads) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthError"];
+                };
+            };
+            /** @description Too many requests from this address (rate_limited) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthError"];
+                };
+            };
+            /** @description The authorization server is not configured (JWT_SECRET) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+        };
+    };
+    exchangeAuthorizationCode: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-www-form-urlencoded": components["schemas"]["TokenRequest"];
+            };
+        };
+        responses: {
+            /** @description The access token and its metadata */
+            200: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TokenResponse"];
+                };
+            };
+            /** @description invalid_request, invalid_grant (unknown, expired, used or mismatched code, wrong verifier) or unsupported_grant_type; or: Invalid input (every problem listed), a body that is not JSON, or a malformed header */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthError"];
+                };
+            };
+            /** @description invalid_client: unknown client_id */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthError"];
+                };
+            };
+            /** @description The body is over the route's size limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthError"];
+                };
+            };
+            /** @description Content-Type is not one the route takes (application/json; multipart/form-data on uploads) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthError"];
+                };
+            };
+            /** @description Too many requests from this address (rate_limited) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthError"];
+                };
+            };
+            /** @description temporarily_unavailable: JWT_SECRET is not configured */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthError"];
+                };
+            };
+        };
+    };
+    registerClient: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ClientRegistrationRequest"];
+            };
+        };
+        responses: {
+            /** @description The client, with its client_id */
+            201: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClientRegistration"];
+                };
+            };
+            /** @description invalid_redirect_uri or invalid_client_metadata; or: Invalid input (every problem listed), a body that is not JSON, or a malformed header */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthError"];
+                };
+            };
+            /** @description The body is over the route's size limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthError"];
+                };
+            };
+            /** @description Content-Type is not one the route takes (application/json; multipart/form-data on uploads) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthError"];
+                };
+            };
+            /** @description Too many requests from this address (rate_limited) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthError"];
+                };
+            };
+        };
+    };
+    getAuthorizationServerMetadata: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Authorization server metadata (RFC 8414) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuthorizationServerMetadata"];
+                };
+            };
+            /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Never: declared for clients that probe */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    getProtectedResourceMetadata: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Protected resource metadata of the MCP server (RFC 9728) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProtectedResourceMetadata"];
+                };
+            };
+            /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Never: declared for clients that probe */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    getMcpProtectedResourceMetadata: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The same, at the path-suffixed address MCP clients try first */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProtectedResourceMetadata"];
+                };
+            };
+            /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Never: declared for clients that probe */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -23,7 +23,11 @@ export const users = sqliteTable(
     name: text(),
     createdAt: text().notNull(),
   },
-  (t) => [uniqueIndex("users_organization_email_unique").on(t.organizationId, t.email)],
+  (t) => [
+    uniqueIndex("users_organization_email_unique").on(t.organizationId, t.email),
+    // The OAuth sign-in finds a user by the e-mail typed in, whatever its case.
+    index("users_email_lower_idx").on(sql`lower(${t.email})`),
+  ],
 );
 
 /** Bearer sessions. Only the SHA-256 of the token is stored; the raw token exists once, in the minting answer. */

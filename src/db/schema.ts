@@ -12,3 +12,4 @@ export * from "./obligations";
 export * from "./document-vectors";
 export * from "./referrals";
 export * from "./surveys";
+export * from "./oauth";

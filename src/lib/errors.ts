@@ -25,6 +25,15 @@ export class Unauthorized extends AppError {
   }
 }
 
+/** An OAuth access token without the permission a route or MCP tool needs (src/oauth/permissions.ts): 403. */
+export class InsufficientPermission extends AppError {
+  readonly status = 403;
+  readonly code = "insufficient_permission";
+  constructor(message: string) {
+    super(message);
+  }
+}
+
 export class NotFound extends AppError {
   readonly status = 404;
   readonly code = "not_found";

@@ -4,7 +4,11 @@ import type { Context } from "hono";
 import type { Db } from "../db/client";
 import { organizations, sessions, users } from "../db/schema";
 import { sha256Hex } from "../lib/crypto";
-import { Unauthorized } from "../lib/errors";
+import { type Config, readConfig } from "../env";
+import { InsufficientPermission, Unauthorized } from "../lib/errors";
+import { mcpPathOf } from "../oauth/metadata";
+import { PERMISSION_NAMES, type Permission } from "../oauth/permissions";
+import { looksLikeJwt, verifyAccessToken } from "../oauth/tokens";
 import { nowIso } from "../lib/time";
 import { parseIfMatch } from "./etag";
 import type { AppBindings, AuthOrganization, AuthUser, ServiceContext } from "./context";
@@ -34,12 +38,65 @@ export async function resolveBearer(db: Db, header: string | undefined): Promise
   };
 }
 
-/** Rejects the request with 401 unless it carries a live session; the error handler shapes the body per family. */
+/**
+ * Rejects the request with 401 unless it carries a live session, or (on /v1 and the MCP endpoint only) a valid OAuth
+ * access token: signature, exp, iss and aud checked, its grant unrevoked (one D1 read). A token's permissions are set
+ * on the context; a session has them all. An access token anywhere else (/api, /plants) is answered like an unknown
+ * token, 401: it was issued for the MCP server and the CRM, not for the document desk or the reputation suite.
+ * The error handler shapes the body per family.
+ */
 export const requireAuth = createMiddleware<AppBindings>(async (c, next) => {
-  const resolved = await resolveBearer(c.get("db"), c.req.header("authorization"));
+  const header = c.req.header("authorization");
+  const token = header?.match(/^Bearer\s+(\S+)\s*$/i)?.[1];
+  if (token !== undefined && looksLikeJwt(token)) {
+    const config = readConfig(c.env);
+    if (!acceptsAccessTokens(c.req.path, config)) throw new Unauthorized();
+    const principal = await verifyAccessToken(c.get("db"), config, token);
+    if (!principal) throw new Unauthorized();
+    c.set("user", principal.user);
+    c.set("organization", principal.organization);
+    c.set("permissions", principal.permissions);
+    return next();
+  }
+  const resolved = await resolveBearer(c.get("db"), header);
   if (!resolved) throw new Unauthorized();
   c.set("user", resolved.user);
   c.set("organization", resolved.organization);
+  await next();
+});
+
+/** Issue 14: access tokens work on the CRM routes and the MCP endpoint. */
+function acceptsAccessTokens(path: string, config: Config): boolean {
+  const mcp = mcpPathOf(config);
+  return path.startsWith("/v1/") || path === mcp || path.startsWith(`${mcp}/`);
+}
+
+/** What the caller may do: an access token's granted permissions, or all of them for a bearer session. */
+export function grantedPermissions(c: Context<AppBindings>): Permission[] {
+  return c.get("permissions") ?? [...PERMISSION_NAMES];
+}
+
+/** Throws 403 `insufficient_permission` unless the caller was granted `permission` (MCP tools and the /v1 routes). */
+export function requirePermission(c: Context<AppBindings>, permission: Permission): void {
+  if (!grantedPermissions(c).includes(permission)) throw new InsufficientPermission(`This token was not granted ${permission}`);
+}
+
+/** The permission each /v1 route needs, by its first path segment: GET (and HEAD) reads, every other method writes. */
+const V1_PERMISSIONS: Record<string, { read: Permission; write: Permission }> = {
+  contacts: { read: "contacts:read", write: "contacts:write" },
+  deals: { read: "deals:read", write: "deals:write" },
+  properties: { read: "properties:read", write: "properties:write" },
+  webhooks: { read: "webhooks:manage", write: "webhooks:manage" },
+};
+
+/** After `requireAuth` on /v1/*: an access token may only reach the routes its permissions cover; a session passes. */
+export const requireRoutePermission = createMiddleware<AppBindings>(async (c, next) => {
+  if (c.get("permissions") !== undefined) {
+    const segment = c.req.path.split("/")[2] ?? "";
+    const needs = Object.hasOwn(V1_PERMISSIONS, segment) ? V1_PERMISSIONS[segment]! : undefined;
+    if (!needs) throw new InsufficientPermission("Access tokens do not reach this route");
+    requirePermission(c, c.req.method === "GET" || c.req.method === "HEAD" ? needs.read : needs.write);
+  }
   await next();
 });
 

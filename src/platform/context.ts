@@ -1,6 +1,7 @@
 import type { Db } from "../db/client";
 import type { Env } from "../env";
 import type { EventActor } from "../events/envelope";
+import type { Permission } from "../oauth/permissions";
 import type { RateLimiter } from "./rate-limit";
 
 export interface AuthUser {
@@ -41,6 +42,11 @@ export interface AppVariables {
   rateLimiter: RateLimiter;
   user: AuthUser;
   organization: AuthOrganization;
+  /**
+   * What an OAuth access token was granted (src/oauth/permissions.ts); undefined for a bearer session, which may do
+   * everything. Read it through `grantedPermissions` / `requirePermission` (platform/auth.ts).
+   */
+  permissions?: Permission[];
   /** JSON paths of the answer that an idempotent replay leaves out (platform/idempotency.ts): secrets shown once. */
   replayOmits?: string[][];
 }

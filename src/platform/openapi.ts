@@ -94,7 +94,7 @@ parameters are refused), no JSON body nests deeper than 32 levels, and every str
 (a lone surrogate is refused with \`invalid_unicode\`).
 
 **Rate limits** (per client IP, per minute) on the public routes: signing link GET 60 / POST 30, clickwrap GET 120 /
-POST 60, survey GET 60 / POST 10, referral POST 10, reviews feed GET 300, OAuth token POST 30.`;
+POST 60, survey GET 60 / POST 10, referral POST 10, reviews feed GET 300, OAuth token POST 30, OAuth client registration and sign-in POST 20.`;
 
 /** Serves the OpenAPI 3.1 document at /openapi.json and the interactive reference at /docs. */
 export function mountDocs(app: OpenAPIHono<AppBindings>): void {

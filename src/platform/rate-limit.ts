@@ -24,6 +24,8 @@ export const RATE_LIMITS = {
   "public-referral:post": { limit: 10, windowSeconds: 60 },
   "public-reviews:get": { limit: 300, windowSeconds: 60 },
   "oauth-token:post": { limit: 30, windowSeconds: 60 },
+  // Ours: client registration and the steps of the browser sign-in (each e-mail step may mail a code), counted together.
+  "oauth-public:post": { limit: 20, windowSeconds: 60 },
   // Ours: signed file links (certificates, photos, reports), which only the holder of a fresh link can use anyway.
   "public-files:get": { limit: 600, windowSeconds: 60 },
   // Ours: engagement signals of one listing, per organization (a website backend forwards its visitors' views).

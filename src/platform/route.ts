@@ -15,7 +15,8 @@ export interface RouteFamily {
  *
  * - 400 on every route: a malformed `X-D1-Bookmark` (platform/session.ts) or `Idempotency-Key`, a body that is not
  *   JSON, and on the /api and plant families every validation failure;
- * - 401 on authenticated routes; 413 and 415 on routes with a body; 500 everywhere;
+ * - 401 on authenticated routes; 403 on authenticated /v1 routes (an OAuth access token without the route's
+ *   permission, platform/auth.ts); 413 and 415 on routes with a body; 500 everywhere;
  * - on authenticated writes of /v1 and /api (platform/idempotency.ts): 409 while a request with the same key runs,
  *   422 when the key was used for another request;
  * - 422 on CRM routes that take input (the CRM family's validation status).
@@ -36,6 +37,7 @@ export function defineRoute<P extends string, R extends Omit<RouteConfig, "path"
 
   add(400, family.name === "crm" || !takesInput ? "The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key)" : "Invalid input (every problem listed), a body that is not JSON, or a malformed header");
   if (authenticated) add(401, "Missing, unknown, revoked or expired token");
+  if (authenticated && family.name === "crm") add(403, "An OAuth access token not granted this route's permission (insufficient_permission)");
   if (family.name === "crm" && takesInput) add(422, "The request broke the schema; errors[] lists every problem with field, code and message");
   if (idempotent) {
     add(409, "A request with this Idempotency-Key is still being processed (idempotency_key_in_flight)");

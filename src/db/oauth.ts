@@ -1,0 +1,74 @@
+import { index, integer, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+
+/**
+ * The OAuth authorization server (issue 14, src/oauth/). Every secret it hands out (authorization codes, sign-in
+ * codes, the browser's sign-in cookie) is stored only as its SHA-256; access tokens are JWTs that name their grant.
+ */
+
+/** Clients that registered themselves (RFC 7591). Public clients only: no secret, exact redirect URIs. */
+export const oauthClients = sqliteTable("oauth_clients", {
+  id: text().primaryKey(),
+  clientName: text(),
+  redirectUris: text({ mode: "json" }).$type<string[]>().notNull(),
+  createdAt: text().notNull(),
+});
+
+/**
+ * Authorization codes: single use, short-lived, bound to the client, the redirect URI, the PKCE challenge, the user,
+ * the organization and the permissions approved. `grantId` is set when the code is exchanged, so that a second
+ * exchange of the same code can revoke what the first one issued (RFC 6749 section 4.1.2).
+ */
+export const oauthCodes = sqliteTable(
+  "oauth_codes",
+  {
+    codeHash: text().primaryKey(),
+    clientId: text().notNull(),
+    redirectUri: text().notNull(),
+    codeChallenge: text().notNull(),
+    userId: text().notNull(),
+    organizationId: text().notNull(),
+    permissions: text({ mode: "json" }).$type<string[]>().notNull(),
+    createdAt: text().notNull(),
+    expiresAt: text().notNull(),
+    usedAt: text(),
+    grantId: text(),
+  },
+  (t) => [index("oauth_codes_expires_idx").on(t.expiresAt)],
+);
+
+/** One row per token issuance: an access token's `jti`. Revoking the row stops every token that names it. */
+export const oauthGrants = sqliteTable(
+  "oauth_grants",
+  {
+    id: text().primaryKey(),
+    clientId: text().notNull(),
+    userId: text().notNull(),
+    organizationId: text().notNull(),
+    permissions: text({ mode: "json" }).$type<string[]>().notNull(),
+    createdAt: text().notNull(),
+    expiresAt: text().notNull(),
+    revokedAt: text(),
+  },
+  (t) => [index("oauth_grants_user_idx").on(t.userId)],
+);
+
+/**
+ * A browser's sign-in on the authorization page: keyed by the SHA-256 of its cookie, it holds the one-time code
+ * mailed to the e-mail typed in (hashed, short-lived, a few attempts) and, once the code was right, the verified
+ * e-mail the consent step acts for.
+ */
+export const oauthSignIns = sqliteTable(
+  "oauth_sign_ins",
+  {
+    id: text().primaryKey(),
+    cookieHash: text().notNull(),
+    email: text().notNull(),
+    codeHash: text(),
+    codeExpiresAt: text(),
+    attempts: integer().notNull().default(0),
+    verifiedAt: text(),
+    createdAt: text().notNull(),
+    expiresAt: text().notNull(),
+  },
+  (t) => [uniqueIndex("oauth_sign_ins_cookie_unique").on(t.cookieHash), index("oauth_sign_ins_expires_idx").on(t.expiresAt)],
+);

@@ -1,0 +1,96 @@
+import { z } from "zod";
+import { createActivity } from "../contacts/activities";
+import { ActivityCreate, CONTACT_STATUSES, CONTACT_TYPES, ContactCreate, ContactListQuery, INCLUDES, READ_ONLY_FIELDS, SORT_FIELDS } from "../contacts/schemas";
+import { createContact, listContacts } from "../contacts/service";
+import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from "../crm/list-query";
+import { defineTool, definedOnly, parseWith } from "./tool";
+
+const id = (what: string) => z.string().min(1).max(100).describe(`The ${what}'s id`);
+const timestamp = z.iso.datetime({ offset: true });
+
+/** The list filters of GET /v1/contacts with JSON types instead of query strings; mapped onto the route's query below. */
+const FindContactsInput = z.strictObject({
+  type: z.enum(CONTACT_TYPES).optional(),
+  status: z.enum(CONTACT_STATUSES).optional(),
+  source: z.string().min(1).max(40).optional().describe("Lead source code, e.g. WEBSITE or REFERRAL"),
+  assignedTo: id("assigned agent (user)").optional(),
+  tags: z
+    .array(z.string().min(1).max(50).refine((t) => !t.includes(","), "A tag cannot contain a comma"))
+    .min(1)
+    .max(20)
+    .optional()
+    .describe("Contacts carrying every one of these tags"),
+  minLeadScore: z.int().min(0).max(100).optional(),
+  maxLeadScore: z.int().min(0).max(100).optional(),
+  createdAfter: timestamp.optional().describe("ISO 8601 timestamp; created at or after"),
+  createdBefore: timestamp.optional().describe("ISO 8601 timestamp; created at or before"),
+  sort: z
+    .array(z.strictObject({ field: z.enum(SORT_FIELDS), direction: z.enum(["asc", "desc"]).default("asc") }))
+    .min(1)
+    .max(SORT_FIELDS.length)
+    .optional()
+    .describe("Sort keys in order; default newest first"),
+  include: z.array(z.enum(INCLUDES)).min(1).max(INCLUDES.length).optional().describe("Embed each contact's recent activities or deals"),
+  limit: z.int().min(1).max(MAX_PAGE_SIZE).default(DEFAULT_PAGE_SIZE),
+  cursor: z.string().min(1).max(1000).optional().describe("pagination.nextCursor of the previous page"),
+});
+
+
+export const findContacts = defineTool({
+  name: "find_contacts",
+  title: "Find contacts",
+  description: "Lists the organization's contacts matching every given filter (type, status, source, agent, tags, lead score, creation time), one keyset page at a time with a total.",
+  permission: "contacts:read",
+  readOnly: true,
+  input: FindContactsInput,
+  async run(i, { ctx }) {
+    // Through the route's own query schema: the same bounds, range checks and sort parsing as GET /v1/contacts.
+    const query = parseWith(
+      ContactListQuery,
+      definedOnly({
+        limit: String(i.limit),
+        cursor: i.cursor,
+        type: i.type,
+        status: i.status,
+        source: i.source,
+        assignedTo: i.assignedTo,
+        tags: i.tags?.join(","),
+        "leadScore[gte]": i.minLeadScore?.toString(),
+        "leadScore[lte]": i.maxLeadScore?.toString(),
+        "createdAt[gte]": i.createdAfter,
+        "createdAt[lte]": i.createdBefore,
+        sort: i.sort?.map((k) => `${k.field}:${k.direction}`).join(","),
+        include: i.include?.join(","),
+      }),
+    );
+    const page = await listContacts(ctx, query);
+    return { contacts: page.data, pagination: page.pagination };
+  },
+});
+
+const READ_ONLY = Object.fromEntries(READ_ONLY_FIELDS.map((f) => [f, true] as const)) as Record<(typeof READ_ONLY_FIELDS)[number], true>;
+
+export const createContactTool = defineTool({
+  name: "create_contact",
+  title: "Create a contact",
+  description:
+    "Creates a contact (lead, client, vendor …) in the organization; the e-mail must be unique in it. With calculateLeadScore: true the lead score is computed and kept up to date.",
+  permission: "contacts:write",
+  // The body of POST /v1/contacts, less the read-only fields that route merely tolerates.
+  input: ContactCreate.omit(READ_ONLY),
+  run: async (input, { ctx }) => ({ contact: await createContact(ctx, input) }),
+});
+
+export const logActivity = defineTool({
+  name: "log_activity",
+  title: "Log an activity on a contact",
+  description:
+    "Records an e-mail, call, SMS, meeting, showing, note or task on a contact. Activities that have happened (not scheduled ones) move the contact's lastContactedAt.",
+  permission: "contacts:write",
+  input: ActivityCreate.extend({ contactId: id("contact") }),
+  async run({ contactId, ...activity }, { ctx }) {
+    return { activity: await createActivity(ctx, contactId, activity) };
+  },
+});
+
+export const contactTools = [findContacts, createContactTool, logActivity];

@@ -1,0 +1,89 @@
+import { z } from "zod";
+import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from "../crm/list-query";
+import { pipelineOverview } from "../deals/pipeline";
+import { DEAL_STAGES, DEAL_STATUSES, DEAL_TYPES, DealListQuery, DealMove, LIST_INCLUDES, SORT_FIELDS } from "../deals/schemas";
+import { listDeals, moveDeal } from "../deals/service";
+import { defineTool, definedOnly, parseWith } from "./tool";
+
+const MAX_AMOUNT = 1e11;
+const amount = z.number().min(0).max(MAX_AMOUNT);
+/** A number as the route's decimal query parameter spells it (no exponent, at most 8 decimals). */
+const decimal = (n: number | undefined) => (n === undefined ? undefined : n.toFixed(8).replace(/\.?0+$/, ""));
+
+/** The list filters of GET /v1/deals with JSON types instead of query strings; mapped onto the route's query below. */
+const ListDealsInput = z.strictObject({
+  stage: z.enum(DEAL_STAGES).optional(),
+  status: z.enum(DEAL_STATUSES).optional(),
+  type: z.enum(DEAL_TYPES).optional(),
+  assignedTo: z.string().min(1).max(100).optional().describe("The assigned agent's (user's) id"),
+  minAmount: amount.optional(),
+  maxAmount: amount.optional(),
+  minProbability: z.int().min(0).max(100).optional(),
+  createdAfter: z.iso.datetime({ offset: true }).optional().describe("ISO 8601 timestamp; created at or after"),
+  closingAfter: z.string().min(10).max(40).optional().describe("ISO 8601 date or timestamp; closing on or after that day"),
+  sort: z
+    .array(z.strictObject({ field: z.enum(SORT_FIELDS), direction: z.enum(["asc", "desc"]).default("asc") }))
+    .min(1)
+    .max(SORT_FIELDS.length)
+    .optional()
+    .describe("Sort keys in order; default newest first"),
+  include: z.array(z.enum(LIST_INCLUDES)).min(1).max(LIST_INCLUDES.length).optional().describe("Embed each deal's contact, property or documents"),
+  limit: z.int().min(1).max(MAX_PAGE_SIZE).default(DEFAULT_PAGE_SIZE),
+  cursor: z.string().min(1).max(1000).optional().describe("pagination.nextCursor of the previous page"),
+});
+
+export const listDealsTool = defineTool({
+  name: "list_deals",
+  title: "List deals",
+  description: "Lists the organization's deals matching every given filter (stage, status, type, agent, amount, probability, dates), one keyset page at a time with a total.",
+  permission: "deals:read",
+  readOnly: true,
+  input: ListDealsInput,
+  async run(i, { ctx }) {
+    // Through the route's own query schema: the same bounds, range checks and sort parsing as GET /v1/deals.
+    const query = parseWith(
+      DealListQuery,
+      definedOnly({
+        limit: String(i.limit),
+        cursor: i.cursor,
+        stage: i.stage,
+        status: i.status,
+        type: i.type,
+        assignedTo: i.assignedTo,
+        "amount[gte]": decimal(i.minAmount),
+        "amount[lte]": decimal(i.maxAmount),
+        "probability[gte]": i.minProbability?.toString(),
+        "createdAt[gte]": i.createdAfter,
+        "closingDate[gte]": i.closingAfter,
+        sort: i.sort?.map((k) => `${k.field}:${k.direction}`).join(","),
+        include: i.include?.join(","),
+      }),
+    );
+    const page = await listDeals(ctx, query);
+    return { deals: page.data, pagination: page.pagination };
+  },
+});
+
+export const moveDealTool = defineTool({
+  name: "move_deal",
+  title: "Move a deal to a stage",
+  description:
+    "Moves a deal to another pipeline stage, with an optional reason (kept on the STAGE_CHANGED activity) and probability (else the stage's default). CLOSED and LOST close the deal. Moving a deal to the stage it is in is refused (already_in_stage).",
+  permission: "deals:write",
+  input: DealMove.extend({ dealId: z.string().min(1).max(100).describe("The deal's id") }),
+  async run({ dealId, ...move }, { ctx }) {
+    return { deal: await moveDeal(ctx, dealId, move) };
+  },
+});
+
+export const getPipeline = defineTool({
+  name: "get_pipeline",
+  title: "Pipeline overview",
+  description: "Per stage: how many deals, their value and average probability; overall: total deals and value, average deal size, and the conversion rate (won / decided).",
+  permission: "deals:read",
+  readOnly: true,
+  input: z.strictObject({}),
+  run: async (_input, { ctx }) => ({ pipeline: await pipelineOverview(ctx) }),
+});
+
+export const dealTools = [listDealsTool, moveDealTool, getPipeline];

@@ -1,0 +1,58 @@
+import { z } from "zod";
+import { MAX_QUERY_CHARS, searchDocuments } from "../documents/indexing";
+import { ObligationQuery } from "../documents/obligation-routes";
+import { listObligations } from "../documents/obligations";
+import { SearchQuery } from "../documents/search-routes";
+import { MAX_SIGNERS, SignatureRequest, SignerInput } from "../signatures/schemas";
+import { sendForSignature } from "../signatures/service";
+import { defineTool, parseWith } from "./tool";
+
+export const searchDocumentsTool = defineTool({
+  name: "search_documents",
+  title: "Search documents",
+  description:
+    "Ranks the organization's documents by how close their text (form, parties, address, dates, amounts) is in meaning to a natural-language query. Answers document ids with a similarity score, best first; none when no AI gateway is configured.",
+  permission: "documents:read",
+  readOnly: true,
+  input: z.strictObject({ query: z.string().min(1).max(MAX_QUERY_CHARS).describe("e.g. lease on Queen St W") }),
+  async run({ query }, { ctx }) {
+    const { q } = parseWith(SearchQuery, { q: query });
+    return { hits: await searchDocuments(ctx, q) };
+  },
+});
+
+export const listObligationsTool = defineTool({
+  name: "list_obligations",
+  title: "List document obligations",
+  description:
+    "Deadlines derived from the organization's documents (deposit due, rent start, expiry, renewal notice …) that fall due within the next withinDays days, overdue ones included, soonest first, each with its urgency.",
+  permission: "documents:read",
+  readOnly: true,
+  input: z.strictObject({ withinDays: z.int().min(0).max(365).default(30).describe("Days ahead of today (UTC)") }),
+  async run({ withinDays }, { ctx }) {
+    const query = parseWith(ObligationQuery, { withinDays: String(withinDays) });
+    return { obligations: await listObligations(ctx, query.withinDays) };
+  },
+});
+
+export const sendForSignatureTool = defineTool({
+  name: "send_for_signature",
+  title: "Send a document for signature",
+  description:
+    "Opens a signature envelope on a GENERATED standard-form document and e-mails the signing links. The signers derive from the document (landlords, then tenants) unless `signers` replaces them, in signing order. Parallel mode sends every link at once, sequential mode one after another.",
+  permission: "envelopes:send",
+  openWorld: true,
+  input: z.strictObject({
+    documentId: z.string().min(1).max(100).describe("The document's id"),
+    signers: z.array(SignerInput).max(MAX_SIGNERS).optional(),
+    mode: z.enum(["parallel", "sequential"]).default("parallel"),
+    expiresInDays: z.int().min(1).max(365).optional().describe("Links and the envelope expire after this many days; no expiry when left out"),
+  }),
+  async run({ documentId, ...request }, { ctx, meta }) {
+    // The route's schema too: it refuses a signer listed twice.
+    const envelope = await sendForSignature(ctx, documentId, parseWith(SignatureRequest, request), meta);
+    return { envelope };
+  },
+});
+
+export const documentTools = [searchDocumentsTool, listObligationsTool, sendForSignatureTool];

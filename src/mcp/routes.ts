@@ -1,0 +1,71 @@
+import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
+import { Hono, type Context } from "hono";
+import { cors } from "hono/cors";
+import { createMiddleware } from "hono/factory";
+import { readConfig } from "../env";
+import { Unauthorized } from "../lib/errors";
+import { protectedResourceMetadataUrl } from "../oauth/metadata";
+import { grantedPermissions, requireAuth, serviceContext } from "../platform/auth";
+import type { AppBindings } from "../platform/context";
+import { requestMeta } from "../platform/request-meta";
+import { createMcpServer } from "./server";
+
+/** The path of MCP_SERVER_URL (http://127.0.0.1:8787/mcp in development), where requireAuth accepts access tokens. */
+export const MCP_PATH = "/mcp";
+
+/**
+ * MCP authorization (2025-11-25), after RFC 9728 section 5.1: a 401 names the protected-resource metadata, which
+ * leads the client to the authorization server. A token that was sent but is not valid is `invalid_token` (RFC 6750).
+ * The metadata's address is the OAuth server's own (APP_URL, path-suffixed with the resource's path: RFC 9728 3.1).
+ */
+function challenge(c: Context<AppBindings>): Response {
+  const metadata = protectedResourceMetadataUrl(readConfig(c.env));
+  const error = c.req.header("authorization") ? ', error="invalid_token"' : "";
+  return c.json({ error: "Unauthorized" }, 401, { "WWW-Authenticate": `Bearer resource_metadata="${metadata}"${error}` });
+}
+
+/** A bearer session or an OAuth access token, as on every authenticated route, with the MCP challenge on a 401. */
+const authenticate = createMiddleware<AppBindings>(async (c, next) => {
+  try {
+    await requireAuth(c, next);
+  } catch (err) {
+    if (err instanceof Unauthorized) return challenge(c);
+    throw err;
+  }
+});
+
+/**
+ * Streamable HTTP in stateless mode: each POST builds a server for its caller, answers with JSON (no SSE stream:
+ * no tool sends progress) and is done, so any Worker isolate can serve any request and no session id is needed.
+ */
+async function handle(c: Context<AppBindings>): Promise<Response> {
+  // If-Match is an HTTP precondition on one resource; a tool call addresses none through it.
+  const ctx = { ...serviceContext(c), ifMatch: undefined };
+  const server = createMcpServer({ ctx, granted: new Set(grantedPermissions(c)), meta: requestMeta(c) });
+  const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+  await server.connect(transport);
+  try {
+    return await transport.handleRequest(c.req.raw);
+  } finally {
+    await server.close();
+  }
+}
+
+/**
+ * Browser-based MCP clients (an inspector page) call the endpoint with fetch. Only the bearer token authorizes, never
+ * a cookie or other ambient credential, so any origin may call it: a page can use only a token it already holds.
+ */
+const openCors = cors({
+  origin: "*",
+  allowMethods: ["POST", "GET", "DELETE", "OPTIONS"],
+  allowHeaders: ["authorization", "content-type", "mcp-protocol-version", "mcp-session-id", "last-event-id"],
+  exposeHeaders: ["WWW-Authenticate", "Mcp-Session-Id"],
+  maxAge: 86_400,
+});
+
+export const mcpRoutes = new Hono<AppBindings>()
+  .use(MCP_PATH, openCors, authenticate)
+  .post(MCP_PATH, handle)
+  // Without sessions there is no server-initiated stream to open (GET) nor session to end (DELETE): the transport
+  // spec's answer is 405.
+  .on(["GET", "DELETE"], MCP_PATH, (c) => c.json({ error: "method_not_allowed", message: "This MCP server is stateless: send JSON-RPC messages with POST" }, 405, { Allow: "POST" }));

@@ -1,0 +1,108 @@
+import { eq } from "drizzle-orm";
+import type { Db } from "../db/client";
+import { oauthClients } from "../db/schema";
+import type { Config } from "../env";
+import { newId } from "../lib/ids";
+import { nowIso } from "../lib/time";
+import { OAuthError } from "./errors";
+
+/** A client the authorization server knows: a static one of OAUTH_CLIENTS, or one that registered itself (RFC 7591). */
+export interface KnownClient {
+  clientId: string;
+  clientName: string | null;
+  /** Static clients: patterns (see `redirectMatches`); registered clients: exact URIs. */
+  redirectUris: string[];
+  registered: boolean;
+}
+
+const MAX_CLIENT_ID = 200;
+
+export async function findClient(db: Db, config: Config, clientId: string | undefined): Promise<KnownClient | null> {
+  if (!clientId || clientId.length > MAX_CLIENT_ID) return null;
+  const fixed = config.OAUTH_CLIENTS.find((c) => c.clientId === clientId);
+  if (fixed) return { clientId, clientName: null, redirectUris: fixed.redirectUris, registered: false };
+  const row = await db.select().from(oauthClients).where(eq(oauthClients.id, clientId)).get();
+  return row ? { clientId: row.id, clientName: row.clientName, redirectUris: row.redirectUris, registered: true } : null;
+}
+
+/**
+ * A static client's redirect pattern matches the whole URI; each `*` stands for one DNS label or a port number
+ * (letters, digits, hyphens: never a dot, colon, slash, `@`, `?` or `#`), so `http://127.0.0.1:*\/callback` admits any
+ * port and nothing else. A registered client's URIs match exactly (RFC 7591 and OAuth 2.1 section 2.3.1).
+ */
+export function redirectMatches(client: KnownClient, redirectUri: string | undefined): boolean {
+  if (!redirectUri || redirectUri.length > MAX_REDIRECT_URI || !isAbsoluteWithoutFragment(redirectUri)) return false;
+  if (client.registered) return client.redirectUris.includes(redirectUri);
+  return client.redirectUris.some((pattern) => patternRegex(pattern).test(redirectUri));
+}
+
+const patternRegex = (pattern: string) => new RegExp(`^${pattern.split("*").map((part) => part.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&")).join("[A-Za-z0-9-]+")}$`);
+
+function isAbsoluteWithoutFragment(uri: string): boolean {
+  if (uri.includes("#")) return false;
+  try {
+    const url = new URL(uri);
+    return url.username === "" && url.password === "";
+  } catch {
+    return false;
+  }
+}
+
+const MAX_REDIRECT_URI = 2000;
+const MAX_REDIRECT_URIS = 10;
+const MAX_CLIENT_NAME = 200;
+const LOOPBACK_HOSTS = new Set(["127.0.0.1", "localhost", "[::1]"]);
+
+/** Where a registered client may send its users back: https anywhere, plain http only to this machine (RFC 8252 section 7.3). */
+function allowedRedirect(uri: unknown): uri is string {
+  if (typeof uri !== "string" || uri.length > MAX_REDIRECT_URI || !isAbsoluteWithoutFragment(uri)) return false;
+  const url = new URL(uri);
+  return url.protocol === "https:" || (url.protocol === "http:" && LOOPBACK_HOSTS.has(url.hostname));
+}
+
+export interface RegisteredClient {
+  client_id: string;
+  client_id_issued_at: number;
+  client_name?: string;
+  redirect_uris: string[];
+  token_endpoint_auth_method: "none";
+  grant_types: ["authorization_code"];
+  response_types: ["code"];
+}
+
+/**
+ * Dynamic Client Registration (RFC 7591) of a public client. Metadata the server does not support is refused when it
+ * would change security (a client secret), and narrowed when it is only a wish: a client asking for `refresh_token`
+ * too (MCP clients often do) is registered for `authorization_code`, as section 3.2.1 allows.
+ */
+export async function registerClient(db: Db, body: Record<string, unknown>): Promise<RegisteredClient> {
+  const uris = body.redirect_uris;
+  if (!Array.isArray(uris) || uris.length === 0 || uris.length > MAX_REDIRECT_URIS) {
+    throw new OAuthError("invalid_redirect_uri", `redirect_uris must list 1 to ${MAX_REDIRECT_URIS} URIs`);
+  }
+  const bad = uris.find((u) => !allowedRedirect(u));
+  if (bad !== undefined) {
+    throw new OAuthError("invalid_redirect_uri", `redirect URI ${JSON.stringify(String(bad).slice(0, 200))} is not https, or http to a loopback address (127.0.0.1, localhost, [::1]), without a fragment`);
+  }
+  const method = body.token_endpoint_auth_method;
+  if (method !== undefined && method !== "none") throw new OAuthError("invalid_client_metadata", 'token_endpoint_auth_method must be "none": only public clients with PKCE are registered');
+  const grants = body.grant_types;
+  if (grants !== undefined && (!Array.isArray(grants) || !grants.includes("authorization_code"))) throw new OAuthError("invalid_client_metadata", 'grant_types must include "authorization_code"');
+  const responses = body.response_types;
+  if (responses !== undefined && (!Array.isArray(responses) || !responses.includes("code"))) throw new OAuthError("invalid_client_metadata", 'response_types must include "code"');
+  const name = body.client_name;
+  if (name !== undefined && (typeof name !== "string" || name.trim().length === 0 || name.length > MAX_CLIENT_NAME)) {
+    throw new OAuthError("invalid_client_metadata", `client_name must be a string of 1 to ${MAX_CLIENT_NAME} characters`);
+  }
+  const client = { id: newId(), clientName: typeof name === "string" ? name.trim() : null, redirectUris: [...new Set(uris as string[])], createdAt: nowIso() };
+  await db.insert(oauthClients).values(client).run();
+  return {
+    client_id: client.id,
+    client_id_issued_at: Math.floor(Date.parse(client.createdAt) / 1000),
+    ...(client.clientName ? { client_name: client.clientName } : {}),
+    redirect_uris: client.redirectUris,
+    token_endpoint_auth_method: "none",
+    grant_types: ["authorization_code"],
+    response_types: ["code"],
+  };
+}

@@ -1,0 +1,140 @@
+import type { Context } from "hono";
+import { getCookie } from "hono/cookie";
+import { z } from "zod";
+import { readConfig } from "../env";
+import { loggableError } from "../lib/log";
+import { mailerFor } from "../mail/mailer";
+import { resolveBearer } from "../platform/auth";
+import type { AppBindings } from "../platform/context";
+import { type AuthorizationQuery, type AuthorizationRequest, issueCode, readAuthorizationRequest, redirectBack } from "./authorize";
+import { codePage, consentPage, emailPage, errorPage, NO_STORE_HEADERS } from "./pages";
+import { checkSignInCode, cookieHeader, cookieName, csrfTokenFor, csrfTokenMatches, endSignIn, findSignIn, membershipsOf, newCookieValue, type SignIn, startSignIn } from "./sign-in";
+
+type Ctx = Context<AppBindings>;
+export interface AuthorizeFormBody {
+  csrf_token?: string;
+  step?: string;
+  email?: string;
+  code?: string;
+  decision?: string;
+  organization_id?: string;
+}
+
+const clientNameOf = (request: AuthorizationRequest) => request.client.clientName ?? request.client.clientId;
+/** Cookies are Secure (and `__Host-`) whenever the page is served over https; plain http is local development. */
+const isSecure = (c: Ctx) => new URL(c.req.url).protocol === "https:";
+
+function redirectTo(c: Ctx, location: string): Response {
+  for (const [name, value] of Object.entries(NO_STORE_HEADERS)) c.header(name, value);
+  return c.redirect(location, 302);
+}
+
+/** Verifies the request; answers what cannot go on (error page or redirect), or hands the verified request to `next`. */
+async function withRequest(c: Ctx, query: AuthorizationQuery, next: (request: AuthorizationRequest, secret: string) => Promise<Response>): Promise<Response> {
+  const config = readConfig(c.env);
+  if (!config.JWT_SECRET) return errorPage(c, 503, "The authorization server is not configured on this deployment (JWT_SECRET is unset).");
+  const outcome = await readAuthorizationRequest(c.get("db"), config, query);
+  if (outcome.kind === "refused") return errorPage(c, 400, outcome.message);
+  if (outcome.kind === "redirect-error") return redirectTo(c, redirectBack(config, outcome.redirectUri, { error: outcome.error, error_description: outcome.description, state: outcome.state }));
+  return next(outcome.request, config.JWT_SECRET);
+}
+
+async function approve(c: Ctx, request: AuthorizationRequest, who: { userId: string; organizationId: string }): Promise<Response> {
+  const code = await issueCode(c.get("db"), request, who);
+  return redirectTo(c, redirectBack(readConfig(c.env), request.redirectUri, { code, state: request.state }));
+}
+
+async function showConsent(c: Ctx, request: AuthorizationRequest, signIn: SignIn, csrf: string, extra: { error?: string; setCookie?: string } = {}): Promise<Response> {
+  const organizations = await membershipsOf(c.get("db"), signIn.email);
+  return consentPage(c, { csrf, clientName: clientNameOf(request), redirectUri: request.redirectUri, email: signIn.email, permissions: request.permissions, organizations, ...extra });
+}
+
+async function freshEmailPage(c: Ctx, request: AuthorizationRequest, secret: string, error?: string): Promise<Response> {
+  const cookie = newCookieValue();
+  return emailPage(c, { csrf: await csrfTokenFor(secret, cookie), clientName: clientNameOf(request), setCookie: cookieHeader(isSecure(c), cookie), ...(error ? { error } : {}) });
+}
+
+/** GET /oauth/authorize. */
+export function authorize(c: Ctx, query: AuthorizationQuery): Promise<Response> {
+  return withRequest(c, query, async (request, secret) => {
+    const authorization = c.req.header("authorization");
+    if (authorization !== undefined) {
+      // A programmatic caller with a session (spec table: the caller is that user): no page, the code at once.
+      const session = await resolveBearer(c.get("db"), authorization);
+      if (!session) return errorPage(c, 401, "The bearer token presented is unknown, revoked or expired.");
+      return approve(c, request, { userId: session.user.id, organizationId: session.organization.id });
+    }
+    const cookie = getCookie(c, cookieName(isSecure(c)));
+    const signIn = await findSignIn(c.get("db"), cookie);
+    if (!signIn || !cookie) return freshEmailPage(c, request, secret);
+    const csrf = await csrfTokenFor(secret, cookie);
+    if (signIn.verifiedAt) return showConsent(c, request, signIn, csrf);
+    return codePage(c, { csrf, email: signIn.email });
+  });
+}
+
+const Email = z.email().max(254);
+
+/** POST /oauth/authorize: one step of the browser's sign-in and consent. */
+export function submitAuthorization(c: Ctx, query: AuthorizationQuery, form: AuthorizeFormBody): Promise<Response> {
+  return withRequest(c, query, async (request, secret) => {
+    const db = c.get("db");
+    const cookie = getCookie(c, cookieName(isSecure(c)));
+    if (!cookie || !(await csrfTokenMatches(secret, cookie, form.csrf_token))) {
+      return errorPage(c, 403, "This form has expired or was not sent from this browser. Go back to the application and start the sign-in again.");
+    }
+    const csrf = await csrfTokenFor(secret, cookie);
+    const signIn = await findSignIn(db, cookie);
+    switch (form.step) {
+      case "email": {
+        const email = Email.safeParse(form.email?.trim());
+        if (!email.success) return emailPage(c, { csrf, clientName: clientNameOf(request), error: "Enter a valid e-mail address." });
+        const { code } = await startSignIn(db, cookie, email.data);
+        if (code) mailCode(c, email.data, code, clientNameOf(request));
+        return codePage(c, { csrf, email: email.data });
+      }
+      case "code": {
+        if (!signIn) return freshEmailPage(c, request, secret, "Your sign-in has expired; enter your e-mail again.");
+        if (signIn.verifiedAt) return showConsent(c, request, signIn, csrf);
+        const check = await checkSignInCode(db, signIn, form.code ?? "");
+        if (check.kind === "wrong") return codePage(c, { csrf, email: signIn.email, error: `That code is not right. ${check.attemptsLeft} attempt${check.attemptsLeft === 1 ? "" : "s"} left.` });
+        if (check.kind === "spent") return emailPage(c, { csrf, clientName: clientNameOf(request), error: "That code has expired or was tried too many times. Enter your e-mail to get a new one." });
+        const verified = { ...signIn, verifiedAt: new Date().toISOString() };
+        return showConsent(c, request, verified, await csrfTokenFor(secret, check.cookie), { setCookie: cookieHeader(isSecure(c), check.cookie) });
+      }
+      case "consent": {
+        if (!signIn?.verifiedAt) return freshEmailPage(c, request, secret, "Sign in first.");
+        if (form.decision === "deny") return redirectTo(c, redirectBack(readConfig(c.env), request.redirectUri, { error: "access_denied", error_description: "The user denied the request", state: request.state }));
+        if (form.decision !== "approve") return showConsent(c, request, signIn, csrf, { error: "Choose Allow or Deny." });
+        const memberships = await membershipsOf(db, signIn.email);
+        const chosen = memberships.length === 1 && !form.organization_id ? memberships[0] : memberships.find((m) => m.organizationId === form.organization_id);
+        if (!chosen) return showConsent(c, request, signIn, csrf, { error: "Choose one of your organizations." });
+        return approve(c, request, chosen);
+      }
+      case "restart":
+        if (signIn) await endSignIn(db, signIn);
+        return freshEmailPage(c, request, secret);
+      default:
+        return errorPage(c, 400, "The form was not understood.");
+    }
+  });
+}
+
+/**
+ * Mailed after the answer (waitUntil), so that an address with an account answers as fast as one without: the page
+ * does not tell whether a user exists.
+ */
+function mailCode(c: Ctx, to: string, code: string, clientName: string): void {
+  const send = async () => {
+    try {
+      await mailerFor(c.env).send({
+        to,
+        subject: "Your sign-in code",
+        text: `Your code to sign in and allow ${clientName} to work with your brokerage account is ${code}.\n\nIt is valid for 10 minutes. If you did not ask for it, ignore this message: nothing happens without the code.`,
+      });
+    } catch (err) {
+      console.error(JSON.stringify({ level: "error", requestId: c.get("requestId"), message: "sign-in code mail failed", error: loggableError(err) }));
+    }
+  };
+  c.executionCtx.waitUntil(send());
+}

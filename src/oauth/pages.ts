@@ -1,0 +1,143 @@
+import type { Context } from "hono";
+import { PERMISSIONS, type Permission } from "./permissions";
+
+/**
+ * The authorization pages: plain server-rendered HTML, no script. Every answer is `no-store`, unframeable
+ * (`frame-ancestors 'none'`, X-Frame-Options DENY: no clickjacking of the approve button), sends no referrer (the
+ * address carries the client's state) and loads only its own nonce'd style. Forms post back to the same address,
+ * so the authorization request travels in the query string and is verified again on every step.
+ */
+const STYLE = `
+  :root { color-scheme: light dark; font-family: system-ui, sans-serif; line-height: 1.5; }
+  body { max-width: 32rem; margin: 2rem auto; padding: 0 1rem; }
+  label { display: block; margin: 1rem 0 .25rem; font-weight: 600; }
+  input[type=email], input[type=text] { font: inherit; width: 100%; box-sizing: border-box; padding: .5rem; }
+  button { font: inherit; padding: .5rem 1rem; margin: 1rem .5rem 0 0; cursor: pointer; }
+  button:focus-visible, input:focus-visible { outline: 3px solid #2563eb; outline-offset: 2px; }
+  .error { color: #b91c1c; font-weight: 600; }
+  ul.permissions li { margin: .25rem 0; }
+  fieldset { border: 1px solid #8884; }
+`;
+
+export const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (ch) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[ch]!);
+
+/** Headers of every authorization answer, pages and redirects alike. */
+export const NO_STORE_HEADERS = {
+  "Cache-Control": "no-store",
+  Pragma: "no-cache",
+  "Referrer-Policy": "no-referrer",
+  "X-Content-Type-Options": "nosniff",
+  "X-Frame-Options": "DENY",
+} as const;
+
+/**
+ * `formAction`: where a form's answer may lead. Browsers apply CSP form-action to the redirect that follows a form
+ * post, so the consent page must allow the client's redirect URI (its origin, or its scheme for a native app).
+ */
+function render(c: Context, status: 200 | 400 | 401 | 403 | 503, title: string, body: string, formAction: string[] = [], setCookie?: string): Response {
+  const nonce = btoa(String.fromCharCode(...crypto.getRandomValues(new Uint8Array(16))));
+  const csp = [
+    "default-src 'none'",
+    `style-src 'nonce-${nonce}'`,
+    "img-src 'self' data:",
+    "base-uri 'none'",
+    `form-action 'self'${formAction.map((s) => ` ${s}`).join("")}`,
+    "frame-ancestors 'none'",
+  ].join("; ");
+  const html = `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="referrer" content="no-referrer">
+<link rel="icon" href="data:,">
+<title>${escapeHtml(title)}</title>
+<style nonce="${nonce}">${STYLE}</style>
+</head>
+<body>
+<main>
+<h1>${escapeHtml(title)}</h1>
+${body}
+</main>
+</body>
+</html>`;
+  const headers: Record<string, string> = { ...NO_STORE_HEADERS, "Content-Security-Policy": csp };
+  if (setCookie) headers["Set-Cookie"] = setCookie;
+  return c.html(html, status, headers) as unknown as Response;
+}
+
+const hidden = (name: string, value: string) => `<input type="hidden" name="${name}" value="${escapeHtml(value)}">`;
+const errorLine = (error?: string) => (error ? `<p class="error" role="alert">${escapeHtml(error)}</p>` : "");
+
+/** A request that cannot go back to the client (unknown client, unregistered redirect): shown here, never redirected. */
+export function errorPage(c: Context, status: 400 | 401 | 403 | 503, message: string, setCookie?: string): Response {
+  return render(c, status, "This sign-in request cannot continue", `<p>${escapeHtml(message)}</p><p>Go back to the application and start again.</p>`, [], setCookie);
+}
+
+export function emailPage(c: Context, opts: { csrf: string; clientName: string; error?: string; setCookie?: string }): Response {
+  return render(
+    c,
+    200,
+    "Sign in",
+    `<p><strong>${escapeHtml(opts.clientName)}</strong> asks to work with your brokerage account. Sign in with your work e-mail; we will send you a one-time code.</p>
+${errorLine(opts.error)}
+<form method="post">
+${hidden("csrf_token", opts.csrf)}${hidden("step", "email")}
+<label for="email">E-mail</label>
+<input type="email" id="email" name="email" required maxlength="254" autocomplete="email" autofocus>
+<button type="submit">Send me a code</button>
+</form>`,
+    [],
+    opts.setCookie,
+  );
+}
+
+export function codePage(c: Context, opts: { csrf: string; email: string; error?: string }): Response {
+  return render(
+    c,
+    200,
+    "Enter your code",
+    `<p>If <strong>${escapeHtml(opts.email)}</strong> has an account here, we have sent it a 6-digit code. It is valid for 10 minutes.</p>
+${errorLine(opts.error)}
+<form method="post">
+${hidden("csrf_token", opts.csrf)}${hidden("step", "code")}
+<label for="code">Code</label>
+<input type="text" id="code" name="code" required inputmode="numeric" pattern="[0-9 ]{6,8}" maxlength="8" autocomplete="one-time-code" autofocus>
+<button type="submit">Continue</button>
+</form>
+<form method="post">${hidden("csrf_token", opts.csrf)}${hidden("step", "restart")}<button type="submit">Use another e-mail</button></form>`,
+  );
+}
+
+export function consentPage(
+  c: Context,
+  opts: { csrf: string; clientName: string; redirectUri: string; email: string; permissions: Permission[]; organizations: { organizationId: string; organizationName: string }[]; error?: string; setCookie?: string },
+): Response {
+  const target = new URL(opts.redirectUri);
+  const orgs = opts.organizations;
+  const orgChoice =
+    orgs.length === 1
+      ? `<p>Organization: <strong>${escapeHtml(orgs[0]!.organizationName)}</strong></p>${hidden("organization_id", orgs[0]!.organizationId)}`
+      : `<fieldset><legend>For which organization?</legend>${orgs
+          .map((o, i) => `<label><input type="radio" name="organization_id" value="${escapeHtml(o.organizationId)}"${i === 0 ? " checked" : ""}> ${escapeHtml(o.organizationName)}</label>`)
+          .join("")}</fieldset>`;
+  return render(
+    c,
+    200,
+    `Allow ${opts.clientName}?`,
+    `<p>Signed in as <strong>${escapeHtml(opts.email)}</strong>.</p>
+<p><strong>${escapeHtml(opts.clientName)}</strong> asks to act on your behalf for one hour. It will be able to:</p>
+<ul class="permissions">${opts.permissions.map((p) => `<li>${escapeHtml(PERMISSIONS[p])} <code>${p}</code></li>`).join("")}</ul>
+<p>You will be returned to <code>${escapeHtml(target.origin === "null" ? target.protocol : target.origin)}</code>.</p>
+${errorLine(opts.error)}
+<form method="post">
+${hidden("csrf_token", opts.csrf)}${hidden("step", "consent")}
+${orgChoice}
+<button type="submit" name="decision" value="approve">Allow</button>
+<button type="submit" name="decision" value="deny">Deny</button>
+</form>
+<form method="post">${hidden("csrf_token", opts.csrf)}${hidden("step", "restart")}<button type="submit">Sign in as someone else</button></form>`,
+    [target.origin === "null" ? target.protocol : target.origin],
+    opts.setCookie,
+  );
+}

@@ -1,0 +1,20 @@
+import { inArray, lt } from "drizzle-orm";
+import type { Db } from "../db/client";
+import { oauthCodes, oauthGrants, oauthSignIns } from "../db/schema";
+import { ACCESS_TOKEN_TTL_SECONDS } from "./tokens";
+
+/**
+ * Cron: deletes what the authorization server no longer needs, at most `max` rows of each table a pass. A code is kept
+ * for an access token's lifetime after it expired, so that a late replay still revokes what it issued; a grant until
+ * its token expired; a sign-in until it expired.
+ */
+export async function pruneOAuth(db: Db, { max = 500, now = Date.now() } = {}): Promise<number> {
+  const at = new Date(now).toISOString();
+  const codesBefore = new Date(now - ACCESS_TOKEN_TTL_SECONDS * 1000).toISOString();
+  const results = await db.batch([
+    db.delete(oauthCodes).where(inArray(oauthCodes.codeHash, db.select({ k: oauthCodes.codeHash }).from(oauthCodes).where(lt(oauthCodes.expiresAt, codesBefore)).limit(max))),
+    db.delete(oauthGrants).where(inArray(oauthGrants.id, db.select({ k: oauthGrants.id }).from(oauthGrants).where(lt(oauthGrants.expiresAt, at)).limit(max))),
+    db.delete(oauthSignIns).where(inArray(oauthSignIns.id, db.select({ k: oauthSignIns.id }).from(oauthSignIns).where(lt(oauthSignIns.expiresAt, at)).limit(max))),
+  ]);
+  return results.reduce((n, r) => n + ((r as { meta?: { changes?: number } }).meta?.changes ?? 0), 0);
+}

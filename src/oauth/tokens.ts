@@ -1,0 +1,167 @@
+import { and, eq, isNull } from "drizzle-orm";
+import { sign, verify } from "hono/jwt";
+import type { Db } from "../db/client";
+import { oauthCodes, oauthGrants, organizations, users } from "../db/schema";
+import { expectRow, isGuardFailure } from "../db/write";
+import type { Config } from "../env";
+import { sha256Hex } from "../lib/crypto";
+import { newId } from "../lib/ids";
+import { addSeconds, nowIso } from "../lib/time";
+import type { AuthOrganization, AuthUser } from "../platform/context";
+import { isOurResource } from "./authorize";
+import { findClient } from "./clients";
+import { OAuthError } from "./errors";
+import { issuerOf, mcpServerUrlOf } from "./metadata";
+import { isPermission, type Permission } from "./permissions";
+
+/** Spec, Limits: an MCP access token lives one hour. */
+export const ACCESS_TOKEN_TTL_SECONDS = 3600;
+
+export interface TokenRequest {
+  grant_type?: string;
+  code?: string;
+  redirect_uri?: string;
+  client_id?: string;
+  code_verifier?: string;
+  resource?: string;
+}
+
+/** The token response: RFC 6749 section 5.1 plus the spec's metadata (Authentication rule 3), at top level. */
+export interface TokenResponse {
+  access_token: string;
+  token_type: "Bearer";
+  expires_in: number;
+  scope: string;
+  mcp_server_url: string;
+  user_id: string;
+  organization_id: string;
+  organization_name: string;
+  permissions: Permission[];
+}
+
+const base64url = (bytes: ArrayBuffer) => btoa(String.fromCharCode(...new Uint8Array(bytes))).replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "");
+
+/** RFC 7636 section 4.6: BASE64URL(SHA256(verifier)) must equal the stored S256 challenge. */
+async function challengeOf(verifier: string): Promise<string> {
+  return base64url(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(verifier)));
+}
+
+/**
+ * The authorization_code grant. A code is exchanged once: the exchange marks it used and creates the grant in one
+ * guarded batch, so of two concurrent exchanges one wins; a later (or losing) exchange is a reuse, answered
+ * `invalid_grant`, and revokes the grant the first one created: its tokens stop working (RFC 6749 section 4.1.2).
+ */
+export async function exchangeCode(db: Db, config: Config, form: TokenRequest): Promise<TokenResponse> {
+  if (!config.JWT_SECRET) throw new OAuthError("temporarily_unavailable", "The token endpoint is not configured (JWT_SECRET is unset)", 503);
+  if (form.grant_type === undefined || form.grant_type === "") throw new OAuthError("invalid_request", "grant_type is required");
+  if (form.grant_type !== "authorization_code") throw new OAuthError("unsupported_grant_type", 'grant_type must be "authorization_code"');
+  for (const field of ["code", "redirect_uri", "client_id", "code_verifier"] as const) {
+    if (!form[field]) throw new OAuthError("invalid_request", `${field} is required`);
+  }
+  if (!/^[A-Za-z0-9._~-]{43,128}$/.test(form.code_verifier!)) throw new OAuthError("invalid_request", "code_verifier must be 43 to 128 characters of A-Z a-z 0-9 - . _ ~ (RFC 7636 section 4.1)");
+  if (!isOurResource(config, form.resource)) throw new OAuthError("invalid_target", `resource must be ${mcpServerUrlOf(config)}`);
+  const client = await findClient(db, config, form.client_id);
+  if (!client) throw new OAuthError("invalid_client", "Unknown client_id", 401);
+
+  const codeHash = await sha256Hex(form.code!);
+  const row = await db
+    .select({ code: oauthCodes, organizationName: organizations.name, userExists: users.id })
+    .from(oauthCodes)
+    .leftJoin(users, and(eq(users.id, oauthCodes.userId), eq(users.organizationId, oauthCodes.organizationId)))
+    .leftJoin(organizations, eq(organizations.id, oauthCodes.organizationId))
+    .where(eq(oauthCodes.codeHash, codeHash))
+    .get();
+  if (!row || row.code.clientId !== client.clientId) throw new OAuthError("invalid_grant", "The authorization code is unknown or was issued to another client");
+  if (row.code.usedAt) {
+    await revokeGrantOf(db, codeHash);
+    throw new OAuthError("invalid_grant", "The authorization code was already used; the tokens issued for it are revoked");
+  }
+  if (Date.parse(row.code.expiresAt) <= Date.now()) throw new OAuthError("invalid_grant", "The authorization code has expired");
+  if (row.code.redirectUri !== form.redirect_uri) throw new OAuthError("invalid_grant", "redirect_uri is not the one the code was issued for");
+  if ((await challengeOf(form.code_verifier!)) !== row.code.codeChallenge) throw new OAuthError("invalid_grant", "code_verifier does not match the code_challenge");
+  if (!row.userExists || row.organizationName === null) throw new OAuthError("invalid_grant", "The user who approved this code no longer exists");
+
+  const permissions = row.code.permissions.filter(isPermission);
+  const now = new Date();
+  const grant = { id: newId(), clientId: client.clientId, userId: row.code.userId, organizationId: row.code.organizationId, permissions, createdAt: nowIso(now), expiresAt: nowIso(addSeconds(now, ACCESS_TOKEN_TTL_SECONDS)) };
+  const unused = and(eq(oauthCodes.codeHash, codeHash), isNull(oauthCodes.usedAt));
+  try {
+    await db.batch([
+      expectRow(db, oauthCodes, unused),
+      db.update(oauthCodes).set({ usedAt: grant.createdAt, grantId: grant.id }).where(unused),
+      db.insert(oauthGrants).values(grant),
+    ]);
+  } catch (err) {
+    if (!isGuardFailure(err)) throw err;
+    await revokeGrantOf(db, codeHash);
+    throw new OAuthError("invalid_grant", "The authorization code was already used; the tokens issued for it are revoked");
+  }
+
+  const iat = Math.floor(now.getTime() / 1000);
+  const claims = {
+    iss: issuerOf(config),
+    aud: mcpServerUrlOf(config),
+    sub: grant.userId,
+    org: grant.organizationId,
+    scope: permissions.join(" "),
+    client_id: client.clientId,
+    jti: grant.id,
+    iat,
+    exp: iat + ACCESS_TOKEN_TTL_SECONDS,
+  };
+  return {
+    access_token: await sign(claims, config.JWT_SECRET, "HS256"),
+    token_type: "Bearer",
+    expires_in: ACCESS_TOKEN_TTL_SECONDS,
+    scope: claims.scope,
+    mcp_server_url: claims.aud,
+    user_id: grant.userId,
+    organization_id: grant.organizationId,
+    organization_name: row.organizationName,
+    permissions,
+  };
+}
+
+async function revokeGrantOf(db: Db, codeHash: string): Promise<void> {
+  const code = await db.select({ grantId: oauthCodes.grantId }).from(oauthCodes).where(eq(oauthCodes.codeHash, codeHash)).get();
+  if (!code?.grantId) return;
+  await db.update(oauthGrants).set({ revokedAt: nowIso() }).where(and(eq(oauthGrants.id, code.grantId), isNull(oauthGrants.revokedAt))).run();
+}
+
+/** A JWT (three base64url parts), as opposed to a session token (`sess_…`). */
+export const looksLikeJwt = (token: string): boolean => /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/.test(token);
+
+export interface AccessTokenPrincipal {
+  user: AuthUser;
+  organization: AuthOrganization;
+  permissions: Permission[];
+}
+
+/**
+ * An access token → who it acts for and what it may do, or null: the signature (HS256, JWT_SECRET), `exp`, `iss` and
+ * `aud` are checked by the JWT helper, then one D1 read finds its grant unrevoked and its user still in the organization.
+ */
+export async function verifyAccessToken(db: Db, config: Config, token: string): Promise<AccessTokenPrincipal | null> {
+  if (!config.JWT_SECRET) return null;
+  let claims: Record<string, unknown>;
+  try {
+    claims = await verify(token, config.JWT_SECRET, { alg: "HS256", iss: issuerOf(config), aud: mcpServerUrlOf(config) });
+  } catch {
+    return null;
+  }
+  const { jti, sub, org } = claims;
+  if (typeof jti !== "string" || typeof sub !== "string" || typeof org !== "string" || typeof claims.exp !== "number") return null;
+  const row = await db
+    .select({ permissions: oauthGrants.permissions, email: users.email, userName: users.name, organizationName: organizations.name })
+    .from(oauthGrants)
+    .innerJoin(users, and(eq(users.id, oauthGrants.userId), eq(users.organizationId, oauthGrants.organizationId)))
+    .innerJoin(organizations, eq(organizations.id, oauthGrants.organizationId))
+    .where(and(eq(oauthGrants.id, jti), eq(oauthGrants.userId, sub), eq(oauthGrants.organizationId, org), isNull(oauthGrants.revokedAt)))
+    .get();
+  if (!row) return null;
+  return {
+    user: { id: sub, email: row.email, name: row.userName },
+    organization: { id: org, name: row.organizationName },
+    permissions: row.permissions.filter(isPermission),
+  };
+}

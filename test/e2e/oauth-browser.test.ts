@@ -1,0 +1,135 @@
+// The OAuth authorization pages in headless Chromium against `npm run dev` (issue 14): a user signs in with the code
+// mailed to them, approves on the consent page, and the browser lands on the client's loopback redirect URI with a
+// code, which the client exchanges for an access token that works on /v1.
+import { execFile } from "node:child_process";
+import { createHash, randomBytes } from "node:crypto";
+import { existsSync, readFileSync } from "node:fs";
+import { createServer, type Server } from "node:http";
+import { promisify } from "node:util";
+import { chromium, type Browser } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { openText } from "../../src/lib/secret-box";
+import { mintToken, startDev } from "./helpers/dev-server";
+
+const run = promisify(execFile);
+/** MAIL_LOG_PURPOSE of src/mail/mailer.ts (not imported: that module pulls in the Workers types this Node project lacks). */
+const MAIL_LOG_PURPOSE = "mail-log";
+const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
+let dev: Awaited<ReturnType<typeof startDev>>;
+let browser: Browser;
+let client: Server;
+let redirectUri = "";
+const landed: URL[] = [];
+
+beforeAll(async () => {
+  dev = await startDev(["--var", "APP_URL:{base}"]);
+  if (!existsSync(CHROMIUM)) throw new Error(`No Chromium at ${CHROMIUM}: install Debian's chromium (.ci/run does)`);
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+  });
+  // The client's redirect target: a loopback server, as a desktop MCP client runs (OAUTH_CLIENTS' mcp-dev admits any port).
+  client = createServer((req, res) => {
+    landed.push(new URL(req.url ?? "/", redirectUri));
+    res.writeHead(200, { "content-type": "text/html" });
+    res.end("<!doctype html><title>Client</title><p>You can close this window.</p>");
+  });
+  await new Promise<void>((resolve) => client.listen(0, "127.0.0.1", resolve));
+  redirectUri = `http://127.0.0.1:${(client.address() as { port: number }).port}/callback`;
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await new Promise<void>((resolve) => (client ? client.close(() => resolve()) : resolve()));
+  dev?.stop();
+});
+
+const b64url = (bytes: Buffer) => bytes.toString("base64url");
+
+/** The MAIL_LOG_KEY the dev server runs with (.dev.vars, written from the example by `npm run dev`). */
+function mailLogKey(): string {
+  const file = existsSync(".dev.vars") ? ".dev.vars" : ".dev.vars.example";
+  const line = readFileSync(file, "utf8").split("\n").find((l) => l.trim().startsWith("MAIL_LOG_KEY="));
+  return line!.slice(line!.indexOf("=") + 1).trim();
+}
+
+/** The sign-in code of the newest mail to `email` in the local D1 outbox (the `log` mail provider). */
+async function mailedCode(email: string): Promise<string> {
+  const sql = `SELECT id, body, sealed FROM mail_outbox WHERE "to" = '${email.replaceAll("'", "''")}' ORDER BY created_at DESC LIMIT 1`;
+  for (let i = 0; i < 40; i++) {
+    const { stdout } = await run("npx", ["wrangler", "d1", "execute", "DB", "--local", "--json", "--command", sql], { env: { ...process.env, CI: "true", WRANGLER_SEND_METRICS: "false" } });
+    const row = JSON.parse(stdout.slice(stdout.indexOf("[")))[0]?.results?.[0] as { id: string; body: string; sealed: number } | undefined;
+    if (row) {
+      const text = row.sealed ? await openText(mailLogKey(), MAIL_LOG_PURPOSE, row.id, row.body) : row.body;
+      return text.match(/\b(\d{6})\b/)![1]!;
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  throw new Error(`no sign-in code was mailed to ${email}`);
+}
+
+describe("OAuth sign-in and consent in a browser", () => {
+  it("signs in by mailed code, approves, lands on the redirect URI with a code, and the code buys a token", async () => {
+    const email = `agent-${Date.now()}@oauth-browser.test`;
+    const principal = await mintToken(`OAuth Browser Realty ${Date.now()}`, email);
+    const verifier = b64url(randomBytes(32));
+    const challenge = b64url(createHash("sha256").update(verifier).digest());
+    const query = new URLSearchParams({
+      client_id: "mcp-dev",
+      redirect_uri: redirectUri,
+      response_type: "code",
+      code_challenge: challenge,
+      code_challenge_method: "S256",
+      state: "browser-state",
+      scope: "contacts:read contacts:write",
+    });
+
+    const page = await browser.newPage();
+    const failures: string[] = [];
+    page.on("pageerror", (err) => failures.push(String(err)));
+    page.on("console", (msg) => msg.type() === "error" && failures.push(msg.text()));
+    await page.goto(`${dev.base}/oauth/authorize?${query}`);
+    await expect.poll(() => page.locator("h1").textContent()).toBe("Sign in");
+    await page.getByLabel("E-mail").fill(email);
+    await page.getByRole("button", { name: "Send me a code" }).click();
+    await expect.poll(() => page.locator("h1").textContent()).toBe("Enter your code");
+
+    await page.getByLabel("Code").fill(await mailedCode(email));
+    await page.getByRole("button", { name: "Continue" }).click();
+    await expect.poll(() => page.locator("h1").textContent()).toBe("Allow mcp-dev?");
+    expect(await page.locator("ul.permissions li").allTextContents()).toEqual(["Read contacts and their activities contacts:read", "Create and change contacts, log activities contacts:write"]);
+
+    await page.getByRole("button", { name: "Allow" }).click();
+    await expect.poll(() => landed.length).toBe(1);
+    await expect.poll(() => page.url()).toContain(redirectUri);
+    const back = landed[0]!;
+    expect(back.searchParams.get("state")).toBe("browser-state");
+    expect(back.searchParams.get("iss")).toBe(dev.base);
+    const code = back.searchParams.get("code")!;
+    expect(code).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(failures).toEqual([]);
+    await page.close();
+
+    const tokenRes = await fetch(`${dev.base}/oauth/token`, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({ grant_type: "authorization_code", code, redirect_uri: redirectUri, client_id: "mcp-dev", code_verifier: verifier }),
+    });
+    expect(tokenRes.status).toBe(200);
+    const token = (await tokenRes.json()) as Record<string, unknown>;
+    expect(token).toMatchObject({ token_type: "Bearer", expires_in: 3600, user_id: principal.userId, organization_id: principal.organizationId, permissions: ["contacts:read", "contacts:write"] });
+    const contacts = await fetch(`${dev.base}/v1/contacts`, { headers: { authorization: `Bearer ${String(token.access_token)}` } });
+    expect(contacts.status).toBe(200);
+  });
+
+  it("an unknown client gets an error page and stays on this server", async () => {
+    const page = await browser.newPage();
+    const query = new URLSearchParams({ client_id: "nobody", redirect_uri: redirectUri, response_type: "code", code_challenge: "x".repeat(43), code_challenge_method: "S256" });
+    const res = await page.goto(`${dev.base}/oauth/authorize?${query}`);
+    expect(res!.status()).toBe(400);
+    expect(page.url().startsWith(dev.base)).toBe(true);
+    expect(await page.locator("h1").textContent()).toBe("This sign-in request cannot continue");
+    await page.close();
+  });
+});

@@ -1,0 +1,546 @@
+import { env, exports } from "cloudflare:workers";
+import { sign } from "hono/jwt";
+import { describe, expect, it } from "vitest";
+import { createDb } from "../src/db/client";
+import { pruneOAuth } from "../src/oauth/prune";
+import { type CallOptions, call as callFollowing, json } from "./helpers/client";
+import { contractViolation } from "./helpers/contract";
+import { mailTo } from "./helpers/documents";
+import { createPrincipal, type TestPrincipal } from "./helpers/factories";
+
+// OAuth 2.1 with PKCE (issue 14, spec Authentication rule 3): the authorization server and the permissions its tokens carry.
+const CLIENT = "mcp-dev"; // OAUTH_CLIENTS of wrangler.toml: http://127.0.0.1:*/callback
+const REDIRECT = "http://127.0.0.1:4321/callback";
+const ISSUER = "http://127.0.0.1:8787";
+const MCP = "http://127.0.0.1:8787/mcp";
+
+/**
+ * `call` of helpers/client, but a redirect is answered, not followed (the authorization endpoint redirects to the
+ * client); the answer is still checked against /openapi.json.
+ */
+async function call(method: string, path: string, opts: CallOptions = {}): Promise<Response> {
+  if (opts.vars || (opts.body !== undefined && opts.rawBody === undefined)) return callFollowing(method, path, opts);
+  const headers: Record<string, string> = { ...opts.headers };
+  if (opts.token) headers.authorization = `Bearer ${opts.token}`;
+  const url = `http://api.test${path}`;
+  const res = await exports.default.fetch(new Request(url, { method, headers, body: opts.rawBody, redirect: "manual" }));
+  const violation = await contractViolation(method, url, res);
+  if (violation) throw new Error(`Response breaks the API contract: ${violation}`);
+  return res;
+}
+
+let ipSeq = 0;
+const freshIp = () => `10.14.${Math.floor(Math.random() * 250)}.${(ipSeq++ % 250) + 1}`;
+
+const b64url = (bytes: ArrayBuffer | Uint8Array) => btoa(String.fromCharCode(...new Uint8Array(bytes))).replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "");
+async function pkce() {
+  const verifier = b64url(crypto.getRandomValues(new Uint8Array(32)));
+  const challenge = b64url(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(verifier)));
+  return { verifier, challenge };
+}
+
+const authorizeUrl = (params: Record<string, string | undefined>) => {
+  const q = new URLSearchParams(Object.entries(params).filter((e): e is [string, string] => e[1] !== undefined));
+  return `/oauth/authorize?${q}`;
+};
+const validParams = (challenge: string, extra: Record<string, string | undefined> = {}) => ({
+  client_id: CLIENT,
+  redirect_uri: REDIRECT,
+  response_type: "code",
+  code_challenge: challenge,
+  code_challenge_method: "S256",
+  state: "st-123",
+  ...extra,
+});
+
+const locationOf = (res: Response) => new URL(res.headers.get("location")!);
+
+/** The bearer-session shortcut: a code for the session's user at once. */
+async function codeFor(principal: TestPrincipal, scope?: string) {
+  const { verifier, challenge } = await pkce();
+  const res = await call("GET", authorizeUrl(validParams(challenge, { scope })), { token: principal.token });
+  expect(res.status).toBe(302);
+  return { code: locationOf(res).searchParams.get("code")!, verifier };
+}
+
+function tokenRequest(form: Record<string, string | undefined>, ip = freshIp()) {
+  const body = new URLSearchParams(Object.entries(form).filter((e): e is [string, string] => e[1] !== undefined)).toString();
+  return call("POST", "/oauth/token", { rawBody: body, headers: { "content-type": "application/x-www-form-urlencoded", "cf-connecting-ip": ip } });
+}
+const exchange = (code: string, verifier: string, extra: Record<string, string> = {}) =>
+  tokenRequest({ grant_type: "authorization_code", code, redirect_uri: REDIRECT, client_id: CLIENT, code_verifier: verifier, ...extra });
+
+async function accessToken(principal: TestPrincipal, scope?: string): Promise<string> {
+  const { code, verifier } = await codeFor(principal, scope);
+  const res = await exchange(code, verifier);
+  expect(res.status).toBe(200);
+  return (await json(res)).access_token;
+}
+
+const claimsOf = (jwt: string) => JSON.parse(atob(jwt.split(".")[1]!.replaceAll("-", "+").replaceAll("_", "/"))) as Record<string, unknown>;
+
+/** A browser: keeps the sign-in cookie and reads each page's CSRF token. */
+class Browser {
+  cookie = "";
+  csrf = "";
+  ip = freshIp();
+  constructor(readonly url: string) {}
+  private absorb(res: Response, html: string) {
+    const set = res.headers.get("set-cookie");
+    if (set) this.cookie = set.split(";")[0]!;
+    this.csrf = html.match(/name="csrf_token" value="([^"]+)"/)?.[1] ?? this.csrf;
+  }
+  async open() {
+    const res = await call("GET", this.url, { headers: { cookie: this.cookie } });
+    const html = await res.text();
+    this.absorb(res, html);
+    return { res, html };
+  }
+  async post(fields: Record<string, string>, csrf = this.csrf) {
+    const res = await call("POST", this.url, {
+      rawBody: new URLSearchParams({ csrf_token: csrf, ...fields }).toString(),
+      headers: { "content-type": "application/x-www-form-urlencoded", cookie: this.cookie, "cf-connecting-ip": this.ip },
+    });
+    const html = res.status === 302 ? "" : await res.text();
+    this.absorb(res, html);
+    return { res, html };
+  }
+}
+
+async function mailedCode(email: string): Promise<string> {
+  for (let i = 0; i < 50; i++) {
+    const mails = await mailTo(email);
+    const code = mails.at(-1)?.text.match(/\b(\d{6})\b/)?.[1];
+    if (code) return code;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`no sign-in code was mailed to ${email}`);
+}
+
+async function emailOf(p: TestPrincipal) {
+  return (await env.DB.prepare("SELECT email FROM users WHERE id = ?").bind(p.userId).first<{ email: string }>())!.email;
+}
+
+describe("OAuth metadata", () => {
+  it("publishes RFC 8414 authorization server metadata", async () => {
+    const res = await call("GET", "/.well-known/oauth-authorization-server");
+    expect(res.status).toBe(200);
+    expect(await json(res)).toMatchObject({
+      issuer: ISSUER,
+      authorization_endpoint: `${ISSUER}/oauth/authorize`,
+      token_endpoint: `${ISSUER}/oauth/token`,
+      registration_endpoint: `${ISSUER}/oauth/register`,
+      response_types_supported: ["code"],
+      grant_types_supported: ["authorization_code"],
+      code_challenge_methods_supported: ["S256"],
+      token_endpoint_auth_methods_supported: ["none"],
+      scopes_supported: expect.arrayContaining(["contacts:read", "deals:write", "envelopes:send"]),
+    });
+  });
+
+  it.each(["/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/mcp"])("publishes RFC 9728 protected resource metadata at %s", async (path) => {
+    const res = await call("GET", path, { headers: { origin: "https://inspector.example" } });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("access-control-allow-origin")).toBe("*");
+    expect(await json(res)).toMatchObject({ resource: MCP, authorization_servers: [ISSUER], bearer_methods_supported: ["header"], scopes_supported: expect.arrayContaining(["contacts:write"]) });
+  });
+});
+
+describe("authorization with a bearer session", () => {
+  it("redirects at once with a code and state; the code buys a one-hour JWT with the spec's metadata", async () => {
+    const principal = await createPrincipal();
+    const { verifier, challenge } = await pkce();
+    const res = await call("GET", authorizeUrl(validParams(challenge)), { token: principal.token });
+    expect(res.status).toBe(302);
+    expect(res.headers.get("cache-control")).toBe("no-store");
+    const location = locationOf(res);
+    expect(`${location.origin}${location.pathname}`).toBe(REDIRECT);
+    expect(location.searchParams.get("state")).toBe("st-123");
+    expect(location.searchParams.get("iss")).toBe(ISSUER);
+    const code = location.searchParams.get("code")!;
+    expect(code).toMatch(/^[A-Za-z0-9_-]{43}$/);
+
+    const tokenRes = await exchange(code, verifier);
+    expect(tokenRes.status).toBe(200);
+    expect(tokenRes.headers.get("cache-control")).toBe("no-store");
+    const body = await json(tokenRes);
+    const org = await env.DB.prepare("SELECT name FROM organizations WHERE id = ?").bind(principal.organizationId).first<{ name: string }>();
+    expect(body).toEqual({
+      access_token: expect.any(String),
+      token_type: "Bearer",
+      expires_in: 3600,
+      scope: expect.stringContaining("contacts:read"),
+      mcp_server_url: MCP,
+      user_id: principal.userId,
+      organization_id: principal.organizationId,
+      organization_name: org!.name,
+      permissions: expect.arrayContaining(["contacts:read", "contacts:write", "deals:read", "deals:write", "documents:read", "envelopes:send"]),
+    });
+    const claims = claimsOf(body.access_token);
+    expect(claims).toMatchObject({ iss: ISSUER, aud: MCP, sub: principal.userId, org: principal.organizationId, client_id: CLIENT, jti: expect.any(String) });
+    expect((claims.exp as number) - (claims.iat as number)).toBe(3600);
+
+    const contacts = await call("GET", "/v1/contacts", { token: body.access_token });
+    expect(contacts.status).toBe(200);
+  });
+
+  it("answers 401 on an unknown session instead of redirecting", async () => {
+    const { challenge } = await pkce();
+    const res = await call("GET", authorizeUrl(validParams(challenge)), { token: "sess_unknown" });
+    expect(res.status).toBe(401);
+    expect(res.headers.get("location")).toBeNull();
+  });
+});
+
+describe("authorization in a browser", () => {
+  it("signs in with a mailed code, shows the consent page, and approves with a code the client can exchange", async () => {
+    const principal = await createPrincipal();
+    const email = await emailOf(principal);
+    const { verifier, challenge } = await pkce();
+    const browser = new Browser(authorizeUrl(validParams(challenge, { scope: "contacts:read deals:read" })));
+
+    const first = await browser.open();
+    expect(first.res.status).toBe(200);
+    expect(first.res.headers.get("content-type")).toContain("text/html");
+    const csp = first.res.headers.get("content-security-policy")!;
+    expect(csp).toContain("frame-ancestors 'none'");
+    expect(csp).toMatch(/style-src 'nonce-[^']+'/);
+    expect(first.res.headers.get("cache-control")).toBe("no-store");
+    expect(first.res.headers.get("referrer-policy")).toBe("no-referrer");
+    expect(first.res.headers.get("x-content-type-options")).toBe("nosniff");
+    expect(first.res.headers.get("set-cookie")).toMatch(/^oauth_sign_in=osi_[\w-]+; Path=\/oauth; Max-Age=\d+; HttpOnly; SameSite=Lax$/);
+    expect(browser.csrf).not.toBe("");
+
+    const sent = await browser.post({ step: "email", email });
+    expect(sent.res.status).toBe(200);
+    expect(sent.html).toContain("Enter your code");
+    const code = await mailedCode(email);
+    const row = await env.DB.prepare("SELECT code_hash FROM oauth_sign_ins WHERE email = ?").bind(email).first<{ code_hash: string }>();
+    expect(row!.code_hash).toMatch(/^[0-9a-f]{64}$/);
+    expect(row!.code_hash).not.toContain(code);
+
+    const cookieBefore = browser.cookie;
+    const consent = await browser.post({ step: "code", code });
+    expect(consent.res.status).toBe(200);
+    expect(consent.html).toContain("Read contacts and their activities");
+    expect(consent.html).toContain("Read deals, the pipeline and analytics");
+    expect(consent.html).not.toContain("contacts:write");
+    expect(browser.cookie).not.toBe(cookieBefore); // a new cookie once signed in
+    expect(consent.res.headers.get("content-security-policy")).toContain("form-action 'self' http://127.0.0.1:4321");
+
+    // Reloading the authorization address shows the consent page again, without signing in.
+    expect((await browser.open()).html).toContain("Allow");
+
+    const approved = await browser.post({ step: "consent", decision: "approve" });
+    expect(approved.res.status).toBe(302);
+    const location = locationOf(approved.res);
+    expect(location.searchParams.get("state")).toBe("st-123");
+    const tokenRes = await exchange(location.searchParams.get("code")!, verifier);
+    expect(tokenRes.status).toBe(200);
+    const body = await json(tokenRes);
+    expect(body).toMatchObject({ user_id: principal.userId, organization_id: principal.organizationId, permissions: ["contacts:read", "deals:read"], scope: "contacts:read deals:read" });
+  });
+
+  it("redirects with access_denied when the user denies", async () => {
+    const principal = await createPrincipal();
+    const email = await emailOf(principal);
+    const { challenge } = await pkce();
+    const browser = new Browser(authorizeUrl(validParams(challenge)));
+    await browser.open();
+    await browser.post({ step: "email", email });
+    await browser.post({ step: "code", code: await mailedCode(email) });
+    const denied = await browser.post({ step: "consent", decision: "deny" });
+    expect(denied.res.status).toBe(302);
+    const location = locationOf(denied.res);
+    expect(location.searchParams.get("error")).toBe("access_denied");
+    expect(location.searchParams.get("state")).toBe("st-123");
+    expect(location.searchParams.get("code")).toBeNull();
+  });
+
+  it("answers an unknown e-mail with the same page and sends nothing", async () => {
+    const principal = await createPrincipal();
+    const known = await emailOf(principal);
+    const unknown = `nobody-${crypto.randomUUID()}@example.test`;
+    const { challenge } = await pkce();
+    const a = new Browser(authorizeUrl(validParams(challenge)));
+    const b = new Browser(authorizeUrl(validParams(challenge)));
+    await a.open();
+    await b.open();
+    const forKnown = await a.post({ step: "email", email: known });
+    const forUnknown = await b.post({ step: "email", email: unknown });
+    const strip = (html: string) => html.replaceAll(known, "EMAIL").replaceAll(unknown, "EMAIL").replace(/value="[^"]+"/g, "").replace(/nonce="[^"]+"/g, "");
+    expect(forUnknown.res.status).toBe(forKnown.res.status);
+    expect(strip(forUnknown.html)).toBe(strip(forKnown.html));
+    await mailedCode(known);
+    expect(await mailTo(unknown)).toEqual([]);
+    // Whatever is typed, an unknown address never signs in.
+    const tried = await b.post({ step: "code", code: "000000" });
+    expect(tried.html).toContain("not right");
+  });
+
+  it("refuses forms without this browser's CSRF token", async () => {
+    const principal = await createPrincipal();
+    const { challenge } = await pkce();
+    const browser = new Browser(authorizeUrl(validParams(challenge)));
+    await browser.open();
+    const other = new Browser(browser.url);
+    await other.open();
+    for (const csrf of ["", "forged", other.csrf]) {
+      const res = await browser.post({ step: "email", email: await emailOf(principal) }, csrf);
+      expect(res.res.status).toBe(403);
+    }
+    expect(await mailTo(await emailOf(principal))).toEqual([]);
+  });
+
+  it("locks a code after five wrong attempts", async () => {
+    const principal = await createPrincipal();
+    const email = await emailOf(principal);
+    const { challenge } = await pkce();
+    const browser = new Browser(authorizeUrl(validParams(challenge)));
+    await browser.open();
+    await browser.post({ step: "email", email });
+    const code = await mailedCode(email);
+    const wrong = code === "111111" ? "222222" : "111111";
+    for (let i = 4; i >= 1; i--) expect((await browser.post({ step: "code", code: wrong })).html).toContain(`${i} attempt`);
+    expect((await browser.post({ step: "code", code: wrong })).html).toContain("expired or was tried too many times");
+    const late = await browser.post({ step: "code", code });
+    expect(late.html).not.toContain("Allow");
+    expect(late.html).toContain("tried too many times");
+  });
+});
+
+describe("authorization refusals", () => {
+  it.each([
+    ["an unknown client", { client_id: "no-such-client" }],
+    ["a missing client", { client_id: undefined }],
+    ["an unregistered redirect URI", { redirect_uri: "https://evil.example/callback" }],
+    ["a redirect URI beyond its pattern", { redirect_uri: "http://127.0.0.1:4321/callback/more" }],
+    ["a pattern's wildcard stretched over a host", { redirect_uri: "http://127.0.0.1.evil.example:80/callback" }],
+    ["a missing redirect URI", { redirect_uri: undefined }],
+  ])("shows an error page and never redirects for %s", async (_, extra) => {
+    const { challenge } = await pkce();
+    for (const token of [undefined, (await createPrincipal()).token]) {
+      const res = await call("GET", authorizeUrl(validParams(challenge, extra)), { token });
+      expect(res.status).toBe(400);
+      expect(res.headers.get("location")).toBeNull();
+      expect(res.headers.get("content-type")).toContain("text/html");
+      expect(res.headers.get("content-security-policy")).toContain("frame-ancestors 'none'");
+    }
+  });
+
+  it.each([
+    ["a missing code_challenge", { code_challenge: undefined }, "invalid_request"],
+    ["a missing code_challenge_method", { code_challenge_method: undefined }, "invalid_request"],
+    ["the plain method", { code_challenge_method: "plain" }, "invalid_request"],
+    ["a malformed challenge", { code_challenge: "short" }, "invalid_request"],
+    ["another response_type", { response_type: "token" }, "unsupported_response_type"],
+    ["an unknown permission", { scope: "contacts:read everything" }, "invalid_scope"],
+    ["another resource (RFC 8707)", { resource: "https://elsewhere.example/mcp" }, "invalid_target"],
+  ])("redirects back with an error for %s", async (_, extra, error) => {
+    const principal = await createPrincipal();
+    const { challenge } = await pkce();
+    const res = await call("GET", authorizeUrl(validParams(challenge, extra)), { token: principal.token });
+    expect(res.status).toBe(302);
+    const location = locationOf(res);
+    expect(`${location.origin}${location.pathname}`).toBe(REDIRECT);
+    expect(location.searchParams.get("error")).toBe(error);
+    expect(location.searchParams.get("error_description")).toEqual(expect.any(String));
+    expect(location.searchParams.get("state")).toBe("st-123");
+    expect(location.searchParams.get("code")).toBeNull();
+  });
+});
+
+describe("token endpoint refusals", () => {
+  it("refuses a wrong verifier, another redirect URI and another client with invalid_grant / invalid_client", async () => {
+    const principal = await createPrincipal();
+    const { code, verifier } = await codeFor(principal);
+    const wrong = await exchange(code, (await pkce()).verifier);
+    expect(wrong.status).toBe(400);
+    expect(wrong.headers.get("cache-control")).toBe("no-store");
+    expect(await json(wrong)).toEqual({ error: "invalid_grant", error_description: expect.stringContaining("code_verifier") });
+    expect(await json(await exchange(code, verifier, { redirect_uri: "http://127.0.0.1:9999/callback" }))).toMatchObject({ error: "invalid_grant" });
+    const unknownClient = await exchange(code, verifier, { client_id: "nobody" });
+    expect(unknownClient.status).toBe(401);
+    expect(await json(unknownClient)).toMatchObject({ error: "invalid_client" });
+    // None of those spent the code.
+    expect((await exchange(code, verifier)).status).toBe(200);
+  });
+
+  it("takes the MCP server as resource indicator (RFC 8707) and refuses another", async () => {
+    const principal = await createPrincipal();
+    const { verifier, challenge } = await pkce();
+    const res = await call("GET", authorizeUrl(validParams(challenge, { resource: MCP })), { token: principal.token });
+    const code = locationOf(res).searchParams.get("code")!;
+    const elsewhere = await exchange(code, verifier, { resource: "https://elsewhere.example/mcp" });
+    expect(elsewhere.status).toBe(400);
+    expect(await json(elsewhere)).toMatchObject({ error: "invalid_target" });
+    const ok = await exchange(code, verifier, { resource: MCP });
+    expect(ok.status).toBe(200);
+  });
+
+  it("refuses a reused code and revokes the token it issued", async () => {
+    const principal = await createPrincipal();
+    const { code, verifier } = await codeFor(principal);
+    const first = await exchange(code, verifier);
+    expect(first.status).toBe(200);
+    const { access_token } = await json(first);
+    expect((await call("GET", "/v1/contacts", { token: access_token })).status).toBe(200);
+    const again = await exchange(code, verifier);
+    expect(again.status).toBe(400);
+    expect(await json(again)).toMatchObject({ error: "invalid_grant" });
+    expect((await call("GET", "/v1/contacts", { token: access_token })).status).toBe(401);
+  });
+
+  it("gives one token for a code exchanged twice at once", async () => {
+    const principal = await createPrincipal();
+    const { code, verifier } = await codeFor(principal);
+    const answers = await Promise.all([exchange(code, verifier), exchange(code, verifier)]);
+    expect(answers.map((r) => r.status).sort()).toEqual([200, 400]);
+  });
+
+  it("refuses an expired code", async () => {
+    const principal = await createPrincipal();
+    const { code, verifier } = await codeFor(principal);
+    await env.DB.prepare("UPDATE oauth_codes SET expires_at = ? WHERE used_at IS NULL AND user_id = ?").bind(new Date(Date.now() - 1000).toISOString(), principal.userId).run();
+    const res = await exchange(code, verifier);
+    expect(res.status).toBe(400);
+    expect(await json(res)).toEqual({ error: "invalid_grant", error_description: expect.stringContaining("expired") });
+  });
+
+  it.each([
+    ["no grant_type", { grant_type: undefined }, "invalid_request"],
+    ["another grant_type", { grant_type: "client_credentials" }, "unsupported_grant_type"],
+    ["no code", { code: undefined }, "invalid_request"],
+    ["no code_verifier", { code_verifier: undefined }, "invalid_request"],
+    ["an unknown code", { code: "nope" }, "invalid_grant"],
+  ])("answers %s with %s", async (_, extra, error) => {
+    const { verifier } = await pkce();
+    const res = await tokenRequest({ grant_type: "authorization_code", code: "abc", redirect_uri: REDIRECT, client_id: CLIENT, code_verifier: verifier, ...extra });
+    expect(res.status).toBe(400);
+    expect(await json(res)).toEqual({ error, error_description: expect.any(String) });
+  });
+
+  it("refuses a JSON body", async () => {
+    const res = await call("POST", "/oauth/token", { body: { grant_type: "authorization_code" }, headers: { "cf-connecting-ip": freshIp() } });
+    expect(res.status).toBe(415);
+  });
+
+  it("answers 503 without JWT_SECRET, and access tokens stop working", async () => {
+    const principal = await createPrincipal();
+    const { code, verifier } = await codeFor(principal);
+    const body = new URLSearchParams({ grant_type: "authorization_code", code, redirect_uri: REDIRECT, client_id: CLIENT, code_verifier: verifier }).toString();
+    const res = await call("POST", "/oauth/token", { rawBody: body, headers: { "content-type": "application/x-www-form-urlencoded", "cf-connecting-ip": freshIp() }, vars: { JWT_SECRET: "" } });
+    expect(res.status).toBe(503);
+    expect(await json(res)).toEqual({ error: "temporarily_unavailable", error_description: expect.stringContaining("JWT_SECRET") });
+    const issued = await accessToken(principal);
+    expect((await call("GET", "/v1/contacts", { token: issued, vars: { JWT_SECRET: "" } })).status).toBe(401);
+    const page = await call("GET", authorizeUrl(validParams((await pkce()).challenge)), { vars: { JWT_SECRET: "" } });
+    expect(page.status).toBe(503);
+  });
+});
+
+describe("access tokens on the API", () => {
+  it("refuses an expired token, a token signed with another key and one for another audience", async () => {
+    const principal = await createPrincipal();
+    const good = claimsOf(await accessToken(principal));
+    const now = Math.floor(Date.now() / 1000);
+    const expired = await sign({ ...good, iat: now - 7200, exp: now - 3600 }, env.JWT_SECRET!, "HS256");
+    const forged = await sign(good, "another-secret-of-enough-length", "HS256");
+    const elsewhere = await sign({ ...good, aud: "https://other.example/mcp" }, env.JWT_SECRET!, "HS256");
+    for (const token of [expired, forged, elsewhere]) {
+      const res = await call("GET", "/v1/contacts", { token });
+      expect(res.status).toBe(401);
+    }
+    expect((await call("GET", "/v1/contacts", { token: await sign(good, env.JWT_SECRET!, "HS256") })).status).toBe(200);
+  });
+
+  it("enforces the granted permissions: contacts:read reads contacts and nothing else", async () => {
+    const principal = await createPrincipal();
+    const token = await accessToken(principal, "contacts:read");
+    expect((await call("GET", "/v1/contacts", { token })).status).toBe(200);
+    // Checked against /openapi.json: every authenticated /v1 route declares the 403.
+    const raw = (method: string, path: string, body?: unknown) => call(method, path, { token, body });
+    const write = await raw("POST", "/v1/contacts", { firstName: "Ada", lastName: "Lovelace", email: `ada-${crypto.randomUUID()}@example.test` });
+    expect(write.status).toBe(403);
+    expect(await json(write)).toMatchObject({ success: false, error: { type: "permission_error", code: "insufficient_permission", status: 403 } });
+    expect((await raw("GET", "/v1/deals")).status).toBe(403);
+    expect((await raw("POST", "/v1/webhooks", {})).status).toBe(403);
+    expect(await env.DB.prepare("SELECT COUNT(*) AS n FROM contacts WHERE organization_id = ?").bind(principal.organizationId).first("n")).toBe(0);
+    // A session may do everything.
+    expect((await call("GET", "/v1/deals", { token: principal.token })).status).toBe(200);
+  });
+
+  it("is not a credential for /api or /plants (401)", async () => {
+    const principal = await createPrincipal();
+    const token = await accessToken(principal);
+    expect((await call("GET", "/api/documents/usage", { token })).status).toBe(401);
+    expect((await call("DELETE", "/plants/1", { token })).status).toBe(401);
+  });
+});
+
+describe("dynamic client registration", () => {
+  const register = (body: unknown) => call("POST", "/oauth/register", { body, headers: { "cf-connecting-ip": freshIp() } });
+
+  it.each([["https://app.example/callback"], ["http://127.0.0.1:33418/callback"], ["http://localhost:5173/oauth"], ["http://[::1]:8080/cb"]])("registers a public client returning to %s", async (uri) => {
+    const res = await register({ redirect_uris: [uri], client_name: "Agent", grant_types: ["authorization_code", "refresh_token"], token_endpoint_auth_method: "none" });
+    expect(res.status).toBe(201);
+    expect(await json(res)).toEqual({
+      client_id: expect.any(String),
+      client_id_issued_at: expect.any(Number),
+      client_name: "Agent",
+      redirect_uris: [uri],
+      token_endpoint_auth_method: "none",
+      grant_types: ["authorization_code"],
+      response_types: ["code"],
+    });
+  });
+
+  it.each([
+    ["plain http to a public host", { redirect_uris: ["http://app.example/callback"] }, "invalid_redirect_uri"],
+    ["a fragment", { redirect_uris: ["https://app.example/cb#x"] }, "invalid_redirect_uri"],
+    ["no redirect URIs", { redirect_uris: [] }, "invalid_redirect_uri"],
+    ["no redirect_uris at all", { client_name: "x" }, "invalid_redirect_uri"],
+    ["a confidential client", { redirect_uris: ["https://app.example/cb"], token_endpoint_auth_method: "client_secret_basic" }, "invalid_client_metadata"],
+    ["a too long name", { redirect_uris: ["https://app.example/cb"], client_name: "x".repeat(201) }, "invalid_client_metadata"],
+  ])("refuses %s", async (_, body, error) => {
+    const res = await register(body);
+    expect(res.status).toBe(400);
+    expect(await json(res)).toEqual({ error, error_description: expect.any(String) });
+  });
+
+  it("lets a registered client authorize with its exact redirect URI only", async () => {
+    const uri = "http://127.0.0.1:33418/callback";
+    const { client_id } = await json(await register({ redirect_uris: [uri], client_name: "Registered agent" }));
+    const principal = await createPrincipal();
+    const { verifier, challenge } = await pkce();
+    const other = await call("GET", authorizeUrl(validParams(challenge, { client_id, redirect_uri: "http://127.0.0.1:33419/callback" })), { token: principal.token });
+    expect(other.status).toBe(400);
+    const page = await call("GET", authorizeUrl(validParams(challenge, { client_id, redirect_uri: uri })));
+    expect(await page.text()).toContain("Registered agent");
+    const res = await call("GET", authorizeUrl(validParams(challenge, { client_id, redirect_uri: uri })), { token: principal.token });
+    expect(res.status).toBe(302);
+    const code = locationOf(res).searchParams.get("code")!;
+    const tokenRes = await tokenRequest({ grant_type: "authorization_code", code, redirect_uri: uri, client_id, code_verifier: verifier });
+    expect(tokenRes.status).toBe(200);
+    expect(claimsOf((await json(tokenRes)).access_token).client_id).toBe(client_id);
+  });
+});
+
+describe("housekeeping", () => {
+  it("the cron deletes spent codes, grants and sign-ins, keeping a code as long as a token it issued lives", async () => {
+    const principal = await createPrincipal();
+    await accessToken(principal);
+    const counts = async () => {
+      const n = (sql: string) => env.DB.prepare(sql).first<number>("n");
+      return { codes: await n("SELECT COUNT(*) AS n FROM oauth_codes"), grants: await n("SELECT COUNT(*) AS n FROM oauth_grants") };
+    };
+    const before = await counts();
+    expect(before.codes).toBeGreaterThan(0);
+    expect(before.grants).toBeGreaterThan(0);
+    await pruneOAuth(createDb(env.DB), { now: Date.now() + 30 * 60_000 });
+    expect(await counts()).toEqual(before);
+    await pruneOAuth(createDb(env.DB), { now: Date.now() + 2 * 3_600_000 });
+    expect(await counts()).toEqual({ codes: 0, grants: 0 });
+    expect(await env.DB.prepare("SELECT COUNT(*) AS n FROM oauth_sign_ins").first<number>("n")).toBe(0);
+  });
+});
