@@ -1,4 +1,5 @@
 import type { Context } from "hono";
+import { escapeHtml, htmlDocument, newNonce, pageHeaders } from "../platform/html-page";
 
 /**
  * The consent page (DESIGN.md contract 5, spec rule 6: `{APP_URL}/consent/<agreementId>`), made to be embedded in an
@@ -58,14 +59,12 @@ const SCRIPT = `
 })();
 `;
 
-const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (ch) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[ch]!);
-
 export function consentPage(
   c: Context,
   agreement: { id: string; title: string; body: string; versionHash: string } | null,
   opts: { subjectRef?: string; invalidSubject?: boolean } = {},
 ): Response {
-  const nonce = btoa(String.fromCharCode(...crypto.getRandomValues(new Uint8Array(16))));
+  const nonce = newNonce();
   const csp = [
     "default-src 'none'",
     `script-src 'nonce-${nonce}'`,
@@ -75,7 +74,7 @@ export function consentPage(
     "base-uri 'none'",
     "form-action 'none'",
     "frame-ancestors *",
-  ].join("; ");
+  ];
   const content = agreement
     ? `<main data-agreement="${escapeHtml(agreement.id)}" data-version="${agreement.versionHash}"${opts.subjectRef === undefined ? "" : ` data-subject="${escapeHtml(opts.subjectRef)}"`}>
   <h1>${escapeHtml(agreement.title)}</h1>
@@ -87,25 +86,7 @@ export function consentPage(
     : opts.invalidSubject
       ? `<main><h1>This page was opened with an invalid subject</h1><p>The subjectRef in its address must be one line of 1 to 200 visible characters. Ask the site that showed it to you.</p></main>`
       : `<main><h1>This agreement is no longer available</h1><p>It may have been withdrawn. Ask the site that showed it to you.</p></main>`;
-  const html = `<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="referrer" content="no-referrer">
-<link rel="icon" href="data:,">
-<title>${agreement ? escapeHtml(agreement.title) : opts.invalidSubject ? "Invalid subject" : "Agreement not available"}</title>
-<style nonce="${nonce}">${STYLE}</style>
-</head>
-<body>
-${content}
-</body>
-</html>`;
-  return c.html(html, opts.invalidSubject ? 400 : agreement ? 200 : 404, {
-    "Content-Security-Policy": csp,
-    "Referrer-Policy": "no-referrer",
-    "X-Content-Type-Options": "nosniff",
-    "Cache-Control": "no-store",
-    "Permissions-Policy": "camera=(), microphone=(), geolocation=(), payment=()",
-  }) as unknown as Response;
+  const title = agreement ? agreement.title : opts.invalidSubject ? "Invalid subject" : "Agreement not available";
+  const html = htmlDocument({ title, nonce, style: STYLE, body: content });
+  return c.html(html, opts.invalidSubject ? 400 : agreement ? 200 : 404, pageHeaders(csp, { framable: true })) as unknown as Response;
 }

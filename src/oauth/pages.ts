@@ -1,4 +1,5 @@
 import type { Context } from "hono";
+import { escapeHtml, htmlDocument, newNonce, pageHeaders } from "../platform/html-page";
 import { PERMISSIONS, type Permission } from "./permissions";
 
 /**
@@ -19,8 +20,6 @@ const STYLE = `
   fieldset { border: 1px solid #8884; }
 `;
 
-export const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (ch) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[ch]!);
-
 /** Headers of every authorization answer, pages and redirects alike. */
 export const NO_STORE_HEADERS = {
   "Cache-Control": "no-store",
@@ -35,33 +34,10 @@ export const NO_STORE_HEADERS = {
  * post, so the consent page must allow the client's redirect URI (its origin, or its scheme for a native app).
  */
 function render(c: Context, status: 200 | 400 | 401 | 403 | 503, title: string, body: string, formAction: string[] = [], setCookie?: string): Response {
-  const nonce = btoa(String.fromCharCode(...crypto.getRandomValues(new Uint8Array(16))));
-  const csp = [
-    "default-src 'none'",
-    `style-src 'nonce-${nonce}'`,
-    "img-src 'self' data:",
-    "base-uri 'none'",
-    `form-action 'self'${formAction.map((s) => ` ${s}`).join("")}`,
-    "frame-ancestors 'none'",
-  ].join("; ");
-  const html = `<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="referrer" content="no-referrer">
-<link rel="icon" href="data:,">
-<title>${escapeHtml(title)}</title>
-<style nonce="${nonce}">${STYLE}</style>
-</head>
-<body>
-<main>
-<h1>${escapeHtml(title)}</h1>
-${body}
-</main>
-</body>
-</html>`;
-  const headers: Record<string, string> = { ...NO_STORE_HEADERS, "Content-Security-Policy": csp };
+  const nonce = newNonce();
+  const csp = ["default-src 'none'", `style-src 'nonce-${nonce}'`, "img-src 'self' data:", "base-uri 'none'", `form-action 'self'${formAction.map((s) => ` ${s}`).join("")}`, "frame-ancestors 'none'"];
+  const html = htmlDocument({ title, nonce, style: STYLE, body: `<main>\n<h1>${escapeHtml(title)}</h1>\n${body}\n</main>` });
+  const headers: Record<string, string> = { ...pageHeaders(csp), Pragma: "no-cache" };
   if (setCookie) headers["Set-Cookie"] = setCookie;
   return c.html(html, status, headers) as unknown as Response;
 }

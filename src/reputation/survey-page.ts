@@ -1,4 +1,5 @@
 import type { Context } from "hono";
+import { htmlDocument, newNonce, pageHeaders } from "../platform/html-page";
 
 /**
  * The survey page (`{APP_URL}/survey/<token>`, the link of the survey e-mail): a static page whose script opens the
@@ -186,7 +187,7 @@ const SCRIPT = `
 `;
 
 export function surveyPage(c: Context): Response {
-  const nonce = btoa(String.fromCharCode(...crypto.getRandomValues(new Uint8Array(16))));
+  const nonce = newNonce();
   const csp = [
     "default-src 'none'",
     `script-src 'nonce-${nonce}'`,
@@ -196,19 +197,12 @@ export function surveyPage(c: Context): Response {
     "base-uri 'none'",
     "form-action 'none'",
     "frame-ancestors 'none'",
-  ].join("; ");
-  const html = `<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="referrer" content="no-referrer">
-<link rel="icon" href="data:,">
-<title>Survey</title>
-<style nonce="${nonce}">${STYLE}</style>
-</head>
-<body>
-<main>
+  ];
+  const html = htmlDocument({
+    title: "Survey",
+    nonce,
+    style: STYLE,
+    body: `<main>
   <noscript><p>This survey needs JavaScript: please turn it on, or open the link in another browser.</p></noscript>
   <p id="status" role="status" aria-live="polite"></p>
   <section id="form" hidden>
@@ -224,16 +218,7 @@ export function surveyPage(c: Context): Response {
   <section id="thanks" hidden><h1 tabindex="-1">Thank you</h1><p>Your answers have been recorded. You can close this page.</p></section>
   <section id="gone" hidden><h1 tabindex="-1">This survey is no longer available</h1><p>It may have been answered already, have expired or been withdrawn.</p></section>
 </main>
-<script nonce="${nonce}">${SCRIPT}</script>
-</body>
-</html>`;
-  return c.html(html, 200, {
-    "Content-Security-Policy": csp,
-    "Referrer-Policy": "no-referrer",
-    "X-Content-Type-Options": "nosniff",
-    "X-Frame-Options": "DENY",
-    "Cache-Control": "no-store",
-    "Cross-Origin-Opener-Policy": "same-origin",
-    "Permissions-Policy": "camera=(), microphone=(), geolocation=(), payment=()",
-  }) as unknown as Response;
+<script nonce="${nonce}">${SCRIPT}</script>`,
+  });
+  return c.html(html, 200, pageHeaders(csp, { isolated: true })) as unknown as Response;
 }

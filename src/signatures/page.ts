@@ -1,4 +1,5 @@
 import type { Context } from "hono";
+import { htmlDocument, newNonce, pageHeaders } from "../platform/html-page";
 import { readConfig } from "../env";
 
 /**
@@ -71,8 +72,8 @@ const SCRIPT = `
 `;
 
 export function signingPage(c: Context): Response {
-  const nonce = btoa(String.fromCharCode(...crypto.getRandomValues(new Uint8Array(16))));
-  const siteKey = readConfig(c.env).BOT_CHALLENGE_SITE_KEY ?? "";
+  const nonce = newNonce();
+  const siteKey = (readConfig(c.env).BOT_CHALLENGE_SITE_KEY ?? "").replace(/[^A-Za-z0-9_-]/g, "");
   const turnstile = siteKey !== "";
   const csp = [
     "default-src 'none'",
@@ -84,20 +85,14 @@ export function signingPage(c: Context): Response {
     "base-uri 'none'",
     "form-action 'none'",
     "frame-ancestors 'none'",
-  ].join("; ");
-  const html = `<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="referrer" content="no-referrer">
-<link rel="icon" href="data:,">
-<title>Sign a document</title>
-<style nonce="${nonce}">${STYLE}</style>
-${turnstile ? `<script nonce="${nonce}" src="${TURNSTILE}/turnstile/v0/api.js" async defer></script>` : ""}
-</head>
-<body data-sitekey="${siteKey.replace(/[^A-Za-z0-9_-]/g, "")}">
-<main>
+  ];
+  const html = htmlDocument({
+    title: "Sign a document",
+    nonce,
+    style: STYLE,
+    head: turnstile ? `<script nonce="${nonce}" src="${TURNSTILE}/turnstile/v0/api.js" async defer></script>\n` : "",
+    bodyAttributes: ` data-sitekey="${siteKey}"`,
+    body: `<main>
   <h1>Sign a document</h1>
   <p>Signing as <strong id="who">…</strong></p>
   <p id="status" role="status" aria-live="polite"></p>
@@ -113,7 +108,7 @@ ${turnstile ? `<script nonce="${nonce}" src="${TURNSTILE}/turnstile/v0/api.js" a
   </section>
   <section class="step" id="sign" hidden>
     <h2 tabindex="-1">3. Sign or decline</h2>
-    ${turnstile ? `<div class="cf-turnstile" data-sitekey="${siteKey.replace(/[^A-Za-z0-9_-]/g, "")}"></div>` : ""}
+    ${turnstile ? `<div class="cf-turnstile" data-sitekey="${siteKey}"></div>` : ""}
     <button type="button" id="sign-button">Sign the document</button>
     <p><label for="reason">Reason for declining (optional)</label><br><textarea id="reason" rows="3" maxlength="1000"></textarea></p>
     <button type="button" id="decline-button">Decline to sign</button>
@@ -122,16 +117,7 @@ ${turnstile ? `<script nonce="${nonce}" src="${TURNSTILE}/turnstile/v0/api.js" a
   <section class="step" id="declined" hidden><h2 tabindex="-1">Declined</h2><p>You declined to sign. The sender has been told.</p></section>
   <section class="step" id="gone" hidden><h2 tabindex="-1">This link is no longer valid</h2><p>It may have been used already, expired or been withdrawn. Ask the sender for a new one.</p></section>
 </main>
-<script nonce="${nonce}">${SCRIPT}</script>
-</body>
-</html>`;
-  return c.html(html, 200, {
-    "Content-Security-Policy": csp,
-    "Referrer-Policy": "no-referrer",
-    "X-Content-Type-Options": "nosniff",
-    "X-Frame-Options": "DENY",
-    "Cache-Control": "no-store",
-    "Cross-Origin-Opener-Policy": "same-origin",
-    "Permissions-Policy": "camera=(), microphone=(), geolocation=(), payment=()",
-  }) as unknown as Response;
+<script nonce="${nonce}">${SCRIPT}</script>`,
+  });
+  return c.html(html, 200, pageHeaders(csp, { isolated: true })) as unknown as Response;
 }
