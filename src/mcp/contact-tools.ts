@@ -2,8 +2,7 @@ import { z } from "zod";
 import { createActivity } from "../contacts/activities";
 import { ActivityCreate, CONTACT_STATUSES, CONTACT_TYPES, ContactCreate, ContactListQuery, INCLUDES, READ_ONLY_FIELDS, SORT_FIELDS } from "../contacts/schemas";
 import { createContact, listContacts } from "../contacts/service";
-import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from "../crm/list-query";
-import { defineTool, definedOnly, parseWith } from "./tool";
+import { defineTool, definedOnly, parseWith, listInputs, listParams } from "./tool";
 
 const id = (what: string) => z.string().min(1).max(100).describe(`The ${what}'s id`);
 const timestamp = z.iso.datetime({ offset: true });
@@ -24,15 +23,8 @@ const FindContactsInput = z.strictObject({
   maxLeadScore: z.int().min(0).max(100).optional(),
   createdAfter: timestamp.optional().describe("ISO 8601 timestamp; created at or after"),
   createdBefore: timestamp.optional().describe("ISO 8601 timestamp; created at or before"),
-  sort: z
-    .array(z.strictObject({ field: z.enum(SORT_FIELDS), direction: z.enum(["asc", "desc"]).default("asc") }))
-    .min(1)
-    .max(SORT_FIELDS.length)
-    .optional()
-    .describe("Sort keys in order; default newest first"),
   include: z.array(z.enum(INCLUDES)).min(1).max(INCLUDES.length).optional().describe("Embed each contact's recent activities or deals"),
-  limit: z.int().min(1).max(MAX_PAGE_SIZE).default(DEFAULT_PAGE_SIZE),
-  cursor: z.string().min(1).max(1000).optional().describe("pagination.nextCursor of the previous page"),
+  ...listInputs(SORT_FIELDS),
 });
 
 
@@ -48,8 +40,7 @@ export const findContacts = defineTool({
     const query = parseWith(
       ContactListQuery,
       definedOnly({
-        limit: String(i.limit),
-        cursor: i.cursor,
+        ...listParams(i),
         type: i.type,
         status: i.status,
         source: i.source,
@@ -59,7 +50,6 @@ export const findContacts = defineTool({
         "leadScore[lte]": i.maxLeadScore?.toString(),
         "createdAt[gte]": i.createdAfter,
         "createdAt[lte]": i.createdBefore,
-        sort: i.sort?.map((k) => `${k.field}:${k.direction}`).join(","),
         include: i.include?.join(","),
       }),
     );

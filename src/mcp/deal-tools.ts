@@ -1,9 +1,8 @@
 import { z } from "zod";
-import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from "../crm/list-query";
 import { pipelineOverview } from "../deals/pipeline";
 import { DEAL_STAGES, DEAL_STATUSES, DEAL_TYPES, DealListQuery, DealMove, LIST_INCLUDES, SORT_FIELDS } from "../deals/schemas";
 import { listDeals, moveDeal } from "../deals/service";
-import { defineTool, definedOnly, parseWith } from "./tool";
+import { defineTool, definedOnly, parseWith, listInputs, listParams } from "./tool";
 
 const MAX_AMOUNT = 1e11;
 const amount = z.number().min(0).max(MAX_AMOUNT);
@@ -21,15 +20,8 @@ const ListDealsInput = z.strictObject({
   minProbability: z.int().min(0).max(100).optional(),
   createdAfter: z.iso.datetime({ offset: true }).optional().describe("ISO 8601 timestamp; created at or after"),
   closingAfter: z.string().min(10).max(40).optional().describe("ISO 8601 date or timestamp; closing on or after that day"),
-  sort: z
-    .array(z.strictObject({ field: z.enum(SORT_FIELDS), direction: z.enum(["asc", "desc"]).default("asc") }))
-    .min(1)
-    .max(SORT_FIELDS.length)
-    .optional()
-    .describe("Sort keys in order; default newest first"),
   include: z.array(z.enum(LIST_INCLUDES)).min(1).max(LIST_INCLUDES.length).optional().describe("Embed each deal's contact, property or documents"),
-  limit: z.int().min(1).max(MAX_PAGE_SIZE).default(DEFAULT_PAGE_SIZE),
-  cursor: z.string().min(1).max(1000).optional().describe("pagination.nextCursor of the previous page"),
+  ...listInputs(SORT_FIELDS),
 });
 
 export const listDealsTool = defineTool({
@@ -44,8 +36,7 @@ export const listDealsTool = defineTool({
     const query = parseWith(
       DealListQuery,
       definedOnly({
-        limit: String(i.limit),
-        cursor: i.cursor,
+        ...listParams(i),
         stage: i.stage,
         status: i.status,
         type: i.type,
@@ -55,7 +46,6 @@ export const listDealsTool = defineTool({
         "probability[gte]": i.minProbability?.toString(),
         "createdAt[gte]": i.createdAfter,
         "closingDate[gte]": i.closingAfter,
-        sort: i.sort?.map((k) => `${k.field}:${k.direction}`).join(","),
         include: i.include?.join(","),
       }),
     );

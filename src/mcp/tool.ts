@@ -1,6 +1,7 @@
 import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
-import type { z } from "zod";
+import { z } from "zod";
+import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from "../crm/list-query";
 import { AppError, Validation } from "../lib/errors";
 import { jsonIssues } from "../lib/json-bounds";
 import { loggableError, loggableStack } from "../lib/log";
@@ -45,6 +46,25 @@ export function parseWith<S extends z.ZodType>(schema: S, input: unknown): z.out
   if (!parsed.success) throw new Validation(issuesFromZod(parsed.error, input));
   return parsed.data;
 }
+
+/** The sort and page inputs of a list tool over `fields` (the list route's sort fields). */
+export const listInputs = <F extends string>(fields: readonly [F, ...F[]]) => ({
+  sort: z
+    .array(z.strictObject({ field: z.enum(fields), direction: z.enum(["asc", "desc"]).default("asc") }))
+    .min(1)
+    .max(fields.length)
+    .optional()
+    .describe("Sort keys in order; default newest first"),
+  limit: z.int().min(1).max(MAX_PAGE_SIZE).default(DEFAULT_PAGE_SIZE),
+  cursor: z.string().min(1).max(1000).optional().describe("pagination.nextCursor of the previous page"),
+});
+
+/** Those inputs as the list route's query parameters (`sort=field:direction,…`). */
+export const listParams = (i: { sort?: { field: string; direction: string }[]; limit: number; cursor?: string }) => ({
+  limit: String(i.limit),
+  cursor: i.cursor,
+  sort: i.sort?.map((k) => `${k.field}:${k.direction}`).join(","),
+});
 
 /** A list route's query parameters from a tool's input: the ones given. */
 export const definedOnly = (params: Record<string, string | undefined>): Record<string, string> =>

@@ -8,10 +8,10 @@ import { commit, expectRow, StaleWrite, type Statement } from "../db/write";
 import type { Env } from "../env";
 import type { EventConsumer } from "../events/consumers";
 import type { EventEnvelope } from "../events/envelope";
-import { newId } from "../lib/ids";
 import { loggableError } from "../lib/log";
 import { nowIso } from "../lib/time";
 import type { ServiceContext } from "../platform/context";
+import { pendingTestimonialRow } from "./testimonials";
 import type { Answers, SurveyQuestion } from "./survey-schema";
 
 /**
@@ -131,40 +131,27 @@ export async function analyseResponse(env: Env, db: Db, organizationId: string, 
       db.select({ firstName: contacts.firstName, lastName: contacts.lastName }).from(contacts).where(and(eq(contacts.organizationId, organizationId), eq(contacts.id, survey.recipientPersonId))),
       db.select({ type: deals.type }).from(deals).where(and(eq(deals.organizationId, organizationId), eq(deals.id, survey.dealId ?? ""))),
     ]);
-    testimonialId = newId();
-    statements.push(
-      db.insert(testimonials).values({
-        id: testimonialId,
-        organizationId,
-        agentUserId: survey.agentUserId,
-        authorPersonId: author ? survey.recipientPersonId : null,
-        dealId: survey.dealId,
-        source: "SURVEY",
-        category: CATEGORY_OF_DEAL[dealRows[0]?.type ?? ""] ?? "OTHER",
-        rating: read.rating,
-        headline: null,
-        body: read.testimonialText.slice(0, 5000),
-        // The name as a review would show it ("Tess T."), published only once the author allows it (the flag).
-        displayName: author ? `${author.firstName}${author.lastName ? ` ${author.lastName.slice(0, 1)}.` : ""}`.slice(0, 100) : null,
-        displayLocation: null,
-        displayPhotoUrl: null,
-        permissionToPublishName: false,
-        permissionToPublishLocation: false,
-        permissionToPublishPhoto: false,
-        status: "PENDING",
-        visibility: "PRIVATE",
-        isFeatured: false,
-        sortOrder: 0,
-        approvedByUserId: null,
-        approvedAt: null,
-        publishedAt: null,
-        rejectedAt: null,
-        rejectionReason: null,
-        createdAt: at,
-        updatedAt: at,
-        version: 1,
-      }),
-    );
+    const row = pendingTestimonialRow(organizationId, {
+      agentUserId: survey.agentUserId,
+      authorPersonId: author ? survey.recipientPersonId : null,
+      dealId: survey.dealId,
+      source: "SURVEY",
+      category: CATEGORY_OF_DEAL[dealRows[0]?.type ?? ""] ?? "OTHER",
+      rating: read.rating,
+      headline: null,
+      body: read.testimonialText.slice(0, 5000),
+      // The name as a review would show it ("Tess T."), published only once the author allows it (the flag).
+      displayName: author ? `${author.firstName}${author.lastName ? ` ${author.lastName.slice(0, 1)}.` : ""}`.slice(0, 100) : null,
+      displayLocation: null,
+      displayPhotoUrl: null,
+      permissionToPublishName: false,
+      permissionToPublishLocation: false,
+      permissionToPublishPhoto: false,
+      isFeatured: false,
+      sortOrder: 0,
+    });
+    testimonialId = row.id;
+    statements.push(db.insert(testimonials).values(row));
   }
   statements.push(
     db

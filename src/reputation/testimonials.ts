@@ -53,13 +53,19 @@ export async function getTestimonial(ctx: ServiceContext, id: string): Promise<T
   return versioned({ ...toTestimonial(row), syndications }, row.version);
 }
 
+type NewTestimonial = Omit<Row, "id" | "organizationId" | "status" | "visibility" | "approvedByUserId" | "approvedAt" | "publishedAt" | "rejectedAt" | "rejectionReason" | "createdAt" | "updatedAt" | "version">;
+
+/** A new testimonial's row, by hand or from a survey: PENDING and PRIVATE, nothing approved or published yet. */
+export function pendingTestimonialRow(organizationId: string, fields: NewTestimonial): Row {
+  const at = nowIso();
+  const moves = { approvedByUserId: null, approvedAt: null, publishedAt: null, rejectedAt: null, rejectionReason: null };
+  return { id: newId(), organizationId, ...fields, status: "PENDING", visibility: "PRIVATE", ...moves, createdAt: at, updatedAt: at, version: 1 };
+}
+
 /** POST …/testimonials: always PENDING and PRIVATE, whatever the body says. */
 export async function createTestimonial(ctx: ServiceContext, input: TestimonialCreate): Promise<Testimonial> {
   await checkReferences(ctx, { agentUserId: input.agentUserId, authorPersonId: input.authorPersonId });
-  const at = nowIso();
-  const row: Row = {
-    id: newId(),
-    organizationId: ctx.organizationId,
+  const row = pendingTestimonialRow(ctx.organizationId, {
     agentUserId: input.agentUserId,
     authorPersonId: input.authorPersonId ?? null,
     dealId: input.dealId ?? null,
@@ -74,19 +80,9 @@ export async function createTestimonial(ctx: ServiceContext, input: TestimonialC
     permissionToPublishName: input.permissionToPublishName,
     permissionToPublishLocation: input.permissionToPublishLocation,
     permissionToPublishPhoto: input.permissionToPublishPhoto,
-    status: "PENDING",
-    visibility: "PRIVATE",
     isFeatured: input.isFeatured,
     sortOrder: input.sortOrder,
-    approvedByUserId: null,
-    approvedAt: null,
-    publishedAt: null,
-    rejectedAt: null,
-    rejectionReason: null,
-    createdAt: at,
-    updatedAt: at,
-    version: 1,
-  };
+  });
   await commit(ctx, [ctx.db.insert(testimonials).values(row)]);
   return shown(row);
 }
