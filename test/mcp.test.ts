@@ -249,6 +249,18 @@ describe("MCP tools with an OAuth access token", () => {
     const found = await tool(client, "find_contacts");
     expect(found.isError, found.text).toBe(false);
     expect(found.data.contacts.map((c: { id: string }) => c.id)).toEqual([deal.contactId]);
+    // Nor may it embed what it could not read by itself: a contact's deals need deals:read.
+    const embedded = await tool(client, "find_contacts", { include: ["deals"] });
+    expect(embedded).toMatchObject({ isError: true, data: { error: "insufficient_permission" } });
+    expect(embedded.text).toContain("deals:read");
+    expect(embedded.text).not.toContain(deal.id);
     await client.close();
+  });
+
+  it("refuses JSON-RPC batches: one message, one call", async () => {
+    const principal = await createPrincipal();
+    const res = await post([initialize(1), initialize(2)], { authorization: `Bearer ${principal.token}` });
+    expect(res.status).toBe(400);
+    expect(await res.json()).toMatchObject({ jsonrpc: "2.0", id: null, error: { code: -32600 } });
   });
 });

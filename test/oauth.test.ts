@@ -1,6 +1,6 @@
 import { env, exports } from "cloudflare:workers";
 import { sign } from "hono/jwt";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { createDb } from "../src/db/client";
 import { pruneOAuth } from "../src/oauth/prune";
 import { type CallOptions, call as callFollowing, json } from "./helpers/client";
@@ -420,9 +420,11 @@ describe("token endpoint refusals", () => {
     expect(await json(res)).toEqual({ error, error_description: expect.any(String) });
   });
 
-  it("refuses a JSON body", async () => {
+  it("refuses a JSON body with an RFC 6749 error, never cached", async () => {
     const res = await call("POST", "/oauth/token", { body: { grant_type: "authorization_code" }, headers: { "cf-connecting-ip": freshIp() } });
     expect(res.status).toBe(415);
+    expect(await json(res)).toEqual({ error: "invalid_request", error_description: expect.stringContaining("x-www-form-urlencoded") });
+    expect(res.headers.get("cache-control")).toBe("no-store");
   });
 
   it("answers 503 without JWT_SECRET, and access tokens stop working", async () => {
@@ -501,7 +503,9 @@ describe("dynamic client registration", () => {
     ["no redirect URIs", { redirect_uris: [] }, "invalid_redirect_uri"],
     ["no redirect_uris at all", { client_name: "x" }, "invalid_redirect_uri"],
     ["a confidential client", { redirect_uris: ["https://app.example/cb"], token_endpoint_auth_method: "client_secret_basic" }, "invalid_client_metadata"],
-    ["a too long name", { redirect_uris: ["https://app.example/cb"], client_name: "x".repeat(201) }, "invalid_client_metadata"],
+    ["a too long name", { redirect_uris: ["https://app.example/cb"], client_name: "x".repeat(101) }, "invalid_client_metadata"],
+    ["a name of several lines (it would read as the service's words)", { redirect_uris: ["https://app.example/cb"], client_name: "Agent\n\nURGENT: reply with your code" }, "invalid_client_metadata"],
+    ["a name with a bidi override", { redirect_uris: ["https://app.example/cb"], client_name: "Agent \u202Eabc" }, "invalid_client_metadata"],
   ])("refuses %s", async (_, body, error) => {
     const res = await register(body);
     expect(res.status).toBe(400);
@@ -542,5 +546,74 @@ describe("housekeeping", () => {
     await pruneOAuth(createDb(env.DB), { now: Date.now() + 2 * 3_600_000 });
     expect(await counts()).toEqual({ codes: 0, grants: 0 });
     expect(await env.DB.prepare("SELECT COUNT(*) AS n FROM oauth_sign_ins").first<number>("n")).toBe(0);
+  });
+});
+
+describe("found by an adversarial pass", () => {
+  it("counts sign-in codes per e-mail address across browsers and client addresses: new codes buy no new guesses, and mails are capped", async () => {
+    const principal = await createPrincipal();
+    const email = await emailOf(principal);
+    const { challenge } = await pkce();
+    let guesses = 0;
+    // Three browsers (three cookies, three client addresses), each with a fresh code, guessing wrong.
+    for (let b = 0; b < 3; b++) {
+      const browser = new Browser(authorizeUrl(validParams(challenge)));
+      await browser.open();
+      await browser.post({ step: "email", email });
+      const code = await mailedCode(email);
+      const wrong = code === "111111" ? "222222" : "111111";
+      for (let i = 0; i < 4; i++) {
+        const page = await browser.post({ step: "code", code: wrong });
+        if (page.html.includes("Too many codes were tried")) break;
+        guesses++;
+      }
+    }
+    expect(guesses).toBe(10);
+    // Even the right code is not checked any more for this address, from a new browser.
+    const last = new Browser(authorizeUrl(validParams(challenge)));
+    await last.open();
+    await last.post({ step: "email", email });
+    const page = await last.post({ step: "code", code: await mailedCode(email) });
+    expect(page.html).toContain("Too many codes were tried");
+    expect(page.html).not.toContain("Allow");
+    // Five codes may be mailed in 15 minutes (four so far): the sixth request is refused without a mail.
+    const more = new Browser(authorizeUrl(validParams(challenge)));
+    await more.open();
+    expect((await more.post({ step: "email", email })).html).not.toContain("Too many codes were asked");
+    await vi.waitFor(async () => expect(await mailTo(email)).toHaveLength(5), { timeout: 5000, interval: 50 });
+    expect((await more.post({ step: "email", email })).html).toContain("Too many codes were asked");
+    expect(await mailTo(email)).toHaveLength(5);
+    // The sign-in mail names no client: a registered client chooses its own name.
+    expect((await mailTo(email))[0]!.text).not.toContain(CLIENT);
+  });
+
+  it("refuses embeds the token could not read by itself", async () => {
+    const principal = await createPrincipal();
+    const token = await accessToken(principal, "contacts:read");
+    expect((await call("GET", "/v1/contacts?include=activities", { token })).status).toBe(200);
+    const embedded = await call("GET", "/v1/contacts?include=deals", { token });
+    expect(embedded.status).toBe(403);
+    expect(await json(embedded)).toMatchObject({ error: { code: "insufficient_permission" } });
+    const deals = await accessToken(principal, "deals:read");
+    expect((await call("GET", "/v1/deals?include=contact", { token: deals })).status).toBe(403);
+    expect((await call("GET", "/v1/deals?include=documents", { token: deals })).status).toBe(200);
+    const both = await accessToken(principal, "deals:read contacts:read");
+    expect((await call("GET", "/v1/deals?include=contact", { token: both })).status).toBe(200);
+  });
+
+  it("answers an over-long authorization parameter with the error page, not JSON", async () => {
+    const res = await call("GET", authorizeUrl(validParams("A".repeat(129))));
+    expect(res.status).toBe(400);
+    expect(res.headers.get("content-type")).toContain("text/html");
+    expect(res.headers.get("x-frame-options")).toBe("DENY");
+    expect(res.headers.get("location")).toBeNull();
+  });
+
+  it("refuses a token whose grant expired, whatever exp it claims", async () => {
+    const principal = await createPrincipal();
+    const token = await accessToken(principal);
+    expect((await call("GET", "/v1/contacts", { token })).status).toBe(200);
+    await env.DB.prepare("UPDATE oauth_grants SET expires_at = ? WHERE id = ?").bind(new Date(Date.now() - 1000).toISOString(), claimsOf(token).jti).run();
+    expect((await call("GET", "/v1/contacts", { token })).status).toBe(401);
   });
 });

@@ -2,7 +2,7 @@ import { z } from "zod";
 import { createActivity } from "../contacts/activities";
 import { ActivityCreate, CONTACT_STATUSES, CONTACT_TYPES, ContactCreate, ContactListQuery, INCLUDES, READ_ONLY_FIELDS, SORT_FIELDS } from "../contacts/schemas";
 import { createContact, listContacts } from "../contacts/service";
-import { defineTool, definedOnly, parseWith, listInputs, listParams } from "./tool";
+import { defineTool, definedOnly, parseWith, listInputs, listParams, requireEmbeds } from "./tool";
 
 const id = (what: string) => z.string().min(1).max(100).describe(`The ${what}'s id`);
 const timestamp = z.iso.datetime({ offset: true });
@@ -35,7 +35,9 @@ export const findContacts = defineTool({
   permission: "contacts:read",
   readOnly: true,
   input: FindContactsInput,
-  async run(i, { ctx }) {
+  async run(i, scope) {
+    const { ctx } = scope;
+    requireEmbeds(scope, i.include);
     // Through the route's own query schema: the same bounds, range checks and sort parsing as GET /v1/contacts.
     const query = parseWith(
       ContactListQuery,

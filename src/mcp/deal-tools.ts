@@ -2,7 +2,7 @@ import { z } from "zod";
 import { pipelineOverview } from "../deals/pipeline";
 import { DEAL_STAGES, DEAL_STATUSES, DEAL_TYPES, DealListQuery, DealMove, LIST_INCLUDES, SORT_FIELDS } from "../deals/schemas";
 import { listDeals, moveDeal } from "../deals/service";
-import { defineTool, definedOnly, parseWith, listInputs, listParams } from "./tool";
+import { defineTool, definedOnly, parseWith, listInputs, listParams, requireEmbeds } from "./tool";
 
 const MAX_AMOUNT = 1e11;
 const amount = z.number().min(0).max(MAX_AMOUNT);
@@ -31,7 +31,9 @@ export const listDealsTool = defineTool({
   permission: "deals:read",
   readOnly: true,
   input: ListDealsInput,
-  async run(i, { ctx }) {
+  async run(i, scope) {
+    const { ctx } = scope;
+    requireEmbeds(scope, i.include);
     // Through the route's own query schema: the same bounds, range checks and sort parsing as GET /v1/deals.
     const query = parseWith(
       DealListQuery,

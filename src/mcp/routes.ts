@@ -39,6 +39,9 @@ const authenticate = createMiddleware<AppBindings>(async (c, next) => {
  * no tool sends progress) and is done, so any Worker isolate can serve any request and no session id is needed.
  */
 async function handle(c: Context<AppBindings>): Promise<Response> {
+  // JSON-RPC batches left the MCP transport in 2025-06-18: one message per request, so one request is one tool call.
+  const body: unknown = await c.req.raw.clone().json().catch(() => undefined);
+  if (Array.isArray(body)) return c.json({ jsonrpc: "2.0", id: null, error: { code: -32600, message: "Batches are not supported: send one JSON-RPC message per request" } }, 400);
   // If-Match is an HTTP precondition on one resource; a tool call addresses none through it.
   const ctx = { ...serviceContext(c), ifMatch: undefined };
   const server = createMcpServer({ ctx, granted: new Set(grantedPermissions(c)), meta: requestMeta(c) });

@@ -2,7 +2,8 @@ import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from "../crm/list-query";
-import { AppError, Validation } from "../lib/errors";
+import { AppError, InsufficientPermission, Validation } from "../lib/errors";
+import { includePermissions } from "../platform/auth";
 import { jsonIssues } from "../lib/json-bounds";
 import { loggableError, loggableStack } from "../lib/log";
 import { issuesFromZod } from "../lib/validation";
@@ -45,6 +46,13 @@ export function parseWith<S extends z.ZodType>(schema: S, input: unknown): z.out
   const parsed = schema.safeParse(input);
   if (!parsed.success) throw new Validation(issuesFromZod(parsed.error, input));
   return parsed.data;
+}
+
+/** Refuses, as the /v1 routes do, an embed (`include`) of what the token could not read by itself. */
+export function requireEmbeds(scope: ToolScope, include: readonly string[] | undefined): void {
+  for (const permission of includePermissions(include)) {
+    if (!scope.granted.has(permission)) throw new InsufficientPermission(`Embedding this needs the ${permission} permission, which this access token was not granted`);
+  }
 }
 
 /** The sort and page inputs of a list tool over `fields` (the list route's sort fields). */

@@ -5,6 +5,7 @@ import type { Config } from "../env";
 import { newId } from "../lib/ids";
 import { nowIso } from "../lib/time";
 import { OAuthError } from "./errors";
+import { oneLineText } from "../lib/validation";
 
 /** A client the authorization server knows: a static one of OAUTH_CLIENTS, or one that registered itself (RFC 7591). */
 export interface KnownClient {
@@ -50,7 +51,7 @@ function isAbsoluteWithoutFragment(uri: string): boolean {
 
 const MAX_REDIRECT_URI = 2000;
 const MAX_REDIRECT_URIS = 10;
-const MAX_CLIENT_NAME = 200;
+const MAX_CLIENT_NAME = 100;
 const LOOPBACK_HOSTS = new Set(["127.0.0.1", "localhost", "[::1]"]);
 
 /** Where a registered client may send its users back: https anywhere, plain http only to this machine (RFC 8252 section 7.3). */
@@ -91,8 +92,9 @@ export async function registerClient(db: Db, body: Record<string, unknown>): Pro
   const responses = body.response_types;
   if (responses !== undefined && (!Array.isArray(responses) || !responses.includes("code"))) throw new OAuthError("invalid_client_metadata", 'response_types must include "code"');
   const name = body.client_name;
-  if (name !== undefined && (typeof name !== "string" || name.trim().length === 0 || name.length > MAX_CLIENT_NAME)) {
-    throw new OAuthError("invalid_client_metadata", `client_name must be a string of 1 to ${MAX_CLIENT_NAME} characters`);
+  // Shown on the consent page: one line of visible text, no control characters or bidi overrides (lib/validation.ts).
+  if (name !== undefined && (typeof name !== "string" || !oneLineText(MAX_CLIENT_NAME).safeParse(name).success)) {
+    throw new OAuthError("invalid_client_metadata", `client_name must be one line of 1 to ${MAX_CLIENT_NAME} visible characters, without control characters`);
   }
   const client = { id: newId(), clientName: typeof name === "string" ? name.trim() : null, redirectUris: [...new Set(uris as string[])], createdAt: nowIso() };
   await db.insert(oauthClients).values(client).run();

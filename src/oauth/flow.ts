@@ -4,7 +4,9 @@ import { z } from "zod";
 import { readConfig } from "../env";
 import { loggableError } from "../lib/log";
 import { mailerFor } from "../mail/mailer";
+import { sha256Hex } from "../lib/crypto";
 import { resolveBearer } from "../platform/auth";
+import { RATE_LIMITS } from "../platform/rate-limit";
 import type { AppBindings } from "../platform/context";
 import { type AuthorizationQuery, type AuthorizationRequest, issueCode, readAuthorizationRequest, redirectBack } from "./authorize";
 import { codePage, consentPage, emailPage, errorPage, NO_STORE_HEADERS } from "./pages";
@@ -75,6 +77,12 @@ export function authorize(c: Ctx, query: AuthorizationQuery): Promise<Response> 
 
 const Email = z.email().max(254);
 
+/** One request against a per-e-mail limit (the address lower-cased and hashed, so keys hold no e-mail). */
+async function allowedFor(c: Ctx, bucket: "oauth-sign-in-mail:email" | "oauth-sign-in-code:email", email: string): Promise<boolean> {
+  const decision = await c.get("rateLimiter").consume(`${bucket}:${await sha256Hex(email.toLowerCase())}`, RATE_LIMITS[bucket]);
+  return decision.allowed;
+}
+
 /** POST /oauth/authorize: one step of the browser's sign-in and consent. */
 export function submitAuthorization(c: Ctx, query: AuthorizationQuery, form: AuthorizeFormBody): Promise<Response> {
   return withRequest(c, query, async (request, secret) => {
@@ -89,13 +97,20 @@ export function submitAuthorization(c: Ctx, query: AuthorizationQuery, form: Aut
       case "email": {
         const email = Email.safeParse(form.email?.trim());
         if (!email.success) return emailPage(c, { csrf, clientName: clientNameOf(request), error: "Enter a valid e-mail address." });
+        if (!(await allowedFor(c, "oauth-sign-in-mail:email", email.data))) {
+          return emailPage(c, { csrf, clientName: clientNameOf(request), error: "Too many codes were asked for this address. Wait 15 minutes, then try again." });
+        }
         const { code } = await startSignIn(db, cookie, email.data);
-        if (code) mailCode(c, email.data, code, clientNameOf(request));
+        if (code) mailCode(c, email.data, code);
         return codePage(c, { csrf, email: email.data });
       }
       case "code": {
         if (!signIn) return freshEmailPage(c, request, secret, "Your sign-in has expired; enter your e-mail again.");
         if (signIn.verifiedAt) return showConsent(c, request, signIn, csrf);
+        // Across every browser and client address: a new code does not buy new guesses at this address.
+        if (!(await allowedFor(c, "oauth-sign-in-code:email", signIn.email))) {
+          return codePage(c, { csrf, email: signIn.email, error: "Too many codes were tried for this address. Wait 15 minutes, then try again." });
+        }
         const check = await checkSignInCode(db, signIn, form.code ?? "");
         if (check.kind === "wrong") return codePage(c, { csrf, email: signIn.email, error: `That code is not right. ${check.attemptsLeft} attempt${check.attemptsLeft === 1 ? "" : "s"} left.` });
         if (check.kind === "spent") return emailPage(c, { csrf, clientName: clientNameOf(request), error: "That code has expired or was tried too many times. Enter your e-mail to get a new one." });
@@ -124,13 +139,15 @@ export function submitAuthorization(c: Ctx, query: AuthorizationQuery, form: Aut
  * Mailed after the answer (waitUntil), so that an address with an account answers as fast as one without: the page
  * does not tell whether a user exists.
  */
-function mailCode(c: Ctx, to: string, code: string, clientName: string): void {
+function mailCode(c: Ctx, to: string, code: string): void {
   const send = async () => {
     try {
       await mailerFor(c.env).send({
         to,
         subject: "Your sign-in code",
-        text: `Your code to sign in and allow ${clientName} to work with your brokerage account is ${code}.\n\nIt is valid for 10 minutes. If you did not ask for it, ignore this message: nothing happens without the code.`,
+        // No client name here: a registered client chooses its own, and the mail must not carry a stranger's words.
+        // The consent page names the client, after the code.
+        text: `Your sign-in code is ${code}.\n\nType it on the sign-in page you opened; never tell it to anyone. It is valid for 10 minutes. If you did not ask for it, ignore this message: nothing happens without the code.`,
       });
     } catch (err) {
       console.error(JSON.stringify({ level: "error", requestId: c.get("requestId"), message: "sign-in code mail failed", error: loggableError(err) }));

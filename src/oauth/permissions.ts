@@ -11,7 +11,7 @@ export const PERMISSIONS = {
   "properties:read": "Read property listings",
   "properties:write": "Create and change property listings",
   "documents:read": "Read and search documents and their obligations",
-  "envelopes:send": "Send documents for signature",
+  "envelopes:send": "Send documents for signature, to signers the application names",
   "webhooks:manage": "Manage webhook subscriptions",
 } as const;
 

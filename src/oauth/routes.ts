@@ -23,6 +23,7 @@ import { registerClient } from "./clients";
 import { OAuthError } from "./errors";
 import { authorizationServerMetadata, protectedResourceMetadata } from "./metadata";
 import { authorize, submitAuthorization } from "./flow";
+import { errorPage } from "./pages";
 import {
   AuthorizationServerMetadata,
   AuthorizeForm,
@@ -152,6 +153,14 @@ const registrationHook = (result: { success: boolean; error?: { issues: { path: 
   throw new OAuthError(issues.some((i) => i.path[0] === "redirect_uris") ? "invalid_redirect_uri" : "invalid_client_metadata", message);
 };
 
+/**
+ * A parameter of the authorization pages over its bound: the request cannot be verified, so it is never redirected
+ * back; the browser gets the error page (with the pages' headers), not a JSON body.
+ */
+const pageHook = (result: { success: boolean }, c: Context) => {
+  if (!result.success) return errorPage(c, 400, "This authorization request is malformed: a parameter is longer than allowed.");
+};
+
 /** The token and registration answers must not be cached, errors included (RFC 6749 section 5.1). */
 const noStore = async (c: Context, next: () => Promise<void>) => {
   await next();
@@ -168,8 +177,8 @@ oauthRoutes.use("/oauth/token", openCors, noStore);
 oauthRoutes.use("/oauth/register", openCors, noStore);
 
 oauthRoutes
-  .openapi(authorizePage, (c) => authorize(c, c.req.valid("query")))
-  .openapi(authorizeForm, (c) => submitAuthorization(c, c.req.valid("query"), c.req.valid("form")))
+  .openapi(authorizePage, (c) => authorize(c, c.req.valid("query")), pageHook as never)
+  .openapi(authorizeForm, (c) => submitAuthorization(c, c.req.valid("query"), c.req.valid("form")), pageHook as never)
   .openapi(token, async (c) => c.json(await exchangeCode(c.get("db"), readConfig(c.env), c.req.valid("form")), 200))
   .openapi(register, async (c) => c.json(await registerClient(c.get("db"), c.req.valid("json")), 201), registrationHook as never)
   .openapi(serverMetadata, (c) => c.json(authorizationServerMetadata(readConfig(c.env)), 200))

@@ -58,7 +58,7 @@ export const OAuthErrorBody = z
 export const ClientRegistrationRequest = z
   .object({
     redirect_uris: z.array(z.string().max(2000)).min(1).max(10).openapi({ description: "https, or http to 127.0.0.1, localhost or [::1] (any port)" }),
-    client_name: z.string().max(200).optional(),
+    client_name: z.string().max(100).optional(),
     token_endpoint_auth_method: z.string().max(50).optional().openapi({ description: 'Only "none" (public client with PKCE)' }),
     grant_types: z.array(z.string().max(100)).max(10).optional(),
     response_types: z.array(z.string().max(100)).max(10).optional(),

@@ -1,4 +1,4 @@
-import { and, eq, isNull } from "drizzle-orm";
+import { and, eq, gt, isNull } from "drizzle-orm";
 import { sign, verify } from "hono/jwt";
 import type { Db } from "../db/client";
 import { oauthCodes, oauthGrants, organizations, users } from "../db/schema";
@@ -156,7 +156,8 @@ export async function verifyAccessToken(db: Db, config: Config, token: string): 
     .from(oauthGrants)
     .innerJoin(users, and(eq(users.id, oauthGrants.userId), eq(users.organizationId, oauthGrants.organizationId)))
     .innerJoin(organizations, eq(organizations.id, oauthGrants.organizationId))
-    .where(and(eq(oauthGrants.id, jti), eq(oauthGrants.userId, sub), eq(oauthGrants.organizationId, org), isNull(oauthGrants.revokedAt)))
+    // The grant's own expiry too: a token is refused after an hour even if it claims a later exp.
+    .where(and(eq(oauthGrants.id, jti), eq(oauthGrants.userId, sub), eq(oauthGrants.organizationId, org), isNull(oauthGrants.revokedAt), gt(oauthGrants.expiresAt, nowIso())))
     .get();
   if (!row) return null;
   return {

@@ -89,13 +89,26 @@ const V1_PERMISSIONS: Record<string, { read: Permission; write: Permission }> = 
   webhooks: { read: "webhooks:manage", write: "webhooks:manage" },
 };
 
-/** After `requireAuth` on /v1/*: an access token may only reach the routes its permissions cover; a session passes. */
+/** What an `include` embeds from another resource (a contact's deals, a deal's contact or property) needs too. */
+const INCLUDE_PERMISSIONS: Record<string, Permission> = { deals: "deals:read", contact: "contacts:read", property: "properties:read" };
+
+/** The permissions the embeds named in `include` (a list, or the query's comma-separated form) need. */
+export function includePermissions(include: string | readonly string[] | undefined): Permission[] {
+  const names = typeof include === "string" ? include.split(",").map((s) => s.trim()) : (include ?? []);
+  return [...new Set(names.filter((n) => Object.hasOwn(INCLUDE_PERMISSIONS, n)).map((n) => INCLUDE_PERMISSIONS[n]!))];
+}
+
+/**
+ * After `requireAuth` on /v1/*: an access token may only reach the routes its permissions cover, and embed
+ * (`include`) only what it could read by itself; a session passes.
+ */
 export const requireRoutePermission = createMiddleware<AppBindings>(async (c, next) => {
   if (c.get("permissions") !== undefined) {
     const segment = c.req.path.split("/")[2] ?? "";
     const needs = Object.hasOwn(V1_PERMISSIONS, segment) ? V1_PERMISSIONS[segment]! : undefined;
     if (!needs) throw new InsufficientPermission("Access tokens do not reach this route");
     requirePermission(c, c.req.method === "GET" || c.req.method === "HEAD" ? needs.read : needs.write);
+    for (const include of c.req.queries("include") ?? []) for (const permission of includePermissions(include)) requirePermission(c, permission);
   }
   await next();
 });

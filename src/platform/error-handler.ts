@@ -74,9 +74,10 @@ function render(c: Context, family: Family, f: Failure, requestId: string): Resp
   }
 
   if (family === "oauth") {
-    // RFC 6749 section 5.2 error body.
-    const code = f.status === 401 ? "invalid_client" : f.issues ? "invalid_request" : f.code;
-    return c.json({ error: code, error_description: f.message }, status, headers);
+    // RFC 6749 section 5.2 error body, never cached (a 413 or 415 answered before the route's own headers too).
+    const code = f.status === 401 ? "invalid_client" : f.issues || f.status === 413 || f.status === 415 ? "invalid_request" : f.code;
+    const message = f.status === 415 ? "Content-Type must be application/x-www-form-urlencoded (the token endpoint) or application/json (registration)" : f.message;
+    return c.json({ error: code, error_description: message }, status, { ...headers, "Cache-Control": "no-store", Pragma: "no-cache" });
   }
 
   // /api/* and the rest: DESIGN.md "Shapes" and the document/reputation specs.

@@ -26,6 +26,10 @@ export const RATE_LIMITS = {
   "oauth-token:post": { limit: 30, windowSeconds: 60 },
   // Ours: client registration and the steps of the browser sign-in (each e-mail step may mail a code), counted together.
   "oauth-public:post": { limit: 20, windowSeconds: 60 },
+  // Ours, per e-mail address whatever the client address: sign-in codes mailed, and codes typed. Counted alike for
+  // addresses with and without an account, so neither tells. 10 guesses per 15 minutes of a 6-digit code.
+  "oauth-sign-in-mail:email": { limit: 5, windowSeconds: 900 },
+  "oauth-sign-in-code:email": { limit: 10, windowSeconds: 900 },
   // Ours: signed file links (certificates, photos, reports), which only the holder of a fresh link can use anyway.
   "public-files:get": { limit: 600, windowSeconds: 60 },
   // Ours: engagement signals of one listing, per organization (a website backend forwards its visitors' views).
