@@ -88,6 +88,19 @@ describe("GET /v1/contacts: paging basics", () => {
     for (const e of errors) expect(e.field.startsWith(field)).toBe(true);
   });
 
+  it("finds the one contact with an e-mail address, in any case, and never another organization's", async () => {
+    const mine = await createPrincipal();
+    const theirs = await createPrincipal();
+    const own = await createContact(mine.token);
+    await createContact(mine.token);
+    await createContact(theirs.token, { email: own.email });
+    const page = await listPage(mine.token, `email=${encodeURIComponent(own.email.toUpperCase())}`);
+    expect(ids(page.data)).toEqual([own.id]);
+    expect(page.pagination.total).toBe(1);
+    expect(ids((await listPage(mine.token, "email=nobody%40example.test")).data)).toEqual([]);
+    await expectCrmError(await call("GET", "/v1/contacts?email=not-an-address", { token: mine.token }), 422, "validation_error");
+  });
+
   it("never shows another organization's contacts", async () => {
     const mine = await createPrincipal();
     const theirs = await createPrincipal();

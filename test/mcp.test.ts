@@ -120,6 +120,8 @@ describe("MCP tools over Streamable HTTP", () => {
     expect(found.isError, found.text).toBe(false);
     expect(found.data.contacts.map((c: { id: string }) => c.id)).toEqual([created.data.contact.id]);
     expect(found.data.pagination).toMatchObject({ hasMore: false, total: 1, limit: 10 });
+    const byEmail = await tool(client, "find_contacts", { email: email.toUpperCase() });
+    expect(byEmail.data.contacts.map((c: { id: string }) => c.id)).toEqual([created.data.contact.id]);
 
     const logged = await tool(client, "log_activity", { contactId: created.data.contact.id, type: "PHONE_CALL", description: "Called about the listing" });
     expect(logged.isError, logged.text).toBe(false);

@@ -4241,6 +4241,8 @@ export interface operations {
                 status?: "ACTIVE" | "INACTIVE" | "CONVERTED" | "DISQUALIFIED" | "DO_NOT_CONTACT";
                 source?: string;
                 assignedTo?: string;
+                /** @description Ours: the contact with exactly this e-mail address, in any case (at most one: addresses are unique per organization) */
+                email?: string;
                 /** @description Comma-separated, at most 20; a contact matches when it has all of them */
                 tags?: string;
                 "leadScore[gte]"?: string;

@@ -26,6 +26,8 @@ function filters(organizationId: string, q: ContactListQuery): Where {
   if (q.status) add("c.status = ?", q.status);
   if (q.source) add("c.source = ?", q.source);
   if (q.assignedTo) add("c.assigned_to = ?", q.assignedTo);
+  // Served by the unique (organization_id, email_key) index.
+  if (q.email) add("c.email_key = ?", q.email.toLowerCase());
   // leadScore bounds read the rank column (-1 for no score), so a leadScore sort seeks straight to the range in its
   // index; a contact without a score matches neither bound.
   if (q["leadScore[gte]"] !== undefined) add("c.lead_score_rank >= ?", q["leadScore[gte]"]);

@@ -163,6 +163,7 @@ export const ContactListQuery = z
     status: z.enum(CONTACT_STATUSES).optional(),
     source: z.string().min(1).max(40).optional(),
     assignedTo: z.string().min(1).max(100).optional(),
+    email: z.email().max(254).optional().openapi({ description: "Ours: the contact with exactly this e-mail address, in any case (at most one: addresses are unique per organization)" }),
     tags: csv(tag).optional().openapi({ type: "string", description: "Comma-separated, at most 20; a contact matches when it has all of them" }),
     "leadScore[gte]": intParam(0, 100).optional(),
     "leadScore[lte]": intParam(0, 100).optional(),

@@ -13,6 +13,7 @@ const FindContactsInput = z.strictObject({
   status: z.enum(CONTACT_STATUSES).optional(),
   source: z.string().min(1).max(40).optional().describe("Lead source code, e.g. WEBSITE or REFERRAL"),
   assignedTo: id("assigned agent (user)").optional(),
+  email: z.email().max(254).optional().describe("The contact with exactly this e-mail address, in any case"),
   tags: z
     .array(z.string().min(1).max(50).refine((t) => !t.includes(","), "A tag cannot contain a comma"))
     .min(1)
@@ -31,7 +32,7 @@ const FindContactsInput = z.strictObject({
 export const findContacts = defineTool({
   name: "find_contacts",
   title: "Find contacts",
-  description: "Lists the organization's contacts matching every given filter (type, status, source, agent, tags, lead score, creation time), one keyset page at a time with a total.",
+  description: "Lists the organization's contacts matching every given filter (e-mail address, type, status, source, agent, tags, lead score, creation time), one keyset page at a time with a total.",
   permission: "contacts:read",
   readOnly: true,
   input: FindContactsInput,
@@ -47,6 +48,7 @@ export const findContacts = defineTool({
         status: i.status,
         source: i.source,
         assignedTo: i.assignedTo,
+        email: i.email,
         tags: i.tags?.join(","),
         "leadScore[gte]": i.minLeadScore?.toString(),
         "leadScore[lte]": i.maxLeadScore?.toString(),
