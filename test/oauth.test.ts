@@ -547,6 +547,20 @@ describe("housekeeping", () => {
     expect(await counts()).toEqual({ codes: 0, grants: 0 });
     expect(await env.DB.prepare("SELECT COUNT(*) AS n FROM oauth_sign_ins").first<number>("n")).toBe(0);
   });
+
+  it("the cron deletes registered clients unused for 90 days; issuing a code keeps one", async () => {
+    const uri = "http://127.0.0.1:33420/callback";
+    const register = async () => (await json(await call("POST", "/oauth/register", { body: { redirect_uris: [uri] }, headers: { "cf-connecting-ip": freshIp() } }))).client_id as string;
+    const [used, idle] = [await register(), await register()];
+    const longAgo = new Date(Date.now() - 100 * 86_400_000).toISOString();
+    await env.DB.prepare("UPDATE oauth_clients SET created_at = ?, last_used_at = ? WHERE id IN (?, ?)").bind(longAgo, longAgo, used, idle).run();
+    const principal = await createPrincipal();
+    const { challenge } = await pkce();
+    expect((await call("GET", authorizeUrl(validParams(challenge, { client_id: used, redirect_uri: uri })), { token: principal.token })).status).toBe(302);
+    await pruneOAuth(createDb(env.DB));
+    const left = await env.DB.prepare("SELECT id FROM oauth_clients WHERE id IN (?, ?)").bind(used, idle).all<{ id: string }>();
+    expect(left.results.map((r) => r.id)).toEqual([used]);
+  });
 });
 
 describe("found by an adversarial pass", () => {

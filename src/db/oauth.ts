@@ -5,13 +5,22 @@ import { index, integer, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqli
  * codes, the browser's sign-in cookie) is stored only as its SHA-256; access tokens are JWTs that name their grant.
  */
 
-/** Clients that registered themselves (RFC 7591). Public clients only: no secret, exact redirect URIs. */
-export const oauthClients = sqliteTable("oauth_clients", {
-  id: text().primaryKey(),
-  clientName: text(),
-  redirectUris: text({ mode: "json" }).$type<string[]>().notNull(),
-  createdAt: text().notNull(),
-});
+/**
+ * Clients that registered themselves (RFC 7591). Public clients only: no secret, exact redirect URIs. `lastUsedAt` is
+ * stamped whenever one is issued a code; the cron deletes clients unused for 90 days (registration is open to anyone).
+ */
+export const oauthClients = sqliteTable(
+  "oauth_clients",
+  {
+    id: text().primaryKey(),
+    clientName: text(),
+    redirectUris: text({ mode: "json" }).$type<string[]>().notNull(),
+    createdAt: text().notNull(),
+    /** Set at registration, then at every code issued. */
+    lastUsedAt: text(),
+  },
+  (t) => [index("oauth_clients_last_used_idx").on(t.lastUsedAt)],
+);
 
 /**
  * Authorization codes: single use, short-lived, bound to the client, the redirect URI, the PKCE challenge, the user,

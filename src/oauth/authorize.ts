@@ -1,5 +1,6 @@
 import type { Db } from "../db/client";
-import { oauthCodes } from "../db/schema";
+import { eq } from "drizzle-orm";
+import { oauthClients, oauthCodes } from "../db/schema";
 import type { Config } from "../env";
 import { sha256Hex } from "../lib/crypto";
 import { addSeconds, nowIso } from "../lib/time";
@@ -79,7 +80,7 @@ export async function issueCode(db: Db, request: AuthorizationRequest, who: { us
   const bytes = crypto.getRandomValues(new Uint8Array(32));
   const code = btoa(String.fromCharCode(...bytes)).replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "");
   const now = new Date();
-  await db
+  const insert = db
     .insert(oauthCodes)
     .values({
       codeHash: await sha256Hex(code),
@@ -91,7 +92,9 @@ export async function issueCode(db: Db, request: AuthorizationRequest, who: { us
       permissions: request.permissions,
       createdAt: nowIso(now),
       expiresAt: nowIso(addSeconds(now, CODE_TTL_SECONDS)),
-    })
-    .run();
+    });
+  // A registered client in use is kept (the cron deletes the ones unused for CLIENT_IDLE_DAYS).
+  if (request.client.registered) await db.batch([insert, db.update(oauthClients).set({ lastUsedAt: nowIso(now) }).where(eq(oauthClients.id, request.client.clientId))]);
+  else await insert.run();
   return code;
 }

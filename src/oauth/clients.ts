@@ -96,7 +96,8 @@ export async function registerClient(db: Db, body: Record<string, unknown>): Pro
   if (name !== undefined && (typeof name !== "string" || !oneLineText(MAX_CLIENT_NAME).safeParse(name).success)) {
     throw new OAuthError("invalid_client_metadata", `client_name must be one line of 1 to ${MAX_CLIENT_NAME} visible characters, without control characters`);
   }
-  const client = { id: newId(), clientName: typeof name === "string" ? name.trim() : null, redirectUris: [...new Set(uris as string[])], createdAt: nowIso() };
+  const at = nowIso();
+  const client = { id: newId(), clientName: typeof name === "string" ? name.trim() : null, redirectUris: [...new Set(uris as string[])], createdAt: at, lastUsedAt: at };
   await db.insert(oauthClients).values(client).run();
   return {
     client_id: client.id,

@@ -1,20 +1,25 @@
 import { inArray, lt } from "drizzle-orm";
 import type { Db } from "../db/client";
-import { oauthCodes, oauthGrants, oauthSignIns } from "../db/schema";
+import { oauthClients, oauthCodes, oauthGrants, oauthSignIns } from "../db/schema";
 import { ACCESS_TOKEN_TTL_SECONDS } from "./tokens";
 
 /**
  * Cron: deletes what the authorization server no longer needs, at most `max` rows of each table a pass. A code is kept
  * for an access token's lifetime after it expired, so that a late replay still revokes what it issued; a grant until
- * its token expired; a sign-in until it expired.
+ * its token expired; a sign-in until it expired; a registered client until it went CLIENT_IDLE_DAYS without a code
+ * (anyone may register one, so the table must not only grow).
  */
+export const CLIENT_IDLE_DAYS = 90;
+
 export async function pruneOAuth(db: Db, { max = 500, now = Date.now() } = {}): Promise<number> {
   const at = new Date(now).toISOString();
   const codesBefore = new Date(now - ACCESS_TOKEN_TTL_SECONDS * 1000).toISOString();
+  const idleBefore = new Date(now - CLIENT_IDLE_DAYS * 86_400_000).toISOString();
   const results = await db.batch([
     db.delete(oauthCodes).where(inArray(oauthCodes.codeHash, db.select({ k: oauthCodes.codeHash }).from(oauthCodes).where(lt(oauthCodes.expiresAt, codesBefore)).limit(max))),
     db.delete(oauthGrants).where(inArray(oauthGrants.id, db.select({ k: oauthGrants.id }).from(oauthGrants).where(lt(oauthGrants.expiresAt, at)).limit(max))),
     db.delete(oauthSignIns).where(inArray(oauthSignIns.id, db.select({ k: oauthSignIns.id }).from(oauthSignIns).where(lt(oauthSignIns.expiresAt, at)).limit(max))),
+    db.delete(oauthClients).where(inArray(oauthClients.id, db.select({ k: oauthClients.id }).from(oauthClients).where(lt(oauthClients.lastUsedAt, idleBefore)).limit(max))),
   ]);
   return results.reduce((n, r) => n + ((r as { meta?: { changes?: number } }).meta?.changes ?? 0), 0);
 }
