@@ -165,7 +165,9 @@ describe("MCP tools over Streamable HTTP", () => {
 
     const sent = await tool(client, "send_for_signature", { documentId: doc.id, signers: [{ name: "Sam Signer", email: "sam@signer.test", role: "tenant" }] });
     expect(sent.isError, sent.text).toBe(false);
-    expect(sent.data.envelope.links).toEqual([expect.objectContaining({ email: "sam@signer.test", role: "tenant", url: expect.stringContaining("/sign/") })]);
+    expect(sent.data.envelope.signers).toEqual([expect.objectContaining({ email: "sam@signer.test", role: "tenant", mailed: true })]);
+    // The signer's capability goes to the signer only, never into the agent's context.
+    expect(sent.text).not.toContain("/sign/");
     const read = await json(await call("GET", `/api/documents/${doc.id}`, { token }));
     expect(read.status).toBe("OUT_FOR_SIGNATURE");
 

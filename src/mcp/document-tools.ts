@@ -39,7 +39,7 @@ export const sendForSignatureTool = defineTool({
   name: "send_for_signature",
   title: "Send a document for signature",
   description:
-    "Opens a signature envelope on a GENERATED standard-form document and e-mails the signing links. The signers derive from the document (landlords, then tenants) unless `signers` replaces them, in signing order. Parallel mode sends every link at once, sequential mode one after another.",
+    "Opens a signature envelope on a GENERATED standard-form document and e-mails each signer their signing link (the links are not returned). The signers derive from the document (landlords, then tenants) unless `signers` replaces them, in signing order. Parallel mode sends every link at once, sequential mode one after another.",
   permission: "envelopes:send",
   openWorld: true,
   input: z.strictObject({
@@ -50,8 +50,9 @@ export const sendForSignatureTool = defineTool({
   }),
   async run({ documentId, ...request }, { ctx, meta }) {
     // The route's schema too: it refuses a signer listed twice.
-    const envelope = await sendForSignature(ctx, documentId, parseWith(SignatureRequest, request), meta);
-    return { envelope };
+    const { envelopeId, links } = await sendForSignature(ctx, documentId, parseWith(SignatureRequest, request), meta);
+    // The signing links are the signers' capabilities: they go to the signers by mail, never into an agent's context.
+    return { envelope: { envelopeId, signers: links.map(({ url: _url, ...signer }) => ({ ...signer, mailed: true })) } };
   },
 });
 
