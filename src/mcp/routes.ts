@@ -40,7 +40,8 @@ const authenticate = createMiddleware<AppBindings>(async (c, next) => {
  */
 async function handle(c: Context<AppBindings>): Promise<Response> {
   // JSON-RPC batches left the MCP transport in 2025-06-18: one message per request, so one request is one tool call.
-  const body: unknown = await c.req.raw.clone().json().catch(() => undefined);
+  const UNREADABLE = Symbol("unreadable");
+  const body: unknown = await c.req.raw.clone().json().catch(() => UNREADABLE);
   if (Array.isArray(body)) return c.json({ jsonrpc: "2.0", id: null, error: { code: -32600, message: "Batches are not supported: send one JSON-RPC message per request" } }, 400);
   // If-Match is an HTTP precondition on one resource; a tool call addresses none through it.
   const ctx = { ...serviceContext(c), ifMatch: undefined };
@@ -48,7 +49,8 @@ async function handle(c: Context<AppBindings>): Promise<Response> {
   const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
   await server.connect(transport);
   try {
-    return await transport.handleRequest(c.req.raw);
+    // The body is parsed once, here: the transport reads it itself only when it is not JSON (to answer the parse error).
+    return await transport.handleRequest(c.req.raw, body === UNREADABLE ? undefined : { parsedBody: body });
   } finally {
     await server.close();
   }

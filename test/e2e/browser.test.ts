@@ -1,25 +1,19 @@
 // The pages people use, in headless Chromium (Debian's chromium, driven by playwright-core), against `npm run dev`:
 // the signing page a client opens from the e-mail, and the reviews widget embedded on another site.
-import { existsSync } from "node:fs";
 import { createServer, type Server } from "node:http";
-import { chromium, type Browser } from "playwright-core";
+import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createApiClient } from "../../src/client";
+import { launchChromium } from "./helpers/chromium";
 import { mintToken, startDev } from "./helpers/dev-server";
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 let dev: Awaited<ReturnType<typeof startDev>>;
 let browser: Browser;
 
 beforeAll(async () => {
   // Links must point at this server: APP_URL is the API's own origin here (DESIGN.md contract 5).
   dev = await startDev(["--var", "APP_URL:{base}"]);
-  if (!existsSync(CHROMIUM)) throw new Error(`No Chromium at ${CHROMIUM}: install Debian's chromium (.ci/run does)`);
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    headless: true,
-    args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-  });
+  browser = await launchChromium();
 });
 
 afterAll(async () => {

@@ -6,15 +6,15 @@ import { createHash, randomBytes } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import { promisify } from "node:util";
-import { chromium, type Browser } from "playwright-core";
+import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openText } from "../../src/lib/secret-box";
+import { launchChromium } from "./helpers/chromium";
 import { mintToken, startDev } from "./helpers/dev-server";
 
 const run = promisify(execFile);
 /** MAIL_LOG_PURPOSE of src/mail/mailer.ts (not imported: that module pulls in the Workers types this Node project lacks). */
 const MAIL_LOG_PURPOSE = "mail-log";
-const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 let dev: Awaited<ReturnType<typeof startDev>>;
 let browser: Browser;
 let client: Server;
@@ -23,12 +23,7 @@ const landed: URL[] = [];
 
 beforeAll(async () => {
   dev = await startDev(["--var", "APP_URL:{base}"]);
-  if (!existsSync(CHROMIUM)) throw new Error(`No Chromium at ${CHROMIUM}: install Debian's chromium (.ci/run does)`);
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    headless: true,
-    args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-  });
+  browser = await launchChromium();
   // The client's redirect target: a loopback server, as a desktop MCP client runs (OAUTH_CLIENTS' mcp-dev admits any port).
   client = createServer((req, res) => {
     landed.push(new URL(req.url ?? "/", redirectUri));
