@@ -1,6 +1,6 @@
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
 import { defineConfig } from "vitest/config";
-import { readDevVars } from "./scripts/dev-vars.mjs";
+import { readDevVars, sealBindings } from "./scripts/dev-vars.mjs";
 
 // `npm run bench`: benchmarks run as ordinary test files inside workerd (vitest's own bench mode does not run in
 // the Workers pool), so route costs are measured without wrangler dev's proxy in front (DESIGN.md "Benchmarks").
@@ -8,7 +8,7 @@ export default defineConfig({
   plugins: [
     cloudflareTest(async () => ({
       wrangler: { configPath: "./wrangler.toml" },
-      miniflare: { bindings: { ...readDevVars(), TEST_MIGRATIONS: await readD1Migrations("./migrations"), ENVIRONMENT: "test" } },
+      miniflare: { bindings: { ...readDevVars(), ...(await sealBindings()), TEST_MIGRATIONS: await readD1Migrations("./migrations"), ENVIRONMENT: "test" } },
     })),
   ],
   test: {

@@ -4,7 +4,7 @@ import { spawn } from "node:child_process";
 import { ensureDevVars } from "./dev-vars.mjs";
 import { applyLocalMigrations } from "./wrangler.mjs";
 
-ensureDevVars();
+await ensureDevVars();
 applyLocalMigrations({ quiet: false });
 const port = process.env.PORT || "8787";
 const child = spawn("wrangler", ["dev", "--ip", "127.0.0.1", "--port", port, ...process.argv.slice(2)], { stdio: "inherit" });

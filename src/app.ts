@@ -9,6 +9,7 @@ import { fileRoutes } from "./files/routes";
 import { turnstile } from "./platform/bot-challenge";
 import { createPublicSigningRoutes, type SigningDeps } from "./signatures/public-routes";
 import { signatureRoutes } from "./signatures/routes";
+import { verifyRoutes } from "./signatures/verify-routes";
 import { reviewRoutes } from "./reputation/public-routes";
 import { referralRoutes } from "./reputation/referral-routes";
 import { surveyRoutes } from "./reputation/survey-routes";
@@ -24,6 +25,7 @@ import { requireAuth, requireRoutePermission } from "./platform/auth";
 import { limitBodies } from "./platform/body-limit";
 import type { AppBindings } from "./platform/context";
 import { idempotency } from "./platform/idempotency";
+import { responseHeaders } from "./platform/response-headers";
 import { d1Session } from "./platform/session";
 import { handleError, handleNotFound } from "./platform/error-handler";
 import { mountDocs, validationHook } from "./platform/openapi";
@@ -48,6 +50,8 @@ const IDEMPOTENT = ["/v1/*", "/api/*"] as const;
 export function createApp(options: AppOptions = {}) {
   const app = new OpenAPIHono<AppBindings>({ defaultHook: validationHook });
 
+  // First, so it sets nosniff and no-store on every answer, including the error handler's and the 404s.
+  app.use(responseHeaders);
   app.use(requestId());
   app.use(async (c, next) => {
     readConfig(c.env); // a malformed deployment fails every request loudly (500 with request id), not one route subtly
@@ -78,6 +82,7 @@ export function createApp(options: AppOptions = {}) {
   app.route("/", draftRoutes);
   app.route("/", signatureRoutes);
   app.route("/", createPublicSigningRoutes({ botChallenge: options.signing?.botChallenge ?? ((secret) => turnstile(secret)) }));
+  app.route("/", verifyRoutes);
   app.route("/", fileRoutes);
   app.route("/", reputationRoutes);
   app.route("/", reviewRoutes);

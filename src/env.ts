@@ -11,6 +11,8 @@ export interface Env {
   WEBHOOK_DELIVERIES: Queue<unknown>;
   DOCUMENT_VECTORS?: VectorizeIndex;
   FILES: R2Bucket;
+  /** Workers static assets (assets/): the fonts the sealed PDFs embed, loaded at first use. */
+  ASSETS?: Fetcher;
   AI?: Ai;
 
   ENVIRONMENT?: string;
@@ -35,6 +37,8 @@ export interface Env {
   MLS_API_TOKEN?: string;
   WEBHOOK_SECRET_KEY?: string;
   SURVEY_TOKEN_KEY?: string;
+  SEAL_PRIVATE_KEY?: string;
+  SEAL_CERTIFICATE?: string;
 }
 
 const optional = z
@@ -80,6 +84,10 @@ const ConfigSchema = z.object({
   WEBHOOK_SECRET_KEY: optional,
   // Seals an EMAIL survey's access token until the cron mails it (only its SHA-256 is kept after that).
   SURVEY_TOKEN_KEY: optional,
+  // PEM (PKCS#8 key, X.509 certificate) that seal completed PDFs (src/seal/). A literal "\n" reads as a line break,
+  // so a PEM fits one line of .dev.vars or a secret.
+  SEAL_PRIVATE_KEY: optional.transform((v) => v?.replaceAll("\\n", "\n")),
+  SEAL_CERTIFICATE: optional.transform((v) => v?.replaceAll("\\n", "\n")),
 });
 
 export type Config = z.infer<typeof ConfigSchema>;

@@ -10,6 +10,7 @@ import { pruneOAuth } from "./oauth/prune";
 import { pruneIdempotencyKeys } from "./platform/idempotency";
 import { expireSurveys, sendDueSurveys } from "./reputation/surveys";
 import { sweepOverdueEnvelopes } from "./signatures/expiry";
+import { sendDueReminders } from "./signatures/reminders";
 import { createDeliveryConsumer, markDeadDeliveries } from "./webhooks/delivery";
 import { resendStalledDeliveries } from "./webhooks/fanout";
 import { defaultWebhookDeps } from "./webhooks/transport";
@@ -41,6 +42,6 @@ export default {
 
   async scheduled(_controller: ScheduledController, env: Env, ctx: ExecutionContext): Promise<void> {
     const db = createDb(env.DB);
-    ctx.waitUntil(Promise.all([resendUnsentEvents(env, db), resendStalledDeliveries(env, db), pruneStaleListTotals(env.DB), pruneIdempotencyKeys(db), sweepOverdueEnvelopes(env, db), noteOverdueObligations(db), sendDueSurveys(env, db), expireSurveys(db), pruneOAuth(db)]));
+    ctx.waitUntil(Promise.all([resendUnsentEvents(env, db), resendStalledDeliveries(env, db), pruneStaleListTotals(env.DB), pruneIdempotencyKeys(db), sweepOverdueEnvelopes(env, db), sendDueReminders(env, db), noteOverdueObligations(db), sendDueSurveys(env, db), expireSurveys(db), pruneOAuth(db)]));
   },
 } satisfies ExportedHandler<Env>;

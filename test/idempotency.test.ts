@@ -1,9 +1,13 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { call, json } from "./helpers/client";
-import { expectCrmError } from "./helpers/contacts";
+import { createContact, expectCrmError } from "./helpers/contacts";
+import { createDocument, tokenOf } from "./helpers/documents";
 import { createPrincipal } from "./helpers/factories";
+import { createSurveyTemplate } from "./helpers/surveys";
 
+/** Every row of idempotency_keys, every column, as one string: what a dump of the table would show. */
+const idempotencyDump = async () => JSON.stringify((await env.DB.prepare("SELECT * FROM idempotency_keys").all()).results);
 const contactsOf = (organizationId: string) => env.DB.prepare("SELECT COUNT(*) AS n FROM contacts WHERE organization_id = ?").bind(organizationId).first<number>("n");
 const body = (email: string) => ({ firstName: "Idem", lastName: "Potent", email });
 
@@ -135,6 +139,65 @@ describe("Idempotency-Key", () => {
     expect(replayed.data).not.toHaveProperty("secret");
     const stored = await env.DB.prepare("SELECT response_body FROM idempotency_keys WHERE organization_id = ?").bind(organizationId).all<{ response_body: string }>();
     expect(JSON.stringify(stored.results)).not.toContain(first.data.secret);
+  });
+
+  it("never keeps a raw signing link: a replay of sending for signature answers the envelope without urls", async () => {
+    const { token } = await createPrincipal();
+    const document = await createDocument(token);
+    const headers = { "idempotency-key": "send-once" };
+    const firstRes = await call("POST", `/api/documents/${document.id}/signature`, { token, body: {}, headers });
+    expect(firstRes.status).toBe(201);
+    const first = await json(firstRes);
+    const tokens = first.links.map((l: { url: string }) => tokenOf(l.url));
+    expect(tokens).toHaveLength(2);
+    for (const t of tokens) expect(t).toMatch(/^sign_/);
+
+    const replay = await call("POST", `/api/documents/${document.id}/signature`, { token, body: {}, headers });
+    expect(replay.status).toBe(201);
+    expect(replay.headers.get("idempotent-replayed")).toBe("true");
+    const replayed = await json(replay);
+    expect(replayed.envelopeId).toBe(first.envelopeId);
+    // Who was asked to sign stays; only the capability goes.
+    expect(replayed.links).toEqual(first.links.map(({ url: _url, ...rest }: { url: string }) => rest));
+    expect(JSON.stringify(replayed)).not.toContain("/sign/");
+    const dump = await idempotencyDump();
+    expect(dump).toContain(first.envelopeId);
+    for (const t of tokens) expect(dump).not.toContain(t);
+  });
+
+  it("never keeps a survey's access token: replays of scheduling and re-issuing answer the survey without it", async () => {
+    const owner = await createPrincipal();
+    const template = await createSurveyTemplate(owner);
+    const recipientPersonId = (await createContact(owner.token)).id;
+    const body = { agentUserId: owner.userId, templateId: template.id, channel: "LINK", recipientPersonId };
+    const create = () => call("POST", "/api/reputation/surveys", { token: owner.token, body, headers: { "idempotency-key": "survey-once" } });
+    const firstRes = await create();
+    expect(firstRes.status).toBe(201);
+    const first = await json(firstRes);
+    expect(first.surveyUrl).toContain(first.accessToken);
+    const replay = await create();
+    expect(replay.status).toBe(201);
+    expect(replay.headers.get("idempotent-replayed")).toBe("true");
+    const replayed = await json(replay);
+    expect(replayed.id).toBe(first.id);
+    expect(replayed).not.toHaveProperty("accessToken");
+    expect(replayed).not.toHaveProperty("surveyUrl");
+
+    const reissue = () => call("POST", `/api/reputation/surveys/${first.id}/reissue`, { token: owner.token, headers: { "idempotency-key": "reissue-once" } });
+    const reissuedRes = await reissue();
+    expect(reissuedRes.status).toBe(200);
+    const reissued = await json(reissuedRes);
+    expect(reissued.accessToken).not.toBe(first.accessToken);
+    const again = await reissue();
+    expect(again.headers.get("idempotent-replayed")).toBe("true");
+    const replayedReissue = await json(again);
+    expect(replayedReissue.id).toBe(first.id);
+    expect(replayedReissue).not.toHaveProperty("accessToken");
+    expect(replayedReissue).not.toHaveProperty("surveyUrl");
+
+    const dump = await idempotencyDump();
+    expect(dump).toContain(first.id);
+    for (const t of [first.accessToken, reissued.accessToken]) expect(dump).not.toContain(t);
   });
 
   it("replays an answer without a body (204) as it was", async () => {

@@ -81,8 +81,10 @@ describe("sending for signature", () => {
     await expectRefusal(doc.id, {}, /not GENERATED: it is SIGNED/);
     const letter = await createDocument(owner.token, { schemaVersion: 1, formKey: "generic/free-form", title: "A letter", body: "Dear tenant", provenance: { aiDrafted: false } });
     await expectRefusal(letter.id, {}, /not a typed standard-form document \(generic\/free-form\)/);
-    const dup = await call("POST", `/api/documents/${doc.id}/signature`, { token: owner.token, body: { signers: [{ name: "A", email: "a@x.test", role: "r" }, { name: "B", email: "A@x.test", role: "r" }] } });
-    expect(dup.status).toBe(400);
+    // Two signers on one address (an explicit list, or a lease whose landlord and tenant share one) cannot both sign.
+    const other = await createDocument(owner.token, leaseCanonical({ landlords: [{ name: "Lou Landlord", email: "same@x.test" }], tenants: [{ name: "Tia Tenant", email: "SAME@x.test" }] }));
+    await expectRefusal(other.id, {}, /more than one signer has same@x\.test/);
+    await expectRefusal(other.id, { signers: [{ name: "A", email: "a@x.test", role: "r" }, { name: "B", email: "A@x.test", role: "r" }] }, /more than one signer has a@x\.test/);
   });
 
   it("lists a document's envelopes newest first; a voided one lets the document be sent again", async () => {
@@ -105,7 +107,7 @@ describe("the public signer flow (spec: Signer state table)", () => {
     const token = tokens[0]!;
     const opened = await publicSign("GET", token);
     expect(opened.status).toBe(200);
-    expect(await json(opened)).toEqual({ state: "active", signer: { name: "Lars Landlord", role: "landlord", status: "opened", documentId: expect.any(String) } });
+    expect(await json(opened)).toMatchObject({ state: "active", signer: { name: "Lars Landlord", role: "landlord", status: "opened", documentId: expect.any(String) }, signerVerification: "attested" });
     // Opening again changes nothing and records nothing more.
     expect((await json(await publicSign("GET", token))).signer.status).toBe("opened");
     expect(await json(await action(token, { action: "authenticate", codeVerified: true }))).toEqual({ ok: true });
@@ -277,7 +279,7 @@ describe("serialization and evidence", () => {
     const { owner, envelope, tokens } = await sent();
     await signAll(tokens[0]!);
     const trail = await auditOf(owner, envelope.envelopeId);
-    expect(trail.chain).toEqual({ valid: true, head: trail.events.at(-1).hash, length: trail.events.length, brokenAt: null });
+    expect(trail.chain).toEqual({ valid: true, head: trail.events.at(-1).hash, length: trail.events.length, brokenAt: null, seal: "not_applicable" });
     for (const [i, e] of trail.events.entries()) expect(e.prevHash).toBe(i === 0 ? "0".repeat(64) : trail.events[i - 1].hash);
     // The table refuses changes; someone with database access removes the guard and edits one IP.
     await expect(env.DB.prepare("UPDATE envelope_audit SET ip = '6.6.6.6' WHERE envelope_id = ? AND seq = 3").bind(envelope.envelopeId).run()).rejects.toThrow(/append-only/);

@@ -928,6 +928,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/signatures/settings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The organization's defaults for new envelopes
+         * @description signerVerification (`attested` until set) and reminders (none until set), used when POST /api/documents/{id}/signature does not say.
+         */
+        get: operations["getSignatureSettings"];
+        /**
+         * Change the organization's defaults for new envelopes
+         * @description Fields left out keep their value; `reminders: null` turns reminders off. Envelopes already sent keep what they were sent with.
+         */
+        put: operations["updateSignatureSettings"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/signatures/{envelopeId}": {
         parameters: {
             query?: never;
@@ -989,6 +1013,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/signatures/{envelopeId}/document": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A download link for the sealed, signed PDF
+         * @description One PDF: the document as the signers read it, a signature page per signer (name, role, typed signature, time, IP, verification method) and the certificate of completion, sealed with a PAdES signature (the platform's seal certificate) that Adobe Reader, pdfsig or pyHanko verify, and POST /api/public/verify too. The link is signed and expires after 15 minutes.
+         */
+        get: operations["getSignedDocument"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/public/sign/{token}": {
         parameters: {
             query?: never;
@@ -998,13 +1042,13 @@ export interface paths {
         };
         /**
          * Open a signing link
-         * @description No authentication: the token is the capability. The first open records `opened`.
+         * @description No authentication: the token is the capability. The first open records `opened`. The answer carries the document the signer is asked to sign: its text, and its PDF through a link for this signer.
          */
         get: operations["openSigningLink"];
         put?: never;
         /**
          * Authenticate, consent, sign or decline
-         * @description In this order: authenticate (with `codeVerified: true`), consent, sign; decline from any active state. With the bot challenge configured, sign and decline need a Turnstile `challengeToken`. The last signature completes the envelope (`completed: true`).
+         * @description In this order: send_code (the server mails the signer a 6-digit code), authenticate (with `code`, or `codeVerified: true` where the envelope's signerVerification is `attested`), consent, sign; decline from any active state. With the bot challenge configured, sign and decline need a Turnstile `challengeToken`. The last signature completes the envelope (`completed: true`).
          */
         post: operations["actOnSigningLink"];
         delete?: never;
@@ -1027,6 +1071,26 @@ export interface paths {
         get: operations["getSigningPage"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/public/verify": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Check a signed PDF
+         * @description No authentication. The body is the PDF itself (`Content-Type: application/pdf`, at most 10 MiB). 20 requests a minute per address.
+         */
+        post: operations["verifySignedDocument"];
         delete?: never;
         options?: never;
         head?: never;
@@ -3119,8 +3183,11 @@ export interface components {
             name: string;
             email: string;
             role: string;
-            /** @example https://app.example.test/sign/sign_… */
-            url: string;
+            /**
+             * @description Shown once: an Idempotency-Key replay of this answer leaves it out (the link went to the signer by mail)
+             * @example https://app.example.test/sign/sign_…
+             */
+            url?: string;
         };
         SignatureRequest: {
             /**
@@ -3130,8 +3197,23 @@ export interface components {
             mode?: "parallel" | "sequential";
             /** @description Links and the envelope expire after this many days; no expiry when left out */
             expiresInDays?: number;
-            /** @description Replaces the signing parties derived from the document (landlords, then tenants), in signing order */
+            /** @description Replaces the signing parties derived from the document (landlords, then tenants), in signing order. Each address once (409 otherwise) */
             signers?: components["schemas"]["SignerInput"][];
+            /**
+             * @description How signers are verified; default: the organization's setting (GET /api/signatures/settings), itself `attested` until changed
+             * @enum {string}
+             */
+            signerVerification?: "code" | "attested";
+            /** @description Reminders; default: the organization's setting (none until set) */
+            reminders?: {
+                /** @description Days after a signer's link is sent before the first reminder */
+                firstAfterDays: number;
+                /**
+                 * @description Days between later reminders; null: one reminder only
+                 * @default null
+                 */
+                everyDays?: number | null;
+            };
         };
         SignerInput: {
             name: string;
@@ -3150,8 +3232,33 @@ export interface components {
             completedAt: string | null;
             expiresAt: string | null;
             signers: components["schemas"]["Signer"][];
+            /** @enum {string} */
+            signerVerification: "code" | "attested";
+            /** @description Reminders mailed by the cron to each signer whose turn it is and who has not signed, at most 10 per signer */
+            reminders: {
+                /** @description Days after a signer's link is sent before the first reminder */
+                firstAfterDays: number;
+                /**
+                 * @description Days between later reminders; null: one reminder only
+                 * @default null
+                 */
+                everyDays?: number | null;
+            } | null;
+            /** @description The document as the signers read it, rendered when the envelope was sent */
+            document: {
+                title: string | null;
+                /** @description SHA-256 (hex) of the PDF the signers were shown */
+                sha256: string | null;
+            };
             /** @description The certificate of completion, generated once every signer has signed */
             certificate: {
+                /** @enum {string} */
+                status: "not_applicable" | "pending" | "ready";
+                /** @description Where to get a signed, expiring download link, once ready */
+                url: string | null;
+            };
+            /** @description The sealed PDF (the document, a signature page per signer, the certificate), PAdES-signed with the platform's seal, built once every signer has signed */
+            signedDocument: {
                 /** @enum {string} */
                 status: "not_applicable" | "pending" | "ready";
                 /** @description Where to get a signed, expiring download link, once ready */
@@ -3170,6 +3277,11 @@ export interface components {
             status: "pending" | "sent" | "opened" | "authenticated" | "consented" | "signed" | "declined";
             signedAt?: string;
             sentAt?: string;
+            /**
+             * @description How the signer was authenticated, once they were
+             * @enum {string}
+             */
+            verification?: "email_code" | "client_attested";
         };
         DocumentDraft: {
             /** @example on/standard-lease */
@@ -3196,6 +3308,38 @@ export interface components {
              */
             prompt: string;
         };
+        /** @description The organization's defaults for new envelopes */
+        SignatureSettings: {
+            /** @enum {string} */
+            signerVerification: "code" | "attested";
+            /** @description Reminders mailed by the cron to each signer whose turn it is and who has not signed, at most 10 per signer */
+            reminders: {
+                /** @description Days after a signer's link is sent before the first reminder */
+                firstAfterDays: number;
+                /**
+                 * @description Days between later reminders; null: one reminder only
+                 * @default null
+                 */
+                everyDays?: number | null;
+            } | null;
+        };
+        SignatureSettingsUpdate: {
+            /**
+             * @description `code`: the server mails each signer a one-time code and checks it (send_code, then authenticate with code); `attested`: the signer's client may attest it checked them (codeVerified: true)
+             * @enum {string}
+             */
+            signerVerification?: "code" | "attested";
+            /** @description Reminders mailed by the cron to each signer whose turn it is and who has not signed, at most 10 per signer */
+            reminders?: {
+                /** @description Days after a signer's link is sent before the first reminder */
+                firstAfterDays: number;
+                /**
+                 * @description Days between later reminders; null: one reminder only
+                 * @default null
+                 */
+                everyDays?: number | null;
+            } | null;
+        };
         AuditTrail: {
             events: components["schemas"]["AuditEntry"][];
             chain: {
@@ -3205,6 +3349,11 @@ export interface components {
                 length: number;
                 /** @description seq of the first entry that does not verify */
                 brokenAt: number | null;
+                /**
+                 * @description The signature of the chain's head made with the seal key at the terminal event: valid, invalid (the chain was rebuilt or the signature changed), missing (a terminal envelope without one), not_applicable (still open)
+                 * @enum {string}
+                 */
+                seal: "valid" | "invalid" | "missing" | "not_applicable";
             };
         };
         AuditEntry: {
@@ -3235,6 +3384,24 @@ export interface components {
                 status: "pending" | "sent" | "opened" | "authenticated" | "consented" | "signed" | "declined";
                 documentId: string;
             };
+            /** @description The document the signer is asked to sign */
+            document: {
+                title: string | null;
+                /** @description SHA-256 (hex) of the PDF at pdfUrl, as recorded when the envelope was sent */
+                sha256: string | null;
+                /** @description The document as a PDF: a link for this signer, valid 10 to 15 minutes */
+                pdfUrl: string | null;
+                /** @description The document's content as text, what the PDF says */
+                text: {
+                    title: string;
+                    sections: {
+                        heading: string;
+                        lines: string[];
+                    }[];
+                };
+            };
+            /** @enum {string} */
+            signerVerification: "code" | "attested";
         };
         Gone: {
             /** @enum {string} */
@@ -3245,16 +3412,49 @@ export interface components {
             ok: true;
             /** @description With sign: true when this signature completed the envelope */
             completed?: boolean;
+            /** @description With send_code: the address the code went to, masked */
+            sentTo?: string;
+            /** @description With send_code: how long the code works */
+            expiresInSeconds?: number;
         };
         SignerAction: {
-            /** @enum {string} */
-            action: "authenticate" | "consent" | "sign" | "decline";
-            /** @description With authenticate: whether the one-time code or knowledge-based check was verified */
+            /**
+             * @description send_code mails the signer a one-time code; then authenticate (with code), consent, sign; decline from any active state
+             * @enum {string}
+             */
+            action: "send_code" | "authenticate" | "consent" | "sign" | "decline";
+            /** @description With authenticate: the 6-digit code send_code mailed to the signer (checked by the server; 10 minutes, one use, 5 tries) */
+            code?: string;
+            /** @description With authenticate: whether the one-time code or knowledge-based check was verified (spec rule 2); refused with 409 verification_required on an envelope whose signerVerification is code */
             codeVerified?: boolean;
             /** @description With decline; stored as data, never interpreted */
             reason?: string;
             /** @description Turnstile token, required for sign and decline when the bot challenge is configured */
             challengeToken?: string;
+        };
+        VerifiedDocument: {
+            /** @enum {boolean} */
+            valid: true;
+            envelopeId: string;
+            completedAt: string | null;
+            /** @description SHA-256 (hex) of the document PDF the signers were shown */
+            documentSha256: string | null;
+            signers: {
+                name: string;
+                role: string;
+                signedAt: string | null;
+                /** @enum {string|null} */
+                verification: "email_code" | "client_attested" | null;
+            }[];
+        };
+        NotVerifiedDocument: {
+            /** @enum {boolean} */
+            valid: false;
+            /**
+             * @description not_signed: no signature; digest_mismatch: the signed bytes changed; signature_invalid: the seal's signature does not hold; not_our_seal: signed, but not with this platform's seal; incomplete_coverage: bytes were added after sealing; malformed: the signature cannot be read; unknown_document: sealed by us, but no envelope recorded this file
+             * @enum {string}
+             */
+            reason: "not_signed" | "digest_mismatch" | "signature_invalid" | "not_our_seal" | "incomplete_coverage" | "malformed" | "unknown_document";
         };
         Testimonial: {
             id: string;
@@ -3664,10 +3864,10 @@ export interface components {
             updatedAt: string;
         };
         SurveyWithToken: components["schemas"]["Survey"] & {
-            /** @description The client's capability, shown only here (and mailed for EMAIL surveys); only its SHA-256 is stored */
-            accessToken: string;
-            /** @description `{APP_URL}/survey/<accessToken>`, the page the client fills in */
-            surveyUrl: string;
+            /** @description The client's capability, shown only here (and mailed for EMAIL surveys); only its SHA-256 is stored. An Idempotency-Key replay of this answer leaves it out */
+            accessToken?: string;
+            /** @description `{APP_URL}/survey/<accessToken>`, the page the client fills in. An Idempotency-Key replay of this answer leaves it out */
+            surveyUrl?: string;
         };
         SurveyCreate: {
             /** @description A template of your organization; the default template when absent */
@@ -9325,6 +9525,140 @@ export interface operations {
             };
         };
     };
+    getSignatureSettings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The settings */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SignatureSettings"];
+                };
+            };
+            /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    updateSignatureSettings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SignatureSettingsUpdate"];
+            };
+        };
+        responses: {
+            /** @description The settings now */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SignatureSettings"];
+                };
+            };
+            /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The body is over the route's size limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Content-Type is not one the route takes (application/json; multipart/form-data on uploads) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description This Idempotency-Key was used for another request (idempotency_key_reused) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
     getEnvelope: {
         parameters: {
             query?: never;
@@ -9598,6 +9932,82 @@ export interface operations {
             };
         };
     };
+    getSignedDocument: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                envelopeId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A signed, expiring link */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CertificateLink"];
+                };
+            };
+            /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description No envelope with this id in your organization */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description document_unavailable (the envelope is not completed) or document_pending (being sealed) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description FILES_URL_SECRET is not configured */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
     openSigningLink: {
         parameters: {
             query?: never;
@@ -9707,7 +10117,7 @@ export interface operations {
                     "application/json": components["schemas"]["Gone"];
                 };
             };
-            /** @description invalid_state: the action is out of order (sign before consent, say), or authenticate without codeVerified */
+            /** @description invalid_state: the action is out of order (sign before consent, say), or authenticate with neither code nor codeVerified; verification_required: codeVerified on an envelope that needs a code */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -9734,7 +10144,16 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
-            /** @description Too many requests from this address (rate_limited) */
+            /** @description code_invalid (wrong, used, or none pending), code_expired, code_attempts_exceeded (5 wrong tries ended the code) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description rate_limited: too many requests from this address; code_resend_too_soon: a code was mailed less than a minute ago, or 5 in the last hour (Retry-After says when) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -9794,10 +10213,90 @@ export interface operations {
             };
         };
     };
+    verifySignedDocument: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/pdf": string;
+            };
+        };
+        responses: {
+            /** @description Whether the PDF is one this platform sealed, unchanged */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["VerifiedDocument"] | components["schemas"]["NotVerifiedDocument"];
+                };
+            };
+            /** @description The body is not a PDF; or: Invalid input (every problem listed), a body that is not JSON, or a malformed header */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The body is over the route's size limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Content-Type is not application/pdf; or: Content-Type is not one the route takes (application/json; multipart/form-data on uploads) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Too many requests from this address (rate_limited) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description SEAL_CERTIFICATE is not configured */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
     downloadFile: {
         parameters: {
             query: {
                 expires: string;
+                /** @description Whom the link was handed to (a signer's document link), bound by the signature */
+                for?: string;
                 signature: string;
             };
             header?: never;

@@ -1,8 +1,24 @@
-import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+import { index, integer, primaryKey, sqliteTable, text } from "drizzle-orm/sqlite-core";
 
 export type EnvelopeStatus = "partially_signed" | "completed" | "declined" | "voided" | "expired";
 /** `pending`: a sequential signer whose turn has not come (no link yet); the spec's statuses follow from `sent`. */
 export type SignerStatus = "pending" | "sent" | "opened" | "authenticated" | "consented" | "signed" | "declined";
+/** How a signer's identity is checked: `code`, the server verified a one-time code it mailed; `attested`, the client says so (spec rule 2). */
+export type SignerVerification = "code" | "attested";
+/** How a signer was authenticated, as the audit trail and the signed PDF record it. */
+export type VerificationMethod = "email_code" | "client_attested";
+export interface ReminderPlan {
+  firstAfterDays: number;
+  everyDays: number | null;
+}
+/** The audit chain's head, signed with the seal key at a terminal event (seal/keys.ts): a rebuilt chain no longer verifies. */
+export interface ChainSeal {
+  seq: number;
+  hash: string;
+  signature: string;
+  certificateSha256: string;
+  at: string;
+}
 
 /** Signature envelopes (spec: Envelope). Every transition runs in the envelope's EnvelopeSigner Durable Object. */
 export const envelopes = sqliteTable(
@@ -18,6 +34,18 @@ export const envelopes = sqliteTable(
     endedReason: text(),
     /** R2 key of the certificate of completion, once generated. */
     certificateKey: text(),
+    signerVerification: text().$type<SignerVerification>().notNull().default("attested"),
+    /** The document as the signers read it: the PDF rendered at send (R2), its title and SHA-256. */
+    documentKey: text(),
+    documentTitle: text(),
+    documentSha256: text(),
+    reminders: text({ mode: "json" }).$type<ReminderPlan>(),
+    /** When the cron mails the signers still to sign that the envelope expires in a day; null once mailed or not due. */
+    expiryNoticeAt: text(),
+    /** The sealed, signed PDF (document, signature pages, certificate) once built, and its SHA-256. */
+    sealedKey: text(),
+    sealedSha256: text(),
+    chainSeal: text({ mode: "json" }).$type<ChainSeal>(),
     createdBy: text(),
     createdAt: text().notNull(),
     updatedAt: text().notNull(),
@@ -27,10 +55,13 @@ export const envelopes = sqliteTable(
     index("envelopes_org_document_idx").on(t.organizationId, t.documentId, t.createdAt),
     // The cron sweep for open envelopes past their expiry whose alarm was never set (signatures/expiry.ts).
     index("envelopes_status_expires_idx").on(t.status, t.expiresAt),
+    index("envelopes_expiry_notice_idx").on(t.expiryNoticeAt),
+    // POST /api/public/verify finds the envelope of a sealed PDF by the file's SHA-256.
+    index("envelopes_sealed_sha256_idx").on(t.sealedSha256),
   ],
 );
 
-/** Signers of an envelope; `tokenHash` is the SHA-256 of the live signing token, null once the link is dead. */
+/** Signers of an envelope. Their live links are in signing_links; `remindAt` is when the cron next reminds them. */
 export const envelopeSigners = sqliteTable(
   "envelope_signers",
   {
@@ -42,13 +73,39 @@ export const envelopeSigners = sqliteTable(
     email: text().notNull(),
     role: text().notNull(),
     status: text().$type<SignerStatus>().notNull(),
-    tokenHash: text(),
     sentAt: text(),
     signedAt: text(),
     declinedAt: text(),
+    verification: text().$type<VerificationMethod>(),
+    remindAt: text(),
   },
-  (t) => [uniqueIndex("envelope_signers_token_unique").on(t.tokenHash), index("envelope_signers_envelope_idx").on(t.envelopeId, t.position)],
+  (t) => [index("envelope_signers_envelope_idx").on(t.envelopeId, t.position), index("envelope_signers_remind_idx").on(t.remindAt)],
 );
+
+/**
+ * Live signing links: the SHA-256 of each raw token (the raw token is only in the answer that created it and in the
+ * mail). A signer may hold several (the first mail, then each reminder's); all die when the signer signs or declines
+ * or the envelope ends.
+ */
+export const signingLinks = sqliteTable(
+  "signing_links",
+  {
+    tokenHash: text().primaryKey(),
+    envelopeId: text().notNull(),
+    signerId: text().notNull(),
+    organizationId: text().notNull(),
+    createdAt: text().notNull(),
+  },
+  (t) => [index("signing_links_envelope_idx").on(t.envelopeId)],
+);
+
+/** An organization's defaults for new envelopes (GET/PUT /api/signatures/settings). */
+export const signatureSettings = sqliteTable("signature_settings", {
+  organizationId: text().primaryKey(),
+  signerVerification: text().$type<SignerVerification>().notNull().default("attested"),
+  reminders: text({ mode: "json" }).$type<ReminderPlan>(),
+  updatedAt: text().notNull(),
+});
 
 /**
  * The envelope's audit trail: every event with time, IP and user agent, hash-chained (each row's hash covers the

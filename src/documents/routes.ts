@@ -93,5 +93,8 @@ export const documentRoutes = new OpenAPIHono<AppBindings>({ defaultHook: valida
   .openapi(create, async (c) => c.json(await createDocument(serviceContext(c), c.req.valid("json")), 201))
   .openapi(list, async (c) => c.json(await listDocuments(serviceContext(c), c.req.valid("query")), 200))
   .openapi(read, async (c) => c.json(await getDocument(serviceContext(c), c.req.valid("param").id), 200))
-  .openapi(send, async (c) => c.json(await sendForSignature(serviceContext(c), c.req.valid("param").id, c.req.valid("json"), requestMeta(c)), 201))
+  .openapi(send, async (c) => {
+    c.set("replayOmits", [["links", "*", "url"]]); // raw signing tokens: an Idempotency-Key replay leaves them out
+    return c.json(await sendForSignature(serviceContext(c), c.req.valid("param").id, c.req.valid("json"), requestMeta(c)), 201);
+  })
   .openapi(envelopes, async (c) => c.json({ envelopes: await listEnvelopes(serviceContext(c), c.req.valid("param").id) }, 200));

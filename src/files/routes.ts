@@ -35,7 +35,11 @@ const download = defineRoute(API, {
   middleware: [rateLimit("public-files:get")] as const,
   request: {
     params: z.object({ key: z.string().min(1).max(500).openapi({ param: { name: "key", in: "path" } }) }),
-    query: z.strictObject({ expires: z.string().max(20), signature: z.string().max(128) }),
+    query: z.strictObject({
+      expires: z.string().max(20),
+      for: z.string().max(100).optional().openapi({ description: "Whom the link was handed to (a signer's document link), bound by the signature" }),
+      signature: z.string().max(128),
+    }),
   },
   responses: {
     200: { description: "The file: a PDF (certificates, reports) or an image (property photos)", content: Object.fromEntries(FILE_TYPES.map((t) => [t, { schema: z.string().openapi({ format: "binary" }) }])) },
@@ -46,8 +50,8 @@ const download = defineRoute(API, {
 
 export const fileRoutes = new OpenAPIHono<AppBindings>({ defaultHook: validationHook }).openapi(download, async (c) => {
   const { key } = c.req.valid("param");
-  const { expires, signature } = c.req.valid("query");
-  const object = (await verifyFileUrl(c.env, key, expires, signature)) ? await c.env.FILES.get(key) : null;
+  const { expires, signature, for: scope } = c.req.valid("query");
+  const object = (await verifyFileUrl(c.env, key, expires, signature, scope)) ? await c.env.FILES.get(key) : null;
   if (!object) return c.json({ error: "not_found", message: "This link is invalid or has expired" }, 404);
   return new Response(object.body, {
     headers: {

@@ -13,6 +13,8 @@ export const LARGE_BODY_ROUTES: { method: string; path: RegExp; maxBytes: number
   { method: "POST", path: /^\/v1\/properties\/[^/]+\/photos$/, maxBytes: 25 * 1024 * 1024 },
   // One document of at most 25 MiB, with the form's other fields and boundaries.
   { method: "POST", path: /^\/v1\/deals\/[^/]+\/documents$/, maxBytes: 26 * 1024 * 1024 },
+  // A signed PDF to check (signatures/verify-routes.ts).
+  { method: "POST", path: /^\/api\/public\/verify$/, maxBytes: 10 * 1024 * 1024 },
 ];
 
 /** The app-wide limit: the route's own from LARGE_BODY_ROUTES, else the default. */

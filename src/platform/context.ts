@@ -47,7 +47,10 @@ export interface AppVariables {
    * everything. Read it through `grantedPermissions` / `requirePermission` (platform/auth.ts).
    */
   permissions?: Permission[];
-  /** JSON paths of the answer that an idempotent replay leaves out (platform/idempotency.ts): secrets shown once. */
+  /**
+   * JSON paths of the answer that an idempotent replay leaves out (platform/idempotency.ts): secrets and capability
+   * links shown once. `*` steps into every item of an array: `[["links", "*", "url"]]`.
+   */
   replayOmits?: string[][];
 }
 

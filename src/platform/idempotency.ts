@@ -14,8 +14,9 @@ import type { AppBindings } from "./context";
  * per organization and key. Its answer is kept for 24 hours and replayed (with `Idempotent-Replayed: true`) to a
  * retry of the same request; the same key with another method, path, query or body is a 422; a retry while the first
  * is still running is a 409. A 5xx, a 429 or a lost race (409 concurrent_modification) is not kept, so the request
- * can be retried under the same key. A route whose answer shows a secret once (a webhook's signing secret) names it
- * in `replayOmits`: the replay leaves it out, and the secret is never stored in the clear here.
+ * can be retried under the same key. A route whose answer shows a secret or a capability once (a webhook's signing
+ * secret, a signing or survey link) names it in `replayOmits`: the replay leaves it out, and it is never stored in the
+ * clear here.
  */
 export const IDEMPOTENCY_HEADER = "Idempotency-Key";
 export const IDEMPOTENCY_TTL_HOURS = 24;
@@ -106,14 +107,26 @@ export const idempotency = createMiddleware<AppBindings>(async (c, next) => {
   });
 });
 
-/** `body` without the fields at `paths` (a secret shown once is not kept for replays). */
+/** The wildcard step of a `replayOmits` path: every item of an array (`["links", "*", "url"]`). */
+const EVERY_ITEM = "*";
+
+/** Deletes the field at `path` under `at`; `*` steps into every item of an array. A path that is not there is fine. */
+function drop(at: unknown, path: string[]): void {
+  if (!at || typeof at !== "object" || path.length === 0) return;
+  const [step, ...rest] = path as [string, ...string[]];
+  if (step === EVERY_ITEM) {
+    if (Array.isArray(at)) for (const item of at) drop(item, rest);
+    return;
+  }
+  if (rest.length === 0) delete (at as Record<string, unknown>)[step];
+  else drop((at as Record<string, unknown>)[step], rest);
+}
+
+/** `body` without the fields at `paths` (a secret or capability shown once is not kept for replays). */
 function omit(body: string, paths: string[][]): string {
   if (paths.length === 0) return body;
-  const value = JSON.parse(body) as Record<string, unknown>;
-  for (const path of paths) {
-    const parent = path.slice(0, -1).reduce<unknown>((at, key) => (at && typeof at === "object" ? (at as Record<string, unknown>)[key] : undefined), value);
-    if (parent && typeof parent === "object") delete (parent as Record<string, unknown>)[path.at(-1)!];
-  }
+  const value = JSON.parse(body) as unknown;
+  for (const path of paths) drop(value, path);
   return JSON.stringify(value);
 }
 

@@ -30,6 +30,8 @@ export const RATE_LIMITS = {
   // addresses with and without an account, so neither tells. 10 guesses per 15 minutes of a 6-digit code.
   "oauth-sign-in-mail:email": { limit: 5, windowSeconds: 900 },
   "oauth-sign-in-code:email": { limit: 10, windowSeconds: 900 },
+  // Ours: anyone may check a signed PDF (up to 10 MiB each, a signature check each).
+  "public-verify:post": { limit: 20, windowSeconds: 60 },
   // Ours: signed file links (certificates, photos, reports), which only the holder of a fresh link can use anyway.
   "public-files:get": { limit: 600, windowSeconds: 60 },
   // Ours: engagement signals of one listing, per organization (a website backend forwards its visitors' views).

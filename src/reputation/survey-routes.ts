@@ -192,15 +192,24 @@ const publicBase = (c: Parameters<typeof serviceContext>[0]) => ({
   defer: (work: Promise<unknown>) => c.executionCtx.waitUntil(work),
 });
 
+/** The access token is shown once: an Idempotency-Key replay of its answer leaves it (and its link) out. */
+const TOKEN_FIELDS = [["accessToken"], ["surveyUrl"]];
+
 export const surveyRoutes = new OpenAPIHono<AppBindings>({ defaultHook: validationHook });
 // Templates first: /surveys/templates is not a survey id.
 surveyRoutes
   .openapi(listTemplatesRoute, async (c) => c.json(await listTemplates(serviceContext(c), c.req.valid("query")), 200))
   .openapi(createTemplateRoute, async (c) => c.json(await createTemplate(serviceContext(c), c.req.valid("json")), 201))
   .openapi(list, async (c) => c.json(await listSurveys(serviceContext(c), c.req.valid("query")), 200))
-  .openapi(create, async (c) => c.json((await createSurvey(serviceContext(c), c.req.valid("json")))!, 201))
+  .openapi(create, async (c) => {
+    c.set("replayOmits", TOKEN_FIELDS);
+    return c.json((await createSurvey(serviceContext(c), c.req.valid("json")))!, 201);
+  })
   .openapi(read, async (c) => c.json(await getSurvey(serviceContext(c), c.req.valid("param").id), 200))
-  .openapi(reissue, async (c) => c.json(await reissueSurvey(serviceContext(c), c.req.valid("param").id), 200))
+  .openapi(reissue, async (c) => {
+    c.set("replayOmits", TOKEN_FIELDS);
+    return c.json(await reissueSurvey(serviceContext(c), c.req.valid("param").id), 200);
+  })
   .openapi(skip, async (c) => c.json(await skipSurvey(serviceContext(c), c.req.valid("param").id), 200))
   .openapi(open, async (c) => {
     c.header("cache-control", "no-store");

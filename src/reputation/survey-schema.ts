@@ -161,8 +161,15 @@ export const Survey = z
 export type Survey = z.infer<typeof Survey>;
 
 export const SurveyWithToken = Survey.extend({
-  accessToken: z.string().openapi({ description: "The client's capability, shown only here (and mailed for EMAIL surveys); only its SHA-256 is stored" }),
-  surveyUrl: z.string().openapi({ description: "`{APP_URL}/survey/<accessToken>`, the page the client fills in" }),
+  // Optional only for replays: the first answer always has both.
+  accessToken: z
+    .string()
+    .optional()
+    .openapi({ description: "The client's capability, shown only here (and mailed for EMAIL surveys); only its SHA-256 is stored. An Idempotency-Key replay of this answer leaves it out" }),
+  surveyUrl: z
+    .string()
+    .optional()
+    .openapi({ description: "`{APP_URL}/survey/<accessToken>`, the page the client fills in. An Idempotency-Key replay of this answer leaves it out" }),
 }).openapi("SurveyWithToken");
 
 export const SurveyResponse = z

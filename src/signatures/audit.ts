@@ -10,7 +10,7 @@ import { sha256Hex } from "../lib/crypto";
  * entry's own fields, so changing, removing or reordering any entry breaks every hash after it. Rows are appended
  * only by the envelope's Durable Object (one writer, in order) and the migration's triggers refuse UPDATE and DELETE.
  */
-export type AuditEvent = "sent" | "opened" | "authenticated" | "consented" | "signed" | "declined" | "voided" | "expired";
+export type AuditEvent = "sent" | "code_sent" | "opened" | "authenticated" | "consented" | "signed" | "declined" | "voided" | "expired" | "reminded" | "expiry_notice";
 
 export interface AuditInput {
   event: AuditEvent;

@@ -1,11 +1,12 @@
 import { PDFDocument } from "@pdfme/pdf-lib";
-import { pdfWriter } from "../files/pdf-writer";
 import { and, eq, isNull } from "drizzle-orm";
 import { createDb, type Db } from "../db/client";
 import { documents, envelopes } from "../db/schema";
+import { FORMS } from "../documents/forms";
+import { renderDocumentPdf } from "../documents/render";
 import type { Env } from "../env";
 import type { EventConsumer } from "../events/consumers";
-import { FORMS } from "../documents/forms";
+import { type UnicodeWriter, unicodeWriter } from "../files/pdf-writer";
 import { type AuditRow, readAudit, verifyChain } from "./audit";
 import { loadEnvelope } from "./machine";
 
@@ -13,37 +14,116 @@ import { loadEnvelope } from "./machine";
  * The certificate of completion (spec: Envelope state table, "certificate generated"): a PDF naming the document and
  * its SHA-256, every signer with each step they took (time, IP, user agent) and the audit chain's head, stored in R2.
  * Built by a consumer of DOCUMENT_SIGNED, so a failure is retried by the queue and never holds up the signature.
+ * The signed packet is the document as signed, a signature page per signer, then this certificate, in one PDF.
  */
 export const certificateKey = (organizationId: string, envelopeId: string) => `certificates/${organizationId}/${envelopeId}.pdf`;
 
-export async function renderCertificate(input: {
-  envelope: { id: string; completedAt: string | null; mode: string };
-  document: { id: string; formKey: string; sha256: string };
-  signers: { id: string; name: string; email: string; role: string; signedAt: string | null }[];
+export type Verification = "email_code" | "client_attested";
+
+export interface PacketSigner {
+  id: string;
+  name: string;
+  email: string;
+  role: string;
+  signedAt: string | null;
+  verification: Verification | null;
+}
+
+export interface SignedPacketInput {
+  /** documentSha256: hex SHA-256 of the document PDF the signers saw. */
+  envelope: { id: string; mode: string; completedAt: string | null; documentSha256: string };
+  document: { id: string; formKey: string; sha256: string; canonical: Record<string, unknown> };
+  /** The exact PDF the signers saw; without it the document is rendered again from its canonical data. */
+  documentPdf?: Uint8Array;
+  signers: PacketSigner[];
   audit: AuditRow[];
   chain: { valid: boolean; head: string | null; length: number };
-}): Promise<Uint8Array> {
+}
+
+/** The packet's input, where the PDF's hash and how signers were verified may not be known. */
+export type CertificateInput = Omit<SignedPacketInput, "envelope" | "signers" | "documentPdf"> & {
+  envelope: Omit<SignedPacketInput["envelope"], "documentSha256"> & { documentSha256?: string | null };
+  signers: (Omit<PacketSigner, "verification"> & { verification?: Verification | null })[];
+};
+
+const VERIFICATION: Record<Verification, string> = {
+  email_code: "E-mail one-time code (verified by the server)",
+  client_attested: "Attested by the signer's client",
+};
+const verificationText = (v: Verification | null | undefined) => (v ? VERIFICATION[v] : "not recorded");
+const formTitle = (formKey: string) => FORMS[formKey]?.title ?? formKey;
+
+function writeCertificate(w: UnicodeWriter, input: CertificateInput) {
+  w.line("Certificate of completion", { size: 18, strong: true });
+  w.gap(8);
+  w.line(`Document: ${input.document.id}`);
+  w.line(`Form: ${formTitle(input.document.formKey)} (${input.document.formKey})`);
+  w.line(`Document SHA-256: ${input.document.sha256}`);
+  if (input.envelope.documentSha256) w.line(`Document PDF SHA-256 (as the signers saw it): ${input.envelope.documentSha256}`);
+  w.line(`Envelope: ${input.envelope.id} (${input.envelope.mode})`);
+  w.line(`Completed: ${input.envelope.completedAt ?? ""}`);
+  w.gap(10);
+  w.line("Signers", { size: 13, strong: true });
+  for (const s of input.signers) {
+    w.gap(4);
+    w.line(`${s.name} <${s.email}>, ${s.role}: signed ${s.signedAt ?? ""}`, { strong: true });
+    w.line(`Verification: ${verificationText(s.verification)}`, { indent: 14, size: 9 });
+    for (const e of input.audit.filter((a) => a.signerId === s.id)) {
+      w.line(`${e.event} at ${e.at} from ${e.ip ?? "unknown IP"} (${e.userAgent ?? "unknown agent"})`, { indent: 14, size: 9 });
+    }
+  }
+  w.gap(10);
+  w.line("Audit trail", { size: 13, strong: true });
+  w.line(`${input.chain.length} entries, hash chain ${input.chain.valid ? "verified" : "BROKEN"}; head ${input.chain.head ?? ""}`);
+}
+
+/** One page per signer: who, the typed signature, and where and how it was given (from their "signed" audit entry). */
+function writeSignaturePage(w: UnicodeWriter, input: SignedPacketInput, s: PacketSigner) {
+  const signed = input.audit.findLast((a) => a.signerId === s.id && a.event === "signed");
+  w.newPage();
+  w.line(`Signature: ${s.role}`, { size: 16, strong: true });
+  w.line(`${formTitle(input.document.formKey)}, document ${input.document.id}`, { size: 9, muted: true });
+  w.gap(14);
+  w.line(`Name: ${s.name}`);
+  w.line(`Role: ${s.role}`);
+  w.line(`E-mail: ${s.email}`);
+  w.gap(18);
+  w.line(`/s/ ${s.name}`, { size: 22 });
+  w.gap(18);
+  w.line(`Signed at: ${s.signedAt ?? "not signed"}`);
+  w.line(`IP address: ${signed?.ip ?? "not recorded"}`);
+  w.line(`User agent: ${signed?.userAgent ?? "not recorded"}`);
+  w.line(`Verification: ${verificationText(s.verification)}`);
+  w.gap(10);
+  w.line(`Envelope ${input.envelope.id}${input.envelope.documentSha256 ? `; document PDF SHA-256 ${input.envelope.documentSha256}` : ""}`, { size: 8, muted: true });
+}
+
+export async function renderCertificate(env: Env, input: CertificateInput): Promise<Uint8Array> {
   const pdf = await PDFDocument.create();
   pdf.setTitle(`Certificate of completion ${input.envelope.id}`);
   pdf.setProducer("Brokerage Edge API");
-  const { line } = await pdfWriter(pdf);
-  line("Certificate of completion", { size: 18, strong: true });
-  line("");
-  line(`Document: ${input.document.id}`);
-  line(`Form: ${FORMS[input.document.formKey]?.title ?? input.document.formKey} (${input.document.formKey})`);
-  line(`Document SHA-256: ${input.document.sha256}`);
-  line(`Envelope: ${input.envelope.id} (${input.envelope.mode})`);
-  line(`Completed: ${input.envelope.completedAt ?? ""}`);
-  line("");
-  line("Signers", { size: 13, strong: true });
-  for (const s of input.signers) {
-    line(`${s.name} <${s.email}>, ${s.role}: signed ${s.signedAt ?? ""}`, { strong: true });
-    for (const e of input.audit.filter((a) => a.signerId === s.id)) line(`${e.event} at ${e.at} from ${e.ip ?? "unknown IP"} (${e.userAgent ?? "unknown agent"})`, { indent: 14, size: 9 });
-  }
-  line("");
-  line("Audit trail", { size: 13, strong: true });
-  line(`${input.chain.length} entries, hash chain ${input.chain.valid ? "verified" : "BROKEN"}; head ${input.chain.head ?? ""}`);
+  const w = await unicodeWriter(env, pdf);
+  writeCertificate(w, input);
+  await w.finish((page, pages) => `Certificate of completion, envelope ${input.envelope.id} · page ${page} of ${pages}`);
   return pdf.save();
+}
+
+/**
+ * The signed packet, unsaved so the caller can seal it: the document's pages (copied from the PDF the signers saw, so
+ * they are those very pages), a signature page per signer, then the certificate of completion.
+ */
+export async function renderSignedPacket(env: Env, input: SignedPacketInput): Promise<PDFDocument> {
+  const packet = await PDFDocument.create();
+  packet.setTitle(`${formTitle(input.document.formKey)}, signed (envelope ${input.envelope.id})`);
+  packet.setProducer("Brokerage Edge API");
+  const source = await PDFDocument.load(input.documentPdf ?? (await renderDocumentPdf(env, input.document)));
+  for (const page of await packet.copyPages(source, source.getPageIndices())) packet.addPage(page);
+  const w = await unicodeWriter(env, packet);
+  for (const s of input.signers) writeSignaturePage(w, input, s);
+  w.newPage();
+  writeCertificate(w, input);
+  await w.finish((page, pages) => `Envelope ${input.envelope.id} · signatures and certificate, page ${page} of ${pages}`);
+  return packet;
 }
 
 /** Builds and stores the certificate of a completed envelope, once: a second call finds it done. */
@@ -53,7 +133,7 @@ export async function generateCertificate(env: Env, db: Db, envelopeId: string):
   const { envelope, signers } = loaded;
   const [document, audit] = await Promise.all([db.select().from(documents).where(eq(documents.id, envelope.documentId)).get(), readAudit(db, envelope.id)]);
   if (!document) return;
-  const pdf = await renderCertificate({ envelope, document, signers, audit, chain: await verifyChain(envelope.id, audit) });
+  const pdf = await renderCertificate(env, { envelope, document, signers, audit, chain: await verifyChain(envelope.id, audit) });
   const key = certificateKey(envelope.organizationId, envelope.id);
   await env.FILES.put(key, pdf, { httpMetadata: { contentType: "application/pdf", contentDisposition: `attachment; filename="certificate-${envelope.id}.pdf"` } });
   await db.update(envelopes).set({ certificateKey: key }).where(and(eq(envelopes.id, envelope.id), isNull(envelopes.certificateKey)));

@@ -1,23 +1,35 @@
 import { DurableObject } from "cloudflare:workers";
+import { StaleWrite } from "../db/write";
 import type { Env } from "../env";
-import { act, type ActResult, expireIfDue, openLink, type OpenResult, type RequestMeta, voidEnvelope, type VoidResult } from "./machine";
+import { act, type ActResult, openLink, type OpenResult } from "./actions";
+import { SignerCodes } from "./codes";
+import { end, expireIfDue, isExpired, type Loaded, loadEnvelope, machineContext, type RequestMeta, TERMINAL } from "./machine";
+import { mailDueNotices } from "./reminders";
 import type { SignerAction } from "./schemas";
+
+export type VoidResult = { kind: "voided" } | { kind: "not_found" } | { kind: "cannot_void"; message: string };
 
 /**
  * One object per envelope id serializes every transition of that envelope (DESIGN.md "Serialization"). An awaited D1
- * call opens the object's input gate, so another call could run in between; every transition therefore runs in an
- * explicit queue (a promise chain), one after another, and its D1 write stays conditional (machine.ts) as a second
- * guard. The object keeps only the envelope id and an alarm at the envelope's expiry.
+ * call opens the object's input gate, so every transition runs in an explicit queue (a promise chain), and its D1
+ * write stays a compare-and-set on the envelope's version as a second guard.
+ *
+ * The object keeps the envelope's state (row, signers, live links, audit head) in memory after its first load and
+ * moves it with each write it makes, so a transition costs one D1 round trip, the write itself. D1 stays the source of
+ * truth: a write from a state D1 has moved past fails its guard, and the object reloads and runs the call again; an
+ * evicted object loads once more. One-time codes live in the object's own storage (codes.ts).
  */
 export class EnvelopeSigner extends DurableObject<Env> {
   private tail: Promise<unknown> = Promise.resolve();
-  /**
-   * What this object has learned for good: the envelope ended (it never resumes), and tokens that died (they never
-   * revive). A call that can only be "gone" is answered from here, without reading D1; 49 losers of a 50-way race on
-   * the last signature then wait microseconds, not one D1 read each. Lost on eviction: D1 stays the source of truth.
-   */
-  private ended = false;
+  private state: Loaded | null = null;
+  /** Tokens that died (they never revive): a call that can only be "gone" is answered without reading anything. */
   private readonly deadTokens = new Set<string>();
+  private readonly codes: SignerCodes;
+
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env);
+    this.codes = new SignerCodes(ctx.storage.sql);
+  }
 
   private serial<T>(work: () => Promise<T>): Promise<T> {
     const run = this.tail.then(work, work);
@@ -27,49 +39,73 @@ export class EnvelopeSigner extends DurableObject<Env> {
 
   private readonly defer = (work: Promise<unknown>) => this.ctx.waitUntil(work);
 
-  /** Called when the envelope is created: remembers it, and sets the expiry alarm when it expires. */
+  /** Runs `op` on the envelope's state, in turn; a lost compare-and-set reloads and runs it again. Null: no such envelope. */
+  private withState<T>(envelopeId: string, op: (s: Loaded) => Promise<{ result: T; state: Loaded }>, fresh = false): Promise<T | null> {
+    return this.serial(async () => {
+      for (let attempt = 1; ; attempt++) {
+        const cached = !fresh && attempt === 1 && this.state?.envelope.id === envelopeId ? this.state : null;
+        const s = cached ?? (await loadEnvelope(this.env, envelopeId));
+        if (!s) return null;
+        this.state = s;
+        try {
+          const out = await op(s);
+          this.state = out.state;
+          return out.result;
+        } catch (err) {
+          this.state = null;
+          if (!(err instanceof StaleWrite) || attempt >= 3) throw err;
+        }
+      }
+    });
+  }
+
+  /** Called when the envelope is created: remembers it, and sets the expiry alarm. */
   async begin(envelopeId: string, expiresAt: string | null): Promise<void> {
     await this.ctx.storage.put("envelopeId", envelopeId);
     if (expiresAt) await this.ctx.storage.setAlarm(new Date(expiresAt).getTime());
   }
 
-  private known(tokenHash: string): boolean {
-    return this.ended || this.deadTokens.has(tokenHash);
+  /** `unknown`: no envelope has this id (the route then looks the token up as a link minted before ids were carried). */
+  async open(envelopeId: string, tokenHash: string, meta: RequestMeta): Promise<OpenResult | { kind: "unknown" }> {
+    if (this.deadTokens.has(tokenHash)) return { kind: "gone" };
+    const result = await this.withState(envelopeId, (s) => openLink(this.env, s, tokenHash, meta, this.defer));
+    if (result?.kind === "gone") this.deadTokens.add(tokenHash);
+    return result ?? { kind: "unknown" };
   }
 
-  open(envelopeId: string, tokenHash: string, meta: RequestMeta): Promise<OpenResult> {
-    return this.serial(async () => {
-      if (this.known(tokenHash)) return { kind: "gone" };
-      const result = await openLink(this.env, envelopeId, tokenHash, meta, this.defer);
-      if (result.kind === "gone") this.deadTokens.add(tokenHash);
-      return result;
-    });
+  async act(envelopeId: string, tokenHash: string, input: SignerAction, meta: RequestMeta): Promise<ActResult | { kind: "unknown" }> {
+    if (this.deadTokens.has(tokenHash)) return { kind: "gone" };
+    // Checked again in turn: calls that queued behind the one that killed this token answer without any work.
+    const result = await this.withState(envelopeId, async (s) => (this.deadTokens.has(tokenHash) ? { result: { kind: "gone" as const }, state: s } : act(this.env, s, this.codes, tokenHash, input, meta, this.defer)));
+    if (result?.kind === "gone" || (result?.kind === "done" && (input.action === "sign" || input.action === "decline"))) this.deadTokens.add(tokenHash);
+    return result ?? { kind: "unknown" };
   }
 
-  act(envelopeId: string, tokenHash: string, input: SignerAction, meta: RequestMeta): Promise<ActResult> {
-    return this.serial(async () => {
-      if (this.known(tokenHash)) return { kind: "gone" };
-      const result = await act(this.env, envelopeId, tokenHash, input, meta, this.defer);
-      if (result.kind === "gone" || (result.kind === "done" && (input.action === "sign" || input.action === "decline"))) this.deadTokens.add(tokenHash);
-      if (result.kind === "done" && (result.completed || input.action === "decline")) this.ended = true;
-      return result;
+  async void(envelopeId: string, organizationId: string, reason: string, actorUserId: string | null, meta: RequestMeta): Promise<VoidResult> {
+    const result = await this.withState<VoidResult>(envelopeId, async (s) => {
+      if (s.envelope.organizationId !== organizationId) return { result: { kind: "not_found" }, state: s };
+      const ctx = machineContext(this.env, s.envelope, this.defer, { type: "user", userId: actorUserId });
+      if (!TERMINAL.has(s.envelope.status) && isExpired(s.envelope)) {
+        return { result: { kind: "cannot_void", message: "The envelope has expired" }, state: await end(ctx, s, "expired", "expired", { ip: null, userAgent: null }) };
+      }
+      if (TERMINAL.has(s.envelope.status)) return { result: { kind: "cannot_void", message: `The envelope is already ${s.envelope.status}` }, state: s };
+      return { result: { kind: "voided" }, state: await end(ctx, s, "voided", reason, meta) };
     });
+    if (result?.kind !== "not_found") this.codes.forget(this.state?.signers.map((s) => s.id) ?? []);
+    return result ?? { kind: "not_found" };
   }
 
-  void(envelopeId: string, organizationId: string, reason: string, actorUserId: string | null, meta: RequestMeta): Promise<VoidResult> {
-    return this.serial(async () => {
-      const result = await voidEnvelope(this.env, envelopeId, organizationId, reason, actorUserId, meta, this.defer);
-      if (result.kind !== "not_found") this.ended = true;
-      return result;
-    });
+  /** The cron's call: mails the reminders and expiry notice that are due, once (reminders.ts). */
+  async remind(envelopeId: string): Promise<number> {
+    return (await this.withState(envelopeId, (s) => mailDueNotices(this.env, s, this.defer).then(({ mailed, state }) => ({ result: mailed, state })), true)) ?? 0;
   }
 
   override async alarm(): Promise<void> {
     const envelopeId = await this.ctx.storage.get<string>("envelopeId");
     if (!envelopeId) return;
-    const later = await this.serial(() => expireIfDue(this.env, envelopeId, this.defer));
+    // Read afresh: the alarm is rare, and must see an expiry changed in D1 since the object last looked.
+    const later = await this.withState(envelopeId, (s) => expireIfDue(this.env, s, this.defer).then(({ later, state }) => ({ result: later, state })), true);
     if (later) await this.ctx.storage.setAlarm(new Date(later).getTime());
-    else this.ended = true;
   }
 }
 

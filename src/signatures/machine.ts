@@ -1,24 +1,21 @@
-import { and, desc, eq, isNotNull, sql } from "drizzle-orm";
+import { and, desc, eq, inArray, sql } from "drizzle-orm";
 import { createDb } from "../db/client";
-import { documents, envelopeAudit, envelopes, envelopeSigners } from "../db/schema";
-import type { EnvelopeStatus, SignerStatus } from "../db/signatures";
+import { documents, envelopeAudit, envelopes, envelopeSigners, signingLinks } from "../db/schema";
+import type { ChainSeal, EnvelopeStatus, SignerStatus } from "../db/signatures";
 import { commit, expectVersion, type Statement, type VersionedTable } from "../db/write";
 import type { Env } from "../env";
-import { readConfig } from "../env";
 import type { EventEnvelope } from "../events/envelope";
-import { newEvent } from "../events/outbox";
-import { newToken, sha256Hex } from "../lib/crypto";
 import { loggableError } from "../lib/log";
 import { nowIso } from "../lib/time";
-import { mailerFor } from "../mail/mailer";
 import type { ServiceContext } from "../platform/context";
 import { type AuditInput, appendAudit, type ChainHead, GENESIS } from "./audit";
-import type { SignerAction } from "./schemas";
+import { sealChainHead } from "./chain-seal";
 
 /**
- * The envelope state machine (spec: States and transitions, Signer and Envelope). Every function here runs inside the
- * envelope's EnvelopeSigner Durable Object, one at a time (envelope-signer.ts); each write is also a compare-and-set
- * on the envelope's version and conditional on the signer's expected status, as a second guard.
+ * The envelope state machine's storage half (spec: States and transitions). Every transition runs inside the
+ * envelope's EnvelopeSigner Durable Object, one at a time (envelope-signer.ts), from the state the object holds;
+ * each write is one D1 batch, a compare-and-set on the envelope's version, so a state the object holds that D1 has
+ * moved past fails the batch (StaleWrite) instead of overwriting it, and the object reloads.
  */
 export type EnvelopeRow = typeof envelopes.$inferSelect;
 export type SignerRow = typeof envelopeSigners.$inferSelect;
@@ -28,75 +25,86 @@ export interface RequestMeta {
   userAgent: string | null;
 }
 
+export interface LiveLink {
+  tokenHash: string;
+  signerId: string;
+}
+
 export interface Loaded {
   envelope: EnvelopeRow;
   signers: SignerRow[];
+  links: LiveLink[];
   head: ChainHead;
 }
 
 export const ENVELOPES: VersionedTable = { table: envelopes, id: envelopes.id, organizationId: envelopes.organizationId, version: envelopes.version };
 export const TERMINAL: ReadonlySet<EnvelopeStatus> = new Set(["completed", "declined", "voided", "expired"]);
-const ACTIVE: ReadonlySet<SignerStatus> = new Set(["sent", "opened", "authenticated", "consented"]);
+export const ACTIVE: ReadonlySet<SignerStatus> = new Set(["sent", "opened", "authenticated", "consented"]);
+const NO_META: RequestMeta = { ip: null, userAgent: null };
 
-/** Which status each action moves a signer from, and to (spec: Signer state table). */
-const MOVES: Record<Exclude<SignerAction["action"], "decline">, { from: SignerStatus; to: SignerStatus }> = {
-  authenticate: { from: "opened", to: "authenticated" },
-  consent: { from: "authenticated", to: "consented" },
-  sign: { from: "consented", to: "signed" },
-};
-
-export const signingUrl = (env: Env, token: string) => `${readConfig(env).APP_URL.replace(/\/$/, "")}/sign/${token}`;
-
-/** A new signing token (256 random bits) and its SHA-256, the only form stored. */
-export async function mintToken(): Promise<{ token: string; hash: string }> {
-  const token = newToken("sign");
-  return { token, hash: await sha256Hex(token) };
-}
-
-/** The envelope, its signers in signing order and its audit chain head, in one D1 round trip. */
+/** The envelope, its signers in signing order, its live links and its audit chain head, in one D1 round trip. */
 export async function loadEnvelope(env: Env, envelopeId: string): Promise<Loaded | null> {
   const db = createDb(env.DB);
-  const [rows, signers, last] = await db.batch([
+  const [rows, signers, links, last] = await db.batch([
     db.select().from(envelopes).where(eq(envelopes.id, envelopeId)),
     db.select().from(envelopeSigners).where(eq(envelopeSigners.envelopeId, envelopeId)).orderBy(envelopeSigners.position),
+    db.select({ tokenHash: signingLinks.tokenHash, signerId: signingLinks.signerId }).from(signingLinks).where(eq(signingLinks.envelopeId, envelopeId)),
     db.select({ seq: envelopeAudit.seq, hash: envelopeAudit.hash }).from(envelopeAudit).where(eq(envelopeAudit.envelopeId, envelopeId)).orderBy(desc(envelopeAudit.seq)).limit(1),
   ]);
   const envelope = rows[0];
-  return envelope ? { envelope, signers, head: last[0] ?? { seq: 0, hash: GENESIS } } : null;
+  return envelope ? { envelope, signers, links, head: last[0] ?? { seq: 0, hash: GENESIS } } : null;
 }
 
-/** The service context a transition writes with: public actor, the envelope's organization, deferred work kept alive. */
-function machineContext(env: Env, envelope: EnvelopeRow, defer: (work: Promise<unknown>) => void, actor: ServiceContext["actor"] = { type: "public", userId: null }): ServiceContext {
+/** The service context a transition writes with: the envelope's organization, deferred work kept alive. */
+export function machineContext(env: Env, envelope: EnvelopeRow, defer: (work: Promise<unknown>) => void, actor: ServiceContext["actor"] = { type: "public", userId: null }): ServiceContext {
   return { env, db: createDb(env.DB), d1: env.DB, organizationId: envelope.organizationId, actor, requestId: "envelope-signer", defer };
 }
 
-interface Change {
-  envelope?: Partial<Pick<EnvelopeRow, "status" | "completedAt" | "endedReason">>;
-  signers?: { id: string; from: SignerStatus | SignerStatus[]; set: Partial<Pick<SignerRow, "status" | "tokenHash" | "sentAt" | "signedAt" | "declinedAt">> }[];
-  /** Kills every live link of the envelope. */
+export type SignerSet = Partial<Pick<SignerRow, "status" | "sentAt" | "signedAt" | "declinedAt" | "verification" | "remindAt">>;
+
+export interface Change {
+  envelope?: Partial<Pick<EnvelopeRow, "status" | "completedAt" | "endedReason" | "expiryNoticeAt">>;
+  signers?: { id: string; from: SignerStatus | SignerStatus[]; set: SignerSet }[];
+  /** Every live link of the envelope dies, and no signer is reminded any more (a terminal state). */
   killLinks?: boolean;
+  /** These signers' links die (they signed). */
+  killSignerLinks?: string[];
+  newLinks?: LiveLink[];
   document?: "GENERATED" | "SIGNED";
   audit: AuditInput[];
   events?: EventEnvelope[];
 }
 
-/** Writes one transition in one batch: guarded on the envelope's version, signers on their expected status. */
-async function write(ctx: ServiceContext, loaded: Loaded, change: Change): Promise<void> {
+/**
+ * Writes one transition in one batch, guarded on the envelope's version (signers on their expected status too), and
+ * answers the state after it. A terminal status signs the audit chain's new head with the seal key (chain-seal.ts).
+ */
+export async function write(ctx: ServiceContext, loaded: Loaded, change: Change): Promise<Loaded> {
   const { envelope } = loaded;
   const db = ctx.db;
   const at = nowIso();
+  const audit = await appendAudit(db, envelope.organizationId, envelope.id, loaded.head, change.audit);
+  const terminal = change.envelope?.status !== undefined && TERMINAL.has(change.envelope.status);
+  const chainSeal: ChainSeal | null = terminal ? await sealChainHead(ctx.env, envelope.id, audit.head).catch(noSeal(envelope.id)) : envelope.chainSeal;
+  const next: EnvelopeRow = { ...envelope, ...change.envelope, chainSeal, updatedAt: at, version: envelope.version + 1 };
   const statements: Statement[] = [
     expectVersion(db, ENVELOPES, envelope.organizationId, envelope),
     db
       .update(envelopes)
-      .set({ ...change.envelope, updatedAt: at, version: envelope.version + 1 })
+      .set({ ...change.envelope, ...(terminal ? { chainSeal } : {}), updatedAt: at, version: next.version })
       .where(and(eq(envelopes.id, envelope.id), eq(envelopes.version, envelope.version))),
   ];
   for (const s of change.signers ?? []) {
     const from = Array.isArray(s.from) ? s.from : [s.from];
     statements.push(db.update(envelopeSigners).set(s.set).where(and(eq(envelopeSigners.id, s.id), sql`${envelopeSigners.status} IN (SELECT value FROM json_each(${JSON.stringify(from)}))`)));
   }
-  if (change.killLinks) statements.push(db.update(envelopeSigners).set({ tokenHash: null }).where(and(eq(envelopeSigners.envelopeId, envelope.id), isNotNull(envelopeSigners.tokenHash))));
+  if (change.killLinks) {
+    statements.push(db.delete(signingLinks).where(eq(signingLinks.envelopeId, envelope.id)));
+    statements.push(db.update(envelopeSigners).set({ remindAt: null }).where(eq(envelopeSigners.envelopeId, envelope.id)));
+  } else if (change.killSignerLinks?.length) {
+    statements.push(db.delete(signingLinks).where(and(eq(signingLinks.envelopeId, envelope.id), inArray(signingLinks.signerId, change.killSignerLinks))));
+  }
+  for (const l of change.newLinks ?? []) statements.push(db.insert(signingLinks).values({ ...l, envelopeId: envelope.id, organizationId: envelope.organizationId, createdAt: at }));
   if (change.document) {
     statements.push(
       db
@@ -105,12 +113,26 @@ async function write(ctx: ServiceContext, loaded: Loaded, change: Change): Promi
         .where(and(eq(documents.id, envelope.documentId), eq(documents.organizationId, envelope.organizationId))),
     );
   }
-  const audit = await appendAudit(db, envelope.organizationId, envelope.id, loaded.head, change.audit);
   statements.push(...audit.statements);
   await commit(ctx, statements, change.events ?? []);
+
+  const sets = new Map((change.signers ?? []).map((s) => [s.id, s.set]));
+  const dead = new Set(change.killSignerLinks ?? []);
+  return {
+    envelope: next,
+    signers: loaded.signers.map((s) => ({ ...s, ...sets.get(s.id), ...(change.killLinks ? { remindAt: null } : {}) })),
+    links: change.killLinks ? [] : [...loaded.links.filter((l) => !dead.has(l.signerId)), ...(change.newLinks ?? [])],
+    head: audit.head,
+  };
 }
 
-const entry = (event: AuditInput["event"], signerId: string | null, meta: RequestMeta, data: Record<string, unknown> | null = null): AuditInput => ({
+/** Without a seal key the terminal state still lands (a signature never fails on configuration); the log says why. */
+const noSeal = (envelopeId: string) => (err: unknown) => {
+  console.error(JSON.stringify({ level: "error", msg: "audit chain head not sealed", envelopeId, error: loggableError(err) }));
+  return null;
+};
+
+export const entry = (event: AuditInput["event"], signerId: string | null, meta: RequestMeta, data: Record<string, unknown> | null = null): AuditInput => ({
   event,
   signerId,
   at: nowIso(),
@@ -120,142 +142,28 @@ const entry = (event: AuditInput["event"], signerId: string | null, meta: Reques
 });
 
 /** Ends a non-terminal envelope (void, expiry): every link dies, the document can be sent again. */
-async function end(env: Env, loaded: Loaded, status: "voided" | "expired", reason: string, meta: RequestMeta, defer: (w: Promise<unknown>) => void, actor?: ServiceContext["actor"]) {
-  const data = status === "voided" ? { reason, ...(actor?.userId ? { userId: actor.userId } : {}) } : null;
-  await write(machineContext(env, loaded.envelope, defer, actor), loaded, {
-    envelope: { status, endedReason: reason },
-    killLinks: true,
-    document: "GENERATED",
-    audit: [entry(status, null, meta, data)],
-  });
+export async function end(ctx: ServiceContext, loaded: Loaded, status: "voided" | "expired", reason: string, meta: RequestMeta): Promise<Loaded> {
+  const data = status === "voided" ? { reason, ...(ctx.actor.userId ? { userId: ctx.actor.userId } : {}) } : null;
+  return write(ctx, loaded, { envelope: { status, endedReason: reason }, killLinks: true, document: "GENERATED", audit: [entry(status, null, meta, data)] });
 }
 
-const isExpired = (e: EnvelopeRow, now = nowIso()) => e.expiresAt !== null && e.expiresAt <= now;
+export const isExpired = (e: EnvelopeRow, now = nowIso()) => e.expiresAt !== null && e.expiresAt <= now;
 
-/** The signer a live token belongs to, or null when the link is dead (signed, declined, ended, expired, unknown). */
-async function liveSigner(env: Env, loaded: Loaded, tokenHash: string, defer: (w: Promise<unknown>) => void): Promise<SignerRow | null> {
-  if (TERMINAL.has(loaded.envelope.status)) return null;
-  if (isExpired(loaded.envelope)) {
-    // The alarm has not run yet: expire now, so the link answers as an expired one.
-    await end(env, loaded, "expired", "expired", { ip: null, userAgent: null }, defer);
-    return null;
-  }
-  const signer = loaded.signers.find((s) => s.tokenHash === tokenHash);
-  return signer && ACTIVE.has(signer.status) ? signer : null;
-}
-
-export type OpenResult = { kind: "active"; signer: { name: string; role: string; status: SignerStatus; documentId: string } } | { kind: "gone" };
-
-/** GET /api/public/sign/{token}: the first open moves the signer from sent to opened and records it. */
-export async function openLink(env: Env, envelopeId: string, tokenHash: string, meta: RequestMeta, defer: (w: Promise<unknown>) => void): Promise<OpenResult> {
-  const loaded = await loadEnvelope(env, envelopeId);
-  const signer = loaded && (await liveSigner(env, loaded, tokenHash, defer));
-  if (!loaded || !signer) return { kind: "gone" };
-  let status = signer.status;
-  if (status === "sent") {
-    await write(machineContext(env, loaded.envelope, defer), loaded, { signers: [{ id: signer.id, from: "sent", set: { status: "opened" } }], audit: [entry("opened", signer.id, meta)] });
-    status = "opened";
-  }
-  return { kind: "active", signer: { name: signer.name, role: signer.role, status, documentId: loaded.envelope.documentId } };
-}
-
-export type ActResult = { kind: "done"; completed?: boolean } | { kind: "gone" } | { kind: "invalid_state"; message: string };
-
-/** POST /api/public/sign/{token}: one signer action, in the order the state table allows. */
-export async function act(env: Env, envelopeId: string, tokenHash: string, input: SignerAction, meta: RequestMeta, defer: (w: Promise<unknown>) => void): Promise<ActResult> {
-  const loaded = await loadEnvelope(env, envelopeId);
-  const signer = loaded && (await liveSigner(env, loaded, tokenHash, defer));
-  if (!loaded || !signer) return { kind: "gone" };
-  const ctx = machineContext(env, loaded.envelope, defer);
-
-  if (input.action === "decline") {
-    await write(ctx, loaded, {
-      envelope: { status: "declined", endedReason: "declined" },
-      signers: [{ id: signer.id, from: [...ACTIVE], set: { status: "declined", declinedAt: nowIso(), tokenHash: null } }],
-      killLinks: true,
-      document: "GENERATED",
-      audit: [entry("declined", signer.id, meta, input.reason === undefined ? null : { reason: input.reason })],
-    });
-    return { kind: "done" };
-  }
-
-  const move = MOVES[input.action];
-  if (signer.status !== move.from) {
-    return { kind: "invalid_state", message: `${input.action} is not possible now: the signer is ${signer.status}, and ${input.action} follows ${move.from}` };
-  }
-  if (input.action === "authenticate" && input.codeVerified !== true) {
-    return { kind: "invalid_state", message: "authenticate needs codeVerified: true (the one-time code or knowledge-based check was not verified)" };
-  }
-  if (input.action !== "sign") {
-    await write(ctx, loaded, { signers: [{ id: signer.id, from: move.from, set: { status: move.to } }], audit: [entry(move.to as AuditInput["event"], signer.id, meta)] });
-    return { kind: "done" };
-  }
-
-  const at = nowIso();
-  const signers = loaded.signers.map((s) => (s.id === signer.id ? { ...s, status: "signed" as const, signedAt: at } : s));
-  const completed = signers.every((s) => s.status === "signed");
-  const change: Change = { signers: [{ id: signer.id, from: "consented", set: { status: "signed", signedAt: at, tokenHash: null } }], audit: [entry("signed", signer.id, meta)] };
-  let handOff: { signer: SignerRow; token: string } | null = null;
-  if (completed) {
-    change.envelope = { status: "completed", completedAt: at };
-    change.document = "SIGNED";
-    change.events = [
-      newEvent(ctx, "DOCUMENT_SIGNED", {
-        envelopeId: loaded.envelope.id,
-        documentId: loaded.envelope.documentId,
-        completedAt: at,
-        signers: signers.map((s) => ({ id: s.id, name: s.name, email: s.email, role: s.role, signedAt: s.signedAt })),
-      }),
-    ];
-  } else if (loaded.envelope.mode === "sequential") {
-    // The next signer's turn: its token is minted now and mailed once the signature is committed.
-    const next = signers.find((s) => s.status === "pending");
-    if (next) {
-      const { token, hash } = await mintToken();
-      change.signers!.push({ id: next.id, from: "pending", set: { status: "sent", tokenHash: hash, sentAt: at } });
-      change.audit.push(entry("sent", next.id, meta));
-      handOff = { signer: next, token };
-    }
-  }
-  await write(ctx, loaded, change);
-  if (handOff) defer(sendSigningLink(env, loaded.envelope.organizationId, handOff.signer, handOff.token));
-  return { kind: "done", completed };
-}
-
-export type VoidResult = { kind: "voided" } | { kind: "not_found" } | { kind: "cannot_void"; message: string };
-
-/** DELETE /api/signatures/{envelopeId}: any non-terminal envelope of the caller's organization. */
-export async function voidEnvelope(env: Env, envelopeId: string, organizationId: string, reason: string, actorUserId: string | null, meta: RequestMeta, defer: (w: Promise<unknown>) => void): Promise<VoidResult> {
-  const loaded = await loadEnvelope(env, envelopeId);
-  if (!loaded || loaded.envelope.organizationId !== organizationId) return { kind: "not_found" };
-  if (!TERMINAL.has(loaded.envelope.status) && isExpired(loaded.envelope)) {
-    await end(env, loaded, "expired", "expired", { ip: null, userAgent: null }, defer);
-    return { kind: "cannot_void", message: "The envelope has expired" };
-  }
-  if (TERMINAL.has(loaded.envelope.status)) return { kind: "cannot_void", message: `The envelope is already ${loaded.envelope.status}` };
-  await end(env, loaded, "voided", reason, meta, defer, { type: "user", userId: actorUserId });
-  return { kind: "voided" };
+/**
+ * The signer a live token belongs to, or null when the link is dead (signed, declined, ended, expired, unknown). An
+ * envelope past its expiry whose alarm has not run yet is expired now, so the link answers as an expired one.
+ */
+export async function liveSigner(env: Env, loaded: Loaded, tokenHash: string, defer: (w: Promise<unknown>) => void): Promise<{ signer: SignerRow | null; state: Loaded }> {
+  if (TERMINAL.has(loaded.envelope.status)) return { signer: null, state: loaded };
+  if (isExpired(loaded.envelope)) return { signer: null, state: await end(machineContext(env, loaded.envelope, defer), loaded, "expired", "expired", NO_META) };
+  const link = loaded.links.find((l) => l.tokenHash === tokenHash);
+  const signer = link && loaded.signers.find((s) => s.id === link.signerId);
+  return { signer: signer && ACTIVE.has(signer.status) ? signer : null, state: loaded };
 }
 
 /** The alarm: expires the envelope when its time has come; answers when to look again if it has not. */
-export async function expireIfDue(env: Env, envelopeId: string, defer: (w: Promise<unknown>) => void): Promise<string | null> {
-  const loaded = await loadEnvelope(env, envelopeId);
-  if (!loaded || TERMINAL.has(loaded.envelope.status) || !loaded.envelope.expiresAt) return null;
-  if (!isExpired(loaded.envelope)) return loaded.envelope.expiresAt;
-  await end(env, loaded, "expired", "expired", { ip: null, userAgent: null }, defer);
-  return null;
-}
-
-/** Mails a signer their link. The raw token exists only in this message and in the creating response. */
-export async function sendSigningLink(env: Env, organizationId: string, signer: Pick<SignerRow, "name" | "email" | "role">, token: string): Promise<void> {
-  try {
-    await mailerFor(env).send({
-      organizationId,
-      to: signer.email,
-      subject: "A document is waiting for your signature",
-      text: `Hello ${signer.name},\n\nYou are asked to review and sign a document as ${signer.role}.\nOpen this link to sign: ${signingUrl(env, token)}\n\nThe link is personal: do not forward it.`,
-    });
-  } catch (err) {
-    console.error(JSON.stringify({ level: "error", msg: "signing link mail failed", organizationId, error: loggableError(err) }));
-  }
+export async function expireIfDue(env: Env, loaded: Loaded, defer: (w: Promise<unknown>) => void): Promise<{ later: string | null; state: Loaded }> {
+  if (TERMINAL.has(loaded.envelope.status) || !loaded.envelope.expiresAt) return { later: null, state: loaded };
+  if (!isExpired(loaded.envelope)) return { later: loaded.envelope.expiresAt, state: loaded };
+  return { later: null, state: await end(machineContext(env, loaded.envelope, defer), loaded, "expired", "expired", NO_META) };
 }

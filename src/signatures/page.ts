@@ -12,12 +12,17 @@ const TURNSTILE = "https://challenges.cloudflare.com";
 
 const STYLE = `
   :root { color-scheme: light dark; font-family: system-ui, sans-serif; line-height: 1.5; }
-  body { max-width: 40rem; margin: 2rem auto; padding: 0 1rem; }
+  body { max-width: 44rem; margin: 2rem auto; padding: 0 1rem; }
   button { font: inherit; padding: .5rem 1rem; margin: .25rem .5rem .25rem 0; cursor: pointer; }
-  button:focus-visible, input:focus-visible, textarea:focus-visible { outline: 3px solid #2563eb; outline-offset: 2px; }
-  .step[hidden] { display: none; }
+  button:focus-visible, input:focus-visible, textarea:focus-visible, a:focus-visible { outline: 3px solid #2563eb; outline-offset: 2px; }
+  .step[hidden], #code-entry[hidden] { display: none; }
   #status { min-height: 1.5rem; font-weight: 600; }
   textarea { width: 100%; font: inherit; }
+  #code { font: inherit; font-size: 1.25rem; letter-spacing: .3em; width: 8ch; padding: .25rem .5rem; }
+  #document { border: 1px solid #8884; border-radius: .5rem; padding: .5rem 1rem; max-height: 28rem; overflow: auto; }
+  #document h3 { font-size: 1rem; margin: .75rem 0 .25rem; }
+  #document p { margin: 0; }
+  .hash { font-family: ui-monospace, monospace; font-size: .8rem; overflow-wrap: anywhere; }
 `;
 
 const SCRIPT = `
@@ -29,6 +34,7 @@ const SCRIPT = `
   const siteKey = document.body.dataset.sitekey || "";
   const show = (step) => {
     for (const el of document.querySelectorAll(".step")) el.hidden = el.id !== step;
+    $("read").hidden = !["identify", "consent", "sign"].includes(step);
     const heading = $(step).querySelector("h2");
     if (heading) heading.focus();
   };
@@ -41,18 +47,50 @@ const SCRIPT = `
     if (!res.ok) { say(json.message || "Something went wrong (" + res.status + "); please try again."); return null; }
     return json;
   }
+  function showDocument(doc) {
+    const box = $("document");
+    box.replaceChildren();
+    const title = document.createElement("h2");
+    title.id = "document-title";
+    title.textContent = doc.text.title;
+    box.append(title);
+    for (const section of doc.text.sections) {
+      const h = document.createElement("h3");
+      h.textContent = section.heading;
+      box.append(h);
+      for (const line of section.lines) {
+        const p = document.createElement("p");
+        p.textContent = line;
+        box.append(p);
+      }
+    }
+    if (doc.pdfUrl) { $("pdf").href = doc.pdfUrl; $("pdf").hidden = false; }
+    $("sha256").textContent = doc.sha256 || "";
+  }
   async function start() {
     const res = await fetch(api);
     if (res.status === 404) return show("gone");
     if (!res.ok) return say("This page could not be loaded (" + res.status + "); please try again.");
-    const { signer } = await res.json();
-    $("who").textContent = signer.name + " (" + signer.role + ")";
-    const next = { opened: "identify", authenticated: "consent", consented: "sign" }[signer.status] || "identify";
+    const view = await res.json();
+    $("who").textContent = view.signer.name + " (" + view.signer.role + ")";
+    showDocument(view.document);
+    const next = { opened: "identify", authenticated: "consent", consented: "sign" }[view.signer.status] || "identify";
     show(next);
   }
+  $("send-code-button").addEventListener("click", async () => {
+    const sent = await post({ action: "send_code" });
+    if (sent) {
+      $("sent-to").textContent = sent.sentTo;
+      $("code-entry").hidden = false;
+      $("send-code-button").textContent = "Send a new code";
+      say("We sent a code to " + sent.sentTo + ". It works for " + Math.round(sent.expiresInSeconds / 60) + " minutes.");
+      $("code").focus();
+    }
+  });
   $("identify-button").addEventListener("click", async () => {
-    if (!$("identity").checked) return say("Please confirm your identity first.");
-    if (await post({ action: "authenticate", codeVerified: true })) { say("Identity confirmed."); show("consent"); }
+    const code = $("code").value.replace(/\\s+/g, "");
+    if (!/^[0-9]{6}$/.test(code)) return say("Please type the 6-digit code from the e-mail.");
+    if (await post({ action: "authenticate", code })) { say("Identity confirmed."); show("consent"); }
   });
   $("consent-button").addEventListener("click", async () => {
     if (!$("agree").checked) return say("Please agree to sign electronically first.");
@@ -96,10 +134,20 @@ export function signingPage(c: Context): Response {
   <h1>Sign a document</h1>
   <p>Signing as <strong id="who">…</strong></p>
   <p id="status" role="status" aria-live="polite"></p>
+  <section id="read" aria-labelledby="document-title" hidden>
+    <div id="document" tabindex="0"></div>
+    <p><a id="pdf" href="#" target="_blank" rel="noopener" hidden>Open the document as a PDF</a></p>
+    <p>Document fingerprint (SHA-256 of the PDF): <span class="hash" id="sha256"></span></p>
+  </section>
   <section class="step" id="identify" hidden>
-    <h2 tabindex="-1">1. Confirm your identity</h2>
-    <p><input type="checkbox" id="identity"> <label for="identity">I am the person named above and I have verified the code sent to me.</label></p>
-    <button type="button" id="identify-button">Continue</button>
+    <h2 tabindex="-1">1. Confirm it is you</h2>
+    <p>We send a 6-digit code to your e-mail address; type it here.</p>
+    <button type="button" id="send-code-button">Send me a code</button>
+    <div id="code-entry" hidden>
+      <p>Code sent to <strong id="sent-to"></strong>.</p>
+      <p><label for="code">Code from the e-mail</label> <input id="code" inputmode="numeric" autocomplete="one-time-code" maxlength="6"></p>
+      <button type="button" id="identify-button">Verify the code</button>
+    </div>
   </section>
   <section class="step" id="consent" hidden>
     <h2 tabindex="-1">2. Agree to sign electronically</h2>

@@ -1,10 +1,12 @@
 import { OpenAPIHono, z } from "@hono/zod-openapi";
 import { eq } from "drizzle-orm";
 import type { Context } from "hono";
-import { envelopeSigners } from "../db/schema";
+import { documents, signingLinks } from "../db/schema";
+import { renderDocumentText } from "../documents/render";
+import { signedFileUrl } from "../files/signed-url";
 import { readConfig } from "../env";
 import { sha256Hex } from "../lib/crypto";
-import { AppError, InvalidState, Validation } from "../lib/errors";
+import { AppError, Validation } from "../lib/errors";
 import { API, apiError, apiJson, gone } from "../platform/api-family";
 import type { BotChallenge } from "../platform/bot-challenge";
 import type { AppBindings } from "../platform/context";
@@ -12,7 +14,9 @@ import { validationHook } from "../platform/openapi";
 import { rateLimit } from "../platform/rate-limit";
 import { requestMeta } from "../platform/request-meta";
 import { defineRoute } from "../platform/route";
+import type { ActResult, OpenResult } from "./actions";
 import { envelopeSigner } from "./envelope-signer";
+import { envelopeIdOf } from "./links";
 import { signingPage } from "./page";
 import { ActionDone, Gone, SignerAction, SignerView, TokenParam } from "./schemas";
 
@@ -36,7 +40,7 @@ const open = defineRoute(API, {
   path: "/api/public/sign/{token}",
   tags,
   summary: "Open a signing link",
-  description: "No authentication: the token is the capability. The first open records `opened`.",
+  description: "No authentication: the token is the capability. The first open records `opened`. The answer carries the document the signer is asked to sign: its text, and its PDF through a link for this signer.",
   middleware: [rateLimit("public-sign:get")] as const,
   request: { params: TokenParam },
   responses: { 200: apiJson("The link is live", SignerView), ...GONE, ...RATE_LIMITED },
@@ -50,15 +54,16 @@ const act = defineRoute(API, {
   tags,
   summary: "Authenticate, consent, sign or decline",
   description:
-    "In this order: authenticate (with `codeVerified: true`), consent, sign; decline from any active state. With the bot challenge configured, sign and decline need a Turnstile `challengeToken`. The last signature completes the envelope (`completed: true`).",
+    "In this order: send_code (the server mails the signer a 6-digit code), authenticate (with `code`, or `codeVerified: true` where the envelope's signerVerification is `attested`), consent, sign; decline from any active state. With the bot challenge configured, sign and decline need a Turnstile `challengeToken`. The last signature completes the envelope (`completed: true`).",
   middleware: [rateLimit("public-sign:post")] as const,
   request: { params: TokenParam, body: { required: true, content: { "application/json": { schema: SignerAction } } } },
   responses: {
     200: apiJson("Done", ActionDone),
     ...GONE,
     403: apiError("The bot challenge token was refused (challenge_failed)"),
-    409: apiError("invalid_state: the action is out of order (sign before consent, say), or authenticate without codeVerified"),
-    ...RATE_LIMITED,
+    409: apiError("invalid_state: the action is out of order (sign before consent, say), or authenticate with neither code nor codeVerified; verification_required: codeVerified on an envelope that needs a code"),
+    422: apiError("code_invalid (wrong, used, or none pending), code_expired, code_attempts_exceeded (5 wrong tries ended the code)"),
+    429: apiError("rate_limited: too many requests from this address; code_resend_too_soon: a code was mailed less than a minute ago, or 5 in the last hour (Retry-After says when)"),
   },
 });
 
@@ -74,10 +79,32 @@ const page = defineRoute(API, {
   responses: { 200: { description: "The page", content: { "text/html": { schema: z.string() } } } },
 });
 
-/** The envelope a live token belongs to; null for any other token. */
-async function envelopeOf(c: Context<AppBindings>, tokenHash: string): Promise<string | null> {
-  const row = await c.get("db").select({ envelopeId: envelopeSigners.envelopeId }).from(envelopeSigners).where(eq(envelopeSigners.tokenHash, tokenHash)).get();
+/** The envelope of a link minted before tokens carried it (links.ts): looked up by hash; null for any other token. */
+async function envelopeByHash(c: Context<AppBindings>, tokenHash: string): Promise<string | null> {
+  const row = await c.get("db").select({ envelopeId: signingLinks.envelopeId }).from(signingLinks).where(eq(signingLinks.tokenHash, tokenHash)).get();
   return row?.envelopeId ?? null;
+}
+
+/**
+ * Runs `call` on the object of the envelope the token names, without a D1 read; a token that names no envelope is
+ * looked up by hash (a link minted before ids were carried) and tried once more.
+ */
+async function onEnvelope<T extends { kind: string }>(c: Context<AppBindings>, token: string, call: (envelopeId: string, tokenHash: string) => Promise<unknown>): Promise<T | { kind: "gone" }> {
+  const tokenHash = await sha256Hex(token);
+  const named = envelopeIdOf(token);
+  const first = (named ? await call(named, tokenHash) : { kind: "unknown" }) as T | { kind: "unknown" };
+  if (first.kind !== "unknown") return first as T;
+  const looked = await envelopeByHash(c, tokenHash);
+  const second = (looked && looked !== named ? await call(looked, tokenHash) : { kind: "gone" }) as T | { kind: "unknown" | "gone" };
+  return second.kind === "unknown" ? { kind: "gone" } : (second as T | { kind: "gone" });
+}
+
+/** What the signer reads: the document's text, and its PDF through a link for this signer (valid 10 to 15 minutes). */
+async function documentView(c: Context<AppBindings>, signerId: string, documentId: string, doc: { title: string | null; sha256: string | null; key: string | null }) {
+  const row = await c.get("db").select({ id: documents.id, formKey: documents.formKey, canonical: documents.canonical }).from(documents).where(eq(documents.id, documentId)).get();
+  const text = row ? renderDocumentText(row) : { title: doc.title ?? "Document", sections: [] };
+  const pdfUrl = doc.key ? (await signedFileUrl(c.env, new URL(c.req.url).origin, doc.key, undefined, signerId)).url : null;
+  return { title: doc.title ?? text.title, sha256: doc.sha256, pdfUrl, text };
 }
 
 
@@ -89,11 +116,11 @@ export interface SigningDeps {
 export function createPublicSigningRoutes(deps: SigningDeps) {
   return new OpenAPIHono<AppBindings>({ defaultHook: validationHook })
     .openapi(open, async (c) => {
-      const tokenHash = await sha256Hex(c.req.valid("param").token);
-      const envelopeId = await envelopeOf(c, tokenHash);
-      if (!envelopeId) return gone(c);
-      const result = await envelopeSigner(c.env, envelopeId).open(envelopeId, tokenHash, requestMeta(c));
-      return result.kind === "gone" ? gone(c) : c.json({ state: "active" as const, signer: result.signer }, 200);
+      const meta = requestMeta(c);
+      const result = await onEnvelope<OpenResult>(c, c.req.valid("param").token, (id, hash) => envelopeSigner(c.env, id).open(id, hash, meta));
+      if (result.kind !== "active") return gone(c);
+      const { id, ...signer } = result.signer;
+      return c.json({ state: "active" as const, signer, document: await documentView(c, id, signer.documentId, result.document), signerVerification: result.signerVerification }, 200);
     })
     .openapi(act, async (c) => {
       const input = c.req.valid("json");
@@ -103,12 +130,13 @@ export function createPublicSigningRoutes(deps: SigningDeps) {
         if (!input.challengeToken) throw new Validation([{ field: "challengeToken", path: ["challengeToken"], code: "required", message: "Required for sign and decline" }]);
         if (!(await deps.botChallenge(secret).verify(input.challengeToken, meta.ip))) throw new ChallengeFailed();
       }
-      const tokenHash = await sha256Hex(c.req.valid("param").token);
-      const envelopeId = await envelopeOf(c, tokenHash);
-      if (!envelopeId) return gone(c);
-      const result = await envelopeSigner(c.env, envelopeId).act(envelopeId, tokenHash, input, meta);
+      const result = await onEnvelope<ActResult>(c, c.req.valid("param").token, (id, hash) => envelopeSigner(c.env, id).act(id, hash, input, meta));
       if (result.kind === "gone") return gone(c);
-      if (result.kind === "invalid_state") throw new InvalidState("invalid_state", result.message);
+      if (result.kind === "refused") {
+        const headers: Record<string, string> = result.retryAfterSeconds ? { "Retry-After": String(result.retryAfterSeconds) } : {};
+        return c.json({ error: result.code, message: result.message }, result.status, headers);
+      }
+      if (result.kind === "code_sent") return c.json({ ok: true as const, sentTo: result.sentTo, expiresInSeconds: result.expiresInSeconds }, 200);
       return c.json(input.action === "sign" ? { ok: true as const, completed: result.completed === true } : { ok: true as const }, 200);
     })
     .openapi(page, async (c) => signingPage(c) as never);

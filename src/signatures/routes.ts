@@ -5,8 +5,8 @@ import type { AppBindings } from "../platform/context";
 import { validationHook } from "../platform/openapi";
 import { requestMeta } from "../platform/request-meta";
 import { defineRoute } from "../platform/route";
-import { AuditTrail, CertificateLink, Envelope, EnvelopeIdParam, VoidQuery } from "./schemas";
-import { certificateLink, getAuditTrail, getEnvelope, voidEnvelope } from "./service";
+import { AuditTrail, CertificateLink, Envelope, EnvelopeIdParam, SignatureSettings, SignatureSettingsUpdate, VoidQuery } from "./schemas";
+import { certificateLink, getAuditTrail, getEnvelope, readSettings, signedDocumentLink, updateSettings, voidEnvelope } from "./service";
 
 const tags = ["Signatures"];
 const security = [{ bearerAuth: [] }];
@@ -64,8 +64,53 @@ const certificate = defineRoute(API, {
   },
 });
 
+const signedDocument = defineRoute(API, {
+  operationId: "getSignedDocument",
+  method: "get",
+  path: "/api/signatures/{envelopeId}/document",
+  tags,
+  security,
+  summary: "A download link for the sealed, signed PDF",
+  description:
+    "One PDF: the document as the signers read it, a signature page per signer (name, role, typed signature, time, IP, verification method) and the certificate of completion, sealed with a PAdES signature (the platform's seal certificate) that Adobe Reader, pdfsig or pyHanko verify, and POST /api/public/verify too. The link is signed and expires after 15 minutes.",
+  request: { params: EnvelopeIdParam },
+  responses: {
+    200: apiJson("A signed, expiring link", CertificateLink),
+    ...NOT_FOUND,
+    409: apiError("document_unavailable (the envelope is not completed) or document_pending (being sealed)"),
+    503: apiError("FILES_URL_SECRET is not configured"),
+  },
+});
+
+const settings = defineRoute(API, {
+  operationId: "getSignatureSettings",
+  method: "get",
+  path: "/api/signatures/settings",
+  tags,
+  security,
+  summary: "The organization's defaults for new envelopes",
+  description: "signerVerification (`attested` until set) and reminders (none until set), used when POST /api/documents/{id}/signature does not say.",
+  responses: { 200: apiJson("The settings", SignatureSettings) },
+});
+
+const updateSettingsRoute = defineRoute(API, {
+  operationId: "updateSignatureSettings",
+  method: "put",
+  path: "/api/signatures/settings",
+  tags,
+  security,
+  summary: "Change the organization's defaults for new envelopes",
+  description: "Fields left out keep their value; `reminders: null` turns reminders off. Envelopes already sent keep what they were sent with.",
+  request: { body: { required: true, content: { "application/json": { schema: SignatureSettingsUpdate } } } },
+  responses: { 200: apiJson("The settings now", SignatureSettings) },
+});
+
 export const signatureRoutes = new OpenAPIHono<AppBindings>({ defaultHook: validationHook })
+  // Before /api/signatures/{envelopeId}, which would take "settings" for an id.
+  .openapi(settings, async (c) => c.json(await readSettings(serviceContext(c)), 200))
+  .openapi(updateSettingsRoute, async (c) => c.json(await updateSettings(serviceContext(c), c.req.valid("json")), 200))
   .openapi(read, async (c) => c.json(await getEnvelope(serviceContext(c), c.req.valid("param").envelopeId), 200))
   .openapi(remove, async (c) => c.json(await voidEnvelope(serviceContext(c), c.req.valid("param").envelopeId, c.req.valid("query").reason, requestMeta(c)), 200))
   .openapi(audit, async (c) => c.json(await getAuditTrail(serviceContext(c), c.req.valid("param").envelopeId), 200))
-  .openapi(certificate, async (c) => c.json(await certificateLink(serviceContext(c), c.req.valid("param").envelopeId, new URL(c.req.url).origin), 200));
+  .openapi(certificate, async (c) => c.json(await certificateLink(serviceContext(c), c.req.valid("param").envelopeId, new URL(c.req.url).origin), 200))
+  .openapi(signedDocument, async (c) => c.json(await signedDocumentLink(serviceContext(c), c.req.valid("param").envelopeId, new URL(c.req.url).origin), 200));

@@ -1,8 +1,9 @@
 import { and, desc, eq } from "drizzle-orm";
-import { documents, envelopes, envelopeSigners } from "../db/schema";
-import type { SignerStatus } from "../db/signatures";
+import { documents, envelopes, envelopeSigners, signatureSettings, signingLinks } from "../db/schema";
+import type { ReminderPlan, SignerStatus, SignerVerification } from "../db/signatures";
 import { commit, expectVersion, type VersionedTable, withRetries } from "../db/write";
 import { FORMS, type SigningParty } from "../documents/forms";
+import { renderDocumentPdf } from "../documents/render";
 import { findDocument } from "../documents/service";
 import { signedFileUrl } from "../files/signed-url";
 import { InvalidState, NotFound } from "../lib/errors";
@@ -11,9 +12,13 @@ import { newId } from "../lib/ids";
 import { inJsonList } from "../lib/sql";
 import { addSeconds, nowIso } from "../lib/time";
 import type { ServiceContext } from "../platform/context";
+import { toHex } from "../lib/crypto";
 import { appendAudit, GENESIS, readAudit, verifyChain } from "./audit";
+import { checkChainSeal } from "./chain-seal";
 import { envelopeSigner } from "./envelope-signer";
-import { type EnvelopeRow, mintToken, type RequestMeta, sendSigningLink, type SignerRow, signingUrl } from "./machine";
+import { mintToken, sendSigningLink, signingUrl } from "./links";
+import { type EnvelopeRow, type RequestMeta, type SignerRow, TERMINAL } from "./machine";
+import { expiryNoticeAt, nextReminderAt } from "./reminders";
 import type { Envelope, SignatureRequest } from "./schemas";
 
 const DOCUMENTS: VersionedTable = { table: documents, id: documents.id, organizationId: documents.organizationId, version: documents.version };
@@ -21,6 +26,8 @@ const DOCUMENTS: VersionedTable = { table: documents, id: documents.id, organiza
 export const ENVELOPES_PER_DOCUMENT = 100;
 
 const cannotSend = (message: string) => new InvalidState("cannot_send_for_signature", message);
+
+const fileStatus = (e: EnvelopeRow, key: string | null, url: string) => (e.status !== "completed" ? { status: "not_applicable" as const, url: null } : key ? { status: "ready" as const, url } : { status: "pending" as const, url: null });
 
 export function toEnvelope(e: EnvelopeRow, signers: SignerRow[]): Envelope {
   return {
@@ -39,14 +46,24 @@ export function toEnvelope(e: EnvelopeRow, signers: SignerRow[]): Envelope {
       status: s.status,
       ...(s.signedAt ? { signedAt: s.signedAt } : {}),
       ...(s.sentAt ? { sentAt: s.sentAt } : {}),
+      ...(s.verification ? { verification: s.verification } : {}),
     })),
-    certificate:
-      e.status !== "completed"
-        ? { status: "not_applicable", url: null }
-        : e.certificateKey
-          ? { status: "ready", url: `/api/signatures/${e.id}/certificate` }
-          : { status: "pending", url: null },
+    signerVerification: e.signerVerification,
+    reminders: e.reminders,
+    document: { title: e.documentTitle, sha256: e.documentSha256 },
+    certificate: fileStatus(e, e.certificateKey, `/api/signatures/${e.id}/certificate`),
+    signedDocument: fileStatus(e, e.sealedKey, `/api/signatures/${e.id}/document`),
   };
+}
+
+/** The R2 key of the document PDF an envelope's signers read. */
+export const envelopeDocumentKey = (organizationId: string, envelopeId: string) => `envelopes/${organizationId}/${envelopeId}/document.pdf`;
+
+/** Addresses that appear more than once among the signers (any case). */
+function duplicateAddresses(parties: SigningParty[]): string[] {
+  const seen = new Map<string, number>();
+  for (const p of parties) seen.set(p.email.toLowerCase(), (seen.get(p.email.toLowerCase()) ?? 0) + 1);
+  return [...seen].filter(([, n]) => n > 1).map(([email]) => email);
 }
 
 /**
@@ -57,35 +74,61 @@ export function toEnvelope(e: EnvelopeRow, signers: SignerRow[]): Envelope {
  * sends of one document open one envelope.
  */
 export async function sendForSignature(ctx: ServiceContext, documentId: string, input: SignatureRequest, meta: RequestMeta) {
+  const envelopeId = newId();
+  let rendered: { key: string; sha256: string; title: string } | null = null;
   const created = await withRetries(async () => {
-    const doc = await findDocument(ctx, documentId);
+    const [doc, settings] = await Promise.all([findDocument(ctx, documentId), readSettings(ctx)]);
     if (doc.status === "OUT_FOR_SIGNATURE") throw cannotSend("The document is not GENERATED: an envelope for it is still open (void it to send again)");
     if (doc.status !== "GENERATED") throw cannotSend(`The document is not GENERATED: it is ${doc.status}`);
     const form = FORMS[doc.formKey];
     if (!form?.parties) throw cannotSend(`The document is not a typed standard-form document (${doc.formKey}): no signing parties derive from it`);
     const parties: SigningParty[] = input.signers ?? form.parties(doc.canonical);
     if (parties.length === 0) throw cannotSend("The document has no signing parties");
+    const duplicates = duplicateAddresses(parties);
+    if (duplicates.length > 0) throw cannotSend(`Each signer needs an address of their own; more than one signer has ${duplicates.join(", ")}`);
 
-    const at = nowIso();
+    // The document as the signers will read it, rendered once, stored before the envelope exists (issue 20).
+    if (!rendered) {
+      console.log('DBG render start');
+      const pdf = await renderDocumentPdf(ctx.env, doc);
+      console.log('DBG render done');
+      const key = envelopeDocumentKey(ctx.organizationId, envelopeId);
+      await ctx.env.FILES.put(key, pdf, { httpMetadata: { contentType: "application/pdf", contentDisposition: `inline; filename="document-${doc.id}.pdf"` } });
+      rendered = { key, sha256: toHex(await crypto.subtle.digest("SHA-256", pdf)), title: form.title };
+    }
+    const now = new Date();
+    const at = nowIso(now);
+    const reminders: ReminderPlan | null = input.reminders ?? settings.reminders;
+    const expiresAt = input.expiresInDays ? nowIso(addSeconds(now, input.expiresInDays * 86_400)) : null;
     const envelope: EnvelopeRow = {
-      id: newId(),
+      id: envelopeId,
       organizationId: ctx.organizationId,
       documentId,
       status: "partially_signed",
       mode: input.mode,
-      expiresAt: input.expiresInDays ? nowIso(addSeconds(new Date(), input.expiresInDays * 86_400)) : null,
+      expiresAt,
       completedAt: null,
       endedReason: null,
       certificateKey: null,
+      signerVerification: input.signerVerification ?? settings.signerVerification,
+      documentKey: rendered.key,
+      documentTitle: rendered.title,
+      documentSha256: rendered.sha256,
+      reminders,
+      expiryNoticeAt: expiryNoticeAt(now, expiresAt),
+      sealedKey: null,
+      sealedSha256: null,
+      chainSeal: null,
       createdBy: ctx.actor.userId ?? null,
       createdAt: at,
       updatedAt: at,
       version: 1,
     };
     const sendNow = input.mode === "parallel" ? parties.length : 1;
-    const links: { signer: SignerRow; token: string }[] = [];
+    const links: { signer: SignerRow; token: string; hash: string }[] = [];
     const signers: SignerRow[] = [];
     for (const [position, p] of parties.entries()) {
+      const now = position < sendNow;
       const row: SignerRow = {
         id: newId(),
         envelopeId: envelope.id,
@@ -94,25 +137,23 @@ export async function sendForSignature(ctx: ServiceContext, documentId: string, 
         name: p.name,
         email: p.email,
         role: p.role,
-        status: (position < sendNow ? "sent" : "pending") as SignerStatus,
-        tokenHash: null,
-        sentAt: position < sendNow ? at : null,
+        status: (now ? "sent" : "pending") as SignerStatus,
+        sentAt: now ? at : null,
         signedAt: null,
         declinedAt: null,
+        verification: null,
+        remindAt: now ? nextReminderAt(reminders, new Date(at), 0) : null,
       };
-      if (position < sendNow) {
-        const { token, hash } = await mintToken();
-        row.tokenHash = hash;
-        links.push({ signer: row, token });
-      }
+      if (now) links.push({ signer: row, ...(await mintToken(envelope.id)) });
       signers.push(row);
     }
+    const sentData = { ...(ctx.actor.userId ? { userId: ctx.actor.userId } : {}), documentSha256: rendered.sha256 };
     const audit = await appendAudit(
       ctx.db,
       ctx.organizationId,
       envelope.id,
       { seq: 0, hash: GENESIS },
-      links.map(({ signer }) => ({ event: "sent", signerId: signer.id, at, ip: meta.ip, userAgent: meta.userAgent, data: ctx.actor.userId ? { userId: ctx.actor.userId } : null })),
+      links.map(({ signer }) => ({ event: "sent", signerId: signer.id, at, ip: meta.ip, userAgent: meta.userAgent, data: sentData })),
     );
     await commit(ctx, [
       expectVersion(ctx.db, DOCUMENTS, ctx.organizationId, doc),
@@ -122,9 +163,13 @@ export async function sendForSignature(ctx: ServiceContext, documentId: string, 
         .where(and(eq(documents.id, doc.id), eq(documents.organizationId, ctx.organizationId))),
       ctx.db.insert(envelopes).values(envelope),
       ...signers.map((s) => ctx.db.insert(envelopeSigners).values(s)),
+      ...links.map((l) => ctx.db.insert(signingLinks).values({ tokenHash: l.hash, envelopeId: envelope.id, signerId: l.signer.id, organizationId: ctx.organizationId, createdAt: at })),
       ...audit.statements,
     ]);
     return { envelope, links };
+  }).catch(async (err: unknown) => {
+    if (rendered) ctx.defer(ctx.env.FILES.delete(rendered.key).catch(() => undefined));
+    throw err;
   });
 
   const { envelope, links } = created;
@@ -138,6 +183,25 @@ export async function sendForSignature(ctx: ServiceContext, documentId: string, 
     envelopeId: envelope.id,
     links: links.map(({ signer, token }) => ({ signerId: signer.id, name: signer.name, email: signer.email, role: signer.role, url: signingUrl(ctx.env, token) })),
   };
+}
+
+/** The organization's defaults for new envelopes: attested signers and no reminders until it says otherwise. */
+export async function readSettings(ctx: ServiceContext): Promise<{ signerVerification: SignerVerification; reminders: ReminderPlan | null }> {
+  const row = await ctx.db.select().from(signatureSettings).where(eq(signatureSettings.organizationId, ctx.organizationId)).get();
+  return { signerVerification: row?.signerVerification ?? "attested", reminders: row?.reminders ?? null };
+}
+
+/** PUT /api/signatures/settings: the fields given replace the stored ones (an upsert: concurrent puts each land whole). */
+export async function updateSettings(ctx: ServiceContext, input: { signerVerification?: SignerVerification; reminders?: ReminderPlan | null }) {
+  const current = await readSettings(ctx);
+  const next = { signerVerification: input.signerVerification ?? current.signerVerification, reminders: input.reminders === undefined ? current.reminders : input.reminders };
+  const set = { ...(input.signerVerification ? { signerVerification: input.signerVerification } : {}), ...(input.reminders !== undefined ? { reminders: input.reminders } : {}), updatedAt: nowIso() };
+  await ctx.db
+    .insert(signatureSettings)
+    .values({ organizationId: ctx.organizationId, ...next, updatedAt: set.updatedAt })
+    .onConflictDoUpdate({ target: signatureSettings.organizationId, set })
+    .run();
+  return readSettings(ctx);
 }
 
 async function signersOf(ctx: ServiceContext, envelopeIds: string[]): Promise<Map<string, SignerRow[]>> {
@@ -196,11 +260,15 @@ export async function voidEnvelope(ctx: ServiceContext, envelopeId: string, reas
 
 /** GET /api/signatures/{envelopeId}/audit: every entry, and whether the hash chain still verifies. */
 export async function getAuditTrail(ctx: ServiceContext, envelopeId: string) {
-  await findEnvelope(ctx, envelopeId);
+  const envelope = await findEnvelope(ctx, envelopeId);
   const rows = await readAudit(ctx.db, envelopeId);
+  const chain = await verifyChain(envelopeId, rows);
+  const last = rows.at(-1);
+  const seal = await checkChainSeal(ctx.env, envelopeId, TERMINAL.has(envelope.status), envelope.chainSeal, { seq: last?.seq ?? 0, hash: last?.hash ?? GENESIS });
   return {
     events: rows.map(({ seq, event, signerId, at, ip, userAgent, data, prevHash, hash }) => ({ seq, event, signerId, at, ip, userAgent, data, prevHash, hash })),
-    chain: await verifyChain(envelopeId, rows),
+    // A rebuilt chain verifies as a chain, but no seal signature covers its head.
+    chain: { ...chain, valid: chain.valid && (seal === "valid" || seal === "not_applicable"), seal },
   };
 }
 
@@ -210,4 +278,12 @@ export async function certificateLink(ctx: ServiceContext, envelopeId: string, o
   if (envelope.status !== "completed") throw new InvalidState("certificate_unavailable", `The envelope is ${envelope.status}: a certificate exists only for a completed envelope`);
   if (!envelope.certificateKey) throw new InvalidState("certificate_pending", "The certificate is being generated; try again in a moment");
   return signedFileUrl(ctx.env, origin, envelope.certificateKey);
+}
+
+/** GET /api/signatures/{envelopeId}/document: a signed link to the sealed PDF, valid 15 minutes. */
+export async function signedDocumentLink(ctx: ServiceContext, envelopeId: string, origin: string) {
+  const envelope = await findEnvelope(ctx, envelopeId);
+  if (envelope.status !== "completed") throw new InvalidState("document_unavailable", `The envelope is ${envelope.status}: a signed document exists only for a completed envelope`);
+  if (!envelope.sealedKey) throw new InvalidState("document_pending", "The signed document is being sealed; try again in a moment");
+  return signedFileUrl(ctx.env, origin, envelope.sealedKey);
 }

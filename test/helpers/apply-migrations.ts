@@ -3,3 +3,9 @@ import { env } from "cloudflare:workers";
 
 // Runs before each test file; applyD1Migrations skips migrations already applied to this file's storage.
 await applyD1Migrations(env.DB, env.TEST_MIGRATIONS);
+
+// Modules the Worker loads at first use (`await import`). In the test pool a dynamic import is fetched from Vite over
+// the network, so the first one is I/O of the request that started it, and a request or queue batch awaiting the same
+// pending import from another context hangs. Loading them here, before any request, leaves nothing pending. (A
+// deployed Worker has every module in its bundle: there a dynamic import does no I/O.)
+await Promise.all([import("@pdf-lib/fontkit"), import("pkijs"), import("asn1js"), import("../../src/seal/keys"), import("../../src/seal/cms"), import("../../src/seal/pades"), import("../../src/seal/verify")]);

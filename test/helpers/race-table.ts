@@ -368,6 +368,16 @@ export const RACES: Race[] = [
     counter: { read: async (owner) => count("SELECT COUNT(*) AS n FROM envelopes WHERE organization_id = ?", owner.organizationId), perMove: 1 },
   },
   {
+    // Issue 20: two fields of the organization's signing defaults, changed at once, both land.
+    kind: "independent",
+    route: "PUT /api/signatures/settings",
+    seed: async () => ({}),
+    changes: async () => [{ body: { signerVerification: "code" } }, { body: { reminders: { firstAfterDays: 3, everyDays: 7 } } }],
+    async verify(owner) {
+      expect(await json(await call("GET", "/api/signatures/settings", { token: owner.token }))).toEqual({ signerVerification: "code", reminders: { firstAfterDays: 3, everyDays: 7 } });
+    },
+  },
+  {
     kind: "once",
     route: "DELETE /api/signatures/{envelopeId}",
     seed: async (owner) => ({ envelopeId: (await sendForSignature(owner.token, (await createDocument(owner.token)).id)).envelopeId }),

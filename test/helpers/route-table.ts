@@ -138,14 +138,14 @@ async function seedEnvelope(owner: TestPrincipal): Promise<Record<string, string
   const { id } = await seedDocument(owner);
   return { envelopeId: (await sendForSignature(owner.token, id!)).envelopeId };
 }
-/** An envelope every signer has signed, with its certificate of completion generated. */
+/** An envelope every signer has signed, with its certificate of completion and its sealed PDF generated. */
 export async function seedCompletedEnvelope(owner: TestPrincipal): Promise<Record<string, string>> {
   const { id } = await seedDocument(owner);
   const sent = await sendForSignature(owner.token, id!);
   for (const link of sent.links) await signAll(tokenOf(link.url));
   for (let i = 0; i < 200; i++) {
     const envelope = await json(await call("GET", `/api/signatures/${sent.envelopeId}`, { token: owner.token }));
-    if (envelope.certificate.status === "ready") break;
+    if (envelope.certificate.status === "ready" && envelope.signedDocument.status === "ready") break;
     await new Promise((r) => setTimeout(r, 50));
   }
   return { envelopeId: sent.envelopeId };
@@ -167,6 +167,10 @@ ROUTES.push(
   { method: "DELETE", path: "/api/signatures/{envelopeId}", family: "api", seed: seedEnvelope, unknown: unknownEnvelope },
   { method: "GET", path: "/api/signatures/{envelopeId}/audit", family: "api", seed: seedEnvelope, unknown: unknownEnvelope },
   { method: "GET", path: "/api/signatures/{envelopeId}/certificate", family: "api", seed: seedCompletedEnvelope, unknown: unknownEnvelope },
+  // Issue 20: the sealed, signed PDF and the organization's signing defaults.
+  { method: "GET", path: "/api/signatures/{envelopeId}/document", family: "api", seed: seedCompletedEnvelope, unknown: unknownEnvelope },
+  { method: "GET", path: "/api/signatures/settings", family: "api" },
+  { method: "PUT", path: "/api/signatures/settings", family: "api", body: { signerVerification: "code" } },
 );
 
 // Reputation (issue 8).

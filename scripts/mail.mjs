@@ -1,0 +1,68 @@
+// npm run --silent mail -- --to <email> [--last N]
+// Prints the newest messages the development mail provider (`log`) kept for that address, newest first, one JSON line
+// each {"to","subject","text","createdAt"} with the body unsealed (DESIGN.md contract 8). It reads local D1 through
+// wrangler, so it works whether or not `npm run dev` is running; nothing kept for the address prints nothing.
+import { parseArgs } from "node:util";
+import { readLocalDevVars } from "./dev-vars.mjs";
+import { applyLocalMigrations, wrangler } from "./wrangler.mjs";
+
+const USAGE = "usage: npm run --silent mail -- --to <email> [--last N]   (N: 1 to 100, default 10)";
+const MAX_LAST = 100;
+/** The purpose the log provider seals bodies under (MAIL_LOG_PURPOSE, src/mail/mailer.ts). */
+const MAIL_LOG_PURPOSE = "mail-log";
+
+function usage(problem) {
+  console.error(`mail: ${problem}\n${USAGE}`);
+  process.exit(2);
+}
+
+let values;
+try {
+  ({ values } = parseArgs({ options: { to: { type: "string" }, last: { type: "string" } } }));
+} catch (err) {
+  usage(err.message);
+}
+const to = values.to?.trim().toLowerCase();
+if (!to || !/^[^\s@]+@[^\s@]+$/.test(to)) usage("--to needs an e-mail address");
+const last = values.last === undefined ? 10 : /^\d{1,3}$/.test(values.last) ? Number(values.last) : NaN;
+if (!(last >= 1 && last <= MAX_LAST)) usage(`--last must be a whole number from 1 to ${MAX_LAST}`);
+
+/**
+ * The Node twin of openText in src/lib/secret-box.ts: AES-GCM 256 under HKDF-SHA-256(secret, salt = purpose,
+ * info = "v1"), additional data = the row id, stored as `v1.<iv b64>.<ciphertext b64>`.
+ */
+async function openText(secret, purpose, boundTo, stored) {
+  const [version, iv, data] = stored.split(".");
+  if (version !== "v1" || !iv || !data) throw new Error("unknown sealed format");
+  const enc = new TextEncoder();
+  const base = await crypto.subtle.importKey("raw", enc.encode(secret), "HKDF", false, ["deriveKey"]);
+  const key = await crypto.subtle.deriveKey({ name: "HKDF", hash: "SHA-256", salt: enc.encode(purpose), info: enc.encode("v1") }, base, { name: "AES-GCM", length: 256 }, false, ["decrypt"]);
+  const plain = await crypto.subtle.decrypt({ name: "AES-GCM", iv: Buffer.from(iv, "base64"), additionalData: enc.encode(boundTo) }, key, Buffer.from(data, "base64"));
+  return new TextDecoder().decode(plain);
+}
+
+const q = (v) => `'${String(v).replaceAll("'", "''")}'`;
+// Addresses are kept as the sender wrote them; lower() folds ASCII, which is what e-mail addresses are here.
+const query = `SELECT id, "to", subject, body, sealed, created_at AS createdAt FROM mail_outbox WHERE lower("to") = ${q(to)} ORDER BY created_at DESC, rowid DESC LIMIT ${last}`;
+
+try {
+  applyLocalMigrations(); // a fresh checkout has no mail_outbox yet: then the answer is simply no mail
+  const out = wrangler(["d1", "execute", "DB", "--local", "--json", "--command", query]);
+  const rows = JSON.parse(out.slice(out.indexOf("[")))[0]?.results ?? [];
+  const key = readLocalDevVars().MAIL_LOG_KEY;
+  const lines = [];
+  for (const row of rows) {
+    let text = row.body;
+    if (row.sealed) {
+      if (!key) throw new Error("the messages are sealed and MAIL_LOG_KEY is not set in .dev.vars");
+      text = await openText(key, MAIL_LOG_PURPOSE, row.id, row.body).catch(() => {
+        throw new Error(`message ${row.id} does not open with the MAIL_LOG_KEY of .dev.vars (was it sent under another key?)`);
+      });
+    }
+    lines.push(JSON.stringify({ to: row.to, subject: row.subject, text, createdAt: row.createdAt }));
+  }
+  if (lines.length > 0) process.stdout.write(`${lines.join("\n")}\n`);
+} catch (err) {
+  console.error(`mail: ${err.message}`);
+  process.exit(1);
+}

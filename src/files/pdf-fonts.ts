@@ -1,0 +1,112 @@
+import type { Font } from "@pdf-lib/fontkit";
+import type { Env } from "../env";
+import { synchronousSubset } from "./font-subset";
+
+/**
+ * The fonts Unicode PDFs are written with (DESIGN.md "Sealed PDFs"): DejaVu Sans covers Latin, Cyrillic and Greek,
+ * IPAGothic the CJK it lacks. The files are static assets (assets/fonts/), outside the Worker script; they are read
+ * through the ASSETS binding at first use and kept for the isolate's life, like fontkit, which is ≈ 940 KiB and
+ * imported only then so that nothing of it runs at Worker startup.
+ */
+export type Face = "regular" | "bold" | "cjk";
+
+const FILES: Record<Face, string> = { regular: "DejaVuSans.ttf", bold: "DejaVuSans-Bold.ttf", cjk: "ipag.ttf" };
+
+type Fontkit = { create(data: Uint8Array | ArrayBuffer): Font };
+
+export interface FontSet {
+  bytes: Record<Face, Uint8Array>;
+  /** Parsed once per isolate, to ask which font has a glyph and how wide a run is (never handed to pdf-lib). */
+  fonts: Record<Face, Font>;
+  /** What `pdf.registerFontkit` takes: fontkit, without shaping (see `plainFont`). */
+  fontkit: Fontkit;
+}
+
+/**
+ * A fresh font for one PDF whose layout is the cmap's glyphs, unshaped. pdf-lib reads nothing of a layout but its
+ * glyphs (it draws plain advance widths), so OpenType shaping only cost most of a PDF's CPU and turned "ffi" into
+ * ligature glyphs; NFC text in the scripts these fonts cover needs none of it. Fresh, because a font's glyph cache
+ * keeps the code points a glyph was first met with, and subsetting meets accent components ("Z" of "Ż") with none:
+ * a font shared between PDFs would map a later "Z" to no text.
+ */
+function plainFont(fontkit: Fontkit, data: Uint8Array | ArrayBuffer): Font {
+  // fontkit copies a Uint8Array byte by byte in JavaScript (its Buffer shim), 6 MB for IPAGothic; an ArrayBuffer it wraps.
+  const whole = data instanceof Uint8Array && data.byteOffset === 0 && data.byteLength === data.buffer.byteLength;
+  const font = fontkit.create(whole ? (data.buffer as ArrayBuffer) : data);
+  const createSubset = font.createSubset.bind(font);
+  return Object.assign(font, {
+    layout: (text: string) => ({ glyphs: font.glyphsForString(text) }) as ReturnType<Font["layout"]>,
+    // Written without fontkit's stream, whose timer-driven events cannot serve two requests at once (font-subset.ts).
+    createSubset: () => synchronousSubset(createSubset() as never) as unknown as ReturnType<Font["createSubset"]>,
+  });
+}
+
+let loaded: FontSet | null = null;
+
+/**
+ * The fonts, fetched and parsed on the first call of this isolate and kept. The parsed set is kept, never the pending
+ * promise: a promise that settles in one request's I/O context cannot be awaited from another request (workerd
+ * cancels it as hung), so requests racing the first load each load, and the first to finish is kept.
+ */
+export async function loadFonts(env: Env): Promise<FontSet> {
+  if (loaded) return loaded;
+  const set = await readFonts(env);
+  loaded ??= set;
+  return loaded;
+}
+
+async function readFonts(env: Env): Promise<FontSet> {
+  const assets = env.ASSETS;
+  if (!assets) throw new Error("The ASSETS binding (assets/fonts) is missing: Unicode PDFs cannot be written");
+  const faces = Object.keys(FILES) as Face[];
+  const [{ default: fontkit }, ...files] = await Promise.all([
+    import("@pdf-lib/fontkit") as unknown as Promise<{ default: Fontkit }>,
+    ...faces.map(async (face) => {
+      // The host is never looked up: an assets binding answers any URL from the assets directory by its path.
+      const res = await assets.fetch(`https://assets.invalid/fonts/${FILES[face]}`);
+      if (!res.ok) throw new Error(`Font ${FILES[face]} could not be read from ASSETS (HTTP ${res.status})`);
+      return res.arrayBuffer();
+    }),
+  ]);
+  const bytes = Object.fromEntries(faces.map((f, i) => [f, new Uint8Array(files[i]!)])) as Record<Face, Uint8Array>;
+  const fonts = Object.fromEntries(faces.map((f) => [f, plainFont(fontkit, bytes[f])])) as Record<Face, Font>;
+  return { bytes, fonts, fontkit: { create: (data) => plainFont(fontkit, data) } };
+}
+
+/** A piece of text drawn with one font. */
+export interface Run {
+  face: Face;
+  text: string;
+}
+
+/** Tabs read as spaces; control and invisible formatting characters (soft hyphen, zero-width space) have no place on a page. */
+const clean = (text: string) => text.normalize("NFC").replace(/\t/g, " ").replace(/[\p{Cc}\p{Default_Ignorable_Code_Point}]/gu, "");
+const JOINS_PREVIOUS = /^[\s\p{M}]$/u;
+
+/**
+ * Splits text into runs by the font that has each character: DejaVu (regular or bold) first, IPAGothic for what
+ * DejaVu lacks, and "?" in DejaVu as the last resort. Spaces and combining marks stay in the run before them when its
+ * font has them, so "山田 太郎" is one run and extracts as one string.
+ */
+export function splitRuns(set: FontSet, text: string, strong: boolean): Run[] {
+  const primary: Face = strong ? "bold" : "regular";
+  const runs: Run[] = [];
+  for (let ch of clean(text)) {
+    const cp = ch.codePointAt(0)!;
+    const last = runs.at(-1);
+    let face: Face | null = set.fonts[primary].hasGlyphForCodePoint(cp) ? primary : set.fonts.cjk.hasGlyphForCodePoint(cp) ? "cjk" : null;
+    if (last && last.face !== face && JOINS_PREVIOUS.test(ch) && set.fonts[last.face].hasGlyphForCodePoint(cp)) face = last.face;
+    if (!face) [face, ch] = [primary, "?"];
+    if (last?.face === face) last.text += ch;
+    else runs.push({ face, text: ch });
+  }
+  return runs;
+}
+
+/** Width in points, as pdf-lib draws it: the sum of the glyphs' advance widths. */
+export function widthOf(set: FontSet, run: Run, size: number): number {
+  const font = set.fonts[run.face];
+  let units = 0;
+  for (const glyph of font.glyphsForString(run.text)) units += glyph.advanceWidth;
+  return (units * size) / font.unitsPerEm;
+}

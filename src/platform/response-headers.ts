@@ -1,0 +1,30 @@
+import { createMiddleware } from "hono/factory";
+import type { AppBindings } from "./context";
+
+/** Where the path itself is a capability (a signing or survey token): the pages and their public APIs. */
+const CAPABILITY_PATH = /^\/(api\/public\/)?(sign|survey)\//;
+/** The bearer-authenticated families (app.ts AUTHENTICATED): personal data, and links such as signing links. */
+const AUTHENTICATED_PATH = /^\/(v1|api|plants)(\/|$)/;
+
+/**
+ * Headers of every answer, errors and 404s included (registered first, so it sees what onError and notFound made):
+ * - `X-Content-Type-Options: nosniff`: no answer (a JSON error echoing input, an uploaded file) is sniffed into HTML.
+ * - `Cache-Control: no-store` where a token, a capability link or personal data may be in the answer: always on the
+ *   capability paths, and on the authenticated families unless the route chose its own caching (clickwrap's
+ *   `private, no-store`). Public answers meant to be cached keep theirs (the reviews feed, the widget, signed file
+ *   downloads, /openapi.json and /docs).
+ */
+export const responseHeaders = createMiddleware<AppBindings>(async (c, next) => {
+  await next();
+  const set = (name: string, value: string) => {
+    try {
+      c.res.headers.set(name, value);
+    } catch {
+      c.header(name, value); // immutable headers (a response from fetch or the cache): Hono copies the response first
+    }
+  };
+  const path = c.req.path;
+  if (CAPABILITY_PATH.test(path)) set("Cache-Control", "no-store");
+  else if (AUTHENTICATED_PATH.test(path) && !path.startsWith("/api/public/") && !c.res.headers.has("cache-control")) set("Cache-Control", "no-store");
+  if (!c.res.headers.has("x-content-type-options")) set("X-Content-Type-Options", "nosniff");
+});

@@ -1,0 +1,193 @@
+import type { SignerStatus, VerificationMethod } from "../db/signatures";
+import type { Env } from "../env";
+import { newEvent } from "../events/outbox";
+import { loggableError } from "../lib/log";
+import { nowIso } from "../lib/time";
+import { mailerFor } from "../mail/mailer";
+import type { AuditEvent } from "./audit";
+import { CODE_MESSAGES, CODE_TTL_SECONDS, type CodeRefusal, maskEmail, type SignerCodes } from "./codes";
+import { mintToken, sendSigningLink } from "./links";
+import { type Change, entry, type Loaded, liveSigner, machineContext, type RequestMeta, type SignerRow, TERMINAL, write } from "./machine";
+import { nextReminderAt } from "./reminders";
+import type { SignerAction } from "./schemas";
+
+/**
+ * The signer's actions (spec: Signer state table; issue 20 for send_code and code), run by the envelope's object on
+ * the state it holds. Each answers a result and the state after it.
+ */
+type Defer = (w: Promise<unknown>) => void;
+
+export type OpenResult =
+  | {
+      kind: "active";
+      signer: { id: string; name: string; role: string; status: SignerStatus; documentId: string };
+      document: { title: string | null; sha256: string | null; key: string | null };
+      signerVerification: "code" | "attested";
+    }
+  | { kind: "gone" };
+
+export type ActResult =
+  | { kind: "done"; completed?: boolean }
+  | { kind: "code_sent"; sentTo: string; expiresInSeconds: number }
+  | { kind: "gone" }
+  | { kind: "refused"; status: 409 | 422 | 429; code: string; message: string; retryAfterSeconds?: number };
+
+const invalidState = (message: string): ActResult => ({ kind: "refused", status: 409, code: "invalid_state", message });
+const codeRefused = (code: CodeRefusal): ActResult => ({ kind: "refused", status: 422, code, message: CODE_MESSAGES[code] });
+
+/** Which status each action moves a signer from, and to (spec: Signer state table). */
+const MOVES = {
+  authenticate: { from: "opened", to: "authenticated" },
+  consent: { from: "authenticated", to: "consented" },
+  sign: { from: "consented", to: "signed" },
+} as const satisfies Record<string, { from: SignerStatus; to: SignerStatus }>;
+
+/** GET /api/public/sign/{token}: the first open moves the signer from sent to opened and records it. */
+export async function openLink(env: Env, loaded: Loaded, tokenHash: string, meta: RequestMeta, defer: Defer): Promise<{ result: OpenResult; state: Loaded }> {
+  const live = await liveSigner(env, loaded, tokenHash, defer);
+  let state = live.state;
+  const signer = live.signer;
+  if (!signer) return { result: { kind: "gone" }, state };
+  if (signer.status === "sent") {
+    state = await write(machineContext(env, state.envelope, defer), state, { signers: [{ id: signer.id, from: "sent", set: { status: "opened" } }], audit: [entry("opened", signer.id, meta)] });
+  }
+  const e = state.envelope;
+  return {
+    result: {
+      kind: "active",
+      signer: { id: signer.id, name: signer.name, role: signer.role, status: signer.status === "sent" ? "opened" : signer.status, documentId: e.documentId },
+      document: { title: e.documentTitle, sha256: e.documentSha256, key: e.documentKey },
+      signerVerification: e.signerVerification,
+    },
+    state,
+  };
+}
+
+/** POST /api/public/sign/{token}: one signer action, in the order the state table allows. */
+export async function act(env: Env, loaded: Loaded, codes: SignerCodes, tokenHash: string, input: SignerAction, meta: RequestMeta, defer: Defer): Promise<{ result: ActResult; state: Loaded }> {
+  const live = await liveSigner(env, loaded, tokenHash, defer);
+  const state = live.state;
+  const signer = live.signer;
+  if (!signer) return { result: { kind: "gone" }, state };
+  const ctx = machineContext(env, state.envelope, defer);
+  const done = (next: Loaded, result: ActResult = { kind: "done" }) => ({ result, state: next });
+
+  if (input.action === "decline") {
+    codes.forget(state.signers.map((s) => s.id));
+    return done(
+      await write(ctx, state, {
+        envelope: { status: "declined", endedReason: "declined" },
+        signers: [{ id: signer.id, from: [...ACTIVE_LIST], set: { status: "declined", declinedAt: nowIso() } }],
+        killLinks: true,
+        document: "GENERATED",
+        audit: [entry("declined", signer.id, meta, input.reason === undefined ? null : { reason: input.reason })],
+      }),
+    );
+  }
+
+  if (input.action === "send_code") {
+    if (signer.status !== "opened") return { result: invalidState(`send_code is not possible now: the signer is ${signer.status}; a code is sent before authenticate`), state };
+    const wait = codes.waitBeforeSend(signer.id);
+    if (wait > 0) return { result: { kind: "refused", status: 429, code: "code_resend_too_soon", message: CODE_MESSAGES.code_resend_too_soon, retryAfterSeconds: wait }, state };
+    const code = await codes.issue(signer.id);
+    const sentTo = maskEmail(signer.email);
+    const next = await write(ctx, state, { audit: [entry("code_sent", signer.id, meta, { sentTo })] });
+    defer(mailCode(env, state.envelope.organizationId, signer, code));
+    return { result: { kind: "code_sent", sentTo, expiresInSeconds: CODE_TTL_SECONDS }, state: next };
+  }
+
+  const move = MOVES[input.action];
+  if (signer.status !== move.from) return { result: invalidState(`${input.action} is not possible now: the signer is ${signer.status}, and ${input.action} follows ${move.from}`), state };
+
+  if (input.action === "authenticate") {
+    let method: VerificationMethod;
+    if (input.code !== undefined) {
+      const checked = await codes.check(signer.id, input.code);
+      if (checked !== "ok") return { result: codeRefused(checked), state };
+      method = "email_code";
+    } else if (input.codeVerified === true) {
+      if (state.envelope.signerVerification === "code") {
+        return { result: { kind: "refused", status: 409, code: "verification_required", message: "This envelope needs the server to verify the signer: request a code with send_code and authenticate with it" }, state };
+      }
+      method = "client_attested";
+    } else {
+      return { result: invalidState("authenticate needs the code mailed to the signer (code), or codeVerified: true where the envelope allows attestation"), state };
+    }
+    const next = await write(ctx, state, { signers: [{ id: signer.id, from: "opened", set: { status: "authenticated", verification: method } }], audit: [entry("authenticated", signer.id, meta, { method })] });
+    if (method === "email_code") codes.consume(signer.id);
+    return done(next);
+  }
+  if (input.action === "consent") {
+    return done(await write(ctx, state, { signers: [{ id: signer.id, from: "authenticated", set: { status: "consented" } }], audit: [entry("consented", signer.id, meta)] }));
+  }
+  return sign(env, state, codes, signer, meta, defer);
+}
+
+const ACTIVE_LIST: SignerStatus[] = ["sent", "opened", "authenticated", "consented"];
+
+async function sign(env: Env, state: Loaded, codes: SignerCodes, signer: SignerRow, meta: RequestMeta, defer: Defer): Promise<{ result: ActResult; state: Loaded }> {
+  const ctx = machineContext(env, state.envelope, defer);
+  const at = nowIso();
+  const signers = state.signers.map((s) => (s.id === signer.id ? { ...s, status: "signed" as const, signedAt: at } : s));
+  const completed = signers.every((s) => s.status === "signed");
+  const change: Change = {
+    signers: [{ id: signer.id, from: "consented", set: { status: "signed", signedAt: at, remindAt: null } }],
+    killSignerLinks: [signer.id],
+    audit: [entry("signed", signer.id, meta)],
+  };
+  let handOff: { signer: SignerRow; token: string } | null = null;
+  if (completed) {
+    Object.assign(change, { envelope: { status: "completed", completedAt: at }, document: "SIGNED", killLinks: true });
+    change.events = [
+      newEvent(ctx, "DOCUMENT_SIGNED", {
+        envelopeId: state.envelope.id,
+        documentId: state.envelope.documentId,
+        completedAt: at,
+        signers: signers.map((s) => ({ id: s.id, name: s.name, email: s.email, role: s.role, signedAt: s.signedAt })),
+      }),
+    ];
+  } else if (state.envelope.mode === "sequential") {
+    // The next signer's turn: its token is minted now and mailed once the signature is committed.
+    const next = signers.find((s) => s.status === "pending");
+    if (next) {
+      const { token, hash } = await mintToken(state.envelope.id);
+      change.signers!.push({ id: next.id, from: "pending", set: { status: "sent", sentAt: at, remindAt: nextReminderAt(state.envelope.reminders, new Date(at), 0) } });
+      change.newLinks = [{ tokenHash: hash, signerId: next.id }];
+      change.audit.push(entry("sent", next.id, meta, { documentSha256: state.envelope.documentSha256 }));
+      handOff = { signer: next, token };
+    }
+  }
+  const after = await write(ctx, state, change);
+  codes.forget(completed ? state.signers.map((s) => s.id) : [signer.id]);
+  if (handOff) defer(sendSigningLink(env, state.envelope.organizationId, handOff.signer, handOff.token));
+  return { result: { kind: "done", completed }, state: after };
+}
+
+async function mailCode(env: Env, organizationId: string, signer: SignerRow, code: string): Promise<void> {
+  try {
+    await mailerFor(env).send({
+      organizationId,
+      to: signer.email,
+      // The code stays out of the subject: the log provider seals bodies only, and subjects show in every mail list.
+      subject: "Your signing code",
+      text: `Hello ${signer.name},\n\nYour code to confirm it is you who signs: ${code}\nIt works once, for ${CODE_TTL_SECONDS / 60} minutes. If you did not ask for it, ignore this message.`,
+    });
+  } catch (err) {
+    console.error(JSON.stringify({ level: "error", msg: "signing code mail failed", organizationId, error: loggableError(err) }));
+  }
+}
+
+/** Signers still to sign whose turn it is: the ones the cron reminds and warns of expiry. */
+export const waiting = (state: Loaded) => state.signers.filter((s) => ACTIVE_LIST.includes(s.status));
+
+/** Mails for link-carrying notices: one new link per signer, recorded in the audit trail with `event`. */
+export async function noticeLinks(state: Loaded, signers: SignerRow[], event: AuditEvent) {
+  const minted = await Promise.all(signers.map(async (s) => ({ signer: s, ...(await mintToken(state.envelope.id)) })));
+  return {
+    newLinks: minted.map((m) => ({ tokenHash: m.hash, signerId: m.signer.id })),
+    audit: minted.map((m) => entry(event, m.signer.id, { ip: null, userAgent: null })),
+    minted,
+  };
+}
+
+export const isTerminal = (state: Loaded) => TERMINAL.has(state.envelope.status);

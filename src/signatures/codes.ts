@@ -1,0 +1,107 @@
+import { sha256Hex, toHex } from "../lib/crypto";
+
+/**
+ * Signers' one-time codes (issue 20, "server-verified signers"), kept in the envelope's Durable Object storage: one
+ * live code per signer, stored as SHA-256 over a per-code random salt, valid 10 minutes, single use, ended by 5
+ * wrong tries; a signer may have one mailed at most once a minute and 5 times an hour. The object runs one call at a
+ * time (envelope-signer.ts), so the attempt count is exact however many guesses race.
+ */
+export const CODE_TTL_SECONDS = 600;
+export const MAX_CODE_ATTEMPTS = 5;
+const RESEND_AFTER_MS = 60_000;
+const SENDS_PER_HOUR = 5;
+
+export type CodeRefusal = "code_invalid" | "code_expired" | "code_attempts_exceeded";
+
+export const CODE_MESSAGES: Record<CodeRefusal | "code_resend_too_soon" | "code_required", string> = {
+  code_invalid: "The code is not right, or no code is pending (request one with send_code)",
+  code_expired: "The code has expired: request a new one",
+  code_attempts_exceeded: "Too many wrong tries: that code no longer works; request a new one",
+  code_resend_too_soon: "A code was sent moments ago: wait before asking for another",
+  code_required: "authenticate needs the code mailed to you (send_code first)",
+};
+
+interface CodeRow {
+  [key: string]: SqlStorageValue;
+  hash: string;
+  salt: string;
+  expires_at: number;
+  attempts: number;
+  sends: string;
+}
+
+/** A uniform 6-digit code (rejection sampling, so no value is likelier than another). */
+function newCode(): string {
+  const limit = Math.floor(0x1_0000_0000 / 1_000_000) * 1_000_000;
+  for (;;) {
+    const [n] = crypto.getRandomValues(new Uint32Array(1));
+    if (n! < limit) return String(n! % 1_000_000).padStart(6, "0");
+  }
+}
+
+const hashOf = (signerId: string, salt: string, code: string) => sha256Hex(`${signerId}\n${salt}\n${code}`);
+
+export class SignerCodes {
+  constructor(private readonly sql: SqlStorage) {
+    sql.exec("CREATE TABLE IF NOT EXISTS signer_codes (signer_id TEXT PRIMARY KEY, hash TEXT NOT NULL, salt TEXT NOT NULL, expires_at INTEGER NOT NULL, attempts INTEGER NOT NULL, sends TEXT NOT NULL)");
+  }
+
+  private row(signerId: string): CodeRow | null {
+    return this.sql.exec<CodeRow>("SELECT hash, salt, expires_at, attempts, sends FROM signer_codes WHERE signer_id = ?", signerId).toArray()[0] ?? null;
+  }
+
+  /** Seconds until another code may be mailed to this signer (0: now). */
+  waitBeforeSend(signerId: string, now = Date.now()): number {
+    const sends = (JSON.parse(this.row(signerId)?.sends ?? "[]") as number[]).filter((t) => t > now - 3_600_000);
+    const last = sends.at(-1);
+    const waits = [last !== undefined ? last + RESEND_AFTER_MS - now : 0, sends.length >= SENDS_PER_HOUR ? sends[0]! + 3_600_000 - now : 0];
+    return Math.max(0, Math.ceil(Math.max(...waits) / 1000));
+  }
+
+  /** A new code for the signer (the previous one dies); answers the raw code, for the mail only. */
+  async issue(signerId: string, now = Date.now()): Promise<string> {
+    const code = newCode();
+    const salt = toHex(crypto.getRandomValues(new Uint8Array(16)));
+    const sends = [...(JSON.parse(this.row(signerId)?.sends ?? "[]") as number[]).filter((t) => t > now - 3_600_000), now];
+    this.sql.exec(
+      "INSERT OR REPLACE INTO signer_codes (signer_id, hash, salt, expires_at, attempts, sends) VALUES (?, ?, ?, ?, 0, ?)",
+      signerId,
+      await hashOf(signerId, salt, code),
+      salt,
+      now + CODE_TTL_SECONDS * 1000,
+      JSON.stringify(sends),
+    );
+    return code;
+  }
+
+  /** Checks a typed code in constant time; a wrong one counts against the code. A right one stays until `consume`. */
+  async check(signerId: string, typed: string, now = Date.now()): Promise<"ok" | CodeRefusal> {
+    const row = this.row(signerId);
+    if (!row || row.hash === "") return "code_invalid";
+    if (row.attempts >= MAX_CODE_ATTEMPTS) return "code_attempts_exceeded";
+    if (row.expires_at <= now) return "code_expired";
+    const enc = new TextEncoder();
+    const right = crypto.subtle.timingSafeEqual(enc.encode(await hashOf(signerId, row.salt, typed)), enc.encode(row.hash));
+    if (right) return "ok";
+    this.sql.exec("UPDATE signer_codes SET attempts = attempts + 1 WHERE signer_id = ?", signerId);
+    return "code_invalid";
+  }
+
+  /** The code was used: it never works again (single use). */
+  consume(signerId: string): void {
+    this.sql.exec("UPDATE signer_codes SET hash = '', attempts = 0 WHERE signer_id = ?", signerId);
+  }
+
+  /** The signer is done (signed, declined, envelope ended): their code goes. */
+  forget(signerIds: string[]): void {
+    for (const id of signerIds) this.sql.exec("DELETE FROM signer_codes WHERE signer_id = ?", id);
+  }
+}
+
+/** `l***@e*****.test`: enough for a signer to recognise the address, not enough to read it off the page. */
+export function maskEmail(email: string): string {
+  const [local = "", domain = ""] = email.split("@");
+  const labels = domain.split(".");
+  const mask = (s: string) => (s.length <= 1 ? s : `${s[0]}${"*".repeat(Math.min(s.length - 1, 8))}`);
+  return `${mask(local)}@${labels.length > 1 ? [mask(labels[0]!), ...labels.slice(1)].join(".") : mask(domain)}`;
+}

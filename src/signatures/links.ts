@@ -1,0 +1,76 @@
+import { readConfig, type Env } from "../env";
+import { sha256Hex } from "../lib/crypto";
+import { loggableError } from "../lib/log";
+import { mailerFor } from "../mail/mailer";
+
+/**
+ * Signing links (DESIGN.md contract 5: `{APP_URL}/sign/<token>`). A token is `sign_` and 32 bytes, base64url: the
+ * envelope's id (16 bytes of its UUID) and 16 random bytes (128 bits, the capability). Carrying the envelope id lets
+ * the public routes go straight to the envelope's Durable Object, which knows its live links, without a D1 lookup
+ * (issue 20, "sign path under load"). Only the token's SHA-256 is stored (signing_links); the raw token is in the
+ * answer that created it and in the signer's mail, nowhere else.
+ */
+const b64url = (bytes: Uint8Array) => btoa(String.fromCharCode(...bytes)).replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "");
+
+function uuidBytes(id: string): Uint8Array {
+  const hex = id.replaceAll("-", "");
+  return Uint8Array.from(hex.match(/../g)!, (h) => parseInt(h, 16));
+}
+
+/** A new token of `envelopeId` and its SHA-256, the only form stored. */
+export async function mintToken(envelopeId: string): Promise<{ token: string; hash: string }> {
+  const bytes = new Uint8Array(32);
+  bytes.set(uuidBytes(envelopeId), 0);
+  bytes.set(crypto.getRandomValues(new Uint8Array(16)), 16);
+  const token = `sign_${b64url(bytes)}`;
+  return { token, hash: await sha256Hex(token) };
+}
+
+/**
+ * The envelope id a token names, when it has the shape of one this service mints (a version-4 UUID); null otherwise.
+ * Links minted before ids were carried are random throughout: those, and anything else, are looked up by hash.
+ */
+export function envelopeIdOf(token: string): string | null {
+  const m = /^sign_([A-Za-z0-9_-]{43})$/.exec(token);
+  if (!m) return null;
+  const bin = atob(m[1]!.replaceAll("-", "+").replaceAll("_", "/") + "=");
+  const hex = Array.from(bin.slice(0, 16), (ch) => ch.charCodeAt(0).toString(16).padStart(2, "0")).join("");
+  const id = `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+  return /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/.test(id) ? id : null;
+}
+
+export const signingUrl = (env: Env, token: string) => `${readConfig(env).APP_URL.replace(/\/$/, "")}/sign/${token}`;
+
+export type LinkMail = "request" | "reminder" | "expiry_notice";
+
+const SUBJECTS: Record<LinkMail, string> = {
+  request: "A document is waiting for your signature",
+  reminder: "Reminder: a document is waiting for your signature",
+  expiry_notice: "A document waiting for your signature expires tomorrow",
+};
+
+/** Mails a signer their link. The raw token exists only in this message and in the creating response. */
+export async function sendSigningLink(
+  env: Env,
+  organizationId: string,
+  signer: { name: string; email: string; role: string },
+  token: string,
+  kind: LinkMail = "request",
+  expiresAt: string | null = null,
+): Promise<void> {
+  const lead = {
+    request: `You are asked to review and sign a document as ${signer.role}.`,
+    reminder: `This is a reminder: a document still waits for your signature as ${signer.role}.`,
+    expiry_notice: `A document waiting for your signature as ${signer.role} expires at ${expiresAt ?? "its expiry"} (UTC); after that the link no longer works.`,
+  }[kind];
+  try {
+    await mailerFor(env).send({
+      organizationId,
+      to: signer.email,
+      subject: SUBJECTS[kind],
+      text: `Hello ${signer.name},\n\n${lead}\nOpen this link to read and sign it: ${signingUrl(env, token)}\n\nThe link is personal: do not forward it.${kind === "request" ? "" : " Links in earlier messages still work."}`,
+    });
+  } catch (err) {
+    console.error(JSON.stringify({ level: "error", msg: "signing link mail failed", kind, organizationId, error: loggableError(err) }));
+  }
+}

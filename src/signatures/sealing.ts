@@ -1,0 +1,84 @@
+import { and, eq, isNull } from "drizzle-orm";
+import { createDb, type Db } from "../db/client";
+import { documents, envelopes, users } from "../db/schema";
+import { readConfig, type Env } from "../env";
+import type { EventConsumer } from "../events/consumers";
+import { signedFileUrl } from "../files/signed-url";
+import { toHex } from "../lib/crypto";
+import { loggableError } from "../lib/log";
+import { mailerFor } from "../mail/mailer";
+import { readAudit, verifyChain } from "./audit";
+import { renderSignedPacket } from "./certificate";
+import { loadEnvelope } from "./machine";
+
+/**
+ * The signed document (issue 20): once every signer has signed, one PDF (the document as the signers read it, a
+ * signature page per signer, the certificate of completion) sealed with the platform's PAdES seal, stored in R2, its
+ * SHA-256 recorded (POST /api/public/verify finds the envelope by it), and a copy mailed to every signer and to the
+ * sender. Built by a consumer of DOCUMENT_SIGNED: a failure is retried by the queue and never holds up a signature,
+ * and the write that records the PDF is conditional, so the copies go out once however often the event comes.
+ */
+export const sealedDocumentKey = (organizationId: string, envelopeId: string) => `signed/${organizationId}/${envelopeId}.pdf`;
+/** How long the link in the completion mail works: the signing token is dead, so this link is the signer's copy. */
+export const COPY_LINK_TTL_SECONDS = 30 * 86_400;
+
+export async function sealEnvelope(env: Env, db: Db, envelopeId: string): Promise<void> {
+  const loaded = await loadEnvelope(env, envelopeId);
+  if (!loaded || loaded.envelope.status !== "completed" || loaded.envelope.sealedKey) return;
+  const { envelope, signers } = loaded;
+  const [document, audit, sender, stored] = await Promise.all([
+    db.select().from(documents).where(eq(documents.id, envelope.documentId)).get(),
+    readAudit(db, envelope.id),
+    envelope.createdBy ? db.select({ email: users.email, name: users.name }).from(users).where(eq(users.id, envelope.createdBy)).get() : undefined,
+    envelope.documentKey ? env.FILES.get(envelope.documentKey) : null,
+  ]);
+  if (!document) return;
+  const documentPdf = stored ? new Uint8Array(await stored.arrayBuffer()) : undefined;
+  const packet = await renderSignedPacket(env, {
+    envelope: { id: envelope.id, mode: envelope.mode, completedAt: envelope.completedAt, documentSha256: envelope.documentSha256 ?? "" },
+    document,
+    documentPdf,
+    signers: signers.map((s) => ({ id: s.id, name: s.name, email: s.email, role: s.role, signedAt: s.signedAt, verification: s.verification })),
+    audit,
+    chain: await verifyChain(envelope.id, audit),
+  });
+  packet.setTitle(`Signed: ${envelope.documentTitle ?? document.formKey} (${envelope.id})`);
+  const { sealPdf } = await import("../seal/pades");
+  const sealed = await sealPdf(env, packet, { reason: `Every party signed envelope ${envelope.id}`, name: "Brokerage Edge API seal", contactInfo: readConfig(env).APP_URL });
+  const sha256 = toHex(await crypto.subtle.digest("SHA-256", sealed));
+  const key = sealedDocumentKey(envelope.organizationId, envelope.id);
+  await env.FILES.put(key, sealed, { httpMetadata: { contentType: "application/pdf", contentDisposition: `attachment; filename="signed-${envelope.id}.pdf"` } });
+  const won = await db
+    .update(envelopes)
+    .set({ sealedKey: key, sealedSha256: sha256 })
+    .where(and(eq(envelopes.id, envelope.id), isNull(envelopes.sealedKey)))
+    .returning({ id: envelopes.id });
+  if (won.length === 0) return;
+
+  const copy = await signedFileUrl(env, readConfig(env).APP_URL.replace(/\/$/, ""), key, COPY_LINK_TTL_SECONDS);
+  const everyone = [...signers.map((s) => ({ name: s.name, email: s.email })), ...(sender ? [{ name: sender.name ?? sender.email, email: sender.email }] : [])];
+  // One copy per address: a sender who also signed gets one.
+  const recipients = everyone.filter((r, i) => everyone.findIndex((o) => o.email.toLowerCase() === r.email.toLowerCase()) === i);
+  const title = envelope.documentTitle ?? "The document";
+  await Promise.all(
+    recipients.map((r) =>
+      mailerFor(env)
+        .send({
+          organizationId: envelope.organizationId,
+          to: r.email,
+          subject: `Signed by every party: ${title}`,
+          text: `Hello ${r.name},\n\nEvery party has signed "${title}". Your copy, sealed so that any PDF reader can check it has not changed since:\n${copy.url}\n\nThe link works until ${copy.expiresAt}. Keep the PDF: it is your record of the signed document.`,
+        })
+        .catch((err) => console.error(JSON.stringify({ level: "error", msg: "signed copy mail failed", envelopeId: envelope.id, error: loggableError(err) }))),
+    ),
+  );
+}
+
+export const sealingConsumer: EventConsumer = {
+  name: "signed-document-seal",
+  accepts: (type) => type === "DOCUMENT_SIGNED",
+  async handle(events, { env }) {
+    const db = createDb(env.DB);
+    for (const e of events) await sealEnvelope(env, db, String((e.data as { envelopeId?: unknown }).envelopeId));
+  },
+};
