@@ -3350,10 +3350,10 @@ export interface components {
                 /** @description seq of the first entry that does not verify */
                 brokenAt: number | null;
                 /**
-                 * @description The signature of the chain's head made with the seal key at the terminal event: valid, invalid (the chain was rebuilt or the signature changed), missing (a terminal envelope without one), not_applicable (still open)
+                 * @description The signature of the chain's head made with the seal key at the terminal event: valid, invalid (the chain was rebuilt or the signature changed), missing (a terminal envelope without one), not_applicable (still open), unverifiable (no seal certificate configured to check it with)
                  * @enum {string}
                  */
-                seal: "valid" | "invalid" | "missing" | "not_applicable";
+                seal: "valid" | "invalid" | "missing" | "not_applicable" | "unverifiable";
             };
         };
         AuditEntry: {

@@ -1,5 +1,6 @@
 import type { ChainSeal } from "../db/signatures";
 import type { Env } from "../env";
+import { NotConfigured } from "../lib/errors";
 import { nowIso } from "../lib/time";
 import type { ChainHead } from "./audit";
 
@@ -20,7 +21,7 @@ export async function sealChainHead(env: Env, envelopeId: string, head: ChainHea
   return { seq: head.seq, hash: head.hash, signature: b64(signature), certificateSha256: await sealCertificateSha256(env), at };
 }
 
-export type SealStatus = "valid" | "invalid" | "missing" | "not_applicable";
+export type SealStatus = "valid" | "invalid" | "missing" | "not_applicable" | "unverifiable";
 
 /**
  * Whether a terminal envelope's chain ends where its seal says, under a signature of a trusted seal key. An open
@@ -33,7 +34,9 @@ export async function checkChainSeal(env: Env, envelopeId: string, terminal: boo
   const { verifyBytes } = await import("../seal/keys");
   try {
     return (await verifyBytes(env, message(envelopeId, seal.seq, seal.hash, seal.at), unb64(seal.signature))) ? "valid" : "invalid";
-  } catch {
+  } catch (err) {
+    // No seal certificate configured here: nothing to check against, which is not the same as a bad signature.
+    if (err instanceof NotConfigured) return "unverifiable";
     return "invalid";
   }
 }

@@ -120,8 +120,9 @@ export const AuditTrail = z
       head: z.string().nullable().openapi({ description: "Hash of the last entry" }),
       length: z.int(),
       brokenAt: z.int().nullable().openapi({ description: "seq of the first entry that does not verify" }),
-      seal: z.enum(["valid", "invalid", "missing", "not_applicable"]).openapi({
-        description: "The signature of the chain's head made with the seal key at the terminal event: valid, invalid (the chain was rebuilt or the signature changed), missing (a terminal envelope without one), not_applicable (still open)",
+      seal: z.enum(["valid", "invalid", "missing", "not_applicable", "unverifiable"]).openapi({
+        description:
+          "The signature of the chain's head made with the seal key at the terminal event: valid, invalid (the chain was rebuilt or the signature changed), missing (a terminal envelope without one), not_applicable (still open), unverifiable (no seal certificate configured to check it with)",
       }),
     }),
   })
