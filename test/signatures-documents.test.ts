@@ -110,6 +110,17 @@ describe("the sealed, signed PDF", () => {
     expect((await verify(pdf as unknown as string, "application/octet-stream")).status).toBe(415);
   });
 
+  it("verify takes at most 10 MiB (413) and 20 checks a minute per address (429)", async () => {
+    const big = new Uint8Array(10 * 1024 * 1024 + 1);
+    big.set(new TextEncoder().encode("%PDF-1.7\n"));
+    const tooBig = await call("POST", "/api/public/verify", { rawBody: big as unknown as string, headers: { "content-type": "application/pdf", "cf-connecting-ip": freshIp() } });
+    expect(tooBig.status).toBe(413);
+    const ip = freshIp();
+    const answers = await Promise.all(Array.from({ length: 21 }, () => call("POST", "/api/public/verify", { rawBody: "%PDF-1.7\n%%EOF\n", headers: { "content-type": "application/pdf", "cf-connecting-ip": ip } })));
+    expect(answers.map((a) => a.status).sort()).toEqual([...Array(20).fill(200), 429]);
+    expect(await json(answers.find((a) => a.status === 200)!)).toEqual({ valid: false, reason: "not_signed" });
+  });
+
   it("every signer and the sender get a copy by mail, once, with a link that works for 30 days", async () => {
     const owner = await createPrincipal();
     const canonical = leaseCanonical({ landlords: [{ name: "Copy Landlord", email: `l-${crypto.randomUUID()}@copy.test` }], tenants: [{ name: "Copy Tenant", email: `t-${crypto.randomUUID()}@copy.test` }] });

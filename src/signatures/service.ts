@@ -89,9 +89,7 @@ export async function sendForSignature(ctx: ServiceContext, documentId: string, 
 
     // The document as the signers will read it, rendered once, stored before the envelope exists (issue 20).
     if (!rendered) {
-      console.log('DBG render start');
       const pdf = await renderDocumentPdf(ctx.env, doc);
-      console.log('DBG render done');
       const key = envelopeDocumentKey(ctx.organizationId, envelopeId);
       await ctx.env.FILES.put(key, pdf, { httpMetadata: { contentType: "application/pdf", contentDisposition: `inline; filename="document-${doc.id}.pdf"` } });
       rendered = { key, sha256: toHex(await crypto.subtle.digest("SHA-256", pdf)), title: form.title };

@@ -1,5 +1,6 @@
 // The developer contracts of DESIGN.md, run as a user runs them: `npm run dev` serves the API on 127.0.0.1:$PORT
-// with local D1 migrated, and `npm run --silent token` prints a working token while it runs.
+// with local D1 migrated, and `npm run --silent token` prints a working token and `npm run --silent mail` the mail
+// sent while it runs.
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -7,6 +8,14 @@ import { createApiClient } from "../../src/client";
 import { mintToken as token, startDev } from "./helpers/dev-server";
 
 const run = promisify(execFile);
+/** One line of `npm run --silent mail` (DESIGN.md contract 8). */
+interface Mail {
+  to: string;
+  subject: string;
+  text: string;
+  createdAt: string;
+}
+
 let dev: Awaited<ReturnType<typeof startDev>>;
 let base = "";
 
@@ -70,5 +79,56 @@ describe("npm run dev + npm run token", () => {
 
   it("refuses a call without --org or --email", async () => {
     await expect(run("npm", ["run", "--silent", "token", "--", "--org", "Only Org"], { cwd: process.cwd() })).rejects.toMatchObject({ code: 2 });
+  });
+
+  it("reads the signing links mailed by the running API back with npm run mail, newest first, unsealed", async () => {
+    const { token: t } = await token(`E2E Mail ${Date.now()}`, "mail@e2e.test");
+    const api = createApiClient(base, t);
+    // Mixed case as the lease spells it; read back below in another case (addresses match case-insensitively).
+    const tenant = `Tess.Mail.${Date.now()}@E2E.test`;
+    const sendLease = async (street: string) => {
+      const lease = {
+        tenants: [{ name: "Tess Mail", email: tenant }],
+        landlords: [{ name: "Lars Mail", email: "lars.mail@e2e.test" }],
+        property: { address: { street, city: "Toronto", province: "ON" } },
+        term: { commencement: { year: 2027, month: 5, day: 1 } },
+        monthlyRent: { cents: 210_000 },
+      };
+      const canonical = { schemaVersion: 1 as const, formKey: "on/standard-lease" as const, lease, provenance: { aiDrafted: false } };
+      const doc = await api.POST("/api/documents", { body: { formKey: "on/standard-lease", canonical } });
+      expect(doc.response.status).toBe(201);
+      const sent = await api.POST("/api/documents/{id}/signature", { params: { path: { id: doc.data!.id } }, body: {} });
+      expect(sent.response.status).toBe(201);
+      return sent.data!.links.find((l) => l.role === "tenant")!.url!;
+    };
+    const mail = async (...args: string[]) => {
+      const { stdout } = await run("npm", ["run", "--silent", "mail", "--", ...args], { cwd: process.cwd() });
+      return stdout.split("\n").filter(Boolean).map((line) => JSON.parse(line) as Mail);
+    };
+
+    const first = await sendLease("1 Mail St");
+    const second = await sendLease("2 Mail St");
+    expect(second).not.toBe(first);
+    expect(second).toMatch(/\/sign\/sign_[\w-]+$/);
+    // The mail leaves after the answer (waitUntil): wait until both are kept.
+    const byText = (lines: Mail[], url: string) => lines.findIndex((m) => m.text.includes(url));
+    let lines: Mail[] = [];
+    await expect
+      .poll(async () => ((lines = await mail("--to", tenant.toUpperCase())), byText(lines, first) >= 0 && byText(lines, second) >= 0), { timeout: 30_000, interval: 1_000 })
+      .toBe(true);
+    expect(byText(lines, second)).toBeLessThan(byText(lines, first));
+    const [newest] = lines;
+    expect(Object.keys(newest!)).toEqual(["to", "subject", "text", "createdAt"]);
+    expect(newest!.to.toLowerCase()).toBe(tenant.toLowerCase());
+    expect(newest!.subject).toMatch(/sign/i);
+    expect(newest!.text).toContain(second);
+    expect(new Date(newest!.createdAt).toISOString()).toBe(newest!.createdAt);
+
+    const latest = await mail("--to", tenant.toLowerCase(), "--last", "1");
+    expect(latest).toHaveLength(1);
+    expect(latest[0]!.text).toContain(second);
+    // An address nothing was sent to prints nothing; a bad count is refused with a usage line.
+    expect(await mail("--to", `nobody.${Date.now()}@e2e.test`)).toEqual([]);
+    await expect(run("npm", ["run", "--silent", "mail", "--", "--to", tenant, "--last", "0"], { cwd: process.cwd() })).rejects.toMatchObject({ code: 2, stderr: expect.stringContaining("usage:") });
   });
 });
