@@ -126,7 +126,7 @@ describe("Unicode PDFs", () => {
     expect(fonts.map((f) => f.name.replace(/^\/[A-Z]{6}\+/, "")).sort()).toEqual(["DejaVuSans", "DejaVuSans-Bold"]);
   });
 
-  it("round-trips a mixed-script line, wraps long text inside the margins, and prints a glyph no font has as ?", async () => {
+  it("round-trips a mixed-script line, wraps long text inside the margins, and prints a glyph no font has as its code point", async () => {
     const latin = "The quick brown fox jumps over the lazy dog and keeps running. ".repeat(12);
     const cjk = "東京都千代田区丸の内一丁目の賃貸物件について".repeat(8);
     const bytes = await renderDocumentPdf(env, freeForm("山田 Taro Łukasz", `山田 Taro Łukasz\n${latin}\n${cjk}\nEthiopic ሰ here`));
@@ -134,10 +134,21 @@ describe("Unicode PDFs", () => {
     expect(text).toContain("山田 Taro Łukasz 山田 Taro Łukasz");
     expect(text).toContain(norm(latin));
     expect(text.replace(/\s/g, "")).toContain(cjk);
-    expect(text).toContain("Ethiopic ? here");
+    expect(text).toContain("Ethiopic <U+1230> here");
     const edges = await rightEdges(bytes);
     expect(Math.max(...edges)).toBeLessThanOrEqual(595 - 50 + 0.5);
     expect(Math.max(...edges)).toBeGreaterThan(595 - 50 - 40);
+  });
+
+  it("prints Korean names, names in scripts no font has as exact code points, and Hebrew right to left", async () => {
+    const bytes = await renderDocumentPdf(env, freeForm("Names", "김민준\nराहुल शर्मा\n🏠 Home\nשרה"));
+    const text = await pdfText(bytes);
+    expect(text).toContain("김민준");
+    expect(text).toContain("<U+0930 U+093E U+0939 U+0941 U+0932> <U+0936 U+0930 U+094D U+092E U+093E>");
+    expect(text).toContain("<U+1F3E0> Home");
+    expect(text).not.toContain("?");
+    // Drawn in visual order (shin rightmost), which pdf.js reads back in logical order.
+    expect(text.replace(/\s/g, "")).toContain("שרה");
   });
 
   it("never starts a line with closing CJK punctuation", async () => {

@@ -107,7 +107,9 @@ describe("the sealed, signed PDF", () => {
     expect(await json(await verify((await plain.save()) as unknown as string))).toEqual({ valid: false, reason: "not_signed" });
     const notPdf = await verify("hello, this is not a PDF");
     expect(notPdf.status).toBe(400);
-    expect((await verify(pdf as unknown as string, "application/octet-stream")).status).toBe(415);
+    const wrongType = await verify(pdf as unknown as string, "application/octet-stream");
+    expect(wrongType.status).toBe(415);
+    expect((await json(wrongType)).message).toMatch(/application\/pdf/);
   });
 
   it("verify takes at most 10 MiB (413) and 20 checks a minute per address (429)", async () => {

@@ -78,6 +78,14 @@ describe("reminders", () => {
 
     const plain = await envelope({});
     expect((await signersOf(plain.sent.envelopeId)).results.map((s) => s.remind_at)).toEqual([null, null]);
+    // An organization that reminds by default can still send one envelope without: reminders null.
+    await call("PUT", "/api/signatures/settings", { token: plain.owner.token, body: { reminders: { firstAfterDays: 2, everyDays: 2 } } });
+    const doc = await createDocument(plain.owner.token);
+    const quiet = await sendForSignature(plain.owner.token, doc.id, { reminders: null });
+    const defaulted = await sendForSignature(plain.owner.token, (await createDocument(plain.owner.token)).id);
+    expect((await signersOf(quiet.envelopeId)).results.every((s) => s.remind_at === null)).toBe(true);
+    expect((await signersOf(defaulted.envelopeId)).results.every((s) => s.remind_at !== null)).toBe(true);
+    expect((await json(await call("GET", `/api/signatures/${quiet.envelopeId}`, { token: plain.owner.token }))).reminders).toBeNull();
   });
 });
 

@@ -142,6 +142,28 @@ describe("send_code and authenticate with code", () => {
     expect(trail.events.filter((e: { event: string }) => e.event === "authenticated")).toHaveLength(1);
   });
 
+  it("a code envelope shows the document, and lets the signer decline, only once the code is verified", async () => {
+    const { token, email } = await opened("code");
+    const before = await json(await publicSign("GET", token));
+    expect(before.document).toEqual({ title: expect.stringMatching(/Lease/), sha256: expect.stringMatching(/^[0-9a-f]{64}$/), pdfUrl: null, text: null });
+    await refusal(await post(token, { action: "decline", reason: "not me" }), 409, "verification_required");
+    await post(token, { action: "send_code" });
+    await post(token, { action: "authenticate", code: await codeFor(email) });
+    const after = await json(await publicSign("GET", token));
+    expect(after.document.text.sections.length).toBeGreaterThan(0);
+    expect(after.document.pdfUrl).toMatch(/\/api\/public\/files\//);
+    expect(await json(await post(token, { action: "decline", reason: "Wrong unit" }))).toEqual({ ok: true });
+  });
+
+  it("the sixth code in an hour is refused in its own words", async () => {
+    const { token, envelopeId } = await opened();
+    await post(token, { action: "send_code" });
+    await runInDurableObject(stub(envelopeId), (_, state) => void state.storage.sql.exec("UPDATE signer_codes SET sends = ?", JSON.stringify([50, 40, 30, 20, 10].map((m) => Date.now() - m * 60_000))));
+    const res = await post(token, { action: "send_code" });
+    expect(res.status).toBe(429);
+    expect((await json(res)).message).toMatch(/Five codes were sent in the last hour/);
+  });
+
   it("send_code is for an opened signer only, and a dead link answers gone", async () => {
     const { token, email } = await opened("attested");
     await post(token, { action: "authenticate", codeVerified: true });

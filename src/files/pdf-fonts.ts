@@ -8,9 +8,10 @@ import { synchronousSubset } from "./font-subset";
  * through the ASSETS binding at first use and kept for the isolate's life, like fontkit, which is ≈ 940 KiB and
  * imported only then so that nothing of it runs at Worker startup.
  */
-export type Face = "regular" | "bold" | "cjk";
+export type Face = "regular" | "bold" | "cjk" | "hangul";
 
-const FILES: Record<Face, string> = { regular: "DejaVuSans.ttf", bold: "DejaVuSans-Bold.ttf", cjk: "ipag.ttf" };
+// IPAGothic has no Hangul: NanumGothic (SIL OFL) prints Korean names.
+const FILES: Record<Face, string> = { regular: "DejaVuSans.ttf", bold: "DejaVuSans-Bold.ttf", cjk: "ipag.ttf", hangul: "NanumGothic.ttf" };
 
 type Fontkit = { create(data: Uint8Array | ArrayBuffer): Font };
 
@@ -81,25 +82,54 @@ export interface Run {
 
 /** Tabs read as spaces; control and invisible formatting characters (soft hyphen, zero-width space) have no place on a page. */
 const clean = (text: string) => text.normalize("NFC").replace(/\t/g, " ").replace(/[\p{Cc}\p{Default_Ignorable_Code_Point}]/gu, "");
+
+const RTL = /[\p{Script=Hebrew}\p{Script=Arabic}](?:[\p{Script=Hebrew}\p{Script=Arabic}\p{M}\s]*[\p{Script=Hebrew}\p{Script=Arabic}\p{M}])?/gu;
+const graphemes = new Intl.Segmenter(undefined, { granularity: "grapheme" });
+
+/**
+ * Hebrew and Arabic words in the order a reader's eye meets them: a PDF draws left to right, so each right-to-left
+ * stretch is reversed (by grapheme, so marks stay on their letters). Arabic letters stay in their isolated forms: pdf-lib
+ * does not shape, so they print unjoined but in the right order.
+ */
+const visualOrder = (text: string) => text.replace(RTL, (stretch) => Array.from(graphemes.segment(stretch), (g) => g.segment).reverse().join(""));
+
+/** What stands for characters no font has: their code points, so the page still says exactly who signed. */
+const codePoints = (chars: string[]) => `<${chars.map((ch) => `U+${ch.codePointAt(0)!.toString(16).toUpperCase().padStart(4, "0")}`).join(" ")}>`;
 const JOINS_PREVIOUS = /^[\s\p{M}]$/u;
 
 /**
- * Splits text into runs by the font that has each character: DejaVu (regular or bold) first, IPAGothic for what
- * DejaVu lacks, and "?" in DejaVu as the last resort. Spaces and combining marks stay in the run before them when its
- * font has them, so "山田 太郎" is one run and extracts as one string.
+ * Splits text into runs by the font that has each character: DejaVu (regular or bold) first, IPAGothic for the CJK
+ * DejaVu lacks, NanumGothic for Hangul. Characters no font has (Indic and Thai scripts, emoji) print as their code
+ * points in DejaVu, `<U+0930 U+093E>`, never as "?": a signature page must still say exactly who signed. Spaces and
+ * combining marks stay in the run before them when its font has them, so "山田 太郎" is one run and extracts as one
+ * string.
  */
 export function splitRuns(set: FontSet, text: string, strong: boolean): Run[] {
   const primary: Face = strong ? "bold" : "regular";
   const runs: Run[] = [];
-  for (let ch of clean(text)) {
+  const missing: string[] = [];
+  const push = (face: Face, chars: string) => {
+    const last = runs.at(-1);
+    if (last?.face === face) last.text += chars;
+    else runs.push({ face, text: chars });
+  };
+  const flush = () => {
+    if (missing.length) push(primary, codePoints(missing.splice(0)));
+  };
+  for (const ch of visualOrder(clean(text))) {
     const cp = ch.codePointAt(0)!;
     const last = runs.at(-1);
-    let face: Face | null = set.fonts[primary].hasGlyphForCodePoint(cp) ? primary : set.fonts.cjk.hasGlyphForCodePoint(cp) ? "cjk" : null;
-    if (last && last.face !== face && JOINS_PREVIOUS.test(ch) && set.fonts[last.face].hasGlyphForCodePoint(cp)) face = last.face;
-    if (!face) [face, ch] = [primary, "?"];
-    if (last?.face === face) last.text += ch;
-    else runs.push({ face, text: ch });
+    let face: Face | null = ([primary, "cjk", "hangul"] as const).find((f) => set.fonts[f].hasGlyphForCodePoint(cp)) ?? null;
+    if (!missing.length && last && last.face !== face && JOINS_PREVIOUS.test(ch) && set.fonts[last.face].hasGlyphForCodePoint(cp)) face = last.face;
+    // A combining mark or joiner of an unprintable character belongs to it.
+    if (!face || (missing.length && /\p{M}/u.test(ch))) {
+      missing.push(ch);
+      continue;
+    }
+    flush();
+    push(face, ch);
   }
+  flush();
   return runs;
 }
 

@@ -76,8 +76,10 @@ export const oneLineText = (max: number) =>
     .trim()
     .min(1)
     .max(max)
-    .refine((v) => !/[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/.test(v), { message: "Must be one line of text without control characters", params: { code: "invalid_character" } })
-    .refine((v) => /[^\s\p{Cf}\p{Z}]/u.test(v), { message: "Must contain visible text", params: { code: "invalid_character" } });
+    // U+2028 and U+2029 break lines as surely as a newline does.
+    .refine((v) => !/[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/.test(v), { message: "Must be one line of text without control characters", params: { code: "invalid_character" } })
+    // Something a reader sees: not only spaces, invisible formatting or combining marks with nothing to sit on.
+    .refine((v) => /[^\s\p{Cf}\p{Z}\p{M}]/u.test(v), { message: "Must contain visible text", params: { code: "invalid_character" } });
 
 /**
  * Free text a person writes (a note, a survey answer): trimmed, at most `max` characters, line breaks and tabs

@@ -21,7 +21,8 @@ export type OpenResult =
   | {
       kind: "active";
       signer: { id: string; name: string; role: string; status: SignerStatus; documentId: string };
-      document: { title: string | null; sha256: string | null; key: string | null };
+      /** `visible`: whether the signer may read the document now (on a `code` envelope, once the code was verified). */
+      document: { title: string | null; sha256: string | null; key: string | null; visible: boolean };
       signerVerification: "code" | "attested";
     }
   | { kind: "gone" };
@@ -52,11 +53,13 @@ export async function openLink(env: Env, loaded: Loaded, tokenHash: string, meta
     state = await write(machineContext(env, state.envelope, defer), state, { signers: [{ id: signer.id, from: "sent", set: { status: "opened" } }], audit: [entry("opened", signer.id, meta)] });
   }
   const e = state.envelope;
+  const status = signer.status === "sent" ? "opened" : signer.status;
   return {
     result: {
       kind: "active",
-      signer: { id: signer.id, name: signer.name, role: signer.role, status: signer.status === "sent" ? "opened" : signer.status, documentId: e.documentId },
-      document: { title: e.documentTitle, sha256: e.documentSha256, key: e.documentKey },
+      signer: { id: signer.id, name: signer.name, role: signer.role, status, documentId: e.documentId },
+      // Whoever holds a forwarded link of a code envelope reads none of the parties' details before the code.
+      document: { title: e.documentTitle, sha256: e.documentSha256, key: e.documentKey, visible: e.signerVerification !== "code" || status !== "opened" },
       signerVerification: e.signerVerification,
     },
     state,
@@ -72,6 +75,10 @@ export async function act(env: Env, loaded: Loaded, codes: SignerCodes, tokenHas
   const ctx = machineContext(env, state.envelope, defer);
   const done = (next: Loaded, result: ActResult = { kind: "done" }) => ({ result, state: next });
 
+  if (input.action === "decline" && state.envelope.signerVerification === "code" && (signer.status === "sent" || signer.status === "opened")) {
+    // A code envelope is ended only by its verified signer, not by whoever holds a forwarded link.
+    return { result: { kind: "refused", status: 409, code: "verification_required", message: "Declining needs the code mailed to you first: request one with send_code and authenticate with it" }, state };
+  }
   if (input.action === "decline") {
     codes.forget(state.signers.map((s) => s.id));
     return done(
@@ -88,7 +95,7 @@ export async function act(env: Env, loaded: Loaded, codes: SignerCodes, tokenHas
   if (input.action === "send_code") {
     if (signer.status !== "opened") return { result: invalidState(`send_code is not possible now: the signer is ${signer.status}; a code is sent before authenticate`), state };
     const wait = codes.waitBeforeSend(signer.id);
-    if (wait > 0) return { result: { kind: "refused", status: 429, code: "code_resend_too_soon", message: CODE_MESSAGES.code_resend_too_soon, retryAfterSeconds: wait }, state };
+    if (wait > 0) return { result: { kind: "refused", status: 429, code: "code_resend_too_soon", message: wait > 60 ? CODE_MESSAGES.code_hourly_limit : CODE_MESSAGES.code_resend_too_soon, retryAfterSeconds: wait }, state };
     const code = await codes.issue(signer.id);
     const sentTo = maskEmail(signer.email);
     const next = await write(ctx, state, { audit: [entry("code_sent", signer.id, meta, { sentTo })] });

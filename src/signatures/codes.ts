@@ -13,11 +13,12 @@ const SENDS_PER_HOUR = 5;
 
 export type CodeRefusal = "code_invalid" | "code_expired" | "code_attempts_exceeded";
 
-export const CODE_MESSAGES: Record<CodeRefusal | "code_resend_too_soon" | "code_required", string> = {
+export const CODE_MESSAGES: Record<CodeRefusal | "code_resend_too_soon" | "code_hourly_limit" | "code_required", string> = {
   code_invalid: "The code is not right, or no code is pending (request one with send_code)",
   code_expired: "The code has expired: request a new one",
   code_attempts_exceeded: "Too many wrong tries: that code no longer works; request a new one",
   code_resend_too_soon: "A code was sent moments ago: wait before asking for another",
+  code_hourly_limit: "Five codes were sent in the last hour: wait before asking for another (Retry-After says how long)",
   code_required: "authenticate needs the code mailed to you (send_code first)",
 };
 
@@ -42,12 +43,29 @@ function newCode(): string {
 const hashOf = (signerId: string, salt: string, code: string) => sha256Hex(`${signerId}\n${salt}\n${code}`);
 
 export class SignerCodes {
-  constructor(private readonly sql: SqlStorage) {
-    sql.exec("CREATE TABLE IF NOT EXISTS signer_codes (signer_id TEXT PRIMARY KEY, hash TEXT NOT NULL, salt TEXT NOT NULL, expires_at INTEGER NOT NULL, attempts INTEGER NOT NULL, sends TEXT NOT NULL)");
+  /**
+   * The table is made when the first code is issued, not when the object starts: a token shaped like a real one
+   * reaches the object its id names, and such a probe must not leave storage behind.
+   */
+  private made: boolean | undefined;
+
+  constructor(private readonly sql: SqlStorage) {}
+
+  /** Whether the table exists, asked once, at the first use that needs it (never for an envelope that does not exist). */
+  private get ready(): boolean {
+    this.made ??= this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM sqlite_master WHERE type = 'table' AND name = 'signer_codes'").one().n > 0;
+    return this.made;
   }
 
   private row(signerId: string): CodeRow | null {
+    if (!this.ready) return null;
     return this.sql.exec<CodeRow>("SELECT hash, salt, expires_at, attempts, sends FROM signer_codes WHERE signer_id = ?", signerId).toArray()[0] ?? null;
+  }
+
+  private create(): void {
+    if (this.ready) return;
+    this.sql.exec("CREATE TABLE IF NOT EXISTS signer_codes (signer_id TEXT PRIMARY KEY, hash TEXT NOT NULL, salt TEXT NOT NULL, expires_at INTEGER NOT NULL, attempts INTEGER NOT NULL, sends TEXT NOT NULL)");
+    this.made = true;
   }
 
   /** Seconds until another code may be mailed to this signer (0: now). */
@@ -63,6 +81,7 @@ export class SignerCodes {
     const code = newCode();
     const salt = toHex(crypto.getRandomValues(new Uint8Array(16)));
     const sends = [...(JSON.parse(this.row(signerId)?.sends ?? "[]") as number[]).filter((t) => t > now - 3_600_000), now];
+    this.create();
     this.sql.exec(
       "INSERT OR REPLACE INTO signer_codes (signer_id, hash, salt, expires_at, attempts, sends) VALUES (?, ?, ?, ?, 0, ?)",
       signerId,
@@ -89,11 +108,12 @@ export class SignerCodes {
 
   /** The code was used: it never works again (single use). */
   consume(signerId: string): void {
-    this.sql.exec("UPDATE signer_codes SET hash = '', attempts = 0 WHERE signer_id = ?", signerId);
+    if (this.ready) this.sql.exec("UPDATE signer_codes SET hash = '', attempts = 0 WHERE signer_id = ?", signerId);
   }
 
   /** The signer is done (signed, declined, envelope ended): their code goes. */
   forget(signerIds: string[]): void {
+    if (!this.ready) return;
     for (const id of signerIds) this.sql.exec("DELETE FROM signer_codes WHERE signer_id = ?", id);
   }
 }

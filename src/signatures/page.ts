@@ -50,6 +50,14 @@ const SCRIPT = `
   function showDocument(doc) {
     const box = $("document");
     box.replaceChildren();
+    $("sha256").textContent = doc.sha256 || "";
+    if (!doc.text) {
+      const note = document.createElement("p");
+      note.textContent = "The document is shown once you have confirmed it is you with the code we e-mail you.";
+      box.append(note);
+      $("pdf").hidden = true;
+      return;
+    }
     const title = document.createElement("h2");
     title.id = "document-title";
     title.textContent = doc.text.title;
@@ -65,15 +73,19 @@ const SCRIPT = `
       }
     }
     if (doc.pdfUrl) { $("pdf").href = doc.pdfUrl; $("pdf").hidden = false; }
-    $("sha256").textContent = doc.sha256 || "";
   }
-  async function start() {
+  async function load() {
     const res = await fetch(api);
-    if (res.status === 404) return show("gone");
-    if (!res.ok) return say("This page could not be loaded (" + res.status + "); please try again.");
+    if (res.status === 404) { show("gone"); return null; }
+    if (!res.ok) { say("This page could not be loaded (" + res.status + "); please try again."); return null; }
     const view = await res.json();
     $("who").textContent = view.signer.name + " (" + view.signer.role + ")";
     showDocument(view.document);
+    return view;
+  }
+  async function start() {
+    const view = await load();
+    if (!view) return;
     const next = { opened: "identify", authenticated: "consent", consented: "sign" }[view.signer.status] || "identify";
     show(next);
   }
@@ -90,7 +102,10 @@ const SCRIPT = `
   $("identify-button").addEventListener("click", async () => {
     const code = $("code").value.replace(/\\s+/g, "");
     if (!/^[0-9]{6}$/.test(code)) return say("Please type the 6-digit code from the e-mail.");
-    if (await post({ action: "authenticate", code })) { say("Identity confirmed."); show("consent"); }
+    if (await post({ action: "authenticate", code })) {
+      // Read again: a code envelope shows the document only now.
+      if (await load()) { say("Identity confirmed. Please read the document before you agree."); show("consent"); }
+    }
   });
   $("consent-button").addEventListener("click", async () => {
     if (!$("agree").checked) return say("Please agree to sign electronically first.");

@@ -99,14 +99,17 @@ async function onEnvelope<T extends { kind: string }>(c: Context<AppBindings>, t
   return second.kind === "unknown" ? { kind: "gone" } : (second as T | { kind: "gone" });
 }
 
-/** What the signer reads: the document's text, and its PDF through a link for this signer (valid 10 to 15 minutes). */
-async function documentView(c: Context<AppBindings>, signerId: string, documentId: string, doc: { title: string | null; sha256: string | null; key: string | null }) {
+/**
+ * What the signer reads: the document's text, and its PDF through a link for this signer (valid 10 to 15 minutes);
+ * on a `code` envelope only once the signer's code was verified (title and fingerprint before that).
+ */
+async function documentView(c: Context<AppBindings>, signerId: string, documentId: string, doc: { title: string | null; sha256: string | null; key: string | null; visible: boolean }) {
+  if (!doc.visible) return { title: doc.title, sha256: doc.sha256, pdfUrl: null, text: null };
   const row = await c.get("db").select({ id: documents.id, formKey: documents.formKey, canonical: documents.canonical }).from(documents).where(eq(documents.id, documentId)).get();
   const text = row ? renderDocumentText(row) : { title: doc.title ?? "Document", sections: [] };
   const pdfUrl = doc.key ? (await signedFileUrl(c.env, new URL(c.req.url).origin, doc.key, undefined, signerId)).url : null;
   return { title: doc.title ?? text.title, sha256: doc.sha256, pdfUrl, text };
 }
-
 
 export interface SigningDeps {
   /** The bot challenge for a configured Turnstile secret (tests point the real client at a fake siteverify). */

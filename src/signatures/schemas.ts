@@ -1,5 +1,5 @@
 import { z } from "@hono/zod-openapi";
-import { oneLineText } from "../lib/validation";
+import { freeText, oneLineText } from "../lib/validation";
 
 export const SIGNER_ACTIONS = ["send_code", "authenticate", "consent", "sign", "decline"] as const;
 export const SIGNER_VERIFICATIONS = ["code", "attested"] as const;
@@ -33,7 +33,7 @@ export const SignatureRequest = z
       .optional()
       .openapi({ description: "Replaces the signing parties derived from the document (landlords, then tenants), in signing order. Each address once (409 otherwise)" }),
     signerVerification: SignerVerificationField.optional().openapi({ description: "How signers are verified; default: the organization's setting (GET /api/signatures/settings), itself `attested` until changed" }),
-    reminders: ReminderPlan.optional().openapi({ description: "Reminders; default: the organization's setting (none until set)" }),
+    reminders: ReminderPlan.nullable().optional().openapi({ description: "Reminders; null: none for this envelope; left out: the organization's setting (none until set)" }),
   })
   .openapi("SignatureRequest");
 export type SignatureRequest = z.infer<typeof SignatureRequest>;
@@ -96,7 +96,7 @@ export type Envelope = z.infer<typeof Envelope>;
 
 export const EnvelopeList = z.object({ envelopes: z.array(Envelope).openapi({ description: "Newest first, at most 100" }) });
 
-export const VoidQuery = z.strictObject({ reason: z.string().trim().min(1).max(500).default("voided by agent") });
+export const VoidQuery = z.strictObject({ reason: oneLineText(500).default("voided by agent") });
 
 export const AuditEntry = z
   .object({
@@ -149,7 +149,7 @@ export const SignerAction = z
       .optional()
       .openapi({ description: "With authenticate: the 6-digit code send_code mailed to the signer (checked by the server; 10 minutes, one use, 5 tries)" }),
     codeVerified: z.boolean().optional().openapi({ description: "With authenticate: whether the one-time code or knowledge-based check was verified (spec rule 2); refused with 409 verification_required on an envelope whose signerVerification is code" }),
-    reason: z.string().max(1000).optional().openapi({ description: "With decline; stored as data, never interpreted" }),
+    reason: freeText(1000).optional().openapi({ description: "With decline; stored as data, never interpreted (no control characters)" }),
     challengeToken: z.string().min(1).max(4096).optional().openapi({ description: "Turnstile token, required for sign and decline when the bot challenge is configured" }),
   })
   .openapi("SignerAction");
@@ -163,10 +163,11 @@ export const SignerView = z
       .object({
         title: z.string().nullable(),
         sha256: z.string().nullable().openapi({ description: "SHA-256 (hex) of the PDF at pdfUrl, as recorded when the envelope was sent" }),
-        pdfUrl: z.string().nullable().openapi({ description: "The document as a PDF: a link for this signer, valid 10 to 15 minutes" }),
+        pdfUrl: z.string().nullable().openapi({ description: "The document as a PDF: a link for this signer, valid 10 to 15 minutes; null on a code envelope until the signer's code is verified" }),
         text: z
           .object({ title: z.string(), sections: z.array(z.object({ heading: z.string(), lines: z.array(z.string()) })) })
-          .openapi({ description: "The document's content as text, what the PDF says" }),
+          .nullable()
+          .openapi({ description: "The document's content as text, what the PDF says; null on a code envelope until the signer's code is verified" }),
       })
       .openapi({ description: "The document the signer is asked to sign" }),
     signerVerification: z.enum(SIGNER_VERIFICATIONS),

@@ -96,7 +96,7 @@ export async function sendForSignature(ctx: ServiceContext, documentId: string, 
     }
     const now = new Date();
     const at = nowIso(now);
-    const reminders: ReminderPlan | null = input.reminders ?? settings.reminders;
+    const reminders: ReminderPlan | null = input.reminders === undefined ? settings.reminders : input.reminders;
     const expiresAt = input.expiresInDays ? nowIso(addSeconds(now, input.expiresInDays * 86_400)) : null;
     const envelope: EnvelopeRow = {
       id: envelopeId,

@@ -1,8 +1,7 @@
 import { OpenAPIHono, z } from "@hono/zod-openapi";
 import { eq } from "drizzle-orm";
-import { HTTPException } from "hono/http-exception";
 import { envelopes, envelopeSigners } from "../db/schema";
-import { Validation } from "../lib/errors";
+import { AppError, Validation } from "../lib/errors";
 import { API, apiError, apiJson } from "../platform/api-family";
 import type { AppBindings } from "../platform/context";
 import { validationHook } from "../platform/openapi";
@@ -15,6 +14,14 @@ import { defineRoute } from "../platform/route";
  * when it was sealed; the answer names the envelope and its signers, never an e-mail address.
  */
 export const VERIFY_MAX_BYTES = 10 * 1024 * 1024;
+
+class NotPdfContentType extends AppError {
+  readonly status = 415;
+  readonly code = "unsupported_media_type";
+  constructor() {
+    super("Content-Type must be application/pdf: the body is the PDF itself");
+  }
+}
 
 const Verified = z
   .object({
@@ -55,7 +62,9 @@ const verify = defineRoute(API, {
 });
 
 export const verifyRoutes = new OpenAPIHono<AppBindings>({ defaultHook: validationHook }).openapi(verify, async (c) => {
-  if (c.req.header("content-type")?.split(";")[0]?.trim().toLowerCase() !== "application/pdf") throw new HTTPException(415);
+  // The answer names the signers: no cache keeps it.
+  c.header("Cache-Control", "no-store");
+  if (c.req.header("content-type")?.split(";")[0]?.trim().toLowerCase() !== "application/pdf") throw new NotPdfContentType();
   const bytes = new Uint8Array(await c.req.arrayBuffer());
   const { inspectSealedPdf, isPdf } = await import("../seal/verify");
   if (!isPdf(bytes)) throw new Validation([{ field: "", path: [], code: "not_a_pdf", message: "The body is not a PDF (it must start with %PDF-)" }], "malformed");
