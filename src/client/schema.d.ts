@@ -3204,7 +3204,7 @@ export interface components {
              * @enum {string}
              */
             signerVerification?: "code" | "attested";
-            /** @description Reminders; default: the organization's setting (none until set) */
+            /** @description Reminders; null: none for this envelope; left out: the organization's setting (none until set) */
             reminders?: {
                 /** @description Days after a signer's link is sent before the first reminder */
                 firstAfterDays: number;
@@ -3213,7 +3213,7 @@ export interface components {
                  * @default null
                  */
                 everyDays?: number | null;
-            };
+            } | null;
         };
         SignerInput: {
             name: string;
@@ -3389,16 +3389,16 @@ export interface components {
                 title: string | null;
                 /** @description SHA-256 (hex) of the PDF at pdfUrl, as recorded when the envelope was sent */
                 sha256: string | null;
-                /** @description The document as a PDF: a link for this signer, valid 10 to 15 minutes */
+                /** @description The document as a PDF: a link for this signer, valid 10 to 15 minutes; null on a code envelope until the signer's code is verified */
                 pdfUrl: string | null;
-                /** @description The document's content as text, what the PDF says */
+                /** @description The document's content as text, what the PDF says; null on a code envelope until the signer's code is verified */
                 text: {
                     title: string;
                     sections: {
                         heading: string;
                         lines: string[];
                     }[];
-                };
+                } | null;
             };
             /** @enum {string} */
             signerVerification: "code" | "attested";
@@ -3427,7 +3427,7 @@ export interface components {
             code?: string;
             /** @description With authenticate: whether the one-time code or knowledge-based check was verified (spec rule 2); refused with 409 verification_required on an envelope whose signerVerification is code */
             codeVerified?: boolean;
-            /** @description With decline; stored as data, never interpreted */
+            /** @description With decline; stored as data, never interpreted (no control characters) */
             reason?: string;
             /** @description Turnstile token, required for sign and decline when the bot challenge is configured */
             challengeToken?: string;

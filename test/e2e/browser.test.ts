@@ -23,7 +23,7 @@ afterAll(async () => {
   dev?.stop();
 });
 
-async function envelopeFor(org: string) {
+async function envelopeFor(org: string, request: { signerVerification?: "code" | "attested" } = {}) {
   const { token } = await mintToken(org, "agent@browser.test");
   const api = createApiClient(dev.base, token);
   // Addresses of their own per envelope: `npm run mail -- --last 1` then reads this signer's code and nobody else's.
@@ -44,7 +44,7 @@ async function envelopeFor(org: string) {
   };
   const doc = await api.POST("/api/documents", { body: { formKey: "on/standard-lease", canonical } });
   expect(doc.response.status).toBe(201);
-  const sent = await api.POST("/api/documents/{id}/signature", { params: { path: { id: doc.data!.id } }, body: {} });
+  const sent = await api.POST("/api/documents/{id}/signature", { params: { path: { id: doc.data!.id } }, body: request });
   expect(sent.response.status).toBe(201);
   // Landlords sign first, then tenants (the parties derived from the lease).
   return { api, envelopeId: sent.data!.envelopeId, links: sent.data!.links, landlord, tenant };
@@ -73,7 +73,7 @@ async function verifyWithMailedCode(page: Page, email: string) {
   const code = await mailedSigningCode(email);
   await page.getByLabel("Code from the e-mail").fill(code);
   await page.getByRole("button", { name: "Verify the code" }).click();
-  await expect.poll(() => page.textContent("#status")).toBe("Identity confirmed.");
+  await expect.poll(() => page.textContent("#status")).toMatch(/^Identity confirmed\./);
   await expect.poll(() => page.isVisible("#consent")).toBe(true);
 }
 
@@ -149,13 +149,18 @@ describe("the signing page in a browser", () => {
     expect(JSON.parse(verified.text)).toMatchObject({ valid: true, envelopeId, signers: [{ name: "Lars Browser" }, { name: "Tess Browser" }] });
   });
 
-  it("a signer declines with a reason", async () => {
-    const { api, envelopeId, links, tenant } = await envelopeFor(`Browser Decline ${Date.now()}`);
+  it("on a code envelope a signer reads the lease only after the code, then declines with a reason", async () => {
+    const { api, envelopeId, links, tenant } = await envelopeFor(`Browser Decline ${Date.now()}`, { signerVerification: "code" });
     const page = await signerPage();
     const { failures } = watch(page);
     await page.goto(links[1]!.url!);
     await expect.poll(() => page.textContent("#who")).toBe("Tess Browser (tenant)");
+    // A forwarded link shows nobody's details: the lease appears once the code is verified.
+    await expect.poll(() => page.textContent("#document")).toContain("The document is shown once you have confirmed it is you");
+    expect(await page.getByRole("link", { name: "Open the document as a PDF" }).isVisible()).toBe(false);
     await verifyWithMailedCode(page, tenant.email);
+    await expect.poll(() => page.locator("#document p").allTextContents()).toEqual(expect.arrayContaining([`Tenant: Tess Browser (${tenant.email})`]));
+    expect(await page.getByRole("link", { name: "Open the document as a PDF" }).isVisible()).toBe(true);
     await page.getByLabel(/I agree to sign/).check();
     await page.locator("#consent-button").click();
     await expect.poll(() => page.isVisible("#sign")).toBe(true);
