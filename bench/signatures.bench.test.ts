@@ -12,6 +12,23 @@ import { createDocument, freshIp, leaseCanonical, publicSign, sendForSignature, 
 import { createPrincipal, type TestPrincipal } from "../test/helpers/factories";
 import { countD1, countDurableObjectCalls, percentile } from "./harness";
 
+/**
+ * Waits until the completions so far have been turned into their certificate and sealed PDF. Those consumers render
+ * PDFs (tens of ms of CPU) and, in this bench, run in the same workerd process as the signs being timed; deployed, a
+ * queue consumer runs in an invocation of its own. So each measurement starts once they are done.
+ */
+async function settle(envelopeIds: string[]) {
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const row = await env.DB.prepare("SELECT COUNT(*) AS n FROM envelopes WHERE id IN (SELECT value FROM json_each(?)) AND (sealed_key IS NULL OR certificate_key IS NULL)")
+      .bind(JSON.stringify(envelopeIds))
+      .first<{ n: number }>();
+    // The rest of their work (the copies' mail, the other consumers of the event) ends soon after.
+    if (row!.n === 0 || Date.now() > deadline) return new Promise((r) => setTimeout(r, 300));
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
 const SINGLES = 40;
 const BURSTS = 8;
 const BURST = 50;
@@ -88,23 +105,36 @@ it("public sign: a single call beside 50 concurrent calls on one envelope; D1 ro
     limited += answers.filter((a) => a.status === 429).length;
     return answers.map((a) => a.ms);
   };
+  // One burst of each first, unmeasured: the first run of a code path in an isolate pays for compiling it.
+  const warm = await consentedSigners(owner, 2);
+  await race(warm[0]!.token);
+  await race(warm[1]!.token, warm[1]!.ip);
+  limited = 0;
   // Interleaved: a burst from 50 addresses, one from a single address, then a share of the single calls.
+  const completed: string[] = [probe!.envelopeId, inside!.envelopeId, warm[0]!.envelopeId, warm[1]!.envelopeId];
   for (let i = 0; i < BURSTS; i++) {
+    await settle(completed);
     spread.push(...(await race(bursts[2 * i]!.token)));
+    completed.push(bursts[2 * i]!.envelopeId);
+    await settle(completed);
     oneAddress.push(...(await race(bursts[2 * i + 1]!.token, bursts[2 * i + 1]!.ip)));
+    completed.push(bursts[2 * i + 1]!.envelopeId);
     for (const s of singles.slice((i * SINGLES) / BURSTS, ((i + 1) * SINGLES) / BURSTS)) {
+      await settle(completed);
       const { status, ms } = await sign(s.token, s.ip);
       expect(status).toBe(200);
       single.push(ms);
+      completed.push(s.envelopeId);
     }
   }
 
   const p99 = (values: number[]) => percentile(values, 0.99);
+  const p50 = (values: number[]) => percentile(values, 0.5);
   const row = (name: string, values: number[]) =>
-    `  ${name.padEnd(58)} p50 ${percentile(values, 0.5).toFixed(2).padStart(7)} ms  p99 ${p99(values).toFixed(2).padStart(7)} ms  ${(p99(values) / p99(single)).toFixed(2)}x  (${values.length} calls)`;
+    `  ${name.padEnd(58)} p50 ${p50(values).toFixed(2).padStart(7)} ms (${(p50(values) / p50(single)).toFixed(2)}x)  p99 ${p99(values).toFixed(2).padStart(7)} ms (${(p99(values) / p99(single)).toFixed(2)}x)  (${values.length} calls)`;
   console.log(
     [
-      "\n== public sign (POST /api/public/sign/{token}, action sign; the call that completes the envelope), p99 ratio against one call",
+      "\n== public sign (POST /api/public/sign/{token}, action sign; the call that completes the envelope), ratios against one call at a time",
       row("one sign call at a time (baseline)", single),
       row(`each of ${BURST} concurrent sign calls, from the signer's address`, oneAddress),
       row(`each of ${BURST} concurrent sign calls, from ${BURST} new addresses`, spread),

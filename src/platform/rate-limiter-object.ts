@@ -18,6 +18,8 @@ export interface RateDecision {
  */
 export class RateLimiterObject extends DurableObject<Env> {
   private hits: number[] = [];
+  /** When the log is next written, and the alarm that empties it is set (one write for a burst of calls). */
+  private flush: { windowMs: number } | null = null;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -34,10 +36,23 @@ export class RateLimiterObject extends DurableObject<Env> {
       return { allowed: false, remaining: 0, retryAfterSeconds: Math.max(1, Math.ceil((this.hits[0]! + windowMs - now) / 1000)) };
     }
     this.hits.push(now);
-    void this.ctx.storage.put("hits", this.hits, { allowUnconfirmed: true });
-    // Empty the log once a whole window has passed without an admitted request.
-    void this.ctx.storage.setAlarm(now + windowMs + 1000, { allowUnconfirmed: true });
+    this.persistSoon(windowMs);
     return { allowed: true, remaining: limit - this.hits.length, retryAfterSeconds: 0 };
+  }
+
+  /**
+   * Writes the log, and sets the alarm that empties it once a whole window has passed without an admitted request,
+   * after the calls queued now have been answered: the calls of a burst share one write.
+   */
+  private persistSoon(windowMs: number): void {
+    if (this.flush) return;
+    this.flush = { windowMs };
+    setTimeout(() => {
+      const { windowMs: window } = this.flush!;
+      this.flush = null;
+      void this.ctx.storage.put("hits", this.hits, { allowUnconfirmed: true });
+      void this.ctx.storage.setAlarm((this.hits.at(-1) ?? Date.now()) + window + 1000, { allowUnconfirmed: true });
+    }, 0);
   }
 
   /** Set one window after the last admitted hit, so every hit is stale by the time it runs. */
