@@ -7,7 +7,7 @@ import { mailerFor } from "../mail/mailer";
 import type { AuditEvent } from "./audit";
 import { CODE_MESSAGES, CODE_TTL_SECONDS, type CodeRefusal, maskEmail, type SignerCodes } from "./codes";
 import { mintToken, sendSigningLink } from "./links";
-import { type Change, entry, type Loaded, liveSigner, machineContext, type RequestMeta, type SignerRow, TERMINAL, write } from "./machine";
+import { ACTIVE, type Change, entry, type Loaded, liveSigner, machineContext, type RequestMeta, type SignerRow, TERMINAL, write } from "./machine";
 import { nextReminderAt } from "./reminders";
 import type { SignerAction } from "./schemas";
 
@@ -84,7 +84,7 @@ export async function act(env: Env, loaded: Loaded, codes: SignerCodes, tokenHas
     return done(
       await write(ctx, state, {
         envelope: { status: "declined", endedReason: "declined" },
-        signers: [{ id: signer.id, from: [...ACTIVE_LIST], set: { status: "declined", declinedAt: nowIso() } }],
+        signers: [{ id: signer.id, from: [...ACTIVE], set: { status: "declined", declinedAt: nowIso() } }],
         killLinks: true,
         document: "GENERATED",
         audit: [entry("declined", signer.id, meta, input.reason === undefined ? null : { reason: input.reason })],
@@ -129,8 +129,6 @@ export async function act(env: Env, loaded: Loaded, codes: SignerCodes, tokenHas
   }
   return sign(env, state, codes, signer, meta, defer);
 }
-
-const ACTIVE_LIST: SignerStatus[] = ["sent", "opened", "authenticated", "consented"];
 
 async function sign(env: Env, state: Loaded, codes: SignerCodes, signer: SignerRow, meta: RequestMeta, defer: Defer): Promise<{ result: ActResult; state: Loaded }> {
   const ctx = machineContext(env, state.envelope, defer);
@@ -185,7 +183,7 @@ async function mailCode(env: Env, organizationId: string, signer: SignerRow, cod
 }
 
 /** Signers still to sign whose turn it is: the ones the cron reminds and warns of expiry. */
-export const waiting = (state: Loaded) => state.signers.filter((s) => ACTIVE_LIST.includes(s.status));
+export const waiting = (state: Loaded) => state.signers.filter((s) => ACTIVE.has(s.status));
 
 /** Mails for link-carrying notices: one new link per signer, recorded in the audit trail with `event`. */
 export async function noticeLinks(state: Loaded, signers: SignerRow[], event: AuditEvent) {

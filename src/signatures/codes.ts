@@ -13,13 +13,12 @@ const SENDS_PER_HOUR = 5;
 
 export type CodeRefusal = "code_invalid" | "code_expired" | "code_attempts_exceeded";
 
-export const CODE_MESSAGES: Record<CodeRefusal | "code_resend_too_soon" | "code_hourly_limit" | "code_required", string> = {
+export const CODE_MESSAGES: Record<CodeRefusal | "code_resend_too_soon" | "code_hourly_limit", string> = {
   code_invalid: "The code is not right, or no code is pending (request one with send_code)",
   code_expired: "The code has expired: request a new one",
   code_attempts_exceeded: "Too many wrong tries: that code no longer works; request a new one",
   code_resend_too_soon: "A code was sent moments ago: wait before asking for another",
   code_hourly_limit: "Five codes were sent in the last hour: wait before asking for another (Retry-After says how long)",
-  code_required: "authenticate needs the code mailed to you (send_code first)",
 };
 
 interface CodeRow {

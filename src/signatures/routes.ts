@@ -6,7 +6,8 @@ import { validationHook } from "../platform/openapi";
 import { requestMeta } from "../platform/request-meta";
 import { defineRoute } from "../platform/route";
 import { AuditTrail, CertificateLink, Envelope, EnvelopeIdParam, SignatureSettings, SignatureSettingsUpdate, VoidQuery } from "./schemas";
-import { certificateLink, getAuditTrail, getEnvelope, readSettings, signedDocumentLink, updateSettings, voidEnvelope } from "./service";
+import { certificateLink, getAuditTrail, getEnvelope, signedDocumentLink, voidEnvelope } from "./service";
+import { readSettings, updateSettings } from "./settings";
 
 const tags = ["Signatures"];
 const security = [{ bearerAuth: [] }];

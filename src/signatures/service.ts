@@ -1,6 +1,6 @@
 import { and, desc, eq } from "drizzle-orm";
-import { documents, envelopes, envelopeSigners, signatureSettings, signingLinks } from "../db/schema";
-import type { ReminderPlan, SignerStatus, SignerVerification } from "../db/signatures";
+import { documents, envelopes, envelopeSigners, signingLinks } from "../db/schema";
+import type { ReminderPlan, SignerStatus } from "../db/signatures";
 import { commit, expectVersion, type VersionedTable, withRetries } from "../db/write";
 import { FORMS, type SigningParty } from "../documents/forms";
 import { renderDocumentPdf } from "../documents/render";
@@ -19,6 +19,7 @@ import { envelopeSigner } from "./envelope-signer";
 import { mintToken, sendSigningLink, signingUrl } from "./links";
 import { type EnvelopeRow, type RequestMeta, type SignerRow, TERMINAL } from "./machine";
 import { expiryNoticeAt, nextReminderAt } from "./reminders";
+import { readSettings } from "./settings";
 import type { Envelope, SignatureRequest } from "./schemas";
 
 const DOCUMENTS: VersionedTable = { table: documents, id: documents.id, organizationId: documents.organizationId, version: documents.version };
@@ -181,25 +182,6 @@ export async function sendForSignature(ctx: ServiceContext, documentId: string, 
     envelopeId: envelope.id,
     links: links.map(({ signer, token }) => ({ signerId: signer.id, name: signer.name, email: signer.email, role: signer.role, url: signingUrl(ctx.env, token) })),
   };
-}
-
-/** The organization's defaults for new envelopes: attested signers and no reminders until it says otherwise. */
-export async function readSettings(ctx: ServiceContext): Promise<{ signerVerification: SignerVerification; reminders: ReminderPlan | null }> {
-  const row = await ctx.db.select().from(signatureSettings).where(eq(signatureSettings.organizationId, ctx.organizationId)).get();
-  return { signerVerification: row?.signerVerification ?? "attested", reminders: row?.reminders ?? null };
-}
-
-/** PUT /api/signatures/settings: the fields given replace the stored ones (an upsert: concurrent puts each land whole). */
-export async function updateSettings(ctx: ServiceContext, input: { signerVerification?: SignerVerification; reminders?: ReminderPlan | null }) {
-  const current = await readSettings(ctx);
-  const next = { signerVerification: input.signerVerification ?? current.signerVerification, reminders: input.reminders === undefined ? current.reminders : input.reminders };
-  const set = { ...(input.signerVerification ? { signerVerification: input.signerVerification } : {}), ...(input.reminders !== undefined ? { reminders: input.reminders } : {}), updatedAt: nowIso() };
-  await ctx.db
-    .insert(signatureSettings)
-    .values({ organizationId: ctx.organizationId, ...next, updatedAt: set.updatedAt })
-    .onConflictDoUpdate({ target: signatureSettings.organizationId, set })
-    .run();
-  return readSettings(ctx);
 }
 
 async function signersOf(ctx: ServiceContext, envelopeIds: string[]): Promise<Map<string, SignerRow[]>> {
