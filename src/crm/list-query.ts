@@ -7,7 +7,8 @@ import { pattern } from "../lib/validation";
  * an invalid value names the parameter with an invalid-value code.
  */
 export const intParam = (min: number, max: number) =>
-  pattern(/^-?\d{1,15}$/, "invalid_integer", "Must be a decimal integer")
+  // One spelling per number: no sign but a minus, no leading zeros ("05", "+5", "-0" and "5.0" are refused).
+  pattern(/^(?:0|-?[1-9]\d{0,14})$/, "invalid_integer", "Must be a decimal integer, written without leading zeros")
     .transform(Number)
     .pipe(z.int().min(min).max(max));
 
