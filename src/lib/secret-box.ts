@@ -3,6 +3,8 @@
  * with additional data binding the ciphertext to its row, so a value copied onto another row does not open.
  * Stored as `v1.<iv b64>.<ciphertext b64>`; the version leaves room for a key rotation later.
  */
+import { fromBase64, toBase64 } from "./crypto";
+
 const encoder = new TextEncoder();
 const keys = new Map<string, Promise<CryptoKey>>();
 
@@ -20,22 +22,16 @@ function aesKey(masterSecret: string, purpose: string): Promise<CryptoKey> {
   return key;
 }
 
-const toB64 = (bytes: Uint8Array) => {
-  let bin = "";
-  for (const b of bytes) bin += String.fromCharCode(b);
-  return btoa(bin);
-};
-const fromB64 = (s: string) => Uint8Array.from(atob(s), (c) => c.charCodeAt(0));
 
 export async function sealText(masterSecret: string, purpose: string, boundTo: string, text: string): Promise<string> {
   const iv = crypto.getRandomValues(new Uint8Array(12));
   const sealed = await crypto.subtle.encrypt({ name: "AES-GCM", iv, additionalData: encoder.encode(boundTo) }, await aesKey(masterSecret, purpose), encoder.encode(text));
-  return `v1.${toB64(iv)}.${toB64(new Uint8Array(sealed))}`;
+  return `v1.${toBase64(iv)}.${toBase64(new Uint8Array(sealed))}`;
 }
 
 export async function openText(masterSecret: string, purpose: string, boundTo: string, stored: string): Promise<string> {
   const [version, iv, data] = stored.split(".");
   if (version !== "v1" || !iv || !data) throw new Error("unknown sealed format");
-  const plain = await crypto.subtle.decrypt({ name: "AES-GCM", iv: fromB64(iv), additionalData: encoder.encode(boundTo) }, await aesKey(masterSecret, purpose), fromB64(data));
+  const plain = await crypto.subtle.decrypt({ name: "AES-GCM", iv: fromBase64(iv), additionalData: encoder.encode(boundTo) }, await aesKey(masterSecret, purpose), fromBase64(data));
   return new TextDecoder().decode(plain);
 }

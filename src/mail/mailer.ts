@@ -2,6 +2,7 @@ import { createDb } from "../db/client";
 import { mailOutbox } from "../db/schema";
 import { readConfig, type Env } from "../env";
 import { newId } from "../lib/ids";
+import { loggableError } from "../lib/log";
 import { fetchWithDeadline } from "../lib/outbound";
 import { sealText } from "../lib/secret-box";
 import { nowIso } from "../lib/time";
@@ -60,6 +61,18 @@ export function resendMailer(config: { apiUrl: string; apiKey: string; from: str
       });
     },
   };
+}
+
+/**
+ * Sends after a change has landed (a signing link, a code, a copy): a failure is logged under `what`, with `context`
+ * (ids, never addresses or bodies), and does not undo or fail the change.
+ */
+export async function sendAfterCommit(env: Env, message: MailMessage, what: string, context: Record<string, unknown> = {}): Promise<void> {
+  try {
+    await mailerFor(env).send(message);
+  } catch (err) {
+    console.error(JSON.stringify({ level: "error", msg: `${what} mail failed`, organizationId: message.organizationId, ...context, error: loggableError(err) }));
+  }
 }
 
 /** The mailer this deployment is configured for. */

@@ -3,7 +3,7 @@ import { createMiddleware } from "hono/factory";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import type { Db } from "../db/client";
 import { idempotencyKeys } from "../db/schema";
-import { sha256Hex, toHex } from "../lib/crypto";
+import { sha256Hex } from "../lib/crypto";
 import { AppError, Conflict, Validation } from "../lib/errors";
 import { loggableError } from "../lib/log";
 import { nowIso } from "../lib/time";
@@ -55,7 +55,7 @@ async function fingerprintOf(contentType: string | null, method: string, url: UR
     if (form) {
       const parts = await Promise.all(
         [...form.entries()].map(async ([name, value]) =>
-          typeof value === "string" ? [name, value] : [name, { file: value.name, type: value.type, sha256: toHex(await crypto.subtle.digest("SHA-256", await value.arrayBuffer())) }],
+          typeof value === "string" ? [name, value] : [name, { file: value.name, type: value.type, sha256: await sha256Hex(await value.arrayBuffer()) }],
         ),
       );
       return sha256Hex(JSON.stringify([method, url.pathname, url.search, parts]));

@@ -1,6 +1,6 @@
 import type { Certificate } from "pkijs";
 import { ConfigError, type Env, readConfig } from "../env";
-import { toHex } from "../lib/crypto";
+import { sha256Hex } from "../lib/crypto";
 import { NotConfigured } from "../lib/errors";
 
 /** A certificate the verifier accepts as ours, with its public key ready for WebCrypto. */
@@ -80,7 +80,7 @@ async function importSealKeys(keyPem: string, certificatePem: string): Promise<S
       const params = importParams(certificate);
       return {
         der,
-        sha256: toHex(await crypto.subtle.digest("SHA-256", der)),
+        sha256: await sha256Hex(der),
         publicKey: await crypto.subtle.importKey("spki", certificate.subjectPublicKeyInfo.toSchema().toBER(false), params, false, ["verify"]),
         algorithm: params.name === "ECDSA" ? { name: "ECDSA", hash: "SHA-256" } : { name: params.name },
       };

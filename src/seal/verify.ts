@@ -1,5 +1,5 @@
 import type { Env } from "../env";
-import { toHex } from "../lib/crypto";
+import { sha256Hex, toHex } from "../lib/crypto";
 import { loadSealKeys } from "./keys";
 import { findLastSignature } from "./signature-dictionary";
 
@@ -52,7 +52,7 @@ export async function inspectSealedPdf(env: Env, bytes: Uint8Array): Promise<Sea
     signedAt: found.signedAt,
     reason: found.reason,
     name: found.name,
-    certificateSha256: toHex(await crypto.subtle.digest("SHA-256", check.certificateDer)),
+    certificateSha256: await sha256Hex(check.certificateDer),
     coversWholeFile: true,
     digestSha256: toHex(digest),
   };

@@ -1,13 +1,11 @@
 import type { SignerStatus, VerificationMethod } from "../db/signatures";
 import type { Env } from "../env";
 import { newEvent } from "../events/outbox";
-import { loggableError } from "../lib/log";
 import { nowIso } from "../lib/time";
-import { mailerFor } from "../mail/mailer";
-import type { AuditEvent } from "./audit";
+import { sendAfterCommit } from "../mail/mailer";
 import { CODE_MESSAGES, CODE_TTL_SECONDS, type CodeRefusal, maskEmail, type SignerCodes } from "./codes";
 import { mintToken, sendSigningLink } from "./links";
-import { ACTIVE, type Change, entry, type Loaded, liveSigner, machineContext, type RequestMeta, type SignerRow, TERMINAL, write } from "./machine";
+import { ACTIVE, type Change, entry, type Loaded, liveSigner, machineContext, type RequestMeta, type SignerRow, write } from "./machine";
 import { nextReminderAt } from "./reminders";
 import type { SignerAction } from "./schemas";
 
@@ -168,31 +166,15 @@ async function sign(env: Env, state: Loaded, codes: SignerCodes, signer: SignerR
   return { result: { kind: "done", completed }, state: after };
 }
 
-async function mailCode(env: Env, organizationId: string, signer: SignerRow, code: string): Promise<void> {
-  try {
-    await mailerFor(env).send({
+const mailCode = (env: Env, organizationId: string, signer: SignerRow, code: string) =>
+  sendAfterCommit(
+    env,
+    {
       organizationId,
       to: signer.email,
       // The code stays out of the subject: the log provider seals bodies only, and subjects show in every mail list.
       subject: "Your signing code",
       text: `Hello ${signer.name},\n\nYour code to confirm it is you who signs: ${code}\nIt works once, for ${CODE_TTL_SECONDS / 60} minutes. If you did not ask for it, ignore this message.`,
-    });
-  } catch (err) {
-    console.error(JSON.stringify({ level: "error", msg: "signing code mail failed", organizationId, error: loggableError(err) }));
-  }
-}
-
-/** Signers still to sign whose turn it is: the ones the cron reminds and warns of expiry. */
-export const waiting = (state: Loaded) => state.signers.filter((s) => ACTIVE.has(s.status));
-
-/** Mails for link-carrying notices: one new link per signer, recorded in the audit trail with `event`. */
-export async function noticeLinks(state: Loaded, signers: SignerRow[], event: AuditEvent) {
-  const minted = await Promise.all(signers.map(async (s) => ({ signer: s, ...(await mintToken(state.envelope.id)) })));
-  return {
-    newLinks: minted.map((m) => ({ tokenHash: m.hash, signerId: m.signer.id })),
-    audit: minted.map((m) => entry(event, m.signer.id, { ip: null, userAgent: null })),
-    minted,
-  };
-}
-
-export const isTerminal = (state: Loaded) => TERMINAL.has(state.envelope.status);
+    },
+    "signing code",
+  );

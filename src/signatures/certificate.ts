@@ -1,6 +1,6 @@
 import { PDFDocument } from "@pdfme/pdf-lib";
 import { and, eq, isNull } from "drizzle-orm";
-import { createDb, type Db } from "../db/client";
+import type { Db } from "../db/client";
 import { documents, envelopes } from "../db/schema";
 import { FORMS } from "../documents/forms";
 import { renderDocumentPdf } from "../documents/render";
@@ -142,8 +142,7 @@ export async function generateCertificate(env: Env, db: Db, envelopeId: string):
 export const certificateConsumer: EventConsumer = {
   name: "certificate-of-completion",
   accepts: (type) => type === "DOCUMENT_SIGNED",
-  async handle(events, { env }) {
-    const db = createDb(env.DB);
+  async handle(events, { env, db }) {
     for (const e of events) await generateCertificate(env, db, String((e.data as { envelopeId?: unknown }).envelopeId));
   },
 };

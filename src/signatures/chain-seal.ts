@@ -1,5 +1,6 @@
 import type { ChainSeal } from "../db/signatures";
 import type { Env } from "../env";
+import { fromBase64, toBase64 } from "../lib/crypto";
 import { NotConfigured } from "../lib/errors";
 import { nowIso } from "../lib/time";
 import type { ChainHead } from "./audit";
@@ -11,14 +12,12 @@ import type { ChainHead } from "./audit";
  */
 const message = (envelopeId: string, seq: number, hash: string, at: string) => new TextEncoder().encode(`brokerage-edge audit head\n${envelopeId}\n${seq}\n${hash}\n${at}`);
 
-const b64 = (bytes: Uint8Array) => btoa(String.fromCharCode(...bytes));
-const unb64 = (s: string) => Uint8Array.from(atob(s), (c) => c.charCodeAt(0));
 
 export async function sealChainHead(env: Env, envelopeId: string, head: ChainHead): Promise<ChainSeal> {
   const { signBytes, sealCertificateSha256 } = await import("../seal/keys");
   const at = nowIso();
   const signature = await signBytes(env, message(envelopeId, head.seq, head.hash, at));
-  return { seq: head.seq, hash: head.hash, signature: b64(signature), certificateSha256: await sealCertificateSha256(env), at };
+  return { seq: head.seq, hash: head.hash, signature: toBase64(signature), certificateSha256: await sealCertificateSha256(env), at };
 }
 
 export type SealStatus = "valid" | "invalid" | "missing" | "not_applicable" | "unverifiable";
@@ -33,7 +32,7 @@ export async function checkChainSeal(env: Env, envelopeId: string, terminal: boo
   if (seal.seq !== head.seq || seal.hash !== head.hash) return "invalid";
   const { verifyBytes } = await import("../seal/keys");
   try {
-    return (await verifyBytes(env, message(envelopeId, seal.seq, seal.hash, seal.at), unb64(seal.signature))) ? "valid" : "invalid";
+    return (await verifyBytes(env, message(envelopeId, seal.seq, seal.hash, seal.at), fromBase64(seal.signature))) ? "valid" : "invalid";
   } catch (err) {
     // No seal certificate configured here: nothing to check against, which is not the same as a bad signature.
     if (err instanceof NotConfigured) return "unverifiable";

@@ -67,9 +67,14 @@ export class SignerCodes {
     this.made = true;
   }
 
+  /** When this signer's codes of the last hour were mailed. */
+  private sendsWithinHour(signerId: string, now: number): number[] {
+    return (JSON.parse(this.row(signerId)?.sends ?? "[]") as number[]).filter((t) => t > now - 3_600_000);
+  }
+
   /** Seconds until another code may be mailed to this signer (0: now). */
   waitBeforeSend(signerId: string, now = Date.now()): number {
-    const sends = (JSON.parse(this.row(signerId)?.sends ?? "[]") as number[]).filter((t) => t > now - 3_600_000);
+    const sends = this.sendsWithinHour(signerId, now);
     const last = sends.at(-1);
     const waits = [last !== undefined ? last + RESEND_AFTER_MS - now : 0, sends.length >= SENDS_PER_HOUR ? sends[0]! + 3_600_000 - now : 0];
     return Math.max(0, Math.ceil(Math.max(...waits) / 1000));
@@ -79,7 +84,7 @@ export class SignerCodes {
   async issue(signerId: string, now = Date.now()): Promise<string> {
     const code = newCode();
     const salt = toHex(crypto.getRandomValues(new Uint8Array(16)));
-    const sends = [...(JSON.parse(this.row(signerId)?.sends ?? "[]") as number[]).filter((t) => t > now - 3_600_000), now];
+    const sends = [...this.sendsWithinHour(signerId, now), now];
     this.create();
     this.sql.exec(
       "INSERT OR REPLACE INTO signer_codes (signer_id, hash, salt, expires_at, attempts, sends) VALUES (?, ?, ?, ?, 0, ?)",

@@ -1,7 +1,6 @@
 import { readConfig, type Env } from "../env";
-import { sha256Hex } from "../lib/crypto";
-import { loggableError } from "../lib/log";
-import { mailerFor } from "../mail/mailer";
+import { fromBase64Url, sha256Hex, toBase64Url, toHex } from "../lib/crypto";
+import { sendAfterCommit } from "../mail/mailer";
 
 /**
  * Signing links (DESIGN.md contract 5: `{APP_URL}/sign/<token>`). A token is `sign_` and 32 bytes, base64url: the
@@ -10,8 +9,6 @@ import { mailerFor } from "../mail/mailer";
  * (issue 20, "sign path under load"). Only the token's SHA-256 is stored (signing_links); the raw token is in the
  * answer that created it and in the signer's mail, nowhere else.
  */
-const b64url = (bytes: Uint8Array) => btoa(String.fromCharCode(...bytes)).replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "");
-
 function uuidBytes(id: string): Uint8Array {
   const hex = id.replaceAll("-", "");
   return Uint8Array.from(hex.match(/../g)!, (h) => parseInt(h, 16));
@@ -22,7 +19,7 @@ export async function mintToken(envelopeId: string): Promise<{ token: string; ha
   const bytes = new Uint8Array(32);
   bytes.set(uuidBytes(envelopeId), 0);
   bytes.set(crypto.getRandomValues(new Uint8Array(16)), 16);
-  const token = `sign_${b64url(bytes)}`;
+  const token = `sign_${toBase64Url(bytes)}`;
   return { token, hash: await sha256Hex(token) };
 }
 
@@ -33,8 +30,7 @@ export async function mintToken(envelopeId: string): Promise<{ token: string; ha
 export function envelopeIdOf(token: string): string | null {
   const m = /^sign_([A-Za-z0-9_-]{43})$/.exec(token);
   if (!m) return null;
-  const bin = atob(m[1]!.replaceAll("-", "+").replaceAll("_", "/") + "=");
-  const hex = Array.from(bin.slice(0, 16), (ch) => ch.charCodeAt(0).toString(16).padStart(2, "0")).join("");
+  const hex = toHex(fromBase64Url(m[1]!).subarray(0, 16));
   const id = `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
   return /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/.test(id) ? id : null;
 }
@@ -63,14 +59,15 @@ export async function sendSigningLink(
     reminder: `This is a reminder: a document still waits for your signature as ${signer.role}.`,
     expiry_notice: `A document waiting for your signature as ${signer.role} expires at ${expiresAt ?? "its expiry"} (UTC); after that the link no longer works.`,
   }[kind];
-  try {
-    await mailerFor(env).send({
+  await sendAfterCommit(
+    env,
+    {
       organizationId,
       to: signer.email,
       subject: SUBJECTS[kind],
       text: `Hello ${signer.name},\n\n${lead}\nOpen this link to read and sign it: ${signingUrl(env, token)}\n\nThe link is personal: do not forward it.${kind === "request" ? "" : " Links in earlier messages still work."}`,
-    });
-  } catch (err) {
-    console.error(JSON.stringify({ level: "error", msg: "signing link mail failed", kind, organizationId, error: loggableError(err) }));
-  }
+    },
+    "signing link",
+    { kind },
+  );
 }

@@ -5,10 +5,10 @@ import type { ReminderPlan } from "../db/signatures";
 import type { Env } from "../env";
 import { loggableError } from "../lib/log";
 import { addSeconds, nowIso } from "../lib/time";
-import { isTerminal, noticeLinks, waiting } from "./actions";
+import type { AuditEvent } from "./audit";
 import { envelopeSigner } from "./envelope-signer";
-import { sendSigningLink } from "./links";
-import { type Loaded, machineContext, write } from "./machine";
+import { mintToken, sendSigningLink } from "./links";
+import { ACTIVE, entry, type Loaded, machineContext, type SignerRow, TERMINAL, write } from "./machine";
 
 /**
  * Reminders and expiry notices (issue 20). An envelope sent with `reminders: {firstAfterDays, everyDays}` gives each
@@ -34,9 +34,22 @@ export function expiryNoticeAt(createdAt: Date, expiresAt: string | null): strin
   return at - createdAt.getTime() >= DAY_SECONDS * 1000 ? new Date(at).toISOString() : null;
 }
 
+/** Signers still to sign whose turn it is: the ones the cron reminds and warns of expiry. */
+const waiting = (state: Loaded) => state.signers.filter((s) => ACTIVE.has(s.status));
+
+/** Link-carrying notices: one new link per signer, each recorded in the audit trail as `event`. */
+async function noticeLinks(state: Loaded, signers: SignerRow[], event: AuditEvent) {
+  const minted = await Promise.all(signers.map(async (s) => ({ signer: s, ...(await mintToken(state.envelope.id)) })));
+  return {
+    newLinks: minted.map((m) => ({ tokenHash: m.hash, signerId: m.signer.id })),
+    audit: minted.map((m) => entry(event, m.signer.id, { ip: null, userAgent: null })),
+    minted,
+  };
+}
+
 /** In the envelope's object: the reminders and the expiry notice that are due now, mailed once. */
 export async function mailDueNotices(env: Env, state: Loaded, defer: (w: Promise<unknown>) => void, now = new Date()): Promise<{ mailed: number; state: Loaded }> {
-  if (isTerminal(state)) return { mailed: 0, state };
+  if (TERMINAL.has(state.envelope.status)) return { mailed: 0, state };
   const at = nowIso(now);
   const pending = waiting(state);
   const due = pending.filter((s) => s.remindAt !== null && s.remindAt <= at);

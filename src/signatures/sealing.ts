@@ -1,12 +1,11 @@
 import { and, eq, isNull } from "drizzle-orm";
-import { createDb, type Db } from "../db/client";
+import type { Db } from "../db/client";
 import { documents, envelopes, users } from "../db/schema";
 import { readConfig, type Env } from "../env";
 import type { EventConsumer } from "../events/consumers";
 import { signedFileUrl } from "../files/signed-url";
-import { toHex } from "../lib/crypto";
-import { loggableError } from "../lib/log";
-import { mailerFor } from "../mail/mailer";
+import { sha256Hex } from "../lib/crypto";
+import { sendAfterCommit } from "../mail/mailer";
 import { readAudit, verifyChain } from "./audit";
 import { renderSignedPacket } from "./certificate";
 import { loadEnvelope } from "./machine";
@@ -45,7 +44,7 @@ export async function sealEnvelope(env: Env, db: Db, envelopeId: string): Promis
   packet.setTitle(`Signed: ${envelope.documentTitle ?? document.formKey} (${envelope.id})`);
   const { sealPdf } = await import("../seal/pades");
   const sealed = await sealPdf(env, packet, { reason: `Every party signed envelope ${envelope.id}`, name: "Brokerage Edge API seal", contactInfo: readConfig(env).APP_URL });
-  const sha256 = toHex(await crypto.subtle.digest("SHA-256", sealed));
+  const sha256 = await sha256Hex(sealed);
   const key = sealedDocumentKey(envelope.organizationId, envelope.id);
   await env.FILES.put(key, sealed, { httpMetadata: { contentType: "application/pdf", contentDisposition: `attachment; filename="signed-${envelope.id}.pdf"` } });
   const won = await db
@@ -62,14 +61,17 @@ export async function sealEnvelope(env: Env, db: Db, envelopeId: string): Promis
   const title = envelope.documentTitle ?? "The document";
   await Promise.all(
     recipients.map((r) =>
-      mailerFor(env)
-        .send({
+      sendAfterCommit(
+        env,
+        {
           organizationId: envelope.organizationId,
           to: r.email,
           subject: `Signed by every party: ${title}`,
           text: `Hello ${r.name},\n\nEvery party has signed "${title}". Your copy, sealed so that any PDF reader can check it has not changed since:\n${copy.url}\n\nThe link works until ${copy.expiresAt}. Keep the PDF: it is your record of the signed document.`,
-        })
-        .catch((err) => console.error(JSON.stringify({ level: "error", msg: "signed copy mail failed", envelopeId: envelope.id, error: loggableError(err) }))),
+        },
+        "signed copy",
+        { envelopeId: envelope.id },
+      ),
     ),
   );
 }
@@ -77,8 +79,7 @@ export async function sealEnvelope(env: Env, db: Db, envelopeId: string): Promis
 export const sealingConsumer: EventConsumer = {
   name: "signed-document-seal",
   accepts: (type) => type === "DOCUMENT_SIGNED",
-  async handle(events, { env }) {
-    const db = createDb(env.DB);
+  async handle(events, { env, db }) {
     for (const e of events) await sealEnvelope(env, db, String((e.data as { envelopeId?: unknown }).envelopeId));
   },
 };

@@ -12,7 +12,7 @@ import { newId } from "../lib/ids";
 import { inJsonList } from "../lib/sql";
 import { addSeconds, nowIso } from "../lib/time";
 import type { ServiceContext } from "../platform/context";
-import { toHex } from "../lib/crypto";
+import { sha256Hex } from "../lib/crypto";
 import { appendAudit, GENESIS, readAudit, verifyChain } from "./audit";
 import { checkChainSeal } from "./chain-seal";
 import { envelopeSigner } from "./envelope-signer";
@@ -93,7 +93,7 @@ export async function sendForSignature(ctx: ServiceContext, documentId: string, 
       const pdf = await renderDocumentPdf(ctx.env, doc);
       const key = envelopeDocumentKey(ctx.organizationId, envelopeId);
       await ctx.env.FILES.put(key, pdf, { httpMetadata: { contentType: "application/pdf", contentDisposition: `inline; filename="document-${doc.id}.pdf"` } });
-      rendered = { key, sha256: toHex(await crypto.subtle.digest("SHA-256", pdf)), title: form.title };
+      rendered = { key, sha256: await sha256Hex(pdf), title: form.title };
     }
     const now = new Date();
     const at = nowIso(now);

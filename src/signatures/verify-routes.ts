@@ -1,6 +1,7 @@
 import { OpenAPIHono, z } from "@hono/zod-openapi";
 import { eq } from "drizzle-orm";
 import { envelopes, envelopeSigners } from "../db/schema";
+import { sha256Hex } from "../lib/crypto";
 import { AppError, Validation } from "../lib/errors";
 import { API, apiError, apiJson } from "../platform/api-family";
 import type { AppBindings } from "../platform/context";
@@ -70,7 +71,7 @@ export const verifyRoutes = new OpenAPIHono<AppBindings>({ defaultHook: validati
   if (!isPdf(bytes)) throw new Validation([{ field: "", path: [], code: "not_a_pdf", message: "The body is not a PDF (it must start with %PDF-)" }], "malformed");
   const inspection = await inspectSealedPdf(c.env, bytes);
   if (!inspection.valid) return c.json({ valid: false as const, reason: inspection.reason }, 200);
-  const sha256 = [...new Uint8Array(await crypto.subtle.digest("SHA-256", bytes))].map((b) => b.toString(16).padStart(2, "0")).join("");
+  const sha256 = await sha256Hex(bytes);
   const db = c.get("db");
   const envelope = await db.select().from(envelopes).where(eq(envelopes.sealedSha256, sha256)).get();
   if (!envelope) return c.json({ valid: false as const, reason: "unknown_document" as const }, 200);
