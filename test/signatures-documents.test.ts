@@ -80,6 +80,7 @@ describe("the sealed, signed PDF", () => {
 
     const res = await verify(pdf as unknown as string);
     expect(res.status).toBe(200);
+    expect(res.headers.get("cache-control")).toBe("no-store");
     const read = await json(await call("GET", `/api/signatures/${sent.envelopeId}`, { token: owner.token }));
     expect(await json(res)).toEqual({
       valid: true,

@@ -63,8 +63,6 @@ const verify = defineRoute(API, {
 });
 
 export const verifyRoutes = new OpenAPIHono<AppBindings>({ defaultHook: validationHook }).openapi(verify, async (c) => {
-  // The answer names the signers: no cache keeps it.
-  c.header("Cache-Control", "no-store");
   if (c.req.header("content-type")?.split(";")[0]?.trim().toLowerCase() !== "application/pdf") throw new NotPdfContentType();
   const bytes = new Uint8Array(await c.req.arrayBuffer());
   const { inspectSealedPdf, isPdf } = await import("../seal/verify");
