@@ -26,7 +26,9 @@ beforeAll(async () => {
   browser = await launchChromium();
   // The client's redirect target: a loopback server, as a desktop MCP client runs (OAUTH_CLIENTS' mcp-dev admits any port).
   client = createServer((req, res) => {
-    landed.push(new URL(req.url ?? "/", redirectUri));
+    // Only the redirect counts: Chromium may also ask this origin for /favicon.ico when the page lands.
+    const url = new URL(req.url ?? "/", redirectUri);
+    if (url.pathname === "/callback") landed.push(url);
     res.writeHead(200, { "content-type": "text/html" });
     res.end("<!doctype html><title>Client</title><p>You can close this window.</p>");
   });
