@@ -35,9 +35,11 @@ export async function generateSealPair({ keyAlgorithm = "P-256", commonName = "B
 
   const certificate = new pkijs.Certificate();
   certificate.version = 2;
-  // A positive 16-byte serial (the top bit clear keeps the INTEGER positive, RFC 5280 section 4.1.2.2).
+  // A positive 16-byte serial in minimal DER (RFC 5280 section 4.1.2.2): the top bit clear keeps the INTEGER positive,
+  // and a first byte of 0x40 or more keeps it from starting with a zero byte, an encoding NSS (pdfsig) and OpenSSL
+  // refuse ("BAD INTEGER"): one generated pair in 256 was unreadable.
   const serial = crypto.getRandomValues(new Uint8Array(16));
-  serial[0] &= 0x7f;
+  serial[0] = (serial[0] & 0x3f) | 0x40;
   certificate.serialNumber = new asn1js.Integer({ valueHex: serial });
   certificate.subject = name(commonName, organization);
   certificate.issuer = name(commonName, organization);

@@ -2,6 +2,7 @@
 // and poppler's pdfsig, which checks PDF signatures with NSS, judges the result. pdfsig exits 0 whether or not a
 // signature is valid, so the test reads what it prints.
 import { execFile } from "node:child_process";
+import { X509Certificate } from "node:crypto";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -53,5 +54,15 @@ describe.each(["P-256", "RSA-2048"] as const)("a %s seal checked by pdfsig", (ke
     const out = await pdfsig(changed);
     expect(out).not.toContain("Signature is Valid");
     expect(out).toContain("Digest Mismatch");
+  });
+});
+
+describe("the development seal pair", () => {
+  it("is a certificate OpenSSL reads, every time (its serial is minimal DER)", async () => {
+    for (let i = 0; i < 1000; i++) {
+      const { SEAL_CERTIFICATE } = await generateSealPair();
+      const cert = new X509Certificate(SEAL_CERTIFICATE.replaceAll("\\n", "\n"));
+      expect(cert.subject).toContain("CN=Brokerage Edge development seal");
+    }
   });
 });
