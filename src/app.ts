@@ -18,6 +18,7 @@ import { readConfig } from "./env";
 import { plantRoutes } from "./plants/routes";
 import { propertyRoutes } from "./properties/routes";
 import { dealRoutes } from "./deals/routes";
+import { trashRoutes } from "./trash/routes";
 import { clickwrapRoutes } from "./clickwrap/routes";
 import { mcpRoutes } from "./mcp/routes";
 import { oauthRoutes } from "./oauth/routes";
@@ -74,6 +75,7 @@ export function createApp(options: AppOptions = {}) {
   app.route("/", contactRoutes);
   app.route("/", propertyRoutes);
   app.route("/", dealRoutes);
+  app.route("/", trashRoutes);
   app.route("/", createWebhookRoutes(defaultWebhookDeps(options.webhooks)));
   // Before documentRoutes: its /api/documents/{id} would take "obligations" or "search" for an id.
   app.route("/", obligationRoutes);

@@ -1,3 +1,4 @@
+import { purgeTrash } from "./trash/service";
 import { createApp } from "./app";
 import { pruneStaleListTotals } from "./crm/list-totals";
 import { createDb } from "./db/client";
@@ -42,6 +43,6 @@ export default {
 
   async scheduled(_controller: ScheduledController, env: Env, ctx: ExecutionContext): Promise<void> {
     const db = createDb(env.DB);
-    ctx.waitUntil(Promise.all([resendUnsentEvents(env, db), resendStalledDeliveries(env, db), pruneStaleListTotals(env.DB), pruneIdempotencyKeys(db), sweepOverdueEnvelopes(env, db), sendDueReminders(env, db), noteOverdueObligations(db), sendDueSurveys(env, db), expireSurveys(db), pruneOAuth(db)]));
+    ctx.waitUntil(Promise.all([resendUnsentEvents(env, db), resendStalledDeliveries(env, db), pruneStaleListTotals(env.DB), pruneIdempotencyKeys(db), sweepOverdueEnvelopes(env, db), sendDueReminders(env, db), noteOverdueObligations(db), sendDueSurveys(env, db), expireSurveys(db), pruneOAuth(db), purgeTrash(env, db)]));
   },
 } satisfies ExportedHandler<Env>;

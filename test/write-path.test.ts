@@ -3,6 +3,7 @@ import { call, json } from "./helpers/client";
 import { createPrincipal } from "./helpers/factories";
 import { type ChildRace, eventCount, type IndependentRace, type OnceRace, type Params, RACES } from "./helpers/race-table";
 import { fillPath, ROUTES } from "./helpers/route-table";
+import { TRASH_RACES } from "./helpers/trash-races";
 
 const pathOf = (route: string) => route.slice(route.indexOf(" ") + 1);
 const methodOf = (route: string) => route.slice(0, route.indexOf(" "));
@@ -62,6 +63,12 @@ describe("concurrent writes (the race table)", () => {
     for (const a of answers) expect([200, 201, 202, 404], a.body).toContain(a.status);
     const leftovers = await entry.leftovers(owner, params);
     expect(leftovers).toEqual(Object.fromEntries(Object.keys(leftovers).map((k) => [k, 0])));
+  });
+});
+
+describe("trash, references and erasure under concurrency (issue 21)", () => {
+  it.each(TRASH_RACES.map((r) => [r.name, r] as const))("%s", async (_, entry) => {
+    await entry.run(await createPrincipal());
   });
 });
 

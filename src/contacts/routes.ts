@@ -1,8 +1,11 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
-import { CRM, CRM_PRECONDITION_ERROR, crmDeleted, crmError, crmSuccess, Page } from "../crm/envelope";
+import { CRM, CRM_PRECONDITION_ERROR, crmError, crmSuccess, Page } from "../crm/envelope";
 import { defineRoute, jsonBody } from "../platform/route";
 import { listQuery } from "../crm/list-query";
-import { serviceContext } from "../platform/auth";
+import { requirePermission, serviceContext } from "../platform/auth";
+import { RESTORE_DAYS } from "../trash/moves";
+import { eraseContact } from "./erase";
+import { z } from "@hono/zod-openapi";
 import { ETAG_HEADER, withEtag } from "../platform/etag";
 import type { AppBindings } from "../platform/context";
 import { issuesOf, validationHookWith } from "../platform/openapi";
@@ -17,6 +20,8 @@ import {
   BulkUpdate,
   Contact,
   ContactCreate,
+  ContactDeleteQuery,
+  Erasure,
   ContactListQuery,
   ContactReadQuery,
   ContactTag,
@@ -24,7 +29,7 @@ import {
   IdParam,
   TagsAdd,
 } from "./schemas";
-import { addTags, createContact, deleteContact, getContact, listContacts, listTags, updateContact } from "./service";
+import { addTags, createContact, deleteContact, getContact, listContacts, listTags, restoreContact, updateContact } from "./service";
 
 /**
  * When a contact body breaks the schema and names an assignee (assignedTo, or updates.assignedTo in a bulk update),
@@ -127,15 +132,35 @@ const remove = defineRoute(CRM, {
   path: "/v1/contacts/{id}",
   tags,
   security,
-  summary: "Delete a contact",
-  description: `Deletes the contact with its tags and activities. ${CONDITIONAL}`,
-  request: { params: IdParam },
+  summary: "Delete a contact (to the trash), or erase the person",
+  description: `Moves the contact with its activities to the trash: reads answer 404 and lists leave it out, and
+\`POST /v1/contacts/{id}/restore\` brings it back as it was for ${RESTORE_DAYS} days, after which it is purged. References to it
+(deals, testimonials, referrals, surveys) stay and show it as \`{id, deleted: true}\`.
+
+With \`erase=true\` (permission \`contacts:erase\`, which an OAuth client gets only by asking for it by name) the
+person is erased now, without the trash: the contact (also one in the trash) and its activities, and their name, e-mail
+and phone wherever they were copied (testimonial author display, referrals, survey invitations, the mail log, event and
+delivery payloads). Ratings, counts and signed envelopes are kept; the answer lists what was erased by kind and count
+and what was retained. ${CONDITIONAL}`,
+  request: { params: IdParam, query: ContactDeleteQuery },
   responses: {
-    200: crmDeleted,
+    200: { description: "Deleted (to the trash), or erased", content: { "application/json": { schema: z.object({ success: z.literal(true), message: z.string(), data: z.union([z.object({ id: z.string(), deleted: z.literal(true) }), Erasure]) }) } } },
     ...NOT_FOUND,
     ...CONTENDED,
     ...CRM_PRECONDITION_ERROR,
   },
+});
+
+const restore = defineRoute(CRM, {
+  operationId: "restoreContact",
+  method: "post",
+  path: "/v1/contacts/{id}/restore",
+  tags,
+  security,
+  summary: "Restore a contact from the trash",
+  description: `Within ${RESTORE_DAYS} days of its delete: the contact returns as it was, with its activities and tags (emits contact.restored).`,
+  request: { params: IdParam },
+  responses: { 200: crmSuccess("The restored contact", Contact, ETAG_HEADER), 404: crmError("No contact with this id in your organization's trash (not_found_error)"), ...DUPLICATE },
 });
 
 const activities = defineRoute(CRM, {
@@ -184,9 +209,14 @@ export const contactRoutes = new OpenAPIHono<AppBindings>({ defaultHook: contact
   .openapi(update, async (c) => c.json({ success: true as const, data: withEtag(c, await updateContact(serviceContext(c), c.req.valid("param").id, c.req.valid("json"))) }, 200))
   .openapi(remove, async (c) => {
     const { id } = c.req.valid("param");
+    if (c.req.valid("query").erase === "true") {
+      requirePermission(c, "contacts:erase");
+      return c.json({ success: true as const, message: "Contact erased", data: await eraseContact(serviceContext(c), id) }, 200);
+    }
     await deleteContact(serviceContext(c), id);
     return c.json({ success: true as const, message: "Contact deleted", data: { id, deleted: true as const } }, 200);
   })
+  .openapi(restore, async (c) => c.json({ success: true as const, data: withEtag(c, await restoreContact(serviceContext(c), c.req.valid("param").id)) }, 200))
   .openapi(activities, async (c) => c.json({ success: true as const, ...(await listActivities(serviceContext(c), c.req.valid("param").id, c.req.valid("query"))) }, 200))
   .openapi(logActivity, async (c) => c.json({ success: true as const, data: await createActivity(serviceContext(c), c.req.valid("param").id, c.req.valid("json")) }, 201))
   .openapi(tag, async (c) => c.json({ success: true as const, data: withEtag(c, await addTags(serviceContext(c), c.req.valid("param").id, c.req.valid("json").tags)) }, 200));

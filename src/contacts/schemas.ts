@@ -186,3 +186,21 @@ export type ContactListQuery = z.infer<typeof ContactListQuery>;
 export const ContactReadQuery = z.strictObject({
   include: csv(z.enum(INCLUDES)).optional().openapi({ type: "string", example: "activities" }),
 });
+
+export const ContactDeleteQuery = z.strictObject({
+  erase: z
+    .enum(["true", "false"])
+    .optional()
+    .openapi({ description: "true: erase the person now instead of moving the contact to the trash (needs contacts:erase)" }),
+});
+
+/** What an erasure removed, by kind and count, and what it kept because the business must keep it. */
+export const Erasure = z
+  .object({
+    id: z.string(),
+    deleted: z.literal(true),
+    erased: z.record(z.string(), z.int()).openapi({ description: "Records removed or cleaned of the person's name, e-mail and phone, by kind" }),
+    retained: z.array(z.literal("signed_envelopes")).openapi({ description: "Records kept as they are: a signed envelope's signer names are part of what was signed" }),
+  })
+  .openapi("Erasure");
+export type Erasure = z.infer<typeof Erasure>;

@@ -6,6 +6,7 @@ import { newEvent } from "../events/outbox";
 import { Conflict, NotFound, Validation } from "../lib/errors";
 import { newId } from "../lib/ids";
 import type { ServiceContext } from "../platform/context";
+import { archiveRows, readTrashed, restoreFrame, restoreRows, trashEntry } from "../trash/moves";
 import { loadIncludes } from "./includes";
 import { type ContactRecord, toContact } from "./mapping";
 import { type Contact, type ContactCreate, type ContactUpdate, type Include, MAX_TAGS } from "./schemas";
@@ -127,9 +128,10 @@ export async function updateContact(ctx: ServiceContext, id: string, raw: Contac
 }
 
 /**
- * DELETE /v1/contacts/{id}: the contact with its tags and activities. Guarded on the version read, so of concurrent
- * deletes exactly one answers 200, moves the counters and emits contact.deleted; the others find it gone (404).
- * A child write racing the delete is guarded on the same version, so nothing outlives the contact.
+ * DELETE /v1/contacts/{id}: the contact goes to the trash with its activities (its tags leave the tag counts).
+ * Guarded on the version read, so of concurrent deletes exactly one answers 200, moves the counters and emits
+ * contact.deleted; the others find it gone (404). A child write racing the delete is guarded on the same version, so
+ * nothing is left behind outside the trash.
  */
 export async function deleteContact(ctx: ServiceContext, id: string): Promise<void> {
   await withRetries(async () => {
@@ -142,12 +144,40 @@ export async function deleteContact(ctx: ServiceContext, id: string): Promise<vo
         expectVersion(ctx.db, CONTACTS, org, before),
         ...tagStatements(ctx, [{ contactId: id, before: before.tags, after: [] }], new Date().toISOString()),
         ctx.db.delete(contactTags).where(and(eq(contactTags.contactId, id), eq(contactTags.organizationId, org))),
-        ctx.db.delete(contactActivities).where(and(eq(contactActivities.contactId, id), eq(contactActivities.organizationId, org))),
-        ctx.db.delete(contacts).where(byId(ctx, id)),
+        ...archiveRows(ctx.db, id, contactActivities, and(eq(contactActivities.contactId, id), eq(contactActivities.organizationId, org))),
+        ...archiveRows(ctx.db, id, contacts, byId(ctx, id)),
+        trashEntry(ctx, "contact", id, `${before.firstName} ${before.lastName}`),
         bumpCounters(ctx, -1),
       ],
       [event],
     );
+  });
+}
+
+/**
+ * POST /v1/contacts/{id}/restore: the contact back from the trash as it was, with its activities and tags; emits
+ * contact.restored. Of concurrent restores one answers 200; 409 duplicate_email when another contact took its
+ * address meanwhile.
+ */
+export async function restoreContact(ctx: ServiceContext, id: string): Promise<Contact> {
+  return withRetries(async () => {
+    const { record } = await readTrashed<ContactRecord>(ctx, "contact", id, contacts, "Contact");
+    await assertEmailFree(ctx, record.emailKey);
+    const restored = { ...record, leadScoreRank: record.leadScore ?? -1 };
+    const frame = restoreFrame(ctx, "contact", id);
+    await commitContact(
+      ctx,
+      [
+        frame.guard,
+        restoreRows(ctx.db, id, contacts),
+        restoreRows(ctx.db, id, contactActivities),
+        ...tagStatements(ctx, [{ contactId: id, before: [], after: restored.tags }], new Date().toISOString()),
+        ...frame.clear,
+        bumpCounters(ctx, 1),
+      ],
+      [newEvent(ctx, "contact.restored", { object: toContact(restored), previousAttributes: null, changes: null })],
+    );
+    return shown(restored);
   });
 }
 

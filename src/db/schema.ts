@@ -13,3 +13,4 @@ export * from "./document-vectors";
 export * from "./referrals";
 export * from "./surveys";
 export * from "./oauth";
+export * from "./trash";

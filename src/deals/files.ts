@@ -1,7 +1,6 @@
 import { and, asc, count, eq, sql } from "drizzle-orm";
 import { dealActivities, dealDocuments } from "../db/schema";
 import { commit, withRetries } from "../db/write";
-import type { Env } from "../env";
 import { readConfig } from "../env";
 import { newEvent } from "../events/outbox";
 import { requestFileSigner } from "../files/signed-url";
@@ -23,8 +22,6 @@ export const MAX_DOCUMENTS = 100;
 
 /** R2 keys of a deal's documents, under one prefix so a deleted deal's files go together. */
 export const dealPrefix = (organizationId: string, dealId: string) => `deals/${organizationId}/${dealId}/`;
-
-export const deleteDealFiles = (env: Env, prefix: string) => deleteFiles(env, [], prefix);
 
 type DocumentRecord = typeof dealDocuments.$inferSelect;
 

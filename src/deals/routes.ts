@@ -27,7 +27,8 @@ import {
   SubListQuery,
   TaskParam,
 } from "./schemas";
-import { createDeal, deleteDeal, getDeal, listDeals, moveDeal, updateDeal } from "./service";
+import { createDeal, deleteDeal, getDeal, listDeals, moveDeal, restoreDeal, updateDeal } from "./service";
+import { RESTORE_DAYS } from "../trash/moves";
 import { completeTask, createTask, listActivities, listTasks, MAX_TASKS } from "./tasks";
 
 const tags = ["Deals"];
@@ -118,8 +119,10 @@ const remove = defineRoute(CRM, {
   path: "/v1/deals/{id}",
   tags,
   security,
-  summary: "Delete a deal",
-  description: `Deletes the deal with its tasks, documents (files included), activities and stage history. ${CONDITIONAL}`,
+  summary: "Delete a deal (to the trash)",
+  description: `Moves the deal with its tasks, documents (files included), activities and stage history to the trash: reads
+answer 404, lists, totals and the pipeline leave it out, and \`POST /v1/deals/{id}/restore\` brings it back as it was for
+${RESTORE_DAYS} days, after which it is purged with its files. ${CONDITIONAL}`,
   request: { params: IdParam },
   responses: {
     200: crmDeleted,
@@ -127,6 +130,18 @@ const remove = defineRoute(CRM, {
     ...CONTENDED,
     ...CRM_PRECONDITION_ERROR,
   },
+});
+
+const restore = defineRoute(CRM, {
+  operationId: "restoreDeal",
+  method: "post",
+  path: "/v1/deals/{id}/restore",
+  tags,
+  security,
+  summary: "Restore a deal from the trash",
+  description: `Within ${RESTORE_DAYS} days of its delete: the deal returns as it was, with its tasks, documents, activities and stage history, in the pipeline again (emits deal.restored). Its contact and property show as \`{id, deleted: true}\` if they are deleted themselves.`,
+  request: { params: IdParam },
+  responses: { 200: crmSuccess("The restored deal", Deal, ETAG_HEADER), 404: crmError("No deal with this id in your organization's trash (not_found_error)") },
 });
 
 const move = defineRoute(CRM, {
@@ -245,6 +260,7 @@ export const dealRoutes = new OpenAPIHono<AppBindings>({ defaultHook: validation
     await deleteDeal(serviceContext(c), id);
     return c.json({ success: true as const, message: "Deal deleted", data: { id, deleted: true as const } }, 200);
   })
+  .openapi(restore, async (c) => c.json({ success: true as const, data: withEtag(c, await restoreDeal(serviceContext(c), c.req.valid("param").id)) }, 200))
   .openapi(move, async (c) => c.json({ success: true as const, data: withEtag(c, await moveDeal(serviceContext(c), c.req.valid("param").id, c.req.valid("json"))) }, 200))
   .openapi(tasks, async (c) => c.json({ success: true as const, data: await listTasks(serviceContext(c), c.req.valid("param").id) }, 200))
   .openapi(addTask, async (c) => c.json({ success: true as const, data: await createTask(serviceContext(c), c.req.valid("param").id, c.req.valid("json")) }, 201))

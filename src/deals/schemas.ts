@@ -135,6 +135,11 @@ export const DealMove = z
   .openapi("DealMove");
 export type DealMove = z.infer<typeof DealMove>;
 
+/** A reference whose target was deleted (in the trash, purged or erased): what is left of it (db/references.ts). */
+export const DeletedReference = z
+  .object({ id: z.string(), deleted: z.literal(true), deletedAt: z.string().nullable().openapi({ description: "When it was deleted (null: before deletes were kept)" }) })
+  .openapi("DeletedReference");
+
 export const DealContact = z.object({ id: z.string(), firstName: z.string(), lastName: z.string(), email: z.string() }).openapi("DealContact");
 export const DealProperty = z
   .object({ id: z.string(), address: z.record(z.string(), z.unknown()), type: z.string(), bedrooms: z.int().nullable(), bathrooms: z.number().nullable(), squareFootage: z.int().nullable() })
@@ -221,8 +226,12 @@ export const Deal = z
     commission: z.object({ rate: z.number().nullable(), amount: z.number().nullable(), split: z.number().nullable() }).nullable(),
     contactId: z.string(),
     propertyId: z.string().nullable(),
-    contact: DealContact.nullable().optional().openapi({ description: "With include=contact (null when the contact has since been deleted)" }),
-    property: DealProperty.nullable().optional().openapi({ description: "With include=property (null without a property, or when it has since been deleted)" }),
+    contact: z.union([DealContact, DeletedReference]).optional().openapi({ description: "With include=contact; `{id, deleted: true, deletedAt}` when the contact has since been deleted" }),
+    property: z
+      .union([DealProperty, DeletedReference])
+      .nullable()
+      .optional()
+      .openapi({ description: "With include=property (null without a property; `{id, deleted: true, deletedAt}` when it has since been deleted)" }),
     assignedTo: z.string().nullable(),
     teamMembers: z.array(z.object({ userId: z.string(), role: z.string(), commissionSplit: z.number() })),
     timeline: z.record(z.string(), z.string()).nullable(),

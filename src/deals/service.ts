@@ -7,7 +7,9 @@ import { requestFileSigner } from "../files/signed-url";
 import { Conflict, NotFound } from "../lib/errors";
 import { inJsonList } from "../lib/sql";
 import type { ServiceContext } from "../platform/context";
-import { deleteDealFiles, dealPrefix, toDocument } from "./files";
+import { toDocument } from "./files";
+import { deletedTargets, expectReferences } from "../db/references";
+import { archiveRows, readTrashed, restoreFrame, restoreRows, trashEntry } from "../trash/moves";
 import { type DealRecord, fromRow, toActivity, toDeal, toTask } from "./mapping";
 import type { Deal, DealCreate, DealMove, DealUpdate, Include } from "./schemas";
 import {
@@ -17,6 +19,7 @@ import {
   changeEvents,
   checkReferences,
   DEALS,
+  dealReferences,
   newDealRecord,
   pipelineMoves,
   replaceDeal,
@@ -59,7 +62,8 @@ export async function present(ctx: ServiceContext, records: DealRecord[], includ
       .where(and(eq(contacts.organizationId, org), inJsonList(contacts.id, wanted)))
       .all();
     const found = new Map(rows.map((c) => [c.id, c]));
-    for (const d of shown) d.contact = found.get(d.contactId) ?? null;
+    const gone = await deletedTargets(ctx, wanted.filter((id) => !found.has(id)));
+    for (const d of shown) d.contact = found.get(d.contactId) ?? gone.get(d.contactId)!;
   }
   if (include.includes("property")) {
     const wanted = [...new Set(records.flatMap((r) => (r.propertyId ? [r.propertyId] : [])))];
@@ -71,7 +75,8 @@ export async function present(ctx: ServiceContext, records: DealRecord[], includ
           .all()
       : [];
     const found = new Map(rows.map((p) => [p.id, p]));
-    for (const d of shown) d.property = d.propertyId ? (found.get(d.propertyId) ?? null) : null;
+    const gone = await deletedTargets(ctx, wanted.filter((id) => !found.has(id)));
+    for (const d of shown) d.property = d.propertyId ? (found.get(d.propertyId) ?? gone.get(d.propertyId)!) : null;
   }
   if (include.includes("documents")) {
     const rows = await ctx.db
@@ -117,23 +122,26 @@ export async function getDeal(ctx: ServiceContext, id: string, include: readonly
 /** POST /v1/deals: ACTIVE, LEAD unless an open stage is given; the contact (and property) must be the organization's. */
 export async function createDeal(ctx: ServiceContext, raw: DealCreate): Promise<Deal> {
   const input = writableInput(raw);
-  await checkReferences(ctx, input);
-  const now = new Date();
-  const record = newDealRecord(ctx, input, now);
-  const at = now.toISOString();
-  const event = newEvent(ctx, "deal.created", { object: toDeal(record), previousAttributes: null, changes: null });
-  await commit(
-    ctx,
-    [
-      ctx.db.insert(deals).values(record),
-      ctx.db.insert(dealActivities).values(activityRow(ctx, record.id, "DEAL_CREATED", `Deal created in ${record.stage}`, { stage: record.stage }, at)),
-      ...stageChangeStatements(ctx, null, record, undefined, at),
-      ...pipelineMoves(ctx, null, record),
-      bumpCounters(ctx, 1),
-    ],
-    [event],
-  );
-  return versioned(toDeal(record), record.version);
+  return withRetries(async () => {
+    await checkReferences(ctx, input);
+    const now = new Date();
+    const record = newDealRecord(ctx, input, now);
+    const at = now.toISOString();
+    const event = newEvent(ctx, "deal.created", { object: toDeal(record), previousAttributes: null, changes: null });
+    await commit(
+      ctx,
+      [
+        ...expectReferences(ctx, dealReferences(input)),
+        ctx.db.insert(deals).values(record),
+        ctx.db.insert(dealActivities).values(activityRow(ctx, record.id, "DEAL_CREATED", `Deal created in ${record.stage}`, { stage: record.stage }, at)),
+        ...stageChangeStatements(ctx, null, record, undefined, at),
+        ...pipelineMoves(ctx, null, record),
+        bumpCounters(ctx, 1),
+      ],
+      [event],
+    );
+    return versioned(toDeal(record), record.version);
+  });
 }
 
 /**
@@ -144,6 +152,7 @@ export async function createDeal(ctx: ServiceContext, raw: DealCreate): Promise<
 async function changeDeal(ctx: ServiceContext, id: string, input: DealUpdate, opts: { move: boolean }): Promise<Deal> {
   return withRetries(async () => {
     const before = await readDealForWrite(ctx, id);
+    if (!opts.move) await checkReferences(ctx, input, before);
     if (opts.move && before.stage === input.stage) throw new Conflict(`The deal is already in ${before.stage}`, "already_in_stage");
     const now = new Date();
     const at = now.toISOString();
@@ -151,23 +160,21 @@ async function changeDeal(ctx: ServiceContext, id: string, input: DealUpdate, op
     const events = changeEvents(ctx, before, { ...changed, updatedAt: at }, input.reason);
     if (events.length === 0) return versioned(toDeal(before), before.version);
     const after = { ...changed, updatedAt: at, lastActivityAt: at, version: before.version + 1 };
-    await commit(ctx, [...replaceDeal(ctx, before, after), ...stageChangeStatements(ctx, before, after, input.reason, at), ...pipelineMoves(ctx, before, after)], events);
+    await commit(ctx, [...expectReferences(ctx, dealReferences(input, before)), ...replaceDeal(ctx, before, after), ...stageChangeStatements(ctx, before, after, input.reason, at), ...pipelineMoves(ctx, before, after)], events);
     return versioned(toDeal(after), after.version);
   });
 }
 
 export async function updateDeal(ctx: ServiceContext, id: string, raw: DealUpdate): Promise<Deal> {
-  const input = writableInput(raw);
-  await checkReferences(ctx, input);
-  return changeDeal(ctx, id, input, { move: false });
+  return changeDeal(ctx, id, writableInput(raw), { move: false });
 }
 
 /** POST /v1/deals/{id}/move: 409 already_in_stage when the deal is in that stage (also when another move got there first). */
 export const moveDeal = (ctx: ServiceContext, id: string, input: DealMove): Promise<Deal> => changeDeal(ctx, id, input, { move: true });
 
 /**
- * DELETE /v1/deals/{id}: the deal with its tasks, documents, activities and history, guarded on the version read (of
- * concurrent deletes one wins and emits deal.deleted); its files in R2 go once the delete has landed.
+ * DELETE /v1/deals/{id}: the deal goes to the trash with its tasks, documents, activities and history, guarded on the
+ * version read (of concurrent deletes one wins and emits deal.deleted). Its files stay in R2 until the purge.
  */
 export async function deleteDeal(ctx: ServiceContext, id: string): Promise<void> {
   await withRetries(async () => {
@@ -178,17 +185,31 @@ export async function deleteDeal(ctx: ServiceContext, id: string): Promise<void>
       ctx,
       [
         expectVersion(ctx.db, DEALS, org, before),
-        ctx.db.delete(dealTasks).where(under(dealTasks)),
-        ctx.db.delete(dealDocuments).where(under(dealDocuments)),
-        ctx.db.delete(dealActivities).where(under(dealActivities)),
-        ctx.db.delete(dealStageChanges).where(under(dealStageChanges)),
-        ctx.db.delete(deals).where(byId(ctx, id)),
+        ...DEAL_CHILDREN.flatMap((t) => archiveRows(ctx.db, id, t, under(t))),
+        ...archiveRows(ctx.db, id, deals, byId(ctx, id)),
+        trashEntry(ctx, "deal", id, before.title),
         ...pipelineMoves(ctx, before, null),
         bumpCounters(ctx, -1),
       ],
       [newEvent(ctx, "deal.deleted", { object: { id }, previousAttributes: null, changes: null })],
     );
-    ctx.defer(deleteDealFiles(ctx.env, dealPrefix(org, id)));
+  });
+}
+
+/** What a deal takes to the trash and brings back. */
+const DEAL_CHILDREN = [dealTasks, dealDocuments, dealActivities, dealStageChanges];
+
+/** POST /v1/deals/{id}/restore: the deal back from the trash as it was, with its children and files; emits deal.restored. */
+export async function restoreDeal(ctx: ServiceContext, id: string): Promise<Deal> {
+  return withRetries(async () => {
+    const { record } = await readTrashed<DealRecord>(ctx, "deal", id, deals, "Deal");
+    const frame = restoreFrame(ctx, "deal", id);
+    await commit(
+      ctx,
+      [frame.guard, restoreRows(ctx.db, id, deals), ...DEAL_CHILDREN.map((t) => restoreRows(ctx.db, id, t)), ...frame.clear, ...pipelineMoves(ctx, null, record), bumpCounters(ctx, 1)],
+      [newEvent(ctx, "deal.restored", { object: toDeal(record), previousAttributes: null, changes: null })],
+    );
+    return versioned(toDeal(record), record.version);
   });
 }
 

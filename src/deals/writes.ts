@@ -1,6 +1,6 @@
 import { and, eq, type SQL, sql } from "drizzle-orm";
 import { bumpResourceCounter } from "../crm/list-totals";
-import { contacts, dealActivities, deals, dealStageChanges, dealStageStats, properties, type StoredCommission, type StoredTeamMember, users } from "../db/schema";
+import { dealActivities, deals, dealStageChanges, dealStageStats, type StoredCommission, type StoredTeamMember, users } from "../db/schema";
 import { atVersion, expectVersion, guard, rowExists, type Statement, type VersionedTable } from "../db/write";
 import type { EventEnvelope } from "../events/envelope";
 import { newEvent } from "../events/outbox";
@@ -8,6 +8,7 @@ import { diffAttributes } from "../lib/changes";
 import { type FieldIssue, Validation } from "../lib/errors";
 import { newId } from "../lib/ids";
 import { inJsonList } from "../lib/sql";
+import { type Reference, referenceIssues, references } from "../db/references";
 import type { ServiceContext } from "../platform/context";
 import { type DealRecord, toDeal } from "./mapping";
 import { type DealCreate, type DealStage, type DealStatus, type DealUpdate, FINAL_STAGES, READ_ONLY_FIELDS, STAGE_PROBABILITY } from "./schemas";
@@ -30,21 +31,30 @@ export function writableInput<T extends Record<string, unknown>>(input: T): T {
 export const round2 = (n: number) => Math.round(n * 100) / 100;
 
 /**
- * The contact, property, agent and team members a write names belong to the caller's organization, and the team's
- * splits add up to 1: every problem at once, in one round trip.
+ * The contact and property a write sets or changes (db/references.ts: a reference kept as it was stays valid even
+ * when its target was deleted since).
  */
-export async function checkReferences(ctx: ServiceContext, input: DealUpdate): Promise<void> {
+export function dealReferences(input: DealUpdate, before?: DealRecord): Reference[] {
+  return references(
+    { path: ["contactId"], target: "contact", id: input.contactId !== before?.contactId ? input.contactId : undefined },
+    { path: ["propertyId"], target: "property", id: input.propertyId !== before?.propertyId ? input.propertyId : undefined },
+  );
+}
+
+/**
+ * The contact, property, agent and team members a write names belong to the caller's organization (the contact and
+ * property only where the write sets or changes them), and the team's splits add up to 1: every problem at once, in
+ * one round trip.
+ */
+export async function checkReferences(ctx: ServiceContext, input: DealUpdate, before?: DealRecord): Promise<void> {
   const org = ctx.organizationId;
   const userIds = [...new Set([...(input.assignedTo ? [input.assignedTo] : []), ...(input.teamMembers ?? []).map((m) => m.userId)])];
-  const [contact, property, found] = await ctx.db.batch([
-    ctx.db.select({ id: contacts.id }).from(contacts).where(and(eq(contacts.organizationId, org), eq(contacts.id, input.contactId ?? ""))),
-    ctx.db.select({ id: properties.id }).from(properties).where(and(eq(properties.organizationId, org), eq(properties.id, input.propertyId ?? ""))),
+  const [refIssues, found] = await Promise.all([
+    referenceIssues(ctx, dealReferences(input, before)),
     ctx.db.select({ id: users.id }).from(users).where(and(eq(users.organizationId, org), inJsonList(users.id, userIds.length ? userIds : [""]))),
   ]);
   const known = new Set(found.map((u) => u.id));
-  const issues: FieldIssue[] = [];
-  if (input.contactId !== undefined && contact.length === 0) issues.push(issue(["contactId"], "invalid_reference", "No contact with this id in your organization"));
-  if (input.propertyId && property.length === 0) issues.push(issue(["propertyId"], "invalid_reference", "No property with this id in your organization"));
+  const issues: FieldIssue[] = [...refIssues];
   if (input.assignedTo && !known.has(input.assignedTo)) issues.push(issue(["assignedTo"], "invalid_reference", "No user with this id in your organization"));
   const team = input.teamMembers ?? [];
   const seen = new Set<string>();

@@ -1,21 +1,25 @@
 import type { Env } from "../env";
 import { loggableError } from "../lib/log";
 
+/** Deletes files from R2: the given keys, and everything under `prefix` (all files of a property or a deal). Throws on failure. */
+export async function removeFiles(env: Env, keys: string[], prefix?: string): Promise<void> {
+  if (keys.length) await env.FILES.delete(keys);
+  if (!prefix) return;
+  let cursor: string | undefined;
+  do {
+    const page = await env.FILES.list({ prefix, cursor, limit: 1000 });
+    if (page.objects.length) await env.FILES.delete(page.objects.map((o) => o.key));
+    cursor = page.truncated ? page.cursor : undefined;
+  } while (cursor);
+}
+
 /**
- * Deletes files from R2: the given keys, and everything under `prefix` (all files of a deleted property or deal).
- * Runs after the database write it follows has landed, so a failure is logged and left for a later cleanup rather than
- * failing a request whose change is already made.
+ * `removeFiles` after the database write it follows has landed (a replaced photo): a failure is logged and left for a
+ * later cleanup rather than failing a request whose change is already made.
  */
 export async function deleteFiles(env: Env, keys: string[], prefix?: string): Promise<void> {
   try {
-    if (keys.length) await env.FILES.delete(keys);
-    if (!prefix) return;
-    let cursor: string | undefined;
-    do {
-      const page = await env.FILES.list({ prefix, cursor, limit: 1000 });
-      if (page.objects.length) await env.FILES.delete(page.objects.map((o) => o.key));
-      cursor = page.truncated ? page.cursor : undefined;
-    } while (cursor);
+    await removeFiles(env, keys, prefix);
   } catch (err) {
     console.warn(JSON.stringify({ message: "files not deleted", prefix, keys: keys.length, error: loggableError(err) }));
   }

@@ -6,7 +6,7 @@ import { sha256Hex } from "../lib/crypto";
 import { addSeconds, nowIso } from "../lib/time";
 import { type KnownClient, findClient, redirectMatches } from "./clients";
 import { issuerOf, mcpServerUrlOf } from "./metadata";
-import { isPermission, PERMISSION_NAMES, type Permission } from "./permissions";
+import { DEFAULT_PERMISSIONS, isPermission, PERMISSION_NAMES, type Permission } from "./permissions";
 
 /** An authorization code lives this long: the client exchanges it straight after the redirect. */
 export const CODE_TTL_SECONDS = 60;
@@ -59,11 +59,11 @@ export async function readAuthorizationRequest(db: Db, config: Config, q: Author
 export const isOurResource = (config: Config, resource: string | undefined): boolean =>
   resource === undefined || resource.replace(/\/+$/, "") === mcpServerUrlOf(config).replace(/\/+$/, "");
 
-/** Space-separated permissions; absent or empty asks for all of them. Null when one is unknown. */
+/** Space-separated permissions; absent or empty asks for all but the explicit-only ones (contacts:erase). Null when one is unknown. */
 function parseScope(scope: string | undefined): Permission[] | null {
   if (scope !== undefined && scope.length > MAX_SCOPE) return null;
   const asked = (scope ?? "").split(" ").filter(Boolean);
-  if (asked.length === 0) return [...PERMISSION_NAMES];
+  if (asked.length === 0) return [...DEFAULT_PERMISSIONS];
   if (!asked.every(isPermission)) return null;
   return PERMISSION_NAMES.filter((p) => asked.includes(p));
 }

@@ -10,7 +10,7 @@ export const AuthorizeQuery = z.object({
   code_challenge: param("code_challenge", "BASE64URL(SHA256(code_verifier)), 43 characters (RFC 7636)", 128),
   code_challenge_method: param("code_challenge_method", 'Must be "S256"; "plain" is refused', 10),
   state: param("state", "Returned unchanged with the code or the error (at most 1000 characters)"),
-  scope: param("scope", `Space-separated permissions (absent: all): ${PERMISSION_NAMES.join(", ")}`),
+  scope: param("scope", `Space-separated permissions (absent: all but contacts:erase, granted only when asked for by name): ${PERMISSION_NAMES.join(", ")}`),
   resource: param("resource", "RFC 8707 resource indicator: if present, the MCP server URL (the only resource tokens are issued for)"),
 });
 

@@ -30,7 +30,8 @@ import {
   SyncResult,
   Valuation,
 } from "./schemas";
-import { createProperty, deleteProperty, getProperty, listProperties, updateProperty } from "./service";
+import { createProperty, deleteProperty, getProperty, listProperties, restoreProperty, updateProperty } from "./service";
+import { RESTORE_DAYS } from "../trash/moves";
 import { latestValuation, requestValuation, VALUATION_METHOD } from "./valuation";
 
 const tags = ["Properties"];
@@ -110,14 +111,32 @@ const remove = defineRoute(CRM, {
   path: "/v1/properties/{id}",
   tags,
   security,
-  summary: "Delete a property",
-  description: `Deletes the property with its photos, reports, valuations and analytics. ${CONDITIONAL}`,
+  summary: "Delete a property (to the trash)",
+  description: `Moves the property with its photos, valuations and analytics to the trash: reads answer 404 and lists and
+totals leave it out, and \`POST /v1/properties/{id}/restore\` brings it back as it was for ${RESTORE_DAYS} days, after which it is
+purged with its files. Deals that name it show it as \`{id, deleted: true}\`. ${CONDITIONAL}`,
   request: { params: IdParam },
   responses: {
     200: crmDeleted,
     ...NOT_FOUND,
     ...CONTENDED,
     ...CRM_PRECONDITION_ERROR,
+  },
+});
+
+const restore = defineRoute(CRM, {
+  operationId: "restoreProperty",
+  method: "post",
+  path: "/v1/properties/{id}/restore",
+  tags,
+  security,
+  summary: "Restore a property from the trash",
+  description: `Within ${RESTORE_DAYS} days of its delete: the property returns as it was, with its photos, valuations and analytics (emits property.restored).`,
+  request: { params: IdParam },
+  responses: {
+    200: crmSuccess("The restored property", Property, ETAG_HEADER),
+    404: crmError("No property with this id in your organization's trash (not_found_error)"),
+    409: crmError("Another property of your organization has its mlsId now (duplicate_mls_id)"),
   },
 });
 
@@ -261,6 +280,7 @@ export const propertyRoutes = new OpenAPIHono<AppBindings>({ defaultHook: valida
     await deleteProperty(serviceContext(c), id);
     return c.json({ success: true as const, message: "Property deleted", data: { id, deleted: true as const } }, 200);
   })
+  .openapi(restore, async (c) => c.json({ success: true as const, data: withEtag(c, await restoreProperty(serviceContext(c), c.req.valid("param").id)) }, 200))
   .openapi(upload, async (c) => {
     const form = c.req.valid("form");
     const data = await uploadPhotos(serviceContext(c), c.req.valid("param").id, { photos: form.photos, captions: form.captions ?? [], order: form.order ?? [] });

@@ -17,7 +17,8 @@ import { Conflict, NotFound, Validation } from "../lib/errors";
 import { inJsonList } from "../lib/sql";
 import type { ServiceContext } from "../platform/context";
 import { listingOf, type PropertyRecord, toProperty } from "./mapping";
-import { deletePropertyFiles, propertyPrefix } from "./files";
+import { deletePropertyFiles } from "./files";
+import { archiveRows, readTrashed, restoreFrame, restoreRows, trashEntry } from "../trash/moves";
 import type { Include, Property } from "./schemas";
 import { applyUpdate, bumpCounters, changeEvents, newPropertyRecord, PROPERTIES, replaceProperty, resolveAgents, writableInput } from "./writes";
 import type { PropertyCreate, PropertyUpdate } from "./schemas";
@@ -168,8 +169,8 @@ export async function updateProperty(ctx: ServiceContext, id: string, raw: Prope
 }
 
 /**
- * DELETE /v1/properties/{id}: the property with its figures and valuations, guarded on the version read (of
- * concurrent deletes one wins and emits property.deleted); its files in R2 go once the delete has landed.
+ * DELETE /v1/properties/{id}: the property goes to the trash with its figures and valuations, guarded on the version
+ * read (of concurrent deletes one wins and emits property.deleted). Its photos stay in R2 until the purge.
  */
 export async function deleteProperty(ctx: ServiceContext, id: string): Promise<void> {
   await withRetries(async () => {
@@ -179,17 +180,38 @@ export async function deleteProperty(ctx: ServiceContext, id: string): Promise<v
       ctx,
       [
         expectVersion(ctx.db, PROPERTIES, org, before),
-        ctx.db.delete(propertyStats).where(and(eq(propertyStats.organizationId, org), eq(propertyStats.propertyId, id))),
-        ctx.db.delete(propertyDailyStats).where(and(eq(propertyDailyStats.organizationId, org), eq(propertyDailyStats.propertyId, id))),
-        ctx.db.delete(propertyDailyVisitors).where(eq(propertyDailyVisitors.propertyId, id)),
-        ctx.db.delete(propertyDailyReferrers).where(eq(propertyDailyReferrers.propertyId, id)),
-        ctx.db.delete(propertyValuations).where(and(eq(propertyValuations.organizationId, org), eq(propertyValuations.propertyId, id))),
-        ctx.db.delete(properties).where(byId(ctx, id)),
+        ...archiveRows(ctx.db, id, propertyStats, and(eq(propertyStats.organizationId, org), eq(propertyStats.propertyId, id))),
+        ...archiveRows(ctx.db, id, propertyDailyStats, and(eq(propertyDailyStats.organizationId, org), eq(propertyDailyStats.propertyId, id))),
+        ...archiveRows(ctx.db, id, propertyDailyVisitors, eq(propertyDailyVisitors.propertyId, id)),
+        ...archiveRows(ctx.db, id, propertyDailyReferrers, eq(propertyDailyReferrers.propertyId, id)),
+        ...archiveRows(ctx.db, id, propertyValuations, and(eq(propertyValuations.organizationId, org), eq(propertyValuations.propertyId, id))),
+        ...archiveRows(ctx.db, id, properties, byId(ctx, id)),
+        trashEntry(ctx, "property", id, propertyLabel(before)),
         bumpCounters(ctx, -1),
       ],
       [newEvent(ctx, "property.deleted", { object: { id }, previousAttributes: null, changes: null })],
     );
-    ctx.defer(deletePropertyFiles(ctx.env, [], propertyPrefix(org, id)));
+  });
+}
+
+/** What a property takes to the trash and brings back, besides its own row. */
+const PROPERTY_CHILDREN = [propertyStats, propertyDailyStats, propertyDailyVisitors, propertyDailyReferrers, propertyValuations];
+
+/** "12 Elm St, Springfield" — how the trash list names a property. */
+const propertyLabel = (p: PropertyRecord) => [p.address.street, p.city].filter((v) => typeof v === "string" && v).join(", ") || p.id;
+
+/** POST /v1/properties/{id}/restore: the property back from the trash as it was, photos and figures included; emits property.restored. */
+export async function restoreProperty(ctx: ServiceContext, id: string): Promise<Property> {
+  return withRetries(async () => {
+    const { record } = await readTrashed<PropertyRecord>(ctx, "property", id, properties, "Property");
+    await assertMlsIdFree(ctx, record.mlsId);
+    const frame = restoreFrame(ctx, "property", id);
+    await commitProperty(
+      ctx,
+      [frame.guard, restoreRows(ctx.db, id, properties), ...PROPERTY_CHILDREN.map((t) => restoreRows(ctx.db, id, t)), ...frame.clear, bumpCounters(ctx, 1)],
+      [newEvent(ctx, "property.restored", { object: toProperty(record), previousAttributes: null, changes: null })],
+    );
+    return getProperty(ctx, id);
   });
 }
 

@@ -1,14 +1,19 @@
-/** Every event name a subscription may ask for (spec: Events, Webhook events), grouped as the spec groups them. */
+/**
+ * Every event name a subscription may ask for (spec: Events, Webhook events), grouped as the spec groups them; the
+ * `.restored` events (a record back from the trash, issue 21) are ours.
+ */
 export const WEBHOOK_EVENTS = [
   "contact.created",
   "contact.updated",
   "contact.deleted",
+  "contact.restored",
   "contact.tagged",
   "contact.untagged",
   "contact.assigned",
   "deal.created",
   "deal.updated",
   "deal.deleted",
+  "deal.restored",
   "deal.stage_changed",
   "deal.won",
   "deal.lost",
@@ -19,6 +24,7 @@ export const WEBHOOK_EVENTS = [
   "property.created",
   "property.updated",
   "property.deleted",
+  "property.restored",
   "property.status_changed",
   "property.price_changed",
   "property.photos_uploaded",

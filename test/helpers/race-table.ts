@@ -107,6 +107,13 @@ const PROPERTY_CHANGES: Record<string, unknown>[] = [
   { disclosure: { floodZone: "X" } },
 ];
 
+/** The seeded object, deleted: it waits in the trash. */
+async function trashed(owner: TestPrincipal, collection: string, seeded: Promise<Params>): Promise<Params> {
+  const params = await seeded;
+  expect((await call("DELETE", `${collection}/${params.id}`, { token: owner.token })).status).toBe(200);
+  return params;
+}
+
 const contactParams = async (owner: TestPrincipal, overrides: Record<string, unknown> = {}) => ({ id: (await createContact(owner.token, overrides)).id });
 const contactTotal = async (owner: TestPrincipal) => (await json(await call("GET", "/v1/contacts?limit=1", { token: owner.token }))).pagination.total as number;
 
@@ -225,6 +232,15 @@ export const RACES: Race[] = [
     copies: 5,
     counter: { read: contactTotal, perMove: -1 },
     event: "contact.deleted",
+  },
+  {
+    kind: "once",
+    route: "POST /v1/contacts/{id}/restore",
+    seed: (owner) => trashed(owner, "/v1/contacts", contactParams(owner, { tags: ["back"] })),
+    objects: 10,
+    copies: 5,
+    counter: { read: contactTotal, perMove: 1 },
+    event: "contact.restored",
   },
   {
     kind: "child",
@@ -591,6 +607,15 @@ export const RACES: Race[] = [
     event: "property.deleted",
   },
   {
+    kind: "once",
+    route: "POST /v1/properties/{id}/restore",
+    seed: async (owner) => trashed(owner, "/v1/properties", Promise.resolve({ id: (await createProperty(owner.token)).id })),
+    objects: 5,
+    copies: 5,
+    counter: { read: propertyTotal, perMove: 1 },
+    event: "property.restored",
+  },
+  {
     kind: "independent",
     route: "POST /v1/properties/{id}/photos",
     seed: async (owner) => ({ id: (await createProperty(owner.token)).id }),
@@ -730,6 +755,15 @@ export const RACES: Race[] = [
     copies: 5,
     counter: { read: dealTotal, perMove: -1 },
     event: "deal.deleted",
+  },
+  {
+    kind: "once",
+    route: "POST /v1/deals/{id}/restore",
+    seed: async (owner) => trashed(owner, "/v1/deals", Promise.resolve({ id: (await createDeal(owner.token)).id })),
+    objects: 5,
+    copies: 5,
+    counter: { read: async (owner) => (await pipelineOf(owner)).totalDeals, perMove: 1 },
+    event: "deal.restored",
   },
   {
     kind: "once",

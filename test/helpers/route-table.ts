@@ -97,6 +97,19 @@ function webhookRoutes(): MatrixRoute[] {
   ];
 }
 
+/** A seed whose object was then deleted: it waits in the trash (issue 21). */
+const trashed =
+  (seed: (owner: TestPrincipal) => Promise<Record<string, string>>, collection: string) =>
+  async (owner: TestPrincipal): Promise<Record<string, string>> => {
+    const params = await seed(owner);
+    const res = await call("DELETE", `${collection}/${params.id}`, { token: owner.token });
+    if (res.status !== 200) throw new Error(`deleting the seeded object failed: ${res.status} ${await res.text()}`);
+    return params;
+  };
+
+// The trash (issue 21).
+ROUTES.push({ method: "GET", path: "/v1/trash", family: "crm" });
+
 async function seedContact(owner: TestPrincipal): Promise<Record<string, string>> {
   const res = await call("POST", "/v1/contacts", { token: owner.token, body: { firstName: "Seed", lastName: "Contact", email: `${crypto.randomUUID()}@seed.test` } });
   if (res.status !== 201) throw new Error(`seeding a contact failed: ${res.status} ${await res.text()}`);
@@ -113,6 +126,7 @@ ROUTES.push(
   { method: "GET", path: "/v1/contacts/{id}", family: "crm", seed: seedContact, unknown: unknownContact },
   { method: "PUT", path: "/v1/contacts/{id}", family: "crm", body: { notes: "changed" }, seed: seedContact, unknown: unknownContact },
   { method: "DELETE", path: "/v1/contacts/{id}", family: "crm", seed: seedContact, unknown: unknownContact },
+  { method: "POST", path: "/v1/contacts/{id}/restore", family: "crm", seed: trashed(seedContact, "/v1/contacts"), unknown: unknownContact },
   { method: "GET", path: "/v1/contacts/{id}/activities", family: "crm", seed: seedContact, unknown: unknownContact },
   { method: "POST", path: "/v1/contacts/{id}/activities", family: "crm", body: { type: "NOTE", description: "hi" }, seed: seedContact, unknown: unknownContact },
   { method: "POST", path: "/v1/contacts/{id}/tags", family: "crm", body: { tags: ["vip"] }, seed: seedContact, unknown: unknownContact },
@@ -215,6 +229,7 @@ ROUTES.push(
   { method: "GET", path: "/v1/properties/{id}", family: "crm", seed: seedProperty, unknown: unknownProperty },
   { method: "PUT", path: "/v1/properties/{id}", family: "crm", body: { details: { bedrooms: 2 } }, seed: seedProperty, unknown: unknownProperty },
   { method: "DELETE", path: "/v1/properties/{id}", family: "crm", seed: seedProperty, unknown: unknownProperty },
+  { method: "POST", path: "/v1/properties/{id}/restore", family: "crm", seed: trashed(seedProperty, "/v1/properties"), unknown: unknownProperty },
   { method: "POST", path: "/v1/properties/{id}/photos", family: "crm", body: () => photoForm([{ bytes: PNG_1X1 }]), seed: seedProperty, unknown: unknownProperty },
   { method: "PUT", path: "/v1/properties/{id}/photos/order", family: "crm", body: (p: Record<string, string>) => ({ photoOrder: [{ id: p.photo ?? "x", order: 3 }] }), seed: seedPropertyWithPhoto, unknown: unknownProperty },
   { method: "GET", path: "/v1/properties/{id}/valuation", family: "crm", seed: seedValuedProperty, unknown: unknownProperty },
@@ -236,6 +251,7 @@ ROUTES.push(
   { method: "GET", path: "/v1/deals/{id}", family: "crm", seed: seedDeal, unknown: unknownDeal },
   { method: "PUT", path: "/v1/deals/{id}", family: "crm", body: { notes: "matrix" }, seed: seedDeal, unknown: unknownDeal },
   { method: "DELETE", path: "/v1/deals/{id}", family: "crm", seed: seedDeal, unknown: unknownDeal },
+  { method: "POST", path: "/v1/deals/{id}/restore", family: "crm", seed: trashed(seedDeal, "/v1/deals"), unknown: unknownDeal },
   { method: "POST", path: "/v1/deals/{id}/move", family: "crm", body: { stage: "QUALIFIED" }, seed: seedDeal, unknown: unknownDeal },
   { method: "GET", path: "/v1/deals/{id}/tasks", family: "crm", seed: seedDeal, unknown: unknownDeal },
   { method: "POST", path: "/v1/deals/{id}/tasks", family: "crm", body: { title: "Matrix task" }, seed: seedDeal, unknown: unknownDeal },

@@ -1,0 +1,229 @@
+import { and, eq, inArray, isNull, or, sql } from "drizzle-orm";
+import {
+  contactActivities,
+  contacts,
+  contactTags,
+  erasures,
+  mailOutbox,
+  referrals,
+  surveys,
+  testimonials,
+  trashEntries,
+  trashRows,
+} from "../db/schema";
+import { commit, expectRow, expectVersion, type Statement, withRetries } from "../db/write";
+import { newEvent } from "../events/outbox";
+import { NotFound } from "../lib/errors";
+import { newId } from "../lib/ids";
+import { loggableError } from "../lib/log";
+import { chunkBySize } from "../lib/sql";
+import type { ServiceContext } from "../platform/context";
+import { decodeRow } from "../trash/moves";
+import type { ContactRecord } from "./mapping";
+import type { Erasure } from "./schemas";
+import { bumpCounters, CONTACTS, tagStatements } from "./writes";
+
+/** What stands in for an erased name where a column cannot be empty. */
+export const ERASED = "[erased]";
+
+/** What identifies the person in copied text: their id, e-mail, names and phone numbers. */
+interface Person {
+  id: string;
+  emailKey: string;
+  /** Longest first, so "Jane Doe" is replaced before "Jane". */
+  words: string[];
+}
+
+const personOf = (c: ContactRecord): Person => ({
+  id: c.id,
+  emailKey: c.emailKey,
+  words: [`${c.firstName} ${c.lastName}`, c.email, c.phone, c.secondaryPhone, c.firstName, c.lastName]
+    .filter((w): w is string => typeof w === "string" && w.trim().length >= 2)
+    .sort((a, b) => b.length - a.length),
+});
+
+const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+
+/** The fields of a contact object (in an event or a stored answer) that identify the person. */
+const PERSONAL_FIELDS = ["firstName", "lastName", "email", "phone", "secondaryPhone", "address", "notes", "preferences"];
+
+/**
+ * A JSON document with the person taken out: the contact object itself (an object whose `id` is theirs) loses its
+ * personal fields, and every string that names them (e-mail, full name, first or last name as a word, phone) has
+ * that part replaced. Structure, ids, numbers and everything about other people stay.
+ */
+export function redactJson(text: string, person: Person): string {
+  const pattern = new RegExp(person.words.map((w) => (/^\w/.test(w) && /\w$/.test(w) ? `\\b${escapeRegExp(w)}\\b` : escapeRegExp(w))).join("|"), "giu");
+  const scrubString = (s: string) => (person.words.length ? s.replace(pattern, ERASED) : s);
+  const walk = (value: unknown): unknown => {
+    if (typeof value === "string") return scrubString(value);
+    if (Array.isArray(value)) return value.map(walk);
+    if (value && typeof value === "object") {
+      const obj = value as Record<string, unknown>;
+      const isPerson = obj.id === person.id;
+      const out: Record<string, unknown> = {};
+      for (const [k, v] of Object.entries(obj)) out[k] = isPerson && PERSONAL_FIELDS.includes(k) && v !== null ? (typeof v === "string" ? ERASED : null) : walk(v);
+      return out;
+    }
+    return value;
+  };
+  try {
+    return JSON.stringify(walk(JSON.parse(text)));
+  } catch {
+    return scrubString(text);
+  }
+}
+
+/** Tables whose text carries copies of records (event payloads, webhook bodies, replayed answers), rewritten in place. */
+const PAYLOADS = [
+  { kind: "events", table: "outbox_events", key: "id", column: "data" },
+  { kind: "webhook_deliveries", table: "webhook_deliveries", key: "id", column: "body" },
+  { kind: "idempotency_records", table: "idempotency_keys", key: "key", column: "response_body" },
+] as const;
+
+const PAGE = 200;
+/** One rewrite statement carries at most this much JSON (D1 binds a value of up to 2 MB). */
+const MAX_REWRITE_CHARS = 512 * 1024;
+
+/**
+ * Rewrites the organization's payload rows that mention the person (their id or e-mail), page by page; returns how
+ * many rows of each kind changed. Idempotent: a second pass finds nothing left to change.
+ */
+async function scrubPayloads(ctx: ServiceContext, person: Person): Promise<Record<string, number>> {
+  const counts: Record<string, number> = {};
+  for (const p of PAYLOADS) {
+    let after = "";
+    let changed = 0;
+    for (;;) {
+      const { results } = await ctx.d1
+        .prepare(
+          `SELECT ${p.key} AS k, ${p.column} AS t FROM ${p.table}
+           WHERE organization_id = ? AND ${p.key} > ? AND ${p.column} IS NOT NULL AND (instr(${p.column}, ?) > 0 OR instr(lower(${p.column}), ?) > 0)
+           ORDER BY ${p.key} LIMIT ${PAGE}`,
+        )
+        .bind(ctx.organizationId, after, person.id, person.emailKey)
+        .all<{ k: string; t: string }>();
+      const rewrites = results.flatMap((r) => {
+        const next = redactJson(r.t, person);
+        return next === r.t ? [] : [JSON.stringify([r.k, next])];
+      });
+      for (const chunk of chunkBySize(rewrites, MAX_REWRITE_CHARS)) {
+        await ctx.d1
+          .prepare(
+            `UPDATE ${p.table} SET ${p.column} = json_extract(j.value, '$[1]') FROM json_each(?) AS j
+             WHERE ${p.table}.organization_id = ? AND ${p.table}.${p.key} = json_extract(j.value, '$[0]')`,
+          )
+          .bind(`[${chunk.join(",")}]`, ctx.organizationId)
+          .run();
+      }
+      changed += rewrites.length;
+      if (results.length < PAGE) break;
+      after = results[results.length - 1]!.k;
+    }
+    if (changed) counts[p.kind] = changed;
+  }
+  return counts;
+}
+
+/** The person to erase: the live contact, or one waiting in the trash. 404 otherwise (also after an erasure). */
+async function findPerson(ctx: ServiceContext, id: string): Promise<{ live: ContactRecord | null; trashed: ContactRecord | null }> {
+  const org = ctx.organizationId;
+  const [live, kept] = await ctx.db.batch([
+    ctx.db.select().from(contacts).where(and(eq(contacts.organizationId, org), eq(contacts.id, id))),
+    ctx.db
+      .select({ row: trashRows.row })
+      .from(trashRows)
+      .innerJoin(trashEntries, eq(trashEntries.recordId, trashRows.recordId))
+      .where(and(eq(trashRows.recordId, id), eq(trashRows.tableName, "contacts"), eq(trashEntries.organizationId, org), eq(trashEntries.kind, "contact"), eq(trashEntries.state, "trashed"))),
+  ]);
+  if (live[0]) return { live: live[0], trashed: null };
+  if (kept[0]) return { live: null, trashed: decodeRow<ContactRecord>(contacts, kept[0].row) };
+  throw new NotFound("Contact");
+}
+
+/**
+ * DELETE /v1/contacts/{id}?erase=true (issue 21): the person erased now, without the trash. The contact (live or in
+ * the trash) and its activities go; their name, e-mail and phone go from every copy: testimonial author display,
+ * referrals that name them as the referred person, unsent survey invitations, the mail log, event payloads, webhook
+ * bodies and stored replay answers. Numbers stay (ratings, aggregates, counts); signed envelopes stay as signed.
+ * References to the contact then point at a tombstone (`{id, deleted: true}`), and an `erasures` row records who
+ * erased what kinds, without personal data.
+ *
+ * The payload copies are rewritten before the contact goes (so a failure leaves the person erasable again) and once
+ * more after, for an event a concurrent write emitted in between.
+ */
+export async function eraseContact(ctx: ServiceContext, id: string): Promise<Erasure> {
+  const org = ctx.organizationId;
+  return withRetries(async () => {
+    const { live, trashed } = await findPerson(ctx, id);
+    const person = personOf((live ?? trashed)!);
+    const scrubbed = await scrubPayloads(ctx, person);
+    const [authored, referred, pendingSurveys, mails, activities] = await ctx.db.batch([
+      ctx.db.select({ n: sql<number>`COUNT(*)` }).from(testimonials).where(and(eq(testimonials.organizationId, org), eq(testimonials.authorPersonId, id))),
+      ctx.db.select({ n: sql<number>`COUNT(*)` }).from(referrals).where(referredIs(ctx, person)),
+      ctx.db.select({ n: sql<number>`COUNT(*)` }).from(surveys).where(unsentTo(ctx, id)),
+      ctx.db.select({ n: sql<number>`COUNT(*)` }).from(mailOutbox).where(mailTo(ctx, person)),
+      live
+        ? ctx.db.select({ n: sql<number>`COUNT(*)` }).from(contactActivities).where(and(eq(contactActivities.organizationId, org), eq(contactActivities.contactId, id)))
+        : ctx.db.select({ n: sql<number>`COUNT(*)` }).from(trashRows).where(and(eq(trashRows.recordId, id), eq(trashRows.tableName, "contact_activities"))),
+    ]);
+    const at = new Date().toISOString();
+    const statements: Statement[] = live
+      ? [
+          expectVersion(ctx.db, CONTACTS, org, live),
+          ...tagStatements(ctx, [{ contactId: id, before: live.tags, after: [] }], at),
+          ctx.db.delete(contactTags).where(and(eq(contactTags.contactId, id), eq(contactTags.organizationId, org))),
+          ctx.db.delete(contactActivities).where(and(eq(contactActivities.organizationId, org), eq(contactActivities.contactId, id))),
+          ctx.db.delete(contacts).where(and(eq(contacts.organizationId, org), eq(contacts.id, id))),
+          bumpCounters(ctx, -1),
+        ]
+      : [
+          expectRow(ctx.db, trashEntries, and(eq(trashEntries.recordId, id), eq(trashEntries.organizationId, org), eq(trashEntries.state, "trashed"))),
+          ctx.db.delete(trashRows).where(eq(trashRows.recordId, id)),
+        ];
+    const erased: Record<string, number> = {
+      contacts: 1,
+      activities: activities[0]!.n,
+      testimonials: authored[0]!.n,
+      referrals: referred[0]!.n,
+      surveys: pendingSurveys[0]!.n,
+      mails: mails[0]!.n,
+      ...scrubbed,
+    };
+    const retained = ["signed_envelopes" as const];
+    statements.push(
+      ctx.db
+        .insert(trashEntries)
+        .values({ recordId: id, organizationId: org, kind: "contact", state: "erased", label: null, deletedAt: at, deletedBy: ctx.actor.userId ?? null, restorableUntil: at, endedAt: at })
+        .onConflictDoUpdate({ target: trashEntries.recordId, set: { state: "erased", label: null, endedAt: at } }),
+      ctx.db
+        .update(testimonials)
+        .set({ displayName: null, displayLocation: null, displayPhotoUrl: null, permissionToPublishName: false, permissionToPublishLocation: false, permissionToPublishPhoto: false, updatedAt: at, version: sql`${testimonials.version} + 1` })
+        .where(and(eq(testimonials.organizationId, org), eq(testimonials.authorPersonId, id))),
+      ctx.db
+        .update(referrals)
+        .set({ referredName: ERASED, referredContact: null, referredEmailKey: null, updatedAt: at, version: sql`${referrals.version} + 1` })
+        .where(referredIs(ctx, person)),
+      ctx.db.update(surveys).set({ status: "SKIPPED", skippedAt: at, pendingToken: null, updatedAt: at, version: sql`${surveys.version} + 1` }).where(unsentTo(ctx, id)),
+      ctx.db.delete(mailOutbox).where(mailTo(ctx, person)),
+      ctx.db.insert(erasures).values({ id: newId(), organizationId: org, contactId: id, actorUserId: ctx.actor.userId ?? null, actorClientId: null, erased: countsOnly(erased), retained, at }),
+    );
+    const events = live ? [newEvent(ctx, "contact.deleted", { object: { id }, previousAttributes: null, changes: null })] : [];
+    await commit(ctx, statements, events);
+    // A write that landed between the first pass and the commit may have emitted a copy: take it out too.
+    await scrubPayloads(ctx, person).catch((err) => console.warn(JSON.stringify({ message: "erasure second pass failed", contactId: id, error: loggableError(err) })));
+    return { id, deleted: true as const, erased: countsOnly(erased), retained };
+  });
+}
+
+const countsOnly = (counts: Record<string, number>) => Object.fromEntries(Object.entries(counts).filter(([, n]) => n > 0));
+
+/** Referrals whose referred person is this one: the lead made from them, or their e-mail. */
+const referredIs = (ctx: ServiceContext, person: Person) =>
+  and(eq(referrals.organizationId, ctx.organizationId), or(eq(referrals.leadContactId, person.id), eq(referrals.referredEmailKey, person.emailKey)));
+
+/** Survey invitations not mailed yet: they will never go. */
+const unsentTo = (ctx: ServiceContext, id: string) =>
+  and(eq(surveys.organizationId, ctx.organizationId), eq(surveys.recipientPersonId, id), inArray(surveys.status, ["SCHEDULED", "OPENED"]), isNull(surveys.sentAt));
+
+const mailTo = (ctx: ServiceContext, person: Person) => and(eq(mailOutbox.organizationId, ctx.organizationId), sql`lower(${mailOutbox.to}) = ${person.emailKey}`);

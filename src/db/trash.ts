@@ -1,0 +1,76 @@
+import { sql } from "drizzle-orm";
+import { index, integer, sqliteTable, text } from "drizzle-orm/sqlite-core";
+
+export type TrashKind = "contact" | "deal" | "property";
+
+/**
+ * What `trash_entries.state` says about a record that left its table:
+ * - `trashed`: in the trash, its rows kept in `trash_rows`; restorable until `restorableUntil`.
+ * - `purging`: claimed by the purge (past its 30 days); no restore may start, its R2 objects are going.
+ * - `purged` / `erased`: a tombstone — the id, the kind and when it was deleted, nothing else.
+ */
+export type TrashState = "trashed" | "purging" | "purged" | "erased";
+
+/**
+ * One row per contact, deal or property that was deleted (issue 21). While `trashed` the record and its children
+ * wait in `trash_rows`, out of every table the API reads, so reads answer 404 and lists and totals leave them out
+ * without a filter anywhere. A purge or an erasure leaves the row as a tombstone, so a reference to the record
+ * points at something that says "deleted" rather than at nothing. `label` (a name or a title, shown by the trash
+ * list) is cleared with the rows.
+ */
+export const trashEntries = sqliteTable(
+  "trash_entries",
+  {
+    recordId: text().primaryKey(),
+    organizationId: text().notNull(),
+    kind: text().$type<TrashKind>().notNull(),
+    state: text().$type<TrashState>().notNull(),
+    label: text(),
+    deletedAt: text().notNull(),
+    deletedBy: text(),
+    restorableUntil: text().notNull(),
+    /** Set once the state leaves `trashed` (purge claimed, purged or erased). */
+    endedAt: text(),
+  },
+  (t) => [
+    // GET /v1/trash: newest first, optionally one kind.
+    index("trash_entries_org_listed_idx").on(t.organizationId, t.state, t.deletedAt, t.recordId),
+    index("trash_entries_org_kind_idx").on(t.organizationId, t.state, t.kind, t.deletedAt, t.recordId),
+    // The purge pass: what has outlived its 30 days (or a purge that stopped half-way).
+    index("trash_entries_due_idx").on(t.restorableUntil).where(sql`${t.state} IN ('trashed', 'purging')`),
+  ],
+);
+
+/**
+ * The rows of a trashed record, each as the JSON object of its columns, keyed by the table it came from: restore
+ * writes them back column for column, so the record returns exactly as it was.
+ */
+export const trashRows = sqliteTable(
+  "trash_rows",
+  {
+    seq: integer().primaryKey({ autoIncrement: true }),
+    recordId: text().notNull(),
+    tableName: text().notNull(),
+    row: text().notNull(),
+  },
+  (t) => [index("trash_rows_record_idx").on(t.recordId, t.tableName, t.seq)],
+);
+
+/**
+ * One row per erasure of a person (DELETE /v1/contacts/{id}?erase=true): who asked, when, and how many of which kind
+ * of record were erased or cleaned, without any personal data, so the organization can show it honoured a request.
+ */
+export const erasures = sqliteTable(
+  "erasures",
+  {
+    id: text().primaryKey(),
+    organizationId: text().notNull(),
+    contactId: text().notNull(),
+    actorUserId: text(),
+    actorClientId: text(),
+    erased: text({ mode: "json" }).$type<Record<string, number>>().notNull(),
+    retained: text({ mode: "json" }).$type<string[]>().notNull(),
+    at: text().notNull(),
+  },
+  (t) => [index("erasures_org_at_idx").on(t.organizationId, t.at, t.id)],
+);
