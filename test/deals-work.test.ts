@@ -1,6 +1,8 @@
 import { env, exports } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
+import { createDb } from "../src/db/client";
 import { signedFileUrl } from "../src/files/signed-url";
+import { purgeTrash } from "../src/trash/service";
 import { call, json } from "./helpers/client";
 import { expectCrmError, issuePairs, tick } from "./helpers/contacts";
 import { createDeal, createTask, type DealJson, documentForm, getDeal, moveDeal, PDF_BYTES, updateDeal } from "./helpers/deals";
@@ -476,7 +478,7 @@ describe("deal documents", () => {
     expect((await json(res)).error).toMatchObject({ code: "not_configured" });
   });
 
-  it("deleting the deal removes its files from R2 and its links then answer 404; other deals' files stay", async () => {
+  it("deleting the deal keeps its files in R2 for a restore, its links answer 404 meanwhile; the purge removes them; other deals' files stay", async () => {
     const p = await createPrincipal();
     const deal = await createDeal(p.token);
     const keep = await createDeal(p.token);
@@ -485,9 +487,17 @@ describe("deal documents", () => {
     const kept = await uploadOk(p.token, keep.id, documentForm());
     expect(await dealFiles(p, deal.id)).toHaveLength(2);
     expect((await call("DELETE", `/v1/deals/${deal.id}`, { token: p.token })).status).toBe(200);
-    await vi.waitFor(async () => expect(await dealFiles(p, deal.id)).toEqual([]));
     await expectRefusedLink(pathOf(a.url));
     await expectRefusedLink(pathOf(b.url));
+    expect(await dealFiles(p, deal.id)).toHaveLength(2);
+    // Restored: the same links serve again.
+    expect((await call("POST", `/v1/deals/${deal.id}/restore`, { token: p.token })).status).toBe(200);
+    expect((await download(pathOf(a.url))).status).toBe(200);
+    expect((await call("DELETE", `/v1/deals/${deal.id}`, { token: p.token })).status).toBe(200);
+    await env.DB.prepare("UPDATE trash_entries SET restorable_until = ? WHERE record_id = ?").bind(new Date(Date.now() - 1000).toISOString(), deal.id).run();
+    await purgeTrash(env, createDb(env.DB));
+    expect(await dealFiles(p, deal.id)).toEqual([]);
+    await expectRefusedLink(pathOf(a.url));
     expect(await dealFiles(p, keep.id)).toHaveLength(1);
     expect((await download(pathOf(kept.url))).status).toBe(200);
   });

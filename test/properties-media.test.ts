@@ -1,3 +1,5 @@
+import { createDb } from "../src/db/client";
+import { purgeTrash } from "../src/trash/service";
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import { call, json } from "./helpers/client";
@@ -97,11 +99,15 @@ describe("photos", () => {
     const unknown = await call("PUT", `/v1/properties/${property.id}/photos/order`, { token: p.token, body: { photoOrder: [{ id: "nope", order: 1 }] } });
     expect(unknown.status).toBe(422);
     expect(await filesUnder(`properties/${p.organizationId}/${property.id}/`)).toHaveLength(3);
-    // Removing a photo from media.photos deletes its file; deleting the property deletes the rest.
+    // Removing a photo from media.photos deletes its file; deleting the property keeps the rest for a restore, and the
+    // purge of the trash deletes them.
     await updateProperty(p.token, property.id, { media: { photos: ordered.slice(0, 2).map((x: { id: string }) => ({ id: x.id })) } });
     await vi.waitFor(async () => expect(await filesUnder(`properties/${p.organizationId}/${property.id}/`)).toHaveLength(2));
     expect((await call("DELETE", `/v1/properties/${property.id}`, { token: p.token })).status).toBe(200);
-    await vi.waitFor(async () => expect(await filesUnder(`properties/${p.organizationId}/${property.id}/`)).toEqual([]));
+    expect(await filesUnder(`properties/${p.organizationId}/${property.id}/`)).toHaveLength(2);
+    await env.DB.prepare("UPDATE trash_entries SET restorable_until = ? WHERE record_id = ?").bind(new Date(Date.now() - 1000).toISOString(), property.id).run();
+    await purgeTrash(env, createDb(env.DB));
+    expect(await filesUnder(`properties/${p.organizationId}/${property.id}/`)).toEqual([]);
   });
 });
 

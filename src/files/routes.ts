@@ -48,10 +48,22 @@ const download = defineRoute(API, {
   },
 });
 
+/** The deal or property a file belongs to, from its key (deals/files.ts, properties/files.ts). */
+const OWNER = /^(?:deals|properties)\/[^/]+\/([^/]+)\//;
+
+/**
+ * A file of a deal or property that is in the trash (or purged) is not served: its record reads 404, and so do links
+ * handed out before the delete. The files stay in R2 for a restore.
+ */
+async function inTrash(db: D1Database, key: string): Promise<boolean> {
+  const owner = OWNER.exec(key)?.[1];
+  return owner ? (await db.prepare("SELECT 1 AS x FROM trash_entries WHERE record_id = ?").bind(owner).first()) !== null : false;
+}
+
 export const fileRoutes = new OpenAPIHono<AppBindings>({ defaultHook: validationHook }).openapi(download, async (c) => {
   const { key } = c.req.valid("param");
   const { expires, signature, for: scope } = c.req.valid("query");
-  const object = (await verifyFileUrl(c.env, key, expires, signature, scope)) ? await c.env.FILES.get(key) : null;
+  const object = (await verifyFileUrl(c.env, key, expires, signature, scope)) && !(await inTrash(c.env.DB, key)) ? await c.env.FILES.get(key) : null;
   if (!object) return c.json({ error: "not_found", message: "This link is invalid or has expired" }, 404);
   return new Response(object.body, {
     headers: {
