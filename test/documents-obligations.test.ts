@@ -84,7 +84,7 @@ describe("GET /api/documents/obligations", () => {
       const res = await call("GET", `/api/documents/obligations?${query}`, { token });
       expect(res.status, query).toBe(400);
       const body = await json(res);
-      expect(body, query).toEqual({ error: "invalid_request", issues: [{ message: expect.any(String), path: [query.split("=")[0]] }] });
+      expect(body, query).toEqual({ error: "invalid_request", issues: [{ field: query.split("=")[0], path: [query.split("=")[0]], code: expect.any(String), message: expect.any(String) }] });
     }
   });
 
@@ -134,7 +134,7 @@ describe("documents linked to a deal", () => {
     expect(a.status).toBe(400);
     expect(b.status).toBe(400);
     const shown = await json(a);
-    expect(shown).toEqual({ error: "invalid_request", issues: [{ message: "No deal with this id in your organization", path: ["dealId"] }] });
+    expect(shown).toEqual({ error: "invalid_request", issues: [{ field: "dealId", path: ["dealId"], code: "invalid_reference", message: "No deal with this id in your organization" }] });
     expect(await json(b)).toEqual(shown);
     expect(await env.DB.prepare("SELECT COUNT(*) AS n FROM documents WHERE organization_id = ?").bind(stranger.organizationId).first("n")).toBe(0);
     expect(await obligations(stranger.token, "?withinDays=365")).toEqual([]);

@@ -3051,12 +3051,33 @@ export interface components {
             /** @example invalid_request */
             error: string;
             message?: string;
-            issues?: {
-                message: string;
-                path: (string | number)[];
-            }[];
+            issues?: components["schemas"]["ApiIssue"][];
             /** @description On 5xx answers only */
             requestId?: string;
+        };
+        ApiIssue: {
+            /**
+             * @description Dotted path of the offending field ("" for the whole body or request)
+             * @example lease.tenants.0.email
+             */
+            field: string;
+            /**
+             * @description The same path as segments
+             * @example [
+             *       "lease",
+             *       "tenants",
+             *       0,
+             *       "email"
+             *     ]
+             */
+            path: (string | number)[];
+            /**
+             * @description Machine-readable reason, the same codes as the CRM routes' errors[].code: required, invalid_type, too_small, too_big, invalid_enum_value, unknown_field, invalid_email, invalid_url, invalid_uuid, invalid_format, invalid_unicode, invalid_character, invalid_reference, malformed_json …
+             * @example invalid_email
+             */
+            code: string;
+            /** @example Invalid email address */
+            message: string;
         };
         SearchResult: {
             /** @description Best first, one per document, at most 20 */
