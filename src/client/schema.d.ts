@@ -3028,10 +3028,10 @@ export interface components {
             /** @description The document's linked deal, or null */
             dealId: string | null;
             /**
-             * @description From the lease (on/standard-lease): deposit_due (deposit.dueDate, with the deposit), rent_start (term.commencement, with the first month's rent), expiry (term.end), renewal (60 days before term.end: a tenant's notice ending a fixed term is due at least 60 days before it ends, Ontario RTA 2006 s. 44). Other forms imply none yet.
+             * @description From the lease (on/standard-lease): deposit_due (deposit.dueDate, with the deposit), expiry (term.end), renewal (60 days before term.end: a tenant's notice ending a fixed term is due at least 60 days before it ends, Ontario RTA 2006 s. 44). The commencement implies none: no type of the closed list fits it. Other forms imply none yet.
              * @enum {string}
              */
-            type: "closing" | "condition_waiver" | "deposit_due" | "expiry" | "renewal" | "rent_start";
+            type: "closing" | "condition_waiver" | "deposit_due" | "expiry" | "renewal";
             description: string | null;
             /**
              * Format: date-time
@@ -3039,7 +3039,7 @@ export interface components {
              * @example 2027-01-01T00:00:00.000Z
              */
             dueDate: string;
-            /** @description The deposit, or the first month's rent; null when no amount applies */
+            /** @description The deposit of a deposit_due obligation; null when no amount applies */
             amountCents: number | null;
             /**
              * @description As of the request, in UTC days: overdue before today, due_soon from today to 7 days ahead, pending after that
