@@ -354,7 +354,7 @@ export interface paths {
          * @description Ours (the spec shows the analytics, not how they are fed): your listing pages and tools report engagement here. VIEW
          *     counts a view (unique by visitorId, time on site, referrer); INQUIRY, SHOWING and OFFER also emit property.inquiry_received,
          *     property.showing_scheduled and property.offer_received. With an Idempotency-Key a retried signal counts once. At most
-         *     600 signals a minute per listing.
+         *     600 signals a minute per listing. A signal does not change the property's version. Send the property's ETag in `If-Match` to make the write conditional: 412 when it has changed since.
          */
         post: operations["recordPropertySignal"];
         delete?: never;
@@ -6433,8 +6433,17 @@ export interface operations {
                     "application/json": components["schemas"]["CrmError"];
                 };
             };
-            /** @description A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
+            /** @description Changed by too many requests at once (concurrent_modification); retry; or: A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description If-Match named a version the resource is no longer at (precondition_failed); read it again */
+            412: {
                 headers: {
                     [name: string]: unknown;
                 };
