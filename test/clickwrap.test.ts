@@ -170,7 +170,7 @@ describe("publishing agreements (spec: Clickwrap agreement state rules)", () => 
       expect(res.status).toBe(400);
       const out = await json(res);
       expect(out.error).toBe("invalid_request");
-      for (const issue of out.issues) expect(issue).toEqual({ message: expect.any(String), path: expect.any(Array) });
+      for (const issue of out.issues) expect(issue).toEqual({ field: expect.any(String), path: expect.any(Array), code: expect.any(String), message: expect.any(String) });
       const count = (await env.DB.prepare("SELECT COUNT(*) AS n FROM clickwrap_agreements WHERE organization_id = ?").bind(owner.organizationId).first<number>("n")) ?? 0;
       expect(count).toBe(0);
       return [...new Set(out.issues.map((i: { path: (string | number)[] }) => i.path.join(".")))].sort();

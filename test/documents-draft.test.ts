@@ -169,7 +169,7 @@ describe("POST /api/documents/draft", () => {
       expect(answer.error).toBe("invalid_request");
       expect(paths(answer)).toEqual(expected);
     }
-    expect(await json(await draft(token, {}, gateway.vars))).toEqual({ error: "invalid_request", issues: [{ message: "Required", path: ["prompt"] }] });
+    expect(await json(await draft(token, {}, gateway.vars))).toEqual({ error: "invalid_request", issues: [{ field: "prompt", path: ["prompt"], code: "required", message: "Required" }] });
     expect((await draft(token, { prompt: "x".repeat(MAX_DRAFT_PROMPT_CHARS) }, gateway.vars)).status).toBe(422); // at the limit: sent ("{}" is no lease)
     expect((await gateway.requests()).length).toBe(1);
   });

@@ -44,38 +44,67 @@ const syncState = (documentId: string) =>
     .then((r) => r.results);
 
 describe("obligations derived from a lease", () => {
-  it("deposit due, rent start, term expiry and the renewal notice deadline 60 days before the end, with their amounts", async () => {
+  it("deposit due, term expiry and the renewal notice deadline 60 days before the end, with their amounts", async () => {
     const { token } = await createPrincipal();
     // Past dates: overdue ones are listed whatever withinDays is. 2024 is a leap year: 60 days before 29 February is 31 December.
     const doc = await createDocument(token, lease({ depositDue: "2023-02-15", commencement: "2023-03-01", end: "2024-02-29" }));
     const list = await obligations(token, "?withinDays=0");
     expect(list).toEqual([
       { id: expect.any(String), documentId: doc.id, dealId: null, type: "deposit_due", description: expect.any(String), dueDate: "2023-02-15", amountCents: 300_000, urgency: "overdue" },
-      { id: expect.any(String), documentId: doc.id, dealId: null, type: "rent_start", description: expect.any(String), dueDate: "2023-03-01", amountCents: 250_000, urgency: "overdue" },
       { id: expect.any(String), documentId: doc.id, dealId: null, type: "renewal", description: expect.stringContaining("60 days"), dueDate: "2023-12-31", amountCents: null, urgency: "overdue" },
       { id: expect.any(String), documentId: doc.id, dealId: null, type: "expiry", description: expect.any(String), dueDate: "2024-02-29", amountCents: null, urgency: "overdue" },
     ]);
-    expect(new Set(list.map((o) => o.id)).size).toBe(4);
+    expect(new Set(list.map((o) => o.id)).size).toBe(3);
   });
 
-  it("a lease without a deposit due date or an end has only its rent start; a free-form document has none", async () => {
+  it("a lease without an end has only its deposit due, one without a deposit due date or an end none; a free-form document none", async () => {
     const { token } = await createPrincipal();
-    const doc = await createDocument(token, lease({ commencement: today(5) }));
+    const doc = await createDocument(token, lease({ commencement: today(5), depositDue: today(3) }));
+    await createDocument(token, lease({ commencement: today(5) }));
     await createDocument(token, { schemaVersion: 1, formKey: "generic/free-form", title: "Memo", body: "Due tomorrow.", provenance: { aiDrafted: false } });
-    expect(await obligations(token)).toEqual([{ id: expect.any(String), documentId: doc.id, dealId: null, type: "rent_start", description: expect.any(String), dueDate: today(5), amountCents: 250_000, urgency: "due_soon" }]);
+    expect(await obligations(token)).toEqual([{ id: expect.any(String), documentId: doc.id, dealId: null, type: "deposit_due", description: expect.any(String), dueDate: today(3), amountCents: 300_000, urgency: "due_soon" }]);
+  });
+
+  it("every obligation's type is one of the spec's five (closing, condition_waiver, deposit_due, expiry, renewal); the commencement is none", async () => {
+    const { token } = await createPrincipal();
+    const leases = [
+      lease({ commencement: today(-40), depositDue: today(-50), end: today(-1) }),
+      lease({ commencement: today(0), depositDue: today(0), end: today(60) }),
+      lease({ commencement: today(10) }),
+      lease({ commencement: today(200), end: today(365) }),
+    ];
+    for (const canonical of leases) await createDocument(token, canonical);
+    const list = await obligations(token, "?withinDays=365");
+    expect(list.length).toBe(8);
+    for (const o of list) expect(["closing", "condition_waiver", "deposit_due", "expiry", "renewal"]).toContain(o.type);
+    // The tenancy's first day is no obligation of the spec's list: nothing falls due on a commencement unless another duty does.
+    expect(list.filter((o) => [today(-40), today(10), today(200)].includes(o.dueDate))).toEqual([]);
+  });
+
+  it("a rent_start row stored before the type list was closed is removed by migration 0020, and the list answers only listed types", async () => {
+    const { token, organizationId } = await createPrincipal();
+    const doc = await createDocument(token, lease({ commencement: today(4), depositDue: today(2) }));
+    await env.DB.prepare("INSERT INTO document_obligations (id, organization_id, document_id, type, description, due_date, amount_cents, created_at, synced_at) VALUES (?, ?, ?, 'rent_start', 'Tenancy begins', ?, 250000, ?, ?)")
+      .bind(crypto.randomUUID(), organizationId, doc.id, today(4), new Date().toISOString(), new Date().toISOString())
+      .run();
+    const migration = env.TEST_MIGRATIONS.find((m) => m.name.startsWith("0020_"))!;
+    expect(migration.name).toBe("0020_obligations_drop_rent_start.sql");
+    for (const query of migration.queries) await env.DB.prepare(query).run();
+    expect(brief(await obligations(token))).toEqual([`deposit_due ${today(2)}`]);
   });
 });
 
 describe("GET /api/documents/obligations", () => {
   it("withinDays: default 30, 0 and 365 accepted, both ends inclusive", async () => {
     const { token } = await createPrincipal();
-    // deposit +30, rent start +31, renewal +306 (end − 60), expiry +366.
-    await createDocument(token, lease({ depositDue: today(30), commencement: today(31), end: today(366) }));
+    // deposit +30, renewal +365 (end − 60), expiry +425.
+    await createDocument(token, lease({ depositDue: today(30), commencement: today(31), end: today(425) }));
     expect(brief(await obligations(token))).toEqual([`deposit_due ${today(30)}`]);
     expect(brief(await obligations(token, "?withinDays=30"))).toEqual([`deposit_due ${today(30)}`]);
+    expect(await obligations(token, "?withinDays=29")).toEqual([]);
     expect(await obligations(token, "?withinDays=0")).toEqual([]);
-    expect(brief(await obligations(token, "?withinDays=31"))).toEqual([`deposit_due ${today(30)}`, `rent_start ${today(31)}`]);
-    expect(brief(await obligations(token, "?withinDays=365"))).toEqual([`deposit_due ${today(30)}`, `rent_start ${today(31)}`, `renewal ${today(306)}`]);
+    expect(brief(await obligations(token, "?withinDays=364"))).toEqual([`deposit_due ${today(30)}`]);
+    expect(brief(await obligations(token, "?withinDays=365"))).toEqual([`deposit_due ${today(30)}`, `renewal ${today(365)}`]);
   });
 
   it("answers 400 invalid_request for withinDays over 365, negative, not an integer, or an unknown parameter", async () => {
@@ -84,14 +113,15 @@ describe("GET /api/documents/obligations", () => {
       const res = await call("GET", `/api/documents/obligations?${query}`, { token });
       expect(res.status, query).toBe(400);
       const body = await json(res);
-      expect(body, query).toEqual({ error: "invalid_request", issues: [{ message: expect.any(String), path: [query.split("=")[0]] }] });
+      expect(body, query).toEqual({ error: "invalid_request", issues: [{ field: query.split("=")[0], path: [query.split("=")[0]], code: expect.any(String), message: expect.any(String) }] });
     }
   });
 
   it("urgency at its boundaries (overdue before today, due_soon today to today+7, pending after), soonest first across documents", async () => {
     const { token } = await createPrincipal();
-    const later = await createDocument(token, lease({ depositDue: today(7), commencement: today(8) }));
-    const earlier = await createDocument(token, lease({ depositDue: today(-1), commencement: today(0) }));
+    // Renewal notices 60 days before the end: today(0) and today(8); the expiries fall past withinDays.
+    const later = await createDocument(token, lease({ depositDue: today(7), commencement: today(1), end: today(68) }));
+    const earlier = await createDocument(token, lease({ depositDue: today(-1), commencement: today(-30), end: today(60) }));
     const list = await obligations(token);
     expect(list.map((o) => [o.documentId, o.dueDate, o.urgency])).toEqual([
       [earlier.id, today(-1), "overdue"],
@@ -105,7 +135,7 @@ describe("GET /api/documents/obligations", () => {
     const owner = await createPrincipal();
     const stranger = await createPrincipal();
     await createDocument(owner.token, lease({ depositDue: today(-3), commencement: today(2), end: today(200) }));
-    expect(await obligations(owner.token, "?withinDays=365")).toHaveLength(4);
+    expect(await obligations(owner.token, "?withinDays=365")).toHaveLength(3);
     expect(await obligations(stranger.token, "?withinDays=365")).toEqual([]);
   });
 });
@@ -114,7 +144,7 @@ describe("documents linked to a deal", () => {
   it("carry the deal's id on the document and on each obligation", async () => {
     const { token } = await createPrincipal();
     const deal = await createDeal(token);
-    const canonical = lease({ depositDue: today(3), commencement: today(10) });
+    const canonical = lease({ depositDue: today(3), commencement: today(10), end: today(70) });
     const res = await call("POST", "/api/documents", { token, body: { formKey: "on/standard-lease", canonical, dealId: deal.id } });
     expect(res.status).toBe(201);
     const doc = await json(res);
@@ -134,7 +164,7 @@ describe("documents linked to a deal", () => {
     expect(a.status).toBe(400);
     expect(b.status).toBe(400);
     const shown = await json(a);
-    expect(shown).toEqual({ error: "invalid_request", issues: [{ message: "No deal with this id in your organization", path: ["dealId"] }] });
+    expect(shown).toEqual({ error: "invalid_request", issues: [{ field: "dealId", path: ["dealId"], code: "invalid_reference", message: "No deal with this id in your organization" }] });
     expect(await json(b)).toEqual(shown);
     expect(await env.DB.prepare("SELECT COUNT(*) AS n FROM documents WHERE organization_id = ?").bind(stranger.organizationId).first("n")).toBe(0);
     expect(await obligations(stranger.token, "?withinDays=365")).toEqual([]);
@@ -146,23 +176,22 @@ describe("re-sync on DOCUMENT_SIGNED", () => {
   it("a signed envelope re-syncs the document's obligations exactly once, however often its event is delivered", async () => {
     const { token, organizationId } = await createPrincipal();
     const doc = await createDocument(token, lease({ depositDue: today(2), commencement: today(20), end: today(385) }));
-    expect((await syncState(doc.id)).map((r) => r.sync_count)).toEqual([0, 0, 0, 0]);
+    expect((await syncState(doc.id)).map((r) => r.sync_count)).toEqual([0, 0, 0]);
     // Drift the stored rows, so the re-sync has something to put right.
     await env.DB.batch([
-      env.DB.prepare("UPDATE document_obligations SET due_date = '1999-01-01' WHERE document_id = ? AND type = 'rent_start'").bind(doc.id),
+      env.DB.prepare("UPDATE document_obligations SET due_date = '1999-01-01' WHERE document_id = ? AND type = 'renewal'").bind(doc.id),
       env.DB.prepare("DELETE FROM document_obligations WHERE document_id = ? AND type = 'expiry'").bind(doc.id),
     ]);
     const sent = await sendForSignature(token, doc.id);
     for (const link of sent.links) await signAll(tokenOf(link.url));
 
     // Delivered by the real queue to the Worker's consumer.
-    await vi.waitFor(async () => expect((await syncState(doc.id)).map((r) => r.sync_count)).toEqual([1, 1, 1, 1]), { timeout: 15_000, interval: 100 });
+    await vi.waitFor(async () => expect((await syncState(doc.id)).map((r) => r.sync_count)).toEqual([1, 1, 1]), { timeout: 15_000, interval: 100 });
     const synced = await syncState(doc.id);
     expect(synced.map((r) => [r.type, r.due_date])).toEqual([
       ["deposit_due", today(2)],
       ["expiry", today(385)],
       ["renewal", today(325)],
-      ["rent_start", today(20)],
     ]);
     const row = await env.DB.prepare("SELECT id, type, organization_id AS organizationId, actor, occurred_at AS occurredAt, data FROM outbox_events WHERE organization_id = ? AND type = 'DOCUMENT_SIGNED'")
       .bind(organizationId)
@@ -187,8 +216,8 @@ describe("re-sync on DOCUMENT_SIGNED", () => {
 
     // A different DOCUMENT_SIGNED event is a new re-sync: the count is what moves, not a constant.
     await obligationSyncConsumer.handle([{ ...event, id: crypto.randomUUID() }], { env, db });
-    expect((await syncState(doc.id)).map((r) => r.sync_count)).toEqual([2, 2, 2, 2]);
-    expect(await obligations(token, "?withinDays=365")).toHaveLength(3);
+    expect((await syncState(doc.id)).map((r) => r.sync_count)).toEqual([2, 2, 2]);
+    expect(await obligations(token, "?withinDays=365")).toHaveLength(2);
   });
 });
 
@@ -207,7 +236,7 @@ describe("overdue obligations of a linked deal", () => {
       expect(res.status).toBe(201);
       return (await json(res)).id as string;
     };
-    const linked = await create(lease({ depositDue: today(-5), commencement: today(-1) }), deal.id);
+    const linked = await create(lease({ depositDue: today(-5), commencement: today(-30), end: today(59) }), deal.id); // renewal notice due yesterday
     await create(lease({ depositDue: today(-4), commencement: today(0), end: today(100) }), deal.id); // only the deposit is overdue
     await create(lease({ depositDue: today(-9), commencement: today(-8) })); // overdue, but no deal
     const before = await json(await call("GET", `/v1/deals/${deal.id}`, { token }));
@@ -224,7 +253,7 @@ describe("overdue obligations of a linked deal", () => {
     expect(activities.map((a) => [a.metadata.type, a.metadata.dueDate])).toEqual([
       ["deposit_due", today(-5)],
       ["deposit_due", today(-4)],
-      ["rent_start", today(-1)],
+      ["renewal", today(-1)],
     ]);
     const ids = new Map((await obligations(token)).map((o) => [`${o.documentId} ${o.type}`, o.id]));
     expect(activities[0]).toEqual({ type: "OBLIGATION_OVERDUE", userId: null, metadata: { obligationId: ids.get(`${linked} deposit_due`), documentId: linked, type: "deposit_due", dueDate: today(-5) } });
@@ -239,7 +268,7 @@ describe("overdue obligations of a linked deal", () => {
   it("an obligation whose deal was deleted is noted without an activity, and leaves the pass's scan", async () => {
     const { token } = await createPrincipal();
     const deal = await createDeal(token);
-    const res = await call("POST", "/api/documents", { token, body: { formKey: "on/standard-lease", canonical: lease({ commencement: today(-2) }), dealId: deal.id } });
+    const res = await call("POST", "/api/documents", { token, body: { formKey: "on/standard-lease", canonical: lease({ commencement: today(-2), depositDue: today(-2) }), dealId: deal.id } });
     expect(res.status).toBe(201);
     expect((await call("DELETE", `/v1/deals/${deal.id}`, { token })).status).toBeLessThan(300);
     const db = createDb(env.DB);

@@ -69,14 +69,14 @@ describe("CRM family (/v1)", () => {
 });
 
 describe("document and reputation family (/api)", () => {
-  it("400 invalid_request with issues [{message, path[]}] listing every problem", async () => {
+  it("400 invalid_request with issues [{field, path[], code, message}] listing every problem", async () => {
     const { token } = await createPrincipal();
     const res = await appWithProbes().fetch("POST", "/api/probe", { token, body: badBody, headers: { "content-type": "application/json" } });
     expect(res.status).toBe(400);
     const body = await res.json<any>();
     expect(body.error).toBe("invalid_request");
     expect(body.issues.map((i: any) => i.path)).toEqual(expect.arrayContaining([["email"], ["age"], ["address", "city"], ["extra"]]));
-    for (const issue of body.issues) expect(issue).toEqual({ message: expect.any(String), path: expect.any(Array) });
+    for (const issue of body.issues) expect(issue).toEqual({ field: expect.any(String), path: expect.any(Array), code: expect.any(String), message: expect.any(String) });
   });
 
   it("409 {error: code, message} for a refused move", async () => {

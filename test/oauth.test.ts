@@ -512,6 +512,31 @@ describe("dynamic client registration", () => {
     expect(await json(res)).toEqual({ error, error_description: expect.any(String) });
   });
 
+  it.each([
+    ["client_name", { client_name: "Agent \ud800" }, "invalid_client_metadata"],
+    ["client_name", { client_name: "\udc00Agent" }, "invalid_client_metadata"],
+    ["client_uri", { client_uri: "https://app.example/\ud83d" }, "invalid_client_metadata"],
+    ["logo_uri", { logo_uri: "https://app.example/logo\ud800.png" }, "invalid_client_metadata"],
+    ["tos_uri", { tos_uri: "https://app.example/tos\udfff" }, "invalid_client_metadata"],
+    ["policy_uri", { policy_uri: "https://app.example/\ud800policy" }, "invalid_client_metadata"],
+    ["software_id", { software_id: "agent-\ud800" }, "invalid_client_metadata"],
+    ["software_version", { software_version: "1.0\udc00" }, "invalid_client_metadata"],
+    ["contacts.1", { contacts: ["ops@app.example", "\ud800@app.example"] }, "invalid_client_metadata"],
+    ["scope", { scope: "contacts:read \ud800" }, "invalid_client_metadata"],
+    ["x_\ufffd", { ["x_\ud800"]: "y" }, "invalid_client_metadata"],
+    // RFC 7591 section 3.2.2: a bad redirection URI has its own error code.
+    ["redirect_uris.0", { redirect_uris: ["https://app.example/cb\ud800"] }, "invalid_redirect_uri"],
+  ])("refuses a lone UTF-16 surrogate in %s, registering nothing", async (field, metadata, error) => {
+    const clients = () => env.DB.prepare("SELECT COUNT(*) AS n FROM oauth_clients").first<number>("n");
+    const before = await clients();
+    const res = await register({ redirect_uris: ["https://app.example/cb"], client_name: "Agent", ...metadata });
+    expect(res.status).toBe(400);
+    const body = await json(res);
+    expect(body).toEqual({ error, error_description: `${field}: ${field.startsWith("x_") ? "Field names must be well-formed Unicode text" : "Must be well-formed Unicode text (a lone UTF-16 surrogate is not a character)"}` });
+    expect(body.error_description.isWellFormed()).toBe(true);
+    expect(await clients()).toBe(before);
+  });
+
   it("lets a registered client authorize with its exact redirect URI only", async () => {
     const uri = "http://127.0.0.1:33418/callback";
     const { client_id } = await json(await register({ redirect_uris: [uri], client_name: "Registered agent" }));

@@ -236,6 +236,32 @@ describe("analytics from recorded signals", () => {
     expect((await call("GET", `/v1/properties/${property.id}/analytics?period=1y`, { token: p.token })).status).toBe(422);
   });
 
+  it("honours If-Match: a stale version is a 412 that counts nothing and emits nothing; the current one or * counts", async () => {
+    const p = await createPrincipal();
+    const property = await createProperty(p.token);
+    await updateProperty(p.token, property.id, { details: { bedrooms: 3 } });
+    const signal = (body: unknown, ifMatch: string) => call("POST", `/v1/properties/${property.id}/signals`, { token: p.token, body, headers: { "if-match": ifMatch } });
+    const views = async () => (await json(await call("GET", `/v1/properties/${property.id}/analytics`, { token: p.token }))).data.views as number;
+
+    const stale = await signal({ type: "VIEW", visitorId: "v1" }, '"1"');
+    expect(stale.status).toBe(412);
+    expect((await errorOf(stale)).code).toBe("precondition_failed");
+    expect((await signal({ type: "INQUIRY", message: "Still available?" }, '"1"')).status).toBe(412);
+    expect((await signal({ type: "VIEW" }, 'W/"2"')).status).toBe(412);
+    expect(await views()).toBe(0);
+    expect(await eventsOf(p.organizationId, "property.inquiry_received")).toEqual([]);
+
+    expect((await signal({ type: "VIEW", visitorId: "v1" }, '"2"')).status).toBe(201);
+    expect((await signal({ type: "INQUIRY", message: "Still available?" }, '"1", "2"')).status).toBe(201);
+    expect((await signal({ type: "VIEW" }, "*")).status).toBe(201);
+    expect(await views()).toBe(2);
+    expect(await eventsOf(p.organizationId, "property.inquiry_received")).toHaveLength(1);
+    // A signal is no change of the property: its version (the ETag a client holds) stays where it was.
+    expect((await call("GET", `/v1/properties/${property.id}`, { token: p.token })).headers.get("etag")).toBe('"2"');
+    const stranger = await createPrincipal();
+    expect((await call("POST", `/v1/properties/${property.id}/signals`, { token: stranger.token, body: { type: "VIEW" }, headers: { "if-match": '"2"' } })).status).toBe(404);
+  });
+
   it("is rate-limited per listing of the organization", async () => {
     const keys: string[] = [];
     const app = testApp({ rateLimiter: { consume: async (key) => (keys.push(key), { allowed: false, remaining: 0, retryAfterSeconds: 30 }) } });

@@ -353,7 +353,7 @@ describe("bot challenge, rate limits and the signing page", () => {
     expect((await post({ action: "consent" })).status).toBe(200);
     const missing = await post({ action: "sign" });
     expect(missing.status).toBe(400);
-    expect(await missing.json()).toEqual({ error: "invalid_request", issues: [{ message: expect.any(String), path: ["challengeToken"] }] });
+    expect(await missing.json()).toEqual({ error: "invalid_request", issues: [{ field: "challengeToken", path: ["challengeToken"], code: "required", message: expect.any(String) }] });
     const refused = await post({ action: "sign", challengeToken: "fail" });
     expect(refused.status).toBe(403);
     expect(await refused.json()).toMatchObject({ error: "challenge_failed" });

@@ -20,7 +20,7 @@ export const AgreementPublish = z
       .string()
       .min(1)
       .max(MAX_BODY_CHARS)
-      .refine((b) => /[^\s\p{Cf}\p{Z}]/u.test(b), { message: "The agreement text has nothing visible" }),
+      .refine((b) => /[^\s\p{Cf}\p{Z}]/u.test(b), { message: "The agreement text has nothing visible", params: { code: "invalid_character" } }),
   })
   .openapi("ClickwrapPublish");
 export type AgreementPublish = z.infer<typeof AgreementPublish>;

@@ -354,7 +354,7 @@ export interface paths {
          * @description Ours (the spec shows the analytics, not how they are fed): your listing pages and tools report engagement here. VIEW
          *     counts a view (unique by visitorId, time on site, referrer); INQUIRY, SHOWING and OFFER also emit property.inquiry_received,
          *     property.showing_scheduled and property.offer_received. With an Idempotency-Key a retried signal counts once. At most
-         *     600 signals a minute per listing.
+         *     600 signals a minute per listing. A signal does not change the property's version. Send the property's ETag in `If-Match` to make the write conditional: 412 when it has changed since.
          */
         post: operations["recordPropertySignal"];
         delete?: never;
@@ -3028,10 +3028,10 @@ export interface components {
             /** @description The document's linked deal, or null */
             dealId: string | null;
             /**
-             * @description From the lease (on/standard-lease): deposit_due (deposit.dueDate, with the deposit), rent_start (term.commencement, with the first month's rent), expiry (term.end), renewal (60 days before term.end: a tenant's notice ending a fixed term is due at least 60 days before it ends, Ontario RTA 2006 s. 44). Other forms imply none yet.
+             * @description From the lease (on/standard-lease): deposit_due (deposit.dueDate, with the deposit), expiry (term.end), renewal (60 days before term.end: a tenant's notice ending a fixed term is due at least 60 days before it ends, Ontario RTA 2006 s. 44). The commencement implies none: no type of the closed list fits it. Other forms imply none yet.
              * @enum {string}
              */
-            type: "closing" | "condition_waiver" | "deposit_due" | "expiry" | "renewal" | "rent_start";
+            type: "closing" | "condition_waiver" | "deposit_due" | "expiry" | "renewal";
             description: string | null;
             /**
              * Format: date-time
@@ -3039,7 +3039,7 @@ export interface components {
              * @example 2027-01-01T00:00:00.000Z
              */
             dueDate: string;
-            /** @description The deposit, or the first month's rent; null when no amount applies */
+            /** @description The deposit of a deposit_due obligation; null when no amount applies */
             amountCents: number | null;
             /**
              * @description As of the request, in UTC days: overdue before today, due_soon from today to 7 days ahead, pending after that
@@ -3051,12 +3051,33 @@ export interface components {
             /** @example invalid_request */
             error: string;
             message?: string;
-            issues?: {
-                message: string;
-                path: (string | number)[];
-            }[];
+            issues?: components["schemas"]["ApiIssue"][];
             /** @description On 5xx answers only */
             requestId?: string;
+        };
+        ApiIssue: {
+            /**
+             * @description Dotted path of the offending field ("" for the whole body or request)
+             * @example lease.tenants.0.email
+             */
+            field: string;
+            /**
+             * @description The same path as segments
+             * @example [
+             *       "lease",
+             *       "tenants",
+             *       0,
+             *       "email"
+             *     ]
+             */
+            path: (string | number)[];
+            /**
+             * @description Machine-readable reason, the same codes as the CRM routes' errors[].code: required, invalid_type, too_small, too_big, invalid_enum_value, unknown_field, invalid_email, invalid_url, invalid_uuid, invalid_format, invalid_unicode, invalid_character, invalid_reference, malformed_json …
+             * @example invalid_email
+             */
+            code: string;
+            /** @example Invalid email address */
+            message: string;
         };
         SearchResult: {
             /** @description Best first, one per document, at most 20 */
@@ -6412,8 +6433,17 @@ export interface operations {
                     "application/json": components["schemas"]["CrmError"];
                 };
             };
-            /** @description A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
+            /** @description Changed by too many requests at once (concurrent_modification); retry; or: A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description If-Match named a version the resource is no longer at (precondition_failed); read it again */
+            412: {
                 headers: {
                     [name: string]: unknown;
                 };

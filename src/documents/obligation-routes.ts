@@ -23,11 +23,11 @@ export const Obligation = z
     documentId: z.string(),
     dealId: z.string().nullable().openapi({ description: "The document's linked deal, or null" }),
     type: z.enum(OBLIGATION_TYPES).openapi({
-      description: `From the lease (on/standard-lease): deposit_due (deposit.dueDate, with the deposit), rent_start (term.commencement, with the first month's rent), expiry (term.end), renewal (${RENEWAL_NOTICE_DAYS} days before term.end: a tenant's notice ending a fixed term is due at least ${RENEWAL_NOTICE_DAYS} days before it ends, Ontario RTA 2006 s. 44). Other forms imply none yet.`,
+      description: `From the lease (on/standard-lease): deposit_due (deposit.dueDate, with the deposit), expiry (term.end), renewal (${RENEWAL_NOTICE_DAYS} days before term.end: a tenant's notice ending a fixed term is due at least ${RENEWAL_NOTICE_DAYS} days before it ends, Ontario RTA 2006 s. 44). The commencement implies none: no type of the closed list fits it. Other forms imply none yet.`,
     }),
     description: z.string().nullable(),
     dueDate: z.iso.datetime().openapi({ example: "2027-01-01T00:00:00.000Z", description: "ISO 8601 timestamp: the start (UTC) of the day it falls due" }),
-    amountCents: z.int().nullable().openapi({ description: "The deposit, or the first month's rent; null when no amount applies" }),
+    amountCents: z.int().nullable().openapi({ description: "The deposit of a deposit_due obligation; null when no amount applies" }),
     urgency: z.enum(URGENCIES).openapi({ description: `As of the request, in UTC days: overdue before today, due_soon from today to ${DUE_SOON_DAYS} days ahead, pending after that` }),
   })
   .openapi("Obligation");

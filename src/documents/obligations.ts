@@ -14,7 +14,7 @@ import type { LeaseCanonical } from "./forms";
  * Obligations (spec: Obligation): dated duties a document's canonical data implies, derived per form, stored with
  * the document and re-derived when it is signed (spec: Events, DOCUMENT_SIGNED → obligation re-sync).
  */
-export const OBLIGATION_TYPES = ["closing", "condition_waiver", "deposit_due", "expiry", "renewal", "rent_start"] as const;
+export const OBLIGATION_TYPES = ["closing", "condition_waiver", "deposit_due", "expiry", "renewal"] as const;
 export type ObligationType = (typeof OBLIGATION_TYPES)[number];
 export const URGENCIES = ["pending", "due_soon", "overdue"] as const;
 
@@ -39,10 +39,11 @@ const dayOf = (d: { year: number; month: number; day: number }) => Date.UTC(d.ye
 export const utcDay = (days = 0, now = new Date()) => isoDay(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate()) + days * DAY_MS);
 
 function leaseObligations(canonical: Record<string, unknown>): Derived[] {
-  const { term, monthlyRent, deposit } = (canonical as LeaseCanonical).lease;
+  const { term, deposit } = (canonical as LeaseCanonical).lease;
   const out: Derived[] = [];
   if (deposit?.dueDate) out.push({ type: "deposit_due", description: "Rent deposit due", dueDate: isoDay(dayOf(deposit.dueDate)), amountCents: deposit.cents });
-  out.push({ type: "rent_start", description: "Tenancy begins; first month's rent due", dueDate: isoDay(dayOf(term.commencement)), amountCents: monthlyRent.cents });
+  // The commencement (first month's rent) implies no obligation: the spec's type list is closed, and none of its
+  // five fits a tenancy's start (closing completes a sale, and amounts are for deposit obligations).
   if (term.end) {
     const end = dayOf(term.end);
     out.push({ type: "expiry", description: "Fixed term ends", dueDate: isoDay(end), amountCents: null });

@@ -11,7 +11,7 @@ export const SearchQuery = z.strictObject({
     .string()
     .max(MAX_QUERY_CHARS)
     // As for every text this API takes: no NUL or other control characters, no lone surrogates.
-    .refine((v) => !/[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/.test(v) && v.isWellFormed(), { message: "Must be text without control characters" })
+    .refine((v) => !/[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/.test(v) && v.isWellFormed(), { message: "Must be text without control characters", params: { code: "invalid_character" } })
     .optional()
     .openapi({ example: "lease on Queen St W", description: `Natural-language query, at most ${MAX_QUERY_CHARS} characters (more is a 400). Empty or missing: no hits, and the AI gateway is not called.` }),
 });

@@ -1,13 +1,14 @@
 import { z } from "zod";
 import type { FieldIssue } from "./errors";
 
-/** Zod's issue codes mapped to the stable `code` of FieldIssue (`errors[].code` on the CRM routes). */
+/** Zod's issue codes mapped to the stable `code` of FieldIssue (`errors[].code` on /v1, `issues[].code` on /api). */
 function codeOf(issue: z.core.$ZodIssue, missing: boolean): string {
   switch (issue.code) {
     case "invalid_type":
       return missing ? "required" : "invalid_type";
     case "invalid_format":
-      return issue.format === "email" ? "invalid_email" : `invalid_${issue.format}`;
+      // A pattern mismatch is a wrong format, not a wrong regular expression ("invalid_regex" would read as ours).
+      return issue.format === "email" ? "invalid_email" : issue.format === "regex" ? "invalid_format" : `invalid_${issue.format}`;
     case "invalid_value":
       return missing ? "required" : "invalid_enum_value";
     case "unrecognized_keys":

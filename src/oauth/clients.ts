@@ -4,8 +4,9 @@ import { oauthClients } from "../db/schema";
 import type { Config } from "../env";
 import { newId } from "../lib/ids";
 import { nowIso } from "../lib/time";
-import { OAuthError } from "./errors";
+import { jsonIssues } from "../lib/json-bounds";
 import { oneLineText } from "../lib/validation";
+import { OAuthError } from "./errors";
 
 /** A client the authorization server knows: a static one of OAUTH_CLIENTS, or one that registered itself (RFC 7591). */
 export interface KnownClient {
@@ -77,6 +78,15 @@ export interface RegisteredClient {
  * too (MCP clients often do) is registered for `authorization_code`, as section 3.2.1 allows.
  */
 export async function registerClient(db: Db, body: Record<string, unknown>): Promise<RegisteredClient> {
+  // As in every JSON body (lib/json-bounds.ts; this route's own hook skips the shared one): each string, the metadata
+  // ignored here (client_uri, contacts, software_id …) and the field names included, must be well-formed Unicode
+  // without NUL. A lone surrogate cannot be stored as UTF-8 and would come back as another name or URI than was sent.
+  const unreadable = jsonIssues(body);
+  if (unreadable.length > 0) {
+    // A field name may itself be the ill-formed text: echoed with U+FFFD in its place.
+    const message = unreadable.map((i) => `${i.field.toWellFormed() || "body"}: ${i.message}`).join("; ");
+    throw new OAuthError(unreadable.some((i) => i.path[0] === "redirect_uris") ? "invalid_redirect_uri" : "invalid_client_metadata", message);
+  }
   const uris = body.redirect_uris;
   if (!Array.isArray(uris) || uris.length === 0 || uris.length > MAX_REDIRECT_URIS) {
     throw new OAuthError("invalid_redirect_uri", `redirect_uris must list 1 to ${MAX_REDIRECT_URIS} URIs`);

@@ -83,7 +83,9 @@ function render(c: Context, family: Family, f: Failure, requestId: string): Resp
   // /api/* and the rest: DESIGN.md "Shapes" and the document/reputation specs.
   if (f.status === 401) return c.json({ error: "Unauthorized" }, status);
   if (f.status === 429) return c.json({ error: "rate_limited" }, status, headers);
-  if (f.issues) return c.json({ error: "invalid_request", issues: f.issues.map(({ message, path }) => ({ message, path })) }, status);
+  // DESIGN.md's {message, path[]} plus the CRM envelope's field and code (the same FieldIssue), so a client can act
+  // on an issue without parsing its message.
+  if (f.issues) return c.json({ error: "invalid_request", issues: f.issues.map(({ field, path, code, message }) => ({ field, path, code, message })) }, status);
   if (f.status >= 500) return c.json({ error: f.code, message: f.message, requestId }, status);
   return c.json({ error: f.code, message: f.message }, status, headers);
 }

@@ -69,7 +69,8 @@ expired tokens answer 401. Public routes (\`/api/public/*\`, \`/oauth/*\`, these
 - \`/v1/*\`: \`{success: false, error: {type, title, status, detail, errors[{field, code, message}]}}\`; a body that
   is not valid JSON is a 400 \`invalid_request_error\`, a body that breaks the schema a 422 \`validation_error\` listing
   every problem.
-- \`/api/*\`: 401 \`{error: "Unauthorized"}\`; bad input 400 \`{error: "invalid_request", issues[{message, path[]}]}\`;
+- \`/api/*\`: 401 \`{error: "Unauthorized"}\`; bad input 400 \`{error: "invalid_request", issues[{field, path[], code, message}]}\`
+  listing every problem (\`code\` as in the CRM's \`errors[].code\`: \`required\`, \`too_big\`, \`unknown_field\` …);
   a refused state move 409 \`{error, message}\`.
 - \`/plants\`: \`{error: <int32>, message}\`.
 - Every family: 413 when a body is over the route's size limit (1 MiB unless the route says less), 415 when a JSON

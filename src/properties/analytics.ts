@@ -1,6 +1,6 @@
 import { and, eq, sql } from "drizzle-orm";
 import { contacts, properties, propertyDailyReferrers, propertyDailyStats, propertyDailyVisitors, propertyStats } from "../db/schema";
-import { commit, expectRow, StaleWrite, type Statement } from "../db/write";
+import { commit, expectRow, expectVersion, StaleWrite, type Statement, withRetries } from "../db/write";
 import { newEvent } from "../events/outbox";
 import { sha256Hex } from "../lib/crypto";
 import { NotFound, Validation } from "../lib/errors";
@@ -8,7 +8,8 @@ import { nowIso } from "../lib/time";
 import type { ServiceContext } from "../platform/context";
 import { today, toProperty } from "./mapping";
 import type { PropertyAnalytics, PropertySignal, SignalType } from "./schemas";
-import { findProperty } from "./service";
+import { findProperty, readPropertyForWrite } from "./service";
+import { PROPERTIES } from "./writes";
 
 /**
  * Engagement of a listing, recorded from real signals (POST …/signals: a listing page's views, saves and shares, and
@@ -47,12 +48,22 @@ export function referrerSource(referrer: string | undefined): string {
   return /^[a-z0-9][a-z0-9._ -]{0,99}$/i.test(raw) ? raw.toLowerCase() : "other";
 }
 
-/** POST /v1/properties/{id}/signals: one signal, counted exactly once with its event (if any) in one batch. */
+/**
+ * POST /v1/properties/{id}/signals: one signal, counted exactly once with its event (if any) in one batch. With
+ * If-Match it counts only while the property is at a named version (412 otherwise), as every property write.
+ */
 export async function recordSignal(ctx: ServiceContext, id: string, signal: PropertySignal): Promise<{ type: SignalType; recordedAt: string; eventId: string | null }> {
+  // A conditional signal is held to the version it was checked against until its batch lands: a change in between
+  // fails the guard, and the retry reads the property again (412 now, or 404 when it went).
+  if (ctx.ifMatch !== undefined) return withRetries(() => writeSignal(ctx, id, signal, true));
+  return writeSignal(ctx, id, signal, false);
+}
+
+async function writeSignal(ctx: ServiceContext, id: string, signal: PropertySignal, conditional: boolean): Promise<{ type: SignalType; recordedAt: string; eventId: string | null }> {
   const org = ctx.organizationId;
   const eventName = EVENT[signal.type];
   // Events carry the property, so those signals read it; views and the like only need it to exist when they land.
-  const record = eventName ? await findProperty(ctx, id) : null;
+  const record = conditional ? await readPropertyForWrite(ctx, id) : eventName ? await findProperty(ctx, id) : null;
   if (signal.contactId) {
     const found = await ctx.db.select({ id: contacts.id }).from(contacts).where(and(eq(contacts.id, signal.contactId), eq(contacts.organizationId, org))).get();
     if (!found) throw new Validation([{ field: "contactId", path: ["contactId"], code: "invalid_reference", message: "No contact with this id in your organization" }]);
@@ -72,7 +83,7 @@ export async function recordSignal(ctx: ServiceContext, id: string, signal: Prop
     timeOnSiteCount: sql`${t.timeOnSiteCount} + ${increments.timeOnSiteCount}`,
   });
   const statements: Statement[] = [
-    expectRow(ctx.db, properties, and(eq(properties.id, id), eq(properties.organizationId, org))),
+    conditional ? expectVersion(ctx.db, PROPERTIES, org, record!) : expectRow(ctx.db, properties, and(eq(properties.id, id), eq(properties.organizationId, org))),
     ctx.db
       .insert(propertyStats)
       .values({ propertyId: id, organizationId: org, ...increments })
@@ -97,8 +108,9 @@ export async function recordSignal(ctx: ServiceContext, id: string, signal: Prop
   const { visitorId: _v, ...details } = signal;
   const event = eventName && record ? newEvent(ctx, eventName, { object: toProperty(record), previousAttributes: null, changes: null, signal: { ...details, recordedAt: at } }) : null;
   await commit(ctx, statements, event ? [event] : []).catch((err) => {
-    // The only guard is the property's existence: it is not there (any more).
-    throw err instanceof StaleWrite ? new NotFound("Property") : err;
+    // Unconditional, the only guard is the property's existence: it is not there (any more). Conditional, the retry
+    // tells a change (412) from a delete (404).
+    throw err instanceof StaleWrite && !conditional ? new NotFound("Property") : err;
   });
   return { type: signal.type, recordedAt: at, eventId: event?.id ?? null };
 }

@@ -225,10 +225,10 @@ const signal = defineRoute(CRM, {
   description: `Ours (the spec shows the analytics, not how they are fed): your listing pages and tools report engagement here. VIEW
 counts a view (unique by visitorId, time on site, referrer); INQUIRY, SHOWING and OFFER also emit property.inquiry_received,
 property.showing_scheduled and property.offer_received. With an Idempotency-Key a retried signal counts once. At most
-600 signals a minute per listing.`,
+600 signals a minute per listing. A signal does not change the property's version. ${CONDITIONAL}`,
   middleware: [rateLimit("property-signals:post", (c) => `${c.get("organization").id}:${c.req.param("id")}`)] as const,
   request: { params: IdParam, ...jsonBody(PropertySignal) },
-  responses: { 201: crmSuccess("Recorded", SignalRecorded), ...NOT_FOUND, 429: crmError("More than 600 signals a minute for this listing (rate_limited)") },
+  responses: { 201: crmSuccess("Recorded", SignalRecorded), ...NOT_FOUND, ...CONTENDED, ...CRM_PRECONDITION_ERROR, 429: crmError("More than 600 signals a minute for this listing (rate_limited)") },
 });
 
 const sync = defineRoute(CRM, {
