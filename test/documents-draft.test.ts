@@ -6,6 +6,7 @@ import { chatJsonAnswer, cosine, openAiGateway } from "./helpers/ai-gateway";
 import { call, json } from "./helpers/client";
 import { leaseCanonical } from "./helpers/documents";
 import { createPrincipal } from "./helpers/factories";
+import { droppedFetch, refuseConnections } from "./helpers/outbound";
 
 const PROMPT = "Lease of 1 Queen St W, Toronto ON from Lars Landlord (lars@landlord.test) to Tess Tenant (tess@tenant.test), from 2027-01-01 to 2027-12-31 at $2,500 a month, deposit $2,500";
 
@@ -135,9 +136,11 @@ describe("POST /api/documents/draft", () => {
     const logged: string[] = [];
     for (const level of ["log", "info", "warn", "error"] as const) vi.spyOn(console, level).mockImplementation((...args) => void logged.push(args.join(" ")));
     const secret = "Tenant-secret-7c1e9 at 99 Hidden Lane";
+    const refused = refuseConnections("http://127.0.0.1:1");
     const res = await draft(token, { prompt: secret }, { AI_GATEWAY_URL: "http://127.0.0.1:1", AI_GATEWAY_TOKEN: "t" });
     expect(res.status).toBe(422);
     expect(await json(res)).toEqual({ error: "draft_failed", reason: "error", issues: [{ message: "The AI gateway could not be reached (connection failed)", path: [] }] });
+    expect(refused).toEqual(["http://127.0.0.1:1/chat/completions", "http://127.0.0.1:1/chat/completions"]); // one retry
     expect(logged.length).toBeGreaterThan(0);
     expect(logged.join("\n")).not.toContain("7c1e9");
   });
@@ -216,7 +219,9 @@ describe("the OpenAI-compatible gateway client", () => {
     const client = openAiCompatibleGateway({ baseUrl: gateway.url, token: gateway.token });
     await expect(client.embed(["a"])).rejects.toBeInstanceOf(AiGatewayStatusError);
     expect((await gateway.requests()).length).toBe(2);
-    await expect(openAiCompatibleGateway({ baseUrl: "http://127.0.0.1:1" }).embed(["a"])).rejects.toBeInstanceOf(AiGatewayUnreachable);
+    const dropped = vi.fn(droppedFetch);
+    await expect(openAiCompatibleGateway({ baseUrl: "http://127.0.0.1:1", fetchFn: dropped }).embed(["a"])).rejects.toBeInstanceOf(AiGatewayUnreachable);
+    expect(dropped).toHaveBeenCalledTimes(2); // one retry after a failed connection
   });
 
   it("gives up after its deadline without a retry", async () => {

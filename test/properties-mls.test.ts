@@ -2,6 +2,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { call, json } from "./helpers/client";
 import { createPrincipal, type TestPrincipal } from "./helpers/factories";
+import { refuseConnections } from "./helpers/outbound";
 import { createProperty, getProperty, mlsListedProperty, mlsVars, RESO_TOKEN, resoListing } from "./helpers/properties";
 import { openResoFeed } from "./helpers/receiver";
 
@@ -128,7 +129,9 @@ describe("POST /v1/properties/{id}/mls-sync (RESO Web API)", () => {
       const failing = await openResoFeed([], { token: RESO_TOKEN, status: 500 });
       expect(await unchanged(owner, id, () => sync(owner, id, mlsVars({ feed: failing.url })))).toMatchObject({ status: 502, code: "mls_error" });
 
+      const refused = refuseConnections(mlsVars({}).MLS_API_URL);
       expect(await unchanged(owner, id, () => sync(owner, id, mlsVars({})))).toMatchObject({ status: 502, code: "mls_unreachable" });
+      expect(refused).toHaveLength(1);
 
       const mlsId = (await getProperty(owner.token, id)).mlsId as string;
       const absurd = await openResoFeed([resoListing(mlsId, { ListPrice: -5, BedroomsTotal: 5000 })], { token: RESO_TOKEN });

@@ -13,6 +13,7 @@ import { createContact } from "./helpers/contacts";
 import { createDeal, moveDeal } from "./helpers/deals";
 import { freshIp, mailTo } from "./helpers/documents";
 import { createPrincipal, type TestPrincipal } from "./helpers/factories";
+import { refuseConnections } from "./helpers/outbound";
 import { aggregateOf } from "./helpers/reputation";
 import { createSurveyTemplate, makeDue, makeExpired, outboxEvents, publicSurvey, scheduleSurvey, STANDARD_QUESTIONS, surveyDetail, surveyRow } from "./helpers/surveys";
 
@@ -547,12 +548,14 @@ describe("found by an adversarial pass", () => {
     await makeDue(sent.id);
     expect(await sendDueSurveys(env, db)).toBeGreaterThanOrEqual(1);
     // The mail provider is unreachable: the token is already replaced, so the answer must carry the new one.
+    const refused = refuseConnections("http://127.0.0.1:9");
     const res = await call("POST", `/api/reputation/surveys/${sent.id}/reissue`, {
       token: owner.token,
       vars: { EMAIL_PROVIDER: "resend", EMAIL_API_KEY: "re_test", EMAIL_API_URL: "http://127.0.0.1:9/" },
     });
     const reissued = await json(res);
     expect(res.status, JSON.stringify(reissued)).toBe(200);
+    expect(refused).toEqual(["http://127.0.0.1:9/emails"]);
     expect((await publicSurvey("GET", reissued.accessToken)).status).toBe(200);
 
     const gone = await createContact(owner.token);

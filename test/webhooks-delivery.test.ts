@@ -10,6 +10,7 @@ import { fetchTransport, type WebhookTransport } from "../src/webhooks/transport
 import { verifyWebhook } from "../src/webhooks/verify";
 import { call, json } from "./helpers/client";
 import { createPrincipal, type TestPrincipal } from "./helpers/factories";
+import { droppedFetch } from "./helpers/outbound";
 import { openMailbox } from "./helpers/receiver";
 import { capturingEnv, contactEvent, subscribe } from "./helpers/webhooks";
 
@@ -160,10 +161,8 @@ describe("webhook delivery", () => {
     const slow: WebhookTransport = { send: () => Promise.reject(new DOMException("The operation timed out.", "TimeoutError")) };
     const spy = vi.spyOn(console, "error");
     expect(await attempt(message, 1, createDeliveryConsumer({ resolver: noDns, transport: slow }))).toMatchObject({ retried: true });
-    // The real transport over a fetch that fails as workerd's does when the connection drops (a real refused port would
-    // make workerd print the caught failure as an uncaught exception).
-    const dropped: typeof fetch = async () => Promise.reject(new Error("Network connection lost."));
-    expect(await attempt(message, 2, createDeliveryConsumer({ resolver: noDns, transport: fetchTransport(dropped, 2000) }))).toMatchObject({ retried: true });
+    // The real transport over a fetch that fails as workerd's does when the connection drops.
+    expect(await attempt(message, 2, createDeliveryConsumer({ resolver: noDns, transport: fetchTransport(droppedFetch, 2000) }))).toMatchObject({ retried: true });
     const attempts = (await log(owner, sub.id))[0].attempts;
     expect(attempts.map((a: { statusCode: null; error: string }) => [a.statusCode, a.error.split(":")[0]])).toEqual([
       [null, "no answer within 30 s"],
