@@ -126,10 +126,38 @@ export interface paths {
         put: operations["updateContact"];
         post?: never;
         /**
-         * Delete a contact
-         * @description Deletes the contact with its tags and activities. Send the contact's ETag in `If-Match` to make the write conditional: 412 when the contact has changed since.
+         * Delete a contact (to the trash), or erase the person
+         * @description Moves the contact with its activities to the trash: reads answer 404 and lists leave it out, and
+         *     `POST /v1/contacts/{id}/restore` brings it back as it was for 30 days, after which it is purged. References to it
+         *     (deals, testimonials, referrals, surveys) stay and show it as `{id, deleted: true}`.
+         *
+         *     With `erase=true` (permission `contacts:erase`, which an OAuth client gets only by asking for it by name) the
+         *     person is erased now, without the trash: the contact (also one in the trash) and its activities, and their name, e-mail
+         *     and phone wherever they were copied (testimonial author display, referrals, survey invitations, the mail log, event and
+         *     delivery payloads). Ratings, counts and signed envelopes are kept; the answer lists what was erased by kind and count
+         *     and what was retained. Send the contact's ETag in `If-Match` to make the write conditional: 412 when the contact has changed since.
          */
         delete: operations["deleteContact"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/contacts/{id}/restore": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Restore a contact from the trash
+         * @description Within 30 days of its delete: the contact returns as it was, with its activities and tags (emits contact.restored).
+         */
+        post: operations["restoreContact"];
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -239,10 +267,32 @@ export interface paths {
         put: operations["updateProperty"];
         post?: never;
         /**
-         * Delete a property
-         * @description Deletes the property with its photos, reports, valuations and analytics. Send the property's ETag in `If-Match` to make the write conditional: 412 when it has changed since.
+         * Delete a property (to the trash)
+         * @description Moves the property with its photos, valuations and analytics to the trash: reads answer 404 and lists and
+         *     totals leave it out, and `POST /v1/properties/{id}/restore` brings it back as it was for 30 days, after which it is
+         *     purged with its files. Deals that name it show it as `{id, deleted: true}`. Send the property's ETag in `If-Match` to make the write conditional: 412 when it has changed since.
          */
         delete: operations["deleteProperty"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/properties/{id}/restore": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Restore a property from the trash
+         * @description Within 30 days of its delete: the property returns as it was, with its photos, valuations and analytics (emits property.restored).
+         */
+        post: operations["restoreProperty"];
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -518,10 +568,32 @@ export interface paths {
         put: operations["updateDeal"];
         post?: never;
         /**
-         * Delete a deal
-         * @description Deletes the deal with its tasks, documents (files included), activities and stage history. Send the deal's ETag in `If-Match` to make the write conditional: 412 when it has changed since.
+         * Delete a deal (to the trash)
+         * @description Moves the deal with its tasks, documents (files included), activities and stage history to the trash: reads
+         *     answer 404, lists, totals and the pipeline leave it out, and `POST /v1/deals/{id}/restore` brings it back as it was for
+         *     30 days, after which it is purged with its files. Send the deal's ETag in `If-Match` to make the write conditional: 412 when it has changed since.
          */
         delete: operations["deleteDeal"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/deals/{id}/restore": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Restore a deal from the trash
+         * @description Within 30 days of its delete: the deal returns as it was, with its tasks, documents, activities and stage history, in the pipeline again (emits deal.restored). Its contact and property show as `{id, deleted: true}` if they are deleted themselves.
+         */
+        post: operations["restoreDeal"];
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -639,6 +711,28 @@ export interface paths {
          * @description Newest first: DEAL_CREATED, STAGE_CHANGED (metadata previousStage, newStage, reason), TASK_CREATED, TASK_COMPLETED, DOCUMENT_UPLOADED, OBLIGATION_OVERDUE.
          */
         get: operations["listDealActivities"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/trash": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Deleted contacts, deals and properties that can still be restored
+         * @description Newest delete first, keyset-paginated. A record stays restorable for 30 days
+         *     (`POST /v1/{contacts|deals|properties}/{id}/restore`); the purge then removes it with its files, and references to it
+         *     show `{id, deleted: true, deletedAt}`. An access token needs the read permission of every kind it lists.
+         */
+        get: operations["listTrash"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2018,24 +2112,10 @@ export interface components {
             } | null;
             contactId: string;
             propertyId: string | null;
-            /** @description With include=contact (null when the contact has since been deleted) */
-            contact?: {
-                id: string;
-                firstName: string;
-                lastName: string;
-                email: string;
-            } | null;
-            /** @description With include=property (null without a property, or when it has since been deleted) */
-            property?: {
-                id: string;
-                address: {
-                    [key: string]: unknown;
-                };
-                type: string;
-                bedrooms: number | null;
-                bathrooms: number | null;
-                squareFootage: number | null;
-            } | null;
+            /** @description With include=contact; `{id, deleted: true, deletedAt}` when the contact has since been deleted */
+            contact?: components["schemas"]["DealContact"] | components["schemas"]["DeletedReference"];
+            /** @description With include=property (null without a property; `{id, deleted: true, deletedAt}` when it has since been deleted) */
+            property?: components["schemas"]["DealProperty"] | components["schemas"]["DeletedReference"] | null;
             assignedTo: string | null;
             teamMembers: {
                 userId: string;
@@ -2058,6 +2138,29 @@ export interface components {
             createdAt: string;
             updatedAt: string;
             lastActivityAt: string;
+        };
+        DealContact: {
+            id: string;
+            firstName: string;
+            lastName: string;
+            email: string;
+        };
+        DeletedReference: {
+            id: string;
+            /** @enum {boolean} */
+            deleted: true;
+            /** @description When it was deleted (null: before deletes were kept) */
+            deletedAt: string | null;
+        };
+        DealProperty: {
+            id: string;
+            address: {
+                [key: string]: unknown;
+            };
+            type: string;
+            bedrooms: number | null;
+            bathrooms: number | null;
+            squareFootage: number | null;
         };
         DealDocument: {
             id: string;
@@ -2186,6 +2289,17 @@ export interface components {
             createdAt?: unknown;
             updatedAt?: unknown;
             lastContactedAt?: unknown;
+        };
+        Erasure: {
+            id: string;
+            /** @enum {boolean} */
+            deleted: true;
+            /** @description Records removed or cleaned of the person's name, e-mail and phone, by kind */
+            erased: {
+                [key: string]: number;
+            };
+            /** @description Records kept as they are: a signed envelope's signer names are part of what was signed */
+            retained: "signed_envelopes"[];
         };
         ContactActivityCreate: {
             /** @enum {string} */
@@ -2915,6 +3029,19 @@ export interface components {
              */
             signedAt?: string;
         };
+        TrashItem: {
+            /** @description The deleted record's id: POST /v1/{kind}s/{id}/restore brings it back */
+            id: string;
+            /** @enum {string} */
+            kind: "contact" | "deal" | "property";
+            /** @description What it was: a contact's name, a deal's title, a property's address */
+            label: string;
+            deletedAt: string;
+            /** @description The user who deleted it */
+            deletedBy: string | null;
+            /** @description After this the purge removes it for good (files included) */
+            restorableUntil: string;
+        };
         WebhookWithSecret: components["schemas"]["Webhook"] & {
             /** @description Shown once; store it now. Absent from an idempotent replay of this answer (Idempotent-Replayed: true): secrets are not kept. */
             secret?: string;
@@ -2964,7 +3091,7 @@ export interface components {
              * @example https://hooks.example.com/brokerage
              */
             url: string;
-            events: ("contact.created" | "contact.updated" | "contact.deleted" | "contact.tagged" | "contact.untagged" | "contact.assigned" | "deal.created" | "deal.updated" | "deal.deleted" | "deal.stage_changed" | "deal.won" | "deal.lost" | "deal.task_created" | "deal.task_completed" | "deal.closed" | "deal.document_uploaded" | "property.created" | "property.updated" | "property.deleted" | "property.status_changed" | "property.price_changed" | "property.photos_uploaded" | "property.inquiry_received" | "property.showing_scheduled" | "property.offer_received" | "communication.email_sent" | "communication.email_received" | "communication.sms_sent" | "communication.sms_received" | "communication.call_started" | "communication.call_ended" | "communication.voicemail_received" | "organization.updated" | "user.created" | "user.updated" | "integration.connected" | "integration.disconnected")[];
+            events: ("contact.created" | "contact.updated" | "contact.deleted" | "contact.restored" | "contact.tagged" | "contact.untagged" | "contact.assigned" | "deal.created" | "deal.updated" | "deal.deleted" | "deal.restored" | "deal.stage_changed" | "deal.won" | "deal.lost" | "deal.task_created" | "deal.task_completed" | "deal.closed" | "deal.document_uploaded" | "property.created" | "property.updated" | "property.deleted" | "property.restored" | "property.status_changed" | "property.price_changed" | "property.photos_uploaded" | "property.inquiry_received" | "property.showing_scheduled" | "property.offer_received" | "communication.email_sent" | "communication.email_received" | "communication.sms_sent" | "communication.sms_received" | "communication.call_started" | "communication.call_ended" | "communication.voicemail_received" | "organization.updated" | "user.created" | "user.updated" | "integration.connected" | "integration.disconnected")[];
             /** @description Signing secret; generated when left out. Shown only in this answer. */
             secret?: string;
             /** @default true */
@@ -2979,7 +3106,7 @@ export interface components {
              * @example https://hooks.example.com/brokerage
              */
             url?: string;
-            events?: ("contact.created" | "contact.updated" | "contact.deleted" | "contact.tagged" | "contact.untagged" | "contact.assigned" | "deal.created" | "deal.updated" | "deal.deleted" | "deal.stage_changed" | "deal.won" | "deal.lost" | "deal.task_created" | "deal.task_completed" | "deal.closed" | "deal.document_uploaded" | "property.created" | "property.updated" | "property.deleted" | "property.status_changed" | "property.price_changed" | "property.photos_uploaded" | "property.inquiry_received" | "property.showing_scheduled" | "property.offer_received" | "communication.email_sent" | "communication.email_received" | "communication.sms_sent" | "communication.sms_received" | "communication.call_started" | "communication.call_ended" | "communication.voicemail_received" | "organization.updated" | "user.created" | "user.updated" | "integration.connected" | "integration.disconnected")[];
+            events?: ("contact.created" | "contact.updated" | "contact.deleted" | "contact.restored" | "contact.tagged" | "contact.untagged" | "contact.assigned" | "deal.created" | "deal.updated" | "deal.deleted" | "deal.restored" | "deal.stage_changed" | "deal.won" | "deal.lost" | "deal.task_created" | "deal.task_completed" | "deal.closed" | "deal.document_uploaded" | "property.created" | "property.updated" | "property.deleted" | "property.restored" | "property.status_changed" | "property.price_changed" | "property.photos_uploaded" | "property.inquiry_received" | "property.showing_scheduled" | "property.offer_received" | "communication.email_sent" | "communication.email_received" | "communication.sms_sent" | "communication.sms_received" | "communication.call_started" | "communication.call_ended" | "communication.voicemail_received" | "organization.updated" | "user.created" | "user.updated" | "integration.connected" | "integration.disconnected")[];
             filters?: components["schemas"]["WebhookFilters"];
             enabled?: boolean;
             description?: string;
@@ -4081,7 +4208,7 @@ export interface components {
             user_id: string;
             organization_id: string;
             organization_name: string;
-            permissions: ("contacts:read" | "contacts:write" | "deals:read" | "deals:write" | "properties:read" | "properties:write" | "documents:read" | "envelopes:send" | "webhooks:manage")[];
+            permissions: ("contacts:read" | "contacts:write" | "contacts:erase" | "deals:read" | "deals:write" | "properties:read" | "properties:write" | "documents:read" | "envelopes:send" | "webhooks:manage")[];
         };
         TokenRequest: {
             /** @example authorization_code */
@@ -4881,7 +5008,10 @@ export interface operations {
     };
     deleteContact: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description true: erase the person now instead of moving the contact to the trash (needs contacts:erase) */
+                erase?: "true" | "false";
+            };
             header?: never;
             path: {
                 id: string;
@@ -4890,7 +5020,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Deleted */
+            /** @description Deleted (to the trash), or erased */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -4904,7 +5034,7 @@ export interface operations {
                             id: string;
                             /** @enum {boolean} */
                             deleted: true;
-                        };
+                        } | components["schemas"]["Erasure"];
                     };
                 };
             };
@@ -4955,6 +5085,97 @@ export interface operations {
             };
             /** @description If-Match named a version the resource is no longer at (precondition_failed); read it again */
             412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The request broke the schema; errors[] lists every problem with field, code and message; or: This Idempotency-Key was used for another request (idempotency_key_reused) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+        };
+    };
+    restoreContact: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The restored contact */
+            200: {
+                headers: {
+                    /** @description The resource's version; send it back in If-Match to make a write conditional */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["Contact"];
+                    };
+                };
+            };
+            /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description An OAuth access token not granted this route's permission (insufficient_permission) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description No contact with this id in your organization's trash (not_found_error) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description A contact with this e-mail already exists in your organization (duplicate_email); or: A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5818,6 +6039,97 @@ export interface operations {
             };
             /** @description If-Match named a version the resource is no longer at (precondition_failed); read it again */
             412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The request broke the schema; errors[] lists every problem with field, code and message; or: This Idempotency-Key was used for another request (idempotency_key_reused) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+        };
+    };
+    restoreProperty: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The restored property */
+            200: {
+                headers: {
+                    /** @description The resource's version; send it back in If-Match to make a write conditional */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["Property"];
+                    };
+                };
+            };
+            /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description An OAuth access token not granted this route's permission (insufficient_permission) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description No property with this id in your organization's trash (not_found_error) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Another property of your organization has its mlsId now (duplicate_mls_id); or: A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7393,6 +7705,97 @@ export interface operations {
             };
         };
     };
+    restoreDeal: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The restored deal */
+            200: {
+                headers: {
+                    /** @description The resource's version; send it back in If-Match to make a write conditional */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["Deal"];
+                    };
+                };
+            };
+            /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description An OAuth access token not granted this route's permission (insufficient_permission) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description No deal with this id in your organization's trash (not_found_error) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The request broke the schema; errors[] lists every problem with field, code and message; or: This Idempotency-Key was used for another request (idempotency_key_reused) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+        };
+    };
     moveDeal: {
         parameters: {
             query?: never;
@@ -8064,6 +8467,83 @@ export interface operations {
             };
             /** @description No deal with this id in your organization (not_found) */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The request broke the schema; errors[] lists every problem with field, code and message */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+        };
+    };
+    listTrash: {
+        parameters: {
+            query?: {
+                /** @description 1–100, default 25; anything else is a 422 */
+                limit?: number;
+                /** @description `pagination.nextCursor` of the previous page */
+                cursor?: string;
+                /** @description Only records of this kind */
+                kind?: "contact" | "deal" | "property";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of restorable records */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["TrashItem"][];
+                        pagination: components["schemas"]["Pagination"];
+                    };
+                };
+            };
+            /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description An OAuth access token not granted this route's permission (insufficient_permission) */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -13238,7 +13718,7 @@ export interface operations {
                 code_challenge_method?: string;
                 /** @description Returned unchanged with the code or the error (at most 1000 characters) */
                 state?: string;
-                /** @description Space-separated permissions (absent: all): contacts:read, contacts:write, deals:read, deals:write, properties:read, properties:write, documents:read, envelopes:send, webhooks:manage */
+                /** @description Space-separated permissions (absent: all but contacts:erase, granted only when asked for by name): contacts:read, contacts:write, contacts:erase, deals:read, deals:write, properties:read, properties:write, documents:read, envelopes:send, webhooks:manage */
                 scope?: string;
                 /** @description RFC 8707 resource indicator: if present, the MCP server URL (the only resource tokens are issued for) */
                 resource?: string;
@@ -13320,7 +13800,7 @@ export interface operations {
                 code_challenge_method?: string;
                 /** @description Returned unchanged with the code or the error (at most 1000 characters) */
                 state?: string;
-                /** @description Space-separated permissions (absent: all): contacts:read, contacts:write, deals:read, deals:write, properties:read, properties:write, documents:read, envelopes:send, webhooks:manage */
+                /** @description Space-separated permissions (absent: all but contacts:erase, granted only when asked for by name): contacts:read, contacts:write, contacts:erase, deals:read, deals:write, properties:read, properties:write, documents:read, envelopes:send, webhooks:manage */
                 scope?: string;
                 /** @description RFC 8707 resource indicator: if present, the MCP server URL (the only resource tokens are issued for) */
                 resource?: string;
