@@ -1,5 +1,5 @@
 import { env, exports } from "cloudflare:workers";
-import { describe, expect, it, vi } from "vitest";
+import { describe, expect, it } from "vitest";
 import { createDb } from "../src/db/client";
 import { signedFileUrl } from "../src/files/signed-url";
 import { purgeTrash } from "../src/trash/service";

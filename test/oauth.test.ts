@@ -472,6 +472,24 @@ describe("access tokens on the API", () => {
     expect((await call("GET", "/v1/deals", { token: principal.token })).status).toBe(200);
   });
 
+  it("erasure needs contacts:erase, which only a client that asks for it by name is granted; the trash list needs each kind's read", async () => {
+    const principal = await createPrincipal();
+    const contact = (await json(await call("POST", "/v1/contacts", { token: principal.token, body: { firstName: "Era", lastName: "Sure", email: `era-${crypto.randomUUID()}@example.test` } }))).data;
+    const everyDefault = await accessToken(principal);
+    const refused = await call("DELETE", `/v1/contacts/${contact.id}?erase=true`, { token: everyDefault });
+    expect(refused.status).toBe(403);
+    expect(await json(refused)).toMatchObject({ error: { code: "insufficient_permission", detail: expect.stringContaining("contacts:erase") } });
+    expect((await call("GET", `/v1/contacts/${contact.id}`, { token: everyDefault })).status).toBe(200);
+    const eraser = await accessToken(principal, "contacts:write contacts:erase");
+    expect((await call("DELETE", `/v1/contacts/${contact.id}?erase=true`, { token: eraser })).status).toBe(200);
+    expect((await call("GET", `/v1/contacts/${contact.id}`, { token: principal.token })).status).toBe(404);
+
+    const dealsOnly = await accessToken(principal, "deals:read");
+    expect((await call("GET", "/v1/trash?kind=deal", { token: dealsOnly })).status).toBe(200);
+    expect((await call("GET", "/v1/trash", { token: dealsOnly })).status).toBe(403);
+    expect((await call("GET", "/v1/trash?kind=contact", { token: dealsOnly })).status).toBe(403);
+  });
+
   it("is not a credential for /api or /plants (401)", async () => {
     const principal = await createPrincipal();
     const token = await accessToken(principal);

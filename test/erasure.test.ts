@@ -1,0 +1,102 @@
+import { env } from "cloudflare:workers";
+import { describe, expect, it, vi } from "vitest";
+import { createDb } from "../src/db/client";
+import { sendDueSurveys } from "../src/reputation/surveys";
+import { call, json } from "./helpers/client";
+import { createContact, expectCrmError, logActivity } from "./helpers/contacts";
+import { createDeal, getDeal } from "./helpers/deals";
+import { createDocument, leaseCanonical, sendForSignature, signAll, tokenOf } from "./helpers/documents";
+import { createPrincipal, type TestPrincipal } from "./helpers/factories";
+import { receiverUrl } from "./helpers/receiver";
+import { aggregateOf, publishedTestimonial } from "./helpers/reputation";
+import { createSurveyTemplate, makeDue, scheduleSurvey } from "./helpers/surveys";
+
+/** Tables that make up a signed envelope (and the document that was signed): kept as signed. */
+const SIGNED_RECORD = /^(envelopes|envelope_signers|envelope_audit|signing_links|documents|document_vectors|document_obligations)$/;
+
+/** Every text column of every table, searched for each needle (case-insensitive): where the person still appears. */
+async function whereFound(needles: string[]): Promise<string[]> {
+  const tables = await env.DB.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '_cf_%' AND name NOT LIKE 'd1_%'").all<{ name: string }>();
+  const found: string[] = [];
+  for (const { name } of tables.results) {
+    const columns = await env.DB.prepare(`SELECT name, type FROM pragma_table_info(?)`).bind(name).all<{ name: string; type: string }>();
+    const text = columns.results.filter((c) => /text|char|clob|^$/i.test(c.type));
+    for (const column of text) {
+      for (const needle of needles) {
+        const hit = await env.DB.prepare(`SELECT COUNT(*) AS n FROM "${name}" WHERE instr(lower(CAST("${column.name}" AS TEXT)), ?) > 0`).bind(needle.toLowerCase()).first<{ n: number }>();
+        if (hit!.n > 0) found.push(`${name}.${column.name}: ${needle}`);
+      }
+    }
+  }
+  return found;
+}
+
+const erase = (p: TestPrincipal, id: string) => call("DELETE", `/v1/contacts/${id}?erase=true`, { token: p.token });
+
+describe("erasure on request (DELETE /v1/contacts/{id}?erase=true)", () => {
+  it("takes the person's name and e-mail out of everything but the envelope they signed, keeping the numbers", async () => {
+    const p = await createPrincipal();
+    const person = { firstName: "Zephyrine", lastName: "Quillfeather", email: `zephyrine.${crypto.randomUUID().slice(0, 8)}@erase.test`, phone: "+1 416 555 0142" };
+    const needles = [person.firstName, person.lastName, person.email, person.phone];
+    // Webhook deliveries copy contact events, name and all.
+    expect((await call("POST", "/v1/webhooks", { token: p.token, body: { url: `${receiverUrl()}/hooks/sink`, events: ["contact.created", "contact.updated"] } })).status).toBe(201);
+    const contact = await createContact(p.token, { ...person, tags: ["client"], notes: `Met ${person.firstName} at the open house` });
+    await logActivity(p.token, contact.id, { type: "PHONE_CALL", description: `Called ${person.firstName}` });
+    const deal = await createDeal(p.token, { contactId: contact.id, title: "Condo purchase" });
+    // Authored a testimonial (published, so the aggregates count it), referred a friend, got a survey by mail.
+    const testimonial = await publishedTestimonial(p, { authorPersonId: contact.id, displayName: `${person.firstName} Q.`, permissionToPublishName: true, rating: 4 });
+    const referral = await call("POST", "/api/reputation/referrals", { token: p.token, body: { agentUserId: p.userId, referrerPersonId: contact.id, referredName: "Friendly Neighbour", referredContact: `friend.${crypto.randomUUID().slice(0, 8)}@erase.test` } });
+    expect(referral.status).toBe(201);
+    const template = await createSurveyTemplate(p);
+    const survey = await scheduleSurvey(p, { templateId: template.id, recipientPersonId: contact.id, channel: "EMAIL" });
+    await makeDue(survey.id);
+    expect(await sendDueSurveys(env, createDb(env.DB))).toBeGreaterThanOrEqual(1);
+    // Signed an envelope as the tenant.
+    const document = await createDocument(p.token, leaseCanonical({ tenants: [{ name: `${person.firstName} ${person.lastName}`, email: person.email }] }));
+    const sent = await sendForSignature(p.token, document.id);
+    for (const link of sent.links) await signAll(tokenOf(link.url));
+    // One delivery per contact event, once the fan-out has run.
+    const subscribed = await env.DB.prepare("SELECT COUNT(*) AS n FROM outbox_events WHERE organization_id = ? AND type IN ('contact.created', 'contact.updated')").bind(p.organizationId).first<{ n: number }>();
+    await vi.waitFor(async () => expect(await env.DB.prepare("SELECT COUNT(*) AS n FROM webhook_deliveries WHERE organization_id = ?").bind(p.organizationId).first<{ n: number }>()).toEqual(subscribed), { timeout: 5000 });
+    expect(await whereFound(needles)).not.toEqual([]);
+    const aggregateBefore = await aggregateOf(p);
+
+    const res = await erase(p, contact.id);
+    expect(res.status).toBe(200);
+    const answer = (await json(res)).data;
+    expect(answer).toMatchObject({ id: contact.id, deleted: true, retained: ["signed_envelopes"] });
+    expect(answer.erased).toMatchObject({ contacts: 1, activities: 1, testimonials: 1, mails: expect.any(Number), events: expect.any(Number), webhook_deliveries: subscribed!.n });
+
+    // Nowhere but in the signed envelope.
+    const left = (await whereFound(needles)).filter((hit) => !SIGNED_RECORD.test(hit.slice(0, hit.indexOf("."))));
+    expect(left).toEqual([]);
+    expect((await whereFound([person.email])).some((hit) => hit.startsWith("envelope_signers."))).toBe(true);
+
+    // The numbers stay; references point at a tombstone.
+    expect(await aggregateOf(p)).toEqual(aggregateBefore);
+    const shownTestimonial = await json(await call("GET", `/api/reputation/testimonials/${testimonial.id}`, { token: p.token }));
+    expect(shownTestimonial).toMatchObject({ rating: 4, authorPersonId: contact.id, displayName: null });
+    expect((await getDeal(p.token, deal.id, "?include=contact")).contact).toMatchObject({ id: contact.id, deleted: true });
+    expect((await call("GET", `/v1/contacts/${contact.id}`, { token: p.token })).status).toBe(404);
+    await expectCrmError(await call("POST", `/v1/contacts/${contact.id}/restore`, { token: p.token }), 404, "not_found_error");
+    await expectCrmError(await erase(p, contact.id), 404, "not_found_error");
+    // The record of the erasure: who and what kinds, no personal data (the search above covered its table too).
+    const audit = await env.DB.prepare("SELECT * FROM erasures WHERE organization_id = ?").bind(p.organizationId).all<Record<string, string>>();
+    expect(audit.results).toHaveLength(1);
+    expect(audit.results[0]).toMatchObject({ contact_id: contact.id, actor_user_id: p.userId, retained: '["signed_envelopes"]' });
+    expect(JSON.parse(audit.results[0]!.erased!)).toEqual(answer.erased);
+  });
+
+  it("erases a contact waiting in the trash too, and answers other organizations as for an unknown id", async () => {
+    const p = await createPrincipal();
+    const other = await createPrincipal();
+    const contact = await createContact(p.token, { firstName: "Trashie", lastName: "Eraseme" });
+    expect((await call("DELETE", `/v1/contacts/${contact.id}`, { token: p.token })).status).toBe(200);
+    await expectCrmError(await erase(other, contact.id), 404, "not_found_error");
+    const res = await erase(p, contact.id);
+    expect(res.status).toBe(200);
+    expect(await env.DB.prepare("SELECT COUNT(*) AS n FROM trash_rows WHERE record_id = ?").bind(contact.id).first()).toEqual({ n: 0 });
+    expect(await whereFound(["Eraseme", contact.email])).toEqual([]);
+    expect((await json(await call("GET", "/v1/trash", { token: p.token }))).data).toEqual([]);
+  });
+});
