@@ -1281,7 +1281,7 @@ export interface paths {
         post?: never;
         /**
          * Take an agent's profile down
-         * @description The public feed answers 404, as for an unknown slug; the draft is kept and can be published again.
+         * @description The public feed answers 404, as for an unknown slug; the draft is kept and can be published again. A profile already taken down answers 404: of repeated deletes one succeeds.
          */
         delete: operations["deleteAgentProfile"];
         options?: never;
@@ -11326,7 +11326,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
-            /** @description No such agent in your organization, or the agent has no profile yet */
+            /** @description No such agent in your organization, no profile yet, or the profile is already taken down */
             404: {
                 headers: {
                     [name: string]: unknown;
