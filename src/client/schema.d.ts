@@ -1541,7 +1541,8 @@ export interface paths {
          * Answer a survey
          * @description No authentication: the access token is the capability. `answers` maps question ids to answers: rating and nps an
          *     integer, text and single_choice a string, yes_no a boolean; null, absent or blank is no answer. Validated against the template:
-         *     every problem in one 400 at answers.<questionId>. Stores the response, completes the survey, emits SURVEY_COMPLETED; the link
+         *     every problem in one 400 at answers.<questionId>. Only an OPENED survey takes answers: a link never opened (no GET first) is
+         *     refused with 409 invalid_state and nothing is written. Stores the response, completes the survey, emits SURVEY_COMPLETED; the link
          *     answers gone from then on. Body at most 64 KB (413); 10 requests a minute per address (429). After SURVEY_COMPLETED a workflow classifies the sentiment of the free text (the AI gateway when configured, else
          *     the AFINN lexicon) and, when the client opted in (the publishConsent question), rated highly (rating ≥ 4 of 5, or NPS ≥ 9), wrote
          *     something and the sentiment is not negative, makes a PENDING testimonial (source SURVEY) linked to the survey's deal and agent. The NPS answer
@@ -12434,6 +12435,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Gone"];
+                };
+            };
+            /** @description The survey was never opened: open its link first (invalid_state) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description The body is over the route's size limit */
