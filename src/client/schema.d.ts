@@ -1595,6 +1595,8 @@ export interface paths {
          *     was shown under, since both are what a person accepted. A changed body becomes the current version with its title, and every
          *     earlier text is kept (GET …/{agreementId} lists them); publishing an earlier text again makes it current again, under its
          *     first title. Publishing does not reactivate a deactivated agreement. The body is at most 200000 characters.
+         *     The answer's ETag is the agreement's version; send it in If-Match to publish only over the version you read (412 when the
+         *     agreement has moved on, the same body included). Without If-Match a publish is unconditional; a key's first publish always is.
          */
         post: operations["publishClickwrapAgreement"];
         delete?: never;
@@ -1612,7 +1614,7 @@ export interface paths {
         };
         /**
          * An agreement with its current text and version history
-         * @description Ours. history lists every text ever published, newest first; acceptances name theirs by versionHash.
+         * @description Ours. history lists the texts ever published a page at a time (`limit` 1–100, default 25; `cursor` from `nextCursor`, null on the last page): the current one first, then newest first; acceptances name theirs by versionHash. The ETag is the agreement's version (If-Match on publish, deactivate and activate).
          */
         get: operations["getClickwrapAgreement"];
         put?: never;
@@ -1654,7 +1656,7 @@ export interface paths {
         put?: never;
         /**
          * Withdraw an agreement
-         * @description Ours. The public routes and the consent page then answer 404 `{state: "gone"}`; acceptances stay. Idempotent.
+         * @description Ours. The public routes and the consent page then answer 404 `{state: "gone"}`; acceptances stay. Idempotent. Honours If-Match.
          */
         post: operations["deactivateClickwrapAgreement"];
         delete?: never;
@@ -1674,7 +1676,7 @@ export interface paths {
         put?: never;
         /**
          * Reinstate a withdrawn agreement
-         * @description Ours. Idempotent.
+         * @description Ours. Idempotent. Honours If-Match.
          */
         post: operations["activateClickwrapAgreement"];
         delete?: never;
@@ -3969,7 +3971,7 @@ export interface components {
             agreement: components["schemas"]["ClickwrapAgreementSummary"] & {
                 body: string;
             };
-            /** @description Every text published, newest first; GET …/versions/{versionHash} has each one's text */
+            /** @description A page of the texts published: the current one first, then by when each was last current, newest first; GET …/versions/{versionHash} has each one's text */
             history: {
                 /**
                  * @description Hex SHA-256 of the body
@@ -3981,6 +3983,8 @@ export interface components {
                 currentSince: string;
                 current: boolean;
             }[];
+            /** @description `cursor` of the next page of history; null on the last page */
+            nextCursor: string | null;
         };
         ClickwrapVersion: {
             /**
@@ -12592,6 +12596,8 @@ export interface operations {
             /** @description The agreement's id and current version */
             201: {
                 headers: {
+                    /** @description The resource's version; send it back in If-Match to make a write conditional */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -12618,6 +12624,15 @@ export interface operations {
             };
             /** @description A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description If-Match named a version the agreement is no longer at (precondition_failed) */
+            412: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -12665,7 +12680,12 @@ export interface operations {
     };
     getClickwrapAgreement: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description 1–100, default 25; anything else is a 400 */
+                limit?: number;
+                /** @description `nextCursor` of the previous page */
+                cursor?: string;
+            };
             header?: never;
             path: {
                 agreementId: string;
@@ -12677,6 +12697,8 @@ export interface operations {
             /** @description The agreement */
             200: {
                 headers: {
+                    /** @description The resource's version; send it back in If-Match to make a write conditional */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -12794,6 +12816,8 @@ export interface operations {
             /** @description The agreement */
             200: {
                 headers: {
+                    /** @description The resource's version; send it back in If-Match to make a write conditional */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -12829,6 +12853,15 @@ export interface operations {
             };
             /** @description A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description If-Match named a version the agreement is no longer at (precondition_failed) */
+            412: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -12870,6 +12903,8 @@ export interface operations {
             /** @description The agreement */
             200: {
                 headers: {
+                    /** @description The resource's version; send it back in If-Match to make a write conditional */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -12905,6 +12940,15 @@ export interface operations {
             };
             /** @description A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description If-Match named a version the agreement is no longer at (precondition_failed) */
+            412: {
                 headers: {
                     [name: string]: unknown;
                 };
