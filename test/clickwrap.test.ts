@@ -675,3 +675,123 @@ describe("the public routes from another site's own interface (CORS)", () => {
     expect(own.headers.get("access-control-allow-origin")).toBeNull();
   });
 });
+
+describe("versions of an agreement: ETag and If-Match", () => {
+  it("reads and writes carry the agreement's version; a publish or a move with a stale If-Match is a 412 and changes nothing", async () => {
+    const owner = await createPrincipal();
+    const first = await call("POST", "/api/clickwrap", { token: owner.token, body: { key: "etag", title: "Terms", body: "Text one." } });
+    expect(first.status).toBe(201);
+    expect(first.headers.get("etag")).toBe('"1"');
+    const { id } = await json(first);
+    expect((await call("GET", `/api/clickwrap/${id}`, { token: owner.token })).headers.get("etag")).toBe('"1"');
+
+    const publishWith = (body: string, ifMatch?: string) => call("POST", "/api/clickwrap", { token: owner.token, body: { key: "etag", title: "Terms", body }, headers: ifMatch ? { "if-match": ifMatch } : {} });
+    const second = await publishWith("Text two.", '"1"');
+    expect(second.status).toBe(201);
+    expect(second.headers.get("etag")).toBe('"2"');
+    const two = await json(second);
+
+    // Someone published over version 1 meanwhile: a publish made from it is refused, the same body too.
+    for (const body of ["Text three.", "Text two."]) {
+      const stale = await publishWith(body, '"1"');
+      expect(stale.status, body).toBe(412);
+      expect(await json(stale)).toEqual({ error: "precondition_failed", message: expect.any(String) });
+    }
+    const detail = await call("GET", `/api/clickwrap/${id}`, { token: owner.token });
+    expect(detail.headers.get("etag")).toBe('"2"');
+    const shown = await json(detail);
+    expect(shown.agreement).toMatchObject({ versionHash: two.versionHash, body: "Text two.", versions: 2 });
+    expect(await versionRows(id)).toBe(2);
+
+    // The same body under the current version changes nothing; without If-Match a publish is unconditional.
+    const same = await publishWith("Text two.", '"2"');
+    expect([same.status, same.headers.get("etag")]).toEqual([201, '"2"']);
+    const unconditional = await publishWith("Text three.");
+    expect([unconditional.status, unconditional.headers.get("etag")]).toEqual([201, '"3"']);
+
+    expect((await call("POST", `/api/clickwrap/${id}/deactivate`, { token: owner.token, headers: { "if-match": '"2"' } })).status).toBe(412);
+    expect((await detailOf(owner, id)).agreement.active).toBe(true);
+    const off = await call("POST", `/api/clickwrap/${id}/deactivate`, { token: owner.token, headers: { "if-match": '"3"' } });
+    expect([off.status, off.headers.get("etag")]).toEqual([200, '"4"']);
+    const on = await call("POST", `/api/clickwrap/${id}/activate`, { token: owner.token });
+    expect([on.status, on.headers.get("etag")]).toEqual([200, '"5"']);
+  });
+});
+
+describe("an agreement's history, a page at a time", () => {
+  /** `n` earlier texts of agreement `a` written straight to D1, older than its current one, three to a millisecond. */
+  async function earlierTexts(a: { id: string }, organizationId: string, n: number) {
+    const base = Date.parse("2020-01-01T00:00:00.000Z");
+    const rows = await Promise.all(Array.from({ length: n }, async (_, i) => ({ hash: await sha256(`earlier text ${i}`), at: new Date(base + Math.floor(i / 3)).toISOString() })));
+    await env.DB.batch(
+      rows.map((r) =>
+        env.DB.prepare("INSERT INTO clickwrap_versions (agreement_id, version_hash, organization_id, title, body, published_at, current_since) VALUES (?, ?, ?, 'Earlier', 'earlier', ?, ?)").bind(a.id, r.hash, organizationId, r.at, r.at),
+      ),
+    );
+  }
+
+  async function walk(owner: { token: string }, id: string, limit: number) {
+    const pages: Record<string, any>[] = [];
+    let cursor: string | null = null;
+    do {
+      const res = await call("GET", `/api/clickwrap/${id}?limit=${limit}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`, { token: owner.token });
+      expect(res.status).toBe(200);
+      const page = await json(res);
+      pages.push(page);
+      cursor = page.nextCursor;
+    } while (cursor && pages.length < 500);
+    return pages;
+  }
+
+  it("answers 25 by default and at most 100, with nextCursor; walking the pages lists every text once, the current first, newest first", async () => {
+    const owner = await createPrincipal();
+    const a = await newAgreement(owner, { body: "The current text." });
+    await earlierTexts(a, owner.organizationId, 130);
+
+    const first = await detailOf(owner, a.id);
+    expect(first.history).toHaveLength(25);
+    expect(first.nextCursor).toEqual(expect.any(String));
+    expect(first.agreement).toMatchObject({ versionHash: a.versionHash, body: "The current text.", versions: 131 });
+    expect(first.history[0]).toMatchObject({ versionHash: a.versionHash, current: true });
+
+    const big = await walk(owner, a.id, 100);
+    expect(big.map((p) => p.history.length)).toEqual([100, 31]);
+    expect(big.at(-1)!.nextCursor).toBeNull();
+
+    for (const limit of [1, 7]) {
+      const pages = await walk(owner, a.id, limit);
+      const all = pages.flatMap((p) => p.history) as { versionHash: string; currentSince: string; current: boolean }[];
+      expect(all, `limit ${limit}`).toHaveLength(131);
+      expect(new Set(all.map((h) => h.versionHash)).size).toBe(131);
+      expect(all.filter((h) => h.current).map((h) => h.versionHash)).toEqual([a.versionHash]);
+      expect(all[0]!.current).toBe(true);
+      const rest = all.slice(1);
+      const sorted = [...rest].sort((x, y) => (x.currentSince === y.currentSince ? (x.versionHash < y.versionHash ? 1 : -1) : x.currentSince < y.currentSince ? 1 : -1));
+      expect(rest).toEqual(sorted);
+      expect(pages.at(-1)!.nextCursor).toBeNull();
+      // Every page carries the whole agreement and its version.
+      for (const p of pages) expect(p.agreement.versionHash).toBe(a.versionHash);
+    }
+    // A single text: one page, no cursor.
+    const lone = await newAgreement(owner);
+    expect(await detailOf(owner, lone.id)).toMatchObject({ history: [{ versionHash: lone.versionHash, current: true }], nextCursor: null });
+  });
+
+  it("refuses an unknown parameter, a malformed limit and a forged cursor with the 400 of the other routes", async () => {
+    const owner = await createPrincipal();
+    const a = await newAgreement(owner);
+    const list = await call("GET", "/api/clickwrap?colour=red", { token: owner.token });
+    expect(list.status).toBe(400);
+    const refusal = await json(list);
+    expect(refusal).toEqual({ error: "invalid_request", issues: [{ message: "Unknown field 'colour'", path: ["colour"] }] });
+    const unknown = await call("GET", `/api/clickwrap/${a.id}?colour=red`, { token: owner.token });
+    expect(unknown.status).toBe(400);
+    expect(await json(unknown)).toEqual(refusal);
+    const forged = btoa(JSON.stringify(["current,currentSince:desc,versionHash:desc", [7, 1], "x"])).replace(/=+$/, "");
+    for (const [query, param] of [["limit=0", "limit"], ["limit=101", "limit"], ["limit=0x10", "limit"], ["limit=05", "limit"], ["cursor=garbage", "cursor"], [`cursor=${forged}`, "cursor"]] as const) {
+      const res = await call("GET", `/api/clickwrap/${a.id}?${query}`, { token: owner.token });
+      expect(res.status, query).toBe(400);
+      expect(await json(res), query).toEqual({ error: "invalid_request", issues: [{ message: expect.any(String), path: [param] }] });
+    }
+  });
+});

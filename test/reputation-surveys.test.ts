@@ -35,9 +35,12 @@ const surveysOf = async (owner: TestPrincipal, query = "") => (await json(await 
 const templatesOf = async (owner: TestPrincipal) => (await json(await call("GET", "/api/reputation/surveys/templates", { token: owner.token }))).templates as Record<string, any>[];
 const issuePaths = async (res: Response) => [...new Set(((await json(res)).issues as { path: (string | number)[] }[]).map((i) => i.path.join(".")))].sort();
 
-/** Answers a survey through the public route; fails unless 200. */
+/** Opens a survey's link and answers it through the public route, as a client does (POST is taken only from OPENED); fails unless 200. */
 async function answer(token: string, answers: Record<string, unknown>, vars?: Record<string, string>) {
-  const res = await call("POST", `/api/public/survey/${token}`, { body: { answers }, headers: { "cf-connecting-ip": freshIp() }, vars });
+  const ip = freshIp();
+  const opened = await call("GET", `/api/public/survey/${token}`, { headers: { "cf-connecting-ip": ip }, vars });
+  expect(opened.status, await opened.clone().text()).toBe(200);
+  const res = await call("POST", `/api/public/survey/${token}`, { body: { answers }, headers: { "cf-connecting-ip": ip }, vars });
   expect(res.status, await res.clone().text()).toBe(200);
   expect(await json(res)).toEqual({ completed: true });
 }
@@ -132,6 +135,34 @@ describe("surveys: the state table end to end (spec: Survey, States and transiti
 
     // One survey sent, one answered, one promoter.
     for (const agent of [undefined, owner.userId]) expect(await aggregateOf(owner, agent)).toMatchObject({ nps: 100, responseRate: 1 });
+  });
+
+  it("a link never opened takes no answers: POST before any GET is 409 invalid_state and writes nothing; opened, it is answered", async () => {
+    const owner = await createPrincipal();
+    const template = await createSurveyTemplate(owner);
+    const issued = [];
+    for (const channel of ["LINK", "EMAIL"] as const) {
+      const s = await scheduleSurvey(owner, { templateId: template.id, channel });
+      issued.push(s);
+      const before = await surveyRow(s.id);
+      const aggregate = await aggregateOf(owner);
+      const refused = await publicSurvey("POST", s.accessToken, { answers: { overall: 5, recommend: 10, publish: true } });
+      expect(refused.status).toBe(409);
+      expect(refused.headers.get("cache-control")).toBe("no-store");
+      expect(await json(refused)).toEqual({ error: "invalid_state", message: expect.stringMatching(/open/i) });
+      expect(await surveyRow(s.id)).toEqual(before);
+      expect(await surveyDetail(owner, s.id)).toMatchObject({ status: "SCHEDULED", openedAt: null, completedAt: null, response: null });
+      expect(await aggregateOf(owner)).toEqual(aggregate);
+    }
+    expect(await outboxEvents(owner.organizationId, "SURVEY_OPENED")).toEqual([]);
+    expect(await outboxEvents(owner.organizationId, "SURVEY_COMPLETED")).toEqual([]);
+
+    const first = issued[0]!;
+    expect((await publicSurvey("GET", first.accessToken)).status).toBe(200);
+    expect((await publicSurvey("POST", first.accessToken, { answers: { overall: 5, recommend: 10, publish: true } })).status).toBe(200);
+    expect(await surveyDetail(owner, first.id)).toMatchObject({ status: "COMPLETED", openedAt: expect.any(String), response: { answers: { overall: 5, recommend: 10, publish: true } } });
+    expect(await outboxEvents(owner.organizationId, "SURVEY_OPENED")).toHaveLength(1);
+    expect(await outboxEvents(owner.organizationId, "SURVEY_COMPLETED")).toHaveLength(1);
   });
 
   it("two deals won at once in an organization without templates: one standard template, one survey per deal", async () => {
@@ -317,6 +348,7 @@ describe("limits (spec: Limits)", () => {
     const owner = await createPrincipal();
     const template = await createSurveyTemplate(owner, { questions: STANDARD_QUESTIONS.map((q) => (q.id === "comments" ? { ...q, maxLength: 100 } : q)) });
     const s = await scheduleSurvey(owner, { templateId: template.id });
+    expect((await publicSurvey("GET", s.accessToken)).status).toBe(200);
     // A body of exactly 64 KB is read (and refused for its unknown questions); one byte more is 413 before it is read.
     const sized = (bytes: number) => {
       const answers = { overall: 5, recommend: 9, publish: true, a: "x".repeat(20_000), b: "x".repeat(20_000), c: "x".repeat(20_000), d: "" };
@@ -333,7 +365,7 @@ describe("limits (spec: Limits)", () => {
     const long = await publicSurvey("POST", s.accessToken, { answers: { overall: 5, recommend: 9, publish: true, comments: "y".repeat(101) } });
     expect(long.status).toBe(400);
     expect(await issuePaths(long)).toEqual(["answers.comments"]);
-    expect((await surveyDetail(owner, s.id)).status).toBe("SCHEDULED");
+    expect((await surveyDetail(owner, s.id)).status).toBe("OPENED");
     await answer(s.accessToken, { overall: 5, recommend: 9, publish: true, comments: `  ${"y".repeat(100)}  ` });
     expect((await surveyDetail(owner, s.id)).response!.answers.comments).toBe("y".repeat(100));
   });
@@ -391,12 +423,13 @@ describe("validation: every problem in one 400", () => {
     const owner = await createPrincipal();
     const questions = [...STANDARD_QUESTIONS, { id: "area", type: "single_choice", label: "Where did you buy?", options: ["Downtown", "Suburbs"] }];
     const s = await scheduleSurvey(owner, { templateId: (await createSurveyTemplate(owner, { questions })).id });
+    expect((await publicSurvey("GET", s.accessToken)).status).toBe(200);
     const wrong = await publicSurvey("POST", s.accessToken, { answers: { recommend: 11, comments: 42, area: "Mars", publish: "yes", nope: 1 } });
     expect(wrong.status).toBe(400);
     expect(await issuePaths(wrong)).toEqual(["answers.area", "answers.comments", "answers.nope", "answers.overall", "answers.publish", "answers.recommend"]);
     const ranges = await publicSurvey("POST", s.accessToken, { answers: { overall: 4.5, recommend: -1, publish: true } });
     expect(await issuePaths(ranges)).toEqual(["answers.overall", "answers.recommend"]);
-    expect(await surveyDetail(owner, s.id)).toMatchObject({ status: "SCHEDULED", response: null });
+    expect(await surveyDetail(owner, s.id)).toMatchObject({ status: "OPENED", response: null });
     expect(await outboxEvents(owner.organizationId, "SURVEY_COMPLETED")).toEqual([]);
   });
 });

@@ -149,6 +149,27 @@ describe("profiles", () => {
     expect((await call("GET", `/api/reputation/profile?agentUserId=${a.userId}`, { token: b.token })).status).toBe(404);
     expect((await call("PUT", "/api/reputation/profile", { token: b.token, body: { agentUserId: a.userId, draftConfig: {} } })).status).toBe(404);
   });
+
+  it("DELETE takes a profile down once: a repeated delete is 404 and leaves the version alone; a PUT brings it back", async () => {
+    const owner = await createPrincipal();
+    const slug = await publishedProfile(owner);
+    const removed = await call("DELETE", "/api/reputation/profile", { token: owner.token });
+    expect(removed.status).toBe(200);
+    expect(removed.headers.get("etag")).toBe('"3"');
+    expect((await json(removed)).status).toBe("DELETED");
+    for (let i = 0; i < 3; i++) {
+      const again = await call("DELETE", "/api/reputation/profile", { token: owner.token });
+      expect(again.status).toBe(404);
+      expect(await json(again)).toEqual({ error: "not_found", message: expect.any(String) });
+    }
+    const read = await call("GET", "/api/reputation/profile", { token: owner.token });
+    expect(read.headers.get("etag")).toBe('"3"');
+    expect((await json(read)).status).toBe("DELETED");
+    expect((await feed(slug)).status).toBe(404);
+    // Saved again, it is a draft that can be taken down again.
+    expect((await call("PUT", "/api/reputation/profile", { token: owner.token, body: { draftConfig: { displayName: "Back" } } })).status).toBe(200);
+    expect((await call("DELETE", "/api/reputation/profile", { token: owner.token })).status).toBe(200);
+  });
 });
 
 describe("the public reviews feed", () => {

@@ -391,3 +391,19 @@ describe("bot challenge, rate limits and the signing page", () => {
     expect(html).toContain(`<script nonce="${nonce}">`);
   });
 });
+
+describe("query strings (the strict parser of every other route)", () => {
+  it("the envelope list and the audit trail refuse an unknown parameter with the same 400 as the document list", async () => {
+    const { owner, doc, envelope } = await sent();
+    const refusal = { error: "invalid_request", issues: [{ message: "Unknown field 'colour'", path: ["colour"] }] };
+    const elsewhere = await call("GET", "/api/documents?colour=red", { token: owner.token });
+    expect(elsewhere.status).toBe(400);
+    expect(await json(elsewhere)).toEqual(refusal);
+    for (const path of [`/api/documents/${doc.id}/signatures`, `/api/signatures/${envelope.envelopeId}/audit`]) {
+      const res = await call("GET", `${path}?colour=red`, { token: owner.token });
+      expect(res.status, path).toBe(400);
+      expect(await json(res), path).toEqual(refusal);
+      expect((await call("GET", path, { token: owner.token })).status, path).toBe(200);
+    }
+  });
+});

@@ -3,6 +3,7 @@ import { cors } from "hono/cors";
 import { API, apiError, apiJson, gone } from "../platform/api-family";
 import { serviceContext } from "../platform/auth";
 import type { AppBindings } from "../platform/context";
+import { ETAG_HEADER, withEtag } from "../platform/etag";
 import { validationHook } from "../platform/openapi";
 import { rateLimit } from "../platform/rate-limit";
 import { requestMeta } from "../platform/request-meta";
@@ -18,6 +19,7 @@ import {
   AgreementPublish,
   AgreementSummary,
   Gone,
+  HistoryQuery,
   ListQuery,
   MAX_ACCEPTANCES,
   MAX_BODY_CHARS,
@@ -27,13 +29,15 @@ import {
   VersionParam,
   VersionText,
 } from "./schemas";
-import { accept, getAgreement, getVersion, listAcceptances, listAgreements, publicAgreement, publishAgreement, setActive } from "./service";
+import { getAgreement } from "./history";
+import { accept, getVersion, listAcceptances, listAgreements, publicAgreement, publishAgreement, setActive } from "./service";
 
 const tags = ["Clickwrap"];
 const security = [{ bearerAuth: [] }];
 const NOT_FOUND = { 404: apiError("No agreement with this id in your organization") };
 const GONE = { 404: { description: "No such agreement, or it is not active (alike)", content: { "application/json": { schema: Gone } } } };
 const RATE_LIMITED = { 429: apiError("Too many requests from this address (rate_limited)") };
+const STALE = { 412: apiError("If-Match named a version the agreement is no longer at (precondition_failed)") };
 
 const publish = defineRoute(API, {
   operationId: "publishClickwrapAgreement",
@@ -46,9 +50,11 @@ const publish = defineRoute(API, {
 same id and versionHash (the hex SHA-256 of the body, exactly as sent), also with another title: a text keeps the title it
 was shown under, since both are what a person accepted. A changed body becomes the current version with its title, and every
 earlier text is kept (GET …/{agreementId} lists them); publishing an earlier text again makes it current again, under its
-first title. Publishing does not reactivate a deactivated agreement. The body is at most ${MAX_BODY_CHARS} characters.`,
+first title. Publishing does not reactivate a deactivated agreement. The body is at most ${MAX_BODY_CHARS} characters.
+The answer's ETag is the agreement's version; send it in If-Match to publish only over the version you read (412 when the
+agreement has moved on, the same body included). Without If-Match a publish is unconditional; a key's first publish always is.`,
   request: jsonBody(AgreementPublish),
-  responses: { 201: apiJson("The agreement's id and current version", Published) },
+  responses: { 201: apiJson("The agreement's id and current version", Published, ETAG_HEADER), ...STALE },
 });
 
 const list = defineRoute(API, {
@@ -70,9 +76,10 @@ const read = defineRoute(API, {
   tags,
   security,
   summary: "An agreement with its current text and version history",
-  description: "Ours. history lists every text ever published, newest first; acceptances name theirs by versionHash.",
-  request: { params: AgreementIdParam },
-  responses: { 200: apiJson("The agreement", AgreementDetail), ...NOT_FOUND },
+  description:
+    "Ours. history lists the texts ever published a page at a time (`limit` 1–100, default 25; `cursor` from `nextCursor`, null on the last page): the current one first, then newest first; acceptances name theirs by versionHash. The ETag is the agreement's version (If-Match on publish, deactivate and activate).",
+  request: { params: AgreementIdParam, query: HistoryQuery },
+  responses: { 200: apiJson("The agreement", AgreementDetail, ETAG_HEADER), ...NOT_FOUND },
 });
 
 const version = defineRoute(API, {
@@ -94,9 +101,9 @@ const deactivate = defineRoute(API, {
   tags,
   security,
   summary: "Withdraw an agreement",
-  description: "Ours. The public routes and the consent page then answer 404 `{state: \"gone\"}`; acceptances stay. Idempotent.",
+  description: "Ours. The public routes and the consent page then answer 404 `{state: \"gone\"}`; acceptances stay. Idempotent. Honours If-Match.",
   request: { params: AgreementIdParam },
-  responses: { 200: apiJson("The agreement", AgreementSummary), ...NOT_FOUND },
+  responses: { 200: apiJson("The agreement", AgreementSummary, ETAG_HEADER), ...NOT_FOUND, ...STALE },
 });
 
 const activate = defineRoute(API, {
@@ -106,9 +113,9 @@ const activate = defineRoute(API, {
   tags,
   security,
   summary: "Reinstate a withdrawn agreement",
-  description: "Ours. Idempotent.",
+  description: "Ours. Idempotent. Honours If-Match.",
   request: { params: AgreementIdParam },
-  responses: { 200: apiJson("The agreement", AgreementSummary), ...NOT_FOUND },
+  responses: { 200: apiJson("The agreement", AgreementSummary, ETAG_HEADER), ...NOT_FOUND, ...STALE },
 });
 
 const acceptances = defineRoute(API, {
@@ -195,17 +202,17 @@ clickwrapRoutes.use("/api/clickwrap/*", async (c, next) => {
 });
 clickwrapRoutes
   .openapi(publish, async (c) => {
-    const { id, versionHash } = await publishAgreement(serviceContext(c), c.req.valid("json"));
+    const { id, versionHash } = withEtag(c, await publishAgreement(serviceContext(c), c.req.valid("json")));
     return c.json({ id, versionHash }, 201);
   })
   .openapi(list, async (c) => c.json(await listAgreements(serviceContext(c), c.req.valid("query")), 200))
-  .openapi(read, async (c) => c.json(await getAgreement(serviceContext(c), c.req.valid("param").agreementId), 200))
+  .openapi(read, async (c) => c.json(withEtag(c, await getAgreement(serviceContext(c), c.req.valid("param").agreementId, c.req.valid("query"))), 200))
   .openapi(version, async (c) => {
     const { agreementId, versionHash } = c.req.valid("param");
     return c.json(await getVersion(serviceContext(c), agreementId, versionHash), 200);
   })
-  .openapi(deactivate, async (c) => c.json(await setActive(serviceContext(c), c.req.valid("param").agreementId, false), 200))
-  .openapi(activate, async (c) => c.json(await setActive(serviceContext(c), c.req.valid("param").agreementId, true), 200))
+  .openapi(deactivate, async (c) => c.json(withEtag(c, await setActive(serviceContext(c), c.req.valid("param").agreementId, false)), 200))
+  .openapi(activate, async (c) => c.json(withEtag(c, await setActive(serviceContext(c), c.req.valid("param").agreementId, true)), 200))
   .openapi(acceptances, async (c) => c.json(await listAcceptances(serviceContext(c), c.req.valid("param").agreementId, c.req.valid("query")), 200))
   .openapi(publicRead, async (c) => {
     const a = await publicAgreement({ db: c.get("db") }, c.req.valid("param").agreementId);

@@ -55,7 +55,8 @@ export const AgreementDetail = z
     agreement: AgreementSummary.extend({ body: z.string() }),
     history: z
       .array(z.object({ versionHash: hash, title: z.string(), publishedAt: z.string(), currentSince: z.string(), current: z.boolean() }))
-      .openapi({ description: "Every text published, newest first; GET …/versions/{versionHash} has each one's text" }),
+      .openapi({ description: "A page of the texts published: the current one first, then by when each was last current, newest first; GET …/versions/{versionHash} has each one's text" }),
+    nextCursor: z.string().nullable().openapi({ description: "`cursor` of the next page of history; null on the last page" }),
   })
   .openapi("ClickwrapAgreementDetail");
 
@@ -100,4 +101,9 @@ export type AcceptRequest = z.infer<typeof AcceptRequest>;
 export const AgreementIdParam = z.object({ agreementId: z.string().min(1).max(100).openapi({ param: { name: "agreementId", in: "path" } }) });
 export const VersionParam = AgreementIdParam.extend({ versionHash: z.string().min(1).max(100).openapi({ param: { name: "versionHash", in: "path" } }) });
 export const ListQuery = z.strictObject(pageParams);
+/** A page of an agreement's history: the list's `limit` and `cursor` (from `nextCursor`); any other parameter is refused. */
+export const HistoryQuery = z.strictObject({
+  limit: pageParams.limit.openapi({ description: "1–100, default 25; anything else is a 400" }),
+  cursor: pageParams.cursor.openapi({ description: "`nextCursor` of the previous page" }),
+});
 export { Gone } from "../platform/api-family";

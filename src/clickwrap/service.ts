@@ -1,7 +1,7 @@
 import { and, count, desc, eq, sql } from "drizzle-orm";
 import { decodeNewestFirstCursor, olderThan, paginate } from "../crm/pagination";
 import { clickwrapAcceptances, clickwrapAgreements, clickwrapVersions } from "../db/schema";
-import { atVersion, commit, expectNoRow, expectRow, expectVersion, isGuardFailure, type VersionedTable, withRetries } from "../db/write";
+import { atVersion, commit, expectNoRow, expectRow, expectVersion, expectVersionMatch, isGuardFailure, versioned, type VersionedTable, withRetries } from "../db/write";
 import { sha256Hex } from "../lib/crypto";
 import { Conflict, NotFound } from "../lib/errors";
 import { newId } from "../lib/ids";
@@ -27,7 +27,9 @@ async function findAgreement(ctx: ServiceContext, id: string): Promise<Agreement
  * POST /api/clickwrap: the agreement of `key` (created on first publish). The same body again changes nothing (its
  * title included) and answers the same id and hash; a changed body becomes the current version with its title, every
  * earlier text kept with the title it was shown under. Concurrent publishes of one key create it once (the unique key), and each
- * publish applies to the agreement as it is at commit time.
+ * publish applies to the agreement as it is at commit time. With If-Match, a publish to an existing key applies only while the
+ * agreement is still at a named version (412 otherwise, the same body included); a first publish is unconditional (as a PUT of a
+ * profile). The answer carries the agreement's version after the publish, for the ETag.
  */
 export async function publishAgreement(ctx: ServiceContext, input: AgreementPublish): Promise<{ id: string; versionHash: string; changed: boolean }> {
   const versionHash = await versionHashOf(input.body);
@@ -42,10 +44,11 @@ export async function publishAgreement(ctx: ServiceContext, input: AgreementPubl
         ctx.db.insert(clickwrapAgreements).values({ id, organizationId: ctx.organizationId, key: input.key, title: input.title, versionHash, active: true, createdAt: now, updatedAt: now, version: 1 }),
         ctx.db.insert(clickwrapVersions).values({ agreementId: id, versionHash, organizationId: ctx.organizationId, title: input.title, body: input.body, publishedAt: now, currentSince: now }),
       ]);
-      return { id, versionHash, changed: true };
+      return versioned({ id, versionHash, changed: true }, 1);
     }
+    expectVersionMatch(ctx, before.version);
     // The same body changes nothing (spec), whatever title comes with it: a version's title is part of what was shown.
-    if (before.versionHash === versionHash) return { id: before.id, versionHash, changed: false };
+    if (before.versionHash === versionHash) return versioned({ id: before.id, versionHash, changed: false }, before.version);
     const known = await ctx.db.select({ title: clickwrapVersions.title }).from(clickwrapVersions).where(and(eq(clickwrapVersions.agreementId, before.id), eq(clickwrapVersions.versionHash, versionHash))).get();
     // An earlier text published again becomes current again with the title it was published with; a new text is kept.
     const title = known?.title ?? input.title;
@@ -60,13 +63,13 @@ export async function publishAgreement(ctx: ServiceContext, input: AgreementPubl
         .values({ agreementId: before.id, versionHash, organizationId: ctx.organizationId, title, body: input.body, publishedAt: now, currentSince: now })
         .onConflictDoUpdate({ target: [clickwrapVersions.agreementId, clickwrapVersions.versionHash], set: { currentSince: now } }),
     ]);
-    return { id: before.id, versionHash, changed: true };
+    return versioned({ id: before.id, versionHash, changed: true }, before.version + 1);
   });
 }
 
-const versionCount = (agreementId = clickwrapAgreements.id) => sql<number>`(SELECT COUNT(*) FROM ${clickwrapVersions} v WHERE v.agreement_id = ${agreementId})`;
+export const versionCount = (agreementId = clickwrapAgreements.id) => sql<number>`(SELECT COUNT(*) FROM ${clickwrapVersions} v WHERE v.agreement_id = ${agreementId})`;
 
-const summary = (r: AgreementRecord & { versions: number }): AgreementSummary => ({
+export const summary = (r: AgreementRecord & { versions: number }): AgreementSummary => ({
   id: r.id,
   key: r.key,
   title: r.title,
@@ -94,24 +97,6 @@ export async function listAgreements(ctx: ServiceContext, q: { limit: number; cu
   return { agreements: page.map((r) => summary({ ...r.row, versions: r.versions })), pagination };
 }
 
-/** GET /api/clickwrap/{agreementId}: the agreement, its current text and its history (newest first). */
-export async function getAgreement(ctx: ServiceContext, id: string) {
-  const a = await findAgreement(ctx, id);
-  const [versions, [current]] = await ctx.db.batch([
-    ctx.db
-      .select({ versionHash: clickwrapVersions.versionHash, title: clickwrapVersions.title, publishedAt: clickwrapVersions.publishedAt, currentSince: clickwrapVersions.currentSince })
-      .from(clickwrapVersions)
-      .where(and(eq(clickwrapVersions.organizationId, ctx.organizationId), eq(clickwrapVersions.agreementId, id)))
-      // The current text first (also when two publishes share a millisecond), then by when each was last current.
-      .orderBy(desc(sql`${clickwrapVersions.versionHash} = ${a.versionHash}`), desc(clickwrapVersions.currentSince), desc(clickwrapVersions.publishedAt)),
-    ctx.db.select({ body: clickwrapVersions.body }).from(clickwrapVersions).where(and(eq(clickwrapVersions.agreementId, id), eq(clickwrapVersions.versionHash, a.versionHash))),
-  ]);
-  return {
-    agreement: { ...summary({ ...a, versions: versions.length }), body: current?.body ?? "" },
-    history: versions.map((v) => ({ ...v, current: v.versionHash === a.versionHash })),
-  };
-}
-
 /** GET /api/clickwrap/{agreementId}/versions/{versionHash}: one text, as it was published. */
 export async function getVersion(ctx: ServiceContext, id: string, versionHash: string) {
   await findAgreement(ctx, id);
@@ -124,10 +109,11 @@ export async function getVersion(ctx: ServiceContext, id: string, versionHash: s
   return v;
 }
 
-/** Deactivate or reactivate: an inactive agreement answers 404 `{state: "gone"}` on the public routes. */
+/** Deactivate or reactivate: an inactive agreement answers 404 `{state: "gone"}` on the public routes. Honours If-Match. */
 export async function setActive(ctx: ServiceContext, id: string, active: boolean): Promise<AgreementSummary> {
   return withRetries(async () => {
     const before = await findAgreement(ctx, id);
+    expectVersionMatch(ctx, before.version);
     if (before.active === active) return (await listOne(ctx, before))!;
     const after = { ...before, active, updatedAt: new Date().toISOString(), version: before.version + 1 };
     await commit(ctx, [
@@ -140,7 +126,7 @@ export async function setActive(ctx: ServiceContext, id: string, active: boolean
 
 async function listOne(ctx: ServiceContext, a: AgreementRecord): Promise<AgreementSummary> {
   const [row] = await ctx.db.select({ n: count() }).from(clickwrapVersions).where(eq(clickwrapVersions.agreementId, a.id));
-  return summary({ ...a, versions: row?.n ?? 0 });
+  return versioned(summary({ ...a, versions: row?.n ?? 0 }), a.version);
 }
 
 /**

@@ -1375,7 +1375,7 @@ export interface paths {
         post?: never;
         /**
          * Take an agent's profile down
-         * @description The public feed answers 404, as for an unknown slug; the draft is kept and can be published again.
+         * @description The public feed answers 404, as for an unknown slug; the draft is kept and can be published again. A profile already taken down answers 404: of repeated deletes one succeeds.
          */
         delete: operations["deleteAgentProfile"];
         options?: never;
@@ -1635,7 +1635,8 @@ export interface paths {
          * Answer a survey
          * @description No authentication: the access token is the capability. `answers` maps question ids to answers: rating and nps an
          *     integer, text and single_choice a string, yes_no a boolean; null, absent or blank is no answer. Validated against the template:
-         *     every problem in one 400 at answers.<questionId>. Stores the response, completes the survey, emits SURVEY_COMPLETED; the link
+         *     every problem in one 400 at answers.<questionId>. Only an OPENED survey takes answers: a link never opened (no GET first) is
+         *     refused with 409 invalid_state and nothing is written. Stores the response, completes the survey, emits SURVEY_COMPLETED; the link
          *     answers gone from then on. Body at most 64 KB (413); 10 requests a minute per address (429). After SURVEY_COMPLETED a workflow classifies the sentiment of the free text (the AI gateway when configured, else
          *     the AFINN lexicon) and, when the client opted in (the publishConsent question), rated highly (rating ≥ 4 of 5, or NPS ≥ 9), wrote
          *     something and the sentiment is not negative, makes a PENDING testimonial (source SURVEY) linked to the survey's deal and agent. The NPS answer
@@ -1688,6 +1689,8 @@ export interface paths {
          *     was shown under, since both are what a person accepted. A changed body becomes the current version with its title, and every
          *     earlier text is kept (GET …/{agreementId} lists them); publishing an earlier text again makes it current again, under its
          *     first title. Publishing does not reactivate a deactivated agreement. The body is at most 200000 characters.
+         *     The answer's ETag is the agreement's version; send it in If-Match to publish only over the version you read (412 when the
+         *     agreement has moved on, the same body included). Without If-Match a publish is unconditional; a key's first publish always is.
          */
         post: operations["publishClickwrapAgreement"];
         delete?: never;
@@ -1705,7 +1708,7 @@ export interface paths {
         };
         /**
          * An agreement with its current text and version history
-         * @description Ours. history lists every text ever published, newest first; acceptances name theirs by versionHash.
+         * @description Ours. history lists the texts ever published a page at a time (`limit` 1–100, default 25; `cursor` from `nextCursor`, null on the last page): the current one first, then newest first; acceptances name theirs by versionHash. The ETag is the agreement's version (If-Match on publish, deactivate and activate).
          */
         get: operations["getClickwrapAgreement"];
         put?: never;
@@ -1747,7 +1750,7 @@ export interface paths {
         put?: never;
         /**
          * Withdraw an agreement
-         * @description Ours. The public routes and the consent page then answer 404 `{state: "gone"}`; acceptances stay. Idempotent.
+         * @description Ours. The public routes and the consent page then answer 404 `{state: "gone"}`; acceptances stay. Idempotent. Honours If-Match.
          */
         post: operations["deactivateClickwrapAgreement"];
         delete?: never;
@@ -1767,7 +1770,7 @@ export interface paths {
         put?: never;
         /**
          * Reinstate a withdrawn agreement
-         * @description Ours. Idempotent.
+         * @description Ours. Idempotent. Honours If-Match.
          */
         post: operations["activateClickwrapAgreement"];
         delete?: never;
@@ -4116,7 +4119,7 @@ export interface components {
             agreement: components["schemas"]["ClickwrapAgreementSummary"] & {
                 body: string;
             };
-            /** @description Every text published, newest first; GET …/versions/{versionHash} has each one's text */
+            /** @description A page of the texts published: the current one first, then by when each was last current, newest first; GET …/versions/{versionHash} has each one's text */
             history: {
                 /**
                  * @description Hex SHA-256 of the body
@@ -4128,6 +4131,8 @@ export interface components {
                 currentSince: string;
                 current: boolean;
             }[];
+            /** @description `cursor` of the next page of history; null on the last page */
+            nextCursor: string | null;
         };
         ClickwrapVersion: {
             /**
@@ -11836,7 +11841,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
-            /** @description No such agent in your organization, or the agent has no profile yet */
+            /** @description No such agent in your organization, no profile yet, or the profile is already taken down */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -12946,6 +12951,15 @@ export interface operations {
                     "application/json": components["schemas"]["Gone"];
                 };
             };
+            /** @description The survey was never opened: open its link first (invalid_state) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
             /** @description The body is over the route's size limit */
             413: {
                 headers: {
@@ -13092,6 +13106,8 @@ export interface operations {
             /** @description The agreement's id and current version */
             201: {
                 headers: {
+                    /** @description The resource's version; send it back in If-Match to make a write conditional */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -13118,6 +13134,15 @@ export interface operations {
             };
             /** @description A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description If-Match named a version the agreement is no longer at (precondition_failed) */
+            412: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -13165,7 +13190,12 @@ export interface operations {
     };
     getClickwrapAgreement: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description 1–100, default 25; anything else is a 400 */
+                limit?: number;
+                /** @description `nextCursor` of the previous page */
+                cursor?: string;
+            };
             header?: never;
             path: {
                 agreementId: string;
@@ -13177,6 +13207,8 @@ export interface operations {
             /** @description The agreement */
             200: {
                 headers: {
+                    /** @description The resource's version; send it back in If-Match to make a write conditional */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -13294,6 +13326,8 @@ export interface operations {
             /** @description The agreement */
             200: {
                 headers: {
+                    /** @description The resource's version; send it back in If-Match to make a write conditional */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -13329,6 +13363,15 @@ export interface operations {
             };
             /** @description A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description If-Match named a version the agreement is no longer at (precondition_failed) */
+            412: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -13370,6 +13413,8 @@ export interface operations {
             /** @description The agreement */
             200: {
                 headers: {
+                    /** @description The resource's version; send it back in If-Match to make a write conditional */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -13405,6 +13450,15 @@ export interface operations {
             };
             /** @description A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description If-Match named a version the agreement is no longer at (precondition_failed) */
+            412: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -39,3 +39,6 @@ export const pageParams = {
 
 /** A list route's query: the page parameters and the route's own; any other parameter is refused. */
 export const listQuery = <T extends z.ZodRawShape>(shape: T) => z.strictObject({ ...pageParams, ...shape });
+
+/** The query of a route that takes no parameters: any is refused, as the lists refuse unknown ones (unknown_field). */
+export const NoQuery = z.strictObject({});

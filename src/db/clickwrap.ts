@@ -34,7 +34,8 @@ export const clickwrapVersions = sqliteTable(
     /** When it last became the current text (publishing an earlier text again makes it current again). */
     currentSince: text().notNull(),
   },
-  (t) => [primaryKey({ columns: [t.agreementId, t.versionHash] }), index("clickwrap_versions_agreement_idx").on(t.agreementId, t.publishedAt)],
+  // The history's keyset order (newest current first, the hash breaking ties): GET /api/clickwrap/{agreementId} pages on it.
+  (t) => [primaryKey({ columns: [t.agreementId, t.versionHash] }), index("clickwrap_versions_history_idx").on(t.agreementId, t.currentSince, t.versionHash)],
 );
 
 /**

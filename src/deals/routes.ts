@@ -1,4 +1,5 @@
 import { OpenAPIHono, z } from "@hono/zod-openapi";
+import { NoQuery } from "../crm/list-query";
 import { CRM, CRM_FILES_NOT_CONFIGURED, CRM_PRECONDITION_ERROR, crmDeleted, crmError, crmSuccess, Page } from "../crm/envelope";
 import { serviceContext } from "../platform/auth";
 import type { AppBindings } from "../platform/context";
@@ -32,8 +33,6 @@ import { RESTORE_DAYS } from "../trash/moves";
 import { completeTask, createTask, listActivities, listTasks, MAX_TASKS } from "./tasks";
 
 const tags = ["Deals"];
-/** Routes without query parameters refuse any, as the lists refuse unknown ones (422 unknown_field). */
-const NoQuery = z.strictObject({});
 const security = [{ bearerAuth: [] }];
 const NOT_FOUND = { 404: crmError("No deal with this id in your organization (not_found)") };
 const CONTENDED = { 409: crmError("Changed by too many requests at once (concurrent_modification); retry") };

@@ -1,4 +1,5 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
+import { NoQuery } from "../crm/list-query";
 import { API, apiError, apiJson } from "../platform/api-family";
 import { serviceContext } from "../platform/auth";
 import type { AppBindings } from "../platform/context";
@@ -83,7 +84,7 @@ const envelopes = defineRoute(API, {
   tags: ["Signatures"],
   security,
   summary: "The document's signature envelopes",
-  request: { params: DocumentIdParam },
+  request: { params: DocumentIdParam, query: NoQuery },
   responses: { 200: apiJson("Envelopes, newest first", EnvelopeList), ...NOT_FOUND },
 });
 

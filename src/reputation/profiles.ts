@@ -120,11 +120,16 @@ export async function publishProfile(ctx: ServiceContext, agentUserId?: string) 
   });
 }
 
-/** DELETE /api/reputation/profile: the public feed closes (the same 404 as an unknown slug); the draft is kept. */
+/**
+ * DELETE /api/reputation/profile: the public feed closes (the same 404 as an unknown slug); the draft is kept. A profile
+ * already taken down answers 404 like a missing one, so of repeated or concurrent deletes exactly one succeeds and the
+ * version moves once (a PUT brings it back as a draft).
+ */
 export async function deleteProfile(ctx: ServiceContext, agentUserId?: string) {
   const agent = await agentOf(ctx, agentUserId);
   return withRetries(async () => {
     const row = await findProfile(ctx, agent.id);
+    if (row.status === "DELETED") throw new NotFound("Profile");
     expectVersionMatch(ctx, row.version);
     const at = nowIso();
     await commit(ctx, [

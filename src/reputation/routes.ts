@@ -157,9 +157,9 @@ const deleteProfileRoute = defineRoute(API, {
   tags,
   security,
   summary: "Take an agent's profile down",
-  description: "The public feed answers 404, as for an unknown slug; the draft is kept and can be published again.",
+  description: "The public feed answers 404, as for an unknown slug; the draft is kept and can be published again. A profile already taken down answers 404: of repeated deletes one succeeds.",
   request: { query: AgentQuery },
-  responses: { 200: apiJson("The profile, DELETED", Profile, ETAG_HEADER), ...PROFILE_NOT_FOUND, ...STALE },
+  responses: { 200: apiJson("The profile, DELETED", Profile, ETAG_HEADER), 404: apiError("No such agent in your organization, no profile yet, or the profile is already taken down"), ...STALE },
 });
 
 export const reputationRoutes = new OpenAPIHono<AppBindings>({ defaultHook: validationHook })

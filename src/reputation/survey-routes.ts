@@ -164,11 +164,17 @@ const submit = defineRoute(API, {
   summary: "Answer a survey",
   description: `No authentication: the access token is the capability. \`answers\` maps question ids to answers: rating and nps an
 integer, text and single_choice a string, yes_no a boolean; null, absent or blank is no answer. Validated against the template:
-every problem in one 400 at answers.<questionId>. Stores the response, completes the survey, emits SURVEY_COMPLETED; the link
+every problem in one 400 at answers.<questionId>. Only an OPENED survey takes answers: a link never opened (no GET first) is
+refused with 409 invalid_state and nothing is written. Stores the response, completes the survey, emits SURVEY_COMPLETED; the link
 answers gone from then on. Body at most 64 KB (413); 10 requests a minute per address (429). ${WORKFLOW}`,
   middleware: [limitBody(PUBLIC_SURVEY_MAX_BYTES), rateLimit("public-survey:post")] as const,
   request: { params: TokenParam, ...jsonBody(SurveySubmission) },
-  responses: { 200: apiJson("Recorded", z.object({ completed: z.literal(true) }).openapi("SurveyCompleted")), ...GONE, ...RATE_LIMITED },
+  responses: {
+    200: apiJson("Recorded", z.object({ completed: z.literal(true) }).openapi("SurveyCompleted")),
+    ...GONE,
+    409: apiError("The survey was never opened: open its link first (invalid_state)"),
+    ...RATE_LIMITED,
+  },
 });
 
 const page = defineRoute(API, {

@@ -354,13 +354,15 @@ export const npsAnswer = (questions: SurveyQuestion[], answers: Answers) => {
  * POST /api/public/survey/{token} (Rules 1): the answers validated against the template (every problem in one 400),
  * stored; the survey COMPLETED; the rollups counted (one completed survey, its NPS answer); SURVEY_COMPLETED emitted;
  * all in one batch guarded on the survey's version, so of concurrent submissions one lands and the others find the
- * survey gone. Null: the uniform gone.
+ * survey gone. Null: the uniform gone. A live survey that was never opened is refused (409 invalid_state), nothing written.
  */
 export async function submitSurvey(base: PublicContext, token: string, raw: Record<string, string | number | boolean | null>, meta: { ip: string | null; userAgent: string | null }) {
   return withRetries(async () => {
     const found = await byToken(base.db, token);
     if (!found || !isLive(found.survey)) return null;
     const { survey, template } = found;
+    // Spec, Survey state table: a response is taken only from OPENED; a link never opened has shown no questions.
+    if (survey.status !== "OPENED") throw new InvalidState("invalid_state", "The survey has not been opened; open its link (GET) first, then answer");
     const { answers, issues } = checkAnswers(template.questions, raw);
     if (issues.length) throw new Validation(issues);
     const ctx = publicContext(base, survey.organizationId);
@@ -373,7 +375,7 @@ export async function submitSurvey(base: PublicContext, token: string, raw: Reco
       ctx,
       [
         expectRow(ctx.db, surveys, atVersion(survey)),
-        ctx.db.update(surveys).set({ status: "COMPLETED", completedAt: at, openedAt: survey.openedAt ?? at, pendingToken: null, updatedAt: at, version: survey.version + 1 }).where(atVersion(survey)),
+        ctx.db.update(surveys).set({ status: "COMPLETED", completedAt: at, pendingToken: null, updatedAt: at, version: survey.version + 1 }).where(atVersion(survey)),
         ctx.db.insert(surveyResponses).values({ surveyId: survey.id, organizationId: survey.organizationId, answers, submittedAt: at, ip: meta.ip, userAgent: meta.userAgent }),
         ...bumpSurveyFigures(ctx.db, survey.organizationId, survey.agentUserId, figures),
       ],

@@ -1,4 +1,5 @@
 import { OpenAPIHono, z } from "@hono/zod-openapi";
+import { NoQuery } from "../crm/list-query";
 import { API, apiError, apiJson } from "../platform/api-family";
 import { serviceContext } from "../platform/auth";
 import type { AppBindings } from "../platform/context";
@@ -44,7 +45,7 @@ const audit = defineRoute(API, {
   security,
   summary: "The envelope's audit trail and whether its hash chain verifies",
   description: "Every event (sent, opened, authenticated, consented, signed, declined, voided, expired) with time, IP and user agent. Each entry's hash covers the previous one's, so any change to the trail shows as a broken chain.",
-  request: { params: EnvelopeIdParam },
+  request: { params: EnvelopeIdParam, query: NoQuery },
   responses: { 200: apiJson("The audit trail", AuditTrail), ...NOT_FOUND },
 });
 

@@ -6,7 +6,7 @@ import { call, json } from "./client";
 import { createContact, getContact, uniqueEmail } from "./contacts";
 import { openAiGateway } from "./ai-gateway";
 import { createDocument, leaseCanonical, mailTo, sendForSignature } from "./documents";
-import type { TestPrincipal } from "./factories";
+import { createPrincipal, type TestPrincipal } from "./factories";
 import { openMailbox } from "./receiver";
 import { createDeal, createTask, documentForm, getDeal } from "./deals";
 import { createProperty, getProperty, mlsListedProperty, mlsVars, photoForm, PNG_1X1, propertyBody, valuableProperty } from "./properties";
@@ -43,6 +43,8 @@ export interface OnceRace {
   kind: "once";
   route: string;
   seed(owner: TestPrincipal): Promise<Params>;
+  /** The request path with the seed's params, when the route's path does not name the object (a query does). */
+  path?: string;
   body?: unknown;
   objects?: number;
   copies?: number;
@@ -472,14 +474,19 @@ export const RACES: Race[] = [
     },
   },
   {
-    kind: "independent",
+    // A profile is the agent's: each object is another agent of the organization, named by the delete's agentUserId.
+    kind: "once",
     route: "DELETE /api/reputation/profile",
-    seed: async (owner) => ({ slug: await publishedProfile(owner) }),
-    changes: async () => Array.from({ length: 10 }, () => ({})),
-    async verify(owner, { slug }) {
-      expect((await json(await call("GET", "/api/reputation/profile", { token: owner.token }))).status).toBe("DELETED");
-      expect((await call("GET", `/api/public/reviews/${slug}`)).status).toBe(404);
+    path: "/api/reputation/profile?agentUserId={agentUserId}",
+    async seed(owner) {
+      const agent = await createPrincipal({ organizationId: owner.organizationId });
+      await publishedProfile(agent);
+      return { agentUserId: agent.userId };
     },
+    objects: 10,
+    copies: 5,
+    // Each profile's version moves once: a repeated delete changes nothing.
+    counter: { read: async (owner) => count("SELECT COALESCE(SUM(version), 0) AS n FROM agent_profiles WHERE organization_id = ?", owner.organizationId), perMove: 1 },
   },
 
   // Referrals (issue 13): concurrent referrals all land, each with its REFERRAL_RECEIVED.
