@@ -783,7 +783,7 @@ describe("an agreement's history, a page at a time", () => {
     const list = await call("GET", "/api/clickwrap?colour=red", { token: owner.token });
     expect(list.status).toBe(400);
     const refusal = await json(list);
-    expect(refusal).toEqual({ error: "invalid_request", issues: [{ message: "Unknown field 'colour'", path: ["colour"] }] });
+    expect(refusal).toEqual({ error: "invalid_request", issues: [{ field: "colour", path: ["colour"], code: "unknown_field", message: "Unknown field 'colour'" }] });
     const unknown = await call("GET", `/api/clickwrap/${a.id}?colour=red`, { token: owner.token });
     expect(unknown.status).toBe(400);
     expect(await json(unknown)).toEqual(refusal);
@@ -791,7 +791,7 @@ describe("an agreement's history, a page at a time", () => {
     for (const [query, param] of [["limit=0", "limit"], ["limit=101", "limit"], ["limit=0x10", "limit"], ["limit=05", "limit"], ["cursor=garbage", "cursor"], [`cursor=${forged}`, "cursor"]] as const) {
       const res = await call("GET", `/api/clickwrap/${a.id}?${query}`, { token: owner.token });
       expect(res.status, query).toBe(400);
-      expect(await json(res), query).toEqual({ error: "invalid_request", issues: [{ message: expect.any(String), path: [param] }] });
+      expect(await json(res), query).toEqual({ error: "invalid_request", issues: [{ field: param, path: [param], code: expect.any(String), message: expect.any(String) }] });
     }
   });
 });

@@ -395,7 +395,7 @@ describe("bot challenge, rate limits and the signing page", () => {
 describe("query strings (the strict parser of every other route)", () => {
   it("the envelope list and the audit trail refuse an unknown parameter with the same 400 as the document list", async () => {
     const { owner, doc, envelope } = await sent();
-    const refusal = { error: "invalid_request", issues: [{ message: "Unknown field 'colour'", path: ["colour"] }] };
+    const refusal = { error: "invalid_request", issues: [{ field: "colour", path: ["colour"], code: "unknown_field", message: "Unknown field 'colour'" }] };
     const elsewhere = await call("GET", "/api/documents?colour=red", { token: owner.token });
     expect(elsewhere.status).toBe(400);
     expect(await json(elsewhere)).toEqual(refusal);

@@ -8,6 +8,7 @@ import { createContact, expectCrmError, getContact, logActivity, uniqueEmail } f
 import { createDeal, createTask, documentForm, getDeal, updateDeal } from "./helpers/deals";
 import { createPrincipal, type TestPrincipal } from "./helpers/factories";
 import { createProperty, photoForm, PNG_1X1 } from "./helpers/properties";
+import { createSurveyTemplate } from "./helpers/surveys";
 
 type Row = Record<string, unknown>;
 
@@ -264,5 +265,24 @@ describe("references that hold", () => {
 
     expect((await restore(p, `/v1/contacts/${deal.contactId}`)).status).toBe(200);
     expect((await getDeal(p.token, deal.id, "?include=contact")).contact).toEqual({ id: contact.id, firstName: contact.firstName, lastName: contact.lastName, email: contact.email });
+  });
+
+  it("testimonials, referrals and surveys refuse a trashed or unknown contact or deal, naming the field", async () => {
+    const p = await createPrincipal();
+    const deal = await createDeal(p.token);
+    const contact = await createContact(p.token);
+    expect((await del(p, `/v1/contacts/${contact.id}`)).status).toBe(200);
+    expect((await del(p, `/v1/deals/${deal.id}`)).status).toBe(200);
+    const refused = async (path: string, body: Record<string, unknown>, fields: string[]) => {
+      const res = await call("POST", path, { token: p.token, body });
+      expect(res.status, path).toBe(400);
+      const issues = (await json(res)).issues as { field: string; code: string }[];
+      expect(issues.map((i) => `${i.field}:${i.code}`).sort(), path).toEqual(fields.map((f) => `${f}:invalid_reference`).sort());
+    };
+    await refused("/api/reputation/testimonials", { agentUserId: p.userId, authorPersonId: contact.id, dealId: deal.id, category: "BUYER", rating: 5, body: "Great" }, ["authorPersonId", "dealId"]);
+    await refused("/api/reputation/testimonials", { agentUserId: p.userId, dealId: "00000000-0000-4000-8000-000000000000", category: "BUYER", rating: 5, body: "Great" }, ["dealId"]);
+    await refused("/api/reputation/referrals", { agentUserId: p.userId, referrerPersonId: contact.id, referredName: "Friend" }, ["referrerPersonId"]);
+    await refused("/api/reputation/surveys", { agentUserId: p.userId, recipientPersonId: contact.id, dealId: deal.id, channel: "LINK", templateId: (await createSurveyTemplate(p)).id }, ["recipientPersonId", "dealId"]);
+    for (const table of ["testimonials", "referrals", "surveys"]) expect((await rowsOf(table, "organization_id = ?", p.organizationId)).length, table).toBe(0);
   });
 });

@@ -1,6 +1,7 @@
 import { and, eq } from "drizzle-orm";
-import { contacts, users } from "../db/schema";
-import { NotFound, Validation } from "../lib/errors";
+import { type Reference, referenceIssues } from "../db/references";
+import { users } from "../db/schema";
+import { type FieldIssue, NotFound, Validation } from "../lib/errors";
 import type { ServiceContext } from "../platform/context";
 
 /** The user an agentUserId names, in the caller's organization; 404 otherwise (another organization's alike). */
@@ -10,14 +11,17 @@ export async function findAgent(ctx: ServiceContext, agentUserId: string) {
   return row;
 }
 
-/** The references of a testimonial body: the agent is a user, the author a contact, both of the caller's organization. */
-export async function checkReferences(ctx: ServiceContext, refs: { agentUserId?: string; authorPersonId?: string }): Promise<void> {
-  const [agent, author] = await ctx.db.batch([
-    ctx.db.select({ id: users.id }).from(users).where(and(eq(users.id, refs.agentUserId ?? ""), eq(users.organizationId, ctx.organizationId))),
-    ctx.db.select({ id: contacts.id }).from(contacts).where(and(eq(contacts.id, refs.authorPersonId ?? ""), eq(contacts.organizationId, ctx.organizationId))),
+/**
+ * The references of a reputation write: the agent is a user of the caller's organization, and each contact or deal
+ * the write names is there (db/references.ts); every problem in one 400.
+ */
+export async function checkReferences(ctx: ServiceContext, agentUserId: string | undefined, refs: Reference[]): Promise<void> {
+  const [agent, refIssues] = await Promise.all([
+    ctx.db.select({ id: users.id }).from(users).where(and(eq(users.id, agentUserId ?? ""), eq(users.organizationId, ctx.organizationId))),
+    referenceIssues(ctx, refs),
   ]);
-  const issues = [];
-  if (refs.agentUserId !== undefined && agent.length === 0) issues.push({ field: "agentUserId", path: ["agentUserId"], code: "invalid_reference", message: "No user with this id in your organization" });
-  if (refs.authorPersonId !== undefined && author.length === 0) issues.push({ field: "authorPersonId", path: ["authorPersonId"], code: "invalid_reference", message: "No contact with this id in your organization" });
+  const issues: FieldIssue[] = [];
+  if (agentUserId !== undefined && agent.length === 0) issues.push({ field: "agentUserId", path: ["agentUserId"], code: "invalid_reference", message: "No user with this id in your organization" });
+  issues.push(...refIssues);
   if (issues.length) throw new Validation(issues);
 }

@@ -1,3 +1,4 @@
+import { expectReferences, references } from "../db/references";
 import { z } from "@hono/zod-openapi";
 import { and, desc, eq, isNull } from "drizzle-orm";
 import type { Db } from "../db/client";
@@ -10,7 +11,6 @@ import { newEvent } from "../events/outbox";
 import { bumpResourceCounter } from "../crm/list-totals";
 import { type ContactRecord, toContact } from "../contacts/mapping";
 import { decodeNewestFirstCursor, newestFirstPage, olderThan } from "../crm/pagination";
-import { Validation } from "../lib/errors";
 import { newId } from "../lib/ids";
 import { nowIso } from "../lib/time";
 import { oneLineText } from "../lib/validation";
@@ -105,11 +105,7 @@ const received = (ctx: Pick<ServiceContext, "organizationId" | "actor">, r: Row)
 
 /** POST /api/reputation/referrals: RECEIVED; emits REFERRAL_RECEIVED in the same batch. */
 export async function createReferral(ctx: ServiceContext, input: ReferralCreate): Promise<Referral> {
-  await checkReferences(ctx, { agentUserId: input.agentUserId, authorPersonId: input.referrerPersonId }).catch((err) => {
-    // checkReferences names the contact `authorPersonId` (testimonials); here it is the referrer.
-    if (err instanceof Validation) throw new Validation(err.issues.map((i) => (i.field === "authorPersonId" ? { ...i, field: "referrerPersonId", path: ["referrerPersonId"] } : i)));
-    throw err;
-  });
+  const refs = references({ path: ["referrerPersonId"], target: "contact", id: input.referrerPersonId });
   const row = referralRow(ctx.organizationId, {
     agentUserId: input.agentUserId,
     referrerPersonId: input.referrerPersonId ?? null,
@@ -121,8 +117,11 @@ export async function createReferral(ctx: ServiceContext, input: ReferralCreate)
     rewardStatus: input.rewardStatus ?? (input.rewardType ? "PENDING" : null),
     rewardValue: input.rewardValue ?? null,
   });
-  await commit(ctx, [ctx.db.insert(referrals).values(row)], [received(ctx, row)]);
-  return toReferral(row);
+  return withRetries(async () => {
+    await checkReferences(ctx, input.agentUserId, refs);
+    await commit(ctx, [...expectReferences(ctx, refs), ctx.db.insert(referrals).values(row)], [received(ctx, row)]);
+    return toReferral(row);
+  });
 }
 
 /** GET /api/reputation/referrals: newest first, keyset-paginated. */

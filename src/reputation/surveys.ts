@@ -1,3 +1,4 @@
+import { expectReferences, referenceIssues, references } from "../db/references";
 import { and, desc, eq, inArray, isNull, lte, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { contacts, deals, organizations, surveyResponses, surveys, surveyTemplates, users } from "../db/schema";
@@ -157,21 +158,24 @@ const scheduledEvent = (ctx: ServiceContext, r: SurveyRow) =>
  * one 400. The raw token is in the answer only (and, for EMAIL, in the mail the cron sends).
  */
 export async function createSurvey(ctx: ServiceContext, input: SurveyCreate, trigger: SurveyRow["trigger"] = "MANUAL"): Promise<Created | null> {
+  return withRetries(() => createSurveyOnce(ctx, input, trigger));
+}
+
+async function createSurveyOnce(ctx: ServiceContext, input: SurveyCreate, trigger: SurveyRow["trigger"]): Promise<Created | null> {
   const org = ctx.organizationId;
-  const [templates, recipients, agents, dealRows] = await ctx.db.batch([
+  const refs = references({ path: ["recipientPersonId"], target: "contact", id: input.recipientPersonId }, { path: ["dealId"], target: "deal", id: input.dealId });
+  const [templates, agents, refIssues] = await Promise.all([
     input.templateId
       ? ctx.db.select().from(surveyTemplates).where(and(eq(surveyTemplates.organizationId, org), eq(surveyTemplates.id, input.templateId)))
       : ctx.db.select().from(surveyTemplates).where(hasDefault(org)),
-    ctx.db.select({ id: contacts.id }).from(contacts).where(and(eq(contacts.organizationId, org), eq(contacts.id, input.recipientPersonId))),
     ctx.db.select({ id: users.id }).from(users).where(and(eq(users.organizationId, org), eq(users.id, input.agentUserId))),
-    ctx.db.select({ id: deals.id }).from(deals).where(and(eq(deals.organizationId, org), eq(deals.id, input.dealId ?? ""))),
+    referenceIssues(ctx, refs),
   ]);
   const issues: FieldIssue[] = [];
   const bad = (field: string, message: string) => issues.push({ field, path: [field], code: "invalid_reference", message });
   if (templates.length === 0) bad("templateId", input.templateId ? "No survey template with this id in your organization" : "Your organization has no survey template yet: create one, or name templateId");
-  if (recipients.length === 0) bad("recipientPersonId", "No contact with this id in your organization");
   if (agents.length === 0) bad("agentUserId", "No user with this id in your organization");
-  if (input.dealId !== undefined && dealRows.length === 0) bad("dealId", "No deal with this id in your organization");
+  issues.push(...refIssues);
   if (issues.length) throw new Validation(issues);
   const template = templates[0]!;
 
@@ -202,7 +206,7 @@ export async function createSurvey(ctx: ServiceContext, input: SurveyCreate, tri
     version: 1,
   };
   if (row.channel === "EMAIL") row.pendingToken = await sealToken(ctx.env, row.id, token);
-  const statements: Statement[] = [];
+  const statements: Statement[] = [...expectReferences(ctx, refs)];
   if (trigger === "DEAL_WON") statements.push(expectNoRow(ctx.db, surveys, and(eq(surveys.organizationId, org), eq(surveys.dealId, row.dealId ?? ""), eq(surveys.trigger, "DEAL_WON"))));
   statements.push(ctx.db.insert(surveys).values(row));
   // A LINK survey is in the hands of whoever created it: it counts as sent now (the response rate's denominator).

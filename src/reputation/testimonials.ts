@@ -1,3 +1,4 @@
+import { expectReferences, references } from "../db/references";
 import { and, asc, desc, eq, gt, lt, or } from "drizzle-orm";
 import { agentProfiles, testimonials } from "../db/schema";
 import type { TestimonialStatus } from "../db/reputation";
@@ -64,8 +65,10 @@ export function pendingTestimonialRow(organizationId: string, fields: NewTestimo
 
 /** POST …/testimonials: always PENDING and PRIVATE, whatever the body says. */
 export async function createTestimonial(ctx: ServiceContext, input: TestimonialCreate): Promise<Testimonial> {
-  await checkReferences(ctx, { agentUserId: input.agentUserId, authorPersonId: input.authorPersonId });
-  const row = pendingTestimonialRow(ctx.organizationId, {
+  const refs = references({ path: ["authorPersonId"], target: "contact", id: input.authorPersonId }, { path: ["dealId"], target: "deal", id: input.dealId });
+  return withRetries(async () => {
+    await checkReferences(ctx, input.agentUserId, refs);
+    const row = pendingTestimonialRow(ctx.organizationId, {
     agentUserId: input.agentUserId,
     authorPersonId: input.authorPersonId ?? null,
     dealId: input.dealId ?? null,
@@ -83,8 +86,9 @@ export async function createTestimonial(ctx: ServiceContext, input: TestimonialC
     isFeatured: input.isFeatured,
     sortOrder: input.sortOrder,
   });
-  await commit(ctx, [ctx.db.insert(testimonials).values(row)]);
-  return shown(row);
+    await commit(ctx, [...expectReferences(ctx, refs), ctx.db.insert(testimonials).values(row)]);
+    return shown(row);
+  });
 }
 
 const SORT = "sortOrder:asc,createdAt:desc";
