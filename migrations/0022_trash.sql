@@ -3,7 +3,6 @@ CREATE TABLE `erasures` (
 	`organization_id` text NOT NULL,
 	`contact_id` text NOT NULL,
 	`actor_user_id` text,
-	`actor_client_id` text,
 	`erased` text NOT NULL,
 	`retained` text NOT NULL,
 	`at` text NOT NULL

@@ -1,3 +1,4 @@
+import { purgeTrash } from "../src/trash/service";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { createDb } from "../src/db/client";
@@ -573,7 +574,7 @@ describe("access tokens (only the SHA-256 is stored)", () => {
 });
 
 describe("found by an adversarial pass", () => {
-  it("a re-issue whose mail fails still answers the new link, which works; a deleted recipient's survey is skipped, not retried", async () => {
+  it("a re-issue whose mail fails still answers the new link, which works; a trashed recipient's survey waits, a purged one's is skipped, not retried", async () => {
     const owner = await createPrincipal();
     const template = await createSurveyTemplate(owner);
     const contact = await createContact(owner.token);
@@ -594,6 +595,13 @@ describe("found by an adversarial pass", () => {
     const gone = await createContact(owner.token);
     const orphan = await scheduleSurvey(owner, { templateId: template.id, recipientPersonId: gone.id, channel: "EMAIL" });
     expect((await call("DELETE", `/v1/contacts/${gone.id}`, { token: owner.token })).status).toBe(200);
+    // In the trash the contact may come back: the survey waits rather than being skipped.
+    await makeDue(orphan.id);
+    await sendDueSurveys(env, db);
+    expect(await surveyRow(orphan.id)).toMatchObject({ status: "SCHEDULED", sent_at: null });
+    // Purged: gone for good, so the survey is skipped.
+    await env.DB.prepare("UPDATE trash_entries SET restorable_until = ? WHERE record_id = ?").bind(new Date(Date.now() - 1000).toISOString(), gone.id).run();
+    await purgeTrash(env, db);
     await makeDue(orphan.id);
     await sendDueSurveys(env, db);
     expect(await surveyRow(orphan.id)).toMatchObject({ status: "SKIPPED", pending_token: null });

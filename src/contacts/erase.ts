@@ -206,7 +206,7 @@ export async function eraseContact(ctx: ServiceContext, id: string): Promise<Era
         .where(referredIs(ctx, person)),
       ctx.db.update(surveys).set({ status: "SKIPPED", skippedAt: at, pendingToken: null, updatedAt: at, version: sql`${surveys.version} + 1` }).where(unsentTo(ctx, id)),
       ctx.db.delete(mailOutbox).where(mailTo(ctx, person)),
-      ctx.db.insert(erasures).values({ id: newId(), organizationId: org, contactId: id, actorUserId: ctx.actor.userId ?? null, actorClientId: null, erased: countsOnly(erased), retained, at }),
+      ctx.db.insert(erasures).values({ id: newId(), organizationId: org, contactId: id, actorUserId: ctx.actor.userId ?? null, erased: countsOnly(erased), retained, at }),
     );
     const events = live ? [newEvent(ctx, "contact.deleted", { object: { id }, previousAttributes: null, changes: null })] : [];
     await commit(ctx, statements, events);

@@ -67,7 +67,6 @@ export const erasures = sqliteTable(
     organizationId: text().notNull(),
     contactId: text().notNull(),
     actorUserId: text(),
-    actorClientId: text(),
     erased: text({ mode: "json" }).$type<Record<string, number>>().notNull(),
     retained: text({ mode: "json" }).$type<string[]>().notNull(),
     at: text().notNull(),

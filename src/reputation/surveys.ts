@@ -1,7 +1,7 @@
 import { expectReferences, referenceIssues, references } from "../db/references";
 import { and, desc, eq, inArray, isNull, lte, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
-import { contacts, deals, organizations, surveyResponses, surveys, surveyTemplates, users } from "../db/schema";
+import { contacts, deals, organizations, surveyResponses, surveys, surveyTemplates, trashEntries, users } from "../db/schema";
 import type { SurveyStatus } from "../db/surveys";
 import { commit, expectNoRow, expectRow, guard, StaleWrite, type Statement, withRetries } from "../db/write";
 import { type Env, readConfig } from "../env";
@@ -391,6 +391,10 @@ export async function submitSurvey(base: PublicContext, token: string, raw: Reco
 
 /* ------------------------------------------------------------------ mail and the cron */
 
+/** Whether a deleted contact waits in the trash (restorable), rather than being gone for good. */
+const inTrash = async (db: Db, contactId: string) =>
+  (await db.select({ id: trashEntries.recordId }).from(trashEntries).where(and(eq(trashEntries.recordId, contactId), eq(trashEntries.state, "trashed"))).get()) !== undefined;
+
 /** The survey's contact was deleted: no one to mail. */
 class RecipientGone extends Error {}
 
@@ -440,7 +444,9 @@ export async function sendDueSurveys(env: Env, db: Db, { max = 50 } = {}): Promi
           await mailInvitation(env, db, claimed, token);
         } catch (err) {
           if (!(err instanceof RecipientGone)) throw err;
-          // The contact was deleted: nothing to send, ever; the survey is skipped rather than retried until it expires.
+          // The contact is in the trash: it may be restored, so the survey waits (it is tried again when the lease ends).
+          if (await inTrash(db, claimed.recipientPersonId)) return;
+          // The contact was purged or erased: nothing to send, ever; the survey is skipped rather than retried until it expires.
           await commit(ctx, [expectRow(db, surveys, atVersion(claimed)), db.update(surveys).set({ status: "SKIPPED", skippedAt: at, pendingToken: null, updatedAt: at, version: claimed.version + 1 }).where(atVersion(claimed))]);
           return;
         }
