@@ -180,11 +180,7 @@ export async function deleteProperty(ctx: ServiceContext, id: string): Promise<v
       ctx,
       [
         expectVersion(ctx.db, PROPERTIES, org, before),
-        ...archiveRows(ctx.db, id, propertyStats, and(eq(propertyStats.organizationId, org), eq(propertyStats.propertyId, id))),
-        ...archiveRows(ctx.db, id, propertyDailyStats, and(eq(propertyDailyStats.organizationId, org), eq(propertyDailyStats.propertyId, id))),
-        ...archiveRows(ctx.db, id, propertyDailyVisitors, eq(propertyDailyVisitors.propertyId, id)),
-        ...archiveRows(ctx.db, id, propertyDailyReferrers, eq(propertyDailyReferrers.propertyId, id)),
-        ...archiveRows(ctx.db, id, propertyValuations, and(eq(propertyValuations.organizationId, org), eq(propertyValuations.propertyId, id))),
+        ...PROPERTY_CHILDREN.flatMap((child) => archiveRows(ctx.db, id, child.table, child.of(org, id))),
         ...archiveRows(ctx.db, id, properties, byId(ctx, id)),
         trashEntry(ctx, "property", id, propertyLabel(before)),
         bumpCounters(ctx, -1),
@@ -194,8 +190,14 @@ export async function deleteProperty(ctx: ServiceContext, id: string): Promise<v
   });
 }
 
-/** What a property takes to the trash and brings back, besides its own row. */
-const PROPERTY_CHILDREN = [propertyStats, propertyDailyStats, propertyDailyVisitors, propertyDailyReferrers, propertyValuations];
+/** What a property takes to the trash and brings back, besides its own row (the daily visitor and referrer rows carry no organization). */
+const PROPERTY_CHILDREN = [
+  { table: propertyStats, of: (org: string, id: string) => and(eq(propertyStats.organizationId, org), eq(propertyStats.propertyId, id)) },
+  { table: propertyDailyStats, of: (org: string, id: string) => and(eq(propertyDailyStats.organizationId, org), eq(propertyDailyStats.propertyId, id)) },
+  { table: propertyDailyVisitors, of: (_org: string, id: string) => eq(propertyDailyVisitors.propertyId, id) },
+  { table: propertyDailyReferrers, of: (_org: string, id: string) => eq(propertyDailyReferrers.propertyId, id) },
+  { table: propertyValuations, of: (org: string, id: string) => and(eq(propertyValuations.organizationId, org), eq(propertyValuations.propertyId, id)) },
+];
 
 /** "12 Elm St, Springfield" — how the trash list names a property. */
 const propertyLabel = (p: PropertyRecord) => [p.address.street, p.city].filter((v) => typeof v === "string" && v).join(", ") || p.id;
@@ -208,7 +210,7 @@ export async function restoreProperty(ctx: ServiceContext, id: string): Promise<
     const frame = restoreFrame(ctx, "property", id);
     await commitProperty(
       ctx,
-      [frame.guard, restoreRows(ctx.db, id, properties), ...PROPERTY_CHILDREN.map((t) => restoreRows(ctx.db, id, t)), ...frame.clear, bumpCounters(ctx, 1)],
+      [frame.guard, restoreRows(ctx.db, id, properties), ...PROPERTY_CHILDREN.map((child) => restoreRows(ctx.db, id, child.table)), ...frame.clear, bumpCounters(ctx, 1)],
       [newEvent(ctx, "property.restored", { object: toProperty(record), previousAttributes: null, changes: null })],
     );
     return getProperty(ctx, id);
