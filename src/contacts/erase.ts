@@ -6,12 +6,13 @@ import {
   erasures,
   mailOutbox,
   referrals,
+  surveyResponses,
   surveys,
   testimonials,
   trashEntries,
   trashRows,
 } from "../db/schema";
-import { commit, expectRow, expectVersion, type Statement, withRetries } from "../db/write";
+import { commit, expectRow, expectVersion, expectVersionMatch, type Statement, withRetries } from "../db/write";
 import { newEvent } from "../events/outbox";
 import { NotFound } from "../lib/errors";
 import { newId } from "../lib/ids";
@@ -26,35 +27,44 @@ import { bumpCounters, CONTACTS, tagStatements } from "./writes";
 /** What stands in for an erased name where a column cannot be empty. */
 export const ERASED = "[erased]";
 
-/** What identifies the person in copied text: their id, e-mail, names and phone numbers. */
+/**
+ * What identifies the person in copied text: their id, e-mail, full name and phone numbers. A first or last name
+ * alone is not searched for: "Lead" or "Sale" would take out every deal stage and type of every payload.
+ */
 interface Person {
   id: string;
   emailKey: string;
-  /** Longest first, so "Jane Doe" is replaced before "Jane". */
+  fullName: string;
+  phones: string[];
+  /** Longest first. */
   words: string[];
 }
 
-const personOf = (c: ContactRecord): Person => ({
-  id: c.id,
-  emailKey: c.emailKey,
-  words: [`${c.firstName} ${c.lastName}`, c.email, c.phone, c.secondaryPhone, c.firstName, c.lastName]
-    .filter((w): w is string => typeof w === "string" && w.trim().length >= 2)
-    .sort((a, b) => b.length - a.length),
-});
+function personOf(c: ContactRecord): Person {
+  const fullName = `${c.firstName} ${c.lastName}`;
+  const phones = [c.phone, c.secondaryPhone].filter((w): w is string => typeof w === "string" && w.trim().length >= 2);
+  return { id: c.id, emailKey: c.emailKey, fullName, phones, words: [fullName, c.email, ...phones].filter((w) => w.trim().length >= 2).sort((a, b) => b.length - a.length) };
+}
 
 const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 
 /** The fields of a contact object (in an event or a stored answer) that identify the person. */
 const PERSONAL_FIELDS = ["firstName", "lastName", "email", "phone", "secondaryPhone", "address", "notes", "preferences"];
 
+/** `text` with every mention of the person (full name, e-mail, phone, in any case) replaced by ERASED. */
+export function redactText(text: string, person: Person): string {
+  if (person.words.length === 0) return text;
+  const pattern = new RegExp(person.words.map((w) => (/^\w/u.test(w) && /\w$/u.test(w) ? `\\b${escapeRegExp(w)}\\b` : escapeRegExp(w))).join("|"), "giu");
+  return text.replace(pattern, ERASED);
+}
+
 /**
  * A JSON document with the person taken out: the contact object itself (an object whose `id` is theirs) loses its
- * personal fields, and every string that names them (e-mail, full name, first or last name as a word, phone) has
- * that part replaced. Structure, ids, numbers and everything about other people stay.
+ * personal fields, and every string that names them (full name, e-mail, phone) has that part replaced. Structure,
+ * ids, numbers, enum values and everything about other people stay.
  */
 export function redactJson(text: string, person: Person): string {
-  const pattern = new RegExp(person.words.map((w) => (/^\w/.test(w) && /\w$/.test(w) ? `\\b${escapeRegExp(w)}\\b` : escapeRegExp(w))).join("|"), "giu");
-  const scrubString = (s: string) => (person.words.length ? s.replace(pattern, ERASED) : s);
+  const scrubString = (s: string) => redactText(s, person);
   const walk = (value: unknown): unknown => {
     if (typeof value === "string") return scrubString(value);
     if (Array.isArray(value)) return value.map(walk);
@@ -67,41 +77,56 @@ export function redactJson(text: string, person: Person): string {
     }
     return value;
   };
+  let parsed: unknown;
   try {
-    return JSON.stringify(walk(JSON.parse(text)));
+    parsed = JSON.parse(text);
   } catch {
     return scrubString(text);
   }
+  // Plain text that happens to parse (a number, a quoted string) is still text: only objects and arrays are JSON here.
+  return parsed !== null && typeof parsed === "object" ? JSON.stringify(walk(parsed)) : scrubString(text);
 }
 
-/** Tables whose text carries copies of records (event payloads, webhook bodies, replayed answers), rewritten in place. */
-const PAYLOADS = [
+/**
+ * Text that may carry copies of the person, rewritten in place: event payloads, webhook bodies and filters, replayed
+ * answers (JSON, redacted structurally), and the notes and texts the system or a form wrote about them elsewhere.
+ */
+const COPIES: { kind: string; table: string; key: string; column: string; versioned?: boolean }[] = [
   { kind: "events", table: "outbox_events", key: "id", column: "data" },
   { kind: "webhook_deliveries", table: "webhook_deliveries", key: "id", column: "body" },
   { kind: "idempotency_records", table: "idempotency_keys", key: "key", column: "response_body" },
-] as const;
+  { kind: "webhook_subscriptions", table: "webhook_subscriptions", key: "id", column: "filters", versioned: true },
+  { kind: "webhook_subscriptions", table: "webhook_subscriptions", key: "id", column: "description", versioned: true },
+  { kind: "contact_notes", table: "contacts", key: "id", column: "notes", versioned: true },
+  { kind: "referral_notes", table: "referrals", key: "id", column: "notes", versioned: true },
+  { kind: "testimonial_texts", table: "testimonials", key: "id", column: "headline", versioned: true },
+  { kind: "testimonial_texts", table: "testimonials", key: "id", column: "body", versioned: true },
+  { kind: "survey_answers", table: "survey_responses", key: "survey_id", column: "answers" },
+];
 
 const PAGE = 200;
-/** One rewrite statement carries at most this much JSON (D1 binds a value of up to 2 MB). */
+/** One rewrite statement carries at most this much text (D1 binds a value of up to 2 MB). */
 const MAX_REWRITE_CHARS = 512 * 1024;
 
 /**
- * Rewrites the organization's payload rows that mention the person (their id or e-mail), page by page; returns how
- * many rows of each kind changed. Idempotent: a second pass finds nothing left to change.
+ * Rewrites the organization's rows that mention the person (their id, e-mail, full name or phone, in any case), page
+ * by page; returns how many rows of each kind changed. Idempotent: a second pass finds nothing left to change.
  */
-async function scrubPayloads(ctx: ServiceContext, person: Person): Promise<Record<string, number>> {
+async function scrubCopies(ctx: ServiceContext, person: Person): Promise<Record<string, number>> {
   const counts: Record<string, number> = {};
-  for (const p of PAYLOADS) {
+  const needles = [person.id, ...person.words.map((w) => w.toLowerCase())];
+  for (const p of COPIES) {
     let after = "";
     let changed = 0;
+    const mentions = needles.map(() => `instr(lower(${p.column}), ?) > 0`).join(" OR ");
     for (;;) {
       const { results } = await ctx.d1
         .prepare(
           `SELECT ${p.key} AS k, ${p.column} AS t FROM ${p.table}
-           WHERE organization_id = ? AND ${p.key} > ? AND ${p.column} IS NOT NULL AND (instr(${p.column}, ?) > 0 OR instr(lower(${p.column}), ?) > 0)
+           WHERE organization_id = ? AND ${p.key} > ? AND ${p.key} <> ? AND ${p.column} IS NOT NULL AND (${mentions})
            ORDER BY ${p.key} LIMIT ${PAGE}`,
         )
-        .bind(ctx.organizationId, after, person.id, person.emailKey)
+        .bind(ctx.organizationId, after, person.id, ...needles)
         .all<{ k: string; t: string }>();
       const rewrites = results.flatMap((r) => {
         const next = redactJson(r.t, person);
@@ -110,7 +135,7 @@ async function scrubPayloads(ctx: ServiceContext, person: Person): Promise<Recor
       for (const chunk of chunkBySize(rewrites, MAX_REWRITE_CHARS)) {
         await ctx.d1
           .prepare(
-            `UPDATE ${p.table} SET ${p.column} = json_extract(j.value, '$[1]') FROM json_each(?) AS j
+            `UPDATE ${p.table} SET ${p.column} = json_extract(j.value, '$[1]')${p.versioned ? ", version = version + 1" : ""} FROM json_each(?) AS j
              WHERE ${p.table}.organization_id = ? AND ${p.table}.${p.key} = json_extract(j.value, '$[0]')`,
           )
           .bind(`[${chunk.join(",")}]`, ctx.organizationId)
@@ -120,7 +145,7 @@ async function scrubPayloads(ctx: ServiceContext, person: Person): Promise<Recor
       if (results.length < PAGE) break;
       after = results[results.length - 1]!.k;
     }
-    if (changed) counts[p.kind] = changed;
+    if (changed) counts[p.kind] = (counts[p.kind] ?? 0) + changed;
   }
   return counts;
 }
@@ -156,8 +181,9 @@ export async function eraseContact(ctx: ServiceContext, id: string): Promise<Era
   const org = ctx.organizationId;
   return withRetries(async () => {
     const { live, trashed } = await findPerson(ctx, id);
+    expectVersionMatch(ctx, (live ?? trashed)!.version);
     const person = personOf((live ?? trashed)!);
-    const scrubbed = await scrubPayloads(ctx, person);
+    const scrubbed = await scrubCopies(ctx, person);
     const [authored, referred, pendingSurveys, mails, activities] = await ctx.db.batch([
       ctx.db.select({ n: sql<number>`COUNT(*)` }).from(testimonials).where(and(eq(testimonials.organizationId, org), eq(testimonials.authorPersonId, id))),
       ctx.db.select({ n: sql<number>`COUNT(*)` }).from(referrals).where(referredIs(ctx, person)),
@@ -204,6 +230,10 @@ export async function eraseContact(ctx: ServiceContext, id: string): Promise<Era
         .update(referrals)
         .set({ referredName: ERASED, referredContact: null, referredEmailKey: null, updatedAt: at, version: sql`${referrals.version} + 1` })
         .where(referredIs(ctx, person)),
+      ctx.db
+        .update(surveyResponses)
+        .set({ ip: null, userAgent: null })
+        .where(and(eq(surveyResponses.organizationId, org), inArray(surveyResponses.surveyId, ctx.db.select({ id: surveys.id }).from(surveys).where(and(eq(surveys.organizationId, org), eq(surveys.recipientPersonId, id)))))),
       ctx.db.update(surveys).set({ status: "SKIPPED", skippedAt: at, pendingToken: null, updatedAt: at, version: sql`${surveys.version} + 1` }).where(unsentTo(ctx, id)),
       ctx.db.delete(mailOutbox).where(mailTo(ctx, person)),
       ctx.db.insert(erasures).values({ id: newId(), organizationId: org, contactId: id, actorUserId: ctx.actor.userId ?? null, erased: countsOnly(erased), retained, at }),
@@ -211,16 +241,19 @@ export async function eraseContact(ctx: ServiceContext, id: string): Promise<Era
     const events = live ? [newEvent(ctx, "contact.deleted", { object: { id }, previousAttributes: null, changes: null })] : [];
     await commit(ctx, statements, events);
     // A write that landed between the first pass and the commit may have emitted a copy: take it out too.
-    await scrubPayloads(ctx, person).catch((err) => console.warn(JSON.stringify({ message: "erasure second pass failed", contactId: id, error: loggableError(err) })));
+    await scrubCopies(ctx, person).catch((err) => console.warn(JSON.stringify({ message: "erasure second pass failed", contactId: id, error: loggableError(err) })));
     return { id, deleted: true as const, erased: countsOnly(erased), retained };
   });
 }
 
 const countsOnly = (counts: Record<string, number>) => Object.fromEntries(Object.entries(counts).filter(([, n]) => n > 0));
 
-/** Referrals whose referred person is this one: the lead made from them, or their e-mail. */
+/** Referrals whose referred person is this one: the lead made from them, their e-mail or their phone. */
 const referredIs = (ctx: ServiceContext, person: Person) =>
-  and(eq(referrals.organizationId, ctx.organizationId), or(eq(referrals.leadContactId, person.id), eq(referrals.referredEmailKey, person.emailKey)));
+  and(
+    eq(referrals.organizationId, ctx.organizationId),
+    or(eq(referrals.leadContactId, person.id), eq(referrals.referredEmailKey, person.emailKey), person.phones.length ? inArray(referrals.referredContact, person.phones) : undefined),
+  );
 
 /** Survey invitations not mailed yet: they will never go. */
 const unsentTo = (ctx: ServiceContext, id: string) =>

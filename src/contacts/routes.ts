@@ -1,7 +1,7 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
 import { CRM, CRM_PRECONDITION_ERROR, crmError, crmSuccess, Page } from "../crm/envelope";
 import { defineRoute, jsonBody } from "../platform/route";
-import { listQuery } from "../crm/list-query";
+import { listQuery, NoQuery } from "../crm/list-query";
 import { requirePermission, serviceContext } from "../platform/auth";
 import { RESTORE_DAYS } from "../trash/moves";
 import { eraseContact } from "./erase";
@@ -159,7 +159,7 @@ const restore = defineRoute(CRM, {
   security,
   summary: "Restore a contact from the trash",
   description: `Within ${RESTORE_DAYS} days of its delete: the contact returns as it was, with its activities and tags (emits contact.restored).`,
-  request: { params: IdParam },
+  request: { params: IdParam, query: NoQuery },
   responses: { 200: crmSuccess("The restored contact", Contact, ETAG_HEADER), 404: crmError("No contact with this id in your organization's trash (not_found_error)"), ...DUPLICATE },
 });
 

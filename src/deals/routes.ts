@@ -122,7 +122,7 @@ const remove = defineRoute(CRM, {
   description: `Moves the deal with its tasks, documents (files included), activities and stage history to the trash: reads
 answer 404, lists, totals and the pipeline leave it out, and \`POST /v1/deals/{id}/restore\` brings it back as it was for
 ${RESTORE_DAYS} days, after which it is purged with its files. ${CONDITIONAL}`,
-  request: { params: IdParam },
+  request: { params: IdParam, query: NoQuery },
   responses: {
     200: crmDeleted,
     ...NOT_FOUND,
@@ -139,7 +139,7 @@ const restore = defineRoute(CRM, {
   security,
   summary: "Restore a deal from the trash",
   description: `Within ${RESTORE_DAYS} days of its delete: the deal returns as it was, with its tasks, documents, activities and stage history, in the pipeline again (emits deal.restored). Its contact and property show as \`{id, deleted: true}\` if they are deleted themselves.`,
-  request: { params: IdParam },
+  request: { params: IdParam, query: NoQuery },
   responses: { 200: crmSuccess("The restored deal", Deal, ETAG_HEADER), 404: crmError("No deal with this id in your organization's trash (not_found_error)") },
 });
 

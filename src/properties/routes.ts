@@ -1,3 +1,4 @@
+import { NoQuery } from "../crm/list-query";
 import { OpenAPIHono, z } from "@hono/zod-openapi";
 import { CRM, CRM_FILES_NOT_CONFIGURED, CRM_PRECONDITION_ERROR, crmDeleted, crmError, crmSuccess, Page } from "../crm/envelope";
 import { serviceContext } from "../platform/auth";
@@ -115,7 +116,7 @@ const remove = defineRoute(CRM, {
   description: `Moves the property with its photos, valuations and analytics to the trash: reads answer 404 and lists and
 totals leave it out, and \`POST /v1/properties/{id}/restore\` brings it back as it was for ${RESTORE_DAYS} days, after which it is
 purged with its files. Deals that name it show it as \`{id, deleted: true}\`. ${CONDITIONAL}`,
-  request: { params: IdParam },
+  request: { params: IdParam, query: NoQuery },
   responses: {
     200: crmDeleted,
     ...NOT_FOUND,
@@ -132,7 +133,7 @@ const restore = defineRoute(CRM, {
   security,
   summary: "Restore a property from the trash",
   description: `Within ${RESTORE_DAYS} days of its delete: the property returns as it was, with its photos, valuations and analytics (emits property.restored).`,
-  request: { params: IdParam },
+  request: { params: IdParam, query: NoQuery },
   responses: {
     200: crmSuccess("The restored property", Property, ETAG_HEADER),
     404: crmError("No property with this id in your organization's trash (not_found_error)"),
