@@ -19,6 +19,7 @@ import { newId } from "../lib/ids";
 import { loggableError } from "../lib/log";
 import { chunkBySize } from "../lib/sql";
 import type { ServiceContext } from "../platform/context";
+import { purgeFeed } from "../reputation/feed";
 import { decodeRow } from "../trash/moves";
 import type { ContactRecord } from "./mapping";
 import type { Erasure } from "./schemas";
@@ -185,7 +186,7 @@ export async function eraseContact(ctx: ServiceContext, id: string): Promise<Era
     const person = personOf((live ?? trashed)!);
     const scrubbed = await scrubCopies(ctx, person);
     const [authored, referred, pendingSurveys, mails, activities] = await ctx.db.batch([
-      ctx.db.select({ n: sql<number>`COUNT(*)` }).from(testimonials).where(and(eq(testimonials.organizationId, org), eq(testimonials.authorPersonId, id))),
+      ctx.db.select({ agentUserId: testimonials.agentUserId }).from(testimonials).where(and(eq(testimonials.organizationId, org), eq(testimonials.authorPersonId, id))),
       ctx.db.select({ n: sql<number>`COUNT(*)` }).from(referrals).where(referredIs(ctx, person)),
       ctx.db.select({ n: sql<number>`COUNT(*)` }).from(surveys).where(unsentTo(ctx, id)),
       ctx.db.select({ n: sql<number>`COUNT(*)` }).from(mailOutbox).where(mailTo(ctx, person)),
@@ -210,7 +211,7 @@ export async function eraseContact(ctx: ServiceContext, id: string): Promise<Era
     const erased: Record<string, number> = {
       contacts: 1,
       activities: activities[0]!.n,
-      testimonials: authored[0]!.n,
+      testimonials: authored.length,
       referrals: referred[0]!.n,
       surveys: pendingSurveys[0]!.n,
       mails: mails[0]!.n,
@@ -240,6 +241,8 @@ export async function eraseContact(ctx: ServiceContext, id: string): Promise<Era
     );
     const events = live ? [newEvent(ctx, "contact.deleted", { object: { id }, previousAttributes: null, changes: null })] : [];
     await commit(ctx, statements, events);
+    // The public feeds of the agents they reviewed show the author no more from the next read on.
+    for (const agentUserId of new Set(authored.map((t) => t.agentUserId))) purgeFeed(ctx, agentUserId);
     // A write that landed between the first pass and the commit may have emitted a copy: take it out too.
     await scrubCopies(ctx, person).catch((err) => console.warn(JSON.stringify({ message: "erasure second pass failed", contactId: id, error: loggableError(err) })));
     return { id, deleted: true as const, erased: countsOnly(erased), retained };
