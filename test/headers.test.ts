@@ -53,6 +53,7 @@ const ROWS: Row[] = [
   { name: "signing link gone", path: () => `/api/public/sign/${UNKNOWN_TOKEN}`, status: 404, cache: "no-store" },
   { name: "signing page", path: (s) => `/sign/${s.signingToken}`, status: 200, cache: "no-store" },
   { name: "survey opened", path: (s) => `/api/public/survey/${s.surveyToken}`, status: 200, cache: "no-store" },
+  // After "survey opened": a survey takes an answer only once opened (409 invalid_state before).
   { name: "survey answer, bad body", method: "POST", path: (s) => `/api/public/survey/${s.surveyToken}`, body: { answers: { overall: 9 } }, status: 400, cache: "no-store" },
   { name: "survey gone", path: () => "/api/public/survey/srv_unknown", status: 404, cache: "no-store" },
   { name: "survey page", path: (s) => `/survey/${s.surveyToken}`, status: 200, cache: "no-store" },
