@@ -170,8 +170,9 @@ async function findPerson(ctx: ServiceContext, id: string): Promise<{ live: Cont
 /**
  * DELETE /v1/contacts/{id}?erase=true (issue 21): the person erased now, without the trash. The contact (live or in
  * the trash) and its activities go; their name, e-mail and phone go from every copy: testimonial author display,
- * referrals that name them as the referred person, unsent survey invitations, the mail log, event payloads, webhook
- * bodies and stored replay answers. Numbers stay (ratings, aggregates, counts); signed envelopes stay as signed.
+ * referrals that name them as the referred person, unsent survey invitations and the respondent's address, the mail
+ * log, and the texts of COPIES (event payloads, webhook bodies and filters, stored replay answers, notes, testimonial
+ * texts, survey answers). Numbers stay (ratings, aggregates, counts); signed envelopes stay as signed.
  * References to the contact then point at a tombstone (`{id, deleted: true}`), and an `erasures` row records who
  * erased what kinds, without personal data.
  *
