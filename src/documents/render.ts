@@ -1,4 +1,4 @@
-import { PDFDocument } from "@pdfme/pdf-lib";
+import { pdfLib } from "../files/pdf-lib";
 import type { Env } from "../env";
 import { unicodeWriter } from "../files/pdf-writer";
 import { FORMS, type LeaseCanonical } from "./forms";
@@ -87,6 +87,7 @@ export function renderDocumentText(document: RenderableDocument): DocumentText {
 /** The document as an A4 PDF: title, sections, and a footer naming the document and the page on every page. */
 export async function renderDocumentPdf(env: Env, document: RenderableDocument): Promise<Uint8Array> {
   const text = renderDocumentText(document);
+  const { PDFDocument } = await pdfLib();
   const pdf = await PDFDocument.create();
   pdf.setTitle(text.title);
   pdf.setProducer("Brokerage Edge API");

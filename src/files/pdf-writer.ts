@@ -1,4 +1,4 @@
-import { type PDFDocument, type PDFFont, type PDFPage, rgb, StandardFonts } from "@pdfme/pdf-lib";
+import type { Color, PDFDocument, PDFFont, PDFPage } from "@pdfme/pdf-lib";
 import type { Env } from "../env";
 import { type Face, type FontSet, loadFonts, splitRuns, widthOf } from "./pdf-fonts";
 
@@ -15,8 +15,10 @@ export interface LineOptions {
   muted?: boolean;
 }
 
-const INK = rgb(0.1, 0.1, 0.12);
-const MUTED = rgb(0.42, 0.42, 0.45);
+// What pdf-lib's rgb() builds, written out so that this module needs pdf-lib's types only: the library itself loads at
+// the first PDF (src/files/pdf-lib.ts), not at Worker startup.
+const INK = { type: "RGB", red: 0.1, green: 0.1, blue: 0.12 } as unknown as Color;
+const MUTED = { type: "RGB", red: 0.42, green: 0.42, blue: 0.45 } as unknown as Color;
 
 /**
  * A top-to-bottom text writer over A4 pages with Helvetica (property reports): `line` wraps long text
@@ -24,8 +26,8 @@ const MUTED = rgb(0.42, 0.42, 0.45);
  * a drawing (an image) and hands back the page and y where it goes.
  */
 export async function pdfWriter(pdf: PDFDocument) {
-  const font: PDFFont = await pdf.embedFont(StandardFonts.Helvetica);
-  const bold: PDFFont = await pdf.embedFont(StandardFonts.HelveticaBold);
+  const font: PDFFont = await pdf.embedFont("Helvetica");
+  const bold: PDFFont = await pdf.embedFont("Helvetica-Bold");
   const state: { page: PDFPage; y: number } = { page: pdf.addPage([PAGE.width, PAGE.height]), y: PAGE.height - 52 };
   const ensure = (height: number) => {
     if (state.y - height < PAGE.margin) {

@@ -1,4 +1,4 @@
-import { PDFDocument } from "@pdfme/pdf-lib";
+import { pdfLib } from "../files/pdf-lib";
 import { readConfig } from "../env";
 import { pdfWriter } from "../files/pdf-writer";
 import { requestFileSigner } from "../files/signed-url";
@@ -30,6 +30,7 @@ export async function renderReport(
   input: { property: Property; request: ReportRequest; generatedAt: string; valuation: Valuation | { unavailable: string } | null; cover: { bytes: ArrayBuffer; type: string } | null },
 ): Promise<Uint8Array> {
   const { property: p, request } = input;
+  const { PDFDocument } = await pdfLib();
   const pdf = await PDFDocument.create();
   const title = `${TITLES[request.reportType]}: ${addressLine(p.address)}`;
   pdf.setTitle(title);

@@ -1,5 +1,4 @@
 import { and, eq, isNull } from "drizzle-orm";
-import Sentiment from "sentiment";
 import { type AiGateway, configuredGateway } from "../ai/gateway";
 import type { Db } from "../db/client";
 import { contacts, deals, surveyResponses, surveys, surveyTemplates, testimonials } from "../db/schema";
@@ -37,12 +36,14 @@ export interface SentimentResult {
   source: "ai-gateway" | "lexicon";
 }
 
-const lexicon = new Sentiment();
+/** The AFINN lexicon, built at the first response rather than at Worker startup. */
+let lexicon: Promise<{ analyze(text: string): { score: number; comparative: number } }> | undefined;
+const loadLexicon = () => (lexicon ??= import("sentiment").then(({ default: Sentiment }) => new Sentiment()));
 const clamp = (n: number) => Math.max(-1, Math.min(1, n));
 
 /** AFINN-165 with negation: a total of at least +2 is POSITIVE, at most -2 NEGATIVE, else NEUTRAL. */
-export function lexiconSentiment(text: string): SentimentResult {
-  const { score, comparative } = lexicon.analyze(text);
+export async function lexiconSentiment(text: string): Promise<SentimentResult> {
+  const { score, comparative } = (await loadLexicon()).analyze(text);
   return { label: score >= 2 ? "POSITIVE" : score <= -2 ? "NEGATIVE" : "NEUTRAL", score: Math.round(clamp(comparative / 3) * 1000) / 1000, source: "lexicon" };
 }
 

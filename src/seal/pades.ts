@@ -2,7 +2,6 @@ import type { PDFDocument } from "@pdfme/pdf-lib";
 import type { Signer as SignPdfSigner } from "@signpdf/signpdf";
 import type { Env } from "../env";
 import { loadSealKeys } from "./keys";
-import { addSignaturePlaceholder } from "./placeholder";
 
 export interface SealFields {
   /** Why the document is sealed, e.g. "All parties signed"; shown by PDF readers as the signature's reason. */
@@ -23,7 +22,7 @@ const CMS_OVERHEAD_BYTES = 2048;
  */
 export async function sealPdf(env: Env, pdf: PDFDocument, fields: SealFields): Promise<Uint8Array> {
   const keys = await loadSealKeys(env);
-  const [{ SignPdf, Signer }, { buildCadesSignature }] = await Promise.all([import("@signpdf/signpdf"), import("./cms")]);
+  const [{ SignPdf, Signer }, { buildCadesSignature }, { addSignaturePlaceholder }] = await Promise.all([import("@signpdf/signpdf"), import("./cms"), import("./placeholder")]);
 
   // @signpdf/signpdf computes the byte range, hands us the bytes it covers and writes our DER into /Contents (its
   // Buffer.from takes a Uint8Array as well).

@@ -1,4 +1,5 @@
-import { PDFDocument } from "@pdfme/pdf-lib";
+import type { PDFDocument } from "@pdfme/pdf-lib";
+import { pdfLib } from "../files/pdf-lib";
 import { and, eq, isNull } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { documents, envelopes } from "../db/schema";
@@ -99,6 +100,7 @@ function writeSignaturePage(w: UnicodeWriter, input: SignedPacketInput, s: Packe
 }
 
 export async function renderCertificate(env: Env, input: CertificateInput): Promise<Uint8Array> {
+  const { PDFDocument } = await pdfLib();
   const pdf = await PDFDocument.create();
   pdf.setTitle(`Certificate of completion ${input.envelope.id}`);
   pdf.setProducer("Brokerage Edge API");
@@ -113,6 +115,7 @@ export async function renderCertificate(env: Env, input: CertificateInput): Prom
  * they are those very pages), a signature page per signer, then the certificate of completion.
  */
 export async function renderSignedPacket(env: Env, input: SignedPacketInput): Promise<PDFDocument> {
+  const { PDFDocument } = await pdfLib();
   const packet = await PDFDocument.create();
   packet.setTitle(`${formTitle(input.document.formKey)}, signed (envelope ${input.envelope.id})`);
   packet.setProducer("Brokerage Edge API");

@@ -8,4 +8,4 @@ await applyD1Migrations(env.DB, env.TEST_MIGRATIONS);
 // the network, so the first one is I/O of the request that started it, and a request or queue batch awaiting the same
 // pending import from another context hangs. Loading them here, before any request, leaves nothing pending. (A
 // deployed Worker has every module in its bundle: there a dynamic import does no I/O.)
-await Promise.all([import("@pdf-lib/fontkit"), import("pkijs"), import("asn1js"), import("../../src/seal/keys"), import("../../src/seal/cms"), import("../../src/seal/pades"), import("../../src/seal/verify")]);
+await Promise.all([import("@pdf-lib/fontkit"), import("@pdfme/pdf-lib"), import("sentiment"), import("../../src/seal/placeholder"), import("pkijs"), import("asn1js"), import("../../src/seal/keys"), import("../../src/seal/cms"), import("../../src/seal/pades"), import("../../src/seal/verify")]);
