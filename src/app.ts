@@ -1,38 +1,18 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
 import { requestId } from "hono/request-id";
-import { contactRoutes } from "./contacts/routes";
-import { obligationRoutes } from "./documents/obligation-routes";
-import { documentRoutes } from "./documents/routes";
-import { searchRoutes } from "./documents/search-routes";
-import { draftRoutes } from "./documents/draft-routes";
-import { fileRoutes } from "./files/routes";
-import { turnstile } from "./platform/bot-challenge";
-import { createPublicSigningRoutes, type SigningDeps } from "./signatures/public-routes";
-import { signatureRoutes } from "./signatures/routes";
-import { verifyRoutes } from "./signatures/verify-routes";
-import { reviewRoutes } from "./reputation/public-routes";
-import { referralRoutes } from "./reputation/referral-routes";
-import { surveyRoutes } from "./reputation/survey-routes";
-import { reputationRoutes } from "./reputation/routes";
 import { readConfig } from "./env";
-import { plantRoutes } from "./plants/routes";
-import { propertyRoutes } from "./properties/routes";
-import { dealRoutes } from "./deals/routes";
-import { trashRoutes } from "./trash/routes";
-import { clickwrapRoutes } from "./clickwrap/routes";
-import { mcpRoutes } from "./mcp/routes";
-import { oauthRoutes } from "./oauth/routes";
 import { requireAuth, requireRoutePermission } from "./platform/auth";
 import { limitBodies } from "./platform/body-limit";
 import type { AppBindings } from "./platform/context";
 import { idempotency } from "./platform/idempotency";
+import { mountLazily, type RouteGroup, type Routers } from "./platform/lazy-routes";
 import { responseHeaders } from "./platform/response-headers";
 import { d1Session } from "./platform/session";
 import { handleError, handleNotFound } from "./platform/error-handler";
 import { mountDocs, validationHook } from "./platform/openapi";
 import { durableObjectRateLimiter, type RateLimiter } from "./platform/rate-limit";
-import { createWebhookRoutes } from "./webhooks/routes";
-import { defaultWebhookDeps, type WebhookDeps } from "./webhooks/transport";
+import type { SigningDeps } from "./signatures/public-routes";
+import type { WebhookDeps } from "./webhooks/transport";
 
 export interface AppOptions {
   /** Replaces the Durable Object rate limiter (tests, or a deployment without the binding). */
@@ -71,31 +51,52 @@ export function createApp(options: AppOptions = {}) {
     app.use(path, async (c, next) => (isPublic(c.req.path) ? next() : idempotency(c, next)));
   }
 
-  app.route("/", plantRoutes);
-  app.route("/", contactRoutes);
-  app.route("/", propertyRoutes);
-  app.route("/", dealRoutes);
-  app.route("/", trashRoutes);
-  app.route("/", createWebhookRoutes(defaultWebhookDeps(options.webhooks)));
-  // Before documentRoutes: its /api/documents/{id} would take "obligations" or "search" for an id.
-  app.route("/", obligationRoutes);
-  app.route("/", searchRoutes);
-  app.route("/", documentRoutes);
-  app.route("/", draftRoutes);
-  app.route("/", signatureRoutes);
-  app.route("/", createPublicSigningRoutes({ botChallenge: options.signing?.botChallenge ?? ((secret) => turnstile(secret)) }));
-  app.route("/", verifyRoutes);
-  app.route("/", fileRoutes);
-  app.route("/", reputationRoutes);
-  app.route("/", reviewRoutes);
-  app.route("/", referralRoutes);
-  app.route("/", surveyRoutes);
-  app.route("/", clickwrapRoutes);
-  app.route("/", oauthRoutes);
-  app.route("/", mcpRoutes);
-
-  mountDocs(app);
+  const groups = routeGroups(options);
+  for (const group of groups) mountLazily(app, group);
+  mountDocs(app, async () => (await Promise.all(groups.map((g) => g.load()))).flat());
   app.onError(handleError);
   app.notFound(handleNotFound);
   return app;
+}
+
+/**
+ * The API's routes by group, each built at the first request to one of its paths (platform/lazy-routes.ts), in the
+ * order its routers match. Every path of a router must be under its group's paths: the route matrix and contract
+ * tests reach every route through the app, so a route outside them answers 404 there.
+ */
+function routeGroups(options: AppOptions): RouteGroup[] {
+  const group = (paths: string[], load: () => Promise<Routers>): RouteGroup => ({ paths, load });
+  return [
+    group(["/plants", "/plants/*"], async () => [(await import("./plants/routes")).plantRoutes]),
+    group(["/v1/contacts", "/v1/contacts/*"], async () => [(await import("./contacts/routes")).contactRoutes]),
+    group(["/v1/properties", "/v1/properties/*"], async () => [(await import("./properties/routes")).propertyRoutes]),
+    group(["/v1/deals", "/v1/deals/*"], async () => [(await import("./deals/routes")).dealRoutes]),
+    group(["/v1/trash"], async () => [(await import("./trash/routes")).trashRoutes]),
+    group(["/v1/webhooks", "/v1/webhooks/*"], async () => {
+      const [{ createWebhookRoutes }, { defaultWebhookDeps }] = await Promise.all([import("./webhooks/routes"), import("./webhooks/transport")]);
+      return [createWebhookRoutes(defaultWebhookDeps(options.webhooks))];
+    }),
+    group(["/api/documents", "/api/documents/*", "/api/signatures", "/api/signatures/*"], async () => {
+      const [obligations, search, documents, draft, signatures] = await Promise.all([
+        import("./documents/obligation-routes"),
+        import("./documents/search-routes"),
+        import("./documents/routes"),
+        import("./documents/draft-routes"),
+        import("./signatures/routes"),
+      ]);
+      // Obligations and search before the documents: /api/documents/{id} would take "obligations" or "search" for an id.
+      return [obligations.obligationRoutes, search.searchRoutes, documents.documentRoutes, draft.draftRoutes, signatures.signatureRoutes];
+    }),
+    group(["/api/public/sign/*", "/sign/*", "/api/public/verify", "/api/public/files/*"], async () => {
+      const [signing, challenge, verify, files] = await Promise.all([import("./signatures/public-routes"), import("./platform/bot-challenge"), import("./signatures/verify-routes"), import("./files/routes")]);
+      return [signing.createPublicSigningRoutes({ botChallenge: options.signing?.botChallenge ?? ((secret) => challenge.turnstile(secret)) }), verify.verifyRoutes, files.fileRoutes];
+    }),
+    group(["/api/reputation", "/api/reputation/*", "/api/public/reviews/*", "/widget/*", "/api/public/referral/*", "/api/public/survey/*", "/survey/*"], async () => {
+      const [reputation, reviews, referrals, surveys] = await Promise.all([import("./reputation/routes"), import("./reputation/public-routes"), import("./reputation/referral-routes"), import("./reputation/survey-routes")]);
+      return [reputation.reputationRoutes, reviews.reviewRoutes, referrals.referralRoutes, surveys.surveyRoutes];
+    }),
+    group(["/api/clickwrap", "/api/clickwrap/*", "/api/public/clickwrap/*", "/consent/*"], async () => [(await import("./clickwrap/routes")).clickwrapRoutes]),
+    group(["/oauth/*", "/.well-known/*"], async () => [(await import("./oauth/routes")).oauthRoutes]),
+    group(["/mcp", "/mcp/*"], async () => [(await import("./mcp/routes")).mcpRoutes]),
+  ];
 }

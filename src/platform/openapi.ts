@@ -1,10 +1,11 @@
-import type { Hook, OpenAPIHono } from "@hono/zod-openapi";
+import { type Hook, OpenAPIHono } from "@hono/zod-openapi";
 import { Scalar } from "@scalar/hono-api-reference";
 import type { Context } from "hono";
 import { AppError, type FieldIssue, Validation } from "../lib/errors";
 import { jsonIssues } from "../lib/json-bounds";
 import { issuesFromZod } from "../lib/validation";
 import type { AppBindings } from "./context";
+import type { Routers } from "./lazy-routes";
 
 /**
  * The problems of a JSON body that no route schema expresses: nesting deeper than MAX_JSON_DEPTH and strings that are
@@ -97,18 +98,33 @@ parameters are refused), no JSON body nests deeper than 32 levels, and every str
 **Rate limits** (per client IP, per minute) on the public routes: signing link GET 60 / POST 30, clickwrap GET 120 /
 POST 60, survey GET 60 / POST 10, referral POST 10, reviews feed GET 300, OAuth token POST 30, OAuth client registration and sign-in POST 20.`;
 
-/** Serves the OpenAPI 3.1 document at /openapi.json and the interactive reference at /docs. */
-export function mountDocs(app: OpenAPIHono<AppBindings>): void {
-  app.openAPIRegistry.registerComponent("securitySchemes", "bearerAuth", {
-    type: "http",
-    scheme: "bearer",
-    description: "A session token (`npm run token` in development) or an OAuth 2.1 access token.",
+/**
+ * Serves the OpenAPI 3.1 document at /openapi.json and the interactive reference at /docs. The document is built from
+ * every router of the API (`routers`, loaded on demand: the routes themselves are built lazily, platform/lazy-routes.ts),
+ * once per isolate.
+ */
+export function mountDocs(app: OpenAPIHono<AppBindings>, routers: () => Promise<Routers>): void {
+  let document: Promise<unknown> | undefined;
+  const build = async () => {
+    const all = new OpenAPIHono<AppBindings>();
+    for (const router of await routers()) all.route("/", router);
+    all.openAPIRegistry.registerComponent("securitySchemes", "bearerAuth", {
+      type: "http",
+      scheme: "bearer",
+      description: "A session token (`npm run token` in development) or an OAuth 2.1 access token.",
+    });
+    const config = {
+      openapi: "3.1.0",
+      info: { title: "Brokerage Edge API", version: "1.0.0", description: DESCRIPTION, license: { name: "Proprietary", identifier: "LicenseRef-Proprietary" } },
+      // Relative: the host that serves this document serves the API (OpenAPI 3.1, Server Object).
+      servers: [{ url: "/", description: "This deployment" }],
+    };
+    return all.getOpenAPI31Document(config as Parameters<typeof all.getOpenAPI31Document>[0]);
+  };
+  app.get("/openapi.json", async (c) => {
+    document ??= build();
+    document.catch(() => (document = undefined));
+    return c.json(await document);
   });
-  app.doc31("/openapi.json", (c) => ({
-    openapi: "3.1.0",
-    info: { title: "Brokerage Edge API", version: "1.0.0", description: DESCRIPTION, license: { name: "Proprietary", identifier: "LicenseRef-Proprietary" } },
-    // Relative: the host that serves this document serves the API (OpenAPI 3.1, Server Object).
-    servers: [{ url: "/", description: "This deployment" }],
-  }));
   app.get("/docs", Scalar({ url: "/openapi.json", pageTitle: "Brokerage Edge API" }));
 }

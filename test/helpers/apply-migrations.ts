@@ -8,4 +8,31 @@ await applyD1Migrations(env.DB, env.TEST_MIGRATIONS);
 // the network, so the first one is I/O of the request that started it, and a request or queue batch awaiting the same
 // pending import from another context hangs. Loading them here, before any request, leaves nothing pending. (A
 // deployed Worker has every module in its bundle: there a dynamic import does no I/O.)
-await Promise.all([import("@pdf-lib/fontkit"), import("@pdfme/pdf-lib"), import("sentiment"), import("../../src/seal/placeholder"), import("pkijs"), import("asn1js"), import("../../src/seal/keys"), import("../../src/seal/cms"), import("../../src/seal/pades"), import("../../src/seal/verify")]);
+await Promise.all([
+  import("../../src/plants/routes"),
+  import("../../src/contacts/routes"),
+  import("../../src/properties/routes"),
+  import("../../src/deals/routes"),
+  import("../../src/trash/routes"),
+  import("../../src/webhooks/routes"),
+  import("../../src/webhooks/transport"),
+  import("../../src/documents/obligation-routes"),
+  import("../../src/documents/search-routes"),
+  import("../../src/documents/routes"),
+  import("../../src/documents/draft-routes"),
+  import("../../src/signatures/routes"),
+  import("../../src/signatures/public-routes"),
+  import("../../src/platform/bot-challenge"),
+  import("../../src/signatures/verify-routes"),
+  import("../../src/files/routes"),
+  import("../../src/reputation/routes"),
+  import("../../src/reputation/public-routes"),
+  import("../../src/reputation/referral-routes"),
+  import("../../src/reputation/survey-routes"),
+  import("../../src/clickwrap/routes"),
+  import("../../src/oauth/routes"),
+  import("../../src/mcp/routes"),
+  import("../../src/queues"),
+  import("../../src/cron"),
+]);
+await Promise.all([import("@pdfme/pdf-lib"), import("sentiment"), import("../../src/seal/placeholder"), import("pkijs"), import("asn1js"), import("../../src/seal/keys"), import("../../src/seal/cms"), import("../../src/seal/pades"), import("../../src/seal/verify")]);
