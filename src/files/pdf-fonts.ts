@@ -1,45 +1,29 @@
-import type { Font } from "@pdf-lib/fontkit";
 import type { Env } from "../env";
-import { synchronousSubset } from "./font-subset";
+import { TrueTypeFont } from "./truetype";
 
 /**
  * The fonts Unicode PDFs are written with (DESIGN.md "Sealed PDFs"): DejaVu Sans covers Latin, Cyrillic and Greek,
  * IPAGothic the CJK it lacks. The files are static assets (assets/fonts/), outside the Worker script; they are read
- * through the ASSETS binding at first use and kept for the isolate's life, like fontkit, which is ≈ 940 KiB and
- * imported only then so that nothing of it runs at Worker startup.
+ * through the ASSETS binding at first use and kept for the isolate's life, parsed by truetype.ts.
  */
 export type Face = "regular" | "bold" | "cjk" | "hangul";
 
 // IPAGothic has no Hangul: NanumGothic (SIL OFL) prints Korean names.
 const FILES: Record<Face, string> = { regular: "DejaVuSans.ttf", bold: "DejaVuSans-Bold.ttf", cjk: "ipag.ttf", hangul: "NanumGothic.ttf" };
 
-type Fontkit = { create(data: Uint8Array | ArrayBuffer): Font };
+/** What `pdf.registerFontkit` takes: something that makes a font of the bytes given to `embedFont`. */
+type FontFactory = { create(data: Uint8Array | ArrayBuffer): TrueTypeFont };
 
 export interface FontSet {
   bytes: Record<Face, Uint8Array>;
-  /** Parsed once per isolate, to ask which font has a glyph and how wide a run is (never handed to pdf-lib). */
-  fonts: Record<Face, Font>;
-  /** What `pdf.registerFontkit` takes: fontkit, without shaping (see `plainFont`). */
-  fontkit: Fontkit;
-}
-
-/**
- * A fresh font for one PDF whose layout is the cmap's glyphs, unshaped. pdf-lib reads nothing of a layout but its
- * glyphs (it draws plain advance widths), so OpenType shaping only cost most of a PDF's CPU and turned "ffi" into
- * ligature glyphs; NFC text in the scripts these fonts cover needs none of it. Fresh, because a font's glyph cache
- * keeps the code points a glyph was first met with, and subsetting meets accent components ("Z" of "Ż") with none:
- * a font shared between PDFs would map a later "Z" to no text.
- */
-function plainFont(fontkit: Fontkit, data: Uint8Array | ArrayBuffer): Font {
-  // fontkit copies a Uint8Array byte by byte in JavaScript (its Buffer shim), 6 MB for IPAGothic; an ArrayBuffer it wraps.
-  const whole = data instanceof Uint8Array && data.byteOffset === 0 && data.byteLength === data.buffer.byteLength;
-  const font = fontkit.create(whole ? (data.buffer as ArrayBuffer) : data);
-  const createSubset = font.createSubset.bind(font);
-  return Object.assign(font, {
-    layout: (text: string) => ({ glyphs: font.glyphsForString(text) }) as ReturnType<Font["layout"]>,
-    // Written without fontkit's stream, whose timer-driven events cannot serve two requests at once (font-subset.ts).
-    createSubset: () => synchronousSubset(createSubset() as never) as unknown as ReturnType<Font["createSubset"]>,
-  });
+  /** Parsed once per isolate: which font has a glyph, how wide a run is, and what pdf-lib embeds a subset of. */
+  fonts: Record<Face, TrueTypeFont>;
+  /**
+   * Handed to `pdf.registerFontkit`: the parsed font of bytes it was given (a font keeps no state between PDFs; each
+   * PDF's subset is its own). Its layout is the cmap's glyphs, unshaped: pdf-lib reads nothing of a layout but its
+   * glyphs (it draws plain advance widths), and NFC text in the scripts these fonts cover needs no shaping.
+   */
+  fontkit: FontFactory;
 }
 
 let loaded: FontSet | null = null;
@@ -60,18 +44,19 @@ async function readFonts(env: Env): Promise<FontSet> {
   const assets = env.ASSETS;
   if (!assets) throw new Error("The ASSETS binding (assets/fonts) is missing: Unicode PDFs cannot be written");
   const faces = Object.keys(FILES) as Face[];
-  const [{ default: fontkit }, ...files] = await Promise.all([
-    import("@pdf-lib/fontkit") as unknown as Promise<{ default: Fontkit }>,
-    ...faces.map(async (face) => {
+  const files = await Promise.all(
+    faces.map(async (face) => {
       // The host is never looked up: an assets binding answers any URL from the assets directory by its path.
       const res = await assets.fetch(`https://assets.invalid/fonts/${FILES[face]}`);
       if (!res.ok) throw new Error(`Font ${FILES[face]} could not be read from ASSETS (HTTP ${res.status})`);
       return res.arrayBuffer();
     }),
-  ]);
+  );
   const bytes = Object.fromEntries(faces.map((f, i) => [f, new Uint8Array(files[i]!)])) as Record<Face, Uint8Array>;
-  const fonts = Object.fromEntries(faces.map((f) => [f, plainFont(fontkit, bytes[f])])) as Record<Face, Font>;
-  return { bytes, fonts, fontkit: { create: (data) => plainFont(fontkit, data) } };
+  const fonts = Object.fromEntries(faces.map((f) => [f, new TrueTypeFont(bytes[f])])) as Record<Face, TrueTypeFont>;
+  const byBytes = new Map(faces.map((f) => [bytes[f], fonts[f]]));
+  const create = (data: Uint8Array | ArrayBuffer) => byBytes.get(data as Uint8Array) ?? new TrueTypeFont(data instanceof Uint8Array ? data : new Uint8Array(data));
+  return { bytes, fonts, fontkit: { create } };
 }
 
 /** A piece of text drawn with one font. */
