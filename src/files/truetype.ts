@@ -71,7 +71,7 @@ export class TrueTypeFont {
       const at = 12 + i * 16;
       this.tables.set(tag(v, at), { offset: v.getUint32(at + 8), length: v.getUint32(at + 12) });
     }
-    for (const required of ["head", "hhea", "maxp", "hmtx", "loca", "glyf", "cmap"]) if (!this.tables.has(required)) throw new Error(`The font has no ${required} table`);
+    for (const required of ["head", "hhea", "maxp", "hmtx", "loca", "glyf"]) if (!this.tables.has(required)) throw new Error(`The font has no ${required} table`);
     const head = this.table("head");
     this.unitsPerEm = v.getUint16(head + 18);
     this.bbox = { minX: v.getInt16(head + 36), minY: v.getInt16(head + 38), maxX: v.getInt16(head + 40), maxY: v.getInt16(head + 42) };
@@ -179,9 +179,13 @@ export class TrueTypeFont {
     return null;
   }
 
-  /** The code point → glyph lookup of the best Unicode cmap subtable: format 12 (full Unicode) over format 4 (BMP). */
+  /**
+   * The code point → glyph lookup of the best Unicode cmap subtable: format 12 (full Unicode) over format 4 (BMP).
+   * A font without a cmap (a subset this module wrote) maps nothing.
+   */
   private readCmap(): (codePoint: number) => number {
     const v = this.view;
+    if (!this.tables.has("cmap")) return () => 0;
     const cmap = this.table("cmap");
     let best: { offset: number; format: number } | null = null;
     for (let i = 0, n = v.getUint16(cmap + 2); i < n; i++) {
