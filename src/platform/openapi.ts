@@ -1,6 +1,5 @@
 import { type Hook, OpenAPIHono } from "@hono/zod-openapi";
-import { Scalar } from "@scalar/hono-api-reference";
-import type { Context } from "hono";
+import type { Context, MiddlewareHandler } from "hono";
 import { AppError, type FieldIssue, Validation } from "../lib/errors";
 import { jsonIssues } from "../lib/json-bounds";
 import { issuesFromZod } from "../lib/validation";
@@ -126,5 +125,10 @@ export function mountDocs(app: OpenAPIHono<AppBindings>, routers: () => Promise<
     document.catch(() => (document = undefined));
     return c.json(await document);
   });
-  app.get("/docs", Scalar({ url: "/openapi.json", pageTitle: "Brokerage Edge API" }));
+  // The reference page's module loads with its first view, not at startup.
+  let docs: Promise<MiddlewareHandler> | undefined;
+  app.get("/docs", async (c, next) => {
+    docs ??= import("@scalar/hono-api-reference").then(({ Scalar }) => Scalar({ url: "/openapi.json", pageTitle: "Brokerage Edge API" }) as unknown as MiddlewareHandler);
+    return (await docs)(c, next);
+  });
 }

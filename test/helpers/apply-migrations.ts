@@ -32,6 +32,7 @@ await Promise.all([
   import("../../src/clickwrap/routes"),
   import("../../src/oauth/routes"),
   import("../../src/mcp/routes"),
+  import("@scalar/hono-api-reference"),
   import("../../src/queues"),
   import("../../src/cron"),
 ]);
