@@ -103,7 +103,7 @@ it("contact writes: the guarded write path, and what an Idempotency-Key adds", a
   let n = 0;
   const scenarios = [
     { name: "GET /v1/contacts/{id} (baseline: auth + read)", fn: () => app.send("GET", `/v1/contacts/${id}`, owner.token) },
-    { name: "PUT /v1/contacts/{id} (read, guarded batch, event publish)", fn: () => app.send("PUT", `/v1/contacts/${id}`, owner.token, { notes: `n${n++}` }) },
+    { name: "PUT /v1/contacts/{id} (auth + read, guarded batch, publish)", fn: () => app.send("PUT", `/v1/contacts/${id}`, owner.token, { notes: `n${n++}` }) },
     { name: "PUT /v1/contacts/{id} with a fresh Idempotency-Key", fn: () => app.send("PUT", `/v1/contacts/${id}`, owner.token, { notes: `n${n++}` }, { "idempotency-key": `k${n}` }) },
     { name: "PUT /v1/contacts/{id} replayed under one Idempotency-Key", fn: () => app.send("PUT", `/v1/contacts/${id}`, owner.token, { notes: "same" }, { "idempotency-key": "replayed" }) },
     { name: "POST /v1/contacts/{id}/activities (scored contact)", fn: () => app.send("POST", `/v1/contacts/${id}/activities`, owner.token, { type: "NOTE" }) },
