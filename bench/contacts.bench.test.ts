@@ -3,7 +3,9 @@ import { env } from "cloudflare:workers";
 import { beforeAll, expect, it } from "vitest";
 import { listSql } from "../src/contacts/list";
 import { ContactListQuery } from "../src/contacts/schemas";
+import { createDeal } from "../test/helpers/deals";
 import { createPrincipal, type TestPrincipal } from "../test/helpers/factories";
+import { createProperty } from "../test/helpers/properties";
 import { countingApp, helloWorld, measure, measureInterleaved, printTable } from "./harness";
 
 const BIG = 100_000;
@@ -103,7 +105,7 @@ it("contact writes: the guarded write path, and what an Idempotency-Key adds", a
   let n = 0;
   const scenarios = [
     { name: "GET /v1/contacts/{id} (baseline: auth + read)", fn: () => app.send("GET", `/v1/contacts/${id}`, owner.token) },
-    { name: "PUT /v1/contacts/{id} (read, guarded batch, event publish)", fn: () => app.send("PUT", `/v1/contacts/${id}`, owner.token, { notes: `n${n++}` }) },
+    { name: "PUT /v1/contacts/{id} (auth + read, guarded batch, publish)", fn: () => app.send("PUT", `/v1/contacts/${id}`, owner.token, { notes: `n${n++}` }) },
     { name: "PUT /v1/contacts/{id} with a fresh Idempotency-Key", fn: () => app.send("PUT", `/v1/contacts/${id}`, owner.token, { notes: `n${n++}` }, { "idempotency-key": `k${n}` }) },
     { name: "PUT /v1/contacts/{id} replayed under one Idempotency-Key", fn: () => app.send("PUT", `/v1/contacts/${id}`, owner.token, { notes: "same" }, { "idempotency-key": "replayed" }) },
     { name: "POST /v1/contacts/{id}/activities (scored contact)", fn: () => app.send("POST", `/v1/contacts/${id}/activities`, owner.token, { type: "NOTE" }) },
@@ -117,5 +119,27 @@ it("contact writes: the guarded write path, and what an Idempotency-Key adds", a
   }
   const [baseline, ...figures] = await measureInterleaved(scenarios, { rounds: 20, perSample: 5, warmup: 5 });
   printTable("contact writes", [baseline!, ...figures], baseline);
+  console.log("D1 round trips per request (including the deferred publish):", JSON.stringify(trips, null, 1));
+});
+
+it("deal and property PUT: the same one-row write path (issue 22)", async () => {
+  const app = countingApp();
+  const owner = await createPrincipal();
+  const deal = await createDeal(owner.token);
+  const property = await createProperty(owner.token);
+  let n = 0;
+  const scenarios = [
+    { name: "PUT /v1/deals/{id}", fn: () => app.send("PUT", `/v1/deals/${deal.id}`, owner.token, { amount: 500_000 + n++ }) },
+    { name: "PUT /v1/deals/{id} with a fresh Idempotency-Key", fn: () => app.send("PUT", `/v1/deals/${deal.id}`, owner.token, { amount: 500_000 + n++ }, { "idempotency-key": `d${n}` }) },
+    { name: "PUT /v1/properties/{id}", fn: () => app.send("PUT", `/v1/properties/${property.id}`, owner.token, { details: { bedrooms: 1 + (n++ % 9) } }) },
+    { name: "PUT /v1/properties/{id} with a fresh Idempotency-Key", fn: () => app.send("PUT", `/v1/properties/${property.id}`, owner.token, { details: { bedrooms: 1 + (n++ % 9) } }, { "idempotency-key": `p${n}` }) },
+  ];
+  const trips: Record<string, number> = {};
+  for (const s of scenarios) {
+    await s.fn();
+    app.reset();
+    await s.fn();
+    trips[s.name] = app.trips();
+  }
   console.log("D1 round trips per request (including the deferred publish):", JSON.stringify(trips, null, 1));
 });

@@ -1,7 +1,10 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
 import { requestId } from "hono/request-id";
 import { readConfig } from "./env";
-import { requireAuth, requireRoutePermission } from "./platform/auth";
+import { authenticate, requireRoutePermission } from "./platform/auth";
+import { contactPreloads } from "./contacts/preload";
+import { dealPreloads } from "./deals/preload";
+import { propertyPreloads } from "./properties/preload";
 import { limitBodies } from "./platform/body-limit";
 import type { AppBindings } from "./platform/context";
 import { idempotency } from "./platform/idempotency";
@@ -42,6 +45,8 @@ export function createApp(options: AppOptions = {}) {
   app.use(d1Session);
   app.use(limitBodies());
   const isPublic = (path: string) => path.startsWith("/api/public/");
+  // Writes of one row read it with the session lookup (platform/preload.ts).
+  const requireAuth = authenticate([...contactPreloads, ...dealPreloads, ...propertyPreloads]);
   for (const path of AUTHENTICATED) {
     app.use(path, async (c, next) => (isPublic(c.req.path) ? next() : requireAuth(c, next)));
   }

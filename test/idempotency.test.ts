@@ -29,6 +29,32 @@ describe("Idempotency-Key", () => {
     expect((await call("POST", "/v1/contacts", { token, body: body("idem@example.test") })).status).toBe(409);
   });
 
+  it("replays a contact update whose answer was kept in the batch of its write, as it was answered", async () => {
+    const { token, organizationId } = await createPrincipal();
+    const contact = await createContact(token, { email: "kept@example.test" });
+    const headers = { "idempotency-key": "update-1" };
+    const first = await call("PUT", `/v1/contacts/${contact.id}`, { token, body: { notes: "once" }, headers });
+    expect(first.status).toBe(200);
+    const firstBody = await first.text();
+    const kept = await env.DB.prepare("SELECT state, response_status, response_headers, response_body FROM idempotency_keys WHERE organization_id = ? AND key = 'update-1'")
+      .bind(organizationId)
+      .first<{ state: string; response_status: number; response_headers: string; response_body: string }>();
+    expect(kept).toMatchObject({ state: "done", response_status: 200, response_body: firstBody });
+    expect(JSON.parse(kept!.response_headers)).toEqual({ "content-type": first.headers.get("content-type"), etag: first.headers.get("etag") });
+    // Another write in between: the replay still answers what the first request answered.
+    expect((await call("PUT", `/v1/contacts/${contact.id}`, { token, body: { notes: "later" } })).status).toBe(200);
+    const retry = await call("PUT", `/v1/contacts/${contact.id}`, { token, body: { notes: "once" }, headers });
+    expect(retry.headers.get("idempotent-replayed")).toBe("true");
+    expect(retry.headers.get("etag")).toBe(first.headers.get("etag"));
+    expect(await retry.text()).toBe(firstBody);
+    // A refused update is kept by the middleware as before.
+    const unknown = `/v1/contacts/${crypto.randomUUID()}`;
+    expect((await call("PUT", unknown, { token, body: { notes: "x" }, headers: { "idempotency-key": "update-404" } })).status).toBe(404);
+    const replayed404 = await call("PUT", unknown, { token, body: { notes: "x" }, headers: { "idempotency-key": "update-404" } });
+    expect(replayed404.headers.get("idempotent-replayed")).toBe("true");
+    expect(replayed404.status).toBe(404);
+  });
+
   it("answers 422 when the key is reused for another body or another route", async () => {
     const { token, organizationId } = await createPrincipal();
     const headers = { "idempotency-key": "reused" };

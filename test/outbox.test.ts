@@ -61,6 +61,17 @@ describe("event outbox", () => {
     await vi.waitFor(async () => expect(await auditOf(organizationId)).toEqual([{ event_id: row!.id, type: "plant.created" }]), { timeout: 10_000, interval: 100 });
   });
 
+  it("a contact update publishes without a write of its own; the consumer marks its event sent, so the cron leaves it", async () => {
+    const { token, organizationId } = await createPrincipal();
+    const created = await fetchAndSettle("POST", "/v1/contacts", token, { firstName: "Out", lastName: "Box", email: "outbox@example.test" });
+    const id = ((await created.json()) as { data: { id: string } }).data.id;
+    expect((await fetchAndSettle("PUT", `/v1/contacts/${id}`, token, { notes: "sent" })).status).toBe(200);
+    const updated = () => outboxOf(organizationId).then((rows) => rows.find((r) => r.type === "contact.updated"));
+    await vi.waitFor(async () => expect((await updated())?.sent_at).not.toBeNull(), { timeout: 10_000, interval: 100 });
+    const due = await env.DB.prepare("SELECT next_attempt_at FROM outbox_events WHERE id = ?").bind((await updated())!.id).first<string | null>("next_attempt_at");
+    expect(due).toBeNull();
+  });
+
   it("writes no event when the change does not happen", async () => {
     const { token, organizationId } = await createPrincipal();
     expect((await fetchAndSettle("DELETE", "/plants/404", token)).status).toBe(404);

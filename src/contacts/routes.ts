@@ -7,6 +7,7 @@ import { RESTORE_DAYS } from "../trash/moves";
 import { eraseContact } from "./erase";
 import { z } from "@hono/zod-openapi";
 import { ETAG_HEADER, withEtag } from "../platform/etag";
+import { keepAnswerInBatch } from "../platform/idempotency";
 import type { AppBindings } from "../platform/context";
 import { issuesOf, validationHookWith } from "../platform/openapi";
 import { createActivity, listActivities } from "./activities";
@@ -206,7 +207,11 @@ export const contactRoutes = new OpenAPIHono<AppBindings>({ defaultHook: contact
   .openapi(list, async (c) => c.json({ success: true as const, ...(await listContacts(serviceContext(c), c.req.valid("query"))) }, 200))
   .openapi(create, async (c) => c.json({ success: true as const, data: withEtag(c, await createContact(serviceContext(c), c.req.valid("json"))) }, 201))
   .openapi(read, async (c) => c.json({ success: true as const, data: withEtag(c, await getContact(serviceContext(c), c.req.valid("param").id, c.req.valid("query").include)) }, 200))
-  .openapi(update, async (c) => c.json({ success: true as const, data: withEtag(c, await updateContact(serviceContext(c), c.req.valid("param").id, c.req.valid("json"))) }, 200))
+  .openapi(update, async (c) => {
+    const answer = (data: Contact) => ({ success: true as const, data });
+    const ctx = { ...serviceContext(c), keepAnswer: keepAnswerInBatch(c, 200, answer) };
+    return c.json(answer(withEtag(c, await updateContact(ctx, c.req.valid("param").id, c.req.valid("json")))), 200);
+  })
   .openapi(remove, async (c) => {
     const { id } = c.req.valid("param");
     if (c.req.valid("query").erase === "true") {

@@ -1,6 +1,6 @@
 import { and, eq, ne } from "drizzle-orm";
 import { contactActivities, contacts, contactTags } from "../db/schema";
-import { commit, expectVersion, type Statement, versioned, withRetries } from "../db/write";
+import { commit, type CommitOptions, expectVersion, type Statement, versioned, withRetries } from "../db/write";
 import type { EventEnvelope } from "../events/envelope";
 import { newEvent } from "../events/outbox";
 import { Conflict, NotFound, Validation } from "../lib/errors";
@@ -48,9 +48,9 @@ async function assertEmailFree(ctx: ServiceContext, emailKey: string, exceptId?:
 const emailConflict = () => new Conflict("A contact with this e-mail already exists in your organization", "duplicate_email");
 
 /** `commit` for contacts: a unique-index race on the e-mail that the pre-check missed is still a 409, not a 500. */
-async function commitContact(ctx: ServiceContext, statements: Statement[], events: EventEnvelope[]): Promise<void> {
+async function commitContact(ctx: ServiceContext, statements: Statement[], events: EventEnvelope[], options?: CommitOptions): Promise<void> {
   try {
-    await commit(ctx, statements, events);
+    await commit(ctx, statements, events, options);
   } catch (err) {
     if (String(err).includes("contacts_org_email_unique") || String(err).includes("contacts.email_key")) throw emailConflict();
     throw err;
@@ -108,7 +108,9 @@ export async function createContact(ctx: ServiceContext, raw: ContactCreate): Pr
 
 /**
  * PUT /v1/contacts/{id}. Only the fields the request names change: on a lost race the change is applied again to the
- * contact as it now is, so concurrent updates of different fields all land.
+ * contact as it now is, so concurrent updates of different fields all land. Issue 22: the contact was read with the
+ * authentication, so the guarded batch (with the answer's idempotency record) is the request's only other round
+ * trip; its events are confirmed sent by the consumer. A retry, a new assignee or a new e-mail read once more each.
  */
 export async function updateContact(ctx: ServiceContext, id: string, raw: ContactUpdate): Promise<Contact> {
   const input = writableInput(raw);
@@ -122,8 +124,9 @@ export async function updateContact(ctx: ServiceContext, id: string, raw: Contac
     // Switching the computed score on or off changes no public field (so no event) but must still be stored.
     if (events.length === 0 && after.leadScoreAuto === before.leadScoreAuto) return shown(before);
     const tagChange = { contactId: id, before: before.tags, after: after.tags };
-    await commitContact(ctx, [...replaceContact(ctx, before, after), ...tagStatements(ctx, [tagChange], after.updatedAt), bumpCounters(ctx, 0)], events);
-    return shown(after);
+    const answer = shown(after);
+    await commitContact(ctx, [...replaceContact(ctx, before, after), ...tagStatements(ctx, [tagChange], after.updatedAt), bumpCounters(ctx, 0)], events, { answer, markSent: false });
+    return answer;
   });
 }
 

@@ -1,15 +1,17 @@
 import { and, eq, sql } from "drizzle-orm";
 import { atVersion, expectVersion, expectVersionMatch, type Statement, type VersionedTable } from "../db/write";
 import { bumpResourceCounter } from "../crm/list-totals";
-import { contactActivities, contacts, contactTags, tags, users } from "../db/schema";
+import { contacts, contactTags, tags, users } from "../db/schema";
 import { diffAttributes } from "../lib/changes";
 import { NotFound, Validation } from "../lib/errors";
 import { inJsonList } from "../lib/sql";
 import { newEvent } from "../events/outbox";
 import type { EventEnvelope } from "../events/envelope";
 import type { ServiceContext } from "../platform/context";
-import { type ActivityFigures, calculateLeadScore, CONVERSATION_TYPES, NO_ACTIVITY } from "./lead-score";
+import { takePreloaded } from "../platform/preload";
+import { type ActivityFigures, calculateLeadScore, NO_ACTIVITY } from "./lead-score";
 import { type ContactRecord, toContact } from "./mapping";
+import { type FigureRow, preloadKey, writeReads } from "./preload";
 import { type ContactUpdate, READ_ONLY_FIELDS } from "./schemas";
 
 const PALETTE = ["#2563eb", "#16a34a", "#dc2626", "#d97706", "#7c3aed", "#0891b2", "#db2777", "#4b5563", "#65a30d", "#ea580c"];
@@ -85,20 +87,6 @@ export async function assertAssignee(ctx: ServiceContext, userId: string | null 
   if (!found) throw new Validation([{ field, path: field.split("."), code: "invalid_reference", message: "No user with this id in your organization" }]);
 }
 
-/** Activity figures that feed the lead score, for several contacts in one query. */
-const activityFiguresQuery = (ctx: ServiceContext, contactIds: string[]) =>
-  ctx.db
-    .select({
-      contactId: contactActivities.contactId,
-      count: sql<number>`COUNT(*)`,
-      conversations: sql<number>`SUM(CASE WHEN ${contactActivities.type} IN (${sql.join(CONVERSATION_TYPES.map((t) => sql`${t}`), sql`, `)}) THEN 1 ELSE 0 END)`,
-      lastActivityAt: sql<string | null>`MAX(${contactActivities.createdAt})`,
-    })
-    .from(contactActivities)
-    .where(and(eq(contactActivities.organizationId, ctx.organizationId), inJsonList(contactActivities.contactId, contactIds)))
-    .groupBy(contactActivities.contactId);
-
-type FigureRow = { contactId: string; count: number; conversations: number; lastActivityAt: string | null };
 const toFigures = (rows: FigureRow[]) => new Map(rows.map((r) => [r.contactId, { count: r.count, conversations: r.conversations, lastActivityAt: r.lastActivityAt } as ActivityFigures]));
 
 /**
@@ -106,19 +94,18 @@ const toFigures = (rows: FigureRow[]) => new Map(rows.map((r) => [r.contactId, {
  * Unknown ids (and other organizations' ids) are simply absent.
  */
 export async function readForWrite(ctx: ServiceContext, contactIds: string[]): Promise<{ rows: ContactRecord[]; figures: Map<string, ActivityFigures> }> {
-  const [rows, figures] = await ctx.db.batch([
-    ctx.db.select().from(contacts).where(and(eq(contacts.organizationId, ctx.organizationId), inJsonList(contacts.id, contactIds))),
-    activityFiguresQuery(ctx, contactIds),
-  ]);
+  const [rows, figures] = await ctx.db.batch(writeReads(ctx.db, ctx.organizationId, contactIds));
   return { rows, figures: toFigures(figures) };
 }
 
 /**
- * The contact a write of it starts from, with its activity figures, in one round trip: 404 when it does not exist
- * (or no longer: a retry after a delete), 412 when the caller's If-Match names another version.
+ * The contact a write of it starts from, with its activity figures, in one round trip (none when it was read with the
+ * authentication): 404 when it does not exist (or no longer: a retry after a delete), 412 when the caller's If-Match
+ * names another version.
  */
 export async function readContactForWrite(ctx: ServiceContext, id: string): Promise<{ before: ContactRecord; figures: ActivityFigures }> {
-  const { rows, figures } = await readForWrite(ctx, [id]);
+  const preloaded = takePreloaded<[ContactRecord[], FigureRow[]]>(ctx, preloadKey(id));
+  const { rows, figures } = preloaded ? { rows: preloaded[0], figures: toFigures(preloaded[1]) } : await readForWrite(ctx, [id]);
   const before = rows[0];
   if (!before) throw new NotFound("Contact");
   expectVersionMatch(ctx, before.version);

@@ -80,12 +80,23 @@ export function isGuardFailure(err: unknown): boolean {
   return false;
 }
 
+export interface CommitOptions {
+  /**
+   * The verb's answer: with an Idempotency-Key, its record joins the batch (platform/idempotency.ts
+   * `keepAnswerInBatch`), so the request needs no write after this one.
+   */
+  answer?: object;
+  /** false: publish the events without marking them sent in D1; the consumer marks them (events/outbox.ts). */
+  markSent?: boolean;
+}
+
 /**
  * Writes `statements` and the outbox rows of `events` in one atomic batch, then publishes the events. Throws
  * `StaleWrite` when a guard failed (nothing was written).
  */
-export async function commit(ctx: ServiceContext, statements: Statement[], events: EventEnvelope[] = []): Promise<unknown[]> {
-  const all = [...statements, ...stageEvents(ctx.db, events)];
+export async function commit(ctx: ServiceContext, statements: Statement[], events: EventEnvelope[] = [], options: CommitOptions = {}): Promise<unknown[]> {
+  const kept = options.answer === undefined ? undefined : ctx.keepAnswer?.(options.answer);
+  const all = [...statements, ...stageEvents(ctx.db, events), ...(kept ? [kept.statement] : [])];
   if (all.length === 0) return [];
   let results: unknown[];
   try {
@@ -94,7 +105,8 @@ export async function commit(ctx: ServiceContext, statements: Statement[], event
     if (isGuardFailure(err)) throw new StaleWrite();
     throw err;
   }
-  deferPublish(ctx, events);
+  kept?.committed();
+  deferPublish(ctx, events, { markSent: options.markSent });
   return results;
 }
 

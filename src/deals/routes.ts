@@ -4,6 +4,7 @@ import { CRM, CRM_FILES_NOT_CONFIGURED, CRM_PRECONDITION_ERROR, crmDeleted, crmE
 import { serviceContext } from "../platform/auth";
 import type { AppBindings } from "../platform/context";
 import { ETAG_HEADER, withEtag } from "../platform/etag";
+import { keepAnswerInBatch } from "../platform/idempotency";
 import { validationHook } from "../platform/openapi";
 import { defineRoute, jsonBody } from "../platform/route";
 import { MAX_DOCUMENT_BYTES, MAX_DOCUMENTS, listDocuments, uploadDocument } from "./files";
@@ -253,7 +254,11 @@ export const dealRoutes = new OpenAPIHono<AppBindings>({ defaultHook: validation
   .openapi(pipeline, async (c) => c.json({ success: true as const, data: await pipelineOverview(serviceContext(c)) }, 200))
   .openapi(analytics, async (c) => c.json({ success: true as const, data: await dealAnalytics(serviceContext(c), c.req.valid("query")) }, 200))
   .openapi(read, async (c) => c.json({ success: true as const, data: withEtag(c, await getDeal(serviceContext(c), c.req.valid("param").id, c.req.valid("query").include)) }, 200))
-  .openapi(update, async (c) => c.json({ success: true as const, data: withEtag(c, await updateDeal(serviceContext(c), c.req.valid("param").id, c.req.valid("json"))) }, 200))
+  .openapi(update, async (c) => {
+    const answer = (data: Deal) => ({ success: true as const, data });
+    const ctx = { ...serviceContext(c), keepAnswer: keepAnswerInBatch(c, 200, answer) };
+    return c.json(answer(withEtag(c, await updateDeal(ctx, c.req.valid("param").id, c.req.valid("json")))), 200);
+  })
   .openapi(remove, async (c) => {
     const { id } = c.req.valid("param");
     await deleteDeal(serviceContext(c), id);

@@ -7,6 +7,8 @@ import { requestFileSigner } from "../files/signed-url";
 import { Conflict, NotFound } from "../lib/errors";
 import { inJsonList } from "../lib/sql";
 import type { ServiceContext } from "../platform/context";
+import { takePreloaded } from "../platform/preload";
+import { preloadKey } from "./preload";
 import { toDocument } from "./files";
 import { deletedTargets, expectReferences } from "../db/references";
 import { archiveRows, readTrashed, restoreFrame, restoreRows, trashEntry } from "../trash/moves";
@@ -41,9 +43,11 @@ export async function findDeal(ctx: ServiceContext, id: string): Promise<DealRec
   return row;
 }
 
-/** The deal a write starts from: 404 when gone, 412 when If-Match names another version. */
+/** The deal a write starts from (read with the authentication, once, if it was): 404 when gone, 412 when If-Match names another version. */
 export async function readDealForWrite(ctx: ServiceContext, id: string): Promise<DealRecord> {
-  const before = await findDeal(ctx, id);
+  const preloaded = takePreloaded<[DealRecord[]]>(ctx, preloadKey(id));
+  const before = preloaded ? preloaded[0][0] : await findDeal(ctx, id);
+  if (!before) throw new NotFound("Deal");
   expectVersionMatch(ctx, before.version);
   return before;
 }
@@ -160,8 +164,10 @@ async function changeDeal(ctx: ServiceContext, id: string, input: DealUpdate, op
     const events = changeEvents(ctx, before, { ...changed, updatedAt: at }, input.reason);
     if (events.length === 0) return versioned(toDeal(before), before.version);
     const after = { ...changed, updatedAt: at, lastActivityAt: at, version: before.version + 1 };
-    await commit(ctx, [...expectReferences(ctx, dealReferences(input, before)), ...replaceDeal(ctx, before, after), ...stageChangeStatements(ctx, before, after, input.reason, at), ...pipelineMoves(ctx, before, after)], events);
-    return versioned(toDeal(after), after.version);
+    const answer = versioned(toDeal(after), after.version);
+    const statements = [...expectReferences(ctx, dealReferences(input, before)), ...replaceDeal(ctx, before, after), ...stageChangeStatements(ctx, before, after, input.reason, at), ...pipelineMoves(ctx, before, after)];
+    await commit(ctx, statements, events, { answer, markSent: false });
+    return answer;
   });
 }
 

@@ -51,7 +51,8 @@ export async function checkReferences(ctx: ServiceContext, input: DealUpdate, be
   const userIds = [...new Set([...(input.assignedTo ? [input.assignedTo] : []), ...(input.teamMembers ?? []).map((m) => m.userId)])];
   const [refIssues, found] = await Promise.all([
     referenceIssues(ctx, dealReferences(input, before)),
-    ctx.db.select({ id: users.id }).from(users).where(and(eq(users.organizationId, org), inJsonList(users.id, userIds.length ? userIds : [""]))),
+    // No user named, no read: a PUT that names none costs no round trip here.
+    userIds.length ? ctx.db.select({ id: users.id }).from(users).where(and(eq(users.organizationId, org), inJsonList(users.id, userIds))) : Promise.resolve([] as { id: string }[]),
   ]);
   const known = new Set(found.map((u) => u.id));
   const issues: FieldIssue[] = [...refIssues];

@@ -114,13 +114,17 @@ const eventIdOf = (body: unknown): string | null => {
   return typeof id === "string" && id.length > 0 && id.length <= 100 ? id : null;
 };
 
-/** The stored events of a batch of messages, in one D1 round trip. */
+/**
+ * The stored events of a batch of messages, in one D1 round trip, marked sent on the way: a write that published
+ * without marking them (events/outbox.ts `deferPublish`) is confirmed here, so the cron does not send them again.
+ */
 async function loadEvents(db: Db, ids: string[]): Promise<Map<string, EventEnvelope>> {
   if (ids.length === 0) return new Map();
   const rows = await db
-    .select({ id: outboxEvents.id, type: outboxEvents.type, organizationId: outboxEvents.organizationId, actor: outboxEvents.actor, occurredAt: outboxEvents.occurredAt, data: outboxEvents.data })
-    .from(outboxEvents)
-    .where(inJsonList(outboxEvents.id, ids));
+    .update(outboxEvents)
+    .set({ sentAt: sql`COALESCE(${outboxEvents.sentAt}, ${nowIso()})`, nextAttemptAt: null })
+    .where(inJsonList(outboxEvents.id, ids))
+    .returning({ id: outboxEvents.id, type: outboxEvents.type, organizationId: outboxEvents.organizationId, actor: outboxEvents.actor, occurredAt: outboxEvents.occurredAt, data: outboxEvents.data });
   return new Map(rows.map((r) => [r.id, r]));
 }
 

@@ -120,9 +120,32 @@ export async function publishEvents(env: Env, db: Db, eventIds: string[]): Promi
   }
 }
 
-/** After committing a batch that staged `events`: publish them without holding up the response. */
-export function deferPublish(ctx: Pick<ServiceContext, "env" | "db" | "defer">, events: EventEnvelope[]): void {
-  if (events.length > 0) ctx.defer(publishEvents(ctx.env, ctx.db, events.map((e) => e.id)).catch((err) => console.error(JSON.stringify({ level: "error", msg: "event publish failed; cron will re-send", error: loggableError(err) }))));
+/**
+ * Sends freshly committed events and leaves the sent mark to the consumer, which sets it when it reads the rows
+ * (events/consumers.ts): a write then costs no D1 round trip after its batch. Only failures are written here. Should
+ * the queue hold a message past the re-send grace, the cron sends it again; consumers are idempotent on the event id.
+ */
+async function sendCommitted(env: Env, db: Db, eventIds: string[]): Promise<void> {
+  for (let i = 0; i < eventIds.length; i += MAX_BATCH_MESSAGES) {
+    const chunk = eventIds.slice(i, i + MAX_BATCH_MESSAGES);
+    try {
+      await sendIds(env, chunk);
+    } catch {
+      // One by one, marking each as `publishEvents` does, so one refused event holds back only itself.
+      await publishEvents(env, db, chunk);
+    }
+  }
+}
+
+/**
+ * After committing a batch that staged `events`: publish them without holding up the response. `markSent: false`
+ * (the single-trip writes) sends without the D1 write that marks them sent; the consumer marks them instead.
+ */
+export function deferPublish(ctx: Pick<ServiceContext, "env" | "db" | "defer">, events: EventEnvelope[], { markSent = true } = {}): void {
+  if (events.length === 0) return;
+  const ids = events.map((e) => e.id);
+  const work = markSent ? publishEvents(ctx.env, ctx.db, ids) : sendCommitted(ctx.env, ctx.db, ids);
+  ctx.defer(work.catch((err) => console.error(JSON.stringify({ level: "error", msg: "event publish failed; cron will re-send", error: loggableError(err) }))));
 }
 
 /** Rows one organization may take of one cron pass, so another's backlog or poison rows never hold it back. */

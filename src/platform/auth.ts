@@ -1,7 +1,8 @@
-import { and, eq, gt, isNull } from "drizzle-orm";
+import { and, eq, gt, isNull, type SQL, sql } from "drizzle-orm";
 import { createMiddleware } from "hono/factory";
 import type { Context } from "hono";
 import type { Db } from "../db/client";
+import type { Statement } from "../db/write";
 import { organizations, sessions, users } from "../db/schema";
 import { sha256Hex } from "../lib/crypto";
 import { type Config, readConfig } from "../env";
@@ -12,29 +13,50 @@ import { looksLikeJwt, verifyAccessToken } from "../oauth/tokens";
 import { nowIso } from "../lib/time";
 import { parseIfMatch } from "./etag";
 import type { AppBindings, AuthOrganization, AuthUser, ServiceContext } from "./context";
+import { type AuthPreload, preloadOf } from "./preload";
 
-/** `Authorization: Bearer <token>` → the live session's user and organization, in one D1 round trip. */
-export async function resolveBearer(db: Db, header: string | undefined): Promise<{ user: AuthUser; organization: AuthOrganization } | null> {
+/**
+ * `Authorization: Bearer <token>` → the live session's user and organization, in one D1 round trip. `preload` reads
+ * what the route needs in the same trip, filtered on the session's organization in SQL (platform/preload.ts).
+ */
+export async function resolveBearer(
+  db: Db,
+  header: string | undefined,
+  preload?: (organizationId: SQL) => { key: string; statements: Statement[] } | undefined,
+): Promise<{ user: AuthUser; organization: AuthOrganization; preloaded?: Map<string, unknown[]> } | null> {
   const match = header?.match(/^Bearer\s+(\S+)\s*$/i);
   if (!match) return null;
   const tokenHash = await sha256Hex(match[1]!);
-  const row = await db
+  const now = nowIso();
+  const live = and(eq(sessions.tokenHash, tokenHash), isNull(sessions.revokedAt), gt(sessions.expiresAt, now));
+  const session = db
+    // Aliased: in a batch, D1 answers rows as objects, where the two tables' `id` and `name` would collide.
     .select({
-      userId: users.id,
+      userId: sql<string>`${users.id}`.as("user_id"),
       email: users.email,
-      userName: users.name,
-      organizationId: organizations.id,
-      organizationName: organizations.name,
+      userName: sql<string | null>`${users.name}`.as("user_name"),
+      organizationId: sql<string>`${organizations.id}`.as("organization_id"),
+      organizationName: sql<string>`${organizations.name}`.as("organization_name"),
     })
     .from(sessions)
     .innerJoin(users, eq(users.id, sessions.userId))
     .innerJoin(organizations, eq(organizations.id, sessions.organizationId))
-    .where(and(eq(sessions.tokenHash, tokenHash), isNull(sessions.revokedAt), gt(sessions.expiresAt, nowIso())))
-    .get();
+    .where(live);
+  const riders = preload?.(sql`(SELECT ${sessions.organizationId} FROM ${sessions} WHERE ${live})`);
+  let row: Awaited<typeof session>[number] | undefined;
+  let preloaded: Map<string, unknown[]> | undefined;
+  if (riders && riders.statements.length > 0) {
+    const [rows, ...read] = await db.batch([session, ...riders.statements] as [typeof session, ...Statement[]]);
+    row = rows[0];
+    preloaded = new Map([[riders.key, read as unknown[]]]);
+  } else {
+    row = await session.get();
+  }
   if (!row) return null;
   return {
     user: { id: row.userId, email: row.email, name: row.userName },
     organization: { id: row.organizationId, name: row.organizationName },
+    preloaded,
   };
 }
 
@@ -43,27 +65,33 @@ export async function resolveBearer(db: Db, header: string | undefined): Promise
  * access token: signature, exp, iss and aud checked, its grant unrevoked (one D1 read). A token's permissions are set
  * on the context; a session has them all. An access token anywhere else (/api, /plants) is answered like an unknown
  * token, 401: it was issued for the MCP server and the CRM, not for the document desk or the reputation suite.
- * The error handler shapes the body per family.
+ * The error handler shapes the body per family. A session's lookup also runs the route's `preloads`, if it has one.
  */
-export const requireAuth = createMiddleware<AppBindings>(async (c, next) => {
-  const header = c.req.header("authorization");
-  const token = header?.match(/^Bearer\s+(\S+)\s*$/i)?.[1];
-  if (token !== undefined && looksLikeJwt(token)) {
-    const config = readConfig(c.env);
-    if (!acceptsAccessTokens(c.req.path, config)) throw new Unauthorized();
-    const principal = await verifyAccessToken(c.get("db"), config, token);
-    if (!principal) throw new Unauthorized();
-    c.set("user", principal.user);
-    c.set("organization", principal.organization);
-    c.set("permissions", principal.permissions);
-    return next();
-  }
-  const resolved = await resolveBearer(c.get("db"), header);
-  if (!resolved) throw new Unauthorized();
-  c.set("user", resolved.user);
-  c.set("organization", resolved.organization);
-  await next();
-});
+export const authenticate = (preloads: AuthPreload[]) =>
+  createMiddleware<AppBindings>(async (c, next) => {
+    const header = c.req.header("authorization");
+    const token = header?.match(/^Bearer\s+(\S+)\s*$/i)?.[1];
+    if (token !== undefined && looksLikeJwt(token)) {
+      const config = readConfig(c.env);
+      if (!acceptsAccessTokens(c.req.path, config)) throw new Unauthorized();
+      const principal = await verifyAccessToken(c.get("db"), config, token);
+      if (!principal) throw new Unauthorized();
+      c.set("user", principal.user);
+      c.set("organization", principal.organization);
+      c.set("permissions", principal.permissions);
+      return next();
+    }
+    const db = c.get("db");
+    const resolved = await resolveBearer(db, header, (organizationId) => preloadOf(preloads, db, c.req.method, c.req.path, organizationId));
+    if (!resolved) throw new Unauthorized();
+    c.set("user", resolved.user);
+    c.set("organization", resolved.organization);
+    if (resolved.preloaded) c.set("preloaded", resolved.preloaded);
+    await next();
+  });
+
+/** Authentication without preloads (the MCP endpoint). */
+export const requireAuth = authenticate([]);
 
 /** Issue 14: access tokens work on the CRM routes and the MCP endpoint. */
 function acceptsAccessTokens(path: string, config: Config): boolean {
@@ -127,5 +155,6 @@ export function serviceContext(c: Context<AppBindings>): ServiceContext {
     ifMatch: parseIfMatch(c.req.header("if-match")),
     origin: new URL(c.req.url).origin,
     defer: (work) => c.executionCtx.waitUntil(work),
+    preloaded: c.get("preloaded"),
   };
 }

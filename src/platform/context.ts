@@ -1,7 +1,9 @@
+import type { SQL } from "drizzle-orm";
 import type { Db } from "../db/client";
 import type { Env } from "../env";
 import type { EventActor } from "../events/envelope";
 import type { Permission } from "../oauth/permissions";
+import type { Statement } from "../db/write";
 import type { RateLimiter } from "./rate-limit";
 
 export interface AuthUser {
@@ -33,6 +35,13 @@ export interface ServiceContext {
   origin?: string;
   /** Keeps async work (a queue send) alive past the response: `ctx.waitUntil` in production. */
   defer(work: Promise<unknown>): void;
+  /** What was read with the authentication, by key (platform/preload.ts); taken once. */
+  preloaded?: Map<string, unknown[]>;
+  /**
+   * The idempotency record of a verb's answer, to join the batch that commits it (platform/idempotency.ts
+   * `keepAnswerInBatch`); absent when the request carries no Idempotency-Key or the route does not keep in batch.
+   */
+  keepAnswer?: (answer: object) => { statement: Statement; committed(): void };
 }
 
 export interface AppVariables {
@@ -52,6 +61,12 @@ export interface AppVariables {
    * links shown once. `*` steps into every item of an array: `[["links", "*", "url"]]`.
    */
   replayOmits?: string[][];
+  /** Results read with the authentication (platform/preload.ts). */
+  preloaded?: Map<string, unknown[]>;
+  /** The claimed idempotency key of this request (platform/idempotency.ts), for a verb that keeps its answer in its own batch. */
+  idempotencyClaim?: { db: Db; where: SQL | undefined };
+  /** The answer a verb kept in its own batch; the middleware then writes nothing more if the response is that answer. */
+  answerKept?: { status: number; headers: Record<string, string>; body: string };
 }
 
 export interface AppBindings {

@@ -7,7 +7,10 @@ import { sha256Hex } from "../lib/crypto";
 import { AppError, Conflict, Validation } from "../lib/errors";
 import { loggableError } from "../lib/log";
 import { nowIso } from "../lib/time";
-import type { AppBindings } from "./context";
+import type { Context } from "hono";
+import { versionOf } from "../db/write";
+import type { AppBindings, AppVariables, ServiceContext } from "./context";
+import { etagOf } from "./etag";
 
 /**
  * Idempotency keys, Stripe's model: a POST, PUT, PATCH or DELETE on /v1 or /api sent with `Idempotency-Key` runs once
@@ -98,7 +101,10 @@ export const idempotency = createMiddleware<AppBindings>(async (c, next) => {
     return c.newResponse(replayed, status as ContentfulStatusCode, { ...kept.responseHeaders, "Idempotent-Replayed": "true" });
   }
 
+  c.set("idempotencyClaim", { db, where });
   await next();
+  // The verb kept this very answer in the batch of its write: nothing more to write.
+  if (await isKeptAnswer(c.get("answerKept"), c.res)) return;
   // A lost race or a rate limit says nothing about the request itself: its retry must run again, not replay that.
   const transient = c.res.status === 429 || (c.error instanceof Conflict && c.error.code === "concurrent_modification");
   await keep(db, where, c.res, transient, c.get("replayOmits") ?? []).catch(async (err) => {
@@ -130,6 +136,37 @@ function omit(body: string, paths: string[][]): string {
   return JSON.stringify(value);
 }
 
+const keptHeadersOf = (headers: Headers) => Object.fromEntries(KEPT_HEADERS.flatMap((h) => (headers.has(h) ? [[h, headers.get(h)!]] : [])));
+
+/**
+ * For a verb that writes once (issue 22): its answer's idempotency record as a statement of that verb's own batch, so
+ * keeping it costs no round trip of its own. `shape` builds the body the route answers from the verb's result, and
+ * the ETag is the result's version, as the route sets it. After the request the middleware compares the response with
+ * what was kept and, should they differ (or the verb answered without committing), keeps the response as before.
+ */
+export function keepAnswerInBatch<T extends object>(c: Context<AppBindings>, status: number, shape: (result: T) => unknown): ServiceContext["keepAnswer"] {
+  const claim = c.get("idempotencyClaim");
+  if (!claim) return undefined;
+  return (result) => {
+    const body = JSON.stringify(shape(result as T));
+    const version = versionOf(result);
+    const headers: Record<string, string> = { "content-type": "application/json", ...(version === undefined ? {} : { etag: etagOf(version) }) };
+    const omitted = c.get("replayOmits") ?? [];
+    const kept = omitted.length > 0 ? omit(body, omitted) : body;
+    return {
+      statement: claim.db.update(idempotencyKeys).set({ state: "done", responseStatus: status, responseHeaders: headers, responseBody: kept }).where(claim.where),
+      committed: () => c.set("answerKept", { status, headers, body }),
+    };
+  };
+}
+
+/** Whether `res` is exactly the answer a verb kept in its batch (status, the kept headers, body). */
+async function isKeptAnswer(kept: AppVariables["answerKept"], res: Response): Promise<boolean> {
+  if (!kept || res.status !== kept.status) return false;
+  if (JSON.stringify(keptHeadersOf(res.headers)) !== JSON.stringify(kept.headers)) return false;
+  return (await res.clone().text()) === kept.body;
+}
+
 /** Keeps the answer under its key, or releases the key when the answer must not be replayed (5xx, transient, too large). */
 async function keep(db: Db, where: ReturnType<typeof and>, res: Response, transient: boolean, omitted: string[][]): Promise<void> {
   const body = res.status >= 500 || transient ? null : await res.clone().text();
@@ -137,7 +174,7 @@ async function keep(db: Db, where: ReturnType<typeof and>, res: Response, transi
     await db.delete(idempotencyKeys).where(where);
     return;
   }
-  const headers = Object.fromEntries(KEPT_HEADERS.flatMap((h) => (res.headers.has(h) ? [[h, res.headers.get(h)!]] : [])));
+  const headers = keptHeadersOf(res.headers);
   const kept = omitted.length > 0 && res.headers.get("content-type")?.includes("json") ? omit(body, omitted) : body;
   await db.update(idempotencyKeys).set({ state: "done", responseStatus: res.status, responseHeaders: headers, responseBody: kept }).where(where);
 }

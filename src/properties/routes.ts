@@ -4,6 +4,7 @@ import { CRM, CRM_FILES_NOT_CONFIGURED, CRM_PRECONDITION_ERROR, crmDeleted, crmE
 import { serviceContext } from "../platform/auth";
 import type { AppBindings } from "../platform/context";
 import { ETAG_HEADER, withEtag } from "../platform/etag";
+import { keepAnswerInBatch } from "../platform/idempotency";
 import { validationHook } from "../platform/openapi";
 import { rateLimit } from "../platform/rate-limit";
 import { defineRoute, jsonBody } from "../platform/route";
@@ -275,7 +276,11 @@ export const propertyRoutes = new OpenAPIHono<AppBindings>({ defaultHook: valida
   .openapi(list, async (c) => c.json({ success: true as const, ...(await listProperties(serviceContext(c), c.req.valid("query"))) }, 200))
   .openapi(create, async (c) => c.json({ success: true as const, data: withEtag(c, await createProperty(serviceContext(c), c.req.valid("json"))) }, 201))
   .openapi(read, async (c) => c.json({ success: true as const, data: withEtag(c, await getProperty(serviceContext(c), c.req.valid("param").id, c.req.valid("query").include)) }, 200))
-  .openapi(update, async (c) => c.json({ success: true as const, data: withEtag(c, await updateProperty(serviceContext(c), c.req.valid("param").id, c.req.valid("json"))) }, 200))
+  .openapi(update, async (c) => {
+    const answer = (data: Property) => ({ success: true as const, data });
+    const ctx = { ...serviceContext(c), keepAnswer: keepAnswerInBatch(c, 200, answer) };
+    return c.json(answer(withEtag(c, await updateProperty(ctx, c.req.valid("param").id, c.req.valid("json")))), 200);
+  })
   .openapi(remove, async (c) => {
     const { id } = c.req.valid("param");
     await deleteProperty(serviceContext(c), id);

@@ -10,12 +10,14 @@ import {
   reputationAggregates,
   users,
 } from "../db/schema";
-import { commit, expectVersion, expectVersionMatch, type Statement, versioned, withRetries } from "../db/write";
+import { commit, type CommitOptions, expectVersion, expectVersionMatch, type Statement, versioned, withRetries } from "../db/write";
 import { newEvent } from "../events/outbox";
 import { requestFileSigner } from "../files/signed-url";
 import { Conflict, NotFound, Validation } from "../lib/errors";
 import { inJsonList } from "../lib/sql";
 import type { ServiceContext } from "../platform/context";
+import { takePreloaded } from "../platform/preload";
+import { preloadKey } from "./preload";
 import { listingOf, type PropertyRecord, toProperty } from "./mapping";
 import { deletePropertyFiles } from "./files";
 import { archiveRows, readTrashed, restoreFrame, restoreRows, trashEntry } from "../trash/moves";
@@ -34,9 +36,11 @@ export async function findProperty(ctx: ServiceContext, id: string): Promise<Pro
   return row;
 }
 
-/** The property a write starts from: 404 when gone, 412 when If-Match names another version. */
+/** The property a write starts from (read with the authentication, once, if it was): 404 when gone, 412 when If-Match names another version. */
 export async function readPropertyForWrite(ctx: ServiceContext, id: string): Promise<PropertyRecord> {
-  const before = await findProperty(ctx, id);
+  const preloaded = takePreloaded<[PropertyRecord[]]>(ctx, preloadKey(id));
+  const before = preloaded ? preloaded[0][0] : await findProperty(ctx, id);
+  if (!before) throw new NotFound("Property");
   expectVersionMatch(ctx, before.version);
   return before;
 }
@@ -44,9 +48,9 @@ export async function readPropertyForWrite(ctx: ServiceContext, id: string): Pro
 const mlsConflict = () => new Conflict("Another property of your organization has this mlsId", "duplicate_mls_id");
 
 /** `commit` for properties: a unique-index race on mlsId is a 409, not a 500. */
-export async function commitProperty(ctx: ServiceContext, statements: Statement[], events: Parameters<typeof commit>[2]): Promise<void> {
+export async function commitProperty(ctx: ServiceContext, statements: Statement[], events: Parameters<typeof commit>[2], options?: CommitOptions): Promise<void> {
   try {
-    await commit(ctx, statements, events);
+    await commit(ctx, statements, events, options);
   } catch (err) {
     if (String(err).includes("properties_org_mls_unique") || String(err).includes("properties.organization_id, properties.mls_id")) throw mlsConflict();
     throw err;
@@ -162,9 +166,11 @@ export async function updateProperty(ctx: ServiceContext, id: string, raw: Prope
     const next = { ...after, updatedAt: now.toISOString(), version: before.version + 1 };
     const events = changeEvents(ctx, before, next);
     if (events.length === 0) return getProperty(ctx, id);
-    await commitProperty(ctx, replaceProperty(ctx, before, next), events);
+    // The answer before the commit, so that its idempotency record joins the batch.
+    const answer = (await present(ctx, [next], [], true))[0]!;
+    await commitProperty(ctx, replaceProperty(ctx, before, next), events, { answer, markSent: false });
     if (removedPhotos.some((p) => p.key)) ctx.defer(deletePropertyFiles(ctx.env, removedPhotos.flatMap((p) => (p.key ? [p.key] : []))));
-    return (await present(ctx, [next], [], true))[0]!;
+    return answer;
   });
 }
 

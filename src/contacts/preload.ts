@@ -1,0 +1,34 @@
+import { and, eq, type SQL, sql } from "drizzle-orm";
+import type { Db } from "../db/client";
+import { contactActivities, contacts } from "../db/schema";
+import { inJsonList } from "../lib/sql";
+import type { AuthPreload } from "../platform/preload";
+import { CONVERSATION_TYPES } from "./lead-score";
+
+// Apart from writes.ts so that the app (which hands these to authentication) loads no more of the domain at startup.
+
+/** Activity figures that feed the lead score, for several contacts in one query. */
+const activityFiguresQuery = (db: Db, organizationId: string | SQL, contactIds: string[]) =>
+  db
+    .select({
+      contactId: contactActivities.contactId,
+      count: sql<number>`COUNT(*)`,
+      conversations: sql<number>`SUM(CASE WHEN ${contactActivities.type} IN (${sql.join(CONVERSATION_TYPES.map((t) => sql`${t}`), sql`, `)}) THEN 1 ELSE 0 END)`,
+      lastActivityAt: sql<string | null>`MAX(${contactActivities.createdAt})`,
+    })
+    .from(contactActivities)
+    .where(and(eq(contactActivities.organizationId, organizationId), inJsonList(contactActivities.contactId, contactIds)))
+    .groupBy(contactActivities.contactId);
+
+export type FigureRow = { contactId: string; count: number; conversations: number; lastActivityAt: string | null };
+
+/** The two reads a write of contacts starts from: the rows, and their activity figures. */
+export const writeReads = (db: Db, organizationId: string | SQL, contactIds: string[]) =>
+  [db.select().from(contacts).where(and(eq(contacts.organizationId, organizationId), inJsonList(contacts.id, contactIds))), activityFiguresQuery(db, organizationId, contactIds)] as const;
+
+export const preloadKey = (id: string) => `contact-write:${id}`;
+
+/** PUT /v1/contacts/{id} reads its contact with the authentication (platform/preload.ts): the write is then its only trip. */
+export const contactPreloads: AuthPreload[] = [
+  { method: "PUT", path: /^\/v1\/contacts\/([^/]+)$/, read: (db, organizationId, match) => ({ key: preloadKey(match[1]!), statements: [...writeReads(db, organizationId, [match[1]!])] }) },
+];
