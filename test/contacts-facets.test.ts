@@ -4,21 +4,8 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { call, json } from "./helpers/client";
 import { createContact, listPage, logActivity, updateContact } from "./helpers/contacts";
+import { expectFacetsExact } from "./helpers/derived-figures";
 import { createPrincipal, type TestPrincipal } from "./helpers/factories";
-
-/** The stored counts equal a GROUP BY over the organization's contacts (zero rows left by moves aside). */
-async function expectFacetsExact(organizationId: string) {
-  const grouped = await env.DB.prepare(
-    `SELECT type, status, IFNULL(source, '') AS source, IFNULL(assigned_to, '') AS assigned_to, COUNT(*) AS total FROM contacts WHERE organization_id = ?
-     GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4`,
-  )
-    .bind(organizationId)
-    .all();
-  const stored = await env.DB.prepare("SELECT type, status, source, assigned_to, total FROM contact_facet_counts WHERE organization_id = ? AND total <> 0 ORDER BY 1, 2, 3, 4")
-    .bind(organizationId)
-    .all();
-  expect(stored.results).toEqual(grouped.results);
-}
 
 /** The list's total of each filter equals the count of the rows it matches. */
 async function expectTotalsExact(p: TestPrincipal, agent: string) {

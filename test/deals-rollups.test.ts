@@ -6,31 +6,10 @@ import { describe, expect, it } from "vitest";
 import { analyticsSql, backfillRollupsSql, DAY_MS, spansOf } from "../src/deals/rollups";
 import { call } from "./helpers/client";
 import { createDeal, moveDeal, updateDeal } from "./helpers/deals";
+import { expectRollupsExact } from "./helpers/derived-figures";
 import { createPrincipal, type TestPrincipal } from "./helpers/factories";
 
 type Row = Record<string, number | string>;
-
-/** The stored rollups of an organization equal the ones rebuilt from its deals (rows whose count went back to 0 aside). */
-async function expectRollupsExact(organizationId: string) {
-  const [createdSql, decidedSql] = backfillRollupsSql("organization_id = ?").map((s) => s.slice(s.indexOf("WITH RECURSIVE")));
-  const tables = [
-    ["deal_created_rollups", createdSql!, "type, assigned_to, level, bucket", ["n", "value"]],
-    ["deal_decided_rollups", decidedSql!, "type, level, bucket, stage, assigned_to", ["n", "value", "days"]],
-  ] as const;
-  for (const [table, rebuilt, key, figures] of tables) {
-    const columns = `${key}, ${figures.join(", ")}`;
-    const stored = await env.DB.prepare(`SELECT ${columns} FROM ${table} WHERE organization_id = ? AND n <> 0 ORDER BY ${key}`).bind(organizationId).all<Row>();
-    const expected = await env.DB.prepare(`SELECT * FROM (${rebuilt}) ORDER BY 2, 3, 4, 5${table === "deal_decided_rollups" ? ", 6" : ""}`).bind(organizationId).all<Row>();
-    const shape = (rows: Row[]) => rows.map((r) => Object.values(r).slice(-(key.split(",").length + figures.length)));
-    const got = shape(stored.results);
-    const want = shape(expected.results);
-    expect(got.length, table).toBe(want.length);
-    got.forEach((row, i) => {
-      const w = want[i]!;
-      row.forEach((v, j) => (typeof v === "number" && !Number.isInteger(v) ? expect(v).toBeCloseTo(w[j] as number, 6) : expect(v, `${table} row ${i}`).toEqual(w[j])));
-    });
-  }
-}
 
 async function addAgent(p: TestPrincipal, name: string): Promise<string> {
   const { userId } = await createPrincipal({ organizationId: p.organizationId });
