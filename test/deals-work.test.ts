@@ -1,6 +1,7 @@
 import { env, exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { createDb } from "../src/db/client";
+import { backfillRollupsSql } from "../src/deals/rollups";
 import { signedFileUrl } from "../src/files/signed-url";
 import { purgeTrash } from "../src/trash/service";
 import { call, json } from "./helpers/client";
@@ -729,6 +730,11 @@ async function backdate(dealId: string, createdDaysAgo: number, decided?: { stag
     statements.push(env.DB.prepare("UPDATE deals SET decided_at = ? WHERE id = ?").bind(at, dealId));
     if (decided.stage === "CLOSED") statements.push(env.DB.prepare("UPDATE deals SET closed_at = ? WHERE id = ?").bind(at, dealId));
   }
+  // Backdating rewrites the deal past the write path: its organization's analytics rollups are rebuilt from its deals,
+  // as the migration that added them built them.
+  const org = "organization_id = (SELECT organization_id FROM deals WHERE id = ?)";
+  for (const table of ["deal_created_rollups", "deal_decided_rollups"]) statements.push(env.DB.prepare(`DELETE FROM ${table} WHERE ${org}`).bind(dealId));
+  for (const sql of backfillRollupsSql(org)) statements.push(env.DB.prepare(sql).bind(dealId));
   await env.DB.batch(statements);
 }
 

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { call, json } from "./helpers/client";
+import { expectDerivedFiguresExact } from "./helpers/derived-figures";
 import { createPrincipal } from "./helpers/factories";
 import { type ChildRace, eventCount, type IndependentRace, type OnceRace, type Params, RACES } from "./helpers/race-table";
 import { fillPath, ROUTES } from "./helpers/route-table";
@@ -33,6 +34,7 @@ describe("concurrent writes (the race table)", () => {
     const answers = await race(changes.map((c) => ({ method: methodOf(route), path: c.path ?? fillPath(pathOf(route), params), token: owner.token, body: c.body, vars: entry.vars?.(params) })));
     for (const a of answers) expect(a.status, a.body).toBeLessThan(300);
     await entry.verify(owner, params);
+    await expectDerivedFiguresExact(owner.organizationId);
   });
 
   it.each(cases(RACES.filter((r): r is OnceRace => r.kind === "once")))("%s: of concurrent copies exactly one succeeds; counters and events move once", async (route, entry) => {
@@ -50,6 +52,7 @@ describe("concurrent writes (the race table)", () => {
     }
     if (entry.counter) expect(await entry.counter.read(owner)).toBe(before + objects.length * entry.counter.perMove);
     if (entry.event) expect(await eventCount(owner.organizationId, entry.event)).toBe(objects.length);
+    await expectDerivedFiguresExact(owner.organizationId);
   });
 
   it.each(cases(RACES.filter((r): r is ChildRace => r.kind === "child")))("%s racing the parent's delete leaves nothing behind", async (route, entry) => {
@@ -63,12 +66,15 @@ describe("concurrent writes (the race table)", () => {
     for (const a of answers) expect([200, 201, 202, 404], a.body).toContain(a.status);
     const leftovers = await entry.leftovers(owner, params);
     expect(leftovers).toEqual(Object.fromEntries(Object.keys(leftovers).map((k) => [k, 0])));
+    await expectDerivedFiguresExact(owner.organizationId);
   });
 });
 
 describe("trash, references and erasure under concurrency (issue 21)", () => {
   it.each(TRASH_RACES.map((r) => [r.name, r] as const))("%s", async (_, entry) => {
-    await entry.run(await createPrincipal());
+    const owner = await createPrincipal();
+    await entry.run(owner);
+    await expectDerivedFiguresExact(owner.organizationId);
   });
 });
 

@@ -8,6 +8,7 @@ import { toActivity } from "./includes";
 import { CONVERSATION_TYPES } from "./lead-score";
 import type { Activity, ActivityCreate } from "./schemas";
 import { findContact } from "./service";
+import { facetMoves } from "./facets";
 import { applyInput, bumpCounters, changeEvents, readContactForWrite, replaceContact } from "./writes";
 
 /** Activity types that mean someone was in touch with the contact (they move lastContactedAt). */
@@ -66,7 +67,7 @@ export async function createActivity(ctx: ServiceContext, contactId: string, inp
     const events = changeEvents(ctx, before, changed);
     // Without a visible change the contact keeps its updatedAt; only its version moves.
     const after = events.length ? changed : { ...before, version: before.version + 1 };
-    await commit(ctx, [...replaceContact(ctx, before, after), ctx.db.insert(contactActivities).values(row), ...(events.length ? [bumpCounters(ctx, 0)] : [])], events);
+    await commit(ctx, [...replaceContact(ctx, before, after), ctx.db.insert(contactActivities).values(row), ...(events.length ? [bumpCounters(ctx, 0)] : []), ...facetMoves(ctx, before, after)], events);
     return toActivity(row);
   });
 }

@@ -3,6 +3,7 @@ import type { EventEnvelope } from "../events/envelope";
 import type { ServiceContext } from "../platform/context";
 import type { ContactRecord } from "./mapping";
 import type { BulkUpdate } from "./schemas";
+import { facetMoves } from "./facets";
 import { applyInput, assertAssignee, bumpCounters, changeEvents, CONTACTS, NO_ACTIVITY, readForWrite, type TagChange, tagStatements, updateContactStatement, writableInput } from "./writes";
 
 /**
@@ -36,6 +37,7 @@ export async function bulkUpdateContacts(ctx: ServiceContext, body: BulkUpdate) 
           ...changed.map(({ before, after }) => updateContactStatement(ctx, before, after)),
           ...tagStatements(ctx, tagChanges, now.toISOString()),
           bumpCounters(ctx, 0),
+          ...changed.flatMap(({ before, after }) => facetMoves(ctx, before, after)),
         ],
         events,
       );

@@ -23,6 +23,7 @@ import { purgeFeed } from "../reputation/feed";
 import { decodeRow } from "../trash/moves";
 import type { ContactRecord } from "./mapping";
 import type { Erasure } from "./schemas";
+import { facetMoves } from "./facets";
 import { bumpCounters, CONTACTS, tagStatements } from "./writes";
 
 /** What stands in for an erased name where a column cannot be empty. */
@@ -204,6 +205,7 @@ export async function eraseContact(ctx: ServiceContext, id: string): Promise<Era
           ctx.db.delete(contactActivities).where(and(eq(contactActivities.organizationId, org), eq(contactActivities.contactId, id))),
           ctx.db.delete(contacts).where(and(eq(contacts.organizationId, org), eq(contacts.id, id))),
           bumpCounters(ctx, -1),
+          ...facetMoves(ctx, live, null),
         ]
       : [
           expectRow(ctx.db, trashEntries, and(eq(trashEntries.recordId, id), eq(trashEntries.organizationId, org), eq(trashEntries.state, "trashed"))),

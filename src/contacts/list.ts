@@ -1,6 +1,7 @@
 import { filterKey, resolveTotal, totalStatements } from "../crm/list-totals";
 import { afterCursor, type KeysetTable, keysetPage, orderBy, type SortKey, type Where } from "../crm/keyset";
 import type { ServiceContext } from "../platform/context";
+import { facetTotalStatement } from "./facets";
 import { type ContactRow, toContact } from "./mapping";
 import { loadIncludes, project } from "./includes";
 import type { Contact, ContactListQuery, SortField } from "./schemas";
@@ -66,23 +67,27 @@ const totalFilters = ({ limit: _l, cursor: _c, sort: _s, include: _i, fields: _f
 
 /**
  * GET /v1/contacts. One D1 round trip reads the page (limit + 1 rows, to know hasMore), the contacts counter and the
- * cached total of these filters (crm/list-totals.ts); a filtered total is counted once per contacts version.
+ * total of these filters: summed from the facet counts when they filter on type, status, source and assignedTo only
+ * (facets.ts), else the cached count (crm/list-totals.ts), counted once per contacts version.
  */
 export async function listContacts(ctx: ServiceContext, q: ContactListQuery): Promise<ContactPage> {
   const d1 = ctx.d1;
   const page = listSql(ctx.organizationId, q);
-  const key = filterKey(totalFilters(q));
+  const faceted = facetTotalStatement(d1, ctx.organizationId, totalFilters(q));
+  const key = faceted ? null : filterKey(totalFilters(q));
   const totals = await totalStatements(d1, ctx.organizationId, "contacts", key);
-  const [rows, counter, cached] = await d1.batch([d1.prepare(page.sql).bind(...page.params), ...totals.statements]);
+  const [rows, counter, cached, facet] = await d1.batch([d1.prepare(page.sql).bind(...page.params), ...totals.statements, ...(faceted ? [faceted] : [])]);
   const where = filters(ctx.organizationId, q);
-  const total = await resolveTotal(
-    d1,
-    ctx.organizationId,
-    "contacts",
-    { hash: totals.keyHash, filtered: key !== null },
-    { counter: counter!.results, cached: cached!.results },
-    { from: "contacts c", where: where.sql.join(" AND "), params: where.params },
-  );
+  const total = facet
+    ? (facet.results[0] as { total: number }).total
+    : await resolveTotal(
+        d1,
+        ctx.organizationId,
+        "contacts",
+        { hash: totals.keyHash, filtered: key !== null },
+        { counter: counter!.results, cached: cached!.results },
+        { from: "contacts c", where: where.sql.join(" AND "), params: where.params },
+      );
 
   const { page: pageRows, hasMore, nextCursor } = keysetPage(KEYSET, page.sort, rows!.results as unknown as ContactRow[], page.limit);
   const contacts = pageRows.map(toContact);

@@ -6,6 +6,7 @@ import { newEvent } from "../events/outbox";
 import { Conflict, NotFound, Validation } from "../lib/errors";
 import { newId } from "../lib/ids";
 import type { ServiceContext } from "../platform/context";
+import { facetMoves } from "./facets";
 import { archiveRows, readTrashed, restoreFrame, restoreRows, trashEntry } from "../trash/moves";
 import { loadIncludes } from "./includes";
 import { type ContactRecord, toContact } from "./mapping";
@@ -102,7 +103,7 @@ export async function createContact(ctx: ServiceContext, raw: ContactCreate): Pr
   if (record.tags.length) events.push(newEvent(ctx, "contact.tagged", { object, previousAttributes: { tags: [] }, changes: ["tags"], tags: record.tags }));
   if (record.assignedTo) events.push(newEvent(ctx, "contact.assigned", { object, previousAttributes: { assignedTo: null }, changes: ["assignedTo"] }));
   const { leadScoreRank: _rank, ...row } = record;
-  await commitContact(ctx, [ctx.db.insert(contacts).values(row), ...tagStatements(ctx, [{ contactId: record.id, before: [], after: record.tags }], at), bumpCounters(ctx, 1)], events);
+  await commitContact(ctx, [ctx.db.insert(contacts).values(row), ...tagStatements(ctx, [{ contactId: record.id, before: [], after: record.tags }], at), bumpCounters(ctx, 1), ...facetMoves(ctx, null, record)], events);
   return shown(record);
 }
 
@@ -125,7 +126,7 @@ export async function updateContact(ctx: ServiceContext, id: string, raw: Contac
     if (events.length === 0 && after.leadScoreAuto === before.leadScoreAuto) return shown(before);
     const tagChange = { contactId: id, before: before.tags, after: after.tags };
     const answer = shown(after);
-    await commitContact(ctx, [...replaceContact(ctx, before, after), ...tagStatements(ctx, [tagChange], after.updatedAt), bumpCounters(ctx, 0)], events, { answer, markSent: false });
+    await commitContact(ctx, [...replaceContact(ctx, before, after), ...tagStatements(ctx, [tagChange], after.updatedAt), bumpCounters(ctx, 0), ...facetMoves(ctx, before, after)], events, { answer, markSent: false });
     return answer;
   });
 }
@@ -151,6 +152,7 @@ export async function deleteContact(ctx: ServiceContext, id: string): Promise<vo
         ...archiveRows(ctx.db, id, contacts, byId(ctx, id)),
         trashEntry(ctx, "contact", id, `${before.firstName} ${before.lastName}`),
         bumpCounters(ctx, -1),
+        ...facetMoves(ctx, before, null),
       ],
       [event],
     );
@@ -177,6 +179,7 @@ export async function restoreContact(ctx: ServiceContext, id: string): Promise<C
         ...tagStatements(ctx, [{ contactId: id, before: [], after: restored.tags }], new Date().toISOString()),
         ...frame.clear,
         bumpCounters(ctx, 1),
+        ...facetMoves(ctx, null, restored),
       ],
       [newEvent(ctx, "contact.restored", { object: toContact(restored), previousAttributes: null, changes: null })],
     );
@@ -199,7 +202,7 @@ export async function addTags(ctx: ServiceContext, id: string, add: string[]): P
     const object = toContact(after);
     const event = newEvent(ctx, "contact.tagged", { object, previousAttributes: { tags: before.tags }, changes: ["tags"], tags: added });
     const tagChange = { contactId: id, before: before.tags, after: merged };
-    await commitContact(ctx, [...replaceContact(ctx, before, after), ...tagStatements(ctx, [tagChange], after.updatedAt), bumpCounters(ctx, 0)], [event]);
+    await commitContact(ctx, [...replaceContact(ctx, before, after), ...tagStatements(ctx, [tagChange], after.updatedAt), bumpCounters(ctx, 0), ...facetMoves(ctx, before, after)], [event]);
     return shown(after);
   });
 }

@@ -53,18 +53,32 @@ export const PROBE_WINDOW = 2000;
  * has few matches to sort. The fallback's LIMIT
  * is 0 when the probe sufficed: SQLite skips a query with LIMIT 0 before opening any index, where a WHERE term with a
  * subquery would be tested row by row. Same answer either way, one round trip.
+ *
+ * The probe reads only the row id and the columns its filters name (SQLite reads every column of a `t.*` subquery),
+ * so an index that holds the sort and those columns serves the probe alone, without a table row per step.
+ * `order.direct` skips the probe: a filter that is selective by nature and has an index in the sort's order (one zip
+ * code) serves the page alone.
  */
-export function pageSql(from: string, alias: string, scope: Where, filters: Where, order: { probe: string; fallback: string }, limit: number): { sql: string; params: unknown[] } {
+export function pageSql(
+  from: string,
+  alias: string,
+  scope: Where,
+  filters: Where,
+  order: { probe: string; fallback: string; direct?: boolean },
+  limit: number,
+): { sql: string; params: unknown[] } {
   const take = limit + 1;
   const scopeSql = scope.sql.join(" AND ");
   if (filters.sql.length === 0) return { sql: `SELECT ${alias}.* FROM ${from} WHERE ${scopeSql} ORDER BY ${order.probe} LIMIT ${take}`, params: scope.params };
   const filterSql = filters.sql.join(" AND ");
+  if (order.direct) return { sql: `SELECT ${alias}.* FROM ${from} WHERE ${scopeSql} AND ${filterSql} ORDER BY ${order.probe} LIMIT ${take}`, params: [...scope.params, ...filters.params] };
+  const columns = [...new Set(Array.from(filterSql.matchAll(new RegExp(`\\b${alias}\\.([a-z_][a-z0-9_]*)`, "g")), (m) => `${alias}.${m[1]}`))];
   return {
     sql: `WITH probe AS MATERIALIZED (
-        SELECT ${alias}.* FROM (SELECT ${alias}.* FROM ${from} WHERE ${scopeSql} ORDER BY ${order.probe} LIMIT ${PROBE_WINDOW}) ${alias}
+        SELECT probe_rowid FROM (SELECT ${alias}.rowid AS probe_rowid, ${columns.join(", ")} FROM ${from} WHERE ${scopeSql} ORDER BY ${order.probe} LIMIT ${PROBE_WINDOW}) ${alias}
         WHERE ${filterSql} LIMIT ${take})
       SELECT ${alias}.* FROM (
-        SELECT * FROM probe WHERE (SELECT COUNT(*) FROM probe) = ${take}
+        SELECT ${alias}.* FROM ${from} WHERE ${alias}.rowid IN (SELECT probe_rowid FROM probe) AND (SELECT COUNT(*) FROM probe) = ${take}
         UNION ALL
         SELECT * FROM (SELECT ${alias}.* FROM ${from} WHERE ${scopeSql} AND ${filterSql} ORDER BY ${order.fallback}
           LIMIT (CASE WHEN (SELECT COUNT(*) FROM probe) < ${take} THEN ${take} ELSE 0 END))

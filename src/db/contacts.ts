@@ -64,6 +64,24 @@ export const contacts = sqliteTable(
   ],
 );
 
+/**
+ * How many contacts there are per (type, status, source, assignedTo), moved in the batch of every contact write that
+ * adds, removes or re-files one (contacts/facets.ts): a list filtered on these fields alone sums these few rows for
+ * its total. A missing source or assignee is stored as "" (a primary key column never holds NULL).
+ */
+export const contactFacetCounts = sqliteTable(
+  "contact_facet_counts",
+  {
+    organizationId: text().notNull(),
+    type: text().notNull(),
+    status: text().notNull(),
+    source: text().notNull(),
+    assignedTo: text().notNull(),
+    total: integer().notNull().default(0),
+  },
+  (t) => [primaryKey({ columns: [t.organizationId, t.type, t.status, t.source, t.assignedTo] })],
+);
+
 /** One row per (contact, tag): the tags filter and the tag counts read this, the contact row carries the list. */
 export const contactTags = sqliteTable(
   "contact_tags",

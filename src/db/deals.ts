@@ -83,6 +83,45 @@ export const dealStageStats = sqliteTable(
   (t) => [primaryKey({ columns: [t.organizationId, t.stage] })],
 );
 
+/**
+ * Deals created per span of days (deals/rollups.ts): `level` L and `bucket` b cover the days [b·2^L, (b+1)·2^L) since
+ * 1970-01-01 UTC, so any period is a handful of spans. Each deal counts under its type and under "*" (any type), under
+ * its agent ("" for none) and under "*" (any agent): a report narrowed to a type, an agent or both reads one row per span.
+ */
+export const dealCreatedRollups = sqliteTable(
+  "deal_created_rollups",
+  {
+    organizationId: text().notNull(),
+    type: text().notNull(),
+    assignedTo: text().notNull(),
+    level: integer().notNull(),
+    bucket: integer().notNull(),
+    n: integer().notNull().default(0),
+    value: real().notNull().default(0),
+  },
+  (t) => [primaryKey({ columns: [t.organizationId, t.type, t.assignedTo, t.level, t.bucket] })],
+);
+
+/**
+ * Deals decided (CLOSED or LOST, and still there) per span of days of their last decision, per stage and agent ("" for
+ * none), under their type and "*": count, value and the days from creation to decision, for analytics.
+ */
+export const dealDecidedRollups = sqliteTable(
+  "deal_decided_rollups",
+  {
+    organizationId: text().notNull(),
+    type: text().notNull(),
+    level: integer().notNull(),
+    bucket: integer().notNull(),
+    stage: text().notNull(),
+    assignedTo: text().notNull(),
+    n: integer().notNull().default(0),
+    value: real().notNull().default(0),
+    days: real().notNull().default(0),
+  },
+  (t) => [primaryKey({ columns: [t.organizationId, t.type, t.level, t.bucket, t.stage, t.assignedTo] })],
+);
+
 /** Every stage move of a deal: from, to, when (the history; deals.decided_at keeps the last decision for analytics). */
 export const dealStageChanges = sqliteTable(
   "deal_stage_changes",

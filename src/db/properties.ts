@@ -66,7 +66,9 @@ export const properties = sqliteTable(
   },
   (t) => [
     uniqueIndex("properties_org_mls_unique").on(t.organizationId, t.mlsId),
-    index("properties_org_created_idx").on(t.organizationId, t.createdAt, t.id),
+    // Also covering for the probe of geo filters under the default sort (crm/keyset.ts `pageSql`): the box and the
+    // exact distance come from the index alone, so a radius with few listings costs index entries, not table rows.
+    index("properties_org_created_idx").on(t.organizationId, t.createdAt, t.id, t.latitude, t.longitude, t.geoX, t.geoY, t.geoZ),
     index("properties_org_updated_idx").on(t.organizationId, t.updatedAt, t.id),
     index("properties_org_price_idx").on(t.organizationId, t.listPrice, t.id),
     index("properties_org_list_date_idx").on(t.organizationId, t.listDate, t.id),
@@ -75,6 +77,8 @@ export const properties = sqliteTable(
     index("properties_org_city_idx").on(t.organizationId, sql`${t.city} COLLATE NOCASE`, t.createdAt, t.id),
     index("properties_org_state_idx").on(t.organizationId, sql`${t.state} COLLATE NOCASE`, t.createdAt, t.id),
     index("properties_org_zip_idx").on(t.organizationId, t.zipCode, t.createdAt, t.id),
+    // A zip code filter is served by its own index in the sort's order (properties/list.ts): by creation above, by price here.
+    index("properties_org_zip_price_idx").on(t.organizationId, t.zipCode, t.listPrice, t.id),
     // Covering for geo filters: the box, the exact distance and every sort key come from the index alone, so only the
     // rows of the page are read from the table.
     index("properties_org_geo_idx").on(t.organizationId, t.latitude, t.longitude, t.geoX, t.geoY, t.geoZ, t.createdAt, t.updatedAt, t.listPrice, t.listDate, t.id),

@@ -11,6 +11,7 @@ import { inJsonList } from "../lib/sql";
 import { type Reference, referenceIssues, references } from "../db/references";
 import type { ServiceContext } from "../platform/context";
 import { type DealRecord, toDeal } from "./mapping";
+import { rollupMoves } from "./rollups";
 import { type DealCreate, type DealStage, type DealStatus, type DealUpdate, FINAL_STAGES, READ_ONLY_FIELDS, STAGE_PROBABILITY } from "./schemas";
 
 export const DEALS: VersionedTable = { table: deals, id: deals.id, organizationId: deals.organizationId, version: deals.version };
@@ -195,8 +196,15 @@ export function applyUpdate(before: DealRecord, input: DealUpdate, now: Date): D
   };
 }
 
-/** The per-stage figures of the pipeline moved by one write: `before` leaves its stage, `after` enters its own. */
+/**
+ * The per-stage figures of the pipeline moved by one write: `before` leaves its stage, `after` enters its own; and the
+ * analytics rollups it changes (rollups.ts). Every deal write that creates, changes, trashes or restores a deal batches these.
+ */
 export function pipelineMoves(ctx: ServiceContext, before: DealRecord | null, after: DealRecord | null): Statement[] {
+  return [...stageStatsMoves(ctx, before, after), ...rollupMoves(ctx, before, after)];
+}
+
+function stageStatsMoves(ctx: ServiceContext, before: DealRecord | null, after: DealRecord | null): Statement[] {
   const delta = new Map<string, { count: number; value: number; probability: number }>();
   const add = (d: DealRecord | null, sign: 1 | -1) => {
     if (!d) return;

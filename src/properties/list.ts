@@ -67,7 +67,8 @@ function scope(organizationId: string, q: PropertyListQuery, sort: SortKey<SortF
 export function listSql(organizationId: string, q: PropertyListQuery, now = new Date()) {
   const sort = q.sort ?? DEFAULT_SORT;
   const bounded = { createdAt: false, updatedAt: false, listPrice: q["listPrice[gte]"] !== undefined || q["listPrice[lte]"] !== undefined, listDate: q["daysOnMarket[lte]"] !== undefined }[sort[0]!.field];
-  const order = { probe: orderBy(KEYSET, sort), fallback: orderBy(KEYSET, sort, !bounded) };
+  // One zip code holds a few hundred listings at most: its indexes (by creation, by price) walk them in sort order.
+  const order = { probe: orderBy(KEYSET, sort), fallback: orderBy(KEYSET, sort, !bounded), direct: q.zipCode !== undefined };
   return { sort, limit: q.limit, ...pageSql("properties p", "p", scope(organizationId, q, sort), filters(q, now), order, q.limit) };
 }
 

@@ -1,3 +1,4 @@
+import { facetMoves } from "../contacts/facets";
 import { expectReferences, references } from "../db/references";
 import { z } from "@hono/zod-openapi";
 import { and, desc, eq, isNull } from "drizzle-orm";
@@ -191,7 +192,7 @@ async function contactByEmail(
   const events = [newEvent(ctx, "contact.created", { object, previousAttributes: null, changes: null })];
   if (record.assignedTo) events.push(newEvent(ctx, "contact.assigned", { object, previousAttributes: { assignedTo: null }, changes: ["assignedTo"] }));
   const { leadScoreRank: _rank, ...row } = record;
-  return { id: record.id, statements: [expectNoRow(ctx.db, contacts, byEmail), ctx.db.insert(contacts).values(row), bumpResourceCounter(ctx.db, ctx.organizationId, "contacts", 1)], events };
+  return { id: record.id, statements: [expectNoRow(ctx.db, contacts, byEmail), ctx.db.insert(contacts).values(row), bumpResourceCounter(ctx.db, ctx.organizationId, "contacts", 1), ...facetMoves(ctx, null, record)], events };
 }
 
 /** The PUBLISHED profile at `slug`: its agent and organization, or null (unknown, draft and deleted alike). */
