@@ -49,9 +49,11 @@ function joined(routers: Routers): OpenAPIHono<AppBindings> {
 export function mountLazily(app: OpenAPIHono<AppBindings>, group: RouteGroup): void {
   let built: Promise<OpenAPIHono<AppBindings>> | undefined;
   const router = () => {
-    built ??= group.load().then(joined);
-    // A failed import is tried again by the next request rather than kept.
-    built.catch(() => (built = undefined));
+    if (!built) {
+      built = group.load().then(joined);
+      // A failed import is tried again by the next request rather than kept.
+      built.catch(() => (built = undefined));
+    }
     return built;
   };
   const handler: MiddlewareHandler<AppBindings> = async (c) => {

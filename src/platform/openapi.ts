@@ -121,8 +121,10 @@ export function mountDocs(app: OpenAPIHono<AppBindings>, routers: () => Promise<
     return all.getOpenAPI31Document(config as Parameters<typeof all.getOpenAPI31Document>[0]);
   };
   app.get("/openapi.json", async (c) => {
-    document ??= build();
-    document.catch(() => (document = undefined));
+    if (!document) {
+      document = build();
+      document.catch(() => (document = undefined));
+    }
     return c.json(await document);
   });
   // The reference page's module loads with its first view, not at startup.
