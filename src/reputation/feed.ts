@@ -70,7 +70,7 @@ export async function buildFeed(db: Db, slug: string) {
       review: items.map((r) => ({
         "@type": "Review",
         reviewRating: { "@type": "Rating", ratingValue: r.rating, bestRating: 5, worstRating: 1 },
-        author: { "@type": "Person", name: r.author.name ?? "Verified client" },
+        author: { "@type": "Person", name: r.author.name ?? "Client" },
         ...(r.headline ? { name: r.headline } : {}),
         reviewBody: r.body,
         datePublished: r.publishedAt,

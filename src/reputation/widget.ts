@@ -3,7 +3,10 @@
  * `<reviews-widget agent="slug">`. It renders into a shadow root (no style leaks in or out), fetches the agent's public
  * feed from the origin that served the script, builds every node with textContent (review text is never parsed as
  * HTML), puts the schema.org JSON-LD into the page for search engines, and shows a plain fallback when the feed is
- * unreachable.
+ * unreachable. On any host page (issue 23): styled through a constructable stylesheet, which a host's CSP
+ * (`style-src 'self'`) does not block as it does an inline <style>; one fetch per element and agent, whether the script
+ * comes before or after the element; an answer older than the element's latest request is dropped; and the JSON-LD
+ * leaves the page as soon as a new agent is asked for, so a slug that is not found leaves no other agent's data behind.
  */
 export const WIDGET_SCRIPT = `(() => {
   "use strict";
@@ -21,6 +24,16 @@ export const WIDGET_SCRIPT = `(() => {
     ".author { color: #4b5563; font-size: .875rem; }",
     ".fallback { color: #4b5563; }",
   ].join("\\n");
+
+  // One stylesheet for every widget of the page; an old browser without constructable sheets gets a <style>.
+  let sheet = null;
+  try { sheet = new CSSStyleSheet(); sheet.replaceSync(STYLE); } catch (err) { sheet = null; }
+  function styled(root, box) {
+    if (sheet && "adoptedStyleSheets" in root) { root.adoptedStyleSheets = [sheet]; root.replaceChildren(box); return; }
+    const style = document.createElement("style");
+    style.textContent = STYLE;
+    root.replaceChildren(style, box);
+  }
 
   function stars(rating) {
     const el = document.createElement("span");
@@ -40,27 +53,41 @@ export const WIDGET_SCRIPT = `(() => {
 
   class ReviewsWidget extends HTMLElement {
     static get observedAttributes() { return ["agent"]; }
-    connectedCallback() { this.load(); }
-    attributeChangedCallback() { if (this.isConnected) this.load(); }
-    async load() {
+    // An element already in the page when the script runs gets attributeChangedCallback, then connectedCallback, on
+    // upgrade: both ask for the agent, and only a new agent is fetched.
+    connectedCallback() { this.request(); }
+    attributeChangedCallback() { if (this.isConnected) this.request(); }
+    request() {
+      const slug = this.getAttribute("agent") || "";
+      if (this.requested === slug) return;
+      this.requested = slug;
+      this.load(slug);
+    }
+    clearJsonLd() {
+      for (const ld of this.querySelectorAll('script[type="application/ld+json"]')) ld.remove();
+    }
+    async load(slug) {
+      const ticket = (this.ticket = (this.ticket || 0) + 1);
+      this.clearJsonLd();
       const root = this.shadowRoot || this.attachShadow({ mode: "open" });
-      const style = document.createElement("style");
-      style.textContent = STYLE;
       const box = document.createElement("section");
       box.setAttribute("aria-label", "Client reviews");
       box.setAttribute("aria-busy", "true");
       box.append(text("p", "Loading reviews\\u2026", "fallback"));
-      root.replaceChildren(style, box);
-      const slug = this.getAttribute("agent") || "";
+      styled(root, box);
+      let feed = null;
       try {
         const res = await fetch(apiOrigin + "/api/public/reviews/" + encodeURIComponent(slug), { headers: { accept: "application/json" } });
         if (!res.ok) throw new Error(String(res.status));
-        this.render(box, await res.json());
+        feed = await res.json();
       } catch (err) {
-        box.replaceChildren(text("p", "Reviews are unavailable right now.", "fallback"));
-      } finally {
-        box.removeAttribute("aria-busy");
+        feed = null;
       }
+      // A newer request for this element has started: its answer, not this one, is shown.
+      if (ticket !== this.ticket) return;
+      if (feed) this.render(box, feed);
+      else box.replaceChildren(text("p", "Reviews are unavailable right now.", "fallback"));
+      box.removeAttribute("aria-busy");
     }
     render(box, feed) {
       const parts = [];
@@ -78,17 +105,20 @@ export const WIDGET_SCRIPT = `(() => {
         if (r.headline) item.append(text("h3", r.headline));
         item.append(text("p", r.body));
         const who = [r.author && r.author.name, r.author && r.author.location].filter(Boolean).join(", ");
-        item.append(text("p", who || "Verified client", "author"));
+        // Nobody verified an anonymous author: they are a client, as the agent recorded them.
+        item.append(text("p", who || "Client", "author"));
         list.append(item);
       }
       if (!list.children.length) parts.push(text("p", "No reviews yet.", "fallback"));
       else parts.push(list);
       box.replaceChildren(...parts);
       // JSON-LD goes into the page itself: search engines read it there, not inside a shadow root.
+      this.clearJsonLd();
       if (feed.jsonLd) {
-        let ld = this.querySelector('script[type="application/ld+json"]');
-        if (!ld) { ld = document.createElement("script"); ld.type = "application/ld+json"; this.append(ld); }
+        const ld = document.createElement("script");
+        ld.type = "application/ld+json";
         ld.textContent = JSON.stringify(feed.jsonLd);
+        this.append(ld);
       }
     }
   }

@@ -184,10 +184,19 @@ describe("the reviews widget embedded on another site", () => {
   beforeAll(async () => {
     // Another origin (another port) serving a page that embeds the widget, as a brokerage's own site would.
     site = createServer((req, res) => {
-      const slug = new URL(req.url ?? "/", "http://x").searchParams.get("agent") ?? "";
+      const q = new URL(req.url ?? "/", "http://x").searchParams;
+      const slug = q.get("agent") ?? "";
+      const script = `<script src="${dev.base}/widget/reviews.js"></script>`;
+      const widgets = q.getAll("agent").map((a) => `<reviews-widget agent="${a}"></reviews-widget>`).join("");
+      if (q.get("strict") === "1") {
+        // A strict host: no inline styles at all, the script after the elements, two widgets (one may be a 404).
+        res.writeHead(200, { "content-type": "text/html", "content-security-policy": `default-src 'self'; style-src 'self'; script-src ${dev.base}; connect-src ${dev.base}` });
+        res.end(`<!doctype html><html lang="en"><head><title>Strict broker site</title></head><body><h1>Our agents</h1>${widgets}${script}</body></html>`);
+        return;
+      }
       res.writeHead(200, { "content-type": "text/html" });
       res.end(`<!doctype html><html lang="en"><head><title>Broker site</title><style>p { display: none } li { color: rgb(255, 0, 0) }</style>
-        <script src="${dev.base}/widget/reviews.js"></script></head>
+        ${script}</head>
         <body><h1>Our agent</h1><reviews-widget agent="${slug}"></reviews-widget></body></html>`);
     });
     await new Promise<void>((resolve) => site.listen(0, "127.0.0.1", resolve));
@@ -225,6 +234,47 @@ describe("the reviews widget embedded on another site", () => {
     const ld = JSON.parse((await page.locator('reviews-widget script[type="application/ld+json"]').textContent())!);
     expect(ld).toMatchObject({ "@type": "RealEstateAgent", name: "Wendy Widget", aggregateRating: { ratingValue: 5, reviewCount: 1 } });
     expect(failures).toEqual([]);
+    await page.close();
+  });
+
+  it("on a strict host page (style-src 'self', script after the elements) is styled, fetches once per widget, and puts only a found agent's JSON-LD in the page", async () => {
+    const { token, userId } = await mintToken(`Strict Widget Realty ${Date.now()}`, "agent@strict.test");
+    const api = createApiClient(dev.base, token);
+    const created = await api.POST("/api/reputation/testimonials", { body: { agentUserId: userId, category: "SELLER", rating: 4, body: "Sold above asking." } });
+    const id = created.data!.id;
+    await api.POST("/api/reputation/testimonials/{id}/approve", { params: { path: { id } } });
+    await api.POST("/api/reputation/testimonials/{id}/publish", { params: { path: { id } } });
+    await api.PUT("/api/reputation/profile", { body: { draftConfig: { displayName: "Stella Strict" } } });
+    const slug = (await api.POST("/api/reputation/profile/publish", { body: {} })).data!.slug;
+
+    const page = await browser.newPage();
+    const feedCalls: string[] = [];
+    const violations: string[] = [];
+    page.on("request", (r) => {
+      if (r.url().includes("/api/public/reviews/")) feedCalls.push(r.url());
+    });
+    page.on("console", (m) => {
+      if (/Content Security Policy/i.test(m.text())) violations.push(m.text());
+    });
+    await page.goto(`${siteUrl}/?strict=1&agent=${slug}&agent=nobody-${Date.now()}`);
+    const [found, missing] = [page.locator("reviews-widget").nth(0), page.locator("reviews-widget").nth(1)];
+    await expect.poll(() => found.locator("li").count(), { timeout: 15_000 }).toBe(1);
+    await expect.poll(() => missing.locator(".fallback").textContent()).toBe("Reviews are unavailable right now.");
+    // Styled although the host allows no inline style: the stars are the widget's amber, the author line grey.
+    expect(await found.locator(".stars").first().evaluate((el) => getComputedStyle(el).color)).toBe("rgb(217, 119, 6)");
+    // An anonymous review is a client's, not a "verified" one.
+    expect(await found.locator("li .author").textContent()).toBe("Client");
+    expect(violations).toEqual([]);
+    // One fetch per widget, though the script came after the elements.
+    expect(feedCalls).toHaveLength(2);
+    // What search engines read: the found agent's JSON-LD only.
+    const lds = await page.locator('script[type="application/ld+json"]').allTextContents();
+    expect(lds.map((t) => JSON.parse(t).name)).toEqual(["Stella Strict"]);
+
+    // Switching the found widget to an unknown agent takes that agent's JSON-LD out of the page.
+    await found.evaluate((el) => el.setAttribute("agent", "nobody-at-all"));
+    await expect.poll(() => found.locator(".fallback").textContent()).toBe("Reviews are unavailable right now.");
+    expect(await page.locator('script[type="application/ld+json"]').count()).toBe(0);
     await page.close();
   });
 
