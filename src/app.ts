@@ -14,6 +14,7 @@ import { d1Session } from "./platform/session";
 import { handleError, handleNotFound } from "./platform/error-handler";
 import { mountDocs, validationHook } from "./platform/openapi";
 import { durableObjectRateLimiter, type RateLimiter } from "./platform/rate-limit";
+import type { ReferralDeps } from "./reputation/referral-routes";
 import type { SigningDeps } from "./signatures/public-routes";
 import type { WebhookDeps } from "./webhooks/transport";
 
@@ -24,6 +25,8 @@ export interface AppOptions {
   webhooks?: Partial<WebhookDeps>;
   /** Replaces the bot challenge of the public signing routes (tests point the real client at a fake siteverify). */
   signing?: Partial<SigningDeps>;
+  /** Replaces the bot challenge of the public referral form (tests point the real client at a fake siteverify). */
+  referrals?: Partial<ReferralDeps>;
 }
 
 /** Routes that need a bearer session; everything under /api/public, /oauth and the docs stays open. */
@@ -97,8 +100,15 @@ function routeGroups(options: AppOptions): RouteGroup[] {
       return [signing.createPublicSigningRoutes({ botChallenge: options.signing?.botChallenge ?? ((secret) => challenge.turnstile(secret)) }), verify.verifyRoutes, files.fileRoutes];
     }),
     group(["/api/reputation", "/api/reputation/*", "/api/public/reviews/*", "/widget/*", "/api/public/referral/*", "/api/public/survey/*", "/survey/*"], async () => {
-      const [reputation, reviews, referrals, surveys] = await Promise.all([import("./reputation/routes"), import("./reputation/public-routes"), import("./reputation/referral-routes"), import("./reputation/survey-routes")]);
-      return [reputation.reputationRoutes, reviews.reviewRoutes, referrals.referralRoutes, surveys.surveyRoutes];
+      const [reputation, reviews, referrals, surveys, challenge] = await Promise.all([
+        import("./reputation/routes"),
+        import("./reputation/public-routes"),
+        import("./reputation/referral-routes"),
+        import("./reputation/survey-routes"),
+        import("./platform/bot-challenge"),
+      ]);
+      const referralRoutes = referrals.createReferralRoutes({ botChallenge: options.referrals?.botChallenge ?? ((secret) => challenge.turnstile(secret)) });
+      return [reputation.reputationRoutes, reviews.reviewRoutes, referralRoutes, surveys.surveyRoutes];
     }),
     group(["/api/clickwrap", "/api/clickwrap/*", "/api/public/clickwrap/*", "/consent/*"], async () => [(await import("./clickwrap/routes")).clickwrapRoutes]),
     group(["/oauth/*", "/.well-known/*"], async () => [(await import("./oauth/routes")).oauthRoutes]),

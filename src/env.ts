@@ -26,6 +26,7 @@ export interface Env {
   JWT_SECRET?: string;
   OAUTH_CLIENTS?: string;
   MCP_SERVER_URL?: string;
+  MCP_ALLOWED_ORIGINS?: string;
   FILES_URL_SECRET?: string;
   EMAIL_PROVIDER?: string;
   EMAIL_API_KEY?: string;
@@ -68,6 +69,12 @@ const ConfigSchema = z.object({
     }
   }),
   MCP_SERVER_URL: optional,
+  // Origins (scheme://host[:port], comma-separated) whose pages may call the MCP endpoint besides APP_URL's own.
+  MCP_ALLOWED_ORIGINS: optional.transform((raw, ctx) => {
+    const origins = (raw ?? "").split(",").map((o) => o.trim()).filter(Boolean);
+    for (const o of origins) if (!URL.canParse(o) || new URL(o).origin !== o) ctx.addIssue({ code: "custom", message: `MCP_ALLOWED_ORIGINS: ${o} is not an origin (scheme://host[:port])` });
+    return origins;
+  }),
   FILES_URL_SECRET: optional,
   // `log` keeps mail in the mail_outbox table (development, tests); `resend` sends through Resend's HTTP API.
   EMAIL_PROVIDER: optional.pipe(z.enum(["log", "resend"]).default("log")),

@@ -11,6 +11,7 @@ import { createContact, uniqueEmail } from "./helpers/contacts";
 import { createDeal, getDeal } from "./helpers/deals";
 import { createDocument } from "./helpers/documents";
 import { createPrincipal, type TestPrincipal } from "./helpers/factories";
+import { testApp } from "./helpers/test-app";
 
 const MCP_URL = "http://api.test/mcp";
 const config = readConfig(env);
@@ -43,8 +44,15 @@ const initialize = (id = 1) => ({
   params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "raw", version: "1" } },
 });
 
-const post = (body: unknown, headers: Record<string, string> = {}) =>
-  workerFetch(MCP_URL, { method: "POST", headers: { "content-type": "application/json", accept: "application/json, text/event-stream", ...headers }, body: JSON.stringify(body) });
+const JSON_HEADERS = { "content-type": "application/json", accept: "application/json, text/event-stream" };
+const post = (body: unknown, headers: Record<string, string> = {}) => workerFetch(MCP_URL, { method: "POST", headers: { ...JSON_HEADERS, ...headers }, body: JSON.stringify(body) });
+
+/** One raw JSON-RPC request at a protocol version, as a client past initialize sends it; answers the JSON-RPC body. */
+async function rpc(token: string, method: string, params: unknown, protocolVersion = "2025-11-25") {
+  const res = await post({ jsonrpc: "2.0", id: 9, method, params }, { authorization: `Bearer ${token}`, "mcp-protocol-version": protocolVersion });
+  expect(res.status).toBe(200);
+  return (await res.json()) as { result?: Record<string, any>; error?: { code: number; message: string; data?: any } };
+}
 
 describe("MCP endpoint: authentication", () => {
   it("answers 401 with a WWW-Authenticate header naming the protected-resource metadata, without a token or with a bad one", async () => {
@@ -63,17 +71,40 @@ describe("MCP endpoint: authentication", () => {
     expect(await metadata.json()).toMatchObject({ resource: mcpServerUrlOf(config), authorization_servers: [expect.any(String)] });
   });
 
-  it("lets browser-based clients call it: a preflight needs no token, and the challenge header is readable", async () => {
-    const preflight = await workerFetch(MCP_URL, {
-      method: "OPTIONS",
+  it("lets pages of an allowed origin call it: a preflight needs no token, and the challenge header is readable", async () => {
+    const { fetch } = testApp({}, { MCP_ALLOWED_ORIGINS: "https://inspector.example" });
+    const preflight = await fetch("OPTIONS", "/mcp", {
       headers: { origin: "https://inspector.example", "access-control-request-method": "POST", "access-control-request-headers": "authorization, content-type, mcp-protocol-version" },
     });
     expect(preflight.status).toBe(204);
-    expect(preflight.headers.get("access-control-allow-origin")).toBe("*");
+    expect(preflight.headers.get("access-control-allow-origin")).toBe("https://inspector.example");
     expect(preflight.headers.get("access-control-allow-headers")).toMatch(/authorization/i);
-    const refused = await post(initialize(), { origin: "https://inspector.example" });
+    const refused = await fetch("POST", "/mcp", { headers: { origin: "https://inspector.example", ...JSON_HEADERS }, body: JSON.stringify(initialize()) });
     expect(refused.status).toBe(401);
     expect(refused.headers.get("access-control-expose-headers")).toMatch(/WWW-Authenticate/i);
+    // A foreign page's preflight names no origin: the browser never sends its call.
+    const foreign = await fetch("OPTIONS", "/mcp", { headers: { origin: "https://evil.example", "access-control-request-method": "POST" } });
+    expect(foreign.headers.get("access-control-allow-origin")).toBeNull();
+  });
+
+  it("refuses a request from a foreign Origin with 403 before anything runs; no Origin and the configured one pass", async () => {
+    const { token } = await createPrincipal();
+    const email = uniqueEmail("rebound");
+    const createCall = { jsonrpc: "2.0", id: 7, method: "tools/call", params: { name: "create_contact", arguments: { firstName: "Re", lastName: "Bound", email } } };
+    for (const origin of ["https://evil.example", "http://127.0.0.1:9999", "null"]) {
+      const res = await post(createCall, { authorization: `Bearer ${token}`, origin, "mcp-protocol-version": "2025-11-25" });
+      expect(res.status, origin).toBe(403);
+      expect(await json(res), origin).toMatchObject({ jsonrpc: "2.0", error: { code: -32000 } });
+      // Also without a token: the Origin is checked first, so a rebinding page learns nothing of the auth either.
+      expect((await post(initialize(), { origin })).status, origin).toBe(403);
+    }
+    expect((await json(await call("GET", `/v1/contacts?email=${encodeURIComponent(email)}`, { token }))).data).toEqual([]);
+
+    const own = await post(createCall, { authorization: `Bearer ${token}`, origin: new URL(config.APP_URL).origin, "mcp-protocol-version": "2025-11-25" });
+    expect(own.status).toBe(200);
+    expect((await json(own)).result).toMatchObject({ structuredContent: { contact: { email } } });
+    const none = await post(initialize(), { authorization: `Bearer ${token}` });
+    expect(none.status).toBe(200);
   });
 
   it("refuses the official client without a token", async () => {
@@ -201,6 +232,72 @@ describe("MCP tools over Streamable HTTP", () => {
     expect(await tool(own, "create_contact", { firstName: "Lone \ud800", lastName: "Surrogate", email: uniqueEmail() })).toMatchObject({ isError: true, data: { error: "validation_error" } });
     await client.close();
     await own.close();
+  });
+});
+
+describe("MCP by the letter", () => {
+  it("advertises only what a stateless server honours: tools, without listChanged", async () => {
+    const { token } = await createPrincipal();
+    const res = await post(initialize(), { authorization: `Bearer ${token}` });
+    const { result } = await json(res);
+    expect(result.capabilities).toEqual({ tools: {} });
+    const client = await connect(token);
+    expect(client.getServerCapabilities()).toEqual({ tools: {} });
+    await client.close();
+  });
+
+  it("answers an unknown tool with the JSON-RPC error -32602, at every protocol version", async () => {
+    const { token } = await createPrincipal();
+    for (const version of ["2025-11-25", "2025-06-18"]) {
+      const body = await rpc(token, "tools/call", { name: "delete_everything", arguments: {} }, version);
+      expect(body.result, version).toBeUndefined();
+      expect(body.error, version).toMatchObject({ code: -32602, message: expect.stringContaining("delete_everything") });
+    }
+    const client = await connect(token);
+    await expect(client.callTool({ name: "delete_everything", arguments: {} })).rejects.toMatchObject({ code: -32602 });
+    await client.close();
+  });
+
+  it("answers invalid arguments with -32602 before 2025-11-25, and as a tool error with every issue from it (SEP-1303)", async () => {
+    const { token } = await createPrincipal();
+    const args = { firstName: "", lastName: "Bad", email: "not-an-email" };
+    for (const version of ["2025-06-18", "2025-03-26"]) {
+      const body = await rpc(token, "tools/call", { name: "create_contact", arguments: args }, version);
+      expect(body.result, version).toBeUndefined();
+      expect(body.error, version).toMatchObject({ code: -32602, data: { issues: expect.arrayContaining([expect.objectContaining({ field: "email" })]) } });
+      // A route schema's rule (min above max) is an invalid argument too.
+      const range = await rpc(token, "tools/call", { name: "find_contacts", arguments: { minLeadScore: 80, maxLeadScore: 20 } }, version);
+      expect(range.error, version).toMatchObject({ code: -32602 });
+    }
+    const current = await rpc(token, "tools/call", { name: "create_contact", arguments: args });
+    expect(current.error).toBeUndefined();
+    expect(current.result).toMatchObject({ isError: true, structuredContent: { error: "validation_error", issues: expect.arrayContaining([expect.objectContaining({ field: "email" }), expect.objectContaining({ field: "firstName" })]) } });
+    // Without the header a client is taken to speak 2025-03-26 (transport spec): the JSON-RPC error.
+    const bare = await post({ jsonrpc: "2.0", id: 3, method: "tools/call", params: { name: "create_contact", arguments: args } }, { authorization: `Bearer ${token}` });
+    expect((await json(bare)).error).toMatchObject({ code: -32602 });
+    // Nothing was made by any of them.
+    expect((await json(await call("GET", "/v1/contacts", { token }))).data).toEqual([]);
+  });
+
+  it("sends a sequential envelope and lists every signer in order, marking who is up now", async () => {
+    const { token } = await createPrincipal();
+    const doc = await createDocument(token);
+    const client = await connect(token);
+    const signers = [
+      { name: "First Signer", email: "first@signer.test", role: "landlord" },
+      { name: "Second Signer", email: "second@signer.test", role: "tenant" },
+      { name: "Third Signer", email: "third@signer.test", role: "tenant" },
+    ];
+    const sent = await tool(client, "send_for_signature", { documentId: doc.id, signers, mode: "sequential" });
+    expect(sent.isError, sent.text).toBe(false);
+    expect(sent.data.envelope).toMatchObject({ mode: "sequential" });
+    expect(sent.data.envelope.signers).toEqual([
+      expect.objectContaining({ position: 0, email: "first@signer.test", status: "sent", mailed: true, upNow: true }),
+      expect.objectContaining({ position: 1, email: "second@signer.test", status: "pending", mailed: false, upNow: false }),
+      expect.objectContaining({ position: 2, email: "third@signer.test", status: "pending", mailed: false, upNow: false }),
+    ]);
+    expect(sent.text).not.toContain("/sign/");
+    await client.close();
   });
 });
 

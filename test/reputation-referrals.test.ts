@@ -7,7 +7,10 @@ import { referralLeadConsumer } from "../src/reputation/referrals";
 import { call, json } from "./helpers/client";
 import { createContact, uniqueEmail } from "./helpers/contacts";
 import { createPrincipal, type TestPrincipal } from "./helpers/factories";
+import { receiverUrl } from "./helpers/receiver";
 import { publishedProfile } from "./helpers/reputation";
+import { testApp } from "./helpers/test-app";
+import { turnstile } from "../src/platform/bot-challenge";
 
 const freshIp = () => `10.91.${Math.floor(Math.random() * 250)}.${Math.floor(Math.random() * 250)}`;
 const submit = (slug: string, body: unknown, ip = freshIp()) => call("POST", `/api/public/referral/${slug}`, { body, headers: { "cf-connecting-ip": ip } });
@@ -68,8 +71,8 @@ describe("referrals (spec: Referral, Rules 2)", () => {
     const leadEmail = uniqueEmail("lead");
     const referrerEmail = uniqueEmail("referrer");
     expect((await submit(slug, form({ referrerEmail, referredEmail: leadEmail }))).status).toBe(202);
-    expect((await submit(slug, form({ referrerEmail: referrerEmail.toUpperCase(), referredEmail: leadEmail.toUpperCase(), referredName: "Lee Again" }))).status).toBe(202);
-    // The referrer is recorded once, linked by both referrals.
+    // Another person referred by the same referrer: the referrer is recorded once, linked by both referrals.
+    expect((await submit(slug, form({ referrerEmail: referrerEmail.toUpperCase(), referredEmail: uniqueEmail("other"), referredName: "Other Person" }))).status).toBe(202);
     const referrers = await contactsWith(owner, referrerEmail);
     expect(referrers).toHaveLength(1);
 
@@ -78,7 +81,8 @@ describe("referrals (spec: Referral, Rules 2)", () => {
     expect(leads).toEqual([expect.objectContaining({ type: "LEAD", source: "REFERRAL", assignedTo: owner.userId, firstName: "Lee", lastName: "Lead" })]);
     const { referrals } = await referralsOf(owner);
     expect(referrals).toHaveLength(2);
-    for (const r of referrals) expect(r).toMatchObject({ status: "RECEIVED", channel: "PUBLIC_PROFILE", agentUserId: owner.userId, referrerPersonId: referrers[0]!.id, leadContactId: leads[0]!.id });
+    for (const r of referrals) expect(r).toMatchObject({ status: "RECEIVED", channel: "PUBLIC_PROFILE", agentUserId: owner.userId, referrerPersonId: referrers[0]!.id });
+    expect(referrals.find((r: { referredContact: string }) => r.referredContact === leadEmail).leadContactId).toBe(leads[0]!.id);
 
     // A manual referral of a person who already is a contact links that contact.
     const existing = await createContact(owner.token);
@@ -161,6 +165,64 @@ describe("referrals (spec: Referral, Rules 2)", () => {
     expect(limited).toHaveLength(1);
     expect(await json(limited[0]!)).toMatchObject({ error: "rate_limited" });
     expect((await referralsOf(owner)).referrals).toHaveLength(10);
+    expect((await submit(slug, form())).status).toBe(202);
+  });
+
+  it("public form: the same person referred to the same agent within 30 days answers the first referral and records nothing more", async () => {
+    const owner = await createPrincipal();
+    const slug = await publishedProfile(owner);
+    const leadEmail = uniqueEmail("dup");
+    const first = await submit(slug, form({ referredEmail: leadEmail }));
+    expect(first.status).toBe(202);
+    const { referralId } = await json(first);
+    expect(referralId).toEqual(expect.any(String));
+    // Another referrer, other words, the address in other case: the same answer, the same referral.
+    const again = await submit(slug, form({ referrerEmail: uniqueEmail("second-referrer"), referredName: "Lee Again", referredEmail: leadEmail.toUpperCase(), notes: "again" }));
+    expect(again.status).toBe(202);
+    expect(await json(again)).toEqual({ received: true, referralId });
+    expect((await referralsOf(owner)).referrals.map((r: { id: string }) => r.id)).toEqual([referralId]);
+    expect(await receivedEvents(owner.organizationId)).toHaveLength(1);
+    await runWorkflow(owner.organizationId);
+    expect(await contactsWith(owner, leadEmail)).toHaveLength(1);
+    // The duplicate's referrer was not recorded either: only the first referrer and the lead are contacts.
+    expect(await env.DB.prepare("SELECT COUNT(*) AS n FROM contacts WHERE organization_id = ?").bind(owner.organizationId).first<number>("n")).toBe(2);
+
+    // Once the 30 days are over, the same person makes a new referral (and keeps the one lead contact).
+    await env.DB.prepare("UPDATE referral_keys SET expires_at = ? WHERE referral_id = ?").bind(new Date(Date.now() - 1000).toISOString(), referralId).run();
+    const later = await json(await submit(slug, form({ referredEmail: leadEmail })));
+    expect(later.referralId).not.toBe(referralId);
+    expect((await referralsOf(owner)).referrals).toHaveLength(2);
+    await runWorkflow(owner.organizationId);
+    expect(await contactsWith(owner, leadEmail)).toHaveLength(1);
+    // And that one now holds the window.
+    expect((await json(await submit(slug, form({ referredEmail: leadEmail })))).referralId).toBe(later.referralId);
+  });
+
+  it("public form: with BOT_CHALLENGE_SECRET set, a Turnstile token that siteverify accepts is required; the per-address limit stays", async () => {
+    const owner = await createPrincipal();
+    const slug = await publishedProfile(owner);
+    const verifyUrl = `${receiverUrl()}/turnstile/siteverify`;
+    const { fetch } = testApp({ referrals: { botChallenge: (secret) => turnstile(secret, globalThis.fetch, verifyUrl) } }, { BOT_CHALLENGE_SECRET: "turnstile-test-secret" });
+    const post = (body: unknown, ip = freshIp()) => fetch("POST", `/api/public/referral/${slug}`, { body: JSON.stringify(body), headers: { "content-type": "application/json", "cf-connecting-ip": ip } });
+
+    const missing = await post(form());
+    expect(missing.status).toBe(400);
+    expect((await json(missing)).issues.map((i: { path: string[] }) => i.path.join("."))).toEqual(["challengeToken"]);
+    const refused = await post(form({ challengeToken: "fail" }));
+    expect(refused.status).toBe(403);
+    expect(await json(refused)).toMatchObject({ error: "challenge_failed" });
+    expect((await referralsOf(owner)).referrals).toEqual([]);
+
+    const passed = await post(form({ challengeToken: "pass" }));
+    expect(passed.status, await passed.clone().text()).toBe(202);
+    expect((await referralsOf(owner)).referrals).toHaveLength(1);
+
+    // Ten a minute per address whatever the token: the eleventh is 429 before siteverify is asked.
+    const ip = freshIp();
+    const answers = await Promise.all(Array.from({ length: 11 }, () => post(form({ challengeToken: "pass" }), ip)));
+    expect(answers.filter((r) => r.status === 429)).toHaveLength(1);
+
+    // Without the secret (development, tests) the form needs no token.
     expect((await submit(slug, form())).status).toBe(202);
   });
 });

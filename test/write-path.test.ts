@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { call, json } from "./helpers/client";
 import { expectDerivedFiguresExact } from "./helpers/derived-figures";
 import { createPrincipal } from "./helpers/factories";
-import { type ChildRace, eventCount, type IndependentRace, type OnceRace, type Params, RACES } from "./helpers/race-table";
+import { type ChildRace, eventCount, type IndependentRace, type OnceRace, type Params, PUBLIC_RACES, RACES } from "./helpers/race-table";
 import { fillPath, ROUTES } from "./helpers/route-table";
 import { TRASH_RACES } from "./helpers/trash-races";
 
@@ -181,5 +181,13 @@ describe("ETag and If-Match", () => {
     expect((await call("PATCH", `/v1/webhooks/${id}`, { token: owner.token, body: { description: "v3" }, headers: { "if-match": '"1"' } })).status).toBe(412);
     expect((await call("DELETE", `/v1/webhooks/${id}`, { token: owner.token, headers: { "if-match": '"1"' } })).status).toBe(412);
     expect((await call("DELETE", `/v1/webhooks/${id}`, { token: owner.token, headers: { "if-match": '"2"' } })).status).toBe(200);
+  });
+});
+
+describe("public writes under concurrency (issue 23)", () => {
+  it.each(PUBLIC_RACES.map((r) => [r.name, r] as const))("%s", async (_, entry) => {
+    const owner = await createPrincipal();
+    await entry.run(owner);
+    await expectDerivedFiguresExact(owner.organizationId);
   });
 });

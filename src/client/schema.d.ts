@@ -1486,6 +1486,9 @@ export interface paths {
          *     organization (an existing contact with that e-mail is linked), creates the referral RECEIVED with channel PUBLIC_PROFILE and emits
          *     REFERRAL_RECEIVED; the referred person then becomes a lead of the agent. Body at most 32 KB (413); every problem of the body is
          *     listed in one 400; 10 requests a minute per address (429). Unknown, unpublished and deleted profiles answer the same 404. CORS-enabled.
+         *     With the bot challenge configured (BOT_CHALLENGE_SECRET), the body needs a Turnstile `challengeToken` (400 without, 403 when refused).
+         *     The same referred e-mail sent to the same agent within 30 days of the first referral is a duplicate: it answers the same
+         *     202 with that referral's id and records nothing (no second referral, referrer or lead).
          */
         post: operations["recordPublicReferral"];
         delete?: never;
@@ -3845,6 +3848,8 @@ export interface components {
         ReferralReceived: {
             /** @enum {boolean} */
             received: true;
+            /** @description The referral recorded, or the earlier one this repeats */
+            referralId: string;
         };
         PublicReferral: {
             referrerName: string;
@@ -3854,6 +3859,8 @@ export interface components {
             /** Format: email */
             referredEmail: string;
             notes?: string;
+            /** @description Turnstile token, required when the bot challenge is configured */
+            challengeToken?: string;
         };
         SurveyTemplateList: {
             templates: components["schemas"]["SurveyTemplate"][];
@@ -12287,7 +12294,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Received */
+            /** @description Received (or a duplicate of a referral received within the window: the same answer, naming it) */
             202: {
                 headers: {
                     [name: string]: unknown;
@@ -12298,6 +12305,15 @@ export interface operations {
             };
             /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The bot challenge token was refused (challenge_failed) */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -1,4 +1,4 @@
-import { index, integer, real, sqliteTable, text } from "drizzle-orm/sqlite-core";
+import { index, integer, primaryKey, real, sqliteTable, text } from "drizzle-orm/sqlite-core";
 
 export type ReferralStatus = "RECEIVED";
 
@@ -35,4 +35,22 @@ export const referrals = sqliteTable(
     index("referrals_org_status_idx").on(t.organizationId, t.status, t.createdAt, t.id),
     index("referrals_org_agent_idx").on(t.organizationId, t.agentUserId, t.createdAt, t.id),
   ],
+);
+
+/**
+ * The public form's de-duplication (issue 23): while `expiresAt` (30 days after the referral) is ahead, a referral of
+ * the same person to the same agent answers `referralId` instead of making a second one. One row per key, replaced
+ * once expired; the key is the SHA-256 of the lower-cased e-mail (or the phone's digits), not the address itself.
+ * The capture's batch guards that no live row exists and writes this one, so of concurrent copies one lands.
+ */
+export const referralKeys = sqliteTable(
+  "referral_keys",
+  {
+    organizationId: text().notNull(),
+    agentUserId: text().notNull(),
+    contactHash: text().notNull(),
+    referralId: text().notNull(),
+    expiresAt: text().notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.organizationId, t.agentUserId, t.contactHash] })],
 );

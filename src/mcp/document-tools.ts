@@ -4,7 +4,7 @@ import { ObligationQuery } from "../documents/obligation-routes";
 import { listObligations } from "../documents/obligations";
 import { SearchQuery } from "../documents/search-routes";
 import { MAX_SIGNERS, SignatureRequest, SignerInput } from "../signatures/schemas";
-import { sendForSignature } from "../signatures/service";
+import { getEnvelope, sendForSignature } from "../signatures/service";
 import { defineTool, parseWith } from "./tool";
 
 export const searchDocumentsTool = defineTool({
@@ -39,7 +39,7 @@ export const sendForSignatureTool = defineTool({
   name: "send_for_signature",
   title: "Send a document for signature",
   description:
-    "Opens a signature envelope on a GENERATED standard-form document and e-mails each signer their signing link (the links are not returned). The signers derive from the document (landlords, then tenants) unless `signers` replaces them, in signing order. Parallel mode sends every link at once, sequential mode one after another.",
+    "Opens a signature envelope on a GENERATED standard-form document and e-mails each signer their signing link (the links are not returned). The signers derive from the document (landlords, then tenants) unless `signers` replaces them, in signing order. Parallel mode sends every link at once, sequential mode one after another. Answers every signer in signing order, with who is up now (`upNow`: mailed and yet to sign).",
   permission: "envelopes:send",
   openWorld: true,
   input: z.strictObject({
@@ -51,8 +51,12 @@ export const sendForSignatureTool = defineTool({
   async run({ documentId, ...request }, { ctx, meta }) {
     // The route's schema too: it refuses a signer listed twice.
     const { envelopeId, links } = await sendForSignature(ctx, documentId, parseWith(SignatureRequest, request), meta);
-    // The signing links are the signers' capabilities: they go to the signers by mail, never into an agent's context.
-    return { envelope: { envelopeId, signers: links.map(({ url: _url, ...signer }) => ({ ...signer, mailed: true })) } };
+    // The links name only the signers mailed now (in sequential mode the first): the envelope names them all. The
+    // signing links are the signers' capabilities: they go to the signers by mail, never into an agent's context.
+    const envelope = await getEnvelope(ctx, envelopeId);
+    const mailed = new Set(links.map((l) => l.signerId));
+    const signers = envelope.signers.map((s, position) => ({ signerId: s.id, position, name: s.name, email: s.email, role: s.role, status: s.status, mailed: mailed.has(s.id), upNow: s.status === "sent" }));
+    return { envelope: { envelopeId, mode: envelope.mode, status: envelope.status, signers } };
   },
 });
 

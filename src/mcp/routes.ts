@@ -2,9 +2,9 @@ import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/
 import { Hono, type Context } from "hono";
 import { cors } from "hono/cors";
 import { createMiddleware } from "hono/factory";
-import { readConfig } from "../env";
+import { type Config, readConfig } from "../env";
 import { Unauthorized } from "../lib/errors";
-import { protectedResourceMetadataUrl } from "../oauth/metadata";
+import { issuerOf, mcpServerUrlOf, protectedResourceMetadataUrl } from "../oauth/metadata";
 import { grantedPermissions, requireAuth, serviceContext } from "../platform/auth";
 import type { AppBindings } from "../platform/context";
 import { requestMeta } from "../platform/request-meta";
@@ -34,6 +34,35 @@ const authenticate = createMiddleware<AppBindings>(async (c, next) => {
   }
 });
 
+/** The origins whose pages may call the endpoint: APP_URL's, MCP_SERVER_URL's and MCP_ALLOWED_ORIGINS. */
+const originsCache = new WeakMap<Config, Set<string>>();
+function allowedOrigins(config: Config): Set<string> {
+  let origins = originsCache.get(config);
+  if (!origins) {
+    origins = new Set([new URL(issuerOf(config)).origin, new URL(mcpServerUrlOf(config)).origin, ...config.MCP_ALLOWED_ORIGINS]);
+    originsCache.set(config, origins);
+  }
+  return origins;
+}
+
+const originAllowed = (c: Context<AppBindings>, origin: string) => allowedOrigins(readConfig(c.env)).has(origin);
+
+/**
+ * MCP Streamable HTTP (2025-11-25, Security Warning): servers must validate Origin against DNS rebinding, a page on
+ * another site reaching a server through a name it re-pointed. No Origin is a client outside a browser (an agent, the
+ * SDK, the Inspector's proxy); a present one must be an allowed origin, else 403 before anything else runs.
+ */
+const checkOrigin = createMiddleware<AppBindings>(async (c, next) => {
+  const origin = c.req.header("origin");
+  if (origin !== undefined && !originAllowed(c, origin)) {
+    return c.json({ jsonrpc: "2.0", id: null, error: { code: -32000, message: `Forbidden: requests from the origin ${origin} are not accepted` } }, 403);
+  }
+  await next();
+});
+
+/** The client's protocol version; without the header the transport spec says to assume 2025-03-26. */
+const protocolVersionOf = (c: Context<AppBindings>) => c.req.header("mcp-protocol-version") ?? "2025-03-26";
+
 /**
  * Streamable HTTP in stateless mode: each POST builds a server for its caller, answers with JSON (no SSE stream:
  * no tool sends progress) and is done, so any Worker isolate can serve any request and no session id is needed.
@@ -45,7 +74,7 @@ async function handle(c: Context<AppBindings>): Promise<Response> {
   if (Array.isArray(body)) return c.json({ jsonrpc: "2.0", id: null, error: { code: -32600, message: "Batches are not supported: send one JSON-RPC message per request" } }, 400);
   // If-Match is an HTTP precondition on one resource; a tool call addresses none through it.
   const ctx = { ...serviceContext(c), ifMatch: undefined };
-  const server = createMcpServer({ ctx, granted: new Set(grantedPermissions(c)), meta: requestMeta(c) });
+  const server = createMcpServer({ ctx, granted: new Set(grantedPermissions(c)), meta: requestMeta(c), protocolVersion: protocolVersionOf(c) });
   const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
   await server.connect(transport);
   try {
@@ -57,11 +86,11 @@ async function handle(c: Context<AppBindings>): Promise<Response> {
 }
 
 /**
- * Browser-based MCP clients (an inspector page) call the endpoint with fetch. Only the bearer token authorizes, never
- * a cookie or other ambient credential, so any origin may call it: a page can use only a token it already holds.
+ * Browser-based MCP clients (an inspector page) call the endpoint with fetch, from an allowed origin (checkOrigin):
+ * the preflight names only those; to any other page the browser refuses the call before it is sent.
  */
 const openCors = cors({
-  origin: "*",
+  origin: (origin, c) => (originAllowed(c, origin) ? origin : null),
   allowMethods: ["POST", "GET", "DELETE", "OPTIONS"],
   allowHeaders: ["authorization", "content-type", "mcp-protocol-version", "mcp-session-id", "last-event-id"],
   exposeHeaders: ["WWW-Authenticate", "Mcp-Session-Id"],
@@ -69,7 +98,7 @@ const openCors = cors({
 });
 
 export const mcpRoutes = new Hono<AppBindings>()
-  .use(MCP_PATH, openCors, authenticate)
+  .use(MCP_PATH, openCors, checkOrigin, authenticate)
   .post(MCP_PATH, handle)
   // Without sessions there is no server-initiated stream to open (GET) nor session to end (DELETE): the transport
   // spec's answer is 405.

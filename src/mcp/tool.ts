@@ -1,5 +1,4 @@
-import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
-import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import { type CallToolResult, ErrorCode, McpError, type Tool } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from "../crm/list-query";
 import { AppError, InsufficientPermission, Validation } from "../lib/errors";
@@ -17,6 +16,8 @@ export interface ToolScope {
   granted: ReadonlySet<Permission>;
   /** Who called, as audit trails record it (the signature envelope's "sent" entries). */
   meta: RequestMeta;
+  /** The MCP protocol version the client speaks (its MCP-Protocol-Version header): it decides how bad arguments are answered. */
+  protocolVersion: string;
 }
 
 interface ToolDefinition<S extends z.ZodObject> {
@@ -35,8 +36,34 @@ interface ToolDefinition<S extends z.ZodObject> {
 export interface McpTool {
   name: string;
   permission: Permission;
-  register(server: McpServer, scope: ToolScope): void;
+  /** What tools/list shows of it, built once per isolate. */
+  definition: Tool;
+  call(args: Record<string, unknown>, scope: ToolScope): Promise<CallToolResult>;
 }
+
+/** Array elements and object members one tools/call may carry: a contact with every list full is well under it. */
+export const MAX_TOOL_INPUT_ELEMENTS = 2_000;
+
+/** Whether `value` holds more than `max` array elements and object members, counted until the count passes `max`. */
+function exceedsElements(value: unknown, max: number): boolean {
+  let count = 0;
+  const stack = [value];
+  while (stack.length > 0) {
+    const node = stack.pop();
+    if (node === null || typeof node !== "object") continue;
+    for (const child of Array.isArray(node) ? node : Object.values(node)) {
+      if (++count > max) return true;
+      stack.push(child);
+    }
+  }
+  return false;
+}
+
+/**
+ * MCP 2025-11-25 (SEP-1303) answers arguments that fail validation as a tool result with isError, so the model can
+ * correct them; the versions before it list "invalid arguments" among the protocol errors (JSON-RPC -32602).
+ */
+const argumentErrorsAreResults = (protocolVersion: string) => protocolVersion >= "2025-11-25";
 
 /**
  * Parses `input` with a route's own schema, so a tool takes exactly what the route takes (bounds, refinements); a
@@ -86,39 +113,51 @@ const result = (body: Record<string, unknown>, isError = false): CallToolResult 
 
 /** A service error as a tool error (MCP: errors of the tool itself are results with isError, not protocol errors). */
 function failure(err: unknown, ctx: ServiceContext): CallToolResult {
-  if (err instanceof Validation) {
-    return result({ error: err.code, message: err.message, issues: err.issues.map(({ field, code, message }) => ({ field, code, message })) }, true);
-  }
   if (err instanceof AppError) return result({ error: err.code, message: err.message }, true);
   // Unexpected: logged with the request id, answered without internals, as the HTTP error handler does.
   console.error(JSON.stringify({ level: "error", requestId: ctx.requestId, path: "/mcp", error: loggableError(err), stack: loggableStack(err) }));
   return result({ error: "internal_error", message: `Internal error (request id ${ctx.requestId})` }, true);
 }
 
-/** A tool that checks its permission first, then runs one service verb; it answers JSON text and structured content. */
+/**
+ * Arguments that are not what the tool takes: a JSON-RPC error (-32602) or, from MCP 2025-11-25, a tool error with
+ * every issue. Unknown tools are always the JSON-RPC error (mcp/server.ts).
+ */
+function invalidArguments(tool: string, err: Validation, protocolVersion: string): CallToolResult {
+  const issues = err.issues.map(({ field, code, message }) => ({ field, code, message }));
+  if (argumentErrorsAreResults(protocolVersion)) return result({ error: err.code, message: err.message, issues }, true);
+  throw new McpError(ErrorCode.InvalidParams, `Invalid arguments for tool ${tool}: ${err.message}`, { issues });
+}
+
+/**
+ * A tool that checks its permission, then its arguments, then runs one service verb; it answers JSON text and
+ * structured content. A Validation error is about the arguments wherever it is raised (the tool's schema, the
+ * route's schema through parseWith, a verb's reference check), as it is a 400 on the HTTP routes.
+ */
 export function defineTool<S extends z.ZodObject>(def: ToolDefinition<S>): McpTool {
+  // No tool deletes anything: the writes add (a contact, an activity, an envelope) or move a deal.
+  const annotations = { title: def.title, readOnlyHint: def.readOnly ?? false, destructiveHint: false, openWorldHint: def.openWorld ?? false };
+  // The input as JSON Schema draft 7 (what MCP clients validate against), describing what a caller sends.
+  const inputSchema = z.toJSONSchema(def.input, { target: "draft-7", io: "input" }) as Tool["inputSchema"];
   return {
     name: def.name,
     permission: def.permission,
-    register(server, scope) {
-      // No tool deletes anything: the writes add (a contact, an activity, an envelope) or move a deal.
-      const annotations = { title: def.title, readOnlyHint: def.readOnly ?? false, destructiveHint: false, openWorldHint: def.openWorld ?? false };
-      const description = `${def.description}\n\nNeeds the \`${def.permission}\` permission.`;
-      // Registered as a plain object schema: the SDK's callback type does not resolve through a generic one.
-      const inputSchema: z.ZodObject = def.input;
-      server.registerTool(def.name, { title: def.title, description, inputSchema, annotations }, async (input) => {
-        if (!scope.granted.has(def.permission)) {
-          return result({ error: "insufficient_permission", message: `The ${def.name} tool needs the ${def.permission} permission, which this access token was not granted`, permission: def.permission }, true);
-        }
-        try {
-          // What the routes refuse in any JSON body and no schema expresses: lone surrogates, NUL, deep nesting.
-          const issues = jsonIssues(input);
-          if (issues.length > 0) throw new Validation(issues);
-          return result(await def.run(input as z.output<S>, scope));
-        } catch (err) {
-          return failure(err, scope.ctx);
-        }
-      });
+    definition: { name: def.name, title: def.title, description: `${def.description}\n\nNeeds the \`${def.permission}\` permission.`, inputSchema, annotations },
+    async call(args, scope) {
+      if (!scope.granted.has(def.permission)) {
+        return result({ error: "insufficient_permission", message: `The ${def.name} tool needs the ${def.permission} permission, which this access token was not granted`, permission: def.permission }, true);
+      }
+      // A bound on the work any argument check does: refused before the schemas run, whatever the version.
+      if (exceedsElements(args, MAX_TOOL_INPUT_ELEMENTS)) throw new McpError(ErrorCode.InvalidParams, `Invalid arguments for tool ${def.name}: more than ${MAX_TOOL_INPUT_ELEMENTS} elements`);
+      try {
+        // What the routes refuse in any JSON body and no schema expresses: lone surrogates, NUL, deep nesting.
+        const issues = jsonIssues(args);
+        if (issues.length > 0) throw new Validation(issues);
+        return result(await def.run(parseWith(def.input, args), scope));
+      } catch (err) {
+        if (err instanceof Validation) return invalidArguments(def.name, err, scope.protocolVersion);
+        return failure(err, scope.ctx);
+      }
     },
   };
 }

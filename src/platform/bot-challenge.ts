@@ -1,7 +1,8 @@
+import { AppError, Validation } from "../lib/errors";
 import { fetchWithDeadline } from "../lib/outbound";
 
 /**
- * The bot challenge of the public signer actions (spec: Authentication 4): Cloudflare Turnstile, whose tokens are
+ * The bot challenge of the public signer actions (spec: Authentication 4) and the public referral form (issue 23): Cloudflare Turnstile, whose tokens are
  * checked with its siteverify endpoint (form-encoded `secret`, `response`, `remoteip`; JSON `{success}` back).
  */
 export interface BotChallenge {
@@ -23,4 +24,23 @@ export function turnstile(secret: string, fetchFn: typeof fetch = fetch, url = T
       }
     },
   };
+}
+
+/** The token failed the bot challenge (Turnstile): 403 on the public routes. */
+export class ChallengeFailed extends AppError {
+  readonly status = 403;
+  readonly code = "challenge_failed";
+  constructor() {
+    super("The bot challenge was not passed; reload the page and try again");
+  }
+}
+
+/**
+ * With a Turnstile secret configured, a public write needs `challengeToken` (400 when missing, naming the field) that
+ * siteverify accepts (403 otherwise); without one (development, tests) nothing is checked.
+ */
+export async function requireChallenge(secret: string | undefined, challenge: (secret: string) => BotChallenge, token: string | undefined, ip: string | null, when: string): Promise<void> {
+  if (!secret) return;
+  if (!token) throw new Validation([{ field: "challengeToken", path: ["challengeToken"], code: "required", message: `Required ${when}` }]);
+  if (!(await challenge(secret).verify(token, ip))) throw new ChallengeFailed();
 }

@@ -5,9 +5,12 @@ import { serviceContext } from "../platform/auth";
 import { limitBody } from "../platform/body-limit";
 import type { AppBindings } from "../platform/context";
 import { validationHook } from "../platform/openapi";
+import { type BotChallenge, requireChallenge } from "../platform/bot-challenge";
+import { readConfig } from "../env";
+import { requestMeta } from "../platform/request-meta";
 import { rateLimit } from "../platform/rate-limit";
 import { defineRoute, jsonBody } from "../platform/route";
-import { captureReferral, createReferral, listReferrals, PublicReferral, Referral, ReferralCreate, ReferralList, ReferralListQuery, REFERRAL_CHANNELS, REWARD_STATUSES, REWARD_TYPES } from "./referrals";
+import { captureReferral, REFERRAL_DEDUP_DAYS, createReferral, listReferrals, PublicReferral, Referral, ReferralCreate, ReferralList, ReferralListQuery, REFERRAL_CHANNELS, REWARD_STATUSES, REWARD_TYPES } from "./referrals";
 
 const tags = ["Reputation"];
 const security = [{ bearerAuth: [] }];
@@ -53,25 +56,41 @@ const capture = defineRoute(API, {
   description: `No authentication: the slug of a PUBLISHED profile is the capability. Records the referrer as a contact of the agent's
 organization (an existing contact with that e-mail is linked), creates the referral RECEIVED with channel PUBLIC_PROFILE and emits
 REFERRAL_RECEIVED; the referred person then becomes a lead of the agent. Body at most 32 KB (413); every problem of the body is
-listed in one 400; 10 requests a minute per address (429). Unknown, unpublished and deleted profiles answer the same 404. CORS-enabled.`,
+listed in one 400; 10 requests a minute per address (429). Unknown, unpublished and deleted profiles answer the same 404. CORS-enabled.
+With the bot challenge configured (BOT_CHALLENGE_SECRET), the body needs a Turnstile \`challengeToken\` (400 without, 403 when refused).
+The same referred e-mail sent to the same agent within ${REFERRAL_DEDUP_DAYS} days of the first referral is a duplicate: it answers the same
+202 with that referral's id and records nothing (no second referral, referrer or lead).`,
   middleware: [limitBody(PUBLIC_REFERRAL_MAX_BYTES), rateLimit("public-referral:post")] as const,
   request: { params: z.object({ agentSlug: z.string().min(1).max(100).openapi({ param: { name: "agentSlug", in: "path" } }) }), ...jsonBody(PublicReferral) },
   responses: {
-    202: apiJson("Received", z.object({ received: z.literal(true) }).openapi("ReferralReceived")),
+    202: apiJson(
+      "Received (or a duplicate of a referral received within the window: the same answer, naming it)",
+      z.object({ received: z.literal(true), referralId: z.string().openapi({ description: "The referral recorded, or the earlier one this repeats" }) }).openapi("ReferralReceived"),
+    ),
+    403: apiError("The bot challenge token was refused (challenge_failed)"),
     404: apiError("No published profile at this slug"),
     429: apiError("Too many requests from this address (rate_limited)"),
   },
 });
 
-export const referralRoutes = new OpenAPIHono<AppBindings>({ defaultHook: validationHook });
-// An agent's own site may host the form: any origin may post (errors readable too); nothing private is answered.
-referralRoutes.use("/api/public/referral/*", cors({ origin: "*", allowMethods: ["POST", "OPTIONS"], allowHeaders: ["accept", "content-type"], maxAge: 86_400 }));
-referralRoutes
-  .openapi(list, async (c) => c.json(await listReferrals(serviceContext(c), c.req.valid("query")), 200))
-  .openapi(create, async (c) => c.json(await createReferral(serviceContext(c), c.req.valid("json")), 201))
-  .openapi(capture, async (c) => {
-    const base = { env: c.env, db: c.get("db"), d1: c.get("d1"), requestId: c.get("requestId"), origin: new URL(c.req.url).origin, defer: (work: Promise<unknown>) => c.executionCtx.waitUntil(work) };
-    const referral = await captureReferral(base, c.req.valid("param").agentSlug, c.req.valid("json"));
-    if (!referral) return c.json({ error: "not_found", message: "No published profile at this address" }, 404);
-    return c.json({ received: true as const }, 202);
-  });
+export interface ReferralDeps {
+  /** The bot challenge for a configured Turnstile secret (tests point the real client at a fake siteverify). */
+  botChallenge: (secret: string) => BotChallenge;
+}
+
+export function createReferralRoutes(deps: ReferralDeps) {
+  const routes = new OpenAPIHono<AppBindings>({ defaultHook: validationHook });
+  // An agent's own site may host the form: any origin may post (errors readable too); nothing private is answered.
+  routes.use("/api/public/referral/*", cors({ origin: "*", allowMethods: ["POST", "OPTIONS"], allowHeaders: ["accept", "content-type"], maxAge: 86_400 }));
+  return routes
+    .openapi(list, async (c) => c.json(await listReferrals(serviceContext(c), c.req.valid("query")), 200))
+    .openapi(create, async (c) => c.json(await createReferral(serviceContext(c), c.req.valid("json")), 201))
+    .openapi(capture, async (c) => {
+      const input = c.req.valid("json");
+      await requireChallenge(readConfig(c.env).BOT_CHALLENGE_SECRET, deps.botChallenge, input.challengeToken, requestMeta(c).ip, "when the bot challenge is configured");
+      const base = { env: c.env, db: c.get("db"), d1: c.get("d1"), requestId: c.get("requestId"), origin: new URL(c.req.url).origin, defer: (work: Promise<unknown>) => c.executionCtx.waitUntil(work) };
+      const referral = await captureReferral(base, c.req.valid("param").agentSlug, input);
+      if (!referral) return c.json({ error: "not_found", message: "No published profile at this address" }, 404);
+      return c.json({ received: true as const, referralId: referral.id }, 202);
+    });
+}

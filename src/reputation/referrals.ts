@@ -1,9 +1,9 @@
 import { facetMoves } from "../contacts/facets";
 import { expectReferences, references } from "../db/references";
 import { z } from "@hono/zod-openapi";
-import { and, desc, eq, isNull } from "drizzle-orm";
+import { and, desc, eq, gt, isNull, ne } from "drizzle-orm";
 import type { Db } from "../db/client";
-import { agentProfiles, contacts, referrals } from "../db/schema";
+import { agentProfiles, contacts, referralKeys, referrals } from "../db/schema";
 import { commit, expectNoRow, expectRow, type Statement, withRetries } from "../db/write";
 import type { Env } from "../env";
 import type { EventConsumer } from "../events/consumers";
@@ -13,7 +13,8 @@ import { bumpResourceCounter } from "../crm/list-totals";
 import { type ContactRecord, toContact } from "../contacts/mapping";
 import { decodeNewestFirstCursor, newestFirstPage, olderThan } from "../crm/pagination";
 import { newId } from "../lib/ids";
-import { nowIso } from "../lib/time";
+import { sha256Hex } from "../lib/crypto";
+import { addSeconds, nowIso } from "../lib/time";
 import { oneLineText } from "../lib/validation";
 import { listQuery } from "../crm/list-query";
 import type { ServiceContext } from "../platform/context";
@@ -59,6 +60,7 @@ export const PublicReferral = z
     referredName: oneLineText(200),
     referredEmail: z.email().max(254),
     notes: z.string().trim().max(5000).optional(),
+    challengeToken: z.string().min(1).max(4096).optional().openapi({ description: "Turnstile token, required when the bot challenge is configured" }),
   })
   .openapi("PublicReferral");
 export type PublicReferral = z.infer<typeof PublicReferral>;
@@ -205,16 +207,38 @@ export async function publishedAgent(db: Db, slug: string) {
   return row ?? null;
 }
 
+/** How long a public referral of one person to one agent answers every repeat of it (issue 23). */
+export const REFERRAL_DEDUP_DAYS = 30;
+
+/** The referred person as the duplicate check knows them: the e-mail lower-cased, or a phone number's digits (and a leading +). */
+export function referredKey(contact: string): string {
+  const trimmed = contact.trim();
+  return trimmed.includes("@") ? trimmed.toLowerCase() : trimmed.replace(/[^0-9+]/g, "").replace(/(?!^)\+/g, "");
+}
+
 /**
  * POST /api/public/referral/{agentSlug} (Rules 2): the referrer becomes a contact of the agent's organization (an
  * existing one with the e-mail is linked), the referral is RECEIVED with channel PUBLIC_PROFILE, REFERRAL_RECEIVED is
  * emitted, all in one batch. Answers null when no profile is published at the slug.
+ *
+ * The same person referred to the same agent within REFERRAL_DEDUP_DAYS of the first referral answers that referral
+ * and writes nothing (no second referral, so no second lead). Race-proof: the batch guards that no live key exists
+ * for the person and writes the key, so of concurrent copies one commits and the others re-read and find it.
  */
 export async function captureReferral(base: Omit<ServiceContext, "organizationId" | "actor">, slug: string, input: PublicReferral): Promise<Referral | null> {
   const agent = await publishedAgent(base.db, slug);
   if (!agent) return null;
   const ctx: ServiceContext = { ...base, organizationId: agent.organizationId, actor: { type: "public", userId: null } };
+  const contactHash = await sha256Hex(referredKey(input.referredEmail));
+  const keyOf = and(eq(referralKeys.organizationId, ctx.organizationId), eq(referralKeys.agentUserId, agent.userId), eq(referralKeys.contactHash, contactHash));
   return withRetries(async () => {
+    const now = new Date();
+    const live = and(keyOf, gt(referralKeys.expiresAt, nowIso(now)));
+    const held = await ctx.db.select({ referralId: referralKeys.referralId }).from(referralKeys).where(live).get();
+    if (held) {
+      const existing = await ctx.db.select().from(referrals).where(and(eq(referrals.organizationId, ctx.organizationId), eq(referrals.id, held.referralId))).get();
+      if (existing) return toReferral(existing);
+    }
     const referrer = await contactByEmail(ctx, { name: input.referrerName, email: input.referrerEmail, type: "REFERRAL", source: "PUBLIC_PROFILE", assignedTo: agent.userId, notes: null });
     const row = referralRow(ctx.organizationId, {
       agentUserId: agent.userId,
@@ -227,7 +251,19 @@ export async function captureReferral(base: Omit<ServiceContext, "organizationId
       rewardStatus: null,
       rewardValue: null,
     });
-    await commit(ctx, [...referrer.statements, ctx.db.insert(referrals).values(row)], [...referrer.events, received(ctx, row)]);
+    const expiresAt = nowIso(addSeconds(now, REFERRAL_DEDUP_DAYS * 86_400));
+    const key = { organizationId: ctx.organizationId, agentUserId: agent.userId, contactHash, referralId: row.id, expiresAt };
+    await commit(
+      ctx,
+      [
+        // No live key may have appeared since the read (one whose referral is gone is replaced).
+        expectNoRow(ctx.db, referralKeys, held ? and(live, ne(referralKeys.referralId, held.referralId)) : live),
+        ...referrer.statements,
+        ctx.db.insert(referrals).values(row),
+        ctx.db.insert(referralKeys).values(key).onConflictDoUpdate({ target: [referralKeys.organizationId, referralKeys.agentUserId, referralKeys.contactHash], set: { referralId: row.id, expiresAt } }),
+      ],
+      [...referrer.events, received(ctx, row)],
+    );
     return toReferral(row);
   });
 }

@@ -6,9 +6,8 @@ import { renderDocumentText } from "../documents/render";
 import { signedFileUrl } from "../files/signed-url";
 import { readConfig } from "../env";
 import { sha256Hex } from "../lib/crypto";
-import { AppError, Validation } from "../lib/errors";
 import { API, apiError, apiJson, gone } from "../platform/api-family";
-import type { BotChallenge } from "../platform/bot-challenge";
+import { type BotChallenge, requireChallenge } from "../platform/bot-challenge";
 import type { AppBindings } from "../platform/context";
 import { validationHook } from "../platform/openapi";
 import { rateLimit } from "../platform/rate-limit";
@@ -20,14 +19,6 @@ import { envelopeIdOf } from "./links";
 import { signingPage } from "./page";
 import { ActionDone, Gone, SignerAction, SignerView, TokenParam } from "./schemas";
 
-/** The token failed the bot challenge (Turnstile): 403 on the public routes. */
-export class ChallengeFailed extends AppError {
-  readonly status = 403;
-  readonly code = "challenge_failed";
-  constructor() {
-    super("The bot challenge was not passed; reload the page and try again");
-  }
-}
 
 const tags = ["Signing (public)"];
 const GONE = { 404: { description: "Unknown, expired, already signed, declined or voided link, alike (no reason given)", content: { "application/json": { schema: Gone } } } };
@@ -129,10 +120,7 @@ export function createPublicSigningRoutes(deps: SigningDeps) {
       const input = c.req.valid("json");
       const meta = requestMeta(c);
       const secret = readConfig(c.env).BOT_CHALLENGE_SECRET;
-      if (secret && (input.action === "sign" || input.action === "decline")) {
-        if (!input.challengeToken) throw new Validation([{ field: "challengeToken", path: ["challengeToken"], code: "required", message: "Required for sign and decline" }]);
-        if (!(await deps.botChallenge(secret).verify(input.challengeToken, meta.ip))) throw new ChallengeFailed();
-      }
+      if (input.action === "sign" || input.action === "decline") await requireChallenge(secret, deps.botChallenge, input.challengeToken, meta.ip, "for sign and decline");
       const result = await onEnvelope<ActResult>(c, c.req.valid("param").token, (id, hash) => envelopeSigner(c.env, id).act(id, hash, input, meta));
       if (result.kind === "gone") return gone(c);
       if (result.kind === "refused") {

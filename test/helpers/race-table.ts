@@ -1,6 +1,7 @@
 import { env } from "cloudflare:workers";
 import { expect, vi } from "vitest";
 import { createDb } from "../../src/db/client";
+import { handleReferralEvents } from "../../src/reputation/referrals";
 import { sendDueSurveys } from "../../src/reputation/surveys";
 import { call, json } from "./client";
 import { createContact, getContact, uniqueEmail } from "./contacts";
@@ -902,6 +903,47 @@ export const RACES: Race[] = [
       expect(await count("SELECT COUNT(*) AS n FROM documents WHERE organization_id = ?", owner.organizationId)).toBe(0);
       const seen = (await (await fetch(`${gateway}/requests`)).json()) as { requests: unknown[] };
       expect(seen.requests).toHaveLength(5);
+    },
+  },
+];
+
+/**
+ * Public writes raced (no token, so outside the route-table races): each `run` sends its requests at once through
+ * the Worker's fetch handler and asserts what is left.
+ */
+export const PUBLIC_RACES: { name: string; run(owner: TestPrincipal): Promise<void> }[] = [
+  {
+    // Issue 23: the same referral 20 times at once (from 20 addresses, under the per-address limit) is one referral,
+    // one REFERRAL_RECEIVED and, once the workflow ran, one lead; every copy answers 202 naming that referral.
+    name: "POST /api/public/referral/{agentSlug}: 20 identical referrals at once leave one referral and one lead",
+    async run(owner) {
+      const slug = await publishedProfile(owner);
+      const body = { referrerName: "Rita Racer", referrerEmail: uniqueEmail("race-referrer"), referredName: "Lee Raced", referredEmail: uniqueEmail("race-lead") };
+      // The referrer is a contact already (an earlier referral of someone else), so no contact insert of the referrer
+      // serializes the copies: only the referral's own guard does.
+      const earlier = await call("POST", `/api/public/referral/${slug}`, { body: { ...body, referredEmail: uniqueEmail("earlier") }, headers: { "cf-connecting-ip": "10.94.0.1" } });
+      expect(earlier.status).toBe(202);
+      const answers = await Promise.all(
+        Array.from({ length: 20 }, async (_, i) => {
+          const res = await call("POST", `/api/public/referral/${slug}`, { body, headers: { "cf-connecting-ip": `10.93.${Math.floor(Math.random() * 250)}.${i + 1}` } });
+          return { status: res.status, body: await json(res) };
+        }),
+      );
+      for (const a of answers) expect(a.status, JSON.stringify(a.body)).toBe(202);
+      const ids = new Set(answers.map((a) => a.body.referralId));
+      expect(ids.size).toBe(1);
+      expect(await count("SELECT COUNT(*) AS n FROM referrals WHERE organization_id = ? AND referred_email_key = ?", owner.organizationId, body.referredEmail.toLowerCase())).toBe(1);
+      expect(await eventCount(owner.organizationId, "REFERRAL_RECEIVED")).toBe(2); // the earlier referral's and this one's
+      // The workflow, twice over (a redelivery): still one lead.
+      const { results } = await env.DB.prepare("SELECT id, type, organization_id, actor, occurred_at, data FROM outbox_events WHERE organization_id = ? AND type = 'REFERRAL_RECEIVED'")
+        .bind(owner.organizationId)
+        .all<{ id: string; type: string; organization_id: string; actor: string; occurred_at: string; data: string }>();
+      const events = results.map((r) => ({ id: r.id, type: r.type, organizationId: r.organization_id, actor: JSON.parse(r.actor), occurredAt: r.occurred_at, data: JSON.parse(r.data) }));
+      await handleReferralEvents(env, createDb(env.DB), events);
+      await handleReferralEvents(env, createDb(env.DB), events);
+      expect(await count("SELECT COUNT(*) AS n FROM contacts WHERE organization_id = ? AND email_key = ?", owner.organizationId, body.referredEmail.toLowerCase())).toBe(1);
+      expect(await count("SELECT COUNT(*) AS n FROM contacts WHERE organization_id = ? AND email_key = ?", owner.organizationId, body.referrerEmail.toLowerCase())).toBe(1);
+      expect(await count("SELECT COUNT(*) AS n FROM referral_keys WHERE organization_id = ?", owner.organizationId)).toBe(2);
     },
   },
 ];
