@@ -5,6 +5,7 @@ import {
   contactTags,
   erasures,
   mailOutbox,
+  referralKeys,
   referrals,
   surveyResponses,
   surveys,
@@ -20,6 +21,8 @@ import { loggableError } from "../lib/log";
 import { chunkBySize } from "../lib/sql";
 import type { ServiceContext } from "../platform/context";
 import { purgeFeed } from "../reputation/feed";
+import { referredKey } from "../reputation/referrals";
+import { sha256Hex } from "../lib/crypto";
 import { decodeRow } from "../trash/moves";
 import type { ContactRecord } from "./mapping";
 import type { Erasure } from "./schemas";
@@ -221,6 +224,8 @@ export async function eraseContact(ctx: ServiceContext, id: string): Promise<Era
       ...scrubbed,
     };
     const retained = ["signed_envelopes" as const];
+    // The referral form's duplicate keys are hashes of the person's e-mail and phones: they go too.
+    const keyHashes = await Promise.all([person.emailKey, ...person.phones].map((c) => sha256Hex(referredKey(c))));
     statements.push(
       ctx.db
         .insert(trashEntries)
@@ -240,6 +245,7 @@ export async function eraseContact(ctx: ServiceContext, id: string): Promise<Era
         .where(and(eq(surveyResponses.organizationId, org), inArray(surveyResponses.surveyId, ctx.db.select({ id: surveys.id }).from(surveys).where(and(eq(surveys.organizationId, org), eq(surveys.recipientPersonId, id)))))),
       ctx.db.update(surveys).set({ status: "SKIPPED", skippedAt: at, pendingToken: null, updatedAt: at, version: sql`${surveys.version} + 1` }).where(unsentTo(ctx, id)),
       ctx.db.delete(mailOutbox).where(mailTo(ctx, person)),
+      ctx.db.delete(referralKeys).where(and(eq(referralKeys.organizationId, org), inArray(referralKeys.contactHash, keyHashes))),
       ctx.db.insert(erasures).values({ id: newId(), organizationId: org, contactId: id, actorUserId: ctx.actor.userId ?? null, erased: countsOnly(erased), retained, at }),
     );
     const events = live ? [newEvent(ctx, "contact.deleted", { object: { id }, previousAttributes: null, changes: null })] : [];
