@@ -560,7 +560,7 @@ describe("dynamic client registration", () => {
     const { client_id } = await json(await register({ redirect_uris: [uri], client_name: "Registered agent" }));
     const principal = await createPrincipal();
     const { verifier, challenge } = await pkce();
-    const other = await call("GET", authorizeUrl(validParams(challenge, { client_id, redirect_uri: "http://127.0.0.1:33419/callback" })), { token: principal.token });
+    const other = await call("GET", authorizeUrl(validParams(challenge, { client_id, redirect_uri: "http://127.0.0.1:33418/other" })), { token: principal.token });
     expect(other.status).toBe(400);
     const page = await call("GET", authorizeUrl(validParams(challenge, { client_id, redirect_uri: uri })));
     expect(await page.text()).toContain("Registered agent");
@@ -570,6 +570,59 @@ describe("dynamic client registration", () => {
     const tokenRes = await tokenRequest({ grant_type: "authorization_code", code, redirect_uri: uri, client_id, code_verifier: verifier });
     expect(tokenRes.status).toBe(200);
     expect(claimsOf((await json(tokenRes)).access_token).client_id).toBe(client_id);
+  });
+});
+
+describe("loopback redirect URIs (RFC 8252 section 7.3)", () => {
+  const register = async (uris: string[]) => (await json(await call("POST", "/oauth/register", { body: { redirect_uris: uris }, headers: { "cf-connecting-ip": freshIp() } }))).client_id as string;
+  const authorizeWith = async (client_id: string, redirect_uri: string) => {
+    const principal = await createPrincipal();
+    const { verifier, challenge } = await pkce();
+    const res = await call("GET", authorizeUrl(validParams(challenge, { client_id, redirect_uri })), { token: principal.token });
+    return { res, verifier };
+  };
+
+  it.each([
+    ["a portless 127.0.0.1 registration", "http://127.0.0.1/callback", "http://127.0.0.1:49152/callback"],
+    ["a portless [::1] registration", "http://[::1]/callback", "http://[::1]:50123/callback"],
+    ["a portless localhost registration", "http://localhost/cb?x=1", "http://localhost:7777/cb?x=1"],
+    ["another port than registered", "http://127.0.0.1:33418/callback", "http://127.0.0.1:61000/callback"],
+    ["no port when one was registered", "http://[::1]:8080/cb", "http://[::1]/cb"],
+  ])("admits any port for %s, and the code is exchanged with that exact URI", async (_, registered, used) => {
+    const client_id = await register([registered]);
+    const { res, verifier } = await authorizeWith(client_id, used);
+    expect(res.status).toBe(302);
+    expect(res.headers.get("location")!.startsWith(used.split("?")[0]!)).toBe(true);
+    const code = locationOf(res).searchParams.get("code")!;
+    expect((await tokenRequest({ grant_type: "authorization_code", code, redirect_uri: registered, client_id, code_verifier: verifier })).status).toBe(400);
+    // The code is bound to the URI it was sent to, port included (the mismatch above did not spend it).
+    expect((await tokenRequest({ grant_type: "authorization_code", code, redirect_uri: used, client_id, code_verifier: verifier })).status).toBe(200);
+  });
+
+  it.each([
+    ["another path on loopback", "http://127.0.0.1/callback", "http://127.0.0.1:4000/callback2"],
+    ["a longer path on loopback", "http://127.0.0.1/callback", "http://127.0.0.1:4000/callback/x"],
+    ["another query on loopback", "http://localhost/cb?x=1", "http://localhost:4000/cb?x=2"],
+    ["https instead of http on loopback", "http://127.0.0.1/callback", "https://127.0.0.1:4000/callback"],
+    ["another loopback host", "http://127.0.0.1/callback", "http://[::1]:4000/callback"],
+    ["localhost for an IP registration", "http://127.0.0.1/callback", "http://localhost:4000/callback"],
+    ["a host that only starts like loopback", "http://127.0.0.1/callback", "http://127.0.0.1.evil.example:4000/callback"],
+    ["a non-loopback host on another port", "https://app.example/callback", "https://app.example:8443/callback"],
+    ["a non-loopback host with its port dropped", "https://app.example:8443/callback", "https://app.example/callback"],
+  ])("refuses %s with the error page", async (_, registered, used) => {
+    const client_id = await register([registered]);
+    const { res } = await authorizeWith(client_id, used);
+    expect(res.status).toBe(400);
+    expect(res.headers.get("location")).toBeNull();
+  });
+
+  it("applies to static clients too: mcp-dev's loopback pattern takes any port, never another path", async () => {
+    const principal = await createPrincipal();
+    const { challenge } = await pkce();
+    const ok = await call("GET", authorizeUrl(validParams(challenge, { redirect_uri: "http://127.0.0.1/callback" })), { token: principal.token });
+    expect(ok.status).toBe(302);
+    const bad = await call("GET", authorizeUrl(validParams(challenge, { redirect_uri: "http://127.0.0.1:5000/callbackx" })), { token: principal.token });
+    expect(bad.status).toBe(400);
   });
 });
 

@@ -120,7 +120,7 @@ const register = defineRoute(OAUTH, {
   tags,
   summary: "Register a public client (RFC 7591 Dynamic Client Registration)",
   description:
-    'For MCP clients that register themselves. Public clients only (`token_endpoint_auth_method: "none"`, PKCE); redirect URIs must be https, or http to a loopback address (127.0.0.1, localhost, [::1], any port), and then match exactly. `grant_types` other than authorization_code are dropped from the registration. CORS-enabled; 20 requests a minute per address.',
+    'For MCP clients that register themselves. Public clients only (`token_endpoint_auth_method: "none"`, PKCE); redirect URIs must be https, or http to a loopback address (127.0.0.1, localhost, [::1]), and then match exactly, except the port of a loopback one (any port, RFC 8252 section 7.3). `grant_types` other than authorization_code are dropped from the registration. CORS-enabled; 20 requests a minute per address.',
   middleware: [rateLimit("oauth-public:post")] as const,
   request: { body: { required: true, content: { "application/json": { schema: ClientRegistrationRequest } } } },
   responses: {
