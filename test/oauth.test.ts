@@ -131,7 +131,7 @@ describe("OAuth metadata", () => {
       token_endpoint: `${ISSUER}/oauth/token`,
       registration_endpoint: `${ISSUER}/oauth/register`,
       response_types_supported: ["code"],
-      grant_types_supported: ["authorization_code"],
+      grant_types_supported: ["authorization_code", "refresh_token"],
       code_challenge_methods_supported: ["S256"],
       token_endpoint_auth_methods_supported: ["none"],
       scopes_supported: expect.arrayContaining(["contacts:read", "deals:write", "envelopes:send"]),
@@ -175,6 +175,7 @@ describe("authorization with a bearer session", () => {
       organization_id: principal.organizationId,
       organization_name: org!.name,
       permissions: expect.arrayContaining(["contacts:read", "contacts:write", "deals:read", "deals:write", "documents:read", "envelopes:send"]),
+      refresh_token: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/),
     });
     const claims = claimsOf(body.access_token);
     expect(claims).toMatchObject({ iss: ISSUER, aud: MCP, sub: principal.userId, org: principal.organizationId, client_id: CLIENT, jti: expect.any(String) });
@@ -441,6 +442,118 @@ describe("token endpoint refusals", () => {
   });
 });
 
+describe("refresh tokens (OAuth 2.1 section 4.3)", () => {
+  const refresh = (refresh_token: string, extra: Record<string, string> = {}) => tokenRequest({ grant_type: "refresh_token", refresh_token, client_id: CLIENT, ...extra });
+  async function tokens(principal: TestPrincipal, scope?: string) {
+    const { code, verifier } = await codeFor(principal, scope);
+    const res = await exchange(code, verifier);
+    expect(res.status).toBe(200);
+    return (await json(res)) as { access_token: string; refresh_token: string; scope: string };
+  }
+  const contactsWith = async (token: string) => (await call("GET", "/v1/contacts", { token })).status;
+
+  it("rotates on every use: a new access and refresh token with the same permissions, stored only as SHA-256", async () => {
+    const principal = await createPrincipal();
+    const first = await tokens(principal, "contacts:read deals:read");
+    const res = await refresh(first.refresh_token);
+    expect(res.status).toBe(200);
+    expect(res.headers.get("cache-control")).toBe("no-store");
+    const second = await json(res);
+    expect(second).toMatchObject({ token_type: "Bearer", expires_in: 3600, scope: "contacts:read deals:read", permissions: ["contacts:read", "deals:read"], user_id: principal.userId, organization_id: principal.organizationId, mcp_server_url: MCP });
+    expect(second.refresh_token).not.toBe(first.refresh_token);
+    expect(claimsOf(second.access_token)).toMatchObject({ sub: principal.userId, client_id: CLIENT, scope: "contacts:read deals:read" });
+    expect(await contactsWith(second.access_token)).toBe(200);
+    expect(await contactsWith(first.access_token)).toBe(200);
+    // Only hashes are stored.
+    const stored = await env.DB.prepare("SELECT token_hash FROM oauth_refresh_tokens WHERE user_id = ?").bind(principal.userId).all<{ token_hash: string }>();
+    expect(stored.results).toHaveLength(2);
+    expect(stored.results.map((r) => r.token_hash)).not.toContain(second.refresh_token);
+    expect(stored.results.every((r) => /^[0-9a-f]{64}$/.test(r.token_hash))).toBe(true);
+    // The new one rotates in turn.
+    expect((await refresh(second.refresh_token)).status).toBe(200);
+  });
+
+  it("narrows the access token with scope, never widens it, and the family keeps its full grant", async () => {
+    const principal = await createPrincipal();
+    const first = await tokens(principal, "contacts:read deals:read");
+    const wider = await refresh(first.refresh_token, { scope: "contacts:read contacts:write" });
+    expect(wider.status).toBe(400);
+    expect(await json(wider)).toEqual({ error: "invalid_scope", error_description: expect.any(String) });
+    const narrow = await json(await refresh(first.refresh_token, { scope: "deals:read" }));
+    expect(narrow.permissions).toEqual(["deals:read"]);
+    expect(await contactsWith(narrow.access_token)).toBe(403);
+    const full = await json(await refresh(narrow.refresh_token));
+    expect(full.permissions).toEqual(["contacts:read", "deals:read"]);
+  });
+
+  it("refuses another client's refresh token, an unknown one, an expired one and a missing one", async () => {
+    const principal = await createPrincipal();
+    const first = await tokens(principal);
+    const { client_id } = await json(await call("POST", "/oauth/register", { body: { redirect_uris: ["http://127.0.0.1/cb"] }, headers: { "cf-connecting-ip": freshIp() } }));
+    const other = await refresh(first.refresh_token, { client_id });
+    expect(other.status).toBe(400);
+    expect(await json(other)).toMatchObject({ error: "invalid_grant" });
+    expect(await json(await refresh("not-a-token"))).toMatchObject({ error: "invalid_grant" });
+    expect(await json(await tokenRequest({ grant_type: "refresh_token", client_id: CLIENT }))).toMatchObject({ error: "invalid_request" });
+    expect(await json(await tokenRequest({ grant_type: "refresh_token", refresh_token: first.refresh_token }))).toMatchObject({ error: "invalid_request" });
+    const unknownClient = await refresh(first.refresh_token, { client_id: "nobody" });
+    expect(unknownClient.status).toBe(401);
+    // None of those spent it.
+    expect((await refresh(first.refresh_token)).status).toBe(200);
+    const later = await tokens(principal);
+    await env.DB.prepare("UPDATE oauth_refresh_tokens SET expires_at = ? WHERE used_at IS NULL AND user_id = ?").bind(new Date(Date.now() - 1000).toISOString(), principal.userId).run();
+    expect(await json(await refresh(later.refresh_token))).toEqual({ error: "invalid_grant", error_description: expect.stringContaining("expired") });
+  });
+
+  it("revokes the whole family when a used refresh token comes back: every access token from it answers 401", async () => {
+    const principal = await createPrincipal();
+    const first = await tokens(principal);
+    const second = await json(await refresh(first.refresh_token));
+    const third = await json(await refresh(second.refresh_token));
+    const unrelated = await tokens(principal);
+    for (const t of [first, second, third]) expect(await contactsWith(t.access_token)).toBe(200);
+
+    const replay = await refresh(first.refresh_token);
+    expect(replay.status).toBe(400);
+    expect(await json(replay)).toEqual({ error: "invalid_grant", error_description: expect.stringContaining("revoked") });
+    for (const t of [first, second, third]) expect(await contactsWith(t.access_token)).toBe(401);
+    // The family's live refresh token is dead too; another family of the same user is untouched.
+    expect(await json(await refresh(third.refresh_token))).toMatchObject({ error: "invalid_grant" });
+    expect(await contactsWith(unrelated.access_token)).toBe(200);
+    expect((await refresh(unrelated.refresh_token)).status).toBe(200);
+  });
+
+  it("revokes the family a reused authorization code started, refreshed tokens included", async () => {
+    const principal = await createPrincipal();
+    const { code, verifier } = await codeFor(principal);
+    const first = await json(await exchange(code, verifier));
+    const refreshed = await json(await refresh(first.refresh_token));
+    expect((await exchange(code, verifier)).status).toBe(400);
+    expect(await contactsWith(refreshed.access_token)).toBe(401);
+    expect(await json(await refresh(refreshed.refresh_token))).toMatchObject({ error: "invalid_grant" });
+  });
+
+  it("lets exactly one of two concurrent uses of one refresh token win; the other is a reuse and revokes the family", async () => {
+    const principal = await createPrincipal();
+    const first = await tokens(principal);
+    const answers = await Promise.all([refresh(first.refresh_token), refresh(first.refresh_token), refresh(first.refresh_token)]);
+    expect(answers.map((r) => r.status).sort()).toEqual([200, 400, 400]);
+    const winner = await json(answers.find((r) => r.status === 200)!);
+    const families = await env.DB.prepare("SELECT COUNT(*) AS n FROM oauth_refresh_tokens WHERE user_id = ?").bind(principal.userId).first<number>("n");
+    expect(families).toBe(2);
+    expect(await contactsWith(winner.access_token)).toBe(401);
+    expect(await json(await refresh(winner.refresh_token))).toMatchObject({ error: "invalid_grant" });
+  });
+
+  it("stops refreshing once the user left the organization", async () => {
+    const principal = await createPrincipal();
+    const first = await tokens(principal);
+    const elsewhere = await createPrincipal();
+    await env.DB.prepare("UPDATE users SET organization_id = ? WHERE id = ?").bind(elsewhere.organizationId, principal.userId).run();
+    expect(await json(await refresh(first.refresh_token))).toMatchObject({ error: "invalid_grant" });
+  });
+});
+
 describe("access tokens on the API", () => {
   it("refuses an expired token, a token signed with another key and one for another audience", async () => {
     const principal = await createPrincipal();
@@ -510,7 +623,7 @@ describe("dynamic client registration", () => {
       client_name: "Agent",
       redirect_uris: [uri],
       token_endpoint_auth_method: "none",
-      grant_types: ["authorization_code"],
+      grant_types: ["authorization_code", "refresh_token"],
       response_types: ["code"],
     });
   });

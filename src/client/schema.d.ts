@@ -1887,11 +1887,13 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Exchange an authorization code for an access token
+         * Exchange an authorization code or a refresh token for an access token
          * @description Form-encoded (spec, Authentication rule 3): grant_type=authorization_code, code, redirect_uri, client_id,
-         *     code_verifier. The answer: a JWT access token valid one hour, and the spec's metadata at top level: `mcp_server_url`,
-         *     `user_id`, `organization_id`, `organization_name`, `permissions`. A code used a second time is refused and the token
-         *     issued for it is revoked. Errors follow RFC 6749 section 5.2. CORS-enabled; 30 requests a minute per address.
+         *     code_verifier; or grant_type=refresh_token, refresh_token, client_id, optional scope (a part of what was granted).
+         *     The answer: a JWT access token valid one hour, a new single-use refresh token (valid 30 days), and the spec's metadata at
+         *     top level: `mcp_server_url`, `user_id`, `organization_id`, `organization_name`, `permissions`. A code or a
+         *     refresh token used a second time is refused and every token issued from it is revoked. Errors follow RFC 6749 section
+         *     5.2. CORS-enabled; 30 requests a minute per address.
          */
         post: operations["exchangeAuthorizationCode"];
         delete?: never;
@@ -1911,7 +1913,7 @@ export interface paths {
         put?: never;
         /**
          * Register a public client (RFC 7591 Dynamic Client Registration)
-         * @description For MCP clients that register themselves. Public clients only (`token_endpoint_auth_method: "none"`, PKCE); redirect URIs must be https, or http to a loopback address (127.0.0.1, localhost, [::1]), and then match exactly, except the port of a loopback one (any port, RFC 8252 section 7.3). `grant_types` other than authorization_code are dropped from the registration. CORS-enabled; 20 requests a minute per address.
+         * @description For MCP clients that register themselves. Public clients only (`token_endpoint_auth_method: "none"`, PKCE); redirect URIs must be https, or http to a loopback address (127.0.0.1, localhost, [::1]), and then match exactly, except the port of a loopback one (any port, RFC 8252 section 7.3). `grant_types` other than authorization_code and refresh_token are dropped from the registration. CORS-enabled; 20 requests a minute per address.
          */
         post: operations["registerClient"];
         delete?: never;
@@ -4214,6 +4216,8 @@ export interface components {
             organization_id: string;
             organization_name: string;
             permissions: ("contacts:read" | "contacts:write" | "contacts:erase" | "deals:read" | "deals:write" | "properties:read" | "properties:write" | "documents:read" | "envelopes:send" | "webhooks:manage")[];
+            /** @description Opaque, single use, valid 30 days: grant_type=refresh_token answers a new one. Using one twice revokes every token issued from it */
+            refresh_token: string;
         };
         TokenRequest: {
             /** @example authorization_code */
@@ -4224,6 +4228,10 @@ export interface components {
             code_verifier?: string;
             /** @description RFC 8707: if present, the MCP server URL */
             resource?: string;
+            /** @description grant_type=refresh_token: the refresh token to rotate (single use) */
+            refresh_token?: string;
+            /** @description grant_type=refresh_token: narrow the new access token to these granted permissions (space-separated) */
+            scope?: string;
         };
         ClientRegistration: {
             client_id: string;
@@ -13988,7 +13996,7 @@ export interface operations {
                     "application/json": components["schemas"]["TokenResponse"];
                 };
             };
-            /** @description invalid_request, invalid_grant (unknown, expired, used or mismatched code, wrong verifier) or unsupported_grant_type; or: Invalid input (every problem listed), a body that is not JSON, or a malformed header */
+            /** @description invalid_request, invalid_grant (unknown, expired, used or mismatched code or refresh token, wrong verifier), invalid_scope (a refresh asking for more than was granted) or unsupported_grant_type; or: Invalid input (every problem listed), a body that is not JSON, or a malformed header */
             400: {
                 headers: {
                     [name: string]: unknown;

@@ -87,14 +87,15 @@ export interface RegisteredClient {
   client_name?: string;
   redirect_uris: string[];
   token_endpoint_auth_method: "none";
-  grant_types: ["authorization_code"];
+  grant_types: ("authorization_code" | "refresh_token")[];
   response_types: ["code"];
 }
 
 /**
  * Dynamic Client Registration (RFC 7591) of a public client. Metadata the server does not support is refused when it
- * would change security (a client secret), and narrowed when it is only a wish: a client asking for `refresh_token`
- * too (MCP clients often do) is registered for `authorization_code`, as section 3.2.1 allows.
+ * would change security (a client secret), and narrowed when it is only a wish: grant types other than
+ * `authorization_code` and `refresh_token` are dropped, as section 3.2.1 allows. Every client is issued refresh tokens
+ * (a client that did not list the grant simply never uses them).
  */
 export async function registerClient(db: Db, body: Record<string, unknown>): Promise<RegisteredClient> {
   // As in every JSON body (lib/json-bounds.ts; this route's own hook skips the shared one): each string, the metadata
@@ -134,7 +135,7 @@ export async function registerClient(db: Db, body: Record<string, unknown>): Pro
     ...(client.clientName ? { client_name: client.clientName } : {}),
     redirect_uris: client.redirectUris,
     token_endpoint_auth_method: "none",
-    grant_types: ["authorization_code"],
+    grant_types: Array.isArray(grants) && grants.includes("refresh_token") ? ["authorization_code", "refresh_token"] : ["authorization_code"],
     response_types: ["code"],
   };
 }

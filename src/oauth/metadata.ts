@@ -28,7 +28,7 @@ export function authorizationServerMetadata(config: Config) {
     registration_endpoint: `${issuer}/oauth/register`,
     response_types_supported: ["code"],
     response_modes_supported: ["query"],
-    grant_types_supported: ["authorization_code"],
+    grant_types_supported: ["authorization_code", "refresh_token"],
     code_challenge_methods_supported: ["S256"],
     token_endpoint_auth_methods_supported: ["none"],
     scopes_supported: [...PERMISSION_NAMES],

@@ -31,6 +31,8 @@ export const TokenForm = z
     client_id: z.string().max(200).optional(),
     code_verifier: z.string().max(200).optional(),
     resource: z.string().max(2000).optional().openapi({ description: "RFC 8707: if present, the MCP server URL" }),
+    refresh_token: z.string().max(200).optional().openapi({ description: "grant_type=refresh_token: the refresh token to rotate (single use)" }),
+    scope: z.string().max(1000).optional().openapi({ description: "grant_type=refresh_token: narrow the new access token to these granted permissions (space-separated)" }),
   })
   .openapi("TokenRequest");
 
@@ -45,6 +47,7 @@ export const TokenResponse = z
     organization_id: z.string(),
     organization_name: z.string(),
     permissions: z.array(z.enum(PERMISSION_NAMES as [string, ...string[]])),
+    refresh_token: z.string().openapi({ description: "Opaque, single use, valid 30 days: grant_type=refresh_token answers a new one. Using one twice revokes every token issued from it" }),
   })
   .openapi("TokenResponse");
 
