@@ -130,6 +130,8 @@ describe("OAuth metadata", () => {
       authorization_endpoint: `${ISSUER}/oauth/authorize`,
       token_endpoint: `${ISSUER}/oauth/token`,
       registration_endpoint: `${ISSUER}/oauth/register`,
+      revocation_endpoint: `${ISSUER}/oauth/revoke`,
+      revocation_endpoint_auth_methods_supported: ["none"],
       response_types_supported: ["code"],
       grant_types_supported: ["authorization_code", "refresh_token"],
       code_challenge_methods_supported: ["S256"],
@@ -551,6 +553,71 @@ describe("refresh tokens (OAuth 2.1 section 4.3)", () => {
     const elsewhere = await createPrincipal();
     await env.DB.prepare("UPDATE users SET organization_id = ? WHERE id = ?").bind(elsewhere.organizationId, principal.userId).run();
     expect(await json(await refresh(first.refresh_token))).toMatchObject({ error: "invalid_grant" });
+  });
+});
+
+describe("token revocation (RFC 7009)", () => {
+  const revoke = (form: Record<string, string | undefined>) => {
+    const body = new URLSearchParams(Object.entries(form).filter((e): e is [string, string] => e[1] !== undefined)).toString();
+    return call("POST", "/oauth/revoke", { rawBody: body, headers: { "content-type": "application/x-www-form-urlencoded", "cf-connecting-ip": freshIp() } });
+  };
+  const refresh = (refresh_token: string) => tokenRequest({ grant_type: "refresh_token", refresh_token, client_id: CLIENT });
+  async function tokens(principal: TestPrincipal) {
+    const { code, verifier } = await codeFor(principal);
+    return (await json(await exchange(code, verifier))) as { access_token: string; refresh_token: string };
+  }
+  const contactsWith = async (token: string) => (await call("GET", "/v1/contacts", { token })).status;
+
+  it("revokes a refresh token's family: its access tokens answer 401 and it refreshes no more", async () => {
+    const principal = await createPrincipal();
+    const first = await tokens(principal);
+    const second = await json(await refresh(first.refresh_token));
+    const other = await tokens(principal);
+    const res = await revoke({ token: second.refresh_token, token_type_hint: "refresh_token", client_id: CLIENT });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("cache-control")).toBe("no-store");
+    expect(await contactsWith(first.access_token)).toBe(401);
+    expect(await contactsWith(second.access_token)).toBe(401);
+    expect(await json(await refresh(second.refresh_token))).toMatchObject({ error: "invalid_grant" });
+    expect(await contactsWith(other.access_token)).toBe(200);
+  });
+
+  it("revokes an access token alone, whatever the hint says; its refresh token still works", async () => {
+    const principal = await createPrincipal();
+    const first = await tokens(principal);
+    expect(await contactsWith(first.access_token)).toBe(200);
+    expect((await revoke({ token: first.access_token, token_type_hint: "refresh_token", client_id: CLIENT })).status).toBe(200);
+    expect(await contactsWith(first.access_token)).toBe(401);
+    const next = await refresh(first.refresh_token);
+    expect(next.status).toBe(200);
+    expect(await contactsWith((await json(next)).access_token)).toBe(200);
+  });
+
+  it("answers 200 for unknown, malformed, already revoked and another client's tokens, revoking nothing of others", async () => {
+    const principal = await createPrincipal();
+    const mine = await tokens(principal);
+    const { client_id } = await json(await call("POST", "/oauth/register", { body: { redirect_uris: ["http://127.0.0.1/cb"] }, headers: { "cf-connecting-ip": freshIp() } }));
+    for (const token of ["unknown-token", "a.b.c", mine.access_token, mine.refresh_token]) {
+      const res = await revoke({ token, client_id });
+      expect(res.status).toBe(200);
+      expect(await res.text()).toBe("");
+    }
+    expect(await contactsWith(mine.access_token)).toBe(200);
+    expect((await refresh(mine.refresh_token)).status).toBe(200);
+    expect((await revoke({ token: mine.access_token, client_id: CLIENT })).status).toBe(200);
+    expect((await revoke({ token: mine.access_token, client_id: CLIENT })).status).toBe(200);
+    const forged = await sign({ iss: ISSUER, aud: MCP, sub: principal.userId, jti: "x", exp: Math.floor(Date.now() / 1000) + 60 }, "another-secret", "HS256");
+    expect((await revoke({ token: forged, client_id: CLIENT })).status).toBe(200);
+  });
+
+  it.each([
+    ["no token", { client_id: CLIENT }, 400, "invalid_request"],
+    ["no client_id", { token: "x" }, 400, "invalid_request"],
+    ["an unknown client", { token: "x", client_id: "nobody" }, 401, "invalid_client"],
+  ])("refuses %s", async (_, form, status, error) => {
+    const res = await revoke(form);
+    expect(res.status).toBe(status);
+    expect(await json(res)).toEqual({ error, error_description: expect.any(String) });
   });
 });
 

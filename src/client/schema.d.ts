@@ -1902,6 +1902,29 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/oauth/revoke": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Revoke an access token or a refresh token (RFC 7009)
+         * @description Form-encoded: `token`, optional `token_type_hint` (access_token or refresh_token; a hint only), `client_id` (public
+         *     clients name themselves). A refresh token revokes every token of its family (the refresh tokens and access tokens issued
+         *     from the same authorization); an access token revokes that access token. 200 with an empty body whether or not the token
+         *     was known, live, or issued to this client (RFC 7009 section 2.2). CORS-enabled; 30 requests a minute per address.
+         */
+        post: operations["revokeToken"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/oauth/register": {
         parameters: {
             query?: never;
@@ -4233,6 +4256,14 @@ export interface components {
             /** @description grant_type=refresh_token: narrow the new access token to these granted permissions (space-separated) */
             scope?: string;
         };
+        RevocationRequest: {
+            /** @description The access token or refresh token to revoke */
+            token?: string;
+            /** @description access_token or refresh_token: a hint only, the token's kind is told by its shape */
+            token_type_hint?: string;
+            /** @description The public client the token was issued to */
+            client_id?: string;
+        };
         ClientRegistration: {
             client_id: string;
             client_id_issued_at: number;
@@ -4259,6 +4290,8 @@ export interface components {
             authorization_endpoint: string;
             token_endpoint: string;
             registration_endpoint: string;
+            revocation_endpoint: string;
+            revocation_endpoint_auth_methods_supported: string[];
             response_types_supported: string[];
             response_modes_supported: string[];
             grant_types_supported: string[];
@@ -14051,6 +14084,93 @@ export interface operations {
                 };
             };
             /** @description temporarily_unavailable: JWT_SECRET is not configured */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthError"];
+                };
+            };
+        };
+    };
+    revokeToken: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-www-form-urlencoded": components["schemas"]["RevocationRequest"];
+            };
+        };
+        responses: {
+            /** @description Revoked, or nothing to revoke (empty body) */
+            200: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description invalid_request: no token or no client_id; or: Invalid input (every problem listed), a body that is not JSON, or a malformed header */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthError"];
+                };
+            };
+            /** @description invalid_client: unknown client_id */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthError"];
+                };
+            };
+            /** @description The body is over the route's size limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthError"];
+                };
+            };
+            /** @description Content-Type is not one the route takes (application/json; multipart/form-data on uploads) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthError"];
+                };
+            };
+            /** @description Too many requests from this address (rate_limited) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthError"];
+                };
+            };
+            /** @description temporarily_unavailable: JWT_SECRET is not configured (an access token cannot be read) */
             503: {
                 headers: {
                     [name: string]: unknown;

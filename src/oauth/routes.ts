@@ -32,9 +32,11 @@ import {
   ClientRegistrationRequest,
   OAuthErrorBody,
   ProtectedResourceMetadata,
+  RevocationForm,
   TokenForm,
   TokenResponse,
 } from "./schemas";
+import { revokeToken } from "./revoke";
 import { requestToken } from "./tokens";
 
 const tags = ["OAuth"];
@@ -114,6 +116,28 @@ refresh token used a second time is refused and every token issued from it is re
   },
 });
 
+const revoke = defineRoute(OAUTH, {
+  operationId: "revokeToken",
+  method: "post",
+  path: "/oauth/revoke",
+  security: [],
+  tags,
+  summary: "Revoke an access token or a refresh token (RFC 7009)",
+  description: `Form-encoded: \`token\`, optional \`token_type_hint\` (access_token or refresh_token; a hint only), \`client_id\` (public
+clients name themselves). A refresh token revokes every token of its family (the refresh tokens and access tokens issued
+from the same authorization); an access token revokes that access token. 200 with an empty body whether or not the token
+was known, live, or issued to this client (RFC 7009 section 2.2). CORS-enabled; 30 requests a minute per address.`,
+  middleware: [rateLimit("oauth-revoke:post")] as const,
+  request: { body: { required: true, content: { "application/x-www-form-urlencoded": { schema: RevocationForm } } } },
+  responses: {
+    200: { description: "Revoked, or nothing to revoke (empty body)", headers: NO_STORE },
+    400: oauthError("invalid_request: no token or no client_id"),
+    401: oauthError("invalid_client: unknown client_id"),
+    429: oauthError("Too many requests from this address (rate_limited)"),
+    503: oauthError("temporarily_unavailable: JWT_SECRET is not configured (an access token cannot be read)"),
+  },
+});
+
 const register = defineRoute(OAUTH, {
   operationId: "registerClient",
   method: "post",
@@ -177,11 +201,16 @@ const openCors = cors({ origin: "*", allowMethods: ["GET", "POST", "OPTIONS"], a
 oauthRoutes.use("/.well-known/*", openCors);
 oauthRoutes.use("/oauth/token", openCors, noStore);
 oauthRoutes.use("/oauth/register", openCors, noStore);
+oauthRoutes.use("/oauth/revoke", openCors, noStore);
 
 oauthRoutes
   .openapi(authorizePage, (c) => authorize(c, c.req.valid("query")), pageHook as never)
   .openapi(authorizeForm, (c) => submitAuthorization(c, c.req.valid("query"), c.req.valid("form")), pageHook as never)
   .openapi(token, async (c) => c.json(await requestToken(c.get("db"), readConfig(c.env), c.req.valid("form")), 200))
+  .openapi(revoke, async (c) => {
+    await revokeToken(c.get("db"), readConfig(c.env), c.req.valid("form"));
+    return c.body(null, 200);
+  })
   .openapi(register, async (c) => c.json(await registerClient(c.get("db"), c.req.valid("json")), 201), registrationHook as never)
   .openapi(serverMetadata, (c) => c.json(authorizationServerMetadata(readConfig(c.env)), 200))
   .openapi(resourceMetadata, (c) => c.json(protectedResourceMetadata(readConfig(c.env)), 200))

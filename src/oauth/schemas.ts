@@ -36,6 +36,14 @@ export const TokenForm = z
   })
   .openapi("TokenRequest");
 
+export const RevocationForm = z
+  .object({
+    token: z.string().max(2000).optional().openapi({ description: "The access token or refresh token to revoke" }),
+    token_type_hint: z.string().max(100).optional().openapi({ description: "access_token or refresh_token: a hint only, the token's kind is told by its shape" }),
+    client_id: z.string().max(200).optional().openapi({ description: "The public client the token was issued to" }),
+  })
+  .openapi("RevocationRequest");
+
 export const TokenResponse = z
   .object({
     access_token: z.string().openapi({ description: "A JWT (HS256) with iss, aud (the MCP server URL), sub (user id), org, scope, client_id, jti (grant id), iat, exp" }),
@@ -87,6 +95,8 @@ export const AuthorizationServerMetadata = z
     authorization_endpoint: z.string(),
     token_endpoint: z.string(),
     registration_endpoint: z.string(),
+    revocation_endpoint: z.string(),
+    revocation_endpoint_auth_methods_supported: z.array(z.string()),
     response_types_supported: z.array(z.string()),
     response_modes_supported: z.array(z.string()),
     grant_types_supported: z.array(z.string()),
