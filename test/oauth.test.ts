@@ -130,8 +130,10 @@ describe("OAuth metadata", () => {
       authorization_endpoint: `${ISSUER}/oauth/authorize`,
       token_endpoint: `${ISSUER}/oauth/token`,
       registration_endpoint: `${ISSUER}/oauth/register`,
+      revocation_endpoint: `${ISSUER}/oauth/revoke`,
+      revocation_endpoint_auth_methods_supported: ["none"],
       response_types_supported: ["code"],
-      grant_types_supported: ["authorization_code"],
+      grant_types_supported: ["authorization_code", "refresh_token"],
       code_challenge_methods_supported: ["S256"],
       token_endpoint_auth_methods_supported: ["none"],
       scopes_supported: expect.arrayContaining(["contacts:read", "deals:write", "envelopes:send"]),
@@ -175,6 +177,7 @@ describe("authorization with a bearer session", () => {
       organization_id: principal.organizationId,
       organization_name: org!.name,
       permissions: expect.arrayContaining(["contacts:read", "contacts:write", "deals:read", "deals:write", "documents:read", "envelopes:send"]),
+      refresh_token: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/),
     });
     const claims = claimsOf(body.access_token);
     expect(claims).toMatchObject({ iss: ISSUER, aud: MCP, sub: principal.userId, org: principal.organizationId, client_id: CLIENT, jti: expect.any(String) });
@@ -441,6 +444,183 @@ describe("token endpoint refusals", () => {
   });
 });
 
+describe("refresh tokens (OAuth 2.1 section 4.3)", () => {
+  const refresh = (refresh_token: string, extra: Record<string, string> = {}) => tokenRequest({ grant_type: "refresh_token", refresh_token, client_id: CLIENT, ...extra });
+  async function tokens(principal: TestPrincipal, scope?: string) {
+    const { code, verifier } = await codeFor(principal, scope);
+    const res = await exchange(code, verifier);
+    expect(res.status).toBe(200);
+    return (await json(res)) as { access_token: string; refresh_token: string; scope: string };
+  }
+  const contactsWith = async (token: string) => (await call("GET", "/v1/contacts", { token })).status;
+
+  it("rotates on every use: a new access and refresh token with the same permissions, stored only as SHA-256", async () => {
+    const principal = await createPrincipal();
+    const first = await tokens(principal, "contacts:read deals:read");
+    const res = await refresh(first.refresh_token);
+    expect(res.status).toBe(200);
+    expect(res.headers.get("cache-control")).toBe("no-store");
+    const second = await json(res);
+    expect(second).toMatchObject({ token_type: "Bearer", expires_in: 3600, scope: "contacts:read deals:read", permissions: ["contacts:read", "deals:read"], user_id: principal.userId, organization_id: principal.organizationId, mcp_server_url: MCP });
+    expect(second.refresh_token).not.toBe(first.refresh_token);
+    expect(claimsOf(second.access_token)).toMatchObject({ sub: principal.userId, client_id: CLIENT, scope: "contacts:read deals:read" });
+    expect(await contactsWith(second.access_token)).toBe(200);
+    expect(await contactsWith(first.access_token)).toBe(200);
+    // Only hashes are stored.
+    const stored = await env.DB.prepare("SELECT token_hash FROM oauth_refresh_tokens WHERE user_id = ?").bind(principal.userId).all<{ token_hash: string }>();
+    expect(stored.results).toHaveLength(2);
+    expect(stored.results.map((r) => r.token_hash)).not.toContain(second.refresh_token);
+    expect(stored.results.every((r) => /^[0-9a-f]{64}$/.test(r.token_hash))).toBe(true);
+    // The new one rotates in turn.
+    expect((await refresh(second.refresh_token)).status).toBe(200);
+  });
+
+  it("narrows the access token with scope, never widens it, and the family keeps its full grant", async () => {
+    const principal = await createPrincipal();
+    const first = await tokens(principal, "contacts:read deals:read");
+    const wider = await refresh(first.refresh_token, { scope: "contacts:read contacts:write" });
+    expect(wider.status).toBe(400);
+    expect(await json(wider)).toEqual({ error: "invalid_scope", error_description: expect.any(String) });
+    const narrow = await json(await refresh(first.refresh_token, { scope: "deals:read" }));
+    expect(narrow.permissions).toEqual(["deals:read"]);
+    expect(await contactsWith(narrow.access_token)).toBe(403);
+    const full = await json(await refresh(narrow.refresh_token));
+    expect(full.permissions).toEqual(["contacts:read", "deals:read"]);
+  });
+
+  it("refuses another client's refresh token, an unknown one, an expired one and a missing one", async () => {
+    const principal = await createPrincipal();
+    const first = await tokens(principal);
+    const { client_id } = await json(await call("POST", "/oauth/register", { body: { redirect_uris: ["http://127.0.0.1/cb"] }, headers: { "cf-connecting-ip": freshIp() } }));
+    const other = await refresh(first.refresh_token, { client_id });
+    expect(other.status).toBe(400);
+    expect(await json(other)).toMatchObject({ error: "invalid_grant" });
+    expect(await json(await refresh("not-a-token"))).toMatchObject({ error: "invalid_grant" });
+    expect(await json(await tokenRequest({ grant_type: "refresh_token", client_id: CLIENT }))).toMatchObject({ error: "invalid_request" });
+    expect(await json(await tokenRequest({ grant_type: "refresh_token", refresh_token: first.refresh_token }))).toMatchObject({ error: "invalid_request" });
+    const unknownClient = await refresh(first.refresh_token, { client_id: "nobody" });
+    expect(unknownClient.status).toBe(401);
+    // None of those spent it.
+    expect((await refresh(first.refresh_token)).status).toBe(200);
+    const later = await tokens(principal);
+    await env.DB.prepare("UPDATE oauth_refresh_tokens SET expires_at = ? WHERE used_at IS NULL AND user_id = ?").bind(new Date(Date.now() - 1000).toISOString(), principal.userId).run();
+    expect(await json(await refresh(later.refresh_token))).toEqual({ error: "invalid_grant", error_description: expect.stringContaining("expired") });
+  });
+
+  it("revokes the whole family when a used refresh token comes back: every access token from it answers 401", async () => {
+    const principal = await createPrincipal();
+    const first = await tokens(principal);
+    const second = await json(await refresh(first.refresh_token));
+    const third = await json(await refresh(second.refresh_token));
+    const unrelated = await tokens(principal);
+    for (const t of [first, second, third]) expect(await contactsWith(t.access_token)).toBe(200);
+
+    const replay = await refresh(first.refresh_token);
+    expect(replay.status).toBe(400);
+    expect(await json(replay)).toEqual({ error: "invalid_grant", error_description: expect.stringContaining("revoked") });
+    for (const t of [first, second, third]) expect(await contactsWith(t.access_token)).toBe(401);
+    // The family's live refresh token is dead too; another family of the same user is untouched.
+    expect(await json(await refresh(third.refresh_token))).toMatchObject({ error: "invalid_grant" });
+    expect(await contactsWith(unrelated.access_token)).toBe(200);
+    expect((await refresh(unrelated.refresh_token)).status).toBe(200);
+  });
+
+  it("revokes the family a reused authorization code started, refreshed tokens included", async () => {
+    const principal = await createPrincipal();
+    const { code, verifier } = await codeFor(principal);
+    const first = await json(await exchange(code, verifier));
+    const refreshed = await json(await refresh(first.refresh_token));
+    expect((await exchange(code, verifier)).status).toBe(400);
+    expect(await contactsWith(refreshed.access_token)).toBe(401);
+    expect(await json(await refresh(refreshed.refresh_token))).toMatchObject({ error: "invalid_grant" });
+  });
+
+  it("lets exactly one of two concurrent uses of one refresh token win; the other is a reuse and revokes the family", async () => {
+    const principal = await createPrincipal();
+    const first = await tokens(principal);
+    const answers = await Promise.all([refresh(first.refresh_token), refresh(first.refresh_token), refresh(first.refresh_token)]);
+    expect(answers.map((r) => r.status).sort()).toEqual([200, 400, 400]);
+    const winner = await json(answers.find((r) => r.status === 200)!);
+    const families = await env.DB.prepare("SELECT COUNT(*) AS n FROM oauth_refresh_tokens WHERE user_id = ?").bind(principal.userId).first<number>("n");
+    expect(families).toBe(2);
+    expect(await contactsWith(winner.access_token)).toBe(401);
+    expect(await json(await refresh(winner.refresh_token))).toMatchObject({ error: "invalid_grant" });
+  });
+
+  it("stops refreshing once the user left the organization", async () => {
+    const principal = await createPrincipal();
+    const first = await tokens(principal);
+    const elsewhere = await createPrincipal();
+    await env.DB.prepare("UPDATE users SET organization_id = ? WHERE id = ?").bind(elsewhere.organizationId, principal.userId).run();
+    expect(await json(await refresh(first.refresh_token))).toMatchObject({ error: "invalid_grant" });
+  });
+});
+
+describe("token revocation (RFC 7009)", () => {
+  const revoke = (form: Record<string, string | undefined>) => {
+    const body = new URLSearchParams(Object.entries(form).filter((e): e is [string, string] => e[1] !== undefined)).toString();
+    return call("POST", "/oauth/revoke", { rawBody: body, headers: { "content-type": "application/x-www-form-urlencoded", "cf-connecting-ip": freshIp() } });
+  };
+  const refresh = (refresh_token: string) => tokenRequest({ grant_type: "refresh_token", refresh_token, client_id: CLIENT });
+  async function tokens(principal: TestPrincipal) {
+    const { code, verifier } = await codeFor(principal);
+    return (await json(await exchange(code, verifier))) as { access_token: string; refresh_token: string };
+  }
+  const contactsWith = async (token: string) => (await call("GET", "/v1/contacts", { token })).status;
+
+  it("revokes a refresh token's family: its access tokens answer 401 and it refreshes no more", async () => {
+    const principal = await createPrincipal();
+    const first = await tokens(principal);
+    const second = await json(await refresh(first.refresh_token));
+    const other = await tokens(principal);
+    const res = await revoke({ token: second.refresh_token, token_type_hint: "refresh_token", client_id: CLIENT });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("cache-control")).toBe("no-store");
+    expect(await contactsWith(first.access_token)).toBe(401);
+    expect(await contactsWith(second.access_token)).toBe(401);
+    expect(await json(await refresh(second.refresh_token))).toMatchObject({ error: "invalid_grant" });
+    expect(await contactsWith(other.access_token)).toBe(200);
+  });
+
+  it("revokes an access token alone, whatever the hint says; its refresh token still works", async () => {
+    const principal = await createPrincipal();
+    const first = await tokens(principal);
+    expect(await contactsWith(first.access_token)).toBe(200);
+    expect((await revoke({ token: first.access_token, token_type_hint: "refresh_token", client_id: CLIENT })).status).toBe(200);
+    expect(await contactsWith(first.access_token)).toBe(401);
+    const next = await refresh(first.refresh_token);
+    expect(next.status).toBe(200);
+    expect(await contactsWith((await json(next)).access_token)).toBe(200);
+  });
+
+  it("answers 200 for unknown, malformed, already revoked and another client's tokens, revoking nothing of others", async () => {
+    const principal = await createPrincipal();
+    const mine = await tokens(principal);
+    const { client_id } = await json(await call("POST", "/oauth/register", { body: { redirect_uris: ["http://127.0.0.1/cb"] }, headers: { "cf-connecting-ip": freshIp() } }));
+    for (const token of ["unknown-token", "a.b.c", mine.access_token, mine.refresh_token]) {
+      const res = await revoke({ token, client_id });
+      expect(res.status).toBe(200);
+      expect(await res.text()).toBe("");
+    }
+    expect(await contactsWith(mine.access_token)).toBe(200);
+    expect((await refresh(mine.refresh_token)).status).toBe(200);
+    expect((await revoke({ token: mine.access_token, client_id: CLIENT })).status).toBe(200);
+    expect((await revoke({ token: mine.access_token, client_id: CLIENT })).status).toBe(200);
+    const forged = await sign({ iss: ISSUER, aud: MCP, sub: principal.userId, jti: "x", exp: Math.floor(Date.now() / 1000) + 60 }, "another-secret", "HS256");
+    expect((await revoke({ token: forged, client_id: CLIENT })).status).toBe(200);
+  });
+
+  it.each([
+    ["no token", { client_id: CLIENT }, 400, "invalid_request"],
+    ["no client_id", { token: "x" }, 400, "invalid_request"],
+    ["an unknown client", { token: "x", client_id: "nobody" }, 401, "invalid_client"],
+  ])("refuses %s", async (_, form, status, error) => {
+    const res = await revoke(form);
+    expect(res.status).toBe(status);
+    expect(await json(res)).toEqual({ error, error_description: expect.any(String) });
+  });
+});
+
 describe("access tokens on the API", () => {
   it("refuses an expired token, a token signed with another key and one for another audience", async () => {
     const principal = await createPrincipal();
@@ -510,7 +690,7 @@ describe("dynamic client registration", () => {
       client_name: "Agent",
       redirect_uris: [uri],
       token_endpoint_auth_method: "none",
-      grant_types: ["authorization_code"],
+      grant_types: ["authorization_code", "refresh_token"],
       response_types: ["code"],
     });
   });
@@ -560,7 +740,7 @@ describe("dynamic client registration", () => {
     const { client_id } = await json(await register({ redirect_uris: [uri], client_name: "Registered agent" }));
     const principal = await createPrincipal();
     const { verifier, challenge } = await pkce();
-    const other = await call("GET", authorizeUrl(validParams(challenge, { client_id, redirect_uri: "http://127.0.0.1:33419/callback" })), { token: principal.token });
+    const other = await call("GET", authorizeUrl(validParams(challenge, { client_id, redirect_uri: "http://127.0.0.1:33418/other" })), { token: principal.token });
     expect(other.status).toBe(400);
     const page = await call("GET", authorizeUrl(validParams(challenge, { client_id, redirect_uri: uri })));
     expect(await page.text()).toContain("Registered agent");
@@ -570,6 +750,59 @@ describe("dynamic client registration", () => {
     const tokenRes = await tokenRequest({ grant_type: "authorization_code", code, redirect_uri: uri, client_id, code_verifier: verifier });
     expect(tokenRes.status).toBe(200);
     expect(claimsOf((await json(tokenRes)).access_token).client_id).toBe(client_id);
+  });
+});
+
+describe("loopback redirect URIs (RFC 8252 section 7.3)", () => {
+  const register = async (uris: string[]) => (await json(await call("POST", "/oauth/register", { body: { redirect_uris: uris }, headers: { "cf-connecting-ip": freshIp() } }))).client_id as string;
+  const authorizeWith = async (client_id: string, redirect_uri: string) => {
+    const principal = await createPrincipal();
+    const { verifier, challenge } = await pkce();
+    const res = await call("GET", authorizeUrl(validParams(challenge, { client_id, redirect_uri })), { token: principal.token });
+    return { res, verifier };
+  };
+
+  it.each([
+    ["a portless 127.0.0.1 registration", "http://127.0.0.1/callback", "http://127.0.0.1:49152/callback"],
+    ["a portless [::1] registration", "http://[::1]/callback", "http://[::1]:50123/callback"],
+    ["a portless localhost registration", "http://localhost/cb?x=1", "http://localhost:7777/cb?x=1"],
+    ["another port than registered", "http://127.0.0.1:33418/callback", "http://127.0.0.1:61000/callback"],
+    ["no port when one was registered", "http://[::1]:8080/cb", "http://[::1]/cb"],
+  ])("admits any port for %s, and the code is exchanged with that exact URI", async (_, registered, used) => {
+    const client_id = await register([registered]);
+    const { res, verifier } = await authorizeWith(client_id, used);
+    expect(res.status).toBe(302);
+    expect(res.headers.get("location")!.startsWith(used.split("?")[0]!)).toBe(true);
+    const code = locationOf(res).searchParams.get("code")!;
+    expect((await tokenRequest({ grant_type: "authorization_code", code, redirect_uri: registered, client_id, code_verifier: verifier })).status).toBe(400);
+    // The code is bound to the URI it was sent to, port included (the mismatch above did not spend it).
+    expect((await tokenRequest({ grant_type: "authorization_code", code, redirect_uri: used, client_id, code_verifier: verifier })).status).toBe(200);
+  });
+
+  it.each([
+    ["another path on loopback", "http://127.0.0.1/callback", "http://127.0.0.1:4000/callback2"],
+    ["a longer path on loopback", "http://127.0.0.1/callback", "http://127.0.0.1:4000/callback/x"],
+    ["another query on loopback", "http://localhost/cb?x=1", "http://localhost:4000/cb?x=2"],
+    ["https instead of http on loopback", "http://127.0.0.1/callback", "https://127.0.0.1:4000/callback"],
+    ["another loopback host", "http://127.0.0.1/callback", "http://[::1]:4000/callback"],
+    ["localhost for an IP registration", "http://127.0.0.1/callback", "http://localhost:4000/callback"],
+    ["a host that only starts like loopback", "http://127.0.0.1/callback", "http://127.0.0.1.evil.example:4000/callback"],
+    ["a non-loopback host on another port", "https://app.example/callback", "https://app.example:8443/callback"],
+    ["a non-loopback host with its port dropped", "https://app.example:8443/callback", "https://app.example/callback"],
+  ])("refuses %s with the error page", async (_, registered, used) => {
+    const client_id = await register([registered]);
+    const { res } = await authorizeWith(client_id, used);
+    expect(res.status).toBe(400);
+    expect(res.headers.get("location")).toBeNull();
+  });
+
+  it("applies to static clients too: mcp-dev's loopback pattern takes any port, never another path", async () => {
+    const principal = await createPrincipal();
+    const { challenge } = await pkce();
+    const ok = await call("GET", authorizeUrl(validParams(challenge, { redirect_uri: "http://127.0.0.1/callback" })), { token: principal.token });
+    expect(ok.status).toBe(302);
+    const bad = await call("GET", authorizeUrl(validParams(challenge, { redirect_uri: "http://127.0.0.1:5000/callbackx" })), { token: principal.token });
+    expect(bad.status).toBe(400);
   });
 });
 

@@ -1890,13 +1890,38 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Exchange an authorization code for an access token
+         * Exchange an authorization code or a refresh token for an access token
          * @description Form-encoded (spec, Authentication rule 3): grant_type=authorization_code, code, redirect_uri, client_id,
-         *     code_verifier. The answer: a JWT access token valid one hour, and the spec's metadata at top level: `mcp_server_url`,
-         *     `user_id`, `organization_id`, `organization_name`, `permissions`. A code used a second time is refused and the token
-         *     issued for it is revoked. Errors follow RFC 6749 section 5.2. CORS-enabled; 30 requests a minute per address.
+         *     code_verifier; or grant_type=refresh_token, refresh_token, client_id, optional scope (a part of what was granted).
+         *     The answer: a JWT access token valid one hour, a new single-use refresh token (valid 30 days), and the spec's metadata at
+         *     top level: `mcp_server_url`, `user_id`, `organization_id`, `organization_name`, `permissions`. A code or a
+         *     refresh token used a second time is refused and every token issued from it is revoked. Errors follow RFC 6749 section
+         *     5.2. CORS-enabled; 30 requests a minute per address.
          */
         post: operations["exchangeAuthorizationCode"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/oauth/revoke": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Revoke an access token or a refresh token (RFC 7009)
+         * @description Form-encoded: `token`, optional `token_type_hint` (access_token or refresh_token; a hint only), `client_id` (public
+         *     clients name themselves). A refresh token revokes every token of its family (the refresh tokens and access tokens issued
+         *     from the same authorization); an access token revokes that access token. 200 with an empty body whether or not the token
+         *     was known, live, or issued to this client (RFC 7009 section 2.2). CORS-enabled; 30 requests a minute per address.
+         */
+        post: operations["revokeToken"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1914,7 +1939,7 @@ export interface paths {
         put?: never;
         /**
          * Register a public client (RFC 7591 Dynamic Client Registration)
-         * @description For MCP clients that register themselves. Public clients only (`token_endpoint_auth_method: "none"`, PKCE); redirect URIs must be https, or http to a loopback address (127.0.0.1, localhost, [::1], any port), and then match exactly. `grant_types` other than authorization_code are dropped from the registration. CORS-enabled; 20 requests a minute per address.
+         * @description For MCP clients that register themselves. Public clients only (`token_endpoint_auth_method: "none"`, PKCE); redirect URIs must be https, or http to a loopback address (127.0.0.1, localhost, [::1]), and then match exactly, except the port of a loopback one (any port, RFC 8252 section 7.3). `grant_types` other than authorization_code and refresh_token are dropped from the registration. CORS-enabled; 20 requests a minute per address.
          */
         post: operations["registerClient"];
         delete?: never;
@@ -4221,6 +4246,8 @@ export interface components {
             organization_id: string;
             organization_name: string;
             permissions: ("contacts:read" | "contacts:write" | "contacts:erase" | "deals:read" | "deals:write" | "properties:read" | "properties:write" | "documents:read" | "envelopes:send" | "webhooks:manage")[];
+            /** @description Opaque, single use, valid 30 days: grant_type=refresh_token answers a new one. Using one twice revokes every token issued from it */
+            refresh_token: string;
         };
         TokenRequest: {
             /** @example authorization_code */
@@ -4231,6 +4258,18 @@ export interface components {
             code_verifier?: string;
             /** @description RFC 8707: if present, the MCP server URL */
             resource?: string;
+            /** @description grant_type=refresh_token: the refresh token to rotate (single use) */
+            refresh_token?: string;
+            /** @description grant_type=refresh_token: narrow the new access token to these granted permissions (space-separated) */
+            scope?: string;
+        };
+        RevocationRequest: {
+            /** @description The access token or refresh token to revoke */
+            token?: string;
+            /** @description access_token or refresh_token: a hint only, the token's kind is told by its shape */
+            token_type_hint?: string;
+            /** @description The public client the token was issued to */
+            client_id?: string;
         };
         ClientRegistration: {
             client_id: string;
@@ -4258,6 +4297,8 @@ export interface components {
             authorization_endpoint: string;
             token_endpoint: string;
             registration_endpoint: string;
+            revocation_endpoint: string;
+            revocation_endpoint_auth_methods_supported: string[];
             response_types_supported: string[];
             response_modes_supported: string[];
             grant_types_supported: string[];
@@ -14004,7 +14045,7 @@ export interface operations {
                     "application/json": components["schemas"]["TokenResponse"];
                 };
             };
-            /** @description invalid_request, invalid_grant (unknown, expired, used or mismatched code, wrong verifier) or unsupported_grant_type; or: Invalid input (every problem listed), a body that is not JSON, or a malformed header */
+            /** @description invalid_request, invalid_grant (unknown, expired, used or mismatched code or refresh token, wrong verifier), invalid_scope (a refresh asking for more than was granted) or unsupported_grant_type; or: Invalid input (every problem listed), a body that is not JSON, or a malformed header */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -14059,6 +14100,93 @@ export interface operations {
                 };
             };
             /** @description temporarily_unavailable: JWT_SECRET is not configured */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthError"];
+                };
+            };
+        };
+    };
+    revokeToken: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-www-form-urlencoded": components["schemas"]["RevocationRequest"];
+            };
+        };
+        responses: {
+            /** @description Revoked, or nothing to revoke (empty body) */
+            200: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description invalid_request: no token or no client_id; or: Invalid input (every problem listed), a body that is not JSON, or a malformed header */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthError"];
+                };
+            };
+            /** @description invalid_client: unknown client_id */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthError"];
+                };
+            };
+            /** @description The body is over the route's size limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthError"];
+                };
+            };
+            /** @description Content-Type is not one the route takes (application/json; multipart/form-data on uploads) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthError"];
+                };
+            };
+            /** @description Too many requests from this address (rate_limited) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthError"];
+                };
+            };
+            /** @description temporarily_unavailable: JWT_SECRET is not configured (an access token cannot be read) */
             503: {
                 headers: {
                     [name: string]: unknown;

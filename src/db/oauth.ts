@@ -57,8 +57,10 @@ export const oauthGrants = sqliteTable(
     createdAt: text().notNull(),
     expiresAt: text().notNull(),
     revokedAt: text(),
+    /** The refresh token family this grant was issued in (issue 23): revoking the family revokes it too. */
+    familyId: text(),
   },
-  (t) => [index("oauth_grants_user_idx").on(t.userId)],
+  (t) => [index("oauth_grants_user_idx").on(t.userId), index("oauth_grants_family_idx").on(t.familyId)],
 );
 
 /**
@@ -80,4 +82,29 @@ export const oauthSignIns = sqliteTable(
     expiresAt: text().notNull(),
   },
   (t) => [uniqueIndex("oauth_sign_ins_cookie_unique").on(t.cookieHash), index("oauth_sign_ins_expires_idx").on(t.expiresAt)],
+);
+
+/**
+ * Refresh tokens (issue 23; OAuth 2.1 section 4.3): opaque, stored only as SHA-256, each used once. A token is rotated
+ * on every use into a new one of the same family; the family starts at a code exchange and its id is that first
+ * grant's id, which every grant issued from it carries too (`oauth_grants.family_id`). A token presented after its
+ * use (or after its family was revoked) revokes the whole family: its refresh tokens and its grants, so every access
+ * token issued from it stops working. Bound to the client, the user, the organization and the permissions granted
+ * at consent (a refresh may narrow the access token's scope, never the family's).
+ */
+export const oauthRefreshTokens = sqliteTable(
+  "oauth_refresh_tokens",
+  {
+    tokenHash: text().primaryKey(),
+    familyId: text().notNull(),
+    clientId: text().notNull(),
+    userId: text().notNull(),
+    organizationId: text().notNull(),
+    permissions: text({ mode: "json" }).$type<string[]>().notNull(),
+    createdAt: text().notNull(),
+    expiresAt: text().notNull(),
+    usedAt: text(),
+    revokedAt: text(),
+  },
+  (t) => [index("oauth_refresh_tokens_family_idx").on(t.familyId), index("oauth_refresh_tokens_expires_idx").on(t.expiresAt)],
 );

@@ -30,12 +30,31 @@ export async function findClient(db: Db, config: Config, clientId: string | unde
 /**
  * A static client's redirect pattern matches the whole URI; each `*` stands for one DNS label or a port number
  * (letters, digits, hyphens: never a dot, colon, slash, `@`, `?` or `#`), so `http://127.0.0.1:*\/callback` admits any
- * port and nothing else. A registered client's URIs match exactly (RFC 7591 and OAuth 2.1 section 2.3.1).
+ * port and nothing else. A registered client's URIs match exactly (RFC 7591 and OAuth 2.1 section 2.3.1), except
+ * that an http loopback redirect matches on everything but the port (RFC 8252 section 7.3: a native client listens on
+ * an ephemeral port), so a registration without a port, or with another one, admits any.
  */
 export function redirectMatches(client: KnownClient, redirectUri: string | undefined): boolean {
   if (!redirectUri || redirectUri.length > MAX_REDIRECT_URI || !isAbsoluteWithoutFragment(redirectUri)) return false;
-  if (client.registered) return client.redirectUris.includes(redirectUri);
-  return client.redirectUris.some((pattern) => patternRegex(pattern).test(redirectUri));
+  const loopback = withoutLoopbackPort(redirectUri);
+  if (client.registered) return client.redirectUris.includes(redirectUri) || (loopback !== null && client.redirectUris.some((uri) => withoutLoopbackPort(uri) === loopback));
+  return client.redirectUris.some((pattern) => {
+    if (patternRegex(pattern).test(redirectUri)) return true;
+    const portless = withoutLoopbackPort(pattern);
+    return loopback !== null && portless !== null && patternRegex(portless).test(loopback);
+  });
+}
+
+/**
+ * `http://<loopback host>[:port]<rest>` without its port, compared as written (no URL normalization, so the scheme,
+ * host, path and query must be exactly the registered ones); null for any other URI. The host must end at the port,
+ * path, query or end: `http://127.0.0.1.evil.example` and `http://127.0.0.1:80@evil.example` are not loopback. A
+ * pattern's port may be `*`. `localhost` counts as configured by registration and OAUTH_CLIENTS (RFC 8252 section 8.3
+ * prefers the IP literals; both are accepted here).
+ */
+function withoutLoopbackPort(uri: string): string | null {
+  const m = /^(http:\/\/(?:127\.0\.0\.1|\[::1\]|localhost))(?::(?:\d{1,5}|\*))?(?=[/?]|$)(.*)$/.exec(uri);
+  return m ? `${m[1]}${m[2]}` : null;
 }
 
 const patternRegex = (pattern: string) => new RegExp(`^${pattern.split("*").map((part) => part.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&")).join("[A-Za-z0-9-]+")}$`);
@@ -68,14 +87,15 @@ export interface RegisteredClient {
   client_name?: string;
   redirect_uris: string[];
   token_endpoint_auth_method: "none";
-  grant_types: ["authorization_code"];
+  grant_types: ("authorization_code" | "refresh_token")[];
   response_types: ["code"];
 }
 
 /**
  * Dynamic Client Registration (RFC 7591) of a public client. Metadata the server does not support is refused when it
- * would change security (a client secret), and narrowed when it is only a wish: a client asking for `refresh_token`
- * too (MCP clients often do) is registered for `authorization_code`, as section 3.2.1 allows.
+ * would change security (a client secret), and narrowed when it is only a wish: grant types other than
+ * `authorization_code` and `refresh_token` are dropped, as section 3.2.1 allows. Every client is issued refresh tokens
+ * (a client that did not list the grant simply never uses them).
  */
 export async function registerClient(db: Db, body: Record<string, unknown>): Promise<RegisteredClient> {
   // As in every JSON body (lib/json-bounds.ts; this route's own hook skips the shared one): each string, the metadata
@@ -115,7 +135,7 @@ export async function registerClient(db: Db, body: Record<string, unknown>): Pro
     ...(client.clientName ? { client_name: client.clientName } : {}),
     redirect_uris: client.redirectUris,
     token_endpoint_auth_method: "none",
-    grant_types: ["authorization_code"],
+    grant_types: Array.isArray(grants) && grants.includes("refresh_token") ? ["authorization_code", "refresh_token"] : ["authorization_code"],
     response_types: ["code"],
   };
 }

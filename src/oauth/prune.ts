@@ -1,12 +1,13 @@
 import { inArray, lt } from "drizzle-orm";
 import type { Db } from "../db/client";
-import { oauthClients, oauthCodes, oauthGrants, oauthSignIns } from "../db/schema";
+import { oauthClients, oauthCodes, oauthGrants, oauthRefreshTokens, oauthSignIns } from "../db/schema";
 import { ACCESS_TOKEN_TTL_SECONDS } from "./tokens";
 
 /**
  * Cron: deletes what the authorization server no longer needs, at most `max` rows of each table a pass. A code is kept
  * for an access token's lifetime after it expired, so that a late replay still revokes what it issued; a grant until
- * its token expired; a sign-in until it expired; a registered client until it went CLIENT_IDLE_DAYS without a code
+ * its token expired; a refresh token until it expired (a used one is kept so that its replay still revokes its
+ * family); a sign-in until it expired; a registered client until it went CLIENT_IDLE_DAYS without a code
  * (anyone may register one, so the table must not only grow).
  */
 export const CLIENT_IDLE_DAYS = 90;
@@ -18,6 +19,7 @@ export async function pruneOAuth(db: Db, { max = 500, now = Date.now() } = {}): 
   const results = await db.batch([
     db.delete(oauthCodes).where(inArray(oauthCodes.codeHash, db.select({ k: oauthCodes.codeHash }).from(oauthCodes).where(lt(oauthCodes.expiresAt, codesBefore)).limit(max))),
     db.delete(oauthGrants).where(inArray(oauthGrants.id, db.select({ k: oauthGrants.id }).from(oauthGrants).where(lt(oauthGrants.expiresAt, at)).limit(max))),
+    db.delete(oauthRefreshTokens).where(inArray(oauthRefreshTokens.tokenHash, db.select({ k: oauthRefreshTokens.tokenHash }).from(oauthRefreshTokens).where(lt(oauthRefreshTokens.expiresAt, at)).limit(max))),
     db.delete(oauthSignIns).where(inArray(oauthSignIns.id, db.select({ k: oauthSignIns.id }).from(oauthSignIns).where(lt(oauthSignIns.expiresAt, at)).limit(max))),
     db.delete(oauthClients).where(inArray(oauthClients.id, db.select({ k: oauthClients.id }).from(oauthClients).where(lt(oauthClients.lastUsedAt, idleBefore)).limit(max))),
   ]);

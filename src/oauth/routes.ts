@@ -7,8 +7,8 @@
  * issues opaque tokens (`userId:grantId:secret`) kept in a KV namespace (OAUTH_KV), with props encrypted under the
  * token. The spec asks for a signed JWT valid one hour whose response carries the MCP server URL, user, organization
  * and permissions; the provider has no JWT access tokens and would add KV beside D1, take over routing from Hono (and
- * so /openapi.json and the per-family errors), and bring refresh tokens the spec does not ask for. What it does well
- * (PKCE, single-use codes, DCR, metadata) is small enough to own here on D1.
+ * so /openapi.json and the per-family errors). What it does well (PKCE, single-use codes, DCR, metadata, rotating
+ * refresh tokens) is small enough to own here on D1 (refresh.ts for the refresh tokens issue 23 asked for).
  */
 import { OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
@@ -32,10 +32,12 @@ import {
   ClientRegistrationRequest,
   OAuthErrorBody,
   ProtectedResourceMetadata,
+  RevocationForm,
   TokenForm,
   TokenResponse,
 } from "./schemas";
-import { exchangeCode } from "./tokens";
+import { revokeToken } from "./revoke";
+import { requestToken } from "./tokens";
 
 const tags = ["OAuth"];
 /** Errors of /oauth/* are RFC 6749 bodies (platform/error-handler.ts, family "oauth"). */
@@ -96,19 +98,43 @@ const token = defineRoute(OAUTH, {
   path: "/oauth/token",
   security: [],
   tags,
-  summary: "Exchange an authorization code for an access token",
+  summary: "Exchange an authorization code or a refresh token for an access token",
   description: `Form-encoded (spec, Authentication rule 3): grant_type=authorization_code, code, redirect_uri, client_id,
-code_verifier. The answer: a JWT access token valid one hour, and the spec's metadata at top level: \`mcp_server_url\`,
-\`user_id\`, \`organization_id\`, \`organization_name\`, \`permissions\`. A code used a second time is refused and the token
-issued for it is revoked. Errors follow RFC 6749 section 5.2. CORS-enabled; 30 requests a minute per address.`,
+code_verifier; or grant_type=refresh_token, refresh_token, client_id, optional scope (a part of what was granted).
+The answer: a JWT access token valid one hour, a new single-use refresh token (valid 30 days), and the spec's metadata at
+top level: \`mcp_server_url\`, \`user_id\`, \`organization_id\`, \`organization_name\`, \`permissions\`. A code or a
+refresh token used a second time is refused and every token issued from it is revoked. Errors follow RFC 6749 section
+5.2. CORS-enabled; 30 requests a minute per address.`,
   middleware: [rateLimit("oauth-token:post")] as const,
   request: { body: { required: true, content: { "application/x-www-form-urlencoded": { schema: TokenForm } } } },
   responses: {
     200: { description: "The access token and its metadata", headers: NO_STORE, content: { "application/json": { schema: TokenResponse } } },
-    400: oauthError("invalid_request, invalid_grant (unknown, expired, used or mismatched code, wrong verifier) or unsupported_grant_type"),
+    400: oauthError("invalid_request, invalid_grant (unknown, expired, used or mismatched code or refresh token, wrong verifier), invalid_scope (a refresh asking for more than was granted) or unsupported_grant_type"),
     401: oauthError("invalid_client: unknown client_id"),
     429: oauthError("Too many requests from this address (rate_limited)"),
     503: oauthError("temporarily_unavailable: JWT_SECRET is not configured"),
+  },
+});
+
+const revoke = defineRoute(OAUTH, {
+  operationId: "revokeToken",
+  method: "post",
+  path: "/oauth/revoke",
+  security: [],
+  tags,
+  summary: "Revoke an access token or a refresh token (RFC 7009)",
+  description: `Form-encoded: \`token\`, optional \`token_type_hint\` (access_token or refresh_token; a hint only), \`client_id\` (public
+clients name themselves). A refresh token revokes every token of its family (the refresh tokens and access tokens issued
+from the same authorization); an access token revokes that access token. 200 with an empty body whether or not the token
+was known, live, or issued to this client (RFC 7009 section 2.2). CORS-enabled; 30 requests a minute per address.`,
+  middleware: [rateLimit("oauth-revoke:post")] as const,
+  request: { body: { required: true, content: { "application/x-www-form-urlencoded": { schema: RevocationForm } } } },
+  responses: {
+    200: { description: "Revoked, or nothing to revoke (empty body)", headers: NO_STORE },
+    400: oauthError("invalid_request: no token or no client_id"),
+    401: oauthError("invalid_client: unknown client_id"),
+    429: oauthError("Too many requests from this address (rate_limited)"),
+    503: oauthError("temporarily_unavailable: JWT_SECRET is not configured (an access token cannot be read)"),
   },
 });
 
@@ -120,7 +146,7 @@ const register = defineRoute(OAUTH, {
   tags,
   summary: "Register a public client (RFC 7591 Dynamic Client Registration)",
   description:
-    'For MCP clients that register themselves. Public clients only (`token_endpoint_auth_method: "none"`, PKCE); redirect URIs must be https, or http to a loopback address (127.0.0.1, localhost, [::1], any port), and then match exactly. `grant_types` other than authorization_code are dropped from the registration. CORS-enabled; 20 requests a minute per address.',
+    'For MCP clients that register themselves. Public clients only (`token_endpoint_auth_method: "none"`, PKCE); redirect URIs must be https, or http to a loopback address (127.0.0.1, localhost, [::1]), and then match exactly, except the port of a loopback one (any port, RFC 8252 section 7.3). `grant_types` other than authorization_code and refresh_token are dropped from the registration. CORS-enabled; 20 requests a minute per address.',
   middleware: [rateLimit("oauth-public:post")] as const,
   request: { body: { required: true, content: { "application/json": { schema: ClientRegistrationRequest } } } },
   responses: {
@@ -175,11 +201,16 @@ const openCors = cors({ origin: "*", allowMethods: ["GET", "POST", "OPTIONS"], a
 oauthRoutes.use("/.well-known/*", openCors);
 oauthRoutes.use("/oauth/token", openCors, noStore);
 oauthRoutes.use("/oauth/register", openCors, noStore);
+oauthRoutes.use("/oauth/revoke", openCors, noStore);
 
 oauthRoutes
   .openapi(authorizePage, (c) => authorize(c, c.req.valid("query")), pageHook as never)
   .openapi(authorizeForm, (c) => submitAuthorization(c, c.req.valid("query"), c.req.valid("form")), pageHook as never)
-  .openapi(token, async (c) => c.json(await exchangeCode(c.get("db"), readConfig(c.env), c.req.valid("form")), 200))
+  .openapi(token, async (c) => c.json(await requestToken(c.get("db"), readConfig(c.env), c.req.valid("form")), 200))
+  .openapi(revoke, async (c) => {
+    await revokeToken(c.get("db"), readConfig(c.env), c.req.valid("form"));
+    return c.body(null, 200);
+  })
   .openapi(register, async (c) => c.json(await registerClient(c.get("db"), c.req.valid("json")), 201), registrationHook as never)
   .openapi(serverMetadata, (c) => c.json(authorizationServerMetadata(readConfig(c.env)), 200))
   .openapi(resourceMetadata, (c) => c.json(protectedResourceMetadata(readConfig(c.env)), 200))

@@ -31,8 +31,18 @@ export const TokenForm = z
     client_id: z.string().max(200).optional(),
     code_verifier: z.string().max(200).optional(),
     resource: z.string().max(2000).optional().openapi({ description: "RFC 8707: if present, the MCP server URL" }),
+    refresh_token: z.string().max(200).optional().openapi({ description: "grant_type=refresh_token: the refresh token to rotate (single use)" }),
+    scope: z.string().max(1000).optional().openapi({ description: "grant_type=refresh_token: narrow the new access token to these granted permissions (space-separated)" }),
   })
   .openapi("TokenRequest");
+
+export const RevocationForm = z
+  .object({
+    token: z.string().max(2000).optional().openapi({ description: "The access token or refresh token to revoke" }),
+    token_type_hint: z.string().max(100).optional().openapi({ description: "access_token or refresh_token: a hint only, the token's kind is told by its shape" }),
+    client_id: z.string().max(200).optional().openapi({ description: "The public client the token was issued to" }),
+  })
+  .openapi("RevocationRequest");
 
 export const TokenResponse = z
   .object({
@@ -45,6 +55,7 @@ export const TokenResponse = z
     organization_id: z.string(),
     organization_name: z.string(),
     permissions: z.array(z.enum(PERMISSION_NAMES as [string, ...string[]])),
+    refresh_token: z.string().openapi({ description: "Opaque, single use, valid 30 days: grant_type=refresh_token answers a new one. Using one twice revokes every token issued from it" }),
   })
   .openapi("TokenResponse");
 
@@ -84,6 +95,8 @@ export const AuthorizationServerMetadata = z
     authorization_endpoint: z.string(),
     token_endpoint: z.string(),
     registration_endpoint: z.string(),
+    revocation_endpoint: z.string(),
+    revocation_endpoint_auth_methods_supported: z.array(z.string()),
     response_types_supported: z.array(z.string()),
     response_modes_supported: z.array(z.string()),
     grant_types_supported: z.array(z.string()),

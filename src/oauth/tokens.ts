@@ -1,7 +1,7 @@
 import { and, eq, gt, isNull } from "drizzle-orm";
 import { sign, verify } from "hono/jwt";
 import type { Db } from "../db/client";
-import { oauthCodes, oauthGrants, organizations, users } from "../db/schema";
+import { oauthCodes, oauthGrants, oauthRefreshTokens, organizations, users } from "../db/schema";
 import { expectRow, isGuardFailure } from "../db/write";
 import type { Config } from "../env";
 import { sha256Hex } from "../lib/crypto";
@@ -13,6 +13,7 @@ import { findClient } from "./clients";
 import { OAuthError } from "./errors";
 import { issuerOf, mcpServerUrlOf } from "./metadata";
 import { isPermission, type Permission } from "./permissions";
+import { newRefreshToken, refreshAccessToken, revokeFamily } from "./refresh";
 
 /** Spec, Limits: an MCP access token lives one hour. */
 export const ACCESS_TOKEN_TTL_SECONDS = 3600;
@@ -24,6 +25,8 @@ export interface TokenRequest {
   client_id?: string;
   code_verifier?: string;
   resource?: string;
+  refresh_token?: string;
+  scope?: string;
 }
 
 /** The token response: RFC 6749 section 5.1 plus the spec's metadata (Authentication rule 3), at top level. */
@@ -37,6 +40,20 @@ export interface TokenResponse {
   organization_id: string;
   organization_name: string;
   permissions: Permission[];
+  /** Opaque and single use: grant_type=refresh_token rotates it (refresh.ts). */
+  refresh_token: string;
+}
+
+export type SigningConfig = Config & { JWT_SECRET: string };
+
+/** POST /oauth/token: the authorization_code grant, or the refresh_token grant (issue 23). */
+export function requestToken(db: Db, config: Config, form: TokenRequest): Promise<TokenResponse> {
+  if (!config.JWT_SECRET) throw new OAuthError("temporarily_unavailable", "The token endpoint is not configured (JWT_SECRET is unset)", 503);
+  const signing = config as SigningConfig;
+  if (form.grant_type === undefined || form.grant_type === "") throw new OAuthError("invalid_request", "grant_type is required");
+  if (form.grant_type === "authorization_code") return exchangeCode(db, signing, form);
+  if (form.grant_type === "refresh_token") return refreshAccessToken(db, signing, form);
+  throw new OAuthError("unsupported_grant_type", 'grant_type must be "authorization_code" or "refresh_token"');
 }
 
 const base64url = (bytes: ArrayBuffer) => btoa(String.fromCharCode(...new Uint8Array(bytes))).replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "");
@@ -47,14 +64,12 @@ async function challengeOf(verifier: string): Promise<string> {
 }
 
 /**
- * The authorization_code grant. A code is exchanged once: the exchange marks it used and creates the grant in one
- * guarded batch, so of two concurrent exchanges one wins; a later (or losing) exchange is a reuse, answered
- * `invalid_grant`, and revokes the grant the first one created: its tokens stop working (RFC 6749 section 4.1.2).
+ * The authorization_code grant. A code is exchanged once: the exchange marks it used, creates the grant and the first
+ * refresh token of a new family in one guarded batch, so of two concurrent exchanges one wins; a later (or losing)
+ * exchange is a reuse, answered `invalid_grant`, and revokes the family the first one started: its access and refresh
+ * tokens stop working (RFC 6749 section 4.1.2).
  */
-export async function exchangeCode(db: Db, config: Config, form: TokenRequest): Promise<TokenResponse> {
-  if (!config.JWT_SECRET) throw new OAuthError("temporarily_unavailable", "The token endpoint is not configured (JWT_SECRET is unset)", 503);
-  if (form.grant_type === undefined || form.grant_type === "") throw new OAuthError("invalid_request", "grant_type is required");
-  if (form.grant_type !== "authorization_code") throw new OAuthError("unsupported_grant_type", 'grant_type must be "authorization_code"');
+async function exchangeCode(db: Db, config: SigningConfig, form: TokenRequest): Promise<TokenResponse> {
   for (const field of ["code", "redirect_uri", "client_id", "code_verifier"] as const) {
     if (!form[field]) throw new OAuthError("invalid_request", `${field} is required`);
   }
@@ -73,7 +88,7 @@ export async function exchangeCode(db: Db, config: Config, form: TokenRequest): 
     .get();
   if (!row || row.code.clientId !== client.clientId) throw new OAuthError("invalid_grant", "The authorization code is unknown or was issued to another client");
   if (row.code.usedAt) {
-    await revokeGrantOf(db, codeHash);
+    await revokeFamilyOfCode(db, codeHash);
     throw new OAuthError("invalid_grant", "The authorization code was already used; the tokens issued for it are revoked");
   }
   if (Date.parse(row.code.expiresAt) <= Date.now()) throw new OAuthError("invalid_grant", "The authorization code has expired");
@@ -83,28 +98,52 @@ export async function exchangeCode(db: Db, config: Config, form: TokenRequest): 
 
   const permissions = row.code.permissions.filter(isPermission);
   const now = new Date();
-  const grant = { id: newId(), clientId: client.clientId, userId: row.code.userId, organizationId: row.code.organizationId, permissions, createdAt: nowIso(now), expiresAt: nowIso(addSeconds(now, ACCESS_TOKEN_TTL_SECONDS)) };
+  // The first grant's id names the refresh token family this exchange starts.
+  const familyId = newId();
+  const family = { familyId, clientId: client.clientId, userId: row.code.userId, organizationId: row.code.organizationId };
+  const grant = newGrant(family, permissions, now, familyId);
+  const refresh = await newRefreshToken(family, permissions, now);
   const unused = and(eq(oauthCodes.codeHash, codeHash), isNull(oauthCodes.usedAt));
   try {
     await db.batch([
       expectRow(db, oauthCodes, unused),
       db.update(oauthCodes).set({ usedAt: grant.createdAt, grantId: grant.id }).where(unused),
       db.insert(oauthGrants).values(grant),
+      db.insert(oauthRefreshTokens).values(refresh.row),
     ]);
   } catch (err) {
     if (!isGuardFailure(err)) throw err;
-    await revokeGrantOf(db, codeHash);
+    await revokeFamilyOfCode(db, codeHash);
     throw new OAuthError("invalid_grant", "The authorization code was already used; the tokens issued for it are revoked");
   }
+  return tokenResponse(config, grant, row.organizationName, refresh.token, now);
+}
 
+/** What a refresh token family is bound to. */
+export interface Family {
+  familyId: string;
+  clientId: string;
+  userId: string;
+  organizationId: string;
+}
+
+export type Grant = Family & { id: string; permissions: Permission[]; createdAt: string; expiresAt: string };
+
+/** A grant (one access token's `jti`) in `family`, valid for the access token's lifetime. */
+export function newGrant(family: Family, permissions: Permission[], now: Date, id = newId()): Grant {
+  return { id, ...family, permissions, createdAt: nowIso(now), expiresAt: nowIso(addSeconds(now, ACCESS_TOKEN_TTL_SECONDS)) };
+}
+
+/** Signs the access token of `grant` and answers it with the spec's metadata and the refresh token. */
+export async function tokenResponse(config: SigningConfig, grant: Grant, organizationName: string, refreshToken: string, now: Date): Promise<TokenResponse> {
   const iat = Math.floor(now.getTime() / 1000);
   const claims = {
     iss: issuerOf(config),
     aud: mcpServerUrlOf(config),
     sub: grant.userId,
     org: grant.organizationId,
-    scope: permissions.join(" "),
-    client_id: client.clientId,
+    scope: grant.permissions.join(" "),
+    client_id: grant.clientId,
     jti: grant.id,
     iat,
     exp: iat + ACCESS_TOKEN_TTL_SECONDS,
@@ -117,15 +156,16 @@ export async function exchangeCode(db: Db, config: Config, form: TokenRequest): 
     mcp_server_url: claims.aud,
     user_id: grant.userId,
     organization_id: grant.organizationId,
-    organization_name: row.organizationName,
-    permissions,
+    organization_name: organizationName,
+    permissions: grant.permissions,
+    refresh_token: refreshToken,
   };
 }
 
-async function revokeGrantOf(db: Db, codeHash: string): Promise<void> {
+/** A code presented again: what its first exchange started (its grant, and the refresh tokens and grants since) is revoked. */
+async function revokeFamilyOfCode(db: Db, codeHash: string): Promise<void> {
   const code = await db.select({ grantId: oauthCodes.grantId }).from(oauthCodes).where(eq(oauthCodes.codeHash, codeHash)).get();
-  if (!code?.grantId) return;
-  await db.update(oauthGrants).set({ revokedAt: nowIso() }).where(and(eq(oauthGrants.id, code.grantId), isNull(oauthGrants.revokedAt))).run();
+  if (code?.grantId) await revokeFamily(db, code.grantId);
 }
 
 /** A JWT (three base64url parts), as opposed to a session token (`sess_…`). */

@@ -24,6 +24,8 @@ export const RATE_LIMITS = {
   "public-referral:post": { limit: 10, windowSeconds: 60 },
   "public-reviews:get": { limit: 300, windowSeconds: 60 },
   "oauth-token:post": { limit: 30, windowSeconds: 60 },
+  // Ours: token revocation (RFC 7009), as many as token requests.
+  "oauth-revoke:post": { limit: 30, windowSeconds: 60 },
   // Ours: client registration and the steps of the browser sign-in (each e-mail step may mail a code), counted together.
   "oauth-public:post": { limit: 20, windowSeconds: 60 },
   // Ours, per e-mail address whatever the client address: sign-in codes mailed, and codes typed. Counted alike for
