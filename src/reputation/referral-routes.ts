@@ -70,7 +70,7 @@ referralRoutes
   .openapi(list, async (c) => c.json(await listReferrals(serviceContext(c), c.req.valid("query")), 200))
   .openapi(create, async (c) => c.json(await createReferral(serviceContext(c), c.req.valid("json")), 201))
   .openapi(capture, async (c) => {
-    const base = { env: c.env, db: c.get("db"), d1: c.get("d1"), requestId: c.get("requestId"), origin: new URL(c.req.url).origin, defer: (work: Promise<unknown>) => c.executionCtx.waitUntil(work) };
+    const base = { env: c.env, db: c.get("db"), d1: c.get("d1"), requestId: c.get("requestId"), defer: (work: Promise<unknown>) => c.executionCtx.waitUntil(work) };
     const referral = await captureReferral(base, c.req.valid("param").agentSlug, c.req.valid("json"));
     if (!referral) return c.json({ error: "not_found", message: "No published profile at this address" }, 404);
     return c.json({ received: true as const }, 202);
