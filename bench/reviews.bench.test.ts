@@ -26,7 +26,7 @@ it("GET /api/public/reviews/{slug}: cache hit, cache miss and the floor", async 
     await waitOnExecutionContext(ctx);
     return res;
   };
-  const key = feedCacheKey("http://bench.test", slug);
+  const key = feedCacheKey(benchEnv, slug);
   const hit = async () => {
     const res = await get(`/api/public/reviews/${slug}`);
     if (res.headers.get("x-cache") !== "HIT") throw new Error(`expected a hit, got ${res.headers.get("x-cache")}`);

@@ -1,12 +1,27 @@
 // npm run dev: write .dev.vars if missing, apply migrations to local D1 (state under .wrangler/state), then serve
-// on 127.0.0.1:${PORT:-8787}.
+// on 127.0.0.1:${PORT:-8787} with APP_URL and MCP_SERVER_URL on that port unless set (scripts/dev-origin.mjs).
 import { spawn } from "node:child_process";
-import { ensureDevVars } from "./dev-vars.mjs";
+import { devOrigin, devOriginArgs } from "./dev-origin.mjs";
+import { ensureDevVars, readLocalDevVars } from "./dev-vars.mjs";
 import { applyLocalMigrations } from "./wrangler.mjs";
 
 await ensureDevVars();
 applyLocalMigrations({ quiet: false });
 const port = process.env.PORT || "8787";
-const child = spawn("wrangler", ["dev", "--ip", "127.0.0.1", "--port", port, ...process.argv.slice(2)], { stdio: "inherit" });
+const args = process.argv.slice(2);
+const origin = devOrigin({ port, args, env: process.env, fileVars: readLocalDevVars() });
+// wrangler lists `--var` values as "(hidden)": say here which origin the API states.
+console.log(`APP_URL=${origin.APP_URL} MCP_SERVER_URL=${origin.MCP_SERVER_URL}`);
+const child = spawn("wrangler", ["dev", "--ip", "127.0.0.1", "--port", port, ...devOriginArgs(origin), ...args], {
+  stdio: "inherit",
+  env: {
+    // Miniflare fetches a sample `request.cf` from workers.cloudflare.com at start and prints a stack trace when that
+    // fails (offline, or DNS blocked): an error that is none, since the API reads nothing from request.cf. Its
+    // placeholder object serves as well. No usage metrics from a developer's machine either.
+    CLOUDFLARE_CF_FETCH_ENABLED: "false",
+    WRANGLER_SEND_METRICS: "false",
+    ...process.env,
+  },
+});
 for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => child.kill(signal));
 child.on("exit", (code, signal) => process.exit(code ?? (signal ? 1 : 0)));

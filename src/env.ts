@@ -99,6 +99,12 @@ const ConfigSchema = z.object({
 
 export type Config = z.infer<typeof ConfigSchema>;
 
+/**
+ * The one origin this API states (APP_URL, without a trailing slash): the OAuth issuer, links handed out, the feed's
+ * cache key. Never the request's Host: a deployment reached through several names still names (and caches) one.
+ */
+export const appUrlOf = (config: Config): string => config.APP_URL.replace(/\/+$/, "");
+
 /** Thrown when the deployment's vars are malformed; the error handler answers 500 with the request id. */
 export class ConfigError extends Error {}
 

@@ -250,7 +250,8 @@ describe("deal documents", () => {
       stage: "CONTRACT",
       size: PDF_BYTES.byteLength,
       mimeType: "application/pdf",
-      url: expect.stringContaining(`http://api.test${FILES_PREFIX}`),
+      // On the configured origin (APP_URL), whatever host the upload came through.
+      url: expect.stringContaining(`${env.APP_URL}${FILES_PREFIX}`),
       signedAt: "2026-05-01T08:00:00.000Z",
       uploadedAt: expect.stringMatching(ISO),
     });

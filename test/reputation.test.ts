@@ -9,7 +9,7 @@ const refused = async (res: Response, code: string) => {
   expect(res.status).toBe(409);
   expect(await json(res)).toEqual({ error: code, message: expect.any(String) });
 };
-const feed = (slug: string, headers: Record<string, string> = {}) => call("GET", `/api/public/reviews/${slug}`, { headers: { "cf-connecting-ip": `10.77.${Math.floor(Math.random() * 250)}.${Math.floor(Math.random() * 250)}`, ...headers } });
+const feed = (slug: string, headers: Record<string, string> = {}, origin?: string) => call("GET", `/api/public/reviews/${slug}`, { origin, headers: { "cf-connecting-ip": `10.77.${Math.floor(Math.random() * 250)}.${Math.floor(Math.random() * 250)}`, ...headers } });
 const events = async (organizationId: string, type: string) => env.DB.prepare("SELECT COUNT(*) AS n FROM outbox_events WHERE organization_id = ? AND type = ?").bind(organizationId, type).first<number>("n");
 
 describe("testimonials (spec: Testimonial state table)", () => {
@@ -133,7 +133,8 @@ describe("profiles", () => {
     await call("PUT", "/api/reputation/profile", { token: owner.token, body: { draftConfig: { displayName: "Draft only" } } });
     expect((await json(await call("GET", "/api/reputation/profile", { token: owner.token }))).publishedConfig.displayName).toBe("Avery");
     expect((await json(await call("GET", `/api/reputation/testimonials/${t.id}`, { token: owner.token }))).syndications).toEqual([
-      { channel: "REVIEWS_FEED", url: "http://api.test/api/public/reviews/avery-agent-toronto", since: expect.any(String) },
+      // On the configured origin (APP_URL), not the host this request came through.
+      { channel: "REVIEWS_FEED", url: `${env.APP_URL}/api/public/reviews/avery-agent-toronto`, since: expect.any(String) },
     ]);
   });
 
@@ -219,6 +220,23 @@ describe("the public reviews feed", () => {
     const fresh = await feed(slug);
     expect(fresh.headers.get("x-cache")).toBe("MISS");
     expect((await json(fresh)).reviews.map((r: { body: string }) => r.body).sort()).toEqual(["Changed in D1", "Second review"]);
+  });
+
+  it("caches one copy whatever host name it is read through, so a change purges it for every host (issue 23)", async () => {
+    const owner = await createPrincipal();
+    const review = await publishedTestimonial(owner, { body: "Seen through two names" });
+    const slug = await publishedProfile(owner);
+    const [hostA, hostB] = ["http://reviews.broker-a.test", "https://api.broker-b.test"];
+    const first = await feed(slug, {}, hostA);
+    expect(first.headers.get("x-cache")).toBe("MISS");
+    expect((await json(first)).reviews.map((r: { body: string }) => r.body)).toEqual(["Seen through two names"]);
+    expect((await feed(slug, {}, hostB)).headers.get("x-cache")).toBe("HIT");
+    // Unpublished through host A: host B's next read is fresh and no longer shows it.
+    const res = await call("POST", `/api/reputation/testimonials/${review.id}/unpublish`, { token: owner.token, origin: hostA });
+    expect(res.status).toBe(200);
+    const after = await feed(slug, {}, hostB);
+    expect(after.headers.get("x-cache")).toBe("MISS");
+    expect((await json(after)).reviews).toEqual([]);
   });
 
   it("answers the same 404 for an unknown slug, a draft profile and a deleted one", async () => {

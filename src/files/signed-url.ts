@@ -1,4 +1,4 @@
-import { readConfig, type Env } from "../env";
+import { appUrlOf, readConfig, type Env } from "../env";
 import { NotConfigured } from "../lib/errors";
 import { toHex } from "../lib/crypto";
 
@@ -37,8 +37,8 @@ export function fileUrlSigner(env: Env, origin: string, ttlSeconds = FILE_URL_TT
   };
 }
 
-/** The signer of a request's links: this API's origin as the request reached it, else APP_URL. */
-export const requestFileSigner = (ctx: { env: Env; origin?: string }, ttlSeconds = FILE_URL_TTL_SECONDS) => fileUrlSigner(ctx.env, ctx.origin ?? readConfig(ctx.env).APP_URL, ttlSeconds);
+/** The signer of a service's links, on the configured origin (APP_URL) whatever host the request came through. */
+export const requestFileSigner = (ctx: { env: Env }, ttlSeconds = FILE_URL_TTL_SECONDS) => fileUrlSigner(ctx.env, appUrlOf(readConfig(ctx.env)), ttlSeconds);
 
 export const signedFileUrl = (env: Env, origin: string, key: string, ttlSeconds = FILE_URL_TTL_SECONDS, scope?: string) => fileUrlSigner(env, origin, ttlSeconds, scope)(key);
 

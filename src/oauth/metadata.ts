@@ -1,8 +1,8 @@
-import type { Config } from "../env";
+import { appUrlOf, type Config } from "../env";
 import { PERMISSION_NAMES } from "./permissions";
 
 /** This server's issuer identifier: APP_URL, the origin users reach it at (RFC 8414 section 2). */
-export const issuerOf = (config: Config): string => config.APP_URL.replace(/\/+$/, "");
+export const issuerOf = appUrlOf;
 
 /** The MCP server the tokens are for (their `aud`, RFC 8707 resource): MCP_SERVER_URL, or `/mcp` on this origin. */
 export const mcpServerUrlOf = (config: Config): string => config.MCP_SERVER_URL ?? `${issuerOf(config)}/mcp`;

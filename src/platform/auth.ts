@@ -153,7 +153,6 @@ export function serviceContext(c: Context<AppBindings>): ServiceContext {
     actor: { type: "user", userId: c.get("user").id },
     requestId: c.get("requestId"),
     ifMatch: parseIfMatch(c.req.header("if-match")),
-    origin: new URL(c.req.url).origin,
     defer: (work) => c.executionCtx.waitUntil(work),
     preloaded: c.get("preloaded"),
   };

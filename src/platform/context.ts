@@ -31,8 +31,6 @@ export interface ServiceContext {
    * when the write is unconditional. Checked by `expectVersionMatch` (db/write.ts).
    */
   ifMatch?: "*" | number[];
-  /** The API's own origin as the request reached it (cache keys of public feeds); absent outside a request. */
-  origin?: string;
   /** Keeps async work (a queue send) alive past the response: `ctx.waitUntil` in production. */
   defer(work: Promise<unknown>): void;
   /** What was read with the authentication, by key (platform/preload.ts); taken once. */

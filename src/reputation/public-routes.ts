@@ -79,7 +79,7 @@ reviewRoutes.use("/api/public/reviews/*", cors({ origin: "*", allowMethods: ["GE
 reviewRoutes
   .openapi(feed, async (c) => {
     const { agentSlug } = c.req.valid("param");
-    const key = feedCacheKey(new URL(c.req.url).origin, agentSlug);
+    const key = feedCacheKey(c.env, agentSlug);
     const cached = await caches.default.match(key);
     // A hit touches neither D1 nor the rate limiter's Durable Object.
     if (cached) return new Response(cached.body, { status: 200, headers: { ...Object.fromEntries(cached.headers), "x-cache": "HIT" } }) as never;

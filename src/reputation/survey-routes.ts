@@ -194,7 +194,6 @@ const publicBase = (c: Parameters<typeof serviceContext>[0]) => ({
   db: c.get("db"),
   d1: c.get("d1"),
   requestId: c.get("requestId"),
-  origin: new URL(c.req.url).origin,
   defer: (work: Promise<unknown>) => c.executionCtx.waitUntil(work),
 });
 

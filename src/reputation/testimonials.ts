@@ -12,7 +12,7 @@ import { nowIso } from "../lib/time";
 import type { ServiceContext } from "../platform/context";
 import { recomputeAggregates } from "./aggregates";
 import { checkReferences } from "./agents";
-import { feedPath, purgeFeed } from "./feed";
+import { feedUrl, purgeFeed } from "./feed";
 import type { Testimonial, TestimonialCreate, TestimonialUpdate } from "./schemas";
 
 /**
@@ -48,7 +48,7 @@ export async function getTestimonial(ctx: ServiceContext, id: string): Promise<T
       .get();
     if (profile?.status === "PUBLISHED") {
       const since = [row.publishedAt!, profile.publishedAt!].sort().at(-1)!;
-      syndications.push({ channel: "REVIEWS_FEED", url: `${ctx.origin ?? ""}${feedPath(profile.slug)}`, since });
+      syndications.push({ channel: "REVIEWS_FEED", url: feedUrl(ctx.env, profile.slug), since });
     }
   }
   return versioned({ ...toTestimonial(row), syndications }, row.version);

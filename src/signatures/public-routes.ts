@@ -4,7 +4,7 @@ import type { Context } from "hono";
 import { documents, signingLinks } from "../db/schema";
 import { renderDocumentText } from "../documents/render";
 import { signedFileUrl } from "../files/signed-url";
-import { readConfig } from "../env";
+import { appUrlOf, readConfig } from "../env";
 import { sha256Hex } from "../lib/crypto";
 import { API, apiError, apiJson, gone } from "../platform/api-family";
 import { type BotChallenge, requireChallenge } from "../platform/bot-challenge";
@@ -98,7 +98,7 @@ async function documentView(c: Context<AppBindings>, signerId: string, documentI
   if (!doc.visible) return { title: doc.title, sha256: doc.sha256, pdfUrl: null, text: null };
   const row = await c.get("db").select({ id: documents.id, formKey: documents.formKey, canonical: documents.canonical }).from(documents).where(eq(documents.id, documentId)).get();
   const text = row ? renderDocumentText(row) : { title: doc.title ?? "Document", sections: [] };
-  const pdfUrl = doc.key ? (await signedFileUrl(c.env, new URL(c.req.url).origin, doc.key, undefined, signerId)).url : null;
+  const pdfUrl = doc.key ? (await signedFileUrl(c.env, appUrlOf(readConfig(c.env)), doc.key, undefined, signerId)).url : null;
   return { title: doc.title ?? text.title, sha256: doc.sha256, pdfUrl, text };
 }
 

@@ -114,5 +114,5 @@ export const signatureRoutes = new OpenAPIHono<AppBindings>({ defaultHook: valid
   .openapi(read, async (c) => c.json(await getEnvelope(serviceContext(c), c.req.valid("param").envelopeId), 200))
   .openapi(remove, async (c) => c.json(await voidEnvelope(serviceContext(c), c.req.valid("param").envelopeId, c.req.valid("query").reason, requestMeta(c)), 200))
   .openapi(audit, async (c) => c.json(await getAuditTrail(serviceContext(c), c.req.valid("param").envelopeId), 200))
-  .openapi(certificate, async (c) => c.json(await certificateLink(serviceContext(c), c.req.valid("param").envelopeId, new URL(c.req.url).origin), 200))
-  .openapi(signedDocument, async (c) => c.json(await signedDocumentLink(serviceContext(c), c.req.valid("param").envelopeId, new URL(c.req.url).origin), 200));
+  .openapi(certificate, async (c) => c.json(await certificateLink(serviceContext(c), c.req.valid("param").envelopeId), 200))
+  .openapi(signedDocument, async (c) => c.json(await signedDocumentLink(serviceContext(c), c.req.valid("param").envelopeId), 200));

@@ -5,7 +5,7 @@ import { commit, expectVersion, type VersionedTable, withRetries } from "../db/w
 import { FORMS, type SigningParty } from "../documents/forms";
 import { renderDocumentPdf } from "../documents/render";
 import { findDocument } from "../documents/service";
-import { signedFileUrl } from "../files/signed-url";
+import { requestFileSigner } from "../files/signed-url";
 import { InvalidState, NotFound } from "../lib/errors";
 import { loggableError } from "../lib/log";
 import { newId } from "../lib/ids";
@@ -253,17 +253,17 @@ export async function getAuditTrail(ctx: ServiceContext, envelopeId: string) {
 }
 
 /** GET /api/signatures/{envelopeId}/certificate: a signed link to the PDF, valid 15 minutes. */
-export async function certificateLink(ctx: ServiceContext, envelopeId: string, origin: string) {
+export async function certificateLink(ctx: ServiceContext, envelopeId: string) {
   const envelope = await findEnvelope(ctx, envelopeId);
   if (envelope.status !== "completed") throw new InvalidState("certificate_unavailable", `The envelope is ${envelope.status}: a certificate exists only for a completed envelope`);
   if (!envelope.certificateKey) throw new InvalidState("certificate_pending", "The certificate is being generated; try again in a moment");
-  return signedFileUrl(ctx.env, origin, envelope.certificateKey);
+  return requestFileSigner(ctx)(envelope.certificateKey);
 }
 
 /** GET /api/signatures/{envelopeId}/document: a signed link to the sealed PDF, valid 15 minutes. */
-export async function signedDocumentLink(ctx: ServiceContext, envelopeId: string, origin: string) {
+export async function signedDocumentLink(ctx: ServiceContext, envelopeId: string) {
   const envelope = await findEnvelope(ctx, envelopeId);
   if (envelope.status !== "completed") throw new InvalidState("document_unavailable", `The envelope is ${envelope.status}: a signed document exists only for a completed envelope`);
   if (!envelope.sealedKey) throw new InvalidState("document_pending", "The signed document is being sealed; try again in a moment");
-  return signedFileUrl(ctx.env, origin, envelope.sealedKey);
+  return requestFileSigner(ctx)(envelope.sealedKey);
 }

@@ -34,6 +34,19 @@ describe("npm run dev + npm run token", () => {
     expect(docs.headers.get("content-type")).toContain("text/html");
   });
 
+  it("states the origin it serves on (PORT is never 8787 here), and starts without an error that is none", async () => {
+    const server = (await (await fetch(`${base}/.well-known/oauth-authorization-server`)).json()) as { issuer: string; token_endpoint: string };
+    expect(server.issuer).toBe(base);
+    expect(server.token_endpoint).toBe(`${base}/oauth/token`);
+    const resource = (await (await fetch(`${base}/.well-known/oauth-protected-resource/mcp`)).json()) as { resource: string; authorization_servers: string[] };
+    expect(resource).toMatchObject({ resource: `${base}/mcp`, authorization_servers: [base] });
+    const challenge = (await fetch(`${base}/mcp`, { method: "POST" })).headers.get("www-authenticate");
+    expect(challenge).toContain(`resource_metadata="${base}/.well-known/oauth-protected-resource/mcp"`);
+    expect(dev.output()).toContain(`APP_URL=${base} MCP_SERVER_URL=${base}/mcp`);
+    // Miniflare's fetch of a sample request.cf printed a stack trace whenever the machine could not reach Cloudflare.
+    expect(dev.output()).not.toMatch(/^Error:|Unable to fetch the `Request.cf`/m);
+  });
+
   it("mints a working token per call, mapping the same org and email to the same ids", async () => {
     const org = `E2E Realty ${Date.now()}`;
     const first = await token(org, "agent@e2e.test");

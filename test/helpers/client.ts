@@ -12,6 +12,8 @@ export interface CallOptions {
   headers?: Record<string, string>;
   /** Configuration on top of the test env for this request (an outside service's URL, say). */
   vars?: Record<string, string>;
+  /** The scheme and host the request reaches the API through (one deployment answers on several names). */
+  origin?: string;
 }
 
 const appWithVars = createApp();
@@ -39,7 +41,7 @@ export async function call(method: string, path: string, opts: CallOptions = {})
     body = JSON.stringify(opts.body);
     headers["content-type"] ??= "application/json";
   }
-  const url = `http://api.test${path}`;
+  const url = `${opts.origin ?? "http://api.test"}${path}`;
   const request = new Request(url, { method, headers, body });
   const res = opts.vars ? await fetchWithVars(request, opts.vars) : await exports.default.fetch(request);
   const violation = await contractViolation(method, url, res);
