@@ -4,9 +4,10 @@ import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test"
 import { env, exports } from "cloudflare:workers";
 import { expect, it } from "vitest";
 import { createApp } from "../src/app";
-import { feedCacheKey } from "../src/reputation/feed";
+import { feedCacheKey } from "../src/profiles/feed";
 import { createPrincipal } from "../test/helpers/factories";
-import { publishedProfile, publishedTestimonial } from "../test/helpers/reputation";
+import { publishedProfile } from "../test/helpers/profiles";
+import { publishedTestimonial } from "../test/helpers/testimonials";
 import { countD1, countDurableObjectCalls, measureInterleaved, printTable } from "./harness";
 
 it("GET /api/public/reviews/{slug}: cache hit, cache miss and the floor", async () => {

@@ -14,7 +14,7 @@ import { d1Session } from "./platform/session";
 import { handleError, handleNotFound } from "./platform/error-handler";
 import { mountDocs, validationHook } from "./platform/openapi";
 import { durableObjectRateLimiter, type RateLimiter } from "./platform/rate-limit";
-import type { ReferralDeps } from "./reputation/referral-routes";
+import type { ReferralDeps } from "./referrals/routes";
 import type { SigningDeps } from "./signatures/public-routes";
 import type { WebhookDeps } from "./webhooks/transport";
 
@@ -100,15 +100,16 @@ function routeGroups(options: AppOptions): RouteGroup[] {
       return [signing.createPublicSigningRoutes({ botChallenge: options.signing?.botChallenge ?? ((secret) => challenge.turnstile(secret)) }), verify.verifyRoutes, files.fileRoutes];
     }),
     group(["/api/reputation", "/api/reputation/*", "/api/public/reviews/*", "/widget/*", "/api/public/referral/*", "/api/public/survey/*", "/survey/*"], async () => {
-      const [reputation, reviews, referrals, surveys, challenge] = await Promise.all([
-        import("./reputation/routes"),
-        import("./reputation/public-routes"),
-        import("./reputation/referral-routes"),
-        import("./reputation/survey-routes"),
+      const [testimonials, profiles, reviews, referrals, surveys, challenge] = await Promise.all([
+        import("./testimonials/routes"),
+        import("./profiles/routes"),
+        import("./profiles/public-routes"),
+        import("./referrals/routes"),
+        import("./surveys/routes"),
         import("./platform/bot-challenge"),
       ]);
       const referralRoutes = referrals.createReferralRoutes({ botChallenge: options.referrals?.botChallenge ?? ((secret) => challenge.turnstile(secret)) });
-      return [reputation.reputationRoutes, reviews.reviewRoutes, referralRoutes, surveys.surveyRoutes];
+      return [testimonials.testimonialRoutes, profiles.profileRoutes, reviews.reviewRoutes, referralRoutes, surveys.surveyRoutes];
     }),
     group(["/api/clickwrap", "/api/clickwrap/*", "/api/public/clickwrap/*", "/consent/*"], async () => [(await import("./clickwrap/routes")).clickwrapRoutes]),
     group(["/oauth/*", "/.well-known/*"], async () => [(await import("./oauth/routes")).oauthRoutes]),

@@ -5,7 +5,7 @@ import type { Env } from "./env";
 import { resendUnsentEvents } from "./events/outbox";
 import { pruneOAuth } from "./oauth/prune";
 import { pruneIdempotencyKeys } from "./platform/idempotency";
-import { expireSurveys, sendDueSurveys } from "./reputation/surveys";
+import { expireSurveys, sendDueSurveys } from "./surveys/scheduling";
 import { sweepOverdueEnvelopes } from "./signatures/expiry";
 import { sendDueReminders } from "./signatures/reminders";
 import { purgeTrash } from "./trash/service";

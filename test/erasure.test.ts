@@ -1,14 +1,14 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import { createDb } from "../src/db/client";
-import { sendDueSurveys } from "../src/reputation/surveys";
+import { sendDueSurveys } from "../src/surveys/scheduling";
 import { call, json } from "./helpers/client";
 import { createContact, expectCrmError, logActivity } from "./helpers/contacts";
 import { createDeal, getDeal } from "./helpers/deals";
 import { createDocument, leaseCanonical, sendForSignature, signAll, tokenOf } from "./helpers/documents";
 import { createPrincipal, type TestPrincipal } from "./helpers/factories";
 import { receiverUrl } from "./helpers/receiver";
-import { aggregateOf, publishedTestimonial } from "./helpers/reputation";
+import { aggregateOf, publishedTestimonial } from "./helpers/testimonials";
 import { createSurveyTemplate, makeDue, publicSurvey, scheduleSurvey, STANDARD_QUESTIONS } from "./helpers/surveys";
 
 /** Tables that make up a signed envelope (and the document that was signed): kept as signed. */

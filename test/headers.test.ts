@@ -1,11 +1,11 @@
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it, vi } from "vitest";
 import { signedFileUrl } from "../src/files/signed-url";
-import { FEED_TTL_SECONDS } from "../src/reputation/feed";
+import { FEED_TTL_SECONDS } from "../src/profiles/feed";
 import { call } from "./helpers/client";
 import { createDocument, freshIp, sendForSignature, tokenOf } from "./helpers/documents";
 import { createPrincipal, type TestPrincipal } from "./helpers/factories";
-import { publishedProfile } from "./helpers/reputation";
+import { publishedProfile } from "./helpers/profiles";
 import { createSurveyTemplate, scheduleSurvey } from "./helpers/surveys";
 import { testApp } from "./helpers/test-app";
 

@@ -1,6 +1,6 @@
 import { sql } from "drizzle-orm";
 import { index, integer, real, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
-import type { SurveyQuestion } from "../reputation/survey-schema";
+import type { SurveyQuestion } from "../surveys/schemas";
 
 /**
  * Survey templates (spec: Survey template): the question schema responses are validated against, and the delay

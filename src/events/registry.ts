@@ -3,9 +3,9 @@ import { certificateConsumer } from "../signatures/certificate";
 import { sealingConsumer } from "../signatures/sealing";
 import { documentIndexingConsumer } from "../documents/indexing";
 import { obligationSyncConsumer } from "../documents/obligations";
-import { referralLeadConsumer } from "../reputation/referrals";
-import { surveyResponseConsumer } from "../reputation/survey-responses";
-import { dealWonSurveyConsumer } from "../reputation/surveys";
+import { referralLeadConsumer } from "../referrals/service";
+import { surveyResponseConsumer } from "../surveys/responses";
+import { dealWonSurveyConsumer } from "../surveys/scheduling";
 import { webhookFanout } from "../webhooks/fanout";
 import type { EventConsumer } from "./consumers";
 

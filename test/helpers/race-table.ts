@@ -1,8 +1,8 @@
 import { env } from "cloudflare:workers";
 import { expect, vi } from "vitest";
 import { createDb } from "../../src/db/client";
-import { handleReferralEvents } from "../../src/reputation/referrals";
-import { sendDueSurveys } from "../../src/reputation/surveys";
+import { handleReferralEvents } from "../../src/referrals/service";
+import { sendDueSurveys } from "../../src/surveys/scheduling";
 import { call, json } from "./client";
 import { createContact, getContact, uniqueEmail } from "./contacts";
 import { openAiGateway } from "./ai-gateway";
@@ -11,7 +11,8 @@ import { createPrincipal, type TestPrincipal } from "./factories";
 import { openMailbox } from "./receiver";
 import { createDeal, createTask, documentForm, getDeal } from "./deals";
 import { createProperty, getProperty, mlsListedProperty, mlsVars, photoForm, PNG_1X1, propertyBody, valuableProperty } from "./properties";
-import { aggregateOf, createTestimonial, move, publishedProfile, publishedTestimonial } from "./reputation";
+import { publishedProfile } from "./profiles";
+import { aggregateOf, createTestimonial, move, publishedTestimonial } from "./testimonials";
 import { createSurveyTemplate, makeDue, publicSurvey, scheduleSurvey, seedSurvey, STANDARD_QUESTIONS } from "./surveys";
 
 /**

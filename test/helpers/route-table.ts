@@ -2,7 +2,7 @@ import { env } from "cloudflare:workers";
 import { call, json } from "./client";
 import { createDocument, leaseCanonical, sendForSignature, signAll, tokenOf } from "./documents";
 import { receiverUrl } from "./receiver";
-import { createTestimonial, move, publishedTestimonial } from "./reputation";
+import { createTestimonial, move, publishedTestimonial } from "./testimonials";
 import { createDeal, createTask, documentForm } from "./deals";
 import { createProperty, mlsListedProperty, mlsVars, photoForm, PNG_1X1, valuableProperty } from "./properties";
 import { seedSurvey, STANDARD_QUESTIONS } from "./surveys";

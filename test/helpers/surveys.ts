@@ -6,7 +6,7 @@ import { createContact } from "./contacts";
 import { freshIp } from "./documents";
 import type { TestPrincipal } from "./factories";
 
-/** The questions of the standard template (src/reputation/survey-schema.ts), as an organization would post them. */
+/** The questions of the standard template (src/surveys/schemas.ts), as an organization would post them. */
 export const STANDARD_QUESTIONS = [
   { id: "overall", type: "rating", label: "Overall, how would you rate your agent?", required: true, purpose: "overallRating" },
   { id: "recommend", type: "nps", label: "How likely are you to recommend your agent?", required: true },

@@ -10,8 +10,8 @@ import type { EventEnvelope } from "../events/envelope";
 import { loggableError } from "../lib/log";
 import { nowIso } from "../lib/time";
 import type { ServiceContext } from "../platform/context";
-import { pendingTestimonialRow } from "./testimonials";
-import type { Answers, SurveyQuestion } from "./survey-schema";
+import { pendingTestimonialRow } from "../testimonials/service";
+import type { Answers, SurveyQuestion } from "./schemas";
 
 /**
  * The survey response workflow (spec: Rules 1, Testimonial state table "survey response consumer"). On

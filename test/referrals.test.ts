@@ -3,12 +3,12 @@ import { describe, expect, it } from "vitest";
 import { createDb } from "../src/db/client";
 import { dispatchEvents } from "../src/events/consumers";
 import type { EventEnvelope } from "../src/events/envelope";
-import { referralLeadConsumer } from "../src/reputation/referrals";
+import { referralLeadConsumer } from "../src/referrals/service";
 import { call, json } from "./helpers/client";
 import { createContact, uniqueEmail } from "./helpers/contacts";
 import { createPrincipal, type TestPrincipal } from "./helpers/factories";
 import { receiverUrl } from "./helpers/receiver";
-import { publishedProfile } from "./helpers/reputation";
+import { publishedProfile } from "./helpers/profiles";
 import { testApp } from "./helpers/test-app";
 import { turnstile } from "../src/platform/bot-challenge";
 

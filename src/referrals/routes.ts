@@ -10,7 +10,8 @@ import { readConfig } from "../env";
 import { requestMeta } from "../platform/request-meta";
 import { rateLimit } from "../platform/rate-limit";
 import { defineRoute, jsonBody } from "../platform/route";
-import { captureReferral, REFERRAL_DEDUP_DAYS, createReferral, listReferrals, PublicReferral, Referral, ReferralCreate, ReferralList, ReferralListQuery, REFERRAL_CHANNELS, REWARD_STATUSES, REWARD_TYPES } from "./referrals";
+import { PublicReferral, Referral, REFERRAL_CHANNELS, ReferralCreate, ReferralList, ReferralListQuery, REWARD_STATUSES, REWARD_TYPES } from "./schemas";
+import { captureReferral, createReferral, listReferrals, REFERRAL_DEDUP_DAYS } from "./service";
 
 const tags = ["Reputation"];
 const security = [{ bearerAuth: [] }];

@@ -4,7 +4,7 @@ import { agentProfiles, organizations, reputationAggregates, testimonials } from
 import { appUrlOf, type Env, readConfig } from "../env";
 import { loggableError } from "../lib/log";
 import type { ServiceContext } from "../platform/context";
-import { toAggregate } from "./aggregates";
+import { toAggregate } from "../testimonials/aggregates";
 
 /**
  * The public reviews feed (spec: GET /api/public/reviews/{agentSlug}; rule 3): an agent's published, public

@@ -6,9 +6,9 @@ import { ETAG_HEADER, withEtag } from "../platform/etag";
 import { validationHook } from "../platform/openapi";
 import { defineRoute, jsonBody } from "../platform/route";
 import { getAggregate } from "./aggregates";
-import { deleteProfile, getProfile, publishProfile, putProfile } from "./profiles";
-import { Aggregate, AgentQuery, IdParam, Profile, ProfilePublish, ProfileUpsert, RejectBody, Testimonial, TestimonialCreate, TestimonialList, TestimonialListQuery, TestimonialUpdate } from "./schemas";
-import { approveTestimonial, createTestimonial, getTestimonial, listTestimonials, publishTestimonial, rejectTestimonial, unpublishTestimonial, updateTestimonial } from "./testimonials";
+import { AgentQuery } from "../profiles/schemas";
+import { Aggregate, IdParam, RejectBody, Testimonial, TestimonialCreate, TestimonialList, TestimonialListQuery, TestimonialUpdate } from "./schemas";
+import { approveTestimonial, createTestimonial, getTestimonial, listTestimonials, publishTestimonial, rejectTestimonial, unpublishTestimonial, updateTestimonial } from "./service";
 
 const tags = ["Reputation"];
 const security = [{ bearerAuth: [] }];
@@ -113,56 +113,7 @@ const aggregate = defineRoute(API, {
   responses: { 200: apiJson("The rollup", Aggregate), 404: apiError("No agent with this id in your organization") },
 });
 
-const PROFILE_NOT_FOUND = { 404: apiError("No such agent in your organization, or the agent has no profile yet") };
-const readProfile = defineRoute(API, {
-  operationId: "getAgentProfile",
-  method: "get",
-  path: "/api/reputation/profile",
-  tags,
-  security,
-  summary: "An agent's public profile (the caller's by default)",
-  request: { query: AgentQuery },
-  responses: { 200: apiJson("The profile", Profile, ETAG_HEADER), ...PROFILE_NOT_FOUND },
-});
-
-const putProfileRoute = defineRoute(API, {
-  operationId: "updateAgentProfile",
-  method: "put",
-  path: "/api/reputation/profile",
-  tags,
-  security,
-  summary: "Save an agent's draft profile",
-  description: "Writes draftConfig only (and the slug, when given); what the public sees changes on publish. Honours If-Match.",
-  request: jsonBody(ProfileUpsert),
-  responses: { 200: apiJson("The profile", Profile, ETAG_HEADER), 404: apiError("No such agent in your organization"), 409: apiError("slug_taken, or concurrent_modification"), ...STALE },
-});
-
-const publishProfileRoute = defineRoute(API, {
-  operationId: "publishAgentProfile",
-  method: "post",
-  path: "/api/reputation/profile/publish",
-  tags,
-  security,
-  summary: "Publish an agent's profile",
-  description:
-    "Checks the draft against the approved blocks (displayName required; headline, bio, photoUrl, up to 6 featuredTestimonialIds of the agent's published testimonials, contactButton), copies it to publishedConfig and opens the public reviews feed at the slug. Every problem is listed in one 400.",
-  request: jsonBody(ProfilePublish, false),
-  responses: { 200: apiJson("The published profile", Profile, ETAG_HEADER), ...PROFILE_NOT_FOUND, ...STALE },
-});
-
-const deleteProfileRoute = defineRoute(API, {
-  operationId: "deleteAgentProfile",
-  method: "delete",
-  path: "/api/reputation/profile",
-  tags,
-  security,
-  summary: "Take an agent's profile down",
-  description: "The public feed answers 404, as for an unknown slug; the draft is kept and can be published again. A profile already taken down answers 404: of repeated deletes one succeeds.",
-  request: { query: AgentQuery },
-  responses: { 200: apiJson("The profile, DELETED", Profile, ETAG_HEADER), 404: apiError("No such agent in your organization, no profile yet, or the profile is already taken down"), ...STALE },
-});
-
-export const reputationRoutes = new OpenAPIHono<AppBindings>({ defaultHook: validationHook })
+export const testimonialRoutes = new OpenAPIHono<AppBindings>({ defaultHook: validationHook })
   .openapi(list, async (c) => c.json(await listTestimonials(serviceContext(c), c.req.valid("query")), 200))
   .openapi(create, async (c) => c.json(withEtag(c, await createTestimonial(serviceContext(c), c.req.valid("json"))), 201))
   .openapi(read, async (c) => c.json(withEtag(c, await getTestimonial(serviceContext(c), c.req.valid("param").id)), 200))
@@ -171,8 +122,4 @@ export const reputationRoutes = new OpenAPIHono<AppBindings>({ defaultHook: vali
   .openapi(publish, async (c) => c.json(withEtag(c, await publishTestimonial(serviceContext(c), c.req.valid("param").id)), 200))
   .openapi(unpublish, async (c) => c.json(withEtag(c, await unpublishTestimonial(serviceContext(c), c.req.valid("param").id)), 200))
   .openapi(reject, async (c) => c.json(withEtag(c, await rejectTestimonial(serviceContext(c), c.req.valid("param").id, c.req.valid("json")?.reason)), 200))
-  .openapi(aggregate, async (c) => c.json(await getAggregate(serviceContext(c), c.req.valid("query").agentUserId), 200))
-  .openapi(readProfile, async (c) => c.json(withEtag(c, await getProfile(serviceContext(c), c.req.valid("query").agentUserId)), 200))
-  .openapi(putProfileRoute, async (c) => c.json(withEtag(c, await putProfile(serviceContext(c), c.req.valid("json"))), 200))
-  .openapi(publishProfileRoute, async (c) => c.json(withEtag(c, await publishProfile(serviceContext(c), c.req.valid("json")?.agentUserId)), 200))
-  .openapi(deleteProfileRoute, async (c) => c.json(withEtag(c, await deleteProfile(serviceContext(c), c.req.valid("query").agentUserId)), 200));
+  .openapi(aggregate, async (c) => c.json(await getAggregate(serviceContext(c), c.req.valid("query").agentUserId), 200));

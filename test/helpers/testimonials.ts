@@ -26,15 +26,5 @@ export async function publishedTestimonial(owner: TestPrincipal, overrides: Reco
   return move(owner, t.id, "publish");
 }
 
-/** The caller's profile saved and published; answers its slug. */
-export async function publishedProfile(owner: TestPrincipal, draftConfig: Record<string, unknown> = { displayName: "Avery Agent", headline: "Toronto condos" }, slug?: string): Promise<string> {
-  const put = await call("PUT", "/api/reputation/profile", { token: owner.token, body: { draftConfig, ...(slug ? { slug } : {}) } });
-  expect(put.status, await put.clone().text()).toBe(200);
-  const res = await call("POST", "/api/reputation/profile/publish", { token: owner.token, body: {} });
-  const body = await json(res);
-  expect(res.status, JSON.stringify(body)).toBe(200);
-  return body.slug;
-}
-
 export const aggregateOf = async (owner: TestPrincipal, agentUserId?: string) =>
   json(await call("GET", `/api/reputation/aggregate${agentUserId ? `?agentUserId=${agentUserId}` : ""}`, { token: owner.token }));

@@ -11,8 +11,8 @@ import { newId } from "../lib/ids";
 import { nowIso } from "../lib/time";
 import type { ServiceContext } from "../platform/context";
 import { recomputeAggregates } from "./aggregates";
-import { checkReferences } from "./agents";
-import { feedUrl, purgeFeed } from "./feed";
+import { checkReferences } from "../profiles/agents";
+import { feedUrl, purgeFeed } from "../profiles/feed";
 import type { Testimonial, TestimonialCreate, TestimonialUpdate } from "./schemas";
 
 /**

@@ -7,8 +7,8 @@ import { validationHook } from "../platform/openapi";
 import { rateLimit } from "../platform/rate-limit";
 import { requestMeta } from "../platform/request-meta";
 import { defineRoute, jsonBody } from "../platform/route";
-import { surveyPage } from "./survey-page";
-import { HIGH_NPS, HIGH_RATING } from "./survey-responses";
+import { surveyPage } from "./page";
+import { HIGH_NPS, HIGH_RATING } from "./responses";
 import {
   MAX_SEND_DELAY_HOURS,
   PublicSurvey,
@@ -23,8 +23,10 @@ import {
   Survey,
   TemplateCreate,
   TemplateListQuery,
-} from "./survey-schema";
-import { createSurvey, createTemplate, getSurvey, listSurveys, listTemplates, MAX_TEMPLATES, openSurvey, reissueSurvey, skipSurvey, submitSurvey, SURVEY_EXPIRY_DAYS } from "./surveys";
+} from "./schemas";
+import { openSurvey, submitSurvey } from "./public";
+import { createSurvey, getSurvey, listSurveys, reissueSurvey, skipSurvey, SURVEY_EXPIRY_DAYS } from "./service";
+import { createTemplate, listTemplates, MAX_TEMPLATES } from "./templates";
 
 const tags = ["Reputation"];
 const publicTags = ["Surveys (public)"];

@@ -1,0 +1,53 @@
+import { and, eq } from "drizzle-orm";
+import type { Db } from "../db/client";
+import { contacts, organizations, trashEntries } from "../db/schema";
+import { type Env, readConfig } from "../env";
+import { mailerFor } from "../mail/mailer";
+import { newToken, sha256Hex } from "../lib/crypto";
+import { NotConfigured } from "../lib/errors";
+import { sealText } from "../lib/secret-box";
+import type { SurveyRow } from "./service";
+
+/**
+ * A survey's link: its raw token (in the creating answer and the invitation mail only), sealed until the cron has
+ * mailed it (db/surveys.ts), and the invitation mail itself.
+ */
+export const TOKEN_SEAL_PURPOSE = "survey-token";
+
+export const surveyUrl = (env: Env, token: string) => `${readConfig(env).APP_URL.replace(/\/$/, "")}/survey/${token}`;
+
+export async function sealToken(env: Env, surveyId: string, token: string) {
+  const key = readConfig(env).SURVEY_TOKEN_KEY;
+  if (!key) throw new NotConfigured("SURVEY_TOKEN_KEY (needed to mail surveys later; use channel LINK without it)");
+  return sealText(key, TOKEN_SEAL_PURPOSE, surveyId, token);
+}
+
+export async function mintSurveyToken() {
+  const token = newToken("srv");
+  return { token, hash: await sha256Hex(token) };
+}
+
+/** Whether a deleted contact waits in the trash (restorable), rather than being gone for good. */
+export const inTrash = async (db: Db, contactId: string) =>
+  (await db.select({ id: trashEntries.recordId }).from(trashEntries).where(and(eq(trashEntries.recordId, contactId), eq(trashEntries.state, "trashed"))).get()) !== undefined;
+
+/** The survey's contact was deleted: no one to mail. */
+export class RecipientGone extends Error {}
+
+/** Mails the survey's link to its recipient. The raw token exists only in this message and the creating answer. */
+export async function mailInvitation(env: Env, db: Db, survey: SurveyRow, token: string): Promise<void> {
+  const row = await db
+    .select({ email: contacts.email, firstName: contacts.firstName, brokerage: organizations.name })
+    .from(contacts)
+    .innerJoin(organizations, eq(organizations.id, contacts.organizationId))
+    .where(and(eq(contacts.organizationId, survey.organizationId), eq(contacts.id, survey.recipientPersonId)))
+    .get();
+  if (!row) throw new RecipientGone();
+  const until = survey.expiresAt.slice(0, 10);
+  await mailerFor(env).send({
+    organizationId: survey.organizationId,
+    to: row.email,
+    subject: `How did we do? A short survey from ${row.brokerage}`,
+    text: `Hello ${row.firstName},\n\n${row.brokerage} would like to hear about your experience. The survey takes a minute:\n${surveyUrl(env, token)}\n\nThe link is personal and works until ${until}.`,
+  });
+}

@@ -1,0 +1,138 @@
+import { and, eq, inArray, isNull, lte, sql } from "drizzle-orm";
+import type { Db } from "../db/client";
+import { deals, surveys } from "../db/schema";
+import { commit, expectRow, StaleWrite } from "../db/write";
+import { type Env, readConfig } from "../env";
+import type { EventConsumer } from "../events/consumers";
+import type { EventEnvelope } from "../events/envelope";
+import { NotConfigured, Validation } from "../lib/errors";
+import { loggableError } from "../lib/log";
+import { openText } from "../lib/secret-box";
+import { nowIso } from "../lib/time";
+import type { ServiceContext } from "../platform/context";
+import { bumpSurveyFigures } from "../testimonials/aggregates";
+import { atVersion, createSurvey, LIVE, type SurveyRow } from "./service";
+import { inTrash, mailInvitation, RecipientGone, TOKEN_SEAL_PURPOSE } from "./invitations";
+import { defaultTemplate } from "./templates";
+
+/** How long the cron's claim on a due survey lasts: a send that crashed mid-way is tried again after it. */
+const SEND_LEASE_MS = 10 * 60_000;
+
+/**
+ * Cron: mails the EMAIL surveys whose send time has come and that were not mailed yet (SCHEDULED, or OPENED through
+ * the link of the creating answer before the mail went out). Each is claimed first (its sendAt moved on by a lease, a
+ * compare-and-set, so two cron runs never both mail it); after the mail went out the survey is SENT, its sealed token
+ * erased and one survey sent counted. A failed mail is tried again when the lease ends.
+ */
+export async function sendDueSurveys(env: Env, db: Db, { max = 50 } = {}): Promise<number> {
+  const now = nowIso();
+  const due = await db
+    .select()
+    .from(surveys)
+    .where(and(inArray(surveys.status, ["SCHEDULED", "OPENED"]), lte(surveys.sendAt, now), eq(surveys.channel, "EMAIL"), isNull(surveys.sentAt), sql`${surveys.expiresAt} > ${now}`))
+    .limit(max);
+  const key = readConfig(env).SURVEY_TOKEN_KEY;
+  let sent = 0;
+  await Promise.all(
+    due.map(async (before) => {
+      const ctx: ServiceContext = { env, db, d1: env.DB, organizationId: before.organizationId, actor: { type: "system", userId: null }, requestId: "cron:surveys", defer: () => {} };
+      try {
+        if (!key || !before.pendingToken) throw new Error(key ? "survey has no sealed token" : "SURVEY_TOKEN_KEY is not configured");
+        const token = await openText(key, TOKEN_SEAL_PURPOSE, before.id, before.pendingToken);
+        const claimed: SurveyRow = { ...before, sendAt: new Date(Date.now() + SEND_LEASE_MS).toISOString(), version: before.version + 1 };
+        await commit(ctx, [expectRow(db, surveys, atVersion(before)), db.update(surveys).set({ sendAt: claimed.sendAt, version: claimed.version }).where(atVersion(before))]);
+        const at = nowIso();
+        try {
+          await mailInvitation(env, db, claimed, token);
+        } catch (err) {
+          if (!(err instanceof RecipientGone)) throw err;
+          // The contact is in the trash: it may be restored, so the survey waits (it is tried again when the lease ends).
+          if (await inTrash(db, claimed.recipientPersonId)) return;
+          // The contact was purged or erased: nothing to send, ever; the survey is skipped rather than retried until it expires.
+          await commit(ctx, [expectRow(db, surveys, atVersion(claimed)), db.update(surveys).set({ status: "SKIPPED", skippedAt: at, pendingToken: null, updatedAt: at, version: claimed.version + 1 }).where(atVersion(claimed))]);
+          return;
+        }
+        // The mail went out: record it unless the survey was closed or its token replaced meanwhile. An open in between
+        // (a version bump) must not make the cron mail it again once the lease ends.
+        const stillMine = and(
+          eq(surveys.id, before.id),
+          inArray(surveys.status, LIVE),
+          isNull(surveys.sentAt),
+          eq(surveys.sendAt, claimed.sendAt),
+          eq(surveys.accessTokenHash, before.accessTokenHash),
+        );
+        await commit(ctx, [
+          expectRow(db, surveys, stillMine),
+          db
+            .update(surveys)
+            .set({ status: sql`CASE ${surveys.status} WHEN 'SCHEDULED' THEN 'SENT' ELSE ${surveys.status} END`, sentAt: at, sendAt: before.sendAt, pendingToken: null, updatedAt: at, version: sql`${surveys.version} + 1` })
+            .where(stillMine),
+          ...bumpSurveyFigures(db, before.organizationId, before.agentUserId, { surveysSent: 1 }),
+        ]);
+        sent++;
+      } catch (err) {
+        // Lost the claim (another run, or the survey was opened, skipped or re-issued meanwhile): nothing to do.
+        if (err instanceof StaleWrite) return;
+        console.error(JSON.stringify({ level: "error", msg: "survey invitation not sent", surveyId: before.id, error: loggableError(err) }));
+      }
+    }),
+  );
+  return sent;
+}
+
+/** Cron: surveys still open 30 days after creation become EXPIRED (their token already answers gone by then). */
+export async function expireSurveys(db: Db, { max = 500 } = {}): Promise<number> {
+  const at = nowIso();
+  const overdue = db
+    .select({ id: surveys.id })
+    .from(surveys)
+    .where(and(inArray(surveys.status, LIVE), lte(surveys.expiresAt, at)))
+    .limit(max);
+  const done = await db
+    .update(surveys)
+    .set({ status: "EXPIRED", expiredAt: at, pendingToken: null, updatedAt: at, version: sql`${surveys.version} + 1` })
+    .where(and(inArray(surveys.id, overdue), inArray(surveys.status, LIVE)))
+    .returning({ id: surveys.id });
+  return done.length;
+}
+
+/* ------------------------------------------------------------------ DEAL_WON */
+
+/**
+ * DEAL_WON → a survey of the deal's contact about its agent (the deal's assignee, else whoever closed it), with the
+ * organization's default template (the standard one when it has none), mailed after the template's delay. Once per
+ * deal however often the event arrives: the unique DEAL_WON survey per deal, checked in the insert's batch.
+ */
+export async function scheduleForWonDeal(env: Env, db: Db, event: EventEnvelope): Promise<string | null> {
+  const data = event.data as { dealId?: unknown };
+  if (typeof data.dealId !== "string") return null;
+  const ctx: ServiceContext = { env, db, d1: env.DB, organizationId: event.organizationId, actor: { type: "system", userId: null }, requestId: `event:${event.id}`, defer: () => {} };
+  const deal = await db.select({ contactId: deals.contactId, assignedTo: deals.assignedTo }).from(deals).where(and(eq(deals.organizationId, ctx.organizationId), eq(deals.id, data.dealId))).get();
+  if (!deal) return null;
+  const agentUserId = deal.assignedTo ?? event.actor.userId ?? null;
+  if (!agentUserId) {
+    console.warn(JSON.stringify({ level: "warn", msg: "won deal has no agent to survey about", dealId: data.dealId, eventId: event.id }));
+    return null;
+  }
+  const template = await defaultTemplate(ctx);
+  const pending: Promise<unknown>[] = [];
+  const created = await createSurvey({ ...ctx, defer: (w) => pending.push(w) }, { templateId: template.id, recipientPersonId: deal.contactId, agentUserId, dealId: data.dealId, channel: "EMAIL" }, "DEAL_WON").catch((err) => {
+    // A deal whose contact or agent went away meanwhile has no one to survey; anything else is retried.
+    if (err instanceof Validation) return null;
+    if (err instanceof NotConfigured) {
+      console.error(JSON.stringify({ level: "error", msg: "won deal not surveyed: SURVEY_TOKEN_KEY is not configured", dealId: data.dealId, eventId: event.id }));
+      return null;
+    }
+    throw err;
+  });
+  await Promise.allSettled(pending);
+  return created?.id ?? null;
+}
+
+export const dealWonSurveyConsumer: EventConsumer = {
+  name: "deal-won-survey",
+  accepts: (type) => type === "DEAL_WON",
+  async handle(events, { env, db }) {
+    for (const event of events) await scheduleForWonDeal(env, db, event);
+  },
+};
