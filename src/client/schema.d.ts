@@ -11801,7 +11801,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
-            /** @description If-Match named a version the testimonial is no longer at (precondition_failed) */
+            /** @description If-Match named a version the profile is no longer at (precondition_failed) */
             412: {
                 headers: {
                     [name: string]: unknown;
@@ -11907,7 +11907,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
-            /** @description If-Match named a version the testimonial is no longer at (precondition_failed) */
+            /** @description If-Match named a version the profile is no longer at (precondition_failed) */
             412: {
                 headers: {
                     [name: string]: unknown;
@@ -11996,7 +11996,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
-            /** @description If-Match named a version the testimonial is no longer at (precondition_failed) */
+            /** @description If-Match named a version the profile is no longer at (precondition_failed) */
             412: {
                 headers: {
                     [name: string]: unknown;

@@ -10,8 +10,7 @@ import { deleteProfile, getProfile, publishProfile, putProfile } from "./service
 
 const tags = ["Reputation"];
 const security = [{ bearerAuth: [] }];
-// The same words as the testimonial routes' (the OpenAPI document is unchanged by the split of src/reputation/).
-const STALE = { 412: apiError("If-Match named a version the testimonial is no longer at (precondition_failed)") };
+const STALE = { 412: apiError("If-Match named a version the profile is no longer at (precondition_failed)") };
 
 const PROFILE_NOT_FOUND = { 404: apiError("No such agent in your organization, or the agent has no profile yet") };
 const readProfile = defineRoute(API, {
