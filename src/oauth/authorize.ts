@@ -2,7 +2,7 @@ import type { Db } from "../db/client";
 import { eq } from "drizzle-orm";
 import { oauthClients, oauthCodes } from "../db/schema";
 import type { Config } from "../env";
-import { sha256Hex } from "../lib/crypto";
+import { sha256Hex, toBase64Url } from "../lib/crypto";
 import { addSeconds, nowIso } from "../lib/time";
 import { type KnownClient, findClient, redirectMatches } from "./clients";
 import { issuerOf, mcpServerUrlOf } from "./metadata";
@@ -78,7 +78,7 @@ export function redirectBack(config: Config, redirectUri: string, params: Record
 /** Stores a code for `request`, approved by `userId` of `organizationId`; returns the raw code (only its SHA-256 is kept). */
 export async function issueCode(db: Db, request: AuthorizationRequest, who: { userId: string; organizationId: string }): Promise<string> {
   const bytes = crypto.getRandomValues(new Uint8Array(32));
-  const code = btoa(String.fromCharCode(...bytes)).replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "");
+  const code = toBase64Url(bytes);
   const now = new Date();
   const insert = db
     .insert(oauthCodes)

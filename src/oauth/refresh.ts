@@ -2,7 +2,7 @@ import { and, eq, isNull, or } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { oauthClients, oauthGrants, oauthRefreshTokens, organizations, users } from "../db/schema";
 import { expectRow, isGuardFailure, type Statement } from "../db/write";
-import { sha256Hex } from "../lib/crypto";
+import { sha256Hex, toBase64Url } from "../lib/crypto";
 import { addSeconds, nowIso } from "../lib/time";
 import { isOurResource } from "./authorize";
 import { findClient } from "./clients";
@@ -21,11 +21,9 @@ import { type Family, newGrant, type SigningConfig, type TokenRequest, type Toke
 /** A refresh token lives this long from its issue; each rotation starts a new one (an agent in use stays signed in). */
 export const REFRESH_TOKEN_TTL_SECONDS = 30 * 86_400;
 
-const base64url = (bytes: Uint8Array) => btoa(String.fromCharCode(...bytes)).replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "");
-
 /** A new refresh token of `family`, carrying the permissions granted at consent: the raw token and its row. */
 export async function newRefreshToken(family: Family, permissions: Permission[], now: Date) {
-  const token = base64url(crypto.getRandomValues(new Uint8Array(32)));
+  const token = toBase64Url(crypto.getRandomValues(new Uint8Array(32)));
   const row = { tokenHash: await sha256Hex(token), ...family, permissions, createdAt: nowIso(now), expiresAt: nowIso(addSeconds(now, REFRESH_TOKEN_TTL_SECONDS)) };
   return { token, row };
 }

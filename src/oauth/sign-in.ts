@@ -1,7 +1,7 @@
 import { and, eq, gt, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { oauthSignIns, organizations, users } from "../db/schema";
-import { newToken, sha256Hex } from "../lib/crypto";
+import { newToken, sha256Hex, toBase64Url } from "../lib/crypto";
 import { newId } from "../lib/ids";
 import { addSeconds, nowIso } from "../lib/time";
 
@@ -31,7 +31,7 @@ async function hmac(secret: string, message: string): Promise<Uint8Array> {
 }
 
 export async function csrfTokenFor(secret: string, cookie: string): Promise<string> {
-  return btoa(String.fromCharCode(...(await hmac(secret, `oauth-csrf:${cookie}`)))).replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "");
+  return toBase64Url(await hmac(secret, `oauth-csrf:${cookie}`));
 }
 
 /** Constant-time: both sides are hashed to equal lengths first. */

@@ -4,7 +4,7 @@ import type { Db } from "../db/client";
 import { oauthCodes, oauthGrants, oauthRefreshTokens, organizations, users } from "../db/schema";
 import { expectRow, isGuardFailure } from "../db/write";
 import type { Config } from "../env";
-import { sha256Hex } from "../lib/crypto";
+import { sha256Hex, toBase64Url } from "../lib/crypto";
 import { newId } from "../lib/ids";
 import { addSeconds, nowIso } from "../lib/time";
 import type { AuthOrganization, AuthUser } from "../platform/context";
@@ -56,11 +56,9 @@ export function requestToken(db: Db, config: Config, form: TokenRequest): Promis
   throw new OAuthError("unsupported_grant_type", 'grant_type must be "authorization_code" or "refresh_token"');
 }
 
-const base64url = (bytes: ArrayBuffer) => btoa(String.fromCharCode(...new Uint8Array(bytes))).replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "");
-
 /** RFC 7636 section 4.6: BASE64URL(SHA256(verifier)) must equal the stored S256 challenge. */
 async function challengeOf(verifier: string): Promise<string> {
-  return base64url(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(verifier)));
+  return toBase64Url(new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(verifier))));
 }
 
 /**
