@@ -1,7 +1,6 @@
 import { and, eq, type SQL, sql } from "drizzle-orm";
 import type { SQLiteColumn, SQLiteTable } from "drizzle-orm/sqlite-core";
 import type { FieldIssue } from "../lib/errors";
-import { Validation } from "../lib/errors";
 import { inJsonList } from "../lib/sql";
 import type { ServiceContext } from "../platform/context";
 import { contacts } from "./contacts";
@@ -15,8 +14,8 @@ import { guard, rowExists, type Statement } from "./write";
  * The target must be a live row of the caller's organization (a trashed record has left its table, so "not in the
  * trash" needs no filter). The rule is checked twice:
  *
- * - before the write, to answer 422 `invalid_reference` naming every field whose target is not there
- *   (`assertReferences`), and
+ * - before the write, in the verb's read batch (`referencesRead`, `referenceIssuesOf`), to answer 422
+ *   `invalid_reference` naming every field whose target is not there, and
  * - in the write's own batch (`expectReferences`), a guard that aborts the batch when a target went away after the
  *   check. D1 runs a batch as one transaction, so no delete can land between the guard and the write; the verb's
  *   `withRetries` then runs again, and the check names the field.
@@ -51,20 +50,20 @@ const live = (ctx: ServiceContext, r: Reference): SQL => {
   return rowExists(t.table, and(eq(t.id, r.id), eq(t.organizationId, ctx.organizationId)));
 };
 
-/** The issues of the references whose target is not there, in one round trip. */
-export async function referenceIssues(ctx: ServiceContext, refs: Reference[]): Promise<FieldIssue[]> {
-  if (refs.length === 0) return [];
-  const row = await ctx.db.get<Record<string, number>>(sql`SELECT ${sql.join(refs.map((r, i) => sql`${live(ctx, r)} AS ${sql.identifier(`r${i}`)}`), sql`, `)}`);
-  return refs.flatMap((r, i) =>
-    row?.[`r${i}`] ? [] : [{ field: r.path.join("."), path: r.path, code: "invalid_reference", message: `No ${TARGETS[r.target].noun} with this id in your organization` }],
-  );
-}
+/**
+ * Whether each reference's target is there, as one statement a caller can put in its own read batch (an empty list
+ * reads a constant): `referenceIssuesOf` turns its row into issues.
+ */
+export const referencesRead = (ctx: ServiceContext, refs: Reference[]) =>
+  ctx.db
+    .select(refs.length ? Object.fromEntries(refs.map((r, i) => [`r${i}`, sql<number>`${live(ctx, r)}`])) : { none: sql<number>`1` })
+    .from(sql`(SELECT 1)`);
 
-/** 422 `invalid_reference` naming every reference whose target is not there. */
-export async function assertReferences(ctx: ServiceContext, refs: Reference[]): Promise<void> {
-  const issues = await referenceIssues(ctx, refs);
-  if (issues.length) throw new Validation(issues);
-}
+/** The issues of the references whose target the row of `referencesRead` says is not there. */
+export const referenceIssuesOf = (refs: Reference[], rows: Record<string, number>[] | undefined): FieldIssue[] =>
+  refs.flatMap((r, i) =>
+    rows?.[0]?.[`r${i}`] ? [] : [{ field: r.path.join("."), path: r.path, code: "invalid_reference", message: `No ${TARGETS[r.target].noun} with this id in your organization` }],
+  );
 
 /** The guard for the write's batch: every target is still there when the write lands (none when nothing is set). */
 export function expectReferences(ctx: ServiceContext, refs: Reference[]): Statement[] {

@@ -8,7 +8,7 @@ import { diffAttributes } from "../lib/changes";
 import { type FieldIssue, Validation } from "../lib/errors";
 import { newId } from "../lib/ids";
 import { inJsonList } from "../lib/sql";
-import { type Reference, referenceIssues, references } from "../db/references";
+import { type Reference, referenceIssuesOf, references, referencesRead } from "../db/references";
 import type { ServiceContext } from "../platform/context";
 import { type DealRecord, toDeal } from "./mapping";
 import { rollupMoves } from "./rollups";
@@ -50,11 +50,13 @@ export function dealReferences(input: DealUpdate, before?: DealRecord): Referenc
 export async function checkReferences(ctx: ServiceContext, input: DealUpdate, before?: DealRecord): Promise<void> {
   const org = ctx.organizationId;
   const userIds = [...new Set([...(input.assignedTo ? [input.assignedTo] : []), ...(input.teamMembers ?? []).map((m) => m.userId)])];
-  const [refIssues, found] = await Promise.all([
-    referenceIssues(ctx, dealReferences(input, before)),
-    // No user named, no read: a PUT that names none costs no round trip here.
-    userIds.length ? ctx.db.select({ id: users.id }).from(users).where(and(eq(users.organizationId, org), inJsonList(users.id, userIds))) : Promise.resolve([] as { id: string }[]),
-  ]);
+  const refs = dealReferences(input, before);
+  // One round trip for the references and the users; none when the write names neither (most PUTs).
+  const [refRow, found] =
+    refs.length || userIds.length
+      ? await ctx.db.batch([referencesRead(ctx, refs), ctx.db.select({ id: users.id }).from(users).where(and(eq(users.organizationId, org), inJsonList(users.id, userIds.length ? userIds : [""])))])
+      : [undefined, [] as { id: string }[]];
+  const refIssues = referenceIssuesOf(refs, refRow);
   const known = new Set(found.map((u) => u.id));
   const issues: FieldIssue[] = [...refIssues];
   if (input.assignedTo && !known.has(input.assignedTo)) issues.push(issue(["assignedTo"], "invalid_reference", "No user with this id in your organization"));

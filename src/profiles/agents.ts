@@ -1,5 +1,5 @@
 import { and, eq } from "drizzle-orm";
-import { type Reference, referenceIssues } from "../db/references";
+import { type Reference, referenceIssuesOf, referencesRead } from "../db/references";
 import { users } from "../db/schema";
 import { type FieldIssue, NotFound, Validation } from "../lib/errors";
 import type { ServiceContext } from "../platform/context";
@@ -16,10 +16,11 @@ export async function findAgent(ctx: ServiceContext, agentUserId: string) {
  * the write names is there (db/references.ts); every problem in one 400.
  */
 export async function checkReferences(ctx: ServiceContext, agentUserId: string | undefined, refs: Reference[]): Promise<void> {
-  const [agent, refIssues] = await Promise.all([
+  const [agent, refRow] = await ctx.db.batch([
     ctx.db.select({ id: users.id }).from(users).where(and(eq(users.id, agentUserId ?? ""), eq(users.organizationId, ctx.organizationId))),
-    referenceIssues(ctx, refs),
+    referencesRead(ctx, refs),
   ]);
+  const refIssues = referenceIssuesOf(refs, refRow);
   const issues: FieldIssue[] = [];
   if (agentUserId !== undefined && agent.length === 0) issues.push({ field: "agentUserId", path: ["agentUserId"], code: "invalid_reference", message: "No user with this id in your organization" });
   issues.push(...refIssues);

@@ -1,4 +1,4 @@
-import { expectReferences, referenceIssues, references } from "../db/references";
+import { expectReferences, referenceIssuesOf, references, referencesRead } from "../db/references";
 import { and, desc, eq } from "drizzle-orm";
 import { surveyResponses, surveys, surveyTemplates, users } from "../db/schema";
 import type { SurveyStatus } from "../db/surveys";
@@ -57,13 +57,14 @@ export async function createSurvey(ctx: ServiceContext, input: SurveyCreate, tri
 async function createSurveyOnce(ctx: ServiceContext, input: SurveyCreate, trigger: SurveyRow["trigger"]): Promise<Created | null> {
   const org = ctx.organizationId;
   const refs = references({ path: ["recipientPersonId"], target: "contact", id: input.recipientPersonId }, { path: ["dealId"], target: "deal", id: input.dealId });
-  const [templates, agents, refIssues] = await Promise.all([
+  const [templates, agents, refRow] = await ctx.db.batch([
     input.templateId
       ? ctx.db.select().from(surveyTemplates).where(and(eq(surveyTemplates.organizationId, org), eq(surveyTemplates.id, input.templateId)))
       : ctx.db.select().from(surveyTemplates).where(hasDefault(org)),
     ctx.db.select({ id: users.id }).from(users).where(and(eq(users.organizationId, org), eq(users.id, input.agentUserId))),
-    referenceIssues(ctx, refs),
+    referencesRead(ctx, refs),
   ]);
+  const refIssues = referenceIssuesOf(refs, refRow);
   const issues: FieldIssue[] = [];
   const bad = (field: string, message: string) => issues.push({ field, path: [field], code: "invalid_reference", message });
   if (templates.length === 0) bad("templateId", input.templateId ? "No survey template with this id in your organization" : "Your organization has no survey template yet: create one, or name templateId");
