@@ -12,7 +12,7 @@ export default defineConfig({
         plugins: [
           cloudflareTest(async () => ({
             wrangler: { configPath: "./wrangler.toml" },
-            miniflare: { bindings: { ...readDevVars(), ...(await sealBindings()), TEST_MIGRATIONS: await readD1Migrations("./migrations"), ENVIRONMENT: "test" } },
+            miniflare: { bindings: { ...readDevVars(), ...(await sealBindings()), DIRECTORY_MIGRATIONS: await readD1Migrations("./migrations/directory"), TENANT_MIGRATIONS: await readD1Migrations("./migrations/tenant"), ENVIRONMENT: "test" } },
           })),
         ],
         test: {

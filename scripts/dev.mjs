@@ -3,7 +3,7 @@
 import { spawn } from "node:child_process";
 import { devOrigin, devOriginArgs } from "./dev-origin.mjs";
 import { ensureDevVars, readLocalDevVars } from "./dev-vars.mjs";
-import { applyLocalMigrations } from "./wrangler.mjs";
+import { applyLocalMigrations } from "./migrate.mjs";
 
 await ensureDevVars();
 applyLocalMigrations({ quiet: false });

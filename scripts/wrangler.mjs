@@ -14,5 +14,3 @@ export function wrangler(args, { quiet = true } = {}) {
   }
   return result.stdout ?? "";
 }
-
-export const applyLocalMigrations = (opts) => wrangler(["d1", "migrations", "apply", "DB", "--local"], opts);

@@ -4,7 +4,10 @@ import type { RateLimiterObject } from "./platform/rate-limiter-object";
 
 /** Bindings declared in wrangler.toml. Vars arrive as strings; `readConfig` turns them into a typed object. */
 export interface Env {
+  /** The directory (issue 24): organizations and their shards, members, sessions, OAuth, public link keys. */
   DB: D1Database;
+  /** Tenant shards, DB_SHARD_0 … n without gaps: organization data. The others are read by name (src/shards/bindings.ts). */
+  DB_SHARD_0: D1Database;
   RATE_LIMITER: DurableObjectNamespace<RateLimiterObject>;
   ENVELOPE_SIGNER: DurableObjectNamespace<EnvelopeSigner>;
   EVENTS: Queue<unknown>;

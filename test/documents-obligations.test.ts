@@ -80,18 +80,6 @@ describe("obligations derived from a lease", () => {
     // The tenancy's first day is no obligation of the spec's list: nothing falls due on a commencement unless another duty does.
     expect(list.filter((o) => [today(-40), today(10), today(200)].includes(o.dueDate))).toEqual([]);
   });
-
-  it("a rent_start row stored before the type list was closed is removed by migration 0020, and the list answers only listed types", async () => {
-    const { token, organizationId } = await createPrincipal();
-    const doc = await createDocument(token, lease({ commencement: today(4), depositDue: today(2) }));
-    await env.DB.prepare("INSERT INTO document_obligations (id, organization_id, document_id, type, description, due_date, amount_cents, created_at, synced_at) VALUES (?, ?, ?, 'rent_start', 'Tenancy begins', ?, 250000, ?, ?)")
-      .bind(crypto.randomUUID(), organizationId, doc.id, today(4), new Date().toISOString(), new Date().toISOString())
-      .run();
-    const migration = env.TEST_MIGRATIONS.find((m) => m.name.startsWith("0020_"))!;
-    expect(migration.name).toBe("0020_obligations_drop_rent_start.sql");
-    for (const query of migration.queries) await env.DB.prepare(query).run();
-    expect(brief(await obligations(token))).toEqual([`deposit_due ${today(2)}`]);
-  });
 });
 
 describe("GET /api/documents/obligations", () => {

@@ -4,7 +4,9 @@ import type { Env as WorkerEnv } from "../src/env";
 declare global {
   namespace Cloudflare {
     interface Env extends WorkerEnv {
-      TEST_MIGRATIONS: D1Migration[];
+      DIRECTORY_MIGRATIONS: D1Migration[];
+      TENANT_MIGRATIONS: D1Migration[];
+      DB_SHARD_1: D1Database;
     }
     interface GlobalProps {
       mainModule: typeof import("../src/index");

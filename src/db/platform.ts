@@ -1,54 +1,6 @@
 import { check, index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 import { sql } from "drizzle-orm";
 
-export const organizations = sqliteTable(
-  "organizations",
-  {
-    id: text().primaryKey(),
-    // Unique so that the token command maps one organization name to one organization (DESIGN.md contract 2).
-    name: text().notNull(),
-    createdAt: text().notNull(),
-  },
-  (t) => [uniqueIndex("organizations_name_unique").on(t.name)],
-);
-
-export const users = sqliteTable(
-  "users",
-  {
-    id: text().primaryKey(),
-    organizationId: text()
-      .notNull()
-      .references(() => organizations.id),
-    email: text().notNull(),
-    name: text(),
-    createdAt: text().notNull(),
-  },
-  (t) => [
-    uniqueIndex("users_organization_email_unique").on(t.organizationId, t.email),
-    // The OAuth sign-in finds a user by the e-mail typed in, whatever its case.
-    index("users_email_lower_idx").on(sql`lower(${t.email})`),
-  ],
-);
-
-/** Bearer sessions. Only the SHA-256 of the token is stored; the raw token exists once, in the minting answer. */
-export const sessions = sqliteTable(
-  "sessions",
-  {
-    id: text().primaryKey(),
-    tokenHash: text().notNull(),
-    userId: text()
-      .notNull()
-      .references(() => users.id),
-    organizationId: text()
-      .notNull()
-      .references(() => organizations.id),
-    createdAt: text().notNull(),
-    expiresAt: text().notNull(),
-    revokedAt: text(),
-  },
-  (t) => [uniqueIndex("sessions_token_hash_unique").on(t.tokenHash), index("sessions_user_idx").on(t.userId)],
-);
-
 /**
  * One row per domain event, written in the same batch as the change it records (the outbox). The queue carries only
  * the id, so an event of any size leaves; `nextAttemptAt` is when the cron pass sends it (again) if it is still

@@ -1,3 +1,5 @@
+export * from "./members";
+export * from "./directory";
 export * from "./platform";
 export * from "./plants";
 export * from "./contacts";

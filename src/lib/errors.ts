@@ -127,6 +127,24 @@ export class RateLimited extends AppError {
   }
 }
 
+/**
+ * A write to an organization that a shard move has fenced for its final copy (issue 24): reads go on, writes are
+ * refused for the few seconds the copy takes. Also what a tenant shard's fence trigger raises (src/shards/), so a
+ * write already past authentication when the fence went up is refused the same way.
+ */
+export class OrganizationMoving extends AppError {
+  readonly status = 503;
+  readonly code = "organization_moving";
+  static readonly MARK = "organization_moving";
+  constructor(readonly retryAfterSeconds = 5) {
+    super("This organization is moving to another database; writes resume in a few seconds");
+  }
+  /** True for a D1 error raised by a tenant shard's fence trigger. */
+  static raisedBy(err: unknown): boolean {
+    return err instanceof Error && err.message.includes(OrganizationMoving.MARK);
+  }
+}
+
 /** A route whose required configuration (an AI gateway, a mail key) is absent in this deployment. */
 export class NotConfigured extends AppError {
   readonly status = 503;

@@ -35,19 +35,19 @@ function redirectTo(c: Ctx, location: string): Response {
 async function withRequest(c: Ctx, query: AuthorizationQuery, next: (request: AuthorizationRequest, secret: string) => Promise<Response>): Promise<Response> {
   const config = readConfig(c.env);
   if (!config.JWT_SECRET) return errorPage(c, 503, "The authorization server is not configured on this deployment (JWT_SECRET is unset).");
-  const outcome = await readAuthorizationRequest(c.get("db"), config, query);
+  const outcome = await readAuthorizationRequest(c.get("directory"), config, query);
   if (outcome.kind === "refused") return errorPage(c, 400, outcome.message);
   if (outcome.kind === "redirect-error") return redirectTo(c, redirectBack(config, outcome.redirectUri, { error: outcome.error, error_description: outcome.description, state: outcome.state }));
   return next(outcome.request, config.JWT_SECRET);
 }
 
 async function approve(c: Ctx, request: AuthorizationRequest, who: { userId: string; organizationId: string }): Promise<Response> {
-  const code = await issueCode(c.get("db"), request, who);
+  const code = await issueCode(c.get("directory"), request, who);
   return redirectTo(c, redirectBack(readConfig(c.env), request.redirectUri, { code, state: request.state }));
 }
 
 async function showConsent(c: Ctx, request: AuthorizationRequest, signIn: SignIn, csrf: string, extra: { error?: string; setCookie?: string } = {}): Promise<Response> {
-  const organizations = await membershipsOf(c.get("db"), signIn.email);
+  const organizations = await membershipsOf(c.get("directory"), signIn.email);
   return consentPage(c, { csrf, clientName: clientNameOf(request), redirectUri: request.redirectUri, email: signIn.email, permissions: request.permissions, organizations, ...extra });
 }
 
@@ -62,12 +62,12 @@ export function authorize(c: Ctx, query: AuthorizationQuery): Promise<Response> 
     const authorization = c.req.header("authorization");
     if (authorization !== undefined) {
       // A programmatic caller with a session (spec table: the caller is that user): no page, the code at once.
-      const session = await resolveBearer(c.get("db"), authorization);
+      const session = await resolveBearer(c.get("directory"), authorization);
       if (!session) return errorPage(c, 401, "The bearer token presented is unknown, revoked or expired.");
       return approve(c, request, { userId: session.user.id, organizationId: session.organization.id });
     }
     const cookie = getCookie(c, cookieName(isSecure(c)));
-    const signIn = await findSignIn(c.get("db"), cookie);
+    const signIn = await findSignIn(c.get("directory"), cookie);
     if (!signIn || !cookie) return freshEmailPage(c, request, secret);
     const csrf = await csrfTokenFor(secret, cookie);
     if (signIn.verifiedAt) return showConsent(c, request, signIn, csrf);
@@ -86,7 +86,7 @@ async function allowedFor(c: Ctx, bucket: "oauth-sign-in-mail:email" | "oauth-si
 /** POST /oauth/authorize: one step of the browser's sign-in and consent. */
 export function submitAuthorization(c: Ctx, query: AuthorizationQuery, form: AuthorizeFormBody): Promise<Response> {
   return withRequest(c, query, async (request, secret) => {
-    const db = c.get("db");
+    const db = c.get("directory");
     const cookie = getCookie(c, cookieName(isSecure(c)));
     if (!cookie || !(await csrfTokenMatches(secret, cookie, form.csrf_token))) {
       return errorPage(c, 403, "This form has expired or was not sent from this browser. Go back to the application and start the sign-in again.");

@@ -206,12 +206,12 @@ oauthRoutes.use("/oauth/revoke", openCors, noStore);
 oauthRoutes
   .openapi(authorizePage, (c) => authorize(c, c.req.valid("query")), pageHook as never)
   .openapi(authorizeForm, (c) => submitAuthorization(c, c.req.valid("query"), c.req.valid("form")), pageHook as never)
-  .openapi(token, async (c) => c.json(await requestToken(c.get("db"), readConfig(c.env), c.req.valid("form")), 200))
+  .openapi(token, async (c) => c.json(await requestToken(c.get("directory"), readConfig(c.env), c.req.valid("form")), 200))
   .openapi(revoke, async (c) => {
-    await revokeToken(c.get("db"), readConfig(c.env), c.req.valid("form"));
+    await revokeToken(c.get("directory"), readConfig(c.env), c.req.valid("form"));
     return c.body(null, 200);
   })
-  .openapi(register, async (c) => c.json(await registerClient(c.get("db"), c.req.valid("json")), 201), registrationHook as never)
+  .openapi(register, async (c) => c.json(await registerClient(c.get("directory"), c.req.valid("json")), 201), registrationHook as never)
   .openapi(serverMetadata, (c) => c.json(authorizationServerMetadata(readConfig(c.env)), 200))
   .openapi(resourceMetadata, (c) => c.json(protectedResourceMetadata(readConfig(c.env)), 200))
   .openapi(mcpResourceMetadata, (c) => c.json(protectedResourceMetadata(readConfig(c.env)), 200));

@@ -1,7 +1,7 @@
 import { and, eq, gt, isNull } from "drizzle-orm";
 import { sign, verify } from "hono/jwt";
 import type { Db } from "../db/client";
-import { oauthCodes, oauthGrants, oauthRefreshTokens, organizations, users } from "../db/schema";
+import { oauthCodes, oauthGrants, oauthRefreshTokens, organizationShards, organizations, users } from "../db/schema";
 import { expectRow, isGuardFailure } from "../db/write";
 import type { Config } from "../env";
 import { sha256Hex, toBase64Url } from "../lib/crypto";
@@ -173,6 +173,9 @@ export interface AccessTokenPrincipal {
   user: AuthUser;
   organization: AuthOrganization;
   permissions: Permission[];
+  /** Where the organization lives, and whether a move fences its writes (issue 24). */
+  shard: number;
+  fenced: boolean;
 }
 
 /**
@@ -190,10 +193,11 @@ export async function verifyAccessToken(db: Db, config: Config, token: string): 
   const { jti, sub, org } = claims;
   if (typeof jti !== "string" || typeof sub !== "string" || typeof org !== "string" || typeof claims.exp !== "number") return null;
   const row = await db
-    .select({ permissions: oauthGrants.permissions, email: users.email, userName: users.name, organizationName: organizations.name })
+    .select({ permissions: oauthGrants.permissions, email: users.email, userName: users.name, organizationName: organizations.name, shard: organizationShards.shard, fencedAt: organizationShards.fencedAt })
     .from(oauthGrants)
     .innerJoin(users, and(eq(users.id, oauthGrants.userId), eq(users.organizationId, oauthGrants.organizationId)))
     .innerJoin(organizations, eq(organizations.id, oauthGrants.organizationId))
+    .innerJoin(organizationShards, eq(organizationShards.organizationId, oauthGrants.organizationId))
     // The grant's own expiry too: a token is refused after an hour even if it claims a later exp.
     .where(and(eq(oauthGrants.id, jti), eq(oauthGrants.userId, sub), eq(oauthGrants.organizationId, org), isNull(oauthGrants.revokedAt), gt(oauthGrants.expiresAt, nowIso())))
     .get();
@@ -202,5 +206,7 @@ export async function verifyAccessToken(db: Db, config: Config, token: string): 
     user: { id: sub, email: row.email, name: row.userName },
     organization: { id: org, name: row.organizationName },
     permissions: row.permissions.filter(isPermission),
+    shard: row.shard,
+    fenced: row.fencedAt !== null,
   };
 }

@@ -1,12 +1,12 @@
-import { and, eq, gt, isNull, type SQL, sql } from "drizzle-orm";
+import { and, eq, gt, isNull, sql } from "drizzle-orm";
 import { createMiddleware } from "hono/factory";
 import type { Context } from "hono";
 import type { Db } from "../db/client";
 import type { Statement } from "../db/write";
-import { organizations, sessions, users } from "../db/schema";
+import { organizationShards, organizations, sessions, users } from "../db/schema";
 import { sha256Hex } from "../lib/crypto";
 import { type Config, readConfig } from "../env";
-import { InsufficientPermission, Unauthorized } from "../lib/errors";
+import { InsufficientPermission, OrganizationMoving, Unauthorized } from "../lib/errors";
 import { mcpPathOf } from "../oauth/metadata";
 import { PERMISSION_NAMES, type Permission } from "../oauth/permissions";
 import { looksLikeJwt, verifyAccessToken } from "../oauth/tokens";
@@ -14,58 +14,83 @@ import { nowIso } from "../lib/time";
 import { parseIfMatch } from "./etag";
 import type { AppBindings, AuthOrganization, AuthUser, ServiceContext } from "./context";
 import { type AuthPreload, preloadOf } from "./preload";
+import { openShard } from "./session";
+
+/** The caller of a live session: who, which organization, where it lives, and whether a move fences its writes. */
+export interface Principal {
+  user: AuthUser;
+  organization: AuthOrganization;
+  shard: number;
+  fenced: boolean;
+}
 
 /**
- * `Authorization: Bearer <token>` → the live session's user and organization, in one D1 round trip. `preload` reads
- * what the route needs in the same trip, filtered on the session's organization in SQL (platform/preload.ts).
+ * `Authorization: Bearer <token>` → the live session's user and organization, and the organization's shard, in one
+ * directory round trip (issue 24).
  */
-export async function resolveBearer(
-  db: Db,
-  header: string | undefined,
-  preload?: (organizationId: SQL) => { key: string; statements: Statement[] } | undefined,
-): Promise<{ user: AuthUser; organization: AuthOrganization; preloaded?: Map<string, unknown[]> } | null> {
+export async function resolveBearer(directory: Db, header: string | undefined): Promise<Principal | null> {
   const match = header?.match(/^Bearer\s+(\S+)\s*$/i);
   if (!match) return null;
-  const tokenHash = await sha256Hex(match[1]!);
-  const now = nowIso();
-  const live = and(eq(sessions.tokenHash, tokenHash), isNull(sessions.revokedAt), gt(sessions.expiresAt, now));
-  const session = db
-    // Aliased: in a batch, D1 answers rows as objects, where the two tables' `id` and `name` would collide.
+  return sessionLookup(directory, await sha256Hex(match[1]!));
+}
+
+async function sessionLookup(directory: Db, tokenHash: string): Promise<Principal | null> {
+  const row = await directory
+    // Aliased: D1 answers rows as objects, where the two tables' `id` and `name` would collide.
     .select({
       userId: sql<string>`${users.id}`.as("user_id"),
       email: users.email,
       userName: sql<string | null>`${users.name}`.as("user_name"),
       organizationId: sql<string>`${organizations.id}`.as("organization_id"),
       organizationName: sql<string>`${organizations.name}`.as("organization_name"),
+      shard: organizationShards.shard,
+      fencedAt: organizationShards.fencedAt,
     })
     .from(sessions)
     .innerJoin(users, eq(users.id, sessions.userId))
     .innerJoin(organizations, eq(organizations.id, sessions.organizationId))
-    .where(live);
-  const riders = preload?.(sql`(SELECT ${sessions.organizationId} FROM ${sessions} WHERE ${live})`);
-  let row: Awaited<typeof session>[number] | undefined;
-  let preloaded: Map<string, unknown[]> | undefined;
-  if (riders && riders.statements.length > 0) {
-    const [rows, ...read] = await db.batch([session, ...riders.statements] as [typeof session, ...Statement[]]);
-    row = rows[0];
-    preloaded = new Map([[riders.key, read as unknown[]]]);
-  } else {
-    row = await session.get();
-  }
+    .innerJoin(organizationShards, eq(organizationShards.organizationId, sessions.organizationId))
+    .where(and(eq(sessions.tokenHash, tokenHash), isNull(sessions.revokedAt), gt(sessions.expiresAt, nowIso())))
+    .get();
   if (!row) return null;
   return {
     user: { id: row.userId, email: row.email, name: row.userName },
     organization: { id: row.organizationId, name: row.organizationName },
-    preloaded,
+    shard: row.shard,
+    fenced: row.fencedAt !== null,
   };
 }
 
 /**
+ * Where each recent token's organization lived, per isolate: a route that reads with the authentication
+ * (platform/preload.ts) reads its shard side by side with the directory lookup, so a one-row write stays one wave of
+ * round trips before its batch. Only a guess: what was read is used only when the directory confirms the token, its
+ * organization and its shard; a wrong guess (a move) reads again. Holds no secret: keys are token hashes.
+ */
+const shardGuesses = new Map<string, { organizationId: string; shard: number }>();
+const GUESSES_KEPT = 1000;
+
+function rememberShard(tokenHash: string, principal: Principal): void {
+  shardGuesses.delete(tokenHash);
+  shardGuesses.set(tokenHash, { organizationId: principal.organization.id, shard: principal.shard });
+  if (shardGuesses.size > GUESSES_KEPT) shardGuesses.delete(shardGuesses.keys().next().value!);
+}
+
+/** Opens the principal's shard and refuses a write to an organization a move has fenced (503, Retry-After). */
+function admit(c: Context<AppBindings>, principal: Principal): void {
+  if (principal.fenced && c.req.method !== "GET" && c.req.method !== "HEAD") throw new OrganizationMoving();
+  c.set("user", principal.user);
+  c.set("organization", principal.organization);
+  if (c.get("shard") !== principal.shard || !c.get("shardSession")) openShard(c, principal.shard);
+}
+
+/**
  * Rejects the request with 401 unless it carries a live session, or (on /v1 and the MCP endpoint only) a valid OAuth
- * access token: signature, exp, iss and aud checked, its grant unrevoked (one D1 read). A token's permissions are set
- * on the context; a session has them all. An access token anywhere else (/api, /plants) is answered like an unknown
- * token, 401: it was issued for the MCP server and the CRM, not for the document desk or the reputation suite.
- * The error handler shapes the body per family. A session's lookup also runs the route's `preloads`, if it has one.
+ * access token: signature, exp, iss and aud checked, its grant unrevoked (one directory read). A token's permissions
+ * are set on the context; a session has them all. An access token anywhere else (/api, /plants) is answered like an
+ * unknown token, 401: it was issued for the MCP server and the CRM, not for the document desk or the reputation
+ * suite. The error handler shapes the body per family. Either way the organization's shard is opened for the rest of
+ * the request; a session's lookup also runs the route's `preloads`, if it has one, on the shard it last lived on.
  */
 export const authenticate = (preloads: AuthPreload[]) =>
   createMiddleware<AppBindings>(async (c, next) => {
@@ -74,19 +99,30 @@ export const authenticate = (preloads: AuthPreload[]) =>
     if (token !== undefined && looksLikeJwt(token)) {
       const config = readConfig(c.env);
       if (!acceptsAccessTokens(c.req.path, config)) throw new Unauthorized();
-      const principal = await verifyAccessToken(c.get("db"), config, token);
+      const principal = await verifyAccessToken(c.get("directory"), config, token);
       if (!principal) throw new Unauthorized();
-      c.set("user", principal.user);
-      c.set("organization", principal.organization);
+      admit(c, principal);
       c.set("permissions", principal.permissions);
       return next();
     }
-    const db = c.get("db");
-    const resolved = await resolveBearer(db, header, (organizationId) => preloadOf(preloads, db, c.req.method, c.req.path, organizationId));
-    if (!resolved) throw new Unauthorized();
-    c.set("user", resolved.user);
-    c.set("organization", resolved.organization);
-    if (resolved.preloaded) c.set("preloaded", resolved.preloaded);
+    if (token === undefined) throw new Unauthorized();
+    const tokenHash = await sha256Hex(token);
+    const guess = shardGuesses.get(tokenHash);
+    let preload: { key: string; statements: Statement[] } | undefined;
+    if (guess) {
+      openShard(c, guess.shard);
+      preload = preloadOf(preloads, c.get("db"), c.req.method, c.req.path, sql`${guess.organizationId}`);
+    }
+    const [principal, preloaded] = await Promise.all([
+      sessionLookup(c.get("directory"), tokenHash),
+      preload && preload.statements.length > 0 ? c.get("db").batch(preload.statements as [Statement, ...Statement[]]) : undefined,
+    ]);
+    if (!principal) throw new Unauthorized();
+    rememberShard(tokenHash, principal);
+    admit(c, principal);
+    if (preload && preloaded && guess?.organizationId === principal.organization.id && guess.shard === principal.shard) {
+      c.set("preloaded", new Map([[preload.key, preloaded as unknown[]]]));
+    }
     await next();
   });
 
@@ -148,6 +184,7 @@ export function serviceContext(c: Context<AppBindings>): ServiceContext {
   return {
     env: c.env,
     db: c.get("db"),
+    directory: c.get("directory"),
     d1: c.get("d1"),
     organizationId: c.get("organization").id,
     actor: { type: "user", userId: c.get("user").id },

@@ -20,7 +20,10 @@ export interface AuthOrganization {
 /** What a service verb gets: never the HTTP request, only who acts, for which organization, and the bindings. */
 export interface ServiceContext {
   env: Env;
+  /** The organization's shard (issue 24); a service never names a binding. */
   db: Db;
+  /** The directory, for what is looked up across organizations: public link keys, agent slugs (src/shards/). */
+  directory: Db;
   /** The same D1 session as `db`, for hand-written SQL (the contacts list). */
   d1: D1Database | D1DatabaseSession;
   organizationId: string;
@@ -44,8 +47,13 @@ export interface ServiceContext {
 
 export interface AppVariables {
   requestId: string;
+  /** The directory's session (issue 24): sessions, OAuth, organizations and their shards, public link keys. */
+  directory: Db;
+  /** The caller's organization's shard, once authentication or a public route's key has named it (platform/session.ts). */
   db: Db;
   d1: D1Database | D1DatabaseSession;
+  shard: number;
+  shardSession: D1DatabaseSession;
   rateLimiter: RateLimiter;
   user: AuthUser;
   organization: AuthOrganization;

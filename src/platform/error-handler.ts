@@ -1,7 +1,7 @@
 import type { Context, ErrorHandler, NotFoundHandler } from "hono";
 import { HTTPException } from "hono/http-exception";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
-import { AppError, type FieldIssue, RateLimited, Validation } from "../lib/errors";
+import { AppError, type FieldIssue, OrganizationMoving, RateLimited, Validation } from "../lib/errors";
 import type { AppBindings } from "./context";
 import { loggableError, loggableStack } from "../lib/log";
 
@@ -46,7 +46,8 @@ function toFailure(err: Error, family: Family): Failure | null {
     const status = err.kind === "malformed" || family !== "crm" ? 400 : 422;
     return { status, code: err.code, message: err.message, issues: err.issues };
   }
-  if (err instanceof RateLimited) return { status: 429, code: err.code, message: err.message, retryAfterSeconds: err.retryAfterSeconds };
+  if (err instanceof RateLimited || err instanceof OrganizationMoving) return { status: err.status, code: err.code, message: err.message, retryAfterSeconds: err.retryAfterSeconds };
+  if (OrganizationMoving.raisedBy(err)) return toFailure(new OrganizationMoving(), family);
   if (err instanceof AppError) return { status: err.status, code: err.code, message: err.message };
   if (err instanceof HTTPException) {
     // Hono's validator throws 400 on malformed JSON; zod-openapi's media-type gate throws 415.
@@ -86,7 +87,7 @@ function render(c: Context, family: Family, f: Failure, requestId: string): Resp
   // DESIGN.md's {message, path[]} plus the CRM envelope's field and code (the same FieldIssue), so a client can act
   // on an issue without parsing its message.
   if (f.issues) return c.json({ error: "invalid_request", issues: f.issues.map(({ field, path, code, message }) => ({ field, path, code, message })) }, status);
-  if (f.status >= 500) return c.json({ error: f.code, message: f.message, requestId }, status);
+  if (f.status >= 500) return c.json({ error: f.code, message: f.message, requestId }, status, headers);
   return c.json({ error: f.code, message: f.message }, status, headers);
 }
 

@@ -1,28 +1,46 @@
+import type { Context } from "hono";
 import { createMiddleware } from "hono/factory";
 import { createDb } from "../db/client";
 import { Validation } from "../lib/errors";
+import { shardDatabase } from "../shards/bindings";
 import type { AppBindings } from "./context";
 
 /**
- * D1's Sessions API, one session per request, so read replicas can serve callers far from the primary (DESIGN.md):
- * a read (GET, HEAD) starts anywhere, or from the bookmark the client sends in `X-D1-Bookmark`, which guarantees it
- * sees at least what that bookmark saw (read-your-writes); a write starts on the primary, so its compare-and-set reads
- * the latest row. Every answer that touched D1 carries the session's latest bookmark in `X-D1-Bookmark`.
+ * D1's Sessions API, one session per database a request touches, so read replicas can serve callers far from the
+ * primary (DESIGN.md): a read (GET, HEAD) starts anywhere, a write on the primary, so its compare-and-set reads the
+ * latest row. The directory session opens with the request; the organization's shard session opens once
+ * authentication (or a public route's key) has named the shard (issue 24). The bookmark a client sends in
+ * `X-D1-Bookmark` is its shard's (read-your-writes on organization data), and every answer that read a shard carries
+ * that session's latest bookmark.
  */
 export const BOOKMARK_HEADER = "X-D1-Bookmark";
 /** D1 bookmarks as D1 issues them: four hex groups. Anything else is refused rather than passed to D1. */
 const BOOKMARK = /^[0-9a-f]{8}-[0-9a-f]{8}-[0-9a-f]{8}-[0-9a-f]{32}$/i;
+
+const isRead = (c: Context<AppBindings>) => c.req.method === "GET" || c.req.method === "HEAD";
 
 export const d1Session = createMiddleware<AppBindings>(async (c, next) => {
   const sent = c.req.header(BOOKMARK_HEADER)?.trim();
   if (sent !== undefined && !BOOKMARK.test(sent)) {
     throw new Validation([{ field: BOOKMARK_HEADER, path: [BOOKMARK_HEADER], code: "invalid_bookmark", message: `${BOOKMARK_HEADER} must be a bookmark an earlier answer carried` }], "malformed");
   }
-  const reads = c.req.method === "GET" || c.req.method === "HEAD";
-  const session = c.env.DB.withSession(reads ? (sent ?? "first-unconstrained") : "first-primary");
-  c.set("d1", session);
-  c.set("db", createDb(session));
+  const directory = c.env.DB.withSession(isRead(c) ? "first-unconstrained" : "first-primary");
+  c.set("directory", createDb(directory));
   await next();
-  const bookmark = session.getBookmark();
+  const bookmark = c.get("shardSession")?.getBookmark();
   if (bookmark) c.header(BOOKMARK_HEADER, bookmark);
 });
+
+/**
+ * Opens the session of shard `shard` for the rest of the request: `db` and `d1` (and so every service) read and write
+ * there. Called by authentication and by the public routes once they know the organization; called again (a stale
+ * guess, platform/auth.ts) it replaces the session.
+ */
+export function openShard(c: Context<AppBindings>, shard: number): void {
+  const sent = c.req.header(BOOKMARK_HEADER)?.trim();
+  const session = shardDatabase(c.env, shard).withSession(isRead(c) ? (sent ?? "first-unconstrained") : "first-primary");
+  c.set("shard", shard);
+  c.set("shardSession", session);
+  c.set("d1", session);
+  c.set("db", createDb(session));
+}

@@ -89,7 +89,7 @@ export function createReferralRoutes(deps: ReferralDeps) {
     .openapi(capture, async (c) => {
       const input = c.req.valid("json");
       await requireChallenge(readConfig(c.env).BOT_CHALLENGE_SECRET, deps.botChallenge, input.challengeToken, requestMeta(c).ip, "when the bot challenge is configured");
-      const base = { env: c.env, db: c.get("db"), d1: c.get("d1"), requestId: c.get("requestId"), defer: (work: Promise<unknown>) => c.executionCtx.waitUntil(work) };
+      const base = { env: c.env, db: c.get("db"), directory: c.get("directory"), d1: c.get("d1"), requestId: c.get("requestId"), defer: (work: Promise<unknown>) => c.executionCtx.waitUntil(work) };
       const referral = await captureReferral(base, c.req.valid("param").agentSlug, input);
       if (!referral) return c.json({ error: "not_found", message: "No published profile at this address" }, 404);
       return c.json({ received: true as const, referralId: referral.id }, 202);

@@ -1,3 +1,4 @@
+import { createDb } from "../db/client";
 import { facetMoves } from "../contacts/facets";
 import { expectReferences, references } from "../db/references";
 import { and, desc, eq, gt, isNull, ne } from "drizzle-orm";
@@ -219,7 +220,7 @@ export async function handleReferralEvents(env: Env, db: Db, events: EventEnvelo
   for (const event of events) {
     const referralId = (event.data as { referralId?: unknown }).referralId;
     if (typeof referralId !== "string") continue;
-    const ctx: ServiceContext = { env, db, d1: env.DB, organizationId: event.organizationId, actor: { type: "system", userId: null }, requestId: `event:${event.id}`, defer: (work) => pending.push(work) };
+    const ctx: ServiceContext = { env, db, directory: createDb(env.DB), d1: env.DB, organizationId: event.organizationId, actor: { type: "system", userId: null }, requestId: `event:${event.id}`, defer: (work) => pending.push(work) };
     await leadFromReferral(ctx, referralId);
   }
   await Promise.allSettled(pending);

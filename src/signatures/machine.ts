@@ -57,7 +57,7 @@ export async function loadEnvelope(env: Env, envelopeId: string): Promise<Loaded
 
 /** The service context a transition writes with: the envelope's organization, deferred work kept alive. */
 export function machineContext(env: Env, envelope: EnvelopeRow, defer: (work: Promise<unknown>) => void, actor: ServiceContext["actor"] = { type: "public", userId: null }): ServiceContext {
-  return { env, db: createDb(env.DB), d1: env.DB, organizationId: envelope.organizationId, actor, requestId: "envelope-signer", defer };
+  return { env, db: createDb(env.DB), directory: createDb(env.DB), d1: env.DB, organizationId: envelope.organizationId, actor, requestId: "envelope-signer", defer };
 }
 
 export type SignerSet = Partial<Pick<SignerRow, "status" | "sentAt" | "signedAt" | "declinedAt" | "verification" | "remindAt">>;

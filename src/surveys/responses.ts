@@ -1,3 +1,4 @@
+import { createDb } from "../db/client";
 import { and, eq, isNull } from "drizzle-orm";
 import { type AiGateway, configuredGateway } from "../ai/gateway";
 import type { Db } from "../db/client";
@@ -123,7 +124,7 @@ export async function analyseResponse(env: Env, db: Db, organizationId: string, 
   const read = readResponse(questions, response.answers);
   const sentiment = read.freeText ? await classify(env, read.freeText, gatewayFor) : null;
   const at = nowIso();
-  const ctx: ServiceContext = { env, db, d1: env.DB, organizationId, actor: { type: "system", userId: null }, requestId: `survey:${surveyId}`, defer: () => {} };
+  const ctx: ServiceContext = { env, db, directory: createDb(env.DB), d1: env.DB, organizationId, actor: { type: "system", userId: null }, requestId: `survey:${surveyId}`, defer: () => {} };
   const unanalysed = and(eq(surveyResponses.organizationId, organizationId), eq(surveyResponses.surveyId, surveyId), isNull(surveyResponses.analyzedAt));
   const statements: Statement[] = [expectRow(db, surveyResponses, unanalysed)];
   let testimonialId: string | null = null;

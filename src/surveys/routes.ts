@@ -194,6 +194,7 @@ const page = defineRoute(API, {
 const publicBase = (c: Parameters<typeof serviceContext>[0]) => ({
   env: c.env,
   db: c.get("db"),
+  directory: c.get("directory"),
   d1: c.get("d1"),
   requestId: c.get("requestId"),
   defer: (work: Promise<unknown>) => c.executionCtx.waitUntil(work),

@@ -1,3 +1,4 @@
+import { createDb } from "../db/client";
 import { and, eq, inArray, isNull, lte, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { deals, surveys } from "../db/schema";
@@ -35,7 +36,7 @@ export async function sendDueSurveys(env: Env, db: Db, { max = 50 } = {}): Promi
   let sent = 0;
   await Promise.all(
     due.map(async (before) => {
-      const ctx: ServiceContext = { env, db, d1: env.DB, organizationId: before.organizationId, actor: { type: "system", userId: null }, requestId: "cron:surveys", defer: () => {} };
+      const ctx: ServiceContext = { env, db, directory: createDb(env.DB), d1: env.DB, organizationId: before.organizationId, actor: { type: "system", userId: null }, requestId: "cron:surveys", defer: () => {} };
       try {
         if (!key || !before.pendingToken) throw new Error(key ? "survey has no sealed token" : "SURVEY_TOKEN_KEY is not configured");
         const token = await openText(key, TOKEN_SEAL_PURPOSE, before.id, before.pendingToken);
@@ -106,7 +107,7 @@ export async function expireSurveys(db: Db, { max = 500 } = {}): Promise<number>
 export async function scheduleForWonDeal(env: Env, db: Db, event: EventEnvelope): Promise<string | null> {
   const data = event.data as { dealId?: unknown };
   if (typeof data.dealId !== "string") return null;
-  const ctx: ServiceContext = { env, db, d1: env.DB, organizationId: event.organizationId, actor: { type: "system", userId: null }, requestId: `event:${event.id}`, defer: () => {} };
+  const ctx: ServiceContext = { env, db, directory: createDb(env.DB), d1: env.DB, organizationId: event.organizationId, actor: { type: "system", userId: null }, requestId: `event:${event.id}`, defer: () => {} };
   const deal = await db.select({ contactId: deals.contactId, assignedTo: deals.assignedTo }).from(deals).where(and(eq(deals.organizationId, ctx.organizationId), eq(deals.id, data.dealId))).get();
   if (!deal) return null;
   const agentUserId = deal.assignedTo ?? event.actor.userId ?? null;

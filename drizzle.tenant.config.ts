@@ -1,0 +1,29 @@
+import { defineConfig } from "drizzle-kit";
+
+/**
+ * The tenant shards' migrations (`DB_SHARD_0 … n`): every organization-scoped table, and the copy of the
+ * organizations and members each shard carries (db/members.ts). Applied to every shard (issue 24).
+ */
+export default defineConfig({
+  dialect: "sqlite",
+  schema: [
+    "./src/db/members.ts",
+    "./src/db/platform.ts",
+    "./src/db/plants.ts",
+    "./src/db/contacts.ts",
+    "./src/db/webhooks.ts",
+    "./src/db/documents.ts",
+    "./src/db/signatures.ts",
+    "./src/db/reputation.ts",
+    "./src/db/properties.ts",
+    "./src/db/deals.ts",
+    "./src/db/clickwrap.ts",
+    "./src/db/obligations.ts",
+    "./src/db/document-vectors.ts",
+    "./src/db/referrals.ts",
+    "./src/db/surveys.ts",
+    "./src/db/trash.ts",
+  ],
+  out: "./migrations/tenant",
+  casing: "snake_case",
+});

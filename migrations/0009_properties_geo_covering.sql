@@ -1,2 +1,0 @@
-DROP INDEX `properties_org_geo_idx`;--> statement-breakpoint
-CREATE INDEX `properties_org_geo_idx` ON `properties` (`organization_id`,`latitude`,`longitude`,`geo_x`,`geo_y`,`geo_z`,`created_at`,`updated_at`,`list_price`,`list_date`,`id`);

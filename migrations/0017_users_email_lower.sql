@@ -1,1 +1,0 @@
-CREATE INDEX `users_email_lower_idx` ON `users` (lower("email"));

@@ -1,0 +1,38 @@
+import { index, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+import { sql } from "drizzle-orm";
+
+/**
+ * The organizations and their members. The directory (the `DB` binding) holds them for sign-in and sessions; every
+ * tenant shard holds a copy of the rows of the organizations it carries, written with them (src/shards/placement.ts),
+ * so that a service joins a user's name or an organization's name on its own shard (issue 24). Nothing in the API
+ * renames either; a move copies them with the rest of the organization.
+ */
+export const organizations = sqliteTable(
+  "organizations",
+  {
+    id: text().primaryKey(),
+    // Unique so that the token command maps one organization name to one organization (DESIGN.md contract 2).
+    name: text().notNull(),
+    createdAt: text().notNull(),
+  },
+  (t) => [uniqueIndex("organizations_name_unique").on(t.name)],
+);
+
+export const users = sqliteTable(
+  "users",
+  {
+    id: text().primaryKey(),
+    organizationId: text()
+      .notNull()
+      .references(() => organizations.id),
+    email: text().notNull(),
+    name: text(),
+    createdAt: text().notNull(),
+  },
+  (t) => [
+    uniqueIndex("users_organization_email_unique").on(t.organizationId, t.email),
+    // The OAuth sign-in finds a user by the e-mail typed in, whatever its case.
+    index("users_email_lower_idx").on(sql`lower(${t.email})`),
+  ],
+);
+

@@ -1,0 +1,91 @@
+import { and, eq } from "drizzle-orm";
+import type { Context } from "hono";
+import { createDb, type Db } from "../db/client";
+import { organizationShards, publicKeys } from "../db/schema";
+import type { Env } from "../env";
+import { OrganizationMoving } from "../lib/errors";
+import { inJsonList } from "../lib/sql";
+import { nowIso } from "../lib/time";
+import type { AppBindings } from "../platform/context";
+import { openShard } from "../platform/session";
+import { shardDatabase } from "./bindings";
+
+/**
+ * Lookups in the directory (issue 24): where an organization lives, and which organization a public key (a link
+ * token's hash, a slug, an agreement id, a sealed PDF's hash) belongs to. Each is one directory read, made before the
+ * shard is opened; nothing here reads two shards.
+ */
+export type PublicKeyKind = (typeof publicKeys.$inferSelect)["kind"];
+
+export interface Placement {
+  organizationId: string;
+  shard: number;
+  fenced: boolean;
+}
+
+/** Where `organizationId` lives; null for an organization the directory does not know. */
+export async function placementOf(directory: Db, organizationId: string): Promise<Placement | null> {
+  const row = await directory.select({ shard: organizationShards.shard, fencedAt: organizationShards.fencedAt }).from(organizationShards).where(eq(organizationShards.organizationId, organizationId)).get();
+  return row ? { organizationId, shard: row.shard, fenced: row.fencedAt !== null } : null;
+}
+
+/**
+ * The shard of an organization for work outside a request (a queue message, a cron task, a Durable Object), opened
+ * on its primary; null for an organization the directory no longer knows. A fenced organization's writes would be
+ * refused by its shard (the move's fence triggers), so the caller retries later: `fenced` says so up front.
+ */
+export async function tenantOf(env: Env, organizationId: string): Promise<(Placement & { db: Db; d1: D1Database; directory: Db }) | null> {
+  const directory = createDb(env.DB);
+  const placement = await placementOf(directory, organizationId);
+  if (!placement) return null;
+  const d1 = shardDatabase(env, placement.shard);
+  return { ...placement, db: createDb(d1), d1, directory };
+}
+
+/**
+ * A public route's key → its organization, with the organization's shard opened on the request (platform/session.ts),
+ * in the one directory read the route makes before its own. Null when the directory knows no such key: the route
+ * answers as it does for an unknown token. A write to a fenced organization answers 503 (Retry-After).
+ */
+export async function openPublicKey(c: Context<AppBindings>, kind: PublicKeyKind, key: string): Promise<string | null> {
+  const row = await c
+    .get("directory")
+    .select({ organizationId: publicKeys.organizationId, shard: organizationShards.shard, fencedAt: organizationShards.fencedAt })
+    .from(publicKeys)
+    .innerJoin(organizationShards, eq(organizationShards.organizationId, publicKeys.organizationId))
+    .where(and(eq(publicKeys.kind, kind), eq(publicKeys.key, key)))
+    .get();
+  if (!row) return null;
+  if (row.fencedAt !== null && c.req.method !== "GET" && c.req.method !== "HEAD") throw new OrganizationMoving();
+  openShard(c, row.shard);
+  return row.organizationId;
+}
+
+/**
+ * Records public keys of an organization in the directory, before the shard write that makes them reachable: a key
+ * whose shard write then fails resolves to an organization that has no such row, which answers as unknown.
+ * Idempotent; a key already held by another organization is left to it (the caller's check: `claimPublicKey`).
+ */
+export async function registerPublicKeys(directory: Db, organizationId: string, kind: PublicKeyKind, keys: string[]): Promise<void> {
+  if (keys.length === 0) return;
+  const createdAt = nowIso();
+  await directory
+    .insert(publicKeys)
+    .values(keys.map((key) => ({ kind, key, organizationId, createdAt })))
+    .onConflictDoNothing();
+}
+
+/** Claims a key for one organization (an agent slug): true when it is now, or already was, this organization's. */
+export async function claimPublicKey(directory: Db, organizationId: string, kind: PublicKeyKind, key: string): Promise<boolean> {
+  const [, holder] = await directory.batch([
+    directory.insert(publicKeys).values({ kind, key, organizationId, createdAt: nowIso() }).onConflictDoNothing(),
+    directory.select({ organizationId: publicKeys.organizationId }).from(publicKeys).where(and(eq(publicKeys.kind, kind), eq(publicKeys.key, key))),
+  ]);
+  return holder[0]?.organizationId === organizationId;
+}
+
+/** Forgets keys of an organization (a released slug, a purged link); another organization's are untouched. */
+export async function releasePublicKeys(directory: Db, organizationId: string, kind: PublicKeyKind, keys: string[]): Promise<void> {
+  if (keys.length === 0) return;
+  await directory.delete(publicKeys).where(and(eq(publicKeys.kind, kind), eq(publicKeys.organizationId, organizationId), inJsonList(publicKeys.key, keys)));
+}
