@@ -4,6 +4,7 @@
 // wrangler, so it works whether or not `npm run dev` is running; nothing kept for the address prints nothing.
 import { parseArgs } from "node:util";
 import { readLocalDevVars } from "./dev-vars.mjs";
+import { databaseBindings } from "./migrate.mjs";
 import { wrangler } from "./wrangler.mjs";
 
 const USAGE = "usage: npm run --silent mail -- --to <email> [--last N]   (N: 1 to 100, default 10)";
@@ -47,15 +48,21 @@ const query = `SELECT id, "to", subject, body, sealed, created_at AS createdAt F
 
 try {
   // A reader applies no migrations (that would write the database `npm run dev` is using); a checkout that never
-  // ran them has no mail_outbox yet, and then the answer is simply no mail.
-  let out;
-  try {
-    out = wrangler(["d1", "execute", "DB", "--local", "--json", "--command", query]);
-  } catch (err) {
-    if (/no such table: mail_outbox/.test(err.message)) process.exit(0);
-    throw err;
+  // ran them has no mail_outbox yet, and then the answer is simply no mail. The mail log is organization data: each
+  // tenant shard holds its organizations' (issue 24), so the reader asks every shard and keeps the newest.
+  const rows = [];
+  for (const binding of databaseBindings().filter((b) => b !== "DB")) {
+    let out;
+    try {
+      out = wrangler(["d1", "execute", binding, "--local", "--json", "--command", query]);
+    } catch (err) {
+      if (/no such table: mail_outbox/.test(err.message)) continue;
+      throw err;
+    }
+    rows.push(...(JSON.parse(out.slice(out.indexOf("[")))[0]?.results ?? []));
   }
-  const rows = JSON.parse(out.slice(out.indexOf("[")))[0]?.results ?? [];
+  rows.sort((a, b) => (a.createdAt < b.createdAt ? 1 : a.createdAt > b.createdAt ? -1 : 0));
+  rows.splice(last);
   const key = readLocalDevVars().MAIL_LOG_KEY;
   const lines = [];
   for (const row of rows) {
