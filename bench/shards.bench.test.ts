@@ -35,7 +35,7 @@ async function singleDatabase(): Promise<D1Database> {
   return db;
 }
 
-function layout(name: string, bindings: Partial<Env>): Layout {
+function layout(name: string, bindings: Record<string, D1Database>): Layout {
   const counters: ReturnType<typeof countD1>[] = [];
   const counted: Record<string, unknown> = { ...env, DB_SHARD_1: undefined };
   const seen = new Map<D1Database, D1Database>();
