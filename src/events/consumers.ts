@@ -200,8 +200,9 @@ export function createEventRouter(consumers: EventConsumer[]) {
     const items = batch.messages.map(addressOf);
     await findOrganizations(env, items);
     const { byShard, fenced, unknown } = await routeToShards(env, items, (a) => a.organizationId ?? a.envelope?.organizationId ?? null);
-    for (const { message, id, organizationId } of unknown) {
-      console.error(JSON.stringify({ level: "warn", msg: "event message of no known organization; dropped", messageId: message.id, eventId: id, organizationId }));
+    for (const { message, id, organizationId, envelope } of unknown) {
+      const msg = id || envelope ? "event message of no known organization; dropped" : "event message names no event; dropped";
+      console.error(JSON.stringify({ level: "warn", msg, messageId: message.id, eventId: id, organizationId }));
       message.ack();
     }
     for (const { message } of fenced) message.retry({ delaySeconds: MOVING_RETRY_SECONDS });
