@@ -3,28 +3,33 @@ import { createDb } from "./db/client";
 import { noteOverdueObligations } from "./documents/obligations";
 import type { Env } from "./env";
 import { resendUnsentEvents } from "./events/outbox";
+import { loggableError } from "./lib/log";
 import { pruneOAuth } from "./oauth/prune";
 import { pruneIdempotencyKeys } from "./platform/idempotency";
+import { onEveryShard } from "./platform/tenants";
 import { expireSurveys, sendDueSurveys } from "./surveys/scheduling";
 import { sweepOverdueEnvelopes } from "./signatures/expiry";
 import { sendDueReminders } from "./signatures/reminders";
 import { purgeTrash } from "./trash/service";
 import { resendStalledDeliveries } from "./webhooks/fanout";
 
-/** One cron pass (loaded by the Worker's scheduled handler at its first pass, not at startup). */
+/**
+ * One cron pass (loaded by the Worker's scheduled handler at its first pass, not at startup). Organization data lives
+ * in the tenant shards (issue 24), so each task runs once per shard, with that shard's database, all side by side: a
+ * failure on one shard (or of one task) is logged and the rest go on. What lives in the directory (OAuth) runs once.
+ */
 export function runCron(env: Env): Promise<unknown> {
-  const db = createDb(env.DB);
   return Promise.all([
-    resendUnsentEvents(env, db),
-    resendStalledDeliveries(env, db),
-    pruneStaleListTotals(env.DB),
-    pruneIdempotencyKeys(db),
-    sweepOverdueEnvelopes(env, db),
-    sendDueReminders(env, db),
-    noteOverdueObligations(db),
-    sendDueSurveys(env, db),
-    expireSurveys(db),
-    pruneOAuth(db),
-    purgeTrash(env, db),
+    onEveryShard(env, "outbox resend", ({ db }) => resendUnsentEvents(env, db)),
+    onEveryShard(env, "stalled webhook deliveries", ({ db }) => resendStalledDeliveries(env, db)),
+    onEveryShard(env, "list totals prune", ({ d1 }) => pruneStaleListTotals(d1)),
+    onEveryShard(env, "idempotency keys prune", ({ db }) => pruneIdempotencyKeys(db)),
+    onEveryShard(env, "overdue envelopes", ({ db }) => sweepOverdueEnvelopes(env, db)),
+    onEveryShard(env, "signing reminders", ({ db }) => sendDueReminders(env, db)),
+    onEveryShard(env, "overdue obligations", ({ db }) => noteOverdueObligations(db)),
+    onEveryShard(env, "due surveys", ({ db }) => sendDueSurveys(env, db)),
+    onEveryShard(env, "survey expiry", ({ db }) => expireSurveys(db)),
+    onEveryShard(env, "trash purge", ({ db }) => purgeTrash(env, db)),
+    pruneOAuth(createDb(env.DB)).catch((err) => console.error(JSON.stringify({ level: "error", msg: "cron task failed; next pass retries", task: "oauth prune", error: loggableError(err) }))),
   ]);
 }

@@ -1,7 +1,6 @@
-import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { call, json } from "./helpers/client";
-import { createPrincipal, type TestPrincipal } from "./helpers/factories";
+import { createPrincipal, tenantDb, type TestPrincipal } from "./helpers/factories";
 
 interface Recorded {
   type: string;
@@ -10,7 +9,7 @@ interface Recorded {
 }
 
 async function eventsOf(organizationId: string): Promise<Recorded[]> {
-  const { results } = await env.DB.prepare("SELECT type, actor, data FROM outbox_events WHERE organization_id = ? ORDER BY occurred_at, rowid")
+  const { results } = await (await tenantDb(organizationId)).prepare("SELECT type, actor, data FROM outbox_events WHERE organization_id = ? ORDER BY occurred_at, rowid")
     .bind(organizationId)
     .all<{ type: string; actor: string; data: string }>();
   return results.map((r) => ({ type: r.type, actor: JSON.parse(r.actor), data: JSON.parse(r.data) }));

@@ -1,11 +1,15 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { createDb } from "../src/db/client";
 import { openText } from "../src/lib/secret-box";
 import { logMailer, MAIL_LOG_PURPOSE, MailFailed, resendMailer, WITHHELD_LINK } from "../src/mail/mailer";
+import { createPrincipal, tenantDb } from "./helpers/factories";
 import { openMailbox } from "./helpers/receiver";
 
-const message = (to: string) => ({ to, subject: "Sign please", text: "Open https://app.example.test/sign/sign_secret123 to sign.", organizationId: crypto.randomUUID() });
-const row = (to: string) => env.DB.prepare('SELECT id, subject, body, sealed FROM mail_outbox WHERE "to" = ?').bind(to).first<{ id: string; subject: string; body: string; sealed: number }>();
+const message = (to: string, organizationId?: string) => ({ to, subject: "Sign please", text: "Open https://app.example.test/sign/sign_secret123 to sign.", organizationId });
+/** The mail kept for `to` on one shard (issue 24: mail_outbox is organization data). */
+const rowOn = (db: D1Database, to: string) => db.prepare('SELECT id, subject, body, sealed FROM mail_outbox WHERE "to" = ?').bind(to).first<{ id: string; subject: string; body: string; sealed: number }>();
+const row = (to: string) => rowOn(env.DB_SHARD_0, to);
 
 describe("mail", () => {
   it("the log provider keeps each message with its body sealed, so the table holds no link", async () => {
@@ -23,6 +27,23 @@ describe("mail", () => {
     const kept = (await row(to))!;
     expect(kept.sealed).toBe(0);
     expect(kept.body).toBe(`Open ${WITHHELD_LINK} to sign.`);
+  });
+
+  it("the log provider files an organization's mail on its shard, and mail of no organization on the first", async () => {
+    const { organizationId } = await createPrincipal({ shard: 1 });
+    const to = `${crypto.randomUUID()}@mail.test`;
+    await logMailer(env).send(message(to, organizationId));
+    expect(await rowOn(await tenantDb(organizationId), to)).toMatchObject({ subject: "Sign please" });
+    expect(await rowOn(env.DB_SHARD_0, to)).toBeNull();
+    const code = `${crypto.randomUUID()}@mail.test`;
+    await logMailer(env).send({ to: code, subject: "Your sign-in code", text: "123456" });
+    expect(await rowOn(env.DB_SHARD_0, code)).toMatchObject({ subject: "Your sign-in code" });
+  });
+
+  it("the log provider writes through the caller's shard when it has one open", async () => {
+    const to = `${crypto.randomUUID()}@mail.test`;
+    await logMailer(env, createDb(env.DB_SHARD_1)).send(message(to, crypto.randomUUID()));
+    expect(await rowOn(env.DB_SHARD_1, to)).not.toBeNull();
   });
 
   it("the Resend provider posts to /emails with the bearer key, against a server speaking Resend's API", async () => {

@@ -7,7 +7,7 @@ import { publishEvents, stageEvent } from "../src/events/outbox";
 import type { EventEnvelope } from "../src/events/envelope";
 import worker from "../src/index";
 import { contractViolation } from "./helpers/contract";
-import { createPrincipal } from "./helpers/factories";
+import { createPrincipal, tenantDb } from "./helpers/factories";
 
 interface OutboxRow {
   id: string;
@@ -18,11 +18,11 @@ interface OutboxRow {
   sent_at: string | null;
 }
 
-const outboxOf = (organizationId: string) =>
-  env.DB.prepare("SELECT id, type, organization_id, actor, data, sent_at FROM outbox_events WHERE organization_id = ? ORDER BY occurred_at").bind(organizationId).all<OutboxRow>().then((r) => r.results);
+const outboxOf = async (organizationId: string) =>
+  (await tenantDb(organizationId)).prepare("SELECT id, type, organization_id, actor, data, sent_at FROM outbox_events WHERE organization_id = ? ORDER BY occurred_at").bind(organizationId).all<OutboxRow>().then((r) => r.results);
 
-const auditOf = (organizationId: string) =>
-  env.DB.prepare("SELECT event_id, type FROM audit_log WHERE organization_id = ?").bind(organizationId).all<{ event_id: string; type: string }>().then((r) => r.results);
+const auditOf = async (organizationId: string) =>
+  (await tenantDb(organizationId)).prepare("SELECT event_id, type FROM audit_log WHERE organization_id = ?").bind(organizationId).all<{ event_id: string; type: string }>().then((r) => r.results);
 
 /** A request through the Worker's fetch with its own ExecutionContext, waiting for what it deferred (the queue send). */
 async function fetchAndSettle(method: string, path: string, token: string, body?: unknown) {
@@ -39,12 +39,19 @@ async function fetchAndSettle(method: string, path: string, token: string, body?
 
 /** Stages `event` as the write path does, as if written at `at` (its re-send falls due 30 s later). */
 async function stageAt(event: EventEnvelope, at: Date) {
-  const db = createDb(env.DB);
+  const db = createDb(await tenantDb(event.organizationId));
   await db.batch([stageEvent(db, { ...event, occurredAt: at.toISOString() })]);
 }
 
 function envelope(organizationId: string, type = "plant.created"): EventEnvelope {
   return { id: crypto.randomUUID(), type, organizationId, actor: { type: "system", userId: null }, occurredAt: new Date().toISOString(), data: { object: { id: 1 } } };
+}
+
+/** A consumer that records the ids it handles. */
+function counting(name = `probe-${crypto.randomUUID()}`) {
+  const seen: string[] = [];
+  const consumer: EventConsumer = { name, accepts: (t) => t.startsWith("plant."), handle: async (events) => void seen.push(...events.map((e) => e.id)) };
+  return { consumer, seen };
 }
 
 describe("event outbox", () => {
@@ -68,7 +75,7 @@ describe("event outbox", () => {
     expect((await fetchAndSettle("PUT", `/v1/contacts/${id}`, token, { notes: "sent" })).status).toBe(200);
     const updated = () => outboxOf(organizationId).then((rows) => rows.find((r) => r.type === "contact.updated"));
     await vi.waitFor(async () => expect((await updated())?.sent_at).not.toBeNull(), { timeout: 10_000, interval: 100 });
-    const due = await env.DB.prepare("SELECT next_attempt_at FROM outbox_events WHERE id = ?").bind((await updated())!.id).first<string | null>("next_attempt_at");
+    const due = await (await tenantDb(organizationId)).prepare("SELECT next_attempt_at FROM outbox_events WHERE id = ?").bind((await updated())!.id).first<string | null>("next_attempt_at");
     expect(due).toBeNull();
   });
 
@@ -98,19 +105,87 @@ describe("event outbox", () => {
   });
 });
 
+describe("shards (issue 24)", () => {
+  it("one cron pass re-sends the unsent events of organizations on each shard", async () => {
+    const onZero = await createPrincipal({ shard: 0 });
+    const onOne = await createPrincipal({ shard: 1 });
+    const old = new Date(Date.now() - 120_000);
+    const stale = [envelope(onZero.organizationId, "plant.deleted"), envelope(onOne.organizationId, "plant.deleted")];
+    for (const event of stale) await stageAt(event, old);
+
+    const ctx = createExecutionContext();
+    await worker.scheduled(createScheduledController({ cron: "* * * * *" }), env, ctx);
+    await waitOnExecutionContext(ctx);
+
+    for (const event of stale) {
+      expect((await outboxOf(event.organizationId)).find((r) => r.id === event.id)!.sent_at).not.toBeNull();
+      await vi.waitFor(async () => expect(await auditOf(event.organizationId)).toEqual([{ event_id: event.id, type: "plant.deleted" }]), { timeout: 10_000, interval: 100 });
+    }
+  });
+
+  it("retries, without handling, the message of an organization a move has fenced; handles it once the fence is down", async () => {
+    const { organizationId } = await createPrincipal();
+    const { consumer, seen } = counting();
+    const event = envelope(organizationId);
+    await stageAt(event, new Date());
+    const fence = (at: string | null) => env.DB.prepare("UPDATE organization_shards SET fenced_at = ? WHERE organization_id = ?").bind(at, organizationId).run();
+    await fence(new Date().toISOString());
+    const batch = createMessageBatch("events", [{ id: "fenced", timestamp: new Date(), attempts: 1, body: { id: event.id, organizationId } }]);
+    const retry = vi.spyOn(batch.messages[0]!, "retry");
+    const ctx = createExecutionContext();
+    await createEventRouter([consumer])(batch, env);
+    const result = await getQueueResult(batch, ctx);
+    expect(result.retryMessages.map((m) => m.msgId)).toEqual(["fenced"]);
+    expect(result.explicitAcks).toEqual([]);
+    expect(retry.mock.calls[0]![0]!.delaySeconds).toBeGreaterThan(0);
+    expect(seen).toEqual([]);
+    // Nothing was read on the shard either: the event is still unsent for the cron.
+    expect((await outboxOf(organizationId))[0]!.sent_at).toBeNull();
+
+    await fence(null);
+    await createEventRouter([consumer])(createMessageBatch("events", [{ id: "after", timestamp: new Date(), attempts: 2, body: { id: event.id, organizationId } }]), env);
+    expect(seen).toEqual([event.id]);
+  });
+
+  it("acks and drops a message of an organization the directory no longer knows", async () => {
+    const { consumer, seen } = counting();
+    const event = envelope(crypto.randomUUID());
+    const batch = createMessageBatch("events", [{ id: "gone", timestamp: new Date(), attempts: 1, body: { id: event.id, organizationId: event.organizationId } }]);
+    const log = vi.spyOn(console, "error").mockImplementation(() => {});
+    const ctx = createExecutionContext();
+    await createEventRouter([consumer])(batch, env);
+    const result = await getQueueResult(batch, ctx);
+    log.mockRestore();
+    expect(result.explicitAcks).toEqual(["gone"]);
+    expect(seen).toEqual([]);
+  });
+
+  it("finds the shard of an id-only message queued before messages named their organization", async () => {
+    const { organizationId } = await createPrincipal({ shard: 1 });
+    const { consumer, seen } = counting();
+    const event = envelope(organizationId);
+    await stageAt(event, new Date());
+    const batch = createMessageBatch("events", [{ id: "legacy", timestamp: new Date(), attempts: 1, body: { id: event.id } }]);
+    const ctx = createExecutionContext();
+    await createEventRouter([consumer])(batch, env);
+    expect((await getQueueResult(batch, ctx)).explicitAcks).toEqual(["legacy"]);
+    expect(seen).toEqual([event.id]);
+  });
+});
+
 describe("publishing", () => {
   async function stageAll(events: EventEnvelope[]) {
-    const db = createDb(env.DB);
+    const db = createDb(await tenantDb(events[0]!.organizationId));
     for (let i = 0; i < events.length; i += 50) await db.batch(events.slice(i, i + 50).map((e) => stageEvent(db, e)) as [ReturnType<typeof stageEvent>]);
   }
-  const unsent = (organizationId: string) =>
-    env.DB.prepare("SELECT COUNT(*) AS n FROM outbox_events WHERE organization_id = ? AND sent_at IS NULL").bind(organizationId).first<number>("n");
+  const unsent = async (organizationId: string) =>
+    (await tenantDb(organizationId)).prepare("SELECT COUNT(*) AS n FROM outbox_events WHERE organization_id = ? AND sent_at IS NULL").bind(organizationId).first<number>("n");
 
   it("sends more than a queue batch allows (100 messages) in several batches, and marks every one sent", async () => {
     const { organizationId } = await createPrincipal();
     const events = Array.from({ length: 250 }, () => envelope(organizationId));
     await stageAll(events);
-    await publishEvents(env, createDb(env.DB), events.map((e) => e.id));
+    await publishEvents(env, createDb(await tenantDb(organizationId)), events);
     expect(await unsent(organizationId)).toBe(0);
     await vi.waitFor(async () => expect(await auditOf(organizationId)).toHaveLength(250), { timeout: 20_000, interval: 200 });
   });
@@ -119,17 +194,12 @@ describe("publishing", () => {
     const { organizationId } = await createPrincipal();
     const events = Array.from({ length: 30 }, () => ({ ...envelope(organizationId), data: { object: { notes: "x".repeat(20_000) } } }));
     await stageAll(events);
-    await publishEvents(env, createDb(env.DB), events.map((e) => e.id));
+    await publishEvents(env, createDb(await tenantDb(organizationId)), events);
     expect(await unsent(organizationId)).toBe(0);
   });
 });
 
 describe("event consumers", () => {
-  function counting(name = `probe-${crypto.randomUUID()}`) {
-    const seen: string[] = [];
-    const consumer: EventConsumer = { name, accepts: (t) => t.startsWith("plant."), handle: async (events) => void seen.push(...events.map((e) => e.id)) };
-    return { consumer, seen };
-  }
 
   it("handles an event once when the queue delivers it twice, in one batch and in a later one", async () => {
     const { organizationId } = await createPrincipal();
@@ -210,7 +280,7 @@ describe("event consumers", () => {
     const { organizationId } = await createPrincipal();
     const { consumer, seen } = counting();
     const event = envelope(organizationId);
-    await createDb(env.DB).run(
+    await createDb(await tenantDb(organizationId)).run(
       // Another isolate claimed it a moment ago and has not finished.
       (await import("drizzle-orm")).sql`INSERT INTO processed_events (consumer, event_id, claimed_at) VALUES (${consumer.name}, ${event.id}, ${new Date().toISOString()})`,
     );

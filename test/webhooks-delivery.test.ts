@@ -9,7 +9,7 @@ import { fanOutEvent } from "../src/webhooks/fanout";
 import { fetchTransport, type WebhookTransport } from "../src/webhooks/transport";
 import { verifyWebhook } from "../src/webhooks/verify";
 import { call, json } from "./helpers/client";
-import { createPrincipal, type TestPrincipal } from "./helpers/factories";
+import { createPrincipal, tenantDb, type TestPrincipal } from "./helpers/factories";
 import { droppedFetch } from "./helpers/outbound";
 import { openMailbox } from "./helpers/receiver";
 import { capturingEnv, contactEvent, subscribe } from "./helpers/webhooks";
@@ -22,7 +22,7 @@ async function deliveryFor(owner: TestPrincipal, url: string) {
   const sub = await subscribe(owner, { url });
   const { env: capture, sent } = capturingEnv();
   const event = contactEvent(owner, "contact.created", { id: crypto.randomUUID(), firstName: "Ada", leadScore: 90 });
-  await fanOutEvent(capture, createDb(env.DB), event);
+  await fanOutEvent(capture, createDb(await tenantDb(owner.organizationId)), event);
   expect(sent).toHaveLength(1);
   return { sub, event, message: sent[0]! };
 }
@@ -141,7 +141,7 @@ describe("webhook delivery", () => {
     expect((await log(owner, sub.id))[0]).toMatchObject({ status: "failed", lastStatusCode: 410 });
     // Turned off, it gets no more fan-out.
     const { env: capture, sent } = capturingEnv();
-    await fanOutEvent(capture, createDb(env.DB), contactEvent(owner, "contact.created", { id: "c2" }));
+    await fanOutEvent(capture, createDb(await tenantDb(owner.organizationId)), contactEvent(owner, "contact.created", { id: "c2" }));
     expect(sent).toEqual([]);
   });
 
@@ -176,7 +176,7 @@ describe("webhook delivery", () => {
     const owner = await createPrincipal();
     const transport: WebhookTransport = { send: vi.fn(async () => ({ status: 200 })) };
     const { sub, message } = await deliveryFor(owner, "http://127.0.0.1:9/hook");
-    await env.DB.prepare("UPDATE webhook_subscriptions SET url = ? WHERE id = ?").bind("https://rebound.example.test/hook", sub.id).run();
+    await (await tenantDb(owner.organizationId)).prepare("UPDATE webhook_subscriptions SET url = ? WHERE id = ?").bind("https://rebound.example.test/hook", sub.id).run();
     const rebound = createDeliveryConsumer({ resolver: { resolve: async () => ["10.0.0.7"] }, transport });
     expect(await attempt(message, 1, rebound)).toMatchObject({ retried: true });
     expect(transport.send).not.toHaveBeenCalled();
@@ -202,9 +202,10 @@ describe("webhook delivery", () => {
     const sub = await subscribe(owner, { url: (await openMailbox()).url });
     const now = Date.now();
     const rows = Array.from({ length: 101 }, (_, i) => [crypto.randomUUID(), new Date(now - i * 1000).toISOString()] as const);
-    await env.DB.batch(
+    const db = await tenantDb(owner.organizationId);
+    await db.batch(
       rows.map(([id, at]) =>
-        env.DB.prepare(
+        db.prepare(
           "INSERT INTO webhook_deliveries (id, organization_id, subscription_id, event_id, event, body, status, attempt_count, created_at, updated_at) VALUES (?, ?, ?, ?, 'contact.created', '{}', 'delivered', 1, ?, ?)",
         ).bind(id, owner.organizationId, sub.id, crypto.randomUUID(), at, at),
       ),
@@ -221,12 +222,13 @@ describe("webhook delivery", () => {
     const sub = await subscribe(owner, { url: (await openMailbox()).url });
     const id = crypto.randomUUID();
     const at = new Date().toISOString();
-    await env.DB.batch([
-      env.DB.prepare(
+    const db = await tenantDb(owner.organizationId);
+    await db.batch([
+      db.prepare(
         "INSERT INTO webhook_deliveries (id, organization_id, subscription_id, event_id, event, body, status, attempt_count, created_at, updated_at) VALUES (?, ?, ?, ?, 'contact.created', '{}', 'failed', 60, ?, ?)",
       ).bind(id, owner.organizationId, sub.id, crypto.randomUUID(), at, at),
       ...Array.from({ length: 60 }, (_, i) =>
-        env.DB.prepare("INSERT INTO webhook_delivery_attempts (id, organization_id, delivery_id, attempt, status_code, duration_ms, attempted_at) VALUES (?, ?, ?, ?, 500, 3, ?)").bind(crypto.randomUUID(), owner.organizationId, id, i + 1, at),
+        db.prepare("INSERT INTO webhook_delivery_attempts (id, organization_id, delivery_id, attempt, status_code, duration_ms, attempted_at) VALUES (?, ?, ?, ?, 500, 3, ?)").bind(crypto.randomUUID(), owner.organizationId, id, i + 1, at),
       ),
     ]);
     const [delivery] = (await json(await call("GET", `/v1/webhooks/${sub.id}/deliveries`, { token: owner.token }))).data;
@@ -239,12 +241,55 @@ describe("webhook delivery", () => {
     const box = await openMailbox();
     // Fanned out with a capturing queue: the delivery row exists, its message never reached the real queue.
     const { sub, event } = await deliveryFor(owner, box.url);
-    await env.DB.prepare("UPDATE webhook_deliveries SET updated_at = ? WHERE subscription_id = ?").bind(new Date(Date.now() - 20 * 60_000).toISOString(), sub.id).run();
+    await (await tenantDb(owner.organizationId)).prepare("UPDATE webhook_deliveries SET updated_at = ? WHERE subscription_id = ?").bind(new Date(Date.now() - 20 * 60_000).toISOString(), sub.id).run();
     const ctx = createExecutionContext();
     await worker.scheduled(createScheduledController({ cron: "* * * * *" }), env, ctx);
     await waitOnExecutionContext(ctx);
     await vi.waitFor(async () => expect(await box.count()).toBe(1), { timeout: 15_000, interval: 200 });
     expect(JSON.parse((await box.received())[0]!.body).id).toBe(event.id);
     await vi.waitFor(async () => expect((await log(owner, sub.id))[0].status).toBe("delivered"), { timeout: 15_000, interval: 200 });
+  });
+});
+
+describe("webhook delivery across shards (issue 24)", () => {
+  it("names the organization in each message, and handles a batch holding deliveries of organizations on both shards", async () => {
+    const owners = [await createPrincipal({ shard: 0 }), await createPrincipal({ shard: 1 })];
+    const box = await openMailbox();
+    const made = await Promise.all(owners.map((owner) => deliveryFor(owner, box.url)));
+    for (const [i, { message }] of made.entries()) expect(message).toMatchObject({ organizationId: owners[i]!.organizationId });
+    const batch = createMessageBatch("webhook-deliveries", made.map(({ message }, i) => ({ id: `both-${i}`, timestamp: new Date(), attempts: 1, body: message })));
+    await consumer(batch, env);
+    expect((await getQueueResult(batch, createExecutionContext())).explicitAcks.sort()).toEqual(["both-0", "both-1"]);
+    for (const [i, owner] of owners.entries()) expect((await log(owner, made[i]!.sub.id))[0].status).toBe("delivered");
+  });
+
+  it("retries, without sending, the delivery of an organization a move has fenced", async () => {
+    const owner = await createPrincipal();
+    const transport: WebhookTransport = { send: vi.fn(async () => ({ status: 200 })) };
+    const { sub, message } = await deliveryFor(owner, (await openMailbox()).url);
+    await env.DB.prepare("UPDATE organization_shards SET fenced_at = ? WHERE organization_id = ?").bind(new Date().toISOString(), owner.organizationId).run();
+    const r = await attempt(message, 1, createDeliveryConsumer({ resolver: noDns, transport }));
+    await env.DB.prepare("UPDATE organization_shards SET fenced_at = NULL WHERE organization_id = ?").bind(owner.organizationId).run();
+    expect(r).toMatchObject({ acked: false, retried: true });
+    expect(r.delay).toBeGreaterThan(0);
+    expect(transport.send).not.toHaveBeenCalled();
+    expect((await log(owner, sub.id))[0]).toMatchObject({ status: "pending", attemptCount: 0 });
+  });
+
+  it("acks and drops a delivery of an organization the directory no longer knows", async () => {
+    const transport: WebhookTransport = { send: vi.fn(async () => ({ status: 200 })) };
+    const quiet = vi.spyOn(console, "error").mockImplementation(() => {});
+    const r = await attempt({ deliveryId: crypto.randomUUID(), organizationId: crypto.randomUUID() }, 1, createDeliveryConsumer({ resolver: noDns, transport }));
+    quiet.mockRestore();
+    expect(r).toMatchObject({ acked: true, retried: false });
+    expect(transport.send).not.toHaveBeenCalled();
+  });
+
+  it("delivers a message queued before messages named their organization (a delivery id only)", async () => {
+    const owner = await createPrincipal({ shard: 1 });
+    const box = await openMailbox();
+    const { sub, message } = await deliveryFor(owner, box.url);
+    expect(await attempt({ deliveryId: message.deliveryId }, 1)).toMatchObject({ acked: true });
+    expect((await log(owner, sub.id))[0].status).toBe("delivered");
   });
 });

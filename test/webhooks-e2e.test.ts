@@ -2,7 +2,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import { verifyWebhook } from "../src/webhooks/verify";
 import { call, json } from "./helpers/client";
-import { createPrincipal, type TestPrincipal } from "./helpers/factories";
+import { createPrincipal, tenantDb, type TestPrincipal } from "./helpers/factories";
 import { openMailbox, type Mailbox } from "./helpers/receiver";
 import { subscribe } from "./helpers/webhooks";
 
@@ -18,7 +18,7 @@ async function createContact(owner: TestPrincipal, contact: Record<string, unkno
   const res = await call("POST", "/v1/contacts", { token: owner.token, body });
   expect(res.status).toBe(201);
   const created = (await json(res)).data as { id: string };
-  const event = await env.DB.prepare("SELECT id FROM outbox_events WHERE organization_id = ? AND type = 'contact.created' AND json_extract(data, '$.object.id') = ?")
+  const event = await (await tenantDb(owner.organizationId)).prepare("SELECT id FROM outbox_events WHERE organization_id = ? AND type = 'contact.created' AND json_extract(data, '$.object.id') = ?")
     .bind(owner.organizationId, created.id)
     .first<{ id: string }>();
   return { id: event!.id, contact: created };
@@ -65,7 +65,7 @@ describe("webhooks end to end", { timeout: 30_000 }, () => {
     const sub = await subscribe(owner, { url: box.url });
     const { id } = await createContact(owner, { leadScore: 1 });
     // The outbox cron re-sending the same event, say.
-    const row = await env.DB.prepare("SELECT id, type, organization_id, actor, occurred_at, data FROM outbox_events WHERE id = ?").bind(id).first<{ id: string; type: string; organization_id: string; actor: string; occurred_at: string; data: string }>();
+    const row = await (await tenantDb(owner.organizationId)).prepare("SELECT id, type, organization_id, actor, occurred_at, data FROM outbox_events WHERE id = ?").bind(id).first<{ id: string; type: string; organization_id: string; actor: string; occurred_at: string; data: string }>();
     const event = { id: row!.id, type: row!.type, organizationId: row!.organization_id, actor: JSON.parse(row!.actor), occurredAt: row!.occurred_at, data: JSON.parse(row!.data) };
     await env.EVENTS.send(event, { contentType: "json" });
     await waitForCount(box, 1);
@@ -106,7 +106,8 @@ describe("webhooks end to end", { timeout: 30_000 }, () => {
     const owner = await createPrincipal();
     const event = await createContact(owner, { leadScore: 5 });
     // Let the fan-out finish first (no subscription yet, so no delivery): the replay is then the only one.
-    const fannedOut = () => env.DB.prepare("SELECT processed_at FROM processed_events WHERE consumer = 'webhook-fanout' AND event_id = ?").bind(event.id).first("processed_at");
+    const shard = await tenantDb(owner.organizationId);
+    const fannedOut = () => shard.prepare("SELECT processed_at FROM processed_events WHERE consumer = 'webhook-fanout' AND event_id = ?").bind(event.id).first("processed_at");
     await vi.waitFor(async () => expect(await fannedOut()).toBeTruthy(), { timeout: 10_000, interval: 100 });
     const box = await openMailbox();
     const sub = await subscribe(owner, { url: box.url });

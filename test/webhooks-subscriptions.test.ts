@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { call, json } from "./helpers/client";
-import { createPrincipal } from "./helpers/factories";
+import { createPrincipal, tenantDb } from "./helpers/factories";
 import { receiverUrl } from "./helpers/receiver";
 import { subscribe } from "./helpers/webhooks";
 import { testApp } from "./helpers/test-app";
@@ -24,7 +24,7 @@ describe("webhook subscriptions", () => {
     expect(read).not.toHaveProperty("secret");
     const { secret: _, ...rest } = created;
     expect(read).toEqual(rest);
-    const row = await env.DB.prepare("SELECT * FROM webhook_subscriptions WHERE id = ?").bind(created.id).first<Record<string, unknown>>();
+    const row = await (await tenantDb(owner.organizationId)).prepare("SELECT * FROM webhook_subscriptions WHERE id = ?").bind(created.id).first<Record<string, unknown>>();
     expect(JSON.stringify(row)).not.toContain(body.secret);
     expect(row!.secret_ciphertext).toMatch(/^v1\./);
   });
@@ -76,7 +76,7 @@ describe("webhook subscriptions", () => {
     const res = await call("DELETE", `/v1/webhooks/${created.id}`, { token: owner.token });
     expect(await json(res)).toEqual({ success: true, data: { id: created.id, deleted: true } });
     expect((await call("GET", `/v1/webhooks/${created.id}`, { token: owner.token })).status).toBe(404);
-    expect(await env.DB.prepare("SELECT COUNT(*) AS n FROM webhook_deliveries WHERE subscription_id = ?").bind(created.id).first("n")).toBe(0);
+    expect(await (await tenantDb(owner.organizationId)).prepare("SELECT COUNT(*) AS n FROM webhook_deliveries WHERE subscription_id = ?").bind(created.id).first("n")).toBe(0);
   });
 
   it("refuses test and replay on a disabled webhook with 409; unknown delivery or event ids are 404", async () => {

@@ -1,11 +1,13 @@
 import { and, eq, isNull, sql } from "drizzle-orm";
-import { createDb, type Db } from "../db/client";
+import type { Db } from "../db/client";
 import { outboxEvents, processedEvents } from "../db/schema";
 import { inJsonList } from "../lib/sql";
 import type { Env } from "../env";
 import { nowIso } from "../lib/time";
 import { type EventEnvelope, EventEnvelopeSchema } from "./envelope";
 import { loggableError } from "../lib/log";
+import { OrganizationMoving } from "../lib/errors";
+import { MOVING_RETRY_SECONDS, openEveryShard, routeToShards } from "../platform/tenants";
 
 export interface EventConsumer {
   /** Stable name: the idempotency record is kept per (consumer, event id). */
@@ -108,11 +110,36 @@ async function fail(db: Db, consumer: EventConsumer, event: EventEnvelope, err: 
   await releaseClaims(db, consumer.name, [event.id]).run();
 }
 
-/** The event id a message carries (an id-only message, or a whole envelope queued by an older version). */
-const eventIdOf = (body: unknown): string | null => {
-  const id = (body as { id?: unknown } | null)?.id;
-  return typeof id === "string" && id.length > 0 && id.length <= 100 ? id : null;
-};
+/** What a message says: an event id with its organization (events/outbox.ts), or a whole envelope (a test, an older version). */
+interface Addressed {
+  message: Message<unknown>;
+  id: string | null;
+  organizationId: string | null;
+  envelope?: EventEnvelope;
+}
+
+const stringOf = (v: unknown): string | null => (typeof v === "string" && v.length > 0 && v.length <= 100 ? v : null);
+
+function addressOf(message: Message<unknown>): Addressed {
+  const body = message.body as { id?: unknown; organizationId?: unknown } | null;
+  const legacy = EventEnvelopeSchema.safeParse(message.body);
+  return { message, id: stringOf(body?.id), organizationId: stringOf(body?.organizationId), envelope: legacy.success ? legacy.data : undefined };
+}
+
+/**
+ * The organizations of id-only messages queued before messages named one: each shard is asked for the ids it holds
+ * (one query per shard for the batch), so such a message is handled where its event lives.
+ */
+async function findOrganizations(env: Env, items: Addressed[]): Promise<void> {
+  const lost = items.filter((a) => a.organizationId === null && a.id !== null);
+  if (lost.length === 0) return;
+  const ids = lost.map((a) => a.id!);
+  const found = await Promise.all(
+    openEveryShard(env).map(({ db }) => db.select({ id: outboxEvents.id, organizationId: outboxEvents.organizationId }).from(outboxEvents).where(inJsonList(outboxEvents.id, ids))),
+  );
+  const orgOf = new Map(found.flat().map((r) => [r.id, r.organizationId]));
+  for (const a of lost) a.organizationId = orgOf.get(a.id!) ?? null;
+}
 
 /**
  * The stored events of a batch of messages, in one D1 round trip, marked sent on the way: a write that published
@@ -128,39 +155,57 @@ async function loadEvents(db: Db, ids: string[]): Promise<Map<string, EventEnvel
   return new Map(rows.map((r) => [r.id, r]));
 }
 
+/** The messages of one shard: events read in one query, every consumer run, each message acked or retried. */
+async function handleOnShard(consumers: EventConsumer[], items: Addressed[], env: Env, db: Db): Promise<void> {
+  let stored: Map<string, EventEnvelope>;
+  try {
+    stored = await loadEvents(db, [...new Set(items.flatMap((a) => (a.id ? [a.id] : [])))]);
+  } catch (err) {
+    // The shard refused (an organization of the batch is being fenced for its move) or is down: every message waits.
+    const moving = OrganizationMoving.raisedBy(err);
+    console.error(JSON.stringify({ level: moving ? "warn" : "error", msg: "events not read from their shard; retried", eventIds: items.map((a) => a.id), error: loggableError(err) }));
+    for (const { message } of items) message.retry({ delaySeconds: moving ? MOVING_RETRY_SECONDS : retryDelaySeconds(message.attempts) });
+    return;
+  }
+  const events = new Map<string, EventEnvelope>();
+  // An envelope in the message body is used only when its event is not stored (a test, or an event outside the outbox).
+  const eventOf = items.map((a) => (a.id && stored.get(a.id)) ?? a.envelope);
+  for (const event of eventOf) if (event) events.set(event.id, event);
+  let retry: Set<string>;
+  try {
+    retry = await dispatchEvents(consumers, [...events.values()], env, db);
+  } catch (err) {
+    console.error(JSON.stringify({ level: "error", msg: "event dispatch failed", eventIds: [...events.keys()], error: loggableError(err) }));
+    retry = new Set(events.keys());
+  }
+  for (const [i, { message, id }] of items.entries()) {
+    const event = eventOf[i];
+    if (!event) {
+      // Retrying cannot help a message that names no stored event; log it and let it go.
+      console.error(JSON.stringify({ level: "error", msg: "event message names no stored event; dropped", messageId: message.id, eventId: id }));
+      message.ack();
+    } else if (retry.has(event.id)) message.retry({ delaySeconds: retryDelaySeconds(message.attempts) });
+    else message.ack();
+  }
+}
+
 /**
- * The `events` queue handler: messages carry event ids, the events are read from the outbox in one query, and each
- * message is acked or retried on its own; one bad message never fails the batch.
+ * The `events` queue handler: messages carry event ids and their organization; the organizations are looked up in
+ * the directory once per batch (issue 24) and each shard's events are read from its outbox in one query. Each message
+ * is acked or retried on its own; one bad message never fails the batch. An organization that is moving waits (a
+ * retry, not a dead letter); one the directory no longer knows has no data left to react to, so its message goes.
  */
 export function createEventRouter(consumers: EventConsumer[]) {
   return async (batch: MessageBatch<unknown>, env: Env): Promise<void> => {
-    const db = createDb(env.DB);
-    const ids = batch.messages.map((m) => eventIdOf(m.body));
-    const stored = await loadEvents(db, [...new Set(ids.filter((id): id is string => id !== null))]);
-    const events = new Map<string, EventEnvelope>();
-    const eventOf = batch.messages.map((message, i) => {
-      const id = ids[i];
-      // An envelope in the message body is used only when its event is not stored (a test, or an event outside the outbox).
-      const legacy = EventEnvelopeSchema.safeParse(message.body);
-      const event = (id && stored.get(id)) ?? (legacy.success ? legacy.data : undefined);
-      if (event) events.set(event.id, event);
-      return event;
-    });
-    let retry: Set<string>;
-    try {
-      retry = await dispatchEvents(consumers, [...events.values()], env, db);
-    } catch (err) {
-      console.error(JSON.stringify({ level: "error", msg: "event dispatch failed", eventIds: [...events.keys()], error: loggableError(err) }));
-      retry = new Set(events.keys());
+    const items = batch.messages.map(addressOf);
+    await findOrganizations(env, items);
+    const { byShard, fenced, unknown } = await routeToShards(env, items, (a) => a.organizationId ?? a.envelope?.organizationId ?? null);
+    for (const { message, id, organizationId, envelope } of unknown) {
+      const msg = id || envelope ? "event message of no known organization; dropped" : "event message names no event; dropped";
+      console.error(JSON.stringify({ level: "warn", msg, messageId: message.id, eventId: id, organizationId }));
+      message.ack();
     }
-    for (const [i, message] of batch.messages.entries()) {
-      const event = eventOf[i];
-      if (!event) {
-        // Retrying cannot help a message that names no stored event; log it and let it go.
-        console.error(JSON.stringify({ level: "error", msg: "event message names no stored event; dropped", messageId: message.id, eventId: ids[i] }));
-        message.ack();
-      } else if (retry.has(event.id)) message.retry({ delaySeconds: retryDelaySeconds(message.attempts) });
-      else message.ack();
-    }
+    for (const { message } of fenced) message.retry({ delaySeconds: MOVING_RETRY_SECONDS });
+    await Promise.all(byShard.map(({ shard, items }) => handleOnShard(consumers, items, env, shard.db)));
   };
 }

@@ -11,11 +11,13 @@ import type { ServiceContext } from "../platform/context";
 import type { EventEnvelope } from "./envelope";
 
 /**
- * The queue message of an event: its id only. Consumers read the row (events/consumers.ts), so an event of any size
- * leaves, where a 128 KB queue message would have held back a large one for good.
+ * The queue message of an event: its id and its organization. Consumers read the row (events/consumers.ts), so an
+ * event of any size leaves, where a 128 KB queue message would have held back a large one for good; the organization
+ * says which shard holds the row (issue 24), looked up in the directory when the message is handled.
  */
 export interface EventMessage {
   id: string;
+  organizationId: string;
 }
 
 /** A new event of the acting context; write it with `stageEvents` (or `commit`) in the batch of the change it records. */
@@ -62,7 +64,8 @@ const MAX_BATCH_MESSAGES = 100;
 /** Failed sends of one event before it is dead-lettered (kept, logged, no longer re-sent). */
 export const MAX_SEND_ATTEMPTS = 10;
 
-const sendIds = (env: Env, ids: string[]) => env.EVENTS.sendBatch(ids.map((id) => ({ body: { id } satisfies EventMessage, contentType: "json" as const })));
+const sendIds = (env: Env, events: EventMessage[]) =>
+  env.EVENTS.sendBatch(events.map(({ id, organizationId }) => ({ body: { id, organizationId } satisfies EventMessage, contentType: "json" as const })));
 
 /**
  * A failed send of `ids`: each row is pushed back (1 minute, doubling, at most an hour) or, at the last attempt,
@@ -89,23 +92,23 @@ async function recordFailedSends(db: Db, ids: string[], error: string): Promise<
  * Sends committed events to the `events` queue and marks them sent. When a batch send fails, its events are sent one
  * by one, so one event the queue refuses holds back only itself; failures are backed off per event.
  */
-export async function publishEvents(env: Env, db: Db, eventIds: string[]): Promise<void> {
-  for (let i = 0; i < eventIds.length; i += MAX_BATCH_MESSAGES) {
-    const chunk = eventIds.slice(i, i + MAX_BATCH_MESSAGES);
+export async function publishEvents(env: Env, db: Db, events: EventMessage[]): Promise<void> {
+  for (let i = 0; i < events.length; i += MAX_BATCH_MESSAGES) {
+    const chunk = events.slice(i, i + MAX_BATCH_MESSAGES);
     const sent: string[] = [];
     const failed: { id: string; error: string }[] = [];
     try {
       await sendIds(env, chunk);
-      sent.push(...chunk);
+      sent.push(...chunk.map((e) => e.id));
     } catch (err) {
-      if (chunk.length === 1) failed.push({ id: chunk[0]!, error: loggableError(err) });
+      if (chunk.length === 1) failed.push({ id: chunk[0]!.id, error: loggableError(err) });
       else {
-        for (const id of chunk) {
+        for (const event of chunk) {
           try {
-            await sendIds(env, [id]);
-            sent.push(id);
+            await sendIds(env, [event]);
+            sent.push(event.id);
           } catch (one) {
-            failed.push({ id, error: loggableError(one) });
+            failed.push({ id: event.id, error: loggableError(one) });
           }
         }
       }
@@ -125,9 +128,9 @@ export async function publishEvents(env: Env, db: Db, eventIds: string[]): Promi
  * (events/consumers.ts): a write then costs no D1 round trip after its batch. Only failures are written here. Should
  * the queue hold a message past the re-send grace, the cron sends it again; consumers are idempotent on the event id.
  */
-async function sendCommitted(env: Env, db: Db, eventIds: string[]): Promise<void> {
-  for (let i = 0; i < eventIds.length; i += MAX_BATCH_MESSAGES) {
-    const chunk = eventIds.slice(i, i + MAX_BATCH_MESSAGES);
+async function sendCommitted(env: Env, db: Db, events: EventMessage[]): Promise<void> {
+  for (let i = 0; i < events.length; i += MAX_BATCH_MESSAGES) {
+    const chunk = events.slice(i, i + MAX_BATCH_MESSAGES);
     try {
       await sendIds(env, chunk);
     } catch {
@@ -143,8 +146,8 @@ async function sendCommitted(env: Env, db: Db, eventIds: string[]): Promise<void
  */
 export function deferPublish(ctx: Pick<ServiceContext, "env" | "db" | "defer">, events: EventEnvelope[], { markSent = true } = {}): void {
   if (events.length === 0) return;
-  const ids = events.map((e) => e.id);
-  const work = markSent ? publishEvents(ctx.env, ctx.db, ids) : sendCommitted(ctx.env, ctx.db, ids);
+  const refs = events.map(({ id, organizationId }) => ({ id, organizationId }));
+  const work = markSent ? publishEvents(ctx.env, ctx.db, refs) : sendCommitted(ctx.env, ctx.db, refs);
   ctx.defer(work.catch((err) => console.error(JSON.stringify({ level: "error", msg: "event publish failed; cron will re-send", error: loggableError(err) }))));
 }
 
@@ -154,17 +157,17 @@ const PER_ORGANIZATION_PER_PASS = 100;
 const SCAN_PER_PASS = 20_000;
 
 /**
- * Cron pass: events that are due and still unsent (the isolate died between commit and send, or a send failed) go
+ * Cron pass, on one shard (`db`): events that are due and still unsent (the isolate died between commit and send, or a send failed) go
  * out, earliest due first and at most `PER_ORGANIZATION_PER_PASS` per organization. A row is due
  * `RESEND_GRACE_SECONDS` after it was written, so a publish still in flight is not raced, and after a failed send
  * when its backoff ends; dead rows are never due. Duplicates are harmless: consumers are idempotent on the event id.
  */
 export async function resendUnsentEvents(env: Env, db: Db, { max = 500 } = {}): Promise<number> {
-  const due = await db.all<{ id: string }>(sql`
-    SELECT id FROM (
-      SELECT id, next_attempt_at, ROW_NUMBER() OVER (PARTITION BY organization_id ORDER BY next_attempt_at) AS n
+  const due = await db.all<{ id: string; organizationId: string }>(sql`
+    SELECT id, organization_id AS organizationId FROM (
+      SELECT id, organization_id, next_attempt_at, ROW_NUMBER() OVER (PARTITION BY organization_id ORDER BY next_attempt_at) AS n
       FROM (SELECT id, organization_id, next_attempt_at FROM outbox_events WHERE next_attempt_at <= ${nowIso()} ORDER BY next_attempt_at LIMIT ${SCAN_PER_PASS})
     ) WHERE n <= ${PER_ORGANIZATION_PER_PASS} ORDER BY next_attempt_at LIMIT ${max}`);
-  await publishEvents(env, db, due.map((r) => r.id));
+  await publishEvents(env, db, due);
   return due.length;
 }

@@ -1,4 +1,4 @@
-import { createDb } from "../db/client";
+import { createDb, type Db } from "../db/client";
 import { mailOutbox } from "../db/schema";
 import { readConfig, type Env } from "../env";
 import { newId } from "../lib/ids";
@@ -6,6 +6,8 @@ import { loggableError } from "../lib/log";
 import { fetchWithDeadline } from "../lib/outbound";
 import { sealText } from "../lib/secret-box";
 import { nowIso } from "../lib/time";
+import { shardDatabase } from "../shards/bindings";
+import { tenantOf } from "../shards/directory";
 
 /**
  * Outbound mail behind one small interface (DESIGN.md configuration `EMAIL_PROVIDER`): `log` keeps every message in
@@ -31,14 +33,25 @@ export const MAIL_LOG_PURPOSE = "mail-log";
 /** What the log provider keeps of a link when it cannot seal the body: the capability stays out of the database. */
 export const WITHHELD_LINK = "[link withheld: set MAIL_LOG_KEY to keep links in the mail log]";
 
+/**
+ * Where the log provider files a message (issue 24: mail_outbox is organization data, in the tenant shards): the
+ * caller's shard when it has one open, else the shard the directory places the organization on. A message of no
+ * organization (a sign-in code), or of one the directory does not know, goes to the first shard.
+ */
+async function mailLogOf(env: Env, db: Db | undefined, organizationId: string | undefined): Promise<Db> {
+  if (db) return db;
+  const tenant = organizationId ? await tenantOf(env, organizationId) : null;
+  return tenant?.db ?? createDb(shardDatabase(env, 0));
+}
+
 /** The `log` provider: a D1 row per message, its body sealed under MAIL_LOG_KEY (links are capabilities). */
-export function logMailer(env: Env): Mailer {
+export function logMailer(env: Env, db?: Db): Mailer {
   return {
     async send(message) {
       const id = newId();
       const key = readConfig(env).MAIL_LOG_KEY;
       const body = key ? await sealText(key, MAIL_LOG_PURPOSE, id, message.text) : message.text.replace(/https?:\/\/\S+/g, WITHHELD_LINK);
-      await createDb(env.DB)
+      await (await mailLogOf(env, db, message.organizationId))
         .insert(mailOutbox)
         .values({ id, organizationId: message.organizationId ?? null, to: message.to, subject: message.subject, body, sealed: key !== undefined, createdAt: nowIso() })
         .run();
@@ -75,12 +88,12 @@ export async function sendAfterCommit(env: Env, message: MailMessage, what: stri
   }
 }
 
-/** The mailer this deployment is configured for. */
-export function mailerFor(env: Env): Mailer {
+/** The mailer this deployment is configured for; `db`, the caller's shard, is where the log provider files mail. */
+export function mailerFor(env: Env, db?: Db): Mailer {
   const config = readConfig(env);
   if (config.EMAIL_PROVIDER === "resend") {
     if (!config.EMAIL_API_KEY) throw new MailFailed("EMAIL_API_KEY is not configured");
     return resendMailer({ apiUrl: config.EMAIL_API_URL, apiKey: config.EMAIL_API_KEY, from: config.EMAIL_FROM });
   }
-  return logMailer(env);
+  return logMailer(env, db);
 }

@@ -44,7 +44,7 @@ export async function mailInvitation(env: Env, db: Db, survey: SurveyRow, token:
     .get();
   if (!row) throw new RecipientGone();
   const until = survey.expiresAt.slice(0, 10);
-  await mailerFor(env).send({
+  await mailerFor(env, db).send({
     organizationId: survey.organizationId,
     to: row.email,
     subject: `How did we do? A short survey from ${row.brokerage}`,

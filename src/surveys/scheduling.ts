@@ -1,4 +1,3 @@
-import { createDb } from "../db/client";
 import { and, eq, inArray, isNull, lte, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { deals, surveys } from "../db/schema";
@@ -6,11 +5,11 @@ import { commit, expectRow, StaleWrite } from "../db/write";
 import { type Env, readConfig } from "../env";
 import type { EventConsumer } from "../events/consumers";
 import type { EventEnvelope } from "../events/envelope";
-import { NotConfigured, Validation } from "../lib/errors";
+import { NotConfigured, OrganizationMoving, Validation } from "../lib/errors";
 import { loggableError } from "../lib/log";
 import { openText } from "../lib/secret-box";
 import { nowIso } from "../lib/time";
-import type { ServiceContext } from "../platform/context";
+import { systemContext } from "../platform/tenants";
 import { bumpSurveyFigures } from "../testimonials/aggregates";
 import { atVersion, createSurvey, LIVE, type SurveyRow } from "./service";
 import { inTrash, mailInvitation, RecipientGone, TOKEN_SEAL_PURPOSE } from "./invitations";
@@ -36,7 +35,7 @@ export async function sendDueSurveys(env: Env, db: Db, { max = 50 } = {}): Promi
   let sent = 0;
   await Promise.all(
     due.map(async (before) => {
-      const ctx: ServiceContext = { env, db, directory: createDb(env.DB), d1: env.DB, organizationId: before.organizationId, actor: { type: "system", userId: null }, requestId: "cron:surveys", defer: () => {} };
+      const ctx = systemContext(env, db, before.organizationId, "cron:surveys");
       try {
         if (!key || !before.pendingToken) throw new Error(key ? "survey has no sealed token" : "SURVEY_TOKEN_KEY is not configured");
         const token = await openText(key, TOKEN_SEAL_PURPOSE, before.id, before.pendingToken);
@@ -74,6 +73,9 @@ export async function sendDueSurveys(env: Env, db: Db, { max = 50 } = {}): Promi
       } catch (err) {
         // Lost the claim (another run, or the survey was opened, skipped or re-issued meanwhile): nothing to do.
         if (err instanceof StaleWrite) return;
+        // Its organization is moving (issue 24): the shard refused the claim, so the next pass takes the survey up
+        // (on the organization's new shard once the move is done).
+        if (OrganizationMoving.raisedBy(err)) return;
         console.error(JSON.stringify({ level: "error", msg: "survey invitation not sent", surveyId: before.id, error: loggableError(err) }));
       }
     }),
@@ -107,7 +109,7 @@ export async function expireSurveys(db: Db, { max = 500 } = {}): Promise<number>
 export async function scheduleForWonDeal(env: Env, db: Db, event: EventEnvelope): Promise<string | null> {
   const data = event.data as { dealId?: unknown };
   if (typeof data.dealId !== "string") return null;
-  const ctx: ServiceContext = { env, db, directory: createDb(env.DB), d1: env.DB, organizationId: event.organizationId, actor: { type: "system", userId: null }, requestId: `event:${event.id}`, defer: () => {} };
+  const ctx = systemContext(env, db, event.organizationId, `event:${event.id}`);
   const deal = await db.select({ contactId: deals.contactId, assignedTo: deals.assignedTo }).from(deals).where(and(eq(deals.organizationId, ctx.organizationId), eq(deals.id, data.dealId))).get();
   if (!deal) return null;
   const agentUserId = deal.assignedTo ?? event.actor.userId ?? null;

@@ -74,7 +74,7 @@ async function insertAndSend(ctx: ServiceContext, row: DeliveryRow): Promise<Del
     ctx.db.insert(webhookDeliveries).values(row).onConflictDoNothing().returning({ id: webhookDeliveries.id }),
   ])) as [unknown, { id: string }[]];
   if (inserted.length === 0) return null;
-  await enqueueDeliveries(ctx.env, [row.id]);
+  await enqueueDeliveries(ctx.env, [{ deliveryId: row.id, organizationId: ctx.organizationId }]);
   return (await withAttempts(ctx, [row]))[0]!;
 }
 
@@ -114,7 +114,7 @@ async function requeue(ctx: ServiceContext, row: DeliveryRow): Promise<Delivery>
     .where(and(eq(webhookDeliveries.organizationId, ctx.organizationId), eq(webhookDeliveries.id, row.id), inArray(webhookDeliveries.status, SETTLED)))
     .returning({ id: webhookDeliveries.id });
   if (moved.length === 0) throw inFlight();
-  await enqueueDeliveries(ctx.env, [row.id]);
+  await enqueueDeliveries(ctx.env, [{ deliveryId: row.id, organizationId: ctx.organizationId }]);
   return (await withAttempts(ctx, [{ ...row, status: "pending", nextAttemptAt: null, updatedAt }]))[0]!;
 }
 

@@ -1,6 +1,6 @@
 import { and, eq, inArray, ne, sql } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
-import { createDb, type Db } from "../db/client";
+import type { Db } from "../db/client";
 import { webhookDeliveries, webhookDeliveryAttempts, webhookSubscriptions } from "../db/schema";
 import type { Env } from "../env";
 import { readConfig } from "../env";
@@ -13,7 +13,9 @@ import { openSecret } from "./secret-box";
 import { checkWebhookUrl, urlPolicyFor } from "./ssrf";
 import type { WebhookDeps } from "./transport";
 import { signStandardWebhook, signWebhook } from "./verify";
+import { OrganizationMoving } from "../lib/errors";
 import { loggableError } from "../lib/log";
+import { MOVING_RETRY_SECONDS, openEveryShard, routeToShards } from "../platform/tenants";
 
 export const USER_AGENT = "BrokerageEdge-Webhooks/1.0";
 
@@ -126,52 +128,110 @@ async function attemptDelivery(env: Env, db: Db, deps: WebhookDeps, target: Targ
   return { outcome: retrying ? { kind: "retry", delaySeconds } : { kind: "ack" }, writes };
 }
 
-const deliveryIdOf = (body: unknown): string | null => {
-  const id = (body as Partial<DeliveryMessage> | null)?.deliveryId;
-  return typeof id === "string" ? id : null;
-};
+interface Addressed {
+  message: Message<unknown>;
+  deliveryId: string | null;
+  organizationId: string | null;
+}
+
+const stringOf = (v: unknown): string | null => (typeof v === "string" && v.length > 0 ? v : null);
 
 /**
- * The `webhook-deliveries` queue handler. A batch costs two D1 round trips (load, log) and its POSTs run side by
- * side; each message is still acked or retried on its own, and one failing message never fails the others.
+ * The deliveries a batch names, each with its organization. A message queued before messages named one is looked
+ * for on every shard (one query per shard for the batch).
+ */
+async function addressBatch(env: Env, messages: readonly Message<unknown>[]): Promise<Addressed[]> {
+  const items = messages.map((message) => {
+    const body = message.body as Partial<Record<keyof DeliveryMessage, unknown>> | null;
+    return { message, deliveryId: stringOf(body?.deliveryId), organizationId: stringOf(body?.organizationId) };
+  });
+  const lost = items.filter((a) => a.deliveryId !== null && a.organizationId === null).map((a) => a.deliveryId!);
+  if (lost.length > 0) {
+    const found = await Promise.all(
+      openEveryShard(env).map(({ db }) => db.select({ id: webhookDeliveries.id, organizationId: webhookDeliveries.organizationId }).from(webhookDeliveries).where(inArray(webhookDeliveries.id, lost))),
+    );
+    const orgOf = new Map(found.flat().map((r) => [r.id, r.organizationId]));
+    for (const a of items) if (a.deliveryId !== null && a.organizationId === null) a.organizationId = orgOf.get(a.deliveryId) ?? null;
+  }
+  return items;
+}
+
+/**
+ * Routes a batch to the shards of its organizations (one directory read per organization): a message naming no
+ * delivery, or one of an organization the directory no longer knows, is dropped; one of an organization that is
+ * moving waits for the move (a retry, not a dead letter).
+ */
+async function routeBatch(env: Env, batch: MessageBatch<unknown>) {
+  const items = await addressBatch(env, batch.messages);
+  const { byShard, fenced, unknown } = await routeToShards(env, items, (a) => (a.deliveryId ? a.organizationId : null));
+  for (const { message, deliveryId, organizationId } of unknown) {
+    if (deliveryId) console.error(JSON.stringify({ level: "warn", msg: "webhook delivery of no known organization; dropped", messageId: message.id, deliveryId, organizationId }));
+    message.ack();
+  }
+  for (const { message } of fenced) message.retry({ delaySeconds: MOVING_RETRY_SECONDS });
+  return byShard;
+}
+
+/** One shard's deliveries of a batch: two D1 round trips (load, log), the POSTs side by side. */
+async function deliverOnShard(env: Env, db: Db, deps: WebhookDeps, work: Addressed[]): Promise<void> {
+  const targets = new Map((await loadTargets(db, work.map((w) => w.deliveryId!))).map((t) => [t.delivery.id, t]));
+  const results = await Promise.all(
+    work.map(async ({ message, deliveryId }) => {
+      try {
+        return { message, ...(await attemptDelivery(env, db, deps, targets.get(deliveryId!), message.attempts)) };
+      } catch (err) {
+        console.error(JSON.stringify({ level: "error", msg: "webhook delivery failed", deliveryId, error: loggableError(err) }));
+        return { message, outcome: { kind: "retry", delaySeconds: retryDelaySeconds(message.attempts) } as Outcome, writes: [] };
+      }
+    }),
+  );
+  const writes = results.flatMap((r) => r.writes);
+  if (writes.length > 0) await db.batch(writes as [BatchItem<"sqlite">, ...BatchItem<"sqlite">[]]);
+  for (const { message, outcome } of results) {
+    if (outcome.kind === "ack") message.ack();
+    else message.retry({ delaySeconds: outcome.delaySeconds });
+  }
+}
+
+/**
+ * The `webhook-deliveries` queue handler: each shard's deliveries are handled side by side, and each message is
+ * still acked or retried on its own; one failing message, or one shard, never fails the others. A shard that refuses
+ * the log (an organization fenced for its move meanwhile) retries its messages: the receiver may see a delivery
+ * twice, which it handles by webhook-id anyway.
  */
 export function createDeliveryConsumer(deps: WebhookDeps) {
   return async (batch: MessageBatch<unknown>, env: Env): Promise<void> => {
-    const db = createDb(env.DB);
-    const work = batch.messages.map((message) => ({ message, deliveryId: deliveryIdOf(message.body) }));
-    const ids = work.flatMap((w) => (w.deliveryId ? [w.deliveryId] : []));
-    const targets = new Map((ids.length ? await loadTargets(db, ids) : []).map((t) => [t.delivery.id, t]));
-    const results = await Promise.all(
-      work.map(async ({ message, deliveryId }) => {
-        if (!deliveryId) return { message, outcome: { kind: "ack" } as Outcome, writes: [] };
-        try {
-          return { message, ...(await attemptDelivery(env, db, deps, targets.get(deliveryId), message.attempts)) };
-        } catch (err) {
-          console.error(JSON.stringify({ level: "error", msg: "webhook delivery failed", deliveryId, error: loggableError(err) }));
-          return { message, outcome: { kind: "retry", delaySeconds: retryDelaySeconds(message.attempts) } as Outcome, writes: [] };
-        }
-      }),
+    const byShard = await routeBatch(env, batch);
+    await Promise.all(
+      byShard.map(({ shard, items }) =>
+        deliverOnShard(env, shard.db, deps, items).catch((err) => {
+          const moving = OrganizationMoving.raisedBy(err);
+          console.error(JSON.stringify({ level: moving ? "warn" : "error", msg: "webhook deliveries not recorded on their shard; retried", shard: shard.shard, error: loggableError(err) }));
+          for (const { message } of items) message.retry({ delaySeconds: moving ? MOVING_RETRY_SECONDS : retryDelaySeconds(message.attempts) });
+        }),
+      ),
     );
-    const writes = results.flatMap((r) => r.writes);
-    if (writes.length > 0) await db.batch(writes as [BatchItem<"sqlite">, ...BatchItem<"sqlite">[]]);
-    for (const { message, outcome } of results) {
-      if (outcome.kind === "ack") message.ack();
-      else message.retry({ delaySeconds: outcome.delaySeconds });
-    }
   };
 }
 
 /** The `webhook-deliveries-dlq` handler: the delivery is marked dead and kept, so it can be replayed. */
 export async function markDeadDeliveries(batch: MessageBatch<unknown>, env: Env): Promise<void> {
-  const db = createDb(env.DB);
-  for (const message of batch.messages) {
-    const deliveryId = deliveryIdOf(message.body);
-    if (deliveryId) {
-      await db
-        .update(webhookDeliveries)
-        .set({ status: "dead", nextAttemptAt: null, updatedAt: nowIso() })
-        .where(and(eq(webhookDeliveries.id, deliveryId), ne(webhookDeliveries.status, "delivered")));
-    }
-    message.ack();
-  }
+  const byShard = await routeBatch(env, batch);
+  await Promise.all(
+    byShard.map(async ({ shard: { db }, items }) => {
+      for (const { message, deliveryId } of items) {
+        try {
+          await db
+            .update(webhookDeliveries)
+            .set({ status: "dead", nextAttemptAt: null, updatedAt: nowIso() })
+            .where(and(eq(webhookDeliveries.id, deliveryId!), ne(webhookDeliveries.status, "delivered")));
+          message.ack();
+        } catch (err) {
+          const moving = OrganizationMoving.raisedBy(err);
+          console.error(JSON.stringify({ level: moving ? "warn" : "error", msg: "dead delivery not marked; retried", deliveryId, error: loggableError(err) }));
+          message.retry({ delaySeconds: moving ? MOVING_RETRY_SECONDS : retryDelaySeconds(message.attempts) });
+        }
+      }
+    }),
+  );
 }

@@ -12,14 +12,18 @@ import { isWebhookEvent } from "./events";
 import { matchesFilters } from "./filters";
 import { buildPayload } from "./payload";
 
+/** A delivery to attempt, with the organization whose shard holds it (issue 24). */
 export interface DeliveryMessage {
   deliveryId: string;
+  organizationId: string;
 }
 
 /** Queue sendBatch takes at most 100 messages per call. */
-export async function enqueueDeliveries(env: Env, deliveryIds: string[]): Promise<void> {
-  for (let i = 0; i < deliveryIds.length; i += 100) {
-    await env.WEBHOOK_DELIVERIES.sendBatch(deliveryIds.slice(i, i + 100).map((deliveryId) => ({ body: { deliveryId } satisfies DeliveryMessage, contentType: "json" as const })));
+export async function enqueueDeliveries(env: Env, deliveries: DeliveryMessage[]): Promise<void> {
+  for (let i = 0; i < deliveries.length; i += 100) {
+    await env.WEBHOOK_DELIVERIES.sendBatch(
+      deliveries.slice(i, i + 100).map(({ deliveryId, organizationId }) => ({ body: { deliveryId, organizationId } satisfies DeliveryMessage, contentType: "json" as const })),
+    );
   }
 }
 
@@ -79,21 +83,21 @@ export async function fanOutEvents(env: Env, db: Db, events: EventEnvelope[]): P
   // The inserts and the read of what is pending go to D1 as one batch: one round trip, read after write.
   statements.push(
     db
-      .select({ id: webhookDeliveries.id })
+      .select({ deliveryId: webhookDeliveries.id, organizationId: webhookDeliveries.organizationId })
       .from(webhookDeliveries)
       .where(and(inJsonList(webhookDeliveries.eventId, candidates.map((e) => e.id)), eq(webhookDeliveries.status, "pending"))),
   );
   const results = await db.batch(statements as [BatchItem<"sqlite">, ...BatchItem<"sqlite">[]]);
-  const ids = (results.at(-1) as { id: string }[]).map((r) => r.id);
-  await enqueueDeliveries(env, ids);
-  return ids;
+  const pending = results.at(-1) as DeliveryMessage[];
+  await enqueueDeliveries(env, pending);
+  return pending.map((d) => d.deliveryId);
 }
 
 /** One event's fan-out (tests and benchmarks). */
 export const fanOutEvent = (env: Env, db: Db, event: EventEnvelope): Promise<string[]> => fanOutEvents(env, db, [event]);
 
 /**
- * Cron pass: a delivery still `pending` long after it was written lost its queue message (the send failed after the
+ * Cron pass, on one shard (`db`): a delivery still `pending` long after it was written lost its queue message (the send failed after the
  * insert, or the isolate died between the two); it is queued again. A consumer attempt moves a delivery out of
  * `pending` within seconds, so ten minutes leaves no doubt; a duplicate message would only be a duplicate delivery,
  * which receivers handle by event id anyway.
@@ -101,16 +105,15 @@ export const fanOutEvent = (env: Env, db: Db, event: EventEnvelope): Promise<str
 export async function resendStalledDeliveries(env: Env, db: Db, { stalledSeconds = 600, max = 500 } = {}): Promise<number> {
   const cutoff = new Date(Date.now() - stalledSeconds * 1000).toISOString();
   const stalled = await db
-    .select({ id: webhookDeliveries.id })
+    .select({ deliveryId: webhookDeliveries.id, organizationId: webhookDeliveries.organizationId })
     .from(webhookDeliveries)
     .where(and(eq(webhookDeliveries.status, "pending"), lt(webhookDeliveries.updatedAt, cutoff)))
     .limit(max);
-  const ids = stalled.map((r) => r.id);
-  if (ids.length === 0) return 0;
+  if (stalled.length === 0) return 0;
   // Touched first, so the next pass leaves them alone while this send is on its way.
-  await db.update(webhookDeliveries).set({ updatedAt: nowIso() }).where(and(inJsonList(webhookDeliveries.id, ids), eq(webhookDeliveries.status, "pending")));
-  await enqueueDeliveries(env, ids);
-  return ids.length;
+  await db.update(webhookDeliveries).set({ updatedAt: nowIso() }).where(and(inJsonList(webhookDeliveries.id, stalled.map((r) => r.deliveryId)), eq(webhookDeliveries.status, "pending")));
+  await enqueueDeliveries(env, stalled);
+  return stalled.length;
 }
 
 /** The events-queue consumer that turns domain events into webhook deliveries (issue 4, Fan-out). */
