@@ -3,18 +3,14 @@
 // code, which the client exchanges for an access token that works on /v1.
 import { execFile } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
-import { existsSync, readFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import { promisify } from "node:util";
 import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { openText } from "../../src/lib/secret-box";
 import { launchChromium } from "./helpers/chromium";
 import { mintToken, startDev } from "./helpers/dev-server";
 
 const run = promisify(execFile);
-/** MAIL_LOG_PURPOSE of src/mail/mailer.ts (not imported: that module pulls in the Workers types this Node project lacks). */
-const MAIL_LOG_PURPOSE = "mail-log";
 let dev: Awaited<ReturnType<typeof startDev>>;
 let browser: Browser;
 let client: Server;
@@ -44,23 +40,12 @@ afterAll(async () => {
 
 const b64url = (bytes: Buffer) => bytes.toString("base64url");
 
-/** The MAIL_LOG_KEY the dev server runs with (.dev.vars, written from the example by `npm run dev`). */
-function mailLogKey(): string {
-  const file = existsSync(".dev.vars") ? ".dev.vars" : ".dev.vars.example";
-  const line = readFileSync(file, "utf8").split("\n").find((l) => l.trim().startsWith("MAIL_LOG_KEY="));
-  return line!.slice(line!.indexOf("=") + 1).trim();
-}
-
-/** The sign-in code of the newest mail to `email` in the local D1 outbox (the `log` mail provider). */
+/** The sign-in code of the newest mail to `email`, read back with `npm run mail` as a developer would. */
 async function mailedCode(email: string): Promise<string> {
-  const sql = `SELECT id, body, sealed FROM mail_outbox WHERE "to" = '${email.replaceAll("'", "''")}' ORDER BY created_at DESC LIMIT 1`;
   for (let i = 0; i < 40; i++) {
-    const { stdout } = await run("npx", ["wrangler", "d1", "execute", "DB", "--local", "--json", "--command", sql], { env: { ...process.env, CI: "true", WRANGLER_SEND_METRICS: "false" } });
-    const row = JSON.parse(stdout.slice(stdout.indexOf("[")))[0]?.results?.[0] as { id: string; body: string; sealed: number } | undefined;
-    if (row) {
-      const text = row.sealed ? await openText(mailLogKey(), MAIL_LOG_PURPOSE, row.id, row.body) : row.body;
-      return text.match(/\b(\d{6})\b/)![1]!;
-    }
+    const { stdout } = await run("npm", ["run", "--silent", "mail", "--", "--to", email, "--last", "1"]);
+    const line = stdout.trim().split("\n")[0];
+    if (line) return (JSON.parse(line) as { text: string }).text.match(/\b(\d{6})\b/)![1]!;
     await new Promise((r) => setTimeout(r, 250));
   }
   throw new Error(`no sign-in code was mailed to ${email}`);
