@@ -1,4 +1,4 @@
-import { env, exports } from "cloudflare:workers";
+import { exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { call, json } from "./helpers/client";
 import {
@@ -13,13 +13,14 @@ import {
   sha256,
   storedAcceptances,
 } from "./helpers/clickwrap";
-import { createPrincipal } from "./helpers/factories";
+import { allOnShards } from "./helpers/documents";
+import { createPrincipal, tenantDb } from "./helpers/factories";
 
 const GONE = { state: "gone" };
 const HEX64 = /^[0-9a-f]{64}$/;
 
 const versionRows = async (agreementId: string) =>
-  (await env.DB.prepare("SELECT COUNT(*) AS n FROM clickwrap_versions WHERE agreement_id = ?").bind(agreementId).first<number>("n")) ?? 0;
+  (await allOnShards<{ n: number }>("SELECT COUNT(*) AS n FROM clickwrap_versions WHERE agreement_id = ?", agreementId)).reduce((sum, r) => sum + r.n, 0);
 
 describe("publishing agreements (spec: Clickwrap agreement state rules)", () => {
   it("answers 201 {id, versionHash}, the hex SHA-256 of the body exactly as sent", async () => {
@@ -171,7 +172,7 @@ describe("publishing agreements (spec: Clickwrap agreement state rules)", () => 
       const out = await json(res);
       expect(out.error).toBe("invalid_request");
       for (const issue of out.issues) expect(issue).toEqual({ field: expect.any(String), path: expect.any(Array), code: expect.any(String), message: expect.any(String) });
-      const count = (await env.DB.prepare("SELECT COUNT(*) AS n FROM clickwrap_agreements WHERE organization_id = ?").bind(owner.organizationId).first<number>("n")) ?? 0;
+      const count = (await (await tenantDb(owner.organizationId)).prepare("SELECT COUNT(*) AS n FROM clickwrap_agreements WHERE organization_id = ?").bind(owner.organizationId).first<number>("n")) ?? 0;
       expect(count).toBe(0);
       return [...new Set(out.issues.map((i: { path: (string | number)[] }) => i.path.join(".")))].sort();
     };
@@ -408,9 +409,10 @@ describe("acceptances list", () => {
     const rows = Array.from({ length: 205 }, (_, i) => ({ id: crypto.randomUUID(), subjectRef: `s-${i}`, at: new Date(base + i * 1000).toISOString() }));
     // Shuffled in, so that insertion order cannot stand in for time order.
     const shuffled = [...rows].sort(() => Math.random() - 0.5);
-    await env.DB.batch(
+    const shard = await tenantDb(owner.organizationId);
+    await shard.batch(
       shuffled.map((r) =>
-        env.DB.prepare("INSERT INTO clickwrap_acceptances (id, organization_id, agreement_id, version_hash, subject_ref, accepted_at, ip, user_agent) VALUES (?, ?, ?, ?, ?, ?, ?, ?)").bind(
+        shard.prepare("INSERT INTO clickwrap_acceptances (id, organization_id, agreement_id, version_hash, subject_ref, accepted_at, ip, user_agent) VALUES (?, ?, ?, ?, ?, ?, ?, ?)").bind(
           r.id,
           owner.organizationId,
           a.id,
@@ -514,10 +516,11 @@ describe("immutability of acceptances", () => {
     const a = await newAgreement(owner);
     expect((await publicAccept(a.id, { subjectRef: "original" })).status).toBe(200);
     const [row] = (await acceptancesOf(owner, a.id)).acceptances;
-    await expect(env.DB.prepare("UPDATE clickwrap_acceptances SET subject_ref = 'forged' WHERE id = ?").bind(row!.id).run()).rejects.toThrow(/immutable/);
-    await expect(env.DB.prepare("UPDATE clickwrap_acceptances SET version_hash = ? WHERE agreement_id = ?").bind("0".repeat(64), a.id).run()).rejects.toThrow(/immutable/);
-    await expect(env.DB.prepare("DELETE FROM clickwrap_acceptances WHERE id = ?").bind(row!.id).run()).rejects.toThrow(/immutable/);
-    await expect(env.DB.prepare("DELETE FROM clickwrap_acceptances WHERE agreement_id = ?").bind(a.id).run()).rejects.toThrow(/immutable/);
+    const shard = await tenantDb(owner.organizationId);
+    await expect(shard.prepare("UPDATE clickwrap_acceptances SET subject_ref = 'forged' WHERE id = ?").bind(row!.id).run()).rejects.toThrow(/immutable/);
+    await expect(shard.prepare("UPDATE clickwrap_acceptances SET version_hash = ? WHERE agreement_id = ?").bind("0".repeat(64), a.id).run()).rejects.toThrow(/immutable/);
+    await expect(shard.prepare("DELETE FROM clickwrap_acceptances WHERE id = ?").bind(row!.id).run()).rejects.toThrow(/immutable/);
+    await expect(shard.prepare("DELETE FROM clickwrap_acceptances WHERE agreement_id = ?").bind(a.id).run()).rejects.toThrow(/immutable/);
     expect((await acceptancesOf(owner, a.id)).acceptances).toEqual([row]);
   });
 });
@@ -613,7 +616,7 @@ describe("concurrency", () => {
     expect(ids.size).toBe(1);
     expect(new Set(bodies.map((b) => b.versionHash))).toEqual(new Set([await sha256("Raced text")]));
     const [id] = [...ids];
-    const n = await env.DB.prepare("SELECT COUNT(*) AS n FROM clickwrap_agreements WHERE organization_id = ? AND key = 'raced-key'").bind(owner.organizationId).first<number>("n");
+    const n = await (await tenantDb(owner.organizationId)).prepare("SELECT COUNT(*) AS n FROM clickwrap_agreements WHERE organization_id = ? AND key = 'raced-key'").bind(owner.organizationId).first<number>("n");
     expect(n).toBe(1);
     expect(await versionRows(id!)).toBe(1);
     expect((await detailOf(owner, id!)).history).toHaveLength(1);
@@ -723,9 +726,10 @@ describe("an agreement's history, a page at a time", () => {
   async function earlierTexts(a: { id: string }, organizationId: string, n: number) {
     const base = Date.parse("2020-01-01T00:00:00.000Z");
     const rows = await Promise.all(Array.from({ length: n }, async (_, i) => ({ hash: await sha256(`earlier text ${i}`), at: new Date(base + Math.floor(i / 3)).toISOString() })));
-    await env.DB.batch(
+    const shard = await tenantDb(organizationId);
+    await shard.batch(
       rows.map((r) =>
-        env.DB.prepare("INSERT INTO clickwrap_versions (agreement_id, version_hash, organization_id, title, body, published_at, current_since) VALUES (?, ?, ?, 'Earlier', 'earlier', ?, ?)").bind(a.id, r.hash, organizationId, r.at, r.at),
+        shard.prepare("INSERT INTO clickwrap_versions (agreement_id, version_hash, organization_id, title, body, published_at, current_since) VALUES (?, ?, ?, 'Earlier', 'earlier', ?, ?)").bind(a.id, r.hash, organizationId, r.at, r.at),
       ),
     );
   }

@@ -5,13 +5,13 @@ import { leaseSchemaText, MAX_DRAFT_PROMPT_CHARS } from "../src/documents/draft"
 import { chatJsonAnswer, cosine, openAiGateway } from "./helpers/ai-gateway";
 import { call, json } from "./helpers/client";
 import { leaseCanonical } from "./helpers/documents";
-import { createPrincipal } from "./helpers/factories";
+import { createPrincipal, tenantDb } from "./helpers/factories";
 import { droppedFetch, refuseConnections } from "./helpers/outbound";
 
 const PROMPT = "Lease of 1 Queen St W, Toronto ON from Lars Landlord (lars@landlord.test) to Tess Tenant (tess@tenant.test), from 2027-01-01 to 2027-12-31 at $2,500 a month, deposit $2,500";
 
 const draft = (token: string, body: unknown, vars?: Record<string, string>) => call("POST", "/api/documents/draft", { token, body, vars });
-const documentCount = (organizationId: string) => env.DB.prepare("SELECT COUNT(*) AS n FROM documents WHERE organization_id = ?").bind(organizationId).first<number>("n");
+const documentCount = async (organizationId: string) => (await tenantDb(organizationId)).prepare("SELECT COUNT(*) AS n FROM documents WHERE organization_id = ?").bind(organizationId).first<number>("n");
 const paths = (body: { issues: { path: (string | number)[] }[] }) => body.issues.map((i) => i.path.join(".")).sort();
 
 afterEach(() => vi.restoreAllMocks());

@@ -7,8 +7,8 @@ import type { EventEnvelope } from "../src/events/envelope";
 import worker from "../src/index";
 import { call, json } from "./helpers/client";
 import { createDeal } from "./helpers/deals";
-import { createDocument, leaseCanonical, sendForSignature, signAll, tokenOf } from "./helpers/documents";
-import { createPrincipal } from "./helpers/factories";
+import { allOnShards, createDocument, leaseCanonical, sendForSignature, signAll, tokenOf } from "./helpers/documents";
+import { createPrincipal, tenantDb } from "./helpers/factories";
 
 type Day = { year: number; month: number; day: number };
 const day = (iso: string): Day => ({ year: Number(iso.slice(0, 4)), month: Number(iso.slice(5, 7)), day: Number(iso.slice(8, 10)) });
@@ -38,10 +38,10 @@ async function obligations(token: string, query = "") {
 const brief = (list: { type: string; dueDate: string }[]) => list.map((o) => `${o.type} ${o.dueDate}`);
 
 const syncState = (documentId: string) =>
-  env.DB.prepare("SELECT type, due_date, sync_count, sync_event_id, synced_at FROM document_obligations WHERE document_id = ? ORDER BY type")
-    .bind(documentId)
-    .all<{ type: string; due_date: string; sync_count: number; sync_event_id: string | null; synced_at: string }>()
-    .then((r) => r.results);
+  allOnShards<{ type: string; due_date: string; sync_count: number; sync_event_id: string | null; synced_at: string }>(
+    "SELECT type, due_date, sync_count, sync_event_id, synced_at FROM document_obligations WHERE document_id = ? ORDER BY type",
+    documentId,
+  );
 
 describe("obligations derived from a lease", () => {
   it("deposit due, term expiry and the renewal notice deadline 60 days before the end, with their amounts", async () => {
@@ -154,7 +154,7 @@ describe("documents linked to a deal", () => {
     const shown = await json(a);
     expect(shown).toEqual({ error: "invalid_request", issues: [{ field: "dealId", path: ["dealId"], code: "invalid_reference", message: "No deal with this id in your organization" }] });
     expect(await json(b)).toEqual(shown);
-    expect(await env.DB.prepare("SELECT COUNT(*) AS n FROM documents WHERE organization_id = ?").bind(stranger.organizationId).first("n")).toBe(0);
+    expect(await (await tenantDb(stranger.organizationId)).prepare("SELECT COUNT(*) AS n FROM documents WHERE organization_id = ?").bind(stranger.organizationId).first("n")).toBe(0);
     expect(await obligations(stranger.token, "?withinDays=365")).toEqual([]);
     expect((await json(await call("GET", "/api/documents/usage", { token: stranger.token }))).used).toBe(0);
   });
@@ -166,9 +166,10 @@ describe("re-sync on DOCUMENT_SIGNED", () => {
     const doc = await createDocument(token, lease({ depositDue: today(2), commencement: today(20), end: today(385) }));
     expect((await syncState(doc.id)).map((r) => r.sync_count)).toEqual([0, 0, 0]);
     // Drift the stored rows, so the re-sync has something to put right.
-    await env.DB.batch([
-      env.DB.prepare("UPDATE document_obligations SET due_date = '1999-01-01' WHERE document_id = ? AND type = 'renewal'").bind(doc.id),
-      env.DB.prepare("DELETE FROM document_obligations WHERE document_id = ? AND type = 'expiry'").bind(doc.id),
+    const shard = await tenantDb(organizationId);
+    await shard.batch([
+      shard.prepare("UPDATE document_obligations SET due_date = '1999-01-01' WHERE document_id = ? AND type = 'renewal'").bind(doc.id),
+      shard.prepare("DELETE FROM document_obligations WHERE document_id = ? AND type = 'expiry'").bind(doc.id),
     ]);
     const sent = await sendForSignature(token, doc.id);
     for (const link of sent.links) await signAll(tokenOf(link.url));
@@ -181,7 +182,7 @@ describe("re-sync on DOCUMENT_SIGNED", () => {
       ["expiry", today(385)],
       ["renewal", today(325)],
     ]);
-    const row = await env.DB.prepare("SELECT id, type, organization_id AS organizationId, actor, occurred_at AS occurredAt, data FROM outbox_events WHERE organization_id = ? AND type = 'DOCUMENT_SIGNED'")
+    const row = await (await tenantDb(organizationId)).prepare("SELECT id, type, organization_id AS organizationId, actor, occurred_at AS occurredAt, data FROM outbox_events WHERE organization_id = ? AND type = 'DOCUMENT_SIGNED'")
       .bind(organizationId)
       .first<{ id: string; type: string; organizationId: string; actor: string; occurredAt: string; data: string }>();
     expect(synced.every((r) => r.sync_event_id === row!.id)).toBe(true);
@@ -197,7 +198,7 @@ describe("re-sync on DOCUMENT_SIGNED", () => {
     await worker.queue(createMessageBatch("events", [{ id: "again-3", timestamp: new Date(), attempts: 2, body: { id: row!.id } }]), env);
     // And handed to the consumer itself twice, past the router's claim: the event id on the rows still stops it.
     const event: EventEnvelope = { ...row!, actor: JSON.parse(row!.actor), data: JSON.parse(row!.data) };
-    const db = createDb(env.DB);
+    const db = createDb(await tenantDb(organizationId));
     await obligationSyncConsumer.handle([event], { env, db });
     await obligationSyncConsumer.handle([event, event], { env, db });
     expect(await syncState(doc.id)).toEqual(synced);
@@ -211,13 +212,12 @@ describe("re-sync on DOCUMENT_SIGNED", () => {
 
 describe("overdue obligations of a linked deal", () => {
   const overdueActivities = (dealId: string) =>
-    env.DB.prepare("SELECT type, user_id AS userId, metadata FROM deal_activities WHERE deal_id = ? AND type = 'OBLIGATION_OVERDUE' ORDER BY json_extract(metadata, '$.dueDate')")
-      .bind(dealId)
-      .all<{ type: string; userId: string | null; metadata: string }>()
-      .then((r) => r.results.map((a) => ({ ...a, metadata: JSON.parse(a.metadata) })));
+    allOnShards<{ type: string; userId: string | null; metadata: string }>("SELECT type, user_id AS userId, metadata FROM deal_activities WHERE deal_id = ? AND type = 'OBLIGATION_OVERDUE' ORDER BY json_extract(metadata, '$.dueDate')", dealId).then(
+      (rows) => rows.map((a) => ({ ...a, metadata: JSON.parse(a.metadata) })),
+    );
 
   it("become one OBLIGATION_OVERDUE activity each on the deal, even when the pass runs twice and concurrently", async () => {
-    const { token } = await createPrincipal();
+    const { token, organizationId } = await createPrincipal();
     const deal = await createDeal(token);
     const create = async (canonical: Record<string, unknown>, dealId?: string) => {
       const res = await call("POST", "/api/documents", { token, body: { formKey: "on/standard-lease", canonical, ...(dealId ? { dealId } : {}) } });
@@ -229,7 +229,7 @@ describe("overdue obligations of a linked deal", () => {
     await create(lease({ depositDue: today(-9), commencement: today(-8) })); // overdue, but no deal
     const before = await json(await call("GET", `/v1/deals/${deal.id}`, { token }));
 
-    const db = createDb(env.DB);
+    const db = createDb(await tenantDb(organizationId));
     await noteOverdueObligations(db);
     await noteOverdueObligations(db);
     await Promise.all(Array.from({ length: 5 }, () => noteOverdueObligations(db)));
@@ -254,15 +254,15 @@ describe("overdue obligations of a linked deal", () => {
   });
 
   it("an obligation whose deal was deleted is noted without an activity, and leaves the pass's scan", async () => {
-    const { token } = await createPrincipal();
+    const { token, organizationId } = await createPrincipal();
     const deal = await createDeal(token);
     const res = await call("POST", "/api/documents", { token, body: { formKey: "on/standard-lease", canonical: lease({ commencement: today(-2), depositDue: today(-2) }), dealId: deal.id } });
     expect(res.status).toBe(201);
     expect((await call("DELETE", `/v1/deals/${deal.id}`, { token })).status).toBeLessThan(300);
-    const db = createDb(env.DB);
+    const db = createDb(await tenantDb(organizationId));
     await noteOverdueObligations(db);
     expect(await overdueActivities(deal.id)).toEqual([]);
     const documentId = (await json(res)).id;
-    expect(await env.DB.prepare("SELECT overdue_noted_at FROM document_obligations WHERE document_id = ?").bind(documentId).first("overdue_noted_at")).not.toBeNull();
+    expect(await (await tenantDb(organizationId)).prepare("SELECT overdue_noted_at FROM document_obligations WHERE document_id = ?").bind(documentId).first("overdue_noted_at")).not.toBeNull();
   });
 });

@@ -6,14 +6,14 @@ import { MAX_CHUNKS, vectorizeIndex } from "../src/documents/vector-index";
 import type { EventEnvelope } from "../src/events/envelope";
 import { openAiGateway, type FakeAiGateway } from "./helpers/ai-gateway";
 import { call, json } from "./helpers/client";
-import { createDocument, leaseCanonical } from "./helpers/documents";
-import { createPrincipal } from "./helpers/factories";
+import { allOnShards, createDocument, leaseCanonical } from "./helpers/documents";
+import { createPrincipal, tenantDb } from "./helpers/factories";
 
 const freeForm = (title: string, body: string) => ({ schemaVersion: 1, formKey: "generic/free-form", title, body, provenance: { aiDrafted: false } });
 
 /** The organization's stored DOCUMENT_GENERATED events, as the queue router hands them to consumers. */
 async function generatedEvents(organizationId: string): Promise<EventEnvelope[]> {
-  const rows = await env.DB.prepare("SELECT id, type, organization_id AS organizationId, actor, occurred_at AS occurredAt, data FROM outbox_events WHERE organization_id = ? AND type = 'DOCUMENT_GENERATED' ORDER BY occurred_at")
+  const rows = await (await tenantDb(organizationId)).prepare("SELECT id, type, organization_id AS organizationId, actor, occurred_at AS occurredAt, data FROM outbox_events WHERE organization_id = ? AND type = 'DOCUMENT_GENERATED' ORDER BY occurred_at")
     .bind(organizationId)
     .all<{ id: string; type: string; organizationId: string; actor: string; occurredAt: string; data: string }>();
   return rows.results.map((r) => ({ ...r, actor: JSON.parse(r.actor), data: JSON.parse(r.data) }));
@@ -22,15 +22,11 @@ async function generatedEvents(organizationId: string): Promise<EventEnvelope[]>
 /** Runs the real indexing consumer on the organization's events, with the fake gateway configured. */
 async function indexAll(organizationId: string, gateway: FakeAiGateway | null) {
   const events = await generatedEvents(organizationId);
-  await documentIndexingConsumer.handle(events, { env: { ...env, ...(gateway?.vars ?? {}) }, db: createDb(env.DB) });
+  await documentIndexingConsumer.handle(events, { env: { ...env, ...(gateway?.vars ?? {}) }, db: createDb(await tenantDb(organizationId)) });
   return events;
 }
 
-const vectorRows = (documentId: string) =>
-  env.DB.prepare("SELECT id, chunk, indexed_at FROM document_vectors WHERE document_id = ? ORDER BY chunk")
-    .bind(documentId)
-    .all<{ id: string; chunk: number; indexed_at: string }>()
-    .then((r) => r.results);
+const vectorRows = (documentId: string) => allOnShards<{ id: string; chunk: number; indexed_at: string }>("SELECT id, chunk, indexed_at FROM document_vectors WHERE document_id = ? ORDER BY chunk", documentId);
 
 async function search(token: string, q: string | null, gateway: FakeAiGateway | null) {
   const res = await call("GET", `/api/documents/search${q === null ? "" : `?q=${encodeURIComponent(q)}`}`, { token, ...(gateway ? { vars: gateway.vars } : {}) });
@@ -116,7 +112,7 @@ describe("the indexing consumer (DOCUMENT_GENERATED)", () => {
     const events = await indexAll(organizationId, gateway);
     const first = await vectorRows(doc.id);
     expect(first.map((r) => r.id)).toEqual([`${doc.id}#0`]);
-    const db = createDb(env.DB);
+    const db = createDb(await tenantDb(organizationId));
     await documentIndexingConsumer.handle(events, { env: { ...env, ...gateway.vars }, db });
     await documentIndexingConsumer.handle([...events, ...events], { env: { ...env, ...gateway.vars }, db });
     expect((await vectorRows(doc.id)).map((r) => r.id)).toEqual([`${doc.id}#0`]);
@@ -143,7 +139,8 @@ describe("the indexing consumer (DOCUMENT_GENERATED)", () => {
     const b = await createPrincipal();
     const doc = await createDocument(a.token, freeForm("Roof repair quote", "Warehouse roof."));
     const [event] = await generatedEvents(a.organizationId);
-    await documentIndexingConsumer.handle([{ ...event!, organizationId: b.organizationId }], { env: { ...env, ...gateway.vars }, db: createDb(env.DB) });
+    // The event as b's shard would hand it over.
+    await documentIndexingConsumer.handle([{ ...event!, organizationId: b.organizationId }], { env: { ...env, ...gateway.vars }, db: createDb(await tenantDb(b.organizationId)) });
     expect(await vectorRows(doc.id)).toEqual([]);
   });
 });

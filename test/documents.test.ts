@@ -1,8 +1,7 @@
-import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { call, json } from "./helpers/client";
 import { createDocument, leaseCanonical } from "./helpers/documents";
-import { createPrincipal } from "./helpers/factories";
+import { createPrincipal, tenantDb } from "./helpers/factories";
 import { testApp } from "./helpers/test-app";
 
 const paths = (body: { issues: { path: (string | number)[] }[] }) => body.issues.map((i) => i.path.join(".")).sort();
@@ -33,7 +32,7 @@ describe("POST /api/documents (contract 4)", () => {
     const body = await json(res);
     expect(body.error).toBe("invalid_request");
     expect(paths(body)).toEqual(["canonical.lease.monthlyRent.cents", "canonical.lease.pets", "canonical.lease.tenants", "canonical.lease.term.commencement"]);
-    expect(await env.DB.prepare("SELECT COUNT(*) AS n FROM documents WHERE organization_id = ?").bind(organizationId).first("n")).toBe(0);
+    expect(await (await tenantDb(organizationId)).prepare("SELECT COUNT(*) AS n FROM documents WHERE organization_id = ?").bind(organizationId).first("n")).toBe(0);
   });
 
   it("answers 400 for an unknown formKey, a canonical of another form, and a missing canonical", async () => {
@@ -88,7 +87,7 @@ describe("GET /api/documents/usage", () => {
     const answers = await Promise.all(Array.from({ length: 8 }, () => fetch("POST", "/api/documents", { token, body, headers: { "content-type": "application/json" } })));
     for (const a of answers) expect(a.status).toBe(201);
     expect(await (await fetch("GET", "/api/documents/usage", { token })).json()).toMatchObject({ used: 8, included: 3 });
-    const ledger = await env.DB.prepare("SELECT position, included FROM document_overages WHERE organization_id = ? ORDER BY position").bind(organizationId).all<{ position: number; included: number }>();
+    const ledger = await (await tenantDb(organizationId)).prepare("SELECT position, included FROM document_overages WHERE organization_id = ? ORDER BY position").bind(organizationId).all<{ position: number; included: number }>();
     expect(ledger.results).toEqual([4, 5, 6, 7, 8].map((position) => ({ position, included: 3 })));
   });
 });

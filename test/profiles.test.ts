@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { call, json } from "./helpers/client";
-import { createPrincipal } from "./helpers/factories";
+import { createPrincipal, tenantDb } from "./helpers/factories";
 import { publishedProfile } from "./helpers/profiles";
 import { createTestimonial, publishedTestimonial } from "./helpers/testimonials";
 
@@ -48,6 +48,23 @@ describe("profiles", () => {
     expect((await call("PUT", "/api/reputation/profile", { token: b.token, body: { slug: "Bad Slug!", draftConfig: {} } })).status).toBe(400);
     expect((await call("GET", `/api/reputation/profile?agentUserId=${a.userId}`, { token: b.token })).status).toBe(404);
     expect((await call("PUT", "/api/reputation/profile", { token: b.token, body: { agentUserId: a.userId, draftConfig: {} } })).status).toBe(404);
+  });
+
+  it("a slug claimed by an organization on shard 0 cannot be taken by one on shard 1; changed, it is free for it (issue 24)", async () => {
+    const zero = await createPrincipal({ shard: 0 });
+    const one = await createPrincipal({ shard: 1 });
+    const slug = `sharded-${crypto.randomUUID().slice(0, 8)}`;
+    expect(await publishedProfile(zero, { displayName: "Zero Agent" }, slug)).toBe(slug);
+    // The shards do not see each other's rows: the directory's claim is what refuses.
+    await refused(await call("PUT", "/api/reputation/profile", { token: one.token, body: { slug, draftConfig: {} } }), "slug_taken");
+    expect((await json(await feed(slug))).agent.displayName).toBe("Zero Agent");
+    // Moved to another slug, the old one is released and the other organization may claim it; the feed follows.
+    expect((await call("PUT", "/api/reputation/profile", { token: zero.token, body: { slug: `${slug}-moved`, draftConfig: { displayName: "Zero Agent" } } })).status).toBe(200);
+    expect(await publishedProfile(one, { displayName: "One Agent" }, slug)).toBe(slug);
+    const claimed = await env.DB.prepare("SELECT organization_id FROM public_keys WHERE kind = 'agent_slug' AND key = ?").bind(slug).first<string>("organization_id");
+    expect(claimed).toBe(one.organizationId);
+    expect((await json(await feed(slug))).agent.displayName).toBe("One Agent");
+    await refused(await call("PUT", "/api/reputation/profile", { token: zero.token, body: { slug, draftConfig: {} } }), "slug_taken");
   });
 
   it("DELETE takes a profile down once: a repeated delete is 404 and leaves the version alone; a PUT brings it back", async () => {
@@ -109,7 +126,7 @@ describe("the public reviews feed", () => {
     const miss = await feed(slug);
     expect(miss.headers.get("x-cache")).toBe("MISS");
     // Behind the API's back: the row changes, yet the cached feed still shows the old text.
-    await env.DB.prepare("UPDATE testimonials SET body = 'Changed in D1' WHERE id = ?").bind(kept.id).run();
+    await (await tenantDb(owner.organizationId)).prepare("UPDATE testimonials SET body = 'Changed in D1' WHERE id = ?").bind(kept.id).run();
     const hit = await feed(slug);
     expect(hit.headers.get("x-cache")).toBe("HIT");
     expect(hit.headers.get("access-control-allow-origin")).toBe("*");

@@ -6,7 +6,7 @@ import type { EventEnvelope } from "../src/events/envelope";
 import { referralLeadConsumer } from "../src/referrals/service";
 import { call, json } from "./helpers/client";
 import { createContact, uniqueEmail } from "./helpers/contacts";
-import { createPrincipal, type TestPrincipal } from "./helpers/factories";
+import { createPrincipal, type TestPrincipal, tenantDb } from "./helpers/factories";
 import { receiverUrl } from "./helpers/receiver";
 import { publishedProfile } from "./helpers/profiles";
 import { testApp } from "./helpers/test-app";
@@ -18,7 +18,7 @@ const form = (overrides: Record<string, unknown> = {}) => ({ referrerName: "Rita
 
 /** The REFERRAL_RECEIVED events of an organization, oldest first, as the outbox holds them. */
 async function receivedEvents(organizationId: string): Promise<EventEnvelope[]> {
-  const { results } = await env.DB.prepare("SELECT id, type, organization_id, actor, occurred_at, data FROM outbox_events WHERE organization_id = ? AND type = 'REFERRAL_RECEIVED' ORDER BY occurred_at, rowid")
+  const { results } = await (await tenantDb(organizationId)).prepare("SELECT id, type, organization_id, actor, occurred_at, data FROM outbox_events WHERE organization_id = ? AND type = 'REFERRAL_RECEIVED' ORDER BY occurred_at, rowid")
     .bind(organizationId)
     .all<{ id: string; type: string; organization_id: string; actor: string; occurred_at: string; data: string }>();
   return results.map((r) => ({ id: r.id, type: r.type, organizationId: r.organization_id, actor: JSON.parse(r.actor), occurredAt: r.occurred_at, data: JSON.parse(r.data) }));
@@ -27,13 +27,13 @@ async function receivedEvents(organizationId: string): Promise<EventEnvelope[]> 
 /** Runs the lead workflow on every REFERRAL_RECEIVED of the organization, through the dispatcher (claims per event id). */
 async function runWorkflow(organizationId: string) {
   const events = await receivedEvents(organizationId);
-  const retry = await dispatchEvents([referralLeadConsumer], events, env, createDb(env.DB));
+  const retry = await dispatchEvents([referralLeadConsumer], events, env, createDb(await tenantDb(organizationId)));
   expect([...retry]).toEqual([]);
   return events;
 }
 
 const contactsWith = async (owner: TestPrincipal, email: string) =>
-  (await env.DB.prepare("SELECT id, type, source, assigned_to AS assignedTo, first_name AS firstName, last_name AS lastName FROM contacts WHERE organization_id = ? AND email_key = ?").bind(owner.organizationId, email.toLowerCase()).all<Record<string, string>>()).results;
+  (await (await tenantDb(owner.organizationId)).prepare("SELECT id, type, source, assigned_to AS assignedTo, first_name AS firstName, last_name AS lastName FROM contacts WHERE organization_id = ? AND email_key = ?").bind(owner.organizationId, email.toLowerCase()).all<Record<string, string>>()).results;
 const referralsOf = async (owner: TestPrincipal) => json(await call("GET", "/api/reputation/referrals", { token: owner.token }));
 
 describe("referrals (spec: Referral, Rules 2)", () => {
@@ -99,13 +99,13 @@ describe("referrals (spec: Referral, Rules 2)", () => {
     const leadEmail = uniqueEmail("lead");
     expect((await submit(slug, form({ referredEmail: leadEmail }))).status).toBe(202);
     const [event] = await receivedEvents(owner.organizationId);
-    const db = createDb(env.DB);
+    const db = createDb(await tenantDb(owner.organizationId));
     await dispatchEvents([referralLeadConsumer], [event!, event!], env, db);
     await dispatchEvents([referralLeadConsumer], [event!], env, db);
     // Past the dispatcher's claim too: the handler itself links once.
     await referralLeadConsumer.handle([event!, event!], { env, db });
     expect(await contactsWith(owner, leadEmail)).toHaveLength(1);
-    const created = await env.DB.prepare("SELECT COUNT(*) AS n FROM outbox_events WHERE organization_id = ? AND type = 'contact.created'").bind(owner.organizationId).first<number>("n");
+    const created = await (await tenantDb(owner.organizationId)).prepare("SELECT COUNT(*) AS n FROM outbox_events WHERE organization_id = ? AND type = 'contact.created'").bind(owner.organizationId).first<number>("n");
     expect(created).toBe(2); // the referrer and the lead
   });
 
@@ -185,10 +185,10 @@ describe("referrals (spec: Referral, Rules 2)", () => {
     await runWorkflow(owner.organizationId);
     expect(await contactsWith(owner, leadEmail)).toHaveLength(1);
     // The duplicate's referrer was not recorded either: only the first referrer and the lead are contacts.
-    expect(await env.DB.prepare("SELECT COUNT(*) AS n FROM contacts WHERE organization_id = ?").bind(owner.organizationId).first<number>("n")).toBe(2);
+    expect(await (await tenantDb(owner.organizationId)).prepare("SELECT COUNT(*) AS n FROM contacts WHERE organization_id = ?").bind(owner.organizationId).first<number>("n")).toBe(2);
 
     // Once the 30 days are over, the same person makes a new referral (and keeps the one lead contact).
-    await env.DB.prepare("UPDATE referral_keys SET expires_at = ? WHERE referral_id = ?").bind(new Date(Date.now() - 1000).toISOString(), referralId).run();
+    await (await tenantDb(owner.organizationId)).prepare("UPDATE referral_keys SET expires_at = ? WHERE referral_id = ?").bind(new Date(Date.now() - 1000).toISOString(), referralId).run();
     const later = await json(await submit(slug, form({ referredEmail: leadEmail })));
     expect(later.referralId).not.toBe(referralId);
     expect((await referralsOf(owner)).referrals).toHaveLength(2);

@@ -2,7 +2,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import { call, json } from "./helpers/client";
 import { createDocument, freshIp, leaseCanonical, mailTo, publicSign, sendForSignature, signAll, tokenOf } from "./helpers/documents";
-import { createPrincipal, type TestPrincipal } from "./helpers/factories";
+import { createPrincipal, type TestPrincipal, tenantDb } from "./helpers/factories";
 
 // What makes a signature stand up later (issue 20): the signer reads the document before consenting, the completed
 // envelope becomes one sealed PDF that any PDF tool (and POST /api/public/verify) can check, every party gets a copy,
@@ -148,13 +148,14 @@ describe("the sealed, signed PDF", () => {
     const { appendAudit, GENESIS } = await import("../src/signatures/audit");
     const { createDb } = await import("../src/db/client");
     const rows = trail.events.map((e: Record<string, unknown>, i: number) => ({ event: e.event, signerId: e.signerId, at: e.at, ip: i === 2 ? "6.6.6.6" : e.ip, userAgent: e.userAgent, data: e.data }));
-    const rebuilt = await appendAudit(createDb(env.DB), owner.organizationId, sent.envelopeId, { seq: 0, hash: GENESIS }, rows);
-    await env.DB.batch([
-      env.DB.prepare("DROP TRIGGER envelope_audit_no_delete"),
-      env.DB.prepare("DELETE FROM envelope_audit WHERE envelope_id = ?").bind(sent.envelopeId),
-      env.DB.prepare("CREATE TRIGGER envelope_audit_no_delete BEFORE DELETE ON envelope_audit BEGIN SELECT RAISE(ABORT, 'envelope_audit is append-only'); END"),
+    const shard = await tenantDb(owner.organizationId);
+    const rebuilt = await appendAudit(createDb(shard), owner.organizationId, sent.envelopeId, { seq: 0, hash: GENESIS }, rows);
+    await shard.batch([
+      shard.prepare("DROP TRIGGER envelope_audit_no_delete"),
+      shard.prepare("DELETE FROM envelope_audit WHERE envelope_id = ?").bind(sent.envelopeId),
+      shard.prepare("CREATE TRIGGER envelope_audit_no_delete BEFORE DELETE ON envelope_audit BEGIN SELECT RAISE(ABORT, 'envelope_audit is append-only'); END"),
     ]);
-    await createDb(env.DB).batch(rebuilt.statements as never);
+    await createDb(shard).batch(rebuilt.statements as never);
     const after = await json(await call("GET", `/api/signatures/${sent.envelopeId}/audit`, { token: owner.token }));
     expect(after.events[2].ip).toBe("6.6.6.6");
     expect(after.chain).toMatchObject({ valid: false, brokenAt: null, seal: "invalid" });

@@ -3,8 +3,8 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import worker from "../src/index";
 import { call, json } from "./helpers/client";
-import { createDocument, linkIn, mailTo, publicSign, sendForSignature, signAll, tokenOf } from "./helpers/documents";
-import { createPrincipal, type TestPrincipal } from "./helpers/factories";
+import { allOnShards, createDocument, linkIn, mailTo, publicSign, runOnShards, sendForSignature, signAll, tokenOf } from "./helpers/documents";
+import { createPrincipal, type TestPrincipal, tenantDb } from "./helpers/factories";
 
 // Reminders and expiry notices (issue 20): mailed by the minute cron, each once however many passes overlap, each in
 // the audit trail, never after the envelope ends.
@@ -18,9 +18,10 @@ async function cronPasses(n: number) {
   );
 }
 
-const signersOf = (envelopeId: string) =>
-  env.DB.prepare("SELECT id, email, remind_at FROM envelope_signers WHERE envelope_id = ? ORDER BY position").bind(envelopeId).all<{ id: string; email: string; remind_at: string | null }>();
-const due = (envelopeId: string) => env.DB.prepare("UPDATE envelope_signers SET remind_at = ? WHERE envelope_id = ? AND remind_at IS NOT NULL").bind(new Date(Date.now() - 1000).toISOString(), envelopeId).run();
+const signersOf = async (envelopeId: string) => ({
+  results: await allOnShards<{ id: string; email: string; remind_at: string | null }>("SELECT id, email, remind_at FROM envelope_signers WHERE envelope_id = ? ORDER BY position", envelopeId),
+});
+const due = (envelopeId: string) => runOnShards("UPDATE envelope_signers SET remind_at = ? WHERE envelope_id = ? AND remind_at IS NOT NULL", new Date(Date.now() - 1000).toISOString(), envelopeId);
 const mailsOf = async (to: string, subject: RegExp) => (await mailTo(to)).filter((m) => subject.test(m.subject));
 const audit = async (owner: TestPrincipal, envelopeId: string) => (await json(await call("GET", `/api/signatures/${envelopeId}/audit`, { token: owner.token }))).events as { event: string; signerId: string }[];
 
@@ -92,19 +93,20 @@ describe("reminders", () => {
 describe("expiry notices", () => {
   it("a day before expiry, each signer still to sign is told once, in the audit trail", async () => {
     const { owner, sent, emails } = await envelope({ expiresInDays: 3 });
-    const row = await env.DB.prepare("SELECT expires_at, expiry_notice_at FROM envelopes WHERE id = ?").bind(sent.envelopeId).first<{ expires_at: string; expiry_notice_at: string }>();
+    const shard = await tenantDb(owner.organizationId);
+    const row = await shard.prepare("SELECT expires_at, expiry_notice_at FROM envelopes WHERE id = ?").bind(sent.envelopeId).first<{ expires_at: string; expiry_notice_at: string }>();
     expect(Date.parse(row!.expires_at) - Date.parse(row!.expiry_notice_at)).toBe(86_400_000);
     await signAll(tokenOf(sent.links[0]!.url));
-    await env.DB.prepare("UPDATE envelopes SET expiry_notice_at = ? WHERE id = ?").bind(new Date(Date.now() - 1000).toISOString(), sent.envelopeId).run();
+    await shard.prepare("UPDATE envelopes SET expiry_notice_at = ? WHERE id = ?").bind(new Date(Date.now() - 1000).toISOString(), sent.envelopeId).run();
     await cronPasses(3);
     expect(await mailsOf(emails[0]!, /expires tomorrow/)).toEqual([]);
     const notices = await mailsOf(emails[1]!, /expires tomorrow/);
     expect(notices).toHaveLength(1);
     expect(notices[0]!.text).toContain(row!.expires_at);
     expect((await audit(owner, sent.envelopeId)).filter((e) => e.event === "expiry_notice").map((e) => e.signerId)).toEqual([sent.links[1]!.signerId]);
-    expect((await env.DB.prepare("SELECT expiry_notice_at FROM envelopes WHERE id = ?").bind(sent.envelopeId).first<{ expiry_notice_at: string | null }>())!.expiry_notice_at).toBeNull();
+    expect((await shard.prepare("SELECT expiry_notice_at FROM envelopes WHERE id = ?").bind(sent.envelopeId).first<{ expiry_notice_at: string | null }>())!.expiry_notice_at).toBeNull();
     // An envelope of one day has no notice: it would come at once.
     const short = await envelope({ expiresInDays: 1 });
-    expect((await env.DB.prepare("SELECT expiry_notice_at FROM envelopes WHERE id = ?").bind(short.sent.envelopeId).first<{ expiry_notice_at: string | null }>())!.expiry_notice_at).toBeNull();
+    expect((await (await tenantDb(short.owner.organizationId)).prepare("SELECT expiry_notice_at FROM envelopes WHERE id = ?").bind(short.sent.envelopeId).first<{ expiry_notice_at: string | null }>())!.expiry_notice_at).toBeNull();
   });
 });

@@ -3,7 +3,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import { call, json } from "./helpers/client";
 import { createDocument, freshIp, leaseCanonical, mailTo, publicSign, sendForSignature, tokenOf } from "./helpers/documents";
-import { createPrincipal } from "./helpers/factories";
+import { createPrincipal, tenantDb } from "./helpers/factories";
 
 // Server-verified signers (issue 20): send_code mails a 6-digit code, authenticate checks it; an envelope whose
 // signerVerification is `code` refuses the spec's client attestation.
@@ -218,8 +218,9 @@ describe("nothing raw at rest", () => {
       codes.push(await codeFor(signers[i]!.email));
     }
     // A reminder mints another link for each.
-    await env.DB.prepare("UPDATE envelope_signers SET remind_at = ? WHERE envelope_id = ?").bind(new Date(Date.now() - 1000).toISOString(), sent.envelopeId).run();
-    await runInDurableObject(stub(sent.envelopeId), async (instance) => void (await (instance as unknown as { remind(id: string): Promise<number> }).remind(sent.envelopeId)));
+    const shard = await tenantDb(owner.organizationId);
+    await shard.prepare("UPDATE envelope_signers SET remind_at = ? WHERE envelope_id = ?").bind(new Date(Date.now() - 1000).toISOString(), sent.envelopeId).run();
+    await runInDurableObject(stub(sent.envelopeId), async (instance) => void (await (instance as unknown as { remind(id: string, organizationId: string): Promise<number> }).remind(sent.envelopeId, owner.organizationId)));
     for (const s of signers) {
       await vi.waitFor(async () => expect((await mailTo(s.email)).some((m) => m.subject.startsWith("Reminder"))).toBe(true));
       const reminder = (await mailTo(s.email)).find((m) => m.subject.startsWith("Reminder"))!;
@@ -227,13 +228,18 @@ describe("nothing raw at rest", () => {
     }
     expect(new Set(handedOut).size).toBe(4);
     const key = env.SEAL_PRIVATE_KEY!.replaceAll("\\n", "\n").split("\n").filter((l) => !l.startsWith("-----")).join("");
-    const tables = (await env.DB.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '_cf_%'").all<{ name: string }>()).results.map((r) => r.name);
-    expect(tables).toEqual(expect.arrayContaining(["signing_links", "envelope_signers", "envelope_audit", "mail_outbox", "outbox_events", "idempotency_keys", "signature_settings"]));
-    for (const table of tables) {
-      const dump = JSON.stringify((await env.DB.prepare(`SELECT * FROM "${table}"`).all()).results);
-      for (const t of handedOut) expect(dump.includes(t.slice(5)), `${table} holds a raw signing token`).toBe(false);
-      for (const c of codes) expect(new RegExp(`(?<![0-9A-Za-z])${c}(?![0-9A-Za-z])`).test(dump), `${table} holds a raw code`).toBe(false);
-      expect(dump.includes(key.slice(40, 100)), `${table} holds the seal key`).toBe(false);
+    // The directory (public_keys holds the links' hashes) and the organization's shard.
+    const seen: string[] = [];
+    for (const db of [env.DB, shard]) {
+      const tables = (await db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '_cf_%'").all<{ name: string }>()).results.map((r) => r.name);
+      seen.push(...tables);
+      for (const table of tables) {
+        const dump = JSON.stringify((await db.prepare(`SELECT * FROM "${table}"`).all()).results);
+        for (const t of handedOut) expect(dump.includes(t.slice(5)), `${table} holds a raw signing token`).toBe(false);
+        for (const c of codes) expect(new RegExp(`(?<![0-9A-Za-z])${c}(?![0-9A-Za-z])`).test(dump), `${table} holds a raw code`).toBe(false);
+        expect(dump.includes(key.slice(40, 100)), `${table} holds the seal key`).toBe(false);
+      }
     }
+    expect(seen).toEqual(expect.arrayContaining(["public_keys", "signing_links", "envelope_signers", "envelope_audit", "mail_outbox", "outbox_events", "idempotency_keys", "signature_settings"]));
   });
 });

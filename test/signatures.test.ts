@@ -2,10 +2,12 @@ import { createExecutionContext, createScheduledController, runDurableObjectAlar
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import worker from "../src/index";
+import { sha256Hex } from "../src/lib/crypto";
 import { turnstile } from "../src/platform/bot-challenge";
+import { everyShard, shardDatabase } from "../src/shards/bindings";
 import { call, json } from "./helpers/client";
 import { createDocument, freshIp, leaseCanonical, linkIn, mailTo, publicSign, sendForSignature, signAll, tokenOf } from "./helpers/documents";
-import { createPrincipal, type TestPrincipal } from "./helpers/factories";
+import { createPrincipal, type TestPrincipal, tenantDb } from "./helpers/factories";
 import { receiverUrl } from "./helpers/receiver";
 import { testApp } from "./helpers/test-app";
 
@@ -19,7 +21,7 @@ async function envelopeOf(owner: TestPrincipal, envelopeId: string) {
 }
 const auditOf = async (owner: TestPrincipal, envelopeId: string) => json(await call("GET", `/api/signatures/${envelopeId}/audit`, { token: owner.token }));
 const events = async (organizationId: string, type: string) =>
-  (await env.DB.prepare("SELECT data FROM outbox_events WHERE organization_id = ? AND type = ?").bind(organizationId, type).all<{ data: string }>()).results.map((r) => JSON.parse(r.data));
+  (await (await tenantDb(organizationId)).prepare("SELECT data FROM outbox_events WHERE organization_id = ? AND type = ?").bind(organizationId, type).all<{ data: string }>()).results.map((r) => JSON.parse(r.data));
 const stub = (envelopeId: string) => env.ENVELOPE_SIGNER.get(env.ENVELOPE_SIGNER.idFromName(envelopeId));
 const action = (token: string, body: Record<string, unknown>) => publicSign("POST", token, body);
 
@@ -193,7 +195,7 @@ describe("the public signer flow (spec: Signer state table)", () => {
     await call("DELETE", `/api/signatures/${envelope.envelopeId}`, { token: owner.token });
     await goneText(tokens[1]!);
     const expiring = await sent("parallel", { expiresInDays: 1 });
-    await env.DB.prepare("UPDATE envelopes SET expires_at = ? WHERE id = ?").bind(new Date(Date.now() - 1000).toISOString(), expiring.envelope.envelopeId).run();
+    await (await tenantDb(expiring.owner.organizationId)).prepare("UPDATE envelopes SET expires_at = ? WHERE id = ?").bind(new Date(Date.now() - 1000).toISOString(), expiring.envelope.envelopeId).run();
     await goneText(expiring.tokens[0]!);
     expect(new Set(bodies)).toEqual(new Set([JSON.stringify(GONE)]));
     expect((await envelopeOf(expiring.owner, expiring.envelope.envelopeId)).status).toBe("expired");
@@ -233,7 +235,7 @@ describe("envelope moves (spec: Envelope state table)", () => {
     // An early alarm leaves it alone (and sets itself again).
     await runDurableObjectAlarm(stub(envelope.envelopeId));
     expect((await envelopeOf(owner, envelope.envelopeId)).status).toBe("partially_signed");
-    await env.DB.prepare("UPDATE envelopes SET expires_at = ? WHERE id = ?").bind(new Date(Date.now() - 1000).toISOString(), envelope.envelopeId).run();
+    await (await tenantDb(owner.organizationId)).prepare("UPDATE envelopes SET expires_at = ? WHERE id = ?").bind(new Date(Date.now() - 1000).toISOString(), envelope.envelopeId).run();
     await runInDurableObject(stub(envelope.envelopeId), (_, state) => state.storage.setAlarm(Date.now() + 60_000));
     expect(await runDurableObjectAlarm(stub(envelope.envelopeId))).toBe(true);
     expect((await envelopeOf(owner, envelope.envelopeId)).status).toBe("expired");
@@ -243,11 +245,33 @@ describe("envelope moves (spec: Envelope state table)", () => {
   });
 });
 
+describe("links across shards (issue 24)", () => {
+  it("a signing link of an organization on shard 1 works, and so does one of an organization on shard 0", async () => {
+    for (const shard of [1, 0]) {
+      const owner = await createPrincipal({ shard });
+      const doc = await createDocument(owner.token, two);
+      const envelope = await sendForSignature(owner.token, doc.id, { mode: "parallel" });
+      const [first, second] = envelope.links.map((l) => tokenOf(l.url)) as [string, string];
+      // The directory names the link's organization (by the token's hash); the rows stay on the organization's shard.
+      const key = await env.DB.prepare("SELECT organization_id FROM public_keys WHERE kind = 'signing_link' AND key = ?").bind(await sha256Hex(first)).first<string>("organization_id");
+      expect(key).toBe(owner.organizationId);
+      const opened = await publicSign("GET", first);
+      expect(opened.status).toBe(200);
+      expect((await json(opened)).signer).toMatchObject({ name: "Lars Landlord", status: "opened" });
+      expect(await signAll(first)).toEqual({ ok: true, completed: false });
+      expect(await signAll(second)).toEqual({ ok: true, completed: true });
+      expect((await envelopeOf(owner, envelope.envelopeId)).status).toBe("completed");
+      const onShard = await shardDatabase(env, shard).prepare("SELECT status FROM envelopes WHERE id = ?").bind(envelope.envelopeId).first<string>("status");
+      expect(onShard).toBe("completed");
+    }
+  });
+});
+
 describe("expiry without an alarm", () => {
   it("the cron pass hands an overdue envelope whose alarm was never set to its object, which expires it", async () => {
     const { owner, envelope } = await sent("parallel", { expiresInDays: 1 });
     await runInDurableObject(stub(envelope.envelopeId), (_, state) => state.storage.deleteAlarm());
-    await env.DB.prepare("UPDATE envelopes SET expires_at = ? WHERE id = ?").bind(new Date(Date.now() - 1000).toISOString(), envelope.envelopeId).run();
+    await (await tenantDb(owner.organizationId)).prepare("UPDATE envelopes SET expires_at = ? WHERE id = ?").bind(new Date(Date.now() - 1000).toISOString(), envelope.envelopeId).run();
     const ctx = createExecutionContext();
     await worker.scheduled(createScheduledController({ cron: "* * * * *" }), env, ctx);
     await waitOnExecutionContext(ctx);
@@ -282,11 +306,12 @@ describe("serialization and evidence", () => {
     expect(trail.chain).toEqual({ valid: true, head: trail.events.at(-1).hash, length: trail.events.length, brokenAt: null, seal: "not_applicable" });
     for (const [i, e] of trail.events.entries()) expect(e.prevHash).toBe(i === 0 ? "0".repeat(64) : trail.events[i - 1].hash);
     // The table refuses changes; someone with database access removes the guard and edits one IP.
-    await expect(env.DB.prepare("UPDATE envelope_audit SET ip = '6.6.6.6' WHERE envelope_id = ? AND seq = 3").bind(envelope.envelopeId).run()).rejects.toThrow(/append-only/);
-    await env.DB.batch([
-      env.DB.prepare("DROP TRIGGER envelope_audit_no_update"),
-      env.DB.prepare("UPDATE envelope_audit SET ip = '6.6.6.6' WHERE envelope_id = ? AND seq = 3").bind(envelope.envelopeId),
-      env.DB.prepare("CREATE TRIGGER envelope_audit_no_update BEFORE UPDATE ON envelope_audit BEGIN SELECT RAISE(ABORT, 'envelope_audit is append-only'); END"),
+    const shard = await tenantDb(owner.organizationId);
+    await expect(shard.prepare("UPDATE envelope_audit SET ip = '6.6.6.6' WHERE envelope_id = ? AND seq = 3").bind(envelope.envelopeId).run()).rejects.toThrow(/append-only/);
+    await shard.batch([
+      shard.prepare("DROP TRIGGER envelope_audit_no_update"),
+      shard.prepare("UPDATE envelope_audit SET ip = '6.6.6.6' WHERE envelope_id = ? AND seq = 3").bind(envelope.envelopeId),
+      shard.prepare("CREATE TRIGGER envelope_audit_no_update BEFORE UPDATE ON envelope_audit BEGIN SELECT RAISE(ABORT, 'envelope_audit is append-only'); END"),
     ]);
     expect((await auditOf(owner, envelope.envelopeId)).chain).toMatchObject({ valid: false, brokenAt: 3 });
   });
@@ -300,13 +325,19 @@ describe("serialization and evidence", () => {
       expect(next).not.toBeNull();
       handedOut = [...tokens, tokenOf(next!)];
     });
-    const tables = (await env.DB.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '_cf_%'").all<{ name: string }>()).results.map((r) => r.name);
-    expect(tables).toEqual(expect.arrayContaining(["envelope_signers", "envelope_audit", "mail_outbox", "outbox_events", "idempotency_keys"]));
-    for (const table of tables) {
-      const rows = await env.DB.prepare(`SELECT * FROM "${table}"`).all();
-      const dump = JSON.stringify(rows.results);
-      for (const t of handedOut) expect(dump.includes(t.slice(5)), `${table} holds a raw token`).toBe(false);
+    // The directory (public_keys holds the links' hashes) and every shard.
+    const databases = [env.DB, ...everyShard(env).map((s) => s.db)];
+    const seen: string[] = [];
+    for (const db of databases) {
+      const tables = (await db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '_cf_%'").all<{ name: string }>()).results.map((r) => r.name);
+      seen.push(...tables);
+      for (const table of tables) {
+        const rows = await db.prepare(`SELECT * FROM "${table}"`).all();
+        const dump = JSON.stringify(rows.results);
+        for (const t of handedOut) expect(dump.includes(t.slice(5)), `${table} holds a raw token`).toBe(false);
+      }
     }
+    expect(seen).toEqual(expect.arrayContaining(["public_keys", "envelope_signers", "envelope_audit", "mail_outbox", "outbox_events", "idempotency_keys"]));
   });
 });
 

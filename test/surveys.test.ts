@@ -12,13 +12,14 @@ import { chatJsonAnswer, type FakeAiAnswer, openAiGateway } from "./helpers/ai-g
 import { call, json } from "./helpers/client";
 import { createContact } from "./helpers/contacts";
 import { createDeal, moveDeal } from "./helpers/deals";
-import { freshIp, mailTo } from "./helpers/documents";
-import { createPrincipal, type TestPrincipal } from "./helpers/factories";
+import { allOnShards, firstOnShards, freshIp, mailTo } from "./helpers/documents";
+import { createPrincipal, type TestPrincipal, tenantDb } from "./helpers/factories";
 import { refuseConnections } from "./helpers/outbound";
 import { aggregateOf } from "./helpers/testimonials";
 import { createSurveyTemplate, makeDue, makeExpired, outboxEvents, publicSurvey, scheduleSurvey, STANDARD_QUESTIONS, surveyDetail, surveyRow } from "./helpers/surveys";
 
-const db = createDb(env.DB);
+/** The organization's shard (issue 24), as the cron and queue consumers are handed it. */
+const shardDb = async (p: TestPrincipal) => createDb(await tenantDb(p.organizationId));
 const APP_URL = readConfig(env).APP_URL.replace(/\/$/, "");
 const GONE = { state: "gone" };
 const PRAISE = "Wonderful agent, great help, we love the house";
@@ -49,7 +50,7 @@ async function answer(token: string, answers: Record<string, unknown>, vars?: Re
 /** Runs the response workflow on every SURVEY_COMPLETED of the organization, past the dispatcher's claim (it is idempotent itself). */
 async function analyse(owner: TestPrincipal) {
   const events = await outboxEvents(owner.organizationId, "SURVEY_COMPLETED");
-  await surveyResponseConsumer.handle(events, { env, db });
+  await surveyResponseConsumer.handle(events, { env, db: await shardDb(owner) });
   return events;
 }
 
@@ -69,6 +70,7 @@ async function expectGone(token: string) {
 describe("surveys: the state table end to end (spec: Survey, States and transitions, Rules 1, Events)", () => {
   it("a won deal is surveyed once: SCHEDULED, mailed by the cron (SENT), OPENED, COMPLETED, and a PENDING testimonial", async () => {
     const owner = await createPrincipal();
+    const db = await shardDb(owner);
     const contact = await createContact(owner.token, { firstName: "Casey", lastName: "Client" });
     const deal = await createDeal(owner.token, { contactId: contact.id, assignedTo: owner.userId });
     await moveDeal(owner.token, deal.id, "CLOSED");
@@ -168,6 +170,7 @@ describe("surveys: the state table end to end (spec: Survey, States and transiti
 
   it("two deals won at once in an organization without templates: one standard template, one survey per deal", async () => {
     const owner = await createPrincipal();
+    const db = await shardDb(owner);
     const deals = [await createDeal(owner.token, { assignedTo: owner.userId }), await createDeal(owner.token, { assignedTo: owner.userId })];
     for (const d of deals) await moveDeal(owner.token, d.id, "CLOSED");
     const won = await outboxEvents(owner.organizationId, "DEAL_WON");
@@ -214,7 +217,7 @@ describe("the response workflow (spec: Testimonial state table, survey response 
     for (const [i, c] of cases.entries()) {
       const { response } = await surveyDetail(owner, surveys[i]!);
       expect(response, c.name).toMatchObject({ sentiment: c.sentiment, sentimentSource: c.sentiment ? "lexicon" : null });
-      const analysed = await env.DB.prepare("SELECT analyzed_at FROM survey_responses WHERE survey_id = ?").bind(surveys[i]).first<string | null>("analyzed_at");
+      const analysed = (await firstOnShards<{ analyzed_at: string | null }>("SELECT analyzed_at FROM survey_responses WHERE survey_id = ?", surveys[i]))?.analyzed_at ?? null;
       expect(analysed, c.name).toEqual(expect.any(String));
       if (!c.promoted) {
         expect(response!.testimonialId, c.name).toBeNull();
@@ -228,6 +231,7 @@ describe("the response workflow (spec: Testimonial state table, survey response 
 
   it("uses the AI gateway's classification when one is configured, and the lexicon when it answers garbage or fails", async () => {
     const owner = await createPrincipal();
+    const db = await shardDb(owner);
     const template = await createSurveyTemplate(owner);
     const run = async (script: FakeAiAnswer[], chat?: string) => {
       const gateway = await openAiGateway({ script, chat });
@@ -258,6 +262,7 @@ describe("the response workflow (spec: Testimonial state table, survey response 
 describe("gone links (spec: Errors, 404 state 'gone', uniform)", () => {
   it("unknown, malformed, completed, skipped and expired tokens answer the same 404 on GET and POST; closed surveys refuse re-issue and skip (409)", async () => {
     const owner = await createPrincipal();
+    const db = await shardDb(owner);
     const template = await createSurveyTemplate(owner);
     const issue = (overrides: Record<string, unknown> = {}) => scheduleSurvey(owner, { templateId: template.id, ...overrides });
 
@@ -300,6 +305,7 @@ describe("gone links (spec: Errors, 404 state 'gone', uniform)", () => {
 
   it("a re-issue kills the old token at once; a survey already mailed is mailed the new link now, one not mailed yet at its time", async () => {
     const owner = await createPrincipal();
+    const db = await shardDb(owner);
     const template = await createSurveyTemplate(owner);
 
     const contact = await createContact(owner.token);
@@ -486,6 +492,7 @@ describe("organizations stay apart (spec: Authentication 1)", () => {
 describe("channels and configuration", () => {
   it("a LINK survey is never mailed and counts as sent when created", async () => {
     const owner = await createPrincipal();
+    const db = await shardDb(owner);
     const contact = await createContact(owner.token);
     const s = await scheduleSurvey(owner, { templateId: (await createSurveyTemplate(owner)).id, recipientPersonId: contact.id, channel: "LINK" });
     expect(s).toMatchObject({ channel: "LINK", status: "SCHEDULED", surveyUrl: `${APP_URL}/survey/${s.accessToken}` });
@@ -502,6 +509,7 @@ describe("channels and configuration", () => {
 
   it("the response rate never exceeds 1: an EMAIL survey answered before its mail went out counts as sent", async () => {
     const owner = await createPrincipal();
+    const db = await shardDb(owner);
     const template = await createSurveyTemplate(owner);
     await scheduleSurvey(owner, { templateId: template.id, channel: "LINK" });
     const contacts = [await createContact(owner.token), await createContact(owner.token)];
@@ -537,6 +545,7 @@ describe("channels and configuration", () => {
 describe("access tokens (only the SHA-256 is stored)", () => {
   it("the raw token is in no column, event or stored mail; the sealed copy is erased once mailed or skipped", async () => {
     const owner = await createPrincipal();
+    const db = await shardDb(owner);
     const template = await createSurveyTemplate(owner);
     const contacts = [await createContact(owner.token), await createContact(owner.token), await createContact(owner.token)];
     const [toSend, toOpen, toSkip] = await Promise.all(contacts.map((c) => scheduleSurvey(owner, { templateId: template.id, recipientPersonId: c.id, channel: "EMAIL" })));
@@ -563,8 +572,8 @@ describe("access tokens (only the SHA-256 is stored)", () => {
     expect((await mailedLink(contacts[1]!.email)).token).toBe(toOpen!.accessToken);
     expect(await mailTo(contacts[2]!.email)).toEqual([]);
 
-    const { results: events } = await env.DB.prepare("SELECT data FROM outbox_events WHERE organization_id = ?").bind(owner.organizationId).all<{ data: string }>();
-    const { results: mail } = await env.DB.prepare('SELECT body FROM mail_outbox WHERE "to" IN (?, ?)').bind(contacts[0]!.email, contacts[1]!.email).all<{ body: string }>();
+    const { results: events } = await (await tenantDb(owner.organizationId)).prepare("SELECT data FROM outbox_events WHERE organization_id = ?").bind(owner.organizationId).all<{ data: string }>();
+    const mail = await allOnShards<{ body: string }>('SELECT body FROM mail_outbox WHERE "to" IN (?, ?)', contacts[0]!.email, contacts[1]!.email);
     expect(mail).toHaveLength(2);
     for (const s of [toSend!, toOpen!, toSkip!, link]) {
       for (const e of events) expect(e.data).not.toContain(s.accessToken.slice(4));
@@ -576,6 +585,7 @@ describe("access tokens (only the SHA-256 is stored)", () => {
 describe("found by an adversarial pass", () => {
   it("a re-issue whose mail fails still answers the new link, which works; a trashed recipient's survey waits, a purged one's is skipped, not retried", async () => {
     const owner = await createPrincipal();
+    const db = await shardDb(owner);
     const template = await createSurveyTemplate(owner);
     const contact = await createContact(owner.token);
     const sent = await scheduleSurvey(owner, { templateId: template.id, recipientPersonId: contact.id, channel: "EMAIL" });
@@ -600,7 +610,7 @@ describe("found by an adversarial pass", () => {
     await sendDueSurveys(env, db);
     expect(await surveyRow(orphan.id)).toMatchObject({ status: "SCHEDULED", sent_at: null });
     // Purged: gone for good, so the survey is skipped.
-    await env.DB.prepare("UPDATE trash_entries SET restorable_until = ? WHERE record_id = ?").bind(new Date(Date.now() - 1000).toISOString(), gone.id).run();
+    await (await tenantDb(owner.organizationId)).prepare("UPDATE trash_entries SET restorable_until = ? WHERE record_id = ?").bind(new Date(Date.now() - 1000).toISOString(), gone.id).run();
     await purgeTrash(env, db);
     await makeDue(orphan.id);
     await sendDueSurveys(env, db);

@@ -1,15 +1,14 @@
-import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { call, json } from "./helpers/client";
 import { createContact } from "./helpers/contacts";
-import { createPrincipal } from "./helpers/factories";
+import { createPrincipal, tenantDb } from "./helpers/factories";
 import { aggregateOf, createTestimonial, move, publishedTestimonial } from "./helpers/testimonials";
 
 const refused = async (res: Response, code: string) => {
   expect(res.status).toBe(409);
   expect(await json(res)).toEqual({ error: code, message: expect.any(String) });
 };
-const events = async (organizationId: string, type: string) => env.DB.prepare("SELECT COUNT(*) AS n FROM outbox_events WHERE organization_id = ? AND type = ?").bind(organizationId, type).first<number>("n");
+const events = async (organizationId: string, type: string) => (await tenantDb(organizationId)).prepare("SELECT COUNT(*) AS n FROM outbox_events WHERE organization_id = ? AND type = ?").bind(organizationId, type).first<number>("n");
 
 describe("testimonials (spec: Testimonial state table)", () => {
   it("starts PENDING and PRIVATE whatever the body says, with the author a contact of the organization", async () => {

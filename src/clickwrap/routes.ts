@@ -1,4 +1,5 @@
 import { OpenAPIHono, z } from "@hono/zod-openapi";
+import type { Context } from "hono";
 import { cors } from "hono/cors";
 import { API, apiError, apiJson, gone } from "../platform/api-family";
 import { serviceContext } from "../platform/auth";
@@ -8,6 +9,7 @@ import { validationHook } from "../platform/openapi";
 import { rateLimit } from "../platform/rate-limit";
 import { requestMeta } from "../platform/request-meta";
 import { defineRoute, jsonBody } from "../platform/route";
+import { openPublicKey } from "../shards/directory";
 import { consentPage } from "./page";
 import {
   AcceptanceList,
@@ -30,7 +32,7 @@ import {
   VersionText,
 } from "./schemas";
 import { getAgreement } from "./history";
-import { accept, getVersion, listAcceptances, listAgreements, publicAgreement, publishAgreement, setActive } from "./service";
+import { accept, getVersion, listAcceptances, listAgreements, type PublicClickwrap, publicAgreement, publishAgreement, setActive } from "./service";
 
 const tags = ["Clickwrap"];
 const security = [{ bearerAuth: [] }];
@@ -185,6 +187,14 @@ acceptance it posts \`{type: "clickwrap:accepted", agreementId, versionHash, sub
   },
 });
 
+/**
+ * The agreement's organization, found in the directory by its id, with its shard opened (issue 24); null when the
+ * directory knows no such agreement, which answers as an unknown one.
+ */
+async function publicContext(c: Context<AppBindings>, agreementId: string): Promise<PublicClickwrap | null> {
+  const organizationId = await openPublicKey(c, "agreement", agreementId);
+  return organizationId ? { db: c.get("db"), organizationId } : null;
+}
 
 export const clickwrapRoutes = new OpenAPIHono<AppBindings>({ defaultHook: validationHook });
 // A site may also show the text and take the acceptance with its own interface: the public routes answer any origin
@@ -215,13 +225,17 @@ clickwrapRoutes
   .openapi(activate, async (c) => c.json(withEtag(c, await setActive(serviceContext(c), c.req.valid("param").agreementId, true)), 200))
   .openapi(acceptances, async (c) => c.json(await listAcceptances(serviceContext(c), c.req.valid("param").agreementId, c.req.valid("query")), 200))
   .openapi(publicRead, async (c) => {
-    const a = await publicAgreement({ db: c.get("db") }, c.req.valid("param").agreementId);
+    const { agreementId } = c.req.valid("param");
+    const ctx = await publicContext(c, agreementId);
+    const a = ctx && (await publicAgreement(ctx, agreementId));
     if (!a) return gone(c);
     return c.json({ agreement: { id: a.id, key: a.key, title: a.title, body: a.body, versionHash: a.versionHash } }, 200);
   })
   .openapi(publicAccept, async (c) => {
     const input = (c.req.valid("json") as AcceptRequest | undefined) ?? {};
-    const done = await accept({ db: c.get("db") }, c.req.valid("param").agreementId, input, requestMeta(c));
+    const { agreementId } = c.req.valid("param");
+    const ctx = await publicContext(c, agreementId);
+    const done = ctx !== null && (await accept(ctx, agreementId, input, requestMeta(c)));
     return done ? c.json({ accepted: true as const }, 200) : gone(c);
   })
   .openapi(page, async (c) => {
@@ -229,5 +243,7 @@ clickwrapRoutes
     const parsed = subject === undefined ? undefined : SUBJECT.safeParse(subject);
     // A subjectRef the accept route would refuse is refused here, before anyone is asked to click.
     if (parsed && !parsed.success) return consentPage(c, null, { invalidSubject: true }) as never;
-    return consentPage(c, await publicAgreement({ db: c.get("db") }, c.req.valid("param").agreementId), { subjectRef: parsed?.data }) as never;
+    const { agreementId } = c.req.valid("param");
+    const ctx = await publicContext(c, agreementId);
+    return consentPage(c, ctx && (await publicAgreement(ctx, agreementId)), { subjectRef: parsed?.data }) as never;
   });

@@ -6,6 +6,7 @@ import { sha256Hex } from "../lib/crypto";
 import { Conflict, NotFound } from "../lib/errors";
 import { newId } from "../lib/ids";
 import type { ServiceContext } from "../platform/context";
+import { registerPublicKeys } from "../shards/directory";
 import type { RequestMeta } from "../signatures/machine";
 import { type Acceptance, type AcceptRequest, type AgreementPublish, type AgreementSummary, MAX_ACCEPTANCES } from "./schemas";
 
@@ -39,6 +40,8 @@ export async function publishAgreement(ctx: ServiceContext, input: AgreementPubl
     const now = new Date().toISOString();
     if (!before) {
       const id = newId();
+      // The public routes find the agreement's organization by its id in the directory (issue 24): registered first.
+      await registerPublicKeys(ctx.directory, ctx.organizationId, "agreement", [id]);
       await commit(ctx, [
         expectNoRow(ctx.db, clickwrapAgreements, and(eq(clickwrapAgreements.organizationId, ctx.organizationId), eq(clickwrapAgreements.key, input.key))),
         ctx.db.insert(clickwrapAgreements).values({ id, organizationId: ctx.organizationId, key: input.key, title: input.title, versionHash, active: true, createdAt: now, updatedAt: now, version: 1 }),
@@ -156,13 +159,18 @@ export async function listAcceptances(ctx: ServiceContext, id: string, q: { subj
   return { acceptances, versionHash: a.versionHash, ...(acceptedCurrentVersion === undefined ? {} : { acceptedCurrentVersion }) };
 }
 
+/**
+ * What the public routes read with: the shard of the agreement's organization, named by the directory (issue 24).
+ */
+export type PublicClickwrap = Pick<ServiceContext, "db" | "organizationId">;
+
 /** The current text of an active agreement (the public routes), or null: unknown and inactive answer alike. */
-export async function publicAgreement(ctx: Pick<ServiceContext, "db">, id: string) {
+export async function publicAgreement(ctx: PublicClickwrap, id: string) {
   const row = await ctx.db
     .select({ id: clickwrapAgreements.id, key: clickwrapAgreements.key, title: clickwrapAgreements.title, versionHash: clickwrapAgreements.versionHash, body: clickwrapVersions.body, organizationId: clickwrapAgreements.organizationId })
     .from(clickwrapAgreements)
     .innerJoin(clickwrapVersions, and(eq(clickwrapVersions.agreementId, clickwrapAgreements.id), eq(clickwrapVersions.versionHash, clickwrapAgreements.versionHash)))
-    .where(and(eq(clickwrapAgreements.id, id), eq(clickwrapAgreements.active, true)))
+    .where(and(eq(clickwrapAgreements.organizationId, ctx.organizationId), eq(clickwrapAgreements.id, id), eq(clickwrapAgreements.active, true)))
     .get();
   return row ?? null;
 }
@@ -179,13 +187,13 @@ export class StaleVersion extends Conflict {
  * the agreement still active at that version (a publish between read and write refuses it rather than record it
  * against a text the person did not see). Returns null when the agreement is unknown or inactive.
  */
-export async function accept(ctx: Pick<ServiceContext, "db">, id: string, input: AcceptRequest, meta: RequestMeta): Promise<boolean> {
+export async function accept(ctx: PublicClickwrap, id: string, input: AcceptRequest, meta: RequestMeta): Promise<boolean> {
   const a = await publicAgreement(ctx, id);
   if (!a) return false;
   if (input.versionHash !== undefined && input.versionHash !== a.versionHash) throw new StaleVersion(a.versionHash);
   try {
     await ctx.db.batch([
-      expectRow(ctx.db, clickwrapAgreements, and(eq(clickwrapAgreements.id, id), eq(clickwrapAgreements.active, true), eq(clickwrapAgreements.versionHash, a.versionHash))),
+      expectRow(ctx.db, clickwrapAgreements, and(eq(clickwrapAgreements.organizationId, ctx.organizationId), eq(clickwrapAgreements.id, id), eq(clickwrapAgreements.active, true), eq(clickwrapAgreements.versionHash, a.versionHash))),
       ctx.db.insert(clickwrapAcceptances).values({
         id: newId(),
         organizationId: a.organizationId,

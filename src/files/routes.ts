@@ -1,9 +1,14 @@
 import { OpenAPIHono, z } from "@hono/zod-openapi";
+import { and, eq } from "drizzle-orm";
+import type { Context } from "hono";
+import { trashEntries } from "../db/schema";
 import { API, apiError } from "../platform/api-family";
 import type { AppBindings } from "../platform/context";
 import { validationHook } from "../platform/openapi";
 import { rateLimit } from "../platform/rate-limit";
 import { defineRoute } from "../platform/route";
+import { openShard } from "../platform/session";
+import { placementOf } from "../shards/directory";
 import { verifyFileUrl } from "./signed-url";
 
 /** What R2 holds behind signed links: PDFs, images of the types uploads accept (properties/photos.ts), Office files (deals/files.ts). */
@@ -48,22 +53,33 @@ const download = defineRoute(API, {
   },
 });
 
-/** The deal or property a file belongs to, from its key (deals/files.ts, properties/files.ts). */
-const OWNER = /^(?:deals|properties)\/[^/]+\/([^/]+)\//;
+/** The organization and the deal or property a file belongs to, from its key (deals/files.ts, properties/files.ts). */
+const OWNER = /^(?:deals|properties)\/([^/]+)\/([^/]+)\//;
 
 /**
  * A file of a deal or property that is in the trash (or purged) is not served: its record reads 404, and so do links
- * handed out before the delete. The files stay in R2 for a restore.
+ * handed out before the delete. The files stay in R2 for a restore. The key names the organization, so its shard
+ * comes from the directory by placement (issue 24); an organization the directory no longer knows serves nothing.
  */
-async function inTrash(db: D1Database, key: string): Promise<boolean> {
-  const owner = OWNER.exec(key)?.[1];
-  return owner ? (await db.prepare("SELECT 1 AS x FROM trash_entries WHERE record_id = ?").bind(owner).first()) !== null : false;
+async function inTrash(c: Context<AppBindings>, key: string): Promise<boolean> {
+  const [, organizationId, owner] = OWNER.exec(key) ?? [];
+  if (!organizationId || !owner) return false;
+  const placement = await placementOf(c.get("directory"), organizationId);
+  if (!placement) return true;
+  openShard(c, placement.shard);
+  const db = c.get("db");
+  const row = await db
+    .select({ id: trashEntries.recordId })
+    .from(trashEntries)
+    .where(and(eq(trashEntries.organizationId, organizationId), eq(trashEntries.recordId, owner)))
+    .get();
+  return row !== undefined;
 }
 
 export const fileRoutes = new OpenAPIHono<AppBindings>({ defaultHook: validationHook }).openapi(download, async (c) => {
   const { key } = c.req.valid("param");
   const { expires, signature, for: scope } = c.req.valid("query");
-  const object = (await verifyFileUrl(c.env, key, expires, signature, scope)) && !(await inTrash(c.env.DB, key)) ? await c.env.FILES.get(key) : null;
+  const object = (await verifyFileUrl(c.env, key, expires, signature, scope)) && !(await inTrash(c, key)) ? await c.env.FILES.get(key) : null;
   if (!object) return c.json({ error: "not_found", message: "This link is invalid or has expired" }, 404);
   return new Response(object.body, {
     headers: {

@@ -18,23 +18,25 @@ export const FEED_REVIEWS = 50;
 
 export const feedPath = (slug: string) => `/api/public/reviews/${encodeURIComponent(slug)}`;
 
-/** The feed of a PUBLISHED profile, or null for any other slug (unknown, draft, deleted: the same 404). */
-export async function buildFeed(db: Db, slug: string) {
-  const orgOf = sql`(SELECT organization_id FROM agent_profiles WHERE slug = ${slug} AND status = 'PUBLISHED')`;
-  const agentOf = sql`(SELECT user_id FROM agent_profiles WHERE slug = ${slug} AND status = 'PUBLISHED')`;
+/**
+ * The feed of a PUBLISHED profile of `organizationId` (the slug's holder in the directory, whose shard `db` is), or
+ * null for any other slug (unknown, draft, deleted: the same 404).
+ */
+export async function buildFeed(db: Db, organizationId: string, slug: string) {
+  const agentOf = sql`(SELECT user_id FROM agent_profiles WHERE organization_id = ${organizationId} AND slug = ${slug} AND status = 'PUBLISHED')`;
   const [profiles, reviews, aggregates, orgs] = await db.batch([
     db
       .select({ userId: agentProfiles.userId, publishedConfig: agentProfiles.publishedConfig })
       .from(agentProfiles)
-      .where(and(eq(agentProfiles.slug, slug), eq(agentProfiles.status, "PUBLISHED"))),
+      .where(and(eq(agentProfiles.organizationId, organizationId), eq(agentProfiles.slug, slug), eq(agentProfiles.status, "PUBLISHED"))),
     db
       .select()
       .from(testimonials)
-      .where(and(sql`${testimonials.organizationId} = ${orgOf}`, sql`${testimonials.agentUserId} = ${agentOf}`, eq(testimonials.status, "PUBLISHED"), eq(testimonials.visibility, "PUBLIC")))
+      .where(and(eq(testimonials.organizationId, organizationId), sql`${testimonials.agentUserId} = ${agentOf}`, eq(testimonials.status, "PUBLISHED"), eq(testimonials.visibility, "PUBLIC")))
       .orderBy(desc(testimonials.isFeatured), asc(testimonials.sortOrder), desc(testimonials.publishedAt), desc(testimonials.id))
       .limit(FEED_REVIEWS),
-    db.select().from(reputationAggregates).where(and(sql`${reputationAggregates.organizationId} = ${orgOf}`, sql`${reputationAggregates.agentUserId} = ${agentOf}`)),
-    db.select({ name: organizations.name }).from(organizations).where(sql`${organizations.id} = ${orgOf}`),
+    db.select().from(reputationAggregates).where(and(eq(reputationAggregates.organizationId, organizationId), sql`${reputationAggregates.agentUserId} = ${agentOf}`)),
+    db.select({ name: organizations.name }).from(organizations).where(eq(organizations.id, organizationId)),
   ]);
   const owner = profiles[0];
   if (!owner) return null;

@@ -6,6 +6,7 @@ import type { AppBindings } from "../platform/context";
 import { validationHook } from "../platform/openapi";
 import { clientIp, RATE_LIMITS } from "../platform/rate-limit";
 import { defineRoute } from "../platform/route";
+import { openPublicKey } from "../shards/directory";
 import { buildFeed, FEED_TTL_SECONDS, feedCacheKey } from "./feed";
 import { WIDGET_SCRIPT } from "./widget";
 
@@ -87,7 +88,9 @@ reviewRoutes
     const rule = RATE_LIMITS["public-reviews:get"];
     const decision = await c.get("rateLimiter").consume(`public-reviews:get:${clientIp(c.req.header("cf-connecting-ip"))}`, rule);
     if (!decision.allowed) throw new RateLimited(decision.retryAfterSeconds);
-    const body = await buildFeed(c.get("db"), agentSlug);
+    // The slug's organization from the directory, with its shard opened (issue 24); unknown there is the same 404.
+    const organizationId = await openPublicKey(c, "agent_slug", agentSlug);
+    const body = organizationId && (await buildFeed(c.get("db"), organizationId, agentSlug));
     if (!body) return c.json({ error: "not_found", message: "No published profile at this address" }, 404);
     const json = JSON.stringify(body);
     const headers = { "content-type": "application/json", "cache-control": `public, max-age=${FEED_TTL_SECONDS}`, "access-control-allow-origin": "*" };

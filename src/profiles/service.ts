@@ -2,10 +2,12 @@ import { and, eq } from "drizzle-orm";
 import { agentProfiles, testimonials } from "../db/schema";
 import { commit, expectNoRow, expectVersion, expectVersionMatch, type Statement, versioned, type VersionedTable, withRetries } from "../db/write";
 import { Conflict, NotFound, Validation } from "../lib/errors";
+import { loggableError } from "../lib/log";
 import { inJsonList } from "../lib/sql";
 import { nowIso } from "../lib/time";
 import { issuesFromZod } from "../lib/validation";
 import type { ServiceContext } from "../platform/context";
+import { claimPublicKey, releasePublicKeys } from "../shards/directory";
 import { findAgent } from "./agents";
 import { purgeFeed, purgeFeedBySlug } from "./feed";
 import { ProfileBlocks } from "./schemas";
@@ -14,7 +16,7 @@ import { ProfileBlocks } from "./schemas";
  * Agent public profiles (spec: Profile): PUT writes the draft only; publish checks the draft against the approved
  * blocks (schemas.ts ProfileBlocks), copies it to the published configuration and opens the public feed at the
  * profile's slug; delete (ours) closes it again. Slugs are unique across organizations, since public routes know
- * only the slug.
+ * only the slug: each is claimed in the directory (issue 24), which also tells those routes the slug's shard.
  */
 type Row = typeof agentProfiles.$inferSelect;
 const PROFILES = { table: agentProfiles, id: agentProfiles.userId, organizationId: agentProfiles.organizationId, version: agentProfiles.version } satisfies VersionedTable;
@@ -67,6 +69,9 @@ export async function putProfile(ctx: ServiceContext, input: { agentUserId?: str
     const at = nowIso();
     const slug = input.slug ?? row?.slug ?? slugFor(agent.name);
     if (slug !== row?.slug) {
+      // Claimed in the directory before the shard write (issue 24): it is what keeps a slug unique across
+      // organizations on every shard; the shard's own index keeps it unique among this organization's agents.
+      if (!(await claimPublicKey(ctx.directory, ctx.organizationId, "agent_slug", slug))) throw slugTaken();
       const holder = await ctx.db.select({ userId: agentProfiles.userId }).from(agentProfiles).where(eq(agentProfiles.slug, slug)).get();
       if (holder) throw slugTaken();
     }
@@ -82,8 +87,14 @@ export async function putProfile(ctx: ServiceContext, input: { agentUserId?: str
       if (String(err).includes("agent_profiles_slug_unique") || String(err).includes("agent_profiles.slug")) throw slugTaken();
       throw err;
     }
-    // A published profile keeps serving its published configuration; only a new slug moves the feed.
-    if (row && row.slug !== slug && row.status === "PUBLISHED") purgeFeedBySlug(ctx, row.slug);
+    if (row && row.slug !== slug) {
+      // The old slug is free for anyone once no row holds it (a deleted profile keeps its slug for a PUT to restore).
+      await releasePublicKeys(ctx.directory, ctx.organizationId, "agent_slug", [row.slug]).catch((err) =>
+        console.error(JSON.stringify({ level: "warn", msg: "old profile slug not released; it stays reserved to the organization", slug: row.slug, error: loggableError(err) })),
+      );
+      // A published profile keeps serving its published configuration; only a new slug moves the feed.
+      if (row.status === "PUBLISHED") purgeFeedBySlug(ctx, row.slug);
+    }
     return toProfile(next);
   });
 }

@@ -10,6 +10,7 @@ import { readConfig } from "../env";
 import { requestMeta } from "../platform/request-meta";
 import { rateLimit } from "../platform/rate-limit";
 import { defineRoute, jsonBody } from "../platform/route";
+import { openPublicKey } from "../shards/directory";
 import { PublicReferral, Referral, REFERRAL_CHANNELS, ReferralCreate, ReferralList, ReferralListQuery, REWARD_STATUSES, REWARD_TYPES } from "./schemas";
 import { captureReferral, createReferral, listReferrals, REFERRAL_DEDUP_DAYS } from "./service";
 
@@ -89,8 +90,11 @@ export function createReferralRoutes(deps: ReferralDeps) {
     .openapi(capture, async (c) => {
       const input = c.req.valid("json");
       await requireChallenge(readConfig(c.env).BOT_CHALLENGE_SECRET, deps.botChallenge, input.challengeToken, requestMeta(c).ip, "when the bot challenge is configured");
-      const base = { env: c.env, db: c.get("db"), directory: c.get("directory"), d1: c.get("d1"), requestId: c.get("requestId"), defer: (work: Promise<unknown>) => c.executionCtx.waitUntil(work) };
-      const referral = await captureReferral(base, c.req.valid("param").agentSlug, input);
+      const { agentSlug } = c.req.valid("param");
+      // The slug's organization from the directory, with its shard opened (issue 24); unknown there is the same 404.
+      const organizationId = await openPublicKey(c, "agent_slug", agentSlug);
+      const base = organizationId && { env: c.env, db: c.get("db"), directory: c.get("directory"), d1: c.get("d1"), organizationId, requestId: c.get("requestId"), defer: (work: Promise<unknown>) => c.executionCtx.waitUntil(work) };
+      const referral = base && (await captureReferral(base, agentSlug, input));
       if (!referral) return c.json({ error: "not_found", message: "No published profile at this address" }, 404);
       return c.json({ received: true as const, referralId: referral.id }, 202);
     });

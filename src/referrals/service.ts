@@ -1,4 +1,3 @@
-import { createDb } from "../db/client";
 import { facetMoves } from "../contacts/facets";
 import { expectReferences, references } from "../db/references";
 import { and, desc, eq, gt, isNull, ne } from "drizzle-orm";
@@ -16,6 +15,7 @@ import { newId } from "../lib/ids";
 import { sha256Hex } from "../lib/crypto";
 import { addSeconds, nowIso } from "../lib/time";
 import type { ServiceContext } from "../platform/context";
+import { tenantOf } from "../shards/directory";
 import { checkReferences } from "../profiles/agents";
 import type { PublicReferral, Referral, ReferralCreate } from "./schemas";
 
@@ -126,12 +126,12 @@ async function contactByEmail(
   return { id: record.id, statements: [expectNoRow(ctx.db, contacts, byEmail), ctx.db.insert(contacts).values(row), bumpResourceCounter(ctx.db, ctx.organizationId, "contacts", 1), ...facetMoves(ctx, null, record)], events };
 }
 
-/** The PUBLISHED profile at `slug`: its agent and organization, or null (unknown, draft and deleted alike). */
-export async function publishedAgent(db: Db, slug: string) {
+/** The PUBLISHED profile of `organizationId` at `slug`: its agent, or null (unknown, draft and deleted alike). */
+export async function publishedAgent(db: Db, organizationId: string, slug: string) {
   const row = await db
-    .select({ organizationId: agentProfiles.organizationId, userId: agentProfiles.userId })
+    .select({ userId: agentProfiles.userId })
     .from(agentProfiles)
-    .where(and(eq(agentProfiles.slug, slug), eq(agentProfiles.status, "PUBLISHED")))
+    .where(and(eq(agentProfiles.organizationId, organizationId), eq(agentProfiles.slug, slug), eq(agentProfiles.status, "PUBLISHED")))
     .get();
   return row ?? null;
 }
@@ -148,16 +148,17 @@ export function referredKey(contact: string): string {
 /**
  * POST /api/public/referral/{agentSlug} (Rules 2): the referrer becomes a contact of the agent's organization (an
  * existing one with the e-mail is linked), the referral is RECEIVED with channel PUBLIC_PROFILE, REFERRAL_RECEIVED is
- * emitted, all in one batch. Answers null when no profile is published at the slug.
+ * emitted, all in one batch. Answers null when no profile is published at the slug. `base` is the slug's organization,
+ * found in the directory by the route, with its shard (issue 24).
  *
  * The same person referred to the same agent within REFERRAL_DEDUP_DAYS of the first referral answers that referral
  * and writes nothing (no second referral, so no second lead). Race-proof: the batch guards that no live key exists
  * for the person and writes the key, so of concurrent copies one commits and the others re-read and find it.
  */
-export async function captureReferral(base: Omit<ServiceContext, "organizationId" | "actor">, slug: string, input: PublicReferral): Promise<Referral | null> {
-  const agent = await publishedAgent(base.db, slug);
+export async function captureReferral(base: Omit<ServiceContext, "actor">, slug: string, input: PublicReferral): Promise<Referral | null> {
+  const agent = await publishedAgent(base.db, base.organizationId, slug);
   if (!agent) return null;
-  const ctx: ServiceContext = { ...base, organizationId: agent.organizationId, actor: { type: "public", userId: null } };
+  const ctx: ServiceContext = { ...base, actor: { type: "public", userId: null } };
   const contactHash = await sha256Hex(referredKey(input.referredEmail));
   const keyOf = and(eq(referralKeys.organizationId, ctx.organizationId), eq(referralKeys.agentUserId, agent.userId), eq(referralKeys.contactHash, contactHash));
   return withRetries(async () => {
@@ -214,13 +215,20 @@ export async function leadFromReferral(ctx: ServiceContext, referralId: string):
   });
 }
 
-/** REFERRAL_RECEIVED → lead contact; idempotent on the event id (the dispatcher's claim) and on the referral's link. */
-export async function handleReferralEvents(env: Env, db: Db, events: EventEnvelope[]): Promise<void> {
+/**
+ * REFERRAL_RECEIVED → lead contact; idempotent on the event id (the dispatcher's claim) and on the referral's link.
+ * Each event's lead is written on its organization's shard, found through the directory (issue 24).
+ */
+export async function handleReferralEvents(env: Env, events: EventEnvelope[]): Promise<void> {
   const pending: Promise<unknown>[] = [];
   for (const event of events) {
     const referralId = (event.data as { referralId?: unknown }).referralId;
     if (typeof referralId !== "string") continue;
-    const ctx: ServiceContext = { env, db, directory: createDb(env.DB), d1: env.DB, organizationId: event.organizationId, actor: { type: "system", userId: null }, requestId: `event:${event.id}`, defer: (work) => pending.push(work) };
+    // An organization the directory no longer knows has no referral left to turn into a lead.
+    const tenant = await tenantOf(env, event.organizationId);
+    if (!tenant) continue;
+    const { db, d1, directory } = tenant;
+    const ctx: ServiceContext = { env, db, directory, d1, organizationId: event.organizationId, actor: { type: "system", userId: null }, requestId: `event:${event.id}`, defer: (work) => pending.push(work) };
     await leadFromReferral(ctx, referralId);
   }
   await Promise.allSettled(pending);
@@ -229,5 +237,5 @@ export async function handleReferralEvents(env: Env, db: Db, events: EventEnvelo
 export const referralLeadConsumer: EventConsumer = {
   name: "referral-lead",
   accepts: (type) => type === "REFERRAL_RECEIVED",
-  handle: (events, { env, db }) => handleReferralEvents(env, db, events),
+  handle: (events, { env }) => handleReferralEvents(env, events),
 };

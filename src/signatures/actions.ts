@@ -48,7 +48,7 @@ export async function openLink(env: Env, loaded: Loaded, tokenHash: string, meta
   const signer = live.signer;
   if (!signer) return { result: { kind: "gone" }, state };
   if (signer.status === "sent") {
-    state = await write(machineContext(env, state.envelope, defer), state, { signers: [{ id: signer.id, from: "sent", set: { status: "opened" } }], audit: [entry("opened", signer.id, meta)] });
+    state = await write(machineContext(env, state, defer), state, { signers: [{ id: signer.id, from: "sent", set: { status: "opened" } }], audit: [entry("opened", signer.id, meta)] });
   }
   const e = state.envelope;
   const status = signer.status === "sent" ? "opened" : signer.status;
@@ -70,7 +70,7 @@ export async function act(env: Env, loaded: Loaded, codes: SignerCodes, tokenHas
   const state = live.state;
   const signer = live.signer;
   if (!signer) return { result: { kind: "gone" }, state };
-  const ctx = machineContext(env, state.envelope, defer);
+  const ctx = machineContext(env, state, defer);
   const done = (next: Loaded, result: ActResult = { kind: "done" }) => ({ result, state: next });
 
   if (input.action === "decline" && state.envelope.signerVerification === "code" && (signer.status === "sent" || signer.status === "opened")) {
@@ -129,7 +129,7 @@ export async function act(env: Env, loaded: Loaded, codes: SignerCodes, tokenHas
 }
 
 async function sign(env: Env, state: Loaded, codes: SignerCodes, signer: SignerRow, meta: RequestMeta, defer: Defer): Promise<{ result: ActResult; state: Loaded }> {
-  const ctx = machineContext(env, state.envelope, defer);
+  const ctx = machineContext(env, state, defer);
   const at = nowIso();
   const signers = state.signers.map((s) => (s.id === signer.id ? { ...s, status: "signed" as const, signedAt: at } : s));
   const completed = signers.every((s) => s.status === "signed");

@@ -1,15 +1,15 @@
 import type { PDFDocument } from "@pdfme/pdf-lib";
 import { pdfLib } from "../files/pdf-lib";
 import { and, eq, isNull } from "drizzle-orm";
-import type { Db } from "../db/client";
 import { documents, envelopes } from "../db/schema";
 import { FORMS } from "../documents/forms";
 import { renderDocumentPdf } from "../documents/render";
 import type { Env } from "../env";
 import type { EventConsumer } from "../events/consumers";
 import { type UnicodeWriter, unicodeWriter } from "../files/pdf-writer";
+import { tenantOf } from "../shards/directory";
 import { type AuditRow, readAudit, verifyChain } from "./audit";
-import { loadEnvelope } from "./machine";
+import { loadEnvelope, type Tenant } from "./machine";
 
 /**
  * The certificate of completion (spec: Envelope state table, "certificate generated"): a PDF naming the document and
@@ -130,8 +130,9 @@ export async function renderSignedPacket(env: Env, input: SignedPacketInput): Pr
 }
 
 /** Builds and stores the certificate of a completed envelope, once: a second call finds it done. */
-export async function generateCertificate(env: Env, db: Db, envelopeId: string): Promise<void> {
-  const loaded = await loadEnvelope(env, envelopeId);
+export async function generateCertificate(env: Env, tenant: Tenant, envelopeId: string): Promise<void> {
+  const db = tenant.db;
+  const loaded = await loadEnvelope(tenant, envelopeId);
   if (!loaded || loaded.envelope.status !== "completed" || loaded.envelope.certificateKey) return;
   const { envelope, signers } = loaded;
   const [document, audit] = await Promise.all([db.select().from(documents).where(eq(documents.id, envelope.documentId)).get(), readAudit(db, envelope.id)]);
@@ -145,7 +146,11 @@ export async function generateCertificate(env: Env, db: Db, envelopeId: string):
 export const certificateConsumer: EventConsumer = {
   name: "certificate-of-completion",
   accepts: (type) => type === "DOCUMENT_SIGNED",
-  async handle(events, { env, db }) {
-    for (const e of events) await generateCertificate(env, db, String((e.data as { envelopeId?: unknown }).envelopeId));
+  async handle(events, { env }) {
+    for (const e of events) {
+      // The event's organization names the shard; one the directory no longer knows has nothing left to certify.
+      const tenant = await tenantOf(env, e.organizationId);
+      if (tenant) await generateCertificate(env, tenant, String((e.data as { envelopeId?: unknown }).envelopeId));
+    }
   },
 };

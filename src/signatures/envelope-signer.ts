@@ -1,6 +1,7 @@
 import { DurableObject } from "cloudflare:workers";
 import { StaleWrite } from "../db/write";
 import type { Env } from "../env";
+import { tenantOf } from "../shards/directory";
 import { act, type ActResult, openLink, type OpenResult } from "./actions";
 import { SignerCodes } from "./codes";
 import { end, expireIfDue, isExpired, type Loaded, loadEnvelope, machineContext, type RequestMeta, TERMINAL } from "./machine";
@@ -18,10 +19,15 @@ export type VoidResult = { kind: "voided" } | { kind: "not_found" } | { kind: "c
  * moves it with each write it makes, so a transition costs one D1 round trip, the write itself. D1 stays the source of
  * truth: a write from a state D1 has moved past fails its guard, and the object reloads and runs the call again; an
  * evicted object loads once more. One-time codes live in the object's own storage (codes.ts).
+ *
+ * The envelope's rows live on its organization's shard (issue 24): every call names the organization (the public
+ * routes learn it from the link's key in the directory), the object keeps it for its alarm, and a load finds the
+ * shard through the directory. An envelope that is not that organization's is unknown to the call.
  */
 export class EnvelopeSigner extends DurableObject<Env> {
   private tail: Promise<unknown> = Promise.resolve();
   private state: Loaded | null = null;
+  private organizationId: string | null = null;
   /** Tokens that died (they never revive): a call that can only be "gone" is answered without reading anything. */
   private readonly deadTokens = new Set<string>();
   private readonly codes: SignerCodes;
@@ -39,13 +45,32 @@ export class EnvelopeSigner extends DurableObject<Env> {
 
   private readonly defer = (work: Promise<unknown>) => this.ctx.waitUntil(work);
 
-  /** Runs `op` on the envelope's state, in turn; a lost compare-and-set reloads and runs it again. Null: no such envelope. */
-  private withState<T>(envelopeId: string, op: (s: Loaded) => Promise<{ result: T; state: Loaded }>, fresh = false): Promise<T | null> {
+  /** The envelope from its organization's shard; null when the directory knows no such organization or it has no such envelope. */
+  private async load(envelopeId: string, organizationId: string): Promise<Loaded | null> {
+    const tenant = await tenantOf(this.env, organizationId);
+    const s = tenant && (await loadEnvelope(tenant, envelopeId));
+    return s && s.envelope.organizationId === organizationId ? s : null;
+  }
+
+  /** Remembers the organization for the alarm, which is called with nothing (an object made before it was kept learns it here). */
+  private async keepOrganization(organizationId: string): Promise<void> {
+    if (this.organizationId === organizationId) return;
+    this.organizationId = organizationId;
+    await this.ctx.storage.put("organizationId", organizationId);
+  }
+
+  /**
+   * Runs `op` on the envelope's state, in turn; a lost compare-and-set reloads and runs it again. Null: no such
+   * envelope in that organization.
+   */
+  private withState<T>(envelopeId: string, organizationId: string, op: (s: Loaded) => Promise<{ result: T; state: Loaded }>, fresh = false): Promise<T | null> {
     return this.serial(async () => {
       for (let attempt = 1; ; attempt++) {
         const cached = !fresh && attempt === 1 && this.state?.envelope.id === envelopeId ? this.state : null;
-        const s = cached ?? (await loadEnvelope(this.env, envelopeId));
+        if (cached && cached.envelope.organizationId !== organizationId) return null;
+        const s = cached ?? (await this.load(envelopeId, organizationId));
         if (!s) return null;
+        if (!cached) await this.keepOrganization(organizationId);
         this.state = s;
         try {
           const out = await op(s);
@@ -59,32 +84,32 @@ export class EnvelopeSigner extends DurableObject<Env> {
     });
   }
 
-  /** Called when the envelope is created: remembers it, and sets the expiry alarm. */
-  async begin(envelopeId: string, expiresAt: string | null): Promise<void> {
-    await this.ctx.storage.put("envelopeId", envelopeId);
+  /** Called when the envelope is created: remembers it and its organization, and sets the expiry alarm. */
+  async begin(envelopeId: string, organizationId: string, expiresAt: string | null): Promise<void> {
+    await this.ctx.storage.put({ envelopeId, organizationId });
+    this.organizationId = organizationId;
     if (expiresAt) await this.ctx.storage.setAlarm(new Date(expiresAt).getTime());
   }
 
   /** `unknown`: no envelope has this id (the route then looks the token up as a link minted before ids were carried). */
-  async open(envelopeId: string, tokenHash: string, meta: RequestMeta): Promise<OpenResult | { kind: "unknown" }> {
+  async open(envelopeId: string, organizationId: string, tokenHash: string, meta: RequestMeta): Promise<OpenResult | { kind: "unknown" }> {
     if (this.deadTokens.has(tokenHash)) return { kind: "gone" };
-    const result = await this.withState(envelopeId, (s) => openLink(this.env, s, tokenHash, meta, this.defer));
+    const result = await this.withState(envelopeId, organizationId, (s) => openLink(this.env, s, tokenHash, meta, this.defer));
     if (result?.kind === "gone") this.deadTokens.add(tokenHash);
     return result ?? { kind: "unknown" };
   }
 
-  async act(envelopeId: string, tokenHash: string, input: SignerAction, meta: RequestMeta): Promise<ActResult | { kind: "unknown" }> {
+  async act(envelopeId: string, organizationId: string, tokenHash: string, input: SignerAction, meta: RequestMeta): Promise<ActResult | { kind: "unknown" }> {
     if (this.deadTokens.has(tokenHash)) return { kind: "gone" };
     // Checked again in turn: calls that queued behind the one that killed this token answer without any work.
-    const result = await this.withState(envelopeId, async (s) => (this.deadTokens.has(tokenHash) ? { result: { kind: "gone" as const }, state: s } : act(this.env, s, this.codes, tokenHash, input, meta, this.defer)));
+    const result = await this.withState(envelopeId, organizationId, async (s) => (this.deadTokens.has(tokenHash) ? { result: { kind: "gone" as const }, state: s } : act(this.env, s, this.codes, tokenHash, input, meta, this.defer)));
     if (result?.kind === "gone" || (result?.kind === "done" && (input.action === "sign" || input.action === "decline"))) this.deadTokens.add(tokenHash);
     return result ?? { kind: "unknown" };
   }
 
   async void(envelopeId: string, organizationId: string, reason: string, actorUserId: string | null, meta: RequestMeta): Promise<VoidResult> {
-    const result = await this.withState<VoidResult>(envelopeId, async (s) => {
-      if (s.envelope.organizationId !== organizationId) return { result: { kind: "not_found" }, state: s };
-      const ctx = machineContext(this.env, s.envelope, this.defer, { type: "user", userId: actorUserId });
+    const result = await this.withState<VoidResult>(envelopeId, organizationId, async (s) => {
+      const ctx = machineContext(this.env, s, this.defer, { type: "user", userId: actorUserId });
       if (!TERMINAL.has(s.envelope.status) && isExpired(s.envelope)) {
         return { result: { kind: "cannot_void", message: "The envelope has expired" }, state: await end(ctx, s, "expired", "expired", { ip: null, userAgent: null }) };
       }
@@ -96,15 +121,16 @@ export class EnvelopeSigner extends DurableObject<Env> {
   }
 
   /** The cron's call: mails the reminders and expiry notice that are due, once (reminders.ts). */
-  async remind(envelopeId: string): Promise<number> {
-    return (await this.withState(envelopeId, (s) => mailDueNotices(this.env, s, this.defer).then(({ mailed, state }) => ({ result: mailed, state })), true)) ?? 0;
+  async remind(envelopeId: string, organizationId: string): Promise<number> {
+    return (await this.withState(envelopeId, organizationId, (s) => mailDueNotices(this.env, s, this.defer).then(({ mailed, state }) => ({ result: mailed, state })), true)) ?? 0;
   }
 
   override async alarm(): Promise<void> {
-    const envelopeId = await this.ctx.storage.get<string>("envelopeId");
-    if (!envelopeId) return;
+    const { envelopeId, organizationId } = Object.fromEntries(await this.ctx.storage.get<string>(["envelopeId", "organizationId"])) as Record<string, string | undefined>;
+    // Without its organization the object cannot find the envelope's shard; the cron's sweep hands it over (expiry.ts).
+    if (!envelopeId || !organizationId) return;
     // Read afresh: the alarm is rare, and must see an expiry changed in D1 since the object last looked.
-    const later = await this.withState(envelopeId, (s) => expireIfDue(this.env, s, this.defer).then(({ later, state }) => ({ result: later, state })), true);
+    const later = await this.withState(envelopeId, organizationId, (s) => expireIfDue(this.env, s, this.defer).then(({ later, state }) => ({ result: later, state })), true);
     if (later) await this.ctx.storage.setAlarm(new Date(later).getTime());
   }
 }

@@ -12,14 +12,14 @@ import { envelopeSigner } from "./envelope-signer";
  */
 export async function sweepOverdueEnvelopes(env: Env, db: Db, { max = 100 } = {}): Promise<number> {
   const overdue = await db
-    .select({ id: envelopes.id, expiresAt: envelopes.expiresAt })
+    .select({ id: envelopes.id, organizationId: envelopes.organizationId, expiresAt: envelopes.expiresAt })
     .from(envelopes)
     .where(and(eq(envelopes.status, "partially_signed"), lte(envelopes.expiresAt, nowIso())))
     .limit(max);
   await Promise.all(
     overdue.map((e) =>
       envelopeSigner(env, e.id)
-        .begin(e.id, e.expiresAt)
+        .begin(e.id, e.organizationId, e.expiresAt)
         .catch((err) => console.error(JSON.stringify({ level: "warn", msg: "overdue envelope not handed to its object", envelopeId: e.id, error: loggableError(err) }))),
     ),
   );

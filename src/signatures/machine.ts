@@ -1,5 +1,4 @@
 import { and, desc, eq, inArray, sql } from "drizzle-orm";
-import { createDb } from "../db/client";
 import { documents, envelopeAudit, envelopes, envelopeSigners, signingLinks } from "../db/schema";
 import type { ChainSeal, EnvelopeStatus, SignerStatus } from "../db/signatures";
 import { commit, expectVersion, type Statement, type VersionedTable } from "../db/write";
@@ -8,6 +7,7 @@ import type { EventEnvelope } from "../events/envelope";
 import { loggableError } from "../lib/log";
 import { nowIso } from "../lib/time";
 import type { ServiceContext } from "../platform/context";
+import { registerPublicKeys } from "../shards/directory";
 import { type AuditInput, appendAudit, type ChainHead, GENESIS } from "./audit";
 import { sealChainHead } from "./chain-seal";
 
@@ -30,11 +30,15 @@ export interface LiveLink {
   signerId: string;
 }
 
+/** The envelope's organization's shard, and the directory its new link keys are registered in (issue 24). */
+export type Tenant = Pick<ServiceContext, "db" | "d1" | "directory">;
+
 export interface Loaded {
   envelope: EnvelopeRow;
   signers: SignerRow[];
   links: LiveLink[];
   head: ChainHead;
+  tenant: Tenant;
 }
 
 export const ENVELOPES: VersionedTable = { table: envelopes, id: envelopes.id, organizationId: envelopes.organizationId, version: envelopes.version };
@@ -42,9 +46,9 @@ export const TERMINAL: ReadonlySet<EnvelopeStatus> = new Set(["completed", "decl
 export const ACTIVE: ReadonlySet<SignerStatus> = new Set(["sent", "opened", "authenticated", "consented"]);
 const NO_META: RequestMeta = { ip: null, userAgent: null };
 
-/** The envelope, its signers in signing order, its live links and its audit chain head, in one D1 round trip. */
-export async function loadEnvelope(env: Env, envelopeId: string): Promise<Loaded | null> {
-  const db = createDb(env.DB);
+/** The envelope, its signers in signing order, its live links and its audit chain head, in one round trip to its shard. */
+export async function loadEnvelope(tenant: Tenant, envelopeId: string): Promise<Loaded | null> {
+  const db = tenant.db;
   const [rows, signers, links, last] = await db.batch([
     db.select().from(envelopes).where(eq(envelopes.id, envelopeId)),
     db.select().from(envelopeSigners).where(eq(envelopeSigners.envelopeId, envelopeId)).orderBy(envelopeSigners.position),
@@ -52,12 +56,13 @@ export async function loadEnvelope(env: Env, envelopeId: string): Promise<Loaded
     db.select({ seq: envelopeAudit.seq, hash: envelopeAudit.hash }).from(envelopeAudit).where(eq(envelopeAudit.envelopeId, envelopeId)).orderBy(desc(envelopeAudit.seq)).limit(1),
   ]);
   const envelope = rows[0];
-  return envelope ? { envelope, signers, links, head: last[0] ?? { seq: 0, hash: GENESIS } } : null;
+  return envelope ? { envelope, signers, links, head: last[0] ?? { seq: 0, hash: GENESIS }, tenant } : null;
 }
 
-/** The service context a transition writes with: the envelope's organization, deferred work kept alive. */
-export function machineContext(env: Env, envelope: EnvelopeRow, defer: (work: Promise<unknown>) => void, actor: ServiceContext["actor"] = { type: "public", userId: null }): ServiceContext {
-  return { env, db: createDb(env.DB), directory: createDb(env.DB), d1: env.DB, organizationId: envelope.organizationId, actor, requestId: "envelope-signer", defer };
+/** The service context a transition writes with: the envelope's organization and shard, deferred work kept alive. */
+export function machineContext(env: Env, loaded: Loaded, defer: (work: Promise<unknown>) => void, actor: ServiceContext["actor"] = { type: "public", userId: null }): ServiceContext {
+  const { db, d1, directory } = loaded.tenant;
+  return { env, db, directory, d1, organizationId: loaded.envelope.organizationId, actor, requestId: "envelope-signer", defer };
 }
 
 export type SignerSet = Partial<Pick<SignerRow, "status" | "sentAt" | "signedAt" | "declinedAt" | "verification" | "remindAt">>;
@@ -114,6 +119,9 @@ export async function write(ctx: ServiceContext, loaded: Loaded, change: Change)
     );
   }
   statements.push(...audit.statements);
+  // New links are registered in the directory before the shard write that makes them live (issue 24): a key whose
+  // write then fails resolves to an envelope without that link, which answers as an unknown token.
+  await registerPublicKeys(ctx.directory, envelope.organizationId, "signing_link", (change.newLinks ?? []).map((l) => l.tokenHash));
   await commit(ctx, statements, change.events ?? []);
 
   const sets = new Map((change.signers ?? []).map((s) => [s.id, s.set]));
@@ -123,6 +131,7 @@ export async function write(ctx: ServiceContext, loaded: Loaded, change: Change)
     signers: loaded.signers.map((s) => ({ ...s, ...sets.get(s.id), ...(change.killLinks ? { remindAt: null } : {}) })),
     links: change.killLinks ? [] : [...loaded.links.filter((l) => !dead.has(l.signerId)), ...(change.newLinks ?? [])],
     head: audit.head,
+    tenant: loaded.tenant,
   };
 }
 
@@ -155,7 +164,7 @@ export const isExpired = (e: EnvelopeRow, now = nowIso()) => e.expiresAt !== nul
  */
 export async function liveSigner(env: Env, loaded: Loaded, tokenHash: string, defer: (w: Promise<unknown>) => void): Promise<{ signer: SignerRow | null; state: Loaded }> {
   if (TERMINAL.has(loaded.envelope.status)) return { signer: null, state: loaded };
-  if (isExpired(loaded.envelope)) return { signer: null, state: await end(machineContext(env, loaded.envelope, defer), loaded, "expired", "expired", NO_META) };
+  if (isExpired(loaded.envelope)) return { signer: null, state: await end(machineContext(env, loaded, defer), loaded, "expired", "expired", NO_META) };
   const link = loaded.links.find((l) => l.tokenHash === tokenHash);
   const signer = link && loaded.signers.find((s) => s.id === link.signerId);
   return { signer: signer && ACTIVE.has(signer.status) ? signer : null, state: loaded };
@@ -165,5 +174,5 @@ export async function liveSigner(env: Env, loaded: Loaded, tokenHash: string, de
 export async function expireIfDue(env: Env, loaded: Loaded, defer: (w: Promise<unknown>) => void): Promise<{ later: string | null; state: Loaded }> {
   if (TERMINAL.has(loaded.envelope.status) || !loaded.envelope.expiresAt) return { later: null, state: loaded };
   if (!isExpired(loaded.envelope)) return { later: loaded.envelope.expiresAt, state: loaded };
-  return { later: null, state: await end(machineContext(env, loaded.envelope, defer), loaded, "expired", "expired", NO_META) };
+  return { later: null, state: await end(machineContext(env, loaded, defer), loaded, "expired", "expired", NO_META) };
 }

@@ -13,12 +13,12 @@ import { validationHook } from "../platform/openapi";
 import { rateLimit } from "../platform/rate-limit";
 import { requestMeta } from "../platform/request-meta";
 import { defineRoute } from "../platform/route";
+import { openPublicKey } from "../shards/directory";
 import type { ActResult, OpenResult } from "./actions";
 import { envelopeSigner } from "./envelope-signer";
 import { envelopeIdOf } from "./links";
 import { signingPage } from "./page";
 import { ActionDone, Gone, SignerAction, SignerView, TokenParam } from "./schemas";
-
 
 const tags = ["Signing (public)"];
 const GONE = { 404: { description: "Unknown, expired, already signed, declined or voided link, alike (no reason given)", content: { "application/json": { schema: Gone } } } };
@@ -77,16 +77,24 @@ async function envelopeByHash(c: Context<AppBindings>, tokenHash: string): Promi
 }
 
 /**
- * Runs `call` on the object of the envelope the token names, without a D1 read; a token that names no envelope is
- * looked up by hash (a link minted before ids were carried) and tried once more.
+ * Runs `call` on the object of the envelope the token names. The token's hash names its organization in the
+ * directory, which opens that organization's shard (issue 24); the object then needs no D1 read of the route's. A
+ * token that names no envelope is looked up by hash on that shard (a link minted before ids were carried) and tried
+ * once more. A hash the directory does not know is gone, like any dead link.
  */
-async function onEnvelope<T extends { kind: string }>(c: Context<AppBindings>, token: string, call: (envelopeId: string, tokenHash: string) => Promise<unknown>): Promise<T | { kind: "gone" }> {
+async function onEnvelope<T extends { kind: string }>(
+  c: Context<AppBindings>,
+  token: string,
+  call: (envelopeId: string, organizationId: string, tokenHash: string) => Promise<unknown>,
+): Promise<T | { kind: "gone" }> {
   const tokenHash = await sha256Hex(token);
+  const organizationId = await openPublicKey(c, "signing_link", tokenHash);
+  if (!organizationId) return { kind: "gone" };
   const named = envelopeIdOf(token);
-  const first = (named ? await call(named, tokenHash) : { kind: "unknown" }) as T | { kind: "unknown" };
+  const first = (named ? await call(named, organizationId, tokenHash) : { kind: "unknown" }) as T | { kind: "unknown" };
   if (first.kind !== "unknown") return first as T;
   const looked = await envelopeByHash(c, tokenHash);
-  const second = (looked && looked !== named ? await call(looked, tokenHash) : { kind: "gone" }) as T | { kind: "unknown" | "gone" };
+  const second = (looked && looked !== named ? await call(looked, organizationId, tokenHash) : { kind: "gone" }) as T | { kind: "unknown" | "gone" };
   return second.kind === "unknown" ? { kind: "gone" } : (second as T | { kind: "gone" });
 }
 
@@ -111,7 +119,7 @@ export function createPublicSigningRoutes(deps: SigningDeps) {
   return new OpenAPIHono<AppBindings>({ defaultHook: validationHook })
     .openapi(open, async (c) => {
       const meta = requestMeta(c);
-      const result = await onEnvelope<OpenResult>(c, c.req.valid("param").token, (id, hash) => envelopeSigner(c.env, id).open(id, hash, meta));
+      const result = await onEnvelope<OpenResult>(c, c.req.valid("param").token, (id, org, hash) => envelopeSigner(c.env, id).open(id, org, hash, meta));
       if (result.kind !== "active") return gone(c);
       const { id, ...signer } = result.signer;
       return c.json({ state: "active" as const, signer, document: await documentView(c, id, signer.documentId, result.document), signerVerification: result.signerVerification }, 200);
@@ -121,7 +129,7 @@ export function createPublicSigningRoutes(deps: SigningDeps) {
       const meta = requestMeta(c);
       const secret = readConfig(c.env).BOT_CHALLENGE_SECRET;
       if (input.action === "sign" || input.action === "decline") await requireChallenge(secret, deps.botChallenge, input.challengeToken, meta.ip, "for sign and decline");
-      const result = await onEnvelope<ActResult>(c, c.req.valid("param").token, (id, hash) => envelopeSigner(c.env, id).act(id, hash, input, meta));
+      const result = await onEnvelope<ActResult>(c, c.req.valid("param").token, (id, org, hash) => envelopeSigner(c.env, id).act(id, org, hash, input, meta));
       if (result.kind === "gone") return gone(c);
       if (result.kind === "refused") {
         const headers: Record<string, string> = result.retryAfterSeconds ? { "Retry-After": String(result.retryAfterSeconds) } : {};

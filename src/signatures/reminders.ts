@@ -60,7 +60,7 @@ export async function mailDueNotices(env: Env, state: Loaded, defer: (w: Promise
   const reminders = await noticeLinks(state, due, "reminded");
   const notices = notice ? await noticeLinks(state, pending, "expiry_notice") : { newLinks: [], audit: [], minted: [] };
   const linksOf = (id: string) => state.links.filter((l) => l.signerId === id).length;
-  const next = await write(machineContext(env, state.envelope, defer), state, {
+  const next = await write(machineContext(env, state, defer), state, {
     ...(clearNotice ? { envelope: { expiryNoticeAt: null } } : {}),
     // A cron that was down for days reminds once, then keeps the rhythm from now.
     signers: due.map((s) => ({ id: s.id, from: s.status, set: { remindAt: nextReminderAt(state.envelope.reminders, now, linksOf(s.id)) } })),
@@ -76,16 +76,16 @@ export async function mailDueNotices(env: Env, state: Loaded, defer: (w: Promise
 export async function sendDueReminders(env: Env, db: Db, { max = 100 } = {}): Promise<number> {
   const now = nowIso();
   const [reminded, noticed] = await db.batch([
-    db.selectDistinct({ id: envelopeSigners.envelopeId }).from(envelopeSigners).where(and(isNotNull(envelopeSigners.remindAt), lte(envelopeSigners.remindAt, now))).limit(max),
-    db.select({ id: envelopes.id }).from(envelopes).where(and(isNotNull(envelopes.expiryNoticeAt), lte(envelopes.expiryNoticeAt, now), eq(envelopes.status, "partially_signed"))).limit(max),
+    db.selectDistinct({ id: envelopeSigners.envelopeId, organizationId: envelopeSigners.organizationId }).from(envelopeSigners).where(and(isNotNull(envelopeSigners.remindAt), lte(envelopeSigners.remindAt, now))).limit(max),
+    db.select({ id: envelopes.id, organizationId: envelopes.organizationId }).from(envelopes).where(and(isNotNull(envelopes.expiryNoticeAt), lte(envelopes.expiryNoticeAt, now), eq(envelopes.status, "partially_signed"))).limit(max),
   ]);
-  const ids = [...new Set([...reminded, ...noticed].map((r) => r.id))];
+  const due = new Map([...reminded, ...noticed].map((r) => [r.id, r.organizationId]));
   await Promise.all(
-    ids.map((id) =>
+    [...due].map(([id, organizationId]) =>
       envelopeSigner(env, id)
-        .remind(id)
+        .remind(id, organizationId)
         .catch((err) => console.error(JSON.stringify({ level: "error", msg: "reminders not sent; next pass retries", envelopeId: id, error: loggableError(err) }))),
     ),
   );
-  return ids.length;
+  return due.size;
 }

@@ -1,14 +1,14 @@
 import { and, eq, isNull } from "drizzle-orm";
-import type { Db } from "../db/client";
 import { documents, envelopes, users } from "../db/schema";
 import { readConfig, type Env } from "../env";
 import type { EventConsumer } from "../events/consumers";
 import { signedFileUrl } from "../files/signed-url";
 import { sha256Hex } from "../lib/crypto";
 import { sendAfterCommit } from "../mail/mailer";
+import { registerPublicKeys, tenantOf } from "../shards/directory";
 import { readAudit, verifyChain } from "./audit";
 import { renderSignedPacket } from "./certificate";
-import { loadEnvelope } from "./machine";
+import { loadEnvelope, type Tenant } from "./machine";
 
 /**
  * The signed document (issue 20): once every signer has signed, one PDF (the document as the signers read it, a
@@ -21,8 +21,9 @@ export const sealedDocumentKey = (organizationId: string, envelopeId: string) =>
 /** How long the link in the completion mail works: the signing token is dead, so this link is the signer's copy. */
 export const COPY_LINK_TTL_SECONDS = 30 * 86_400;
 
-export async function sealEnvelope(env: Env, db: Db, envelopeId: string): Promise<void> {
-  const loaded = await loadEnvelope(env, envelopeId);
+export async function sealEnvelope(env: Env, tenant: Tenant, envelopeId: string): Promise<void> {
+  const db = tenant.db;
+  const loaded = await loadEnvelope(tenant, envelopeId);
   if (!loaded || loaded.envelope.status !== "completed" || loaded.envelope.sealedKey) return;
   const { envelope, signers } = loaded;
   const [document, audit, sender, stored] = await Promise.all([
@@ -47,6 +48,9 @@ export async function sealEnvelope(env: Env, db: Db, envelopeId: string): Promis
   const sha256 = await sha256Hex(sealed);
   const key = sealedDocumentKey(envelope.organizationId, envelope.id);
   await env.FILES.put(key, sealed, { httpMetadata: { contentType: "application/pdf", contentDisposition: `attachment; filename="signed-${envelope.id}.pdf"` } });
+  // POST /api/public/verify finds the organization by this hash in the directory (issue 24): registered first, so a
+  // recorded hash always resolves; one whose write below loses resolves to no envelope, which answers as unknown.
+  await registerPublicKeys(tenant.directory, envelope.organizationId, "sealed_pdf", [sha256]);
   const won = await db
     .update(envelopes)
     .set({ sealedKey: key, sealedSha256: sha256 })
@@ -79,7 +83,11 @@ export async function sealEnvelope(env: Env, db: Db, envelopeId: string): Promis
 export const sealingConsumer: EventConsumer = {
   name: "signed-document-seal",
   accepts: (type) => type === "DOCUMENT_SIGNED",
-  async handle(events, { env, db }) {
-    for (const e of events) await sealEnvelope(env, db, String((e.data as { envelopeId?: unknown }).envelopeId));
+  async handle(events, { env }) {
+    for (const e of events) {
+      // The event's organization names the shard; one the directory no longer knows has nothing left to seal.
+      const tenant = await tenantOf(env, e.organizationId);
+      if (tenant) await sealEnvelope(env, tenant, String((e.data as { envelopeId?: unknown }).envelopeId));
+    }
   },
 };

@@ -12,6 +12,7 @@ import { newId } from "../lib/ids";
 import { inJsonList } from "../lib/sql";
 import { addSeconds, nowIso } from "../lib/time";
 import type { ServiceContext } from "../platform/context";
+import { registerPublicKeys } from "../shards/directory";
 import { sha256Hex } from "../lib/crypto";
 import { appendAudit, GENESIS, readAudit, verifyChain } from "./audit";
 import { checkChainSeal } from "./chain-seal";
@@ -154,6 +155,8 @@ export async function sendForSignature(ctx: ServiceContext, documentId: string, 
       { seq: 0, hash: GENESIS },
       links.map(({ signer }) => ({ event: "sent", signerId: signer.id, at, ip: meta.ip, userAgent: meta.userAgent, data: sentData })),
     );
+    // The links' keys go to the directory before the shard write that makes them live (issue 24).
+    await registerPublicKeys(ctx.directory, ctx.organizationId, "signing_link", links.map((l) => l.hash));
     await commit(ctx, [
       expectVersion(ctx.db, DOCUMENTS, ctx.organizationId, doc),
       ctx.db
@@ -175,7 +178,7 @@ export async function sendForSignature(ctx: ServiceContext, documentId: string, 
   // The object serializes the envelope from here on; it also holds the expiry alarm. A failed call is covered: every
   // transition checks the expiry itself, so the envelope still expires, at its next touch.
   await envelopeSigner(ctx.env, envelope.id)
-    .begin(envelope.id, envelope.expiresAt)
+    .begin(envelope.id, ctx.organizationId, envelope.expiresAt)
     .catch((err) => console.error(JSON.stringify({ level: "warn", msg: "envelope alarm not set; expiry is checked on each use", envelopeId: envelope.id, error: loggableError(err) })));
   for (const { signer, token } of links) ctx.defer(sendSigningLink(ctx.env, ctx.organizationId, signer, token));
   return {

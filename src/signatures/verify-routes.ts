@@ -1,5 +1,5 @@
 import { OpenAPIHono, z } from "@hono/zod-openapi";
-import { eq } from "drizzle-orm";
+import { and, eq } from "drizzle-orm";
 import { envelopes, envelopeSigners } from "../db/schema";
 import { sha256Hex } from "../lib/crypto";
 import { AppError, Validation } from "../lib/errors";
@@ -8,6 +8,7 @@ import type { AppBindings } from "../platform/context";
 import { validationHook } from "../platform/openapi";
 import { rateLimit } from "../platform/rate-limit";
 import { defineRoute } from "../platform/route";
+import { openPublicKey } from "../shards/directory";
 
 /**
  * POST /api/public/verify (issue 20): anyone holding a PDF can ask whether it is a signed document this platform
@@ -70,8 +71,10 @@ export const verifyRoutes = new OpenAPIHono<AppBindings>({ defaultHook: validati
   const inspection = await inspectSealedPdf(c.env, bytes);
   if (!inspection.valid) return c.json({ valid: false as const, reason: inspection.reason }, 200);
   const sha256 = await sha256Hex(bytes);
+  // The hash names the organization in the directory (registered at sealing, signatures/sealing.ts), which opens its shard.
+  const organizationId = await openPublicKey(c, "sealed_pdf", sha256);
   const db = c.get("db");
-  const envelope = await db.select().from(envelopes).where(eq(envelopes.sealedSha256, sha256)).get();
+  const envelope = organizationId ? await db.select().from(envelopes).where(and(eq(envelopes.organizationId, organizationId), eq(envelopes.sealedSha256, sha256))).get() : undefined;
   if (!envelope) return c.json({ valid: false as const, reason: "unknown_document" as const }, 200);
   const signers = await db.select().from(envelopeSigners).where(eq(envelopeSigners.envelopeId, envelope.id)).orderBy(envelopeSigners.position);
   return c.json(

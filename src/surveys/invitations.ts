@@ -27,6 +27,9 @@ export async function mintSurveyToken() {
   return { token, hash: await sha256Hex(token) };
 }
 
+/** The stored form of a raw token (its SHA-256), also its key in the directory; null for what no survey token looks like. */
+export const surveyTokenKey = async (token: string) => (/^srv_[A-Za-z0-9_-]{43}$/.test(token) ? sha256Hex(token) : null);
+
 /** Whether a deleted contact waits in the trash (restorable), rather than being gone for good. */
 export const inTrash = async (db: Db, contactId: string) =>
   (await db.select({ id: trashEntries.recordId }).from(trashEntries).where(and(eq(trashEntries.recordId, contactId), eq(trashEntries.state, "trashed"))).get()) !== undefined;

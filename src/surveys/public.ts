@@ -1,45 +1,47 @@
-import { eq } from "drizzle-orm";
-import type { Db } from "../db/client";
+import { and, eq } from "drizzle-orm";
 import { organizations, surveyResponses, surveys, surveyTemplates } from "../db/schema";
 import { commit, expectRow, StaleWrite, withRetries } from "../db/write";
 import { newEvent } from "../events/outbox";
-import { sha256Hex } from "../lib/crypto";
 import { InvalidState, Validation } from "../lib/errors";
 import { nowIso } from "../lib/time";
 import type { ServiceContext } from "../platform/context";
 import { bumpSurveyFigures, npsClass, type SurveyFigures } from "../testimonials/aggregates";
 import { type Answers, checkAnswers, type SurveyQuestion } from "./schemas";
+import { surveyTokenKey } from "./invitations";
 import { atVersion, isLive } from "./service";
 
-/** The public survey (GET and POST /api/public/survey/{token}): reached by its token alone, no session. */
-type PublicContext = Omit<ServiceContext, "organizationId" | "actor">;
+/**
+ * The public survey (GET and POST /api/public/survey/{token}): reached by its token alone, no session. The route has
+ * found the token's organization in the directory and opened its shard (issue 24); `organizationId` is that one.
+ */
+type PublicContext = Omit<ServiceContext, "actor">;
 
 /** The survey of a raw token, with its template and brokerage name, in one query; null when unknown. */
-async function byToken(db: Db, token: string) {
-  if (!/^srv_[A-Za-z0-9_-]{43}$/.test(token)) return null;
-  const hash = await sha256Hex(token);
-  const row = await db
+async function byToken(base: PublicContext, token: string) {
+  const hash = await surveyTokenKey(token);
+  if (!hash) return null;
+  const row = await base.db
     .select({ survey: surveys, template: surveyTemplates, brokerage: organizations.name })
     .from(surveys)
     .innerJoin(surveyTemplates, eq(surveyTemplates.id, surveys.templateId))
     .innerJoin(organizations, eq(organizations.id, surveys.organizationId))
-    .where(eq(surveys.accessTokenHash, hash))
+    .where(and(eq(surveys.organizationId, base.organizationId), eq(surveys.accessTokenHash, hash)))
     .get();
   return row ?? null;
 }
 
-const publicContext = (base: PublicContext, organizationId: string): ServiceContext => ({ ...base, organizationId, actor: { type: "public", userId: null } });
+const publicContext = (base: PublicContext): ServiceContext => ({ ...base, actor: { type: "public", userId: null } });
 
 /**
  * GET /api/public/survey/{token}: the questions and the brokerage's name only. The first open moves SCHEDULED or SENT
  * to OPENED and emits SURVEY_OPENED (once, whoever opens it at the same time). Null: the uniform gone.
  */
 export async function openSurvey(base: PublicContext, token: string) {
-  const found = await byToken(base.db, token);
+  const found = await byToken(base, token);
   if (!found || !isLive(found.survey)) return null;
   const { survey, template } = found;
   if (survey.status !== "OPENED") {
-    const ctx = publicContext(base, survey.organizationId);
+    const ctx = publicContext(base);
     const at = nowIso();
     try {
       await commit(
@@ -72,14 +74,14 @@ export const npsAnswer = (questions: SurveyQuestion[], answers: Answers) => {
  */
 export async function submitSurvey(base: PublicContext, token: string, raw: Record<string, string | number | boolean | null>, meta: { ip: string | null; userAgent: string | null }) {
   return withRetries(async () => {
-    const found = await byToken(base.db, token);
+    const found = await byToken(base, token);
     if (!found || !isLive(found.survey)) return null;
     const { survey, template } = found;
     // Spec, Survey state table: a response is taken only from OPENED; a link never opened has shown no questions.
     if (survey.status !== "OPENED") throw new InvalidState("invalid_state", "The survey has not been opened; open its link (GET) first, then answer");
     const { answers, issues } = checkAnswers(template.questions, raw);
     if (issues.length) throw new Validation(issues);
-    const ctx = publicContext(base, survey.organizationId);
+    const ctx = publicContext(base);
     const at = nowIso();
     const nps = npsAnswer(template.questions, answers);
     // An EMAIL survey answered before its mail went out reached its client anyway: it counts as sent now, and is not mailed.

@@ -1,7 +1,5 @@
-import { createDb } from "../db/client";
 import { and, eq, isNull } from "drizzle-orm";
 import { type AiGateway, configuredGateway } from "../ai/gateway";
-import type { Db } from "../db/client";
 import { contacts, deals, surveyResponses, surveys, surveyTemplates, testimonials } from "../db/schema";
 import type { Sentiment as SentimentLabel } from "../db/surveys";
 import { commit, expectRow, StaleWrite, type Statement } from "../db/write";
@@ -11,6 +9,7 @@ import type { EventEnvelope } from "../events/envelope";
 import { loggableError } from "../lib/log";
 import { nowIso } from "../lib/time";
 import type { ServiceContext } from "../platform/context";
+import { tenantOf } from "../shards/directory";
 import { pendingTestimonialRow } from "../testimonials/service";
 import type { Answers, SurveyQuestion } from "./schemas";
 
@@ -111,7 +110,8 @@ const CATEGORY_OF_DEAL: Record<string, string> = { SALE: "SELLER", PURCHASE: "BU
  * Analyses one completed survey's response and promotes it when it qualifies. Returns the testimonial id made, or
  * null (not qualified, already analysed, or no such response).
  */
-export async function analyseResponse(env: Env, db: Db, organizationId: string, surveyId: string, gatewayFor: (env: Env) => AiGateway | null = configuredGateway): Promise<string | null> {
+export async function analyseResponse(env: Env, tenant: Pick<ServiceContext, "db" | "d1" | "directory">, organizationId: string, surveyId: string, gatewayFor: (env: Env) => AiGateway | null = configuredGateway): Promise<string | null> {
+  const { db } = tenant;
   const found = await db
     .select({ response: surveyResponses, survey: surveys, questions: surveyTemplates.questions })
     .from(surveyResponses)
@@ -124,7 +124,7 @@ export async function analyseResponse(env: Env, db: Db, organizationId: string, 
   const read = readResponse(questions, response.answers);
   const sentiment = read.freeText ? await classify(env, read.freeText, gatewayFor) : null;
   const at = nowIso();
-  const ctx: ServiceContext = { env, db, directory: createDb(env.DB), d1: env.DB, organizationId, actor: { type: "system", userId: null }, requestId: `survey:${surveyId}`, defer: () => {} };
+  const ctx: ServiceContext = { env, db, directory: tenant.directory, d1: tenant.d1, organizationId, actor: { type: "system", userId: null }, requestId: `survey:${surveyId}`, defer: () => {} };
   const unanalysed = and(eq(surveyResponses.organizationId, organizationId), eq(surveyResponses.surveyId, surveyId), isNull(surveyResponses.analyzedAt));
   const statements: Statement[] = [expectRow(db, surveyResponses, unanalysed)];
   let testimonialId: string | null = null;
@@ -170,15 +170,19 @@ export async function analyseResponse(env: Env, db: Db, organizationId: string, 
   return testimonialId;
 }
 
-export async function handleCompletedSurveys(env: Env, db: Db, events: EventEnvelope[], gatewayFor?: (env: Env) => AiGateway | null): Promise<void> {
+/** Each event's survey is analysed on its organization's shard (issue 24), found through the directory. */
+export async function handleCompletedSurveys(env: Env, events: EventEnvelope[], gatewayFor?: (env: Env) => AiGateway | null): Promise<void> {
   for (const event of events) {
     const surveyId = (event.data as { surveyId?: unknown }).surveyId;
-    if (typeof surveyId === "string") await analyseResponse(env, db, event.organizationId, surveyId, gatewayFor);
+    if (typeof surveyId !== "string") continue;
+    // An organization the directory no longer knows has no response left to analyse.
+    const tenant = await tenantOf(env, event.organizationId);
+    if (tenant) await analyseResponse(env, tenant, event.organizationId, surveyId, gatewayFor);
   }
 }
 
 export const surveyResponseConsumer: EventConsumer = {
   name: "survey-response",
   accepts: (type) => type === "SURVEY_COMPLETED",
-  handle: (events, { env, db }) => handleCompletedSurveys(env, db, events),
+  handle: (events, { env }) => handleCompletedSurveys(env, events),
 };

@@ -7,6 +7,8 @@ import { validationHook } from "../platform/openapi";
 import { rateLimit } from "../platform/rate-limit";
 import { requestMeta } from "../platform/request-meta";
 import { defineRoute, jsonBody } from "../platform/route";
+import { openPublicKey } from "../shards/directory";
+import { surveyTokenKey } from "./invitations";
 import { surveyPage } from "./page";
 import { HIGH_NPS, HIGH_RATING } from "./responses";
 import {
@@ -191,14 +193,24 @@ const page = defineRoute(API, {
   responses: { 200: { description: "The page", content: { "text/html": { schema: z.string() } } } },
 });
 
-const publicBase = (c: Parameters<typeof serviceContext>[0]) => ({
-  env: c.env,
-  db: c.get("db"),
-  directory: c.get("directory"),
-  d1: c.get("d1"),
-  requestId: c.get("requestId"),
-  defer: (work: Promise<unknown>) => c.executionCtx.waitUntil(work),
-});
+/**
+ * The token's organization, found in the directory by the token's key, with its shard opened (issue 24); null when
+ * the directory knows no such token, which answers as any unknown one.
+ */
+async function publicBase(c: Parameters<typeof serviceContext>[0], token: string) {
+  const key = await surveyTokenKey(token);
+  const organizationId = key && (await openPublicKey(c, "survey_link", key));
+  if (!organizationId) return null;
+  return {
+    env: c.env,
+    db: c.get("db"),
+    directory: c.get("directory"),
+    d1: c.get("d1"),
+    organizationId,
+    requestId: c.get("requestId"),
+    defer: (work: Promise<unknown>) => c.executionCtx.waitUntil(work),
+  };
+}
 
 /** The access token is shown once: an Idempotency-Key replay of its answer leaves it (and its link) out. */
 const TOKEN_FIELDS = [["accessToken"], ["surveyUrl"]];
@@ -222,12 +234,16 @@ surveyRoutes
   .openapi(open, async (c) => {
     c.header("cache-control", "no-store");
     c.header("referrer-policy", "no-referrer");
-    const survey = await openSurvey(publicBase(c), c.req.valid("param").token);
+    const { token } = c.req.valid("param");
+    const base = await publicBase(c, token);
+    const survey = base && (await openSurvey(base, token));
     return survey ? c.json(survey, 200) : gone(c);
   })
   .openapi(submit, async (c) => {
     c.header("cache-control", "no-store");
-    const done = await submitSurvey(publicBase(c), c.req.valid("param").token, c.req.valid("json").answers, requestMeta(c));
+    const { token } = c.req.valid("param");
+    const base = await publicBase(c, token);
+    const done = base && (await submitSurvey(base, token, c.req.valid("json").answers, requestMeta(c)));
     return done ? c.json(done, 200) : gone(c);
   })
   .openapi(page, (c) => surveyPage(c) as never);

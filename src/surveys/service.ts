@@ -10,6 +10,7 @@ import { newId } from "../lib/ids";
 import { loggableError } from "../lib/log";
 import { nowIso } from "../lib/time";
 import type { ServiceContext } from "../platform/context";
+import { registerPublicKeys } from "../shards/directory";
 import { bumpSurveyFigures } from "../testimonials/aggregates";
 import type { Survey, SurveyCreate } from "./schemas";
 import { mailInvitation, mintSurveyToken, sealToken, surveyUrl } from "./invitations";
@@ -105,6 +106,8 @@ async function createSurveyOnce(ctx: ServiceContext, input: SurveyCreate, trigge
   statements.push(ctx.db.insert(surveys).values(row));
   // A LINK survey is in the hands of whoever created it: it counts as sent now (the response rate's denominator).
   if (row.channel === "LINK") statements.push(...bumpSurveyFigures(ctx.db, org, row.agentUserId, { surveysSent: 1 }));
+  // The token's key goes to the directory first (issue 24): the public routes find the organization by it.
+  await registerPublicKeys(ctx.directory, org, "survey_link", [hash]);
   try {
     await commit(ctx, statements, [scheduledEvent(ctx, row)]);
   } catch (err) {
@@ -171,6 +174,7 @@ export async function reissueSurvey(ctx: ServiceContext, id: string): Promise<Cr
     const { token, hash } = await mintSurveyToken();
     const pendingToken = before.channel === "EMAIL" && before.sentAt === null ? await sealToken(ctx.env, before.id, token) : null;
     const row: SurveyRow = { ...before, accessTokenHash: hash, pendingToken, updatedAt: nowIso(), version: before.version + 1 };
+    await registerPublicKeys(ctx.directory, ctx.organizationId, "survey_link", [hash]);
     await commit(ctx, [expectRow(ctx.db, surveys, atVersion(before)), ctx.db.update(surveys).set(row).where(atVersion(before))]);
     return { row, token };
   });

@@ -1,7 +1,7 @@
-import { env } from "cloudflare:workers";
 import { expect } from "vitest";
 import type { TestPrincipal } from "./factories";
 import { call, json } from "./client";
+import { allOnShards } from "./documents";
 
 /** The hex SHA-256 of a text, computed here independently of src. */
 export async function sha256(text: string): Promise<string> {
@@ -70,4 +70,4 @@ export async function detailOf(owner: TestPrincipal, id: string) {
 
 /** Acceptances stored for an agreement, read straight from D1. */
 export const storedAcceptances = async (agreementId: string) =>
-  (await env.DB.prepare("SELECT COUNT(*) AS n FROM clickwrap_acceptances WHERE agreement_id = ?").bind(agreementId).first<number>("n")) ?? 0;
+  (await allOnShards<{ n: number }>("SELECT COUNT(*) AS n FROM clickwrap_acceptances WHERE agreement_id = ?", agreementId)).reduce((sum, r) => sum + r.n, 0);

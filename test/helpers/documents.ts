@@ -2,6 +2,7 @@ import { env } from "cloudflare:workers";
 import { expect } from "vitest";
 import { openText } from "../../src/lib/secret-box";
 import { MAIL_LOG_PURPOSE } from "../../src/mail/mailer";
+import { everyShard } from "../../src/shards/bindings";
 import { call, json } from "./client";
 
 /** A valid on/standard-lease canonical draft (DESIGN.md contract 4) with the given parties. */
@@ -63,10 +64,33 @@ export async function signAll(token: string): Promise<{ ok: true; completed: boo
   return json(res);
 }
 
-/** Messages the `log` mail provider kept for `to`, bodies opened with the test key. */
+/**
+ * Every tenant shard (issue 24), for a test that reads or moves a row by an id that does not name its organization:
+ * a unique id is on one shard, so a read takes the first row found and a write by id touches that one alone.
+ */
+const shards = () => everyShard(env).map((s) => s.db);
+
+export async function firstOnShards<T>(sql: string, ...binds: unknown[]): Promise<T | null> {
+  for (const db of shards()) {
+    const row = await db.prepare(sql).bind(...binds).first<T>();
+    if (row !== null) return row;
+  }
+  return null;
+}
+
+export async function allOnShards<T>(sql: string, ...binds: unknown[]): Promise<T[]> {
+  return (await Promise.all(shards().map(async (db) => (await db.prepare(sql).bind(...binds).all<T>()).results))).flat();
+}
+
+export async function runOnShards(sql: string, ...binds: unknown[]): Promise<void> {
+  await Promise.all(shards().map((db) => db.prepare(sql).bind(...binds).run()));
+}
+
+/** Messages the `log` mail provider kept for `to`, bodies opened with the test key, on whichever shard keeps them. */
 export async function mailTo(to: string): Promise<{ subject: string; text: string }[]> {
-  const rows = await env.DB.prepare("SELECT id, subject, body, sealed FROM mail_outbox WHERE \"to\" = ? ORDER BY created_at").bind(to).all<{ id: string; subject: string; body: string; sealed: number }>();
-  return Promise.all(rows.results.map(async (r) => ({ subject: r.subject, text: r.sealed ? await openText(env.MAIL_LOG_KEY!, MAIL_LOG_PURPOSE, r.id, r.body) : r.body })));
+  const rows = await allOnShards<{ id: string; subject: string; body: string; sealed: number; created_at: string }>('SELECT id, subject, body, sealed, created_at FROM mail_outbox WHERE "to" = ?', to);
+  rows.sort((a, b) => a.created_at.localeCompare(b.created_at));
+  return Promise.all(rows.map(async (r) => ({ subject: r.subject, text: r.sealed ? await openText(env.MAIL_LOG_KEY!, MAIL_LOG_PURPOSE, r.id, r.body) : r.body })));
 }
 
 export const linkIn = (text: string) => text.match(/https?:\/\/\S+\/sign\/\S+/)?.[0] ?? null;

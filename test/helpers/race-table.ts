@@ -940,8 +940,8 @@ export const PUBLIC_RACES: { name: string; run(owner: TestPrincipal): Promise<vo
         .bind(owner.organizationId)
         .all<{ id: string; type: string; organization_id: string; actor: string; occurred_at: string; data: string }>();
       const events = results.map((r) => ({ id: r.id, type: r.type, organizationId: r.organization_id, actor: JSON.parse(r.actor), occurredAt: r.occurred_at, data: JSON.parse(r.data) }));
-      await handleReferralEvents(env, createDb(env.DB), events);
-      await handleReferralEvents(env, createDb(env.DB), events);
+      await handleReferralEvents(env, events);
+      await handleReferralEvents(env, events);
       expect(await count("SELECT COUNT(*) AS n FROM contacts WHERE organization_id = ? AND email_key = ?", owner.organizationId, body.referredEmail.toLowerCase())).toBe(1);
       expect(await count("SELECT COUNT(*) AS n FROM contacts WHERE organization_id = ? AND email_key = ?", owner.organizationId, body.referrerEmail.toLowerCase())).toBe(1);
       expect(await count("SELECT COUNT(*) AS n FROM referral_keys WHERE organization_id = ?", owner.organizationId)).toBe(2);

@@ -1,10 +1,9 @@
-import { env } from "cloudflare:workers";
 import { expect } from "vitest";
 import type { EventEnvelope } from "../../src/events/envelope";
 import { call, json } from "./client";
 import { createContact } from "./contacts";
-import { freshIp } from "./documents";
-import type { TestPrincipal } from "./factories";
+import { firstOnShards, freshIp, runOnShards } from "./documents";
+import { type TestPrincipal, tenantDb } from "./factories";
 
 /** The questions of the standard template (src/surveys/schemas.ts), as an organization would post them. */
 export const STANDARD_QUESTIONS = [
@@ -54,15 +53,16 @@ export const publicSurvey = (method: "GET" | "POST", token: string, body?: unkno
 
 /** An organization's outbox events of one type, oldest first, as the queue router hands them to consumers. */
 export async function outboxEvents(organizationId: string, type: string): Promise<EventEnvelope[]> {
-  const { results } = await env.DB.prepare("SELECT id, type, organization_id, actor, occurred_at, data FROM outbox_events WHERE organization_id = ? AND type = ? ORDER BY occurred_at, rowid")
+  const { results } = await (await tenantDb(organizationId))
+    .prepare("SELECT id, type, organization_id, actor, occurred_at, data FROM outbox_events WHERE organization_id = ? AND type = ? ORDER BY occurred_at, rowid")
     .bind(organizationId, type)
     .all<{ id: string; type: string; organization_id: string; actor: string; occurred_at: string; data: string }>();
   return results.map((r) => ({ id: r.id, type: r.type, organizationId: r.organization_id, actor: JSON.parse(r.actor), occurredAt: r.occurred_at, data: JSON.parse(r.data) }));
 }
 
 /** The stored row of a survey, every column. */
-export const surveyRow = (id: string) => env.DB.prepare("SELECT * FROM surveys WHERE id = ?").bind(id).first<Record<string, string | number | null>>();
+export const surveyRow = (id: string) => firstOnShards<Record<string, string | number | null>>("SELECT * FROM surveys WHERE id = ?", id);
 
 /** Moves a survey's send time (or expiry) into the past, as if the days had gone by. */
-export const makeDue = (id: string) => env.DB.prepare("UPDATE surveys SET send_at = ? WHERE id = ?").bind(new Date(Date.now() - 1000).toISOString(), id).run();
-export const makeExpired = (id: string) => env.DB.prepare("UPDATE surveys SET expires_at = ? WHERE id = ?").bind(new Date(Date.now() - 1000).toISOString(), id).run();
+export const makeDue = (id: string) => runOnShards("UPDATE surveys SET send_at = ? WHERE id = ?", new Date(Date.now() - 1000).toISOString(), id);
+export const makeExpired = (id: string) => runOnShards("UPDATE surveys SET expires_at = ? WHERE id = ?", new Date(Date.now() - 1000).toISOString(), id);
