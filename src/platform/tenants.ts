@@ -32,8 +32,11 @@ export function openEveryShard(env: Env): OpenShard[] {
  * shard a caller opened for it, `d1` the same database for hand-written SQL, the directory beside it.
  */
 export function systemContext(env: Env, db: Db, organizationId: string, requestId: string, defer: ServiceContext["defer"] = () => {}): ServiceContext {
-  return { env, db, d1: db.$client, directory: createDb(env.DB), organizationId, actor: { type: "system", userId: null }, requestId, defer };
+  return { ...onShard(env, db), organizationId, actor: { type: "system", userId: null }, requestId, defer, env };
 }
+
+/** The databases of work on one shard: the shard (`db`, and `d1` for hand-written SQL) and the directory. */
+export const onShard = (env: Env, db: Db): Pick<ServiceContext, "db" | "d1" | "directory"> => ({ db, d1: db.$client, directory: createDb(env.DB) });
 
 /** How long a message of an organization that is moving waits: the move's final copy takes seconds. */
 export const MOVING_RETRY_SECONDS = 15;

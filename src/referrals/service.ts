@@ -15,7 +15,7 @@ import { newId } from "../lib/ids";
 import { sha256Hex } from "../lib/crypto";
 import { addSeconds, nowIso } from "../lib/time";
 import type { ServiceContext } from "../platform/context";
-import { tenantOf } from "../shards/directory";
+import { systemContext } from "../platform/tenants";
 import { checkReferences } from "../profiles/agents";
 import type { PublicReferral, Referral, ReferralCreate } from "./schemas";
 
@@ -217,19 +217,14 @@ export async function leadFromReferral(ctx: ServiceContext, referralId: string):
 
 /**
  * REFERRAL_RECEIVED → lead contact; idempotent on the event id (the dispatcher's claim) and on the referral's link.
- * Each event's lead is written on its organization's shard, found through the directory (issue 24).
+ * Each event's lead is written on the shard the dispatcher read the events from (issue 24).
  */
-export async function handleReferralEvents(env: Env, events: EventEnvelope[]): Promise<void> {
+export async function handleReferralEvents(env: Env, db: Db, events: EventEnvelope[]): Promise<void> {
   const pending: Promise<unknown>[] = [];
   for (const event of events) {
     const referralId = (event.data as { referralId?: unknown }).referralId;
     if (typeof referralId !== "string") continue;
-    // An organization the directory no longer knows has no referral left to turn into a lead.
-    const tenant = await tenantOf(env, event.organizationId);
-    if (!tenant) continue;
-    const { db, d1, directory } = tenant;
-    const ctx: ServiceContext = { env, db, directory, d1, organizationId: event.organizationId, actor: { type: "system", userId: null }, requestId: `event:${event.id}`, defer: (work) => pending.push(work) };
-    await leadFromReferral(ctx, referralId);
+    await leadFromReferral(systemContext(env, db, event.organizationId, `event:${event.id}`, (work) => pending.push(work)), referralId);
   }
   await Promise.allSettled(pending);
 }
@@ -237,5 +232,5 @@ export async function handleReferralEvents(env: Env, events: EventEnvelope[]): P
 export const referralLeadConsumer: EventConsumer = {
   name: "referral-lead",
   accepts: (type) => type === "REFERRAL_RECEIVED",
-  handle: (events, { env }) => handleReferralEvents(env, events),
+  handle: (events, { env, db }) => handleReferralEvents(env, db, events),
 };

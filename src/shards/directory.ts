@@ -45,9 +45,10 @@ export async function tenantOf(env: Env, organizationId: string): Promise<(Place
 /**
  * A public route's key → its organization, with the organization's shard opened on the request (platform/session.ts),
  * in the one directory read the route makes before its own. Null when the directory knows no such key: the route
- * answers as it does for an unknown token. A write to a fenced organization answers 503 (Retry-After).
+ * answers as it does for an unknown token. A write to a fenced organization answers 503 (Retry-After); a POST that
+ * only reads (`writes: false`: the PDF check) goes on during a move.
  */
-export async function openPublicKey(c: Context<AppBindings>, kind: PublicKeyKind, key: string): Promise<string | null> {
+export async function openPublicKey(c: Context<AppBindings>, kind: PublicKeyKind, key: string, { writes = c.req.method !== "GET" && c.req.method !== "HEAD" } = {}): Promise<string | null> {
   const row = await c
     .get("directory")
     .select({ organizationId: publicKeys.organizationId, shard: organizationShards.shard, fencedAt: organizationShards.fencedAt })
@@ -56,7 +57,7 @@ export async function openPublicKey(c: Context<AppBindings>, kind: PublicKeyKind
     .where(and(eq(publicKeys.kind, kind), eq(publicKeys.key, key)))
     .get();
   if (!row) return null;
-  if (row.fencedAt !== null && c.req.method !== "GET" && c.req.method !== "HEAD") throw new OrganizationMoving();
+  if (row.fencedAt !== null && writes) throw new OrganizationMoving();
   openShard(c, row.shard);
   return row.organizationId;
 }

@@ -7,7 +7,7 @@ import { renderDocumentPdf } from "../documents/render";
 import type { Env } from "../env";
 import type { EventConsumer } from "../events/consumers";
 import { type UnicodeWriter, unicodeWriter } from "../files/pdf-writer";
-import { tenantOf } from "../shards/directory";
+import { onShard } from "../platform/tenants";
 import { type AuditRow, readAudit, verifyChain } from "./audit";
 import { loadEnvelope, type Tenant } from "./machine";
 
@@ -146,11 +146,8 @@ export async function generateCertificate(env: Env, tenant: Tenant, envelopeId: 
 export const certificateConsumer: EventConsumer = {
   name: "certificate-of-completion",
   accepts: (type) => type === "DOCUMENT_SIGNED",
-  async handle(events, { env }) {
-    for (const e of events) {
-      // The event's organization names the shard; one the directory no longer knows has nothing left to certify.
-      const tenant = await tenantOf(env, e.organizationId);
-      if (tenant) await generateCertificate(env, tenant, String((e.data as { envelopeId?: unknown }).envelopeId));
-    }
+  async handle(events, { env, db }) {
+    // The dispatcher hands over the events of one shard with that shard (events/consumers.ts).
+    for (const e of events) await generateCertificate(env, onShard(env, db), String((e.data as { envelopeId?: unknown }).envelopeId));
   },
 };

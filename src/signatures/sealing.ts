@@ -5,7 +5,8 @@ import type { EventConsumer } from "../events/consumers";
 import { signedFileUrl } from "../files/signed-url";
 import { sha256Hex } from "../lib/crypto";
 import { sendAfterCommit } from "../mail/mailer";
-import { registerPublicKeys, tenantOf } from "../shards/directory";
+import { onShard } from "../platform/tenants";
+import { registerPublicKeys } from "../shards/directory";
 import { readAudit, verifyChain } from "./audit";
 import { renderSignedPacket } from "./certificate";
 import { loadEnvelope, type Tenant } from "./machine";
@@ -83,11 +84,8 @@ export async function sealEnvelope(env: Env, tenant: Tenant, envelopeId: string)
 export const sealingConsumer: EventConsumer = {
   name: "signed-document-seal",
   accepts: (type) => type === "DOCUMENT_SIGNED",
-  async handle(events, { env }) {
-    for (const e of events) {
-      // The event's organization names the shard; one the directory no longer knows has nothing left to seal.
-      const tenant = await tenantOf(env, e.organizationId);
-      if (tenant) await sealEnvelope(env, tenant, String((e.data as { envelopeId?: unknown }).envelopeId));
-    }
+  async handle(events, { env, db }) {
+    // The dispatcher hands over the events of one shard with that shard (events/consumers.ts).
+    for (const e of events) await sealEnvelope(env, onShard(env, db), String((e.data as { envelopeId?: unknown }).envelopeId));
   },
 };

@@ -72,7 +72,7 @@ export const verifyRoutes = new OpenAPIHono<AppBindings>({ defaultHook: validati
   if (!inspection.valid) return c.json({ valid: false as const, reason: inspection.reason }, 200);
   const sha256 = await sha256Hex(bytes);
   // The hash names the organization in the directory (registered at sealing, signatures/sealing.ts), which opens its shard.
-  const organizationId = await openPublicKey(c, "sealed_pdf", sha256);
+  const organizationId = await openPublicKey(c, "sealed_pdf", sha256, { writes: false });
   const db = c.get("db");
   const envelope = organizationId ? await db.select().from(envelopes).where(and(eq(envelopes.organizationId, organizationId), eq(envelopes.sealedSha256, sha256))).get() : undefined;
   if (!envelope) return c.json({ valid: false as const, reason: "unknown_document" as const }, 200);

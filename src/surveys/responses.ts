@@ -1,4 +1,5 @@
 import { and, eq, isNull } from "drizzle-orm";
+import type { Db } from "../db/client";
 import { type AiGateway, configuredGateway } from "../ai/gateway";
 import { contacts, deals, surveyResponses, surveys, surveyTemplates, testimonials } from "../db/schema";
 import type { Sentiment as SentimentLabel } from "../db/surveys";
@@ -9,7 +10,7 @@ import type { EventEnvelope } from "../events/envelope";
 import { loggableError } from "../lib/log";
 import { nowIso } from "../lib/time";
 import type { ServiceContext } from "../platform/context";
-import { tenantOf } from "../shards/directory";
+import { onShard } from "../platform/tenants";
 import { pendingTestimonialRow } from "../testimonials/service";
 import type { Answers, SurveyQuestion } from "./schemas";
 
@@ -170,19 +171,16 @@ export async function analyseResponse(env: Env, tenant: Pick<ServiceContext, "db
   return testimonialId;
 }
 
-/** Each event's survey is analysed on its organization's shard (issue 24), found through the directory. */
-export async function handleCompletedSurveys(env: Env, events: EventEnvelope[], gatewayFor?: (env: Env) => AiGateway | null): Promise<void> {
+/** Each event's survey is analysed on the shard the dispatcher read the events from (issue 24). */
+export async function handleCompletedSurveys(env: Env, db: Db, events: EventEnvelope[], gatewayFor?: (env: Env) => AiGateway | null): Promise<void> {
   for (const event of events) {
     const surveyId = (event.data as { surveyId?: unknown }).surveyId;
-    if (typeof surveyId !== "string") continue;
-    // An organization the directory no longer knows has no response left to analyse.
-    const tenant = await tenantOf(env, event.organizationId);
-    if (tenant) await analyseResponse(env, tenant, event.organizationId, surveyId, gatewayFor);
+    if (typeof surveyId === "string") await analyseResponse(env, onShard(env, db), event.organizationId, surveyId, gatewayFor);
   }
 }
 
 export const surveyResponseConsumer: EventConsumer = {
   name: "survey-response",
   accepts: (type) => type === "SURVEY_COMPLETED",
-  handle: (events, { env }) => handleCompletedSurveys(env, events),
+  handle: (events, { env, db }) => handleCompletedSurveys(env, db, events),
 };

@@ -7,7 +7,7 @@ import { call, json } from "./client";
 import { createContact, getContact, uniqueEmail } from "./contacts";
 import { openAiGateway } from "./ai-gateway";
 import { createDocument, leaseCanonical, mailTo, sendForSignature } from "./documents";
-import { createPrincipal, type TestPrincipal } from "./factories";
+import { createPrincipal, type TestPrincipal, tenantDb } from "./factories";
 import { openMailbox } from "./receiver";
 import { createDeal, createTask, documentForm, getDeal } from "./deals";
 import { createProperty, getProperty, mlsListedProperty, mlsVars, photoForm, PNG_1X1, propertyBody, valuableProperty } from "./properties";
@@ -940,8 +940,9 @@ export const PUBLIC_RACES: { name: string; run(owner: TestPrincipal): Promise<vo
         .bind(owner.organizationId)
         .all<{ id: string; type: string; organization_id: string; actor: string; occurred_at: string; data: string }>();
       const events = results.map((r) => ({ id: r.id, type: r.type, organizationId: r.organization_id, actor: JSON.parse(r.actor), occurredAt: r.occurred_at, data: JSON.parse(r.data) }));
-      await handleReferralEvents(env, events);
-      await handleReferralEvents(env, events);
+      const shard = createDb(await tenantDb(owner.organizationId));
+      await handleReferralEvents(env, shard, events);
+      await handleReferralEvents(env, shard, events);
       expect(await count("SELECT COUNT(*) AS n FROM contacts WHERE organization_id = ? AND email_key = ?", owner.organizationId, body.referredEmail.toLowerCase())).toBe(1);
       expect(await count("SELECT COUNT(*) AS n FROM contacts WHERE organization_id = ? AND email_key = ?", owner.organizationId, body.referrerEmail.toLowerCase())).toBe(1);
       expect(await count("SELECT COUNT(*) AS n FROM referral_keys WHERE organization_id = ?", owner.organizationId)).toBe(2);
