@@ -9,18 +9,19 @@ import { act } from "../src/signatures/actions";
 import { SignerCodes } from "../src/signatures/codes";
 import { loadEnvelope } from "../src/signatures/machine";
 import { createDocument, freshIp, leaseCanonical, publicSign, sendForSignature, tokenOf } from "../test/helpers/documents";
-import { createPrincipal, type TestPrincipal } from "../test/helpers/factories";
-import { countD1, countDurableObjectCalls, percentile } from "./harness";
+import { createPrincipal, tenantDb, type TestPrincipal } from "../test/helpers/factories";
+import { countAllD1, countDurableObjectCalls, percentile } from "./harness";
 
 /**
  * Waits until the completions so far have been turned into their certificate and sealed PDF. Those consumers render
  * PDFs (tens of ms of CPU) and, in this bench, run in the same workerd process as the signs being timed; deployed, a
  * queue consumer runs in an invocation of its own. So each measurement starts once they are done.
  */
-async function settle(envelopeIds: string[]) {
+async function settle(owner: TestPrincipal, envelopeIds: string[]) {
   const deadline = Date.now() + 30_000;
+  const db = await tenantDb(owner.organizationId);
   for (;;) {
-    const row = await env.DB.prepare("SELECT COUNT(*) AS n FROM envelopes WHERE id IN (SELECT value FROM json_each(?)) AND (sealed_key IS NULL OR certificate_key IS NULL)")
+    const row = await db.prepare("SELECT COUNT(*) AS n FROM envelopes WHERE id IN (SELECT value FROM json_each(?)) AND (sealed_key IS NULL OR certificate_key IS NULL)")
       .bind(JSON.stringify(envelopeIds))
       .first<{ n: number }>();
     // The rest of their work (the copies' mail, the other consumers of the event) ends soon after.
@@ -52,10 +53,10 @@ async function consentedSigners(owner: TestPrincipal, n: number): Promise<{ enve
 
 it("public sign: a single call beside 50 concurrent calls on one envelope; D1 round trips and Durable Object calls per call", async () => {
   const owner = await createPrincipal();
-  const d1 = countD1(env.DB);
+  const d1 = countAllD1();
   const signers = countDurableObjectCalls(env.ENVELOPE_SIGNER);
   const limiter = countDurableObjectCalls(env.RATE_LIMITER);
-  const benchEnv = { ...env, DB: d1.db, ENVELOPE_SIGNER: signers.namespace, RATE_LIMITER: limiter.namespace };
+  const benchEnv = { ...env, ...d1.dbs, ENVELOPE_SIGNER: signers.namespace, RATE_LIMITER: limiter.namespace };
   const app = createApp();
   const sign = async (token: string, ip: string) => {
     const ctx = createExecutionContext();
@@ -85,7 +86,7 @@ it("public sign: a single call beside 50 concurrent calls on one envelope; D1 ro
     const loaded = (await loadEnvelope(env, inside!.envelopeId))!;
     d1.reset();
     const deferred: Promise<unknown>[] = [];
-    const { result } = await act({ ...env, DB: d1.db }, loaded, new SignerCodes(state.storage.sql), await sha256Hex(inside!.token), { action: "sign" }, { ip: null, userAgent: null }, (w) => deferred.push(w));
+    const { result } = await act({ ...env, ...d1.dbs }, loaded, new SignerCodes(state.storage.sql), await sha256Hex(inside!.token), { action: "sign" }, { ip: null, userAgent: null }, (w) => deferred.push(w));
     const answered = d1.trips();
     await Promise.all(deferred);
     expect(result).toEqual({ kind: "done", completed: true });
@@ -115,14 +116,14 @@ it("public sign: a single call beside 50 concurrent calls on one envelope; D1 ro
   // after: it goes after the one-address burst so that each is timed on a quiet process.
   const completed: string[] = [probe!.envelopeId, inside!.envelopeId, warm[0]!.envelopeId, warm[1]!.envelopeId];
   for (let i = 0; i < BURSTS; i++) {
-    await settle(completed);
+    await settle(owner, completed);
     oneAddress.push(...(await race(bursts[2 * i + 1]!.token, bursts[2 * i + 1]!.ip)));
     completed.push(bursts[2 * i + 1]!.envelopeId);
-    await settle(completed);
+    await settle(owner, completed);
     spread.push(...(await race(bursts[2 * i]!.token)));
     completed.push(bursts[2 * i]!.envelopeId);
     for (const s of singles.slice((i * SINGLES) / BURSTS, ((i + 1) * SINGLES) / BURSTS)) {
-      await settle(completed);
+      await settle(owner, completed);
       const { status, ms } = await sign(s.token, s.ip);
       expect(status).toBe(200);
       single.push(ms);
