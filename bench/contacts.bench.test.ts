@@ -1,10 +1,9 @@
 // Contacts list at scale (issue 3): 100,000 contacts in one organization against 1,000 in another, same run.
-import { env } from "cloudflare:workers";
 import { beforeAll, expect, it } from "vitest";
 import { listSql } from "../src/contacts/list";
 import { ContactListQuery } from "../src/contacts/schemas";
 import { createDeal } from "../test/helpers/deals";
-import { createPrincipal, type TestPrincipal } from "../test/helpers/factories";
+import { createPrincipal, tenantDb, type TestPrincipal } from "../test/helpers/factories";
 import { createProperty } from "../test/helpers/properties";
 import { countingApp, helloWorld, measureInterleaved, printTable } from "./harness";
 
@@ -16,8 +15,9 @@ let small: TestPrincipal;
 /** Seeds `n` contacts in SQL itself (a recursive CTE), so seeding 100k rows takes seconds, not minutes. */
 async function seed(organizationId: string, n: number) {
   const base = Date.UTC(2025, 0, 1);
-  await env.DB.batch([
-    env.DB.prepare(
+  const db = await tenantDb(organizationId);
+  await db.batch([
+    db.prepare(
       `INSERT INTO contacts (id, organization_id, first_name, last_name, email, email_key, type, status, source, lead_score, tags, created_at, updated_at)
        WITH RECURSIVE seq(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM seq WHERE n < ?2 - 1)
        SELECT lower(hex(randomblob(16))), ?1, 'First' || n, 'Last' || (n * 7919 % ?2), 'c' || n || '@bench.test', 'c' || n || '@bench.test',
@@ -29,10 +29,10 @@ async function seed(organizationId: string, n: number) {
               strftime('%Y-%m-%dT%H:%M:%fZ', ?3 / 1000, 'unixepoch', '+' || n || ' seconds')
        FROM seq`,
     ).bind(organizationId, n, base),
-    env.DB.prepare(`INSERT INTO contact_tags (contact_id, organization_id, tag) SELECT id, organization_id, 'vip' FROM contacts WHERE organization_id = ? AND tags = '["vip"]'`).bind(organizationId),
-    env.DB.prepare("INSERT INTO resource_counters (organization_id, resource, total, version) VALUES (?, 'contacts', ?, 1)").bind(organizationId, n),
+    db.prepare(`INSERT INTO contact_tags (contact_id, organization_id, tag) SELECT id, organization_id, 'vip' FROM contacts WHERE organization_id = ? AND tags = '["vip"]'`).bind(organizationId),
+    db.prepare("INSERT INTO resource_counters (organization_id, resource, total, version) VALUES (?, 'contacts', ?, 1)").bind(organizationId, n),
     // The facet counts the app moves in every contact write (src/contacts/facets.ts), counted as the migration does.
-    env.DB.prepare(
+    db.prepare(
       `INSERT INTO contact_facet_counts (organization_id, type, status, source, assigned_to, total)
        SELECT organization_id, type, status, IFNULL(source, ''), IFNULL(assigned_to, ''), COUNT(*) FROM contacts WHERE organization_id = ?
        GROUP BY type, status, IFNULL(source, ''), IFNULL(assigned_to, '')`,
@@ -42,8 +42,9 @@ async function seed(organizationId: string, n: number) {
 
 
 beforeAll(async () => {
-  big = await createPrincipal();
-  small = await createPrincipal();
+  // One shard for both: the 1k organization's rows sit in the same tables as the 100k one's.
+  big = await createPrincipal({ shard: 0 });
+  small = await createPrincipal({ shard: 0 });
   const started = performance.now();
   await seed(big.organizationId, BIG);
   await seed(small.organizationId, SMALL);
@@ -86,7 +87,8 @@ it("GET /v1/contacts stays flat from 1k to 100k contacts", async () => {
   // type/status/source/assignedTo is summed from the facet counts instead of counting the 20k matching rows. The
   // write (here the counter move every contact write makes) is part of each sample, so the 1k organization doing the
   // same is the baseline of this figure; the write alone is timed beside them.
-  const bump = (who: TestPrincipal) => env.DB.prepare("UPDATE resource_counters SET version = version + 1 WHERE organization_id = ? AND resource = 'contacts'").bind(who.organizationId).run();
+  const shard = await tenantDb(big.organizationId);
+  const bump = (who: TestPrincipal) => shard.prepare("UPDATE resource_counters SET version = version + 1 WHERE organization_id = ? AND resource = 'contacts'").bind(who.organizationId).run();
   const [coldSmall, cold, writeAlone] = await measureInterleaved(
     [
       { name: "1k org: ?type=CLIENT right after a write (200 match)", fn: async () => (await bump(small), await app.get("/v1/contacts?limit=25&type=CLIENT", small.token)) },
@@ -105,7 +107,7 @@ it("GET /v1/contacts stays flat from 1k to 100k contacts", async () => {
 
   // The totals stay exact: a real write that re-files a contact moves the total of both types.
   const clients = async () => (await app.get("/v1/contacts?limit=1&type=CLIENT", big.token)).pagination.total;
-  const counted = async () => (await env.DB.prepare("SELECT COUNT(*) AS n FROM contacts WHERE organization_id = ? AND type = 'CLIENT'").bind(big.organizationId).first<{ n: number }>())!.n;
+  const counted = async () => (await shard.prepare("SELECT COUNT(*) AS n FROM contacts WHERE organization_id = ? AND type = 'CLIENT'").bind(big.organizationId).first<{ n: number }>())!.n;
   expect(await clients()).toBe(await counted());
   const lead = (await app.get("/v1/contacts?limit=1&type=LEAD", big.token)).data[0]!;
   await app.send("PUT", `/v1/contacts/${lead.id}`, big.token, { type: "CLIENT" });
@@ -116,7 +118,7 @@ it("GET /v1/contacts stays flat from 1k to 100k contacts", async () => {
   const q = ContactListQuery.parse({ limit: "25", type: "CLIENT", status: "ACTIVE" });
   for (const [label, query] of [["default", ContactListQuery.parse({ limit: "25" })], ["type+status", q], ["leadScore sort", ContactListQuery.parse({ sort: "leadScore:asc", "leadScore[gte]": "80" })]] as const) {
     const { sql, params } = listSql(big.organizationId, query);
-    const plan = await env.DB.prepare(`EXPLAIN QUERY PLAN ${sql}`).bind(...params).all<{ detail: string }>();
+    const plan = await shard.prepare(`EXPLAIN QUERY PLAN ${sql}`).bind(...params).all<{ detail: string }>();
     const details = plan.results.map((r) => r.detail);
     console.log(`EXPLAIN QUERY PLAN (${label}):\n  ${details.join("\n  ")}`);
     expect(details.join(" ")).toMatch(/USING (COVERING )?INDEX contacts_org_/);

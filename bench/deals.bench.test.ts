@@ -5,13 +5,16 @@ import { listSql } from "../src/deals/list";
 import { TOP_PERFORMERS } from "../src/deals/pipeline";
 import { analyticsSql, backfillRollupsSql } from "../src/deals/rollups";
 import { Deal, DEAL_STAGES, DealAnalytics, DealListQuery, type DealStage, Pipeline, STAGE_PROBABILITY } from "../src/deals/schemas";
-import { createPrincipal, type TestPrincipal } from "../test/helpers/factories";
+import { addMembers } from "../src/shards/placement";
+import { createPrincipal, tenantDb, type TestPrincipal } from "../test/helpers/factories";
 import { countingApp, helloWorld, measure, measureInterleaved, printTable } from "./harness";
 
 const BIG = 50_000;
 const SMALL = 1_000;
 let big: TestPrincipal;
 let small: TestPrincipal;
+/** The shard both organizations live on. */
+let shard: D1Database;
 
 /** The agents deals are assigned to, per organization (users of that organization); agent 0 carries about a fifth of the deals. */
 const AGENT_NAMES = ["Avery Brooks", "Jordan Lee", "Riley Chen", "Morgan Diaz", "Casey Patel", "Taylor Kim", "Jamie Novak", "Quinn Silva"];
@@ -56,11 +59,10 @@ async function seed(who: TestPrincipal, n: number, nowS: number) {
   const probabilities = DEAL_STAGES.map((s) => `('${s}', ${STAGE_PROBABILITY[s]})`).join(", ");
   const at = (seconds: string) => `strftime('%Y-%m-%dT%H:%M:%fZ', ${seconds} + (k % 1000) / 1000.0, 'unixepoch')`;
   const nowIso = new Date(nowS * 1000).toISOString();
-  await env.DB.batch([
-    ...ids.map((id, i) =>
-      env.DB.prepare("INSERT INTO users (id, organization_id, email, name, created_at) VALUES (?, ?, ?, ?, ?)").bind(id, organizationId, `agent${i}@bench.test`, AGENT_NAMES[i], nowIso),
-    ),
-    env.DB.prepare(
+  // The agents are members like any other: the directory and the shard's copy (src/shards/placement.ts).
+  await addMembers(env, ids.map((id, i) => ({ id, organizationId, email: `agent${i}@bench.test`, name: AGENT_NAMES[i]!, createdAt: nowIso })));
+  await shard.batch([
+    shard.prepare(
       `INSERT INTO deals (id, organization_id, title, description, type, stage, status, amount, commission, contact_id, property_id, assigned_to, team_members,
          timeline, closing_date, probability, source, notes, tags, created_at, updated_at, last_activity_at, closed_at, decided_at, version)
        WITH RECURSIVE seq(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM seq WHERE n < ?2 - 1),
@@ -120,15 +122,15 @@ async function seed(who: TestPrincipal, n: number, nowS: number) {
          1
        FROM d`,
     ).bind(organizationId, n, nowS, JSON.stringify(ids)),
-    env.DB.prepare(
+    shard.prepare(
       `INSERT INTO deal_stage_stats (organization_id, stage, count, value, probability_sum)
        SELECT organization_id, stage, COUNT(*), SUM(amount), SUM(probability) FROM deals WHERE organization_id = ? GROUP BY stage`,
     ).bind(organizationId),
-    env.DB.prepare("INSERT INTO resource_counters (organization_id, resource, total, version) VALUES (?, 'deals', ?, 1)").bind(organizationId, n),
+    shard.prepare("INSERT INTO resource_counters (organization_id, resource, total, version) VALUES (?, 'deals', ?, 1)").bind(organizationId, n),
     // The analytics rollups, as the migration that adds them computes them for stored deals.
-    ...backfillRollupsSql("organization_id = ?").map((sql) => env.DB.prepare(sql).bind(organizationId)),
+    ...backfillRollupsSql("organization_id = ?").map((sql) => shard.prepare(sql).bind(organizationId)),
     // In the order the app would have written them (by time), as the deals are.
-    env.DB.prepare(
+    shard.prepare(
       `INSERT INTO deal_stage_changes (id, organization_id, deal_id, from_stage, to_stage, at)
        SELECT lower(hex(randomblob(16))), organization_id, id, from_stage, to_stage, at FROM (
          SELECT organization_id, id, NULL AS from_stage, 'LEAD' AS to_stage, created_at AS at FROM deals WHERE organization_id = ?1
@@ -146,8 +148,10 @@ const round2 = (n: number) => Math.round(n * 100) / 100;
 const DAY_MS = 86_400_000;
 
 beforeAll(async () => {
-  big = await createPrincipal();
-  small = await createPrincipal();
+  // One shard for both: the 1k organization's rows sit in the same tables as the big one's.
+  big = await createPrincipal({ shard: 0 });
+  small = await createPrincipal({ shard: 0 });
+  shard = await tenantDb(big.organizationId);
   const nowS = Math.floor(Date.now() / 1000);
   const started = performance.now();
   await seed(big, BIG, nowS);
@@ -158,7 +162,7 @@ beforeAll(async () => {
 it("the seeded deals follow the stage rules and read back through GET /v1/deals/{id}", async () => {
   const app = countingApp();
   for (const who of [big, small]) {
-    const broken = await env.DB.prepare(
+    const broken = await shard.prepare(
       `SELECT COUNT(*) AS n FROM deals WHERE organization_id = ? AND NOT (
          (stage = 'CLOSED') = (status = 'CLOSED') AND (stage <> 'LOST' OR status = 'CANCELLED') AND (stage = 'CLOSED') = (closed_at IS NOT NULL)
          AND (closing_date = '') = (timeline IS NULL) AND created_at <= updated_at AND updated_at = last_activity_at AND updated_at <= ?)`,
@@ -167,7 +171,7 @@ it("the seeded deals follow the stage rules and read back through GET /v1/deals/
       .first<{ n: number }>();
     expect(broken!.n).toBe(0);
   }
-  const spread = await env.DB.prepare(
+  const spread = await shard.prepare(
     `SELECT group_concat(k || ' ' || n, ', ') AS spread FROM (
        SELECT 'type ' || type AS k, COUNT(*) AS n FROM deals WHERE organization_id = ?1 GROUP BY type
        UNION ALL SELECT 'status ' || status, COUNT(*) FROM deals WHERE organization_id = ?1 GROUP BY status
@@ -175,14 +179,14 @@ it("the seeded deals follow the stage rules and read back through GET /v1/deals/
   )
     .bind(big.organizationId)
     .first<{ spread: string }>();
-  const range = await env.DB.prepare(
+  const range = await shard.prepare(
     "SELECT min(created_at) AS oldest, max(created_at) AS newest, min(amount) AS minAmount, max(amount) AS maxAmount, avg(closing_date <> '') AS dated FROM deals WHERE organization_id = ?",
   )
     .bind(big.organizationId)
     .first<Record<string, unknown>>();
   console.log(`seeded spread (50k org): ${spread!.spread}\n  ${JSON.stringify(range)}`);
 
-  const sample = await env.DB.prepare("SELECT id FROM deals WHERE organization_id = ? AND title IN ('Listing sale #0', 'Buyer purchase #1', 'Rental #12', 'Commercial lease #5') OR id IN (SELECT id FROM deals WHERE organization_id = ?1 AND stage = 'CLOSED' LIMIT 2)")
+  const sample = await shard.prepare("SELECT id FROM deals WHERE organization_id = ? AND title IN ('Listing sale #0', 'Buyer purchase #1', 'Rental #12', 'Commercial lease #5') OR id IN (SELECT id FROM deals WHERE organization_id = ?1 AND stage = 'CLOSED' LIMIT 2)")
     .bind(big.organizationId)
     .all<{ id: string }>();
   expect(sample.results.length).toBeGreaterThan(2);
@@ -211,7 +215,7 @@ it("GET /v1/deals, /pipeline and /analytics stay flat from 1k to 50k deals", asy
   );
 
   const count = async (who: TestPrincipal, where = "", ...params: unknown[]) =>
-    (await env.DB.prepare(`SELECT COUNT(*) AS n FROM deals WHERE organization_id = ?${where}`).bind(who.organizationId, ...params).first<{ n: number }>())!.n;
+    (await shard.prepare(`SELECT COUNT(*) AS n FROM deals WHERE organization_id = ?${where}`).bind(who.organizationId, ...params).first<{ n: number }>())!.n;
 
   // Every scenario once for its data (and to fill the cached total of a filter), then once counted.
   const trips: Record<string, number> = {};
@@ -225,7 +229,7 @@ it("GET /v1/deals, /pipeline and /analytics stay flat from 1k to 50k deals", asy
       const p = body.data as Pipeline;
       expect(Pipeline.safeParse(p).success).toBe(true);
       expect(p.totalDeals, s.name).toBe(seeded);
-      const grouped = await env.DB.prepare("SELECT stage, COUNT(*) AS n, SUM(amount) AS value FROM deals WHERE organization_id = ? GROUP BY stage")
+      const grouped = await shard.prepare("SELECT stage, COUNT(*) AS n, SUM(amount) AS value FROM deals WHERE organization_id = ? GROUP BY stage")
         .bind(s.who.organizationId)
         .all<{ stage: DealStage; n: number; value: number }>();
       const byStage = new Map(grouped.results.map((r) => [r.stage, r]));
@@ -271,7 +275,7 @@ it("GET /v1/deals, /pipeline and /analytics stay flat from 1k to 50k deals", asy
       if (s.label.startsWith("first page")) {
         const created = page.data.map((d) => d.createdAt);
         expect(created).toEqual([...created].sort().reverse());
-        const newest = await env.DB.prepare("SELECT max(created_at) AS at FROM deals WHERE organization_id = ?").bind(s.who.organizationId).first<{ at: string }>();
+        const newest = await shard.prepare("SELECT max(created_at) AS at FROM deals WHERE organization_id = ?").bind(s.who.organizationId).first<{ at: string }>();
         expect(created[0]).toBe(newest!.at);
         expect(page.pagination.total).toBe(seeded);
       } else if (s.label.startsWith("stage=")) {
@@ -286,7 +290,7 @@ it("GET /v1/deals, /pipeline and /analytics stay flat from 1k to 50k deals", asy
         for (const d of page.data) expect(d.assignedTo).toBe(agent0(s.who));
         const amounts = page.data.map((d) => d.amount);
         expect(amounts).toEqual([...amounts].sort((x, y) => y - x));
-        const top = await env.DB.prepare("SELECT max(amount) AS a FROM deals WHERE organization_id = ? AND assigned_to = ?").bind(s.who.organizationId, agent0(s.who)).first<{ a: number }>();
+        const top = await shard.prepare("SELECT max(amount) AS a FROM deals WHERE organization_id = ? AND assigned_to = ?").bind(s.who.organizationId, agent0(s.who)).first<{ a: number }>();
         expect(amounts[0]).toBe(top!.a);
         expect(page.pagination.total).toBe(await count(s.who, " AND assigned_to = ?", agent0(s.who)));
       } else {
@@ -325,7 +329,7 @@ it("GET /v1/deals, /pipeline and /analytics stay flat from 1k to 50k deals", asy
   };
   for (const [label, query] of Object.entries(parsed)) {
     const { sql, params } = listSql(big.organizationId, query);
-    const plan = await env.DB.prepare(`EXPLAIN QUERY PLAN ${sql}`).bind(...params).all<{ detail: string }>();
+    const plan = await shard.prepare(`EXPLAIN QUERY PLAN ${sql}`).bind(...params).all<{ detail: string }>();
     const details = plan.results.map((r) => r.detail).join("\n  ");
     console.log(`EXPLAIN QUERY PLAN (list: ${label}):\n  ${details}`);
     if (label === "first page, default sort") {
@@ -342,7 +346,7 @@ it("GET /v1/deals, /pipeline and /analytics stay flat from 1k to 50k deals", asy
   for (const label of ["created", "decided"] as const) {
     const statement = (org: string) => analyticsSql(org, from, now, {})[label];
     const big90 = statement(big.organizationId);
-    const plan = await env.DB.prepare(`EXPLAIN QUERY PLAN ${big90.sql}`).bind(...big90.params).all<{ detail: string }>();
+    const plan = await shard.prepare(`EXPLAIN QUERY PLAN ${big90.sql}`).bind(...big90.params).all<{ detail: string }>();
     const details = plan.results.map((r) => r.detail).join("\n  ");
     console.log(`EXPLAIN QUERY PLAN (analytics: ${label}):\n  ${details}`);
     // The whole days come from the rollups' primary key, the partial first day from an index of the deals.
@@ -353,9 +357,9 @@ it("GET /v1/deals, /pipeline and /analytics stay flat from 1k to 50k deals", asy
     );
     for (const [who, org] of [[small, "1k"], [big, "50k"]] as const) {
       const s = statement(who.organizationId);
-      const rows = await env.DB.prepare(`SELECT COUNT(*) AS n FROM (${s.sql})`).bind(...s.params).first<{ n: number }>();
+      const rows = await shard.prepare(`SELECT COUNT(*) AS n FROM (${s.sql})`).bind(...s.params).first<{ n: number }>();
       alone.push(
-        await measure(`${org} org: analytics ${label} alone (${rows!.n} row${rows!.n === 1 ? "" : "s"})`, () => env.DB.prepare(s.sql).bind(...s.params).all(), {
+        await measure(`${org} org: analytics ${label} alone (${rows!.n} row${rows!.n === 1 ? "" : "s"})`, () => shard.prepare(s.sql).bind(...s.params).all(), {
           iterations: 50,
           warmup: 5,
           perSample: 5,
@@ -363,7 +367,7 @@ it("GET /v1/deals, /pipeline and /analytics stay flat from 1k to 50k deals", asy
       );
     }
   }
-  const inPeriod = await env.DB.prepare(
+  const inPeriod = await shard.prepare(
     `SELECT (SELECT COUNT(*) FROM deals WHERE organization_id = ?1 AND created_at >= ?2) AS created,
             (SELECT COUNT(*) FROM deal_stage_changes WHERE organization_id = ?1 AND to_stage = 'CLOSED' AND at >= ?2) AS closedMoves,
             (SELECT COUNT(*) FROM deal_stage_changes WHERE organization_id = ?1 AND to_stage = 'LOST' AND at >= ?2) AS lostMoves`,

@@ -1,6 +1,8 @@
 import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { env, exports } from "cloudflare:workers";
 import { createApp } from "../src/app";
+import type { Env } from "../src/env";
+import { everyShard } from "../src/shards/bindings";
 
 export interface Figure {
   name: string;
@@ -70,10 +72,11 @@ export function printTable(title: string, figures: Figure[], baseline?: Figure):
 }
 
 /**
- * A D1 binding that counts round trips: each prepare().run/all/first/raw and each batch is one, also through the
- * sessions the app opens (platform/session.ts).
+ * D1 bindings that count round trips: each prepare().run/all/first/raw and each batch is one, also through the
+ * sessions the app opens (platform/session.ts). One counter over all of them, so a route's figure is its trips to the
+ * directory and to its organization's shard together (issue 24).
  */
-export function countD1(d1: D1Database) {
+export function countD1<K extends string>(bindings: Record<K, D1Database>) {
   let trips = 0;
   const wrapStmt = (s: D1PreparedStatement): D1PreparedStatement =>
     new Proxy(s, {
@@ -94,7 +97,15 @@ export function countD1(d1: D1Database) {
         return typeof v === "function" ? v.bind(target) : v;
       },
     });
-  return { db: counting(d1), trips: () => trips, reset: () => void (trips = 0) };
+  const dbs = Object.fromEntries(Object.entries<D1Database>(bindings).map(([k, db]) => [k, counting(db)])) as Record<K, D1Database>;
+  return { dbs, trips: () => trips, reset: () => void (trips = 0) };
+}
+
+/** The directory (`DB`) and every shard binding (`DB_SHARD_n`) of `env`, counted by one counter: spread over the env. */
+export function countAllD1(from: Env = env) {
+  const bindings: Record<string, D1Database> = { DB: from.DB };
+  for (const { shard, db } of everyShard(from)) bindings[`DB_SHARD_${shard}`] = db;
+  return countD1(bindings);
 }
 
 /** A Durable Object namespace that counts the RPC calls made on its stubs. */
@@ -127,14 +138,15 @@ export const percentile = (values: number[], q: number) => {
 };
 
 /**
- * The real app with a D1 binding that counts round trips (each prepare().run/all/first/raw and each batch is one).
+ * The real app with D1 bindings that count round trips on the directory and every shard (each prepare().run/all/first/raw
+ * and each batch is one).
  * Requests wait for their deferred work (the event publish), so all of their round trips are counted.
  */
 export function countingApp(vars: Record<string, string> = {}) {
-  const counted = countD1(env.DB);
+  const counted = countAllD1();
   const app = createApp();
   // `vars` over the test env: configuration of an outside service for this app (a fake AI gateway's URL, say).
-  const benchEnv = { ...env, ...vars, DB: counted.db };
+  const benchEnv = { ...env, ...vars, ...counted.dbs };
   return {
     trips: counted.trips,
     reset: counted.reset,

@@ -1,16 +1,17 @@
 // Properties list at scale (issue 9): 100,000 listings in one organization against 1,000 in another, same run.
-import { env } from "cloudflare:workers";
 import { beforeAll, expect, it } from "vitest";
 import { distanceMiles, unitVector } from "../src/properties/geo";
 import { listSql } from "../src/properties/list";
 import { Property, PropertyListQuery } from "../src/properties/schemas";
-import { createPrincipal, type TestPrincipal } from "../test/helpers/factories";
+import { createPrincipal, tenantDb, type TestPrincipal } from "../test/helpers/factories";
 import { countingApp, helloWorld, measureInterleaved, printTable } from "./harness";
 
 const BIG = 100_000;
 const SMALL = 1_000;
 let big: TestPrincipal;
 let small: TestPrincipal;
+/** The shard both organizations live on. */
+let shard: D1Database;
 
 /** Metro areas of the continental US the listings spread over: the centre, a zip prefix and a price per square foot. */
 const METROS: [city: string, state: string, zip: string, lat: number, lng: number, ppsf: number][] = [
@@ -52,8 +53,8 @@ const EMPTY_RADIUS = "39.0997,-94.5786,25";
 async function seed(organizationId: string, n: number) {
   const base = Date.UTC(2025, 0, 1);
   const metros = METROS.map(([city, state, zip, lat, lng, ppsf], i) => `(${i}, '${city}', '${state}', '${zip}', ${lat}, ${lng}, ${ppsf})`).join(",\n");
-  await env.DB.batch([
-    env.DB.prepare(
+  await shard.batch([
+    shard.prepare(
       `INSERT INTO properties (id, organization_id, mls_id, address, details, listing, features, media, photos, valuation, marketing, hoa, taxes, disclosure,
          city, state, zip_code, latitude, longitude, geo_x, geo_y, geo_z, property_type, bedrooms, bathrooms, square_footage, year_built,
          garage, pool, waterfront, status, list_price, list_date, off_market_days, sold_price, sold_date, created_at, updated_at, version)
@@ -128,7 +129,7 @@ async function seed(organizationId: string, n: number) {
          at, at, 1
        FROM f`,
     ).bind(organizationId, n, base),
-    env.DB.prepare("INSERT INTO resource_counters (organization_id, resource, total, version) VALUES (?, 'properties', ?, 1)").bind(organizationId, n),
+    shard.prepare("INSERT INTO resource_counters (organization_id, resource, total, version) VALUES (?, 'properties', ?, 1)").bind(organizationId, n),
   ]);
 }
 
@@ -136,8 +137,10 @@ type Page = { data: Property[]; pagination: { nextCursor: string | null; total: 
 
 
 beforeAll(async () => {
-  big = await createPrincipal();
-  small = await createPrincipal();
+  // One shard for both: the 1k organization's rows sit in the same tables as the big one's.
+  big = await createPrincipal({ shard: 0 });
+  small = await createPrincipal({ shard: 0 });
+  shard = await tenantDb(big.organizationId);
   const started = performance.now();
   await seed(big.organizationId, BIG);
   await seed(small.organizationId, SMALL);
@@ -146,7 +149,7 @@ beforeAll(async () => {
 
 it("the seeded rows are what the app writes: geo_x/y/z as geo.ts computes them, readable through GET /v1/properties/{id}", async () => {
   const app = countingApp();
-  const rows = await env.DB.prepare("SELECT id, latitude, longitude, geo_x, geo_y, geo_z FROM properties WHERE organization_id = ? AND mls_id IN ('MLS0000000', 'MLS0000001', 'MLS0012345', 'MLS0054321', 'MLS0099999')")
+  const rows = await shard.prepare("SELECT id, latitude, longitude, geo_x, geo_y, geo_z FROM properties WHERE organization_id = ? AND mls_id IN ('MLS0000000', 'MLS0000001', 'MLS0012345', 'MLS0054321', 'MLS0099999')")
     .bind(big.organizationId)
     .all<{ id: string; latitude: number; longitude: number; geo_x: number; geo_y: number; geo_z: number }>();
   expect(rows.results).toHaveLength(5);
@@ -159,7 +162,7 @@ it("the seeded rows are what the app writes: geo_x/y/z as geo.ts computes them, 
     expect(Property.safeParse(read).success).toBe(true);
     expect(read.address.coordinates).toEqual({ latitude: r.latitude, longitude: r.longitude });
   }
-  const spread = await env.DB.prepare(
+  const spread = await shard.prepare(
     `SELECT count(DISTINCT city) AS cities, count(DISTINCT zip_code) AS zips, count(DISTINCT property_type) AS types, min(latitude) AS s, max(latitude) AS n,
             min(longitude) AS w, max(longitude) AS e, avg(status = 'ACTIVE') AS active, avg(pool) AS pool, avg(waterfront) AS waterfront, avg(garage) AS garage,
             min(list_price) AS minPrice, max(list_price) AS maxPrice, avg(list_price) AS avgPrice
@@ -215,7 +218,7 @@ it("GET /v1/properties stays flat from 1k to 100k listings", async () => {
   const trips: Record<string, number> = {};
   const coords = new Map<TestPrincipal, { latitude: number; longitude: number }[]>();
   for (const who of [big, small]) {
-    const all = await env.DB.prepare("SELECT latitude, longitude FROM properties WHERE organization_id = ?").bind(who.organizationId).all<{ latitude: number; longitude: number }>();
+    const all = await shard.prepare("SELECT latitude, longitude FROM properties WHERE organization_id = ?").bind(who.organizationId).all<{ latitude: number; longitude: number }>();
     coords.set(who, all.results);
   }
   for (const s of scenarios) {
@@ -277,7 +280,7 @@ it("GET /v1/properties stays flat from 1k to 100k listings", async () => {
   };
   for (const [label, query] of Object.entries(parsed)) {
     const { sql, params } = listSql(big.organizationId, query);
-    const plan = await env.DB.prepare(`EXPLAIN QUERY PLAN ${sql}`).bind(...params).all<{ detail: string }>();
+    const plan = await shard.prepare(`EXPLAIN QUERY PLAN ${sql}`).bind(...params).all<{ detail: string }>();
     const details = plan.results.map((r) => r.detail).join("\n  ");
     const sorts = /USE TEMP B-TREE/.test(details) ? "\n  -> sorts every matching row before the LIMIT" : "";
     console.log(`EXPLAIN QUERY PLAN (${label}):\n  ${details}${sorts}`);

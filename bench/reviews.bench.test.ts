@@ -8,16 +8,16 @@ import { feedCacheKey } from "../src/profiles/feed";
 import { createPrincipal } from "../test/helpers/factories";
 import { publishedProfile } from "../test/helpers/profiles";
 import { publishedTestimonial } from "../test/helpers/testimonials";
-import { countD1, countDurableObjectCalls, measureInterleaved, printTable } from "./harness";
+import { countAllD1, countDurableObjectCalls, measureInterleaved, printTable } from "./harness";
 
 it("GET /api/public/reviews/{slug}: cache hit, cache miss and the floor", async () => {
   const owner = await createPrincipal();
   for (let i = 0; i < 20; i++) await publishedTestimonial(owner, { rating: (i % 5) + 1, body: `Review number ${i}, with a few words of praise.`, displayName: `Client ${i}`, permissionToPublishName: true });
   const slug = await publishedProfile(owner);
-  const d1 = countD1(env.DB);
+  const d1 = countAllD1();
   const limiter = countDurableObjectCalls(env.RATE_LIMITER);
   const app = createApp();
-  const benchEnv = { ...env, DB: d1.db, RATE_LIMITER: limiter.namespace };
+  const benchEnv = { ...env, ...d1.dbs, RATE_LIMITER: limiter.namespace };
   let ip = 0;
   const get = async (path: string) => {
     const ctx = createExecutionContext();

@@ -1,10 +1,9 @@
 // Document search at scale (issue 12): 10,000 indexed documents in one organization against 100 in another, through
 // the D1-backed index (development and tests; Vectorize in production), with a fake OpenAI-compatible AI gateway.
-import { env } from "cloudflare:workers";
 import { beforeAll, expect, it } from "vitest";
 import { openAiCompatibleGateway } from "../src/ai/gateway";
 import { openAiGateway, type FakeAiGateway } from "../test/helpers/ai-gateway";
-import { createPrincipal, type TestPrincipal } from "../test/helpers/factories";
+import { createPrincipal, tenantDb, type TestPrincipal } from "../test/helpers/factories";
 import { countingApp, helloWorld, measureInterleaved, printTable } from "./harness";
 
 const BIG = 10_000;
@@ -38,7 +37,8 @@ const hex = (v: Float32Array) => [...new Uint8Array(v.buffer)].map((b) => b.toSt
 async function seed(organizationId: string, n: number, target: Float32Array) {
   const at = "2025-01-01T00:00:00.000Z";
   const docId = (i: number) => `${organizationId.slice(0, 8)}-bench-${String(i).padStart(5, "0")}`;
-  await env.DB.prepare(
+  const db = await tenantDb(organizationId);
+  await db.prepare(
     `INSERT INTO documents (id, organization_id, form_key, status, canonical, sha256, deal_id, created_by, created_at, updated_at, version)
      WITH RECURSIVE seq(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM seq WHERE n < ?2 - 1)
      SELECT substr(?1, 1, 8) || '-bench-' || printf('%05d', n), ?1, 'generic/free-form', 'GENERATED', '{}', '', NULL, NULL, ?3, ?3, 1 FROM seq`,
@@ -52,13 +52,13 @@ async function seed(organizationId: string, n: number, target: Float32Array) {
       return { d: docId(i), v: hex(i === 0 ? target : vectorOf(i * 7919 + n)) };
     });
     statements.push(
-      env.DB.prepare(
+      db.prepare(
         `INSERT INTO document_vectors (organization_id, id, document_id, chunk, vector, indexed_at)
          SELECT ?1, json_extract(value, '$.d') || '#0', json_extract(value, '$.d'), 0, unhex(json_extract(value, '$.v')), ?2 FROM json_each(?3)`,
       ).bind(organizationId, at, JSON.stringify(rows)),
     );
   }
-  for (let i = 0; i < statements.length; i += 10) await env.DB.batch(statements.slice(i, i + 10));
+  for (let i = 0; i < statements.length; i += 10) await db.batch(statements.slice(i, i + 10));
   return docId(0);
 }
 

@@ -42,9 +42,9 @@ function layout(name: string, bindings: Record<string, D1Database>): Layout {
   for (const [binding, db] of Object.entries(bindings) as [string, D1Database][]) {
     // One counter per database, however many bindings name it.
     if (!seen.has(db)) {
-      const c = countD1(db);
+      const c = countD1({ db });
       counters.push(c);
-      seen.set(db, c.db);
+      seen.set(db, c.dbs.db);
     }
     counted[binding] = seen.get(db);
   }

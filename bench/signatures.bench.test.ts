@@ -4,24 +4,25 @@ import { createExecutionContext, runInDurableObject, waitOnExecutionContext } fr
 import { env } from "cloudflare:workers";
 import { expect, it } from "vitest";
 import { createApp } from "../src/app";
-import { createDb } from "../src/db/client";
 import { sha256Hex } from "../src/lib/crypto";
 import { act } from "../src/signatures/actions";
 import { SignerCodes } from "../src/signatures/codes";
 import { loadEnvelope } from "../src/signatures/machine";
+import { createDb } from "../src/db/client";
 import { createDocument, freshIp, leaseCanonical, publicSign, sendForSignature, tokenOf } from "../test/helpers/documents";
-import { createPrincipal, type TestPrincipal } from "../test/helpers/factories";
-import { countD1, countDurableObjectCalls, percentile } from "./harness";
+import { createPrincipal, tenantDb, type TestPrincipal } from "../test/helpers/factories";
+import { countAllD1, countDurableObjectCalls, percentile } from "./harness";
 
 /**
  * Waits until the completions so far have been turned into their certificate and sealed PDF. Those consumers render
  * PDFs (tens of ms of CPU) and, in this bench, run in the same workerd process as the signs being timed; deployed, a
  * queue consumer runs in an invocation of its own. So each measurement starts once they are done.
  */
-async function settle(envelopeIds: string[]) {
+async function settle(owner: TestPrincipal, envelopeIds: string[]) {
   const deadline = Date.now() + 30_000;
+  const db = await tenantDb(owner.organizationId);
   for (;;) {
-    const row = await env.DB_SHARD_0.prepare("SELECT COUNT(*) AS n FROM envelopes WHERE id IN (SELECT value FROM json_each(?)) AND (sealed_key IS NULL OR certificate_key IS NULL)")
+    const row = await db.prepare("SELECT COUNT(*) AS n FROM envelopes WHERE id IN (SELECT value FROM json_each(?)) AND (sealed_key IS NULL OR certificate_key IS NULL)")
       .bind(JSON.stringify(envelopeIds))
       .first<{ n: number }>();
     // The rest of their work (the copies' mail, the other consumers of the event) ends soon after.
@@ -52,13 +53,11 @@ async function consentedSigners(owner: TestPrincipal, n: number): Promise<{ enve
 }
 
 it("public sign: a single call beside 50 concurrent calls on one envelope; D1 round trips and Durable Object calls per call", async () => {
-  // Placed on shard 0, whose trips are counted beside the directory's (issue 24).
   const owner = await createPrincipal({ shard: 0 });
-  const d1 = countD1(env.DB);
-  const shard = countD1(env.DB_SHARD_0);
+  const d1 = countAllD1();
   const signers = countDurableObjectCalls(env.ENVELOPE_SIGNER);
   const limiter = countDurableObjectCalls(env.RATE_LIMITER);
-  const benchEnv = { ...env, DB: d1.db, DB_SHARD_0: shard.db, ENVELOPE_SIGNER: signers.namespace, RATE_LIMITER: limiter.namespace };
+  const benchEnv = { ...env, ...d1.dbs, ENVELOPE_SIGNER: signers.namespace, RATE_LIMITER: limiter.namespace };
   const app = createApp();
   const sign = async (token: string, ip: string) => {
     const ctx = createExecutionContext();
@@ -79,23 +78,23 @@ it("public sign: a single call beside 50 concurrent calls on one envelope; D1 ro
   // with the counting binding.
   const [probe, inside] = await consentedSigners(owner, 2);
   d1.reset();
-  shard.reset();
   signers.reset();
   limiter.reset();
   expect((await sign(probe!.token, probe!.ip)).status).toBe(200);
-  const route = { d1: d1.trips() + shard.trips(), envelopeSigner: signers.calls(), rateLimiter: limiter.calls() };
+  const route = { d1: d1.trips(), envelopeSigner: signers.calls(), rateLimiter: limiter.calls() };
   const stub = env.ENVELOPE_SIGNER.get(env.ENVELOPE_SIGNER.idFromName(inside!.envelopeId));
   const object = await runInDurableObject(stub, async (_, state) => {
-    const directory = createDb(env.DB);
-    const loaded = (await loadEnvelope({ db: createDb(env.DB_SHARD_0), d1: env.DB_SHARD_0, directory }, inside!.envelopeId))!;
-    shard.reset();
+    // The owner lives on shard 0 (placed there below): the object's tenant is that shard, counted.
+    const counted = d1.dbs.DB_SHARD_0!;
+    const tenant = { db: createDb(counted), d1: counted, directory: createDb(d1.dbs.DB!) };
+    const loaded = (await loadEnvelope(tenant, inside!.envelopeId))!;
+    d1.reset();
     const deferred: Promise<unknown>[] = [];
-    const tenant = { db: createDb(shard.db), d1: shard.db, directory };
-    const { result } = await act(env, { ...loaded, tenant },  new SignerCodes(state.storage.sql), await sha256Hex(inside!.token), { action: "sign" }, { ip: null, userAgent: null }, (w) => deferred.push(w));
-    const answered = shard.trips();
+    const { result } = await act({ ...env, ...d1.dbs }, { ...loaded, tenant }, new SignerCodes(state.storage.sql), await sha256Hex(inside!.token), { action: "sign" }, { ip: null, userAgent: null }, (w) => deferred.push(w));
+    const answered = d1.trips();
     await Promise.all(deferred);
     expect(result).toEqual({ kind: "done", completed: true });
-    return { answered, afterwards: shard.trips() - answered };
+    return { answered, afterwards: d1.trips() - answered };
   });
 
   const singles = await consentedSigners(owner, SINGLES);
@@ -121,14 +120,14 @@ it("public sign: a single call beside 50 concurrent calls on one envelope; D1 ro
   // after: it goes after the one-address burst so that each is timed on a quiet process.
   const completed: string[] = [probe!.envelopeId, inside!.envelopeId, warm[0]!.envelopeId, warm[1]!.envelopeId];
   for (let i = 0; i < BURSTS; i++) {
-    await settle(completed);
+    await settle(owner, completed);
     oneAddress.push(...(await race(bursts[2 * i + 1]!.token, bursts[2 * i + 1]!.ip)));
     completed.push(bursts[2 * i + 1]!.envelopeId);
-    await settle(completed);
+    await settle(owner, completed);
     spread.push(...(await race(bursts[2 * i]!.token)));
     completed.push(bursts[2 * i]!.envelopeId);
     for (const s of singles.slice((i * SINGLES) / BURSTS, ((i + 1) * SINGLES) / BURSTS)) {
-      await settle(completed);
+      await settle(owner, completed);
       const { status, ms } = await sign(s.token, s.ip);
       expect(status).toBe(200);
       single.push(ms);

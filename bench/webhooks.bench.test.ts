@@ -7,7 +7,7 @@ import { type DeliveryMessage, fanOutEvents } from "../src/webhooks/fanout";
 import { openSecret } from "../src/webhooks/secret-box";
 import { fetchTransport, type WebhookTransport } from "../src/webhooks/transport";
 import { signWebhook } from "../src/webhooks/verify";
-import { createPrincipal } from "../test/helpers/factories";
+import { createPrincipal, tenantDb } from "../test/helpers/factories";
 import { openMailbox } from "../test/helpers/receiver";
 import { capturingEnv, contactEvent, subscribe } from "../test/helpers/webhooks";
 import { helloWorld, type Figure, measure, printTable } from "./harness";
@@ -42,7 +42,8 @@ async function run(shape: Shape) {
   const owner = await createPrincipal();
   const box = await openMailbox({ record: false });
   for (let i = 0; i < SUBSCRIPTIONS; i++) await subscribe(owner, { url: box.url, events: ["contact.created", "contact.updated"] });
-  const db = createDb(env.DB);
+  const shard = await tenantDb(owner.organizationId);
+  const db = createDb(shard);
   const { env: capture, sent } = capturingEnv();
   const events = Array.from({ length: EVENTS }, (_, i) => contactEvent(owner, "contact.created", { id: crypto.randomUUID(), firstName: `Lead ${i}`, leadScore: i % 100, source: "WEBSITE" }));
 
@@ -83,13 +84,13 @@ async function run(shape: Shape) {
   );
   const deliverMs = performance.now() - deliverStart;
   // A local receiver under this load may drop a connection now and then; those deliveries are retried in production.
-  const outcomes = await env.DB.prepare("SELECT status, last_error AS error, COUNT(*) AS n FROM webhook_deliveries WHERE organization_id = ? GROUP BY 1, 2")
+  const outcomes = await shard.prepare("SELECT status, last_error AS error, COUNT(*) AS n FROM webhook_deliveries WHERE organization_id = ? GROUP BY 1, 2")
     .bind(owner.organizationId)
     .all<{ status: string; error: string | null; n: number }>();
   expect(outcomes.results.find((o) => o.status === "delivered")?.n ?? 0).toBeGreaterThan(EVENTS * SUBSCRIPTIONS * 0.99);
 
-  const rows = await env.DB.prepare("SELECT id, secret_ciphertext FROM webhook_subscriptions WHERE organization_id = ?").bind(owner.organizationId).all<{ id: string; secret_ciphertext: string }>();
-  const bodies = (await env.DB.prepare("SELECT body FROM webhook_deliveries WHERE organization_id = ?").bind(owner.organizationId).all<{ body: string }>()).results.map((r) => r.body);
+  const rows = await shard.prepare("SELECT id, secret_ciphertext FROM webhook_subscriptions WHERE organization_id = ?").bind(owner.organizationId).all<{ id: string; secret_ciphertext: string }>();
+  const bodies = (await shard.prepare("SELECT body FROM webhook_deliveries WHERE organization_id = ?").bind(owner.organizationId).all<{ body: string }>()).results.map((r) => r.body);
   const signStart = performance.now();
   for (let i = 0; i < bodies.length; i++) {
     const row = rows.results[i % rows.results.length]!;

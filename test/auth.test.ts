@@ -40,6 +40,21 @@ describe("bearer authentication", () => {
     expect((await call("DELETE", "/plants/1", { token: b.token })).status).toBe(404);
   });
 
+  it("reads only the session's organization: another organization's contact answers as an unknown id, on its shard or the other", async () => {
+    const owner = await createPrincipal({ shard: 0 });
+    const contact = await json(await call("POST", "/v1/contacts", { token: owner.token, body: { firstName: "Only", lastName: "Mine", email: `mine-${crypto.randomUUID()}@example.test` } }));
+    // A stranger on the owner's shard is kept out by the organization in every query; one on the other shard opens a
+    // database that has no such row at all (issue 24). Both must answer exactly what an unknown id answers.
+    for (const shard of [0, 1]) {
+      const stranger = await createPrincipal({ shard });
+      const foreign = await call("GET", `/v1/contacts/${contact.data.id}`, { token: stranger.token });
+      const unknown = await call("GET", "/v1/contacts/00000000-0000-4000-8000-000000000000", { token: stranger.token });
+      expect(foreign.status, `stranger on shard ${shard}`).toBe(404);
+      expect(await foreign.text(), `stranger on shard ${shard}`).toBe(await unknown.text());
+    }
+    expect((await call("GET", `/v1/contacts/${contact.data.id}`, { token: owner.token })).status).toBe(200);
+  });
+
   it("answers 401 for an expired session", async () => {
     const { token } = await createPrincipal({ expiresInSeconds: -1 });
     const res = await call("GET", "/v1/contacts", { token });

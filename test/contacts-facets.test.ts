@@ -1,14 +1,14 @@
 // Filtered contact totals over type, status, source and assignedTo are summed from per-combination counts moved in
 // every contact write (src/contacts/facets.ts, issue 22): they must stay exact through every write path.
-import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { call, json } from "./helpers/client";
 import { createContact, listPage, logActivity, updateContact } from "./helpers/contacts";
 import { expectFacetsExact } from "./helpers/derived-figures";
-import { createPrincipal, type TestPrincipal } from "./helpers/factories";
+import { createPrincipal, tenantDb, type TestPrincipal } from "./helpers/factories";
 
 /** The list's total of each filter equals the count of the rows it matches. */
 async function expectTotalsExact(p: TestPrincipal, agent: string) {
+  const db = await tenantDb(p.organizationId);
   const filters: [string, string, unknown[]][] = [
     ["type=CLIENT", "type = ?", ["CLIENT"]],
     ["type=LEAD&status=ACTIVE", "type = ? AND status = ?", ["LEAD", "ACTIVE"]],
@@ -17,11 +17,11 @@ async function expectTotalsExact(p: TestPrincipal, agent: string) {
     [`type=CLIENT&status=INACTIVE&source=WEBSITE&assignedTo=${agent}`, "type = ? AND status = ? AND source = ? AND assigned_to = ?", ["CLIENT", "INACTIVE", "WEBSITE", agent]],
   ];
   for (const [query, where, params] of filters) {
-    const row = await env.DB.prepare(`SELECT COUNT(*) AS n FROM contacts WHERE organization_id = ? AND ${where}`).bind(p.organizationId, ...params).first<{ n: number }>();
+    const row = await db.prepare(`SELECT COUNT(*) AS n FROM contacts WHERE organization_id = ? AND ${where}`).bind(p.organizationId, ...params).first<{ n: number }>();
     expect((await listPage(p.token, `limit=1&${query}`)).pagination.total, query).toBe(row!.n);
   }
   // Read from the facet counts: nothing was counted and cached per contacts version.
-  const cached = await env.DB.prepare("SELECT COUNT(*) AS n FROM list_totals WHERE organization_id = ? AND resource = 'contacts'").bind(p.organizationId).first<{ n: number }>();
+  const cached = await db.prepare("SELECT COUNT(*) AS n FROM list_totals WHERE organization_id = ? AND resource = 'contacts'").bind(p.organizationId).first<{ n: number }>();
   expect(cached!.n).toBe(0);
 }
 

@@ -1,4 +1,3 @@
-import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
 import { pruneStaleListTotals } from "../src/crm/list-totals";
 import { call } from "./helpers/client";
@@ -15,7 +14,7 @@ import {
   tick,
   updateContact,
 } from "./helpers/contacts";
-import { createPrincipal, type TestPrincipal } from "./helpers/factories";
+import { createPrincipal, tenantDb, type TestPrincipal } from "./helpers/factories";
 
 type SortSpec = [field: "createdAt" | "updatedAt" | "lastName" | "leadScore", dir: "asc" | "desc"][];
 const parseSort = (sort: string): SortSpec => sort.split(",").map((p) => p.split(":") as SortSpec[number]);
@@ -217,9 +216,10 @@ describe("GET /v1/contacts: totals follow writes", () => {
     await listPage(p.token, `type=LEAD&${since}`);
     await createContact(p.token, { type: "VENDOR" }); // bumps the version: the LEAD total is stale now
     await listPage(p.token, `type=CLIENT&${since}`);
-    const cached = () => env.DB.prepare("SELECT COUNT(*) AS n FROM list_totals WHERE organization_id = ? AND resource = 'contacts'").bind(p.organizationId).first<number>("n");
+    const db = await tenantDb(p.organizationId);
+    const cached = () => db.prepare("SELECT COUNT(*) AS n FROM list_totals WHERE organization_id = ? AND resource = 'contacts'").bind(p.organizationId).first<number>("n");
     expect(await cached()).toBe(2);
-    await pruneStaleListTotals(env.DB);
+    await pruneStaleListTotals(db);
     expect(await cached()).toBe(1);
     expect((await listPage(p.token, `type=LEAD&${since}`)).pagination.total).toBe(1);
     expect((await listPage(p.token, `type=CLIENT&${since}`)).pagination.total).toBe(1);

@@ -5,17 +5,11 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { analyticsSql, backfillRollupsSql, DAY_MS, spansOf } from "../src/deals/rollups";
 import { call } from "./helpers/client";
-import { createDeal, moveDeal, updateDeal } from "./helpers/deals";
+import { addAgent, createDeal, moveDeal, updateDeal } from "./helpers/deals";
 import { expectRollupsExact } from "./helpers/derived-figures";
-import { createPrincipal, type TestPrincipal } from "./helpers/factories";
+import { createPrincipal, tenantDb } from "./helpers/factories";
 
 type Row = Record<string, number | string>;
-
-async function addAgent(p: TestPrincipal, name: string): Promise<string> {
-  const { userId } = await createPrincipal({ organizationId: p.organizationId });
-  await env.DB.prepare("UPDATE users SET name = ? WHERE id = ?").bind(name, userId).run();
-  return userId;
-}
 
 describe("deal analytics rollups", () => {
   it("spans cover a range of days exactly, a few per level", () => {
@@ -29,10 +23,11 @@ describe("deal analytics rollups", () => {
 
   it("a report seeks each span in the rollups' primary key (the spans outside, never a walk of the organization's rows)", async () => {
     const now = new Date();
+    const db = env.DB_SHARD_0;
     for (const narrow of [{}, { type: "SALE" }, { assignedTo: "agent" }, { type: "SALE", assignedTo: "agent" }]) {
       const q = analyticsSql("org-plan", new Date(now.getTime() - 90 * DAY_MS), now, narrow);
       const plan = async (s: { sql: string; params: unknown[] }) =>
-        (await env.DB.prepare(`EXPLAIN QUERY PLAN ${s.sql}`).bind(...s.params).all<{ detail: string }>()).results.map((r) => r.detail).join("\n");
+        (await db.prepare(`EXPLAIN QUERY PLAN ${s.sql}`).bind(...s.params).all<{ detail: string }>()).results.map((r) => r.detail).join("\n");
       const created = await plan(q.created);
       expect(created).toMatch(/SCAN j VIRTUAL TABLE[^\n]*\n\s*SEARCH r USING INDEX sqlite_autoindex_deal_created_rollups_1 \(organization_id=\? AND type=\? AND assigned_to=\? AND level=\? AND bucket=\?\)/);
       expect(created).toMatch(/SEARCH d USING COVERING INDEX deals_org_created_idx \(organization_id=\? AND created_at>\? AND created_at<\?\)/);
@@ -44,7 +39,7 @@ describe("deal analytics rollups", () => {
 
   it("move with every deal write: create, update, move, close, lose, reopen, trash and restore", async () => {
     const p = await createPrincipal();
-    const bea = await addAgent(p, "Bea Broker");
+    const bea = await addAgent(p.organizationId, "Bea Broker");
     const a = await createDeal(p.token, { type: "SALE", amount: 100_000, assignedTo: p.userId });
     const b = await createDeal(p.token, { type: "PURCHASE", amount: 250_000 });
     const c = await createDeal(p.token, { type: "LEASE", amount: 24_000, assignedTo: bea });
@@ -87,11 +82,12 @@ describe("deal analytics rollups", () => {
 
   it("give the figures a scan of the deals gives, for any start of the period and with the type and agent filters", async () => {
     const p = await createPrincipal();
-    const agents = [p.userId, await addAgent(p, "Bea Broker"), await addAgent(p, "Cy Closer")];
+    const agents = [p.userId, await addAgent(p.organizationId, "Bea Broker"), await addAgent(p.organizationId, "Cy Closer")];
     const now = Date.now();
+    const db = await tenantDb(p.organizationId);
     // 600 deals over the 400 days before now, a fifth decided 0-90 days after creation, written in SQL then rolled up.
-    await env.DB.batch([
-      env.DB.prepare(
+    await db.batch([
+      db.prepare(
         `INSERT INTO deals (id, organization_id, title, type, stage, status, amount, contact_id, assigned_to, team_members, probability, tags, created_at, updated_at, last_activity_at, closed_at, decided_at)
          WITH RECURSIVE seq(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM seq WHERE n < 599),
          a AS (SELECT n, (?2 - (n * 57600000 + (n * 7919 % 3600000))) AS created_ms, (n * 104729 % 97) AS k FROM seq),
@@ -105,7 +101,7 @@ describe("deal analytics rollups", () => {
            CASE WHEN stage IN ('CLOSED', 'LOST') THEN strftime('%Y-%m-%dT%H:%M:%fZ', decided_ms / 1000.0, 'unixepoch') END
          FROM b`,
       ).bind(p.organizationId, now, JSON.stringify([...agents, null])),
-      ...backfillRollupsSql("organization_id = ?").map((sql) => env.DB.prepare(sql).bind(p.organizationId)),
+      ...backfillRollupsSql("organization_id = ?").map((sql) => db.prepare(sql).bind(p.organizationId)),
     ]);
     const scan = {
       created: (and: string) => `SELECT COUNT(*) AS n, IFNULL(SUM(d.amount), 0) AS value FROM deals d WHERE d.organization_id = ? AND d.created_at >= ?${and}`,
@@ -123,11 +119,11 @@ describe("deal analytics rollups", () => {
           const and = `${narrow.type ? " AND d.type = ?" : ""}${narrow.assignedTo ? " AND d.assigned_to = ?" : ""}`;
           const binds = [...(narrow.type ? [narrow.type] : []), ...(narrow.assignedTo ? [narrow.assignedTo] : [])];
           const ours = analyticsSql(p.organizationId, from, at, narrow);
-          const [created, decided, wantCreated, wantDecided] = await env.DB.batch<Row>([
-            env.DB.prepare(ours.created.sql).bind(...ours.created.params),
-            env.DB.prepare(`SELECT * FROM (${ours.decided.sql}) ORDER BY stage, assigned_to`).bind(...ours.decided.params),
-            env.DB.prepare(scan.created(and)).bind(p.organizationId, from.toISOString(), ...binds),
-            env.DB.prepare(scan.decided(and)).bind(p.organizationId, from.toISOString(), ...binds, p.organizationId),
+          const [created, decided, wantCreated, wantDecided] = await db.batch<Row>([
+            db.prepare(ours.created.sql).bind(...ours.created.params),
+            db.prepare(`SELECT * FROM (${ours.decided.sql}) ORDER BY stage, assigned_to`).bind(...ours.decided.params),
+            db.prepare(scan.created(and)).bind(p.organizationId, from.toISOString(), ...binds),
+            db.prepare(scan.decided(and)).bind(p.organizationId, from.toISOString(), ...binds, p.organizationId),
           ]);
           const label = `${days}d +${offsetMs}ms ${JSON.stringify(narrow)}`;
           expect(created!.results[0]!.n, label).toBe(wantCreated!.results[0]!.n);

@@ -6,8 +6,8 @@ import { signedFileUrl } from "../src/files/signed-url";
 import { purgeTrash } from "../src/trash/service";
 import { call, json } from "./helpers/client";
 import { expectCrmError, issuePairs, tick } from "./helpers/contacts";
-import { createDeal, createTask, type DealJson, documentForm, getDeal, moveDeal, PDF_BYTES, updateDeal } from "./helpers/deals";
-import { createPrincipal, type TestPrincipal } from "./helpers/factories";
+import { addAgent, createDeal, createTask, type DealJson, documentForm, getDeal, moveDeal, PDF_BYTES, updateDeal } from "./helpers/deals";
+import { createPrincipal, tenantDb, type TestPrincipal } from "./helpers/factories";
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const UNKNOWN_ID = "00000000-0000-4000-8000-000000000000";
@@ -17,7 +17,7 @@ const MiB = 1024 * 1024;
 
 /** The outbox of an organization for one event type, in the order the events were written. */
 async function eventsOf(organizationId: string, type: string): Promise<Record<string, any>[]> {
-  const { results } = await env.DB.prepare("SELECT data FROM outbox_events WHERE organization_id = ? AND type = ? ORDER BY occurred_at, rowid").bind(organizationId, type).all<{ data: string }>();
+  const { results } = await (await tenantDb(organizationId)).prepare("SELECT data FROM outbox_events WHERE organization_id = ? AND type = ? ORDER BY occurred_at, rowid").bind(organizationId, type).all<{ data: string }>();
   return results.map((r) => JSON.parse(r.data));
 }
 
@@ -45,13 +45,6 @@ async function expectRefusedLink(path: string): Promise<void> {
   expect(await json(res)).toEqual({ error: "not_found", message: expect.any(String) });
 }
 
-/** Another user of the principal's organization, with a distinct name. */
-async function addAgent(p: TestPrincipal, name: string): Promise<string> {
-  const { userId } = await createPrincipal({ organizationId: p.organizationId });
-  await env.DB.prepare("UPDATE users SET name = ? WHERE id = ?").bind(name, userId).run();
-  return userId;
-}
-
 async function upload(token: string, dealId: string, form: FormData): Promise<Response> {
   return call("POST", `/v1/deals/${dealId}/documents`, { token, body: form });
 }
@@ -63,7 +56,8 @@ async function uploadOk(token: string, dealId: string, form: FormData): Promise<
   return payload.data;
 }
 
-const dealRows = async (table: string, dealId: string) => (await env.DB.prepare(`SELECT COUNT(*) AS n FROM ${table} WHERE deal_id = ?`).bind(dealId).first<{ n: number }>())!.n;
+/** Rows of a deal in one of its tables, read on its organization's shard. */
+const dealRows = async (organizationId: string, table: string, dealId: string) => (await (await tenantDb(organizationId)).prepare(`SELECT COUNT(*) AS n FROM ${table} WHERE deal_id = ?`).bind(dealId).first<{ n: number }>())!.n;
 
 // ---------------------------------------------------------------------------------------------------------------------
 
@@ -94,7 +88,7 @@ describe("deal tasks", () => {
 
   it("stores every field given: description, due date (a date, or a timestamp kept in UTC), priority, an agent of the organization", async () => {
     const p = await createPrincipal();
-    const agent = await addAgent(p, "Tasha Tasker");
+    const agent = await addAgent(p.organizationId, "Tasha Tasker");
     const deal = await createDeal(p.token);
     const full = await createTask(p.token, deal.id, { title: "Call lender", description: "About the rate lock", dueDate: "2030-01-15", priority: "HIGH", assignedTo: agent });
     expect(full).toMatchObject({ title: "Call lender", description: "About the rate lock", dueDate: "2030-01-15", priority: "HIGH", assignedTo: agent, completed: false });
@@ -123,7 +117,7 @@ describe("deal tasks", () => {
       const errors = await expectCrmError(res, 422, "validation_error");
       expect(issuePairs(errors)).toEqual(["assignedTo:invalid_reference"]);
     }
-    expect(await dealRows("deal_tasks", deal.id)).toBe(0);
+    expect(await dealRows(p.organizationId, "deal_tasks", deal.id)).toBe(0);
     expect(await eventsOf(p.organizationId, "deal.task_created")).toEqual([]);
     expect((await getDeal(p.token, deal.id)).lastActivityAt).toBe(deal.lastActivityAt);
   });
@@ -191,7 +185,7 @@ describe("deal tasks", () => {
     // The other deal's task and the stranger's task are untouched.
     expect((await json(await call("GET", `/v1/deals/${other.id}/tasks`, { token: p.token }))).data[0].completed).toBe(false);
     expect((await json(await call("GET", `/v1/deals/${foreign.id}/tasks`, { token: stranger.token }))).data).toEqual([foreignTask]);
-    expect(await dealRows("deal_tasks", foreign.id)).toBe(1);
+    expect(await dealRows(stranger.organizationId, "deal_tasks", foreign.id)).toBe(1);
   });
 
   it("of concurrent completions of one task exactly one lands: one 200, the others 409, one event, one activity", async () => {
@@ -201,7 +195,7 @@ describe("deal tasks", () => {
     const answers = await Promise.all([1, 2, 3, 4].map(() => call("POST", `/v1/deals/${deal.id}/tasks/${task.id}/complete`, { token: p.token })));
     expect(answers.map((r) => r.status).sort()).toEqual([200, 409, 409, 409]);
     expect(await eventsOf(p.organizationId, "deal.task_completed")).toHaveLength(1);
-    const activities = await env.DB.prepare("SELECT COUNT(*) AS n FROM deal_activities WHERE deal_id = ? AND type = 'TASK_COMPLETED'").bind(deal.id).first<{ n: number }>();
+    const activities = await (await tenantDb(p.organizationId)).prepare("SELECT COUNT(*) AS n FROM deal_activities WHERE deal_id = ? AND type = 'TASK_COMPLETED'").bind(deal.id).first<{ n: number }>();
     expect(activities!.n).toBe(1);
   });
 
@@ -213,7 +207,7 @@ describe("deal tasks", () => {
     const listed = (await json(await call("GET", `/v1/deals/${deal.id}/tasks`, { token: p.token }))).data;
     expect(listed.map((t: { title: string }) => t.title).sort()).toEqual(["Task 1", "Task 2", "Task 3", "Task 4", "Task 5"]);
     expect(await eventsOf(p.organizationId, "deal.task_created")).toHaveLength(5);
-    const activities = await env.DB.prepare("SELECT COUNT(*) AS n FROM deal_activities WHERE deal_id = ? AND type = 'TASK_CREATED'").bind(deal.id).first<{ n: number }>();
+    const activities = await (await tenantDb(p.organizationId)).prepare("SELECT COUNT(*) AS n FROM deal_activities WHERE deal_id = ? AND type = 'TASK_CREATED'").bind(deal.id).first<{ n: number }>();
     expect(activities!.n).toBe(5);
   });
 
@@ -321,7 +315,7 @@ describe("deal documents", () => {
     const empty = await upload(p.token, deal.id, documentForm(new Uint8Array(0), {}, "empty.pdf"));
     expect(issuePairs(await expectCrmError(empty, 422, "validation_error"))).toEqual(["file:empty_file"]);
     expect(await dealFiles(p, deal.id)).toEqual([]);
-    expect(await dealRows("deal_documents", deal.id)).toBe(0);
+    expect(await dealRows(p.organizationId, "deal_documents", deal.id)).toBe(0);
     expect(await eventsOf(p.organizationId, "deal.document_uploaded")).toEqual([]);
     expect((await json(await call("GET", `/v1/deals/${deal.id}/documents`, { token: p.token }))).data).toEqual([]);
   });
@@ -376,7 +370,7 @@ describe("deal documents", () => {
     expect(over.status).toBe(413);
     expect((await json(over)).error).toMatchObject({ code: "payload_too_large", status: 413 });
     expect(await dealFiles(p, deal.id)).toEqual([]);
-    expect(await dealRows("deal_documents", deal.id)).toBe(0);
+    expect(await dealRows(p.organizationId, "deal_documents", deal.id)).toBe(0);
     expect(await eventsOf(p.organizationId, "deal.document_uploaded")).toEqual([]);
   });
 
@@ -496,8 +490,9 @@ describe("deal documents", () => {
     expect((await call("POST", `/v1/deals/${deal.id}/restore`, { token: p.token })).status).toBe(200);
     expect((await download(pathOf(a.url))).status).toBe(200);
     expect((await call("DELETE", `/v1/deals/${deal.id}`, { token: p.token })).status).toBe(200);
-    await env.DB.prepare("UPDATE trash_entries SET restorable_until = ? WHERE record_id = ?").bind(new Date(Date.now() - 1000).toISOString(), deal.id).run();
-    await purgeTrash(env, createDb(env.DB));
+    const db = await tenantDb(p.organizationId);
+    await db.prepare("UPDATE trash_entries SET restorable_until = ? WHERE record_id = ?").bind(new Date(Date.now() - 1000).toISOString(), deal.id).run();
+    await purgeTrash(env, createDb(db));
     expect(await dealFiles(p, deal.id)).toEqual([]);
     await expectRefusedLink(pathOf(a.url));
     expect(await dealFiles(p, keep.id)).toHaveLength(1);
@@ -579,7 +574,7 @@ describe("deal activities", () => {
     for (const stage of ["QUALIFIED", "APPOINTMENT", "NEGOTIATION", "CONTRACT"]) await moveDeal(p.token, deal.id, stage);
     await createTask(p.token, deal.id);
     // Every activity of the deal at one instant: the order falls to the tie-break alone.
-    await env.DB.prepare("UPDATE deal_activities SET created_at = ? WHERE deal_id = ?").bind(deal.createdAt, deal.id).run();
+    await (await tenantDb(p.organizationId)).prepare("UPDATE deal_activities SET created_at = ? WHERE deal_id = ?").bind(deal.createdAt, deal.id).run();
     const all = ((await json(await call("GET", `/v1/deals/${deal.id}/activities`, { token: p.token }))) as ActivityPage).data.map((a) => a.id);
     expect(all).toHaveLength(6);
     const walked: string[] = [];
@@ -723,20 +718,21 @@ async function analytics(token: string, query = ""): Promise<Record<string, any>
 const iso = (ms: number) => new Date(ms).toISOString();
 
 /** Puts a deal's creation, and its (last) entry into CLOSED or LOST, `daysAgo` in the past (straight in D1: the history row and the deal's decided_at/closed_at). */
-async function backdate(dealId: string, createdDaysAgo: number, decided?: { stage: "CLOSED" | "LOST"; daysAgo: number }, now = Date.now()): Promise<void> {
-  const statements = [env.DB.prepare("UPDATE deals SET created_at = ? WHERE id = ?").bind(iso(now - createdDaysAgo * DAY), dealId)];
+async function backdate(organizationId: string, dealId: string, createdDaysAgo: number, decided?: { stage: "CLOSED" | "LOST"; daysAgo: number }, now = Date.now()): Promise<void> {
+  const db = await tenantDb(organizationId);
+  const statements = [db.prepare("UPDATE deals SET created_at = ? WHERE id = ?").bind(iso(now - createdDaysAgo * DAY), dealId)];
   if (decided) {
     const at = iso(now - decided.daysAgo * DAY);
-    statements.push(env.DB.prepare("UPDATE deal_stage_changes SET at = ? WHERE deal_id = ? AND to_stage = ?").bind(at, dealId, decided.stage));
-    statements.push(env.DB.prepare("UPDATE deals SET decided_at = ? WHERE id = ?").bind(at, dealId));
-    if (decided.stage === "CLOSED") statements.push(env.DB.prepare("UPDATE deals SET closed_at = ? WHERE id = ?").bind(at, dealId));
+    statements.push(db.prepare("UPDATE deal_stage_changes SET at = ? WHERE deal_id = ? AND to_stage = ?").bind(at, dealId, decided.stage));
+    statements.push(db.prepare("UPDATE deals SET decided_at = ? WHERE id = ?").bind(at, dealId));
+    if (decided.stage === "CLOSED") statements.push(db.prepare("UPDATE deals SET closed_at = ? WHERE id = ?").bind(at, dealId));
   }
   // Backdating rewrites the deal past the write path: its organization's analytics rollups are rebuilt from its deals,
   // as the migration that added them built them.
   const org = "organization_id = (SELECT organization_id FROM deals WHERE id = ?)";
-  for (const table of ["deal_created_rollups", "deal_decided_rollups"]) statements.push(env.DB.prepare(`DELETE FROM ${table} WHERE ${org}`).bind(dealId));
-  for (const sql of backfillRollupsSql(org)) statements.push(env.DB.prepare(sql).bind(dealId));
-  await env.DB.batch(statements);
+  for (const table of ["deal_created_rollups", "deal_decided_rollups"]) statements.push(db.prepare(`DELETE FROM ${table} WHERE ${org}`).bind(dealId));
+  for (const sql of backfillRollupsSql(org)) statements.push(db.prepare(sql).bind(dealId));
+  await db.batch(statements);
 }
 
 describe("GET /v1/deals/analytics", () => {
@@ -758,18 +754,18 @@ describe("GET /v1/deals/analytics", () => {
   it("figures over 7d, 30d, 90d and 1y from the deals built for the test, with the assignedTo and type filters", async () => {
     const p = await createPrincipal();
     const ann = p.userId; // "Test Agent"
-    const bea = await addAgent(p, "Bea Broker");
+    const bea = await addAgent(p.organizationId, "Bea Broker");
     const now = Date.now();
     const closed = async (overrides: Record<string, unknown>, createdDaysAgo: number, closedDaysAgo: number) => {
       const d = await createDeal(p.token, overrides);
       await moveDeal(p.token, d.id, "CLOSED");
-      await backdate(d.id, createdDaysAgo, { stage: "CLOSED", daysAgo: closedDaysAgo }, now);
+      await backdate(p.organizationId, d.id, createdDaysAgo, { stage: "CLOSED", daysAgo: closedDaysAgo }, now);
       return d;
     };
     const lost = async (overrides: Record<string, unknown>, createdDaysAgo: number, lostDaysAgo: number) => {
       const d = await createDeal(p.token, overrides);
       await moveDeal(p.token, d.id, "LOST");
-      await backdate(d.id, createdDaysAgo, { stage: "LOST", daysAgo: lostDaysAgo }, now);
+      await backdate(p.organizationId, d.id, createdDaysAgo, { stage: "LOST", daysAgo: lostDaysAgo }, now);
       return d;
     };
     await closed({ type: "SALE", amount: 100_000, assignedTo: ann }, 10, 4); // D1: 6 days to close
@@ -780,7 +776,7 @@ describe("GET /v1/deals/analytics", () => {
     await moveDeal(p.token, d5.id, "QUALIFIED");
     await closed({ type: "SALE", amount: 450_000, assignedTo: ann }, 300, 200); // D6: 100 days
     const d7 = await createDeal(p.token, { type: "PURCHASE", amount: 70_000, assignedTo: bea }); // D7: closed, then reopened
-    await backdate(d7.id, 5, undefined, now);
+    await backdate(p.organizationId, d7.id, 5, undefined, now);
     await closed({ type: "RENTAL", amount: 5_000 }, 40, 3); // D8: no agent, 37 days
     await lost({ type: "SALE", amount: 80_000, assignedTo: ann }, 100, 60); // D9
 
@@ -930,10 +926,10 @@ describe("deals under adversarial input (found by an HTTP pass)", () => {
     const deal = await createDeal(p.token);
     const answers = await Promise.all(Array.from({ length: 60 }, (_, i) => call("POST", `/v1/deals/${deal.id}/tasks`, { token: p.token, body: { title: `T${i}` } })));
     expect(answers.map((a) => a.status)).toEqual(Array.from({ length: 60 }, () => 201));
-    expect(await dealRows("deal_tasks", deal.id)).toBe(60);
+    expect(await dealRows(p.organizationId, "deal_tasks", deal.id)).toBe(60);
     // 195 tasks held, 20 more at once: exactly 5 land, the others are told the deal is full.
     const other = await createDeal(p.token);
-    await env.DB.prepare(
+    await (await tenantDb(p.organizationId)).prepare(
       `INSERT INTO deal_tasks (id, organization_id, deal_id, title, priority, completed, created_at)
        WITH RECURSIVE seq(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM seq WHERE n < 195)
        SELECT lower(hex(randomblob(16))), ?, ?, 'Prefilled ' || n, 'MEDIUM', 0, ? FROM seq`,
@@ -943,7 +939,7 @@ describe("deals under adversarial input (found by an HTTP pass)", () => {
     const raced = await Promise.all(Array.from({ length: 20 }, (_, i) => call("POST", `/v1/deals/${other.id}/tasks`, { token: p.token, body: { title: `R${i}` } })));
     expect(raced.filter((a) => a.status === 201)).toHaveLength(5);
     expect(raced.filter((a) => a.status === 422)).toHaveLength(15);
-    expect(await dealRows("deal_tasks", other.id)).toBe(200);
+    expect(await dealRows(p.organizationId, "deal_tasks", other.id)).toBe(200);
   });
 
   it("a file name that could not be a document name is refused unless a name is given", async () => {

@@ -1,10 +1,9 @@
-import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import { verifyWebhook } from "../src/webhooks/verify";
 import { call, json } from "./helpers/client";
 import { createContact, expectCrmError, getContact, issuePairs, listPage, tick } from "./helpers/contacts";
 import { createDeal, type DealJson, dealBody, documentForm, getDeal, moveDeal, updateDeal, createTask } from "./helpers/deals";
-import { createPrincipal, type TestPrincipal } from "./helpers/factories";
+import { createPrincipal, tenantDb, type TestPrincipal } from "./helpers/factories";
 import { createProperty } from "./helpers/properties";
 import { openMailbox } from "./helpers/receiver";
 import { subscribe } from "./helpers/webhooks";
@@ -18,13 +17,14 @@ interface Recorded {
 }
 /** The outbox of an organization, in the order the events were written. */
 async function eventsOf(organizationId: string): Promise<Recorded[]> {
-  const { results } = await env.DB.prepare("SELECT type, data FROM outbox_events WHERE organization_id = ? ORDER BY occurred_at, rowid").bind(organizationId).all<{ type: string; data: string }>();
+  const { results } = await (await tenantDb(organizationId)).prepare("SELECT type, data FROM outbox_events WHERE organization_id = ? ORDER BY occurred_at, rowid").bind(organizationId).all<{ type: string; data: string }>();
   return results.map((r) => ({ type: r.type, data: JSON.parse(r.data) }));
 }
 const eventTypes = async (organizationId: string) => (await eventsOf(organizationId)).map((e) => e.type);
 
-async function count(query: string, ...params: unknown[]): Promise<number> {
-  return (await env.DB.prepare(query).bind(...params).first<{ n: number }>())!.n;
+/** A count on the shard of `p`'s organization. */
+async function count(p: TestPrincipal, query: string, ...params: unknown[]): Promise<number> {
+  return (await (await tenantDb(p.organizationId)).prepare(query).bind(...params).first<{ n: number }>())!.n;
 }
 
 /** Another user (agent) of the principal's organization. */
@@ -751,7 +751,7 @@ describe("POST /v1/deals/{id}/move", () => {
     expect(await errorCode(res)).toBe("already_in_stage");
     expect(await eventsOf(p.organizationId)).toEqual(before);
     expect(await getDeal(p.token, deal.id)).toEqual(deal);
-    expect(await count("SELECT COUNT(*) AS n FROM deal_activities WHERE deal_id = ? AND type = 'STAGE_CHANGED'", deal.id)).toBe(0);
+    expect(await count(p, "SELECT COUNT(*) AS n FROM deal_activities WHERE deal_id = ? AND type = 'STAGE_CHANGED'", deal.id)).toBe(0);
   });
 
   it("CLOSED closes the deal and emits deal.updated, deal.stage_changed, deal.won, deal.closed and DEAL_WON exactly once", async () => {
@@ -768,8 +768,8 @@ describe("POST /v1/deals/{id}/move", () => {
     for (const e of after.slice(0, 4)) expect(e.data.object, e.type).toMatchObject({ id: deal.id, stage: "CLOSED", status: "CLOSED" });
     expect(after[1]!.data.stageChange).toEqual({ previousStage: "CLOSING", newStage: "CLOSED", reason: "Funded" });
     expect(after[4]!.data).toMatchObject({ dealId: deal.id, contactId: deal.contactId, amount: 750000 });
-    expect(await count("SELECT COUNT(*) AS n FROM outbox_events WHERE organization_id = ? AND type = 'DEAL_WON'", p.organizationId)).toBe(1);
-    expect(await count("SELECT COUNT(*) AS n FROM deal_activities WHERE deal_id = ? AND type = 'STAGE_CHANGED'", deal.id)).toBe(1);
+    expect(await count(p, "SELECT COUNT(*) AS n FROM outbox_events WHERE organization_id = ? AND type = 'DEAL_WON'", p.organizationId)).toBe(1);
+    expect(await count(p, "SELECT COUNT(*) AS n FROM deal_activities WHERE deal_id = ? AND type = 'STAGE_CHANGED'", deal.id)).toBe(1);
   });
 
   it("LOST cancels the deal and emits deal.lost; reopening makes it ACTIVE again", async () => {
@@ -823,11 +823,11 @@ describe("DELETE /v1/deals/{id}", () => {
     expect(upload.status).toBe(201);
     await moveDeal(p.token, deal.id, "QUALIFIED");
     const rows = async (id: string) => ({
-      tasks: await count("SELECT COUNT(*) AS n FROM deal_tasks WHERE deal_id = ?", id),
-      documents: await count("SELECT COUNT(*) AS n FROM deal_documents WHERE deal_id = ?", id),
-      activities: await count("SELECT COUNT(*) AS n FROM deal_activities WHERE deal_id = ?", id),
-      history: await count("SELECT COUNT(*) AS n FROM deal_stage_changes WHERE deal_id = ?", id),
-      deals: await count("SELECT COUNT(*) AS n FROM deals WHERE id = ?", id),
+      tasks: await count(p, "SELECT COUNT(*) AS n FROM deal_tasks WHERE deal_id = ?", id),
+      documents: await count(p, "SELECT COUNT(*) AS n FROM deal_documents WHERE deal_id = ?", id),
+      activities: await count(p, "SELECT COUNT(*) AS n FROM deal_activities WHERE deal_id = ?", id),
+      history: await count(p, "SELECT COUNT(*) AS n FROM deal_stage_changes WHERE deal_id = ?", id),
+      deals: await count(p, "SELECT COUNT(*) AS n FROM deals WHERE id = ?", id),
     });
     expect(Object.values(await rows(deal.id)).every((n) => n > 0)).toBe(true);
 

@@ -1,14 +1,15 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { everyShard } from "../src/shards/bindings";
 import { call, json } from "./helpers/client";
 import { createContact, expectCrmError } from "./helpers/contacts";
 import { createDocument, tokenOf } from "./helpers/documents";
-import { createPrincipal } from "./helpers/factories";
+import { createPrincipal, tenantDb } from "./helpers/factories";
 import { createSurveyTemplate } from "./helpers/surveys";
 
-/** Every row of idempotency_keys, every column, as one string: what a dump of the table would show. */
-const idempotencyDump = async () => JSON.stringify((await env.DB.prepare("SELECT * FROM idempotency_keys").all()).results);
-const contactsOf = (organizationId: string) => env.DB.prepare("SELECT COUNT(*) AS n FROM contacts WHERE organization_id = ?").bind(organizationId).first<number>("n");
+/** Every row of idempotency_keys on every shard, every column, as one string: what a dump of the tables would show. */
+const idempotencyDump = async () => JSON.stringify(await Promise.all(everyShard(env).map(async ({ db }) => (await db.prepare("SELECT * FROM idempotency_keys").all()).results)));
+const contactsOf = async (organizationId: string) => (await tenantDb(organizationId)).prepare("SELECT COUNT(*) AS n FROM contacts WHERE organization_id = ?").bind(organizationId).first<number>("n");
 const body = (email: string) => ({ firstName: "Idem", lastName: "Potent", email });
 
 describe("Idempotency-Key", () => {
@@ -36,7 +37,7 @@ describe("Idempotency-Key", () => {
     const first = await call("PUT", `/v1/contacts/${contact.id}`, { token, body: { notes: "once" }, headers });
     expect(first.status).toBe(200);
     const firstBody = await first.text();
-    const kept = await env.DB.prepare("SELECT state, response_status, response_headers, response_body FROM idempotency_keys WHERE organization_id = ? AND key = 'update-1'")
+    const kept = await (await tenantDb(organizationId)).prepare("SELECT state, response_status, response_headers, response_body FROM idempotency_keys WHERE organization_id = ? AND key = 'update-1'")
       .bind(organizationId)
       .first<{ state: string; response_status: number; response_headers: string; response_body: string }>();
     expect(kept).toMatchObject({ state: "done", response_status: 200, response_body: firstBody });
@@ -72,7 +73,7 @@ describe("Idempotency-Key", () => {
     // The first request holds the key (it claimed it a moment ago and has not answered yet).
     const { sha256Hex } = await import("../src/lib/crypto");
     const fingerprint = await sha256Hex(JSON.stringify(["POST", "/v1/contacts", "", JSON.stringify(body("slow@example.test"))]));
-    await env.DB.prepare("INSERT INTO idempotency_keys (organization_id, key, fingerprint, state, created_at, expires_at) VALUES (?, 'slow', ?, 'in_flight', ?, ?)")
+    await (await tenantDb(organizationId)).prepare("INSERT INTO idempotency_keys (organization_id, key, fingerprint, state, created_at, expires_at) VALUES (?, 'slow', ?, 'in_flight', ?, ?)")
       .bind(organizationId, fingerprint, now.toISOString(), new Date(now.getTime() + 86_400_000).toISOString())
       .run();
     const res = await call("POST", "/v1/contacts", { token, body: body("slow@example.test"), headers: { "idempotency-key": "slow" } });
@@ -102,7 +103,7 @@ describe("Idempotency-Key", () => {
     expect(again.status).toBe(200);
     expect(again.headers.get("idempotent-replayed")).toBe("true");
 
-    await env.DB.prepare("UPDATE idempotency_keys SET expires_at = ? WHERE organization_id = ? AND key = 'shared-name'").bind(new Date(Date.now() - 1000).toISOString(), a.organizationId).run();
+    await (await tenantDb(a.organizationId)).prepare("UPDATE idempotency_keys SET expires_at = ? WHERE organization_id = ? AND key = 'shared-name'").bind(new Date(Date.now() - 1000).toISOString(), a.organizationId).run();
     // Expired: the request runs again (and now conflicts on the e-mail).
     expect((await call("POST", "/v1/contacts", { token: a.token, body: body("a@example.test"), headers })).status).toBe(409);
   });
@@ -131,7 +132,7 @@ describe("Idempotency-Key", () => {
     quiet.mockRestore();
     fail = false;
     expect((await fetch("POST", "/v1/flaky", { token, body: "{}", headers })).status).toBe(201);
-    expect(await env.DB.prepare("SELECT state FROM idempotency_keys WHERE organization_id = ? AND key = 'flaky'").bind(organizationId).first("state")).toBe("done");
+    expect(await (await tenantDb(organizationId)).prepare("SELECT state FROM idempotency_keys WHERE organization_id = ? AND key = 'flaky'").bind(organizationId).first("state")).toBe("done");
   });
 
   it("does not keep a lost race (409 concurrent_modification): the retry under the same key runs again", async () => {
@@ -163,7 +164,7 @@ describe("Idempotency-Key", () => {
     const replayed = await json(replay);
     expect(replayed.data.id).toBe(first.data.id);
     expect(replayed.data).not.toHaveProperty("secret");
-    const stored = await env.DB.prepare("SELECT response_body FROM idempotency_keys WHERE organization_id = ?").bind(organizationId).all<{ response_body: string }>();
+    const stored = await (await tenantDb(organizationId)).prepare("SELECT response_body FROM idempotency_keys WHERE organization_id = ?").bind(organizationId).all<{ response_body: string }>();
     expect(JSON.stringify(stored.results)).not.toContain(first.data.secret);
   });
 

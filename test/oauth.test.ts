@@ -6,7 +6,7 @@ import { pruneOAuth } from "../src/oauth/prune";
 import { type CallOptions, call as callFollowing, json } from "./helpers/client";
 import { contractViolation } from "./helpers/contract";
 import { mailTo } from "./helpers/documents";
-import { createPrincipal, type TestPrincipal } from "./helpers/factories";
+import { createPrincipal, tenantDb, type TestPrincipal } from "./helpers/factories";
 
 // OAuth 2.1 with PKCE (issue 14, spec Authentication rule 3): the authorization server and the permissions its tokens carry.
 const CLIENT = "mcp-dev"; // OAUTH_CLIENTS of wrangler.toml: http://127.0.0.1:*/callback
@@ -647,7 +647,7 @@ describe("access tokens on the API", () => {
     expect(await json(write)).toMatchObject({ success: false, error: { type: "permission_error", code: "insufficient_permission", status: 403 } });
     expect((await raw("GET", "/v1/deals")).status).toBe(403);
     expect((await raw("POST", "/v1/webhooks", {})).status).toBe(403);
-    expect(await env.DB.prepare("SELECT COUNT(*) AS n FROM contacts WHERE organization_id = ?").bind(principal.organizationId).first("n")).toBe(0);
+    expect(await (await tenantDb(principal.organizationId)).prepare("SELECT COUNT(*) AS n FROM contacts WHERE organization_id = ?").bind(principal.organizationId).first("n")).toBe(0);
     // A session may do everything.
     expect((await call("GET", "/v1/deals", { token: principal.token })).status).toBe(200);
   });

@@ -1,7 +1,6 @@
-import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { call, json } from "./helpers/client";
-import { createPrincipal } from "./helpers/factories";
+import { createPrincipal, tenantDb } from "./helpers/factories";
 
 /** Spec: "Sample plant store". Statuses 200/400 on create, 204/404 on delete, the Error body {error: int32, message}. */
 describe("POST /plants", () => {
@@ -10,7 +9,7 @@ describe("POST /plants", () => {
     const res = await call("POST", "/plants", { token, body: { id: 1, name: "Monstera", tag: "tropical" } });
     expect(res.status).toBe(200);
     expect(await json(res)).toEqual({ name: "Monstera", tag: "tropical" });
-    const row = await env.DB.prepare("SELECT name, tag FROM plants WHERE organization_id = ? AND id = 1").bind(organizationId).first();
+    const row = await (await tenantDb(organizationId)).prepare("SELECT name, tag FROM plants WHERE organization_id = ? AND id = 1").bind(organizationId).first();
     expect(row).toEqual({ name: "Monstera", tag: "tropical" });
   });
 
@@ -31,12 +30,13 @@ describe("POST /plants", () => {
   });
 
   it("keeps the same id apart in two organizations", async () => {
-    const a = await createPrincipal();
-    const b = await createPrincipal();
+    // On one shard: apart by organization, not by database.
+    const a = await createPrincipal({ shard: 0 });
+    const b = await createPrincipal({ shard: 0 });
     await call("POST", "/plants", { token: a.token, body: { id: 7, name: "A's plant" } });
     await call("POST", "/plants", { token: b.token, body: { id: 7, name: "B's plant" } });
     expect((await call("DELETE", "/plants/7", { token: a.token })).status).toBe(204);
-    const left = await env.DB.prepare("SELECT name FROM plants WHERE id = 7 AND organization_id = ?").bind(b.organizationId).first();
+    const left = await (await tenantDb(b.organizationId)).prepare("SELECT name FROM plants WHERE id = 7 AND organization_id = ?").bind(b.organizationId).first();
     expect(left).toEqual({ name: "B's plant" });
   });
 
@@ -88,7 +88,7 @@ describe("DELETE /plants/{id}", () => {
     const res = await call("DELETE", "/plants/11", { token });
     expect(res.status).toBe(204);
     expect(await res.text()).toBe("");
-    const row = await env.DB.prepare("SELECT 1 FROM plants WHERE organization_id = ? AND id = 11").bind(organizationId).first();
+    const row = await (await tenantDb(organizationId)).prepare("SELECT 1 FROM plants WHERE organization_id = ? AND id = 11").bind(organizationId).first();
     expect(row).toBeNull();
   });
 

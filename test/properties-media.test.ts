@@ -3,14 +3,14 @@ import { purgeTrash } from "../src/trash/service";
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import { call, json } from "./helpers/client";
-import { createPrincipal } from "./helpers/factories";
+import { createPrincipal, tenantDb } from "./helpers/factories";
 import { createProperty, getProperty, JPEG_HEAD, photoForm, PNG_1X1, soldListing, updateProperty, VALUATION_SUBJECT } from "./helpers/properties";
 import { testApp } from "./helpers/test-app";
 
 const errorOf = async (res: Response) => (await json(res)).error as { code: string; errors: { field: string; code: string }[] };
 const pathOf = (url: string) => new URL(url).pathname + new URL(url).search;
 const eventsOf = async (organizationId: string, type: string) =>
-  (await env.DB.prepare("SELECT data FROM outbox_events WHERE organization_id = ? AND type = ? ORDER BY occurred_at, rowid").bind(organizationId, type).all<{ data: string }>()).results.map((r) => JSON.parse(r.data));
+  (await (await tenantDb(organizationId)).prepare("SELECT data FROM outbox_events WHERE organization_id = ? AND type = ? ORDER BY occurred_at, rowid").bind(organizationId, type).all<{ data: string }>()).results.map((r) => JSON.parse(r.data));
 const filesUnder = async (prefix: string) => (await env.FILES.list({ prefix })).objects.map((o) => o.key);
 
 async function pdfText(url: string): Promise<string> {
@@ -105,8 +105,9 @@ describe("photos", () => {
     await vi.waitFor(async () => expect(await filesUnder(`properties/${p.organizationId}/${property.id}/`)).toHaveLength(2));
     expect((await call("DELETE", `/v1/properties/${property.id}`, { token: p.token })).status).toBe(200);
     expect(await filesUnder(`properties/${p.organizationId}/${property.id}/`)).toHaveLength(2);
-    await env.DB.prepare("UPDATE trash_entries SET restorable_until = ? WHERE record_id = ?").bind(new Date(Date.now() - 1000).toISOString(), property.id).run();
-    await purgeTrash(env, createDb(env.DB));
+    const db = await tenantDb(p.organizationId);
+    await db.prepare("UPDATE trash_entries SET restorable_until = ? WHERE record_id = ?").bind(new Date(Date.now() - 1000).toISOString(), property.id).run();
+    await purgeTrash(env, createDb(db));
     expect(await filesUnder(`properties/${p.organizationId}/${property.id}/`)).toEqual([]);
   });
 });
@@ -216,7 +217,7 @@ describe("analytics from recorded signals", () => {
     expect(await eventsOf(p.organizationId, "property.showing_scheduled")).toHaveLength(1);
     expect((await eventsOf(p.organizationId, "property.offer_received"))[0].signal.amount).toBe(640000);
     // A visitor id is kept only as a hash.
-    const stored = await env.DB.prepare("SELECT visitor_hash FROM property_daily_visitors WHERE property_id = ?").bind(property.id).all<{ visitor_hash: string }>();
+    const stored = await (await tenantDb(p.organizationId)).prepare("SELECT visitor_hash FROM property_daily_visitors WHERE property_id = ?").bind(property.id).all<{ visitor_hash: string }>();
     expect(stored.results.map((r) => r.visitor_hash)).not.toContain("v1");
   });
 

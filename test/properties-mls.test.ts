@@ -1,7 +1,6 @@
-import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { call, json } from "./helpers/client";
-import { createPrincipal, type TestPrincipal } from "./helpers/factories";
+import { createPrincipal, tenantDb, type TestPrincipal } from "./helpers/factories";
 import { refuseConnections } from "./helpers/outbound";
 import { createProperty, getProperty, mlsListedProperty, mlsVars, RESO_TOKEN, resoListing } from "./helpers/properties";
 import { openResoFeed } from "./helpers/receiver";
@@ -11,7 +10,7 @@ const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const sync = (owner: TestPrincipal, id: string, vars: Record<string, string> | undefined) => call("POST", `/v1/properties/${id}/mls-sync`, { token: owner.token, vars });
 
 async function eventTypes(organizationId: string): Promise<string[]> {
-  const { results } = await env.DB.prepare("SELECT type FROM outbox_events WHERE organization_id = ? ORDER BY occurred_at, rowid").bind(organizationId).all<{ type: string }>();
+  const { results } = await (await tenantDb(organizationId)).prepare("SELECT type FROM outbox_events WHERE organization_id = ? ORDER BY occurred_at, rowid").bind(organizationId).all<{ type: string }>();
   return results.map((r) => r.type);
 }
 

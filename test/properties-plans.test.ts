@@ -7,7 +7,8 @@ import { PropertyListQuery } from "../src/properties/schemas";
 
 async function plan(query: Record<string, string>): Promise<string> {
   const { sql, params } = listSql("org-plans", PropertyListQuery.parse({ limit: "25", ...query }));
-  const rows = await env.DB.prepare(`EXPLAIN QUERY PLAN ${sql}`).bind(...params).all<{ detail: string }>();
+  // Every shard has the same schema (migrations/tenant): the plan is the same on any.
+  const rows = await env.DB_SHARD_0.prepare(`EXPLAIN QUERY PLAN ${sql}`).bind(...params).all<{ detail: string }>();
   return rows.results.map((r) => r.detail).join("\n");
 }
 

@@ -2,7 +2,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import { verifyWebhook } from "../src/webhooks/verify";
 import { call, json } from "./helpers/client";
-import { createPrincipal, type TestPrincipal } from "./helpers/factories";
+import { createPrincipal, tenantDb, type TestPrincipal } from "./helpers/factories";
 import { createProperty, getProperty, listProperties, propertyBody, updateProperty } from "./helpers/properties";
 import { openMailbox } from "./helpers/receiver";
 import { subscribe } from "./helpers/webhooks";
@@ -16,7 +16,7 @@ interface Recorded {
   data: Record<string, any>;
 }
 async function eventsOf(organizationId: string): Promise<Recorded[]> {
-  const { results } = await env.DB.prepare("SELECT type, data FROM outbox_events WHERE organization_id = ? ORDER BY occurred_at, rowid").bind(organizationId).all<{ type: string; data: string }>();
+  const { results } = await (await tenantDb(organizationId)).prepare("SELECT type, data FROM outbox_events WHERE organization_id = ? ORDER BY occurred_at, rowid").bind(organizationId).all<{ type: string; data: string }>();
   return results.map((r) => ({ type: r.type, data: JSON.parse(r.data) }));
 }
 
@@ -277,7 +277,7 @@ describe("DELETE /v1/properties/{id}", () => {
     expect((await call("GET", `/v1/properties/${created.id}`, { token: p.token })).status).toBe(404);
     expect((await call("DELETE", `/v1/properties/${created.id}`, { token: p.token })).status).toBe(404);
     expect((await listProperties(p.token)).pagination.total).toBe(1);
-    const leftovers = await env.DB.prepare(
+    const leftovers = await (await tenantDb(p.organizationId)).prepare(
       "SELECT (SELECT COUNT(*) FROM property_stats WHERE property_id = ?1) + (SELECT COUNT(*) FROM property_daily_stats WHERE property_id = ?1) + (SELECT COUNT(*) FROM property_daily_visitors WHERE property_id = ?1) AS n",
     )
       .bind(created.id)

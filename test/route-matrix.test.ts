@@ -9,10 +9,17 @@ const UNAUTHORIZED: Record<Family, unknown> = {
   plants: { error: 401, message: expect.any(String) },
 };
 
+/** The shards of the test env (wrangler.toml binds DB_SHARD_0 and DB_SHARD_1). */
+const SHARDS = [0, 1] as const;
+
 const name = (r: { method: string; path: string }) => `${r.method} ${r.path}`;
 const placeholderParams = (path: string) => Object.fromEntries([...path.matchAll(/\{(\w+)\}/g)].map((m) => [m[1]!, "00000000-0000-4000-8000-000000000000"]));
 
 const cases = (routes: MatrixRoute[]) => routes.map((r) => [name(r), r] as const);
+/** Every route twice, its organization on shard 0 then on shard 1: the cases that read or write organization data. */
+const onEachShard = (routes: MatrixRoute[]) => routes.flatMap((r) => SHARDS.map((shard) => [name(r), shard, r] as const));
+/** Every route once, its organization on shard 0 or 1 by turns. */
+const alternatingShards = (routes: MatrixRoute[]) => routes.map((r, i) => [name(r), SHARDS[i % SHARDS.length]!, r] as const);
 const unknownPath = (route: MatrixRoute) => fillPath(route.path, route.unknown ?? placeholderParams(route.path));
 
 describe("route matrix", () => {
@@ -25,23 +32,28 @@ describe("route matrix", () => {
     }
   });
 
-  it.each(cases(ROUTES.filter((r) => r.seed)))("%s answers another organization exactly as an unknown id", async (_, route) => {
-    const owner = await createPrincipal();
-    const stranger = await createPrincipal();
+  // Each seeded route with its owner on each shard (issue 24), and for each, strangers on the owner's shard (kept out
+  // by the organization in every query) and on the other one (a database without the row): both answer as unknown.
+  it.each(onEachShard(ROUTES.filter((r) => r.seed)))("%s answers another organization exactly as an unknown id (owner on shard %i)", async (_, shard, route) => {
+    const owner = await createPrincipal({ shard });
     const params = await route.seed!(owner);
     const vars = varsOf(route, params);
-    const foreign = await call(route.method, fillPath(route.path, params), { token: stranger.token, body: bodyOf(route, params), vars });
-    const unknown = await call(route.method, unknownPath(route), { token: stranger.token, body: bodyOf(route, params), vars });
-    expect(foreign.status).toBe(404);
-    expect(unknown.status).toBe(404);
-    expect(await foreign.text()).toBe(await unknown.text());
-    // The owner still has it: the stranger's request changed nothing.
+    for (const strangerShard of [shard, 1 - shard]) {
+      const stranger = await createPrincipal({ shard: strangerShard });
+      const foreign = await call(route.method, fillPath(route.path, params), { token: stranger.token, body: bodyOf(route, params), vars });
+      const unknown = await call(route.method, unknownPath(route), { token: stranger.token, body: bodyOf(route, params), vars });
+      expect(foreign.status, `stranger on shard ${strangerShard}`).toBe(404);
+      expect(unknown.status, `stranger on shard ${strangerShard}`).toBe(404);
+      expect(await foreign.text(), `stranger on shard ${strangerShard}`).toBe(await unknown.text());
+    }
+    // The owner still has it: the strangers' requests changed nothing.
     const own = await call(route.method, fillPath(route.path, params), { token: owner.token, body: bodyOf(route, params), vars });
     expect(own.status).toBeLessThan(300);
   });
 
-  it.each(cases(ROUTES.filter((r) => r.body !== undefined)))("%s answers malformed or non-JSON bodies with a 4xx, never a 5xx", async (_, route) => {
-    const owner = await createPrincipal();
+  // A malformed body is refused before the handler reads anything: one shard per route is enough, the routes take turns.
+  it.each(alternatingShards(ROUTES.filter((r) => r.body !== undefined)))("%s answers malformed or non-JSON bodies with a 4xx, never a 5xx (shard %i)", async (_, shard, route) => {
+    const owner = await createPrincipal({ shard });
     const target = route.seed ? fillPath(route.path, await route.seed(owner)) : unknownPath(route);
     const bodies: [string, string][] = [
       ["{", "application/json"],

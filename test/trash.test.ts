@@ -6,15 +6,15 @@ import { purgeTrash } from "../src/trash/service";
 import { call, json } from "./helpers/client";
 import { createContact, expectCrmError, getContact, logActivity, uniqueEmail } from "./helpers/contacts";
 import { createDeal, createTask, documentForm, getDeal, updateDeal } from "./helpers/deals";
-import { createPrincipal, type TestPrincipal } from "./helpers/factories";
+import { createPrincipal, tenantDb, type TestPrincipal } from "./helpers/factories";
 import { createProperty, photoForm, PNG_1X1 } from "./helpers/properties";
 import { createSurveyTemplate } from "./helpers/surveys";
 
 type Row = Record<string, unknown>;
 
-/** Every row of `table` matching `where`, in a stable order: what "equal to before" compares. */
-async function rowsOf(table: string, where: string, ...binds: unknown[]): Promise<Row[]> {
-  const { results } = await env.DB.prepare(`SELECT * FROM ${table} WHERE ${where} ORDER BY 1`).bind(...binds).all<Row>();
+/** Every row of `table` matching `where` on `p`'s shard, in a stable order: what "equal to before" compares. */
+async function rowsOf(p: TestPrincipal, table: string, where: string, ...binds: unknown[]): Promise<Row[]> {
+  const { results } = await (await tenantDb(p.organizationId)).prepare(`SELECT * FROM ${table} WHERE ${where} ORDER BY 1`).bind(...binds).all<Row>();
   return results;
 }
 
@@ -34,39 +34,39 @@ const total = async (p: TestPrincipal, list: string) => (await json(await call("
 const trashList = async (p: TestPrincipal, query = "") => json(await call("GET", `/v1/trash${query}`, { token: p.token }));
 
 /** Moves a trash entry's restore deadline into the past, as 30 days would. */
-const age = (id: string) => env.DB.prepare("UPDATE trash_entries SET restorable_until = ? WHERE record_id = ?").bind(new Date(Date.now() - 1000).toISOString(), id).run();
-const entryOf = (id: string) => env.DB.prepare("SELECT * FROM trash_entries WHERE record_id = ?").bind(id).first<Row>();
-const keptRows = async (id: string) => (await env.DB.prepare("SELECT COUNT(*) AS n FROM trash_rows WHERE record_id = ?").bind(id).first<{ n: number }>())!.n;
+const age = async (p: TestPrincipal, id: string) => (await tenantDb(p.organizationId)).prepare("UPDATE trash_entries SET restorable_until = ? WHERE record_id = ?").bind(new Date(Date.now() - 1000).toISOString(), id).run();
+const entryOf = async (p: TestPrincipal, id: string) => (await tenantDb(p.organizationId)).prepare("SELECT * FROM trash_entries WHERE record_id = ?").bind(id).first<Row>();
+const keptRows = async (p: TestPrincipal, id: string) => (await (await tenantDb(p.organizationId)).prepare("SELECT COUNT(*) AS n FROM trash_rows WHERE record_id = ?").bind(id).first<{ n: number }>())!.n;
 
 async function contactState(p: TestPrincipal, id: string) {
   return {
-    contact: await rowsOf("contacts", "id = ?", id),
-    activities: await rowsOf("contact_activities", "contact_id = ?", id),
-    tags: await rowsOf("contact_tags", "contact_id = ?", id),
+    contact: await rowsOf(p, "contacts", "id = ?", id),
+    activities: await rowsOf(p, "contact_activities", "contact_id = ?", id),
+    tags: await rowsOf(p, "contact_tags", "contact_id = ?", id),
     // The organization's tag catalogue is derived (a tag nobody carries leaves it): name, color and count come back.
-    tagCounts: (await rowsOf("tags", "organization_id = ?", p.organizationId)).map(({ created_at: _, ...t }) => t),
+    tagCounts: (await rowsOf(p, "tags", "organization_id = ?", p.organizationId)).map(({ created_at: _, ...t }) => t),
   };
 }
 
 async function dealState(p: TestPrincipal, id: string) {
   return {
-    deal: await rowsOf("deals", "id = ?", id),
-    tasks: await rowsOf("deal_tasks", "deal_id = ?", id),
-    documents: await rowsOf("deal_documents", "deal_id = ?", id),
-    activities: await rowsOf("deal_activities", "deal_id = ?", id),
-    history: await rowsOf("deal_stage_changes", "deal_id = ?", id),
-    pipeline: await rowsOf("deal_stage_stats", "organization_id = ?", p.organizationId),
+    deal: await rowsOf(p, "deals", "id = ?", id),
+    tasks: await rowsOf(p, "deal_tasks", "deal_id = ?", id),
+    documents: await rowsOf(p, "deal_documents", "deal_id = ?", id),
+    activities: await rowsOf(p, "deal_activities", "deal_id = ?", id),
+    history: await rowsOf(p, "deal_stage_changes", "deal_id = ?", id),
+    pipeline: await rowsOf(p, "deal_stage_stats", "organization_id = ?", p.organizationId),
     files: await filesUnder(`deals/${p.organizationId}/${id}/`),
   };
 }
 
 async function propertyState(p: TestPrincipal, id: string) {
   return {
-    property: await rowsOf("properties", "id = ?", id),
-    stats: await rowsOf("property_stats", "property_id = ?", id),
-    daily: await rowsOf("property_daily_stats", "property_id = ?", id),
-    visitors: await rowsOf("property_daily_visitors", "property_id = ?", id),
-    referrers: await rowsOf("property_daily_referrers", "property_id = ?", id),
+    property: await rowsOf(p, "properties", "id = ?", id),
+    stats: await rowsOf(p, "property_stats", "property_id = ?", id),
+    daily: await rowsOf(p, "property_daily_stats", "property_id = ?", id),
+    visitors: await rowsOf(p, "property_daily_visitors", "property_id = ?", id),
+    referrers: await rowsOf(p, "property_daily_referrers", "property_id = ?", id),
     files: await filesUnder(`properties/${p.organizationId}/${id}/`),
   };
 }
@@ -100,7 +100,7 @@ describe("trash and restore", () => {
     expect(await getContact(p.token, contact.id)).toEqual(shownBefore);
     expect(await total(p, "/v1/contacts")).toBe(totalBefore);
     expect((await trashList(p)).data).toEqual([]);
-    expect(await keptRows(contact.id)).toBe(0);
+    expect(await keptRows(p, contact.id)).toBe(0);
     // Restored once: a second restore finds nothing in the trash.
     await expectCrmError(await restore(p, `/v1/contacts/${contact.id}`), 404, "not_found_error");
   });
@@ -191,29 +191,29 @@ describe("trash and restore", () => {
 
     expect((await del(p, `/v1/contacts/${contact.id}`)).status).toBe(200);
     expect((await del(p, `/v1/properties/${property.id}`)).status).toBe(200);
-    const deletedAt = (await entryOf(contact.id))!.deleted_at;
+    const deletedAt = (await entryOf(p, contact.id))!.deleted_at;
     // In the trash: the deal still names both, shown as deleted.
     const shown = await getDeal(p.token, deal.id, "?include=contact,property");
     expect(shown.contact).toEqual({ id: contact.id, deleted: true, deletedAt });
     expect(shown.property).toMatchObject({ id: property.id, deleted: true });
 
-    await age(contact.id);
-    await age(property.id);
+    await age(p, contact.id);
+    await age(p, property.id);
     // Past its days, before the purge ran: no longer restorable.
     await expectCrmError(await restore(p, `/v1/contacts/${contact.id}`), 404, "not_found_error");
-    expect(await purgeTrash(env, createDb(env.DB))).toBeGreaterThanOrEqual(2);
+    expect(await purgeTrash(env, createDb(await tenantDb(p.organizationId)))).toBeGreaterThanOrEqual(2);
 
     for (const id of [contact.id, property.id]) {
-      expect(await entryOf(id)).toMatchObject({ record_id: id, state: "purged", label: null, deleted_by: null });
-      expect(await keptRows(id)).toBe(0);
+      expect(await entryOf(p, id)).toMatchObject({ record_id: id, state: "purged", label: null, deleted_by: null });
+      expect(await keptRows(p, id)).toBe(0);
     }
     expect(await filesUnder(prefix)).toEqual({});
     expect((await getDeal(p.token, deal.id, "?include=contact")).contact).toEqual({ id: contact.id, deleted: true, deletedAt });
     await expectCrmError(await restore(p, `/v1/properties/${property.id}`), 404, "not_found_error");
     expect((await trashList(p)).data).toEqual([]);
     // A second pass finds nothing left to do.
-    await purgeTrash(env, createDb(env.DB));
-    expect(await entryOf(contact.id)).toMatchObject({ state: "purged" });
+    await purgeTrash(env, createDb(await tenantDb(p.organizationId)));
+    expect(await entryOf(p, contact.id)).toMatchObject({ state: "purged" });
   });
 
   it("a purge that stopped half-way is resumed by the next pass", async () => {
@@ -221,16 +221,16 @@ describe("trash and restore", () => {
     const property = await createProperty(p.token);
     expect((await call("POST", `/v1/properties/${property.id}/photos`, { token: p.token, body: photoForm([{ bytes: PNG_1X1 }]) })).status).toBe(201);
     expect((await del(p, `/v1/properties/${property.id}`)).status).toBe(200);
-    await age(property.id);
+    await age(p, property.id);
     const failing = { ...env, FILES: { ...env.FILES, list: () => Promise.reject(new Error("R2 unavailable")), delete: () => Promise.reject(new Error("R2 unavailable")) } } as unknown as Env;
-    await purgeTrash(failing, createDb(env.DB));
-    expect(await entryOf(property.id)).toMatchObject({ state: "purging" });
-    expect(await keptRows(property.id)).toBeGreaterThan(0);
+    await purgeTrash(failing, createDb(await tenantDb(p.organizationId)));
+    expect(await entryOf(p, property.id)).toMatchObject({ state: "purging" });
+    expect(await keptRows(p, property.id)).toBeGreaterThan(0);
     await expectCrmError(await restore(p, `/v1/properties/${property.id}`), 404, "not_found_error");
 
-    await purgeTrash(env, createDb(env.DB));
-    expect(await entryOf(property.id)).toMatchObject({ state: "purged" });
-    expect(await keptRows(property.id)).toBe(0);
+    await purgeTrash(env, createDb(await tenantDb(p.organizationId)));
+    expect(await entryOf(p, property.id)).toMatchObject({ state: "purged" });
+    expect(await keptRows(p, property.id)).toBe(0);
     expect(await filesUnder(`properties/${p.organizationId}/${property.id}/`)).toEqual({});
   });
 });
@@ -283,6 +283,6 @@ describe("references that hold", () => {
     await refused("/api/reputation/testimonials", { agentUserId: p.userId, dealId: "00000000-0000-4000-8000-000000000000", category: "BUYER", rating: 5, body: "Great" }, ["dealId"]);
     await refused("/api/reputation/referrals", { agentUserId: p.userId, referrerPersonId: contact.id, referredName: "Friend" }, ["referrerPersonId"]);
     await refused("/api/reputation/surveys", { agentUserId: p.userId, recipientPersonId: contact.id, dealId: deal.id, channel: "LINK", templateId: (await createSurveyTemplate(p)).id }, ["recipientPersonId", "dealId"]);
-    for (const table of ["testimonials", "referrals", "surveys"]) expect((await rowsOf(table, "organization_id = ?", p.organizationId)).length, table).toBe(0);
+    for (const table of ["testimonials", "referrals", "surveys"]) expect((await rowsOf(p, table, "organization_id = ?", p.organizationId)).length, table).toBe(0);
   });
 });

@@ -8,13 +8,14 @@ import worker from "../src/index";
 import { encodeCursor } from "../src/lib/cursor";
 import { call, json } from "./helpers/client";
 import { createContact, expectCrmError, issuePairs } from "./helpers/contacts";
-import { createPrincipal } from "./helpers/factories";
+import { createPrincipal, tenantDb } from "./helpers/factories";
 import { openMailbox } from "./helpers/receiver";
 
 // Issue 15, "Found": each case below was reproduced over HTTP against npm run dev before the write path was hardened.
 
-const unsent = (organizationId: string) =>
-  env.DB.prepare("SELECT id, send_attempts, next_attempt_at, dead_at, sent_at FROM outbox_events WHERE organization_id = ? ORDER BY id")
+const unsent = async (organizationId: string) =>
+  (await tenantDb(organizationId))
+    .prepare("SELECT id, send_attempts, next_attempt_at, dead_at, sent_at FROM outbox_events WHERE organization_id = ? ORDER BY id")
     .bind(organizationId)
     .all<{ id: string; send_attempts: number; next_attempt_at: string | null; dead_at: string | null; sent_at: string | null }>()
     .then((r) => r.results);
@@ -22,7 +23,7 @@ const unsent = (organizationId: string) =>
 async function stageDue(organizationId: string, n: number, dueAgoSeconds: number): Promise<EventEnvelope[]> {
   const occurredAt = new Date(Date.now() - (dueAgoSeconds + 30) * 1000).toISOString();
   const events = Array.from({ length: n }, () => ({ id: crypto.randomUUID(), type: "plant.created", organizationId, actor: { type: "system" as const, userId: null }, occurredAt, data: { object: { id: 1 } } }));
-  const db = createDb(env.DB);
+  const db = createDb(await tenantDb(organizationId));
   for (let i = 0; i < events.length; i += 100) await db.batch(stageEvents(db, events.slice(i, i + 100)) as [ReturnType<typeof stageEvents>[number]]);
   return events;
 }
@@ -82,7 +83,7 @@ describe("events always leave", () => {
   it(`dead-letters an event after ${MAX_SEND_ATTEMPTS} failed sends, with a log line, and re-sends it no more`, async () => {
     const owner = await createPrincipal();
     const [event] = await stageDue(owner.organizationId, 1, 60);
-    await env.DB.prepare("UPDATE outbox_events SET send_attempts = ? WHERE id = ?").bind(MAX_SEND_ATTEMPTS - 1, event!.id).run();
+    await (await tenantDb(owner.organizationId)).prepare("UPDATE outbox_events SET send_attempts = ? WHERE id = ?").bind(MAX_SEND_ATTEMPTS - 1, event!.id).run();
     const errors = vi.spyOn(console, "error").mockImplementation(() => {});
     await cronPass(new Set([event!.id]));
     const lines = errors.mock.calls.map((c) => String(c[0]));
@@ -167,7 +168,7 @@ describe("bounded input and output", () => {
   });
 
   it("refuses strings that are not well-formed Unicode (lone surrogates), in values and in keys, and stores nothing", async () => {
-    const { token } = await createPrincipal();
+    const { token, organizationId } = await createPrincipal();
     const c = await createContact(token, { firstName: "Before" });
     const raw = (body: string) => call("PUT", `/v1/contacts/${c.id}`, { token, rawBody: body, headers: { "content-type": "application/json" } });
     const value = await expectCrmError(await raw('{"firstName":"x\\ud800y","notes":"\\udc00"}'), 422, "validation_error");
@@ -189,7 +190,7 @@ describe("bounded input and output", () => {
     const ok = await call("PUT", `/v1/contacts/${c.id}`, { token, body: { firstName: emoji } });
     expect(ok.status).toBe(200);
     expect((await json(await call("GET", `/v1/contacts/${c.id}`, { token }))).data.firstName).toBe(emoji);
-    const stored = await env.DB.prepare("SELECT length(first_name) AS n FROM contacts WHERE id = ?").bind(c.id).first<{ n: number }>();
+    const stored = await (await tenantDb(organizationId)).prepare("SELECT length(first_name) AS n FROM contacts WHERE id = ?").bind(c.id).first<{ n: number }>();
     expect(stored!.n).toBe(50);
   });
 });

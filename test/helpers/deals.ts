@@ -1,4 +1,7 @@
+import { env } from "cloudflare:workers";
 import { expect } from "vitest";
+import { newId } from "../../src/lib/ids";
+import { addMembers } from "../../src/shards/placement";
 import { call, json } from "./client";
 import { createContact } from "./contacts";
 
@@ -8,6 +11,16 @@ export type DealJson = Record<string, any> & { id: string; stage: string; status
 /** A valid create body for `contactId`; `overrides` replace fields. */
 export function dealBody(contactId: string, overrides: Record<string, unknown> = {}): Record<string, unknown> {
   return { title: "123 Main St purchase", type: "PURCHASE", amount: 500000, contactId, ...overrides };
+}
+
+/**
+ * Another member of an organization, with a distinct name (an agent a deal is assigned to). Written like any member:
+ * the directory, then the copy on the organization's shard, which is where deal reads join the name (issue 24).
+ */
+export async function addAgent(organizationId: string, name: string): Promise<string> {
+  const id = newId();
+  await addMembers(env, [{ id, organizationId, email: `${id}@example.test`, name, createdAt: new Date().toISOString() }]);
+  return id;
 }
 
 /** POST /v1/deals (with a fresh contact unless one is named); fails the test unless 201. */

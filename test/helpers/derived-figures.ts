@@ -1,20 +1,21 @@
 // Figures the write path keeps beside the rows they summarize (issue 22): after any sequence of writes, also racing
 // ones, they equal what a scan of the rows gives. Used by the facet and rollup tests and after every race of the race table.
-import { env } from "cloudflare:workers";
 import { expect } from "vitest";
 import { backfillRollupsSql } from "../../src/deals/rollups";
+import { tenantDb } from "./factories";
 
 type Row = Record<string, number | string>;
 
 /** The stored counts equal a GROUP BY over the organization's contacts (zero rows left by moves aside). */
 export async function expectFacetsExact(organizationId: string) {
-  const grouped = await env.DB.prepare(
+  const db = await tenantDb(organizationId);
+  const grouped = await db.prepare(
     `SELECT type, status, IFNULL(source, '') AS source, IFNULL(assigned_to, '') AS assigned_to, COUNT(*) AS total FROM contacts WHERE organization_id = ?
      GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4`,
   )
     .bind(organizationId)
     .all();
-  const stored = await env.DB.prepare("SELECT type, status, source, assigned_to, total FROM contact_facet_counts WHERE organization_id = ? AND total <> 0 ORDER BY 1, 2, 3, 4")
+  const stored = await db.prepare("SELECT type, status, source, assigned_to, total FROM contact_facet_counts WHERE organization_id = ? AND total <> 0 ORDER BY 1, 2, 3, 4")
     .bind(organizationId)
     .all();
   expect(stored.results).toEqual(grouped.results);
@@ -27,10 +28,11 @@ export async function expectRollupsExact(organizationId: string) {
     ["deal_created_rollups", createdSql!, "type, assigned_to, level, bucket", ["n", "value"]],
     ["deal_decided_rollups", decidedSql!, "type, level, bucket, stage, assigned_to", ["n", "value", "days"]],
   ] as const;
+  const db = await tenantDb(organizationId);
   for (const [table, rebuilt, key, figures] of tables) {
     const columns = `${key}, ${figures.join(", ")}`;
-    const stored = await env.DB.prepare(`SELECT ${columns} FROM ${table} WHERE organization_id = ? AND n <> 0 ORDER BY ${key}`).bind(organizationId).all<Row>();
-    const expected = await env.DB.prepare(`SELECT * FROM (${rebuilt}) ORDER BY 2, 3, 4, 5${table === "deal_decided_rollups" ? ", 6" : ""}`).bind(organizationId).all<Row>();
+    const stored = await db.prepare(`SELECT ${columns} FROM ${table} WHERE organization_id = ? AND n <> 0 ORDER BY ${key}`).bind(organizationId).all<Row>();
+    const expected = await db.prepare(`SELECT * FROM (${rebuilt}) ORDER BY 2, 3, 4, 5${table === "deal_decided_rollups" ? ", 6" : ""}`).bind(organizationId).all<Row>();
     const shape = (rows: Row[]) => rows.map((r) => Object.values(r).slice(-(key.split(",").length + figures.length)));
     const got = shape(stored.results);
     const want = shape(expected.results);

@@ -7,13 +7,13 @@ import { call, json } from "./client";
 import { createContact, getContact, uniqueEmail } from "./contacts";
 import { openAiGateway } from "./ai-gateway";
 import { createDocument, leaseCanonical, mailTo, sendForSignature } from "./documents";
-import { createPrincipal, type TestPrincipal, tenantDb } from "./factories";
+import { createPrincipal, tenantDb, type TestPrincipal } from "./factories";
 import { openMailbox } from "./receiver";
 import { createDeal, createTask, documentForm, getDeal } from "./deals";
 import { createProperty, getProperty, mlsListedProperty, mlsVars, photoForm, PNG_1X1, propertyBody, valuableProperty } from "./properties";
 import { publishedProfile } from "./profiles";
 import { aggregateOf, createTestimonial, move, publishedTestimonial } from "./testimonials";
-import { createSurveyTemplate, makeDue, publicSurvey, scheduleSurvey, seedSurvey, STANDARD_QUESTIONS } from "./surveys";
+import { createSurveyTemplate, publicSurvey, scheduleSurvey, seedSurvey, STANDARD_QUESTIONS } from "./surveys";
 
 /**
  * Every write route of the API with a way to race it (issue 15), beside ROUTES. The write-path test drives each
@@ -71,10 +71,11 @@ export interface ChildRace {
 
 export type Race = IndependentRace | OnceRace | ChildRace;
 
-const count = async (sql: string, ...binds: unknown[]) => (await env.DB.prepare(sql).bind(...binds).first<{ n: number }>())!.n;
+/** A count on the shard of `owner`'s organization. */
+const count = async (owner: Pick<TestPrincipal, "organizationId">, sql: string, ...binds: unknown[]) => (await (await tenantDb(owner.organizationId)).prepare(sql).bind(...binds).first<{ n: number }>())!.n;
 
 /** Outbox events of an organization, of one type. */
-export const eventCount = (organizationId: string, type: string) => count("SELECT COUNT(*) AS n FROM outbox_events WHERE organization_id = ? AND type = ?", organizationId, type);
+export const eventCount = (organizationId: string, type: string) => count({ organizationId }, "SELECT COUNT(*) AS n FROM outbox_events WHERE organization_id = ? AND type = ?", organizationId, type);
 
 const dealTotal = async (owner: TestPrincipal) => (await json(await call("GET", "/v1/deals?limit=1", { token: owner.token }))).pagination.total as number;
 const pipelineOf = async (owner: TestPrincipal) => (await json(await call("GET", "/v1/deals/pipeline", { token: owner.token }))).data as { totalDeals: number; totalValue: number; stages: { stage: string; count: number }[] };
@@ -224,7 +225,7 @@ export const RACES: Race[] = [
     changes: async () => Array.from({ length: 20 }, (_, i) => ({ body: { firstName: "Many", lastName: `N${i}`, email: uniqueEmail("race") } })),
     async verify(owner) {
       expect(await contactTotal(owner)).toBe(20);
-      expect(await count("SELECT COUNT(*) AS n FROM contacts WHERE organization_id = ?", owner.organizationId)).toBe(20);
+      expect(await count(owner, "SELECT COUNT(*) AS n FROM contacts WHERE organization_id = ?", owner.organizationId)).toBe(20);
       expect(await eventCount(owner.organizationId, "contact.created")).toBe(20);
     },
   },
@@ -252,7 +253,7 @@ export const RACES: Race[] = [
     seed: (owner) => contactParams(owner),
     body: (i) => ({ type: "NOTE", description: `note ${i}` }),
     parentDelete: "/v1/contacts/{id}",
-    leftovers: async (owner) => ({ activities: await count("SELECT COUNT(*) AS n FROM contact_activities WHERE organization_id = ?", owner.organizationId) }),
+    leftovers: async (owner) => ({ activities: await count(owner, "SELECT COUNT(*) AS n FROM contact_activities WHERE organization_id = ?", owner.organizationId) }),
   },
   {
     kind: "child",
@@ -261,7 +262,7 @@ export const RACES: Race[] = [
     body: (i) => ({ tags: [`child-${i}`] }),
     parentDelete: "/v1/contacts/{id}",
     leftovers: async (owner) => ({
-      tagLinks: await count("SELECT COUNT(*) AS n FROM contact_tags WHERE organization_id = ?", owner.organizationId),
+      tagLinks: await count(owner, "SELECT COUNT(*) AS n FROM contact_tags WHERE organization_id = ?", owner.organizationId),
       listedTags: (await json(await call("GET", "/v1/contacts/tags", { token: owner.token }))).pagination.total,
       contacts: await contactTotal(owner),
     }),
@@ -273,9 +274,9 @@ export const RACES: Race[] = [
     body: (i) => ({ notes: `edit ${i}`, tags: [`put-${i}`] }),
     parentDelete: "/v1/contacts/{id}",
     leftovers: async (owner) => ({
-      contactRows: await count("SELECT COUNT(*) AS n FROM contacts WHERE organization_id = ?", owner.organizationId),
-      tagLinks: await count("SELECT COUNT(*) AS n FROM contact_tags WHERE organization_id = ?", owner.organizationId),
-      tagRows: await count("SELECT COUNT(*) AS n FROM tags WHERE organization_id = ?", owner.organizationId),
+      contactRows: await count(owner, "SELECT COUNT(*) AS n FROM contacts WHERE organization_id = ?", owner.organizationId),
+      tagLinks: await count(owner, "SELECT COUNT(*) AS n FROM contact_tags WHERE organization_id = ?", owner.organizationId),
+      tagRows: await count(owner, "SELECT COUNT(*) AS n FROM tags WHERE organization_id = ?", owner.organizationId),
     }),
   },
 
@@ -345,14 +346,14 @@ export const RACES: Race[] = [
     async seed(owner) {
       const { id } = await seedWebhook(owner);
       const eventId = crypto.randomUUID();
-      await env.DB.prepare("INSERT INTO outbox_events (id, organization_id, type, actor, occurred_at, data, sent_at) VALUES (?, ?, 'contact.created', ?, ?, ?, ?)")
+      await (await tenantDb(owner.organizationId)).prepare("INSERT INTO outbox_events (id, organization_id, type, actor, occurred_at, data, sent_at) VALUES (?, ?, 'contact.created', ?, ?, ?, ?)")
         .bind(eventId, owner.organizationId, JSON.stringify({ type: "user", userId: owner.userId }), new Date().toISOString(), JSON.stringify({ object: { id: "c1" } }), new Date().toISOString())
         .run();
       return { id: id!, eventId };
     },
     objects: 1,
     copies: 10,
-    counter: { read: async (owner) => count("SELECT COUNT(*) AS n FROM webhook_deliveries WHERE organization_id = ?", owner.organizationId), perMove: 1 },
+    counter: { read: async (owner) => count(owner, "SELECT COUNT(*) AS n FROM webhook_deliveries WHERE organization_id = ?", owner.organizationId), perMove: 1 },
   },
   {
     kind: "child",
@@ -361,8 +362,8 @@ export const RACES: Race[] = [
     body: () => undefined,
     parentDelete: "/v1/webhooks/{id}",
     leftovers: async (owner) => ({
-      deliveries: await count("SELECT COUNT(*) AS n FROM webhook_deliveries WHERE organization_id = ?", owner.organizationId),
-      attempts: await count("SELECT COUNT(*) AS n FROM webhook_delivery_attempts WHERE organization_id = ?", owner.organizationId),
+      deliveries: await count(owner, "SELECT COUNT(*) AS n FROM webhook_deliveries WHERE organization_id = ?", owner.organizationId),
+      attempts: await count(owner, "SELECT COUNT(*) AS n FROM webhook_delivery_attempts WHERE organization_id = ?", owner.organizationId),
     }),
   },
 
@@ -375,7 +376,7 @@ export const RACES: Race[] = [
     async verify(owner) {
       // The meter counted every generation exactly once.
       expect((await json(await call("GET", "/api/documents/usage", { token: owner.token }))).used).toBe(20);
-      expect(await count("SELECT COUNT(*) AS n FROM documents WHERE organization_id = ?", owner.organizationId)).toBe(20);
+      expect(await count(owner, "SELECT COUNT(*) AS n FROM documents WHERE organization_id = ?", owner.organizationId)).toBe(20);
     },
   },
   {
@@ -385,7 +386,7 @@ export const RACES: Race[] = [
     body: {},
     objects: 3,
     copies: 10,
-    counter: { read: async (owner) => count("SELECT COUNT(*) AS n FROM envelopes WHERE organization_id = ?", owner.organizationId), perMove: 1 },
+    counter: { read: async (owner) => count(owner, "SELECT COUNT(*) AS n FROM envelopes WHERE organization_id = ?", owner.organizationId), perMove: 1 },
   },
   {
     // Issue 20: two fields of the organization's signing defaults, changed at once, both land.
@@ -403,7 +404,7 @@ export const RACES: Race[] = [
     seed: async (owner) => ({ envelopeId: (await sendForSignature(owner.token, (await createDocument(owner.token)).id)).envelopeId }),
     objects: 3,
     copies: 10,
-    counter: { read: async (owner) => count("SELECT COUNT(*) AS n FROM envelope_audit WHERE organization_id = ? AND event = 'voided'", owner.organizationId), perMove: 1 },
+    counter: { read: async (owner) => count(owner, "SELECT COUNT(*) AS n FROM envelope_audit WHERE organization_id = ? AND event = 'voided'", owner.organizationId), perMove: 1 },
   },
 
   // Reputation (issue 8).
@@ -413,7 +414,7 @@ export const RACES: Race[] = [
     seed: async () => ({}),
     changes: async (owner) => Array.from({ length: 20 }, (_, i) => ({ body: { agentUserId: owner.userId, category: "SELLER", rating: (i % 5) + 1, body: `Review ${i}` } })),
     async verify(owner) {
-      expect(await count("SELECT COUNT(*) AS n FROM testimonials WHERE organization_id = ?", owner.organizationId)).toBe(20);
+      expect(await count(owner, "SELECT COUNT(*) AS n FROM testimonials WHERE organization_id = ?", owner.organizationId)).toBe(20);
     },
   },
   {
@@ -460,7 +461,7 @@ export const RACES: Race[] = [
       // Every save was applied in turn: created at version 1, then one version per later save.
       const res = await call("GET", "/api/reputation/profile", { token: owner.token });
       expect(res.headers.get("etag")).toBe('"10"');
-      expect(await count("SELECT COUNT(*) AS n FROM agent_profiles WHERE organization_id = ?", owner.organizationId)).toBe(1);
+      expect(await count(owner, "SELECT COUNT(*) AS n FROM agent_profiles WHERE organization_id = ?", owner.organizationId)).toBe(1);
     },
   },
   {
@@ -488,7 +489,7 @@ export const RACES: Race[] = [
     objects: 10,
     copies: 5,
     // Each profile's version moves once: a repeated delete changes nothing.
-    counter: { read: async (owner) => count("SELECT COALESCE(SUM(version), 0) AS n FROM agent_profiles WHERE organization_id = ?", owner.organizationId), perMove: 1 },
+    counter: { read: async (owner) => count(owner, "SELECT COALESCE(SUM(version), 0) AS n FROM agent_profiles WHERE organization_id = ?", owner.organizationId), perMove: 1 },
   },
 
   // Referrals (issue 13): concurrent referrals all land, each with its REFERRAL_RECEIVED.
@@ -498,8 +499,8 @@ export const RACES: Race[] = [
     seed: async () => ({}),
     changes: async (owner) => Array.from({ length: 20 }, (_, i) => ({ body: { agentUserId: owner.userId, referredName: `Referred ${i}`, referredContact: uniqueEmail("race"), rewardType: "CASH", rewardValue: i } })),
     async verify(owner) {
-      expect(await count("SELECT COUNT(*) AS n FROM referrals WHERE organization_id = ?", owner.organizationId)).toBe(20);
-      expect(await count("SELECT COUNT(*) AS n FROM outbox_events WHERE organization_id = ? AND type = 'REFERRAL_RECEIVED'", owner.organizationId)).toBe(20);
+      expect(await count(owner, "SELECT COUNT(*) AS n FROM referrals WHERE organization_id = ?", owner.organizationId)).toBe(20);
+      expect(await count(owner, "SELECT COUNT(*) AS n FROM outbox_events WHERE organization_id = ? AND type = 'REFERRAL_RECEIVED'", owner.organizationId)).toBe(20);
     },
   },
 
@@ -511,8 +512,8 @@ export const RACES: Race[] = [
     seed: async () => ({}),
     changes: async () => Array.from({ length: 10 }, (_, i) => ({ body: { name: `Raced ${i}`, questions: STANDARD_QUESTIONS, ...(i % 3 === 0 ? { isDefault: true } : {}) } })),
     async verify(owner) {
-      expect(await count("SELECT COUNT(*) AS n FROM survey_templates WHERE organization_id = ?", owner.organizationId)).toBe(10);
-      expect(await count("SELECT COUNT(*) AS n FROM survey_templates WHERE organization_id = ? AND is_default = 1", owner.organizationId)).toBe(1);
+      expect(await count(owner, "SELECT COUNT(*) AS n FROM survey_templates WHERE organization_id = ?", owner.organizationId)).toBe(10);
+      expect(await count(owner, "SELECT COUNT(*) AS n FROM survey_templates WHERE organization_id = ? AND is_default = 1", owner.organizationId)).toBe(1);
     },
   },
   {
@@ -522,9 +523,9 @@ export const RACES: Race[] = [
     seed: async (owner) => ({ templateId: (await createSurveyTemplate(owner)).id, contactId: (await createContact(owner.token)).id }),
     changes: async (owner, { templateId, contactId }) => Array.from({ length: 10 }, () => ({ body: { templateId, recipientPersonId: contactId, agentUserId: owner.userId, channel: "LINK" } })),
     async verify(owner) {
-      expect(await count("SELECT COUNT(*) AS n FROM surveys WHERE organization_id = ?", owner.organizationId)).toBe(10);
+      expect(await count(owner, "SELECT COUNT(*) AS n FROM surveys WHERE organization_id = ?", owner.organizationId)).toBe(10);
       expect(await eventCount(owner.organizationId, "SURVEY_SCHEDULED")).toBe(10);
-      expect(await count("SELECT SUM(surveys_sent) AS n FROM reputation_aggregates WHERE organization_id = ?", owner.organizationId)).toBe(20); // the agent's row and the organization's
+      expect(await count(owner, "SELECT SUM(surveys_sent) AS n FROM reputation_aggregates WHERE organization_id = ?", owner.organizationId)).toBe(20); // the agent's row and the organization's
     },
   },
   {
@@ -537,10 +538,12 @@ export const RACES: Race[] = [
       return { id: survey.id, email: contact.email };
     },
     changes: async () => Array.from({ length: 6 }, () => ({})),
-    async verify(_owner, { id, email }) {
-      expect(await count("SELECT version AS n FROM surveys WHERE id = ?", id)).toBe(7);
-      await makeDue(id!);
-      await sendDueSurveys(env, createDb(env.DB));
+    async verify(owner, { id, email }) {
+      expect(await count(owner, "SELECT version AS n FROM surveys WHERE id = ?", id)).toBe(7);
+      // Due now, then the cron's survey pass over the organization's shard.
+      const db = await tenantDb(owner.organizationId);
+      await db.prepare("UPDATE surveys SET send_at = ? WHERE id = ?").bind(new Date(Date.now() - 1000).toISOString(), id).run();
+      await sendDueSurveys(env, createDb(db));
       const mail = await mailTo(email!);
       expect(mail).toHaveLength(1);
       const token = mail[0]!.text.match(/\/survey\/(\S+)/)![1]!;
@@ -553,7 +556,7 @@ export const RACES: Race[] = [
     seed: (owner) => seedSurvey(owner),
     objects: 3,
     copies: 6,
-    counter: { read: async (owner) => count("SELECT COUNT(*) AS n FROM surveys WHERE organization_id = ? AND status = 'SKIPPED'", owner.organizationId), perMove: 1 },
+    counter: { read: async (owner) => count(owner, "SELECT COUNT(*) AS n FROM surveys WHERE organization_id = ? AND status = 'SKIPPED'", owner.organizationId), perMove: 1 },
   },
 
   // Plant store.
@@ -563,7 +566,7 @@ export const RACES: Race[] = [
     seed: async () => ({}),
     changes: async () => Array.from({ length: 20 }, (_, i) => ({ body: { id: 1000 + i, name: `Plant ${i}` } })),
     async verify(owner) {
-      expect(await count("SELECT COUNT(*) AS n FROM plants WHERE organization_id = ?", owner.organizationId)).toBe(20);
+      expect(await count(owner, "SELECT COUNT(*) AS n FROM plants WHERE organization_id = ?", owner.organizationId)).toBe(20);
       expect(await eventCount(owner.organizationId, "plant.created")).toBe(20);
     },
   },
@@ -577,7 +580,7 @@ export const RACES: Race[] = [
     },
     objects: 10,
     copies: 5,
-    counter: { read: async (owner) => count("SELECT COUNT(*) AS n FROM plants WHERE organization_id = ?", owner.organizationId), perMove: -1 },
+    counter: { read: async (owner) => count(owner, "SELECT COUNT(*) AS n FROM plants WHERE organization_id = ?", owner.organizationId), perMove: -1 },
     event: "plant.deleted",
   },
 
@@ -644,7 +647,7 @@ export const RACES: Race[] = [
       const res = await call("POST", `/v1/properties/${id}/photos`, { token: owner.token, body: photoForm(Array.from({ length: 8 }, () => ({ bytes: PNG_1X1 }))) });
       return { id, photos: (await json(res)).data.map((x: { id: string }) => x.id).join(",") };
     },
-    changes: async (_owner, { photos }) => photos!.split(",").map((photo, i) => ({ body: { photoOrder: [{ id: photo, order: 100 - i }] } })),
+    changes: async (owner, { photos }) => photos!.split(",").map((photo, i) => ({ body: { photoOrder: [{ id: photo, order: 100 - i }] } })),
     async verify(owner, { id, photos }) {
       const p = await getProperty(owner.token, id!);
       expect(p.media.photos.map((x: { id: string; order: number }) => [x.id, x.order])).toEqual(photos!.split(",").map((photo, i) => [photo, 100 - i]).reverse());
@@ -667,7 +670,7 @@ export const RACES: Race[] = [
     seed: async (owner) => ({ id: (await valuableProperty(owner.token)).id }),
     changes: async () => Array.from({ length: 5 }, () => ({})),
     async verify(owner, { id }) {
-      expect(await count("SELECT COUNT(*) AS n FROM property_valuations WHERE property_id = ?", id)).toBe(5);
+      expect(await count(owner, "SELECT COUNT(*) AS n FROM property_valuations WHERE property_id = ?", id)).toBe(5);
       expect((await getProperty(owner.token, id!)).valuation).toMatchObject({ estimatedValue: expect.any(Number) });
     },
   },
@@ -686,11 +689,11 @@ export const RACES: Race[] = [
     seed: async (owner) => ({ id: (await createProperty(owner.token)).id }),
     body: (i) => ({ type: i % 2 ? "VIEW" : "INQUIRY", visitorId: `v${i}` }),
     parentDelete: "/v1/properties/{id}",
-    leftovers: async (_owner, { id }) => ({
-      stats: await count("SELECT COUNT(*) AS n FROM property_stats WHERE property_id = ?", id),
-      days: await count("SELECT COUNT(*) AS n FROM property_daily_stats WHERE property_id = ?", id),
-      visitors: await count("SELECT COUNT(*) AS n FROM property_daily_visitors WHERE property_id = ?", id),
-      referrers: await count("SELECT COUNT(*) AS n FROM property_daily_referrers WHERE property_id = ?", id),
+    leftovers: async (owner, { id }) => ({
+      stats: await count(owner, "SELECT COUNT(*) AS n FROM property_stats WHERE property_id = ?", id),
+      days: await count(owner, "SELECT COUNT(*) AS n FROM property_daily_stats WHERE property_id = ?", id),
+      visitors: await count(owner, "SELECT COUNT(*) AS n FROM property_daily_visitors WHERE property_id = ?", id),
+      referrers: await count(owner, "SELECT COUNT(*) AS n FROM property_daily_referrers WHERE property_id = ?", id),
     }),
   },
   {
@@ -703,7 +706,7 @@ export const RACES: Race[] = [
       // Files are removed after the answers (the request's waitUntil): wait for them to go.
       const files = async () => (await env.FILES.list({ prefix: `properties/${owner.organizationId}/${id}/` })).objects.length;
       await vi.waitFor(async () => expect(await files()).toBe(0), { timeout: 5000 });
-      return { files: await files(), rows: await count("SELECT COUNT(*) AS n FROM properties WHERE id = ?", id) };
+      return { files: await files(), rows: await count(owner, "SELECT COUNT(*) AS n FROM properties WHERE id = ?", id) };
     },
   },
   {
@@ -712,7 +715,7 @@ export const RACES: Race[] = [
     seed: async (owner) => ({ id: (await createProperty(owner.token)).id }),
     body: (i) => ({ details: { bedrooms: i } }),
     parentDelete: "/v1/properties/{id}",
-    leftovers: async (_owner, { id }) => ({ rows: await count("SELECT COUNT(*) AS n FROM properties WHERE id = ?", id) }),
+    leftovers: async (owner, { id }) => ({ rows: await count(owner, "SELECT COUNT(*) AS n FROM properties WHERE id = ?", id) }),
   },
   {
     // A sync that read the property before its delete must not write it back.
@@ -722,7 +725,7 @@ export const RACES: Race[] = [
     body: () => undefined,
     vars: mlsVars,
     parentDelete: "/v1/properties/{id}",
-    leftovers: async (_owner, { id }) => ({ rows: await count("SELECT COUNT(*) AS n FROM properties WHERE id = ?", id) }),
+    leftovers: async (owner, { id }) => ({ rows: await count(owner, "SELECT COUNT(*) AS n FROM properties WHERE id = ?", id) }),
   },
 
   // Deals (issue 10).
@@ -781,7 +784,7 @@ export const RACES: Race[] = [
     body: { stage: "CLOSED", reason: "raced" },
     objects: 5,
     copies: 5,
-    counter: { read: async (owner) => count("SELECT COUNT(*) AS n FROM deal_activities WHERE organization_id = ? AND type = 'STAGE_CHANGED'", owner.organizationId), perMove: 1 },
+    counter: { read: async (owner) => count(owner, "SELECT COUNT(*) AS n FROM deal_activities WHERE organization_id = ? AND type = 'STAGE_CHANGED'", owner.organizationId), perMove: 1 },
     event: "DEAL_WON",
   },
   {
@@ -822,9 +825,9 @@ export const RACES: Race[] = [
     seed: async (owner) => ({ id: (await createDeal(owner.token)).id }),
     body: (i) => ({ title: `Orphan ${i}` }),
     parentDelete: "/v1/deals/{id}",
-    leftovers: async (_owner, { id }) => ({
-      tasks: await count("SELECT COUNT(*) AS n FROM deal_tasks WHERE deal_id = ?", id),
-      activities: await count("SELECT COUNT(*) AS n FROM deal_activities WHERE deal_id = ?", id),
+    leftovers: async (owner, { id }) => ({
+      tasks: await count(owner, "SELECT COUNT(*) AS n FROM deal_tasks WHERE deal_id = ?", id),
+      activities: await count(owner, "SELECT COUNT(*) AS n FROM deal_activities WHERE deal_id = ?", id),
     }),
   },
   {
@@ -836,7 +839,7 @@ export const RACES: Race[] = [
     async leftovers(owner, { id }) {
       const files = async () => (await env.FILES.list({ prefix: `deals/${owner.organizationId}/${id}/` })).objects.length;
       await vi.waitFor(async () => expect(await files()).toBe(0), { timeout: 5000 });
-      return { files: await files(), rows: await count("SELECT COUNT(*) AS n FROM deal_documents WHERE deal_id = ?", id) };
+      return { files: await files(), rows: await count(owner, "SELECT COUNT(*) AS n FROM deal_documents WHERE deal_id = ?", id) };
     },
   },
   {
@@ -848,8 +851,8 @@ export const RACES: Race[] = [
     async leftovers(owner, { id }) {
       const pipeline = await pipelineOf(owner);
       return {
-        rows: await count("SELECT COUNT(*) AS n FROM deals WHERE id = ?", id),
-        history: await count("SELECT COUNT(*) AS n FROM deal_stage_changes WHERE deal_id = ?", id),
+        rows: await count(owner, "SELECT COUNT(*) AS n FROM deals WHERE id = ?", id),
+        history: await count(owner, "SELECT COUNT(*) AS n FROM deal_stage_changes WHERE deal_id = ?", id),
         pipelineDeals: pipeline.totalDeals,
         pipelineValue: pipeline.totalValue,
       };
@@ -864,8 +867,8 @@ export const RACES: Race[] = [
     seed: async () => ({}),
     changes: async () => Array.from({ length: 10 }, () => ({ body: { key: "raced", title: "Raced terms", body: "One text." } })),
     async verify(owner) {
-      expect(await count("SELECT COUNT(*) AS n FROM clickwrap_agreements WHERE organization_id = ? AND key = 'raced'", owner.organizationId)).toBe(1);
-      expect(await count("SELECT COUNT(*) AS n FROM clickwrap_versions WHERE organization_id = ?", owner.organizationId)).toBe(1);
+      expect(await count(owner, "SELECT COUNT(*) AS n FROM clickwrap_agreements WHERE organization_id = ? AND key = 'raced'", owner.organizationId)).toBe(1);
+      expect(await count(owner, "SELECT COUNT(*) AS n FROM clickwrap_versions WHERE organization_id = ?", owner.organizationId)).toBe(1);
     },
   },
   {
@@ -901,7 +904,7 @@ export const RACES: Race[] = [
     vars: ({ gateway }) => ({ AI_GATEWAY_URL: gateway!, AI_GATEWAY_TOKEN: "ai-test-token" }),
     changes: async () => Array.from({ length: 5 }, (_, i) => ({ body: { prompt: `Lease number ${i} of 1 Queen St W` } })),
     async verify(owner, { gateway }) {
-      expect(await count("SELECT COUNT(*) AS n FROM documents WHERE organization_id = ?", owner.organizationId)).toBe(0);
+      expect(await count(owner, "SELECT COUNT(*) AS n FROM documents WHERE organization_id = ?", owner.organizationId)).toBe(0);
       const seen = (await (await fetch(`${gateway}/requests`)).json()) as { requests: unknown[] };
       expect(seen.requests).toHaveLength(5);
     },
@@ -933,19 +936,19 @@ export const PUBLIC_RACES: { name: string; run(owner: TestPrincipal): Promise<vo
       for (const a of answers) expect(a.status, JSON.stringify(a.body)).toBe(202);
       const ids = new Set(answers.map((a) => a.body.referralId));
       expect(ids.size).toBe(1);
-      expect(await count("SELECT COUNT(*) AS n FROM referrals WHERE organization_id = ? AND referred_email_key = ?", owner.organizationId, body.referredEmail.toLowerCase())).toBe(1);
+      expect(await count(owner, "SELECT COUNT(*) AS n FROM referrals WHERE organization_id = ? AND referred_email_key = ?", owner.organizationId, body.referredEmail.toLowerCase())).toBe(1);
       expect(await eventCount(owner.organizationId, "REFERRAL_RECEIVED")).toBe(2); // the earlier referral's and this one's
       // The workflow, twice over (a redelivery): still one lead.
-      const { results } = await env.DB.prepare("SELECT id, type, organization_id, actor, occurred_at, data FROM outbox_events WHERE organization_id = ? AND type = 'REFERRAL_RECEIVED'")
+      const db = await tenantDb(owner.organizationId);
+      const { results } = await db.prepare("SELECT id, type, organization_id, actor, occurred_at, data FROM outbox_events WHERE organization_id = ? AND type = 'REFERRAL_RECEIVED'")
         .bind(owner.organizationId)
         .all<{ id: string; type: string; organization_id: string; actor: string; occurred_at: string; data: string }>();
       const events = results.map((r) => ({ id: r.id, type: r.type, organizationId: r.organization_id, actor: JSON.parse(r.actor), occurredAt: r.occurred_at, data: JSON.parse(r.data) }));
-      const shard = createDb(await tenantDb(owner.organizationId));
-      await handleReferralEvents(env, shard, events);
-      await handleReferralEvents(env, shard, events);
-      expect(await count("SELECT COUNT(*) AS n FROM contacts WHERE organization_id = ? AND email_key = ?", owner.organizationId, body.referredEmail.toLowerCase())).toBe(1);
-      expect(await count("SELECT COUNT(*) AS n FROM contacts WHERE organization_id = ? AND email_key = ?", owner.organizationId, body.referrerEmail.toLowerCase())).toBe(1);
-      expect(await count("SELECT COUNT(*) AS n FROM referral_keys WHERE organization_id = ?", owner.organizationId)).toBe(2);
+      await handleReferralEvents(env, createDb(db), events);
+      await handleReferralEvents(env, createDb(db), events);
+      expect(await count(owner, "SELECT COUNT(*) AS n FROM contacts WHERE organization_id = ? AND email_key = ?", owner.organizationId, body.referredEmail.toLowerCase())).toBe(1);
+      expect(await count(owner, "SELECT COUNT(*) AS n FROM contacts WHERE organization_id = ? AND email_key = ?", owner.organizationId, body.referrerEmail.toLowerCase())).toBe(1);
+      expect(await count(owner, "SELECT COUNT(*) AS n FROM referral_keys WHERE organization_id = ?", owner.organizationId)).toBe(2);
     },
   },
 ];

@@ -1,4 +1,3 @@
-import { env } from "cloudflare:workers";
 import { call, json } from "./client";
 import { createDocument, leaseCanonical, sendForSignature, signAll, tokenOf } from "./documents";
 import { receiverUrl } from "./receiver";
@@ -6,7 +5,7 @@ import { createTestimonial, move, publishedTestimonial } from "./testimonials";
 import { createDeal, createTask, documentForm } from "./deals";
 import { createProperty, mlsListedProperty, mlsVars, photoForm, PNG_1X1, valuableProperty } from "./properties";
 import { seedSurvey, STANDARD_QUESTIONS } from "./surveys";
-import type { TestPrincipal } from "./factories";
+import { tenantDb, type TestPrincipal } from "./factories";
 
 export type Family = "crm" | "api" | "plants";
 
@@ -88,7 +87,7 @@ function webhookRoutes(): MatrixRoute[] {
       seed: async (owner) => {
         const id = await seedWebhook(owner);
         const eventId = crypto.randomUUID();
-        await env.DB.prepare("INSERT INTO outbox_events (id, organization_id, type, actor, occurred_at, data, sent_at) VALUES (?, ?, 'contact.created', ?, ?, ?, ?)")
+        await (await tenantDb(owner.organizationId)).prepare("INSERT INTO outbox_events (id, organization_id, type, actor, occurred_at, data, sent_at) VALUES (?, ?, 'contact.created', ?, ?, ?, ?)")
           .bind(eventId, owner.organizationId, JSON.stringify({ type: "user", userId: owner.userId }), new Date().toISOString(), JSON.stringify({ object: { id: "c1" } }), new Date().toISOString())
           .run();
         return { id, eventId };

@@ -5,7 +5,7 @@ import { purgeTrash } from "../../src/trash/service";
 import { call, json } from "./client";
 import { createContact } from "./contacts";
 import { createDeal, documentForm } from "./deals";
-import type { TestPrincipal } from "./factories";
+import { tenantDb, type TestPrincipal } from "./factories";
 import { eventCount } from "./race-table";
 
 /**
@@ -18,7 +18,8 @@ export interface VersusRace {
   run(owner: TestPrincipal): Promise<void>;
 }
 
-const count = async (sql: string, ...binds: unknown[]) => (await env.DB.prepare(sql).bind(...binds).first<{ n: number }>())!.n;
+/** A count on the owner's shard. */
+const count = async (owner: TestPrincipal, sql: string, ...binds: unknown[]) => (await (await tenantDb(owner.organizationId)).prepare(sql).bind(...binds).first<{ n: number }>())!.n;
 
 async function settle(requests: { method: string; path: string; token: string; body?: unknown }[]) {
   return Promise.all(
@@ -29,7 +30,7 @@ async function settle(requests: { method: string; path: string; token: string; b
   );
 }
 
-const dealsOf = (owner: TestPrincipal) => count("SELECT COUNT(*) AS n FROM deals WHERE organization_id = ?", owner.organizationId);
+const dealsOf = (owner: TestPrincipal) => count(owner, "SELECT COUNT(*) AS n FROM deals WHERE organization_id = ?", owner.organizationId);
 const totalOf = async (owner: TestPrincipal, list: string) => (await json(await call("GET", `${list}?limit=1`, { token: owner.token }))).pagination.total as number;
 
 export const TRASH_RACES: VersusRace[] = [
@@ -48,7 +49,7 @@ export const TRASH_RACES: VersusRace[] = [
         if (a.status === 422) expect(JSON.parse(a.body).error.errors).toEqual([expect.objectContaining({ field: "contactId", code: "invalid_reference" })]);
       }
       // Every deal made landed before the delete (the outbox keeps commit order): none names a contact already gone.
-      const order = await env.DB.prepare("SELECT type, rowid AS n FROM outbox_events WHERE organization_id = ? AND type IN ('deal.created', 'contact.deleted') ORDER BY rowid")
+      const order = await (await tenantDb(owner.organizationId)).prepare("SELECT type, rowid AS n FROM outbox_events WHERE organization_id = ? AND type IN ('deal.created', 'contact.deleted') ORDER BY rowid")
         .bind(owner.organizationId)
         .all<{ type: string; n: number }>();
       expect(order.results.map((r) => r.type)).toEqual([...made.map(() => "deal.created"), "contact.deleted"]);
@@ -56,7 +57,7 @@ export const TRASH_RACES: VersusRace[] = [
       expect(await dealsOf(owner)).toBe(made.length);
       expect(await totalOf(owner, "/v1/deals")).toBe(made.length);
       expect(await eventCount(owner.organizationId, "deal.created")).toBe(made.length);
-      const deletedAt = (await env.DB.prepare("SELECT deleted_at FROM trash_entries WHERE record_id = ?").bind(contact.id).first<{ deleted_at: string }>())!.deleted_at;
+      const deletedAt = (await (await tenantDb(owner.organizationId)).prepare("SELECT deleted_at FROM trash_entries WHERE record_id = ?").bind(contact.id).first<{ deleted_at: string }>())!.deleted_at;
       for (const id of made.slice(0, 5)) expect((await json(await call("GET", `/v1/deals/${id}?include=contact`, { token: owner.token }))).data.contact).toEqual({ id: contact.id, deleted: true, deletedAt });
       // After the delete, a create is refused: none of the late ones slipped through.
       const late = await call("POST", "/v1/deals", { token: owner.token, body: create(99).body });
@@ -83,9 +84,9 @@ export const TRASH_RACES: VersusRace[] = [
       const deleted = answers.filter((a, i) => requests[i]!.method === "DELETE" && a.status === 200).length;
       let live = 0;
       for (const id of ids) {
-        const row = await count("SELECT COUNT(*) AS n FROM contacts WHERE id = ?", id);
-        const entry = await count("SELECT COUNT(*) AS n FROM trash_entries WHERE record_id = ? AND state = 'trashed'", id);
-        const kept = await count("SELECT COUNT(*) AS n FROM trash_rows WHERE record_id = ? AND table_name = 'contacts'", id);
+        const row = await count(owner, "SELECT COUNT(*) AS n FROM contacts WHERE id = ?", id);
+        const entry = await count(owner, "SELECT COUNT(*) AS n FROM trash_entries WHERE record_id = ? AND state = 'trashed'", id);
+        const kept = await count(owner, "SELECT COUNT(*) AS n FROM trash_rows WHERE record_id = ? AND table_name = 'contacts'", id);
         // Exactly one place: live, or in the trash with its rows.
         expect(row + entry, id).toBe(1);
         expect(kept, id).toBe(entry);
@@ -103,24 +104,25 @@ export const TRASH_RACES: VersusRace[] = [
   {
     name: "the trash purge racing POST /v1/deals/{id}/restore",
     async run(owner) {
+      const db = await tenantDb(owner.organizationId);
       for (let trial = 0; trial < 4; trial++) {
         const deal = await createDeal(owner.token);
         expect((await call("POST", `/v1/deals/${deal.id}/documents`, { token: owner.token, body: documentForm() })).status).toBe(201);
         expect((await call("DELETE", `/v1/deals/${deal.id}`, { token: owner.token })).status).toBe(200);
         // The purge runs on a clock just past the deadline (another isolate's), the restores on one just before it.
         const deadline = Date.now() + 60_000;
-        await env.DB.prepare("UPDATE trash_entries SET restorable_until = ? WHERE record_id = ?").bind(new Date(deadline).toISOString(), deal.id).run();
+        await db.prepare("UPDATE trash_entries SET restorable_until = ? WHERE record_id = ?").bind(new Date(deadline).toISOString(), deal.id).run();
         const restores = Array.from({ length: 3 }, async (_, i) => {
           await new Promise((r) => setTimeout(r, i * trial));
           return (await call("POST", `/v1/deals/${deal.id}/restore`, { token: owner.token })).status;
         });
         const purge = (async () => {
           await new Promise((r) => setTimeout(r, trial));
-          return purgeTrash(env, createDb(env.DB), { now: new Date(deadline + 1) });
+          return purgeTrash(env, createDb(db), { now: new Date(deadline + 1) });
         })();
         const [statuses] = await Promise.all([Promise.all(restores), purge]);
         const files = (await env.FILES.list({ prefix: `deals/${owner.organizationId}/${deal.id}/` })).objects.length;
-        const entry = await env.DB.prepare("SELECT state FROM trash_entries WHERE record_id = ?").bind(deal.id).first<{ state: string }>();
+        const entry = await db.prepare("SELECT state FROM trash_entries WHERE record_id = ?").bind(deal.id).first<{ state: string }>();
         if (statuses.includes(200)) {
           // Restored: whole, with its file; the purge found nothing to take.
           expect(statuses.filter((s) => s === 200)).toHaveLength(1);
@@ -134,7 +136,7 @@ export const TRASH_RACES: VersusRace[] = [
           expect(files).toBe(0);
           expect((await call("GET", `/v1/deals/${deal.id}`, { token: owner.token })).status).toBe(404);
         }
-        expect(await count("SELECT COUNT(*) AS n FROM trash_rows WHERE record_id = ?", deal.id)).toBe(0);
+        expect(await count(owner, "SELECT COUNT(*) AS n FROM trash_rows WHERE record_id = ?", deal.id)).toBe(0);
       }
     },
   },
@@ -150,12 +152,12 @@ export const TRASH_RACES: VersusRace[] = [
       expect((await call("GET", `/v1/contacts/${contact.id}`, { token: owner.token })).status).toBe(404);
       // Whatever landed before the erasure was taken out with it: no event or stored answer names the person.
       for (const [table, column] of [["outbox_events", "data"], ["idempotency_keys", "response_body"], ["webhook_deliveries", "body"]] as const) {
-        const left = await count(`SELECT COUNT(*) AS n FROM ${table} WHERE organization_id = ? AND (instr(${column}, 'Racedina') > 0 OR instr(${column}, 'Erasington') > 0 OR instr(lower(${column}), ?) > 0)`, owner.organizationId, contact.email.toLowerCase());
+        const left = await count(owner, `SELECT COUNT(*) AS n FROM ${table} WHERE organization_id = ? AND (instr(${column}, 'Racedina') > 0 OR instr(${column}, 'Erasington') > 0 OR instr(lower(${column}), ?) > 0)`, owner.organizationId, contact.email.toLowerCase());
         expect(left, table).toBe(0);
       }
-      expect(await env.DB.prepare("SELECT state FROM trash_entries WHERE record_id = ?").bind(contact.id).first()).toEqual({ state: "erased" });
+      expect(await (await tenantDb(owner.organizationId)).prepare("SELECT state FROM trash_entries WHERE record_id = ?").bind(contact.id).first()).toEqual({ state: "erased" });
       expect(await totalOf(owner, "/v1/contacts")).toBe(0);
-      expect(await count("SELECT COUNT(*) AS n FROM erasures WHERE organization_id = ? AND contact_id = ?", owner.organizationId, contact.id)).toBe(1);
+      expect(await count(owner, "SELECT COUNT(*) AS n FROM erasures WHERE organization_id = ? AND contact_id = ?", owner.organizationId, contact.id)).toBe(1);
     },
   },
 ];
