@@ -16,6 +16,11 @@ CREATE TABLE `users` (
 --> statement-breakpoint
 CREATE UNIQUE INDEX `users_organization_email_unique` ON `users` (`organization_id`,`email`);--> statement-breakpoint
 CREATE INDEX `users_email_lower_idx` ON `users` (lower("email"));--> statement-breakpoint
+CREATE TABLE `write_guards` (
+	`failed` text NOT NULL,
+	CONSTRAINT "write_guard_failed" CHECK(failed IS NULL)
+);
+--> statement-breakpoint
 CREATE TABLE `organization_shards` (
 	`organization_id` text PRIMARY KEY NOT NULL,
 	`shard` integer NOT NULL,

@@ -1,7 +1,9 @@
-import { index, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+import { check, index, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 import { sql } from "drizzle-orm";
 
 /**
+ * Tables the directory and every tenant shard both have (drizzle.directory.config.ts, drizzle.tenant.config.ts).
+ *
  * The organizations and their members. The directory (the `DB` binding) holds them for sign-in and sessions; every
  * tenant shard holds a copy of the rows of the organizations it carries, written with them (src/shards/placement.ts),
  * so that a service joins a user's name or an organization's name on its own shard (issue 24). Nothing in the API
@@ -35,4 +37,11 @@ export const users = sqliteTable(
     index("users_email_lower_idx").on(sql`lower(${t.email})`),
   ],
 );
+
+/**
+ * Always empty: a batch statement inserts into it only when a condition it guards does not hold, and the CHECK then
+ * aborts the whole batch (db/write.ts). This is how a D1 batch becomes a compare-and-set, on the directory (OAuth) as on
+ * a shard.
+ */
+export const writeGuards = sqliteTable("write_guards", { failed: text().notNull() }, () => [check("write_guard_failed", sql`failed IS NULL`)]);
 

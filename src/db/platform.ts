@@ -1,5 +1,4 @@
-import { check, index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
-import { sql } from "drizzle-orm";
+import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 
 /**
  * One row per domain event, written in the same batch as the change it records (the outbox). The queue carries only
@@ -24,12 +23,6 @@ export const outboxEvents = sqliteTable(
   },
   (t) => [index("outbox_events_due_idx").on(t.nextAttemptAt)],
 );
-
-/**
- * Always empty: a batch statement inserts into it only when a condition it guards does not hold, and the CHECK then
- * aborts the whole batch (db/write.ts). This is how a D1 batch becomes a compare-and-set.
- */
-export const writeGuards = sqliteTable("write_guards", { failed: text().notNull() }, () => [check("write_guard_failed", sql`failed IS NULL`)]);
 
 /**
  * Idempotency-Key records (platform/idempotency.ts): the first response to a key, replayed for 24 hours to a retry
