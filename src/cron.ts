@@ -6,7 +6,7 @@ import { resendUnsentEvents } from "./events/outbox";
 import { loggableError } from "./lib/log";
 import { pruneOAuth } from "./oauth/prune";
 import { pruneIdempotencyKeys } from "./platform/idempotency";
-import { onEveryShard } from "./platform/tenants";
+import { onEveryShard } from "./shards/tenants";
 import { expireSurveys, sendDueSurveys } from "./surveys/scheduling";
 import { sweepOverdueEnvelopes } from "./signatures/expiry";
 import { sendDueReminders } from "./signatures/reminders";

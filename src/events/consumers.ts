@@ -7,7 +7,7 @@ import { nowIso } from "../lib/time";
 import { type EventEnvelope, EventEnvelopeSchema } from "./envelope";
 import { loggableError } from "../lib/log";
 import { OrganizationMoving } from "../lib/errors";
-import { MOVING_RETRY_SECONDS, openEveryShard, routeToShards } from "../platform/tenants";
+import { MOVING_RETRY_SECONDS, openEveryShard, routeToShards } from "../shards/tenants";
 
 export interface EventConsumer {
   /** Stable name: the idempotency record is kept per (consumer, event id). */

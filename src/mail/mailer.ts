@@ -7,7 +7,7 @@ import { fetchWithDeadline } from "../lib/outbound";
 import { sealText } from "../lib/secret-box";
 import { nowIso } from "../lib/time";
 import { shardDatabase } from "../shards/bindings";
-import { tenantOf } from "../shards/directory";
+import { tenantOf } from "../shards/tenants";
 
 /**
  * Outbound mail behind one small interface (DESIGN.md configuration `EMAIL_PROVIDER`): `log` keeps every message in

@@ -15,7 +15,7 @@ import { newId } from "../lib/ids";
 import { sha256Hex } from "../lib/crypto";
 import { addSeconds, nowIso } from "../lib/time";
 import type { ServiceContext } from "../platform/context";
-import { systemContext } from "../platform/tenants";
+import { systemContext } from "../shards/tenants";
 import { checkReferences } from "../profiles/agents";
 import type { PublicReferral, Referral, ReferralCreate } from "./schemas";
 

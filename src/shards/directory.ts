@@ -1,14 +1,12 @@
 import { and, eq } from "drizzle-orm";
 import type { Context } from "hono";
-import { createDb, type Db } from "../db/client";
+import type { Db } from "../db/client";
 import { organizationShards, publicKeys } from "../db/schema";
-import type { Env } from "../env";
 import { OrganizationMoving } from "../lib/errors";
 import { inJsonList } from "../lib/sql";
 import { nowIso } from "../lib/time";
 import type { AppBindings } from "../platform/context";
 import { openShard } from "../platform/session";
-import { shardDatabase } from "./bindings";
 
 /**
  * Lookups in the directory (issue 24): where an organization lives, and which organization a public key (a link
@@ -27,19 +25,6 @@ export interface Placement {
 export async function placementOf(directory: Db, organizationId: string): Promise<Placement | null> {
   const row = await directory.select({ shard: organizationShards.shard, fencedAt: organizationShards.fencedAt }).from(organizationShards).where(eq(organizationShards.organizationId, organizationId)).get();
   return row ? { organizationId, shard: row.shard, fenced: row.fencedAt !== null } : null;
-}
-
-/**
- * The shard of an organization for work outside a request (a queue message, a cron task, a Durable Object), opened
- * on its primary; null for an organization the directory no longer knows. A fenced organization's writes would be
- * refused by its shard (the move's fence triggers), so the caller retries later: `fenced` says so up front.
- */
-export async function tenantOf(env: Env, organizationId: string): Promise<(Placement & { db: Db; d1: D1Database; directory: Db }) | null> {
-  const directory = createDb(env.DB);
-  const placement = await placementOf(directory, organizationId);
-  if (!placement) return null;
-  const d1 = shardDatabase(env, placement.shard);
-  return { ...placement, db: createDb(d1), d1, directory };
 }
 
 /**

@@ -7,7 +7,7 @@ import { renderDocumentPdf } from "../documents/render";
 import type { Env } from "../env";
 import type { EventConsumer } from "../events/consumers";
 import { type UnicodeWriter, unicodeWriter } from "../files/pdf-writer";
-import { onShard } from "../platform/tenants";
+import { onShard } from "../shards/tenants";
 import { type AuditRow, readAudit, verifyChain } from "./audit";
 import { loadEnvelope, type Tenant } from "./machine";
 

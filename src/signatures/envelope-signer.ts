@@ -1,7 +1,7 @@
 import { DurableObject } from "cloudflare:workers";
 import { StaleWrite } from "../db/write";
 import type { Env } from "../env";
-import { tenantOf } from "../shards/directory";
+import { tenantOf } from "../shards/tenants";
 import { act, type ActResult, openLink, type OpenResult } from "./actions";
 import { SignerCodes } from "./codes";
 import { end, expireIfDue, isExpired, type Loaded, loadEnvelope, machineContext, type RequestMeta, TERMINAL } from "./machine";

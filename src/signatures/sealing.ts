@@ -5,7 +5,7 @@ import type { EventConsumer } from "../events/consumers";
 import { signedFileUrl } from "../files/signed-url";
 import { sha256Hex } from "../lib/crypto";
 import { sendAfterCommit } from "../mail/mailer";
-import { onShard } from "../platform/tenants";
+import { onShard } from "../shards/tenants";
 import { registerPublicKeys } from "../shards/directory";
 import { readAudit, verifyChain } from "./audit";
 import { renderSignedPacket } from "./certificate";

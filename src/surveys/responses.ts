@@ -10,7 +10,7 @@ import type { EventEnvelope } from "../events/envelope";
 import { loggableError } from "../lib/log";
 import { nowIso } from "../lib/time";
 import type { ServiceContext } from "../platform/context";
-import { onShard } from "../platform/tenants";
+import { onShard } from "../shards/tenants";
 import { pendingTestimonialRow } from "../testimonials/service";
 import type { Answers, SurveyQuestion } from "./schemas";
 

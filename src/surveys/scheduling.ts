@@ -9,7 +9,7 @@ import { NotConfigured, OrganizationMoving, Validation } from "../lib/errors";
 import { loggableError } from "../lib/log";
 import { openText } from "../lib/secret-box";
 import { nowIso } from "../lib/time";
-import { systemContext } from "../platform/tenants";
+import { systemContext } from "../shards/tenants";
 import { bumpSurveyFigures } from "../testimonials/aggregates";
 import { atVersion, createSurvey, LIVE, type SurveyRow } from "./service";
 import { inTrash, mailInvitation, RecipientGone, TOKEN_SEAL_PURPOSE } from "./invitations";

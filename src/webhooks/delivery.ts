@@ -15,7 +15,7 @@ import type { WebhookDeps } from "./transport";
 import { signStandardWebhook, signWebhook } from "./verify";
 import { OrganizationMoving } from "../lib/errors";
 import { loggableError } from "../lib/log";
-import { MOVING_RETRY_SECONDS, openEveryShard, routeToShards } from "../platform/tenants";
+import { MOVING_RETRY_SECONDS, openEveryShard, routeToShards } from "../shards/tenants";
 
 export const USER_AGENT = "BrokerageEdge-Webhooks/1.0";
 

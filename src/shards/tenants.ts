@@ -2,9 +2,9 @@ import { createDb, type Db } from "../db/client";
 import type { Env } from "../env";
 import { OrganizationMoving } from "../lib/errors";
 import { loggableError } from "../lib/log";
-import { everyShard, shardDatabase } from "../shards/bindings";
-import { placementOf, type Placement } from "../shards/directory";
-import type { ServiceContext } from "./context";
+import type { ServiceContext } from "../platform/context";
+import { everyShard, shardDatabase } from "./bindings";
+import { placementOf, type Placement } from "./directory";
 
 /**
  * Tenant shards opened for work that has no request (issue 24): a queue batch, a cron pass. Each is opened on its
@@ -21,6 +21,16 @@ export const openShardOf = (env: Env, shard: number, directory: Db = createDb(en
   const d1 = shardDatabase(env, shard);
   return { shard, db: createDb(d1), d1, directory };
 };
+
+/**
+ * The shard of one organization, opened from its placement in the directory (the signing Durable Object, the mail
+ * log); null for an organization the directory no longer knows. `fenced` says a move refuses its writes for now.
+ */
+export async function tenantOf(env: Env, organizationId: string): Promise<(Placement & OpenShard) | null> {
+  const directory = createDb(env.DB);
+  const placement = await placementOf(directory, organizationId);
+  return placement ? { ...placement, ...openShardOf(env, placement.shard, directory) } : null;
+}
 
 export function openEveryShard(env: Env): OpenShard[] {
   const directory = createDb(env.DB);
