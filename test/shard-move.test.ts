@@ -67,8 +67,9 @@ describe("the move list", () => {
 });
 
 describe("POST /admin/shards/moves", () => {
-  // Skipped: in the test pool a request of the load loop never settles once the move is under way (not yet found
-  // why); the same move without the concurrent loop passes below.
+  // Skipped: in the test pool the first admin call after the flip (draining) never settles while the loop runs (not
+  // yet found why). Up to and including the flip it passes: no failed read, 503 only in the fence, and the two shards
+  // compared identical at the flip. The same move without the loop passes below.
   it.skip("moves an organization while it is read and written: no lost or duplicated row, no failed read, 503 only while fenced", async () => {
     const p = await populated();
     const written: string[] = [];
