@@ -61,7 +61,7 @@ export function createApp(options: AppOptions = {}) {
 
   const groups = routeGroups(options);
   for (const group of groups) mountLazily(app, group);
-  mountDocs(app, async () => (await Promise.all(groups.map((g) => g.load()))).flat());
+  mountDocs(app, async () => (await Promise.all(groups.filter((g) => g.documented !== false).map((g) => g.load()))).flat());
   app.onError(handleError);
   app.notFound(handleNotFound);
   return app;
@@ -114,5 +114,7 @@ function routeGroups(options: AppOptions): RouteGroup[] {
     group(["/api/clickwrap", "/api/clickwrap/*", "/api/public/clickwrap/*", "/consent/*"], async () => [(await import("./clickwrap/routes")).clickwrapRoutes]),
     group(["/oauth/*", "/.well-known/*"], async () => [(await import("./oauth/routes")).oauthRoutes]),
     group(["/mcp", "/mcp/*"], async () => [(await import("./mcp/routes")).mcpRoutes]),
+    // Operator routes (shard moves), behind ADMIN_TOKEN and out of the public document.
+    { ...group(["/admin/*"], async () => [(await import("./admin/routes")).adminRoutes]), documented: false },
   ];
 }

@@ -43,6 +43,7 @@ export interface Env {
   SURVEY_TOKEN_KEY?: string;
   SEAL_PRIVATE_KEY?: string;
   SEAL_CERTIFICATE?: string;
+  ADMIN_TOKEN?: string;
 }
 
 const optional = z
@@ -98,6 +99,8 @@ const ConfigSchema = z.object({
   // so a PEM fits one line of .dev.vars or a secret.
   SEAL_PRIVATE_KEY: optional.transform((v) => v?.replaceAll("\\n", "\n")),
   SEAL_CERTIFICATE: optional.transform((v) => v?.replaceAll("\\n", "\n")),
+  // The bearer of the operator routes (/admin/*: shard moves); unset, they answer 503 not_configured.
+  ADMIN_TOKEN: optional,
 });
 
 export type Config = z.infer<typeof ConfigSchema>;

@@ -16,3 +16,4 @@ export * from "./referrals";
 export * from "./surveys";
 export * from "./oauth";
 export * from "./trash";
+export * from "./shard-fences";

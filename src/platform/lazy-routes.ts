@@ -19,6 +19,8 @@ export interface RouteGroup {
   paths: string[];
   /** Imports the group's modules and builds its routers, in the order they are matched. */
   load(): Promise<Routers>;
+  /** False for operator routes kept out of /openapi.json (src/admin/). */
+  documented?: boolean;
 }
 
 /** The app's context of a request a group answers, for the group's bridge. */

@@ -19,7 +19,8 @@ export interface RouteFamily {
  *   permission, platform/auth.ts); 413 and 415 on routes with a body; 500 everywhere;
  * - on authenticated writes of /v1 and /api (platform/idempotency.ts): 409 while a request with the same key runs,
  *   422 when the key was used for another request;
- * - 422 on CRM routes that take input (the CRM family's validation status).
+ * - 422 on CRM routes that take input (the CRM family's validation status);
+ * - 503 on writes, while the organization's shard move is fenced (lib/errors.ts OrganizationMoving).
  *
  * Where the route declares the same status for its own reasons, both are described.
  */
@@ -47,6 +48,8 @@ export function defineRoute<P extends string, R extends Omit<RouteConfig, "path"
     add(413, "The body is over the route's size limit");
     add(415, "Content-Type is not one the route takes (application/json; multipart/form-data on uploads)");
   }
+  // A write to an organization while a shard move copies its last rows (issue 24, src/shards/move.ts).
+  if (config.method !== "get" && config.method !== "head") add(503, "The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving)");
   add(500, "Unexpected failure; carries the request id, never a stack trace");
   return createRoute({ ...config, responses } as R);
 }

@@ -1,6 +1,7 @@
 import { and, eq, getTableColumns, gt, type SQL, sql } from "drizzle-orm";
-import { getTableConfig, type SQLiteColumn, type SQLiteTable } from "drizzle-orm/sqlite-core";
+import type { SQLiteColumn, SQLiteTable } from "drizzle-orm/sqlite-core";
 import type { Db } from "../db/client";
+import { rowJson, tableName, valuesFromJson } from "../db/row-json";
 import { type TrashKind, trashEntries, trashRows } from "../db/schema";
 import { expectRow, type Statement } from "../db/write";
 import { NotFound } from "../lib/errors";
@@ -10,39 +11,23 @@ import type { ServiceContext } from "../platform/context";
 export const RESTORE_DAYS = 30;
 const DAY_MS = 86_400_000;
 
-/** The columns a row is written back with (generated columns are computed, never written), in insert order. */
-const storedColumns = (table: SQLiteTable) => Object.entries(getTableColumns(table)).filter(([, c]) => !(c.generated && c.generated.type !== "byDefault"));
-
-const tableName = (table: SQLiteTable) => getTableConfig(table).name;
-
-/** Column keys are the schema's camelCase property names: safe to write into SQL as literals. */
-const jsonKey = (key: string) => sql.raw(`'${key}'`);
-
 /**
  * Moves the rows of `table` matching `where` into `trash_rows` under `recordId`: the copy and the delete, two
  * statements for the write's batch. Each row is kept as the JSON object of its stored columns (`json_object` keeps
  * integers, reals, text and NULL apart), so `restoreRows` writes back the same values.
  */
 export function archiveRows(db: Db, recordId: string, table: SQLiteTable, where: SQL | undefined): Statement[] {
-  const fields = sql.join(
-    storedColumns(table).map(([key, column]) => sql`${jsonKey(key)}, ${column}`),
-    sql`, `,
-  );
   return [
-    db.insert(trashRows).select(sql`SELECT NULL, ${recordId}, ${tableName(table)}, json_object(${fields}) FROM ${table} WHERE ${where}`),
+    db.insert(trashRows).select(sql`SELECT NULL, ${recordId}, ${tableName(table)}, ${rowJson(table)} FROM ${table} WHERE ${where}`),
     db.delete(table).where(where),
   ];
 }
 
 /** Writes the rows `archiveRows` kept for `recordId` from `table` back into it, in their original order. */
 export function restoreRows(db: Db, recordId: string, table: SQLiteTable): Statement {
-  const values = sql.join(
-    storedColumns(table).map(([key]) => sql.raw(`json_extract(row, '$.${key}')`)),
-    sql`, `,
-  );
   return db
     .insert(table)
-    .select(sql`SELECT ${values} FROM ${trashRows} WHERE ${trashRows.recordId} = ${recordId} AND ${trashRows.tableName} = ${tableName(table)} ORDER BY ${trashRows.seq}`);
+    .select(sql`SELECT ${valuesFromJson(table, "row")} FROM ${trashRows} WHERE ${trashRows.recordId} = ${recordId} AND ${trashRows.tableName} = ${tableName(table)} ORDER BY ${trashRows.seq}`);
 }
 
 /** A kept row as the service's record type: each value through its column's own decoding (JSON, booleans). */

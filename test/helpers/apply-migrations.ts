@@ -35,6 +35,7 @@ await Promise.all([
   import("../../src/clickwrap/routes"),
   import("../../src/oauth/routes"),
   import("../../src/mcp/routes"),
+  import("../../src/admin/routes"),
   import("@scalar/hono-api-reference"),
   import("../../src/queues"),
   import("../../src/cron"),
