@@ -67,10 +67,7 @@ describe("the move list", () => {
 });
 
 describe("POST /admin/shards/moves", () => {
-  // Skipped: in the test pool the first admin call after the flip (draining) never settles while the loop runs (not
-  // yet found why). Up to and including the flip it passes: no failed read, 503 only in the fence, and the two shards
-  // compared identical at the flip. The same move without the loop passes below.
-  it.skip("moves an organization while it is read and written: no lost or duplicated row, no failed read, 503 only while fenced", async () => {
+  it("moves an organization while it is read and written: no lost or duplicated row, no failed read, 503 only while fenced", async () => {
     const p = await populated();
     const written: string[] = [];
     const refused: { start: number; end: number }[] = [];
@@ -111,7 +108,7 @@ describe("POST /admin/shards/moves", () => {
     let answer: Record<string, any> = {};
     let compared = false;
     try {
-    for (let calls = 0; calls < 2000; calls++) {
+    for (let calls = 0; calls < 5000; calls++) {
       const fencedAndLast = answer.phase === "fenced" && answer.tablesDone === answer.tables;
       if (fencedAndLast) {
         paused = true;
@@ -129,7 +126,8 @@ describe("POST /admin/shards/moves", () => {
         paused = false;
       }
       if (res.status === 200) break;
-      if (res.headers.get("retry-after")) await new Promise((resolve) => setTimeout(resolve, 200));
+      // While the old rows drain the route answers 202 with Retry-After at once: call again (no timer here: in the test
+      // pool a timer does not fire while the load loop keeps the isolate busy).
     }
     } finally {
       // Also when an assertion fails: the loop must not outlive the test.
@@ -140,7 +138,9 @@ describe("POST /admin/shards/moves", () => {
     expect(compared).toBe(true);
     expect(failures).toEqual([]);
 
-    // Writes were refused only between the fence and the flip, each with Retry-After.
+    // Writes were refused (the loop ran through the fence), and only between the fence and the flip, each with Retry-After.
+    expect(refused.length).toBeGreaterThan(0);
+    expect(written.length).toBeGreaterThan(0);
     const fence = await shardDatabase(env, p.from).prepare("SELECT fenced_at AS fencedAt FROM shard_fences WHERE organization_id = ?").bind(p.organizationId).first<{ fencedAt: string }>();
     const move = await env.DB.prepare("SELECT cursor FROM shard_moves WHERE organization_id = ?").bind(p.organizationId).first<{ cursor: string }>();
     const flippedAt = Date.parse(JSON.parse(move!.cursor).drainUntil) - 1000;
