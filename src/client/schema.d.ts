@@ -4391,6 +4391,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     deletePlant: {
@@ -4440,6 +4449,15 @@ export interface operations {
             };
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4622,6 +4640,15 @@ export interface operations {
             };
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4851,6 +4878,15 @@ export interface operations {
                     "application/json": components["schemas"]["CrmError"];
                 };
             };
+            /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
         };
     };
     getContact: {
@@ -5057,6 +5093,15 @@ export interface operations {
                     "application/json": components["schemas"]["CrmError"];
                 };
             };
+            /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
         };
     };
     deleteContact: {
@@ -5163,6 +5208,15 @@ export interface operations {
                     "application/json": components["schemas"]["CrmError"];
                 };
             };
+            /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
         };
     };
     restoreContact: {
@@ -5247,6 +5301,15 @@ export interface operations {
             };
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5460,6 +5523,15 @@ export interface operations {
                     "application/json": components["schemas"]["CrmError"];
                 };
             };
+            /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
         };
     };
     addContactTags: {
@@ -5575,6 +5647,15 @@ export interface operations {
             };
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5783,6 +5864,15 @@ export interface operations {
             };
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6005,7 +6095,7 @@ export interface operations {
                     "application/json": components["schemas"]["CrmError"];
                 };
             };
-            /** @description FILES_URL_SECRET is not configured, so no file link can be signed (not_configured) */
+            /** @description FILES_URL_SECRET is not configured, so no file link can be signed (not_configured); or: The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -6117,6 +6207,15 @@ export interface operations {
                     "application/json": components["schemas"]["CrmError"];
                 };
             };
+            /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
         };
     };
     restoreProperty: {
@@ -6201,6 +6300,15 @@ export interface operations {
             };
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6328,7 +6436,7 @@ export interface operations {
                     "application/json": components["schemas"]["CrmError"];
                 };
             };
-            /** @description FILES_URL_SECRET is not configured, so no file link can be signed (not_configured) */
+            /** @description FILES_URL_SECRET is not configured, so no file link can be signed (not_configured); or: The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -6457,7 +6565,7 @@ export interface operations {
                     "application/json": components["schemas"]["CrmError"];
                 };
             };
-            /** @description FILES_URL_SECRET is not configured, so no file link can be signed (not_configured) */
+            /** @description FILES_URL_SECRET is not configured, so no file link can be signed (not_configured); or: The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -6637,6 +6745,15 @@ export interface operations {
             };
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6861,6 +6978,15 @@ export interface operations {
                     "application/json": components["schemas"]["CrmError"];
                 };
             };
+            /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
         };
     };
     syncPropertyFromMls: {
@@ -6968,7 +7094,7 @@ export interface operations {
                     "application/json": components["schemas"]["CrmError"];
                 };
             };
-            /** @description MLS sync is not configured in this deployment (not_configured) */
+            /** @description MLS sync is not configured in this deployment (not_configured); or: The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -7088,7 +7214,7 @@ export interface operations {
                     "application/json": components["schemas"]["CrmError"];
                 };
             };
-            /** @description FILES_URL_SECRET is not configured, so no file link can be signed (not_configured) */
+            /** @description FILES_URL_SECRET is not configured, so no file link can be signed (not_configured); or: The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -7288,6 +7414,15 @@ export interface operations {
             };
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7653,6 +7788,15 @@ export interface operations {
                     "application/json": components["schemas"]["CrmError"];
                 };
             };
+            /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
         };
     };
     deleteDeal: {
@@ -7756,6 +7900,15 @@ export interface operations {
                     "application/json": components["schemas"]["CrmError"];
                 };
             };
+            /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
         };
     };
     restoreDeal: {
@@ -7840,6 +7993,15 @@ export interface operations {
             };
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7962,6 +8124,15 @@ export interface operations {
             };
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8160,6 +8331,15 @@ export interface operations {
                     "application/json": components["schemas"]["CrmError"];
                 };
             };
+            /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
         };
     };
     completeDealTask: {
@@ -8243,6 +8423,15 @@ export interface operations {
             };
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8450,7 +8639,7 @@ export interface operations {
                     "application/json": components["schemas"]["CrmError"];
                 };
             };
-            /** @description FILES_URL_SECRET is not configured, so no file link can be signed (not_configured) */
+            /** @description FILES_URL_SECRET is not configured, so no file link can be signed (not_configured); or: The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -8799,7 +8988,7 @@ export interface operations {
                     "application/json": components["schemas"]["CrmError"];
                 };
             };
-            /** @description The URL's host could not be resolved right now (DNS over HTTPS unavailable), or WEBHOOK_SECRET_KEY is not configured */
+            /** @description The URL's host could not be resolved right now (DNS over HTTPS unavailable), or WEBHOOK_SECRET_KEY is not configured; or: The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -8992,6 +9181,15 @@ export interface operations {
                     "application/json": components["schemas"]["CrmError"];
                 };
             };
+            /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
         };
     };
     updateWebhook: {
@@ -9114,7 +9312,7 @@ export interface operations {
                     "application/json": components["schemas"]["CrmError"];
                 };
             };
-            /** @description The URL's host could not be resolved right now (DNS over HTTPS unavailable), or WEBHOOK_SECRET_KEY is not configured */
+            /** @description The URL's host could not be resolved right now (DNS over HTTPS unavailable), or WEBHOOK_SECRET_KEY is not configured; or: The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -9205,6 +9403,15 @@ export interface operations {
             };
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9389,6 +9596,15 @@ export interface operations {
                     "application/json": components["schemas"]["CrmError"];
                 };
             };
+            /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
         };
     };
     replayWebhookEvent: {
@@ -9472,6 +9688,15 @@ export interface operations {
             };
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9782,6 +10007,15 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
+            /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
         };
     };
     getDocument: {
@@ -9938,6 +10172,15 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
+            /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
         };
     };
     listDocumentEnvelopes: {
@@ -10086,6 +10329,15 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
+            /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
         };
     };
     getSignatureSettings: {
@@ -10213,6 +10465,15 @@ export interface operations {
             };
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10352,6 +10613,15 @@ export interface operations {
             };
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10734,6 +11004,15 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
+            /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
         };
     };
     getSigningPage: {
@@ -10843,7 +11122,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
-            /** @description SEAL_CERTIFICATE is not configured */
+            /** @description SEAL_CERTIFICATE is not configured; or: The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -11080,6 +11359,15 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
+            /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
         };
     };
     getTestimonial: {
@@ -11249,6 +11537,15 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
+            /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
         };
     };
     approveTestimonial: {
@@ -11329,6 +11626,15 @@ export interface operations {
             };
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -11423,6 +11729,15 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
+            /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
         };
     };
     unpublishTestimonial: {
@@ -11503,6 +11818,15 @@ export interface operations {
             };
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -11612,6 +11936,15 @@ export interface operations {
             };
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -11846,6 +12179,15 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
+            /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
         };
     };
     deleteAgentProfile: {
@@ -11927,6 +12269,15 @@ export interface operations {
             };
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -12041,6 +12392,15 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
+            /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
         };
     };
     getReviewsFeed: {
@@ -12132,6 +12492,15 @@ export interface operations {
             };
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -12318,6 +12687,15 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
+            /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
         };
     };
     recordPublicReferral: {
@@ -12400,6 +12778,15 @@ export interface operations {
             };
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -12539,6 +12926,15 @@ export interface operations {
             };
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -12687,7 +13083,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
-            /** @description EMAIL survey and SURVEY_TOKEN_KEY is not configured (not_configured) */
+            /** @description EMAIL survey and SURVEY_TOKEN_KEY is not configured (not_configured); or: The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -12830,6 +13226,15 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
+            /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
         };
     };
     skipSurvey: {
@@ -12899,6 +13304,15 @@ export interface operations {
             };
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -13046,6 +13460,15 @@ export interface operations {
             };
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -13236,6 +13659,15 @@ export interface operations {
             };
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -13454,6 +13886,15 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
+            /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
         };
     };
     activateClickwrapAgreement: {
@@ -13534,6 +13975,15 @@ export interface operations {
             };
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -13747,6 +14197,15 @@ export interface operations {
             };
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -14010,7 +14469,7 @@ export interface operations {
                     "application/json": components["schemas"]["OAuthError"];
                 };
             };
-            /** @description The authorization server is not configured (JWT_SECRET) */
+            /** @description The authorization server is not configured (JWT_SECRET); or: The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -14099,7 +14558,7 @@ export interface operations {
                     "application/json": components["schemas"]["OAuthError"];
                 };
             };
-            /** @description temporarily_unavailable: JWT_SECRET is not configured */
+            /** @description temporarily_unavailable: JWT_SECRET is not configured; or: The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -14186,7 +14645,7 @@ export interface operations {
                     "application/json": components["schemas"]["OAuthError"];
                 };
             };
-            /** @description temporarily_unavailable: JWT_SECRET is not configured (an access token cannot be read) */
+            /** @description temporarily_unavailable: JWT_SECRET is not configured (an access token cannot be read); or: The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -14259,6 +14718,15 @@ export interface operations {
             };
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthError"];
+                };
+            };
+            /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
