@@ -4,8 +4,12 @@ import { describe, expect, it } from "vitest";
 import { createApp } from "../src/app";
 import type { Env } from "../src/env";
 import { everyShard } from "../src/shards/bindings";
-import { createPrincipal } from "./helpers/factories";
+import { newAgreement } from "./helpers/clickwrap";
+import { createDocument, freshIp, sendForSignature, tokenOf } from "./helpers/documents";
+import { createPrincipal, type TestPrincipal } from "./helpers/factories";
+import { publishedProfile } from "./helpers/profiles";
 import { bodyOf, fillPath, ROUTES, varsOf } from "./helpers/route-table";
+import { createSurveyTemplate, scheduleSurvey } from "./helpers/surveys";
 
 /**
  * Issue 24: a request reads at most one shard, its organization's. Each route of the route table runs against an env
@@ -29,9 +33,9 @@ function trackedEnv(): { env: Env; touched: Set<number> } {
 
 const app = createApp();
 
-async function fetchTracked(method: string, path: string, token: string, body: unknown, vars: Record<string, string> | undefined) {
+async function fetchTracked(method: string, path: string, token: string | null, body: unknown, vars: Record<string, string> | undefined) {
   const { env: tracked, touched } = trackedEnv();
-  const headers: Record<string, string> = { authorization: `Bearer ${token}` };
+  const headers: Record<string, string> = token ? { authorization: `Bearer ${token}` } : { "cf-connecting-ip": freshIp() };
   if (body !== undefined && !(body instanceof FormData)) headers["content-type"] = "application/json";
   const payload = body === undefined ? undefined : body instanceof FormData ? body : JSON.stringify(body);
   const ctx = createExecutionContext();
@@ -48,5 +52,32 @@ describe("no request reads more than one shard", () => {
     const { status, touched } = await fetchTracked(route.method, fillPath(route.path, params), owner.token, bodyOf(route, params), varsOf(route, params));
     expect(status).toBeLessThan(500);
     expect([...touched]).toEqual([shard]);
+  });
+});
+
+/** The public routes, each with what it is given made by an organization on `shard`: one directory read finds that shard. */
+const PUBLIC: { name: string; path: (owner: TestPrincipal) => Promise<string>; method?: "POST"; body?: unknown }[] = [
+  { name: "GET /api/public/sign/{token}", path: async (o) => `/api/public/sign/${tokenOf((await sendForSignature(o.token, (await createDocument(o.token)).id)).links[0]!.url)}` },
+  { name: "GET /sign/{token}", path: async (o) => `/sign/${tokenOf((await sendForSignature(o.token, (await createDocument(o.token)).id)).links[0]!.url)}` },
+  { name: "GET /api/public/survey/{token}", path: async (o) => `/api/public/survey/${(await createSurveyTemplate(o), await scheduleSurvey(o)).accessToken}` },
+  { name: "GET /survey/{token}", path: async (o) => `/survey/${(await createSurveyTemplate(o), await scheduleSurvey(o)).accessToken}` },
+  { name: "GET /api/public/reviews/{agentSlug}", path: async (o) => `/api/public/reviews/${await publishedProfile(o)}` },
+  {
+    name: "POST /api/public/referral/{agentSlug}",
+    method: "POST",
+    body: { referrerName: "Rita Referrer", referrerEmail: "rita@shard-reads.test", referredName: "Lee Lead", referredEmail: "lee@shard-reads.test" },
+    path: async (o) => `/api/public/referral/${await publishedProfile(o)}`,
+  },
+  { name: "GET /api/public/clickwrap/{agreementId}", path: async (o) => `/api/public/clickwrap/${(await newAgreement(o)).id}` },
+  { name: "GET /consent/{agreementId}", path: async (o) => `/consent/${(await newAgreement(o)).id}` },
+];
+
+describe("no public route reads more than one shard", () => {
+  it.each(PUBLIC.map((r, i) => [r.name, r, i % 2] as const))("%s reads only its organization's shard", async (_, route, shard) => {
+    const owner = await createPrincipal({ shard });
+    const { status, touched } = await fetchTracked(route.method ?? "GET", await route.path(owner), null, route.body, undefined);
+    expect(status).toBeLessThan(300);
+    // A page that only serves its script (the signing page fetches the API itself) reads no shard at all.
+    expect([...touched].filter((s) => s !== shard)).toEqual([]);
   });
 });
