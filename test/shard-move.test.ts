@@ -198,6 +198,30 @@ describe("POST /admin/shards/moves", () => {
     expect(nonEmpty(await snapshot(p.to, p.organizationId))).toEqual({});
   });
 
+  it("holds when two operators drive the same move at once, batch by batch: one exact copy, nothing left behind, counters right", async () => {
+    const p = await createPrincipal({ shard: 0 });
+    for (let i = 0; i < 3; i++) await createContact(p.token, { tags: [`r${i}`] });
+    const before = nonEmpty(await snapshot(0, p.organizationId));
+    const counts = () => env.DB.prepare("SELECT shard, organizations FROM shard_placements ORDER BY shard").all<{ shard: number; organizations: number }>();
+    const countsBefore = (await counts()).results;
+    const drive = async () => {
+      for (let calls = 0; calls < 1000; calls++) {
+        const res = await admin("POST", "/admin/shards/moves", { organizationId: p.organizationId, to: 1, maxBatches: 1, drainSeconds: 0 });
+        expect([200, 202], await res.clone().text()).toContain(res.status);
+        if (res.status === 200) return (await json(res)).phase as string;
+      }
+      return "unfinished";
+    };
+    expect(await Promise.all([drive(), drive()])).toEqual(["done", "done"]);
+    expect(await placement(p.organizationId)).toEqual({ shard: 1, fencedAt: null });
+    expect(nonEmpty(await snapshot(1, p.organizationId))).toEqual(before);
+    expect(nonEmpty(await snapshot(0, p.organizationId))).toEqual({});
+    // The placement counters moved once: one organization fewer on shard 0, one more on shard 1.
+    const after = (await counts()).results;
+    expect(after.find((c) => c.shard === 0)!.organizations).toBe(countsBefore.find((c) => c.shard === 0)!.organizations - 1);
+    expect(after.find((c) => c.shard === 1)?.organizations ?? 0).toBe((countsBefore.find((c) => c.shard === 1)?.organizations ?? 0) + 1);
+  });
+
   it("answers clear errors: unknown organization, its own shard, a shard that does not exist, no or a wrong token", async () => {
     const p = await createPrincipal();
     const here = (await placement(p.organizationId))!.shard;
