@@ -1,7 +1,7 @@
 // npm run db:migrate:local | deploy: applies migrations/directory to the directory (DB) and migrations/tenant to every
 // tenant shard (DB_SHARD_0 … n) that wrangler.toml declares (issue 24). `--remote` for the deployed databases.
 import { readFileSync } from "node:fs";
-import { wranglerAsync } from "./wrangler.mjs";
+import { wrangler } from "./wrangler.mjs";
 
 /** The D1 bindings wrangler.toml declares: the directory, then the shards in order. */
 export function databaseBindings(toml = readFileSync(new URL("../wrangler.toml", import.meta.url), "utf8")) {
@@ -14,22 +14,23 @@ export function databaseBindings(toml = readFileSync(new URL("../wrangler.toml",
   return ["DB", ...shards];
 }
 
-/** Every database's migrations, side by side (each database is its own file locally, its own D1 remotely). */
+/**
+ * Every database's migrations, one after the other: side by side, the wrangler processes contend for the local
+ * state's SQLite files (`database is locked`), and `npm run dev` then fails to start.
+ */
 export async function applyMigrations({ where = "--local", quiet = true } = {}) {
-  await Promise.all(
-    databaseBindings().map(async (binding) => {
-      try {
-        await wranglerAsync(["d1", "migrations", "apply", binding, where], { quiet });
-      } catch (err) {
-        // A local database from before issue 24 holds every table and the old migration list: the directory baseline
-        // cannot be applied over it. Local data is disposable; the README says how a deployed one is adopted.
-        if (where === "--local" && binding === "DB" && /already exists/.test(err.message)) {
-          throw new Error("the local database predates the directory/shard split (issue 24): delete .wrangler/state/v3/d1 and run again");
-        }
-        throw err;
+  for (const binding of databaseBindings()) {
+    try {
+      wrangler(["d1", "migrations", "apply", binding, where], { quiet });
+    } catch (err) {
+      // A local database from before issue 24 holds every table and the old migration list: the directory baseline
+      // cannot be applied over it. Local data is disposable; the README says how a deployed one is adopted.
+      if (where === "--local" && binding === "DB" && /already exists/.test(err.message)) {
+        throw new Error("the local database predates the directory/shard split (issue 24): delete .wrangler/state/v3/d1 and run again");
       }
-    }),
-  );
+      throw err;
+    }
+  }
 }
 
 export const applyLocalMigrations = (opts) => applyMigrations({ where: "--local", ...opts });
