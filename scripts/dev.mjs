@@ -6,7 +6,7 @@ import { ensureDevVars, readLocalDevVars } from "./dev-vars.mjs";
 import { applyLocalMigrations } from "./migrate.mjs";
 
 await ensureDevVars();
-await applyLocalMigrations({ quiet: false });
+applyLocalMigrations({ quiet: false });
 const port = process.env.PORT || "8787";
 const args = process.argv.slice(2);
 const origin = devOrigin({ port, args, env: process.env, fileVars: readLocalDevVars() });

@@ -18,10 +18,10 @@ export function databaseBindings(toml = readFileSync(new URL("../wrangler.toml",
  * Every database's migrations, one after the other: side by side, the wrangler processes contend for the local
  * state's SQLite files (`database is locked`), and `npm run dev` then fails to start.
  */
-export async function applyMigrations({ where = "--local", quiet = true } = {}) {
+export function applyMigrations({ where = "--local", quiet = true } = {}) {
   for (const binding of databaseBindings()) {
     try {
-      wrangler(["d1", "migrations", "apply", binding, where], { quiet });
+      applyOne(binding, where, quiet);
     } catch (err) {
       // A local database from before issue 24 holds every table and the old migration list: the directory baseline
       // cannot be applied over it. Local data is disposable; the README says how a deployed one is adopted.
@@ -33,8 +33,26 @@ export async function applyMigrations({ where = "--local", quiet = true } = {}) 
   }
 }
 
+/**
+ * One database's migrations. Another wrangler process (a second `npm run dev`, `npm run token`) may hold the local
+ * state's SQLite lock for a moment: `database is locked` is tried again, a few times, before it counts as a failure.
+ */
+function applyOne(binding, where, quiet) {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      // Captured either way, so a lock is recognised; printed after, when the caller shows wrangler's output.
+      const out = wrangler(["d1", "migrations", "apply", binding, where], { quiet: true });
+      if (!quiet) process.stdout.write(out);
+      return;
+    } catch (err) {
+      if (attempt >= 5 || !/database is locked|SQLITE_BUSY/.test(err.message)) throw err;
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 250 * attempt);
+    }
+  }
+}
+
 export const applyLocalMigrations = (opts) => applyMigrations({ where: "--local", ...opts });
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  await applyMigrations({ where: process.argv.includes("--remote") ? "--remote" : "--local", quiet: false });
+  applyMigrations({ where: process.argv.includes("--remote") ? "--remote" : "--local", quiet: false });
 }

@@ -36,7 +36,7 @@ const directory = [
 const lastRow = (out) => JSON.parse(out.slice(out.indexOf("["))).at(-1)?.results?.[0];
 
 try {
-  await applyLocalMigrations();
+  applyLocalMigrations();
   const row = lastRow(wrangler(["d1", "execute", "DB", "--local", "--json", "--command", directory.join(";\n")]));
   if (!row?.userId) throw new Error("the user row was not found after writing it");
   const shard = [
