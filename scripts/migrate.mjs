@@ -20,33 +20,24 @@ export function databaseBindings(toml = readFileSync(new URL("../wrangler.toml",
  */
 export function applyMigrations({ where = "--local", quiet = true } = {}) {
   for (const binding of databaseBindings()) {
+    const apply = () => wrangler(["d1", "migrations", "apply", binding, where], { quiet });
     try {
-      applyOne(binding, where, quiet);
+      apply();
     } catch (err) {
-      // A local database from before issue 24 holds every table and the old migration list: the directory baseline
-      // cannot be applied over it. Local data is disposable; the README says how a deployed one is adopted.
-      if (where === "--local" && binding === "DB" && /already exists/.test(err.message)) {
-        throw new Error("the local database predates the directory/shard split (issue 24): delete .wrangler/state/v3/d1 and run again");
+      if (!/already exists/.test(err.message)) throw err;
+      // Another process applied the same migration a moment before (parallel `npm run token` on a fresh checkout):
+      // once it has recorded it, the apply finds nothing left to do.
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 1000);
+      try {
+        apply();
+      } catch (again) {
+        // A local database from before issue 24 holds every table and the old migration list: the directory baseline
+        // cannot be applied over it. Local data is disposable; the README says how a deployed one is adopted.
+        if (where === "--local" && binding === "DB" && /already exists/.test(again.message)) {
+          throw new Error("the local database predates the directory/shard split (issue 24): delete .wrangler/state/v3/d1 and run again");
+        }
+        throw again;
       }
-      throw err;
-    }
-  }
-}
-
-/**
- * One database's migrations. Another wrangler process (a second `npm run dev`, `npm run token`) may hold the local
- * state's SQLite lock for a moment: `database is locked` is tried again, a few times, before it counts as a failure.
- */
-function applyOne(binding, where, quiet) {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      // Captured either way, so a lock is recognised; printed after, when the caller shows wrangler's output.
-      const out = wrangler(["d1", "migrations", "apply", binding, where], { quiet: true });
-      if (!quiet) process.stdout.write(out);
-      return;
-    } catch (err) {
-      if (attempt >= 5 || !/database is locked|SQLITE_BUSY/.test(err.message)) throw err;
-      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 250 * attempt);
     }
   }
 }

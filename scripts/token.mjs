@@ -29,7 +29,7 @@ const directory = [
   `INSERT INTO organizations (id, name, created_at) VALUES (${q(randomUUID())}, ${q(org)}, ${q(now.toISOString())}) ON CONFLICT(name) DO NOTHING`,
   `INSERT INTO organization_shards (organization_id, shard) SELECT o.id, s.value FROM organizations o, json_each(${q(shards)}) s LEFT JOIN shard_placements p ON p.shard = s.value WHERE o.name = ${q(org)} ORDER BY ifnull(p.organizations, 0), s.value LIMIT 1 ON CONFLICT(organization_id) DO NOTHING`,
   `INSERT INTO users (id, organization_id, email, name, created_at) SELECT ${q(randomUUID())}, id, ${q(email)}, ${q(values.name ?? null)}, ${q(now.toISOString())} FROM organizations WHERE name = ${q(org)} ON CONFLICT(organization_id, email) DO NOTHING`,
-  `INSERT INTO sessions (id, token_hash, user_id, organization_id, created_at, expires_at) SELECT ${q(randomUUID())}, ${q(tokenHash)}, userId, organizationId, ${q(now.toISOString())}, ${q(expiresAt)} FROM (${user})`,
+  `INSERT INTO sessions (id, token_hash, user_id, organization_id, created_at, expires_at) SELECT ${q(randomUUID())}, ${q(tokenHash)}, userId, organizationId, ${q(now.toISOString())}, ${q(expiresAt)} FROM (${user}) WHERE true ON CONFLICT(token_hash) DO NOTHING`,
   `SELECT u.id AS userId, u.organization_id AS organizationId, u.email, u.name, u.created_at AS userCreatedAt, o.name AS orgName, o.created_at AS orgCreatedAt, s.shard FROM users u JOIN organizations o ON o.id = u.organization_id JOIN organization_shards s ON s.organization_id = o.id WHERE o.name = ${q(org)} AND u.email = ${q(email)}`,
 ];
 

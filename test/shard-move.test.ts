@@ -10,7 +10,9 @@ import { startMove, stepMove } from "../src/shards/move";
 import { call, json } from "./helpers/client";
 import { createContact, uniqueEmail } from "./helpers/contacts";
 import { createDeal, documentForm } from "./helpers/deals";
+import { createDocument, publicSign, sendForSignature, tokenOf } from "./helpers/documents";
 import { createPrincipal } from "./helpers/factories";
+import { publishedProfile } from "./helpers/profiles";
 
 const admin = (method: string, path: string, body?: unknown, token: string | undefined = env.ADMIN_TOKEN) =>
   exports.default.fetch(
@@ -220,6 +222,67 @@ describe("POST /admin/shards/moves", () => {
     const after = (await counts()).results;
     expect(after.find((c) => c.shard === 0)!.organizations).toBe(countsBefore.find((c) => c.shard === 0)!.organizations - 1);
     expect(after.find((c) => c.shard === 1)?.organizations ?? 0).toBe((countsBefore.find((c) => c.shard === 1)?.organizations ?? 0) + 1);
+  });
+
+  it("refuses, not overwrites, a row whose unique value another organization's row holds on the target; goes on once mended", async () => {
+    const mover = await createPrincipal({ shard: 0 });
+    const other = await createPrincipal({ shard: 1 });
+    const slug = `collide-${crypto.randomUUID().slice(0, 8)}`;
+    await publishedProfile(other, { displayName: "Other Agent" }, slug);
+    await publishedProfile(mover, { displayName: "Mover Agent" });
+    // Out of step with the directory (a hand edit, a restore from backup): the mover's shard row holds the other's slug.
+    await shardDatabase(env, 0).prepare("UPDATE agent_profiles SET slug = ? WHERE organization_id = ?").bind(slug, mover.organizationId).run();
+    let res: Response | undefined;
+    for (let calls = 0; calls < 200; calls++) {
+      res = await admin("POST", "/admin/shards/moves", { organizationId: mover.organizationId, to: 1, drainSeconds: 0 });
+      if (res.status !== 202) break;
+    }
+    expect(res!.status).toBe(409);
+    expect((await json(res!)).error).toBe("move_collision");
+    // The other organization's profile is untouched, and the mover still lives (and writes) where it was.
+    expect((await json(await call("GET", `/api/public/reviews/${slug}`))).agent.displayName).toBe("Other Agent");
+    expect((await placement(mover.organizationId))!.shard).toBe(0);
+    expect((await call("POST", "/v1/contacts", { token: mover.token, body: { firstName: "Still", lastName: "Here", email: uniqueEmail() } })).status).toBe(201);
+    // Mended, the same call goes on to the end.
+    await shardDatabase(env, 0).prepare("UPDATE agent_profiles SET slug = ? WHERE organization_id = ?").bind(`${slug}-mover`, mover.organizationId).run();
+    for (let calls = 0; calls < 200; calls++) {
+      res = await admin("POST", "/admin/shards/moves", { organizationId: mover.organizationId, to: 1, drainSeconds: 0 });
+      if (res.status !== 202) break;
+    }
+    expect(res!.status).toBe(200);
+    expect((await json(await call("GET", `/api/public/reviews/${slug}`))).agent.displayName).toBe("Other Agent");
+    // Asked again once done: the same answer, not a conflict.
+    expect((await admin("POST", "/admin/shards/moves", { organizationId: mover.organizationId, to: 1 })).status).toBe(200);
+  });
+
+  it("answers a signer during the fence with 503 and Retry-After, opened or not, and signs after the move", async () => {
+    const p = await createPrincipal({ shard: 0 });
+    const links = (await sendForSignature(p.token, (await createDocument(p.token)).id)).links;
+    const opened = tokenOf(links[0]!.url);
+    const fresh = tokenOf(links[1]!.url);
+    expect((await publicSign("GET", opened)).status).toBe(200);
+    await startMove(env, p.organizationId, 1);
+    let progress = await stepMove(env, p.organizationId, { drainMs: 0, maxBatches: 1 });
+    while (progress.phase === "copying") progress = await stepMove(env, p.organizationId, { drainMs: 0, maxBatches: 1 });
+    expect(progress.phase).toBe("fenced");
+    for (const [token, method, body] of [
+      [fresh, "GET", undefined],
+      [opened, "POST", { action: "authenticate", codeVerified: true }],
+    ] as const) {
+      const res = await publicSign(method, token, body);
+      expect(res.status, `${method} ${await res.clone().text()}`).toBe(503);
+      expect(res.headers.get("retry-after")).toBeTruthy();
+    }
+    expect((await admin("POST", "/admin/shards/moves", { organizationId: p.organizationId, to: 1, drainSeconds: 0 })).status).toBe(200);
+    expect((await publicSign("GET", fresh)).status).toBe(200);
+    expect((await publicSign("POST", opened, { action: "authenticate", codeVerified: true })).status).toBe(200);
+  });
+
+  it("refuses an unknown option instead of running with its default", async () => {
+    const p = await createPrincipal();
+    const res = await admin("POST", "/admin/shards/moves", { organizationId: p.organizationId, to: 1, drainSecond: 0 });
+    expect(res.status).toBe(400);
+    expect(JSON.stringify(await json(res))).toContain("drainSecond");
   });
 
   it("answers clear errors: unknown organization, its own shard, a shard that does not exist, no or a wrong token", async () => {

@@ -7,7 +7,9 @@ export const StartMove = z.object({
   drainSeconds: z.number().int().min(0).max(300).optional(),
   /** At most this many batches in this call (short calls, or a step at a time); the time budget holds either way. */
   maxBatches: z.number().int().min(1).max(10_000).optional(),
-});
+})
+  // A misspelt option (drainSecond) is refused, not ignored for its default.
+  .strict();
 
 export const MoveParams = z.object({ organizationId: z.string().min(1) });
 

@@ -2,12 +2,11 @@ import { and, eq } from "drizzle-orm";
 import { agentProfiles, testimonials } from "../db/schema";
 import { commit, expectNoRow, expectVersion, expectVersionMatch, type Statement, versioned, type VersionedTable, withRetries } from "../db/write";
 import { Conflict, NotFound, Validation } from "../lib/errors";
-import { loggableError } from "../lib/log";
 import { inJsonList } from "../lib/sql";
 import { nowIso } from "../lib/time";
 import { issuesFromZod } from "../lib/validation";
 import type { ServiceContext } from "../platform/context";
-import { claimPublicKey, releasePublicKeys } from "../shards/directory";
+import { claimPublicKey } from "../shards/directory";
 import { findAgent } from "./agents";
 import { purgeFeed, purgeFeedBySlug } from "./feed";
 import { ProfileBlocks } from "./schemas";
@@ -87,14 +86,10 @@ export async function putProfile(ctx: ServiceContext, input: { agentUserId?: str
       if (String(err).includes("agent_profiles_slug_unique") || String(err).includes("agent_profiles.slug")) throw slugTaken();
       throw err;
     }
-    if (row && row.slug !== slug) {
-      // The old slug is free for anyone once no row holds it (a deleted profile keeps its slug for a PUT to restore).
-      await releasePublicKeys(ctx.directory, ctx.organizationId, "agent_slug", [row.slug]).catch((err) =>
-        console.error(JSON.stringify({ level: "warn", msg: "old profile slug not released; it stays reserved to the organization", slug: row.slug, error: loggableError(err) })),
-      );
-      // A published profile keeps serving its published configuration; only a new slug moves the feed.
-      if (row.status === "PUBLISHED") purgeFeedBySlug(ctx, row.slug);
-    }
+    // The old slug stays the organization's in the directory: widgets and links embedded under it never show another
+    // organization's agent, and no release can race another agent of the organization taking it back.
+    // A published profile keeps serving its published configuration; only a new slug moves the feed.
+    if (row && row.slug !== slug && row.status === "PUBLISHED") purgeFeedBySlug(ctx, row.slug);
     return toProfile(next);
   });
 }

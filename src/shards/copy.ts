@@ -1,7 +1,9 @@
-import { type SQL, sql } from "drizzle-orm";
-import { SQLiteAsyncDialect } from "drizzle-orm/sqlite-core";
+import { getTableColumns, is, type SQL, sql } from "drizzle-orm";
+import { getTableConfig, SQLiteAsyncDialect, SQLiteColumn } from "drizzle-orm/sqlite-core";
 import { columnName, rowJson, storedColumns, valuesFromJson } from "../db/row-json";
-import { shardFences } from "../db/schema";
+import { shardFences, writeGuards } from "../db/schema";
+import { isGuardFailure } from "../db/write";
+import { Conflict } from "../lib/errors";
 import type { MovedTable } from "./moved-tables";
 
 /**
@@ -55,6 +57,28 @@ function chunks(items: string[]): string[] {
   return out;
 }
 
+/**
+ * The unique indexes of `t` that span organizations (no organization column in them, other than the walking key):
+ * agent slugs, survey token hashes, webhook delivery keys. A copied row that takes such a value from another
+ * organization's row on the target would make INSERT OR REPLACE delete that row; the batch refuses instead.
+ */
+function crossOrganizationUniques(t: MovedTable): { column: SQLiteColumn; key: string }[][] {
+  const keyOf = new Map(Object.entries(getTableColumns(t.table) as Record<string, SQLiteColumn>).map(([key, c]) => [c, key]));
+  const walked = new Set(t.key);
+  return getTableConfig(t.table)
+    .indexes.filter((i) => i.config.unique)
+    .map((i) => i.config.columns.filter((c): c is SQLiteColumn => is(c, SQLiteColumn)))
+    .filter((cols) => cols.length > 0 && !cols.some((c) => columnName(c) === "organization_id") && !cols.every((c) => walked.has(c)))
+    .map((cols) => cols.map((column) => ({ column, key: keyOf.get(column)! })));
+}
+
+/** A guard statement: fails the batch when a row of `payload` holds a cross-organization unique value another organization's row holds. */
+const collisionGuard = (t: MovedTable, organizationId: string, columns: { column: SQLiteColumn; key: string }[], payload: string) =>
+  sql`INSERT INTO ${writeGuards} (failed) SELECT ${`unique value of ${t.name} held by another organization`} FROM json_each(${payload}) j WHERE EXISTS (SELECT 1 FROM ${t.table} WHERE ${sql.join(
+    columns.map(({ column, key }) => sql`${column} = json_extract(j.value, ${`$.${key}`})`),
+    sql` AND `,
+  )} AND NOT (${t.of(organizationId)}))`;
+
 export interface SyncStep {
   /** The last key this batch covered; null once the table is done. */
   cursor: Key | null;
@@ -65,8 +89,8 @@ export interface SyncStep {
 /**
  * Makes the target's rows of `t` for the organization equal the source's over the next BATCH_ROWS keys after
  * `cursor`: source rows missing or different on the target are written (INSERT OR REPLACE, so a row that took a
- * unique value another row held before is settled either way), target rows of the range that the source no longer
- * has are deleted. Idempotent: run again over the same range it writes nothing. While the organization's writes go on
+ * unique value another row of the organization held before is settled either way; one held by another organization's
+ * row refuses the batch, 409 `move_collision`), target rows of the range that the source no longer has are deleted. Idempotent: run again over the same range it writes nothing. While the organization's writes go on
  * (phase `copying`) a range may fall behind; the pass under the fence (phase `fenced`) reads a source nothing writes.
  */
 export async function syncBatch(source: D1Database, target: D1Database, t: MovedTable, organizationId: string, cursor: Key | null): Promise<SyncStep> {
@@ -78,11 +102,19 @@ export async function syncBatch(source: D1Database, target: D1Database, t: Moved
   const wanted = new Set(rows.map((row) => row.k));
   const stale = theirs.filter((row) => !wanted.has(row.k)).map((row) => row.k);
   const changed = rows.filter((row) => present.get(row.k) !== row.r).map((row) => row.r);
+  const payloads = chunks(changed);
   const statements = [
     ...chunks(stale).map((keys) => statement(target, sql`DELETE FROM ${t.table} WHERE ${t.of(organizationId)} AND (${keyList(t)}) IN (SELECT ${sql.raw(t.key.map((_, i) => `json_extract(value, '$[${i}]')`).join(", "))} FROM json_each(${keys}))`)),
-    ...chunks(changed).map((payload) => statement(target, sql`INSERT OR REPLACE INTO ${t.table} (${sql.join(storedColumns(t.table).map(([, c]) => sql.identifier(columnName(c))), sql`, `)}) SELECT ${valuesFromJson(t.table, "value")} FROM json_each(${payload})`)),
+    ...crossOrganizationUniques(t).flatMap((columns) => payloads.map((payload) => statement(target, collisionGuard(t, organizationId, columns, payload)))),
+    ...payloads.map((payload) => statement(target, sql`INSERT OR REPLACE INTO ${t.table} (${sql.join(storedColumns(t.table).map(([, c]) => sql.identifier(columnName(c))), sql`, `)}) SELECT ${valuesFromJson(t.table, "value")} FROM json_each(${payload})`)),
   ];
-  if (statements.length > 0) await target.batch(statements);
+  try {
+    if (statements.length > 0) await target.batch(statements);
+  } catch (err) {
+    if (!isGuardFailure(err)) throw err;
+    // Nothing was written; the move stays at this batch until the data is mended, then the same call goes on.
+    throw new Conflict(`${t.name}: a row of the organization holds a unique value (a slug, a token hash) that another organization's row holds on the target shard; the move stops at this batch`, "move_collision");
+  }
   return { cursor: last, written: changed.length, deleted: stale.length };
 }
 

@@ -3,7 +3,6 @@ import type { Context } from "hono";
 import type { Db } from "../db/client";
 import { organizationShards, publicKeys } from "../db/schema";
 import { OrganizationMoving } from "../lib/errors";
-import { inJsonList } from "../lib/sql";
 import { nowIso } from "../lib/time";
 import type { AppBindings } from "../platform/context";
 import { openShard } from "../platform/session";
@@ -68,10 +67,4 @@ export async function claimPublicKey(directory: Db, organizationId: string, kind
     directory.select({ organizationId: publicKeys.organizationId }).from(publicKeys).where(and(eq(publicKeys.kind, kind), eq(publicKeys.key, key))),
   ]);
   return holder[0]?.organizationId === organizationId;
-}
-
-/** Forgets keys of an organization (a released slug, a purged link); another organization's are untouched. */
-export async function releasePublicKeys(directory: Db, organizationId: string, kind: PublicKeyKind, keys: string[]): Promise<void> {
-  if (keys.length === 0) return;
-  await directory.delete(publicKeys).where(and(eq(publicKeys.kind, kind), eq(publicKeys.organizationId, organizationId), inJsonList(publicKeys.key, keys)));
 }

@@ -96,6 +96,8 @@ export async function startMove(env: Env, organizationId: string, to: number): P
     if (current.toShard !== to) throw new Conflict(`A move of this organization to shard ${current.toShard} is under way`, "move_in_progress");
     return current;
   }
+  // The same call again after the move it started finished (a retry, a second operator): done, not a conflict.
+  if (placement.shard === to && current?.phase === "done" && current.toShard === to) return current;
   if (placement.shard === to) throw new Conflict(`The organization already lives on shard ${to}`, "already_on_shard");
   // A fence left by an earlier move away from the target would refuse the copy: the organization has no rows there.
   await createDb(shardDatabase(env, to)).delete(shardFences).where(eq(shardFences.organizationId, organizationId));

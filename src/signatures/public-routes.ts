@@ -6,6 +6,7 @@ import { renderDocumentText } from "../documents/render";
 import { signedFileUrl } from "../files/signed-url";
 import { appUrlOf, readConfig } from "../env";
 import { sha256Hex } from "../lib/crypto";
+import { OrganizationMoving } from "../lib/errors";
 import { API, apiError, apiJson, gone } from "../platform/api-family";
 import { type BotChallenge, requireChallenge } from "../platform/bot-challenge";
 import type { AppBindings } from "../platform/context";
@@ -34,7 +35,12 @@ const open = defineRoute(API, {
   description: "No authentication: the token is the capability. The first open records `opened`. The answer carries the document the signer is asked to sign: its text, and its PDF through a link for this signer.",
   middleware: [rateLimit("public-sign:get")] as const,
   request: { params: TokenParam },
-  responses: { 200: apiJson("The link is live", SignerView), ...GONE, ...RATE_LIMITED },
+  responses: {
+    200: apiJson("The link is live", SignerView),
+    ...GONE,
+    ...RATE_LIMITED,
+    503: apiError("organization_moving: the first open records `opened`, which waits while a shard move fences the organization's writes (a few seconds; Retry-After)"),
+  },
 });
 
 const act = defineRoute(API, {
@@ -91,10 +97,12 @@ async function onEnvelope<T extends { kind: string }>(
   const organizationId = await openPublicKey(c, "signing_link", tokenHash);
   if (!organizationId) return { kind: "gone" };
   const named = envelopeIdOf(token);
-  const first = (named ? await call(named, organizationId, tokenHash) : { kind: "unknown" }) as T | { kind: "unknown" };
+  const first = (named ? await call(named, organizationId, tokenHash) : { kind: "unknown" }) as T | { kind: "unknown" | "moving" };
+  if (first.kind === "moving") throw new OrganizationMoving();
   if (first.kind !== "unknown") return first as T;
   const looked = await envelopeByHash(c, tokenHash);
-  const second = (looked && looked !== named ? await call(looked, organizationId, tokenHash) : { kind: "gone" }) as T | { kind: "unknown" | "gone" };
+  const second = (looked && looked !== named ? await call(looked, organizationId, tokenHash) : { kind: "gone" }) as T | { kind: "unknown" | "gone" | "moving" };
+  if (second.kind === "moving") throw new OrganizationMoving();
   return second.kind === "unknown" ? { kind: "gone" } : (second as T | { kind: "gone" });
 }
 

@@ -156,7 +156,12 @@ const open = defineRoute(API, {
 moves the survey to OPENED and emits SURVEY_OPENED. 60 requests a minute per address (429).`,
   middleware: [rateLimit("public-survey:get")] as const,
   request: { params: TokenParam },
-  responses: { 200: apiJson("The survey's questions", PublicSurvey), ...GONE, ...RATE_LIMITED },
+  responses: {
+    200: apiJson("The survey's questions", PublicSurvey),
+    ...GONE,
+    ...RATE_LIMITED,
+    503: apiError("organization_moving: the first open records OPENED, which waits while a shard move fences the organization's writes (a few seconds; Retry-After)"),
+  },
 });
 
 const submit = defineRoute(API, {
