@@ -10897,6 +10897,15 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
+            /** @description organization_moving: the first open records `opened`, which waits while a shard move fences the organization's writes (a few seconds; Retry-After) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
         };
     };
     actOnSigningLink: {
@@ -13371,6 +13380,15 @@ export interface operations {
             };
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description organization_moving: the first open records OPENED, which waits while a shard move fences the organization's writes (a few seconds; Retry-After) */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
