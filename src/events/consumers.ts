@@ -7,7 +7,7 @@ import { nowIso } from "../lib/time";
 import { type EventEnvelope, EventEnvelopeSchema } from "./envelope";
 import { loggableError } from "../lib/log";
 import { OrganizationMoving } from "../lib/errors";
-import { MOVING_RETRY_SECONDS, openEveryShard, routeToShards } from "../shards/tenants";
+import { MOVING_RETRY_SECONDS, organizationsOfIds, routeToShards } from "../shards/tenants";
 
 export interface EventConsumer {
   /** Stable name: the idempotency record is kept per (consumer, event id). */
@@ -132,12 +132,7 @@ function addressOf(message: Message<unknown>): Addressed {
  */
 async function findOrganizations(env: Env, items: Addressed[]): Promise<void> {
   const lost = items.filter((a) => a.organizationId === null && a.id !== null);
-  if (lost.length === 0) return;
-  const ids = lost.map((a) => a.id!);
-  const found = await Promise.all(
-    openEveryShard(env).map(({ db }) => db.select({ id: outboxEvents.id, organizationId: outboxEvents.organizationId }).from(outboxEvents).where(inJsonList(outboxEvents.id, ids))),
-  );
-  const orgOf = new Map(found.flat().map((r) => [r.id, r.organizationId]));
+  const orgOf = await organizationsOfIds(env, outboxEvents, outboxEvents, lost.map((a) => a.id!));
   for (const a of lost) a.organizationId = orgOf.get(a.id!) ?? null;
 }
 

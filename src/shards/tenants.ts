@@ -1,7 +1,9 @@
+import type { SQLiteColumn, SQLiteTable } from "drizzle-orm/sqlite-core";
 import { createDb, type Db } from "../db/client";
 import type { Env } from "../env";
 import { OrganizationMoving } from "../lib/errors";
 import { loggableError } from "../lib/log";
+import { inJsonList } from "../lib/sql";
 import type { ServiceContext } from "../platform/context";
 import { everyShard, shardDatabase } from "./bindings";
 import { placementOf, type Placement } from "./directory";
@@ -97,4 +99,14 @@ export async function onEveryShard<R>(env: Env, name: string, task: (shard: Open
       }),
     ),
   );
+}
+
+/**
+ * The organizations of rows named by id alone (queue messages sent before messages named their organization): each
+ * shard is asked for the ids it holds, one query per shard, side by side. Never on a request path.
+ */
+export async function organizationsOfIds(env: Env, table: SQLiteTable, columns: { id: SQLiteColumn; organizationId: SQLiteColumn }, ids: string[]): Promise<Map<string, string>> {
+  if (ids.length === 0) return new Map();
+  const found = await Promise.all(openEveryShard(env).map(({ db }) => db.select({ id: columns.id, organizationId: columns.organizationId }).from(table).where(inJsonList(columns.id, ids))));
+  return new Map(found.flat().map((r) => [r.id as string, r.organizationId as string]));
 }

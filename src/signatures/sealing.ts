@@ -86,6 +86,7 @@ export const sealingConsumer: EventConsumer = {
   accepts: (type) => type === "DOCUMENT_SIGNED",
   async handle(events, { env, db }) {
     // The dispatcher hands over the events of one shard with that shard (events/consumers.ts).
-    for (const e of events) await sealEnvelope(env, onShard(env, db), String((e.data as { envelopeId?: unknown }).envelopeId));
+    const tenant = onShard(env, db);
+    for (const e of events) await sealEnvelope(env, tenant, String((e.data as { envelopeId?: unknown }).envelopeId));
   },
 };

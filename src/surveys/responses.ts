@@ -173,9 +173,10 @@ export async function analyseResponse(env: Env, tenant: Pick<ServiceContext, "db
 
 /** Each event's survey is analysed on the shard the dispatcher read the events from (issue 24). */
 export async function handleCompletedSurveys(env: Env, db: Db, events: EventEnvelope[], gatewayFor?: (env: Env) => AiGateway | null): Promise<void> {
+  const tenant = onShard(env, db);
   for (const event of events) {
     const surveyId = (event.data as { surveyId?: unknown }).surveyId;
-    if (typeof surveyId === "string") await analyseResponse(env, onShard(env, db), event.organizationId, surveyId, gatewayFor);
+    if (typeof surveyId === "string") await analyseResponse(env, tenant, event.organizationId, surveyId, gatewayFor);
   }
 }
 

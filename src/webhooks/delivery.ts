@@ -15,7 +15,7 @@ import type { WebhookDeps } from "./transport";
 import { signStandardWebhook, signWebhook } from "./verify";
 import { OrganizationMoving } from "../lib/errors";
 import { loggableError } from "../lib/log";
-import { MOVING_RETRY_SECONDS, openEveryShard, routeToShards } from "../shards/tenants";
+import { MOVING_RETRY_SECONDS, organizationsOfIds, routeToShards } from "../shards/tenants";
 
 export const USER_AGENT = "BrokerageEdge-Webhooks/1.0";
 
@@ -145,14 +145,9 @@ async function addressBatch(env: Env, messages: readonly Message<unknown>[]): Pr
     const body = message.body as Partial<Record<keyof DeliveryMessage, unknown>> | null;
     return { message, deliveryId: stringOf(body?.deliveryId), organizationId: stringOf(body?.organizationId) };
   });
-  const lost = items.filter((a) => a.deliveryId !== null && a.organizationId === null).map((a) => a.deliveryId!);
-  if (lost.length > 0) {
-    const found = await Promise.all(
-      openEveryShard(env).map(({ db }) => db.select({ id: webhookDeliveries.id, organizationId: webhookDeliveries.organizationId }).from(webhookDeliveries).where(inArray(webhookDeliveries.id, lost))),
-    );
-    const orgOf = new Map(found.flat().map((r) => [r.id, r.organizationId]));
-    for (const a of items) if (a.deliveryId !== null && a.organizationId === null) a.organizationId = orgOf.get(a.deliveryId) ?? null;
-  }
+  const lost = items.filter((a) => a.deliveryId !== null && a.organizationId === null);
+  const orgOf = await organizationsOfIds(env, webhookDeliveries, webhookDeliveries, lost.map((a) => a.deliveryId!));
+  for (const a of lost) a.organizationId = orgOf.get(a.deliveryId!) ?? null;
   return items;
 }
 
