@@ -29,10 +29,11 @@ export interface Principal {
  * directory round trip (issue 24).
  */
 export async function resolveBearer(directory: Db, header: string | undefined): Promise<Principal | null> {
-  const match = header?.match(/^Bearer\s+(\S+)\s*$/i);
-  if (!match) return null;
-  return sessionLookup(directory, await sha256Hex(match[1]!));
+  const token = bearerOf(header);
+  return token === undefined ? null : sessionLookup(directory, await sha256Hex(token));
 }
+
+const bearerOf = (header: string | undefined) => header?.match(/^Bearer\s+(\S+)\s*$/i)?.[1];
 
 async function sessionLookup(directory: Db, tokenHash: string): Promise<Principal | null> {
   const row = await directory
@@ -94,8 +95,7 @@ function admit(c: Context<AppBindings>, principal: Principal): void {
  */
 export const authenticate = (preloads: AuthPreload[]) =>
   createMiddleware<AppBindings>(async (c, next) => {
-    const header = c.req.header("authorization");
-    const token = header?.match(/^Bearer\s+(\S+)\s*$/i)?.[1];
+    const token = bearerOf(c.req.header("authorization"));
     if (token !== undefined && looksLikeJwt(token)) {
       const config = readConfig(c.env);
       if (!acceptsAccessTokens(c.req.path, config)) throw new Unauthorized();

@@ -36,7 +36,7 @@ export async function createOrganization(env: Env, org: NewOrganization, members
     // `shard` places it there instead (tests that need two organizations on different shards).
     env.DB.prepare(PLACE_ORGANIZATION_SQL).bind(org.id, shard === undefined ? shardIndexes(env) : JSON.stringify([shard])),
     ...members.map(memberInsert(env.DB)),
-    env.DB.prepare("SELECT shard FROM organization_shards WHERE organization_id = ?").bind(org.id),
+    shardRead(env.DB, org.id),
   ]);
   const placed = (rest.at(-1)?.results[0] as { shard: number } | undefined)?.shard;
   if (placed === undefined) throw new Error(`organization ${org.id} was not placed`);
@@ -49,12 +49,15 @@ export async function createOrganization(env: Env, org: NewOrganization, members
 export async function addMembers(env: Env, members: NewMember[]): Promise<void> {
   if (members.length === 0) return;
   const organizationId = members[0]!.organizationId;
-  const written = await env.DB.batch([...members.map(memberInsert(env.DB)), env.DB.prepare("SELECT shard FROM organization_shards WHERE organization_id = ?").bind(organizationId)]);
+  const written = await env.DB.batch([...members.map(memberInsert(env.DB)), shardRead(env.DB, organizationId)]);
   const shard = (written.at(-1)?.results[0] as { shard: number } | undefined)?.shard;
   if (shard === undefined) throw new Error(`organization ${organizationId} has no shard`);
   const db = shardDatabase(env, shard);
   await db.batch(members.map(memberInsert(db, true)));
 }
+
+/** Where the organization was placed, read at the end of the batch that placed it or added to it. */
+const shardRead = (directory: D1Database, organizationId: string) => directory.prepare("SELECT shard FROM organization_shards WHERE organization_id = ?").bind(organizationId);
 
 const memberInsert = (db: D1Database, copy = false) => (m: NewMember) =>
   db
