@@ -1,18 +1,19 @@
 import { env, exports } from "cloudflare:workers";
 import { getTableConfig } from "drizzle-orm/sqlite-core";
-import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
-import { createDb } from "../src/db/client";
-import { rowJson } from "../src/db/row-json";
+import { columnName } from "../src/db/row-json";
+import { Conflict } from "../src/lib/errors";
 import { shardDatabase } from "../src/shards/bindings";
+import { syncBatch } from "../src/shards/copy";
 import { MOVED_TABLES, NOT_MOVED } from "../src/shards/moved-tables";
 import { startMove, stepMove } from "../src/shards/move";
 import { call, json } from "./helpers/client";
 import { createContact, uniqueEmail } from "./helpers/contacts";
 import { createDeal, documentForm } from "./helpers/deals";
 import { createDocument, publicSign, sendForSignature, tokenOf } from "./helpers/documents";
-import { createPrincipal } from "./helpers/factories";
+import { createPrincipal, type TestPrincipal } from "./helpers/factories";
 import { publishedProfile } from "./helpers/profiles";
+import { eventsSettled, seedEveryTable, snapshot, unseeded } from "./helpers/shard-rows";
 
 const admin = (method: string, path: string, body?: unknown, token: string | undefined = env.ADMIN_TOKEN) =>
   exports.default.fetch(
@@ -25,18 +26,20 @@ const admin = (method: string, path: string, body?: unknown, token: string | und
 
 const placement = (organizationId: string) => env.DB.prepare("SELECT shard, fenced_at AS fencedAt FROM organization_shards WHERE organization_id = ?").bind(organizationId).first<{ shard: number; fencedAt: string | null }>();
 
-/** Every row of the organization on `shard`, table by table, as the JSON of its stored columns, in key order. */
-async function snapshot(shard: number, organizationId: string): Promise<Record<string, string[]>> {
-  const db = createDb(shardDatabase(env, shard));
-  const out: Record<string, string[]> = {};
-  for (const t of MOVED_TABLES) {
-    const rows = await db.all<{ r: string }>(sql`SELECT ${rowJson(t.table)} AS r FROM ${t.table} WHERE ${t.of(organizationId)} ORDER BY ${sql.join(t.key, sql`, `)}`);
-    out[t.name] = rows.map((row) => row.r);
+const nonEmpty = (snap: Record<string, string[]>) => Object.fromEntries(Object.entries(snap).filter(([, rows]) => rows.length > 0));
+
+/** The operator's command: the move route called until it stops answering 202 (done, or refused). */
+async function moveToEnd(organizationId: string, to: number): Promise<Response> {
+  let res: Response | undefined;
+  for (let calls = 0; calls < 200; calls++) {
+    res = await admin("POST", "/admin/shards/moves", { organizationId, to, drainSeconds: 0 });
+    if (res.status !== 202) break;
   }
-  return out;
+  return res!;
 }
 
-const nonEmpty = (snap: Record<string, string[]>) => Object.fromEntries(Object.entries(snap).filter(([, rows]) => rows.length > 0));
+/** Numbers of the seeded rows: organizations seeded with the same number hold rows with the same `seq`. */
+let seedNumber = 1_000_000;
 
 /** An organization with contacts, a deal and a deal document whose file is in R2. */
 async function populated() {
@@ -51,7 +54,8 @@ async function populated() {
 }
 
 async function expectR2Present(shard: number, organizationId: string) {
-  const keys = await shardDatabase(env, shard).prepare("SELECT key FROM deal_documents WHERE organization_id = ?").bind(organizationId).all<{ key: string }>();
+  // Rows seeded with SQL (helpers/shard-rows.ts) name no object: the API stores every file under deals/.
+  const keys = await shardDatabase(env, shard).prepare("SELECT key FROM deal_documents WHERE organization_id = ? AND key LIKE 'deals/%'").bind(organizationId).all<{ key: string }>();
   expect(keys.results.length).toBeGreaterThan(0);
   for (const { key } of keys.results) expect(await env.FILES.head(key), key).not.toBeNull();
 }
@@ -65,6 +69,19 @@ describe("the move list", () => {
     const triggers = new Set((await db.prepare("SELECT name FROM sqlite_master WHERE type = 'trigger'").all<{ name: string }>()).results.map((r) => r.name));
     const missing = moved.flatMap((name) => ["insert", "update", "delete"].map((op) => `${name}_fence_${op}`)).filter((name) => !triggers.has(name));
     expect(missing).toEqual([]);
+  });
+
+  // The schema side is checked when src/shards/moved-tables.ts loads (refuseCounterKey); this checks the shards' own tables.
+  it("keys every moved table by values unique across shards, never by a number each database counts", async () => {
+    const db = shardDatabase(env, 0);
+    const counted: string[] = [];
+    for (const t of MOVED_TABLES) {
+      const { sql: ddl } = (await db.prepare("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?").bind(t.name).first<{ sql: string }>())!;
+      const pk = (await db.prepare(`SELECT name, type FROM pragma_table_info('${t.name}') WHERE pk > 0`).all<{ name: string; type: string }>()).results;
+      // One INTEGER primary key column is the rowid: each shard counts it from 1.
+      if (/AUTOINCREMENT/i.test(ddl) || (pk.length === 1 && pk[0]!.type.toUpperCase() === "INTEGER")) counted.push(t.name);
+    }
+    expect(counted).toEqual([]);
   });
 });
 
@@ -232,27 +249,125 @@ describe("POST /admin/shards/moves", () => {
     await publishedProfile(mover, { displayName: "Mover Agent" });
     // Out of step with the directory (a hand edit, a restore from backup): the mover's shard row holds the other's slug.
     await shardDatabase(env, 0).prepare("UPDATE agent_profiles SET slug = ? WHERE organization_id = ?").bind(slug, mover.organizationId).run();
-    let res: Response | undefined;
-    for (let calls = 0; calls < 200; calls++) {
-      res = await admin("POST", "/admin/shards/moves", { organizationId: mover.organizationId, to: 1, drainSeconds: 0 });
-      if (res.status !== 202) break;
-    }
-    expect(res!.status).toBe(409);
-    expect((await json(res!)).error).toBe("move_collision");
+    let res = await moveToEnd(mover.organizationId, 1);
+    expect(res.status).toBe(409);
+    expect((await json(res)).error).toBe("move_collision");
     // The other organization's profile is untouched, and the mover still lives (and writes) where it was.
     expect((await json(await call("GET", `/api/public/reviews/${slug}`))).agent.displayName).toBe("Other Agent");
     expect((await placement(mover.organizationId))!.shard).toBe(0);
     expect((await call("POST", "/v1/contacts", { token: mover.token, body: { firstName: "Still", lastName: "Here", email: uniqueEmail() } })).status).toBe(201);
     // Mended, the same call goes on to the end.
     await shardDatabase(env, 0).prepare("UPDATE agent_profiles SET slug = ? WHERE organization_id = ?").bind(`${slug}-mover`, mover.organizationId).run();
-    for (let calls = 0; calls < 200; calls++) {
-      res = await admin("POST", "/admin/shards/moves", { organizationId: mover.organizationId, to: 1, drainSeconds: 0 });
-      if (res.status !== 202) break;
-    }
-    expect(res!.status).toBe(200);
+    res = await moveToEnd(mover.organizationId, 1);
+    expect(res.status).toBe(200);
     expect((await json(await call("GET", `/api/public/reviews/${slug}`))).agent.displayName).toBe("Other Agent");
     // Asked again once done: the same answer, not a conflict.
     expect((await admin("POST", "/admin/shards/moves", { organizationId: mover.organizationId, to: 1 })).status).toBe(200);
+  });
+
+  it("leaves another organization's trash whole: its trashed contact still restores after a move onto its shard", async () => {
+    const mover = await createPrincipal({ shard: 0 });
+    const other = await createPrincipal({ shard: 1 });
+    const theirs = await createContact(other.token, { tags: ["kept"] });
+    expect((await call("DELETE", `/v1/contacts/${theirs.id}`, { token: other.token })).status).toBe(200);
+    // Each shard numbers its own rows; the mover trashes until its shard's count reaches the other's, so a per-shard
+    // counter as the key would give the mover's kept rows the same keys as the other's.
+    const rowsOn = async (shard: number) => (await shardDatabase(env, shard).prepare("SELECT COALESCE(MAX(rowid), 0) AS n FROM trash_rows").first<{ n: number }>())!.n;
+    const target = await rowsOn(1);
+    while ((await rowsOn(0)) < target) {
+      const mine = await createContact(mover.token, { tags: ["gone"] });
+      expect((await call("DELETE", `/v1/contacts/${mine.id}`, { token: mover.token })).status).toBe(200);
+    }
+    const res = await moveToEnd(mover.organizationId, 1);
+    expect(res.status, await res.clone().text()).toBe(200);
+    const listed = (await json(await call("GET", "/v1/trash", { token: other.token }))).data as { id: string }[];
+    expect(listed.map((e) => e.id)).toContain(theirs.id);
+    const restored = await call("POST", `/v1/contacts/${theirs.id}/restore`, { token: other.token });
+    expect(restored.status, await restored.clone().text()).toBe(200);
+    expect((await call("GET", `/v1/contacts/${theirs.id}`, { token: other.token })).status).toBe(200);
+  });
+
+  it("moves one organization whole and leaves every other organization's rows on both shards byte for byte: every moved table seeded, trash included", async () => {
+    const mover = await createPrincipal({ shard: 0 });
+    const neighbour = await createPrincipal({ shard: 0 });
+    const host = await createPrincipal({ shard: 1 });
+    // Through the API on each side: contacts with tags, a deal with its document in R2, a contact in the trash.
+    const trashed = new Map<TestPrincipal, string>();
+    for (const p of [mover, neighbour, host]) {
+      const kept = await createContact(p.token, { tags: ["vip"] });
+      const deal = await createDeal(p.token, { contactId: kept.id });
+      expect((await call("POST", `/v1/deals/${deal.id}/documents`, { token: p.token, body: documentForm() })).status).toBe(201);
+      const gone = await createContact(p.token, { tags: ["gone"] });
+      expect((await call("DELETE", `/v1/contacts/${gone.id}`, { token: p.token })).status).toBe(200);
+      trashed.set(p, gone.id);
+    }
+    await Promise.all([eventsSettled(0, mover.organizationId), eventsSettled(0, neighbour.organizationId), eventsSettled(1, host.organizationId)]);
+    // And a row in every moved table with SQL. The host's rows carry the mover's numbers, so the kept rows of both
+    // trashes hold the same `seq`s.
+    const n = seedNumber++;
+    seedNumber++;
+    await seedEveryTable(0, { organizationId: mover.organizationId, tag: `mover-${n}`, n });
+    await seedEveryTable(0, { organizationId: neighbour.organizationId, tag: `neighbour-${n}`, n: n + 1 });
+    await seedEveryTable(1, { organizationId: host.organizationId, tag: `host-${n}`, n });
+    expect({ mover: await unseeded(0, mover.organizationId), neighbour: await unseeded(0, neighbour.organizationId), host: await unseeded(1, host.organizationId) }).toEqual({ mover: [], neighbour: [], host: [] });
+    const before = { mover: await snapshot(0, mover.organizationId), neighbour: await snapshot(0, neighbour.organizationId), host: await snapshot(1, host.organizationId) };
+
+    const res = await moveToEnd(mover.organizationId, 1);
+    expect(res.status, await res.clone().text()).toBe(200);
+
+    expect(await snapshot(1, host.organizationId)).toEqual(before.host);
+    expect(await snapshot(0, neighbour.organizationId)).toEqual(before.neighbour);
+    expect(await snapshot(1, mover.organizationId)).toEqual(before.mover);
+    expect(nonEmpty(await snapshot(0, mover.organizationId))).toEqual({});
+    await expectR2Present(1, mover.organizationId);
+    // What each organization would notice: its trashed contact comes back.
+    for (const p of [mover, neighbour, host]) {
+      const restored = await call("POST", `/v1/contacts/${trashed.get(p)}/restore`, { token: p.token });
+      expect(restored.status, await restored.clone().text()).toBe(200);
+    }
+  });
+
+  it("refuses, not replaces, a row whose primary key another organization's row holds on the target: 409 move_collision, both rows intact", async () => {
+    const mover = await createPrincipal({ shard: 0 });
+    const other = await createPrincipal({ shard: 1 });
+    const mine = await createContact(mover.token, { firstName: "Mover" });
+    const theirs = await createContact(other.token, { firstName: "Other" });
+    // Out of step (a restore from backup, an id written by hand): the other organization's contact has the mover's id.
+    const target = shardDatabase(env, 1);
+    await target.prepare("UPDATE contacts SET id = ? WHERE id = ?").bind(mine.id, theirs.id).run();
+    const row = async () => (await target.prepare("SELECT * FROM contacts WHERE id = ?").bind(mine.id).all()).results;
+    const before = await row();
+    const res = await moveToEnd(mover.organizationId, 1);
+    expect(res.status).toBe(409);
+    expect((await json(res)).error).toBe("move_collision");
+    expect(await row()).toEqual(before);
+    expect((await json(await call("GET", `/v1/contacts/${mine.id}`, { token: other.token }))).data.firstName).toBe("Other");
+    expect((await placement(mover.organizationId))!.shard).toBe(0);
+    expect((await json(await call("GET", `/v1/contacts/${mine.id}`, { token: mover.token }))).data.firstName).toBe("Mover");
+  });
+
+  it("refuses a key another organization holds on the target in every table a move carries, tables scoped through a parent included", async () => {
+    const mover = await createPrincipal({ shard: 0 });
+    const other = await createPrincipal({ shard: 1 });
+    const n = seedNumber++;
+    const keys = `shared-${n}`;
+    await seedEveryTable(0, { organizationId: mover.organizationId, tag: `mover-${n}`, keys, n });
+    await seedEveryTable(1, { organizationId: other.organizationId, tag: `other-${n}`, keys, n });
+    // A key that holds the organization (its own id, or organization_id in it) cannot be another organization's.
+    const colliding = MOVED_TABLES.filter((t) => t.name !== "organizations" && !t.key.some((c) => columnName(c) === "organization_id"));
+    expect(colliding.filter((t) => t.through).length).toBe(MOVED_TABLES.filter((t) => t.through).length);
+    const before = await snapshot(1, other.organizationId);
+    const sync = (t: (typeof MOVED_TABLES)[number]) => syncBatch(shardDatabase(env, 0), shardDatabase(env, 1), t, mover.organizationId, null);
+    // The organization's own row first, as a move copies it (its members reference it).
+    await sync(MOVED_TABLES.find((t) => t.name === "organizations")!);
+    const refused: string[] = [];
+    for (const t of colliding) {
+      const error = await sync(t).then(() => null, (err: unknown) => err);
+      if (error instanceof Conflict && error.code === "move_collision") refused.push(t.name);
+      else if (error) throw error;
+    }
+    expect(refused).toEqual(colliding.map((t) => t.name));
+    expect(await snapshot(1, other.organizationId)).toEqual(before);
   });
 
   it("answers a signer during the fence with 503 and Retry-After, opened or not, and signs after the move", async () => {

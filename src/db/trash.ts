@@ -1,5 +1,5 @@
 import { sql } from "drizzle-orm";
-import { index, integer, sqliteTable, text } from "drizzle-orm/sqlite-core";
+import { index, integer, primaryKey, sqliteTable, text } from "drizzle-orm/sqlite-core";
 
 export type TrashKind = "contact" | "deal" | "property";
 
@@ -43,17 +43,19 @@ export const trashEntries = sqliteTable(
 
 /**
  * The rows of a trashed record, each as the JSON object of its columns, keyed by the table it came from: restore
- * writes them back column for column, so the record returns exactly as it was.
+ * writes them back column for column, so the record returns exactly as it was. Keyed by the record's id and the
+ * row's place among its rows (1, 2, …), unique across shards like the record's id: a per-database counter would give
+ * two shards' rows the same key, and a shard move would take one for the other (issue 29).
  */
 export const trashRows = sqliteTable(
   "trash_rows",
   {
-    seq: integer().primaryKey({ autoIncrement: true }),
     recordId: text().notNull(),
+    seq: integer().notNull(),
     tableName: text().notNull(),
     row: text().notNull(),
   },
-  (t) => [index("trash_rows_record_idx").on(t.recordId, t.tableName, t.seq)],
+  (t) => [primaryKey({ columns: [t.recordId, t.seq] }), index("trash_rows_record_idx").on(t.recordId, t.tableName, t.seq)],
 );
 
 /**

@@ -58,26 +58,30 @@ function chunks(items: string[]): string[] {
 }
 
 /**
- * The unique indexes of `t` that span organizations (no organization column in them, other than the walking key):
- * agent slugs, survey token hashes, webhook delivery keys. A copied row that takes such a value from another
- * organization's row on the target would make INSERT OR REPLACE delete that row; the batch refuses instead.
+ * The values of `t` that are unique across organizations on a shard: its walking key (ids, tokens, `(record_id, seq)`
+ * of trash_rows) and its unique indexes (agent slugs, survey token hashes, webhook delivery keys), each unless it
+ * holds the organization column. A copied row that takes such a value from another organization's row on the target
+ * would make INSERT OR REPLACE delete that row; the batch refuses instead.
  */
 function crossOrganizationUniques(t: MovedTable): { column: SQLiteColumn; key: string }[][] {
   const keyOf = new Map(Object.entries(getTableColumns(t.table) as Record<string, SQLiteColumn>).map(([key, c]) => [c, key]));
-  const walked = new Set(t.key);
-  return getTableConfig(t.table)
-    .indexes.filter((i) => i.config.unique)
-    .map((i) => i.config.columns.filter((c): c is SQLiteColumn => is(c, SQLiteColumn)))
-    .filter((cols) => cols.length > 0 && !cols.some((c) => columnName(c) === "organization_id") && !cols.every((c) => walked.has(c)))
+  const indexes = getTableConfig(t.table).indexes.filter((i) => i.config.unique).map((i) => i.config.columns.filter((c): c is SQLiteColumn => is(c, SQLiteColumn)));
+  // A table without a primary key is walked in its first unique index: one guard for both.
+  const sets = new Map([t.key, ...indexes].map((cols) => [cols.map(columnName).sort().join(), cols]));
+  return [...sets.values()]
+    .filter((cols) => cols.length > 0 && !cols.some((c) => columnName(c) === "organization_id"))
     .map((cols) => cols.map((column) => ({ column, key: keyOf.get(column)! })));
 }
 
-/** A guard statement: fails the batch when a row of `payload` holds a cross-organization unique value another organization's row holds. */
+/**
+ * A guard statement: fails the batch when a row of `payload` holds a key or unique value that a row on the target
+ * holds and the organization does not own (`IS NOT 1`: a row whose owner cannot be told counts as another's).
+ */
 const collisionGuard = (t: MovedTable, organizationId: string, columns: { column: SQLiteColumn; key: string }[], payload: string) =>
-  sql`INSERT INTO ${writeGuards} (failed) SELECT ${`unique value of ${t.name} held by another organization`} FROM json_each(${payload}) j WHERE EXISTS (SELECT 1 FROM ${t.table} WHERE ${sql.join(
+  sql`INSERT INTO ${writeGuards} (failed) SELECT ${`key or unique value of ${t.name} held by another organization`} FROM json_each(${payload}) j WHERE EXISTS (SELECT 1 FROM ${t.table} WHERE ${sql.join(
     columns.map(({ column, key }) => sql`${column} = json_extract(j.value, ${`$.${key}`})`),
     sql` AND `,
-  )} AND NOT (${t.of(organizationId)}))`;
+  )} AND (${t.of(organizationId)}) IS NOT 1)`;
 
 export interface SyncStep {
   /** The last key this batch covered; null once the table is done. */
@@ -89,9 +93,11 @@ export interface SyncStep {
 /**
  * Makes the target's rows of `t` for the organization equal the source's over the next BATCH_ROWS keys after
  * `cursor`: source rows missing or different on the target are written (INSERT OR REPLACE, so a row that took a
- * unique value another row of the organization held before is settled either way; one held by another organization's
- * row refuses the batch, 409 `move_collision`), target rows of the range that the source no longer has are deleted. Idempotent: run again over the same range it writes nothing. While the organization's writes go on
- * (phase `copying`) a range may fall behind; the pass under the fence (phase `fenced`) reads a source nothing writes.
+ * unique value another row of the organization held before is settled either way; a key or unique value held by
+ * another organization's row refuses the batch, 409 `move_collision`: a move never replaces a row it does not own),
+ * target rows of the range that the source no longer has are deleted. Idempotent: run again over the same range it
+ * writes nothing. While the organization's writes go on (phase `copying`) a range may fall behind; the pass under the
+ * fence (phase `fenced`) reads a source nothing writes.
  */
 export async function syncBatch(source: D1Database, target: D1Database, t: MovedTable, organizationId: string, cursor: Key | null): Promise<SyncStep> {
   const from = cursor ? [after(t, cursor)] : [];
@@ -113,7 +119,7 @@ export async function syncBatch(source: D1Database, target: D1Database, t: Moved
   } catch (err) {
     if (!isGuardFailure(err)) throw err;
     // Nothing was written; the move stays at this batch until the data is mended, then the same call goes on.
-    throw new Conflict(`${t.name}: a row of the organization holds a unique value (a slug, a token hash) that another organization's row holds on the target shard; the move stops at this batch`, "move_collision");
+    throw new Conflict(`${t.name}: a row of the organization holds a key or unique value (an id, a slug, a token hash) that another organization's row holds on the target shard; the move stops at this batch`, "move_collision");
   }
   return { cursor: last, written: changed.length, deleted: stale.length };
 }

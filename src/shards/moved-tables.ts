@@ -47,6 +47,8 @@ export interface MovedTable {
   key: SQLiteColumn[];
   /** The organization's rows. */
   of(organizationId: string): SQL;
+  /** For a table without an organization column: the parent row its rows are found through. */
+  through?: { parent: string; parentKey: string; column: string };
 }
 
 const column = (table: SQLiteTable, name: string) => {
@@ -66,14 +68,23 @@ function keyOf(table: SQLiteTable): SQLiteColumn[] {
   throw new Error(`${config.name} has neither a primary key nor a unique index to walk its rows in`);
 }
 
+/**
+ * A key of one integer column is the rowid (INTEGER PRIMARY KEY, AUTOINCREMENT) or another number each database
+ * counts: two shards give different rows the same key, and a move would take one for the other (issue 29).
+ */
+function refuseCounterKey(name: string, key: SQLiteColumn[]) {
+  if (key.length === 1 && key[0]!.getSQLType() === "integer") throw new Error(`${name}: keyed by ${columnName(key[0]!)}, a number counted per database; key a moved table by ids unique across shards`);
+}
+
 function moved(table: SQLiteTable): MovedTable {
   const name = getTableConfig(table).name;
   const key = keyOf(table);
+  refuseCounterKey(name, key);
   if (name === "organizations") return { name, table, key, of: (org) => sql`${column(table, "id")} = ${org}` };
   const through = SCOPED_THROUGH[name];
   if (through) {
     const scoped = column(table, through.column);
-    return { name, table, key, of: (org) => sql`${scoped} IN (SELECT ${sql.identifier(through.parentKey)} FROM ${sql.identifier(through.parent)} WHERE organization_id = ${org})` };
+    return { name, table, key, through, of: (org) => sql`${scoped} IN (SELECT ${sql.identifier(through.parentKey)} FROM ${sql.identifier(through.parent)} WHERE organization_id = ${org})` };
   }
   const organizationId = Object.values(getTableColumns(table) as Record<string, SQLiteColumn>).find((c) => columnName(c) === "organization_id");
   if (!organizationId) throw new Error(`${name}: a tenant table needs an organization_id column, a SCOPED_THROUGH entry, or a place in NOT_MOVED`);

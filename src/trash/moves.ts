@@ -14,11 +14,13 @@ const DAY_MS = 86_400_000;
 /**
  * Moves the rows of `table` matching `where` into `trash_rows` under `recordId`: the copy and the delete, two
  * statements for the write's batch. Each row is kept as the JSON object of its stored columns (`json_object` keeps
- * integers, reals, text and NULL apart), so `restoreRows` writes back the same values.
+ * integers, reals, text and NULL apart), so `restoreRows` writes back the same values. Rows are numbered after the
+ * record's rows already kept (an earlier statement of the batch), in the order they are read.
  */
 export function archiveRows(db: Db, recordId: string, table: SQLiteTable, where: SQL | undefined): Statement[] {
+  const kept = sql`(SELECT COALESCE(MAX(${trashRows.seq}), 0) FROM ${trashRows} WHERE ${trashRows.recordId} = ${recordId})`;
   return [
-    db.insert(trashRows).select(sql`SELECT NULL, ${recordId}, ${tableName(table)}, ${rowJson(table)} FROM ${table} WHERE ${where}`),
+    db.insert(trashRows).select(sql`SELECT ${recordId}, ${kept} + row_number() OVER (), ${tableName(table)}, ${rowJson(table)} FROM ${table} WHERE ${where}`),
     db.delete(table).where(where),
   ];
 }
