@@ -287,6 +287,30 @@ describe("POST /admin/shards/moves", () => {
     expect((await call("GET", `/v1/contacts/${theirs.id}`, { token: other.token })).status).toBe(200);
   });
 
+  it("leaves no kept row behind when a record is restored mid-move: trashed again on the new shard, it restores again", async () => {
+    const p = await populated();
+    const contact = p.contacts[1]!;
+    expect((await call("DELETE", `/v1/contacts/${contact.id}`, { token: p.token })).status).toBe(200);
+    await startMove(env, p.organizationId, p.to);
+    // Copy every table (its kept rows included), then restore on the old shard before the fence: the entry and its
+    // rows leave the source, and the fenced pass must take both off the target.
+    let progress = await stepMove(env, p.organizationId, { maxBatches: 1, drainMs: 0 });
+    while (progress.tablesDone < progress.tables) progress = await stepMove(env, p.organizationId, { maxBatches: 1, drainMs: 0 });
+    expect(progress.phase).toBe("copying");
+    expect((await call("POST", `/v1/contacts/${contact.id}/restore`, { token: p.token })).status).toBe(200);
+    const kept = (shard: number) => shardDatabase(env, shard).prepare("SELECT COUNT(*) AS n FROM trash_rows WHERE record_id = ?").bind(contact.id).first<{ n: number }>();
+    expect((await kept(p.to))!.n).toBeGreaterThan(0);
+    // The operator's command re-fences and finishes.
+    const res = await moveToEnd(p.organizationId, p.to);
+    expect(res.status, await res.clone().text()).toBe(200);
+    expect((await placement(p.organizationId))!.shard).toBe(p.to);
+    expect((await kept(p.to))!.n).toBe(0);
+    expect(nonEmpty(await snapshot(p.from, p.organizationId))).toEqual({});
+    expect((await call("DELETE", `/v1/contacts/${contact.id}`, { token: p.token })).status).toBe(200);
+    const again = await call("POST", `/v1/contacts/${contact.id}/restore`, { token: p.token });
+    expect(again.status, await again.clone().text()).toBe(200);
+  });
+
   it("moves one organization whole and leaves every other organization's rows on both shards byte for byte: every moved table seeded, trash included", async () => {
     const mover = await createPrincipal({ shard: 0 });
     const neighbour = await createPrincipal({ shard: 0 });

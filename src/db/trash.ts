@@ -50,12 +50,19 @@ export const trashEntries = sqliteTable(
 export const trashRows = sqliteTable(
   "trash_rows",
   {
+    /** Its own organization column, so a shard move finds every kept row even after its entry has gone. */
+    organizationId: text().notNull(),
     recordId: text().notNull(),
     seq: integer().notNull(),
     tableName: text().notNull(),
     row: text().notNull(),
   },
-  (t) => [primaryKey({ columns: [t.recordId, t.seq] }), index("trash_rows_record_idx").on(t.recordId, t.tableName, t.seq)],
+  (t) => [
+    primaryKey({ columns: [t.recordId, t.seq] }),
+    index("trash_rows_record_idx").on(t.recordId, t.tableName, t.seq),
+    // A shard move walks an organization's rows in key order.
+    index("trash_rows_org_idx").on(t.organizationId, t.recordId, t.seq),
+  ],
 );
 
 /**

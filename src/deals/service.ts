@@ -191,8 +191,8 @@ export async function deleteDeal(ctx: ServiceContext, id: string): Promise<void>
       ctx,
       [
         expectVersion(ctx.db, DEALS, org, before),
-        ...DEAL_CHILDREN.flatMap((t) => archiveRows(ctx.db, id, t, under(t))),
-        ...archiveRows(ctx.db, id, deals, byId(ctx, id)),
+        ...DEAL_CHILDREN.flatMap((t) => archiveRows(ctx, id, t, under(t))),
+        ...archiveRows(ctx, id, deals, byId(ctx, id)),
         trashEntry(ctx, "deal", id, before.title),
         ...pipelineMoves(ctx, before, null),
         bumpCounters(ctx, -1),

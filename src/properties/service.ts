@@ -186,8 +186,8 @@ export async function deleteProperty(ctx: ServiceContext, id: string): Promise<v
       ctx,
       [
         expectVersion(ctx.db, PROPERTIES, org, before),
-        ...PROPERTY_CHILDREN.flatMap((child) => archiveRows(ctx.db, id, child.table, child.of(org, id))),
-        ...archiveRows(ctx.db, id, properties, byId(ctx, id)),
+        ...PROPERTY_CHILDREN.flatMap((child) => archiveRows(ctx, id, child.table, child.of(org, id))),
+        ...archiveRows(ctx, id, properties, byId(ctx, id)),
         trashEntry(ctx, "property", id, propertyLabel(before)),
         bumpCounters(ctx, -1),
       ],

@@ -37,7 +37,6 @@ const SCOPED_THROUGH: Record<string, { parent: string; parentKey: string; column
   processed_events: { parent: "outbox_events", parentKey: "id", column: "event_id" },
   property_daily_referrers: { parent: "properties", parentKey: "id", column: "property_id" },
   property_daily_visitors: { parent: "properties", parentKey: "id", column: "property_id" },
-  trash_rows: { parent: "trash_entries", parentKey: "record_id", column: "record_id" },
 };
 
 export interface MovedTable {

@@ -17,11 +17,11 @@ const DAY_MS = 86_400_000;
  * integers, reals, text and NULL apart), so `restoreRows` writes back the same values. Rows are numbered after the
  * record's rows already kept (an earlier statement of the batch), in the order they are read.
  */
-export function archiveRows(db: Db, recordId: string, table: SQLiteTable, where: SQL | undefined): Statement[] {
+export function archiveRows(ctx: ServiceContext, recordId: string, table: SQLiteTable, where: SQL | undefined): Statement[] {
   const kept = sql`(SELECT COALESCE(MAX(${trashRows.seq}), 0) FROM ${trashRows} WHERE ${trashRows.recordId} = ${recordId})`;
   return [
-    db.insert(trashRows).select(sql`SELECT ${recordId}, ${kept} + row_number() OVER (), ${tableName(table)}, ${rowJson(table)} FROM ${table} WHERE ${where}`),
-    db.delete(table).where(where),
+    ctx.db.insert(trashRows).select(sql`SELECT ${ctx.organizationId}, ${recordId}, ${kept} + row_number() OVER (), ${tableName(table)}, ${rowJson(table)} FROM ${table} WHERE ${where}`),
+    ctx.db.delete(table).where(where),
   ];
 }
 
