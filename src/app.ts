@@ -95,8 +95,18 @@ function routeGroups(options: AppOptions): RouteGroup[] {
       return [obligations.obligationRoutes, search.searchRoutes, documents.documentRoutes, draft.draftRoutes, signatures.signatureRoutes];
     }),
     group(["/api/public/sign/*", "/sign/*", "/api/public/verify", "/api/public/files/*"], async () => {
-      const [signing, challenge, verify, files] = await Promise.all([import("./signatures/public-routes"), import("./platform/bot-challenge"), import("./signatures/verify-routes"), import("./files/routes")]);
-      return [signing.createPublicSigningRoutes({ botChallenge: options.signing?.botChallenge ?? ((secret) => challenge.turnstile(secret)) }), verify.verifyRoutes, files.fileRoutes];
+      const [signing, challenge, verify, files, documentLink] = await Promise.all([
+        import("./signatures/public-routes"),
+        import("./platform/bot-challenge"),
+        import("./signatures/verify-routes"),
+        import("./files/routes"),
+        import("./signatures/document-link"),
+      ]);
+      return [
+        signing.createPublicSigningRoutes({ botChallenge: options.signing?.botChallenge ?? ((secret) => challenge.turnstile(secret)) }),
+        verify.verifyRoutes,
+        files.createFileRoutes({ holderMayRead: documentLink.signerMayReadDocument }),
+      ];
     }),
     group(["/api/reputation", "/api/reputation/*", "/api/public/reviews/*", "/widget/*", "/api/public/referral/*", "/api/public/survey/*", "/survey/*"], async () => {
       const [testimonials, profiles, reviews, referrals, surveys, challenge] = await Promise.all([
