@@ -1200,7 +1200,7 @@ export interface paths {
         };
         /**
          * Download a file through a signed link
-         * @description The links are handed out by the routes that own the files (a certificate of completion, a property's photos and reports, a deal's documents); they expire. An invalid, expired or unknown link answers 404 alike.
+         * @description The links are handed out by the routes that own the files (a certificate of completion, a property's photos and reports, a deal's documents, the document a signer reads); they expire. An invalid, expired or unknown link answers 404 alike, and so does a signer's link once that signer has signed or declined or the envelope has ended.
          */
         get: operations["downloadFile"];
         put?: never;
@@ -11792,7 +11792,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
-            /** @description Invalid, expired or unknown link */
+            /** @description Invalid, expired or unknown link; a signer's link once the signer signed or declined or the envelope ended */
             404: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
