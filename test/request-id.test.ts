@@ -147,12 +147,12 @@ async function failing(method: string, path: string, init: { token?: string; bod
 }
 
 describe("a group's unexpected 500", () => {
-  const json_ = { "content-type": "application/json" };
+  const JSON_TYPE = { "content-type": "application/json" };
   const CASES: { group: string; request: (s: Seed) => Parameters<typeof failing>; idIn: (body: any) => string }[] = [
     { group: "/v1", request: (s) => ["GET", "/v1/contacts", { token: s.owner.token }], idIn: (b) => b.error.requestId },
     { group: "/api", request: (s) => ["GET", `/api/documents/${s.documentId}`, { token: s.owner.token }], idIn: (b) => b.requestId },
     { group: "/api/public", request: (s) => ["GET", `/api/public/sign/${s.signingToken}`], idIn: (b) => b.requestId },
-    { group: "/plants", request: (s) => ["POST", "/plants", { token: s.owner.token, body: JSON.stringify({ id: 8, name: "Mint" }), headers: json_ }], idIn: (b) => b.message },
+    { group: "/plants", request: (s) => ["POST", "/plants", { token: s.owner.token, body: JSON.stringify({ id: 8, name: "Mint" }), headers: JSON_TYPE }], idIn: (b) => b.message },
     {
       group: "/oauth",
       request: () => ["POST", "/oauth/token", { body: "grant_type=refresh_token&refresh_token=x&client_id=mcp-dev", headers: { "content-type": "application/x-www-form-urlencoded" } }],
@@ -160,13 +160,15 @@ describe("a group's unexpected 500", () => {
     },
   ];
 
-  it.each(CASES)("$group: the body names the id X-Request-Id carries", async ({ request, idIn }) => {
-    const quiet = vi.spyOn(console, "error").mockImplementation(() => {});
+  it.each(CASES)("$group: the body and the error log name the id X-Request-Id carries", async ({ request, idIn }) => {
+    const logged = vi.spyOn(console, "error").mockImplementation(() => {});
     const res = await failing(...request(seed));
-    quiet.mockRestore();
+    const lines = logged.mock.calls.map((args) => String(args[0]));
+    logged.mockRestore();
     expect(res.status).toBe(500);
-    const id = res.headers.get("x-request-id");
+    const id = res.headers.get("x-request-id")!;
     expect(id).toMatch(GENERATED);
     expect(idIn(await json(res))).toContain(id);
+    expect(lines.filter((line) => line.includes(`"requestId":"${id}"`))).toHaveLength(1);
   });
 });
