@@ -1,5 +1,4 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
-import { requestId } from "hono/request-id";
 import { readConfig } from "./env";
 import { authenticate, requireRoutePermission } from "./platform/auth";
 import { contactPreloads } from "./contacts/preload";
@@ -37,9 +36,9 @@ const IDEMPOTENT = ["/v1/*", "/api/*"] as const;
 export function createApp(options: AppOptions = {}) {
   const app = new OpenAPIHono<AppBindings>({ defaultHook: validationHook });
 
-  // First, so it sets nosniff and no-store on every answer, including the error handler's and the 404s.
+  // First, so it names the request and sets X-Request-Id, nosniff and no-store on every answer, including the error
+  // handler's, the 404s and the lazily built groups' (which answer from their own context).
   app.use(responseHeaders);
-  app.use(requestId());
   app.use(async (c, next) => {
     readConfig(c.env); // a malformed deployment fails every request loudly (500 with request id), not one route subtly
     c.set("rateLimiter", options.rateLimiter ?? durableObjectRateLimiter(c.env));
@@ -96,8 +95,18 @@ function routeGroups(options: AppOptions): RouteGroup[] {
       return [obligations.obligationRoutes, search.searchRoutes, documents.documentRoutes, draft.draftRoutes, signatures.signatureRoutes];
     }),
     group(["/api/public/sign/*", "/sign/*", "/api/public/verify", "/api/public/files/*"], async () => {
-      const [signing, challenge, verify, files] = await Promise.all([import("./signatures/public-routes"), import("./platform/bot-challenge"), import("./signatures/verify-routes"), import("./files/routes")]);
-      return [signing.createPublicSigningRoutes({ botChallenge: options.signing?.botChallenge ?? ((secret) => challenge.turnstile(secret)) }), verify.verifyRoutes, files.fileRoutes];
+      const [signing, challenge, verify, files, documentLink] = await Promise.all([
+        import("./signatures/public-routes"),
+        import("./platform/bot-challenge"),
+        import("./signatures/verify-routes"),
+        import("./files/routes"),
+        import("./signatures/document-link"),
+      ]);
+      return [
+        signing.createPublicSigningRoutes({ botChallenge: options.signing?.botChallenge ?? ((secret) => challenge.turnstile(secret)) }),
+        verify.verifyRoutes,
+        files.createFileRoutes({ holderMayRead: documentLink.signerMayReadDocument }),
+      ];
     }),
     group(["/api/reputation", "/api/reputation/*", "/api/public/reviews/*", "/widget/*", "/api/public/referral/*", "/api/public/survey/*", "/survey/*"], async () => {
       const [testimonials, profiles, reviews, referrals, surveys, challenge] = await Promise.all([

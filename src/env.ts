@@ -101,6 +101,12 @@ const ConfigSchema = z.object({
   SEAL_CERTIFICATE: optional.transform((v) => v?.replaceAll("\\n", "\n")),
   // The bearer of the operator routes (/admin/*: shard moves); unset, they answer 503 not_configured.
   ADMIN_TOKEN: optional,
+}).superRefine((config, ctx) => {
+  // Production with the `log` mailer would keep every signing link, sign-in code and copy in a table, mailing nobody:
+  // refused like any malformed setting rather than discovered by a signer who never got a mail.
+  if (config.ENVIRONMENT === "production" && config.EMAIL_PROVIDER === "log") {
+    ctx.addIssue({ code: "custom", path: ["EMAIL_PROVIDER"], message: "log (mail kept in a table, never sent) is not allowed with ENVIRONMENT=production: set EMAIL_PROVIDER=resend and EMAIL_API_KEY" });
+  }
 });
 
 export type Config = z.infer<typeof ConfigSchema>;

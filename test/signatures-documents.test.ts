@@ -1,7 +1,8 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import { call, json } from "./helpers/client";
-import { createDocument, freshIp, leaseCanonical, mailTo, publicSign, sendForSignature, signAll, tokenOf } from "./helpers/documents";
+import { signedFileUrl } from "../src/files/signed-url";
+import { createDocument, freshIp, leaseCanonical, mailTo, publicSign, runOnShards, sendForSignature, signAll, tokenOf } from "./helpers/documents";
 import { createPrincipal, type TestPrincipal, tenantDb } from "./helpers/factories";
 
 // What makes a signature stand up later (issue 20): the signer reads the document before consenting, the completed
@@ -66,6 +67,47 @@ describe("the document as signers read it", () => {
     const swapped = new URL(view.document.pdfUrl);
     swapped.searchParams.set("for", sent.links[0]!.signerId);
     expect((await call("GET", swapped.pathname + swapped.search)).status).toBe(404);
+  });
+});
+
+describe("a signer's PDF link", () => {
+  /** An open envelope of three signers, with the PDF link each signer's page was given (valid 10 to 15 minutes). */
+  async function opened() {
+    const owner = await createPrincipal();
+    const doc = await createDocument(owner.token, international);
+    const sent = await sendForSignature(owner.token, doc.id);
+    const tokens = sent.links.map((l) => tokenOf(l.url));
+    const pdfUrls: string[] = [];
+    for (const token of tokens) pdfUrls.push(path((await json(await publicSign("GET", token))).document.pdfUrl));
+    for (const url of pdfUrls) expect((await call("GET", url)).status).toBe(200);
+    return { owner, sent, tokens, pdfUrls };
+  }
+  const status = async (url: string) => (await call("GET", url)).status;
+
+  it("stops working once that signer has signed; the others' keep working while the envelope is open", async () => {
+    const { tokens, pdfUrls } = await opened();
+    await signAll(tokens[0]!);
+    expect(await status(pdfUrls[0]!)).toBe(404);
+    expect(await status(pdfUrls[1]!)).toBe(200);
+  });
+
+  it("stops working, everyone's, once a signer has declined", async () => {
+    const { tokens, pdfUrls } = await opened();
+    expect((await publicSign("POST", tokens[1]!, { action: "decline", reason: "Wrong unit" })).status).toBe(200);
+    expect(await Promise.all(pdfUrls.map(status))).toEqual([404, 404, 404]);
+  });
+
+  it("stops working once the envelope is voided or past its expiry; the sender's own links keep working", async () => {
+    const { sent, pdfUrls } = await opened();
+    await runOnShards("UPDATE envelopes SET expires_at = ? WHERE id = ?", new Date(Date.now() - 1000).toISOString(), sent.envelopeId);
+    expect(await status(pdfUrls[0]!)).toBe(404);
+
+    const voided = await opened();
+    expect((await call("DELETE", `/api/signatures/${voided.sent.envelopeId}`, { token: voided.owner.token })).status).toBe(200);
+    expect(await Promise.all(voided.pdfUrls.map(status))).toEqual([404, 404, 404]);
+    // A link made for nobody in particular (the sender's, the copies sent at completion) is not a signer's: it works as before.
+    const key = decodeURIComponent(new URL(`http://x${voided.pdfUrls[0]}`).pathname.slice("/api/public/files/".length));
+    expect(await status(path((await signedFileUrl(env, "http://api.test", key)).url))).toBe(200);
   });
 });
 

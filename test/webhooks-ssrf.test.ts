@@ -150,7 +150,8 @@ describe("subscribe route under each environment", () => {
     const app = createApp({ webhooks: { resolver: dohResolver(fetch, `${receiverUrl()}/dns-query`) } });
     const res = await app.fetch(
       new Request("http://api.test/v1/webhooks", { method: "POST", headers: { authorization: `Bearer ${owner.token}`, "content-type": "application/json" }, body: JSON.stringify({ url, events: ["contact.created"] }) }),
-      { ...env, ENVIRONMENT: environment },
+      // A production config must name a real mailer (src/env.ts); subscribing sends no mail.
+      { ...env, ENVIRONMENT: environment, EMAIL_PROVIDER: "resend", EMAIL_API_KEY: "re_test" },
       createExecutionContext(),
     );
     return { status: res.status, body: await json(res) };

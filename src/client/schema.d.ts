@@ -1200,7 +1200,7 @@ export interface paths {
         };
         /**
          * Download a file through a signed link
-         * @description The links are handed out by the routes that own the files (a certificate of completion, a property's photos and reports, a deal's documents); they expire. An invalid, expired or unknown link answers 404 alike.
+         * @description The links are handed out by the routes that own the files (a certificate of completion, a property's photos and reports, a deal's documents, the document a signer reads); they expire. An invalid, expired or unknown link answers 404 alike, and so does a signer's link once that signer has signed or declined or the envelope has ended.
          */
         get: operations["downloadFile"];
         put?: never;
@@ -4319,7 +4319,10 @@ export interface components {
     responses: never;
     parameters: never;
     requestBodies: never;
-    headers: never;
+    headers: {
+        /** @description The request's id: the caller's own X-Request-Id when it is 1–255 letters, digits, `_`, `-` or `=`, else a new UUID. A 5xx body and the logs name the same id. */
+        RequestId: string;
+    };
     pathItems: never;
 }
 export type $defs = Record<string, never>;
@@ -4340,6 +4343,7 @@ export interface operations {
             /** @description The plant */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4349,6 +4353,7 @@ export interface operations {
             /** @description Malformed JSON or a body that is not a New plant; message lists every problem; or: Invalid input (every problem listed), a body that is not JSON, or a malformed header */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4358,6 +4363,7 @@ export interface operations {
             /** @description Missing, unknown, revoked or expired token */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4367,6 +4373,7 @@ export interface operations {
             /** @description The body is over the route's size limit */
             413: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4376,6 +4383,7 @@ export interface operations {
             /** @description Content-Type is not one the route takes (application/json; multipart/form-data on uploads) */
             415: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4385,6 +4393,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4394,6 +4403,7 @@ export interface operations {
             /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4416,6 +4426,7 @@ export interface operations {
             /** @description Deleted */
             204: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4423,6 +4434,7 @@ export interface operations {
             /** @description id is not an integer; or: Invalid input (every problem listed), a body that is not JSON, or a malformed header */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4432,6 +4444,7 @@ export interface operations {
             /** @description Missing, unknown, revoked or expired token */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4441,6 +4454,7 @@ export interface operations {
             /** @description No plant with this id in your organization */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4450,6 +4464,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4459,6 +4474,7 @@ export interface operations {
             /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4484,6 +4500,7 @@ export interface operations {
             /** @description A page of tags, most used first */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4498,6 +4515,7 @@ export interface operations {
             /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4507,6 +4525,7 @@ export interface operations {
             /** @description Missing, unknown, revoked or expired token */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4516,6 +4535,7 @@ export interface operations {
             /** @description An OAuth access token not granted this route's permission (insufficient_permission) */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4525,6 +4545,7 @@ export interface operations {
             /** @description The request broke the schema; errors[] lists every problem with field, code and message */
             422: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4534,6 +4555,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4558,6 +4580,7 @@ export interface operations {
             /** @description Per-id outcome */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4578,6 +4601,7 @@ export interface operations {
             /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4587,6 +4611,7 @@ export interface operations {
             /** @description Missing, unknown, revoked or expired token */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4596,6 +4621,7 @@ export interface operations {
             /** @description An OAuth access token not granted this route's permission (insufficient_permission) */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4605,6 +4631,7 @@ export interface operations {
             /** @description Changed by too many requests at once (concurrent_modification); retry; or: A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
             409: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4614,6 +4641,7 @@ export interface operations {
             /** @description The body is over the route's size limit */
             413: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4623,6 +4651,7 @@ export interface operations {
             /** @description Content-Type is not one the route takes (application/json; multipart/form-data on uploads) */
             415: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4632,6 +4661,7 @@ export interface operations {
             /** @description The request broke the schema; errors[] lists every problem with field, code and message; or: This Idempotency-Key was used for another request (idempotency_key_reused) */
             422: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4641,6 +4671,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4650,6 +4681,7 @@ export interface operations {
             /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4692,6 +4724,7 @@ export interface operations {
             /** @description A page of contacts (only the requested fields with `fields`) */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4734,6 +4767,7 @@ export interface operations {
             /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4743,6 +4777,7 @@ export interface operations {
             /** @description Missing, unknown, revoked or expired token */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4752,6 +4787,7 @@ export interface operations {
             /** @description An OAuth access token not granted this route's permission (insufficient_permission) */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4761,6 +4797,7 @@ export interface operations {
             /** @description The request broke the schema; errors[] lists every problem with field, code and message */
             422: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4770,6 +4807,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4796,6 +4834,7 @@ export interface operations {
                 headers: {
                     /** @description The resource's version; send it back in If-Match to make a write conditional */
                     ETag?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4809,6 +4848,7 @@ export interface operations {
             /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4818,6 +4858,7 @@ export interface operations {
             /** @description Missing, unknown, revoked or expired token */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4827,6 +4868,7 @@ export interface operations {
             /** @description An OAuth access token not granted this route's permission (insufficient_permission) */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4836,6 +4878,7 @@ export interface operations {
             /** @description A contact with this e-mail already exists in your organization (duplicate_email); or: A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
             409: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4845,6 +4888,7 @@ export interface operations {
             /** @description The body is over the route's size limit */
             413: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4854,6 +4898,7 @@ export interface operations {
             /** @description Content-Type is not one the route takes (application/json; multipart/form-data on uploads) */
             415: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4863,6 +4908,7 @@ export interface operations {
             /** @description The request broke the schema; errors[] lists every problem with field, code and message; or: This Idempotency-Key was used for another request (idempotency_key_reused) */
             422: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4872,6 +4918,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4881,6 +4928,7 @@ export interface operations {
             /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4907,6 +4955,7 @@ export interface operations {
                 headers: {
                     /** @description The resource's version; send it back in If-Match to make a write conditional */
                     ETag?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4920,6 +4969,7 @@ export interface operations {
             /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4929,6 +4979,7 @@ export interface operations {
             /** @description Missing, unknown, revoked or expired token */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4938,6 +4989,7 @@ export interface operations {
             /** @description An OAuth access token not granted this route's permission (insufficient_permission) */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4947,6 +4999,7 @@ export interface operations {
             /** @description No contact with this id in your organization (not_found_error) */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4956,6 +5009,7 @@ export interface operations {
             /** @description The request broke the schema; errors[] lists every problem with field, code and message */
             422: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4965,6 +5019,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4993,6 +5048,7 @@ export interface operations {
                 headers: {
                     /** @description The resource's version; send it back in If-Match to make a write conditional */
                     ETag?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5006,6 +5062,7 @@ export interface operations {
             /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5015,6 +5072,7 @@ export interface operations {
             /** @description Missing, unknown, revoked or expired token */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5024,6 +5082,7 @@ export interface operations {
             /** @description An OAuth access token not granted this route's permission (insufficient_permission) */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5033,6 +5092,7 @@ export interface operations {
             /** @description No contact with this id in your organization (not_found_error) */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5042,6 +5102,7 @@ export interface operations {
             /** @description Another contact has this e-mail (duplicate_email), or too many concurrent changes (concurrent_modification; retry); or: A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
             409: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5051,6 +5112,7 @@ export interface operations {
             /** @description If-Match named a version the resource is no longer at (precondition_failed); read it again */
             412: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5060,6 +5122,7 @@ export interface operations {
             /** @description The body is over the route's size limit */
             413: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5069,6 +5132,7 @@ export interface operations {
             /** @description Content-Type is not one the route takes (application/json; multipart/form-data on uploads) */
             415: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5078,6 +5142,7 @@ export interface operations {
             /** @description The request broke the schema; errors[] lists every problem with field, code and message; or: This Idempotency-Key was used for another request (idempotency_key_reused) */
             422: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5087,6 +5152,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5096,6 +5162,7 @@ export interface operations {
             /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5121,6 +5188,7 @@ export interface operations {
             /** @description Deleted (to the trash), or erased */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5139,6 +5207,7 @@ export interface operations {
             /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5148,6 +5217,7 @@ export interface operations {
             /** @description Missing, unknown, revoked or expired token */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5157,6 +5227,7 @@ export interface operations {
             /** @description An OAuth access token not granted this route's permission (insufficient_permission) */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5166,6 +5237,7 @@ export interface operations {
             /** @description No contact with this id in your organization (not_found_error) */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5175,6 +5247,7 @@ export interface operations {
             /** @description Changed by too many requests at once (concurrent_modification); retry; or: A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
             409: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5184,6 +5257,7 @@ export interface operations {
             /** @description If-Match named a version the resource is no longer at (precondition_failed); read it again */
             412: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5193,6 +5267,7 @@ export interface operations {
             /** @description The request broke the schema; errors[] lists every problem with field, code and message; or: This Idempotency-Key was used for another request (idempotency_key_reused) */
             422: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5202,6 +5277,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5211,6 +5287,7 @@ export interface operations {
             /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5235,6 +5312,7 @@ export interface operations {
                 headers: {
                     /** @description The resource's version; send it back in If-Match to make a write conditional */
                     ETag?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5248,6 +5326,7 @@ export interface operations {
             /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5257,6 +5336,7 @@ export interface operations {
             /** @description Missing, unknown, revoked or expired token */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5266,6 +5346,7 @@ export interface operations {
             /** @description An OAuth access token not granted this route's permission (insufficient_permission) */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5275,6 +5356,7 @@ export interface operations {
             /** @description No contact with this id in your organization's trash (not_found_error) */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5284,6 +5366,7 @@ export interface operations {
             /** @description A contact with this e-mail already exists in your organization (duplicate_email); or: A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
             409: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5293,6 +5376,7 @@ export interface operations {
             /** @description The request broke the schema; errors[] lists every problem with field, code and message; or: This Idempotency-Key was used for another request (idempotency_key_reused) */
             422: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5302,6 +5386,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5311,6 +5396,7 @@ export interface operations {
             /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5338,6 +5424,7 @@ export interface operations {
             /** @description A page of activities */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5352,6 +5439,7 @@ export interface operations {
             /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5361,6 +5449,7 @@ export interface operations {
             /** @description Missing, unknown, revoked or expired token */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5370,6 +5459,7 @@ export interface operations {
             /** @description An OAuth access token not granted this route's permission (insufficient_permission) */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5379,6 +5469,7 @@ export interface operations {
             /** @description No contact with this id in your organization (not_found_error) */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5388,6 +5479,7 @@ export interface operations {
             /** @description The request broke the schema; errors[] lists every problem with field, code and message */
             422: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5397,6 +5489,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5423,6 +5516,7 @@ export interface operations {
             /** @description The activity */
             201: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5436,6 +5530,7 @@ export interface operations {
             /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5445,6 +5540,7 @@ export interface operations {
             /** @description Missing, unknown, revoked or expired token */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5454,6 +5550,7 @@ export interface operations {
             /** @description An OAuth access token not granted this route's permission (insufficient_permission) */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5463,6 +5560,7 @@ export interface operations {
             /** @description No contact with this id in your organization (not_found_error) */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5472,6 +5570,7 @@ export interface operations {
             /** @description Changed by too many requests at once (concurrent_modification); retry; or: A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
             409: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5481,6 +5580,7 @@ export interface operations {
             /** @description If-Match named a version the resource is no longer at (precondition_failed); read it again */
             412: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5490,6 +5590,7 @@ export interface operations {
             /** @description The body is over the route's size limit */
             413: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5499,6 +5600,7 @@ export interface operations {
             /** @description Content-Type is not one the route takes (application/json; multipart/form-data on uploads) */
             415: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5508,6 +5610,7 @@ export interface operations {
             /** @description The request broke the schema; errors[] lists every problem with field, code and message; or: This Idempotency-Key was used for another request (idempotency_key_reused) */
             422: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5517,6 +5620,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5526,6 +5630,7 @@ export interface operations {
             /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5554,6 +5659,7 @@ export interface operations {
                 headers: {
                     /** @description The resource's version; send it back in If-Match to make a write conditional */
                     ETag?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5567,6 +5673,7 @@ export interface operations {
             /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5576,6 +5683,7 @@ export interface operations {
             /** @description Missing, unknown, revoked or expired token */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5585,6 +5693,7 @@ export interface operations {
             /** @description An OAuth access token not granted this route's permission (insufficient_permission) */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5594,6 +5703,7 @@ export interface operations {
             /** @description No contact with this id in your organization (not_found_error) */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5603,6 +5713,7 @@ export interface operations {
             /** @description Changed by too many requests at once (concurrent_modification); retry; or: A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
             409: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5612,6 +5723,7 @@ export interface operations {
             /** @description If-Match named a version the resource is no longer at (precondition_failed); read it again */
             412: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5621,6 +5733,7 @@ export interface operations {
             /** @description The body is over the route's size limit */
             413: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5630,6 +5743,7 @@ export interface operations {
             /** @description Content-Type is not one the route takes (application/json; multipart/form-data on uploads) */
             415: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5639,6 +5753,7 @@ export interface operations {
             /** @description The request broke the schema; errors[] lists every problem with field, code and message; or: This Idempotency-Key was used for another request (idempotency_key_reused) */
             422: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5648,6 +5763,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5657,6 +5773,7 @@ export interface operations {
             /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5704,6 +5821,7 @@ export interface operations {
             /** @description A page of properties */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5718,6 +5836,7 @@ export interface operations {
             /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5727,6 +5846,7 @@ export interface operations {
             /** @description Missing, unknown, revoked or expired token */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5736,6 +5856,7 @@ export interface operations {
             /** @description An OAuth access token not granted this route's permission (insufficient_permission) */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5745,6 +5866,7 @@ export interface operations {
             /** @description The request broke the schema; errors[] lists every problem with field, code and message */
             422: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5754,6 +5876,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5763,6 +5886,7 @@ export interface operations {
             /** @description FILES_URL_SECRET is not configured, so no file link can be signed (not_configured) */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5789,6 +5913,7 @@ export interface operations {
                 headers: {
                     /** @description The resource's version; send it back in If-Match to make a write conditional */
                     ETag?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5802,6 +5927,7 @@ export interface operations {
             /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5811,6 +5937,7 @@ export interface operations {
             /** @description Missing, unknown, revoked or expired token */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5820,6 +5947,7 @@ export interface operations {
             /** @description An OAuth access token not granted this route's permission (insufficient_permission) */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5829,6 +5957,7 @@ export interface operations {
             /** @description Another property of your organization has this mlsId (duplicate_mls_id); or: A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
             409: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5838,6 +5967,7 @@ export interface operations {
             /** @description The body is over the route's size limit */
             413: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5847,6 +5977,7 @@ export interface operations {
             /** @description Content-Type is not one the route takes (application/json; multipart/form-data on uploads) */
             415: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5856,6 +5987,7 @@ export interface operations {
             /** @description The request broke the schema; errors[] lists every problem with field, code and message; or: This Idempotency-Key was used for another request (idempotency_key_reused) */
             422: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5865,6 +5997,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5874,6 +6007,7 @@ export interface operations {
             /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5900,6 +6034,7 @@ export interface operations {
                 headers: {
                     /** @description The resource's version; send it back in If-Match to make a write conditional */
                     ETag?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5913,6 +6048,7 @@ export interface operations {
             /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5922,6 +6058,7 @@ export interface operations {
             /** @description Missing, unknown, revoked or expired token */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5931,6 +6068,7 @@ export interface operations {
             /** @description An OAuth access token not granted this route's permission (insufficient_permission) */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5940,6 +6078,7 @@ export interface operations {
             /** @description No property with this id in your organization (not_found) */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5949,6 +6088,7 @@ export interface operations {
             /** @description The request broke the schema; errors[] lists every problem with field, code and message */
             422: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5958,6 +6098,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5967,6 +6108,7 @@ export interface operations {
             /** @description FILES_URL_SECRET is not configured, so no file link can be signed (not_configured) */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5995,6 +6137,7 @@ export interface operations {
                 headers: {
                     /** @description The resource's version; send it back in If-Match to make a write conditional */
                     ETag?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6008,6 +6151,7 @@ export interface operations {
             /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6017,6 +6161,7 @@ export interface operations {
             /** @description Missing, unknown, revoked or expired token */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6026,6 +6171,7 @@ export interface operations {
             /** @description An OAuth access token not granted this route's permission (insufficient_permission) */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6035,6 +6181,7 @@ export interface operations {
             /** @description No property with this id in your organization (not_found) */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6044,6 +6191,7 @@ export interface operations {
             /** @description Another property has this mlsId (duplicate_mls_id), or too many concurrent changes (concurrent_modification; retry); or: A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
             409: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6053,6 +6201,7 @@ export interface operations {
             /** @description If-Match named a version the resource is no longer at (precondition_failed); read it again */
             412: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6062,6 +6211,7 @@ export interface operations {
             /** @description The body is over the route's size limit */
             413: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6071,6 +6221,7 @@ export interface operations {
             /** @description Content-Type is not one the route takes (application/json; multipart/form-data on uploads) */
             415: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6080,6 +6231,7 @@ export interface operations {
             /** @description The request broke the schema; errors[] lists every problem with field, code and message; or: This Idempotency-Key was used for another request (idempotency_key_reused) */
             422: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6089,6 +6241,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6098,6 +6251,7 @@ export interface operations {
             /** @description FILES_URL_SECRET is not configured, so no file link can be signed (not_configured); or: The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6120,6 +6274,7 @@ export interface operations {
             /** @description Deleted */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6138,6 +6293,7 @@ export interface operations {
             /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6147,6 +6303,7 @@ export interface operations {
             /** @description Missing, unknown, revoked or expired token */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6156,6 +6313,7 @@ export interface operations {
             /** @description An OAuth access token not granted this route's permission (insufficient_permission) */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6165,6 +6323,7 @@ export interface operations {
             /** @description No property with this id in your organization (not_found) */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6174,6 +6333,7 @@ export interface operations {
             /** @description Changed by too many requests at once (concurrent_modification); retry; or: A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
             409: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6183,6 +6343,7 @@ export interface operations {
             /** @description If-Match named a version the resource is no longer at (precondition_failed); read it again */
             412: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6192,6 +6353,7 @@ export interface operations {
             /** @description The request broke the schema; errors[] lists every problem with field, code and message; or: This Idempotency-Key was used for another request (idempotency_key_reused) */
             422: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6201,6 +6363,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6210,6 +6373,7 @@ export interface operations {
             /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6234,6 +6398,7 @@ export interface operations {
                 headers: {
                     /** @description The resource's version; send it back in If-Match to make a write conditional */
                     ETag?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6247,6 +6412,7 @@ export interface operations {
             /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6256,6 +6422,7 @@ export interface operations {
             /** @description Missing, unknown, revoked or expired token */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6265,6 +6432,7 @@ export interface operations {
             /** @description An OAuth access token not granted this route's permission (insufficient_permission) */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6274,6 +6442,7 @@ export interface operations {
             /** @description No property with this id in your organization's trash (not_found_error) */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6283,6 +6452,7 @@ export interface operations {
             /** @description Another property of your organization has its mlsId now (duplicate_mls_id); or: A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
             409: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6292,6 +6462,7 @@ export interface operations {
             /** @description The request broke the schema; errors[] lists every problem with field, code and message; or: This Idempotency-Key was used for another request (idempotency_key_reused) */
             422: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6301,6 +6472,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6310,6 +6482,7 @@ export interface operations {
             /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6336,6 +6509,7 @@ export interface operations {
             /** @description The uploaded photos, with signed links */
             201: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6349,6 +6523,7 @@ export interface operations {
             /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6358,6 +6533,7 @@ export interface operations {
             /** @description Missing, unknown, revoked or expired token */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6367,6 +6543,7 @@ export interface operations {
             /** @description An OAuth access token not granted this route's permission (insufficient_permission) */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6376,6 +6553,7 @@ export interface operations {
             /** @description No property with this id in your organization (not_found) */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6385,6 +6563,7 @@ export interface operations {
             /** @description Changed by too many requests at once (concurrent_modification); retry; or: A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
             409: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6394,6 +6573,7 @@ export interface operations {
             /** @description If-Match named a version the resource is no longer at (precondition_failed); read it again */
             412: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6403,6 +6583,7 @@ export interface operations {
             /** @description A file over 10 MiB, or a request over 25 MiB; or: The body is over the route's size limit */
             413: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6412,6 +6593,7 @@ export interface operations {
             /** @description Content-Type is not one the route takes (application/json; multipart/form-data on uploads) */
             415: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6421,6 +6603,7 @@ export interface operations {
             /** @description The request broke the schema; errors[] lists every problem with field, code and message; or: This Idempotency-Key was used for another request (idempotency_key_reused) */
             422: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6430,6 +6613,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6439,6 +6623,7 @@ export interface operations {
             /** @description FILES_URL_SECRET is not configured, so no file link can be signed (not_configured); or: The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6465,6 +6650,7 @@ export interface operations {
             /** @description Every photo of the property, in display order */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6478,6 +6664,7 @@ export interface operations {
             /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6487,6 +6674,7 @@ export interface operations {
             /** @description Missing, unknown, revoked or expired token */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6496,6 +6684,7 @@ export interface operations {
             /** @description An OAuth access token not granted this route's permission (insufficient_permission) */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6505,6 +6694,7 @@ export interface operations {
             /** @description No property with this id in your organization (not_found) */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6514,6 +6704,7 @@ export interface operations {
             /** @description Changed by too many requests at once (concurrent_modification); retry; or: A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
             409: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6523,6 +6714,7 @@ export interface operations {
             /** @description If-Match named a version the resource is no longer at (precondition_failed); read it again */
             412: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6532,6 +6724,7 @@ export interface operations {
             /** @description The body is over the route's size limit */
             413: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6541,6 +6734,7 @@ export interface operations {
             /** @description Content-Type is not one the route takes (application/json; multipart/form-data on uploads) */
             415: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6550,6 +6744,7 @@ export interface operations {
             /** @description The request broke the schema; errors[] lists every problem with field, code and message; or: This Idempotency-Key was used for another request (idempotency_key_reused) */
             422: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6559,6 +6754,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6568,6 +6764,7 @@ export interface operations {
             /** @description FILES_URL_SECRET is not configured, so no file link can be signed (not_configured); or: The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6590,6 +6787,7 @@ export interface operations {
             /** @description The latest valuation */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6603,6 +6801,7 @@ export interface operations {
             /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6612,6 +6811,7 @@ export interface operations {
             /** @description Missing, unknown, revoked or expired token */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6621,6 +6821,7 @@ export interface operations {
             /** @description An OAuth access token not granted this route's permission (insufficient_permission) */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6630,6 +6831,7 @@ export interface operations {
             /** @description No property with this id, or no valuation yet (not_found) */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6639,6 +6841,7 @@ export interface operations {
             /** @description The request broke the schema; errors[] lists every problem with field, code and message */
             422: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6648,6 +6851,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6670,6 +6874,7 @@ export interface operations {
             /** @description The valuation */
             201: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6683,6 +6888,7 @@ export interface operations {
             /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6692,6 +6898,7 @@ export interface operations {
             /** @description Missing, unknown, revoked or expired token */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6701,6 +6908,7 @@ export interface operations {
             /** @description An OAuth access token not granted this route's permission (insufficient_permission) */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6710,6 +6918,7 @@ export interface operations {
             /** @description No property with this id in your organization (not_found) */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6719,6 +6928,7 @@ export interface operations {
             /** @description Changed by too many requests at once (concurrent_modification); retry; or: A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
             409: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6728,6 +6938,7 @@ export interface operations {
             /** @description If-Match named a version the resource is no longer at (precondition_failed); read it again */
             412: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6737,6 +6948,7 @@ export interface operations {
             /** @description Too few comparable sales (insufficient_comparables), or no size to value by (insufficient_data); or: The request broke the schema; errors[] lists every problem with field, code and message; or: This Idempotency-Key was used for another request (idempotency_key_reused) */
             422: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6746,6 +6958,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6755,6 +6968,7 @@ export interface operations {
             /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6780,6 +6994,7 @@ export interface operations {
             /** @description The figures */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6793,6 +7008,7 @@ export interface operations {
             /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6802,6 +7018,7 @@ export interface operations {
             /** @description Missing, unknown, revoked or expired token */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6811,6 +7028,7 @@ export interface operations {
             /** @description An OAuth access token not granted this route's permission (insufficient_permission) */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6820,6 +7038,7 @@ export interface operations {
             /** @description No property with this id in your organization (not_found) */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6829,6 +7048,7 @@ export interface operations {
             /** @description The request broke the schema; errors[] lists every problem with field, code and message */
             422: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6838,6 +7058,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6864,6 +7085,7 @@ export interface operations {
             /** @description Recorded */
             201: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6882,6 +7104,7 @@ export interface operations {
             /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6891,6 +7114,7 @@ export interface operations {
             /** @description Missing, unknown, revoked or expired token */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6900,6 +7124,7 @@ export interface operations {
             /** @description An OAuth access token not granted this route's permission (insufficient_permission) */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6909,6 +7134,7 @@ export interface operations {
             /** @description No property with this id in your organization (not_found) */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6918,6 +7144,7 @@ export interface operations {
             /** @description Changed by too many requests at once (concurrent_modification); retry; or: A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
             409: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6927,6 +7154,7 @@ export interface operations {
             /** @description If-Match named a version the resource is no longer at (precondition_failed); read it again */
             412: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6936,6 +7164,7 @@ export interface operations {
             /** @description The body is over the route's size limit */
             413: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6945,6 +7174,7 @@ export interface operations {
             /** @description Content-Type is not one the route takes (application/json; multipart/form-data on uploads) */
             415: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6954,6 +7184,7 @@ export interface operations {
             /** @description The request broke the schema; errors[] lists every problem with field, code and message; or: This Idempotency-Key was used for another request (idempotency_key_reused) */
             422: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6963,6 +7194,7 @@ export interface operations {
             /** @description More than 600 signals a minute for this listing (rate_limited) */
             429: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6972,6 +7204,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6981,6 +7214,7 @@ export interface operations {
             /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7003,6 +7237,7 @@ export interface operations {
             /** @description What changed */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7016,6 +7251,7 @@ export interface operations {
             /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7025,6 +7261,7 @@ export interface operations {
             /** @description Missing, unknown, revoked or expired token */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7034,6 +7271,7 @@ export interface operations {
             /** @description An OAuth access token not granted this route's permission (insufficient_permission) */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7043,6 +7281,7 @@ export interface operations {
             /** @description No property with this id in your organization (not_found) */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7052,6 +7291,7 @@ export interface operations {
             /** @description The property has no mlsId (mls_id_missing), or too many concurrent changes (concurrent_modification); or: A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
             409: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7061,6 +7301,7 @@ export interface operations {
             /** @description If-Match named a version the resource is no longer at (precondition_failed); read it again */
             412: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7070,6 +7311,7 @@ export interface operations {
             /** @description The MLS has no listing with this mlsId (mls_listing_not_found); or: The request broke the schema; errors[] lists every problem with field, code and message; or: This Idempotency-Key was used for another request (idempotency_key_reused) */
             422: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7079,6 +7321,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7088,6 +7331,7 @@ export interface operations {
             /** @description The MLS could not be reached (mls_unreachable), refused our credentials (mls_rejected), failed (mls_error) or sent values this API cannot take (mls_invalid_data) */
             502: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7097,6 +7341,7 @@ export interface operations {
             /** @description MLS sync is not configured in this deployment (not_configured); or: The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7123,6 +7368,7 @@ export interface operations {
             /** @description The report */
             201: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7136,6 +7382,7 @@ export interface operations {
             /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7145,6 +7392,7 @@ export interface operations {
             /** @description Missing, unknown, revoked or expired token */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7154,6 +7402,7 @@ export interface operations {
             /** @description An OAuth access token not granted this route's permission (insufficient_permission) */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7163,6 +7412,7 @@ export interface operations {
             /** @description No property with this id in your organization (not_found) */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7172,6 +7422,7 @@ export interface operations {
             /** @description A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
             409: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7181,6 +7432,7 @@ export interface operations {
             /** @description The body is over the route's size limit */
             413: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7190,6 +7442,7 @@ export interface operations {
             /** @description Content-Type is not one the route takes (application/json; multipart/form-data on uploads) */
             415: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7199,6 +7452,7 @@ export interface operations {
             /** @description The request broke the schema; errors[] lists every problem with field, code and message; or: This Idempotency-Key was used for another request (idempotency_key_reused) */
             422: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7208,6 +7462,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7217,6 +7472,7 @@ export interface operations {
             /** @description FILES_URL_SECRET is not configured, so no file link can be signed (not_configured); or: The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7254,6 +7510,7 @@ export interface operations {
             /** @description A page of deals */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7268,6 +7525,7 @@ export interface operations {
             /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7277,6 +7535,7 @@ export interface operations {
             /** @description Missing, unknown, revoked or expired token */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7286,6 +7545,7 @@ export interface operations {
             /** @description An OAuth access token not granted this route's permission (insufficient_permission) */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7295,6 +7555,7 @@ export interface operations {
             /** @description The request broke the schema; errors[] lists every problem with field, code and message */
             422: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7304,6 +7565,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7313,6 +7575,7 @@ export interface operations {
             /** @description FILES_URL_SECRET is not configured, so no file link can be signed (not_configured) */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7339,6 +7602,7 @@ export interface operations {
                 headers: {
                     /** @description The resource's version; send it back in If-Match to make a write conditional */
                     ETag?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7352,6 +7616,7 @@ export interface operations {
             /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7361,6 +7626,7 @@ export interface operations {
             /** @description Missing, unknown, revoked or expired token */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7370,6 +7636,7 @@ export interface operations {
             /** @description An OAuth access token not granted this route's permission (insufficient_permission) */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7379,6 +7646,7 @@ export interface operations {
             /** @description A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
             409: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7388,6 +7656,7 @@ export interface operations {
             /** @description The body is over the route's size limit */
             413: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7397,6 +7666,7 @@ export interface operations {
             /** @description Content-Type is not one the route takes (application/json; multipart/form-data on uploads) */
             415: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7406,6 +7676,7 @@ export interface operations {
             /** @description The request broke the schema; errors[] lists every problem with field, code and message; or: This Idempotency-Key was used for another request (idempotency_key_reused) */
             422: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7415,6 +7686,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7424,6 +7696,7 @@ export interface operations {
             /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7444,6 +7717,7 @@ export interface operations {
             /** @description The pipeline */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7457,6 +7731,7 @@ export interface operations {
             /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7466,6 +7741,7 @@ export interface operations {
             /** @description Missing, unknown, revoked or expired token */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7475,6 +7751,7 @@ export interface operations {
             /** @description An OAuth access token not granted this route's permission (insufficient_permission) */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7484,6 +7761,7 @@ export interface operations {
             /** @description The request broke the schema; errors[] lists every problem with field, code and message */
             422: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7493,6 +7771,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7518,6 +7797,7 @@ export interface operations {
             /** @description The figures */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7531,6 +7811,7 @@ export interface operations {
             /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7540,6 +7821,7 @@ export interface operations {
             /** @description Missing, unknown, revoked or expired token */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7549,6 +7831,7 @@ export interface operations {
             /** @description An OAuth access token not granted this route's permission (insufficient_permission) */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7558,6 +7841,7 @@ export interface operations {
             /** @description The request broke the schema; errors[] lists every problem with field, code and message */
             422: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7567,6 +7851,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7593,6 +7878,7 @@ export interface operations {
                 headers: {
                     /** @description The resource's version; send it back in If-Match to make a write conditional */
                     ETag?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7606,6 +7892,7 @@ export interface operations {
             /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7615,6 +7902,7 @@ export interface operations {
             /** @description Missing, unknown, revoked or expired token */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7624,6 +7912,7 @@ export interface operations {
             /** @description An OAuth access token not granted this route's permission (insufficient_permission) */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7633,6 +7922,7 @@ export interface operations {
             /** @description No deal with this id in your organization (not_found) */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7642,6 +7932,7 @@ export interface operations {
             /** @description The request broke the schema; errors[] lists every problem with field, code and message */
             422: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7651,6 +7942,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7660,6 +7952,7 @@ export interface operations {
             /** @description FILES_URL_SECRET is not configured, so no file link can be signed (not_configured) */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7688,6 +7981,7 @@ export interface operations {
                 headers: {
                     /** @description The resource's version; send it back in If-Match to make a write conditional */
                     ETag?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7701,6 +7995,7 @@ export interface operations {
             /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7710,6 +8005,7 @@ export interface operations {
             /** @description Missing, unknown, revoked or expired token */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7719,6 +8015,7 @@ export interface operations {
             /** @description An OAuth access token not granted this route's permission (insufficient_permission) */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7728,6 +8025,7 @@ export interface operations {
             /** @description No deal with this id in your organization (not_found) */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7737,6 +8035,7 @@ export interface operations {
             /** @description Changed by too many requests at once (concurrent_modification); retry; or: A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
             409: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7746,6 +8045,7 @@ export interface operations {
             /** @description If-Match named a version the resource is no longer at (precondition_failed); read it again */
             412: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7755,6 +8055,7 @@ export interface operations {
             /** @description The body is over the route's size limit */
             413: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7764,6 +8065,7 @@ export interface operations {
             /** @description Content-Type is not one the route takes (application/json; multipart/form-data on uploads) */
             415: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7773,6 +8075,7 @@ export interface operations {
             /** @description The request broke the schema; errors[] lists every problem with field, code and message; or: This Idempotency-Key was used for another request (idempotency_key_reused) */
             422: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7782,6 +8085,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7791,6 +8095,7 @@ export interface operations {
             /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7813,6 +8118,7 @@ export interface operations {
             /** @description Deleted */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7831,6 +8137,7 @@ export interface operations {
             /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7840,6 +8147,7 @@ export interface operations {
             /** @description Missing, unknown, revoked or expired token */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7849,6 +8157,7 @@ export interface operations {
             /** @description An OAuth access token not granted this route's permission (insufficient_permission) */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7858,6 +8167,7 @@ export interface operations {
             /** @description No deal with this id in your organization (not_found) */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7867,6 +8177,7 @@ export interface operations {
             /** @description Changed by too many requests at once (concurrent_modification); retry; or: A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
             409: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7876,6 +8187,7 @@ export interface operations {
             /** @description If-Match named a version the resource is no longer at (precondition_failed); read it again */
             412: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7885,6 +8197,7 @@ export interface operations {
             /** @description The request broke the schema; errors[] lists every problem with field, code and message; or: This Idempotency-Key was used for another request (idempotency_key_reused) */
             422: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7894,6 +8207,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7903,6 +8217,7 @@ export interface operations {
             /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7927,6 +8242,7 @@ export interface operations {
                 headers: {
                     /** @description The resource's version; send it back in If-Match to make a write conditional */
                     ETag?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7940,6 +8256,7 @@ export interface operations {
             /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7949,6 +8266,7 @@ export interface operations {
             /** @description Missing, unknown, revoked or expired token */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7958,6 +8276,7 @@ export interface operations {
             /** @description An OAuth access token not granted this route's permission (insufficient_permission) */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7967,6 +8286,7 @@ export interface operations {
             /** @description No deal with this id in your organization's trash (not_found_error) */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7976,6 +8296,7 @@ export interface operations {
             /** @description A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
             409: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7985,6 +8306,7 @@ export interface operations {
             /** @description The request broke the schema; errors[] lists every problem with field, code and message; or: This Idempotency-Key was used for another request (idempotency_key_reused) */
             422: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7994,6 +8316,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8003,6 +8326,7 @@ export interface operations {
             /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8031,6 +8355,7 @@ export interface operations {
                 headers: {
                     /** @description The resource's version; send it back in If-Match to make a write conditional */
                     ETag?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8044,6 +8369,7 @@ export interface operations {
             /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8053,6 +8379,7 @@ export interface operations {
             /** @description Missing, unknown, revoked or expired token */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8062,6 +8389,7 @@ export interface operations {
             /** @description An OAuth access token not granted this route's permission (insufficient_permission) */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8071,6 +8399,7 @@ export interface operations {
             /** @description No deal with this id in your organization (not_found) */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8080,6 +8409,7 @@ export interface operations {
             /** @description The deal is already in this stage (already_in_stage), or too many concurrent changes (concurrent_modification); or: A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
             409: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8089,6 +8419,7 @@ export interface operations {
             /** @description If-Match named a version the resource is no longer at (precondition_failed); read it again */
             412: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8098,6 +8429,7 @@ export interface operations {
             /** @description The body is over the route's size limit */
             413: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8107,6 +8439,7 @@ export interface operations {
             /** @description Content-Type is not one the route takes (application/json; multipart/form-data on uploads) */
             415: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8116,6 +8449,7 @@ export interface operations {
             /** @description The request broke the schema; errors[] lists every problem with field, code and message; or: This Idempotency-Key was used for another request (idempotency_key_reused) */
             422: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8125,6 +8459,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8134,6 +8469,7 @@ export interface operations {
             /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8156,6 +8492,7 @@ export interface operations {
             /** @description The tasks */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8169,6 +8506,7 @@ export interface operations {
             /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8178,6 +8516,7 @@ export interface operations {
             /** @description Missing, unknown, revoked or expired token */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8187,6 +8526,7 @@ export interface operations {
             /** @description An OAuth access token not granted this route's permission (insufficient_permission) */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8196,6 +8536,7 @@ export interface operations {
             /** @description No deal with this id in your organization (not_found) */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8205,6 +8546,7 @@ export interface operations {
             /** @description The request broke the schema; errors[] lists every problem with field, code and message */
             422: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8214,6 +8556,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8240,6 +8583,7 @@ export interface operations {
             /** @description The task */
             201: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8253,6 +8597,7 @@ export interface operations {
             /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8262,6 +8607,7 @@ export interface operations {
             /** @description Missing, unknown, revoked or expired token */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8271,6 +8617,7 @@ export interface operations {
             /** @description An OAuth access token not granted this route's permission (insufficient_permission) */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8280,6 +8627,7 @@ export interface operations {
             /** @description No deal with this id in your organization (not_found) */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8289,6 +8637,7 @@ export interface operations {
             /** @description Changed by too many requests at once (concurrent_modification); retry; or: A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
             409: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8298,6 +8647,7 @@ export interface operations {
             /** @description The body is over the route's size limit */
             413: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8307,6 +8657,7 @@ export interface operations {
             /** @description Content-Type is not one the route takes (application/json; multipart/form-data on uploads) */
             415: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8316,6 +8667,7 @@ export interface operations {
             /** @description The request broke the schema; errors[] lists every problem with field, code and message; or: This Idempotency-Key was used for another request (idempotency_key_reused) */
             422: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8325,6 +8677,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8334,6 +8687,7 @@ export interface operations {
             /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8357,6 +8711,7 @@ export interface operations {
             /** @description The completed task */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8370,6 +8725,7 @@ export interface operations {
             /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8379,6 +8735,7 @@ export interface operations {
             /** @description Missing, unknown, revoked or expired token */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8388,6 +8745,7 @@ export interface operations {
             /** @description An OAuth access token not granted this route's permission (insufficient_permission) */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8397,6 +8755,7 @@ export interface operations {
             /** @description No deal with this id in your organization, or no such task on it (not_found) */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8406,6 +8765,7 @@ export interface operations {
             /** @description The task is already completed (task_already_completed); or: A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
             409: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8415,6 +8775,7 @@ export interface operations {
             /** @description The request broke the schema; errors[] lists every problem with field, code and message; or: This Idempotency-Key was used for another request (idempotency_key_reused) */
             422: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8424,6 +8785,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8433,6 +8795,7 @@ export interface operations {
             /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8455,6 +8818,7 @@ export interface operations {
             /** @description The documents */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8468,6 +8832,7 @@ export interface operations {
             /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8477,6 +8842,7 @@ export interface operations {
             /** @description Missing, unknown, revoked or expired token */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8486,6 +8852,7 @@ export interface operations {
             /** @description An OAuth access token not granted this route's permission (insufficient_permission) */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8495,6 +8862,7 @@ export interface operations {
             /** @description No deal with this id in your organization (not_found) */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8504,6 +8872,7 @@ export interface operations {
             /** @description The request broke the schema; errors[] lists every problem with field, code and message */
             422: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8513,6 +8882,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8522,6 +8892,7 @@ export interface operations {
             /** @description FILES_URL_SECRET is not configured, so no file link can be signed (not_configured) */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8548,6 +8919,7 @@ export interface operations {
             /** @description The document, with a signed link */
             201: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8561,6 +8933,7 @@ export interface operations {
             /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8570,6 +8943,7 @@ export interface operations {
             /** @description Missing, unknown, revoked or expired token */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8579,6 +8953,7 @@ export interface operations {
             /** @description An OAuth access token not granted this route's permission (insufficient_permission) */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8588,6 +8963,7 @@ export interface operations {
             /** @description No deal with this id in your organization (not_found) */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8597,6 +8973,7 @@ export interface operations {
             /** @description Changed by too many requests at once (concurrent_modification); retry; or: A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
             409: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8606,6 +8983,7 @@ export interface operations {
             /** @description A file over 25 MiB; or: The body is over the route's size limit */
             413: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8615,6 +8993,7 @@ export interface operations {
             /** @description Content-Type is not one the route takes (application/json; multipart/form-data on uploads) */
             415: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8624,6 +9003,7 @@ export interface operations {
             /** @description The request broke the schema; errors[] lists every problem with field, code and message; or: This Idempotency-Key was used for another request (idempotency_key_reused) */
             422: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8633,6 +9013,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8642,6 +9023,7 @@ export interface operations {
             /** @description FILES_URL_SECRET is not configured, so no file link can be signed (not_configured); or: The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8669,6 +9051,7 @@ export interface operations {
             /** @description A page of activities */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8683,6 +9066,7 @@ export interface operations {
             /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8692,6 +9076,7 @@ export interface operations {
             /** @description Missing, unknown, revoked or expired token */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8701,6 +9086,7 @@ export interface operations {
             /** @description An OAuth access token not granted this route's permission (insufficient_permission) */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8710,6 +9096,7 @@ export interface operations {
             /** @description No deal with this id in your organization (not_found) */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8719,6 +9106,7 @@ export interface operations {
             /** @description The request broke the schema; errors[] lists every problem with field, code and message */
             422: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8728,6 +9116,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8755,6 +9144,7 @@ export interface operations {
             /** @description A page of restorable records */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8769,6 +9159,7 @@ export interface operations {
             /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8778,6 +9169,7 @@ export interface operations {
             /** @description Missing, unknown, revoked or expired token */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8787,6 +9179,7 @@ export interface operations {
             /** @description An OAuth access token not granted this route's permission (insufficient_permission) */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8796,6 +9189,7 @@ export interface operations {
             /** @description The request broke the schema; errors[] lists every problem with field, code and message */
             422: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8805,6 +9199,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8830,6 +9225,7 @@ export interface operations {
             /** @description A page of subscriptions */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8844,6 +9240,7 @@ export interface operations {
             /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8853,6 +9250,7 @@ export interface operations {
             /** @description Missing, unknown, revoked or expired token */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8862,6 +9260,7 @@ export interface operations {
             /** @description An OAuth access token not granted this route's permission (insufficient_permission) */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8871,6 +9270,7 @@ export interface operations {
             /** @description The request broke the schema; errors[] lists every problem with field, code and message */
             422: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8880,6 +9280,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8906,6 +9307,7 @@ export interface operations {
                 headers: {
                     /** @description The resource's version; send it back in If-Match to make a write conditional */
                     ETag?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8919,6 +9321,7 @@ export interface operations {
             /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8928,6 +9331,7 @@ export interface operations {
             /** @description Missing, unknown, revoked or expired token */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8937,6 +9341,7 @@ export interface operations {
             /** @description An OAuth access token not granted this route's permission (insufficient_permission) */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8946,6 +9351,7 @@ export interface operations {
             /** @description A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
             409: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8955,6 +9361,7 @@ export interface operations {
             /** @description The body is over the route's size limit */
             413: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8964,6 +9371,7 @@ export interface operations {
             /** @description Content-Type is not one the route takes (application/json; multipart/form-data on uploads) */
             415: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8973,6 +9381,7 @@ export interface operations {
             /** @description Schema problems, an unknown event name, or a URL that is not HTTPS, carries credentials, or reaches a private, loopback, link-local or metadata address (code blocked_address); or: The request broke the schema; errors[] lists every problem with field, code and message; or: This Idempotency-Key was used for another request (idempotency_key_reused) */
             422: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8982,6 +9391,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8991,6 +9401,7 @@ export interface operations {
             /** @description The URL's host could not be resolved right now (DNS over HTTPS unavailable), or WEBHOOK_SECRET_KEY is not configured; or: The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9015,6 +9426,7 @@ export interface operations {
                 headers: {
                     /** @description The resource's version; send it back in If-Match to make a write conditional */
                     ETag?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9028,6 +9440,7 @@ export interface operations {
             /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9037,6 +9450,7 @@ export interface operations {
             /** @description Missing, unknown, revoked or expired token */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9046,6 +9460,7 @@ export interface operations {
             /** @description An OAuth access token not granted this route's permission (insufficient_permission) */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9055,6 +9470,7 @@ export interface operations {
             /** @description No webhook with this id in your organization */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9064,6 +9480,7 @@ export interface operations {
             /** @description id is not a UUID; or: The request broke the schema; errors[] lists every problem with field, code and message */
             422: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9073,6 +9490,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9095,6 +9513,7 @@ export interface operations {
             /** @description Deleted */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9112,6 +9531,7 @@ export interface operations {
             /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9121,6 +9541,7 @@ export interface operations {
             /** @description Missing, unknown, revoked or expired token */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9130,6 +9551,7 @@ export interface operations {
             /** @description An OAuth access token not granted this route's permission (insufficient_permission) */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9139,6 +9561,7 @@ export interface operations {
             /** @description No webhook with this id in your organization */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9148,6 +9571,7 @@ export interface operations {
             /** @description Changed by too many requests at once (concurrent_modification); retry; or: A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
             409: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9157,6 +9581,7 @@ export interface operations {
             /** @description If-Match named a version the resource is no longer at (precondition_failed); read it again */
             412: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9166,6 +9591,7 @@ export interface operations {
             /** @description id is not a UUID; or: The request broke the schema; errors[] lists every problem with field, code and message; or: This Idempotency-Key was used for another request (idempotency_key_reused) */
             422: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9175,6 +9601,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9184,6 +9611,7 @@ export interface operations {
             /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9212,6 +9640,7 @@ export interface operations {
                 headers: {
                     /** @description The resource's version; send it back in If-Match to make a write conditional */
                     ETag?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9225,6 +9654,7 @@ export interface operations {
             /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9234,6 +9664,7 @@ export interface operations {
             /** @description Missing, unknown, revoked or expired token */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9243,6 +9674,7 @@ export interface operations {
             /** @description An OAuth access token not granted this route's permission (insufficient_permission) */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9252,6 +9684,7 @@ export interface operations {
             /** @description No webhook with this id in your organization */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9261,6 +9694,7 @@ export interface operations {
             /** @description Changed by too many requests at once (concurrent_modification); retry; or: A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
             409: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9270,6 +9704,7 @@ export interface operations {
             /** @description If-Match named a version the resource is no longer at (precondition_failed); read it again */
             412: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9279,6 +9714,7 @@ export interface operations {
             /** @description The body is over the route's size limit */
             413: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9288,6 +9724,7 @@ export interface operations {
             /** @description Content-Type is not one the route takes (application/json; multipart/form-data on uploads) */
             415: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9297,6 +9734,7 @@ export interface operations {
             /** @description Schema problems, an unknown event name, or a URL that is not HTTPS, carries credentials, or reaches a private, loopback, link-local or metadata address (code blocked_address); or: The request broke the schema; errors[] lists every problem with field, code and message; or: This Idempotency-Key was used for another request (idempotency_key_reused) */
             422: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9306,6 +9744,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9315,6 +9754,7 @@ export interface operations {
             /** @description The URL's host could not be resolved right now (DNS over HTTPS unavailable), or WEBHOOK_SECRET_KEY is not configured; or: The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9337,6 +9777,7 @@ export interface operations {
             /** @description Queued for delivery; follow it in the delivery log */
             202: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9350,6 +9791,7 @@ export interface operations {
             /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9359,6 +9801,7 @@ export interface operations {
             /** @description Missing, unknown, revoked or expired token */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9368,6 +9811,7 @@ export interface operations {
             /** @description An OAuth access token not granted this route's permission (insufficient_permission) */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9377,6 +9821,7 @@ export interface operations {
             /** @description No webhook with this id in your organization */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9386,6 +9831,7 @@ export interface operations {
             /** @description The webhook is disabled (code webhook_disabled); or: A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
             409: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9395,6 +9841,7 @@ export interface operations {
             /** @description id is not a UUID; or: The request broke the schema; errors[] lists every problem with field, code and message; or: This Idempotency-Key was used for another request (idempotency_key_reused) */
             422: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9404,6 +9851,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9413,6 +9861,7 @@ export interface operations {
             /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9441,6 +9890,7 @@ export interface operations {
             /** @description A page of deliveries */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9455,6 +9905,7 @@ export interface operations {
             /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9464,6 +9915,7 @@ export interface operations {
             /** @description Missing, unknown, revoked or expired token */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9473,6 +9925,7 @@ export interface operations {
             /** @description An OAuth access token not granted this route's permission (insufficient_permission) */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9482,6 +9935,7 @@ export interface operations {
             /** @description No webhook with this id in your organization */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9491,6 +9945,7 @@ export interface operations {
             /** @description Bad id, limit, cursor or status, or an unknown parameter; or: The request broke the schema; errors[] lists every problem with field, code and message */
             422: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9500,6 +9955,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9523,6 +9979,7 @@ export interface operations {
             /** @description Queued for delivery; follow it in the delivery log */
             202: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9536,6 +9993,7 @@ export interface operations {
             /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9545,6 +10003,7 @@ export interface operations {
             /** @description Missing, unknown, revoked or expired token */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9554,6 +10013,7 @@ export interface operations {
             /** @description An OAuth access token not granted this route's permission (insufficient_permission) */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9563,6 +10023,7 @@ export interface operations {
             /** @description No such webhook or delivery in your organization */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9572,6 +10033,7 @@ export interface operations {
             /** @description The webhook is disabled (webhook_disabled), or the delivery is still being attempted (delivery_in_flight); or: A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
             409: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9581,6 +10043,7 @@ export interface operations {
             /** @description id or deliveryId is not a UUID; or: The request broke the schema; errors[] lists every problem with field, code and message; or: This Idempotency-Key was used for another request (idempotency_key_reused) */
             422: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9590,6 +10053,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9599,6 +10063,7 @@ export interface operations {
             /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9622,6 +10087,7 @@ export interface operations {
             /** @description Queued for delivery; follow it in the delivery log */
             202: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9635,6 +10101,7 @@ export interface operations {
             /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9644,6 +10111,7 @@ export interface operations {
             /** @description Missing, unknown, revoked or expired token */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9653,6 +10121,7 @@ export interface operations {
             /** @description An OAuth access token not granted this route's permission (insufficient_permission) */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9662,6 +10131,7 @@ export interface operations {
             /** @description No such webhook or event in your organization */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9671,6 +10141,7 @@ export interface operations {
             /** @description The webhook is disabled (webhook_disabled), does not subscribe to this event (event_not_subscribed), or its delivery of it is still being attempted (delivery_in_flight); or: A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
             409: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9680,6 +10151,7 @@ export interface operations {
             /** @description id is not a UUID; or: The request broke the schema; errors[] lists every problem with field, code and message; or: This Idempotency-Key was used for another request (idempotency_key_reused) */
             422: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9689,6 +10161,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9698,6 +10171,7 @@ export interface operations {
             /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9721,6 +10195,7 @@ export interface operations {
             /** @description The obligations */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9730,6 +10205,7 @@ export interface operations {
             /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9739,6 +10215,7 @@ export interface operations {
             /** @description Missing, unknown, revoked or expired token */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9748,6 +10225,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9771,6 +10249,7 @@ export interface operations {
             /** @description The hits */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9780,6 +10259,7 @@ export interface operations {
             /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9789,6 +10269,7 @@ export interface operations {
             /** @description Missing, unknown, revoked or expired token */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9798,6 +10279,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9807,6 +10289,7 @@ export interface operations {
             /** @description The AI gateway failed or could not be reached (ai_gateway_error, ai_gateway_unreachable, ai_gateway_bad_response) */
             502: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9827,6 +10310,7 @@ export interface operations {
             /** @description The usage meter */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9836,6 +10320,7 @@ export interface operations {
             /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9845,6 +10330,7 @@ export interface operations {
             /** @description Missing, unknown, revoked or expired token */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9854,6 +10340,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9879,6 +10366,7 @@ export interface operations {
             /** @description A page of documents */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9896,6 +10384,7 @@ export interface operations {
             /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9905,6 +10394,7 @@ export interface operations {
             /** @description Missing, unknown, revoked or expired token */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9914,6 +10404,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9938,6 +10429,7 @@ export interface operations {
             /** @description The generated document */
             201: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9947,6 +10439,7 @@ export interface operations {
             /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9956,6 +10449,7 @@ export interface operations {
             /** @description Missing, unknown, revoked or expired token */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9965,6 +10459,7 @@ export interface operations {
             /** @description A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
             409: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9974,6 +10469,7 @@ export interface operations {
             /** @description The body is over the route's size limit */
             413: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9983,6 +10479,7 @@ export interface operations {
             /** @description Content-Type is not one the route takes (application/json; multipart/form-data on uploads) */
             415: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9992,6 +10489,7 @@ export interface operations {
             /** @description This Idempotency-Key was used for another request (idempotency_key_reused) */
             422: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10001,6 +10499,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10010,6 +10509,7 @@ export interface operations {
             /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10032,6 +10532,7 @@ export interface operations {
             /** @description The document */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10041,6 +10542,7 @@ export interface operations {
             /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10050,6 +10552,7 @@ export interface operations {
             /** @description Missing, unknown, revoked or expired token */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10059,6 +10562,7 @@ export interface operations {
             /** @description No document with this id in your organization */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10068,6 +10572,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10094,6 +10599,7 @@ export interface operations {
             /** @description The envelope and the links created now */
             201: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10103,6 +10609,7 @@ export interface operations {
             /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10112,6 +10619,7 @@ export interface operations {
             /** @description Missing, unknown, revoked or expired token */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10121,6 +10629,7 @@ export interface operations {
             /** @description No document with this id in your organization */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10130,6 +10639,7 @@ export interface operations {
             /** @description cannot_send_for_signature: the document is not GENERATED (an envelope is open, or it is signed), is not a typed standard-form document, or has no signing parties; or: A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
             409: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10139,6 +10649,7 @@ export interface operations {
             /** @description The body is over the route's size limit */
             413: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10148,6 +10659,7 @@ export interface operations {
             /** @description Content-Type is not one the route takes (application/json; multipart/form-data on uploads) */
             415: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10157,6 +10669,7 @@ export interface operations {
             /** @description This Idempotency-Key was used for another request (idempotency_key_reused) */
             422: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10166,6 +10679,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10175,6 +10689,7 @@ export interface operations {
             /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10197,6 +10712,7 @@ export interface operations {
             /** @description Envelopes, newest first */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10209,6 +10725,7 @@ export interface operations {
             /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10218,6 +10735,7 @@ export interface operations {
             /** @description Missing, unknown, revoked or expired token */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10227,6 +10745,7 @@ export interface operations {
             /** @description No document with this id in your organization */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10236,6 +10755,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10260,6 +10780,7 @@ export interface operations {
             /** @description The draft, valid against the form's schema */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10269,6 +10790,7 @@ export interface operations {
             /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10278,6 +10800,7 @@ export interface operations {
             /** @description Missing, unknown, revoked or expired token */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10287,6 +10810,7 @@ export interface operations {
             /** @description A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
             409: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10296,6 +10820,7 @@ export interface operations {
             /** @description The body is over the route's size limit */
             413: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10305,6 +10830,7 @@ export interface operations {
             /** @description Content-Type is not one the route takes (application/json; multipart/form-data on uploads) */
             415: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10314,6 +10840,7 @@ export interface operations {
             /** @description draft_failed: `no_json` (the model's answer is not JSON), `invalid_draft` (it breaks the canonical schema; every issue listed, paths from `canonical`), `error` (no AI gateway configured, or it failed); or: This Idempotency-Key was used for another request (idempotency_key_reused) */
             422: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10323,6 +10850,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10332,6 +10860,7 @@ export interface operations {
             /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10352,6 +10881,7 @@ export interface operations {
             /** @description The settings */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10361,6 +10891,7 @@ export interface operations {
             /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10370,6 +10901,7 @@ export interface operations {
             /** @description Missing, unknown, revoked or expired token */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10379,6 +10911,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10403,6 +10936,7 @@ export interface operations {
             /** @description The settings now */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10412,6 +10946,7 @@ export interface operations {
             /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10421,6 +10956,7 @@ export interface operations {
             /** @description Missing, unknown, revoked or expired token */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10430,6 +10966,7 @@ export interface operations {
             /** @description A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
             409: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10439,6 +10976,7 @@ export interface operations {
             /** @description The body is over the route's size limit */
             413: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10448,6 +10986,7 @@ export interface operations {
             /** @description Content-Type is not one the route takes (application/json; multipart/form-data on uploads) */
             415: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10457,6 +10996,7 @@ export interface operations {
             /** @description This Idempotency-Key was used for another request (idempotency_key_reused) */
             422: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10466,6 +11006,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10475,6 +11016,7 @@ export interface operations {
             /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10497,6 +11039,7 @@ export interface operations {
             /** @description The envelope with its signers */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10506,6 +11049,7 @@ export interface operations {
             /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10515,6 +11059,7 @@ export interface operations {
             /** @description Missing, unknown, revoked or expired token */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10524,6 +11069,7 @@ export interface operations {
             /** @description No envelope with this id in your organization */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10533,6 +11079,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10557,6 +11104,7 @@ export interface operations {
             /** @description Voided */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10569,6 +11117,7 @@ export interface operations {
             /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10578,6 +11127,7 @@ export interface operations {
             /** @description Missing, unknown, revoked or expired token */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10587,6 +11137,7 @@ export interface operations {
             /** @description No envelope with this id in your organization */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10596,6 +11147,7 @@ export interface operations {
             /** @description cannot_void: the envelope is already completed, declined, voided or expired; or: A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
             409: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10605,6 +11157,7 @@ export interface operations {
             /** @description This Idempotency-Key was used for another request (idempotency_key_reused) */
             422: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10614,6 +11167,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10623,6 +11177,7 @@ export interface operations {
             /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10645,6 +11200,7 @@ export interface operations {
             /** @description The audit trail */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10654,6 +11210,7 @@ export interface operations {
             /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10663,6 +11220,7 @@ export interface operations {
             /** @description Missing, unknown, revoked or expired token */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10672,6 +11230,7 @@ export interface operations {
             /** @description No envelope with this id in your organization */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10681,6 +11240,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10703,6 +11263,7 @@ export interface operations {
             /** @description A signed, expiring link */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10712,6 +11273,7 @@ export interface operations {
             /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10721,6 +11283,7 @@ export interface operations {
             /** @description Missing, unknown, revoked or expired token */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10730,6 +11293,7 @@ export interface operations {
             /** @description No envelope with this id in your organization */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10739,6 +11303,7 @@ export interface operations {
             /** @description certificate_unavailable (the envelope is not completed) or certificate_pending (being generated) */
             409: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10748,6 +11313,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10757,6 +11323,7 @@ export interface operations {
             /** @description FILES_URL_SECRET is not configured */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10779,6 +11346,7 @@ export interface operations {
             /** @description A signed, expiring link */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10788,6 +11356,7 @@ export interface operations {
             /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10797,6 +11366,7 @@ export interface operations {
             /** @description Missing, unknown, revoked or expired token */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10806,6 +11376,7 @@ export interface operations {
             /** @description No envelope with this id in your organization */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10815,6 +11386,7 @@ export interface operations {
             /** @description document_unavailable (the envelope is not completed) or document_pending (being sealed) */
             409: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10824,6 +11396,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10833,6 +11406,7 @@ export interface operations {
             /** @description FILES_URL_SECRET is not configured */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10855,6 +11429,7 @@ export interface operations {
             /** @description The link is live */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10864,6 +11439,7 @@ export interface operations {
             /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10873,6 +11449,7 @@ export interface operations {
             /** @description Unknown, expired, already signed, declined or voided link, alike (no reason given) */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10882,6 +11459,7 @@ export interface operations {
             /** @description Too many requests from this address (rate_limited) */
             429: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10891,6 +11469,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10900,6 +11479,7 @@ export interface operations {
             /** @description organization_moving: the first open records `opened`, which waits while a shard move fences the organization's writes (a few seconds; Retry-After) */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10926,6 +11506,7 @@ export interface operations {
             /** @description Done */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10935,6 +11516,7 @@ export interface operations {
             /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10944,6 +11526,7 @@ export interface operations {
             /** @description The bot challenge token was refused (challenge_failed) */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10953,6 +11536,7 @@ export interface operations {
             /** @description Unknown, expired, already signed, declined or voided link, alike (no reason given) */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10962,6 +11546,7 @@ export interface operations {
             /** @description invalid_state: the action is out of order (sign before consent, say), or authenticate with neither code nor codeVerified; verification_required: codeVerified on an envelope that needs a code */
             409: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10971,6 +11556,7 @@ export interface operations {
             /** @description The body is over the route's size limit */
             413: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10980,6 +11566,7 @@ export interface operations {
             /** @description Content-Type is not one the route takes (application/json; multipart/form-data on uploads) */
             415: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10989,6 +11576,7 @@ export interface operations {
             /** @description code_invalid (wrong, used, or none pending), code_expired, code_attempts_exceeded (5 wrong tries ended the code) */
             422: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10998,6 +11586,7 @@ export interface operations {
             /** @description rate_limited: too many requests from this address; code_resend_too_soon: a code was mailed less than a minute ago, or 5 in the last hour (Retry-After says when) */
             429: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11007,6 +11596,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11016,6 +11606,7 @@ export interface operations {
             /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11038,6 +11629,7 @@ export interface operations {
             /** @description The page */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11047,6 +11639,7 @@ export interface operations {
             /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11056,6 +11649,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11080,6 +11674,7 @@ export interface operations {
             /** @description Whether the PDF is one this platform sealed, unchanged */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11089,6 +11684,7 @@ export interface operations {
             /** @description The body is not a PDF; or: Invalid input (every problem listed), a body that is not JSON, or a malformed header */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11098,6 +11694,7 @@ export interface operations {
             /** @description The body is over the route's size limit */
             413: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11107,6 +11704,7 @@ export interface operations {
             /** @description Content-Type is not application/pdf; or: Content-Type is not one the route takes (application/json; multipart/form-data on uploads) */
             415: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11116,6 +11714,7 @@ export interface operations {
             /** @description Too many requests from this address (rate_limited) */
             429: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11125,6 +11724,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11134,6 +11734,7 @@ export interface operations {
             /** @description SEAL_CERTIFICATE is not configured; or: The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11161,6 +11762,7 @@ export interface operations {
             /** @description The file: a PDF (certificates, reports) or an image (property photos) */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11183,15 +11785,17 @@ export interface operations {
             /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
-            /** @description Invalid, expired or unknown link */
+            /** @description Invalid, expired or unknown link; a signer's link once the signer signed or declined or the envelope ended */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11201,6 +11805,7 @@ export interface operations {
             /** @description Too many requests from this address (rate_limited) */
             429: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11210,6 +11815,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11239,6 +11845,7 @@ export interface operations {
             /** @description A page of testimonials */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11255,6 +11862,7 @@ export interface operations {
             /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11264,6 +11872,7 @@ export interface operations {
             /** @description Missing, unknown, revoked or expired token */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11273,6 +11882,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11299,6 +11909,7 @@ export interface operations {
                 headers: {
                     /** @description The resource's version; send it back in If-Match to make a write conditional */
                     ETag?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11308,6 +11919,7 @@ export interface operations {
             /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11317,6 +11929,7 @@ export interface operations {
             /** @description Missing, unknown, revoked or expired token */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11326,6 +11939,7 @@ export interface operations {
             /** @description A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
             409: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11335,6 +11949,7 @@ export interface operations {
             /** @description The body is over the route's size limit */
             413: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11344,6 +11959,7 @@ export interface operations {
             /** @description Content-Type is not one the route takes (application/json; multipart/form-data on uploads) */
             415: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11353,6 +11969,7 @@ export interface operations {
             /** @description This Idempotency-Key was used for another request (idempotency_key_reused) */
             422: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11362,6 +11979,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11371,6 +11989,7 @@ export interface operations {
             /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11395,6 +12014,7 @@ export interface operations {
                 headers: {
                     /** @description The resource's version; send it back in If-Match to make a write conditional */
                     ETag?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11404,6 +12024,7 @@ export interface operations {
             /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11413,6 +12034,7 @@ export interface operations {
             /** @description Missing, unknown, revoked or expired token */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11422,6 +12044,7 @@ export interface operations {
             /** @description No testimonial with this id in your organization */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11431,6 +12054,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11459,6 +12083,7 @@ export interface operations {
                 headers: {
                     /** @description The resource's version; send it back in If-Match to make a write conditional */
                     ETag?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11468,6 +12093,7 @@ export interface operations {
             /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11477,6 +12103,7 @@ export interface operations {
             /** @description Missing, unknown, revoked or expired token */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11486,6 +12113,7 @@ export interface operations {
             /** @description No testimonial with this id in your organization */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11495,6 +12123,7 @@ export interface operations {
             /** @description Changed by too many requests at once (concurrent_modification); or: A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
             409: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11504,6 +12133,7 @@ export interface operations {
             /** @description If-Match named a version the testimonial is no longer at (precondition_failed) */
             412: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11513,6 +12143,7 @@ export interface operations {
             /** @description The body is over the route's size limit */
             413: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11522,6 +12153,7 @@ export interface operations {
             /** @description Content-Type is not one the route takes (application/json; multipart/form-data on uploads) */
             415: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11531,6 +12163,7 @@ export interface operations {
             /** @description This Idempotency-Key was used for another request (idempotency_key_reused) */
             422: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11540,6 +12173,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11549,6 +12183,7 @@ export interface operations {
             /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11573,6 +12208,7 @@ export interface operations {
                 headers: {
                     /** @description The resource's version; send it back in If-Match to make a write conditional */
                     ETag?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11582,6 +12218,7 @@ export interface operations {
             /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11591,6 +12228,7 @@ export interface operations {
             /** @description Missing, unknown, revoked or expired token */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11600,6 +12238,7 @@ export interface operations {
             /** @description No testimonial with this id in your organization */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11609,6 +12248,7 @@ export interface operations {
             /** @description invalid_state: not PENDING; or: A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
             409: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11618,6 +12258,7 @@ export interface operations {
             /** @description If-Match named a version the testimonial is no longer at (precondition_failed) */
             412: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11627,6 +12268,7 @@ export interface operations {
             /** @description This Idempotency-Key was used for another request (idempotency_key_reused) */
             422: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11636,6 +12278,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11645,6 +12288,7 @@ export interface operations {
             /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11669,6 +12313,7 @@ export interface operations {
                 headers: {
                     /** @description The resource's version; send it back in If-Match to make a write conditional */
                     ETag?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11678,6 +12323,7 @@ export interface operations {
             /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11687,6 +12333,7 @@ export interface operations {
             /** @description Missing, unknown, revoked or expired token */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11696,6 +12343,7 @@ export interface operations {
             /** @description No testimonial with this id in your organization */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11705,6 +12353,7 @@ export interface operations {
             /** @description not_approved (the testimonial is PENDING) or invalid_state (REJECTED, or already PUBLISHED); or: A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
             409: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11714,6 +12363,7 @@ export interface operations {
             /** @description If-Match named a version the testimonial is no longer at (precondition_failed) */
             412: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11723,6 +12373,7 @@ export interface operations {
             /** @description This Idempotency-Key was used for another request (idempotency_key_reused) */
             422: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11732,6 +12383,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11741,6 +12393,7 @@ export interface operations {
             /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11765,6 +12418,7 @@ export interface operations {
                 headers: {
                     /** @description The resource's version; send it back in If-Match to make a write conditional */
                     ETag?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11774,6 +12428,7 @@ export interface operations {
             /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11783,6 +12438,7 @@ export interface operations {
             /** @description Missing, unknown, revoked or expired token */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11792,6 +12448,7 @@ export interface operations {
             /** @description No testimonial with this id in your organization */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11801,6 +12458,7 @@ export interface operations {
             /** @description invalid_state: not PUBLISHED; or: A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
             409: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11810,6 +12468,7 @@ export interface operations {
             /** @description If-Match named a version the testimonial is no longer at (precondition_failed) */
             412: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11819,6 +12478,7 @@ export interface operations {
             /** @description This Idempotency-Key was used for another request (idempotency_key_reused) */
             422: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11828,6 +12488,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11837,6 +12498,7 @@ export interface operations {
             /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11865,6 +12527,7 @@ export interface operations {
                 headers: {
                     /** @description The resource's version; send it back in If-Match to make a write conditional */
                     ETag?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11874,6 +12537,7 @@ export interface operations {
             /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11883,6 +12547,7 @@ export interface operations {
             /** @description Missing, unknown, revoked or expired token */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11892,6 +12557,7 @@ export interface operations {
             /** @description No testimonial with this id in your organization */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11901,6 +12567,7 @@ export interface operations {
             /** @description invalid_state: PUBLISHED (unpublish first) or already REJECTED; or: A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
             409: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11910,6 +12577,7 @@ export interface operations {
             /** @description If-Match named a version the testimonial is no longer at (precondition_failed) */
             412: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11919,6 +12587,7 @@ export interface operations {
             /** @description The body is over the route's size limit */
             413: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11928,6 +12597,7 @@ export interface operations {
             /** @description Content-Type is not one the route takes (application/json; multipart/form-data on uploads) */
             415: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11937,6 +12607,7 @@ export interface operations {
             /** @description This Idempotency-Key was used for another request (idempotency_key_reused) */
             422: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11946,6 +12617,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11955,6 +12627,7 @@ export interface operations {
             /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11978,6 +12651,7 @@ export interface operations {
             /** @description The rollup */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11987,6 +12661,7 @@ export interface operations {
             /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11996,6 +12671,7 @@ export interface operations {
             /** @description Missing, unknown, revoked or expired token */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12005,6 +12681,7 @@ export interface operations {
             /** @description No agent with this id in your organization */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12014,6 +12691,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12039,6 +12717,7 @@ export interface operations {
                 headers: {
                     /** @description The resource's version; send it back in If-Match to make a write conditional */
                     ETag?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12048,6 +12727,7 @@ export interface operations {
             /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12057,6 +12737,7 @@ export interface operations {
             /** @description Missing, unknown, revoked or expired token */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12066,6 +12747,7 @@ export interface operations {
             /** @description No such agent in your organization, or the agent has no profile yet */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12075,6 +12757,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12101,6 +12784,7 @@ export interface operations {
                 headers: {
                     /** @description The resource's version; send it back in If-Match to make a write conditional */
                     ETag?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12110,6 +12794,7 @@ export interface operations {
             /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12119,6 +12804,7 @@ export interface operations {
             /** @description Missing, unknown, revoked or expired token */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12128,6 +12814,7 @@ export interface operations {
             /** @description No such agent in your organization */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12137,6 +12824,7 @@ export interface operations {
             /** @description slug_taken, or concurrent_modification; or: A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
             409: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12146,6 +12834,7 @@ export interface operations {
             /** @description If-Match named a version the profile is no longer at (precondition_failed) */
             412: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12155,6 +12844,7 @@ export interface operations {
             /** @description The body is over the route's size limit */
             413: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12164,6 +12854,7 @@ export interface operations {
             /** @description Content-Type is not one the route takes (application/json; multipart/form-data on uploads) */
             415: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12173,6 +12864,7 @@ export interface operations {
             /** @description This Idempotency-Key was used for another request (idempotency_key_reused) */
             422: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12182,6 +12874,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12191,6 +12884,7 @@ export interface operations {
             /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12216,6 +12910,7 @@ export interface operations {
                 headers: {
                     /** @description The resource's version; send it back in If-Match to make a write conditional */
                     ETag?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12225,6 +12920,7 @@ export interface operations {
             /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12234,6 +12930,7 @@ export interface operations {
             /** @description Missing, unknown, revoked or expired token */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12243,6 +12940,7 @@ export interface operations {
             /** @description No such agent in your organization, no profile yet, or the profile is already taken down */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12252,6 +12950,7 @@ export interface operations {
             /** @description A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
             409: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12261,6 +12960,7 @@ export interface operations {
             /** @description If-Match named a version the profile is no longer at (precondition_failed) */
             412: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12270,6 +12970,7 @@ export interface operations {
             /** @description This Idempotency-Key was used for another request (idempotency_key_reused) */
             422: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12279,6 +12980,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12288,6 +12990,7 @@ export interface operations {
             /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12314,6 +13017,7 @@ export interface operations {
                 headers: {
                     /** @description The resource's version; send it back in If-Match to make a write conditional */
                     ETag?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12323,6 +13027,7 @@ export interface operations {
             /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12332,6 +13037,7 @@ export interface operations {
             /** @description Missing, unknown, revoked or expired token */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12341,6 +13047,7 @@ export interface operations {
             /** @description No such agent in your organization, or the agent has no profile yet */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12350,6 +13057,7 @@ export interface operations {
             /** @description A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
             409: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12359,6 +13067,7 @@ export interface operations {
             /** @description If-Match named a version the profile is no longer at (precondition_failed) */
             412: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12368,6 +13077,7 @@ export interface operations {
             /** @description The body is over the route's size limit */
             413: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12377,6 +13087,7 @@ export interface operations {
             /** @description Content-Type is not one the route takes (application/json; multipart/form-data on uploads) */
             415: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12386,6 +13097,7 @@ export interface operations {
             /** @description This Idempotency-Key was used for another request (idempotency_key_reused) */
             422: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12395,6 +13107,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12404,6 +13117,7 @@ export interface operations {
             /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12428,6 +13142,7 @@ export interface operations {
                 headers: {
                     /** @description HIT when served from the edge cache, MISS when built */
                     "X-Cache"?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12437,6 +13152,7 @@ export interface operations {
             /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12446,6 +13162,7 @@ export interface operations {
             /** @description No published profile at this slug */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12455,6 +13172,7 @@ export interface operations {
             /** @description Too many requests from this address (rate_limited) */
             429: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12464,6 +13182,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12486,6 +13205,7 @@ export interface operations {
             /** @description Any origin may GET the feed */
             204: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -12493,6 +13213,7 @@ export interface operations {
             /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12502,6 +13223,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12511,6 +13233,7 @@ export interface operations {
             /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12531,6 +13254,7 @@ export interface operations {
             /** @description The script */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12540,6 +13264,7 @@ export interface operations {
             /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12549,6 +13274,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12576,6 +13302,7 @@ export interface operations {
             /** @description A page of referrals */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12585,6 +13312,7 @@ export interface operations {
             /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12594,6 +13322,7 @@ export interface operations {
             /** @description Missing, unknown, revoked or expired token */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12603,6 +13332,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12627,6 +13357,7 @@ export interface operations {
             /** @description The referral */
             201: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12636,6 +13367,7 @@ export interface operations {
             /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12645,6 +13377,7 @@ export interface operations {
             /** @description Missing, unknown, revoked or expired token */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12654,6 +13387,7 @@ export interface operations {
             /** @description A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
             409: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12663,6 +13397,7 @@ export interface operations {
             /** @description The body is over the route's size limit */
             413: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12672,6 +13407,7 @@ export interface operations {
             /** @description Content-Type is not one the route takes (application/json; multipart/form-data on uploads) */
             415: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12681,6 +13417,7 @@ export interface operations {
             /** @description This Idempotency-Key was used for another request (idempotency_key_reused) */
             422: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12690,6 +13427,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12699,6 +13437,7 @@ export interface operations {
             /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12725,6 +13464,7 @@ export interface operations {
             /** @description Received (or a duplicate of a referral received within the window: the same answer, naming it) */
             202: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12734,6 +13474,7 @@ export interface operations {
             /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12743,6 +13484,7 @@ export interface operations {
             /** @description The bot challenge token was refused (challenge_failed) */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12752,6 +13494,7 @@ export interface operations {
             /** @description No published profile at this slug */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12761,6 +13504,7 @@ export interface operations {
             /** @description The body is over the route's size limit */
             413: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12770,6 +13514,7 @@ export interface operations {
             /** @description Content-Type is not one the route takes (application/json; multipart/form-data on uploads) */
             415: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12779,6 +13524,7 @@ export interface operations {
             /** @description Too many requests from this address (rate_limited) */
             429: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12788,6 +13534,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12797,6 +13544,7 @@ export interface operations {
             /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12822,6 +13570,7 @@ export interface operations {
             /** @description The organization's templates */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12831,6 +13580,7 @@ export interface operations {
             /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12840,6 +13590,7 @@ export interface operations {
             /** @description Missing, unknown, revoked or expired token */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12849,6 +13600,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12873,6 +13625,7 @@ export interface operations {
             /** @description The template */
             201: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12882,6 +13635,7 @@ export interface operations {
             /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12891,6 +13645,7 @@ export interface operations {
             /** @description Missing, unknown, revoked or expired token */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12900,6 +13655,7 @@ export interface operations {
             /** @description Already 100 templates (template_limit); or: A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
             409: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12909,6 +13665,7 @@ export interface operations {
             /** @description The body is over the route's size limit */
             413: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12918,6 +13675,7 @@ export interface operations {
             /** @description Content-Type is not one the route takes (application/json; multipart/form-data on uploads) */
             415: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12927,6 +13685,7 @@ export interface operations {
             /** @description This Idempotency-Key was used for another request (idempotency_key_reused) */
             422: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12936,6 +13695,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12945,6 +13705,7 @@ export interface operations {
             /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12972,6 +13733,7 @@ export interface operations {
             /** @description A page of surveys */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12981,6 +13743,7 @@ export interface operations {
             /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12990,6 +13753,7 @@ export interface operations {
             /** @description Missing, unknown, revoked or expired token */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12999,6 +13763,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13023,6 +13788,7 @@ export interface operations {
             /** @description The survey, with its access token */
             201: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13032,6 +13798,7 @@ export interface operations {
             /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13041,6 +13808,7 @@ export interface operations {
             /** @description Missing, unknown, revoked or expired token */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13050,6 +13818,7 @@ export interface operations {
             /** @description A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
             409: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13059,6 +13828,7 @@ export interface operations {
             /** @description The body is over the route's size limit */
             413: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13068,6 +13838,7 @@ export interface operations {
             /** @description Content-Type is not one the route takes (application/json; multipart/form-data on uploads) */
             415: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13077,6 +13848,7 @@ export interface operations {
             /** @description This Idempotency-Key was used for another request (idempotency_key_reused) */
             422: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13086,6 +13858,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13095,6 +13868,7 @@ export interface operations {
             /** @description EMAIL survey and SURVEY_TOKEN_KEY is not configured (not_configured); or: The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13117,6 +13891,7 @@ export interface operations {
             /** @description The survey */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13126,6 +13901,7 @@ export interface operations {
             /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13135,6 +13911,7 @@ export interface operations {
             /** @description Missing, unknown, revoked or expired token */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13144,6 +13921,7 @@ export interface operations {
             /** @description No survey with this id in your organization */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13153,6 +13931,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13175,6 +13954,7 @@ export interface operations {
             /** @description The survey, with its new access token */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13184,6 +13964,7 @@ export interface operations {
             /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13193,6 +13974,7 @@ export interface operations {
             /** @description Missing, unknown, revoked or expired token */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13202,6 +13984,7 @@ export interface operations {
             /** @description No survey with this id in your organization */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13211,6 +13994,7 @@ export interface operations {
             /** @description The survey is completed, skipped or expired (survey_closed); or: A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
             409: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13220,6 +14004,7 @@ export interface operations {
             /** @description This Idempotency-Key was used for another request (idempotency_key_reused) */
             422: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13229,6 +14014,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13238,6 +14024,7 @@ export interface operations {
             /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13260,6 +14047,7 @@ export interface operations {
             /** @description The skipped survey */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13269,6 +14057,7 @@ export interface operations {
             /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13278,6 +14067,7 @@ export interface operations {
             /** @description Missing, unknown, revoked or expired token */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13287,6 +14077,7 @@ export interface operations {
             /** @description No survey with this id in your organization */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13296,6 +14087,7 @@ export interface operations {
             /** @description The survey is completed, skipped or expired (survey_closed); or: A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
             409: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13305,6 +14097,7 @@ export interface operations {
             /** @description This Idempotency-Key was used for another request (idempotency_key_reused) */
             422: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13314,6 +14107,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13323,6 +14117,7 @@ export interface operations {
             /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13345,6 +14140,7 @@ export interface operations {
             /** @description The survey's questions */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13354,6 +14150,7 @@ export interface operations {
             /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13363,6 +14160,7 @@ export interface operations {
             /** @description Unknown, expired, completed or skipped token (alike) */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13372,6 +14170,7 @@ export interface operations {
             /** @description Too many requests from this address (rate_limited) */
             429: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13381,6 +14180,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13390,6 +14190,7 @@ export interface operations {
             /** @description organization_moving: the first open records OPENED, which waits while a shard move fences the organization's writes (a few seconds; Retry-After) */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13416,6 +14217,7 @@ export interface operations {
             /** @description Recorded */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13425,6 +14227,7 @@ export interface operations {
             /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13434,6 +14237,7 @@ export interface operations {
             /** @description Unknown, expired, completed or skipped token (alike) */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13443,6 +14247,7 @@ export interface operations {
             /** @description The survey was never opened: open its link first (invalid_state) */
             409: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13452,6 +14257,7 @@ export interface operations {
             /** @description The body is over the route's size limit */
             413: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13461,6 +14267,7 @@ export interface operations {
             /** @description Content-Type is not one the route takes (application/json; multipart/form-data on uploads) */
             415: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13470,6 +14277,7 @@ export interface operations {
             /** @description Too many requests from this address (rate_limited) */
             429: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13479,6 +14287,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13488,6 +14297,7 @@ export interface operations {
             /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13510,6 +14320,7 @@ export interface operations {
             /** @description The page */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13519,6 +14330,7 @@ export interface operations {
             /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13528,6 +14340,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13553,6 +14366,7 @@ export interface operations {
             /** @description A page of agreements */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13562,6 +14376,7 @@ export interface operations {
             /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13571,6 +14386,7 @@ export interface operations {
             /** @description Missing, unknown, revoked or expired token */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13580,6 +14396,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13606,6 +14423,7 @@ export interface operations {
                 headers: {
                     /** @description The resource's version; send it back in If-Match to make a write conditional */
                     ETag?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13615,6 +14433,7 @@ export interface operations {
             /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13624,6 +14443,7 @@ export interface operations {
             /** @description Missing, unknown, revoked or expired token */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13633,6 +14453,7 @@ export interface operations {
             /** @description A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
             409: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13642,6 +14463,7 @@ export interface operations {
             /** @description If-Match named a version the agreement is no longer at (precondition_failed) */
             412: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13651,6 +14473,7 @@ export interface operations {
             /** @description The body is over the route's size limit */
             413: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13660,6 +14483,7 @@ export interface operations {
             /** @description Content-Type is not one the route takes (application/json; multipart/form-data on uploads) */
             415: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13669,6 +14493,7 @@ export interface operations {
             /** @description This Idempotency-Key was used for another request (idempotency_key_reused) */
             422: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13678,6 +14503,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13687,6 +14513,7 @@ export interface operations {
             /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13716,6 +14543,7 @@ export interface operations {
                 headers: {
                     /** @description The resource's version; send it back in If-Match to make a write conditional */
                     ETag?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13725,6 +14553,7 @@ export interface operations {
             /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13734,6 +14563,7 @@ export interface operations {
             /** @description Missing, unknown, revoked or expired token */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13743,6 +14573,7 @@ export interface operations {
             /** @description No agreement with this id in your organization */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13752,6 +14583,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13775,6 +14607,7 @@ export interface operations {
             /** @description The text */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13784,6 +14617,7 @@ export interface operations {
             /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13793,6 +14627,7 @@ export interface operations {
             /** @description Missing, unknown, revoked or expired token */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13802,6 +14637,7 @@ export interface operations {
             /** @description No such agreement in your organization, or no such version of it */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13811,6 +14647,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13835,6 +14672,7 @@ export interface operations {
                 headers: {
                     /** @description The resource's version; send it back in If-Match to make a write conditional */
                     ETag?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13844,6 +14682,7 @@ export interface operations {
             /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13853,6 +14692,7 @@ export interface operations {
             /** @description Missing, unknown, revoked or expired token */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13862,6 +14702,7 @@ export interface operations {
             /** @description No agreement with this id in your organization */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13871,6 +14712,7 @@ export interface operations {
             /** @description A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
             409: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13880,6 +14722,7 @@ export interface operations {
             /** @description If-Match named a version the agreement is no longer at (precondition_failed) */
             412: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13889,6 +14732,7 @@ export interface operations {
             /** @description This Idempotency-Key was used for another request (idempotency_key_reused) */
             422: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13898,6 +14742,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13907,6 +14752,7 @@ export interface operations {
             /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13931,6 +14777,7 @@ export interface operations {
                 headers: {
                     /** @description The resource's version; send it back in If-Match to make a write conditional */
                     ETag?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13940,6 +14787,7 @@ export interface operations {
             /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13949,6 +14797,7 @@ export interface operations {
             /** @description Missing, unknown, revoked or expired token */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13958,6 +14807,7 @@ export interface operations {
             /** @description No agreement with this id in your organization */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13967,6 +14817,7 @@ export interface operations {
             /** @description A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
             409: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13976,6 +14827,7 @@ export interface operations {
             /** @description If-Match named a version the agreement is no longer at (precondition_failed) */
             412: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13985,6 +14837,7 @@ export interface operations {
             /** @description This Idempotency-Key was used for another request (idempotency_key_reused) */
             422: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13994,6 +14847,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14003,6 +14857,7 @@ export interface operations {
             /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14030,6 +14885,7 @@ export interface operations {
             /** @description The acceptances */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14039,6 +14895,7 @@ export interface operations {
             /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14048,6 +14905,7 @@ export interface operations {
             /** @description Missing, unknown, revoked or expired token */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14057,6 +14915,7 @@ export interface operations {
             /** @description No agreement with this id in your organization */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14066,6 +14925,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14088,6 +14948,7 @@ export interface operations {
             /** @description The agreement */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14097,6 +14958,7 @@ export interface operations {
             /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14106,6 +14968,7 @@ export interface operations {
             /** @description No such agreement, or it is not active (alike) */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14115,6 +14978,7 @@ export interface operations {
             /** @description Too many requests from this address (rate_limited) */
             429: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14124,6 +14988,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14150,6 +15015,7 @@ export interface operations {
             /** @description Recorded */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14162,6 +15028,7 @@ export interface operations {
             /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14171,6 +15038,7 @@ export interface operations {
             /** @description No such agreement, or it is not active (alike) */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14180,6 +15048,7 @@ export interface operations {
             /** @description The versionHash sent is not the current one (version_mismatch) */
             409: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14189,6 +15058,7 @@ export interface operations {
             /** @description The body is over the route's size limit */
             413: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14198,6 +15068,7 @@ export interface operations {
             /** @description Content-Type is not one the route takes (application/json; multipart/form-data on uploads) */
             415: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14207,6 +15078,7 @@ export interface operations {
             /** @description Too many requests from this address (rate_limited) */
             429: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14216,6 +15088,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14225,6 +15098,7 @@ export interface operations {
             /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14247,6 +15121,7 @@ export interface operations {
             /** @description The page */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14256,6 +15131,7 @@ export interface operations {
             /** @description subjectRef is not one line of 1 to 200 visible characters (a page that says so); or: Invalid input (every problem listed), a body that is not JSON, or a malformed header */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14265,6 +15141,7 @@ export interface operations {
             /** @description The agreement is unknown or withdrawn (a page that says so) */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14274,6 +15151,7 @@ export interface operations {
             /** @description Too many requests from this address (rate_limited) */
             429: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14283,6 +15161,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14320,6 +15199,7 @@ export interface operations {
             /** @description The sign-in, code or consent page */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14331,6 +15211,7 @@ export interface operations {
                 headers: {
                     /** @description The client's redirect URI with code and state, or error, error_description and state; plus iss (RFC 9207) */
                     Location?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -14338,6 +15219,7 @@ export interface operations {
             /** @description Unknown client, or a redirect URI not registered for it (not redirected); or: Invalid input (every problem listed), a body that is not JSON, or a malformed header */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14347,6 +15229,7 @@ export interface operations {
             /** @description The bearer session presented is unknown, revoked or expired */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14356,6 +15239,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14365,6 +15249,7 @@ export interface operations {
             /** @description The authorization server is not configured (JWT_SECRET) */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14418,6 +15303,7 @@ export interface operations {
             /** @description The next page (or the same one with what went wrong) */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14429,6 +15315,7 @@ export interface operations {
                 headers: {
                     /** @description The client's redirect URI with code and state, or error, error_description and state; plus iss (RFC 9207) */
                     Location?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -14436,6 +15323,7 @@ export interface operations {
             /** @description Unknown client, unregistered redirect URI, or an unknown step; or: Invalid input (every problem listed), a body that is not JSON, or a malformed header */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14445,6 +15333,7 @@ export interface operations {
             /** @description The form's CSRF token does not belong to this browser's sign-in (expired or forged) */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14454,6 +15343,7 @@ export interface operations {
             /** @description The body is over the route's size limit */
             413: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14463,6 +15353,7 @@ export interface operations {
             /** @description Content-Type is not one the route takes (application/json; multipart/form-data on uploads) */
             415: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14472,6 +15363,7 @@ export interface operations {
             /** @description Too many requests from this address (rate_limited) */
             429: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14481,6 +15373,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14490,6 +15383,7 @@ export interface operations {
             /** @description The authorization server is not configured (JWT_SECRET); or: The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14516,6 +15410,7 @@ export interface operations {
                 headers: {
                     /** @description no-store */
                     "Cache-Control"?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14525,6 +15420,7 @@ export interface operations {
             /** @description invalid_request, invalid_grant (unknown, expired, used or mismatched code or refresh token, wrong verifier), invalid_scope (a refresh asking for more than was granted) or unsupported_grant_type; or: Invalid input (every problem listed), a body that is not JSON, or a malformed header */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14534,6 +15430,7 @@ export interface operations {
             /** @description invalid_client: unknown client_id */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14543,6 +15440,7 @@ export interface operations {
             /** @description The body is over the route's size limit */
             413: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14552,6 +15450,7 @@ export interface operations {
             /** @description Content-Type is not one the route takes (application/json; multipart/form-data on uploads) */
             415: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14561,6 +15460,7 @@ export interface operations {
             /** @description Too many requests from this address (rate_limited) */
             429: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14570,6 +15470,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14579,6 +15480,7 @@ export interface operations {
             /** @description temporarily_unavailable: JWT_SECRET is not configured; or: The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14605,6 +15507,7 @@ export interface operations {
                 headers: {
                     /** @description no-store */
                     "Cache-Control"?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -14612,6 +15515,7 @@ export interface operations {
             /** @description invalid_request: no token or no client_id; or: Invalid input (every problem listed), a body that is not JSON, or a malformed header */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14621,6 +15525,7 @@ export interface operations {
             /** @description invalid_client: unknown client_id */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14630,6 +15535,7 @@ export interface operations {
             /** @description The body is over the route's size limit */
             413: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14639,6 +15545,7 @@ export interface operations {
             /** @description Content-Type is not one the route takes (application/json; multipart/form-data on uploads) */
             415: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14648,6 +15555,7 @@ export interface operations {
             /** @description Too many requests from this address (rate_limited) */
             429: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14657,6 +15565,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14666,6 +15575,7 @@ export interface operations {
             /** @description temporarily_unavailable: JWT_SECRET is not configured (an access token cannot be read); or: The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14692,6 +15602,7 @@ export interface operations {
                 headers: {
                     /** @description no-store */
                     "Cache-Control"?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14701,6 +15612,7 @@ export interface operations {
             /** @description invalid_redirect_uri or invalid_client_metadata; or: Invalid input (every problem listed), a body that is not JSON, or a malformed header */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14710,6 +15622,7 @@ export interface operations {
             /** @description The body is over the route's size limit */
             413: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14719,6 +15632,7 @@ export interface operations {
             /** @description Content-Type is not one the route takes (application/json; multipart/form-data on uploads) */
             415: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14728,6 +15642,7 @@ export interface operations {
             /** @description Too many requests from this address (rate_limited) */
             429: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14737,6 +15652,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14746,6 +15662,7 @@ export interface operations {
             /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14766,6 +15683,7 @@ export interface operations {
             /** @description Authorization server metadata (RFC 8414) */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14775,6 +15693,7 @@ export interface operations {
             /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14784,6 +15703,7 @@ export interface operations {
             /** @description Never: declared for clients that probe */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14793,6 +15713,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14813,6 +15734,7 @@ export interface operations {
             /** @description Protected resource metadata of the MCP server (RFC 9728) */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14822,6 +15744,7 @@ export interface operations {
             /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14831,6 +15754,7 @@ export interface operations {
             /** @description Never: declared for clients that probe */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14840,6 +15764,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14860,6 +15785,7 @@ export interface operations {
             /** @description The same, at the path-suffixed address MCP clients try first */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14869,6 +15795,7 @@ export interface operations {
             /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14878,6 +15805,7 @@ export interface operations {
             /** @description Never: declared for clients that probe */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14887,6 +15815,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {

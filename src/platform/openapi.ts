@@ -5,6 +5,7 @@ import { jsonIssues } from "../lib/json-bounds";
 import { issuesFromZod } from "../lib/validation";
 import type { AppBindings } from "./context";
 import type { Routers } from "./lazy-routes";
+import { REQUEST_ID_COMPONENT } from "./route";
 
 /**
  * The problems of a JSON body that no route schema expresses: nesting deeper than MAX_JSON_DEPTH and strings that are
@@ -112,6 +113,7 @@ export function mountDocs(app: OpenAPIHono<AppBindings>, routers: () => Promise<
       scheme: "bearer",
       description: "A session token (`npm run token` in development) or an OAuth 2.1 access token.",
     });
+    all.openAPIRegistry.registerComponent("headers", REQUEST_ID_COMPONENT.name, REQUEST_ID_COMPONENT.header);
     const config = {
       openapi: "3.1.0",
       info: { title: "Brokerage Edge API", version: "1.0.0", description: DESCRIPTION, license: { name: "Proprietary", identifier: "LicenseRef-Proprietary" } },

@@ -9,8 +9,14 @@ const CAPABILITY_PATH = /^\/(api\/public\/)?(sign|survey)\/|^\/api\/public\/veri
 /** The bearer-authenticated families (app.ts AUTHENTICATED): personal data, and links such as signing links. */
 const AUTHENTICATED_PATH = /^\/(v1|api|plants)(\/|$)/;
 
+/** A caller's own request id is kept when it is short and plain (hono/request-id's rule); otherwise a new one. */
+const REQUEST_ID = /^[\w\-=]{1,255}$/;
+
 /**
  * Headers of every answer, errors and 404s included (registered first, so it sees what onError and notFound made):
+ * - `X-Request-Id`: the request's id (`c.var.requestId`, which a 500's body and the logs name too). Set here, on the
+ *   final answer, because a lazily built route group answers from its own context (platform/lazy-routes.ts), whose
+ *   headers the app's context never sees.
  * - `X-Content-Type-Options: nosniff`: no answer (a JSON error echoing input, an uploaded file) is sniffed into HTML.
  * - `Cache-Control: no-store` where a token, a capability link or personal data may be in the answer: always on the
  *   capability paths, and on the authenticated families unless the route chose its own caching (clickwrap's
@@ -18,6 +24,9 @@ const AUTHENTICATED_PATH = /^\/(v1|api|plants)(\/|$)/;
  *   downloads, /openapi.json and /docs).
  */
 export const responseHeaders = createMiddleware<AppBindings>(async (c, next) => {
+  const given = c.req.header("x-request-id");
+  const requestId = given && REQUEST_ID.test(given) ? given : crypto.randomUUID();
+  c.set("requestId", requestId);
   await next();
   const set = (name: string, value: string) => {
     try {
@@ -26,6 +35,7 @@ export const responseHeaders = createMiddleware<AppBindings>(async (c, next) => 
       c.header(name, value); // immutable headers (a response from fetch or the cache): Hono copies the response first
     }
   };
+  set("X-Request-Id", requestId);
   const path = c.req.path;
   if (CAPABILITY_PATH.test(path)) set("Cache-Control", "no-store");
   else if (AUTHENTICATED_PATH.test(path) && !path.startsWith("/api/public/") && !c.res.headers.has("cache-control")) set("Cache-Control", "no-store");

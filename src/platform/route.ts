@@ -3,6 +3,17 @@ import { createRoute, type RouteConfig, type z } from "@hono/zod-openapi";
 type Responses = RouteConfig["responses"];
 type ResponseConfig = Responses[string];
 
+/** `X-Request-Id`, which every answer carries (platform/response-headers.ts): a component of /openapi.json (openapi.ts). */
+export const REQUEST_ID_COMPONENT = {
+  name: "RequestId",
+  header: {
+    description: "The request's id: the caller's own X-Request-Id when it is 1–255 letters, digits, `_`, `-` or `=`, else a new UUID. A 5xx body and the logs name the same id.",
+    required: true,
+    schema: { type: "string" as const, pattern: "^[\\w\\-=]{1,255}$", example: "0f8fad5b-d9cb-469f-a165-70867728950e" },
+  },
+};
+const REQUEST_ID_HEADER = { "X-Request-Id": { $ref: `#/components/headers/${REQUEST_ID_COMPONENT.name}` } };
+
 /** A route family (DESIGN.md "Shapes"): its name and how its error body is declared. */
 export interface RouteFamily {
   name: "crm" | "api" | "plants";
@@ -22,7 +33,8 @@ export interface RouteFamily {
  * - 422 on CRM routes that take input (the CRM family's validation status);
  * - 503 on writes, while the organization's shard move is fenced (lib/errors.ts OrganizationMoving).
  *
- * Where the route declares the same status for its own reasons, both are described.
+ * Where the route declares the same status for its own reasons, both are described. Every response, the route's own
+ * and these, declares the `X-Request-Id` header.
  */
 export function defineRoute<P extends string, R extends Omit<RouteConfig, "path"> & { path: P; operationId: string }>(family: RouteFamily, config: R): ReturnType<typeof createRoute<P, R>> {
   const responses: Responses = { ...config.responses };
@@ -51,6 +63,11 @@ export function defineRoute<P extends string, R extends Omit<RouteConfig, "path"
   // A write to an organization while a shard move copies its last rows (issue 24, src/shards/move.ts).
   if (config.method !== "get" && config.method !== "head") add(503, "The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving)");
   add(500, "Unexpected failure; carries the request id, never a stack trace");
+  for (const [status, response] of Object.entries(responses)) {
+    // Header records only: a route declaring its headers as a zod object would lose them here (none does; the
+    // OpenAPI test checks every response declares X-Request-Id).
+    if (!("$ref" in response)) responses[status] = { ...response, headers: { ...(response.headers as object), ...REQUEST_ID_HEADER } };
+  }
   return createRoute({ ...config, responses } as R);
 }
 

@@ -11,6 +11,7 @@ import { newEvent } from "../events/outbox";
 import { bumpResourceCounter } from "../crm/list-totals";
 import { type ContactRecord, toContact } from "../contacts/mapping";
 import { decodeNewestFirstCursor, newestFirstPage, olderThan } from "../crm/pagination";
+import { withDeferred } from "../lib/deferred";
 import { newId } from "../lib/ids";
 import { sha256Hex } from "../lib/crypto";
 import { addSeconds, nowIso } from "../lib/time";
@@ -219,14 +220,14 @@ export async function leadFromReferral(ctx: ServiceContext, referralId: string):
  * REFERRAL_RECEIVED → lead contact; idempotent on the event id (the dispatcher's claim) and on the referral's link.
  * Each event's lead is written on the shard the dispatcher read the events from (issue 24).
  */
-export async function handleReferralEvents(env: Env, db: Db, events: EventEnvelope[]): Promise<void> {
-  const pending: Promise<unknown>[] = [];
-  for (const event of events) {
-    const referralId = (event.data as { referralId?: unknown }).referralId;
-    if (typeof referralId !== "string") continue;
-    await leadFromReferral(systemContext(env, db, event.organizationId, `event:${event.id}`, (work) => pending.push(work)), referralId);
-  }
-  await Promise.allSettled(pending);
+export function handleReferralEvents(env: Env, db: Db, events: EventEnvelope[]): Promise<void> {
+  return withDeferred(async (defer) => {
+    for (const event of events) {
+      const referralId = (event.data as { referralId?: unknown }).referralId;
+      if (typeof referralId !== "string") continue;
+      await leadFromReferral(systemContext(env, db, event.organizationId, `event:${event.id}`, defer), referralId);
+    }
+  });
 }
 
 export const referralLeadConsumer: EventConsumer = {

@@ -41,9 +41,11 @@ export function openEveryShard(env: Env): OpenShard[] {
 
 /**
  * The context of work the system does for one organization on its shard (a consumer, a cron task): `db` is the
- * shard a caller opened for it, `d1` the same database for hand-written SQL, the directory beside it.
+ * shard a caller opened for it, `d1` the same database for hand-written SQL, the directory beside it. `defer` is
+ * required: work with no request passes a collector it awaits (lib/deferred.ts `withDeferred`) or `ctx.waitUntil`,
+ * so a deferred publish is never dropped by a no-op.
  */
-export function systemContext(env: Env, db: Db, organizationId: string, requestId: string, defer: ServiceContext["defer"] = () => {}): ServiceContext {
+export function systemContext(env: Env, db: Db, organizationId: string, requestId: string, defer: ServiceContext["defer"]): ServiceContext {
   return { ...onShard(env, db), organizationId, actor: { type: "system", userId: null }, requestId, defer, env };
 }
 

@@ -156,7 +156,7 @@ export async function end(ctx: ServiceContext, loaded: Loaded, status: "voided" 
   return write(ctx, loaded, { envelope: { status, endedReason: reason }, killLinks: true, document: "GENERATED", audit: [entry(status, null, meta, data)] });
 }
 
-export const isExpired = (e: EnvelopeRow, now = nowIso()) => e.expiresAt !== null && e.expiresAt <= now;
+export const isExpired = (e: Pick<EnvelopeRow, "expiresAt">, now = nowIso()) => e.expiresAt !== null && e.expiresAt <= now;
 
 /**
  * The signer a live token belongs to, or null when the link is dead (signed, declined, ended, expired, unknown). An

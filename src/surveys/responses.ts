@@ -7,10 +7,10 @@ import { commit, expectRow, StaleWrite, type Statement } from "../db/write";
 import type { Env } from "../env";
 import type { EventConsumer } from "../events/consumers";
 import type { EventEnvelope } from "../events/envelope";
+import { type Defer, withDeferred } from "../lib/deferred";
 import { loggableError } from "../lib/log";
 import { nowIso } from "../lib/time";
-import type { ServiceContext } from "../platform/context";
-import { onShard } from "../shards/tenants";
+import { systemContext } from "../shards/tenants";
 import { pendingTestimonialRow } from "../testimonials/service";
 import type { Answers, SurveyQuestion } from "./schemas";
 
@@ -111,8 +111,7 @@ const CATEGORY_OF_DEAL: Record<string, string> = { SALE: "SELLER", PURCHASE: "BU
  * Analyses one completed survey's response and promotes it when it qualifies. Returns the testimonial id made, or
  * null (not qualified, already analysed, or no such response).
  */
-export async function analyseResponse(env: Env, tenant: Pick<ServiceContext, "db" | "d1" | "directory">, organizationId: string, surveyId: string, gatewayFor: (env: Env) => AiGateway | null = configuredGateway): Promise<string | null> {
-  const { db } = tenant;
+export async function analyseResponse(env: Env, db: Db, organizationId: string, surveyId: string, defer: Defer, gatewayFor: (env: Env) => AiGateway | null = configuredGateway): Promise<string | null> {
   const found = await db
     .select({ response: surveyResponses, survey: surveys, questions: surveyTemplates.questions })
     .from(surveyResponses)
@@ -125,7 +124,7 @@ export async function analyseResponse(env: Env, tenant: Pick<ServiceContext, "db
   const read = readResponse(questions, response.answers);
   const sentiment = read.freeText ? await classify(env, read.freeText, gatewayFor) : null;
   const at = nowIso();
-  const ctx: ServiceContext = { env, db, directory: tenant.directory, d1: tenant.d1, organizationId, actor: { type: "system", userId: null }, requestId: `survey:${surveyId}`, defer: () => {} };
+  const ctx = systemContext(env, db, organizationId, `survey:${surveyId}`, defer);
   const unanalysed = and(eq(surveyResponses.organizationId, organizationId), eq(surveyResponses.surveyId, surveyId), isNull(surveyResponses.analyzedAt));
   const statements: Statement[] = [expectRow(db, surveyResponses, unanalysed)];
   let testimonialId: string | null = null;
@@ -172,12 +171,13 @@ export async function analyseResponse(env: Env, tenant: Pick<ServiceContext, "db
 }
 
 /** Each event's survey is analysed on the shard the dispatcher read the events from (issue 24). */
-export async function handleCompletedSurveys(env: Env, db: Db, events: EventEnvelope[], gatewayFor?: (env: Env) => AiGateway | null): Promise<void> {
-  const tenant = onShard(env, db);
-  for (const event of events) {
-    const surveyId = (event.data as { surveyId?: unknown }).surveyId;
-    if (typeof surveyId === "string") await analyseResponse(env, tenant, event.organizationId, surveyId, gatewayFor);
-  }
+export function handleCompletedSurveys(env: Env, db: Db, events: EventEnvelope[], gatewayFor?: (env: Env) => AiGateway | null): Promise<void> {
+  return withDeferred(async (defer) => {
+    for (const event of events) {
+      const surveyId = (event.data as { surveyId?: unknown }).surveyId;
+      if (typeof surveyId === "string") await analyseResponse(env, db, event.organizationId, surveyId, defer, gatewayFor);
+    }
+  });
 }
 
 export const surveyResponseConsumer: EventConsumer = {

@@ -6,9 +6,11 @@ import { type Env, readConfig } from "../env";
 import type { EventConsumer } from "../events/consumers";
 import type { EventEnvelope } from "../events/envelope";
 import { NotConfigured, OrganizationMoving, Validation } from "../lib/errors";
+import { type Defer, withDeferred } from "../lib/deferred";
 import { loggableError } from "../lib/log";
 import { openText } from "../lib/secret-box";
 import { nowIso } from "../lib/time";
+import type { ServiceContext } from "../platform/context";
 import { systemContext } from "../shards/tenants";
 import { bumpSurveyFigures } from "../testimonials/aggregates";
 import { atVersion, createSurvey, LIVE, type SurveyRow } from "./service";
@@ -24,7 +26,11 @@ const SEND_LEASE_MS = 10 * 60_000;
  * compare-and-set, so two cron runs never both mail it); after the mail went out the survey is SENT, its sealed token
  * erased and one survey sent counted. A failed mail is tried again when the lease ends.
  */
-export async function sendDueSurveys(env: Env, db: Db, { max = 50 } = {}): Promise<number> {
+export function sendDueSurveys(env: Env, db: Db, { max = 50 } = {}): Promise<number> {
+  return withDeferred((defer) => sendDue(env, db, defer, max));
+}
+
+async function sendDue(env: Env, db: Db, defer: Defer, max: number): Promise<number> {
   const now = nowIso();
   const due = await db
     .select()
@@ -35,7 +41,7 @@ export async function sendDueSurveys(env: Env, db: Db, { max = 50 } = {}): Promi
   let sent = 0;
   await Promise.all(
     due.map(async (before) => {
-      const ctx = systemContext(env, db, before.organizationId, "cron:surveys");
+      const ctx = systemContext(env, db, before.organizationId, "cron:surveys", defer);
       try {
         if (!key || !before.pendingToken) throw new Error(key ? "survey has no sealed token" : "SURVEY_TOKEN_KEY is not configured");
         const token = await openText(key, TOKEN_SEAL_PURPOSE, before.id, before.pendingToken);
@@ -106,10 +112,14 @@ export async function expireSurveys(db: Db, { max = 500 } = {}): Promise<number>
  * organization's default template (the standard one when it has none), mailed after the template's delay. Once per
  * deal however often the event arrives: the unique DEAL_WON survey per deal, checked in the insert's batch.
  */
-export async function scheduleForWonDeal(env: Env, db: Db, event: EventEnvelope): Promise<string | null> {
+export function scheduleForWonDeal(env: Env, db: Db, event: EventEnvelope): Promise<string | null> {
+  return withDeferred((defer) => surveyWonDeal(systemContext(env, db, event.organizationId, `event:${event.id}`, defer), event));
+}
+
+async function surveyWonDeal(ctx: ServiceContext, event: EventEnvelope): Promise<string | null> {
+  const { db } = ctx;
   const data = event.data as { dealId?: unknown };
   if (typeof data.dealId !== "string") return null;
-  const ctx = systemContext(env, db, event.organizationId, `event:${event.id}`);
   const deal = await db.select({ contactId: deals.contactId, assignedTo: deals.assignedTo }).from(deals).where(and(eq(deals.organizationId, ctx.organizationId), eq(deals.id, data.dealId))).get();
   if (!deal) return null;
   const agentUserId = deal.assignedTo ?? event.actor.userId ?? null;
@@ -118,8 +128,7 @@ export async function scheduleForWonDeal(env: Env, db: Db, event: EventEnvelope)
     return null;
   }
   const template = await defaultTemplate(ctx);
-  const pending: Promise<unknown>[] = [];
-  const created = await createSurvey({ ...ctx, defer: (w) => pending.push(w) }, { templateId: template.id, recipientPersonId: deal.contactId, agentUserId, dealId: data.dealId, channel: "EMAIL" }, "DEAL_WON").catch((err) => {
+  const created = await createSurvey(ctx, { templateId: template.id, recipientPersonId: deal.contactId, agentUserId, dealId: data.dealId, channel: "EMAIL" }, "DEAL_WON").catch((err) => {
     // A deal whose contact or agent went away meanwhile has no one to survey; anything else is retried.
     if (err instanceof Validation) return null;
     if (err instanceof NotConfigured) {
@@ -128,7 +137,6 @@ export async function scheduleForWonDeal(env: Env, db: Db, event: EventEnvelope)
     }
     throw err;
   });
-  await Promise.allSettled(pending);
   return created?.id ?? null;
 }
 

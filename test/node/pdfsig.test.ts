@@ -33,7 +33,8 @@ describe.each(["P-256", "RSA-2048"] as const)("a %s seal checked by pdfsig", (ke
   let env: Env;
   let sealed: Uint8Array;
   beforeAll(async () => {
-    env = (await generateSealPair({ keyAlgorithm })) as Env;
+    // Not production: a production config must name a real mailer (src/env.ts).
+    env = { ...(await generateSealPair({ keyAlgorithm })), ENVIRONMENT: "test" } as Env;
     sealed = await sealPdf(env, await letter(), { reason: "All parties signed (Québec office)", name: "王小明 Realty", location: "Montréal" });
   });
 

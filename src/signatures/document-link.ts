@@ -1,0 +1,20 @@
+import { and, eq } from "drizzle-orm";
+import type { Db } from "../db/client";
+import { envelopes, envelopeSigners } from "../db/schema";
+import { ACTIVE, isExpired } from "./machine";
+
+/**
+ * Whether the signer a document link was made for (`for=<signerId>`, public-routes.ts documentView) may still read
+ * `key`: only while they have yet to sign or decline an envelope still open. A link handed out before they signed or
+ * declined, or before the envelope was voided, declined or expired, then answers like an unknown one (issue 29),
+ * rather than for the rest of its 15 minutes.
+ */
+export async function signerMayReadDocument(db: Db, organizationId: string, key: string, signerId: string): Promise<boolean> {
+  const row = await db
+    .select({ signer: envelopeSigners.status, envelope: envelopes.status, expiresAt: envelopes.expiresAt, documentKey: envelopes.documentKey })
+    .from(envelopeSigners)
+    .innerJoin(envelopes, eq(envelopes.id, envelopeSigners.envelopeId))
+    .where(and(eq(envelopeSigners.id, signerId), eq(envelopeSigners.organizationId, organizationId), eq(envelopes.organizationId, organizationId)))
+    .get();
+  return row !== undefined && row.documentKey === key && row.envelope === "partially_signed" && !isExpired(row) && ACTIVE.has(row.signer);
+}
