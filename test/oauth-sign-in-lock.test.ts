@@ -131,5 +131,24 @@ describe("the sign-in lock", () => {
     await pruneOAuth(createDb(env.DB));
     expect(await failureRows(email)).toBe(1);
     expect(await env.DB.prepare("SELECT COUNT(*) AS n FROM oauth_sign_in_locks WHERE email_hash = ?").bind(hash).first("n")).toBe(0);
+    // And 20 within a day lock it again.
+    await seed(18, 1);
+    expect((await browser.post({ step: "code", code: "000000" })).html).toContain(LOCKED);
+  });
+
+  it("locks again over a lock that ended but was not yet cleaned up", async () => {
+    const send = unlimitedCall();
+    const email = `nobody-${crypto.randomUUID()}@example.test`;
+    const hash = await hashOf(email);
+    const ended = new Date(Date.now() - 3600_000).toISOString();
+    await env.DB.prepare("INSERT INTO oauth_sign_in_locks (email_hash, locked_at, locked_until) VALUES (?, ?, ?)").bind(hash, ended, ended).run();
+    await env.DB.batch(Array.from({ length: 19 }, () => env.DB.prepare("INSERT INTO oauth_sign_in_failures (id, email_hash, at) VALUES (?, ?, ?)").bind(crypto.randomUUID(), hash, new Date().toISOString())));
+    const { challenge } = await pkce();
+    const browser = new Browser(authorizeUrl(validParams(challenge)), send);
+    await browser.open();
+    expect((await browser.post({ step: "email", email })).html).toContain("Enter your code");
+    const locked = await browser.post({ step: "code", code: "000000" });
+    expect(lockEnd(locked.html) - Date.now()).toBeGreaterThan(24 * 3600_000 - 120_000);
+    expect(lockLogs()).toHaveLength(1);
   });
 });

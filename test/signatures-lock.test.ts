@@ -22,7 +22,7 @@ const codeMails = async (email: string) => (await mailTo(email)).filter((m) => m
 
 async function expectLocked(res: Response) {
   expect(res.status).toBe(429);
-  expect(await json(res)).toEqual({ error: "verification_locked", message: expect.stringContaining("until the sender sends them a new link") });
+  expect(await json(res)).toEqual({ error: "verification_locked", message: expect.stringContaining("does not end by waiting: ask the sender for a new link") });
   expect(res.headers.get("retry-after")).toBe("86400");
 }
 

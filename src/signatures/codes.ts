@@ -26,7 +26,8 @@ export const CODE_MESSAGES: Record<CodeRefusal | "code_resend_too_soon" | "code_
   code_attempts_exceeded: "Too many wrong tries: that code no longer works; request a new one",
   code_resend_too_soon: "A code was sent moments ago: wait before asking for another",
   code_hourly_limit: "Five codes were sent in the last hour: wait before asking for another (Retry-After says how long)",
-  verification_locked: `${MAX_FAILED_CODE_TRIES} wrong codes were tried: code verification is locked for this signer until the sender sends them a new link. Waiting does not end it; Retry-After is only when to look again`,
+  // Read by the signer on the hosted page: plain words; Retry-After (a day) is documented as only when to look again.
+  verification_locked: `${MAX_FAILED_CODE_TRIES} wrong codes were tried, so codes are no longer accepted for you until the sender sends you a new link. This lock does not end by waiting: ask the sender for a new link`,
 };
 
 interface CodeRow {
