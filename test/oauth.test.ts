@@ -1,59 +1,16 @@
-import { env, exports } from "cloudflare:workers";
+import { env } from "cloudflare:workers";
 import { sign } from "hono/jwt";
 import { describe, expect, it, vi } from "vitest";
 import { createDb } from "../src/db/client";
 import { pruneOAuth } from "../src/oauth/prune";
-import { type CallOptions, call as callFollowing, json } from "./helpers/client";
-import { contractViolation } from "./helpers/contract";
+import { json } from "./helpers/client";
 import { mailTo } from "./helpers/documents";
 import { createPrincipal, tenantDb, type TestPrincipal } from "./helpers/factories";
+import { authorizeUrl, Browser, call, CLIENT, emailOf, freshIp, locationOf, mailedCode, pkce, REDIRECT, validParams } from "./helpers/oauth";
 
 // OAuth 2.1 with PKCE (issue 14, spec Authentication rule 3): the authorization server and the permissions its tokens carry.
-const CLIENT = "mcp-dev"; // OAUTH_CLIENTS of wrangler.toml: http://127.0.0.1:*/callback
-const REDIRECT = "http://127.0.0.1:4321/callback";
 const ISSUER = "http://127.0.0.1:8787";
 const MCP = "http://127.0.0.1:8787/mcp";
-
-/**
- * `call` of helpers/client, but a redirect is answered, not followed (the authorization endpoint redirects to the
- * client); the answer is still checked against /openapi.json.
- */
-async function call(method: string, path: string, opts: CallOptions = {}): Promise<Response> {
-  if (opts.vars || (opts.body !== undefined && opts.rawBody === undefined)) return callFollowing(method, path, opts);
-  const headers: Record<string, string> = { ...opts.headers };
-  if (opts.token) headers.authorization = `Bearer ${opts.token}`;
-  const url = `http://api.test${path}`;
-  const res = await exports.default.fetch(new Request(url, { method, headers, body: opts.rawBody, redirect: "manual" }));
-  const violation = await contractViolation(method, url, res);
-  if (violation) throw new Error(`Response breaks the API contract: ${violation}`);
-  return res;
-}
-
-let ipSeq = 0;
-const freshIp = () => `10.14.${Math.floor(Math.random() * 250)}.${(ipSeq++ % 250) + 1}`;
-
-const b64url = (bytes: ArrayBuffer | Uint8Array) => btoa(String.fromCharCode(...new Uint8Array(bytes))).replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "");
-async function pkce() {
-  const verifier = b64url(crypto.getRandomValues(new Uint8Array(32)));
-  const challenge = b64url(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(verifier)));
-  return { verifier, challenge };
-}
-
-const authorizeUrl = (params: Record<string, string | undefined>) => {
-  const q = new URLSearchParams(Object.entries(params).filter((e): e is [string, string] => e[1] !== undefined));
-  return `/oauth/authorize?${q}`;
-};
-const validParams = (challenge: string, extra: Record<string, string | undefined> = {}) => ({
-  client_id: CLIENT,
-  redirect_uri: REDIRECT,
-  response_type: "code",
-  code_challenge: challenge,
-  code_challenge_method: "S256",
-  state: "st-123",
-  ...extra,
-});
-
-const locationOf = (res: Response) => new URL(res.headers.get("location")!);
 
 /** The bearer-session shortcut: a code for the session's user at once. */
 async function codeFor(principal: TestPrincipal, scope?: string) {
@@ -78,48 +35,6 @@ async function accessToken(principal: TestPrincipal, scope?: string): Promise<st
 }
 
 const claimsOf = (jwt: string) => JSON.parse(atob(jwt.split(".")[1]!.replaceAll("-", "+").replaceAll("_", "/"))) as Record<string, unknown>;
-
-/** A browser: keeps the sign-in cookie and reads each page's CSRF token. */
-class Browser {
-  cookie = "";
-  csrf = "";
-  ip = freshIp();
-  constructor(readonly url: string) {}
-  private absorb(res: Response, html: string) {
-    const set = res.headers.get("set-cookie");
-    if (set) this.cookie = set.split(";")[0]!;
-    this.csrf = html.match(/name="csrf_token" value="([^"]+)"/)?.[1] ?? this.csrf;
-  }
-  async open() {
-    const res = await call("GET", this.url, { headers: { cookie: this.cookie } });
-    const html = await res.text();
-    this.absorb(res, html);
-    return { res, html };
-  }
-  async post(fields: Record<string, string>, csrf = this.csrf) {
-    const res = await call("POST", this.url, {
-      rawBody: new URLSearchParams({ csrf_token: csrf, ...fields }).toString(),
-      headers: { "content-type": "application/x-www-form-urlencoded", cookie: this.cookie, "cf-connecting-ip": this.ip },
-    });
-    const html = res.status === 302 ? "" : await res.text();
-    this.absorb(res, html);
-    return { res, html };
-  }
-}
-
-async function mailedCode(email: string): Promise<string> {
-  for (let i = 0; i < 50; i++) {
-    const mails = await mailTo(email);
-    const code = mails.at(-1)?.text.match(/\b(\d{6})\b/)?.[1];
-    if (code) return code;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`no sign-in code was mailed to ${email}`);
-}
-
-async function emailOf(p: TestPrincipal) {
-  return (await env.DB.prepare("SELECT email FROM users WHERE id = ?").bind(p.userId).first<{ email: string }>())!.email;
-}
 
 describe("OAuth metadata", () => {
   it("publishes RFC 8414 authorization server metadata", async () => {
@@ -350,6 +265,57 @@ describe("authorization refusals", () => {
     expect(location.searchParams.get("error_description")).toEqual(expect.any(String));
     expect(location.searchParams.get("state")).toBe("st-123");
     expect(location.searchParams.get("code")).toBeNull();
+  });
+});
+
+describe("registered clients and the open redirect (issue 29; RFC 9700 section 4.11.2)", () => {
+  const registered = async (uri: string, name = "Some agent") =>
+    (await json(await call("POST", "/oauth/register", { body: { redirect_uris: [uri], client_name: name }, headers: { "cf-connecting-ip": freshIp() } }))).client_id as string;
+
+  it("never sends an error to a registered client's address before a user approved it: our error page instead", async () => {
+    const uri = "https://attacker.example/cb";
+    const client_id = await registered(uri);
+    // The issue's sequence: anyone registers, then links to our origin with a made-up response_type; no user involved.
+    const bare = await call("GET", authorizeUrl({ client_id, redirect_uri: uri, response_type: "x" }));
+    expect(bare.status).toBe(400);
+    expect(bare.headers.get("location")).toBeNull();
+    expect(bare.headers.get("content-type")).toContain("text/html");
+    expect(await bare.text()).toContain("unsupported_response_type");
+    // Every other error alike, with or without a bearer session, on the form's POST too.
+    const { challenge } = await pkce();
+    const session = (await createPrincipal()).token;
+    for (const extra of [{ code_challenge: undefined }, { code_challenge_method: "plain" }, { scope: "everything" }, { resource: "https://elsewhere.example/mcp" }, { response_type: "token" }]) {
+      const url = authorizeUrl(validParams(challenge, { client_id, redirect_uri: uri, ...extra }));
+      for (const token of [undefined, session]) {
+        const res = await call("GET", url, { token });
+        expect(res.status, JSON.stringify(extra)).toBe(400);
+        expect(res.headers.get("location")).toBeNull();
+      }
+      const form = await call("POST", url, { rawBody: "step=email&email=a%40b.test", headers: { "content-type": "application/x-www-form-urlencoded", "cf-connecting-ip": freshIp() } });
+      expect(form.status).toBe(400);
+      expect(form.headers.get("location")).toBeNull();
+    }
+  });
+
+  it("still redirects a registered client once the user decided; the consent page says access lasts until revoked, not one hour", async () => {
+    const uri = "https://agent.example/cb";
+    const client_id = await registered(uri, "Careful agent");
+    const principal = await createPrincipal();
+    const email = await emailOf(principal);
+    const { challenge } = await pkce();
+    const browser = new Browser(authorizeUrl(validParams(challenge, { client_id, redirect_uri: uri })));
+    await browser.open();
+    await browser.post({ step: "email", email });
+    const consent = await browser.post({ step: "code", code: await mailedCode(email) });
+    expect(consent.html).toContain("Allow Careful agent?");
+    // Refresh tokens renew access while the client uses it (refresh.ts): it ends when revoked, unused 30 days, or the user leaves.
+    expect(consent.html).not.toContain("one hour");
+    expect(consent.html).toContain("This access lasts until it is revoked, not for a set time");
+    expect(consent.html).toContain("after 30 days in which the application does not use it, or when you leave the organization");
+    const denied = await browser.post({ step: "consent", decision: "deny" });
+    expect(denied.res.status).toBe(302);
+    expect(`${locationOf(denied.res).origin}${locationOf(denied.res).pathname}`).toBe(uri);
+    expect(locationOf(denied.res).searchParams.get("error")).toBe("access_denied");
   });
 });
 

@@ -2,34 +2,13 @@ import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import { call, json } from "./helpers/client";
-import { createDocument, freshIp, leaseCanonical, mailTo, publicSign, sendForSignature, tokenOf } from "./helpers/documents";
+import { createDocument, freshIp, leaseCanonical, mailTo, openedSigner as opened, publicSign, sendForSignature, signingCodeFor as codeFor, tokenOf } from "./helpers/documents";
 import { createPrincipal, tenantDb } from "./helpers/factories";
 
 // Server-verified signers (issue 20): send_code mails a 6-digit code, authenticate checks it; an envelope whose
 // signerVerification is `code` refuses the spec's client attestation.
 const post = (token: string, body: Record<string, unknown>, ip = freshIp()) => publicSign("POST", token, body, ip);
 const stub = (envelopeId: string) => env.ENVELOPE_SIGNER.get(env.ENVELOPE_SIGNER.idFromName(envelopeId));
-
-/** The newest code mailed to `email`. */
-async function codeFor(email: string): Promise<string> {
-  let code = "";
-  await vi.waitFor(async () => {
-    const mails = (await mailTo(email)).filter((m) => m.subject.startsWith("Your signing code"));
-    code = mails.at(-1)?.text.match(/\b(\d{6})\b/)?.[1] ?? "";
-    expect(code).toMatch(/^\d{6}$/);
-  });
-  return code;
-}
-
-async function opened(verification: "code" | "attested" = "code") {
-  const owner = await createPrincipal();
-  const email = `${crypto.randomUUID()}@signer.test`;
-  const doc = await createDocument(owner.token, leaseCanonical());
-  const sent = await sendForSignature(owner.token, doc.id, { signerVerification: verification, signers: [{ name: "Sam Signer", email, role: "tenant" }] });
-  const token = tokenOf(sent.links[0]!.url);
-  expect((await publicSign("GET", token)).status).toBe(200);
-  return { owner, doc, sent, token, email, envelopeId: sent.envelopeId };
-}
 
 async function refusal(res: Response, status: number, error: string) {
   expect(res.status).toBe(status);

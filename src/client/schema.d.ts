@@ -1067,6 +1067,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/signatures/{envelopeId}/signers/{signerId}/resend": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a signer a new link
+         * @description Mints and mails the signer a new signing link; the signer's earlier links stop working at once (404 gone). For a signer who lost the mail, and the only way to lift a lock of their code verification (15 wrong codes: send_code and authenticate answer 429 verification_locked until then); the lock's failure count starts again. Both are recorded in the audit trail (`resent`, `verification_locked`). The link's `url` is in this answer once: an Idempotency-Key replay leaves it out. Refused with 409 cannot_resend when the signer has signed or declined, the envelope is no longer open (completed, declined, voided, expired), or in sequential mode the signer's turn has not come (their link is sent when the signer before them has signed).
+         */
+        post: operations["resendSigner"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/signatures/{envelopeId}/audit": {
         parameters: {
             query?: never;
@@ -1076,7 +1096,7 @@ export interface paths {
         };
         /**
          * The envelope's audit trail and whether its hash chain verifies
-         * @description Every event (sent, opened, authenticated, consented, signed, declined, voided, expired) with time, IP and user agent. Each entry's hash covers the previous one's, so any change to the trail shows as a broken chain.
+         * @description Every event (sent, code_sent, opened, authenticated, consented, signed, declined, voided, expired, reminded, expiry_notice, verification_locked, resent) with time, IP and user agent. Each entry's hash covers the previous one's, so any change to the trail shows as a broken chain.
          */
         get: operations["getEnvelopeAudit"];
         put?: never;
@@ -1862,7 +1882,9 @@ export interface paths {
         /**
          * Start an authorization (OAuth 2.1 authorization code with PKCE)
          * @description Only known clients and registered redirect URIs: an unknown client or redirect URI gets an error page and is never
-         *     redirected to. Other problems are redirected back with `error`, `error_description` and `state`. A caller presenting a live
+         *     redirected to. Other problems are redirected back with `error`, `error_description` and `state` to a configured client
+         *     (OAUTH_CLIENTS); a client that registered itself gets the error page instead (RFC 9700 section 4.11.2: no redirect to an
+         *     untrusted address before a user approved the client). A caller presenting a live
          *     bearer session (`Authorization: Bearer <session token>`) is that user and is redirected at once with `code` and `state`.
          *     A browser signs in with a one-time code mailed to its e-mail, then approves or denies the permissions asked for on a
          *     consent page. The code is valid 60 seconds, once.
@@ -3602,7 +3624,7 @@ export interface components {
              * @enum {string}
              */
             action: "send_code" | "authenticate" | "consent" | "sign" | "decline";
-            /** @description With authenticate: the 6-digit code send_code mailed to the signer (checked by the server; 10 minutes, one use, 5 tries) */
+            /** @description With authenticate: the 6-digit code send_code mailed to the signer (checked by the server; 10 minutes, one use, 5 tries; 15 wrong codes in all lock the signer until the sender resends the link) */
             code?: string;
             /** @description With authenticate: whether the one-time code or knowledge-based check was verified (spec rule 2); refused with 409 verification_required on an envelope whose signerVerification is code */
             codeVerified?: boolean;
@@ -11186,6 +11208,92 @@ export interface operations {
             };
         };
     };
+    resendSigner: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                envelopeId: string;
+                signerId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The new link, mailed to the signer */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SigningLink"];
+                };
+            };
+            /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description No envelope with this id in your organization, or no signer with this id in it */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description cannot_resend: the signer has signed or declined, the envelope is no longer open, or (sequential) the signer's turn has not come; or: A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description This Idempotency-Key was used for another request (idempotency_key_reused) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
     getEnvelopeAudit: {
         parameters: {
             query?: never;
@@ -11583,7 +11691,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
-            /** @description rate_limited: too many requests from this address; code_resend_too_soon: a code was mailed less than a minute ago, or 5 in the last hour (Retry-After says when) */
+            /** @description rate_limited: too many requests from this address; code_resend_too_soon: a code was mailed less than a minute ago, or 5 in the last hour (Retry-After says when); verification_locked: 15 wrong codes locked this signer's send_code and authenticate until the sender sends a new link (POST /api/signatures/{envelopeId}/signers/{signerId}/resend); it does not end with time, Retry-After (a day) only says when to look again */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -15216,7 +15324,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Unknown client, or a redirect URI not registered for it (not redirected); or: Invalid input (every problem listed), a body that is not JSON, or a malformed header */
+            /** @description Unknown client, a redirect URI not registered for it, or any other problem of a request from a registered client (not redirected); or: Invalid input (every problem listed), a body that is not JSON, or a malformed header */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -15320,7 +15428,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Unknown client, unregistered redirect URI, or an unknown step; or: Invalid input (every problem listed), a body that is not JSON, or a malformed header */
+            /** @description Unknown client, unregistered redirect URI, any other problem of a request from a registered client, or an unknown step; or: Invalid input (every problem listed), a body that is not JSON, or a malformed header */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];

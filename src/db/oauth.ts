@@ -108,3 +108,28 @@ export const oauthRefreshTokens = sqliteTable(
   },
   (t) => [index("oauth_refresh_tokens_family_idx").on(t.familyId), index("oauth_refresh_tokens_expires_idx").on(t.expiresAt)],
 );
+
+/**
+ * Failed sign-in code tries (issue 29): one row per wrong code typed, keyed by the SHA-256 of the lower-cased address
+ * (no address is kept). A row per try, not a counter, so parallel tries cannot lose one, and the 24-hour window slides.
+ */
+export const oauthSignInFailures = sqliteTable(
+  "oauth_sign_in_failures",
+  {
+    id: text().primaryKey(),
+    emailHash: text().notNull(),
+    at: text().notNull(),
+  },
+  (t) => [index("oauth_sign_in_failures_email_idx").on(t.emailHash, t.at), index("oauth_sign_in_failures_at_idx").on(t.at)],
+);
+
+/** An address whose sign-in is locked (20 failed tries in 24 hours): no code is mailed or checked until `lockedUntil`. */
+export const oauthSignInLocks = sqliteTable(
+  "oauth_sign_in_locks",
+  {
+    emailHash: text().primaryKey(),
+    lockedAt: text().notNull(),
+    lockedUntil: text().notNull(),
+  },
+  (t) => [index("oauth_sign_in_locks_until_idx").on(t.lockedUntil)],
+);

@@ -26,7 +26,11 @@ export type AuthorizationQuery = Partial<Record<"client_id" | "redirect_uri" | "
 
 /**
  * What an authorization request amounts to. Until the client and its redirect URI are verified, a problem is shown on
- * an error page and never sent anywhere (RFC 6749 section 4.1.2.1); after that it goes back to the client as a redirect.
+ * an error page and never sent anywhere (RFC 6749 section 4.1.2.1); after that it goes back to a configured client
+ * (OAUTH_CLIENTS) as a redirect. A registered client's redirect URI is whatever anyone registered, so redirecting an
+ * error there, before any user approved the client, would make this origin an open redirector (RFC 9700 section
+ * 4.11.2): its errors are shown on the error page too. Its only redirects follow the user's decision (code, or
+ * access_denied) or a session holder's request.
  */
 export type AuthorizationOutcome =
   | { kind: "refused"; message: string }
@@ -41,7 +45,10 @@ export async function readAuthorizationRequest(db: Db, config: Config, q: Author
   }
   const redirectUri = q.redirect_uri!;
   const state = q.state;
-  const fail = (error: string, description: string): AuthorizationOutcome => ({ kind: "redirect-error", redirectUri, ...(state === undefined ? {} : { state: state.slice(0, MAX_STATE) }), error, description });
+  const fail = (error: string, description: string): AuthorizationOutcome =>
+    client.registered
+      ? { kind: "refused", message: `${description} (${error}). This application registered itself with this service, so the problem is shown here instead of being sent to its address.` }
+      : { kind: "redirect-error", redirectUri, ...(state === undefined ? {} : { state: state.slice(0, MAX_STATE) }), error, description };
   if (state !== undefined && state.length > MAX_STATE) return fail("invalid_request", `state is longer than ${MAX_STATE} characters`);
   if (q.response_type === undefined) return fail("invalid_request", "response_type is required");
   if (q.response_type !== "code") return fail("unsupported_response_type", 'response_type must be "code"');

@@ -1,6 +1,7 @@
 import type { Context } from "hono";
 import { escapeHtml, htmlDocument, newNonce, pageHeaders } from "../platform/html-page";
 import { PERMISSIONS, type Permission } from "./permissions";
+import { REFRESH_TOKEN_TTL_SECONDS } from "./refresh";
 
 /**
  * The authorization pages: plain server-rendered HTML, no script. Every answer is `no-store`, unframeable
@@ -85,6 +86,25 @@ ${hidden("csrf_token", opts.csrf)}${hidden("step", "code")}
   );
 }
 
+/** The address's sign-in is locked (lockout.ts): no code is sent or checked until `until`, whatever is typed. */
+export function lockedPage(c: Context, opts: { csrf: string; until: string }): Response {
+  return render(
+    c,
+    200,
+    "Sign-in is locked for this address",
+    `<p class="error" role="alert">Too many wrong codes were typed for this address, so signing in with it is locked until <strong>${escapeHtml(opts.until)}</strong>. Until then no code is sent, and no code is accepted, not even a right one.</p>
+<p>If it was not you typing them, someone may be guessing codes for your address; they cannot sign in while the lock lasts.</p>
+<form method="post">${hidden("csrf_token", opts.csrf)}${hidden("step", "restart")}<button type="submit">Use another e-mail</button></form>`,
+  );
+}
+
+/**
+ * How long an approval lasts, as tokens.ts and refresh.ts make it: each access token an hour, but every refresh brings
+ * a new one and a new refresh token valid 30 days, so access lasts until revoked, left unused 30 days, or the user leaves.
+ */
+const accessLasts = (clientName: string) =>
+  `This access lasts until it is revoked, not for a set time: <strong>${escapeHtml(clientName)}</strong> renews it while in use. It ends when the application revokes it (signing out), after ${REFRESH_TOKEN_TTL_SECONDS / 86_400} days in which the application does not use it, or when you leave the organization.`;
+
 export function consentPage(
   c: Context,
   opts: { csrf: string; clientName: string; redirectUri: string; email: string; permissions: Permission[]; organizations: { organizationId: string; organizationName: string }[]; error?: string; setCookie?: string },
@@ -102,8 +122,9 @@ export function consentPage(
     200,
     `Allow ${opts.clientName}?`,
     `<p>Signed in as <strong>${escapeHtml(opts.email)}</strong>.</p>
-<p><strong>${escapeHtml(opts.clientName)}</strong> asks to act on your behalf for one hour. It will be able to:</p>
+<p><strong>${escapeHtml(opts.clientName)}</strong> asks to act on your behalf. It will be able to:</p>
 <ul class="permissions">${opts.permissions.map((p) => `<li>${escapeHtml(PERMISSIONS[p])} <code>${p}</code></li>`).join("")}</ul>
+<p>${accessLasts(opts.clientName)}</p>
 <p>You will be returned to <code>${escapeHtml(target.origin === "null" ? target.protocol : target.origin)}</code>.</p>
 ${errorLine(opts.error)}
 <form method="post">

@@ -58,7 +58,9 @@ const authorizePage = defineRoute(OAUTH, {
   tags,
   summary: "Start an authorization (OAuth 2.1 authorization code with PKCE)",
   description: `Only known clients and registered redirect URIs: an unknown client or redirect URI gets an error page and is never
-redirected to. Other problems are redirected back with \`error\`, \`error_description\` and \`state\`. A caller presenting a live
+redirected to. Other problems are redirected back with \`error\`, \`error_description\` and \`state\` to a configured client
+(OAUTH_CLIENTS); a client that registered itself gets the error page instead (RFC 9700 section 4.11.2: no redirect to an
+untrusted address before a user approved the client). A caller presenting a live
 bearer session (\`Authorization: Bearer <session token>\`) is that user and is redirected at once with \`code\` and \`state\`.
 A browser signs in with a one-time code mailed to its e-mail, then approves or denies the permissions asked for on a
 consent page. The code is valid ${60} seconds, once.`,
@@ -66,7 +68,7 @@ consent page. The code is valid ${60} seconds, once.`,
   responses: {
     200: html("The sign-in, code or consent page"),
     302: redirect("Back to the client's redirect URI"),
-    400: html("Unknown client, or a redirect URI not registered for it (not redirected)"),
+    400: html("Unknown client, a redirect URI not registered for it, or any other problem of a request from a registered client (not redirected)"),
     401: html("The bearer session presented is unknown, revoked or expired"),
     503: html("The authorization server is not configured (JWT_SECRET)"),
   },
@@ -85,7 +87,7 @@ const authorizeForm = defineRoute(OAUTH, {
   responses: {
     200: html("The next page (or the same one with what went wrong)"),
     302: redirect("Approved (with code) or denied (error=access_denied): back to the client"),
-    400: html("Unknown client, unregistered redirect URI, or an unknown step"),
+    400: html("Unknown client, unregistered redirect URI, any other problem of a request from a registered client, or an unknown step"),
     403: html("The form's CSRF token does not belong to this browser's sign-in (expired or forged)"),
     429: oauthError("Too many requests from this address (rate_limited)"),
     503: html("The authorization server is not configured (JWT_SECRET)"),

@@ -86,6 +86,7 @@ export async function startSignIn(db: Db, cookie: string, email: string): Promis
   return { code: members.length > 0 ? code : null };
 }
 
+/** `wrong` with no attempts left ended the code; `spent`: no code was compared (none live, or its tries used up). */
 export type CodeCheck = { kind: "accepted"; cookie: string } | { kind: "wrong"; attemptsLeft: number } | { kind: "spent" };
 
 /**
@@ -104,7 +105,7 @@ export async function checkSignInCode(db: Db, signIn: SignIn, code: string): Pro
   const typed = await sha256Hex(`${signIn.cookieHash}:${code.trim()}`);
   const right = crypto.subtle.timingSafeEqual(new TextEncoder().encode(typed), new TextEncoder().encode(signIn.codeHash));
   if (!right || (await membershipsOf(db, signIn.email)).length === 0) {
-    return counted.attempts >= MAX_CODE_ATTEMPTS ? { kind: "spent" } : { kind: "wrong", attemptsLeft: MAX_CODE_ATTEMPTS - counted.attempts };
+    return { kind: "wrong", attemptsLeft: Math.max(0, MAX_CODE_ATTEMPTS - counted.attempts) };
   }
   const cookie = newCookieValue();
   const now = new Date();

@@ -3,7 +3,8 @@ import type { Env } from "../env";
 import { newEvent } from "../events/outbox";
 import { nowIso } from "../lib/time";
 import { sendAfterCommit } from "../mail/mailer";
-import { CODE_MESSAGES, CODE_TTL_SECONDS, type CodeRefusal, maskEmail, type SignerCodes } from "./codes";
+import type { ServiceContext } from "../platform/context";
+import { CODE_MESSAGES, CODE_TTL_SECONDS, type CodeRefusal, LOCKED_RETRY_AFTER_SECONDS, MAX_FAILED_CODE_TRIES, maskEmail, type SignerCodes } from "./codes";
 import { mintToken, sendSigningLink } from "./links";
 import { ACTIVE, type Change, entry, type Loaded, liveSigner, machineContext, type RequestMeta, type SignerRow, write } from "./machine";
 import { nextReminderAt } from "./reminders";
@@ -90,6 +91,8 @@ export async function act(env: Env, loaded: Loaded, codes: SignerCodes, tokenHas
     );
   }
 
+  if ((input.action === "send_code" || input.action === "authenticate") && codes.isLocked(signer.id)) return refuseLocked(ctx, state, codes, signer, meta);
+
   if (input.action === "send_code") {
     if (signer.status !== "opened") return { result: invalidState(`send_code is not possible now: the signer is ${signer.status}; a code is sent before authenticate`), state };
     const wait = codes.waitBeforeSend(signer.id);
@@ -108,6 +111,7 @@ export async function act(env: Env, loaded: Loaded, codes: SignerCodes, tokenHas
     let method: VerificationMethod;
     if (input.code !== undefined) {
       const checked = await codes.check(signer.id, input.code);
+      if (checked === "locked") return refuseLocked(ctx, state, codes, signer, meta);
       if (checked !== "ok") return { result: codeRefused(checked), state };
       method = "email_code";
     } else if (input.codeVerified === true) {
@@ -126,6 +130,19 @@ export async function act(env: Env, loaded: Loaded, codes: SignerCodes, tokenHas
     return done(await write(ctx, state, { signers: [{ id: signer.id, from: "authenticated", set: { status: "consented" } }], audit: [entry("consented", signer.id, meta)] }));
   }
   return sign(env, state, codes, signer, meta, defer);
+}
+
+/**
+ * A signer whose code verification is locked (codes.ts): 429 until the sender sends a new link. The lock's entry in
+ * the audit trail is written once; a write that failed (a lost race, a move) is written by the next refused call.
+ */
+async function refuseLocked(ctx: ServiceContext, state: Loaded, codes: SignerCodes, signer: SignerRow, meta: RequestMeta): Promise<{ result: ActResult; state: Loaded }> {
+  let next = state;
+  if (codes.lockUnaudited(signer.id)) {
+    next = await write(ctx, state, { audit: [entry("verification_locked", signer.id, meta, { failedTries: MAX_FAILED_CODE_TRIES })] });
+    codes.markLockAudited(signer.id);
+  }
+  return { result: { kind: "refused", status: 429, code: "verification_locked", message: CODE_MESSAGES.verification_locked, retryAfterSeconds: LOCKED_RETRY_AFTER_SECONDS }, state: next };
 }
 
 async function sign(env: Env, state: Loaded, codes: SignerCodes, signer: SignerRow, meta: RequestMeta, defer: Defer): Promise<{ result: ActResult; state: Loaded }> {

@@ -10,7 +10,21 @@ import { sha256Hex } from "../lib/crypto";
  * entry's own fields, so changing, removing or reordering any entry breaks every hash after it. Rows are appended
  * only by the envelope's Durable Object (one writer, in order) and the migration's triggers refuse UPDATE and DELETE.
  */
-export type AuditEvent = "sent" | "code_sent" | "opened" | "authenticated" | "consented" | "signed" | "declined" | "voided" | "expired" | "reminded" | "expiry_notice";
+export type AuditEvent =
+  | "sent"
+  | "code_sent"
+  | "opened"
+  | "authenticated"
+  | "consented"
+  | "signed"
+  | "declined"
+  | "voided"
+  | "expired"
+  | "reminded"
+  | "expiry_notice"
+  // Issue 29: a signer's code verification locked after too many wrong codes, and a new link the sender sent them.
+  | "verification_locked"
+  | "resent";
 
 export interface AuditInput {
   event: AuditEvent;

@@ -7,6 +7,7 @@ import { act, type ActResult, openLink, type OpenResult } from "./actions";
 import { SignerCodes } from "./codes";
 import { end, expireIfDue, isExpired, type Loaded, loadEnvelope, machineContext, type RequestMeta, TERMINAL } from "./machine";
 import { mailDueNotices } from "./reminders";
+import { resendLink, type ResendResult } from "./resend";
 import type { SignerAction } from "./schemas";
 
 export type VoidResult = { kind: "voided" } | { kind: "not_found" } | { kind: "cannot_void"; message: string };
@@ -124,6 +125,12 @@ export class EnvelopeSigner extends DurableObject<Env> {
     });
     if (result?.kind === "moving") return result;
     if (result?.kind !== "not_found") this.codes.forget(this.state?.signers.map((s) => s.id) ?? []);
+    return result ?? { kind: "not_found" };
+  }
+
+  /** A new link for one signer, from the sender (resend.ts); unlocks the signer's code verification. */
+  async resend(envelopeId: string, organizationId: string, signerId: string, actorUserId: string | null, meta: RequestMeta): Promise<ResendResult | typeof MOVING> {
+    const result = await this.withState(envelopeId, organizationId, (s) => resendLink(this.env, s, this.codes, signerId, actorUserId, meta, this.defer));
     return result ?? { kind: "not_found" };
   }
 

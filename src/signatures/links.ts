@@ -37,10 +37,11 @@ export function envelopeIdOf(token: string): string | null {
 
 export const signingUrl = (env: Env, token: string) => `${readConfig(env).APP_URL.replace(/\/$/, "")}/sign/${token}`;
 
-export type LinkMail = "request" | "reminder" | "expiry_notice";
+export type LinkMail = "request" | "reminder" | "expiry_notice" | "resend";
 
 const SUBJECTS: Record<LinkMail, string> = {
   request: "A document is waiting for your signature",
+  resend: "A new link to sign your document",
   reminder: "Reminder: a document is waiting for your signature",
   expiry_notice: "A document waiting for your signature expires tomorrow",
 };
@@ -58,14 +59,16 @@ export async function sendSigningLink(
     request: `You are asked to review and sign a document as ${signer.role}.`,
     reminder: `This is a reminder: a document still waits for your signature as ${signer.role}.`,
     expiry_notice: `A document waiting for your signature as ${signer.role} expires at ${expiresAt ?? "its expiry"} (UTC); after that the link no longer works.`,
+    resend: `The sender has sent you a new link to the document you are asked to sign as ${signer.role}.`,
   }[kind];
+  const earlier = { request: "", reminder: " Links in earlier messages still work.", expiry_notice: " Links in earlier messages still work.", resend: " Links in earlier messages no longer work." }[kind];
   await sendAfterCommit(
     env,
     {
       organizationId,
       to: signer.email,
       subject: SUBJECTS[kind],
-      text: `Hello ${signer.name},\n\n${lead}\nOpen this link to read and sign it: ${signingUrl(env, token)}\n\nThe link is personal: do not forward it.${kind === "request" ? "" : " Links in earlier messages still work."}`,
+      text: `Hello ${signer.name},\n\n${lead}\nOpen this link to read and sign it: ${signingUrl(env, token)}\n\nThe link is personal: do not forward it.${earlier}`,
     },
     "signing link",
     { kind },

@@ -60,7 +60,9 @@ const act = defineRoute(API, {
     403: apiError("The bot challenge token was refused (challenge_failed)"),
     409: apiError("invalid_state: the action is out of order (sign before consent, say), or authenticate with neither code nor codeVerified; verification_required: codeVerified on an envelope that needs a code"),
     422: apiError("code_invalid (wrong, used, or none pending), code_expired, code_attempts_exceeded (5 wrong tries ended the code)"),
-    429: apiError("rate_limited: too many requests from this address; code_resend_too_soon: a code was mailed less than a minute ago, or 5 in the last hour (Retry-After says when)"),
+    429: apiError(
+      "rate_limited: too many requests from this address; code_resend_too_soon: a code was mailed less than a minute ago, or 5 in the last hour (Retry-After says when); verification_locked: 15 wrong codes locked this signer's send_code and authenticate until the sender sends a new link (POST /api/signatures/{envelopeId}/signers/{signerId}/resend); it does not end with time, Retry-After (a day) only says when to look again",
+    ),
   },
 });
 

@@ -6,8 +6,8 @@ import type { AppBindings } from "../platform/context";
 import { validationHook } from "../platform/openapi";
 import { requestMeta } from "../platform/request-meta";
 import { defineRoute } from "../platform/route";
-import { AuditTrail, CertificateLink, Envelope, EnvelopeIdParam, SignatureSettings, SignatureSettingsUpdate, VoidQuery } from "./schemas";
-import { certificateLink, getAuditTrail, getEnvelope, signedDocumentLink, voidEnvelope } from "./service";
+import { AuditTrail, CertificateLink, Envelope, EnvelopeIdParam, SignatureSettings, SignatureSettingsUpdate, SignerIdParams, SigningLink, VoidQuery } from "./schemas";
+import { certificateLink, getAuditTrail, getEnvelope, resendSigner, signedDocumentLink, voidEnvelope } from "./service";
 import { readSettings, updateSettings } from "./settings";
 
 const tags = ["Signatures"];
@@ -44,7 +44,7 @@ const audit = defineRoute(API, {
   tags,
   security,
   summary: "The envelope's audit trail and whether its hash chain verifies",
-  description: "Every event (sent, opened, authenticated, consented, signed, declined, voided, expired) with time, IP and user agent. Each entry's hash covers the previous one's, so any change to the trail shows as a broken chain.",
+  description: "Every event (sent, code_sent, opened, authenticated, consented, signed, declined, voided, expired, reminded, expiry_notice, verification_locked, resent) with time, IP and user agent. Each entry's hash covers the previous one's, so any change to the trail shows as a broken chain.",
   request: { params: EnvelopeIdParam, query: NoQuery },
   responses: { 200: apiJson("The audit trail", AuditTrail), ...NOT_FOUND },
 });
@@ -84,6 +84,23 @@ const signedDocument = defineRoute(API, {
   },
 });
 
+const resend = defineRoute(API, {
+  operationId: "resendSigner",
+  method: "post",
+  path: "/api/signatures/{envelopeId}/signers/{signerId}/resend",
+  tags,
+  security,
+  summary: "Send a signer a new link",
+  description:
+    "Mints and mails the signer a new signing link; the signer's earlier links stop working at once (404 gone). For a signer who lost the mail, and the only way to lift a lock of their code verification (15 wrong codes: send_code and authenticate answer 429 verification_locked until then); the lock's failure count starts again. Both are recorded in the audit trail (`resent`, `verification_locked`). The link's `url` is in this answer once: an Idempotency-Key replay leaves it out. Refused with 409 cannot_resend when the signer has signed or declined, the envelope is no longer open (completed, declined, voided, expired), or in sequential mode the signer's turn has not come (their link is sent when the signer before them has signed).",
+  request: { params: SignerIdParams },
+  responses: {
+    200: apiJson("The new link, mailed to the signer", SigningLink),
+    404: apiError("No envelope with this id in your organization, or no signer with this id in it"),
+    409: apiError("cannot_resend: the signer has signed or declined, the envelope is no longer open, or (sequential) the signer's turn has not come"),
+  },
+});
+
 const settings = defineRoute(API, {
   operationId: "getSignatureSettings",
   method: "get",
@@ -113,6 +130,11 @@ export const signatureRoutes = new OpenAPIHono<AppBindings>({ defaultHook: valid
   .openapi(updateSettingsRoute, async (c) => c.json(await updateSettings(serviceContext(c), c.req.valid("json")), 200))
   .openapi(read, async (c) => c.json(await getEnvelope(serviceContext(c), c.req.valid("param").envelopeId), 200))
   .openapi(remove, async (c) => c.json(await voidEnvelope(serviceContext(c), c.req.valid("param").envelopeId, c.req.valid("query").reason, requestMeta(c)), 200))
+  .openapi(resend, async (c) => {
+    c.set("replayOmits", [["url"]]); // a raw signing token: an Idempotency-Key replay leaves it out
+    const { envelopeId, signerId } = c.req.valid("param");
+    return c.json(await resendSigner(serviceContext(c), envelopeId, signerId, requestMeta(c)), 200);
+  })
   .openapi(audit, async (c) => c.json(await getAuditTrail(serviceContext(c), c.req.valid("param").envelopeId), 200))
   .openapi(certificate, async (c) => c.json(await certificateLink(serviceContext(c), c.req.valid("param").envelopeId), 200))
   .openapi(signedDocument, async (c) => c.json(await signedDocumentLink(serviceContext(c), c.req.valid("param").envelopeId), 200));

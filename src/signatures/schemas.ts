@@ -138,6 +138,7 @@ export const SignatureSettingsUpdate = z
   .openapi("SignatureSettingsUpdate");
 
 export const EnvelopeIdParam = z.object({ envelopeId: z.string().min(1).max(100).openapi({ param: { name: "envelopeId", in: "path" } }) });
+export const SignerIdParams = EnvelopeIdParam.extend({ signerId: z.string().min(1).max(100).openapi({ param: { name: "signerId", in: "path" } }) });
 
 /** POST /api/public/sign/{token} (spec: Endpoints rule 2). */
 export const SignerAction = z
@@ -147,7 +148,7 @@ export const SignerAction = z
       .string()
       .regex(/^[0-9]{6}$/, "Six digits")
       .optional()
-      .openapi({ description: "With authenticate: the 6-digit code send_code mailed to the signer (checked by the server; 10 minutes, one use, 5 tries)" }),
+      .openapi({ description: "With authenticate: the 6-digit code send_code mailed to the signer (checked by the server; 10 minutes, one use, 5 tries; 15 wrong codes in all lock the signer until the sender resends the link)" }),
     codeVerified: z.boolean().optional().openapi({ description: "With authenticate: whether the one-time code or knowledge-based check was verified (spec rule 2); refused with 409 verification_required on an envelope whose signerVerification is code" }),
     reason: freeText(1000).optional().openapi({ description: "With decline; stored as data, never interpreted (no control characters)" }),
     challengeToken: z.string().min(1).max(4096).optional().openapi({ description: "Turnstile token, required for sign and decline when the bot challenge is configured" }),

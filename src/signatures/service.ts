@@ -242,6 +242,21 @@ export async function voidEnvelope(ctx: ServiceContext, envelopeId: string, reas
   return { voided: true };
 }
 
+/**
+ * POST /api/signatures/{envelopeId}/signers/{signerId}/resend (issue 29): a new link for the signer, mailed and
+ * answered once, through the envelope's object (resend.ts). 404 outside the caller's organization.
+ */
+export async function resendSigner(ctx: ServiceContext, envelopeId: string, signerId: string, meta: RequestMeta) {
+  await findEnvelope(ctx, envelopeId);
+  const result = await envelopeSigner(ctx.env, envelopeId).resend(envelopeId, ctx.organizationId, signerId, ctx.actor.userId ?? null, meta);
+  if (result.kind === "moving") throw new OrganizationMoving();
+  if (result.kind === "not_found") throw new NotFound("Signer", "No signer with this id in this envelope");
+  if (result.kind === "cannot_resend") throw new InvalidState("cannot_resend", result.message);
+  const { signer, token } = result;
+  ctx.defer(sendSigningLink(ctx.env, ctx.organizationId, signer, token, "resend"));
+  return { signerId: signer.id, name: signer.name, email: signer.email, role: signer.role, url: signingUrl(ctx.env, token) };
+}
+
 /** GET /api/signatures/{envelopeId}/audit: every entry, and whether the hash chain still verifies. */
 export async function getAuditTrail(ctx: ServiceContext, envelopeId: string) {
   const envelope = await findEnvelope(ctx, envelopeId);

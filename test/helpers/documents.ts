@@ -1,9 +1,10 @@
 import { env } from "cloudflare:workers";
-import { expect } from "vitest";
+import { expect, vi } from "vitest";
 import { openText } from "../../src/lib/secret-box";
 import { MAIL_LOG_PURPOSE } from "../../src/mail/mailer";
 import { everyShard } from "../../src/shards/bindings";
 import { call, json } from "./client";
+import { createPrincipal } from "./factories";
 
 /** A valid on/standard-lease canonical draft (DESIGN.md contract 4) with the given parties. */
 export function leaseCanonical(opts: { tenants?: { name: string; email: string }[]; landlords?: { name: string; email: string }[] } = {}) {
@@ -94,3 +95,29 @@ export async function mailTo(to: string): Promise<{ subject: string; text: strin
 }
 
 export const linkIn = (text: string) => text.match(/https?:\/\/\S+\/sign\/\S+/)?.[0] ?? null;
+
+/**
+ * The newest signing code mailed to `email`, once at least `count` have been mailed (the mail leaves after the answer,
+ * so a test that asked for its second code waits for the second mail).
+ */
+export async function signingCodeFor(email: string, count = 1): Promise<string> {
+  let code = "";
+  await vi.waitFor(async () => {
+    const mails = (await mailTo(email)).filter((m) => m.subject.startsWith("Your signing code"));
+    expect(mails.length).toBeGreaterThanOrEqual(count);
+    code = mails.at(-1)?.text.match(/\b(\d{6})\b/)?.[1] ?? "";
+    expect(code).toMatch(/^\d{6}$/);
+  });
+  return code;
+}
+
+/** A new organization's envelope of one signer, whose link was opened. */
+export async function openedSigner(verification: "code" | "attested" = "code") {
+  const owner = await createPrincipal();
+  const email = `${crypto.randomUUID()}@signer.test`;
+  const doc = await createDocument(owner.token, leaseCanonical());
+  const sent = await sendForSignature(owner.token, doc.id, { signerVerification: verification, signers: [{ name: "Sam Signer", email, role: "tenant" }] });
+  const token = tokenOf(sent.links[0]!.url);
+  expect((await publicSign("GET", token)).status).toBe(200);
+  return { owner, doc, sent, token, email, envelopeId: sent.envelopeId };
+}

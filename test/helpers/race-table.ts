@@ -407,6 +407,27 @@ export const RACES: Race[] = [
     counter: { read: async (owner) => count(owner, "SELECT COUNT(*) AS n FROM envelope_audit WHERE organization_id = ? AND event = 'voided'", owner.organizationId), perMove: 1 },
   },
 
+  {
+    // Issue 29: resends of three signers, two each, at once: each lands (an audit entry each, the chain intact) and
+    // leaves each signer exactly one live link, the last one minted.
+    kind: "independent",
+    route: "POST /api/signatures/{envelopeId}/signers/{signerId}/resend",
+    seed: async (owner) => {
+      const signers = [1, 2, 3].map((i) => ({ name: `Signer ${i}`, email: `${crypto.randomUUID()}@signer.test`, role: "tenant" }));
+      const sent = await sendForSignature(owner.token, (await createDocument(owner.token)).id, { signers });
+      return { envelopeId: sent.envelopeId, signerId: sent.links[0]!.signerId, signers: sent.links.map((l) => l.signerId).join(",") };
+    },
+    changes: async (_, params) => params.signers!.split(",").flatMap((signerId) => [1, 2].map(() => ({ path: `/api/signatures/${params.envelopeId}/signers/${signerId}/resend` }))),
+    async verify(owner, params) {
+      const trail = await json(await call("GET", `/api/signatures/${params.envelopeId}/audit`, { token: owner.token }));
+      expect(trail.chain.valid).toBe(true);
+      for (const signerId of params.signers!.split(",")) {
+        expect(trail.events.filter((e: { event: string; signerId: string }) => e.event === "resent" && e.signerId === signerId)).toHaveLength(2);
+        expect(await count(owner, "SELECT COUNT(*) AS n FROM signing_links WHERE signer_id = ?", signerId)).toBe(1);
+      }
+    },
+  },
+
   // Reputation (issue 8).
   {
     kind: "independent",

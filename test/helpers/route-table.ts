@@ -163,6 +163,12 @@ export async function seedCompletedEnvelope(owner: TestPrincipal): Promise<Recor
   }
   return { envelopeId: sent.envelopeId };
 }
+/** An open envelope's first signer (issue 29: the resend route). */
+async function seedSigner(owner: TestPrincipal): Promise<Record<string, string>> {
+  const { id } = await seedDocument(owner);
+  const sent = await sendForSignature(owner.token, id!);
+  return { envelopeId: sent.envelopeId, signerId: sent.links[0]!.signerId };
+}
 const unknownEnvelope = { envelopeId: "00000000-0000-4000-8000-0000000e0e0e" };
 const unknownDocument = { id: "00000000-0000-4000-8000-00000000d0c0" };
 
@@ -184,6 +190,8 @@ ROUTES.push(
   { method: "GET", path: "/api/signatures/{envelopeId}/document", family: "api", seed: seedCompletedEnvelope, unknown: unknownEnvelope },
   { method: "GET", path: "/api/signatures/settings", family: "api" },
   { method: "PUT", path: "/api/signatures/settings", family: "api", body: { signerVerification: "code" } },
+  // Issue 29: a signer's new link.
+  { method: "POST", path: "/api/signatures/{envelopeId}/signers/{signerId}/resend", family: "api", seed: seedSigner, unknown: { ...unknownEnvelope, signerId: "00000000-0000-4000-8000-00000000519e" } },
 );
 
 // Reputation (issue 8).

@@ -10,15 +10,20 @@ export function testApp(options: AppOptions = {}, vars: Partial<Record<keyof typ
   const app = createApp(options);
   // Other configuration for this app only (a new env object: the parsed config is cached per env object).
   const appEnv = { ...env, ...vars };
+  /** One request; deferred work (waitUntil) has finished when it answers. */
+  const send = async (request: Request) => {
+    const ctx = createExecutionContext();
+    const res = await app.fetch(request, appEnv, ctx);
+    await waitOnExecutionContext(ctx);
+    return res;
+  };
   return {
     app,
-    async fetch(method: string, path: string, init: { token?: string; body?: BodyInit; headers?: Record<string, string> } = {}) {
+    send,
+    fetch(method: string, path: string, init: { token?: string; body?: BodyInit; headers?: Record<string, string> } = {}) {
       const headers = new Headers(init.headers);
       if (init.token) headers.set("authorization", `Bearer ${init.token}`);
-      const ctx = createExecutionContext();
-      const res = await app.fetch(new Request(`http://api.test${path}`, { method, headers, body: init.body }), appEnv, ctx);
-      await waitOnExecutionContext(ctx);
-      return res;
+      return send(new Request(`http://api.test${path}`, { method, headers, body: init.body }));
     },
   };
 }

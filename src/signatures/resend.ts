@@ -1,0 +1,41 @@
+import type { Env } from "../env";
+import type { SignerCodes } from "./codes";
+import { mintToken } from "./links";
+import { end, entry, isExpired, type Loaded, machineContext, type RequestMeta, TERMINAL, write } from "./machine";
+
+/**
+ * POST /api/signatures/{envelopeId}/signers/{signerId}/resend (issue 29), run by the envelope's object: a new link for
+ * one signer whose turn it is, for a signer who lost the mail or whose code verification is locked (codes.ts). The
+ * signer's earlier links die in the same write that makes the new one live, and the signer's codes start afresh
+ * (codes.ts `forget`: the lock, its failure count, the pending code and the send limits go), so they can ask a code
+ * at once. Only the new token's SHA-256 is stored; the raw token goes back to the
+ * caller, for the answer and the mail.
+ */
+export type ResendResult =
+  | { kind: "resent"; signer: { id: string; name: string; email: string; role: string }; token: string }
+  | { kind: "not_found" }
+  | { kind: "cannot_resend"; message: string };
+
+type Defer = (w: Promise<unknown>) => void;
+
+export async function resendLink(env: Env, state: Loaded, codes: SignerCodes, signerId: string, actorUserId: string | null, meta: RequestMeta, defer: Defer): Promise<{ result: ResendResult; state: Loaded }> {
+  const signer = state.signers.find((s) => s.id === signerId);
+  if (!signer) return { result: { kind: "not_found" }, state };
+  const ctx = machineContext(env, state, defer, { type: "user", userId: actorUserId });
+  const refuse = (message: string, next = state) => ({ result: { kind: "cannot_resend" as const, message }, state: next });
+  if (TERMINAL.has(state.envelope.status)) return refuse(`The envelope is ${state.envelope.status}: its links stay dead`);
+  if (isExpired(state.envelope)) return refuse("The envelope has expired: its links stay dead", await end(ctx, state, "expired", "expired", { ip: null, userAgent: null }));
+  if (signer.status === "signed" || signer.status === "declined") return refuse(`The signer has already ${signer.status}`);
+  // Sequential signing: the signer's link is minted and mailed when the signer before them has signed, not earlier.
+  if (signer.status === "pending") return refuse("It is not this signer's turn yet (sequential signing): their link is sent when the signer before them has signed");
+
+  const { token, hash } = await mintToken(state.envelope.id);
+  const unlocked = codes.isLocked(signer.id);
+  const next = await write(ctx, state, {
+    killSignerLinks: [signer.id],
+    newLinks: [{ tokenHash: hash, signerId: signer.id }],
+    audit: [entry("resent", signer.id, meta, { ...(actorUserId ? { userId: actorUserId } : {}), unlocked })],
+  });
+  codes.forget([signer.id]);
+  return { result: { kind: "resent", signer: { id: signer.id, name: signer.name, email: signer.email, role: signer.role }, token }, state: next };
+}
