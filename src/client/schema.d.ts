@@ -11223,6 +11223,7 @@ export interface operations {
             /** @description The new link, mailed to the signer */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11232,6 +11233,7 @@ export interface operations {
             /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11241,6 +11243,7 @@ export interface operations {
             /** @description Missing, unknown, revoked or expired token */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11250,6 +11253,7 @@ export interface operations {
             /** @description No envelope with this id in your organization, or no signer with this id in it */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11259,6 +11263,7 @@ export interface operations {
             /** @description cannot_resend: the signer has signed or declined, the envelope is no longer open, or (sequential) the signer's turn has not come; or: A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
             409: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11268,6 +11273,7 @@ export interface operations {
             /** @description This Idempotency-Key was used for another request (idempotency_key_reused) */
             422: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11277,6 +11283,7 @@ export interface operations {
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11286,6 +11293,7 @@ export interface operations {
             /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
