@@ -217,7 +217,7 @@ export async function resumeErasures(env: Env, db: Db, { now = new Date(), max =
   const due = await db
     .select()
     .from(erasures)
-    .where(and(eq(erasures.state, "pending"), or(isNull(erasures.touchedAt), lte(erasures.touchedAt, new Date(now.getTime() - ERASURE_LEASE_MS).toISOString()))))
+    .where(and(eq(erasures.state, "pending"), lte(erasures.touchedAt, new Date(now.getTime() - ERASURE_LEASE_MS).toISOString())))
     .orderBy(asc(erasures.touchedAt))
     .limit(max);
   let finished = 0;
@@ -225,7 +225,7 @@ export async function resumeErasures(env: Env, db: Db, { now = new Date(), max =
     const claimed = await db
       .update(erasures)
       .set({ touchedAt: now.toISOString() })
-      .where(and(eq(erasures.id, row.id), eq(erasures.state, "pending"), row.touchedAt === null ? isNull(erasures.touchedAt) : eq(erasures.touchedAt, row.touchedAt)))
+      .where(and(eq(erasures.id, row.id), eq(erasures.state, "pending"), eq(erasures.touchedAt, row.touchedAt!)))
       .returning({ id: erasures.id });
     if (claimed.length === 0) continue;
     const deferred: Promise<unknown>[] = [];
