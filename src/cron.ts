@@ -1,4 +1,5 @@
 import { pruneStaleListTotals } from "./crm/list-totals";
+import { resumeErasures } from "./contacts/erase";
 import { createDb } from "./db/client";
 import { noteOverdueObligations } from "./documents/obligations";
 import type { Env } from "./env";
@@ -30,6 +31,7 @@ export function runCron(env: Env): Promise<unknown> {
     onEveryShard(env, "due surveys", ({ db }) => sendDueSurveys(env, db)),
     onEveryShard(env, "survey expiry", ({ db }) => expireSurveys(db)),
     onEveryShard(env, "trash purge", ({ db }) => purgeTrash(env, db)),
+    onEveryShard(env, "pending erasures", ({ db }) => resumeErasures(env, db)),
     pruneOAuth(createDb(env.DB)).catch((err) => console.error(JSON.stringify({ level: "error", msg: "cron task failed; next pass retries", task: "oauth prune", error: loggableError(err) }))),
   ]);
 }

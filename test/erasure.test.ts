@@ -1,45 +1,17 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import { createDb } from "../src/db/client";
-import { everyShard } from "../src/shards/bindings";
+import { resumeErasures } from "../src/contacts/erase";
 import { sendDueSurveys } from "../src/surveys/scheduling";
 import { call, json } from "./helpers/client";
 import { createContact, expectCrmError, logActivity } from "./helpers/contacts";
 import { createDeal, getDeal } from "./helpers/deals";
-import { createDocument, leaseCanonical, sendForSignature, signAll, tokenOf } from "./helpers/documents";
-import { createPrincipal, tenantDb, type TestPrincipal } from "./helpers/factories";
+import { createDocument, leaseCanonical, publicSign, sendForSignature, signAll, tokenOf } from "./helpers/documents";
+import { answerOf, erase, filesFound, newPerson, seedMentions, seedSignatures, whereFound } from "./helpers/erasure";
+import { createPrincipal, tenantDb } from "./helpers/factories";
 import { receiverUrl } from "./helpers/receiver";
 import { aggregateOf, publishedTestimonial } from "./helpers/testimonials";
 import { createSurveyTemplate, publicSurvey, scheduleSurvey, STANDARD_QUESTIONS } from "./helpers/surveys";
-
-/** Tables that make up a signed envelope (and the document that was signed): kept as signed. */
-const SIGNED_RECORD = /^(envelopes|envelope_signers|envelope_audit|signing_links|documents|document_vectors|document_obligations)$/;
-
-/**
- * Every text column of every table of the directory and of every shard (issue 24), searched for each needle
- * (case-insensitive): where the person still appears, as `table.column: needle (database)`. One query per table.
- */
-async function whereFound(needles: string[]): Promise<string[]> {
-  const databases = [{ label: "directory", db: env.DB }, ...everyShard(env).map(({ shard, db }) => ({ label: `shard ${shard}`, db }))];
-  const found: string[] = [];
-  for (const { label, db } of databases) {
-    const tables = await db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '_cf_%' AND name NOT LIKE 'd1_%'").all<{ name: string }>();
-    for (const { name } of tables.results) {
-      const columns = await db.prepare(`SELECT name, type FROM pragma_table_info(?)`).bind(name).all<{ name: string; type: string }>();
-      const probes = columns.results.filter((c) => /text|char|clob|^$/i.test(c.type)).flatMap((column) => needles.map((needle) => ({ column: column.name, needle })));
-      if (probes.length === 0) continue;
-      // Each needle is bound once (?1 … ?n) and named by every column's test: D1 caps the bound parameters of a query.
-      const sums = probes.map(({ column, needle }, i) => `SUM(instr(lower(CAST("${column}" AS TEXT)), ?${needles.indexOf(needle) + 1}) > 0) AS "${i}"`);
-      const hits = await db.prepare(`SELECT ${sums.join(", ")} FROM "${name}"`).bind(...needles.map((n) => n.toLowerCase())).first<Record<string, number | null>>();
-      probes.forEach(({ column, needle }, i) => {
-        if ((hits?.[String(i)] ?? 0) > 0) found.push(`${name}.${column}: ${needle} (${label})`);
-      });
-    }
-  }
-  return found;
-}
-
-const erase = (p: TestPrincipal, id: string) => call("DELETE", `/v1/contacts/${id}?erase=true`, { token: p.token });
 
 describe("erasure on request (DELETE /v1/contacts/{id}?erase=true)", () => {
   it("takes the person's name and e-mail out of everything but the envelope they signed, keeping the numbers", async () => {
@@ -86,12 +58,11 @@ describe("erasure on request (DELETE /v1/contacts/{id}?erase=true)", () => {
     const res = await erase(p, contact.id);
     expect(res.status).toBe(200);
     const answer = (await json(res)).data;
-    expect(answer).toMatchObject({ id: contact.id, deleted: true, retained: ["signed_envelopes"] });
+    expect(answer).toMatchObject({ id: contact.id, deleted: true, retained: ["signed_envelopes"], retainedRecords: [{ kind: "signed_envelopes", count: 1, reason: expect.stringContaining("signed") }] });
     expect(answer.erased).toMatchObject({ contacts: 1, activities: 1, testimonials: 1, mails: expect.any(Number), events: expect.any(Number), webhook_deliveries: aboutThem!.n });
 
     // Nowhere but in the signed envelope.
-    const left = (await whereFound(needles)).filter((hit) => !SIGNED_RECORD.test(hit.slice(0, hit.indexOf("."))));
-    expect(left).toEqual([]);
+    expect(await whereFound(needles, answer.retained)).toEqual([]);
     expect((await whereFound([person.email])).some((hit) => hit.startsWith("envelope_signers."))).toBe(true);
 
     expect(await db.prepare("SELECT ip, user_agent FROM survey_responses WHERE survey_id = ?").bind(answered.id).first()).toEqual({ ip: null, user_agent: null });
@@ -112,8 +83,173 @@ describe("erasure on request (DELETE /v1/contacts/{id}?erase=true)", () => {
     // The record of the erasure: who and what kinds, no personal data (the search above covered its table too).
     const audit = await db.prepare("SELECT * FROM erasures WHERE organization_id = ? AND contact_id = ?").bind(p.organizationId, contact.id).all<Record<string, string>>();
     expect(audit.results).toHaveLength(1);
-    expect(audit.results[0]).toMatchObject({ contact_id: contact.id, actor_user_id: p.userId, retained: '["signed_envelopes"]' });
+    expect(audit.results[0]).toMatchObject({ contact_id: contact.id, actor_user_id: p.userId, retained: '["signed_envelopes"]', state: "done", subject: null });
     expect(JSON.parse(audit.results[0]!.erased!)).toEqual(answer.erased);
+  });
+
+  it("finds the person, after the erasure and a restore of everything else in the trash, only in what `retained` names (issue 29)", async () => {
+    const p = await createPrincipal();
+    const db = await tenantDb(p.organizationId);
+    const person = newPerson();
+    const mentions = await seedMentions(p, person);
+    const signatures = await seedSignatures(p, person);
+    // The searches see them first: in each table below, and in the PDF of every envelope.
+    const before = await whereFound(person.needles);
+    for (const table of ["trash_rows", "trash_entries", "contact_activities", "contacts", "deals", "deal_tasks", "properties", "envelopes", "envelope_signers", "envelope_audit", "documents", "clickwrap_acceptances"]) {
+      expect(before.some((hit) => hit.startsWith(`${table}.`)), table).toBe(true);
+    }
+    const filesBefore = await filesFound([person.fullName]);
+    // (The document sent to them for a guarantee names others only.)
+    for (const id of [...signatures.unsigned.slice(0, 4), mentions.open.envelopeId, signatures.signed.envelopeId]) expect(filesBefore.some((hit) => hit.includes(`/${id}/document.pdf`)), id).toBe(true);
+    expect(filesBefore.some((hit) => hit.startsWith("signed/")) && filesBefore.some((hit) => hit.startsWith("certificates/"))).toBe(true);
+    expect(filesBefore.some((hit) => hit.startsWith(`properties/${p.organizationId}/${mentions.property.id}/reports/`))).toBe(true);
+
+    const res = await erase(p, mentions.contact.id);
+    expect(res.status, await res.clone().text()).toBe(200);
+    const answer = await answerOf(res);
+    // Nowhere but in what the answer says it kept: every table, every file.
+    expect(await whereFound(person.needles, answer.retained)).toEqual([]);
+    expect(await filesFound(person.needles, answer.retained)).toEqual([]);
+    // Everything else in the trash comes back, and brings no name back.
+    expect((await call("POST", `/v1/contacts/${mentions.trashedContact.id}/restore`, { token: p.token })).status).toBe(200);
+    expect((await call("POST", `/v1/deals/${mentions.trashedDeal.id}/restore`, { token: p.token })).status).toBe(200);
+    expect((await getDeal(p.token, mentions.trashedDeal.id)).title).toBe("Referral from [erased]");
+    expect(await whereFound(person.needles, answer.retained)).toEqual([]);
+    expect(await filesFound(person.needles, answer.retained)).toEqual([]);
+    expect(answer.retained).toEqual(["signed_envelopes", "clickwrap_acceptances"]);
+    expect(answer.retainedRecords).toEqual([
+      { kind: "signed_envelopes", count: 1, reason: expect.stringContaining("signed") },
+      { kind: "clickwrap_acceptances", count: 1, reason: expect.stringContaining("immutable") },
+    ]);
+    // Six envelopes that never completed (the open one on the lease, declined, voided, expired, open, sent to them);
+    // three documents naming them that no completed envelope holds (the lease, the unsigned lease, the draft).
+    expect(answer.erased).toMatchObject({ contacts: 1, activities: 1, envelopes: 6, documents: 3, trash_labels: 1, property_texts: 1, trash_rows: expect.any(Number), deal_texts: expect.any(Number), activity_texts: expect.any(Number) });
+    // The trashed contact's row and activity, the trashed deal's row.
+    expect(answer.erased.trash_rows).toBe(3);
+
+    // What `retained` names is kept as it was: the signed envelope with its signers, its valid audit chain and its files.
+    expect((await whereFound([person.email])).some((hit) => hit.startsWith("envelope_signers."))).toBe(true);
+    expect((await whereFound([person.email])).some((hit) => hit.startsWith("clickwrap_acceptances."))).toBe(true);
+    expect((await filesFound([person.fullName])).filter((hit) => hit.startsWith("signed/") || hit.startsWith("certificates/"))).toHaveLength(2);
+    expect((await json(await call("GET", `/api/signatures/${signatures.signed.envelopeId}/audit`, { token: p.token }))).chain).toMatchObject({ valid: true, seal: "valid" });
+    expect((await call("GET", `/api/documents/${signatures.signedDoc.id}`, { token: p.token })).status).toBe(200);
+
+    // What never completed is gone: its reads and its links answer 404, its search vectors went with it.
+    for (const id of [...signatures.unsigned, mentions.open.envelopeId]) expect((await call("GET", `/api/signatures/${id}`, { token: p.token })).status, id).toBe(404);
+    for (const id of [signatures.unsignedDoc.id, signatures.draft.id, mentions.lease.id]) expect((await call("GET", `/api/documents/${id}`, { token: p.token })).status, id).toBe(404);
+    expect((await call("GET", `/api/documents/${signatures.othersDoc.id}`, { token: p.token })).status).toBe(200);
+    for (const token of [...signatures.openTokens, mentions.openToken]) expect((await publicSign("GET", token)).status).toBe(404);
+    const vectors = await db.prepare("SELECT document_id FROM document_vectors WHERE organization_id = ?").bind(p.organizationId).all<{ document_id: string }>();
+    expect(vectors.results.map((r) => r.document_id)).toEqual([signatures.othersDoc.id]);
+    expect(await db.prepare("SELECT state, subject FROM erasures WHERE contact_id = ?").bind(mentions.contact.id).first()).toEqual({ state: "done", subject: null });
+  }, 120_000);
+
+  it("a step that fails half-way leaves the erasure pending and the person unreadable; the retry of the request finishes it", async () => {
+    const p = await createPrincipal();
+    const person = newPerson();
+    const { contact, open } = await seedMentions(p, person);
+    let failures = 1;
+    const files = new Proxy(env.FILES, {
+      get(target, prop) {
+        if (prop === "delete") return (keys: string | string[]) => (failures-- > 0 ? Promise.reject(new Error("injected: R2 delete failed")) : target.delete(keys));
+        const value = Reflect.get(target, prop);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    const first = await erase(p, contact.id, { FILES: files });
+    expect(first.status).toBe(500);
+    expect((await call("GET", `/v1/contacts/${contact.id}`, { token: p.token })).status).toBe(404);
+    expect(await (await tenantDb(p.organizationId)).prepare("SELECT state FROM erasures WHERE contact_id = ?").bind(contact.id).first()).toEqual({ state: "pending" });
+    // The envelope's link already stopped working, before its files were to go.
+    expect((await publicSign("GET", tokenOf(open.links.find((l) => l.email === person.email)!.url))).status).toBe(404);
+
+    const retry = await erase(p, contact.id);
+    expect(retry.status, await retry.clone().text()).toBe(200);
+    const answer = await answerOf(retry);
+    expect(answer.erased).toMatchObject({ contacts: 1, envelopes: 1, documents: 1, trash_labels: 1 });
+    expect(await whereFound(person.needles, answer.retained)).toEqual([]);
+    expect(await filesFound(person.needles, answer.retained)).toEqual([]);
+    await expectCrmError(await erase(p, contact.id), 404, "not_found_error");
+  }, 60_000);
+
+  it("an erasure whose run stopped is finished by the cron once no run has touched it for a while, with the same counts", async () => {
+    const answers: Record<string, number>[] = [];
+    // 4: the first batch after `begin` (its two reads and its write): the envelope's; 8: a rewrite of the copies.
+    for (const failAt of [0, 4, 8]) {
+      const p = await createPrincipal();
+      const person = newPerson();
+      const { contact } = await seedMentions(p, person);
+      const shard = (await env.DB.prepare("SELECT shard FROM organization_shards WHERE organization_id = ?").bind(p.organizationId).first<{ shard: number }>())!.shard;
+      const binding = `DB_SHARD_${shard}` as const;
+      const real = (env as unknown as Record<string, D1Database>)[binding]!;
+      let batches = 0;
+      const failing = (target: D1Database | D1DatabaseSession): object =>
+        new Proxy(target, {
+          get(t, prop) {
+            if (prop === "batch") return (statements: D1PreparedStatement[]) => (++batches === failAt ? Promise.reject(new Error("injected: D1 batch failed")) : t.batch(statements));
+            if (prop === "withSession") return (...args: unknown[]) => failing((t as D1Database).withSession(...(args as [string])));
+            const value = Reflect.get(t, prop);
+            return typeof value === "function" ? value.bind(t) : value;
+          },
+        });
+      const first = await erase(p, contact.id, { [binding]: failing(real) });
+      const db = await tenantDb(p.organizationId);
+      if (failAt === 0) {
+        expect(first.status).toBe(200);
+        answers.push((await answerOf(first)).erased);
+        continue;
+      }
+      expect(first.status).toBe(500);
+      expect((await call("GET", `/v1/contacts/${contact.id}`, { token: p.token })).status).toBe(404);
+      // Within its lease the cron leaves it to the run that may still be going.
+      expect(await resumeErasures(env, createDb(db))).toBe(0);
+      await db.prepare("UPDATE erasures SET touched_at = ? WHERE contact_id = ?").bind(new Date(Date.now() - 10 * 60_000).toISOString(), contact.id).run();
+      expect(await resumeErasures(env, createDb(db))).toBe(1);
+      const row = await db.prepare("SELECT state, subject, erased, retained FROM erasures WHERE contact_id = ?").bind(contact.id).first<{ state: string; subject: null; erased: string; retained: string }>();
+      expect(row).toMatchObject({ state: "done", subject: null });
+      answers.push(JSON.parse(row!.erased));
+      expect(await whereFound(person.needles, JSON.parse(row!.retained))).toEqual([]);
+      expect(await filesFound(person.needles, JSON.parse(row!.retained))).toEqual([]);
+    }
+    // Each change and its count commit in one batch: a failure anywhere changes none of the counts.
+    expect(answers[1]).toEqual(answers[0]);
+    expect(answers[2]).toEqual(answers[0]);
+  }, 120_000);
+
+  it("keeps the audit trail append-only: only an ended, uncompleted envelope marked by an erasure loses it, a completed one never", async () => {
+    const p = await createPrincipal();
+    const db = await tenantDb(p.organizationId);
+    const completed = await sendForSignature(p.token, (await createDocument(p.token)).id);
+    for (const link of completed.links) await signAll(tokenOf(link.url));
+    const voided = await sendForSignature(p.token, (await createDocument(p.token)).id);
+    expect((await call("DELETE", `/api/signatures/${voided.envelopeId}`, { token: p.token })).status).toBe(200);
+    const open = await sendForSignature(p.token, (await createDocument(p.token)).id);
+    const now = new Date().toISOString();
+    const refused = (sql: string, ...binds: unknown[]) => expect(db.prepare(sql).bind(...binds).run()).rejects.toThrow(/append-only|stays completed|is kept/);
+    await refused("UPDATE envelope_audit SET ip = 'x' WHERE envelope_id = ?", completed.envelopeId);
+    await refused("DELETE FROM envelope_audit WHERE envelope_id = ?", completed.envelopeId);
+    await refused("UPDATE envelopes SET erasing_at = ? WHERE id = ?", now, completed.envelopeId);
+    await refused("UPDATE envelopes SET status = 'voided' WHERE id = ?", completed.envelopeId);
+    await refused("DELETE FROM envelope_audit WHERE envelope_id = ?", voided.envelopeId);
+    // Marked, an open envelope's trail still stays: only an ended one's may go, and never by UPDATE.
+    await db.prepare("UPDATE envelopes SET erasing_at = ? WHERE id IN (?, ?)").bind(now, voided.envelopeId, open.envelopeId).run();
+    await refused("DELETE FROM envelope_audit WHERE envelope_id = ?", open.envelopeId);
+    await refused("UPDATE envelope_audit SET ip = 'x' WHERE envelope_id = ?", voided.envelopeId);
+    await db.prepare("DELETE FROM envelope_audit WHERE envelope_id = ?").bind(voided.envelopeId).run();
+    const left = async (id: string) => (await db.prepare("SELECT COUNT(*) AS n FROM envelope_audit WHERE envelope_id = ?").bind(id).first<{ n: number }>())!.n;
+    expect([await left(voided.envelopeId), (await left(completed.envelopeId)) > 0, (await left(open.envelopeId)) > 0]).toEqual([0, true, true]);
+  });
+
+  it("takes the documents that name the person out of a Vectorize index too", async () => {
+    const p = await createPrincipal();
+    const person = newPerson();
+    const contact = await createContact(p.token, { firstName: person.firstName, lastName: person.lastName, email: person.email });
+    const draft = await createDocument(p.token, { schemaVersion: 1, formKey: "generic/free-form", title: "Notes", body: `About ${person.fullName}`, provenance: { aiDrafted: false } });
+    const deleted: string[] = [];
+    const index = { deleteByIds: async (ids: string[]) => (deleted.push(...ids), { mutationId: "m" }) };
+    expect((await erase(p, contact.id, { ENVIRONMENT: "staging", DOCUMENT_VECTORS: index })).status).toBe(200);
+    expect(deleted).toContain(`${draft.id}#0`);
+    expect(deleted).toContain(`${draft.id}#63`);
   });
 
   it("honours If-Match: a stale version is a 412 and erases nothing", async () => {

@@ -132,10 +132,14 @@ export interface paths {
          *     (deals, testimonials, referrals, surveys) stay and show it as `{id, deleted: true}`.
          *
          *     With `erase=true` (permission `contacts:erase`, which an OAuth client gets only by asking for it by name) the
-         *     person is erased now, without the trash: the contact (also one in the trash) and its activities, and their name, e-mail
-         *     and phone wherever they were copied (testimonial author display, referrals, survey invitations, the mail log, event and
-         *     delivery payloads). Ratings, counts and signed envelopes are kept; the answer lists what was erased by kind and count
-         *     and what was retained. Send the contact's ETag in `If-Match` to make the write conditional: 412 when the contact has changed since.
+         *     person is erased now, without the trash: the contact (also one in the trash) and its activities; every envelope naming
+         *     them that never completed (voided first if open; its links, files and audit trail go with it) and every unsigned
+         *     document naming them; and their name, e-mail and phone wherever else they were copied (testimonial author display,
+         *     referrals, survey invitations, the mail log, event and delivery payloads, notes, activities, deals and tasks, listings'
+         *     marketing texts, other records kept in the trash). Ratings and counts are kept, and so are completed envelopes and
+         *     clickwrap acceptances: `retained` names them and `retainedRecords` says how many and why. The answer lists what was
+         *     erased by kind and count. An erasure that fails half-way answers 500 and is finished by the same request sent again or,
+         *     a few minutes later, by the cron; the contact is gone from the first failure on. Send the contact's ETag in `If-Match` to make the write conditional: 412 when the contact has changed since.
          */
         delete: operations["deleteContact"];
         options?: never;
@@ -2351,8 +2355,15 @@ export interface components {
             erased: {
                 [key: string]: number;
             };
-            /** @description Records kept as they are: a signed envelope's signer names are part of what was signed */
-            retained: "signed_envelopes"[];
+            /** @description The kinds of record kept as they are, which still name the person (how many and why in `retainedRecords`) */
+            retained: ("signed_envelopes" | "clickwrap_acceptances")[];
+            /** @description Per kind in `retained`: how many records name the person and why they are kept — a completed envelope is a signed, sealed record (signers, audit trail, the document they signed and its PDFs); a clickwrap acceptance is immutable (spec) */
+            retainedRecords: {
+                /** @enum {string} */
+                kind: "signed_envelopes" | "clickwrap_acceptances";
+                count: number;
+                reason: string;
+            }[];
         };
         ContactActivityCreate: {
             /** @enum {string} */

@@ -1,5 +1,7 @@
-import { and, eq, inArray, isNull, or, sql } from "drizzle-orm";
+import { and, asc, eq, inArray, isNull, lte, or, sql } from "drizzle-orm";
+import type { Db } from "../db/client";
 import {
+  clickwrapAcceptances,
   contactActivities,
   contacts,
   contactTags,
@@ -14,182 +16,87 @@ import {
   trashRows,
 } from "../db/schema";
 import { commit, expectRow, expectVersion, expectVersionMatch, type Statement, withRetries } from "../db/write";
+import { eraseDocumentsNaming } from "../documents/erasure";
+import type { Env } from "../env";
 import { newEvent } from "../events/outbox";
+import { sha256Hex } from "../lib/crypto";
 import { NotFound } from "../lib/errors";
 import { newId } from "../lib/ids";
 import { loggableError } from "../lib/log";
-import { chunkBySize } from "../lib/sql";
+import { mentionsAny } from "../lib/sql";
 import type { ServiceContext } from "../platform/context";
 import { purgeFeed } from "../profiles/feed";
 import { referredKey } from "../referrals/service";
-import { sha256Hex } from "../lib/crypto";
+import { systemContext } from "../shards/tenants";
+import { countSignedEnvelopes, eraseUnsignedEnvelopes } from "../signatures/erasure";
 import { decodeRow } from "../trash/moves";
-import type { ContactRecord } from "./mapping";
-import type { Erasure } from "./schemas";
+import { type Counted, scrubCopies, scrubTrash } from "./erase-copies";
 import { facetMoves } from "./facets";
+import type { ContactRecord } from "./mapping";
+import { ERASED, type Person, personOf } from "./redact";
+import { type Erasure, RETAINED_KINDS, type RetainedKind } from "./schemas";
 import { bumpCounters, CONTACTS, tagStatements } from "./writes";
 
-/** What stands in for an erased name where a column cannot be empty. */
-export const ERASED = "[erased]";
-
 /**
- * What identifies the person in copied text: their id, e-mail, full name and phone numbers. A first or last name
- * alone is not searched for: "Lead" or "Sale" would take out every deal stage and type of every payload.
+ * The steps of an erasure, in order. `begin` is one atomic batch; each later step is idempotent and made of bounded
+ * rounds (see each function), so a run that stops anywhere is finished by the next: the retry of the request, or
+ * the cron (`resumeErasures`).
  */
-interface Person {
-  id: string;
-  emailKey: string;
-  fullName: string;
-  phones: string[];
-  /** Longest first. */
-  words: string[];
-}
+export const ERASURE_STEPS = ["begin", "envelopes", "documents", "trash", "copies", "finish"] as const;
 
-function personOf(c: ContactRecord): Person {
-  const fullName = `${c.firstName} ${c.lastName}`;
-  const phones = [c.phone, c.secondaryPhone].filter((w): w is string => typeof w === "string" && w.trim().length >= 2);
-  return { id: c.id, emailKey: c.emailKey, fullName, phones, words: [fullName, c.email, ...phones].filter((w) => w.trim().length >= 2).sort((a, b) => b.length - a.length) };
-}
+/** Why each kind of record an erasure keeps is kept (the answer's `retainedRecords`). */
+const RETAINED_REASONS: Record<RetainedKind, string> = {
+  signed_envelopes:
+    "A completed envelope is a signed, sealed record: its signers' names and addresses, its audit trail, the document they signed and its PDFs are part of what was signed and stay as signed",
+  clickwrap_acceptances: "A clickwrap acceptance is an immutable record of who accepted which terms, when and from where (spec: immutable acceptances)",
+};
 
-const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+/** A run that has not touched a pending erasure for this long has stopped: the cron takes it up. */
+export const ERASURE_LEASE_MS = 2 * 60_000;
 
-/** The fields of a contact object (in an event or a stored answer) that identify the person. */
-const PERSONAL_FIELDS = ["firstName", "lastName", "email", "phone", "secondaryPhone", "address", "notes", "preferences"];
+type ErasureRow = typeof erasures.$inferSelect;
 
-/** `text` with every mention of the person (full name, e-mail, phone, in any case) replaced by ERASED. */
-export function redactText(text: string, person: Person): string {
-  if (person.words.length === 0) return text;
-  const pattern = new RegExp(person.words.map((w) => (/^\w/u.test(w) && /\w$/u.test(w) ? `\\b${escapeRegExp(w)}\\b` : escapeRegExp(w))).join("|"), "giu");
-  return text.replace(pattern, ERASED);
-}
-
-/**
- * A JSON document with the person taken out: the contact object itself (an object whose `id` is theirs) loses its
- * personal fields, and every string that names them (full name, e-mail, phone) has that part replaced. Structure,
- * ids, numbers, enum values and everything about other people stay.
- */
-export function redactJson(text: string, person: Person): string {
-  const scrubString = (s: string) => redactText(s, person);
-  const walk = (value: unknown): unknown => {
-    if (typeof value === "string") return scrubString(value);
-    if (Array.isArray(value)) return value.map(walk);
-    if (value && typeof value === "object") {
-      const obj = value as Record<string, unknown>;
-      const isPerson = obj.id === person.id;
-      const out: Record<string, unknown> = {};
-      for (const [k, v] of Object.entries(obj)) out[k] = isPerson && PERSONAL_FIELDS.includes(k) && v !== null ? (typeof v === "string" ? ERASED : null) : walk(v);
-      return out;
-    }
-    return value;
-  };
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch {
-    return scrubString(text);
-  }
-  // Plain text that happens to parse (a number, a quoted string) is still text: only objects and arrays are JSON here.
-  return parsed !== null && typeof parsed === "object" ? JSON.stringify(walk(parsed)) : scrubString(text);
-}
-
-/**
- * Text that may carry copies of the person, rewritten in place: event payloads, webhook bodies and filters, replayed
- * answers (JSON, redacted structurally), and the notes and texts the system or a form wrote about them elsewhere.
- */
-const COPIES: { kind: string; table: string; key: string; column: string; versioned?: boolean }[] = [
-  { kind: "events", table: "outbox_events", key: "id", column: "data" },
-  { kind: "webhook_deliveries", table: "webhook_deliveries", key: "id", column: "body" },
-  { kind: "idempotency_records", table: "idempotency_keys", key: "key", column: "response_body" },
-  { kind: "webhook_subscriptions", table: "webhook_subscriptions", key: "id", column: "filters", versioned: true },
-  { kind: "webhook_subscriptions", table: "webhook_subscriptions", key: "id", column: "description", versioned: true },
-  { kind: "contact_notes", table: "contacts", key: "id", column: "notes", versioned: true },
-  { kind: "referral_notes", table: "referrals", key: "id", column: "notes", versioned: true },
-  { kind: "testimonial_texts", table: "testimonials", key: "id", column: "headline", versioned: true },
-  { kind: "testimonial_texts", table: "testimonials", key: "id", column: "body", versioned: true },
-  { kind: "survey_answers", table: "survey_responses", key: "survey_id", column: "answers" },
-];
-
-const PAGE = 200;
-/** One rewrite statement carries at most this much text (D1 binds a value of up to 2 MB). */
-const MAX_REWRITE_CHARS = 512 * 1024;
-
-/**
- * Rewrites the organization's rows that mention the person (their id, e-mail, full name or phone, in any case), page
- * by page; returns how many rows of each kind changed. Idempotent: a second pass finds nothing left to change.
- */
-async function scrubCopies(ctx: ServiceContext, person: Person): Promise<Record<string, number>> {
-  const counts: Record<string, number> = {};
-  const needles = [person.id, ...person.words.map((w) => w.toLowerCase())];
-  for (const p of COPIES) {
-    let after = "";
-    let changed = 0;
-    const mentions = needles.map(() => `instr(lower(${p.column}), ?) > 0`).join(" OR ");
-    for (;;) {
-      const { results } = await ctx.d1
-        .prepare(
-          `SELECT ${p.key} AS k, ${p.column} AS t FROM ${p.table}
-           WHERE organization_id = ? AND ${p.key} > ? AND ${p.key} <> ? AND ${p.column} IS NOT NULL AND (${mentions})
-           ORDER BY ${p.key} LIMIT ${PAGE}`,
-        )
-        .bind(ctx.organizationId, after, person.id, ...needles)
-        .all<{ k: string; t: string }>();
-      const rewrites = results.flatMap((r) => {
-        const next = redactJson(r.t, person);
-        return next === r.t ? [] : [JSON.stringify([r.k, next])];
-      });
-      for (const chunk of chunkBySize(rewrites, MAX_REWRITE_CHARS)) {
-        await ctx.d1
-          .prepare(
-            `UPDATE ${p.table} SET ${p.column} = json_extract(j.value, '$[1]')${p.versioned ? ", version = version + 1" : ""} FROM json_each(?) AS j
-             WHERE ${p.table}.organization_id = ? AND ${p.table}.${p.key} = json_extract(j.value, '$[0]')`,
-          )
-          .bind(`[${chunk.join(",")}]`, ctx.organizationId)
-          .run();
-      }
-      changed += rewrites.length;
-      if (results.length < PAGE) break;
-      after = results[results.length - 1]!.k;
-    }
-    if (changed) counts[p.kind] = (counts[p.kind] ?? 0) + changed;
-  }
-  return counts;
-}
-
-/** The person to erase: the live contact, or one waiting in the trash. 404 otherwise (also after an erasure). */
-async function findPerson(ctx: ServiceContext, id: string): Promise<{ live: ContactRecord | null; trashed: ContactRecord | null }> {
+/** The person to erase: the live contact, one waiting in the trash, or an erasure of theirs that stopped half-way. */
+async function findPerson(ctx: ServiceContext, id: string): Promise<{ live: ContactRecord | null; trashed: ContactRecord | null; pending: ErasureRow | null }> {
   const org = ctx.organizationId;
-  const [live, kept] = await ctx.db.batch([
+  const [live, kept, pending] = await ctx.db.batch([
     ctx.db.select().from(contacts).where(and(eq(contacts.organizationId, org), eq(contacts.id, id))),
     ctx.db
       .select({ row: trashRows.row })
       .from(trashRows)
       .innerJoin(trashEntries, eq(trashEntries.recordId, trashRows.recordId))
       .where(and(eq(trashRows.recordId, id), eq(trashRows.tableName, "contacts"), eq(trashEntries.organizationId, org), eq(trashEntries.kind, "contact"), eq(trashEntries.state, "trashed"))),
+    ctx.db.select().from(erasures).where(and(eq(erasures.organizationId, org), eq(erasures.contactId, id), eq(erasures.state, "pending"))),
   ]);
-  if (live[0]) return { live: live[0], trashed: null };
-  if (kept[0]) return { live: null, trashed: decodeRow<ContactRecord>(contacts, kept[0].row) };
+  if (live[0]) return { live: live[0], trashed: null, pending: null };
+  if (kept[0]) return { live: null, trashed: decodeRow<ContactRecord>(contacts, kept[0].row), pending: null };
+  if (pending[0]) return { live: null, trashed: null, pending: pending[0] };
   throw new NotFound("Contact");
 }
 
 /**
- * DELETE /v1/contacts/{id}?erase=true (issue 21): the person erased now, without the trash. The contact (live or in
- * the trash) and its activities go; their name, e-mail and phone go from every copy: testimonial author display,
- * referrals that name them as the referred person, unsent survey invitations and the respondent's address, the mail
- * log, and the texts of COPIES (event payloads, webhook bodies and filters, stored replay answers, notes, testimonial
- * texts, survey answers). Numbers stay (ratings, aggregates, counts); signed envelopes stay as signed.
- * References to the contact then point at a tombstone (`{id, deleted: true}`), and an `erasures` row records who
- * erased what kinds, without personal data.
- *
- * The payload copies are rewritten before the contact goes (so a failure leaves the person erasable again) and once
- * more after, for an event a concurrent write emitted in between.
+ * DELETE /v1/contacts/{id}?erase=true (issues 21 and 29): the person erased now, without the trash. `begin` removes
+ * the contact (live or in the trash) and its activities, clears what is found by their id, e-mail or phone
+ * (testimonial author display, referrals that name them, unsent survey invitations and the respondent's address,
+ * the mail log, the referral form's keys), leaves a tombstone, and records the erasure `pending` with the strings
+ * it searches for. The later steps (`runErasure`) delete the envelopes that name them and never completed and the
+ * unsigned documents that name them, and rewrite every other copy of their name, e-mail and phone, the trash
+ * included. Kept as they are and named in `retained`: completed envelopes and clickwrap acceptances. A request that
+ * finds its erasure pending (a retry after a failure) finishes it and answers the same.
  */
 export async function eraseContact(ctx: ServiceContext, id: string): Promise<Erasure> {
   const org = ctx.organizationId;
-  return withRetries(async () => {
-    const { live, trashed } = await findPerson(ctx, id);
-    expectVersionMatch(ctx, (live ?? trashed)!.version);
-    const person = personOf((live ?? trashed)!);
-    const scrubbed = await scrubCopies(ctx, person);
+  let authors: string[] = [];
+  const row = await withRetries(async () => {
+    const { live, trashed, pending } = await findPerson(ctx, id);
+    if (pending) {
+      // A retry of an erasure that stopped half-way: this run finishes it (the cron leaves a touched one alone).
+      await ctx.db.update(erasures).set({ touchedAt: new Date().toISOString() }).where(eq(erasures.id, pending.id));
+      return pending;
+    }
+    const contact = (live ?? trashed)!;
+    expectVersionMatch(ctx, contact.version);
+    const person = personOf(contact);
     const [authored, referred, pendingSurveys, mails, activities] = await ctx.db.batch([
       ctx.db.select({ agentUserId: testimonials.agentUserId }).from(testimonials).where(and(eq(testimonials.organizationId, org), eq(testimonials.authorPersonId, id))),
       ctx.db.select({ n: sql<number>`COUNT(*)` }).from(referrals).where(referredIs(ctx, person)),
@@ -214,18 +121,22 @@ export async function eraseContact(ctx: ServiceContext, id: string): Promise<Era
           expectRow(ctx.db, trashEntries, and(eq(trashEntries.recordId, id), eq(trashEntries.organizationId, org), eq(trashEntries.state, "trashed"))),
           ctx.db.delete(trashRows).where(eq(trashRows.recordId, id)),
         ];
-    const erased: Record<string, number> = {
-      contacts: 1,
-      activities: activities[0]!.n,
-      testimonials: authored.length,
-      referrals: referred[0]!.n,
-      surveys: pendingSurveys[0]!.n,
-      mails: mails[0]!.n,
-      ...scrubbed,
-    };
-    const retained = ["signed_envelopes" as const];
+    const erased = countsOnly({ contacts: 1, activities: activities[0]!.n, testimonials: authored.length, referrals: referred[0]!.n, surveys: pendingSurveys[0]!.n, mails: mails[0]!.n });
     // The referral form's duplicate keys are hashes of the person's e-mail and phones: they go too.
     const keyHashes = await Promise.all([person.emailKey, ...person.phones].map((c) => sha256Hex(referredKey(c))));
+    const started: ErasureRow = {
+      id: newId(),
+      organizationId: org,
+      contactId: id,
+      actorUserId: ctx.actor.userId ?? null,
+      erased,
+      retained: [],
+      at,
+      state: "pending",
+      subject: person,
+      retainedCounts: null,
+      touchedAt: at,
+    };
     statements.push(
       ctx.db
         .insert(trashEntries)
@@ -246,19 +157,99 @@ export async function eraseContact(ctx: ServiceContext, id: string): Promise<Era
       ctx.db.update(surveys).set({ status: "SKIPPED", skippedAt: at, pendingToken: null, updatedAt: at, version: sql`${surveys.version} + 1` }).where(unsentTo(ctx, id)),
       ctx.db.delete(mailOutbox).where(mailTo(ctx, person)),
       ctx.db.delete(referralKeys).where(and(eq(referralKeys.organizationId, org), inArray(referralKeys.contactHash, keyHashes))),
-      ctx.db.insert(erasures).values({ id: newId(), organizationId: org, contactId: id, actorUserId: ctx.actor.userId ?? null, erased: countsOnly(erased), retained, at }),
+      ctx.db.insert(erasures).values(started),
     );
     const events = live ? [newEvent(ctx, "contact.deleted", { object: { id }, previousAttributes: null, changes: null })] : [];
     await commit(ctx, statements, events);
-    // The public feeds of the agents they reviewed show the author no more from the next read on.
-    for (const agentUserId of new Set(authored.map((t) => t.agentUserId))) purgeFeed(ctx, agentUserId);
-    // A write that landed between the first pass and the commit may have emitted a copy: take it out too.
-    await scrubCopies(ctx, person).catch((err) => console.warn(JSON.stringify({ message: "erasure second pass failed", contactId: id, error: loggableError(err) })));
-    return { id, deleted: true as const, erased: countsOnly(erased), retained };
+    authors = authored.map((t) => t.agentUserId);
+    return started;
   });
+  // The public feeds of the agents they reviewed show the author no more from the next read on.
+  for (const agentUserId of new Set(authors)) purgeFeed(ctx, agentUserId);
+  return runErasure(ctx, row);
+}
+
+/**
+ * The steps after `begin`, each idempotent (a second run finds nothing left and counts nothing), then `finish`:
+ * what was kept is counted, the erasure is `done` and its search strings are cleared. Answers the erasure.
+ */
+export async function runErasure(ctx: ServiceContext, row: ErasureRow): Promise<Erasure> {
+  const person = row.subject;
+  if (row.state === "done" || !person) return answerOf(row);
+  const counted: Counted = (kind) =>
+    ctx.db
+      .update(erasures)
+      // changes(): the rows the statement just before this one in the batch changed (a batch runs in order, on one connection).
+      .set({ erased: sql`json_set(${erasures.erased}, ${`$.${kind}`}, coalesce(json_extract(${erasures.erased}, ${`$.${kind}`}), 0) + changes())` })
+      .where(eq(erasures.id, row.id));
+  await eraseUnsignedEnvelopes(ctx, person.words, () => counted("envelopes"));
+  await eraseDocumentsNaming(ctx, person.words, () => counted("documents"));
+  await scrubTrash(ctx, person, counted);
+  await scrubCopies(ctx, person, counted);
+  const retainedCounts = countsOnly({ signed_envelopes: await countSignedEnvelopes(ctx, person.words), clickwrap_acceptances: await countAcceptances(ctx, person) });
+  const [done] = await ctx.db
+    .update(erasures)
+    .set({ state: "done", subject: null, retained: Object.keys(retainedCounts), retainedCounts, touchedAt: new Date().toISOString() })
+    .where(and(eq(erasures.id, row.id), eq(erasures.state, "pending")))
+    .returning();
+  // A concurrent run (the cron and a retry) finished first: answer what it recorded.
+  return answerOf(done ?? (await ctx.db.select().from(erasures).where(eq(erasures.id, row.id)).get())!);
+}
+
+function answerOf(row: ErasureRow): Erasure {
+  const counts = row.retainedCounts ?? {};
+  const retained = RETAINED_KINDS.filter((k) => row.retained.includes(k));
+  return {
+    id: row.contactId,
+    deleted: true as const,
+    erased: countsOnly(row.erased),
+    retained,
+    retainedRecords: retained.filter((kind) => (counts[kind] ?? 0) > 0).map((kind) => ({ kind, count: counts[kind]!, reason: RETAINED_REASONS[kind] })),
+  };
+}
+
+/**
+ * Cron: finishes erasures that stopped half-way (a failed step, a request that ended) and that no run has touched
+ * for ERASURE_LEASE_MS, a few a pass. Each is claimed first (a compare-and-set on `touched_at`), so two passes do
+ * not run one erasure side by side; a run that fails again is logged and taken up by a later pass.
+ */
+export async function resumeErasures(env: Env, db: Db, { now = new Date(), max = 5 } = {}): Promise<number> {
+  const due = await db
+    .select()
+    .from(erasures)
+    .where(and(eq(erasures.state, "pending"), lte(erasures.touchedAt, new Date(now.getTime() - ERASURE_LEASE_MS).toISOString())))
+    .orderBy(asc(erasures.touchedAt))
+    .limit(max);
+  let finished = 0;
+  for (const row of due) {
+    const claimed = await db
+      .update(erasures)
+      .set({ touchedAt: now.toISOString() })
+      .where(and(eq(erasures.id, row.id), eq(erasures.state, "pending"), eq(erasures.touchedAt, row.touchedAt!)))
+      .returning({ id: erasures.id });
+    if (claimed.length === 0) continue;
+    const deferred: Promise<unknown>[] = [];
+    try {
+      await runErasure(systemContext(env, db, row.organizationId, `cron:erasure:${row.id}`, (work) => deferred.push(work)), row);
+      finished++;
+    } catch (err) {
+      console.warn(JSON.stringify({ message: "erasure not finished; a later cron pass resumes it", erasureId: row.id, error: loggableError(err) }));
+    }
+    await Promise.allSettled(deferred);
+  }
+  return finished;
 }
 
 const countsOnly = (counts: Record<string, number>) => Object.fromEntries(Object.entries(counts).filter(([, n]) => n > 0));
+
+/** Clickwrap acceptances recorded under the person's id or e-mail, or naming them: immutable, so counted and kept. */
+async function countAcceptances(ctx: ServiceContext, person: Person): Promise<number> {
+  const [row] = await ctx.db
+    .select({ n: sql<number>`COUNT(*)` })
+    .from(clickwrapAcceptances)
+    .where(and(eq(clickwrapAcceptances.organizationId, ctx.organizationId), or(eq(clickwrapAcceptances.subjectRef, person.id), mentionsAny(clickwrapAcceptances.subjectRef, person.words))));
+  return row?.n ?? 0;
+}
 
 /** Referrals whose referred person is this one: the lead made from them, their e-mail or their phone. */
 const referredIs = (ctx: ServiceContext, person: Person) =>

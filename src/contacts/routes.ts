@@ -139,10 +139,14 @@ const remove = defineRoute(CRM, {
 (deals, testimonials, referrals, surveys) stay and show it as \`{id, deleted: true}\`.
 
 With \`erase=true\` (permission \`contacts:erase\`, which an OAuth client gets only by asking for it by name) the
-person is erased now, without the trash: the contact (also one in the trash) and its activities, and their name, e-mail
-and phone wherever they were copied (testimonial author display, referrals, survey invitations, the mail log, event and
-delivery payloads). Ratings, counts and signed envelopes are kept; the answer lists what was erased by kind and count
-and what was retained. ${CONDITIONAL}`,
+person is erased now, without the trash: the contact (also one in the trash) and its activities; every envelope naming
+them that never completed (voided first if open; its links, files and audit trail go with it) and every unsigned
+document naming them; and their name, e-mail and phone wherever else they were copied (testimonial author display,
+referrals, survey invitations, the mail log, event and delivery payloads, notes, activities, deals and tasks, listings'
+marketing texts, other records kept in the trash). Ratings and counts are kept, and so are completed envelopes and
+clickwrap acceptances: \`retained\` names them and \`retainedRecords\` says how many and why. The answer lists what was
+erased by kind and count. An erasure that fails half-way answers 500 and is finished by the same request sent again or,
+a few minutes later, by the cron; the contact is gone from the first failure on. ${CONDITIONAL}`,
   request: { params: IdParam, query: ContactDeleteQuery },
   responses: {
     200: { description: "Deleted (to the trash), or erased", content: { "application/json": { schema: z.object({ success: z.literal(true), message: z.string(), data: z.union([z.object({ id: z.string(), deleted: z.literal(true) }), Erasure]) }) } } },

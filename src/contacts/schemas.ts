@@ -194,13 +194,23 @@ export const ContactDeleteQuery = z.strictObject({
     .openapi({ description: "true: erase the person now instead of moving the contact to the trash (needs contacts:erase)" }),
 });
 
+/** Records an erasure keeps as they are, though they name the person (issue 29). */
+export const RETAINED_KINDS = ["signed_envelopes", "clickwrap_acceptances"] as const;
+export type RetainedKind = (typeof RETAINED_KINDS)[number];
+
 /** What an erasure removed, by kind and count, and what it kept because the business must keep it. */
 export const Erasure = z
   .object({
     id: z.string(),
     deleted: z.literal(true),
     erased: z.record(z.string(), z.int()).openapi({ description: "Records removed or cleaned of the person's name, e-mail and phone, by kind" }),
-    retained: z.array(z.literal("signed_envelopes")).openapi({ description: "Records kept as they are: a signed envelope's signer names are part of what was signed" }),
+    retained: z.array(z.enum(RETAINED_KINDS)).openapi({ description: "The kinds of record kept as they are, which still name the person (how many and why in `retainedRecords`)" }),
+    retainedRecords: z
+      .array(z.object({ kind: z.enum(RETAINED_KINDS), count: z.int().min(1), reason: z.string() }))
+      .openapi({
+        description:
+          "Per kind in `retained`: how many records name the person and why they are kept — a completed envelope is a signed, sealed record (signers, audit trail, the document they signed and its PDFs); a clickwrap acceptance is immutable (spec)",
+      }),
   })
   .openapi("Erasure");
 export type Erasure = z.infer<typeof Erasure>;

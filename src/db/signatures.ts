@@ -46,6 +46,11 @@ export const envelopes = sqliteTable(
     sealedKey: text(),
     sealedSha256: text(),
     chainSeal: text({ mode: "json" }).$type<ChainSeal>(),
+    /**
+     * Set by a person's erasure on an envelope that never completed, in the batch that deletes it: the one case the
+     * audit trail's append-only trigger lets rows go (migrations/tenant/0005). A completed envelope cannot be marked.
+     */
+    erasingAt: text(),
     createdBy: text(),
     createdAt: text().notNull(),
     updatedAt: text().notNull(),

@@ -65,9 +65,21 @@ export const trashRows = sqliteTable(
   ],
 );
 
+/** What an erasure recognizes the person by while it runs: their id, e-mail key, full name and phones (`words`: longest first). */
+export interface ErasureSubject {
+  id: string;
+  emailKey: string;
+  fullName: string;
+  phones: string[];
+  words: string[];
+}
+
 /**
  * One row per erasure of a person (DELETE /v1/contacts/{id}?erase=true): who asked, when, and how many of which kind
- * of record were erased or cleaned, without any personal data, so the organization can show it honoured a request.
+ * of record were erased or cleaned, and which were kept and why, so the organization can show it honoured a request.
+ * Written `pending` in the batch that removes the contact, with `subject` (the strings the copies are searched for,
+ * the only personal data here) so that a retry or the cron can finish an erasure that stopped half-way; `done`
+ * clears `subject`. `erased` counts move in the batch of each change they count.
  */
 export const erasures = sqliteTable(
   "erasures",
@@ -77,8 +89,14 @@ export const erasures = sqliteTable(
     contactId: text().notNull(),
     actorUserId: text(),
     erased: text({ mode: "json" }).$type<Record<string, number>>().notNull(),
+    /** The kinds of record kept as they are (they still name the person); `retainedCounts` says how many of each. */
     retained: text({ mode: "json" }).$type<string[]>().notNull(),
     at: text().notNull(),
+    state: text().$type<"pending" | "done">().notNull().default("done"),
+    subject: text({ mode: "json" }).$type<ErasureSubject>(),
+    retainedCounts: text({ mode: "json" }).$type<Record<string, number>>(),
+    /** When a run last started: the cron resumes a pending erasure no run has touched for a while. */
+    touchedAt: text(),
   },
-  (t) => [index("erasures_org_at_idx").on(t.organizationId, t.at, t.id)],
+  (t) => [index("erasures_org_at_idx").on(t.organizationId, t.at, t.id), index("erasures_pending_idx").on(t.touchedAt).where(sql`${t.state} = 'pending'`)],
 );

@@ -24,3 +24,13 @@ export function chunkBySize(items: string[], maxChars: number): string[][] {
   if (current.length > 0) chunks.push(current);
   return chunks;
 }
+
+/**
+ * SQLite's `lower()` folds ASCII letters only: a needle compared with `instr(lower(column), needle)` must be folded
+ * the same way, or a name with a capital beyond ASCII ("Łukasz") is never found.
+ */
+export const foldAscii = (s: string): string => s.replace(/[A-Z]+/g, (m) => m.toLowerCase());
+
+/** Whether `column`'s text contains any of `needles` (ASCII case ignored), the list bound as one JSON parameter. */
+export const mentionsAny = (column: SQLWrapper, needles: readonly string[]): SQL =>
+  sql`EXISTS (SELECT 1 FROM json_each(${JSON.stringify(needles.map(foldAscii))}) n WHERE instr(lower(${column}), n.value) > 0)`;

@@ -4,7 +4,7 @@ import { pdfWriter } from "../files/pdf-writer";
 import { requestFileSigner } from "../files/signed-url";
 import { NotConfigured, Unprocessable } from "../lib/errors";
 import type { ServiceContext } from "../platform/context";
-import { propertyPrefix } from "./files";
+import { reportsPrefix } from "./files";
 import { listingOf, orderedPhotos, type PropertyRecord, toProperty } from "./mapping";
 import type { Property, Report, ReportRequest, Valuation } from "./schemas";
 import { findProperty } from "./service";
@@ -128,7 +128,7 @@ export async function createReport(ctx: ServiceContext, id: string, request: Rep
   }
   const pdf = await renderReport({ property: toProperty(record), request, generatedAt, valuation, cover: request.reportType === "LISTING_SHEET" ? await coverPhoto(ctx, record) : null });
   const reportId = crypto.randomUUID();
-  const key = `${propertyPrefix(ctx.organizationId, id)}reports/${reportId}.pdf`;
+  const key = `${reportsPrefix(ctx.organizationId, id)}${reportId}.pdf`;
   await ctx.env.FILES.put(key, pdf, {
     httpMetadata: { contentType: "application/pdf", contentDisposition: `inline; filename="${request.reportType.toLowerCase()}-${reportId}.pdf"` },
     customMetadata: { reportType: request.reportType, generatedAt, status: listingOf(record).status },

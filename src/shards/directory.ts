@@ -3,6 +3,7 @@ import type { Context } from "hono";
 import type { Db } from "../db/client";
 import { organizationShards, publicKeys } from "../db/schema";
 import { OrganizationMoving } from "../lib/errors";
+import { inJsonList } from "../lib/sql";
 import { nowIso } from "../lib/time";
 import type { AppBindings } from "../platform/context";
 import { openShard } from "../platform/session";
@@ -58,6 +59,12 @@ export async function registerPublicKeys(directory: Db, organizationId: string, 
     .insert(publicKeys)
     .values(keys.map((key) => ({ kind, key, organizationId, createdAt })))
     .onConflictDoNothing();
+}
+
+/** Forgets public keys of an organization (the links of an erased envelope): the route then answers as for an unknown key. */
+export async function removePublicKeys(directory: Db, organizationId: string, kind: PublicKeyKind, keys: string[]): Promise<void> {
+  if (keys.length === 0) return;
+  await directory.delete(publicKeys).where(and(eq(publicKeys.kind, kind), eq(publicKeys.organizationId, organizationId), inJsonList(publicKeys.key, keys)));
 }
 
 /** Claims a key for one organization (an agent slug): true when it is now, or already was, this organization's. */

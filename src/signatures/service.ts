@@ -58,8 +58,10 @@ export function toEnvelope(e: EnvelopeRow, signers: SignerRow[]): Envelope {
   };
 }
 
+/** Where an envelope's own files live in R2 (its erasure removes everything under it). */
+export const envelopeFilesPrefix = (organizationId: string, envelopeId: string) => `envelopes/${organizationId}/${envelopeId}/`;
 /** The R2 key of the document PDF an envelope's signers read. */
-export const envelopeDocumentKey = (organizationId: string, envelopeId: string) => `envelopes/${organizationId}/${envelopeId}/document.pdf`;
+export const envelopeDocumentKey = (organizationId: string, envelopeId: string) => `${envelopeFilesPrefix(organizationId, envelopeId)}document.pdf`;
 
 /** Addresses that appear more than once among the signers (any case). */
 function duplicateAddresses(parties: SigningParty[]): string[] {
@@ -119,6 +121,7 @@ export async function sendForSignature(ctx: ServiceContext, documentId: string, 
       sealedKey: null,
       sealedSha256: null,
       chainSeal: null,
+      erasingAt: null,
       createdBy: ctx.actor.userId ?? null,
       createdAt: at,
       updatedAt: at,

@@ -160,4 +160,25 @@ export const TRASH_RACES: VersusRace[] = [
       expect(await count(owner, "SELECT COUNT(*) AS n FROM erasures WHERE organization_id = ? AND contact_id = ?", owner.organizationId, contact.id)).toBe(1);
     },
   },
+  {
+    name: "DELETE /v1/contacts/{id}?erase=true racing itself (a client's retry): one erasure, counted once, both told the same",
+    async run(owner) {
+      const contact = await createContact(owner.token, { firstName: "Twicea", lastName: "Erasington" });
+      const name = "Twicea Erasington";
+      const doc = await call("POST", "/api/documents", { token: owner.token, body: { formKey: "generic/free-form", canonical: { schemaVersion: 1, formKey: "generic/free-form", title: "Notes", body: `About ${name}`, provenance: { aiDrafted: false } } } });
+      expect(doc.status).toBe(201);
+      const other = await createContact(owner.token, { firstName: "Ned", lastName: "Other", notes: `Friend of ${name}` });
+      const erase = { method: "DELETE", path: `/v1/contacts/${contact.id}?erase=true`, token: owner.token };
+      const answers = await settle([erase, erase, erase]);
+      // A copy that finds the erasure begun finishes it with the others; one that finds it done answers 404.
+      const done = answers.filter((a) => a.status === 200);
+      for (const a of answers) expect([200, 404], a.body).toContain(a.status);
+      expect(done.length).toBeGreaterThanOrEqual(1);
+      const erased = done.map((a) => JSON.stringify(JSON.parse(a.body).data.erased));
+      expect(new Set(erased).size, erased.join("\n")).toBe(1);
+      expect(JSON.parse(done[0]!.body).data.erased).toMatchObject({ contacts: 1, documents: 1, contact_notes: 1 });
+      expect(await count(owner, "SELECT COUNT(*) AS n FROM erasures WHERE organization_id = ? AND contact_id = ? AND state = 'done'", owner.organizationId, contact.id)).toBe(1);
+      expect((await json(await call("GET", `/v1/contacts/${other.id}`, { token: owner.token }))).data.notes).toBe("Friend of [erased]");
+    },
+  },
 ];
