@@ -23,6 +23,7 @@ export default defineConfig({
     "./src/db/referrals.ts",
     "./src/db/surveys.ts",
     "./src/db/trash.ts",
+    "./src/db/uploads.ts",
     "./src/db/shard-fences.ts",
   ],
   out: "./migrations/tenant",

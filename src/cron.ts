@@ -12,6 +12,7 @@ import { expireSurveys, sendDueSurveys } from "./surveys/scheduling";
 import { sweepOverdueEnvelopes } from "./signatures/expiry";
 import { sendDueReminders } from "./signatures/reminders";
 import { purgeTrash } from "./trash/service";
+import { sweepPendingUploads } from "./files/uploads";
 import { resendStalledDeliveries } from "./webhooks/fanout";
 
 /**
@@ -32,6 +33,7 @@ export function runCron(env: Env): Promise<unknown> {
     onEveryShard(env, "survey expiry", ({ db }) => expireSurveys(db)),
     onEveryShard(env, "trash purge", ({ db }) => purgeTrash(env, db)),
     onEveryShard(env, "pending erasures", ({ db }) => resumeErasures(env, db)),
+    onEveryShard(env, "pending uploads sweep", ({ db }) => sweepPendingUploads(env, db)),
     pruneOAuth(createDb(env.DB)).catch((err) => console.error(JSON.stringify({ level: "error", msg: "cron task failed; next pass retries", task: "oauth prune", error: loggableError(err) }))),
   ]);
 }

@@ -11603,7 +11603,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
-            /** @description organization_moving: the first open records `opened`, which waits while a shard move fences the organization's writes (a few seconds; Retry-After) */
+            /** @description organization_moving: the first open records `opened`, which waits while a shard move fences the organization's writes (a few seconds; Retry-After); temporarily_unavailable: recording it failed, try again after Retry-After */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -11730,7 +11730,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
-            /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
+            /** @description temporarily_unavailable: the action could not be recorded just now (nothing was assumed done); try it again after Retry-After; or: The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];

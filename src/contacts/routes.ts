@@ -1,5 +1,5 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
-import { CRM, CRM_PRECONDITION_ERROR, crmError, crmSuccess, Page } from "../crm/envelope";
+import { CRM, CRM_PRECONDITION_ERROR, crmError, crmSuccess, keptAnswer, Page } from "../crm/envelope";
 import { defineRoute, jsonBody } from "../platform/route";
 import { listQuery, NoQuery } from "../crm/list-query";
 import { requirePermission, serviceContext } from "../platform/auth";
@@ -7,7 +7,6 @@ import { RESTORE_DAYS } from "../trash/moves";
 import { eraseContact } from "./erase";
 import { z } from "@hono/zod-openapi";
 import { ETAG_HEADER, withEtag } from "../platform/etag";
-import { keepAnswerInBatch } from "../platform/idempotency";
 import type { AppBindings } from "../platform/context";
 import { issuesOf, validationHookWith } from "../platform/openapi";
 import { createActivity, listActivities } from "./activities";
@@ -209,11 +208,13 @@ export const contactRoutes = new OpenAPIHono<AppBindings>({ defaultHook: contact
   .openapi(listTagsRoute, async (c) => c.json({ success: true as const, ...(await listTags(serviceContext(c), c.req.valid("query"))) }, 200))
   .openapi(bulk, async (c) => c.json({ success: true as const, data: await bulkUpdateContacts(serviceContext(c), c.req.valid("json")) }, 200))
   .openapi(list, async (c) => c.json({ success: true as const, ...(await listContacts(serviceContext(c), c.req.valid("query"))) }, 200))
-  .openapi(create, async (c) => c.json({ success: true as const, data: withEtag(c, await createContact(serviceContext(c), c.req.valid("json"))) }, 201))
+  .openapi(create, async (c) => {
+    const { ctx, answer } = keptAnswer<Contact>(c, 201);
+    return c.json(answer(withEtag(c, await createContact(ctx, c.req.valid("json")))), 201);
+  })
   .openapi(read, async (c) => c.json({ success: true as const, data: withEtag(c, await getContact(serviceContext(c), c.req.valid("param").id, c.req.valid("query").include)) }, 200))
   .openapi(update, async (c) => {
-    const answer = (data: Contact) => ({ success: true as const, data });
-    const ctx = { ...serviceContext(c), keepAnswer: keepAnswerInBatch(c, 200, answer) };
+    const { ctx, answer } = keptAnswer<Contact>(c, 200);
     return c.json(answer(withEtag(c, await updateContact(ctx, c.req.valid("param").id, c.req.valid("json")))), 200);
   })
   .openapi(remove, async (c) => {

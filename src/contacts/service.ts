@@ -103,8 +103,9 @@ export async function createContact(ctx: ServiceContext, raw: ContactCreate): Pr
   if (record.tags.length) events.push(newEvent(ctx, "contact.tagged", { object, previousAttributes: { tags: [] }, changes: ["tags"], tags: record.tags }));
   if (record.assignedTo) events.push(newEvent(ctx, "contact.assigned", { object, previousAttributes: { assignedTo: null }, changes: ["assignedTo"] }));
   const { leadScoreRank: _rank, ...row } = record;
-  await commitContact(ctx, [ctx.db.insert(contacts).values(row), ...tagStatements(ctx, [{ contactId: record.id, before: [], after: record.tags }], at), bumpCounters(ctx, 1), ...facetMoves(ctx, null, record)], events);
-  return shown(record);
+  const answer = shown(record);
+  await commitContact(ctx, [ctx.db.insert(contacts).values(row), ...tagStatements(ctx, [{ contactId: record.id, before: [], after: record.tags }], at), bumpCounters(ctx, 1), ...facetMoves(ctx, null, record)], events, { answer });
+  return answer;
 }
 
 /**

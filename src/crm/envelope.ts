@@ -1,4 +1,8 @@
 import { z } from "@hono/zod-openapi";
+import type { Context } from "hono";
+import { serviceContext } from "../platform/auth";
+import type { AppBindings } from "../platform/context";
+import { keepAnswerInBatch } from "../platform/idempotency";
 import type { RouteFamily } from "../platform/route";
 
 /** CRM success envelope `{success: true, data}` (spec: Endpoints, "Success responses use {success: true, data}"). */
@@ -55,3 +59,13 @@ export const crmDeleted = {
 };
 
 export const CRM: RouteFamily = { name: "crm", error: crmError };
+
+/**
+ * For a CRM write whose verb keeps its answer in the batch of its write (platform/idempotency.ts `keepAnswerInBatch`:
+ * a retry replays it even when D1's reply to that batch was lost): the service context that carries the keeping, and
+ * the answer's shape, `{success: true, data}`, for the route to return with `status`.
+ */
+export function keptAnswer<T extends object>(c: Context<AppBindings>, status: 200 | 201) {
+  const answer = (data: T) => ({ success: true as const, data });
+  return { ctx: { ...serviceContext(c), keepAnswer: keepAnswerInBatch(c, status, answer) }, answer };
+}

@@ -16,4 +16,5 @@ export * from "./referrals";
 export * from "./surveys";
 export * from "./oauth";
 export * from "./trash";
+export * from "./uploads";
 export * from "./shard-fences";

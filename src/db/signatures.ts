@@ -45,6 +45,8 @@ export const envelopes = sqliteTable(
     /** The sealed, signed PDF (document, signature pages, certificate) once built, and its SHA-256. */
     sealedKey: text(),
     sealedSha256: text(),
+    /** When the signed copies were mailed (issue 29): a redelivered seal mails them if the last attempt died before. */
+    copiesMailedAt: text(),
     chainSeal: text({ mode: "json" }).$type<ChainSeal>(),
     /**
      * Set by a person's erasure on an envelope that never completed, in the batch that deletes it: the one case the

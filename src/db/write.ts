@@ -83,7 +83,8 @@ export function isGuardFailure(err: unknown): boolean {
 export interface CommitOptions {
   /**
    * The verb's answer: with an Idempotency-Key, its record joins the batch (platform/idempotency.ts
-   * `keepAnswerInBatch`), so the request needs no write after this one.
+   * `keepAnswerInBatch`), so the request needs no write after this one, and a retry replays it even when D1's reply to
+   * the batch was lost. Only on the batch that completes the verb: a retry never runs what would come after it.
    */
   answer?: object;
   /** false: publish the events without marking them sent in D1; the consumer marks them (events/outbox.ts). */

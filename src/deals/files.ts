@@ -4,7 +4,7 @@ import { commit, withRetries } from "../db/write";
 import { readConfig } from "../env";
 import { newEvent } from "../events/outbox";
 import { requestFileSigner } from "../files/signed-url";
-import { deleteFiles } from "../files/storage";
+import { discardUploads, putUploads, settleUploads } from "../files/uploads";
 import { toHex } from "../lib/crypto";
 import { type FieldIssue, NotConfigured, PayloadTooLarge, Validation } from "../lib/errors";
 import { newId } from "../lib/ids";
@@ -70,8 +70,9 @@ async function checkUpload(upload: DocumentUploadForm) {
 
 /**
  * POST /v1/deals/{id}/documents: the file goes to R2 first, then its row in one batch (writes.ts touchDeal: no document
- * under a deal deleted meanwhile, never more than MAX_DOCUMENTS; the file is removed again when the write cannot land).
- * Emits deal.document_uploaded.
+ * under a deal deleted meanwhile, never more than MAX_DOCUMENTS). The file is pending until that batch lands
+ * (files/uploads.ts): removed again when the write cannot land, by the cron when nothing could. Emits
+ * deal.document_uploaded; with an Idempotency-Key the answer is kept in the same batch.
  */
 export async function uploadDocument(ctx: ServiceContext, dealId: string, upload: DocumentUploadForm): Promise<DealDocument> {
   if (!readConfig(ctx.env).FILES_URL_SECRET) throw new NotConfigured("FILES_URL_SECRET");
@@ -80,7 +81,6 @@ export async function uploadDocument(ctx: ServiceContext, dealId: string, upload
   const id = newId();
   const key = `${dealPrefix(ctx.organizationId, dealId)}documents/${id}`;
   const disposition = doc.mimeType === "application/pdf" || doc.mimeType.startsWith("image/") ? "inline" : "attachment";
-  await ctx.env.FILES.put(key, doc.bytes, { httpMetadata: { contentType: doc.mimeType, contentDisposition: `${disposition}; filename*=UTF-8''${encodeURIComponent(doc.name)}` } });
   const row: DocumentRecord = {
     id,
     organizationId: ctx.organizationId,
@@ -96,6 +96,7 @@ export async function uploadDocument(ctx: ServiceContext, dealId: string, upload
     uploadedAt: new Date().toISOString(),
   };
   try {
+    await putUploads(ctx, [{ key, bytes: doc.bytes, httpMetadata: { contentType: doc.mimeType, contentDisposition: `${disposition}; filename*=UTF-8''${encodeURIComponent(doc.name)}` } }]);
     return await withRetries(async () => {
       const before = await readDealForWrite(ctx, dealId);
       const [held] = await ctx.db.select({ n: count() }).from(dealDocuments).where(and(eq(dealDocuments.organizationId, ctx.organizationId), eq(dealDocuments.dealId, dealId)));
@@ -112,13 +113,15 @@ export async function uploadDocument(ctx: ServiceContext, dealId: string, upload
           ...touchDeal(ctx, dealId, at, [room]),
           ctx.db.insert(dealDocuments).values(row),
           ctx.db.insert(dealActivities).values(activityRow(ctx, dealId, "DOCUMENT_UPLOADED", `Document uploaded: ${doc.name}`, { documentId: id, type: doc.type }, at)),
+          ...settleUploads(ctx, [key]),
         ],
         [newEvent(ctx, "deal.document_uploaded", { object: toDeal(after), document, previousAttributes: null, changes: null })],
+        { answer: shown },
       );
       return shown;
     });
   } catch (err) {
-    ctx.defer(deleteFiles(ctx.env, [key]));
+    ctx.defer(discardUploads(ctx, [key]));
     throw err;
   }
 }

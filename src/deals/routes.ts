@@ -1,10 +1,9 @@
 import { OpenAPIHono, z } from "@hono/zod-openapi";
 import { NoQuery } from "../crm/list-query";
-import { CRM, CRM_FILES_NOT_CONFIGURED, CRM_PRECONDITION_ERROR, crmDeleted, crmError, crmSuccess, Page } from "../crm/envelope";
+import { CRM, CRM_FILES_NOT_CONFIGURED, CRM_PRECONDITION_ERROR, crmDeleted, crmError, crmSuccess, keptAnswer, Page } from "../crm/envelope";
 import { serviceContext } from "../platform/auth";
 import type { AppBindings } from "../platform/context";
 import { ETAG_HEADER, withEtag } from "../platform/etag";
-import { keepAnswerInBatch } from "../platform/idempotency";
 import { validationHook } from "../platform/openapi";
 import { defineRoute, jsonBody } from "../platform/route";
 import { MAX_DOCUMENT_BYTES, MAX_DOCUMENTS, listDocuments, uploadDocument } from "./files";
@@ -250,13 +249,15 @@ const activities = defineRoute(CRM, {
 // Fixed paths (pipeline, analytics) before /v1/deals/{id}, so that they are not read as ids.
 export const dealRoutes = new OpenAPIHono<AppBindings>({ defaultHook: validationHook })
   .openapi(list, async (c) => c.json({ success: true as const, ...(await listDeals(serviceContext(c), c.req.valid("query"))) }, 200))
-  .openapi(create, async (c) => c.json({ success: true as const, data: withEtag(c, await createDeal(serviceContext(c), c.req.valid("json"))) }, 201))
+  .openapi(create, async (c) => {
+    const { ctx, answer } = keptAnswer<Deal>(c, 201);
+    return c.json(answer(withEtag(c, await createDeal(ctx, c.req.valid("json")))), 201);
+  })
   .openapi(pipeline, async (c) => c.json({ success: true as const, data: await pipelineOverview(serviceContext(c)) }, 200))
   .openapi(analytics, async (c) => c.json({ success: true as const, data: await dealAnalytics(serviceContext(c), c.req.valid("query")) }, 200))
   .openapi(read, async (c) => c.json({ success: true as const, data: withEtag(c, await getDeal(serviceContext(c), c.req.valid("param").id, c.req.valid("query").include)) }, 200))
   .openapi(update, async (c) => {
-    const answer = (data: Deal) => ({ success: true as const, data });
-    const ctx = { ...serviceContext(c), keepAnswer: keepAnswerInBatch(c, 200, answer) };
+    const { ctx, answer } = keptAnswer<Deal>(c, 200);
     return c.json(answer(withEtag(c, await updateDeal(ctx, c.req.valid("param").id, c.req.valid("json")))), 200);
   })
   .openapi(remove, async (c) => {
@@ -264,8 +265,14 @@ export const dealRoutes = new OpenAPIHono<AppBindings>({ defaultHook: validation
     await deleteDeal(serviceContext(c), id);
     return c.json({ success: true as const, message: "Deal deleted", data: { id, deleted: true as const } }, 200);
   })
-  .openapi(restore, async (c) => c.json({ success: true as const, data: withEtag(c, await restoreDeal(serviceContext(c), c.req.valid("param").id)) }, 200))
-  .openapi(move, async (c) => c.json({ success: true as const, data: withEtag(c, await moveDeal(serviceContext(c), c.req.valid("param").id, c.req.valid("json"))) }, 200))
+  .openapi(restore, async (c) => {
+    const { ctx, answer } = keptAnswer<Deal>(c, 200);
+    return c.json(answer(withEtag(c, await restoreDeal(ctx, c.req.valid("param").id))), 200);
+  })
+  .openapi(move, async (c) => {
+    const { ctx, answer } = keptAnswer<Deal>(c, 200);
+    return c.json(answer(withEtag(c, await moveDeal(ctx, c.req.valid("param").id, c.req.valid("json")))), 200);
+  })
   .openapi(tasks, async (c) => c.json({ success: true as const, data: await listTasks(serviceContext(c), c.req.valid("param").id) }, 200))
   .openapi(addTask, async (c) => c.json({ success: true as const, data: await createTask(serviceContext(c), c.req.valid("param").id, c.req.valid("json")) }, 201))
   .openapi(completeRoute, async (c) => {
@@ -273,5 +280,8 @@ export const dealRoutes = new OpenAPIHono<AppBindings>({ defaultHook: validation
     return c.json({ success: true as const, data: await completeTask(serviceContext(c), id, taskId) }, 200);
   })
   .openapi(documents, async (c) => c.json({ success: true as const, data: await listDocuments(serviceContext(c), c.req.valid("param").id) }, 200))
-  .openapi(upload, async (c) => c.json({ success: true as const, data: await uploadDocument(serviceContext(c), c.req.valid("param").id, c.req.valid("form")) }, 201))
+  .openapi(upload, async (c) => {
+    const { ctx, answer } = keptAnswer<DealDocument>(c, 201);
+    return c.json(answer(await uploadDocument(ctx, c.req.valid("param").id, c.req.valid("form"))), 201);
+  })
   .openapi(activities, async (c) => c.json({ success: true as const, ...(await listActivities(serviceContext(c), c.req.valid("param").id, c.req.valid("query"))) }, 200));

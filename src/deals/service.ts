@@ -132,6 +132,7 @@ export async function createDeal(ctx: ServiceContext, raw: DealCreate): Promise<
     const record = newDealRecord(ctx, input, now);
     const at = now.toISOString();
     const event = newEvent(ctx, "deal.created", { object: toDeal(record), previousAttributes: null, changes: null });
+    const answer = versioned(toDeal(record), record.version);
     await commit(
       ctx,
       [
@@ -143,8 +144,9 @@ export async function createDeal(ctx: ServiceContext, raw: DealCreate): Promise<
         bumpCounters(ctx, 1),
       ],
       [event],
+      { answer },
     );
-    return versioned(toDeal(record), record.version);
+    return answer;
   });
 }
 
@@ -210,12 +212,14 @@ export async function restoreDeal(ctx: ServiceContext, id: string): Promise<Deal
   return withRetries(async () => {
     const { record } = await readTrashed<DealRecord>(ctx, "deal", id, deals, "Deal");
     const frame = restoreFrame(ctx, "deal", id);
+    const answer = versioned(toDeal(record), record.version);
     await commit(
       ctx,
       [frame.guard, restoreRows(ctx.db, id, deals), ...DEAL_CHILDREN.map((t) => restoreRows(ctx.db, id, t)), ...frame.clear, ...pipelineMoves(ctx, null, record), bumpCounters(ctx, 1)],
       [newEvent(ctx, "deal.restored", { object: toDeal(record), previousAttributes: null, changes: null })],
+      { answer },
     );
-    return versioned(toDeal(record), record.version);
+    return answer;
   });
 }
 

@@ -145,6 +145,18 @@ export class OrganizationMoving extends AppError {
   }
 }
 
+/**
+ * A step the request needed failed where a retry may succeed (issue 29: the signing object's D1 write refused or its
+ * answer lost): nothing is assumed done, and the caller tries again after Retry-After.
+ */
+export class TemporarilyUnavailable extends AppError {
+  readonly status = 503;
+  readonly code = "temporarily_unavailable";
+  constructor(readonly retryAfterSeconds = 5) {
+    super("The request could not be completed just now; try it again shortly");
+  }
+}
+
 /** A route whose required configuration (an AI gateway, a mail key) is absent in this deployment. */
 export class NotConfigured extends AppError {
   readonly status = 503;

@@ -1,7 +1,7 @@
 import type { Context, ErrorHandler, NotFoundHandler } from "hono";
 import { HTTPException } from "hono/http-exception";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
-import { AppError, type FieldIssue, OrganizationMoving, RateLimited, Validation } from "../lib/errors";
+import { AppError, type FieldIssue, OrganizationMoving, RateLimited, TemporarilyUnavailable, Validation } from "../lib/errors";
 import type { AppBindings } from "./context";
 import { loggableError, loggableStack } from "../lib/log";
 
@@ -46,7 +46,7 @@ function toFailure(err: Error, family: Family): Failure | null {
     const status = err.kind === "malformed" || family !== "crm" ? 400 : 422;
     return { status, code: err.code, message: err.message, issues: err.issues };
   }
-  if (err instanceof RateLimited || err instanceof OrganizationMoving) return { status: err.status, code: err.code, message: err.message, retryAfterSeconds: err.retryAfterSeconds };
+  if (err instanceof RateLimited || err instanceof OrganizationMoving || err instanceof TemporarilyUnavailable) return { status: err.status, code: err.code, message: err.message, retryAfterSeconds: err.retryAfterSeconds };
   if (OrganizationMoving.raisedBy(err)) return toFailure(new OrganizationMoving(), family);
   if (err instanceof AppError) return { status: err.status, code: err.code, message: err.message };
   if (err instanceof HTTPException) {

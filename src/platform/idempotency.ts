@@ -17,9 +17,9 @@ import { etagOf } from "./etag";
  * per organization and key. Its answer is kept for 24 hours and replayed (with `Idempotent-Replayed: true`) to a
  * retry of the same request; the same key with another method, path, query or body is a 422; a retry while the first
  * is still running is a 409. A 5xx, a 429 or a lost race (409 concurrent_modification) is not kept, so the request
- * can be retried under the same key. A route whose answer shows a secret or a capability once (a webhook's signing
- * secret, a signing or survey link) names it in `replayOmits`: the replay leaves it out, and it is never stored in the
- * clear here.
+ * can be retried under the same key, unless its write kept its answer in its own batch and committed. A route whose
+ * answer shows a secret or a capability once (a webhook's signing secret, a signing or survey link) names it in
+ * `replayOmits`: the replay leaves it out, and it is never stored in the clear here.
  */
 export const IDEMPOTENCY_HEADER = "Idempotency-Key";
 export const IDEMPOTENCY_TTL_HOURS = 24;
@@ -109,9 +109,16 @@ export const idempotency = createMiddleware<AppBindings>(async (c, next) => {
   const transient = c.res.status === 429 || (c.error instanceof Conflict && c.error.code === "concurrent_modification");
   await keep(db, where, c.res, transient, c.get("replayOmits") ?? []).catch(async (err) => {
     console.error(JSON.stringify({ level: "error", msg: "idempotent answer not kept; key released", requestId: c.get("requestId"), error: loggableError(err) }));
-    await db.delete(idempotencyKeys).where(where).catch(() => undefined);
+    await release(db, where).catch(() => undefined);
   });
 });
+
+/**
+ * Lets the key go, so its retry runs again: only while its claim is still in flight. A verb that kept its answer in
+ * its own batch (`keepAnswerInBatch`) may have committed even though the request failed (D1 answered with an error
+ * after the commit, issue 29): that answer stays, and the retry replays it instead of writing a second time.
+ */
+const release = (db: Db, where: ReturnType<typeof and>) => db.delete(idempotencyKeys).where(and(where, eq(idempotencyKeys.state, "in_flight")));
 
 /** The wildcard step of a `replayOmits` path: every item of an array (`["links", "*", "url"]`). */
 const EVERY_ITEM = "*";
@@ -171,7 +178,7 @@ async function isKeptAnswer(kept: AppVariables["answerKept"], res: Response): Pr
 async function keep(db: Db, where: ReturnType<typeof and>, res: Response, transient: boolean, omitted: string[][]): Promise<void> {
   const body = res.status >= 500 || transient ? null : await res.clone().text();
   if (body === null || body.length > MAX_KEPT_BODY) {
-    await db.delete(idempotencyKeys).where(where);
+    await release(db, where);
     return;
   }
   const headers = keptHeadersOf(res.headers);

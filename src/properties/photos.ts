@@ -5,7 +5,8 @@ import { readConfig } from "../env";
 import { type FieldIssue, NotConfigured, PayloadTooLarge, Validation } from "../lib/errors";
 import { newId } from "../lib/ids";
 import type { ServiceContext } from "../platform/context";
-import { deletePropertyFiles, propertyPrefix } from "./files";
+import { propertyPrefix } from "./files";
+import { discardUploads, putUploads, settleUploads } from "../files/uploads";
 import { toProperty } from "./mapping";
 import { MAX_PHOTOS, type PropertyPhoto } from "./schemas";
 import { commitProperty, present, readPropertyForWrite } from "./service";
@@ -63,8 +64,9 @@ async function checkUpload(upload: PhotoUpload): Promise<{ bytes: ArrayBuffer; t
 
 /**
  * POST /v1/properties/{id}/photos. The files go to R2 first, then the photo list in one guarded write (retried on a
- * concurrent change, so concurrent uploads all land); if that write cannot land, the files are deleted again.
- * Emits property.photos_uploaded.
+ * concurrent change, so concurrent uploads all land). The files are pending until that write lands (files/uploads.ts):
+ * deleted again when it cannot land, by the cron when nothing could. Emits property.photos_uploaded; with an
+ * Idempotency-Key the answer is kept in the same batch.
  */
 export async function uploadPhotos(ctx: ServiceContext, id: string, upload: PhotoUpload): Promise<PropertyPhoto[]> {
   if (!readConfig(ctx.env).FILES_URL_SECRET) throw new NotConfigured("FILES_URL_SECRET");
@@ -80,8 +82,9 @@ export async function uploadPhotos(ctx: ServiceContext, id: string, upload: Phot
     order: 0,
     uploadedAt,
   }));
-  await Promise.all(fresh.map((p, i) => ctx.env.FILES.put(p.key!, files[i]!.bytes, { httpMetadata: { contentType: p.contentType, contentDisposition: "inline" } })));
+  const keys = fresh.map((p) => p.key!);
   try {
+    await putUploads(ctx, fresh.map((p, i) => ({ key: p.key!, bytes: files[i]!.bytes, httpMetadata: { contentType: p.contentType, contentDisposition: "inline" } })));
     return await withRetries(async () => {
       const before = await readPropertyForWrite(ctx, id);
       if (before.photos.length + fresh.length > MAX_PHOTOS) {
@@ -98,13 +101,14 @@ export async function uploadPhotos(ctx: ServiceContext, id: string, upload: Phot
         changes: ["media.photos"],
         photos: added.map(({ id: photoId, caption, order, uploadedAt: at }) => ({ id: photoId, caption, order, uploadedAt: at })),
       });
-      await commitProperty(ctx, replaceProperty(ctx, before, after), [event]);
       const [shown] = await present(ctx, [after], [], true);
       const ids = new Set(added.map((p) => p.id));
-      return shown!.media.photos!.filter((p) => ids.has(p.id));
+      const answer = shown!.media.photos!.filter((p) => ids.has(p.id));
+      await commitProperty(ctx, [...replaceProperty(ctx, before, after), ...settleUploads(ctx, keys)], [event], { answer });
+      return answer;
     });
   } catch (err) {
-    ctx.defer(deletePropertyFiles(ctx.env, fresh.map((p) => p.key!)));
+    ctx.defer(discardUploads(ctx, keys));
     throw err;
   }
 }

@@ -1,10 +1,9 @@
 import { NoQuery } from "../crm/list-query";
 import { OpenAPIHono, z } from "@hono/zod-openapi";
-import { CRM, CRM_FILES_NOT_CONFIGURED, CRM_PRECONDITION_ERROR, crmDeleted, crmError, crmSuccess, Page } from "../crm/envelope";
+import { CRM, CRM_FILES_NOT_CONFIGURED, CRM_PRECONDITION_ERROR, crmDeleted, crmError, crmSuccess, keptAnswer, Page } from "../crm/envelope";
 import { serviceContext } from "../platform/auth";
 import type { AppBindings } from "../platform/context";
 import { ETAG_HEADER, withEtag } from "../platform/etag";
-import { keepAnswerInBatch } from "../platform/idempotency";
 import { validationHook } from "../platform/openapi";
 import { rateLimit } from "../platform/rate-limit";
 import { defineRoute, jsonBody } from "../platform/route";
@@ -277,8 +276,7 @@ export const propertyRoutes = new OpenAPIHono<AppBindings>({ defaultHook: valida
   .openapi(create, async (c) => c.json({ success: true as const, data: withEtag(c, await createProperty(serviceContext(c), c.req.valid("json"))) }, 201))
   .openapi(read, async (c) => c.json({ success: true as const, data: withEtag(c, await getProperty(serviceContext(c), c.req.valid("param").id, c.req.valid("query").include)) }, 200))
   .openapi(update, async (c) => {
-    const answer = (data: Property) => ({ success: true as const, data });
-    const ctx = { ...serviceContext(c), keepAnswer: keepAnswerInBatch(c, 200, answer) };
+    const { ctx, answer } = keptAnswer<Property>(c, 200);
     return c.json(answer(withEtag(c, await updateProperty(ctx, c.req.valid("param").id, c.req.valid("json")))), 200);
   })
   .openapi(remove, async (c) => {
@@ -289,8 +287,8 @@ export const propertyRoutes = new OpenAPIHono<AppBindings>({ defaultHook: valida
   .openapi(restore, async (c) => c.json({ success: true as const, data: withEtag(c, await restoreProperty(serviceContext(c), c.req.valid("param").id)) }, 200))
   .openapi(upload, async (c) => {
     const form = c.req.valid("form");
-    const data = await uploadPhotos(serviceContext(c), c.req.valid("param").id, { photos: form.photos, captions: form.captions ?? [], order: form.order ?? [] });
-    return c.json({ success: true as const, data }, 201);
+    const { ctx, answer } = keptAnswer<PropertyPhoto[]>(c, 201);
+    return c.json(answer(await uploadPhotos(ctx, c.req.valid("param").id, { photos: form.photos, captions: form.captions ?? [], order: form.order ?? [] })), 201);
   })
   .openapi(reorder, async (c) => c.json({ success: true as const, data: await reorderPhotos(serviceContext(c), c.req.valid("param").id, c.req.valid("json").photoOrder) }, 200))
   .openapi(valuation, async (c) => c.json({ success: true as const, data: await latestValuation(serviceContext(c), c.req.valid("param").id) }, 200))

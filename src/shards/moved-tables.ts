@@ -15,6 +15,7 @@ import * as reputation from "../db/reputation";
 import * as signatures from "../db/signatures";
 import * as surveys from "../db/surveys";
 import * as trash from "../db/trash";
+import * as uploads from "../db/uploads";
 import * as webhooks from "../db/webhooks";
 import { columnName } from "../db/row-json";
 
@@ -24,7 +25,7 @@ import { columnName } from "../db/row-json";
  * unless it is named here as holding no organization's rows; one without an organization column must say how its rows
  * are found, or this module fails to load. test/shard-move.test.ts checks the list against the shards' own tables.
  */
-const TENANT_SCHEMA = [members, platform, plants, contacts, webhooks, documents, signatures, reputation, properties, deals, clickwrap, obligations, documentVectors, referrals, surveys, trash];
+const TENANT_SCHEMA = [members, platform, plants, contacts, webhooks, documents, signatures, reputation, properties, deals, clickwrap, obligations, documentVectors, referrals, surveys, trash, uploads];
 
 /** Tables on a shard that hold no organization's rows: the batch guard (always empty) and the move's own fences. */
 export const NOT_MOVED = new Set(["write_guards", "shard_fences"]);

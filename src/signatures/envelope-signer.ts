@@ -3,6 +3,7 @@ import { StaleWrite } from "../db/write";
 import type { Env } from "../env";
 import { tenantOf } from "../shards/tenants";
 import { OrganizationMoving } from "../lib/errors";
+import { loggableError } from "../lib/log";
 import { act, type ActResult, openLink, type OpenResult } from "./actions";
 import { SignerCodes } from "./codes";
 import { end, expireIfDue, isExpired, type Loaded, loadEnvelope, machineContext, type RequestMeta, TERMINAL } from "./machine";
@@ -28,6 +29,12 @@ export type VoidResult = { kind: "voided" } | { kind: "not_found" } | { kind: "c
  */
 /** What the object answers while a shard move fences the organization's writes (the caller answers 503). */
 const MOVING = { kind: "moving" } as const;
+/**
+ * What the object answers when a step of a transition failed (a D1 read or write refused, or its answer lost; issue
+ * 29): nothing is assumed done, the state is reloaded from D1 at the next call, and the caller answers 503 so the
+ * signer tries again. A result rather than a throw: a rejected call leaves the object as an uncaught error.
+ */
+const FAILED = { kind: "failed" } as const;
 
 export class EnvelopeSigner extends DurableObject<Env> {
   private tail: Promise<unknown> = Promise.resolve();
@@ -66,26 +73,29 @@ export class EnvelopeSigner extends DurableObject<Env> {
 
   /**
    * Runs `op` on the envelope's state, in turn; a lost compare-and-set reloads and runs it again. Null: no such
-   * envelope in that organization. MOVING: a shard move fences the organization's writes (issue 24), answered as a
-   * result rather than thrown out of the object, so the caller answers 503 and the runtime logs no uncaught error.
+   * envelope in that organization. MOVING: a shard move fences the organization's writes (issue 24). FAILED: a step
+   * failed otherwise. Both are answered as results rather than thrown out of the object, so the caller answers 503
+   * and the runtime logs no uncaught error.
    */
-  private withState<T>(envelopeId: string, organizationId: string, op: (s: Loaded) => Promise<{ result: T; state: Loaded }>, fresh = false): Promise<T | typeof MOVING | null> {
+  private withState<T>(envelopeId: string, organizationId: string, op: (s: Loaded) => Promise<{ result: T; state: Loaded }>, fresh = false): Promise<T | typeof MOVING | typeof FAILED | null> {
     return this.serial(async () => {
       for (let attempt = 1; ; attempt++) {
-        const cached = !fresh && attempt === 1 && this.state?.envelope.id === envelopeId ? this.state : null;
-        if (cached && cached.envelope.organizationId !== organizationId) return null;
-        const s = cached ?? (await this.load(envelopeId, organizationId));
-        if (!s) return null;
-        if (!cached) await this.keepOrganization(organizationId);
-        this.state = s;
         try {
+          const cached = !fresh && attempt === 1 && this.state?.envelope.id === envelopeId ? this.state : null;
+          if (cached && cached.envelope.organizationId !== organizationId) return null;
+          const s = cached ?? (await this.load(envelopeId, organizationId));
+          if (!s) return null;
+          if (!cached) await this.keepOrganization(organizationId);
+          this.state = s;
           const out = await op(s);
           this.state = out.state;
           return out.result;
         } catch (err) {
           this.state = null;
           if (OrganizationMoving.raisedBy(err)) return MOVING;
-          if (!(err instanceof StaleWrite) || attempt >= 3) throw err;
+          if (err instanceof StaleWrite && attempt < 3) continue;
+          console.error(JSON.stringify({ level: "error", msg: "envelope transition failed; the caller answers 503", envelopeId, error: loggableError(err) }));
+          return FAILED;
         }
       }
     });
@@ -99,14 +109,14 @@ export class EnvelopeSigner extends DurableObject<Env> {
   }
 
   /** `unknown`: no envelope has this id (the route then looks the token up as a link minted before ids were carried). */
-  async open(envelopeId: string, organizationId: string, tokenHash: string, meta: RequestMeta): Promise<OpenResult | { kind: "unknown" } | typeof MOVING> {
+  async open(envelopeId: string, organizationId: string, tokenHash: string, meta: RequestMeta): Promise<OpenResult | { kind: "unknown" } | typeof MOVING | typeof FAILED> {
     if (this.deadTokens.has(tokenHash)) return { kind: "gone" };
     const result = await this.withState(envelopeId, organizationId, (s) => openLink(this.env, s, tokenHash, meta, this.defer));
     if (result?.kind === "gone") this.deadTokens.add(tokenHash);
     return result ?? { kind: "unknown" };
   }
 
-  async act(envelopeId: string, organizationId: string, tokenHash: string, input: SignerAction, meta: RequestMeta): Promise<ActResult | { kind: "unknown" } | typeof MOVING> {
+  async act(envelopeId: string, organizationId: string, tokenHash: string, input: SignerAction, meta: RequestMeta): Promise<ActResult | { kind: "unknown" } | typeof MOVING | typeof FAILED> {
     if (this.deadTokens.has(tokenHash)) return { kind: "gone" };
     // Checked again in turn: calls that queued behind the one that killed this token answer without any work.
     const result = await this.withState(envelopeId, organizationId, async (s) => (this.deadTokens.has(tokenHash) ? { result: { kind: "gone" as const }, state: s } : act(this.env, s, this.codes, tokenHash, input, meta, this.defer)));
@@ -114,7 +124,7 @@ export class EnvelopeSigner extends DurableObject<Env> {
     return result ?? { kind: "unknown" };
   }
 
-  async void(envelopeId: string, organizationId: string, reason: string, actorUserId: string | null, meta: RequestMeta): Promise<VoidResult | typeof MOVING> {
+  async void(envelopeId: string, organizationId: string, reason: string, actorUserId: string | null, meta: RequestMeta): Promise<VoidResult | typeof MOVING | typeof FAILED> {
     const result = await this.withState<VoidResult>(envelopeId, organizationId, async (s) => {
       const ctx = machineContext(this.env, s, this.defer, { type: "user", userId: actorUserId });
       if (!TERMINAL.has(s.envelope.status) && isExpired(s.envelope)) {
@@ -123,13 +133,13 @@ export class EnvelopeSigner extends DurableObject<Env> {
       if (TERMINAL.has(s.envelope.status)) return { result: { kind: "cannot_void", message: `The envelope is already ${s.envelope.status}` }, state: s };
       return { result: { kind: "voided" }, state: await end(ctx, s, "voided", reason, meta) };
     });
-    if (result?.kind === "moving") return result;
+    if (result?.kind === "moving" || result?.kind === "failed") return result;
     if (result?.kind !== "not_found") this.codes.forget(this.state?.signers.map((s) => s.id) ?? []);
     return result ?? { kind: "not_found" };
   }
 
   /** A new link for one signer, from the sender (resend.ts); unlocks the signer's code verification. */
-  async resend(envelopeId: string, organizationId: string, signerId: string, actorUserId: string | null, meta: RequestMeta): Promise<ResendResult | typeof MOVING> {
+  async resend(envelopeId: string, organizationId: string, signerId: string, actorUserId: string | null, meta: RequestMeta): Promise<ResendResult | typeof MOVING | typeof FAILED> {
     const result = await this.withState(envelopeId, organizationId, (s) => resendLink(this.env, s, this.codes, signerId, actorUserId, meta, this.defer));
     return result ?? { kind: "not_found" };
   }
@@ -137,7 +147,7 @@ export class EnvelopeSigner extends DurableObject<Env> {
   /** The cron's call: mails the reminders and expiry notice that are due, once (reminders.ts). */
   async remind(envelopeId: string, organizationId: string): Promise<number> {
     const mailed = await this.withState(envelopeId, organizationId, (s) => mailDueNotices(this.env, s, this.defer).then(({ mailed, state }) => ({ result: mailed, state })), true);
-    // Moving: the next cron pass mails them from the new shard.
+    // Moving or failed: the next cron pass mails them (from the new shard).
     return typeof mailed === "number" ? mailed : 0;
   }
 
@@ -147,7 +157,7 @@ export class EnvelopeSigner extends DurableObject<Env> {
     if (!envelopeId || !organizationId) return;
     // Read afresh: the alarm is rare, and must see an expiry changed in D1 since the object last looked.
     const later = await this.withState(envelopeId, organizationId, (s) => expireIfDue(this.env, s, this.defer).then(({ later, state }) => ({ result: later, state })), true);
-    // Moving: the expiry is tried again in a minute, on whichever shard the organization lives on by then.
+    // Moving or failed: the expiry is tried again in a minute, on whichever shard the organization lives on by then.
     if (typeof later === "object" && later !== null) await this.ctx.storage.setAlarm(Date.now() + 60_000);
     else if (later) await this.ctx.storage.setAlarm(new Date(later).getTime());
   }

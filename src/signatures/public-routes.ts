@@ -6,7 +6,7 @@ import { renderDocumentText } from "../documents/render";
 import { signedFileUrl } from "../files/signed-url";
 import { appUrlOf, readConfig } from "../env";
 import { sha256Hex } from "../lib/crypto";
-import { OrganizationMoving } from "../lib/errors";
+import { OrganizationMoving, TemporarilyUnavailable } from "../lib/errors";
 import { API, apiError, apiJson, gone } from "../platform/api-family";
 import { type BotChallenge, requireChallenge } from "../platform/bot-challenge";
 import type { AppBindings } from "../platform/context";
@@ -39,7 +39,9 @@ const open = defineRoute(API, {
     200: apiJson("The link is live", SignerView),
     ...GONE,
     ...RATE_LIMITED,
-    503: apiError("organization_moving: the first open records `opened`, which waits while a shard move fences the organization's writes (a few seconds; Retry-After)"),
+    503: apiError(
+      "organization_moving: the first open records `opened`, which waits while a shard move fences the organization's writes (a few seconds; Retry-After); temporarily_unavailable: recording it failed, try again after Retry-After",
+    ),
   },
 });
 
@@ -63,6 +65,7 @@ const act = defineRoute(API, {
     429: apiError(
       "rate_limited: too many requests from this address; code_resend_too_soon: a code was mailed less than a minute ago, or 5 in the last hour (Retry-After says when); verification_locked: 15 wrong codes locked this signer's send_code and authenticate until the sender sends a new link (POST /api/signatures/{envelopeId}/signers/{signerId}/resend); it does not end with time, Retry-After (a day) only says when to look again",
     ),
+    503: apiError("temporarily_unavailable: the action could not be recorded just now (nothing was assumed done); try it again after Retry-After"),
   },
 });
 
@@ -99,13 +102,19 @@ async function onEnvelope<T extends { kind: string }>(
   const organizationId = await openPublicKey(c, "signing_link", tokenHash);
   if (!organizationId) return { kind: "gone" };
   const named = envelopeIdOf(token);
-  const first = (named ? await call(named, organizationId, tokenHash) : { kind: "unknown" }) as T | { kind: "unknown" | "moving" };
-  if (first.kind === "moving") throw new OrganizationMoving();
+  const first = (named ? await call(named, organizationId, tokenHash) : { kind: "unknown" }) as T | { kind: "unknown" | "moving" | "failed" };
+  refuseUnfinished(first);
   if (first.kind !== "unknown") return first as T;
   const looked = await envelopeByHash(c, tokenHash);
-  const second = (looked && looked !== named ? await call(looked, organizationId, tokenHash) : { kind: "gone" }) as T | { kind: "unknown" | "gone" | "moving" };
-  if (second.kind === "moving") throw new OrganizationMoving();
+  const second = (looked && looked !== named ? await call(looked, organizationId, tokenHash) : { kind: "gone" }) as T | { kind: "unknown" | "gone" | "moving" | "failed" };
+  refuseUnfinished(second);
   return second.kind === "unknown" ? { kind: "gone" } : (second as T | { kind: "gone" });
+}
+
+/** The object could not act: a shard move fences the organization, or a step failed (503 either way, with Retry-After). */
+function refuseUnfinished(result: { kind: string }): void {
+  if (result.kind === "moving") throw new OrganizationMoving();
+  if (result.kind === "failed") throw new TemporarilyUnavailable();
 }
 
 /**

@@ -4,36 +4,44 @@ import { readConfig, type Env } from "../env";
 import type { EventConsumer } from "../events/consumers";
 import { signedFileUrl } from "../files/signed-url";
 import { sha256Hex } from "../lib/crypto";
+import { nowIso } from "../lib/time";
 import { sendAfterCommit } from "../mail/mailer";
 import { onShard } from "../shards/tenants";
 import { registerPublicKeys } from "../shards/directory";
 import { readAudit, verifyChain } from "./audit";
 import { renderSignedPacket } from "./certificate";
-import { loadEnvelope, type Tenant } from "./machine";
+import { type Loaded, loadEnvelope, type Tenant } from "./machine";
 
 /**
  * The signed document (issue 20): once every signer has signed, one PDF (the document as the signers read it, a
  * signature page per signer, the certificate of completion) sealed with the platform's PAdES seal, stored in R2, its
  * SHA-256 recorded (POST /api/public/verify finds the envelope by it), and a copy mailed to every signer and to the
  * sender. Built by a consumer of DOCUMENT_SIGNED: a failure is retried by the queue and never holds up a signature,
- * and the write that records the PDF is conditional, so the copies go out once however often the event comes.
+ * and the write that records the PDF is conditional. The copies are mailed once that write has landed and marked
+ * mailed after (`copiesMailedAt`), so a delivery that died between the two mails them on the next (issue 29): at
+ * least once, and again only when an attempt died after mailing.
  */
 export const sealedDocumentKey = (organizationId: string, envelopeId: string) => `signed/${organizationId}/${envelopeId}.pdf`;
 /** How long the link in the completion mail works: the signing token is dead, so this link is the signer's copy. */
 export const COPY_LINK_TTL_SECONDS = 30 * 86_400;
 
 export async function sealEnvelope(env: Env, tenant: Tenant, envelopeId: string): Promise<void> {
-  const db = tenant.db;
   const loaded = await loadEnvelope(tenant, envelopeId);
-  if (!loaded || loaded.envelope.status !== "completed" || loaded.envelope.sealedKey) return;
+  if (!loaded || loaded.envelope.status !== "completed" || loaded.envelope.copiesMailedAt) return;
+  if (!loaded.envelope.sealedKey && !(await sealDocument(env, tenant, loaded))) return;
+  await mailCopies(env, tenant, loaded);
+}
+
+/** Builds, stores and records the sealed PDF; false when another attempt recorded its own first (that one mails). */
+async function sealDocument(env: Env, tenant: Tenant, loaded: Loaded): Promise<boolean> {
+  const db = tenant.db;
   const { envelope, signers } = loaded;
-  const [document, audit, sender, stored] = await Promise.all([
+  const [document, audit, stored] = await Promise.all([
     db.select().from(documents).where(eq(documents.id, envelope.documentId)).get(),
     readAudit(db, envelope.id),
-    envelope.createdBy ? db.select({ email: users.email, name: users.name }).from(users).where(eq(users.id, envelope.createdBy)).get() : undefined,
     envelope.documentKey ? env.FILES.get(envelope.documentKey) : null,
   ]);
-  if (!document) return;
+  if (!document) return false;
   const documentPdf = stored ? new Uint8Array(await stored.arrayBuffer()) : undefined;
   const packet = await renderSignedPacket(env, {
     envelope: { id: envelope.id, mode: envelope.mode, completedAt: envelope.completedAt, documentSha256: envelope.documentSha256 ?? "" },
@@ -57,8 +65,14 @@ export async function sealEnvelope(env: Env, tenant: Tenant, envelopeId: string)
     .set({ sealedKey: key, sealedSha256: sha256 })
     .where(and(eq(envelopes.id, envelope.id), isNull(envelopes.sealedKey)))
     .returning({ id: envelopes.id });
-  if (won.length === 0) return;
+  return won.length > 0;
+}
 
+/** A copy of the sealed PDF to every signer and the sender, then the mark that they went. */
+async function mailCopies(env: Env, tenant: Tenant, { envelope, signers }: Loaded): Promise<void> {
+  const db = tenant.db;
+  const sender = envelope.createdBy ? await db.select({ email: users.email, name: users.name }).from(users).where(eq(users.id, envelope.createdBy)).get() : undefined;
+  const key = sealedDocumentKey(envelope.organizationId, envelope.id);
   const copy = await signedFileUrl(env, readConfig(env).APP_URL.replace(/\/$/, ""), key, COPY_LINK_TTL_SECONDS);
   const everyone = [...signers.map((s) => ({ name: s.name, email: s.email })), ...(sender ? [{ name: sender.name ?? sender.email, email: sender.email }] : [])];
   // One copy per address: a sender who also signed gets one.
@@ -79,6 +93,7 @@ export async function sealEnvelope(env: Env, tenant: Tenant, envelopeId: string)
       ),
     ),
   );
+  await db.update(envelopes).set({ copiesMailedAt: nowIso() }).where(and(eq(envelopes.id, envelope.id), isNull(envelopes.copiesMailedAt)));
 }
 
 export const sealingConsumer: EventConsumer = {

@@ -6,7 +6,7 @@ import { FORMS, type SigningParty } from "../documents/forms";
 import { renderDocumentPdf } from "../documents/render";
 import { findDocument } from "../documents/service";
 import { requestFileSigner } from "../files/signed-url";
-import { InvalidState, NotFound, OrganizationMoving } from "../lib/errors";
+import { InvalidState, NotFound, OrganizationMoving, TemporarilyUnavailable } from "../lib/errors";
 import { loggableError } from "../lib/log";
 import { newId } from "../lib/ids";
 import { inJsonList } from "../lib/sql";
@@ -120,6 +120,7 @@ export async function sendForSignature(ctx: ServiceContext, documentId: string, 
       expiryNoticeAt: expiryNoticeAt(now, expiresAt),
       sealedKey: null,
       sealedSha256: null,
+      copiesMailedAt: null,
       chainSeal: null,
       erasingAt: null,
       createdBy: ctx.actor.userId ?? null,
@@ -240,6 +241,7 @@ export async function voidEnvelope(ctx: ServiceContext, envelopeId: string, reas
   await findEnvelope(ctx, envelopeId);
   const result = await envelopeSigner(ctx.env, envelopeId).void(envelopeId, ctx.organizationId, reason, ctx.actor.userId ?? null, meta);
   if (result.kind === "moving") throw new OrganizationMoving();
+  if (result.kind === "failed") throw new TemporarilyUnavailable();
   if (result.kind === "not_found") throw new NotFound("Envelope");
   if (result.kind === "cannot_void") throw new InvalidState("cannot_void", result.message);
   return { voided: true };
@@ -253,6 +255,7 @@ export async function resendSigner(ctx: ServiceContext, envelopeId: string, sign
   await findEnvelope(ctx, envelopeId);
   const result = await envelopeSigner(ctx.env, envelopeId).resend(envelopeId, ctx.organizationId, signerId, ctx.actor.userId ?? null, meta);
   if (result.kind === "moving") throw new OrganizationMoving();
+  if (result.kind === "failed") throw new TemporarilyUnavailable();
   if (result.kind === "not_found") throw new NotFound("Signer", "No signer with this id in this envelope");
   if (result.kind === "cannot_resend") throw new InvalidState("cannot_resend", result.message);
   const { signer, token } = result;

@@ -1,0 +1,630 @@
+import { createExecutionContext, createScheduledController, waitOnExecutionContext } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { sql } from "drizzle-orm";
+import { SQLiteAsyncDialect } from "drizzle-orm/sqlite-core";
+import { expect, vi } from "vitest";
+import { createApp } from "../../src/app";
+import { createDb } from "../../src/db/client";
+import { rowJson } from "../../src/db/row-json";
+import type { Statement } from "../../src/db/write";
+import { dealPrefix } from "../../src/deals/files";
+import { stageEvents } from "../../src/events/outbox";
+import worker from "../../src/index";
+import { sha256Hex } from "../../src/lib/crypto";
+import { propertyPrefix } from "../../src/properties/files";
+import { shardDatabase } from "../../src/shards/bindings";
+import { startMove, stepMove } from "../../src/shards/move";
+import { MOVED_TABLES } from "../../src/shards/moved-tables";
+import { openShardOf } from "../../src/shards/tenants";
+import { purgeTrash } from "../../src/trash/service";
+import { contractViolation } from "./contract";
+import { dealBody, documentForm } from "./deals";
+import { expectDerivedFiguresExact } from "./derived-figures";
+import { freshIp, leaseCanonical, mailTo, tokenOf } from "./documents";
+import { createPrincipal, tenantDb, type TestPrincipal } from "./factories";
+import { drainQueues, type FaultEnv, faultEnv, type FaultMode, type Step, withSignerOn } from "./faulty-bindings";
+import { photoForm, PNG_1X1, propertyBody } from "./properties";
+import { type Mailbox, openMailbox } from "./receiver";
+import { contactEvent, subscribe } from "./webhooks";
+
+/**
+ * Every multi-step operation with a way to fail it half-way (issue 29), beside RACES. test/faults.test.ts runs each
+ * row once without a fault to count its steps (faulty-bindings.ts: D1 writes, R2 puts and deletes, queue sends), then
+ * once per step and fault mode: a fresh `seed`, the `act` on bindings that fail at that step, `during` (what must
+ * hold even then), `recover` (what production runs afterwards: the client's retry, the cron pass, the queues'
+ * redelivery) and `check` (the invariants). A row is a plain entry: a new operation (erasure, say) is one more
+ * object in FAULTS, with its own seed, act and checks; the runner and the printed table need nothing else.
+ */
+export interface FaultRow<S = any> {
+  operation: string;
+  /** What the recovery is, for the printed table. */
+  recovery: string;
+  /**
+   * Which of the steps the operation takes (`all`, as the run without a fault took them) are failed in turn; every
+   * one unless said, and `why` then says which.
+   */
+  steps?: { pick: (step: Step, all: Step[]) => boolean; why: string };
+  /** The fault modes (faulty-bindings.ts); all three unless said why not. */
+  modes?: FaultMode[];
+  /** Runs of this row that may go side by side: only for an operation whose recovery has no cron pass (which would touch the other runs' organizations). */
+  concurrency?: number;
+  seed(): Promise<S>;
+  /** The operation, on `f.env`; it may fail in any way a fault makes it (the runner catches what it throws). */
+  act(f: FaultEnv, s: S): Promise<void>;
+  /** Right after the fault, before any recovery. */
+  during?(f: FaultEnv, s: S): Promise<void>;
+  recover(f: FaultEnv, s: S): Promise<void>;
+  check(f: FaultEnv, s: S): Promise<void>;
+}
+
+// ---------------------------------------------------------------------------------------------------------------------
+// What the rows share: requests on the faulted env, the clock, the cron pass, the production recovery.
+
+const app = createApp();
+
+export interface Answer {
+  status: number;
+  body: any;
+  headers: Headers;
+}
+
+/**
+ * One request through the app on `f.env`, waiting for what it deferred (its queue send). The answer must still be one
+ * its route declares (a fault makes a 5xx, never an undeclared status or shape).
+ */
+export async function request(f: FaultEnv, method: string, path: string, opts: { token?: string; body?: unknown; raw?: Uint8Array; headers?: Record<string, string> } = {}): Promise<Answer> {
+  const headers: Record<string, string> = { ...opts.headers };
+  if (opts.token) headers.authorization = `Bearer ${opts.token}`;
+  let body: BodyInit | undefined;
+  if (opts.raw) body = opts.raw;
+  else if (opts.body instanceof FormData) body = opts.body;
+  else if (opts.body !== undefined) {
+    body = JSON.stringify(opts.body);
+    headers["content-type"] = "application/json";
+  }
+  const url = `http://api.test${path}`;
+  const ctx = createExecutionContext();
+  const res = await app.fetch(new Request(url, { method, headers, body }), f.env, ctx);
+  await waitOnExecutionContext(ctx);
+  const violation = await contractViolation(method, url, res.clone());
+  if (violation) throw new Error(`Response breaks the API contract: ${violation}`);
+  const json = res.headers.get("content-type")?.includes("json");
+  return { status: res.status, body: json ? await res.json() : new Uint8Array(await res.arrayBuffer()), headers: res.headers };
+}
+
+/**
+ * The clock moves on (test/faults.test.ts fakes Date for the whole file, advancing with real time): past every grace
+ * and backoff a recovery waits for — an unsent event's re-send (30 s, then 1 min doubling), an abandoned idempotency
+ * claim (2 min), a consumer's stale claim (5 min), a stalled webhook delivery (10 min), a pending upload (1 hour and 5
+ * minutes).
+ */
+export const later = (ms = 70 * 60_000) => vi.setSystemTime(Date.now() + ms);
+
+/** One pass of the Worker's scheduled handler (src/cron.ts: every task on every shard) on `f.env`. */
+export async function cronPass(f: FaultEnv): Promise<void> {
+  const ctx = createExecutionContext();
+  await worker.scheduled(createScheduledController({ cron: "* * * * *" }), f.env, ctx);
+  await waitOnExecutionContext(ctx);
+}
+
+/**
+ * What production does after a fault, on working bindings: time passes, the client retries (`retry`, when its answer
+ * was a failure), the queues redeliver what they hold, and once every grace has run out the cron passes (re-sending
+ * what was never sent, re-queueing stalled deliveries, sweeping pending uploads, resuming a purge) and the queues
+ * deliver what it sent.
+ */
+export async function recoverAsProduction(f: FaultEnv, retry?: () => Promise<void>): Promise<void> {
+  f.plan.disarm();
+  later();
+  if (retry) await retry();
+  await drainQueues(f);
+  later();
+  await cronPass(f);
+  await drainQueues(f);
+}
+
+/** A request retried as a careful client does: with the same Idempotency-Key, until it answers something other than a 5xx or 409 in flight. */
+export async function retryUntilAnswered(send: () => Promise<Answer>, first: Answer | undefined): Promise<Answer> {
+  let answer = first;
+  for (let tries = 0; tries < 5 && (!answer || answer.status >= 500 || answer.body?.error?.code === "idempotency_key_in_flight"); tries++) {
+    if (answer) later(5 * 60_000);
+    answer = await send();
+  }
+  return answer!;
+}
+
+/** A count on the organization's shard. */
+export async function count(organizationId: string, sql: string, ...binds: unknown[]): Promise<number> {
+  return (await (await tenantDb(organizationId)).prepare(sql).bind(...binds).first<{ n: number }>())!.n;
+}
+
+/**
+ * Each of `eventIds` reached the consumers: stored once, marked sent, recorded once by the audit consumer and marked
+ * done by it (processed_events); and the organization has no other event of `types`.
+ */
+export async function expectEventsOnce(organizationId: string, types: string[], expected: Record<string, number>): Promise<void> {
+  const db = await tenantDb(organizationId);
+  const rows = (
+    await db
+      .prepare(`SELECT o.id, o.type, o.sent_at, (SELECT COUNT(*) FROM audit_log a WHERE a.event_id = o.id) AS audited, (SELECT COUNT(*) FROM processed_events p WHERE p.event_id = o.id AND p.consumer = 'audit-log' AND p.processed_at IS NOT NULL) AS done
+                FROM outbox_events o WHERE o.organization_id = ? AND o.type IN (SELECT value FROM json_each(?))`)
+      .bind(organizationId, JSON.stringify(types))
+      .all<{ id: string; type: string; sent_at: string | null; audited: number; done: number }>()
+  ).results;
+  const byType = Object.fromEntries(types.map((t) => [t, rows.filter((r) => r.type === t).length]));
+  expect(byType, "events stored per type").toEqual(expected);
+  for (const r of rows) expect({ type: r.type, sent: r.sent_at !== null, audited: r.audited, done: r.done }, `event ${r.id}`).toEqual({ type: r.type, sent: true, audited: 1, done: 1 });
+}
+
+/**
+ * A principal whose session outlives every clock jump of the file, on shard 0 unless said: the steps of every run of
+ * a row then name the same bindings.
+ */
+export const principal = (shard = 0): Promise<TestPrincipal> => createPrincipal({ shard, expiresInSeconds: 365 * 86_400 });
+
+/**
+ * Seeds go through the app like any request, on bindings that never fail, and their events are handled by the
+ * consumers before the run starts: nothing of a seed runs in the background while a run counts its steps, and no
+ * recovery's cron finds a seed's event still to send.
+ */
+export async function seedCall(method: string, path: string, opts: { token?: string; body?: unknown; headers?: Record<string, string> } = {}): Promise<any> {
+  const quiet = faultEnv();
+  const res = await request(quiet, method, path, opts);
+  if (res.status >= 300) throw new Error(`seed ${method} ${path} answered ${res.status}: ${JSON.stringify(res.body)}`);
+  await drainQueues(quiet);
+  return res.body;
+}
+
+const seedContact = async (owner: TestPrincipal, extra: Record<string, unknown> = {}) =>
+  (await seedCall("POST", "/v1/contacts", { token: owner.token, body: { firstName: "Sid", lastName: "Seed", email: `seed.${crypto.randomUUID()}@example.test`, ...extra } })).data as { id: string };
+const seedDeal = async (owner: TestPrincipal) => (await seedCall("POST", "/v1/deals", { token: owner.token, body: dealBody((await seedContact(owner)).id) })).data as { id: string };
+const seedProperty = async (owner: TestPrincipal) => (await seedCall("POST", "/v1/properties", { token: owner.token, body: propertyBody() })).data as { id: string };
+const seedDocument = async (owner: TestPrincipal, dealId: string) => (await seedCall("POST", `/v1/deals/${dealId}/documents`, { token: owner.token, body: documentForm() })).data as { url: string };
+const seedPhoto = async (owner: TestPrincipal, propertyId: string) =>
+  (await seedCall("POST", `/v1/properties/${propertyId}/photos`, { token: owner.token, body: photoForm([{ bytes: PNG_1X1, name: "p.png", type: "image/png" }]) })).data[0] as { url: string };
+
+// ---------------------------------------------------------------------------------------------------------------------
+// The rows.
+
+/** A write through the API with an Idempotency-Key, retried under that key after a failure. */
+interface Written {
+  owner: TestPrincipal;
+  key: string;
+  first?: Answer;
+  final?: Answer;
+}
+
+/**
+ * A row whose operation is one request with an Idempotency-Key: `prepare` seeds what the request needs for a fresh
+ * principal, `send` sends it, once by `act` and again, under the same key, by the recovery when it failed.
+ */
+function keyedWrite<S extends Written>(prepare: (owner: TestPrincipal) => Promise<Omit<S, keyof Written>>, send: (f: FaultEnv, s: S) => Promise<Answer>): Pick<FaultRow<S>, "recovery" | "seed" | "act" | "recover"> {
+  return {
+    recovery: "client retry (same Idempotency-Key); cron; queue redelivery",
+    async seed() {
+      const owner = await principal();
+      return { owner, key: crypto.randomUUID(), ...(await prepare(owner)) } as S;
+    },
+    async act(f, s) {
+      s.first = await send(f, s);
+    },
+    async recover(f, s) {
+      await recoverAsProduction(f, async () => {
+        s.final = await retryUntilAnswered(() => send(f, s), s.first);
+      });
+    },
+  };
+}
+
+const keyed = (s: Written) => ({ "idempotency-key": s.key });
+
+/** The answer the client ends with: the first, or the retry's (a replay of the kept answer, or the request run again). */
+function expectAnswered(s: Written, status: number) {
+  expect(s.final!.status, JSON.stringify(s.final!.body)).toBe(status);
+}
+
+interface ContactCreate extends Written {
+  email: string;
+}
+
+const contactCreate: FaultRow<ContactCreate> = {
+  operation: "contact create with events",
+  ...keyedWrite<ContactCreate>(async () => ({ email: `fault.${crypto.randomUUID()}@example.test` }), (f, s) => request(f, "POST", "/v1/contacts", { token: s.owner.token, headers: keyed(s), body: { firstName: "Fay", lastName: "Ult", email: s.email, tags: ["hot", "vip"] } })),
+  async check(_f, s) {
+    expectAnswered(s, 201);
+    const org = s.owner.organizationId;
+    expect(await count(org, "SELECT COUNT(*) AS n FROM contacts WHERE organization_id = ?", org), "contacts").toBe(1);
+    expect(await count(org, "SELECT COALESCE(SUM(contact_count), 0) AS n FROM tags WHERE organization_id = ?", org), "tag counts").toBe(2);
+    expect(await count(org, "SELECT COALESCE(SUM(total), 0) AS n FROM resource_counters WHERE organization_id = ? AND resource = 'contacts'", org), "contact total").toBe(1);
+    await expectDerivedFiguresExact(org);
+    await expectEventsOnce(org, ["contact.created", "contact.tagged"], { "contact.created": 1, "contact.tagged": 1 });
+  },
+};
+
+interface DealMove extends Written {
+  dealId: string;
+}
+
+const DEAL_MOVE_EVENTS = ["deal.updated", "deal.stage_changed", "deal.won", "deal.closed", "DEAL_WON"];
+
+const dealMove: FaultRow<DealMove> = {
+  operation: "deal move to CLOSED with events",
+  ...keyedWrite<DealMove>(async (owner) => ({ dealId: (await seedDeal(owner)).id }), (f, s) => request(f, "POST", `/v1/deals/${s.dealId}/move`, { token: s.owner.token, headers: keyed(s), body: { stage: "CLOSED", reason: "signed" } })),
+  async check(_f, s) {
+    expectAnswered(s, 200);
+    const org = s.owner.organizationId;
+    expect(await count(org, "SELECT COUNT(*) AS n FROM deals WHERE organization_id = ? AND stage = 'CLOSED' AND version = 2", org), "the deal, moved once").toBe(1);
+    expect(await count(org, "SELECT COUNT(*) AS n FROM deal_activities WHERE organization_id = ? AND type = 'STAGE_CHANGED'", org), "stage-change activities").toBe(1);
+    await expectDerivedFiguresExact(org);
+    await expectEventsOnce(org, DEAL_MOVE_EVENTS, Object.fromEntries(DEAL_MOVE_EVENTS.map((t) => [t, 1])));
+    // DEAL_WON's consumer surveys the deal's contact once, however often the event came.
+    expect(await count(org, "SELECT COUNT(*) AS n FROM surveys WHERE organization_id = ? AND deal_id = ?", org, s.dealId), "surveys of the won deal").toBe(1);
+  },
+};
+
+interface PropertyPrice extends Written {
+  propertyId: string;
+}
+
+const propertyPrice: FaultRow<PropertyPrice> = {
+  operation: "property price change with events",
+  ...keyedWrite<PropertyPrice>(async (owner) => ({ propertyId: (await seedProperty(owner)).id }), (f, s) => request(f, "PUT", `/v1/properties/${s.propertyId}`, { token: s.owner.token, headers: keyed(s), body: { listing: { listPrice: 600000 } } })),
+  async check(_f, s) {
+    expectAnswered(s, 200);
+    const org = s.owner.organizationId;
+    const row = await (await tenantDb(org)).prepare("SELECT version, json_extract(listing, '$.priceHistory') AS history FROM properties WHERE id = ?").bind(s.propertyId).first<{ version: number; history: string }>();
+    expect(row!.version, "the property, written once").toBe(2);
+    expect((JSON.parse(row!.history) as { event: string }[]).map((h) => h.event), "price history").toEqual(["LISTED", "PRICE_REDUCTION"]);
+    await expectEventsOnce(org, ["property.updated", "property.price_changed"], { "property.updated": 1, "property.price_changed": 1 });
+  },
+};
+
+/** Every R2 key under `prefix`. */
+export async function objectsUnder(prefix: string): Promise<string[]> {
+  const keys: string[] = [];
+  let cursor: string | undefined;
+  do {
+    const page = await env.FILES.list({ prefix, cursor });
+    keys.push(...page.objects.map((o) => o.key));
+    cursor = page.truncated ? page.cursor : undefined;
+  } while (cursor);
+  return keys.sort();
+}
+
+/** Each key has its object in R2: no row points at nothing. */
+async function expectObjects(keys: string[]) {
+  for (const key of keys) expect(await env.FILES.head(key), `object ${key}`).not.toBeNull();
+}
+
+const UPLOAD_RECOVERY = "client retry (same Idempotency-Key); cron (pending-upload sweep); queue redelivery";
+
+interface DealUpload extends Written {
+  dealId: string;
+}
+
+const dealDocumentKeys = async (s: DealUpload) =>
+  (await (await tenantDb(s.owner.organizationId)).prepare("SELECT key FROM deal_documents WHERE deal_id = ?").bind(s.dealId).all<{ key: string }>()).results.map((r) => r.key).sort();
+
+const dealUpload: FaultRow<DealUpload> = {
+  operation: "deal document upload",
+  ...keyedWrite<DealUpload>(async (owner) => ({ dealId: (await seedDeal(owner)).id }), (f, s) => request(f, "POST", `/v1/deals/${s.dealId}/documents`, { token: s.owner.token, headers: keyed(s), body: documentForm() })),
+  recovery: UPLOAD_RECOVERY,
+  async during(_f, s) {
+    await expectObjects(await dealDocumentKeys(s));
+  },
+  async check(_f, s) {
+    expectAnswered(s, 201);
+    const org = s.owner.organizationId;
+    const keys = await dealDocumentKeys(s);
+    expect(keys.length, "documents of the deal").toBe(1);
+    await expectObjects(keys);
+    expect(await objectsUnder(dealPrefix(org, s.dealId)), "objects under the deal (no object without its row)").toEqual(keys);
+    expect(await count(org, "SELECT COUNT(*) AS n FROM deal_activities WHERE deal_id = ? AND type = 'DOCUMENT_UPLOADED'", s.dealId), "upload activities").toBe(1);
+    await expectEventsOnce(org, ["deal.document_uploaded"], { "deal.document_uploaded": 1 });
+  },
+};
+
+interface PhotoUpload extends Written {
+  propertyId: string;
+}
+
+const photoKeys = async (s: PhotoUpload) => {
+  const row = await (await tenantDb(s.owner.organizationId)).prepare("SELECT photos FROM properties WHERE id = ?").bind(s.propertyId).first<{ photos: string }>();
+  return (JSON.parse(row!.photos) as { key: string }[]).map((p) => p.key).sort();
+};
+
+const photoUpload: FaultRow<PhotoUpload> = {
+  operation: "property photo upload (2 files)",
+  ...keyedWrite<PhotoUpload>(async (owner) => ({ propertyId: (await seedProperty(owner)).id }), (f, s) => request(f, "POST", `/v1/properties/${s.propertyId}/photos`, { token: s.owner.token, headers: keyed(s), body: photoForm([{ bytes: PNG_1X1, name: "a.png", type: "image/png" }, { bytes: PNG_1X1, name: "b.png", type: "image/png" }]) })),
+  recovery: UPLOAD_RECOVERY,
+  async during(_f, s) {
+    await expectObjects(await photoKeys(s));
+  },
+  async check(_f, s) {
+    expectAnswered(s, 201);
+    const keys = await photoKeys(s);
+    expect(keys.length, "photos of the property").toBe(2);
+    await expectObjects(keys);
+    expect(await objectsUnder(propertyPrefix(s.owner.organizationId, s.propertyId)), "objects under the property (no object without its row)").toEqual(keys);
+    await expectEventsOnce(s.owner.organizationId, ["property.photos_uploaded"], { "property.photos_uploaded": 1 });
+  },
+};
+
+interface Signing {
+  owner: TestPrincipal;
+  envelopeId: string;
+  signerId: string;
+  token: string;
+  email: string;
+  first?: Answer;
+}
+
+const signingCall = (f: FaultEnv, s: Signing, body: unknown, method = "POST") =>
+  request(f, method, `/api/public/sign/${encodeURIComponent(s.token)}`, { body, headers: { "cf-connecting-ip": freshIp(), "user-agent": "fault table" } });
+
+/**
+ * The steps the issue names for a completing signature: the object's D1 write (its batch), the publish after its
+ * answer (the queue send, and the write that marks the event sent), and the seal consumer (its R2 puts, the sealed
+ * hash's key in the directory, its D1 update); the consumers' bookkeeping (claims, the audit log, mail) is left out.
+ */
+const SIGNING_STEPS = (step: Step) => step.kind === "queue.send" || /^put signed\/|update envelopes|update outbox_events|insert public_keys/.test(step.what) && !/certificate_key/.test(step.what);
+
+const publicSign: FaultRow<Signing> = {
+  operation: "public sign that completes an envelope, then its seal",
+  recovery: "signer retries the sign; cron; queue redelivery (seal, certificate)",
+  steps: { pick: SIGNING_STEPS, why: "the object's write, the publish (send, sent mark), the seal consumer (R2 put, key, D1 update)" },
+  async seed() {
+    const owner = await principal();
+    const email = `signer.${crypto.randomUUID()}@tenant.test`;
+    const canonical = leaseCanonical({ tenants: [{ name: "Sig Ner", email }] });
+    const doc = await seedCall("POST", "/api/documents", { token: owner.token, body: { formKey: canonical.formKey, canonical } });
+    const sent = await seedCall("POST", `/api/documents/${doc.id}/signature`, { token: owner.token, body: { signers: [{ name: "Sig Ner", email, role: "tenant" }] } });
+    const s: Signing = { owner, envelopeId: sent.envelopeId, signerId: sent.links[0]!.signerId, token: tokenOf(sent.links[0]!.url), email };
+    const signer = { "cf-connecting-ip": freshIp(), "user-agent": "fault table" };
+    const path = `/api/public/sign/${encodeURIComponent(s.token)}`;
+    await seedCall("GET", path, { headers: signer });
+    await seedCall("POST", path, { headers: signer, body: { action: "authenticate", codeVerified: true } });
+    await seedCall("POST", path, { headers: signer, body: { action: "consent" } });
+    return s;
+  },
+  async act(f, s) {
+    await withSignerOn(s.envelopeId, f, async () => {
+      s.first = await signingCall(f, s, { action: "sign" });
+    });
+    // The consumers' first delivery of what the signature published (DOCUMENT_SIGNED): seal, certificate, audit.
+    await f.events.deliverOnce(f.env);
+  },
+  async recover(f, s) {
+    await withSignerOn(s.envelopeId, f, () =>
+      recoverAsProduction(f, async () => {
+        // A signer who saw an error signs again; a link that answers 404 signed already (or it was the last step).
+        if (s.first?.status !== 200) await signingCall(f, s, { action: "sign" });
+      }),
+    );
+  },
+  async check(f, s) {
+    // The signer was answered: signed, or 503 with Retry-After when the object's step failed (never a 500).
+    if (s.first?.status !== 200) expect({ status: s.first?.status, retryAfter: s.first?.headers.get("retry-after") }, "the sign's answer").toEqual({ status: 503, retryAfter: "5" });
+    const org = s.owner.organizationId;
+    const envelope = await (await tenantDb(org)).prepare("SELECT status, sealed_key, sealed_sha256, certificate_key FROM envelopes WHERE id = ?").bind(s.envelopeId).first<Record<string, string | null>>();
+    expect(envelope!.status, "envelope").toBe("completed");
+    expect(await count(org, "SELECT COUNT(*) AS n FROM envelope_audit WHERE envelope_id = ? AND event = 'signed'", s.envelopeId), "signatures").toBe(1);
+    expect(await count(org, "SELECT COUNT(*) AS n FROM envelope_signers WHERE envelope_id = ? AND status = 'signed'", s.envelopeId), "signed signers").toBe(1);
+    await expectEventsOnce(org, ["DOCUMENT_SIGNED"], { DOCUMENT_SIGNED: 1 });
+    const trail = (await request(f, "GET", `/api/signatures/${s.envelopeId}/audit`, { token: s.owner.token })).body;
+    expect(trail.chain, "audit chain").toMatchObject({ valid: true, seal: "valid" });
+    // One sealed PDF: the only object under the envelope's key, the bytes the recorded hash names, and it verifies.
+    expect(await objectsUnder(`signed/${org}/`), "sealed PDFs").toEqual([envelope!.sealed_key]);
+    const sealed = new Uint8Array(await (await env.FILES.get(envelope!.sealed_key!))!.arrayBuffer());
+    expect(await sha256Hex(sealed), "sealed hash").toBe(envelope!.sealed_sha256);
+    const verified = await request(f, "POST", "/api/public/verify", { body: undefined, headers: { "content-type": "application/pdf", "cf-connecting-ip": freshIp() }, raw: sealed });
+    expect(verified.body, "verify").toMatchObject({ valid: true, envelopeId: s.envelopeId });
+    expect(await objectsUnder(`certificates/${org}/`), "certificates").toEqual([envelope!.certificate_key]);
+    // The signed copy reached the signer: after the seal was recorded, and never lost to a consumer retried after it.
+    expect((await mailTo(s.email)).filter((m) => m.subject.startsWith("Signed by every party")).length, "signed copies mailed").toBeGreaterThanOrEqual(1);
+  },
+};
+
+interface Fanout {
+  owner: TestPrincipal;
+  boxes: Mailbox[];
+  eventIds: string[];
+}
+
+const fanout: FaultRow<Fanout> = {
+  operation: "webhook fan-out and delivery (3 events, 2 subscribers)",
+  recovery: "queue redelivery; cron (stalled deliveries); receiver answers 500 then 200",
+  async seed() {
+    const owner = await principal();
+    // One receiver answers its first three deliveries with 500, the other takes everything.
+    const boxes = [await openMailbox({ script: [500, 500, 500] }), await openMailbox()];
+    for (const box of boxes) await subscribe(owner, { url: box.url, events: ["contact.created"] });
+    const db = createDb(await tenantDb(owner.organizationId));
+    const events = [0, 1, 2].map((i) => contactEvent(owner, "contact.created", { id: crypto.randomUUID(), firstName: `F${i}` }));
+    await db.batch(stageEvents(db, events) as [Statement, ...Statement[]]);
+    return { owner, boxes, eventIds: events.map((e) => e.id) };
+  },
+  async act(f, s) {
+    // The write's send, then one delivery of each queue: the fan-out of the three events, then the six POSTs.
+    f.events.held.push(...s.eventIds.map((id, i) => ({ id: `seeded-${i}`, body: { id, organizationId: s.owner.organizationId }, attempts: 1 })));
+    await f.events.deliverOnce(f.env);
+    await f.deliveries.deliverOnce(f.env);
+  },
+  async recover(f) {
+    await recoverAsProduction(f);
+  },
+  async check(_f, s) {
+    for (const box of s.boxes) {
+      const got = await box.received();
+      const byId = new Map<string, Set<string>>();
+      for (const r of got) byId.set(r.headers["webhook-id"]!, (byId.get(r.headers["webhook-id"]!) ?? new Set()).add(r.body));
+      expect([...byId.keys()].sort(), "events received by each subscriber").toEqual([...s.eventIds].sort());
+      // A duplicate is the same payload: one body per event id, whatever the number of attempts.
+      for (const [id, bodies] of byId) {
+        expect(bodies.size, `bodies of ${id}`).toBe(1);
+        expect(JSON.parse([...bodies][0]!).id, "payload id").toBe(id);
+      }
+    }
+    const org = s.owner.organizationId;
+    expect(await count(org, "SELECT COUNT(*) AS n FROM webhook_deliveries WHERE organization_id = ? AND status = 'delivered'", org), "deliveries delivered").toBe(6);
+    expect(await count(org, "SELECT COUNT(*) AS n FROM webhook_deliveries WHERE organization_id = ?", org), "deliveries").toBe(6);
+  },
+};
+
+interface Purge {
+  owner: TestPrincipal;
+  dealId: string;
+  propertyId: string;
+  links: string[];
+}
+
+const purge: FaultRow<Purge> = {
+  operation: "trash purge (a deal with a document, a property with a photo)",
+  recovery: "the next cron pass resumes the purge",
+  async seed() {
+    const owner = await principal();
+    const deal = await seedDeal(owner);
+    const doc = await seedDocument(owner, deal.id);
+    const property = await seedProperty(owner);
+    const photo = await seedPhoto(owner, property.id);
+    for (const path of [`/v1/deals/${deal.id}`, `/v1/properties/${property.id}`]) await seedCall("DELETE", path, { token: owner.token });
+    // Thirty days on: both are due for the purge, the deal first.
+    const due = (id: string, ago: number) => tenantDb(owner.organizationId).then((db) => db.prepare("UPDATE trash_entries SET restorable_until = ? WHERE record_id = ?").bind(new Date(Date.now() - ago).toISOString(), id).run());
+    await due(deal.id, 2000);
+    await due(property.id, 1000);
+    return { owner, dealId: deal.id, propertyId: property.id, links: [doc.url, photo.url] };
+  },
+  async act(f) {
+    // The cron's purge task on the organization's shard (src/cron.ts runs it on every shard).
+    await purgeTrash(f.env, openShardOf(f.env, 0).db);
+  },
+  async during(f, s) {
+    // Nothing half-purged is readable: not the records, not a restore, not a file through a link handed out before.
+    for (const path of [`/v1/deals/${s.dealId}`, `/v1/properties/${s.propertyId}`]) expect((await request(f, "GET", path, { token: s.owner.token })).status, path).toBe(404);
+    for (const path of [`/v1/deals/${s.dealId}/restore`, `/v1/properties/${s.propertyId}/restore`]) expect((await request(f, "POST", path, { token: s.owner.token })).status, path).toBe(404);
+    for (const link of s.links) expect((await request(f, "GET", new URL(link).pathname + new URL(link).search)).status, "file link").toBe(404);
+    expect((await request(f, "GET", "/v1/trash", { token: s.owner.token })).body.data, "trash list").toEqual([]);
+  },
+  async recover(f) {
+    await recoverAsProduction(f);
+  },
+  async check(_f, s) {
+    const org = s.owner.organizationId;
+    expect(await count(org, "SELECT COUNT(*) AS n FROM trash_entries WHERE organization_id = ? AND state = 'purged' AND label IS NULL", org), "tombstones").toBe(2);
+    expect(await count(org, "SELECT COUNT(*) AS n FROM trash_rows WHERE record_id IN (?, ?)", s.dealId, s.propertyId), "kept rows").toBe(0);
+    expect([...(await objectsUnder(dealPrefix(org, s.dealId))), ...(await objectsUnder(propertyPrefix(org, s.propertyId)))], "files").toEqual([]);
+  },
+};
+
+interface Restore extends Written {
+  dealId: string;
+}
+
+const restore: FaultRow<Restore> = {
+  operation: "trash restore (a deal with a document)",
+  ...keyedWrite<Restore>(async (owner) => {
+    const deal = await seedDeal(owner);
+    await seedDocument(owner, deal.id);
+    await seedCall("DELETE", `/v1/deals/${deal.id}`, { token: owner.token });
+    return { dealId: deal.id };
+  }, (f, s) => request(f, "POST", `/v1/deals/${s.dealId}/restore`, { token: s.owner.token, headers: keyed(s) })),
+  async check(f, s) {
+    expectAnswered(s, 200);
+    const org = s.owner.organizationId;
+    expect(await count(org, "SELECT COUNT(*) AS n FROM deals WHERE id = ?", s.dealId), "the deal").toBe(1);
+    expect(await count(org, "SELECT COUNT(*) AS n FROM trash_entries WHERE record_id = ?", s.dealId), "its trash entry").toBe(0);
+    await expectDerivedFiguresExact(org);
+    await expectEventsOnce(org, ["deal.restored"], { "deal.restored": 1 });
+    const docs = (await request(f, "GET", `/v1/deals/${s.dealId}/documents`, { token: s.owner.token })).body.data;
+    expect(docs.length, "documents").toBe(1);
+    expect((await request(f, "GET", new URL(docs[0].url).pathname + new URL(docs[0].url).search)).status, "the document's link").toBe(200);
+  },
+};
+
+const dialect = new SQLiteAsyncDialect({ casing: "snake_case" });
+
+/** Every row of `organizationId` on `shard` (the tables a move carries), as JSON per table, in one round trip. */
+async function rowsOf(shard: number, organizationId: string): Promise<Record<string, string>> {
+  const d1 = shardDatabase(env, shard);
+  const statements = MOVED_TABLES.map((t) => {
+    const q = dialect.sqlToQuery(sql`SELECT json_group_array(r) AS rows FROM (SELECT ${rowJson(t.table)} AS r FROM ${t.table} WHERE ${t.of(organizationId)} ORDER BY ${sql.join(t.key, sql`, `)})`);
+    return d1.prepare(q.sql).bind(...q.params);
+  });
+  const results = await d1.batch<{ rows: string }>(statements);
+  return Object.fromEntries(MOVED_TABLES.flatMap((t, i) => (results[i]!.results[0]!.rows === "[]" ? [] : [[t.name, results[i]!.results[0]!.rows]])));
+}
+
+interface Move {
+  mover: TestPrincipal;
+  /** Another organization on the source and one on the target, and what each held before. */
+  others: { p: TestPrincipal; shard: number; rows: Record<string, string> }[];
+  before: Record<string, string>;
+  contactId: string;
+}
+
+const MOVE_OPTIONS = { drainMs: 0, budgetMs: 120_000 };
+
+/** An organization on each shard, the same for every run of the row: no move of another organization touches them. */
+let bystanders: Promise<Move["others"]> | undefined;
+async function seedBystanders(): Promise<Move["others"]> {
+  const others = [];
+  for (const shard of [0, 1]) {
+    const p = await principal(shard);
+    await seedContact(p, { tags: ["vip"] });
+    others.push({ p, shard, rows: await rowsOf(shard, p.organizationId) });
+  }
+  return others;
+}
+const tableOf = (what: string, verb: "insert" | "delete") => new RegExp(`${verb} (\\w+)`).exec(what)?.[1];
+
+/**
+ * The move's steps that change data: the copy batches (one per table the organization has rows in), the fence (on the
+ * shard, then in the directory), the flip, and the drain's delete batches of those tables. Not the progress saves
+ * between them (a save that fails is a batch done again, which the copy and the drain both allow), nor the drain's
+ * batches of tables the organization has no rows in (they delete nothing).
+ */
+function moveStep(step: Step, all: Step[]): boolean {
+  if (step.binding === "DB") return !/^update shard_moves/.test(step.what);
+  const copied = new Set(all.filter((s) => s.binding === "DB_SHARD_1").map((s) => tableOf(s.what, "insert")));
+  const cleared = /^batch\(update shard_fences set clearing, delete (\w+)\)$/.exec(step.what)?.[1];
+  return cleared === undefined || copied.has(cleared);
+}
+
+const shardMove: FaultRow<Move> = {
+  operation: "shard move (0 to 1) of an organization, others on both shards",
+  recovery: "the operator runs the move again (it resumes)",
+  steps: { pick: moveStep, why: "every batch that copies, fences, flips or drains the organization's rows (not the progress saves)" },
+  // A failed step ends the move's call, so `refused` is `crash`: nothing runs after it either way.
+  modes: ["crash", "lost"],
+  concurrency: 4,
+  async seed() {
+    const mover = await principal(0);
+    const contact = await seedContact(mover);
+    return { mover, others: await (bystanders ??= seedBystanders()), before: await rowsOf(0, mover.organizationId), contactId: contact.id };
+  },
+  async act(f, s) {
+    await startMove(f.env, s.mover.organizationId, 1);
+    await stepMove(f.env, s.mover.organizationId, MOVE_OPTIONS);
+  },
+  async during(_f, s) {
+    // Stopped anywhere, the organization is whole on the shard the directory names.
+    const placed = await env.DB.prepare("SELECT shard FROM organization_shards WHERE organization_id = ?").bind(s.mover.organizationId).first<{ shard: number }>();
+    expect(await rowsOf(placed!.shard, s.mover.organizationId), "the organization where the directory places it").toEqual(s.before);
+  },
+  async recover(f, s) {
+    f.plan.disarm();
+    await startMove(f.env, s.mover.organizationId, 1);
+    expect((await stepMove(f.env, s.mover.organizationId, MOVE_OPTIONS)).phase).toBe("done");
+  },
+  async check(f, s) {
+    const placed = await env.DB.prepare("SELECT shard, fenced_at AS fencedAt FROM organization_shards WHERE organization_id = ?").bind(s.mover.organizationId).first<{ shard: number; fencedAt: string | null }>();
+    expect(placed, "placement").toEqual({ shard: 1, fencedAt: null });
+    expect(await rowsOf(1, s.mover.organizationId), "the organization on its new shard").toEqual(s.before);
+    expect(await rowsOf(0, s.mover.organizationId), "left on the old shard").toEqual({});
+    for (const o of s.others) expect(await rowsOf(o.shard, o.p.organizationId), `organization on shard ${o.shard}`).toEqual(o.rows);
+    // And it works there.
+    expect((await request(f, "PUT", `/v1/contacts/${s.contactId}`, { token: s.mover.token, body: { notes: "moved" } })).status).toBe(200);
+  },
+};
+
+export const FAULTS: FaultRow[] = [contactCreate, dealMove, propertyPrice, dealUpload, photoUpload, publicSign, fanout, purge, restore, shardMove];
