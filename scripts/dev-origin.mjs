@@ -1,15 +1,6 @@
 // The one origin `npm run dev` answers on (DESIGN.md contract 1): APP_URL and MCP_SERVER_URL follow PORT unless the
 // developer sets them, so the OAuth issuer, the metadata, token claims and links name the port that is served.
-
-/** The value a `--var NAME:value` (or `--var=NAME:value`) among wrangler's arguments gives NAME; the last one wins. */
-function varFromArgs(args, name) {
-  let value;
-  for (const arg of args) {
-    const item = arg.startsWith("--var=") ? arg.slice("--var=".length) : arg;
-    if (item.startsWith(`${name}:`)) value = item.slice(name.length + 1);
-  }
-  return value;
-}
+import { varFromArgs } from "./config-guard.mjs";
 
 /**
  * APP_URL and MCP_SERVER_URL for a dev server on `port`. Explicit values win: a `--var` on the command line, then the

@@ -1,11 +1,13 @@
 // npm run dev: write .dev.vars if missing, apply migrations to local D1 (state under .wrangler/state), then serve
 // on 127.0.0.1:${PORT:-8787} with APP_URL and MCP_SERVER_URL on that port unless set (scripts/dev-origin.mjs).
 import { spawn } from "node:child_process";
+import { refuseMisconfiguration } from "./config-guard.mjs";
 import { devOrigin, devOriginArgs } from "./dev-origin.mjs";
 import { ensureDevVars, readLocalDevVars } from "./dev-vars.mjs";
 import { applyLocalMigrations } from "./migrate.mjs";
 
 await ensureDevVars();
+refuseMisconfiguration({ args: process.argv.slice(2), fileVars: readLocalDevVars() });
 applyLocalMigrations({ quiet: false });
 const port = process.env.PORT || "8787";
 const args = process.argv.slice(2);

@@ -19,6 +19,7 @@ interface Seed {
   signingToken: string;
   surveyToken: string;
   agreementId: string;
+  slug: string;
 }
 
 interface Row {
@@ -84,9 +85,9 @@ beforeAll(async () => {
   const documentId = (await createDocument(owner.token)).id;
   const sent = await sendForSignature(owner.token, documentId);
   const survey = await scheduleSurvey(owner, { templateId: (await createSurveyTemplate(owner)).id });
-  await publishedProfile(owner);
+  const slug = await publishedProfile(owner);
   const agreementId = (await newAgreement(owner)).id;
-  seed = { owner, documentId, signingToken: tokenOf(sent.links[0]!.url), surveyToken: survey.accessToken, agreementId };
+  seed = { owner, documentId, signingToken: tokenOf(sent.links[0]!.url), surveyToken: survey.accessToken, agreementId, slug };
 });
 
 function send(row: Row, headers: Record<string, string> = {}) {
@@ -116,6 +117,23 @@ describe("X-Request-Id on every answer", () => {
     expect(ids[0]).not.toBe(ids[1]);
     expect((await send(row, { "x-request-id": "trace-42_ab=" })).headers.get("x-request-id")).toBe("trace-42_ab=");
     expect((await send(row, { "x-request-id": "bad id; <script>" })).headers.get("x-request-id")).toMatch(GENERATED);
+  });
+
+  it("is readable by a page on another origin on every route open to one (CORS exposes it, and Retry-After)", async () => {
+    const origin = "https://agent-site.example";
+    const open: [string, string, RequestInit?][] = [
+      ["reviews feed", `/api/public/reviews/${seed.slug}`],
+      ["clickwrap text", `/api/public/clickwrap/${seed.agreementId}`],
+      ["referral form, bad body", `/api/public/referral/${seed.slug}`, { method: "POST", body: "{}", headers: { "content-type": "application/json" } }],
+      ["OAuth metadata", "/.well-known/oauth-authorization-server"],
+      ["OAuth token, bad grant", "/oauth/token", { method: "POST", body: "grant_type=password", headers: { "content-type": "application/x-www-form-urlencoded" } }],
+    ];
+    for (const [name, path, init] of open) {
+      const res = await exports.default.fetch(new Request(`http://api.test${path}`, { ...init, headers: { ...(init?.headers as Record<string, string>), origin, "cf-connecting-ip": freshIp() } }));
+      expect(res.headers.get("access-control-allow-origin"), name).toBe("*");
+      const exposed = (res.headers.get("access-control-expose-headers") ?? "").toLowerCase().split(/\s*,\s*/);
+      expect(exposed, name).toEqual(expect.arrayContaining(["x-request-id", "retry-after"]));
+    }
   });
 });
 

@@ -1,6 +1,6 @@
 import { OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
-import { cors } from "hono/cors";
+import { openCors } from "../platform/cors";
 import { API, apiError, apiJson, gone } from "../platform/api-family";
 import { serviceContext } from "../platform/auth";
 import type { AppBindings } from "../platform/context";
@@ -199,7 +199,7 @@ async function publicContext(c: Context<AppBindings>, agreementId: string): Prom
 export const clickwrapRoutes = new OpenAPIHono<AppBindings>({ defaultHook: validationHook });
 // A site may also show the text and take the acceptance with its own interface: the public routes answer any origin
 // (errors too), and preflights are answered here. Nothing they hand out is private, and no cookie is involved.
-clickwrapRoutes.use("/api/public/clickwrap/*", cors({ origin: "*", allowMethods: ["GET", "POST", "OPTIONS"], allowHeaders: ["accept", "content-type"], maxAge: 86_400 }));
+clickwrapRoutes.use("/api/public/clickwrap/*", openCors(["GET", "POST", "OPTIONS"], ["accept", "content-type"]));
 // The current text must never come from a cache (an acceptance of a stale one is refused), and acceptance lists carry
 // addresses: nothing here is stored by a shared cache.
 clickwrapRoutes.use("/api/public/clickwrap/*", async (c, next) => {

@@ -1,6 +1,7 @@
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import { Hono, type Context } from "hono";
 import { cors } from "hono/cors";
+import { EXPOSED_HEADERS } from "../platform/cors";
 import { createMiddleware } from "hono/factory";
 import { type Config, readConfig } from "../env";
 import { Unauthorized } from "../lib/errors";
@@ -93,7 +94,7 @@ const openCors = cors({
   origin: (origin, c) => (originAllowed(c, origin) ? origin : null),
   allowMethods: ["POST", "GET", "DELETE", "OPTIONS"],
   allowHeaders: ["authorization", "content-type", "mcp-protocol-version", "mcp-session-id", "last-event-id"],
-  exposeHeaders: ["WWW-Authenticate", "Mcp-Session-Id"],
+  exposeHeaders: ["WWW-Authenticate", "Mcp-Session-Id", ...EXPOSED_HEADERS],
   maxAge: 86_400,
 });
 

@@ -12,7 +12,7 @@
  */
 import { OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
-import { cors } from "hono/cors";
+import { openCors } from "../platform/cors";
 import { readConfig } from "../env";
 import { apiError } from "../platform/api-family";
 import type { AppBindings } from "../platform/context";
@@ -199,11 +199,11 @@ const noStore = async (c: Context, next: () => Promise<void>) => {
 export const oauthRoutes = new OpenAPIHono<AppBindings>({ defaultHook: validationHook });
 // Browser-based MCP clients (an inspector page) read the metadata, register and exchange codes with fetch: no cookie
 // or ambient credential is involved on these routes, so any origin may call them.
-const openCors = cors({ origin: "*", allowMethods: ["GET", "POST", "OPTIONS"], allowHeaders: ["content-type", "authorization", "mcp-protocol-version"], maxAge: 86_400 });
-oauthRoutes.use("/.well-known/*", openCors);
-oauthRoutes.use("/oauth/token", openCors, noStore);
-oauthRoutes.use("/oauth/register", openCors, noStore);
-oauthRoutes.use("/oauth/revoke", openCors, noStore);
+const anyOrigin = openCors(["GET", "POST", "OPTIONS"], ["content-type", "authorization", "mcp-protocol-version"]);
+oauthRoutes.use("/.well-known/*", anyOrigin);
+oauthRoutes.use("/oauth/token", anyOrigin, noStore);
+oauthRoutes.use("/oauth/register", anyOrigin, noStore);
+oauthRoutes.use("/oauth/revoke", anyOrigin, noStore);
 
 oauthRoutes
   .openapi(authorizePage, (c) => authorize(c, c.req.valid("query")), pageHook as never)

@@ -1,5 +1,5 @@
 import { OpenAPIHono, z } from "@hono/zod-openapi";
-import { cors } from "hono/cors";
+import { openCors } from "../platform/cors";
 import { RateLimited } from "../lib/errors";
 import { API, apiError, apiJson } from "../platform/api-family";
 import type { AppBindings } from "../platform/context";
@@ -76,7 +76,7 @@ const widget = defineRoute(API, {
 export const reviewRoutes = new OpenAPIHono<AppBindings>({ defaultHook: validationHook });
 // Every answer of the feed carries the CORS headers (errors too, so the widget can read them), and preflights are
 // answered here.
-reviewRoutes.use("/api/public/reviews/*", cors({ origin: "*", allowMethods: ["GET", "OPTIONS"], allowHeaders: ["accept", "content-type"], maxAge: 86_400 }));
+reviewRoutes.use("/api/public/reviews/*", openCors(["GET", "OPTIONS"], ["accept", "content-type"]));
 reviewRoutes
   .openapi(feed, async (c) => {
     const { agentSlug } = c.req.valid("param");

@@ -1,5 +1,5 @@
 import { OpenAPIHono, z } from "@hono/zod-openapi";
-import { cors } from "hono/cors";
+import { openCors } from "../platform/cors";
 import { API, apiError, apiJson } from "../platform/api-family";
 import { serviceContext } from "../platform/auth";
 import { limitBody } from "../platform/body-limit";
@@ -83,7 +83,7 @@ export interface ReferralDeps {
 export function createReferralRoutes(deps: ReferralDeps) {
   const routes = new OpenAPIHono<AppBindings>({ defaultHook: validationHook });
   // An agent's own site may host the form: any origin may post (errors readable too); nothing private is answered.
-  routes.use("/api/public/referral/*", cors({ origin: "*", allowMethods: ["POST", "OPTIONS"], allowHeaders: ["accept", "content-type"], maxAge: 86_400 }));
+  routes.use("/api/public/referral/*", openCors(["POST", "OPTIONS"], ["accept", "content-type"]));
   return routes
     .openapi(list, async (c) => c.json(await listReferrals(serviceContext(c), c.req.valid("query")), 200))
     .openapi(create, async (c) => c.json(await createReferral(serviceContext(c), c.req.valid("json")), 201))
