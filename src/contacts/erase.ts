@@ -28,7 +28,7 @@ import type { ServiceContext } from "../platform/context";
 import { purgeFeed } from "../profiles/feed";
 import { referredKey } from "../referrals/service";
 import { systemContext } from "../shards/tenants";
-import { countSignedEnvelopes, eraseUnsignedEnvelopes } from "../signatures/erasure";
+import { closeSigningLinks, countSignedEnvelopes, eraseUnsignedEnvelopes } from "../signatures/erasure";
 import { decodeRow } from "../trash/moves";
 import { type Counted, scrubCopies, scrubTrash } from "./erase-copies";
 import { facetMoves } from "./facets";
@@ -160,6 +160,8 @@ export async function eraseContact(ctx: ServiceContext, id: string): Promise<Era
       ctx.db.insert(erasures).values(started),
     );
     const events = live ? [newEvent(ctx, "contact.deleted", { object: { id }, previousAttributes: null, changes: null })] : [];
+    // Their signing links stop first: from the moment `begin` commits, neither the contact nor a link shows them.
+    await closeSigningLinks(ctx, person.words);
     await commit(ctx, statements, events);
     authors = authored.map((t) => t.agentUserId);
     return started;
