@@ -189,13 +189,15 @@ export async function runErasure(ctx: ServiceContext, row: ErasureRow): Promise<
   await scrubTrash(ctx, person, counted);
   await scrubCopies(ctx, person, counted);
   const retainedCounts = countsOnly({ signed_envelopes: await countSignedEnvelopes(ctx, person.words), clickwrap_acceptances: await countAcceptances(ctx, person) });
-  const [done] = await ctx.db
-    .update(erasures)
-    .set({ state: "done", subject: null, retained: Object.keys(retainedCounts), retainedCounts, touchedAt: new Date().toISOString() })
-    .where(and(eq(erasures.id, row.id), eq(erasures.state, "pending")))
-    .returning();
+  const finished = { state: "done" as const, subject: null, retained: Object.keys(retainedCounts), retainedCounts, touchedAt: new Date().toISOString() };
+  // The request's answer is kept in the batch that finishes (a retry after a reply lost there replays it: nothing is
+  // left to find by then). The counts are the ones the steps above added up.
+  const counts = await ctx.db.select({ erased: erasures.erased }).from(erasures).where(eq(erasures.id, row.id)).get();
+  const [done] = (await commit(ctx, [ctx.db.update(erasures).set(finished).where(and(eq(erasures.id, row.id), eq(erasures.state, "pending"))).returning()], [], {
+    answer: answerOf({ ...row, ...finished, erased: counts?.erased ?? row.erased }),
+  })) as ErasureRow[][];
   // A concurrent run (the cron and a retry) finished first: answer what it recorded.
-  return answerOf(done ?? (await ctx.db.select().from(erasures).where(eq(erasures.id, row.id)).get())!);
+  return answerOf(done?.[0] ?? (await ctx.db.select().from(erasures).where(eq(erasures.id, row.id)).get())!);
 }
 
 function answerOf(row: ErasureRow): Erasure {
