@@ -28,7 +28,7 @@ import type { ServiceContext } from "../platform/context";
 import { purgeFeed } from "../profiles/feed";
 import { referredKey } from "../referrals/service";
 import { systemContext } from "../shards/tenants";
-import { countSignedEnvelopes, eraseUnsignedEnvelopes } from "../signatures/erasure";
+import { closeSigningLinks, countSignedEnvelopes, eraseUnsignedEnvelopes } from "../signatures/erasure";
 import { decodeRow } from "../trash/moves";
 import { type Counted, scrubCopies, scrubTrash } from "./erase-copies";
 import { facetMoves } from "./facets";
@@ -160,6 +160,8 @@ export async function eraseContact(ctx: ServiceContext, id: string): Promise<Era
       ctx.db.insert(erasures).values(started),
     );
     const events = live ? [newEvent(ctx, "contact.deleted", { object: { id }, previousAttributes: null, changes: null })] : [];
+    // Their signing links stop first: from the moment `begin` commits, neither the contact nor a link shows them.
+    await closeSigningLinks(ctx, person.words);
     await commit(ctx, statements, events);
     authors = authored.map((t) => t.agentUserId);
     return started;
@@ -187,13 +189,15 @@ export async function runErasure(ctx: ServiceContext, row: ErasureRow): Promise<
   await scrubTrash(ctx, person, counted);
   await scrubCopies(ctx, person, counted);
   const retainedCounts = countsOnly({ signed_envelopes: await countSignedEnvelopes(ctx, person.words), clickwrap_acceptances: await countAcceptances(ctx, person) });
-  const [done] = await ctx.db
-    .update(erasures)
-    .set({ state: "done", subject: null, retained: Object.keys(retainedCounts), retainedCounts, touchedAt: new Date().toISOString() })
-    .where(and(eq(erasures.id, row.id), eq(erasures.state, "pending")))
-    .returning();
+  const finished = { state: "done" as const, subject: null, retained: Object.keys(retainedCounts), retainedCounts, touchedAt: new Date().toISOString() };
+  // The request's answer is kept in the batch that finishes (a retry after a reply lost there replays it: nothing is
+  // left to find by then). The counts are the ones the steps above added up.
+  const counts = await ctx.db.select({ erased: erasures.erased }).from(erasures).where(eq(erasures.id, row.id)).get();
+  const [done] = (await commit(ctx, [ctx.db.update(erasures).set(finished).where(and(eq(erasures.id, row.id), eq(erasures.state, "pending"))).returning()], [], {
+    answer: answerOf({ ...row, ...finished, erased: counts?.erased ?? row.erased }),
+  })) as ErasureRow[][];
   // A concurrent run (the cron and a retry) finished first: answer what it recorded.
-  return answerOf(done ?? (await ctx.db.select().from(erasures).where(eq(erasures.id, row.id)).get())!);
+  return answerOf(done?.[0] ?? (await ctx.db.select().from(erasures).where(eq(erasures.id, row.id)).get())!);
 }
 
 function answerOf(row: ErasureRow): Erasure {

@@ -221,7 +221,8 @@ export const contactRoutes = new OpenAPIHono<AppBindings>({ defaultHook: contact
     const { id } = c.req.valid("param");
     if (c.req.valid("query").erase === "true") {
       requirePermission(c, "contacts:erase");
-      return c.json({ success: true as const, message: "Contact erased", data: await eraseContact(serviceContext(c), id) }, 200);
+      const { ctx, answer } = keptAnswer<Erasure>(c, 200, "Contact erased");
+      return c.json(answer(await eraseContact(ctx, id)), 200);
     }
     await deleteContact(serviceContext(c), id);
     return c.json({ success: true as const, message: "Contact deleted", data: { id, deleted: true as const } }, 200);

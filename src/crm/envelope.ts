@@ -1,7 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { serviceContext } from "../platform/auth";
-import type { AppBindings } from "../platform/context";
+import type { AppBindings, ServiceContext } from "../platform/context";
 import { keepAnswerInBatch } from "../platform/idempotency";
 import type { RouteFamily } from "../platform/route";
 
@@ -63,9 +63,11 @@ export const CRM: RouteFamily = { name: "crm", error: crmError };
 /**
  * For a CRM write whose verb keeps its answer in the batch of its write (platform/idempotency.ts `keepAnswerInBatch`:
  * a retry replays it even when D1's reply to that batch was lost): the service context that carries the keeping, and
- * the answer's shape, `{success: true, data}`, for the route to return with `status`.
+ * the answer's shape, `{success: true, data}` (with `message` when given), for the route to return with `status`.
  */
-export function keptAnswer<T extends object>(c: Context<AppBindings>, status: 200 | 201) {
-  const answer = (data: T) => ({ success: true as const, data });
+export function keptAnswer<T extends object>(c: Context<AppBindings>, status: 200 | 201): { ctx: ServiceContext; answer: (data: T) => { success: true; data: T } };
+export function keptAnswer<T extends object>(c: Context<AppBindings>, status: 200 | 201, message: string): { ctx: ServiceContext; answer: (data: T) => { success: true; message: string; data: T } };
+export function keptAnswer<T extends object>(c: Context<AppBindings>, status: 200 | 201, message?: string): { ctx: ServiceContext; answer: (data: T) => object } {
+  const answer = (data: T) => (message === undefined ? { success: true as const, data } : { success: true as const, message, data });
   return { ctx: { ...serviceContext(c), keepAnswer: keepAnswerInBatch(c, status, answer) }, answer };
 }

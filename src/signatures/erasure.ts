@@ -38,9 +38,31 @@ const naming = (ctx: ServiceContext, needles: string[]): SQL =>
   )!;
 
 /**
+ * The live signing links of the envelopes that name the person leave the directory: from then on the public routes
+ * answer 404 for them, whatever the envelope's object still holds in memory. The erasure runs this before its first
+ * batch (contacts/erase.ts `begin`), so that no link shows the person once their contact is gone, however the
+ * erasure stops afterwards. Live links belong to open envelopes only (an envelope's end kills them).
+ */
+export async function closeSigningLinks(ctx: ServiceContext, needles: string[]): Promise<void> {
+  await removeLinkKeys(ctx, sql`${signingLinks.envelopeId} IN (SELECT ${envelopes.id} FROM ${envelopes} WHERE ${naming(ctx, needles)})`);
+}
+
+/** Takes the directory keys of the organization's live links of the envelopes `which` names out of the directory. */
+async function removeLinkKeys(ctx: ServiceContext, which: SQL): Promise<void> {
+  const links = await ctx.db.select({ tokenHash: signingLinks.tokenHash }).from(signingLinks).where(and(eq(signingLinks.organizationId, ctx.organizationId), which));
+  await removePublicKeys(
+    ctx.directory,
+    ctx.organizationId,
+    "signing_link",
+    links.map((l) => l.tokenHash),
+  );
+}
+
+/**
  * Deletes every envelope of the organization that names the person and never completed, ENVELOPES_PER_ROUND at a
  * time, each round in this order (so that a failure at any point leaves the rest findable by the next run):
- * 1. the live links' keys leave the directory (the public routes answer 404 from then on);
+ * 1. the live links' keys leave the directory (the public routes answer 404 from then on; `closeSigningLinks` did so
+ *    before `begin` already, this catches a link minted since);
  * 2. the envelope's Durable Object voids the open ones (its alarm and cached state end there);
  * 3. the R2 files go (the PDF the signers read, and any certificate or sealed copy);
  * 4. one D1 batch marks them `erasing_at` and deletes audit trail, links, signers and envelopes, with the count.
@@ -58,13 +80,8 @@ export async function eraseUnsignedEnvelopes(ctx: ServiceContext, needles: strin
     if (round.length === 0) return;
     const open = round.filter((e) => !TERMINAL.has(e.status)).map((e) => e.id);
     if (open.length > 0) {
-      const links = await ctx.db.select({ tokenHash: signingLinks.tokenHash }).from(signingLinks).where(and(eq(signingLinks.organizationId, org), inJsonList(signingLinks.envelopeId, open)));
-      await removePublicKeys(
-        ctx.directory,
-        org,
-        "signing_link",
-        links.map((l) => l.tokenHash),
-      );
+      // closeSigningLinks ran before `begin`; a link minted since (a resend) goes here.
+      await removeLinkKeys(ctx, inJsonList(signingLinks.envelopeId, open));
       for (const id of open) {
         const result = await envelopeSigner(ctx.env, id).void(id, org, VOID_REASON, ctx.actor.userId ?? null, NO_META);
         if (result.kind === "moving") throw new OrganizationMoving();

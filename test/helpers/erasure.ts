@@ -33,20 +33,29 @@ const databases = () => [{ label: "directory", db: env.DB }, ...everyShard(env).
 export async function whereFound(needles: string[], retained: string[] = []): Promise<string[]> {
   const found: string[] = [];
   for (const { label, db } of databases()) {
-    const tables = await db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '_cf_%' AND name NOT LIKE 'd1_%'").all<{ name: string }>();
-    for (const { name } of tables.results) {
-      const columns = await db.prepare(`SELECT name, type FROM pragma_table_info(?)`).bind(name).all<{ name: string; type: string }>();
-      const probes = columns.results.filter((c) => /text|char|clob|^$/i.test(c.type)).flatMap((column) => needles.map((needle) => ({ column: column.name, needle })));
-      if (probes.length === 0) continue;
+    // Every text column of every table, in one read; then one query per table, all in one batch.
+    const columns = await db
+      .prepare(
+        "SELECT m.name AS tbl, p.name AS col FROM sqlite_master m JOIN pragma_table_info(m.name) p WHERE m.type = 'table' AND m.name NOT LIKE 'sqlite_%' AND m.name NOT LIKE '_cf_%' AND m.name NOT LIKE 'd1_%' AND (p.type = '' OR p.type LIKE '%text%' OR p.type LIKE '%char%' OR p.type LIKE '%clob%') ORDER BY m.name, p.cid",
+      )
+      .all<{ tbl: string; col: string }>();
+    const tables = new Map<string, { col: string }[]>();
+    for (const c of columns.results) tables.set(c.tbl, [...(tables.get(c.tbl) ?? []), c]);
+    const searches = [...tables].map(([name, cols]) => {
+      const probes = cols.flatMap(({ col }) => needles.map((needle, n) => ({ column: col, needle, n })));
       const kept = retained.flatMap((kind) => (RETAINED_ROWS[kind]?.[name] ? [RETAINED_ROWS[kind][name]] : []));
       // Each needle is bound once (?1 … ?n) and named by every column's test: D1 caps the bound parameters of a query.
-      const sums = probes.map(({ column, needle }, i) => `SUM(instr(lower(CAST("${column}" AS TEXT)), ?${needles.indexOf(needle) + 1}) > 0) AS "${i}"`);
+      const sums = probes.map(({ column, n }, i) => `SUM(instr(lower(CAST("${column}" AS TEXT)), ?${n + 1}) > 0) AS "${i}"`);
       const where = kept.length ? ` WHERE NOT (${kept.join(" OR ")})` : "";
-      const hits = await db.prepare(`SELECT ${sums.join(", ")} FROM "${name}"${where}`).bind(...needles.map((n) => n.toLowerCase())).first<Record<string, number | null>>();
+      return { name, probes, statement: db.prepare(`SELECT ${sums.join(", ")} FROM "${name}"${where}`).bind(...needles.map((n) => n.toLowerCase())) };
+    });
+    const results = searches.length ? await db.batch<Record<string, number | null>>(searches.map((t) => t.statement)) : [];
+    searches.forEach(({ name, probes }, t) => {
+      const hits = results[t]!.results[0];
       probes.forEach(({ column, needle }, i) => {
         if ((hits?.[String(i)] ?? 0) > 0) found.push(`${name}.${column}: ${needle} (${label})`);
       });
-    }
+    });
   }
   return found;
 }
@@ -73,15 +82,19 @@ async function objectText(bytes: Uint8Array): Promise<string> {
   return text.toLowerCase();
 }
 
-/** Every R2 object whose bytes or text name any needle, as `key: needle`; the files of the `retained` kinds left out. */
-export async function filesFound(needles: string[], retained: string[] = []): Promise<string[]> {
+/**
+ * Every R2 object whose bytes or text name any needle, as `key: needle`; the files of the `retained` kinds left out.
+ * With `organizationId`, only that organization's objects (every key is `<kind>/<organization>/…`): a person seeded in
+ * one organization is searched for without reading every other test's files.
+ */
+export async function filesFound(needles: string[], retained: string[] = [], organizationId?: string): Promise<string[]> {
   const keep = retained.includes("signed_envelopes") ? await signedFileKeys() : () => false;
   const found: string[] = [];
   let cursor: string | undefined;
   do {
     const page = await env.FILES.list({ cursor, limit: 1000 });
     for (const { key } of page.objects) {
-      if (keep(key)) continue;
+      if (keep(key) || (organizationId && key.split("/")[1] !== organizationId)) continue;
       const object = await env.FILES.get(key);
       if (!object) continue;
       const text = await objectText(new Uint8Array(await object.arrayBuffer()));

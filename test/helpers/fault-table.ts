@@ -18,6 +18,7 @@ import { MOVED_TABLES } from "../../src/shards/moved-tables";
 import { openShardOf } from "../../src/shards/tenants";
 import { purgeTrash } from "../../src/trash/service";
 import { contractViolation } from "./contract";
+import { filesFound, newPerson, whereFound } from "./erasure";
 import { dealBody, documentForm } from "./deals";
 import { expectDerivedFiguresExact } from "./derived-figures";
 import { freshIp, leaseCanonical, mailTo, tokenOf } from "./documents";
@@ -627,4 +628,90 @@ const shardMove: FaultRow<Move> = {
   },
 };
 
-export const FAULTS: FaultRow[] = [contactCreate, dealMove, propertyPrice, dealUpload, photoUpload, publicSign, fanout, purge, restore, shardMove];
+interface Erasure extends Written {
+  person: ReturnType<typeof newPerson>;
+  contactId: string;
+  /** Another contact in the trash whose kept row (its notes) names the person. */
+  trashedId: string;
+  /** The open envelope the person is to sign, its document, and the person's link to it. */
+  envelopeId: string;
+  documentId: string;
+  signToken: string;
+}
+
+/**
+ * The person in one of each kind of place an erasure step handles (src/contacts/erase.ts ERASURE_STEPS): an open
+ * envelope they are to sign (the envelope round: its directory key, the object's void, the R2 deletes, the D1 batch),
+ * the generated document it was made from (the documents round: the search index, the D1 batch), another contact's
+ * activity and the event payloads (the copies' rewrites), and another contact in the trash whose notes name them (the
+ * trash's rewrite). No completed envelope: sealing one would cost each run about as much again, and keeping it is no
+ * step to fail (a read counts it; its document leaves the index in the same round); test/erasure.test.ts keeps one.
+ */
+async function seedPersonEverywhere(owner: TestPrincipal): Promise<Omit<Erasure, keyof Written>> {
+  const person = newPerson();
+  const token = owner.token;
+  const contact = await seedContact(owner, { firstName: person.firstName, lastName: person.lastName, email: person.email, phone: person.phone });
+  const neighbour = await seedContact(owner, { firstName: "Nia", lastName: "Neighbour" });
+  await seedCall("POST", `/v1/contacts/${neighbour.id}/activities`, { token, body: { type: "NOTE", description: `Introduced by ${person.fullName}` } });
+  const trashed = await seedContact(owner, { firstName: "Theo", lastName: "Trashed", notes: `Cousin of ${person.fullName}` });
+  await seedCall("DELETE", `/v1/contacts/${trashed.id}`, { token });
+  const canonical = leaseCanonical({ tenants: [{ name: person.fullName, email: person.email }] });
+  const doc = await seedCall("POST", "/api/documents", { token, body: { formKey: canonical.formKey, canonical } });
+  const sent = await seedCall("POST", `/api/documents/${doc.id}/signature`, { token, body: { signers: [{ name: person.fullName, email: person.email, role: "tenant" }] } });
+  return { person, contactId: contact.id, trashedId: trashed.id, envelopeId: sent.envelopeId, documentId: doc.id, signToken: tokenOf(sent.links[0]!.url) };
+}
+
+const erasureRow = async (s: Erasure) =>
+  (await tenantDb(s.owner.organizationId)).prepare("SELECT state, subject, erased, retained FROM erasures WHERE contact_id = ?").bind(s.contactId).first<{ state: string; subject: string | null; erased: string; retained: string }>();
+
+const signLink = (f: FaultEnv, s: Erasure) => request(f, "GET", `/api/public/sign/${encodeURIComponent(s.signToken)}`, { headers: { "cf-connecting-ip": freshIp() } });
+
+const eraseRequest = keyedWrite<Erasure>(seedPersonEverywhere, (f, s) => request(f, "DELETE", `/v1/contacts/${s.contactId}?erase=true`, { token: s.owner.token, headers: keyed(s) }));
+
+const erasure: FaultRow<Erasure> = {
+  operation: "erasure of a person (an open envelope, its document, an activity, the trash)",
+  ...eraseRequest,
+  recovery: "client retry (same Idempotency-Key) finishes the pending erasure; cron; queue redelivery",
+  async act(f, s) {
+    // The envelope's object voids it on f.env: its steps are the run's, and fail like the others.
+    await withSignerOn(s.envelopeId, f, () => eraseRequest.act(f, s));
+  },
+  async during(f, s) {
+    const contact = (await request(f, "GET", `/v1/contacts/${s.contactId}`, { token: s.owner.token })).status;
+    // Before `begin` committed nothing was erased (the contact is whole); from then on neither it nor their link shows them.
+    if (!(await erasureRow(s))) return expect(contact, "the contact, not erased yet").toBe(200);
+    expect(contact, "the contact").toBe(404);
+    expect((await signLink(f, s)).status, "the person's signing link").toBe(404);
+  },
+  async recover(f, s) {
+    await withSignerOn(s.envelopeId, f, () => eraseRequest.recover(f, s));
+  },
+  async check(f, s) {
+    expectAnswered(s, 200);
+    const org = s.owner.organizationId;
+    const token = s.owner.token;
+    const row = await erasureRow(s);
+    expect({ state: row?.state, subject: row?.subject }, "the erasure").toEqual({ state: "done", subject: null });
+    const erased = JSON.parse(row!.erased);
+    const retained = JSON.parse(row!.retained);
+    // What the run without a fault erases, each counted once: the contact, the mail to them, the envelope and its
+    // document, the trashed contact's kept row, two event payloads and the neighbour's activity.
+    expect(erased, "what was erased").toEqual({ contacts: 1, mails: 1, envelopes: 1, documents: 1, trash_rows: 1, events: 2, activity_texts: 1 });
+    expect(retained, "what was retained").toEqual([]);
+    expect(s.final!.body.data, "the answer").toMatchObject({ id: s.contactId, deleted: true, erased, retained });
+    for (const path of [`/v1/contacts/${s.contactId}`, `/api/signatures/${s.envelopeId}`, `/api/documents/${s.documentId}`]) expect((await request(f, "GET", path, { token })).status, path).toBe(404);
+    expect((await signLink(f, s)).status, "the person's signing link").toBe(404);
+    // The trashed contact's delete, and the erasure's.
+    await expectEventsOnce(org, ["contact.deleted"], { "contact.deleted": 2 });
+    // The other record in the trash comes back without the person.
+    expect((await request(f, "POST", `/v1/contacts/${s.trashedId}/restore`, { token })).status, "restore").toBe(200);
+    expect((await request(f, "GET", `/v1/contacts/${s.trashedId}`, { token })).body.data.notes, "the restored notes").toBe("Cousin of [erased]");
+    expect(await whereFound(s.person.needles, retained), "the person in the databases").toEqual([]);
+    expect(await filesFound(s.person.needles, retained, org), "the person in the files").toEqual([]);
+    // The neighbour and the restored contact; every stored figure moved once.
+    expect(await count(org, "SELECT COALESCE(SUM(total), 0) AS n FROM resource_counters WHERE organization_id = ? AND resource = 'contacts'", org), "contact total").toBe(2);
+    await expectDerivedFiguresExact(org);
+  },
+};
+
+export const FAULTS: FaultRow[] = [contactCreate, dealMove, propertyPrice, dealUpload, photoUpload, publicSign, fanout, purge, restore, shardMove, erasure];
