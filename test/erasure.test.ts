@@ -4,13 +4,15 @@ import { createDb } from "../src/db/client";
 import { resumeErasures } from "../src/contacts/erase";
 import { sendDueSurveys } from "../src/surveys/scheduling";
 import { call, json } from "./helpers/client";
-import { createContact, expectCrmError, logActivity } from "./helpers/contacts";
+import { createContact, expectCrmError, getContact, logActivity } from "./helpers/contacts";
 import { createDeal, getDeal } from "./helpers/deals";
-import { createDocument, leaseCanonical, publicSign, sendForSignature, signAll, tokenOf } from "./helpers/documents";
+import { createDocument, freshIp, leaseCanonical, publicSign, sendForSignature, signAll, tokenOf } from "./helpers/documents";
 import { answerOf, erase, filesFound, newPerson, seedMentions, seedSignatures, whereFound } from "./helpers/erasure";
 import { createPrincipal, tenantDb } from "./helpers/factories";
 import { receiverUrl } from "./helpers/receiver";
-import { aggregateOf, publishedTestimonial } from "./helpers/testimonials";
+import { aggregateOf, createTestimonial, publishedTestimonial } from "./helpers/testimonials";
+import { publishedProfile } from "./helpers/profiles";
+import { createProperty, getProperty } from "./helpers/properties";
 import { createSurveyTemplate, publicSurvey, scheduleSurvey, STANDARD_QUESTIONS } from "./helpers/surveys";
 
 describe("erasure on request (DELETE /v1/contacts/{id}?erase=true)", () => {
@@ -283,4 +285,195 @@ describe("erasure on request (DELETE /v1/contacts/{id}?erase=true)", () => {
     expect(await whereFound(["Eraseme", contact.email])).toEqual([]);
     expect((await json(await call("GET", "/v1/trash", { token: p.token }))).data).toEqual([]);
   });
+});
+
+describe("erasure: whose records, and every way the person is written (issue 29, verification pass)", () => {
+  const tagOf = () => crypto.randomUUID().slice(0, 6);
+  const fourDigits = () => String(Math.floor(Math.random() * 9000) + 1000);
+  const feed = (slug: string) => call("GET", `/api/public/reviews/${slug}`, { headers: { "cf-connecting-ip": freshIp() } });
+
+  it("keeps a namesake's envelope, documents and deal: records go whole only by the person's e-mail or phone, and a shared name is no one's to scrub", async () => {
+    const p = await createPrincipal();
+    const tag = tagOf();
+    const name = { firstName: `John${tag}`, lastName: `Smith${tag}` };
+    const fullName = `${name.firstName} ${name.lastName}`;
+    const a = await createContact(p.token, { ...name, email: `john.one.${tag}@namesake.test`, phone: `+1 647 555 ${fourDigits()}`, notes: "the one asking for erasure" });
+    const b = await createContact(p.token, { ...name, email: `jsmith.two.${tag}@other.test`, notes: "a different John Smith, a client" });
+    // B's lease, out for signature; a second draft naming B; a memo naming the name alone; B's deal.
+    const lease = await createDocument(p.token, leaseCanonical({ tenants: [{ name: fullName, email: b.email }] }));
+    const sent = await sendForSignature(p.token, lease.id);
+    const bLink = tokenOf(sent.links.find((l) => l.email === b.email)!.url);
+    const draft = await createDocument(p.token, leaseCanonical({ tenants: [{ name: fullName, email: b.email }] }));
+    const memo = await createDocument(p.token, { schemaVersion: 1, formKey: "generic/free-form", title: "Viewing", body: `${fullName} liked the view`, provenance: { aiDrafted: false } });
+    const deal = await createDeal(p.token, { contactId: b.id, title: `${fullName} condo`, notes: `for ${fullName} (${b.email})` });
+    // A's own e-mail and phone, which only A has, beside the shared name.
+    const witness = await createContact(p.token, { firstName: "Wanda", lastName: "Witness", notes: `Ask ${a.email} or call ${a.phone}; ${fullName} is a friend` });
+    // A's own lease, by A's e-mail: it goes whole.
+    const aLease = await createDocument(p.token, leaseCanonical({ tenants: [{ name: fullName, email: a.email }] }));
+
+    const res = await erase(p, a.id);
+    expect(res.status, await res.clone().text()).toBe(200);
+    const answer = await answerOf(res);
+    expect(answer.erased).toMatchObject({ contacts: 1, documents: 1, contact_notes: 1 });
+    expect(answer.erased.envelopes).toBeUndefined();
+    // Said in the answer: what still names the name, and why.
+    const byKind = Object.fromEntries(answer.retainedRecords.map((r: { kind: string }) => [r.kind, r]));
+    expect(byKind.name_mentions).toMatchObject({ count: expect.any(Number), reason: expect.stringContaining("another contact has the same name") });
+    expect(byKind.name_mentions.count).toBeGreaterThanOrEqual(3);
+    // The lease and its envelope, the draft and the memo: they name the name, not A's e-mail or phone.
+    expect(byKind.documents_by_name).toMatchObject({ count: 4, reason: expect.stringContaining("name alone") });
+    expect(answer.retained).toEqual(expect.arrayContaining(["name_mentions", "documents_by_name"]));
+
+    // B's envelope is open, B's link works, B's documents and deal are as they were.
+    expect((await json(await call("GET", `/api/signatures/${sent.envelopeId}`, { token: p.token }))).status).not.toBe("voided");
+    expect((await call("GET", `/api/signatures/${sent.envelopeId}`, { token: p.token })).status).toBe(200);
+    expect((await publicSign("GET", bLink)).status).toBe(200);
+    for (const id of [lease.id, draft.id, memo.id]) expect((await call("GET", `/api/documents/${id}`, { token: p.token })).status, id).toBe(200);
+    expect((await call("GET", `/api/documents/${aLease.id}`, { token: p.token })).status).toBe(404);
+    expect(await getDeal(p.token, deal.id)).toMatchObject({ title: `${fullName} condo`, notes: `for ${fullName} (${b.email})` });
+    expect(await getContact(p.token, b.id)).toMatchObject({ ...name, email: b.email, notes: "a different John Smith, a client" });
+    // A's e-mail and phone are gone; the shared name stays.
+    expect((await getContact(p.token, witness.id)).notes).toBe(`Ask [erased] or call [erased]; ${fullName} is a friend`);
+    expect(await whereFound([a.email, a.phone])).toEqual([]);
+  }, 60_000);
+
+  it("finds names with quotes and backslashes in JSON columns too: no restore and no event brings them back", async () => {
+    const p = await createPrincipal();
+    const db = await tenantDb(p.organizationId);
+    const tag = tagOf();
+    for (const [firstName, lastName] of [[`Robert "Bob"`, `Tables${tag}`], ["Ann\\Marie", `Back${tag}`]] as const) {
+      const fullName = `${firstName} ${lastName}`;
+      const person = await createContact(p.token, { firstName, lastName, email: `${lastName.toLowerCase()}@erase-var.test` });
+      const witness = await createContact(p.token, { firstName: "Wit", lastName: "Ness", notes: `Knows ${fullName}` });
+      await logActivity(p.token, witness.id, { type: "NOTE", description: `Met ${fullName}`, metadata: { m: [fullName] } });
+      const trashed = await createContact(p.token, { firstName: "Tra", lastName: "Shed", notes: `About ${fullName}`, preferences: { locations: [`near ${fullName}`] } });
+      expect((await call("DELETE", `/v1/contacts/${trashed.id}`, { token: p.token })).status).toBe(200);
+      const escaped = JSON.stringify(fullName).slice(1, -1);
+      const twice = JSON.stringify(escaped).slice(1, -1);
+      expect(await whereFound([escaped])).not.toEqual([]);
+
+      expect((await erase(p, person.id)).status).toBe(200);
+      expect(await whereFound([fullName, escaped, twice])).toEqual([]);
+      const restored = await json(await call("POST", `/v1/contacts/${trashed.id}/restore`, { token: p.token }));
+      expect(restored.data).toMatchObject({ notes: "About [erased]", preferences: { locations: ["near [erased]"] } });
+      const activity = (await json(await call("GET", `/v1/contacts/${witness.id}/activities`, { token: p.token }))).data[0];
+      expect(activity).toMatchObject({ description: "Met [erased]", metadata: { m: ["[erased]"] } });
+      // The witness's events (what a webhook replay sends) carry no name either.
+      const events = await db.prepare("SELECT data FROM outbox_events WHERE organization_id = ? AND instr(data, ?) > 0").bind(p.organizationId, witness.id).all<{ data: string }>();
+      expect(events.results.length).toBeGreaterThan(0);
+      for (const { data } of events.results) expect(JSON.stringify(JSON.parse(data))).not.toContain(lastName);
+      expect(await whereFound([fullName, escaped, twice])).toEqual([]);
+    }
+  }, 60_000);
+
+  it("takes the person out of imported testimonials, rejection reasons, agent profiles, tags and other contacts' preferences; the public feed shows them no more", async () => {
+    const p = await createPrincipal();
+    const db = await tenantDb(p.organizationId);
+    const person = newPerson();
+    const contact = await createContact(p.token, { firstName: person.firstName, lastName: person.lastName, email: person.email, phone: person.phone });
+    // Imported from a review site: no author id, the display name is theirs.
+    const imported = await publishedTestimonial(p, { source: "GOOGLE", displayName: person.fullName, permissionToPublishName: true, body: "Loved working with Erin" });
+    const rejected = await createTestimonial(p, { body: "Meh." });
+    expect((await call("POST", `/api/reputation/testimonials/${rejected.id}/reject`, { token: p.token, body: { reason: `Posted twice by ${person.fullName}` } })).status).toBe(200);
+    const slug = await publishedProfile(p, { displayName: "Erin Agent", headline: `Agent of ${person.fullName}`, bio: `Helped ${person.fullName} buy`, featuredTestimonialIds: [imported.id] });
+    expect((await feed(slug)).headers.get("x-cache")).toBe("MISS");
+    const cached = await feed(slug);
+    expect([cached.headers.get("x-cache"), (await cached.text()).includes(person.fullName)]).toEqual(["HIT", true]);
+    // Tags naming them on two live contacts and a trashed one, beside a tag that stays; preferences naming them.
+    const friendTag = `friend of ${person.fullName}`;
+    const tagged = await createContact(p.token, { firstName: "Tia", lastName: "Tagged", tags: [friendTag, "vip"], preferences: { locations: [`near ${person.fullName}`, "Leslieville"] }, address: { street: `c/o ${person.fullName}` } });
+    await createContact(p.token, { firstName: "Tom", lastName: "Tagged", tags: [friendTag] });
+    const trashed = await createContact(p.token, { firstName: "Tad", lastName: "Trashed", tags: [friendTag, "vip"] });
+    expect((await call("DELETE", `/v1/contacts/${trashed.id}`, { token: p.token })).status).toBe(200);
+    // A listing's disclosures and features (its sheet prints the features).
+    const listing = await createProperty(p.token, { features: { interior: [`Mural by ${person.fullName}`] }, disclosure: { other: [`Previous owner ${person.fullName}, ${person.phone}`] } });
+    const tagsNow = async () => (await json(await call("GET", "/v1/contacts/tags", { token: p.token }))).data.map((t: { name: string; count: number }) => [t.name, t.count]);
+    expect(await tagsNow()).toEqual([[friendTag, 2], ["vip", 1]]);
+
+    const res = await erase(p, contact.id);
+    expect(res.status, await res.clone().text()).toBe(200);
+
+    // The public feed, read at once (its cached copy purged): no name.
+    const after = await feed(slug);
+    const shown = await after.text();
+    expect(shown.includes(person.fullName), shown).toBe(false);
+    expect(JSON.parse(shown).agent.headline).toBe("Agent of [erased]");
+    expect((await json(await call("GET", `/api/reputation/testimonials/${imported.id}`, { token: p.token }))).displayName).toBeNull();
+    expect((await json(await call("GET", `/api/reputation/testimonials/${rejected.id}`, { token: p.token }))).rejectionReason).toBe("Posted twice by [erased]");
+    const profile = await json(await call("GET", "/api/reputation/profile", { token: p.token }));
+    expect(JSON.stringify(profile)).not.toContain(person.lastName);
+    // The tag is gone from every contact, counts exact; a restore does not bring it back.
+    expect(await tagsNow()).toEqual([["vip", 1]]);
+    expect(await getContact(p.token, tagged.id)).toMatchObject({ tags: ["vip"], preferences: { locations: ["near [erased]", "Leslieville"] }, address: { street: "c/o [erased]" } });
+    expect((await call("POST", `/v1/contacts/${trashed.id}/restore`, { token: p.token })).status).toBe(200);
+    expect(await getContact(p.token, trashed.id)).toMatchObject({ tags: ["vip"] });
+    expect(await tagsNow()).toEqual([["vip", 2]]);
+    expect(await db.prepare("SELECT COUNT(*) AS n FROM contact_tags WHERE organization_id = ? AND tag = 'vip'").bind(p.organizationId).first()).toEqual({ n: 2 });
+    expect(await getProperty(p.token, listing.id)).toMatchObject({ features: { interior: ["Mural by [erased]"] }, disclosure: { other: ["Previous owner [erased], [erased]"] } });
+    expect(await whereFound(person.needles)).toEqual([]);
+  }, 60_000);
+
+  it("finds mentions written differently — case beyond ASCII, another Unicode form, other spacing, another phone format — and nothing longer", async () => {
+    const p = await createPrincipal();
+    const db = await tenantDb(p.organizationId);
+    const tag = tagOf().replace(/\d/g, "x");
+    const local = `555-0${fourDigits().slice(1)}`;
+    const cases: { firstName: string; lastName: string; email?: string; phone?: string; mentions: (name: string, email: string) => string[]; misses: (name: string, email: string) => string[] }[] = [
+      { firstName: `Łukasz${tag}`, lastName: `Żółć${tag}`, mentions: (n: string) => [n.toLowerCase(), n.toUpperCase(), n], misses: (n: string) => [`${n}ski`] },
+      { firstName: `Zoë${tag}`, lastName: `Ng${tag}`, mentions: (n: string) => [n.normalize("NFD"), n.normalize("NFC").toUpperCase()], misses: (n: string) => [n.split(" ")[0]!] },
+      { firstName: `Lina${tag}`, lastName: `Break${tag}`, mentions: (n: string) => [n.replace(" ", "  "), n.replace(" ", "\n"), n.toUpperCase()], misses: (n: string) => [`${n}water`, `x${n}`] },
+      {
+        firstName: `Eve${tag}`,
+        lastName: `Mailcase${tag}`,
+        email: `Eve.Mailcase.${tag}@Erase-Var.test`,
+        mentions: (_: string, email: string) => [email.toUpperCase(), email.toLowerCase(), email],
+        misses: (_: string, email: string) => [`x.${email}`, `${email}.uk`, email.replace("@", "@x")],
+      },
+      {
+        firstName: `Petra${tag}`,
+        lastName: `Phone${tag}`,
+        phone: `+1 (416) ${local}`,
+        mentions: () => {
+          const [x, y] = local.split("-");
+          return [`416-${x}-${y}`, `416${x}${y}`, `+1416${x}${y}`, `(416) ${x}-${y}`, `416.${x}.${y}`, `416 ${x} ${y}`, `1-416-${x}-${y}`];
+        },
+        misses: () => {
+          const [x, y] = local.split("-");
+          return [`9416${x}${y}`, `416${x}${y}7`, `416-${x}-${y}-3`, `+44 416 ${x} ${y}`];
+        },
+      },
+    ];
+    for (const c of cases) {
+      const fullName = `${c.firstName} ${c.lastName}`;
+      const email = c.email ?? `${tag}.${c.lastName.length}.${crypto.randomUUID().slice(0, 4)}@erase-var.test`;
+      const person = await createContact(p.token, { firstName: c.firstName, lastName: c.lastName, email, ...(c.phone ? { phone: c.phone } : {}) });
+      const mentions = c.mentions(fullName, email);
+      const misses = c.misses(fullName, email);
+      const text = [...mentions, ...misses].join(" | ");
+      const expected = [...mentions.map(() => "[erased]"), ...misses].join(" | ");
+      const witness = await createContact(p.token, { firstName: "Wit", lastName: "Ness", notes: text });
+      // Each way of writing it alone in a row of its own (a text column and a JSON one), and in the trash.
+      const trashed: string[] = [];
+      for (const mention of mentions) {
+        await logActivity(p.token, witness.id, { type: "NOTE", description: `Met ${mention}`, metadata: { m: mention } });
+        const t = await createContact(p.token, { firstName: "Tra", lastName: "Shed", notes: `About ${mention}` });
+        expect((await call("DELETE", `/v1/contacts/${t.id}`, { token: p.token })).status).toBe(200);
+        trashed.push(t.id);
+      }
+      await logActivity(p.token, witness.id, { type: "NOTE", description: misses.join(" | "), metadata: { m: misses } });
+      const deal = await createDeal(p.token, { contactId: witness.id, title: `Deal ${mentions[0]!.replace(/\s+/g, " ")}` });
+      const referral = c.phone
+        ? await json(await call("POST", "/api/reputation/referrals", { token: p.token, body: { agentUserId: p.userId, referredName: "Someone", referredContact: mentions[4]! } }))
+        : null;
+
+      const res = await erase(p, person.id);
+      expect(res.status, await res.clone().text()).toBe(200);
+      expect((await getContact(p.token, witness.id)).notes, fullName).toBe(expected);
+      const activities = (await json(await call("GET", `/v1/contacts/${witness.id}/activities?limit=100`, { token: p.token }))).data.map((a: { description: string; metadata: { m: unknown } }) => [a.description, a.metadata.m]);
+      expect(activities.sort(), fullName).toEqual([...mentions.map(() => ["Met [erased]", "[erased]"]), [misses.join(" | "), misses]].sort());
+      expect((await getDeal(p.token, deal.id)).title, fullName).toBe("Deal [erased]");
+      for (const id of trashed) expect((await json(await call("POST", `/v1/contacts/${id}/restore`, { token: p.token }))).data.notes, fullName).toBe("About [erased]");
+      if (referral) expect(await db.prepare("SELECT referred_name, referred_contact FROM referrals WHERE id = ?").bind(referral.id).first()).toEqual({ referred_name: "[erased]", referred_contact: null });
+    }
+  }, 90_000);
 });

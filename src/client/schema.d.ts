@@ -2356,11 +2356,11 @@ export interface components {
                 [key: string]: number;
             };
             /** @description The kinds of record kept as they are, which still name the person (how many and why in `retainedRecords`) */
-            retained: ("signed_envelopes" | "clickwrap_acceptances")[];
-            /** @description Per kind in `retained`: how many records name the person and why they are kept — a completed envelope is a signed, sealed record (signers, audit trail, the document they signed and its PDFs); a clickwrap acceptance is immutable (spec) */
+            retained: ("signed_envelopes" | "clickwrap_acceptances" | "documents_by_name" | "name_mentions")[];
+            /** @description Per kind in `retained`: how many records name the person and why they are kept — a completed envelope is a signed, sealed record (signers, audit trail, the document they signed and its PDFs); a clickwrap acceptance is immutable (spec); an unsigned document or uncompleted envelope that names their name but not their e-mail or phone may be someone else's (`documents_by_name`); texts that name a name another contact also has are kept as written (`name_mentions`) */
             retainedRecords: {
                 /** @enum {string} */
-                kind: "signed_envelopes" | "clickwrap_acceptances";
+                kind: "signed_envelopes" | "clickwrap_acceptances" | "documents_by_name" | "name_mentions";
                 count: number;
                 reason: string;
             }[];

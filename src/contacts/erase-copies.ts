@@ -1,8 +1,10 @@
 import { and, asc, eq, getTableColumns, gt, isNotNull, ne, type SQL, sql } from "drizzle-orm";
 import type { SQLiteColumn, SQLiteTable } from "drizzle-orm/sqlite-core";
 import {
+  agentProfiles,
   contactActivities,
   contacts,
+  contactTags,
   dealActivities,
   deals,
   dealTasks,
@@ -11,36 +13,63 @@ import {
   properties,
   referrals,
   surveyResponses,
+  tags,
   testimonials,
   trashEntries,
   trashRows,
   webhookDeliveries,
   webhookSubscriptions,
 } from "../db/schema";
-import type { Statement } from "../db/write";
+import { tableName } from "../db/row-json";
+import { expectVersions, isGuardFailure, type Statement } from "../db/write";
 import { removeFiles } from "../files/storage";
-import { chunkBySize, mentionsAny } from "../lib/sql";
+import { mentionedIn, parseStructure } from "../lib/mentions";
+import { chunkBySize, inJsonList, mentionsAny } from "../lib/sql";
 import type { ServiceContext } from "../platform/context";
+import { purgeFeed } from "../profiles/feed";
 import { reportsPrefix } from "../properties/files";
-import { type Person, redactJson } from "./redact";
+import { redactJson, type Scrub } from "./redact";
+import { bumpCounters, CONTACTS, tagStatements } from "./writes";
 
 /** Adds the rows the statement before it changed to the erasure's count of `kind` (contacts/erase.ts). */
 export type Counted = (kind: string) => Statement;
 
+/** An agent's public feed shows their testimonials and their profile: a rewrite of either purges it at once. */
+const purgeTestimonialFeeds = async (ctx: ServiceContext, ids: string[]) => {
+  const agents = await ctx.db.selectDistinct({ agentUserId: testimonials.agentUserId }).from(testimonials).where(and(eq(testimonials.organizationId, ctx.organizationId), inJsonList(testimonials.id, ids)));
+  for (const { agentUserId } of agents) purgeFeed(ctx, agentUserId);
+};
+const purgeProfileFeeds = async (ctx: ServiceContext, userIds: string[]) => {
+  for (const userId of userIds) purgeFeed(ctx, userId);
+};
+
 /**
  * Text that may carry copies of the person, rewritten in place: event payloads, webhook bodies and filters, replayed
  * answers (JSON, redacted structurally), and the notes and texts the system, a form or an agent wrote about them
- * elsewhere (other contacts' notes and activities, deals, their tasks and activities, listings' marketing texts, the
- * labels of other records in the trash). `key` and `column` name the table's properties. Not here: uploaded files
- * (a deal's documents, a listing's photos), whose names and bytes stay together in R2.
+ * elsewhere (other contacts' notes, preferences, addresses and activities, deals, their tasks and activities,
+ * listings' texts, referrals, testimonials and agents' public profiles, the labels of other records in the
+ * trash). `key` and `column` name the table's properties; `clear`: the column is emptied (NULL) rather than rewritten
+ * (a testimonial's display name: "[erased]" is no name to show); `after`: what to do once rows changed (their
+ * keys). Not here: uploaded files (a deal's documents, a listing's photos), whose names and bytes stay together in R2.
  */
-const COPIES: { kind: string; table: SQLiteTable; key: string; column: string; versioned?: boolean; files?: (organizationId: string, key: string) => string }[] = [
+const COPIES: {
+  kind: string;
+  table: SQLiteTable;
+  key: string;
+  column: string;
+  versioned?: boolean;
+  clear?: boolean;
+  files?: (organizationId: string, key: string) => string;
+  after?: (ctx: ServiceContext, keys: string[]) => Promise<void>;
+}[] = [
   { kind: "events", table: outboxEvents, key: "id", column: "data" },
   { kind: "webhook_deliveries", table: webhookDeliveries, key: "id", column: "body" },
   { kind: "idempotency_records", table: idempotencyKeys, key: "key", column: "responseBody" },
   { kind: "webhook_subscriptions", table: webhookSubscriptions, key: "id", column: "filters", versioned: true },
   { kind: "webhook_subscriptions", table: webhookSubscriptions, key: "id", column: "description", versioned: true },
   { kind: "contact_notes", table: contacts, key: "id", column: "notes", versioned: true },
+  { kind: "contact_notes", table: contacts, key: "id", column: "preferences", versioned: true },
+  { kind: "contact_notes", table: contacts, key: "id", column: "address", versioned: true },
   { kind: "activity_texts", table: contactActivities, key: "id", column: "description" },
   { kind: "activity_texts", table: contactActivities, key: "id", column: "metadata" },
   { kind: "deal_texts", table: deals, key: "id", column: "title", versioned: true },
@@ -50,11 +79,22 @@ const COPIES: { kind: string; table: SQLiteTable; key: string; column: string; v
   { kind: "deal_texts", table: dealTasks, key: "id", column: "description" },
   { kind: "activity_texts", table: dealActivities, key: "id", column: "description" },
   { kind: "activity_texts", table: dealActivities, key: "id", column: "metadata" },
-  // A listing sheet prints the marketing texts: the listing's reports go before its text is rewritten.
+  // A listing sheet prints the marketing texts and features: the listing's reports go before its text is rewritten.
   { kind: "property_texts", table: properties, key: "id", column: "marketing", versioned: true, files: reportsPrefix },
+  { kind: "property_texts", table: properties, key: "id", column: "features", versioned: true, files: reportsPrefix },
+  { kind: "property_texts", table: properties, key: "id", column: "disclosure", versioned: true },
+  { kind: "property_texts", table: properties, key: "id", column: "hoa", versioned: true },
+  { kind: "property_texts", table: properties, key: "id", column: "media", versioned: true },
+  { kind: "property_texts", table: properties, key: "id", column: "listing", versioned: true },
   { kind: "referral_notes", table: referrals, key: "id", column: "notes", versioned: true },
-  { kind: "testimonial_texts", table: testimonials, key: "id", column: "headline", versioned: true },
-  { kind: "testimonial_texts", table: testimonials, key: "id", column: "body", versioned: true },
+  { kind: "referral_notes", table: referrals, key: "id", column: "referredName", versioned: true },
+  { kind: "testimonial_texts", table: testimonials, key: "id", column: "headline", versioned: true, after: purgeTestimonialFeeds },
+  { kind: "testimonial_texts", table: testimonials, key: "id", column: "body", versioned: true, after: purgeTestimonialFeeds },
+  // Imported reviews have no author id: a display name that is theirs is theirs all the same (the public feed shows it).
+  { kind: "testimonial_texts", table: testimonials, key: "id", column: "displayName", versioned: true, clear: true, after: purgeTestimonialFeeds },
+  { kind: "testimonial_texts", table: testimonials, key: "id", column: "rejectionReason", versioned: true },
+  { kind: "agent_profiles", table: agentProfiles, key: "userId", column: "draftConfig", versioned: true },
+  { kind: "agent_profiles", table: agentProfiles, key: "userId", column: "publishedConfig", versioned: true, after: purgeProfileFeeds },
   { kind: "survey_answers", table: surveyResponses, key: "surveyId", column: "answers" },
   { kind: "trash_labels", table: trashEntries, key: "recordId", column: "label" },
 ];
@@ -67,13 +107,18 @@ const MAX_REWRITE_CHARS = 512 * 1024;
 const rewriteList = (chunk: string[]) => sql`json_each(${`[${chunk.join(",")}]`}) AS j`;
 const item = (i: number) => sql.raw(`json_extract(j.value, '$[${i}]')`);
 
+/** Whether text the erasure leaves as it is still names the name (kept: another contact has it), for `name_mentions`. */
+const keepsName = (scrub: Scrub, text: string | null) => !scrub.recognizer.nameIsTheirs && scrub.recognizer.names(text);
+
 /**
- * Rewrites the organization's rows that mention the person (their id, e-mail, full name or phone), page by page.
- * Each rewrite is a compare-and-set on the text it was computed from (an agent's edit in between is theirs to keep)
- * and goes in one batch with its count. Idempotent: a second run finds nothing left to change and counts nothing.
+ * Rewrites the organization's rows that mention the person (their e-mail, phone, and full name when it is theirs
+ * alone; their id finds the contact objects of payloads), page by page, and drops the tags that name them. Each
+ * rewrite is a compare-and-set on the text it was computed from (an agent's edit in between is theirs to keep) and
+ * goes in one batch with its count. Idempotent: a second run finds nothing left to change and counts nothing.
+ * Answers how many rows still name the name because another contact has it (each run counts them all anew).
  */
-export async function scrubCopies(ctx: ServiceContext, person: Person, counted: Counted): Promise<void> {
-  const needles = [person.id, ...person.words];
+export async function scrubCopies(ctx: ServiceContext, scrub: Scrub, counted: Counted): Promise<number> {
+  let byName = 0;
   for (const p of COPIES) {
     const columns = getTableColumns(p.table) as Record<string, SQLiteColumn>;
     const key = columns[p.key]!;
@@ -83,12 +128,14 @@ export async function scrubCopies(ctx: ServiceContext, person: Person, counted: 
       const results: { k: string; t: string }[] = await ctx.db
         .select({ k: sql<string>`${key}`, t: sql<string>`${column}` })
         .from(p.table)
-        .where(and(eq(organizationId, ctx.organizationId), gt(key, after), ne(key, person.id), isNotNull(column), mentionsAny(column, needles)))
+        .where(and(eq(organizationId, ctx.organizationId), gt(key, after), ne(key, scrub.person.id), isNotNull(column), mentionsAny(column, scrub.recognizer.needles)))
         .orderBy(asc(key))
         .limit(PAGE);
       const changed = results.flatMap((r) => {
-        const next = redactJson(r.t, person);
-        return next === r.t ? [] : [{ ...r, next }];
+        const next = redactJson(r.t, scrub);
+        if (next === r.t) return keepsName(scrub, r.t) ? (byName++, []) : [];
+        if (keepsName(scrub, next) && !p.clear) byName++;
+        return [{ ...r, next: p.clear ? null : next }];
       });
       // Files made from the text go first: a failure leaves the text, and so the row, for the next run to find.
       if (p.files) for (const r of changed) await removeFiles(ctx.env, [], p.files(ctx.organizationId, r.k));
@@ -104,34 +151,109 @@ export async function scrubCopies(ctx: ServiceContext, person: Person, counted: 
           counted(p.kind),
         ]);
       }
+      if (p.after && changed.length > 0) await p.after(ctx, changed.map((r) => r.k));
       if (results.length < PAGE) break;
       after = results[results.length - 1]!.k;
     }
   }
+  return byName + (await dropTags(ctx, scrub, counted));
+}
+
+/**
+ * Tags that name the person (by e-mail, phone, or a name that is theirs alone) are taken off every contact that
+ * carries them, rather than rewritten: "friend of [erased]" would be one tag for every person ever erased. Each
+ * page of carriers loses them under a compare-and-set on the versions read, and the tag counts move in the same
+ * batch (contacts/writes.ts `tagStatements`), so counts stay exact; a tag nobody carries any more leaves the list.
+ * A contact in the trash loses them from its kept row (`scrubTrash`), so a restore does not bring them back.
+ * Answers how many tags name the name alone and stay (another contact has it).
+ */
+async function dropTags(ctx: ServiceContext, scrub: Scrub, counted: Counted): Promise<number> {
+  const org = ctx.organizationId;
+  const names: string[] = [];
+  let byName = 0;
+  for (let after = ""; ; ) {
+    const page = await ctx.db
+      .select({ name: tags.name })
+      .from(tags)
+      .where(and(eq(tags.organizationId, org), gt(tags.name, after), mentionsAny(tags.name, scrub.recognizer.needles)))
+      .orderBy(asc(tags.name))
+      .limit(PAGE);
+    for (const { name } of page) {
+      if (namesPerson(name, scrub)) names.push(name);
+      else if (keepsName(scrub, name)) byName++;
+    }
+    if (page.length < PAGE) break;
+    after = page[page.length - 1]!.name;
+  }
+  for (let lost = 0; names.length > 0; ) {
+    const carriers = await ctx.db
+      .select({ id: contacts.id, tags: contacts.tags, version: contacts.version })
+      .from(contacts)
+      .where(and(eq(contacts.organizationId, org), sql`EXISTS (SELECT 1 FROM ${contactTags} ct WHERE ct.contact_id = ${contacts.id} AND ${inJsonList(sql`ct.tag`, names)})`))
+      .orderBy(asc(contacts.id))
+      .limit(PAGE);
+    if (carriers.length === 0) break;
+    const changes = carriers.map((c) => ({ contactId: c.id, before: c.tags, after: c.tags.filter((t) => !names.includes(t)) }));
+    // contact_tags moves with contacts.tags in every write; should they ever disagree, stop rather than loop.
+    if (changes.every((c) => c.after.length === c.before.length)) break;
+    try {
+      await ctx.db.batch([
+        expectVersions(ctx.db, CONTACTS, org, carriers),
+        ctx.db
+          .update(contacts)
+          .set({ tags: item(1), version: sql`${contacts.version} + 1` })
+          .from(rewriteList(changes.map((c) => JSON.stringify([c.contactId, c.after]))))
+          .where(and(eq(contacts.organizationId, org), eq(contacts.id, item(0)))),
+        counted("tags"),
+        ...tagStatements(ctx, changes, new Date().toISOString()),
+        bumpCounters(ctx, 0),
+      ]);
+    } catch (err) {
+      // A carrier changed after it was read (an agent's edit): read the page again.
+      if (!isGuardFailure(err) || ++lost >= 5) throw err;
+    }
+  }
+  return byName;
+}
+
+/** Whether a tag (or any short text) names the person as this run redacts them. */
+const namesPerson = (text: string, scrub: Scrub) => mentionedIn(text, scrub.redacted);
+
+/** A trashed contact's kept row without the tags that name the person (the row's `tags` is JSON text inside its JSON). */
+function withoutTagsNaming(row: string, scrub: Scrub): string {
+  const parsed = JSON.parse(row) as Record<string, unknown>;
+  const list = typeof parsed.tags === "string" ? (parseStructure(parsed.tags) as unknown[] | undefined) : (parsed.tags as unknown[] | undefined);
+  if (!Array.isArray(list)) return row;
+  const kept = list.filter((t) => typeof t !== "string" || !namesPerson(t, scrub));
+  if (kept.length === list.length) return row;
+  return JSON.stringify({ ...parsed, tags: typeof parsed.tags === "string" ? JSON.stringify(kept) : kept });
 }
 
 /**
  * The kept rows of other records in the trash (each the JSON of a row, trash/moves.ts) that name the person,
- * redacted structurally like the copies above: a restore writes back what is kept, so it brings back no name. Walked
- * in key order on the organization's index (`trash_rows_org_idx`).
+ * redacted structurally like the copies above (a trashed contact's tags that name them dropped, as `dropTags` does
+ * for the live ones): a restore writes back what is kept, so it brings back no name. Walked in key order on the
+ * organization's index (`trash_rows_org_idx`). Answers how many kept rows still name the name (another contact has it).
  */
-export async function scrubTrash(ctx: ServiceContext, person: Person, counted: Counted): Promise<void> {
+export async function scrubTrash(ctx: ServiceContext, scrub: Scrub, counted: Counted): Promise<number> {
+  let byName = 0;
   for (let after: [string, number] | null = null; ; ) {
-    const rows: { recordId: string; seq: number; row: string }[] = await ctx.db
-      .select({ recordId: trashRows.recordId, seq: trashRows.seq, row: trashRows.row })
+    const rows: { recordId: string; seq: number; tableName: string; row: string }[] = await ctx.db
+      .select({ recordId: trashRows.recordId, seq: trashRows.seq, tableName: trashRows.tableName, row: trashRows.row })
       .from(trashRows)
       .where(
         and(
           eq(trashRows.organizationId, ctx.organizationId),
-          ne(trashRows.recordId, person.id),
+          ne(trashRows.recordId, scrub.person.id),
           after ? sql`(${trashRows.recordId}, ${trashRows.seq}) > (${after[0]}, ${after[1]})` : undefined,
-          mentionsAny(trashRows.row, person.words),
+          mentionsAny(trashRows.row, scrub.recognizer.needles),
         ),
       )
       .orderBy(asc(trashRows.recordId), asc(trashRows.seq))
       .limit(PAGE);
     const rewrites = rows.flatMap((r) => {
-      const next = redactJson(r.row, person);
+      const next = redactJson(r.tableName === tableName(contacts) ? withoutTagsNaming(r.row, scrub) : r.row, scrub);
+      if (keepsName(scrub, next)) byName++;
       return next === r.row ? [] : [JSON.stringify([r.recordId, r.seq, r.row, next])];
     });
     for (const chunk of chunkBySize(rewrites, MAX_REWRITE_CHARS)) {
@@ -148,4 +270,5 @@ export async function scrubTrash(ctx: ServiceContext, person: Person, counted: C
     const last = rows[rows.length - 1]!;
     after = [last.recordId, last.seq];
   }
+  return byName;
 }

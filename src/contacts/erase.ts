@@ -1,5 +1,7 @@
-import { and, asc, eq, inArray, isNull, lte, or, sql } from "drizzle-orm";
+import { and, asc, eq, gt, inArray, isNull, lte, ne, or, type SQL, sql } from "drizzle-orm";
+import type { SQLiteColumn } from "drizzle-orm/sqlite-core";
 import type { Db } from "../db/client";
+import { tableName } from "../db/row-json";
 import {
   clickwrapAcceptances,
   contactActivities,
@@ -23,7 +25,8 @@ import { sha256Hex } from "../lib/crypto";
 import { NotFound } from "../lib/errors";
 import { newId } from "../lib/ids";
 import { loggableError } from "../lib/log";
-import { mentionsAny } from "../lib/sql";
+import { matcherOf, phoneParts, replaceMentions } from "../lib/mentions";
+import { digitsOnly, inJsonList, mentionsAny } from "../lib/sql";
 import type { ServiceContext } from "../platform/context";
 import { purgeFeed } from "../profiles/feed";
 import { referredKey } from "../referrals/service";
@@ -33,7 +36,7 @@ import { decodeRow } from "../trash/moves";
 import { type Counted, scrubCopies, scrubTrash } from "./erase-copies";
 import { facetMoves } from "./facets";
 import type { ContactRecord } from "./mapping";
-import { ERASED, type Person, personOf } from "./redact";
+import { ERASED, type Person, personOf, type Scrub, scrubOf } from "./redact";
 import { type Erasure, RETAINED_KINDS, type RetainedKind } from "./schemas";
 import { bumpCounters, CONTACTS, tagStatements } from "./writes";
 
@@ -49,6 +52,9 @@ const RETAINED_REASONS: Record<RetainedKind, string> = {
   signed_envelopes:
     "A completed envelope is a signed, sealed record: its signers' names and addresses, its audit trail, the document they signed and its PDFs are part of what was signed and stay as signed",
   clickwrap_acceptances: "A clickwrap acceptance is an immutable record of who accepted which terms, when and from where (spec: immutable acceptances)",
+  documents_by_name:
+    "Unsigned documents and envelopes that never completed which mention the name alone, without the person's e-mail or phone: a name alone does not tell whose they are, so they are not deleted, nor rewritten (a document's SHA-256 identifies the text that was reviewed); review them and delete those that are this person's",
+  name_mentions: "Mentions by name alone: another contact has the same name, so texts that name only the name may be about them and are kept as written (the person's e-mail and phone were taken out)",
 };
 
 /** A run that has not touched a pending erasure for this long has stopped: the cron takes it up. */
@@ -161,7 +167,7 @@ export async function eraseContact(ctx: ServiceContext, id: string): Promise<Era
     );
     const events = live ? [newEvent(ctx, "contact.deleted", { object: { id }, previousAttributes: null, changes: null })] : [];
     // Their signing links stop first: from the moment `begin` commits, neither the contact nor a link shows them.
-    await closeSigningLinks(ctx, person.words);
+    await closeSigningLinks(ctx, scrubOf(person, false).recognizer);
     await commit(ctx, statements, events);
     authors = authored.map((t) => t.agentUserId);
     return started;
@@ -184,11 +190,17 @@ export async function runErasure(ctx: ServiceContext, row: ErasureRow): Promise<
       // changes(): the rows the statement just before this one in the batch changed (a batch runs in order, on one connection).
       .set({ erased: sql`json_set(${erasures.erased}, ${`$.${kind}`}, coalesce(json_extract(${erasures.erased}, ${`$.${kind}`}), 0) + changes())` })
       .where(eq(erasures.id, row.id));
-  await eraseUnsignedEnvelopes(ctx, person.words, () => counted("envelopes"));
-  await eraseDocumentsNaming(ctx, person.words, () => counted("documents"));
-  await scrubTrash(ctx, person, counted);
-  await scrubCopies(ctx, person, counted);
-  const retainedCounts = countsOnly({ signed_envelopes: await countSignedEnvelopes(ctx, person.words), clickwrap_acceptances: await countAcceptances(ctx, person) });
+  // Every step below looks at everything again, so what each counts as kept is complete for this run.
+  const scrub = scrubOf(person, !(await nameIsShared(ctx, person)));
+  const who = scrub.recognizer;
+  const documentsByName = (await eraseUnsignedEnvelopes(ctx, who, () => counted("envelopes"))) + (await eraseDocumentsNaming(ctx, who, () => counted("documents")));
+  const nameMentions = (await scrubTrash(ctx, scrub, counted)) + (await scrubCopies(ctx, scrub, counted));
+  const retainedCounts = countsOnly({
+    signed_envelopes: await countSignedEnvelopes(ctx, who),
+    clickwrap_acceptances: await countAcceptances(ctx, scrub),
+    documents_by_name: documentsByName,
+    name_mentions: nameMentions,
+  });
   const finished = { state: "done" as const, subject: null, retained: Object.keys(retainedCounts), retainedCounts, touchedAt: new Date().toISOString() };
   // The request's answer is kept in the batch that finishes (a retry after a reply lost there replays it: nothing is
   // left to find by then). The counts are the ones the steps above added up.
@@ -246,21 +258,82 @@ export async function resumeErasures(env: Env, db: Db, { now = new Date(), max =
 
 const countsOnly = (counts: Record<string, number>) => Object.fromEntries(Object.entries(counts).filter(([, n]) => n > 0));
 
-/** Clickwrap acceptances recorded under the person's id or e-mail, or naming them: immutable, so counted and kept. */
-async function countAcceptances(ctx: ServiceContext, person: Person): Promise<number> {
-  const [row] = await ctx.db
-    .select({ n: sql<number>`COUNT(*)` })
-    .from(clickwrapAcceptances)
-    .where(and(eq(clickwrapAcceptances.organizationId, ctx.organizationId), or(eq(clickwrapAcceptances.subjectRef, person.id), mentionsAny(clickwrapAcceptances.subjectRef, person.words))));
-  return row?.n ?? 0;
+/** Clickwrap acceptances recorded under the person's id, e-mail or phone (or a name that is theirs alone): immutable, so counted and kept. */
+async function countAcceptances(ctx: ServiceContext, scrub: Scrub): Promise<number> {
+  const { person, recognizer: who } = scrub;
+  let n = 0;
+  for (let after = ""; ; ) {
+    const page = await ctx.db
+      .select({ id: clickwrapAcceptances.id, subjectRef: clickwrapAcceptances.subjectRef })
+      .from(clickwrapAcceptances)
+      .where(and(eq(clickwrapAcceptances.organizationId, ctx.organizationId), gt(clickwrapAcceptances.id, after), mentionsAny(clickwrapAcceptances.subjectRef, who.needles)))
+      .orderBy(asc(clickwrapAcceptances.id))
+      .limit(PAGE);
+    n += page.filter((a) => a.subjectRef === person.id || who.identifies(a.subjectRef) || (who.nameIsTheirs && who.names(a.subjectRef))).length;
+    if (page.length < PAGE) return n;
+    after = page[page.length - 1]!.id;
+  }
 }
 
-/** Referrals whose referred person is this one: the lead made from them, their e-mail or their phone. */
+const PAGE = 200;
+
+/**
+ * Whether another contact of the organization, live or in the trash, has the person's full name (as the matcher
+ * reads names: any case, Unicode form or spacing). Then a mention of the name alone may be theirs: it is not scrubbed,
+ * and no record is deleted for it.
+ */
+async function nameIsShared(ctx: ServiceContext, person: Person): Promise<boolean> {
+  const name = matcherOf({ names: [person.fullName] });
+  const same = (first: unknown, last: unknown) => replaceMentions(`${first} ${last}`, name, "").trim() === "";
+  const org = ctx.organizationId;
+  for (let after = ""; ; ) {
+    const page = await ctx.db
+      .select({ id: contacts.id, firstName: contacts.firstName, lastName: contacts.lastName })
+      .from(contacts)
+      .where(and(eq(contacts.organizationId, org), gt(contacts.id, after), ne(contacts.id, person.id), mentionsAny(sql`${contacts.firstName} || ' ' || ${contacts.lastName}`, name.needles)))
+      .orderBy(asc(contacts.id))
+      .limit(PAGE);
+    if (page.some((c) => same(c.firstName, c.lastName))) return true;
+    if (page.length < PAGE) break;
+    after = page[page.length - 1]!.id;
+  }
+  const kept = (field: string) => sql.raw(`json_extract(${tableName(trashRows)}.row, '$.${field}')`);
+  for (let after = ""; ; ) {
+    const page = await ctx.db
+      .select({ id: trashRows.recordId, firstName: sql<string>`${kept("firstName")}`, lastName: sql<string>`${kept("lastName")}` })
+      .from(trashRows)
+      .innerJoin(trashEntries, eq(trashEntries.recordId, trashRows.recordId))
+      .where(
+        and(
+          eq(trashRows.organizationId, org),
+          eq(trashRows.tableName, tableName(contacts)),
+          eq(trashEntries.state, "trashed"),
+          gt(trashRows.recordId, after),
+          ne(trashRows.recordId, person.id),
+          mentionsAny(sql`${kept("firstName")} || ' ' || ${kept("lastName")}`, name.needles),
+        ),
+      )
+      .orderBy(asc(trashRows.recordId))
+      .limit(PAGE);
+    if (page.some((c) => same(c.firstName, c.lastName))) return true;
+    if (page.length < PAGE) return false;
+    after = page[page.length - 1]!.id;
+  }
+}
+
+/** Referrals whose referred person is this one: the lead made from them, their e-mail or their phone (in any format). */
 const referredIs = (ctx: ServiceContext, person: Person) =>
   and(
     eq(referrals.organizationId, ctx.organizationId),
-    or(eq(referrals.leadContactId, person.id), eq(referrals.referredEmailKey, person.emailKey), person.phones.length ? inArray(referrals.referredContact, person.phones) : undefined),
+    or(eq(referrals.leadContactId, person.id), eq(referrals.referredEmailKey, person.emailKey), ...person.phones.map((phone) => phoneIs(referrals.referredContact, phone))),
   );
+
+/** The column holds the phone, in whatever format: its digits, with or without the country code (or as written, when short). */
+function phoneIs(column: SQLiteColumn, phone: string): SQL {
+  const parts = phoneParts(phone);
+  if (!parts) return eq(column, phone);
+  return inJsonList(digitsOnly(column), [parts.national, ...(parts.cc ? [parts.cc + parts.national] : [])]);
+}
 
 /** Survey invitations not mailed yet: they will never go. */
 const unsentTo = (ctx: ServiceContext, id: string) =>

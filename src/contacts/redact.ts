@@ -1,4 +1,5 @@
 import type { ErasureSubject } from "../db/schema";
+import { type Matcher, matcherOf, mentionedIn, parseStructure, type Recognizer, replaceMentions } from "../lib/mentions";
 import type { ContactRecord } from "./mapping";
 
 /** What stands in for an erased name where a column cannot be empty. */
@@ -16,57 +17,69 @@ export function personOf(c: ContactRecord): Person {
   return { id: c.id, emailKey: c.emailKey, fullName, phones, words: [fullName, c.email, ...phones].filter((w) => w.trim().length >= 2).sort((a, b) => b.length - a.length) };
 }
 
-const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+/**
+ * What a run of the erasure looks for and takes out. `nameIsTheirs`: no other contact of the organization has the
+ * same full name, so a mention of the name is theirs; otherwise only their e-mail and phones are taken out, and the
+ * name is left where it stands (it may be the other person's).
+ */
+export interface Scrub {
+  person: Person;
+  recognizer: Recognizer;
+  /** What is replaced: e-mail and phones, and the name when it is theirs. */
+  redacted: Matcher;
+}
+
+export function scrubOf(person: Person, nameIsTheirs: boolean): Scrub {
+  const identifiers = matcherOf({ emails: [person.emailKey], phones: person.phones });
+  const name = matcherOf({ names: [person.fullName] });
+  const all = matcherOf({ ids: [person.id], emails: [person.emailKey], phones: person.phones, names: [person.fullName] });
+  return {
+    person,
+    recognizer: { needles: all.needles, identifies: (t) => mentionedIn(t, identifiers), names: (t) => mentionedIn(t, name), nameIsTheirs },
+    redacted: nameIsTheirs ? matcherOf({ emails: [person.emailKey], phones: person.phones, names: [person.fullName] }) : identifiers,
+  };
+}
 
 /** The fields of a contact object (in an event or a stored answer) that identify the person. */
 const PERSONAL_FIELDS = ["firstName", "lastName", "email", "phone", "secondaryPhone", "address", "notes", "preferences"];
 
-/** `text` with every mention of the person (full name, e-mail, phone, in any case) replaced by ERASED. */
-export function redactText(text: string, person: Person): string {
-  if (person.words.length === 0) return text;
-  const pattern = new RegExp(person.words.map((w) => (/^\w/u.test(w) && /\w$/u.test(w) ? `\\b${escapeRegExp(w)}\\b` : escapeRegExp(w))).join("|"), "giu");
-  return text.replace(pattern, ERASED);
-}
+/** `text` with every mention of the person (as `scrub.redacted` finds them) replaced by ERASED. */
+export const redactText = (text: string, scrub: Scrub): string => replaceMentions(text, scrub.redacted, ERASED);
 
 /**
  * A JSON document with the person taken out: the contact object itself (an object whose `id` is theirs) loses its
- * personal fields, and every string that names them (full name, e-mail, phone) has that part replaced. Structure,
- * ids, numbers, enum values and everything about other people stay. Text that names nobody comes back as the very
- * same string (not re-serialized), so a caller can tell "nothing to change" by identity.
+ * personal fields, and every string that names them has that part replaced — JSON kept as a string inside it (a JSON
+ * column of a row in the trash) too, walked the same way. Structure, ids, numbers, enum values and everything about
+ * other people stay. Text that names nobody comes back as the very same string (not re-serialized), so a caller can
+ * tell "nothing to change" by identity. Plain text is redacted as text.
  */
-export function redactJson(text: string, person: Person): string {
-  let changed = false;
-  const scrubString = (s: string) => {
-    const out = redactText(s, person);
-    if (out !== s) changed = true;
-    return out;
-  };
+export function redactJson(text: string, scrub: Scrub): string {
   const walk = (value: unknown): unknown => {
-    if (typeof value === "string") return scrubString(value);
-    if (Array.isArray(value)) return value.map(walk);
+    if (typeof value === "string") {
+      const nested = parseStructure(value);
+      if (nested === undefined) return redactText(value, scrub);
+      const out = walk(nested);
+      return out === nested ? value : JSON.stringify(out);
+    }
+    if (Array.isArray(value)) {
+      const out = value.map(walk);
+      return out.some((v, i) => v !== value[i]) ? out : value;
+    }
     if (value && typeof value === "object") {
       const obj = value as Record<string, unknown>;
-      const isPerson = obj.id === person.id;
+      const isPerson = obj.id === scrub.person.id;
+      let changed = false;
       const out: Record<string, unknown> = {};
       for (const [k, v] of Object.entries(obj)) {
-        if (isPerson && PERSONAL_FIELDS.includes(k) && v !== null) {
-          const erased = typeof v === "string" ? ERASED : null;
-          if (erased !== v) changed = true;
-          out[k] = erased;
-        } else out[k] = walk(v);
+        out[k] = isPerson && PERSONAL_FIELDS.includes(k) && v !== null ? (typeof v === "string" ? ERASED : null) : walk(v);
+        if (out[k] !== v) changed = true;
       }
-      return out;
+      return changed ? out : value;
     }
     return value;
   };
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch {
-    return scrubString(text);
-  }
-  // Plain text that happens to parse (a number, a quoted string) is still text: only objects and arrays are JSON here.
-  if (parsed === null || typeof parsed !== "object") return scrubString(text);
-  const out = JSON.stringify(walk(parsed));
-  return changed ? out : text;
+  const parsed = parseStructure(text);
+  if (parsed === undefined) return redactText(text, scrub);
+  const out = walk(parsed);
+  return out === parsed ? text : JSON.stringify(out);
 }

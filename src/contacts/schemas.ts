@@ -195,7 +195,7 @@ export const ContactDeleteQuery = z.strictObject({
 });
 
 /** Records an erasure keeps as they are, though they name the person (issue 29). */
-export const RETAINED_KINDS = ["signed_envelopes", "clickwrap_acceptances"] as const;
+export const RETAINED_KINDS = ["signed_envelopes", "clickwrap_acceptances", "documents_by_name", "name_mentions"] as const;
 export type RetainedKind = (typeof RETAINED_KINDS)[number];
 
 /** What an erasure removed, by kind and count, and what it kept because the business must keep it. */
@@ -209,7 +209,7 @@ export const Erasure = z
       .array(z.object({ kind: z.enum(RETAINED_KINDS), count: z.int().min(1), reason: z.string() }))
       .openapi({
         description:
-          "Per kind in `retained`: how many records name the person and why they are kept — a completed envelope is a signed, sealed record (signers, audit trail, the document they signed and its PDFs); a clickwrap acceptance is immutable (spec)",
+          "Per kind in `retained`: how many records name the person and why they are kept — a completed envelope is a signed, sealed record (signers, audit trail, the document they signed and its PDFs); a clickwrap acceptance is immutable (spec); an unsigned document or uncompleted envelope that names their name but not their e-mail or phone may be someone else's (`documents_by_name`); texts that name a name another contact also has are kept as written (`name_mentions`)",
       }),
   })
   .openapi("Erasure");

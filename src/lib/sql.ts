@@ -1,4 +1,5 @@
 import { type SQL, type SQLWrapper, sql } from "drizzle-orm";
+import type { Needles } from "./mentions";
 
 /**
  * `column IN (…)` with the whole list bound as one JSON parameter. D1 allows at most 100 bound parameters per
@@ -25,12 +26,29 @@ export function chunkBySize(items: string[], maxChars: number): string[][] {
   return chunks;
 }
 
-/**
- * SQLite's `lower()` folds ASCII letters only: a needle compared with `instr(lower(column), needle)` must be folded
- * the same way, or a name with a capital beyond ASCII ("Łukasz") is never found.
- */
-export const foldAscii = (s: string): string => s.replace(/[A-Z]+/g, (m) => m.toLowerCase());
+/** Replaces each of `from` (SQL literals) in `text` by `to`, one nested `replace()` each (SQLite has no regular expressions). */
+const replaceAll = (text: SQLWrapper, from: string[], to: string): SQL => from.reduce<SQL>((inner, f) => sql`replace(${inner}, ${sql.raw(f)}, ${sql.raw(`'${to}'`)})`, sql`${text}`);
 
-/** Whether `column`'s text contains any of `needles` (ASCII case ignored), the list bound as one JSON parameter. */
-export const mentionsAny = (column: SQLWrapper, needles: readonly string[]): SQL =>
-  sql`EXISTS (SELECT 1 FROM json_each(${JSON.stringify(needles.map(foldAscii))}) n WHERE instr(lower(${column}), n.value) > 0)`;
+/**
+ * The text with whitespace, and the escapes of line breaks and tabs JSON writes (once or twice), made one space: the
+ * SQL twin of lib/mentions.ts `spacedText` (runs of up to 16 spaces collapse; the JS test after it is the precise one).
+ */
+const spacedSql = (text: SQLWrapper): SQL =>
+  replaceAll(replaceAll(text, ["'\\\\n'", "'\\\\r'", "'\\\\t'", "'\\n'", "'\\r'", "'\\t'", "char(9)", "char(10)", "char(13)", "char(160)"], " "), ["'  '", "'  '", "'  '", "'  '"], " ");
+
+/** The text without a phone number's separators, so "416-555-0142" and "(416) 555 0142" both hold "4165550142". */
+export const digitsOnly = (text: SQLWrapper): SQL => replaceAll(text, ["' '", "'-'", "'.'", "'('", "')'", "'+'", "'/'", "char(9)", "char(10)", "char(13)", "char(160)"], "");
+
+/**
+ * Whether `column`'s text may mention any of `needles` (lib/mentions.ts): a cheap filter that may over-match, each
+ * list bound as one JSON parameter. SQLite's `lower()` folds ASCII only; the needles come folded the same way, in
+ * each form the mention may be written.
+ */
+export const mentionsAny = (column: SQLWrapper, needles: Needles): SQL => {
+  const v = sql.raw("t.v");
+  const any = (list: string[], text: SQL) => (list.length ? [sql`EXISTS (SELECT 1 FROM json_each(${JSON.stringify(list)}) n WHERE instr(${text}, n.value) > 0)`] : []);
+  const tests = [...any(needles.plain, sql`lower(${v})`), ...any(needles.spaced, spacedSql(sql`lower(${v})`)), ...any(needles.digits, digitsOnly(v))];
+  if (tests.length === 0) return sql`0`;
+  // The column is read once, as t.v, whatever the number of tests and needles.
+  return sql`EXISTS (SELECT 1 FROM (SELECT ${column} AS v) t WHERE ${sql.join(tests, sql` OR `)})`;
+};

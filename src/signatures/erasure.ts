@@ -1,8 +1,10 @@
-import { and, asc, count, eq, ne, notInArray, type SQL, sql } from "drizzle-orm";
+import { and, asc, eq, gt, ne, notInArray, type SQL, sql } from "drizzle-orm";
 import { documents, envelopeAudit, envelopes, envelopeSigners, signingLinks } from "../db/schema";
+import type { EnvelopeStatus } from "../db/signatures";
 import { guard, isGuardFailure, type Statement } from "../db/write";
 import { removeFiles } from "../files/storage";
 import { OrganizationMoving } from "../lib/errors";
+import type { Needles, Recognizer } from "../lib/mentions";
 import { inJsonList, mentionsAny } from "../lib/sql";
 import { nowIso } from "../lib/time";
 import type { ServiceContext } from "../platform/context";
@@ -14,9 +16,11 @@ import { sealedDocumentKey } from "./sealing";
 import { envelopeFilesPrefix } from "./service";
 
 /**
- * A person's erasure, on the signing side (issue 29). An envelope that never completed is no signed record: it is
- * voided if still open, then deleted whole (links and their directory keys, R2 files, signers, audit trail, the
- * envelope). A completed envelope is what was signed and sealed: it stays as it is, and is only counted.
+ * A person's erasure, on the signing side (issue 29). An envelope that never completed is no signed record: when it
+ * names the person by their e-mail or phone it is voided if still open, then deleted whole (links and their
+ * directory keys, R2 files, signers, audit trail, the envelope). One that names a name alone is kept and counted: a
+ * name may be another person's (a namesake's lease is theirs). A completed envelope is what was signed and sealed:
+ * it stays as it is, and is only counted.
  */
 
 /** How an envelope ends without completing: the only statuses whose audit trail the 0005 trigger lets go. */
@@ -27,8 +31,8 @@ export const ENVELOPES_PER_ROUND = 10;
 const VOID_REASON = "erasure of a party's personal data";
 const NO_META = { ip: null, userAgent: null };
 
-/** The organization's envelopes that name the person: a signer, the void reason, an audit entry (a decline reason), or the document's text. */
-const naming = (ctx: ServiceContext, needles: string[]): SQL =>
+/** The organization's envelopes that may name the person (the SQL filter): a signer, the reason it ended, an audit entry (a decline reason), or the document's text. */
+const naming = (ctx: ServiceContext, needles: Needles): SQL =>
   and(
     eq(envelopes.organizationId, ctx.organizationId),
     sql`(EXISTS (SELECT 1 FROM ${envelopeSigners} s WHERE s.envelope_id = ${envelopes.id} AND ${mentionsAny(sql`s.name || char(10) || s.email`, needles)})
@@ -38,18 +42,48 @@ const naming = (ctx: ServiceContext, needles: string[]): SQL =>
   )!;
 
 /**
- * The live signing links of the envelopes that name the person leave the directory: from then on the public routes
- * answer 404 for them, whatever the envelope's object still holds in memory. The erasure runs this before its first
- * batch (contacts/erase.ts `begin`), so that no link shows the person once their contact is gone, however the
- * erasure stops afterwards. Live links belong to open envelopes only (an envelope's end kills them).
+ * Those same texts of an envelope as one JSON array, for the precise test in JS (lib/mentions.ts walks the JSON
+ * inside). The envelope's columns are named with their table: in a select field drizzle writes a column bare, which
+ * inside these subqueries would name the subquery's own table.
  */
-export async function closeSigningLinks(ctx: ServiceContext, needles: string[]): Promise<void> {
-  await removeLinkKeys(ctx, sql`${signingLinks.envelopeId} IN (SELECT ${envelopes.id} FROM ${envelopes} WHERE ${naming(ctx, needles)})`);
+const textsOf = sql<string>`json_array(
+  (SELECT json_group_array(json_array(s.name, s.email)) FROM ${envelopeSigners} s WHERE s.envelope_id = "envelopes"."id"),
+  "envelopes"."ended_reason",
+  (SELECT json_group_array(a.data) FROM ${envelopeAudit} a WHERE a.envelope_id = "envelopes"."id"),
+  (SELECT d.canonical FROM ${documents} d WHERE d.id = "envelopes"."document_id"))`;
+
+/** The candidates of one round, in id order after `after`: their status and texts. */
+const candidates = (ctx: ServiceContext, who: Recognizer, status: SQL, after: string, limit: number) =>
+  ctx.db
+    .select({ id: envelopes.id, status: envelopes.status, texts: textsOf })
+    .from(envelopes)
+    .where(and(naming(ctx, who.needles), status, gt(envelopes.id, after)))
+    .orderBy(asc(envelopes.id))
+    .limit(limit);
+
+/**
+ * The live signing links of the open envelopes the erasure will delete (those that name the person by their e-mail or
+ * phone) leave the directory: from then on the public routes answer 404 for them, whatever the envelope's object
+ * still holds in memory. The erasure runs this before its first batch (contacts/erase.ts `begin`), so that no link
+ * shows the person once their contact is gone, however the erasure stops afterwards. A link of an envelope that names
+ * a name alone is left alone (it may be a namesake's); live links belong to open envelopes only.
+ */
+export async function closeSigningLinks(ctx: ServiceContext, who: Recognizer): Promise<void> {
+  for (let after = ""; ; ) {
+    const found = await candidates(ctx, who, notInArray(envelopes.status, [...TERMINAL]), after, CLOSE_PAGE);
+    await removeLinkKeys(ctx, found.filter((e) => who.identifies(e.texts)).map((e) => e.id));
+    if (found.length < CLOSE_PAGE) return;
+    after = found[found.length - 1]!.id;
+  }
 }
 
-/** Takes the directory keys of the organization's live links of the envelopes `which` names out of the directory. */
-async function removeLinkKeys(ctx: ServiceContext, which: SQL): Promise<void> {
-  const links = await ctx.db.select({ tokenHash: signingLinks.tokenHash }).from(signingLinks).where(and(eq(signingLinks.organizationId, ctx.organizationId), which));
+/** Open envelopes read per page while their links are closed (a read each; no object call). */
+const CLOSE_PAGE = 100;
+
+/** Takes the directory keys of the organization's live links of `envelopeIds` out of the directory. */
+async function removeLinkKeys(ctx: ServiceContext, envelopeIds: string[]): Promise<void> {
+  if (envelopeIds.length === 0) return;
+  const links = await ctx.db.select({ tokenHash: signingLinks.tokenHash }).from(signingLinks).where(and(eq(signingLinks.organizationId, ctx.organizationId), inJsonList(signingLinks.envelopeId, envelopeIds)));
   await removePublicKeys(
     ctx.directory,
     ctx.organizationId,
@@ -59,48 +93,56 @@ async function removeLinkKeys(ctx: ServiceContext, which: SQL): Promise<void> {
 }
 
 /**
- * Deletes every envelope of the organization that names the person and never completed, ENVELOPES_PER_ROUND at a
- * time, each round in this order (so that a failure at any point leaves the rest findable by the next run):
+ * Deletes every envelope of the organization that never completed and names the person by their e-mail or phone (a
+ * signer's address, the document, the reason, an audit entry) — never by a name alone, which may be another
+ * person's. ENVELOPES_PER_ROUND at a time, each round in this order (so that a failure at any point leaves the rest
+ * findable by the next run):
  * 1. the live links' keys leave the directory (the public routes answer 404 from then on; `closeSigningLinks` did so
- *    before `begin` already, this catches a link minted since);
+ *    before `begin` already, this catches a link minted since, by a resend);
  * 2. the envelope's Durable Object voids the open ones (its alarm and cached state end there);
  * 3. the R2 files go (the PDF the signers read, and any certificate or sealed copy);
  * 4. one D1 batch marks them `erasing_at` and deletes audit trail, links, signers and envelopes, with the count.
- * `counted()` adds the rows the statement before it deleted to the erasure's count.
+ * `counted()` adds the rows the statement before it deleted to the erasure's count. Answers how many uncompleted
+ * envelopes it kept that name the person's name alone.
  */
-export async function eraseUnsignedEnvelopes(ctx: ServiceContext, needles: string[], counted: () => Statement): Promise<void> {
-  const org = ctx.organizationId;
-  for (let lost = 0; ; ) {
-    const round = await ctx.db
-      .select({ id: envelopes.id, status: envelopes.status })
-      .from(envelopes)
-      .where(and(naming(ctx, needles), ne(envelopes.status, "completed")))
-      .orderBy(asc(envelopes.id))
-      .limit(ENVELOPES_PER_ROUND);
-    if (round.length === 0) return;
-    const open = round.filter((e) => !TERMINAL.has(e.status)).map((e) => e.id);
-    if (open.length > 0) {
-      // closeSigningLinks ran before `begin`; a link minted since (a resend) goes here.
-      await removeLinkKeys(ctx, inJsonList(signingLinks.envelopeId, open));
-      for (const id of open) {
-        const result = await envelopeSigner(ctx.env, id).void(id, org, VOID_REASON, ctx.actor.userId ?? null, NO_META);
-        if (result.kind === "moving") throw new OrganizationMoving();
+export async function eraseUnsignedEnvelopes(ctx: ServiceContext, who: Recognizer, counted: () => Statement): Promise<number> {
+  let byName = 0;
+  for (let after = "", lost = 0; ; ) {
+    const found = await candidates(ctx, who, ne(envelopes.status, "completed"), after, ENVELOPES_PER_ROUND);
+    const theirs = found.filter((e) => who.identifies(e.texts));
+    if (theirs.length > 0) {
+      try {
+        await eraseRound(ctx, theirs, counted);
+      } catch (err) {
+        // A guard that failed means one of them is no longer an ended, uncompleted envelope: read the round again.
+        if (!isGuardFailure(err) || ++lost >= 3) throw err;
+        continue;
       }
     }
-    // Ended statuses are final: what reads as declined, voided or expired now can no longer complete.
-    const now = open.length > 0 ? await ctx.db.select({ id: envelopes.id, status: envelopes.status }).from(envelopes).where(and(eq(envelopes.organizationId, org), inJsonList(envelopes.id, round.map((e) => e.id)))) : round;
-    if (now.some((e) => !TERMINAL.has(e.status))) throw new Error("An open envelope naming the person could not be voided; the next run of the erasure tries again");
-    const ended = now.filter((e) => (UNSIGNED_ENDS as readonly string[]).includes(e.status)).map((e) => e.id);
-    if (ended.length === 0) continue;
-    await removeFiles(ctx.env, ended.flatMap((id) => [certificateKey(org, id), sealedDocumentKey(org, id)]));
-    for (const id of ended) await removeFiles(ctx.env, [], envelopeFilesPrefix(org, id));
-    try {
-      await ctx.db.batch(deleteEnvelopes(ctx, ended, counted));
-    } catch (err) {
-      // A guard that failed means one of them is no longer an ended, uncompleted envelope: read the round again.
-      if (!isGuardFailure(err) || ++lost >= 3) throw err;
+    byName += found.filter((e) => !who.identifies(e.texts) && who.names(e.texts)).length;
+    if (found.length < ENVELOPES_PER_ROUND) return byName;
+    after = found[found.length - 1]!.id;
+  }
+}
+
+async function eraseRound(ctx: ServiceContext, round: { id: string; status: EnvelopeStatus }[], counted: () => Statement): Promise<void> {
+  const org = ctx.organizationId;
+  const open = round.filter((e) => !TERMINAL.has(e.status)).map((e) => e.id);
+  if (open.length > 0) {
+    await removeLinkKeys(ctx, open);
+    for (const id of open) {
+      const result = await envelopeSigner(ctx.env, id).void(id, org, VOID_REASON, ctx.actor.userId ?? null, NO_META);
+      if (result.kind === "moving") throw new OrganizationMoving();
     }
   }
+  // Ended statuses are final: what reads as declined, voided or expired now can no longer complete.
+  const now = open.length > 0 ? await ctx.db.select({ id: envelopes.id, status: envelopes.status }).from(envelopes).where(and(eq(envelopes.organizationId, org), inJsonList(envelopes.id, round.map((e) => e.id)))) : round;
+  if (now.some((e) => !TERMINAL.has(e.status))) throw new Error("An open envelope naming the person could not be voided; the next run of the erasure tries again");
+  const ended = now.filter((e) => (UNSIGNED_ENDS as readonly string[]).includes(e.status)).map((e) => e.id);
+  if (ended.length === 0) return;
+  await removeFiles(ctx.env, ended.flatMap((id) => [certificateKey(org, id), sealedDocumentKey(org, id)]));
+  for (const id of ended) await removeFiles(ctx.env, [], envelopeFilesPrefix(org, id));
+  await ctx.db.batch(deleteEnvelopes(ctx, ended, counted));
 }
 
 /** The batch that deletes ended, uncompleted envelopes whole: the mark first, which alone lets the audit rows go. */
@@ -118,11 +160,13 @@ function deleteEnvelopes(ctx: ServiceContext, ids: string[], counted: () => Stat
   ];
 }
 
-/** Completed envelopes that name the person: kept as signed, and named in the erasure's answer. */
-export async function countSignedEnvelopes(ctx: ServiceContext, needles: string[]): Promise<number> {
-  const [row] = await ctx.db
-    .select({ n: count() })
-    .from(envelopes)
-    .where(and(naming(ctx, needles), eq(envelopes.status, "completed")));
-  return row?.n ?? 0;
+/** Completed envelopes that name the person (by e-mail or phone, or by a name that is theirs alone): kept as signed, and named in the erasure's answer. */
+export async function countSignedEnvelopes(ctx: ServiceContext, who: Recognizer): Promise<number> {
+  let n = 0;
+  for (let after = ""; ; ) {
+    const found = await candidates(ctx, who, eq(envelopes.status, "completed"), after, ENVELOPES_PER_ROUND);
+    n += found.filter((e) => who.identifies(e.texts) || (who.nameIsTheirs && who.names(e.texts))).length;
+    if (found.length < ENVELOPES_PER_ROUND) return n;
+    after = found[found.length - 1]!.id;
+  }
 }

@@ -165,7 +165,8 @@ export const TRASH_RACES: VersusRace[] = [
     async run(owner) {
       const contact = await createContact(owner.token, { firstName: "Twicea", lastName: "Erasington" });
       const name = "Twicea Erasington";
-      const doc = await call("POST", "/api/documents", { token: owner.token, body: { formKey: "generic/free-form", canonical: { schemaVersion: 1, formKey: "generic/free-form", title: "Notes", body: `About ${name}`, provenance: { aiDrafted: false } } } });
+      // A draft that names them by their e-mail goes whole (one naming the name alone would be kept: documents_by_name).
+      const doc = await call("POST", "/api/documents", { token: owner.token, body: { formKey: "generic/free-form", canonical: { schemaVersion: 1, formKey: "generic/free-form", title: "Notes", body: `About ${name}, ${contact.email}`, provenance: { aiDrafted: false } } } });
       expect(doc.status).toBe(201);
       const other = await createContact(owner.token, { firstName: "Ned", lastName: "Other", notes: `Friend of ${name}` });
       const erase = { method: "DELETE", path: `/v1/contacts/${contact.id}?erase=true`, token: owner.token };
