@@ -148,6 +148,27 @@ describe("POST /api/signatures/{envelopeId}/signers/{signerId}/resend", () => {
     expect((await mailTo(email)).filter((m) => m.subject === "A new link to sign your document")).toHaveLength(1);
   });
 
+  it("a signer who had verified verifies again on the new link: the sender, who gets the url in the answer, cannot consent or sign for them", async () => {
+    const s = await openedSigner("code");
+    expect((await post(s.token, { action: "send_code" })).status).toBe(200);
+    expect((await post(s.token, { action: "authenticate", code: await signingCodeFor(s.email) })).status).toBe(200);
+    expect((await post(s.token, { action: "consent" })).status).toBe(200);
+    const res = await call("POST", resendPath(s.envelopeId, s.sent.links[0]!.signerId), { token: s.owner.token });
+    expect(res.status).toBe(200);
+    const resent = tokenOf((await json(res)).url);
+    // What the sender can do with the url: read the title, not the document; consent and sign need the signer's code.
+    const read = await json(await publicSign("GET", resent));
+    expect(read.document?.text ?? null).toBeNull();
+    expect((await post(resent, { action: "consent" })).status).toBe(409);
+    expect((await post(resent, { action: "sign" })).status).toBe(409);
+    // The signer, with a new code from their mailbox, signs as before.
+    await forgetSends(s.envelopeId);
+    expect((await post(resent, { action: "send_code" })).status).toBe(200);
+    expect((await post(resent, { action: "authenticate", code: await signingCodeFor(s.email, 2) })).status).toBe(200);
+    expect((await post(resent, { action: "consent" })).status).toBe(200);
+    expect(await json(await post(resent, { action: "sign" }))).toMatchObject({ ok: true, completed: true });
+  });
+
   it("answers another organization's envelope exactly as an unknown one, and an unknown signer 404", async () => {
     const owner = await createPrincipal();
     const sent = await sendForSignature(owner.token, (await createDocument(owner.token)).id);

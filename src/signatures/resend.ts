@@ -8,7 +8,7 @@ import { end, entry, isExpired, type Loaded, machineContext, type RequestMeta, T
  * one signer whose turn it is, for a signer who lost the mail or whose code verification is locked (codes.ts). The
  * signer's earlier links die in the same write that makes the new one live, and the signer's codes start afresh
  * (codes.ts `forget`: the lock, its failure count, the pending code and the send limits go), so they can ask a code
- * at once. Only the new token's SHA-256 is stored; the raw token goes back to the
+ * at once; a signer who had verified verifies again. Only the new token's SHA-256 is stored; the raw token goes back to the
  * caller, for the answer and the mail.
  */
 export type ResendResult =
@@ -31,7 +31,12 @@ export async function resendLink(env: Env, state: Loaded, codes: SignerCodes, si
 
   const { token, hash } = await mintToken(state.envelope.id);
   const unlocked = codes.isLocked(signer.id);
+  // A verification proves who holds a link, not who the signer is forever: a signer who had verified (or consented)
+  // on the old link verifies again on the new one, so whoever else holds it (the sender, who gets it in the answer)
+  // cannot consent or sign in the signer's name.
+  const reverify = signer.status === "authenticated" || signer.status === "consented";
   const next = await write(ctx, state, {
+    ...(reverify ? { signers: [{ id: signer.id, from: signer.status, set: { status: "opened" as const, verification: null } }] } : {}),
     killSignerLinks: [signer.id],
     newLinks: [{ tokenHash: hash, signerId: signer.id }],
     audit: [entry("resent", signer.id, meta, { ...(actorUserId ? { userId: actorUserId } : {}), unlocked })],
