@@ -4,11 +4,14 @@ import { spawn } from "node:child_process";
 import { refuseMisconfiguration } from "./config-guard.mjs";
 import { devOrigin, devOriginArgs } from "./dev-origin.mjs";
 import { ensureDevVars, readLocalDevVars } from "./dev-vars.mjs";
+import { migrationsApplied } from "./local-d1.mjs";
 import { applyLocalMigrations } from "./migrate.mjs";
 
 await ensureDevVars();
 refuseMisconfiguration({ args: process.argv.slice(2), fileVars: readLocalDevVars() });
-applyLocalMigrations({ quiet: false });
+// Local databases already up to date start at once; any other state goes through wrangler's own migration apply.
+if (await migrationsApplied()) console.log("Local D1: every migration applied.");
+else applyLocalMigrations({ quiet: false });
 const port = process.env.PORT || "8787";
 const args = process.argv.slice(2);
 const origin = devOrigin({ port, args, env: process.env, fileVars: readLocalDevVars() });

@@ -1,11 +1,11 @@
 // npm run --silent mail -- --to <email> [--last N]
 // Prints the newest messages the development mail provider (`log`) kept for that address, newest first, one JSON line
 // each {"to","subject","text","createdAt"} with the body unsealed (DESIGN.md contract 8). It reads local D1 through
-// wrangler, so it works whether or not `npm run dev` is running; nothing kept for the address prints nothing.
+// scripts/local-d1.mjs, so it works whether or not `npm run dev` is running; nothing kept for the address prints nothing.
 import { parseArgs } from "node:util";
 import { readLocalDevVars } from "./dev-vars.mjs";
+import { retryLocked, withLocalD1 } from "./local-d1.mjs";
 import { databaseBindings } from "./migrate.mjs";
-import { wrangler } from "./wrangler.mjs";
 
 const USAGE = "usage: npm run --silent mail -- --to <email> [--last N]   (N: 1 to 100, default 10)";
 const MAX_LAST = 100;
@@ -42,25 +42,23 @@ async function openText(secret, purpose, boundTo, stored) {
   return new TextDecoder().decode(plain);
 }
 
-const q = (v) => `'${String(v).replaceAll("'", "''")}'`;
 // Addresses are kept as the sender wrote them; lower() folds ASCII, which is what e-mail addresses are here.
-const query = `SELECT id, "to", subject, body, sealed, created_at AS createdAt FROM mail_outbox WHERE lower("to") = ${q(to)} ORDER BY created_at DESC, rowid DESC LIMIT ${last}`;
+const query = `SELECT id, "to", subject, body, sealed, created_at AS createdAt FROM mail_outbox WHERE lower("to") = ?1 ORDER BY created_at DESC, rowid DESC LIMIT ?2`;
 
 try {
   // A reader applies no migrations (that would write the database `npm run dev` is using); a checkout that never
   // ran them has no mail_outbox yet, and then the answer is simply no mail. The mail log is organization data: each
   // tenant shard holds its organizations' (issue 24), so the reader asks every shard and keeps the newest.
   const rows = [];
-  for (const binding of databaseBindings().filter((b) => b !== "DB")) {
-    let out;
-    try {
-      out = wrangler(["d1", "execute", binding, "--local", "--json", "--command", query]);
-    } catch (err) {
-      if (/no such table: mail_outbox/.test(err.message)) continue;
-      throw err;
+  await withLocalD1(async (env) => {
+    for (const binding of databaseBindings().filter((b) => b !== "DB")) {
+      try {
+        rows.push(...(await retryLocked(() => env[binding].prepare(query).bind(to, last).all())).results);
+      } catch (err) {
+        if (!/no such table: mail_outbox/.test(String(err?.message))) throw err;
+      }
     }
-    rows.push(...(JSON.parse(out.slice(out.indexOf("[")))[0]?.results ?? []));
-  }
+  });
   rows.sort((a, b) => (a.createdAt < b.createdAt ? 1 : a.createdAt > b.createdAt ? -1 : 0));
   rows.splice(last);
   const key = readLocalDevVars().MAIL_LOG_KEY;

@@ -3,10 +3,23 @@
 import { readFileSync } from "node:fs";
 import { wrangler } from "./wrangler.mjs";
 
+/** The `[[d1_databases]]` tables of wrangler.toml: binding, name, id and migrations folder. */
+export function d1Databases(toml = readFileSync(new URL("../wrangler.toml", import.meta.url), "utf8")) {
+  return toml
+    .split(/^\s*\[\[d1_databases\]\]\s*$/m)
+    .slice(1)
+    .map((rest) => rest.split(/^\s*\[/m)[0])
+    .map((table) => {
+      const field = (name) => table.match(new RegExp(`^\\s*${name}\\s*=\\s*"([^"]*)"`, "m"))?.[1];
+      return { binding: field("binding"), database_name: field("database_name"), database_id: field("database_id"), migrations_dir: field("migrations_dir") };
+    })
+    .filter((d) => d.binding);
+}
+
 /** The D1 bindings wrangler.toml declares: the directory, then the shards in order. */
-export function databaseBindings(toml = readFileSync(new URL("../wrangler.toml", import.meta.url), "utf8")) {
-  const bindings = [...toml.matchAll(/^\s*binding\s*=\s*"(DB(?:_SHARD_\d+)?)"/gm)].map((m) => m[1]);
-  const shards = bindings.filter((b) => b.startsWith("DB_SHARD_")).sort((a, b) => Number(a.slice(9)) - Number(b.slice(9)));
+export function databaseBindings(toml) {
+  const bindings = d1Databases(toml).map((d) => d.binding);
+  const shards = bindings.filter((b) => /^DB_SHARD_\d+$/.test(b)).sort((a, b) => Number(a.slice(9)) - Number(b.slice(9)));
   shards.forEach((binding, i) => {
     if (binding !== `DB_SHARD_${i}`) throw new Error(`wrangler.toml: shard bindings must run DB_SHARD_0 … n without gaps (found ${binding})`);
   });
