@@ -84,15 +84,16 @@ function routeGroups(options: AppOptions): RouteGroup[] {
       return [createWebhookRoutes(defaultWebhookDeps(options.webhooks))];
     }),
     group(["/api/documents", "/api/documents/*", "/api/signatures", "/api/signatures/*"], async () => {
-      const [obligations, search, documents, draft, signatures] = await Promise.all([
+      const [obligations, search, forms, documents, draft, signatures] = await Promise.all([
         import("./documents/obligation-routes"),
         import("./documents/search-routes"),
+        import("./documents/form-routes"),
         import("./documents/routes"),
         import("./documents/draft-routes"),
         import("./signatures/routes"),
       ]);
-      // Obligations and search before the documents: /api/documents/{id} would take "obligations" or "search" for an id.
-      return [obligations.obligationRoutes, search.searchRoutes, documents.documentRoutes, draft.draftRoutes, signatures.signatureRoutes];
+      // Obligations, search and forms before the documents: /api/documents/{id} would take them for an id.
+      return [obligations.obligationRoutes, search.searchRoutes, forms.formRoutes, documents.documentRoutes, draft.draftRoutes, signatures.signatureRoutes];
     }),
     group(["/api/public/sign/*", "/sign/*", "/api/public/verify", "/api/public/files/*"], async () => {
       const [signing, challenge, verify, files, documentLink] = await Promise.all([

@@ -16,7 +16,7 @@ import { testApp } from "./helpers/test-app";
 const MCP_URL = "http://api.test/mcp";
 const config = readConfig(env);
 const METADATA = protectedResourceMetadataUrl(config);
-const TOOLS = ["create_contact", "find_contacts", "get_pipeline", "list_deals", "list_obligations", "log_activity", "move_deal", "search_documents", "send_for_signature"];
+const TOOLS = ["create_contact", "find_contacts", "get_pipeline", "list_deals", "list_forms", "list_obligations", "log_activity", "move_deal", "search_documents", "send_for_signature"];
 
 /** The Worker's own fetch handler, in-process: the MCP client's HTTP goes through the whole app, auth included. */
 const workerFetch = (url: string | URL, init?: RequestInit) => exports.default.fetch(new Request(url, init));

@@ -12,8 +12,8 @@ const draft = defineRoute(API, {
   path: "/api/documents/draft",
   tags: ["Documents"],
   security: [{ bearerAuth: [] }],
-  summary: "Draft a lease's canonical data from a prompt, with AI",
-  description: `The AI gateway turns the prompt into an \`on/standard-lease\` canonical draft with \`provenance.aiDrafted: true\`, validated as POST /api/documents validates it. The draft is for a person to review, then to send to POST /api/documents; it is never stored. A prompt over ${MAX_DRAFT_PROMPT_CHARS} characters is a 400.`,
+  summary: "Draft a form's canonical data from a prompt, with AI",
+  description: `The AI gateway picks the typed form the prompt describes (lease, agreement of purchase and sale, listing agreement, buyer representation agreement, amendment; GET /api/documents/forms) and answers its canonical draft with \`provenance.aiDrafted: true\`, validated against that form's schema as POST /api/documents validates it. The draft is for a person to review, then to send to POST /api/documents; it is never stored. A prompt over ${MAX_DRAFT_PROMPT_CHARS} characters is a 400.`,
   request: jsonBody(DraftRequest),
   responses: {
     200: apiJson("The draft, valid against the form's schema", DraftResult),

@@ -1,5 +1,11 @@
 import { z } from "@hono/zod-openapi";
 import { oneLineText } from "../lib/validation";
+import { AmendmentCanonical, amendmentForm } from "./forms/amendment";
+import { ListingCanonical, listingForm, RepresentationCanonical, representationForm } from "./forms/agency";
+import { CalendarDate, dayNumber, Party, Provenance } from "./forms/parts";
+import { PurchaseCanonical, purchaseForm } from "./forms/purchase";
+import type { DerivedObligation } from "./obligations";
+import type { DocumentText } from "./render";
 
 /**
  * The forms a document can be generated from. A form is typed when its canonical draft has a schema the signing
@@ -17,18 +23,17 @@ export interface FormDefinition {
   key: string;
   title: string;
   canonical: z.ZodType<Record<string, unknown>>;
+  /** The signing roles, in signing order (GET /api/documents/forms). */
+  roles: string[];
   /** The parties who sign a document of this form, from its canonical draft; absent for untyped forms. */
   parties?: (canonical: Record<string, unknown>) => SigningParty[];
+  /** Signed by the parties of the purchase agreement it amends (on/amendment; documents/service.ts reads them). */
+  amendsPurchase?: true;
+  /** The form's wording (documents/render.ts has the lease's and the free form's). */
+  text?: (canonical: Record<string, unknown>) => DocumentText;
+  /** The obligations it implies (documents/obligations.ts has the lease's). */
+  obligations?: (canonical: Record<string, unknown>) => DerivedObligation[];
 }
-
-const Party = z.strictObject({ name: oneLineText(200), email: z.email().max(254) });
-
-const CalendarDate = z
-  .strictObject({ year: z.int().min(1900).max(2200), month: z.int().min(1).max(12), day: z.int().min(1).max(31) })
-  .refine((d) => new Date(Date.UTC(d.year, d.month - 1, d.day)).getUTCDate() === d.day, { message: "Not a calendar date", params: { code: "invalid_date" } });
-const dayNumber = (d: { year: number; month: number; day: number }) => Date.UTC(d.year, d.month - 1, d.day);
-
-const Provenance = z.strictObject({ aiDrafted: z.boolean() });
 
 /** on/standard-lease (DESIGN.md contract 4): the typed standard form. */
 export const LeaseCanonical = z
@@ -68,12 +73,23 @@ export const FORMS: Record<string, FormDefinition> = {
     key: "on/standard-lease",
     title: "Residential Tenancy Agreement (Standard Form of Lease), Ontario",
     canonical: LeaseCanonical,
+    roles: ["landlord", "tenant"],
     parties: (canonical) => {
       const { lease } = canonical as LeaseCanonical;
       return [...lease.landlords.map((p) => ({ ...p, role: "landlord" })), ...lease.tenants.map((p) => ({ ...p, role: "tenant" }))];
     },
   },
-  "generic/free-form": { key: "generic/free-form", title: "Free-form document", canonical: FreeFormCanonical },
+  "generic/free-form": { key: "generic/free-form", title: "Free-form document", canonical: FreeFormCanonical, roles: [] },
+  [purchaseForm.key]: purchaseForm,
+  [listingForm.key]: listingForm,
+  [representationForm.key]: representationForm,
+  [amendmentForm.key]: amendmentForm,
 };
+
+/** Every form's canonical schema, for the union POST /api/documents validates with (one named schema each). */
+export const CANONICALS = [LeaseCanonical, FreeFormCanonical, PurchaseCanonical, ListingCanonical, RepresentationCanonical, AmendmentCanonical] as const;
+export const isSignable = (form: FormDefinition) => Boolean(form.parties || form.amendsPurchase);
+/** The forms a person signs: the draft route picks one of these. */
+export const SIGNABLE_FORM_KEYS = Object.values(FORMS).filter(isSignable).map((f) => f.key);
 
 export const FORM_KEYS = Object.keys(FORMS) as [string, ...string[]];

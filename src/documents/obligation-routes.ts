@@ -23,7 +23,7 @@ export const Obligation = z
     documentId: z.string(),
     dealId: z.string().nullable().openapi({ description: "The document's linked deal, or null" }),
     type: z.enum(OBLIGATION_TYPES).openapi({
-      description: `From the lease (on/standard-lease): deposit_due (deposit.dueDate, with the deposit), expiry (term.end), renewal (${RENEWAL_NOTICE_DAYS} days before term.end: a tenant's notice ending a fixed term is due at least ${RENEWAL_NOTICE_DAYS} days before it ends, Ontario RTA 2006 s. 44). The commencement implies none: no type of the closed list fits it. Other forms imply none yet.`,
+      description: `From the lease (on/standard-lease): deposit_due (deposit.dueDate, with the deposit), expiry (term.end), renewal (${RENEWAL_NOTICE_DAYS} days before term.end: a tenant's notice ending a fixed term is due at least ${RENEWAL_NOTICE_DAYS} days before it ends, Ontario RTA 2006 s. 44). The commencement implies none: no type of the closed list fits it. From the agreement of purchase and sale: deposit_due (deposit.dueDate, with the deposit), condition_waiver (one per condition not waived, at its waiverDeadline), closing (completion.date); its signed amendments remove waived conditions' rows and move closing. From the listing and buyer representation agreements: expiry (period.expiry) and renewal (30 days before it). Free-form documents and amendments imply none.`,
     }),
     description: z.string().nullable(),
     dueDate: z.iso.datetime().openapi({ example: "2027-01-01T00:00:00.000Z", description: "ISO 8601 timestamp: the start (UTC) of the day it falls due" }),

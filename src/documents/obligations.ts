@@ -1,14 +1,16 @@
 import { and, asc, eq, lte, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
-import { dealActivities, deals, documentObligations, documents } from "../db/schema";
-import type { Statement } from "../db/write";
+import { dealActivities, deals, documentObligations, documents, envelopes } from "../db/schema";
+import { guard, type Statement } from "../db/write";
 import type { EventConsumer } from "../events/consumers";
 import type { EventEnvelope } from "../events/envelope";
 import { sha256Hex } from "../lib/crypto";
 import { inJsonList } from "../lib/sql";
 import { nowIso } from "../lib/time";
 import type { ServiceContext } from "../platform/context";
-import type { LeaseCanonical } from "./forms";
+import { FORMS, type LeaseCanonical } from "./forms";
+import { AMENDMENT_FORM, type AmendmentCanonical, foldAmendments } from "./forms/amendment";
+import { PURCHASE_FORM, type PurchaseCanonical, purchaseObligations } from "./forms/purchase";
 
 /**
  * Obligations (spec: Obligation): dated duties a document's canonical data implies, derived per form, stored with
@@ -25,8 +27,10 @@ export const DUE_SOON_DAYS = 7;
 /** Obligations one list answer carries at most, the earliest due first. */
 export const MAX_LISTED_OBLIGATIONS = 500;
 
-interface Derived {
+export interface DerivedObligation {
   type: ObligationType;
+  /** Tells apart obligations of one type in one document (a purchase agreement's conditions: their index). */
+  key?: string;
   description: string;
   dueDate: string;
   amountCents: number | null;
@@ -38,9 +42,9 @@ const dayOf = (d: { year: number; month: number; day: number }) => Date.UTC(d.ye
 /** Today in UTC, moved by `days`, as YYYY-MM-DD. */
 export const utcDay = (days = 0, now = new Date()) => isoDay(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate()) + days * DAY_MS);
 
-function leaseObligations(canonical: Record<string, unknown>): Derived[] {
+function leaseObligations(canonical: Record<string, unknown>): DerivedObligation[] {
   const { term, deposit } = (canonical as LeaseCanonical).lease;
-  const out: Derived[] = [];
+  const out: DerivedObligation[] = [];
   if (deposit?.dueDate) out.push({ type: "deposit_due", description: "Rent deposit due", dueDate: isoDay(dayOf(deposit.dueDate)), amountCents: deposit.cents });
   // The commencement (first month's rent) implies no obligation: the spec's type list is closed, and none of its
   // five fits a tenancy's start (closing completes a sale, and amounts are for deposit obligations).
@@ -57,10 +61,10 @@ function leaseObligations(canonical: Record<string, unknown>): Derived[] {
   return out;
 }
 
-/** Per form key; a form without an entry implies no obligations. */
-const DERIVE: Record<string, (canonical: Record<string, unknown>) => Derived[]> = { "on/standard-lease": leaseObligations };
+/** Per form key (the forms of documents/forms/ bring their own); a form without either implies no obligations. */
+const DERIVE: Record<string, (canonical: Record<string, unknown>) => DerivedObligation[]> = { "on/standard-lease": leaseObligations };
 
-/** The obligation id of (document, type): a UUID-shaped SHA-256, so every derivation names the same row. */
+/** The obligation id of (document, type[, key]): a UUID-shaped SHA-256, so every derivation names the same row. */
 async function derivedId(...parts: string[]): Promise<string> {
   const h = await sha256Hex(parts.join("/"));
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-8${h.slice(13, 16)}-${((parseInt(h[16]!, 16) & 3) | 8).toString(16)}${h.slice(17, 20)}-${h.slice(20, 32)}`;
@@ -69,12 +73,13 @@ async function derivedId(...parts: string[]): Promise<string> {
 type ObligationRow = typeof documentObligations.$inferSelect;
 type DocumentSource = { id: string; organizationId: string; formKey: string; canonical: Record<string, unknown>; dealId: string | null };
 
-export async function deriveObligations(doc: DocumentSource, at: string, sync: { eventId: string } | null = null): Promise<ObligationRow[]> {
-  const derived = DERIVE[doc.formKey]?.(doc.canonical) ?? [];
+const derive = (doc: DocumentSource) => (DERIVE[doc.formKey] ?? FORMS[doc.formKey]?.obligations)?.(doc.canonical) ?? [];
+
+export async function deriveObligations(doc: DocumentSource, at: string, sync: { eventId: string } | null = null, derived = derive(doc)): Promise<ObligationRow[]> {
   return Promise.all(
-    derived.map(async (d) => ({
+    derived.map(async ({ key, ...d }) => ({
       ...d,
-      id: await derivedId(doc.id, d.type),
+      id: await derivedId(doc.id, d.type, ...(key === undefined ? [] : [key])),
       organizationId: doc.organizationId,
       documentId: doc.id,
       dealId: doc.dealId,
@@ -97,9 +102,10 @@ export const obligationInserts = (db: Db, rows: ObligationRow[]): Statement[] =>
  */
 function resyncStatements(db: Db, doc: { id: string; organizationId: string }, rows: ObligationRow[], eventId: string): Statement[] {
   const c = documentObligations;
+  // By id, not type: a waived condition's row goes while the other conditions' rows of the same type stay.
   const stale = db
     .delete(c)
-    .where(and(eq(c.organizationId, doc.organizationId), eq(c.documentId, doc.id), sql`${c.type} NOT IN (SELECT value FROM json_each(${JSON.stringify(rows.map((r) => r.type))}))`));
+    .where(and(eq(c.organizationId, doc.organizationId), eq(c.documentId, doc.id), sql`${c.id} NOT IN (SELECT value FROM json_each(${JSON.stringify(rows.map((r) => r.id))}))`));
   if (rows.length === 0) return [stale];
   const upsert = db
     .insert(c)
@@ -121,7 +127,38 @@ function resyncStatements(db: Db, doc: { id: string; organizationId: string }, r
   return [stale, upsert];
 }
 
-/** Re-derives the obligations of the documents `events` name (DOCUMENT_SIGNED), one read and one batch for them all. */
+/** The signed amendments of a purchase agreement, in order of completion (their envelopes' completedAt). */
+const signedAmendments = (organizationId: string, agreementId: string) => sql`
+  FROM ${documents} d JOIN ${envelopes} e ON e.document_id = d.id AND e.status = 'completed'
+  WHERE d.organization_id = ${organizationId} AND d.form_key = ${AMENDMENT_FORM} AND json_extract(d.canonical, '$.amendment.amends') = ${agreementId}`;
+
+/**
+ * What a DOCUMENT_SIGNED re-syncs: the document's own obligations, except for an amendment, which has none and
+ * re-syncs the agreement it amends. A purchase agreement's obligations are derived with every signed amendment
+ * applied, oldest completion first (the latest wins), in a batch guarded on that list: an amendment completed
+ * meanwhile fails the batch, and the redelivery derives again with it.
+ */
+async function resyncTarget(db: Db, doc: DocumentRow, at: string, eventId: string): Promise<{ target: DocumentRow; rows: ObligationRow[]; guards: Statement[] } | null> {
+  let target = doc;
+  if (doc.formKey === AMENDMENT_FORM) {
+    const amended = await db
+      .select()
+      .from(documents)
+      .where(and(eq(documents.organizationId, doc.organizationId), eq(documents.id, (doc.canonical as AmendmentCanonical).amendment.amends)))
+      .get();
+    if (!amended) return null;
+    target = amended;
+  }
+  if (target.formKey !== PURCHASE_FORM) return { target, rows: await deriveObligations(target, at, { eventId }), guards: [] };
+  const amendments = await db.all<{ canonical: string }>(sql`SELECT d.canonical ${signedAmendments(target.organizationId, target.id)} ORDER BY e.completed_at, d.id`);
+  const changes = foldAmendments(amendments.map((a) => JSON.parse(a.canonical) as AmendmentCanonical));
+  const rows = await deriveObligations(target, at, { eventId }, purchaseObligations(target.canonical as PurchaseCanonical, changes));
+  return { target, rows, guards: [guard(db, sql`(SELECT COUNT(*) ${signedAmendments(target.organizationId, target.id)}) = ${amendments.length}`)] };
+}
+
+type DocumentRow = typeof documents.$inferSelect;
+
+/** Re-derives the obligations of the documents `events` name (DOCUMENT_SIGNED), one batch for them all. */
 export async function resyncObligations(db: Db, events: EventEnvelope[]): Promise<void> {
   const wanted = events.map((e) => ({ event: e, documentId: String((e.data as { documentId?: unknown }).documentId ?? "") }));
   const found = await db.select().from(documents).where(inJsonList(documents.id, wanted.map((w) => w.documentId)));
@@ -129,8 +166,12 @@ export async function resyncObligations(db: Db, events: EventEnvelope[]): Promis
   const statements: Statement[] = [];
   for (const { event, documentId } of wanted) {
     const doc = found.find((d) => d.id === documentId && d.organizationId === event.organizationId);
-    const rows = doc ? await deriveObligations(doc, at, { eventId: event.id }) : [];
-    statements.push(...resyncStatements(db, { id: documentId, organizationId: event.organizationId }, rows, event.id));
+    if (!doc) {
+      statements.push(...resyncStatements(db, { id: documentId, organizationId: event.organizationId }, [], event.id));
+      continue;
+    }
+    const synced = await resyncTarget(db, doc, at, event.id);
+    if (synced) statements.push(...synced.guards, ...resyncStatements(db, synced.target, synced.rows, event.id));
   }
   if (statements.length) await db.batch(statements as [Statement, ...Statement[]]);
 }

@@ -2,6 +2,7 @@ import { pdfLib } from "../files/pdf-lib";
 import type { Env } from "../env";
 import { unicodeWriter } from "../files/pdf-writer";
 import { FORMS, type LeaseCanonical } from "./forms";
+import { dollars, longDate } from "./forms/parts";
 
 /**
  * A document as its signers read it: one rendering of the canonical data into sections of text, shown as text on the
@@ -23,13 +24,6 @@ export interface DocumentText {
   title: string;
   sections: DocumentSection[];
 }
-
-type CalendarDate = { year: number; month: number; day: number };
-
-const MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October", "November", "December"];
-/** Spelled-out month: 03/04/2027 reads as March or April depending on the reader; "April 3, 2027" does not. */
-const longDate = (d: CalendarDate) => `${MONTHS[d.month - 1]} ${d.day}, ${d.year}`;
-const dollars = (cents: number) => `$${(cents / 100).toLocaleString("en-US", { minimumFractionDigits: 2, maximumFractionDigits: 2 })}`;
 
 function leaseText(canonical: LeaseCanonical): DocumentText {
   const { lease } = canonical;
@@ -79,7 +73,7 @@ const RENDERERS: Record<string, (canonical: Record<string, unknown>) => Document
 };
 
 export function renderDocumentText(document: RenderableDocument): DocumentText {
-  const render = RENDERERS[document.formKey];
+  const render = RENDERERS[document.formKey] ?? FORMS[document.formKey]?.text;
   if (!render) throw new Error(`No rendering for form ${document.formKey}`);
   return render(document.canonical);
 }

@@ -68,7 +68,7 @@ const send = defineRoute(API, {
   security,
   summary: "Send a document for signature",
   description:
-    "Opens an envelope (status partially_signed). The signing parties derive from the document (landlords, then tenants); `signers` replaces them. Parallel: every signer's link is created and mailed at once; sequential: the first signer's now, each next one when the previous has signed. Links are `{APP_URL}/sign/<token>`; the token appears only in this answer and in the e-mail.",
+    "Opens an envelope (status partially_signed). The signing parties derive from the document in its form's order (GET /api/documents/forms: lease landlords then tenants; purchase agreement and amendment buyers then sellers; listing sellers then the brokerage; buyer representation buyers then the brokerage); `signers` replaces them. Parallel: every signer's link is created and mailed at once; sequential: the first signer's now, each next one when the previous has signed. Links are `{APP_URL}/sign/<token>`; the token appears only in this answer and in the e-mail.",
   request: { params: DocumentIdParam, ...jsonBody(SignatureRequest) },
   responses: {
     201: apiJson("The envelope and the links created now", SignatureCreated),

@@ -1,11 +1,11 @@
 import { z } from "@hono/zod-openapi";
 import { pageParams } from "../crm/list-query";
-import { FORM_KEYS, FreeFormCanonical, LeaseCanonical } from "./forms";
+import { CANONICALS, FORM_KEYS } from "./forms";
 
 export const DocumentCreate = z
   .strictObject({
     formKey: z.enum(FORM_KEYS).openapi({ example: "on/standard-lease", description: "The form, `<region>/<form-name>`" }),
-    canonical: z.discriminatedUnion("formKey", [LeaseCanonical, FreeFormCanonical]).openapi({ description: "The canonical draft, reviewed by a person; its formKey names the same form" }),
+    canonical: z.discriminatedUnion("formKey", CANONICALS).openapi({ description: "The canonical draft, reviewed by a person; its formKey names the same form" }),
     dealId: z.string().min(1).max(100).nullable().optional().openapi({ description: "A deal of your organization this document belongs to; its obligations link to it (an unknown or foreign id is a 400; null: none)" }),
   })
   .refine((d) => d.canonical.formKey === d.formKey, { message: "canonical.formKey must be the formKey of the request", path: ["canonical", "formKey"], params: { code: "form_mismatch" } })

@@ -11,6 +11,9 @@ import { NotFound, Validation } from "../lib/errors";
 import { newId } from "../lib/ids";
 import { nowIso } from "../lib/time";
 import type { ServiceContext } from "../platform/context";
+import { FORMS, type SigningParty } from "./forms";
+import { AMENDMENT_FORM, type AmendmentCanonical } from "./forms/amendment";
+import { PURCHASE_FORM, type PurchaseCanonical } from "./forms/purchase";
 import { deriveObligations, obligationInserts } from "./obligations";
 import type { Document, DocumentCreate } from "./schemas";
 
@@ -38,6 +41,54 @@ async function linkedDeal(ctx: ServiceContext, dealId: string | null | undefined
   return [expectRow(ctx.db, deals, and(eq(deals.organizationId, ctx.organizationId), eq(deals.id, dealId)))];
 }
 
+/** The checks' guards, or one 400 with the issues of every check that failed. */
+async function everyIssue<T extends unknown[]>(checks: { [K in keyof T]: Promise<T[K]> }): Promise<T> {
+  const settled = await Promise.allSettled(checks);
+  const failed = settled.flatMap((r) => (r.status === "rejected" ? [r.reason as unknown] : []));
+  const other = failed.find((e) => !(e instanceof Validation));
+  if (other) throw other;
+  if (failed.length) throw new Validation(failed.flatMap((e) => (e as Validation).issues));
+  return settled.map((r) => (r as PromiseFulfilledResult<unknown>).value) as T;
+}
+
+const amendsIssue = (message: string) => new Validation([{ field: "amendment.amends", path: ["canonical", "amendment", "amends"], code: "invalid_reference", message }]);
+
+/**
+ * An amendment (issue 31) names a purchase agreement of the caller's organization whose envelope has completed (an
+ * offer not yet accepted is edited, not amended), and waives only conditions that agreement has: otherwise a 400
+ * naming the field. The agreement must still be there, signed, when the batch runs.
+ */
+async function amendedAgreement(ctx: ServiceContext, canonical: Record<string, unknown>): Promise<Statement[]> {
+  if (canonical.formKey !== AMENDMENT_FORM) return [];
+  const { amends, waives } = (canonical as AmendmentCanonical).amendment;
+  const agreement = await findDocument(ctx, amends).catch((err: unknown) => {
+    if (err instanceof NotFound) throw amendsIssue("No agreement of purchase and sale with this id in your organization");
+    throw err;
+  });
+  if (agreement.formKey !== PURCHASE_FORM) throw amendsIssue(`Only an agreement of purchase and sale can be amended; this document is ${agreement.formKey}`);
+  if (agreement.status !== "SIGNED") throw amendsIssue("The agreement has not been signed by every party yet: an offer not yet accepted is edited and sent again, not amended");
+  const conditions = (agreement.canonical as PurchaseCanonical).purchase.conditions.length;
+  const beyond = waives.map((n, i) => ({ n, i })).filter(({ n }) => n >= conditions);
+  if (beyond.length > 0)
+    throw new Validation(beyond.map(({ n, i }) => ({ field: `amendment.waives.${i}`, path: ["canonical", "amendment", "waives", i], code: "invalid_reference", message: `The agreement has ${conditions} condition(s); there is no condition ${n}` })));
+  return [expectRow(ctx.db, documents, and(eq(documents.organizationId, ctx.organizationId), eq(documents.id, amends), eq(documents.status, "SIGNED")))];
+}
+
+/**
+ * Who signs a document (spec: Rule 1 of Endpoints): the parties its form derives, for an amendment those of the
+ * agreement it amends; null when the form is not a typed standard form.
+ */
+export async function signingParties(ctx: ServiceContext, doc: Row): Promise<SigningParty[] | null> {
+  const form = FORMS[doc.formKey];
+  if (form?.parties) return form.parties(doc.canonical);
+  if (!form?.amendsPurchase) return null;
+  const amended = await findDocument(ctx, (doc.canonical as AmendmentCanonical).amendment.amends).catch((err: unknown) => {
+    if (err instanceof NotFound) return null;
+    throw err;
+  });
+  return (amended && FORMS[amended.formKey]?.parties?.(amended.canonical)) || [];
+}
+
 /**
  * POST /api/documents (DESIGN.md contract 4): the reviewed canonical draft becomes a GENERATED document, with the
  * obligations its form implies (documents/obligations.ts). The month's counter moves in the same batch, and a
@@ -48,7 +99,7 @@ export async function createDocument(ctx: ServiceContext, input: DocumentCreate)
   const canonical = input.canonical as Record<string, unknown>;
   const sha256 = await sha256Hex(canonicalJson(canonical));
   return withRetries(async () => {
-    const dealGuard = await linkedDeal(ctx, input.dealId);
+    const [dealGuard, amendsGuard] = await everyIssue<[Statement[], Statement[]]>([linkedDeal(ctx, input.dealId), amendedAgreement(ctx, canonical)]);
     const now = new Date();
     const at = nowIso(now);
     const period = periodOf(now);
@@ -71,6 +122,7 @@ export async function createDocument(ctx: ServiceContext, input: DocumentCreate)
       ctx,
       [
         ...dealGuard,
+        ...amendsGuard,
         ctx.db.insert(documents).values(row),
         ...obligationInserts(ctx.db, await deriveObligations(row, at)),
         ctx.db
@@ -92,6 +144,8 @@ export async function createDocument(ctx: ServiceContext, input: DocumentCreate)
     return toDocument(row);
   });
 }
+
+export { listForms } from "./form-catalog";
 
 export async function getDocument(ctx: ServiceContext, id: string): Promise<Document> {
   return toDocument(await findDocument(ctx, id));

@@ -3,6 +3,7 @@ import { MAX_QUERY_CHARS, searchDocuments } from "../documents/indexing";
 import { ObligationQuery } from "../documents/obligation-routes";
 import { listObligations } from "../documents/obligations";
 import { SearchQuery } from "../documents/search-routes";
+import { listForms } from "../documents/service";
 import { MAX_SIGNERS, SignatureRequest, SignerInput } from "../signatures/schemas";
 import { getEnvelope, sendForSignature } from "../signatures/service";
 import { defineTool, parseWith } from "./tool";
@@ -25,7 +26,7 @@ export const listObligationsTool = defineTool({
   name: "list_obligations",
   title: "List document obligations",
   description:
-    "Deadlines derived from the organization's documents (deposit due, rent start, expiry, renewal notice …) that fall due within the next withinDays days, overdue ones included, soonest first, each with its urgency.",
+    "Deadlines derived from the organization's documents (deposit due, condition waiver, closing, expiry, renewal …) that fall due within the next withinDays days, overdue ones included, soonest first, each with its urgency.",
   permission: "documents:read",
   readOnly: true,
   input: z.strictObject({ withinDays: z.int().min(0).max(365).default(30).describe("Days ahead of today (UTC)") }),
@@ -35,11 +36,24 @@ export const listObligationsTool = defineTool({
   },
 });
 
+export const listFormsTool = defineTool({
+  name: "list_forms",
+  title: "List document forms",
+  description:
+    "The forms a document can be generated from: lease, agreement of purchase and sale, listing agreement, buyer representation agreement, amendment, free-form text. Each with its formKey, title, signing roles in signing order, whether it can be sent for signature, and the JSON Schema its canonical data must follow.",
+  permission: "documents:read",
+  readOnly: true,
+  input: z.strictObject({}),
+  async run() {
+    return { forms: listForms() };
+  },
+});
+
 export const sendForSignatureTool = defineTool({
   name: "send_for_signature",
   title: "Send a document for signature",
   description:
-    "Opens a signature envelope on a GENERATED standard-form document and e-mails each signer their signing link (the links are not returned). The signers derive from the document (landlords, then tenants) unless `signers` replaces them, in signing order. Parallel mode sends every link at once, sequential mode one after another. Answers every signer in signing order, with who is up now (`upNow`: mailed and yet to sign).",
+    "Opens a signature envelope on a GENERATED standard-form document and e-mails each signer their signing link (the links are not returned). Any signable form (GET /api/documents/forms, or list_forms): the signers derive from the document (lease: landlords, then tenants; purchase agreement and its amendments: buyers, then sellers; listing agreement: sellers, then the listing brokerage; buyer representation agreement: buyers, then the brokerage) unless `signers` replaces them, in signing order. Parallel mode sends every link at once, sequential mode one after another. Answers every signer in signing order, with who is up now (`upNow`: mailed and yet to sign).",
   permission: "envelopes:send",
   openWorld: true,
   input: z.strictObject({
@@ -60,4 +74,4 @@ export const sendForSignatureTool = defineTool({
   },
 });
 
-export const documentTools = [searchDocumentsTool, listObligationsTool, sendForSignatureTool];
+export const documentTools = [searchDocumentsTool, listObligationsTool, listFormsTool, sendForSignatureTool];

@@ -31,7 +31,7 @@ export const SignatureRequest = z
       .array(SignerInput)
       .max(MAX_SIGNERS)
       .optional()
-      .openapi({ description: "Replaces the signing parties derived from the document (landlords, then tenants), in signing order. Each address once (409 otherwise)" }),
+      .openapi({ description: "Replaces the signing parties derived from the document (GET /api/documents/forms: each form's roles, in order), in signing order. Each address once (409 otherwise)" }),
     signerVerification: SignerVerificationField.optional().openapi({ description: "How signers are verified; default: the organization's setting (GET /api/signatures/settings), itself `attested` until changed" }),
     reminders: ReminderPlan.nullable().optional().openapi({ description: "Reminders; null: none for this envelope; left out: the organization's setting (none until set)" }),
   })

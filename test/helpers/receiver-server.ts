@@ -17,8 +17,15 @@
  *        scripted answer ({status?, body?} sent as is, or {content} as a chat completion), then the defaults: chat
  *        answers `chat` (default "{}"), embeddings a hashed bag-of-words vector (see fakeEmbedding)
  *   GET  /ai/<id>/requests  → {requests: [{path, headers, body}]}: what the gateway was asked, bodies parsed
+ *   POST /poppler  body: a PDF in base64 → {text, sig}: what poppler's pdftotext and pdfsig print for it (workerd
+ *        cannot run a program; the tests judge a sealed PDF with the tools a third party would use)
  */
+import { execFile } from "node:child_process";
+import { mkdtempSync, writeFileSync } from "node:fs";
 import { createServer, type IncomingMessage } from "node:http";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
 import type { TestProject } from "vitest/node";
 
 interface ResoFeed {
@@ -190,6 +197,15 @@ export default async function startReceiver(project: TestProject) {
       const data = inputs.map((text, index) => ({ object: "embedding", index, embedding: fakeEmbedding(String(text), gateway.dimensions) }));
       if (gateway.reverseEmbeddings) data.reverse();
       return send(200, { object: "list", data, model: request.model ?? "fake", usage: { prompt_tokens: 0, total_tokens: 0 } });
+    }
+    if (req.method === "POST" && url.pathname === "/poppler") {
+      const file = join(mkdtempSync(join(tmpdir(), "poppler-")), "document.pdf");
+      writeFileSync(file, Buffer.from(body, "base64"));
+      const run = promisify(execFile);
+      // pdfsig exits non-zero for an unsigned or broken file; what it prints is the verdict either way.
+      const sig = await run("pdfsig", [file]).catch((err: { stdout?: string; stderr?: string }) => ({ stdout: err.stdout ?? "", stderr: err.stderr ?? "" }));
+      const text = await run("pdftotext", ["-enc", "UTF-8", file, "-"]);
+      return send(200, { text: text.stdout, sig: sig.stdout + sig.stderr });
     }
     if (req.method === "POST" && url.pathname === "/dns") {
       for (const [key, answer] of Object.entries(JSON.parse(body) as Record<string, { Status: number; Answer?: unknown[] }>)) dns.set(key, answer);

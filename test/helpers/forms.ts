@@ -1,0 +1,134 @@
+import { expect, vi } from "vitest";
+import { call, json } from "./client";
+import { linkIn, mailTo, type Sent, signAll, tokenOf } from "./documents";
+import type { TestPrincipal } from "./factories";
+import { receiverUrl } from "./receiver";
+
+/** A calendar day `days` from today (UTC), as the forms take it, and as the obligations list shows it. */
+export const day = (days: number) => {
+  const d = new Date(Date.now() + days * 86_400_000);
+  return { year: d.getUTCFullYear(), month: d.getUTCMonth() + 1, day: d.getUTCDate() };
+};
+export const isoDay = (days: number) => `${new Date(Date.now() + days * 86_400_000).toISOString().slice(0, 10)}T00:00:00.000Z`;
+
+const unique = () => crypto.randomUUID().slice(0, 8);
+
+/** An offer on 12 Elm St with three conditions: financing (index 0), inspection (1), status certificate (2). */
+export function purchaseCanonical() {
+  const u = unique();
+  return {
+    schemaVersion: 1,
+    formKey: "on/agreement-of-purchase-and-sale",
+    purchase: {
+      buyers: [
+        { name: "Ana Patel", email: `ana.${u}@buyer.test` },
+        { name: "Raj Patel", email: `raj.${u}@buyer.test` },
+      ],
+      sellers: [{ name: "Lee Wong", email: `lee.${u}@seller.test` }],
+      property: { address: { street: "12 Elm St", city: "Toronto", province: "ON" } },
+      price: { cents: 910_000_00 },
+      deposit: { cents: 45_000_00, dueDate: day(2) },
+      conditions: [
+        { type: "financing", description: "Buyer arranging a first mortgage of $728,000", waiverDeadline: day(7) },
+        { type: "inspection", description: "Home inspection satisfactory to the buyer", waiverDeadline: day(9) },
+        { type: "status_certificate", description: "Review of the status certificate by the buyer's lawyer", waiverDeadline: day(10) },
+      ],
+      irrevocableUntil: day(1),
+      completion: { date: day(60) },
+    },
+    provenance: { aiDrafted: false },
+  };
+}
+
+export function listingCanonical() {
+  const u = unique();
+  return {
+    schemaVersion: 1,
+    formKey: "on/listing-agreement",
+    listing: {
+      sellers: [{ name: "Mira Okafor", email: `mira.${u}@seller.test` }],
+      brokerage: { name: "Lakeshore Realty Inc.", email: `listings.${u}@lakeshore.test` },
+      property: { address: { street: "88 Harbour Rd", city: "Kingston", province: "ON" } },
+      listPrice: { cents: 749_900_00 },
+      period: { start: day(0), expiry: day(90) },
+      commission: { percent: 2.5 },
+      holdoverDays: 60,
+    },
+    provenance: { aiDrafted: false },
+  };
+}
+
+export function representationCanonical() {
+  const u = unique();
+  return {
+    schemaVersion: 1,
+    formKey: "on/buyer-representation-agreement",
+    representation: {
+      buyers: [{ name: "Sofia Lindqvist", email: `sofia.${u}@buyer.test` }],
+      brokerage: { name: "Northgate Buyers Brokerage", email: `agents.${u}@northgate.test` },
+      area: "Detached houses in Ottawa west of the Rideau",
+      period: { start: day(0), expiry: day(120) },
+    },
+    provenance: { aiDrafted: false },
+  };
+}
+
+export function amendmentCanonical(amends: string, change: { waives?: number[]; completion?: ReturnType<typeof day>; priceCents?: number; notes?: string } = {}) {
+  return {
+    schemaVersion: 1,
+    formKey: "on/amendment",
+    amendment: {
+      amends,
+      waives: change.waives ?? [],
+      ...(change.completion ? { completion: { date: change.completion } } : {}),
+      ...(change.priceCents !== undefined ? { price: { cents: change.priceCents } } : {}),
+      ...(change.notes ? { notes: change.notes } : {}),
+    },
+    provenance: { aiDrafted: false },
+  };
+}
+
+/**
+ * Signs an envelope through the public flow, one signer after another as a sequential envelope hands them their
+ * links: the first from the send's answer, each next one from the mail it gets when the one before has signed.
+ */
+export async function signInTurn(sent: Sent, emails: string[]): Promise<void> {
+  const linksIn = async (email: string) => (await mailTo(email)).map((m) => linkIn(m.text)).filter((l): l is string => Boolean(l));
+  // Links these signers were mailed before (another envelope's), not this envelope's.
+  const earlier = new Set((await Promise.all(emails.map(linksIn))).flat());
+  let token = tokenOf(sent.links[0]!.url);
+  for (const [i, email] of emails.entries()) {
+    if (i > 0) {
+      let url: string | null = null;
+      await vi.waitFor(
+        async () => {
+          url = (await linksIn(email)).find((l) => !earlier.has(l)) ?? null;
+          expect(url).toBeTruthy();
+        },
+        { timeout: 10_000, interval: 100 },
+      );
+      token = tokenOf(url!);
+    }
+    const signed = await signAll(token);
+    expect(signed.completed).toBe(i === emails.length - 1);
+  }
+}
+
+/** The sealed PDF of a completed envelope, once its consumers have built it. */
+export async function sealedPdf(owner: TestPrincipal, envelopeId: string): Promise<Uint8Array> {
+  await vi.waitFor(async () => expect((await json(await call("GET", `/api/signatures/${envelopeId}`, { token: owner.token }))).signedDocument.status).toBe("ready"), { timeout: 20_000, interval: 100 });
+  const link = await json(await call("GET", `/api/signatures/${envelopeId}/document`, { token: owner.token }));
+  const res = await call("GET", new URL(link.url).pathname + new URL(link.url).search);
+  expect(res.status).toBe(200);
+  return new Uint8Array(await res.arrayBuffer());
+}
+
+/** What poppler's pdftotext and pdfsig print for a PDF (run by the Node receiver: workerd runs no programs). */
+export async function poppler(pdf: Uint8Array): Promise<{ text: string; sig: string }> {
+  let binary = "";
+  for (let i = 0; i < pdf.length; i += 0x8000) binary += String.fromCharCode(...pdf.subarray(i, i + 0x8000));
+  const res = await fetch(`${receiverUrl()}/poppler`, { method: "POST", body: btoa(binary) });
+  expect(res.status).toBe(200);
+  const out = (await res.json()) as { text: string; sig: string };
+  return { text: out.text.replace(/\s+/g, " "), sig: out.sig };
+}
