@@ -44,6 +44,20 @@ describe("GET /api/documents/forms", () => {
   });
 });
 
+describe("/openapi.json", () => {
+  it("declares each canonical as a named schema in a oneOf on formKey, for POST /api/documents and the draft", async () => {
+    const doc = await json(await call("GET", "/openapi.json"));
+    const named = { "on/standard-lease": "LeaseCanonical", "generic/free-form": "FreeFormCanonical", "on/agreement-of-purchase-and-sale": "PurchaseAgreementCanonical", "on/listing-agreement": "ListingAgreementCanonical", "on/buyer-representation-agreement": "BuyerRepresentationAgreementCanonical", "on/amendment": "AmendmentCanonical" };
+    const ref = (name: string) => `#/components/schemas/${name}`;
+    const create = doc.components.schemas.DocumentCreate.properties.canonical;
+    expect(create.oneOf).toEqual(Object.values(named).map((n) => ({ $ref: ref(n) })));
+    expect(create.discriminator).toEqual({ propertyName: "formKey", mapping: Object.fromEntries(Object.entries(named).map(([k, n]) => [k, ref(n)])) });
+    const { "generic/free-form": _, ...signable } = named;
+    expect(doc.components.schemas.DocumentDraft.properties.canonical.oneOf).toEqual(Object.values(signable).map((n) => ({ $ref: ref(n) })));
+    expect(doc.components.schemas.PurchaseAgreementCanonical.properties.purchase.required).toEqual(["buyers", "sellers", "property", "price", "deposit", "conditions", "irrevocableUntil", "completion"]);
+  });
+});
+
 describe("POST /api/documents: the new forms' rules", () => {
   const paths = async (res: Response) => ((await json(res)).issues as { path: (string | number)[] }[]).map((i) => i.path.join(".")).sort();
   const post = (token: string, canonical: Record<string, any>) => call("POST", "/api/documents", { token, body: { formKey: canonical.formKey, canonical } });

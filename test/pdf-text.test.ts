@@ -100,7 +100,7 @@ describe("document text", () => {
   });
 
   it("renders every form, the free-form one as its title and body", async () => {
-    expect(Object.keys(FORMS).sort()).toEqual(["generic/free-form", "on/standard-lease"]);
+    expect(Object.keys(FORMS).sort()).toEqual(["generic/free-form", "on/agreement-of-purchase-and-sale", "on/amendment", "on/buyer-representation-agreement", "on/listing-agreement", "on/standard-lease"]);
     const doc = freeForm("Letter to 山田", "Dear Taro,\n\nThe keys are ready.");
     expect(renderDocumentText(doc)).toEqual({ title: "Letter to 山田", sections: [{ heading: "", lines: ["Dear Taro,", "", "The keys are ready."] }] });
     expect(await pdfText(await renderDocumentPdf(env, doc))).toContain("Letter to 山田 Dear Taro, The keys are ready.");

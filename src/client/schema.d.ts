@@ -914,6 +914,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/documents/forms": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The forms a document can be generated from
+         * @description Each form's key, title, signing roles and canonical JSON Schema, so a client (or an AI agent) can build a canonical for POST /api/documents without reading our source.
+         */
+        get: operations["listDocumentForms"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/documents/usage": {
         parameters: {
             query?: never;
@@ -980,7 +1000,7 @@ export interface paths {
         put?: never;
         /**
          * Send a document for signature
-         * @description Opens an envelope (status partially_signed). The signing parties derive from the document (landlords, then tenants); `signers` replaces them. Parallel: every signer's link is created and mailed at once; sequential: the first signer's now, each next one when the previous has signed. Links are `{APP_URL}/sign/<token>`; the token appears only in this answer and in the e-mail.
+         * @description Opens an envelope (status partially_signed). The signing parties derive from the document in its form's order (GET /api/documents/forms: lease landlords then tenants; purchase agreement and amendment buyers then sellers; listing sellers then the brokerage; buyer representation buyers then the brokerage); `signers` replaces them. Parallel: every signer's link is created and mailed at once; sequential: the first signer's now, each next one when the previous has signed. Links are `{APP_URL}/sign/<token>`; the token appears only in this answer and in the e-mail.
          */
         post: operations["sendDocumentForSignature"];
         delete?: never;
@@ -1016,8 +1036,8 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Draft a lease's canonical data from a prompt, with AI
-         * @description The AI gateway turns the prompt into an `on/standard-lease` canonical draft with `provenance.aiDrafted: true`, validated as POST /api/documents validates it. The draft is for a person to review, then to send to POST /api/documents; it is never stored. A prompt over 4000 characters is a 400.
+         * Draft a form's canonical data from a prompt, with AI
+         * @description The AI gateway picks the typed form the prompt describes (lease, agreement of purchase and sale, listing agreement, buyer representation agreement, amendment; GET /api/documents/forms) and answers its canonical draft with `provenance.aiDrafted: true`, validated against that form's schema as POST /api/documents validates it. The draft is for a person to review, then to send to POST /api/documents; it is never stored. A prompt over 4000 characters is a 400.
          */
         post: operations["createDocumentDraft"];
         delete?: never;
@@ -3219,7 +3239,7 @@ export interface components {
             /** @description The document's linked deal, or null */
             dealId: string | null;
             /**
-             * @description From the lease (on/standard-lease): deposit_due (deposit.dueDate, with the deposit), expiry (term.end), renewal (60 days before term.end: a tenant's notice ending a fixed term is due at least 60 days before it ends, Ontario RTA 2006 s. 44). The commencement implies none: no type of the closed list fits it. Other forms imply none yet.
+             * @description From the lease (on/standard-lease): deposit_due (deposit.dueDate, with the deposit), expiry (term.end), renewal (60 days before term.end: a tenant's notice ending a fixed term is due at least 60 days before it ends, Ontario RTA 2006 s. 44). The commencement implies none: no type of the closed list fits it. From the agreement of purchase and sale: deposit_due (deposit.dueDate, with the deposit), condition_waiver (one per condition not waived, at its waiverDeadline), closing (completion.date); its signed amendments remove waived conditions' rows and move closing. From the listing and buyer representation agreements: expiry (period.expiry) and renewal (30 days before it). Free-form documents and amendments imply none.
              * @enum {string}
              */
             type: "closing" | "condition_waiver" | "deposit_due" | "expiry" | "renewal";
@@ -3279,6 +3299,28 @@ export interface components {
             /** @description Cosine similarity of the query and the document's best-matching chunk, clamped to 0–1; higher is more similar; documents sharing nothing with the query (0) are left out */
             score: number;
         };
+        FormList: {
+            forms: components["schemas"]["FormSummary"][];
+        };
+        FormSummary: {
+            /** @example on/agreement-of-purchase-and-sale */
+            formKey: string;
+            title: string;
+            /**
+             * @description The signing roles, in the order a sequential envelope follows
+             * @example [
+             *       "buyer",
+             *       "seller"
+             *     ]
+             */
+            roles: string[];
+            /** @description Whether a document of this form can be sent for signature (its parties derive from it) */
+            signable: boolean;
+            /** @description The canonical's JSON Schema (draft 2020-12), the one POST /api/documents validates `canonical` with */
+            schema: {
+                [key: string]: unknown;
+            };
+        };
         Usage: {
             /** @description Documents generated this calendar month (UTC) */
             used: number;
@@ -3311,9 +3353,9 @@ export interface components {
              * @example on/standard-lease
              * @enum {string}
              */
-            formKey: "on/standard-lease" | "generic/free-form";
+            formKey: "on/standard-lease" | "generic/free-form" | "on/agreement-of-purchase-and-sale" | "on/listing-agreement" | "on/buyer-representation-agreement" | "on/amendment";
             /** @description The canonical draft, reviewed by a person; its formKey names the same form */
-            canonical: components["schemas"]["LeaseCanonical"] | components["schemas"]["FreeFormCanonical"];
+            canonical: components["schemas"]["LeaseCanonical"] | components["schemas"]["FreeFormCanonical"] | components["schemas"]["PurchaseAgreementCanonical"] | components["schemas"]["ListingAgreementCanonical"] | components["schemas"]["BuyerRepresentationAgreementCanonical"] | components["schemas"]["AmendmentCanonical"];
             /** @description A deal of your organization this document belongs to; its obligations link to it (an unknown or foreign id is a 400; null: none) */
             dealId?: string | null;
         };
@@ -3385,6 +3427,213 @@ export interface components {
                 aiDrafted: boolean;
             };
         };
+        PurchaseAgreementCanonical: {
+            /** @enum {number} */
+            schemaVersion: 1;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            formKey: "on/agreement-of-purchase-and-sale";
+            purchase: {
+                buyers: {
+                    name: string;
+                    /** Format: email */
+                    email: string;
+                }[];
+                sellers: {
+                    name: string;
+                    /** Format: email */
+                    email: string;
+                }[];
+                property: {
+                    address: {
+                        street: string;
+                        city: string;
+                        province: string;
+                    };
+                    legalDescription?: string;
+                };
+                price: {
+                    cents: number;
+                };
+                deposit: {
+                    cents: number;
+                    dueDate: {
+                        year: number;
+                        month: number;
+                        day: number;
+                    };
+                    /** @description Who holds the deposit in trust (usually the listing brokerage) */
+                    heldBy?: string;
+                };
+                /** @description Each an obligation (condition_waiver) until waived; an amendment waives one by its index here */
+                conditions: {
+                    /** @enum {string} */
+                    type: "financing" | "inspection" | "status_certificate" | "sale_of_property" | "other";
+                    description: string;
+                    /** @description The last day the buyer may waive (or fulfil) the condition; otherwise the agreement ends */
+                    waiverDeadline: {
+                        year: number;
+                        month: number;
+                        day: number;
+                    };
+                }[];
+                /** @description The offer stands until the end of this day */
+                irrevocableUntil: {
+                    year: number;
+                    month: number;
+                    day: number;
+                };
+                completion: {
+                    date: {
+                        year: number;
+                        month: number;
+                        day: number;
+                    };
+                };
+                /** @description Chattels and fixtures included in the price */
+                inclusions?: string[];
+                exclusions?: string[];
+                notes?: string;
+            };
+            provenance: {
+                aiDrafted: boolean;
+            };
+        };
+        ListingAgreementCanonical: {
+            /** @enum {number} */
+            schemaVersion: 1;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            formKey: "on/listing-agreement";
+            listing: {
+                sellers: {
+                    name: string;
+                    /** Format: email */
+                    email: string;
+                }[];
+                brokerage: {
+                    name: string;
+                    /** Format: email */
+                    email: string;
+                };
+                property: {
+                    address: {
+                        street: string;
+                        city: string;
+                        province: string;
+                    };
+                };
+                listPrice: {
+                    cents: number;
+                };
+                period: {
+                    start: {
+                        year: number;
+                        month: number;
+                        day: number;
+                    };
+                    expiry: {
+                        year: number;
+                        month: number;
+                        day: number;
+                    };
+                };
+                commission: {
+                    /** @description Of the sale price, e.g. 2.5 */
+                    percent?: number;
+                    /** @description A fixed amount instead of (or on top of) a percentage */
+                    cents?: number;
+                };
+                /** @description Days after expiry during which a sale to a buyer introduced during the period still earns the commission */
+                holdoverDays: number;
+                notes?: string;
+            };
+            provenance: {
+                aiDrafted: boolean;
+            };
+        };
+        BuyerRepresentationAgreementCanonical: {
+            /** @enum {number} */
+            schemaVersion: 1;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            formKey: "on/buyer-representation-agreement";
+            representation: {
+                buyers: {
+                    name: string;
+                    /** Format: email */
+                    email: string;
+                }[];
+                brokerage: {
+                    name: string;
+                    /** Format: email */
+                    email: string;
+                };
+                /** @description Where, and what kind of property, the buyer is looking for */
+                area: string;
+                period: {
+                    start: {
+                        year: number;
+                        month: number;
+                        day: number;
+                    };
+                    expiry: {
+                        year: number;
+                        month: number;
+                        day: number;
+                    };
+                };
+                commission?: {
+                    /** @description Of the sale price, e.g. 2.5 */
+                    percent?: number;
+                    /** @description A fixed amount instead of (or on top of) a percentage */
+                    cents?: number;
+                };
+                /** @description Days after expiry during which a sale to a buyer introduced during the period still earns the commission */
+                holdoverDays?: number;
+                notes?: string;
+            };
+            provenance: {
+                aiDrafted: boolean;
+            };
+        };
+        AmendmentCanonical: {
+            /** @enum {number} */
+            schemaVersion: 1;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            formKey: "on/amendment";
+            amendment: {
+                /** @description The id of a signed on/agreement-of-purchase-and-sale document of your organization (its envelope completed) */
+                amends: string;
+                /** @description Indexes into the amended agreement's purchase.conditions: the conditions the buyer waives */
+                waives: number[];
+                /** @description The new completion (closing) date */
+                completion?: {
+                    date: {
+                        year: number;
+                        month: number;
+                        day: number;
+                    };
+                };
+                /** @description The new purchase price */
+                price?: {
+                    cents: number;
+                };
+                notes?: string;
+            };
+            provenance: {
+                aiDrafted: boolean;
+            };
+        };
         SignatureCreated: {
             envelopeId: string;
             /** @description Every signer's link in parallel mode; the first signer's in sequential mode (the next link is sent when the previous signer has signed) */
@@ -3409,7 +3658,7 @@ export interface components {
             mode?: "parallel" | "sequential";
             /** @description Links and the envelope expire after this many days; no expiry when left out */
             expiresInDays?: number;
-            /** @description Replaces the signing parties derived from the document (landlords, then tenants), in signing order. Each address once (409 otherwise) */
+            /** @description Replaces the signing parties derived from the document (GET /api/documents/forms: each form's roles, in order), in signing order. Each address once (409 otherwise) */
             signers?: components["schemas"]["SignerInput"][];
             /**
              * @description How signers are verified; default: the organization's setting (GET /api/signatures/settings), itself `attested` until changed
@@ -3496,9 +3745,13 @@ export interface components {
             verification?: "email_code" | "client_attested";
         };
         DocumentDraft: {
-            /** @example on/standard-lease */
-            formKey: string;
-            canonical: components["schemas"]["LeaseCanonical"];
+            /**
+             * @description The form the model chose; canonical.formKey names it too
+             * @example on/agreement-of-purchase-and-sale
+             * @enum {string}
+             */
+            formKey: "on/standard-lease" | "on/agreement-of-purchase-and-sale" | "on/listing-agreement" | "on/buyer-representation-agreement" | "on/amendment";
+            canonical: components["schemas"]["LeaseCanonical"] | components["schemas"]["PurchaseAgreementCanonical"] | components["schemas"]["ListingAgreementCanonical"] | components["schemas"]["BuyerRepresentationAgreementCanonical"] | components["schemas"]["AmendmentCanonical"];
         };
         DocumentDraftFailure: {
             /** @enum {string} */
@@ -3515,7 +3768,7 @@ export interface components {
         };
         DocumentDraftRequest: {
             /**
-             * @description What the lease should say, in plain words (at most 4000 characters)
+             * @description What the document should say, in plain words (at most 4000 characters)
              * @example Lease of 1 Queen St W, Toronto ON from Lars Landlord (lars@example.com) to Tess Tenant (tess@example.com), starting 2027-01-01 for a year at $2,500 a month
              */
             prompt: string;
@@ -10321,6 +10574,57 @@ export interface operations {
             };
             /** @description The AI gateway failed or could not be reached (ai_gateway_error, ai_gateway_unreachable, ai_gateway_bad_response) */
             502: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    listDocumentForms: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The forms */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FormList"];
+                };
+            };
+            /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;

@@ -103,7 +103,8 @@ const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "obj
  * Issue paths therefore start at `canonical`, as they would there.
  */
 function validateDraft(canonical: unknown): { ok: true; canonical: DraftCanonical } | { ok: false; issues: Issue[] } {
-  const formKey = isObject(canonical) ? canonical.formKey : undefined;
+  if (!isObject(canonical)) return { ok: false, issues: [{ message: "The draft must be a JSON object", path: ["canonical"] }] };
+  const formKey = canonical.formKey;
   if (typeof formKey !== "string" || !SIGNABLE_FORM_KEYS.includes(formKey)) return { ok: false, issues: [{ message: `formKey must name one of the forms: ${SIGNABLE_FORM_KEYS.join(", ")}`, path: ["canonical", "formKey"] }] };
   const body = { formKey, canonical };
   const bounds = jsonIssues(canonical, { prefix: ["canonical"] });

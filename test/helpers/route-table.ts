@@ -177,6 +177,7 @@ ROUTES.push(
   { method: "GET", path: "/api/documents", family: "api" },
   { method: "GET", path: "/api/documents/usage", family: "api" },
   { method: "GET", path: "/api/documents/obligations", family: "api" },
+  { method: "GET", path: "/api/documents/forms", family: "api" },
   { method: "GET", path: "/api/documents/search", family: "api" },
   { method: "POST", path: "/api/documents/draft", family: "api", body: { prompt: "A one-year lease of 1 Queen St W, Toronto" } },
   { method: "GET", path: "/api/documents/{id}", family: "api", seed: seedDocument, unknown: unknownDocument },
