@@ -1,12 +1,12 @@
 // Warm render time of each form's PDF (issue 31: target at most 50 ms each), measured in Node with the Worker's own
 // render code: inside workerd the clock does not move during pure computation, so a workers test cannot time it.
-// `npx vitest run --project node test/node/render-time.test.ts` prints the figures the README quotes.
+// `npm run bench -- --project node` prints the figures the README quotes.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import type { Env } from "../../src/env";
-import { renderDocumentPdf } from "../../src/documents/render";
-import { amendmentCanonical, day, listingCanonical, purchaseCanonical, representationCanonical } from "../helpers/form-canonicals";
+import type { Env } from "../src/env";
+import { renderDocumentPdf } from "../src/documents/render";
+import { amendmentCanonical, day, listingCanonical, purchaseCanonical, representationCanonical } from "../test/helpers/form-canonicals";
 
 // The fonts the Worker reads through its ASSETS binding, from the same files.
 const env = { ASSETS: { fetch: async (url: string) => new Response(readFileSync(join("assets", new URL(url).pathname))) } } as unknown as Env;
