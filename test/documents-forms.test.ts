@@ -76,12 +76,22 @@ describe("POST /api/documents: the new forms' rules", () => {
       "canonical.purchase.conditions.1.waiverDeadline",
       "canonical.purchase.conditions.2.waiverDeadline",
       "canonical.purchase.deposit.cents",
+      "canonical.purchase.deposit.dueDate", // day 2, after that completion
     ]);
     // The dates are compared once the fields themselves are valid (zod refines a whole object only then).
     const unknownType = purchaseCanonical() as Record<string, any>;
     unknownType.purchase.conditions[2].type = "feng_shui";
     unknownType.purchase.sellers = [];
     expect(await paths(await post(token, unknownType))).toEqual(["canonical.purchase.conditions.2.type", "canonical.purchase.sellers"]);
+  });
+
+  it("refuses a deposit that falls due after completion", async () => {
+    const { token } = await createPrincipal();
+    const canonical = purchaseCanonical() as Record<string, any>;
+    canonical.purchase.deposit.dueDate = day(61); // completion is day 60
+    const res = await post(token, canonical);
+    expect(res.status).toBe(400);
+    expect((await json(res)).issues).toEqual([expect.objectContaining({ path: ["canonical", "purchase", "deposit", "dueDate"], code: "invalid_range" })]);
   });
 
   it("refuses a listing whose period ends before it starts, or with no commission", async () => {
@@ -188,6 +198,30 @@ describe("amendments of a purchase agreement", () => {
     }
     // Another organization's agreement answers exactly like an id that does not exist.
     expect(await json(await amend(foreign.id))).toEqual(await json(await amend("no-such-document")));
+  });
+
+  it("an amendment keeps the agreement's rules: no price below the deposit, no completion before a deadline still standing", async () => {
+    const owner = await createPrincipal();
+    const canonical = purchaseCanonical(); // deposit $45,000 due day 2; conditions due days 7, 9, 10; completion day 60
+    const buyersThenSellers = [...canonical.purchase.buyers.map((p) => [p.name, "buyer"]), ...canonical.purchase.sellers.map((p) => [p.name, "seller"])];
+    const { doc } = await signedThrough(owner, canonical, buyersThenSellers);
+    const amend = (change: Parameters<typeof amendmentCanonical>[1]) => call("POST", "/api/documents", { token: owner.token, body: { formKey: "on/amendment", canonical: amendmentCanonical(doc.id, change) } });
+    const problems = async (res: Response) => {
+      expect(res.status).toBe(400);
+      return ((await json(res)).issues as { path: unknown[]; message: string }[]).map((i) => [i.path.join("."), i.message]);
+    };
+
+    expect(await problems(await amend({ priceCents: 100 }))).toEqual([["canonical.amendment.price.cents", "The new price cannot be below the agreement's deposit of $45,000.00"]]);
+    // Closing on day 8 would come before the inspection (day 9) and status certificate (day 10) deadlines…
+    expect((await problems(await amend({ completion: day(8) }))).map(([path, message]) => [path, message!.match(/condition \d/)?.[0]])).toEqual([
+      ["canonical.amendment.completion.date", "condition 2"],
+      ["canonical.amendment.completion.date", "condition 3"],
+    ]);
+    expect(await problems(await amend({ completion: day(1) }))).toContainEqual(["canonical.amendment.completion.date", expect.stringContaining("the deposit falls due")]);
+    // …unless this amendment waives them, or a signed one already has.
+    expect((await amend({ completion: day(8), waives: [1, 2] })).status).toBe(201);
+    await signedThrough(owner, amendmentCanonical(doc.id, { waives: [1, 2] }), buyersThenSellers);
+    expect((await amend({ completion: day(8) })).status).toBe(201);
   });
 
   it("a signed amendment waives the financing condition and moves closing; a later one wins; through the queue", async () => {

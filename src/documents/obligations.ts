@@ -10,7 +10,7 @@ import { nowIso } from "../lib/time";
 import type { ServiceContext } from "../platform/context";
 import { FORMS, type LeaseCanonical } from "./forms";
 import { AMENDMENT_FORM, type AmendmentCanonical, foldAmendments } from "./forms/amendment";
-import { PURCHASE_FORM, type PurchaseCanonical, purchaseObligations } from "./forms/purchase";
+import { PURCHASE_FORM, type PurchaseCanonical, type PurchaseChanges, purchaseObligations } from "./forms/purchase";
 
 /**
  * Obligations (spec: Obligation): dated duties a document's canonical data implies, derived per form, stored with
@@ -132,6 +132,12 @@ const signedAmendments = (organizationId: string, agreementId: string) => sql`
   FROM ${documents} d JOIN ${envelopes} e ON e.document_id = d.id AND e.status = 'completed'
   WHERE d.organization_id = ${organizationId} AND d.form_key = ${AMENDMENT_FORM} AND json_extract(d.canonical, '$.amendment.amends') = ${agreementId}`;
 
+/** What the signed amendments of a purchase agreement changed, folded oldest completion first; and how many there are. */
+export async function signedAmendmentChanges(db: Db, organizationId: string, agreementId: string): Promise<{ changes: PurchaseChanges; count: number }> {
+  const amendments = await db.all<{ canonical: string }>(sql`SELECT d.canonical ${signedAmendments(organizationId, agreementId)} ORDER BY e.completed_at, d.id`);
+  return { changes: foldAmendments(amendments.map((a) => JSON.parse(a.canonical) as AmendmentCanonical)), count: amendments.length };
+}
+
 /**
  * What a DOCUMENT_SIGNED re-syncs: the document's own obligations, except for an amendment, which has none and
  * re-syncs the agreement it amends. A purchase agreement's obligations are derived with every signed amendment
@@ -150,10 +156,9 @@ async function resyncTarget(db: Db, doc: DocumentRow, at: string, eventId: strin
     target = amended;
   }
   if (target.formKey !== PURCHASE_FORM) return { target, rows: await deriveObligations(target, at, { eventId }), guards: [] };
-  const amendments = await db.all<{ canonical: string }>(sql`SELECT d.canonical ${signedAmendments(target.organizationId, target.id)} ORDER BY e.completed_at, d.id`);
-  const changes = foldAmendments(amendments.map((a) => JSON.parse(a.canonical) as AmendmentCanonical));
+  const { changes, count } = await signedAmendmentChanges(db, target.organizationId, target.id);
   const rows = await deriveObligations(target, at, { eventId }, purchaseObligations(target.canonical as PurchaseCanonical, changes));
-  return { target, rows, guards: [guard(db, sql`(SELECT COUNT(*) ${signedAmendments(target.organizationId, target.id)}) = ${amendments.length}`)] };
+  return { target, rows, guards: [guard(db, sql`(SELECT COUNT(*) ${signedAmendments(target.organizationId, target.id)}) = ${count}`)] };
 }
 
 type DocumentRow = typeof documents.$inferSelect;

@@ -7,14 +7,15 @@ import { readConfig } from "../env";
 import { newEvent } from "../events/outbox";
 import { canonicalJson } from "../lib/canonical-json";
 import { sha256Hex } from "../lib/crypto";
-import { NotFound, Validation } from "../lib/errors";
+import { type FieldIssue, NotFound, Validation } from "../lib/errors";
 import { newId } from "../lib/ids";
 import { nowIso } from "../lib/time";
 import type { ServiceContext } from "../platform/context";
 import { FORMS, type SigningParty } from "./forms";
 import { AMENDMENT_FORM, type AmendmentCanonical } from "./forms/amendment";
-import { PURCHASE_FORM, type PurchaseCanonical } from "./forms/purchase";
-import { deriveObligations, obligationInserts } from "./obligations";
+import { dollars, longDate } from "./forms/parts";
+import { PURCHASE_FORM, type PurchaseCanonical, purchaseRuleIssues } from "./forms/purchase";
+import { deriveObligations, obligationInserts, signedAmendmentChanges } from "./obligations";
 import type { Document, DocumentCreate } from "./schemas";
 
 type Row = typeof documents.$inferSelect;
@@ -71,7 +72,33 @@ async function amendedAgreement(ctx: ServiceContext, canonical: Record<string, u
   const beyond = waives.map((n, i) => ({ n, i })).filter(({ n }) => n >= conditions);
   if (beyond.length > 0)
     throw new Validation(beyond.map(({ n, i }) => ({ field: `amendment.waives.${i}`, path: ["canonical", "amendment", "waives", i], code: "invalid_reference", message: `The agreement has ${conditions} condition(s); there is no condition ${n}` })));
+  await amendedTermsHold(ctx, agreement, (canonical as AmendmentCanonical).amendment);
   return [expectRow(ctx.db, documents, and(eq(documents.organizationId, ctx.organizationId), eq(documents.id, amends), eq(documents.status, "SIGNED")))];
+}
+
+/**
+ * The agreement as amended (its signed amendments, then this one) keeps the rules it was signed under: a new price
+ * at least the deposit, a new completion date no earlier than the deposit, the irrevocable date and each condition
+ * still to waive. Only the fields this amendment changes are named, each problem once.
+ */
+async function amendedTermsHold(ctx: ServiceContext, agreement: Row, a: AmendmentCanonical["amendment"]): Promise<void> {
+  if (!a.price && !a.completion) return;
+  const signed = (agreement.canonical as PurchaseCanonical).purchase;
+  const { changes } = await signedAmendmentChanges(ctx.db, ctx.organizationId, agreement.id);
+  const amended = { ...signed, price: a.price ?? { cents: changes.priceCents ?? signed.price.cents }, completion: a.completion ?? { date: changes.completion ?? signed.completion.date } };
+  const waived = new Set([...changes.waived, ...a.waives]);
+  const issues = purchaseRuleIssues(amended, waived).flatMap(({ path }): FieldIssue[] => {
+    const [field, index] = path;
+    if (field === "deposit" && path[1] === "cents")
+      return a.price ? [{ field: "amendment.price.cents", path: ["canonical", "amendment", "price", "cents"], code: "invalid_range", message: `The new price cannot be below the agreement's deposit of ${dollars(signed.deposit.cents)}` }] : [];
+    if (!a.completion) return [];
+    const before = (what: string) => ({ field: "amendment.completion.date", path: ["canonical", "amendment", "completion", "date"], code: "invalid_range", message: `The new completion date cannot come before ${what}` });
+    if (field === "deposit") return [before(`the deposit falls due (${longDate(signed.deposit.dueDate)})`)];
+    if (field === "completion") return [before(`the offer's irrevocable date (${longDate(signed.irrevocableUntil)})`)];
+    const condition = signed.conditions[index as number]!;
+    return [before(`the waiver deadline of condition ${(index as number) + 1} (${condition.type}, ${longDate(condition.waiverDeadline)}) unless this amendment waives it`)];
+  });
+  if (issues.length > 0) throw new Validation(issues);
 }
 
 /**

@@ -22,31 +22,43 @@ const Condition = z.strictObject({
   waiverDeadline: CalendarDate.openapi({ description: "The last day the buyer may waive (or fulfil) the condition; otherwise the agreement ends" }),
 });
 
+const PurchaseTerms = z.strictObject({
+  buyers: z.array(Party).min(1).max(10),
+  sellers: z.array(Party).min(1).max(10),
+  property: z.strictObject({ address: Address, legalDescription: oneLineText(500).optional() }),
+  price: Money,
+  deposit: z.strictObject({ cents: Money.shape.cents, dueDate: CalendarDate, heldBy: oneLineText(200).optional().openapi({ description: "Who holds the deposit in trust (usually the listing brokerage)" }) }),
+  conditions: z.array(Condition).max(MAX_CONDITIONS).openapi({ description: "Each an obligation (condition_waiver) until waived; an amendment waives one by its index here" }),
+  irrevocableUntil: CalendarDate.openapi({ description: "The offer stands until the end of this day" }),
+  completion: z.strictObject({ date: CalendarDate }),
+  inclusions: z.array(oneLineText(200)).max(50).optional().openapi({ description: "Chattels and fixtures included in the price" }),
+  exclusions: z.array(oneLineText(200)).max(50).optional(),
+  notes: freeText(4_000).optional(),
+});
+type PurchaseTerms = z.infer<typeof PurchaseTerms>;
+
+/**
+ * The rules between an agreement's fields, as signed and as amended (service.ts checks an amendment's new price and
+ * completion date against them): nothing falls due after completion, and the deposit is at most the price. A waived
+ * condition no longer has a deadline.
+ */
+export function purchaseRuleIssues(p: PurchaseTerms, waived: ReadonlySet<number> = new Set()): { path: (string | number)[]; message: string }[] {
+  const closing = dayNumber(p.completion.date);
+  return [
+    ...(p.deposit.cents > p.price.cents ? [{ path: ["deposit", "cents"], message: "The deposit cannot exceed the price" }] : []),
+    ...(dayNumber(p.deposit.dueDate) > closing ? [{ path: ["deposit", "dueDate"], message: "The deposit cannot fall due after completion" }] : []),
+    ...(dayNumber(p.irrevocableUntil) > closing ? [{ path: ["completion", "date"], message: "The completion date cannot come before the offer's irrevocable date" }] : []),
+    ...p.conditions.flatMap((c, i) => (!waived.has(i) && dayNumber(c.waiverDeadline) > closing ? [{ path: ["conditions", i, "waiverDeadline"], message: "A condition's waiver deadline cannot come after completion" }] : [])),
+  ];
+}
+
 export const PurchaseCanonical = z
   .strictObject({
     schemaVersion: z.literal(1),
     formKey: z.literal(PURCHASE_FORM),
-    purchase: z
-      .strictObject({
-        buyers: z.array(Party).min(1).max(10),
-        sellers: z.array(Party).min(1).max(10),
-        property: z.strictObject({ address: Address, legalDescription: oneLineText(500).optional() }),
-        price: Money,
-        deposit: z.strictObject({ cents: Money.shape.cents, dueDate: CalendarDate, heldBy: oneLineText(200).optional().openapi({ description: "Who holds the deposit in trust (usually the listing brokerage)" }) }),
-        conditions: z.array(Condition).max(MAX_CONDITIONS).openapi({ description: "Each an obligation (condition_waiver) until waived; an amendment waives one by its index here" }),
-        irrevocableUntil: CalendarDate.openapi({ description: "The offer stands until the end of this day" }),
-        completion: z.strictObject({ date: CalendarDate }),
-        inclusions: z.array(oneLineText(200)).max(50).optional().openapi({ description: "Chattels and fixtures included in the price" }),
-        exclusions: z.array(oneLineText(200)).max(50).optional(),
-        notes: freeText(4_000).optional(),
-      })
-      .superRefine((p, ctx) => {
-        const closing = dayNumber(p.completion.date);
-        if (p.deposit.cents > p.price.cents) ctx.addIssue({ code: "custom", message: "The deposit cannot exceed the price", path: ["deposit", "cents"], params: { code: "invalid_range" } });
-        if (dayNumber(p.irrevocableUntil) > closing) ctx.addIssue({ code: "custom", message: "The completion date cannot come before the offer's irrevocable date", path: ["completion", "date"], params: { code: "invalid_range" } });
-        for (const [i, c] of p.conditions.entries())
-          if (dayNumber(c.waiverDeadline) > closing) ctx.addIssue({ code: "custom", message: "A condition's waiver deadline cannot come after completion", path: ["conditions", i, "waiverDeadline"], params: { code: "invalid_range" } });
-      }),
+    purchase: PurchaseTerms.superRefine((p, ctx) => {
+      for (const issue of purchaseRuleIssues(p)) ctx.addIssue({ code: "custom", ...issue, params: { code: "invalid_range" } });
+    }),
     provenance: Provenance,
   })
   .openapi("PurchaseAgreementCanonical");
