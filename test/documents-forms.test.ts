@@ -241,7 +241,11 @@ describe("amendments of a purchase agreement", () => {
 
     // Waive financing (index 0), move completion to day 45: signed by the agreement's parties, in its order.
     const first = await signedThrough(owner, amendmentCanonical(doc.id, { waives: [0], completion: day(45) }), buyersThenSellers);
-    expect(first.text).toContain("The buyer waives condition 1 of the agreement");
+    // The signers read what they amend: the agreement's property, price and parties, and the waived condition in its words.
+    const amendmentWords = ["Agreement of Purchase and Sale of 12 Elm St, Toronto, ON for $910,000.00", "Seller: Lee Wong", "The buyer waives condition 1 (financing: Buyer arranging a first mortgage of $728,000) of the agreement"];
+    const firstView = first.view.document.text.sections.flatMap((s: { lines: string[] }) => s.lines).join(" ");
+    for (const words of amendmentWords) expect(firstView).toContain(words);
+    for (const words of amendmentWords) expect(first.text).toContain(words);
     for (const [name] of buyersThenSellers) expect(first.text).toContain(name!);
     expect(first.sig).toContain("Signature Validation: Signature is Valid.");
     await vi.waitFor(async () => expect((await obligationsOf(owner.token, doc.id)).find((o) => o.type === "closing")?.dueDate).toBe(isoDay(45)), { timeout: 15_000, interval: 100 });

@@ -29,8 +29,8 @@ export interface FormDefinition {
   parties?: (canonical: Record<string, unknown>) => SigningParty[];
   /** Signed by the parties of the purchase agreement it amends (on/amendment; documents/service.ts reads them). */
   amendsPurchase?: true;
-  /** The form's wording (documents/render.ts has the lease's and the free form's). */
-  text?: (canonical: Record<string, unknown>) => DocumentText;
+  /** The form's wording (documents/render.ts has the lease's and the free form's); an amendment's names the agreement it amends. */
+  text?: (canonical: Record<string, unknown>, amended?: Record<string, unknown>) => DocumentText;
   /** The obligations it implies (documents/obligations.ts has the lease's). */
   obligations?: (canonical: Record<string, unknown>) => DerivedObligation[];
 }

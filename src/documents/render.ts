@@ -12,6 +12,8 @@ export interface RenderableDocument {
   id: string;
   formKey: string;
   canonical: Record<string, unknown>;
+  /** For an amendment: the canonical of the agreement it amends, which its wording names (documents/service.ts amendedCanonical). */
+  amended?: Record<string, unknown> | null;
 }
 
 /** A section with an empty heading is text without a heading (the body of a free-form document). */
@@ -67,7 +69,7 @@ function freeFormText(canonical: Record<string, unknown>): DocumentText {
 }
 
 /** One renderer per form of FORMS; the canonical data was validated against the form's schema when stored. */
-const RENDERERS: Record<string, (canonical: Record<string, unknown>) => DocumentText> = {
+const RENDERERS: Record<string, (canonical: Record<string, unknown>, amended?: Record<string, unknown>) => DocumentText> = {
   "on/standard-lease": (c) => leaseText(c as LeaseCanonical),
   "generic/free-form": freeFormText,
 };
@@ -75,7 +77,7 @@ const RENDERERS: Record<string, (canonical: Record<string, unknown>) => Document
 export function renderDocumentText(document: RenderableDocument): DocumentText {
   const render = RENDERERS[document.formKey] ?? FORMS[document.formKey]?.text;
   if (!render) throw new Error(`No rendering for form ${document.formKey}`);
-  return render(document.canonical);
+  return render(document.canonical, document.amended ?? undefined);
 }
 
 /** The document as an A4 PDF: title, sections, and a footer naming the document and the page on every page. */

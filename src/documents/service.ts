@@ -1,5 +1,6 @@
 import { and, count, desc, eq, sql } from "drizzle-orm";
 import { decodeNewestFirstCursor, olderThan, paginate } from "../crm/pagination";
+import type { Db } from "../db/client";
 import { deals, documentOverages, documents, documentUsage } from "../db/schema";
 import { commit, expectRow, type Statement, withRetries } from "../db/write";
 import { findDeal } from "../deals/service";
@@ -109,12 +110,27 @@ export async function signingParties(ctx: ServiceContext, doc: Row): Promise<Sig
   const form = FORMS[doc.formKey];
   if (form?.parties) return form.parties(doc.canonical);
   if (!form?.amendsPurchase) return null;
-  const amended = await findDocument(ctx, (doc.canonical as AmendmentCanonical).amendment.amends).catch((err: unknown) => {
-    if (err instanceof NotFound) return null;
-    throw err;
-  });
+  const amended = await amendedDocument(ctx.db, ctx.organizationId, doc);
   return (amended && FORMS[amended.formKey]?.parties?.(amended.canonical)) || [];
 }
+
+type Amendable = Pick<Row, "id" | "formKey" | "canonical">;
+
+/** The agreement an amendment amends (of the same organization), null for another form or when it is gone. */
+async function amendedDocument(db: Db, organizationId: string, doc: Amendable): Promise<Row | null> {
+  if (!FORMS[doc.formKey]?.amendsPurchase) return null;
+  const id = (doc.canonical as AmendmentCanonical).amendment.amends;
+  return (await db.select().from(documents).where(and(eq(documents.organizationId, organizationId), eq(documents.id, id))).get()) ?? null;
+}
+
+/**
+ * A document as documents/render.ts renders it: an amendment's wording names the agreement it amends (its property,
+ * parties and conditions), so it comes with that agreement's canonical.
+ */
+export const renderable = async <T extends Amendable>(db: Db, organizationId: string, doc: T): Promise<T & { amended: Record<string, unknown> | null }> => ({
+  ...doc,
+  amended: (await amendedDocument(db, organizationId, doc))?.canonical ?? null,
+});
 
 /**
  * POST /api/documents (DESIGN.md contract 4): the reviewed canonical draft becomes a GENERATED document, with the

@@ -3,6 +3,7 @@ import { eq } from "drizzle-orm";
 import type { Context } from "hono";
 import { documents, signingLinks } from "../db/schema";
 import { renderDocumentText } from "../documents/render";
+import { renderable } from "../documents/service";
 import { signedFileUrl } from "../files/signed-url";
 import { appUrlOf, readConfig } from "../env";
 import { sha256Hex } from "../lib/crypto";
@@ -123,8 +124,9 @@ function refuseUnfinished(result: { kind: string }): void {
  */
 async function documentView(c: Context<AppBindings>, signerId: string, documentId: string, doc: { title: string | null; sha256: string | null; key: string | null; visible: boolean }) {
   if (!doc.visible) return { title: doc.title, sha256: doc.sha256, pdfUrl: null, text: null };
-  const row = await c.get("db").select({ id: documents.id, formKey: documents.formKey, canonical: documents.canonical }).from(documents).where(eq(documents.id, documentId)).get();
-  const text = row ? renderDocumentText(row) : { title: doc.title ?? "Document", sections: [] };
+  const db = c.get("db");
+  const row = await db.select({ id: documents.id, organizationId: documents.organizationId, formKey: documents.formKey, canonical: documents.canonical }).from(documents).where(eq(documents.id, documentId)).get();
+  const text = row ? renderDocumentText(await renderable(db, row.organizationId, row)) : { title: doc.title ?? "Document", sections: [] };
   const pdfUrl = doc.key ? (await signedFileUrl(c.env, appUrlOf(readConfig(c.env)), doc.key, undefined, signerId)).url : null;
   return { title: doc.title ?? text.title, sha256: doc.sha256, pdfUrl, text };
 }

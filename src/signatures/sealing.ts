@@ -1,5 +1,6 @@
 import { and, eq, isNull } from "drizzle-orm";
 import { documents, envelopes, users } from "../db/schema";
+import { renderable } from "../documents/service";
 import { readConfig, type Env } from "../env";
 import type { EventConsumer } from "../events/consumers";
 import { signedFileUrl } from "../files/signed-url";
@@ -45,7 +46,8 @@ async function sealDocument(env: Env, tenant: Tenant, loaded: Loaded): Promise<b
   const documentPdf = stored ? new Uint8Array(await stored.arrayBuffer()) : undefined;
   const packet = await renderSignedPacket(env, {
     envelope: { id: envelope.id, mode: envelope.mode, completedAt: envelope.completedAt, documentSha256: envelope.documentSha256 ?? "" },
-    document,
+    // Rendered again only when the stored PDF is missing, as at send: an amendment names the agreement it amends.
+    document: await renderable(db, document.organizationId, document),
     documentPdf,
     signers: signers.map((s) => ({ id: s.id, name: s.name, email: s.email, role: s.role, signedAt: s.signedAt, verification: s.verification })),
     audit,

@@ -4,7 +4,7 @@ import type { ReminderPlan, SignerStatus } from "../db/signatures";
 import { commit, expectVersion, type VersionedTable, withRetries } from "../db/write";
 import { FORMS, type SigningParty } from "../documents/forms";
 import { renderDocumentPdf } from "../documents/render";
-import { findDocument, signingParties } from "../documents/service";
+import { findDocument, renderable, signingParties } from "../documents/service";
 import { requestFileSigner } from "../files/signed-url";
 import { InvalidState, NotFound, OrganizationMoving, TemporarilyUnavailable } from "../lib/errors";
 import { loggableError } from "../lib/log";
@@ -94,7 +94,7 @@ export async function sendForSignature(ctx: ServiceContext, documentId: string, 
 
     // The document as the signers will read it, rendered once, stored before the envelope exists (issue 20).
     if (!rendered) {
-      const pdf = await renderDocumentPdf(ctx.env, doc);
+      const pdf = await renderDocumentPdf(ctx.env, await renderable(ctx.db, ctx.organizationId, doc));
       const key = envelopeDocumentKey(ctx.organizationId, envelopeId);
       await ctx.env.FILES.put(key, pdf, { httpMetadata: { contentType: "application/pdf", contentDisposition: `inline; filename="document-${doc.id}.pdf"` } });
       rendered = { key, sha256: await sha256Hex(pdf), title: form.title };

@@ -2,8 +2,8 @@ import { z } from "@hono/zod-openapi";
 import { freeText } from "../../lib/validation";
 import type { FormDefinition } from "../forms";
 import type { DocumentText } from "../render";
-import { CalendarDate, dollars, longDate, Money, Provenance } from "./parts";
-import { MAX_CONDITIONS, NO_CHANGES, PURCHASE_FORM, type PurchaseChanges } from "./purchase";
+import { CalendarDate, dollars, longDate, Money, oneLineAddress, partyLines, Provenance } from "./parts";
+import { MAX_CONDITIONS, NO_CHANGES, PURCHASE_FORM, type PurchaseCanonical, type PurchaseChanges } from "./purchase";
 
 /**
  * on/amendment (issue 31): a change to a signed agreement of purchase and sale — conditions waived (by their index
@@ -48,16 +48,25 @@ export function foldAmendments(amendments: AmendmentCanonical[]): PurchaseChange
   );
 }
 
-function amendmentText({ amendment: a }: AmendmentCanonical): DocumentText {
+/**
+ * The amendment's wording names what it changes: the agreement's property and parties, and each waived condition in
+ * its words, so a signer reads what they agree to (`amended`, the signed agreement's canonical; absent, the id only).
+ */
+function amendmentText({ amendment: a }: AmendmentCanonical, amended?: PurchaseCanonical): DocumentText {
+  const p = amended?.purchase;
+  const agreement = p
+    ? [`Agreement of Purchase and Sale of ${oneLineAddress(p.property.address)} for ${dollars(p.price.cents)}, document ${a.amends}`, ...partyLines("Buyer", p.buyers), ...partyLines("Seller", p.sellers)]
+    : [`Agreement of Purchase and Sale, document ${a.amends}`];
+  const condition = (i: number) => (p?.conditions[i] ? ` (${p.conditions[i].type}: ${p.conditions[i].description})` : "");
   const changes = [
-    ...a.waives.map((i) => `The buyer waives condition ${i + 1} of the agreement; the agreement is no longer conditional on it.`),
+    ...a.waives.map((i) => `The buyer waives condition ${i + 1}${condition(i)} of the agreement; the agreement is no longer conditional on it.`),
     ...(a.completion ? [`The completion date is changed to ${longDate(a.completion.date)}.`] : []),
     ...(a.price ? [`The purchase price is changed to ${dollars(a.price.cents)}.`] : []),
   ].map((line, i) => `${i + 1}. ${line}`);
   return {
     title: AMENDMENT_TITLE,
     sections: [
-      { heading: "Agreement amended", lines: [`Agreement of Purchase and Sale, document ${a.amends}`] },
+      { heading: "Agreement amended", lines: agreement },
       { heading: "Changes", lines: [...changes, ...(a.notes ? a.notes.split(/\r?\n/) : [])] },
       { heading: "Clauses", lines: ["Every other term of the agreement stays as it is.", "This amendment takes effect when every party to the agreement has signed it."] },
     ],
@@ -70,5 +79,5 @@ export const amendmentForm: FormDefinition = {
   canonical: AmendmentCanonical,
   roles: ["buyer", "seller"],
   amendsPurchase: true,
-  text: (canonical) => amendmentText(canonical as AmendmentCanonical),
+  text: (canonical, amended) => amendmentText(canonical as AmendmentCanonical, amended as PurchaseCanonical | undefined),
 };
