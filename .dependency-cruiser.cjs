@@ -8,9 +8,9 @@ const DOMAINS = ["admin", "clickwrap", "contacts", "deals", "documents", "oauth"
 const TIERS = [
   { name: "1 lib, env", path: ["^src/lib/", "^src/env\\.ts$"] },
   { name: "2 db, seal, ai", path: ["^src/db/", "^src/seal/", "^src/ai/"] },
-  { name: "3 service context, mail", path: ["^src/platform/service-context\\.ts$", "^src/mail/"] },
+  { name: "3 service context, mail", path: ["^src/service-context\\.ts$", "^src/mail/"] },
   { name: "4 shards", path: ["^src/shards/"] },
-  { name: "5 events, platform", path: ["^src/events/", "^src/platform/(?!service-context\\.ts$)"] },
+  { name: "5 events, platform", path: ["^src/events/", "^src/platform/"] },
   { name: "6 crm, files", path: ["^src/crm/", "^src/files/"] },
   { name: "7 domains", path: [`^src/(${DOMAINS.join("|")})/`] },
   { name: "8 entry points", path: ["^src/mcp/", "^src/(queues|cron|app|index)\\.ts$"] },

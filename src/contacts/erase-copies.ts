@@ -25,7 +25,7 @@ import { expectVersions, isGuardFailure, type Statement } from "../db/write";
 import { removeFiles } from "../files/storage";
 import { mentionedIn, parseStructure } from "../lib/mentions";
 import { chunkBySize, inJsonList, mentionsAny } from "../lib/sql";
-import type { ServiceContext } from "../platform/context";
+import type { ServiceContext } from "../service-context";
 import { purgeFeed } from "../profiles/feed";
 import { reportsPrefix } from "../properties/files";
 import { redactJson, type Scrub } from "./redact";

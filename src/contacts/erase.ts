@@ -17,7 +17,8 @@ import {
   trashEntries,
   trashRows,
 } from "../db/schema";
-import { commit, expectRow, expectVersion, expectVersionMatch, type Statement, withRetries } from "../db/write";
+import { expectRow, expectVersion, expectVersionMatch, type Statement, withRetries } from "../db/write";
+import { commit } from "../events/commit";
 import { eraseDocumentsNaming } from "../documents/erasure";
 import type { Env } from "../env";
 import { newEvent } from "../events/outbox";
@@ -27,7 +28,7 @@ import { newId } from "../lib/ids";
 import { loggableError } from "../lib/log";
 import { matcherOf, phoneParts, replaceMentions } from "../lib/mentions";
 import { digitsOnly, inJsonList, mentionsAny } from "../lib/sql";
-import type { ServiceContext } from "../platform/context";
+import type { ServiceContext } from "../service-context";
 import { purgeFeed } from "../profiles/feed";
 import { referredKey } from "../referrals/service";
 import { systemContext } from "../shards/tenants";

@@ -1,11 +1,12 @@
 import { and, eq, ne } from "drizzle-orm";
 import { contactActivities, contacts, contactTags } from "../db/schema";
-import { commit, type CommitOptions, expectVersion, type Statement, versioned, withRetries } from "../db/write";
+import { expectVersion, type Statement, versioned, withRetries } from "../db/write";
+import { commit, type CommitOptions } from "../events/commit";
 import type { EventEnvelope } from "../events/envelope";
 import { newEvent } from "../events/outbox";
 import { Conflict, NotFound, Validation } from "../lib/errors";
 import { newId } from "../lib/ids";
-import type { ServiceContext } from "../platform/context";
+import type { ServiceContext } from "../service-context";
 import { facetMoves } from "./facets";
 import { archiveRows, readTrashed, restoreFrame, restoreRows, trashEntry } from "../trash/moves";
 import { loadIncludes } from "./includes";

@@ -1,7 +1,8 @@
 import { z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { serviceContext } from "../platform/auth";
-import type { AppBindings, ServiceContext } from "../platform/context";
+import type { AppBindings } from "../platform/context";
+import type { ServiceContext } from "../service-context";
 import { keepAnswerInBatch } from "../platform/idempotency";
 import type { RouteFamily } from "../platform/route";
 

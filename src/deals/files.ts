@@ -1,6 +1,7 @@
 import { and, asc, count, eq, sql } from "drizzle-orm";
 import { dealActivities, dealDocuments } from "../db/schema";
-import { commit, withRetries } from "../db/write";
+import { withRetries } from "../db/write";
+import { commit } from "../events/commit";
 import { readConfig } from "../env";
 import { newEvent } from "../events/outbox";
 import { requestFileSigner } from "../files/signed-url";
@@ -8,7 +9,7 @@ import { discardUploads, putUploads, settleUploads } from "../files/uploads";
 import { toHex } from "../lib/crypto";
 import { type FieldIssue, NotConfigured, PayloadTooLarge, Validation } from "../lib/errors";
 import { newId } from "../lib/ids";
-import type { ServiceContext } from "../platform/context";
+import type { ServiceContext } from "../service-context";
 import { imageTypeOf } from "../properties/photos";
 import { toDeal } from "./mapping";
 import { type DealDocument, type DealStage, DocumentName, type DocumentUploadForm } from "./schemas";

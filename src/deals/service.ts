@@ -1,12 +1,13 @@
 import { and, asc, desc, eq, sql } from "drizzle-orm";
 import type { SQLiteColumn } from "drizzle-orm/sqlite-core";
 import { contacts, dealActivities, dealDocuments, deals, dealStageChanges, dealTasks, properties } from "../db/schema";
-import { commit, expectVersion, expectVersionMatch, versioned, withRetries } from "../db/write";
+import { expectVersion, expectVersionMatch, versioned, withRetries } from "../db/write";
+import { commit } from "../events/commit";
 import { newEvent } from "../events/outbox";
 import { requestFileSigner } from "../files/signed-url";
 import { Conflict, NotFound } from "../lib/errors";
 import { inJsonList } from "../lib/sql";
-import type { ServiceContext } from "../platform/context";
+import type { ServiceContext } from "../service-context";
 import { takePreloaded } from "../platform/preload";
 import { preloadKey } from "./preload";
 import { toDocument } from "./files";

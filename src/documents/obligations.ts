@@ -7,7 +7,7 @@ import type { EventEnvelope } from "../events/envelope";
 import { sha256Hex } from "../lib/crypto";
 import { inJsonList } from "../lib/sql";
 import { nowIso } from "../lib/time";
-import type { ServiceContext } from "../platform/context";
+import type { ServiceContext } from "../service-context";
 import type { LeaseCanonical } from "./forms";
 
 /**

@@ -1,7 +1,8 @@
 import { and, count, desc, eq, sql } from "drizzle-orm";
 import { decodeNewestFirstCursor, olderThan, paginate } from "../crm/pagination";
 import { deals, documentOverages, documents, documentUsage } from "../db/schema";
-import { commit, expectRow, type Statement, withRetries } from "../db/write";
+import { expectRow, type Statement, withRetries } from "../db/write";
+import { commit } from "../events/commit";
 import { findDeal } from "../deals/service";
 import { readConfig } from "../env";
 import { newEvent } from "../events/outbox";
@@ -10,7 +11,7 @@ import { sha256Hex } from "../lib/crypto";
 import { NotFound, Validation } from "../lib/errors";
 import { newId } from "../lib/ids";
 import { nowIso } from "../lib/time";
-import type { ServiceContext } from "../platform/context";
+import type { ServiceContext } from "../service-context";
 import { deriveObligations, obligationInserts } from "./obligations";
 import type { Document, DocumentCreate } from "./schemas";
 

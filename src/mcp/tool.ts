@@ -7,7 +7,7 @@ import { jsonIssues } from "../lib/json-bounds";
 import { loggableError, loggableStack } from "../lib/log";
 import { issuesFromZod } from "../lib/validation";
 import type { Permission } from "../oauth/permissions";
-import type { ServiceContext } from "../platform/context";
+import type { ServiceContext } from "../service-context";
 import type { RequestMeta } from "../signatures/machine";
 
 /** What a tool call runs with: the caller's service context (organization, actor) and what its token may do. */

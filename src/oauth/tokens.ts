@@ -7,7 +7,7 @@ import type { Config } from "../env";
 import { sha256Hex, toBase64Url } from "../lib/crypto";
 import { newId } from "../lib/ids";
 import { addSeconds, nowIso } from "../lib/time";
-import type { AuthOrganization, AuthUser } from "../platform/context";
+import type { AuthOrganization, AuthUser } from "../service-context";
 import { isOurResource } from "./authorize";
 import { findClient } from "./clients";
 import { OAuthError } from "./errors";

@@ -12,7 +12,8 @@ import { PERMISSION_NAMES, type Permission } from "../oauth/permissions";
 import { looksLikeJwt, verifyAccessToken } from "../oauth/tokens";
 import { nowIso } from "../lib/time";
 import { parseIfMatch } from "./etag";
-import type { AppBindings, AuthOrganization, AuthUser, ServiceContext } from "./context";
+import type { AuthOrganization, AuthUser, ServiceContext } from "../service-context";
+import type { AppBindings } from "./context";
 import { type AuthPreload, preloadOf } from "./preload";
 import { openShard } from "./session";
 

@@ -9,7 +9,8 @@ import { loggableError } from "../lib/log";
 import { nowIso } from "../lib/time";
 import type { Context } from "hono";
 import { versionOf } from "../db/write";
-import type { AppBindings, AppVariables, ServiceContext } from "./context";
+import type { ServiceContext } from "../service-context";
+import type { AppBindings, AppVariables } from "./context";
 import { etagOf } from "./etag";
 
 /**

@@ -3,7 +3,7 @@ import { createMiddleware } from "hono/factory";
 import type { Env } from "../env";
 import { RateLimited } from "../lib/errors";
 import type { AppBindings } from "./context";
-import type { RateDecision } from "./rate-limiter-object";
+import type { RateDecision, RateLimiterObject } from "./rate-limiter-object";
 
 export interface RateRule {
   limit: number;
@@ -46,10 +46,16 @@ export interface RateLimiter {
   consume(key: string, rule: RateRule): Promise<RateDecision>;
 }
 
+/** The limiter object of one key, typed (env.ts binds it bare). */
+export function rateLimiterObject(env: Env, key: string): DurableObjectStub<RateLimiterObject> {
+  const namespace = env.RATE_LIMITER as DurableObjectNamespace<RateLimiterObject>;
+  return namespace.get(namespace.idFromName(key));
+}
+
 /** One Durable Object per key, so a key's count lives in exactly one place. */
 export function durableObjectRateLimiter(env: Env): RateLimiter {
   return {
-    consume: (key, rule) => env.RATE_LIMITER.get(env.RATE_LIMITER.idFromName(key)).consume(rule.limit, rule.windowSeconds),
+    consume: (key, rule) => rateLimiterObject(env, key).consume(rule.limit, rule.windowSeconds),
   };
 }
 

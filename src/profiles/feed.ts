@@ -3,7 +3,7 @@ import type { Db } from "../db/client";
 import { agentProfiles, organizations, reputationAggregates, testimonials } from "../db/schema";
 import { appUrlOf, type Env, readConfig } from "../env";
 import { loggableError } from "../lib/log";
-import type { ServiceContext } from "../platform/context";
+import type { ServiceContext } from "../service-context";
 import { toAggregate } from "../testimonials/aggregates";
 
 /**

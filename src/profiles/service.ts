@@ -1,11 +1,12 @@
 import { and, eq } from "drizzle-orm";
 import { agentProfiles, testimonials } from "../db/schema";
-import { commit, expectNoRow, expectVersion, expectVersionMatch, type Statement, versioned, type VersionedTable, withRetries } from "../db/write";
+import { expectNoRow, expectVersion, expectVersionMatch, type Statement, versioned, type VersionedTable, withRetries } from "../db/write";
+import { commit } from "../events/commit";
 import { Conflict, NotFound, Validation } from "../lib/errors";
 import { inJsonList } from "../lib/sql";
 import { nowIso } from "../lib/time";
 import { issuesFromZod } from "../lib/validation";
-import type { ServiceContext } from "../platform/context";
+import type { ServiceContext } from "../service-context";
 import { claimPublicKey } from "../shards/directory";
 import { findAgent } from "./agents";
 import { purgeFeed, purgeFeedBySlug } from "./feed";

@@ -4,7 +4,7 @@ import { newEvent } from "../events/outbox";
 import { readConfig } from "../env";
 import { type FieldIssue, NotConfigured, PayloadTooLarge, Validation } from "../lib/errors";
 import { newId } from "../lib/ids";
-import type { ServiceContext } from "../platform/context";
+import type { ServiceContext } from "../service-context";
 import { propertyPrefix } from "./files";
 import { discardUploads, putUploads, settleUploads } from "../files/uploads";
 import { toProperty } from "./mapping";

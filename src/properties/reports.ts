@@ -3,7 +3,7 @@ import { readConfig } from "../env";
 import { pdfWriter } from "../files/pdf-writer";
 import { requestFileSigner } from "../files/signed-url";
 import { NotConfigured, Unprocessable } from "../lib/errors";
-import type { ServiceContext } from "../platform/context";
+import type { ServiceContext } from "../service-context";
 import { reportsPrefix } from "./files";
 import { listingOf, orderedPhotos, type PropertyRecord, toProperty } from "./mapping";
 import type { Property, Report, ReportRequest, Valuation } from "./schemas";

@@ -10,12 +10,13 @@ import {
   reputationAggregates,
   users,
 } from "../db/schema";
-import { commit, type CommitOptions, expectVersion, expectVersionMatch, type Statement, versioned, withRetries } from "../db/write";
+import { expectVersion, expectVersionMatch, type Statement, versioned, withRetries } from "../db/write";
+import { commit, type CommitOptions } from "../events/commit";
 import { newEvent } from "../events/outbox";
 import { requestFileSigner } from "../files/signed-url";
 import { Conflict, NotFound, Validation } from "../lib/errors";
 import { inJsonList } from "../lib/sql";
-import type { ServiceContext } from "../platform/context";
+import type { ServiceContext } from "../service-context";
 import { takePreloaded } from "../platform/preload";
 import { preloadKey } from "./preload";
 import { listingOf, type PropertyRecord, toProperty } from "./mapping";

@@ -3,7 +3,7 @@ import type { Env } from "../env";
 import { newEvent } from "../events/outbox";
 import { nowIso } from "../lib/time";
 import { sendAfterCommit } from "../mail/mailer";
-import type { ServiceContext } from "../platform/context";
+import type { ServiceContext } from "../service-context";
 import { CODE_MESSAGES, CODE_TTL_SECONDS, type CodeRefusal, LOCKED_RETRY_AFTER_SECONDS, MAX_FAILED_CODE_TRIES, maskEmail, type SignerCodes } from "./codes";
 import { mintToken, sendSigningLink } from "./links";
 import { ACTIVE, type Change, entry, type Loaded, liveSigner, machineContext, type RequestMeta, type SignerRow, write } from "./machine";

@@ -162,6 +162,3 @@ export class EnvelopeSigner extends DurableObject<Env> {
     else if (later) await this.ctx.storage.setAlarm(new Date(later).getTime());
   }
 }
-
-/** The object of one envelope. */
-export const envelopeSigner = (env: Env, envelopeId: string) => env.ENVELOPE_SIGNER.get(env.ENVELOPE_SIGNER.idFromName(envelopeId));

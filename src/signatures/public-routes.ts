@@ -16,7 +16,7 @@ import { requestMeta } from "../platform/request-meta";
 import { defineRoute } from "../platform/route";
 import { openPublicKey } from "../shards/directory";
 import type { ActResult, OpenResult } from "./actions";
-import { envelopeSigner } from "./envelope-signer";
+import { envelopeSigner } from "./signer-client";
 import { envelopeIdOf } from "./links";
 import { signingPage } from "./page";
 import { ActionDone, Gone, SignerAction, SignerView, TokenParam } from "./schemas";

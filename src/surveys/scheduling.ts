@@ -1,7 +1,8 @@
 import { and, eq, inArray, isNull, lte, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { deals, surveys } from "../db/schema";
-import { commit, expectRow, StaleWrite } from "../db/write";
+import { expectRow, StaleWrite } from "../db/write";
+import { commit } from "../events/commit";
 import { type Env, readConfig } from "../env";
 import type { EventConsumer } from "../events/consumers";
 import type { EventEnvelope } from "../events/envelope";
@@ -10,7 +11,7 @@ import { type Defer, withDeferred } from "../lib/deferred";
 import { loggableError } from "../lib/log";
 import { openText } from "../lib/secret-box";
 import { nowIso } from "../lib/time";
-import type { ServiceContext } from "../platform/context";
+import type { ServiceContext } from "../service-context";
 import { systemContext } from "../shards/tenants";
 import { bumpSurveyFigures } from "../testimonials/aggregates";
 import { atVersion, createSurvey, LIVE, type SurveyRow } from "./service";

@@ -2,14 +2,15 @@ import { expectReferences, referenceIssuesOf, references, referencesRead } from 
 import { and, desc, eq } from "drizzle-orm";
 import { surveyResponses, surveys, surveyTemplates, users } from "../db/schema";
 import type { SurveyStatus } from "../db/surveys";
-import { commit, expectNoRow, expectRow, StaleWrite, type Statement, withRetries } from "../db/write";
+import { expectNoRow, expectRow, StaleWrite, type Statement, withRetries } from "../db/write";
+import { commit } from "../events/commit";
 import { newEvent } from "../events/outbox";
 import { decodeNewestFirstCursor, newestFirstPage, olderThan } from "../crm/pagination";
 import { type FieldIssue, InvalidState, NotFound, Validation } from "../lib/errors";
 import { newId } from "../lib/ids";
 import { loggableError } from "../lib/log";
 import { nowIso } from "../lib/time";
-import type { ServiceContext } from "../platform/context";
+import type { ServiceContext } from "../service-context";
 import { registerPublicKeys } from "../shards/directory";
 import { bumpSurveyFigures } from "../testimonials/aggregates";
 import type { Survey, SurveyCreate } from "./schemas";

@@ -5,7 +5,7 @@ import { rowJson, tableName, valuesFromJson } from "../db/row-json";
 import { type TrashKind, trashEntries, trashRows } from "../db/schema";
 import { expectRow, type Statement } from "../db/write";
 import { NotFound } from "../lib/errors";
-import type { ServiceContext } from "../platform/context";
+import type { ServiceContext } from "../service-context";
 
 /** How long a deleted record can be restored; the purge removes it after. */
 export const RESTORE_DAYS = 30;

@@ -7,7 +7,7 @@ import { removeFiles } from "../files/storage";
 import { decodeCursor, encodeCursor } from "../lib/cursor";
 import { Validation } from "../lib/errors";
 import { loggableError } from "../lib/log";
-import type { ServiceContext } from "../platform/context";
+import type { ServiceContext } from "../service-context";
 import { propertyPrefix } from "../properties/files";
 import type { TrashItem, TrashListQuery } from "./schemas";
 

@@ -2,6 +2,7 @@ import { createExecutionContext, createMessageBatch, getQueueResult, runInDurabl
 import { env } from "cloudflare:workers";
 import type { Env } from "../../src/env";
 import { handleQueue } from "../../src/queues";
+import { envelopeSigner } from "../../src/signatures/signer-client";
 
 /**
  * Bindings that fail on cue (issue 29, "Faults survived"): wrappers around the REAL local D1 databases and R2 bucket,
@@ -259,7 +260,7 @@ export async function drainQueues(f: FaultEnv, { rounds = 8 } = {}): Promise<voi
  * bindings go back, so no step of the run lands after it.
  */
 export async function withSignerOn<T>(envelopeId: string, f: FaultEnv, work: () => Promise<T>): Promise<T> {
-  const stub = env.ENVELOPE_SIGNER.get(env.ENVELOPE_SIGNER.idFromName(envelopeId));
+  const stub = envelopeSigner(env, envelopeId);
   type Instance = { env: Env; ctx: DurableObjectState; state: unknown };
   const deferred: Promise<unknown>[] = [];
   let original: { env: Env; ctx: DurableObjectState } | undefined;
