@@ -8,7 +8,7 @@ export interface Env {
   DB_SHARD_0: D1Database;
   /**
    * The Durable Objects, typed bare so this file names no class of ours: each is reached through the typed client
-   * beside its class (platform/rate-limit.ts `rateLimiterObject`, signatures/signer-client.ts `envelopeSigner`).
+   * beside its class (platform/rate-limiter.ts `rateLimiterObject`, signatures/signer-client.ts `envelopeSigner`).
    */
   RATE_LIMITER: DurableObjectNamespace;
   ENVELOPE_SIGNER: DurableObjectNamespace;

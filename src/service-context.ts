@@ -13,6 +13,12 @@ export interface Actor {
   userId?: string | null;
 }
 
+/** Where a request came from, as an audit trail records it (platform/request-meta.ts reads it off the request). */
+export interface RequestMeta {
+  ip: string | null;
+  userAgent: string | null;
+}
+
 export interface AuthUser {
   id: string;
   email: string;

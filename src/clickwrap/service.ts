@@ -6,9 +6,8 @@ import { commit } from "../events/commit";
 import { sha256Hex } from "../lib/crypto";
 import { Conflict, NotFound } from "../lib/errors";
 import { newId } from "../lib/ids";
-import type { ServiceContext } from "../service-context";
 import { registerPublicKeys } from "../shards/directory";
-import type { RequestMeta } from "../signatures/machine";
+import type { RequestMeta, ServiceContext } from "../service-context";
 import { type Acceptance, type AcceptRequest, type AgreementPublish, type AgreementSummary, MAX_ACCEPTANCES } from "./schemas";
 
 const AGREEMENTS: VersionedTable = { table: clickwrapAgreements, id: clickwrapAgreements.id, organizationId: clickwrapAgreements.organizationId, version: clickwrapAgreements.version };

@@ -8,7 +8,7 @@ import { isOurResource } from "./authorize";
 import { findClient } from "./clients";
 import { OAuthError } from "./errors";
 import { mcpServerUrlOf } from "./metadata";
-import { isPermission, type Permission } from "./permissions";
+import { isPermission, type Permission } from "../platform/permissions";
 import { type Family, newGrant, type SigningConfig, type TokenRequest, type TokenResponse, tokenResponse } from "./tokens";
 
 /**

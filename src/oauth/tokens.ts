@@ -7,12 +7,13 @@ import type { Config } from "../env";
 import { sha256Hex, toBase64Url } from "../lib/crypto";
 import { newId } from "../lib/ids";
 import { addSeconds, nowIso } from "../lib/time";
+import type { AccessTokens } from "../platform/auth";
+import { isPermission, type Permission } from "../platform/permissions";
 import type { AuthOrganization, AuthUser } from "../service-context";
 import { isOurResource } from "./authorize";
 import { findClient } from "./clients";
 import { OAuthError } from "./errors";
-import { issuerOf, mcpServerUrlOf } from "./metadata";
-import { isPermission, type Permission } from "./permissions";
+import { issuerOf, mcpPathOf, mcpServerUrlOf } from "./metadata";
 import { newRefreshToken, refreshAccessToken, revokeFamily } from "./refresh";
 
 /** Spec, Limits: an MCP access token lives one hour. */
@@ -210,3 +211,12 @@ export async function verifyAccessToken(db: Db, config: Config, token: string): 
     fenced: row.fencedAt !== null,
   };
 }
+
+/** Issue 14: access tokens work on the CRM routes and the MCP endpoint. */
+function acceptsAccessTokens(path: string, config: Config): boolean {
+  const mcp = mcpPathOf(config);
+  return path.startsWith("/v1/") || path === mcp || path.startsWith(`${mcp}/`);
+}
+
+/** Access tokens as authentication takes them (platform/auth.ts `AccessTokens`), handed in by app.ts and the MCP endpoint. */
+export const accessTokens: AccessTokens = { recognizes: looksLikeJwt, acceptedOn: acceptsAccessTokens, verify: verifyAccessToken };

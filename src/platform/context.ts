@@ -1,9 +1,9 @@
 import type { SQL } from "drizzle-orm";
 import type { Db } from "../db/client";
 import type { Env } from "../env";
-import type { Permission } from "../oauth/permissions";
+import type { Permission } from "./permissions";
 import type { AuthOrganization, AuthUser } from "../service-context";
-import type { RateLimiter } from "./rate-limit";
+import type { RateLimiter } from "./rate-limiter";
 
 export interface AppVariables {
   requestId: string;
@@ -18,7 +18,7 @@ export interface AppVariables {
   user: AuthUser;
   organization: AuthOrganization;
   /**
-   * What an OAuth access token was granted (src/oauth/permissions.ts); undefined for a bearer session, which may do
+   * What an OAuth access token was granted (src/platform/permissions.ts); undefined for a bearer session, which may do
    * everything. Read it through `grantedPermissions` / `requirePermission` (platform/auth.ts).
    */
   permissions?: Permission[];

@@ -1,14 +1,8 @@
 import type { Context } from "hono";
 import { createMiddleware } from "hono/factory";
-import type { Env } from "../env";
 import { RateLimited } from "../lib/errors";
 import type { AppBindings } from "./context";
-import type { RateDecision, RateLimiterObject } from "./rate-limiter-object";
-
-export interface RateRule {
-  limit: number;
-  windowSeconds: number;
-}
+import type { RateRule } from "./rate-limiter";
 
 /**
  * Per-IP limits of the public routes. Counts come from the specs where they give them (documents spec, Limits);
@@ -41,23 +35,6 @@ export const RATE_LIMITS = {
 } as const satisfies Record<string, RateRule>;
 
 export type RateBucket = keyof typeof RATE_LIMITS;
-
-export interface RateLimiter {
-  consume(key: string, rule: RateRule): Promise<RateDecision>;
-}
-
-/** The limiter object of one key, typed (env.ts binds it bare). */
-export function rateLimiterObject(env: Env, key: string): DurableObjectStub<RateLimiterObject> {
-  const namespace = env.RATE_LIMITER as DurableObjectNamespace<RateLimiterObject>;
-  return namespace.get(namespace.idFromName(key));
-}
-
-/** One Durable Object per key, so a key's count lives in exactly one place. */
-export function durableObjectRateLimiter(env: Env): RateLimiter {
-  return {
-    consume: (key, rule) => rateLimiterObject(env, key).consume(rule.limit, rule.windowSeconds),
-  };
-}
 
 /** The client address Cloudflare puts in front of every request; absent only outside Cloudflare's edge. */
 /**

@@ -6,7 +6,7 @@ import type { AppBindings } from "../platform/context";
 import { validationHook } from "../platform/openapi";
 import { clientIp, RATE_LIMITS } from "../platform/rate-limit";
 import { defineRoute } from "../platform/route";
-import { openPublicKey } from "../shards/directory";
+import { openPublicKey } from "../platform/session";
 import { buildFeed, FEED_TTL_SECONDS, feedCacheKey } from "./feed";
 import { WIDGET_SCRIPT } from "./widget";
 

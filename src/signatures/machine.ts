@@ -7,7 +7,7 @@ import type { Env } from "../env";
 import type { EventEnvelope } from "../events/envelope";
 import { loggableError } from "../lib/log";
 import { nowIso } from "../lib/time";
-import type { ServiceContext } from "../service-context";
+import type { RequestMeta, ServiceContext } from "../service-context";
 import { registerPublicKeys } from "../shards/directory";
 import { type AuditInput, appendAudit, type ChainHead, GENESIS } from "./audit";
 import { sealChainHead } from "./chain-seal";
@@ -20,11 +20,6 @@ import { sealChainHead } from "./chain-seal";
  */
 export type EnvelopeRow = typeof envelopes.$inferSelect;
 export type SignerRow = typeof envelopeSigners.$inferSelect;
-
-export interface RequestMeta {
-  ip: string | null;
-  userAgent: string | null;
-}
 
 export interface LiveLink {
   tokenHash: string;

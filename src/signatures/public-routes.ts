@@ -14,7 +14,7 @@ import { validationHook } from "../platform/openapi";
 import { rateLimit } from "../platform/rate-limit";
 import { requestMeta } from "../platform/request-meta";
 import { defineRoute } from "../platform/route";
-import { openPublicKey } from "../shards/directory";
+import { openPublicKey } from "../platform/session";
 import type { ActResult, OpenResult } from "./actions";
 import { envelopeSigner } from "./signer-client";
 import { envelopeIdOf } from "./links";

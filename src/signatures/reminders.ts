@@ -62,7 +62,7 @@ export async function mailDueNotices(env: Env, state: Loaded, defer: (w: Promise
     newLinks: [...reminders.newLinks, ...notices.newLinks],
     audit: [...reminders.audit, ...notices.audit],
   });
-  for (const m of reminders.minted) defer(sendSigningLink(env, state.envelope.organizationId, m.signer, m.token, "reminder"));
-  for (const m of notices.minted) defer(sendSigningLink(env, state.envelope.organizationId, m.signer, m.token, "expiry_notice", state.envelope.expiresAt));
+  for (const m of reminders.minted) defer(sendSigningLink(env, state.tenant.db, state.envelope.organizationId, m.signer, m.token, "reminder"));
+  for (const m of notices.minted) defer(sendSigningLink(env, state.tenant.db, state.envelope.organizationId, m.signer, m.token, "expiry_notice", state.envelope.expiresAt));
   return { mailed: reminders.minted.length + notices.minted.length, state: next };
 }

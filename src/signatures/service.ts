@@ -12,14 +12,14 @@ import { loggableError } from "../lib/log";
 import { newId } from "../lib/ids";
 import { inJsonList } from "../lib/sql";
 import { addSeconds, nowIso } from "../lib/time";
-import type { ServiceContext } from "../service-context";
+import type { RequestMeta, ServiceContext } from "../service-context";
 import { registerPublicKeys } from "../shards/directory";
 import { sha256Hex } from "../lib/crypto";
 import { appendAudit, GENESIS, readAudit, verifyChain } from "./audit";
 import { checkChainSeal } from "./chain-seal";
 import { envelopeSigner } from "./signer-client";
 import { mintToken, sendSigningLink, signingUrl } from "./links";
-import { type EnvelopeRow, type RequestMeta, type SignerRow, TERMINAL } from "./machine";
+import { type EnvelopeRow, type SignerRow, TERMINAL } from "./machine";
 import { expiryNoticeAt, nextReminderAt } from "./reminders";
 import { readSettings } from "./settings";
 import type { Envelope, SignatureRequest } from "./schemas";
@@ -185,7 +185,7 @@ export async function sendForSignature(ctx: ServiceContext, documentId: string, 
   await envelopeSigner(ctx.env, envelope.id)
     .begin(envelope.id, ctx.organizationId, envelope.expiresAt)
     .catch((err) => console.error(JSON.stringify({ level: "warn", msg: "envelope alarm not set; expiry is checked on each use", envelopeId: envelope.id, error: loggableError(err) })));
-  for (const { signer, token } of links) ctx.defer(sendSigningLink(ctx.env, ctx.organizationId, signer, token));
+  for (const { signer, token } of links) ctx.defer(sendSigningLink(ctx.env, ctx.db, ctx.organizationId, signer, token));
   return {
     envelopeId: envelope.id,
     links: links.map(({ signer, token }) => ({ signerId: signer.id, name: signer.name, email: signer.email, role: signer.role, url: signingUrl(ctx.env, token) })),
@@ -260,7 +260,7 @@ export async function resendSigner(ctx: ServiceContext, envelopeId: string, sign
   if (result.kind === "not_found") throw new NotFound("Signer", "No signer with this id in this envelope");
   if (result.kind === "cannot_resend") throw new InvalidState("cannot_resend", result.message);
   const { signer, token } = result;
-  ctx.defer(sendSigningLink(ctx.env, ctx.organizationId, signer, token, "resend"));
+  ctx.defer(sendSigningLink(ctx.env, ctx.db, ctx.organizationId, signer, token, "resend"));
   return { signerId: signer.id, name: signer.name, email: signer.email, role: signer.role, url: signingUrl(ctx.env, token) };
 }
 

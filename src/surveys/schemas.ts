@@ -1,5 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { listQuery } from "../crm/list-query";
+import type { StoredSurveyQuestion } from "../db/surveys";
 import type { FieldIssue } from "../lib/errors";
 import { freeText, oneLineText } from "../lib/validation";
 
@@ -48,7 +49,9 @@ const ChoiceQuestion = z
   .openapi("SingleChoiceQuestion", { description: "One of the options, answered by its text" });
 const YesNoQuestion = z.strictObject({ ...common, type: z.literal("yes_no"), purpose: z.literal("publishConsent").optional() }).openapi("YesNoQuestion", { description: "true or false" });
 
-export const SurveyQuestion = z.discriminatedUnion("type", [RatingQuestion, NpsQuestion, TextQuestion, ChoiceQuestion, YesNoQuestion]).openapi("SurveyQuestion");
+export const SurveyQuestion = z
+  .discriminatedUnion("type", [RatingQuestion, NpsQuestion, TextQuestion, ChoiceQuestion, YesNoQuestion])
+  .openapi("SurveyQuestion") satisfies z.ZodType<StoredSurveyQuestion>;
 export type SurveyQuestion = z.infer<typeof SurveyQuestion>;
 
 const VISIBLE = /[^\s\p{Cf}\p{Z}]/u;
