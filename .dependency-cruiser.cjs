@@ -11,7 +11,7 @@ const TIERS = [
   { name: "3 service context, mail", path: ["^src/service-context\\.ts$", "^src/mail/"] },
   { name: "4 shards", path: ["^src/shards/"] },
   { name: "5 events, platform", path: ["^src/events/", "^src/platform/"] },
-  { name: "6 crm, files", path: ["^src/crm/", "^src/files/"] },
+  { name: "6 crm, files, reputation", path: ["^src/crm/", "^src/files/", "^src/reputation/"] },
   { name: "7 domains", path: [`^src/(${DOMAINS.join("|")})/`] },
   { name: "8 entry points", path: ["^src/mcp/", "^src/(queues|cron|app|index)\\.ts$"] },
 ];
@@ -67,7 +67,7 @@ module.exports = {
     enhancedResolveOptions: { extensions: [".ts", ".js", ".d.ts", ".json"] },
     reporterOptions: {
       archi: {
-        collapsePattern: `^src/(lib|db|seal|ai|mail|shards|events|platform|crm|files|mcp|${DOMAINS.join("|")})/`,
+        collapsePattern: `^src/(lib|db|seal|ai|mail|shards|events|platform|crm|files|reputation|mcp|${DOMAINS.join("|")})/`,
       },
     },
   },

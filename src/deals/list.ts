@@ -5,7 +5,7 @@ import { filterKey, resolveTotal, totalStatements } from "../crm/list-totals";
 import type { ServiceContext } from "../service-context";
 import { fromRow } from "./mapping";
 import type { Deal, DealListQuery, SortField } from "./schemas";
-import { present } from "./service";
+import { present } from "./present";
 
 type Row = Record<string, unknown>;
 

@@ -15,6 +15,12 @@ import type { ServiceContext } from "../service-context";
 import { deriveObligations, obligationInserts } from "./obligations";
 import type { Document, DocumentCreate } from "./schemas";
 
+/** What the signatures use of a document: its forms (the parties who sign) and its text and PDF as rendered. */
+export { FORMS, type SigningParty } from "./forms";
+export { renderDocumentPdf, renderDocumentText } from "./render";
+/** The erasure of a person (contacts/erase.ts) reaches the documents that name them through this step. */
+export { eraseDocumentsNaming } from "./erasure";
+
 type Row = typeof documents.$inferSelect;
 
 export const toDocument = (r: Row): Document => ({ id: r.id, status: r.status, formKey: r.formKey, canonical: r.canonical, sha256: r.sha256, dealId: r.dealId, createdAt: r.createdAt, updatedAt: r.updatedAt });

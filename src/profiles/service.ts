@@ -9,8 +9,11 @@ import { issuesFromZod } from "../lib/validation";
 import type { ServiceContext } from "../service-context";
 import { claimPublicKey } from "../shards/directory";
 import { findAgent } from "./agents";
-import { purgeFeed, purgeFeedBySlug } from "./feed";
+import { purgeFeed, purgeFeedBySlug } from "../reputation/feed-cache";
 import { ProfileBlocks } from "./schemas";
+
+/** For the domains whose records name an agent (testimonials, referrals): the agent and the records must exist. */
+export { checkReferences } from "./agents";
 
 /**
  * Agent public profiles (spec: Profile): PUT writes the draft only; publish checks the draft against the approved

@@ -6,7 +6,7 @@ import type { ServiceContext } from "../service-context";
 import { boundsBox, boxSql, radiusBox, radiusSql } from "./geo";
 import { fromRow, today } from "./mapping";
 import type { Property, PropertyListQuery, SortField } from "./schemas";
-import { present } from "./service";
+import { present } from "./present";
 
 type Row = Record<string, unknown>;
 

@@ -4,7 +4,7 @@ import { pdfWriter } from "../files/pdf-writer";
 import { requestFileSigner } from "../files/signed-url";
 import { NotConfigured, Unprocessable } from "../lib/errors";
 import type { ServiceContext } from "../service-context";
-import { reportsPrefix } from "./files";
+import { reportsPrefix } from "../files/keys";
 import { listingOf, orderedPhotos, type PropertyRecord, toProperty } from "./mapping";
 import type { Property, Report, ReportRequest, Valuation } from "./schemas";
 import { findProperty } from "./service";

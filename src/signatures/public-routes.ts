@@ -2,7 +2,7 @@ import { OpenAPIHono, z } from "@hono/zod-openapi";
 import { eq } from "drizzle-orm";
 import type { Context } from "hono";
 import { documents, signingLinks } from "../db/schema";
-import { renderDocumentText } from "../documents/render";
+import { renderDocumentText } from "../documents/service";
 import { signedFileUrl } from "../files/signed-url";
 import { appUrlOf, readConfig } from "../env";
 import { sha256Hex } from "../lib/crypto";

@@ -3,9 +3,7 @@ import { documents, envelopes, envelopeSigners, signingLinks } from "../db/schem
 import type { ReminderPlan, SignerStatus } from "../db/signatures";
 import { expectVersion, type VersionedTable, withRetries } from "../db/write";
 import { commit } from "../events/commit";
-import { FORMS, type SigningParty } from "../documents/forms";
-import { renderDocumentPdf } from "../documents/render";
-import { findDocument } from "../documents/service";
+import { findDocument, FORMS, renderDocumentPdf, type SigningParty } from "../documents/service";
 import { requestFileSigner } from "../files/signed-url";
 import { InvalidState, NotFound, OrganizationMoving, TemporarilyUnavailable } from "../lib/errors";
 import { loggableError } from "../lib/log";
@@ -13,6 +11,7 @@ import { newId } from "../lib/ids";
 import { inJsonList } from "../lib/sql";
 import { addSeconds, nowIso } from "../lib/time";
 import type { RequestMeta, ServiceContext } from "../service-context";
+import { envelopeFilesPrefix } from "../files/keys";
 import { registerPublicKeys } from "../shards/directory";
 import { sha256Hex } from "../lib/crypto";
 import { appendAudit, GENESIS, readAudit, verifyChain } from "./audit";
@@ -23,6 +22,9 @@ import { type EnvelopeRow, type SignerRow, TERMINAL } from "./machine";
 import { expiryNoticeAt, nextReminderAt } from "./reminders";
 import { readSettings } from "./settings";
 import type { Envelope, SignatureRequest } from "./schemas";
+
+/** The erasure of a person (contacts/erase.ts) reaches their envelopes through these steps. */
+export { closeSigningLinks, countSignedEnvelopes, eraseUnsignedEnvelopes } from "./erasure";
 
 const DOCUMENTS: VersionedTable = { table: documents, id: documents.id, organizationId: documents.organizationId, version: documents.version };
 /** Envelopes listed per document, newest first. */
@@ -59,8 +61,6 @@ export function toEnvelope(e: EnvelopeRow, signers: SignerRow[]): Envelope {
   };
 }
 
-/** Where an envelope's own files live in R2 (its erasure removes everything under it). */
-export const envelopeFilesPrefix = (organizationId: string, envelopeId: string) => `envelopes/${organizationId}/${envelopeId}/`;
 /** The R2 key of the document PDF an envelope's signers read. */
 export const envelopeDocumentKey = (organizationId: string, envelopeId: string) => `${envelopeFilesPrefix(organizationId, envelopeId)}document.pdf`;
 

@@ -6,7 +6,7 @@ import { newEvent } from "../events/outbox";
 import { InvalidState, Validation } from "../lib/errors";
 import { nowIso } from "../lib/time";
 import type { ServiceContext } from "../service-context";
-import { bumpSurveyFigures, npsClass, type SurveyFigures } from "../testimonials/aggregates";
+import { bumpSurveyFigures, npsClass, type SurveyFigures } from "../reputation/aggregates";
 import { type Answers, checkAnswers, type SurveyQuestion } from "./schemas";
 import { surveyTokenKey } from "./invitations";
 import { atVersion, isLive } from "./service";

@@ -13,7 +13,7 @@ import { openText } from "../lib/secret-box";
 import { nowIso } from "../lib/time";
 import type { ServiceContext } from "../service-context";
 import { systemContext } from "../shards/tenants";
-import { bumpSurveyFigures } from "../testimonials/aggregates";
+import { bumpSurveyFigures } from "../reputation/aggregates";
 import { atVersion, createSurvey, LIVE, type SurveyRow } from "./service";
 import { inTrash, mailInvitation, RecipientGone, TOKEN_SEAL_PURPOSE } from "./invitations";
 import { defaultTemplate } from "./templates";

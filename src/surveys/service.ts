@@ -12,7 +12,7 @@ import { loggableError } from "../lib/log";
 import { nowIso } from "../lib/time";
 import type { ServiceContext } from "../service-context";
 import { registerPublicKeys } from "../shards/directory";
-import { bumpSurveyFigures } from "../testimonials/aggregates";
+import { bumpSurveyFigures } from "../reputation/aggregates";
 import type { Survey, SurveyCreate } from "./schemas";
 import { mailInvitation, mintSurveyToken, sealToken, surveyUrl } from "./invitations";
 import { hasDefault } from "./templates";

@@ -11,9 +11,9 @@ import { InvalidState, NotFound, Validation } from "../lib/errors";
 import { newId } from "../lib/ids";
 import { nowIso } from "../lib/time";
 import type { ServiceContext } from "../service-context";
-import { recomputeAggregates } from "./aggregates";
-import { checkReferences } from "../profiles/agents";
-import { feedUrl, purgeFeed } from "../profiles/feed";
+import { recomputeAggregates } from "../reputation/aggregates";
+import { checkReferences } from "../profiles/service";
+import { feedUrl, purgeFeed } from "../reputation/feed-cache";
 import type { Testimonial, TestimonialCreate, TestimonialUpdate } from "./schemas";
 
 /**

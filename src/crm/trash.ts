@@ -7,6 +7,11 @@ import { expectRow, type Statement } from "../db/write";
 import { NotFound } from "../lib/errors";
 import type { ServiceContext } from "../service-context";
 
+/**
+ * The trash's moves of CRM records (contacts, deals, properties): their rows into `trash_rows` on delete and back on
+ * restore. Below the domains that delete (and the trash's own routes and purge), which all share them.
+ */
+
 /** How long a deleted record can be restored; the purge removes it after. */
 export const RESTORE_DAYS = 30;
 const DAY_MS = 86_400_000;
