@@ -1,10 +1,12 @@
 import { and, desc, eq } from "drizzle-orm";
+import type { Db } from "../db/client";
 import { documents, envelopes, envelopeSigners, signingLinks } from "../db/schema";
 import type { ReminderPlan, SignerStatus } from "../db/signatures";
 import { expectVersion, type VersionedTable, withRetries } from "../db/write";
 import { commit } from "../events/commit";
-import { findDocument, FORMS, renderDocumentPdf, type SigningParty } from "../documents/service";
-import { requestFileSigner } from "../files/signed-url";
+import { findDocument, FORMS, renderDocumentPdf, renderDocumentText, type SigningParty } from "../documents/service";
+import { appUrlOf, type Env, readConfig } from "../env";
+import { requestFileSigner, signedFileUrl } from "../files/signed-url";
 import { InvalidState, NotFound, OrganizationMoving, TemporarilyUnavailable } from "../lib/errors";
 import { loggableError } from "../lib/log";
 import { newId } from "../lib/ids";
@@ -292,4 +294,22 @@ export async function signedDocumentLink(ctx: ServiceContext, envelopeId: string
   if (envelope.status !== "completed") throw new InvalidState("document_unavailable", `The envelope is ${envelope.status}: a signed document exists only for a completed envelope`);
   if (!envelope.sealedKey) throw new InvalidState("document_pending", "The signed document is being sealed; try again in a moment");
   return requestFileSigner(ctx)(envelope.sealedKey);
+}
+
+/** The envelope of a link minted before tokens carried it (links.ts): looked up by hash; null for any other token. */
+export async function envelopeOfLink(db: Db, tokenHash: string): Promise<string | null> {
+  const row = await db.select({ envelopeId: signingLinks.envelopeId }).from(signingLinks).where(eq(signingLinks.tokenHash, tokenHash)).get();
+  return row?.envelopeId ?? null;
+}
+
+/**
+ * What the signer reads: the document's text, and its PDF through a link for this signer (valid 10 to 15 minutes);
+ * on a `code` envelope only once the signer's code was verified (title and fingerprint before that).
+ */
+export async function signerDocumentView(env: Env, db: Db, signerId: string, documentId: string, doc: { title: string | null; sha256: string | null; key: string | null; visible: boolean }) {
+  if (!doc.visible) return { title: doc.title, sha256: doc.sha256, pdfUrl: null, text: null };
+  const row = await db.select({ id: documents.id, formKey: documents.formKey, canonical: documents.canonical }).from(documents).where(eq(documents.id, documentId)).get();
+  const text = row ? renderDocumentText(row) : { title: doc.title ?? "Document", sections: [] };
+  const pdfUrl = doc.key ? (await signedFileUrl(env, appUrlOf(readConfig(env)), doc.key, undefined, signerId)).url : null;
+  return { title: doc.title ?? text.title, sha256: doc.sha256, pdfUrl, text };
 }
