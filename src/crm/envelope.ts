@@ -70,5 +70,5 @@ export function keptAnswer<T extends object>(c: Context<AppBindings>, status: 20
 export function keptAnswer<T extends object>(c: Context<AppBindings>, status: 200 | 201, message: string): { ctx: ServiceContext; answer: (data: T) => { success: true; message: string; data: T } };
 export function keptAnswer<T extends object>(c: Context<AppBindings>, status: 200 | 201, message?: string): { ctx: ServiceContext; answer: (data: T) => object } {
   const answer = (data: T) => (message === undefined ? { success: true as const, data } : { success: true as const, message, data });
-  return { ctx: { ...serviceContext(c), keepAnswer: keepAnswerInBatch(c, status, answer) }, answer };
+  return { ctx: { ...serviceContext(c), keepAnswer: keepAnswerInBatch(c.get("idempotencyClaim"), status, answer, c.get("replayOmits")) }, answer };
 }

@@ -182,6 +182,16 @@ export const requireRoutePermission = createMiddleware<AppBindings>(async (c, ne
   await next();
 });
 
+/**
+ * What was read with the authentication, handed over once as data: the service context takes it off the request, so
+ * a second context of the same request reads afresh.
+ */
+function takeAllPreloaded(c: Context<AppBindings>): Map<string, unknown[]> | undefined {
+  const preloaded = c.get("preloaded");
+  c.set("preloaded", undefined);
+  return preloaded;
+}
+
 /** The service context of an authenticated request. */
 export function serviceContext(c: Context<AppBindings>): ServiceContext {
   return {
@@ -194,6 +204,6 @@ export function serviceContext(c: Context<AppBindings>): ServiceContext {
     requestId: c.get("requestId"),
     ifMatch: parseIfMatch(c.req.header("if-match")),
     defer: (work) => c.executionCtx.waitUntil(work),
-    preloaded: c.get("preloaded"),
+    preloaded: takeAllPreloaded(c),
   };
 }

@@ -5,6 +5,14 @@ import type { Permission } from "./permissions";
 import type { AuthOrganization, AuthUser } from "../service-context";
 import type { RateLimiter } from "./rate-limiter";
 
+/** A claimed Idempotency-Key: where its row is, and the answer a verb kept in its own batch, once that batch committed. */
+export interface IdempotencyClaim {
+  db: Db;
+  where: SQL | undefined;
+  /** Set when the batch that kept it committed; the middleware then writes nothing more if the response is that answer. */
+  kept?: { status: number; headers: Record<string, string>; body: string };
+}
+
 export interface AppVariables {
   requestId: string;
   /** The directory's session (issue 24): sessions, OAuth, organizations and their shards, public link keys. */
@@ -30,9 +38,7 @@ export interface AppVariables {
   /** Results read with the authentication (platform/preload.ts). */
   preloaded?: Map<string, unknown[]>;
   /** The claimed idempotency key of this request (platform/idempotency.ts), for a verb that keeps its answer in its own batch. */
-  idempotencyClaim?: { db: Db; where: SQL | undefined };
-  /** The answer a verb kept in its own batch; the middleware then writes nothing more if the response is that answer. */
-  answerKept?: { status: number; headers: Record<string, string>; body: string };
+  idempotencyClaim?: IdempotencyClaim;
 }
 
 export interface AppBindings {
