@@ -48,14 +48,6 @@ export async function measureInterleaved(scenarios: { name: string; fn: () => Pr
   return scenarios.map((s, i) => summarize(s.name, samples[i]!, rounds * perSample));
 }
 
-/** A request through the Worker's real fetch handler; throws unless the status is the expected one. */
-export async function request(path: string, init: RequestInit = {}, expectStatus = 200): Promise<Response> {
-  const res = await exports.default.fetch(new Request(`http://bench.test${path}`, init));
-  if (res.status !== expectStatus) throw new Error(`${init.method ?? "GET"} ${path}: ${res.status} ${await res.text()}`);
-  await res.arrayBuffer();
-  return res;
-}
-
 /**
  * The floor of the same run: a request through the Worker's own fetch entry that touches no binding (an unknown
  * route answered by the app's 404 handler after the common middleware).

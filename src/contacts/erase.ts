@@ -41,12 +41,9 @@ import { ERASED, type Person, personOf, type Scrub, scrubOf } from "./redact";
 import { type Erasure, RETAINED_KINDS, type RetainedKind } from "./schemas";
 import { bumpCounters, CONTACTS, tagStatements } from "./writes";
 
-/**
- * The steps of an erasure, in order. `begin` is one atomic batch; each later step is idempotent and made of bounded
- * rounds (see each function), so a run that stops anywhere is finished by the next: the retry of the request, or
- * the cron (`resumeErasures`).
- */
-export const ERASURE_STEPS = ["begin", "envelopes", "documents", "trash", "copies", "finish"] as const;
+// The steps of an erasure, in order: begin, envelopes, documents, trash, copies, finish. `begin` is one atomic batch;
+// each later step is idempotent and made of bounded rounds (see each function), so a run that stops anywhere is
+// finished by the next: the retry of the request, or the cron (`resumeErasures`).
 
 /** Why each kind of record an erasure keeps is kept (the answer's `retainedRecords`). */
 const RETAINED_REASONS: Record<RetainedKind, string> = {

@@ -19,7 +19,6 @@ import { freeText, oneLineText } from "../lib/validation";
  * rating question, else the nps question); `testimonial` (a text question, at most one) is the text that becomes
  * the testimonial (without it, the first text question answered).
  */
-export const QUESTION_TYPES = ["rating", "nps", "text", "single_choice", "yes_no"] as const;
 export const DEFAULT_TEXT_MAX = 2000;
 export const MAX_QUESTIONS = 30;
 /** A template's questions as JSON, at most: what a page of templates answers stays bounded. */

@@ -15,7 +15,7 @@ const bin = (name: string) => join(root, "node_modules", ".bin", name);
 /** Runs a checker; answers its exit code and everything it printed. */
 async function check(command: string, args: string[], cwd = root): Promise<{ code: number; output: string }> {
   try {
-    const done = await run(bin(command), args, { cwd, env: { ...process.env, NO_COLOR: "1", FORCE_COLOR: "0" }, maxBuffer: 16 * 1024 * 1024 });
+    const done = await run(command, args, { cwd, env: { ...process.env, NO_COLOR: "1", FORCE_COLOR: "0" }, maxBuffer: 16 * 1024 * 1024 });
     return { code: 0, output: done.stdout + done.stderr };
   } catch (error) {
     const failed = error as { code?: number; stdout?: string; stderr?: string };
@@ -23,7 +23,7 @@ async function check(command: string, args: string[], cwd = root): Promise<{ cod
   }
 }
 
-const depcruise = (cwd = root) => check("depcruise", ["src", "--config", join(root, ".dependency-cruiser.cjs"), "--output-type", "err"], cwd);
+const depcruise = (cwd = root) => check(bin("depcruise"), ["src", "--config", join(root, ".dependency-cruiser.cjs"), "--output-type", "err"], cwd);
 
 describe("imports point down", () => {
   it("dependency-cruiser finds no circle, no upward import and no reach into another domain's internals", async () => {
@@ -54,11 +54,16 @@ describe("imports point down", () => {
     expect(output).toMatch(/no-circular: src\/deals\/(service|list)\.ts/);
     expect(output).toContain("domain-internals: src/contacts/service.ts → src/deals/list.ts");
   });
+
+  it("the README's diagram of the tiers is the one the code draws (npm run layers:diagram)", async () => {
+    const { code, output } = await check(process.execPath, [join(root, "scripts", "layers-diagram.mjs"), "--check"]);
+    expect(code, output).toBe(0);
+  });
 });
 
 describe("nothing unused", () => {
   it("knip finds no file, export or dependency that nothing uses", async () => {
-    const { code, output } = await check("knip", ["--no-progress", "--no-config-hints"]);
+    const { code, output } = await check(bin("knip"), ["--no-progress", "--no-config-hints"]);
     expect(code, `knip reports unused code or dependencies (knip.jsonc):\n${output}`).toBe(0);
   });
 });
