@@ -166,7 +166,7 @@ export function includePermissions(include: string | readonly string[] | undefin
 }
 
 /**
- * After `requireAuth` on /v1/*: an access token may only reach the routes its permissions cover, and embed
+ * After authentication on /v1/*: an access token may only reach the routes its permissions cover, and embed
  * (`include`) only what it could read by itself; a session passes.
  */
 export const requireRoutePermission = createMiddleware<AppBindings>(async (c, next) => {

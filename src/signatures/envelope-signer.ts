@@ -167,7 +167,7 @@ export class EnvelopeSigner extends DurableObject<Env> {
 
   override async alarm(): Promise<void> {
     const { envelopeId, organizationId } = Object.fromEntries(await this.ctx.storage.get<string>(["envelopeId", "organizationId"])) as Record<string, string | undefined>;
-    // Without its organization the object cannot find the envelope's shard; the cron's sweep hands it over (expiry.ts).
+    // Without its organization the object cannot find the envelope's shard; the cron's sweep hands it over (sweeps.ts).
     if (!envelopeId || !organizationId) return;
     // Read afresh: the alarm is rare, and must see an expiry changed in D1 since the object last looked.
     const later = await this.withState(envelopeId, organizationId, (s) => expireIfDue(this.env, s, this.defer).then(({ later, state }) => ({ result: later, state })), true);
