@@ -52,6 +52,13 @@ module.exports = {
       to: {},
     },
     {
+      name: "durable-object-class",
+      comment: "A Durable Object is reached through the typed client beside its class (signatures/signer-client.ts, platform/rate-limiter.ts); only index.ts exports the class.",
+      severity: "error",
+      from: { pathNot: ["^src/index\\.ts$", "^src/signatures/signer-client\\.ts$", "^src/platform/rate-limiter\\.ts$"] },
+      to: { path: ["^src/signatures/envelope-signer\\.ts$", "^src/platform/rate-limiter-object\\.ts$"] },
+    },
+    {
       name: "worker-imports-client",
       comment: "src/client/ is the generated typed client for callers of the API, not part of the Worker.",
       severity: "error",
