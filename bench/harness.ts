@@ -48,14 +48,6 @@ export async function measureInterleaved(scenarios: { name: string; fn: () => Pr
   return scenarios.map((s, i) => summarize(s.name, samples[i]!, rounds * perSample));
 }
 
-/** A request through the Worker's real fetch handler; throws unless the status is the expected one. */
-export async function request(path: string, init: RequestInit = {}, expectStatus = 200): Promise<Response> {
-  const res = await exports.default.fetch(new Request(`http://bench.test${path}`, init));
-  if (res.status !== expectStatus) throw new Error(`${init.method ?? "GET"} ${path}: ${res.status} ${await res.text()}`);
-  await res.arrayBuffer();
-  return res;
-}
-
 /**
  * The floor of the same run: a request through the Worker's own fetch entry that touches no binding (an unknown
  * route answered by the app's 404 handler after the common middleware).
@@ -161,5 +153,54 @@ export function countingApp(vars: Record<string, string> = {}) {
       if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status} ${await res.text()}`);
       return res.json() as Promise<unknown>;
     },
+  };
+}
+
+/**
+ * Issue 30: round trips by database, reads apart from writes, and in waves. The directory (`DB`) and the shards
+ * (`DB_SHARD_n`) are counted apart; a trip whose statements all SELECT is a read, any other a write; a wave is a run
+ * of round trips in flight together (one that starts while none is in flight opens a new wave), so two reads side by
+ * side are two trips in one wave.
+ */
+export function countReadsByDatabase(from: Env = env) {
+  type Where = "directory" | "shards";
+  let inFlight = 0;
+  let waves = 0;
+  const trips = { directoryReads: 0, directoryWrites: 0, shardReads: 0, shardWrites: 0 };
+  const sqlOf = new WeakMap<object, string>();
+  const isRead = (sql: string | undefined) => /^\s*(SELECT|WITH)\b/i.test(sql ?? "") && !/\b(INSERT|UPDATE|DELETE)\b/i.test(sql ?? "");
+  const start = (where: Where, read: boolean) => {
+    trips[`${where === "directory" ? "directory" : "shard"}${read ? "Reads" : "Writes"}`]++;
+    if (inFlight++ === 0) waves++;
+  };
+  const settle = <T>(p: Promise<T>): Promise<T> => p.finally(() => void inFlight--);
+  const wrapStmt = (s: D1PreparedStatement, where: Where, sql: string): D1PreparedStatement => {
+    const wrapped: D1PreparedStatement = new Proxy(s, {
+      get(target, prop) {
+        if (prop === "bind") return (...args: unknown[]) => wrapStmt(target.bind(...args), where, sql);
+        const v = Reflect.get(target, prop);
+        if (prop === "run" || prop === "all" || prop === "first" || prop === "raw") return (...args: unknown[]) => (start(where, isRead(sql)), settle((v as (...a: unknown[]) => Promise<unknown>).apply(target, args)));
+        return typeof v === "function" ? v.bind(target) : v;
+      },
+    });
+    sqlOf.set(wrapped, sql);
+    return wrapped;
+  };
+  const counting = <T extends D1Database | D1DatabaseSession>(db: T, where: Where): T =>
+    new Proxy(db, {
+      get(target, prop) {
+        if (prop === "prepare") return (q: string) => wrapStmt(target.prepare(q), where, q);
+        if (prop === "batch") return (stmts: D1PreparedStatement[]) => (start(where, stmts.every((st) => isRead(sqlOf.get(st)))), settle(target.batch(stmts)));
+        if (prop === "withSession") return (c?: string) => counting((target as D1Database).withSession(c), where);
+        const v = Reflect.get(target, prop);
+        return typeof v === "function" ? v.bind(target) : v;
+      },
+    });
+  const bindings: Record<string, D1Database> = { DB: counting(from.DB, "directory") };
+  for (const { shard, db } of everyShard(from)) bindings[`DB_SHARD_${shard}`] = counting(db, "shards");
+  return {
+    env: { ...from, ...bindings } as Env,
+    figures: () => ({ ...trips, waves }),
+    reset: () => void ((trips.directoryReads = trips.directoryWrites = trips.shardReads = trips.shardWrites = 0), (waves = 0)),
   };
 }

@@ -4,7 +4,7 @@ import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test"
 import { env, exports } from "cloudflare:workers";
 import { expect, it } from "vitest";
 import { createApp } from "../src/app";
-import { feedCacheKey } from "../src/profiles/feed";
+import { feedCacheKey } from "../src/reputation/feed-cache";
 import { createPrincipal } from "../test/helpers/factories";
 import { publishedProfile } from "../test/helpers/profiles";
 import { publishedTestimonial } from "../test/helpers/testimonials";

@@ -8,6 +8,7 @@ import { sha256Hex } from "../src/lib/crypto";
 import { act } from "../src/signatures/actions";
 import { SignerCodes } from "../src/signatures/codes";
 import { loadEnvelope } from "../src/signatures/machine";
+import { envelopeSigner } from "../src/signatures/signer-client";
 import { createDb } from "../src/db/client";
 import { createDocument, freshIp, leaseCanonical, publicSign, sendForSignature, tokenOf } from "../test/helpers/documents";
 import { createPrincipal, tenantDb, type TestPrincipal } from "../test/helpers/factories";
@@ -82,7 +83,7 @@ it("public sign: a single call beside 50 concurrent calls on one envelope; D1 ro
   limiter.reset();
   expect((await sign(probe!.token, probe!.ip)).status).toBe(200);
   const route = { d1: d1.trips(), envelopeSigner: signers.calls(), rateLimiter: limiter.calls() };
-  const stub = env.ENVELOPE_SIGNER.get(env.ENVELOPE_SIGNER.idFromName(inside!.envelopeId));
+  const stub = envelopeSigner(env, inside!.envelopeId);
   const object = await runInDurableObject(stub, async (_, state) => {
     // The owner lives on shard 0 (placed there below): the object's tenant is that shard, counted.
     const counted = d1.dbs.DB_SHARD_0!;

@@ -1,5 +1,6 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
 import { readConfig } from "./env";
+import { accessTokens } from "./oauth/tokens";
 import { authenticate, requireRoutePermission } from "./platform/auth";
 import { contactPreloads } from "./contacts/preload";
 import { dealPreloads } from "./deals/preload";
@@ -7,12 +8,12 @@ import { propertyPreloads } from "./properties/preload";
 import { limitBodies } from "./platform/body-limit";
 import type { AppBindings } from "./platform/context";
 import { idempotency } from "./platform/idempotency";
-import { mountLazily, type RouteGroup, type Routers } from "./platform/lazy-routes";
+import { mountLazily, type RouteGroup } from "./platform/lazy-routes";
 import { responseHeaders } from "./platform/response-headers";
 import { d1Session } from "./platform/session";
 import { handleError, handleNotFound } from "./platform/error-handler";
-import { mountDocs, validationHook } from "./platform/openapi";
-import { durableObjectRateLimiter, type RateLimiter } from "./platform/rate-limit";
+import { mountDocs, type Routers, validationHook } from "./platform/openapi";
+import { durableObjectRateLimiter, type RateLimiter } from "./platform/rate-limiter";
 import type { ReferralDeps } from "./referrals/routes";
 import type { SigningDeps } from "./signatures/public-routes";
 import type { WebhookDeps } from "./webhooks/transport";
@@ -48,7 +49,7 @@ export function createApp(options: AppOptions = {}) {
   app.use(limitBodies());
   const isPublic = (path: string) => path.startsWith("/api/public/");
   // Writes of one row read it with the session lookup (platform/preload.ts).
-  const requireAuth = authenticate([...contactPreloads, ...dealPreloads, ...propertyPreloads]);
+  const requireAuth = authenticate([...contactPreloads, ...dealPreloads, ...propertyPreloads], accessTokens);
   for (const path of AUTHENTICATED) {
     app.use(path, async (c, next) => (isPublic(c.req.path) ? next() : requireAuth(c, next)));
   }

@@ -1,6 +1,4 @@
 import { z } from "zod";
-import type { EnvelopeSigner } from "./signatures/envelope-signer";
-import type { RateLimiterObject } from "./platform/rate-limiter-object";
 
 /** Bindings declared in wrangler.toml. Vars arrive as strings; `readConfig` turns them into a typed object. */
 export interface Env {
@@ -8,8 +6,12 @@ export interface Env {
   DB: D1Database;
   /** Tenant shards, DB_SHARD_0 … n without gaps: organization data. The others are read by name (src/shards/bindings.ts). */
   DB_SHARD_0: D1Database;
-  RATE_LIMITER: DurableObjectNamespace<RateLimiterObject>;
-  ENVELOPE_SIGNER: DurableObjectNamespace<EnvelopeSigner>;
+  /**
+   * The Durable Objects, typed bare so this file names no class of ours: each is reached through the typed client
+   * beside its class (platform/rate-limiter.ts `rateLimiterObject`, signatures/signer-client.ts `envelopeSigner`).
+   */
+  RATE_LIMITER: DurableObjectNamespace;
+  ENVELOPE_SIGNER: DurableObjectNamespace;
   EVENTS: Queue<unknown>;
   WEBHOOK_DELIVERIES: Queue<unknown>;
   DOCUMENT_VECTORS?: VectorizeIndex;

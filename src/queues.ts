@@ -1,8 +1,22 @@
 import type { Env } from "./env";
-import { createEventRouter } from "./events/consumers";
-import { EVENT_CONSUMERS } from "./events/registry";
+import { createEventRouter, type EventConsumer } from "./events/consumers";
+import { auditConsumer } from "./events/audit";
+import { certificateConsumer } from "./signatures/certificate";
+import { sealingConsumer } from "./signatures/sealing";
+import { documentIndexingConsumer } from "./documents/indexing";
+import { obligationSyncConsumer } from "./documents/obligations";
+import { referralLeadConsumer } from "./referrals/service";
+import { surveyResponseConsumer } from "./surveys/responses";
+import { dealWonSurveyConsumer } from "./surveys/scheduling";
+import { webhookFanout } from "./webhooks/fanout";
 import { createDeliveryConsumer, markDeadDeliveries } from "./webhooks/delivery";
 import { defaultWebhookDeps } from "./webhooks/transport";
+
+/**
+ * Every consumer of the `events` queue, here at the top beside the queue handler: the domains' consumers are handed
+ * to the event router (events/consumers.ts), which names no domain.
+ */
+export const EVENT_CONSUMERS: EventConsumer[] = [auditConsumer, webhookFanout, certificateConsumer, sealingConsumer, obligationSyncConsumer, documentIndexingConsumer, referralLeadConsumer, dealWonSurveyConsumer, surveyResponseConsumer];
 
 const routeEvents = createEventRouter(EVENT_CONSUMERS);
 const deliverWebhooks = createDeliveryConsumer(defaultWebhookDeps());

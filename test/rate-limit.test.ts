@@ -2,12 +2,13 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { clientIp, durableObjectRateLimiter, RATE_LIMITS, rateLimit } from "../src/platform/rate-limit";
+import { clientIp, RATE_LIMITS, rateLimit } from "../src/platform/rate-limit";
+import { durableObjectRateLimiter, rateLimiterObject } from "../src/platform/rate-limiter";
 import { call, json } from "./helpers/client";
 import { createPrincipal } from "./helpers/factories";
 import { testApp } from "./helpers/test-app";
 
-const stub = (key: string) => env.RATE_LIMITER.get(env.RATE_LIMITER.idFromName(key));
+const stub = (key: string) => rateLimiterObject(env, key);
 
 describe("RateLimiter Durable Object", () => {
   it("admits exactly the limit out of 200 simultaneous requests on one key", async () => {

@@ -2,7 +2,7 @@ import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test"
 import { env, exports } from "cloudflare:workers";
 import { beforeAll, describe, expect, it, vi } from "vitest";
 import { createApp } from "../src/app";
-import type { RateLimiter } from "../src/platform/rate-limit";
+import type { RateLimiter } from "../src/platform/rate-limiter";
 import { newAgreement } from "./helpers/clickwrap";
 import { call, json } from "./helpers/client";
 import { createDocument, freshIp, sendForSignature, tokenOf } from "./helpers/documents";

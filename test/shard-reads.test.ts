@@ -5,8 +5,9 @@ import { createApp } from "../src/app";
 import type { Env } from "../src/env";
 import { everyShard } from "../src/shards/bindings";
 import { newAgreement } from "./helpers/clickwrap";
-import { createDocument, freshIp, sendForSignature, tokenOf } from "./helpers/documents";
+import { createDocument, freshIp, leaseCanonical, mailTo, publicSign, sendForSignature, tokenOf } from "./helpers/documents";
 import { createPrincipal, type TestPrincipal } from "./helpers/factories";
+import { withSignerEnv } from "./helpers/faulty-bindings";
 import { publishedProfile } from "./helpers/profiles";
 import { bodyOf, fillPath, ROUTES, varsOf } from "./helpers/route-table";
 import { createSurveyTemplate, scheduleSurvey } from "./helpers/surveys";
@@ -79,5 +80,54 @@ describe("no public route reads more than one shard", () => {
     expect(status).toBeLessThan(300);
     // A page that only serves its script (the signing page fetches the API itself) reads no shard at all.
     expect([...touched].filter((s) => s !== shard)).toEqual([]);
+  });
+});
+
+/** `env` with a directory that counts the reads prepared on it (through its sessions too). */
+function directoryCountingEnv(): { env: Env; reads: () => number } {
+  let reads = 0;
+  const counting = <T extends D1Database | D1DatabaseSession>(db: T): T =>
+    new Proxy(db, {
+      get(target, prop) {
+        if (prop === "prepare") return (q: string) => (/^\s*select\b/i.test(q) && reads++, target.prepare(q));
+        if (prop === "withSession") return (c?: string) => counting((target as D1Database).withSession(c));
+        const value = Reflect.get(target, prop) as unknown;
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+  return { env: { ...env, DB: counting(env.DB) } as Env, reads: () => reads };
+}
+
+describe("a public sign reads the directory once (issue 30)", () => {
+  it("the link's key finds the organization and its shard; the envelope's object and the next signer's mail read nothing there", async () => {
+    const owner = await createPrincipal({ shard: 1 });
+    const next = `${crypto.randomUUID()}@shard-reads.test`;
+    const doc = await createDocument(owner.token, leaseCanonical());
+    const sent = await sendForSignature(owner.token, doc.id, {
+      mode: "sequential",
+      signerVerification: "attested",
+      signers: [
+        { name: "First Signer", email: `${crypto.randomUUID()}@shard-reads.test`, role: "tenant" },
+        { name: "Second Signer", email: next, role: "landlord" },
+      ],
+    });
+    const token = tokenOf(sent.links[0]!.url);
+    const ip = freshIp();
+    await publicSign("GET", token, undefined, ip);
+    await publicSign("POST", token, { action: "authenticate", codeVerified: true }, ip);
+    await publicSign("POST", token, { action: "consent" }, ip);
+    const counted = directoryCountingEnv();
+    // The object reads through the counted env as one that has not loaded the envelope yet (new, or evicted) would.
+    const status = await withSignerEnv(sent.envelopeId, counted.env, async () => {
+      const ctx = createExecutionContext();
+      const init = { method: "POST", headers: { "content-type": "application/json", "cf-connecting-ip": ip }, body: JSON.stringify({ action: "sign" }) };
+      const res = await app.fetch(new Request(`http://api.test/api/public/sign/${token}`, init), counted.env, ctx);
+      await waitOnExecutionContext(ctx);
+      await res.arrayBuffer();
+      return res.status;
+    });
+    expect(status).toBe(200);
+    expect(await mailTo(next)).toHaveLength(1);
+    expect(counted.reads()).toBe(1);
   });
 });

@@ -4,11 +4,12 @@ import { describe, expect, it } from "vitest";
 import { call, json } from "./helpers/client";
 import { createDocument, freshIp, linkIn, mailTo, openedSigner, publicSign, sendForSignature, signAll, signingCodeFor, tokenOf } from "./helpers/documents";
 import { createPrincipal } from "./helpers/factories";
+import { envelopeSigner } from "../src/signatures/signer-client";
 
 // Issue 29, defect 4: 15 wrong codes lock a signer's code verification until the sender sends them a new link with
 // POST /api/signatures/{envelopeId}/signers/{signerId}/resend.
 const post = (token: string, body: Record<string, unknown>) => publicSign("POST", token, body, freshIp());
-const stub = (envelopeId: string) => env.ENVELOPE_SIGNER.get(env.ENVELOPE_SIGNER.idFromName(envelopeId));
+const stub = (envelopeId: string) => envelopeSigner(env, envelopeId);
 const resendPath = (envelopeId: string, signerId: string) => `/api/signatures/${envelopeId}/signers/${signerId}/resend`;
 const wrongFor = (code: string) => (code === "000000" ? "000001" : "000000");
 

@@ -4,11 +4,12 @@ import { describe, expect, it, vi } from "vitest";
 import { call, json } from "./helpers/client";
 import { createDocument, freshIp, leaseCanonical, mailTo, openedSigner as opened, publicSign, sendForSignature, signingCodeFor as codeFor, tokenOf } from "./helpers/documents";
 import { createPrincipal, tenantDb } from "./helpers/factories";
+import { envelopeSigner } from "../src/signatures/signer-client";
 
 // Server-verified signers (issue 20): send_code mails a 6-digit code, authenticate checks it; an envelope whose
 // signerVerification is `code` refuses the spec's client attestation.
 const post = (token: string, body: Record<string, unknown>, ip = freshIp()) => publicSign("POST", token, body, ip);
-const stub = (envelopeId: string) => env.ENVELOPE_SIGNER.get(env.ENVELOPE_SIGNER.idFromName(envelopeId));
+const stub = (envelopeId: string) => envelopeSigner(env, envelopeId);
 
 async function refusal(res: Response, status: number, error: string) {
   expect(res.status).toBe(status);

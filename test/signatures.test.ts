@@ -5,6 +5,7 @@ import worker from "../src/index";
 import { sha256Hex } from "../src/lib/crypto";
 import { turnstile } from "../src/platform/bot-challenge";
 import { everyShard, shardDatabase } from "../src/shards/bindings";
+import { envelopeSigner } from "../src/signatures/signer-client";
 import { call, json } from "./helpers/client";
 import { createDocument, freshIp, leaseCanonical, linkIn, mailTo, publicSign, sendForSignature, signAll, tokenOf } from "./helpers/documents";
 import { createPrincipal, type TestPrincipal, tenantDb } from "./helpers/factories";
@@ -22,7 +23,7 @@ async function envelopeOf(owner: TestPrincipal, envelopeId: string) {
 const auditOf = async (owner: TestPrincipal, envelopeId: string) => json(await call("GET", `/api/signatures/${envelopeId}/audit`, { token: owner.token }));
 const events = async (organizationId: string, type: string) =>
   (await (await tenantDb(organizationId)).prepare("SELECT data FROM outbox_events WHERE organization_id = ? AND type = ?").bind(organizationId, type).all<{ data: string }>()).results.map((r) => JSON.parse(r.data));
-const stub = (envelopeId: string) => env.ENVELOPE_SIGNER.get(env.ENVELOPE_SIGNER.idFromName(envelopeId));
+const stub = (envelopeId: string) => envelopeSigner(env, envelopeId);
 const action = (token: string, body: Record<string, unknown>) => publicSign("POST", token, body);
 
 async function sent(mode: "parallel" | "sequential" = "parallel", extra: Record<string, unknown> = {}) {

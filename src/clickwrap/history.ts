@@ -3,7 +3,7 @@ import { clickwrapAgreements, clickwrapVersions } from "../db/schema";
 import { versioned } from "../db/write";
 import { decodeCursor, encodeCursor } from "../lib/cursor";
 import { NotFound, Validation } from "../lib/errors";
-import type { ServiceContext } from "../platform/context";
+import type { ServiceContext } from "../service-context";
 import { summary, versionCount } from "./service";
 
 /**

@@ -9,7 +9,7 @@ import { validationHook } from "../platform/openapi";
 import { rateLimit } from "../platform/rate-limit";
 import { requestMeta } from "../platform/request-meta";
 import { defineRoute, jsonBody } from "../platform/route";
-import { openPublicKey } from "../shards/directory";
+import { openPublicKey } from "../platform/session";
 import { consentPage } from "./page";
 import {
   AcceptanceList,

@@ -1,13 +1,13 @@
 import { and, count, desc, eq, sql } from "drizzle-orm";
 import { decodeNewestFirstCursor, olderThan, paginate } from "../crm/pagination";
 import { clickwrapAcceptances, clickwrapAgreements, clickwrapVersions } from "../db/schema";
-import { atVersion, commit, expectNoRow, expectRow, expectVersion, expectVersionMatch, isGuardFailure, versioned, type VersionedTable, withRetries } from "../db/write";
+import { atVersion, expectNoRow, expectRow, expectVersion, expectVersionMatch, isGuardFailure, versioned, type VersionedTable, withRetries } from "../db/write";
+import { commit } from "../events/commit";
 import { sha256Hex } from "../lib/crypto";
 import { Conflict, NotFound } from "../lib/errors";
 import { newId } from "../lib/ids";
-import type { ServiceContext } from "../platform/context";
 import { registerPublicKeys } from "../shards/directory";
-import type { RequestMeta } from "../signatures/machine";
+import type { RequestMeta, ServiceContext } from "../service-context";
 import { type Acceptance, type AcceptRequest, type AgreementPublish, type AgreementSummary, MAX_ACCEPTANCES } from "./schemas";
 
 const AGREEMENTS: VersionedTable = { table: clickwrapAgreements, id: clickwrapAgreements.id, organizationId: clickwrapAgreements.organizationId, version: clickwrapAgreements.version };

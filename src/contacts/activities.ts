@@ -1,9 +1,10 @@
 import { and, count, desc, eq } from "drizzle-orm";
 import { decodeNewestFirstCursor, olderThan, paginate } from "../crm/pagination";
 import { contactActivities } from "../db/schema";
-import { commit, withRetries } from "../db/write";
+import { withRetries } from "../db/write";
+import { commit } from "../events/commit";
 import { newId } from "../lib/ids";
-import type { ServiceContext } from "../platform/context";
+import type { ServiceContext } from "../service-context";
 import { toActivity } from "./includes";
 import { CONVERSATION_TYPES } from "./lead-score";
 import type { Activity, ActivityCreate } from "./schemas";

@@ -1,6 +1,7 @@
-import { commit, expectVersions, withRetries } from "../db/write";
+import { expectVersions, withRetries } from "../db/write";
+import { commit } from "../events/commit";
 import type { EventEnvelope } from "../events/envelope";
-import type { ServiceContext } from "../platform/context";
+import type { ServiceContext } from "../service-context";
 import type { ContactRecord } from "./mapping";
 import type { BulkUpdate } from "./schemas";
 import { facetMoves } from "./facets";

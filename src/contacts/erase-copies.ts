@@ -25,9 +25,9 @@ import { expectVersions, isGuardFailure, type Statement } from "../db/write";
 import { removeFiles } from "../files/storage";
 import { mentionedIn, parseStructure } from "../lib/mentions";
 import { chunkBySize, inJsonList, mentionsAny } from "../lib/sql";
-import type { ServiceContext } from "../platform/context";
-import { purgeFeed } from "../profiles/feed";
-import { reportsPrefix } from "../properties/files";
+import type { ServiceContext } from "../service-context";
+import { purgeFeed } from "../reputation/feed-cache";
+import { reportsPrefix } from "../files/keys";
 import { redactJson, type Scrub } from "./redact";
 import { bumpCounters, CONTACTS, tagStatements } from "./writes";
 
@@ -230,7 +230,7 @@ function withoutTagsNaming(row: string, scrub: Scrub): string {
 }
 
 /**
- * The kept rows of other records in the trash (each the JSON of a row, trash/moves.ts) that name the person,
+ * The kept rows of other records in the trash (each the JSON of a row, crm/trash.ts) that name the person,
  * redacted structurally like the copies above (a trashed contact's tags that name them dropped, as `dropTags` does
  * for the live ones): a restore writes back what is kept, so it brings back no name. Walked in key order on the
  * organization's index (`trash_rows_org_idx`). Answers how many kept rows still name the name (another contact has it).

@@ -17,8 +17,9 @@ import {
   trashEntries,
   trashRows,
 } from "../db/schema";
-import { commit, expectRow, expectVersion, expectVersionMatch, type Statement, withRetries } from "../db/write";
-import { eraseDocumentsNaming } from "../documents/erasure";
+import { expectRow, expectVersion, expectVersionMatch, type Statement, withRetries } from "../db/write";
+import { commit } from "../events/commit";
+import { eraseDocumentsNaming } from "../documents/service";
 import type { Env } from "../env";
 import { newEvent } from "../events/outbox";
 import { sha256Hex } from "../lib/crypto";
@@ -27,12 +28,12 @@ import { newId } from "../lib/ids";
 import { loggableError } from "../lib/log";
 import { matcherOf, phoneParts, replaceMentions } from "../lib/mentions";
 import { digitsOnly, inJsonList, mentionsAny } from "../lib/sql";
-import type { ServiceContext } from "../platform/context";
-import { purgeFeed } from "../profiles/feed";
+import type { ServiceContext } from "../service-context";
+import { purgeFeed } from "../reputation/feed-cache";
 import { referredKey } from "../referrals/service";
 import { systemContext } from "../shards/tenants";
-import { closeSigningLinks, countSignedEnvelopes, eraseUnsignedEnvelopes } from "../signatures/erasure";
-import { decodeRow } from "../trash/moves";
+import { closeSigningLinks, countSignedEnvelopes, eraseUnsignedEnvelopes } from "../signatures/service";
+import { decodeRow } from "../crm/trash";
 import { type Counted, scrubCopies, scrubTrash } from "./erase-copies";
 import { facetMoves } from "./facets";
 import type { ContactRecord } from "./mapping";
@@ -40,12 +41,9 @@ import { ERASED, type Person, personOf, type Scrub, scrubOf } from "./redact";
 import { type Erasure, RETAINED_KINDS, type RetainedKind } from "./schemas";
 import { bumpCounters, CONTACTS, tagStatements } from "./writes";
 
-/**
- * The steps of an erasure, in order. `begin` is one atomic batch; each later step is idempotent and made of bounded
- * rounds (see each function), so a run that stops anywhere is finished by the next: the retry of the request, or
- * the cron (`resumeErasures`).
- */
-export const ERASURE_STEPS = ["begin", "envelopes", "documents", "trash", "copies", "finish"] as const;
+// The steps of an erasure, in order: begin, envelopes, documents, trash, copies, finish. `begin` is one atomic batch;
+// each later step is idempotent and made of bounded rounds (see each function), so a run that stops anywhere is
+// finished by the next: the retry of the request, or the cron (`resumeErasures`).
 
 /** Why each kind of record an erasure keeps is kept (the answer's `retainedRecords`). */
 const RETAINED_REASONS: Record<RetainedKind, string> = {

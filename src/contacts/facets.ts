@@ -1,7 +1,7 @@
 import { sql } from "drizzle-orm";
 import { contactFacetCounts } from "../db/schema";
 import type { Statement } from "../db/write";
-import type { ServiceContext } from "../platform/context";
+import type { ServiceContext } from "../service-context";
 
 /**
  * Exact totals of the contact lists filtered on type, status, source and assignedTo without counting rows: the

@@ -1,7 +1,7 @@
 import { sql } from "drizzle-orm";
 import { dealsOfContacts } from "../deals/service";
 import { inJsonList } from "../lib/sql";
-import type { ServiceContext } from "../platform/context";
+import type { ServiceContext } from "../service-context";
 import { type Activity, type Contact, type Include, INCLUDED_ACTIVITIES } from "./schemas";
 
 

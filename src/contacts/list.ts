@@ -1,6 +1,6 @@
 import { filterKey, resolveTotal, totalStatements } from "../crm/list-totals";
 import { afterCursor, type KeysetTable, keysetPage, orderBy, type SortKey, type Where } from "../crm/keyset";
-import type { ServiceContext } from "../platform/context";
+import type { ServiceContext } from "../service-context";
 import { facetTotalStatement } from "./facets";
 import { type ContactRow, toContact } from "./mapping";
 import { loadIncludes, project } from "./includes";

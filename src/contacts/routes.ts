@@ -3,7 +3,7 @@ import { CRM, CRM_PRECONDITION_ERROR, crmError, crmSuccess, keptAnswer, Page } f
 import { defineRoute, jsonBody } from "../platform/route";
 import { listQuery, NoQuery } from "../crm/list-query";
 import { requirePermission, serviceContext } from "../platform/auth";
-import { RESTORE_DAYS } from "../trash/moves";
+import { RESTORE_DAYS } from "../crm/trash";
 import { eraseContact } from "./erase";
 import { z } from "@hono/zod-openapi";
 import { ETAG_HEADER, withEtag } from "../platform/etag";

@@ -1,13 +1,15 @@
 import { and, eq, ne } from "drizzle-orm";
 import { contactActivities, contacts, contactTags } from "../db/schema";
-import { commit, type CommitOptions, expectVersion, type Statement, versioned, withRetries } from "../db/write";
+import { expectNoRow, expectVersion, type Statement, versioned, withRetries } from "../db/write";
+import { commit, type CommitOptions } from "../events/commit";
 import type { EventEnvelope } from "../events/envelope";
 import { newEvent } from "../events/outbox";
 import { Conflict, NotFound, Validation } from "../lib/errors";
 import { newId } from "../lib/ids";
-import type { ServiceContext } from "../platform/context";
+import { nowIso } from "../lib/time";
+import type { ServiceContext } from "../service-context";
 import { facetMoves } from "./facets";
-import { archiveRows, readTrashed, restoreFrame, restoreRows, trashEntry } from "../trash/moves";
+import { archiveRows, readTrashed, restoreFrame, restoreRows, trashEntry } from "../crm/trash";
 import { loadIncludes } from "./includes";
 import { type ContactRecord, toContact } from "./mapping";
 import { type Contact, type ContactCreate, type ContactUpdate, type Include, MAX_TAGS } from "./schemas";
@@ -206,4 +208,54 @@ export async function addTags(ctx: ServiceContext, id: string, add: string[]): P
     await commitContact(ctx, [...replaceContact(ctx, before, after), ...tagStatements(ctx, [tagChange], after.updatedAt), bumpCounters(ctx, 0), ...facetMoves(ctx, before, after)], [event]);
     return shown(after);
   });
+}
+
+/** "Ada Lovelace King" → first "Ada", last "Lovelace King"; one word is a first name with an empty last name. */
+function splitName(name: string) {
+  const [first, ...rest] = name.trim().split(/\s+/);
+  return { firstName: first!.slice(0, 100), lastName: rest.join(" ").slice(0, 100) };
+}
+
+/**
+ * For the domains that bring people in (referrals): the contact of `email` in the organization, or the statements that make it (with its guard: no contact with this
+ * e-mail may appear meanwhile; when one does the batch fails and the caller re-reads and links it instead).
+ */
+export async function contactByEmail(
+  ctx: ServiceContext,
+  person: { name: string; email: string; type: string; source: string; assignedTo: string | null; notes: string | null },
+): Promise<{ id: string; statements: Statement[]; events: EventEnvelope[] }> {
+  const emailKey = person.email.toLowerCase();
+  const byEmail = and(eq(contacts.organizationId, ctx.organizationId), eq(contacts.emailKey, emailKey));
+  const found = await ctx.db.select({ id: contacts.id }).from(contacts).where(byEmail).get();
+  if (found) return { id: found.id, statements: [], events: [] };
+  const at = nowIso();
+  const record: ContactRecord = {
+    id: newId(),
+    organizationId: ctx.organizationId,
+    ...splitName(person.name),
+    email: person.email,
+    emailKey,
+    phone: null,
+    secondaryPhone: null,
+    address: null,
+    type: person.type,
+    status: "ACTIVE",
+    source: person.source,
+    leadScore: null,
+    leadScoreRank: -1,
+    leadScoreAuto: false,
+    tags: [],
+    notes: person.notes,
+    preferences: null,
+    assignedTo: person.assignedTo,
+    createdAt: at,
+    updatedAt: at,
+    lastContactedAt: null,
+    version: 1,
+  };
+  const object = toContact(record);
+  const events = [newEvent(ctx, "contact.created", { object, previousAttributes: null, changes: null })];
+  if (record.assignedTo) events.push(newEvent(ctx, "contact.assigned", { object, previousAttributes: { assignedTo: null }, changes: ["assignedTo"] }));
+  const { leadScoreRank: _rank, ...row } = record;
+  return { id: record.id, statements: [expectNoRow(ctx.db, contacts, byEmail), ctx.db.insert(contacts).values(row), bumpCounters(ctx, 1), ...facetMoves(ctx, null, record)], events };
 }

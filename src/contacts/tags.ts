@@ -2,7 +2,7 @@ import { and, count, desc, eq, gt, lt, or, asc } from "drizzle-orm";
 import { tags } from "../db/schema";
 import { decodeCursor, encodeCursor } from "../lib/cursor";
 import { Validation } from "../lib/errors";
-import type { ServiceContext } from "../platform/context";
+import type { ServiceContext } from "../service-context";
 
 const SORT = "count:desc,name:asc";
 

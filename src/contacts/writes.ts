@@ -7,7 +7,7 @@ import { NotFound, Validation } from "../lib/errors";
 import { inJsonList } from "../lib/sql";
 import { newEvent } from "../events/outbox";
 import type { EventEnvelope } from "../events/envelope";
-import type { ServiceContext } from "../platform/context";
+import type { ServiceContext } from "../service-context";
 import { takePreloaded } from "../platform/preload";
 import { type ActivityFigures, calculateLeadScore, NO_ACTIVITY } from "./lead-score";
 import { type ContactRecord, toContact } from "./mapping";

@@ -1,7 +1,8 @@
 import { z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { serviceContext } from "../platform/auth";
-import type { AppBindings, ServiceContext } from "../platform/context";
+import type { AppBindings } from "../platform/context";
+import type { ServiceContext } from "../service-context";
 import { keepAnswerInBatch } from "../platform/idempotency";
 import type { RouteFamily } from "../platform/route";
 
@@ -69,5 +70,5 @@ export function keptAnswer<T extends object>(c: Context<AppBindings>, status: 20
 export function keptAnswer<T extends object>(c: Context<AppBindings>, status: 200 | 201, message: string): { ctx: ServiceContext; answer: (data: T) => { success: true; message: string; data: T } };
 export function keptAnswer<T extends object>(c: Context<AppBindings>, status: 200 | 201, message?: string): { ctx: ServiceContext; answer: (data: T) => object } {
   const answer = (data: T) => (message === undefined ? { success: true as const, data } : { success: true as const, message, data });
-  return { ctx: { ...serviceContext(c), keepAnswer: keepAnswerInBatch(c, status, answer) }, answer };
+  return { ctx: { ...serviceContext(c), keepAnswer: keepAnswerInBatch(c.get("idempotencyClaim"), status, answer, c.get("replayOmits")) }, answer };
 }

@@ -1,13 +1,19 @@
 import { and, eq, type SQL, sql } from "drizzle-orm";
 import type { SQLiteColumn, SQLiteTable } from "drizzle-orm/sqlite-core";
+import type { Db } from "./client";
 import type { FieldIssue } from "../lib/errors";
 import { inJsonList } from "../lib/sql";
-import type { ServiceContext } from "../platform/context";
 import { contacts } from "./contacts";
 import { deals } from "./deals";
 import { properties } from "./properties";
 import { trashEntries } from "./trash";
 import { guard, rowExists, type Statement } from "./write";
+
+/** One organization on its shard: what these guards need of a service context (which has both). */
+interface OrganizationDb {
+  db: Db;
+  organizationId: string;
+}
 
 /**
  * References that hold (issue 21): the one rule for a write that sets a reference to a contact, a deal or a property.
@@ -45,7 +51,7 @@ export interface Reference {
   id: string;
 }
 
-const live = (ctx: ServiceContext, r: Reference): SQL => {
+const live = (ctx: OrganizationDb, r: Reference): SQL => {
   const t = TARGETS[r.target];
   return rowExists(t.table, and(eq(t.id, r.id), eq(t.organizationId, ctx.organizationId)));
 };
@@ -54,7 +60,7 @@ const live = (ctx: ServiceContext, r: Reference): SQL => {
  * Whether each reference's target is there, as one statement a caller can put in its own read batch (an empty list
  * reads a constant): `referenceIssuesOf` turns its row into issues.
  */
-export const referencesRead = (ctx: ServiceContext, refs: Reference[]) =>
+export const referencesRead = (ctx: OrganizationDb, refs: Reference[]) =>
   ctx.db
     .select(refs.length ? Object.fromEntries(refs.map((r, i) => [`r${i}`, sql<number>`${live(ctx, r)}`])) : { none: sql<number>`1` })
     .from(sql`(SELECT 1)`);
@@ -66,7 +72,7 @@ export const referenceIssuesOf = (refs: Reference[], rows: Record<string, number
   );
 
 /** The guard for the write's batch: every target is still there when the write lands (none when nothing is set). */
-export function expectReferences(ctx: ServiceContext, refs: Reference[]): Statement[] {
+export function expectReferences(ctx: OrganizationDb, refs: Reference[]): Statement[] {
   if (refs.length === 0) return [];
   return [guard(ctx.db, sql.join(refs.map((r) => live(ctx, r)), sql` AND `))];
 }
@@ -85,7 +91,7 @@ export interface DeletedTarget {
   deletedAt: string | null;
 }
 
-export async function deletedTargets(ctx: ServiceContext, ids: string[]): Promise<Map<string, DeletedTarget>> {
+export async function deletedTargets(ctx: OrganizationDb, ids: string[]): Promise<Map<string, DeletedTarget>> {
   const unique = [...new Set(ids)];
   const out = new Map<string, DeletedTarget>(unique.map((id) => [id, { id, deleted: true, deletedAt: null }]));
   if (unique.length === 0) return out;

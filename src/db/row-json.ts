@@ -4,7 +4,7 @@ import { getTableConfig, type SQLiteColumn, type SQLiteTable } from "drizzle-orm
 
 /**
  * A row as the JSON object of its stored columns, and back: how the trash keeps a deleted record's rows
- * (trash/moves.ts) and how a shard move carries an organization's rows between databases (shards/copy.ts).
+ * (crm/trash.ts) and how a shard move carries an organization's rows between databases (shards/copy.ts).
  * `json_object` keeps integers, reals, text and NULL apart, so the row written back holds the same values; a BLOB,
  * which JSON cannot hold, travels as hex. Keys are the schema's camelCase property names.
  */

@@ -60,7 +60,7 @@ export const envelopes = sqliteTable(
   },
   (t) => [
     index("envelopes_org_document_idx").on(t.organizationId, t.documentId, t.createdAt),
-    // The cron sweep for open envelopes past their expiry whose alarm was never set (signatures/expiry.ts).
+    // The cron sweep for open envelopes past their expiry whose alarm was never set (signatures/sweeps.ts).
     index("envelopes_status_expires_idx").on(t.status, t.expiresAt),
     index("envelopes_expiry_notice_idx").on(t.expiryNoticeAt),
     // POST /api/public/verify finds the envelope of a sealed PDF by the file's SHA-256.

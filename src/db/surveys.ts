@@ -1,6 +1,17 @@
 import { sql } from "drizzle-orm";
 import { index, integer, real, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
-import type { SurveyQuestion } from "../surveys/schemas";
+
+/**
+ * A template's question as stored (the `questions` column). Declared here, below the domain: the API's zod schema
+ * (surveys/schemas.ts `SurveyQuestion`) `satisfies` it, so what is validated is what the column holds.
+ */
+export type StoredSurveyQuestion = { id: string; label: string; help?: string; required: boolean } & (
+  | { type: "rating"; purpose?: "overallRating" }
+  | { type: "nps"; purpose?: "overallRating" }
+  | { type: "text"; maxLength: number; purpose?: "testimonial" }
+  | { type: "single_choice"; options: string[] }
+  | { type: "yes_no"; purpose?: "publishConsent" }
+);
 
 /**
  * Survey templates (spec: Survey template): the question schema responses are validated against, and the delay
@@ -14,7 +25,7 @@ export const surveyTemplates = sqliteTable(
     organizationId: text().notNull(),
     name: text().notNull(),
     description: text(),
-    questions: text({ mode: "json" }).$type<SurveyQuestion[]>().notNull(),
+    questions: text({ mode: "json" }).$type<StoredSurveyQuestion[]>().notNull(),
     sendDelayHours: integer().notNull(),
     isDefault: integer({ mode: "boolean" }).notNull(),
     /** True for the standard template the service made itself when a deal was won before the organization had one. */

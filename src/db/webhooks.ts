@@ -1,5 +1,14 @@
 import { index, integer, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
-import type { WebhookFilters } from "../webhooks/filters";
+
+type FilterScalar = string | number | boolean | null;
+/**
+ * A subscription's filters as stored (the `filters` column): a condition per dotted path. Declared here, below the
+ * domain: the API's zod schema (webhooks/filters.ts `WebhookFiltersSchema`) `satisfies` it.
+ */
+export type StoredWebhookFilters = Record<
+  string,
+  { eq?: FilterScalar; ne?: FilterScalar; gt?: number | string; gte?: number | string; lt?: number | string; lte?: number | string; in?: FilterScalar[]; nin?: FilterScalar[] }
+>;
 
 /**
  * Webhook subscriptions (spec: Webhook subscription). The signing secret must stay usable for signing, so it is kept
@@ -12,7 +21,7 @@ export const webhookSubscriptions = sqliteTable(
     organizationId: text().notNull(),
     url: text().notNull(),
     events: text({ mode: "json" }).$type<string[]>().notNull(),
-    filters: text({ mode: "json" }).$type<WebhookFilters>().notNull(),
+    filters: text({ mode: "json" }).$type<StoredWebhookFilters>().notNull(),
     enabled: integer({ mode: "boolean" }).notNull(),
     description: text().notNull(),
     secretCiphertext: text().notNull(),

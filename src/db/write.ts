@@ -1,10 +1,7 @@
 import { and, eq, type SQL, sql } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
 import type { SQLiteColumn, SQLiteTable } from "drizzle-orm/sqlite-core";
-import type { EventEnvelope } from "../events/envelope";
-import { deferPublish, stageEvents } from "../events/outbox";
 import { Conflict, PreconditionFailed } from "../lib/errors";
-import type { ServiceContext } from "../platform/context";
 import type { Db } from "./client";
 import { writeGuards } from "./schema";
 
@@ -20,7 +17,7 @@ import { writeGuards } from "./schema";
  *     const before = await findThing(ctx, id);        // 404 when gone, also on a retry after a delete
  *     expectVersionMatch(ctx, before.version);        // If-Match
  *     const after = { ...apply(before, input), version: before.version + 1 };
- *     await commit(ctx, [expectVersion(ctx.db, THINGS, ctx.organizationId, before), update(after), ...derived], events);
+ *     await commit(ctx, [expectVersion(ctx.db, THINGS, ctx.organizationId, before), update(after), ...derived], events);  // events/commit.ts
  *     return after;
  *   });
  */
@@ -80,37 +77,6 @@ export function isGuardFailure(err: unknown): boolean {
   return false;
 }
 
-export interface CommitOptions {
-  /**
-   * The verb's answer: with an Idempotency-Key, its record joins the batch (platform/idempotency.ts
-   * `keepAnswerInBatch`), so the request needs no write after this one, and a retry replays it even when D1's reply to
-   * the batch was lost. Only on the batch that completes the verb: a retry never runs what would come after it.
-   */
-  answer?: object;
-  /** false: publish the events without marking them sent in D1; the consumer marks them (events/outbox.ts). */
-  markSent?: boolean;
-}
-
-/**
- * Writes `statements` and the outbox rows of `events` in one atomic batch, then publishes the events. Throws
- * `StaleWrite` when a guard failed (nothing was written).
- */
-export async function commit(ctx: ServiceContext, statements: Statement[], events: EventEnvelope[] = [], options: CommitOptions = {}): Promise<unknown[]> {
-  const kept = options.answer === undefined ? undefined : ctx.keepAnswer?.(options.answer);
-  const all = [...statements, ...stageEvents(ctx.db, events), ...(kept ? [kept.statement] : [])];
-  if (all.length === 0) return [];
-  let results: unknown[];
-  try {
-    results = await ctx.db.batch(all as [Statement, ...Statement[]]);
-  } catch (err) {
-    if (isGuardFailure(err)) throw new StaleWrite();
-    throw err;
-  }
-  kept?.committed();
-  deferPublish(ctx, events, { markSent: options.markSent });
-  return results;
-}
-
 /** Attempts of one verb before it gives up with a 409 the client may retry. */
 export const MAX_WRITE_ATTEMPTS = 40;
 
@@ -135,7 +101,7 @@ export async function withRetries<T>(attempt: (n: number) => Promise<T>): Promis
  * The caller's If-Match, checked against the version just read: a write the client made conditional on a version it
  * saw fails with 412 once the resource has moved on, instead of being re-applied.
  */
-export function expectVersionMatch(ctx: Pick<ServiceContext, "ifMatch">, version: number): void {
+export function expectVersionMatch(ctx: { ifMatch?: "*" | number[] }, version: number): void {
   const expected = ctx.ifMatch;
   if (expected && expected !== "*" && !expected.includes(version)) throw new PreconditionFailed();
 }

@@ -1,6 +1,7 @@
 import { and, asc, count, eq, sql } from "drizzle-orm";
 import { dealActivities, dealDocuments } from "../db/schema";
-import { commit, withRetries } from "../db/write";
+import { withRetries } from "../db/write";
+import { commit } from "../events/commit";
 import { readConfig } from "../env";
 import { newEvent } from "../events/outbox";
 import { requestFileSigner } from "../files/signed-url";
@@ -8,10 +9,11 @@ import { discardUploads, putUploads, settleUploads } from "../files/uploads";
 import { toHex } from "../lib/crypto";
 import { type FieldIssue, NotConfigured, PayloadTooLarge, Validation } from "../lib/errors";
 import { newId } from "../lib/ids";
-import type { ServiceContext } from "../platform/context";
-import { imageTypeOf } from "../properties/photos";
-import { toDeal } from "./mapping";
-import { type DealDocument, type DealStage, DocumentName, type DocumentUploadForm } from "./schemas";
+import type { ServiceContext } from "../service-context";
+import { dealPrefix } from "../files/keys";
+import { imageTypeOf } from "../files/types";
+import { type DocumentRecord, toDeal, toDocument } from "./mapping";
+import { type DealDocument, DocumentName, type DocumentUploadForm } from "./schemas";
 import { findDeal, readDealForWrite } from "./service";
 import { activityRow, touchDeal } from "./writes";
 
@@ -19,15 +21,6 @@ import { activityRow, touchDeal } from "./writes";
 export const MAX_DOCUMENT_BYTES = 25 * 1024 * 1024;
 /** Documents a deal holds at most (its list is answered whole). */
 export const MAX_DOCUMENTS = 100;
-
-/** R2 keys of a deal's documents, under one prefix so a deleted deal's files go together. */
-export const dealPrefix = (organizationId: string, dealId: string) => `deals/${organizationId}/${dealId}/`;
-
-type DocumentRecord = typeof dealDocuments.$inferSelect;
-
-export async function toDocument(r: DocumentRecord, sign: (key: string) => Promise<{ url: string }>): Promise<DealDocument> {
-  return { id: r.id, name: r.name, type: r.type, stage: r.stage as DealStage | null, size: r.size, mimeType: r.mimeType, url: (await sign(r.key)).url, signedAt: r.signedAt, uploadedAt: r.uploadedAt };
-}
 
 const OOXML: Record<string, string> = {
   docx: "application/vnd.openxmlformats-officedocument.wordprocessingml.document",

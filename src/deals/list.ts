@@ -2,10 +2,10 @@ import type { z } from "@hono/zod-openapi";
 import type { Pagination } from "../crm/envelope";
 import { afterCursor, type KeysetTable, keysetPage, orderBy, pageSql, type SortKey, type Where } from "../crm/keyset";
 import { filterKey, resolveTotal, totalStatements } from "../crm/list-totals";
-import type { ServiceContext } from "../platform/context";
+import type { ServiceContext } from "../service-context";
 import { fromRow } from "./mapping";
 import type { Deal, DealListQuery, SortField } from "./schemas";
-import { present } from "./service";
+import { present } from "./present";
 
 type Row = Record<string, unknown>;
 

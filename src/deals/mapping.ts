@@ -1,5 +1,5 @@
-import type { dealActivities, deals, dealTasks } from "../db/schema";
-import type { Deal, DealActivity, DealTask } from "./schemas";
+import type { dealActivities, dealDocuments, deals, dealTasks } from "../db/schema";
+import type { Deal, DealActivity, DealDocument, DealStage, DealTask } from "./schemas";
 
 export type DealRecord = typeof deals.$inferSelect;
 export type TaskRecord = typeof dealTasks.$inferSelect;
@@ -62,3 +62,9 @@ export const toActivity = (a: ActivityRecord): DealActivity => ({
   userId: a.userId,
   metadata: a.metadata,
 });
+
+export async function toDocument(r: DocumentRecord, sign: (key: string) => Promise<{ url: string }>): Promise<DealDocument> {
+  return { id: r.id, name: r.name, type: r.type, stage: r.stage as DealStage | null, size: r.size, mimeType: r.mimeType, url: (await sign(r.key)).url, signedAt: r.signedAt, uploadedAt: r.uploadedAt };
+}
+
+export type DocumentRecord = typeof dealDocuments.$inferSelect;

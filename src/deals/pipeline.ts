@@ -1,4 +1,4 @@
-import type { ServiceContext } from "../platform/context";
+import type { ServiceContext } from "../service-context";
 import { analyticsSql } from "./rollups";
 import { round2 } from "./writes";
 import { DEAL_STAGES, type DealAnalytics, type Pipeline } from "./schemas";

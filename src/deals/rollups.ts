@@ -1,7 +1,7 @@
 import { sql } from "drizzle-orm";
 import { dealCreatedRollups, dealDecidedRollups } from "../db/schema";
 import type { Statement } from "../db/write";
-import type { ServiceContext } from "../platform/context";
+import type { ServiceContext } from "../service-context";
 import type { DealRecord } from "./mapping";
 
 /**

@@ -29,7 +29,7 @@ import {
   TaskParam,
 } from "./schemas";
 import { createDeal, deleteDeal, getDeal, listDeals, moveDeal, restoreDeal, updateDeal } from "./service";
-import { RESTORE_DAYS } from "../trash/moves";
+import { RESTORE_DAYS } from "../crm/trash";
 import { completeTask, createTask, listActivities, listTasks, MAX_TASKS } from "./tasks";
 
 const tags = ["Deals"];

@@ -1,18 +1,18 @@
-import { and, asc, desc, eq, sql } from "drizzle-orm";
+import { and, eq, sql } from "drizzle-orm";
 import type { SQLiteColumn } from "drizzle-orm/sqlite-core";
-import { contacts, dealActivities, dealDocuments, deals, dealStageChanges, dealTasks, properties } from "../db/schema";
-import { commit, expectVersion, expectVersionMatch, versioned, withRetries } from "../db/write";
+import { dealActivities, dealDocuments, deals, dealStageChanges, dealTasks } from "../db/schema";
+import { expectVersion, expectVersionMatch, versioned, withRetries } from "../db/write";
+import { commit } from "../events/commit";
 import { newEvent } from "../events/outbox";
-import { requestFileSigner } from "../files/signed-url";
 import { Conflict, NotFound } from "../lib/errors";
 import { inJsonList } from "../lib/sql";
-import type { ServiceContext } from "../platform/context";
+import type { ServiceContext } from "../service-context";
 import { takePreloaded } from "../platform/preload";
 import { preloadKey } from "./preload";
-import { toDocument } from "./files";
-import { deletedTargets, expectReferences } from "../db/references";
-import { archiveRows, readTrashed, restoreFrame, restoreRows, trashEntry } from "../trash/moves";
-import { type DealRecord, fromRow, toActivity, toDeal, toTask } from "./mapping";
+import { expectReferences } from "../db/references";
+import { archiveRows, readTrashed, restoreFrame, restoreRows, trashEntry } from "../crm/trash";
+import { type DealRecord, fromRow, toDeal } from "./mapping";
+import { present } from "./present";
 import type { Deal, DealCreate, DealMove, DealUpdate, Include } from "./schemas";
 import {
   activityRow,
@@ -31,9 +31,6 @@ import {
 
 export { listDeals } from "./list";
 
-/** Activities a read with include=activities carries (the whole log is GET …/activities). */
-export const INCLUDED_ACTIVITIES = 20;
-
 const byId = (ctx: ServiceContext, id: string) => and(eq(deals.id, id), eq(deals.organizationId, ctx.organizationId));
 
 /** The deal of the caller's organization, or 404 exactly as for an id that exists nowhere. */
@@ -50,72 +47,6 @@ export async function readDealForWrite(ctx: ServiceContext, id: string): Promise
   if (!before) throw new NotFound("Deal");
   expectVersionMatch(ctx, before.version);
   return before;
-}
-
-/** Deals as the API shows them, with the requested includes: one query per include for the whole page. */
-export async function present(ctx: ServiceContext, records: DealRecord[], include: readonly Include[]): Promise<Deal[]> {
-  const shown = records.map((r) => versioned(toDeal(r), r.version));
-  if (records.length === 0 || include.length === 0) return shown;
-  const org = ctx.organizationId;
-  const ids = records.map((r) => r.id);
-  if (include.includes("contact")) {
-    const wanted = [...new Set(records.map((r) => r.contactId))];
-    const rows = await ctx.db
-      .select({ id: contacts.id, firstName: contacts.firstName, lastName: contacts.lastName, email: contacts.email })
-      .from(contacts)
-      .where(and(eq(contacts.organizationId, org), inJsonList(contacts.id, wanted)))
-      .all();
-    const found = new Map(rows.map((c) => [c.id, c]));
-    const gone = await deletedTargets(ctx, wanted.filter((id) => !found.has(id)));
-    for (const d of shown) d.contact = found.get(d.contactId) ?? gone.get(d.contactId)!;
-  }
-  if (include.includes("property")) {
-    const wanted = [...new Set(records.flatMap((r) => (r.propertyId ? [r.propertyId] : [])))];
-    const rows = wanted.length
-      ? await ctx.db
-          .select({ id: properties.id, address: properties.address, type: properties.propertyType, bedrooms: properties.bedrooms, bathrooms: properties.bathrooms, squareFootage: properties.squareFootage })
-          .from(properties)
-          .where(and(eq(properties.organizationId, org), inJsonList(properties.id, wanted)))
-          .all()
-      : [];
-    const found = new Map(rows.map((p) => [p.id, p]));
-    const gone = await deletedTargets(ctx, wanted.filter((id) => !found.has(id)));
-    for (const d of shown) d.property = d.propertyId ? (found.get(d.propertyId) ?? gone.get(d.propertyId)!) : null;
-  }
-  if (include.includes("documents")) {
-    const rows = await ctx.db
-      .select()
-      .from(dealDocuments)
-      .where(and(eq(dealDocuments.organizationId, org), inJsonList(dealDocuments.dealId, ids)))
-      .orderBy(asc(dealDocuments.uploadedAt), asc(dealDocuments.id))
-      .all();
-    const sign = requestFileSigner(ctx);
-    const docs = await Promise.all(rows.map((r) => toDocument(r, sign)));
-    for (const d of shown) d.documents = docs.filter((_, i) => rows[i]!.dealId === d.id);
-  }
-  if (include.includes("tasks")) {
-    const rows = await ctx.db
-      .select()
-      .from(dealTasks)
-      .where(and(eq(dealTasks.organizationId, org), inJsonList(dealTasks.dealId, ids)))
-      .orderBy(asc(dealTasks.createdAt), asc(dealTasks.id))
-      .all();
-    for (const d of shown) d.tasks = rows.filter((t) => t.dealId === d.id).map(toTask);
-  }
-  if (include.includes("activities")) {
-    // Read routes only (one deal): the latest activities.
-    for (const d of shown) {
-      const rows = await ctx.db
-        .select()
-        .from(dealActivities)
-        .where(and(eq(dealActivities.organizationId, org), eq(dealActivities.dealId, d.id)))
-        .orderBy(desc(dealActivities.createdAt), desc(dealActivities.id))
-        .limit(INCLUDED_ACTIVITIES)
-        .all();
-      d.activities = rows.map(toActivity);
-    }
-  }
-  return shown;
 }
 
 export async function getDeal(ctx: ServiceContext, id: string, include: readonly Include[] = []): Promise<Deal> {

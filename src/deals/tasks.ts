@@ -1,11 +1,12 @@
 import { and, asc, count, desc, eq, sql } from "drizzle-orm";
 import { decodeNewestFirstCursor, olderThan, paginate } from "../crm/pagination";
 import { dealActivities, dealTasks, users } from "../db/schema";
-import { commit, withRetries } from "../db/write";
+import { withRetries } from "../db/write";
+import { commit } from "../events/commit";
 import { newEvent } from "../events/outbox";
 import { Conflict, NotFound, Validation } from "../lib/errors";
 import { newId } from "../lib/ids";
-import type { ServiceContext } from "../platform/context";
+import type { ServiceContext } from "../service-context";
 import { type TaskRecord, toActivity, toDeal, toTask } from "./mapping";
 import type { DealActivity, DealTask, DealTaskCreate } from "./schemas";
 import { findDeal, readDealForWrite } from "./service";

@@ -9,7 +9,7 @@ import { type FieldIssue, Validation } from "../lib/errors";
 import { newId } from "../lib/ids";
 import { inJsonList } from "../lib/sql";
 import { type Reference, referenceIssuesOf, references, referencesRead } from "../db/references";
-import type { ServiceContext } from "../platform/context";
+import type { ServiceContext } from "../service-context";
 import { type DealRecord, toDeal } from "./mapping";
 import { rollupMoves } from "./rollups";
 import { type DealCreate, type DealStage, type DealStatus, type DealUpdate, FINAL_STAGES, READ_ONLY_FIELDS, STAGE_PROBABILITY } from "./schemas";

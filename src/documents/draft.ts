@@ -2,7 +2,7 @@ import { z } from "@hono/zod-openapi";
 import { AiGatewayError, AiGatewayNotConfigured, type AiGateway, configuredGateway } from "../ai/gateway";
 import { jsonIssues } from "../lib/json-bounds";
 import { issuesFromZod } from "../lib/validation";
-import type { ServiceContext } from "../platform/context";
+import type { ServiceContext } from "../service-context";
 import { formJsonSchema } from "./form-catalog";
 import { FORMS, LeaseCanonical, SIGNABLE_FORM_KEYS } from "./forms";
 import { AmendmentCanonical } from "./forms/amendment";

@@ -3,7 +3,7 @@ import { documentObligations, documents, envelopes } from "../db/schema";
 import type { Statement } from "../db/write";
 import type { Recognizer } from "../lib/mentions";
 import { inJsonList, mentionsAny } from "../lib/sql";
-import type { ServiceContext } from "../platform/context";
+import type { ServiceContext } from "../service-context";
 import { documentVectorIndex } from "./vector-index";
 
 /** Documents one round of the step takes (their text is read: it is tested in JS). */

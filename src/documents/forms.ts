@@ -4,8 +4,9 @@ import { AmendmentCanonical, amendmentForm } from "./forms/amendment";
 import { ListingCanonical, listingForm, RepresentationCanonical, representationForm } from "./forms/agency";
 import { CalendarDate, dayNumber, Party, Provenance } from "./forms/parts";
 import { PurchaseCanonical, purchaseForm } from "./forms/purchase";
-import type { DerivedObligation } from "./obligations";
-import type { DocumentText } from "./render";
+import type { FormDefinition } from "./forms/definition";
+
+export type { FormDefinition, SigningParty } from "./forms/definition";
 
 /**
  * The forms a document can be generated from. A form is typed when its canonical draft has a schema the signing
@@ -13,27 +14,7 @@ import type { DocumentText } from "./render";
  * the typed standard form (DESIGN.md contract 4). The free-form letter is generated and stored like any document
  * but names no parties, so it cannot be sent for signature.
  */
-export interface SigningParty {
-  name: string;
-  email: string;
-  role: string;
-}
 
-export interface FormDefinition {
-  key: string;
-  title: string;
-  canonical: z.ZodType<Record<string, unknown>>;
-  /** The signing roles, in signing order (GET /api/documents/forms). */
-  roles: string[];
-  /** The parties who sign a document of this form, from its canonical draft; absent for untyped forms. */
-  parties?: (canonical: Record<string, unknown>) => SigningParty[];
-  /** Signed by the parties of the purchase agreement it amends (on/amendment; documents/service.ts reads them). */
-  amendsPurchase?: true;
-  /** The form's wording (documents/render.ts has the lease's and the free form's); an amendment's names the agreement it amends. */
-  text?: (canonical: Record<string, unknown>, amended?: Record<string, unknown>) => DocumentText;
-  /** The obligations it implies (documents/obligations.ts has the lease's). */
-  obligations?: (canonical: Record<string, unknown>) => DerivedObligation[];
-}
 
 /** on/standard-lease (DESIGN.md contract 4): the typed standard form. */
 export const LeaseCanonical = z

@@ -3,7 +3,7 @@ import { configuredGateway } from "../ai/gateway";
 import { documents } from "../db/schema";
 import type { EventConsumer } from "../events/consumers";
 import { inJsonList } from "../lib/sql";
-import type { ServiceContext } from "../platform/context";
+import type { ServiceContext } from "../service-context";
 import { FORMS, type LeaseCanonical } from "./forms";
 import { documentVectorIndex, MAX_CHUNKS, VECTORIZE_MAX_TOP_K } from "./vector-index";
 

@@ -7,8 +7,9 @@ import type { EventEnvelope } from "../events/envelope";
 import { sha256Hex } from "../lib/crypto";
 import { inJsonList } from "../lib/sql";
 import { nowIso } from "../lib/time";
-import type { ServiceContext } from "../platform/context";
+import type { ServiceContext } from "../service-context";
 import { FORMS, type LeaseCanonical } from "./forms";
+import type { DerivedObligation, ObligationType } from "./forms/definition";
 import { AMENDMENT_FORM, type AmendmentCanonical, foldAmendments } from "./forms/amendment";
 import { PURCHASE_FORM, type PurchaseCanonical, type PurchaseChanges, purchaseObligations } from "./forms/purchase";
 
@@ -16,8 +17,7 @@ import { PURCHASE_FORM, type PurchaseCanonical, type PurchaseChanges, purchaseOb
  * Obligations (spec: Obligation): dated duties a document's canonical data implies, derived per form, stored with
  * the document and re-derived when it is signed (spec: Events, DOCUMENT_SIGNED → obligation re-sync).
  */
-export const OBLIGATION_TYPES = ["closing", "condition_waiver", "deposit_due", "expiry", "renewal"] as const;
-export type ObligationType = (typeof OBLIGATION_TYPES)[number];
+export { OBLIGATION_TYPES } from "./forms/definition";
 export const URGENCIES = ["pending", "due_soon", "overdue"] as const;
 
 /** Ontario RTA 2006, s. 44: a tenant's notice ending a fixed-term tenancy at its end is due at least 60 days before it. */
@@ -26,15 +26,6 @@ export const RENEWAL_NOTICE_DAYS = 60;
 export const DUE_SOON_DAYS = 7;
 /** Obligations one list answer carries at most, the earliest due first. */
 export const MAX_LISTED_OBLIGATIONS = 500;
-
-export interface DerivedObligation {
-  type: ObligationType;
-  /** Tells apart obligations of one type in one document (a purchase agreement's conditions: their index). */
-  key?: string;
-  description: string;
-  dueDate: string;
-  amountCents: number | null;
-}
 
 const DAY_MS = 86_400_000;
 const isoDay = (ms: number) => new Date(ms).toISOString().slice(0, 10);

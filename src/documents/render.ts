@@ -2,6 +2,7 @@ import { pdfLib } from "../files/pdf-lib";
 import type { Env } from "../env";
 import { unicodeWriter } from "../files/pdf-writer";
 import { FORMS, type LeaseCanonical } from "./forms";
+import type { DocumentText } from "./forms/definition";
 import { dollars, longDate } from "./forms/parts";
 
 /**
@@ -17,15 +18,7 @@ export interface RenderableDocument {
 }
 
 /** A section with an empty heading is text without a heading (the body of a free-form document). */
-export interface DocumentSection {
-  heading: string;
-  lines: string[];
-}
-
-export interface DocumentText {
-  title: string;
-  sections: DocumentSection[];
-}
+export type { DocumentText } from "./forms/definition";
 
 function leaseText(canonical: LeaseCanonical): DocumentText {
   const { lease } = canonical;

@@ -2,7 +2,8 @@ import { and, count, desc, eq, sql } from "drizzle-orm";
 import { decodeNewestFirstCursor, olderThan, paginate } from "../crm/pagination";
 import type { Db } from "../db/client";
 import { deals, documentOverages, documents, documentUsage } from "../db/schema";
-import { commit, expectRow, type Statement, withRetries } from "../db/write";
+import { expectRow, type Statement, withRetries } from "../db/write";
+import { commit } from "../events/commit";
 import { findDeal } from "../deals/service";
 import { readConfig } from "../env";
 import { newEvent } from "../events/outbox";
@@ -11,13 +12,19 @@ import { sha256Hex } from "../lib/crypto";
 import { type FieldIssue, NotFound, Validation } from "../lib/errors";
 import { newId } from "../lib/ids";
 import { nowIso } from "../lib/time";
-import type { ServiceContext } from "../platform/context";
+import type { ServiceContext } from "../service-context";
 import { FORMS, type SigningParty } from "./forms";
 import { AMENDMENT_FORM, type AmendmentCanonical } from "./forms/amendment";
 import { dollars, longDate } from "./forms/parts";
 import { PURCHASE_FORM, type PurchaseCanonical, purchaseRuleIssues } from "./forms/purchase";
 import { deriveObligations, obligationInserts, signedAmendmentChanges } from "./obligations";
 import type { Document, DocumentCreate } from "./schemas";
+
+/** What the signatures use of a document: its forms (the parties who sign) and its text and PDF as rendered. */
+export { FORMS, type SigningParty } from "./forms";
+export { renderDocumentPdf, renderDocumentText } from "./render";
+/** The erasure of a person (contacts/erase.ts) reaches the documents that name them through this step. */
+export { eraseDocumentsNaming } from "./erasure";
 
 type Row = typeof documents.$inferSelect;
 

@@ -1,10 +1,10 @@
 import { z } from "zod";
+import type { Actor } from "../service-context";
 
-export const EventActorSchema = z.object({
+const EventActorSchema = z.object({
   type: z.enum(["user", "system", "public"]),
   userId: z.string().nullable().default(null),
-});
-export type EventActor = z.input<typeof EventActorSchema>;
+}) satisfies z.ZodType<Actor, Actor>;
 
 /** The one internal envelope of the event bus (DESIGN.md "Domain events"). */
 export const EventEnvelopeSchema = z.object({

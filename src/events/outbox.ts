@@ -7,7 +7,7 @@ import { newId } from "../lib/ids";
 import { loggableError } from "../lib/log";
 import { chunkBySize, inJsonList } from "../lib/sql";
 import { addSeconds, nowIso } from "../lib/time";
-import type { ServiceContext } from "../platform/context";
+import type { ServiceContext } from "../service-context";
 import type { EventEnvelope } from "./envelope";
 
 /**

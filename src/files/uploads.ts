@@ -6,7 +6,7 @@ import type { Env } from "../env";
 import { loggableError } from "../lib/log";
 import { inJsonList } from "../lib/sql";
 import { nowIso } from "../lib/time";
-import type { ServiceContext } from "../platform/context";
+import type { ServiceContext } from "../service-context";
 import { removeFiles } from "./storage";
 
 /**

@@ -25,7 +25,7 @@ export class Unauthorized extends AppError {
   }
 }
 
-/** An OAuth access token without the permission a route or MCP tool needs (src/oauth/permissions.ts): 403. */
+/** An OAuth access token without the permission a route or MCP tool needs (src/platform/permissions.ts): 403. */
 export class InsufficientPermission extends AppError {
   readonly status = 403;
   readonly code = "insufficient_permission";

@@ -1,4 +1,4 @@
-import { createDb, type Db } from "../db/client";
+import type { Db } from "../db/client";
 import { mailOutbox } from "../db/schema";
 import { readConfig, type Env } from "../env";
 import { newId } from "../lib/ids";
@@ -6,8 +6,6 @@ import { loggableError } from "../lib/log";
 import { fetchWithDeadline } from "../lib/outbound";
 import { sealText } from "../lib/secret-box";
 import { nowIso } from "../lib/time";
-import { shardDatabase } from "../shards/bindings";
-import { tenantOf } from "../shards/tenants";
 
 /**
  * Outbound mail behind one small interface (DESIGN.md configuration `EMAIL_PROVIDER`): `log` keeps every message in
@@ -34,24 +32,16 @@ export const MAIL_LOG_PURPOSE = "mail-log";
 export const WITHHELD_LINK = "[link withheld: set MAIL_LOG_KEY to keep links in the mail log]";
 
 /**
- * Where the log provider files a message (issue 24: mail_outbox is organization data, in the tenant shards): the
- * caller's shard when it has one open, else the shard the directory places the organization on. A message of no
- * organization (a sign-in code), or of one the directory does not know, goes to the first shard.
+ * The `log` provider: a D1 row per message, its body sealed under MAIL_LOG_KEY (links are capabilities). `db` is the
+ * caller's shard (issue 24: mail_outbox is organization data): the mailer reads nothing to find where to write.
  */
-async function mailLogOf(env: Env, db: Db | undefined, organizationId: string | undefined): Promise<Db> {
-  if (db) return db;
-  const tenant = organizationId ? await tenantOf(env, organizationId) : null;
-  return tenant?.db ?? createDb(shardDatabase(env, 0));
-}
-
-/** The `log` provider: a D1 row per message, its body sealed under MAIL_LOG_KEY (links are capabilities). */
-export function logMailer(env: Env, db?: Db): Mailer {
+export function logMailer(env: Env, db: Db): Mailer {
   return {
     async send(message) {
       const id = newId();
       const key = readConfig(env).MAIL_LOG_KEY;
       const body = key ? await sealText(key, MAIL_LOG_PURPOSE, id, message.text) : message.text.replace(/https?:\/\/\S+/g, WITHHELD_LINK);
-      await (await mailLogOf(env, db, message.organizationId))
+      await db
         .insert(mailOutbox)
         .values({ id, organizationId: message.organizationId ?? null, to: message.to, subject: message.subject, body, sealed: key !== undefined, createdAt: nowIso() })
         .run();
@@ -80,16 +70,16 @@ export function resendMailer(config: { apiUrl: string; apiKey: string; from: str
  * Sends after a change has landed (a signing link, a code, a copy): a failure is logged under `what`, with `context`
  * (ids, never addresses or bodies), and does not undo or fail the change.
  */
-export async function sendAfterCommit(env: Env, message: MailMessage, what: string, context: Record<string, unknown> = {}): Promise<void> {
+export async function sendAfterCommit(env: Env, db: Db, message: MailMessage, what: string, context: Record<string, unknown> = {}): Promise<void> {
   try {
-    await mailerFor(env).send(message);
+    await mailerFor(env, db).send(message);
   } catch (err) {
     console.error(JSON.stringify({ level: "error", msg: `${what} mail failed`, organizationId: message.organizationId, ...context, error: loggableError(err) }));
   }
 }
 
 /** The mailer this deployment is configured for; `db`, the caller's shard, is where the log provider files mail. */
-export function mailerFor(env: Env, db?: Db): Mailer {
+export function mailerFor(env: Env, db: Db): Mailer {
   const config = readConfig(env);
   if (config.EMAIL_PROVIDER === "resend") {
     if (!config.EMAIL_API_KEY) throw new MailFailed("EMAIL_API_KEY is not configured");

@@ -6,7 +6,8 @@ import { createMiddleware } from "hono/factory";
 import { type Config, readConfig } from "../env";
 import { Unauthorized } from "../lib/errors";
 import { issuerOf, mcpServerUrlOf, protectedResourceMetadataUrl } from "../oauth/metadata";
-import { grantedPermissions, requireAuth, serviceContext } from "../platform/auth";
+import { accessTokens } from "../oauth/tokens";
+import { authenticate as authenticateCaller, grantedPermissions, serviceContext } from "../platform/auth";
 import type { AppBindings } from "../platform/context";
 import { requestMeta } from "../platform/request-meta";
 import { createMcpServer } from "./server";
@@ -24,6 +25,9 @@ function challenge(c: Context<AppBindings>): Response {
   const error = c.req.header("authorization") ? ', error="invalid_token"' : "";
   return c.json({ error: "Unauthorized" }, 401, { "WWW-Authenticate": `Bearer resource_metadata="${metadata}"${error}` });
 }
+
+/** Authentication without preloads. */
+const requireAuth = authenticateCaller([], accessTokens);
 
 /** A bearer session or an OAuth access token, as on every authenticated route, with the MCP challenge on a 401. */
 const authenticate = createMiddleware<AppBindings>(async (c, next) => {

@@ -6,9 +6,8 @@ import { includePermissions } from "../platform/auth";
 import { jsonIssues } from "../lib/json-bounds";
 import { loggableError, loggableStack } from "../lib/log";
 import { issuesFromZod } from "../lib/validation";
-import type { Permission } from "../oauth/permissions";
-import type { ServiceContext } from "../platform/context";
-import type { RequestMeta } from "../signatures/machine";
+import type { Permission } from "../platform/permissions";
+import type { RequestMeta, ServiceContext } from "../service-context";
 
 /** What a tool call runs with: the caller's service context (organization, actor) and what its token may do. */
 export interface ToolScope {

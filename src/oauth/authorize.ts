@@ -6,7 +6,7 @@ import { sha256Hex, toBase64Url } from "../lib/crypto";
 import { addSeconds, nowIso } from "../lib/time";
 import { type KnownClient, findClient, redirectMatches } from "./clients";
 import { issuerOf, mcpServerUrlOf } from "./metadata";
-import { DEFAULT_PERMISSIONS, isPermission, PERMISSION_NAMES, type Permission } from "./permissions";
+import { DEFAULT_PERMISSIONS, isPermission, PERMISSION_NAMES, type Permission } from "../platform/permissions";
 
 /** An authorization code lives this long: the client exchanges it straight after the redirect. */
 export const CODE_TTL_SECONDS = 60;

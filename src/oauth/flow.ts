@@ -7,6 +7,7 @@ import { mailerFor, type MailMessage } from "../mail/mailer";
 import { sha256Hex } from "../lib/crypto";
 import { resolveBearer } from "../platform/auth";
 import { RATE_LIMITS } from "../platform/rate-limit";
+import { openShardOf } from "../shards/tenants";
 import type { AppBindings } from "../platform/context";
 import { type AuthorizationQuery, type AuthorizationRequest, issueCode, readAuthorizationRequest, redirectBack } from "./authorize";
 import { lockEndText, recordSignInFailure, SIGN_IN_FAILURES_BEFORE_LOCK, signInLockedUntil } from "./lockout";
@@ -163,7 +164,8 @@ function mailAfterAnswer(c: Ctx, what: string, message: () => Promise<MailMessag
   const send = async () => {
     try {
       const mail = await message();
-      if (mail) await mailerFor(c.env).send(mail);
+      // A sign-in code belongs to no organization: its mail is filed on the first shard.
+      if (mail) await mailerFor(c.env, openShardOf(c.env, 0).db).send(mail);
     } catch (err) {
       console.error(JSON.stringify({ level: "error", requestId: c.get("requestId"), message: `${what} mail failed`, error: loggableError(err) }));
     }

@@ -1,5 +1,5 @@
 import { appUrlOf, type Config } from "../env";
-import { PERMISSION_NAMES } from "./permissions";
+import { PERMISSION_NAMES } from "../platform/permissions";
 
 /** This server's issuer identifier: APP_URL, the origin users reach it at (RFC 8414 section 2). */
 export const issuerOf = appUrlOf;

@@ -1,6 +1,6 @@
 import type { Context } from "hono";
 import { escapeHtml, htmlDocument, newNonce, pageHeaders } from "../platform/html-page";
-import { PERMISSIONS, type Permission } from "./permissions";
+import { PERMISSIONS, type Permission } from "../platform/permissions";
 import { REFRESH_TOKEN_TTL_SECONDS } from "./refresh";
 
 /**

@@ -2,7 +2,7 @@ import { inArray, lt } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { oauthClients, oauthCodes, oauthGrants, oauthRefreshTokens, oauthSignInFailures, oauthSignInLocks, oauthSignIns } from "../db/schema";
 import { SIGN_IN_FAILURE_WINDOW_SECONDS } from "./lockout";
-import { ACCESS_TOKEN_TTL_SECONDS } from "./tokens";
+import { ACCESS_TOKEN_TTL_SECONDS } from "./grants";
 
 /**
  * Cron: deletes what the authorization server no longer needs, at most `max` rows of each table a pass. A code is kept

@@ -8,8 +8,8 @@ import { isOurResource } from "./authorize";
 import { findClient } from "./clients";
 import { OAuthError } from "./errors";
 import { mcpServerUrlOf } from "./metadata";
-import { isPermission, type Permission } from "./permissions";
-import { type Family, newGrant, type SigningConfig, type TokenRequest, type TokenResponse, tokenResponse } from "./tokens";
+import { isPermission, type Permission } from "../platform/permissions";
+import { type Family, newGrant, type SigningConfig, type TokenRequest, type TokenResponse, tokenResponse } from "./grants";
 
 /**
  * Refresh tokens for public clients (issue 23; OAuth 2.1 section 4.3, RFC 6749 section 6). Each is opaque, random,

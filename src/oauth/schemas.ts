@@ -1,5 +1,5 @@
 import { z } from "@hono/zod-openapi";
-import { PERMISSION_NAMES } from "./permissions";
+import { PERMISSION_NAMES } from "../platform/permissions";
 
 const param = (name: string, description: string, max = 2000) => z.string().max(max).optional().openapi({ param: { name, in: "query" }, description });
 

@@ -1,50 +1,21 @@
 import { and, eq, gt, isNull } from "drizzle-orm";
-import { sign, verify } from "hono/jwt";
+import { verify } from "hono/jwt";
 import type { Db } from "../db/client";
 import { oauthCodes, oauthGrants, oauthRefreshTokens, organizationShards, organizations, users } from "../db/schema";
 import { expectRow, isGuardFailure } from "../db/write";
 import type { Config } from "../env";
 import { sha256Hex, toBase64Url } from "../lib/crypto";
 import { newId } from "../lib/ids";
-import { addSeconds, nowIso } from "../lib/time";
-import type { AuthOrganization, AuthUser } from "../platform/context";
+import { nowIso } from "../lib/time";
+import type { AccessTokens } from "../platform/auth";
+import { isPermission, type Permission } from "../platform/permissions";
+import type { AuthOrganization, AuthUser } from "../service-context";
 import { isOurResource } from "./authorize";
 import { findClient } from "./clients";
 import { OAuthError } from "./errors";
-import { issuerOf, mcpServerUrlOf } from "./metadata";
-import { isPermission, type Permission } from "./permissions";
+import { issuerOf, mcpPathOf, mcpServerUrlOf } from "./metadata";
+import { newGrant, type SigningConfig, type TokenRequest, type TokenResponse, tokenResponse } from "./grants";
 import { newRefreshToken, refreshAccessToken, revokeFamily } from "./refresh";
-
-/** Spec, Limits: an MCP access token lives one hour. */
-export const ACCESS_TOKEN_TTL_SECONDS = 3600;
-
-export interface TokenRequest {
-  grant_type?: string;
-  code?: string;
-  redirect_uri?: string;
-  client_id?: string;
-  code_verifier?: string;
-  resource?: string;
-  refresh_token?: string;
-  scope?: string;
-}
-
-/** The token response: RFC 6749 section 5.1 plus the spec's metadata (Authentication rule 3), at top level. */
-export interface TokenResponse {
-  access_token: string;
-  token_type: "Bearer";
-  expires_in: number;
-  scope: string;
-  mcp_server_url: string;
-  user_id: string;
-  organization_id: string;
-  organization_name: string;
-  permissions: Permission[];
-  /** Opaque and single use: grant_type=refresh_token rotates it (refresh.ts). */
-  refresh_token: string;
-}
-
-export type SigningConfig = Config & { JWT_SECRET: string };
 
 /** POST /oauth/token: the authorization_code grant, or the refresh_token grant (issue 23). */
 export function requestToken(db: Db, config: Config, form: TokenRequest): Promise<TokenResponse> {
@@ -117,49 +88,6 @@ async function exchangeCode(db: Db, config: SigningConfig, form: TokenRequest): 
   return tokenResponse(config, grant, row.organizationName, refresh.token, now);
 }
 
-/** What a refresh token family is bound to. */
-export interface Family {
-  familyId: string;
-  clientId: string;
-  userId: string;
-  organizationId: string;
-}
-
-export type Grant = Family & { id: string; permissions: Permission[]; createdAt: string; expiresAt: string };
-
-/** A grant (one access token's `jti`) in `family`, valid for the access token's lifetime. */
-export function newGrant(family: Family, permissions: Permission[], now: Date, id = newId()): Grant {
-  return { id, ...family, permissions, createdAt: nowIso(now), expiresAt: nowIso(addSeconds(now, ACCESS_TOKEN_TTL_SECONDS)) };
-}
-
-/** Signs the access token of `grant` and answers it with the spec's metadata and the refresh token. */
-export async function tokenResponse(config: SigningConfig, grant: Grant, organizationName: string, refreshToken: string, now: Date): Promise<TokenResponse> {
-  const iat = Math.floor(now.getTime() / 1000);
-  const claims = {
-    iss: issuerOf(config),
-    aud: mcpServerUrlOf(config),
-    sub: grant.userId,
-    org: grant.organizationId,
-    scope: grant.permissions.join(" "),
-    client_id: grant.clientId,
-    jti: grant.id,
-    iat,
-    exp: iat + ACCESS_TOKEN_TTL_SECONDS,
-  };
-  return {
-    access_token: await sign(claims, config.JWT_SECRET, "HS256"),
-    token_type: "Bearer",
-    expires_in: ACCESS_TOKEN_TTL_SECONDS,
-    scope: claims.scope,
-    mcp_server_url: claims.aud,
-    user_id: grant.userId,
-    organization_id: grant.organizationId,
-    organization_name: organizationName,
-    permissions: grant.permissions,
-    refresh_token: refreshToken,
-  };
-}
-
 /** A code presented again: what its first exchange started (its grant, and the refresh tokens and grants since) is revoked. */
 async function revokeFamilyOfCode(db: Db, codeHash: string): Promise<void> {
   const code = await db.select({ grantId: oauthCodes.grantId }).from(oauthCodes).where(eq(oauthCodes.codeHash, codeHash)).get();
@@ -210,3 +138,12 @@ export async function verifyAccessToken(db: Db, config: Config, token: string): 
     fenced: row.fencedAt !== null,
   };
 }
+
+/** Issue 14: access tokens work on the CRM routes and the MCP endpoint. */
+function acceptsAccessTokens(path: string, config: Config): boolean {
+  const mcp = mcpPathOf(config);
+  return path.startsWith("/v1/") || path === mcp || path.startsWith(`${mcp}/`);
+}
+
+/** Access tokens as authentication takes them (platform/auth.ts `AccessTokens`), handed in by app.ts and the MCP endpoint. */
+export const accessTokens: AccessTokens = { recognizes: looksLikeJwt, acceptedOn: acceptsAccessTokens, verify: verifyAccessToken };

@@ -1,10 +1,11 @@
 import { and, eq } from "drizzle-orm";
 import { plants } from "../db/schema";
-import { commit, expectNoRow, expectVersion, type VersionedTable, withRetries } from "../db/write";
+import { expectNoRow, expectVersion, type VersionedTable, withRetries } from "../db/write";
+import { commit } from "../events/commit";
 import { newEvent } from "../events/outbox";
 import { NotFound } from "../lib/errors";
 import { nowIso } from "../lib/time";
-import type { ServiceContext } from "../platform/context";
+import type { ServiceContext } from "../service-context";
 import type { NewPlant, Plant } from "./schemas";
 
 const PLANTS: VersionedTable = { table: plants, id: plants.id, organizationId: plants.organizationId, version: plants.version };

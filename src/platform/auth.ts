@@ -7,12 +7,11 @@ import { organizationShards, organizations, sessions, users } from "../db/schema
 import { sha256Hex } from "../lib/crypto";
 import { type Config, readConfig } from "../env";
 import { InsufficientPermission, OrganizationMoving, Unauthorized } from "../lib/errors";
-import { mcpPathOf } from "../oauth/metadata";
-import { PERMISSION_NAMES, type Permission } from "../oauth/permissions";
-import { looksLikeJwt, verifyAccessToken } from "../oauth/tokens";
+import { PERMISSION_NAMES, type Permission } from "./permissions";
 import { nowIso } from "../lib/time";
 import { parseIfMatch } from "./etag";
-import type { AppBindings, AuthOrganization, AuthUser, ServiceContext } from "./context";
+import type { AuthOrganization, AuthUser, ServiceContext } from "../service-context";
+import type { AppBindings } from "./context";
 import { type AuthPreload, preloadOf } from "./preload";
 import { openShard } from "./session";
 
@@ -22,6 +21,19 @@ export interface Principal {
   organization: AuthOrganization;
   shard: number;
   fenced: boolean;
+}
+
+/**
+ * What authentication needs of the OAuth server, handed in by the app (oauth/tokens.ts `accessTokens`), so the
+ * platform names no domain.
+ */
+export interface AccessTokens {
+  /** An access token (a JWT), as opposed to a session token. */
+  recognizes(token: string): boolean;
+  /** Where access tokens are accepted at all (the /v1 routes and the MCP endpoint). */
+  acceptedOn(path: string, config: Config): boolean;
+  /** Who the token acts for and what it may do, or null for a token that is not (or no longer) valid. */
+  verify(directory: Db, config: Config, token: string): Promise<(Principal & { permissions: Permission[] }) | null>;
 }
 
 /**
@@ -93,13 +105,13 @@ function admit(c: Context<AppBindings>, principal: Principal): void {
  * suite. The error handler shapes the body per family. Either way the organization's shard is opened for the rest of
  * the request; a session's lookup also runs the route's `preloads`, if it has one, on the shard it last lived on.
  */
-export const authenticate = (preloads: AuthPreload[]) =>
+export const authenticate = (preloads: AuthPreload[], accessTokens: AccessTokens) =>
   createMiddleware<AppBindings>(async (c, next) => {
     const token = bearerOf(c.req.header("authorization"));
-    if (token !== undefined && looksLikeJwt(token)) {
+    if (token !== undefined && accessTokens.recognizes(token)) {
       const config = readConfig(c.env);
-      if (!acceptsAccessTokens(c.req.path, config)) throw new Unauthorized();
-      const principal = await verifyAccessToken(c.get("directory"), config, token);
+      if (!accessTokens.acceptedOn(c.req.path, config)) throw new Unauthorized();
+      const principal = await accessTokens.verify(c.get("directory"), config, token);
       if (!principal) throw new Unauthorized();
       admit(c, principal);
       c.set("permissions", principal.permissions);
@@ -125,15 +137,6 @@ export const authenticate = (preloads: AuthPreload[]) =>
     }
     await next();
   });
-
-/** Authentication without preloads (the MCP endpoint). */
-export const requireAuth = authenticate([]);
-
-/** Issue 14: access tokens work on the CRM routes and the MCP endpoint. */
-function acceptsAccessTokens(path: string, config: Config): boolean {
-  const mcp = mcpPathOf(config);
-  return path.startsWith("/v1/") || path === mcp || path.startsWith(`${mcp}/`);
-}
 
 /** What the caller may do: an access token's granted permissions, or all of them for a bearer session. */
 export function grantedPermissions(c: Context<AppBindings>): Permission[] {
@@ -163,7 +166,7 @@ export function includePermissions(include: string | readonly string[] | undefin
 }
 
 /**
- * After `requireAuth` on /v1/*: an access token may only reach the routes its permissions cover, and embed
+ * After authentication on /v1/*: an access token may only reach the routes its permissions cover, and embed
  * (`include`) only what it could read by itself; a session passes.
  */
 export const requireRoutePermission = createMiddleware<AppBindings>(async (c, next) => {
@@ -179,6 +182,16 @@ export const requireRoutePermission = createMiddleware<AppBindings>(async (c, ne
   await next();
 });
 
+/**
+ * What was read with the authentication, handed over once as data: the service context takes it off the request, so
+ * a second context of the same request reads afresh.
+ */
+function takeAllPreloaded(c: Context<AppBindings>): Map<string, unknown[]> | undefined {
+  const preloaded = c.get("preloaded");
+  c.set("preloaded", undefined);
+  return preloaded;
+}
+
 /** The service context of an authenticated request. */
 export function serviceContext(c: Context<AppBindings>): ServiceContext {
   return {
@@ -191,6 +204,6 @@ export function serviceContext(c: Context<AppBindings>): ServiceContext {
     requestId: c.get("requestId"),
     ifMatch: parseIfMatch(c.req.header("if-match")),
     defer: (work) => c.executionCtx.waitUntil(work),
-    preloaded: c.get("preloaded"),
+    preloaded: takeAllPreloaded(c),
   };
 }

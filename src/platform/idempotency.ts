@@ -7,9 +7,9 @@ import { sha256Hex } from "../lib/crypto";
 import { AppError, Conflict, Validation } from "../lib/errors";
 import { loggableError } from "../lib/log";
 import { nowIso } from "../lib/time";
-import type { Context } from "hono";
 import { versionOf } from "../db/write";
-import type { AppBindings, AppVariables, ServiceContext } from "./context";
+import type { ServiceContext } from "../service-context";
+import type { AppBindings, IdempotencyClaim } from "./context";
 import { etagOf } from "./etag";
 
 /**
@@ -101,10 +101,11 @@ export const idempotency = createMiddleware<AppBindings>(async (c, next) => {
     return c.newResponse(replayed, status as ContentfulStatusCode, { ...kept.responseHeaders, "Idempotent-Replayed": "true" });
   }
 
-  c.set("idempotencyClaim", { db, where });
+  const claim: IdempotencyClaim = { db, where };
+  c.set("idempotencyClaim", claim);
   await next();
   // The verb kept this very answer in the batch of its write: nothing more to write.
-  if (await isKeptAnswer(c.get("answerKept"), c.res)) return;
+  if (await isKeptAnswer(claim.kept, c.res)) return;
   // A lost race or a rate limit says nothing about the request itself: its retry must run again, not replay that.
   const transient = c.res.status === 429 || (c.error instanceof Conflict && c.error.code === "concurrent_modification");
   await keep(db, where, c.res, transient, c.get("replayOmits") ?? []).catch(async (err) => {
@@ -150,25 +151,25 @@ const keptHeadersOf = (headers: Headers) => Object.fromEntries(KEPT_HEADERS.flat
  * keeping it costs no round trip of its own. `shape` builds the body the route answers from the verb's result, and
  * the ETag is the result's version, as the route sets it. After the request the middleware compares the response with
  * what was kept and, should they differ (or the verb answered without committing), keeps the response as before.
+ * It takes the request's claim and the paths a replay leaves out as data, no request context: the verb's batch
+ * (events/commit.ts) marks the claim kept when it commits.
  */
-export function keepAnswerInBatch<T extends object>(c: Context<AppBindings>, status: number, shape: (result: T) => unknown): ServiceContext["keepAnswer"] {
-  const claim = c.get("idempotencyClaim");
+export function keepAnswerInBatch<T extends object>(claim: IdempotencyClaim | undefined, status: number, shape: (result: T) => unknown, omitted: string[][] = []): ServiceContext["keepAnswer"] {
   if (!claim) return undefined;
   return (result) => {
     const body = JSON.stringify(shape(result as T));
     const version = versionOf(result);
     const headers: Record<string, string> = { "content-type": "application/json", ...(version === undefined ? {} : { etag: etagOf(version) }) };
-    const omitted = c.get("replayOmits") ?? [];
     const kept = omitted.length > 0 ? omit(body, omitted) : body;
     return {
       statement: claim.db.update(idempotencyKeys).set({ state: "done", responseStatus: status, responseHeaders: headers, responseBody: kept }).where(claim.where),
-      committed: () => c.set("answerKept", { status, headers, body }),
+      committed: () => void (claim.kept = { status, headers, body }),
     };
   };
 }
 
 /** Whether `res` is exactly the answer a verb kept in its batch (status, the kept headers, body). */
-async function isKeptAnswer(kept: AppVariables["answerKept"], res: Response): Promise<boolean> {
+async function isKeptAnswer(kept: IdempotencyClaim["kept"], res: Response): Promise<boolean> {
   if (!kept || res.status !== kept.status) return false;
   if (JSON.stringify(keptHeadersOf(res.headers)) !== JSON.stringify(kept.headers)) return false;
   return (await res.clone().text()) === kept.body;

@@ -1,8 +1,8 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
-import type { Context, Hono, MiddlewareHandler } from "hono";
+import type { Context, MiddlewareHandler } from "hono";
 import type { AppBindings } from "./context";
 import { handleError, handleNotFound } from "./error-handler";
-import { validationHook } from "./openapi";
+import { type Routers, validationHook } from "./openapi";
 
 /**
  * Route groups built at the first request that reaches them (issue 22). Building a domain's routes builds its zod
@@ -10,9 +10,6 @@ import { validationHook } from "./openapi";
  * needs. The app's middleware (headers, session, authentication, permissions, idempotency) still runs first, in the
  * app; the group's routers then answer with the app's own context variables, error and not-found answers.
  */
-/** A router of any route shape (a plain Hono app or an OpenAPIHono). */
-export type Router = Hono<AppBindings, any, any>;
-export type Routers = Router[];
 
 export interface RouteGroup {
   /** The paths the group answers (Hono patterns), mounted on the app. */

@@ -1,10 +1,9 @@
 import { type Hook, OpenAPIHono } from "@hono/zod-openapi";
-import type { Context, MiddlewareHandler } from "hono";
+import type { Context, Hono, MiddlewareHandler } from "hono";
 import { AppError, type FieldIssue, Validation } from "../lib/errors";
 import { jsonIssues } from "../lib/json-bounds";
 import { issuesFromZod } from "../lib/validation";
 import type { AppBindings } from "./context";
-import type { Routers } from "./lazy-routes";
 import { REQUEST_ID_COMPONENT } from "./route";
 
 /**
@@ -97,6 +96,9 @@ parameters are refused), no JSON body nests deeper than 32 levels, and every str
 
 **Rate limits** (per client IP, per minute) on the public routes: signing link GET 60 / POST 30, clickwrap GET 120 /
 POST 60, survey GET 60 / POST 10, referral POST 10, reviews feed GET 300, OAuth token POST 30, OAuth client registration and sign-in POST 20.`;
+
+/** Routers of any route shape (plain Hono apps or OpenAPIHono), as the route groups build them (lazy-routes.ts). */
+export type Routers = Hono<AppBindings, any, any>[];
 
 /**
  * Serves the OpenAPI 3.1 document at /openapi.json and the interactive reference at /docs. The document is built from

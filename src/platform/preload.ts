@@ -1,7 +1,7 @@
 import type { SQL } from "drizzle-orm";
 import type { Db } from "../db/client";
 import type { Statement } from "../db/write";
-import type { ServiceContext } from "./context";
+import type { ServiceContext } from "../service-context";
 
 /**
  * Reads that ride the authentication round trip (issue 22). A write of one row reads it before its guarded batch;

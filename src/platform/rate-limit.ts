@@ -1,14 +1,8 @@
 import type { Context } from "hono";
 import { createMiddleware } from "hono/factory";
-import type { Env } from "../env";
 import { RateLimited } from "../lib/errors";
 import type { AppBindings } from "./context";
-import type { RateDecision } from "./rate-limiter-object";
-
-export interface RateRule {
-  limit: number;
-  windowSeconds: number;
-}
+import type { RateRule } from "./rate-limiter";
 
 /**
  * Per-IP limits of the public routes. Counts come from the specs where they give them (documents spec, Limits);
@@ -41,17 +35,6 @@ export const RATE_LIMITS = {
 } as const satisfies Record<string, RateRule>;
 
 export type RateBucket = keyof typeof RATE_LIMITS;
-
-export interface RateLimiter {
-  consume(key: string, rule: RateRule): Promise<RateDecision>;
-}
-
-/** One Durable Object per key, so a key's count lives in exactly one place. */
-export function durableObjectRateLimiter(env: Env): RateLimiter {
-  return {
-    consume: (key, rule) => env.RATE_LIMITER.get(env.RATE_LIMITER.idFromName(key)).consume(rule.limit, rule.windowSeconds),
-  };
-}
 
 /** The client address Cloudflare puts in front of every request; absent only outside Cloudflare's edge. */
 /**

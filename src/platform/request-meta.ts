@@ -1,5 +1,5 @@
 import type { Context } from "hono";
-import type { RequestMeta } from "../signatures/machine";
+import type { RequestMeta } from "../service-context";
 
 /** Who sent a request, as an audit trail records it: the client IP Cloudflare saw and the user agent, bounded. */
 export const requestMeta = (c: Context): RequestMeta => ({

@@ -1,8 +1,9 @@
 import type { Context } from "hono";
 import { createMiddleware } from "hono/factory";
 import { createDb } from "../db/client";
-import { Validation } from "../lib/errors";
+import { OrganizationMoving, Validation } from "../lib/errors";
 import { shardDatabase } from "../shards/bindings";
+import { type PublicKeyKind, publicKeyPlacement } from "../shards/directory";
 import type { AppBindings } from "./context";
 
 /**
@@ -43,4 +44,18 @@ export function openShard(c: Context<AppBindings>, shard: number): void {
   c.set("shardSession", session);
   c.set("d1", session);
   c.set("db", createDb(session));
+}
+
+/**
+ * A public route's key → its organization, with the organization's shard opened on the request, in the one directory
+ * read the route makes before its own (shards/directory.ts). Null when the directory knows no such key: the route
+ * answers as it does for an unknown token. A write to a fenced organization answers 503 (Retry-After); a POST that
+ * only reads (`writes: false`: the PDF check) goes on during a move.
+ */
+export async function openPublicKey(c: Context<AppBindings>, kind: PublicKeyKind, key: string, { writes = !isRead(c) } = {}): Promise<string | null> {
+  const placement = await publicKeyPlacement(c.get("directory"), kind, key);
+  if (!placement) return null;
+  if (placement.fenced && writes) throw new OrganizationMoving();
+  openShard(c, placement.shard);
+  return placement.organizationId;
 }

@@ -2,7 +2,7 @@ import { and, eq } from "drizzle-orm";
 import { type Reference, referenceIssuesOf, referencesRead } from "../db/references";
 import { users } from "../db/schema";
 import { type FieldIssue, NotFound, Validation } from "../lib/errors";
-import type { ServiceContext } from "../platform/context";
+import type { ServiceContext } from "../service-context";
 
 /** The user an agentUserId names, in the caller's organization; 404 otherwise (another organization's alike). */
 export async function findAgent(ctx: ServiceContext, agentUserId: string) {

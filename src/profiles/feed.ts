@@ -1,10 +1,7 @@
 import { and, asc, desc, eq, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { agentProfiles, organizations, reputationAggregates, testimonials } from "../db/schema";
-import { appUrlOf, type Env, readConfig } from "../env";
-import { loggableError } from "../lib/log";
-import type { ServiceContext } from "../platform/context";
-import { toAggregate } from "../testimonials/aggregates";
+import { toAggregate } from "../reputation/aggregates";
 
 /**
  * The public reviews feed (spec: GET /api/public/reviews/{agentSlug}; rule 3): an agent's published, public
@@ -15,8 +12,6 @@ import { toAggregate } from "../testimonials/aggregates";
 export const FEED_TTL_SECONDS = 60;
 /** Reviews a feed carries at most: featured first, then by sort order, newest first. */
 export const FEED_REVIEWS = 50;
-
-export const feedPath = (slug: string) => `/api/public/reviews/${encodeURIComponent(slug)}`;
 
 /**
  * The feed of a PUBLISHED profile of `organizationId` (the slug's holder in the directory, whose shard `db` is), or
@@ -86,29 +81,3 @@ const rank = (featured: string[], id: string) => {
   const i = featured.indexOf(id);
   return i === -1 ? featured.length : i;
 };
-
-/** The feed's address on the configured origin (APP_URL), whichever host name a request came through. */
-export const feedUrl = (env: Env, slug: string) => `${appUrlOf(readConfig(env))}${feedPath(slug)}`;
-
-/**
- * The feed's cache key: its URL on the configured origin (the Cache API keys by URL). Not the request's host: a feed
- * read through two host names would be two entries, and a purge through one would leave the other serving.
- */
-export const feedCacheKey = (env: Env, slug: string) => new Request(feedUrl(env, slug), { method: "GET" });
-
-const warnPurge = (err: unknown) => console.error(JSON.stringify({ level: "warn", msg: "reviews feed purge failed; it expires within a minute", error: loggableError(err) }));
-
-/** Drops the feed at `slug` from this location's cache (other locations see a change within the minute). */
-export function purgeFeedBySlug(ctx: ServiceContext, slug: string): void {
-  ctx.defer(caches.default.delete(feedCacheKey(ctx.env, slug)).catch(warnPurge));
-}
-
-/** Drops an agent's feed after a change, so the next read here is fresh at once. */
-export function purgeFeed(ctx: ServiceContext, agentUserId: string): void {
-  ctx.defer(
-    (async () => {
-      const profile = await ctx.db.select({ slug: agentProfiles.slug }).from(agentProfiles).where(and(eq(agentProfiles.organizationId, ctx.organizationId), eq(agentProfiles.userId, agentUserId))).get();
-      if (profile) await caches.default.delete(feedCacheKey(ctx.env, profile.slug));
-    })().catch(warnPurge),
-  );
-}

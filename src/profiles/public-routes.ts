@@ -6,8 +6,9 @@ import type { AppBindings } from "../platform/context";
 import { validationHook } from "../platform/openapi";
 import { clientIp, RATE_LIMITS } from "../platform/rate-limit";
 import { defineRoute } from "../platform/route";
-import { openPublicKey } from "../shards/directory";
-import { buildFeed, FEED_TTL_SECONDS, feedCacheKey } from "./feed";
+import { openPublicKey } from "../platform/session";
+import { buildFeed, FEED_TTL_SECONDS } from "./feed";
+import { feedCacheKey } from "../reputation/feed-cache";
 import { WIDGET_SCRIPT } from "./widget";
 
 const tags = ["Reviews (public)"];

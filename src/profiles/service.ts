@@ -1,15 +1,19 @@
 import { and, eq } from "drizzle-orm";
 import { agentProfiles, testimonials } from "../db/schema";
-import { commit, expectNoRow, expectVersion, expectVersionMatch, type Statement, versioned, type VersionedTable, withRetries } from "../db/write";
+import { expectNoRow, expectVersion, expectVersionMatch, type Statement, versioned, type VersionedTable, withRetries } from "../db/write";
+import { commit } from "../events/commit";
 import { Conflict, NotFound, Validation } from "../lib/errors";
 import { inJsonList } from "../lib/sql";
 import { nowIso } from "../lib/time";
 import { issuesFromZod } from "../lib/validation";
-import type { ServiceContext } from "../platform/context";
+import type { ServiceContext } from "../service-context";
 import { claimPublicKey } from "../shards/directory";
 import { findAgent } from "./agents";
-import { purgeFeed, purgeFeedBySlug } from "./feed";
+import { purgeFeed, purgeFeedBySlug } from "../reputation/feed-cache";
 import { ProfileBlocks } from "./schemas";
+
+/** For the domains whose records name an agent (testimonials, referrals): the agent and the records must exist. */
+export { checkReferences } from "./agents";
 
 /**
  * Agent public profiles (spec: Profile): PUT writes the draft only; publish checks the draft against the approved

@@ -1,11 +1,12 @@
 import { and, eq, sql } from "drizzle-orm";
 import { contacts, properties, propertyDailyReferrers, propertyDailyStats, propertyDailyVisitors, propertyStats } from "../db/schema";
-import { commit, expectRow, expectVersion, StaleWrite, type Statement, withRetries } from "../db/write";
+import { expectRow, expectVersion, StaleWrite, type Statement, withRetries } from "../db/write";
+import { commit } from "../events/commit";
 import { newEvent } from "../events/outbox";
 import { sha256Hex } from "../lib/crypto";
 import { NotFound, Validation } from "../lib/errors";
 import { nowIso } from "../lib/time";
-import type { ServiceContext } from "../platform/context";
+import type { ServiceContext } from "../service-context";
 import { today, toProperty } from "./mapping";
 import type { PropertyAnalytics, PropertySignal, SignalType } from "./schemas";
 import { findProperty, readPropertyForWrite } from "./service";

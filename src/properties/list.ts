@@ -2,11 +2,11 @@ import { afterCursor, type KeysetTable, keysetPage, orderBy, pageSql, type SortK
 import { filterKey, resolveTotal, totalStatements } from "../crm/list-totals";
 import type { Pagination } from "../crm/envelope";
 import type { z } from "@hono/zod-openapi";
-import type { ServiceContext } from "../platform/context";
+import type { ServiceContext } from "../service-context";
 import { boundsBox, boxSql, radiusBox, radiusSql } from "./geo";
 import { fromRow, today } from "./mapping";
 import type { Property, PropertyListQuery, SortField } from "./schemas";
-import { present } from "./service";
+import { present } from "./present";
 
 type Row = Record<string, unknown>;
 

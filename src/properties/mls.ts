@@ -4,7 +4,7 @@ import { InvalidState, NotConfigured, Unprocessable, UpstreamFailed, Validation 
 import { loggableError } from "../lib/log";
 import { fetchWithDeadline } from "../lib/outbound";
 import { issuesFromZod } from "../lib/validation";
-import type { ServiceContext } from "../platform/context";
+import type { ServiceContext } from "../service-context";
 import { type PropertyRecord, toProperty } from "./mapping";
 import { PropertyUpdate, type SyncResult } from "./schemas";
 import { commitProperty, readPropertyForWrite } from "./service";

@@ -4,36 +4,20 @@ import { newEvent } from "../events/outbox";
 import { readConfig } from "../env";
 import { type FieldIssue, NotConfigured, PayloadTooLarge, Validation } from "../lib/errors";
 import { newId } from "../lib/ids";
-import type { ServiceContext } from "../platform/context";
-import { propertyPrefix } from "./files";
+import type { ServiceContext } from "../service-context";
+import { propertyPrefix } from "../files/keys";
+import { imageTypeOf } from "../files/types";
 import { discardUploads, putUploads, settleUploads } from "../files/uploads";
 import { toProperty } from "./mapping";
 import { MAX_PHOTOS, type PropertyPhoto } from "./schemas";
-import { commitProperty, present, readPropertyForWrite } from "./service";
+import { present } from "./present";
+import { commitProperty, readPropertyForWrite } from "./service";
 import { replaceProperty } from "./writes";
 
 /** Per file; the request as a whole is bounded by the route's body limit (platform/body-limit.ts). */
 export const MAX_PHOTO_BYTES = 10 * 1024 * 1024;
 export const MAX_PHOTOS_PER_UPLOAD = 20;
 
-/**
- * The image type of a file by its first bytes, never by the name or the declared type: JPEG, PNG, GIF, WebP, and the
- * ISO-BMFF images (AVIF, HEIC/HEIF) by their ftyp brand. null for anything else.
- */
-export function imageTypeOf(head: Uint8Array): string | null {
-  const ascii = (from: number, to: number) => String.fromCharCode(...head.subarray(from, to));
-  if (head[0] === 0xff && head[1] === 0xd8 && head[2] === 0xff) return "image/jpeg";
-  if ([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a].every((b, i) => head[i] === b)) return "image/png";
-  if (ascii(0, 6) === "GIF87a" || ascii(0, 6) === "GIF89a") return "image/gif";
-  if (ascii(0, 4) === "RIFF" && ascii(8, 12) === "WEBP") return "image/webp";
-  if (ascii(4, 8) === "ftyp") {
-    const brand = ascii(8, 12);
-    if (brand === "avif" || brand === "avis") return "image/avif";
-    if (["heic", "heix", "heim", "heis", "hevc", "hevx"].includes(brand)) return "image/heic";
-    if (brand === "mif1" || brand === "msf1") return "image/heif";
-  }
-  return null;
-}
 
 export interface PhotoUpload {
   photos: File[];

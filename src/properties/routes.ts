@@ -32,7 +32,7 @@ import {
   Valuation,
 } from "./schemas";
 import { createProperty, deleteProperty, getProperty, listProperties, restoreProperty, updateProperty } from "./service";
-import { RESTORE_DAYS } from "../trash/moves";
+import { RESTORE_DAYS } from "../crm/trash";
 import { latestValuation, requestValuation, VALUATION_METHOD } from "./valuation";
 
 const tags = ["Properties"];

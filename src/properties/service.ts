@@ -1,26 +1,16 @@
-import { and, desc, eq } from "drizzle-orm";
-import {
-  agentProfiles,
-  properties,
-  propertyDailyReferrers,
-  propertyDailyStats,
-  propertyDailyVisitors,
-  propertyStats,
-  propertyValuations,
-  reputationAggregates,
-  users,
-} from "../db/schema";
-import { commit, type CommitOptions, expectVersion, expectVersionMatch, type Statement, versioned, withRetries } from "../db/write";
+import { and, eq } from "drizzle-orm";
+import { properties, propertyDailyReferrers, propertyDailyStats, propertyDailyVisitors, propertyStats, propertyValuations } from "../db/schema";
+import { expectVersion, expectVersionMatch, type Statement, withRetries } from "../db/write";
+import { commit, type CommitOptions } from "../events/commit";
 import { newEvent } from "../events/outbox";
-import { requestFileSigner } from "../files/signed-url";
 import { Conflict, NotFound, Validation } from "../lib/errors";
-import { inJsonList } from "../lib/sql";
-import type { ServiceContext } from "../platform/context";
+import type { ServiceContext } from "../service-context";
 import { takePreloaded } from "../platform/preload";
 import { preloadKey } from "./preload";
-import { listingOf, type PropertyRecord, toProperty } from "./mapping";
+import { type PropertyRecord, toProperty } from "./mapping";
+import { present } from "./present";
 import { deletePropertyFiles } from "./files";
-import { archiveRows, readTrashed, restoreFrame, restoreRows, trashEntry } from "../trash/moves";
+import { archiveRows, readTrashed, restoreFrame, restoreRows, trashEntry } from "../crm/trash";
 import type { Include, Property } from "./schemas";
 import { applyUpdate, bumpCounters, changeEvents, newPropertyRecord, PROPERTIES, replaceProperty, resolveAgents, writableInput } from "./writes";
 import type { PropertyCreate, PropertyUpdate } from "./schemas";
@@ -61,76 +51,6 @@ async function assertMlsIdFree(ctx: ServiceContext, mlsId: string | null | undef
   if (!mlsId) return;
   const clash = await ctx.db.select({ id: properties.id }).from(properties).where(and(eq(properties.organizationId, ctx.organizationId), eq(properties.mlsId, mlsId))).get();
   if (clash && clash.id !== exceptId) throw mlsConflict();
-}
-
-/**
- * Properties as the API shows them, with the requested includes: signed photo links (always for one property, with
- * include=photos on a list), the listing agent's profile, the all-time analytics, the latest valuation's comparables.
- * One query per include for the whole page.
- */
-export async function present(ctx: ServiceContext, records: PropertyRecord[], include: readonly Include[], withPhotos: boolean): Promise<Property[]> {
-  let urls: Map<string, string> | undefined;
-  if (withPhotos) {
-    urls = new Map();
-    const uploads = records.flatMap((r) => r.photos.filter((p) => p.key));
-    if (uploads.length) {
-      const sign = requestFileSigner(ctx);
-      const links = await Promise.all(uploads.map((p) => sign(p.key!)));
-      uploads.forEach((p, i) => urls!.set(p.id, links[i]!.url));
-    }
-  }
-  const shown = records.map((r) => versioned(toProperty(r, urls), r.version));
-  const ids = records.map((r) => r.id);
-  if (ids.length === 0) return shown;
-  if (include.includes("analytics")) {
-    const rows = await ctx.db.select().from(propertyStats).where(and(eq(propertyStats.organizationId, ctx.organizationId), inJsonList(propertyStats.propertyId, ids))).all();
-    const byId = new Map(rows.map((s) => [s.propertyId, s]));
-    for (const p of shown) {
-      const s = byId.get(p.id);
-      p.analytics = {
-        views: s?.views ?? 0,
-        inquiries: s?.inquiries ?? 0,
-        showings: s?.showings ?? 0,
-        offers: s?.offers ?? 0,
-        saveCount: s?.saves ?? 0,
-        averageTimeOnSite: s && s.timeOnSiteCount > 0 ? Math.round(s.timeOnSiteTotal / s.timeOnSiteCount) : null,
-      };
-    }
-  }
-  if (include.includes("agent")) await attachAgents(ctx, records, shown);
-  if (include.includes("comparables")) {
-    for (const p of shown) {
-      const latest = await ctx.db
-        .select({ body: propertyValuations.body })
-        .from(propertyValuations)
-        .where(and(eq(propertyValuations.organizationId, ctx.organizationId), eq(propertyValuations.propertyId, p.id)))
-        .orderBy(desc(propertyValuations.createdAt), desc(propertyValuations.id))
-        .get();
-      p.comparables = (latest?.body.comparables as unknown[] | undefined) ?? [];
-    }
-  }
-  return shown;
-}
-
-/** include=agent: the listing agent when it is a user, with their public profile and rating. */
-async function attachAgents(ctx: ServiceContext, records: PropertyRecord[], shown: Property[]): Promise<void> {
-  const agentIds = [...new Set(records.map((r) => (listingOf(r).listingAgent as { id?: string } | undefined)?.id).filter((id): id is string => !!id))];
-  const rows = agentIds.length
-    ? await ctx.db
-        .select({ id: users.id, name: users.name, email: users.email, slug: agentProfiles.slug, status: agentProfiles.status, averageRating: reputationAggregates.averageRating, totalReviews: reputationAggregates.totalReviews })
-        .from(users)
-        .leftJoin(agentProfiles, and(eq(agentProfiles.organizationId, users.organizationId), eq(agentProfiles.userId, users.id)))
-        .leftJoin(reputationAggregates, and(eq(reputationAggregates.organizationId, users.organizationId), eq(reputationAggregates.agentUserId, users.id)))
-        .where(and(eq(users.organizationId, ctx.organizationId), inJsonList(users.id, agentIds)))
-        .all()
-    : [];
-  const byId = new Map(rows.map((r) => [r.id, r]));
-  records.forEach((r, i) => {
-    const a = byId.get((listingOf(r).listingAgent as { id?: string } | undefined)?.id ?? "");
-    shown[i]!.agent = a
-      ? { id: a.id, name: a.name, email: a.email, profileSlug: a.status === "PUBLISHED" ? a.slug : null, averageRating: a.averageRating ?? null, totalReviews: a.totalReviews ?? 0 }
-      : null;
-  });
 }
 
 export async function getProperty(ctx: ServiceContext, id: string, include: readonly Include[] = []): Promise<Property> {

@@ -3,7 +3,7 @@ import { propertyValuations } from "../db/schema";
 import { withRetries } from "../db/write";
 import { NotFound, Unprocessable } from "../lib/errors";
 import { newId } from "../lib/ids";
-import type { ServiceContext } from "../platform/context";
+import type { ServiceContext } from "../service-context";
 import { boxSql, distanceMiles, radiusBox } from "./geo";
 import { daysBetween, type PropertyRecord, today } from "./mapping";
 import type { Valuation } from "./schemas";

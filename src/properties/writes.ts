@@ -8,7 +8,7 @@ import { diffAttributes } from "../lib/changes";
 import { type FieldIssue, Validation } from "../lib/errors";
 import { newId } from "../lib/ids";
 import { inJsonList } from "../lib/sql";
-import type { ServiceContext } from "../platform/context";
+import type { ServiceContext } from "../service-context";
 import { daysOnMarket, indexedColumns, listingOf, type PropertyRecord, type StoredListing, today, toProperty } from "./mapping";
 import { MAX_PHOTOS, OFF_MARKET, type PhotoEntry, type PriceHistoryEntry, type PropertyCreate, type PropertyUpdate, READ_ONLY_FIELDS } from "./schemas";
 

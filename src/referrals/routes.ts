@@ -10,7 +10,7 @@ import { readConfig } from "../env";
 import { requestMeta } from "../platform/request-meta";
 import { rateLimit } from "../platform/rate-limit";
 import { defineRoute, jsonBody } from "../platform/route";
-import { openPublicKey } from "../shards/directory";
+import { openPublicKey } from "../platform/session";
 import { PublicReferral, Referral, REFERRAL_CHANNELS, ReferralCreate, ReferralList, ReferralListQuery, REWARD_STATUSES, REWARD_TYPES } from "./schemas";
 import { captureReferral, createReferral, listReferrals, REFERRAL_DEDUP_DAYS } from "./service";
 

@@ -1,23 +1,22 @@
-import { facetMoves } from "../contacts/facets";
 import { expectReferences, references } from "../db/references";
 import { and, desc, eq, gt, isNull, ne } from "drizzle-orm";
 import type { Db } from "../db/client";
-import { agentProfiles, contacts, referralKeys, referrals } from "../db/schema";
-import { commit, expectNoRow, expectRow, type Statement, withRetries } from "../db/write";
+import { agentProfiles, referralKeys, referrals } from "../db/schema";
+import { expectNoRow, expectRow, withRetries } from "../db/write";
+import { commit } from "../events/commit";
 import type { Env } from "../env";
 import type { EventConsumer } from "../events/consumers";
 import type { EventEnvelope } from "../events/envelope";
 import { newEvent } from "../events/outbox";
-import { bumpResourceCounter } from "../crm/list-totals";
-import { type ContactRecord, toContact } from "../contacts/mapping";
+import { contactByEmail } from "../contacts/service";
 import { decodeNewestFirstCursor, newestFirstPage, olderThan } from "../crm/pagination";
 import { withDeferred } from "../lib/deferred";
 import { newId } from "../lib/ids";
 import { sha256Hex } from "../lib/crypto";
 import { addSeconds, nowIso } from "../lib/time";
-import type { ServiceContext } from "../platform/context";
+import type { ServiceContext } from "../service-context";
 import { systemContext } from "../shards/tenants";
-import { checkReferences } from "../profiles/agents";
+import { checkReferences } from "../profiles/service";
 import type { PublicReferral, Referral, ReferralCreate } from "./schemas";
 
 type Row = typeof referrals.$inferSelect;
@@ -75,56 +74,6 @@ export async function listReferrals(ctx: ServiceContext, q: { limit: number; cur
     .limit(q.limit + 1);
   const { page, pagination } = newestFirstPage(rows, q.limit, (r) => ({ at: r.createdAt, id: r.id }));
   return { referrals: page.map(toReferral), pagination };
-}
-
-/** "Ada Lovelace King" → first "Ada", last "Lovelace King"; one word is a first name with an empty last name. */
-function splitName(name: string) {
-  const [first, ...rest] = name.trim().split(/\s+/);
-  return { firstName: first!.slice(0, 100), lastName: rest.join(" ").slice(0, 100) };
-}
-
-/**
- * The contact of `email` in the organization, or the statements that make it (with its guard: no contact with this
- * e-mail may appear meanwhile; when one does the batch fails and the caller re-reads and links it instead).
- */
-async function contactByEmail(
-  ctx: ServiceContext,
-  person: { name: string; email: string; type: string; source: string; assignedTo: string | null; notes: string | null },
-): Promise<{ id: string; statements: Statement[]; events: EventEnvelope[] }> {
-  const emailKey = person.email.toLowerCase();
-  const byEmail = and(eq(contacts.organizationId, ctx.organizationId), eq(contacts.emailKey, emailKey));
-  const found = await ctx.db.select({ id: contacts.id }).from(contacts).where(byEmail).get();
-  if (found) return { id: found.id, statements: [], events: [] };
-  const at = nowIso();
-  const record: ContactRecord = {
-    id: newId(),
-    organizationId: ctx.organizationId,
-    ...splitName(person.name),
-    email: person.email,
-    emailKey,
-    phone: null,
-    secondaryPhone: null,
-    address: null,
-    type: person.type,
-    status: "ACTIVE",
-    source: person.source,
-    leadScore: null,
-    leadScoreRank: -1,
-    leadScoreAuto: false,
-    tags: [],
-    notes: person.notes,
-    preferences: null,
-    assignedTo: person.assignedTo,
-    createdAt: at,
-    updatedAt: at,
-    lastContactedAt: null,
-    version: 1,
-  };
-  const object = toContact(record);
-  const events = [newEvent(ctx, "contact.created", { object, previousAttributes: null, changes: null })];
-  if (record.assignedTo) events.push(newEvent(ctx, "contact.assigned", { object, previousAttributes: { assignedTo: null }, changes: ["assignedTo"] }));
-  const { leadScoreRank: _rank, ...row } = record;
-  return { id: record.id, statements: [expectNoRow(ctx.db, contacts, byEmail), ctx.db.insert(contacts).values(row), bumpResourceCounter(ctx.db, ctx.organizationId, "contacts", 1), ...facetMoves(ctx, null, record)], events };
 }
 
 /** The PUBLISHED profile of `organizationId` at `slug`: its agent, or null (unknown, draft and deleted alike). */

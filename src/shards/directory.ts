@@ -1,12 +1,8 @@
 import { and, eq } from "drizzle-orm";
-import type { Context } from "hono";
 import type { Db } from "../db/client";
 import { organizationShards, publicKeys } from "../db/schema";
-import { OrganizationMoving } from "../lib/errors";
 import { inJsonList } from "../lib/sql";
 import { nowIso } from "../lib/time";
-import type { AppBindings } from "../platform/context";
-import { openShard } from "../platform/session";
 
 /**
  * Lookups in the directory (issue 24): where an organization lives, and which organization a public key (a link
@@ -28,23 +24,18 @@ export async function placementOf(directory: Db, organizationId: string): Promis
 }
 
 /**
- * A public route's key → its organization, with the organization's shard opened on the request (platform/session.ts),
- * in the one directory read the route makes before its own. Null when the directory knows no such key: the route
- * answers as it does for an unknown token. A write to a fenced organization answers 503 (Retry-After); a POST that
- * only reads (`writes: false`: the PDF check) goes on during a move.
+ * A public route's key → its organization and where it lives, in the one directory read the route makes before its
+ * own; null when the directory knows no such key (the route answers as it does for an unknown token). The route's
+ * platform opens the shard (platform/session.ts `openPublicKey`).
  */
-export async function openPublicKey(c: Context<AppBindings>, kind: PublicKeyKind, key: string, { writes = c.req.method !== "GET" && c.req.method !== "HEAD" } = {}): Promise<string | null> {
-  const row = await c
-    .get("directory")
+export async function publicKeyPlacement(directory: Db, kind: PublicKeyKind, key: string): Promise<Placement | null> {
+  const row = await directory
     .select({ organizationId: publicKeys.organizationId, shard: organizationShards.shard, fencedAt: organizationShards.fencedAt })
     .from(publicKeys)
     .innerJoin(organizationShards, eq(organizationShards.organizationId, publicKeys.organizationId))
     .where(and(eq(publicKeys.kind, kind), eq(publicKeys.key, key)))
     .get();
-  if (!row) return null;
-  if (row.fencedAt !== null && writes) throw new OrganizationMoving();
-  openShard(c, row.shard);
-  return row.organizationId;
+  return row ? { organizationId: row.organizationId, shard: row.shard, fenced: row.fencedAt !== null } : null;
 }
 
 /**

@@ -4,7 +4,7 @@ import type { Env } from "../env";
 import { OrganizationMoving } from "../lib/errors";
 import { loggableError } from "../lib/log";
 import { inJsonList } from "../lib/sql";
-import type { ServiceContext } from "../platform/context";
+import type { ServiceContext } from "../service-context";
 import { everyShard, shardDatabase } from "./bindings";
 import { placementOf, type Placement } from "./directory";
 

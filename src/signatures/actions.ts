@@ -3,10 +3,10 @@ import type { Env } from "../env";
 import { newEvent } from "../events/outbox";
 import { nowIso } from "../lib/time";
 import { sendAfterCommit } from "../mail/mailer";
-import type { ServiceContext } from "../platform/context";
+import type { RequestMeta, ServiceContext } from "../service-context";
 import { CODE_MESSAGES, CODE_TTL_SECONDS, type CodeRefusal, LOCKED_RETRY_AFTER_SECONDS, MAX_FAILED_CODE_TRIES, maskEmail, type SignerCodes } from "./codes";
 import { mintToken, sendSigningLink } from "./links";
-import { ACTIVE, type Change, entry, type Loaded, liveSigner, machineContext, type RequestMeta, type SignerRow, write } from "./machine";
+import { ACTIVE, type Change, entry, type Loaded, liveSigner, machineContext, type SignerRow, write } from "./machine";
 import { nextReminderAt } from "./reminders";
 import type { SignerAction } from "./schemas";
 
@@ -100,7 +100,7 @@ export async function act(env: Env, loaded: Loaded, codes: SignerCodes, tokenHas
     const code = await codes.issue(signer.id);
     const sentTo = maskEmail(signer.email);
     const next = await write(ctx, state, { audit: [entry("code_sent", signer.id, meta, { sentTo })] });
-    defer(mailCode(env, state.envelope.organizationId, signer, code));
+    defer(mailCode(env, state, signer, code));
     return { result: { kind: "code_sent", sentTo, expiresInSeconds: CODE_TTL_SECONDS }, state: next };
   }
 
@@ -179,15 +179,16 @@ async function sign(env: Env, state: Loaded, codes: SignerCodes, signer: SignerR
   }
   const after = await write(ctx, state, change);
   codes.forget(completed ? state.signers.map((s) => s.id) : [signer.id]);
-  if (handOff) defer(sendSigningLink(env, state.envelope.organizationId, handOff.signer, handOff.token));
+  if (handOff) defer(sendSigningLink(env, state.tenant.db, state.envelope.organizationId, handOff.signer, handOff.token));
   return { result: { kind: "done", completed }, state: after };
 }
 
-const mailCode = (env: Env, organizationId: string, signer: SignerRow, code: string) =>
+const mailCode = (env: Env, { tenant, envelope }: Loaded, signer: SignerRow, code: string) =>
   sendAfterCommit(
     env,
+    tenant.db,
     {
-      organizationId,
+      organizationId: envelope.organizationId,
       to: signer.email,
       // The code stays out of the subject: the log provider seals bodies only, and subjects show in every mail list.
       subject: "Your signing code",

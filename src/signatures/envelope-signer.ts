@@ -1,12 +1,13 @@
 import { DurableObject } from "cloudflare:workers";
 import { StaleWrite } from "../db/write";
 import type { Env } from "../env";
-import { tenantOf } from "../shards/tenants";
+import { openShardOf, tenantOf } from "../shards/tenants";
 import { OrganizationMoving } from "../lib/errors";
 import { loggableError } from "../lib/log";
+import type { RequestMeta } from "../service-context";
 import { act, type ActResult, openLink, type OpenResult } from "./actions";
 import { SignerCodes } from "./codes";
-import { end, expireIfDue, isExpired, type Loaded, loadEnvelope, machineContext, type RequestMeta, TERMINAL } from "./machine";
+import { end, expireIfDue, isExpired, type Loaded, loadEnvelope, machineContext, TERMINAL } from "./machine";
 import { mailDueNotices } from "./reminders";
 import { resendLink, type ResendResult } from "./resend";
 import type { SignerAction } from "./schemas";
@@ -57,9 +58,13 @@ export class EnvelopeSigner extends DurableObject<Env> {
 
   private readonly defer = (work: Promise<unknown>) => this.ctx.waitUntil(work);
 
-  /** The envelope from its organization's shard; null when the directory knows no such organization or it has no such envelope. */
-  private async load(envelopeId: string, organizationId: string): Promise<Loaded | null> {
-    const tenant = await tenantOf(this.env, organizationId);
+  /**
+   * The envelope from its organization's shard; null when the directory knows no such organization or it has no such
+   * envelope. A caller that looked the organization up already (a public route, by the link's key) names its shard,
+   * so the load reads nothing in the directory; the others (the sender's routes, the cron, the alarm) leave it to it.
+   */
+  private async load(envelopeId: string, organizationId: string, shard?: number): Promise<Loaded | null> {
+    const tenant = shard === undefined ? await tenantOf(this.env, organizationId) : openShardOf(this.env, shard);
     const s = tenant && (await loadEnvelope(tenant, envelopeId));
     return s && s.envelope.organizationId === organizationId ? s : null;
   }
@@ -77,13 +82,13 @@ export class EnvelopeSigner extends DurableObject<Env> {
    * failed otherwise. Both are answered as results rather than thrown out of the object, so the caller answers 503
    * and the runtime logs no uncaught error.
    */
-  private withState<T>(envelopeId: string, organizationId: string, op: (s: Loaded) => Promise<{ result: T; state: Loaded }>, fresh = false): Promise<T | typeof MOVING | typeof FAILED | null> {
+  private withState<T>(envelopeId: string, organizationId: string, op: (s: Loaded) => Promise<{ result: T; state: Loaded }>, fresh = false, shard?: number): Promise<T | typeof MOVING | typeof FAILED | null> {
     return this.serial(async () => {
       for (let attempt = 1; ; attempt++) {
         try {
           const cached = !fresh && attempt === 1 && this.state?.envelope.id === envelopeId ? this.state : null;
           if (cached && cached.envelope.organizationId !== organizationId) return null;
-          const s = cached ?? (await this.load(envelopeId, organizationId));
+          const s = cached ?? (await this.load(envelopeId, organizationId, shard));
           if (!s) return null;
           if (!cached) await this.keepOrganization(organizationId);
           this.state = s;
@@ -108,18 +113,27 @@ export class EnvelopeSigner extends DurableObject<Env> {
     if (expiresAt) await this.ctx.storage.setAlarm(new Date(expiresAt).getTime());
   }
 
-  /** `unknown`: no envelope has this id (the route then looks the token up as a link minted before ids were carried). */
-  async open(envelopeId: string, organizationId: string, tokenHash: string, meta: RequestMeta): Promise<OpenResult | { kind: "unknown" } | typeof MOVING | typeof FAILED> {
+  /**
+   * `unknown`: no envelope has this id (the route then looks the token up as a link minted before ids were carried).
+   * `shard`: where the route found the organization by the link's key (one directory read per public call).
+   */
+  async open(envelopeId: string, organizationId: string, shard: number, tokenHash: string, meta: RequestMeta): Promise<OpenResult | { kind: "unknown" } | typeof MOVING | typeof FAILED> {
     if (this.deadTokens.has(tokenHash)) return { kind: "gone" };
-    const result = await this.withState(envelopeId, organizationId, (s) => openLink(this.env, s, tokenHash, meta, this.defer));
+    const result = await this.withState(envelopeId, organizationId, (s) => openLink(this.env, s, tokenHash, meta, this.defer), false, shard);
     if (result?.kind === "gone") this.deadTokens.add(tokenHash);
     return result ?? { kind: "unknown" };
   }
 
-  async act(envelopeId: string, organizationId: string, tokenHash: string, input: SignerAction, meta: RequestMeta): Promise<ActResult | { kind: "unknown" } | typeof MOVING | typeof FAILED> {
+  async act(envelopeId: string, organizationId: string, shard: number, tokenHash: string, input: SignerAction, meta: RequestMeta): Promise<ActResult | { kind: "unknown" } | typeof MOVING | typeof FAILED> {
     if (this.deadTokens.has(tokenHash)) return { kind: "gone" };
     // Checked again in turn: calls that queued behind the one that killed this token answer without any work.
-    const result = await this.withState(envelopeId, organizationId, async (s) => (this.deadTokens.has(tokenHash) ? { result: { kind: "gone" as const }, state: s } : act(this.env, s, this.codes, tokenHash, input, meta, this.defer)));
+    const result = await this.withState(
+      envelopeId,
+      organizationId,
+      async (s) => (this.deadTokens.has(tokenHash) ? { result: { kind: "gone" as const }, state: s } : act(this.env, s, this.codes, tokenHash, input, meta, this.defer)),
+      false,
+      shard,
+    );
     if (result?.kind === "gone" || (result?.kind === "done" && (input.action === "sign" || input.action === "decline"))) this.deadTokens.add(tokenHash);
     return result ?? { kind: "unknown" };
   }
@@ -153,7 +167,7 @@ export class EnvelopeSigner extends DurableObject<Env> {
 
   override async alarm(): Promise<void> {
     const { envelopeId, organizationId } = Object.fromEntries(await this.ctx.storage.get<string>(["envelopeId", "organizationId"])) as Record<string, string | undefined>;
-    // Without its organization the object cannot find the envelope's shard; the cron's sweep hands it over (expiry.ts).
+    // Without its organization the object cannot find the envelope's shard; the cron's sweep hands it over (sweeps.ts).
     if (!envelopeId || !organizationId) return;
     // Read afresh: the alarm is rare, and must see an expiry changed in D1 since the object last looked.
     const later = await this.withState(envelopeId, organizationId, (s) => expireIfDue(this.env, s, this.defer).then(({ later, state }) => ({ result: later, state })), true);
@@ -162,6 +176,3 @@ export class EnvelopeSigner extends DurableObject<Env> {
     else if (later) await this.ctx.storage.setAlarm(new Date(later).getTime());
   }
 }
-
-/** The object of one envelope. */
-export const envelopeSigner = (env: Env, envelopeId: string) => env.ENVELOPE_SIGNER.get(env.ENVELOPE_SIGNER.idFromName(envelopeId));

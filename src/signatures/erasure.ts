@@ -2,18 +2,18 @@ import { and, asc, eq, gt, ne, notInArray, type SQL, sql } from "drizzle-orm";
 import { documents, envelopeAudit, envelopes, envelopeSigners, signingLinks } from "../db/schema";
 import type { EnvelopeStatus } from "../db/signatures";
 import { guard, isGuardFailure, type Statement } from "../db/write";
+import { envelopeFilesPrefix } from "../files/keys";
 import { removeFiles } from "../files/storage";
 import { OrganizationMoving } from "../lib/errors";
 import type { Needles, Recognizer } from "../lib/mentions";
 import { inJsonList, mentionsAny } from "../lib/sql";
 import { nowIso } from "../lib/time";
-import type { ServiceContext } from "../platform/context";
+import type { ServiceContext } from "../service-context";
 import { removePublicKeys } from "../shards/directory";
 import { certificateKey } from "./certificate";
-import { envelopeSigner } from "./envelope-signer";
+import { envelopeSigner } from "./signer-client";
 import { TERMINAL } from "./machine";
 import { sealedDocumentKey } from "./sealing";
-import { envelopeFilesPrefix } from "./service";
 
 /**
  * A person's erasure, on the signing side (issue 29). An envelope that never completed is no signed record: when it

@@ -1,3 +1,4 @@
+import type { Db } from "../db/client";
 import { readConfig, type Env } from "../env";
 import { fromBase64Url, sha256Hex, toBase64Url, toHex } from "../lib/crypto";
 import { sendAfterCommit } from "../mail/mailer";
@@ -49,6 +50,7 @@ const SUBJECTS: Record<LinkMail, string> = {
 /** Mails a signer their link. The raw token exists only in this message and in the creating response. */
 export async function sendSigningLink(
   env: Env,
+  db: Db,
   organizationId: string,
   signer: { name: string; email: string; role: string },
   token: string,
@@ -64,6 +66,7 @@ export async function sendSigningLink(
   const earlier = { request: "", reminder: " Links in earlier messages still work.", expiry_notice: " Links in earlier messages still work.", resend: " Links in earlier messages no longer work." }[kind];
   await sendAfterCommit(
     env,
+    db,
     {
       organizationId,
       to: signer.email,

@@ -1,12 +1,13 @@
 import { and, desc, eq, inArray, sql } from "drizzle-orm";
 import { documents, envelopeAudit, envelopes, envelopeSigners, signingLinks } from "../db/schema";
 import type { ChainSeal, EnvelopeStatus, SignerStatus } from "../db/signatures";
-import { commit, expectVersion, type Statement, type VersionedTable } from "../db/write";
+import { expectVersion, type Statement, type VersionedTable } from "../db/write";
+import { commit } from "../events/commit";
 import type { Env } from "../env";
 import type { EventEnvelope } from "../events/envelope";
 import { loggableError } from "../lib/log";
 import { nowIso } from "../lib/time";
-import type { ServiceContext } from "../platform/context";
+import type { RequestMeta, ServiceContext } from "../service-context";
 import { registerPublicKeys } from "../shards/directory";
 import { type AuditInput, appendAudit, type ChainHead, GENESIS } from "./audit";
 import { sealChainHead } from "./chain-seal";
@@ -19,11 +20,6 @@ import { sealChainHead } from "./chain-seal";
  */
 export type EnvelopeRow = typeof envelopes.$inferSelect;
 export type SignerRow = typeof envelopeSigners.$inferSelect;
-
-export interface RequestMeta {
-  ip: string | null;
-  userAgent: string | null;
-}
 
 export interface LiveLink {
   tokenHash: string;

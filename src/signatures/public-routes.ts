@@ -1,11 +1,6 @@
 import { OpenAPIHono, z } from "@hono/zod-openapi";
-import { eq } from "drizzle-orm";
 import type { Context } from "hono";
-import { documents, signingLinks } from "../db/schema";
-import { renderDocumentText } from "../documents/render";
-import { renderable } from "../documents/service";
-import { signedFileUrl } from "../files/signed-url";
-import { appUrlOf, readConfig } from "../env";
+import { readConfig } from "../env";
 import { sha256Hex } from "../lib/crypto";
 import { OrganizationMoving, TemporarilyUnavailable } from "../lib/errors";
 import { API, apiError, apiJson, gone } from "../platform/api-family";
@@ -15,10 +10,11 @@ import { validationHook } from "../platform/openapi";
 import { rateLimit } from "../platform/rate-limit";
 import { requestMeta } from "../platform/request-meta";
 import { defineRoute } from "../platform/route";
-import { openPublicKey } from "../shards/directory";
+import { openPublicKey } from "../platform/session";
 import type { ActResult, OpenResult } from "./actions";
-import { envelopeSigner } from "./envelope-signer";
+import { envelopeSigner } from "./signer-client";
 import { envelopeIdOf } from "./links";
+import { envelopeOfLink, signerDocumentView } from "./service";
 import { signingPage } from "./page";
 import { ActionDone, Gone, SignerAction, SignerView, TokenParam } from "./schemas";
 
@@ -82,12 +78,6 @@ const page = defineRoute(API, {
   responses: { 200: { description: "The page", content: { "text/html": { schema: z.string() } } } },
 });
 
-/** The envelope of a link minted before tokens carried it (links.ts): looked up by hash; null for any other token. */
-async function envelopeByHash(c: Context<AppBindings>, tokenHash: string): Promise<string | null> {
-  const row = await c.get("db").select({ envelopeId: signingLinks.envelopeId }).from(signingLinks).where(eq(signingLinks.tokenHash, tokenHash)).get();
-  return row?.envelopeId ?? null;
-}
-
 /**
  * Runs `call` on the object of the envelope the token names. The token's hash names its organization in the
  * directory, which opens that organization's shard (issue 24); the object then needs no D1 read of the route's. A
@@ -97,17 +87,18 @@ async function envelopeByHash(c: Context<AppBindings>, tokenHash: string): Promi
 async function onEnvelope<T extends { kind: string }>(
   c: Context<AppBindings>,
   token: string,
-  call: (envelopeId: string, organizationId: string, tokenHash: string) => Promise<unknown>,
+  call: (envelopeId: string, organizationId: string, shard: number, tokenHash: string) => Promise<unknown>,
 ): Promise<T | { kind: "gone" }> {
   const tokenHash = await sha256Hex(token);
   const organizationId = await openPublicKey(c, "signing_link", tokenHash);
   if (!organizationId) return { kind: "gone" };
   const named = envelopeIdOf(token);
-  const first = (named ? await call(named, organizationId, tokenHash) : { kind: "unknown" }) as T | { kind: "unknown" | "moving" | "failed" };
+  const shard = c.get("shard");
+  const first = (named ? await call(named, organizationId, shard, tokenHash) : { kind: "unknown" }) as T | { kind: "unknown" | "moving" | "failed" };
   refuseUnfinished(first);
   if (first.kind !== "unknown") return first as T;
-  const looked = await envelopeByHash(c, tokenHash);
-  const second = (looked && looked !== named ? await call(looked, organizationId, tokenHash) : { kind: "gone" }) as T | { kind: "unknown" | "gone" | "moving" | "failed" };
+  const looked = await envelopeOfLink(c.get("db"), tokenHash);
+  const second = (looked && looked !== named ? await call(looked, organizationId, shard, tokenHash) : { kind: "gone" }) as T | { kind: "unknown" | "gone" | "moving" | "failed" };
   refuseUnfinished(second);
   return second.kind === "unknown" ? { kind: "gone" } : (second as T | { kind: "gone" });
 }
@@ -116,19 +107,6 @@ async function onEnvelope<T extends { kind: string }>(
 function refuseUnfinished(result: { kind: string }): void {
   if (result.kind === "moving") throw new OrganizationMoving();
   if (result.kind === "failed") throw new TemporarilyUnavailable();
-}
-
-/**
- * What the signer reads: the document's text, and its PDF through a link for this signer (valid 10 to 15 minutes);
- * on a `code` envelope only once the signer's code was verified (title and fingerprint before that).
- */
-async function documentView(c: Context<AppBindings>, signerId: string, documentId: string, doc: { title: string | null; sha256: string | null; key: string | null; visible: boolean }) {
-  if (!doc.visible) return { title: doc.title, sha256: doc.sha256, pdfUrl: null, text: null };
-  const db = c.get("db");
-  const row = await db.select({ id: documents.id, organizationId: documents.organizationId, formKey: documents.formKey, canonical: documents.canonical }).from(documents).where(eq(documents.id, documentId)).get();
-  const text = row ? renderDocumentText(await renderable(db, row.organizationId, row)) : { title: doc.title ?? "Document", sections: [] };
-  const pdfUrl = doc.key ? (await signedFileUrl(c.env, appUrlOf(readConfig(c.env)), doc.key, undefined, signerId)).url : null;
-  return { title: doc.title ?? text.title, sha256: doc.sha256, pdfUrl, text };
 }
 
 export interface SigningDeps {
@@ -140,17 +118,17 @@ export function createPublicSigningRoutes(deps: SigningDeps) {
   return new OpenAPIHono<AppBindings>({ defaultHook: validationHook })
     .openapi(open, async (c) => {
       const meta = requestMeta(c);
-      const result = await onEnvelope<OpenResult>(c, c.req.valid("param").token, (id, org, hash) => envelopeSigner(c.env, id).open(id, org, hash, meta));
+      const result = await onEnvelope<OpenResult>(c, c.req.valid("param").token, (id, org, shard, hash) => envelopeSigner(c.env, id).open(id, org, shard, hash, meta));
       if (result.kind !== "active") return gone(c);
       const { id, ...signer } = result.signer;
-      return c.json({ state: "active" as const, signer, document: await documentView(c, id, signer.documentId, result.document), signerVerification: result.signerVerification }, 200);
+      return c.json({ state: "active" as const, signer, document: await signerDocumentView(c.env, c.get("db"), id, signer.documentId, result.document), signerVerification: result.signerVerification }, 200);
     })
     .openapi(act, async (c) => {
       const input = c.req.valid("json");
       const meta = requestMeta(c);
       const secret = readConfig(c.env).BOT_CHALLENGE_SECRET;
       if (input.action === "sign" || input.action === "decline") await requireChallenge(secret, deps.botChallenge, input.challengeToken, meta.ip, "for sign and decline");
-      const result = await onEnvelope<ActResult>(c, c.req.valid("param").token, (id, org, hash) => envelopeSigner(c.env, id).act(id, org, hash, input, meta));
+      const result = await onEnvelope<ActResult>(c, c.req.valid("param").token, (id, org, shard, hash) => envelopeSigner(c.env, id).act(id, org, shard, hash, input, meta));
       if (result.kind === "gone") return gone(c);
       if (result.kind === "refused") {
         const headers: Record<string, string> = result.retryAfterSeconds ? { "Retry-After": String(result.retryAfterSeconds) } : {};

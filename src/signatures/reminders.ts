@@ -1,12 +1,7 @@
-import { and, eq, isNotNull, lte } from "drizzle-orm";
-import type { Db } from "../db/client";
-import { envelopes, envelopeSigners } from "../db/schema";
 import type { ReminderPlan } from "../db/signatures";
 import type { Env } from "../env";
-import { loggableError } from "../lib/log";
 import { addSeconds, nowIso } from "../lib/time";
 import type { AuditEvent } from "./audit";
-import { envelopeSigner } from "./envelope-signer";
 import { mintToken, sendSigningLink } from "./links";
 import { ACTIVE, entry, type Loaded, machineContext, type SignerRow, TERMINAL, write } from "./machine";
 
@@ -67,25 +62,7 @@ export async function mailDueNotices(env: Env, state: Loaded, defer: (w: Promise
     newLinks: [...reminders.newLinks, ...notices.newLinks],
     audit: [...reminders.audit, ...notices.audit],
   });
-  for (const m of reminders.minted) defer(sendSigningLink(env, state.envelope.organizationId, m.signer, m.token, "reminder"));
-  for (const m of notices.minted) defer(sendSigningLink(env, state.envelope.organizationId, m.signer, m.token, "expiry_notice", state.envelope.expiresAt));
+  for (const m of reminders.minted) defer(sendSigningLink(env, state.tenant.db, state.envelope.organizationId, m.signer, m.token, "reminder"));
+  for (const m of notices.minted) defer(sendSigningLink(env, state.tenant.db, state.envelope.organizationId, m.signer, m.token, "expiry_notice", state.envelope.expiresAt));
   return { mailed: reminders.minted.length + notices.minted.length, state: next };
-}
-
-/** Cron pass: every envelope with a reminder or an expiry notice due goes to its object (at most `max` per pass). */
-export async function sendDueReminders(env: Env, db: Db, { max = 100 } = {}): Promise<number> {
-  const now = nowIso();
-  const [reminded, noticed] = await db.batch([
-    db.selectDistinct({ id: envelopeSigners.envelopeId, organizationId: envelopeSigners.organizationId }).from(envelopeSigners).where(and(isNotNull(envelopeSigners.remindAt), lte(envelopeSigners.remindAt, now))).limit(max),
-    db.select({ id: envelopes.id, organizationId: envelopes.organizationId }).from(envelopes).where(and(isNotNull(envelopes.expiryNoticeAt), lte(envelopes.expiryNoticeAt, now), eq(envelopes.status, "partially_signed"))).limit(max),
-  ]);
-  const due = new Map([...reminded, ...noticed].map((r) => [r.id, r.organizationId]));
-  await Promise.all(
-    [...due].map(([id, organizationId]) =>
-      envelopeSigner(env, id)
-        .remind(id, organizationId)
-        .catch((err) => console.error(JSON.stringify({ level: "error", msg: "reminders not sent; next pass retries", envelopeId: id, error: loggableError(err) }))),
-    ),
-  );
-  return due.size;
 }

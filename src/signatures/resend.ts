@@ -1,7 +1,8 @@
 import type { Env } from "../env";
+import type { RequestMeta } from "../service-context";
 import type { SignerCodes } from "./codes";
 import { mintToken } from "./links";
-import { end, entry, isExpired, type Loaded, machineContext, type RequestMeta, TERMINAL, write } from "./machine";
+import { end, entry, isExpired, type Loaded, machineContext, TERMINAL, write } from "./machine";
 
 /**
  * POST /api/signatures/{envelopeId}/signers/{signerId}/resend (issue 29), run by the envelope's object: a new link for

@@ -84,6 +84,7 @@ async function mailCopies(env: Env, tenant: Tenant, { envelope, signers }: Loade
     recipients.map((r) =>
       sendAfterCommit(
         env,
+        db,
         {
           organizationId: envelope.organizationId,
           to: r.email,

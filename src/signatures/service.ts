@@ -1,27 +1,32 @@
 import { and, desc, eq } from "drizzle-orm";
+import type { Db } from "../db/client";
 import { documents, envelopes, envelopeSigners, signingLinks } from "../db/schema";
 import type { ReminderPlan, SignerStatus } from "../db/signatures";
-import { commit, expectVersion, type VersionedTable, withRetries } from "../db/write";
-import { FORMS, type SigningParty } from "../documents/forms";
-import { renderDocumentPdf } from "../documents/render";
-import { findDocument, renderable, signingParties } from "../documents/service";
-import { requestFileSigner } from "../files/signed-url";
+import { expectVersion, type VersionedTable, withRetries } from "../db/write";
+import { commit } from "../events/commit";
+import { findDocument, FORMS, renderable, renderDocumentPdf, renderDocumentText, signingParties, type SigningParty } from "../documents/service";
+import { appUrlOf, type Env, readConfig } from "../env";
+import { requestFileSigner, signedFileUrl } from "../files/signed-url";
 import { InvalidState, NotFound, OrganizationMoving, TemporarilyUnavailable } from "../lib/errors";
 import { loggableError } from "../lib/log";
 import { newId } from "../lib/ids";
 import { inJsonList } from "../lib/sql";
 import { addSeconds, nowIso } from "../lib/time";
-import type { ServiceContext } from "../platform/context";
+import type { RequestMeta, ServiceContext } from "../service-context";
+import { envelopeFilesPrefix } from "../files/keys";
 import { registerPublicKeys } from "../shards/directory";
 import { sha256Hex } from "../lib/crypto";
 import { appendAudit, GENESIS, readAudit, verifyChain } from "./audit";
 import { checkChainSeal } from "./chain-seal";
-import { envelopeSigner } from "./envelope-signer";
+import { envelopeSigner } from "./signer-client";
 import { mintToken, sendSigningLink, signingUrl } from "./links";
-import { type EnvelopeRow, type RequestMeta, type SignerRow, TERMINAL } from "./machine";
+import { type EnvelopeRow, type SignerRow, TERMINAL } from "./machine";
 import { expiryNoticeAt, nextReminderAt } from "./reminders";
 import { readSettings } from "./settings";
 import type { Envelope, SignatureRequest } from "./schemas";
+
+/** The erasure of a person (contacts/erase.ts) reaches their envelopes through these steps. */
+export { closeSigningLinks, countSignedEnvelopes, eraseUnsignedEnvelopes } from "./erasure";
 
 const DOCUMENTS: VersionedTable = { table: documents, id: documents.id, organizationId: documents.organizationId, version: documents.version };
 /** Envelopes listed per document, newest first. */
@@ -58,8 +63,6 @@ export function toEnvelope(e: EnvelopeRow, signers: SignerRow[]): Envelope {
   };
 }
 
-/** Where an envelope's own files live in R2 (its erasure removes everything under it). */
-export const envelopeFilesPrefix = (organizationId: string, envelopeId: string) => `envelopes/${organizationId}/${envelopeId}/`;
 /** The R2 key of the document PDF an envelope's signers read. */
 export const envelopeDocumentKey = (organizationId: string, envelopeId: string) => `${envelopeFilesPrefix(organizationId, envelopeId)}document.pdf`;
 
@@ -185,7 +188,7 @@ export async function sendForSignature(ctx: ServiceContext, documentId: string, 
   await envelopeSigner(ctx.env, envelope.id)
     .begin(envelope.id, ctx.organizationId, envelope.expiresAt)
     .catch((err) => console.error(JSON.stringify({ level: "warn", msg: "envelope alarm not set; expiry is checked on each use", envelopeId: envelope.id, error: loggableError(err) })));
-  for (const { signer, token } of links) ctx.defer(sendSigningLink(ctx.env, ctx.organizationId, signer, token));
+  for (const { signer, token } of links) ctx.defer(sendSigningLink(ctx.env, ctx.db, ctx.organizationId, signer, token));
   return {
     envelopeId: envelope.id,
     links: links.map(({ signer, token }) => ({ signerId: signer.id, name: signer.name, email: signer.email, role: signer.role, url: signingUrl(ctx.env, token) })),
@@ -260,7 +263,7 @@ export async function resendSigner(ctx: ServiceContext, envelopeId: string, sign
   if (result.kind === "not_found") throw new NotFound("Signer", "No signer with this id in this envelope");
   if (result.kind === "cannot_resend") throw new InvalidState("cannot_resend", result.message);
   const { signer, token } = result;
-  ctx.defer(sendSigningLink(ctx.env, ctx.organizationId, signer, token, "resend"));
+  ctx.defer(sendSigningLink(ctx.env, ctx.db, ctx.organizationId, signer, token, "resend"));
   return { signerId: signer.id, name: signer.name, email: signer.email, role: signer.role, url: signingUrl(ctx.env, token) };
 }
 
@@ -292,4 +295,22 @@ export async function signedDocumentLink(ctx: ServiceContext, envelopeId: string
   if (envelope.status !== "completed") throw new InvalidState("document_unavailable", `The envelope is ${envelope.status}: a signed document exists only for a completed envelope`);
   if (!envelope.sealedKey) throw new InvalidState("document_pending", "The signed document is being sealed; try again in a moment");
   return requestFileSigner(ctx)(envelope.sealedKey);
+}
+
+/** The envelope of a link minted before tokens carried it (links.ts): looked up by hash; null for any other token. */
+export async function envelopeOfLink(db: Db, tokenHash: string): Promise<string | null> {
+  const row = await db.select({ envelopeId: signingLinks.envelopeId }).from(signingLinks).where(eq(signingLinks.tokenHash, tokenHash)).get();
+  return row?.envelopeId ?? null;
+}
+
+/**
+ * What the signer reads: the document's text, and its PDF through a link for this signer (valid 10 to 15 minutes);
+ * on a `code` envelope only once the signer's code was verified (title and fingerprint before that).
+ */
+export async function signerDocumentView(env: Env, db: Db, signerId: string, documentId: string, doc: { title: string | null; sha256: string | null; key: string | null; visible: boolean }) {
+  if (!doc.visible) return { title: doc.title, sha256: doc.sha256, pdfUrl: null, text: null };
+  const row = await db.select({ id: documents.id, organizationId: documents.organizationId, formKey: documents.formKey, canonical: documents.canonical }).from(documents).where(eq(documents.id, documentId)).get();
+  const text = row ? renderDocumentText(await renderable(db, row.organizationId, row)) : { title: doc.title ?? "Document", sections: [] };
+  const pdfUrl = doc.key ? (await signedFileUrl(env, appUrlOf(readConfig(env)), doc.key, undefined, signerId)).url : null;
+  return { title: doc.title ?? text.title, sha256: doc.sha256, pdfUrl, text };
 }

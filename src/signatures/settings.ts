@@ -2,7 +2,7 @@ import { eq } from "drizzle-orm";
 import { signatureSettings } from "../db/schema";
 import type { ReminderPlan, SignerVerification } from "../db/signatures";
 import { nowIso } from "../lib/time";
-import type { ServiceContext } from "../platform/context";
+import type { ServiceContext } from "../service-context";
 
 /** The organization's defaults for new envelopes: attested signers and no reminders until it says otherwise. */
 export async function readSettings(ctx: ServiceContext): Promise<{ signerVerification: SignerVerification; reminders: ReminderPlan | null }> {

@@ -8,7 +8,7 @@ import type { AppBindings } from "../platform/context";
 import { validationHook } from "../platform/openapi";
 import { rateLimit } from "../platform/rate-limit";
 import { defineRoute } from "../platform/route";
-import { openPublicKey } from "../shards/directory";
+import { openPublicKey } from "../platform/session";
 
 /**
  * POST /api/public/verify (issue 20): anyone holding a PDF can ask whether it is a signed document this platform

@@ -1,12 +1,11 @@
 import { and, eq } from "drizzle-orm";
 import type { Db } from "../db/client";
-import { contacts, organizations, trashEntries } from "../db/schema";
+import { contacts, organizations, type surveys, trashEntries } from "../db/schema";
 import { type Env, readConfig } from "../env";
 import { mailerFor } from "../mail/mailer";
 import { newToken, sha256Hex } from "../lib/crypto";
 import { NotConfigured } from "../lib/errors";
 import { sealText } from "../lib/secret-box";
-import type { SurveyRow } from "./service";
 
 /**
  * A survey's link: its raw token (in the creating answer and the invitation mail only), sealed until the cron has
@@ -38,7 +37,7 @@ export const inTrash = async (db: Db, contactId: string) =>
 export class RecipientGone extends Error {}
 
 /** Mails the survey's link to its recipient. The raw token exists only in this message and the creating answer. */
-export async function mailInvitation(env: Env, db: Db, survey: SurveyRow, token: string): Promise<void> {
+export async function mailInvitation(env: Env, db: Db, survey: typeof surveys.$inferSelect, token: string): Promise<void> {
   const row = await db
     .select({ email: contacts.email, firstName: contacts.firstName, brokerage: organizations.name })
     .from(contacts)

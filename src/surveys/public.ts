@@ -1,11 +1,12 @@
 import { and, eq } from "drizzle-orm";
 import { organizations, surveyResponses, surveys, surveyTemplates } from "../db/schema";
-import { commit, expectRow, StaleWrite, withRetries } from "../db/write";
+import { expectRow, StaleWrite, withRetries } from "../db/write";
+import { commit } from "../events/commit";
 import { newEvent } from "../events/outbox";
 import { InvalidState, Validation } from "../lib/errors";
 import { nowIso } from "../lib/time";
-import type { ServiceContext } from "../platform/context";
-import { bumpSurveyFigures, npsClass, type SurveyFigures } from "../testimonials/aggregates";
+import type { ServiceContext } from "../service-context";
+import { bumpSurveyFigures, npsClass, type SurveyFigures } from "../reputation/aggregates";
 import { type Answers, checkAnswers, type SurveyQuestion } from "./schemas";
 import { surveyTokenKey } from "./invitations";
 import { atVersion, isLive } from "./service";

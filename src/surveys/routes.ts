@@ -7,7 +7,7 @@ import { validationHook } from "../platform/openapi";
 import { rateLimit } from "../platform/rate-limit";
 import { requestMeta } from "../platform/request-meta";
 import { defineRoute, jsonBody } from "../platform/route";
-import { openPublicKey } from "../shards/directory";
+import { openPublicKey } from "../platform/session";
 import { surveyTokenKey } from "./invitations";
 import { surveyPage } from "./page";
 import { HIGH_NPS, HIGH_RATING } from "./responses";

@@ -1,5 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { listQuery } from "../crm/list-query";
+import type { StoredSurveyQuestion } from "../db/surveys";
 import type { FieldIssue } from "../lib/errors";
 import { freeText, oneLineText } from "../lib/validation";
 
@@ -18,7 +19,6 @@ import { freeText, oneLineText } from "../lib/validation";
  * rating question, else the nps question); `testimonial` (a text question, at most one) is the text that becomes
  * the testimonial (without it, the first text question answered).
  */
-export const QUESTION_TYPES = ["rating", "nps", "text", "single_choice", "yes_no"] as const;
 export const DEFAULT_TEXT_MAX = 2000;
 export const MAX_QUESTIONS = 30;
 /** A template's questions as JSON, at most: what a page of templates answers stays bounded. */
@@ -48,7 +48,9 @@ const ChoiceQuestion = z
   .openapi("SingleChoiceQuestion", { description: "One of the options, answered by its text" });
 const YesNoQuestion = z.strictObject({ ...common, type: z.literal("yes_no"), purpose: z.literal("publishConsent").optional() }).openapi("YesNoQuestion", { description: "true or false" });
 
-export const SurveyQuestion = z.discriminatedUnion("type", [RatingQuestion, NpsQuestion, TextQuestion, ChoiceQuestion, YesNoQuestion]).openapi("SurveyQuestion");
+export const SurveyQuestion = z
+  .discriminatedUnion("type", [RatingQuestion, NpsQuestion, TextQuestion, ChoiceQuestion, YesNoQuestion])
+  .openapi("SurveyQuestion") satisfies z.ZodType<StoredSurveyQuestion>;
 export type SurveyQuestion = z.infer<typeof SurveyQuestion>;
 
 const VISIBLE = /[^\s\p{Cf}\p{Z}]/u;

@@ -1,11 +1,12 @@
 import { and, desc, eq, sql } from "drizzle-orm";
 import { surveyTemplates } from "../db/schema";
-import { commit, expectNoRow, guard, type Statement, withRetries } from "../db/write";
+import { expectNoRow, guard, type Statement, withRetries } from "../db/write";
+import { commit } from "../events/commit";
 import { decodeNewestFirstCursor, newestFirstPage, olderThan } from "../crm/pagination";
 import { Conflict } from "../lib/errors";
 import { newId } from "../lib/ids";
 import { nowIso } from "../lib/time";
-import type { ServiceContext } from "../platform/context";
+import type { ServiceContext } from "../service-context";
 import { STANDARD_TEMPLATE, type SurveyTemplate, type TemplateCreate } from "./schemas";
 
 /** Survey templates (spec: Survey template): an organization's own, and the standard one it starts with. */

@@ -5,7 +5,7 @@ import type { AppBindings } from "../platform/context";
 import { ETAG_HEADER, withEtag } from "../platform/etag";
 import { validationHook } from "../platform/openapi";
 import { defineRoute, jsonBody } from "../platform/route";
-import { getAggregate } from "./aggregates";
+import { getAggregate } from "../reputation/aggregates";
 import { AgentQuery } from "../profiles/schemas";
 import { Aggregate, IdParam, RejectBody, Testimonial, TestimonialCreate, TestimonialList, TestimonialListQuery, TestimonialUpdate } from "./schemas";
 import { approveTestimonial, createTestimonial, getTestimonial, listTestimonials, publishTestimonial, rejectTestimonial, unpublishTestimonial, updateTestimonial } from "./service";

@@ -2,17 +2,18 @@ import { expectReferences, references } from "../db/references";
 import { and, asc, desc, eq, gt, lt, or } from "drizzle-orm";
 import { agentProfiles, testimonials } from "../db/schema";
 import type { TestimonialStatus } from "../db/reputation";
-import { commit, expectVersion, expectVersionMatch, type Statement, versioned, type VersionedTable, withRetries } from "../db/write";
+import { expectVersion, expectVersionMatch, type Statement, versioned, type VersionedTable, withRetries } from "../db/write";
+import { commit } from "../events/commit";
 import type { EventEnvelope } from "../events/envelope";
 import { newEvent } from "../events/outbox";
 import { decodeCursor, encodeCursor } from "../lib/cursor";
 import { InvalidState, NotFound, Validation } from "../lib/errors";
 import { newId } from "../lib/ids";
 import { nowIso } from "../lib/time";
-import type { ServiceContext } from "../platform/context";
-import { recomputeAggregates } from "./aggregates";
-import { checkReferences } from "../profiles/agents";
-import { feedUrl, purgeFeed } from "../profiles/feed";
+import type { ServiceContext } from "../service-context";
+import { recomputeAggregates } from "../reputation/aggregates";
+import { checkReferences } from "../profiles/service";
+import { feedUrl, purgeFeed } from "../reputation/feed-cache";
 import type { Testimonial, TestimonialCreate, TestimonialUpdate } from "./schemas";
 
 /**

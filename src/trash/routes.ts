@@ -4,7 +4,7 @@ import { requirePermission, serviceContext } from "../platform/auth";
 import type { AppBindings } from "../platform/context";
 import { validationHook } from "../platform/openapi";
 import { defineRoute } from "../platform/route";
-import { RESTORE_DAYS } from "./moves";
+import { RESTORE_DAYS } from "../crm/trash";
 import { TrashItem, TrashListQuery } from "./schemas";
 import { listTrash } from "./service";
 

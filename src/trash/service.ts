@@ -1,14 +1,13 @@
 import { and, asc, count, desc, eq, gt, inArray, lt, lte, or } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { type TrashKind, trashEntries, trashRows } from "../db/schema";
-import { dealPrefix } from "../deals/files";
+import { dealPrefix, propertyPrefix } from "../files/keys";
 import type { Env } from "../env";
 import { removeFiles } from "../files/storage";
 import { decodeCursor, encodeCursor } from "../lib/cursor";
 import { Validation } from "../lib/errors";
 import { loggableError } from "../lib/log";
-import type { ServiceContext } from "../platform/context";
-import { propertyPrefix } from "../properties/files";
+import type { ServiceContext } from "../service-context";
 import type { TrashItem, TrashListQuery } from "./schemas";
 
 const SORT = "deletedAt:desc";

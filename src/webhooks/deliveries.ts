@@ -1,12 +1,13 @@
 import { and, count, desc, eq, inArray, sql } from "drizzle-orm";
 import { inJsonList } from "../lib/sql";
 import { outboxEvents, webhookDeliveries, webhookSubscriptions } from "../db/schema";
-import { commit, expectRow, withRetries } from "../db/write";
+import { expectRow, withRetries } from "../db/write";
+import { commit } from "../events/commit";
 import { Conflict, NotFound } from "../lib/errors";
 import { newId } from "../lib/ids";
 import { decodeNewestFirstCursor as decodeCursor, olderThan, paginate } from "../crm/pagination";
 import { nowIso } from "../lib/time";
-import type { ServiceContext } from "../platform/context";
+import type { ServiceContext } from "../service-context";
 import { TEST_EVENT } from "./events";
 import { enqueueDeliveries } from "./fanout";
 import { buildPayload, loadParties } from "./payload";

@@ -1,4 +1,5 @@
 import { z } from "@hono/zod-openapi";
+import type { StoredWebhookFilters } from "../db/webhooks";
 import { resourceOf, WEBHOOK_RESOURCES } from "./events";
 
 /**
@@ -31,7 +32,7 @@ export const WebhookFiltersSchema = z
   .openapi("WebhookFilters", {
     description: "Conditions on the event's object, keyed by dotted path; operators eq, ne, gt, gte, lt, lte, in, nin. All must hold.",
     example: { "contact.leadScore": { gte: 80 }, "contact.source": { in: ["WEBSITE", "REFERRAL"] } },
-  });
+  }) satisfies z.ZodType<StoredWebhookFilters>;
 export type WebhookFilters = z.infer<typeof WebhookFiltersSchema>;
 type Condition = z.infer<typeof Condition>;
 

@@ -1,11 +1,12 @@
 import { and, count, desc, eq, inArray } from "drizzle-orm";
 import { webhookDeliveries, webhookDeliveryAttempts, webhookSubscriptions } from "../db/schema";
-import { commit, expectVersion, expectVersionMatch, versioned, type VersionedTable, withRetries } from "../db/write";
+import { expectVersion, expectVersionMatch, versioned, type VersionedTable, withRetries } from "../db/write";
+import { commit } from "../events/commit";
 import { NotFound } from "../lib/errors";
 import { newId } from "../lib/ids";
 import { decodeNewestFirstCursor as decodeCursor, olderThan, paginate } from "../crm/pagination";
 import { nowIso } from "../lib/time";
-import type { ServiceContext } from "../platform/context";
+import type { ServiceContext } from "../service-context";
 import { assertDeliverableUrl, masterKey } from "./guards";
 import type { CreateWebhook, UpdateWebhook, Webhook } from "./schemas";
 import { newWebhookSecret, sealSecret } from "./secret-box";

@@ -7,11 +7,10 @@ import { createApp } from "../../src/app";
 import { createDb } from "../../src/db/client";
 import { rowJson } from "../../src/db/row-json";
 import type { Statement } from "../../src/db/write";
-import { dealPrefix } from "../../src/deals/files";
+import { dealPrefix, propertyPrefix } from "../../src/files/keys";
 import { stageEvents } from "../../src/events/outbox";
 import worker from "../../src/index";
 import { sha256Hex } from "../../src/lib/crypto";
-import { propertyPrefix } from "../../src/properties/files";
 import { shardDatabase } from "../../src/shards/bindings";
 import { startMove, stepMove } from "../../src/shards/move";
 import { MOVED_TABLES } from "../../src/shards/moved-tables";
@@ -640,7 +639,7 @@ interface Erasure extends Written {
 }
 
 /**
- * The person in one of each kind of place an erasure step handles (src/contacts/erase.ts ERASURE_STEPS): an open
+ * The person in one of each kind of place an erasure step handles (src/contacts/erase.ts, the steps of an erasure): an open
  * envelope they are to sign (the envelope round: its directory key, the object's void, the R2 deletes, the D1 batch),
  * the generated document it was made from (the documents round: the search index, the D1 batch), another contact's
  * activity and the event payloads (the copies' rewrites), and another contact in the trash whose notes name them (the

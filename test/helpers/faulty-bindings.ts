@@ -2,6 +2,7 @@ import { createExecutionContext, createMessageBatch, getQueueResult, runInDurabl
 import { env } from "cloudflare:workers";
 import type { Env } from "../../src/env";
 import { handleQueue } from "../../src/queues";
+import { envelopeSigner } from "../../src/signatures/signer-client";
 
 /**
  * Bindings that fail on cue (issue 29, "Faults survived"): wrappers around the REAL local D1 databases and R2 bucket,
@@ -252,14 +253,17 @@ export async function drainQueues(f: FaultEnv, { rounds = 8 } = {}): Promise<voi
   }
 }
 
+/** Runs `work` with the envelope's signing Durable Object on `f.env` (`withSignerEnv`). */
+export const withSignerOn = <T>(envelopeId: string, f: FaultEnv, work: () => Promise<T>): Promise<T> => withSignerEnv(envelopeId, f.env, work);
+
 /**
- * Runs `work` with the envelope's signing Durable Object on `f.env`: its bindings are swapped within
+ * Runs `work` with the envelope's signing Durable Object on `objectEnv`: its bindings are swapped within
  * runInDurableObject (the envelope state it cached holds the old shard binding, so it goes too and the object reloads
- * through the new ones), and what it defers with `waitUntil` (the publish after its answer) is awaited before the
- * bindings go back, so no step of the run lands after it.
+ * through the new ones), and what it defers with `waitUntil` (the publish after its answer, a mail) is awaited before
+ * the bindings go back, so no step of the run lands after it.
  */
-export async function withSignerOn<T>(envelopeId: string, f: FaultEnv, work: () => Promise<T>): Promise<T> {
-  const stub = env.ENVELOPE_SIGNER.get(env.ENVELOPE_SIGNER.idFromName(envelopeId));
+export async function withSignerEnv<T>(envelopeId: string, objectEnv: Env, work: () => Promise<T>): Promise<T> {
+  const stub = envelopeSigner(env, envelopeId);
   type Instance = { env: Env; ctx: DurableObjectState; state: unknown };
   const deferred: Promise<unknown>[] = [];
   let original: { env: Env; ctx: DurableObjectState } | undefined;
@@ -267,7 +271,7 @@ export async function withSignerOn<T>(envelopeId: string, f: FaultEnv, work: () 
     const object = instance as Instance;
     original = { env: object.env, ctx: object.ctx };
     const realCtx = object.ctx;
-    object.env = f.env;
+    object.env = objectEnv;
     object.ctx = new Proxy(realCtx, {
       get: (target, prop) => {
         if (prop === "waitUntil") return (w: Promise<unknown>) => (deferred.push(w), target.waitUntil(w));

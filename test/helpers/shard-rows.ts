@@ -4,7 +4,7 @@ import type { SQLiteColumn } from "drizzle-orm/sqlite-core";
 import { expect, vi } from "vitest";
 import { createDb } from "../../src/db/client";
 import { columnName, rowJson, storedColumns } from "../../src/db/row-json";
-import { EVENT_CONSUMERS } from "../../src/events/registry";
+import { EVENT_CONSUMERS } from "../../src/queues";
 import { shardDatabase } from "../../src/shards/bindings";
 import { MOVED_TABLES, type MovedTable } from "../../src/shards/moved-tables";
 

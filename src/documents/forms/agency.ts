@@ -1,8 +1,6 @@
 import { z } from "@hono/zod-openapi";
+import type { DerivedObligation, DocumentText, FormDefinition } from "./definition";
 import { freeText, oneLineText } from "../../lib/validation";
-import type { FormDefinition } from "../forms";
-import type { DerivedObligation } from "../obligations";
-import type { DocumentText } from "../render";
 import { Address, AGREEMENT_RENEWAL_DAYS, Brokerage, dollars, inOrder, isoDate, longDate, Money, oneLineAddress, Party, partyLines, Period, Provenance } from "./parts";
 
 /**

@@ -1,7 +1,6 @@
 import { z } from "@hono/zod-openapi";
+import type { DocumentText, FormDefinition } from "./definition";
 import { freeText } from "../../lib/validation";
-import type { FormDefinition } from "../forms";
-import type { DocumentText } from "../render";
 import { CalendarDate, dollars, longDate, Money, oneLineAddress, partyLines, Provenance } from "./parts";
 import { MAX_CONDITIONS, NO_CHANGES, PURCHASE_FORM, type PurchaseCanonical, type PurchaseChanges } from "./purchase";
 

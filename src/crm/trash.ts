@@ -5,7 +5,12 @@ import { rowJson, tableName, valuesFromJson } from "../db/row-json";
 import { type TrashKind, trashEntries, trashRows } from "../db/schema";
 import { expectRow, type Statement } from "../db/write";
 import { NotFound } from "../lib/errors";
-import type { ServiceContext } from "../platform/context";
+import type { ServiceContext } from "../service-context";
+
+/**
+ * The trash's moves of CRM records (contacts, deals, properties): their rows into `trash_rows` on delete and back on
+ * restore. Below the domains that delete (and the trash's own routes and purge), which all share them.
+ */
 
 /** How long a deleted record can be restored; the purge removes it after. */
 export const RESTORE_DAYS = 30;

@@ -4,7 +4,7 @@ import { reputationAggregates, users } from "../db/schema";
 import { NotFound } from "../lib/errors";
 import type { Statement } from "../db/write";
 import { nowIso } from "../lib/time";
-import type { ServiceContext } from "../platform/context";
+import type { ServiceContext } from "../service-context";
 
 type Row = typeof reputationAggregates.$inferSelect;
 const ORG = "";

@@ -1,0 +1,59 @@
+import type { Db } from "./db/client";
+import type { Statement } from "./db/write";
+import type { Env } from "./env";
+
+/**
+ * What a service verb is handed (README "Layout", tier 3): who acts, for which organization, and the databases.
+ * A leaf: it names no HTTP and no higher layer, so shards, events, platform and the domains all take it alike.
+ */
+
+/** Who acts: a signed-in user, the system (a consumer, the cron) or the public (a link's holder). */
+export interface Actor {
+  type: "user" | "system" | "public";
+  userId?: string | null;
+}
+
+/** Where a request came from, as an audit trail records it (platform/request-meta.ts reads it off the request). */
+export interface RequestMeta {
+  ip: string | null;
+  userAgent: string | null;
+}
+
+export interface AuthUser {
+  id: string;
+  email: string;
+  name: string | null;
+}
+
+export interface AuthOrganization {
+  id: string;
+  name: string;
+}
+
+/** What a service verb gets: never the HTTP request, only who acts, for which organization, and the bindings. */
+export interface ServiceContext {
+  env: Env;
+  /** The organization's shard (issue 24); a service never names a binding. */
+  db: Db;
+  /** The directory, for what is looked up across organizations: public link keys, agent slugs (src/shards/). */
+  directory: Db;
+  /** The same D1 session as `db`, for hand-written SQL (the contacts list). */
+  d1: D1Database | D1DatabaseSession;
+  organizationId: string;
+  actor: Actor;
+  requestId: string;
+  /**
+   * The versions the caller allows the addressed resource to be at when it is written (If-Match): `*` for any, absent
+   * when the write is unconditional. Checked by `expectVersionMatch` (db/write.ts).
+   */
+  ifMatch?: "*" | number[];
+  /** Keeps async work (a queue send) alive past the response: `ctx.waitUntil` in production. */
+  defer(work: Promise<unknown>): void;
+  /** What was read with the authentication, by key (platform/preload.ts); taken once. */
+  preloaded?: Map<string, unknown[]>;
+  /**
+   * The idempotency record of a verb's answer, to join the batch that commits it (platform/idempotency.ts
+   * `keepAnswerInBatch`); absent when the request carries no Idempotency-Key or the route does not keep in batch.
+   */
+  keepAnswer?: (answer: object) => { statement: Statement; committed(): void };
+}
