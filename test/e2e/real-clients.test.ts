@@ -165,7 +165,7 @@ class TestProvider implements OAuthClientProvider {
   }
 }
 
-const TOOLS = ["create_contact", "find_contacts", "get_pipeline", "list_deals", "list_obligations", "log_activity", "move_deal", "search_documents", "send_for_signature"];
+const TOOLS = ["create_contact", "find_contacts", "get_pipeline", "list_deals", "list_forms", "list_obligations", "log_activity", "move_deal", "search_documents", "send_for_signature"];
 
 describe("the MCP SDK client", () => {
   const provider = new TestProvider();
@@ -207,7 +207,7 @@ describe("the MCP SDK client", () => {
     await mcp.connect(new StreamableHTTPClientTransport(mcpUrl(), { authProvider: provider }));
   });
 
-  it("lists the nine tools", async () => {
+  it("lists the ten tools", async () => {
     const { tools } = await mcp.listTools();
     expect(tools.map((t) => t.name).sort()).toEqual(TOOLS);
     for (const tool of tools) expect(tool.inputSchema.type).toBe("object");
@@ -244,6 +244,8 @@ describe("the MCP SDK client", () => {
       term: { commencement: { year: 2027, month: 5, day: 1 } },
       monthlyRent: { cents: 210_000 },
     };
+    const { forms } = await call("list_forms", {});
+    expect(forms.find((f: { formKey: string }) => f.formKey === "on/standard-lease")).toMatchObject({ signable: true, roles: ["landlord", "tenant"] });
     const canonical = { schemaVersion: 1, formKey: "on/standard-lease", lease, provenance: { aiDrafted: false } };
     const docRes = await fetch(`${dev.base}/api/documents`, { method: "POST", headers, body: JSON.stringify({ formKey: "on/standard-lease", canonical }) });
     expect(docRes.status).toBe(201);
