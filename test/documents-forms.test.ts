@@ -103,6 +103,21 @@ describe("POST /api/documents: the new forms' rules", () => {
   });
 });
 
+describe("a listing or buyer representation agreement shorter than its renewal notice", () => {
+  it("puts the renewal decision on its first day, never before the agreement starts", async () => {
+    const { token } = await createPrincipal();
+    const canonical = listingCanonical();
+    canonical.listing.period = { start: day(5), expiry: day(25) };
+    const res = await call("POST", "/api/documents", { token, body: { formKey: canonical.formKey, canonical } });
+    expect(res.status).toBe(201);
+    const { id } = (await json(res)) as { id: string };
+    expect(brief(await obligationsOf(token, id))).toEqual([
+      ["renewal", isoDay(5), null],
+      ["expiry", isoDay(25), null],
+    ]);
+  });
+});
+
 const FORMS = [
   {
     name: "agreement of purchase and sale",

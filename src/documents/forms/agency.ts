@@ -64,9 +64,16 @@ const commissionWords = (c: Commission) => [c.percent !== undefined ? `${c.perce
 const notesLines = (notes?: string) => (notes ? notes.split(/\r?\n/) : []);
 
 function periodObligations(what: string, period: z.infer<typeof Period>): DerivedObligation[] {
+  const notice = isoDate(period.expiry, -AGREEMENT_RENEWAL_DAYS);
+  const start = isoDate(period.start);
+  // A period shorter than the notice: the decision falls on its first day, never before the agreement exists.
+  const renewal =
+    notice >= start
+      ? { description: `Decide whether to renew the ${what.toLowerCase()} (${AGREEMENT_RENEWAL_DAYS} days before it expires)`, dueDate: notice }
+      : { description: `Decide whether to renew the ${what.toLowerCase()} (it runs less than ${AGREEMENT_RENEWAL_DAYS} days: from its first day)`, dueDate: start };
   return [
     { type: "expiry", description: `${what} expires`, dueDate: isoDate(period.expiry), amountCents: null },
-    { type: "renewal", description: `Decide whether to renew the ${what.toLowerCase()} (${AGREEMENT_RENEWAL_DAYS} days before it expires)`, dueDate: isoDate(period.expiry, -AGREEMENT_RENEWAL_DAYS), amountCents: null },
+    { type: "renewal", ...renewal, amountCents: null },
   ];
 }
 
