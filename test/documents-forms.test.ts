@@ -103,7 +103,20 @@ describe("POST /api/documents: the new forms' rules", () => {
   });
 });
 
-describe("a listing or buyer representation agreement shorter than its renewal notice", () => {
+describe("a listing or buyer representation agreement: commission and renewal", () => {
+  it("takes a commission percent with at most three decimals (1e-300% printed as written on the agreement)", async () => {
+    const { token } = await createPrincipal();
+    const send = (percent: number) => {
+      const canonical = listingCanonical();
+      canonical.listing.commission = { percent };
+      return call("POST", "/api/documents", { token, body: { formKey: canonical.formKey, canonical } });
+    };
+    const tiny = await send(1e-300);
+    expect(tiny.status).toBe(400);
+    expect(((await json(tiny)).issues as { path: (string | number)[] }[]).map((i) => i.path.join("."))).toEqual(["canonical.listing.commission.percent"]);
+    expect((await send(2.125)).status).toBe(201);
+  });
+
   it("puts the renewal decision on its first day, never before the agreement starts", async () => {
     const { token } = await createPrincipal();
     const canonical = listingCanonical();

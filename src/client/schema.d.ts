@@ -3543,7 +3543,7 @@ export interface components {
                     };
                 };
                 commission: {
-                    /** @description Of the sale price, e.g. 2.5 */
+                    /** @description Of the sale price, at most three decimals, e.g. 2.5 */
                     percent?: number;
                     /** @description A fixed amount instead of (or on top of) a percentage */
                     cents?: number;
@@ -3590,7 +3590,7 @@ export interface components {
                     };
                 };
                 commission?: {
-                    /** @description Of the sale price, e.g. 2.5 */
+                    /** @description Of the sale price, at most three decimals, e.g. 2.5 */
                     percent?: number;
                     /** @description A fixed amount instead of (or on top of) a percentage */
                     cents?: number;

@@ -15,7 +15,7 @@ const REPRESENTATION_TITLE = "Buyer Representation Agreement (Ontario)";
 
 const Commission = z
   .strictObject({
-    percent: z.number().gt(0).max(100).optional().openapi({ description: "Of the sale price, e.g. 2.5" }),
+    percent: z.number().min(0.001).max(100).multipleOf(0.001).optional().openapi({ description: "Of the sale price, at most three decimals, e.g. 2.5" }),
     cents: Money.shape.cents.optional().openapi({ description: "A fixed amount instead of (or on top of) a percentage" }),
   })
   .refine((c) => c.percent !== undefined || c.cents !== undefined, { message: "Give the commission as a percent, an amount in cents, or both", params: { code: "required" } });
