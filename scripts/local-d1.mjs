@@ -1,7 +1,7 @@
 // The local D1 databases of wrangler.toml, opened in this process through wrangler's getPlatformProxy: the same files
 // under .wrangler/state/v3 that `npm run dev` serves, reached by one local runtime instead of one wrangler process per
-// statement (`npm run token` spawned five: about 15 s a call, now about 2 s).
-import { mkdirSync, readdirSync, writeFileSync } from "node:fs";
+// statement (`npm run token` spawned five: about 15 s a call, now 3 to 4 s).
+import { mkdirSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { getPlatformProxy } from "wrangler";
 import { applyLocalMigrations, d1Databases } from "./migrate.mjs";
@@ -17,10 +17,15 @@ async function open() {
   const databases = d1Databases();
   const dir = `${root}.wrangler/tmp`;
   mkdirSync(dir, { recursive: true });
-  const configPath = `${dir}/local-d1.json`;
+  // One file per process: parallel `npm run token` calls must not read each other's half-written configuration.
+  const configPath = `${dir}/local-d1-${process.pid}.json`;
   writeFileSync(configPath, JSON.stringify({ name: "local-d1", compatibility_date: "2026-11-01", d1_databases: databases.map(({ binding, database_name, database_id }) => ({ binding, database_name, database_id })) }));
-  const proxy = await getPlatformProxy({ configPath, persist: { path: `${root}.wrangler/state/v3` }, envFiles: [], remoteBindings: false });
-  return { proxy, databases };
+  try {
+    const proxy = await getPlatformProxy({ configPath, persist: { path: `${root}.wrangler/state/v3` }, envFiles: [], remoteBindings: false });
+    return { proxy, databases };
+  } finally {
+    rmSync(configPath, { force: true });
+  }
 }
 
 /** The migration files of each database that its d1_migrations table does not list yet. */
