@@ -1,6 +1,5 @@
-import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
 import { defineConfig } from "vitest/config";
-import { readDevVars, sealBindings } from "./scripts/dev-vars.mjs";
+import { workersPool } from "./vitest.workers";
 
 export default defineConfig({
   test: {
@@ -9,12 +8,7 @@ export default defineConfig({
     projects: [
       {
         // Inside workerd, against real local D1, Durable Objects, Queues and R2 (storage isolated per test file).
-        plugins: [
-          cloudflareTest(async () => ({
-            wrangler: { configPath: "./wrangler.toml" },
-            miniflare: { bindings: { ...readDevVars(), ...(await sealBindings()), DIRECTORY_MIGRATIONS: await readD1Migrations("./migrations/directory"), TENANT_MIGRATIONS: await readD1Migrations("./migrations/tenant"), ENVIRONMENT: "test" } },
-          })),
-        ],
+        plugins: [workersPool()],
         test: {
           name: "workers",
           // A ceiling for a hung test, not a speed target: some tests wait on queue consumers for up to 15 s.
