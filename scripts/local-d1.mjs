@@ -7,7 +7,9 @@ import { getPlatformProxy } from "wrangler";
 import { applyLocalMigrations, d1Databases } from "./migrate.mjs";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
-const LOCKED = /database is locked|SQLITE_BUSY/;
+// workerd logs a lock held by another process (a running `npm run dev`) as SQLITE_BUSY and hands the script only
+// "internal error; reference = …": both are a moment's wait, not a failure.
+const LOCKED = /database is locked|SQLITE_BUSY|internal error/;
 
 /**
  * Opens the databases alone (a configuration naming only them, so no Durable Object or Vectorize binding is started
@@ -50,7 +52,7 @@ export async function retryLocked(run) {
     try {
       return await run();
     } catch (err) {
-      if (attempt >= 5 || !LOCKED.test(String(err?.message))) throw err;
+      if (attempt >= 8 || !LOCKED.test(String(err?.message))) throw err;
       await new Promise((r) => setTimeout(r, 250 * attempt));
     }
   }
