@@ -37,7 +37,7 @@ async function pending(env, databases) {
     const files = readdirSync(`${root}${migrations_dir}`).filter((f) => f.endsWith(".sql"));
     let applied = new Set();
     try {
-      applied = new Set((await env[binding].prepare("SELECT name FROM d1_migrations").all()).results.map((r) => r.name));
+      applied = new Set((await retryLocked(() => env[binding].prepare("SELECT name FROM d1_migrations").all())).results.map((r) => r.name));
     } catch (err) {
       if (!/no such table/.test(String(err?.message))) throw err;
     }
