@@ -53,8 +53,11 @@ export function createApp(options: AppOptions = {}) {
   for (const path of AUTHENTICATED) {
     app.use(path, async (c, next) => (isPublic(c.req.path) ? next() : requireAuth(c, next)));
   }
-  // An OAuth access token reaches only the /v1 routes its permissions cover (issue 14); before idempotency, so a 403 is not kept.
-  app.use("/v1/*", requireRoutePermission);
+  // A caller reaches only the routes its credential's permissions and its role cover (issues 14, 32); before
+  // idempotency, so a 403 is not kept.
+  for (const path of AUTHENTICATED) {
+    app.use(path, async (c, next) => (isPublic(c.req.path) ? next() : requireRoutePermission(c, next)));
+  }
   for (const path of IDEMPOTENT) {
     app.use(path, async (c, next) => (isPublic(c.req.path) ? next() : idempotency(c, next)));
   }

@@ -23,6 +23,8 @@ export interface AuthUser {
   id: string;
   email: string;
   name: string | null;
+  /** The user's role in the organization (platform/permissions.ts `ROLES`). */
+  role: "owner" | "admin" | "agent";
 }
 
 export interface AuthOrganization {

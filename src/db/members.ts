@@ -1,4 +1,4 @@
-import { check, index, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+import { check, index, integer, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 import { sql } from "drizzle-orm";
 
 /**
@@ -29,9 +29,14 @@ export const users = sqliteTable(
       .references(() => organizations.id),
     email: text().notNull(),
     name: text(),
+    /** owner | admin | agent (issue 32); a user made by `npm run token` or before roles existed is an owner. */
+    role: text().$type<"owner" | "admin" | "agent">().notNull().default("agent"),
+    /** Whether lead routing (issue 33) may assign new leads to this user. */
+    acceptsLeads: integer({ mode: "boolean" }).notNull().default(true),
     createdAt: text().notNull(),
   },
   (t) => [
+    check("users_role_known", sql`${t.role} IN ('owner', 'admin', 'agent')`),
     uniqueIndex("users_organization_email_unique").on(t.organizationId, t.email),
     // The OAuth sign-in finds a user by the e-mail typed in, whatever its case.
     index("users_email_lower_idx").on(sql`lower(${t.email})`),

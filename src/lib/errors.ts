@@ -25,10 +25,19 @@ export class Unauthorized extends AppError {
   }
 }
 
-/** An OAuth access token without the permission a route or MCP tool needs (src/platform/permissions.ts): 403. */
+/** A credential (OAuth access token, API key) without the permission a route or MCP tool needs (src/platform/permissions.ts): 403. */
 export class InsufficientPermission extends AppError {
   readonly status = 403;
   readonly code = "insufficient_permission";
+  constructor(message: string) {
+    super(message);
+  }
+}
+
+/** A caller whose role in the organization does not allow the route (an agent managing users, keys or webhooks): 403. */
+export class InsufficientRole extends AppError {
+  readonly status = 403;
+  readonly code = "insufficient_role";
   constructor(message: string) {
     super(message);
   }

@@ -121,7 +121,7 @@ export async function verifyAccessToken(db: Db, config: Config, token: string): 
   const { jti, sub, org } = claims;
   if (typeof jti !== "string" || typeof sub !== "string" || typeof org !== "string" || typeof claims.exp !== "number") return null;
   const row = await db
-    .select({ permissions: oauthGrants.permissions, email: users.email, userName: users.name, organizationName: organizations.name, shard: organizationShards.shard, fencedAt: organizationShards.fencedAt })
+    .select({ permissions: oauthGrants.permissions, email: users.email, userName: users.name, role: users.role, organizationName: organizations.name, shard: organizationShards.shard, fencedAt: organizationShards.fencedAt })
     .from(oauthGrants)
     .innerJoin(users, and(eq(users.id, oauthGrants.userId), eq(users.organizationId, oauthGrants.organizationId)))
     .innerJoin(organizations, eq(organizations.id, oauthGrants.organizationId))
@@ -131,7 +131,7 @@ export async function verifyAccessToken(db: Db, config: Config, token: string): 
     .get();
   if (!row) return null;
   return {
-    user: { id: sub, email: row.email, name: row.userName },
+    user: { id: sub, email: row.email, name: row.userName, role: row.role },
     organization: { id: org, name: row.organizationName },
     permissions: row.permissions.filter(isPermission),
     shard: row.shard,

@@ -6,8 +6,8 @@ import type { Statement } from "../db/write";
 import { organizationShards, organizations, sessions, users } from "../db/schema";
 import { sha256Hex } from "../lib/crypto";
 import { type Config, readConfig } from "../env";
-import { InsufficientPermission, OrganizationMoving, Unauthorized } from "../lib/errors";
-import { PERMISSION_NAMES, type Permission } from "./permissions";
+import { InsufficientPermission, InsufficientRole, NotFound, OrganizationMoving, Unauthorized } from "../lib/errors";
+import { PERMISSION_NAMES, type Permission, ROLE_PERMISSIONS, routePermission } from "./permissions";
 import { nowIso } from "../lib/time";
 import { parseIfMatch } from "./etag";
 import type { AuthOrganization, AuthUser, ServiceContext } from "../service-context";
@@ -54,6 +54,7 @@ async function sessionLookup(directory: Db, tokenHash: string): Promise<Principa
       userId: sql<string>`${users.id}`.as("user_id"),
       email: users.email,
       userName: sql<string | null>`${users.name}`.as("user_name"),
+      role: users.role,
       organizationId: sql<string>`${organizations.id}`.as("organization_id"),
       organizationName: sql<string>`${organizations.name}`.as("organization_name"),
       shard: organizationShards.shard,
@@ -67,7 +68,7 @@ async function sessionLookup(directory: Db, tokenHash: string): Promise<Principa
     .get();
   if (!row) return null;
   return {
-    user: { id: row.userId, email: row.email, name: row.userName },
+    user: { id: row.userId, email: row.email, name: row.userName, role: row.role },
     organization: { id: row.organizationId, name: row.organizationName },
     shard: row.shard,
     fenced: row.fencedAt !== null,
@@ -138,23 +139,22 @@ export const authenticate = (preloads: AuthPreload[], accessTokens: AccessTokens
     await next();
   });
 
-/** What the caller may do: an access token's granted permissions, or all of them for a bearer session. */
+/** What the caller may do: its credential's permissions (all of them for a bearer session) ∩ what its role allows. */
 export function grantedPermissions(c: Context<AppBindings>): Permission[] {
-  return c.get("permissions") ?? [...PERMISSION_NAMES];
+  const allowed = ROLE_PERMISSIONS[c.get("user").role];
+  return (c.get("permissions") ?? PERMISSION_NAMES).filter((p) => allowed.includes(p));
 }
 
-/** Throws 403 `insufficient_permission` unless the caller was granted `permission` (MCP tools and the /v1 routes). */
+/**
+ * Throws 403 unless the caller may use `permission`: `insufficient_role` when the user's role does not allow it,
+ * whatever the credential; `insufficient_permission` when the credential (an access token, an API key) lacks it.
+ */
 export function requirePermission(c: Context<AppBindings>, permission: Permission): void {
-  if (!grantedPermissions(c).includes(permission)) throw new InsufficientPermission(`This token was not granted ${permission}`);
+  const role = c.get("user").role;
+  if (!ROLE_PERMISSIONS[role].includes(permission)) throw new InsufficientRole(`The ${role} role does not allow ${permission}`);
+  const credential = c.get("permissions");
+  if (credential && !credential.includes(permission)) throw new InsufficientPermission(`This credential was not granted ${permission}`);
 }
-
-/** The permission each /v1 route needs, by its first path segment: GET (and HEAD) reads, every other method writes. */
-const V1_PERMISSIONS: Record<string, { read: Permission; write: Permission }> = {
-  contacts: { read: "contacts:read", write: "contacts:write" },
-  deals: { read: "deals:read", write: "deals:write" },
-  properties: { read: "properties:read", write: "properties:write" },
-  webhooks: { read: "webhooks:manage", write: "webhooks:manage" },
-};
 
 /** What an `include` embeds from another resource (a contact's deals, a deal's contact or property) needs too. */
 const INCLUDE_PERMISSIONS: Record<string, Permission> = { deals: "deals:read", contact: "contacts:read", property: "properties:read" };
@@ -166,19 +166,16 @@ export function includePermissions(include: string | readonly string[] | undefin
 }
 
 /**
- * After authentication on /v1/*: an access token may only reach the routes its permissions cover, and embed
- * (`include`) only what it could read by itself; a session passes.
+ * After authentication, on every authenticated family: the caller reaches a route only with the permission it needs
+ * (platform/permissions.ts `routePermission`), and embeds (`include`) only what it could read by itself. A path no
+ * entry covers answers 404 whoever asks, so a route left out of the table is closed, not open (the trash asks per
+ * kind in its route).
  */
 export const requireRoutePermission = createMiddleware<AppBindings>(async (c, next) => {
-  if (c.get("permissions") !== undefined) {
-    const segment = c.req.path.split("/")[2] ?? "";
-    // The trash lists several kinds: its route asks for the read permission of each kind it lists.
-    if (segment === "trash" && (c.req.method === "GET" || c.req.method === "HEAD")) return next();
-    const needs = Object.hasOwn(V1_PERMISSIONS, segment) ? V1_PERMISSIONS[segment]! : undefined;
-    if (!needs) throw new InsufficientPermission("Access tokens do not reach this route");
-    requirePermission(c, c.req.method === "GET" || c.req.method === "HEAD" ? needs.read : needs.write);
-    for (const include of c.req.queries("include") ?? []) for (const permission of includePermissions(include)) requirePermission(c, permission);
-  }
+  const needs = routePermission(c.req.method, c.req.path);
+  if (needs === null) throw new NotFound("Route");
+  if (needs !== "per-kind") requirePermission(c, needs);
+  for (const include of c.req.queries("include") ?? []) for (const permission of includePermissions(include)) requirePermission(c, permission);
   await next();
 });
 

@@ -1,7 +1,9 @@
 /**
- * The permissions an OAuth client may be granted (the spec leaves the set open: "the set of permission values: not
- * shown"). An access token carries the ones the user approved; a bearer session (npm run token) has them all. A route
- * or MCP tool outside the granted ones answers 403 `insufficient_permission`.
+ * The permissions a credential may carry (the spec leaves the set open: "the set of permission values: not shown").
+ * An OAuth access token carries the ones the user approved, an API key the ones it was created with; a bearer session
+ * (npm run token) has them all. Whatever the credential, its reach is its permissions ∩ what its user's role allows
+ * (`ROLE_PERMISSIONS`). Every authenticated route needs one (`routePermission`): outside the credential's, 403
+ * `insufficient_permission`; outside the role's, 403 `insufficient_role`.
  */
 export const PERMISSIONS = {
   "contacts:read": "Read contacts and their activities",
@@ -12,14 +14,90 @@ export const PERMISSIONS = {
   "properties:read": "Read property listings",
   "properties:write": "Create and change property listings",
   "documents:read": "Read and search documents and their obligations",
+  "documents:write": "Generate and draft documents",
   "envelopes:send": "Send documents for signature, to signers the application names",
+  "signatures:read": "Read signature envelopes, their audit trails and sealed documents",
+  "signatures:write": "Void envelopes, resend signing codes and change signature settings",
+  "clickwrap:read": "Read clickwrap agreements and their acceptances",
+  "clickwrap:write": "Create, version and (de)activate clickwrap agreements",
+  "reputation:read": "Read testimonials, surveys, referrals and the agent profile",
+  "reputation:write": "Moderate testimonials, schedule surveys, edit and publish the agent profile",
+  "plants:read": "Read the sample plant store",
+  "plants:write": "Change the sample plant store",
   "webhooks:manage": "Manage webhook subscriptions",
+  "events:read": "Read the organization's event log",
+  "integrations:read": "See the applications and keys connected to the organization",
+  "organization:read": "Read the organization, its settings and its users",
+  "organization:manage": "Change the organization's name, time zone and settings",
+  "users:manage": "Invite users and change their roles",
+  "api-keys:manage": "Create and delete API keys",
 } as const;
 
 export type Permission = keyof typeof PERMISSIONS;
 export const PERMISSION_NAMES = Object.keys(PERMISSIONS) as Permission[];
 /** Granted only when the client asks for them by name: a request without `scope` does not get them. */
-export const EXPLICIT_PERMISSIONS: readonly Permission[] = ["contacts:erase"];
+export const EXPLICIT_PERMISSIONS: readonly Permission[] = ["contacts:erase", "organization:manage", "users:manage", "api-keys:manage"];
 /** What a request without `scope` asks for. */
 export const DEFAULT_PERMISSIONS = PERMISSION_NAMES.filter((p) => !EXPLICIT_PERMISSIONS.includes(p));
 export const isPermission = (value: string): value is Permission => Object.hasOwn(PERMISSIONS, value);
+
+/** A user's role in the organization (issue 32). Every user `npm run token` mints, and every user before roles, is an owner. */
+export const ROLES = ["owner", "admin", "agent"] as const;
+export type Role = (typeof ROLES)[number];
+
+/** What only owners and admins may do: manage users, keys, webhooks and the organization, see its integrations, erase a person. */
+const MANAGING: readonly Permission[] = ["organization:manage", "users:manage", "api-keys:manage", "webhooks:manage", "integrations:read", "contacts:erase"];
+
+export const ROLE_PERMISSIONS: Record<Role, readonly Permission[]> = {
+  owner: PERMISSION_NAMES,
+  admin: PERMISSION_NAMES,
+  agent: PERMISSION_NAMES.filter((p) => !MANAGING.includes(p)),
+};
+
+/** A read (GET, HEAD) needs `read`, any other method `write`. */
+interface Need {
+  read: Permission;
+  write: Permission;
+}
+const both = (p: Permission): Need => ({ read: p, write: p });
+
+/**
+ * The permission each authenticated route needs, by the first path segments after its family: the longest prefix
+ * listed wins. A path no entry covers needs a permission no credential has (`null`: refused), so a new route is
+ * closed until it is listed here (test/permissions.test.ts walks the route table).
+ */
+const ROUTE_NEEDS: Record<string, Need> = {
+  "/v1/contacts": { read: "contacts:read", write: "contacts:write" },
+  "/v1/deals": { read: "deals:read", write: "deals:write" },
+  "/v1/properties": { read: "properties:read", write: "properties:write" },
+  "/v1/webhooks": both("webhooks:manage"),
+  "/v1/events": both("events:read"),
+  "/v1/organization": { read: "organization:read", write: "organization:manage" },
+  "/v1/users": { read: "organization:read", write: "users:manage" },
+  "/v1/integrations": both("integrations:read"),
+  "/v1/api-keys": both("api-keys:manage"),
+  "/api/documents": { read: "documents:read", write: "documents:write" },
+  "/api/documents/*/signatures": { read: "signatures:read", write: "envelopes:send" },
+  "/api/documents/*/signature": { read: "signatures:read", write: "envelopes:send" },
+  "/api/signatures": { read: "signatures:read", write: "signatures:write" },
+  "/api/clickwrap": { read: "clickwrap:read", write: "clickwrap:write" },
+  "/api/reputation": { read: "reputation:read", write: "reputation:write" },
+  "/plants": { read: "plants:read", write: "plants:write" },
+};
+
+/** Patterns of ROUTE_NEEDS as segment lists, longest first (`*` matches one segment). */
+const PATTERNS = Object.entries(ROUTE_NEEDS)
+  .map(([pattern, need]) => ({ segments: pattern.split("/").slice(1), need }))
+  .sort((a, b) => b.segments.length - a.segments.length);
+
+/**
+ * The permission `method path` needs, or null when no entry covers it. The trash (`/v1/trash`) is left to its route:
+ * it lists several kinds and asks for the read permission of each kind it lists (`"per-kind"`).
+ */
+export function routePermission(method: string, path: string): Permission | "per-kind" | null {
+  const segments = path.split("/").slice(1);
+  if (segments[0] === "v1" && segments[1] === "trash") return method === "GET" || method === "HEAD" ? "per-kind" : null;
+  const entry = PATTERNS.find((p) => p.segments.every((s, i) => s === "*" ? segments[i] !== undefined : s === segments[i]));
+  if (!entry) return null;
+  return method === "GET" || method === "HEAD" ? entry.need.read : entry.need.write;
+}

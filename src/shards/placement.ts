@@ -20,6 +20,8 @@ export interface NewMember {
   organizationId: string;
   email: string;
   name: string | null;
+  /** The founders of an organization are its owners; `addMembers` callers say which role. */
+  role?: "owner" | "admin" | "agent";
   createdAt: string;
 }
 
@@ -61,5 +63,5 @@ const shardRead = (directory: D1Database, organizationId: string) => directory.p
 
 const memberInsert = (db: D1Database, copy = false) => (m: NewMember) =>
   db
-    .prepare(`INSERT INTO users (id, organization_id, email, name, created_at) VALUES (?, ?, ?, ?, ?)${copy ? " ON CONFLICT(id) DO NOTHING" : ""}`)
-    .bind(m.id, m.organizationId, m.email, m.name, m.createdAt);
+    .prepare(`INSERT INTO users (id, organization_id, email, name, role, created_at) VALUES (?, ?, ?, ?, ?, ?)${copy ? " ON CONFLICT(id) DO NOTHING" : ""}`)
+    .bind(m.id, m.organizationId, m.email, m.name, m.role ?? "owner", m.createdAt);
