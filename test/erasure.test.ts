@@ -97,7 +97,7 @@ describe("erasure on request (DELETE /v1/contacts/{id}?erase=true)", () => {
     const signatures = await seedSignatures(p, person);
     // The searches see them first: in each table below, and in the PDF of every envelope.
     const before = await whereFound(person.needles);
-    for (const table of ["trash_rows", "trash_entries", "contact_activities", "contacts", "deals", "deal_tasks", "properties", "envelopes", "envelope_signers", "envelope_audit", "documents", "clickwrap_acceptances"]) {
+    for (const table of ["trash_rows", "trash_entries", "contact_activities", "contact_communications", "contacts", "deals", "deal_tasks", "properties", "envelopes", "envelope_signers", "envelope_audit", "documents", "clickwrap_acceptances"]) {
       expect(before.some((hit) => hit.startsWith(`${table}.`)), table).toBe(true);
     }
     const filesBefore = await filesFound([person.fullName]);
@@ -125,9 +125,9 @@ describe("erasure on request (DELETE /v1/contacts/{id}?erase=true)", () => {
     ]);
     // Six envelopes that never completed (the open one on the lease, declined, voided, expired, open, sent to them);
     // three documents naming them that no completed envelope holds (the lease, the unsigned lease, the draft).
-    expect(answer.erased).toMatchObject({ contacts: 1, activities: 1, envelopes: 6, documents: 3, trash_labels: 1, property_texts: 1, trash_rows: expect.any(Number), deal_texts: expect.any(Number), activity_texts: expect.any(Number) });
-    // The trashed contact's row and activity, the trashed deal's row.
-    expect(answer.erased.trash_rows).toBe(3);
+    expect(answer.erased).toMatchObject({ contacts: 1, activities: 1, communications: 1, communication_texts: 2, envelopes: 6, documents: 3, trash_labels: 1, property_texts: 1, trash_rows: expect.any(Number), deal_texts: expect.any(Number), activity_texts: expect.any(Number) });
+    // The trashed contact's row, activity and voicemail, the trashed deal's row.
+    expect(answer.erased.trash_rows).toBe(4);
 
     // What `retained` names is kept as it was: the signed envelope with its signers, its valid audit chain and its files.
     expect((await whereFound([person.email])).some((hit) => hit.startsWith("envelope_signers."))).toBe(true);

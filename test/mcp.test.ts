@@ -16,7 +16,7 @@ import { testApp } from "./helpers/test-app";
 const MCP_URL = "http://api.test/mcp";
 const config = readConfig(env);
 const METADATA = protectedResourceMetadataUrl(config);
-const TOOLS = ["create_contact", "find_contacts", "get_pipeline", "list_deals", "list_forms", "list_obligations", "log_activity", "move_deal", "search_documents", "send_for_signature"];
+const TOOLS = ["create_contact", "find_contacts", "get_pipeline", "list_deals", "list_forms", "list_obligations", "log_activity", "log_communication", "move_deal", "search_documents", "send_for_signature"];
 
 /** The Worker's own fetch handler, in-process: the MCP client's HTTP goes through the whole app, auth included. */
 const workerFetch = (url: string | URL, init?: RequestInit) => exports.default.fetch(new Request(url, init));
@@ -159,6 +159,16 @@ describe("MCP tools over Streamable HTTP", () => {
     expect(logged.data.activity).toMatchObject({ type: "PHONE_CALL", description: "Called about the listing" });
     const activities = await json(await call("GET", `/v1/contacts/${created.data.contact.id}/activities`, { token }));
     expect(activities.data.map((a: { id: string }) => a.id)).toContain(logged.data.activity.id);
+
+    const called = await tool(client, "log_communication", { contactId: created.data.contact.id, type: "call", direction: "outbound", durationSeconds: 95 });
+    expect(called.isError, called.text).toBe(false);
+    expect(called.data.communication).toMatchObject({ contactId: created.data.contact.id, type: "call", direction: "outbound", durationSeconds: 95 });
+    const communications = await json(await call("GET", `/v1/contacts/${created.data.contact.id}/communications`, { token }));
+    expect(communications.data.map((m: { id: string }) => m.id)).toEqual([called.data.communication.id]);
+    // The route's rules hold for the tool: every problem at once.
+    const refused = await tool(client, "log_communication", { contactId: created.data.contact.id, type: "voicemail", direction: "outbound", subject: "Hi" });
+    expect(refused.isError).toBe(true);
+    expect(refused.data.issues.map((i: { field: string; code: string }) => `${i.field} ${i.code}`).sort()).toEqual(["direction not_allowed", "subject not_allowed"]);
     await client.close();
   });
 

@@ -127,12 +127,12 @@ export interface paths {
         post?: never;
         /**
          * Delete a contact (to the trash), or erase the person
-         * @description Moves the contact with its activities to the trash: reads answer 404 and lists leave it out, and
+         * @description Moves the contact with its activities and communications to the trash: reads answer 404 and lists leave it out, and
          *     `POST /v1/contacts/{id}/restore` brings it back as it was for 30 days, after which it is purged. References to it
          *     (deals, testimonials, referrals, surveys) stay and show it as `{id, deleted: true}`.
          *
          *     With `erase=true` (permission `contacts:erase`, which an OAuth client gets only by asking for it by name) the
-         *     person is erased now, without the trash: the contact (also one in the trash) and its activities; every envelope naming
+         *     person is erased now, without the trash: the contact (also one in the trash), its activities and communications; every envelope naming
          *     them that never completed (voided first if open; its links, files and audit trail go with it) and every unsigned
          *     document naming them; and their name, e-mail and phone wherever else they were copied (testimonial author display,
          *     referrals, survey invitations, the mail log, event and delivery payloads, notes, activities, deals and tasks, listings'
@@ -158,7 +158,7 @@ export interface paths {
         put?: never;
         /**
          * Restore a contact from the trash
-         * @description Within 30 days of its delete: the contact returns as it was, with its activities and tags (emits contact.restored).
+         * @description Within 30 days of its delete: the contact returns as it was, with its activities, communications and tags (emits contact.restored).
          */
         post: operations["restoreContact"];
         delete?: never;
@@ -205,6 +205,42 @@ export interface paths {
          * @description Adds the tags the contact does not have yet and keeps the others; concurrent additions all land. Send the contact's ETag in `If-Match` to make the write conditional: 412 when the contact has changed since.
          */
         post: operations["addContactTags"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/contacts/{id}/communications": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A contact's communications, newest first
+         * @description Ordered by occurredAt, newest first, optionally of one `type`; keyset-paginated: pass `pagination.nextCursor` back as `cursor`.
+         */
+        get: operations["listContactCommunications"];
+        put?: never;
+        /**
+         * Log an e-mail, SMS, call or voicemail
+         * @description Emits the matching event, with the communication as `data.object`: an e-mail `communication.email_sent`
+         *     (outbound) or `communication.email_received` (inbound), an SMS `communication.sms_sent` or `communication.sms_received`,
+         *     a call `communication.call_started` and, when logged with its `durationSeconds` (it has ended), also
+         *     `communication.call_ended` carrying the call with its duration; a voicemail (always inbound)
+         *     `communication.voicemail_received`.
+         *
+         *     A subject is an e-mail's; a body an e-mail's, an SMS's or a voicemail's transcript; a duration a call's or a
+         *     voicemail's: anything else is a 422 `not_allowed`, with every other problem of the body. `occurredAt` defaults to now
+         *     and may not be more than 5 minutes ahead of the server's clock (`in_future`).
+         *
+         *     The contact's `lastContactedAt` moves to `occurredAt` when that is later (never backwards), which is a
+         *     `contact.updated` event; the contact's version (its ETag) moves in any case. Send the contact's ETag in `If-Match`
+         *     to make the write conditional: 412 when the contact has changed since.
+         */
+        post: operations["createContactCommunication"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2278,6 +2314,22 @@ export interface components {
                 [key: string]: unknown;
             } | null;
         };
+        ContactCommunication: {
+            id: string;
+            contactId: string;
+            /** @enum {string} */
+            type: "email" | "sms" | "call" | "voicemail";
+            /** @enum {string} */
+            direction: "inbound" | "outbound";
+            subject: string | null;
+            body: string | null;
+            durationSeconds: number | null;
+            occurredAt: string;
+            metadata: {
+                [key: string]: unknown;
+            } | null;
+            createdAt: string;
+        };
         Contact: {
             id: string;
             organizationId: string;
@@ -2304,8 +2356,8 @@ export interface components {
             activities?: components["schemas"]["ContactActivity"][];
             /** @description With include=deals: the newest 20 deals of the contact */
             deals?: components["schemas"]["Deal"][];
-            /** @description With include=communications */
-            communications?: unknown[];
+            /** @description With include=communications: the 20 most recent by occurredAt (GET …/communications pages through all of them) */
+            communications?: components["schemas"]["ContactCommunication"][];
         };
         ContactCreate: {
             firstName: string;
@@ -2398,6 +2450,30 @@ export interface components {
         };
         ContactTagsAdd: {
             tags: string[];
+        };
+        ContactCommunicationCreate: {
+            /** @enum {string} */
+            type: "email" | "sms" | "call" | "voicemail";
+            /**
+             * @description A voicemail is always inbound
+             * @enum {string}
+             */
+            direction: "inbound" | "outbound";
+            /** @description E-mail only */
+            subject?: string;
+            /** @description E-mail, SMS, or a voicemail's transcript */
+            body?: string;
+            /** @description Call or voicemail. A call logged with it has ended (emits call_started and call_ended) */
+            durationSeconds?: number;
+            /**
+             * Format: date-time
+             * @description When it happened (ISO 8601; default now); not in the future
+             */
+            occurredAt?: string;
+            /** @description Any JSON object, at most 4096 characters as JSON and 8 levels deep */
+            metadata?: {
+                [key: string]: unknown;
+            };
         };
         Property: {
             id: string;
@@ -5043,8 +5119,8 @@ export interface operations {
                             activities?: components["schemas"]["ContactActivity"][];
                             /** @description With include=deals: the newest 20 deals of the contact */
                             deals?: components["schemas"]["Deal"][];
-                            /** @description With include=communications */
-                            communications?: unknown[];
+                            /** @description With include=communications: the 20 most recent by occurredAt (GET …/communications pages through all of them) */
+                            communications?: components["schemas"]["ContactCommunication"][];
                         }[];
                         pagination: components["schemas"]["Pagination"];
                     };
@@ -5953,6 +6029,242 @@ export interface operations {
                         /** @enum {boolean} */
                         success: true;
                         data: components["schemas"]["Contact"];
+                    };
+                };
+            };
+            /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description An OAuth access token not granted this route's permission (insufficient_permission) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description No contact with this id in your organization (not_found_error) */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Changed by too many requests at once (concurrent_modification); retry; or: A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description If-Match named a version the resource is no longer at (precondition_failed); read it again */
+            412: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The body is over the route's size limit */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Content-Type is not one the route takes (application/json; multipart/form-data on uploads) */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The request broke the schema; errors[] lists every problem with field, code and message; or: This Idempotency-Key was used for another request (idempotency_key_reused) */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+        };
+    };
+    listContactCommunications: {
+        parameters: {
+            query?: {
+                /** @description 1–100, default 25; anything else is a 422 */
+                limit?: number;
+                /** @description `pagination.nextCursor` of the previous page */
+                cursor?: string;
+                /** @description Only communications of this type */
+                type?: "email" | "sms" | "call" | "voicemail";
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of communications */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["ContactCommunication"][];
+                        pagination: components["schemas"]["Pagination"];
+                    };
+                };
+            };
+            /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description An OAuth access token not granted this route's permission (insufficient_permission) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description No contact with this id in your organization (not_found_error) */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The request broke the schema; errors[] lists every problem with field, code and message */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+        };
+    };
+    createContactCommunication: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ContactCommunicationCreate"];
+            };
+        };
+        responses: {
+            /** @description The communication */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["ContactCommunication"];
                     };
                 };
             };

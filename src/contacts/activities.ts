@@ -9,8 +9,7 @@ import { toActivity } from "./includes";
 import { CONVERSATION_TYPES } from "./lead-score";
 import type { Activity, ActivityCreate } from "./schemas";
 import { findContact } from "./service";
-import { facetMoves } from "./facets";
-import { applyInput, bumpCounters, changeEvents, readContactForWrite, replaceContact } from "./writes";
+import { readContactForWrite, touchContact } from "./writes";
 
 /** Activity types that mean someone was in touch with the contact (they move lastContactedAt). */
 const TOUCH_TYPES = new Set(["EMAIL_SENT", "EMAIL_RECEIVED", "PHONE_CALL", "SMS_SENT", "SMS_RECEIVED", "MEETING", "SHOWING"]);
@@ -35,9 +34,8 @@ export async function listActivities(ctx: ServiceContext, contactId: string, q: 
 
 /**
  * Logs an activity. A touch that has happened (not one scheduled for later) moves the contact's lastContactedAt, and
- * a contact with the automatic lead score gets it recomputed; either change is a contact.updated event. Activities are
- * inputs of the contact (its score, its include=activities), so every one bumps the contact's version in the same
- * guarded batch: concurrent activities each see the others, and none can be written under a contact being deleted.
+ * a contact with the automatic lead score gets it recomputed with this activity counted; either change is a
+ * contact.updated event. The contact's version moves in the same guarded batch (writes.ts `touchContact`).
  */
 export async function createActivity(ctx: ServiceContext, contactId: string, input: ActivityCreate): Promise<Activity> {
   return withRetries(async () => {
@@ -55,20 +53,15 @@ export async function createActivity(ctx: ServiceContext, contactId: string, inp
       createdBy: ctx.actor.userId ?? null,
       createdAt: at,
     };
-    // A touch counts from when it happened: its scheduledAt when that is in the past, else now; never moving backwards.
-    const touchedAt = row.scheduledAt && row.scheduledAt <= at ? row.scheduledAt : row.scheduledAt ? null : at;
+    // A touch counts from when it happened: its scheduledAt when that is in the past, else now.
+    const touchedAt = !TOUCH_TYPES.has(input.type) ? null : row.scheduledAt && row.scheduledAt <= at ? row.scheduledAt : row.scheduledAt ? null : at;
     const withThis = {
       count: prior.count + 1,
       conversations: prior.conversations + ((CONVERSATION_TYPES as readonly string[]).includes(input.type) ? 1 : 0),
       lastActivityAt: at,
     };
-    const moves = TOUCH_TYPES.has(input.type) && touchedAt !== null && (before.lastContactedAt === null || touchedAt > before.lastContactedAt);
-    const touched = { ...before, lastContactedAt: moves ? touchedAt : before.lastContactedAt };
-    const changed = { ...applyInput(touched, {}, withThis, now), updatedAt: at, version: before.version + 1 };
-    const events = changeEvents(ctx, before, changed);
-    // Without a visible change the contact keeps its updatedAt; only its version moves.
-    const after = events.length ? changed : { ...before, version: before.version + 1 };
-    await commit(ctx, [...replaceContact(ctx, before, after), ctx.db.insert(contactActivities).values(row), ...(events.length ? [bumpCounters(ctx, 0)] : []), ...facetMoves(ctx, before, after)], events);
+    const contact = touchContact(ctx, before, withThis, touchedAt, now);
+    await commit(ctx, [...contact.statements, ctx.db.insert(contactActivities).values(row)], contact.events);
     return toActivity(row);
   });
 }

@@ -3,6 +3,7 @@ import type { SQLiteColumn, SQLiteTable } from "drizzle-orm/sqlite-core";
 import {
   agentProfiles,
   contactActivities,
+  contactCommunications,
   contacts,
   contactTags,
   dealActivities,
@@ -46,7 +47,7 @@ const purgeProfileFeeds = async (ctx: ServiceContext, userIds: string[]) => {
 /**
  * Text that may carry copies of the person, rewritten in place: event payloads, webhook bodies and filters, replayed
  * answers (JSON, redacted structurally), and the notes and texts the system, a form or an agent wrote about them
- * elsewhere (other contacts' notes, preferences, addresses and activities, deals, their tasks and activities,
+ * elsewhere (other contacts' notes, preferences, addresses, activities and communications, deals, their tasks and activities,
  * listings' texts, referrals, testimonials and agents' public profiles, the labels of other records in the
  * trash). `key` and `column` name the table's properties; `clear`: the column is emptied (NULL) rather than rewritten
  * (a testimonial's display name: "[erased]" is no name to show); `after`: what to do once rows changed (their
@@ -72,6 +73,10 @@ const COPIES: {
   { kind: "contact_notes", table: contacts, key: "id", column: "address", versioned: true },
   { kind: "activity_texts", table: contactActivities, key: "id", column: "description" },
   { kind: "activity_texts", table: contactActivities, key: "id", column: "metadata" },
+  // Other contacts' communications that name them (the person's own went with their contact).
+  { kind: "communication_texts", table: contactCommunications, key: "id", column: "subject" },
+  { kind: "communication_texts", table: contactCommunications, key: "id", column: "body" },
+  { kind: "communication_texts", table: contactCommunications, key: "id", column: "metadata" },
   { kind: "deal_texts", table: deals, key: "id", column: "title", versioned: true },
   { kind: "deal_texts", table: deals, key: "id", column: "description", versioned: true },
   { kind: "deal_texts", table: deals, key: "id", column: "notes", versioned: true },

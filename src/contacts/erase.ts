@@ -5,6 +5,7 @@ import { tableName } from "../db/row-json";
 import {
   clickwrapAcceptances,
   contactActivities,
+  contactCommunications,
   contacts,
   contactTags,
   erasures,
@@ -80,7 +81,7 @@ async function findPerson(ctx: ServiceContext, id: string): Promise<{ live: Cont
 
 /**
  * DELETE /v1/contacts/{id}?erase=true (issues 21 and 29): the person erased now, without the trash. `begin` removes
- * the contact (live or in the trash) and its activities, clears what is found by their id, e-mail or phone
+ * the contact (live or in the trash), its activities and communications, clears what is found by their id, e-mail or phone
  * (testimonial author display, referrals that name them, unsent survey invitations and the respondent's address,
  * the mail log, the referral form's keys), leaves a tombstone, and records the erasure `pending` with the strings
  * it searches for. The later steps (`runErasure`) delete the envelopes that name them and never completed and the
@@ -101,14 +102,18 @@ export async function eraseContact(ctx: ServiceContext, id: string): Promise<Era
     const contact = (live ?? trashed)!;
     expectVersionMatch(ctx, contact.version);
     const person = personOf(contact);
-    const [authored, referred, pendingSurveys, mails, activities] = await ctx.db.batch([
+    // A child table's rows of the contact: live beside it, or kept in the trash with it.
+    const childRows = (table: typeof contactActivities | typeof contactCommunications) =>
+      live
+        ? ctx.db.select({ n: sql<number>`COUNT(*)` }).from(table).where(and(eq(table.organizationId, org), eq(table.contactId, id)))
+        : ctx.db.select({ n: sql<number>`COUNT(*)` }).from(trashRows).where(and(eq(trashRows.recordId, id), eq(trashRows.tableName, tableName(table))));
+    const [authored, referred, pendingSurveys, mails, activities, communications] = await ctx.db.batch([
       ctx.db.select({ agentUserId: testimonials.agentUserId }).from(testimonials).where(and(eq(testimonials.organizationId, org), eq(testimonials.authorPersonId, id))),
       ctx.db.select({ n: sql<number>`COUNT(*)` }).from(referrals).where(referredIs(ctx, person)),
       ctx.db.select({ n: sql<number>`COUNT(*)` }).from(surveys).where(unsentTo(ctx, id)),
       ctx.db.select({ n: sql<number>`COUNT(*)` }).from(mailOutbox).where(mailTo(ctx, person)),
-      live
-        ? ctx.db.select({ n: sql<number>`COUNT(*)` }).from(contactActivities).where(and(eq(contactActivities.organizationId, org), eq(contactActivities.contactId, id)))
-        : ctx.db.select({ n: sql<number>`COUNT(*)` }).from(trashRows).where(and(eq(trashRows.recordId, id), eq(trashRows.tableName, "contact_activities"))),
+      childRows(contactActivities),
+      childRows(contactCommunications),
     ]);
     const at = new Date().toISOString();
     const statements: Statement[] = live
@@ -117,6 +122,7 @@ export async function eraseContact(ctx: ServiceContext, id: string): Promise<Era
           ...tagStatements(ctx, [{ contactId: id, before: live.tags, after: [] }], at),
           ctx.db.delete(contactTags).where(and(eq(contactTags.contactId, id), eq(contactTags.organizationId, org))),
           ctx.db.delete(contactActivities).where(and(eq(contactActivities.organizationId, org), eq(contactActivities.contactId, id))),
+          ctx.db.delete(contactCommunications).where(and(eq(contactCommunications.organizationId, org), eq(contactCommunications.contactId, id))),
           ctx.db.delete(contacts).where(and(eq(contacts.organizationId, org), eq(contacts.id, id))),
           bumpCounters(ctx, -1),
           ...facetMoves(ctx, live, null),
@@ -125,7 +131,7 @@ export async function eraseContact(ctx: ServiceContext, id: string): Promise<Era
           expectRow(ctx.db, trashEntries, and(eq(trashEntries.recordId, id), eq(trashEntries.organizationId, org), eq(trashEntries.state, "trashed"))),
           ctx.db.delete(trashRows).where(eq(trashRows.recordId, id)),
         ];
-    const erased = countsOnly({ contacts: 1, activities: activities[0]!.n, testimonials: authored.length, referrals: referred[0]!.n, surveys: pendingSurveys[0]!.n, mails: mails[0]!.n });
+    const erased = countsOnly({ contacts: 1, activities: activities[0]!.n, communications: communications[0]!.n, testimonials: authored.length, referrals: referred[0]!.n, surveys: pendingSurveys[0]!.n, mails: mails[0]!.n });
     // The referral form's duplicate keys are hashes of the person's e-mail and phones: they go too.
     const keyHashes = await Promise.all([person.emailKey, ...person.phones].map((c) => sha256Hex(referredKey(c))));
     const started: ErasureRow = {

@@ -1,9 +1,10 @@
 import { sql } from "drizzle-orm";
+import type { contactCommunications } from "../db/schema";
 import { dealsOfContacts } from "../deals/service";
 import { inJsonList } from "../lib/sql";
 import type { ServiceContext } from "../service-context";
+import { type Communication, INCLUDED_COMMUNICATIONS } from "./communication-schemas";
 import { type Activity, type Contact, type Include, INCLUDED_ACTIVITIES } from "./schemas";
-
 
 interface ActivityRow {
   contact_id: string;
@@ -29,30 +30,91 @@ export const toActivity = (r: { id: string; type: string; description: string | 
 const fromActivityRow = (r: ActivityRow): Activity =>
   toActivity({ id: r.id, type: r.type, description: r.description, createdAt: r.created_at, scheduledAt: r.scheduled_at, metadata: r.metadata === null ? null : JSON.parse(r.metadata) });
 
+export type CommunicationRecord = typeof contactCommunications.$inferSelect;
+
+/** A communication as the API shows it (who logged it stays in the row). */
+export const toCommunication = (r: Omit<CommunicationRecord, "organizationId" | "createdBy">): Communication => ({
+  id: r.id,
+  contactId: r.contactId,
+  type: r.type as Communication["type"],
+  direction: r.direction as Communication["direction"],
+  subject: r.subject,
+  body: r.body,
+  durationSeconds: r.durationSeconds,
+  occurredAt: r.occurredAt,
+  metadata: r.metadata,
+  createdAt: r.createdAt,
+});
+
+interface CommunicationRow {
+  contact_id: string;
+  id: string;
+  type: string;
+  direction: string;
+  subject: string | null;
+  body: string | null;
+  duration_seconds: number | null;
+  occurred_at: string;
+  metadata: string | null;
+  created_at: string;
+}
+
+const fromCommunicationRow = (r: CommunicationRow): Communication =>
+  toCommunication({
+    id: r.id,
+    contactId: r.contact_id,
+    type: r.type,
+    direction: r.direction,
+    subject: r.subject,
+    body: r.body,
+    durationSeconds: r.duration_seconds,
+    occurredAt: r.occurred_at,
+    metadata: r.metadata === null ? null : JSON.parse(r.metadata),
+    createdAt: r.created_at,
+  });
+
+/**
+ * The newest `limit` rows per contact of `ids` from a table of a contact's records (by `at`, then id), in one query:
+ * a window over the table's (organization, contact, `at`, id) index. Names are constants of this file, never input.
+ */
+async function newestPerContact<R extends { contact_id: string }, T>(
+  ctx: ServiceContext,
+  ids: string[],
+  of: { table: string; columns: string; at: string; limit: number; shown: (r: R) => T },
+): Promise<Map<string, T[]>> {
+  const rows = await ctx.db.all<R>(sql`
+    SELECT ${sql.raw(of.columns)} FROM (
+      SELECT r.*, ROW_NUMBER() OVER (PARTITION BY r.contact_id ORDER BY r.${sql.raw(of.at)} DESC, r.id DESC) AS n
+      FROM ${sql.identifier(of.table)} r
+      WHERE r.organization_id = ${ctx.organizationId} AND ${inJsonList(sql`r.contact_id`, ids)}
+    ) WHERE n <= ${of.limit} ORDER BY ${sql.raw(of.at)} DESC, id DESC`);
+  const byContact = new Map<string, T[]>(ids.map((id) => [id, []]));
+  for (const r of rows) byContact.get(r.contact_id)!.push(of.shown(r));
+  return byContact;
+}
+
 /**
  * Attaches the requested related records to a page of contacts, one query per kind for the whole page.
- * Deals are the contact's newest (deals/service.ts INCLUDED_DEALS). Communications are not records this service holds
- * (the spec shows no communication routes), so every contact truthfully has none.
+ * Deals are the contact's newest (deals/service.ts INCLUDED_DEALS); activities the newest by creation, communications
+ * the newest by when they happened.
  */
 export async function loadIncludes(ctx: ServiceContext, contacts: Contact[], include: Include[]): Promise<void> {
   if (contacts.length === 0) return;
+  const ids = contacts.map((c) => c.id);
   if (include.includes("activities")) {
-    const ids = contacts.map((c) => c.id);
-    const rows = await ctx.db.all<ActivityRow>(sql`
-      SELECT contact_id, id, type, description, created_at, scheduled_at, metadata FROM (
-        SELECT a.*, ROW_NUMBER() OVER (PARTITION BY a.contact_id ORDER BY a.created_at DESC, a.id DESC) AS n
-        FROM contact_activities a
-        WHERE a.organization_id = ${ctx.organizationId} AND ${inJsonList(sql`a.contact_id`, ids)}
-      ) WHERE n <= ${INCLUDED_ACTIVITIES} ORDER BY created_at DESC, id DESC`);
-    const byContact = new Map<string, Activity[]>(ids.map((id) => [id, []]));
-    for (const r of rows) byContact.get(r.contact_id)!.push(fromActivityRow(r));
+    const columns = "contact_id, id, type, description, created_at, scheduled_at, metadata";
+    const byContact = await newestPerContact(ctx, ids, { table: "contact_activities", columns, at: "created_at", limit: INCLUDED_ACTIVITIES, shown: fromActivityRow });
     for (const c of contacts) c.activities = byContact.get(c.id)!;
   }
   if (include.includes("deals")) {
-    const byContact = await dealsOfContacts(ctx, contacts.map((c) => c.id));
+    const byContact = await dealsOfContacts(ctx, ids);
     for (const c of contacts) c.deals = byContact.get(c.id) ?? [];
   }
-  if (include.includes("communications")) for (const c of contacts) c.communications = [];
+  if (include.includes("communications")) {
+    const columns = "contact_id, id, type, direction, subject, body, duration_seconds, occurred_at, metadata, created_at";
+    const byContact = await newestPerContact(ctx, ids, { table: "contact_communications", columns, at: "occurred_at", limit: INCLUDED_COMMUNICATIONS, shown: fromCommunicationRow });
+    for (const c of contacts) c.communications = byContact.get(c.id)!;
+  }
 }
 
 /** The `fields` projection: only the named fields, always with id, plus whatever was included. */

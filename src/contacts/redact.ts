@@ -1,5 +1,6 @@
 import type { ErasureSubject } from "../db/schema";
 import { type Matcher, matcherOf, mentionedIn, parseStructure, type Recognizer, replaceMentions } from "../lib/mentions";
+import { COMMUNICATION_TYPES } from "./communication-schemas";
 import type { ContactRecord } from "./mapping";
 
 /** What stands in for an erased name where a column cannot be empty. */
@@ -43,12 +44,21 @@ export function scrubOf(person: Person, nameIsTheirs: boolean): Scrub {
 /** The fields of a contact object (in an event or a stored answer) that identify the person. */
 const PERSONAL_FIELDS = ["firstName", "lastName", "email", "phone", "secondaryPhone", "address", "notes", "preferences"];
 
+/**
+ * A communication with the person (issue 32: an object with their `contactId`, a communication's `type` and a
+ * `direction`, as its events and stored answers carry it): what was written or said to or by them goes whole, not
+ * only where it names them.
+ */
+const COMMUNICATION_FIELDS = ["subject", "body", "metadata"];
+const isTheirCommunication = (obj: Record<string, unknown>, scrub: Scrub) =>
+  obj.contactId === scrub.person.id && (COMMUNICATION_TYPES as readonly unknown[]).includes(obj.type) && typeof obj.direction === "string";
+
 /** `text` with every mention of the person (as `scrub.redacted` finds them) replaced by ERASED. */
 export const redactText = (text: string, scrub: Scrub): string => replaceMentions(text, scrub.redacted, ERASED);
 
 /**
  * A JSON document with the person taken out: the contact object itself (an object whose `id` is theirs) loses its
- * personal fields, and every string that names them has that part replaced — JSON kept as a string inside it (a JSON
+ * personal fields, a communication with them its contents, and every string that names them has that part replaced — JSON kept as a string inside it (a JSON
  * column of a row in the trash) too, walked the same way. Structure, ids, numbers, enum values and everything about
  * other people stay. Text that names nobody comes back as the very same string (not re-serialized), so a caller can
  * tell "nothing to change" by identity. Plain text is redacted as text.
@@ -67,11 +77,11 @@ export function redactJson(text: string, scrub: Scrub): string {
     }
     if (value && typeof value === "object") {
       const obj = value as Record<string, unknown>;
-      const isPerson = obj.id === scrub.person.id;
+      const personal = obj.id === scrub.person.id ? PERSONAL_FIELDS : isTheirCommunication(obj, scrub) ? COMMUNICATION_FIELDS : [];
       let changed = false;
       const out: Record<string, unknown> = {};
       for (const [k, v] of Object.entries(obj)) {
-        out[k] = isPerson && PERSONAL_FIELDS.includes(k) && v !== null ? (typeof v === "string" ? ERASED : null) : walk(v);
+        out[k] = personal.includes(k) && v !== null ? (typeof v === "string" ? ERASED : null) : walk(v);
         if (out[k] !== v) changed = true;
       }
       return changed ? out : value;

@@ -11,6 +11,7 @@ import type { AppBindings } from "../platform/context";
 import { issuesOf, validationHookWith } from "../platform/openapi";
 import { createActivity, listActivities } from "./activities";
 import { bulkUpdateContacts } from "./bulk";
+import { communicationRoutes } from "./communication-routes";
 import { assertAssignee } from "./writes";
 import { LEAD_SCORE_METHOD } from "./lead-score";
 import {
@@ -133,12 +134,12 @@ const remove = defineRoute(CRM, {
   tags,
   security,
   summary: "Delete a contact (to the trash), or erase the person",
-  description: `Moves the contact with its activities to the trash: reads answer 404 and lists leave it out, and
+  description: `Moves the contact with its activities and communications to the trash: reads answer 404 and lists leave it out, and
 \`POST /v1/contacts/{id}/restore\` brings it back as it was for ${RESTORE_DAYS} days, after which it is purged. References to it
 (deals, testimonials, referrals, surveys) stay and show it as \`{id, deleted: true}\`.
 
 With \`erase=true\` (permission \`contacts:erase\`, which an OAuth client gets only by asking for it by name) the
-person is erased now, without the trash: the contact (also one in the trash) and its activities; every envelope naming
+person is erased now, without the trash: the contact (also one in the trash), its activities and communications; every envelope naming
 them that never completed (voided first if open; its links, files and audit trail go with it) and every unsigned
 document naming them; and their name, e-mail and phone wherever else they were copied (testimonial author display,
 referrals, survey invitations, the mail log, event and delivery payloads, notes, activities, deals and tasks, listings'
@@ -162,7 +163,7 @@ const restore = defineRoute(CRM, {
   tags,
   security,
   summary: "Restore a contact from the trash",
-  description: `Within ${RESTORE_DAYS} days of its delete: the contact returns as it was, with its activities and tags (emits contact.restored).`,
+  description: `Within ${RESTORE_DAYS} days of its delete: the contact returns as it was, with its activities, communications and tags (emits contact.restored).`,
   request: { params: IdParam, query: NoQuery },
   responses: { 200: crmSuccess("The restored contact", Contact, ETAG_HEADER), 404: crmError("No contact with this id in your organization's trash (not_found_error)"), ...DUPLICATE },
 });
@@ -230,4 +231,5 @@ export const contactRoutes = new OpenAPIHono<AppBindings>({ defaultHook: contact
   .openapi(restore, async (c) => c.json({ success: true as const, data: withEtag(c, await restoreContact(serviceContext(c), c.req.valid("param").id)) }, 200))
   .openapi(activities, async (c) => c.json({ success: true as const, ...(await listActivities(serviceContext(c), c.req.valid("param").id, c.req.valid("query"))) }, 200))
   .openapi(logActivity, async (c) => c.json({ success: true as const, data: await createActivity(serviceContext(c), c.req.valid("param").id, c.req.valid("json")) }, 201))
-  .openapi(tag, async (c) => c.json({ success: true as const, data: withEtag(c, await addTags(serviceContext(c), c.req.valid("param").id, c.req.valid("json").tags)) }, 200));
+  .openapi(tag, async (c) => c.json({ success: true as const, data: withEtag(c, await addTags(serviceContext(c), c.req.valid("param").id, c.req.valid("json").tags)) }, 200))
+  .route("/", communicationRoutes);

@@ -4,6 +4,7 @@ import { sortParam } from "../crm/keyset";
 import { csv, intParam, pageParams, timestampParam } from "../crm/list-query";
 import { boundedJsonObject } from "../lib/json-bounds";
 import { oneLineText, pattern } from "../lib/validation";
+import { Communication, INCLUDED_COMMUNICATIONS } from "./communication-schemas";
 
 // Enumerations of the spec (Contact, Property types).
 export const CONTACT_TYPES = ["LEAD", "CLIENT", "PAST_CLIENT", "REFERRAL", "VENDOR"] as const;
@@ -129,7 +130,10 @@ export const Contact = z
     lastContactedAt: z.string().nullable(),
     activities: z.array(Activity).optional().openapi({ description: `With include=activities: the ${INCLUDED_ACTIVITIES} most recent (GET …/activities pages through all of them)` }),
     deals: z.array(Deal).optional().openapi({ description: "With include=deals: the newest 20 deals of the contact" }),
-    communications: z.array(z.unknown()).optional().openapi({ description: "With include=communications" }),
+    communications: z
+      .array(Communication)
+      .optional()
+      .openapi({ description: `With include=communications: the ${INCLUDED_COMMUNICATIONS} most recent by occurredAt (GET …/communications pages through all of them)` }),
   })
   .openapi("Contact");
 export type Contact = z.infer<typeof Contact>;

@@ -1,5 +1,5 @@
 import { and, eq, ne } from "drizzle-orm";
-import { contactActivities, contacts, contactTags } from "../db/schema";
+import { contactActivities, contactCommunications, contacts, contactTags } from "../db/schema";
 import { expectNoRow, expectVersion, type Statement, versioned, withRetries } from "../db/write";
 import { commit, type CommitOptions } from "../events/commit";
 import type { EventEnvelope } from "../events/envelope";
@@ -135,7 +135,8 @@ export async function updateContact(ctx: ServiceContext, id: string, raw: Contac
 }
 
 /**
- * DELETE /v1/contacts/{id}: the contact goes to the trash with its activities (its tags leave the tag counts).
+ * DELETE /v1/contacts/{id}: the contact goes to the trash with its activities and communications (its tags leave the
+ * tag counts).
  * Guarded on the version read, so of concurrent deletes exactly one answers 200, moves the counters and emits
  * contact.deleted; the others find it gone (404). A child write racing the delete is guarded on the same version, so
  * nothing is left behind outside the trash.
@@ -152,6 +153,7 @@ export async function deleteContact(ctx: ServiceContext, id: string): Promise<vo
         ...tagStatements(ctx, [{ contactId: id, before: before.tags, after: [] }], new Date().toISOString()),
         ctx.db.delete(contactTags).where(and(eq(contactTags.contactId, id), eq(contactTags.organizationId, org))),
         ...archiveRows(ctx, id, contactActivities, and(eq(contactActivities.contactId, id), eq(contactActivities.organizationId, org))),
+        ...archiveRows(ctx, id, contactCommunications, and(eq(contactCommunications.contactId, id), eq(contactCommunications.organizationId, org))),
         ...archiveRows(ctx, id, contacts, byId(ctx, id)),
         trashEntry(ctx, "contact", id, `${before.firstName} ${before.lastName}`),
         bumpCounters(ctx, -1),
@@ -163,7 +165,7 @@ export async function deleteContact(ctx: ServiceContext, id: string): Promise<vo
 }
 
 /**
- * POST /v1/contacts/{id}/restore: the contact back from the trash as it was, with its activities and tags; emits
+ * POST /v1/contacts/{id}/restore: the contact back from the trash as it was, with its activities, communications and tags; emits
  * contact.restored. Of concurrent restores one answers 200; 409 duplicate_email when another contact took its
  * address meanwhile.
  */
@@ -179,6 +181,7 @@ export async function restoreContact(ctx: ServiceContext, id: string): Promise<C
         frame.guard,
         restoreRows(ctx.db, id, contacts),
         restoreRows(ctx.db, id, contactActivities),
+        restoreRows(ctx.db, id, contactCommunications),
         ...tagStatements(ctx, [{ contactId: id, before: [], after: restored.tags }], new Date().toISOString()),
         ...frame.clear,
         bumpCounters(ctx, 1),

@@ -10,6 +10,7 @@ import type { EventEnvelope } from "../events/envelope";
 import type { ServiceContext } from "../service-context";
 import { takePreloaded } from "../platform/preload";
 import { type ActivityFigures, calculateLeadScore, NO_ACTIVITY } from "./lead-score";
+import { facetMoves } from "./facets";
 import { type ContactRecord, toContact } from "./mapping";
 import { type FigureRow, preloadKey, writeReads } from "./preload";
 import { type ContactUpdate, READ_ONLY_FIELDS } from "./schemas";
@@ -180,5 +181,22 @@ export const replaceContact = (ctx: ServiceContext, before: ContactRecord, after
   expectVersion(ctx.db, CONTACTS, ctx.organizationId, before),
   updateContactStatement(ctx, before, after),
 ];
+
+/**
+ * The contact under a write of one of its records (an activity, a communication), for that write's guarded batch: its
+ * lastContactedAt moves to `touchedAt` when that is later (never backwards; null: no touch), an automatic lead score is
+ * recomputed from `figures`, and either change is a contact.updated (with the updatedAt moved). Its version moves in
+ * any case: the record is an input of the contact (its score, its includes), so concurrent writes each see the others
+ * and none lands under a contact being deleted. Answers the statements and the contact's events.
+ */
+export function touchContact(ctx: ServiceContext, before: ContactRecord, figures: ActivityFigures, touchedAt: string | null, now: Date): { statements: Statement[]; events: EventEnvelope[] } {
+  const moves = touchedAt !== null && (before.lastContactedAt === null || touchedAt > before.lastContactedAt);
+  const touched = { ...before, lastContactedAt: moves ? touchedAt : before.lastContactedAt };
+  const changed = { ...applyInput(touched, {}, figures, now), updatedAt: now.toISOString(), version: before.version + 1 };
+  const events = changeEvents(ctx, before, changed);
+  // Without a visible change the contact keeps its updatedAt; only its version moves.
+  const after = events.length ? changed : { ...before, version: before.version + 1 };
+  return { statements: [...replaceContact(ctx, before, after), ...(events.length ? [bumpCounters(ctx, 0)] : []), ...facetMoves(ctx, before, after)], events };
+}
 
 export { NO_ACTIVITY };

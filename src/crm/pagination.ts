@@ -6,7 +6,8 @@ import type { Pagination } from "./envelope";
 
 /**
  * Newest-first keyset pagination on (createdAt, id), for the CRM lists that offer no other sort. The cursor is the
- * same opaque encoding as the contacts list (lib/cursor.ts), under the sort "createdAt:desc".
+ * same opaque encoding as the contacts list (lib/cursor.ts), under the sort "createdAt:desc" (or the list's own
+ * newest-first sort, e.g. "occurredAt:desc": a cursor of one list is then refused by the other).
  */
 export interface Cursor {
   at: string;
@@ -15,24 +16,24 @@ export interface Cursor {
 
 const NEWEST_FIRST = "createdAt:desc";
 
-export function decodeNewestFirstCursor(raw: string | undefined): Cursor | null {
+export function decodeNewestFirstCursor(raw: string | undefined, sort = NEWEST_FIRST): Cursor | null {
   if (raw === undefined) return null;
-  const { values, id } = decodeCursor(raw, NEWEST_FIRST, 1);
+  const { values, id } = decodeCursor(raw, sort, 1);
   return { at: String(values[0]), id };
 }
 
 /** Given `limit + 1` rows fetched in sort order: the page, and its pagination block without a total. */
-export function newestFirstPage<T>(rows: T[], limit: number, keyOf: (row: T) => Cursor): { page: T[]; pagination: { hasMore: boolean; nextCursor: string | null; limit: number } } {
+export function newestFirstPage<T>(rows: T[], limit: number, keyOf: (row: T) => Cursor, sort = NEWEST_FIRST): { page: T[]; pagination: { hasMore: boolean; nextCursor: string | null; limit: number } } {
   const page = rows.slice(0, limit);
   const hasMore = rows.length > limit;
   const last = page[page.length - 1];
-  const nextCursor = hasMore && last ? encodeCursor({ sort: NEWEST_FIRST, values: [keyOf(last).at], id: keyOf(last).id }) : null;
+  const nextCursor = hasMore && last ? encodeCursor({ sort, values: [keyOf(last).at], id: keyOf(last).id }) : null;
   return { page, pagination: { hasMore, nextCursor, limit } };
 }
 
 /** Given `limit + 1` rows fetched in sort order: the page, and the pagination block. */
-export function paginate<T>(rows: T[], limit: number, total: number, keyOf: (row: T) => Cursor): { page: T[]; pagination: z.infer<typeof Pagination> } {
-  const { page, pagination } = newestFirstPage(rows, limit, keyOf);
+export function paginate<T>(rows: T[], limit: number, total: number, keyOf: (row: T) => Cursor, sort = NEWEST_FIRST): { page: T[]; pagination: z.infer<typeof Pagination> } {
+  const { page, pagination } = newestFirstPage(rows, limit, keyOf, sort);
   return { page, pagination: { ...pagination, total } };
 }
 

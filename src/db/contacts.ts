@@ -124,3 +124,29 @@ export const contactActivities = sqliteTable(
   },
   (t) => [index("contact_activities_contact_idx").on(t.organizationId, t.contactId, t.createdAt, t.id)],
 );
+
+/**
+ * E-mails, SMS, calls and voicemails logged on a contact (issue 32). Listed newest first on (occurredAt, id), all of a
+ * contact's or one type's; the rows go to the trash with their contact and come back with it.
+ */
+export const contactCommunications = sqliteTable(
+  "contact_communications",
+  {
+    id: text().primaryKey(),
+    organizationId: text().notNull(),
+    contactId: text().notNull(),
+    type: text().notNull(),
+    direction: text().notNull(),
+    subject: text(),
+    body: text(),
+    durationSeconds: integer(),
+    occurredAt: text().notNull(),
+    metadata: text({ mode: "json" }).$type<Record<string, unknown>>(),
+    createdBy: text(),
+    createdAt: text().notNull(),
+  },
+  (t) => [
+    index("contact_communications_contact_idx").on(t.organizationId, t.contactId, t.occurredAt, t.id),
+    index("contact_communications_type_idx").on(t.organizationId, t.contactId, t.type, t.occurredAt, t.id),
+  ],
+);

@@ -1,5 +1,7 @@
 import { z } from "zod";
 import { createActivity } from "../contacts/activities";
+import { CommunicationCreate } from "../contacts/communication-schemas";
+import { logCommunication } from "../contacts/communications";
 import { ActivityCreate, CONTACT_STATUSES, CONTACT_TYPES, ContactCreate, ContactListQuery, INCLUDES, READ_ONLY_FIELDS, SORT_FIELDS } from "../contacts/schemas";
 import { createContact, listContacts } from "../contacts/service";
 import { defineTool, definedOnly, parseWith, listInputs, listParams, requireEmbeds } from "./tool";
@@ -87,4 +89,16 @@ export const logActivity = defineTool({
   },
 });
 
-export const contactTools = [findContacts, createContactTool, logActivity];
+export const logCommunicationTool = defineTool({
+  name: "log_communication",
+  title: "Log an e-mail, SMS, call or voicemail with a contact",
+  description:
+    "Records a communication that has happened: an e-mail (subject, body), SMS (body), call (durationSeconds once it has ended) or voicemail (always inbound; durationSeconds, transcript as body), inbound or outbound, at occurredAt (default now). Emits the matching communication.* webhook event and moves the contact's lastContactedAt forward.",
+  permission: "contacts:write",
+  input: CommunicationCreate.extend({ contactId: id("contact") }),
+  async run({ contactId, ...communication }, { ctx }) {
+    return { communication: await logCommunication(ctx, contactId, communication) };
+  },
+});
+
+export const contactTools = [findContacts, createContactTool, logActivity, logCommunicationTool];

@@ -45,6 +45,14 @@ export async function logActivity(token: string, id: string, body: Record<string
   return payload.data;
 }
 
+/** POST /v1/contacts/{id}/communications; fails the test unless the answer is 201. */
+export async function logCommunication(token: string, id: string, body: Record<string, unknown>, headers?: Record<string, string>): Promise<Record<string, any>> {
+  const res = await call("POST", `/v1/contacts/${id}/communications`, { token, body, headers });
+  const payload = await json(res);
+  expect(res.status, JSON.stringify(payload)).toBe(201);
+  return payload.data;
+}
+
 export interface ListPage {
   data: ContactJson[];
   pagination: { hasMore: boolean; nextCursor: string | null; total: number; limit: number };

@@ -2,7 +2,7 @@ import { env } from "cloudflare:workers";
 import { expect, vi } from "vitest";
 import { everyShard } from "../../src/shards/bindings";
 import { call, json } from "./client";
-import { createContact, logActivity } from "./contacts";
+import { createContact, logActivity, logCommunication } from "./contacts";
 import { createDeal, createTask } from "./deals";
 import { createDocument, leaseCanonical, publicSign, sendForSignature, signAll, tokenOf } from "./documents";
 import { tenantDb, type TestPrincipal } from "./factories";
@@ -122,16 +122,19 @@ export function newPerson(): Person & { needles: string[]; fullName: string } {
 }
 
 /**
- * The person as a contact, mentioned (full name, e-mail or phone) by another contact's notes and activity, a deal's
- * title, notes and task, a listing's texts and its listing sheet, and by another contact and another deal that then go to
- * the trash; and a party to an open envelope (its link mailed and opened). What each place holds is in the answer.
+ * The person as a contact with an e-mail of theirs logged, mentioned (full name, e-mail or phone) by another contact's
+ * notes, activity and SMS, a deal's
+ * title, notes and task, a listing's texts and its listing sheet, and by another contact (with an activity and a voicemail)
+ * and another deal that then go to the trash; and a party to an open envelope (its link mailed and opened). What each place holds is in the answer.
  */
 export async function seedMentions(p: TestPrincipal, person: ReturnType<typeof newPerson>) {
   const { fullName } = person;
   const contact = await createContact(p.token, { firstName: person.firstName, lastName: person.lastName, email: person.email, phone: person.phone, notes: `Met ${person.firstName} at the open house` });
   await logActivity(p.token, contact.id, { type: "PHONE_CALL", description: `Called ${person.firstName}` });
+  await logCommunication(p.token, contact.id, { type: "email", direction: "inbound", subject: `From ${fullName}`, body: `Reply to ${person.email}` });
   const neighbour = await createContact(p.token, { firstName: "Nia", lastName: "Neighbour", notes: `Knows ${fullName} from work` });
   await logActivity(p.token, neighbour.id, { type: "NOTE", description: `Introduced by ${person.email}`, metadata: { referredBy: fullName } });
+  await logCommunication(p.token, neighbour.id, { type: "sms", direction: "outbound", body: `Did ${fullName} call you?`, metadata: { forwardTo: person.phone } });
   const deal = await createDeal(p.token, { contactId: contact.id, title: `Condo for ${fullName}`, notes: `Reach them at ${person.phone}` });
   await createTask(p.token, deal.id, { title: `Call ${fullName} about the offer` });
   const property = await createProperty(p.token, { marketing: { description: `Bright corner unit, home of ${fullName} for years.`, showingInstructions: `Tenant ${fullName} shows it, ${person.phone}` } });
@@ -140,6 +143,7 @@ export async function seedMentions(p: TestPrincipal, person: ReturnType<typeof n
   // Records in the trash that name them: a restore must not bring the name back.
   const trashedContact = await createContact(p.token, { firstName: "Theo", lastName: "Trashed", notes: `Cousin of ${fullName}` });
   await logActivity(p.token, trashedContact.id, { type: "EMAIL_SENT", description: `Wrote to ${person.email}` });
+  await logCommunication(p.token, trashedContact.id, { type: "voicemail", direction: "inbound", body: `Call ${fullName} back` });
   const trashedDeal = await createDeal(p.token, { contactId: trashedContact.id, title: `Referral from ${fullName}`, notes: `Ask ${person.email}` });
   expect((await call("DELETE", `/v1/deals/${trashedDeal.id}`, { token: p.token })).status).toBe(200);
   expect((await call("DELETE", `/v1/contacts/${trashedContact.id}`, { token: p.token })).status).toBe(200);

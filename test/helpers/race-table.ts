@@ -255,6 +255,31 @@ export const RACES: Race[] = [
     parentDelete: "/v1/contacts/{id}",
     leftovers: async (owner) => ({ activities: await count(owner, "SELECT COUNT(*) AS n FROM contact_activities WHERE organization_id = ?", owner.organizationId) }),
   },
+  // Communications (issue 32): each moves the contact's version under its compare-and-set, so all land; none outlives
+  // the contact's delete outside the trash.
+  {
+    kind: "independent",
+    route: "POST /v1/contacts/{id}/communications",
+    seed: (owner) => contactParams(owner),
+    changes: async () => Array.from({ length: 20 }, (_, i) => ({ body: { type: "sms", direction: i % 2 ? "inbound" : "outbound", body: `text ${i}`, occurredAt: new Date(Date.now() - (20 - i) * 60_000).toISOString() } })),
+    async verify(owner, { id }) {
+      const page = await json(await call("GET", `/v1/contacts/${id}/communications?limit=100`, { token: owner.token }));
+      expect(page.pagination.total).toBe(20);
+      const res = await call("GET", `/v1/contacts/${id}`, { token: owner.token });
+      expect(res.headers.get("etag")).toBe('"21"');
+      // The latest of them, whatever order they landed in.
+      expect((await json(res)).data.lastContactedAt).toBe(page.data[0].occurredAt);
+      expect((await eventCount(owner.organizationId, "communication.sms_sent")) + (await eventCount(owner.organizationId, "communication.sms_received"))).toBe(20);
+    },
+  },
+  {
+    kind: "child",
+    route: "POST /v1/contacts/{id}/communications",
+    seed: (owner) => contactParams(owner),
+    body: (i) => ({ type: "call", direction: "inbound", durationSeconds: i }),
+    parentDelete: "/v1/contacts/{id}",
+    leftovers: async (owner) => ({ communications: await count(owner, "SELECT COUNT(*) AS n FROM contact_communications WHERE organization_id = ?", owner.organizationId) }),
+  },
   {
     kind: "child",
     route: "POST /v1/contacts/{id}/tags",

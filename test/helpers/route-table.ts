@@ -131,6 +131,12 @@ ROUTES.push(
   { method: "POST", path: "/v1/contacts/{id}/tags", family: "crm", body: { tags: ["vip"] }, seed: seedContact, unknown: unknownContact },
 );
 
+// Communications (issue 32).
+ROUTES.push(
+  { method: "GET", path: "/v1/contacts/{id}/communications", family: "crm", seed: seedContact, unknown: unknownContact },
+  { method: "POST", path: "/v1/contacts/{id}/communications", family: "crm", body: { type: "email", direction: "outbound", subject: "Hello" }, seed: seedContact, unknown: unknownContact },
+);
+
 /** The route's body for the object `params` names. */
 export const varsOf = (route: { vars?: (p: Record<string, string>) => Record<string, string> }, params: Record<string, string>) => route.vars?.(params);
 
