@@ -1,6 +1,7 @@
 import { pruneStaleListTotals } from "./crm/list-totals";
 import { resumeErasures } from "./contacts/erase";
 import { createDb } from "./db/client";
+import { sendObligationNotices } from "./documents/obligation-notices";
 import { noteOverdueObligations } from "./documents/obligations";
 import type { Env } from "./env";
 import { resendUnsentEvents } from "./events/outbox";
@@ -28,6 +29,7 @@ export function runCron(env: Env): Promise<unknown> {
     onEveryShard(env, "overdue envelopes", ({ db }) => sweepOverdueEnvelopes(env, db)),
     onEveryShard(env, "signing reminders", ({ db }) => sendDueReminders(env, db)),
     onEveryShard(env, "overdue obligations", ({ db }) => noteOverdueObligations(db)),
+    onEveryShard(env, "obligation notices", ({ db }) => sendObligationNotices(env, db)),
     onEveryShard(env, "due surveys", ({ db }) => sendDueSurveys(env, db)),
     onEveryShard(env, "survey expiry", ({ db }) => expireSurveys(db)),
     onEveryShard(env, "trash purge", ({ db }) => purgeTrash(env, db)),

@@ -9,7 +9,8 @@ import { validationHook } from "../platform/openapi";
 import { rateLimit } from "../platform/rate-limit";
 import { requestMeta } from "../platform/request-meta";
 import { defineRoute, jsonBody } from "../platform/route";
-import { openPublicKey } from "../platform/session";
+import { openPublicKey, publicServiceContext } from "../platform/session";
+import type { ServiceContext } from "../service-context";
 import { consentPage } from "./page";
 import {
   AcceptanceList,
@@ -32,7 +33,7 @@ import {
   VersionText,
 } from "./schemas";
 import { getAgreement } from "./history";
-import { accept, getVersion, listAcceptances, listAgreements, type PublicClickwrap, publicAgreement, publishAgreement, setActive } from "./service";
+import { accept, getVersion, listAcceptances, listAgreements, publicAgreement, publishAgreement, setActive } from "./service";
 
 const tags = ["Clickwrap"];
 const security = [{ bearerAuth: [] }];
@@ -191,9 +192,9 @@ acceptance it posts \`{type: "clickwrap:accepted", agreementId, versionHash, sub
  * The agreement's organization, found in the directory by its id, with its shard opened (issue 24); null when the
  * directory knows no such agreement, which answers as an unknown one.
  */
-async function publicContext(c: Context<AppBindings>, agreementId: string): Promise<PublicClickwrap | null> {
+async function publicContext(c: Context<AppBindings>, agreementId: string): Promise<ServiceContext | null> {
   const organizationId = await openPublicKey(c, "agreement", agreementId);
-  return organizationId ? { db: c.get("db"), organizationId } : null;
+  return organizationId ? publicServiceContext(c, organizationId) : null;
 }
 
 export const clickwrapRoutes = new OpenAPIHono<AppBindings>({ defaultHook: validationHook });

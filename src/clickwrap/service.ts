@@ -1,8 +1,9 @@
 import { and, count, desc, eq, sql } from "drizzle-orm";
 import { decodeNewestFirstCursor, olderThan, paginate } from "../crm/pagination";
 import { clickwrapAcceptances, clickwrapAgreements, clickwrapVersions } from "../db/schema";
-import { atVersion, expectNoRow, expectRow, expectVersion, expectVersionMatch, isGuardFailure, versioned, type VersionedTable, withRetries } from "../db/write";
+import { atVersion, expectNoRow, expectRow, expectVersion, expectVersionMatch, StaleWrite, versioned, type VersionedTable, withRetries } from "../db/write";
 import { commit } from "../events/commit";
+import { resourceEvent } from "../events/resource-event";
 import { sha256Hex } from "../lib/crypto";
 import { Conflict, NotFound } from "../lib/errors";
 import { newId } from "../lib/ids";
@@ -132,6 +133,9 @@ async function listOne(ctx: ServiceContext, a: AgreementRecord): Promise<Agreeme
   return versioned(summary({ ...a, versions: row?.n ?? 0 }), a.version);
 }
 
+/** An acceptance as GET /api/clickwrap/{agreementId}/acceptances lists it. */
+const toAcceptance = (r: typeof clickwrapAcceptances.$inferSelect): Acceptance => ({ id: r.id, versionHash: r.versionHash, subjectRef: r.subjectRef, acceptedAt: r.acceptedAt, ip: r.ip, userAgent: r.userAgent });
+
 /**
  * GET /api/clickwrap/{agreementId}/acceptances: newest first, at most MAX_ACCEPTANCES; with `subjectRef` only that
  * subject's, with `current` only those of the current version. With a subjectRef the answer also says whether that
@@ -155,7 +159,7 @@ export async function listAcceptances(ctx: ServiceContext, id: string, q: { subj
       .get();
     acceptedCurrentVersion = hit !== undefined;
   }
-  const acceptances: Acceptance[] = rows.map((r) => ({ id: r.id, versionHash: r.versionHash, subjectRef: r.subjectRef, acceptedAt: r.acceptedAt, ip: r.ip, userAgent: r.userAgent }));
+  const acceptances = rows.map(toAcceptance);
   return { acceptances, versionHash: a.versionHash, ...(acceptedCurrentVersion === undefined ? {} : { acceptedCurrentVersion }) };
 }
 
@@ -187,26 +191,22 @@ export class StaleVersion extends Conflict {
  * the agreement still active at that version (a publish between read and write refuses it rather than record it
  * against a text the person did not see). Returns null when the agreement is unknown or inactive.
  */
-export async function accept(ctx: PublicClickwrap, id: string, input: AcceptRequest, meta: RequestMeta): Promise<boolean> {
+export async function accept(ctx: ServiceContext, id: string, input: AcceptRequest, meta: RequestMeta): Promise<boolean> {
   const a = await publicAgreement(ctx, id);
   if (!a) return false;
   if (input.versionHash !== undefined && input.versionHash !== a.versionHash) throw new StaleVersion(a.versionHash);
+  const row = { id: newId(), organizationId: a.organizationId, agreementId: id, versionHash: a.versionHash, subjectRef: input.subjectRef ?? null, acceptedAt: new Date().toISOString(), ip: meta.ip, userAgent: meta.userAgent };
   try {
-    await ctx.db.batch([
-      expectRow(ctx.db, clickwrapAgreements, and(eq(clickwrapAgreements.organizationId, ctx.organizationId), eq(clickwrapAgreements.id, id), eq(clickwrapAgreements.active, true), eq(clickwrapAgreements.versionHash, a.versionHash))),
-      ctx.db.insert(clickwrapAcceptances).values({
-        id: newId(),
-        organizationId: a.organizationId,
-        agreementId: id,
-        versionHash: a.versionHash,
-        subjectRef: input.subjectRef ?? null,
-        acceptedAt: new Date().toISOString(),
-        ip: meta.ip,
-        userAgent: meta.userAgent,
-      }),
-    ]);
+    await commit(
+      ctx,
+      [
+        expectRow(ctx.db, clickwrapAgreements, and(eq(clickwrapAgreements.organizationId, ctx.organizationId), eq(clickwrapAgreements.id, id), eq(clickwrapAgreements.active, true), eq(clickwrapAgreements.versionHash, a.versionHash))),
+        ctx.db.insert(clickwrapAcceptances).values(row),
+      ],
+      [resourceEvent(ctx, "clickwrap.accepted", { ...toAcceptance(row), agreementId: id, agreementKey: a.key })],
+    );
   } catch (err) {
-    if (!isGuardFailure(err)) throw err;
+    if (!(err instanceof StaleWrite)) throw err;
     const now = await publicAgreement(ctx, id);
     if (!now) return false;
     throw new StaleVersion(now.versionHash);

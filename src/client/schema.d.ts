@@ -3251,7 +3251,7 @@ export interface components {
              * @example https://hooks.example.com/brokerage
              */
             url: string;
-            events: ("contact.created" | "contact.updated" | "contact.deleted" | "contact.restored" | "contact.tagged" | "contact.untagged" | "contact.assigned" | "deal.created" | "deal.updated" | "deal.deleted" | "deal.restored" | "deal.stage_changed" | "deal.won" | "deal.lost" | "deal.task_created" | "deal.task_completed" | "deal.closed" | "deal.document_uploaded" | "property.created" | "property.updated" | "property.deleted" | "property.restored" | "property.status_changed" | "property.price_changed" | "property.photos_uploaded" | "property.inquiry_received" | "property.showing_scheduled" | "property.offer_received" | "communication.email_sent" | "communication.email_received" | "communication.sms_sent" | "communication.sms_received" | "communication.call_started" | "communication.call_ended" | "communication.voicemail_received" | "organization.updated" | "user.created" | "user.updated" | "integration.connected" | "integration.disconnected")[];
+            events: ("contact.created" | "contact.updated" | "contact.deleted" | "contact.restored" | "contact.tagged" | "contact.untagged" | "contact.assigned" | "deal.created" | "deal.updated" | "deal.deleted" | "deal.restored" | "deal.stage_changed" | "deal.won" | "deal.lost" | "deal.task_created" | "deal.task_completed" | "deal.closed" | "deal.document_uploaded" | "property.created" | "property.updated" | "property.deleted" | "property.restored" | "property.status_changed" | "property.price_changed" | "property.photos_uploaded" | "property.inquiry_received" | "property.showing_scheduled" | "property.offer_received" | "communication.email_sent" | "communication.email_received" | "communication.sms_sent" | "communication.sms_received" | "communication.call_started" | "communication.call_ended" | "communication.voicemail_received" | "organization.updated" | "user.created" | "user.updated" | "integration.connected" | "integration.disconnected" | "envelope.sent" | "envelope.opened" | "envelope.signer_signed" | "envelope.completed" | "envelope.sealed" | "envelope.declined" | "envelope.voided" | "envelope.expired" | "document.created" | "obligation.due_soon" | "obligation.overdue" | "clickwrap.accepted" | "testimonial.approved" | "testimonial.published" | "survey.completed" | "referral.received")[];
             /** @description Signing secret; generated when left out. Shown only in this answer. */
             secret?: string;
             /** @default true */
@@ -3266,7 +3266,7 @@ export interface components {
              * @example https://hooks.example.com/brokerage
              */
             url?: string;
-            events?: ("contact.created" | "contact.updated" | "contact.deleted" | "contact.restored" | "contact.tagged" | "contact.untagged" | "contact.assigned" | "deal.created" | "deal.updated" | "deal.deleted" | "deal.restored" | "deal.stage_changed" | "deal.won" | "deal.lost" | "deal.task_created" | "deal.task_completed" | "deal.closed" | "deal.document_uploaded" | "property.created" | "property.updated" | "property.deleted" | "property.restored" | "property.status_changed" | "property.price_changed" | "property.photos_uploaded" | "property.inquiry_received" | "property.showing_scheduled" | "property.offer_received" | "communication.email_sent" | "communication.email_received" | "communication.sms_sent" | "communication.sms_received" | "communication.call_started" | "communication.call_ended" | "communication.voicemail_received" | "organization.updated" | "user.created" | "user.updated" | "integration.connected" | "integration.disconnected")[];
+            events?: ("contact.created" | "contact.updated" | "contact.deleted" | "contact.restored" | "contact.tagged" | "contact.untagged" | "contact.assigned" | "deal.created" | "deal.updated" | "deal.deleted" | "deal.restored" | "deal.stage_changed" | "deal.won" | "deal.lost" | "deal.task_created" | "deal.task_completed" | "deal.closed" | "deal.document_uploaded" | "property.created" | "property.updated" | "property.deleted" | "property.restored" | "property.status_changed" | "property.price_changed" | "property.photos_uploaded" | "property.inquiry_received" | "property.showing_scheduled" | "property.offer_received" | "communication.email_sent" | "communication.email_received" | "communication.sms_sent" | "communication.sms_received" | "communication.call_started" | "communication.call_ended" | "communication.voicemail_received" | "organization.updated" | "user.created" | "user.updated" | "integration.connected" | "integration.disconnected" | "envelope.sent" | "envelope.opened" | "envelope.signer_signed" | "envelope.completed" | "envelope.sealed" | "envelope.declined" | "envelope.voided" | "envelope.expired" | "document.created" | "obligation.due_soon" | "obligation.overdue" | "clickwrap.accepted" | "testimonial.approved" | "testimonial.published" | "survey.completed" | "referral.received")[];
             filters?: components["schemas"]["WebhookFilters"];
             enabled?: boolean;
             description?: string;
@@ -4607,7 +4607,7 @@ export interface components {
             user_id: string;
             organization_id: string;
             organization_name: string;
-            permissions: ("contacts:read" | "contacts:write" | "contacts:erase" | "deals:read" | "deals:write" | "properties:read" | "properties:write" | "documents:read" | "envelopes:send" | "webhooks:manage")[];
+            permissions: ("contacts:read" | "contacts:write" | "contacts:erase" | "deals:read" | "deals:write" | "properties:read" | "properties:write" | "documents:read" | "documents:write" | "envelopes:send" | "signatures:read" | "signatures:write" | "clickwrap:read" | "clickwrap:write" | "reputation:read" | "reputation:write" | "plants:read" | "plants:write" | "webhooks:manage" | "events:read" | "integrations:read" | "organization:read" | "organization:manage" | "users:manage" | "api-keys:manage")[];
             /** @description Opaque, single use, valid 30 days: grant_type=refresh_token answers a new one. Using one twice revokes every token issued from it */
             refresh_token: string;
         };
@@ -15928,7 +15928,7 @@ export interface operations {
                 code_challenge_method?: string;
                 /** @description Returned unchanged with the code or the error (at most 1000 characters) */
                 state?: string;
-                /** @description Space-separated permissions (absent: all but contacts:erase, granted only when asked for by name): contacts:read, contacts:write, contacts:erase, deals:read, deals:write, properties:read, properties:write, documents:read, envelopes:send, webhooks:manage */
+                /** @description Space-separated permissions (absent: all but contacts:erase, granted only when asked for by name): contacts:read, contacts:write, contacts:erase, deals:read, deals:write, properties:read, properties:write, documents:read, documents:write, envelopes:send, signatures:read, signatures:write, clickwrap:read, clickwrap:write, reputation:read, reputation:write, plants:read, plants:write, webhooks:manage, events:read, integrations:read, organization:read, organization:manage, users:manage, api-keys:manage */
                 scope?: string;
                 /** @description RFC 8707 resource indicator: if present, the MCP server URL (the only resource tokens are issued for) */
                 resource?: string;
@@ -16016,7 +16016,7 @@ export interface operations {
                 code_challenge_method?: string;
                 /** @description Returned unchanged with the code or the error (at most 1000 characters) */
                 state?: string;
-                /** @description Space-separated permissions (absent: all but contacts:erase, granted only when asked for by name): contacts:read, contacts:write, contacts:erase, deals:read, deals:write, properties:read, properties:write, documents:read, envelopes:send, webhooks:manage */
+                /** @description Space-separated permissions (absent: all but contacts:erase, granted only when asked for by name): contacts:read, contacts:write, contacts:erase, deals:read, deals:write, properties:read, properties:write, documents:read, documents:write, envelopes:send, signatures:read, signatures:write, clickwrap:read, clickwrap:write, reputation:read, reputation:write, plants:read, plants:write, webhooks:manage, events:read, integrations:read, organization:read, organization:manage, users:manage, api-keys:manage */
                 scope?: string;
                 /** @description RFC 8707 resource indicator: if present, the MCP server URL (the only resource tokens are issued for) */
                 resource?: string;

@@ -43,6 +43,8 @@ export function scrubOf(person: Person, nameIsTheirs: boolean): Scrub {
 
 /** The fields of a contact object (in an event or a stored answer) that identify the person. */
 const PERSONAL_FIELDS = ["firstName", "lastName", "email", "phone", "secondaryPhone", "address", "notes", "preferences"];
+/** The fields of a testimonial they wrote (in a testimonial.* event) that show them: cleared as on the row itself. */
+const AUTHOR_FIELDS = ["displayName", "displayLocation", "displayPhotoUrl"];
 
 /**
  * A communication with the person (issue 32: an object with their `contactId`, a communication's `type` and a
@@ -58,10 +60,11 @@ export const redactText = (text: string, scrub: Scrub): string => replaceMention
 
 /**
  * A JSON document with the person taken out: the contact object itself (an object whose `id` is theirs) loses its
- * personal fields, a communication with them its contents, and every string that names them has that part replaced — JSON kept as a string inside it (a JSON
- * column of a row in the trash) too, walked the same way. Structure, ids, numbers, enum values and everything about
- * other people stay. Text that names nobody comes back as the very same string (not re-serialized), so a caller can
- * tell "nothing to change" by identity. Plain text is redacted as text.
+ * personal fields, a communication with them its contents, a testimonial they wrote (`authorPersonId`) its display
+ * fields, and every string that names them has that part replaced — JSON kept as a string inside it (a JSON column of
+ * a row in the trash) too, walked the same way. Structure, ids, numbers, enum values and everything about other people
+ * stay. Text that names nobody comes back as the very same string (not re-serialized), so a caller can tell "nothing
+ * to change" by identity. Plain text is redacted as text.
  */
 export function redactJson(text: string, scrub: Scrub): string {
   const walk = (value: unknown): unknown => {
@@ -78,10 +81,12 @@ export function redactJson(text: string, scrub: Scrub): string {
     if (value && typeof value === "object") {
       const obj = value as Record<string, unknown>;
       const personal = obj.id === scrub.person.id ? PERSONAL_FIELDS : isTheirCommunication(obj, scrub) ? COMMUNICATION_FIELDS : [];
+      const isTheirs = obj.authorPersonId === scrub.person.id;
       let changed = false;
       const out: Record<string, unknown> = {};
       for (const [k, v] of Object.entries(obj)) {
-        out[k] = personal.includes(k) && v !== null ? (typeof v === "string" ? ERASED : null) : walk(v);
+        if (isTheirs && AUTHOR_FIELDS.includes(k)) out[k] = null;
+        else out[k] = personal.includes(k) && v !== null ? (typeof v === "string" ? ERASED : null) : walk(v);
         if (out[k] !== v) changed = true;
       }
       return changed ? out : value;

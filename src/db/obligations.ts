@@ -7,6 +7,8 @@ import { index, integer, sqliteTable, text } from "drizzle-orm/sqlite-core";
  * `due_date` is YYYY-MM-DD (a calendar date, compared as text). `sync_count` counts DOCUMENT_SIGNED re-syncs and
  * `sync_event_id` names the event of the last one, so a redelivered event changes nothing. `overdue_noted_at` is
  * set in the batch that adds the OBLIGATION_OVERDUE activity to the linked deal, so it is added once.
+ * `due_soon_event_at` and `overdue_event_at` are set in the batch that stages the obligation.due_soon or
+ * obligation.overdue webhook event (documents/obligation-notices.ts), so each is emitted once per due date.
  */
 export const documentObligations = sqliteTable(
   "document_obligations",
@@ -24,6 +26,8 @@ export const documentObligations = sqliteTable(
     syncCount: integer().notNull().default(0),
     syncEventId: text(),
     overdueNotedAt: text(),
+    dueSoonEventAt: text(),
+    overdueEventAt: text(),
   },
   (t) => [
     // The list: an organization's obligations by due date, up to a horizon.
@@ -33,5 +37,8 @@ export const documentObligations = sqliteTable(
     index("document_obligations_overdue_idx")
       .on(t.dueDate, t.id)
       .where(sql`${t.dealId} IS NOT NULL AND ${t.overdueNotedAt} IS NULL`),
+    // The notices pass (issue 32): obligations whose due_soon or overdue event is still to emit, by due date.
+    index("document_obligations_due_soon_event_idx").on(t.dueDate, t.id).where(sql`${t.dueSoonEventAt} IS NULL`),
+    index("document_obligations_overdue_event_idx").on(t.dueDate, t.id).where(sql`${t.overdueEventAt} IS NULL`),
   ],
 );

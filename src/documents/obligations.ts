@@ -79,6 +79,8 @@ export async function deriveObligations(doc: DocumentSource, at: string, sync: {
       syncCount: sync ? 1 : 0,
       syncEventId: sync?.eventId ?? null,
       overdueNotedAt: null,
+      dueSoonEventAt: null,
+      overdueEventAt: null,
     })),
   );
 }
@@ -89,7 +91,7 @@ export const obligationInserts = (db: Db, rows: ObligationRow[]): Statement[] =>
 /**
  * The statements that bring a document's obligations in line with `rows`, once per event: a row last synced by this
  * very event is left alone, so a redelivery changes nothing even past the consumer's claim. A due date that moved
- * is noted overdue again.
+ * is noted overdue again, and its due_soon and overdue events are emitted again for the new date.
  */
 function resyncStatements(db: Db, doc: { id: string; organizationId: string }, rows: ObligationRow[], eventId: string): Statement[] {
   const c = documentObligations;
@@ -112,6 +114,8 @@ function resyncStatements(db: Db, doc: { id: string; organizationId: string }, r
         syncCount: sql`${c.syncCount} + 1`,
         syncEventId: sql`excluded.sync_event_id`,
         overdueNotedAt: sql`CASE WHEN ${c.dueDate} = excluded.due_date THEN ${c.overdueNotedAt} END`,
+        dueSoonEventAt: sql`CASE WHEN ${c.dueDate} = excluded.due_date THEN ${c.dueSoonEventAt} END`,
+        overdueEventAt: sql`CASE WHEN ${c.dueDate} = excluded.due_date THEN ${c.overdueEventAt} END`,
       },
       setWhere: sql`${c.syncEventId} IS NOT excluded.sync_event_id`,
     });
@@ -189,14 +193,21 @@ export async function listObligations(ctx: ServiceContext, withinDays: number) {
     .where(and(eq(c.organizationId, ctx.organizationId), lte(c.dueDate, utcDay(withinDays))))
     .orderBy(asc(c.dueDate), asc(c.id))
     .limit(MAX_LISTED_OBLIGATIONS);
-  return rows.map((r) => ({
-    ...r,
-    // Stored as a UTC day; shown as the spec's ISO 8601 timestamp (the start of that day, UTC).
-    dueDate: `${r.dueDate}T00:00:00.000Z`,
-    type: r.type as ObligationType,
-    urgency: r.dueDate < today ? ("overdue" as const) : r.dueDate <= soon ? ("due_soon" as const) : ("pending" as const),
-  }));
+  return rows.map((r) => toObligation(r, today, soon));
 }
+
+/** An obligation as GET /api/documents/obligations shows it, its urgency as of `today` (and `soon`, a week on). */
+export const toObligation = (r: Pick<ObligationRow, "id" | "documentId" | "dealId" | "type" | "description" | "dueDate" | "amountCents">, today: string, soon: string) => ({
+  id: r.id,
+  documentId: r.documentId,
+  dealId: r.dealId,
+  type: r.type as ObligationType,
+  description: r.description,
+  // Stored as a UTC day; shown as the spec's ISO 8601 timestamp (the start of that day, UTC).
+  dueDate: `${r.dueDate}T00:00:00.000Z`,
+  amountCents: r.amountCents,
+  urgency: r.dueDate < today ? ("overdue" as const) : r.dueDate <= soon ? ("due_soon" as const) : ("pending" as const),
+});
 
 /**
  * Cron pass: each overdue obligation of a linked deal becomes one OBLIGATION_OVERDUE activity on that deal. The

@@ -7,6 +7,7 @@ import { commit } from "../events/commit";
 import { findDeal } from "../deals/service";
 import { readConfig } from "../env";
 import { newEvent } from "../events/outbox";
+import { resourceEvent } from "../events/resource-event";
 import { canonicalJson } from "../lib/canonical-json";
 import { sha256Hex } from "../lib/crypto";
 import { type FieldIssue, NotFound, Validation } from "../lib/errors";
@@ -189,7 +190,7 @@ export async function createDocument(ctx: ServiceContext, input: DocumentCreate)
                 ),
             ]),
       ],
-      [newEvent(ctx, "DOCUMENT_GENERATED", { documentId: row.id, formKey: row.formKey, sha256: row.sha256 })],
+      [newEvent(ctx, "DOCUMENT_GENERATED", { documentId: row.id, formKey: row.formKey, sha256: row.sha256 }), resourceEvent(ctx, "document.created", toDocument(row))],
     );
     return toDocument(row);
   });

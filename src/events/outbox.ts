@@ -1,4 +1,4 @@
-import { sql } from "drizzle-orm";
+import { type SQL, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { outboxEvents } from "../db/schema";
 import type { Statement } from "../db/write";
@@ -39,9 +39,11 @@ const STAGE_CHUNK_BYTES = 512 * 1024;
 
 /**
  * The outbox inserts of `events`, for the change's own batch: one statement per chunk of events (the chunk is one
- * JSON parameter, so their number never meets D1's limit of 100 bound values).
+ * JSON parameter, so their number never meets D1's limit of 100 bound values). `onlyIf` stages an event only while a
+ * condition on its JSON (`json_extract(event, '$.data.object.id')`) holds when the statement runs: the write that
+ * marks it done follows in the same batch, so of concurrent batches only the first stages it (a cron's notices).
  */
-export function stageEvents(db: Db, events: EventEnvelope[]): Statement[] {
+export function stageEvents(db: Db, events: EventEnvelope[], onlyIf?: (event: SQL) => SQL): Statement[] {
   const rows = events.map((event) =>
     JSON.stringify({ ...event, actor: { type: event.actor.type, userId: event.actor.userId ?? null }, due: nowIso(addSeconds(new Date(event.occurredAt), RESEND_GRACE_SECONDS)) }),
   );
@@ -51,7 +53,7 @@ export function stageEvents(db: Db, events: EventEnvelope[]): Statement[] {
     db.insert(outboxEvents).select(
       sql`SELECT json_extract(value, '$.id'), json_extract(value, '$.organizationId'), json_extract(value, '$.type'), json_extract(value, '$.actor'),
                  json_extract(value, '$.occurredAt'), json_extract(value, '$.data'), NULL, 0, json_extract(value, '$.due'), NULL, NULL
-          FROM json_each(${`[${chunk.join(",")}]`}) WHERE true`,
+          FROM json_each(${`[${chunk.join(",")}]`}) AS staged WHERE ${onlyIf ? onlyIf(sql`staged.value`) : sql`true`}`,
     ),
   );
 }

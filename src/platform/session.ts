@@ -2,6 +2,7 @@ import type { Context } from "hono";
 import { createMiddleware } from "hono/factory";
 import { createDb } from "../db/client";
 import { OrganizationMoving, Validation } from "../lib/errors";
+import type { ServiceContext } from "../service-context";
 import { shardDatabase } from "../shards/bindings";
 import { type PublicKeyKind, publicKeyPlacement } from "../shards/directory";
 import type { AppBindings } from "./context";
@@ -58,4 +59,21 @@ export async function openPublicKey(c: Context<AppBindings>, kind: PublicKeyKind
   if (placement.fenced && writes) throw new OrganizationMoving();
   openShard(c, placement.shard);
   return placement.organizationId;
+}
+
+/**
+ * The service context of a public route once `openPublicKey` named the organization: its shard, the public actor (a
+ * link's or a form's holder), and work deferred past the answer.
+ */
+export function publicServiceContext(c: Context<AppBindings>, organizationId: string): ServiceContext {
+  return {
+    env: c.env,
+    db: c.get("db"),
+    directory: c.get("directory"),
+    d1: c.get("d1"),
+    organizationId,
+    actor: { type: "public", userId: null },
+    requestId: c.get("requestId"),
+    defer: (work) => c.executionCtx.waitUntil(work),
+  };
 }

@@ -10,7 +10,7 @@ import { readConfig } from "../env";
 import { requestMeta } from "../platform/request-meta";
 import { rateLimit } from "../platform/rate-limit";
 import { defineRoute, jsonBody } from "../platform/route";
-import { openPublicKey } from "../platform/session";
+import { openPublicKey, publicServiceContext } from "../platform/session";
 import { PublicReferral, Referral, REFERRAL_CHANNELS, ReferralCreate, ReferralList, ReferralListQuery, REWARD_STATUSES, REWARD_TYPES } from "./schemas";
 import { captureReferral, createReferral, listReferrals, REFERRAL_DEDUP_DAYS } from "./service";
 
@@ -93,7 +93,7 @@ export function createReferralRoutes(deps: ReferralDeps) {
       const { agentSlug } = c.req.valid("param");
       // The slug's organization from the directory, with its shard opened (issue 24); unknown there is the same 404.
       const organizationId = await openPublicKey(c, "agent_slug", agentSlug);
-      const base = organizationId && { env: c.env, db: c.get("db"), directory: c.get("directory"), d1: c.get("d1"), organizationId, requestId: c.get("requestId"), defer: (work: Promise<unknown>) => c.executionCtx.waitUntil(work) };
+      const base = organizationId && publicServiceContext(c, organizationId);
       const referral = base && (await captureReferral(base, agentSlug, input));
       if (!referral) return c.json({ error: "not_found", message: "No published profile at this address" }, 404);
       return c.json({ received: true as const, referralId: referral.id }, 202);

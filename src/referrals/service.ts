@@ -8,6 +8,7 @@ import type { Env } from "../env";
 import type { EventConsumer } from "../events/consumers";
 import type { EventEnvelope } from "../events/envelope";
 import { newEvent } from "../events/outbox";
+import { resourceEvent } from "../events/resource-event";
 import { contactByEmail } from "../contacts/service";
 import { decodeNewestFirstCursor, newestFirstPage, olderThan } from "../crm/pagination";
 import { withDeferred } from "../lib/deferred";
@@ -32,10 +33,13 @@ function referralRow(organizationId: string, input: Omit<Row, "id" | "organizati
   return { ...input, id: newId(), organizationId, status: "RECEIVED", referredEmailKey: emailKeyOf(input.referredContact), leadContactId: null, createdAt: at, updatedAt: at, version: 1 };
 }
 
-const received = (ctx: Pick<ServiceContext, "organizationId" | "actor">, r: Row) =>
-  newEvent(ctx, "REFERRAL_RECEIVED", { referralId: r.id, agentUserId: r.agentUserId, channel: r.channel, referrerPersonId: r.referrerPersonId });
+/** REFERRAL_RECEIVED for the lead workflow, and the catalogue's referral.received carrying the referral (issue 32). */
+const received = (ctx: Pick<ServiceContext, "organizationId" | "actor">, r: Row) => [
+  newEvent(ctx, "REFERRAL_RECEIVED", { referralId: r.id, agentUserId: r.agentUserId, channel: r.channel, referrerPersonId: r.referrerPersonId }),
+  resourceEvent(ctx, "referral.received", toReferral(r)),
+];
 
-/** POST /api/reputation/referrals: RECEIVED; emits REFERRAL_RECEIVED in the same batch. */
+/** POST /api/reputation/referrals: RECEIVED; emits REFERRAL_RECEIVED and referral.received in the same batch. */
 export async function createReferral(ctx: ServiceContext, input: ReferralCreate): Promise<Referral> {
   const refs = references({ path: ["referrerPersonId"], target: "contact", id: input.referrerPersonId });
   const row = referralRow(ctx.organizationId, {
@@ -51,7 +55,7 @@ export async function createReferral(ctx: ServiceContext, input: ReferralCreate)
   });
   return withRetries(async () => {
     await checkReferences(ctx, input.agentUserId, refs);
-    await commit(ctx, [...expectReferences(ctx, refs), ctx.db.insert(referrals).values(row)], [received(ctx, row)]);
+    await commit(ctx, [...expectReferences(ctx, refs), ctx.db.insert(referrals).values(row)], received(ctx, row));
     return toReferral(row);
   });
 }
@@ -142,7 +146,7 @@ export async function captureReferral(base: Omit<ServiceContext, "actor">, slug:
         ctx.db.insert(referrals).values(row),
         ctx.db.insert(referralKeys).values(key).onConflictDoUpdate({ target: [referralKeys.organizationId, referralKeys.agentUserId, referralKeys.contactHash], set: { referralId: row.id, expiresAt } }),
       ],
-      [...referrer.events, received(ctx, row)],
+      [...referrer.events, ...received(ctx, row)],
     );
     return toReferral(row);
   });

@@ -7,6 +7,7 @@ import type { RequestMeta, ServiceContext } from "../service-context";
 import { CODE_MESSAGES, CODE_TTL_SECONDS, type CodeRefusal, LOCKED_RETRY_AFTER_SECONDS, MAX_FAILED_CODE_TRIES, maskEmail, type SignerCodes } from "./codes";
 import { mintToken, sendSigningLink } from "./links";
 import { ACTIVE, type Change, entry, type Loaded, liveSigner, machineContext, type SignerRow, write } from "./machine";
+import { envelopeEvent } from "./present";
 import { nextReminderAt } from "./reminders";
 import type { SignerAction } from "./schemas";
 
@@ -49,7 +50,13 @@ export async function openLink(env: Env, loaded: Loaded, tokenHash: string, meta
   const signer = live.signer;
   if (!signer) return { result: { kind: "gone" }, state };
   if (signer.status === "sent") {
-    state = await write(machineContext(env, state, defer), state, { signers: [{ id: signer.id, from: "sent", set: { status: "opened" } }], audit: [entry("opened", signer.id, meta)] });
+    const ctx = machineContext(env, state, defer);
+    const before = state;
+    state = await write(ctx, state, {
+      signers: [{ id: signer.id, from: "sent", set: { status: "opened" } }],
+      audit: [entry("opened", signer.id, meta)],
+      events: (after) => [envelopeEvent(ctx, "envelope.opened", after, before, signer.id)],
+    });
   }
   const e = state.envelope;
   const status = signer.status === "sent" ? "opened" : signer.status;
@@ -87,6 +94,7 @@ export async function act(env: Env, loaded: Loaded, codes: SignerCodes, tokenHas
         killLinks: true,
         document: "GENERATED",
         audit: [entry("declined", signer.id, meta, input.reason === undefined ? null : { reason: input.reason })],
+        events: (after) => [envelopeEvent(ctx, "envelope.declined", after, state, signer.id)],
       }),
     );
   }
@@ -154,18 +162,25 @@ async function sign(env: Env, state: Loaded, codes: SignerCodes, signer: SignerR
     signers: [{ id: signer.id, from: "consented", set: { status: "signed", signedAt: at, remindAt: null } }],
     killSignerLinks: [signer.id],
     audit: [entry("signed", signer.id, meta)],
+    events: (after) => [
+      envelopeEvent(ctx, "envelope.signer_signed", after, state, signer.id),
+      // The last signature: the catalogue's envelope.completed, and DOCUMENT_SIGNED for the seal, certificate and obligations.
+      ...(completed
+        ? [
+            envelopeEvent(ctx, "envelope.completed", after, state),
+            newEvent(ctx, "DOCUMENT_SIGNED", {
+              envelopeId: state.envelope.id,
+              documentId: state.envelope.documentId,
+              completedAt: at,
+              signers: signers.map((s) => ({ id: s.id, name: s.name, email: s.email, role: s.role, signedAt: s.signedAt })),
+            }),
+          ]
+        : []),
+    ],
   };
   let handOff: { signer: SignerRow; token: string } | null = null;
   if (completed) {
     Object.assign(change, { envelope: { status: "completed", completedAt: at }, document: "SIGNED", killLinks: true });
-    change.events = [
-      newEvent(ctx, "DOCUMENT_SIGNED", {
-        envelopeId: state.envelope.id,
-        documentId: state.envelope.documentId,
-        completedAt: at,
-        signers: signers.map((s) => ({ id: s.id, name: s.name, email: s.email, role: s.role, signedAt: s.signedAt })),
-      }),
-    ];
   } else if (state.envelope.mode === "sequential") {
     // The next signer's turn: its token is minted now and mailed once the signature is committed.
     const next = signers.find((s) => s.status === "pending");

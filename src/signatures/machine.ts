@@ -11,6 +11,7 @@ import type { RequestMeta, ServiceContext } from "../service-context";
 import { registerPublicKeys } from "../shards/directory";
 import { type AuditInput, appendAudit, type ChainHead, GENESIS } from "./audit";
 import { sealChainHead } from "./chain-seal";
+import { envelopeEvent } from "./present";
 
 /**
  * The envelope state machine's storage half (spec: States and transitions). Every transition runs inside the
@@ -73,7 +74,8 @@ export interface Change {
   newLinks?: LiveLink[];
   document?: "GENERATED" | "SIGNED";
   audit: AuditInput[];
-  events?: EventEnvelope[];
+  /** The events of the transition, made from the state it leaves (they carry the envelope as it reads after it). */
+  events?: (after: Pick<Loaded, "envelope" | "signers">) => EventEnvelope[];
 }
 
 /**
@@ -118,13 +120,15 @@ export async function write(ctx: ServiceContext, loaded: Loaded, change: Change)
   // New links are registered in the directory before the shard write that makes them live (issue 24): a key whose
   // write then fails resolves to an envelope without that link, which answers as an unknown token.
   await registerPublicKeys(ctx.directory, envelope.organizationId, "signing_link", (change.newLinks ?? []).map((l) => l.tokenHash));
-  await commit(ctx, statements, change.events ?? []);
-
   const sets = new Map((change.signers ?? []).map((s) => [s.id, s.set]));
+  const signers = loaded.signers.map((s) => ({ ...s, ...sets.get(s.id), ...(change.killLinks ? { remindAt: null } : {}) }));
+  // In the transition's own batch: a write that loses its compare-and-set stages nothing, so each transition emits once.
+  await commit(ctx, statements, change.events?.({ envelope: next, signers }) ?? []);
+
   const dead = new Set(change.killSignerLinks ?? []);
   return {
     envelope: next,
-    signers: loaded.signers.map((s) => ({ ...s, ...sets.get(s.id), ...(change.killLinks ? { remindAt: null } : {}) })),
+    signers,
     links: change.killLinks ? [] : [...loaded.links.filter((l) => !dead.has(l.signerId)), ...(change.newLinks ?? [])],
     head: audit.head,
     tenant: loaded.tenant,
@@ -149,7 +153,13 @@ export const entry = (event: AuditInput["event"], signerId: string | null, meta:
 /** Ends a non-terminal envelope (void, expiry): every link dies, the document can be sent again. */
 export async function end(ctx: ServiceContext, loaded: Loaded, status: "voided" | "expired", reason: string, meta: RequestMeta): Promise<Loaded> {
   const data = status === "voided" ? { reason, ...(ctx.actor.userId ? { userId: ctx.actor.userId } : {}) } : null;
-  return write(ctx, loaded, { envelope: { status, endedReason: reason }, killLinks: true, document: "GENERATED", audit: [entry(status, null, meta, data)] });
+  return write(ctx, loaded, {
+    envelope: { status, endedReason: reason },
+    killLinks: true,
+    document: "GENERATED",
+    audit: [entry(status, null, meta, data)],
+    events: (after) => [envelopeEvent(ctx, status === "voided" ? "envelope.voided" : "envelope.expired", after, loaded)],
+  });
 }
 
 export const isExpired = (e: Pick<EnvelopeRow, "expiresAt">, now = nowIso()) => e.expiresAt !== null && e.expiresAt <= now;

@@ -1,26 +1,30 @@
 import { and, eq, isNull } from "drizzle-orm";
 import { documents, envelopes, users } from "../db/schema";
 import { renderable } from "../documents/service";
+import { expectRow, StaleWrite } from "../db/write";
 import { readConfig, type Env } from "../env";
+import { commit } from "../events/commit";
 import type { EventConsumer } from "../events/consumers";
 import { signedFileUrl } from "../files/signed-url";
 import { sha256Hex } from "../lib/crypto";
+import { withDeferred } from "../lib/deferred";
 import { nowIso } from "../lib/time";
 import { sendAfterCommit } from "../mail/mailer";
-import { onShard } from "../shards/tenants";
+import { onShard, systemContext } from "../shards/tenants";
 import { registerPublicKeys } from "../shards/directory";
 import { readAudit, verifyChain } from "./audit";
 import { renderSignedPacket } from "./certificate";
 import { type Loaded, loadEnvelope, type Tenant } from "./machine";
+import { envelopeEvent } from "./present";
 
 /**
  * The signed document (issue 20): once every signer has signed, one PDF (the document as the signers read it, a
  * signature page per signer, the certificate of completion) sealed with the platform's PAdES seal, stored in R2, its
  * SHA-256 recorded (POST /api/public/verify finds the envelope by it), and a copy mailed to every signer and to the
  * sender. Built by a consumer of DOCUMENT_SIGNED: a failure is retried by the queue and never holds up a signature,
- * and the write that records the PDF is conditional. The copies are mailed once that write has landed and marked
- * mailed after (`copiesMailedAt`), so a delivery that died between the two mails them on the next (issue 29): at
- * least once, and again only when an attempt died after mailing.
+ * and the write that records the PDF is conditional (and emits envelope.sealed, once). The copies are mailed once
+ * that write has landed and marked mailed after (`copiesMailedAt`), so a delivery that died between the two mails
+ * them on the next (issue 29): at least once, and again only when an attempt died after mailing.
  */
 export const sealedDocumentKey = (organizationId: string, envelopeId: string) => `signed/${organizationId}/${envelopeId}.pdf`;
 /** How long the link in the completion mail works: the signing token is dead, so this link is the signer's copy. */
@@ -62,12 +66,24 @@ async function sealDocument(env: Env, tenant: Tenant, loaded: Loaded): Promise<b
   // POST /api/public/verify finds the organization by this hash in the directory (issue 24): registered first, so a
   // recorded hash always resolves; one whose write below loses resolves to no envelope, which answers as unknown.
   await registerPublicKeys(tenant.directory, envelope.organizationId, "sealed_pdf", [sha256]);
-  const won = await db
-    .update(envelopes)
-    .set({ sealedKey: key, sealedSha256: sha256 })
-    .where(and(eq(envelopes.id, envelope.id), isNull(envelopes.sealedKey)))
-    .returning({ id: envelopes.id });
-  return won.length > 0;
+  const unsealed = and(eq(envelopes.id, envelope.id), isNull(envelopes.sealedKey));
+  // envelope.sealed is staged in the batch that records the PDF, behind the guard that none is recorded yet: of the
+  // attempts a redelivery or a retry makes, the one that records it emits it, once.
+  return withDeferred(async (defer) => {
+    const ctx = systemContext(env, db, envelope.organizationId, `seal:${envelope.id}`, defer);
+    const after = { ...loaded, envelope: { ...envelope, sealedKey: key, sealedSha256: sha256 } };
+    try {
+      await commit(
+        ctx,
+        [expectRow(db, envelopes, unsealed), db.update(envelopes).set({ sealedKey: key, sealedSha256: sha256 }).where(unsealed)],
+        [envelopeEvent(ctx, "envelope.sealed", after, loaded, undefined, { documentSha256: sha256 })],
+      );
+      return true;
+    } catch (err) {
+      if (err instanceof StaleWrite) return false;
+      throw err;
+    }
+  });
 }
 
 /** A copy of the sealed PDF to every signer and the sender, then the mark that they went. */

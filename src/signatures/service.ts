@@ -21,6 +21,7 @@ import { checkChainSeal } from "./chain-seal";
 import { envelopeSigner } from "./signer-client";
 import { mintToken, sendSigningLink, signingUrl } from "./links";
 import { type EnvelopeRow, type SignerRow, TERMINAL } from "./machine";
+import { envelopeEvent, toEnvelope } from "./present";
 import { expiryNoticeAt, nextReminderAt } from "./reminders";
 import { readSettings } from "./settings";
 import type { Envelope, SignatureRequest } from "./schemas";
@@ -33,35 +34,6 @@ const DOCUMENTS: VersionedTable = { table: documents, id: documents.id, organiza
 export const ENVELOPES_PER_DOCUMENT = 100;
 
 const cannotSend = (message: string) => new InvalidState("cannot_send_for_signature", message);
-
-const fileStatus = (e: EnvelopeRow, key: string | null, url: string) => (e.status !== "completed" ? { status: "not_applicable" as const, url: null } : key ? { status: "ready" as const, url } : { status: "pending" as const, url: null });
-
-export function toEnvelope(e: EnvelopeRow, signers: SignerRow[]): Envelope {
-  return {
-    id: e.id,
-    documentId: e.documentId,
-    status: e.status,
-    mode: e.mode,
-    createdAt: e.createdAt,
-    completedAt: e.completedAt,
-    expiresAt: e.expiresAt,
-    signers: signers.map((s) => ({
-      id: s.id,
-      name: s.name,
-      email: s.email,
-      role: s.role,
-      status: s.status,
-      ...(s.signedAt ? { signedAt: s.signedAt } : {}),
-      ...(s.sentAt ? { sentAt: s.sentAt } : {}),
-      ...(s.verification ? { verification: s.verification } : {}),
-    })),
-    signerVerification: e.signerVerification,
-    reminders: e.reminders,
-    document: { title: e.documentTitle, sha256: e.documentSha256 },
-    certificate: fileStatus(e, e.certificateKey, `/api/signatures/${e.id}/certificate`),
-    signedDocument: fileStatus(e, e.sealedKey, `/api/signatures/${e.id}/document`),
-  };
-}
 
 /** The R2 key of the document PDF an envelope's signers read. */
 export const envelopeDocumentKey = (organizationId: string, envelopeId: string) => `${envelopeFilesPrefix(organizationId, envelopeId)}document.pdf`;
@@ -165,17 +137,21 @@ export async function sendForSignature(ctx: ServiceContext, documentId: string, 
     );
     // The links' keys go to the directory before the shard write that makes them live (issue 24).
     await registerPublicKeys(ctx.directory, ctx.organizationId, "signing_link", links.map((l) => l.hash));
-    await commit(ctx, [
-      expectVersion(ctx.db, DOCUMENTS, ctx.organizationId, doc),
-      ctx.db
-        .update(documents)
-        .set({ status: "OUT_FOR_SIGNATURE", updatedAt: at, version: doc.version + 1 })
-        .where(and(eq(documents.id, doc.id), eq(documents.organizationId, ctx.organizationId))),
-      ctx.db.insert(envelopes).values(envelope),
-      ...signers.map((s) => ctx.db.insert(envelopeSigners).values(s)),
-      ...links.map((l) => ctx.db.insert(signingLinks).values({ tokenHash: l.hash, envelopeId: envelope.id, signerId: l.signer.id, organizationId: ctx.organizationId, createdAt: at })),
-      ...audit.statements,
-    ]);
+    await commit(
+      ctx,
+      [
+        expectVersion(ctx.db, DOCUMENTS, ctx.organizationId, doc),
+        ctx.db
+          .update(documents)
+          .set({ status: "OUT_FOR_SIGNATURE", updatedAt: at, version: doc.version + 1 })
+          .where(and(eq(documents.id, doc.id), eq(documents.organizationId, ctx.organizationId))),
+        ctx.db.insert(envelopes).values(envelope),
+        ...signers.map((s) => ctx.db.insert(envelopeSigners).values(s)),
+        ...links.map((l) => ctx.db.insert(signingLinks).values({ tokenHash: l.hash, envelopeId: envelope.id, signerId: l.signer.id, organizationId: ctx.organizationId, createdAt: at })),
+        ...audit.statements,
+      ],
+      [envelopeEvent(ctx, "envelope.sent", { envelope, signers }, null)],
+    );
     return { envelope, links };
   }).catch(async (err: unknown) => {
     if (rendered) ctx.defer(ctx.env.FILES.delete(rendered.key).catch(() => undefined));

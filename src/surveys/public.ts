@@ -3,13 +3,14 @@ import { organizations, surveyResponses, surveys, surveyTemplates } from "../db/
 import { expectRow, StaleWrite, withRetries } from "../db/write";
 import { commit } from "../events/commit";
 import { newEvent } from "../events/outbox";
+import { resourceEvent } from "../events/resource-event";
 import { InvalidState, Validation } from "../lib/errors";
 import { nowIso } from "../lib/time";
 import type { ServiceContext } from "../service-context";
 import { bumpSurveyFigures, npsClass, type SurveyFigures } from "../reputation/aggregates";
 import { type Answers, checkAnswers, type SurveyQuestion } from "./schemas";
 import { surveyTokenKey } from "./invitations";
-import { atVersion, isLive } from "./service";
+import { atVersion, isLive, toSurveyDetail } from "./service";
 
 /**
  * The public survey (GET and POST /api/public/survey/{token}): reached by its token alone, no session. The route has
@@ -88,15 +89,20 @@ export async function submitSurvey(base: PublicContext, token: string, raw: Reco
     // An EMAIL survey answered before its mail went out reached its client anyway: it counts as sent now, and is not mailed.
     const unsent = survey.channel === "EMAIL" && survey.sentAt === null;
     const figures: SurveyFigures = { surveysCompleted: 1, ...(unsent ? { surveysSent: 1 } : {}), ...(nps === undefined ? {} : npsClass(nps)) };
+    const completed = { ...survey, status: "COMPLETED" as const, completedAt: at, pendingToken: null, updatedAt: at, version: survey.version + 1 };
+    const response = { answers, submittedAt: at, sentiment: null, sentimentScore: null, sentimentSource: null, testimonialId: null };
     await commit(
       ctx,
       [
         expectRow(ctx.db, surveys, atVersion(survey)),
-        ctx.db.update(surveys).set({ status: "COMPLETED", completedAt: at, pendingToken: null, updatedAt: at, version: survey.version + 1 }).where(atVersion(survey)),
+        ctx.db.update(surveys).set({ status: "COMPLETED", completedAt: at, pendingToken: null, updatedAt: at, version: completed.version }).where(atVersion(survey)),
         ctx.db.insert(surveyResponses).values({ surveyId: survey.id, organizationId: survey.organizationId, answers, submittedAt: at, ip: meta.ip, userAgent: meta.userAgent }),
         ...bumpSurveyFigures(ctx.db, survey.organizationId, survey.agentUserId, figures),
       ],
-      [newEvent(ctx, "SURVEY_COMPLETED", { surveyId: survey.id, agentUserId: survey.agentUserId, dealId: survey.dealId, recipientPersonId: survey.recipientPersonId })],
+      [
+        newEvent(ctx, "SURVEY_COMPLETED", { surveyId: survey.id, agentUserId: survey.agentUserId, dealId: survey.dealId, recipientPersonId: survey.recipientPersonId }),
+        resourceEvent(ctx, "survey.completed", toSurveyDetail(completed, response), toSurveyDetail(survey, null)),
+      ],
     );
     return { completed: true as const };
   });

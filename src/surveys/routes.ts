@@ -7,7 +7,7 @@ import { validationHook } from "../platform/openapi";
 import { rateLimit } from "../platform/rate-limit";
 import { requestMeta } from "../platform/request-meta";
 import { defineRoute, jsonBody } from "../platform/route";
-import { openPublicKey } from "../platform/session";
+import { openPublicKey, publicServiceContext } from "../platform/session";
 import { surveyTokenKey } from "./invitations";
 import { surveyPage } from "./page";
 import { HIGH_NPS, HIGH_RATING } from "./responses";
@@ -205,16 +205,7 @@ const page = defineRoute(API, {
 async function publicBase(c: Parameters<typeof serviceContext>[0], token: string) {
   const key = await surveyTokenKey(token);
   const organizationId = key && (await openPublicKey(c, "survey_link", key));
-  if (!organizationId) return null;
-  return {
-    env: c.env,
-    db: c.get("db"),
-    directory: c.get("directory"),
-    d1: c.get("d1"),
-    organizationId,
-    requestId: c.get("requestId"),
-    defer: (work: Promise<unknown>) => c.executionCtx.waitUntil(work),
-  };
+  return organizationId ? publicServiceContext(c, organizationId) : null;
 }
 
 /** The access token is shown once: an Idempotency-Key replay of its answer leaves it (and its link) out. */

@@ -151,10 +151,16 @@ export async function getSurvey(ctx: ServiceContext, id: string) {
     ctx.db.select().from(surveyResponses).where(and(eq(surveyResponses.organizationId, ctx.organizationId), eq(surveyResponses.surveyId, id))),
   ]);
   if (!rows[0]) throw new NotFound("Survey");
-  const r = responses[0];
-  const response = r ? { answers: r.answers, submittedAt: r.submittedAt, sentiment: r.sentiment, sentimentScore: r.sentimentScore, sentimentSource: r.sentimentSource, testimonialId: r.testimonialId } : null;
-  return { ...toSurvey(rows[0]), response };
+  return toSurveyDetail(rows[0], responses[0] ?? null);
 }
+
+type ResponseRow = typeof surveyResponses.$inferSelect;
+
+/** A survey as its single read shows it: with its response (and what the response workflow made of it), or null. */
+export const toSurveyDetail = (survey: SurveyRow, r: Omit<ResponseRow, "ip" | "userAgent" | "analyzedAt" | "surveyId" | "organizationId"> | null) => ({
+  ...toSurvey(survey),
+  response: r ? { answers: r.answers, submittedAt: r.submittedAt, sentiment: r.sentiment, sentimentScore: r.sentimentScore, sentimentSource: r.sentimentSource, testimonialId: r.testimonialId } : null,
+});
 
 /** The compare-and-set of one survey: it must still be at the version read. */
 export const atVersion = (r: SurveyRow) => and(eq(surveys.organizationId, r.organizationId), eq(surveys.id, r.id), eq(surveys.version, r.version));

@@ -6,6 +6,7 @@ import { expectVersion, expectVersionMatch, type Statement, versioned, type Vers
 import { commit } from "../events/commit";
 import type { EventEnvelope } from "../events/envelope";
 import { newEvent } from "../events/outbox";
+import { resourceEvent } from "../events/resource-event";
 import { decodeCursor, encodeCursor } from "../lib/cursor";
 import { InvalidState, NotFound, Validation } from "../lib/errors";
 import { newId } from "../lib/ids";
@@ -130,6 +131,8 @@ interface Move {
   /** Publish and unpublish change what the rollups count. */
   recompute?: boolean;
   event?: string;
+  /** The webhook catalogue's event of the move, beside the internal one (issue 32). */
+  catalogue?: "testimonial.approved" | "testimonial.published";
 }
 
 /** One guarded change of a testimonial, re-read and re-applied on a lost race; `decide` may refuse it. */
@@ -144,6 +147,7 @@ async function change(ctx: ServiceContext, id: string, decide: (row: Row) => Mov
     const statements: Statement[] = [expectVersion(ctx.db, TESTIMONIALS, ctx.organizationId, row), ctx.db.update(testimonials).set(columns).where(and(eq(testimonials.id, id), eq(testimonials.organizationId, ctx.organizationId)))];
     if (move.recompute) statements.push(...recomputeAggregates(ctx.db, ctx.organizationId, row.agentUserId));
     const events: EventEnvelope[] = move.event ? [newEvent(ctx, move.event, { testimonialId: id, agentUserId: row.agentUserId, status: after.status })] : [];
+    if (move.catalogue) events.push(resourceEvent(ctx, move.catalogue, toTestimonial(after), toTestimonial(row)));
     await commit(ctx, statements, events);
     // A change the public feed shows (or stops showing) drops its cached copy here.
     if (row.status === "PUBLISHED" || after.status === "PUBLISHED") purgeFeed(ctx, row.agentUserId);
@@ -158,7 +162,7 @@ const unpublished = (set: Partial<Row> = {}): Move => ({ set: { status: "APPROVE
 export const approveTestimonial = (ctx: ServiceContext, id: string) =>
   change(ctx, id, (row) => {
     if (row.status !== "PENDING") throw refuse("invalid_state", `Only a PENDING testimonial can be approved; this one is ${row.status}`);
-    return { set: { status: "APPROVED", approvedByUserId: ctx.actor.userId ?? null, approvedAt: nowIso() }, event: "REVIEW_APPROVED" };
+    return { set: { status: "APPROVED", approvedByUserId: ctx.actor.userId ?? null, approvedAt: nowIso() }, event: "REVIEW_APPROVED", catalogue: "testimonial.approved" };
   });
 
 /** APPROVED → PUBLISHED and PUBLIC; from anything else it fails closed (409) and the testimonial stays as it is. */
@@ -166,7 +170,7 @@ export const publishTestimonial = (ctx: ServiceContext, id: string) =>
   change(ctx, id, (row) => {
     if (row.status === "PENDING") throw refuse("not_approved", "The testimonial is PENDING: approve it before publishing");
     if (row.status !== "APPROVED") throw refuse("invalid_state", `Only an APPROVED testimonial can be published; this one is ${row.status}`);
-    return { set: { status: "PUBLISHED", visibility: "PUBLIC", publishedAt: nowIso() }, recompute: true, event: "REVIEW_PUBLISHED" };
+    return { set: { status: "PUBLISHED", visibility: "PUBLIC", publishedAt: nowIso() }, recompute: true, event: "REVIEW_PUBLISHED", catalogue: "testimonial.published" };
   });
 
 export const unpublishTestimonial = (ctx: ServiceContext, id: string) =>

@@ -22,12 +22,23 @@ export async function loadParties(db: Db, organizationId: string, userId: string
 }
 
 /**
- * The delivery body (spec: Payload structure): `data` carries the envelope's object, previousAttributes and changes,
- * and `priceChange` when the event has one (property.price_changed). Serialised once; every attempt sends these bytes.
+ * What an event may add beside object, previousAttributes and changes (spec: Payload structure adds `priceChange` to
+ * property.price_changed; ours: `signer`, the signer an envelope.opened or envelope.signer_signed is about,
+ * `documentSha256`, the sealed PDF's hash on envelope.sealed, `tags` the tags a contact.tagged/untagged added or
+ * removed, `task` and `document` of deal.task_* and deal.document_uploaded (no link: it would outlive its signature),
+ * `stageChange` of deal.stage_changed, `signal` of a property's inquiry, showing or offer). Other keys stay internal.
+ */
+const PAYLOAD_EXTRAS = ["priceChange", "signer", "documentSha256", "tags", "task", "document", "stageChange", "signal"] as const;
+
+/**
+ * The delivery body (spec: Payload structure): `data` carries the event's object, previousAttributes and changes,
+ * and the extras the event has. Serialised once; every attempt sends these bytes.
  */
 export function buildPayload(event: Pick<EventEnvelope, "id" | "type" | "occurredAt" | "data">, parties: PayloadParties): string {
-  const { object = null, previousAttributes = null, changes = null, priceChange } = event.data as Record<string, unknown>;
-  const data = priceChange === undefined ? { object, previousAttributes, changes } : { object, previousAttributes, changes, priceChange };
+  const source = event.data as Record<string, unknown>;
+  const { object = null, previousAttributes = null, changes = null } = source;
+  const data: Record<string, unknown> = { object, previousAttributes, changes };
+  for (const key of PAYLOAD_EXTRAS) if (source[key] !== undefined) data[key] = source[key];
   return JSON.stringify({
     id: event.id,
     event: event.type,
