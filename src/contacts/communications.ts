@@ -21,17 +21,18 @@ const SORT = "occurredAt:desc";
  * `call_ended` the call with its duration ("call_ended carries the call with duration").
  */
 function communicationEvents(ctx: ServiceContext, c: Communication): EventEnvelope[] {
-  const of = (type: string, object: Communication) => newEvent(ctx, `communication.${type}`, { object, previousAttributes: null, changes: null });
+  // Whole names, so test/node/catalogue-emitters.test.ts sees each one emitted.
+  const of = (type: `communication.${string}`, object: Communication) => newEvent(ctx, type, { object, previousAttributes: null, changes: null });
   const sent = c.direction === "outbound";
   switch (c.type) {
     case "email":
-      return [of(sent ? "email_sent" : "email_received", c)];
+      return [of(sent ? "communication.email_sent" : "communication.email_received", c)];
     case "sms":
-      return [of(sent ? "sms_sent" : "sms_received", c)];
+      return [of(sent ? "communication.sms_sent" : "communication.sms_received", c)];
     case "voicemail":
-      return [of("voicemail_received", c)];
+      return [of("communication.voicemail_received", c)];
     case "call":
-      return c.durationSeconds === null ? [of("call_started", c)] : [of("call_started", { ...c, durationSeconds: null }), of("call_ended", c)];
+      return c.durationSeconds === null ? [of("communication.call_started", c)] : [of("communication.call_started", { ...c, durationSeconds: null }), of("communication.call_ended", c)];
   }
 }
 
