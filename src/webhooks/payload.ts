@@ -21,20 +21,26 @@ export async function loadParties(db: Db, organizationId: string, userId: string
   return { organization: org[0] ?? { id: organizationId, name: "" }, user: user[0] ?? null };
 }
 
+/** The payload of an event (spec: Payload structure), as every delivery of it and the event log (GET /v1/events) show it. */
+export interface WebhookPayload {
+  id: string;
+  event: string;
+  apiVersion: string;
+  createdAt: string;
+  data: { object: unknown; previousAttributes: unknown; changes: unknown; priceChange?: unknown };
+  organization: PayloadParties["organization"];
+  user: PayloadParties["user"];
+}
+
 /**
- * The delivery body (spec: Payload structure): `data` carries the envelope's object, previousAttributes and changes,
- * and `priceChange` when the event has one (property.price_changed). Serialised once; every attempt sends these bytes.
+ * The payload (spec: Payload structure): `data` carries the envelope's object, previousAttributes and changes, and
+ * `priceChange` when the event has one (property.price_changed).
  */
-export function buildPayload(event: Pick<EventEnvelope, "id" | "type" | "occurredAt" | "data">, parties: PayloadParties): string {
+export function payloadOf(event: Pick<EventEnvelope, "id" | "type" | "occurredAt" | "data">, parties: PayloadParties): WebhookPayload {
   const { object = null, previousAttributes = null, changes = null, priceChange } = event.data as Record<string, unknown>;
   const data = priceChange === undefined ? { object, previousAttributes, changes } : { object, previousAttributes, changes, priceChange };
-  return JSON.stringify({
-    id: event.id,
-    event: event.type,
-    apiVersion: WEBHOOK_API_VERSION,
-    createdAt: event.occurredAt,
-    data,
-    organization: parties.organization,
-    user: parties.user,
-  });
+  return { id: event.id, event: event.type, apiVersion: WEBHOOK_API_VERSION, createdAt: event.occurredAt, data, organization: parties.organization, user: parties.user };
 }
+
+/** The delivery body: the payload serialised once; every attempt sends these bytes. */
+export const buildPayload = (event: Pick<EventEnvelope, "id" | "type" | "occurredAt" | "data">, parties: PayloadParties): string => JSON.stringify(payloadOf(event, parties));
