@@ -83,7 +83,8 @@ function routeGroups(options: AppOptions): RouteGroup[] {
     group(["/v1/properties", "/v1/properties/*"], async () => [(await import("./properties/routes")).propertyRoutes]),
     group(["/v1/deals", "/v1/deals/*"], async () => [(await import("./deals/routes")).dealRoutes]),
     group(["/v1/trash"], async () => [(await import("./trash/routes")).trashRoutes]),
-    group(["/v1/webhooks", "/v1/webhooks/*"], async () => {
+    // The event log (GET /v1/events) is the webhooks' own: the payloads their deliveries carry.
+    group(["/v1/webhooks", "/v1/webhooks/*", "/v1/events"], async () => {
       const [{ createWebhookRoutes }, { defaultWebhookDeps }] = await Promise.all([import("./webhooks/routes"), import("./webhooks/transport")]);
       return [createWebhookRoutes(defaultWebhookDeps(options.webhooks))];
     }),

@@ -14,6 +14,7 @@ import { sendDueReminders, sweepOverdueEnvelopes } from "./signatures/sweeps";
 import { purgeTrash } from "./trash/service";
 import { sweepPendingUploads } from "./files/uploads";
 import { resendStalledDeliveries } from "./webhooks/fanout";
+import { healEndpoints } from "./webhooks/healing";
 
 /**
  * One cron pass (loaded by the Worker's scheduled handler at its first pass, not at startup). Organization data lives
@@ -24,6 +25,7 @@ export function runCron(env: Env): Promise<unknown> {
   return Promise.all([
     onEveryShard(env, "outbox resend", ({ db }) => resendUnsentEvents(env, db)),
     onEveryShard(env, "stalled webhook deliveries", ({ db }) => resendStalledDeliveries(env, db)),
+    onEveryShard(env, "failing webhook endpoints", ({ db }) => healEndpoints(env, db)),
     onEveryShard(env, "list totals prune", ({ d1 }) => pruneStaleListTotals(d1)),
     onEveryShard(env, "idempotency keys prune", ({ db }) => pruneIdempotencyKeys(db)),
     onEveryShard(env, "overdue envelopes", ({ db }) => sweepOverdueEnvelopes(env, db)),

@@ -21,7 +21,12 @@ export const outboxEvents = sqliteTable(
     /** Set after the last failed send: the row stays for an operator (README "Events"), the cron leaves it alone. */
     deadAt: text(),
   },
-  (t) => [index("outbox_events_due_idx").on(t.nextAttemptAt)],
+  (t) => [
+    index("outbox_events_due_idx").on(t.nextAttemptAt),
+    // The event log (GET /v1/events, webhooks/event-log.ts): an organization's events newest first, of one type or all.
+    index("outbox_events_org_occurred_idx").on(t.organizationId, t.occurredAt, t.id),
+    index("outbox_events_org_type_occurred_idx").on(t.organizationId, t.type, t.occurredAt, t.id),
+  ],
 );
 
 /**

@@ -25,14 +25,32 @@ export const webhookSubscriptions = sqliteTable(
     enabled: integer({ mode: "boolean" }).notNull(),
     description: text().notNull(),
     secretCiphertext: text().notNull(),
-    /** Why the service turned the subscription off (a 410 from the receiver); null when the user did or never. */
+    /** Why the service turned the subscription off (a 410, or 5 days of failures); null when the user did or never. */
     disabledReason: text(),
     createdAt: text().notNull(),
     updatedAt: text().notNull(),
     /** Compare-and-set key and ETag (db/write.ts). */
     version: integer().notNull().default(1),
+    // Issue 32 (migrations/tenant/0010), in the table's column order.
+    /** When the service turned it off; null when it is on or the user turned it off. */
+    disabledAt: text(),
+    /**
+     * When the current run of failed attempts began; null once any attempt succeeds (webhooks/healing.ts). Written by
+     * the delivery consumer without moving `version`: bookkeeping, not a change of the subscription.
+     */
+    failingSince: text(),
+    /** When the owners' mail about an automatic disable is due (again); null once sent (webhooks/healing.ts). */
+    ownersNoticeDueAt: text(),
+    /** The secret a rotation replaced, still signing beside the new one until `previousSecretExpiresAt` (sealed the same way). */
+    previousSecretCiphertext: text(),
+    previousSecretExpiresAt: text(),
   },
-  (t) => [index("webhook_subscriptions_org_created_idx").on(t.organizationId, t.createdAt, t.id)],
+  (t) => [
+    index("webhook_subscriptions_org_created_idx").on(t.organizationId, t.createdAt, t.id),
+    // The cron's passes (webhooks/healing.ts): endpoints failing for too long, owners' notices due.
+    index("webhook_subscriptions_failing_idx").on(t.failingSince),
+    index("webhook_subscriptions_notice_idx").on(t.ownersNoticeDueAt),
+  ],
 );
 
 export type DeliveryStatus = "pending" | "retrying" | "delivered" | "failed" | "dead";
@@ -58,6 +76,11 @@ export const webhookDeliveries = sqliteTable(
     deliveredAt: text(),
     createdAt: text().notNull(),
     updatedAt: text().notNull(),
+    /**
+     * The delivery's current retry chain: a recover (webhooks/recover.ts) starts a new one, and a queue message of an
+     * older chain is then dropped, so a delivery never has two chains sending at once.
+     */
+    chain: integer().notNull().default(0),
   },
   (t) => [
     // A redelivered event never makes a second delivery for the same subscription.

@@ -38,7 +38,7 @@ async function withAttempts(ctx: ServiceContext, rows: DeliveryRow[]): Promise<D
       FROM webhook_delivery_attempts a
       WHERE a.organization_id = ${ctx.organizationId} AND ${inJsonList(sql`a.delivery_id`, rows.map((r) => r.id))}
     ) WHERE n <= ${EMBEDDED_ATTEMPTS} ORDER BY attempt`);
-  return rows.map(({ organizationId: _, body: __, ...d }) => ({
+  return rows.map(({ organizationId: _, body: __, chain: ___, ...d }) => ({
     ...d,
     attempts: attempts
       .filter((a) => a.delivery_id === d.id)
@@ -81,10 +81,11 @@ async function insertAndSend(ctx: ServiceContext, row: DeliveryRow): Promise<Del
 
 const newDelivery = (ctx: ServiceContext, subscriptionId: string, eventId: string, event: string, body: string): DeliveryRow => {
   const now = nowIso();
-  return { id: newId(), organizationId: ctx.organizationId, subscriptionId, eventId, event, body, status: "pending", attemptCount: 0, lastStatusCode: null, lastError: null, nextAttemptAt: null, deliveredAt: null, createdAt: now, updatedAt: now };
+  return { id: newId(), organizationId: ctx.organizationId, subscriptionId, eventId, event, body, status: "pending", attemptCount: 0, lastStatusCode: null, lastError: null, nextAttemptAt: null, deliveredAt: null, createdAt: now, updatedAt: now, chain: 0 };
 };
 
-async function enabledWebhook(ctx: ServiceContext, id: string) {
+/** The subscription, which must be on: a send to a disabled one is refused (409 webhook_disabled). */
+export async function enabledWebhook(ctx: ServiceContext, id: string) {
   const sub = await findWebhook(ctx, id);
   if (!sub.enabled) throw new Conflict("The webhook is disabled; enable it first", "webhook_disabled");
   return sub;
@@ -115,7 +116,7 @@ async function requeue(ctx: ServiceContext, row: DeliveryRow): Promise<Delivery>
     .where(and(eq(webhookDeliveries.organizationId, ctx.organizationId), eq(webhookDeliveries.id, row.id), inArray(webhookDeliveries.status, SETTLED)))
     .returning({ id: webhookDeliveries.id });
   if (moved.length === 0) throw inFlight();
-  await enqueueDeliveries(ctx.env, [{ deliveryId: row.id, organizationId: ctx.organizationId }]);
+  await enqueueDeliveries(ctx.env, [{ deliveryId: row.id, organizationId: ctx.organizationId, chain: row.chain }]);
   return (await withAttempts(ctx, [{ ...row, status: "pending", nextAttemptAt: null, updatedAt }]))[0]!;
 }
 

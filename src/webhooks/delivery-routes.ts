@@ -3,10 +3,11 @@ import { listQuery } from "../crm/list-query";
 import { serviceContext } from "../platform/auth";
 import type { AppBindings } from "../platform/context";
 import { CRM, crmError, crmSuccess } from "../crm/envelope";
-import { defineRoute } from "../platform/route";
+import { defineRoute, jsonBody } from "../platform/route";
 import { validationHook } from "../platform/openapi";
 import { listDeliveries, replayDelivery, replayEvent, sendTestEvent } from "./deliveries";
-import { Delivery, DeliveryList, DeliveryListQuery, DeliveryParams, EventParams, WebhookIdParam } from "./schemas";
+import { recoverWebhook } from "./recover";
+import { Delivery, DeliveryList, DeliveryListQuery, DeliveryParams, EventParams, RecoverWebhook, Recovery, WebhookIdParam } from "./schemas";
 
 const tags = ["Webhooks"];
 const security = [{ bearerAuth: [] }];
@@ -77,6 +78,24 @@ const replayOne = defineRoute(CRM, {
   },
 });
 
+const recover = defineRoute(CRM, {
+  operationId: "recoverWebhook",
+  method: "post",
+  path: "/v1/webhooks/{id}/recover",
+  tags,
+  security,
+  summary: "Re-send what failed since a moment",
+  description:
+    "Queues once more every delivery of this webhook since `since` (at most 30 days back) that has not succeeded: dead-lettered, failed, or still retrying. Each is sent on a fresh retry schedule, and its old one stops. Delivered ones are not sent again, and a second recover leaves alone what the first is still sending. Up to 1,000 per call (`hasMore`: call again with the same `since`).",
+  request: { params: WebhookIdParam, ...jsonBody(RecoverWebhook) },
+  responses: {
+    202: crmSuccess("Queued; follow them in the delivery log", Recovery),
+    409: crmError("The webhook is disabled (webhook_disabled), or all that failed in this window is still being sent by an earlier recover (recovery_in_flight)"),
+    404: crmError("No webhook with this id in your organization"),
+    422: crmError("id is not a UUID, or since is not an ISO 8601 timestamp, is in the future or more than 30 days ago"),
+  },
+});
+
 export const deliveryRoutes = new OpenAPIHono<AppBindings>({ defaultHook: validationHook })
   .openapi(test, async (c) => c.json({ success: true as const, data: await sendTestEvent(serviceContext(c), c.req.valid("param").id) }, 202))
   .openapi(deliveries, async (c) => c.json({ success: true as const, ...(await listDeliveries(serviceContext(c), c.req.valid("param").id, c.req.valid("query"))) }, 200))
@@ -87,4 +106,5 @@ export const deliveryRoutes = new OpenAPIHono<AppBindings>({ defaultHook: valida
   .openapi(replayOne, async (c) => {
     const { id, eventId } = c.req.valid("param");
     return c.json({ success: true as const, data: await replayEvent(serviceContext(c), id, eventId) }, 202);
-  });
+  })
+  .openapi(recover, async (c) => c.json({ success: true as const, data: await recoverWebhook(serviceContext(c), c.req.valid("param").id, c.req.valid("json").since) }, 202));

@@ -7,6 +7,7 @@ import { readConfig } from "../env";
 import { newId } from "../lib/ids";
 import { addSeconds, nowIso } from "../lib/time";
 import { hasRetryLeft, retryDelaySeconds } from "./backoff";
+import { disableFailingEndpoint, failedLongEnough, failureRunWrite } from "./healing";
 import type { DeliveryMessage } from "./fanout";
 import { masterKey } from "./guards";
 import { openSecret } from "./secret-box";
@@ -28,11 +29,28 @@ interface AttemptResult {
   durationMs: number;
 }
 
-async function send(env: Env, deps: WebhookDeps, target: { url: string; secretCiphertext: string; subscriptionId: string }, delivery: { id: string; eventId: string; event: string; body: string }): Promise<AttemptResult> {
+/** Where and with what a delivery is signed: the secret, and during a rotation's overlap the one it replaced. */
+interface Signer {
+  url: string;
+  subscriptionId: string;
+  secretCiphertext: string;
+  previousSecretCiphertext: string | null;
+  previousSecretExpiresAt: string | null;
+}
+
+/** The secrets that sign now: the current one, then the replaced one while its overlap lasts (service.ts rotation). */
+async function signingSecrets(env: Env, target: Signer, now: Date): Promise<string[]> {
+  const key = masterKey(env);
+  const current = await openSecret(key, target.subscriptionId, target.secretCiphertext);
+  const overlapping = target.previousSecretCiphertext !== null && target.previousSecretExpiresAt !== null && target.previousSecretExpiresAt > nowIso(now);
+  return overlapping ? [current, await openSecret(key, target.subscriptionId, target.previousSecretCiphertext!)] : [current];
+}
+
+async function send(env: Env, deps: WebhookDeps, target: Signer, delivery: { id: string; eventId: string; event: string; body: string }): Promise<AttemptResult> {
   const started = Date.now();
   const refusal = await checkWebhookUrl(target.url, urlPolicyFor(readConfig(env).ENVIRONMENT), deps.resolver).catch((err) => ({ message: `DNS lookup failed: ${String(err)}` }));
   if (refusal) return { statusCode: null, error: `refused before sending: ${refusal.message}`, durationMs: Date.now() - started };
-  const secret = await openSecret(masterKey(env), target.subscriptionId, target.secretCiphertext);
+  const [secret, ...previous] = await signingSecrets(env, target, new Date(started));
   // A fresh timestamp and signature on every attempt (receivers reject timestamps older than 300 s); same body.
   const timestamp = Math.floor(Date.now() / 1000);
   const headers = {
@@ -41,11 +59,13 @@ async function send(env: Env, deps: WebhookDeps, target: { url: string; secretCi
     "X-Service-Event": delivery.event,
     "X-Service-Delivery": delivery.id,
     "X-Service-Timestamp": String(timestamp),
-    "X-Service-Signature": await signWebhook(secret, timestamp, delivery.body),
-    // Standard Webhooks (verify.ts): the event id identifies the message across retries and replays.
+    // The spec's single signature, with the current secret only: during an overlap a receiver tries both of its secrets.
+    "X-Service-Signature": await signWebhook(secret!, timestamp, delivery.body),
+    // Standard Webhooks (verify.ts): the event id identifies the message across retries and replays. During a
+    // rotation's overlap one signature per secret, space-separated, so a receiver holding either verifies.
     "webhook-id": delivery.eventId,
     "webhook-timestamp": String(timestamp),
-    "webhook-signature": await signStandardWebhook(secret, delivery.eventId, timestamp, delivery.body),
+    "webhook-signature": (await Promise.all([secret!, ...previous].map((s) => signStandardWebhook(s, delivery.eventId, timestamp, delivery.body)))).join(" "),
   };
   const sentAt = Date.now();
   try {
@@ -57,12 +77,21 @@ async function send(env: Env, deps: WebhookDeps, target: { url: string; secretCi
   }
 }
 
-type Target = { delivery: typeof webhookDeliveries.$inferSelect; url: string; enabled: boolean; secretCiphertext: string };
+type Target = Omit<Signer, "subscriptionId"> & { delivery: typeof webhookDeliveries.$inferSelect; enabled: boolean; failingSince: string | null };
 
 /** The deliveries of a batch with their subscriptions, in one D1 round trip. */
 function loadTargets(db: Db, deliveryIds: string[]): Promise<Target[]> {
+  const s = webhookSubscriptions;
   return db
-    .select({ delivery: webhookDeliveries, url: webhookSubscriptions.url, enabled: webhookSubscriptions.enabled, secretCiphertext: webhookSubscriptions.secretCiphertext })
+    .select({
+      delivery: webhookDeliveries,
+      url: s.url,
+      enabled: s.enabled,
+      failingSince: s.failingSince,
+      secretCiphertext: s.secretCiphertext,
+      previousSecretCiphertext: s.previousSecretCiphertext,
+      previousSecretExpiresAt: s.previousSecretExpiresAt,
+    })
     .from(webhookDeliveries)
     .innerJoin(webhookSubscriptions, eq(webhookSubscriptions.id, webhookDeliveries.subscriptionId))
     .where(inArray(webhookDeliveries.id, deliveryIds));
@@ -72,15 +101,27 @@ function loadTargets(db: Db, deliveryIds: string[]): Promise<Target[]> {
  * One attempt of one delivery (spec: Events, Delivery): 2xx acknowledges; 410 turns the subscription off; anything
  * else is retried on the backoff schedule until the queue hands the message to the dead-letter queue.
  * `queueAttempt` is the message's `attempts`; the logged attempt number counts across replays too. Returns the
- * writes that record it, so a batch's log goes to D1 in one round trip.
+ * writes that record it, so a batch's log goes to D1 in one round trip, and whether the attempt was a failure that
+ * ends 5 days of them (`overdue`: the endpoint is to be turned off, healing.ts).
  */
-async function attemptDelivery(env: Env, db: Db, deps: WebhookDeps, target: Target | undefined, queueAttempt: number): Promise<{ outcome: Outcome; writes: BatchItem<"sqlite">[] }> {
-  // Deleted with its subscription, or already acknowledged by an earlier copy of this message: nothing to do.
-  if (!target || target.delivery.status === "delivered") return { outcome: { kind: "ack" }, writes: [] };
+async function attemptDelivery(
+  env: Env,
+  db: Db,
+  deps: WebhookDeps,
+  target: Target | undefined,
+  message: { attempts: number; chain: number },
+): Promise<{ outcome: Outcome; writes: BatchItem<"sqlite">[]; overdue?: { organizationId: string; subscriptionId: string } }> {
+  const queueAttempt = message.attempts;
+  // Deleted with its subscription, already acknowledged by an earlier copy of this message, or of a retry chain a
+  // recover has replaced (recover.ts): nothing to do.
+  if (!target || target.delivery.status === "delivered" || target.delivery.chain !== message.chain) return { outcome: { kind: "ack" }, writes: [] };
   const { delivery } = target;
   const now = new Date();
   if (!target.enabled) {
-    const write = db.update(webhookDeliveries).set({ status: "failed", lastError: "subscription is disabled", nextAttemptAt: null, updatedAt: nowIso(now) }).where(eq(webhookDeliveries.id, delivery.id));
+    const write = db
+      .update(webhookDeliveries)
+      .set({ status: "failed", lastError: "subscription is disabled", nextAttemptAt: null, updatedAt: nowIso(now) })
+      .where(and(eq(webhookDeliveries.id, delivery.id), eq(webhookDeliveries.chain, message.chain)));
     return { outcome: { kind: "ack" }, writes: [write] };
   }
 
@@ -111,8 +152,11 @@ async function attemptDelivery(env: Env, db: Db, deps: WebhookDeps, target: Targ
         deliveredAt: delivered ? nowIso(now) : delivery.deliveredAt,
         updatedAt: nowIso(now),
       })
-      .where(eq(webhookDeliveries.id, delivery.id)),
+      // Not over a chain a recover started meanwhile: that one's own attempt decides the state.
+      .where(and(eq(webhookDeliveries.id, delivery.id), eq(webhookDeliveries.chain, message.chain))),
   ];
+  const run = gone ? null : failureRunWrite(db, delivery.subscriptionId, target.failingSince, delivered, nowIso(now));
+  if (run) writes.push(run);
   // Spec gives no rule for 410; it is the receiver saying the endpoint is gone for good, so stop sending.
   if (gone) {
     // A write of the subscription like any other: its version moves, so a PATCH computed from the row before cannot
@@ -120,18 +164,20 @@ async function attemptDelivery(env: Env, db: Db, deps: WebhookDeps, target: Targ
     writes.push(
       db
         .update(webhookSubscriptions)
-        .set({ enabled: false, disabledReason: "receiver answered 410 Gone", updatedAt: nowIso(now), version: sql`${webhookSubscriptions.version} + 1` })
+        .set({ enabled: false, disabledReason: "receiver answered 410 Gone", disabledAt: nowIso(now), updatedAt: nowIso(now), version: sql`${webhookSubscriptions.version} + 1` })
         .where(eq(webhookSubscriptions.id, delivery.subscriptionId)),
     );
   }
   // The last retry is still a retry: the queue then moves the message to the dead-letter queue (max_retries).
-  return { outcome: retrying ? { kind: "retry", delaySeconds } : { kind: "ack" }, writes };
+  const overdue = retrying && failedLongEnough(target.failingSince, now) ? { organizationId: delivery.organizationId, subscriptionId: delivery.subscriptionId } : undefined;
+  return { outcome: retrying ? { kind: "retry", delaySeconds } : { kind: "ack" }, writes, overdue };
 }
 
 interface Addressed {
   message: Message<unknown>;
   deliveryId: string | null;
   organizationId: string | null;
+  chain: number;
 }
 
 const stringOf = (v: unknown): string | null => (typeof v === "string" && v.length > 0 ? v : null);
@@ -143,7 +189,8 @@ const stringOf = (v: unknown): string | null => (typeof v === "string" && v.leng
 async function addressBatch(env: Env, messages: readonly Message<unknown>[]): Promise<Addressed[]> {
   const items = messages.map((message) => {
     const body = message.body as Partial<Record<keyof DeliveryMessage, unknown>> | null;
-    return { message, deliveryId: stringOf(body?.deliveryId), organizationId: stringOf(body?.organizationId) };
+    const chain = typeof body?.chain === "number" && Number.isSafeInteger(body.chain) ? body.chain : 0;
+    return { message, deliveryId: stringOf(body?.deliveryId), organizationId: stringOf(body?.organizationId), chain };
   });
   const lost = items.filter((a) => a.deliveryId !== null && a.organizationId === null);
   const orgOf = await organizationsOfIds(env, webhookDeliveries, webhookDeliveries, lost.map((a) => a.deliveryId!));
@@ -167,13 +214,16 @@ async function routeBatch(env: Env, batch: MessageBatch<unknown>) {
   return byShard;
 }
 
-/** One shard's deliveries of a batch: two D1 round trips (load, log), the POSTs side by side. */
+/**
+ * One shard's deliveries of a batch: two D1 round trips (load, log), the POSTs side by side; then, rarely, the
+ * endpoints whose failures have run 5 days are turned off (healing.ts; the cron finds any this misses).
+ */
 async function deliverOnShard(env: Env, db: Db, deps: WebhookDeps, work: Addressed[]): Promise<void> {
   const targets = new Map((await loadTargets(db, work.map((w) => w.deliveryId!))).map((t) => [t.delivery.id, t]));
   const results = await Promise.all(
-    work.map(async ({ message, deliveryId }) => {
+    work.map(async ({ message, deliveryId, chain }) => {
       try {
-        return { message, ...(await attemptDelivery(env, db, deps, targets.get(deliveryId!), message.attempts)) };
+        return { message, ...(await attemptDelivery(env, db, deps, targets.get(deliveryId!), { attempts: message.attempts, chain })) };
       } catch (err) {
         console.error(JSON.stringify({ level: "error", msg: "webhook delivery failed", deliveryId, error: loggableError(err) }));
         return { message, outcome: { kind: "retry", delaySeconds: retryDelaySeconds(message.attempts) } as Outcome, writes: [] };
@@ -182,6 +232,12 @@ async function deliverOnShard(env: Env, db: Db, deps: WebhookDeps, work: Address
   );
   const writes = results.flatMap((r) => r.writes);
   if (writes.length > 0) await db.batch(writes as [BatchItem<"sqlite">, ...BatchItem<"sqlite">[]]);
+  const overdue = new Map(results.flatMap((r) => (r.overdue ? [[r.overdue.subscriptionId, r.overdue.organizationId] as const] : [])));
+  for (const [subscriptionId, organizationId] of overdue) {
+    await disableFailingEndpoint(env, db, organizationId, subscriptionId).catch((err) =>
+      console.error(JSON.stringify({ level: "error", msg: "failing webhook endpoint not disabled; the cron retries", subscriptionId, error: loggableError(err) })),
+    );
+  }
   for (const { message, outcome } of results) {
     if (outcome.kind === "ack") message.ack();
     else message.retry({ delaySeconds: outcome.delaySeconds });
@@ -214,12 +270,13 @@ export async function markDeadDeliveries(batch: MessageBatch<unknown>, env: Env)
   const byShard = await routeBatch(env, batch);
   await Promise.all(
     byShard.map(async ({ shard: { db }, items }) => {
-      for (const { message, deliveryId } of items) {
+      for (const { message, deliveryId, chain } of items) {
         try {
+          // The end of this message's chain only: one a recover has replaced meanwhile leaves the new chain running.
           await db
             .update(webhookDeliveries)
             .set({ status: "dead", nextAttemptAt: null, updatedAt: nowIso() })
-            .where(and(eq(webhookDeliveries.id, deliveryId!), ne(webhookDeliveries.status, "delivered")));
+            .where(and(eq(webhookDeliveries.id, deliveryId!), ne(webhookDeliveries.status, "delivered"), eq(webhookDeliveries.chain, chain)));
           message.ack();
         } catch (err) {
           const moving = OrganizationMoving.raisedBy(err);

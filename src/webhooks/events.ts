@@ -61,6 +61,8 @@ export const WEBHOOK_EVENTS = [
   "testimonial.published",
   "survey.completed",
   "referral.received",
+  // Ours (issue 32): sent to every other enabled endpoint of the organization, subscribed or not (webhooks/healing.ts).
+  "webhook.endpoint_disabled",
 ] as const;
 
 export type WebhookEventName = (typeof WEBHOOK_EVENTS)[number];
@@ -72,6 +74,9 @@ export const isWebhookEvent = (type: string): type is WebhookEventName => KNOWN.
 export const resourceOf = (event: string): string => event.slice(0, event.indexOf("."));
 
 export const WEBHOOK_RESOURCES = [...new Set(WEBHOOK_EVENTS.map(resourceOf))];
+
+/** An endpoint the service turned off after 5 days of failed deliveries; its object is the endpoint as GET shows it. */
+export const ENDPOINT_DISABLED = "webhook.endpoint_disabled" satisfies WebhookEventName;
 
 /** Sent by POST /v1/webhooks/{id}/test only; no domain event carries it, so nobody can subscribe to it. */
 export const TEST_EVENT = "webhook.test";

@@ -8,7 +8,7 @@ import type { EventEnvelope } from "../events/envelope";
 import { newId } from "../lib/ids";
 import { chunkBySize, inJsonList } from "../lib/sql";
 import { nowIso } from "../lib/time";
-import { isWebhookEvent } from "./events";
+import { ENDPOINT_DISABLED, isWebhookEvent } from "./events";
 import { matchesFilters } from "./filters";
 import { buildPayload } from "./payload";
 
@@ -16,15 +16,33 @@ import { buildPayload } from "./payload";
 export interface DeliveryMessage {
   deliveryId: string;
   organizationId: string;
+  /** The delivery's retry chain the message belongs to (db/webhooks.ts `chain`); absent for the first, 0. */
+  chain?: number;
 }
 
 /** Queue sendBatch takes at most 100 messages per call. */
 export async function enqueueDeliveries(env: Env, deliveries: DeliveryMessage[]): Promise<void> {
   for (let i = 0; i < deliveries.length; i += 100) {
     await env.WEBHOOK_DELIVERIES.sendBatch(
-      deliveries.slice(i, i + 100).map(({ deliveryId, organizationId }) => ({ body: { deliveryId, organizationId } satisfies DeliveryMessage, contentType: "json" as const })),
+      deliveries.slice(i, i + 100).map(({ deliveryId, organizationId, chain }) => ({
+        body: (chain ? { deliveryId, organizationId, chain } : { deliveryId, organizationId }) satisfies DeliveryMessage,
+        contentType: "json" as const,
+      })),
     );
   }
+}
+
+type Candidate = { id: string; organizationId: string; events: string[]; filters: Parameters<typeof matchesFilters>[0] };
+
+/**
+ * The subscriptions an event goes to: those that asked for it and whose filters hold; `webhook.endpoint_disabled`
+ * goes to every other enabled endpoint of the organization, subscribed or not, and never to the one it is about.
+ */
+function recipientsOf(event: EventEnvelope, subscriptions: Candidate[]): Candidate[] {
+  const object = (event.data as { object?: unknown }).object;
+  const mine = subscriptions.filter((s) => s.organizationId === event.organizationId);
+  if (event.type === ENDPOINT_DISABLED) return mine.filter((s) => s.id !== (object as { id?: unknown } | null)?.id);
+  return mine.filter((s) => s.events.includes(event.type) && matchesFilters(s.filters, event.type, object));
 }
 
 /** Delivery rows per insert statement are one JSON parameter; D1 takes values up to 2 MB, so stay well under. */
@@ -54,8 +72,7 @@ export async function fanOutEvents(env: Env, db: Db, events: EventEnvelope[]): P
   const now = nowIso();
   const rows: string[] = [];
   for (const event of candidates) {
-    const object = (event.data as { object?: unknown }).object;
-    const matching = subscriptions.filter((s) => s.organizationId === event.organizationId && s.events.includes(event.type) && matchesFilters(s.filters, event.type, object));
+    const matching = recipientsOf(event, subscriptions);
     if (matching.length === 0) continue;
     const actor = actors.find((u) => u.id === event.actor.userId && u.organizationId === event.organizationId);
     const body = buildPayload(event, {
@@ -68,12 +85,12 @@ export async function fanOutEvents(env: Env, db: Db, events: EventEnvelope[]): P
 
   const statements: BatchItem<"sqlite">[] = chunkBySize(rows, INSERT_CHUNK_BYTES).map((chunk) =>
     // Columns in table order: id, organization_id, subscription_id, event_id, event, body, status, attempt_count,
-    // last_status_code, last_error, next_attempt_at, delivered_at, created_at, updated_at.
+    // last_status_code, last_error, next_attempt_at, delivered_at, created_at, updated_at, chain.
     db
       .insert(webhookDeliveries)
       .select(
         sql`SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]'), json_extract(value, '$[3]'), json_extract(value, '$[4]'), json_extract(value, '$[5]'),
-                   'pending', 0, NULL, NULL, NULL, NULL, ${now}, ${now}
+                   'pending', 0, NULL, NULL, NULL, NULL, ${now}, ${now}, 0
             FROM json_each(${`[${chunk.join(",")}]`})
             -- A subscription deleted since it was read gets no delivery (none may outlive it).
             WHERE EXISTS (SELECT 1 FROM ${webhookSubscriptions} s WHERE s.id = json_extract(value, '$[2]'))`,
@@ -83,7 +100,7 @@ export async function fanOutEvents(env: Env, db: Db, events: EventEnvelope[]): P
   // The inserts and the read of what is pending go to D1 as one batch: one round trip, read after write.
   statements.push(
     db
-      .select({ deliveryId: webhookDeliveries.id, organizationId: webhookDeliveries.organizationId })
+      .select({ deliveryId: webhookDeliveries.id, organizationId: webhookDeliveries.organizationId, chain: webhookDeliveries.chain })
       .from(webhookDeliveries)
       .where(and(inJsonList(webhookDeliveries.eventId, candidates.map((e) => e.id)), eq(webhookDeliveries.status, "pending"))),
   );
@@ -105,7 +122,7 @@ export const fanOutEvent = (env: Env, db: Db, event: EventEnvelope): Promise<str
 export async function resendStalledDeliveries(env: Env, db: Db, { stalledSeconds = 600, max = 500 } = {}): Promise<number> {
   const cutoff = new Date(Date.now() - stalledSeconds * 1000).toISOString();
   const stalled = await db
-    .select({ deliveryId: webhookDeliveries.id, organizationId: webhookDeliveries.organizationId })
+    .select({ deliveryId: webhookDeliveries.id, organizationId: webhookDeliveries.organizationId, chain: webhookDeliveries.chain })
     .from(webhookDeliveries)
     .where(and(eq(webhookDeliveries.status, "pending"), lt(webhookDeliveries.updatedAt, cutoff)))
     .limit(max);

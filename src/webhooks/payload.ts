@@ -21,6 +21,17 @@ export async function loadParties(db: Db, organizationId: string, userId: string
   return { organization: org[0] ?? { id: organizationId, name: "" }, user: user[0] ?? null };
 }
 
+/** The payload of an event (spec: Payload structure), as every delivery of it and the event log (GET /v1/events) show it. */
+export interface WebhookPayload {
+  id: string;
+  event: string;
+  apiVersion: string;
+  createdAt: string;
+  data: { object: unknown; previousAttributes: unknown; changes: unknown } & Partial<Record<(typeof PAYLOAD_EXTRAS)[number], unknown>>;
+  organization: PayloadParties["organization"];
+  user: PayloadParties["user"];
+}
+
 /**
  * What an event may add beside object, previousAttributes and changes (spec: Payload structure adds `priceChange` to
  * property.price_changed; ours: `signer`, the signer an envelope.opened or envelope.signer_signed is about,
@@ -30,22 +41,14 @@ export async function loadParties(db: Db, organizationId: string, userId: string
  */
 const PAYLOAD_EXTRAS = ["priceChange", "signer", "documentSha256", "tags", "task", "document", "stageChange", "signal"] as const;
 
-/**
- * The delivery body (spec: Payload structure): `data` carries the event's object, previousAttributes and changes,
- * and the extras the event has. Serialised once; every attempt sends these bytes.
- */
-export function buildPayload(event: Pick<EventEnvelope, "id" | "type" | "occurredAt" | "data">, parties: PayloadParties): string {
+/** The payload (spec: Payload structure): `data` carries the event's object, previousAttributes and changes, and the extras it has. */
+export function payloadOf(event: Pick<EventEnvelope, "id" | "type" | "occurredAt" | "data">, parties: PayloadParties): WebhookPayload {
   const source = event.data as Record<string, unknown>;
   const { object = null, previousAttributes = null, changes = null } = source;
-  const data: Record<string, unknown> = { object, previousAttributes, changes };
+  const data: WebhookPayload["data"] = { object, previousAttributes, changes };
   for (const key of PAYLOAD_EXTRAS) if (source[key] !== undefined) data[key] = source[key];
-  return JSON.stringify({
-    id: event.id,
-    event: event.type,
-    apiVersion: WEBHOOK_API_VERSION,
-    createdAt: event.occurredAt,
-    data,
-    organization: parties.organization,
-    user: parties.user,
-  });
+  return { id: event.id, event: event.type, apiVersion: WEBHOOK_API_VERSION, createdAt: event.occurredAt, data, organization: parties.organization, user: parties.user };
 }
+
+/** The delivery body: the payload serialised once; every attempt sends these bytes. */
+export const buildPayload = (event: Pick<EventEnvelope, "id" | "type" | "occurredAt" | "data">, parties: PayloadParties): string => JSON.stringify(payloadOf(event, parties));

@@ -8,8 +8,10 @@ import { defineRoute, jsonBody } from "../platform/route";
 import { issuesOf, validationHookWith } from "../platform/openapi";
 import { assertDeliverableUrl } from "./guards";
 import { deliveryRoutes } from "./delivery-routes";
-import { CreateWebhook, UpdateWebhook, Webhook, WebhookIdParam, WebhookList, WebhookWithSecret } from "./schemas";
-import { createWebhook, deleteWebhook, findWebhook, listWebhooks, shownWebhook, updateWebhook } from "./service";
+import { eventLogRoutes } from "./event-log-routes";
+import { DEFAULT_OVERLAP_SECONDS } from "./limits";
+import { CreateWebhook, RotateSecret, UpdateWebhook, Webhook, WebhookIdParam, WebhookList, WebhookWithSecret } from "./schemas";
+import { createWebhook, deleteWebhook, findWebhook, listWebhooks, rotateWebhookSecret, shownWebhook, updateWebhook } from "./service";
 import type { WebhookDeps } from "./transport";
 
 const tags = ["Webhooks"];
@@ -76,6 +78,26 @@ const update = defineRoute(CRM, {
   },
 });
 
+const rotate = defineRoute(CRM, {
+  operationId: "rotateWebhookSecret",
+  method: "post",
+  path: "/v1/webhooks/{id}/rotate-secret",
+  tags,
+  security,
+  summary: "Rotate the signing secret with an overlap",
+  description:
+    "Issues a new secret (in this answer only) that signs every delivery from now on. For `overlapSeconds` (default 24 h, at most 7 days; 0 switches at once) the replaced secret signs too: `webhook-signature` carries two signatures, `v1,<new> v1,<old>`, so a Standard Webhooks receiver holding either secret verifies; `X-Service-Signature` stays one `sha256=` signature with the new secret, so a receiver on it tries both secrets until it has switched. Rotating again during an overlap ends it: the overlap then holds the secret this rotation replaced. Honours If-Match (412).",
+  request: { params: WebhookIdParam, ...jsonBody(RotateSecret, false) },
+  responses: {
+    200: crmSuccess("The subscription with its new secret; `previousSecretExpiresAt` ends the overlap", WebhookWithSecret, ETAG_HEADER),
+    ...NOT_FOUND,
+    ...CRM_PRECONDITION_ERROR,
+    409: crmError("Changed by too many requests at once (concurrent_modification); retry"),
+    422: crmError("id is not a UUID, or overlapSeconds is not an integer from 0 to 604800"),
+    503: crmError("WEBHOOK_SECRET_KEY is not configured"),
+  },
+});
+
 const remove = defineRoute(CRM, {
   operationId: "deleteWebhook",
   method: "delete",
@@ -103,10 +125,16 @@ export function createWebhookRoutes(deps: WebhookDeps) {
       c.set("replayOmits", [["data", "secret"]]);
       return c.json({ success: true as const, data: withEtag(c, await updateWebhook(serviceContext(c), c.req.valid("param").id, c.req.valid("json"), deps.resolver)) }, 200);
     })
+    .openapi(rotate, async (c) => {
+      c.set("replayOmits", [["data", "secret"]]);
+      const { overlapSeconds = DEFAULT_OVERLAP_SECONDS } = (c.req.valid("json") as RotateSecret | undefined) ?? {};
+      return c.json({ success: true as const, data: withEtag(c, await rotateWebhookSecret(serviceContext(c), c.req.valid("param").id, { overlapSeconds })) }, 200);
+    })
     .openapi(remove, async (c) => {
       const { id } = c.req.valid("param");
       await deleteWebhook(serviceContext(c), id);
       return c.json({ success: true as const, data: { id, deleted: true as const } }, 200);
     })
-    .route("/", deliveryRoutes);
+    .route("/", deliveryRoutes)
+    .route("/", eventLogRoutes);
 }

@@ -1,6 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import { Pagination as PaginationSchema } from "../crm/envelope";
 import { WEBHOOK_EVENTS } from "./events";
+import { DEFAULT_OVERLAP_SECONDS, EVENT_RETENTION_DAYS, MAX_OVERLAP_SECONDS, RECOVER_BATCH, retentionStart } from "./limits";
 import { WebhookFiltersSchema } from "./filters";
 
 const EventName = z.enum(WEBHOOK_EVENTS).openapi({ example: "contact.created" });
@@ -36,7 +37,7 @@ export const UpdateWebhook = z
     enabled: z.boolean().optional(),
     description: Description.optional(),
     secret: Secret.optional(),
-    rotateSecret: z.literal(true).optional().openapi({ description: "Generate a new secret; the old one stops signing at once" }),
+    rotateSecret: z.literal(true).optional().openapi({ description: "Generate a new secret; the old one stops signing at once (POST /v1/webhooks/{id}/rotate-secret keeps it signing for an overlap)" }),
   })
   .strict()
   .refine((u) => Object.keys(u).length > 0, { message: "Nothing to update", params: { code: "empty_update" } })
@@ -52,7 +53,13 @@ export const Webhook = z
     filters: WebhookFiltersSchema,
     enabled: z.boolean(),
     description: z.string(),
-    disabledReason: z.string().nullable().openapi({ description: "Set when the service turned the subscription off (the receiver answered 410)" }),
+    disabledReason: z.string().nullable().openapi({ description: "Set when the service turned the subscription off: the receiver answered 410, or every delivery failed for 5 days" }),
+    disabledAt: z.string().nullable().openapi({ description: "When the service turned it off; null when it is on, or when you turned it off" }),
+    failingSince: z.string().nullable().openapi({ description: "When the current run of failed attempts began; null once one succeeds. Five days of it and the service turns the endpoint off" }),
+    previousSecretExpiresAt: z
+      .string()
+      .nullable()
+      .openapi({ description: "After a rotation with an overlap: when the replaced secret stops (or stopped) signing beside the current one. null when the last change of secret switched at once" }),
     createdAt: z.string(),
     updatedAt: z.string(),
   })
@@ -102,3 +109,66 @@ export const EventParams = z.object({ id: pathId("id"), eventId: z.string().min(
 export const DeliveryListQuery = z.object({
   status: Delivery.shape.status.optional().openapi({ param: { name: "status", in: "query" } }),
 });
+
+/** POST /v1/webhooks/{id}/rotate-secret: how long the replaced secret keeps signing beside the new one. */
+export const RotateSecret = z
+  .object({
+    overlapSeconds: z
+      .int()
+      .min(0)
+      .max(MAX_OVERLAP_SECONDS)
+      .default(DEFAULT_OVERLAP_SECONDS)
+      .openapi({ description: "Seconds the replaced secret keeps signing (0: switch at once). Default 86400 (24 h), at most 604800 (7 days)", example: 86_400 }),
+  })
+  .strict()
+  .openapi("RotateWebhookSecret");
+export type RotateSecret = z.input<typeof RotateSecret>;
+
+/** POST /v1/webhooks/{id}/recover. */
+export const RecoverWebhook = z
+  .object({
+    since: z.iso
+      .datetime({ offset: true, message: "Must be an ISO 8601 timestamp" })
+      .transform((v) => new Date(v).toISOString())
+      .refine((v) => v <= new Date().toISOString(), { message: "since is in the future", params: { code: "in_future" } })
+      .refine((v) => v >= retentionStart(), { message: `since is more than ${EVENT_RETENTION_DAYS} days ago: older events are out of reach`, params: { code: "beyond_retention" } })
+      .openapi({ type: "string", format: "date-time", description: `Re-send what failed from this moment on: within the last ${EVENT_RETENTION_DAYS} days, not in the future`, example: "2026-11-20T00:00:00Z" }),
+  })
+  .strict()
+  .openapi("RecoverWebhook");
+
+export const Recovery = z
+  .object({
+    since: z.string(),
+    queued: z.int().openapi({ description: "Failed deliveries queued to be sent once more" }),
+    hasMore: z.boolean().openapi({ description: `More than ${RECOVER_BATCH} were due: call again with the same since for the rest (those queued now are skipped)` }),
+  })
+  .openapi("WebhookRecovery");
+
+/** An event of the log as its deliveries carry it (webhooks/payload.ts). */
+export const EventPayload = z
+  .object({
+    id: z.string(),
+    event: z.string().openapi({ description: "An event name of the catalogue", example: "contact.created" }),
+    apiVersion: z.string(),
+    createdAt: z.string(),
+    data: z
+      .object({ object: z.unknown(), previousAttributes: z.unknown(), changes: z.unknown() })
+      .catchall(z.unknown())
+      .openapi({ description: "The resource, its previous attributes and the changed names; some events add one more key (priceChange, signer, documentSha256, tags, task, document, stageChange, signal: README \"Events (the catalogue)\")" }),
+    organization: z.object({ id: z.string(), name: z.string() }),
+    user: z.object({ id: z.string(), name: z.string().nullable(), email: z.string() }).nullable(),
+  })
+  .openapi("WebhookEvent");
+export const EventList = z.object({ success: z.literal(true), data: z.array(EventPayload), pagination: PaginationSchema });
+
+export const EventListQuery = {
+  type: EventName.optional().openapi({ param: { name: "type", in: "query" }, description: "One event name of the catalogue" }),
+  deliverySuccess: z
+    .enum(["true", "false"])
+    .optional()
+    .openapi({
+      param: { name: "deliverySuccess", in: "query" },
+      description: "false: events with at least one delivery that has not succeeded (retrying, failed or dead); true: events every delivery of which succeeded (at least one)",
+    }),
+};

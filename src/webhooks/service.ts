@@ -5,7 +5,7 @@ import { commit } from "../events/commit";
 import { NotFound } from "../lib/errors";
 import { newId } from "../lib/ids";
 import { decodeNewestFirstCursor as decodeCursor, olderThan, paginate } from "../crm/pagination";
-import { nowIso } from "../lib/time";
+import { addSeconds, nowIso } from "../lib/time";
 import type { ServiceContext } from "../service-context";
 import { assertDeliverableUrl, masterKey } from "./guards";
 import type { CreateWebhook, UpdateWebhook, Webhook } from "./schemas";
@@ -18,10 +18,10 @@ export const WEBHOOKS: VersionedTable = { table: webhookSubscriptions, id: webho
 
 const byId = (organizationId: string, id: string) => and(eq(webhookSubscriptions.organizationId, organizationId), eq(webhookSubscriptions.id, id));
 
-/** The subscription as the API shows it: everything but the secret, which is never shown after create or rotation. */
+/** The subscription as the API shows it: everything but the secrets, which are never shown after create or rotation. */
 export function toWebhook(row: Row): Webhook {
-  const { id, url, events, filters, enabled, description, disabledReason, createdAt, updatedAt } = row;
-  return { id, url, events, filters, enabled, description, disabledReason, createdAt, updatedAt };
+  const { id, url, events, filters, enabled, description, disabledReason, disabledAt, failingSince, previousSecretExpiresAt, createdAt, updatedAt } = row;
+  return { id, url, events, filters, enabled, description, disabledReason, disabledAt, failingSince, previousSecretExpiresAt, createdAt, updatedAt };
 }
 
 /** The subscription as the API shows it, marked with its version for the ETag. */
@@ -54,6 +54,11 @@ export async function createWebhook(ctx: ServiceContext, input: CreateWebhook, r
     createdAt: now,
     updatedAt: now,
     version: 1,
+    disabledAt: null,
+    failingSince: null,
+    ownersNoticeDueAt: null,
+    previousSecretCiphertext: null,
+    previousSecretExpiresAt: null,
   };
   await ctx.db.insert(webhookSubscriptions).values(row).run();
   return versioned({ ...toWebhook(row), secret }, row.version);
@@ -73,9 +78,11 @@ export async function listWebhooks(ctx: ServiceContext, { limit, cursor }: { lim
 }
 
 /**
- * PATCH /v1/webhooks/{id}. A new URL passes the same checks as on create; turning it on clears a 410 shutdown. Only
- * the fields sent change, applied to the subscription as it is when the write lands (compare-and-set on its version),
- * so a rotated secret is the one deliveries sign with however many other changes race it.
+ * PATCH /v1/webhooks/{id}. A new URL passes the same checks as on create; turning it on clears a shutdown by the
+ * service and, when it was off, starts its failure run afresh (healing.ts). Only the fields sent change, applied to
+ * the subscription as it is when the write lands (compare-and-set on its version), so a rotated secret is the one
+ * deliveries sign with however many other changes race it. A secret set here switches at once: no overlap, and any
+ * overlap of an earlier rotation ends. The delivery consumer's bookkeeping (`failingSince`) is never written back.
  */
 export async function updateWebhook(ctx: ServiceContext, id: string, input: UpdateWebhook, resolver: DnsResolver): Promise<Webhook & { secret?: string }> {
   const first = await findWebhook(ctx, id);
@@ -86,21 +93,50 @@ export async function updateWebhook(ctx: ServiceContext, id: string, input: Upda
   return withRetries(async (n) => {
     const row = n === 1 ? first : await findWebhook(ctx, id);
     expectVersionMatch(ctx, row.version);
-    const next: Row = {
-      ...row,
+    const changes = {
       url: input.url ?? row.url,
       events: input.events ?? row.events,
       filters: input.filters ?? row.filters,
       enabled: input.enabled ?? row.enabled,
       description: input.description ?? row.description,
-      disabledReason: input.enabled === true ? null : row.disabledReason,
-      secretCiphertext: secretCiphertext ?? row.secretCiphertext,
+      ...(input.enabled === true ? { disabledReason: null, disabledAt: null } : {}),
+      ...(input.enabled === true && !row.enabled ? { failingSince: null } : {}),
+      ...(secretCiphertext === undefined ? {} : { secretCiphertext, previousSecretCiphertext: null, previousSecretExpiresAt: null }),
       updatedAt: nowIso(),
       version: row.version + 1,
-    };
-    const { id: _, organizationId: __, createdAt: ___, ...changes } = next;
+    } satisfies Partial<Row>;
+    const next: Row = { ...row, ...changes };
     await commit(ctx, [expectVersion(ctx.db, WEBHOOKS, ctx.organizationId, row), ctx.db.update(webhookSubscriptions).set(changes).where(byId(ctx.organizationId, id))]);
     return versioned(secret === undefined ? toWebhook(next) : { ...toWebhook(next), secret }, next.version);
+  });
+}
+
+/**
+ * POST /v1/webhooks/{id}/rotate-secret: a new secret, in this answer only, signing from now on; the one it replaced
+ * keeps signing beside it (a second `webhook-signature`) for `overlapSeconds`. Of rotations racing each other the
+ * last to land wins, and its overlap holds the secret it replaced as it landed (re-read on every attempt): always
+ * one an answer has handed out, never one lost in the race. An earlier overlap still open ends.
+ */
+export async function rotateWebhookSecret(ctx: ServiceContext, id: string, { overlapSeconds }: { overlapSeconds: number }): Promise<Webhook & { secret: string }> {
+  const key = masterKey(ctx.env);
+  await findWebhook(ctx, id);
+  const secret = newWebhookSecret();
+  const secretCiphertext = await sealSecret(key, id, secret);
+  return withRetries(async () => {
+    const row = await findWebhook(ctx, id);
+    expectVersionMatch(ctx, row.version);
+    const now = new Date();
+    const overlap = overlapSeconds > 0;
+    const changes = {
+      secretCiphertext,
+      previousSecretCiphertext: overlap ? row.secretCiphertext : null,
+      previousSecretExpiresAt: overlap ? nowIso(addSeconds(now, overlapSeconds)) : null,
+      updatedAt: nowIso(now),
+      version: row.version + 1,
+    } satisfies Partial<Row>;
+    await commit(ctx, [expectVersion(ctx.db, WEBHOOKS, ctx.organizationId, row), ctx.db.update(webhookSubscriptions).set(changes).where(byId(ctx.organizationId, id))]);
+    const next: Row = { ...row, ...changes };
+    return versioned({ ...toWebhook(next), secret }, next.version);
   });
 }
 

@@ -16,6 +16,7 @@ import { startMove, stepMove } from "../../src/shards/move";
 import { MOVED_TABLES } from "../../src/shards/moved-tables";
 import { openShardOf } from "../../src/shards/tenants";
 import { purgeTrash } from "../../src/trash/service";
+import { type DeliveryMessage, fanOutEvents } from "../../src/webhooks/fanout";
 import { contractViolation } from "./contract";
 import { filesFound, newPerson, whereFound } from "./erasure";
 import { dealBody, documentForm } from "./deals";
@@ -25,7 +26,7 @@ import { createPrincipal, tenantDb, type TestPrincipal } from "./factories";
 import { drainQueues, type FaultEnv, faultEnv, type FaultMode, type Step, withSignerOn } from "./faulty-bindings";
 import { photoForm, PNG_1X1, propertyBody } from "./properties";
 import { type Mailbox, openMailbox } from "./receiver";
-import { contactEvent, subscribe } from "./webhooks";
+import { capturingEnv, contactEvent, subscribe } from "./webhooks";
 
 /**
  * Every multi-step operation with a way to fail it half-way (issue 29), beside RACES. test/faults.test.ts runs each
@@ -473,6 +474,53 @@ const fanout: FaultRow<Fanout> = {
   },
 };
 
+interface Disable {
+  owner: TestPrincipal;
+  targetId: string;
+  listener: Mailbox;
+  message: DeliveryMessage;
+}
+
+const NOTICE_SUBJECT = "webhook endpoint";
+
+const autoDisable: FaultRow<Disable> = {
+  operation: "webhook endpoint auto-disable (the failure 5 days into its run)",
+  recovery: "queue redelivery; cron (unsent event, endpoint still failing, owners' notice due)",
+  async seed() {
+    const owner = await principal();
+    const [failing, listener] = await Promise.all([openMailbox({ fallback: 500 }), openMailbox()]);
+    const target = await subscribe(owner, { url: failing.url, events: ["contact.created"] });
+    await subscribe(owner, { url: listener.url, events: ["deal.created"] });
+    const { env: capture, sent } = capturingEnv();
+    const d1 = await tenantDb(owner.organizationId);
+    await fanOutEvents(capture, createDb(d1), [contactEvent(owner, "contact.created", { id: crypto.randomUUID() })]);
+    // Every delivery to it has failed for six days: its next failure turns it off.
+    await d1.prepare("UPDATE webhook_subscriptions SET failing_since = ? WHERE id = ?").bind(new Date(Date.now() - 6 * 86_400_000).toISOString(), target.id).run();
+    return { owner, targetId: target.id, listener, message: sent[0]! };
+  },
+  async act(f, s) {
+    // One attempt of the delivery: the failure, its log, the disable with its event, the publish, the owners' mail.
+    f.deliveries.held.push({ id: "failing-1", body: s.message, attempts: 1 });
+    await f.deliveries.deliverOnce(f.env);
+  },
+  async recover(f) {
+    await recoverAsProduction(f);
+  },
+  async check(_f, s) {
+    const org = s.owner.organizationId;
+    const row = await (await tenantDb(org)).prepare("SELECT enabled, disabled_reason, owners_notice_due_at FROM webhook_subscriptions WHERE id = ?").bind(s.targetId).first<Record<string, unknown>>();
+    expect(row, "the endpoint").toMatchObject({ enabled: 0, disabled_reason: "every delivery failed for 5 days", owners_notice_due_at: null });
+    await expectEventsOnce(org, ["webhook.endpoint_disabled"], { "webhook.endpoint_disabled": 1 });
+    // The other endpoint was told, once (a repeat is the same event id and body).
+    const got = await s.listener.received();
+    expect(new Set(got.map((r) => r.headers["webhook-id"])).size, "events at the other endpoint").toBe(1);
+    expect(new Set(got.map((r) => r.body)).size, "bodies at the other endpoint").toBe(1);
+    expect(JSON.parse(got[0]!.body), "the event").toMatchObject({ event: "webhook.endpoint_disabled", data: { object: { id: s.targetId, enabled: false } } });
+    // The owner was mailed, after the commit or by the cron (a reply lost after the send may repeat it).
+    expect((await mailTo(`${s.owner.userId}@example.test`)).filter((m) => m.subject.includes(NOTICE_SUBJECT)).length, "owner's notices").toBeGreaterThanOrEqual(1);
+  },
+};
+
 interface Purge {
   owner: TestPrincipal;
   dealId: string;
@@ -716,4 +764,4 @@ const erasure: FaultRow<Erasure> = {
   },
 };
 
-export const FAULTS: FaultRow[] = [contactCreate, dealMove, propertyPrice, dealUpload, photoUpload, publicSign, fanout, purge, restore, shardMove, erasure];
+export const FAULTS: FaultRow[] = [contactCreate, dealMove, propertyPrice, dealUpload, photoUpload, publicSign, fanout, autoDisable, purge, restore, shardMove, erasure];

@@ -1,6 +1,7 @@
 import { env } from "cloudflare:workers";
 import { expect, vi } from "vitest";
 import { createDb } from "../../src/db/client";
+import { openSecret } from "../../src/webhooks/secret-box";
 import { handleReferralEvents } from "../../src/referrals/service";
 import { sendDueSurveys } from "../../src/surveys/scheduling";
 import { call, json } from "./client";
@@ -379,6 +380,48 @@ export const RACES: Race[] = [
     objects: 1,
     copies: 10,
     counter: { read: async (owner) => count(owner, "SELECT COUNT(*) AS n FROM webhook_deliveries WHERE organization_id = ?", owner.organizationId), perMove: 1 },
+  },
+  // Endpoints that heal (issue 32).
+  {
+    // Every rotation lands (the version moves once each), and the overlap holds a secret a rotation replaced: never
+    // the first one, which every rotation but the first to land found already replaced.
+    kind: "independent",
+    route: "POST /v1/webhooks/{id}/rotate-secret",
+    async seed(owner) {
+      const res = await call("POST", "/v1/webhooks", { token: owner.token, body: { url: (await openMailbox()).url, events: ["contact.created"] } });
+      const { id, secret } = (await json(res)).data;
+      return { id, secret };
+    },
+    changes: async () => Array.from({ length: 8 }, () => ({ body: { overlapSeconds: 3600 } })),
+    async verify(owner, { id, secret }) {
+      const row = (await (await tenantDb(owner.organizationId)).prepare("SELECT secret_ciphertext, previous_secret_ciphertext, version FROM webhook_subscriptions WHERE id = ?").bind(id).first<Record<string, any>>())!;
+      expect(row.version).toBe(1 + 8);
+      const [current, previous] = await Promise.all([openSecret(env.WEBHOOK_SECRET_KEY!, id!, row.secret_ciphertext), openSecret(env.WEBHOOK_SECRET_KEY!, id!, row.previous_secret_ciphertext)]);
+      expect(new Set([current, previous, secret]).size).toBe(3);
+    },
+  },
+  {
+    // Copies of one recover at once: one queues the failed deliveries (each one chain more, once), the others find
+    // them in flight (409 recovery_in_flight).
+    kind: "once",
+    route: "POST /v1/webhooks/{id}/recover",
+    async seed(owner) {
+      const res = await call("POST", "/v1/webhooks", { token: owner.token, body: { url: (await openMailbox({ fallback: 500 })).url, events: ["contact.created"] } });
+      const { id } = (await json(res)).data;
+      const db = await tenantDb(owner.organizationId);
+      const at = new Date().toISOString();
+      await db.batch(
+        [0, 1, 2].map(() =>
+          db.prepare("INSERT INTO webhook_deliveries (id, organization_id, subscription_id, event_id, event, body, status, attempt_count, created_at, updated_at) VALUES (?, ?, ?, ?, 'contact.created', '{}', 'dead', 21, ?, ?)")
+            .bind(crypto.randomUUID(), owner.organizationId, id, crypto.randomUUID(), at, at),
+        ),
+      );
+      return { id };
+    },
+    body: { since: new Date(Date.now() - 3_600_000).toISOString() },
+    objects: 1,
+    copies: 10,
+    counter: { read: async (owner) => count(owner, "SELECT COALESCE(SUM(chain), 0) AS n FROM webhook_deliveries WHERE organization_id = ?", owner.organizationId), perMove: 3 },
   },
   {
     kind: "child",

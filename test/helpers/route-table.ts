@@ -63,6 +63,10 @@ function webhookRoutes(): MatrixRoute[] {
     { method: "DELETE", path: "/v1/webhooks/{id}", family: "crm", seed: one },
     { method: "POST", path: "/v1/webhooks/{id}/test", family: "crm", seed: one },
     { method: "GET", path: "/v1/webhooks/{id}/deliveries", family: "crm", seed: one },
+    // Endpoints that heal (issue 32).
+    { method: "POST", path: "/v1/webhooks/{id}/rotate-secret", family: "crm", seed: one, body: { overlapSeconds: 3600 } },
+    { method: "POST", path: "/v1/webhooks/{id}/recover", family: "crm", seed: one, body: () => ({ since: new Date(Date.now() - 60_000).toISOString() }) },
+    { method: "GET", path: "/v1/events", family: "crm" },
     {
       method: "POST",
       path: "/v1/webhooks/{id}/deliveries/{deliveryId}/replay",

@@ -1,0 +1,30 @@
+import { OpenAPIHono } from "@hono/zod-openapi";
+import { CRM, crmError } from "../crm/envelope";
+import { listQuery } from "../crm/list-query";
+import { serviceContext } from "../platform/auth";
+import type { AppBindings } from "../platform/context";
+import { validationHook } from "../platform/openapi";
+import { defineRoute } from "../platform/route";
+import { listEvents } from "./event-log";
+import { EventList, EventListQuery } from "./schemas";
+
+const list = defineRoute(CRM, {
+  operationId: "listEvents",
+  method: "get",
+  path: "/v1/events",
+  tags: ["Webhooks"],
+  security: [{ bearerAuth: [] }],
+  summary: "The event log",
+  description:
+    "The organization's catalogue events of the last 30 days (the names a webhook may subscribe to; internal events are not listed), newest first, keyset-paginated. Each item is the payload its deliveries carry. `type` keeps one event name; `deliverySuccess=false` keeps events with a delivery that has not succeeded (retrying, failed or dead), `true` those every delivery of which succeeded.",
+  request: { query: listQuery(EventListQuery) },
+  responses: {
+    200: { description: "A page of events", content: { "application/json": { schema: EventList } } },
+    422: crmError("An unknown event name, a bad limit, cursor or deliverySuccess, or an unknown parameter"),
+  },
+});
+
+/** GET /v1/events (issue 32): mounted with the webhook routes. */
+export const eventLogRoutes = new OpenAPIHono<AppBindings>({ defaultHook: validationHook }).openapi(list, async (c) =>
+  c.json({ success: true as const, ...(await listEvents(serviceContext(c), c.req.valid("query"))) }, 200),
+);
