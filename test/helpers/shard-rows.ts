@@ -37,9 +37,13 @@ export interface Seed {
 
 const byName = new Map(MOVED_TABLES.map((t) => [t.name, t]));
 
+/** Text columns a CHECK limits to a few values: seeded with one of them. */
+const CHECKED: Record<string, string> = { "users.role": "agent" };
+
 function valueOf(t: MovedTable, column: SQLiteColumn, seed: Seed): unknown {
   const name = columnName(column);
   if (name === "organization_id") return seed.organizationId;
+  if (Object.hasOwn(CHECKED, `${t.name}.${name}`)) return CHECKED[`${t.name}.${name}`];
   // A row scoped through a parent names the parent row seeded for the same organization.
   if (t.through?.column === name) {
     const parent = byName.get(t.through.parent)!;
