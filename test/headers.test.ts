@@ -108,11 +108,11 @@ describe("response headers", () => {
     expect(replay.headers.get("x-content-type-options")).toBe("nosniff");
 
     const { app, fetch } = testApp();
-    app.get("/api/boom", () => {
+    app.get("/v1/events/boom", () => {
       throw new Error("boom");
     });
     const quiet = vi.spyOn(console, "error").mockImplementation(() => {});
-    const failed = await fetch("GET", "/api/boom", { token });
+    const failed = await fetch("GET", "/v1/events/boom", { token });
     quiet.mockRestore();
     expect(failed.status).toBe(500);
     expect(failed.headers.get("cache-control")).toBe("no-store");
