@@ -16,6 +16,7 @@ import { mountDocs, type Routers, validationHook } from "./platform/openapi";
 import { durableObjectRateLimiter, type RateLimiter } from "./platform/rate-limiter";
 import type { ReferralDeps } from "./referrals/routes";
 import type { SigningDeps } from "./signatures/public-routes";
+import type { InviteDeps } from "./users/invite-routes";
 import type { WebhookDeps } from "./webhooks/transport";
 
 export interface AppOptions {
@@ -27,6 +28,8 @@ export interface AppOptions {
   signing?: Partial<SigningDeps>;
   /** Replaces the bot challenge of the public referral form (tests point the real client at a fake siteverify). */
   referrals?: Partial<ReferralDeps>;
+  /** Replaces the bot challenge of the invitation page (tests point the real client at a fake siteverify). */
+  invitations?: Partial<InviteDeps>;
 }
 
 /** Routes that need a bearer session; everything under /api/public, /oauth and the docs stays open. */
@@ -83,6 +86,12 @@ function routeGroups(options: AppOptions): RouteGroup[] {
     group(["/v1/properties", "/v1/properties/*"], async () => [(await import("./properties/routes")).propertyRoutes]),
     group(["/v1/deals", "/v1/deals/*"], async () => [(await import("./deals/routes")).dealRoutes]),
     group(["/v1/trash"], async () => [(await import("./trash/routes")).trashRoutes]),
+    group(["/v1/organization"], async () => [(await import("./organization/routes")).organizationRoutes]),
+    group(["/v1/users", "/v1/users/*"], async () => [(await import("./users/routes")).userRoutes]),
+    group(["/invite/*"], async () => {
+      const [invite, challenge] = await Promise.all([import("./users/invite-routes"), import("./platform/bot-challenge")]);
+      return [invite.createInviteRoutes({ botChallenge: options.invitations?.botChallenge ?? ((secret) => challenge.turnstile(secret)) })];
+    }),
     // The event log (GET /v1/events) is the webhooks' own: the payloads their deliveries carry.
     group(["/v1/webhooks", "/v1/webhooks/*", "/v1/events"], async () => {
       const [{ createWebhookRoutes }, { defaultWebhookDeps }] = await Promise.all([import("./webhooks/routes"), import("./webhooks/transport")]);

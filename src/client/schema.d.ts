@@ -781,6 +781,119 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/organization": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read your organization
+         * @description Its profile and settings (every setting shown, defaults filled in). Needs `organization:read`.
+         */
+        get: operations["getOrganization"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Change your organization's profile or settings
+         * @description Changes `displayName`, `timeZone` (an IANA name) and `settings` (`defaultPhoneRegion`, `leadRouting`); only what is sent changes, each settings key replaced whole, so concurrent changes of different fields all land. `name` cannot change: it is the key `npm run token` maps organizations by. Emits `organization.updated` when something changed. Send the ETag in `If-Match` to make the change conditional. Owners and admins only (`organization:manage`).
+         */
+        patch: operations["updateOrganization"];
+        trace?: never;
+    };
+    "/v1/users": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List your organization's users
+         * @description Newest first, keyset-paginated (pass `pagination.nextCursor` back as `cursor`). Needs `organization:read`.
+         */
+        get: operations["listUsers"];
+        put?: never;
+        /**
+         * Invite a user
+         * @description Creates the user (`role` agent unless said) and mails them a one-time sign-in link valid 7 days: opening it sends a code to their address, and the right code signs them in with a new 30-day session token (README "Users and roles"). The link is in the mail only. Emits `user.created`. Owners and admins (`users:manage`); only an owner may make or unmake an owner (403 insufficient_role).
+         */
+        post: operations["createUser"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/users/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Read a user */
+        get: operations["getUser"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Change a user's name, role or whether they take leads
+         * @description Only what is sent changes. The organization keeps at least one owner. Emits `user.updated` when something changed. Send the ETag in `If-Match` to make it conditional. Owners and admins (`users:manage`); only an owner may make or unmake an owner (403 insufficient_role).
+         */
+        patch: operations["updateUser"];
+        trace?: never;
+    };
+    "/v1/users/{id}/invitation": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Mail a user a new invitation link
+         * @description For a user who has not signed in yet (an expired or lost link): a new link valid 7 days is mailed, and the earlier one stops working. Owners and admins (`users:manage`).
+         */
+        post: operations["resendInvitation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/invite/{token}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The page of an invitation link
+         * @description No authentication: the token is the capability. Shows whom the link invites where, with the button that mails them a sign-in code.
+         */
+        get: operations["openInvitation"];
+        put?: never;
+        /**
+         * A step of signing in with an invitation link
+         * @description The pages' forms post here. `send` mails a 6-digit code to the invited address (with the bot challenge configured, after Turnstile); `code` checks it, with the caps and the lock of the OAuth sign-in (5 tries a code, 10 a quarter hour and 20 a day per address). The right code spends the link and shows a new 30-day session token once.
+         */
+        post: operations["submitInvitation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/webhooks": {
         parameters: {
             query?: never;
@@ -3262,6 +3375,149 @@ export interface components {
             /** @description After this the purge removes it for good (files included) */
             restorableUntil: string;
         };
+        Organization: {
+            id: string;
+            /** @description The organization's key (npm run token maps organizations by it); it never changes */
+            name: string;
+            displayName: string | null;
+            /** @example America/New_York */
+            timeZone: string;
+            settings: components["schemas"]["OrganizationSettings"];
+            createdAt: string;
+            updatedAt: string;
+        };
+        OrganizationSettings: {
+            /**
+             * @description ISO 3166-1 alpha-2: the country of a phone number written without a country code
+             * @default US
+             * @example US
+             */
+            defaultPhoneRegion?: string;
+            leadRouting?: components["schemas"]["LeadRouting"];
+        };
+        /**
+         * @default {
+         *       "mode": "round_robin",
+         *       "zipRules": []
+         *     }
+         */
+        LeadRouting: {
+            /**
+             * @description round_robin: new leads go in turn to the users who accept leads; zip: by zipRules
+             * @enum {string}
+             */
+            mode: "round_robin" | "zip";
+            /** @default [] */
+            zipRules?: components["schemas"]["ZipRule"][];
+        };
+        ZipRule: {
+            /**
+             * @description The start of a postal code, letters or digits (stored in capitals); the longest matching prefix wins
+             * @example 941
+             */
+            zipPrefix: string;
+            /**
+             * Format: uuid
+             * @description A user of your organization: new leads from this zip go to them
+             */
+            userId: string;
+        };
+        UpdateOrganization: {
+            /** @description What people are shown; null shows `name` */
+            displayName?: string | null;
+            /** @example America/New_York */
+            timeZone?: string;
+            settings?: {
+                /**
+                 * @description ISO 3166-1 alpha-2: the country of a phone number written without a country code
+                 * @example US
+                 */
+                defaultPhoneRegion?: string;
+                leadRouting?: components["schemas"]["LeadRouting"];
+            };
+        };
+        UserList: {
+            /** @enum {boolean} */
+            success: true;
+            data: components["schemas"]["User"][];
+            pagination: components["schemas"]["Pagination"];
+        };
+        User: {
+            id: string;
+            email: string;
+            name: string | null;
+            /**
+             * @description owner and admin manage the organization, its users, keys and webhooks; agent works with the CRM and documents
+             * @enum {string}
+             */
+            role: "owner" | "admin" | "agent";
+            /** @description Whether lead routing may assign new leads to this user */
+            acceptsLeads: boolean;
+            /**
+             * @description invited: has not yet signed in with the link mailed to them
+             * @enum {string}
+             */
+            status: "invited" | "active";
+            /** @description While invited: when the link mailed to them stops working */
+            invitationExpiresAt: string | null;
+            createdAt: string;
+            updatedAt: string;
+        };
+        CreateUser: {
+            /**
+             * Format: email
+             * @description Where the sign-in link goes; unique in the organization, whatever its case
+             */
+            email: string;
+            name: string;
+            /**
+             * @description owner and admin manage the organization, its users, keys and webhooks; agent works with the CRM and documents
+             * @default agent
+             * @enum {string}
+             */
+            role?: "owner" | "admin" | "agent";
+        };
+        UpdateUser: {
+            name?: string;
+            /**
+             * @description owner and admin manage the organization, its users, keys and webhooks; agent works with the CRM and documents
+             * @enum {string}
+             */
+            role?: "owner" | "admin" | "agent";
+            acceptsLeads?: boolean;
+        };
+        ApiError: {
+            /** @example invalid_request */
+            error: string;
+            message?: string;
+            issues?: components["schemas"]["ApiIssue"][];
+            /** @description On 5xx answers only */
+            requestId?: string;
+        };
+        ApiIssue: {
+            /**
+             * @description Dotted path of the offending field ("" for the whole body or request)
+             * @example lease.tenants.0.email
+             */
+            field: string;
+            /**
+             * @description The same path as segments
+             * @example [
+             *       "lease",
+             *       "tenants",
+             *       0,
+             *       "email"
+             *     ]
+             */
+            path: (string | number)[];
+            /**
+             * @description Machine-readable reason, the same codes as the CRM routes' errors[].code: required, invalid_type, too_small, too_big, invalid_enum_value, unknown_field, invalid_email, invalid_url, invalid_uuid, invalid_format, invalid_unicode, invalid_character, invalid_reference, malformed_json …
+             * @example invalid_email
+             */
+            code: string;
+            /** @example Invalid email address */
+            message: string;
+        };
         WebhookWithSecret: components["schemas"]["Webhook"] & {
             /** @description Shown once; store it now. Absent from an idempotent replay of this answer (Idempotent-Replayed: true): secrets are not kept. */
             secret?: string;
@@ -3403,7 +3659,7 @@ export interface components {
             event: string;
             apiVersion: string;
             createdAt: string;
-            /** @description The resource, its previous attributes and the changed names; some events add one more key (priceChange, signer, documentSha256, tags, task, document, stageChange, signal: README "Event catalogue") */
+            /** @description The resource, its previous attributes and the changed names; some events add one more key (priceChange, signer, documentSha256, tags, task, document, stageChange, signal: README "Events (the catalogue)") */
             data: {
                 object?: unknown;
                 previousAttributes?: unknown;
@@ -3449,38 +3705,6 @@ export interface components {
              * @enum {string}
              */
             urgency: "pending" | "due_soon" | "overdue";
-        };
-        ApiError: {
-            /** @example invalid_request */
-            error: string;
-            message?: string;
-            issues?: components["schemas"]["ApiIssue"][];
-            /** @description On 5xx answers only */
-            requestId?: string;
-        };
-        ApiIssue: {
-            /**
-             * @description Dotted path of the offending field ("" for the whole body or request)
-             * @example lease.tenants.0.email
-             */
-            field: string;
-            /**
-             * @description The same path as segments
-             * @example [
-             *       "lease",
-             *       "tenants",
-             *       0,
-             *       "email"
-             *     ]
-             */
-            path: (string | number)[];
-            /**
-             * @description Machine-readable reason, the same codes as the CRM routes' errors[].code: required, invalid_type, too_small, too_big, invalid_enum_value, unknown_field, invalid_email, invalid_url, invalid_uuid, invalid_format, invalid_unicode, invalid_character, invalid_reference, malformed_json …
-             * @example invalid_email
-             */
-            code: string;
-            /** @example Invalid email address */
-            message: string;
         };
         SearchResult: {
             /** @description Best first, one per document, at most 20 */
@@ -5310,7 +5534,7 @@ export interface operations {
             /** @description The created contact */
             201: {
                 headers: {
-                    /** @description The resource's version; send it back in If-Match to make a write conditional */
+                    /** @description The resource's version; send it back in If-Match to make a write conditional, or in If-None-Match on a read (304 when unchanged) */
                     ETag?: string;
                     "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
@@ -5431,7 +5655,7 @@ export interface operations {
             /** @description The contact */
             200: {
                 headers: {
-                    /** @description The resource's version; send it back in If-Match to make a write conditional */
+                    /** @description The resource's version; send it back in If-Match to make a write conditional, or in If-None-Match on a read (304 when unchanged) */
                     ETag?: string;
                     "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
@@ -5443,6 +5667,16 @@ export interface operations {
                         data: components["schemas"]["Contact"];
                     };
                 };
+            };
+            /** @description Not modified: If-None-Match names this answer's ETag (weak comparison); no body */
+            304: {
+                headers: {
+                    /** @description The resource's version; send it back in If-Match to make a write conditional, or in If-None-Match on a read (304 when unchanged) */
+                    ETag?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
             400: {
@@ -5524,7 +5758,7 @@ export interface operations {
             /** @description The updated contact */
             200: {
                 headers: {
-                    /** @description The resource's version; send it back in If-Match to make a write conditional */
+                    /** @description The resource's version; send it back in If-Match to make a write conditional, or in If-None-Match on a read (304 when unchanged) */
                     ETag?: string;
                     "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
@@ -5788,7 +6022,7 @@ export interface operations {
             /** @description The restored contact */
             200: {
                 headers: {
-                    /** @description The resource's version; send it back in If-Match to make a write conditional */
+                    /** @description The resource's version; send it back in If-Match to make a write conditional, or in If-None-Match on a read (304 when unchanged) */
                     ETag?: string;
                     "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
@@ -6135,7 +6369,7 @@ export interface operations {
             /** @description The contact with its tags */
             200: {
                 headers: {
-                    /** @description The resource's version; send it back in If-Match to make a write conditional */
+                    /** @description The resource's version; send it back in If-Match to make a write conditional, or in If-None-Match on a read (304 when unchanged) */
                     ETag?: string;
                     "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
@@ -6625,7 +6859,7 @@ export interface operations {
             /** @description The created property */
             201: {
                 headers: {
-                    /** @description The resource's version; send it back in If-Match to make a write conditional */
+                    /** @description The resource's version; send it back in If-Match to make a write conditional, or in If-None-Match on a read (304 when unchanged) */
                     ETag?: string;
                     "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
@@ -6746,7 +6980,7 @@ export interface operations {
             /** @description The property */
             200: {
                 headers: {
-                    /** @description The resource's version; send it back in If-Match to make a write conditional */
+                    /** @description The resource's version; send it back in If-Match to make a write conditional, or in If-None-Match on a read (304 when unchanged) */
                     ETag?: string;
                     "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
@@ -6758,6 +6992,16 @@ export interface operations {
                         data: components["schemas"]["Property"];
                     };
                 };
+            };
+            /** @description Not modified: If-None-Match names this answer's ETag (weak comparison); no body */
+            304: {
+                headers: {
+                    /** @description The resource's version; send it back in If-Match to make a write conditional, or in If-None-Match on a read (304 when unchanged) */
+                    ETag?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
             400: {
@@ -6849,7 +7093,7 @@ export interface operations {
             /** @description The updated property */
             200: {
                 headers: {
-                    /** @description The resource's version; send it back in If-Match to make a write conditional */
+                    /** @description The resource's version; send it back in If-Match to make a write conditional, or in If-None-Match on a read (304 when unchanged) */
                     ETag?: string;
                     "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
@@ -7110,7 +7354,7 @@ export interface operations {
             /** @description The restored property */
             200: {
                 headers: {
-                    /** @description The resource's version; send it back in If-Match to make a write conditional */
+                    /** @description The resource's version; send it back in If-Match to make a write conditional, or in If-None-Match on a read (304 when unchanged) */
                     ETag?: string;
                     "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
@@ -7501,6 +7745,8 @@ export interface operations {
             /** @description The latest valuation */
             200: {
                 headers: {
+                    /** @description A hash of this answer's bytes; send it back in If-None-Match to be answered 304 while the answer is unchanged */
+                    ETag?: string;
                     "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
@@ -7511,6 +7757,16 @@ export interface operations {
                         data: components["schemas"]["PropertyValuation"];
                     };
                 };
+            };
+            /** @description Not modified: If-None-Match names this answer's ETag (weak comparison); no body */
+            304: {
+                headers: {
+                    /** @description A hash of this answer's bytes; send it back in If-None-Match to be answered 304 while the answer is unchanged */
+                    ETag?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
             400: {
@@ -7708,6 +7964,8 @@ export interface operations {
             /** @description The figures */
             200: {
                 headers: {
+                    /** @description A hash of this answer's bytes; send it back in If-None-Match to be answered 304 while the answer is unchanged */
+                    ETag?: string;
                     "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
@@ -7718,6 +7976,16 @@ export interface operations {
                         data: components["schemas"]["PropertyAnalytics"];
                     };
                 };
+            };
+            /** @description Not modified: If-None-Match names this answer's ETag (weak comparison); no body */
+            304: {
+                headers: {
+                    /** @description A hash of this answer's bytes; send it back in If-None-Match to be answered 304 while the answer is unchanged */
+                    ETag?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
             400: {
@@ -8314,7 +8582,7 @@ export interface operations {
             /** @description The created deal */
             201: {
                 headers: {
-                    /** @description The resource's version; send it back in If-Match to make a write conditional */
+                    /** @description The resource's version; send it back in If-Match to make a write conditional, or in If-None-Match on a read (304 when unchanged) */
                     ETag?: string;
                     "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
@@ -8431,6 +8699,8 @@ export interface operations {
             /** @description The pipeline */
             200: {
                 headers: {
+                    /** @description A hash of this answer's bytes; send it back in If-None-Match to be answered 304 while the answer is unchanged */
+                    ETag?: string;
                     "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
@@ -8441,6 +8711,16 @@ export interface operations {
                         data: components["schemas"]["PipelineOverview"];
                     };
                 };
+            };
+            /** @description Not modified: If-None-Match names this answer's ETag (weak comparison); no body */
+            304: {
+                headers: {
+                    /** @description A hash of this answer's bytes; send it back in If-None-Match to be answered 304 while the answer is unchanged */
+                    ETag?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
             400: {
@@ -8511,6 +8791,8 @@ export interface operations {
             /** @description The figures */
             200: {
                 headers: {
+                    /** @description A hash of this answer's bytes; send it back in If-None-Match to be answered 304 while the answer is unchanged */
+                    ETag?: string;
                     "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
@@ -8521,6 +8803,16 @@ export interface operations {
                         data: components["schemas"]["DealAnalytics"];
                     };
                 };
+            };
+            /** @description Not modified: If-None-Match names this answer's ETag (weak comparison); no body */
+            304: {
+                headers: {
+                    /** @description A hash of this answer's bytes; send it back in If-None-Match to be answered 304 while the answer is unchanged */
+                    ETag?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
             400: {
@@ -8590,7 +8882,7 @@ export interface operations {
             /** @description The deal */
             200: {
                 headers: {
-                    /** @description The resource's version; send it back in If-Match to make a write conditional */
+                    /** @description The resource's version; send it back in If-Match to make a write conditional, or in If-None-Match on a read (304 when unchanged) */
                     ETag?: string;
                     "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
@@ -8602,6 +8894,16 @@ export interface operations {
                         data: components["schemas"]["Deal"];
                     };
                 };
+            };
+            /** @description Not modified: If-None-Match names this answer's ETag (weak comparison); no body */
+            304: {
+                headers: {
+                    /** @description The resource's version; send it back in If-Match to make a write conditional, or in If-None-Match on a read (304 when unchanged) */
+                    ETag?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
             400: {
@@ -8693,7 +8995,7 @@ export interface operations {
             /** @description The updated deal */
             200: {
                 headers: {
-                    /** @description The resource's version; send it back in If-Match to make a write conditional */
+                    /** @description The resource's version; send it back in If-Match to make a write conditional, or in If-None-Match on a read (304 when unchanged) */
                     ETag?: string;
                     "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
@@ -8954,7 +9256,7 @@ export interface operations {
             /** @description The restored deal */
             200: {
                 headers: {
-                    /** @description The resource's version; send it back in If-Match to make a write conditional */
+                    /** @description The resource's version; send it back in If-Match to make a write conditional, or in If-None-Match on a read (304 when unchanged) */
                     ETag?: string;
                     "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
@@ -9067,7 +9369,7 @@ export interface operations {
             /** @description The moved deal */
             200: {
                 headers: {
-                    /** @description The resource's version; send it back in If-Match to make a write conditional */
+                    /** @description The resource's version; send it back in If-Match to make a write conditional, or in If-None-Match on a read (304 when unchanged) */
                     ETag?: string;
                     "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
@@ -9206,6 +9508,8 @@ export interface operations {
             /** @description The tasks */
             200: {
                 headers: {
+                    /** @description A hash of this answer's bytes; send it back in If-None-Match to be answered 304 while the answer is unchanged */
+                    ETag?: string;
                     "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
@@ -9216,6 +9520,16 @@ export interface operations {
                         data: components["schemas"]["DealTask"][];
                     };
                 };
+            };
+            /** @description Not modified: If-None-Match names this answer's ETag (weak comparison); no body */
+            304: {
+                headers: {
+                    /** @description A hash of this answer's bytes; send it back in If-None-Match to be answered 304 while the answer is unchanged */
+                    ETag?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
             400: {
@@ -9532,6 +9846,8 @@ export interface operations {
             /** @description The documents */
             200: {
                 headers: {
+                    /** @description A hash of this answer's bytes; send it back in If-None-Match to be answered 304 while the answer is unchanged */
+                    ETag?: string;
                     "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
@@ -9542,6 +9858,16 @@ export interface operations {
                         data: components["schemas"]["DealDocument"][];
                     };
                 };
+            };
+            /** @description Not modified: If-None-Match names this answer's ETag (weak comparison); no body */
+            304: {
+                headers: {
+                    /** @description A hash of this answer's bytes; send it back in If-None-Match to be answered 304 while the answer is unchanged */
+                    ETag?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
             400: {
@@ -9922,6 +10248,953 @@ export interface operations {
             };
         };
     };
+    getOrganization: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The organization */
+            200: {
+                headers: {
+                    /** @description The resource's version; send it back in If-Match to make a write conditional, or in If-None-Match on a read (304 when unchanged) */
+                    ETag?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["Organization"];
+                    };
+                };
+            };
+            /** @description Not modified: If-None-Match names this answer's ETag (weak comparison); no body */
+            304: {
+                headers: {
+                    /** @description The resource's version; send it back in If-Match to make a write conditional, or in If-None-Match on a read (304 when unchanged) */
+                    ETag?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description An OAuth access token not granted this route's permission (insufficient_permission) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+        };
+    };
+    updateOrganization: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateOrganization"];
+            };
+        };
+        responses: {
+            /** @description The organization */
+            200: {
+                headers: {
+                    /** @description The resource's version; send it back in If-Match to make a write conditional, or in If-None-Match on a read (304 when unchanged) */
+                    ETag?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["Organization"];
+                    };
+                };
+            };
+            /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description An OAuth access token not granted this route's permission (insufficient_permission) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Changed by too many requests at once (concurrent_modification); retry; or: A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description If-Match named a version the resource is no longer at (precondition_failed); read it again */
+            412: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The body is over the route's size limit */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Content-Type is not one the route takes (application/json; multipart/form-data on uploads) */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The request broke the schema; errors[] lists every problem with field, code and message; or: This Idempotency-Key was used for another request (idempotency_key_reused) */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+        };
+    };
+    listUsers: {
+        parameters: {
+            query?: {
+                /** @description 1–100, default 25; anything else is a 422 */
+                limit?: number;
+                /** @description `pagination.nextCursor` of the previous page */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of users */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UserList"];
+                };
+            };
+            /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description An OAuth access token not granted this route's permission (insufficient_permission) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The request broke the schema; errors[] lists every problem with field, code and message */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+        };
+    };
+    createUser: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateUser"];
+            };
+        };
+        responses: {
+            /** @description The invited user */
+            201: {
+                headers: {
+                    /** @description The resource's version; send it back in If-Match to make a write conditional, or in If-None-Match on a read (304 when unchanged) */
+                    ETag?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["User"];
+                    };
+                };
+            };
+            /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Only an owner may make an owner (insufficient_role); or: An OAuth access token not granted this route's permission (insufficient_permission) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description A user of your organization has this e-mail address (duplicate_email), or too many concurrent changes (concurrent_modification; retry); or: A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The body is over the route's size limit */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Content-Type is not one the route takes (application/json; multipart/form-data on uploads) */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The request broke the schema; errors[] lists every problem with field, code and message; or: This Idempotency-Key was used for another request (idempotency_key_reused) */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+        };
+    };
+    getUser: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The user */
+            200: {
+                headers: {
+                    /** @description The resource's version; send it back in If-Match to make a write conditional, or in If-None-Match on a read (304 when unchanged) */
+                    ETag?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["User"];
+                    };
+                };
+            };
+            /** @description Not modified: If-None-Match names this answer's ETag (weak comparison); no body */
+            304: {
+                headers: {
+                    /** @description The resource's version; send it back in If-Match to make a write conditional, or in If-None-Match on a read (304 when unchanged) */
+                    ETag?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description An OAuth access token not granted this route's permission (insufficient_permission) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description No user with this id in your organization */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The request broke the schema; errors[] lists every problem with field, code and message */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+        };
+    };
+    updateUser: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateUser"];
+            };
+        };
+        responses: {
+            /** @description The user */
+            200: {
+                headers: {
+                    /** @description The resource's version; send it back in If-Match to make a write conditional, or in If-None-Match on a read (304 when unchanged) */
+                    ETag?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["User"];
+                    };
+                };
+            };
+            /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Only an owner may make or unmake an owner (insufficient_role); or: An OAuth access token not granted this route's permission (insufficient_permission) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description No user with this id in your organization */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The change would leave the organization without an owner (last_owner), or too many concurrent changes (concurrent_modification; retry); or: A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description If-Match named a version the resource is no longer at (precondition_failed); read it again */
+            412: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The body is over the route's size limit */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Content-Type is not one the route takes (application/json; multipart/form-data on uploads) */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The request broke the schema; errors[] lists every problem with field, code and message; or: This Idempotency-Key was used for another request (idempotency_key_reused) */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+        };
+    };
+    resendInvitation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The user, still invited, with the new link's expiry */
+            200: {
+                headers: {
+                    /** @description The resource's version; send it back in If-Match to make a write conditional, or in If-None-Match on a read (304 when unchanged) */
+                    ETag?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["User"];
+                    };
+                };
+            };
+            /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description An OAuth access token not granted this route's permission (insufficient_permission) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description No user with this id in your organization */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The user has signed in already (user_active); or: A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The request broke the schema; errors[] lists every problem with field, code and message; or: This Idempotency-Key was used for another request (idempotency_key_reused) */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+        };
+    };
+    openInvitation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The capability of the invitation mail */
+                token: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The page */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Unknown, used, expired or malformed link, alike (no reason given) */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description Too many requests from this address (rate_limited) */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Sign-in is not configured on this deployment (JWT_SECRET, the key of the sign-in forms, is unset) */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+        };
+    };
+    submitInvitation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The capability of the invitation mail */
+                token: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-www-form-urlencoded": {
+                    /** @description The token of the page the form is on */
+                    csrf_token?: string;
+                    /** @description send (mail a code to the invited address) | code (check it) */
+                    step?: string;
+                    /** @description The 6-digit code mailed to the address */
+                    code?: string;
+                    /** @description With the bot challenge configured: Turnstile's token, which its widget adds to the send form */
+                    "cf-turnstile-response"?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The next page (or the same one with what went wrong) */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description An unknown step, or a form field over its bound; or: Invalid input (every problem listed), a body that is not JSON, or a malformed header */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description The form's CSRF token does not belong to this browser's sign-in (expired or forged) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description Unknown, used, expired or malformed link, alike (no reason given) */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description The body is over the route's size limit */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Content-Type is not one the route takes (application/json; multipart/form-data on uploads) */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Too many requests from this address (rate_limited) */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Sign-in is not configured on this deployment (JWT_SECRET, the key of the sign-in forms, is unset); or: The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+        };
+    };
     listWebhooks: {
         parameters: {
             query?: {
@@ -10019,7 +11292,7 @@ export interface operations {
             /** @description The subscription with its secret */
             201: {
                 headers: {
-                    /** @description The resource's version; send it back in If-Match to make a write conditional */
+                    /** @description The resource's version; send it back in If-Match to make a write conditional, or in If-None-Match on a read (304 when unchanged) */
                     ETag?: string;
                     "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
@@ -10138,7 +11411,7 @@ export interface operations {
             /** @description The subscription, without its secret */
             200: {
                 headers: {
-                    /** @description The resource's version; send it back in If-Match to make a write conditional */
+                    /** @description The resource's version; send it back in If-Match to make a write conditional, or in If-None-Match on a read (304 when unchanged) */
                     ETag?: string;
                     "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
@@ -10150,6 +11423,16 @@ export interface operations {
                         data: components["schemas"]["Webhook"];
                     };
                 };
+            };
+            /** @description Not modified: If-None-Match names this answer's ETag (weak comparison); no body */
+            304: {
+                headers: {
+                    /** @description The resource's version; send it back in If-Match to make a write conditional, or in If-None-Match on a read (304 when unchanged) */
+                    ETag?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
             400: {
@@ -10352,7 +11635,7 @@ export interface operations {
             /** @description The subscription; `secret` only when it was rotated */
             200: {
                 headers: {
-                    /** @description The resource's version; send it back in If-Match to make a write conditional */
+                    /** @description The resource's version; send it back in If-Match to make a write conditional, or in If-None-Match on a read (304 when unchanged) */
                     ETag?: string;
                     "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
@@ -10495,7 +11778,7 @@ export interface operations {
             /** @description The subscription with its new secret; `previousSecretExpiresAt` ends the overlap */
             200: {
                 headers: {
-                    /** @description The resource's version; send it back in If-Match to make a write conditional */
+                    /** @description The resource's version; send it back in If-Match to make a write conditional, or in If-None-Match on a read (304 when unchanged) */
                     ETag?: string;
                     "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
@@ -11268,12 +12551,24 @@ export interface operations {
             /** @description The obligations */
             200: {
                 headers: {
+                    /** @description A hash of this answer's bytes; send it back in If-None-Match to be answered 304 while the answer is unchanged */
+                    ETag?: string;
                     "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["ObligationList"];
                 };
+            };
+            /** @description Not modified: If-None-Match names this answer's ETag (weak comparison); no body */
+            304: {
+                headers: {
+                    /** @description A hash of this answer's bytes; send it back in If-None-Match to be answered 304 while the answer is unchanged */
+                    ETag?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
             400: {
@@ -11322,12 +12617,24 @@ export interface operations {
             /** @description The hits */
             200: {
                 headers: {
+                    /** @description A hash of this answer's bytes; send it back in If-None-Match to be answered 304 while the answer is unchanged */
+                    ETag?: string;
                     "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["SearchResult"];
                 };
+            };
+            /** @description Not modified: If-None-Match names this answer's ETag (weak comparison); no body */
+            304: {
+                headers: {
+                    /** @description A hash of this answer's bytes; send it back in If-None-Match to be answered 304 while the answer is unchanged */
+                    ETag?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
             400: {
@@ -11383,12 +12690,24 @@ export interface operations {
             /** @description The forms */
             200: {
                 headers: {
+                    /** @description A hash of this answer's bytes; send it back in If-None-Match to be answered 304 while the answer is unchanged */
+                    ETag?: string;
                     "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["FormList"];
                 };
+            };
+            /** @description Not modified: If-None-Match names this answer's ETag (weak comparison); no body */
+            304: {
+                headers: {
+                    /** @description A hash of this answer's bytes; send it back in If-None-Match to be answered 304 while the answer is unchanged */
+                    ETag?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
             400: {
@@ -11434,12 +12753,24 @@ export interface operations {
             /** @description The usage meter */
             200: {
                 headers: {
+                    /** @description A hash of this answer's bytes; send it back in If-None-Match to be answered 304 while the answer is unchanged */
+                    ETag?: string;
                     "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Usage"];
                 };
+            };
+            /** @description Not modified: If-None-Match names this answer's ETag (weak comparison); no body */
+            304: {
+                headers: {
+                    /** @description A hash of this answer's bytes; send it back in If-None-Match to be answered 304 while the answer is unchanged */
+                    ETag?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
             400: {
@@ -11656,12 +12987,24 @@ export interface operations {
             /** @description The document */
             200: {
                 headers: {
+                    /** @description A hash of this answer's bytes; send it back in If-None-Match to be answered 304 while the answer is unchanged */
+                    ETag?: string;
                     "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Document"];
                 };
+            };
+            /** @description Not modified: If-None-Match names this answer's ETag (weak comparison); no body */
+            304: {
+                headers: {
+                    /** @description A hash of this answer's bytes; send it back in If-None-Match to be answered 304 while the answer is unchanged */
+                    ETag?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
             400: {
@@ -11836,6 +13179,8 @@ export interface operations {
             /** @description Envelopes, newest first */
             200: {
                 headers: {
+                    /** @description A hash of this answer's bytes; send it back in If-None-Match to be answered 304 while the answer is unchanged */
+                    ETag?: string;
                     "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
@@ -11845,6 +13190,16 @@ export interface operations {
                         envelopes: components["schemas"]["Envelope"][];
                     };
                 };
+            };
+            /** @description Not modified: If-None-Match names this answer's ETag (weak comparison); no body */
+            304: {
+                headers: {
+                    /** @description A hash of this answer's bytes; send it back in If-None-Match to be answered 304 while the answer is unchanged */
+                    ETag?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
             400: {
@@ -12005,12 +13360,24 @@ export interface operations {
             /** @description The settings */
             200: {
                 headers: {
+                    /** @description A hash of this answer's bytes; send it back in If-None-Match to be answered 304 while the answer is unchanged */
+                    ETag?: string;
                     "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["SignatureSettings"];
                 };
+            };
+            /** @description Not modified: If-None-Match names this answer's ETag (weak comparison); no body */
+            304: {
+                headers: {
+                    /** @description A hash of this answer's bytes; send it back in If-None-Match to be answered 304 while the answer is unchanged */
+                    ETag?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
             400: {
@@ -12163,12 +13530,24 @@ export interface operations {
             /** @description The envelope with its signers */
             200: {
                 headers: {
+                    /** @description A hash of this answer's bytes; send it back in If-None-Match to be answered 304 while the answer is unchanged */
+                    ETag?: string;
                     "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Envelope"];
                 };
+            };
+            /** @description Not modified: If-None-Match names this answer's ETag (weak comparison); no body */
+            304: {
+                headers: {
+                    /** @description A hash of this answer's bytes; send it back in If-None-Match to be answered 304 while the answer is unchanged */
+                    ETag?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
             400: {
@@ -12418,12 +13797,24 @@ export interface operations {
             /** @description The audit trail */
             200: {
                 headers: {
+                    /** @description A hash of this answer's bytes; send it back in If-None-Match to be answered 304 while the answer is unchanged */
+                    ETag?: string;
                     "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["AuditTrail"];
                 };
+            };
+            /** @description Not modified: If-None-Match names this answer's ETag (weak comparison); no body */
+            304: {
+                headers: {
+                    /** @description A hash of this answer's bytes; send it back in If-None-Match to be answered 304 while the answer is unchanged */
+                    ETag?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
             400: {
@@ -12481,12 +13872,24 @@ export interface operations {
             /** @description A signed, expiring link */
             200: {
                 headers: {
+                    /** @description A hash of this answer's bytes; send it back in If-None-Match to be answered 304 while the answer is unchanged */
+                    ETag?: string;
                     "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["CertificateLink"];
                 };
+            };
+            /** @description Not modified: If-None-Match names this answer's ETag (weak comparison); no body */
+            304: {
+                headers: {
+                    /** @description A hash of this answer's bytes; send it back in If-None-Match to be answered 304 while the answer is unchanged */
+                    ETag?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
             400: {
@@ -12564,12 +13967,24 @@ export interface operations {
             /** @description A signed, expiring link */
             200: {
                 headers: {
+                    /** @description A hash of this answer's bytes; send it back in If-None-Match to be answered 304 while the answer is unchanged */
+                    ETag?: string;
                     "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["CertificateLink"];
                 };
+            };
+            /** @description Not modified: If-None-Match names this answer's ETag (weak comparison); no body */
+            304: {
+                headers: {
+                    /** @description A hash of this answer's bytes; send it back in If-None-Match to be answered 304 while the answer is unchanged */
+                    ETag?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
             400: {
@@ -13125,7 +14540,7 @@ export interface operations {
             /** @description The testimonial */
             201: {
                 headers: {
-                    /** @description The resource's version; send it back in If-Match to make a write conditional */
+                    /** @description The resource's version; send it back in If-Match to make a write conditional, or in If-None-Match on a read (304 when unchanged) */
                     ETag?: string;
                     "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
@@ -13230,7 +14645,7 @@ export interface operations {
             /** @description The testimonial with its syndications */
             200: {
                 headers: {
-                    /** @description The resource's version; send it back in If-Match to make a write conditional */
+                    /** @description The resource's version; send it back in If-Match to make a write conditional, or in If-None-Match on a read (304 when unchanged) */
                     ETag?: string;
                     "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
@@ -13238,6 +14653,16 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["Testimonial"];
                 };
+            };
+            /** @description Not modified: If-None-Match names this answer's ETag (weak comparison); no body */
+            304: {
+                headers: {
+                    /** @description The resource's version; send it back in If-Match to make a write conditional, or in If-None-Match on a read (304 when unchanged) */
+                    ETag?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
             400: {
@@ -13299,7 +14724,7 @@ export interface operations {
             /** @description The testimonial */
             200: {
                 headers: {
-                    /** @description The resource's version; send it back in If-Match to make a write conditional */
+                    /** @description The resource's version; send it back in If-Match to make a write conditional, or in If-None-Match on a read (304 when unchanged) */
                     ETag?: string;
                     "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
@@ -13424,7 +14849,7 @@ export interface operations {
             /** @description The testimonial after the move */
             200: {
                 headers: {
-                    /** @description The resource's version; send it back in If-Match to make a write conditional */
+                    /** @description The resource's version; send it back in If-Match to make a write conditional, or in If-None-Match on a read (304 when unchanged) */
                     ETag?: string;
                     "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
@@ -13529,7 +14954,7 @@ export interface operations {
             /** @description The testimonial after the move */
             200: {
                 headers: {
-                    /** @description The resource's version; send it back in If-Match to make a write conditional */
+                    /** @description The resource's version; send it back in If-Match to make a write conditional, or in If-None-Match on a read (304 when unchanged) */
                     ETag?: string;
                     "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
@@ -13634,7 +15059,7 @@ export interface operations {
             /** @description The testimonial after the move */
             200: {
                 headers: {
-                    /** @description The resource's version; send it back in If-Match to make a write conditional */
+                    /** @description The resource's version; send it back in If-Match to make a write conditional, or in If-None-Match on a read (304 when unchanged) */
                     ETag?: string;
                     "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
@@ -13743,7 +15168,7 @@ export interface operations {
             /** @description The testimonial after the move */
             200: {
                 headers: {
-                    /** @description The resource's version; send it back in If-Match to make a write conditional */
+                    /** @description The resource's version; send it back in If-Match to make a write conditional, or in If-None-Match on a read (304 when unchanged) */
                     ETag?: string;
                     "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
@@ -13869,12 +15294,24 @@ export interface operations {
             /** @description The rollup */
             200: {
                 headers: {
+                    /** @description A hash of this answer's bytes; send it back in If-None-Match to be answered 304 while the answer is unchanged */
+                    ETag?: string;
                     "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["ReputationAggregate"];
                 };
+            };
+            /** @description Not modified: If-None-Match names this answer's ETag (weak comparison); no body */
+            304: {
+                headers: {
+                    /** @description A hash of this answer's bytes; send it back in If-None-Match to be answered 304 while the answer is unchanged */
+                    ETag?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
             400: {
@@ -13933,7 +15370,7 @@ export interface operations {
             /** @description The profile */
             200: {
                 headers: {
-                    /** @description The resource's version; send it back in If-Match to make a write conditional */
+                    /** @description The resource's version; send it back in If-Match to make a write conditional, or in If-None-Match on a read (304 when unchanged) */
                     ETag?: string;
                     "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
@@ -13941,6 +15378,16 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["AgentProfile"];
                 };
+            };
+            /** @description Not modified: If-None-Match names this answer's ETag (weak comparison); no body */
+            304: {
+                headers: {
+                    /** @description The resource's version; send it back in If-Match to make a write conditional, or in If-None-Match on a read (304 when unchanged) */
+                    ETag?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
             400: {
@@ -14000,7 +15447,7 @@ export interface operations {
             /** @description The profile */
             200: {
                 headers: {
-                    /** @description The resource's version; send it back in If-Match to make a write conditional */
+                    /** @description The resource's version; send it back in If-Match to make a write conditional, or in If-None-Match on a read (304 when unchanged) */
                     ETag?: string;
                     "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
@@ -14126,7 +15573,7 @@ export interface operations {
             /** @description The profile, DELETED */
             200: {
                 headers: {
-                    /** @description The resource's version; send it back in If-Match to make a write conditional */
+                    /** @description The resource's version; send it back in If-Match to make a write conditional, or in If-None-Match on a read (304 when unchanged) */
                     ETag?: string;
                     "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
@@ -14233,7 +15680,7 @@ export interface operations {
             /** @description The published profile */
             200: {
                 headers: {
-                    /** @description The resource's version; send it back in If-Match to make a write conditional */
+                    /** @description The resource's version; send it back in If-Match to make a write conditional, or in If-None-Match on a read (304 when unchanged) */
                     ETag?: string;
                     "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
@@ -15109,12 +16556,24 @@ export interface operations {
             /** @description The survey */
             200: {
                 headers: {
+                    /** @description A hash of this answer's bytes; send it back in If-None-Match to be answered 304 while the answer is unchanged */
+                    ETag?: string;
                     "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["SurveyDetail"];
                 };
+            };
+            /** @description Not modified: If-None-Match names this answer's ETag (weak comparison); no body */
+            304: {
+                headers: {
+                    /** @description A hash of this answer's bytes; send it back in If-None-Match to be answered 304 while the answer is unchanged */
+                    ETag?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
             400: {
@@ -15639,7 +17098,7 @@ export interface operations {
             /** @description The agreement's id and current version */
             201: {
                 headers: {
-                    /** @description The resource's version; send it back in If-Match to make a write conditional */
+                    /** @description The resource's version; send it back in If-Match to make a write conditional, or in If-None-Match on a read (304 when unchanged) */
                     ETag?: string;
                     "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
@@ -15759,7 +17218,7 @@ export interface operations {
             /** @description The agreement */
             200: {
                 headers: {
-                    /** @description The resource's version; send it back in If-Match to make a write conditional */
+                    /** @description The resource's version; send it back in If-Match to make a write conditional, or in If-None-Match on a read (304 when unchanged) */
                     ETag?: string;
                     "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
@@ -15767,6 +17226,16 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["ClickwrapAgreementDetail"];
                 };
+            };
+            /** @description Not modified: If-None-Match names this answer's ETag (weak comparison); no body */
+            304: {
+                headers: {
+                    /** @description The resource's version; send it back in If-Match to make a write conditional, or in If-None-Match on a read (304 when unchanged) */
+                    ETag?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
             400: {
@@ -15825,12 +17294,24 @@ export interface operations {
             /** @description The text */
             200: {
                 headers: {
+                    /** @description A hash of this answer's bytes; send it back in If-None-Match to be answered 304 while the answer is unchanged */
+                    ETag?: string;
                     "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["ClickwrapVersion"];
                 };
+            };
+            /** @description Not modified: If-None-Match names this answer's ETag (weak comparison); no body */
+            304: {
+                headers: {
+                    /** @description A hash of this answer's bytes; send it back in If-None-Match to be answered 304 while the answer is unchanged */
+                    ETag?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
             400: {
@@ -15888,7 +17369,7 @@ export interface operations {
             /** @description The agreement */
             200: {
                 headers: {
-                    /** @description The resource's version; send it back in If-Match to make a write conditional */
+                    /** @description The resource's version; send it back in If-Match to make a write conditional, or in If-None-Match on a read (304 when unchanged) */
                     ETag?: string;
                     "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
@@ -15993,7 +17474,7 @@ export interface operations {
             /** @description The agreement */
             200: {
                 headers: {
-                    /** @description The resource's version; send it back in If-Match to make a write conditional */
+                    /** @description The resource's version; send it back in If-Match to make a write conditional, or in If-None-Match on a read (304 when unchanged) */
                     ETag?: string;
                     "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
@@ -16103,12 +17584,24 @@ export interface operations {
             /** @description The acceptances */
             200: {
                 headers: {
+                    /** @description A hash of this answer's bytes; send it back in If-None-Match to be answered 304 while the answer is unchanged */
+                    ETag?: string;
                     "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["ClickwrapAcceptanceList"];
                 };
+            };
+            /** @description Not modified: If-None-Match names this answer's ETag (weak comparison); no body */
+            304: {
+                headers: {
+                    /** @description A hash of this answer's bytes; send it back in If-None-Match to be answered 304 while the answer is unchanged */
+                    ETag?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
             400: {

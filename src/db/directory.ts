@@ -27,6 +27,27 @@ export const sessions = sqliteTable(
 );
 
 
+/**
+ * A user's invitation (issue 32, POST /v1/users): the SHA-256 of the one-time sign-in link mailed to them, live until
+ * `expiresAt` (7 days). One per user: inviting again replaces the link. Deleted when the link signs them in, so a user
+ * with a row here is still `invited`. Here beside sessions, which redeeming it mints in the same batch.
+ */
+export const userInvitations = sqliteTable(
+  "user_invitations",
+  {
+    userId: text()
+      .primaryKey()
+      .references(() => users.id),
+    organizationId: text()
+      .notNull()
+      .references(() => organizations.id),
+    tokenHash: text().notNull(),
+    createdAt: text().notNull(),
+    expiresAt: text().notNull(),
+  },
+  (t) => [uniqueIndex("user_invitations_token_hash_unique").on(t.tokenHash), index("user_invitations_organization_idx").on(t.organizationId)],
+);
+
 /** Where each organization lives, and the write fence of a move out of it (src/shards/). */
 export const organizationShards = sqliteTable("organization_shards", {
   organizationId: text()

@@ -6,8 +6,10 @@ import { sql } from "drizzle-orm";
  *
  * The organizations and their members. The directory (the `DB` binding) holds them for sign-in and sessions; every
  * tenant shard holds a copy of the rows of the organizations it carries, written with them (src/shards/placement.ts),
- * so that a service joins a user's name or an organization's name on its own shard (issue 24). Nothing in the API
- * renames either; a move copies them with the rest of the organization.
+ * so that a service joins a user's name or an organization's name on its own shard (issue 24); a move copies them with
+ * the rest of the organization. A new member is written to the directory first and is complete once its shard copy
+ * exists; a change of a member or of the organization (issue 32) commits on the shard, where its event and version
+ * live, and then brings the directory's row up to that version (src/users/, src/organization/).
  */
 export const organizations = sqliteTable(
   "organizations",
@@ -15,7 +17,15 @@ export const organizations = sqliteTable(
     id: text().primaryKey(),
     // Unique so that the token command maps one organization name to one organization (DESIGN.md contract 2).
     name: text().notNull(),
+    /** What people are shown (issue 32, PATCH /v1/organization); null: `name`. `name` itself never changes. */
+    displayName: text(),
+    /** An IANA time zone (issue 32). */
+    timeZone: text().notNull().default("UTC"),
+    /** JSON, read through src/organization/service.ts (defaults filled in there): lead routing, the default phone region. */
+    settings: text({ mode: "json" }).$type<Record<string, unknown>>().notNull().default({}),
     createdAt: text().notNull(),
+    updatedAt: text(),
+    version: integer().notNull().default(1),
   },
   (t) => [uniqueIndex("organizations_name_unique").on(t.name)],
 );
@@ -34,8 +44,12 @@ export const users = sqliteTable(
     /** Whether lead routing (issue 33) may assign new leads to this user. */
     acceptsLeads: integer({ mode: "boolean" }).notNull().default(true),
     createdAt: text().notNull(),
+    updatedAt: text(),
+    version: integer().notNull().default(1),
   },
   (t) => [
+    // GET /v1/users: newest first, keyset on (created_at, id).
+    index("users_organization_created_idx").on(t.organizationId, t.createdAt, t.id),
     check("users_role_known", sql`${t.role} IN ('owner', 'admin', 'agent')`),
     uniqueIndex("users_organization_email_unique").on(t.organizationId, t.email),
     // The OAuth sign-in finds a user by the e-mail typed in, whatever its case.

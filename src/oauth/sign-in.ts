@@ -17,13 +17,20 @@ export const MAX_CODE_ATTEMPTS = 5;
 
 export const newCookieValue = () => newToken("osi");
 
-/** `HttpOnly; SameSite=Lax`; `Secure` and the `__Host-` prefix whenever the page is served over https (see README). */
-export function cookieName(secure: boolean): string {
-  return secure ? "__Host-oauth_sign_in" : "oauth_sign_in";
+/**
+ * The sign-in cookie of the pages under `path` (the OAuth pages, the invitation pages): `HttpOnly; SameSite=Lax`;
+ * `Secure` and the `__Host-` prefix whenever the page is served over https (see README), which pins it to `/`.
+ */
+export function signInCookie(base: string, path: string) {
+  const name = (secure: boolean) => (secure ? `__Host-${base}` : base);
+  return {
+    name,
+    header: (secure: boolean, value: string, maxAgeSeconds = SIGN_IN_TTL_SECONDS) =>
+      `${name(secure)}=${value}; Path=${secure ? "/" : path}; Max-Age=${maxAgeSeconds}; HttpOnly; SameSite=Lax${secure ? "; Secure" : ""}`,
+  };
 }
-export function cookieHeader(secure: boolean, value: string, maxAgeSeconds = SIGN_IN_TTL_SECONDS): string {
-  return `${cookieName(secure)}=${value}; Path=${secure ? "/" : "/oauth"}; Max-Age=${maxAgeSeconds}; HttpOnly; SameSite=Lax${secure ? "; Secure" : ""}`;
-}
+
+export const OAUTH_COOKIE = signInCookie("oauth_sign_in", "/oauth");
 
 async function hmac(secret: string, message: string): Promise<Uint8Array> {
   const key = await crypto.subtle.importKey("raw", new TextEncoder().encode(secret), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);

@@ -9,7 +9,9 @@ export interface BotChallenge {
   verify(token: string, ip: string | null): Promise<boolean>;
 }
 
-export const TURNSTILE_SITEVERIFY = "https://challenges.cloudflare.com/turnstile/v0/siteverify";
+/** Where Turnstile's widget script and frame come from (a page's CSP names it). */
+export const TURNSTILE_ORIGIN = "https://challenges.cloudflare.com";
+export const TURNSTILE_SITEVERIFY = `${TURNSTILE_ORIGIN}/turnstile/v0/siteverify`;
 
 export function turnstile(secret: string, fetchFn: typeof fetch = fetch, url = TURNSTILE_SITEVERIFY, timeoutMs = 5000): BotChallenge {
   return {

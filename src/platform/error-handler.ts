@@ -91,13 +91,16 @@ function render(c: Context, family: Family, f: Failure, requestId: string): Resp
   return c.json({ error: f.code, message: f.message }, status, headers);
 }
 
+/** A path as the log may hold it: the token of a capability path (a signing, survey or invitation link) left out. */
+const loggablePath = (path: string) => path.replace(/^(\/(?:api\/public\/)?(?:sign|survey|invite)\/)[^/]+/, "$1[token]");
+
 export const handleError: ErrorHandler<AppBindings> = (err, c) => {
   const family = familyOf(c.req.path);
   const requestId = c.get("requestId") ?? "unknown";
   const failure = toFailure(err, family);
   if (failure) return render(c, family, failure, requestId);
   // Unexpected: logged with the request id (never headers or bodies, which may hold tokens), answered without a stack.
-  console.error(JSON.stringify({ level: "error", requestId, method: c.req.method, path: c.req.path, error: loggableError(err), stack: loggableStack(err) }));
+  console.error(JSON.stringify({ level: "error", requestId, method: c.req.method, path: loggablePath(c.req.path), error: loggableError(err), stack: loggableStack(err) }));
   return render(c, family, { status: 500, code: "internal_error", message: `Internal server error (request id ${requestId})` }, requestId);
 };
 

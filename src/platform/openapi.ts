@@ -78,9 +78,11 @@ expired tokens answer 401. Public routes (\`/api/public/*\`, \`/oauth/*\`, these
   (also in the \`X-Request-Id\` header) and never a stack trace.
 
 **Concurrency.** Every write is a compare-and-set on the resource's version: concurrent changes of different fields
-all land, and of concurrent deletes exactly one succeeds. Reads and writes of a contact or a webhook subscription
-answer \`ETag: "<version>"\`; send it in \`If-Match\` on a write to make it conditional (412 when the resource has
-changed since; \`*\` matches any). Under extreme contention a write answers 409 \`concurrent_modification\`; retry it.
+all land, and of concurrent deletes exactly one succeeds. Reads and writes of a versioned resource (a contact, a webhook
+subscription, the organization …) answer \`ETag: "<version>"\`; send it in \`If-Match\` on a write to make it
+conditional (412 when the resource has changed since; \`*\` matches any). Every single-resource read answers an ETag
+(the version, or a hash of the answer) and 304 to an \`If-None-Match\` naming it; lists have none. Under extreme
+contention a write answers 409 \`concurrent_modification\`; retry it.
 
 **Idempotency-Key.** Any POST, PUT, PATCH or DELETE of \`/v1\` and \`/api\` may carry \`Idempotency-Key\` (1–255
 visible ASCII characters). The first answer is kept for 24 hours per organization and key and replayed, with
@@ -95,7 +97,8 @@ parameters are refused), no JSON body nests deeper than 32 levels, and every str
 (a lone surrogate is refused with \`invalid_unicode\`).
 
 **Rate limits** (per client IP, per minute) on the public routes: signing link GET 60 / POST 30, clickwrap GET 120 /
-POST 60, survey GET 60 / POST 10, referral POST 10, reviews feed GET 300, OAuth token POST 30, OAuth client registration and sign-in POST 20.`;
+POST 60, survey GET 60 / POST 10, referral POST 10, reviews feed GET 300, OAuth token POST 30, OAuth client registration and sign-in POST 20,
+invitation page GET 60 / POST 20.`;
 
 /** Routers of any route shape (plain Hono apps or OpenAPIHono), as the route groups build them (lazy-routes.ts). */
 export type Routers = Hono<AppBindings, any, any>[];

@@ -22,6 +22,9 @@ export const RATE_LIMITS = {
   "oauth-revoke:post": { limit: 30, windowSeconds: 60 },
   // Ours: client registration and the steps of the browser sign-in (each e-mail step may mail a code), counted together.
   "oauth-public:post": { limit: 20, windowSeconds: 60 },
+  // Ours: the invitation page (issue 32); its posts are sign-in steps, counted like the OAuth pages' (each may mail a code).
+  "public-invite:get": { limit: 60, windowSeconds: 60 },
+  "public-invite:post": { limit: 20, windowSeconds: 60 },
   // Ours, per e-mail address whatever the client address: sign-in codes mailed, and codes typed. Counted alike for
   // addresses with and without an account, so neither tells. 10 guesses per 15 minutes of a 6-digit code.
   "oauth-sign-in-mail:email": { limit: 5, windowSeconds: 900 },

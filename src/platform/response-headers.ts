@@ -2,10 +2,10 @@ import { createMiddleware } from "hono/factory";
 import type { AppBindings } from "./context";
 
 /**
- * Where the path itself is a capability (a signing or survey token: the pages and their public APIs), and the public
+ * Where the path itself is a capability (a signing, survey or invitation token: the pages and their public APIs), and the public
  * check of a signed PDF, whose answer names the signers.
  */
-const CAPABILITY_PATH = /^\/(api\/public\/)?(sign|survey)\/|^\/api\/public\/verify$/;
+const CAPABILITY_PATH = /^\/(api\/public\/)?(sign|survey)\/|^\/invite\/|^\/api\/public\/verify$/;
 /** The bearer-authenticated families (app.ts AUTHENTICATED): personal data, and links such as signing links. */
 const AUTHENTICATED_PATH = /^\/(v1|api|plants)(\/|$)/;
 

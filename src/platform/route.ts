@@ -1,4 +1,5 @@
-import { createRoute, type RouteConfig, type z } from "@hono/zod-openapi";
+import { createRoute, type RouteConfig, z } from "@hono/zod-openapi";
+import { conditionalRead, HASH_ETAG_HEADER } from "./etag";
 
 type Responses = RouteConfig["responses"];
 type ResponseConfig = Responses[string];
@@ -31,7 +32,9 @@ export interface RouteFamily {
  * - on authenticated writes of /v1 and /api (platform/idempotency.ts): 409 while a request with the same key runs,
  *   422 when the key was used for another request;
  * - 422 on CRM routes that take input (the CRM family's validation status);
- * - 503 on writes, while the organization's shard move is fenced (lib/errors.ts OrganizationMoving).
+ * - 503 on writes, while the organization's shard move is fenced (lib/errors.ts OrganizationMoving);
+ * - on an authenticated single-resource read (a GET answering one JSON object that is not a page of a list): the
+ *   ETag of its 200 and a 304 for If-None-Match, which `conditionalRead` (platform/etag.ts), attached here, answers.
  *
  * Where the route declares the same status for its own reasons, both are described. Every response, the route's own
  * and these, declares the `X-Request-Id` header.
@@ -63,12 +66,26 @@ export function defineRoute<P extends string, R extends Omit<RouteConfig, "path"
   // A write to an organization while a shard move copies its last rows (issue 24, src/shards/move.ts).
   if (config.method !== "get" && config.method !== "head") add(503, "The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving)");
   add(500, "Unexpected failure; carries the request id, never a stack trace");
+  const conditional = authenticated && config.method === "get" && isSingleResource(responses[200]);
+  if (conditional) {
+    const ok = responses[200] as ResponseConfig & { headers?: Record<string, unknown> };
+    responses[200] = { ...ok, headers: { ...HASH_ETAG_HEADER, ...ok.headers } };
+    responses[304] = { description: "Not modified: If-None-Match names this answer's ETag (weak comparison); no body", headers: { ...HASH_ETAG_HEADER, ...ok.headers } };
+  }
   for (const [status, response] of Object.entries(responses)) {
     // Header records only: a route declaring its headers as a zod object would lose them here (none does; the
     // OpenAPI test checks every response declares X-Request-Id).
     if (!("$ref" in response)) responses[status] = { ...response, headers: { ...(response.headers as object), ...REQUEST_ID_HEADER } };
   }
-  return createRoute({ ...config, responses } as R);
+  const middleware = conditional ? [...[config.middleware ?? []].flat(), conditionalRead] : config.middleware;
+  return createRoute({ ...config, responses, ...(middleware ? { middleware } : {}) } as R);
+}
+
+/** A 200 of one JSON object that is no page of a list (a list answers `pagination`): what a conditional read serves. */
+function isSingleResource(ok: ResponseConfig | undefined): boolean {
+  const media = ok && "content" in ok ? ok.content?.["application/json"] : undefined;
+  const schema = media && "schema" in media ? media.schema : undefined;
+  return schema instanceof z.ZodObject && !("pagination" in schema.shape);
 }
 
 /** A JSON request body, as a route's `request` part: `request: { params, ...jsonBody(Schema) }`. */

@@ -1,3 +1,6 @@
+import { and, eq, lt } from "drizzle-orm";
+import type { Db } from "../db/client";
+import { organizations, users } from "../db/members";
 import type { Env } from "../env";
 import { shardCount, shardDatabase } from "./bindings";
 
@@ -65,3 +68,14 @@ const memberInsert = (db: D1Database, copy = false) => (m: NewMember) =>
   db
     .prepare(`INSERT INTO users (id, organization_id, email, name, role, created_at) VALUES (?, ?, ?, ?, ?, ?)${copy ? " ON CONFLICT(id) DO NOTHING" : ""}`)
     .bind(m.id, m.organizationId, m.email, m.name, m.role ?? "owner", m.createdAt);
+
+/**
+ * Brings the directory's copy of a member's or an organization's row up to what its shard holds at `version`, never
+ * back (issue 32): a change commits on the shard first, with its event and its version, and then the directory
+ * follows, so a retry after a failure in between brings it along, and an earlier change arriving late is a no-op.
+ */
+export async function followOnDirectory(directory: Db, table: typeof organizations | typeof users, id: string, values: Record<string, unknown>, version: number): Promise<void> {
+  // One update for either table: both have `id` and `version` (db/members.ts).
+  const t = table as typeof users;
+  await directory.update(t).set({ ...values, version }).where(and(eq(t.id, id), lt(t.version, version))).run();
+}

@@ -764,4 +764,70 @@ const erasure: FaultRow<Erasure> = {
   },
 };
 
-export const FAULTS: FaultRow[] = [contactCreate, dealMove, propertyPrice, dealUpload, photoUpload, publicSign, fanout, autoDisable, purge, restore, shardMove, erasure];
+// The organization and its users (issue 32): rows in the directory and copies on the shard, written in turn.
+
+/** The directory's row and the shard's copy of a member or organization, in the columns both carry. */
+async function bothCopies(table: "organizations" | "users", id: string, columns: string, organizationId: string) {
+  const query = `SELECT ${columns} FROM ${table} WHERE id = ?`;
+  const [directory, shard] = await Promise.all([env.DB.prepare(query).bind(id).first(), (await tenantDb(organizationId)).prepare(query).bind(id).first()]);
+  return { directory, shard };
+}
+
+const organizationUpdate: FaultRow<Written> = {
+  operation: "organization update (shard, then directory) with its event",
+  ...keyedWrite<Written>(async () => ({}), (f, s) => request(f, "PATCH", "/v1/organization", { token: s.owner.token, headers: keyed(s), body: { displayName: "Faulted Realty", settings: { defaultPhoneRegion: "CA" } } })),
+  async check(_f, s) {
+    expectAnswered(s, 200);
+    const org = s.owner.organizationId;
+    const { directory, shard } = await bothCopies("organizations", org, "display_name, time_zone, settings, version", org);
+    expect(shard, "the shard's row, changed once").toEqual({ display_name: "Faulted Realty", time_zone: "UTC", settings: JSON.stringify({ defaultPhoneRegion: "CA", leadRouting: { mode: "round_robin", zipRules: [] } }), version: 2 });
+    expect(directory, "the directory's copy, brought along").toEqual(shard);
+    await expectEventsOnce(org, ["organization.updated"], { "organization.updated": 1 });
+  },
+};
+
+interface Invite extends Written {
+  email: string;
+}
+
+const userInvite: FaultRow<Invite> = {
+  operation: "user invite (directory, mail, shard) with its event",
+  ...keyedWrite<Invite>(async () => ({ email: `invitee.${crypto.randomUUID()}@fault.test` }), (f, s) => request(f, "POST", "/v1/users", { token: s.owner.token, headers: keyed(s), body: { email: s.email, name: "Fay Invitee" } })),
+  async check(_f, s) {
+    expectAnswered(s, 201);
+    const org = s.owner.organizationId;
+    const id = s.final!.body.data.id as string;
+    expect(await env.DB.prepare("SELECT COUNT(*) AS n FROM users WHERE organization_id = ? AND email = ?").bind(org, s.email).first("n"), "users in the directory").toBe(1);
+    expect(await count(org, "SELECT COUNT(*) AS n FROM users WHERE organization_id = ? AND email = ?", org, s.email), "copies on the shard").toBe(1);
+    const { directory, shard } = await bothCopies("users", id, "email, name, role, version", org);
+    expect(shard).toEqual({ email: s.email, name: "Fay Invitee", role: "agent", version: 1 });
+    expect(directory).toEqual(shard);
+    // One live invitation: the link of the last invitation mailed.
+    const live = (await env.DB.prepare("SELECT token_hash AS h FROM user_invitations WHERE user_id = ?").bind(id).all<{ h: string }>()).results;
+    const last = (await mailTo(s.email)).filter((m) => m.subject.startsWith("You are invited")).at(-1)?.text.match(/\/invite\/(inv_[A-Za-z0-9_-]+)/)?.[1];
+    expect(live.map((r) => r.h), "the live invitation is the last link mailed").toEqual([await sha256Hex(last ?? "")]);
+    await expectEventsOnce(org, ["user.created"], { "user.created": 1 });
+  },
+};
+
+interface RoleChange extends Written {
+  userId: string;
+}
+
+const userRoleChange: FaultRow<RoleChange> = {
+  operation: "user role change (shard, then directory) with its event",
+  ...keyedWrite<RoleChange>(
+    async (owner) => ({ userId: (await seedCall("POST", "/v1/users", { token: owner.token, body: { email: `promoted.${crypto.randomUUID()}@fault.test`, name: "Pro Moted" } })).data.id }),
+    (f, s) => request(f, "PATCH", `/v1/users/${s.userId}`, { token: s.owner.token, headers: keyed(s), body: { role: "admin" } }),
+  ),
+  async check(_f, s) {
+    expectAnswered(s, 200);
+    const org = s.owner.organizationId;
+    const { directory, shard } = await bothCopies("users", s.userId, "role, version", org);
+    expect(shard, "the shard's copy, changed once").toEqual({ role: "admin", version: 2 });
+    expect(directory, "the directory's row (what authentication reads), brought along").toEqual(shard);
+    await expectEventsOnce(org, ["user.updated"], { "user.updated": 1 });
+  },
+};
+
+export const FAULTS: FaultRow[] = [contactCreate, dealMove, propertyPrice, dealUpload, photoUpload, publicSign, fanout, autoDisable, purge, restore, shardMove, erasure, organizationUpdate, userInvite, userRoleChange];

@@ -7,6 +7,7 @@ import { sendDueSurveys } from "../../src/surveys/scheduling";
 import { call, json } from "./client";
 import { createContact, getContact, uniqueEmail } from "./contacts";
 import { openAiGateway } from "./ai-gateway";
+import { sha256Hex } from "../../src/lib/crypto";
 import { createDocument, leaseCanonical, mailTo, sendForSignature } from "./documents";
 import { createPrincipal, tenantDb, type TestPrincipal } from "./factories";
 import { openMailbox } from "./receiver";
@@ -112,6 +113,17 @@ const PROPERTY_CHANGES: Record<string, unknown>[] = [
   { media: { virtualTour: "https://tour.example.test/raced" } },
   { disclosure: { floodZone: "X" } },
 ];
+
+/** Changes of different fields of the organization, raced: every one must land. */
+const ORGANIZATION_CHANGES: Record<string, unknown>[] = [
+  { displayName: "Raced Realty" },
+  { timeZone: "Europe/Paris" },
+  { settings: { defaultPhoneRegion: "FR" } },
+  { settings: { leadRouting: { mode: "zip", zipRules: [] } } },
+];
+
+/** Changes of different fields of a user, raced: every one must land. */
+const USER_CHANGES: Record<string, unknown>[] = [{ name: "Raced Name" }, { role: "admin" }, { acceptsLeads: false }];
 
 /** The seeded object, deleted: it waits in the trash. */
 async function trashed(owner: TestPrincipal, collection: string, seeded: Promise<Params>): Promise<Params> {
@@ -996,6 +1008,60 @@ export const RACES: Race[] = [
       expect(await count(owner, "SELECT COUNT(*) AS n FROM documents WHERE organization_id = ?", owner.organizationId)).toBe(0);
       const seen = (await (await fetch(`${gateway}/requests`)).json()) as { requests: unknown[] };
       expect(seen.requests).toHaveLength(5);
+    },
+  },
+  // The organization and its users (issue 32): the shard's row by compare-and-set, the directory's copy following.
+  {
+    kind: "independent",
+    route: "PATCH /v1/organization",
+    seed: async () => ({}),
+    changes: async () => ORGANIZATION_CHANGES.map((body) => ({ body })),
+    async verify(owner) {
+      const res = await call("GET", "/v1/organization", { token: owner.token });
+      const organization = (await json(res)).data;
+      for (const change of ORGANIZATION_CHANGES) expect(organization).toMatchObject(change);
+      expect(res.headers.get("etag")).toBe(`"${ORGANIZATION_CHANGES.length + 1}"`);
+      expect(await env.DB.prepare("SELECT version FROM organizations WHERE id = ?").bind(owner.organizationId).first("version")).toBe(ORGANIZATION_CHANGES.length + 1);
+      expect(await eventCount(owner.organizationId, "organization.updated")).toBe(ORGANIZATION_CHANGES.length);
+    },
+  },
+  {
+    kind: "once",
+    route: "POST /v1/users",
+    seed: async () => ({}),
+    // The same address 8 times at once: one user, one user.created.
+    body: { email: "raced.invitee@race.test", name: "Raced Invitee" },
+    objects: 1,
+    copies: 8,
+    event: "user.created",
+  },
+  {
+    kind: "independent",
+    route: "PATCH /v1/users/{id}",
+    seed: async (owner) => ({ id: (await json(await call("POST", "/v1/users", { token: owner.token, body: { email: uniqueEmail("raced-user"), name: "Raced User" } }))).data.id }),
+    changes: async () => USER_CHANGES.map((body) => ({ body })),
+    async verify(owner, { id }) {
+      const user = (await json(await call("GET", `/v1/users/${id}`, { token: owner.token }))).data;
+      for (const change of USER_CHANGES) expect(user).toMatchObject(change);
+      expect(await env.DB.prepare("SELECT name, role, accepts_leads AS acceptsLeads, version FROM users WHERE id = ?").bind(id).first()).toEqual({ name: "Raced Name", role: "admin", acceptsLeads: 0, version: 4 });
+      expect(await eventCount(owner.organizationId, "user.updated")).toBe(USER_CHANGES.length);
+    },
+  },
+  {
+    kind: "independent",
+    route: "POST /v1/users/{id}/invitation",
+    seed: async (owner) => {
+      const email = uniqueEmail("reinvited");
+      return { id: (await json(await call("POST", "/v1/users", { token: owner.token, body: { email, name: "Re Invited" } }))).data.id, email };
+    },
+    changes: async () => Array.from({ length: 5 }, () => ({})),
+    async verify(_owner, { id, email }) {
+      // One live invitation, and it is one of the links mailed.
+      const live = await env.DB.prepare("SELECT token_hash AS tokenHash FROM user_invitations WHERE user_id = ?").bind(id).all<{ tokenHash: string }>();
+      expect(live.results).toHaveLength(1);
+      const mailed = (await mailTo(email!)).map((m) => m.text.match(/\/invite\/(inv_[A-Za-z0-9_-]+)/)?.[1]).filter((t): t is string => t !== undefined);
+      expect(mailed).toHaveLength(6);
+      expect(await Promise.all(mailed.map(sha256Hex))).toContain(live.results[0]!.tokenHash);
     },
   },
 ];

@@ -323,3 +323,20 @@ ROUTES.push(
   { method: "POST", path: "/api/reputation/surveys/{id}/reissue", family: "api", seed: (owner) => seedSurvey(owner, "EMAIL"), unknown: unknownSurvey },
   { method: "POST", path: "/api/reputation/surveys/{id}/skip", family: "api", seed: (owner) => seedSurvey(owner), unknown: unknownSurvey },
 );
+
+// The organization and its users (issue 32).
+async function seedUser(owner: TestPrincipal): Promise<Record<string, string>> {
+  const res = await call("POST", "/v1/users", { token: owner.token, body: { email: `${crypto.randomUUID()}@seed.test`, name: "Seed User" } });
+  if (res.status !== 201) throw new Error(`seeding a user failed: ${res.status} ${await res.text()}`);
+  return { id: ((await res.json()) as { data: { id: string } }).data.id };
+}
+const unknownUser = { id: "00000000-0000-4000-8000-0000000005e2" };
+ROUTES.push(
+  { method: "GET", path: "/v1/organization", family: "crm" },
+  { method: "PATCH", path: "/v1/organization", family: "crm", body: { displayName: "Matrix Realty" } },
+  { method: "GET", path: "/v1/users", family: "crm" },
+  { method: "POST", path: "/v1/users", family: "crm", body: { email: "matrix.user@row.test", name: "Matrix User" } },
+  { method: "GET", path: "/v1/users/{id}", family: "crm", seed: seedUser, unknown: unknownUser },
+  { method: "PATCH", path: "/v1/users/{id}", family: "crm", body: { name: "Matrix Renamed" }, seed: seedUser, unknown: unknownUser },
+  { method: "POST", path: "/v1/users/{id}/invitation", family: "crm", seed: seedUser, unknown: unknownUser },
+);

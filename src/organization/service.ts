@@ -1,0 +1,97 @@
+import { eq } from "drizzle-orm";
+import { organizations } from "../db/schema";
+import { expectVersion, expectVersionMatch, versioned, type VersionedTable, withRetries } from "../db/write";
+import { commit } from "../events/commit";
+import { newEvent } from "../events/outbox";
+import { diffAttributes } from "../lib/changes";
+import { type FieldIssue, NotFound, Validation } from "../lib/errors";
+import { nowIso } from "../lib/time";
+import type { ServiceContext } from "../service-context";
+import { followOnDirectory } from "../shards/placement";
+import { existingUserIds } from "../users/service";
+import { type Organization, OrganizationSettings, type UpdateOrganization } from "./schemas";
+
+type Row = typeof organizations.$inferSelect;
+
+/** The organization's row versions its changes (its id is its own organization). */
+const ORGANIZATIONS: VersionedTable = { table: organizations, id: organizations.id, organizationId: organizations.id, version: organizations.version };
+
+/** Stored settings with every default filled in; a key stored by an older release that no longer parses falls back to its default. */
+function settingsOf(stored: unknown): OrganizationSettings {
+  const parsed = OrganizationSettings.safeParse(stored ?? {});
+  return parsed.success ? parsed.data : OrganizationSettings.parse({});
+}
+
+function toOrganization(row: Row): Organization {
+  return { id: row.id, name: row.name, displayName: row.displayName, timeZone: row.timeZone, settings: settingsOf(row.settings), createdAt: row.createdAt, updatedAt: row.updatedAt ?? row.createdAt };
+}
+
+/** The caller's organization as its shard holds it (the copy every change commits on first). */
+async function findOrganization(ctx: Pick<ServiceContext, "db" | "organizationId">): Promise<Row> {
+  const row = await ctx.db.select().from(organizations).where(eq(organizations.id, ctx.organizationId)).get();
+  if (!row) throw new NotFound("Organization");
+  return row;
+}
+
+/** GET /v1/organization. */
+export async function getOrganization(ctx: ServiceContext): Promise<Organization> {
+  const row = await findOrganization(ctx);
+  return versioned(toOrganization(row), row.version);
+}
+
+/** The organization's settings, defaults filled in: what lead intake (issue 33) routes and normalizes phones by. */
+export async function organizationSettings(ctx: Pick<ServiceContext, "db" | "organizationId">): Promise<OrganizationSettings> {
+  return settingsOf((await findOrganization(ctx)).settings);
+}
+
+/** Every zip rule of a PATCH body naming someone who is no user of the organization, as the 422 lists it. */
+export async function routingIssues(ctx: Pick<ServiceContext, "db" | "organizationId">, body: unknown): Promise<FieldIssue[]> {
+  const rules = (body as { settings?: { leadRouting?: { zipRules?: unknown } } } | null)?.settings?.leadRouting?.zipRules;
+  if (!Array.isArray(rules)) return [];
+  const idOf = (rule: unknown) => (typeof rule === "object" && rule !== null && typeof (rule as { userId?: unknown }).userId === "string" ? (rule as { userId: string }).userId : undefined);
+  const ids = rules.map(idOf).filter((id): id is string => id !== undefined);
+  if (ids.length === 0) return [];
+  const known = await existingUserIds(ctx, ids);
+  return rules.flatMap((rule, i) => {
+    const id = idOf(rule);
+    return id === undefined || known.has(id)
+      ? []
+      : [{ field: `settings.leadRouting.zipRules.${i}.userId`, path: ["settings", "leadRouting", "zipRules", i, "userId"], code: "invalid_reference", message: "No user of your organization has this id" }];
+  });
+}
+
+/** What the directory's copy carries of a row (db/members.ts: everything a change touches). */
+const profileOf = (row: Row) => ({ displayName: row.displayName, timeZone: row.timeZone, settings: row.settings, updatedAt: row.updatedAt });
+
+/**
+ * PATCH /v1/organization. The shard's row changes first, by compare-and-set on its version, with `organization.updated`
+ * in the same batch; then the directory's copy follows (shards/placement.ts `followOnDirectory`). A change that
+ * changes nothing writes nothing and emits nothing, but still brings the directory along: so a retry after a failure
+ * between the two writes finishes the first without a second event.
+ */
+export async function updateOrganization(ctx: ServiceContext, input: UpdateOrganization): Promise<Organization> {
+  const issues = await routingIssues(ctx, input);
+  if (issues.length > 0) throw new Validation(issues);
+  return withRetries(async () => {
+    const row = await findOrganization(ctx);
+    expectVersionMatch(ctx, row.version);
+    const before = toOrganization(row);
+    const settings = { ...before.settings, ...input.settings };
+    const next: Row = { ...row, displayName: input.displayName === undefined ? row.displayName : input.displayName, timeZone: input.timeZone ?? row.timeZone, settings };
+    const after = toOrganization(next);
+    const { changes, previousAttributes } = diffAttributes(before, after, ["updatedAt"]);
+    if (changes.length === 0) {
+      await followOnDirectory(ctx.directory, organizations, row.id, profileOf(row), row.version);
+      return versioned(before, row.version);
+    }
+    const updated: Row = { ...next, updatedAt: nowIso(), version: row.version + 1 };
+    const object = toOrganization(updated);
+    await commit(
+      ctx,
+      [expectVersion(ctx.db, ORGANIZATIONS, ctx.organizationId, row), ctx.db.update(organizations).set({ ...profileOf(updated), version: updated.version }).where(eq(organizations.id, row.id))],
+      [newEvent(ctx, "organization.updated", { object, previousAttributes, changes })],
+    );
+    await followOnDirectory(ctx.directory, organizations, row.id, profileOf(updated), updated.version);
+    return versioned(object, updated.version);
+  });
+}
