@@ -13,6 +13,7 @@ import { responseHeaders } from "./platform/response-headers";
 import { d1Session } from "./platform/session";
 import { handleError, handleNotFound } from "./platform/error-handler";
 import { mountDocs, type Routers, validationHook } from "./platform/openapi";
+import { rateLimitFields } from "./platform/rate-limit";
 import { durableObjectRateLimiter, type RateLimiter } from "./platform/rate-limiter";
 import type { ReferralDeps } from "./referrals/routes";
 import type { SigningDeps } from "./signatures/public-routes";
@@ -20,8 +21,10 @@ import type { InviteDeps } from "./users/invite-routes";
 import type { WebhookDeps } from "./webhooks/transport";
 
 export interface AppOptions {
-  /** Replaces the Durable Object rate limiter (tests, or a deployment without the binding). */
+  /** Replaces the Durable Object rate limiter of the per-route limits (tests, or a deployment without the binding). */
   rateLimiter?: RateLimiter;
+  /** Replaces the Durable Object rate limiter of the per-credential quota (platform/rate-limit.ts `countCredential`). */
+  credentialLimiter?: RateLimiter;
   /** Replaces the DNS resolver or the outbound transport of the webhook routes (tests). */
   webhooks?: Partial<WebhookDeps>;
   /** Replaces the bot challenge of the public signing routes (tests point the real client at a fake siteverify). */
@@ -46,8 +49,11 @@ export function createApp(options: AppOptions = {}) {
   app.use(async (c, next) => {
     readConfig(c.env); // a malformed deployment fails every request loudly (500 with request id), not one route subtly
     c.set("rateLimiter", options.rateLimiter ?? durableObjectRateLimiter(c.env));
+    c.set("credentialLimiter", options.credentialLimiter ?? durableObjectRateLimiter(c.env));
     await next();
   });
+  // The RateLimit fields of an authenticated caller's credential, on whatever answers (a route, an error, a group).
+  app.use(rateLimitFields);
   app.use(d1Session);
   app.use(limitBodies());
   const isPublic = (path: string) => path.startsWith("/api/public/");
@@ -86,6 +92,8 @@ function routeGroups(options: AppOptions): RouteGroup[] {
     group(["/v1/properties", "/v1/properties/*"], async () => [(await import("./properties/routes")).propertyRoutes]),
     group(["/v1/deals", "/v1/deals/*"], async () => [(await import("./deals/routes")).dealRoutes]),
     group(["/v1/trash"], async () => [(await import("./trash/routes")).trashRoutes]),
+    group(["/v1/api-keys", "/v1/api-keys/*"], async () => [(await import("./api-keys/routes")).apiKeyRoutes]),
+    group(["/v1/integrations"], async () => [(await import("./integrations/routes")).integrationRoutes]),
     group(["/v1/organization"], async () => [(await import("./organization/routes")).organizationRoutes]),
     group(["/v1/users", "/v1/users/*"], async () => [(await import("./users/routes")).userRoutes]),
     group(["/invite/*"], async () => {

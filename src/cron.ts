@@ -4,7 +4,10 @@ import { createDb } from "./db/client";
 import { sendObligationNotices } from "./documents/obligation-notices";
 import { noteOverdueObligations } from "./documents/obligations";
 import type { Env } from "./env";
+import { relayDueDirectoryEvents } from "./events/directory-outbox";
 import { resendUnsentEvents } from "./events/outbox";
+import { disconnectExpired } from "./integrations/service";
+import { withDeferred } from "./lib/deferred";
 import { loggableError } from "./lib/log";
 import { pruneOAuth } from "./oauth/prune";
 import { pruneIdempotencyKeys } from "./platform/idempotency";
@@ -19,7 +22,8 @@ import { healEndpoints } from "./webhooks/healing";
 /**
  * One cron pass (loaded by the Worker's scheduled handler at its first pass, not at startup). Organization data lives
  * in the tenant shards (issue 24), so each task runs once per shard, with that shard's database, all side by side: a
- * failure on one shard (or of one task) is logged and the rest go on. What lives in the directory (OAuth) runs once.
+ * failure on one shard (or of one task) is logged and the rest go on. What lives in the directory (OAuth, integration
+ * events) runs once.
  */
 export function runCron(env: Env): Promise<unknown> {
   return Promise.all([
@@ -37,6 +41,14 @@ export function runCron(env: Env): Promise<unknown> {
     onEveryShard(env, "trash purge", ({ db }) => purgeTrash(env, db)),
     onEveryShard(env, "pending erasures", ({ db }) => resumeErasures(env, db)),
     onEveryShard(env, "pending uploads sweep", ({ db }) => sweepPendingUploads(env, db)),
-    pruneOAuth(createDb(env.DB)).catch((err) => console.error(JSON.stringify({ level: "error", msg: "cron task failed; next pass retries", task: "oauth prune", error: loggableError(err) }))),
+    onDirectory("oauth prune", () => pruneOAuth(createDb(env.DB))),
+    // Integration events of directory changes whose shard write did not finish, then connections whose grants ran out.
+    onDirectory("directory events relay", () => withDeferred((defer) => relayDueDirectoryEvents({ env, directory: createDb(env.DB), defer }))),
+    onDirectory("expired OAuth connections", () => withDeferred((defer) => disconnectExpired({ env, directory: createDb(env.DB), defer }))),
   ]);
+}
+
+/** A task on the directory, once per pass; a failure is logged and the next pass retries. */
+function onDirectory(task: string, run: () => Promise<unknown>): Promise<unknown> {
+  return run().catch((err) => console.error(JSON.stringify({ level: "error", msg: "cron task failed; next pass retries", task, error: loggableError(err) })));
 }

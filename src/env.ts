@@ -46,6 +46,7 @@ export interface Env {
   SEAL_PRIVATE_KEY?: string;
   SEAL_CERTIFICATE?: string;
   ADMIN_TOKEN?: string;
+  CREDENTIAL_RATE_LIMIT?: string;
 }
 
 const optional = z
@@ -103,6 +104,15 @@ const ConfigSchema = z.object({
   SEAL_CERTIFICATE: optional.transform((v) => v?.replaceAll("\\n", "\n")),
   // The bearer of the operator routes (/admin/*: shard moves); unset, they answer 503 not_configured.
   ADMIN_TOKEN: optional,
+  // Requests each credential (a session, an API key, an access token) may make per window on the authenticated
+  // families (platform/rate-limit.ts), as "<requests>/<seconds>".
+  CREDENTIAL_RATE_LIMIT: optional.pipe(
+    z
+      .string()
+      .regex(/^[1-9]\d{0,6}\/[1-9]\d{0,4}$/, 'CREDENTIAL_RATE_LIMIT must be "<requests>/<seconds>", e.g. "600/60"')
+      .default("600/60")
+      .transform((v) => ({ limit: Number(v.split("/")[0]), windowSeconds: Number(v.split("/")[1]) })),
+  ),
 }).superRefine((config, ctx) => {
   // Production with the `log` mailer would keep every signing link, sign-in code and copy in a table, mailing nobody:
   // refused like any malformed setting rather than discovered by a signer who never got a mail.

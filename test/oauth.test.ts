@@ -636,11 +636,14 @@ describe("access tokens on the API", () => {
     expect((await call("GET", "/v1/trash?kind=contact", { token: dealsOnly })).status).toBe(403);
   });
 
-  it("is not a credential for /api or /plants (401)", async () => {
+  it("is a credential for /api and /plants too, within its permissions (issue 32)", async () => {
     const principal = await createPrincipal();
     const token = await accessToken(principal);
-    expect((await call("GET", "/api/documents/usage", { token })).status).toBe(401);
-    expect((await call("DELETE", "/plants/1", { token })).status).toBe(401);
+    expect((await call("GET", "/api/documents/usage", { token })).status).toBe(200);
+    expect((await call("DELETE", "/plants/1", { token })).status).toBe(404);
+    const narrow = await accessToken(principal, "contacts:read");
+    expect((await call("GET", "/api/documents/usage", { token: narrow })).status).toBe(403);
+    expect((await call("DELETE", "/plants/1", { token: narrow })).status).toBe(403);
   });
 });
 

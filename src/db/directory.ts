@@ -1,4 +1,5 @@
 import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+import { eventColumns } from "./event-columns";
 import { organizations, users } from "./members";
 
 /**
@@ -24,6 +25,48 @@ export const sessions = sqliteTable(
     revokedAt: text(),
   },
   (t) => [uniqueIndex("sessions_token_hash_unique").on(t.tokenHash), index("sessions_user_idx").on(t.userId)],
+);
+
+/**
+ * API keys (issue 32): bearers for machines, `bk_` + 32 random bytes base64url, of which only the SHA-256 is stored.
+ * Resolved in the same directory read as a session (platform/auth.ts): a key acts as the user who created it, with its
+ * permissions ∩ that user's current role; a user no longer in the organization takes their keys' reach with them
+ * (no foreign key on `created_by`: the lookup's join is the rule).
+ */
+export const apiKeys = sqliteTable(
+  "api_keys",
+  {
+    id: text().primaryKey(),
+    organizationId: text()
+      .notNull()
+      .references(() => organizations.id),
+    createdBy: text().notNull(),
+    name: text().notNull(),
+    /** The key's first characters (`bk_` and 8 more), to recognise it in a list; never enough to use it. */
+    prefix: text().notNull(),
+    keyHash: text().notNull(),
+    permissions: text({ mode: "json" }).$type<string[]>().notNull(),
+    createdAt: text().notNull(),
+    expiresAt: text(),
+    /** Stamped at most once a minute, after the answer (platform/auth.ts). */
+    lastUsedAt: text(),
+  },
+  (t) => [uniqueIndex("api_keys_key_hash_unique").on(t.keyHash), index("api_keys_organization_created_idx").on(t.organizationId, t.createdAt, t.id)],
+);
+
+/**
+ * Events of changes made in the directory (a key created, an OAuth client connected) on their way to their
+ * organization's shard outbox (events/directory-outbox.ts): staged in the batch of the change, written to the shard
+ * right after under the same id (an insert that ignores a second copy), then deleted here. A row still here at
+ * `due_at` is written again by the cron, so the event exists once whatever fails between the two databases.
+ */
+export const directoryOutbox = sqliteTable(
+  "directory_outbox",
+  {
+    ...eventColumns(),
+    dueAt: text().notNull(),
+  },
+  (t) => [index("directory_outbox_due_idx").on(t.dueAt)],
 );
 
 

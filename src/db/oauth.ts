@@ -1,4 +1,4 @@
-import { index, integer, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 
 /**
  * The OAuth authorization server (issue 14, src/oauth/). Every secret it hands out (authorization codes, sign-in
@@ -106,7 +106,30 @@ export const oauthRefreshTokens = sqliteTable(
     usedAt: text(),
     revokedAt: text(),
   },
-  (t) => [index("oauth_refresh_tokens_family_idx").on(t.familyId), index("oauth_refresh_tokens_expires_idx").on(t.expiresAt)],
+  (t) => [
+    index("oauth_refresh_tokens_family_idx").on(t.familyId),
+    index("oauth_refresh_tokens_expires_idx").on(t.expiresAt),
+    // Whether a client still holds a live family in an organization (integrations/connections.ts).
+    index("oauth_refresh_tokens_organization_client_idx").on(t.organizationId, t.clientId),
+  ],
+);
+
+/**
+ * The OAuth clients connected to an organization (issue 32, "Integrations"): a row while some user of the
+ * organization holds a live refresh token family of the client. Written in the batch that starts the first family
+ * (the code exchange) and deleted in the batch that ends the last (revocation, reuse detection), or by the cron once
+ * the last one expired; `integration.connected` and `.disconnected` are staged on exactly those transitions.
+ */
+export const oauthConnections = sqliteTable(
+  "oauth_connections",
+  {
+    organizationId: text().notNull(),
+    clientId: text().notNull(),
+    /** The user whose consent connected it. */
+    connectedBy: text().notNull(),
+    connectedAt: text().notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.organizationId, t.clientId] }), index("oauth_connections_organization_connected_idx").on(t.organizationId, t.connectedAt, t.clientId)],
 );
 
 /**

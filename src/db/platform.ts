@@ -1,4 +1,5 @@
 import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+import { eventColumns } from "./event-columns";
 
 /**
  * One row per domain event, written in the same batch as the change it records (the outbox). The queue carries only
@@ -8,12 +9,7 @@ import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "driz
 export const outboxEvents = sqliteTable(
   "outbox_events",
   {
-    id: text().primaryKey(),
-    organizationId: text().notNull(),
-    type: text().notNull(),
-    actor: text({ mode: "json" }).$type<{ userId: string | null; type: "user" | "system" | "public" }>().notNull(),
-    occurredAt: text().notNull(),
-    data: text({ mode: "json" }).$type<Record<string, unknown>>().notNull(),
+    ...eventColumns(),
     sentAt: text(),
     sendAttempts: integer().notNull().default(0),
     nextAttemptAt: text(),

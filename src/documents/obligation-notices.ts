@@ -45,7 +45,7 @@ export async function sendObligationNotices(env: Env, db: Db, { max = 500, now =
     const events = new Map(rows.map((r) => [r.id, resourceEvent({ organizationId: r.organizationId, actor: { type: "system", userId: null } }, type, toObligation(r, today, soon))]));
     const listed = JSON.stringify(rows.map((r) => [r.id, r.dueDate]));
     statements.push(
-      ...stageEvents(db, [...events.values()], (event) => sql`EXISTS (SELECT 1 FROM ${c} o WHERE o.id = json_extract(${event}, '$.data.object.id') AND ${dueAndUnmarked(column, sql`substr(json_extract(${event}, '$.data.object.dueDate'), 1, 10)`)})`),
+      ...stageEvents(db, [...events.values()], { onlyIf: (event) => sql`EXISTS (SELECT 1 FROM ${c} o WHERE o.id = json_extract(${event}, '$.data.object.id') AND ${dueAndUnmarked(column, sql`substr(json_extract(${event}, '$.data.object.dueDate'), 1, 10)`)})` }),
     );
     marks.push({ index: statements.length, events });
     statements.push(

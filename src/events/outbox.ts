@@ -42,20 +42,23 @@ const STAGE_CHUNK_BYTES = 512 * 1024;
  * JSON parameter, so their number never meets D1's limit of 100 bound values). `onlyIf` stages an event only while a
  * condition on its JSON (`json_extract(event, '$.data.object.id')`) holds when the statement runs: the write that
  * marks it done follows in the same batch, so of concurrent batches only the first stages it (a cron's notices).
+ * `ifAbsent`: an event whose id is already there is left as it is, and each statement answers the ids it did write
+ * (events written again from another database: events/directory-outbox.ts).
  */
-export function stageEvents(db: Db, events: EventEnvelope[], onlyIf?: (event: SQL) => SQL): Statement[] {
+export function stageEvents(db: Db, events: EventEnvelope[], { onlyIf, ifAbsent = false }: { onlyIf?: (event: SQL) => SQL; ifAbsent?: boolean } = {}): Statement[] {
   const rows = events.map((event) =>
     JSON.stringify({ ...event, actor: { type: event.actor.type, userId: event.actor.userId ?? null }, due: nowIso(addSeconds(new Date(event.occurredAt), RESEND_GRACE_SECONDS)) }),
   );
-  return chunkBySize(rows, STAGE_CHUNK_BYTES).map((chunk) =>
+  return chunkBySize(rows, STAGE_CHUNK_BYTES).map((chunk) => {
     // Columns in table order: id, organization_id, type, actor, occurred_at, data, sent_at, send_attempts,
     // next_attempt_at, last_error, dead_at.
-    db.insert(outboxEvents).select(
+    const insert = db.insert(outboxEvents).select(
       sql`SELECT json_extract(value, '$.id'), json_extract(value, '$.organizationId'), json_extract(value, '$.type'), json_extract(value, '$.actor'),
                  json_extract(value, '$.occurredAt'), json_extract(value, '$.data'), NULL, 0, json_extract(value, '$.due'), NULL, NULL
           FROM json_each(${`[${chunk.join(",")}]`}) AS staged WHERE ${onlyIf ? onlyIf(sql`staged.value`) : sql`true`}`,
-    ),
-  );
+    );
+    return ifAbsent ? insert.onConflictDoNothing().returning({ id: outboxEvents.id }) : insert;
+  });
 }
 
 /** The outbox insert of one event. */

@@ -1,5 +1,7 @@
 import { and, eq, isNull, or } from "drizzle-orm";
 import type { Db } from "../db/client";
+import type { DirectoryWork } from "../events/directory-outbox";
+import { revokeAndDisconnect } from "../integrations/service";
 import { oauthClients, oauthGrants, oauthRefreshTokens, organizations, users } from "../db/schema";
 import { expectRow, isGuardFailure, type Statement } from "../db/write";
 import { sha256Hex, toBase64Url } from "../lib/crypto";
@@ -30,14 +32,17 @@ export async function newRefreshToken(family: Family, permissions: Permission[],
 
 /**
  * Revokes a family: its refresh tokens and its grants (the first one's id is the family id; grants made before
- * families existed have none), so every access token issued from it answers 401 at once (verifyAccessToken).
+ * families existed have none), so every access token issued from it answers 401 at once (verifyAccessToken). `by`:
+ * the family's user (a revocation the client asked for) or the system (a detected reuse), for the event's actor.
  */
-export async function revokeFamily(db: Db, familyId: string): Promise<void> {
+export async function revokeFamily(work: DirectoryWork, familyId: string, by: "user" | "system"): Promise<void> {
   const at = nowIso();
-  await db.batch([
+  const db = work.directory;
+  // In the same batch, the client's connection to the organization ends if this was its last live family (issue 32).
+  await revokeAndDisconnect(work, familyId, [
     db.update(oauthRefreshTokens).set({ revokedAt: at }).where(and(eq(oauthRefreshTokens.familyId, familyId), isNull(oauthRefreshTokens.revokedAt))),
     db.update(oauthGrants).set({ revokedAt: at }).where(and(or(eq(oauthGrants.id, familyId), eq(oauthGrants.familyId, familyId)), isNull(oauthGrants.revokedAt))),
-  ]);
+  ], by);
 }
 
 /** The refresh token whose raw value is `token`, or null. */
@@ -53,7 +58,8 @@ const MAX_SCOPE = 1000;
  * widen it, and the new refresh token keeps the family's full grant. The rotation is one guarded batch (db/write.ts):
  * of two concurrent uses of one token exactly one wins; the other is a reuse and revokes the family.
  */
-export async function refreshAccessToken(db: Db, config: SigningConfig, form: TokenRequest): Promise<TokenResponse> {
+export async function refreshAccessToken(work: DirectoryWork, config: SigningConfig, form: TokenRequest): Promise<TokenResponse> {
+  const db = work.directory;
   for (const field of ["refresh_token", "client_id"] as const) {
     if (!form[field]) throw new OAuthError("invalid_request", `${field} is required`);
   }
@@ -72,7 +78,7 @@ export async function refreshAccessToken(db: Db, config: SigningConfig, form: To
   if (!row || row.token.clientId !== client.clientId) throw new OAuthError("invalid_grant", "The refresh token is unknown or was issued to another client");
   const { token } = row;
   if (token.usedAt || token.revokedAt) {
-    await revokeFamily(db, token.familyId);
+    await revokeFamily(work, token.familyId, "system");
     throw new OAuthError("invalid_grant", "The refresh token was already used or revoked; every token issued from it is now revoked");
   }
   if (Date.parse(token.expiresAt) <= Date.now()) throw new OAuthError("invalid_grant", "The refresh token has expired");
@@ -97,7 +103,7 @@ export async function refreshAccessToken(db: Db, config: SigningConfig, form: To
     await db.batch(statements);
   } catch (err) {
     if (!isGuardFailure(err)) throw err;
-    await revokeFamily(db, token.familyId);
+    await revokeFamily(work, token.familyId, "system");
     throw new OAuthError("invalid_grant", "The refresh token was already used or revoked; every token issued from it is now revoked");
   }
   return tokenResponse(config, grant, row.organizationName, next.token, now);

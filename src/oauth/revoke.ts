@@ -1,6 +1,6 @@
 import { and, eq, isNull } from "drizzle-orm";
 import { verify } from "hono/jwt";
-import type { Db } from "../db/client";
+import type { DirectoryWork } from "../events/directory-outbox";
 import { oauthGrants } from "../db/schema";
 import type { Config } from "../env";
 import { nowIso } from "../lib/time";
@@ -23,7 +23,8 @@ export interface RevocationRequest {
  * is, a hint, and any value is accepted (section 2.1). An unknown, expired or already revoked token, or one issued to
  * another client, is answered the same way with nothing revoked (section 2.2): the answer tells nothing about a token.
  */
-export async function revokeToken(db: Db, config: Config, form: RevocationRequest): Promise<void> {
+export async function revokeToken(work: DirectoryWork, config: Config, form: RevocationRequest): Promise<void> {
+  const db = work.directory;
   if (!form.token) throw new OAuthError("invalid_request", "token is required");
   if (!form.client_id) throw new OAuthError("invalid_request", "client_id is required (public clients name themselves)");
   const client = await findClient(db, config, form.client_id);
@@ -42,5 +43,5 @@ export async function revokeToken(db: Db, config: Config, form: RevocationReques
     return;
   }
   const refresh = await findRefreshToken(db, form.token);
-  if (refresh && refresh.clientId === client.clientId) await revokeFamily(db, refresh.familyId);
+  if (refresh && refresh.clientId === client.clientId) await revokeFamily(work, refresh.familyId, "user");
 }

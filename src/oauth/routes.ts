@@ -1,7 +1,7 @@
 /**
  * The OAuth 2.1 authorization server of issue 14 (spec: Authentication rule 3): authorization code + PKCE (S256),
- * Dynamic Client Registration, RFC 8414 / RFC 9728 metadata. Its access tokens are accepted on /v1 and the MCP
- * endpoint (platform/auth.ts).
+ * Dynamic Client Registration, RFC 8414 / RFC 9728 metadata. Its access tokens are accepted on every authenticated
+ * family and the MCP endpoint (platform/auth.ts); a client a user grants is an integration (integrations/).
  *
  * Why not @cloudflare/workers-oauth-provider (read at 1.2.3): it wraps the whole Worker as its fetch handler and
  * issues opaque tokens (`userId:grantId:secret`) kept in a KV namespace (OAUTH_KV), with props encrypted under the
@@ -14,6 +14,7 @@ import { OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { openCors } from "../platform/cors";
 import { readConfig } from "../env";
+import type { DirectoryWork } from "../events/directory-outbox";
 import { apiError } from "../platform/api-family";
 import type { AppBindings } from "../platform/context";
 import { validationHook } from "../platform/openapi";
@@ -196,6 +197,9 @@ const noStore = async (c: Context, next: () => Promise<void>) => {
   c.res.headers.set("Pragma", "no-cache");
 };
 
+/** The directory and the bindings a token or revocation request needs for the integration events it may emit. */
+const directoryWork = (c: Context<AppBindings>): DirectoryWork => ({ env: c.env, directory: c.get("directory"), defer: (work) => c.executionCtx.waitUntil(work) });
+
 export const oauthRoutes = new OpenAPIHono<AppBindings>({ defaultHook: validationHook });
 // Browser-based MCP clients (an inspector page) read the metadata, register and exchange codes with fetch: no cookie
 // or ambient credential is involved on these routes, so any origin may call them.
@@ -208,9 +212,9 @@ oauthRoutes.use("/oauth/revoke", anyOrigin, noStore);
 oauthRoutes
   .openapi(authorizePage, (c) => authorize(c, c.req.valid("query")), pageHook as never)
   .openapi(authorizeForm, (c) => submitAuthorization(c, c.req.valid("query"), c.req.valid("form")), pageHook as never)
-  .openapi(token, async (c) => c.json(await requestToken(c.get("directory"), readConfig(c.env), c.req.valid("form")), 200))
+  .openapi(token, async (c) => c.json(await requestToken(directoryWork(c), readConfig(c.env), c.req.valid("form")), 200))
   .openapi(revoke, async (c) => {
-    await revokeToken(c.get("directory"), readConfig(c.env), c.req.valid("form"));
+    await revokeToken(directoryWork(c), readConfig(c.env), c.req.valid("form"));
     return c.body(null, 200);
   })
   .openapi(register, async (c) => c.json(await registerClient(c.get("directory"), c.req.valid("json")), 201), registrationHook as never)

@@ -3,6 +3,8 @@ import { verify } from "hono/jwt";
 import type { Db } from "../db/client";
 import { oauthCodes, oauthGrants, oauthRefreshTokens, organizationShards, organizations, users } from "../db/schema";
 import { expectRow, isGuardFailure } from "../db/write";
+import { commitInDirectory, type DirectoryWork } from "../events/directory-outbox";
+import { connectClient } from "../integrations/service";
 import type { Config } from "../env";
 import { sha256Hex, toBase64Url } from "../lib/crypto";
 import { newId } from "../lib/ids";
@@ -18,12 +20,12 @@ import { newGrant, type SigningConfig, type TokenRequest, type TokenResponse, to
 import { newRefreshToken, refreshAccessToken, revokeFamily } from "./refresh";
 
 /** POST /oauth/token: the authorization_code grant, or the refresh_token grant (issue 23). */
-export function requestToken(db: Db, config: Config, form: TokenRequest): Promise<TokenResponse> {
+export function requestToken(work: DirectoryWork, config: Config, form: TokenRequest): Promise<TokenResponse> {
   if (!config.JWT_SECRET) throw new OAuthError("temporarily_unavailable", "The token endpoint is not configured (JWT_SECRET is unset)", 503);
   const signing = config as SigningConfig;
   if (form.grant_type === undefined || form.grant_type === "") throw new OAuthError("invalid_request", "grant_type is required");
-  if (form.grant_type === "authorization_code") return exchangeCode(db, signing, form);
-  if (form.grant_type === "refresh_token") return refreshAccessToken(db, signing, form);
+  if (form.grant_type === "authorization_code") return exchangeCode(work, signing, form);
+  if (form.grant_type === "refresh_token") return refreshAccessToken(work, signing, form);
   throw new OAuthError("unsupported_grant_type", 'grant_type must be "authorization_code" or "refresh_token"');
 }
 
@@ -38,7 +40,8 @@ async function challengeOf(verifier: string): Promise<string> {
  * exchange is a reuse, answered `invalid_grant`, and revokes the family the first one started: its access and refresh
  * tokens stop working (RFC 6749 section 4.1.2).
  */
-async function exchangeCode(db: Db, config: SigningConfig, form: TokenRequest): Promise<TokenResponse> {
+async function exchangeCode(work: DirectoryWork, config: SigningConfig, form: TokenRequest): Promise<TokenResponse> {
+  const db = work.directory;
   for (const field of ["code", "redirect_uri", "client_id", "code_verifier"] as const) {
     if (!form[field]) throw new OAuthError("invalid_request", `${field} is required`);
   }
@@ -57,7 +60,7 @@ async function exchangeCode(db: Db, config: SigningConfig, form: TokenRequest): 
     .get();
   if (!row || row.code.clientId !== client.clientId) throw new OAuthError("invalid_grant", "The authorization code is unknown or was issued to another client");
   if (row.code.usedAt) {
-    await revokeFamilyOfCode(db, codeHash);
+    await revokeFamilyOfCode(work, codeHash);
     throw new OAuthError("invalid_grant", "The authorization code was already used; the tokens issued for it are revoked");
   }
   if (Date.parse(row.code.expiresAt) <= Date.now()) throw new OAuthError("invalid_grant", "The authorization code has expired");
@@ -74,24 +77,26 @@ async function exchangeCode(db: Db, config: SigningConfig, form: TokenRequest): 
   const refresh = await newRefreshToken(family, permissions, now);
   const unused = and(eq(oauthCodes.codeHash, codeHash), isNull(oauthCodes.usedAt));
   try {
-    await db.batch([
+    await commitInDirectory(work, [
       expectRow(db, oauthCodes, unused),
       db.update(oauthCodes).set({ usedAt: grant.createdAt, grantId: grant.id }).where(unused),
       db.insert(oauthGrants).values(grant),
       db.insert(oauthRefreshTokens).values(refresh.row),
+      // The client's first live grant in the organization connects it (issue 32, integration.connected).
+      ...connectClient(db, { ...family, clientName: client.clientName, permissions }),
     ]);
   } catch (err) {
     if (!isGuardFailure(err)) throw err;
-    await revokeFamilyOfCode(db, codeHash);
+    await revokeFamilyOfCode(work, codeHash);
     throw new OAuthError("invalid_grant", "The authorization code was already used; the tokens issued for it are revoked");
   }
   return tokenResponse(config, grant, row.organizationName, refresh.token, now);
 }
 
 /** A code presented again: what its first exchange started (its grant, and the refresh tokens and grants since) is revoked. */
-async function revokeFamilyOfCode(db: Db, codeHash: string): Promise<void> {
-  const code = await db.select({ grantId: oauthCodes.grantId }).from(oauthCodes).where(eq(oauthCodes.codeHash, codeHash)).get();
-  if (code?.grantId) await revokeFamily(db, code.grantId);
+async function revokeFamilyOfCode(work: DirectoryWork, codeHash: string): Promise<void> {
+  const code = await work.directory.select({ grantId: oauthCodes.grantId }).from(oauthCodes).where(eq(oauthCodes.codeHash, codeHash)).get();
+  if (code?.grantId) await revokeFamily(work, code.grantId, "system");
 }
 
 /** A JWT (three base64url parts), as opposed to a session token (`sess_…`). */
@@ -139,10 +144,13 @@ export async function verifyAccessToken(db: Db, config: Config, token: string): 
   };
 }
 
-/** Issue 14: access tokens work on the CRM routes and the MCP endpoint. */
+/**
+ * Access tokens work on every authenticated family (the CRM since issue 14, /api and /plants since issue 32), within
+ * their permissions, and on the MCP endpoint.
+ */
 function acceptsAccessTokens(path: string, config: Config): boolean {
   const mcp = mcpPathOf(config);
-  return path.startsWith("/v1/") || path === mcp || path.startsWith(`${mcp}/`);
+  return /^\/(v1|api|plants)(\/|$)/.test(path) || path === mcp || path.startsWith(`${mcp}/`);
 }
 
 /** Access tokens as authentication takes them (platform/auth.ts `AccessTokens`), handed in by app.ts and the MCP endpoint. */

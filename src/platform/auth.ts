@@ -1,13 +1,15 @@
-import { and, eq, gt, isNull, sql } from "drizzle-orm";
+import { and, eq, gt, isNull, lt, or, sql } from "drizzle-orm";
 import { createMiddleware } from "hono/factory";
 import type { Context } from "hono";
 import type { Db } from "../db/client";
 import type { Statement } from "../db/write";
-import { organizationShards, organizations, sessions, users } from "../db/schema";
+import { apiKeys, organizationShards, organizations, sessions, users } from "../db/schema";
 import { sha256Hex } from "../lib/crypto";
 import { type Config, readConfig } from "../env";
 import { InsufficientPermission, InsufficientRole, NotFound, OrganizationMoving, Unauthorized } from "../lib/errors";
-import { PERMISSION_NAMES, type Permission, ROLE_PERMISSIONS, routePermission } from "./permissions";
+import { loggableError } from "../lib/log";
+import { isPermission, PERMISSION_NAMES, type Permission, ROLE_PERMISSIONS, routePermission } from "./permissions";
+import { admitCount, countCredential } from "./rate-limit";
 import { nowIso } from "../lib/time";
 import { parseIfMatch } from "./etag";
 import type { AuthOrganization, AuthUser, ServiceContext } from "../service-context";
@@ -23,6 +25,12 @@ export interface Principal {
   fenced: boolean;
 }
 
+/** A credential found in the directory: a session (which carries every permission) or an API key (its own). */
+interface Credential extends Principal {
+  permissions?: Permission[];
+  apiKey?: { id: string; lastUsedAt: string | null };
+}
+
 /**
  * What authentication needs of the OAuth server, handed in by the app (oauth/tokens.ts `accessTokens`), so the
  * platform names no domain.
@@ -30,7 +38,7 @@ export interface Principal {
 export interface AccessTokens {
   /** An access token (a JWT), as opposed to a session token. */
   recognizes(token: string): boolean;
-  /** Where access tokens are accepted at all (the /v1 routes and the MCP endpoint). */
+  /** Where access tokens are accepted at all (the authenticated families and the MCP endpoint). */
   acceptedOn(path: string, config: Config): boolean;
   /** Who the token acts for and what it may do, or null for a token that is not (or no longer) valid. */
   verify(directory: Db, config: Config, token: string): Promise<(Principal & { permissions: Permission[] }) | null>;
@@ -38,41 +46,96 @@ export interface AccessTokens {
 
 /**
  * `Authorization: Bearer <token>` → the live session's user and organization, and the organization's shard, in one
- * directory round trip (issue 24).
+ * directory round trip (issue 24). A session only: the OAuth authorization endpoint acts as this user, and an API key
+ * (which carries only some of its user's permissions) must not approve a client for more than it may do itself.
  */
 export async function resolveBearer(directory: Db, header: string | undefined): Promise<Principal | null> {
   const token = bearerOf(header);
-  return token === undefined ? null : sessionLookup(directory, await sha256Hex(token));
+  return token === undefined || isApiKey(token) ? null : sessionLookup(directory, await sha256Hex(token));
 }
 
 const bearerOf = (header: string | undefined) => header?.match(/^Bearer\s+(\S+)\s*$/i)?.[1];
 
-async function sessionLookup(directory: Db, tokenHash: string): Promise<Principal | null> {
+/** An API key (`bk_` + 32 random bytes, base64url: api-keys/service.ts), as opposed to a session token. */
+const isApiKey = (token: string) => token.startsWith("bk_");
+
+/** The user, organization and shard columns both lookups answer. Aliased: D1 answers rows as objects, where the tables' `id` and `name` would collide. */
+const PRINCIPAL_COLUMNS = {
+  userId: sql<string>`${users.id}`.as("user_id"),
+  email: users.email,
+  userName: sql<string | null>`${users.name}`.as("user_name"),
+  role: users.role,
+  organizationId: sql<string>`${organizations.id}`.as("organization_id"),
+  organizationName: sql<string>`${organizations.name}`.as("organization_name"),
+  shard: organizationShards.shard,
+  fencedAt: organizationShards.fencedAt,
+};
+
+const principalOf = (row: { userId: string; email: string; userName: string | null; role: AuthUser["role"]; organizationId: string; organizationName: string; shard: number; fencedAt: string | null }): Principal => ({
+  user: { id: row.userId, email: row.email, name: row.userName, role: row.role },
+  organization: { id: row.organizationId, name: row.organizationName },
+  shard: row.shard,
+  fenced: row.fencedAt !== null,
+});
+
+/** The token's shape says which table: an API key's row, or a session's; one read either way. */
+function credentialLookup(directory: Db, token: string, tokenHash: string): Promise<Credential | null> {
+  return isApiKey(token) ? apiKeyLookup(directory, tokenHash) : sessionLookup(directory, tokenHash);
+}
+
+async function sessionLookup(directory: Db, tokenHash: string): Promise<Credential | null> {
   const row = await directory
-    // Aliased: D1 answers rows as objects, where the two tables' `id` and `name` would collide.
-    .select({
-      userId: sql<string>`${users.id}`.as("user_id"),
-      email: users.email,
-      userName: sql<string | null>`${users.name}`.as("user_name"),
-      role: users.role,
-      organizationId: sql<string>`${organizations.id}`.as("organization_id"),
-      organizationName: sql<string>`${organizations.name}`.as("organization_name"),
-      shard: organizationShards.shard,
-      fencedAt: organizationShards.fencedAt,
-    })
+    .select(PRINCIPAL_COLUMNS)
     .from(sessions)
     .innerJoin(users, eq(users.id, sessions.userId))
     .innerJoin(organizations, eq(organizations.id, sessions.organizationId))
     .innerJoin(organizationShards, eq(organizationShards.organizationId, sessions.organizationId))
     .where(and(eq(sessions.tokenHash, tokenHash), isNull(sessions.revokedAt), gt(sessions.expiresAt, nowIso())))
     .get();
+  return row ? principalOf(row) : null;
+}
+
+/**
+ * A live API key (issue 32): unexpired, its creator still a user of its organization. It acts as that user, with its
+ * own permissions (∩ the user's role, at each request: `grantedPermissions`).
+ */
+async function apiKeyLookup(directory: Db, keyHash: string): Promise<Credential | null> {
+  const now = nowIso();
+  const row = await directory
+    .select({ ...PRINCIPAL_COLUMNS, keyId: sql<string>`${apiKeys.id}`.as("key_id"), permissions: apiKeys.permissions, lastUsedAt: apiKeys.lastUsedAt })
+    .from(apiKeys)
+    .innerJoin(users, and(eq(users.id, apiKeys.createdBy), eq(users.organizationId, apiKeys.organizationId)))
+    .innerJoin(organizations, eq(organizations.id, apiKeys.organizationId))
+    .innerJoin(organizationShards, eq(organizationShards.organizationId, apiKeys.organizationId))
+    .where(and(eq(apiKeys.keyHash, keyHash), or(isNull(apiKeys.expiresAt), gt(apiKeys.expiresAt, now))))
+    .get();
   if (!row) return null;
-  return {
-    user: { id: row.userId, email: row.email, name: row.userName, role: row.role },
-    organization: { id: row.organizationId, name: row.organizationName },
-    shard: row.shard,
-    fenced: row.fencedAt !== null,
-  };
+  return { ...principalOf(row), permissions: row.permissions.filter(isPermission), apiKey: { id: row.keyId, lastUsedAt: row.lastUsedAt } };
+}
+
+/** How stale a key's `lastUsedAt` may be before a request stamps it again: at most one write a minute per key. */
+const LAST_USED_RESOLUTION_MS = 60_000;
+
+/**
+ * Stamps the key's last use after the answer (never on its path), when the stamp read with the key is a minute old:
+ * the UPDATE is guarded on that age too, so concurrent requests of one key write it once.
+ */
+function noteKeyUse(c: Context<AppBindings>, key: { id: string; lastUsedAt: string | null }): void {
+  const now = Date.now();
+  if (key.lastUsedAt !== null && now - Date.parse(key.lastUsedAt) < LAST_USED_RESOLUTION_MS) return;
+  const directory = c.get("directory");
+  const staleBefore = nowIso(new Date(now - LAST_USED_RESOLUTION_MS));
+  const stamp = directory
+    .update(apiKeys)
+    .set({ lastUsedAt: nowIso(new Date(now)) })
+    .where(and(eq(apiKeys.id, key.id), or(isNull(apiKeys.lastUsedAt), lt(apiKeys.lastUsedAt, staleBefore))))
+    .run()
+    .catch((err) => console.warn(JSON.stringify({ level: "warn", msg: "API key last use not stamped", keyId: key.id, error: loggableError(err) })));
+  try {
+    c.executionCtx.waitUntil(stamp);
+  } catch {
+    // No execution context (app.request in a script): the stamp runs on its own.
+  }
 }
 
 /**
@@ -99,40 +162,45 @@ function admit(c: Context<AppBindings>, principal: Principal): void {
 }
 
 /**
- * Rejects the request with 401 unless it carries a live session, or (on /v1 and the MCP endpoint only) a valid OAuth
- * access token: signature, exp, iss and aud checked, its grant unrevoked (one directory read). A token's permissions
- * are set on the context; a session has them all. An access token anywhere else (/api, /plants) is answered like an
- * unknown token, 401: it was issued for the MCP server and the CRM, not for the document desk or the reputation
- * suite. The error handler shapes the body per family. Either way the organization's shard is opened for the rest of
- * the request; a session's lookup also runs the route's `preloads`, if it has one, on the shard it last lived on.
+ * Rejects the request with 401 unless it carries a live session, a live API key (`bk_…`, issue 32) or a valid OAuth
+ * access token: signature, exp, iss and aud checked, its grant unrevoked (one directory read). A key's or a token's
+ * permissions are set on the context; a session has them all. The error handler shapes the body per family. Either
+ * way the organization's shard is opened for the rest of the request; a session's or a key's lookup also runs the
+ * route's `preloads`, if it has one, on the shard it last lived on. Beside the lookup, the credential's request is
+ * counted against its quota (platform/rate-limit.ts): 429 past it, once the credential is known to be valid.
  */
 export const authenticate = (preloads: AuthPreload[], accessTokens: AccessTokens) =>
   createMiddleware<AppBindings>(async (c, next) => {
     const token = bearerOf(c.req.header("authorization"));
-    if (token !== undefined && accessTokens.recognizes(token)) {
+    if (token === undefined) throw new Unauthorized();
+    const tokenHash = await sha256Hex(token);
+    if (accessTokens.recognizes(token)) {
       const config = readConfig(c.env);
       if (!accessTokens.acceptedOn(c.req.path, config)) throw new Unauthorized();
-      const principal = await accessTokens.verify(c.get("directory"), config, token);
+      const [principal, counted] = await Promise.all([accessTokens.verify(c.get("directory"), config, token), countCredential(c, tokenHash)]);
       if (!principal) throw new Unauthorized();
+      admitCount(c, counted);
       admit(c, principal);
       c.set("permissions", principal.permissions);
       return next();
     }
-    if (token === undefined) throw new Unauthorized();
-    const tokenHash = await sha256Hex(token);
     const guess = shardGuesses.get(tokenHash);
     let preload: { key: string; statements: Statement[] } | undefined;
     if (guess) {
       openShard(c, guess.shard);
       preload = preloadOf(preloads, c.get("db"), c.req.method, c.req.path, sql`${guess.organizationId}`);
     }
-    const [principal, preloaded] = await Promise.all([
-      sessionLookup(c.get("directory"), tokenHash),
+    const [principal, preloaded, counted] = await Promise.all([
+      credentialLookup(c.get("directory"), token, tokenHash),
       preload && preload.statements.length > 0 ? c.get("db").batch(preload.statements as [Statement, ...Statement[]]) : undefined,
+      countCredential(c, tokenHash),
     ]);
     if (!principal) throw new Unauthorized();
+    admitCount(c, counted);
     rememberShard(tokenHash, principal);
     admit(c, principal);
+    if (principal.permissions) c.set("permissions", principal.permissions);
+    if (principal.apiKey) noteKeyUse(c, principal.apiKey);
     if (preload && preloaded && guess?.organizationId === principal.organization.id && guess.shard === principal.shard) {
       c.set("preloaded", new Map([[preload.key, preloaded as unknown[]]]));
     }

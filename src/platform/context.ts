@@ -3,7 +3,7 @@ import type { Db } from "../db/client";
 import type { Env } from "../env";
 import type { Permission } from "./permissions";
 import type { AuthOrganization, AuthUser } from "../service-context";
-import type { RateLimiter } from "./rate-limiter";
+import type { RateDecision, RateLimiter, RateRule } from "./rate-limiter";
 
 /** A claimed Idempotency-Key: where its row is, and the answer a verb kept in its own batch, once that batch committed. */
 export interface IdempotencyClaim {
@@ -23,11 +23,16 @@ export interface AppVariables {
   shard: number;
   shardSession: D1DatabaseSession;
   rateLimiter: RateLimiter;
+  /** Counts each credential's requests (platform/rate-limit.ts `countCredential`); tests replace it. */
+  credentialLimiter: RateLimiter;
+  /** The caller's credential quota and this request's count, once authentication admitted it (the RateLimit fields). */
+  quota?: { rule: RateRule; decision: RateDecision };
   user: AuthUser;
   organization: AuthOrganization;
   /**
-   * What an OAuth access token was granted (src/platform/permissions.ts); undefined for a bearer session, which may do
-   * everything. Read it through `grantedPermissions` / `requirePermission` (platform/auth.ts).
+   * What the credential carries (src/platform/permissions.ts): an OAuth access token's grant, an API key's
+   * permissions; undefined for a bearer session, which may do everything. Either way within the user's role: read it
+   * through `grantedPermissions` / `requirePermission` (platform/auth.ts).
    */
   permissions?: Permission[];
   /**

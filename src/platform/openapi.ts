@@ -4,7 +4,7 @@ import { AppError, type FieldIssue, Validation } from "../lib/errors";
 import { jsonIssues } from "../lib/json-bounds";
 import { issuesFromZod } from "../lib/validation";
 import type { AppBindings } from "./context";
-import { REQUEST_ID_COMPONENT } from "./route";
+import { RATE_LIMIT_COMPONENTS, REQUEST_ID_COMPONENT } from "./route";
 
 /**
  * The problems of a JSON body that no route schema expresses: nesting deeper than MAX_JSON_DEPTH and strings that are
@@ -61,9 +61,10 @@ export async function issuesOf(check: () => Promise<unknown>): Promise<FieldIssu
 const DESCRIPTION = `Edge-native API for real-estate brokerages: a CRM (contacts, deals, listings, signed webhooks),
 a document desk (drafts, e-signature envelopes, obligations, search, clickwrap) and a reputation suite.
 
-**Authentication.** Authenticated routes take \`Authorization: Bearer <token>\` and only ever see the caller's
-organization; an id of another organization answers exactly as an unknown id (404). Missing, unknown, revoked or
-expired tokens answer 401. Public routes (\`/api/public/*\`, \`/oauth/*\`, these docs) need no token.
+**Authentication.** Authenticated routes take \`Authorization: Bearer <token>\` (a session, an API key or an OAuth
+access token) and only ever see the caller's organization; an id of another organization answers exactly as an
+unknown id (404). Missing, unknown, revoked or expired tokens answer 401; a route outside the credential's
+permissions or the user's role 403. Public routes (\`/api/public/*\`, \`/oauth/*\`, these docs) need no token.
 
 **Errors.** Each route family has its own error body:
 - \`/v1/*\`: \`{success: false, error: {type, title, status, detail, errors[{field, code, message}]}}\`; a body that
@@ -98,7 +99,10 @@ parameters are refused), no JSON body nests deeper than 32 levels, and every str
 
 **Rate limits** (per client IP, per minute) on the public routes: signing link GET 60 / POST 30, clickwrap GET 120 /
 POST 60, survey GET 60 / POST 10, referral POST 10, reviews feed GET 300, OAuth token POST 30, OAuth client registration and sign-in POST 20,
-invitation page GET 60 / POST 20.`;
+invitation page GET 60 / POST 20.
+On the authenticated routes, per credential (each session, API key and access token its own window; 600 requests a
+minute unless the deployment says otherwise): every answer carries \`RateLimit-Policy: "default";q=600;w=60\` and
+\`RateLimit: "default";r=<left>;t=<seconds>\` (draft-ietf-httpapi-ratelimit-headers); past the quota, 429 with \`Retry-After\`.`;
 
 /** Routers of any route shape (plain Hono apps or OpenAPIHono), as the route groups build them (lazy-routes.ts). */
 export type Routers = Hono<AppBindings, any, any>[];
@@ -116,9 +120,10 @@ export function mountDocs(app: OpenAPIHono<AppBindings>, routers: () => Promise<
     all.openAPIRegistry.registerComponent("securitySchemes", "bearerAuth", {
       type: "http",
       scheme: "bearer",
-      description: "A session token (`npm run token` in development) or an OAuth 2.1 access token.",
+      description: "A session token (`npm run token` in development), an API key (`bk_…`, POST /v1/api-keys) or an OAuth 2.1 access token, each within its permissions and its user's role.",
     });
     all.openAPIRegistry.registerComponent("headers", REQUEST_ID_COMPONENT.name, REQUEST_ID_COMPONENT.header);
+    for (const [name, header] of Object.entries(RATE_LIMIT_COMPONENTS)) all.openAPIRegistry.registerComponent("headers", name, header);
     const config = {
       openapi: "3.1.0",
       info: { title: "Brokerage Edge API", version: "1.0.0", description: DESCRIPTION, license: { name: "Proprietary", identifier: "LicenseRef-Proprietary" } },

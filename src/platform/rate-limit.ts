@@ -1,8 +1,10 @@
 import type { Context } from "hono";
 import { createMiddleware } from "hono/factory";
+import { readConfig } from "../env";
 import { RateLimited } from "../lib/errors";
+import { loggableError } from "../lib/log";
 import type { AppBindings } from "./context";
-import type { RateRule } from "./rate-limiter";
+import type { RateDecision, RateRule } from "./rate-limiter";
 
 /**
  * Per-IP limits of the public routes. Counts come from the specs where they give them (documents spec, Limits);
@@ -72,3 +74,54 @@ export function rateLimit(bucket: RateBucket, keyOf: (c: Context<AppBindings>) =
     await next();
   });
 }
+
+/**
+ * The quota of each credential on the authenticated families and the MCP endpoint (issue 32; README "Rate limits"):
+ * a session, an API key and an OAuth access token each count in a window of their own, keyed by the SHA-256 of the
+ * token, on the same Durable Object limiter as the per-address limits. The count is asked for beside the
+ * authentication's directory read (platform/auth.ts), so it adds no round trip in sequence; it is used only once the
+ * credential is found valid. Should the limiter fail, the request goes on uncounted (logged), as a cache miss would.
+ */
+export async function countCredential(c: Context<AppBindings>, tokenHash: string): Promise<{ rule: RateRule; decision: RateDecision } | undefined> {
+  const rule = readConfig(c.env).CREDENTIAL_RATE_LIMIT;
+  try {
+    return { rule, decision: await c.get("credentialLimiter").consume(`credential:${tokenHash}`, rule) };
+  } catch (err) {
+    console.warn(JSON.stringify({ level: "warn", msg: "credential rate limiter unavailable; request not counted", error: loggableError(err) }));
+    return undefined;
+  }
+}
+
+/** After authentication: the credential's count, for the RateLimit fields; past the quota, 429 with Retry-After. */
+export function admitCount(c: Context<AppBindings>, counted: { rule: RateRule; decision: RateDecision } | undefined): void {
+  if (!counted) return;
+  c.set("quota", counted);
+  if (!counted.decision.allowed) throw new RateLimited(counted.decision.retryAfterSeconds);
+}
+
+/** The policy's name in the fields: one quota for every credential kind, each credential in its own window. */
+const POLICY = "default";
+
+/**
+ * `RateLimit-Policy` and `RateLimit` (draft-ietf-httpapi-ratelimit-headers, structured fields) on every answer to an
+ * authenticated caller, errors and 429s included: the quota (`q` requests per `w` seconds), what is left of it (`r`)
+ * and the seconds until a unit comes back (`t`). Set on the final answer, as platform/response-headers.ts does, since
+ * a lazily built group answers from its own context.
+ */
+export const rateLimitFields = createMiddleware<AppBindings>(async (c, next) => {
+  await next();
+  const quota = c.get("quota");
+  if (!quota) return;
+  const { rule, decision } = quota;
+  const fields = {
+    "RateLimit-Policy": `"${POLICY}";q=${rule.limit};w=${rule.windowSeconds}`,
+    RateLimit: `"${POLICY}";r=${decision.remaining};t=${decision.resetSeconds ?? (decision.allowed ? rule.windowSeconds : decision.retryAfterSeconds)}`,
+  };
+  for (const [name, value] of Object.entries(fields)) {
+    try {
+      c.res.headers.set(name, value);
+    } catch {
+      c.header(name, value); // immutable headers (a response from the cache): Hono copies the response first
+    }
+  }
+});

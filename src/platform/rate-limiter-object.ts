@@ -6,6 +6,8 @@ export interface RateDecision {
   remaining: number;
   /** Seconds until the oldest counted request leaves the window (0 when allowed). */
   retryAfterSeconds: number;
+  /** Seconds until the oldest counted request leaves the window and a unit of quota comes back, allowed or not (the `t` of the RateLimit field). */
+  resetSeconds?: number;
 }
 
 /**
@@ -33,11 +35,12 @@ export class RateLimiterObject extends DurableObject<Env> {
     const windowMs = windowSeconds * 1000;
     this.hits = this.hits.filter((at) => at > now - windowMs);
     if (this.hits.length >= limit) {
-      return { allowed: false, remaining: 0, retryAfterSeconds: Math.max(1, Math.ceil((this.hits[0]! + windowMs - now) / 1000)) };
+      const wait = Math.max(1, Math.ceil((this.hits[0]! + windowMs - now) / 1000));
+      return { allowed: false, remaining: 0, retryAfterSeconds: wait, resetSeconds: wait };
     }
     this.hits.push(now);
     this.persistSoon(windowMs);
-    return { allowed: true, remaining: limit - this.hits.length, retryAfterSeconds: 0 };
+    return { allowed: true, remaining: limit - this.hits.length, retryAfterSeconds: 0, resetSeconds: Math.max(1, Math.ceil((this.hits[0]! + windowMs - now) / 1000)) };
   }
 
   /**

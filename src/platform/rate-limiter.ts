@@ -10,6 +10,8 @@ export interface RateRule {
   windowSeconds: number;
 }
 
+export type { RateDecision };
+
 export interface RateLimiter {
   consume(key: string, rule: RateRule): Promise<RateDecision>;
 }

@@ -15,6 +15,21 @@ export const REQUEST_ID_COMPONENT = {
 };
 const REQUEST_ID_HEADER = { "X-Request-Id": { $ref: `#/components/headers/${REQUEST_ID_COMPONENT.name}` } };
 
+/** The RateLimit fields every answer to an authenticated caller carries (platform/rate-limit.ts): components of /openapi.json. */
+export const RATE_LIMIT_COMPONENTS = {
+  "RateLimit-Policy": {
+    description: "The caller's credential quota (draft-ietf-httpapi-ratelimit-headers): `q` requests per `w` seconds, per session, API key or access token. Absent from a 401.",
+    required: false,
+    schema: { type: "string" as const, example: '"default";q=600;w=60' },
+  },
+  RateLimit: {
+    description: "What is left of the quota: `r` requests, and `t` seconds until one more comes back. Absent from a 401.",
+    required: false,
+    schema: { type: "string" as const, example: '"default";r=599;t=60' },
+  },
+};
+const RATE_LIMIT_HEADERS = Object.fromEntries(Object.keys(RATE_LIMIT_COMPONENTS).map((name) => [name, { $ref: `#/components/headers/${name}` }]));
+
 /** A route family (DESIGN.md "Shapes"): its name and how its error body is declared. */
 export interface RouteFamily {
   name: "crm" | "api" | "plants";
@@ -27,8 +42,8 @@ export interface RouteFamily {
  *
  * - 400 on every route: a malformed `X-D1-Bookmark` (platform/session.ts) or `Idempotency-Key`, a body that is not
  *   JSON, and on the /api and plant families every validation failure;
- * - 401 on authenticated routes; 403 on authenticated /v1 routes (an OAuth access token without the route's
- *   permission, platform/auth.ts); 413 and 415 on routes with a body; 500 everywhere;
+ * - 401, 403 (a role or a credential without the route's permission, platform/auth.ts) and 429 (the credential's
+ *   quota, platform/rate-limit.ts) on authenticated routes; 413 and 415 on routes with a body; 500 everywhere;
  * - on authenticated writes of /v1 and /api (platform/idempotency.ts): 409 while a request with the same key runs,
  *   422 when the key was used for another request;
  * - 422 on CRM routes that take input (the CRM family's validation status);
@@ -37,7 +52,7 @@ export interface RouteFamily {
  *   ETag of its 200 and a 304 for If-None-Match, which `conditionalRead` (platform/etag.ts), attached here, answers.
  *
  * Where the route declares the same status for its own reasons, both are described. Every response, the route's own
- * and these, declares the `X-Request-Id` header.
+ * and these, declares the `X-Request-Id` header, and on authenticated routes the RateLimit fields.
  */
 export function defineRoute<P extends string, R extends Omit<RouteConfig, "path"> & { path: P; operationId: string }>(family: RouteFamily, config: R): ReturnType<typeof createRoute<P, R>> {
   const responses: Responses = { ...config.responses };
@@ -53,7 +68,8 @@ export function defineRoute<P extends string, R extends Omit<RouteConfig, "path"
 
   add(400, family.name === "crm" || !takesInput ? "The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key)" : "Invalid input (every problem listed), a body that is not JSON, or a malformed header");
   if (authenticated) add(401, "Missing, unknown, revoked or expired token");
-  if (authenticated && family.name === "crm") add(403, "An OAuth access token not granted this route's permission (insufficient_permission)");
+  if (authenticated) add(403, "The caller's role does not allow this route (insufficient_role), or its API key or OAuth access token was not granted the route's permission (insufficient_permission)");
+  if (authenticated) add(429, "The credential's quota is spent (rate_limited): retry after Retry-After seconds; RateLimit says the same");
   if (family.name === "crm" && takesInput) add(422, "The request broke the schema; errors[] lists every problem with field, code and message");
   if (idempotent) {
     add(409, "A request with this Idempotency-Key is still being processed (idempotency_key_in_flight)");
@@ -75,7 +91,7 @@ export function defineRoute<P extends string, R extends Omit<RouteConfig, "path"
   for (const [status, response] of Object.entries(responses)) {
     // Header records only: a route declaring its headers as a zod object would lose them here (none does; the
     // OpenAPI test checks every response declares X-Request-Id).
-    if (!("$ref" in response)) responses[status] = { ...response, headers: { ...(response.headers as object), ...REQUEST_ID_HEADER } };
+    if (!("$ref" in response)) responses[status] = { ...response, headers: { ...(response.headers as object), ...REQUEST_ID_HEADER, ...(authenticated ? RATE_LIMIT_HEADERS : {}) } };
   }
   const middleware = conditional ? [...[config.middleware ?? []].flat(), conditionalRead] : config.middleware;
   return createRoute({ ...config, responses, ...(middleware ? { middleware } : {}) } as R);

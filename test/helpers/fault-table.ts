@@ -10,7 +10,7 @@ import type { Statement } from "../../src/db/write";
 import { dealPrefix, propertyPrefix } from "../../src/files/keys";
 import { stageEvents } from "../../src/events/outbox";
 import worker from "../../src/index";
-import { sha256Hex } from "../../src/lib/crypto";
+import { sha256Hex, toBase64Url } from "../../src/lib/crypto";
 import { shardDatabase } from "../../src/shards/bindings";
 import { startMove, stepMove } from "../../src/shards/move";
 import { MOVED_TABLES } from "../../src/shards/moved-tables";
@@ -206,6 +206,13 @@ function keyedWrite<S extends Written>(prepare: (owner: TestPrincipal) => Promis
       const owner = await principal();
       return { owner, key: crypto.randomUUID(), ...(await prepare(owner)) } as S;
     },
+    ...retriedRequest(send),
+  };
+}
+
+/** An operation that is one request: `act` sends it, the recovery sends it again (as a client would) while it answers a failure. */
+function retriedRequest<S extends { first?: Answer; final?: Answer }>(send: (f: FaultEnv, s: S) => Promise<Answer>): Pick<FaultRow<S>, "act" | "recover"> {
+  return {
     async act(f, s) {
       s.first = await send(f, s);
     },
@@ -830,4 +837,165 @@ const userRoleChange: FaultRow<RoleChange> = {
   },
 };
 
-export const FAULTS: FaultRow[] = [contactCreate, dealMove, propertyPrice, dealUpload, photoUpload, publicSign, fanout, autoDisable, purge, restore, shardMove, erasure, organizationUpdate, userInvite, userRoleChange];
+// ---------------------------------------------------------------------------------------------------------------------
+// Issue 32: changes made in the directory (API keys, OAuth grants) whose events live in the shard outbox
+// (events/directory-outbox.ts): the directory batch, the shard write under the same id, the publish, the cleanup.
+
+const INTEGRATION_EVENTS = ["integration.connected", "integration.disconnected"];
+const DIRECTORY_RECOVERY = "client retry; cron (directory events relay, outbox resend); queue redelivery";
+
+/** The organization's integration events, each as `type object-id`, sorted. */
+async function integrationEventsOf(organizationId: string): Promise<string[]> {
+  const rows = await (await tenantDb(organizationId))
+    .prepare("SELECT type, json_extract(data, '$.object.id') AS object FROM outbox_events WHERE organization_id = ? AND type LIKE 'integration.%'")
+    .bind(organizationId)
+    .all<{ type: string; object: string }>();
+  return rows.results.map((r) => `${r.type} ${r.object}`).sort();
+}
+
+/** Nothing of the organization is left in the directory on its way to the shard. */
+async function expectNothingPending(organizationId: string): Promise<void> {
+  const left = await env.DB.prepare("SELECT COUNT(*) AS n FROM directory_outbox WHERE organization_id = ?").bind(organizationId).first<{ n: number }>();
+  expect(left!.n, "directory events still pending").toBe(0);
+}
+
+const keyIdsOf = async (organizationId: string) =>
+  (await env.DB.prepare("SELECT id FROM api_keys WHERE organization_id = ? ORDER BY id").bind(organizationId).all<{ id: string }>()).results.map((r) => r.id);
+
+interface KeyWrite {
+  owner: TestPrincipal;
+  keyId?: string;
+  first?: Answer;
+  final?: Answer;
+}
+
+const createKey = (f: FaultEnv, s: KeyWrite) => request(f, "POST", "/v1/api-keys", { token: s.owner.token, body: { name: "Faulted key", permissions: ["contacts:read"] } });
+
+const apiKeyCreate: FaultRow<KeyWrite> = {
+  operation: "API key create (directory batch, then its event in the shard)",
+  recovery: DIRECTORY_RECOVERY,
+  seed: async () => ({ owner: await principal() }),
+  ...retriedRequest(createKey),
+  async check(_f, s) {
+    expectAnswered(s as Written, 201);
+    const org = s.owner.organizationId;
+    const keys = await keyIdsOf(org);
+    // A reply lost after the directory committed leaves that key too (its answer, with the key, never arrived).
+    expect(keys, "the keys").toContain(s.final!.body.data.id);
+    expect(keys.length, "the keys").toBeLessThanOrEqual(2);
+    expect(await integrationEventsOf(org), "one integration.connected per key, and nothing else").toEqual(keys.map((id) => `integration.connected ${id}`).sort());
+    await expectNothingPending(org);
+    await expectEventsOnce(org, INTEGRATION_EVENTS, { "integration.connected": keys.length, "integration.disconnected": 0 });
+  },
+};
+
+const deleteKey = (f: FaultEnv, s: KeyWrite) => request(f, "DELETE", `/v1/api-keys/${s.keyId}`, { token: s.owner.token });
+
+const apiKeyDelete: FaultRow<KeyWrite> = {
+  operation: "API key delete (directory batch, then its event in the shard)",
+  recovery: DIRECTORY_RECOVERY,
+  async seed() {
+    const owner = await principal();
+    return { owner, keyId: (await seedCall("POST", "/v1/api-keys", { token: owner.token, body: { name: "Doomed key", permissions: ["contacts:read"] } })).data.id };
+  },
+  ...retriedRequest(deleteKey),
+  async check(_f, s) {
+    // The retry of a delete whose reply was lost finds the key gone.
+    expect([204, 404], JSON.stringify(s.final!.body)).toContain(s.final!.status);
+    const org = s.owner.organizationId;
+    expect(await keyIdsOf(org), "the keys").toEqual([]);
+    expect(await integrationEventsOf(org)).toEqual([`integration.connected ${s.keyId}`, `integration.disconnected ${s.keyId}`]);
+    await expectNothingPending(org);
+    await expectEventsOnce(org, INTEGRATION_EVENTS, { "integration.connected": 1, "integration.disconnected": 1 });
+  },
+};
+
+/** A form POST to an OAuth endpoint on `f`, from an address of its own (they are limited per address). */
+const oauthForm = (f: FaultEnv, path: string, form: Record<string, string>) =>
+  request(f, "POST", path, { raw: new TextEncoder().encode(new URLSearchParams(form).toString()), headers: { "content-type": "application/x-www-form-urlencoded", "cf-connecting-ip": freshIp() } });
+
+/** An authorization code of the bearer-session shortcut, and its verifier. */
+async function oauthCode(f: FaultEnv, owner: TestPrincipal): Promise<{ code: string; verifier: string }> {
+  const verifier = toBase64Url(crypto.getRandomValues(new Uint8Array(32)));
+  const challenge = toBase64Url(new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(verifier))));
+  const query = new URLSearchParams({ client_id: OAUTH_CLIENT, redirect_uri: OAUTH_REDIRECT, response_type: "code", code_challenge: challenge, code_challenge_method: "S256", state: "fault" });
+  const res = await request(f, "GET", `/oauth/authorize?${query}`, { token: owner.token });
+  expect(res.status, "authorization").toBe(302);
+  return { code: new URL(res.headers.get("location")!).searchParams.get("code")!, verifier };
+}
+
+const OAUTH_CLIENT = "mcp-dev";
+const OAUTH_REDIRECT = "http://127.0.0.1:4321/callback";
+const exchangeCode = (f: FaultEnv, c: { code: string; verifier: string }) =>
+  oauthForm(f, "/oauth/token", { grant_type: "authorization_code", code: c.code, redirect_uri: OAUTH_REDIRECT, client_id: OAUTH_CLIENT, code_verifier: c.verifier });
+
+/** Whether the client is connected to the organization (a row), and whether a live family keeps it so. */
+async function connectionOf(organizationId: string) {
+  const row = await env.DB.prepare("SELECT COUNT(*) AS n FROM oauth_connections WHERE organization_id = ? AND client_id = ?").bind(organizationId, OAUTH_CLIENT).first<{ n: number }>();
+  const live = await env.DB.prepare("SELECT COUNT(*) AS n FROM oauth_refresh_tokens WHERE organization_id = ? AND client_id = ? AND revoked_at IS NULL AND used_at IS NULL")
+    .bind(organizationId, OAUTH_CLIENT)
+    .first<{ n: number }>();
+  return { connected: row!.n > 0, live: live!.n > 0 };
+}
+
+interface Grant {
+  owner: TestPrincipal;
+  code?: { code: string; verifier: string };
+  refreshToken?: string;
+  first?: Answer;
+  final?: Answer;
+}
+
+const oauthConnect: FaultRow<Grant> = {
+  operation: "OAuth code exchange, the client's first grant (integration.connected)",
+  recovery: "cron (directory events relay, outbox resend); queue redelivery",
+  async seed() {
+    const owner = await principal();
+    return { owner, code: await oauthCode(faultEnv(), owner) };
+  },
+  async act(f, s) {
+    s.first = await exchangeCode(f, s.code!);
+  },
+  async recover(f) {
+    // A client whose exchange failed starts a new authorization; presenting the code again would be a reuse.
+    await recoverAsProduction(f);
+  },
+  async check(_f, s) {
+    const org = s.owner.organizationId;
+    const { connected, live } = await connectionOf(org);
+    expect(connected, "connected exactly when a grant is live").toBe(live);
+    expect(await integrationEventsOf(org)).toEqual(live ? [`integration.connected ${OAUTH_CLIENT}`] : []);
+    await expectNothingPending(org);
+    await expectEventsOnce(org, INTEGRATION_EVENTS, { "integration.connected": live ? 1 : 0, "integration.disconnected": 0 });
+  },
+};
+
+const revokeGrant = (f: FaultEnv, s: Grant) => oauthForm(f, "/oauth/revoke", { token: s.refreshToken!, client_id: OAUTH_CLIENT });
+
+const oauthDisconnect: FaultRow<Grant> = {
+  operation: "OAuth revocation of the client's last grant (integration.disconnected)",
+  recovery: DIRECTORY_RECOVERY,
+  async seed() {
+    const owner = await principal();
+    const quiet = faultEnv();
+    const answer = await exchangeCode(quiet, await oauthCode(quiet, owner));
+    expect(answer.status, "the grant").toBe(200);
+    await drainQueues(quiet);
+    return { owner, refreshToken: answer.body.refresh_token as string };
+  },
+  ...retriedRequest(revokeGrant),
+  async check(_f, s) {
+    expect(s.final!.status).toBe(200);
+    const org = s.owner.organizationId;
+    expect(await connectionOf(org), "the connection").toEqual({ connected: false, live: false });
+    expect(await integrationEventsOf(org)).toEqual([`integration.connected ${OAUTH_CLIENT}`, `integration.disconnected ${OAUTH_CLIENT}`]);
+    await expectNothingPending(org);
+    await expectEventsOnce(org, INTEGRATION_EVENTS, { "integration.connected": 1, "integration.disconnected": 1 });
+  },
+};
+
+
+export const FAULTS: FaultRow[] = [
+  contactCreate, dealMove, propertyPrice, dealUpload, photoUpload, publicSign, fanout, autoDisable, purge, restore, shardMove, erasure,
+  organizationUpdate, userInvite, userRoleChange, apiKeyCreate, apiKeyDelete, oauthConnect, oauthDisconnect,
+];

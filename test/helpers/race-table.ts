@@ -1064,6 +1064,32 @@ export const RACES: Race[] = [
       expect(await Promise.all(mailed.map(sha256Hex))).toContain(live.results[0]!.tokenHash);
     },
   },
+
+  // API keys (issue 32): each creation is one key and one integration.connected; of concurrent deletes of a key one
+  // wins and emits integration.disconnected once (the events go from the directory to the shard: directory-outbox.ts).
+  {
+    kind: "independent",
+    route: "POST /v1/api-keys",
+    seed: async () => ({}),
+    changes: async () => Array.from({ length: 20 }, (_, i) => ({ body: { name: `Raced key ${i}`, permissions: ["contacts:read"] } })),
+    async verify(owner) {
+      expect((await json(await call("GET", "/v1/api-keys?limit=100", { token: owner.token }))).pagination.total).toBe(20);
+      expect(await eventCount(owner.organizationId, "integration.connected")).toBe(20);
+    },
+  },
+  {
+    kind: "once",
+    route: "DELETE /v1/api-keys/{id}",
+    async seed(owner) {
+      const res = await call("POST", "/v1/api-keys", { token: owner.token, body: { name: "Raced delete", permissions: ["contacts:read"] } });
+      expect(res.status).toBe(201);
+      return { id: (await json(res)).data.id };
+    },
+    objects: 5,
+    copies: 10,
+    counter: { read: async (owner) => (await json(await call("GET", "/v1/api-keys", { token: owner.token }))).pagination.total, perMove: -1 },
+    event: "integration.disconnected",
+  },
 ];
 
 /**

@@ -340,3 +340,16 @@ ROUTES.push(
   { method: "PATCH", path: "/v1/users/{id}", family: "crm", body: { name: "Matrix Renamed" }, seed: seedUser, unknown: unknownUser },
   { method: "POST", path: "/v1/users/{id}/invitation", family: "crm", seed: seedUser, unknown: unknownUser },
 );
+
+// API keys and integrations (issue 32).
+async function seedApiKey(owner: TestPrincipal): Promise<Record<string, string>> {
+  const res = await call("POST", "/v1/api-keys", { token: owner.token, body: { name: "Seeded key", permissions: ["contacts:read"] } });
+  if (res.status !== 201) throw new Error(`seeding an API key failed: ${res.status} ${await res.text()}`);
+  return { id: (await json(res)).data.id };
+}
+ROUTES.push(
+  { method: "POST", path: "/v1/api-keys", family: "crm", body: { name: "Matrix key", permissions: ["contacts:read"] } },
+  { method: "GET", path: "/v1/api-keys", family: "crm" },
+  { method: "DELETE", path: "/v1/api-keys/{id}", family: "crm", seed: seedApiKey, unknown: { id: "00000000-0000-4000-8000-0000000a9c1e" } },
+  { method: "GET", path: "/v1/integrations", family: "crm" },
+);
