@@ -121,17 +121,17 @@ describe("Idempotency-Key", () => {
     const { testApp } = await import("./helpers/test-app");
     const { app, fetch } = testApp();
     let fail = true;
-    app.post("/v1/flaky", (c) => {
+    app.post("/v1/events/flaky", (c) => {
       if (fail) throw new Error("boom");
       return c.json({ success: true, data: { ok: true } }, 201);
     });
     const headers = { "idempotency-key": "flaky", "content-type": "application/json" };
     const { vi } = await import("vitest");
     const quiet = vi.spyOn(console, "error").mockImplementation(() => {});
-    expect((await fetch("POST", "/v1/flaky", { token, body: "{}", headers })).status).toBe(500);
+    expect((await fetch("POST", "/v1/events/flaky", { token, body: "{}", headers })).status).toBe(500);
     quiet.mockRestore();
     fail = false;
-    expect((await fetch("POST", "/v1/flaky", { token, body: "{}", headers })).status).toBe(201);
+    expect((await fetch("POST", "/v1/events/flaky", { token, body: "{}", headers })).status).toBe(201);
     expect(await (await tenantDb(organizationId)).prepare("SELECT state FROM idempotency_keys WHERE organization_id = ? AND key = 'flaky'").bind(organizationId).first("state")).toBe("done");
   });
 
@@ -141,14 +141,14 @@ describe("Idempotency-Key", () => {
     const { Conflict } = await import("../src/lib/errors");
     const { app, fetch } = testApp();
     let contended = true;
-    app.post("/v1/contended", (c) => {
+    app.post("/v1/events/contended", (c) => {
       if (contended) throw new Conflict("The resource is being changed by other requests; try again", "concurrent_modification");
       return c.json({ success: true, data: { ok: true } }, 201);
     });
     const headers = { "idempotency-key": "contended", "content-type": "application/json" };
-    expect((await fetch("POST", "/v1/contended", { token, body: "{}", headers })).status).toBe(409);
+    expect((await fetch("POST", "/v1/events/contended", { token, body: "{}", headers })).status).toBe(409);
     contended = false;
-    const retry = await fetch("POST", "/v1/contended", { token, body: "{}", headers });
+    const retry = await fetch("POST", "/v1/events/contended", { token, body: "{}", headers });
     expect(retry.status).toBe(201);
     expect(retry.headers.get("idempotent-replayed")).toBeNull();
   });
@@ -232,10 +232,10 @@ describe("Idempotency-Key", () => {
     const { testApp } = await import("./helpers/test-app");
     const { app, fetch } = testApp();
     let runs = 0;
-    app.delete("/v1/nothing", (c) => (runs++, c.body(null, 204)));
+    app.delete("/v1/events/nothing", (c) => (runs++, c.body(null, 204)));
     const headers = { "idempotency-key": "empty" };
-    expect((await fetch("DELETE", "/v1/nothing", { token, headers })).status).toBe(204);
-    const again = await fetch("DELETE", "/v1/nothing", { token, headers });
+    expect((await fetch("DELETE", "/v1/events/nothing", { token, headers })).status).toBe(204);
+    const again = await fetch("DELETE", "/v1/events/nothing", { token, headers });
     expect(again.status).toBe(204);
     expect(again.headers.get("idempotent-replayed")).toBe("true");
     expect(runs).toBe(1);
