@@ -165,7 +165,7 @@ class TestProvider implements OAuthClientProvider {
   }
 }
 
-const TOOLS = ["create_contact", "find_contacts", "get_pipeline", "list_deals", "list_forms", "list_obligations", "log_activity", "move_deal", "search_documents", "send_for_signature"];
+const TOOLS = ["create_contact", "find_contacts", "get_pipeline", "list_deals", "list_forms", "list_obligations", "log_activity", "log_communication", "move_deal", "search_documents", "send_for_signature"];
 
 describe("the MCP SDK client", () => {
   const provider = new TestProvider();
@@ -207,7 +207,7 @@ describe("the MCP SDK client", () => {
     await mcp.connect(new StreamableHTTPClientTransport(mcpUrl(), { authProvider: provider }));
   });
 
-  it("lists the ten tools", async () => {
+  it("lists the eleven tools", async () => {
     const { tools } = await mcp.listTools();
     expect(tools.map((t) => t.name).sort()).toEqual(TOOLS);
     for (const tool of tools) expect(tool.inputSchema.type).toBe("object");
@@ -220,6 +220,9 @@ describe("the MCP SDK client", () => {
 
     const { activity } = await call("log_activity", { contactId: contact.id, type: "PHONE_CALL", description: "Called from the MCP client" });
     expect(activity).toMatchObject({ type: "PHONE_CALL" });
+
+    const { communication } = await call("log_communication", { contactId: contact.id, type: "call", direction: "outbound", durationSeconds: 120 });
+    expect(communication).toMatchObject({ type: "call", durationSeconds: 120, contactId: contact.id });
 
     const found = await call("find_contacts", { email, include: ["activities"] });
     expect(found.contacts.map((c: { id: string }) => c.id)).toEqual([contact.id]);
