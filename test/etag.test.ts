@@ -1,10 +1,13 @@
-import { exports } from "cloudflare:workers";
+import { env, exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { call, json } from "./helpers/client";
 import { createContact } from "./helpers/contacts";
 import { createDeal } from "./helpers/deals";
-import { createPrincipal } from "./helpers/factories";
+import { createPrincipal, tenantDb } from "./helpers/factories";
 import { createTestimonial } from "./helpers/testimonials";
+import { subscribe } from "./helpers/webhooks";
+import { createDb } from "../src/db/client";
+import { failureRunWrite } from "../src/webhooks/healing";
 
 /** A read sent with If-None-Match: `tag`. */
 const readIf = (token: string, path: string, tag: string) => call("GET", path, { token, headers: { "if-none-match": tag } });
@@ -60,6 +63,40 @@ describe("ETag and If-None-Match on single-resource reads", () => {
     const p = await createPrincipal();
     expect(await expectConditional(p.token, "/v1/organization")).toBe('"1"');
     expect(await expectConditional(p.token, `/v1/users/${p.userId}`)).toBe('"1"');
+  });
+
+  it("a user whose invitation moves (renewed, then spent by signing in) never answers 304 to the ETag it had", async () => {
+    const p = await createPrincipal();
+    const invited = await call("POST", "/v1/users", { token: p.token, body: { name: "Ivy", email: `ivy.${crypto.randomUUID()}@etag.test` } });
+    const { id, invitationExpiresAt } = (await json(invited)).data;
+    const path = `/v1/users/${id}`;
+    const etag = (await call("GET", path, { token: p.token })).headers.get("etag")!;
+    // A new link: the user's invitationExpiresAt moves (and, once they sign in, their status), outside its version.
+    expect((await call("POST", `${path}/invitation`, { token: p.token })).status).toBe(200);
+    const renewed = await readIf(p.token, path, etag);
+    expect(renewed.status).toBe(200);
+    expect((await json(renewed)).data.invitationExpiresAt).not.toBe(invitationExpiresAt);
+    // Signing in with the link deletes the invitation (users/invitations.ts redeemInvitation): the user is active.
+    await env.DB.prepare("DELETE FROM user_invitations WHERE user_id = ?").bind(id).run();
+    const active = await readIf(p.token, path, renewed.headers.get("etag")!);
+    expect(active.status).toBe(200);
+    expect((await json(active)).data.status).toBe("active");
+    // The tag of the invited state still names the version for If-Match.
+    expect((await call("PATCH", path, { token: p.token, body: { name: "Ivy B" }, headers: { "if-match": renewed.headers.get("etag")! } })).status).toBe(200);
+  });
+
+  it("a webhook whose failure run starts (failingSince, bookkeeping that moves no version) never answers 304 to the ETag it had", async () => {
+    const p = await createPrincipal();
+    const hook = await subscribe(p, { url: "http://127.0.0.1:9/hook" });
+    const path = `/v1/webhooks/${hook.id}`;
+    const etag = (await call("GET", path, { token: p.token })).headers.get("etag")!;
+    // What the delivery consumer writes at an endpoint's first failed attempt.
+    await failureRunWrite(createDb(await tenantDb(p.organizationId)), hook.id, null, false, new Date().toISOString())!;
+    const after = await readIf(p.token, path, etag);
+    expect(after.status).toBe(200);
+    expect((await json(after)).data.failingSince).not.toBeNull();
+    // The new tag names the same version for If-Match: the bookkeeping did not move it.
+    expect((await call("PATCH", path, { token: p.token, body: { description: "x" }, headers: { "if-match": after.headers.get("etag")! } })).status).toBe(200);
   });
 
   it("the /api family: a testimonial (versioned) and the form catalogue (hashed)", async () => {

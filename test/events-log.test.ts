@@ -1,5 +1,6 @@
 import { describe, expect, it, vi } from "vitest";
 import { WEBHOOK_EVENTS } from "../src/webhooks/events";
+import { createApiKey } from "./helpers/api-keys";
 import { call, json } from "./helpers/client";
 import { createContact } from "./helpers/contacts";
 import { createDeal, moveDeal } from "./helpers/deals";
@@ -105,5 +106,27 @@ describe("GET /v1/events", { timeout: 60_000 }, () => {
     const listed = await events(owner);
     expect(listed.body.data.map((i: any) => i.id)).toEqual([kept]);
     expect(listed.body.data[0]).toMatchObject({ event: "contact.created", user: { id: owner.userId, email: `${owner.userId}@example.test` }, organization: { id: owner.organizationId } });
+  });
+
+  it("shows a caller only the events whose objects it may read elsewhere: an agent no integration, a key with events:read no contact it may not read", async () => {
+    const owner = await createPrincipal();
+    const agent = await createPrincipal({ organizationId: owner.organizationId, role: "agent" });
+    await createApiKey(owner.token, ["contacts:read"]);
+    await createContact(owner.token);
+    await vi.waitFor(async () => expect(await outboxTypes(owner)).toEqual(expect.arrayContaining(["integration.connected", "contact.created"])));
+    // The owner sees both; the agent, whose role does not allow integrations:read (GET /v1/integrations is a 403), the contact only.
+    expect((await events(owner)).body.data.map((i: any) => i.event).sort()).toEqual(["contact.created", "integration.connected"]);
+    const seen = await events(agent);
+    expect(seen.body.data.map((i: any) => i.event)).toEqual(["contact.created"]);
+    expect(seen.body.pagination.total).toBe(1);
+    const asked = await events(agent, "?type=integration.connected");
+    expect(asked.status).toBe(403);
+    expect(asked.body.error.code).toBe("insufficient_role");
+    // A key granted events:read alone reads no contact through the log.
+    const key = await createApiKey(owner.token, ["events:read"]);
+    const byKey = await call("GET", "/v1/events?type=contact.created", { token: key.key });
+    expect(byKey.status).toBe(403);
+    expect((await json(byKey)).error.code).toBe("insufficient_permission");
+    expect((await json(await call("GET", "/v1/events", { token: key.key }))).data).toEqual([]);
   });
 });

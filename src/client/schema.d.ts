@@ -1142,7 +1142,7 @@ export interface paths {
         };
         /**
          * The event log
-         * @description The organization's catalogue events of the last 30 days (the names a webhook may subscribe to; internal events are not listed), newest first, keyset-paginated. Each item is the payload its deliveries carry. `type` keeps one event name; `deliverySuccess=false` keeps events with a delivery that has not succeeded (retrying, failed or dead), `true` those every delivery of which succeeded.
+         * @description The organization's catalogue events of the last 30 days (the names a webhook may subscribe to; internal events are not listed), newest first, keyset-paginated. Each item is the payload its deliveries carry; only events whose objects the caller may read elsewhere are listed (a contact's need `contacts:read`, an integration's `integrations:read` …). `type` keeps one event name; `deliverySuccess=false` keeps events with a delivery that has not succeeded (retrying, failed or dead), `true` those every delivery of which succeeded.
          */
         get: operations["listEvents"];
         put?: never;

@@ -13,22 +13,33 @@ export const etagOf = (version: number): string => `"${version}"`;
 
 /**
  * The versions an If-Match header allows: `*`, a list, or an empty list when it names none we issued (a weak tag or
- * garbage never matches, as strong comparison requires), so a malformed precondition fails closed.
+ * garbage never matches, as strong comparison requires), so a malformed precondition fails closed. A tag with a
+ * facet (`"3.ab"`, `withEtag`) allows its version.
  */
 export function parseIfMatch(header: string | undefined): "*" | number[] | undefined {
   if (header === undefined) return undefined;
   if (header.trim() === "*") return "*";
   const versions: number[] = [];
-  for (const [, weak, tag] of header.matchAll(/(W\/)?"([^"]*)"/g)) if (!weak && /^(0|[1-9]\d{0,14})$/.test(tag!)) versions.push(Number(tag));
+  for (const [, weak, tag] of header.matchAll(/(W\/)?"([^"]*)"/g)) {
+    const version = /^(0|[1-9]\d{0,14})(?:\.[0-9a-z]+)?$/.exec(tag!)?.[1];
+    if (!weak && version !== undefined) versions.push(Number(version));
+  }
   return versions;
 }
 
-/** Sets the ETag of a verb's versioned answer (db/write.ts `versioned`) and returns the answer. */
-export function withEtag<T extends object>(c: Context, value: T): T {
+/**
+ * Sets the ETag of a verb's versioned answer (db/write.ts `versioned`) and returns the answer. `facet` names what the
+ * answer shows beside its version (a user's pending invitation, a webhook's failure run: state that moves no
+ * version), `"<version>.<facet>"`, so an If-None-Match sees it change; If-Match still compares the version alone.
+ */
+export function withEtag<T extends object>(c: Context, value: T, facet?: string): T {
   const version = versionOf(value);
-  if (version !== undefined) c.header("ETag", etagOf(version));
+  if (version !== undefined) c.header("ETag", facet ? `"${version}.${facet}"` : etagOf(version));
   return value;
 }
+
+/** A facet of an instant the answer shows beside its version (`withEtag`): null when there is none. */
+export const instantFacet = (prefix: string, at: string | null): string | undefined => (at === null ? undefined : `${prefix}${Date.parse(at).toString(36)}`);
 
 /**
  * Whether If-None-Match names `etag`, by weak comparison (RFC 9110 section 13.1.2: `W/` is ignored on both sides);

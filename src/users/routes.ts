@@ -2,7 +2,7 @@ import { OpenAPIHono } from "@hono/zod-openapi";
 import { CRM, CRM_PRECONDITION_ERROR, crmError, crmSuccess, keptAnswer } from "../crm/envelope";
 import { serviceContext } from "../platform/auth";
 import type { AppBindings } from "../platform/context";
-import { ETAG_HEADER, withEtag } from "../platform/etag";
+import { ETAG_HEADER, instantFacet, withEtag } from "../platform/etag";
 import { validationHook } from "../platform/openapi";
 import { defineRoute, jsonBody } from "../platform/route";
 import { CreateUser, UpdateUser, User, UserIdParam, UserList, UserListQuery } from "./schemas";
@@ -84,7 +84,11 @@ const resend = defineRoute(CRM, {
 
 export const userRoutes = new OpenAPIHono<AppBindings>({ defaultHook: validationHook })
   .openapi(list, async (c) => c.json({ success: true as const, ...(await listUsers(serviceContext(c), c.req.valid("query"))) }, 200))
-  .openapi(read, async (c) => c.json({ success: true as const, data: withEtag(c, await getUser(serviceContext(c), c.req.valid("param").id)) }, 200))
+  .openapi(read, async (c) => {
+    const user = await getUser(serviceContext(c), c.req.valid("param").id);
+    // An invited user's status and invitationExpiresAt live in the directory, outside the version.
+    return c.json({ success: true as const, data: withEtag(c, user, instantFacet("i", user.invitationExpiresAt)) }, 200);
+  })
   .openapi(create, async (c) => {
     const { ctx, answer } = keptAnswer<User>(c, 201);
     return c.json(answer(withEtag(c, await createUser(ctx, c.req.valid("json")))), 201);

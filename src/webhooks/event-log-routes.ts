@@ -1,11 +1,12 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
 import { CRM, crmError } from "../crm/envelope";
 import { listQuery } from "../crm/list-query";
-import { serviceContext } from "../platform/auth";
+import { grantedPermissions, requirePermission, serviceContext } from "../platform/auth";
 import type { AppBindings } from "../platform/context";
 import { validationHook } from "../platform/openapi";
 import { defineRoute } from "../platform/route";
 import { listEvents } from "./event-log";
+import { readPermissionOf, WEBHOOK_EVENTS } from "./events";
 import { EventList, EventListQuery } from "./schemas";
 
 const list = defineRoute(CRM, {
@@ -16,7 +17,7 @@ const list = defineRoute(CRM, {
   security: [{ bearerAuth: [] }],
   summary: "The event log",
   description:
-    "The organization's catalogue events of the last 30 days (the names a webhook may subscribe to; internal events are not listed), newest first, keyset-paginated. Each item is the payload its deliveries carry. `type` keeps one event name; `deliverySuccess=false` keeps events with a delivery that has not succeeded (retrying, failed or dead), `true` those every delivery of which succeeded.",
+    "The organization's catalogue events of the last 30 days (the names a webhook may subscribe to; internal events are not listed), newest first, keyset-paginated. Each item is the payload its deliveries carry; only events whose objects the caller may read elsewhere are listed (a contact's need `contacts:read`, an integration's `integrations:read` …). `type` keeps one event name; `deliverySuccess=false` keeps events with a delivery that has not succeeded (retrying, failed or dead), `true` those every delivery of which succeeded.",
   request: { query: listQuery(EventListQuery) },
   responses: {
     200: { description: "A page of events", content: { "application/json": { schema: EventList } } },
@@ -25,6 +26,11 @@ const list = defineRoute(CRM, {
 });
 
 /** GET /v1/events (issue 32): mounted with the webhook routes. */
-export const eventLogRoutes = new OpenAPIHono<AppBindings>({ defaultHook: validationHook }).openapi(list, async (c) =>
-  c.json({ success: true as const, ...(await listEvents(serviceContext(c), c.req.valid("query"))) }, 200),
-);
+export const eventLogRoutes = new OpenAPIHono<AppBindings>({ defaultHook: validationHook }).openapi(list, async (c) => {
+  const query = c.req.valid("query");
+  // The events of what the caller may read: one name asked for needs its read permission (403), the whole log shows those it has.
+  if (query.type) requirePermission(c, readPermissionOf(query.type));
+  const granted = grantedPermissions(c);
+  const readable = WEBHOOK_EVENTS.filter((e) => granted.includes(readPermissionOf(e)));
+  return c.json({ success: true as const, ...(await listEvents(serviceContext(c), query, readable)) }, 200);
+});

@@ -14,9 +14,10 @@ const UNSUCCESSFUL = ["retrying", "failed", "dead"] as const;
  * GET /v1/events: the organization's catalogue events of the last 30 days, newest first (keyset on occurredAt, id),
  * each the payload its deliveries carry (payload.ts; names and e-mails as they are now). Internal bus events
  * (DEAL_WON, DOCUMENT_SIGNED …) are not listed. The page, its total and the organization are one D1 batch; the
- * outbox's (organization, type, time) indexes serve the order and the type filter.
+ * outbox's (organization, type, time) indexes serve the order and the type filter. `readable`: the names the caller
+ * may see (events.ts `readPermissionOf`).
  */
-export async function listEvents(ctx: ServiceContext, q: { limit: number; cursor?: string; type?: WebhookEventName; deliverySuccess?: "true" | "false" }) {
+export async function listEvents(ctx: ServiceContext, q: { limit: number; cursor?: string; type?: WebhookEventName; deliverySuccess?: "true" | "false" }, readable: readonly WebhookEventName[] = WEBHOOK_EVENTS) {
   const o = outboxEvents;
   const d = webhookDeliveries;
   const after = decodeCursor(q.cursor);
@@ -27,7 +28,7 @@ export async function listEvents(ctx: ServiceContext, q: { limit: number; cursor
       : q.deliverySuccess === "true"
         ? and(deliveriesWhere(sql`true`), sql`NOT ${deliveriesWhere(sql`${d.status} <> 'delivered'`)}`)
         : undefined;
-  const scope = and(eq(o.organizationId, ctx.organizationId), q.type ? eq(o.type, q.type) : inJsonList(o.type, WEBHOOK_EVENTS), gte(o.occurredAt, retentionStart()), delivery);
+  const scope = and(eq(o.organizationId, ctx.organizationId), q.type ? eq(o.type, q.type) : inJsonList(o.type, readable), gte(o.occurredAt, retentionStart()), delivery);
   const page = after ? and(scope, olderThan(o.occurredAt, o.id, after)) : scope;
   const { db } = ctx;
   const [rows, [total], [org]] = await db.batch([

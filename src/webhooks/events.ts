@@ -1,3 +1,5 @@
+import type { Permission } from "../platform/permissions";
+
 /**
  * Every event name a subscription may ask for (spec: Events, Webhook events), grouped as the spec groups them; the
  * `.restored` events (a record back from the trash, issue 21) are ours, and so are the document desk's and the
@@ -74,6 +76,30 @@ export const isWebhookEvent = (type: string): type is WebhookEventName => KNOWN.
 export const resourceOf = (event: string): string => event.slice(0, event.indexOf("."));
 
 export const WEBHOOK_RESOURCES = [...new Set(WEBHOOK_EVENTS.map(resourceOf))];
+
+/**
+ * The permission that reads each resource's object where the API shows it: GET /v1/events lists a caller only the
+ * events it could read there (a credential's reach is its permissions ∩ its role's), as the trash does per kind.
+ */
+const READ_PERMISSION: Record<string, Permission> = {
+  contact: "contacts:read",
+  communication: "contacts:read",
+  deal: "deals:read",
+  property: "properties:read",
+  organization: "organization:read",
+  user: "organization:read",
+  integration: "integrations:read",
+  webhook: "webhooks:manage",
+  document: "documents:read",
+  obligation: "documents:read",
+  envelope: "signatures:read",
+  clickwrap: "clickwrap:read",
+  testimonial: "reputation:read",
+  survey: "reputation:read",
+  referral: "reputation:read",
+};
+
+export const readPermissionOf = (event: WebhookEventName): Permission => READ_PERMISSION[resourceOf(event)]!;
 
 /** An endpoint the service turned off after 5 days of failed deliveries; its object is the endpoint as GET shows it. */
 export const ENDPOINT_DISABLED = "webhook.endpoint_disabled" satisfies WebhookEventName;

@@ -1,6 +1,6 @@
 import { OpenAPIHono, z } from "@hono/zod-openapi";
 import { listQuery } from "../crm/list-query";
-import { ETAG_HEADER, withEtag } from "../platform/etag";
+import { ETAG_HEADER, instantFacet, withEtag } from "../platform/etag";
 import { serviceContext } from "../platform/auth";
 import type { AppBindings } from "../platform/context";
 import { CRM, CRM_PRECONDITION_ERROR, crmError, crmSuccess } from "../crm/envelope";
@@ -120,7 +120,11 @@ export function createWebhookRoutes(deps: WebhookDeps) {
       return c.json({ success: true as const, data: withEtag(c, await createWebhook(serviceContext(c), c.req.valid("json"), deps.resolver)) }, 201);
     })
     .openapi(list, async (c) => c.json({ success: true as const, ...(await listWebhooks(serviceContext(c), c.req.valid("query"))) }, 200))
-    .openapi(read, async (c) => c.json({ success: true as const, data: withEtag(c, shownWebhook(await findWebhook(serviceContext(c), c.req.valid("param").id))) }, 200))
+    .openapi(read, async (c) => {
+      const hook = shownWebhook(await findWebhook(serviceContext(c), c.req.valid("param").id));
+      // failingSince moves with deliveries, not with the version.
+      return c.json({ success: true as const, data: withEtag(c, hook, instantFacet("f", hook.failingSince)) }, 200);
+    })
     .openapi(update, async (c) => {
       c.set("replayOmits", [["data", "secret"]]);
       return c.json({ success: true as const, data: withEtag(c, await updateWebhook(serviceContext(c), c.req.valid("param").id, c.req.valid("json"), deps.resolver)) }, 200);
