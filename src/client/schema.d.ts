@@ -4607,7 +4607,7 @@ export interface components {
             user_id: string;
             organization_id: string;
             organization_name: string;
-            permissions: ("contacts:read" | "contacts:write" | "contacts:erase" | "deals:read" | "deals:write" | "properties:read" | "properties:write" | "documents:read" | "envelopes:send" | "webhooks:manage")[];
+            permissions: ("contacts:read" | "contacts:write" | "contacts:erase" | "deals:read" | "deals:write" | "properties:read" | "properties:write" | "documents:read" | "documents:write" | "envelopes:send" | "signatures:read" | "signatures:write" | "clickwrap:read" | "clickwrap:write" | "reputation:read" | "reputation:write" | "plants:read" | "plants:write" | "webhooks:manage" | "events:read" | "integrations:read" | "organization:read" | "organization:manage" | "users:manage" | "api-keys:manage")[];
             /** @description Opaque, single use, valid 30 days: grant_type=refresh_token answers a new one. Using one twice revokes every token issued from it */
             refresh_token: string;
         };
@@ -5059,6 +5059,8 @@ export interface operations {
                 limit?: number;
                 /** @description `pagination.nextCursor` of the previous page */
                 cursor?: string;
+                /** @description Words to find (first and last names, e-mail, phones by their digits written any way, notes and tags), each as the start of a word, in any case and with or without accents; every word must match. At most 200 characters and 8 words. Combines with every other filter, the sort and the cursor. */
+                q?: string;
                 type?: "LEAD" | "CLIENT" | "PAST_CLIENT" | "REFERRAL" | "VENDOR";
                 status?: "ACTIVE" | "INACTIVE" | "CONVERTED" | "DISQUALIFIED" | "DO_NOT_CONTACT";
                 source?: string;
@@ -6387,6 +6389,8 @@ export interface operations {
                 limit?: number;
                 /** @description `pagination.nextCursor` of the previous page */
                 cursor?: string;
+                /** @description Words to find (the street, unit, city, state and zip code of the address, and the MLS id), each as the start of a word, in any case and with or without accents; every word must match. At most 200 characters and 8 words. Combines with every other filter, the sort and the cursor. */
+                q?: string;
                 propertyType?: "SINGLE_FAMILY" | "CONDO" | "TOWNHOUSE" | "MULTI_FAMILY" | "LAND" | "COMMERCIAL" | "INDUSTRIAL" | "MIXED_USE";
                 status?: "ACTIVE" | "PENDING" | "SOLD" | "EXPIRED" | "WITHDRAWN" | "CANCELLED" | "COMING_SOON";
                 /** @description Case-insensitive */
@@ -8086,6 +8090,8 @@ export interface operations {
                 limit?: number;
                 /** @description `pagination.nextCursor` of the previous page */
                 cursor?: string;
+                /** @description Words to find (the title), each as the start of a word, in any case and with or without accents; every word must match. At most 200 characters and 8 words. Combines with every other filter, the sort and the cursor. */
+                q?: string;
                 type?: "SALE" | "PURCHASE" | "LEASE" | "RENTAL";
                 stage?: "LEAD" | "QUALIFIED" | "APPOINTMENT" | "NEGOTIATION" | "CONTRACT" | "INSPECTION" | "APPRAISAL" | "FINANCING" | "CLOSING" | "CLOSED" | "LOST";
                 status?: "ACTIVE" | "ON_HOLD" | "CANCELLED" | "CLOSED";
@@ -15928,7 +15934,7 @@ export interface operations {
                 code_challenge_method?: string;
                 /** @description Returned unchanged with the code or the error (at most 1000 characters) */
                 state?: string;
-                /** @description Space-separated permissions (absent: all but contacts:erase, granted only when asked for by name): contacts:read, contacts:write, contacts:erase, deals:read, deals:write, properties:read, properties:write, documents:read, envelopes:send, webhooks:manage */
+                /** @description Space-separated permissions (absent: all but contacts:erase, granted only when asked for by name): contacts:read, contacts:write, contacts:erase, deals:read, deals:write, properties:read, properties:write, documents:read, documents:write, envelopes:send, signatures:read, signatures:write, clickwrap:read, clickwrap:write, reputation:read, reputation:write, plants:read, plants:write, webhooks:manage, events:read, integrations:read, organization:read, organization:manage, users:manage, api-keys:manage */
                 scope?: string;
                 /** @description RFC 8707 resource indicator: if present, the MCP server URL (the only resource tokens are issued for) */
                 resource?: string;
@@ -16016,7 +16022,7 @@ export interface operations {
                 code_challenge_method?: string;
                 /** @description Returned unchanged with the code or the error (at most 1000 characters) */
                 state?: string;
-                /** @description Space-separated permissions (absent: all but contacts:erase, granted only when asked for by name): contacts:read, contacts:write, contacts:erase, deals:read, deals:write, properties:read, properties:write, documents:read, envelopes:send, webhooks:manage */
+                /** @description Space-separated permissions (absent: all but contacts:erase, granted only when asked for by name): contacts:read, contacts:write, contacts:erase, deals:read, deals:write, properties:read, properties:write, documents:read, documents:write, envelopes:send, signatures:read, signatures:write, clickwrap:read, clickwrap:write, reputation:read, reputation:write, plants:read, plants:write, webhooks:manage, events:read, integrations:read, organization:read, organization:manage, users:manage, api-keys:manage */
                 scope?: string;
                 /** @description RFC 8707 resource indicator: if present, the MCP server URL (the only resource tokens are issued for) */
                 resource?: string;
