@@ -25,6 +25,7 @@ export default defineConfig({
     "./src/db/trash.ts",
     "./src/db/uploads.ts",
     "./src/db/shard-fences.ts",
+    "./src/db/search.ts",
   ],
   out: "./migrations/tenant",
   casing: "snake_case",

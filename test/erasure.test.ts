@@ -10,6 +10,7 @@ import { createDocument, freshIp, leaseCanonical, publicSign, sendForSignature, 
 import { answerOf, erase, filesFound, newPerson, seedMentions, seedSignatures, whereFound } from "./helpers/erasure";
 import { createPrincipal, tenantDb } from "./helpers/factories";
 import { receiverUrl } from "./helpers/receiver";
+import { personalTermsIndexed } from "./helpers/search";
 import { aggregateOf, createTestimonial, publishedTestimonial } from "./helpers/testimonials";
 import { publishedProfile } from "./helpers/profiles";
 import { createProperty, getProperty } from "./helpers/properties";
@@ -105,19 +106,24 @@ describe("erasure on request (DELETE /v1/contacts/{id}?erase=true)", () => {
     for (const id of [...signatures.unsigned.slice(0, 4), mentions.open.envelopeId, signatures.signed.envelopeId]) expect(filesBefore.some((hit) => hit.includes(`/${id}/document.pdf`)), id).toBe(true);
     expect(filesBefore.some((hit) => hit.startsWith("signed/")) && filesBefore.some((hit) => hit.startsWith("certificates/"))).toBe(true);
     expect(filesBefore.some((hit) => hit.startsWith(`properties/${p.organizationId}/${mentions.property.id}/reports/`))).toBe(true);
+    // The search index (issue 33) holds their words: their contact's, and the neighbour's note and the deal's title.
+    expect(before.some((hit) => hit.startsWith("search_terms."))).toBe(true);
+    expect((await personalTermsIndexed(db, p.organizationId, person)).length).toBeGreaterThan(3);
 
     const res = await erase(p, mentions.contact.id);
     expect(res.status, await res.clone().text()).toBe(200);
     const answer = await answerOf(res);
-    // Nowhere but in what the answer says it kept: every table, every file.
+    // Nowhere but in what the answer says it kept: every table, every file, no word of theirs in the search index.
     expect(await whereFound(person.needles, answer.retained)).toEqual([]);
     expect(await filesFound(person.needles, answer.retained)).toEqual([]);
+    expect(await personalTermsIndexed(db, p.organizationId, person)).toEqual([]);
     // Everything else in the trash comes back, and brings no name back.
     expect((await call("POST", `/v1/contacts/${mentions.trashedContact.id}/restore`, { token: p.token })).status).toBe(200);
     expect((await call("POST", `/v1/deals/${mentions.trashedDeal.id}/restore`, { token: p.token })).status).toBe(200);
     expect((await getDeal(p.token, mentions.trashedDeal.id)).title).toBe("Referral from [erased]");
     expect(await whereFound(person.needles, answer.retained)).toEqual([]);
     expect(await filesFound(person.needles, answer.retained)).toEqual([]);
+    expect(await personalTermsIndexed(db, p.organizationId, person)).toEqual([]);
     expect(answer.retained).toEqual(["signed_envelopes", "clickwrap_acceptances"]);
     expect(answer.retainedRecords).toEqual([
       { kind: "signed_envelopes", count: 1, reason: expect.stringContaining("signed") },

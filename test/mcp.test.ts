@@ -153,6 +153,10 @@ describe("MCP tools over Streamable HTTP", () => {
     expect(found.data.pagination).toMatchObject({ hasMore: false, total: 1, limit: 10 });
     const byEmail = await tool(client, "find_contacts", { email: email.toUpperCase() });
     expect(byEmail.data.contacts.map((c: { id: string }) => c.id)).toEqual([created.data.contact.id]);
+    // By a word of the name (issue 33), with the route's own bounds on it.
+    const byWord = await tool(client, "find_contacts", { query: "ada AGE" });
+    expect(byWord.data.contacts.map((c: { id: string }) => c.id)).toEqual([created.data.contact.id]);
+    expect((await tool(client, "find_contacts", { query: "***" })).data.issues.map((i: { field: string; code: string }) => `${i.field} ${i.code}`)).toEqual(["q no_words"]);
 
     const logged = await tool(client, "log_activity", { contactId: created.data.contact.id, type: "PHONE_CALL", description: "Called about the listing" });
     expect(logged.isError, logged.text).toBe(false);
@@ -184,6 +188,7 @@ describe("MCP tools over Streamable HTTP", () => {
 
     const listed = await tool(client, "list_deals", { stage: "NEGOTIATION", minAmount: 100_000 });
     expect(listed.data.deals.map((d: { id: string }) => d.id)).toEqual([deal.id]);
+    expect((await tool(client, "list_deals", { query: "main purch" })).data.deals.map((d: { id: string }) => d.id)).toEqual([deal.id]);
     expect((await tool(client, "list_deals", { stage: "LEAD" })).data.deals).toEqual([]);
 
     const { data } = await tool(client, "get_pipeline");

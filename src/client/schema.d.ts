@@ -5666,6 +5666,8 @@ export interface operations {
                 limit?: number;
                 /** @description `pagination.nextCursor` of the previous page */
                 cursor?: string;
+                /** @description Words to find (first and last names, e-mail, phones by their digits written any way, notes and tags), each as the start of a word, in any case and with or without accents; every word must match. At most 200 characters and 8 words. Combines with every other filter, the sort and the cursor. */
+                q?: string;
                 type?: "LEAD" | "CLIENT" | "PAST_CLIENT" | "REFERRAL" | "VENDOR";
                 status?: "ACTIVE" | "INACTIVE" | "CONVERTED" | "DISQUALIFIED" | "DO_NOT_CONTACT";
                 source?: string;
@@ -7346,6 +7348,8 @@ export interface operations {
                 limit?: number;
                 /** @description `pagination.nextCursor` of the previous page */
                 cursor?: string;
+                /** @description Words to find (the street, unit, city, state and zip code of the address, and the MLS id), each as the start of a word, in any case and with or without accents; every word must match. At most 200 characters and 8 words. Combines with every other filter, the sort and the cursor. */
+                q?: string;
                 propertyType?: "SINGLE_FAMILY" | "CONDO" | "TOWNHOUSE" | "MULTI_FAMILY" | "LAND" | "COMMERCIAL" | "INDUSTRIAL" | "MIXED_USE";
                 status?: "ACTIVE" | "PENDING" | "SOLD" | "EXPIRED" | "WITHDRAWN" | "CANCELLED" | "COMING_SOON";
                 /** @description Case-insensitive */
@@ -9519,6 +9523,8 @@ export interface operations {
                 limit?: number;
                 /** @description `pagination.nextCursor` of the previous page */
                 cursor?: string;
+                /** @description Words to find (the title), each as the start of a word, in any case and with or without accents; every word must match. At most 200 characters and 8 words. Combines with every other filter, the sort and the cursor. */
+                q?: string;
                 type?: "SALE" | "PURCHASE" | "LEASE" | "RENTAL";
                 stage?: "LEAD" | "QUALIFIED" | "APPOINTMENT" | "NEGOTIATION" | "CONTRACT" | "INSPECTION" | "APPRAISAL" | "FINANCING" | "CLOSING" | "CLOSED" | "LOST";
                 status?: "ACTIVE" | "ON_HOLD" | "CANCELLED" | "CLOSED";

@@ -22,6 +22,7 @@ import {
   webhookSubscriptions,
 } from "../db/schema";
 import { tableName } from "../db/row-json";
+import { bumpResourceCounter, type ListResource } from "../crm/list-totals";
 import { expectVersions, isGuardFailure, type Statement } from "../db/write";
 import { removeFiles } from "../files/storage";
 import { mentionedIn, parseStructure } from "../lib/mentions";
@@ -104,6 +105,16 @@ const COPIES: {
   { kind: "trash_labels", table: trashEntries, key: "recordId", column: "label" },
 ];
 
+/**
+ * A rewrite of a listed record moves its list's version, as every write of one does: a total cached before it
+ * (crm/list-totals.ts) would still count the text it takes out (a search of the name in another contact's notes).
+ */
+const LISTED = new Map<SQLiteTable, ListResource>([
+  [contacts, "contacts"],
+  [deals, "deals"],
+  [properties, "properties"],
+]);
+
 const PAGE = 200;
 /** One rewrite statement carries at most this much text (D1 binds a value of up to 2 MB; old and new are both in it). */
 const MAX_REWRITE_CHARS = 512 * 1024;
@@ -145,6 +156,7 @@ export async function scrubCopies(ctx: ServiceContext, scrub: Scrub, counted: Co
       // Files made from the text go first: a failure leaves the text, and so the row, for the next run to find.
       if (p.files) for (const r of changed) await removeFiles(ctx.env, [], p.files(ctx.organizationId, r.k));
       const rewrites = changed.map((r) => JSON.stringify([r.k, r.t, r.next]));
+      const listed = LISTED.get(p.table);
       for (const chunk of chunkBySize(rewrites, MAX_REWRITE_CHARS)) {
         const set: Record<string, SQL> = { [p.column]: item(2), ...(p.versioned ? { version: sql`${columns.version} + 1` } : {}) };
         await ctx.db.batch([
@@ -154,6 +166,7 @@ export async function scrubCopies(ctx: ServiceContext, scrub: Scrub, counted: Co
             .from(rewriteList(chunk))
             .where(and(eq(organizationId, ctx.organizationId), eq(key, item(0)), eq(column, item(1)))),
           counted(p.kind),
+          ...(listed ? [bumpResourceCounter(ctx.db, ctx.organizationId, listed, 0)] : []),
         ]);
       }
       if (p.after && changed.length > 0) await p.after(ctx, changed.map((r) => r.k));

@@ -1,5 +1,6 @@
 import { filterKey, resolveTotal, totalStatements } from "../crm/list-totals";
 import { afterCursor, type KeysetTable, keysetPage, orderBy, type SortKey, type Where } from "../crm/keyset";
+import { searchCount, searchKey, searchOf, searchPageSql } from "../crm/search";
 import type { ServiceContext } from "../service-context";
 import { facetTotalStatement } from "./facets";
 import { type ContactRow, toContact } from "./mapping";
@@ -54,6 +55,8 @@ export function listSql(organizationId: string, q: ContactListQuery) {
     where.sql.push(...a.sql);
     where.params.push(...a.params);
   }
+  const search = searchOf("contact", q.q);
+  if (search) return { sort, limit, ...searchPageSql("contacts", "c", organizationId, search, [where], { probe: orderBy(KEYSET, sort), fallback: orderBy(KEYSET, sort, true) }, limit) };
   return {
     sort,
     limit,
@@ -62,13 +65,14 @@ export function listSql(organizationId: string, q: ContactListQuery) {
   };
 }
 
-/** The filters that change the total. */
-const totalFilters = ({ limit: _l, cursor: _c, sort: _s, include: _i, fields: _f, ...rest }: ContactListQuery) => rest;
+/** The filters that change the total (`q` as its words: "Patel" and "patel" count once). */
+const totalFilters = ({ limit: _l, cursor: _c, sort: _s, include: _i, fields: _f, q, ...rest }: ContactListQuery) => ({ ...rest, q: searchKey(searchOf("contact", q)) });
 
 /**
  * GET /v1/contacts. One D1 round trip reads the page (limit + 1 rows, to know hasMore), the contacts counter and the
  * total of these filters: summed from the facet counts when they filter on type, status, source and assignedTo only
- * (facets.ts), else the cached count (crm/list-totals.ts), counted once per contacts version.
+ * (facets.ts), else the cached count (crm/list-totals.ts), counted once per contacts version. `q` searches names,
+ * e-mail, phones, notes and tags (crm/search.ts).
  */
 export async function listContacts(ctx: ServiceContext, q: ContactListQuery): Promise<ContactPage> {
   const d1 = ctx.d1;
@@ -78,6 +82,7 @@ export async function listContacts(ctx: ServiceContext, q: ContactListQuery): Pr
   const totals = await totalStatements(d1, ctx.organizationId, "contacts", key);
   const [rows, counter, cached, facet] = await d1.batch([d1.prepare(page.sql).bind(...page.params), ...totals.statements, ...(faceted ? [faceted] : [])]);
   const where = filters(ctx.organizationId, q);
+  const search = searchOf("contact", q.q);
   const total = facet
     ? (facet.results[0] as { total: number }).total
     : await resolveTotal(
@@ -86,7 +91,7 @@ export async function listContacts(ctx: ServiceContext, q: ContactListQuery): Pr
         "contacts",
         { hash: totals.keyHash, filtered: key !== null },
         { counter: counter!.results, cached: cached!.results },
-        { from: "contacts c", where: where.sql.join(" AND "), params: where.params },
+        search ? searchCount("contacts", "c", ctx.organizationId, search, [where]) : { from: "contacts c", where: where.sql.join(" AND "), params: where.params },
       );
 
   const { page: pageRows, hasMore, nextCursor } = keysetPage(KEYSET, page.sort, rows!.results as unknown as ContactRow[], page.limit);

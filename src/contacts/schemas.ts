@@ -2,6 +2,7 @@ import { z } from "@hono/zod-openapi";
 import { Deal } from "../deals/schemas";
 import { sortParam } from "../crm/keyset";
 import { csv, intParam, pageParams, timestampParam } from "../crm/list-query";
+import { searchParam } from "../crm/search";
 import { boundedJsonObject } from "../lib/json-bounds";
 import { oneLineText, pattern } from "../lib/validation";
 import { Communication, INCLUDED_COMMUNICATIONS } from "./communication-schemas";
@@ -163,6 +164,7 @@ export type SortField = (typeof SORT_FIELDS)[number];
 export const ContactListQuery = z
   .strictObject({
     ...pageParams,
+    q: searchParam(true, "first and last names, e-mail, phones by their digits written any way, notes and tags"),
     type: z.enum(CONTACT_TYPES).optional(),
     status: z.enum(CONTACT_STATUSES).optional(),
     source: z.string().min(1).max(40).optional(),

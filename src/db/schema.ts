@@ -18,3 +18,4 @@ export * from "./oauth";
 export * from "./trash";
 export * from "./uploads";
 export * from "./shard-fences";
+export * from "./search";

@@ -2,6 +2,7 @@ import type { z } from "@hono/zod-openapi";
 import type { Pagination } from "../crm/envelope";
 import { afterCursor, type KeysetTable, keysetPage, orderBy, pageSql, type SortKey, type Where } from "../crm/keyset";
 import { filterKey, resolveTotal, totalStatements } from "../crm/list-totals";
+import { searchCount, searchKey, searchOf, searchPageSql } from "../crm/search";
 import type { ServiceContext } from "../service-context";
 import { fromRow } from "./mapping";
 import type { Deal, DealListQuery, SortField } from "./schemas";
@@ -67,18 +68,22 @@ export function listSql(organizationId: string, q: DealListQuery) {
     probability: q["probability[gte]"] !== undefined,
   }[sort[0]!.field];
   const order = { probe: orderBy(KEYSET, sort), fallback: orderBy(KEYSET, sort, !bounded) };
+  const search = searchOf("deal", q.q);
+  if (search) return { sort, limit: q.limit, ...searchPageSql("deals", "d", organizationId, search, [scope(organizationId, q, sort), filters(q)], { probe: order.probe, fallback: orderBy(KEYSET, sort, true) }, q.limit) };
   return { sort, limit: q.limit, ...pageSql("deals d", "d", scope(organizationId, q, sort), filters(q), order, q.limit) };
 }
 
 /**
  * GET /v1/deals. One D1 round trip reads the page (limit + 1 rows, keyset.ts `pageSql`), the deals counter and the cached total of these
- * filters (crm/list-totals.ts); a filtered total is counted once per deals version. Includes add a query each.
+ * filters (crm/list-totals.ts); a filtered total is counted once per deals version. Includes add a query each. `q`
+ * searches titles (crm/search.ts).
  */
 export async function listDeals(ctx: ServiceContext, q: DealListQuery): Promise<{ data: Deal[]; pagination: z.infer<typeof Pagination> }> {
   const d1 = ctx.d1;
   const page = listSql(ctx.organizationId, q);
-  const { limit: _l, cursor: _c, sort: _s, include: _i, ...filtersOnly } = q;
-  const key = filterKey(filtersOnly);
+  const { limit: _l, cursor: _c, sort: _s, include: _i, q: text, ...filtersOnly } = q;
+  const search = searchOf("deal", text);
+  const key = filterKey({ ...filtersOnly, q: searchKey(search) });
   const totals = await totalStatements(d1, ctx.organizationId, "deals", key);
   const [rows, counter, cached] = await d1.batch([d1.prepare(page.sql).bind(...page.params), ...totals.statements]);
   const where = filters(q);
@@ -88,7 +93,9 @@ export async function listDeals(ctx: ServiceContext, q: DealListQuery): Promise<
     "deals",
     { hash: totals.keyHash, filtered: key !== null },
     { counter: counter!.results, cached: cached!.results },
-    { from: "deals d", where: ["d.organization_id = ?", ...where.sql].join(" AND "), params: [ctx.organizationId, ...where.params] },
+    search
+      ? searchCount("deals", "d", ctx.organizationId, search, [{ sql: ["d.organization_id = ?"], params: [ctx.organizationId] }, where])
+      : { from: "deals d", where: ["d.organization_id = ?", ...where.sql].join(" AND "), params: [ctx.organizationId, ...where.params] },
   );
   const { page: pageRows, hasMore, nextCursor } = keysetPage(KEYSET, page.sort, rows!.results as Row[], page.limit);
   const data = await present(ctx, pageRows.map(fromRow), q.include ?? []);

@@ -1,6 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import { sortParam } from "../crm/keyset";
 import { csv, decimalParam, intParam, listQuery, timestampParam } from "../crm/list-query";
+import { searchParam } from "../crm/search";
 import { oneLineText, pattern } from "../lib/validation";
 
 export const DEAL_TYPES = ["SALE", "PURCHASE", "LEASE", "RENTAL"] as const;
@@ -262,6 +263,7 @@ export const READ_INCLUDES = ["contact", "property", "documents", "tasks", "acti
 export type Include = (typeof READ_INCLUDES)[number];
 
 export const DealListQuery = listQuery({
+  q: searchParam(false, "the title"),
   type: z.enum(DEAL_TYPES).optional(),
   stage: z.enum(DEAL_STAGES).optional(),
   status: z.enum(DEAL_STATUSES).optional(),

@@ -11,6 +11,7 @@ const timestamp = z.iso.datetime({ offset: true });
 
 /** The list filters of GET /v1/contacts with JSON types instead of query strings; mapped onto the route's query below. */
 const FindContactsInput = z.strictObject({
+  query: z.string().max(200).optional().describe("Words to find in names, e-mail, phones (digits in any format), notes and tags, each as the start of a word; every word must match"),
   type: z.enum(CONTACT_TYPES).optional(),
   status: z.enum(CONTACT_STATUSES).optional(),
   source: z.string().min(1).max(40).optional().describe("Lead source code, e.g. WEBSITE or REFERRAL"),
@@ -34,7 +35,8 @@ const FindContactsInput = z.strictObject({
 export const findContacts = defineTool({
   name: "find_contacts",
   title: "Find contacts",
-  description: "Lists the organization's contacts matching every given filter (e-mail address, type, status, source, agent, tags, lead score, creation time), one keyset page at a time with a total.",
+  description:
+    "Lists the organization's contacts matching every given filter (words of their name, e-mail, phone, notes or tags; e-mail address, type, status, source, agent, tags, lead score, creation time), one keyset page at a time with a total.",
   permission: "contacts:read",
   readOnly: true,
   input: FindContactsInput,
@@ -46,6 +48,7 @@ export const findContacts = defineTool({
       ContactListQuery,
       definedOnly({
         ...listParams(i),
+        q: i.query,
         type: i.type,
         status: i.status,
         source: i.source,

@@ -11,6 +11,7 @@ const decimal = (n: number | undefined) => (n === undefined ? undefined : n.toFi
 
 /** The list filters of GET /v1/deals with JSON types instead of query strings; mapped onto the route's query below. */
 const ListDealsInput = z.strictObject({
+  query: z.string().max(200).optional().describe("Words to find in the title, each as the start of a word; every word must match"),
   stage: z.enum(DEAL_STAGES).optional(),
   status: z.enum(DEAL_STATUSES).optional(),
   type: z.enum(DEAL_TYPES).optional(),
@@ -27,7 +28,7 @@ const ListDealsInput = z.strictObject({
 export const listDealsTool = defineTool({
   name: "list_deals",
   title: "List deals",
-  description: "Lists the organization's deals matching every given filter (stage, status, type, agent, amount, probability, dates), one keyset page at a time with a total.",
+  description: "Lists the organization's deals matching every given filter (words of the title, stage, status, type, agent, amount, probability, dates), one keyset page at a time with a total.",
   permission: "deals:read",
   readOnly: true,
   input: ListDealsInput,
@@ -39,6 +40,7 @@ export const listDealsTool = defineTool({
       DealListQuery,
       definedOnly({
         ...listParams(i),
+        q: i.query,
         stage: i.stage,
         status: i.status,
         type: i.type,

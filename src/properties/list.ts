@@ -1,5 +1,6 @@
 import { afterCursor, type KeysetTable, keysetPage, orderBy, pageSql, type SortKey, type Where } from "../crm/keyset";
 import { filterKey, resolveTotal, totalStatements } from "../crm/list-totals";
+import { searchCount, searchKey, searchOf, searchPageSql } from "../crm/search";
 import type { Pagination } from "../crm/envelope";
 import type { z } from "@hono/zod-openapi";
 import type { ServiceContext } from "../service-context";
@@ -69,18 +70,22 @@ export function listSql(organizationId: string, q: PropertyListQuery, now = new 
   const bounded = { createdAt: false, updatedAt: false, listPrice: q["listPrice[gte]"] !== undefined || q["listPrice[lte]"] !== undefined, listDate: q["daysOnMarket[lte]"] !== undefined }[sort[0]!.field];
   // One zip code holds a few hundred listings at most: its indexes (by creation, by price) walk them in sort order.
   const order = { probe: orderBy(KEYSET, sort), fallback: orderBy(KEYSET, sort, !bounded), direct: q.zipCode !== undefined };
+  const search = searchOf("property", q.q);
+  if (search) return { sort, limit: q.limit, ...searchPageSql("properties", "p", organizationId, search, [scope(organizationId, q, sort), filters(q, now)], { probe: order.probe, fallback: orderBy(KEYSET, sort, true) }, q.limit) };
   return { sort, limit: q.limit, ...pageSql("properties p", "p", scope(organizationId, q, sort), filters(q, now), order, q.limit) };
 }
 
 /** The filters that change the total; a days-on-market bound moves with the date, so the date is part of its key. */
 function totalKey(q: PropertyListQuery, now: Date): string | null {
-  const { limit: _l, cursor: _c, sort: _s, include: _i, ...rest } = q;
+  const { limit: _l, cursor: _c, sort: _s, include: _i, q: text, ...filtersOnly } = q;
+  const rest = { ...filtersOnly, q: searchKey(searchOf("property", text)) };
   return filterKey(rest["daysOnMarket[lte]"] === undefined ? rest : { ...rest, on: today(now) });
 }
 
 /**
  * GET /v1/properties. One D1 round trip reads the page (limit + 1 rows, keyset.ts `pageSql`), the properties counter and the cached total
- * of these filters (crm/list-totals.ts); a filtered total is counted once per properties version.
+ * of these filters (crm/list-totals.ts); a filtered total is counted once per properties version. `q` searches the
+ * address and the MLS id (crm/search.ts).
  */
 export async function listProperties(ctx: ServiceContext, q: PropertyListQuery): Promise<{ data: Property[]; pagination: z.infer<typeof Pagination> }> {
   const now = new Date();
@@ -90,13 +95,16 @@ export async function listProperties(ctx: ServiceContext, q: PropertyListQuery):
   const totals = await totalStatements(d1, ctx.organizationId, "properties", key);
   const [rows, counter, cached] = await d1.batch([d1.prepare(page.sql).bind(...page.params), ...totals.statements]);
   const where = filters(q, now);
+  const search = searchOf("property", q.q);
   const total = await resolveTotal(
     d1,
     ctx.organizationId,
     "properties",
     { hash: totals.keyHash, filtered: key !== null },
     { counter: counter!.results, cached: cached!.results },
-    { from: "properties p", where: ["p.organization_id = ?", ...where.sql].join(" AND "), params: [ctx.organizationId, ...where.params] },
+    search
+      ? searchCount("properties", "p", ctx.organizationId, search, [{ sql: ["p.organization_id = ?"], params: [ctx.organizationId] }, where])
+      : { from: "properties p", where: ["p.organization_id = ?", ...where.sql].join(" AND "), params: [ctx.organizationId, ...where.params] },
   );
   const { page: pageRows, hasMore, nextCursor } = keysetPage(KEYSET, page.sort, rows!.results as Row[], page.limit);
   const include = q.include ?? [];

@@ -1,6 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import { sortParam } from "../crm/keyset";
 import { csv, decimalParam as decimal, intParam, listQuery } from "../crm/list-query";
+import { searchParam } from "../crm/search";
 import { PROPERTY_TYPES } from "../contacts/schemas";
 import { oneLineText, pattern } from "../lib/validation";
 
@@ -246,6 +247,7 @@ export const READ_INCLUDES = ["photos", "agent", "analytics", "comparables"] as 
 export type Include = (typeof READ_INCLUDES)[number];
 
 export const PropertyListQuery = listQuery({
+  q: searchParam(false, "the street, unit, city, state and zip code of the address, and the MLS id"),
   propertyType: z.enum(PROPERTY_TYPES).optional(),
   status: z.enum(LISTING_STATUSES).optional(),
   city: text(100).optional().openapi({ description: "Case-insensitive" }),

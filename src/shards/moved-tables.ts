@@ -12,6 +12,7 @@ import * as plants from "../db/plants";
 import * as properties from "../db/properties";
 import * as referrals from "../db/referrals";
 import * as reputation from "../db/reputation";
+import * as search from "../db/search";
 import * as signatures from "../db/signatures";
 import * as surveys from "../db/surveys";
 import * as trash from "../db/trash";
@@ -25,10 +26,15 @@ import { columnName } from "../db/row-json";
  * unless it is named here as holding no organization's rows; one without an organization column must say how its rows
  * are found, or this module fails to load. test/shard-move.test.ts checks the list against the shards' own tables.
  */
-const TENANT_SCHEMA = [members, platform, plants, contacts, webhooks, documents, signatures, reputation, properties, deals, clickwrap, obligations, documentVectors, referrals, surveys, trash, uploads];
+const TENANT_SCHEMA = [members, platform, plants, contacts, webhooks, documents, signatures, reputation, properties, deals, clickwrap, obligations, documentVectors, referrals, surveys, trash, uploads, search];
 
-/** Tables on a shard that hold no organization's rows: the batch guard (always empty) and the move's own fences. */
-export const NOT_MOVED = new Set(["write_guards", "shard_fences"]);
+/**
+ * Tables on a shard the move neither copies nor fences: those that hold no organization's rows (the batch guard,
+ * always empty; the move's own fences; the search's character map), and the search index, which triggers on the
+ * moved tables write as the copy lands each record on the target and delete as the cleanup takes it off the source
+ * (migration 0012): copying it too would move every term twice.
+ */
+export const NOT_MOVED = new Set(["write_guards", "shard_fences", "search_fold", "search_terms"]);
 
 /**
  * Rows scoped through another table's row (no organization column of their own): the parent is moved before them and
