@@ -1,6 +1,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { call, json } from "./helpers/client";
+import { createApiKey } from "./helpers/api-keys";
 import { createPrincipal, tenantDb } from "./helpers/factories";
 import { receiverUrl } from "./helpers/receiver";
 import { subscribe } from "./helpers/webhooks";
@@ -169,5 +170,26 @@ describe("webhook routes in /openapi.json", () => {
     }
     expect(doc.components.schemas.CreateWebhook.properties.events.items.enum).toContain("property.price_changed");
     expect(doc.components.schemas.Webhook.properties).not.toHaveProperty("secret");
+  });
+});
+
+describe("what a subscription may carry (issue 33 follow-up of 32)", () => {
+  it("needs the read permission of each event's object: a key with webhooks:manage alone cannot have contacts sent away", async () => {
+    const owner = await createPrincipal();
+    const narrow = await createApiKey(owner.token, ["webhooks:manage"]);
+    const wide = await createApiKey(owner.token, ["webhooks:manage", "contacts:read"]);
+    const body = { url: sink(), events: ["contact.created"] };
+    const refused = await call("POST", "/v1/webhooks", { token: narrow.key, body });
+    expect(refused.status).toBe(403);
+    expect((await json(refused)).error).toMatchObject({ code: "insufficient_permission" });
+    const created = await call("POST", "/v1/webhooks", { token: wide.key, body });
+    expect(created.status).toBe(201);
+    const id = (await json(created)).data.id;
+    // Widening an existing subscription is held to the same rule; a change that names no events is not.
+    const widened = await call("PATCH", `/v1/webhooks/${id}`, { token: narrow.key, body: { events: ["contact.created", "deal.won"] } });
+    expect(widened.status).toBe(403);
+    expect((await call("PATCH", `/v1/webhooks/${id}`, { token: narrow.key, body: { description: "renamed" } })).status).toBe(200);
+    const hook = (await json(await call("GET", `/v1/webhooks/${id}`, { token: owner.token }))).data;
+    expect(hook).toMatchObject({ events: ["contact.created"], description: "renamed" });
   });
 });

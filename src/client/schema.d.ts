@@ -979,7 +979,7 @@ export interface paths {
         put?: never;
         /**
          * Subscribe to events
-         * @description Creates a subscription. The signing secret (yours, or generated when `secret` is left out, as `whsec_<base64>`) is returned in this answer only. Deliveries carry the X-Service-* headers and the Standard Webhooks headers (webhook-id, webhook-timestamp, webhook-signature).
+         * @description Creates a subscription. The signing secret (yours, or generated when `secret` is left out, as `whsec_<base64>`) is returned in this answer only. Deliveries carry the X-Service-* headers and the Standard Webhooks headers (webhook-id, webhook-timestamp, webhook-signature). Each event needs the permission that reads its object too (`contacts:read` for `contact.*` …): an API key or token without it is a 403 `insufficient_permission`.
          */
         post: operations["createWebhook"];
         delete?: never;

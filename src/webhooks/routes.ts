@@ -1,7 +1,8 @@
 import { OpenAPIHono, z } from "@hono/zod-openapi";
+import type { Context } from "hono";
 import { listQuery } from "../crm/list-query";
 import { ETAG_HEADER, instantFacet, withEtag } from "../platform/etag";
-import { serviceContext } from "../platform/auth";
+import { requirePermission, serviceContext } from "../platform/auth";
 import type { AppBindings } from "../platform/context";
 import { CRM, CRM_PRECONDITION_ERROR, crmError, crmSuccess } from "../crm/envelope";
 import { defineRoute, jsonBody } from "../platform/route";
@@ -9,6 +10,7 @@ import { issuesOf, validationHookWith } from "../platform/openapi";
 import { assertDeliverableUrl } from "./guards";
 import { deliveryRoutes } from "./delivery-routes";
 import { eventLogRoutes } from "./event-log-routes";
+import { readPermissionOf, type WebhookEventName } from "./events";
 import { DEFAULT_OVERLAP_SECONDS } from "./limits";
 import { CreateWebhook, RotateSecret, UpdateWebhook, Webhook, WebhookIdParam, WebhookList, WebhookWithSecret } from "./schemas";
 import { createWebhook, deleteWebhook, findWebhook, listWebhooks, rotateWebhookSecret, shownWebhook, updateWebhook } from "./service";
@@ -31,7 +33,7 @@ const create = defineRoute(CRM, {
   security,
   summary: "Subscribe to events",
   description:
-    "Creates a subscription. The signing secret (yours, or generated when `secret` is left out, as `whsec_<base64>`) is returned in this answer only. Deliveries carry the X-Service-* headers and the Standard Webhooks headers (webhook-id, webhook-timestamp, webhook-signature).",
+    "Creates a subscription. The signing secret (yours, or generated when `secret` is left out, as `whsec_<base64>`) is returned in this answer only. Deliveries carry the X-Service-* headers and the Standard Webhooks headers (webhook-id, webhook-timestamp, webhook-signature). Each event needs the permission that reads its object too (`contacts:read` for `contact.*` …): an API key or token without it is a 403 `insufficient_permission`.",
   request: jsonBody(CreateWebhook),
   responses: { 201: crmSuccess("The subscription with its secret", WebhookWithSecret, ETAG_HEADER), ...URL_ERRORS },
 });
@@ -110,6 +112,14 @@ const remove = defineRoute(CRM, {
   responses: { 200: crmSuccess("Deleted", z.object({ id: z.string(), deleted: z.literal(true) })), ...NOT_FOUND, ...BAD_ID, ...CRM_PRECONDITION_ERROR, 409: crmError("Changed by too many requests at once (concurrent_modification); retry") },
 });
 
+/**
+ * A subscription delivers the objects of its events, so subscribing needs what reading them needs: a key with
+ * `webhooks:manage` alone may not have every contact sent to a URL of its choosing (403 for the first missing one).
+ */
+function requireEventReads(c: Context<AppBindings>, events: readonly WebhookEventName[] | undefined): void {
+  for (const permission of new Set((events ?? []).map(readPermissionOf))) requirePermission(c, permission);
+}
+
 /** Every /v1/webhooks route. `deps` reaches DNS and receivers; tests pass fakes. */
 export function createWebhookRoutes(deps: WebhookDeps) {
   // A body that breaks the schema still has its URL checked, so one 422 names every problem.
@@ -117,6 +127,7 @@ export function createWebhookRoutes(deps: WebhookDeps) {
   return new OpenAPIHono<AppBindings>({ defaultHook: hook })
     .openapi(create, async (c) => {
       c.set("replayOmits", [["data", "secret"]]);
+      requireEventReads(c, c.req.valid("json").events);
       return c.json({ success: true as const, data: withEtag(c, await createWebhook(serviceContext(c), c.req.valid("json"), deps.resolver)) }, 201);
     })
     .openapi(list, async (c) => c.json({ success: true as const, ...(await listWebhooks(serviceContext(c), c.req.valid("query"))) }, 200))
@@ -127,6 +138,7 @@ export function createWebhookRoutes(deps: WebhookDeps) {
     })
     .openapi(update, async (c) => {
       c.set("replayOmits", [["data", "secret"]]);
+      requireEventReads(c, c.req.valid("json").events);
       return c.json({ success: true as const, data: withEtag(c, await updateWebhook(serviceContext(c), c.req.valid("param").id, c.req.valid("json"), deps.resolver)) }, 200);
     })
     .openapi(rotate, async (c) => {
