@@ -186,6 +186,11 @@ describe("invitation links (/invite/<token>)", () => {
     const me = await call("GET", `/v1/users/${user.id}`, { token });
     expect((await json(me)).data).toMatchObject({ status: "active", invitationExpiresAt: null });
     expect((await call("GET", "/v1/contacts", { token })).status).toBe(200);
+    // Turning active is a change integrators hear of, once, by the user themself.
+    const activations = (await eventsOf(owner.organizationId, "user.updated")).filter((e) => e.object.id === user.id);
+    expect(activations).toEqual([
+      expect.objectContaining({ object: expect.objectContaining({ id: user.id, status: "active", invitationExpiresAt: null }), previousAttributes: { status: "invited", invitationExpiresAt: user.invitationExpiresAt }, changes: ["status", "invitationExpiresAt"] }),
+    ]);
 
     // Used: the link answers as an unknown one, on the page and on its forms.
     const unknown = await pageCall("GET", "/invite/inv_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA");

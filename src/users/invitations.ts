@@ -8,6 +8,9 @@ import { newId } from "../lib/ids";
 import { inJsonList } from "../lib/sql";
 import { addSeconds, nowIso } from "../lib/time";
 import type { MailMessage } from "../mail/mailer";
+import { commitInDirectory, type DirectoryWork } from "../events/directory-outbox";
+import { newEvent } from "../events/outbox";
+import { toUser, type UserRow } from "./mapping";
 
 /**
  * Invitations (issue 32): a one-time sign-in link mailed to a new user, valid 7 days. The link's token is a
@@ -87,6 +90,10 @@ export interface Invitation {
   email: string;
   organizationName: string;
   tokenHash: string;
+  /** When the link stops working: the user's `invitationExpiresAt` until they sign in with it. */
+  expiresAt: string;
+  /** The directory's copy of the user, which `user.updated` shows once the link is spent. */
+  user: UserRow;
 }
 
 const TOKEN = /^inv_[A-Za-z0-9_-]{43}$/;
@@ -96,30 +103,38 @@ export async function findInvitation(directory: Db, token: string): Promise<Invi
   if (!TOKEN.test(token)) return null;
   const tokenHash = await sha256Hex(token);
   const row = await directory
-    .select({ userId: users.id, organizationId: users.organizationId, email: users.email, name: organizations.name, displayName: organizations.displayName })
+    .select({ user: users, name: organizations.name, displayName: organizations.displayName, expiresAt: userInvitations.expiresAt })
     .from(userInvitations)
     .innerJoin(users, eq(users.id, userInvitations.userId))
     .innerJoin(organizations, eq(organizations.id, userInvitations.organizationId))
     .where(and(eq(userInvitations.tokenHash, tokenHash), gt(userInvitations.expiresAt, nowIso())))
     .get();
-  return row ? { userId: row.userId, organizationId: row.organizationId, email: row.email, organizationName: row.displayName ?? row.name, tokenHash } : null;
+  return row ? { userId: row.user.id, organizationId: row.user.organizationId, email: row.user.email, organizationName: row.displayName ?? row.name, tokenHash, expiresAt: row.expiresAt, user: row.user } : null;
 }
 
 /**
  * Spends the invitation and mints its user a session, in one batch that holds only while the invitation is still live:
  * of two redemptions at once, one gets the session and the other null (as for a used link). The session token is in
- * this answer only; the session keeps its SHA-256.
+ * this answer only; the session keeps its SHA-256. The user turning active is a `user.updated` (status), staged in
+ * that batch and relayed to the organization's shard outbox (events/directory-outbox.ts).
  */
-export async function redeemInvitation(directory: Db, invitation: Invitation): Promise<{ token: string; expiresAt: string } | null> {
+export async function redeemInvitation(work: Omit<DirectoryWork, "shard">, invitation: Invitation): Promise<{ token: string; expiresAt: string } | null> {
+  const { directory } = work;
   const now = new Date();
   const token = newToken("sess");
   const expiresAt = nowIso(addSeconds(now, SESSION_TTL_SECONDS));
   const live = and(eq(userInvitations.tokenHash, invitation.tokenHash), gt(userInvitations.expiresAt, nowIso(now)));
   try {
-    await directory.batch([
+    const activated = newEvent({ organizationId: invitation.organizationId, actor: { type: "user", userId: invitation.userId } }, "user.updated", {
+      object: toUser(invitation.user, undefined),
+      previousAttributes: { status: "invited", invitationExpiresAt: invitation.expiresAt },
+      changes: ["status", "invitationExpiresAt"],
+    });
+    await commitInDirectory(work, [
       guard(directory, rowExists(userInvitations, live)),
       directory.delete(userInvitations).where(eq(userInvitations.tokenHash, invitation.tokenHash)),
       directory.insert(sessions).values({ id: newId(), tokenHash: await sha256Hex(token), userId: invitation.userId, organizationId: invitation.organizationId, createdAt: nowIso(now), expiresAt }),
+      { event: activated },
     ]);
   } catch (err) {
     if (isGuardFailure(err)) return null;

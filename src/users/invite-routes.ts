@@ -111,7 +111,7 @@ async function checkCode(c: Ctx, invitation: Invitation, cookie: string, csrf: s
     case "spent":
       return invitePage(c, { organization: invitation.organizationName, email: invitation.email, csrf, error: "That code has expired or was tried too many times. Ask for a new one." });
     case "accepted": {
-      const session = await redeemInvitation(directory, invitation);
+      const session = await redeemInvitation({ env: c.env, directory, defer: (work) => c.executionCtx.waitUntil(work) }, invitation);
       // The sign-in served only this: it ends either way (a link used meanwhile in another browser is spent).
       await endSignIn(directory, signIn);
       if (!session) return deadInvitePage(c);

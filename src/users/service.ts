@@ -13,20 +13,16 @@ import { mailerFor } from "../mail/mailer";
 import type { ServiceContext } from "../service-context";
 import { followOnDirectory } from "../shards/placement";
 import { invitationMail, inviteMember, newInvitation, pendingInvitations, renewInvitation } from "./invitations";
+import { toUser, type UserRow } from "./mapping";
 import type { CreateUser, UpdateUser, User } from "./schemas";
 
-type Row = typeof users.$inferSelect;
+type Row = UserRow;
 
 /** The shard's copy of a user is the one that versions its changes (db/members.ts); the directory's follows. */
 const USERS: VersionedTable = { table: users, id: users.id, organizationId: users.organizationId, version: users.version };
 
 const byId = (organizationId: string, id: string) => and(eq(users.organizationId, organizationId), eq(users.id, id));
 const ownersBesides = (organizationId: string, id: string) => sql`(SELECT COUNT(*) FROM ${users} WHERE ${users.organizationId} = ${organizationId} AND ${users.role} = 'owner' AND ${users.id} <> ${id})`;
-
-function toUser(row: Row, invitedUntil: string | undefined): User {
-  const { id, email, name, role, acceptsLeads, createdAt } = row;
-  return { id, email, name, role, acceptsLeads, status: invitedUntil ? "invited" : "active", invitationExpiresAt: invitedUntil ?? null, createdAt, updatedAt: row.updatedAt ?? createdAt };
-}
 
 /** The user as shown, with its status from the directory's invitations, marked with its version for the ETag. */
 async function shown(ctx: ServiceContext, row: Row): Promise<User> {
