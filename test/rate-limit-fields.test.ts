@@ -5,6 +5,7 @@ import type { RateLimiter } from "../src/platform/rate-limiter";
 import { createApiKey, grantTokens } from "./helpers/api-keys";
 import { call, json } from "./helpers/client";
 import { createPrincipal } from "./helpers/factories";
+import { createProperty } from "./helpers/properties";
 import { testApp } from "./helpers/test-app";
 
 // Issue 32: every answer to an authenticated caller carries the IETF RateLimit fields of its credential's quota
@@ -106,5 +107,28 @@ describe("RateLimit fields and the per-credential quota", () => {
     const res = await testApp({ credentialLimiter: failing }).fetch("GET", "/v1/contacts", { token });
     expect(res.status).toBe(200);
     expect(fields(res)).toEqual({ policy: null, limit: null });
+  });
+});
+
+describe("RateLimit fields of a route's own bucket (issue 33 follow-up of 32)", () => {
+  it("answers a public page with its per-address bucket as the policy, 429 included", async () => {
+    const headers = { "cf-connecting-ip": `198.51.100.${Math.floor(Math.random() * 250) + 1}` };
+    const first = await call("GET", `/invite/inv_${"A".repeat(43)}`, { headers });
+    expect(first.status).toBe(404);
+    expect(first.headers.get("ratelimit-remaining")).toBeNull();
+    expect(fields(first)).toEqual({ policy: '"public-invite:get";q=60;w=60', limit: expect.stringMatching(/^"public-invite:get";r=59;t=\d+$/) });
+    let last = first;
+    for (let i = 0; i < 60 && last.status !== 429; i++) last = await call("GET", `/invite/inv_${"A".repeat(43)}`, { headers });
+    expect(last.status).toBe(429);
+    expect(fields(last).limit).toMatch(/^"public-invite:get";r=0;t=\d+$/);
+  });
+
+  it("lists the credential's quota and the route's bucket side by side on an authenticated route that has both", async () => {
+    const { token } = await createPrincipal();
+    const property = await createProperty(token);
+    const res = await call("POST", `/v1/properties/${property.id}/signals`, { token, body: { type: "VIEW", visitorId: "v1" } });
+    expect(res.status).toBe(201);
+    expect(fields(res).policy).toMatch(/^"default";q=\d+;w=60, "property-signals:post";q=600;w=60$/);
+    expect(fields(res).limit).toMatch(/^"default";r=\d+;t=\d+, "property-signals:post";r=599;t=\d+$/);
   });
 });

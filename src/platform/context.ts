@@ -25,8 +25,11 @@ export interface AppVariables {
   rateLimiter: RateLimiter;
   /** Counts each credential's requests (platform/rate-limit.ts `countCredential`); tests replace it. */
   credentialLimiter: RateLimiter;
-  /** The caller's credential quota and this request's count, once authentication admitted it (the RateLimit fields). */
-  quota?: { rule: RateRule; decision: RateDecision };
+  /**
+   * The quotas this request was counted against, with its count in each, for the RateLimit fields: the caller's
+   * credential once authentication admitted it (policy "default"), then a route's own bucket (policy = its name).
+   */
+  quota?: { rule: RateRule; decision: RateDecision; policy: string }[];
   user: AuthUser;
   organization: AuthOrganization;
   /**

@@ -99,7 +99,7 @@ parameters are refused), no JSON body nests deeper than 32 levels, and every str
 
 **Rate limits** (per client IP, per minute) on the public routes: signing link GET 60 / POST 30, clickwrap GET 120 /
 POST 60, survey GET 60 / POST 10, referral POST 10, reviews feed GET 300, OAuth token POST 30, OAuth client registration and sign-in POST 20,
-invitation page GET 60 / POST 20.
+invitation page GET 60 / POST 20; each answer carries \`RateLimit-Policy\` and \`RateLimit\` with the bucket's name as the policy.
 On the authenticated routes, per credential (each session, API key and access token its own window; 600 requests a
 minute unless the deployment says otherwise): every answer carries \`RateLimit-Policy: "default";q=600;w=60\` and
 \`RateLimit: "default";r=<left>;t=<seconds>\` (draft-ietf-httpapi-ratelimit-headers); past the quota, 429 with \`Retry-After\`.`;

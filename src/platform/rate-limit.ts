@@ -62,15 +62,16 @@ export function clientIp(header: string | undefined): string {
 }
 
 /**
- * Attach to a route: `middleware: [rateLimit("public-sign:get")]`. Answers 429 with Retry-After past the limit.
- * Counted per client IP unless `keyOf` names another subject (an organization's listing).
+ * Attach to a route: `middleware: [rateLimit("public-sign:get")]`. Answers 429 with Retry-After past the limit, and
+ * every answer carries the RateLimit fields of the bucket (policy = the bucket's name), as authenticated answers carry
+ * the credential's. Counted per client IP unless `keyOf` names another subject (an organization's listing).
  */
 export function rateLimit(bucket: RateBucket, keyOf: (c: Context<AppBindings>) => string = (c) => clientIp(c.req.header("cf-connecting-ip"))) {
   const rule = RATE_LIMITS[bucket];
   return createMiddleware<AppBindings>(async (c, next) => {
     const decision = await c.get("rateLimiter").consume(`${bucket}:${keyOf(c)}`, rule);
+    c.set("quota", [...(c.get("quota") ?? []), { rule, decision, policy: bucket }]);
     if (!decision.allowed) throw new RateLimited(decision.retryAfterSeconds);
-    c.header("RateLimit-Remaining", String(decision.remaining));
     await next();
   });
 }
@@ -95,7 +96,7 @@ export async function countCredential(c: Context<AppBindings>, tokenHash: string
 /** After authentication: the credential's count, for the RateLimit fields; past the quota, 429 with Retry-After. */
 export function admitCount(c: Context<AppBindings>, counted: { rule: RateRule; decision: RateDecision } | undefined): void {
   if (!counted) return;
-  c.set("quota", counted);
+  c.set("quota", [{ ...counted, policy: POLICY }]);
   if (!counted.decision.allowed) throw new RateLimited(counted.decision.retryAfterSeconds);
 }
 
@@ -110,12 +111,12 @@ const POLICY = "default";
  */
 export const rateLimitFields = createMiddleware<AppBindings>(async (c, next) => {
   await next();
-  const quota = c.get("quota");
-  if (!quota) return;
-  const { rule, decision } = quota;
+  const quotas = c.get("quota");
+  if (!quotas?.length) return;
+  // Structured-field lists: one member per quota counted.
   const fields = {
-    "RateLimit-Policy": `"${POLICY}";q=${rule.limit};w=${rule.windowSeconds}`,
-    RateLimit: `"${POLICY}";r=${decision.remaining};t=${decision.resetSeconds ?? (decision.allowed ? rule.windowSeconds : decision.retryAfterSeconds)}`,
+    "RateLimit-Policy": quotas.map(({ rule, policy }) => `"${policy}";q=${rule.limit};w=${rule.windowSeconds}`).join(", "),
+    RateLimit: quotas.map(({ rule, decision, policy }) => `"${policy}";r=${decision.remaining};t=${decision.resetSeconds ?? (decision.allowed ? rule.windowSeconds : decision.retryAfterSeconds)}`).join(", "),
   };
   for (const [name, value] of Object.entries(fields)) {
     try {
