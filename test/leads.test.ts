@@ -111,10 +111,15 @@ describe("lead intake (POST /v1/leads)", () => {
     }
     expect(await activities(p, first.data.contactId)).toHaveLength(1);
     expect(await events(p, "contact.created")).toBe(1);
+    // Without a sourceEventId nothing is remembered: the same lead again is a match that logs its message again.
+    const { sourceEventId: _id, ...unnamed } = body;
+    expect((await lead(p.token, unnamed)).status).toBe(200);
+    expect((await lead(p.token, unnamed)).status).toBe(200);
+    expect(await activities(p, first.data.contactId)).toHaveLength(3);
     // The same event id from another source is another lead (here: a match).
     const other = await lead(p.token, { ...body, source: "REALTOR" });
     expect(other.status).toBe(200);
-    expect(await activities(p, first.data.contactId)).toHaveLength(2);
+    expect(await activities(p, first.data.contactId)).toHaveLength(4);
   });
 
   it("30 concurrent intakes of one new person make one contact, and every answer names it", async () => {
@@ -139,6 +144,12 @@ describe("lead intake (POST /v1/leads)", () => {
     const assigned: string[] = [];
     for (let i = 0; i < 4; i++) assigned.push((await lead(p.token, { person: { emails: [uniqueEmail("rr")] } })).data.assignedTo);
     expect(assigned).toEqual([a, b, a, b]);
+
+    // Concurrent new leads take one turn each: 10 at once over two users give five each.
+    const burst = await Promise.all(Array.from({ length: 10 }, () => lead(p.token, { person: { emails: [uniqueEmail("burst")] } })));
+    for (const r of burst) expect(r.status, JSON.stringify(r)).toBe(201);
+    expect(burst.filter((r) => r.data.assignedTo === a)).toHaveLength(5);
+    expect(burst.filter((r) => r.data.assignedTo === b)).toHaveLength(5);
 
     await settle(p, { leadRouting: { mode: "zip", zipRules: [{ zipPrefix: "941", userId: a }, { zipPrefix: "9410", userId: b }] } });
     const property = await createProperty(p.token, { address: { street: "1 Market St", city: "San Francisco", state: "CA", zipCode: "94105" } });
