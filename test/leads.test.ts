@@ -170,7 +170,8 @@ describe("lead intake (POST /v1/leads)", () => {
     await subscribe(p, { url: box.url, events: ["property.inquiry_received"] });
     const property = await createProperty(p.token, { address: { street: "12 Elm St", city: "Springfield", state: "IL", zipCode: "62704" } });
     const email = uniqueEmail("inq");
-    const first = await lead(p.token, { type: "showing_request", propertyId: property.id, person: { emails: [email] }, message: "Can I see it Saturday?" });
+    const firstBody = { type: "showing_request", sourceEventId: "form-1", propertyId: property.id, person: { emails: [email] }, message: "Can I see it Saturday?" };
+    const first = await lead(p.token, firstBody);
     expect(first.status).toBe(201);
     const second = await lead(p.token, { property: { address: { street: "12 elm st", zipCode: "62704" } }, person: { emails: [email] } });
     expect(second.status).toBe(200);
@@ -184,6 +185,10 @@ describe("lead intake (POST /v1/leads)", () => {
     for (const payload of payloads) expect(payload).toMatchObject({ event: "property.inquiry_received", data: { object: { id: property.id }, signal: { type: "INQUIRY", contactId: first.data.contactId } } });
     const analytics = (await json(await call("GET", `/v1/properties/${property.id}/analytics`, { token: p.token }))).data;
     expect(analytics.inquiries).toBe(2);
+    // A repeat answers its first answer, even once the property has gone (a new lead naming it is a 422).
+    expect((await call("DELETE", `/v1/properties/${property.id}`, { token: p.token })).status).toBe(200);
+    expect(await lead(p.token, firstBody)).toEqual(first);
+    expect((await lead(p.token, { ...firstBody, sourceEventId: "form-2" })).status).toBe(422);
   });
 
   it("answers another organization's propertyId exactly like an unknown one", async () => {

@@ -64,9 +64,12 @@ const zipOf = (property: Property | null, lead: LeadCreate): string | null =>
  */
 export async function intakeLead(ctx: ServiceContext, lead: LeadCreate): Promise<IntakeAnswer> {
   checkPhones(ctx, lead.person.phones);
-  const first = await keptAnswer(ctx, lead.source, lead.sourceEventId);
-  if (first) return first;
-  const property = await namedProperty(ctx, lead);
+  // Side by side: a repeat answers its first answer even when its property has gone since.
+  const [first, named] = await Promise.allSettled([keptAnswer(ctx, lead.source, lead.sourceEventId), namedProperty(ctx, lead)]);
+  if (first.status === "rejected") throw first.reason;
+  if (first.value) return first.value;
+  if (named.status === "rejected") throw named.reason;
+  const property = named.value;
   const person: IntakePerson = { firstName: lead.person.firstName, lastName: lead.person.lastName, emails: lead.person.emails, phones: lead.person.phones, address: lead.person.address };
   const activity: IntakeActivity = {
     type: ACTIVITY_TYPE,
