@@ -89,6 +89,7 @@ function routeGroups(options: AppOptions): RouteGroup[] {
   return [
     group(["/plants", "/plants/*"], async () => [(await import("./plants/routes")).plantRoutes]),
     group(["/v1/contacts", "/v1/contacts/*"], async () => [(await import("./contacts/routes")).contactRoutes]),
+    group(["/v1/leads"], async () => [(await import("./leads/routes")).leadRoutes]),
     group(["/v1/properties", "/v1/properties/*"], async () => [(await import("./properties/routes")).propertyRoutes]),
     group(["/v1/deals", "/v1/deals/*"], async () => [(await import("./deals/routes")).dealRoutes]),
     group(["/v1/trash"], async () => [(await import("./trash/routes")).trashRoutes]),

@@ -5,7 +5,6 @@ import { commit, type CommitOptions } from "../events/commit";
 import type { EventEnvelope } from "../events/envelope";
 import { newEvent } from "../events/outbox";
 import { Conflict, NotFound, Validation } from "../lib/errors";
-import { newId } from "../lib/ids";
 import { regionOf } from "../lib/phone";
 import { nowIso } from "../lib/time";
 import type { ServiceContext } from "../service-context";
@@ -17,9 +16,11 @@ import { type Contact, type ContactCreate, type ContactUpdate, type Include, MAX
 import {
   applyInput,
   assertAssignee,
+  blankContact,
   bumpCounters,
   changeEvents,
   CONTACTS,
+  createdEvents,
   NO_ACTIVITY,
   readContactForWrite,
   replaceContact,
@@ -30,6 +31,7 @@ import {
 
 export { listContacts } from "./list";
 export { listTags } from "./tags";
+export { fillContactFromLead, type IntakeActivity, type IntakePerson, newContactForLead } from "./intake";
 export { matchContacts } from "./matching";
 
 const byId = (ctx: ServiceContext, id: string) => and(eq(contacts.id, id), eq(contacts.organizationId, ctx.organizationId));
@@ -76,38 +78,9 @@ export async function createContact(ctx: ServiceContext, raw: ContactCreate): Pr
   const now = new Date();
   const at = now.toISOString();
   await Promise.all([assertEmailFree(ctx, input.email.toLowerCase()), assertAssignee(ctx, input.assignedTo)]);
-  const blank: ContactRecord = {
-    id: newId(),
-    organizationId: ctx.organizationId,
-    firstName: input.firstName,
-    lastName: input.lastName,
-    email: input.email,
-    emailKey: input.email.toLowerCase(),
-    phone: null,
-    secondaryPhone: null,
-    phoneKey: null,
-    secondaryPhoneKey: null,
-    address: null,
-    type: "LEAD",
-    status: "ACTIVE",
-    source: null,
-    leadScore: null,
-    leadScoreRank: -1,
-    leadScoreAuto: false,
-    tags: [],
-    notes: null,
-    preferences: null,
-    assignedTo: null,
-    createdAt: at,
-    updatedAt: at,
-    lastContactedAt: null,
-    version: 1,
-  };
+  const blank = blankContact(ctx, { firstName: input.firstName, lastName: input.lastName, email: input.email }, at);
   const record = applyInput(blank, input, NO_ACTIVITY, now, regionOf(ctx));
-  const object = toContact(record);
-  const events = [newEvent(ctx, "contact.created", { object, previousAttributes: null, changes: null })];
-  if (record.tags.length) events.push(newEvent(ctx, "contact.tagged", { object, previousAttributes: { tags: [] }, changes: ["tags"], tags: record.tags }));
-  if (record.assignedTo) events.push(newEvent(ctx, "contact.assigned", { object, previousAttributes: { assignedTo: null }, changes: ["assignedTo"] }));
+  const events = createdEvents(ctx, record);
   const { leadScoreRank: _rank, ...row } = record;
   const answer = shown(record);
   await commitContact(ctx, [ctx.db.insert(contacts).values(row), ...tagStatements(ctx, [{ contactId: record.id, before: [], after: record.tags }], at), bumpCounters(ctx, 1), ...facetMoves(ctx, null, record)], events, { answer });
@@ -236,35 +209,8 @@ export async function contactByEmail(
   const found = await ctx.db.select({ id: contacts.id }).from(contacts).where(byEmail).get();
   if (found) return { id: found.id, statements: [], events: [] };
   const at = nowIso();
-  const record: ContactRecord = {
-    id: newId(),
-    organizationId: ctx.organizationId,
-    ...splitName(person.name),
-    email: person.email,
-    emailKey,
-    phone: null,
-    secondaryPhone: null,
-    phoneKey: null,
-    secondaryPhoneKey: null,
-    address: null,
-    type: person.type,
-    status: "ACTIVE",
-    source: person.source,
-    leadScore: null,
-    leadScoreRank: -1,
-    leadScoreAuto: false,
-    tags: [],
-    notes: person.notes,
-    preferences: null,
-    assignedTo: person.assignedTo,
-    createdAt: at,
-    updatedAt: at,
-    lastContactedAt: null,
-    version: 1,
-  };
-  const object = toContact(record);
-  const events = [newEvent(ctx, "contact.created", { object, previousAttributes: null, changes: null })];
-  if (record.assignedTo) events.push(newEvent(ctx, "contact.assigned", { object, previousAttributes: { assignedTo: null }, changes: ["assignedTo"] }));
+  const record: ContactRecord = { ...blankContact(ctx, { ...splitName(person.name), email: person.email }, at), type: person.type, source: person.source, notes: person.notes, assignedTo: person.assignedTo };
+  const events = createdEvents(ctx, record);
   const { leadScoreRank: _rank, ...row } = record;
   return { id: record.id, statements: [expectNoRow(ctx.db, contacts, byEmail), ctx.db.insert(contacts).values(row), bumpCounters(ctx, 1), ...facetMoves(ctx, null, record)], events };
 }

@@ -5,6 +5,7 @@ import { contacts, contactTags, tags, users } from "../db/schema";
 import { diffAttributes } from "../lib/changes";
 import { NotFound, Validation } from "../lib/errors";
 import { phoneKey, regionOf } from "../lib/phone";
+import { newId } from "../lib/ids";
 import { inJsonList } from "../lib/sql";
 import { newEvent } from "../events/outbox";
 import type { EventEnvelope } from "../events/envelope";
@@ -142,6 +143,44 @@ export function applyInput(base: ContactRecord, input: ContactUpdate, figures: A
   else if (input.leadScore !== undefined) next.leadScore = input.leadScore;
   next.leadScoreRank = next.leadScore ?? -1;
   return next;
+}
+
+/** A new contact of the organization before any input is applied: a LEAD, ACTIVE, with nothing but its name and e-mail. */
+export function blankContact(ctx: ServiceContext, person: { firstName: string; lastName: string; email: string }, at: string): ContactRecord {
+  return {
+    id: newId(),
+    organizationId: ctx.organizationId,
+    ...person,
+    emailKey: person.email.toLowerCase(),
+    phone: null,
+    secondaryPhone: null,
+    phoneKey: null,
+    secondaryPhoneKey: null,
+    address: null,
+    type: "LEAD",
+    status: "ACTIVE",
+    source: null,
+    leadScore: null,
+    leadScoreRank: -1,
+    leadScoreAuto: false,
+    tags: [],
+    notes: null,
+    preferences: null,
+    assignedTo: null,
+    createdAt: at,
+    updatedAt: at,
+    lastContactedAt: null,
+    version: 1,
+  };
+}
+
+/** The events of a new contact: contact.created, and contact.tagged and contact.assigned when it has tags or an assignee. */
+export function createdEvents(ctx: ServiceContext, record: ContactRecord): EventEnvelope[] {
+  const object = toContact(record);
+  const events = [newEvent(ctx, "contact.created", { object, previousAttributes: null, changes: null })];
+  if (record.tags.length) events.push(newEvent(ctx, "contact.tagged", { object, previousAttributes: { tags: [] }, changes: ["tags"], tags: record.tags }));
+  if (record.assignedTo) events.push(newEvent(ctx, "contact.assigned", { object, previousAttributes: { assignedTo: null }, changes: ["assignedTo"] }));
+  return events;
 }
 
 /** Strips the read-only fields a client may echo back (schemas.ts READ_ONLY_FIELDS). */

@@ -155,3 +155,33 @@ export const contactCommunications = sqliteTable(
     index("contact_communications_type_idx").on(t.organizationId, t.contactId, t.type, t.occurredAt, t.id),
   ],
 );
+
+/**
+ * Lead intake's memory of what it answered (issue 33): the first answer to one (source, sourceEventId) of an
+ * organization, written in the batch of the change it reports, so a portal that sends a lead again gets the same
+ * answer and status without a second contact or activity. It holds ids only (the contact, its assignee), no person.
+ */
+export const leadIntakes = sqliteTable(
+  "lead_intakes",
+  {
+    organizationId: text().notNull(),
+    source: text().notNull(),
+    sourceEventId: text().notNull(),
+    contactId: text().notNull(),
+    status: integer().notNull(),
+    answer: text({ mode: "json" }).$type<Record<string, unknown>>().notNull(),
+    createdAt: text().notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.organizationId, t.source, t.sourceEventId] }), index("lead_intakes_contact_idx").on(t.organizationId, t.contactId)],
+);
+
+/**
+ * Round-robin routing's turn (issue 33): the user the last routed lead went to and how many turns have been taken.
+ * Every lead routed round robin moves it in its own batch, guarded on the turn it read, so two concurrent leads never
+ * take the same turn.
+ */
+export const leadRoutingCursors = sqliteTable("lead_routing_cursors", {
+  organizationId: text().primaryKey(),
+  lastUserId: text(),
+  turn: integer().notNull().default(0),
+});

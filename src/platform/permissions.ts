@@ -8,6 +8,7 @@
 export const PERMISSIONS = {
   "contacts:read": "Read contacts and their activities",
   "contacts:write": "Create and change contacts, log activities",
+  "leads:write": "Send leads in (POST /v1/leads): match, create and route contacts, log the message; alone, a website form's key",
   "contacts:erase": "Erase a person for good on request (privacy erasure): their contact, activities and every copy of their name and address",
   "deals:read": "Read deals, the pipeline and analytics",
   "deals:write": "Create, change and move deals",
@@ -68,6 +69,7 @@ const both = (p: Permission): Need => ({ read: p, write: p });
  */
 const ROUTE_NEEDS: Record<string, Need> = {
   "/v1/contacts": { read: "contacts:read", write: "contacts:write" },
+  "/v1/leads": both("leads:write"),
   "/v1/deals": { read: "deals:read", write: "deals:write" },
   "/v1/properties": { read: "properties:read", write: "properties:write" },
   "/v1/webhooks": both("webhooks:manage"),

@@ -1,5 +1,5 @@
 import { and, eq, sql } from "drizzle-orm";
-import { contacts, properties, propertyDailyReferrers, propertyDailyStats, propertyDailyVisitors, propertyStats } from "../db/schema";
+import { contacts, properties, propertyDailyReferrers, propertyDailyStats, propertyDailyVisitors } from "../db/schema";
 import { expectRow, expectVersion, StaleWrite, type Statement, withRetries } from "../db/write";
 import { commit } from "../events/commit";
 import { newEvent } from "../events/outbox";
@@ -8,6 +8,7 @@ import { NotFound, Validation } from "../lib/errors";
 import { nowIso } from "../lib/time";
 import type { ServiceContext } from "../service-context";
 import { today, toProperty } from "./mapping";
+import { countSignal } from "./signals";
 import type { PropertyAnalytics, PropertySignal, SignalType } from "./schemas";
 import { findProperty, readPropertyForWrite } from "./service";
 import { PROPERTIES } from "./writes";
@@ -17,14 +18,6 @@ import { PROPERTIES } from "./writes";
  * inquiries, showings and offers, which also go out as events) into all-time counters, per-day counters, per-day
  * visitor hashes (unique views) and per-day referrer counts. Nothing is estimated: a figure nobody reported is 0.
  */
-const COUNTER: Record<SignalType, "views" | "saves" | "shares" | "inquiries" | "showings" | "offers"> = {
-  VIEW: "views",
-  SAVE: "saves",
-  SHARE: "shares",
-  INQUIRY: "inquiries",
-  SHOWING: "showings",
-  OFFER: "offers",
-};
 const EVENT: Partial<Record<SignalType, string>> = { INQUIRY: "property.inquiry_received", SHOWING: "property.showing_scheduled", OFFER: "property.offer_received" };
 const DAY_MS = 86_400_000;
 const PERIOD_DAYS = { "7d": 7, "30d": 30, "90d": 90 } as const;
@@ -71,28 +64,10 @@ async function writeSignal(ctx: ServiceContext, id: string, signal: PropertySign
   }
   const at = nowIso();
   const day = today(new Date(at));
-  const column = COUNTER[signal.type];
   const seconds = signal.type === "VIEW" && signal.timeOnSiteSeconds !== undefined ? signal.timeOnSiteSeconds : null;
-  const increments = {
-    [column]: 1,
-    timeOnSiteTotal: seconds ?? 0,
-    timeOnSiteCount: seconds === null ? 0 : 1,
-  } as Record<string, number>;
-  const bump = (t: typeof propertyStats | typeof propertyDailyStats) => ({
-    [column]: sql`${t[column]} + 1`,
-    timeOnSiteTotal: sql`${t.timeOnSiteTotal} + ${increments.timeOnSiteTotal}`,
-    timeOnSiteCount: sql`${t.timeOnSiteCount} + ${increments.timeOnSiteCount}`,
-  });
   const statements: Statement[] = [
     conditional ? expectVersion(ctx.db, PROPERTIES, org, record!) : expectRow(ctx.db, properties, and(eq(properties.id, id), eq(properties.organizationId, org))),
-    ctx.db
-      .insert(propertyStats)
-      .values({ propertyId: id, organizationId: org, ...increments })
-      .onConflictDoUpdate({ target: propertyStats.propertyId, set: bump(propertyStats) }),
-    ctx.db
-      .insert(propertyDailyStats)
-      .values({ propertyId: id, day, organizationId: org, ...increments })
-      .onConflictDoUpdate({ target: [propertyDailyStats.propertyId, propertyDailyStats.day], set: bump(propertyDailyStats) }),
+    ...countSignal(ctx, id, signal.type, at, seconds),
   ];
   if (signal.type === "VIEW") {
     if (signal.visitorId) {

@@ -1,4 +1,4 @@
-import { and, eq } from "drizzle-orm";
+import { and, eq, sql } from "drizzle-orm";
 import { properties, propertyDailyReferrers, propertyDailyStats, propertyDailyVisitors, propertyStats, propertyValuations } from "../db/schema";
 import { expectVersion, expectVersionMatch, type Statement, withRetries } from "../db/write";
 import { commit, type CommitOptions } from "../events/commit";
@@ -16,6 +16,7 @@ import { applyUpdate, bumpCounters, changeEvents, newPropertyRecord, PROPERTIES,
 import type { PropertyCreate, PropertyUpdate } from "./schemas";
 
 export { listProperties } from "./list";
+export { inquiryWrite } from "./signals";
 
 const byId = (ctx: ServiceContext, id: string) => and(eq(properties.id, id), eq(properties.organizationId, ctx.organizationId));
 
@@ -33,6 +34,20 @@ export async function readPropertyForWrite(ctx: ServiceContext, id: string): Pro
   if (!before) throw new NotFound("Property");
   expectVersionMatch(ctx, before.version);
   return before;
+}
+
+/**
+ * The property of the organization at exactly this street and postal code (case and spacing of the zip aside), or
+ * null: how lead intake (issue 33) recognises a listing a lead names by its address. One range of the zip index.
+ */
+export async function findPropertyByAddress(ctx: ServiceContext, address: { street: string; zipCode: string }): Promise<PropertyRecord | null> {
+  const rows = await ctx.db
+    .select()
+    .from(properties)
+    .where(and(eq(properties.organizationId, ctx.organizationId), eq(properties.zipCode, address.zipCode.trim()), sql`lower(trim(json_extract(${properties.address}, '$.street'))) = ${address.street.trim().toLowerCase()}`))
+    .limit(2);
+  // Two listings at one address (a unit number tells them apart, and the lead gave none) name neither.
+  return rows.length === 1 ? rows[0]! : null;
 }
 
 const mlsConflict = () => new Conflict("Another property of your organization has this mlsId", "duplicate_mls_id");

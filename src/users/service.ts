@@ -43,6 +43,12 @@ export async function existingUserIds(ctx: Pick<ServiceContext, "db" | "organiza
   return new Set(rows.map((r) => r.id));
 }
 
+/** The ids of the users lead routing may assign a new lead to (`acceptsLeads`), in id order: round robin's ring (issue 33). */
+export async function leadRecipients(ctx: Pick<ServiceContext, "db" | "organizationId">): Promise<string[]> {
+  const rows = await ctx.db.select({ id: users.id }).from(users).where(and(eq(users.organizationId, ctx.organizationId), eq(users.acceptsLeads, true))).orderBy(users.id);
+  return rows.map((r) => r.id);
+}
+
 /** GET /v1/users/{id}. */
 export async function getUser(ctx: ServiceContext, id: string): Promise<User> {
   const [row, invited] = await Promise.all([findUser(ctx, id), pendingInvitations(ctx.directory, ctx.organizationId, [id])]);

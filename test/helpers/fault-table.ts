@@ -249,6 +249,35 @@ const contactCreate: FaultRow<ContactCreate> = {
   },
 };
 
+interface LeadIntake {
+  owner: TestPrincipal;
+  email: string;
+  first?: Answer;
+  final?: Answer;
+}
+
+/** Lead intake (issue 33) is idempotent by its sourceEventId, not a header: the client's retry sends the same lead. */
+const leadIntake: FaultRow<LeadIntake> = {
+  operation: "lead intake of a new person (contact, activity, routing turn, kept answer) with events",
+  recovery: "client retry (same sourceEventId, no Idempotency-Key); cron; queue redelivery",
+  async seed() {
+    return { owner: await principal(), email: `lead.${crypto.randomUUID()}@example.test` };
+  },
+  ...retriedRequest<LeadIntake>((f, s) =>
+    request(f, "POST", "/v1/leads", { token: s.owner.token, body: { source: "WEBSITE", sourceEventId: "fault-1", person: { firstName: "Lee", emails: [s.email] }, message: "Is it still available?" } }),
+  ),
+  async check(_f, s) {
+    expect(s.final!.status, JSON.stringify(s.final!.body)).toBe(201);
+    const org = s.owner.organizationId;
+    expect(await count(org, "SELECT COUNT(*) AS n FROM contacts WHERE organization_id = ?", org), "contacts").toBe(1);
+    expect(await count(org, "SELECT COUNT(*) AS n FROM contact_activities WHERE organization_id = ?", org), "activities").toBe(1);
+    expect(await count(org, "SELECT COUNT(*) AS n FROM lead_intakes WHERE organization_id = ?", org), "kept answers").toBe(1);
+    expect(await count(org, "SELECT COALESCE(SUM(turn), 0) AS n FROM lead_routing_cursors WHERE organization_id = ?", org), "routing turns").toBe(1);
+    await expectDerivedFiguresExact(org);
+    await expectEventsOnce(org, ["contact.created", "contact.assigned"], { "contact.created": 1, "contact.assigned": 1 });
+  },
+};
+
 interface DealMove extends Written {
   dealId: string;
 }
@@ -996,6 +1025,6 @@ const oauthDisconnect: FaultRow<Grant> = {
 
 
 export const FAULTS: FaultRow[] = [
-  contactCreate, dealMove, propertyPrice, dealUpload, photoUpload, publicSign, fanout, autoDisable, purge, restore, shardMove, erasure,
+  contactCreate, leadIntake, dealMove, propertyPrice, dealUpload, photoUpload, publicSign, fanout, autoDisable, purge, restore, shardMove, erasure,
   organizationUpdate, userInvite, userRoleChange, apiKeyCreate, apiKeyDelete, oauthConnect, oauthDisconnect,
 ];

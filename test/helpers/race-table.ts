@@ -242,6 +242,21 @@ export const RACES: Race[] = [
       expect(await eventCount(owner.organizationId, "contact.created")).toBe(20);
     },
   },
+  // Lead intake (issue 33): concurrent intakes of one new person make one contact; every one answers 2xx (the
+  // losers of the create match it on their retry), each logs its activity, and the contact is created once.
+  {
+    kind: "independent",
+    route: "POST /v1/leads",
+    seed: async () => ({ email: uniqueEmail("lead-race") }),
+    changes: async (_owner, { email }) =>
+      Array.from({ length: 30 }, (_, i) => ({ body: { source: "WEBSITE", sourceEventId: `race-${i}`, person: { firstName: "Raced", emails: [i % 2 ? email!.toUpperCase() : email], phones: ["+1 415 555 0160"] } } })),
+    async verify(owner) {
+      expect(await contactTotal(owner)).toBe(1);
+      expect(await count(owner, "SELECT COUNT(*) AS n FROM contact_activities WHERE organization_id = ?", owner.organizationId)).toBe(30);
+      expect(await count(owner, "SELECT COUNT(*) AS n FROM lead_intakes WHERE organization_id = ?", owner.organizationId)).toBe(30);
+      expect(await eventCount(owner.organizationId, "contact.created")).toBe(1);
+    },
+  },
   {
     kind: "once",
     route: "DELETE /v1/contacts/{id}",

@@ -125,6 +125,8 @@ ROUTES.push(
   { method: "GET", path: "/v1/contacts", family: "crm" },
   { method: "POST", path: "/v1/contacts", family: "crm", body: { firstName: "Matrix", lastName: "Row", email: "matrix@row.test" } },
   { method: "GET", path: "/v1/contacts/tags", family: "crm" },
+  // Lead intake (issue 33).
+  { method: "POST", path: "/v1/leads", family: "crm", body: { source: "WEBSITE", person: { emails: ["matrix@lead.test"] } } },
   { method: "PATCH", path: "/v1/contacts/bulk", family: "crm", body: { contactIds: ["x"], updates: { status: "ACTIVE" } } },
   { method: "GET", path: "/v1/contacts/{id}", family: "crm", seed: seedContact, unknown: unknownContact },
   { method: "PUT", path: "/v1/contacts/{id}", family: "crm", body: { notes: "changed" }, seed: seedContact, unknown: unknownContact },

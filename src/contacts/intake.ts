@@ -1,0 +1,144 @@
+import { and, eq, or, type SQL } from "drizzle-orm";
+import { contactActivities, contacts } from "../db/schema";
+import { expectNoRow, StaleWrite, type Statement } from "../db/write";
+import type { EventEnvelope } from "../events/envelope";
+import { NotFound } from "../lib/errors";
+import { newId } from "../lib/ids";
+import { inJsonList } from "../lib/sql";
+import { phoneKey, regionOf } from "../lib/phone";
+import type { ServiceContext } from "../service-context";
+import { facetMoves } from "./facets";
+import type { ContactRecord } from "./mapping";
+import type { ActivityCreate, ContactUpdate } from "./schemas";
+import { applyInput, blankContact, bumpCounters, changeEvents, createdEvents, NO_ACTIVITY, readContactForWrite, replaceContact } from "./writes";
+
+/**
+ * The contact side of lead intake (issue 33): a new contact from a lead, or a matched one filled with what the lead
+ * brings, each with the lead's activity, as statements and events for the intake's own batch (leads/service.ts adds
+ * its record, the routing turn and the property's inquiry, and commits once).
+ */
+
+/** A person as a lead brings them: e-mails in order (the first is a new contact's `email`), phones as written. */
+export interface IntakePerson {
+  firstName?: string;
+  lastName?: string;
+  emails: string[];
+  phones: string[];
+  address?: ContactUpdate["address"];
+}
+
+/** The lead's activity; what does not fit on the contact (more e-mails, a third phone) joins its metadata. */
+export interface IntakeActivity {
+  type: ActivityCreate["type"];
+  description: string | null;
+  metadata: Record<string, unknown>;
+}
+
+export interface IntakeWrite {
+  contact: ContactRecord;
+  statements: Statement[];
+  events: EventEnvelope[];
+}
+
+/** Distinct by key, first spelling kept: e-mails case-folded, phones in E.164 (the caller checked they key). */
+function distinct(values: string[], key: (v: string) => string | null): string[] {
+  const seen = new Set<string>();
+  return values.filter((v) => {
+    const k = key(v);
+    if (k === null || seen.has(k)) return false;
+    seen.add(k);
+    return true;
+  });
+}
+
+const emailKeyOf = (email: string) => email.toLowerCase();
+
+function activityRow(ctx: ServiceContext, contactId: string, activity: IntakeActivity, extra: { emails: string[]; phones: string[] }, at: string) {
+  const metadata = { ...activity.metadata, ...(extra.emails.length ? { extraEmails: extra.emails } : {}), ...(extra.phones.length ? { extraPhones: extra.phones } : {}) };
+  return { id: newId(), organizationId: ctx.organizationId, contactId, type: activity.type, description: activity.description, scheduledAt: null, metadata, createdBy: ctx.actor.userId ?? null, createdAt: at };
+}
+
+/**
+ * A new contact for a lead that matched nobody: e-mail the first of the lead's, phone and secondary phone its first two
+ * numbers, the rest in the activity. Guarded: no contact of the organization may have any of its e-mails or phone
+ * numbers when the batch runs, so of concurrent intakes of one person one creates and the others find it on their
+ * retry (StaleWrite) and land as a match.
+ */
+export function newContactForLead(ctx: ServiceContext, person: IntakePerson, fields: { source: string; assignedTo: string | null }, activity: IntakeActivity, now: Date): IntakeWrite {
+  const region = regionOf(ctx);
+  const emails = distinct(person.emails, emailKeyOf);
+  const phones = distinct(person.phones, (p) => phoneKey(p, region));
+  const email = emails[0]!;
+  const at = now.toISOString();
+  const input: ContactUpdate = {
+    firstName: person.firstName || email.split("@")[0]!.slice(0, 100),
+    lastName: person.lastName || "",
+    email,
+    phone: phones[0] ?? null,
+    secondaryPhone: phones[1] ?? null,
+    address: person.address ?? null,
+    source: fields.source,
+    assignedTo: fields.assignedTo,
+  };
+  const record = applyInput(blankContact(ctx, { firstName: input.firstName!, lastName: input.lastName!, email }, at), input, NO_ACTIVITY, now, region);
+  const events = createdEvents(ctx, record);
+  const { leadScoreRank: _rank, ...row } = record;
+  const row2 = activityRow(ctx, record.id, activity, { emails: emails.slice(1), phones: phones.slice(2) }, at);
+  const keys = phones.map((p) => phoneKey(p, region)!);
+  const clash: SQL | undefined = or(
+    inJsonList(contacts.emailKey, emails.map(emailKeyOf)),
+    ...(keys.length ? [inJsonList(contacts.phoneKey, keys), inJsonList(contacts.secondaryPhoneKey, keys)] : []),
+  );
+  return {
+    contact: record,
+    statements: [
+      expectNoRow(ctx.db, contacts, and(eq(contacts.organizationId, ctx.organizationId), clash)),
+      ctx.db.insert(contacts).values(row),
+      bumpCounters(ctx, 1),
+      ...facetMoves(ctx, null, record),
+      ctx.db.insert(contactActivities).values(row2),
+    ],
+    events,
+  };
+}
+
+/**
+ * The matched contact filled with what the lead brings, never blanked: names and address fields the lead gives
+ * replace the stored ones, a source only where there is none; an e-mail the contact lacks and phone numbers beyond its
+ * two go to the activity's metadata, a new number takes `phone` or `secondaryPhone` where free. Guarded on the version
+ * read; a contact deleted since its match is a StaleWrite too, so the intake matches again.
+ */
+export async function fillContactFromLead(ctx: ServiceContext, contactId: string, person: IntakePerson, source: string, activity: IntakeActivity, now: Date): Promise<IntakeWrite> {
+  const region = regionOf(ctx);
+  const read = await readContactForWrite(ctx, contactId).catch((err) => {
+    throw err instanceof NotFound ? new StaleWrite() : err;
+  });
+  const { before, figures } = read;
+  const at = now.toISOString();
+  const update: ContactUpdate = {};
+  if (person.firstName) update.firstName = person.firstName;
+  if (person.lastName) update.lastName = person.lastName;
+  if (person.address && Object.keys(person.address).length) update.address = { ...(before.address ?? {}), ...person.address };
+  if (!before.source) update.source = source;
+  const extraEmails = distinct(person.emails, emailKeyOf).filter((e) => emailKeyOf(e) !== before.emailKey);
+  const known = new Set([before.phoneKey, before.secondaryPhoneKey].filter((k): k is string => k !== null));
+  const freeSlots: ("phone" | "secondaryPhone")[] = [...(before.phone ? [] : ["phone" as const]), ...(before.secondaryPhone ? [] : ["secondaryPhone" as const])];
+  const extraPhones: string[] = [];
+  for (const p of distinct(person.phones, (v) => phoneKey(v, region))) {
+    if (known.has(phoneKey(p, region)!)) continue;
+    const slot = freeSlots.shift();
+    if (slot) update[slot] = p;
+    else extraPhones.push(p);
+  }
+  const withThis = { count: figures.count + 1, conversations: figures.conversations, lastActivityAt: at };
+  const changed = { ...applyInput(before, update, withThis, now, region), updatedAt: at, version: before.version + 1 };
+  const events = changeEvents(ctx, before, changed);
+  // The activity moves the version whatever else changes (it is an input of the contact), as every activity does.
+  const after = events.length ? changed : { ...before, version: before.version + 1 };
+  const row = activityRow(ctx, contactId, activity, { emails: extraEmails, phones: extraPhones }, at);
+  return {
+    contact: after,
+    statements: [...replaceContact(ctx, before, after), ...(events.length ? [bumpCounters(ctx, 0)] : []), ...facetMoves(ctx, before, after), ctx.db.insert(contactActivities).values(row)],
+    events,
+  };
+}
