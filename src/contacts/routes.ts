@@ -24,13 +24,14 @@ import {
   ContactDeleteQuery,
   Erasure,
   ContactListQuery,
+  ContactMerge,
   ContactReadQuery,
   ContactTag,
   ContactUpdate,
   IdParam,
   TagsAdd,
 } from "./schemas";
-import { addTags, createContact, deleteContact, getContact, listContacts, listTags, restoreContact, updateContact } from "./service";
+import { addTags, createContact, deleteContact, getContact, listContacts, listTags, mergeContacts, restoreContact, updateContact } from "./service";
 
 /**
  * When a contact body breaks the schema and names an assignee (assignedTo, or updates.assignedTo in a bulk update),
@@ -204,6 +205,28 @@ const tag = defineRoute(CRM, {
   responses: { 200: crmSuccess("The contact with its tags", Contact, ETAG_HEADER), ...NOT_FOUND, ...CONTENDED, ...CRM_PRECONDITION_ERROR },
 });
 
+const merge = defineRoute(CRM, {
+  operationId: "mergeContacts",
+  method: "post",
+  path: "/v1/contacts/{id}/merge",
+  tags,
+  security,
+  summary: "Merge duplicates into this contact",
+  description: `Moves every activity, communication, deal, testimonial, survey, referral and tag of the \`sourceIds\` contacts onto this
+one, fills its empty fields from them (the first source first; phones it lacks go to its free phone slots), and sends
+the sources to the trash with \`mergedInto\`: restoring one answers 409 \`merged_contact\`, erasing this contact erases them
+too. One atomic write; emits \`contact.updated\` (with \`mergedFrom\`) and \`contact.deleted\` per source (with
+\`mergedInto\`). ${CONDITIONAL}`,
+  request: { params: IdParam, ...jsonBody(ContactMerge) },
+  responses: {
+    200: crmSuccess("The contact with everything merged into it", Contact, ETAG_HEADER),
+    ...NOT_FOUND,
+    409: crmError("A source was already merged into another contact (merged_contact; errors[0].message is that contact's id), or too many concurrent changes (concurrent_modification; retry)"),
+    422: crmError("A source id names no contact of your organization (invalid_reference), is listed twice (duplicate_id) or is this contact (same_as_target), or the merged tags would exceed 50 (too_many_tags)"),
+    ...CRM_PRECONDITION_ERROR,
+  },
+});
+
 // Static paths (/tags, /bulk) are registered before /{id} so they are not read as ids.
 export const contactRoutes = new OpenAPIHono<AppBindings>({ defaultHook: contactValidationHook })
   .openapi(listTagsRoute, async (c) => c.json({ success: true as const, ...(await listTags(serviceContext(c), c.req.valid("query"))) }, 200))
@@ -231,5 +254,9 @@ export const contactRoutes = new OpenAPIHono<AppBindings>({ defaultHook: contact
   .openapi(restore, async (c) => c.json({ success: true as const, data: withEtag(c, await restoreContact(serviceContext(c), c.req.valid("param").id)) }, 200))
   .openapi(activities, async (c) => c.json({ success: true as const, ...(await listActivities(serviceContext(c), c.req.valid("param").id, c.req.valid("query"))) }, 200))
   .openapi(logActivity, async (c) => c.json({ success: true as const, data: await createActivity(serviceContext(c), c.req.valid("param").id, c.req.valid("json")) }, 201))
+  .openapi(merge, async (c) => {
+    const { ctx, answer } = keptAnswer<Contact>(c, 200);
+    return c.json(answer(withEtag(c, await mergeContacts(ctx, c.req.valid("param").id, c.req.valid("json").sourceIds))), 200);
+  })
   .openapi(tag, async (c) => c.json({ success: true as const, data: withEtag(c, await addTags(serviceContext(c), c.req.valid("param").id, c.req.valid("json").tags)) }, 200))
   .route("/", communicationRoutes);

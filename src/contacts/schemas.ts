@@ -156,6 +156,25 @@ export type BulkUpdate = z.infer<typeof BulkUpdate>;
 
 export const BulkResult = z.object({ updated: z.int(), failed: z.int(), results: z.array(z.object({ id: z.string(), success: z.boolean() })) });
 
+/** Contacts one merge takes at most: its batch holds a few statements per source. */
+export const MAX_MERGE_SOURCES = 20;
+
+export const ContactMerge = z
+  .strictObject({
+    sourceIds: z
+      .array(z.string().min(1).max(100))
+      .min(1)
+      .max(MAX_MERGE_SOURCES)
+      .superRefine((ids, ctx) => {
+        ids.forEach((id, i) => {
+          if (ids.indexOf(id) !== i) ctx.addIssue({ code: "custom", path: [i], message: "This id is listed twice", params: { code: "duplicate_id" } });
+        });
+      })
+      .openapi({ description: `The contacts to merge into this one (1–${MAX_MERGE_SOURCES}, distinct, not this one): their records move here and they go to the trash` }),
+  })
+  .openapi("ContactMerge");
+export type ContactMerge = z.infer<typeof ContactMerge>;
+
 export const IdParam = z.object({ id: z.string().min(1).max(100).openapi({ param: { name: "id", in: "path" } }) });
 
 export const SORT_FIELDS = ["createdAt", "updatedAt", "lastName", "leadScore"] as const;
