@@ -6,6 +6,7 @@ import type { EventEnvelope } from "../events/envelope";
 import { newEvent } from "../events/outbox";
 import { Conflict, NotFound, Validation } from "../lib/errors";
 import { newId } from "../lib/ids";
+import { regionOf } from "../lib/phone";
 import { nowIso } from "../lib/time";
 import type { ServiceContext } from "../service-context";
 import { facetMoves } from "./facets";
@@ -31,6 +32,7 @@ import {
 export { listContacts } from "./list";
 export { mergeContacts } from "./merge";
 export { listTags } from "./tags";
+export { matchContacts } from "./matching";
 
 const byId = (ctx: ServiceContext, id: string) => and(eq(contacts.id, id), eq(contacts.organizationId, ctx.organizationId));
 
@@ -85,6 +87,8 @@ export async function createContact(ctx: ServiceContext, raw: ContactCreate): Pr
     emailKey: input.email.toLowerCase(),
     phone: null,
     secondaryPhone: null,
+    phoneKey: null,
+    secondaryPhoneKey: null,
     address: null,
     type: "LEAD",
     status: "ACTIVE",
@@ -101,7 +105,7 @@ export async function createContact(ctx: ServiceContext, raw: ContactCreate): Pr
     lastContactedAt: null,
     version: 1,
   };
-  const record = applyInput(blank, input, NO_ACTIVITY, now);
+  const record = applyInput(blank, input, NO_ACTIVITY, now, regionOf(ctx));
   const object = toContact(record);
   const events = [newEvent(ctx, "contact.created", { object, previousAttributes: null, changes: null })];
   if (record.tags.length) events.push(newEvent(ctx, "contact.tagged", { object, previousAttributes: { tags: [] }, changes: ["tags"], tags: record.tags }));
@@ -125,7 +129,7 @@ export async function updateContact(ctx: ServiceContext, id: string, raw: Contac
     const { before, figures } = await readContactForWrite(ctx, id);
     const now = new Date();
     if (input.email !== undefined && input.email.toLowerCase() !== before.emailKey) await assertEmailFree(ctx, input.email.toLowerCase(), id);
-    const after = { ...applyInput(before, input, figures, now), updatedAt: now.toISOString(), version: before.version + 1 };
+    const after = { ...applyInput(before, input, figures, now, regionOf(ctx)), updatedAt: now.toISOString(), version: before.version + 1 };
     const events = changeEvents(ctx, before, after);
     // Switching the computed score on or off changes no public field (so no event) but must still be stored.
     if (events.length === 0 && after.leadScoreAuto === before.leadScoreAuto) return shown(before);
@@ -243,6 +247,8 @@ export async function contactByEmail(
     emailKey,
     phone: null,
     secondaryPhone: null,
+    phoneKey: null,
+    secondaryPhoneKey: null,
     address: null,
     type: person.type,
     status: "ACTIVE",
