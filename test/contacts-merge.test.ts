@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { planPage } from "../src/contacts/duplicates";
 import { call, json } from "./helpers/client";
 import { createContact, expectCrmError, getContact, listPage, logActivity, logCommunication } from "./helpers/contacts";
 import { createDeal, getDeal } from "./helpers/deals";
@@ -227,5 +228,80 @@ describe("POST /v1/contacts/{id}/merge", () => {
     const other = await createContact(p.token);
     expect((await merge(p, b.id, [other.id], { "if-match": '"7"' })).status).toBe(412);
     expect((await merge(p, b.id, [other.id], { "if-match": '"1"' })).status).toBe(200);
+  });
+});
+
+describe("GET /v1/contacts/duplicates", () => {
+  type Group = { reason: string; key: string; contactCount: number; contacts: { id: string }[] };
+  async function walk(p: TestPrincipal, query: string) {
+    const groups: Group[] = [];
+    const totals: number[] = [];
+    let cursor: string | null = null;
+    for (let i = 0; i < 50; i++) {
+      const res = await call("GET", `/v1/contacts/duplicates?${query}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`, { token: p.token });
+      const page = await json(res);
+      expect(res.status, JSON.stringify(page)).toBe(200);
+      groups.push(...page.data);
+      totals.push(page.pagination.total);
+      if (!page.pagination.hasMore) return { groups, totals };
+      cursor = page.pagination.nextCursor;
+    }
+    throw new Error("the walk did not end");
+  }
+  const idsOf = (g: Group) => g.contacts.map((c) => c.id).sort();
+
+  it("groups contacts sharing a phone however written (either field) and contacts sharing name and zip; merging a group empties it", async () => {
+    const p = await createPrincipal();
+    const a = await createContact(p.token, { firstName: "Ann", lastName: "Lee", phone: "(415) 555-0100" });
+    const b = await createContact(p.token, { firstName: "Bob", lastName: "Ray", secondaryPhone: "+1 415-555-0100" });
+    const c = await createContact(p.token, { firstName: "Cy", lastName: "Doe", phone: "415.555.0100" });
+    await createContact(p.token, { firstName: "Dee", lastName: "Fox", phone: "+1 415 555 0199", secondaryPhone: "(415) 555-0199" });
+    const s1 = await createContact(p.token, { firstName: "Sam", lastName: "Lee", address: { city: "Cambridge", zipCode: "02139" } });
+    const s2 = await createContact(p.token, { firstName: "SAM", lastName: "lee", address: { zipCode: " 02139" } });
+    await createContact(p.token, { firstName: "Sam", lastName: "Lee", address: { zipCode: "02140" } });
+    await createContact(p.token, { firstName: "Sam", lastName: "Lee" });
+    const { groups, totals } = await walk(p, "limit=10");
+    expect(groups.map((g) => [g.reason, g.key, g.contactCount, idsOf(g)])).toEqual([
+      ["phone", "+14155550100", 3, [a.id, b.id, c.id].sort()],
+      ["name_zip", "sam|lee|02139", 2, [s1.id, s2.id].sort()],
+    ]);
+    expect(new Set(totals)).toEqual(new Set([2]));
+    expect((await walk(p, "reason=name_zip")).groups.map((g) => g.key)).toEqual(["sam|lee|02139"]);
+    await merged(p, a.id, [b.id, c.id]);
+    await merged(p, s1.id, [s2.id]);
+    expect(await walk(p, "limit=10")).toEqual({ groups: [], totals: [0, 0] });
+  });
+
+  it("pages through every group exactly once, across both kinds", async () => {
+    const p = await createPrincipal();
+    const expected: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      const phone = `+1 212 555 01${10 + i}`;
+      await createContact(p.token, { phone });
+      await createContact(p.token, { secondaryPhone: phone.replace("+1 ", "") });
+      expected.push(`phone +121255501${10 + i}`);
+    }
+    for (let i = 0; i < 3; i++) {
+      for (let j = 0; j < 2; j++) await createContact(p.token, { firstName: "Pat", lastName: `Kim${i}`, address: { zipCode: "10001" } });
+      expected.push(`name_zip pat|kim${i}|10001`);
+    }
+    const { groups, totals } = await walk(p, "limit=2");
+    expect(groups.map((g) => `${g.reason} ${g.key}`)).toEqual(expected);
+    expect(new Set(totals)).toEqual(new Set([8]));
+    const bad = await call("GET", "/v1/contacts/duplicates?cursor=nope", { token: p.token });
+    expect(bad.status).toBe(422);
+  });
+
+  it("plans a page within its window: complete keys only, a window of one key moves on past it", () => {
+    const start = { key: "", inclusive: true };
+    // Both lists complete: every key seen twice is a group.
+    expect(planPage([["a", "b", "b"], ["a", "c"]], 5, start, 10)).toEqual({ keys: ["a", "b"], next: null });
+    // The first list is full: its last key "c" may go on past the window, so the page stops before it.
+    expect(planPage([["a", "b", "c"], ["c", "d"]], 3, start, 10)).toEqual({ keys: [], next: { key: "c", inclusive: true } });
+    expect(planPage([["a", "a", "c"], ["c", "d"]], 3, start, 10)).toEqual({ keys: ["a"], next: { key: "c", inclusive: true } });
+    // More groups than the limit: the next page starts after the last one listed.
+    expect(planPage([["a", "a", "b", "b"], []], 10, start, 1)).toEqual({ keys: ["a"], next: { key: "a", inclusive: false } });
+    // A full window of one key is a group, and the next page goes on after it.
+    expect(planPage([["c", "c", "c"], ["c"]], 3, { key: "c", inclusive: true }, 10)).toEqual({ keys: ["c"], next: { key: "c", inclusive: false } });
   });
 });

@@ -38,6 +38,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/contacts/duplicates": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Likely duplicate contacts, in groups
+         * @description Groups of live contacts that share a phone number (in either phone field, however written: compared in E.164,
+         *     numbers without a country code read in the organization's `defaultPhoneRegion`), then groups that share first and
+         *     last name (any case) and zip code. E-mails are unique per organization, so no group shares one. Keyset-paginated: a page
+         *     reads a bounded stretch of the keys' indexes, so it may hold fewer than `limit` groups while `hasMore` is true;
+         *     follow `nextCursor`. Merge a group with `POST /v1/contacts/{id}/merge`.
+         */
+        get: operations["listContactDuplicates"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/contacts/tags": {
         parameters: {
             query?: never;
@@ -2376,11 +2400,28 @@ export interface components {
              */
             id: number;
         };
-        ContactTag: {
-            name: string;
-            /** @example #2563eb */
-            color: string;
-            count: number;
+        ContactDuplicateGroup: {
+            /**
+             * @description phone: the same number (E.164) in either phone field; name_zip: the same first and last name (any case) and zip code
+             * @enum {string}
+             */
+            reason: "phone" | "name_zip";
+            /**
+             * @description What they share: the number in E.164 (`+14155550100`), or `first|last|ZIP` folded
+             * @example +14155550100
+             */
+            key: string;
+            /** @description How many live contacts share the key (at most 20 are listed) */
+            contactCount: number;
+            contacts: {
+                id: string;
+                firstName: string;
+                lastName: string;
+                email: string;
+                phone: string | null;
+                secondaryPhone: string | null;
+                createdAt: string;
+            }[];
         };
         Pagination: {
             hasMore: boolean;
@@ -2413,6 +2454,12 @@ export interface components {
                 /** @description On 5xx answers only */
                 requestId?: string;
             };
+        };
+        ContactTag: {
+            name: string;
+            /** @example #2563eb */
+            color: string;
+            count: number;
         };
         ContactBulkUpdate: {
             contactIds: string[];
@@ -5422,6 +5469,113 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listContactDuplicates: {
+        parameters: {
+            query?: {
+                /** @description 1–100, default 25; anything else is a 422 */
+                limit?: number;
+                /** @description `pagination.nextCursor` of the previous page */
+                cursor?: string;
+                /** @description Only groups of this kind (default: both, phone groups first) */
+                reason?: "phone" | "name_zip";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of duplicate groups */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["ContactDuplicateGroup"][];
+                        pagination: components["schemas"]["Pagination"];
+                    };
+                };
+            };
+            /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The caller's role does not allow this route (insufficient_role), or its API key or OAuth access token was not granted the route's permission (insufficient_permission) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The request broke the schema; errors[] lists every problem with field, code and message */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The credential's quota is spent (rate_limited): retry after Retry-After seconds; RateLimit says the same */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
                 };
             };
         };

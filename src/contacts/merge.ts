@@ -8,6 +8,7 @@ import { expectVersionMatch, expectVersions, type Statement, versioned, withRetr
 import { commit } from "../events/commit";
 import { newEvent } from "../events/outbox";
 import { Conflict, type FieldIssue, NotFound, Validation } from "../lib/errors";
+import { phoneKey, regionOf } from "../lib/phone";
 import { inJsonList } from "../lib/sql";
 import type { ServiceContext } from "../service-context";
 import { facetMoves } from "./facets";
@@ -62,7 +63,7 @@ export async function mergeContacts(ctx: ServiceContext, id: string, sourceIds: 
     const at = now.toISOString();
     const figures = sumFigures(figureRows);
     const base = { ...target, lastContactedAt: latest([target, ...sources].map((c) => c.lastContactedAt)) };
-    const after: ContactRecord = { ...applyInput(base, mergedInput(target, sources), figures, now), updatedAt: at, version: target.version + 1 };
+    const after: ContactRecord = { ...applyInput(base, mergedInput(target, sources, regionOf(ctx)), figures, now, regionOf(ctx)), updatedAt: at, version: target.version + 1 };
     const mergedFrom = sourceIds;
     const changed = changeEvents(ctx, target, after);
     const events = [
@@ -99,30 +100,27 @@ const FILLED = ["address", "source", "notes", "preferences", "assignedTo"] as co
 const PHONES = ["phone", "secondaryPhone"] as const;
 
 const isEmpty = (v: unknown) => v === null || v === undefined || (typeof v === "string" && v.trim() === "") || (typeof v === "object" && Object.keys(v).length === 0);
-/** A phone's digits, without the 1 of an 11-digit North American number: "+1 416 555 0199" is "(416) 555-0199". */
-const phoneDigits = (p: string) => {
-  const d = p.replace(/\D/g, "");
-  return d.length === 11 && d.startsWith("1") ? d.slice(1) : d;
-};
+/** One number however it is written: its E.164 key (lib/phone.ts), or its digits when it is no possible number. */
+const numberOf = (p: string, region: string) => phoneKey(p, region) ?? p.replace(/\D/g, "");
 
 /**
  * What the target takes from the sources: each empty field from the first source that has it; the sources' phones
- * the target lacks (by their digits) into its free phone slots, in order; every tag; and a lead score when it has
+ * the target lacks (by number: "+1 416 555 0199" is "(416) 555-0199") into its free phone slots, in order; every tag; and a lead score when it has
  * none (an automatic one stays automatic, so it is computed anew over everything merged).
  */
-function mergedInput(target: ContactRecord, sources: ContactRecord[]): ContactUpdate {
+function mergedInput(target: ContactRecord, sources: ContactRecord[], region: string): ContactUpdate {
   const input: Record<string, unknown> = {};
   for (const key of FILLED) {
     if (!isEmpty(target[key])) continue;
     const from = sources.find((s) => !isEmpty(s[key]));
     if (from) input[key] = from[key];
   }
-  const known = new Set(PHONES.flatMap((k) => (target[k] ? [phoneDigits(target[k])] : [])));
+  const known = new Set(PHONES.flatMap((k) => (target[k] ? [numberOf(target[k], region)] : [])));
   const free = PHONES.filter((k) => isEmpty(target[k]));
   for (const p of sources.flatMap((s) => PHONES.map((k) => s[k]))) {
-    if (!p || known.has(phoneDigits(p)) || free.length === 0) continue;
+    if (!p || known.has(numberOf(p, region)) || free.length === 0) continue;
     input[free.shift()!] = p;
-    known.add(phoneDigits(p));
+    known.add(numberOf(p, region));
   }
   const tags = uniqueTags([...target.tags, ...sources.flatMap((s) => s.tags)]);
   if (tags.length > MAX_TAGS) {

@@ -11,6 +11,7 @@ import type { AppBindings } from "../platform/context";
 import { issuesOf, validationHookWith } from "../platform/openapi";
 import { createActivity, listActivities } from "./activities";
 import { bulkUpdateContacts } from "./bulk";
+import { listDuplicates } from "./duplicates";
 import { communicationRoutes } from "./communication-routes";
 import { assertAssignee } from "./writes";
 import { LEAD_SCORE_METHOD } from "./lead-score";
@@ -28,6 +29,8 @@ import {
   ContactReadQuery,
   ContactTag,
   ContactUpdate,
+  DuplicateGroup,
+  DuplicatesQuery,
   IdParam,
   TagsAdd,
 } from "./schemas";
@@ -79,6 +82,22 @@ const listTagsRoute = defineRoute(CRM, {
   description: "Tags carried by at least one contact, most used first (then by name), keyset-paginated.",
   request: { query: listQuery({}) },
   responses: { 200: { description: "A page of tags, most used first", content: { "application/json": { schema: Page(ContactTag) } } } },
+});
+
+const duplicates = defineRoute(CRM, {
+  operationId: "listContactDuplicates",
+  method: "get",
+  path: "/v1/contacts/duplicates",
+  tags,
+  security,
+  summary: "Likely duplicate contacts, in groups",
+  description: `Groups of live contacts that share a phone number (in either phone field, however written: compared in E.164,
+numbers without a country code read in the organization's \`defaultPhoneRegion\`), then groups that share first and
+last name (any case) and zip code. E-mails are unique per organization, so no group shares one. Keyset-paginated: a page
+reads a bounded stretch of the keys' indexes, so it may hold fewer than \`limit\` groups while \`hasMore\` is true;
+follow \`nextCursor\`. Merge a group with \`POST /v1/contacts/{id}/merge\`.`,
+  request: { query: DuplicatesQuery },
+  responses: { 200: { description: "A page of duplicate groups", content: { "application/json": { schema: Page(DuplicateGroup) } } } },
 });
 
 const bulk = defineRoute(CRM, {
@@ -227,8 +246,9 @@ too. One atomic write; emits \`contact.updated\` (with \`mergedFrom\`) and \`con
   },
 });
 
-// Static paths (/tags, /bulk) are registered before /{id} so they are not read as ids.
+// Static paths (/tags, /duplicates, /bulk) are registered before /{id} so they are not read as ids.
 export const contactRoutes = new OpenAPIHono<AppBindings>({ defaultHook: contactValidationHook })
+  .openapi(duplicates, async (c) => c.json({ success: true as const, ...(await listDuplicates(serviceContext(c), c.req.valid("query"))) }, 200))
   .openapi(listTagsRoute, async (c) => c.json({ success: true as const, ...(await listTags(serviceContext(c), c.req.valid("query"))) }, 200))
   .openapi(bulk, async (c) => c.json({ success: true as const, data: await bulkUpdateContacts(serviceContext(c), c.req.valid("json")) }, 200))
   .openapi(list, async (c) => c.json({ success: true as const, ...(await listContacts(serviceContext(c), c.req.valid("query"))) }, 200))

@@ -135,6 +135,9 @@ ROUTES.push(
   { method: "POST", path: "/v1/contacts/{id}/tags", family: "crm", body: { tags: ["vip"] }, seed: seedContact, unknown: unknownContact },
 );
 
+// Duplicates (issue 33): a list, like the tags.
+ROUTES.push({ method: "GET", path: "/v1/contacts/duplicates", family: "crm" });
+
 // Merge (issue 33): the seed makes the target and a source; another organization's target is an unknown one.
 ROUTES.push({
   method: "POST",
