@@ -65,7 +65,7 @@ interface Found {
   live: ContactRecord | null;
   trashed: ContactRecord | null;
   pending: ErasureRow | null;
-  /** Contacts merged into this one that wait in the trash (contacts/merge.ts): the same person. */
+  /** Contacts merged into this one (contacts/merge.ts), the same person, not erased yet or not to the end. */
   merged: string[];
 }
 
@@ -83,7 +83,14 @@ async function findPerson(ctx: ServiceContext, id: string): Promise<Found> {
     ctx.db
       .select({ id: trashEntries.recordId })
       .from(trashEntries)
-      .where(and(eq(trashEntries.organizationId, org), eq(trashEntries.mergedInto, id), eq(trashEntries.state, "trashed"))),
+      .where(
+        and(
+          eq(trashEntries.organizationId, org),
+          eq(trashEntries.mergedInto, id),
+          // Waiting in the trash, or erased by a run that stopped half-way (this request's earlier try): finished now.
+          or(eq(trashEntries.state, "trashed"), sql`EXISTS (SELECT 1 FROM ${erasures} e WHERE e.organization_id = ${org} AND e.contact_id = ${trashEntries.recordId} AND e.state = 'pending')`),
+        ),
+      ),
   ]);
   const merged = mergedRows.map((m) => m.id);
   if (live[0]) return { live: live[0], trashed: null, pending: null, merged };
