@@ -16,7 +16,7 @@ import { testApp } from "./helpers/test-app";
 const MCP_URL = "http://api.test/mcp";
 const config = readConfig(env);
 const METADATA = protectedResourceMetadataUrl(config);
-const TOOLS = ["create_contact", "find_contacts", "get_pipeline", "list_deals", "list_forms", "list_obligations", "log_activity", "log_communication", "move_deal", "search_documents", "send_for_signature"];
+const TOOLS = ["create_contact", "find_contacts", "get_pipeline", "list_deals", "list_forms", "list_obligations", "log_activity", "log_communication", "merge_contacts", "move_deal", "search_documents", "send_for_signature"];
 
 /** The Worker's own fetch handler, in-process: the MCP client's HTTP goes through the whole app, auth included. */
 const workerFetch = (url: string | URL, init?: RequestInit) => exports.default.fetch(new Request(url, init));
@@ -173,6 +173,15 @@ describe("MCP tools over Streamable HTTP", () => {
     const refused = await tool(client, "log_communication", { contactId: created.data.contact.id, type: "voicemail", direction: "outbound", subject: "Hi" });
     expect(refused.isError).toBe(true);
     expect(refused.data.issues.map((i: { field: string; code: string }) => `${i.field} ${i.code}`).sort()).toEqual(["direction not_allowed", "subject not_allowed"]);
+
+    // Merge (issue 33): the duplicate's activity moves to the contact kept, the duplicate is gone.
+    const twin = await createContact(token, { firstName: "Ada", lastName: "Agent", tags: ["twin"] });
+    await call("POST", `/v1/contacts/${twin.id}/activities`, { token, body: { type: "NOTE", description: "on the twin" } });
+    const merged = await tool(client, "merge_contacts", { contactId: created.data.contact.id, sourceIds: [twin.id] });
+    expect(merged.isError, merged.text).toBe(false);
+    expect(merged.data.contact.tags).toEqual(["mcp-lead", "twin"]);
+    expect((await call("GET", `/v1/contacts/${twin.id}`, { token })).status).toBe(404);
+    expect((await json(await call("GET", `/v1/contacts/${created.data.contact.id}/activities`, { token }))).pagination.total).toBe(2);
     await client.close();
   });
 

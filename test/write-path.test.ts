@@ -48,7 +48,7 @@ describe("concurrent writes (the race table)", () => {
     for (let i = 0; i < (entry.objects ?? 10); i++) objects.push(await entry.seed(owner));
     const before = entry.counter ? await entry.counter.read(owner) : 0;
     const copies = entry.copies ?? 5;
-    const requests = objects.flatMap((params) => Array.from({ length: copies }, () => ({ method: methodOf(route), path: fillPath(entry.path ?? pathOf(route), params), token: owner.token, body: entry.body })));
+    const requests = objects.flatMap((params) => Array.from({ length: copies }, () => ({ method: methodOf(route), path: fillPath(entry.path ?? pathOf(route), params), token: owner.token, body: typeof entry.body === "function" ? entry.body(params) : entry.body })));
     const answers = await race(requests);
     for (const a of answers) expect([200, 201, 202, 204, 404, 409], a.body).toContain(a.status);
     for (let i = 0; i < objects.length; i++) {

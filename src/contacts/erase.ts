@@ -61,10 +61,18 @@ export const ERASURE_LEASE_MS = 2 * 60_000;
 
 type ErasureRow = typeof erasures.$inferSelect;
 
+interface Found {
+  live: ContactRecord | null;
+  trashed: ContactRecord | null;
+  pending: ErasureRow | null;
+  /** Contacts merged into this one (contacts/merge.ts), the same person, not erased yet or not to the end. */
+  merged: string[];
+}
+
 /** The person to erase: the live contact, one waiting in the trash, or an erasure of theirs that stopped half-way. */
-async function findPerson(ctx: ServiceContext, id: string): Promise<{ live: ContactRecord | null; trashed: ContactRecord | null; pending: ErasureRow | null }> {
+async function findPerson(ctx: ServiceContext, id: string): Promise<Found> {
   const org = ctx.organizationId;
-  const [live, kept, pending] = await ctx.db.batch([
+  const [live, kept, pending, mergedRows] = await ctx.db.batch([
     ctx.db.select().from(contacts).where(and(eq(contacts.organizationId, org), eq(contacts.id, id))),
     ctx.db
       .select({ row: trashRows.row })
@@ -72,11 +80,35 @@ async function findPerson(ctx: ServiceContext, id: string): Promise<{ live: Cont
       .innerJoin(trashEntries, eq(trashEntries.recordId, trashRows.recordId))
       .where(and(eq(trashRows.recordId, id), eq(trashRows.tableName, "contacts"), eq(trashEntries.organizationId, org), eq(trashEntries.kind, "contact"), eq(trashEntries.state, "trashed"))),
     ctx.db.select().from(erasures).where(and(eq(erasures.organizationId, org), eq(erasures.contactId, id), eq(erasures.state, "pending"))),
+    ctx.db
+      .select({ id: trashEntries.recordId })
+      .from(trashEntries)
+      .where(
+        and(
+          eq(trashEntries.organizationId, org),
+          eq(trashEntries.mergedInto, id),
+          // Waiting in the trash, or erased by a run that stopped half-way (this request's earlier try): finished now.
+          or(eq(trashEntries.state, "trashed"), sql`EXISTS (SELECT 1 FROM ${erasures} e WHERE e.organization_id = ${org} AND e.contact_id = ${trashEntries.recordId} AND e.state = 'pending')`),
+        ),
+      ),
   ]);
-  if (live[0]) return { live: live[0], trashed: null, pending: null };
-  if (kept[0]) return { live: null, trashed: decodeRow<ContactRecord>(contacts, kept[0].row), pending: null };
-  if (pending[0]) return { live: null, trashed: null, pending: pending[0] };
+  const merged = mergedRows.map((m) => m.id);
+  if (live[0]) return { live: live[0], trashed: null, pending: null, merged };
+  if (kept[0]) return { live: null, trashed: decodeRow<ContactRecord>(contacts, kept[0].row), pending: null, merged };
+  if (pending[0]) return { live: null, trashed: null, pending: pending[0], merged };
   throw new NotFound("Contact");
+}
+
+/**
+ * The contacts merged into this one are the same person: each is erased first (its own erasure, without the
+ * request's If-Match or kept answer), once the request is known to go ahead, so that a run stopping anywhere leaves
+ * either the target live (the retry erases the rest) or every merged contact's erasure begun (the cron ends it).
+ */
+async function eraseMerged(ctx: ServiceContext, found: Found): Promise<void> {
+  if (found.merged.length === 0) return;
+  if (!found.pending) expectVersionMatch(ctx, (found.live ?? found.trashed)!.version);
+  const inner: ServiceContext = { ...ctx, ifMatch: undefined, keepAnswer: undefined };
+  for (const id of found.merged) await eraseContact(inner, id);
 }
 
 /**
@@ -87,13 +119,16 @@ async function findPerson(ctx: ServiceContext, id: string): Promise<{ live: Cont
  * it searches for. The later steps (`runErasure`) delete the envelopes that name them and never completed and the
  * unsigned documents that name them, and rewrite every other copy of their name, e-mail and phone, the trash
  * included. Kept as they are and named in `retained`: completed envelopes and clickwrap acceptances. A request that
- * finds its erasure pending (a retry after a failure) finishes it and answers the same.
+ * finds its erasure pending (a retry after a failure) finishes it and answers the same. Contacts merged into this
+ * one are erased with it (`eraseMerged`).
  */
 export async function eraseContact(ctx: ServiceContext, id: string): Promise<Erasure> {
   const org = ctx.organizationId;
   let authors: string[] = [];
-  const row = await withRetries(async () => {
-    const { live, trashed, pending } = await findPerson(ctx, id);
+  const first = await findPerson(ctx, id);
+  await eraseMerged(ctx, first);
+  const row = await withRetries(async (n) => {
+    const { live, trashed, pending } = n === 1 && first.merged.length === 0 ? first : await findPerson(ctx, id);
     if (pending) {
       // A retry of an erasure that stopped half-way: this run finishes it (the cron leaves a touched one alone).
       await ctx.db.update(erasures).set({ touchedAt: new Date().toISOString() }).where(eq(erasures.id, pending.id));

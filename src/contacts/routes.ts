@@ -11,6 +11,7 @@ import type { AppBindings } from "../platform/context";
 import { issuesOf, validationHookWith } from "../platform/openapi";
 import { createActivity, listActivities } from "./activities";
 import { bulkUpdateContacts } from "./bulk";
+import { listDuplicates } from "./duplicates";
 import { communicationRoutes } from "./communication-routes";
 import { assertAssignee } from "./writes";
 import { LEAD_SCORE_METHOD } from "./lead-score";
@@ -24,13 +25,16 @@ import {
   ContactDeleteQuery,
   Erasure,
   ContactListQuery,
+  ContactMerge,
   ContactReadQuery,
   ContactTag,
   ContactUpdate,
+  DuplicateGroup,
+  DuplicatesQuery,
   IdParam,
   TagsAdd,
 } from "./schemas";
-import { addTags, createContact, deleteContact, getContact, listContacts, listTags, restoreContact, updateContact } from "./service";
+import { addTags, createContact, deleteContact, getContact, listContacts, listTags, mergeContacts, restoreContact, updateContact } from "./service";
 
 /**
  * When a contact body breaks the schema and names an assignee (assignedTo, or updates.assignedTo in a bulk update),
@@ -78,6 +82,22 @@ const listTagsRoute = defineRoute(CRM, {
   description: "Tags carried by at least one contact, most used first (then by name), keyset-paginated.",
   request: { query: listQuery({}) },
   responses: { 200: { description: "A page of tags, most used first", content: { "application/json": { schema: Page(ContactTag) } } } },
+});
+
+const duplicates = defineRoute(CRM, {
+  operationId: "listContactDuplicates",
+  method: "get",
+  path: "/v1/contacts/duplicates",
+  tags,
+  security,
+  summary: "Likely duplicate contacts, in groups",
+  description: `Groups of live contacts that share a phone number (in either phone field, however written: compared in E.164,
+numbers without a country code read in the organization's \`defaultPhoneRegion\`), then groups that share first and
+last name (any case) and zip code. E-mails are unique per organization, so no group shares one. Keyset-paginated: a page
+reads a bounded stretch of the keys' indexes, so it may hold fewer than \`limit\` groups while \`hasMore\` is true;
+follow \`nextCursor\`. Merge a group with \`POST /v1/contacts/{id}/merge\`.`,
+  request: { query: DuplicatesQuery },
+  responses: { 200: { description: "A page of duplicate groups", content: { "application/json": { schema: Page(DuplicateGroup) } } } },
 });
 
 const bulk = defineRoute(CRM, {
@@ -204,8 +224,31 @@ const tag = defineRoute(CRM, {
   responses: { 200: crmSuccess("The contact with its tags", Contact, ETAG_HEADER), ...NOT_FOUND, ...CONTENDED, ...CRM_PRECONDITION_ERROR },
 });
 
-// Static paths (/tags, /bulk) are registered before /{id} so they are not read as ids.
+const merge = defineRoute(CRM, {
+  operationId: "mergeContacts",
+  method: "post",
+  path: "/v1/contacts/{id}/merge",
+  tags,
+  security,
+  summary: "Merge duplicates into this contact",
+  description: `Moves every activity, communication, deal, testimonial, survey, referral and tag of the \`sourceIds\` contacts onto this
+one, fills its empty fields from them (the first source first; phones it lacks go to its free phone slots), and sends
+the sources to the trash with \`mergedInto\`: restoring one answers 409 \`merged_contact\`, erasing this contact erases them
+too. One atomic write; emits \`contact.updated\` (with \`mergedFrom\`) and \`contact.deleted\` per source (with
+\`mergedInto\`). ${CONDITIONAL}`,
+  request: { params: IdParam, ...jsonBody(ContactMerge) },
+  responses: {
+    200: crmSuccess("The contact with everything merged into it", Contact, ETAG_HEADER),
+    ...NOT_FOUND,
+    409: crmError("A source was already merged into another contact (merged_contact; errors[0].message is that contact's id), or too many concurrent changes (concurrent_modification; retry)"),
+    422: crmError("A source id names no contact of your organization (invalid_reference), is listed twice (duplicate_id) or is this contact (same_as_target), or the merged tags would exceed 50 (too_many_tags)"),
+    ...CRM_PRECONDITION_ERROR,
+  },
+});
+
+// Static paths (/tags, /duplicates, /bulk) are registered before /{id} so they are not read as ids.
 export const contactRoutes = new OpenAPIHono<AppBindings>({ defaultHook: contactValidationHook })
+  .openapi(duplicates, async (c) => c.json({ success: true as const, ...(await listDuplicates(serviceContext(c), c.req.valid("query"))) }, 200))
   .openapi(listTagsRoute, async (c) => c.json({ success: true as const, ...(await listTags(serviceContext(c), c.req.valid("query"))) }, 200))
   .openapi(bulk, async (c) => c.json({ success: true as const, data: await bulkUpdateContacts(serviceContext(c), c.req.valid("json")) }, 200))
   .openapi(list, async (c) => c.json({ success: true as const, ...(await listContacts(serviceContext(c), c.req.valid("query"))) }, 200))
@@ -231,5 +274,9 @@ export const contactRoutes = new OpenAPIHono<AppBindings>({ defaultHook: contact
   .openapi(restore, async (c) => c.json({ success: true as const, data: withEtag(c, await restoreContact(serviceContext(c), c.req.valid("param").id)) }, 200))
   .openapi(activities, async (c) => c.json({ success: true as const, ...(await listActivities(serviceContext(c), c.req.valid("param").id, c.req.valid("query"))) }, 200))
   .openapi(logActivity, async (c) => c.json({ success: true as const, data: await createActivity(serviceContext(c), c.req.valid("param").id, c.req.valid("json")) }, 201))
+  .openapi(merge, async (c) => {
+    const { ctx, answer } = keptAnswer<Contact>(c, 200);
+    return c.json(answer(withEtag(c, await mergeContacts(ctx, c.req.valid("param").id, c.req.valid("json").sourceIds))), 200);
+  })
   .openapi(tag, async (c) => c.json({ success: true as const, data: withEtag(c, await addTags(serviceContext(c), c.req.valid("param").id, c.req.valid("json").tags)) }, 200))
   .route("/", communicationRoutes);

@@ -11,6 +11,7 @@ import type { ServiceContext } from "../service-context";
 import { facetMoves } from "./facets";
 import { archiveRows, readTrashed, restoreFrame, restoreRows, trashEntry } from "../crm/trash";
 import { loadIncludes } from "./includes";
+import { mergedConflict } from "./merge";
 import { type ContactRecord, toContact } from "./mapping";
 import { type Contact, type ContactCreate, type ContactUpdate, type Include, MAX_TAGS } from "./schemas";
 import {
@@ -30,6 +31,7 @@ import {
 } from "./writes";
 
 export { listContacts } from "./list";
+export { mergeContacts } from "./merge";
 export { listTags } from "./tags";
 export { fillContactFromLead, type IntakeActivity, type IntakePerson, newContactForLead } from "./intake";
 export { matchContacts } from "./matching";
@@ -144,11 +146,12 @@ export async function deleteContact(ctx: ServiceContext, id: string): Promise<vo
 /**
  * POST /v1/contacts/{id}/restore: the contact back from the trash as it was, with its activities, communications and tags; emits
  * contact.restored. Of concurrent restores one answers 200; 409 duplicate_email when another contact took its
- * address meanwhile.
+ * address meanwhile; 409 merged_contact for a contact merged into another (its records live on there).
  */
 export async function restoreContact(ctx: ServiceContext, id: string): Promise<Contact> {
   return withRetries(async () => {
-    const { record } = await readTrashed<ContactRecord>(ctx, "contact", id, contacts, "Contact");
+    const { entry, record } = await readTrashed<ContactRecord>(ctx, "contact", id, contacts, "Contact");
+    if (entry.mergedInto) throw mergedConflict(id, entry.mergedInto);
     await assertEmailFree(ctx, record.emailKey);
     const restored = { ...record, leadScoreRank: record.leadScore ?? -1 };
     const frame = restoreFrame(ctx, "contact", id);

@@ -49,8 +49,11 @@ export function decodeRow<T>(table: SQLiteTable, json: string): T {
   return out as T;
 }
 
-/** The trash entry a delete writes in its batch: restorable for RESTORE_DAYS. */
-export function trashEntry(ctx: ServiceContext, kind: TrashKind, recordId: string, label: string, now = new Date()): Statement {
+/**
+ * The trash entry a delete writes in its batch: restorable for RESTORE_DAYS. `mergedInto`: the contact a merged
+ * contact went into; such an entry is never restored (contacts/service.ts `restoreContact`).
+ */
+export function trashEntry(ctx: ServiceContext, kind: TrashKind, recordId: string, label: string, { now = new Date(), mergedInto }: { now?: Date; mergedInto?: string } = {}): Statement {
   return ctx.db.insert(trashEntries).values({
     recordId,
     organizationId: ctx.organizationId,
@@ -60,6 +63,7 @@ export function trashEntry(ctx: ServiceContext, kind: TrashKind, recordId: strin
     deletedAt: now.toISOString(),
     deletedBy: ctx.actor.userId ?? null,
     restorableUntil: new Date(now.getTime() + RESTORE_DAYS * DAY_MS).toISOString(),
+    mergedInto: mergedInto ?? null,
   });
 }
 

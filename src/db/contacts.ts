@@ -17,6 +17,14 @@ export interface ContactPreferences {
 }
 
 /**
+ * The name-and-zip key of a contact (GET /v1/contacts/duplicates): first and last name in lower case (ASCII, as SQLite's
+ * lower() folds), and the zip code without spaces in upper case, joined by "|"; NULL without a zip code. Written once
+ * here: the index below and the duplicates' queries must use the very same expression for SQLite to use the index.
+ */
+export const NAME_ZIP_KEY_SQL =
+  "CASE WHEN json_valid(address) AND trim(ifnull(json_extract(address, '$.zipCode'), '')) <> '' THEN lower(trim(first_name)) || '|' || lower(trim(last_name)) || '|' || upper(replace(json_extract(address, '$.zipCode'), ' ', '')) END";
+
+/**
  * Contacts. Every list filter and sort has an index led by organization_id and ending in id, so a keyset page is one
  * index range (STYLE.md "Data"). lastName sorts case-insensitively; a missing leadScore sorts below 0.
  */
@@ -66,6 +74,7 @@ export const contacts = sqliteTable(
     index("contacts_org_assigned_idx").on(t.organizationId, t.assignedTo, t.createdAt, t.id),
     index("contacts_org_phone_key_idx").on(t.organizationId, t.phoneKey),
     index("contacts_org_secondary_phone_key_idx").on(t.organizationId, t.secondaryPhoneKey),
+    index("contacts_org_name_zip_idx").on(t.organizationId, sql.raw(NAME_ZIP_KEY_SQL)),
   ],
 );
 

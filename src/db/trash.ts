@@ -31,6 +31,8 @@ export const trashEntries = sqliteTable(
     restorableUntil: text().notNull(),
     /** Set once the state leaves `trashed` (purge claimed, purged or erased). */
     endedAt: text(),
+    /** A contact merged into another (POST /v1/contacts/{id}/merge): that contact's id. It cannot be restored. */
+    mergedInto: text(),
   },
   (t) => [
     // GET /v1/trash: newest first, optionally one kind.
@@ -38,6 +40,8 @@ export const trashEntries = sqliteTable(
     index("trash_entries_org_kind_idx").on(t.organizationId, t.state, t.kind, t.deletedAt, t.recordId),
     // The purge pass: what has outlived its 30 days (or a purge that stopped half-way).
     index("trash_entries_due_idx").on(t.restorableUntil).where(sql`${t.state} IN ('trashed', 'purging')`),
+    // An erasure of a contact finds the contacts merged into it.
+    index("trash_entries_merged_idx").on(t.organizationId, t.mergedInto).where(sql`${t.mergedInto} IS NOT NULL`),
   ],
 );
 

@@ -2,8 +2,8 @@ import { z } from "zod";
 import { createActivity } from "../contacts/activities";
 import { CommunicationCreate } from "../contacts/communication-schemas";
 import { logCommunication } from "../contacts/communications";
-import { ActivityCreate, CONTACT_STATUSES, CONTACT_TYPES, ContactCreate, ContactListQuery, INCLUDES, READ_ONLY_FIELDS, SORT_FIELDS } from "../contacts/schemas";
-import { createContact, listContacts } from "../contacts/service";
+import { ActivityCreate, CONTACT_STATUSES, CONTACT_TYPES, ContactCreate, ContactListQuery, ContactMerge, INCLUDES, READ_ONLY_FIELDS, SORT_FIELDS } from "../contacts/schemas";
+import { createContact, listContacts, mergeContacts } from "../contacts/service";
 import { defineTool, definedOnly, parseWith, listInputs, listParams, requireEmbeds } from "./tool";
 
 const id = (what: string) => z.string().min(1).max(100).describe(`The ${what}'s id`);
@@ -104,4 +104,16 @@ export const logCommunicationTool = defineTool({
   },
 });
 
-export const contactTools = [findContacts, createContactTool, logActivity, logCommunicationTool];
+export const mergeContactsTool = defineTool({
+  name: "merge_contacts",
+  title: "Merge duplicate contacts into one",
+  description:
+    "Moves every activity, communication, deal, testimonial, survey, referral and tag of the source contacts onto the contact kept, fills its empty fields from them, and sends the sources to the trash (they cannot be restored). Emits contact.updated and contact.deleted per source.",
+  permission: "contacts:write",
+  input: ContactMerge.extend({ contactId: id("contact to keep") }),
+  async run({ contactId, sourceIds }, { ctx }) {
+    return { contact: await mergeContacts(ctx, contactId, sourceIds) };
+  },
+});
+
+export const contactTools = [findContacts, createContactTool, logActivity, logCommunicationTool, mergeContactsTool];

@@ -1,7 +1,7 @@
 import type { Context, ErrorHandler, NotFoundHandler } from "hono";
 import { HTTPException } from "hono/http-exception";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
-import { AppError, type FieldIssue, OrganizationMoving, RateLimited, TemporarilyUnavailable, Validation } from "../lib/errors";
+import { AppError, Conflict, type FieldIssue, OrganizationMoving, RateLimited, TemporarilyUnavailable, Validation } from "../lib/errors";
 import type { AppBindings } from "./context";
 import { loggableError, loggableStack } from "../lib/log";
 
@@ -48,6 +48,8 @@ function toFailure(err: Error, family: Family): Failure | null {
   }
   if (err instanceof RateLimited || err instanceof OrganizationMoving || err instanceof TemporarilyUnavailable) return { status: err.status, code: err.code, message: err.message, retryAfterSeconds: err.retryAfterSeconds };
   if (OrganizationMoving.raisedBy(err)) return toFailure(new OrganizationMoving(), family);
+  // A conflict's issues name what it is with; only the CRM envelope has a place for them beside a 409.
+  if (err instanceof Conflict && err.issues && family === "crm") return { status: err.status, code: err.code, message: err.message, issues: err.issues };
   if (err instanceof AppError) return { status: err.status, code: err.code, message: err.message };
   if (err instanceof HTTPException) {
     // Hono's validator throws 400 on malformed JSON; zod-openapi's media-type gate throws 415.

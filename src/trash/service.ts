@@ -30,7 +30,7 @@ export async function listTrash(ctx: ServiceContext, q: TrashListQuery) {
     ctx.db.select().from(trashEntries).where(page).orderBy(desc(trashEntries.deletedAt), desc(trashEntries.recordId)).limit(q.limit + 1),
     ctx.db.select({ n: count() }).from(trashEntries).where(listed),
   ]);
-  const data: TrashItem[] = rows.slice(0, q.limit).map((r) => ({ id: r.recordId, kind: r.kind, label: r.label ?? "", deletedAt: r.deletedAt, deletedBy: r.deletedBy, restorableUntil: r.restorableUntil }));
+  const data: TrashItem[] = rows.slice(0, q.limit).map((r) => ({ id: r.recordId, kind: r.kind, label: r.label ?? "", deletedAt: r.deletedAt, deletedBy: r.deletedBy, restorableUntil: r.restorableUntil, mergedInto: r.mergedInto }));
   const hasMore = rows.length > q.limit;
   const last = data.at(-1);
   return {

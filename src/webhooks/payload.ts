@@ -37,9 +37,10 @@ export interface WebhookPayload {
  * property.price_changed; ours: `signer`, the signer an envelope.opened or envelope.signer_signed is about,
  * `documentSha256`, the sealed PDF's hash on envelope.sealed, `tags` the tags a contact.tagged/untagged added or
  * removed, `task` and `document` of deal.task_* and deal.document_uploaded (no link: it would outlive its signature),
- * `stageChange` of deal.stage_changed, `signal` of a property's inquiry, showing or offer). Other keys stay internal.
+ * `stageChange` of deal.stage_changed, `signal` of a property's inquiry, showing or offer, `mergedFrom` and
+ * `mergedInto` of a merge's contact.updated and contact.deleted). Other keys stay internal.
  */
-const PAYLOAD_EXTRAS = ["priceChange", "signer", "documentSha256", "tags", "task", "document", "stageChange", "signal"] as const;
+const PAYLOAD_EXTRAS = ["priceChange", "signer", "documentSha256", "tags", "task", "document", "stageChange", "signal", "mergedFrom", "mergedInto"] as const;
 
 /** The payload (spec: Payload structure): `data` carries the event's object, previousAttributes and changes, and the extras it has. */
 export function payloadOf(event: Pick<EventEnvelope, "id" | "type" | "occurredAt" | "data">, parties: PayloadParties): WebhookPayload {

@@ -800,6 +800,46 @@ const erasure: FaultRow<Erasure> = {
   },
 };
 
+// Erasing a contact others were merged into (issue 33): each merged contact's erasure first, then the target's.
+interface MergedErasure extends Written {
+  person: ReturnType<typeof newPerson>;
+  contactId: string;
+  mergedId: string;
+  mergedEmail: string;
+}
+
+const mergedEraseRequest = keyedWrite<MergedErasure>(
+  async (owner) => {
+    const person = newPerson();
+    const contact = await seedContact(owner, { firstName: person.firstName, lastName: person.lastName, email: person.email, phone: person.phone });
+    const mergedEmail = `twin.${crypto.randomUUID().slice(0, 6)}@merged.test`;
+    const merged = await seedContact(owner, { firstName: person.firstName, lastName: person.lastName, email: mergedEmail, notes: `Also ${person.phone}` });
+    await seedCall("POST", `/v1/contacts/${merged.id}/activities`, { token: owner.token, body: { type: "NOTE", description: `Wrote to ${mergedEmail}` } });
+    await seedCall("POST", `/v1/contacts/${contact.id}/merge`, { token: owner.token, body: { sourceIds: [merged.id] } });
+    return { person, contactId: contact.id, mergedId: merged.id, mergedEmail };
+  },
+  (f, s) => request(f, "DELETE", `/v1/contacts/${s.contactId}?erase=true`, { token: s.owner.token, headers: keyed(s) }),
+);
+
+const mergedErasure: FaultRow<MergedErasure> = {
+  operation: "erasure of a person another contact was merged into",
+  ...mergedEraseRequest,
+  recovery: "client retry (same Idempotency-Key) finishes both erasures; cron",
+  async check(f, s) {
+    expectAnswered(s, 200);
+    const org = s.owner.organizationId;
+    for (const id of [s.contactId, s.mergedId]) {
+      expect(await count(org, "SELECT COUNT(*) AS n FROM erasures WHERE contact_id = ? AND state = 'done' AND subject IS NULL", id), `the erasure of ${id}`).toBe(1);
+      expect(await count(org, "SELECT COUNT(*) AS n FROM trash_entries WHERE record_id = ? AND state = 'erased'", id), `the tombstone of ${id}`).toBe(1);
+    }
+    expect((await request(f, "POST", `/v1/contacts/${s.mergedId}/restore`, { token: s.owner.token })).status, "restore of the merged contact").toBe(404);
+    // Two searches: D1 answers at most 100 columns, one per column and needle.
+    expect([...(await whereFound(s.person.needles, [])), ...(await whereFound([s.mergedEmail], []))], "the person in the databases").toEqual([]);
+    expect(await count(org, "SELECT COALESCE(SUM(total), 0) AS n FROM resource_counters WHERE organization_id = ? AND resource = 'contacts'", org), "contact total").toBe(0);
+    await expectDerivedFiguresExact(org);
+  },
+};
+
 // The organization and its users (issue 32): rows in the directory and copies on the shard, written in turn.
 
 /** The directory's row and the shard's copy of a member or organization, in the columns both carry. */
@@ -1025,6 +1065,6 @@ const oauthDisconnect: FaultRow<Grant> = {
 
 
 export const FAULTS: FaultRow[] = [
-  contactCreate, leadIntake, dealMove, propertyPrice, dealUpload, photoUpload, publicSign, fanout, autoDisable, purge, restore, shardMove, erasure,
+  contactCreate, leadIntake, dealMove, propertyPrice, dealUpload, photoUpload, publicSign, fanout, autoDisable, purge, restore, shardMove, erasure, mergedErasure,
   organizationUpdate, userInvite, userRoleChange, apiKeyCreate, apiKeyDelete, oauthConnect, oauthDisconnect,
 ];

@@ -49,7 +49,8 @@ export interface OnceRace {
   seed(owner: TestPrincipal): Promise<Params>;
   /** The request path with the seed's params, when the route's path does not name the object (a query does). */
   path?: string;
-  body?: unknown;
+  /** The body of every copy, or made from the seed's params (a merge names the seeded source). */
+  body?: unknown | ((params: Params) => unknown);
   objects?: number;
   copies?: number;
   /** A count the move changes, read through the API or D1, and how much each successful move changes it. */
@@ -282,6 +283,38 @@ export const RACES: Race[] = [
     body: (i) => ({ type: "NOTE", description: `note ${i}` }),
     parentDelete: "/v1/contacts/{id}",
     leftovers: async (owner) => ({ activities: await count(owner, "SELECT COUNT(*) AS n FROM contact_activities WHERE organization_id = ?", owner.organizationId) }),
+  },
+  // Merge (issue 33): merges of different sources into one target all land (each re-reads the target it lost to);
+  // copies of one merge land once, the others find the source merged (409 merged_contact).
+  {
+    kind: "independent",
+    route: "POST /v1/contacts/{id}/merge",
+    async seed(owner) {
+      const sources = [];
+      for (let i = 0; i < 10; i++) sources.push((await createContact(owner.token, { tags: [`m${i}`, "shared"] })).id);
+      return { id: (await createContact(owner.token, { tags: ["shared"] })).id, sources: sources.join(",") };
+    },
+    changes: async (_, { sources }) => sources!.split(",").map((s) => ({ body: { sourceIds: [s] } })),
+    async verify(owner, { id, sources }) {
+      const c = await getContact(owner.token, id!);
+      expect([...c.tags].sort()).toEqual(["shared", ...Array.from({ length: 10 }, (_, i) => `m${i}`)].sort());
+      for (const s of sources!.split(",")) expect((await call("GET", `/v1/contacts/${s}`, { token: owner.token })).status).toBe(404);
+      expect(await contactTotal(owner)).toBe(1);
+      const tags = await json(await call("GET", "/v1/contacts/tags?limit=100", { token: owner.token }));
+      expect(tags.data.find((t: { name: string }) => t.name === "shared").count).toBe(1);
+      expect(tags.pagination.total).toBe(11);
+      expect(await eventCount(owner.organizationId, "contact.deleted")).toBe(10);
+    },
+  },
+  {
+    kind: "once",
+    route: "POST /v1/contacts/{id}/merge",
+    seed: async (owner) => ({ id: (await createContact(owner.token)).id, source: (await createContact(owner.token, { tags: ["dup"] })).id }),
+    body: (params: Params) => ({ sourceIds: [params.source] }),
+    objects: 5,
+    copies: 4,
+    counter: { read: contactTotal, perMove: -1 },
+    event: "contact.deleted",
   },
   // Communications (issue 32): each moves the contact's version under its compare-and-set, so all land; none outlives
   // the contact's delete outside the trash.

@@ -137,6 +137,19 @@ ROUTES.push(
   { method: "POST", path: "/v1/contacts/{id}/tags", family: "crm", body: { tags: ["vip"] }, seed: seedContact, unknown: unknownContact },
 );
 
+// Duplicates (issue 33): a list, like the tags.
+ROUTES.push({ method: "GET", path: "/v1/contacts/duplicates", family: "crm" });
+
+// Merge (issue 33): the seed makes the target and a source; another organization's target is an unknown one.
+ROUTES.push({
+  method: "POST",
+  path: "/v1/contacts/{id}/merge",
+  family: "crm",
+  body: (params: Record<string, string>) => ({ sourceIds: [params.source ?? "00000000-0000-4000-8000-00000000beef"] }),
+  seed: async (owner) => ({ ...(await seedContact(owner)), source: (await seedContact(owner)).id! }),
+  unknown: unknownContact,
+});
+
 // Communications (issue 32).
 ROUTES.push(
   { method: "GET", path: "/v1/contacts/{id}/communications", family: "crm", seed: seedContact, unknown: unknownContact },

@@ -182,4 +182,57 @@ export const TRASH_RACES: VersusRace[] = [
       expect((await json(await call("GET", `/v1/contacts/${other.id}`, { token: owner.token }))).data.notes).toBe("Friend of [erased]");
     },
   },
+  // Merge (issue 33): one guarded batch over the target and every source, so what lands before it moves with it and
+  // what comes after finds the source gone; nothing is left under a merged source.
+  {
+    name: "POST /v1/contacts/{id}/merge racing updates of the target, and updates and activities of the source",
+    async run(owner) {
+      const target = await createContact(owner.token, { firstName: "Tess" });
+      const source = await createContact(owner.token, { firstName: "Tess", notes: "original" });
+      const onTarget = [{ lastName: "Raced" }, { source: "WEBSITE" }, { status: "INACTIVE" }, { tags: ["kept"] }].map((body) => ({ method: "PUT", path: `/v1/contacts/${target.id}`, token: owner.token, body }));
+      const onSource = [
+        ...Array.from({ length: 4 }, (_, i) => ({ method: "PUT", path: `/v1/contacts/${source.id}`, token: owner.token, body: { notes: `source note ${i}` } })),
+        ...Array.from({ length: 6 }, (_, i) => ({ method: "POST", path: `/v1/contacts/${source.id}/activities`, token: owner.token, body: { type: "NOTE", description: `raced ${i}` } })),
+      ];
+      const merge = { method: "POST", path: `/v1/contacts/${target.id}/merge`, token: owner.token, body: { sourceIds: [source.id] } };
+      const answers = await settle([...onTarget.slice(0, 2), ...onSource.slice(0, 5), merge, ...onTarget.slice(2), ...onSource.slice(5)]);
+      const merged = answers.splice(7, 1)[0]!;
+      expect(merged.status, merged.body).toBe(200);
+      const targetAnswers = [...answers.slice(0, 2), ...answers.slice(7, 9)];
+      const sourceAnswers = [...answers.slice(2, 7), ...answers.slice(9)];
+      for (const a of targetAnswers) expect(a.status, a.body).toBe(200);
+      const after = (await json(await call("GET", `/v1/contacts/${target.id}`, { token: owner.token }))).data;
+      expect(after).toMatchObject({ lastName: "Raced", source: "WEBSITE", status: "INACTIVE" });
+      expect(after.tags).toContain("kept");
+      // A source note that landed before the merge is the one the target took; else the source's first one.
+      const landed = sourceAnswers.filter((a) => a.status === 200).map((a) => JSON.parse(a.body).data.notes as string);
+      expect(["original", ...landed]).toContain(after.notes);
+      const activities = sourceAnswers.filter((a) => a.status === 201).length;
+      for (const a of sourceAnswers) expect([200, 201, 404], a.body).toContain(a.status);
+      expect((await json(await call("GET", `/v1/contacts/${target.id}/activities?limit=100`, { token: owner.token }))).pagination.total).toBe(activities);
+      expect(await count(owner, "SELECT COUNT(*) AS n FROM contact_activities WHERE contact_id = ?", source.id)).toBe(0);
+      expect(await count(owner, "SELECT COUNT(*) AS n FROM contacts WHERE id = ?", source.id)).toBe(0);
+      expect(await totalOf(owner, "/v1/contacts")).toBe(1);
+    },
+  },
+  {
+    name: "POST /v1/contacts/{id}/merge of one source into different targets at once: one wins, the others are told where it went",
+    async run(owner) {
+      const source = await createContact(owner.token, { tags: ["contested"] });
+      const targets = [];
+      for (let i = 0; i < 4; i++) targets.push(await createContact(owner.token));
+      const answers = await settle(targets.flatMap((t) => [0, 1].map(() => ({ method: "POST", path: `/v1/contacts/${t.id}/merge`, token: owner.token, body: { sourceIds: [source.id] } }))));
+      const won = answers.filter((a) => a.status === 200);
+      expect(won, JSON.stringify(answers)).toHaveLength(1);
+      const winner = JSON.parse(won[0]!.body).data.id as string;
+      for (const a of answers.filter((x) => x.status !== 200)) {
+        expect(a.status, a.body).toBe(409);
+        expect(JSON.parse(a.body).error.errors).toEqual([{ field: "mergedInto", code: "merged_contact", message: winner }]);
+      }
+      expect(await eventCount(owner.organizationId, "contact.deleted")).toBe(1);
+      const tag = (await json(await call("GET", "/v1/contacts/tags", { token: owner.token }))).data.find((t: { name: string }) => t.name === "contested");
+      expect(tag.count).toBe(1);
+      expect(await totalOf(owner, "/v1/contacts")).toBe(4);
+    },
+  },
 ];
