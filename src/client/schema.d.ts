@@ -87,7 +87,7 @@ export interface paths {
         };
         /**
          * List contacts
-         * @description Keyset-paginated: pass `pagination.nextCursor` back as `cursor`. A cursor walk returns every matching contact exactly once, also while contacts are being added. Unknown query parameters are rejected (422).
+         * @description Keyset-paginated: pass `pagination.nextCursor` back as `cursor`. A cursor walk returns every matching contact exactly once, also while contacts are being added. Unknown query parameters are rejected (422). Custom fields (GET /v1/custom-fields) filter as `customFields.<key>=value` (text case-insensitively, boolean true/false, select one of its options) and, on number and date fields, `customFields.<key>[gte|lte|gt|lt]=value`; an undefined key is a 422.
          */
         get: operations["listContacts"];
         put?: never;
@@ -260,7 +260,7 @@ export interface paths {
          *     `bounds` is a box (south-west corner, north-east corner; a west longitude greater than the east one crosses the antimeridian);
          *     `radius` is great-circle distance, exact on a spherical Earth, correct across the antimeridian and around the poles.
          *     Properties without coordinates never match a geo filter. Signed photo links (media.photos) come with include=photos.
-         *     Searching is this route: POST /v1/properties/search does not exist.
+         *     Searching is this route: POST /v1/properties/search does not exist. Custom fields (GET /v1/custom-fields) filter as `customFields.<key>=value` (text case-insensitively, boolean true/false, select one of its options) and, on number and date fields, `customFields.<key>[gte|lte|gt|lt]=value`; an undefined key is a 422.
          */
         get: operations["listProperties"];
         put?: never;
@@ -509,7 +509,7 @@ export interface paths {
         };
         /**
          * List deals
-         * @description Keyset-paginated (pass `pagination.nextCursor` back as `cursor`). Every filter combines with the others; closingDate[gte] compares timeline.closingDate by day.
+         * @description Keyset-paginated (pass `pagination.nextCursor` back as `cursor`). Every filter combines with the others; closingDate[gte] compares timeline.closingDate by day. Custom fields (GET /v1/custom-fields) filter as `customFields.<key>=value` (text case-insensitively, boolean true/false, select one of its options) and, on number and date fields, `customFields.<key>[gte|lte|gt|lt]=value`; an undefined key is a 422.
          */
         get: operations["listDeals"];
         put?: never;
@@ -823,6 +823,53 @@ export interface paths {
          * @description The key answers 401 from the next request on. Emits `integration.disconnected`.
          */
         delete: operations["deleteApiKey"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/custom-fields": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List custom fields
+         * @description Newest first, keyset-paginated; `object` keeps one kind of record's. Needs `custom-fields:read`.
+         */
+        get: operations["listCustomFields"];
+        put?: never;
+        /**
+         * Define a custom field
+         * @description A field of your own on contacts, deals or properties: its values are set in `customFields` on those records (checked
+         *     against its type), filter their lists (`customFields.<key>=…`, `customFields.<key>[gte]=…`) and sort them (`sort=customFields.<key>`).
+         *     At most 100 per object. Needs `custom-fields:manage` (owners and admins).
+         */
+        post: operations["createCustomField"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/custom-fields/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Delete a custom field
+         * @description Its values are taken off every record before the answer (their ETags change; no event, no updatedAt), so they are no longer
+         *     shown, filtered or exported, and a field created again with the key starts empty. Writes that still send the key get 422.
+         */
+        delete: operations["deleteCustomField"];
         options?: never;
         head?: never;
         patch?: never;
@@ -2415,6 +2462,7 @@ export interface components {
                 /** @description Id of a user (agent) of your organization */
                 assignedTo?: string | null;
                 calculateLeadScore?: boolean;
+                customFields?: components["schemas"]["CustomFieldsInput"];
                 id?: unknown;
                 organizationId?: unknown;
                 createdAt?: unknown;
@@ -2439,6 +2487,28 @@ export interface components {
             };
             locations?: string[];
         } | null;
+        /**
+         * @description Values by key of the organization's custom fields, each checked against its definition (422 naming customFields.<key>); null removes a value, keys not sent keep theirs
+         * @example {
+         *       "budget": 450000,
+         *       "pre_approved": true,
+         *       "old_field": null
+         *     }
+         */
+        CustomFieldsInput: {
+            [key: string]: string | number | boolean | null;
+        };
+        /**
+         * @description The organization's custom fields (GET /v1/custom-fields) by key: text, date (YYYY-MM-DD) and select as strings, number, boolean
+         * @example {
+         *       "budget": 450000,
+         *       "move_in": "2027-03-01",
+         *       "pre_approved": true
+         *     }
+         */
+        CustomFieldValues: {
+            [key: string]: string | number | boolean;
+        };
         ContactActivity: {
             id: string;
             type: string;
@@ -2494,6 +2564,7 @@ export interface components {
             createdAt: string;
             updatedAt: string;
             lastActivityAt: string;
+            customFields: components["schemas"]["CustomFieldValues"];
         };
         DealContact: {
             id: string;
@@ -2595,6 +2666,7 @@ export interface components {
             createdAt: string;
             updatedAt: string;
             lastContactedAt: string | null;
+            customFields: components["schemas"]["CustomFieldValues"];
             /** @description With include=activities: the 5 most recent (GET …/activities pages through all of them) */
             activities?: components["schemas"]["ContactActivity"][];
             /** @description With include=deals: the newest 20 deals of the contact */
@@ -2626,6 +2698,7 @@ export interface components {
             /** @description Id of a user (agent) of your organization */
             assignedTo?: string | null;
             calculateLeadScore?: boolean;
+            customFields?: components["schemas"]["CustomFieldsInput"];
             id?: unknown;
             organizationId?: unknown;
             createdAt?: unknown;
@@ -2656,6 +2729,7 @@ export interface components {
             /** @description Id of a user (agent) of your organization */
             assignedTo?: string | null;
             calculateLeadScore?: boolean;
+            customFields?: components["schemas"]["CustomFieldsInput"];
             id?: unknown;
             organizationId?: unknown;
             createdAt?: unknown;
@@ -2859,6 +2933,7 @@ export interface components {
             } | null;
             createdAt: string;
             updatedAt: string;
+            customFields: components["schemas"]["CustomFieldValues"];
             /** @description With include=agent: the listing agent's user and public profile, null when the listing agent is not a user */
             agent?: {
                 id: string;
@@ -2997,6 +3072,7 @@ export interface components {
                 structural?: string[];
                 other?: string[];
             };
+            customFields?: components["schemas"]["CustomFieldsInput"];
             id?: unknown;
             organizationId?: unknown;
             createdAt?: unknown;
@@ -3123,6 +3199,7 @@ export interface components {
                 structural?: string[];
                 other?: string[];
             } | null;
+            customFields?: components["schemas"]["CustomFieldsInput"];
             id?: unknown;
             organizationId?: unknown;
             createdAt?: unknown;
@@ -3278,6 +3355,7 @@ export interface components {
             source?: string | null;
             notes?: string | null;
             tags?: string[];
+            customFields?: components["schemas"]["CustomFieldsInput"];
             id?: unknown;
             organizationId?: unknown;
             createdAt?: unknown;
@@ -3379,6 +3457,7 @@ export interface components {
             source?: string | null;
             notes?: string | null;
             tags?: string[];
+            customFields?: components["schemas"]["CustomFieldsInput"];
             /** @description Why the stage changed, with a stage change (the STAGE_CHANGED activity keeps it) */
             reason?: string;
             id?: unknown;
@@ -3473,12 +3552,50 @@ export interface components {
             /** @example IDX website sync */
             name: string;
             /** @description What the key may do, within what the creator may do (README "Permissions and roles") */
-            permissions: ("contacts:read" | "contacts:write" | "contacts:erase" | "deals:read" | "deals:write" | "properties:read" | "properties:write" | "documents:read" | "documents:write" | "envelopes:send" | "signatures:read" | "signatures:write" | "clickwrap:read" | "clickwrap:write" | "reputation:read" | "reputation:write" | "plants:read" | "plants:write" | "webhooks:manage" | "events:read" | "integrations:read" | "organization:read" | "organization:manage" | "users:manage" | "api-keys:manage")[];
+            permissions: ("contacts:read" | "contacts:write" | "contacts:erase" | "deals:read" | "deals:write" | "properties:read" | "properties:write" | "documents:read" | "documents:write" | "envelopes:send" | "signatures:read" | "signatures:write" | "clickwrap:read" | "clickwrap:write" | "reputation:read" | "reputation:write" | "plants:read" | "plants:write" | "webhooks:manage" | "events:read" | "integrations:read" | "organization:read" | "organization:manage" | "users:manage" | "api-keys:manage" | "custom-fields:read" | "custom-fields:manage")[];
             /**
              * Format: date-time
              * @description When the key stops working; at most 365 days ahead. Absent: until deleted.
              */
             expiresAt?: string;
+        };
+        CustomField: {
+            id: string;
+            /** @enum {string} */
+            object: "contact" | "deal" | "property";
+            key: string;
+            label: string;
+            /** @enum {string} */
+            type: "text" | "number" | "date" | "boolean" | "select";
+            options: string[] | null;
+            createdAt: string;
+        };
+        CustomFieldCreate: {
+            /**
+             * @description The records the field is on
+             * @enum {string}
+             */
+            object: "contact" | "deal" | "property";
+            /**
+             * @description How the value is named in `customFields` and in list parameters (`customFields.budget[gte]=…`); unique per object in your organization
+             * @example budget
+             */
+            key: string;
+            /** @example Budget */
+            label: string;
+            /**
+             * @description text (up to 1000 characters), number, date (YYYY-MM-DD), boolean, or select (one of `options`)
+             * @enum {string}
+             */
+            type: "text" | "number" | "date" | "boolean" | "select";
+            /**
+             * @description The choices of a select field (required for it, refused for the other types), at most 100
+             * @example [
+             *       "buyer",
+             *       "seller"
+             *     ]
+             */
+            options?: string[];
         };
         Integration: components["schemas"]["OAuthClientIntegration"] | components["schemas"]["ApiKeyIntegration"];
         OAuthClientIntegration: {
@@ -5080,7 +5197,7 @@ export interface components {
             user_id: string;
             organization_id: string;
             organization_name: string;
-            permissions: ("contacts:read" | "contacts:write" | "contacts:erase" | "deals:read" | "deals:write" | "properties:read" | "properties:write" | "documents:read" | "documents:write" | "envelopes:send" | "signatures:read" | "signatures:write" | "clickwrap:read" | "clickwrap:write" | "reputation:read" | "reputation:write" | "plants:read" | "plants:write" | "webhooks:manage" | "events:read" | "integrations:read" | "organization:read" | "organization:manage" | "users:manage" | "api-keys:manage")[];
+            permissions: ("contacts:read" | "contacts:write" | "contacts:erase" | "deals:read" | "deals:write" | "properties:read" | "properties:write" | "documents:read" | "documents:write" | "envelopes:send" | "signatures:read" | "signatures:write" | "clickwrap:read" | "clickwrap:write" | "reputation:read" | "reputation:write" | "plants:read" | "plants:write" | "webhooks:manage" | "events:read" | "integrations:read" | "organization:read" | "organization:manage" | "users:manage" | "api-keys:manage" | "custom-fields:read" | "custom-fields:manage")[];
             /** @description Opaque, single use, valid 30 days: grant_type=refresh_token answers a new one. Using one twice revokes every token issued from it */
             refresh_token: string;
         };
@@ -5680,7 +5797,7 @@ export interface operations {
                 "leadScore[lte]"?: string;
                 "createdAt[gte]"?: string;
                 "createdAt[lte]"?: string;
-                /** @description Fields createdAt, updatedAt, lastName, leadScore, each :asc or :desc; the first is served by an index */
+                /** @description Fields createdAt, updatedAt, lastName, leadScore, customFields.<key>, each :asc or :desc; the first is served by an index. customFields.<key> sorts by a custom field's value; records without one come last ascending, first descending */
                 sort?: string;
                 include?: string;
                 /** @description Projection; id is always returned */
@@ -5726,6 +5843,7 @@ export interface operations {
                             createdAt?: string;
                             updatedAt?: string;
                             lastContactedAt?: string | null;
+                            customFields?: components["schemas"]["CustomFieldValues"];
                             /** @description With include=activities: the 5 most recent (GET …/activities pages through all of them) */
                             activities?: components["schemas"]["ContactActivity"][];
                             /** @description With include=deals: the newest 20 deals of the contact */
@@ -7369,7 +7487,7 @@ export interface operations {
                 bounds?: string;
                 /** @description Great-circle distance in miles (at most 500) from lat,lng */
                 radius?: string;
-                /** @description Fields createdAt, updatedAt, listPrice, listDate, each :asc or :desc; the first is served by an index */
+                /** @description Fields createdAt, updatedAt, listPrice, listDate, customFields.<key>, each :asc or :desc; the first is served by an index. customFields.<key> sorts by a custom field's value; records without one come last ascending, first descending */
                 sort?: string;
                 include?: string;
             };
@@ -9534,7 +9652,7 @@ export interface operations {
                 "probability[gte]"?: number;
                 "createdAt[gte]"?: string;
                 "closingDate[gte]"?: string;
-                /** @description Fields createdAt, updatedAt, amount, closingDate, probability, each :asc or :desc; the first is served by an index */
+                /** @description Fields createdAt, updatedAt, amount, closingDate, probability, customFields.<key>, each :asc or :desc; the first is served by an index. customFields.<key> sorts by a custom field's value; records without one come last ascending, first descending */
                 sort?: string;
                 include?: string;
             };
@@ -12121,6 +12239,395 @@ export interface operations {
                 };
             };
             /** @description id is not a UUID; or: The request broke the schema; errors[] lists every problem with field, code and message; or: This Idempotency-Key was used for another request (idempotency_key_reused) */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The credential's quota is spent (rate_limited): retry after Retry-After seconds; RateLimit says the same */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+        };
+    };
+    listCustomFields: {
+        parameters: {
+            query?: {
+                /** @description 1–100, default 25; anything else is a 422 */
+                limit?: number;
+                /** @description `pagination.nextCursor` of the previous page */
+                cursor?: string;
+                /** @description Only the fields of these records */
+                object?: "contact" | "deal" | "property";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of custom fields */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["CustomField"][];
+                        pagination: components["schemas"]["Pagination"];
+                    };
+                };
+            };
+            /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The caller's role does not allow this route (insufficient_role), or its API key or OAuth access token was not granted the route's permission (insufficient_permission) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The request broke the schema; errors[] lists every problem with field, code and message */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The credential's quota is spent (rate_limited): retry after Retry-After seconds; RateLimit says the same */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+        };
+    };
+    createCustomField: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CustomFieldCreate"];
+            };
+        };
+        responses: {
+            /** @description The field */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["CustomField"];
+                    };
+                };
+            };
+            /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The caller's role does not allow this route (insufficient_role), or its API key or OAuth access token was not granted the route's permission (insufficient_permission) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The object already has a field with this key (duplicate_key), or 100 fields (too_many_custom_fields); or: A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The body is over the route's size limit */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Content-Type is not one the route takes (application/json; multipart/form-data on uploads) */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The request broke the schema; errors[] lists every problem with field, code and message; or: This Idempotency-Key was used for another request (idempotency_key_reused) */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The credential's quota is spent (rate_limited): retry after Retry-After seconds; RateLimit says the same */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+        };
+    };
+    deleteCustomField: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted */
+            204: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The caller's role does not allow this route (insufficient_role), or its API key or OAuth access token was not granted the route's permission (insufficient_permission) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description No custom field with this id in your organization */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The request broke the schema; errors[] lists every problem with field, code and message; or: This Idempotency-Key was used for another request (idempotency_key_reused) */
             422: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -22311,7 +22818,7 @@ export interface operations {
                 code_challenge_method?: string;
                 /** @description Returned unchanged with the code or the error (at most 1000 characters) */
                 state?: string;
-                /** @description Space-separated permissions (absent: all but contacts:erase, granted only when asked for by name): contacts:read, contacts:write, contacts:erase, deals:read, deals:write, properties:read, properties:write, documents:read, documents:write, envelopes:send, signatures:read, signatures:write, clickwrap:read, clickwrap:write, reputation:read, reputation:write, plants:read, plants:write, webhooks:manage, events:read, integrations:read, organization:read, organization:manage, users:manage, api-keys:manage */
+                /** @description Space-separated permissions (absent: all but contacts:erase, granted only when asked for by name): contacts:read, contacts:write, contacts:erase, deals:read, deals:write, properties:read, properties:write, documents:read, documents:write, envelopes:send, signatures:read, signatures:write, clickwrap:read, clickwrap:write, reputation:read, reputation:write, plants:read, plants:write, webhooks:manage, events:read, integrations:read, organization:read, organization:manage, users:manage, api-keys:manage, custom-fields:read, custom-fields:manage */
                 scope?: string;
                 /** @description RFC 8707 resource indicator: if present, the MCP server URL (the only resource tokens are issued for) */
                 resource?: string;
@@ -22399,7 +22906,7 @@ export interface operations {
                 code_challenge_method?: string;
                 /** @description Returned unchanged with the code or the error (at most 1000 characters) */
                 state?: string;
-                /** @description Space-separated permissions (absent: all but contacts:erase, granted only when asked for by name): contacts:read, contacts:write, contacts:erase, deals:read, deals:write, properties:read, properties:write, documents:read, documents:write, envelopes:send, signatures:read, signatures:write, clickwrap:read, clickwrap:write, reputation:read, reputation:write, plants:read, plants:write, webhooks:manage, events:read, integrations:read, organization:read, organization:manage, users:manage, api-keys:manage */
+                /** @description Space-separated permissions (absent: all but contacts:erase, granted only when asked for by name): contacts:read, contacts:write, contacts:erase, deals:read, deals:write, properties:read, properties:write, documents:read, documents:write, envelopes:send, signatures:read, signatures:write, clickwrap:read, clickwrap:write, reputation:read, reputation:write, plants:read, plants:write, webhooks:manage, events:read, integrations:read, organization:read, organization:manage, users:manage, api-keys:manage, custom-fields:read, custom-fields:manage */
                 scope?: string;
                 /** @description RFC 8707 resource indicator: if present, the MCP server URL (the only resource tokens are issued for) */
                 resource?: string;

@@ -1,6 +1,7 @@
 import { and, eq, ne } from "drizzle-orm";
 import { contactActivities, contactCommunications, contacts, contactTags } from "../db/schema";
-import { expectNoRow, expectVersion, type Statement, versioned, withRetries } from "../db/write";
+import { checkCustomFields, customFieldDeleted, withCustomFields } from "../crm/custom-fields";
+import { expectNoRow, expectVersion, type Statement, StaleWrite, versioned, withRetries } from "../db/write";
 import { commit, type CommitOptions } from "../events/commit";
 import type { EventEnvelope } from "../events/envelope";
 import { newEvent } from "../events/outbox";
@@ -73,7 +74,7 @@ export async function createContact(ctx: ServiceContext, raw: ContactCreate): Pr
   const input = writableInput(raw);
   const now = new Date();
   const at = now.toISOString();
-  await Promise.all([assertEmailFree(ctx, input.email.toLowerCase()), assertAssignee(ctx, input.assignedTo)]);
+  const [, , custom] = await Promise.all([assertEmailFree(ctx, input.email.toLowerCase()), assertAssignee(ctx, input.assignedTo), checkCustomFields(ctx, "contact", input.customFields)]);
   const blank: ContactRecord = {
     id: newId(),
     organizationId: ctx.organizationId,
@@ -97,16 +98,23 @@ export async function createContact(ctx: ServiceContext, raw: ContactCreate): Pr
     createdAt: at,
     updatedAt: at,
     lastContactedAt: null,
+    customFields: null,
     version: 1,
   };
-  const record = applyInput(blank, input, NO_ACTIVITY, now);
+  const record = withCustomFields(applyInput(blank, input, NO_ACTIVITY, now), custom);
   const object = toContact(record);
   const events = [newEvent(ctx, "contact.created", { object, previousAttributes: null, changes: null })];
   if (record.tags.length) events.push(newEvent(ctx, "contact.tagged", { object, previousAttributes: { tags: [] }, changes: ["tags"], tags: record.tags }));
   if (record.assignedTo) events.push(newEvent(ctx, "contact.assigned", { object, previousAttributes: { assignedTo: null }, changes: ["assignedTo"] }));
   const { leadScoreRank: _rank, ...row } = record;
   const answer = shown(record);
-  await commitContact(ctx, [ctx.db.insert(contacts).values(row), ...tagStatements(ctx, [{ contactId: record.id, before: [], after: record.tags }], at), bumpCounters(ctx, 1), ...facetMoves(ctx, null, record)], events, { answer });
+  try {
+    await commitContact(ctx, [...(custom?.guard ?? []), ctx.db.insert(contacts).values(row), ...tagStatements(ctx, [{ contactId: record.id, before: [], after: record.tags }], at), bumpCounters(ctx, 1), ...facetMoves(ctx, null, record)], events, { answer });
+  } catch (err) {
+    // The only guard of a create: a custom field it sets was deleted since its definitions were read.
+    if (err instanceof StaleWrite) throw customFieldDeleted("contact");
+    throw err;
+  }
   return answer;
 }
 
@@ -122,14 +130,17 @@ export async function updateContact(ctx: ServiceContext, id: string, raw: Contac
   return withRetries(async () => {
     const { before, figures } = await readContactForWrite(ctx, id);
     const now = new Date();
-    if (input.email !== undefined && input.email.toLowerCase() !== before.emailKey) await assertEmailFree(ctx, input.email.toLowerCase(), id);
-    const after = { ...applyInput(before, input, figures, now), updatedAt: now.toISOString(), version: before.version + 1 };
+    const [, custom] = await Promise.all([
+      input.email !== undefined && input.email.toLowerCase() !== before.emailKey ? assertEmailFree(ctx, input.email.toLowerCase(), id) : undefined,
+      checkCustomFields(ctx, "contact", input.customFields),
+    ]);
+    const after = { ...withCustomFields(applyInput(before, input, figures, now), custom), updatedAt: now.toISOString(), version: before.version + 1 };
     const events = changeEvents(ctx, before, after);
     // Switching the computed score on or off changes no public field (so no event) but must still be stored.
     if (events.length === 0 && after.leadScoreAuto === before.leadScoreAuto) return shown(before);
     const tagChange = { contactId: id, before: before.tags, after: after.tags };
     const answer = shown(after);
-    await commitContact(ctx, [...replaceContact(ctx, before, after), ...tagStatements(ctx, [tagChange], after.updatedAt), bumpCounters(ctx, 0), ...facetMoves(ctx, before, after)], events, { answer, markSent: false });
+    await commitContact(ctx, [...(custom?.guard ?? []), ...replaceContact(ctx, before, after), ...tagStatements(ctx, [tagChange], after.updatedAt), bumpCounters(ctx, 0), ...facetMoves(ctx, before, after)], events, { answer, markSent: false });
     return answer;
   });
 }
@@ -254,6 +265,7 @@ export async function contactByEmail(
     createdAt: at,
     updatedAt: at,
     lastContactedAt: null,
+    customFields: null,
     version: 1,
   };
   const object = toContact(record);
