@@ -1,4 +1,7 @@
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { shardDatabase } from "../src/shards/bindings";
+import { startMove, stepMove } from "../src/shards/move";
 import { matchesFilters, WebhookFiltersSchema } from "../src/webhooks/filters";
 import { call, json } from "./helpers/client";
 import { createContact, expectCrmError, getContact, issuePairs, listAll, listPage, updateContact } from "./helpers/contacts";
@@ -260,5 +263,25 @@ describe("lists filtered and sorted by custom fields", () => {
     await define(owner, { object: "contact", key: "budget", label: "Budget again", type: "number" });
     expect((await listPage(owner.token, "customFields.budget[gte]=0")).pagination.total).toBe(0);
     for (const contact of c) expect((await getContact(owner.token, contact.id)).customFields).not.toHaveProperty("budget");
+  });
+
+  it("keeps the values through the trash and a restore, and through a shard move (definitions and values)", async () => {
+    const owner = await createPrincipal({ shard: 0 });
+    await define(owner, { object: "contact", key: "budget", label: "Budget", type: "number" });
+    const kept = await createContact(owner.token, { customFields: { budget: 700 } });
+    const trashed = await createContact(owner.token, { customFields: { budget: 800 } });
+    expect((await call("DELETE", `/v1/contacts/${trashed.id}`, { token: owner.token })).status).toBe(200);
+    expect((await listPage(owner.token, "customFields.budget[gte]=1")).pagination.total).toBe(1);
+    expect((await call("POST", `/v1/contacts/${trashed.id}/restore`, { token: owner.token })).status).toBe(200);
+    expect((await getContact(owner.token, trashed.id)).customFields).toEqual({ budget: 800 });
+
+    await startMove(env, owner.organizationId, 1);
+    let progress = await stepMove(env, owner.organizationId, { drainMs: 0 });
+    while (progress.phase !== "done") progress = await stepMove(env, owner.organizationId, { drainMs: 0 });
+    const page = await listPage(owner.token, "sort=customFields.budget:desc");
+    expect(ids(page.data)).toEqual([trashed.id, kept.id]);
+    expect((await json(await call("GET", "/v1/custom-fields", { token: owner.token }))).data.map((f: { key: string }) => f.key)).toEqual(["budget"]);
+    const old = await shardDatabase(env, 0).prepare("SELECT COUNT(*) AS n FROM custom_field_definitions WHERE organization_id = ?").bind(owner.organizationId).first<{ n: number }>();
+    expect(old!.n).toBe(0);
   });
 });
