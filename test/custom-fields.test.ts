@@ -284,4 +284,29 @@ describe("lists filtered and sorted by custom fields", () => {
     const old = await shardDatabase(env, 0).prepare("SELECT COUNT(*) AS n FROM custom_field_definitions WHERE organization_id = ?").bind(owner.organizationId).first<{ n: number }>();
     expect(old!.n).toBe(0);
   });
+
+  it("a delete cut short mid-sweep is finished by the next delete of the field, or by the next creation of its key", async () => {
+    const { owner, contacts: c } = await seed();
+    const fields = (await json(await call("GET", "/v1/custom-fields?object=contact&limit=100", { token: owner.token }))).data as { id: string; key: string }[];
+    const db = await tenantDb(owner.organizationId);
+    // As a delete leaves it when it dies after marking the definition: the values are still on the records.
+    const cutShort = async (key: string) => {
+      const id = fields.find((f) => f.key === key)!.id;
+      await db.prepare("UPDATE custom_field_definitions SET deleted_at = ? WHERE id = ?").bind(new Date().toISOString(), id).run();
+      return id;
+    };
+    const budget = await cutShort("budget");
+    expect((await json(await call("GET", "/v1/custom-fields?object=contact", { token: owner.token }))).data.map((f: { key: string }) => f.key)).not.toContain("budget");
+    expect(issuePairs(await expectCrmError(await call("GET", "/v1/contacts?sort=customFields.budget", { token: owner.token }), 422, "validation_error"))).toEqual(["sort:unknown_field"]);
+    const write = await call("PUT", `/v1/contacts/${c[0]!.id}`, { token: owner.token, body: { customFields: { budget: 5 } } });
+    expect(issuePairs(await expectCrmError(write, 422, "validation_error"))).toEqual(["customFields.budget:unknown_field"]);
+    expect((await call("DELETE", `/v1/custom-fields/${budget}`, { token: owner.token })).status).toBe(404);
+    expect((await getContact(owner.token, c[0]!.id)).customFields).not.toHaveProperty("budget");
+    expect(await db.prepare("SELECT COUNT(*) AS n FROM custom_field_definitions WHERE id = ?").bind(budget).first("n")).toBe(0);
+
+    await cutShort("side");
+    await define(owner, { object: "contact", key: "side", label: "Side again", type: "text" });
+    for (const contact of c) expect((await getContact(owner.token, contact.id)).customFields).not.toHaveProperty("side");
+    expect((await listPage(owner.token, "customFields.side=buyer")).pagination.total).toBe(0);
+  });
 });

@@ -13,7 +13,8 @@ CREATE TABLE `custom_field_definitions` (
 	`label` text NOT NULL,
 	`type` text NOT NULL,
 	`options` text,
-	`created_at` text NOT NULL
+	`created_at` text NOT NULL,
+	`deleted_at` text
 );
 --> statement-breakpoint
 CREATE UNIQUE INDEX `custom_field_definitions_org_object_key_unique` ON `custom_field_definitions` (`organization_id`,`object`,`key`);--> statement-breakpoint

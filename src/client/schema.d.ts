@@ -868,6 +868,7 @@ export interface paths {
          * Delete a custom field
          * @description Its values are taken off every record before the answer (their ETags change; no event, no updatedAt), so they are no longer
          *     shown, filtered or exported, and a field created again with the key starts empty. Writes that still send the key get 422.
+         *     A delete of a field whose earlier delete was cut short finishes it and answers 404.
          */
         delete: operations["deleteCustomField"];
         options?: never;

@@ -1,5 +1,5 @@
 import { z } from "@hono/zod-openapi";
-import { and, eq, sql } from "drizzle-orm";
+import { and, eq, isNull, sql } from "drizzle-orm";
 import { customFieldDefinitions } from "../db/schema";
 import { guard, type Statement } from "../db/write";
 import { Conflict, type FieldIssue, Validation } from "../lib/errors";
@@ -56,7 +56,7 @@ export async function readDefinitions(ctx: ServiceContext, object: CustomFieldOb
   const rows = await ctx.db
     .select({ id: customFieldDefinitions.id, key: customFieldDefinitions.key, type: customFieldDefinitions.type, options: customFieldDefinitions.options })
     .from(customFieldDefinitions)
-    .where(and(eq(customFieldDefinitions.organizationId, ctx.organizationId), eq(customFieldDefinitions.object, object)));
+    .where(and(eq(customFieldDefinitions.organizationId, ctx.organizationId), eq(customFieldDefinitions.object, object), isNull(customFieldDefinitions.deletedAt)));
   return rows as FieldDefinition[];
 }
 
@@ -126,7 +126,7 @@ export async function checkCustomFields(ctx: ServiceContext, object: CustomField
     guard: [
       guard(
         ctx.db,
-        sql`(SELECT COUNT(*) FROM ${customFieldDefinitions} WHERE ${customFieldDefinitions.organizationId} = ${ctx.organizationId} AND ${customFieldDefinitions.id} IN (SELECT value FROM json_each(${list}))) = ${ids.length}`,
+        sql`(SELECT COUNT(*) FROM ${customFieldDefinitions} WHERE ${customFieldDefinitions.organizationId} = ${ctx.organizationId} AND ${customFieldDefinitions.id} IN (SELECT value FROM json_each(${list})) AND ${customFieldDefinitions.deletedAt} IS NULL) = ${ids.length}`,
       ),
     ],
   };
@@ -169,7 +169,8 @@ export function withCustomFieldParams<S extends z.ZodRawShape>(schema: z.ZodObje
       if (!PARAM.test(key)) ctx.addIssue({ code: "custom", path: [key], message: `Unknown field '${key}'`, params: { code: "unknown_field" } });
       else if (typeof value !== "string" || value.length > 200) ctx.addIssue({ code: "custom", path: [key], message: "Must be given once, at most 200 characters", params: { code: "invalid_type" } });
     }
-  });
+    // Also when another parameter failed (zod skips an object's refinements then): every problem is listed.
+  }, { when: () => true });
 }
 
 /** Where a record without a value sorts: after every value ascending (a number sorts before any text in SQLite). */

@@ -48,7 +48,8 @@ const remove = defineRoute(CRM, {
   security,
   summary: "Delete a custom field",
   description: `Its values are taken off every record before the answer (their ETags change; no event, no updatedAt), so they are no longer
-shown, filtered or exported, and a field created again with the key starts empty. Writes that still send the key get 422.`,
+shown, filtered or exported, and a field created again with the key starts empty. Writes that still send the key get 422.
+A delete of a field whose earlier delete was cut short finishes it and answers 404.`,
   request: { params: CustomFieldIdParam },
   responses: { 204: { description: "Deleted" }, 404: crmError("No custom field with this id in your organization") },
 });

@@ -1,4 +1,4 @@
-import { and, count, desc, eq, sql } from "drizzle-orm";
+import { and, count, desc, eq, isNotNull, isNull, sql } from "drizzle-orm";
 import { bumpResourceCounter, type ListResource } from "../crm/list-totals";
 import { type CustomFieldObject, MAX_DEFINITIONS_PER_OBJECT, OBJECT_TABLES } from "../crm/custom-fields";
 import { decodeNewestFirstCursor, olderThan, paginate } from "../crm/pagination";
@@ -12,7 +12,8 @@ import type { CustomField, CustomFieldCreate, CustomFieldListQuery } from "./sch
 
 /**
  * Custom field definitions (issue 33, README "Custom fields"). The values are on the records (crm/custom-fields.ts);
- * a definition's delete takes its values off every record of its object, so a key created again starts empty.
+ * a definition's delete takes its values off every record of its object, so a key created again starts empty. A
+ * delete runs in three steps (mark, sweep, remove the row) and is finished by whoever meets the mark next.
  */
 type Row = typeof customFieldDefinitions.$inferSelect;
 
@@ -59,7 +60,8 @@ export async function sweepValues(ctx: ServiceContext, object: CustomFieldObject
 
 /**
  * POST /v1/custom-fields. 409 duplicate_key for a key the object already has (the unique index decides between
- * concurrent creations), 409 too_many_custom_fields past MAX_DEFINITIONS_PER_OBJECT (counted in the batch).
+ * concurrent creations), 409 too_many_custom_fields past MAX_DEFINITIONS_PER_OBJECT (counted in the batch). A
+ * definition of the key whose delete was cut short is finished first, so the new field starts empty.
  */
 export async function createCustomField(ctx: ServiceContext, input: CustomFieldCreate): Promise<CustomField> {
   const row: Row = {
@@ -71,12 +73,12 @@ export async function createCustomField(ctx: ServiceContext, input: CustomFieldC
     type: input.type,
     options: input.options ?? null,
     createdAt: nowIso(),
+    deletedAt: null,
   };
   const ofObject = and(eq(customFieldDefinitions.organizationId, ctx.organizationId), eq(customFieldDefinitions.object, input.object));
-  const taken = await ctx.db.select({ id: customFieldDefinitions.id }).from(customFieldDefinitions).where(and(ofObject, eq(customFieldDefinitions.key, input.key))).get();
-  if (taken) throw duplicateKey(input);
-  // Values a deleted definition of this key left (its sweep cut short) must not come back under the new one.
-  await sweepValues(ctx, input.object, input.key);
+  const taken = await ctx.db.select().from(customFieldDefinitions).where(and(ofObject, eq(customFieldDefinitions.key, input.key))).get();
+  if (taken && !taken.deletedAt) throw duplicateKey(input);
+  if (taken) await finishDelete(ctx, taken);
   try {
     await ctx.db.batch([
       guard(ctx.db, sql`(SELECT COUNT(*) FROM ${customFieldDefinitions} WHERE ${ofObject}) < ${MAX_DEFINITIONS_PER_OBJECT}`),
@@ -94,9 +96,9 @@ export async function createCustomField(ctx: ServiceContext, input: CustomFieldC
 
 const duplicateKey = (input: CustomFieldCreate) => new Conflict(`${OBJECT_TABLES[input.object]} already have a custom field '${input.key}'`, "duplicate_key");
 
-/** GET /v1/custom-fields: newest first, keyset pages (an organization holds at most 300). */
+/** GET /v1/custom-fields: newest first, keyset pages (an organization holds at most 300); a field being deleted is gone. */
 export async function listCustomFields(ctx: ServiceContext, q: CustomFieldListQuery) {
-  const mine = and(eq(customFieldDefinitions.organizationId, ctx.organizationId), q.object ? eq(customFieldDefinitions.object, q.object) : undefined);
+  const mine = and(eq(customFieldDefinitions.organizationId, ctx.organizationId), isNull(customFieldDefinitions.deletedAt), q.object ? eq(customFieldDefinitions.object, q.object) : undefined);
   const after = decodeNewestFirstCursor(q.cursor);
   const [rows, [total]] = await ctx.db.batch([
     ctx.db
@@ -111,20 +113,37 @@ export async function listCustomFields(ctx: ServiceContext, q: CustomFieldListQu
   return { data: page.map(toCustomField), pagination };
 }
 
+/** The sweep of a marked definition's values, then its row. */
+async function finishDelete(ctx: ServiceContext, row: Row): Promise<void> {
+  await sweepValues(ctx, row.object as CustomFieldObject, row.key);
+  await ctx.db.delete(customFieldDefinitions).where(and(eq(customFieldDefinitions.organizationId, ctx.organizationId), eq(customFieldDefinitions.id, row.id), isNotNull(customFieldDefinitions.deletedAt)));
+}
+
 /**
- * DELETE /v1/custom-fields/{id}: the definition goes, then its values leave every record (`sweepValues`). A write
- * checked against it before and committed after fails its guard (crm/custom-fields.ts `checkCustomFields`), so no
- * value lands behind the sweep. Of concurrent deletes one answers 204, the others 404.
+ * DELETE /v1/custom-fields/{id}: the definition is marked (from then on writes, filters and the list refuse or omit
+ * it; a write checked against it before and committed after fails its guard, crm/custom-fields.ts
+ * `checkCustomFields`, so no value lands behind the sweep), its values leave every record (`sweepValues`), and its
+ * row goes. Of concurrent deletes the one that marks it answers 204, the others 404; a delete that meets a mark left
+ * by one cut short finishes that one's work and answers 404 (the field was already gone).
  */
 export async function deleteCustomField(ctx: ServiceContext, id: string): Promise<void> {
   const mine = and(eq(customFieldDefinitions.organizationId, ctx.organizationId), eq(customFieldDefinitions.id, id));
   const row = await ctx.db.select().from(customFieldDefinitions).where(mine).get();
   if (!row) throw new NotFound("Custom field");
+  if (row.deletedAt) {
+    await finishDelete(ctx, row);
+    throw new NotFound("Custom field");
+  }
+  const live = and(mine, isNull(customFieldDefinitions.deletedAt));
   try {
-    await ctx.db.batch([expectRow(ctx.db, customFieldDefinitions, mine), ctx.db.delete(customFieldDefinitions).where(mine), bumpResourceCounter(ctx.db, ctx.organizationId, RESOURCES[row.object as CustomFieldObject], 0)]);
+    await ctx.db.batch([
+      expectRow(ctx.db, customFieldDefinitions, live),
+      ctx.db.update(customFieldDefinitions).set({ deletedAt: nowIso() }).where(live),
+      bumpResourceCounter(ctx.db, ctx.organizationId, RESOURCES[row.object as CustomFieldObject], 0),
+    ]);
   } catch (err) {
     if (isGuardFailure(err)) throw new NotFound("Custom field");
     throw err;
   }
-  await sweepValues(ctx, row.object as CustomFieldObject, row.key);
+  await finishDelete(ctx, row);
 }

@@ -20,6 +20,12 @@ export const customFieldDefinitions = sqliteTable(
     /** The choices of a select field, null for the other types. */
     options: text({ mode: "json" }).$type<string[]>(),
     createdAt: text().notNull(),
+    /**
+     * Set when a delete starts: the definition then counts for nothing (writes, filters, the list) while its values
+     * are swept off the records; the row goes when the sweep ends. A delete cut short is finished by the next delete
+     * of it or creation of its key (custom-fields/service.ts).
+     */
+    deletedAt: text(),
   },
   (t) => [
     uniqueIndex("custom_field_definitions_org_object_key_unique").on(t.organizationId, t.object, t.key),
