@@ -118,6 +118,15 @@ describe("customFields on contacts, deals and properties", () => {
     expect(updated.customFields).toEqual({ move_in: "2027-03-01", pre_approved: true, side: "seller", lender: "First Bank" });
     // Other fields leave the values as they are.
     expect((await updateContact(owner.token, contact.id, { notes: "hi" })).customFields).toEqual(updated.customFields);
+
+    // The bulk update sets them on every contact, checked the same way.
+    const other = await createContact(owner.token, { customFields: { budget: 1 } });
+    const bulkBad = await call("PATCH", "/v1/contacts/bulk", { token: owner.token, body: { contactIds: [contact.id, other.id], updates: { customFields: { side: "x" } } } });
+    expect(issuePairs(await expectCrmError(bulkBad, 422, "validation_error"))).toEqual(["updates.customFields.side:invalid_enum_value"]);
+    const bulk = await call("PATCH", "/v1/contacts/bulk", { token: owner.token, body: { contactIds: [contact.id, other.id], updates: { customFields: { side: "buyer" } } } });
+    expect(bulk.status).toBe(200);
+    expect((await getContact(owner.token, contact.id)).customFields).toEqual({ ...updated.customFields, side: "buyer" });
+    expect((await getContact(owner.token, other.id)).customFields).toEqual({ budget: 1, side: "buyer" });
   });
 
   it("on deals and properties too, each object with its own definitions", async () => {
