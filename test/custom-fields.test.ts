@@ -253,8 +253,10 @@ describe("lists filtered and sorted by custom fields", () => {
     expect(filtered).toEqual({ order: [3, 0, 2].map(id), total: 3 });
   });
 
-  it("a deleted definition's values leave every record; a key defined again starts empty", async () => {
+  it("a deleted definition's values leave every record, those in the trash too; a key defined again starts empty", async () => {
     const { owner, contacts: c } = await seed();
+    // Contact 1 waits in the trash with its budget.
+    expect((await call("DELETE", `/v1/contacts/${c[1]!.id}`, { token: owner.token })).status).toBe(200);
     const fields = await json(await call("GET", "/v1/custom-fields?object=contact&limit=100", { token: owner.token }));
     const budget = fields.data.find((f: { key: string }) => f.key === "budget");
     const before = await call("GET", `/v1/contacts/${c[0]!.id}`, { token: owner.token });
@@ -270,6 +272,8 @@ describe("lists filtered and sorted by custom fields", () => {
     expect(issuePairs(await expectCrmError(write, 422, "validation_error"))).toEqual(["customFields.budget:unknown_field"]);
 
     await define(owner, { object: "contact", key: "budget", label: "Budget again", type: "number" });
+    expect((await call("POST", `/v1/contacts/${c[1]!.id}/restore`, { token: owner.token })).status).toBe(200);
+    expect((await getContact(owner.token, c[1]!.id)).customFields).toEqual({ move_in: "2027-06-01", pre_approved: false, side: "seller", lender: "bolt" });
     expect((await listPage(owner.token, "customFields.budget[gte]=0")).pagination.total).toBe(0);
     for (const contact of c) expect((await getContact(owner.token, contact.id)).customFields).not.toHaveProperty("budget");
   });

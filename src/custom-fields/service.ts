@@ -33,7 +33,8 @@ const RESOURCES: Record<CustomFieldObject, ListResource> = { contact: "contacts"
 export const SWEEP_CHUNK = 500;
 
 /**
- * Takes the values of `key` off every `object` record of the organization, SWEEP_CHUNK rows a statement, each in a batch
+ * Takes the values of `key` off every `object` record of the organization, those in the trash included, SWEEP_CHUNK
+ * rows a statement, each in a batch
  * that moves the object's list version (cached filtered totals count again). The records' versions move (their ETags
  * change), their updatedAt does not and no event is emitted: the organization removed a field, nobody edited these
  * records. Bounded by the organization's records of that object (200 statements for 100,000 with the value).
@@ -53,6 +54,20 @@ export async function sweepValues(ctx: ServiceContext, object: CustomFieldObject
       ctx.d1.prepare("UPDATE resource_counters SET version = version + 1 WHERE organization_id = ? AND resource = ?").bind(ctx.organizationId, RESOURCES[object]),
     ]);
     const changed = res!.meta.changes ?? 0;
+    swept += changed;
+    if (changed < SWEEP_CHUNK) break;
+  }
+  // The trash keeps rows as JSON (crm/trash.ts), the values as the text of their object (`|| ''` keeps json_set from
+  // nesting it as an object): a restore brings no value back.
+  for (;;) {
+    const res = await ctx.d1
+      .prepare(
+        `UPDATE trash_rows SET row = json_set(row, '$.customFields', json_remove(json_extract(row, '$.customFields'), ?) || '')
+         WHERE rowid IN (SELECT rowid FROM trash_rows WHERE organization_id = ? AND table_name = ? AND json_extract(json_extract(row, '$.customFields'), ?) IS NOT NULL LIMIT ${SWEEP_CHUNK})`,
+      )
+      .bind(path, ctx.organizationId, table, path)
+      .run();
+    const changed = res.meta.changes ?? 0;
     swept += changed;
     if (changed < SWEEP_CHUNK) return swept;
   }
