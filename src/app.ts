@@ -94,6 +94,7 @@ function routeGroups(options: AppOptions): RouteGroup[] {
     group(["/v1/deals", "/v1/deals/*"], async () => [(await import("./deals/routes")).dealRoutes]),
     group(["/v1/trash"], async () => [(await import("./trash/routes")).trashRoutes]),
     group(["/v1/api-keys", "/v1/api-keys/*"], async () => [(await import("./api-keys/routes")).apiKeyRoutes]),
+    group(["/v1/custom-fields", "/v1/custom-fields/*"], async () => [(await import("./custom-fields/routes")).customFieldRoutes]),
     group(["/v1/integrations"], async () => [(await import("./integrations/routes")).integrationRoutes]),
     group(["/v1/organization"], async () => [(await import("./organization/routes")).organizationRoutes]),
     group(["/v1/users", "/v1/users/*"], async () => [(await import("./users/routes")).userRoutes]),

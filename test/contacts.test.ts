@@ -47,6 +47,7 @@ describe("POST /v1/contacts", () => {
         createdAt: expect.stringMatching(ISO),
         updatedAt: expect.stringMatching(ISO),
         lastContactedAt: null,
+        customFields: {},
       },
     });
     expect(body.data.updatedAt).toBe(body.data.createdAt);

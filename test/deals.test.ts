@@ -134,6 +134,7 @@ describe("POST /v1/deals", () => {
         createdAt: expect.stringMatching(ISO),
         updatedAt: expect.stringMatching(ISO),
         lastActivityAt: expect.stringMatching(ISO),
+        customFields: {},
       },
     });
     const deal = body.data as DealJson;

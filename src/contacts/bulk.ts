@@ -1,3 +1,4 @@
+import { checkCustomFields, withCustomFields } from "../crm/custom-fields";
 import { expectVersions, withRetries } from "../db/write";
 import { commit } from "../events/commit";
 import { regionOf } from "../lib/phone";
@@ -19,12 +20,12 @@ export async function bulkUpdateContacts(ctx: ServiceContext, body: BulkUpdate) 
   const ids = [...new Set(body.contactIds)];
   await assertAssignee(ctx, updates.assignedTo, "updates.assignedTo");
   const found = await withRetries(async () => {
-    const { rows, figures } = await readForWrite(ctx, ids);
+    const [{ rows, figures }, custom] = await Promise.all([readForWrite(ctx, ids), checkCustomFields(ctx, "contact", updates.customFields, ["updates"])]);
     const now = new Date();
     const changed: { before: ContactRecord; after: ContactRecord }[] = [];
     const events: EventEnvelope[] = [];
     for (const before of rows) {
-      const after = { ...applyInput(before, updates, figures.get(before.id) ?? NO_ACTIVITY, now, regionOf(ctx)), updatedAt: now.toISOString(), version: before.version + 1 };
+      const after = { ...withCustomFields(applyInput(before, updates, figures.get(before.id) ?? NO_ACTIVITY, now, regionOf(ctx)), custom), updatedAt: now.toISOString(), version: before.version + 1 };
       const contactEvents = changeEvents(ctx, before, after);
       if (contactEvents.length === 0 && after.leadScoreAuto === before.leadScoreAuto) continue;
       changed.push({ before, after });
@@ -35,6 +36,7 @@ export async function bulkUpdateContacts(ctx: ServiceContext, body: BulkUpdate) 
       await commit(
         ctx,
         [
+          ...(custom?.guard ?? []),
           expectVersions(ctx.db, CONTACTS, ctx.organizationId, changed.map(({ before }) => before)),
           ...changed.map(({ before, after }) => updateContactStatement(ctx, before, after)),
           ...tagStatements(ctx, tagChanges, now.toISOString()),

@@ -1,5 +1,6 @@
 import { filterKey, resolveTotal, totalStatements } from "../crm/list-totals";
 import { afterCursor, type KeysetTable, keysetPage, orderBy, type SortKey, type Where } from "../crm/keyset";
+import { customFieldQuery, type CustomQuery, type CustomSortField } from "../crm/custom-fields";
 import { searchCount, searchKey, searchOf, searchPageSql } from "../crm/search";
 import type { ServiceContext } from "../service-context";
 import { facetTotalStatement } from "./facets";
@@ -14,11 +15,11 @@ const KEYSET: KeysetTable<SortField, ContactRow> = {
   value: { createdAt: (r) => r.created_at, updatedAt: (r) => r.updated_at, lastName: (r) => r.last_name, leadScore: (r) => r.lead_score ?? -1 },
   rowId: (r) => r.id,
 };
-export const DEFAULT_SORT: SortKey<SortField>[] = [{ field: "createdAt", direction: "desc" }];
+export const DEFAULT_SORT: SortKey<SortField | CustomSortField>[] = [{ field: "createdAt", direction: "desc" }];
 export const DEFAULT_LIMIT = 25;
 
 /** The filter part of the WHERE clause; the same for the page and for the total. */
-function filters(organizationId: string, q: ContactListQuery): Where {
+function filters(organizationId: string, q: ContactListQuery, custom: CustomQuery | null): Where {
   const w: Where = { sql: ["c.organization_id = ?"], params: [organizationId] };
   const add = (clause: string, ...params: unknown[]) => {
     w.sql.push(clause);
@@ -38,6 +39,7 @@ function filters(organizationId: string, q: ContactListQuery): Where {
   if (q["createdAt[lte]"]) add("c.created_at <= ?", q["createdAt[lte]"]);
   // A contact matches tags when it has every one of them (primary key lookups on contact_tags).
   for (const tag of new Set(q.tags ?? [])) add("EXISTS (SELECT 1 FROM contact_tags t WHERE t.contact_id = c.id AND t.tag = ?)", tag);
+  if (custom) (w.sql.push(...custom.where.sql), w.params.push(...custom.where.params));
   return w;
 }
 
@@ -46,24 +48,28 @@ export interface ContactPage {
   pagination: { hasMore: boolean; nextCursor: string | null; total: number; limit: number };
 }
 
-export function listSql(organizationId: string, q: ContactListQuery) {
+/** `custom`: the query's custom-field filters and sorts (crm/custom-fields.ts `customFieldQuery`), when it has any. */
+export function listSql(organizationId: string, q: ContactListQuery, custom: CustomQuery | null = null) {
   const sort = q.sort ?? DEFAULT_SORT;
   const limit = q.limit ?? DEFAULT_LIMIT;
-  const where = filters(organizationId, q);
+  const where = filters(organizationId, q, custom);
+  const keyset = keysetOf(custom);
   if (q.cursor) {
-    const a = afterCursor(KEYSET, sort, q.cursor);
+    const a = afterCursor(keyset, sort, q.cursor);
     where.sql.push(...a.sql);
     where.params.push(...a.params);
   }
   const search = searchOf("contact", q.q);
-  if (search) return { sort, limit, ...searchPageSql("contacts", "c", organizationId, search, [where], { probe: orderBy(KEYSET, sort), fallback: orderBy(KEYSET, sort, true) }, limit) };
+  if (search) return { sort, limit, ...searchPageSql("contacts", "c", organizationId, search, [where], { probe: orderBy(keyset, sort), fallback: orderBy(keyset, sort, true) }, limit) };
   return {
     sort,
     limit,
-    sql: `SELECT c.* FROM contacts c WHERE ${where.sql.join(" AND ")} ORDER BY ${orderBy(KEYSET, sort)} LIMIT ?`,
+    sql: `SELECT c.* FROM contacts c WHERE ${where.sql.join(" AND ")} ORDER BY ${orderBy(keyset, sort)} LIMIT ?`,
     params: [...where.params, limit + 1],
   };
 }
+
+const keysetOf = (custom: CustomQuery | null) => (custom ? custom.keyset(KEYSET) : (KEYSET as KeysetTable<SortField | CustomSortField, ContactRow>));
 
 /** The filters that change the total (`q` as its words: "Patel" and "patel" count once). */
 const totalFilters = ({ limit: _l, cursor: _c, sort: _s, include: _i, fields: _f, q, ...rest }: ContactListQuery) => ({ ...rest, q: searchKey(searchOf("contact", q)) });
@@ -72,16 +78,18 @@ const totalFilters = ({ limit: _l, cursor: _c, sort: _s, include: _i, fields: _f
  * GET /v1/contacts. One D1 round trip reads the page (limit + 1 rows, to know hasMore), the contacts counter and the
  * total of these filters: summed from the facet counts when they filter on type, status, source and assignedTo only
  * (facets.ts), else the cached count (crm/list-totals.ts), counted once per contacts version. `q` searches names,
- * e-mail, phones, notes and tags (crm/search.ts).
+ * e-mail, phones, notes and tags (crm/search.ts). Custom-field filters and sorts read the definitions first (one more
+ * round trip, only for a query that has them).
  */
 export async function listContacts(ctx: ServiceContext, q: ContactListQuery): Promise<ContactPage> {
   const d1 = ctx.d1;
-  const page = listSql(ctx.organizationId, q);
+  const custom = await customFieldQuery(ctx, "contact", "c", q, q.sort);
+  const page = listSql(ctx.organizationId, q, custom);
   const faceted = facetTotalStatement(d1, ctx.organizationId, totalFilters(q));
   const key = faceted ? null : filterKey(totalFilters(q));
   const totals = await totalStatements(d1, ctx.organizationId, "contacts", key);
   const [rows, counter, cached, facet] = await d1.batch([d1.prepare(page.sql).bind(...page.params), ...totals.statements, ...(faceted ? [faceted] : [])]);
-  const where = filters(ctx.organizationId, q);
+  const where = filters(ctx.organizationId, q, custom);
   const search = searchOf("contact", q.q);
   const total = facet
     ? (facet.results[0] as { total: number }).total
@@ -94,7 +102,7 @@ export async function listContacts(ctx: ServiceContext, q: ContactListQuery): Pr
         search ? searchCount("contacts", "c", ctx.organizationId, search, [where]) : { from: "contacts c", where: where.sql.join(" AND "), params: where.params },
       );
 
-  const { page: pageRows, hasMore, nextCursor } = keysetPage(KEYSET, page.sort, rows!.results as unknown as ContactRow[], page.limit);
+  const { page: pageRows, hasMore, nextCursor } = keysetPage(keysetOf(custom), page.sort, rows!.results as unknown as ContactRow[], page.limit);
   const contacts = pageRows.map(toContact);
   await loadIncludes(ctx, contacts, q.include ?? []);
   return {

@@ -1,3 +1,4 @@
+import { shownCustomFields } from "../crm/custom-fields";
 import type { contacts } from "../db/schema";
 import type { Contact } from "./schemas";
 
@@ -28,6 +29,7 @@ export interface ContactRow {
   created_at: string;
   updated_at: string;
   last_contacted_at: string | null;
+  custom_fields: string | null;
   version: number;
 }
 
@@ -59,6 +61,7 @@ export function fromRow(r: ContactRow): ContactRecord {
     createdAt: r.created_at,
     updatedAt: r.updated_at,
     lastContactedAt: r.last_contacted_at,
+    customFields: parse(r.custom_fields),
     version: r.version,
   };
 }
@@ -85,5 +88,6 @@ export function toContact(r: ContactRecord | ContactRow): Contact {
     createdAt: c.createdAt,
     updatedAt: c.updatedAt,
     lastContactedAt: c.lastContactedAt,
+    customFields: shownCustomFields(c.customFields),
   };
 }

@@ -1,3 +1,4 @@
+import { CUSTOM_FILTER_DOC } from "../crm/custom-fields";
 import { OpenAPIHono } from "@hono/zod-openapi";
 import { CRM, CRM_PRECONDITION_ERROR, crmError, crmSuccess, keptAnswer, Page } from "../crm/envelope";
 import { defineRoute, jsonBody } from "../platform/route";
@@ -67,7 +68,7 @@ const list = defineRoute(CRM, {
   security,
   summary: "List contacts",
   description:
-    "Keyset-paginated: pass `pagination.nextCursor` back as `cursor`. A cursor walk returns every matching contact exactly once, also while contacts are being added. Unknown query parameters are rejected (422).",
+    "Keyset-paginated: pass `pagination.nextCursor` back as `cursor`. A cursor walk returns every matching contact exactly once, also while contacts are being added. Unknown query parameters are rejected (422)." + CUSTOM_FILTER_DOC,
   request: { query: ContactListQuery },
   responses: { 200: { description: "A page of contacts (only the requested fields with `fields`)", content: { "application/json": { schema: Page(Contact.partial()) } } } },
 });

@@ -1,6 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import { Deal } from "../deals/schemas";
 import { sortParam } from "../crm/keyset";
+import { CUSTOM_SORT, CustomFieldsInput, CustomFieldValues, type CustomSortField, withCustomFieldParams } from "../crm/custom-fields";
 import { csv, intParam, listQuery, pageParams, timestampParam } from "../crm/list-query";
 import { searchParam } from "../crm/search";
 import { boundedJsonObject } from "../lib/json-bounds";
@@ -62,6 +63,7 @@ const writable = {
   preferences: Preferences.nullable().optional(),
   assignedTo: z.string().min(1).max(100).nullable().optional().openapi({ description: "Id of a user (agent) of your organization" }),
   calculateLeadScore: z.boolean().optional(),
+  customFields: CustomFieldsInput.optional(),
 };
 const readOnly = Object.fromEntries(READ_ONLY_FIELDS.map((f) => [f, z.unknown().optional()])) as Record<(typeof READ_ONLY_FIELDS)[number], z.ZodOptional<z.ZodUnknown>>;
 
@@ -129,6 +131,7 @@ export const Contact = z
     createdAt: z.string(),
     updatedAt: z.string(),
     lastContactedAt: z.string().nullable(),
+    customFields: CustomFieldValues,
     activities: z.array(Activity).optional().openapi({ description: `With include=activities: the ${INCLUDED_ACTIVITIES} most recent (GET …/activities pages through all of them)` }),
     deals: z.array(Deal).optional().openapi({ description: "With include=deals: the newest 20 deals of the contact" }),
     communications: z
@@ -200,8 +203,8 @@ export const IdParam = z.object({ id: z.string().min(1).max(100).openapi({ param
 export const SORT_FIELDS = ["createdAt", "updatedAt", "lastName", "leadScore"] as const;
 export type SortField = (typeof SORT_FIELDS)[number];
 
-export const ContactListQuery = z
-  .strictObject({
+export const ContactListQuery = withCustomFieldParams(
+  z.strictObject({
     ...pageParams,
     q: searchParam(true, "first and last names, e-mail, phones by their digits written any way, notes and tags"),
     type: z.enum(CONTACT_TYPES).optional(),
@@ -214,11 +217,11 @@ export const ContactListQuery = z
     "leadScore[lte]": intParam(0, 100).optional(),
     "createdAt[gte]": timestampParam.optional(),
     "createdAt[lte]": timestampParam.optional(),
-    sort: sortParam(SORT_FIELDS, "leadScore:desc,createdAt:desc"),
+    sort: sortParam<SortField, CustomSortField>(SORT_FIELDS, "leadScore:desc,createdAt:desc", CUSTOM_SORT),
     include: csv(z.enum(INCLUDES)).optional().openapi({ type: "string", example: "activities" }),
     fields: csv(z.enum(CONTACT_FIELDS as [string, ...string[]]), CONTACT_FIELDS.length).optional().openapi({ type: "string", example: "id,firstName,lastName,email", description: "Projection; id is always returned" }),
-  })
-  .superRefine((q, ctx) => {
+  }),
+).superRefine((q, ctx) => {
     const lo = q["leadScore[gte]"];
     const hi = q["leadScore[lte]"];
     if (lo !== undefined && hi !== undefined && lo > hi) ctx.addIssue({ code: "custom", path: ["leadScore[gte]"], message: "leadScore[gte] exceeds leadScore[lte]", params: { code: "invalid_range" } });

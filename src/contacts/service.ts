@@ -1,6 +1,7 @@
 import { and, eq, ne } from "drizzle-orm";
 import { contactActivities, contactCommunications, contacts, contactTags } from "../db/schema";
-import { expectNoRow, expectVersion, type Statement, versioned, withRetries } from "../db/write";
+import { checkCustomFields, customFieldDeleted, withCustomFields } from "../crm/custom-fields";
+import { expectNoRow, expectVersion, type Statement, StaleWrite, versioned, withRetries } from "../db/write";
 import { commit, type CommitOptions } from "../events/commit";
 import type { EventEnvelope } from "../events/envelope";
 import { newEvent } from "../events/outbox";
@@ -79,13 +80,19 @@ export async function createContact(ctx: ServiceContext, raw: ContactCreate): Pr
   const input = writableInput(raw);
   const now = new Date();
   const at = now.toISOString();
-  await Promise.all([assertEmailFree(ctx, input.email.toLowerCase()), assertAssignee(ctx, input.assignedTo)]);
+  const [, , custom] = await Promise.all([assertEmailFree(ctx, input.email.toLowerCase()), assertAssignee(ctx, input.assignedTo), checkCustomFields(ctx, "contact", input.customFields)]);
   const blank = blankContact(ctx, { firstName: input.firstName, lastName: input.lastName, email: input.email }, at);
-  const record = applyInput(blank, input, NO_ACTIVITY, now, regionOf(ctx));
+  const record = withCustomFields(applyInput(blank, input, NO_ACTIVITY, now, regionOf(ctx)), custom);
   const events = createdEvents(ctx, record);
   const { leadScoreRank: _rank, ...row } = record;
   const answer = shown(record);
-  await commitContact(ctx, [ctx.db.insert(contacts).values(row), ...tagStatements(ctx, [{ contactId: record.id, before: [], after: record.tags }], at), bumpCounters(ctx, 1), ...facetMoves(ctx, null, record)], events, { answer });
+  try {
+    await commitContact(ctx, [...(custom?.guard ?? []), ctx.db.insert(contacts).values(row), ...tagStatements(ctx, [{ contactId: record.id, before: [], after: record.tags }], at), bumpCounters(ctx, 1), ...facetMoves(ctx, null, record)], events, { answer });
+  } catch (err) {
+    // The only guard of a create: a custom field it sets was deleted since its definitions were read.
+    if (err instanceof StaleWrite) throw customFieldDeleted("contact");
+    throw err;
+  }
   return answer;
 }
 
@@ -101,14 +108,17 @@ export async function updateContact(ctx: ServiceContext, id: string, raw: Contac
   return withRetries(async () => {
     const { before, figures } = await readContactForWrite(ctx, id);
     const now = new Date();
-    if (input.email !== undefined && input.email.toLowerCase() !== before.emailKey) await assertEmailFree(ctx, input.email.toLowerCase(), id);
-    const after = { ...applyInput(before, input, figures, now, regionOf(ctx)), updatedAt: now.toISOString(), version: before.version + 1 };
+    const [, custom] = await Promise.all([
+      input.email !== undefined && input.email.toLowerCase() !== before.emailKey ? assertEmailFree(ctx, input.email.toLowerCase(), id) : undefined,
+      checkCustomFields(ctx, "contact", input.customFields),
+    ]);
+    const after = { ...withCustomFields(applyInput(before, input, figures, now, regionOf(ctx)), custom), updatedAt: now.toISOString(), version: before.version + 1 };
     const events = changeEvents(ctx, before, after);
     // Switching the computed score on or off changes no public field (so no event) but must still be stored.
     if (events.length === 0 && after.leadScoreAuto === before.leadScoreAuto) return shown(before);
     const tagChange = { contactId: id, before: before.tags, after: after.tags };
     const answer = shown(after);
-    await commitContact(ctx, [...replaceContact(ctx, before, after), ...tagStatements(ctx, [tagChange], after.updatedAt), bumpCounters(ctx, 0), ...facetMoves(ctx, before, after)], events, { answer, markSent: false });
+    await commitContact(ctx, [...(custom?.guard ?? []), ...replaceContact(ctx, before, after), ...tagStatements(ctx, [tagChange], after.updatedAt), bumpCounters(ctx, 0), ...facetMoves(ctx, before, after)], events, { answer, markSent: false });
     return answer;
   });
 }

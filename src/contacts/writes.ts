@@ -170,6 +170,7 @@ export function blankContact(ctx: ServiceContext, person: { firstName: string; l
     createdAt: at,
     updatedAt: at,
     lastContactedAt: null,
+    customFields: null,
     version: 1,
   };
 }

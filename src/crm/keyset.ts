@@ -13,13 +13,19 @@ export interface SortKey<F extends string = string> {
   direction: Direction;
 }
 
-/** `sort=field:direction,…` over `fields`; a field may appear once. */
-export const sortParam = <F extends string>(fields: readonly F[], example: string) =>
-  csv(pattern(new RegExp(`^(${fields.join("|")})(:(asc|desc))?$`), "invalid_sort", `Use field:direction pairs with fields ${fields.join(", ")} and direction asc or desc`))
-    .transform((pairs) => pairs.map((p: string): SortKey<F> => ({ field: p.split(":")[0] as F, direction: (p.split(":")[1] ?? "asc") as Direction })))
+/**
+ * `sort=field:direction,…` over `fields`; a field may appear once. `custom` also admits `customFields.<key>`
+ * (crm/custom-fields.ts checks the key against the organization's definitions when the list runs).
+ */
+export const sortParam = <F extends string, C extends string = never>(fields: readonly F[], example: string, custom?: { pattern: string; description: string }) => {
+  const names = custom ? [...fields, custom.pattern] : fields;
+  const listed = custom ? [...fields, "customFields.<key>"] : fields;
+  return csv(pattern(new RegExp(`^(${names.join("|")})(:(asc|desc))?$`), "invalid_sort", `Use field:direction pairs with fields ${listed.join(", ")} and direction asc or desc`))
+    .transform((pairs) => pairs.map((p: string): SortKey<F | C> => ({ field: p.split(":")[0] as F | C, direction: (p.split(":")[1] ?? "asc") as Direction })))
     .refine((keys) => new Set(keys.map((k) => k.field)).size === keys.length, { message: "A field appears twice in sort", params: { code: "invalid_sort" } })
     .optional()
-    .openapi({ type: "string", example, description: `Fields ${fields.join(", ")}, each :asc or :desc; the first is served by an index` });
+    .openapi({ type: "string", example, description: `Fields ${listed.join(", ")}, each :asc or :desc; the first is served by an index${custom ? `. ${custom.description}` : ""}` });
+};
 
 export interface KeysetTable<F extends string, Row> {
   /** The id column, as SQL (`c.id`). */

@@ -59,6 +59,8 @@ export const contacts = sqliteTable(
     createdAt: text().notNull(),
     updatedAt: text().notNull(),
     lastContactedAt: text(),
+    /** Values of the organization's custom fields by key (crm/custom-fields.ts); null when none was ever set. */
+    customFields: text({ mode: "json" }).$type<Record<string, string | number | boolean>>(),
     /** Bumped by every write of the contact or its activities: the compare-and-set key and the ETag (db/write.ts). */
     version: integer().notNull().default(1),
   },

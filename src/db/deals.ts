@@ -46,6 +46,8 @@ export const deals = sqliteTable(
     closedAt: text(),
     /** When the deal last entered CLOSED or LOST (null while open): the analytics period filter of decided deals. */
     decidedAt: text(),
+    /** Values of the organization's custom fields by key (crm/custom-fields.ts); null when none was ever set. */
+    customFields: text({ mode: "json" }).$type<Record<string, string | number | boolean>>(),
     version: integer().notNull().default(1),
   },
   (t) => [

@@ -62,6 +62,8 @@ export const properties = sqliteTable(
     soldDate: text(),
     createdAt: text().notNull(),
     updatedAt: text().notNull(),
+    /** Values of the organization's custom fields by key (crm/custom-fields.ts); null when none was ever set. */
+    customFields: text({ mode: "json" }).$type<Record<string, string | number | boolean>>(),
     version: integer().notNull().default(1),
   },
   (t) => [

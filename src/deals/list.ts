@@ -2,6 +2,7 @@ import type { z } from "@hono/zod-openapi";
 import type { Pagination } from "../crm/envelope";
 import { afterCursor, type KeysetTable, keysetPage, orderBy, pageSql, type SortKey, type Where } from "../crm/keyset";
 import { filterKey, resolveTotal, totalStatements } from "../crm/list-totals";
+import { customFieldQuery, type CustomQuery, type CustomSortField } from "../crm/custom-fields";
 import { searchCount, searchKey, searchOf, searchPageSql } from "../crm/search";
 import type { ServiceContext } from "../service-context";
 import { fromRow } from "./mapping";
@@ -26,10 +27,11 @@ const KEYSET: KeysetTable<SortField, Row> = {
   },
   rowId: (r) => r.id as string,
 };
-export const DEFAULT_SORT: SortKey<SortField>[] = [{ field: "createdAt", direction: "desc" }];
+export const DEFAULT_SORT: SortKey<SortField | CustomSortField>[] = [{ field: "createdAt", direction: "desc" }];
+const keysetOf = (custom: CustomQuery | null) => (custom ? custom.keyset(KEYSET) : (KEYSET as KeysetTable<SortField | CustomSortField, Row>));
 
 /** The filters of the WHERE clause (beside the organization); the same for the page and for the total. */
-function filters(q: DealListQuery): Where {
+function filters(q: DealListQuery, custom: CustomQuery | null): Where {
   const w: Where = { sql: [], params: [] };
   const add = (clause: string, ...params: unknown[]) => {
     w.sql.push(clause);
@@ -44,33 +46,36 @@ function filters(q: DealListQuery): Where {
   if (q["probability[gte]"] !== undefined) add("d.probability >= ?", q["probability[gte]"]);
   if (q["createdAt[gte]"] !== undefined) add("d.created_at >= ?", q["createdAt[gte]"]);
   if (q["closingDate[gte]"] !== undefined) add("d.closing_date >= ?", q["closingDate[gte]"].slice(0, 10));
+  if (custom) (w.sql.push(...custom.where.sql), w.params.push(...custom.where.params));
   return w;
 }
 
 /** The organization, and the rows after the cursor. */
-function scope(organizationId: string, q: DealListQuery, sort: SortKey<SortField>[]): Where {
+function scope(organizationId: string, q: DealListQuery, sort: SortKey<SortField | CustomSortField>[], custom: CustomQuery | null): Where {
   const w: Where = { sql: ["d.organization_id = ?"], params: [organizationId] };
   if (q.cursor) {
-    const a = afterCursor(KEYSET, sort, q.cursor);
+    const a = afterCursor(keysetOf(custom), sort, q.cursor);
     w.sql.push(...a.sql);
     w.params.push(...a.params);
   }
   return w;
 }
 
-export function listSql(organizationId: string, q: DealListQuery) {
+/** `custom`: the query's custom-field filters and sorts (crm/custom-fields.ts `customFieldQuery`), when it has any. */
+export function listSql(organizationId: string, q: DealListQuery, custom: CustomQuery | null = null) {
   const sort = q.sort ?? DEFAULT_SORT;
-  const bounded = {
+  const keyset = keysetOf(custom);
+  const bounded = ({
     createdAt: q["createdAt[gte]"] !== undefined,
     updatedAt: false,
     amount: q["amount[gte]"] !== undefined || q["amount[lte]"] !== undefined,
     closingDate: q["closingDate[gte]"] !== undefined,
     probability: q["probability[gte]"] !== undefined,
-  }[sort[0]!.field];
-  const order = { probe: orderBy(KEYSET, sort), fallback: orderBy(KEYSET, sort, !bounded) };
+  } as Record<string, boolean>)[sort[0]!.field];
+  const order = { probe: orderBy(keyset, sort), fallback: orderBy(keyset, sort, !bounded) };
   const search = searchOf("deal", q.q);
-  if (search) return { sort, limit: q.limit, ...searchPageSql("deals", "d", organizationId, search, [scope(organizationId, q, sort), filters(q)], { probe: order.probe, fallback: orderBy(KEYSET, sort, true) }, q.limit) };
-  return { sort, limit: q.limit, ...pageSql("deals d", "d", scope(organizationId, q, sort), filters(q), order, q.limit) };
+  if (search) return { sort, limit: q.limit, ...searchPageSql("deals", "d", organizationId, search, [scope(organizationId, q, sort, custom), filters(q, custom)], { probe: order.probe, fallback: orderBy(keyset, sort, true) }, q.limit) };
+  return { sort, limit: q.limit, ...pageSql("deals d", "d", scope(organizationId, q, sort, custom), filters(q, custom), order, q.limit) };
 }
 
 /**
@@ -80,13 +85,14 @@ export function listSql(organizationId: string, q: DealListQuery) {
  */
 export async function listDeals(ctx: ServiceContext, q: DealListQuery): Promise<{ data: Deal[]; pagination: z.infer<typeof Pagination> }> {
   const d1 = ctx.d1;
-  const page = listSql(ctx.organizationId, q);
+  const custom = await customFieldQuery(ctx, "deal", "d", q, q.sort);
+  const page = listSql(ctx.organizationId, q, custom);
   const { limit: _l, cursor: _c, sort: _s, include: _i, q: text, ...filtersOnly } = q;
   const search = searchOf("deal", text);
   const key = filterKey({ ...filtersOnly, q: searchKey(search) });
   const totals = await totalStatements(d1, ctx.organizationId, "deals", key);
   const [rows, counter, cached] = await d1.batch([d1.prepare(page.sql).bind(...page.params), ...totals.statements]);
-  const where = filters(q);
+  const where = filters(q, custom);
   const total = await resolveTotal(
     d1,
     ctx.organizationId,
@@ -97,7 +103,7 @@ export async function listDeals(ctx: ServiceContext, q: DealListQuery): Promise<
       ? searchCount("deals", "d", ctx.organizationId, search, [{ sql: ["d.organization_id = ?"], params: [ctx.organizationId] }, where])
       : { from: "deals d", where: ["d.organization_id = ?", ...where.sql].join(" AND "), params: [ctx.organizationId, ...where.params] },
   );
-  const { page: pageRows, hasMore, nextCursor } = keysetPage(KEYSET, page.sort, rows!.results as Row[], page.limit);
+  const { page: pageRows, hasMore, nextCursor } = keysetPage(keysetOf(custom), page.sort, rows!.results as Row[], page.limit);
   const data = await present(ctx, pageRows.map(fromRow), q.include ?? []);
   return { data, pagination: { hasMore, nextCursor, total, limit: page.limit } };
 }

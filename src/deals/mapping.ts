@@ -1,3 +1,4 @@
+import { shownCustomFields } from "../crm/custom-fields";
 import type { dealActivities, dealDocuments, deals, dealTasks } from "../db/schema";
 import type { Deal, DealActivity, DealDocument, DealStage, DealTask } from "./schemas";
 
@@ -5,7 +6,7 @@ export type DealRecord = typeof deals.$inferSelect;
 export type TaskRecord = typeof dealTasks.$inferSelect;
 export type ActivityRecord = typeof dealActivities.$inferSelect;
 
-const JSON_COLUMNS = ["commission", "teamMembers", "timeline", "tags"] as const;
+const JSON_COLUMNS = ["commission", "teamMembers", "timeline", "tags", "customFields"] as const;
 
 /** A deal row read with raw SQL (snake_case columns, JSON as text) as drizzle would have read it. */
 export function fromRow(row: Record<string, unknown>): DealRecord {
@@ -39,6 +40,7 @@ export function toDeal(r: DealRecord): Deal {
     createdAt: r.createdAt,
     updatedAt: r.updatedAt,
     lastActivityAt: r.lastActivityAt,
+    customFields: shownCustomFields(r.customFields),
   };
 }
 

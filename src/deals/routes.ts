@@ -1,3 +1,4 @@
+import { CUSTOM_FILTER_DOC } from "../crm/custom-fields";
 import { OpenAPIHono, z } from "@hono/zod-openapi";
 import { NoQuery } from "../crm/list-query";
 import { CRM, CRM_FILES_NOT_CONFIGURED, CRM_PRECONDITION_ERROR, crmDeleted, crmError, crmSuccess, keptAnswer, Page } from "../crm/envelope";
@@ -47,7 +48,7 @@ const list = defineRoute(CRM, {
   tags,
   security,
   summary: "List deals",
-  description: "Keyset-paginated (pass `pagination.nextCursor` back as `cursor`). Every filter combines with the others; closingDate[gte] compares timeline.closingDate by day.",
+  description: "Keyset-paginated (pass `pagination.nextCursor` back as `cursor`). Every filter combines with the others; closingDate[gte] compares timeline.closingDate by day." + CUSTOM_FILTER_DOC,
   request: { query: DealListQuery },
   responses: { 200: { description: "A page of deals", content: { "application/json": { schema: Page(Deal) } } }, ...CRM_FILES_NOT_CONFIGURED },
 });

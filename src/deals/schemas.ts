@@ -1,5 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { sortParam } from "../crm/keyset";
+import { CUSTOM_SORT, CustomFieldsInput, CustomFieldValues, type CustomSortField, withCustomFieldParams } from "../crm/custom-fields";
 import { csv, decimalParam, intParam, listQuery, timestampParam } from "../crm/list-query";
 import { searchParam } from "../crm/search";
 import { oneLineText, pattern } from "../lib/validation";
@@ -109,6 +110,7 @@ const writable = {
   source: code.nullable().optional().openapi({ example: "REFERRAL" }),
   notes: z.string().max(10_000).nullable().optional(),
   tags: z.array(tag).max(MAX_TAGS).optional(),
+  customFields: CustomFieldsInput.optional(),
 };
 
 export const DealCreate = z.strictObject({ ...writable, ...readOnly }).openapi("DealCreate");
@@ -246,6 +248,7 @@ export const Deal = z
     createdAt: z.string(),
     updatedAt: z.string(),
     lastActivityAt: z.string(),
+    customFields: CustomFieldValues,
   })
   .openapi("Deal");
 export type Deal = z.infer<typeof Deal>;
@@ -262,7 +265,8 @@ export const LIST_INCLUDES = ["contact", "property", "documents"] as const;
 export const READ_INCLUDES = ["contact", "property", "documents", "tasks", "activities"] as const;
 export type Include = (typeof READ_INCLUDES)[number];
 
-export const DealListQuery = listQuery({
+export const DealListQuery = withCustomFieldParams(
+  listQuery({
   q: searchParam(false, "the title"),
   type: z.enum(DEAL_TYPES).optional(),
   stage: z.enum(DEAL_STAGES).optional(),
@@ -273,9 +277,10 @@ export const DealListQuery = listQuery({
   "probability[gte]": intParam(0, 100).optional().openapi({ type: "integer", minimum: 0, maximum: 100 }),
   "createdAt[gte]": timestampParam.optional().openapi({ type: "string", format: "date-time" }),
   "closingDate[gte]": isoDateOrTime.optional(),
-  sort: sortParam(SORT_FIELDS, "createdAt:desc"),
+  sort: sortParam<SortField, CustomSortField>(SORT_FIELDS, "createdAt:desc", CUSTOM_SORT),
   include: csv(z.enum(LIST_INCLUDES)).optional().openapi({ type: "string", example: "contact,property" }),
-}).superRefine((q, ctx) => {
+  }),
+).superRefine((q, ctx) => {
   const lo = q["amount[gte]"];
   const hi = q["amount[lte]"];
   if (lo !== undefined && hi !== undefined && lo > hi) ctx.addIssue({ code: "custom", path: ["amount[gte]"], message: "amount[gte] exceeds amount[lte]", params: { code: "invalid_range" } });

@@ -1,6 +1,7 @@
 import { and, eq, sql } from "drizzle-orm";
 import type { SQLiteColumn } from "drizzle-orm/sqlite-core";
 import { dealActivities, dealDocuments, deals, dealStageChanges, dealTasks } from "../db/schema";
+import { checkCustomFields, withCustomFields } from "../crm/custom-fields";
 import { expectVersion, expectVersionMatch, versioned, withRetries } from "../db/write";
 import { commit } from "../events/commit";
 import { newEvent } from "../events/outbox";
@@ -58,9 +59,9 @@ export async function getDeal(ctx: ServiceContext, id: string, include: readonly
 export async function createDeal(ctx: ServiceContext, raw: DealCreate): Promise<Deal> {
   const input = writableInput(raw);
   return withRetries(async () => {
-    await checkReferences(ctx, input);
+    const [, custom] = await Promise.all([checkReferences(ctx, input), checkCustomFields(ctx, "deal", input.customFields)]);
     const now = new Date();
-    const record = newDealRecord(ctx, input, now);
+    const record = withCustomFields(newDealRecord(ctx, input, now), custom);
     const at = now.toISOString();
     const event = newEvent(ctx, "deal.created", { object: toDeal(record), previousAttributes: null, changes: null });
     const answer = versioned(toDeal(record), record.version);
@@ -68,6 +69,7 @@ export async function createDeal(ctx: ServiceContext, raw: DealCreate): Promise<
       ctx,
       [
         ...expectReferences(ctx, dealReferences(input)),
+        ...(custom?.guard ?? []),
         ctx.db.insert(deals).values(record),
         ctx.db.insert(dealActivities).values(activityRow(ctx, record.id, "DEAL_CREATED", `Deal created in ${record.stage}`, { stage: record.stage }, at)),
         ...stageChangeStatements(ctx, null, record, undefined, at),
@@ -89,16 +91,16 @@ export async function createDeal(ctx: ServiceContext, raw: DealCreate): Promise<
 async function changeDeal(ctx: ServiceContext, id: string, input: DealUpdate, opts: { move: boolean }): Promise<Deal> {
   return withRetries(async () => {
     const before = await readDealForWrite(ctx, id);
-    if (!opts.move) await checkReferences(ctx, input, before);
     if (opts.move && before.stage === input.stage) throw new Conflict(`The deal is already in ${before.stage}`, "already_in_stage");
+    const [, custom] = await Promise.all([opts.move ? undefined : checkReferences(ctx, input, before), checkCustomFields(ctx, "deal", input.customFields)]);
     const now = new Date();
     const at = now.toISOString();
-    const changed = applyUpdate(before, input, now);
+    const changed = withCustomFields(applyUpdate(before, input, now), custom);
     const events = changeEvents(ctx, before, { ...changed, updatedAt: at }, input.reason);
     if (events.length === 0) return versioned(toDeal(before), before.version);
     const after = { ...changed, updatedAt: at, lastActivityAt: at, version: before.version + 1 };
     const answer = versioned(toDeal(after), after.version);
-    const statements = [...expectReferences(ctx, dealReferences(input, before)), ...replaceDeal(ctx, before, after), ...stageChangeStatements(ctx, before, after, input.reason, at), ...pipelineMoves(ctx, before, after)];
+    const statements = [...expectReferences(ctx, dealReferences(input, before)), ...(custom?.guard ?? []), ...replaceDeal(ctx, before, after), ...stageChangeStatements(ctx, before, after, input.reason, at), ...pipelineMoves(ctx, before, after)];
     await commit(ctx, statements, events, { answer, markSent: false });
     return answer;
   });

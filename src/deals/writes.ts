@@ -156,6 +156,7 @@ export function newDealRecord(ctx: ServiceContext, input: DealCreate, now: Date)
     lastActivityAt: at,
     closedAt: null,
     decidedAt: null,
+    customFields: null,
     version: 1,
   };
 }

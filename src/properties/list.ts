@@ -1,5 +1,6 @@
 import { afterCursor, type KeysetTable, keysetPage, orderBy, pageSql, type SortKey, type Where } from "../crm/keyset";
 import { filterKey, resolveTotal, totalStatements } from "../crm/list-totals";
+import { customFieldQuery, type CustomQuery, type CustomSortField } from "../crm/custom-fields";
 import { searchCount, searchKey, searchOf, searchPageSql } from "../crm/search";
 import type { Pagination } from "../crm/envelope";
 import type { z } from "@hono/zod-openapi";
@@ -18,11 +19,12 @@ const KEYSET: KeysetTable<SortField, Row> = {
   value: { createdAt: (r) => r.created_at as string, updatedAt: (r) => r.updated_at as string, listPrice: (r) => r.list_price as number, listDate: (r) => r.list_date as string },
   rowId: (r) => r.id as string,
 };
-export const DEFAULT_SORT: SortKey<SortField>[] = [{ field: "createdAt", direction: "desc" }];
+export const DEFAULT_SORT: SortKey<SortField | CustomSortField>[] = [{ field: "createdAt", direction: "desc" }];
+const keysetOf = (custom: CustomQuery | null) => (custom ? custom.keyset(KEYSET) : (KEYSET as KeysetTable<SortField | CustomSortField, Row>));
 const DAY_MS = 86_400_000;
 
 /** The filters of the WHERE clause (beside the organization); the same for the page and for the total. */
-function filters(q: PropertyListQuery, now: Date): Where {
+function filters(q: PropertyListQuery, now: Date, custom: CustomQuery | null): Where {
   const w: Where = { sql: [], params: [] };
   const add = (clause: string, ...params: unknown[]) => {
     w.sql.push(clause);
@@ -51,28 +53,31 @@ function filters(q: PropertyListQuery, now: Date): Where {
     const exact = radiusSql("p", q.radius, q.radius.miles);
     add(`${box.sql} AND ${exact.sql}`, ...box.params, ...exact.params);
   }
+  if (custom) (w.sql.push(...custom.where.sql), w.params.push(...custom.where.params));
   return w;
 }
 
 /** The organization, and the rows after the cursor. */
-function scope(organizationId: string, q: PropertyListQuery, sort: SortKey<SortField>[]): Where {
+function scope(organizationId: string, q: PropertyListQuery, sort: SortKey<SortField | CustomSortField>[], custom: CustomQuery | null): Where {
   const w: Where = { sql: ["p.organization_id = ?"], params: [organizationId] };
   if (q.cursor) {
-    const a = afterCursor(KEYSET, sort, q.cursor);
+    const a = afterCursor(keysetOf(custom), sort, q.cursor);
     w.sql.push(...a.sql);
     w.params.push(...a.params);
   }
   return w;
 }
 
-export function listSql(organizationId: string, q: PropertyListQuery, now = new Date()) {
+/** `custom`: the query's custom-field filters and sorts (crm/custom-fields.ts `customFieldQuery`), when it has any. */
+export function listSql(organizationId: string, q: PropertyListQuery, now = new Date(), custom: CustomQuery | null = null) {
   const sort = q.sort ?? DEFAULT_SORT;
-  const bounded = { createdAt: false, updatedAt: false, listPrice: q["listPrice[gte]"] !== undefined || q["listPrice[lte]"] !== undefined, listDate: q["daysOnMarket[lte]"] !== undefined }[sort[0]!.field];
+  const keyset = keysetOf(custom);
+  const bounded = ({ createdAt: false, updatedAt: false, listPrice: q["listPrice[gte]"] !== undefined || q["listPrice[lte]"] !== undefined, listDate: q["daysOnMarket[lte]"] !== undefined } as Record<string, boolean>)[sort[0]!.field];
   // One zip code holds a few hundred listings at most: its indexes (by creation, by price) walk them in sort order.
-  const order = { probe: orderBy(KEYSET, sort), fallback: orderBy(KEYSET, sort, !bounded), direct: q.zipCode !== undefined };
+  const order = { probe: orderBy(keyset, sort), fallback: orderBy(keyset, sort, !bounded), direct: q.zipCode !== undefined };
   const search = searchOf("property", q.q);
-  if (search) return { sort, limit: q.limit, ...searchPageSql("properties", "p", organizationId, search, [scope(organizationId, q, sort), filters(q, now)], { probe: order.probe, fallback: orderBy(KEYSET, sort, true) }, q.limit) };
-  return { sort, limit: q.limit, ...pageSql("properties p", "p", scope(organizationId, q, sort), filters(q, now), order, q.limit) };
+  if (search) return { sort, limit: q.limit, ...searchPageSql("properties", "p", organizationId, search, [scope(organizationId, q, sort, custom), filters(q, now, custom)], { probe: order.probe, fallback: orderBy(keyset, sort, true) }, q.limit) };
+  return { sort, limit: q.limit, ...pageSql("properties p", "p", scope(organizationId, q, sort, custom), filters(q, now, custom), order, q.limit) };
 }
 
 /** The filters that change the total; a days-on-market bound moves with the date, so the date is part of its key. */
@@ -90,11 +95,12 @@ function totalKey(q: PropertyListQuery, now: Date): string | null {
 export async function listProperties(ctx: ServiceContext, q: PropertyListQuery): Promise<{ data: Property[]; pagination: z.infer<typeof Pagination> }> {
   const now = new Date();
   const d1 = ctx.d1;
-  const page = listSql(ctx.organizationId, q, now);
+  const custom = await customFieldQuery(ctx, "property", "p", q, q.sort);
+  const page = listSql(ctx.organizationId, q, now, custom);
   const key = totalKey(q, now);
   const totals = await totalStatements(d1, ctx.organizationId, "properties", key);
   const [rows, counter, cached] = await d1.batch([d1.prepare(page.sql).bind(...page.params), ...totals.statements]);
-  const where = filters(q, now);
+  const where = filters(q, now, custom);
   const search = searchOf("property", q.q);
   const total = await resolveTotal(
     d1,
@@ -106,7 +112,7 @@ export async function listProperties(ctx: ServiceContext, q: PropertyListQuery):
       ? searchCount("properties", "p", ctx.organizationId, search, [{ sql: ["p.organization_id = ?"], params: [ctx.organizationId] }, where])
       : { from: "properties p", where: ["p.organization_id = ?", ...where.sql].join(" AND "), params: [ctx.organizationId, ...where.params] },
   );
-  const { page: pageRows, hasMore, nextCursor } = keysetPage(KEYSET, page.sort, rows!.results as Row[], page.limit);
+  const { page: pageRows, hasMore, nextCursor } = keysetPage(keysetOf(custom), page.sort, rows!.results as Row[], page.limit);
   const include = q.include ?? [];
   const data = await present(ctx, pageRows.map(fromRow), include, include.includes("photos"));
   return { data, pagination: { hasMore, nextCursor, total, limit: page.limit } };

@@ -1,3 +1,4 @@
+import { shownCustomFields } from "../crm/custom-fields";
 import type { properties, StoredPhoto } from "../db/schema";
 import { unitVector } from "./geo";
 import type { ListingStatus, PriceHistoryEntry, Property, PropertyPhoto } from "./schemas";
@@ -62,7 +63,7 @@ export function indexedColumns(r: Pick<PropertyRecord, "address" | "details" | "
   };
 }
 
-const JSON_COLUMNS = ["address", "details", "listing", "features", "media", "photos", "valuation", "marketing", "hoa", "taxes", "disclosure"] as const;
+const JSON_COLUMNS = ["address", "details", "listing", "features", "media", "photos", "valuation", "marketing", "hoa", "taxes", "disclosure", "customFields"] as const;
 const BOOLEAN_COLUMNS = ["garage", "pool", "waterfront"] as const;
 
 /** A raw D1 row of the hand-written list query (snake_case, JSON as text) as the drizzle record. */
@@ -101,6 +102,7 @@ export function toProperty(r: PropertyRecord, photoUrls?: Map<string, string>, n
     disclosure: r.disclosure,
     createdAt: r.createdAt,
     updatedAt: r.updatedAt,
+    customFields: shownCustomFields(r.customFields),
   } as Property;
 }
 

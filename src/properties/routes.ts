@@ -1,3 +1,4 @@
+import { CUSTOM_FILTER_DOC } from "../crm/custom-fields";
 import { NoQuery } from "../crm/list-query";
 import { OpenAPIHono, z } from "@hono/zod-openapi";
 import { CRM, CRM_FILES_NOT_CONFIGURED, CRM_PRECONDITION_ERROR, crmDeleted, crmError, crmSuccess, keptAnswer, Page } from "../crm/envelope";
@@ -58,7 +59,7 @@ const list = defineRoute(CRM, {
 \`bounds\` is a box (south-west corner, north-east corner; a west longitude greater than the east one crosses the antimeridian);
 \`radius\` is great-circle distance, exact on a spherical Earth, correct across the antimeridian and around the poles.
 Properties without coordinates never match a geo filter. Signed photo links (media.photos) come with include=photos.
-Searching is this route: POST /v1/properties/search does not exist.`,
+Searching is this route: POST /v1/properties/search does not exist.${CUSTOM_FILTER_DOC}`,
   request: { query: PropertyListQuery },
   responses: { 200: { description: "A page of properties", content: { "application/json": { schema: Page(Property) } } }, ...CRM_FILES_NOT_CONFIGURED },
 });

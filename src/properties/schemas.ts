@@ -1,5 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { sortParam } from "../crm/keyset";
+import { CUSTOM_SORT, CustomFieldsInput, CustomFieldValues, type CustomSortField, withCustomFieldParams } from "../crm/custom-fields";
 import { csv, decimalParam as decimal, intParam, listQuery } from "../crm/list-query";
 import { searchParam } from "../crm/search";
 import { PROPERTY_TYPES } from "../contacts/schemas";
@@ -151,6 +152,7 @@ export const PropertyCreate = z
     hoa: patch(hoaShape).optional(),
     taxes: patch(taxesShape).optional(),
     disclosure: patch(disclosureShape).optional(),
+    customFields: CustomFieldsInput.optional(),
     ...ignored(READ_ONLY_FIELDS),
   })
   .openapi("PropertyCreate");
@@ -168,6 +170,7 @@ export const PropertyUpdate = z
     hoa: patch(hoaShape).nullable().optional(),
     taxes: patch(taxesShape).nullable().optional(),
     disclosure: patch(disclosureShape).nullable().optional(),
+    customFields: CustomFieldsInput.optional(),
     ...ignored(READ_ONLY_FIELDS),
   })
   .openapi("PropertyUpdate");
@@ -214,6 +217,7 @@ export const Property = z
     disclosure: out(disclosureShape).nullable(),
     createdAt: z.string(),
     updatedAt: z.string(),
+    customFields: CustomFieldValues,
     agent: ListingAgentProfile.nullable().optional().openapi({ description: "With include=agent: the listing agent's user and public profile, null when the listing agent is not a user" }),
     comparables: z.array(z.unknown()).optional().openapi({ description: "With include=comparables (single property): the comparables of the latest valuation" }),
   })
@@ -246,7 +250,8 @@ export const LIST_INCLUDES = ["agent", "photos", "analytics"] as const;
 export const READ_INCLUDES = ["photos", "agent", "analytics", "comparables"] as const;
 export type Include = (typeof READ_INCLUDES)[number];
 
-export const PropertyListQuery = listQuery({
+export const PropertyListQuery = withCustomFieldParams(
+  listQuery({
   q: searchParam(false, "the street, unit, city, state and zip code of the address, and the MLS id"),
   propertyType: z.enum(PROPERTY_TYPES).optional(),
   status: z.enum(LISTING_STATUSES).optional(),
@@ -264,9 +269,10 @@ export const PropertyListQuery = listQuery({
   garage: bool.optional(),
   bounds: Bounds.optional().openapi({ type: "string", example: "25.70,-80.30,25.85,-80.10", description: "South-west then north-east corner; a west longitude above the east one crosses the antimeridian" }),
   radius: Radius.optional().openapi({ type: "string", example: "25.76,-80.19,5", description: "Great-circle distance in miles (at most 500) from lat,lng" }),
-  sort: sortParam(SORT_FIELDS, "listPrice:asc"),
+  sort: sortParam<SortField, CustomSortField>(SORT_FIELDS, "listPrice:asc", CUSTOM_SORT),
   include: csv(z.enum(LIST_INCLUDES)).optional().openapi({ type: "string", example: "agent,photos" }),
-}).superRefine((q, ctx) => {
+  }),
+).superRefine((q, ctx) => {
   const lo = q["listPrice[gte]"];
   const hi = q["listPrice[lte]"];
   if (lo !== undefined && hi !== undefined && lo > hi) ctx.addIssue({ code: "custom", path: ["listPrice[gte]"], message: "listPrice[gte] exceeds listPrice[lte]", params: { code: "invalid_range" } });

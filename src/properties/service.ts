@@ -1,6 +1,7 @@
 import { and, eq, sql } from "drizzle-orm";
 import { properties, propertyDailyReferrers, propertyDailyStats, propertyDailyVisitors, propertyStats, propertyValuations } from "../db/schema";
-import { expectVersion, expectVersionMatch, type Statement, withRetries } from "../db/write";
+import { checkCustomFields, customFieldDeleted, withCustomFields } from "../crm/custom-fields";
+import { expectVersion, expectVersionMatch, type Statement, StaleWrite, withRetries } from "../db/write";
 import { commit, type CommitOptions } from "../events/commit";
 import { newEvent } from "../events/outbox";
 import { Conflict, NotFound, Validation } from "../lib/errors";
@@ -76,12 +77,17 @@ export async function getProperty(ctx: ServiceContext, id: string, include: read
 /** POST /v1/properties: ACTIVE, daysOnMarket 0, listDate set, priceHistory LISTED; emits property.created. */
 export async function createProperty(ctx: ServiceContext, raw: PropertyCreate): Promise<Property> {
   const input = writableInput(raw);
-  const issues = await resolveAgents(ctx, input.listing as Record<string, unknown>);
+  const [issues, , custom] = await Promise.all([resolveAgents(ctx, input.listing as Record<string, unknown>), assertMlsIdFree(ctx, input.mlsId), checkCustomFields(ctx, "property", input.customFields)]);
   if (issues.length) throw new Validation(issues);
-  await assertMlsIdFree(ctx, input.mlsId);
-  const record = newPropertyRecord(ctx, input, new Date());
+  const record = withCustomFields(newPropertyRecord(ctx, input, new Date()), custom);
   const event = newEvent(ctx, "property.created", { object: toProperty(record), previousAttributes: null, changes: null });
-  await commitProperty(ctx, [ctx.db.insert(properties).values(record), bumpCounters(ctx, 1)], [event]);
+  try {
+    await commitProperty(ctx, [...(custom?.guard ?? []), ctx.db.insert(properties).values(record), bumpCounters(ctx, 1)], [event]);
+  } catch (err) {
+    // The only guard of a create: a custom field it sets was deleted since its definitions were read.
+    if (err instanceof StaleWrite) throw customFieldDeleted("property");
+    throw err;
+  }
   return getProperty(ctx, record.id);
 }
 
@@ -95,15 +101,15 @@ export async function updateProperty(ctx: ServiceContext, id: string, raw: Prope
   if (issues.length) throw new Validation(issues);
   return withRetries(async () => {
     const before = await readPropertyForWrite(ctx, id);
-    if (input.mlsId && input.mlsId !== before.mlsId) await assertMlsIdFree(ctx, input.mlsId, id);
+    const [, custom] = await Promise.all([input.mlsId && input.mlsId !== before.mlsId ? assertMlsIdFree(ctx, input.mlsId, id) : undefined, checkCustomFields(ctx, "property", input.customFields)]);
     const now = new Date();
     const { after, removedPhotos } = applyUpdate(before, input, now);
-    const next = { ...after, updatedAt: now.toISOString(), version: before.version + 1 };
+    const next = { ...withCustomFields(after, custom), updatedAt: now.toISOString(), version: before.version + 1 };
     const events = changeEvents(ctx, before, next);
     if (events.length === 0) return getProperty(ctx, id);
     // The answer before the commit, so that its idempotency record joins the batch.
     const answer = (await present(ctx, [next], [], true))[0]!;
-    await commitProperty(ctx, replaceProperty(ctx, before, next), events, { answer, markSent: false });
+    await commitProperty(ctx, [...(custom?.guard ?? []), ...replaceProperty(ctx, before, next)], events, { answer, markSent: false });
     if (removedPhotos.some((p) => p.key)) ctx.defer(deletePropertyFiles(ctx.env, removedPhotos.flatMap((p) => (p.key ? [p.key] : []))));
     return answer;
   });

@@ -149,6 +149,7 @@ export function newPropertyRecord(ctx: ServiceContext, input: PropertyCreate, no
     updatedAt: at,
     version: 1,
     offMarketDays: null,
+    customFields: null,
   } as Omit<PropertyRecord, keyof ReturnType<typeof indexedColumns>>;
   return { ...record, ...indexedColumns(record) } as PropertyRecord;
 }

@@ -979,6 +979,43 @@ const apiKeyDelete: FaultRow<KeyWrite> = {
   },
 };
 
+interface FieldDelete {
+  owner: TestPrincipal;
+  fieldId: string;
+  contactIds: string[];
+  first?: Answer;
+  final?: Answer;
+}
+
+const deleteField = (f: FaultEnv, s: FieldDelete) => request(f, "DELETE", `/v1/custom-fields/${s.fieldId}`, { token: s.owner.token });
+
+/** Custom fields (issue 33): a delete marks the definition, sweeps its values off the records, then removes its row. */
+const customFieldDelete: FaultRow<FieldDelete> = {
+  operation: "custom field delete (mark, sweep the values, remove the definition)",
+  recovery: "client retry (finishes the cut-short delete, answers 404)",
+  async seed() {
+    const owner = await principal();
+    const fieldId = (await seedCall("POST", "/v1/custom-fields", { token: owner.token, body: { object: "contact", key: "budget", label: "Budget", type: "number" } })).data.id;
+    await seedCall("POST", "/v1/custom-fields", { token: owner.token, body: { object: "contact", key: "kept", label: "Kept", type: "text" } });
+    const contactIds: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const body = { firstName: "Field", lastName: `Fault ${i}`, email: `field.${crypto.randomUUID()}@example.test`, customFields: { budget: i + 1, kept: `k${i}` } };
+      contactIds.push((await seedCall("POST", "/v1/contacts", { token: owner.token, body })).data.id);
+    }
+    return { owner, fieldId, contactIds };
+  },
+  ...retriedRequest(deleteField),
+  async check(_f, s) {
+    // The retry of a delete whose reply was lost, or which was cut short, finds the field gone (and finishes it).
+    expect([204, 404], JSON.stringify(s.final!.body)).toContain(s.final!.status);
+    const org = s.owner.organizationId;
+    expect(await count(org, "SELECT COUNT(*) AS n FROM custom_field_definitions WHERE organization_id = ? AND key = 'budget'", org), "the definition").toBe(0);
+    const values = await (await tenantDb(org)).prepare("SELECT custom_fields AS v FROM contacts WHERE organization_id = ? ORDER BY last_name").bind(org).all<{ v: string }>();
+    expect(values.results.map((r) => JSON.parse(r.v)), "the values").toEqual([{ kept: "k0" }, { kept: "k1" }, { kept: "k2" }]);
+    await expectDerivedFiguresExact(org);
+  },
+};
+
 /** A form POST to an OAuth endpoint on `f`, from an address of its own (they are limited per address). */
 const oauthForm = (f: FaultEnv, path: string, form: Record<string, string>) =>
   request(f, "POST", path, { raw: new TextEncoder().encode(new URLSearchParams(form).toString()), headers: { "content-type": "application/x-www-form-urlencoded", "cf-connecting-ip": freshIp() } });
@@ -1066,5 +1103,5 @@ const oauthDisconnect: FaultRow<Grant> = {
 
 export const FAULTS: FaultRow[] = [
   contactCreate, leadIntake, dealMove, propertyPrice, dealUpload, photoUpload, publicSign, fanout, autoDisable, purge, restore, shardMove, erasure, mergedErasure,
-  organizationUpdate, userInvite, userRoleChange, apiKeyCreate, apiKeyDelete, oauthConnect, oauthDisconnect,
+  organizationUpdate, userInvite, userRoleChange, apiKeyCreate, apiKeyDelete, oauthConnect, oauthDisconnect, customFieldDelete,
 ];

@@ -1138,6 +1138,30 @@ export const RACES: Race[] = [
     counter: { read: async (owner) => (await json(await call("GET", "/v1/api-keys", { token: owner.token }))).pagination.total, perMove: -1 },
     event: "integration.disconnected",
   },
+
+  // Custom fields (issue 33): concurrent creations of one key make one field (the others 409 duplicate_key); of
+  // concurrent deletes of a field one answers 204.
+  {
+    kind: "once",
+    route: "POST /v1/custom-fields",
+    seed: async () => ({}),
+    body: { object: "contact", key: "raced_key", label: "Raced", type: "number" },
+    objects: 1,
+    copies: 8,
+    counter: { read: async (owner) => (await json(await call("GET", "/v1/custom-fields", { token: owner.token }))).pagination.total, perMove: 1 },
+  },
+  {
+    kind: "once",
+    route: "DELETE /v1/custom-fields/{id}",
+    async seed(owner) {
+      const res = await call("POST", "/v1/custom-fields", { token: owner.token, body: { object: "deal", key: `raced_${crypto.randomUUID().slice(0, 8)}`, label: "Raced delete", type: "text" } });
+      expect(res.status).toBe(201);
+      return { id: (await json(res)).data.id };
+    },
+    objects: 5,
+    copies: 6,
+    counter: { read: async (owner) => (await json(await call("GET", "/v1/custom-fields", { token: owner.token }))).pagination.total, perMove: -1 },
+  },
 ];
 
 /**

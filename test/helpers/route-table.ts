@@ -368,3 +368,15 @@ ROUTES.push(
   { method: "DELETE", path: "/v1/api-keys/{id}", family: "crm", seed: seedApiKey, unknown: { id: "00000000-0000-4000-8000-0000000a9c1e" } },
   { method: "GET", path: "/v1/integrations", family: "crm" },
 );
+
+// Custom fields (issue 33).
+async function seedCustomField(owner: TestPrincipal): Promise<Record<string, string>> {
+  const res = await call("POST", "/v1/custom-fields", { token: owner.token, body: { object: "property", key: `seeded_${crypto.randomUUID().slice(0, 8)}`, label: "Seeded", type: "text" } });
+  if (res.status !== 201) throw new Error(`seeding a custom field failed: ${res.status} ${await res.text()}`);
+  return { id: (await json(res)).data.id };
+}
+ROUTES.push(
+  { method: "POST", path: "/v1/custom-fields", family: "crm", body: { object: "contact", key: "matrix_field", label: "Matrix field", type: "select", options: ["a", "b"] } },
+  { method: "GET", path: "/v1/custom-fields", family: "crm" },
+  { method: "DELETE", path: "/v1/custom-fields/{id}", family: "crm", seed: seedCustomField, unknown: { id: "00000000-0000-4000-8000-0000000c0f1d" } },
+);
