@@ -38,6 +38,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/contacts/duplicates": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Likely duplicate contacts, in groups
+         * @description Groups of live contacts that share a phone number (in either phone field, however written: compared in E.164,
+         *     numbers without a country code read in the organization's `defaultPhoneRegion`), then groups that share first and
+         *     last name (any case) and zip code. E-mails are unique per organization, so no group shares one. Keyset-paginated: a page
+         *     reads a bounded stretch of the keys' indexes, so it may hold fewer than `limit` groups while `hasMore` is true;
+         *     follow `nextCursor`. Merge a group with `POST /v1/contacts/{id}/merge`.
+         */
+        get: operations["listContactDuplicates"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/contacts/tags": {
         parameters: {
             query?: never;
@@ -191,6 +215,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/contacts/{id}/merge": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Merge duplicates into this contact
+         * @description Moves every activity, communication, deal, testimonial, survey, referral and tag of the `sourceIds` contacts onto this
+         *     one, fills its empty fields from them (the first source first; phones it lacks go to its free phone slots), and sends
+         *     the sources to the trash with `mergedInto`: restoring one answers 409 `merged_contact`, erasing this contact erases them
+         *     too. One atomic write; emits `contact.updated` (with `mergedFrom`) and `contact.deleted` per source (with
+         *     `mergedInto`). Send the contact's ETag in `If-Match` to make the write conditional: 412 when the contact has changed since.
+         */
+        post: operations["mergeContacts"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/contacts/{id}/tags": {
         parameters: {
             query?: never;
@@ -241,6 +289,33 @@ export interface paths {
          *     to make the write conditional: 412 when the contact has changed since.
          */
         post: operations["createContactCommunication"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/leads": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Take in a lead without duplicating anyone
+         * @description Matches the person to a contact of your organization by any e-mail (in any case) or phone number (in any
+         *     format; one without a country code is read in `settings.defaultPhoneRegion`). An e-mail match wins over a phone match,
+         *     and the contacts only the phones matched are listed in `conflicts`. A match is filled with what the lead brings and
+         *     never blanked (200); no match creates a contact, assigned by `settings.leadRouting` (201; `contact.created`,
+         *     `contact.assigned`). Either way the message is logged as a NOTE activity, and a property of yours named by
+         *     `propertyId` or by its exact address gets an inquiry (`property.inquiry_received`). The same `source` and
+         *     `sourceEventId` again answers the first answer with its status and writes nothing. Needs `leads:write`, which an
+         *     API key may carry alone (a website form's key).
+         */
+        post: operations["createLead"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1027,7 +1102,7 @@ export interface paths {
         put?: never;
         /**
          * Subscribe to events
-         * @description Creates a subscription. The signing secret (yours, or generated when `secret` is left out, as `whsec_<base64>`) is returned in this answer only. Deliveries carry the X-Service-* headers and the Standard Webhooks headers (webhook-id, webhook-timestamp, webhook-signature).
+         * @description Creates a subscription. The signing secret (yours, or generated when `secret` is left out, as `whsec_<base64>`) is returned in this answer only. Deliveries carry the X-Service-* headers and the Standard Webhooks headers (webhook-id, webhook-timestamp, webhook-signature). Each event needs the permission that reads its object too (`contacts:read` for `contact.*` …): an API key or token without it is a 403 `insufficient_permission`.
          */
         post: operations["createWebhook"];
         delete?: never;
@@ -2400,11 +2475,28 @@ export interface components {
              */
             id: number;
         };
-        ContactTag: {
-            name: string;
-            /** @example #2563eb */
-            color: string;
-            count: number;
+        ContactDuplicateGroup: {
+            /**
+             * @description phone: the same number (E.164) in either phone field; name_zip: the same first and last name (any case) and zip code
+             * @enum {string}
+             */
+            reason: "phone" | "name_zip";
+            /**
+             * @description What they share: the number in E.164 (`+14155550100`), or `first|last|ZIP` folded
+             * @example +14155550100
+             */
+            key: string;
+            /** @description How many live contacts share the key (at most 20 are listed) */
+            contactCount: number;
+            contacts: {
+                id: string;
+                firstName: string;
+                lastName: string;
+                email: string;
+                phone: string | null;
+                secondaryPhone: string | null;
+                createdAt: string;
+            }[];
         };
         Pagination: {
             hasMore: boolean;
@@ -2437,6 +2529,12 @@ export interface components {
                 /** @description On 5xx answers only */
                 requestId?: string;
             };
+        };
+        ContactTag: {
+            name: string;
+            /** @example #2563eb */
+            color: string;
+            count: number;
         };
         ContactBulkUpdate: {
             contactIds: string[];
@@ -2766,6 +2864,10 @@ export interface components {
                 [key: string]: unknown;
             };
         };
+        ContactMerge: {
+            /** @description The contacts to merge into this one (1–20, distinct, not this one): their records move here and they go to the trash */
+            sourceIds: string[];
+        };
         ContactTagsAdd: {
             tags: string[];
         };
@@ -2791,6 +2893,60 @@ export interface components {
             /** @description Any JSON object, at most 4096 characters as JSON and 8 levels deep */
             metadata?: {
                 [key: string]: unknown;
+            };
+        };
+        LeadIntake: {
+            contactId: string;
+            /** @description true: a new contact (status 201); false: an existing one matched (200) */
+            created: boolean;
+            /** @enum {string|null} */
+            matchedBy: "email" | "phone" | null;
+            /** @description The contact's assignee: on a new contact, whom lead routing chose (null: no user accepts leads) */
+            assignedTo: string | null;
+            /** @description Other contacts the lead's phone numbers matched when its e-mail matched this one */
+            conflicts: string[];
+        };
+        LeadCreate: {
+            /**
+             * @description Where the lead came from; stored in capitals with underscores (`open-house` is `OPEN_HOUSE`) as a new contact's `source`
+             * @example ZILLOW
+             */
+            source: string;
+            /** @description The source's id of this lead: the same source and sourceEventId again answers the first answer (and writes nothing). Without it every post is a new intake. */
+            sourceEventId?: string;
+            /**
+             * @default general
+             * @enum {string}
+             */
+            type?: "inquiry" | "showing_request" | "offer" | "general";
+            person: components["schemas"]["LeadPerson"];
+            message?: string;
+            /** @description A property of your organization the lead asks about */
+            propertyId?: string;
+            property?: components["schemas"]["LeadProperty"];
+        };
+        LeadPerson: {
+            firstName?: "" | string;
+            lastName?: "" | string;
+            /**
+             * @description The first is a new contact's `email`
+             * @default []
+             */
+            emails?: string[];
+            /**
+             * @description As written: `(415) 555-0100`, `+1 415-555-0100`; without a country code, in the organization's `settings.defaultPhoneRegion`
+             * @default []
+             */
+            phones?: string[];
+            address?: components["schemas"]["ContactAddress"] & unknown;
+        };
+        /** @description Or the property by its address: a listing of yours at exactly this street and zip code is named */
+        LeadProperty: {
+            address: {
+                street: string;
+                zipCode: string;
+                city?: string;
+                state?: string;
             };
         };
         Property: {
@@ -3524,6 +3680,8 @@ export interface components {
             deletedBy: string | null;
             /** @description After this the purge removes it for good (files included) */
             restorableUntil: string;
+            /** @description A contact merged into another: that contact's id (it cannot be restored: 409 merged_contact) */
+            mergedInto: string | null;
         };
         ApiKeyWithSecret: components["schemas"]["ApiKey"] & {
             /**
@@ -3553,7 +3711,7 @@ export interface components {
             /** @example IDX website sync */
             name: string;
             /** @description What the key may do, within what the creator may do (README "Permissions and roles") */
-            permissions: ("contacts:read" | "contacts:write" | "contacts:erase" | "deals:read" | "deals:write" | "properties:read" | "properties:write" | "documents:read" | "documents:write" | "envelopes:send" | "signatures:read" | "signatures:write" | "clickwrap:read" | "clickwrap:write" | "reputation:read" | "reputation:write" | "plants:read" | "plants:write" | "webhooks:manage" | "events:read" | "integrations:read" | "organization:read" | "organization:manage" | "users:manage" | "api-keys:manage" | "custom-fields:read" | "custom-fields:manage")[];
+            permissions: ("contacts:read" | "contacts:write" | "leads:write" | "contacts:erase" | "deals:read" | "deals:write" | "properties:read" | "properties:write" | "documents:read" | "documents:write" | "envelopes:send" | "signatures:read" | "signatures:write" | "clickwrap:read" | "clickwrap:write" | "reputation:read" | "reputation:write" | "plants:read" | "plants:write" | "webhooks:manage" | "events:read" | "integrations:read" | "organization:read" | "organization:manage" | "users:manage" | "api-keys:manage" | "custom-fields:read" | "custom-fields:manage")[];
             /**
              * Format: date-time
              * @description When the key stops working; at most 365 days ahead. Absent: until deleted.
@@ -5198,7 +5356,7 @@ export interface components {
             user_id: string;
             organization_id: string;
             organization_name: string;
-            permissions: ("contacts:read" | "contacts:write" | "contacts:erase" | "deals:read" | "deals:write" | "properties:read" | "properties:write" | "documents:read" | "documents:write" | "envelopes:send" | "signatures:read" | "signatures:write" | "clickwrap:read" | "clickwrap:write" | "reputation:read" | "reputation:write" | "plants:read" | "plants:write" | "webhooks:manage" | "events:read" | "integrations:read" | "organization:read" | "organization:manage" | "users:manage" | "api-keys:manage" | "custom-fields:read" | "custom-fields:manage")[];
+            permissions: ("contacts:read" | "contacts:write" | "leads:write" | "contacts:erase" | "deals:read" | "deals:write" | "properties:read" | "properties:write" | "documents:read" | "documents:write" | "envelopes:send" | "signatures:read" | "signatures:write" | "clickwrap:read" | "clickwrap:write" | "reputation:read" | "reputation:write" | "plants:read" | "plants:write" | "webhooks:manage" | "events:read" | "integrations:read" | "organization:read" | "organization:manage" | "users:manage" | "api-keys:manage" | "custom-fields:read" | "custom-fields:manage")[];
             /** @description Opaque, single use, valid 30 days: grant_type=refresh_token answers a new one. Using one twice revokes every token issued from it */
             refresh_token: string;
         };
@@ -5510,6 +5668,113 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listContactDuplicates: {
+        parameters: {
+            query?: {
+                /** @description 1–100, default 25; anything else is a 422 */
+                limit?: number;
+                /** @description `pagination.nextCursor` of the previous page */
+                cursor?: string;
+                /** @description Only groups of this kind (default: both, phone groups first) */
+                reason?: "phone" | "name_zip";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of duplicate groups */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["ContactDuplicateGroup"][];
+                        pagination: components["schemas"]["Pagination"];
+                    };
+                };
+            };
+            /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The caller's role does not allow this route (insufficient_role), or its API key or OAuth access token was not granted the route's permission (insufficient_permission) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The request broke the schema; errors[] lists every problem with field, code and message */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The credential's quota is spent (rate_limited): retry after Retry-After seconds; RateLimit says the same */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
                 };
             };
         };
@@ -6983,6 +7248,185 @@ export interface operations {
             };
         };
     };
+    mergeContacts: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ContactMerge"];
+            };
+        };
+        responses: {
+            /** @description The contact with everything merged into it */
+            200: {
+                headers: {
+                    /** @description The resource's version; send it back in If-Match to make a write conditional, or in If-None-Match on a read (304 when unchanged) */
+                    ETag?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["Contact"];
+                    };
+                };
+            };
+            /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The caller's role does not allow this route (insufficient_role), or its API key or OAuth access token was not granted the route's permission (insufficient_permission) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description No contact with this id in your organization (not_found_error) */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description A source was already merged into another contact (merged_contact; errors[0].message is that contact's id), or too many concurrent changes (concurrent_modification; retry); or: A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description If-Match named a version the resource is no longer at (precondition_failed); read it again */
+            412: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The body is over the route's size limit */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Content-Type is not one the route takes (application/json; multipart/form-data on uploads) */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description A source id names no contact of your organization (invalid_reference), is listed twice (duplicate_id) or is this contact (same_as_target), or the merged tags would exceed 50 (too_many_tags); or: The request broke the schema; errors[] lists every problem with field, code and message; or: This Idempotency-Key was used for another request (idempotency_key_reused) */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The credential's quota is spent (rate_limited): retry after Retry-After seconds; RateLimit says the same */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+        };
+    };
     addContactTags: {
         parameters: {
             query?: never;
@@ -7411,6 +7855,173 @@ export interface operations {
                 };
             };
             /** @description The request broke the schema; errors[] lists every problem with field, code and message; or: This Idempotency-Key was used for another request (idempotency_key_reused) */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The credential's quota is spent (rate_limited): retry after Retry-After seconds; RateLimit says the same */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+        };
+    };
+    createLead: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["LeadCreate"];
+            };
+        };
+        responses: {
+            /** @description An existing contact matched and was updated */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["LeadIntake"];
+                    };
+                };
+            };
+            /** @description A new contact was created */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["LeadIntake"];
+                    };
+                };
+            };
+            /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The caller's role does not allow this route (insufficient_role), or its API key or OAuth access token was not granted the route's permission (insufficient_permission) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Changed by too many requests at once (concurrent_modification); retry; or: A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The body is over the route's size limit */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Content-Type is not one the route takes (application/json; multipart/form-data on uploads) */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description A phone-only lead that matches nobody (email_required: a new contact needs an e-mail), a phone that is no phone number (invalid_phone), a propertyId that is no property of yours (invalid_reference), or another invalid field; or: The request broke the schema; errors[] lists every problem with field, code and message; or: This Idempotency-Key was used for another request (idempotency_key_reused) */
             422: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -22819,7 +23430,7 @@ export interface operations {
                 code_challenge_method?: string;
                 /** @description Returned unchanged with the code or the error (at most 1000 characters) */
                 state?: string;
-                /** @description Space-separated permissions (absent: all but contacts:erase, granted only when asked for by name): contacts:read, contacts:write, contacts:erase, deals:read, deals:write, properties:read, properties:write, documents:read, documents:write, envelopes:send, signatures:read, signatures:write, clickwrap:read, clickwrap:write, reputation:read, reputation:write, plants:read, plants:write, webhooks:manage, events:read, integrations:read, organization:read, organization:manage, users:manage, api-keys:manage, custom-fields:read, custom-fields:manage */
+                /** @description Space-separated permissions (absent: all but contacts:erase, granted only when asked for by name): contacts:read, contacts:write, leads:write, contacts:erase, deals:read, deals:write, properties:read, properties:write, documents:read, documents:write, envelopes:send, signatures:read, signatures:write, clickwrap:read, clickwrap:write, reputation:read, reputation:write, plants:read, plants:write, webhooks:manage, events:read, integrations:read, organization:read, organization:manage, users:manage, api-keys:manage, custom-fields:read, custom-fields:manage */
                 scope?: string;
                 /** @description RFC 8707 resource indicator: if present, the MCP server URL (the only resource tokens are issued for) */
                 resource?: string;
@@ -22907,7 +23518,7 @@ export interface operations {
                 code_challenge_method?: string;
                 /** @description Returned unchanged with the code or the error (at most 1000 characters) */
                 state?: string;
-                /** @description Space-separated permissions (absent: all but contacts:erase, granted only when asked for by name): contacts:read, contacts:write, contacts:erase, deals:read, deals:write, properties:read, properties:write, documents:read, documents:write, envelopes:send, signatures:read, signatures:write, clickwrap:read, clickwrap:write, reputation:read, reputation:write, plants:read, plants:write, webhooks:manage, events:read, integrations:read, organization:read, organization:manage, users:manage, api-keys:manage, custom-fields:read, custom-fields:manage */
+                /** @description Space-separated permissions (absent: all but contacts:erase, granted only when asked for by name): contacts:read, contacts:write, leads:write, contacts:erase, deals:read, deals:write, properties:read, properties:write, documents:read, documents:write, envelopes:send, signatures:read, signatures:write, clickwrap:read, clickwrap:write, reputation:read, reputation:write, plants:read, plants:write, webhooks:manage, events:read, integrations:read, organization:read, organization:manage, users:manage, api-keys:manage, custom-fields:read, custom-fields:manage */
                 scope?: string;
                 /** @description RFC 8707 resource indicator: if present, the MCP server URL (the only resource tokens are issued for) */
                 resource?: string;
