@@ -118,6 +118,18 @@ describe("POST /v1/contacts/{id}/merge", () => {
     expect(contact).toMatchObject({ phone: "+1 212 555 0100", secondaryPhone: "+1 212 555 0111", notes: "mine", address: { city: "Boston" }, type: "CLIENT", status: "INACTIVE", leadScore: 40, preferences: { communicationMethod: "SMS" } });
   });
 
+  it("fills the custom fields the target lacks, key by key, the first source first", async () => {
+    const p = await createPrincipal();
+    for (const [key, type] of [["budget", "number"], ["side", "text"], ["preapproved", "boolean"]]) {
+      expect((await call("POST", "/v1/custom-fields", { token: p.token, body: { object: "contact", key, label: key, type } })).status).toBe(201);
+    }
+    const target = await createContact(p.token, { customFields: { budget: 500000 } });
+    const first = await createContact(p.token, { customFields: { budget: 1, side: "buyer" } });
+    const second = await createContact(p.token, { customFields: { side: "seller", preapproved: true } });
+    const { contact } = await merged(p, target.id, [first.id, second.id]);
+    expect(contact.customFields).toEqual({ budget: 500000, side: "buyer", preapproved: true });
+  });
+
   it("keeps the lead score rule: an automatic score is computed anew with every merged activity", async () => {
     const p = await createPrincipal();
     const target = await createContact(p.token, { calculateLeadScore: true });

@@ -63,7 +63,7 @@ export async function mergeContacts(ctx: ServiceContext, id: string, sourceIds: 
     const at = now.toISOString();
     const figures = sumFigures(figureRows);
     const base = { ...target, lastContactedAt: latest([target, ...sources].map((c) => c.lastContactedAt)) };
-    const after: ContactRecord = { ...applyInput(base, mergedInput(target, sources, regionOf(ctx)), figures, now, regionOf(ctx)), updatedAt: at, version: target.version + 1 };
+    const after: ContactRecord = { ...applyInput(base, mergedInput(target, sources, regionOf(ctx)), figures, now, regionOf(ctx)), customFields: mergedCustomFields(target, sources), updatedAt: at, version: target.version + 1 };
     const mergedFrom = sourceIds;
     const changed = changeEvents(ctx, target, after);
     const events = [
@@ -95,7 +95,7 @@ export async function mergeContacts(ctx: ServiceContext, id: string, sourceIds: 
   });
 }
 
-/** Fields a merge fills when the target has none (whole values: an address is not stitched from two). */
+/** Fields a merge fills when the target has none (whole values: an address is not stitched from two); custom fields key by key. */
 const FILLED = ["address", "source", "notes", "preferences", "assignedTo"] as const;
 const PHONES = ["phone", "secondaryPhone"] as const;
 
@@ -133,6 +133,12 @@ function mergedInput(target: ContactRecord, sources: ContactRecord[], region: st
     else if (scored) input.leadScore = scored.leadScore;
   }
   return input as ContactUpdate;
+}
+
+/** The target's custom field values, with each key it lacks taken from the first source that has one. */
+function mergedCustomFields(target: ContactRecord, sources: ContactRecord[]): ContactRecord["customFields"] {
+  const merged = Object.assign({}, ...[...sources].reverse().map((s) => s.customFields ?? {}), target.customFields ?? {});
+  return Object.keys(merged).length ? merged : target.customFields;
 }
 
 /** The lead-score figures of the merged contact: every activity of the target and the sources. */
