@@ -26,6 +26,7 @@ export default defineConfig({
     "./src/db/uploads.ts",
     "./src/db/shard-fences.ts",
     "./src/db/search.ts",
+    "./src/db/imports.ts",
   ],
   out: "./migrations/tenant",
   casing: "snake_case",

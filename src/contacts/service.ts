@@ -5,7 +5,6 @@ import { commit, type CommitOptions } from "../events/commit";
 import type { EventEnvelope } from "../events/envelope";
 import { newEvent } from "../events/outbox";
 import { Conflict, NotFound, Validation } from "../lib/errors";
-import { newId } from "../lib/ids";
 import { nowIso } from "../lib/time";
 import type { ServiceContext } from "../service-context";
 import { facetMoves } from "./facets";
@@ -16,6 +15,7 @@ import { type Contact, type ContactCreate, type ContactUpdate, type Include, MAX
 import {
   applyInput,
   assertAssignee,
+  blankContact,
   bumpCounters,
   changeEvents,
   CONTACTS,
@@ -29,6 +29,7 @@ import {
 
 export { listContacts } from "./list";
 export { listTags } from "./tags";
+export { type DuplicateRule, type ImportOutcome, type IncomingContact, planContactImport } from "./import-batch";
 
 const byId = (ctx: ServiceContext, id: string) => and(eq(contacts.id, id), eq(contacts.organizationId, ctx.organizationId));
 
@@ -74,31 +75,7 @@ export async function createContact(ctx: ServiceContext, raw: ContactCreate): Pr
   const now = new Date();
   const at = now.toISOString();
   await Promise.all([assertEmailFree(ctx, input.email.toLowerCase()), assertAssignee(ctx, input.assignedTo)]);
-  const blank: ContactRecord = {
-    id: newId(),
-    organizationId: ctx.organizationId,
-    firstName: input.firstName,
-    lastName: input.lastName,
-    email: input.email,
-    emailKey: input.email.toLowerCase(),
-    phone: null,
-    secondaryPhone: null,
-    address: null,
-    type: "LEAD",
-    status: "ACTIVE",
-    source: null,
-    leadScore: null,
-    leadScoreRank: -1,
-    leadScoreAuto: false,
-    tags: [],
-    notes: null,
-    preferences: null,
-    assignedTo: null,
-    createdAt: at,
-    updatedAt: at,
-    lastContactedAt: null,
-    version: 1,
-  };
+  const blank = { ...blankContact(ctx, input.email, at), firstName: input.firstName, lastName: input.lastName };
   const record = applyInput(blank, input, NO_ACTIVITY, now);
   const object = toContact(record);
   const events = [newEvent(ctx, "contact.created", { object, previousAttributes: null, changes: null })];
@@ -232,30 +209,7 @@ export async function contactByEmail(
   const found = await ctx.db.select({ id: contacts.id }).from(contacts).where(byEmail).get();
   if (found) return { id: found.id, statements: [], events: [] };
   const at = nowIso();
-  const record: ContactRecord = {
-    id: newId(),
-    organizationId: ctx.organizationId,
-    ...splitName(person.name),
-    email: person.email,
-    emailKey,
-    phone: null,
-    secondaryPhone: null,
-    address: null,
-    type: person.type,
-    status: "ACTIVE",
-    source: person.source,
-    leadScore: null,
-    leadScoreRank: -1,
-    leadScoreAuto: false,
-    tags: [],
-    notes: person.notes,
-    preferences: null,
-    assignedTo: person.assignedTo,
-    createdAt: at,
-    updatedAt: at,
-    lastContactedAt: null,
-    version: 1,
-  };
+  const record: ContactRecord = { ...blankContact(ctx, person.email, at), ...splitName(person.name), type: person.type, source: person.source, notes: person.notes, assignedTo: person.assignedTo };
   const object = toContact(record);
   const events = [newEvent(ctx, "contact.created", { object, previousAttributes: null, changes: null })];
   if (record.assignedTo) events.push(newEvent(ctx, "contact.assigned", { object, previousAttributes: { assignedTo: null }, changes: ["assignedTo"] }));

@@ -5,6 +5,7 @@ import { contacts, contactTags, tags, users } from "../db/schema";
 import { diffAttributes } from "../lib/changes";
 import { NotFound, Validation } from "../lib/errors";
 import { inJsonList } from "../lib/sql";
+import { newId } from "../lib/ids";
 import { newEvent } from "../events/outbox";
 import type { EventEnvelope } from "../events/envelope";
 import type { ServiceContext } from "../service-context";
@@ -138,6 +139,35 @@ export function applyInput(base: ContactRecord, input: ContactUpdate, figures: A
   else if (input.leadScore !== undefined) next.leadScore = input.leadScore;
   next.leadScoreRank = next.leadScore ?? -1;
   return next;
+}
+
+/** A new contact of `email` with nothing else set yet (`applyInput` fills it in), created at `at`. */
+export function blankContact(ctx: Pick<ServiceContext, "organizationId">, email: string, at: string): ContactRecord {
+  return {
+    id: newId(),
+    organizationId: ctx.organizationId,
+    firstName: "",
+    lastName: "",
+    email,
+    emailKey: email.toLowerCase(),
+    phone: null,
+    secondaryPhone: null,
+    address: null,
+    type: "LEAD",
+    status: "ACTIVE",
+    source: null,
+    leadScore: null,
+    leadScoreRank: -1,
+    leadScoreAuto: false,
+    tags: [],
+    notes: null,
+    preferences: null,
+    assignedTo: null,
+    createdAt: at,
+    updatedAt: at,
+    lastContactedAt: null,
+    version: 1,
+  };
 }
 
 /** Strips the read-only fields a client may echo back (schemas.ts READ_ONLY_FIELDS). */

@@ -31,6 +31,7 @@ export const PERMISSIONS = {
   "organization:manage": "Change the organization's name, time zone and settings",
   "users:manage": "Invite users and change their roles",
   "api-keys:manage": "Create and delete API keys",
+  "imports:manage": "Import a book of contacts or properties (CSV or JSON rows), follow and cancel imports",
 } as const;
 
 export type Permission = keyof typeof PERMISSIONS;
@@ -45,8 +46,8 @@ export const isPermission = (value: string): value is Permission => Object.hasOw
 export const ROLES = ["owner", "admin", "agent"] as const;
 export type Role = (typeof ROLES)[number];
 
-/** What only owners and admins may do: manage users, keys, webhooks and the organization, see its integrations, erase a person. */
-const MANAGING: readonly Permission[] = ["organization:manage", "users:manage", "api-keys:manage", "webhooks:manage", "integrations:read", "contacts:erase"];
+/** What only owners and admins may do: manage users, keys, webhooks and the organization, see its integrations, erase a person, import a book. */
+const MANAGING: readonly Permission[] = ["organization:manage", "users:manage", "api-keys:manage", "webhooks:manage", "integrations:read", "contacts:erase", "imports:manage"];
 
 export const ROLE_PERMISSIONS: Record<Role, readonly Permission[]> = {
   owner: PERMISSION_NAMES,
@@ -76,6 +77,7 @@ const ROUTE_NEEDS: Record<string, Need> = {
   "/v1/users": { read: "organization:read", write: "users:manage" },
   "/v1/integrations": both("integrations:read"),
   "/v1/api-keys": both("api-keys:manage"),
+  "/v1/imports": both("imports:manage"),
   "/api/documents": { read: "documents:read", write: "documents:write" },
   "/api/documents/*/signatures": { read: "signatures:read", write: "envelopes:send" },
   "/api/documents/*/signature": { read: "signatures:read", write: "envelopes:send" },

@@ -16,6 +16,7 @@ import { applyUpdate, bumpCounters, changeEvents, newPropertyRecord, PROPERTIES,
 import type { PropertyCreate, PropertyUpdate } from "./schemas";
 
 export { listProperties } from "./list";
+export { planPropertyImport } from "./import-batch";
 
 const byId = (ctx: ServiceContext, id: string) => and(eq(properties.id, id), eq(properties.organizationId, ctx.organizationId));
 
