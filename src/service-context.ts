@@ -30,6 +30,8 @@ export interface AuthUser {
 export interface AuthOrganization {
   id: string;
   name: string;
+  /** `settings.defaultPhoneRegion` of the directory's copy (ServiceContext.phoneRegion). */
+  phoneRegion: string;
 }
 
 /** What a service verb gets: never the HTTP request, only who acts, for which organization, and the bindings. */
@@ -42,6 +44,11 @@ export interface ServiceContext {
   /** The same D1 session as `db`, for hand-written SQL (the contacts list). */
   d1: D1Database | D1DatabaseSession;
   organizationId: string;
+  /**
+   * The organization's `settings.defaultPhoneRegion`: phones without a country code are keyed in it (lib/phone.ts).
+   * A request's context has it from the authentication read; a system context that writes contacts sets it first.
+   */
+  phoneRegion?: string;
   actor: Actor;
   requestId: string;
   /**

@@ -1,5 +1,6 @@
 import { expectVersions, withRetries } from "../db/write";
 import { commit } from "../events/commit";
+import { regionOf } from "../lib/phone";
 import type { EventEnvelope } from "../events/envelope";
 import type { ServiceContext } from "../service-context";
 import type { ContactRecord } from "./mapping";
@@ -23,7 +24,7 @@ export async function bulkUpdateContacts(ctx: ServiceContext, body: BulkUpdate) 
     const changed: { before: ContactRecord; after: ContactRecord }[] = [];
     const events: EventEnvelope[] = [];
     for (const before of rows) {
-      const after = { ...applyInput(before, updates, figures.get(before.id) ?? NO_ACTIVITY, now), updatedAt: now.toISOString(), version: before.version + 1 };
+      const after = { ...applyInput(before, updates, figures.get(before.id) ?? NO_ACTIVITY, now, regionOf(ctx)), updatedAt: now.toISOString(), version: before.version + 1 };
       const contactEvents = changeEvents(ctx, before, after);
       if (contactEvents.length === 0 && after.leadScoreAuto === before.leadScoreAuto) continue;
       changed.push({ before, after });

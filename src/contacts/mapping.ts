@@ -13,6 +13,8 @@ export interface ContactRow {
   email_key: string;
   phone: string | null;
   secondary_phone: string | null;
+  phone_key: string | null;
+  secondary_phone_key: string | null;
   address: string | null;
   type: string;
   status: string;
@@ -41,6 +43,8 @@ export function fromRow(r: ContactRow): ContactRecord {
     emailKey: r.email_key,
     phone: r.phone,
     secondaryPhone: r.secondary_phone,
+    phoneKey: r.phone_key,
+    secondaryPhoneKey: r.secondary_phone_key,
     address: parse(r.address),
     type: r.type,
     status: r.status,

@@ -5,6 +5,7 @@ import { commit, type CommitOptions } from "../events/commit";
 import type { EventEnvelope } from "../events/envelope";
 import { newEvent } from "../events/outbox";
 import { Conflict, NotFound, Validation } from "../lib/errors";
+import { regionOf } from "../lib/phone";
 import { nowIso } from "../lib/time";
 import type { ServiceContext } from "../service-context";
 import { facetMoves } from "./facets";
@@ -30,6 +31,7 @@ import {
 export { listContacts } from "./list";
 export { listTags } from "./tags";
 export { type DuplicateRule, type ImportOutcome, type IncomingContact, planContactImport } from "./import-batch";
+export { matchContacts } from "./matching";
 
 const byId = (ctx: ServiceContext, id: string) => and(eq(contacts.id, id), eq(contacts.organizationId, ctx.organizationId));
 
@@ -76,7 +78,7 @@ export async function createContact(ctx: ServiceContext, raw: ContactCreate): Pr
   const at = now.toISOString();
   await Promise.all([assertEmailFree(ctx, input.email.toLowerCase()), assertAssignee(ctx, input.assignedTo)]);
   const blank = { ...blankContact(ctx, input.email, at), firstName: input.firstName, lastName: input.lastName };
-  const record = applyInput(blank, input, NO_ACTIVITY, now);
+  const record = applyInput(blank, input, NO_ACTIVITY, now, regionOf(ctx));
   const object = toContact(record);
   const events = [newEvent(ctx, "contact.created", { object, previousAttributes: null, changes: null })];
   if (record.tags.length) events.push(newEvent(ctx, "contact.tagged", { object, previousAttributes: { tags: [] }, changes: ["tags"], tags: record.tags }));
@@ -100,7 +102,7 @@ export async function updateContact(ctx: ServiceContext, id: string, raw: Contac
     const { before, figures } = await readContactForWrite(ctx, id);
     const now = new Date();
     if (input.email !== undefined && input.email.toLowerCase() !== before.emailKey) await assertEmailFree(ctx, input.email.toLowerCase(), id);
-    const after = { ...applyInput(before, input, figures, now), updatedAt: now.toISOString(), version: before.version + 1 };
+    const after = { ...applyInput(before, input, figures, now, regionOf(ctx)), updatedAt: now.toISOString(), version: before.version + 1 };
     const events = changeEvents(ctx, before, after);
     // Switching the computed score on or off changes no public field (so no event) but must still be stored.
     if (events.length === 0 && after.leadScoreAuto === before.leadScoreAuto) return shown(before);

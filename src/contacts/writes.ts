@@ -4,6 +4,7 @@ import { bumpResourceCounter } from "../crm/list-totals";
 import { contacts, contactTags, tags, users } from "../db/schema";
 import { diffAttributes } from "../lib/changes";
 import { NotFound, Validation } from "../lib/errors";
+import { phoneKey, regionOf } from "../lib/phone";
 import { inJsonList } from "../lib/sql";
 import { newId } from "../lib/ids";
 import { newEvent } from "../events/outbox";
@@ -118,9 +119,10 @@ const NULLABLE = ["phone", "secondaryPhone", "address", "source", "notes", "pref
 
 /**
  * The contact after applying `input` (create or update fields) to `base`, with the lead score rule of lead-score.ts:
- * calculateLeadScore switches the computed score on or off; a given leadScore without it switches it off.
+ * calculateLeadScore switches the computed score on or off; a given leadScore without it switches it off. Phones are
+ * keyed in `region` (lib/phone.ts) as they are written.
  */
-export function applyInput(base: ContactRecord, input: ContactUpdate, figures: ActivityFigures, now: Date): ContactRecord {
+export function applyInput(base: ContactRecord, input: ContactUpdate, figures: ActivityFigures, now: Date, region: string): ContactRecord {
   const next: ContactRecord = { ...base };
   if (input.firstName !== undefined) next.firstName = input.firstName;
   if (input.lastName !== undefined) next.lastName = input.lastName;
@@ -132,6 +134,8 @@ export function applyInput(base: ContactRecord, input: ContactUpdate, figures: A
   if (input.status !== undefined) next.status = input.status;
   if (input.tags !== undefined) next.tags = uniqueTags(input.tags);
   for (const key of NULLABLE) if (input[key] !== undefined) (next as Record<string, unknown>)[key] = input[key] ?? null;
+  if (input.phone !== undefined) next.phoneKey = phoneKey(next.phone, region);
+  if (input.secondaryPhone !== undefined) next.secondaryPhoneKey = phoneKey(next.secondaryPhone, region);
 
   if (input.calculateLeadScore !== undefined) next.leadScoreAuto = input.calculateLeadScore;
   else if (input.leadScore !== undefined) next.leadScoreAuto = false;
@@ -152,6 +156,8 @@ export function blankContact(ctx: Pick<ServiceContext, "organizationId">, email:
     emailKey: email.toLowerCase(),
     phone: null,
     secondaryPhone: null,
+    phoneKey: null,
+    secondaryPhoneKey: null,
     address: null,
     type: "LEAD",
     status: "ACTIVE",
@@ -222,7 +228,7 @@ export const replaceContact = (ctx: ServiceContext, before: ContactRecord, after
 export function touchContact(ctx: ServiceContext, before: ContactRecord, figures: ActivityFigures, touchedAt: string | null, now: Date): { statements: Statement[]; events: EventEnvelope[] } {
   const moves = touchedAt !== null && (before.lastContactedAt === null || touchedAt > before.lastContactedAt);
   const touched = { ...before, lastContactedAt: moves ? touchedAt : before.lastContactedAt };
-  const changed = { ...applyInput(touched, {}, figures, now), updatedAt: now.toISOString(), version: before.version + 1 };
+  const changed = { ...applyInput(touched, {}, figures, now, regionOf(ctx)), updatedAt: now.toISOString(), version: before.version + 1 };
   const events = changeEvents(ctx, before, changed);
   // Without a visible change the contact keeps its updatedAt; only its version moves.
   const after = events.length ? changed : { ...before, version: before.version + 1 };

@@ -32,6 +32,9 @@ export const contacts = sqliteTable(
     emailKey: text().notNull(),
     phone: text(),
     secondaryPhone: text(),
+    /** The phones in E.164 (lib/phone.ts `phoneKey`, the organization's region for numbers without a country code): what lead intake and imports match on. */
+    phoneKey: text(),
+    secondaryPhoneKey: text(),
     address: text({ mode: "json" }).$type<ContactAddress>(),
     type: text().notNull(),
     status: text().notNull(),
@@ -61,6 +64,8 @@ export const contacts = sqliteTable(
     index("contacts_org_status_idx").on(t.organizationId, t.status, t.createdAt, t.id),
     index("contacts_org_source_idx").on(t.organizationId, t.source, t.createdAt, t.id),
     index("contacts_org_assigned_idx").on(t.organizationId, t.assignedTo, t.createdAt, t.id),
+    index("contacts_org_phone_key_idx").on(t.organizationId, t.phoneKey),
+    index("contacts_org_secondary_phone_key_idx").on(t.organizationId, t.secondaryPhoneKey),
   ],
 );
 

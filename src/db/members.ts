@@ -30,6 +30,9 @@ export const organizations = sqliteTable(
   (t) => [uniqueIndex("organizations_name_unique").on(t.name)],
 );
 
+/** The region phones without a country code are read in (settings.defaultPhoneRegion, default US), for the reads that authenticate. */
+export const organizationPhoneRegion = sql<string>`ifnull(json_extract(${organizations.settings}, '$.defaultPhoneRegion'), 'US')`;
+
 export const users = sqliteTable(
   "users",
   {

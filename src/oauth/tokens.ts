@@ -1,7 +1,7 @@
 import { and, eq, gt, isNull } from "drizzle-orm";
 import { verify } from "hono/jwt";
 import type { Db } from "../db/client";
-import { oauthCodes, oauthGrants, oauthRefreshTokens, organizationShards, organizations, users } from "../db/schema";
+import { oauthCodes, oauthGrants, oauthRefreshTokens, organizationPhoneRegion, organizationShards, organizations, users } from "../db/schema";
 import { expectRow, isGuardFailure } from "../db/write";
 import { commitInDirectory, type DirectoryWork } from "../events/directory-outbox";
 import { connectClient } from "../integrations/service";
@@ -126,7 +126,7 @@ export async function verifyAccessToken(db: Db, config: Config, token: string): 
   const { jti, sub, org } = claims;
   if (typeof jti !== "string" || typeof sub !== "string" || typeof org !== "string" || typeof claims.exp !== "number") return null;
   const row = await db
-    .select({ permissions: oauthGrants.permissions, email: users.email, userName: users.name, role: users.role, organizationName: organizations.name, shard: organizationShards.shard, fencedAt: organizationShards.fencedAt })
+    .select({ permissions: oauthGrants.permissions, email: users.email, userName: users.name, role: users.role, organizationName: organizations.name, phoneRegion: organizationPhoneRegion.as("phone_region"), shard: organizationShards.shard, fencedAt: organizationShards.fencedAt })
     .from(oauthGrants)
     .innerJoin(users, and(eq(users.id, oauthGrants.userId), eq(users.organizationId, oauthGrants.organizationId)))
     .innerJoin(organizations, eq(organizations.id, oauthGrants.organizationId))
@@ -137,7 +137,7 @@ export async function verifyAccessToken(db: Db, config: Config, token: string): 
   if (!row) return null;
   return {
     user: { id: sub, email: row.email, name: row.userName, role: row.role },
-    organization: { id: org, name: row.organizationName },
+    organization: { id: org, name: row.organizationName, phoneRegion: row.phoneRegion },
     permissions: row.permissions.filter(isPermission),
     shard: row.shard,
     fenced: row.fencedAt !== null,

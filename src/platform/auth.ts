@@ -3,7 +3,7 @@ import { createMiddleware } from "hono/factory";
 import type { Context } from "hono";
 import type { Db } from "../db/client";
 import type { Statement } from "../db/write";
-import { apiKeys, organizationShards, organizations, sessions, users } from "../db/schema";
+import { apiKeys, organizationPhoneRegion, organizationShards, organizations, sessions, users } from "../db/schema";
 import { sha256Hex } from "../lib/crypto";
 import { type Config, readConfig } from "../env";
 import { InsufficientPermission, InsufficientRole, NotFound, OrganizationMoving, Unauthorized } from "../lib/errors";
@@ -67,13 +67,14 @@ const PRINCIPAL_COLUMNS = {
   role: users.role,
   organizationId: sql<string>`${organizations.id}`.as("organization_id"),
   organizationName: sql<string>`${organizations.name}`.as("organization_name"),
+  phoneRegion: organizationPhoneRegion.as("phone_region"),
   shard: organizationShards.shard,
   fencedAt: organizationShards.fencedAt,
 };
 
-const principalOf = (row: { userId: string; email: string; userName: string | null; role: AuthUser["role"]; organizationId: string; organizationName: string; shard: number; fencedAt: string | null }): Principal => ({
+const principalOf = (row: { userId: string; email: string; userName: string | null; role: AuthUser["role"]; organizationId: string; organizationName: string; phoneRegion: string; shard: number; fencedAt: string | null }): Principal => ({
   user: { id: row.userId, email: row.email, name: row.userName, role: row.role },
-  organization: { id: row.organizationId, name: row.organizationName },
+  organization: { id: row.organizationId, name: row.organizationName, phoneRegion: row.phoneRegion },
   shard: row.shard,
   fenced: row.fencedAt !== null,
 });
@@ -265,6 +266,7 @@ export function serviceContext(c: Context<AppBindings>): ServiceContext {
     directory: c.get("directory"),
     d1: c.get("d1"),
     organizationId: c.get("organization").id,
+    phoneRegion: c.get("organization").phoneRegion,
     actor: { type: "user", userId: c.get("user").id },
     requestId: c.get("requestId"),
     ifMatch: parseIfMatch(c.req.header("if-match")),

@@ -1,0 +1,57 @@
+import { and, eq, or } from "drizzle-orm";
+import { contacts } from "../db/schema";
+import { phoneKey, regionOf } from "../lib/phone";
+import { inJsonList } from "../lib/sql";
+import type { ServiceContext } from "../service-context";
+import type { ContactRecord } from "./mapping";
+
+/** Who a lead or an imported row is, as given: any number of e-mails and phones, written any way. */
+export interface PersonKeys {
+  emails: string[];
+  phones: string[];
+}
+
+export interface ContactMatch {
+  contact: ContactRecord | null;
+  matchedBy: "email" | "phone" | null;
+  /** Other contacts one of the person's phones names: the e-mail's match won over them (or an earlier contact did). */
+  conflicts: string[];
+}
+
+/** The most people one call matches: their keys travel as three JSON parameters of one statement. */
+export const MAX_MATCH_PEOPLE = 500;
+
+/**
+ * The organization's live contacts that `people` already are (issue 33: lead intake and imports match alike), in one
+ * D1 query for the whole list. An e-mail matches case-folded, as the unique e-mail key stores it; a phone matches
+ * either phone of a contact in E.164, numbers without a country code read in the organization's region. An e-mail
+ * match wins over a phone match; among several phone matches the oldest contact wins. The others a phone named are
+ * `conflicts`, for the caller to show.
+ */
+export async function matchContacts(ctx: ServiceContext, people: PersonKeys[]): Promise<ContactMatch[]> {
+  if (people.length > MAX_MATCH_PEOPLE) throw new RangeError(`matchContacts takes at most ${MAX_MATCH_PEOPLE} people per call`);
+  const region = regionOf(ctx);
+  const keyed = people.map((p) => ({
+    emails: [...new Set(p.emails.map((e) => e.trim().toLowerCase()).filter(Boolean))],
+    phones: [...new Set(p.phones.map((n) => phoneKey(n, region)).filter((k): k is string => k !== null))],
+  }));
+  const emails = [...new Set(keyed.flatMap((p) => p.emails))];
+  const phones = [...new Set(keyed.flatMap((p) => p.phones))];
+  if (emails.length === 0 && phones.length === 0) return people.map(() => ({ contact: null, matchedBy: null, conflicts: [] }));
+  const rows = await ctx.db
+    .select()
+    .from(contacts)
+    .where(and(eq(contacts.organizationId, ctx.organizationId), or(inJsonList(contacts.emailKey, emails), inJsonList(contacts.phoneKey, phones), inJsonList(contacts.secondaryPhoneKey, phones))));
+  const byEmail = new Map(rows.map((r) => [r.emailKey, r]));
+  const oldestFirst = [...rows].sort((a, b) => (a.createdAt === b.createdAt ? (a.id < b.id ? -1 : 1) : a.createdAt < b.createdAt ? -1 : 1));
+  return keyed.map(({ emails: mine, phones: myPhones }) => {
+    const emailMatch = mine.map((e) => byEmail.get(e)).find((r) => r !== undefined) ?? null;
+    const phoneMatches = oldestFirst.filter((r) => (r.phoneKey !== null && myPhones.includes(r.phoneKey)) || (r.secondaryPhoneKey !== null && myPhones.includes(r.secondaryPhoneKey)));
+    const contact = emailMatch ?? phoneMatches[0] ?? null;
+    return {
+      contact,
+      matchedBy: emailMatch ? "email" : contact ? "phone" : null,
+      conflicts: phoneMatches.filter((r) => r.id !== contact?.id).map((r) => r.id),
+    };
+  });
+}

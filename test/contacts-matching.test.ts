@@ -1,0 +1,71 @@
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { matchContacts } from "../src/contacts/service";
+import { createDb } from "../src/db/client";
+import { systemContext } from "../src/shards/tenants";
+import { call } from "./helpers/client";
+import { createContact, updateContact } from "./helpers/contacts";
+import { createPrincipal, tenantDb } from "./helpers/factories";
+
+const unique = () => crypto.randomUUID().slice(0, 8);
+
+/** The matching lead intake and imports share (issue 33), on the organization's own shard as a consumer would run it. */
+async function match(organizationId: string, people: { emails?: string[]; phones?: string[] }[], phoneRegion?: string) {
+  const ctx = { ...systemContext(env, createDb(await tenantDb(organizationId)), organizationId, "test", () => {}), phoneRegion };
+  return matchContacts(
+    ctx,
+    people.map((p) => ({ emails: p.emails ?? [], phones: p.phones ?? [] })),
+  );
+}
+
+describe("matching people to contacts (issue 33)", () => {
+  it("matches an e-mail in any case and a phone written any way, either phone of a contact", async () => {
+    const p = await createPrincipal();
+    const email = `Raj.Patel.${unique()}@Example.test`;
+    const raj = await createContact(p.token, { email, phone: "(415) 555-0100" });
+    const ann = await createContact(p.token, { secondaryPhone: "415.555.0199" });
+    const [byEmail, byPhone, bySecondary, nobody] = await match(p.organizationId, [
+      { emails: [email.toUpperCase()] },
+      { phones: ["+1 415-555-0100"] },
+      { emails: ["someone-else@example.test"], phones: ["1 (415) 555 0199"] },
+      { emails: ["nobody@example.test"], phones: ["415 555 0000"] },
+    ]);
+    expect(byEmail).toMatchObject({ contact: { id: raj.id }, matchedBy: "email", conflicts: [] });
+    expect(byPhone).toMatchObject({ contact: { id: raj.id }, matchedBy: "phone", conflicts: [] });
+    expect(bySecondary).toMatchObject({ contact: { id: ann.id }, matchedBy: "phone", conflicts: [] });
+    expect(nobody).toEqual({ contact: null, matchedBy: null, conflicts: [] });
+  });
+
+  it("lets the e-mail win over a phone that names another contact, and lists that one in conflicts", async () => {
+    const p = await createPrincipal();
+    const a = await createContact(p.token, { phone: "212-555-0101" });
+    const b = await createContact(p.token, {});
+    const [m] = await match(p.organizationId, [{ emails: [b.email], phones: ["(212) 555-0101"] }]);
+    expect(m).toMatchObject({ contact: { id: b.id }, matchedBy: "email", conflicts: [a.id] });
+  });
+
+  it("reads numbers without a country code in the organization's region, and keys a contact's phone again when it changes", async () => {
+    const p = await createPrincipal();
+    const res = await call("PATCH", "/v1/organization", { token: p.token, body: { settings: { defaultPhoneRegion: "GB" } } });
+    expect(res.status).toBe(200);
+    // A fresh session reads the region with its authentication, as every request does.
+    const gb = await createContact(p.token, { phone: "020 7946 0958" });
+    const [london, asUs] = await match(p.organizationId, [{ phones: ["+44 20 7946 0958"] }, { phones: ["+1 020 7946 0958"] }], "GB");
+    expect(london).toMatchObject({ contact: { id: gb.id }, matchedBy: "phone" });
+    expect(asUs!.contact).toBeNull();
+
+    await updateContact(p.token, gb.id, { phone: "07700 900123" });
+    const [old, fresh] = await match(p.organizationId, [{ phones: ["+442079460958"] }, { phones: ["+44 7700 900123"] }], "GB");
+    expect(old!.contact).toBeNull();
+    expect(fresh).toMatchObject({ contact: { id: gb.id }, matchedBy: "phone" });
+  });
+
+  it("never matches another organization's contacts", async () => {
+    const mine = await createPrincipal();
+    const theirs = await createPrincipal();
+    const email = `shared.${unique()}@example.test`;
+    await createContact(theirs.token, { email, phone: "303-555-0123" });
+    const [m] = await match(mine.organizationId, [{ emails: [email], phones: ["303 555 0123"] }]);
+    expect(m).toEqual({ contact: null, matchedBy: null, conflicts: [] });
+  });
+});
