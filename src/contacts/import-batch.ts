@@ -3,6 +3,8 @@ import { contacts } from "../db/schema";
 import { insertRowsFromJson } from "../db/row-json";
 import { expectNoRow, expectVersions, type Statement } from "../db/write";
 import { inJsonList } from "../lib/sql";
+import { phoneKey, regionOf } from "../lib/phone";
+import { matchContacts } from "./matching";
 import type { ServiceContext } from "../service-context";
 import { facetMovesOfMany } from "./facets";
 import type { ContactRecord } from "./mapping";
@@ -30,18 +32,6 @@ export type ImportOutcome = "created" | "updated" | "skipped";
 export interface ContactImportPlan {
   statements: Statement[];
   outcomes: ImportOutcome[];
-}
-
-/** An existing contact for each incoming person (by e-mail, case-folded), or null. */
-async function matchIncoming(ctx: ServiceContext, people: IncomingContact[]): Promise<(ContactRecord | null)[]> {
-  const keys = [...new Set(people.flatMap((p) => p.emails.map((e) => e.toLowerCase())))];
-  if (keys.length === 0) return people.map(() => null);
-  const found = await ctx.db
-    .select()
-    .from(contacts)
-    .where(and(eq(contacts.organizationId, ctx.organizationId), inJsonList(contacts.emailKey, keys)));
-  const byKey = new Map(found.map((c) => [c.emailKey, c]));
-  return people.map((p) => p.emails.map((e) => byKey.get(e.toLowerCase())).find((c) => c !== undefined) ?? null);
 }
 
 const blank = (v: unknown) => v === undefined || v === null || v === "" || (Array.isArray(v) && v.length === 0);
@@ -77,7 +67,9 @@ const sameRecord = (a: ContactRecord, b: ContactRecord) => JSON.stringify({ ...a
 export async function planContactImport(ctx: ServiceContext, people: IncomingContact[], rule: DuplicateRule): Promise<ContactImportPlan> {
   const now = new Date();
   const at = now.toISOString();
-  const matches = await matchIncoming(ctx, people);
+  const region = regionOf(ctx);
+  // Lead intake's matching (matching.ts): by any e-mail, case-folded, or any phone in E.164; an e-mail match wins.
+  const matches = (await matchContacts(ctx, people)).map((m) => m.contact);
   const matchedIds = [...new Set(matches.filter((m) => m !== null).map((m) => m!.id))];
   // The matched contacts as a write starts from them (with the activity figures a computed score needs).
   const { rows, figures } = rule === "skip" || matchedIds.length === 0 ? { rows: [] as ContactRecord[], figures: new Map() } : await readForWrite(ctx, matchedIds);
@@ -89,15 +81,15 @@ export async function planContactImport(ctx: ServiceContext, people: IncomingCon
 
   for (let i = 0; i < people.length; i++) {
     const person = people[i]!;
-    const keys = person.emails.map((e) => e.toLowerCase());
+    // A person created earlier in this chunk is matched as the database would match them: e-mail first, then phone.
+    const keys = [...person.emails.map((e) => e.trim().toLowerCase()), ...person.phones.flatMap((n) => phoneKey(n, region) ?? [])];
     const earlier = keys.map((k) => createdByKey.get(k)).find((c) => c !== undefined);
     const match = earlier ?? (matches[i] ? (current.get(matches[i]!.id) ?? matches[i]!) : null);
     if (!match) {
       const input = person.input;
-      const record = applyInput(blankContact(ctx, input.email, at), input, NO_ACTIVITY, now);
+      const record = applyInput(blankContact(ctx, input.email, at), input, NO_ACTIVITY, now, region);
       created.push(record);
-      for (const k of keys) createdByKey.set(k, record);
-      createdByKey.set(record.emailKey, record);
+      for (const k of [...keys, record.emailKey, record.phoneKey, record.secondaryPhoneKey]) if (k && !createdByKey.has(k)) createdByKey.set(k, record);
       outcomes.push("created");
       continue;
     }
@@ -105,7 +97,7 @@ export async function planContactImport(ctx: ServiceContext, people: IncomingCon
       outcomes.push("skipped");
       continue;
     }
-    const next = applyInput(match, changeOf(match, person.input, rule), figures.get(match.id) ?? NO_ACTIVITY, now);
+    const next = applyInput(match, changeOf(match, person.input, rule), figures.get(match.id) ?? NO_ACTIVITY, now, region);
     if (sameRecord(next, match)) {
       outcomes.push("skipped");
       continue;

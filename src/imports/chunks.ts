@@ -6,6 +6,7 @@ import { commit } from "../events/commit";
 import { newEvent } from "../events/outbox";
 import { planContactImport, type DuplicateRule, type ImportOutcome, type IncomingContact } from "../contacts/service";
 import { userResolver } from "../users/service";
+import { organizationSettings } from "../organization/service";
 import { nowIso } from "../lib/time";
 import { inJsonList } from "../lib/sql";
 import type { ServiceContext } from "../service-context";
@@ -136,6 +137,8 @@ async function readJob(ctx: ServiceContext, id: string): Promise<ImportRow | und
  * there; a finished, failed or cancelled import runs nothing and its source is deleted (again, if a delete was lost).
  */
 export async function handleImportMessage(ctx: ServiceContext, message: ImportMessage): Promise<void> {
+  // Phones without a country code are read in the organization's region, as on its requests.
+  ctx.phoneRegion ??= (await organizationSettings(ctx)).defaultPhoneRegion;
   const outcome = await withRetries(async () => {
     const job = await readJob(ctx, message.importId);
     if (!job) return "gone" as const;
