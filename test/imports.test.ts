@@ -112,6 +112,16 @@ describe("POST /v1/imports (contacts)", () => {
     await expectDerivedFiguresExact(owner.organizationId);
   });
 
+  it("matches as lead intake does: a differently written phone finds the contact, whose e-mail stays", async () => {
+    const owner = await createPrincipal();
+    const existing = await createContact(owner.token, { email: uniqueEmail("tel"), phone: "+1 416 555 0199" });
+    const rows = [{ firstName: "Tel", lastName: "Match", email: uniqueEmail("other"), phone: "(416) 555-0199", notes: "found by phone" }];
+    const done = await settledImport(owner, (await startRowsImport(owner, { kind: "contacts", rows, onDuplicate: "merge" })).id);
+    expect(done).toMatchObject({ status: "completed", created: 0, updated: 1 });
+    expect(await getContact(owner.token, existing.id)).toMatchObject({ email: existing.email, phone: "+1 416 555 0199", notes: "found by phone" });
+    expect(await total(owner.token)).toBe(1);
+  });
+
   it("takes JSON rows with a mapping, and the same e-mail twice in one file is one contact", async () => {
     const owner = await createPrincipal();
     const email = uniqueEmail("json");

@@ -50,7 +50,20 @@ export async function putUploads(ctx: ServiceContext, uploads: Upload[]): Promis
 export async function putUploadStream(ctx: ServiceContext, key: string, body: ReadableStream<Uint8Array>, length: number, httpMetadata: R2HTTPMetadata): Promise<void> {
   await ctx.db.insert(pendingUploads).values({ key, organizationId: ctx.organizationId, createdAt: nowIso() });
   const { readable, writable } = new FixedLengthStream(length);
-  await Promise.all([ctx.env.FILES.put(key, readable, { httpMetadata }), body.pipeTo(writable)]);
+  const piped = body.pipeTo(writable).then(
+    () => null,
+    (err: unknown) => err,
+  );
+  try {
+    await ctx.env.FILES.put(key, readable, { httpMetadata });
+  } catch (err) {
+    // The put stopped reading: end the pipe too, so the request's body is let go.
+    await readable.cancel(err).catch(() => undefined);
+    await piped;
+    throw err;
+  }
+  const failed = await piped;
+  if (failed) throw failed;
 }
 
 /**
