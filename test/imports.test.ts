@@ -6,6 +6,8 @@ import { createContact, getContact, uniqueEmail } from "./helpers/contacts";
 import { expectDerivedFiguresExact } from "./helpers/derived-figures";
 import { createPrincipal, tenantDb } from "./helpers/factories";
 import { importErrors, settledImport, startCsvImport, startRowsImport, uploadCsv } from "./helpers/imports";
+import { request } from "./helpers/fault-table";
+import { faultEnv, FaultPlan } from "./helpers/faulty-bindings";
 
 const FUB_HEADER = "First Name,Last Name,Email 1,Email 2,Phone 1,Phone 2,Tags,Stage,Source,Assigned To,Address 1 - Street,Address 1 - City,Address 1 - State,Address 1 - Zip,Notes";
 
@@ -179,3 +181,55 @@ describe("POST /v1/imports (properties)", () => {
     expect((await importErrors(owner, done.id)).map(([row, column]) => [row, column])).toEqual([["4", "propertyType"]]);
   });
 });
+
+/** A Follow Up Boss-shaped file of `n` people (one chunk is 500). */
+const book = (n: number) =>
+  new TextEncoder().encode([FUB_HEADER, ...Array.from({ length: n }, (_, i) => `P,Person ${i},p.${i}.${crypto.randomUUID().slice(0, 8)}@example.test,,,,imported,Lead,,,,,,,`)].join("\r\n"));
+
+describe("an import's chunks on a held queue", () => {
+  const upload = (f: ReturnType<typeof faultEnv>, token: string, csv: Uint8Array) =>
+    request(f, "POST", "/v1/imports?kind=contacts", { token, raw: csv, headers: { "content-type": "text/csv", "content-length": String(csv.length) } });
+
+  it("cancelled mid-way: no chunk runs after the cancel, what ran stays, the file leaves R2", async () => {
+    const owner = await createPrincipal();
+    const f = faultEnv();
+    const started = await upload(f, owner.token, book(1_200));
+    expect(started.status).toBe(202);
+    const id = started.body.data.id;
+    expect(await f.imports.deliverOnce(f.env)).toBe(1); // chunk 1: 500 people
+    expect((await request(f, "GET", `/v1/imports/${id}`, { token: owner.token })).body.data).toMatchObject({ status: "running", processed: 500, created: 500 });
+    const cancelled = await request(f, "POST", `/v1/imports/${id}/cancel`, { token: owner.token });
+    expect(cancelled.status).toBe(200);
+    expect(cancelled.body.data).toMatchObject({ status: "cancelled", processed: 500 });
+    expect(f.imports.held.length).toBe(1); // the message of chunk 2 was sent before the cancel
+    await f.imports.deliverOnce(f.env);
+    expect(f.imports.held.length).toBe(0);
+    expect((await request(f, "GET", `/v1/imports/${id}`, { token: owner.token })).body.data).toMatchObject({ status: "cancelled", processed: 500, created: 500 });
+    expect(await total(owner.token)).toBe(500);
+    expect((await request(f, "POST", `/v1/imports/${id}/cancel`, { token: owner.token })).body.error.code).toBe("import_finished");
+    expect(await env.FILES.head(`imports/${owner.organizationId}/${id}.csv`)).toBeNull();
+    await expectDerivedFiguresExact(owner.organizationId);
+  });
+
+  it("resumes at its chunk after a fault there: the queue's retry runs it once, counts exact, no duplicates", async () => {
+    const owner = await createPrincipal();
+    const plan = new FaultPlan();
+    const f = faultEnv(plan);
+    const started = await upload(f, owner.token, book(1_100));
+    const id = started.body.data.id;
+    await f.imports.deliverOnce(f.env); // chunk 1
+    // Chunk 2's batch commits but D1's answer is lost (a timeout after the commit): the consumer fails, the message is retried.
+    plan.arm(plan.steps.length, "lost");
+    await f.imports.deliverOnce(f.env);
+    expect(plan.hit).toBe(true);
+    plan.disarm();
+    // The platform redelivers chunk 2's message: its chunk has moved on, so it runs chunk 3, not chunk 2 again.
+    for (let i = 0; i < 5 && f.imports.held.length > 0; i++) await f.imports.deliverOnce(f.env);
+    const done = (await request(f, "GET", `/v1/imports/${id}`, { token: owner.token })).body.data;
+    expect(done).toMatchObject({ status: "completed", processed: 1_100, created: 1_100, updated: 0, skipped: 0, failed: 0 });
+    expect(await total(owner.token)).toBe(1_100);
+    expect((await contactsOf(owner.organizationId)).length).toBe(1_100);
+    await expectDerivedFiguresExact(owner.organizationId);
+  });
+});
+

@@ -3,6 +3,7 @@ import { CRM, crmError, crmSuccess } from "../crm/envelope";
 import { NoQuery } from "../crm/list-query";
 import { serviceContext } from "../platform/auth";
 import type { AppBindings } from "../platform/context";
+import { validationHook } from "../platform/openapi";
 import { defineRoute } from "../platform/route";
 import { MAX_JSON_ROWS, Import, ImportIdParam, ImportQuery, ImportRows } from "./schemas";
 import { cancelImport, getImport, importErrorsCsv, startCsvImport, startRowsImport } from "./service";
@@ -75,7 +76,7 @@ const cancel = defineRoute(CRM, {
   responses: { 200: crmSuccess("The import, cancelled", Import), ...NOT_FOUND, 409: crmError("The import has ended: completed, failed or cancelled (import_finished)") },
 });
 
-export const importRoutes = new OpenAPIHono<AppBindings>()
+export const importRoutes = new OpenAPIHono<AppBindings>({ defaultHook: validationHook })
   .openapi(start, async (c) => {
     const ctx = serviceContext(c);
     const isJson = (c.req.header("content-type") ?? "").toLowerCase().includes("json");
