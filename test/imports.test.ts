@@ -168,6 +168,31 @@ describe("POST /v1/imports (contacts)", () => {
   });
 });
 
+describe("imports and erasure", () => {
+  it("an erasure waits while an import runs (409 import_running); afterwards imports hold nothing of the person", async () => {
+    const owner = await createPrincipal();
+    const email = uniqueEmail("erase-me");
+    const f = faultEnv();
+    // Held: the import stays queued until its message is delivered.
+    const started = await request(f, "POST", "/v1/imports", { token: owner.token, body: { kind: "contacts", rows: [{ firstName: "Erin", lastName: "Erasable", email, phone: "416-555-0177" }, { firstName: "Erin", lastName: "Erasable", email: "not-an-email" }] } });
+    const id = started.body.data.id;
+    const person = await createContact(owner.token, { firstName: "Erin", lastName: "Erasable", email });
+    const refused = await call("DELETE", `/v1/contacts/${person.id}?erase=true`, { token: owner.token });
+    expect(refused.status).toBe(409);
+    expect((await json(refused)).error.code).toBe("import_running");
+    while (f.imports.held.length > 0) await f.imports.deliverOnce(f.env);
+    expect((await settledImport(owner, id)).status).toBe("completed");
+    expect((await call("DELETE", `/v1/contacts/${person.id}?erase=true`, { token: owner.token })).status).toBe(200);
+    const db = await tenantDb(owner.organizationId);
+    const rows = JSON.stringify([
+      ...(await db.prepare("SELECT * FROM imports WHERE organization_id = ?").bind(owner.organizationId).all()).results,
+      ...(await db.prepare("SELECT * FROM import_errors WHERE organization_id = ?").bind(owner.organizationId).all()).results,
+    ]);
+    for (const piece of [email, "Erin", "Erasable", "0177", "not-an-email"]) expect(rows).not.toContain(piece);
+    expect((await env.FILES.list({ prefix: `imports/${owner.organizationId}/` })).objects).toEqual([]);
+  });
+});
+
 describe("POST /v1/imports (properties)", () => {
   it("imports listings and skips one whose mlsId exists", async () => {
     const owner = await createPrincipal();
