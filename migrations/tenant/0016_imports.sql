@@ -25,11 +25,12 @@ CREATE TABLE `imports` (
 	`created_by` text,
 	`created_at` text NOT NULL,
 	`updated_at` text NOT NULL,
+	`progress_at` text NOT NULL,
 	`finished_at` text
 );
 --> statement-breakpoint
 CREATE INDEX `imports_org_status_idx` ON `imports` (`organization_id`,`status`,`updated_at`);--> statement-breakpoint
-CREATE INDEX `imports_status_updated_idx` ON `imports` (`status`,`updated_at`);--> statement-breakpoint
+CREATE INDEX `imports_status_progress_idx` ON `imports` (`status`,`progress_at`);--> statement-breakpoint
 CREATE TABLE `import_errors` (
 	`import_id` text NOT NULL,
 	`organization_id` text NOT NULL,

@@ -40,9 +40,11 @@ export const imports = sqliteTable(
     createdBy: text(),
     createdAt: text().notNull(),
     updatedAt: text().notNull(),
+    /** When a chunk last committed (or the import was created): the cron re-sends a stalled import's message, and gives up after a day. */
+    progressAt: text().notNull(),
     finishedAt: text(),
   },
-  (t) => [index("imports_org_status_idx").on(t.organizationId, t.status, t.updatedAt), index("imports_status_updated_idx").on(t.status, t.updatedAt)],
+  (t) => [index("imports_org_status_idx").on(t.organizationId, t.status, t.updatedAt), index("imports_status_progress_idx").on(t.status, t.progressAt)],
 );
 
 /**

@@ -111,6 +111,7 @@ async function runChunk(ctx: ServiceContext, job: ImportRow): Promise<"more" | "
     skipped: job.skipped + count(tally.outcomes, "skipped"),
     failed: job.failed + tally.failed,
     updatedAt: at,
+    progressAt: at,
     finishedAt: done ? at : null,
   };
   const errorRows = tally.issues.map(({ row, issue }, seq) => ({ importId: job.id, organizationId: job.organizationId, rowNumber: row, seq, column: issue.column.slice(0, 200), reason: issue.reason }));
@@ -166,19 +167,27 @@ export async function handleImportMessage(ctx: ServiceContext, message: ImportMe
 
 /** An import with no progress for this long lost its message (a send after a commit that failed): the cron sends it again. */
 const STALLED_MS = 5 * 60_000;
+/** An import whose chunk has failed for this long (every retry, every re-send) is given up: it ends `failed`. */
+const GIVE_UP_MS = 24 * 3_600_000;
 
-/** Cron pass: re-sends the message of each import that has sat queued or running with no progress (at most 50 a pass). */
+/**
+ * Cron pass: re-sends the message of each import that has sat queued or running with no progress (at most 50 a pass),
+ * and fails those that have made none for a day. The stalled ones are touched, so the next pass waits again.
+ */
 export async function resumeStalledImports(env: ServiceContext["env"], db: ServiceContext["db"]): Promise<number> {
-  const before = new Date(Date.now() - STALLED_MS).toISOString();
-  const stalled = await db.select({ importId: imports.id, organizationId: imports.organizationId }).from(imports).where(and(inArray(imports.status, [...ACTIVE]), lte(imports.updatedAt, before))).limit(50);
-  if (stalled.length === 0) return 0;
+  const now = Date.now();
   const at = nowIso();
-  // Touch them, so the next pass waits again rather than piling up messages of a slow import.
+  const active = inArray(imports.status, [...ACTIVE]);
+  await db
+    .update(imports)
+    .set({ status: "failed", failureReason: "A chunk failed again and again for a day; import the rest of the file again", finishedAt: at, updatedAt: at })
+    .where(and(active, lte(imports.progressAt, new Date(now - GIVE_UP_MS).toISOString())));
+  const stalled = await db.select({ importId: imports.id, organizationId: imports.organizationId }).from(imports).where(and(active, lte(imports.progressAt, new Date(now - STALLED_MS).toISOString()), lte(imports.updatedAt, new Date(now - STALLED_MS).toISOString()))).limit(50);
+  if (stalled.length === 0) return 0;
   await db.update(imports).set({ updatedAt: at }).where(inJsonList(imports.id, stalled.map((s) => s.importId)));
   await env.IMPORTS.sendBatch(stalled.map((body) => ({ body })));
   return stalled.length;
 }
-
 
 /** The `imports` queue's consumer (one message per batch): each message on its organization's shard, retried with backoff when it fails. */
 export async function consumeImports(batch: MessageBatch<unknown>, env: ServiceContext["env"]): Promise<void> {

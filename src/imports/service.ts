@@ -93,6 +93,7 @@ async function begin(ctx: ServiceContext, id: string, kind: ImportKind, sizeByte
     createdBy: ctx.actor.userId ?? null,
     createdAt: at,
     updatedAt: at,
+    progressAt: at,
     finishedAt: null,
   };
   try {

@@ -1133,8 +1133,8 @@ export const RACES: Race[] = [
       const id = crypto.randomUUID();
       const at = new Date().toISOString();
       await (await tenantDb(owner.organizationId))
-        .prepare("INSERT INTO imports (id, organization_id, kind, status, source_key, size_bytes, on_duplicate, created_at, updated_at) VALUES (?, ?, 'contacts', 'queued', ?, 10, 'skip', ?, ?)")
-        .bind(id, owner.organizationId, `imports/${owner.organizationId}/${id}.csv`, at, at)
+        .prepare("INSERT INTO imports (id, organization_id, kind, status, source_key, size_bytes, on_duplicate, created_at, updated_at, progress_at) VALUES (?, ?, 'contacts', 'queued', ?, 10, 'skip', ?, ?, ?)")
+        .bind(id, owner.organizationId, `imports/${owner.organizationId}/${id}.csv`, at, at, at)
         .run();
       return { id };
     },
