@@ -1,6 +1,12 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { parseCsv, readCsvChunk } from "../src/imports/csv";
+import { planContactImport } from "../src/contacts/service";
+import { ContactCreate } from "../src/contacts/schemas";
+import { createDb } from "../src/db/client";
+import { commit } from "../src/events/commit";
+import { StaleWrite } from "../src/db/write";
+import { systemContext } from "../src/shards/tenants";
 import { call, json } from "./helpers/client";
 import { createContact, getContact, uniqueEmail } from "./helpers/contacts";
 import { expectDerivedFiguresExact } from "./helpers/derived-figures";
@@ -165,6 +171,22 @@ describe("POST /v1/imports (contacts)", () => {
       expect((await call(method, path, { token: stranger.token })).status).toBe(404);
     }
     await settledImport(owner, started.id);
+  });
+});
+
+describe("a chunk racing a delete of a contact it updates", () => {
+  it("the chunk's batch fails as a lost race (guarded on the version it read): the deleted contact stays deleted", async () => {
+    const owner = await createPrincipal();
+    const existing = await createContact(owner.token, { email: uniqueEmail("raced"), notes: "before" });
+    const ctx = systemContext(env, createDb(await tenantDb(owner.organizationId)), owner.organizationId, "test", () => {});
+    const input = ContactCreate.parse({ firstName: "Ra", lastName: "Ced", email: existing.email, notes: "from the import" });
+    const plan = await planContactImport(ctx, [{ input, emails: [existing.email], phones: [] }], "update");
+    expect(plan.outcomes).toEqual(["updated"]);
+    expect((await call("DELETE", `/v1/contacts/${existing.id}`, { token: owner.token })).status).toBe(200);
+    await expect(commit(ctx, plan.statements)).rejects.toBeInstanceOf(StaleWrite);
+    expect((await call("GET", `/v1/contacts/${existing.id}`, { token: owner.token })).status).toBe(404);
+    expect(await total(owner.token)).toBe(0);
+    await expectDerivedFiguresExact(owner.organizationId);
   });
 });
 
