@@ -27,6 +27,7 @@ export default defineConfig({
     "./src/db/shard-fences.ts",
     "./src/db/search.ts",
     "./src/db/custom-fields.ts",
+    "./src/db/imports.ts",
   ],
   out: "./migrations/tenant",
   casing: "snake_case",

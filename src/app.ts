@@ -93,6 +93,7 @@ function routeGroups(options: AppOptions): RouteGroup[] {
     group(["/v1/properties", "/v1/properties/*"], async () => [(await import("./properties/routes")).propertyRoutes]),
     group(["/v1/deals", "/v1/deals/*"], async () => [(await import("./deals/routes")).dealRoutes]),
     group(["/v1/trash"], async () => [(await import("./trash/routes")).trashRoutes]),
+    group(["/v1/imports", "/v1/imports/*"], async () => [(await import("./imports/routes")).importRoutes]),
     group(["/v1/api-keys", "/v1/api-keys/*"], async () => [(await import("./api-keys/routes")).apiKeyRoutes]),
     group(["/v1/custom-fields", "/v1/custom-fields/*"], async () => [(await import("./custom-fields/routes")).customFieldRoutes]),
     group(["/v1/integrations"], async () => [(await import("./integrations/routes")).integrationRoutes]),

@@ -16,6 +16,7 @@ import { expireSurveys, sendDueSurveys } from "./surveys/scheduling";
 import { sendDueReminders, sweepOverdueEnvelopes } from "./signatures/sweeps";
 import { purgeTrash } from "./trash/service";
 import { sweepPendingUploads } from "./files/uploads";
+import { resumeStalledImports } from "./imports/chunks";
 import { resendStalledDeliveries } from "./webhooks/fanout";
 import { healEndpoints } from "./webhooks/healing";
 
@@ -41,6 +42,7 @@ export function runCron(env: Env): Promise<unknown> {
     onEveryShard(env, "trash purge", ({ db }) => purgeTrash(env, db)),
     onEveryShard(env, "pending erasures", ({ db }) => resumeErasures(env, db)),
     onEveryShard(env, "pending uploads sweep", ({ db }) => sweepPendingUploads(env, db)),
+    onEveryShard(env, "stalled imports", ({ db }) => resumeStalledImports(env, db)),
     onDirectory("oauth prune", () => pruneOAuth(createDb(env.DB))),
     // Integration events of directory changes whose shard write did not finish, then connections whose grants ran out.
     onDirectory("directory events relay", () => withDeferred((defer) => relayDueDirectoryEvents({ env, directory: createDb(env.DB), defer }))),

@@ -14,6 +14,8 @@ export interface Env {
   ENVELOPE_SIGNER: DurableObjectNamespace;
   EVENTS: Queue<unknown>;
   WEBHOOK_DELIVERIES: Queue<unknown>;
+  /** Import chunks (issue 33, src/imports/): one message per chunk to run. */
+  IMPORTS: Queue<unknown>;
   DOCUMENT_VECTORS?: VectorizeIndex;
   FILES: R2Bucket;
   /** Workers static assets (assets/): the fonts the sealed PDFs embed, loaded at first use. */

@@ -30,6 +30,8 @@ export async function handleQueue(batch: MessageBatch<unknown>, env: Env): Promi
       return deliverWebhooks(batch, env);
     case "webhook-deliveries-dlq":
       return markDeadDeliveries(batch, env);
+    case "imports":
+      return (await import("./imports/chunks")).consumeImports(batch, env);
     default:
       // A queue bound in wrangler.toml without a consumer here: keep its messages rather than lose them.
       console.error(JSON.stringify({ level: "warn", msg: "no consumer for queue", queue: batch.queue, count: batch.messages.length }));

@@ -69,3 +69,37 @@ describe("matching people to contacts (issue 33)", () => {
     expect(m).toEqual({ contact: null, matchedBy: null, conflicts: [] });
   });
 });
+
+describe("the matching query's plan", () => {
+  it("looks each key up by its index, never walking the organization's contacts (an OR of the three did)", async () => {
+    const p = await createPrincipal({ shard: 0 });
+    const real = await tenantDb(p.organizationId);
+    const issued: { sql: string; params: unknown[] }[] = [];
+    // The shard, recording each statement the matching sends with its parameters.
+    const recording = new Proxy(real, {
+      get(target, prop) {
+        if (prop === "prepare")
+          return (sql: string) => {
+            const statement = target.prepare(sql);
+            return new Proxy(statement, {
+              get(s, q) {
+                if (q === "bind") return (...params: unknown[]) => (issued.push({ sql, params }), s.bind(...params));
+                const v = Reflect.get(s, q);
+                return typeof v === "function" ? v.bind(s) : v;
+              },
+            });
+          };
+        const v = Reflect.get(target, prop);
+        return typeof v === "function" ? v.bind(target) : v;
+      },
+    });
+    const ctx = systemContext(env, createDb(recording as D1Database), p.organizationId, "test", () => {});
+    await matchContacts(ctx, [{ emails: ["a@example.test"], phones: ["416-555-0100"] }]);
+    const [query] = issued.filter((q) => /from "contacts"/i.test(q.sql));
+    const plan = (await real.prepare(`EXPLAIN QUERY PLAN ${query!.sql}`).bind(...query!.params).all<{ detail: string }>()).results.map((r) => r.detail).join("\n");
+    expect(plan).toMatch(/contacts_org_email_unique \(organization_id=\? AND email_key=\?\)/);
+    expect(plan).toMatch(/\(organization_id=\? AND phone_key=\?\)/);
+    expect(plan).toMatch(/\(organization_id=\? AND secondary_phone_key=\?\)/);
+    expect(plan).not.toMatch(/INDEX \w+ \(organization_id=\?\)$/m);
+  });
+});

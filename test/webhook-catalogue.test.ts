@@ -212,6 +212,17 @@ const disabledEndpoint = (w: World) =>
     expect(await healEndpoints(env, createDb(db))).toBe(1);
   });
 
+/** A book of two people imported (issue 33): one import.completed with the counts, no per-contact event. */
+const importBook = (w: World) =>
+  w.once("import", async () => {
+    const rows = [
+      { firstName: "Imp", lastName: "Orted", email: `${crypto.randomUUID()}@import.test` },
+      { firstName: "No", lastName: "Email" },
+    ];
+    const started = await ok(await call("POST", "/v1/imports", { token: w.owner.token, body: { kind: "contacts", rows } }), 202);
+    await vi.waitFor(async () => expect((await ok(await call("GET", `/v1/imports/${started.data.id}`, { token: w.owner.token }))).data.status).toBe("completed"), { timeout: 20_000, interval: 200 });
+  });
+
 const isSha256 = (v: unknown) => typeof v === "string" && /^[0-9a-f]{64}$/.test(v);
 
 /**
@@ -306,6 +317,7 @@ const DRIVE: { event: WebhookEventName; drive(w: World): Promise<unknown>; check
     drive: survey,
     check: (p) => expect(p.data.object).toMatchObject({ status: "COMPLETED", response: { answers: { overall: 5, recommend: 10, publish: true } } }),
   },
+  { event: "import.completed", drive: importBook, check: (p) => expect(p.data.object).toMatchObject({ kind: "contacts", status: "completed", processed: 2, created: 1, failed: 1 }) },
   { event: "referral.received", drive: referral, check: (p) => expect(p.data.object).toMatchObject({ status: "RECEIVED", channel: "PUBLIC_PROFILE", referredName: "Lee Lead" }) },
 ];
 

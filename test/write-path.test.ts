@@ -63,7 +63,7 @@ describe("concurrent writes (the race table)", () => {
   it.each(cases(RACES.filter((r): r is ChildRace => r.kind === "child")))("%s (shard %i) racing the parent's delete leaves nothing behind", async (route, shard, entry) => {
     const owner = await createPrincipal({ shard });
     const params = await entry.seed(owner);
-    const children = Array.from({ length: 10 }, (_, i) => ({ method: methodOf(route), path: fillPath(pathOf(route), params), token: owner.token, body: entry.body(i), vars: entry.vars?.(params) }));
+    const children = Array.from({ length: 10 }, (_, i) => ({ method: methodOf(route), path: fillPath(pathOf(route), params), token: owner.token, body: entry.body(i, params), vars: entry.vars?.(params) }));
     const remove = { method: "DELETE", path: fillPath(entry.parentDelete, params), token: owner.token };
     // The delete goes out in the middle of the child writes.
     const answers = await race([...children.slice(0, 5), remove, ...children.slice(5)]);

@@ -9,6 +9,7 @@ import {
   contacts,
   contactTags,
   erasures,
+  imports,
   mailOutbox,
   referralKeys,
   referrals,
@@ -18,13 +19,13 @@ import {
   trashEntries,
   trashRows,
 } from "../db/schema";
-import { expectRow, expectVersion, expectVersionMatch, type Statement, withRetries } from "../db/write";
+import { expectNoRow, expectRow, expectVersion, expectVersionMatch, type Statement, withRetries } from "../db/write";
 import { commit } from "../events/commit";
 import { eraseDocumentsNaming } from "../documents/service";
 import type { Env } from "../env";
 import { newEvent } from "../events/outbox";
 import { sha256Hex } from "../lib/crypto";
-import { NotFound } from "../lib/errors";
+import { Conflict, NotFound } from "../lib/errors";
 import { newId } from "../lib/ids";
 import { loggableError } from "../lib/log";
 import { matcherOf, phoneParts, replaceMentions } from "../lib/mentions";
@@ -122,6 +123,8 @@ async function eraseMerged(ctx: ServiceContext, found: Found): Promise<void> {
  * finds its erasure pending (a retry after a failure) finishes it and answers the same. Contacts merged into this
  * one are erased with it (`eraseMerged`).
  */
+const importRunning = () => new Conflict("An import of your organization is running and its file may name this person: erase once it has ended (GET /v1/imports/{id}), or cancel it", "import_running");
+
 export async function eraseContact(ctx: ServiceContext, id: string): Promise<Erasure> {
   const org = ctx.organizationId;
   let authors: string[] = [];
@@ -136,6 +139,9 @@ export async function eraseContact(ctx: ServiceContext, id: string): Promise<Era
     }
     const contact = (live ?? trashed)!;
     expectVersionMatch(ctx, contact.version);
+    // An import's source file may name the person and would bring them back: erasure waits for it (issue 33).
+    const importing = and(eq(imports.organizationId, org), inArray(imports.status, ["queued", "running"]));
+    if (await ctx.db.select({ id: imports.id }).from(imports).where(importing).limit(1).get()) throw importRunning();
     const person = personOf(contact);
     // A child table's rows of the contact: live beside it, or kept in the trash with it.
     const childRows = (table: typeof contactActivities | typeof contactCommunications) =>
@@ -183,6 +189,7 @@ export async function eraseContact(ctx: ServiceContext, id: string): Promise<Era
       touchedAt: at,
     };
     statements.push(
+      expectNoRow(ctx.db, imports, importing),
       ctx.db
         .insert(trashEntries)
         .values({ recordId: id, organizationId: org, kind: "contact", state: "erased", label: null, deletedAt: at, deletedBy: ctx.actor.userId ?? null, restorableUntil: at, endedAt: at })

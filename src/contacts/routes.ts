@@ -167,12 +167,13 @@ referrals, survey invitations, the mail log, event and delivery payloads, notes,
 marketing texts, other records kept in the trash). Ratings and counts are kept, and so are completed envelopes and
 clickwrap acceptances: \`retained\` names them and \`retainedRecords\` says how many and why. The answer lists what was
 erased by kind and count. An erasure that fails half-way answers 500 and is finished by the same request sent again or,
-a few minutes later, by the cron; the contact is gone from the first failure on. ${CONDITIONAL}`,
+a few minutes later, by the cron; the contact is gone from the first failure on. While an import of the organization runs, an
+erasure answers 409 \`import_running\` (its file may name the person and would bring them back). ${CONDITIONAL}`,
   request: { params: IdParam, query: ContactDeleteQuery },
   responses: {
     200: { description: "Deleted (to the trash), or erased", content: { "application/json": { schema: z.object({ success: z.literal(true), message: z.string(), data: z.union([z.object({ id: z.string(), deleted: z.literal(true) }), Erasure]) }) } } },
     ...NOT_FOUND,
-    ...CONTENDED,
+    409: crmError("Changed by too many requests at once (concurrent_modification); retry. Or, with erase=true: an import of the organization is running, whose file may name the person (import_running): erase once it has ended"),
     ...CRM_PRECONDITION_ERROR,
   },
 });

@@ -35,6 +35,7 @@ export { listContacts } from "./list";
 export { mergeContacts } from "./merge";
 export { listTags } from "./tags";
 export { fillContactFromLead, type IntakeActivity, type IntakePerson, newContactForLead } from "./intake";
+export { type DuplicateRule, type ImportOutcome, type IncomingContact, planContactImport } from "./import-batch";
 export { matchContacts } from "./matching";
 
 const byId = (ctx: ServiceContext, id: string) => and(eq(contacts.id, id), eq(contacts.organizationId, ctx.organizationId));

@@ -146,7 +146,7 @@ export function applyInput(base: ContactRecord, input: ContactUpdate, figures: A
 }
 
 /** A new contact of the organization before any input is applied: a LEAD, ACTIVE, with nothing but its name and e-mail. */
-export function blankContact(ctx: ServiceContext, person: { firstName: string; lastName: string; email: string }, at: string): ContactRecord {
+export function blankContact(ctx: Pick<ServiceContext, "organizationId">, person: { firstName: string; lastName: string; email: string }, at: string): ContactRecord {
   return {
     id: newId(),
     organizationId: ctx.organizationId,

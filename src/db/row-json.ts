@@ -1,6 +1,9 @@
 import { getTableColumns, type SQL, sql } from "drizzle-orm";
 import { toSnakeCase } from "drizzle-orm/casing";
 import { getTableConfig, type SQLiteColumn, type SQLiteTable } from "drizzle-orm/sqlite-core";
+import { chunkBySize } from "../lib/sql";
+import type { Db } from "./client";
+import type { Statement } from "./write";
 
 /**
  * A row as the JSON object of its stored columns, and back: how the trash keeps a deleted record's rows
@@ -34,4 +37,26 @@ export function valuesFromJson(table: SQLiteTable, source: string): SQL {
     return sql.raw(isBlob(column) ? `unhex(${value})` : value);
   });
   return sql.join(values, sql`, `);
+}
+
+/** A record of `table` as the JSON object `valuesFromJson` reads: each stored column's value as the driver stores it. */
+export function driverRow(table: SQLiteTable, record: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [key, column] of storedColumns(table)) {
+    const value = record[key];
+    out[key] = value === null || value === undefined ? null : column.mapToDriverValue(value);
+  }
+  return out;
+}
+
+/** The JSON text of the rows passed to one statement, at most (D1 holds a bound value to 2 MB). */
+const MAX_ROWS_JSON = 900 * 1024;
+
+/**
+ * Many new rows of `table` in as few statements as fit: each binds one JSON array of rows (D1 binds at most 100
+ * values per statement, so one parameter per column would take a statement per row).
+ */
+export function insertRowsFromJson(db: Db, table: SQLiteTable, records: Record<string, unknown>[]): Statement[] {
+  const groups = chunkBySize(records.map((r) => JSON.stringify(driverRow(table, r))), MAX_ROWS_JSON);
+  return groups.map((g) => db.insert(table).select(sql`SELECT ${valuesFromJson(table, "value")} FROM json_each(${`[${g.join(",")}]`}) WHERE true`));
 }

@@ -20,3 +20,4 @@ export * from "./uploads";
 export * from "./shard-fences";
 export * from "./search";
 export * from "./custom-fields";
+export * from "./imports";

@@ -44,6 +44,29 @@ export async function putUploads(ctx: ServiceContext, uploads: Upload[]): Promis
 }
 
 /**
+ * One upload streamed from the request to R2 as it arrives (an import's CSV, up to 50 MB): never in memory. `length`
+ * is the request's Content-Length; a body that ends early or runs over it fails the put (FixedLengthStream).
+ */
+export async function putUploadStream(ctx: ServiceContext, key: string, body: ReadableStream<Uint8Array>, length: number, httpMetadata: R2HTTPMetadata): Promise<void> {
+  await ctx.db.insert(pendingUploads).values({ key, organizationId: ctx.organizationId, createdAt: nowIso() });
+  const { readable, writable } = new FixedLengthStream(length);
+  const piped = body.pipeTo(writable).then(
+    () => null,
+    (err: unknown) => err,
+  );
+  try {
+    await ctx.env.FILES.put(key, readable, { httpMetadata });
+  } catch (err) {
+    // The put stopped reading: end the pipe too, so the request's body is let go.
+    await readable.cancel(err).catch(() => undefined);
+    await piped;
+    throw err;
+  }
+  const failed = await piped;
+  if (failed) throw failed;
+}
+
+/**
  * For the batch that commits the rows naming `keys`: each must still be pending and younger than the sweep's age (so
  * the sweep cannot have taken its object), and stops being pending.
  */

@@ -34,6 +34,7 @@ export const PERMISSIONS = {
   "api-keys:manage": "Create and delete API keys",
   "custom-fields:read": "Read the organization's custom field definitions",
   "custom-fields:manage": "Define and delete custom fields on contacts, deals and properties",
+  "imports:manage": "Import a book of contacts or properties (CSV or JSON rows), follow and cancel imports",
 } as const;
 
 export type Permission = keyof typeof PERMISSIONS;
@@ -48,8 +49,8 @@ export const isPermission = (value: string): value is Permission => Object.hasOw
 export const ROLES = ["owner", "admin", "agent"] as const;
 export type Role = (typeof ROLES)[number];
 
-/** What only owners and admins may do: manage users, keys, webhooks, custom fields and the organization, see its integrations, erase a person. */
-const MANAGING: readonly Permission[] = ["organization:manage", "users:manage", "api-keys:manage", "webhooks:manage", "integrations:read", "contacts:erase", "custom-fields:manage"];
+/** What only owners and admins may do: manage users, keys, webhooks, custom fields and the organization, see its integrations, erase a person, import a book. */
+const MANAGING: readonly Permission[] = ["organization:manage", "users:manage", "api-keys:manage", "webhooks:manage", "integrations:read", "contacts:erase", "custom-fields:manage", "imports:manage"];
 
 export const ROLE_PERMISSIONS: Record<Role, readonly Permission[]> = {
   owner: PERMISSION_NAMES,
@@ -81,6 +82,7 @@ const ROUTE_NEEDS: Record<string, Need> = {
   "/v1/integrations": both("integrations:read"),
   "/v1/api-keys": both("api-keys:manage"),
   "/v1/custom-fields": { read: "custom-fields:read", write: "custom-fields:manage" },
+  "/v1/imports": both("imports:manage"),
   "/api/documents": { read: "documents:read", write: "documents:write" },
   "/api/documents/*/signatures": { read: "signatures:read", write: "envelopes:send" },
   "/api/documents/*/signature": { read: "signatures:read", write: "envelopes:send" },

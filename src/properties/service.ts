@@ -18,6 +18,7 @@ import type { PropertyCreate, PropertyUpdate } from "./schemas";
 
 export { listProperties } from "./list";
 export { inquiryWrite } from "./signals";
+export { planPropertyImport } from "./import-batch";
 
 const byId = (ctx: ServiceContext, id: string) => and(eq(properties.id, id), eq(properties.organizationId, ctx.organizationId));
 

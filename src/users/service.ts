@@ -49,6 +49,22 @@ export async function leadRecipients(ctx: Pick<ServiceContext, "db" | "organizat
   return rows.map((r) => r.id);
 }
 
+/**
+ * The users a spreadsheet may name as an assignee (an import's "Assigned To"), by id, e-mail or name in any case; a
+ * name two users share names neither.
+ */
+export async function userResolver(ctx: Pick<ServiceContext, "db" | "organizationId">): Promise<(named: string) => string | null> {
+  const rows = await ctx.db.select({ id: users.id, email: users.email, name: users.name }).from(users).where(eq(users.organizationId, ctx.organizationId)).limit(10_000);
+  const byKey = new Map<string, string | null>();
+  const add = (key: string | null, id: string) => {
+    if (!key) return;
+    const k = key.trim().toLowerCase();
+    byKey.set(k, byKey.has(k) && byKey.get(k) !== id ? null : id);
+  };
+  for (const r of rows) (add(r.id, r.id), add(r.email, r.id), add(r.name, r.id));
+  return (named) => byKey.get(named.trim().toLowerCase()) ?? null;
+}
+
 /** GET /v1/users/{id}. */
 export async function getUser(ctx: ServiceContext, id: string): Promise<User> {
   const [row, invited] = await Promise.all([findUser(ctx, id), pendingInvitations(ctx.directory, ctx.organizationId, [id])]);

@@ -63,6 +63,8 @@ export const WEBHOOK_EVENTS = [
   "testimonial.published",
   "survey.completed",
   "referral.received",
+  // Ours (issue 33): one per import, with its counts; the imported records emit none of their own.
+  "import.completed",
   // Ours (issue 32): sent to every other enabled endpoint of the organization, subscribed or not (webhooks/healing.ts).
   "webhook.endpoint_disabled",
 ] as const;
@@ -97,6 +99,7 @@ const READ_PERMISSION: Record<string, Permission> = {
   testimonial: "reputation:read",
   survey: "reputation:read",
   referral: "reputation:read",
+  import: "imports:manage",
 };
 
 export const readPermissionOf = (event: WebhookEventName): Permission => READ_PERMISSION[resourceOf(event)]!;

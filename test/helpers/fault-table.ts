@@ -1101,7 +1101,47 @@ const oauthDisconnect: FaultRow<Grant> = {
 };
 
 
+interface BookImport extends Written {
+  csv: Uint8Array;
+}
+
+/** Rows of the import row: two chunks (500 and 200), each contact tagged, so counts, tags and facets all move. */
+const IMPORTED = 700;
+
+/**
+ * Issue 33: an import of a Follow Up Boss-shaped CSV, failed at each step (the upload's pending note, R2 put and
+ * row, each chunk's batch and its next message, the completion's batch, the source's delete, the event's publish).
+ * However it fails, each person is one contact, counted once, and the source leaves R2.
+ */
+const bookImport: FaultRow<BookImport> = {
+  operation: "import of 700 contacts (CSV upload, 2 chunks, completion)",
+  recovery: "client retry (same Idempotency-Key); queue redelivery; cron re-sends a stalled import",
+  async seed() {
+    const owner = await principal();
+    const rows = Array.from({ length: IMPORTED }, (_, i) => `Imp,Person ${i},imp.${i}.${crypto.randomUUID().slice(0, 8)}@example.test,"imported, batch-${i % 3}",Lead`);
+    return { owner, key: crypto.randomUUID(), csv: new TextEncoder().encode(["First Name,Last Name,Email 1,Tags,Stage", ...rows].join("\r\n")) };
+  },
+  ...retriedRequest<BookImport>(async (f, s) => {
+    const answer = await request(f, "POST", "/v1/imports?kind=contacts", { token: s.owner.token, raw: s.csv, headers: { ...keyed(s), "content-type": "text/csv", "content-length": String(s.csv.length) } });
+    await drainQueues(f);
+    return answer;
+  }),
+  async check(_f, s) {
+    expectAnswered(s, 202);
+    const org = s.owner.organizationId;
+    expect(await count(org, "SELECT COUNT(*) AS n FROM contacts WHERE organization_id = ?", org), "contacts").toBe(IMPORTED);
+    expect(await count(org, "SELECT COUNT(*) AS n FROM imports WHERE organization_id = ? AND status <> 'completed'", org), "imports not completed").toBe(0);
+    expect(await count(org, "SELECT COALESCE(SUM(created), 0) AS n FROM imports WHERE organization_id = ?", org), "created, over every import").toBe(IMPORTED);
+    expect(await count(org, "SELECT contact_count AS n FROM tags WHERE organization_id = ? AND name = 'imported'", org), "tag count").toBe(IMPORTED);
+    expect(await count(org, "SELECT COALESCE(SUM(total), 0) AS n FROM resource_counters WHERE organization_id = ? AND resource = 'contacts'", org), "contact total").toBe(IMPORTED);
+    await expectDerivedFiguresExact(org);
+    const imports = await count(org, "SELECT COUNT(*) AS n FROM imports WHERE organization_id = ?", org);
+    await expectEventsOnce(org, ["import.completed", "contact.created"], { "import.completed": imports, "contact.created": 0 });
+    expect((await env.FILES.list({ prefix: `imports/${org}/` })).objects.map((o) => o.key), "sources left in R2").toEqual([]);
+  },
+};
+
 export const FAULTS: FaultRow[] = [
   contactCreate, leadIntake, dealMove, propertyPrice, dealUpload, photoUpload, publicSign, fanout, autoDisable, purge, restore, shardMove, erasure, mergedErasure,
-  organizationUpdate, userInvite, userRoleChange, apiKeyCreate, apiKeyDelete, oauthConnect, oauthDisconnect, customFieldDelete,
+  organizationUpdate, userInvite, userRoleChange, apiKeyCreate, apiKeyDelete, oauthConnect, oauthDisconnect, customFieldDelete, bookImport,
 ];

@@ -222,6 +222,8 @@ export interface FaultEnv {
   events: HeldQueue;
   deliveries: HeldQueue;
   deadDeliveries: HeldQueue;
+  /** Import chunks (issue 33). */
+  imports: HeldQueue;
 }
 
 const SHARDS = ["DB_SHARD_0", "DB_SHARD_1"] as const;
@@ -230,6 +232,7 @@ export function faultEnv(plan = new FaultPlan()): FaultEnv {
   const events = new HeldQueue("events", "EVENTS", plan, 25);
   const deliveries = new HeldQueue("webhook-deliveries", "WEBHOOK_DELIVERIES", plan, 50);
   const deadDeliveries = new HeldQueue("webhook-deliveries-dlq", "WEBHOOK_DELIVERIES_DLQ", plan, 10);
+  const imports = new HeldQueue("imports", "IMPORTS", plan, 1);
   const shards = Object.fromEntries(SHARDS.map((b) => [b, faultyD1(env[b], b, plan)]));
   const wrapped = {
     ...env,
@@ -238,8 +241,9 @@ export function faultEnv(plan = new FaultPlan()): FaultEnv {
     FILES: faultyR2(env.FILES, "FILES", plan),
     EVENTS: events.producer,
     WEBHOOK_DELIVERIES: deliveries.producer,
+    IMPORTS: imports.producer,
   } as unknown as Env;
-  return { env: wrapped, plan, events, deliveries, deadDeliveries };
+  return { env: wrapped, plan, events, deliveries, deadDeliveries, imports };
 }
 
 /**
@@ -247,8 +251,8 @@ export function faultEnv(plan = new FaultPlan()): FaultEnv {
  * in a row let none go (a message retried for good: the caller's checks then say what is missing).
  */
 export async function drainQueues(f: FaultEnv, { rounds = 8 } = {}): Promise<void> {
-  for (let idle = 0; idle < rounds && f.events.held.length + f.deliveries.held.length > 0; ) {
-    const done = (await f.events.deliverOnce(f.env)) + (await f.deliveries.deliverOnce(f.env));
+  for (let idle = 0; idle < rounds && f.events.held.length + f.deliveries.held.length + f.imports.held.length > 0; ) {
+    const done = (await f.imports.deliverOnce(f.env)) + (await f.events.deliverOnce(f.env)) + (await f.deliveries.deliverOnce(f.env));
     idle = done > 0 ? 0 : idle + 1;
   }
 }

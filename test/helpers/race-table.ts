@@ -63,7 +63,7 @@ export interface ChildRace {
   kind: "child";
   route: string;
   seed(owner: TestPrincipal): Promise<Params>;
-  body: (i: number) => unknown;
+  body: (i: number, params: Params) => unknown;
   /** The parent's delete, as a path pattern with the same params. */
   parentDelete: string;
   /** Configuration the child write needs on top of the test env, from the seed's params. */
@@ -1162,7 +1162,67 @@ export const RACES: Race[] = [
     copies: 6,
     counter: { read: async (owner) => (await json(await call("GET", "/v1/custom-fields", { token: owner.token }))).pagination.total, perMove: -1 },
   },
+  // Imports (issue 33): several imports of the same people at once leave one contact each; the chunks that lose the
+  // race to another import's e-mail plan again and match it.
+  {
+    kind: "independent",
+    route: "POST /v1/imports",
+    seed: async () => ({ run: crypto.randomUUID().slice(0, 8) }),
+    changes: async (_owner, { run }) => Array.from({ length: 4 }, (_, i) => ({ body: { kind: "contacts", onDuplicate: "merge", rows: SAME_PEOPLE(run!).map((p) => ({ ...p, tags: `import-${i}` })) } })),
+    async verify(owner, { run }) {
+      await importsSettled(owner);
+      for (const p of SAME_PEOPLE(run!)) expect(await count(owner, "SELECT COUNT(*) AS n FROM contacts WHERE organization_id = ? AND email_key = ?", owner.organizationId, p.email), p.email).toBe(1);
+      expect(await contactTotal(owner)).toBe(SAME_PEOPLE(run!).length);
+      expect(await count(owner, "SELECT COALESCE(SUM(created), 0) AS n FROM imports WHERE organization_id = ?", owner.organizationId)).toBe(SAME_PEOPLE(run!).length);
+      expect(await count(owner, "SELECT COUNT(*) AS n FROM imports WHERE organization_id = ? AND status = 'completed'", owner.organizationId)).toBe(4);
+    },
+  },
+  {
+    // An import that updates a contact (by its e-mail) racing the contact's delete: the update is guarded on the
+    // version it read, so it never brings the deleted contact back; a chunk that runs after the delete makes a new one.
+    kind: "child",
+    route: "POST /v1/imports",
+    seed: async (owner) => {
+      const email = uniqueEmail("raced-import");
+      return { ...(await contactParams(owner, { email })), email };
+    },
+    body: (i, { email }) => ({ kind: "contacts", onDuplicate: "update", rows: [{ firstName: "Raced", lastName: `Import ${i}`, email: email!, notes: `import ${i}` }] }),
+    parentDelete: "/v1/contacts/{id}",
+    async leftovers(owner, { id, email }) {
+      await importsSettled(owner);
+      return {
+        deletedContactLive: await count(owner, "SELECT COUNT(*) AS n FROM contacts WHERE organization_id = ? AND id = ?", owner.organizationId, id),
+        deletedContactNotInTrash: 1 - (await count(owner, "SELECT COUNT(*) AS n FROM trash_entries WHERE organization_id = ? AND record_id = ? AND state = 'trashed'", owner.organizationId, id)),
+        duplicatesOfTheEmail: Math.max(0, (await count(owner, "SELECT COUNT(*) AS n FROM contacts WHERE organization_id = ? AND email_key = ?", owner.organizationId, email!.toLowerCase())) - 1),
+      };
+    },
+  },
+  {
+    kind: "once",
+    route: "POST /v1/imports/{id}/cancel",
+    // A queued import no consumer will pick up (no message was sent), so only the cancels race for it.
+    async seed(owner) {
+      const id = crypto.randomUUID();
+      const at = new Date().toISOString();
+      await (await tenantDb(owner.organizationId))
+        .prepare("INSERT INTO imports (id, organization_id, kind, status, source_key, size_bytes, on_duplicate, created_at, updated_at, progress_at) VALUES (?, ?, 'contacts', 'queued', ?, 10, 'skip', ?, ?, ?)")
+        .bind(id, owner.organizationId, `imports/${owner.organizationId}/${id}.csv`, at, at, at)
+        .run();
+      return { id };
+    },
+    objects: 3,
+    copies: 6,
+    counter: { read: (owner) => count(owner, "SELECT COUNT(*) AS n FROM imports WHERE organization_id = ? AND status = 'cancelled'", owner.organizationId), perMove: 1 },
+  },
 ];
+
+/** The same 30 people for every import of a race. */
+const SAME_PEOPLE = (run: string) => Array.from({ length: 30 }, (_, i) => ({ firstName: "Same", lastName: `Person ${i}`, email: `same.${run}.${i}@example.test` }));
+
+/** Waits for every import of the organization to end (the queue consumer runs them in the background). */
+async function importsSettled(owner: TestPrincipal): Promise<void> {
+  await vi.waitFor(async () => expect(await count(owner, "SELECT COUNT(*) AS n FROM imports WHERE organization_id = ? AND status IN ('queued', 'running')", owner.organizationId)).toBe(0), { timeout: 25_000, interval: 200 });
+}
 
 /**
  * Public writes raced (no token, so outside the route-table races): each `run` sends its requests at once through

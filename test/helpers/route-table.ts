@@ -380,3 +380,16 @@ ROUTES.push(
   { method: "GET", path: "/v1/custom-fields", family: "crm" },
   { method: "DELETE", path: "/v1/custom-fields/{id}", family: "crm", seed: seedCustomField, unknown: { id: "00000000-0000-4000-8000-0000000c0f1d" } },
 );
+// Imports (issue 33).
+async function seedImport(owner: TestPrincipal): Promise<Record<string, string>> {
+  const res = await call("POST", "/v1/imports", { token: owner.token, body: { kind: "contacts", rows: [{ firstName: "Seed", lastName: "Import", email: `${crypto.randomUUID()}@seed.test` }] } });
+  if (res.status !== 202) throw new Error(`seeding an import failed: ${res.status} ${await res.text()}`);
+  return { id: ((await res.json()) as { data: { id: string } }).data.id };
+}
+const unknownImport = { id: "00000000-0000-4000-8000-0000000001e0" };
+ROUTES.push(
+  { method: "POST", path: "/v1/imports", family: "crm", body: { kind: "contacts", rows: [{ firstName: "Matrix", lastName: "Row", email: "matrix.import@row.test" }] } },
+  { method: "GET", path: "/v1/imports/{id}", family: "crm", seed: seedImport, unknown: unknownImport },
+  { method: "GET", path: "/v1/imports/{id}/errors", family: "crm", seed: seedImport, unknown: unknownImport },
+  { method: "POST", path: "/v1/imports/{id}/cancel", family: "crm", seed: seedImport, unknown: unknownImport },
+);
