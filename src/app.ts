@@ -88,9 +88,19 @@ function routeGroups(options: AppOptions): RouteGroup[] {
   const group = (paths: string[], load: () => Promise<Routers>): RouteGroup => ({ paths, load });
   return [
     group(["/plants", "/plants/*"], async () => [(await import("./plants/routes")).plantRoutes]),
-    group(["/v1/contacts", "/v1/contacts/*"], async () => [(await import("./contacts/routes")).contactRoutes]),
-    group(["/v1/properties", "/v1/properties/*"], async () => [(await import("./properties/routes")).propertyRoutes]),
-    group(["/v1/deals", "/v1/deals/*"], async () => [(await import("./deals/routes")).dealRoutes]),
+    // The exports first: /v1/contacts/export would otherwise be taken for /v1/contacts/{id}.
+    group(["/v1/contacts", "/v1/contacts/*"], async () => {
+      const [exports, contacts] = await Promise.all([import("./exports/routes"), import("./contacts/routes")]);
+      return [exports.contactExportRoutes, contacts.contactRoutes];
+    }),
+    group(["/v1/properties", "/v1/properties/*"], async () => {
+      const [exports, properties] = await Promise.all([import("./exports/routes"), import("./properties/routes")]);
+      return [exports.propertyExportRoutes, properties.propertyRoutes];
+    }),
+    group(["/v1/deals", "/v1/deals/*"], async () => {
+      const [exports, deals] = await Promise.all([import("./exports/routes"), import("./deals/routes")]);
+      return [exports.dealExportRoutes, deals.dealRoutes];
+    }),
     group(["/v1/trash"], async () => [(await import("./trash/routes")).trashRoutes]),
     group(["/v1/api-keys", "/v1/api-keys/*"], async () => [(await import("./api-keys/routes")).apiKeyRoutes]),
     group(["/v1/integrations"], async () => [(await import("./integrations/routes")).integrationRoutes]),

@@ -38,6 +38,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/contacts/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Export contacts as CSV or NDJSON
+         * @description Every contacts the filters select, streamed as the walk goes (pages of 500 rows, one query each), so 100,000 rows pass without being held. Takes every filter, `q` and `sort` of `GET /v1/contacts` (no `limit`, `cursor` or `include`). Rows are the objects `GET /v1/contacts` answers; in CSV nested fields are dotted columns (`address.city`) and lists are joined with `; `. Needs `exports:read`.
+         */
+        get: operations["exportContacts"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/contacts/tags": {
         parameters: {
             query?: never;
@@ -241,6 +261,26 @@ export interface paths {
          *     to make the write conditional: 412 when the contact has changed since.
          */
         post: operations["createContactCommunication"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/properties/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Export properties as CSV or NDJSON
+         * @description Every properties the filters select, streamed as the walk goes (pages of 500 rows, one query each), so 100,000 rows pass without being held. Takes every filter, `q` and `sort` of `GET /v1/properties` (no `limit`, `cursor` or `include`). Rows are the objects `GET /v1/properties` answers; in CSV nested fields are dotted columns (`address.city`) and lists are joined with `; `. Needs `exports:read`.
+         */
+        get: operations["exportProperties"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -494,6 +534,26 @@ export interface paths {
          *     24 hours.
          */
         post: operations["createPropertyReport"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/deals/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Export deals as CSV or NDJSON
+         * @description Every deals the filters select, streamed as the walk goes (pages of 500 rows, one query each), so 100,000 rows pass without being held. Takes every filter, `q` and `sort` of `GET /v1/deals` (no `limit`, `cursor` or `include`). Rows are the objects `GET /v1/deals` answers; in CSV nested fields are dotted columns (`address.city`) and lists are joined with `; `. Needs `exports:read`.
+         */
+        get: operations["exportDeals"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -2352,20 +2412,6 @@ export interface components {
              */
             id: number;
         };
-        ContactTag: {
-            name: string;
-            /** @example #2563eb */
-            color: string;
-            count: number;
-        };
-        Pagination: {
-            hasMore: boolean;
-            /** @description Opaque; pass back as `cursor` for the next page. null on the last page. */
-            nextCursor: string | null;
-            /** @description Items matching the filters, across all pages */
-            total: number;
-            limit: number;
-        };
         CrmError: {
             /** @enum {boolean} */
             success: false;
@@ -2389,6 +2435,20 @@ export interface components {
                 /** @description On 5xx answers only */
                 requestId?: string;
             };
+        };
+        ContactTag: {
+            name: string;
+            /** @example #2563eb */
+            color: string;
+            count: number;
+        };
+        Pagination: {
+            hasMore: boolean;
+            /** @description Opaque; pass back as `cursor` for the next page. null on the last page. */
+            nextCursor: string | null;
+            /** @description Items matching the filters, across all pages */
+            total: number;
+            limit: number;
         };
         ContactBulkUpdate: {
             contactIds: string[];
@@ -3473,7 +3533,7 @@ export interface components {
             /** @example IDX website sync */
             name: string;
             /** @description What the key may do, within what the creator may do (README "Permissions and roles") */
-            permissions: ("contacts:read" | "contacts:write" | "contacts:erase" | "deals:read" | "deals:write" | "properties:read" | "properties:write" | "documents:read" | "documents:write" | "envelopes:send" | "signatures:read" | "signatures:write" | "clickwrap:read" | "clickwrap:write" | "reputation:read" | "reputation:write" | "plants:read" | "plants:write" | "webhooks:manage" | "events:read" | "integrations:read" | "organization:read" | "organization:manage" | "users:manage" | "api-keys:manage")[];
+            permissions: ("contacts:read" | "contacts:write" | "contacts:erase" | "deals:read" | "deals:write" | "properties:read" | "properties:write" | "documents:read" | "documents:write" | "envelopes:send" | "signatures:read" | "signatures:write" | "clickwrap:read" | "clickwrap:write" | "reputation:read" | "reputation:write" | "plants:read" | "plants:write" | "webhooks:manage" | "events:read" | "integrations:read" | "organization:read" | "organization:manage" | "users:manage" | "api-keys:manage" | "exports:read")[];
             /**
              * Format: date-time
              * @description When the key stops working; at most 365 days ahead. Absent: until deleted.
@@ -5080,7 +5140,7 @@ export interface components {
             user_id: string;
             organization_id: string;
             organization_name: string;
-            permissions: ("contacts:read" | "contacts:write" | "contacts:erase" | "deals:read" | "deals:write" | "properties:read" | "properties:write" | "documents:read" | "documents:write" | "envelopes:send" | "signatures:read" | "signatures:write" | "clickwrap:read" | "clickwrap:write" | "reputation:read" | "reputation:write" | "plants:read" | "plants:write" | "webhooks:manage" | "events:read" | "integrations:read" | "organization:read" | "organization:manage" | "users:manage" | "api-keys:manage")[];
+            permissions: ("contacts:read" | "contacts:write" | "contacts:erase" | "deals:read" | "deals:write" | "properties:read" | "properties:write" | "documents:read" | "documents:write" | "envelopes:send" | "signatures:read" | "signatures:write" | "clickwrap:read" | "clickwrap:write" | "reputation:read" | "reputation:write" | "plants:read" | "plants:write" | "webhooks:manage" | "events:read" | "integrations:read" | "organization:read" | "organization:manage" | "users:manage" | "api-keys:manage" | "exports:read")[];
             /** @description Opaque, single use, valid 30 days: grant_type=refresh_token answers a new one. Using one twice revokes every token issued from it */
             refresh_token: string;
         };
@@ -5396,6 +5456,125 @@ export interface operations {
             };
         };
     };
+    exportContacts: {
+        parameters: {
+            query?: {
+                /** @description csv (a header row, nested fields as dotted columns, lists joined with `; `) or ndjson (one object per line) */
+                format?: "csv" | "ndjson";
+                /** @description Words to find (first and last names, e-mail, phones by their digits written any way, notes and tags), each as the start of a word, in any case and with or without accents; every word must match. At most 200 characters and 8 words. Combines with every other filter, the sort and the cursor. */
+                q?: string;
+                type?: "LEAD" | "CLIENT" | "PAST_CLIENT" | "REFERRAL" | "VENDOR";
+                status?: "ACTIVE" | "INACTIVE" | "CONVERTED" | "DISQUALIFIED" | "DO_NOT_CONTACT";
+                source?: string;
+                assignedTo?: string;
+                /** @description Ours: the contact with exactly this e-mail address, in any case (at most one: addresses are unique per organization) */
+                email?: string;
+                /** @description Comma-separated, at most 20; a contact matches when it has all of them */
+                tags?: string;
+                "leadScore[gte]"?: string;
+                "leadScore[lte]"?: string;
+                "createdAt[gte]"?: string;
+                "createdAt[lte]"?: string;
+                /** @description Fields createdAt, updatedAt, lastName, leadScore, each :asc or :desc; the first is served by an index */
+                sort?: string;
+                /** @description Projection; id is always returned */
+                fields?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The export, as an attachment (Content-Disposition names the file) */
+            200: {
+                headers: {
+                    /** @description attachment; filename="<kind>-<date>.<format>" */
+                    "Content-Disposition"?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/csv": string;
+                    "application/x-ndjson": string;
+                };
+            };
+            /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The caller's role does not allow this route (insufficient_role), or its API key or OAuth access token was not granted the route's permission (insufficient_permission) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The request broke the schema; errors[] lists every problem with field, code and message */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The credential's quota is spent (rate_limited): retry after Retry-After seconds; RateLimit says the same */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+        };
+    };
     listContactTags: {
         parameters: {
             query?: {
@@ -5682,9 +5861,9 @@ export interface operations {
                 "createdAt[lte]"?: string;
                 /** @description Fields createdAt, updatedAt, lastName, leadScore, each :asc or :desc; the first is served by an index */
                 sort?: string;
-                include?: string;
                 /** @description Projection; id is always returned */
                 fields?: string;
+                include?: string;
             };
             header?: never;
             path?: never;
@@ -7329,6 +7508,130 @@ export interface operations {
             };
             /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
             503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+        };
+    };
+    exportProperties: {
+        parameters: {
+            query?: {
+                /** @description csv (a header row, nested fields as dotted columns, lists joined with `; `) or ndjson (one object per line) */
+                format?: "csv" | "ndjson";
+                /** @description Words to find (the street, unit, city, state and zip code of the address, and the MLS id), each as the start of a word, in any case and with or without accents; every word must match. At most 200 characters and 8 words. Combines with every other filter, the sort and the cursor. */
+                q?: string;
+                propertyType?: "SINGLE_FAMILY" | "CONDO" | "TOWNHOUSE" | "MULTI_FAMILY" | "LAND" | "COMMERCIAL" | "INDUSTRIAL" | "MIXED_USE";
+                status?: "ACTIVE" | "PENDING" | "SOLD" | "EXPIRED" | "WITHDRAWN" | "CANCELLED" | "COMING_SOON";
+                /** @description Case-insensitive */
+                city?: string;
+                state?: string;
+                zipCode?: string;
+                "bedrooms[gte]"?: string;
+                "bathrooms[gte]"?: string;
+                "squareFootage[gte]"?: string;
+                "listPrice[gte]"?: string;
+                "listPrice[lte]"?: string;
+                "daysOnMarket[lte]"?: string;
+                waterfront?: "true" | "false";
+                pool?: "true" | "false";
+                garage?: "true" | "false";
+                /** @description South-west then north-east corner; a west longitude above the east one crosses the antimeridian */
+                bounds?: string;
+                /** @description Great-circle distance in miles (at most 500) from lat,lng */
+                radius?: string;
+                /** @description Fields createdAt, updatedAt, listPrice, listDate, each :asc or :desc; the first is served by an index */
+                sort?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The export, as an attachment (Content-Disposition names the file) */
+            200: {
+                headers: {
+                    /** @description attachment; filename="<kind>-<date>.<format>" */
+                    "Content-Disposition"?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/csv": string;
+                    "application/x-ndjson": string;
+                };
+            };
+            /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The caller's role does not allow this route (insufficient_role), or its API key or OAuth access token was not granted the route's permission (insufficient_permission) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The request broke the schema; errors[] lists every problem with field, code and message */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The credential's quota is spent (rate_limited): retry after Retry-After seconds; RateLimit says the same */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
@@ -9504,6 +9807,120 @@ export interface operations {
             };
             /** @description FILES_URL_SECRET is not configured, so no file link can be signed (not_configured); or: The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
             503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+        };
+    };
+    exportDeals: {
+        parameters: {
+            query?: {
+                /** @description csv (a header row, nested fields as dotted columns, lists joined with `; `) or ndjson (one object per line) */
+                format?: "csv" | "ndjson";
+                /** @description Words to find (the title), each as the start of a word, in any case and with or without accents; every word must match. At most 200 characters and 8 words. Combines with every other filter, the sort and the cursor. */
+                q?: string;
+                type?: "SALE" | "PURCHASE" | "LEASE" | "RENTAL";
+                stage?: "LEAD" | "QUALIFIED" | "APPOINTMENT" | "NEGOTIATION" | "CONTRACT" | "INSPECTION" | "APPRAISAL" | "FINANCING" | "CLOSING" | "CLOSED" | "LOST";
+                status?: "ACTIVE" | "ON_HOLD" | "CANCELLED" | "CLOSED";
+                assignedTo?: string;
+                "amount[gte]"?: string;
+                "amount[lte]"?: string;
+                "probability[gte]"?: number;
+                "createdAt[gte]"?: string;
+                "closingDate[gte]"?: string;
+                /** @description Fields createdAt, updatedAt, amount, closingDate, probability, each :asc or :desc; the first is served by an index */
+                sort?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The export, as an attachment (Content-Disposition names the file) */
+            200: {
+                headers: {
+                    /** @description attachment; filename="<kind>-<date>.<format>" */
+                    "Content-Disposition"?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/csv": string;
+                    "application/x-ndjson": string;
+                };
+            };
+            /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The caller's role does not allow this route (insufficient_role), or its API key or OAuth access token was not granted the route's permission (insufficient_permission) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The request broke the schema; errors[] lists every problem with field, code and message */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The credential's quota is spent (rate_limited): retry after Retry-After seconds; RateLimit says the same */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
@@ -22311,7 +22728,7 @@ export interface operations {
                 code_challenge_method?: string;
                 /** @description Returned unchanged with the code or the error (at most 1000 characters) */
                 state?: string;
-                /** @description Space-separated permissions (absent: all but contacts:erase, granted only when asked for by name): contacts:read, contacts:write, contacts:erase, deals:read, deals:write, properties:read, properties:write, documents:read, documents:write, envelopes:send, signatures:read, signatures:write, clickwrap:read, clickwrap:write, reputation:read, reputation:write, plants:read, plants:write, webhooks:manage, events:read, integrations:read, organization:read, organization:manage, users:manage, api-keys:manage */
+                /** @description Space-separated permissions (absent: all but contacts:erase, granted only when asked for by name): contacts:read, contacts:write, contacts:erase, deals:read, deals:write, properties:read, properties:write, documents:read, documents:write, envelopes:send, signatures:read, signatures:write, clickwrap:read, clickwrap:write, reputation:read, reputation:write, plants:read, plants:write, webhooks:manage, events:read, integrations:read, organization:read, organization:manage, users:manage, api-keys:manage, exports:read */
                 scope?: string;
                 /** @description RFC 8707 resource indicator: if present, the MCP server URL (the only resource tokens are issued for) */
                 resource?: string;
@@ -22399,7 +22816,7 @@ export interface operations {
                 code_challenge_method?: string;
                 /** @description Returned unchanged with the code or the error (at most 1000 characters) */
                 state?: string;
-                /** @description Space-separated permissions (absent: all but contacts:erase, granted only when asked for by name): contacts:read, contacts:write, contacts:erase, deals:read, deals:write, properties:read, properties:write, documents:read, documents:write, envelopes:send, signatures:read, signatures:write, clickwrap:read, clickwrap:write, reputation:read, reputation:write, plants:read, plants:write, webhooks:manage, events:read, integrations:read, organization:read, organization:manage, users:manage, api-keys:manage */
+                /** @description Space-separated permissions (absent: all but contacts:erase, granted only when asked for by name): contacts:read, contacts:write, contacts:erase, deals:read, deals:write, properties:read, properties:write, documents:read, documents:write, envelopes:send, signatures:read, signatures:write, clickwrap:read, clickwrap:write, reputation:read, reputation:write, plants:read, plants:write, webhooks:manage, events:read, integrations:read, organization:read, organization:manage, users:manage, api-keys:manage, exports:read */
                 scope?: string;
                 /** @description RFC 8707 resource indicator: if present, the MCP server URL (the only resource tokens are issued for) */
                 resource?: string;

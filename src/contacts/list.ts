@@ -1,4 +1,5 @@
 import { filterKey, resolveTotal, totalStatements } from "../crm/list-totals";
+import type { ExportPage } from "../crm/export";
 import { afterCursor, type KeysetTable, keysetPage, orderBy, type SortKey, type Where } from "../crm/keyset";
 import { searchCount, searchKey, searchOf, searchPageSql } from "../crm/search";
 import type { ServiceContext } from "../service-context";
@@ -106,4 +107,18 @@ export async function listContacts(ctx: ServiceContext, q: ContactListQuery): Pr
       limit: page.limit,
     },
   };
+}
+
+/** The list's query without its page parameters and includes: what an export (crm/export.ts) takes. */
+export type ContactExportFilters = Omit<ContactListQuery, "limit" | "cursor" | "include">;
+
+/**
+ * One page of GET /v1/contacts/export: the list's own query (filters, `q`, sort) from `cursor`, `size` rows, without
+ * the total or includes, so a page is one D1 query.
+ */
+export async function contactExportPage(ctx: ServiceContext, q: ContactExportFilters, cursor: string | null, size: number): Promise<ExportPage> {
+  const page = listSql(ctx.organizationId, { ...q, limit: size, cursor: cursor ?? undefined });
+  const { results } = await ctx.d1.prepare(page.sql).bind(...page.params).all<ContactRow>();
+  const { page: rows, nextCursor } = keysetPage(KEYSET, page.sort, results, size);
+  return { data: rows.map((r) => project(toContact(r), q.fields)), nextCursor };
 }

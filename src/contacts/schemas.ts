@@ -1,6 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import { Deal } from "../deals/schemas";
 import { sortParam } from "../crm/keyset";
+import { exportQuery } from "../crm/export";
 import { csv, intParam, pageParams, timestampParam } from "../crm/list-query";
 import { searchParam } from "../crm/search";
 import { boundedJsonObject } from "../lib/json-bounds";
@@ -161,9 +162,7 @@ export const IdParam = z.object({ id: z.string().min(1).max(100).openapi({ param
 export const SORT_FIELDS = ["createdAt", "updatedAt", "lastName", "leadScore"] as const;
 export type SortField = (typeof SORT_FIELDS)[number];
 
-export const ContactListQuery = z
-  .strictObject({
-    ...pageParams,
+const contactFilters = {
     q: searchParam(true, "first and last names, e-mail, phones by their digits written any way, notes and tags"),
     type: z.enum(CONTACT_TYPES).optional(),
     status: z.enum(CONTACT_STATUSES).optional(),
@@ -176,18 +175,22 @@ export const ContactListQuery = z
     "createdAt[gte]": timestampParam.optional(),
     "createdAt[lte]": timestampParam.optional(),
     sort: sortParam(SORT_FIELDS, "leadScore:desc,createdAt:desc"),
-    include: csv(z.enum(INCLUDES)).optional().openapi({ type: "string", example: "activities" }),
     fields: csv(z.enum(CONTACT_FIELDS as [string, ...string[]]), CONTACT_FIELDS.length).optional().openapi({ type: "string", example: "id,firstName,lastName,email", description: "Projection; id is always returned" }),
-  })
-  .superRefine((q, ctx) => {
+};
+const contactRanges = (q: { "leadScore[gte]"?: number; "leadScore[lte]"?: number; "createdAt[gte]"?: string; "createdAt[lte]"?: string }, ctx: z.RefinementCtx) => {
     const lo = q["leadScore[gte]"];
     const hi = q["leadScore[lte]"];
     if (lo !== undefined && hi !== undefined && lo > hi) ctx.addIssue({ code: "custom", path: ["leadScore[gte]"], message: "leadScore[gte] exceeds leadScore[lte]", params: { code: "invalid_range" } });
     const from = q["createdAt[gte]"];
     const to = q["createdAt[lte]"];
     if (from && to && from > to) ctx.addIssue({ code: "custom", path: ["createdAt[gte]"], message: "createdAt[gte] is after createdAt[lte]", params: { code: "invalid_range" } });
-  });
+};
+export const ContactListQuery = z
+  .strictObject({ ...pageParams, ...contactFilters, include: csv(z.enum(INCLUDES)).optional().openapi({ type: "string", example: "activities" }) })
+  .superRefine(contactRanges);
 export type ContactListQuery = z.infer<typeof ContactListQuery>;
+/** GET /v1/contacts/export: the list's filters, `q`, sort and `fields`, and the format. */
+export const ContactExportQuery = exportQuery(contactFilters).superRefine(contactRanges);
 
 export const ContactReadQuery = z.strictObject({
   include: csv(z.enum(INCLUDES)).optional().openapi({ type: "string", example: "activities" }),

@@ -27,7 +27,7 @@ import {
   writableInput,
 } from "./writes";
 
-export { listContacts } from "./list";
+export { contactExportPage, listContacts } from "./list";
 export { listTags } from "./tags";
 
 const byId = (ctx: ServiceContext, id: string) => and(eq(contacts.id, id), eq(contacts.organizationId, ctx.organizationId));

@@ -1,5 +1,6 @@
 import type { z } from "@hono/zod-openapi";
 import type { Pagination } from "../crm/envelope";
+import type { ExportPage } from "../crm/export";
 import { afterCursor, type KeysetTable, keysetPage, orderBy, pageSql, type SortKey, type Where } from "../crm/keyset";
 import { filterKey, resolveTotal, totalStatements } from "../crm/list-totals";
 import { searchCount, searchKey, searchOf, searchPageSql } from "../crm/search";
@@ -100,4 +101,15 @@ export async function listDeals(ctx: ServiceContext, q: DealListQuery): Promise<
   const { page: pageRows, hasMore, nextCursor } = keysetPage(KEYSET, page.sort, rows!.results as Row[], page.limit);
   const data = await present(ctx, pageRows.map(fromRow), q.include ?? []);
   return { data, pagination: { hasMore, nextCursor, total, limit: page.limit } };
+}
+
+/** The list's query without its page parameters and includes: what an export (crm/export.ts) takes. */
+export type DealExportFilters = Omit<DealListQuery, "limit" | "cursor" | "include">;
+
+/** One page of GET /v1/deals/export: the list's own query from `cursor`, `size` rows, no total, no includes: one D1 query. */
+export async function dealExportPage(ctx: ServiceContext, q: DealExportFilters, cursor: string | null, size: number): Promise<ExportPage> {
+  const page = listSql(ctx.organizationId, { ...q, limit: size, cursor: cursor ?? undefined });
+  const { results } = await ctx.d1.prepare(page.sql).bind(...page.params).all<Row>();
+  const { page: rows, nextCursor } = keysetPage(KEYSET, page.sort, results, size);
+  return { data: await present(ctx, rows.map(fromRow), []), nextCursor };
 }

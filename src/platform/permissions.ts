@@ -31,6 +31,7 @@ export const PERMISSIONS = {
   "organization:manage": "Change the organization's name, time zone and settings",
   "users:manage": "Invite users and change their roles",
   "api-keys:manage": "Create and delete API keys",
+  "exports:read": "Export records as CSV or NDJSON, a person's data (right of access) and, for owners and admins, the whole organization's archive",
 } as const;
 
 export type Permission = keyof typeof PERMISSIONS;
@@ -68,8 +69,12 @@ const both = (p: Permission): Need => ({ read: p, write: p });
  */
 const ROUTE_NEEDS: Record<string, Need> = {
   "/v1/contacts": { read: "contacts:read", write: "contacts:write" },
+  "/v1/contacts/export": both("exports:read"),
+  "/v1/contacts/*/export": both("exports:read"),
   "/v1/deals": { read: "deals:read", write: "deals:write" },
+  "/v1/deals/export": both("exports:read"),
   "/v1/properties": { read: "properties:read", write: "properties:write" },
+  "/v1/properties/export": both("exports:read"),
   "/v1/webhooks": both("webhooks:manage"),
   "/v1/events": both("events:read"),
   "/v1/organization": { read: "organization:read", write: "organization:manage" },

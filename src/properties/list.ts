@@ -1,3 +1,4 @@
+import type { ExportPage } from "../crm/export";
 import { afterCursor, type KeysetTable, keysetPage, orderBy, pageSql, type SortKey, type Where } from "../crm/keyset";
 import { filterKey, resolveTotal, totalStatements } from "../crm/list-totals";
 import { searchCount, searchKey, searchOf, searchPageSql } from "../crm/search";
@@ -110,4 +111,18 @@ export async function listProperties(ctx: ServiceContext, q: PropertyListQuery):
   const include = q.include ?? [];
   const data = await present(ctx, pageRows.map(fromRow), include, include.includes("photos"));
   return { data, pagination: { hasMore, nextCursor, total, limit: page.limit } };
+}
+
+/** The list's query without its page parameters and includes: what an export (crm/export.ts) takes. */
+export type PropertyExportFilters = Omit<PropertyListQuery, "limit" | "cursor" | "include">;
+
+/**
+ * One page of GET /v1/properties/export: the list's own query from `cursor`, `size` rows, no total, no includes and
+ * no signed photo links (they expire; the photos' ids and keys are in the rows): one D1 query.
+ */
+export async function propertyExportPage(ctx: ServiceContext, q: PropertyExportFilters, cursor: string | null, size: number, now = new Date()): Promise<ExportPage> {
+  const page = listSql(ctx.organizationId, { ...q, limit: size, cursor: cursor ?? undefined }, now);
+  const { results } = await ctx.d1.prepare(page.sql).bind(...page.params).all<Row>();
+  const { page: rows, nextCursor } = keysetPage(KEYSET, page.sort, results, size);
+  return { data: await present(ctx, rows.map(fromRow), [], false), nextCursor };
 }

@@ -1,5 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { sortParam } from "../crm/keyset";
+import { exportQuery } from "../crm/export";
 import { csv, decimalParam as decimal, intParam, listQuery } from "../crm/list-query";
 import { searchParam } from "../crm/search";
 import { PROPERTY_TYPES } from "../contacts/schemas";
@@ -246,7 +247,7 @@ export const LIST_INCLUDES = ["agent", "photos", "analytics"] as const;
 export const READ_INCLUDES = ["photos", "agent", "analytics", "comparables"] as const;
 export type Include = (typeof READ_INCLUDES)[number];
 
-export const PropertyListQuery = listQuery({
+const propertyFilters = {
   q: searchParam(false, "the street, unit, city, state and zip code of the address, and the MLS id"),
   propertyType: z.enum(PROPERTY_TYPES).optional(),
   status: z.enum(LISTING_STATUSES).optional(),
@@ -265,13 +266,16 @@ export const PropertyListQuery = listQuery({
   bounds: Bounds.optional().openapi({ type: "string", example: "25.70,-80.30,25.85,-80.10", description: "South-west then north-east corner; a west longitude above the east one crosses the antimeridian" }),
   radius: Radius.optional().openapi({ type: "string", example: "25.76,-80.19,5", description: "Great-circle distance in miles (at most 500) from lat,lng" }),
   sort: sortParam(SORT_FIELDS, "listPrice:asc"),
-  include: csv(z.enum(LIST_INCLUDES)).optional().openapi({ type: "string", example: "agent,photos" }),
-}).superRefine((q, ctx) => {
+};
+const priceRange = (q: { "listPrice[gte]"?: number; "listPrice[lte]"?: number }, ctx: z.RefinementCtx) => {
   const lo = q["listPrice[gte]"];
   const hi = q["listPrice[lte]"];
   if (lo !== undefined && hi !== undefined && lo > hi) ctx.addIssue({ code: "custom", path: ["listPrice[gte]"], message: "listPrice[gte] exceeds listPrice[lte]", params: { code: "invalid_range" } });
-});
+};
+export const PropertyListQuery = listQuery({ ...propertyFilters, include: csv(z.enum(LIST_INCLUDES)).optional().openapi({ type: "string", example: "agent,photos" }) }).superRefine(priceRange);
 export type PropertyListQuery = z.infer<typeof PropertyListQuery>;
+/** GET /v1/properties/export: the list's filters, `q` and sort, and the format. */
+export const PropertyExportQuery = exportQuery(propertyFilters).superRefine(priceRange);
 
 export const PropertyReadQuery = z.strictObject({ include: csv(z.enum(READ_INCLUDES)).optional().openapi({ type: "string", example: "agent,analytics" }) });
 

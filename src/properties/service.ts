@@ -15,7 +15,7 @@ import type { Include, Property } from "./schemas";
 import { applyUpdate, bumpCounters, changeEvents, newPropertyRecord, PROPERTIES, replaceProperty, resolveAgents, writableInput } from "./writes";
 import type { PropertyCreate, PropertyUpdate } from "./schemas";
 
-export { listProperties } from "./list";
+export { propertyExportPage, listProperties } from "./list";
 
 const byId = (ctx: ServiceContext, id: string) => and(eq(properties.id, id), eq(properties.organizationId, ctx.organizationId));
 

@@ -353,3 +353,10 @@ ROUTES.push(
   { method: "DELETE", path: "/v1/api-keys/{id}", family: "crm", seed: seedApiKey, unknown: { id: "00000000-0000-4000-8000-0000000a9c1e" } },
   { method: "GET", path: "/v1/integrations", family: "crm" },
 );
+
+// Exports (issue 33 part 5).
+ROUTES.push(
+  { method: "GET", path: "/v1/contacts/export", family: "crm" },
+  { method: "GET", path: "/v1/deals/export", family: "crm" },
+  { method: "GET", path: "/v1/properties/export", family: "crm" },
+);

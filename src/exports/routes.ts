@@ -1,0 +1,54 @@
+import { OpenAPIHono, z } from "@hono/zod-openapi";
+import { CRM } from "../crm/envelope";
+import { EXPORT_PAGE, type ExportFormat, exportHeaders, type ExportPage, exportStream } from "../crm/export";
+import { serviceContext } from "../platform/auth";
+import type { AppBindings } from "../platform/context";
+import { validationHook } from "../platform/openapi";
+import { defineRoute } from "../platform/route";
+import { Contact, ContactExportQuery } from "../contacts/schemas";
+import { contactExportPage } from "../contacts/service";
+import { Deal, DealExportQuery } from "../deals/schemas";
+import { dealExportPage } from "../deals/service";
+import { Property, PropertyExportQuery } from "../properties/schemas";
+import { propertyExportPage } from "../properties/service";
+import type { ServiceContext } from "../service-context";
+
+const security = [{ bearerAuth: [] }];
+
+const DESCRIPTION = (what: string, list: string) =>
+  `Every ${what} the filters select, streamed as the walk goes (pages of ${EXPORT_PAGE} rows, one query each), so 100,000 rows pass without being held. Takes every filter, \`q\` and \`sort\` of \`GET ${list}\` (no \`limit\`, \`cursor\` or \`include\`). Rows are the objects \`GET ${list}\` answers; in CSV nested fields are dotted columns (\`address.city\`) and lists are joined with \`; \`. Needs \`exports:read\`.`;
+
+/** The 200 of an export: the bytes, described per format. */
+const EXPORTED = {
+  description: "The export, as an attachment (Content-Disposition names the file)",
+  headers: { "Content-Disposition": { description: "attachment; filename=\"<kind>-<date>.<format>\"", schema: { type: "string" as const } } },
+  content: { "text/csv": { schema: z.string() }, "application/x-ndjson": { schema: z.string() } },
+};
+
+const exportRoute = <P extends string, Q extends z.ZodObject>(operationId: string, path: P, tag: string, what: string, list: string, query: Q) =>
+  defineRoute(CRM, { operationId, method: "get", path, tags: [tag], security, summary: `Export ${what} as CSV or NDJSON`, description: DESCRIPTION(what, list), request: { query }, responses: { 200: EXPORTED } });
+
+const contacts = exportRoute("exportContacts", "/v1/contacts/export", "Contacts", "contacts", "/v1/contacts", ContactExportQuery);
+const deals = exportRoute("exportDeals", "/v1/deals/export", "Deals", "deals", "/v1/deals", DealExportQuery);
+const properties = exportRoute("exportProperties", "/v1/properties/export", "Properties", "properties", "/v1/properties", PropertyExportQuery);
+
+/** An export answer: the walk of `pageOf` as a stream, with the file's name. */
+function streamed(name: string, format: ExportFormat, schema: z.ZodType, pageOf: (cursor: string | null) => Promise<ExportPage>): Response {
+  return new Response(exportStream(format, schema, pageOf), { headers: exportHeaders(name, format) });
+}
+
+const walk = <Q>(ctx: ServiceContext, q: Q, page: (ctx: ServiceContext, q: Q, cursor: string | null, size: number) => Promise<ExportPage>) => (cursor: string | null) => page(ctx, q, cursor, EXPORT_PAGE);
+
+// Each before its domain's routes in the group (app.ts), so /v1/contacts/export is not taken for /v1/contacts/{id}.
+export const contactExportRoutes = new OpenAPIHono<AppBindings>({ defaultHook: validationHook }).openapi(contacts, (c) => {
+  const { format, ...q } = c.req.valid("query");
+  return streamed("contacts", format, Contact, walk(serviceContext(c), q, contactExportPage)) as never;
+});
+export const dealExportRoutes = new OpenAPIHono<AppBindings>({ defaultHook: validationHook }).openapi(deals, (c) => {
+  const { format, ...q } = c.req.valid("query");
+  return streamed("deals", format, Deal, walk(serviceContext(c), q, dealExportPage)) as never;
+});
+export const propertyExportRoutes = new OpenAPIHono<AppBindings>({ defaultHook: validationHook }).openapi(properties, (c) => {
+  const { format, ...q } = c.req.valid("query");
+  return streamed("properties", format, Property, walk(serviceContext(c), q, (ctx, f, cursor, size) => propertyExportPage(ctx, f, cursor, size))) as never;
+});
