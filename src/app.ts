@@ -104,7 +104,10 @@ function routeGroups(options: AppOptions): RouteGroup[] {
     group(["/v1/trash"], async () => [(await import("./trash/routes")).trashRoutes]),
     group(["/v1/api-keys", "/v1/api-keys/*"], async () => [(await import("./api-keys/routes")).apiKeyRoutes]),
     group(["/v1/integrations"], async () => [(await import("./integrations/routes")).integrationRoutes]),
-    group(["/v1/organization"], async () => [(await import("./organization/routes")).organizationRoutes]),
+    group(["/v1/organization", "/v1/organization/*"], async () => {
+      const [exports, organization] = await Promise.all([import("./exports/routes"), import("./organization/routes")]);
+      return [organization.organizationRoutes, exports.organizationExportRoutes];
+    }),
     group(["/v1/users", "/v1/users/*"], async () => [(await import("./users/routes")).userRoutes]),
     group(["/invite/*"], async () => {
       const [invite, challenge] = await Promise.all([import("./users/invite-routes"), import("./platform/bot-challenge")]);
@@ -127,18 +130,20 @@ function routeGroups(options: AppOptions): RouteGroup[] {
       // Obligations, search and forms before the documents: /api/documents/{id} would take them for an id.
       return [obligations.obligationRoutes, search.searchRoutes, forms.formRoutes, documents.documentRoutes, draft.draftRoutes, signatures.signatureRoutes];
     }),
-    group(["/api/public/sign/*", "/sign/*", "/api/public/verify", "/api/public/files/*"], async () => {
-      const [signing, challenge, verify, files, documentLink] = await Promise.all([
+    group(["/api/public/sign/*", "/sign/*", "/api/public/verify", "/api/public/files/*", "/api/public/exports/*"], async () => {
+      const [signing, challenge, verify, files, documentLink, exports] = await Promise.all([
         import("./signatures/public-routes"),
         import("./platform/bot-challenge"),
         import("./signatures/verify-routes"),
         import("./files/routes"),
         import("./signatures/document-link"),
+        import("./exports/routes"),
       ]);
       return [
         signing.createPublicSigningRoutes({ botChallenge: options.signing?.botChallenge ?? ((secret) => challenge.turnstile(secret)) }),
         verify.verifyRoutes,
         files.createFileRoutes({ holderMayRead: documentLink.signerMayReadDocument }),
+        exports.exportDownloadRoutes,
       ];
     }),
     group(["/api/reputation", "/api/reputation/*", "/api/public/reviews/*", "/widget/*", "/api/public/referral/*", "/api/public/survey/*", "/survey/*"], async () => {

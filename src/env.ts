@@ -14,6 +14,8 @@ export interface Env {
   ENVELOPE_SIGNER: DurableObjectNamespace;
   EVENTS: Queue<unknown>;
   WEBHOOK_DELIVERIES: Queue<unknown>;
+  /** Organization exports (src/exports/archive.ts): one message per export job. */
+  ORGANIZATION_EXPORTS: Queue<unknown>;
   DOCUMENT_VECTORS?: VectorizeIndex;
   FILES: R2Bucket;
   /** Workers static assets (assets/): the fonts the sealed PDFs embed, loaded at first use. */

@@ -1,10 +1,16 @@
+import { env } from "cloudflare:workers";
+import { strFromU8, unzipSync } from "fflate";
 import { beforeAll, describe, expect, it } from "vitest";
+import { createDb } from "../src/db/client";
+import { EXPORTED_TABLES } from "../src/exports/archive";
+import { openDownload } from "../src/exports/service";
+import { mailTo } from "./helpers/documents";
 import { createApiKey } from "./helpers/api-keys";
 import { call, json } from "./helpers/client";
 import { createContact, expectCrmError, listAll } from "./helpers/contacts";
-import { createDeal } from "./helpers/deals";
+import { createDeal, documentForm, PDF_BYTES } from "./helpers/deals";
 import { csvObjects, ndjsonObjects, seedContacts } from "./helpers/exports";
-import { createPrincipal, type TestPrincipal } from "./helpers/factories";
+import { createPrincipal, tenantDb, type TestPrincipal } from "./helpers/factories";
 import { createProperty } from "./helpers/properties";
 import { flatten } from "../src/crm/export";
 
@@ -30,8 +36,8 @@ async function walk(token: string, path: string, query = ""): Promise<Record<str
   const all: Record<string, any>[] = [];
   let cursor: string | null = null;
   do {
-    const q = [query, "limit=100", cursor ? `cursor=${encodeURIComponent(cursor)}` : ""].filter(Boolean).join("&");
-    const body = await json(await call("GET", `${path}?${q}`, { token }));
+    const q: string = [query, "limit=100", cursor ? `cursor=${encodeURIComponent(cursor)}` : ""].filter(Boolean).join("&");
+    const body: { data: Record<string, any>[]; pagination: { nextCursor: string | null } } = await json(await call("GET", `${path}?${q}`, { token }));
     all.push(...body.data);
     cursor = body.pagination.nextCursor;
   } while (cursor);
@@ -70,7 +76,7 @@ describe("GET /v1/contacts/export", () => {
     });
     expect(rows).toEqual(expected);
     // A note with a comma and quotes survives the round trip.
-    expect(rows.find((r) => r.notes.includes('"soon"'))!.notes).toMatch(/^Called about Elm \d+, said "soon"$/);
+    expect(rows.find((r) => r.notes!.includes('"soon"'))!.notes).toMatch(/^Called about Elm \d+, said "soon"$/);
   });
 
   it("applies the list's filters and q, and holds no other organization's contact", async () => {
@@ -148,5 +154,142 @@ describe("GET /v1/deals/export and /v1/properties/export", () => {
     const csv = csvObjects((await exported(owner.token, "/v1/properties/export?sort=listPrice:asc")).text);
     expect(Object.keys(csv[0]!)).toEqual(expect.arrayContaining(["id", "address.street", "address.city"]));
     expect(csv.map((p) => p["address.street"])).toEqual(rows.map((p) => p.address.street));
+  });
+});
+
+describe("POST /v1/organization/export", () => {
+  let owner: TestPrincipal;
+  let exportId: string;
+  let link: string;
+  let dealId: string;
+  const SEALED = new TextEncoder().encode("%PDF-1.7 sealed copy of a completed envelope\n%%EOF\n");
+
+  /** Polls the job until it leaves queued/running (the real queue consumer runs it). */
+  async function settled(token: string, id: string): Promise<Record<string, any>> {
+    for (let i = 0; i < 300; i++) {
+      const body = await json(await call("GET", `/v1/organization/exports/${id}`, { token }));
+      if (!["queued", "running"].includes(body.data.status)) return body.data;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    throw new Error("the export job did not finish");
+  }
+
+  beforeAll(async () => {
+    owner = await createPrincipal();
+    await seedContacts(owner.organizationId, 1200, "Zip");
+    const contact = await createContact(owner.token, { firstName: "Ada", lastName: "Archive" });
+    dealId = (await createDeal(owner.token, { contactId: contact.id, title: "Archived deal" })).id;
+    const uploaded = await call("POST", `/v1/deals/${dealId}/documents`, { token: owner.token, body: documentForm(PDF_BYTES) });
+    expect(uploaded.status).toBe(201);
+    // The sealed PDF of a completed envelope, where the sealing consumer writes it (signatures/sealing.ts).
+    await env.FILES.put(`signed/${owner.organizationId}/env-1.pdf`, SEALED);
+  });
+
+  it("answers 202 with the job, writes one zip with every table and the files, and mails a link that works", async () => {
+    const res = await call("POST", "/v1/organization/export", { token: owner.token });
+    expect(res.status).toBe(202);
+    const job = (await json(res)).data;
+    expect(job).toMatchObject({ status: "queued", progress: { tablesDone: 0, rows: 0 }, expiresAt: null });
+    expect(job.progress.tablesTotal).toBeGreaterThan(30);
+    exportId = job.id;
+
+    const done = await settled(owner.token, exportId);
+    expect(done.status).toBe("completed");
+    expect(done.progress.tablesDone).toBe(done.progress.tablesTotal);
+    expect(done.progress.files).toBe(2);
+    expect(Date.parse(done.expiresAt) - Date.parse(done.completedAt)).toBeGreaterThan(7 * 86_400_000 - 60_000);
+    expect(Date.parse(done.expiresAt) - Date.parse(done.completedAt)).toBeLessThanOrEqual(7 * 86_400_000);
+
+    const mails = await mailTo(`${owner.userId}@example.test`);
+    const mailed = mails.find((m) => m.subject === "Your organization export is ready")!;
+    link = mailed.text.match(/https?:\/\/\S+\/api\/public\/exports\/\S+/)![0];
+    const download = await call("GET", new URL(link).pathname);
+    expect(download.status).toBe(200);
+    expect(download.headers.get("content-type")).toBe("application/zip");
+    const files = unzipSync(new Uint8Array(await download.arrayBuffer()));
+    const names = Object.keys(files);
+    expect(names).toEqual(expect.arrayContaining(["README.txt", "tables/contacts.ndjson", "tables/deals.ndjson", "tables/deal_documents.ndjson", "tables/users.ndjson", "tables/organizations.ndjson"]));
+    const contacts = ndjsonObjects(strFromU8(files["tables/contacts.ndjson"]!));
+    expect(contacts).toHaveLength(1201);
+    expect(contacts.every((c) => c.organizationId === owner.organizationId)).toBe(true);
+    expect(contacts.find((c) => c.lastName === "Archive")).toMatchObject({ firstName: "Ada" });
+    expect(ndjsonObjects(strFromU8(files["tables/deals.ndjson"]!)).map((d) => d.id)).toEqual([dealId]);
+    // No other organization's row in any table.
+    for (const name of names.filter((n) => n.startsWith("tables/"))) {
+      const text = strFromU8(files[name]!);
+      expect(text.includes(other.organizationId), name).toBe(false);
+    }
+    const document = names.find((n) => n.startsWith(`files/deals/${owner.organizationId}/${dealId}/`))!;
+    expect(files[document]).toEqual(PDF_BYTES);
+    expect(files[`files/signed/${owner.organizationId}/env-1.pdf`]).toEqual(SEALED);
+    // The export's own link is stored as a hash only, and no credential column is in the archive.
+    expect(strFromU8(files["tables/users.ndjson"]!)).not.toMatch(/tokenHash|secretCiphertext/);
+  });
+
+  it("holds no credential: a survey's token and a signing link's hash are left out", () => {
+    expect(EXPORTED_TABLES.some((t) => t.name === "organization_exports" || t.name === "idempotency_keys")).toBe(false);
+  });
+
+  it("404s a wrong token, another organization's id, and the link once 7 days have passed", async () => {
+    const path = new URL(link).pathname;
+    const token = path.split("/").pop()!;
+    expect((await call("GET", path.replace(token, `${token.slice(0, -2)}xx`))).status).toBe(404);
+    expect((await call("GET", path.replace(owner.organizationId, other.organizationId))).status).toBe(404);
+    // The clock 7 days and a second on: the link is dead (the service's own `now`), then the stored expiry passed.
+    const db = await tenantDb(owner.organizationId);
+    const ctx = { db: createDb(db), env } as never;
+    expect(await openDownload(ctx, owner.organizationId, token, new Date(Date.now() + 6 * 86_400_000))).not.toBeNull();
+    expect(await openDownload(ctx, owner.organizationId, token, new Date(Date.now() + 7 * 86_400_000 + 1000))).toBeNull();
+    await db.prepare("UPDATE organization_exports SET expires_at = ? WHERE id = ?").bind(new Date(Date.now() - 1000).toISOString(), exportId).run();
+    expect((await call("GET", path)).status).toBe(404);
+  });
+
+  it("is for owners and admins: an agent is refused (403 insufficient_role), a key without exports:read too; another org's job is a 404", async () => {
+    const agent = await createPrincipal({ organizationId: owner.organizationId, role: "agent" });
+    const refused = await call("POST", "/v1/organization/export", { token: agent.token });
+    expect(refused.status).toBe(403);
+    expect((await json(refused)).error.code).toBe("insufficient_role");
+    const admin = await createPrincipal({ organizationId: owner.organizationId, role: "admin" });
+    expect((await call("POST", "/v1/organization/export", { token: admin.token })).status).toBe(202);
+    const key = await createApiKey(owner.token, ["organization:read", "organization:manage"]);
+    const noExports = await call("POST", "/v1/organization/export", { token: key.key });
+    expect(noExports.status).toBe(403);
+    expect((await json(noExports)).error.code).toBe("insufficient_permission");
+    expect((await call("GET", `/v1/organization/exports/${exportId}`, { token: other.token })).status).toBe(404);
+  });
+});
+
+describe("GET /v1/contacts/{id}/export (the right of access)", () => {
+  it("answers everything held about the person, found where an erasure would look, and nothing of others", async () => {
+    const p = await createPrincipal();
+    const email = `ines.${crypto.randomUUID().slice(0, 8)}@access.test`;
+    const contact = await createContact(p.token, { firstName: "Ines", lastName: "Accessley", email, phone: "+1 416 555 0199" });
+    const someone = await createContact(p.token, { firstName: "Other", lastName: "Person" });
+    expect((await call("POST", `/v1/contacts/${contact.id}/activities`, { token: p.token, body: { type: "NOTE", description: "Likes Elm St" } })).status).toBe(201);
+    expect((await call("POST", `/v1/contacts/${contact.id}/communications`, { token: p.token, body: { type: "email", direction: "outbound", subject: "Hello Ines" } })).status).toBe(201);
+    const deal = await createDeal(p.token, { contactId: contact.id, title: "Ines buys" });
+    await createDeal(p.token, { contactId: someone.id, title: "Not hers" });
+    const referral = await call("POST", "/api/reputation/referrals", { token: p.token, body: { agentUserId: p.userId, referredName: "Ines Accessley", referredContact: "(416) 555-0199" } });
+    expect(referral.status).toBe(201);
+
+    const res = await call("GET", `/v1/contacts/${contact.id}/export`, { token: p.token });
+    expect(res.status).toBe(200);
+    const data = (await json(res)).data;
+    expect(data.contact).toMatchObject({ id: contact.id, email, inTrash: false });
+    expect(data.activities.map((a: any) => a.description)).toEqual(["Likes Elm St"]);
+    expect(data.communications.map((c: any) => c.subject)).toEqual(["Hello Ines"]);
+    expect(data.deals.map((d: any) => d.id)).toEqual([deal.id]);
+    // Referred by phone written another way: the erasure's own lookup finds it.
+    expect(data.referrals).toHaveLength(1);
+    expect(JSON.stringify(data)).not.toContain(someone.id);
+
+    // In the trash still held, and answered; another organization's id and an unknown one alike 404.
+    expect((await call("DELETE", `/v1/contacts/${contact.id}`, { token: p.token })).status).toBe(200);
+    const trashed = (await json(await call("GET", `/v1/contacts/${contact.id}/export`, { token: p.token }))).data;
+    expect(trashed.contact).toMatchObject({ id: contact.id, inTrash: true });
+    await expectCrmError(await call("GET", `/v1/contacts/${contact.id}/export`, { token: other.token }), 404, "not_found_error");
+    await expectCrmError(await call("GET", "/v1/contacts/00000000-0000-4000-8000-00000000dead/export", { token: p.token }), 404, "not_found_error");
+    const key = await createApiKey(p.token, ["contacts:read"]);
+    expect((await call("GET", `/v1/contacts/${someone.id}/export`, { token: key.key })).status).toBe(403);
   });
 });

@@ -125,6 +125,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/contacts/{id}/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Everything held about one person (the right of access)
+         * @description One JSON document: the contact (also one in the trash), its activities and communications, their deals, the testimonials they wrote, referrals naming them, their surveys and answers, clickwrap acceptances, the mail sent to them, and the documents and envelopes that name them — found where an erasure of the person would look. Needs `exports:read`.
+         */
+        get: operations["exportContactData"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/contacts/{id}": {
         parameters: {
             query?: never;
@@ -935,6 +955,46 @@ export interface paths {
         patch: operations["updateOrganization"];
         trace?: never;
     };
+    "/v1/organization/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Export the whole organization as one zip
+         * @description Starts a job that writes one `.zip` to storage: NDJSON per table of every record the organization holds (credentials left out) and every file (deal documents, property photos and reports, envelopes' documents, certificates and the sealed PDFs of signed envelopes). When it is done, whoever asked is mailed a download link valid 7 days; `GET /v1/organization/exports/{id}` shows its progress. Owners and admins only (403 `insufficient_role` for an agent), with `exports:read`.
+         */
+        post: operations["startOrganizationExport"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/organization/exports/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * An organization export's status and progress
+         * @description Needs `exports:read`.
+         */
+        get: operations["getOrganizationExport"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/users": {
         parameters: {
             query?: never;
@@ -1586,6 +1646,26 @@ export interface paths {
          * @description The links are handed out by the routes that own the files (a certificate of completion, a property's photos and reports, a deal's documents, the document a signer reads); they expire. An invalid, expired or unknown link answers 404 alike, and so does a signer's link once that signer has signed or declined or the envelope has ended.
          */
         get: operations["downloadFile"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/public/exports/{organizationId}/{token}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Download an organization export through its mailed link
+         * @description The link mailed when an organization export completes; it lives 7 days. A wrong, expired or deleted link answers 404 alike.
+         */
+        get: operations["downloadOrganizationExport"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2692,6 +2772,50 @@ export interface components {
             updatedAt?: unknown;
             lastContactedAt?: unknown;
         };
+        PersonalData: {
+            exportedAt: string;
+            contact: components["schemas"]["Contact"] & {
+                inTrash: boolean;
+            };
+            activities: components["schemas"]["ContactActivity"][];
+            communications: components["schemas"]["ContactCommunication"][];
+            /** @description Deals whose contact they are */
+            deals: {
+                [key: string]: unknown;
+            }[];
+            /** @description Testimonials they wrote */
+            testimonials: {
+                [key: string]: unknown;
+            }[];
+            /** @description Referrals that name them (as the lead made, or by e-mail or phone) */
+            referrals: {
+                [key: string]: unknown;
+            }[];
+            /** @description Surveys sent to them (link tokens left out) */
+            surveys: {
+                [key: string]: unknown;
+            }[];
+            /** @description Their answers */
+            surveyResponses: {
+                [key: string]: unknown;
+            }[];
+            /** @description Acceptances recorded under their id, e-mail or phone */
+            clickwrapAcceptances: {
+                [key: string]: unknown;
+            }[];
+            /** @description Mail sent to them: id, subject, createdAt (bodies hold links) */
+            mails: {
+                [key: string]: unknown;
+            }[];
+            /** @description Documents that name their e-mail or phone, or a name no other contact has: id, createdAt */
+            documents: {
+                [key: string]: unknown;
+            }[];
+            /** @description Signature envelopes that name them the same way: id, status */
+            envelopes: {
+                [key: string]: unknown;
+            }[];
+        };
         ContactUpdate: {
             firstName?: string;
             lastName?: string;
@@ -3628,6 +3752,29 @@ export interface components {
                 defaultPhoneRegion?: string;
                 leadRouting?: components["schemas"]["LeadRouting"];
             };
+        };
+        OrganizationExport: {
+            id: string;
+            /**
+             * @description queued → running → completed (the link is mailed), or failed; deleted once a person's erasure removed the zip
+             * @enum {string}
+             */
+            status: "queued" | "running" | "completed" | "failed" | "deleted";
+            progress: {
+                tablesDone: number;
+                tablesTotal: number;
+                /** @description Rows written so far */
+                rows: number;
+                /** @description Files written (counted once the tables are done) */
+                files: number;
+                /** @description Bytes of the zip written so far */
+                bytes: number;
+            };
+            /** @description When the mailed download link dies (7 days after completion) */
+            expiresAt: string | null;
+            error: string | null;
+            createdAt: string;
+            completedAt: string | null;
         };
         UserList: {
             /** @enum {boolean} */
@@ -6131,6 +6278,133 @@ export interface operations {
             };
             /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
             503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+        };
+    };
+    exportContactData: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Everything held about the person */
+            200: {
+                headers: {
+                    /** @description A hash of this answer's bytes; send it back in If-None-Match to be answered 304 while the answer is unchanged */
+                    ETag?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["PersonalData"];
+                    };
+                };
+            };
+            /** @description Not modified: If-None-Match names this answer's ETag (weak comparison); no body */
+            304: {
+                headers: {
+                    /** @description A hash of this answer's bytes; send it back in If-None-Match to be answered 304 while the answer is unchanged */
+                    ETag?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The caller's role does not allow this route (insufficient_role), or its API key or OAuth access token was not granted the route's permission (insufficient_permission) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description No contact with this id in your organization (not_found_error) */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The request broke the schema; errors[] lists every problem with field, code and message */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The credential's quota is spent (rate_limited): retry after Retry-After seconds; RateLimit says the same */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
@@ -12958,6 +13232,256 @@ export interface operations {
             };
         };
     };
+    startOrganizationExport: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The export job, queued */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["OrganizationExport"];
+                    };
+                };
+            };
+            /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The caller's role does not allow this route (insufficient_role), or its API key or OAuth access token was not granted the route's permission (insufficient_permission) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description This Idempotency-Key was used for another request (idempotency_key_reused) */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The credential's quota is spent (rate_limited): retry after Retry-After seconds; RateLimit says the same */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+        };
+    };
+    getOrganizationExport: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The export job */
+            200: {
+                headers: {
+                    /** @description A hash of this answer's bytes; send it back in If-None-Match to be answered 304 while the answer is unchanged */
+                    ETag?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["OrganizationExport"];
+                    };
+                };
+            };
+            /** @description Not modified: If-None-Match names this answer's ETag (weak comparison); no body */
+            304: {
+                headers: {
+                    /** @description A hash of this answer's bytes; send it back in If-None-Match to be answered 304 while the answer is unchanged */
+                    ETag?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The caller's role does not allow this route (insufficient_role), or its API key or OAuth access token was not granted the route's permission (insufficient_permission) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description No export with this id in your organization (not_found_error) */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The request broke the schema; errors[] lists every problem with field, code and message */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The credential's quota is spent (rate_limited): retry after Retry-After seconds; RateLimit says the same */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+        };
+    };
     listUsers: {
         parameters: {
             query?: {
@@ -18118,6 +18642,70 @@ export interface operations {
                 };
             };
             /** @description Invalid, expired or unknown link; a signer's link once the signer signed or declined or the envelope ended */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Too many requests from this address (rate_limited) */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    downloadOrganizationExport: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                organizationId: string;
+                token: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The zip */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/zip": string;
+                };
+            };
+            /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Invalid, expired or deleted link */
             404: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];

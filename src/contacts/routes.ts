@@ -5,6 +5,7 @@ import { listQuery, NoQuery } from "../crm/list-query";
 import { requirePermission, serviceContext } from "../platform/auth";
 import { RESTORE_DAYS } from "../crm/trash";
 import { eraseContact } from "./erase";
+import { personalData } from "./access";
 import { z } from "@hono/zod-openapi";
 import { ETAG_HEADER, withEtag } from "../platform/etag";
 import type { AppBindings } from "../platform/context";
@@ -28,6 +29,7 @@ import {
   ContactTag,
   ContactUpdate,
   IdParam,
+  PersonalData,
   TagsAdd,
 } from "./schemas";
 import { addTags, createContact, deleteContact, getContact, listContacts, listTags, restoreContact, updateContact } from "./service";
@@ -66,6 +68,19 @@ const list = defineRoute(CRM, {
     "Keyset-paginated: pass `pagination.nextCursor` back as `cursor`. A cursor walk returns every matching contact exactly once, also while contacts are being added. Unknown query parameters are rejected (422).",
   request: { query: ContactListQuery },
   responses: { 200: { description: "A page of contacts (only the requested fields with `fields`)", content: { "application/json": { schema: Page(Contact.partial()) } } } },
+});
+
+const access = defineRoute(CRM, {
+  operationId: "exportContactData",
+  method: "get",
+  path: "/v1/contacts/{id}/export",
+  tags,
+  security,
+  summary: "Everything held about one person (the right of access)",
+  description:
+    "One JSON document: the contact (also one in the trash), its activities and communications, their deals, the testimonials they wrote, referrals naming them, their surveys and answers, clickwrap acceptances, the mail sent to them, and the documents and envelopes that name them — found where an erasure of the person would look. Needs `exports:read`.",
+  request: { params: IdParam },
+  responses: { 200: crmSuccess("Everything held about the person", PersonalData), 404: crmError("No contact with this id in your organization (not_found_error)") },
 });
 
 const listTagsRoute = defineRoute(CRM, {
@@ -213,6 +228,7 @@ export const contactRoutes = new OpenAPIHono<AppBindings>({ defaultHook: contact
     const { ctx, answer } = keptAnswer<Contact>(c, 201);
     return c.json(answer(withEtag(c, await createContact(ctx, c.req.valid("json")))), 201);
   })
+  .openapi(access, async (c) => c.json({ success: true as const, data: await personalData(serviceContext(c), c.req.valid("param").id) }, 200))
   .openapi(read, async (c) => c.json({ success: true as const, data: withEtag(c, await getContact(serviceContext(c), c.req.valid("param").id, c.req.valid("query").include)) }, 200))
   .openapi(update, async (c) => {
     const { ctx, answer } = keptAnswer<Contact>(c, 200);

@@ -223,3 +223,23 @@ export const Erasure = z
   })
   .openapi("Erasure");
 export type Erasure = z.infer<typeof Erasure>;
+
+const records = (description: string) => z.array(z.record(z.string(), z.unknown())).openapi({ description });
+/** GET /v1/contacts/{id}/export (the right of access, contacts/access.ts). */
+export const PersonalData = z
+  .object({
+    exportedAt: z.string(),
+    contact: Contact.extend({ inTrash: z.boolean() }),
+    activities: z.array(Activity),
+    communications: z.array(Communication),
+    deals: records("Deals whose contact they are"),
+    testimonials: records("Testimonials they wrote"),
+    referrals: records("Referrals that name them (as the lead made, or by e-mail or phone)"),
+    surveys: records("Surveys sent to them (link tokens left out)"),
+    surveyResponses: records("Their answers"),
+    clickwrapAcceptances: records("Acceptances recorded under their id, e-mail or phone"),
+    mails: records("Mail sent to them: id, subject, createdAt (bodies hold links)"),
+    documents: records("Documents that name their e-mail or phone, or a name no other contact has: id, createdAt"),
+    envelopes: records("Signature envelopes that name them the same way: id, status"),
+  })
+  .openapi("PersonalData");

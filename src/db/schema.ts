@@ -19,3 +19,4 @@ export * from "./trash";
 export * from "./uploads";
 export * from "./shard-fences";
 export * from "./search";
+export * from "./exports";

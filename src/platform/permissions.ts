@@ -78,6 +78,9 @@ const ROUTE_NEEDS: Record<string, Need> = {
   "/v1/webhooks": both("webhooks:manage"),
   "/v1/events": both("events:read"),
   "/v1/organization": { read: "organization:read", write: "organization:manage" },
+  // An organization's archive: exports:read, and owners and admins only (exports/service.ts).
+  "/v1/organization/export": both("exports:read"),
+  "/v1/organization/exports": both("exports:read"),
   "/v1/users": { read: "organization:read", write: "users:manage" },
   "/v1/integrations": both("integrations:read"),
   "/v1/api-keys": both("api-keys:manage"),

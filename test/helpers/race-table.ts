@@ -1090,6 +1090,16 @@ export const RACES: Race[] = [
     counter: { read: async (owner) => (await json(await call("GET", "/v1/api-keys", { token: owner.token }))).pagination.total, perMove: -1 },
     event: "integration.disconnected",
   },
+  // Exports (issue 33 part 5): each request starts its own job; none is lost or merged with another.
+  {
+    kind: "independent",
+    route: "POST /v1/organization/export",
+    seed: async () => ({}),
+    changes: async () => Array.from({ length: 3 }, () => ({})),
+    async verify(owner) {
+      expect(await count(owner, "SELECT COUNT(DISTINCT id) AS n FROM organization_exports WHERE organization_id = ?", owner.organizationId)).toBe(3);
+    },
+  },
 ];
 
 /**
