@@ -120,7 +120,13 @@ describe("GET /v1/contacts/export", () => {
     const errors = await call("GET", "/v1/contacts/export", { token: key.key });
     expect(errors.status).toBe(403);
     expect((await json(errors)).error.code).toBe("insufficient_permission");
-    const allowed = await createApiKey(org.token, ["exports:read"]);
+    // exports:read alone does not read contacts either.
+    const exportsOnly = await createApiKey(org.token, ["exports:read"]);
+    const refused = await call("GET", "/v1/contacts/export?format=ndjson&type=LEAD", { token: exportsOnly.key });
+    expect(refused.status).toBe(403);
+    expect((await json(refused)).error.code).toBe("insufficient_permission");
+    expect((await call("GET", "/v1/deals/export", { token: exportsOnly.key })).status).toBe(403);
+    const allowed = await createApiKey(org.token, ["exports:read", "contacts:read"]);
     expect((await call("GET", "/v1/contacts/export?format=ndjson&type=LEAD", { token: allowed.key })).status).toBe(200);
   });
 });
@@ -289,7 +295,9 @@ describe("GET /v1/contacts/{id}/export (the right of access)", () => {
     expect(trashed.contact).toMatchObject({ id: contact.id, inTrash: true });
     await expectCrmError(await call("GET", `/v1/contacts/${contact.id}/export`, { token: other.token }), 404, "not_found_error");
     await expectCrmError(await call("GET", "/v1/contacts/00000000-0000-4000-8000-00000000dead/export", { token: p.token }), 404, "not_found_error");
-    const key = await createApiKey(p.token, ["contacts:read"]);
-    expect((await call("GET", `/v1/contacts/${someone.id}/export`, { token: key.key })).status).toBe(403);
+    for (const permissions of [["contacts:read"], ["exports:read"]]) {
+      const key = await createApiKey(p.token, permissions);
+      expect((await call("GET", `/v1/contacts/${someone.id}/export`, { token: key.key })).status).toBe(403);
+    }
   });
 });

@@ -47,7 +47,7 @@ export interface paths {
         };
         /**
          * Export contacts as CSV or NDJSON
-         * @description Every contacts the filters select, streamed as the walk goes (pages of 500 rows, one query each), so 100,000 rows pass without being held. Takes every filter, `q` and `sort` of `GET /v1/contacts` (no `limit`, `cursor` or `include`). Rows are the objects `GET /v1/contacts` answers; in CSV nested fields are dotted columns (`address.city`) and lists are joined with `; `. Needs `exports:read`.
+         * @description Every contacts the filters select, streamed as the walk goes (pages of 500 rows, one query each), so 100,000 rows pass without being held. Takes every filter, `q` and `sort` of `GET /v1/contacts` (no `limit`, `cursor` or `include`). Rows are the objects `GET /v1/contacts` answers; in CSV nested fields are dotted columns (`address.city`) and lists are joined with `; `. Needs `exports:read` and the list's own read permission.
          */
         get: operations["exportContacts"];
         put?: never;
@@ -134,7 +134,7 @@ export interface paths {
         };
         /**
          * Everything held about one person (the right of access)
-         * @description One JSON document: the contact (also one in the trash), its activities and communications, their deals, the testimonials they wrote, referrals naming them, their surveys and answers, clickwrap acceptances, the mail sent to them, and the documents and envelopes that name them — found where an erasure of the person would look. Needs `exports:read`.
+         * @description One JSON document: the contact (also one in the trash), its activities and communications, their deals, the testimonials they wrote, referrals naming them, their surveys and answers, clickwrap acceptances, the mail sent to them, and the documents and envelopes that name them — found where an erasure of the person would look. Needs `exports:read` and `contacts:read`.
          */
         get: operations["exportContactData"];
         put?: never;
@@ -296,7 +296,7 @@ export interface paths {
         };
         /**
          * Export properties as CSV or NDJSON
-         * @description Every properties the filters select, streamed as the walk goes (pages of 500 rows, one query each), so 100,000 rows pass without being held. Takes every filter, `q` and `sort` of `GET /v1/properties` (no `limit`, `cursor` or `include`). Rows are the objects `GET /v1/properties` answers; in CSV nested fields are dotted columns (`address.city`) and lists are joined with `; `. Needs `exports:read`.
+         * @description Every properties the filters select, streamed as the walk goes (pages of 500 rows, one query each), so 100,000 rows pass without being held. Takes every filter, `q` and `sort` of `GET /v1/properties` (no `limit`, `cursor` or `include`). Rows are the objects `GET /v1/properties` answers; in CSV nested fields are dotted columns (`address.city`) and lists are joined with `; `. Needs `exports:read` and the list's own read permission.
          */
         get: operations["exportProperties"];
         put?: never;
@@ -569,7 +569,7 @@ export interface paths {
         };
         /**
          * Export deals as CSV or NDJSON
-         * @description Every deals the filters select, streamed as the walk goes (pages of 500 rows, one query each), so 100,000 rows pass without being held. Takes every filter, `q` and `sort` of `GET /v1/deals` (no `limit`, `cursor` or `include`). Rows are the objects `GET /v1/deals` answers; in CSV nested fields are dotted columns (`address.city`) and lists are joined with `; `. Needs `exports:read`.
+         * @description Every deals the filters select, streamed as the walk goes (pages of 500 rows, one query each), so 100,000 rows pass without being held. Takes every filter, `q` and `sort` of `GET /v1/deals` (no `limit`, `cursor` or `include`). Rows are the objects `GET /v1/deals` answers; in CSV nested fields are dotted columns (`address.city`) and lists are joined with `; `. Needs `exports:read` and the list's own read permission.
          */
         get: operations["exportDeals"];
         put?: never;
@@ -968,7 +968,7 @@ export interface paths {
          * Export the whole organization as one zip
          * @description Starts a job that writes one `.zip` to storage: NDJSON per table of every record the organization holds (credentials left out) and every file (deal documents, property photos and reports, envelopes' documents, certificates and the sealed PDFs of signed envelopes). When it is done, whoever asked is mailed a download link valid 7 days; `GET /v1/organization/exports/{id}` shows its progress. Owners and admins only (403 `insufficient_role` for an agent), with `exports:read`.
          */
-        post: operations["startOrganizationExport"];
+        post: operations["createOrganizationExport"];
         delete?: never;
         options?: never;
         head?: never;
@@ -13232,7 +13232,7 @@ export interface operations {
             };
         };
     };
-    startOrganizationExport: {
+    createOrganizationExport: {
         parameters: {
             query?: never;
             header?: never;

@@ -78,7 +78,7 @@ const access = defineRoute(CRM, {
   security,
   summary: "Everything held about one person (the right of access)",
   description:
-    "One JSON document: the contact (also one in the trash), its activities and communications, their deals, the testimonials they wrote, referrals naming them, their surveys and answers, clickwrap acceptances, the mail sent to them, and the documents and envelopes that name them — found where an erasure of the person would look. Needs `exports:read`.",
+    "One JSON document: the contact (also one in the trash), its activities and communications, their deals, the testimonials they wrote, referrals naming them, their surveys and answers, clickwrap acceptances, the mail sent to them, and the documents and envelopes that name them — found where an erasure of the person would look. Needs `exports:read` and `contacts:read`.",
   request: { params: IdParam },
   responses: { 200: crmSuccess("Everything held about the person", PersonalData), 404: crmError("No contact with this id in your organization (not_found_error)") },
 });
@@ -228,7 +228,11 @@ export const contactRoutes = new OpenAPIHono<AppBindings>({ defaultHook: contact
     const { ctx, answer } = keptAnswer<Contact>(c, 201);
     return c.json(answer(withEtag(c, await createContact(ctx, c.req.valid("json")))), 201);
   })
-  .openapi(access, async (c) => c.json({ success: true as const, data: await personalData(serviceContext(c), c.req.valid("param").id) }, 200))
+  .openapi(access, async (c) => {
+    // exports:read by its path (platform/permissions.ts), and what it reads: the contact and its records.
+    requirePermission(c, "contacts:read");
+    return c.json({ success: true as const, data: await personalData(serviceContext(c), c.req.valid("param").id) }, 200);
+  })
   .openapi(read, async (c) => c.json({ success: true as const, data: withEtag(c, await getContact(serviceContext(c), c.req.valid("param").id, c.req.valid("query").include)) }, 200))
   .openapi(update, async (c) => {
     const { ctx, answer } = keptAnswer<Contact>(c, 200);

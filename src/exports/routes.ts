@@ -7,7 +7,7 @@ import { placementOf } from "../shards/directory";
 import { DownloadParams, ExportIdParam, OrganizationExport } from "./schemas";
 import { getOrganizationExport, openDownload, startOrganizationExport } from "./service";
 import { EXPORT_PAGE, type ExportFormat, exportHeaders, type ExportPage, exportStream } from "../crm/export";
-import { serviceContext } from "../platform/auth";
+import { requirePermission, serviceContext } from "../platform/auth";
 import type { AppBindings } from "../platform/context";
 import { validationHook } from "../platform/openapi";
 import { defineRoute } from "../platform/route";
@@ -22,7 +22,7 @@ import type { ServiceContext } from "../service-context";
 const security = [{ bearerAuth: [] }];
 
 const DESCRIPTION = (what: string, list: string) =>
-  `Every ${what} the filters select, streamed as the walk goes (pages of ${EXPORT_PAGE} rows, one query each), so 100,000 rows pass without being held. Takes every filter, \`q\` and \`sort\` of \`GET ${list}\` (no \`limit\`, \`cursor\` or \`include\`). Rows are the objects \`GET ${list}\` answers; in CSV nested fields are dotted columns (\`address.city\`) and lists are joined with \`; \`. Needs \`exports:read\`.`;
+  `Every ${what} the filters select, streamed as the walk goes (pages of ${EXPORT_PAGE} rows, one query each), so 100,000 rows pass without being held. Takes every filter, \`q\` and \`sort\` of \`GET ${list}\` (no \`limit\`, \`cursor\` or \`include\`). Rows are the objects \`GET ${list}\` answers; in CSV nested fields are dotted columns (\`address.city\`) and lists are joined with \`; \`. Needs \`exports:read\` and the list's own read permission.`;
 
 /** The 200 of an export: the bytes, described per format. */
 const EXPORTED = {
@@ -48,20 +48,23 @@ const walk = <Q>(ctx: ServiceContext, q: Q, page: (ctx: ServiceContext, q: Q, cu
 
 // Each before its domain's routes in the group (app.ts), so /v1/contacts/export is not taken for /v1/contacts/{id}.
 export const contactExportRoutes = new OpenAPIHono<AppBindings>({ defaultHook: validationHook }).openapi(contacts, (c) => {
+  requirePermission(c, "contacts:read");
   const { format, ...q } = c.req.valid("query");
   return streamed("contacts", format, Contact, walk(serviceContext(c), q, contactExportPage)) as never;
 });
 export const dealExportRoutes = new OpenAPIHono<AppBindings>({ defaultHook: validationHook }).openapi(deals, (c) => {
+  requirePermission(c, "deals:read");
   const { format, ...q } = c.req.valid("query");
   return streamed("deals", format, Deal, walk(serviceContext(c), q, dealExportPage)) as never;
 });
 export const propertyExportRoutes = new OpenAPIHono<AppBindings>({ defaultHook: validationHook }).openapi(properties, (c) => {
+  requirePermission(c, "properties:read");
   const { format, ...q } = c.req.valid("query");
   return streamed("properties", format, Property, walk(serviceContext(c), q, (ctx, f, cursor, size) => propertyExportPage(ctx, f, cursor, size))) as never;
 });
 
 const start = defineRoute(CRM, {
-  operationId: "startOrganizationExport",
+  operationId: "createOrganizationExport",
   method: "post",
   path: "/v1/organization/export",
   tags: ["Organization"],
