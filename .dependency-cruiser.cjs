@@ -4,7 +4,7 @@
 // by types is still a circle a reader has to untangle.
 
 /** Tiers, bottom up. A path pattern per tier; a file in tier N may import tiers 1..N only. */
-const DOMAINS = ["admin", "api-keys", "clickwrap", "contacts", "custom-fields", "deals", "documents", "imports", "integrations", "leads", "oauth", "organization", "plants", "profiles", "properties", "referrals", "signatures", "surveys", "testimonials", "trash", "users", "webhooks"];
+const DOMAINS = ["admin", "api-keys", "clickwrap", "contacts", "custom-fields", "deals", "documents", "exports", "imports", "integrations", "leads", "oauth", "organization", "plants", "profiles", "properties", "referrals", "signatures", "surveys", "testimonials", "trash", "users", "webhooks"];
 const TIERS = [
   { name: "1 lib/, env.ts", path: ["^src/lib/", "^src/env\\.ts$"] },
   { name: "2 db/, seal/, ai/", path: ["^src/db/", "^src/seal/", "^src/ai/"] },

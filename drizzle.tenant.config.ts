@@ -17,6 +17,7 @@ export default defineConfig({
     "./src/db/reputation.ts",
     "./src/db/properties.ts",
     "./src/db/deals.ts",
+    "./src/db/exports.ts",
     "./src/db/clickwrap.ts",
     "./src/db/obligations.ts",
     "./src/db/document-vectors.ts",

@@ -88,16 +88,29 @@ function routeGroups(options: AppOptions): RouteGroup[] {
   const group = (paths: string[], load: () => Promise<Routers>): RouteGroup => ({ paths, load });
   return [
     group(["/plants", "/plants/*"], async () => [(await import("./plants/routes")).plantRoutes]),
-    group(["/v1/contacts", "/v1/contacts/*"], async () => [(await import("./contacts/routes")).contactRoutes]),
+    // The exports first: /v1/contacts/export would otherwise be taken for /v1/contacts/{id}.
+    group(["/v1/contacts", "/v1/contacts/*"], async () => {
+      const [exports, contacts] = await Promise.all([import("./exports/routes"), import("./contacts/routes")]);
+      return [exports.contactExportRoutes, contacts.contactRoutes];
+    }),
     group(["/v1/leads"], async () => [(await import("./leads/routes")).leadRoutes]),
-    group(["/v1/properties", "/v1/properties/*"], async () => [(await import("./properties/routes")).propertyRoutes]),
-    group(["/v1/deals", "/v1/deals/*"], async () => [(await import("./deals/routes")).dealRoutes]),
+    group(["/v1/properties", "/v1/properties/*"], async () => {
+      const [exports, properties] = await Promise.all([import("./exports/routes"), import("./properties/routes")]);
+      return [exports.propertyExportRoutes, properties.propertyRoutes];
+    }),
+    group(["/v1/deals", "/v1/deals/*"], async () => {
+      const [exports, deals] = await Promise.all([import("./exports/routes"), import("./deals/routes")]);
+      return [exports.dealExportRoutes, deals.dealRoutes];
+    }),
     group(["/v1/trash"], async () => [(await import("./trash/routes")).trashRoutes]),
     group(["/v1/imports", "/v1/imports/*"], async () => [(await import("./imports/routes")).importRoutes]),
     group(["/v1/api-keys", "/v1/api-keys/*"], async () => [(await import("./api-keys/routes")).apiKeyRoutes]),
     group(["/v1/custom-fields", "/v1/custom-fields/*"], async () => [(await import("./custom-fields/routes")).customFieldRoutes]),
     group(["/v1/integrations"], async () => [(await import("./integrations/routes")).integrationRoutes]),
-    group(["/v1/organization"], async () => [(await import("./organization/routes")).organizationRoutes]),
+    group(["/v1/organization", "/v1/organization/*"], async () => {
+      const [exports, organization] = await Promise.all([import("./exports/routes"), import("./organization/routes")]);
+      return [organization.organizationRoutes, exports.organizationExportRoutes];
+    }),
     group(["/v1/users", "/v1/users/*"], async () => [(await import("./users/routes")).userRoutes]),
     group(["/invite/*"], async () => {
       const [invite, challenge] = await Promise.all([import("./users/invite-routes"), import("./platform/bot-challenge")]);
@@ -120,18 +133,20 @@ function routeGroups(options: AppOptions): RouteGroup[] {
       // Obligations, search and forms before the documents: /api/documents/{id} would take them for an id.
       return [obligations.obligationRoutes, search.searchRoutes, forms.formRoutes, documents.documentRoutes, draft.draftRoutes, signatures.signatureRoutes];
     }),
-    group(["/api/public/sign/*", "/sign/*", "/api/public/verify", "/api/public/files/*"], async () => {
-      const [signing, challenge, verify, files, documentLink] = await Promise.all([
+    group(["/api/public/sign/*", "/sign/*", "/api/public/verify", "/api/public/files/*", "/api/public/exports/*"], async () => {
+      const [signing, challenge, verify, files, documentLink, exports] = await Promise.all([
         import("./signatures/public-routes"),
         import("./platform/bot-challenge"),
         import("./signatures/verify-routes"),
         import("./files/routes"),
         import("./signatures/document-link"),
+        import("./exports/routes"),
       ]);
       return [
         signing.createPublicSigningRoutes({ botChallenge: options.signing?.botChallenge ?? ((secret) => challenge.turnstile(secret)) }),
         verify.verifyRoutes,
         files.createFileRoutes({ holderMayRead: documentLink.signerMayReadDocument }),
+        exports.exportDownloadRoutes,
       ];
     }),
     group(["/api/reputation", "/api/reputation/*", "/api/public/reviews/*", "/widget/*", "/api/public/referral/*", "/api/public/survey/*", "/survey/*"], async () => {

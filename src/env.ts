@@ -16,6 +16,8 @@ export interface Env {
   WEBHOOK_DELIVERIES: Queue<unknown>;
   /** Import chunks (issue 33, src/imports/): one message per chunk to run. */
   IMPORTS: Queue<unknown>;
+  /** Organization exports (src/exports/archive.ts): one message per export job. */
+  ORGANIZATION_EXPORTS: Queue<unknown>;
   DOCUMENT_VECTORS?: VectorizeIndex;
   FILES: R2Bucket;
   /** Workers static assets (assets/): the fonts the sealed PDFs embed, loaded at first use. */

@@ -11,6 +11,7 @@ import { dealWonSurveyConsumer } from "./surveys/scheduling";
 import { webhookFanout } from "./webhooks/fanout";
 import { createDeliveryConsumer, markDeadDeliveries } from "./webhooks/delivery";
 import { defaultWebhookDeps } from "./webhooks/transport";
+import { runExportJobs } from "./exports/jobs";
 
 /**
  * Every consumer of the `events` queue, here at the top beside the queue handler: the domains' consumers are handed
@@ -28,6 +29,8 @@ export async function handleQueue(batch: MessageBatch<unknown>, env: Env): Promi
       return routeEvents(batch, env);
     case "webhook-deliveries":
       return deliverWebhooks(batch, env);
+    case "organization-exports":
+      return runExportJobs(batch, env);
     case "webhook-deliveries-dlq":
       return markDeadDeliveries(batch, env);
     case "imports":

@@ -6,7 +6,7 @@ import { sendDueSurveys } from "../src/surveys/scheduling";
 import { call, json } from "./helpers/client";
 import { createContact, expectCrmError, getContact, logActivity } from "./helpers/contacts";
 import { createDeal, getDeal } from "./helpers/deals";
-import { createDocument, freshIp, leaseCanonical, publicSign, sendForSignature, signAll, tokenOf } from "./helpers/documents";
+import { createDocument, freshIp, leaseCanonical, mailTo, publicSign, sendForSignature, signAll, tokenOf } from "./helpers/documents";
 import { answerOf, erase, filesFound, newPerson, seedMentions, seedSignatures, whereFound } from "./helpers/erasure";
 import { createPrincipal, tenantDb } from "./helpers/factories";
 import { receiverUrl } from "./helpers/receiver";
@@ -258,6 +258,31 @@ describe("erasure on request (DELETE /v1/contacts/{id}?erase=true)", () => {
     expect((await erase(p, contact.id, { ENVIRONMENT: "staging", DOCUMENT_VECTORS: index })).status).toBe(200);
     expect(deleted).toContain(`${draft.id}#0`);
     expect(deleted).toContain(`${draft.id}#63`);
+  });
+
+  it("deletes the organization's export zips: one made before the erasure holds the person, so none survives it (issue 33)", async () => {
+    const p = await createPrincipal();
+    const contact = await createContact(p.token, { firstName: "Ottoline", lastName: "Zipworth" });
+    const started = await call("POST", "/v1/organization/export", { token: p.token });
+    expect(started.status).toBe(202);
+    const id = (await json(started)).data.id;
+    let job: Record<string, any> = {};
+    await vi.waitFor(async () => {
+      job = (await json(await call("GET", `/v1/organization/exports/${id}`, { token: p.token }))).data;
+      expect(job.status).toBe("completed");
+    }, { timeout: 20_000, interval: 100 });
+    const zips = async () => (await env.FILES.list({ prefix: `exports/${p.organizationId}/` })).objects.length;
+    expect(await zips()).toBe(1);
+    const mailed = (await mailTo(`${p.userId}@example.test`)).find((m) => m.subject === "Your organization export is ready")!;
+    const link = new URL(mailed.text.match(/https?:\/\/\S+\/api\/public\/exports\/\S+/)![0]).pathname;
+    expect((await call("GET", link)).status).toBe(200);
+
+    const res = await erase(p, contact.id);
+    expect(res.status).toBe(200);
+    expect((await answerOf(res)).erased).toMatchObject({ contacts: 1, exports: 1 });
+    expect(await zips()).toBe(0);
+    expect((await call("GET", link)).status).toBe(404);
+    expect((await json(await call("GET", `/v1/organization/exports/${id}`, { token: p.token }))).data).toMatchObject({ status: "deleted", expiresAt: null });
   });
 
   it("honours If-Match: a stale version is a 412 and erases nothing", async () => {

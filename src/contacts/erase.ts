@@ -36,6 +36,7 @@ import { referredKey } from "../referrals/service";
 import { systemContext } from "../shards/tenants";
 import { closeSigningLinks, countSignedEnvelopes, eraseUnsignedEnvelopes } from "../signatures/service";
 import { decodeRow } from "../crm/trash";
+import { deleteExportArchives } from "../files/export-archives";
 import { type Counted, scrubCopies, scrubTrash } from "./erase-copies";
 import { facetMoves } from "./facets";
 import type { ContactRecord } from "./mapping";
@@ -71,7 +72,7 @@ interface Found {
 }
 
 /** The person to erase: the live contact, one waiting in the trash, or an erasure of theirs that stopped half-way. */
-async function findPerson(ctx: ServiceContext, id: string): Promise<Found> {
+export async function findPerson(ctx: ServiceContext, id: string): Promise<Found> {
   const org = ctx.organizationId;
   const [live, kept, pending, mergedRows] = await ctx.db.batch([
     ctx.db.select().from(contacts).where(and(eq(contacts.organizationId, org), eq(contacts.id, id))),
@@ -241,6 +242,8 @@ export async function runErasure(ctx: ServiceContext, row: ErasureRow): Promise<
   const who = scrub.recognizer;
   const documentsByName = (await eraseUnsignedEnvelopes(ctx, who, () => counted("envelopes"))) + (await eraseDocumentsNaming(ctx, who, () => counted("documents")));
   const nameMentions = (await scrubTrash(ctx, scrub, counted)) + (await scrubCopies(ctx, scrub, counted));
+  // An organization export made before holds the person: every export zip of the organization goes (issue 33).
+  await deleteExportArchives(ctx, () => counted("exports"));
   const retainedCounts = countsOnly({
     signed_envelopes: await countSignedEnvelopes(ctx, who),
     clickwrap_acceptances: await countAcceptances(ctx, scrub),
@@ -304,22 +307,25 @@ export async function resumeErasures(env: Env, db: Db, { now = new Date(), max =
 
 const countsOnly = (counts: Record<string, number>) => Object.fromEntries(Object.entries(counts).filter(([, n]) => n > 0));
 
-/** Clickwrap acceptances recorded under the person's id, e-mail or phone (or a name that is theirs alone): immutable, so counted and kept. */
-async function countAcceptances(ctx: ServiceContext, scrub: Scrub): Promise<number> {
+/** Clickwrap acceptances recorded under the person's id, e-mail or phone (or a name that is theirs alone). */
+export async function acceptancesOf(ctx: ServiceContext, scrub: Scrub): Promise<(typeof clickwrapAcceptances.$inferSelect)[]> {
   const { person, recognizer: who } = scrub;
-  let n = 0;
+  const theirs: (typeof clickwrapAcceptances.$inferSelect)[] = [];
   for (let after = ""; ; ) {
     const page = await ctx.db
-      .select({ id: clickwrapAcceptances.id, subjectRef: clickwrapAcceptances.subjectRef })
+      .select()
       .from(clickwrapAcceptances)
       .where(and(eq(clickwrapAcceptances.organizationId, ctx.organizationId), gt(clickwrapAcceptances.id, after), mentionsAny(clickwrapAcceptances.subjectRef, who.needles)))
       .orderBy(asc(clickwrapAcceptances.id))
       .limit(PAGE);
-    n += page.filter((a) => a.subjectRef === person.id || who.identifies(a.subjectRef) || (who.nameIsTheirs && who.names(a.subjectRef))).length;
-    if (page.length < PAGE) return n;
+    theirs.push(...page.filter((a) => a.subjectRef === person.id || who.identifies(a.subjectRef) || (who.nameIsTheirs && who.names(a.subjectRef))));
+    if (page.length < PAGE) return theirs;
     after = page[page.length - 1]!.id;
   }
 }
+
+/** The person's clickwrap acceptances are immutable: counted and kept. */
+const countAcceptances = async (ctx: ServiceContext, scrub: Scrub): Promise<number> => (await acceptancesOf(ctx, scrub)).length;
 
 const PAGE = 200;
 
@@ -328,7 +334,7 @@ const PAGE = 200;
  * reads names: any case, Unicode form or spacing). Then a mention of the name alone may be theirs: it is not scrubbed,
  * and no record is deleted for it.
  */
-async function nameIsShared(ctx: ServiceContext, person: Person): Promise<boolean> {
+export async function nameIsShared(ctx: ServiceContext, person: Person): Promise<boolean> {
   const name = matcherOf({ names: [person.fullName] });
   const same = (first: unknown, last: unknown) => replaceMentions(`${first} ${last}`, name, "").trim() === "";
   const org = ctx.organizationId;
@@ -368,7 +374,7 @@ async function nameIsShared(ctx: ServiceContext, person: Person): Promise<boolea
 }
 
 /** Referrals whose referred person is this one: the lead made from them, their e-mail or their phone (in any format). */
-const referredIs = (ctx: ServiceContext, person: Person) =>
+export const referredIs = (ctx: ServiceContext, person: Person) =>
   and(
     eq(referrals.organizationId, ctx.organizationId),
     or(eq(referrals.leadContactId, person.id), eq(referrals.referredEmailKey, person.emailKey), ...person.phones.map((phone) => phoneIs(referrals.referredContact, phone))),
@@ -385,4 +391,4 @@ function phoneIs(column: SQLiteColumn, phone: string): SQL {
 const unsentTo = (ctx: ServiceContext, id: string) =>
   and(eq(surveys.organizationId, ctx.organizationId), eq(surveys.recipientPersonId, id), inArray(surveys.status, ["SCHEDULED", "OPENED"]), isNull(surveys.sentAt));
 
-const mailTo = (ctx: ServiceContext, person: Person) => and(eq(mailOutbox.organizationId, ctx.organizationId), sql`lower(${mailOutbox.to}) = ${person.emailKey}`);
+export const mailTo = (ctx: ServiceContext, person: Person) => and(eq(mailOutbox.organizationId, ctx.organizationId), sql`lower(${mailOutbox.to}) = ${person.emailKey}`);

@@ -1,4 +1,5 @@
 import { filterKey, resolveTotal, totalStatements } from "../crm/list-totals";
+import type { ExportPage } from "../crm/export";
 import { afterCursor, type KeysetTable, keysetPage, orderBy, type SortKey, type Where } from "../crm/keyset";
 import { customFieldQuery, type CustomQuery, type CustomSortField } from "../crm/custom-fields";
 import { searchCount, searchKey, searchOf, searchPageSql } from "../crm/search";
@@ -6,7 +7,8 @@ import type { ServiceContext } from "../service-context";
 import { facetTotalStatement } from "./facets";
 import { type ContactRow, toContact } from "./mapping";
 import { loadIncludes, project } from "./includes";
-import type { Contact, ContactListQuery, SortField } from "./schemas";
+import type { z } from "@hono/zod-openapi";
+import type { Contact, ContactExportQuery, ContactListQuery, SortField } from "./schemas";
 
 /** Sort fields as SQL expressions, each served by an index led by organization_id (src/db/contacts.ts). */
 const KEYSET: KeysetTable<SortField, ContactRow> = {
@@ -114,4 +116,21 @@ export async function listContacts(ctx: ServiceContext, q: ContactListQuery): Pr
       limit: page.limit,
     },
   };
+}
+
+/** The list's query without its page parameters and includes: what an export (crm/export.ts) takes. */
+/** What an export takes: the list's filters, `q`, sort (custom fields too) and its format; no page parameters or includes. */
+export type ContactExportFilters = z.infer<typeof ContactExportQuery>;
+
+/**
+ * One page of GET /v1/contacts/export: the list's own query (filters, `q`, sort) from `cursor`, `size` rows, without
+ * the total or includes, so a page is one D1 query.
+ */
+export async function contactExportPage(ctx: ServiceContext, q: ContactExportFilters, cursor: string | null, size: number): Promise<ExportPage> {
+  // Custom-field filters and sorts read their definitions: one query a page more, only for an export that names them.
+  const custom = await customFieldQuery(ctx, "contact", "c", q, q.sort);
+  const page = listSql(ctx.organizationId, { ...q, limit: size, cursor: cursor ?? undefined }, custom);
+  const { results } = await ctx.d1.prepare(page.sql).bind(...page.params).all<ContactRow>();
+  const { page: rows, nextCursor } = keysetPage(keysetOf(custom), page.sort, results, size);
+  return { data: rows.map((r) => project(toContact(r), q.fields)), nextCursor };
 }

@@ -6,6 +6,7 @@ import { listQuery, NoQuery } from "../crm/list-query";
 import { requirePermission, serviceContext } from "../platform/auth";
 import { RESTORE_DAYS } from "../crm/trash";
 import { eraseContact } from "./erase";
+import { personalData } from "./access";
 import { z } from "@hono/zod-openapi";
 import { ETAG_HEADER, withEtag } from "../platform/etag";
 import type { AppBindings } from "../platform/context";
@@ -33,6 +34,7 @@ import {
   DuplicateGroup,
   DuplicatesQuery,
   IdParam,
+  PersonalData,
   TagsAdd,
 } from "./schemas";
 import { addTags, createContact, deleteContact, getContact, listContacts, listTags, mergeContacts, restoreContact, updateContact } from "./service";
@@ -71,6 +73,19 @@ const list = defineRoute(CRM, {
     "Keyset-paginated: pass `pagination.nextCursor` back as `cursor`. A cursor walk returns every matching contact exactly once, also while contacts are being added. Unknown query parameters are rejected (422)." + CUSTOM_FILTER_DOC,
   request: { query: ContactListQuery },
   responses: { 200: { description: "A page of contacts (only the requested fields with `fields`)", content: { "application/json": { schema: Page(Contact.partial()) } } } },
+});
+
+const access = defineRoute(CRM, {
+  operationId: "exportContactData",
+  method: "get",
+  path: "/v1/contacts/{id}/export",
+  tags,
+  security,
+  summary: "Everything held about one person (the right of access)",
+  description:
+    "One JSON document: the contact (also one in the trash), its activities and communications, their deals, the testimonials they wrote, referrals naming them, their surveys and answers, clickwrap acceptances, the mail sent to them, and the documents and envelopes that name them — found where an erasure of the person would look. Needs `exports:read` and `contacts:read`.",
+  request: { params: IdParam },
+  responses: { 200: crmSuccess("Everything held about the person", PersonalData), 404: crmError("No contact with this id in your organization (not_found_error)") },
 });
 
 const listTagsRoute = defineRoute(CRM, {
@@ -257,6 +272,11 @@ export const contactRoutes = new OpenAPIHono<AppBindings>({ defaultHook: contact
   .openapi(create, async (c) => {
     const { ctx, answer } = keptAnswer<Contact>(c, 201);
     return c.json(answer(withEtag(c, await createContact(ctx, c.req.valid("json")))), 201);
+  })
+  .openapi(access, async (c) => {
+    // exports:read by its path (platform/permissions.ts), and what it reads: the contact and its records.
+    requirePermission(c, "contacts:read");
+    return c.json({ success: true as const, data: await personalData(serviceContext(c), c.req.valid("param").id) }, 200);
   })
   .openapi(read, async (c) => c.json({ success: true as const, data: withEtag(c, await getContact(serviceContext(c), c.req.valid("param").id, c.req.valid("query").include)) }, 200))
   .openapi(update, async (c) => {

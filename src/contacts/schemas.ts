@@ -2,6 +2,7 @@ import { z } from "@hono/zod-openapi";
 import { Deal } from "../deals/schemas";
 import { sortParam } from "../crm/keyset";
 import { CUSTOM_SORT, CustomFieldsInput, CustomFieldValues, type CustomSortField, withCustomFieldParams } from "../crm/custom-fields";
+import { exportQuery } from "../crm/export";
 import { csv, intParam, listQuery, pageParams, timestampParam } from "../crm/list-query";
 import { searchParam } from "../crm/search";
 import { boundedJsonObject } from "../lib/json-bounds";
@@ -203,9 +204,7 @@ export const IdParam = z.object({ id: z.string().min(1).max(100).openapi({ param
 export const SORT_FIELDS = ["createdAt", "updatedAt", "lastName", "leadScore"] as const;
 export type SortField = (typeof SORT_FIELDS)[number];
 
-export const ContactListQuery = withCustomFieldParams(
-  z.strictObject({
-    ...pageParams,
+const contactFilters = {
     q: searchParam(true, "first and last names, e-mail, phones by their digits written any way, notes and tags"),
     type: z.enum(CONTACT_TYPES).optional(),
     status: z.enum(CONTACT_STATUSES).optional(),
@@ -218,18 +217,22 @@ export const ContactListQuery = withCustomFieldParams(
     "createdAt[gte]": timestampParam.optional(),
     "createdAt[lte]": timestampParam.optional(),
     sort: sortParam<SortField, CustomSortField>(SORT_FIELDS, "leadScore:desc,createdAt:desc", CUSTOM_SORT),
-    include: csv(z.enum(INCLUDES)).optional().openapi({ type: "string", example: "activities" }),
     fields: csv(z.enum(CONTACT_FIELDS as [string, ...string[]]), CONTACT_FIELDS.length).optional().openapi({ type: "string", example: "id,firstName,lastName,email", description: "Projection; id is always returned" }),
-  }),
-).superRefine((q, ctx) => {
+};
+const contactRanges = (q: { "leadScore[gte]"?: number; "leadScore[lte]"?: number; "createdAt[gte]"?: string; "createdAt[lte]"?: string }, ctx: z.RefinementCtx) => {
     const lo = q["leadScore[gte]"];
     const hi = q["leadScore[lte]"];
     if (lo !== undefined && hi !== undefined && lo > hi) ctx.addIssue({ code: "custom", path: ["leadScore[gte]"], message: "leadScore[gte] exceeds leadScore[lte]", params: { code: "invalid_range" } });
     const from = q["createdAt[gte]"];
     const to = q["createdAt[lte]"];
     if (from && to && from > to) ctx.addIssue({ code: "custom", path: ["createdAt[gte]"], message: "createdAt[gte] is after createdAt[lte]", params: { code: "invalid_range" } });
-  });
+};
+export const ContactListQuery = withCustomFieldParams(
+  z.strictObject({ ...pageParams, ...contactFilters, include: csv(z.enum(INCLUDES)).optional().openapi({ type: "string", example: "activities" }) }),
+).superRefine(contactRanges);
 export type ContactListQuery = z.infer<typeof ContactListQuery>;
+/** GET /v1/contacts/export: the list's filters, `q`, sort and `fields`, and the format. */
+export const ContactExportQuery = withCustomFieldParams(exportQuery(contactFilters)).superRefine(contactRanges);
 
 export const ContactReadQuery = z.strictObject({
   include: csv(z.enum(INCLUDES)).optional().openapi({ type: "string", example: "activities" }),
@@ -262,3 +265,23 @@ export const Erasure = z
   })
   .openapi("Erasure");
 export type Erasure = z.infer<typeof Erasure>;
+
+const records = (description: string) => z.array(z.record(z.string(), z.unknown())).openapi({ description });
+/** GET /v1/contacts/{id}/export (the right of access, contacts/access.ts). */
+export const PersonalData = z
+  .object({
+    exportedAt: z.string(),
+    contact: Contact.extend({ inTrash: z.boolean() }),
+    activities: z.array(Activity),
+    communications: z.array(Communication),
+    deals: records("Deals whose contact they are"),
+    testimonials: records("Testimonials they wrote"),
+    referrals: records("Referrals that name them (as the lead made, or by e-mail or phone)"),
+    surveys: records("Surveys sent to them (link tokens left out)"),
+    surveyResponses: records("Their answers"),
+    clickwrapAcceptances: records("Acceptances recorded under their id, e-mail or phone"),
+    mails: records("Mail sent to them: id, subject, createdAt (bodies hold links)"),
+    documents: records("Documents that name their e-mail or phone, or a name no other contact has: id, createdAt"),
+    envelopes: records("Signature envelopes that name them the same way: id, status"),
+  })
+  .openapi("PersonalData");

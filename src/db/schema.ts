@@ -21,3 +21,4 @@ export * from "./shard-fences";
 export * from "./search";
 export * from "./custom-fields";
 export * from "./imports";
+export * from "./exports";

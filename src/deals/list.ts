@@ -1,12 +1,13 @@
 import type { z } from "@hono/zod-openapi";
 import type { Pagination } from "../crm/envelope";
+import type { ExportPage } from "../crm/export";
 import { afterCursor, type KeysetTable, keysetPage, orderBy, pageSql, type SortKey, type Where } from "../crm/keyset";
 import { filterKey, resolveTotal, totalStatements } from "../crm/list-totals";
 import { customFieldQuery, type CustomQuery, type CustomSortField } from "../crm/custom-fields";
 import { searchCount, searchKey, searchOf, searchPageSql } from "../crm/search";
 import type { ServiceContext } from "../service-context";
 import { fromRow } from "./mapping";
-import type { Deal, DealListQuery, SortField } from "./schemas";
+import type { Deal, DealExportQuery, DealListQuery, SortField } from "./schemas";
 import { present } from "./present";
 
 type Row = Record<string, unknown>;
@@ -106,4 +107,18 @@ export async function listDeals(ctx: ServiceContext, q: DealListQuery): Promise<
   const { page: pageRows, hasMore, nextCursor } = keysetPage(keysetOf(custom), page.sort, rows!.results as Row[], page.limit);
   const data = await present(ctx, pageRows.map(fromRow), q.include ?? []);
   return { data, pagination: { hasMore, nextCursor, total, limit: page.limit } };
+}
+
+/** The list's query without its page parameters and includes: what an export (crm/export.ts) takes. */
+/** What an export takes: the list's filters, `q`, sort (custom fields too) and its format; no page parameters or includes. */
+export type DealExportFilters = z.infer<typeof DealExportQuery>;
+
+/** One page of GET /v1/deals/export: the list's own query from `cursor`, `size` rows, no total, no includes: one D1 query. */
+export async function dealExportPage(ctx: ServiceContext, q: DealExportFilters, cursor: string | null, size: number): Promise<ExportPage> {
+  // Custom-field filters and sorts read their definitions: one query a page more, only for an export that names them.
+  const custom = await customFieldQuery(ctx, "deal", "d", q, q.sort);
+  const page = listSql(ctx.organizationId, { ...q, limit: size, cursor: cursor ?? undefined }, custom);
+  const { results } = await ctx.d1.prepare(page.sql).bind(...page.params).all<Row>();
+  const { page: rows, nextCursor } = keysetPage(keysetOf(custom), page.sort, results, size);
+  return { data: await present(ctx, rows.map(fromRow), []), nextCursor };
 }

@@ -1,6 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import { sortParam } from "../crm/keyset";
 import { CUSTOM_SORT, CustomFieldsInput, CustomFieldValues, type CustomSortField, withCustomFieldParams } from "../crm/custom-fields";
+import { exportQuery } from "../crm/export";
 import { csv, decimalParam, intParam, listQuery, timestampParam } from "../crm/list-query";
 import { searchParam } from "../crm/search";
 import { oneLineText, pattern } from "../lib/validation";
@@ -265,8 +266,7 @@ export const LIST_INCLUDES = ["contact", "property", "documents"] as const;
 export const READ_INCLUDES = ["contact", "property", "documents", "tasks", "activities"] as const;
 export type Include = (typeof READ_INCLUDES)[number];
 
-export const DealListQuery = withCustomFieldParams(
-  listQuery({
+const dealFilters = {
   q: searchParam(false, "the title"),
   type: z.enum(DEAL_TYPES).optional(),
   stage: z.enum(DEAL_STAGES).optional(),
@@ -278,14 +278,18 @@ export const DealListQuery = withCustomFieldParams(
   "createdAt[gte]": timestampParam.optional().openapi({ type: "string", format: "date-time" }),
   "closingDate[gte]": isoDateOrTime.optional(),
   sort: sortParam<SortField, CustomSortField>(SORT_FIELDS, "createdAt:desc", CUSTOM_SORT),
-  include: csv(z.enum(LIST_INCLUDES)).optional().openapi({ type: "string", example: "contact,property" }),
-  }),
-).superRefine((q, ctx) => {
+};
+const amountRange = (q: { "amount[gte]"?: number; "amount[lte]"?: number }, ctx: z.RefinementCtx) => {
   const lo = q["amount[gte]"];
   const hi = q["amount[lte]"];
   if (lo !== undefined && hi !== undefined && lo > hi) ctx.addIssue({ code: "custom", path: ["amount[gte]"], message: "amount[gte] exceeds amount[lte]", params: { code: "invalid_range" } });
-});
+};
+export const DealListQuery = withCustomFieldParams(
+  listQuery({ ...dealFilters, include: csv(z.enum(LIST_INCLUDES)).optional().openapi({ type: "string", example: "contact,property" }) }),
+).superRefine(amountRange);
 export type DealListQuery = z.infer<typeof DealListQuery>;
+/** GET /v1/deals/export: the list's filters, `q` and sort, and the format. */
+export const DealExportQuery = withCustomFieldParams(exportQuery(dealFilters)).superRefine(amountRange);
 
 export const DealReadQuery = z.strictObject({ include: csv(z.enum(READ_INCLUDES)).optional().openapi({ type: "string", example: "contact,tasks" }) });
 

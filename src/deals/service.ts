@@ -30,7 +30,7 @@ import {
   writableInput,
 } from "./writes";
 
-export { listDeals } from "./list";
+export { dealExportPage, listDeals } from "./list";
 
 const byId = (ctx: ServiceContext, id: string) => and(eq(deals.id, id), eq(deals.organizationId, ctx.organizationId));
 

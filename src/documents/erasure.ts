@@ -61,3 +61,19 @@ export async function eraseDocumentsNaming(ctx: ServiceContext, who: Recognizer,
   if (held > 0) throw new Error(`${held} document(s) naming the person got an envelope during the erasure; the next run of the erasure finishes them`);
   return byName;
 }
+
+/** The documents that are the person's (naming their e-mail or phone, or a name that is theirs alone): the right of access lists them. */
+export async function documentsNaming(ctx: ServiceContext, who: Recognizer): Promise<{ id: string; createdAt: string }[]> {
+  const theirs: { id: string; createdAt: string }[] = [];
+  for (let after = ""; ; ) {
+    const round = await ctx.db
+      .select({ id: documents.id, createdAt: documents.createdAt, canonical: sql<string>`${documents.canonical}` })
+      .from(documents)
+      .where(and(eq(documents.organizationId, ctx.organizationId), gt(documents.id, after), mentionsAny(documents.canonical, who.needles)))
+      .orderBy(asc(documents.id))
+      .limit(DOCUMENTS_PER_ROUND);
+    theirs.push(...round.filter((d) => who.identifies(d.canonical) || (who.nameIsTheirs && who.names(d.canonical))).map(({ id, createdAt }) => ({ id, createdAt })));
+    if (round.length < DOCUMENTS_PER_ROUND) return theirs;
+    after = round[round.length - 1]!.id;
+  }
+}

@@ -25,7 +25,7 @@ import type { Document, DocumentCreate } from "./schemas";
 export { FORMS, type SigningParty } from "./forms";
 export { renderDocumentPdf, renderDocumentText } from "./render";
 /** The erasure of a person (contacts/erase.ts) reaches the documents that name them through this step. */
-export { eraseDocumentsNaming } from "./erasure";
+export { documentsNaming, eraseDocumentsNaming } from "./erasure";
 
 type Row = typeof documents.$inferSelect;
 

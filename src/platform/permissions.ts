@@ -35,6 +35,7 @@ export const PERMISSIONS = {
   "custom-fields:read": "Read the organization's custom field definitions",
   "custom-fields:manage": "Define and delete custom fields on contacts, deals and properties",
   "imports:manage": "Import a book of contacts or properties (CSV or JSON rows), follow and cancel imports",
+  "exports:read": "Export records as CSV or NDJSON, a person's data (right of access) and, for owners and admins, the whole organization's archive",
 } as const;
 
 export type Permission = keyof typeof PERMISSIONS;
@@ -73,11 +74,18 @@ const both = (p: Permission): Need => ({ read: p, write: p });
 const ROUTE_NEEDS: Record<string, Need> = {
   "/v1/contacts": { read: "contacts:read", write: "contacts:write" },
   "/v1/leads": both("leads:write"),
+  "/v1/contacts/export": both("exports:read"),
+  "/v1/contacts/*/export": both("exports:read"),
   "/v1/deals": { read: "deals:read", write: "deals:write" },
+  "/v1/deals/export": both("exports:read"),
   "/v1/properties": { read: "properties:read", write: "properties:write" },
+  "/v1/properties/export": both("exports:read"),
   "/v1/webhooks": both("webhooks:manage"),
   "/v1/events": both("events:read"),
   "/v1/organization": { read: "organization:read", write: "organization:manage" },
+  // An organization's archive: exports:read, and owners and admins only (exports/service.ts).
+  "/v1/organization/export": both("exports:read"),
+  "/v1/organization/exports": both("exports:read"),
   "/v1/users": { read: "organization:read", write: "users:manage" },
   "/v1/integrations": both("integrations:read"),
   "/v1/api-keys": both("api-keys:manage"),

@@ -35,6 +35,8 @@ export const RATE_LIMITS = {
   "public-verify:post": { limit: 20, windowSeconds: 60 },
   // Ours: signed file links (certificates, photos, reports), which only the holder of a fresh link can use anyway.
   "public-files:get": { limit: 600, windowSeconds: 60 },
+  // Ours: organization export downloads (a zip each); a link's token is 32 random bytes, so this only slows a scan.
+  "public-exports:get": { limit: 30, windowSeconds: 60 },
   // Ours: engagement signals of one listing, per organization (a website backend forwards its visitors' views).
   "property-signals:post": { limit: 600, windowSeconds: 60 },
 } as const satisfies Record<string, RateRule>;

@@ -1,3 +1,4 @@
+import type { ExportPage } from "../crm/export";
 import { afterCursor, type KeysetTable, keysetPage, orderBy, pageSql, type SortKey, type Where } from "../crm/keyset";
 import { filterKey, resolveTotal, totalStatements } from "../crm/list-totals";
 import { customFieldQuery, type CustomQuery, type CustomSortField } from "../crm/custom-fields";
@@ -7,7 +8,7 @@ import type { z } from "@hono/zod-openapi";
 import type { ServiceContext } from "../service-context";
 import { boundsBox, boxSql, radiusBox, radiusSql } from "./geo";
 import { fromRow, today } from "./mapping";
-import type { Property, PropertyListQuery, SortField } from "./schemas";
+import type { Property, PropertyExportQuery, PropertyListQuery, SortField } from "./schemas";
 import { present } from "./present";
 
 type Row = Record<string, unknown>;
@@ -116,4 +117,21 @@ export async function listProperties(ctx: ServiceContext, q: PropertyListQuery):
   const include = q.include ?? [];
   const data = await present(ctx, pageRows.map(fromRow), include, include.includes("photos"));
   return { data, pagination: { hasMore, nextCursor, total, limit: page.limit } };
+}
+
+/** The list's query without its page parameters and includes: what an export (crm/export.ts) takes. */
+/** What an export takes: the list's filters, `q`, sort (custom fields too) and its format; no page parameters or includes. */
+export type PropertyExportFilters = z.infer<typeof PropertyExportQuery>;
+
+/**
+ * One page of GET /v1/properties/export: the list's own query from `cursor`, `size` rows, no total, no includes and
+ * no signed photo links (they expire; the photos' ids and keys are in the rows): one D1 query.
+ */
+export async function propertyExportPage(ctx: ServiceContext, q: PropertyExportFilters, cursor: string | null, size: number, now = new Date()): Promise<ExportPage> {
+  // Custom-field filters and sorts read their definitions: one query a page more, only for an export that names them.
+  const custom = await customFieldQuery(ctx, "property", "p", q, q.sort);
+  const page = listSql(ctx.organizationId, { ...q, limit: size, cursor: cursor ?? undefined }, now, custom);
+  const { results } = await ctx.d1.prepare(page.sql).bind(...page.params).all<Row>();
+  const { page: rows, nextCursor } = keysetPage(keysetOf(custom), page.sort, results, size);
+  return { data: await present(ctx, rows.map(fromRow), [], false), nextCursor };
 }

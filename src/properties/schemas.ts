@@ -1,6 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import { sortParam } from "../crm/keyset";
 import { CUSTOM_SORT, CustomFieldsInput, CustomFieldValues, type CustomSortField, withCustomFieldParams } from "../crm/custom-fields";
+import { exportQuery } from "../crm/export";
 import { csv, decimalParam as decimal, intParam, listQuery } from "../crm/list-query";
 import { searchParam } from "../crm/search";
 import { PROPERTY_TYPES } from "../contacts/schemas";
@@ -250,8 +251,7 @@ export const LIST_INCLUDES = ["agent", "photos", "analytics"] as const;
 export const READ_INCLUDES = ["photos", "agent", "analytics", "comparables"] as const;
 export type Include = (typeof READ_INCLUDES)[number];
 
-export const PropertyListQuery = withCustomFieldParams(
-  listQuery({
+const propertyFilters = {
   q: searchParam(false, "the street, unit, city, state and zip code of the address, and the MLS id"),
   propertyType: z.enum(PROPERTY_TYPES).optional(),
   status: z.enum(LISTING_STATUSES).optional(),
@@ -270,14 +270,18 @@ export const PropertyListQuery = withCustomFieldParams(
   bounds: Bounds.optional().openapi({ type: "string", example: "25.70,-80.30,25.85,-80.10", description: "South-west then north-east corner; a west longitude above the east one crosses the antimeridian" }),
   radius: Radius.optional().openapi({ type: "string", example: "25.76,-80.19,5", description: "Great-circle distance in miles (at most 500) from lat,lng" }),
   sort: sortParam<SortField, CustomSortField>(SORT_FIELDS, "listPrice:asc", CUSTOM_SORT),
-  include: csv(z.enum(LIST_INCLUDES)).optional().openapi({ type: "string", example: "agent,photos" }),
-  }),
-).superRefine((q, ctx) => {
+};
+const priceRange = (q: { "listPrice[gte]"?: number; "listPrice[lte]"?: number }, ctx: z.RefinementCtx) => {
   const lo = q["listPrice[gte]"];
   const hi = q["listPrice[lte]"];
   if (lo !== undefined && hi !== undefined && lo > hi) ctx.addIssue({ code: "custom", path: ["listPrice[gte]"], message: "listPrice[gte] exceeds listPrice[lte]", params: { code: "invalid_range" } });
-});
+};
+export const PropertyListQuery = withCustomFieldParams(
+  listQuery({ ...propertyFilters, include: csv(z.enum(LIST_INCLUDES)).optional().openapi({ type: "string", example: "agent,photos" }) }),
+).superRefine(priceRange);
 export type PropertyListQuery = z.infer<typeof PropertyListQuery>;
+/** GET /v1/properties/export: the list's filters, `q` and sort, and the format. */
+export const PropertyExportQuery = withCustomFieldParams(exportQuery(propertyFilters)).superRefine(priceRange);
 
 export const PropertyReadQuery = z.strictObject({ include: csv(z.enum(READ_INCLUDES)).optional().openapi({ type: "string", example: "agent,analytics" }) });
 

@@ -7,6 +7,7 @@ import * as deals from "../db/deals";
 import * as documentVectors from "../db/document-vectors";
 import * as documents from "../db/documents";
 import * as imports from "../db/imports";
+import * as exportsTable from "../db/exports";
 import * as members from "../db/members";
 import * as obligations from "../db/obligations";
 import * as platform from "../db/platform";
@@ -28,7 +29,7 @@ import { columnName } from "../db/row-json";
  * unless it is named here as holding no organization's rows; one without an organization column must say how its rows
  * are found, or this module fails to load. test/shard-move.test.ts checks the list against the shards' own tables.
  */
-const TENANT_SCHEMA = [members, platform, plants, contacts, webhooks, documents, signatures, reputation, properties, deals, clickwrap, obligations, documentVectors, referrals, surveys, trash, uploads, search, customFields, imports];
+const TENANT_SCHEMA = [members, platform, plants, contacts, webhooks, documents, signatures, reputation, properties, deals, clickwrap, obligations, documentVectors, referrals, surveys, trash, uploads, search, customFields, imports, exportsTable];
 
 /**
  * Tables on a shard the move neither copies nor fences: those that hold no organization's rows (the batch guard,

@@ -160,13 +160,16 @@ function deleteEnvelopes(ctx: ServiceContext, ids: string[], counted: () => Stat
   ];
 }
 
-/** Completed envelopes that name the person (by e-mail or phone, or by a name that is theirs alone): kept as signed, and named in the erasure's answer. */
-export async function countSignedEnvelopes(ctx: ServiceContext, who: Recognizer): Promise<number> {
-  let n = 0;
+/** Envelopes (of `status`, or any) that are the person's: naming them by e-mail or phone, or by a name that is theirs alone. */
+export async function envelopesNaming(ctx: ServiceContext, who: Recognizer, status?: EnvelopeStatus): Promise<{ id: string; status: EnvelopeStatus }[]> {
+  const theirs: { id: string; status: EnvelopeStatus }[] = [];
   for (let after = ""; ; ) {
-    const found = await candidates(ctx, who, eq(envelopes.status, "completed"), after, ENVELOPES_PER_ROUND);
-    n += found.filter((e) => who.identifies(e.texts) || (who.nameIsTheirs && who.names(e.texts))).length;
-    if (found.length < ENVELOPES_PER_ROUND) return n;
+    const found = await candidates(ctx, who, status ? eq(envelopes.status, status) : sql`1`, after, ENVELOPES_PER_ROUND);
+    theirs.push(...found.filter((e) => who.identifies(e.texts) || (who.nameIsTheirs && who.names(e.texts))).map(({ id, status }) => ({ id, status })));
+    if (found.length < ENVELOPES_PER_ROUND) return theirs;
     after = found[found.length - 1]!.id;
   }
 }
+
+/** Completed envelopes that name the person: kept as signed, and named in the erasure's answer. */
+export const countSignedEnvelopes = async (ctx: ServiceContext, who: Recognizer): Promise<number> => (await envelopesNaming(ctx, who, "completed")).length;

@@ -27,7 +27,7 @@ import { readSettings } from "./settings";
 import type { Envelope, SignatureRequest } from "./schemas";
 
 /** The erasure of a person (contacts/erase.ts) reaches their envelopes through these steps. */
-export { closeSigningLinks, countSignedEnvelopes, eraseUnsignedEnvelopes } from "./erasure";
+export { closeSigningLinks, countSignedEnvelopes, envelopesNaming, eraseUnsignedEnvelopes } from "./erasure";
 
 const DOCUMENTS: VersionedTable = { table: documents, id: documents.id, organizationId: documents.organizationId, version: documents.version };
 /** Envelopes listed per document, newest first. */

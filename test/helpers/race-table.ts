@@ -1214,6 +1214,16 @@ export const RACES: Race[] = [
     copies: 6,
     counter: { read: (owner) => count(owner, "SELECT COUNT(*) AS n FROM imports WHERE organization_id = ? AND status = 'cancelled'", owner.organizationId), perMove: 1 },
   },
+  // Exports (issue 33 part 5): each request starts its own job; none is lost or merged with another.
+  {
+    kind: "independent",
+    route: "POST /v1/organization/export",
+    seed: async () => ({}),
+    changes: async () => Array.from({ length: 3 }, () => ({})),
+    async verify(owner) {
+      expect(await count(owner, "SELECT COUNT(DISTINCT id) AS n FROM organization_exports WHERE organization_id = ?", owner.organizationId)).toBe(3);
+    },
+  },
 ];
 
 /** The same 30 people for every import of a race. */

@@ -393,3 +393,19 @@ ROUTES.push(
   { method: "GET", path: "/v1/imports/{id}/errors", family: "crm", seed: seedImport, unknown: unknownImport },
   { method: "POST", path: "/v1/imports/{id}/cancel", family: "crm", seed: seedImport, unknown: unknownImport },
 );
+// Exports (issue 33 part 5).
+ROUTES.push(
+  { method: "GET", path: "/v1/contacts/export", family: "crm" },
+  { method: "GET", path: "/v1/deals/export", family: "crm" },
+  { method: "GET", path: "/v1/properties/export", family: "crm" },
+);
+async function seedExport(owner: TestPrincipal): Promise<Record<string, string>> {
+  const res = await call("POST", "/v1/organization/export", { token: owner.token });
+  if (res.status !== 202) throw new Error(`starting an export failed: ${res.status} ${await res.text()}`);
+  return { id: (await json(res)).data.id };
+}
+ROUTES.push(
+  { method: "GET", path: "/v1/contacts/{id}/export", family: "crm", seed: seedContact, unknown: unknownContact },
+  { method: "POST", path: "/v1/organization/export", family: "crm" },
+  { method: "GET", path: "/v1/organization/exports/{id}", family: "crm", seed: seedExport, unknown: { id: "00000000-0000-4000-8000-0000000e4b07" } },
+);

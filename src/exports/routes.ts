@@ -1,0 +1,120 @@
+import { OpenAPIHono, z } from "@hono/zod-openapi";
+import { CRM, crmError, crmSuccess } from "../crm/envelope";
+import { API, apiError } from "../platform/api-family";
+import { rateLimit } from "../platform/rate-limit";
+import { openShard } from "../platform/session";
+import { placementOf } from "../shards/directory";
+import { DownloadParams, ExportIdParam, OrganizationExport } from "./schemas";
+import { getOrganizationExport, openDownload, startOrganizationExport } from "./service";
+import { EXPORT_PAGE, type ExportFormat, exportHeaders, type ExportPage, exportStream } from "../crm/export";
+import { requirePermission, serviceContext } from "../platform/auth";
+import type { AppBindings } from "../platform/context";
+import { validationHook } from "../platform/openapi";
+import { defineRoute } from "../platform/route";
+import { Contact, ContactExportQuery } from "../contacts/schemas";
+import { contactExportPage } from "../contacts/service";
+import { Deal, DealExportQuery } from "../deals/schemas";
+import { dealExportPage } from "../deals/service";
+import { Property, PropertyExportQuery } from "../properties/schemas";
+import { propertyExportPage } from "../properties/service";
+import type { ServiceContext } from "../service-context";
+
+const security = [{ bearerAuth: [] }];
+
+const DESCRIPTION = (what: string, list: string) =>
+  `Every ${what} the filters select, streamed as the walk goes (pages of ${EXPORT_PAGE} rows, one query each), so 100,000 rows pass without being held. Takes every filter, \`q\` and \`sort\` of \`GET ${list}\` (no \`limit\`, \`cursor\` or \`include\`). Rows are the objects \`GET ${list}\` answers; in CSV nested fields are dotted columns (\`address.city\`) and lists are joined with \`; \`. Needs \`exports:read\` and the list's own read permission.`;
+
+/** The 200 of an export: the bytes, described per format. */
+const EXPORTED = {
+  description: "The export, as an attachment (Content-Disposition names the file)",
+  headers: { "Content-Disposition": { description: "attachment; filename=\"<kind>-<date>.<format>\"", schema: { type: "string" as const } } },
+  content: { "text/csv": { schema: z.string() }, "application/x-ndjson": { schema: z.string() } },
+};
+
+const exportRoute = <P extends string, Q extends z.ZodObject>(operationId: string, path: P, tag: string, what: string, list: string, query: Q) =>
+  defineRoute(CRM, { operationId, method: "get", path, tags: [tag], security, summary: `Export ${what} as CSV or NDJSON`, description: DESCRIPTION(what, list), request: { query }, responses: { 200: EXPORTED } });
+
+const contacts = exportRoute("exportContacts", "/v1/contacts/export", "Contacts", "contacts", "/v1/contacts", ContactExportQuery);
+const deals = exportRoute("exportDeals", "/v1/deals/export", "Deals", "deals", "/v1/deals", DealExportQuery);
+const properties = exportRoute("exportProperties", "/v1/properties/export", "Properties", "properties", "/v1/properties", PropertyExportQuery);
+
+
+/** An export answer: the walk of `pageOf` as a stream, with the file's name. */
+function streamed(name: string, format: ExportFormat, schema: z.ZodType, pageOf: (cursor: string | null) => Promise<ExportPage>): Response {
+  return new Response(exportStream(format, schema, pageOf), { headers: exportHeaders(name, format) });
+}
+
+const walk = <Q>(ctx: ServiceContext, q: Q, page: (ctx: ServiceContext, q: Q, cursor: string | null, size: number) => Promise<ExportPage>) => (cursor: string | null) => page(ctx, q, cursor, EXPORT_PAGE);
+
+// Each before its domain's routes in the group (app.ts), so /v1/contacts/export is not taken for /v1/contacts/{id}.
+export const contactExportRoutes = new OpenAPIHono<AppBindings>({ defaultHook: validationHook }).openapi(contacts, (c) => {
+  requirePermission(c, "contacts:read");
+  const q = c.req.valid("query");
+  return streamed("contacts", q.format, Contact, walk(serviceContext(c), q, contactExportPage)) as never;
+});
+export const dealExportRoutes = new OpenAPIHono<AppBindings>({ defaultHook: validationHook }).openapi(deals, (c) => {
+  requirePermission(c, "deals:read");
+  const q = c.req.valid("query");
+  return streamed("deals", q.format, Deal, walk(serviceContext(c), q, dealExportPage)) as never;
+});
+export const propertyExportRoutes = new OpenAPIHono<AppBindings>({ defaultHook: validationHook }).openapi(properties, (c) => {
+  requirePermission(c, "properties:read");
+  const q = c.req.valid("query");
+  return streamed("properties", q.format, Property, walk(serviceContext(c), q, (ctx, f, cursor, size) => propertyExportPage(ctx, f, cursor, size))) as never;
+});
+
+const start = defineRoute(CRM, {
+  operationId: "createOrganizationExport",
+  method: "post",
+  path: "/v1/organization/export",
+  tags: ["Organization"],
+  security,
+  summary: "Export the whole organization as one zip",
+  description:
+    "Starts a job that writes one `.zip` to storage: NDJSON per table of every record the organization holds (credentials left out) and every file (deal documents, property photos and reports, envelopes' documents, certificates and the sealed PDFs of signed envelopes). When it is done, whoever asked is mailed a download link valid 7 days; `GET /v1/organization/exports/{id}` shows its progress. Owners and admins only (403 `insufficient_role` for an agent), with `exports:read`.",
+  responses: { 202: crmSuccess("The export job, queued", OrganizationExport) },
+});
+
+const status = defineRoute(CRM, {
+  operationId: "getOrganizationExport",
+  method: "get",
+  path: "/v1/organization/exports/{id}",
+  tags: ["Organization"],
+  security,
+  summary: "An organization export's status and progress",
+  description: "Needs `exports:read`.",
+  request: { params: ExportIdParam },
+  responses: { 200: crmSuccess("The export job", OrganizationExport), 404: crmError("No export with this id in your organization (not_found_error)") },
+});
+
+export const organizationExportRoutes = new OpenAPIHono<AppBindings>({ defaultHook: validationHook })
+  .openapi(start, async (c) => c.json({ success: true as const, data: await startOrganizationExport(serviceContext(c), c.get("user").role) }, 202))
+  .openapi(status, async (c) => c.json({ success: true as const, data: await getOrganizationExport(serviceContext(c), c.req.valid("param").id) }, 200));
+
+const download = defineRoute(API, {
+  operationId: "downloadOrganizationExport",
+  security: [],
+  method: "get",
+  path: "/api/public/exports/{organizationId}/{token}",
+  tags: ["Organization"],
+  summary: "Download an organization export through its mailed link",
+  description: "The link mailed when an organization export completes; it lives 7 days. A wrong, expired or deleted link answers 404 alike.",
+  middleware: [rateLimit("public-exports:get")] as const,
+  request: { params: DownloadParams },
+  responses: {
+    200: { description: "The zip", content: { "application/zip": { schema: z.string().openapi({ format: "binary" }) } } },
+    404: apiError("Invalid, expired or deleted link"),
+    429: apiError("Too many requests from this address (rate_limited)"),
+  },
+});
+
+export const exportDownloadRoutes = new OpenAPIHono<AppBindings>({ defaultHook: validationHook }).openapi(download, async (c) => {
+  const { organizationId, token } = c.req.valid("param");
+  const placement = await placementOf(c.get("directory"), organizationId);
+  if (placement) openShard(c, placement.shard);
+  const object = placement ? await openDownload({ db: c.get("db"), env: c.env }, organizationId, token) : null;
+  if (!object) return c.json({ error: "not_found", message: "This link is invalid or has expired" }, 404);
+  return new Response(object.body, {
+    headers: { "content-type": "application/zip", "content-disposition": object.httpMetadata?.contentDisposition ?? "attachment", "content-length": String(object.size), "cache-control": "no-store" },
+  }) as never;
+});
