@@ -38,6 +38,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/contacts/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Export contacts as CSV or NDJSON
+         * @description Every contacts the filters select, streamed as the walk goes (pages of 500 rows, one query each), so 100,000 rows pass without being held. Takes every filter, `q` and `sort` of `GET /v1/contacts` (no `limit`, `cursor` or `include`). Rows are the objects `GET /v1/contacts` answers; in CSV nested fields are dotted columns (`address.city`) and lists are joined with `; `. Needs `exports:read` and the list's own read permission.
+         */
+        get: operations["exportContacts"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/contacts/duplicates": {
         parameters: {
             query?: never;
@@ -129,6 +149,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/contacts/{id}/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Everything held about one person (the right of access)
+         * @description One JSON document: the contact (also one in the trash), its activities and communications, their deals, the testimonials they wrote, referrals naming them, their surveys and answers, clickwrap acceptances, the mail sent to them, and the documents and envelopes that name them — found where an erasure of the person would look. Needs `exports:read` and `contacts:read`.
+         */
+        get: operations["exportContactData"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/contacts/{id}": {
         parameters: {
             query?: never;
@@ -163,7 +203,8 @@ export interface paths {
          *     marketing texts, other records kept in the trash). Ratings and counts are kept, and so are completed envelopes and
          *     clickwrap acceptances: `retained` names them and `retainedRecords` says how many and why. The answer lists what was
          *     erased by kind and count. An erasure that fails half-way answers 500 and is finished by the same request sent again or,
-         *     a few minutes later, by the cron; the contact is gone from the first failure on. Send the contact's ETag in `If-Match` to make the write conditional: 412 when the contact has changed since.
+         *     a few minutes later, by the cron; the contact is gone from the first failure on. While an import of the organization runs, an
+         *     erasure answers 409 `import_running` (its file may name the person and would bring them back). Send the contact's ETag in `If-Match` to make the write conditional: 412 when the contact has changed since.
          */
         delete: operations["deleteContact"];
         options?: never;
@@ -316,6 +357,26 @@ export interface paths {
          *     API key may carry alone (a website form's key).
          */
         post: operations["createLead"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/properties/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Export properties as CSV or NDJSON
+         * @description Every properties the filters select, streamed as the walk goes (pages of 500 rows, one query each), so 100,000 rows pass without being held. Takes every filter, `q` and `sort` of `GET /v1/properties` (no `limit`, `cursor` or `include`). Rows are the objects `GET /v1/properties` answers; in CSV nested fields are dotted columns (`address.city`) and lists are joined with `; `. Needs `exports:read` and the list's own read permission.
+         */
+        get: operations["exportProperties"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -569,6 +630,26 @@ export interface paths {
          *     24 hours.
          */
         post: operations["createPropertyReport"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/deals/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Export deals as CSV or NDJSON
+         * @description Every deals the filters select, streamed as the walk goes (pages of 500 rows, one query each), so 100,000 rows pass without being held. Takes every filter, `q` and `sort` of `GET /v1/deals` (no `limit`, `cursor` or `include`). Rows are the objects `GET /v1/deals` answers; in CSV nested fields are dotted columns (`address.city`) and lists are joined with `; `. Needs `exports:read` and the list's own read permission.
+         */
+        get: operations["exportDeals"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -856,6 +937,90 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/imports": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Import a book of contacts or properties
+         * @description Either the CSV itself as the body (`Content-Type: text/csv`, with Content-Length, up to 50 MB: streamed to storage as it
+         *     arrives; `kind`, `onDuplicate` and `mapping` in the query), or a JSON body `{kind, rows, mapping?, onDuplicate?}` of up to
+         *     1000 rows. Answers 202 with the import `queued`; a queue consumer then runs it in chunks of 500 rows, each chunk one
+         *     atomic batch, and `GET /v1/imports/{id}` shows its progress. Columns are read by the defaults of Follow Up Boss and kvCORE
+         *     exports (detected from the header) or the API's own field names, then `mapping`. A contact row is matched to an existing
+         *     contact by any of its e-mails (case-folded) or phones; a new contact needs an e-mail. Imported rows emit no per-record event:
+         *     one `import.completed` carries the counts. An `Idempotency-Key` on a CSV upload is kept by the body's length and type, not its
+         *     bytes (which are never held in memory).
+         */
+        post: operations["createImport"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/imports/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** An import's progress */
+        get: operations["getImport"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/imports/{id}/errors": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * An import's errors CSV
+         * @description The rows the import could not take, and those it took with a warning (an assignee it did not know), as CSV: `row` (the file's row number, the header being 1), `column`, `reason`. Never the row's data: the file holds no personal data.
+         */
+        get: operations["getImportErrors"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/imports/{id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel an import
+         * @description No chunk runs after the cancel; what earlier chunks imported stays. The uploaded file is deleted.
+         */
+        post: operations["cancelImport"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/api-keys": {
         parameters: {
             query?: never;
@@ -996,6 +1161,46 @@ export interface paths {
          * @description Changes `displayName`, `timeZone` (an IANA name) and `settings` (`defaultPhoneRegion`, `leadRouting`); only what is sent changes, each settings key replaced whole, so concurrent changes of different fields all land. `name` cannot change: it is the key `npm run token` maps organizations by. Emits `organization.updated` when something changed. Send the ETag in `If-Match` to make the change conditional. Owners and admins only (`organization:manage`).
          */
         patch: operations["updateOrganization"];
+        trace?: never;
+    };
+    "/v1/organization/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Export the whole organization as one zip
+         * @description Starts a job that writes one `.zip` to storage: NDJSON per table of every record the organization holds (credentials left out) and every file (deal documents, property photos and reports, envelopes' documents, certificates and the sealed PDFs of signed envelopes). When it is done, whoever asked is mailed a download link valid 7 days; `GET /v1/organization/exports/{id}` shows its progress. Owners and admins only (403 `insufficient_role` for an agent), with `exports:read`.
+         */
+        post: operations["createOrganizationExport"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/organization/exports/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * An organization export's status and progress
+         * @description Needs `exports:read`.
+         */
+        get: operations["getOrganizationExport"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/v1/users": {
@@ -1649,6 +1854,26 @@ export interface paths {
          * @description The links are handed out by the routes that own the files (a certificate of completion, a property's photos and reports, a deal's documents, the document a signer reads); they expire. An invalid, expired or unknown link answers 404 alike, and so does a signer's link once that signer has signed or declined or the envelope has ended.
          */
         get: operations["downloadFile"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/public/exports/{organizationId}/{token}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Download an organization export through its mailed link
+         * @description The link mailed when an organization export completes; it lives 7 days. A wrong, expired or deleted link answers 404 alike.
+         */
+        get: operations["downloadOrganizationExport"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2475,6 +2700,30 @@ export interface components {
              */
             id: number;
         };
+        CrmError: {
+            /** @enum {boolean} */
+            success: false;
+            error: {
+                /** @example validation_error */
+                type: string;
+                /**
+                 * @description The machine-readable reason (duplicate_email, concurrent_modification, idempotency_key_in_flight …); errors[] has one per field for validation
+                 * @example duplicate_email
+                 */
+                code: string;
+                title: string;
+                status: number;
+                detail: string;
+                errors: {
+                    field: string;
+                    /** @example invalid_email */
+                    code: string;
+                    message: string;
+                }[];
+                /** @description On 5xx answers only */
+                requestId?: string;
+            };
+        };
         ContactDuplicateGroup: {
             /**
              * @description phone: the same number (E.164) in either phone field; name_zip: the same first and last name (any case) and zip code
@@ -2505,30 +2754,6 @@ export interface components {
             /** @description Items matching the filters, across all pages */
             total: number;
             limit: number;
-        };
-        CrmError: {
-            /** @enum {boolean} */
-            success: false;
-            error: {
-                /** @example validation_error */
-                type: string;
-                /**
-                 * @description The machine-readable reason (duplicate_email, concurrent_modification, idempotency_key_in_flight …); errors[] has one per field for validation
-                 * @example duplicate_email
-                 */
-                code: string;
-                title: string;
-                status: number;
-                detail: string;
-                errors: {
-                    field: string;
-                    /** @example invalid_email */
-                    code: string;
-                    message: string;
-                }[];
-                /** @description On 5xx answers only */
-                requestId?: string;
-            };
         };
         ContactTag: {
             name: string;
@@ -2803,6 +3028,50 @@ export interface components {
             createdAt?: unknown;
             updatedAt?: unknown;
             lastContactedAt?: unknown;
+        };
+        PersonalData: {
+            exportedAt: string;
+            contact: components["schemas"]["Contact"] & {
+                inTrash: boolean;
+            };
+            activities: components["schemas"]["ContactActivity"][];
+            communications: components["schemas"]["ContactCommunication"][];
+            /** @description Deals whose contact they are */
+            deals: {
+                [key: string]: unknown;
+            }[];
+            /** @description Testimonials they wrote */
+            testimonials: {
+                [key: string]: unknown;
+            }[];
+            /** @description Referrals that name them (as the lead made, or by e-mail or phone) */
+            referrals: {
+                [key: string]: unknown;
+            }[];
+            /** @description Surveys sent to them (link tokens left out) */
+            surveys: {
+                [key: string]: unknown;
+            }[];
+            /** @description Their answers */
+            surveyResponses: {
+                [key: string]: unknown;
+            }[];
+            /** @description Acceptances recorded under their id, e-mail or phone */
+            clickwrapAcceptances: {
+                [key: string]: unknown;
+            }[];
+            /** @description Mail sent to them: id, subject, createdAt (bodies hold links) */
+            mails: {
+                [key: string]: unknown;
+            }[];
+            /** @description Documents that name their e-mail or phone, or a name no other contact has: id, createdAt */
+            documents: {
+                [key: string]: unknown;
+            }[];
+            /** @description Signature envelopes that name them the same way: id, status */
+            envelopes: {
+                [key: string]: unknown;
+            }[];
         };
         ContactUpdate: {
             firstName?: string;
@@ -3683,6 +3952,67 @@ export interface components {
             /** @description A contact merged into another: that contact's id (it cannot be restored: 409 merged_contact) */
             mergedInto: string | null;
         };
+        Import: {
+            id: string;
+            /**
+             * @description What the rows are
+             * @enum {string}
+             */
+            kind: "contacts" | "properties";
+            /** @enum {string} */
+            status: "queued" | "running" | "completed" | "failed" | "cancelled";
+            /**
+             * @description A row matching an existing record (a contact by any e-mail, case-folded, or phone; a property by mlsId): `skip` it (default), `update` the record with the row's non-blank values (tags are added), or `merge`: fill only the record's empty fields
+             * @enum {string}
+             */
+            onDuplicate: "skip" | "update" | "merge";
+            /**
+             * @description The export the header was read as; null until the first chunk ran
+             * @enum {string|null}
+             */
+            format: "followupboss" | "kvcore" | "native" | "custom" | null;
+            /** @description Rows read so far */
+            processed: number;
+            created: number;
+            updated: number;
+            /** @description Rows that matched a record and changed nothing (onDuplicate skip, or nothing new) */
+            skipped: number;
+            /** @description Rows not imported; the errors CSV says why */
+            failed: number;
+            /** @description The errors CSV (row number, column, reason; never the row's data): GET it with the same credentials */
+            errorsUrl: string;
+            /** @description Why a failed import stopped (the file is not UTF-8 text, a mapping names a column the file lacks …) */
+            failureReason: string | null;
+            createdAt: string;
+            updatedAt: string;
+            finishedAt: string | null;
+        };
+        ImportRows: {
+            /**
+             * @description What the rows are
+             * @enum {string}
+             */
+            kind: "contacts" | "properties";
+            /** @description Up to 1000 rows, each an object of column → value, as a CSV's header would name them */
+            rows: {
+                [key: string]: string | number | boolean | null;
+            }[];
+            /**
+             * @description Column → field, over the defaults detected from the header (Follow Up Boss and kvCORE exports, or the API's own field names). Fields of contacts: firstName, lastName, fullName, email, otherEmail, phone, secondaryPhone, otherPhone, tags, type, status, stage, source, assignedTo, address.street, address.city, address.state, address.zipCode, address.country, notes, leadScore, ignore; of properties: mlsId, address.street, address.unit, address.city, address.state, address.zipCode, address.country, details.propertyType, details.bedrooms, details.bathrooms, details.squareFootage, details.yearBuilt, listing.listPrice, listing.listDate, marketing.description, ignore; and customFields.<key>. "ignore" drops a column.
+             * @example {
+             *       "Cell Phone": "secondaryPhone",
+             *       "Birthday": "ignore"
+             *     }
+             */
+            mapping?: {
+                [key: string]: string;
+            };
+            /**
+             * @description A row matching an existing record (a contact by any e-mail, case-folded, or phone; a property by mlsId): `skip` it (default), `update` the record with the row's non-blank values (tags are added), or `merge`: fill only the record's empty fields
+             * @enum {string}
+             */
+            onDuplicate?: "skip" | "update" | "merge";
+        };
         ApiKeyWithSecret: components["schemas"]["ApiKey"] & {
             /**
              * @description The key (`bk_` + 43 characters). Shown in this answer only: only its SHA-256 is kept. Absent from an idempotent replay of this answer.
@@ -3711,7 +4041,7 @@ export interface components {
             /** @example IDX website sync */
             name: string;
             /** @description What the key may do, within what the creator may do (README "Permissions and roles") */
-            permissions: ("contacts:read" | "contacts:write" | "leads:write" | "contacts:erase" | "deals:read" | "deals:write" | "properties:read" | "properties:write" | "documents:read" | "documents:write" | "envelopes:send" | "signatures:read" | "signatures:write" | "clickwrap:read" | "clickwrap:write" | "reputation:read" | "reputation:write" | "plants:read" | "plants:write" | "webhooks:manage" | "events:read" | "integrations:read" | "organization:read" | "organization:manage" | "users:manage" | "api-keys:manage" | "custom-fields:read" | "custom-fields:manage")[];
+            permissions: ("contacts:read" | "contacts:write" | "leads:write" | "contacts:erase" | "deals:read" | "deals:write" | "properties:read" | "properties:write" | "documents:read" | "documents:write" | "envelopes:send" | "signatures:read" | "signatures:write" | "clickwrap:read" | "clickwrap:write" | "reputation:read" | "reputation:write" | "plants:read" | "plants:write" | "webhooks:manage" | "events:read" | "integrations:read" | "organization:read" | "organization:manage" | "users:manage" | "api-keys:manage" | "custom-fields:read" | "custom-fields:manage" | "imports:manage" | "exports:read")[];
             /**
              * Format: date-time
              * @description When the key stops working; at most 365 days ahead. Absent: until deleted.
@@ -3844,6 +4174,29 @@ export interface components {
                 defaultPhoneRegion?: string;
                 leadRouting?: components["schemas"]["LeadRouting"];
             };
+        };
+        OrganizationExport: {
+            id: string;
+            /**
+             * @description queued → running → completed (the link is mailed), or failed; deleted once a person's erasure removed the zip
+             * @enum {string}
+             */
+            status: "queued" | "running" | "completed" | "failed" | "deleted";
+            progress: {
+                tablesDone: number;
+                tablesTotal: number;
+                /** @description Rows written so far */
+                rows: number;
+                /** @description Files written (counted once the tables are done) */
+                files: number;
+                /** @description Bytes of the zip written so far */
+                bytes: number;
+            };
+            /** @description When the mailed download link dies (7 days after completion) */
+            expiresAt: string | null;
+            error: string | null;
+            createdAt: string;
+            completedAt: string | null;
         };
         UserList: {
             /** @enum {boolean} */
@@ -3982,7 +4335,7 @@ export interface components {
              * @example https://hooks.example.com/brokerage
              */
             url: string;
-            events: ("contact.created" | "contact.updated" | "contact.deleted" | "contact.restored" | "contact.tagged" | "contact.untagged" | "contact.assigned" | "deal.created" | "deal.updated" | "deal.deleted" | "deal.restored" | "deal.stage_changed" | "deal.won" | "deal.lost" | "deal.task_created" | "deal.task_completed" | "deal.closed" | "deal.document_uploaded" | "property.created" | "property.updated" | "property.deleted" | "property.restored" | "property.status_changed" | "property.price_changed" | "property.photos_uploaded" | "property.inquiry_received" | "property.showing_scheduled" | "property.offer_received" | "communication.email_sent" | "communication.email_received" | "communication.sms_sent" | "communication.sms_received" | "communication.call_started" | "communication.call_ended" | "communication.voicemail_received" | "organization.updated" | "user.created" | "user.updated" | "integration.connected" | "integration.disconnected" | "envelope.sent" | "envelope.opened" | "envelope.signer_signed" | "envelope.completed" | "envelope.sealed" | "envelope.declined" | "envelope.voided" | "envelope.expired" | "document.created" | "obligation.due_soon" | "obligation.overdue" | "clickwrap.accepted" | "testimonial.approved" | "testimonial.published" | "survey.completed" | "referral.received" | "webhook.endpoint_disabled")[];
+            events: ("contact.created" | "contact.updated" | "contact.deleted" | "contact.restored" | "contact.tagged" | "contact.untagged" | "contact.assigned" | "deal.created" | "deal.updated" | "deal.deleted" | "deal.restored" | "deal.stage_changed" | "deal.won" | "deal.lost" | "deal.task_created" | "deal.task_completed" | "deal.closed" | "deal.document_uploaded" | "property.created" | "property.updated" | "property.deleted" | "property.restored" | "property.status_changed" | "property.price_changed" | "property.photos_uploaded" | "property.inquiry_received" | "property.showing_scheduled" | "property.offer_received" | "communication.email_sent" | "communication.email_received" | "communication.sms_sent" | "communication.sms_received" | "communication.call_started" | "communication.call_ended" | "communication.voicemail_received" | "organization.updated" | "user.created" | "user.updated" | "integration.connected" | "integration.disconnected" | "envelope.sent" | "envelope.opened" | "envelope.signer_signed" | "envelope.completed" | "envelope.sealed" | "envelope.declined" | "envelope.voided" | "envelope.expired" | "document.created" | "obligation.due_soon" | "obligation.overdue" | "clickwrap.accepted" | "testimonial.approved" | "testimonial.published" | "survey.completed" | "referral.received" | "import.completed" | "webhook.endpoint_disabled")[];
             /** @description Signing secret; generated when left out. Shown only in this answer. */
             secret?: string;
             /** @default true */
@@ -3997,7 +4350,7 @@ export interface components {
              * @example https://hooks.example.com/brokerage
              */
             url?: string;
-            events?: ("contact.created" | "contact.updated" | "contact.deleted" | "contact.restored" | "contact.tagged" | "contact.untagged" | "contact.assigned" | "deal.created" | "deal.updated" | "deal.deleted" | "deal.restored" | "deal.stage_changed" | "deal.won" | "deal.lost" | "deal.task_created" | "deal.task_completed" | "deal.closed" | "deal.document_uploaded" | "property.created" | "property.updated" | "property.deleted" | "property.restored" | "property.status_changed" | "property.price_changed" | "property.photos_uploaded" | "property.inquiry_received" | "property.showing_scheduled" | "property.offer_received" | "communication.email_sent" | "communication.email_received" | "communication.sms_sent" | "communication.sms_received" | "communication.call_started" | "communication.call_ended" | "communication.voicemail_received" | "organization.updated" | "user.created" | "user.updated" | "integration.connected" | "integration.disconnected" | "envelope.sent" | "envelope.opened" | "envelope.signer_signed" | "envelope.completed" | "envelope.sealed" | "envelope.declined" | "envelope.voided" | "envelope.expired" | "document.created" | "obligation.due_soon" | "obligation.overdue" | "clickwrap.accepted" | "testimonial.approved" | "testimonial.published" | "survey.completed" | "referral.received" | "webhook.endpoint_disabled")[];
+            events?: ("contact.created" | "contact.updated" | "contact.deleted" | "contact.restored" | "contact.tagged" | "contact.untagged" | "contact.assigned" | "deal.created" | "deal.updated" | "deal.deleted" | "deal.restored" | "deal.stage_changed" | "deal.won" | "deal.lost" | "deal.task_created" | "deal.task_completed" | "deal.closed" | "deal.document_uploaded" | "property.created" | "property.updated" | "property.deleted" | "property.restored" | "property.status_changed" | "property.price_changed" | "property.photos_uploaded" | "property.inquiry_received" | "property.showing_scheduled" | "property.offer_received" | "communication.email_sent" | "communication.email_received" | "communication.sms_sent" | "communication.sms_received" | "communication.call_started" | "communication.call_ended" | "communication.voicemail_received" | "organization.updated" | "user.created" | "user.updated" | "integration.connected" | "integration.disconnected" | "envelope.sent" | "envelope.opened" | "envelope.signer_signed" | "envelope.completed" | "envelope.sealed" | "envelope.declined" | "envelope.voided" | "envelope.expired" | "document.created" | "obligation.due_soon" | "obligation.overdue" | "clickwrap.accepted" | "testimonial.approved" | "testimonial.published" | "survey.completed" | "referral.received" | "import.completed" | "webhook.endpoint_disabled")[];
             filters?: components["schemas"]["WebhookFilters"];
             enabled?: boolean;
             description?: string;
@@ -5356,7 +5709,7 @@ export interface components {
             user_id: string;
             organization_id: string;
             organization_name: string;
-            permissions: ("contacts:read" | "contacts:write" | "leads:write" | "contacts:erase" | "deals:read" | "deals:write" | "properties:read" | "properties:write" | "documents:read" | "documents:write" | "envelopes:send" | "signatures:read" | "signatures:write" | "clickwrap:read" | "clickwrap:write" | "reputation:read" | "reputation:write" | "plants:read" | "plants:write" | "webhooks:manage" | "events:read" | "integrations:read" | "organization:read" | "organization:manage" | "users:manage" | "api-keys:manage" | "custom-fields:read" | "custom-fields:manage")[];
+            permissions: ("contacts:read" | "contacts:write" | "leads:write" | "contacts:erase" | "deals:read" | "deals:write" | "properties:read" | "properties:write" | "documents:read" | "documents:write" | "envelopes:send" | "signatures:read" | "signatures:write" | "clickwrap:read" | "clickwrap:write" | "reputation:read" | "reputation:write" | "plants:read" | "plants:write" | "webhooks:manage" | "events:read" | "integrations:read" | "organization:read" | "organization:manage" | "users:manage" | "api-keys:manage" | "custom-fields:read" | "custom-fields:manage" | "imports:manage" | "exports:read")[];
             /** @description Opaque, single use, valid 30 days: grant_type=refresh_token answers a new one. Using one twice revokes every token issued from it */
             refresh_token: string;
         };
@@ -5668,6 +6021,125 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    exportContacts: {
+        parameters: {
+            query?: {
+                /** @description csv (a header row, nested fields as dotted columns, lists joined with `; `) or ndjson (one object per line) */
+                format?: "csv" | "ndjson";
+                /** @description Words to find (first and last names, e-mail, phones by their digits written any way, notes and tags), each as the start of a word, in any case and with or without accents; every word must match. At most 200 characters and 8 words. Combines with every other filter, the sort and the cursor. */
+                q?: string;
+                type?: "LEAD" | "CLIENT" | "PAST_CLIENT" | "REFERRAL" | "VENDOR";
+                status?: "ACTIVE" | "INACTIVE" | "CONVERTED" | "DISQUALIFIED" | "DO_NOT_CONTACT";
+                source?: string;
+                assignedTo?: string;
+                /** @description Ours: the contact with exactly this e-mail address, in any case (at most one: addresses are unique per organization) */
+                email?: string;
+                /** @description Comma-separated, at most 20; a contact matches when it has all of them */
+                tags?: string;
+                "leadScore[gte]"?: string;
+                "leadScore[lte]"?: string;
+                "createdAt[gte]"?: string;
+                "createdAt[lte]"?: string;
+                /** @description Fields createdAt, updatedAt, lastName, leadScore, customFields.<key>, each :asc or :desc; the first is served by an index. customFields.<key> sorts by a custom field's value; records without one come last ascending, first descending */
+                sort?: string;
+                /** @description Projection; id is always returned */
+                fields?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The export, as an attachment (Content-Disposition names the file) */
+            200: {
+                headers: {
+                    /** @description attachment; filename="<kind>-<date>.<format>" */
+                    "Content-Disposition"?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/csv": string;
+                    "application/x-ndjson": string;
+                };
+            };
+            /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The caller's role does not allow this route (insufficient_role), or its API key or OAuth access token was not granted the route's permission (insufficient_permission) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The request broke the schema; errors[] lists every problem with field, code and message */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The credential's quota is spent (rate_limited): retry after Retry-After seconds; RateLimit says the same */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
                 };
             };
         };
@@ -6065,9 +6537,9 @@ export interface operations {
                 "createdAt[lte]"?: string;
                 /** @description Fields createdAt, updatedAt, lastName, leadScore, customFields.<key>, each :asc or :desc; the first is served by an index. customFields.<key> sorts by a custom field's value; records without one come last ascending, first descending */
                 sort?: string;
-                include?: string;
                 /** @description Projection; id is always returned */
                 fields?: string;
+                include?: string;
             };
             header?: never;
             path?: never;
@@ -6336,6 +6808,133 @@ export interface operations {
             };
             /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
             503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+        };
+    };
+    exportContactData: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Everything held about the person */
+            200: {
+                headers: {
+                    /** @description A hash of this answer's bytes; send it back in If-None-Match to be answered 304 while the answer is unchanged */
+                    ETag?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["PersonalData"];
+                    };
+                };
+            };
+            /** @description Not modified: If-None-Match names this answer's ETag (weak comparison); no body */
+            304: {
+                headers: {
+                    /** @description A hash of this answer's bytes; send it back in If-None-Match to be answered 304 while the answer is unchanged */
+                    ETag?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The caller's role does not allow this route (insufficient_role), or its API key or OAuth access token was not granted the route's permission (insufficient_permission) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description No contact with this id in your organization (not_found_error) */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The request broke the schema; errors[] lists every problem with field, code and message */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The credential's quota is spent (rate_limited): retry after Retry-After seconds; RateLimit says the same */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
@@ -6739,7 +7338,7 @@ export interface operations {
                     "application/json": components["schemas"]["CrmError"];
                 };
             };
-            /** @description Changed by too many requests at once (concurrent_modification); retry; or: A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
+            /** @description Changed by too many requests at once (concurrent_modification); retry. Or, with erase=true: an import of the organization is running, whose file may name the person (import_running): erase once it has ended; or: A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
             409: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -8059,6 +8658,130 @@ export interface operations {
             };
             /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
             503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+        };
+    };
+    exportProperties: {
+        parameters: {
+            query?: {
+                /** @description csv (a header row, nested fields as dotted columns, lists joined with `; `) or ndjson (one object per line) */
+                format?: "csv" | "ndjson";
+                /** @description Words to find (the street, unit, city, state and zip code of the address, and the MLS id), each as the start of a word, in any case and with or without accents; every word must match. At most 200 characters and 8 words. Combines with every other filter, the sort and the cursor. */
+                q?: string;
+                propertyType?: "SINGLE_FAMILY" | "CONDO" | "TOWNHOUSE" | "MULTI_FAMILY" | "LAND" | "COMMERCIAL" | "INDUSTRIAL" | "MIXED_USE";
+                status?: "ACTIVE" | "PENDING" | "SOLD" | "EXPIRED" | "WITHDRAWN" | "CANCELLED" | "COMING_SOON";
+                /** @description Case-insensitive */
+                city?: string;
+                state?: string;
+                zipCode?: string;
+                "bedrooms[gte]"?: string;
+                "bathrooms[gte]"?: string;
+                "squareFootage[gte]"?: string;
+                "listPrice[gte]"?: string;
+                "listPrice[lte]"?: string;
+                "daysOnMarket[lte]"?: string;
+                waterfront?: "true" | "false";
+                pool?: "true" | "false";
+                garage?: "true" | "false";
+                /** @description South-west then north-east corner; a west longitude above the east one crosses the antimeridian */
+                bounds?: string;
+                /** @description Great-circle distance in miles (at most 500) from lat,lng */
+                radius?: string;
+                /** @description Fields createdAt, updatedAt, listPrice, listDate, customFields.<key>, each :asc or :desc; the first is served by an index. customFields.<key> sorts by a custom field's value; records without one come last ascending, first descending */
+                sort?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The export, as an attachment (Content-Disposition names the file) */
+            200: {
+                headers: {
+                    /** @description attachment; filename="<kind>-<date>.<format>" */
+                    "Content-Disposition"?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/csv": string;
+                    "application/x-ndjson": string;
+                };
+            };
+            /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The caller's role does not allow this route (insufficient_role), or its API key or OAuth access token was not granted the route's permission (insufficient_permission) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The request broke the schema; errors[] lists every problem with field, code and message */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The credential's quota is spent (rate_limited): retry after Retry-After seconds; RateLimit says the same */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
@@ -10234,6 +10957,120 @@ export interface operations {
             };
             /** @description FILES_URL_SECRET is not configured, so no file link can be signed (not_configured); or: The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
             503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+        };
+    };
+    exportDeals: {
+        parameters: {
+            query?: {
+                /** @description csv (a header row, nested fields as dotted columns, lists joined with `; `) or ndjson (one object per line) */
+                format?: "csv" | "ndjson";
+                /** @description Words to find (the title), each as the start of a word, in any case and with or without accents; every word must match. At most 200 characters and 8 words. Combines with every other filter, the sort and the cursor. */
+                q?: string;
+                type?: "SALE" | "PURCHASE" | "LEASE" | "RENTAL";
+                stage?: "LEAD" | "QUALIFIED" | "APPOINTMENT" | "NEGOTIATION" | "CONTRACT" | "INSPECTION" | "APPRAISAL" | "FINANCING" | "CLOSING" | "CLOSED" | "LOST";
+                status?: "ACTIVE" | "ON_HOLD" | "CANCELLED" | "CLOSED";
+                assignedTo?: string;
+                "amount[gte]"?: string;
+                "amount[lte]"?: string;
+                "probability[gte]"?: number;
+                "createdAt[gte]"?: string;
+                "closingDate[gte]"?: string;
+                /** @description Fields createdAt, updatedAt, amount, closingDate, probability, customFields.<key>, each :asc or :desc; the first is served by an index. customFields.<key> sorts by a custom field's value; records without one come last ascending, first descending */
+                sort?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The export, as an attachment (Content-Disposition names the file) */
+            200: {
+                headers: {
+                    /** @description attachment; filename="<kind>-<date>.<format>" */
+                    "Content-Disposition"?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/csv": string;
+                    "application/x-ndjson": string;
+                };
+            };
+            /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The caller's role does not allow this route (insufficient_role), or its API key or OAuth access token was not granted the route's permission (insufficient_permission) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The request broke the schema; errors[] lists every problem with field, code and message */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The credential's quota is spent (rate_limited): retry after Retry-After seconds; RateLimit says the same */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
@@ -12513,6 +13350,538 @@ export interface operations {
             };
         };
     };
+    createImport: {
+        parameters: {
+            query?: {
+                /** @description Required with a CSV body */
+                kind?: "contacts" | "properties";
+                /** @description A row matching an existing record (a contact by any e-mail, case-folded, or phone; a property by mlsId): `skip` it (default), `update` the record with the row's non-blank values (tags are added), or `merge`: fill only the record's empty fields */
+                onDuplicate?: "skip" | "update" | "merge";
+                /** @description With a CSV body: the mapping as JSON (URL-encoded). Column → field, over the defaults detected from the header (Follow Up Boss and kvCORE exports, or the API's own field names). Fields of contacts: firstName, lastName, fullName, email, otherEmail, phone, secondaryPhone, otherPhone, tags, type, status, stage, source, assignedTo, address.street, address.city, address.state, address.zipCode, address.country, notes, leadScore, ignore; of properties: mlsId, address.street, address.unit, address.city, address.state, address.zipCode, address.country, details.propertyType, details.bedrooms, details.bathrooms, details.squareFootage, details.yearBuilt, listing.listPrice, listing.listDate, marketing.description, ignore; and customFields.<key>. "ignore" drops a column. */
+                mapping?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "text/csv": string;
+                "application/json": components["schemas"]["ImportRows"];
+            };
+        };
+        responses: {
+            /** @description The import, queued */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["Import"];
+                    };
+                };
+            };
+            /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The caller's role does not allow this route (insufficient_role), or its API key or OAuth access token was not granted the route's permission (insufficient_permission) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The body is over the route's size limit */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Content-Type is not one the route takes (application/json; multipart/form-data on uploads) */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The request broke the schema; errors[] lists every problem with field, code and message; or: This Idempotency-Key was used for another request (idempotency_key_reused) */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The credential's quota is spent (rate_limited): retry after Retry-After seconds; RateLimit says the same */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+        };
+    };
+    getImport: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The import */
+            200: {
+                headers: {
+                    /** @description A hash of this answer's bytes; send it back in If-None-Match to be answered 304 while the answer is unchanged */
+                    ETag?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["Import"];
+                    };
+                };
+            };
+            /** @description Not modified: If-None-Match names this answer's ETag (weak comparison); no body */
+            304: {
+                headers: {
+                    /** @description A hash of this answer's bytes; send it back in If-None-Match to be answered 304 while the answer is unchanged */
+                    ETag?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The caller's role does not allow this route (insufficient_role), or its API key or OAuth access token was not granted the route's permission (insufficient_permission) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description No import with this id in your organization (not_found_error) */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The request broke the schema; errors[] lists every problem with field, code and message */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The credential's quota is spent (rate_limited): retry after Retry-After seconds; RateLimit says the same */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+        };
+    };
+    getImportErrors: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The errors CSV */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/csv": string;
+                };
+            };
+            /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The caller's role does not allow this route (insufficient_role), or its API key or OAuth access token was not granted the route's permission (insufficient_permission) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description No import with this id in your organization (not_found_error) */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The request broke the schema; errors[] lists every problem with field, code and message */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The credential's quota is spent (rate_limited): retry after Retry-After seconds; RateLimit says the same */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+        };
+    };
+    cancelImport: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The import, cancelled */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["Import"];
+                    };
+                };
+            };
+            /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The caller's role does not allow this route (insufficient_role), or its API key or OAuth access token was not granted the route's permission (insufficient_permission) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description No import with this id in your organization (not_found_error) */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The import has ended: completed, failed or cancelled (import_finished); or: A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The request broke the schema; errors[] lists every problem with field, code and message; or: This Idempotency-Key was used for another request (idempotency_key_reused) */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The credential's quota is spent (rate_limited): retry after Retry-After seconds; RateLimit says the same */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+        };
+    };
     listApiKeys: {
         parameters: {
             query?: {
@@ -13648,6 +15017,256 @@ export interface operations {
             };
             /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
             503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+        };
+    };
+    createOrganizationExport: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The export job, queued */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["OrganizationExport"];
+                    };
+                };
+            };
+            /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The caller's role does not allow this route (insufficient_role), or its API key or OAuth access token was not granted the route's permission (insufficient_permission) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description This Idempotency-Key was used for another request (idempotency_key_reused) */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The credential's quota is spent (rate_limited): retry after Retry-After seconds; RateLimit says the same */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+        };
+    };
+    getOrganizationExport: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The export job */
+            200: {
+                headers: {
+                    /** @description A hash of this answer's bytes; send it back in If-None-Match to be answered 304 while the answer is unchanged */
+                    ETag?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["OrganizationExport"];
+                    };
+                };
+            };
+            /** @description Not modified: If-None-Match names this answer's ETag (weak comparison); no body */
+            304: {
+                headers: {
+                    /** @description A hash of this answer's bytes; send it back in If-None-Match to be answered 304 while the answer is unchanged */
+                    ETag?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The body is not valid JSON, or a header is malformed (X-D1-Bookmark, Idempotency-Key) */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The caller's role does not allow this route (insufficient_role), or its API key or OAuth access token was not granted the route's permission (insufficient_permission) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description No export with this id in your organization (not_found_error) */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The request broke the schema; errors[] lists every problem with field, code and message */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description The credential's quota is spent (rate_limited): retry after Retry-After seconds; RateLimit says the same */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
@@ -16151,7 +17770,7 @@ export interface operations {
                 /** @description `pagination.nextCursor` of the previous page */
                 cursor?: string;
                 /** @description One event name of the catalogue */
-                type?: "contact.created" | "contact.updated" | "contact.deleted" | "contact.restored" | "contact.tagged" | "contact.untagged" | "contact.assigned" | "deal.created" | "deal.updated" | "deal.deleted" | "deal.restored" | "deal.stage_changed" | "deal.won" | "deal.lost" | "deal.task_created" | "deal.task_completed" | "deal.closed" | "deal.document_uploaded" | "property.created" | "property.updated" | "property.deleted" | "property.restored" | "property.status_changed" | "property.price_changed" | "property.photos_uploaded" | "property.inquiry_received" | "property.showing_scheduled" | "property.offer_received" | "communication.email_sent" | "communication.email_received" | "communication.sms_sent" | "communication.sms_received" | "communication.call_started" | "communication.call_ended" | "communication.voicemail_received" | "organization.updated" | "user.created" | "user.updated" | "integration.connected" | "integration.disconnected" | "envelope.sent" | "envelope.opened" | "envelope.signer_signed" | "envelope.completed" | "envelope.sealed" | "envelope.declined" | "envelope.voided" | "envelope.expired" | "document.created" | "obligation.due_soon" | "obligation.overdue" | "clickwrap.accepted" | "testimonial.approved" | "testimonial.published" | "survey.completed" | "referral.received" | "webhook.endpoint_disabled";
+                type?: "contact.created" | "contact.updated" | "contact.deleted" | "contact.restored" | "contact.tagged" | "contact.untagged" | "contact.assigned" | "deal.created" | "deal.updated" | "deal.deleted" | "deal.restored" | "deal.stage_changed" | "deal.won" | "deal.lost" | "deal.task_created" | "deal.task_completed" | "deal.closed" | "deal.document_uploaded" | "property.created" | "property.updated" | "property.deleted" | "property.restored" | "property.status_changed" | "property.price_changed" | "property.photos_uploaded" | "property.inquiry_received" | "property.showing_scheduled" | "property.offer_received" | "communication.email_sent" | "communication.email_received" | "communication.sms_sent" | "communication.sms_received" | "communication.call_started" | "communication.call_ended" | "communication.voicemail_received" | "organization.updated" | "user.created" | "user.updated" | "integration.connected" | "integration.disconnected" | "envelope.sent" | "envelope.opened" | "envelope.signer_signed" | "envelope.completed" | "envelope.sealed" | "envelope.declined" | "envelope.voided" | "envelope.expired" | "document.created" | "obligation.due_soon" | "obligation.overdue" | "clickwrap.accepted" | "testimonial.approved" | "testimonial.published" | "survey.completed" | "referral.received" | "import.completed" | "webhook.endpoint_disabled";
                 /** @description false: events with at least one delivery that has not succeeded (retrying, failed or dead); true: events every delivery of which succeeded (at least one) */
                 deliverySuccess?: "true" | "false";
             };
@@ -18820,6 +20439,70 @@ export interface operations {
                 };
             };
             /** @description Invalid, expired or unknown link; a signer's link once the signer signed or declined or the envelope ended */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Too many requests from this address (rate_limited) */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    downloadOrganizationExport: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                organizationId: string;
+                token: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The zip */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/zip": string;
+                };
+            };
+            /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Invalid, expired or deleted link */
             404: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -23430,7 +25113,7 @@ export interface operations {
                 code_challenge_method?: string;
                 /** @description Returned unchanged with the code or the error (at most 1000 characters) */
                 state?: string;
-                /** @description Space-separated permissions (absent: all but contacts:erase, granted only when asked for by name): contacts:read, contacts:write, leads:write, contacts:erase, deals:read, deals:write, properties:read, properties:write, documents:read, documents:write, envelopes:send, signatures:read, signatures:write, clickwrap:read, clickwrap:write, reputation:read, reputation:write, plants:read, plants:write, webhooks:manage, events:read, integrations:read, organization:read, organization:manage, users:manage, api-keys:manage, custom-fields:read, custom-fields:manage */
+                /** @description Space-separated permissions (absent: all but contacts:erase, granted only when asked for by name): contacts:read, contacts:write, leads:write, contacts:erase, deals:read, deals:write, properties:read, properties:write, documents:read, documents:write, envelopes:send, signatures:read, signatures:write, clickwrap:read, clickwrap:write, reputation:read, reputation:write, plants:read, plants:write, webhooks:manage, events:read, integrations:read, organization:read, organization:manage, users:manage, api-keys:manage, custom-fields:read, custom-fields:manage, imports:manage, exports:read */
                 scope?: string;
                 /** @description RFC 8707 resource indicator: if present, the MCP server URL (the only resource tokens are issued for) */
                 resource?: string;
@@ -23518,7 +25201,7 @@ export interface operations {
                 code_challenge_method?: string;
                 /** @description Returned unchanged with the code or the error (at most 1000 characters) */
                 state?: string;
-                /** @description Space-separated permissions (absent: all but contacts:erase, granted only when asked for by name): contacts:read, contacts:write, leads:write, contacts:erase, deals:read, deals:write, properties:read, properties:write, documents:read, documents:write, envelopes:send, signatures:read, signatures:write, clickwrap:read, clickwrap:write, reputation:read, reputation:write, plants:read, plants:write, webhooks:manage, events:read, integrations:read, organization:read, organization:manage, users:manage, api-keys:manage, custom-fields:read, custom-fields:manage */
+                /** @description Space-separated permissions (absent: all but contacts:erase, granted only when asked for by name): contacts:read, contacts:write, leads:write, contacts:erase, deals:read, deals:write, properties:read, properties:write, documents:read, documents:write, envelopes:send, signatures:read, signatures:write, clickwrap:read, clickwrap:write, reputation:read, reputation:write, plants:read, plants:write, webhooks:manage, events:read, integrations:read, organization:read, organization:manage, users:manage, api-keys:manage, custom-fields:read, custom-fields:manage, imports:manage, exports:read */
                 scope?: string;
                 /** @description RFC 8707 resource indicator: if present, the MCP server URL (the only resource tokens are issued for) */
                 resource?: string;
