@@ -144,6 +144,28 @@ describe("POST /v1/imports (contacts)", () => {
     await expectDerivedFiguresExact(owner.organizationId);
   });
 
+  it("maps columns to custom fields, read as their types; a bad value fails its row in the errors CSV; merge fills only missing keys", async () => {
+    const owner = await createPrincipal();
+    for (const [key, type] of [["budget", "number"], ["preapproved", "boolean"], ["side", "text"]]) {
+      expect((await call("POST", "/v1/custom-fields", { token: owner.token, body: { object: "contact", key, label: key, type } })).status).toBe(201);
+    }
+    const existing = await createContact(owner.token, { email: uniqueEmail("cf"), customFields: { side: "seller" } });
+    const fresh = uniqueEmail("cf-new");
+    const rows = [
+      { Mail: fresh, Given: "Cee", Family: "Eff", Budget: "450,000", Approved: "yes", Side: "buyer" },
+      { Mail: uniqueEmail("cf-bad"), Given: "Bad", Family: "Value", Budget: "lots", Approved: "yes", Side: "" },
+      { Mail: existing.email, Given: "Ex", Family: "Isting", Budget: "1000", Approved: "no", Side: "buyer" },
+    ];
+    const mapping = { Mail: "email", Given: "firstName", Family: "lastName", Budget: "customFields.budget", Approved: "customFields.preapproved", Side: "customFields.side" };
+    const { id } = await startRowsImport(owner, { kind: "contacts", rows, onDuplicate: "merge", mapping });
+    expect(await settledImport(owner, id)).toMatchObject({ status: "completed", processed: 3, created: 1, updated: 1, failed: 1 });
+    const errors = await importErrors(owner, id);
+    expect(errors).toEqual([["3", "Budget", expect.stringMatching(/^invalid_type: customFields\.budget /)]]);
+    const created = (await json(await call("GET", `/v1/contacts?email=${encodeURIComponent(fresh)}`, { token: owner.token }))).data[0];
+    expect(created.customFields).toEqual({ budget: 450000, preapproved: true, side: "buyer" });
+    expect((await getContact(owner.token, existing.id)).customFields).toEqual({ side: "seller", budget: 1000, preapproved: false });
+  });
+
   it("refuses a mapping to no field, a CSV without kind, more than 1,000 rows (422) and a file over 50 MB (413)", async () => {
     const owner = await createPrincipal();
     const mapped = await call("POST", "/v1/imports", { token: owner.token, body: { kind: "contacts", rows: [{ a: "1" }], mapping: { a: "shoeSize", b: "email" } } });

@@ -58,6 +58,14 @@ function changeOf(existing: ContactRecord, input: ContactCreate, rule: Duplicate
   return out as ContactUpdate;
 }
 
+/** A row's custom field values (checked by the import against the definitions) on the record: `update` overwrites, `merge` fills keys it lacks. */
+function withImportedValues(record: ContactRecord, input: ContactCreate, rule: DuplicateRule): ContactRecord {
+  const values = Object.fromEntries(Object.entries(input.customFields ?? {}).filter(([, v]) => v !== null && v !== "")) as NonNullable<ContactRecord["customFields"]>;
+  if (Object.keys(values).length === 0) return record;
+  const mine = record.customFields ?? {};
+  return { ...record, customFields: rule === "merge" ? { ...values, ...mine } : { ...mine, ...values } };
+}
+
 const sameRecord = (a: ContactRecord, b: ContactRecord) => JSON.stringify({ ...a, updatedAt: "", version: 0 }) === JSON.stringify({ ...b, updatedAt: "", version: 0 });
 
 /**
@@ -87,7 +95,7 @@ export async function planContactImport(ctx: ServiceContext, people: IncomingCon
     const match = earlier ?? (matches[i] ? (current.get(matches[i]!.id) ?? matches[i]!) : null);
     if (!match) {
       const input = person.input;
-      const record = applyInput(blankContact(ctx, { firstName: "", lastName: "", email: input.email }, at), input, NO_ACTIVITY, now, region);
+      const record = withImportedValues(applyInput(blankContact(ctx, { firstName: "", lastName: "", email: input.email }, at), input, NO_ACTIVITY, now, region), input, "update");
       created.push(record);
       for (const k of [...keys, record.emailKey, record.phoneKey, record.secondaryPhoneKey]) if (k && !createdByKey.has(k)) createdByKey.set(k, record);
       outcomes.push("created");
@@ -97,7 +105,7 @@ export async function planContactImport(ctx: ServiceContext, people: IncomingCon
       outcomes.push("skipped");
       continue;
     }
-    const next = applyInput(match, changeOf(match, person.input, rule), figures.get(match.id) ?? NO_ACTIVITY, now, region);
+    const next = withImportedValues(applyInput(match, changeOf(match, person.input, rule), figures.get(match.id) ?? NO_ACTIVITY, now, region), person.input, rule);
     if (sameRecord(next, match)) {
       outcomes.push("skipped");
       continue;

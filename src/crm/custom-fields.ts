@@ -96,6 +96,24 @@ export function customFieldIssues(defs: FieldDefinition[], input: CustomFieldsIn
   return issues;
 }
 
+/**
+ * Values read from text (a CSV cell) as their fields' types take them: a number field's "450000" is 450000, a boolean's
+ * true/false/yes/no/1/0 is true or false; anything else stays text, so the check that follows names what is wrong.
+ */
+export function customFieldsFromText(defs: FieldDefinition[], values: Record<string, string>): CustomFieldsInput {
+  const byKey = new Map(defs.map((d) => [d.key, d]));
+  return Object.fromEntries(
+    Object.entries(values).map(([key, text]) => {
+      const type = byKey.get(key)?.type;
+      const t = text.trim();
+      if (type === "number" && t !== "" && Number.isFinite(Number(t.replace(/,/g, "")))) return [key, Number(t.replace(/,/g, ""))];
+      if (type === "boolean" && /^(true|yes|y|1)$/i.test(t)) return [key, true];
+      if (type === "boolean" && /^(false|no|n|0)$/i.test(t)) return [key, false];
+      return [key, t];
+    }),
+  );
+}
+
 /** The values after a write: the record's values of keys still defined, with the input's set and its nulls removed. */
 export function mergeCustomFields(before: CustomValues | null, input: CustomFieldsInput, defs: FieldDefinition[]): CustomValues {
   const defined = new Set(defs.map((d) => d.key));

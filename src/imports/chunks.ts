@@ -5,6 +5,7 @@ import { guard, StaleWrite, type Statement, withRetries } from "../db/write";
 import { commit } from "../events/commit";
 import { newEvent } from "../events/outbox";
 import { planContactImport, type DuplicateRule, type ImportOutcome, type IncomingContact } from "../contacts/service";
+import { customFieldIssues, customFieldsFromText, readDefinitions } from "../crm/custom-fields";
 import { userResolver } from "../users/service";
 import { organizationSettings } from "../organization/service";
 import { nowIso } from "../lib/time";
@@ -39,6 +40,7 @@ async function contactChunk(ctx: ServiceContext, job: ImportRow, records: string
   const targets = columns.map((c) => job.resolvedMapping![c] ?? null);
   const userOf = await userResolver(ctx);
   const people: IncomingContact[] = [];
+  const rowOf = new Map<IncomingContact, number>();
   const issues: Tally["issues"] = [];
   let failed = 0;
   records.forEach((fields, i) => {
@@ -46,13 +48,34 @@ async function contactChunk(ctx: ServiceContext, job: ImportRow, records: string
     const result = contactFromRecord(fields, columns, targets, userOf);
     if (result.ok) {
       people.push(result.ok);
+      rowOf.set(result.ok, row);
       issues.push(...result.warnings.map((issue) => ({ row, issue })));
     } else {
       failed++;
       issues.push(...result.errors.map((issue) => ({ row, issue })));
     }
   });
-  const plan = people.length ? await planContactImport(ctx, people, job.onDuplicate as DuplicateRule) : { statements: [], outcomes: [] };
+  // Custom-field columns: read as their fields' types and checked against the definitions (one read a chunk, only
+  // when the file maps any); a row with a bad value fails with a line per problem, as a bad API body would.
+  const withCustom = people.filter((p) => p.input.customFields);
+  let valid = people;
+  if (withCustom.length) {
+    const defs = await readDefinitions(ctx, "contact");
+    const bad = new Set<IncomingContact>();
+    for (const person of withCustom) {
+      const values = customFieldsFromText(defs, person.input.customFields as Record<string, string>);
+      const problems = customFieldIssues(defs, values, "contact");
+      if (problems.length === 0) person.input = { ...person.input, customFields: values };
+      else {
+        bad.add(person);
+        const row = rowOf.get(person)!;
+        issues.push(...problems.map((p) => ({ row, issue: { column: columns[targets.indexOf(p.field)] ?? p.field, reason: `${p.code}: ${p.field} ${p.message}`.slice(0, 300) } })));
+      }
+    }
+    failed += bad.size;
+    valid = people.filter((p) => !bad.has(p));
+  }
+  const plan = valid.length ? await planContactImport(ctx, valid, job.onDuplicate as DuplicateRule) : { statements: [], outcomes: [] };
   return { outcomes: plan.outcomes, failed, issues, statements: plan.statements };
 }
 
