@@ -1,11 +1,12 @@
-// npm run dev: write .dev.vars if missing, apply migrations to local D1 (state under .wrangler/state), then serve
-// on 127.0.0.1:${PORT:-8787} with APP_URL and MCP_SERVER_URL on that port unless set (scripts/dev-origin.mjs).
+// npm run dev: write .dev.vars if missing, apply migrations to local D1 (state under .wrangler/state, or
+// $DEV_PERSIST_TO), then serve on 127.0.0.1:${PORT:-8787} with APP_URL and MCP_SERVER_URL on that port unless set
+// (scripts/dev-origin.mjs).
 import { spawn } from "node:child_process";
 import { refuseMisconfiguration } from "./config-guard.mjs";
 import { devOrigin, devOriginArgs } from "./dev-origin.mjs";
 import { ensureDevVars, readLocalDevVars } from "./dev-vars.mjs";
 import { migrationsApplied } from "./local-d1.mjs";
-import { applyLocalMigrations } from "./migrate.mjs";
+import { applyLocalMigrations, persistArgs } from "./migrate.mjs";
 
 await ensureDevVars();
 refuseMisconfiguration({ args: process.argv.slice(2), fileVars: readLocalDevVars() });
@@ -17,7 +18,7 @@ const args = process.argv.slice(2);
 const origin = devOrigin({ port, args, env: process.env, fileVars: readLocalDevVars() });
 // wrangler lists `--var` values as "(hidden)": say here which origin the API states.
 console.log(`APP_URL=${origin.APP_URL} MCP_SERVER_URL=${origin.MCP_SERVER_URL}`);
-const child = spawn("wrangler", ["dev", "--ip", "127.0.0.1", "--port", port, ...devOriginArgs(origin), ...args], {
+const child = spawn("wrangler", ["dev", "--ip", "127.0.0.1", "--port", port, ...devOriginArgs(origin), ...persistArgs(), ...args], {
   stdio: "inherit",
   env: {
     // Miniflare fetches a sample `request.cf` from workers.cloudflare.com at start and prints a stack trace when that

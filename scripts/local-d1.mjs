@@ -1,10 +1,10 @@
 // The local D1 databases of wrangler.toml, opened in this process through wrangler's getPlatformProxy: the same files
-// under .wrangler/state/v3 that `npm run dev` serves, reached by one local runtime instead of one wrangler process per
-// statement (`npm run token` spawned five: about 15 s a call, now 3 to 4 s).
+// under .wrangler/state/v3 (or $DEV_PERSIST_TO/v3) that `npm run dev` serves, reached by one local runtime instead of
+// one wrangler process per statement (`npm run token` spawned five: about 15 s a call, now 3 to 4 s).
 import { mkdirSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { getPlatformProxy } from "wrangler";
-import { applyLocalMigrations, d1Databases } from "./migrate.mjs";
+import { applyLocalMigrations, d1Databases, localStateDir } from "./migrate.mjs";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 // workerd logs a lock held by another process (a running `npm run dev`) as SQLITE_BUSY and hands the script only
@@ -23,7 +23,7 @@ async function open() {
   const configPath = `${dir}/local-d1-${process.pid}.json`;
   writeFileSync(configPath, JSON.stringify({ name: "local-d1", compatibility_date: "2026-11-01", d1_databases: databases.map(({ binding, database_name, database_id }) => ({ binding, database_name, database_id })) }));
   try {
-    const proxy = await getPlatformProxy({ configPath, persist: { path: `${root}.wrangler/state/v3` }, envFiles: [], remoteBindings: false });
+    const proxy = await getPlatformProxy({ configPath, persist: { path: `${localStateDir()}/v3` }, envFiles: [], remoteBindings: false });
     return { proxy, databases };
   } finally {
     rmSync(configPath, { force: true });

@@ -1,7 +1,15 @@
 // npm run db:migrate:local | deploy: applies migrations/directory to the directory (DB) and migrations/tenant to every
 // tenant shard (DB_SHARD_0 … n) that wrangler.toml declares (issue 24). `--remote` for the deployed databases.
 import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
 import { wrangler } from "./wrangler.mjs";
+
+/**
+ * Where local state lives: `.wrangler/state` (wrangler's own default), or `DEV_PERSIST_TO` when set, so a run that
+ * must not touch a developer's data (bench/exports.node.bench.test.ts) migrates, mints, seeds and serves elsewhere.
+ */
+export const localStateDir = () => process.env.DEV_PERSIST_TO || fileURLToPath(new URL("../.wrangler/state", import.meta.url));
+export const persistArgs = () => (process.env.DEV_PERSIST_TO ? ["--persist-to", process.env.DEV_PERSIST_TO] : []);
 
 /** The `[[d1_databases]]` tables of wrangler.toml: binding, name, id and migrations folder. */
 export function d1Databases(toml = readFileSync(new URL("../wrangler.toml", import.meta.url), "utf8")) {
@@ -33,7 +41,7 @@ export function databaseBindings(toml) {
  */
 export function applyMigrations({ where = "--local", quiet = true } = {}) {
   for (const binding of databaseBindings()) {
-    const apply = () => wrangler(["d1", "migrations", "apply", binding, where], { quiet });
+    const apply = () => wrangler(["d1", "migrations", "apply", binding, where, ...(where === "--local" ? persistArgs() : [])], { quiet });
     try {
       apply();
     } catch (err) {
