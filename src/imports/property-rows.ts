@@ -1,3 +1,4 @@
+import { fromSpreadsheetSafe } from "../crm/export";
 import { PropertyCreate } from "../properties/schemas";
 import { planPropertyImport } from "../properties/service";
 import { issuesFromZod } from "../lib/validation";
@@ -18,7 +19,7 @@ function propertyFromRecord(fields: string[], columns: string[], targets: (strin
   const input: Record<string, Record<string, unknown> | unknown> = {};
   const from = new Map<string, string>();
   targets.forEach((target, i) => {
-    const value = (fields[i] ?? "").trim();
+    const value = fromSpreadsheetSafe((fields[i] ?? "").trim());
     if (!target || value === "") return;
     const column = columns[i] ?? `column ${i + 1}`;
     from.set(target, column);
