@@ -4,6 +4,7 @@ import { planPropertyImport } from "../properties/service";
 import { issuesFromZod } from "../lib/validation";
 import type { ServiceContext } from "../service-context";
 import type { RowIssue } from "./contact-rows";
+import { targetsOf } from "./mapping";
 import type { ImportRow } from "./service";
 
 const NUMERIC = new Set(["details.bedrooms", "details.bathrooms", "details.squareFootage", "details.yearBuilt", "listing.listPrice"]);
@@ -43,7 +44,7 @@ function propertyFromRecord(fields: string[], columns: string[], targets: (strin
 /** The statements and counts of one chunk's records of properties. */
 export async function planPropertyRows(ctx: ServiceContext, job: ImportRow, records: string[][], firstRow: number) {
   const columns = job.columns!;
-  const targets = columns.map((c) => job.resolvedMapping![c] ?? null);
+  const targets = targetsOf(job.resolvedMapping!, columns);
   const inputs: PropertyCreate[] = [];
   const issues: { row: number; issue: RowIssue }[] = [];
   let failed = 0;
