@@ -29,7 +29,9 @@ describe("CSV exports and the errors CSV neutralize formulas", () => {
 
     // The exported file imported into another organization gives the same values (the apostrophe taken off).
     const other = await createPrincipal();
-    const job = await startCsvImport(other, `firstName,lastName,email,notes\r\n${row!.firstName.replaceAll('"', '""').replace(/^/, '"')}",${row!.lastName},${contact.email},${row!.notes}\r\n`);
+    const quoted = (v: string | undefined) => `"${String(v).replaceAll('"', '""')}"`;
+    const line = [row!.firstName, row!.lastName, contact.email, row!.notes].map(quoted).join(",");
+    const job = await startCsvImport(other, `firstName,lastName,email,notes\r\n${line}\r\n`);
     expect((await settledImport(other, job.id)).created).toBe(1);
     const { contacts } = await listAll(other.token, "limit=100");
     expect(contacts[0]).toMatchObject({ firstName: HOSTILE.firstName, lastName: "+1+1", notes: "@SUM(A1:A9)" });
