@@ -57,8 +57,19 @@ function columnsOf(base: string[], first: object[]): string[] {
   return [...columns];
 }
 
-/** RFC 4180: a field with a comma, quote or line break is quoted, its quotes doubled. */
-const csvField = (v: string) => (/[",\r\n]/.test(v) ? `"${v.replaceAll('"', '""')}"` : v);
+/**
+ * A cell a spreadsheet would run as a formula (it starts with = + - @, a tab or a CR: CSV injection) gets a leading
+ * apostrophe, which spreadsheets show as text; a plain number (a phone in E.164, a negative amount) is left as it is.
+ * Imports take the apostrophe off again (`fromSpreadsheetSafe`), so an export imported back reads equal.
+ */
+export const spreadsheetSafe = (v: string) => (/^[=+\-@\t\r]/.test(v) && !/^[+-]?\d+(\.\d+)?$/.test(v) ? `'${v}` : v);
+export const fromSpreadsheetSafe = (v: string) => (/^'[=+\-@\t\r]/.test(v) ? v.slice(1) : v);
+
+/** RFC 4180: a field with a comma, quote or line break is quoted, its quotes doubled; formulas neutralized first. */
+const csvField = (raw: string) => {
+  const v = spreadsheetSafe(raw);
+  return /[",\r\n]/.test(v) ? `"${v.replaceAll('"', '""')}"` : v;
+};
 const csvLine = (fields: string[]) => `${fields.map(csvField).join(",")}\r\n`;
 
 /**

@@ -17,7 +17,7 @@ import { loggableError } from "../lib/log";
 import { OrganizationMoving } from "../lib/errors";
 import { contactFromRecord, type RowIssue } from "./contact-rows";
 import { NotUtf8, readCsvChunk, RecordTooLong } from "./csv";
-import { type ImportKind, resolveMapping } from "./mapping";
+import { type ImportKind, resolveMapping, targetsOf } from "./mapping";
 import { planPropertyRows } from "./property-rows";
 import { ACTIVE, type ImportMessage, type ImportRow, toImport } from "./service";
 
@@ -37,7 +37,7 @@ interface Tally {
 /** The statements and counts of one chunk's records of contacts. */
 async function contactChunk(ctx: ServiceContext, job: ImportRow, records: string[][], firstRow: number): Promise<Tally> {
   const columns = job.columns!;
-  const targets = columns.map((c) => job.resolvedMapping![c] ?? null);
+  const targets = targetsOf(job.resolvedMapping!, columns);
   const userOf = await userResolver(ctx);
   const people: IncomingContact[] = [];
   const rowOf = new Map<IncomingContact, number>();

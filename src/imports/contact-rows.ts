@@ -1,3 +1,4 @@
+import { fromSpreadsheetSafe } from "../crm/export";
 import { ContactCreate } from "../contacts/schemas";
 import type { IncomingContact } from "../contacts/service";
 import { issuesFromZod } from "../lib/validation";
@@ -62,7 +63,7 @@ export function contactFromRecord(fields: string[], columns: string[], targets: 
   };
   targets.forEach((target, i) => {
     const column = columns[i] ?? `column ${i + 1}`;
-    const value = (fields[i] ?? "").trim();
+    const value = fromSpreadsheetSafe((fields[i] ?? "").trim());
     if (!target || value === "") return;
     if (target.startsWith("address.")) {
       address[target.slice(8)] ??= value;

@@ -6,6 +6,8 @@
  * quotes, CRLF, LF or lone CR line ends and a UTF-8 byte-order mark are handled; a blank line is no record.
  */
 
+import { spreadsheetSafe } from "../crm/export";
+
 export interface CsvRecord {
   fields: string[];
   /** The character index just after the record's line end in the text parsed. */
@@ -127,7 +129,8 @@ export async function readCsvChunk(read: ByteRange, size: number, offset: number
 
 /** One CSV field as written: quoted when it holds a comma, a quote, a line break or leading/trailing space. */
 export const csvField = (value: string | number): string => {
-  const text = String(value);
+  // A file's own header names and cells come back in the errors CSV: neutralized like an export's.
+  const text = typeof value === "number" ? String(value) : spreadsheetSafe(value);
   return /[",\r\n]|^\s|\s$/.test(text) ? `"${text.replaceAll('"', '""')}"` : text;
 };
 

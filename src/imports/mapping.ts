@@ -162,7 +162,7 @@ function detect(columns: string[], kind: ImportKind): ResolvedMapping["format"] 
   for (const [name, table] of Object.entries(FORMATS) as [keyof typeof FORMATS, Map<string, string>][]) {
     // Exact names first: "email" is kvCORE's and the API's; "Email 1" only Follow Up Boss's.
     const own = name === "followupboss" ? FOLLOW_UP_BOSS : name === "kvcore" ? KVCORE : NATIVE_CONTACT;
-    const n = columns.filter((c) => c.trim() in own).length + columns.filter((c) => table.has(norm(c))).length / 100;
+    const n = columns.filter((c) => Object.hasOwn(own, c.trim())).length + columns.filter((c) => table.has(norm(c))).length / 100;
     if (n > hits) (best = name, (hits = n));
   }
   return hits >= 1 ? best : "custom";
@@ -174,10 +174,14 @@ export function resolveMapping(kind: ImportKind, columns: string[], given: Recor
   const primary = kind === "properties" ? byNorm(NATIVE_PROPERTY) : format === "custom" ? new Map<string, string>() : FORMATS[format];
   const fallbacks = kind === "properties" ? [] : Object.values(FORMATS);
   const targets = columns.map((column) => {
-    const mine = given?.[column];
+    // Own keys only: a column named "constructor" or "toString" is not Object.prototype's (it crashed every retry of the chunk).
+    const mine = given && Object.hasOwn(given, column) ? given[column] : undefined;
     if (mine !== undefined) return mine === "ignore" || mine === "" ? null : mine;
     const key = norm(column);
     return primary.get(key) ?? fallbacks.map((t) => t.get(key)).find((t) => t !== undefined) ?? null;
   });
   return { targets, format: given && Object.keys(given).length > 0 && format === "custom" ? "custom" : format };
 }
+
+/** The stored mapping's targets by column index: own keys only (a column "constructor" is not Object.prototype's). */
+export const targetsOf = (resolved: Record<string, string>, columns: string[]): (string | null)[] => columns.map((c) => (Object.hasOwn(resolved, c) ? resolved[c]! : null));

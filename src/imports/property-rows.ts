@@ -1,8 +1,10 @@
+import { fromSpreadsheetSafe } from "../crm/export";
 import { PropertyCreate } from "../properties/schemas";
 import { planPropertyImport } from "../properties/service";
 import { issuesFromZod } from "../lib/validation";
 import type { ServiceContext } from "../service-context";
 import type { RowIssue } from "./contact-rows";
+import { targetsOf } from "./mapping";
 import type { ImportRow } from "./service";
 
 const NUMERIC = new Set(["details.bedrooms", "details.bathrooms", "details.squareFootage", "details.yearBuilt", "listing.listPrice"]);
@@ -18,7 +20,7 @@ function propertyFromRecord(fields: string[], columns: string[], targets: (strin
   const input: Record<string, Record<string, unknown> | unknown> = {};
   const from = new Map<string, string>();
   targets.forEach((target, i) => {
-    const value = (fields[i] ?? "").trim();
+    const value = fromSpreadsheetSafe((fields[i] ?? "").trim());
     if (!target || value === "") return;
     const column = columns[i] ?? `column ${i + 1}`;
     from.set(target, column);
@@ -42,7 +44,7 @@ function propertyFromRecord(fields: string[], columns: string[], targets: (strin
 /** The statements and counts of one chunk's records of properties. */
 export async function planPropertyRows(ctx: ServiceContext, job: ImportRow, records: string[][], firstRow: number) {
   const columns = job.columns!;
-  const targets = columns.map((c) => job.resolvedMapping![c] ?? null);
+  const targets = targetsOf(job.resolvedMapping!, columns);
   const inputs: PropertyCreate[] = [];
   const issues: { row: number; issue: RowIssue }[] = [];
   let failed = 0;
