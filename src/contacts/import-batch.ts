@@ -4,7 +4,7 @@ import { insertRowsFromJson } from "../db/row-json";
 import { expectNoRow, expectVersions, type Statement } from "../db/write";
 import { inJsonList } from "../lib/sql";
 import { contactTermsOf } from "../lib/search-terms";
-import { writeTermsInBatch } from "../db/search";
+import { writeTermsInBatch } from "../db/search-bulk";
 import { phoneKey, regionOf } from "../lib/phone";
 import { matchContacts } from "./matching";
 import type { ServiceContext } from "../service-context";
