@@ -13,6 +13,7 @@ import { expectDerivedFiguresExact } from "./helpers/derived-figures";
 import { createPrincipal, tenantDb } from "./helpers/factories";
 import { importErrors, settledImport, startCsvImport, startRowsImport, uploadCsv } from "./helpers/imports";
 import { request } from "./helpers/fault-table";
+import { contactTerms, termsIndexed } from "./helpers/search";
 import { faultEnv, FaultPlan } from "./helpers/faulty-bindings";
 
 const FUB_HEADER = "First Name,Last Name,Email 1,Email 2,Phone 1,Phone 2,Tags,Stage,Source,Assigned To,Address 1 - Street,Address 1 - City,Address 1 - State,Address 1 - Zip,Notes";
@@ -196,6 +197,47 @@ describe("POST /v1/imports (contacts)", () => {
   });
 });
 
+describe("the search index of an import's contacts", () => {
+  /** The record's terms in the index, then those the contacts' trigger writes for the row as it stands (a real UPDATE of it, undone). */
+  async function importedAndTriggered(db: D1Database, id: string): Promise<[string[], string[]]> {
+    const imported = await termsIndexed(db, id);
+    const { notes } = (await db.prepare("SELECT notes FROM contacts WHERE id = ?").bind(id).first<{ notes: string | null }>())!;
+    await db.prepare("UPDATE contacts SET notes = ifnull(notes, '') || ' zzprobe' WHERE id = ?").bind(id).run();
+    await db.prepare("UPDATE contacts SET notes = ? WHERE id = ?").bind(notes, id).run();
+    return [imported, await termsIndexed(db, id)];
+  }
+
+  it("holds, for a contact an import created or updated, exactly the terms the triggers write, and q finds it as one written by the API", async () => {
+    const owner = await createPrincipal();
+    const db = await tenantDb(owner.organizationId);
+    const existing = await createContact(owner.token, { firstName: "Old", lastName: "Name", email: uniqueEmail("upd"), tags: ["seed"] });
+    const rows = [
+      { firstName: "Zoë", lastName: "Łukasiewicz-O'Brien", email: uniqueEmail("zoe"), phone: "+1 (416) 555-0101", secondaryPhone: "416.555.0102 ext 7", tags: 'first-time buyer, say "hi", ÉLITE', notes: "Called about Elm St.\n\tWants ＡＢＣ１２; 東京、大阪 «x»—y…z" },
+      { firstName: "E\u0301mile", lastName: "ÅSTRÖM", email: uniqueEmail("emile"), notes: Array.from({ length: 300 }, (_, i) => `wörd${i % 120}`).join("—") },
+      { firstName: "Straße", lastName: "Nakamura", email: existing.email, phone: "1-416-555-0199", tags: "Referral-Partner", notes: "Moved to Oak Ave" },
+    ];
+    const done = await settledImport(owner, (await startRowsImport(owner, { kind: "contacts", rows, onDuplicate: "update" })).id);
+    expect(done).toMatchObject({ status: "completed", created: 2, updated: 1, failed: 0 });
+    const all = await contactsOf(owner.organizationId);
+    expect(all).toHaveLength(3);
+    for (const contact of all) {
+      const [imported, triggered] = await importedAndTriggered(db, contact.id);
+      expect(imported, contact.email).toEqual(triggered);
+      expect(imported).toEqual(contactTerms(await getContact(owner.token, contact.id)));
+    }
+    expect(await termsIndexed(db, existing.id)).toContain("strasse");
+    expect(await termsIndexed(db, existing.id)).not.toContain("old");
+    for (const [q, email] of [["lukasiewicz obrien", rows[0]!.email], ["emile wörd119", rows[1]!.email], ["strasse partner 416555019", existing.email]] as const) {
+      const found = (await json(await call("GET", `/v1/contacts?q=${encodeURIComponent(q)}`, { token: owner.token }))).data;
+      expect(found.map((c: { email: string }) => c.email), q).toEqual([email]);
+    }
+    // The triggers stand aside only inside an import's batch: a contact written by the API afterwards is indexed by them.
+    expect((await db.prepare("SELECT COUNT(*) AS n FROM search_suspended").first<{ n: number }>())!.n).toBe(0);
+    const later = await createContact(owner.token, { firstName: "Later", lastName: "Written" });
+    expect(await termsIndexed(db, later.id)).toEqual(contactTerms(later));
+  });
+});
+
 describe("a chunk racing a delete of a contact it updates", () => {
   it("the chunk's batch fails as a lost race (guarded on the version it read): the deleted contact stays deleted", async () => {
     const owner = await createPrincipal();
@@ -209,6 +251,9 @@ describe("a chunk racing a delete of a contact it updates", () => {
     expect((await call("GET", `/v1/contacts/${existing.id}`, { token: owner.token })).status).toBe(404);
     expect(await total(owner.token)).toBe(0);
     await expectDerivedFiguresExact(owner.organizationId);
+    // The failed batch took its suspension of the search triggers with it: the next write is indexed.
+    const later = await createContact(owner.token, { firstName: "After", lastName: "Race" });
+    expect(await termsIndexed(await tenantDb(owner.organizationId), later.id)).toEqual(contactTerms(later));
   });
 });
 

@@ -3,6 +3,8 @@ import { contacts } from "../db/schema";
 import { insertRowsFromJson } from "../db/row-json";
 import { expectNoRow, expectVersions, type Statement } from "../db/write";
 import { inJsonList } from "../lib/sql";
+import { contactTermsOf } from "../lib/search-terms";
+import { writeTermsInBatch } from "../db/search-bulk";
 import { phoneKey, regionOf } from "../lib/phone";
 import { matchContacts } from "./matching";
 import type { ServiceContext } from "../service-context";
@@ -135,5 +137,7 @@ export async function planContactImport(ctx: ServiceContext, people: IncomingCon
   statements.push(...tagStatements(ctx, tagChanges, at));
   if (created.length || updates.length) statements.push(bumpCounters(ctx, created.length));
   statements.push(...facetMovesOfMany(ctx, [...created.map((c) => ({ before: null, after: c })), ...updates]));
-  return { statements, outcomes };
+  // The index's terms of the written contacts, folded here rather than by the triggers in SQL (migration 0019).
+  const written = [...created, ...updates.map((u) => u.after)].map((c) => ({ id: c.id, terms: contactTermsOf(c) }));
+  return { statements: writeTermsInBatch(ctx.db, ctx.organizationId, "contact", statements, written, updates.map((u) => u.after.id)), outcomes };
 }

@@ -71,6 +71,29 @@ export function termsOf(text: string): string[] {
   return [...new Set(terms)];
 }
 
+/** A phone's terms as the index writes them: its ASCII digits, and without the 1 of an 11-digit North American number. */
+export function phoneTerms(phone: string | null | undefined): string[] {
+  const digits = clip((phone ?? "").split("\0")[0]!.replace(/[^0-9]/g, ""));
+  if (!digits) return [];
+  return digits.length === 11 && digits.startsWith("1") ? [digits, digits.slice(1)] : [digits];
+}
+
+/** The fields of a contact its terms come from (tags as the JSON text the row stores). */
+export interface SearchableContact {
+  firstName: string;
+  lastName: string;
+  email: string;
+  tags: string[];
+  notes?: string | null;
+  phone?: string | null;
+  secondaryPhone?: string | null;
+}
+
+/** A contact's terms as the contacts triggers of migration 0012 write them (names, e-mail, tags, notes, both phones), each once. */
+export const contactTermsOf = (c: SearchableContact): string[] => [
+  ...new Set([...termsOf(`${c.firstName} ${c.lastName} ${c.email} ${JSON.stringify(c.tags)} ${c.notes ?? ""}`), ...phoneTerms(c.phone), ...phoneTerms(c.secondaryPhone)]),
+];
+
 export const MAX_QUERY_CHARS = 200;
 export const MAX_QUERY_WORDS = 8;
 

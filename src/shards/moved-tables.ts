@@ -33,11 +33,11 @@ const TENANT_SCHEMA = [members, platform, plants, contacts, webhooks, documents,
 
 /**
  * Tables on a shard the move neither copies nor fences: those that hold no organization's rows (the batch guard,
- * always empty; the move's own fences; the search's character map), and the search index, which triggers on the
+ * always empty; the move's own fences; the search's character map; its suspensions, empty outside a batch), and the search index, which triggers on the
  * moved tables write as the copy lands each record on the target and delete as the cleanup takes it off the source
  * (migration 0012): copying it too would move every term twice.
  */
-export const NOT_MOVED = new Set(["write_guards", "shard_fences", "search_fold", "search_terms"]);
+export const NOT_MOVED = new Set(["write_guards", "shard_fences", "search_fold", "search_terms", "search_suspended"]);
 
 /**
  * Rows scoped through another table's row (no organization column of their own): the parent is moved before them and

@@ -1,16 +1,9 @@
-import { termsOf } from "../../src/lib/search-terms";
+import { contactTermsOf, phoneTerms, termsOf } from "../../src/lib/search-terms";
 import type { ContactJson } from "./contacts";
-
-/** A phone's terms as the index writes them: its digits, and without the 1 of an 11-digit North American number. */
-const phoneTerms = (phone: string | null | undefined): string[] => {
-  const digits = (phone ?? "").replace(/\D/g, "").slice(0, 64);
-  if (!digits) return [];
-  return digits.length === 11 && digits.startsWith("1") ? [digits, digits.slice(1)] : [digits];
-};
 
 /** The terms the index should hold for a contact as the API shows it (names, e-mail, tags as stored, notes, phones), sorted. */
 export const contactTerms = (c: ContactJson): string[] =>
-  [...new Set([...termsOf(`${c.firstName} ${c.lastName} ${c.email} ${JSON.stringify(c.tags)} ${c.notes ?? ""}`), ...phoneTerms(c.phone), ...phoneTerms(c.secondaryPhone)])].sort();
+  contactTermsOf({ firstName: c.firstName, lastName: c.lastName, email: c.email, tags: c.tags, notes: c.notes, phone: c.phone, secondaryPhone: c.secondaryPhone }).sort();
 
 /** Every term the index holds for `organizationId` on a shard, as `kind record term`, sorted. */
 export async function indexRows(db: D1Database, organizationId: string): Promise<string[]> {
