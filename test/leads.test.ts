@@ -52,6 +52,11 @@ describe("lead intake (POST /v1/leads)", () => {
     expect(after).toMatchObject({ firstName: "Ana", lastName: "Lima", email, source: "REFERRAL", notes: "keep", address: { street: "1 Elm St", city: "Oakland", zipCode: "94601" } });
     expect(await contactsOf(p)).toBe(1);
     expect(await events(p, "contact.updated")).toBe(1);
+
+    // A web form's lead knowing the e-mail may add to the record, never rename the client or move them.
+    const hostile = await lead(p.token, { person: { firstName: "Mallory", lastName: "Evil", emails: [email], address: { city: "Elsewhere", state: "NV" } } });
+    expect(hostile.status).toBe(200);
+    expect(await getContact(p.token, existing.id)).toMatchObject({ firstName: "Ana", lastName: "Lima", address: { street: "1 Elm St", city: "Oakland", zipCode: "94601", state: "NV" } });
   });
 
   it("matches a differently formatted phone; a new number takes the free secondary phone, the rest go to the activity", async () => {

@@ -103,8 +103,9 @@ export function newContactForLead(ctx: ServiceContext, person: IntakePerson, fie
 }
 
 /**
- * The matched contact filled with what the lead brings, never blanked: names and address fields the lead gives
- * replace the stored ones, a source only where there is none; an e-mail the contact lacks and phone numbers beyond its
+ * The matched contact filled with what the lead brings, never blanked nor overwritten: names, address fields and a
+ * source only where the contact has none (a lead is whoever posts a web form knowing someone's e-mail or phone: it may
+ * add to a client's record, not rename or move them); an e-mail the contact lacks and phone numbers beyond its
  * two go to the activity's metadata, a new number takes `phone` or `secondaryPhone` where free. Guarded on the version
  * read; a contact deleted since its match is a StaleWrite too, so the intake matches again.
  */
@@ -116,9 +117,11 @@ export async function fillContactFromLead(ctx: ServiceContext, contactId: string
   const { before, figures } = read;
   const at = now.toISOString();
   const update: ContactUpdate = {};
-  if (person.firstName) update.firstName = person.firstName;
-  if (person.lastName) update.lastName = person.lastName;
-  if (person.address && Object.keys(person.address).length) update.address = { ...(before.address ?? {}), ...person.address };
+  if (person.firstName && !before.firstName.trim()) update.firstName = person.firstName;
+  if (person.lastName && !before.lastName.trim()) update.lastName = person.lastName;
+  const stored = (before.address ?? {}) as Record<string, unknown>;
+  const added = Object.entries(person.address ?? {}).filter(([k, v]) => v && !(typeof stored[k] === "string" && (stored[k] as string).trim()));
+  if (added.length) update.address = { ...stored, ...Object.fromEntries(added) };
   if (!before.source) update.source = source;
   const extraEmails = distinct(person.emails, emailKeyOf).filter((e) => emailKeyOf(e) !== before.emailKey);
   const known = new Set([before.phoneKey, before.secondaryPhoneKey].filter((k): k is string => k !== null));
