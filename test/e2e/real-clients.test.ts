@@ -165,7 +165,7 @@ class TestProvider implements OAuthClientProvider {
   }
 }
 
-const TOOLS = ["create_contact", "find_contacts", "get_pipeline", "list_deals", "list_forms", "list_obligations", "log_activity", "log_communication", "move_deal", "search_documents", "send_for_signature"];
+const TOOLS = ["create_contact", "find_contacts", "get_pipeline", "list_deals", "list_forms", "list_obligations", "log_activity", "log_communication", "merge_contacts", "move_deal", "search_documents", "send_for_signature"];
 
 describe("the MCP SDK client", () => {
   const provider = new TestProvider();
@@ -207,7 +207,7 @@ describe("the MCP SDK client", () => {
     await mcp.connect(new StreamableHTTPClientTransport(mcpUrl(), { authProvider: provider }));
   });
 
-  it("lists the eleven tools", async () => {
+  it("lists the twelve tools", async () => {
     const { tools } = await mcp.listTools();
     expect(tools.map((t) => t.name).sort()).toEqual(TOOLS);
     for (const tool of tools) expect(tool.inputSchema.type).toBe("object");
@@ -226,6 +226,10 @@ describe("the MCP SDK client", () => {
 
     const found = await call("find_contacts", { email, include: ["activities"] });
     expect(found.contacts.map((c: { id: string }) => c.id)).toEqual([contact.id]);
+
+    const { contact: twin } = await call("create_contact", { firstName: "Mia", lastName: "Client", email: `twin-${email}`, notes: "the same person" });
+    const { contact: kept } = await call("merge_contacts", { contactId: contact.id, sourceIds: [twin.id] });
+    expect(kept).toMatchObject({ id: contact.id, notes: "the same person" });
 
     // A deal and a document through the API, with the session token, for the deal and document tools.
     const headers = { authorization: `Bearer ${session.token}`, "content-type": "application/json" };
