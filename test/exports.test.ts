@@ -131,6 +131,29 @@ describe("GET /v1/contacts/export", () => {
   });
 });
 
+describe("custom fields in exports (issue 33 part 6)", () => {
+  it("exports each custom field as a column, filtered and sorted by them like the list", async () => {
+    const p = await createPrincipal();
+    for (const [key, type, options] of [["budget", "number"], ["moving", "date"], ["preapproved", "boolean"], ["side", "select", ["buyer", "seller"]], ["note", "text"]] as const) {
+      expect((await call("POST", "/v1/custom-fields", { token: p.token, body: { object: "contact", key, label: key, type, ...(options ? { options } : {}) } })).status).toBe(201);
+    }
+    const rich = await createContact(p.token, { customFields: { budget: 750000, moving: "2027-03-01", preapproved: true, side: "buyer", note: "=cmd" } });
+    const modest = await createContact(p.token, { customFields: { budget: 300000, side: "seller" } });
+    await createContact(p.token, {});
+    const query = "customFields.budget[gte]=250000&sort=customFields.budget:desc";
+    const listed = await walk(p.token, "/v1/contacts", query);
+    expect(listed.map((c) => c.id)).toEqual([rich.id, modest.id]);
+    const rows = csvObjects((await exported(p.token, `/v1/contacts/export?format=csv&${query}`)).text);
+    expect(rows.map((r) => r.id)).toEqual([rich.id, modest.id]);
+    expect(rows[0]).toMatchObject({ "customFields.budget": "750000", "customFields.moving": "2027-03-01", "customFields.preapproved": "true", "customFields.side": "buyer", "customFields.note": "'=cmd" });
+    expect(rows[1]).toMatchObject({ "customFields.budget": "300000", "customFields.side": "seller", "customFields.moving": "" });
+    const lines = ndjsonObjects((await exported(p.token, `/v1/contacts/export?format=ndjson&${query}`)).text);
+    expect(lines.map((c) => c.customFields)).toEqual([rich.customFields, modest.customFields]);
+    const bad = await call("GET", "/v1/contacts/export?customFields.nope=1", { token: p.token });
+    expect(bad.status).toBe(422);
+  });
+});
+
 describe("GET /v1/deals/export and /v1/properties/export", () => {
   let owner: TestPrincipal;
   beforeAll(async () => {
