@@ -118,19 +118,20 @@ export async function listContacts(ctx: ServiceContext, q: ContactListQuery): Pr
   };
 }
 
-/** The list's query without its page parameters and includes: what an export (crm/export.ts) takes. */
 /** What an export takes: the list's filters, `q`, sort (custom fields too) and its format; no page parameters or includes. */
 export type ContactExportFilters = z.infer<typeof ContactExportQuery>;
 
 /**
- * One page of GET /v1/contacts/export: the list's own query (filters, `q`, sort) from `cursor`, `size` rows, without
+ * The pages of GET /v1/contacts/export: the list's own query (filters, `q`, sort) from `cursor`, `size` rows, without
  * the total or includes, so a page is one D1 query.
  */
-export async function contactExportPage(ctx: ServiceContext, q: ContactExportFilters, cursor: string | null, size: number): Promise<ExportPage> {
-  // Custom-field filters and sorts read their definitions: one query a page more, only for an export that names them.
+export async function contactExportWalk(ctx: ServiceContext, q: ContactExportFilters): Promise<(cursor: string | null, size: number) => Promise<ExportPage>> {
+  // The custom-field filters and sorts, read once before the first page: a bad one is a 422 before the stream starts.
   const custom = await customFieldQuery(ctx, "contact", "c", q, q.sort);
-  const page = listSql(ctx.organizationId, { ...q, limit: size, cursor: cursor ?? undefined }, custom);
-  const { results } = await ctx.d1.prepare(page.sql).bind(...page.params).all<ContactRow>();
-  const { page: rows, nextCursor } = keysetPage(keysetOf(custom), page.sort, results, size);
-  return { data: rows.map((r) => project(toContact(r), q.fields)), nextCursor };
+  return async (cursor, size) => {
+    const page = listSql(ctx.organizationId, { ...q, limit: size, cursor: cursor ?? undefined }, custom);
+    const { results } = await ctx.d1.prepare(page.sql).bind(...page.params).all<ContactRow>();
+    const { page: rows, nextCursor } = keysetPage(keysetOf(custom), page.sort, results, size);
+    return { data: rows.map((r) => project(toContact(r), q.fields)), nextCursor };
+  };
 }

@@ -31,7 +31,7 @@ import {
   writableInput,
 } from "./writes";
 
-export { contactExportPage, listContacts } from "./list";
+export { contactExportWalk, listContacts } from "./list";
 export { mergeContacts } from "./merge";
 export { listTags } from "./tags";
 export { fillContactFromLead, type IntakeActivity, type IntakePerson, newContactForLead } from "./intake";

@@ -114,11 +114,13 @@ export async function listDeals(ctx: ServiceContext, q: DealListQuery): Promise<
 export type DealExportFilters = z.infer<typeof DealExportQuery>;
 
 /** One page of GET /v1/deals/export: the list's own query from `cursor`, `size` rows, no total, no includes: one D1 query. */
-export async function dealExportPage(ctx: ServiceContext, q: DealExportFilters, cursor: string | null, size: number): Promise<ExportPage> {
-  // Custom-field filters and sorts read their definitions: one query a page more, only for an export that names them.
+export async function dealExportWalk(ctx: ServiceContext, q: DealExportFilters): Promise<(cursor: string | null, size: number) => Promise<ExportPage>> {
+  // The custom-field filters and sorts, read once before the first page: a bad one is a 422 before the stream starts.
   const custom = await customFieldQuery(ctx, "deal", "d", q, q.sort);
-  const page = listSql(ctx.organizationId, { ...q, limit: size, cursor: cursor ?? undefined }, custom);
-  const { results } = await ctx.d1.prepare(page.sql).bind(...page.params).all<Row>();
-  const { page: rows, nextCursor } = keysetPage(keysetOf(custom), page.sort, results, size);
-  return { data: await present(ctx, rows.map(fromRow), []), nextCursor };
+  return async (cursor, size) => {
+    const page = listSql(ctx.organizationId, { ...q, limit: size, cursor: cursor ?? undefined }, custom);
+    const { results } = await ctx.d1.prepare(page.sql).bind(...page.params).all<Row>();
+    const { page: rows, nextCursor } = keysetPage(keysetOf(custom), page.sort, results, size);
+    return { data: await present(ctx, rows.map(fromRow), []), nextCursor };
+  };
 }

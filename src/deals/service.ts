@@ -30,7 +30,7 @@ import {
   writableInput,
 } from "./writes";
 
-export { dealExportPage, listDeals } from "./list";
+export { dealExportWalk, listDeals } from "./list";
 
 const byId = (ctx: ServiceContext, id: string) => and(eq(deals.id, id), eq(deals.organizationId, ctx.organizationId));
 

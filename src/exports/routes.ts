@@ -6,20 +6,17 @@ import { openShard } from "../platform/session";
 import { placementOf } from "../shards/directory";
 import { DownloadParams, ExportIdParam, OrganizationExport } from "./schemas";
 import { getOrganizationExport, openDownload, startOrganizationExport } from "./service";
-import { customFieldQuery, type CustomFieldObject } from "../crm/custom-fields";
-import type { SortKey } from "../crm/keyset";
 import { EXPORT_PAGE, type ExportFormat, exportHeaders, type ExportPage, exportStream } from "../crm/export";
 import { requirePermission, serviceContext } from "../platform/auth";
 import type { AppBindings } from "../platform/context";
 import { validationHook } from "../platform/openapi";
 import { defineRoute } from "../platform/route";
 import { Contact, ContactExportQuery } from "../contacts/schemas";
-import { contactExportPage } from "../contacts/service";
+import { contactExportWalk } from "../contacts/service";
 import { Deal, DealExportQuery } from "../deals/schemas";
-import { dealExportPage } from "../deals/service";
+import { dealExportWalk } from "../deals/service";
 import { Property, PropertyExportQuery } from "../properties/schemas";
-import { propertyExportPage } from "../properties/service";
-import type { ServiceContext } from "../service-context";
+import { propertyExportWalk } from "../properties/service";
 
 const security = [{ bearerAuth: [] }];
 
@@ -46,37 +43,24 @@ function streamed(name: string, format: ExportFormat, schema: z.ZodType, pageOf:
   return new Response(exportStream(format, schema, pageOf), { headers: exportHeaders(name, format) });
 }
 
-const walk = <Q>(ctx: ServiceContext, q: Q, page: (ctx: ServiceContext, q: Q, cursor: string | null, size: number) => Promise<ExportPage>) => (cursor: string | null) => page(ctx, q, cursor, EXPORT_PAGE);
-
-/**
- * The custom-field filters and sorts checked before the first byte (an unknown key or a bad value is a 422): once the
- * stream has started, its status line is sent and a page's error could only end it early.
- */
-async function checkCustomParams(ctx: ServiceContext, object: CustomFieldObject, alias: string, q: { sort?: SortKey<string>[] } & Record<string, unknown>): Promise<void> {
-  await customFieldQuery(ctx, object, alias, q, q.sort);
-}
-
 // Each before its domain's routes in the group (app.ts), so /v1/contacts/export is not taken for /v1/contacts/{id}.
 export const contactExportRoutes = new OpenAPIHono<AppBindings>({ defaultHook: validationHook }).openapi(contacts, async (c) => {
   requirePermission(c, "contacts:read");
   const q = c.req.valid("query");
-  const ctx = serviceContext(c);
-  await checkCustomParams(ctx, "contact", "c", q);
-  return streamed("contacts", q.format, Contact, walk(ctx, q, contactExportPage)) as never;
+  const pageOf = await contactExportWalk(serviceContext(c), q);
+  return streamed("contacts", q.format, Contact, (cursor) => pageOf(cursor, EXPORT_PAGE)) as never;
 });
 export const dealExportRoutes = new OpenAPIHono<AppBindings>({ defaultHook: validationHook }).openapi(deals, async (c) => {
   requirePermission(c, "deals:read");
   const q = c.req.valid("query");
-  const ctx = serviceContext(c);
-  await checkCustomParams(ctx, "deal", "d", q);
-  return streamed("deals", q.format, Deal, walk(ctx, q, dealExportPage)) as never;
+  const pageOf = await dealExportWalk(serviceContext(c), q);
+  return streamed("deals", q.format, Deal, (cursor) => pageOf(cursor, EXPORT_PAGE)) as never;
 });
 export const propertyExportRoutes = new OpenAPIHono<AppBindings>({ defaultHook: validationHook }).openapi(properties, async (c) => {
   requirePermission(c, "properties:read");
   const q = c.req.valid("query");
-  const ctx = serviceContext(c);
-  await checkCustomParams(ctx, "property", "p", q);
-  return streamed("properties", q.format, Property, walk(ctx, q, (ctx, f, cursor, size) => propertyExportPage(ctx, f, cursor, size))) as never;
+  const pageOf = await propertyExportWalk(serviceContext(c), q);
+  return streamed("properties", q.format, Property, (cursor) => pageOf(cursor, EXPORT_PAGE)) as never;
 });
 
 const start = defineRoute(CRM, {

@@ -127,11 +127,13 @@ export type PropertyExportFilters = z.infer<typeof PropertyExportQuery>;
  * One page of GET /v1/properties/export: the list's own query from `cursor`, `size` rows, no total, no includes and
  * no signed photo links (they expire; the photos' ids and keys are in the rows): one D1 query.
  */
-export async function propertyExportPage(ctx: ServiceContext, q: PropertyExportFilters, cursor: string | null, size: number, now = new Date()): Promise<ExportPage> {
-  // Custom-field filters and sorts read their definitions: one query a page more, only for an export that names them.
+export async function propertyExportWalk(ctx: ServiceContext, q: PropertyExportFilters, now = new Date()): Promise<(cursor: string | null, size: number) => Promise<ExportPage>> {
+  // The custom-field filters and sorts, read once before the first page: a bad one is a 422 before the stream starts.
   const custom = await customFieldQuery(ctx, "property", "p", q, q.sort);
-  const page = listSql(ctx.organizationId, { ...q, limit: size, cursor: cursor ?? undefined }, now, custom);
-  const { results } = await ctx.d1.prepare(page.sql).bind(...page.params).all<Row>();
-  const { page: rows, nextCursor } = keysetPage(keysetOf(custom), page.sort, results, size);
-  return { data: await present(ctx, rows.map(fromRow), [], false), nextCursor };
+  return async (cursor, size) => {
+    const page = listSql(ctx.organizationId, { ...q, limit: size, cursor: cursor ?? undefined }, now, custom);
+    const { results } = await ctx.d1.prepare(page.sql).bind(...page.params).all<Row>();
+    const { page: rows, nextCursor } = keysetPage(keysetOf(custom), page.sort, results, size);
+    return { data: await present(ctx, rows.map(fromRow), [], false), nextCursor };
+  };
 }

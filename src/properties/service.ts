@@ -16,7 +16,7 @@ import type { Include, Property } from "./schemas";
 import { applyUpdate, bumpCounters, changeEvents, newPropertyRecord, PROPERTIES, replaceProperty, resolveAgents, writableInput } from "./writes";
 import type { PropertyCreate, PropertyUpdate } from "./schemas";
 
-export { listProperties, propertyExportPage } from "./list";
+export { listProperties, propertyExportWalk } from "./list";
 export { inquiryWrite } from "./signals";
 export { planPropertyImport } from "./import-batch";
 
