@@ -2,6 +2,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { matchContacts } from "../src/contacts/service";
 import { createDb } from "../src/db/client";
+import { phoneKey } from "../src/lib/phone";
 import { systemContext } from "../src/shards/tenants";
 import { call } from "./helpers/client";
 import { createContact, updateContact } from "./helpers/contacts";
@@ -58,6 +59,19 @@ describe("matching people to contacts (issue 33)", () => {
     const [old, fresh] = await match(p.organizationId, [{ phones: ["+442079460958"] }, { phones: ["+44 7700 900123"] }], "GB");
     expect(old!.contact).toBeNull();
     expect(fresh).toMatchObject({ contact: { id: gb.id }, matchedBy: "phone" });
+  });
+
+  it("keys one written number by the region it is read in, each time (the keys of recent numbers are remembered per region)", () => {
+    // Read in the US first: had the remembered key ignored the region, the UK reading would answer the US key.
+    expect(phoneKey("020 7946 0958", "US")).toBeNull();
+    expect(phoneKey("020 7946 0958", "GB")).toBe("+442079460958");
+    expect(phoneKey("020 7946 0958", "US")).toBeNull();
+    expect(phoneKey("(416) 555-0101", "CA")).toBe("+14165550101");
+    expect(phoneKey("0412 345 678", "AU")).toBe("+61412345678");
+    expect(phoneKey("0412 345 678", "GB")).not.toBe("+61412345678");
+    // More numbers than are remembered, then the first again: still its key.
+    for (let i = 0; i < 2_500; i++) phoneKey(`(212) 555-${String(i).padStart(4, "0")}`, "US");
+    expect(phoneKey("020 7946 0958", "GB")).toBe("+442079460958");
   });
 
   it("never matches another organization's contacts", async () => {

@@ -1,7 +1,10 @@
 import { describe, expect, it } from "vitest";
 import { call, json } from "./helpers/client";
 import { createContact, expectCrmError, getContact, issuePairs, listPage, logActivity, tick, uniqueEmail, updateContact } from "./helpers/contacts";
+import { newRecordId } from "../src/lib/ids";
+import { createDeal } from "./helpers/deals";
 import { createPrincipal } from "./helpers/factories";
+import { createProperty } from "./helpers/properties";
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/;
 const UNKNOWN_ID = "00000000-0000-4000-8000-000000000000";
@@ -17,6 +20,28 @@ const FULL = {
   notes: "Met at open house",
   preferences: { communicationMethod: "EMAIL", propertyTypes: ["CONDO"], priceRange: { min: 100000, max: 300000 }, locations: ["Downtown"] },
 };
+
+/** A version-7 UUID's milliseconds (RFC 9562: its first 48 bits). */
+const msOfV7 = (id: string) => parseInt(id.replaceAll("-", "").slice(0, 12), 16);
+const V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+
+describe("record ids (issue 33: an import appends to its indexes rather than rewriting pages all over them)", () => {
+  it("gives contacts, deals and properties time-ordered UUIDs (version 7) of the moment they were created", async () => {
+    const { token } = await createPrincipal();
+    const contact = await createContact(token);
+    const deal = await createDeal(token, { contactId: contact.id });
+    const property = await createProperty(token);
+    for (const record of [contact, deal, property] as { id: string; createdAt: string }[]) {
+      expect(record.id).toMatch(V7);
+      expect(msOfV7(record.id)).toBe(Date.parse(record.createdAt));
+    }
+    expect((await getContact(token, contact.id)).id).toBe(contact.id);
+    // Minted a millisecond apart, whatever their random bits: the later sorts after.
+    const ids = Array.from({ length: 200 }, (_, i) => newRecordId(1_790_000_000_000 + i));
+    expect([...ids].sort()).toEqual(ids);
+    expect(new Set(Array.from({ length: 1_000 }, () => newRecordId(1_790_000_000_000))).size).toBe(1_000);
+  });
+});
 
 describe("POST /v1/contacts", () => {
   it("creates a contact with the defaults: 201, type LEAD, status ACTIVE, no tags, createdAt = updatedAt", async () => {

@@ -5,7 +5,7 @@ import { contacts, contactTags, tags, users } from "../db/schema";
 import { diffAttributes } from "../lib/changes";
 import { NotFound, Validation } from "../lib/errors";
 import { phoneKey, regionOf } from "../lib/phone";
-import { newId } from "../lib/ids";
+import { newRecordId } from "../lib/ids";
 import { inJsonList } from "../lib/sql";
 import { newEvent } from "../events/outbox";
 import type { EventEnvelope } from "../events/envelope";
@@ -148,7 +148,7 @@ export function applyInput(base: ContactRecord, input: ContactUpdate, figures: A
 /** A new contact of the organization before any input is applied: a LEAD, ACTIVE, with nothing but its name and e-mail. */
 export function blankContact(ctx: Pick<ServiceContext, "organizationId">, person: { firstName: string; lastName: string; email: string }, at: string): ContactRecord {
   return {
-    id: newId(),
+    id: newRecordId(Date.parse(at)),
     organizationId: ctx.organizationId,
     ...person,
     emailKey: person.email.toLowerCase(),

@@ -6,7 +6,7 @@ import type { EventEnvelope } from "../events/envelope";
 import { newEvent } from "../events/outbox";
 import { diffAttributes } from "../lib/changes";
 import { type FieldIssue, Validation } from "../lib/errors";
-import { newId } from "../lib/ids";
+import { newId, newRecordId } from "../lib/ids";
 import { inJsonList } from "../lib/sql";
 import { type Reference, referenceIssuesOf, references, referencesRead } from "../db/references";
 import type { ServiceContext } from "../service-context";
@@ -132,7 +132,7 @@ export function newDealRecord(ctx: ServiceContext, input: DealCreate, now: Date)
   if (issues.length) throw new Validation(issues);
   const timeline = mergeTimeline(null, input.timeline);
   return {
-    id: newId(),
+    id: newRecordId(Date.parse(at)),
     organizationId: ctx.organizationId,
     title: input.title,
     description: input.description ?? null,

@@ -6,7 +6,7 @@ import type { EventEnvelope } from "../events/envelope";
 import { newEvent } from "../events/outbox";
 import { diffAttributes } from "../lib/changes";
 import { type FieldIssue, Validation } from "../lib/errors";
-import { newId } from "../lib/ids";
+import { newId, newRecordId } from "../lib/ids";
 import { inJsonList } from "../lib/sql";
 import type { ServiceContext } from "../service-context";
 import { daysOnMarket, indexedColumns, listingOf, type PropertyRecord, type StoredListing, today, toProperty } from "./mapping";
@@ -131,7 +131,7 @@ export function newPropertyRecord(ctx: ServiceContext, input: PropertyCreate, no
   const { photos } = applyPhotos([], entries ?? [], at, issues);
   if (issues.length) throw new Validation(issues);
   const record = {
-    id: newId(),
+    id: newRecordId(Date.parse(at)),
     organizationId: ctx.organizationId,
     mlsId: input.mlsId ?? null,
     address: merge({}, input.address),
