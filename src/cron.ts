@@ -17,6 +17,7 @@ import { sendDueReminders, sweepOverdueEnvelopes } from "./signatures/sweeps";
 import { purgeTrash } from "./trash/service";
 import { sweepPendingUploads } from "./files/uploads";
 import { resumeStalledImports } from "./imports/chunks";
+import { expireExportArchives } from "./exports/retention";
 import { resendStalledDeliveries } from "./webhooks/fanout";
 import { healEndpoints } from "./webhooks/healing";
 
@@ -43,6 +44,7 @@ export function runCron(env: Env): Promise<unknown> {
     onEveryShard(env, "pending erasures", ({ db }) => resumeErasures(env, db)),
     onEveryShard(env, "pending uploads sweep", ({ db }) => sweepPendingUploads(env, db)),
     onEveryShard(env, "stalled imports", ({ db }) => resumeStalledImports(env, db)),
+    onEveryShard(env, "export retention", ({ db }) => expireExportArchives(env, db)),
     onDirectory("oauth prune", () => pruneOAuth(createDb(env.DB))),
     // Integration events of directory changes whose shard write did not finish, then connections whose grants ran out.
     onDirectory("directory events relay", () => withDeferred((defer) => relayDueDirectoryEvents({ env, directory: createDb(env.DB), defer }))),

@@ -1,9 +1,11 @@
+import { createExecutionContext, createScheduledController, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { strFromU8, unzipSync } from "fflate";
-import { beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it, vi } from "vitest";
 import { createDb } from "../src/db/client";
 import { EXPORTED_TABLES } from "../src/exports/archive";
 import { openDownload } from "../src/exports/service";
+import { expireExportArchives } from "../src/exports/retention";
 import { mailTo } from "./helpers/documents";
 import { createApiKey } from "./helpers/api-keys";
 import { call, json } from "./helpers/client";
@@ -13,6 +15,7 @@ import { csvObjects, ndjsonObjects, seedContacts } from "./helpers/exports";
 import { createPrincipal, tenantDb, type TestPrincipal } from "./helpers/factories";
 import { createProperty } from "./helpers/properties";
 import { flatten } from "../src/crm/export";
+import worker from "../src/index";
 
 const N = 3_000;
 let org: TestPrincipal;
@@ -186,22 +189,22 @@ describe("GET /v1/deals/export and /v1/properties/export", () => {
   });
 });
 
+/** Polls the job until it leaves queued/running (the real queue consumer runs it). */
+async function settled(token: string, id: string): Promise<Record<string, any>> {
+  for (let i = 0; i < 300; i++) {
+    const body = await json(await call("GET", `/v1/organization/exports/${id}`, { token }));
+    if (!["queued", "running"].includes(body.data.status)) return body.data;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error("the export job did not finish");
+}
+
 describe("POST /v1/organization/export", () => {
   let owner: TestPrincipal;
   let exportId: string;
   let link: string;
   let dealId: string;
   const SEALED = new TextEncoder().encode("%PDF-1.7 sealed copy of a completed envelope\n%%EOF\n");
-
-  /** Polls the job until it leaves queued/running (the real queue consumer runs it). */
-  async function settled(token: string, id: string): Promise<Record<string, any>> {
-    for (let i = 0; i < 300; i++) {
-      const body = await json(await call("GET", `/v1/organization/exports/${id}`, { token }));
-      if (!["queued", "running"].includes(body.data.status)) return body.data;
-      await new Promise((r) => setTimeout(r, 100));
-    }
-    throw new Error("the export job did not finish");
-  }
 
   beforeAll(async () => {
     owner = await createPrincipal();
@@ -285,6 +288,91 @@ describe("POST /v1/organization/export", () => {
     expect(noExports.status).toBe(403);
     expect((await json(noExports)).error.code).toBe("insufficient_permission");
     expect((await call("GET", `/v1/organization/exports/${exportId}`, { token: other.token })).status).toBe(404);
+  });
+});
+
+describe("organization exports: one at a time, and gone when the link is (issue 33)", () => {
+  const start = (p: TestPrincipal) => call("POST", "/v1/organization/export", { token: p.token });
+  /** Every export link mailed to the principal, oldest first. */
+  const links = async (p: TestPrincipal) =>
+    (await mailTo(`${p.userId}@example.test`)).filter((m) => m.subject === "Your organization export is ready").map((m) => new URL(m.text.match(/https?:\/\/\S+\/api\/public\/exports\/\S+/)![0]).pathname);
+  /** One pass of the Worker's scheduled handler (src/cron.ts: every task on every shard). */
+  async function cronPass() {
+    const ctx = createExecutionContext();
+    await worker.scheduled(createScheduledController({ cron: "* * * * *" }), env, ctx);
+    await waitOnExecutionContext(ctx);
+  }
+
+  it("two concurrent requests start one export: one 202, one 409 export_running naming it; a new one is accepted once it completed", async () => {
+    const p = await createPrincipal();
+    const answers = await Promise.all([start(p), start(p)]);
+    expect(answers.map((a) => a.status).sort()).toEqual([202, 409]);
+    const accepted = answers.find((a) => a.status === 202)!;
+    const refused = answers.find((a) => a.status === 409)!;
+    const job = (await json(accepted)).data;
+    expect((await json(refused.clone())).error.code).toBe("export_running");
+    expect(await expectCrmError(refused, 409, "conflict_error")).toEqual([{ field: "exportId", code: "export_running", message: job.id }]);
+    expect((await settled(p.token, job.id)).status).toBe("completed");
+    const next = await start(p);
+    expect(next.status).toBe(202);
+    expect((await json(next)).data.id).not.toBe(job.id);
+  });
+
+  it("a job stalled in queued for a day stops holding the slot: the cron fails it and a new export is accepted", async () => {
+    const p = await createPrincipal();
+    const db = await tenantDb(p.organizationId);
+    const id = crypto.randomUUID();
+    const long = new Date(Date.now() - 2 * 86_400_000).toISOString();
+    // Its queue message lost (deliveries used up while the organization moved): nothing will run it.
+    await db.prepare("INSERT INTO organization_exports (id, organization_id, status, created_at, updated_at) VALUES (?, ?, 'queued', ?, ?)").bind(id, p.organizationId, long, long).run();
+    const refused = await start(p);
+    expect(await expectCrmError(refused, 409, "conflict_error")).toEqual([{ field: "exportId", code: "export_running", message: id }]);
+    await cronPass();
+    expect((await json(await call("GET", `/v1/organization/exports/${id}`, { token: p.token }))).data).toMatchObject({ status: "failed", error: expect.any(String) });
+    expect((await start(p)).status).toBe(202);
+  });
+
+  it("the cron deletes the zip of an export whose link expired and shows it expired; the link answers as unknown; an unexpired export is untouched", async () => {
+    const p = await createPrincipal();
+    const first = (await json(await start(p))).data;
+    expect((await settled(p.token, first.id)).status).toBe("completed");
+    const second = (await json(await start(p))).data;
+    expect((await settled(p.token, second.id)).status).toBe("completed");
+    // Each link is mailed just after its job shows completed.
+    let mailed: string[] = [];
+    await vi.waitFor(async () => expect((mailed = await links(p))).toHaveLength(2));
+    const [oldLink, newLink] = mailed;
+    const key = (id: string) => `exports/${p.organizationId}/${id}.zip`;
+    expect(await env.FILES.head(key(first.id))).not.toBeNull();
+    // A wrong token, as the download answers it: what an expired link must answer too.
+    const token = oldLink!.split("/").pop()!;
+    const unknown = await call("GET", oldLink!.replace(token, `${token.slice(0, -2)}xx`));
+    expect(unknown.status).toBe(404);
+    const unknownBody = await unknown.text();
+
+    const db = await tenantDb(p.organizationId);
+    await db.prepare("UPDATE organization_exports SET expires_at = ? WHERE id = ?").bind(new Date(Date.now() - 1000).toISOString(), first.id).run();
+    // R2 refusing the delete: the job is left completed, for the next pass to retry.
+    const failing = { ...env, FILES: { delete: () => Promise.reject(new Error("R2 is unavailable")) } } as unknown as typeof env;
+    await expect(expireExportArchives(failing, createDb(db))).rejects.toThrow("R2 is unavailable");
+    expect((await json(await call("GET", `/v1/organization/exports/${first.id}`, { token: p.token }))).data.status).toBe("completed");
+    await cronPass();
+
+    expect(await env.FILES.head(key(first.id))).toBeNull();
+    const expired = (await json(await call("GET", `/v1/organization/exports/${first.id}`, { token: p.token }))).data;
+    expect(expired.status).toBe("expired");
+    const row = await db.prepare("SELECT object_key, token_hash FROM organization_exports WHERE id = ?").bind(first.id).first();
+    expect(row).toEqual({ object_key: null, token_hash: null });
+    const dead = await call("GET", oldLink!);
+    expect(dead.status).toBe(404);
+    expect(await dead.text()).toBe(unknownBody);
+
+    // The export whose link lives: its zip and its link as they were.
+    expect(await env.FILES.head(key(second.id))).not.toBeNull();
+    expect((await json(await call("GET", `/v1/organization/exports/${second.id}`, { token: p.token }))).data.status).toBe("completed");
+    const download = await call("GET", newLink!);
+    expect(download.status).toBe(200);
+    expect(Object.keys(unzipSync(new Uint8Array(await download.arrayBuffer())))).toContain("README.txt");
   });
 });
 

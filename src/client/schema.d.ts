@@ -1174,7 +1174,7 @@ export interface paths {
         put?: never;
         /**
          * Export the whole organization as one zip
-         * @description Starts a job that writes one `.zip` to storage: NDJSON per table of every record the organization holds (credentials left out) and every file (deal documents, property photos and reports, envelopes' documents, certificates and the sealed PDFs of signed envelopes). When it is done, whoever asked is mailed a download link valid 7 days; `GET /v1/organization/exports/{id}` shows its progress. Owners and admins only (403 `insufficient_role` for an agent), with `exports:read`.
+         * @description Starts a job that writes one `.zip` to storage: NDJSON per table of every record the organization holds (credentials left out) and every file (deal documents, property photos and reports, envelopes' documents, certificates and the sealed PDFs of signed envelopes). When it is done, whoever asked is mailed a download link valid 7 days (the zip is deleted when it expires); `GET /v1/organization/exports/{id}` shows its progress. One export per organization may be queued or running at a time. Owners and admins only (403 `insufficient_role` for an agent), with `exports:read`.
          */
         post: operations["createOrganizationExport"];
         delete?: never;
@@ -4178,10 +4178,10 @@ export interface components {
         OrganizationExport: {
             id: string;
             /**
-             * @description queued → running → completed (the link is mailed), or failed; deleted once a person's erasure removed the zip
+             * @description queued → running → completed (the link is mailed), or failed; expired once the link ran out (the zip is deleted then); deleted once a person's erasure removed the zip
              * @enum {string}
              */
-            status: "queued" | "running" | "completed" | "failed" | "deleted";
+            status: "queued" | "running" | "completed" | "failed" | "expired" | "deleted";
             progress: {
                 tablesDone: number;
                 tablesTotal: number;
@@ -15090,7 +15090,7 @@ export interface operations {
                     "application/json": components["schemas"]["CrmError"];
                 };
             };
-            /** @description A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
+            /** @description An export of your organization is already queued or running (export_running; `errors[0].message` is its id); ask again once it has ended; or: A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
             409: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];

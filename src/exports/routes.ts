@@ -71,8 +71,11 @@ const start = defineRoute(CRM, {
   security,
   summary: "Export the whole organization as one zip",
   description:
-    "Starts a job that writes one `.zip` to storage: NDJSON per table of every record the organization holds (credentials left out) and every file (deal documents, property photos and reports, envelopes' documents, certificates and the sealed PDFs of signed envelopes). When it is done, whoever asked is mailed a download link valid 7 days; `GET /v1/organization/exports/{id}` shows its progress. Owners and admins only (403 `insufficient_role` for an agent), with `exports:read`.",
-  responses: { 202: crmSuccess("The export job, queued", OrganizationExport) },
+    "Starts a job that writes one `.zip` to storage: NDJSON per table of every record the organization holds (credentials left out) and every file (deal documents, property photos and reports, envelopes' documents, certificates and the sealed PDFs of signed envelopes). When it is done, whoever asked is mailed a download link valid 7 days (the zip is deleted when it expires); `GET /v1/organization/exports/{id}` shows its progress. One export per organization may be queued or running at a time. Owners and admins only (403 `insufficient_role` for an agent), with `exports:read`.",
+  responses: {
+    202: crmSuccess("The export job, queued", OrganizationExport),
+    409: crmError("An export of your organization is already queued or running (export_running; `errors[0].message` is its id); ask again once it has ended"),
+  },
 });
 
 const status = defineRoute(CRM, {

@@ -1,11 +1,11 @@
 import { z } from "@hono/zod-openapi";
 
-export const EXPORT_STATUSES = ["queued", "running", "completed", "failed", "deleted"] as const;
+export const EXPORT_STATUSES = ["queued", "running", "completed", "failed", "expired", "deleted"] as const;
 
 export const OrganizationExport = z
   .object({
     id: z.string(),
-    status: z.enum(EXPORT_STATUSES).openapi({ description: "queued → running → completed (the link is mailed), or failed; deleted once a person's erasure removed the zip" }),
+    status: z.enum(EXPORT_STATUSES).openapi({ description: "queued → running → completed (the link is mailed), or failed; expired once the link ran out (the zip is deleted then); deleted once a person's erasure removed the zip" }),
     progress: z.object({
       tablesDone: z.int(),
       tablesTotal: z.int(),

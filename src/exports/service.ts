@@ -1,9 +1,11 @@
 import { and, eq, inArray, isNull, lt, or, sql } from "drizzle-orm";
 import { organizationExports, users } from "../db/schema";
+import { expectNoRow, withRetries } from "../db/write";
+import { commit } from "../events/commit";
 import { appUrlOf, type Env, readConfig } from "../env";
 import { exportArchiveKey } from "../files/export-archives";
 import { newToken, sha256Hex } from "../lib/crypto";
-import { InsufficientRole, NotFound } from "../lib/errors";
+import { Conflict, InsufficientRole, NotFound } from "../lib/errors";
 import { newId } from "../lib/ids";
 import { loggableError } from "../lib/log";
 import { mailerFor } from "../mail/mailer";
@@ -36,37 +38,64 @@ export interface ExportMessage {
   exportId: string;
 }
 
+/** The statuses of a job that holds the organization's one export slot. */
+const LIVE = ["queued", "running"];
+
+/** 409 export_running: the organization's export already queued or running, named like merge's `mergedInto`. */
+const exportRunning = (id: string) =>
+  new Conflict(`Export ${id} of your organization is queued or running; ask again once it has ended`, "export_running", [
+    { field: "exportId", path: ["exportId"], code: "export_running", message: id },
+  ]);
+
 /**
  * POST /v1/organization/export: an organization's archive is everything it holds (every contact, deal, document and
- * file), so only owners and admins may ask for it, whatever the credential carries (403 insufficient_role). Records the
- * job and queues it; the answer is the job, `queued`.
+ * file), so only owners and admins may ask for it, whatever the credential carries (403 insufficient_role). Each job
+ * reads the whole organization, so one may be queued or running at a time (409 export_running naming it): the insert
+ * is guarded in its batch by "no live job", so of two concurrent requests one inserts and the other reads the winner.
+ * Records the job and queues it; the answer is the job, `queued`.
  */
 export async function startOrganizationExport(ctx: ServiceContext, role: string): Promise<OrganizationExport> {
   if (role !== "owner" && role !== "admin") throw new InsufficientRole("Only an owner or an admin may export the whole organization");
-  const at = new Date().toISOString();
-  const row: Row = {
-    id: newId(),
-    organizationId: ctx.organizationId,
-    requestedBy: ctx.actor.userId ?? null,
-    status: "queued",
-    tablesDone: 0,
-    tablesTotal: EXPORTED_TABLES.length,
-    rows: 0,
-    files: 0,
-    bytes: 0,
-    attempts: 0,
-    objectKey: null,
-    tokenHash: null,
-    expiresAt: null,
-    leaseUntil: null,
-    error: null,
-    createdAt: at,
-    updatedAt: at,
-    completedAt: null,
-  };
-  await ctx.db.insert(organizationExports).values(row);
-  // Sent once the row is written: a message that names no row yet would be dropped by the consumer.
-  await ctx.env.ORGANIZATION_EXPORTS.send({ organizationId: ctx.organizationId, exportId: row.id } satisfies ExportMessage);
+  const live = and(eq(organizationExports.organizationId, ctx.organizationId), inArray(organizationExports.status, LIVE));
+  const row = await withRetries(async () => {
+    const running = await ctx.db.select({ id: organizationExports.id }).from(organizationExports).where(live).get();
+    if (running) throw exportRunning(running.id);
+    const at = new Date().toISOString();
+    const row: Row = {
+      id: newId(),
+      organizationId: ctx.organizationId,
+      requestedBy: ctx.actor.userId ?? null,
+      status: "queued",
+      tablesDone: 0,
+      tablesTotal: EXPORTED_TABLES.length,
+      rows: 0,
+      files: 0,
+      bytes: 0,
+      attempts: 0,
+      objectKey: null,
+      tokenHash: null,
+      expiresAt: null,
+      leaseUntil: null,
+      error: null,
+      createdAt: at,
+      updatedAt: at,
+      completedAt: null,
+    };
+    // A live job inserted since the read fails the guard (StaleWrite): the next attempt reads it and answers 409.
+    await commit(ctx, [expectNoRow(ctx.db, organizationExports, live), ctx.db.insert(organizationExports).values(row)]);
+    return row;
+  });
+  // Sent once the row is written: a message that names no row yet would be dropped by the consumer. A job whose
+  // message was not sent would hold the slot with nothing to run it: it is failed before the error goes on.
+  try {
+    await ctx.env.ORGANIZATION_EXPORTS.send({ organizationId: ctx.organizationId, exportId: row.id } satisfies ExportMessage);
+  } catch (err) {
+    await ctx.db
+      .update(organizationExports)
+      .set({ status: "failed", error: "The export could not be queued; ask for a new one", updatedAt: new Date().toISOString() })
+      .where(and(eq(organizationExports.organizationId, ctx.organizationId), eq(organizationExports.id, row.id)));
+    throw err;
+  }
   return toExport(row);
 }
 
