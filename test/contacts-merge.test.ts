@@ -5,6 +5,7 @@ import { createContact, expectCrmError, getContact, listPage, logActivity, logCo
 import { createDeal, getDeal } from "./helpers/deals";
 import { expectDerivedFiguresExact } from "./helpers/derived-figures";
 import { createPrincipal, tenantDb, type TestPrincipal } from "./helpers/factories";
+import { settledImport, startRowsImport } from "./helpers/imports";
 import { eventCount } from "./helpers/race-table";
 import { openMailbox } from "./helpers/receiver";
 import { createTestimonial } from "./helpers/testimonials";
@@ -204,6 +205,41 @@ describe("POST /v1/contacts/{id}/merge", () => {
     for (const word of ["farquharson", "wilhelmina", "willa", "6045550188", "earliest"]) expect((await searchIds(p, "/v1/contacts", word)).total).toBe(0);
     const kept = await db.prepare("SELECT COUNT(*) AS n FROM trash_rows WHERE organization_id = ? AND (row LIKE '%Farquharson%' OR row LIKE '%5550188%')").bind(p.organizationId).first<{ n: number }>();
     expect(kept!.n).toBe(0);
+  });
+
+  it("a lead or an import naming a merged contact by its e-mail or phone finds the contact it was merged into, through later merges, until erased", async () => {
+    const p = await createPrincipal();
+    const run = crypto.randomUUID().slice(0, 8);
+    const keep = await createContact(p.token, { firstName: "Odile", lastName: "Marchetti", email: `odile.${run}@example.test` });
+    const copy = await createContact(p.token, { firstName: "Odile", lastName: "Marchetti", email: `o.marchetti.${run}@portal.test`, phone: "(647) 555-0142" });
+    await merged(p, keep.id, [copy.id]);
+    const before = await totalOf(p, "/v1/contacts?limit=1");
+
+    // The portal sends the same person again, by the e-mail and the phone (written another way) the copy had.
+    const byEmail = await call("POST", "/v1/leads", { token: p.token, body: { source: "ZILLOW", sourceEventId: `a-${run}`, person: { firstName: "Odile", emails: [`O.Marchetti.${run}@portal.test`] }, message: "Still looking" } });
+    expect(byEmail.status, await byEmail.clone().text()).toBe(200);
+    expect((await json(byEmail)).data).toMatchObject({ contactId: keep.id, created: false, matchedBy: "email" });
+    const byPhone = await call("POST", "/v1/leads", { token: p.token, body: { source: "ZILLOW", sourceEventId: `b-${run}`, person: { phones: ["+1 647-555-0142"] } } });
+    expect(byPhone.status, await byPhone.clone().text()).toBe(200);
+    expect((await json(byPhone)).data).toMatchObject({ contactId: keep.id, matchedBy: "phone" });
+    // An import of the old book: the row is the kept contact (skipped), not a new one.
+    const started = await startRowsImport(p, { kind: "contacts", rows: [{ email: `o.marchetti.${run}@portal.test`, firstName: "Odile", lastName: "Marchetti" }], onDuplicate: "skip" });
+    expect(await settledImport(p, started.id)).toMatchObject({ status: "completed", created: 0, skipped: 1 });
+    expect(await totalOf(p, "/v1/contacts?limit=1")).toBe(before);
+
+    // The kept contact merged in turn: the first copy's keys follow it.
+    const last = await createContact(p.token, { firstName: "Odile", lastName: "Marchetti-Ruiz" });
+    await merged(p, last.id, [keep.id]);
+    const again = await call("POST", "/v1/leads", { token: p.token, body: { source: "ZILLOW", sourceEventId: `c-${run}`, person: { emails: [`o.marchetti.${run}@portal.test`] } } });
+    expect((await json(again)).data).toMatchObject({ contactId: last.id, matchedBy: "email" });
+
+    // Erased, the person's keys go with them: the next lead by that e-mail is a new contact.
+    expect((await call("DELETE", `/v1/contacts/${last.id}?erase=true`, { token: p.token })).status).toBe(200);
+    const db = await tenantDb(p.organizationId);
+    expect((await db.prepare("SELECT COUNT(*) AS n FROM contact_merged_keys WHERE organization_id = ?").bind(p.organizationId).first<{ n: number }>())!.n).toBe(0);
+    const fresh = await call("POST", "/v1/leads", { token: p.token, body: { source: "ZILLOW", sourceEventId: `d-${run}`, person: { firstName: "Odile", lastName: "Marchetti", emails: [`o.marchetti.${run}@portal.test`] } } });
+    expect(fresh.status).toBe(201);
+    expect((await json(fresh)).data).toMatchObject({ created: true, matchedBy: null });
   });
 
   it("answers an unknown or another organization's target 404, such sources 422 naming each, and refuses bad lists", async () => {

@@ -6,6 +6,7 @@ import {
   clickwrapAcceptances,
   contactActivities,
   contactCommunications,
+  contactMergedKeys,
   contacts,
   contactTags,
   erasures,
@@ -210,6 +211,8 @@ export async function eraseContact(ctx: ServiceContext, id: string): Promise<Era
       ctx.db.update(surveys).set({ status: "SKIPPED", skippedAt: at, pendingToken: null, updatedAt: at, version: sql`${surveys.version} + 1` }).where(unsentTo(ctx, id)),
       ctx.db.delete(mailOutbox).where(mailTo(ctx, person)),
       ctx.db.delete(referralKeys).where(and(eq(referralKeys.organizationId, org), inArray(referralKeys.contactHash, keyHashes))),
+      // The e-mails and phones a merge kept: the ones this contact absorbed, and (a merged contact erased) its own.
+      ctx.db.delete(contactMergedKeys).where(and(eq(contactMergedKeys.organizationId, org), or(eq(contactMergedKeys.contactId, id), eq(contactMergedKeys.sourceId, id)))),
       ctx.db.insert(erasures).values(started),
     );
     const events = live ? [newEvent(ctx, "contact.deleted", { object: { id }, previousAttributes: null, changes: null })] : [];

@@ -3,7 +3,7 @@ import type { SQLiteColumn } from "drizzle-orm/sqlite-core";
 import { bumpResourceCounter } from "../crm/list-totals";
 import { archiveRows, trashEntry } from "../crm/trash";
 import { tableName } from "../db/row-json";
-import { contactActivities, contactCommunications, contacts, deals, referrals, surveys, testimonials, trashEntries, trashRows } from "../db/schema";
+import { contactActivities, contactCommunications, contactMergedKeys, contacts, deals, referrals, surveys, testimonials, trashEntries, trashRows } from "../db/schema";
 import { expectVersionMatch, expectVersions, type Statement, versioned, withRetries } from "../db/write";
 import { commit } from "../events/commit";
 import { newEvent } from "../events/outbox";
@@ -84,6 +84,7 @@ export async function mergeContacts(ctx: ServiceContext, id: string, sourceIds: 
           ...archiveRows(ctx, s.id, contacts, and(eq(contacts.organizationId, org), eq(contacts.id, s.id))),
           trashEntry(ctx, "contact", s.id, `${s.firstName} ${s.lastName}`, { now, mergedInto: id }),
         ]),
+        ...keepKeys(ctx, id, sources),
         bumpCounters(ctx, -sources.length),
         ...facetMoves(ctx, target, after),
         ...sources.flatMap((s) => facetMoves(ctx, s, null)),
@@ -93,6 +94,27 @@ export async function mergeContacts(ctx: ServiceContext, id: string, sourceIds: 
     );
     return answer;
   });
+}
+
+/**
+ * The sources' e-mails and phones, and the keys they had absorbed in merges of their own, become the target's
+ * (`contact_merged_keys`): a lead or an import row that still names the merged person by them matches the target.
+ */
+function keepKeys(ctx: ServiceContext, to: string, sources: ContactRecord[]): Statement[] {
+  const org = ctx.organizationId;
+  const keys = sources.flatMap((s) => [s.emailKey, s.phoneKey, s.secondaryPhoneKey].flatMap((key) => (key ? [[key, s.id]] : [])));
+  const t = contactMergedKeys;
+  return [
+    ctx.db.update(t).set({ contactId: to }).where(and(eq(t.organizationId, org), inJsonList(t.contactId, sources.map((s) => s.id)))),
+    ...(keys.length
+      ? [
+          ctx.db
+            .insert(t)
+            .select(sql`SELECT ${org}, json_extract(value, '$[0]'), ${to}, json_extract(value, '$[1]') FROM json_each(${JSON.stringify(keys)}) WHERE true`)
+            .onConflictDoUpdate({ target: [t.organizationId, t.key], set: { contactId: to, sourceId: sql`excluded.source_id` } }),
+        ]
+      : []),
+  ];
 }
 
 /** Fields a merge fills when the target has none (whole values: an address is not stitched from two); custom fields key by key. */

@@ -196,3 +196,27 @@ export const leadRoutingCursors = sqliteTable("lead_routing_cursors", {
   lastUserId: text(),
   turn: integer().notNull().default(0),
 });
+
+/**
+ * The e-mails and phones of contacts merged into another (issue 33): after a merge the source waits in the trash, so
+ * its e-mail was free again and the next lead or import row with it made the duplicate anew. Each key (a case-folded
+ * e-mail, an E.164 phone) names the live contact that absorbed it; matching reads them after the live contacts' own
+ * keys. Written in the merge's batch, re-pointed by a merge of that contact in turn, deleted with an erasure of
+ * either contact.
+ */
+export const contactMergedKeys = sqliteTable(
+  "contact_merged_keys",
+  {
+    organizationId: text().notNull(),
+    key: text().notNull(),
+    /** The contact the key now belongs to. */
+    contactId: text().notNull(),
+    /** The merged contact the key came from. */
+    sourceId: text().notNull(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.organizationId, t.key] }),
+    index("contact_merged_keys_contact_idx").on(t.organizationId, t.contactId),
+    index("contact_merged_keys_source_idx").on(t.organizationId, t.sourceId),
+  ],
+);
