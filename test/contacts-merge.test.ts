@@ -1,5 +1,8 @@
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { planPage } from "../src/contacts/duplicates";
+import { createDb } from "../src/db/client";
+import { purgeTrash } from "../src/trash/service";
 import { call, json } from "./helpers/client";
 import { createContact, expectCrmError, getContact, listPage, logActivity, logCommunication } from "./helpers/contacts";
 import { createDeal, getDeal } from "./helpers/deals";
@@ -240,6 +243,22 @@ describe("POST /v1/contacts/{id}/merge", () => {
     const fresh = await call("POST", "/v1/leads", { token: p.token, body: { source: "ZILLOW", sourceEventId: `d-${run}`, person: { firstName: "Odile", lastName: "Marchetti", emails: [`o.marchetti.${run}@portal.test`] } } });
     expect(fresh.status).toBe(201);
     expect((await json(fresh)).data).toMatchObject({ created: true, matchedBy: null });
+  });
+
+  it("a merged contact's keys go when the contact they belong to is purged from the trash, not before", async () => {
+    const p = await createPrincipal();
+    const run = crypto.randomUUID().slice(0, 8);
+    const keep = await createContact(p.token, { firstName: "Pia", lastName: "Lindqvist" });
+    const copy = await createContact(p.token, { firstName: "Pia", lastName: "Lindqvist", email: `pia.${run}@portal.test`, phone: "(905) 555-0177" });
+    await merged(p, keep.id, [copy.id]);
+    const db = await tenantDb(p.organizationId);
+    const keys = async () => (await db.prepare("SELECT COUNT(*) AS n FROM contact_merged_keys WHERE organization_id = ?").bind(p.organizationId).first<{ n: number }>())!.n;
+    expect(await keys()).toBe(2);
+    expect((await call("DELETE", `/v1/contacts/${keep.id}`, { token: p.token })).status).toBe(200);
+    // In the trash the contact can come back, and its keys with it.
+    expect(await keys()).toBe(2);
+    await purgeTrash(env, createDb(db), { now: new Date(Date.now() + 31 * 86_400_000), max: 1000 });
+    expect(await keys()).toBe(0);
   });
 
   it("answers an unknown or another organization's target 404, such sources 422 naming each, and refuses bad lists", async () => {

@@ -1,6 +1,6 @@
 import { and, asc, count, desc, eq, gt, inArray, lt, lte, or } from "drizzle-orm";
 import type { Db } from "../db/client";
-import { type TrashKind, trashEntries, trashRows } from "../db/schema";
+import { contactMergedKeys, type TrashKind, trashEntries, trashRows } from "../db/schema";
 import { dealPrefix, propertyPrefix } from "../files/keys";
 import type { Env } from "../env";
 import { removeFiles } from "../files/storage";
@@ -76,6 +76,8 @@ export async function purgeTrash(env: Env, db: Db, { now = new Date(), max = PUR
       if (prefix) await removeFiles(env, [], prefix);
       await db.batch([
         db.delete(trashRows).where(eq(trashRows.recordId, entry.recordId)),
+        // A contact gone for good takes the e-mails and phones of the contacts merged into it (contacts/merge.ts).
+        db.delete(contactMergedKeys).where(and(eq(contactMergedKeys.organizationId, entry.organizationId), eq(contactMergedKeys.contactId, entry.recordId))),
         db.update(trashEntries).set({ state: "purged", label: null, deletedBy: null }).where(and(eq(trashEntries.recordId, entry.recordId), eq(trashEntries.state, "purging"))),
       ]);
       purged++;
