@@ -5,6 +5,7 @@ import type { Env } from "../env";
 import { exportArchiveKey } from "../files/export-archives";
 import { loggableError } from "../lib/log";
 import { inJsonList } from "../lib/sql";
+import { LIVE } from "./service";
 
 /** Jobs a pass ends at most, per kind: one bulk R2 delete and one update per organization, beside every other cron task. */
 export const RETENTION_BATCH = 50;
@@ -28,7 +29,7 @@ export async function expireExportArchives(env: Env, db: Db, now = new Date()): 
   const stalledBefore = new Date(now.getTime() - STALLED_MS).toISOString();
   const columns = { id: organizationExports.id, organizationId: organizationExports.organizationId, objectKey: organizationExports.objectKey };
   const expiredWhere = and(eq(organizationExports.status, "completed"), lte(organizationExports.expiresAt, at));
-  const stalledWhere = and(inArray(organizationExports.status, ["queued", "running"]), lte(organizationExports.updatedAt, stalledBefore));
+  const stalledWhere = and(inArray(organizationExports.status, LIVE), lte(organizationExports.updatedAt, stalledBefore));
   const [expired, stalled] = await Promise.all([
     db.select(columns).from(organizationExports).where(expiredWhere).limit(RETENTION_BATCH),
     db.select(columns).from(organizationExports).where(stalledWhere).limit(RETENTION_BATCH),

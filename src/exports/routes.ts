@@ -7,6 +7,8 @@ import { placementOf } from "../shards/directory";
 import { DownloadParams, ExportIdParam, OrganizationExport } from "./schemas";
 import { getOrganizationExport, openDownload, startOrganizationExport } from "./service";
 import { EXPORT_PAGE, type ExportFormat, exportHeaders, type ExportPage, exportStream } from "../crm/export";
+import type { Permission } from "../platform/permissions";
+import type { ServiceContext } from "../service-context";
 import { requirePermission, serviceContext } from "../platform/auth";
 import type { AppBindings } from "../platform/context";
 import { validationHook } from "../platform/openapi";
@@ -30,38 +32,28 @@ const EXPORTED = {
   content: { "text/csv": { schema: z.string() }, "application/x-ndjson": { schema: z.string() } },
 };
 
-const exportRoute = <P extends string, Q extends z.ZodObject>(operationId: string, path: P, tag: string, what: string, list: string, query: Q) =>
-  defineRoute(CRM, { operationId, method: "get", path, tags: [tag], security, summary: `Export ${what} as CSV or NDJSON`, description: DESCRIPTION(what, list), request: { query }, responses: { 200: EXPORTED } });
+/** The walk of one domain's export: its page reader, once the filters are checked (a bad one is a 422 before any byte). */
+type ExportWalk<Q> = (ctx: ServiceContext, q: Q) => Promise<(cursor: string | null, size: number) => Promise<ExportPage>>;
 
-const contacts = exportRoute("exportContacts", "/v1/contacts/export", "Contacts", "contacts", "/v1/contacts", ContactExportQuery);
-const deals = exportRoute("exportDeals", "/v1/deals/export", "Deals", "deals", "/v1/deals", DealExportQuery);
-const properties = exportRoute("exportProperties", "/v1/properties/export", "Properties", "properties", "/v1/properties", PropertyExportQuery);
-
-
-/** An export answer: the walk of `pageOf` as a stream, with the file's name. */
-function streamed(name: string, format: ExportFormat, schema: z.ZodType, pageOf: (cursor: string | null) => Promise<ExportPage>): Response {
-  return new Response(exportStream(format, schema, pageOf), { headers: exportHeaders(name, format) });
+/**
+ * One list's export route (its document and its handler): the list's own read permission besides `exports:read`,
+ * then the walk streamed as CSV or NDJSON. Mounted before its domain's routes in the group (app.ts), so
+ * /v1/contacts/export is not taken for /v1/contacts/{id}.
+ */
+function exportRoutes<Q extends z.ZodObject>(o: { operationId: string; path: string; tag: string; what: string; list: string; query: Q; permission: Permission; schema: z.ZodType; walk: ExportWalk<z.infer<Q>> }) {
+  const route = defineRoute(CRM, { operationId: o.operationId, method: "get", path: o.path, tags: [o.tag], security, summary: `Export ${o.what} as CSV or NDJSON`, description: DESCRIPTION(o.what, o.list), request: { query: o.query }, responses: { 200: EXPORTED } });
+  return new OpenAPIHono<AppBindings>({ defaultHook: validationHook }).openapi(route, async (c) => {
+    requirePermission(c, o.permission);
+    // The route's type is generic here, so its validated query is named by hand (the route's own schema validated it).
+    const q = (c.req.valid.bind(c.req) as (target: "query") => z.infer<Q> & { format: ExportFormat })("query");
+    const pageOf = await o.walk(serviceContext(c), q);
+    return new Response(exportStream(q.format, o.schema, (cursor) => pageOf(cursor, EXPORT_PAGE)), { headers: exportHeaders(o.what, q.format) }) as never;
+  });
 }
 
-// Each before its domain's routes in the group (app.ts), so /v1/contacts/export is not taken for /v1/contacts/{id}.
-export const contactExportRoutes = new OpenAPIHono<AppBindings>({ defaultHook: validationHook }).openapi(contacts, async (c) => {
-  requirePermission(c, "contacts:read");
-  const q = c.req.valid("query");
-  const pageOf = await contactExportWalk(serviceContext(c), q);
-  return streamed("contacts", q.format, Contact, (cursor) => pageOf(cursor, EXPORT_PAGE)) as never;
-});
-export const dealExportRoutes = new OpenAPIHono<AppBindings>({ defaultHook: validationHook }).openapi(deals, async (c) => {
-  requirePermission(c, "deals:read");
-  const q = c.req.valid("query");
-  const pageOf = await dealExportWalk(serviceContext(c), q);
-  return streamed("deals", q.format, Deal, (cursor) => pageOf(cursor, EXPORT_PAGE)) as never;
-});
-export const propertyExportRoutes = new OpenAPIHono<AppBindings>({ defaultHook: validationHook }).openapi(properties, async (c) => {
-  requirePermission(c, "properties:read");
-  const q = c.req.valid("query");
-  const pageOf = await propertyExportWalk(serviceContext(c), q);
-  return streamed("properties", q.format, Property, (cursor) => pageOf(cursor, EXPORT_PAGE)) as never;
-});
+export const contactExportRoutes = exportRoutes({ operationId: "exportContacts", path: "/v1/contacts/export", tag: "Contacts", what: "contacts", list: "/v1/contacts", query: ContactExportQuery, permission: "contacts:read", schema: Contact, walk: contactExportWalk });
+export const dealExportRoutes = exportRoutes({ operationId: "exportDeals", path: "/v1/deals/export", tag: "Deals", what: "deals", list: "/v1/deals", query: DealExportQuery, permission: "deals:read", schema: Deal, walk: dealExportWalk });
+export const propertyExportRoutes = exportRoutes({ operationId: "exportProperties", path: "/v1/properties/export", tag: "Properties", what: "properties", list: "/v1/properties", query: PropertyExportQuery, permission: "properties:read", schema: Property, walk: propertyExportWalk });
 
 const start = defineRoute(CRM, {
   operationId: "createOrganizationExport",

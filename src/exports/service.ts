@@ -39,7 +39,7 @@ export interface ExportMessage {
 }
 
 /** The statuses of a job that holds the organization's one export slot. */
-const LIVE = ["queued", "running"];
+export const LIVE = ["queued", "running"];
 
 /** 409 export_running: the organization's export already queued or running, named like merge's `mergedInto`. */
 const exportRunning = (id: string) =>

@@ -1,6 +1,6 @@
-export const newId = (): string => crypto.randomUUID();
+import { toHex } from "./crypto";
 
-const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, "0"));
+export const newId = (): string => crypto.randomUUID();
 
 /**
  * A version-7 UUID (RFC 9562): 48 bits of Unix milliseconds, then 74 random bits. For the records a book is made of
@@ -21,6 +21,6 @@ export function newRecordId(now = Date.now()): string {
   b[5] = low & 0xff;
   b[6] = (b[6]! & 0x0f) | 0x70;
   b[8] = (b[8]! & 0x3f) | 0x80;
-  const h = Array.from(b, (x) => HEX[x]!);
-  return `${h.slice(0, 4).join("")}-${h.slice(4, 6).join("")}-${h.slice(6, 8).join("")}-${h.slice(8, 10).join("")}-${h.slice(10).join("")}`;
+  const h = toHex(b);
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
 }
