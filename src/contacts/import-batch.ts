@@ -6,7 +6,7 @@ import { inJsonList } from "../lib/sql";
 import { contactTermsOf } from "../lib/search-terms";
 import { writeTermsInBatch } from "../db/search-bulk";
 import { phoneKey, regionOf } from "../lib/phone";
-import { matchContacts } from "./matching";
+import { emailKey, matchContacts } from "./matching";
 import type { ServiceContext } from "../service-context";
 import { facetMovesOfMany } from "./facets";
 import type { ContactRecord } from "./mapping";
@@ -92,7 +92,7 @@ export async function planContactImport(ctx: ServiceContext, people: IncomingCon
   for (let i = 0; i < people.length; i++) {
     const person = people[i]!;
     // A person created earlier in this chunk is matched as the database would match them: e-mail first, then phone.
-    const keys = [...person.emails.map((e) => e.trim().toLowerCase()), ...person.phones.flatMap((n) => phoneKey(n, region) ?? [])];
+    const keys = [...person.emails.map(emailKey), ...person.phones.flatMap((n) => phoneKey(n, region) ?? [])];
     const earlier = keys.map((k) => createdByKey.get(k)).find((c) => c !== undefined);
     const match = earlier ?? (matches[i] ? (current.get(matches[i]!.id) ?? matches[i]!) : null);
     if (!match) {

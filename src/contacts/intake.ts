@@ -9,6 +9,7 @@ import { phoneKey, regionOf } from "../lib/phone";
 import type { ServiceContext } from "../service-context";
 import { facetMoves } from "./facets";
 import type { ContactRecord } from "./mapping";
+import { emailKey } from "./matching";
 import type { ActivityCreate, ContactUpdate } from "./schemas";
 import { applyInput, blankContact, bumpCounters, changeEvents, createdEvents, NO_ACTIVITY, readContactForWrite, replaceContact } from "./writes";
 
@@ -51,8 +52,6 @@ function distinct(values: string[], key: (v: string) => string | null): string[]
   });
 }
 
-const emailKeyOf = (email: string) => email.toLowerCase();
-
 function activityRow(ctx: ServiceContext, contactId: string, activity: IntakeActivity, extra: { emails: string[]; phones: string[] }, at: string) {
   const metadata = { ...activity.metadata, ...(extra.emails.length ? { extraEmails: extra.emails } : {}), ...(extra.phones.length ? { extraPhones: extra.phones } : {}) };
   return { id: newId(), organizationId: ctx.organizationId, contactId, type: activity.type, description: activity.description, scheduledAt: null, metadata, createdBy: ctx.actor.userId ?? null, createdAt: at };
@@ -66,7 +65,7 @@ function activityRow(ctx: ServiceContext, contactId: string, activity: IntakeAct
  */
 export function newContactForLead(ctx: ServiceContext, person: IntakePerson, fields: { source: string; assignedTo: string | null }, activity: IntakeActivity, now: Date): IntakeWrite {
   const region = regionOf(ctx);
-  const emails = distinct(person.emails, emailKeyOf);
+  const emails = distinct(person.emails, emailKey);
   const phones = distinct(person.phones, (p) => phoneKey(p, region));
   const email = emails[0]!;
   const at = now.toISOString();
@@ -86,7 +85,7 @@ export function newContactForLead(ctx: ServiceContext, person: IntakePerson, fie
   const row2 = activityRow(ctx, record.id, activity, { emails: emails.slice(1), phones: phones.slice(2) }, at);
   const keys = phones.map((p) => phoneKey(p, region)!);
   const clash: SQL | undefined = or(
-    inJsonList(contacts.emailKey, emails.map(emailKeyOf)),
+    inJsonList(contacts.emailKey, emails.map(emailKey)),
     ...(keys.length ? [inJsonList(contacts.phoneKey, keys), inJsonList(contacts.secondaryPhoneKey, keys)] : []),
   );
   return {
@@ -123,7 +122,7 @@ export async function fillContactFromLead(ctx: ServiceContext, contactId: string
   const added = Object.entries(person.address ?? {}).filter(([k, v]) => v && !(typeof stored[k] === "string" && (stored[k] as string).trim()));
   if (added.length) update.address = { ...stored, ...Object.fromEntries(added) };
   if (!before.source) update.source = source;
-  const extraEmails = distinct(person.emails, emailKeyOf).filter((e) => emailKeyOf(e) !== before.emailKey);
+  const extraEmails = distinct(person.emails, emailKey).filter((e) => emailKey(e) !== before.emailKey);
   const known = new Set([before.phoneKey, before.secondaryPhoneKey].filter((k): k is string => k !== null));
   const freeSlots: ("phone" | "secondaryPhone")[] = [...(before.phone ? [] : ["phone" as const]), ...(before.secondaryPhone ? [] : ["secondaryPhone" as const])];
   const extraPhones: string[] = [];

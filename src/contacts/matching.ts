@@ -20,6 +20,9 @@ export interface ContactMatch {
   conflicts: string[];
 }
 
+/** An e-mail as the contacts' unique e-mail key holds it (and every match looks it up): case-folded. */
+export const emailKey = (email: string): string => email.trim().toLowerCase();
+
 /** The most people one call matches: their keys travel as three JSON parameters of one statement. */
 export const MAX_MATCH_PEOPLE = 500;
 
@@ -54,7 +57,7 @@ export async function matchContacts(ctx: ServiceContext, people: PersonKeys[]): 
   if (people.length > MAX_MATCH_PEOPLE) throw new RangeError(`matchContacts takes at most ${MAX_MATCH_PEOPLE} people per call`);
   const region = regionOf(ctx);
   const keyed = people.map((p) => ({
-    emails: [...new Set(p.emails.map((e) => e.trim().toLowerCase()).filter(Boolean))],
+    emails: [...new Set(p.emails.map(emailKey).filter(Boolean))],
     phones: [...new Set(p.phones.map((n) => phoneKey(n, region)).filter((k): k is string => k !== null))],
   }));
   const emails = [...new Set(keyed.flatMap((p) => p.emails))];
