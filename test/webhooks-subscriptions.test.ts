@@ -185,11 +185,73 @@ describe("what a subscription may carry (issue 33 follow-up of 32)", () => {
     const created = await call("POST", "/v1/webhooks", { token: wide.key, body });
     expect(created.status).toBe(201);
     const id = (await json(created)).data.id;
-    // Widening an existing subscription is held to the same rule; a change that names no events is not.
+    // Widening an existing subscription is held to the same rule, and so is any other change of it (issue 40).
     const widened = await call("PATCH", `/v1/webhooks/${id}`, { token: narrow.key, body: { events: ["contact.created", "deal.won"] } });
     expect(widened.status).toBe(403);
-    expect((await call("PATCH", `/v1/webhooks/${id}`, { token: narrow.key, body: { description: "renamed" } })).status).toBe(200);
+    expect((await call("PATCH", `/v1/webhooks/${id}`, { token: wide.key, body: { description: "renamed" } })).status).toBe(200);
     const hook = (await json(await call("GET", `/v1/webhooks/${id}`, { token: owner.token }))).data;
     expect(hook).toMatchObject({ events: ["contact.created"], description: "renamed" });
   });
+
+  // Issue 40: a key with webhooks:manage alone redirected the owner's contact subscription with a PATCH of its URL, then
+  // replayed past deliveries to it. Every write of a subscription needs what reading its events needs.
+  it("refuses a key that cannot read contacts every write of a contact subscription: URL, secret, replays, recover", async () => {
+    const owner = await createPrincipal();
+    const narrow = await createApiKey(owner.token, ["webhooks:manage"]);
+    const wide = await createApiKey(owner.token, ["webhooks:manage", "contacts:read"]);
+    const { id } = await subscribe(owner, { url: sink(), events: ["contact.created"] });
+    const test = await call("POST", `/v1/webhooks/${id}/test`, { token: narrow.key });
+    expect(test.status).toBe(202);
+    const deliveryId = (await json(test)).data.id as string;
+    await settled(owner.token, id);
+    const eventId = (await json(await call("GET", `/v1/webhooks/${id}/deliveries`, { token: owner.token }))).data[0].eventId as string;
+    const since = new Date(Date.now() - 60_000).toISOString();
+    const attacker = `${receiverUrl()}/hooks/attacker`;
+    const writes: [string, string, Record<string, unknown> | undefined][] = [
+      ["PATCH", `/v1/webhooks/${id}`, { url: attacker }],
+      ["PATCH", `/v1/webhooks/${id}`, { enabled: true }],
+      ["POST", `/v1/webhooks/${id}/rotate-secret`, { overlapSeconds: 0 }],
+      ["POST", `/v1/webhooks/${id}/deliveries/${deliveryId}/replay`, undefined],
+      ["POST", `/v1/webhooks/${id}/events/${eventId}/replay`, undefined],
+      ["POST", `/v1/webhooks/${id}/recover`, { since }],
+    ];
+    for (const [method, path, body] of writes) {
+      const res = await call(method as "POST", path, { token: narrow.key, body });
+      expect(res.status, `${method} ${path}`).toBe(403);
+      expect((await json(res)).error, `${method} ${path}`).toMatchObject({ code: "insufficient_permission" });
+    }
+    const hook = (await json(await call("GET", `/v1/webhooks/${id}`, { token: owner.token }))).data;
+    expect(hook.url).toBe(sink());
+    // The same writes with contacts:read go through; the narrow key keeps what only the subscription itself carries.
+    expect((await call("PATCH", `/v1/webhooks/${id}`, { token: wide.key, body: { url: `${sink()}?moved=1` } })).status).toBe(200);
+    expect((await call("POST", `/v1/webhooks/${id}/rotate-secret`, { token: wide.key, body: { overlapSeconds: 0 } })).status).toBe(200);
+    expect((await call("POST", `/v1/webhooks/${id}/deliveries/${deliveryId}/replay`, { token: wide.key })).status).toBe(202);
+    const own = await subscribe(owner, { url: sink(), events: ["webhook.endpoint_disabled"] });
+    expect((await call("PATCH", `/v1/webhooks/${own.id}`, { token: narrow.key, body: { url: attacker } })).status).toBe(200);
+  });
+
+  it("needs the read permission of what a replay or recover would send even after the subscription was narrowed", async () => {
+    const owner = await createPrincipal();
+    const deals = await createApiKey(owner.token, ["webhooks:manage", "deals:read"]);
+    const { id } = await subscribe(owner, { url: sink(), events: ["contact.created", "deal.created"] });
+    const contact = await call("POST", "/v1/contacts", { token: owner.token, body: { firstName: "Nia", lastName: "Narrowed", email: `nia-${owner.userId}@example.test` } });
+    expect(contact.status).toBe(201);
+    const delivery = await settled(owner.token, id);
+    expect(delivery.event).toBe("contact.created");
+    // The owner narrows it to deals: the key reaches every event it now holds, not the contact delivery it would re-send.
+    expect((await call("PATCH", `/v1/webhooks/${id}`, { token: owner.token, body: { events: ["deal.created"] } })).status).toBe(200);
+    const replay = await call("POST", `/v1/webhooks/${id}/deliveries/${delivery.id}/replay`, { token: deals.key });
+    expect(replay.status).toBe(403);
+    expect((await call("PATCH", `/v1/webhooks/${id}`, { token: deals.key, body: { description: "deals only" } })).status).toBe(200);
+  });
 });
+
+/** The newest delivery of the subscription once its retry chain has ended (the test receiver's sink answers 200). */
+async function settled(token: string, id: string): Promise<{ id: string; event: string; eventId: string; status: string }> {
+  for (let i = 0; i < 150; i++) {
+    const log = (await json(await call("GET", `/v1/webhooks/${id}/deliveries`, { token }))).data as { id: string; event: string; eventId: string; status: string }[];
+    if (log[0] && ["delivered", "failed", "dead"].includes(log[0].status)) return log[0];
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error("the delivery did not settle");
+}

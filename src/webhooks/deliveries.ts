@@ -8,7 +8,7 @@ import { newId } from "../lib/ids";
 import { decodeNewestFirstCursor as decodeCursor, olderThan, paginate } from "../crm/pagination";
 import { nowIso } from "../lib/time";
 import type { ServiceContext } from "../service-context";
-import { TEST_EVENT } from "./events";
+import { type DeliveryReach, TEST_EVENT } from "./events";
 import { enqueueDeliveries } from "./fanout";
 import { buildPayload, loadParties } from "./payload";
 import type { Delivery } from "./schemas";
@@ -120,29 +120,35 @@ async function requeue(ctx: ServiceContext, row: DeliveryRow): Promise<Delivery>
   return (await withAttempts(ctx, [{ ...row, status: "pending", nextAttemptAt: null, updatedAt }]))[0]!;
 }
 
-/** POST /v1/webhooks/{id}/deliveries/{deliveryId}/replay: any delivery, dead ones included. */
-export async function replayDelivery(ctx: ServiceContext, id: string, deliveryId: string): Promise<Delivery> {
-  await enabledWebhook(ctx, id);
+/**
+ * POST /v1/webhooks/{id}/deliveries/{deliveryId}/replay: any delivery, dead ones included. Its event's object goes to
+ * the subscription's URL again: the caller must reach that event and every event the subscription holds.
+ */
+export async function replayDelivery(ctx: ServiceContext, id: string, deliveryId: string, reach: DeliveryReach): Promise<Delivery> {
+  reach((await enabledWebhook(ctx, id)).events);
   const row = await ctx.db
     .select()
     .from(webhookDeliveries)
     .where(and(eq(webhookDeliveries.organizationId, ctx.organizationId), eq(webhookDeliveries.subscriptionId, id), eq(webhookDeliveries.id, deliveryId)))
     .get();
   if (!row) throw new NotFound("Delivery");
+  reach([row.event]);
   return requeue(ctx, row);
 }
 
 /**
  * POST /v1/webhooks/{id}/events/{eventId}/replay: the event's delivery to this webhook again, or, when it never had
  * one (it predates the subscription, or a filter held it back), a first one built from the stored event.
- * Filters are not applied: replay is an explicit request. The webhook must subscribe to the event's name.
+ * Filters are not applied: replay is an explicit request. The webhook must subscribe to the event's name, and the
+ * caller reach it and every other event the subscription holds.
  */
-export async function replayEvent(ctx: ServiceContext, id: string, eventId: string): Promise<Delivery> {
-  return withRetries(() => replayEventOnce(ctx, id, eventId));
+export async function replayEvent(ctx: ServiceContext, id: string, eventId: string, reach: DeliveryReach): Promise<Delivery> {
+  return withRetries(() => replayEventOnce(ctx, id, eventId, reach));
 }
 
-async function replayEventOnce(ctx: ServiceContext, id: string, eventId: string): Promise<Delivery> {
+async function replayEventOnce(ctx: ServiceContext, id: string, eventId: string, reach: DeliveryReach): Promise<Delivery> {
   const sub = await enabledWebhook(ctx, id);
+  reach(sub.events);
   const existingDelivery = () =>
     ctx.db
       .select()
@@ -150,7 +156,10 @@ async function replayEventOnce(ctx: ServiceContext, id: string, eventId: string)
       .where(and(eq(webhookDeliveries.organizationId, ctx.organizationId), eq(webhookDeliveries.subscriptionId, id), eq(webhookDeliveries.eventId, eventId)))
       .get();
   const existing = await existingDelivery();
-  if (existing) return requeue(ctx, existing);
+  if (existing) {
+    reach([existing.event]);
+    return requeue(ctx, existing);
+  }
   const event = await ctx.db.select().from(outboxEvents).where(and(eq(outboxEvents.organizationId, ctx.organizationId), eq(outboxEvents.id, eventId))).get();
   if (!event) throw new NotFound("Event");
   if (!sub.events.includes(event.type)) throw new Conflict(`The webhook does not subscribe to ${event.type}`, "event_not_subscribed");

@@ -104,6 +104,14 @@ const READ_PERMISSION: Record<string, Permission> = {
 
 export const readPermissionOf = (event: WebhookEventName): Permission => READ_PERMISSION[resourceOf(event)]!;
 
+/**
+ * The check a subscription's writes run (routes.ts builds it from the caller's credential): it throws 403 unless the
+ * caller may read the objects of every event named. A subscription sends its events' objects to its URL, so whoever
+ * points it somewhere, replays to it or holds its secret must be able to read them: `webhooks:manage` alone may not
+ * turn an owner's contact subscription into a feed of contacts to its own receiver.
+ */
+export type DeliveryReach = (events: readonly string[]) => void;
+
 /** An endpoint the service turned off after 5 days of failed deliveries; its object is the endpoint as GET shows it. */
 export const ENDPOINT_DISABLED = "webhook.endpoint_disabled" satisfies WebhookEventName;
 

@@ -4,6 +4,7 @@ import { Conflict } from "../lib/errors";
 import { nowIso } from "../lib/time";
 import type { ServiceContext } from "../service-context";
 import { enabledWebhook } from "./deliveries";
+import type { DeliveryReach } from "./events";
 import { enqueueDeliveries } from "./fanout";
 import { RECOVER_BATCH } from "./limits";
 
@@ -13,19 +14,23 @@ import { RECOVER_BATCH } from "./limits";
  * (db/webhooks.ts `chain`): a message of its old chain is dropped when it comes, so no delivery sends twice at once.
  * What a recover has queued is in flight until that chain ends: a second recover leaves it alone (and answers 409
  * when there was nothing else to send); delivered ones are never sent again. One statement takes the deliveries, so
- * recovers racing each other share them out and each is queued once.
+ * recovers racing each other share them out and each is queued once. The caller must reach every event the
+ * subscription holds and every event among what it would send (a subscription narrowed since keeps older deliveries).
  */
-export async function recoverWebhook(ctx: ServiceContext, id: string, since: string): Promise<{ since: string; queued: number; hasMore: boolean }> {
-  await enabledWebhook(ctx, id);
+export async function recoverWebhook(ctx: ServiceContext, id: string, since: string, reach: DeliveryReach): Promise<{ since: string; queued: number; hasMore: boolean }> {
+  reach((await enabledWebhook(ctx, id)).events);
   const d = webhookDeliveries;
   const window = and(eq(d.organizationId, ctx.organizationId), eq(d.subscriptionId, id), gte(d.createdAt, since));
   const unsent = or(inArray(d.status, ["failed", "dead"]), and(eq(d.status, "retrying"), eq(d.chain, 0)));
   const { db } = ctx;
+  const oldestUnsent = db.select({ id: d.id }).from(d).where(and(window, unsent)).orderBy(asc(d.createdAt), asc(d.id)).limit(RECOVER_BATCH);
+  // The events of what this call takes (the batch below takes the same oldest ones): one name each.
+  reach((await db.selectDistinct({ event: d.event }).from(d).where(inArray(d.id, oldestUnsent))).map((r) => r.event));
   const [taken, [left], [inFlight]] = await db.batch([
     db
       .update(d)
       .set({ status: "pending", chain: sql`${d.chain} + 1`, nextAttemptAt: null, updatedAt: nowIso() })
-      .where(inArray(d.id, db.select({ id: d.id }).from(d).where(and(window, unsent)).orderBy(asc(d.createdAt), asc(d.id)).limit(RECOVER_BATCH)))
+      .where(inArray(d.id, oldestUnsent))
       .returning({ deliveryId: d.id, organizationId: d.organizationId, chain: d.chain }),
     db.select({ n: count() }).from(d).where(and(window, unsent)),
     db.select({ n: count() }).from(d).where(and(window, gt(d.chain, 0), inArray(d.status, ["pending", "retrying"]))),

@@ -1,8 +1,7 @@
 import { OpenAPIHono, z } from "@hono/zod-openapi";
-import type { Context } from "hono";
 import { listQuery } from "../crm/list-query";
 import { ETAG_HEADER, instantFacet, withEtag } from "../platform/etag";
-import { requirePermission, serviceContext } from "../platform/auth";
+import { serviceContext } from "../platform/auth";
 import type { AppBindings } from "../platform/context";
 import { CRM, CRM_PRECONDITION_ERROR, crmError, crmSuccess } from "../crm/envelope";
 import { defineRoute, jsonBody } from "../platform/route";
@@ -10,7 +9,7 @@ import { issuesOf, validationHookWith } from "../platform/openapi";
 import { assertDeliverableUrl } from "./guards";
 import { deliveryRoutes } from "./delivery-routes";
 import { eventLogRoutes } from "./event-log-routes";
-import { readPermissionOf, type WebhookEventName } from "./events";
+import { deliveryReach, REACH } from "./reach";
 import { DEFAULT_OVERLAP_SECONDS } from "./limits";
 import { CreateWebhook, RotateSecret, UpdateWebhook, Webhook, WebhookIdParam, WebhookList, WebhookWithSecret } from "./schemas";
 import { createWebhook, deleteWebhook, findWebhook, listWebhooks, rotateWebhookSecret, shownWebhook, updateWebhook } from "./service";
@@ -35,7 +34,7 @@ const create = defineRoute(CRM, {
   description:
     "Creates a subscription. The signing secret (yours, or generated when `secret` is left out, as `whsec_<base64>`) is returned in this answer only. Deliveries carry the X-Service-* headers and the Standard Webhooks headers (webhook-id, webhook-timestamp, webhook-signature). Each event needs the permission that reads its object too (`contacts:read` for `contact.*` …): an API key or token without it is a 403 `insufficient_permission`.",
   request: jsonBody(CreateWebhook),
-  responses: { 201: crmSuccess("The subscription with its secret", WebhookWithSecret, ETAG_HEADER), ...URL_ERRORS },
+  responses: { 201: crmSuccess("The subscription with its secret", WebhookWithSecret, ETAG_HEADER), ...URL_ERRORS, ...REACH },
 });
 
 const list = defineRoute(CRM, {
@@ -69,13 +68,14 @@ const update = defineRoute(CRM, {
   security,
   summary: "Update a subscription or rotate its secret",
   description:
-    "Changes any of url, events, filters, enabled, description; only the fields sent change, so concurrent updates of different fields all land. `rotateSecret: true` (or a new `secret`) replaces the signing secret at once; the new secret is in this answer only. Send the subscription's ETag in `If-Match` to make the change conditional (412 when it has changed since).",
+    "Changes any of url, events, filters, enabled, description; only the fields sent change, so concurrent updates of different fields all land. `rotateSecret: true` (or a new `secret`) replaces the signing secret at once; the new secret is in this answer only. Send the subscription's ETag in `If-Match` to make the change conditional (412 when it has changed since). Any change, of the URL alone too, needs the read permission of every event the subscription holds after it (403 `insufficient_permission`).",
   request: { params: WebhookIdParam, ...jsonBody(UpdateWebhook) },
   responses: {
     200: crmSuccess("The subscription; `secret` only when it was rotated", WebhookWithSecret, ETAG_HEADER),
     ...URL_ERRORS,
     ...NOT_FOUND,
     ...CRM_PRECONDITION_ERROR,
+    ...REACH,
     409: crmError("Changed by too many requests at once (concurrent_modification); retry"),
   },
 });
@@ -88,7 +88,7 @@ const rotate = defineRoute(CRM, {
   security,
   summary: "Rotate the signing secret with an overlap",
   description:
-    "Issues a new secret (in this answer only) that signs every delivery from now on. For `overlapSeconds` (default 24 h, at most 7 days; 0 switches at once) the replaced secret signs too: `webhook-signature` carries two signatures, `v1,<new> v1,<old>`, so a Standard Webhooks receiver holding either secret verifies; `X-Service-Signature` stays one `sha256=` signature with the new secret, so a receiver on it tries both secrets until it has switched. Rotating again during an overlap ends it: the overlap then holds the secret this rotation replaced. Honours If-Match (412).",
+    "Issues a new secret (in this answer only) that signs every delivery from now on. For `overlapSeconds` (default 24 h, at most 7 days; 0 switches at once) the replaced secret signs too: `webhook-signature` carries two signatures, `v1,<new> v1,<old>`, so a Standard Webhooks receiver holding either secret verifies; `X-Service-Signature` stays one `sha256=` signature with the new secret, so a receiver on it tries both secrets until it has switched. Rotating again during an overlap ends it: the overlap then holds the secret this rotation replaced. Honours If-Match (412). Needs the read permission of every event the subscription holds (403).",
   request: { params: WebhookIdParam, ...jsonBody(RotateSecret, false) },
   responses: {
     200: crmSuccess("The subscription with its new secret; `previousSecretExpiresAt` ends the overlap", WebhookWithSecret, ETAG_HEADER),
@@ -97,6 +97,7 @@ const rotate = defineRoute(CRM, {
     409: crmError("Changed by too many requests at once (concurrent_modification); retry"),
     422: crmError("id is not a UUID, or overlapSeconds is not an integer from 0 to 604800"),
     503: crmError("WEBHOOK_SECRET_KEY is not configured"),
+    ...REACH,
   },
 });
 
@@ -112,14 +113,6 @@ const remove = defineRoute(CRM, {
   responses: { 200: crmSuccess("Deleted", z.object({ id: z.string(), deleted: z.literal(true) })), ...NOT_FOUND, ...BAD_ID, ...CRM_PRECONDITION_ERROR, 409: crmError("Changed by too many requests at once (concurrent_modification); retry") },
 });
 
-/**
- * A subscription delivers the objects of its events, so subscribing needs what reading them needs: a key with
- * `webhooks:manage` alone may not have every contact sent to a URL of its choosing (403 for the first missing one).
- */
-function requireEventReads(c: Context<AppBindings>, events: readonly WebhookEventName[] | undefined): void {
-  for (const permission of new Set((events ?? []).map(readPermissionOf))) requirePermission(c, permission);
-}
-
 /** Every /v1/webhooks route. `deps` reaches DNS and receivers; tests pass fakes. */
 export function createWebhookRoutes(deps: WebhookDeps) {
   // A body that breaks the schema still has its URL checked, so one 422 names every problem.
@@ -127,8 +120,7 @@ export function createWebhookRoutes(deps: WebhookDeps) {
   return new OpenAPIHono<AppBindings>({ defaultHook: hook })
     .openapi(create, async (c) => {
       c.set("replayOmits", [["data", "secret"]]);
-      requireEventReads(c, c.req.valid("json").events);
-      return c.json({ success: true as const, data: withEtag(c, await createWebhook(serviceContext(c), c.req.valid("json"), deps.resolver)) }, 201);
+      return c.json({ success: true as const, data: withEtag(c, await createWebhook(serviceContext(c), c.req.valid("json"), deps.resolver, deliveryReach(c))) }, 201);
     })
     .openapi(list, async (c) => c.json({ success: true as const, ...(await listWebhooks(serviceContext(c), c.req.valid("query"))) }, 200))
     .openapi(read, async (c) => {
@@ -138,13 +130,12 @@ export function createWebhookRoutes(deps: WebhookDeps) {
     })
     .openapi(update, async (c) => {
       c.set("replayOmits", [["data", "secret"]]);
-      requireEventReads(c, c.req.valid("json").events);
-      return c.json({ success: true as const, data: withEtag(c, await updateWebhook(serviceContext(c), c.req.valid("param").id, c.req.valid("json"), deps.resolver)) }, 200);
+      return c.json({ success: true as const, data: withEtag(c, await updateWebhook(serviceContext(c), c.req.valid("param").id, c.req.valid("json"), deps.resolver, deliveryReach(c))) }, 200);
     })
     .openapi(rotate, async (c) => {
       c.set("replayOmits", [["data", "secret"]]);
       const { overlapSeconds = DEFAULT_OVERLAP_SECONDS } = (c.req.valid("json") as RotateSecret | undefined) ?? {};
-      return c.json({ success: true as const, data: withEtag(c, await rotateWebhookSecret(serviceContext(c), c.req.valid("param").id, { overlapSeconds })) }, 200);
+      return c.json({ success: true as const, data: withEtag(c, await rotateWebhookSecret(serviceContext(c), c.req.valid("param").id, { overlapSeconds }, deliveryReach(c))) }, 200);
     })
     .openapi(remove, async (c) => {
       const { id } = c.req.valid("param");

@@ -11,6 +11,7 @@ import { assertDeliverableUrl, masterKey } from "./guards";
 import type { CreateWebhook, UpdateWebhook, Webhook } from "./schemas";
 import { newWebhookSecret, sealSecret } from "./secret-box";
 import type { DnsResolver } from "./dns";
+import type { DeliveryReach } from "./events";
 
 type Row = typeof webhookSubscriptions.$inferSelect;
 
@@ -34,8 +35,12 @@ export async function findWebhook(ctx: Pick<ServiceContext, "db" | "organization
   return row;
 }
 
-/** POST /v1/webhooks. The secret (the caller's, or a generated one) is in this answer and nowhere after it. */
-export async function createWebhook(ctx: ServiceContext, input: CreateWebhook, resolver: DnsResolver): Promise<Webhook & { secret: string }> {
+/**
+ * POST /v1/webhooks. The secret (the caller's, or a generated one) is in this answer and nowhere after it. `reach`
+ * refuses events whose objects the caller may not read (events.ts `DeliveryReach`), as on every write below.
+ */
+export async function createWebhook(ctx: ServiceContext, input: CreateWebhook, resolver: DnsResolver, reach: DeliveryReach): Promise<Webhook & { secret: string }> {
+  reach(input.events);
   const key = masterKey(ctx.env);
   await assertDeliverableUrl(ctx.env, input.url, resolver);
   const id = newId();
@@ -83,9 +88,12 @@ export async function listWebhooks(ctx: ServiceContext, { limit, cursor }: { lim
  * the subscription as it is when the write lands (compare-and-set on its version), so a rotated secret is the one
  * deliveries sign with however many other changes race it. A secret set here switches at once: no overlap, and any
  * overlap of an earlier rotation ends. The delivery consumer's bookkeeping (`failingSince`) is never written back.
+ * Whatever the fields sent, the caller must reach every event the subscription holds after the change, checked on the
+ * row each attempt writes (a URL alone redirects what the owner subscribed to).
  */
-export async function updateWebhook(ctx: ServiceContext, id: string, input: UpdateWebhook, resolver: DnsResolver): Promise<Webhook & { secret?: string }> {
+export async function updateWebhook(ctx: ServiceContext, id: string, input: UpdateWebhook, resolver: DnsResolver, reach: DeliveryReach): Promise<Webhook & { secret?: string }> {
   const first = await findWebhook(ctx, id);
+  reach(input.events ?? first.events);
   if (input.url !== undefined && input.url !== first.url) await assertDeliverableUrl(ctx.env, input.url, resolver);
   const secret = input.rotateSecret ? newWebhookSecret() : input.secret;
   // Sealed once: every attempt below stores this secret, the one this answer returns.
@@ -105,6 +113,7 @@ export async function updateWebhook(ctx: ServiceContext, id: string, input: Upda
       updatedAt: nowIso(),
       version: row.version + 1,
     } satisfies Partial<Row>;
+    reach(changes.events);
     const next: Row = { ...row, ...changes };
     await commit(ctx, [expectVersion(ctx.db, WEBHOOKS, ctx.organizationId, row), ctx.db.update(webhookSubscriptions).set(changes).where(byId(ctx.organizationId, id))]);
     return versioned(secret === undefined ? toWebhook(next) : { ...toWebhook(next), secret }, next.version);
@@ -115,15 +124,17 @@ export async function updateWebhook(ctx: ServiceContext, id: string, input: Upda
  * POST /v1/webhooks/{id}/rotate-secret: a new secret, in this answer only, signing from now on; the one it replaced
  * keeps signing beside it (a second `webhook-signature`) for `overlapSeconds`. Of rotations racing each other the
  * last to land wins, and its overlap holds the secret it replaced as it landed (re-read on every attempt): always
- * one an answer has handed out, never one lost in the race. An earlier overlap still open ends.
+ * one an answer has handed out, never one lost in the race. An earlier overlap still open ends. The secret verifies
+ * (and so lets one accept) deliveries of every event of the subscription: the caller must reach them all.
  */
-export async function rotateWebhookSecret(ctx: ServiceContext, id: string, { overlapSeconds }: { overlapSeconds: number }): Promise<Webhook & { secret: string }> {
+export async function rotateWebhookSecret(ctx: ServiceContext, id: string, { overlapSeconds }: { overlapSeconds: number }, reach: DeliveryReach): Promise<Webhook & { secret: string }> {
   const key = masterKey(ctx.env);
-  await findWebhook(ctx, id);
+  reach((await findWebhook(ctx, id)).events);
   const secret = newWebhookSecret();
   const secretCiphertext = await sealSecret(key, id, secret);
   return withRetries(async () => {
     const row = await findWebhook(ctx, id);
+    reach(row.events);
     expectVersionMatch(ctx, row.version);
     const now = new Date();
     const overlap = overlapSeconds > 0;
