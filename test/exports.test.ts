@@ -411,4 +411,38 @@ describe("GET /v1/contacts/{id}/export (the right of access)", () => {
       expect((await call("GET", `/v1/contacts/${someone.id}/export`, { token: key.key })).status).toBe(403);
     }
   });
+
+  // Issue 40: with exports:read + contacts:read (403 on /v1/deals) the export answered the person's full deal rows
+  // (amount, notes, commission), and their referrals, surveys, documents and envelopes by the same code.
+  it("includes another domain's part only with that domain's read permission, and names what it left out", async () => {
+    const p = await createPrincipal();
+    const contact = await createContact(p.token, { firstName: "Nadia", lastName: "Narrowkey", email: `nadia.${crypto.randomUUID().slice(0, 8)}@access.test`, phone: "+1 416 555 0142" });
+    const deal = await createDeal(p.token, { contactId: contact.id, title: "Nadia's secret deal" });
+    const referral = await call("POST", "/api/reputation/referrals", { token: p.token, body: { agentUserId: p.userId, referredName: "Nadia Narrowkey", referredContact: "(416) 555-0142" } });
+    expect(referral.status).toBe(201);
+    const everything = ["deals", "testimonials", "referrals", "surveys", "surveyResponses", "clickwrapAcceptances", "documents", "envelopes"];
+
+    const narrow = await createApiKey(p.token, ["exports:read", "contacts:read"]);
+    expect((await call("GET", "/v1/deals", { token: narrow.key })).status).toBe(403);
+    const res = await call("GET", `/v1/contacts/${contact.id}/export`, { token: narrow.key });
+    expect(res.status).toBe(200);
+    const data = (await json(res)).data;
+    expect(data.contact).toMatchObject({ id: contact.id });
+    expect(data.omitted).toEqual(everything);
+    for (const part of everything) expect(data, part).not.toHaveProperty(part);
+    expect(JSON.stringify(data)).not.toContain(deal.id);
+    expect(JSON.stringify(data)).not.toContain("secret deal");
+
+    const withDeals = await createApiKey(p.token, ["exports:read", "contacts:read", "deals:read"]);
+    const some = (await json(await call("GET", `/v1/contacts/${contact.id}/export`, { token: withDeals.key }))).data;
+    expect(some.deals.map((d: any) => d.id)).toEqual([deal.id]);
+    expect(some.omitted).toEqual(everything.filter((p) => p !== "deals"));
+    expect(some).not.toHaveProperty("referrals");
+
+    // Every permission: complete, nothing omitted.
+    const full = (await json(await call("GET", `/v1/contacts/${contact.id}/export`, { token: p.token }))).data;
+    expect(full.omitted).toEqual([]);
+    for (const part of everything) expect(full, part).toHaveProperty(part);
+    expect(full.referrals).toHaveLength(1);
+  });
 });

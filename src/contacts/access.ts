@@ -2,6 +2,7 @@ import { and, desc, eq, inArray } from "drizzle-orm";
 import { contactActivities, contactCommunications, deals, mailOutbox, referrals, surveyResponses, surveys, testimonials } from "../db/schema";
 import { documentsNaming } from "../documents/service";
 import { NotFound } from "../lib/errors";
+import type { Permission } from "../platform/permissions";
 import type { ServiceContext } from "../service-context";
 import { envelopesNaming } from "../signatures/service";
 import { acceptancesOf, findPerson, mailTo, nameIsShared, referredIs } from "./erase";
@@ -10,45 +11,79 @@ import { toContact } from "./mapping";
 import { personOf, scrubOf } from "./redact";
 
 /**
+ * The parts of a person's export that other domains hold, each with the permission that reads it where the API shows
+ * it (issue 40): a credential that may not read deals gets no deal through the right of access either. The contact,
+ * its activities, communications and the mail sent to the person are the contacts domain's (`contacts:read`, which
+ * the route needs).
+ */
+export const ACCESS_PARTS = {
+  deals: "deals:read",
+  testimonials: "reputation:read",
+  referrals: "reputation:read",
+  surveys: "reputation:read",
+  surveyResponses: "reputation:read",
+  clickwrapAcceptances: "clickwrap:read",
+  documents: "documents:read",
+  envelopes: "signatures:read",
+} as const satisfies Record<string, Permission>;
+
+export type AccessPart = keyof typeof ACCESS_PARTS;
+const PARTS = Object.keys(ACCESS_PARTS) as AccessPart[];
+
+/**
  * GET /v1/contacts/{id}/export (issue 33, the right of access): everything the organization holds about the person,
  * found where their erasure finds them (erase.ts: the same lookups, so the two cannot drift apart) — the contact (live
  * or in the trash), its activities and communications, their deals, the testimonials they wrote, referrals naming
  * them, their surveys and answers, clickwrap acceptances under their id, e-mail or phone, the mail sent to them
  * (subjects: bodies hold links), and the documents and envelopes that are theirs (by e-mail or phone, or a name no
- * other contact has). Capabilities (a survey's link token and its hash) are left out.
+ * other contact has). Capabilities (a survey's link token and its hash) are left out. A part whose permission is not
+ * in `granted` is neither read nor answered, and is named in `omitted`: with every permission the export is complete.
  */
-export async function personalData(ctx: ServiceContext, id: string) {
+export async function personalData(ctx: ServiceContext, id: string, granted: readonly Permission[]) {
   const { live, trashed } = await findPerson(ctx, id);
   const contact = live ?? trashed;
   // An erasure that has begun: nothing is held any more but its tombstone.
   if (!contact) throw new NotFound("Contact");
+  const may = (part: AccessPart) => granted.includes(ACCESS_PARTS[part]);
+  const omitted = PARTS.filter((p) => !may(p));
   const org = ctx.organizationId;
   const person = personOf(contact);
   const scrub = scrubOf(person, !(await nameIsShared(ctx, person)));
-  const [activities, communications, theirDeals, authored, referred, theirSurveys, mails] = await ctx.db.batch([
+  // A part the credential may not read holds its place in the batch with a select of nothing (LIMIT 0 reads no row).
+  const none = ctx.db.select({ id: deals.id }).from(deals).where(eq(deals.id, "")).limit(0);
+  const [activities, communications, mails, theirDeals, authored, referred, theirSurveys] = await ctx.db.batch([
     ctx.db.select().from(contactActivities).where(and(eq(contactActivities.organizationId, org), eq(contactActivities.contactId, id))).orderBy(desc(contactActivities.createdAt)),
     ctx.db.select().from(contactCommunications).where(and(eq(contactCommunications.organizationId, org), eq(contactCommunications.contactId, id))).orderBy(desc(contactCommunications.occurredAt)),
-    ctx.db.select().from(deals).where(and(eq(deals.organizationId, org), eq(deals.contactId, id))),
-    ctx.db.select().from(testimonials).where(and(eq(testimonials.organizationId, org), eq(testimonials.authorPersonId, id))),
-    ctx.db.select().from(referrals).where(referredIs(ctx, person)),
-    ctx.db.select().from(surveys).where(and(eq(surveys.organizationId, org), eq(surveys.recipientPersonId, id))),
     ctx.db.select({ id: mailOutbox.id, subject: mailOutbox.subject, createdAt: mailOutbox.createdAt }).from(mailOutbox).where(mailTo(ctx, person)),
+    may("deals") ? ctx.db.select().from(deals).where(and(eq(deals.organizationId, org), eq(deals.contactId, id))) : none,
+    may("testimonials") ? ctx.db.select().from(testimonials).where(and(eq(testimonials.organizationId, org), eq(testimonials.authorPersonId, id))) : none,
+    may("referrals") ? ctx.db.select().from(referrals).where(referredIs(ctx, person)) : none,
+    may("surveys") ? ctx.db.select().from(surveys).where(and(eq(surveys.organizationId, org), eq(surveys.recipientPersonId, id))) : none,
   ]);
-  const surveyIds = theirSurveys.map((s) => s.id);
-  const answers = surveyIds.length ? await ctx.db.select().from(surveyResponses).where(and(eq(surveyResponses.organizationId, org), inArray(surveyResponses.surveyId, surveyIds))) : [];
+  const surveyIds = may("surveys") ? (theirSurveys as (typeof surveys.$inferSelect)[]).map((s) => s.id) : [];
+  const [answers, acceptances, documents, envelopes] = await Promise.all([
+    may("surveyResponses") && surveyIds.length ? ctx.db.select().from(surveyResponses).where(and(eq(surveyResponses.organizationId, org), inArray(surveyResponses.surveyId, surveyIds))) : [],
+    may("clickwrapAcceptances") ? acceptancesOf(ctx, scrub) : [],
+    may("documents") ? documentsNaming(ctx, scrub.recognizer) : [],
+    may("envelopes") ? envelopesNaming(ctx, scrub.recognizer) : [],
+  ]);
+  const parts: Record<AccessPart, unknown[]> = {
+    deals: theirDeals,
+    testimonials: authored,
+    referrals: referred,
+    surveys: (theirSurveys as (typeof surveys.$inferSelect)[]).map(({ accessTokenHash: _h, pendingToken: _t, ...s }) => s),
+    surveyResponses: answers,
+    clickwrapAcceptances: acceptances,
+    documents,
+    envelopes,
+  };
   return {
     exportedAt: new Date().toISOString(),
     contact: { ...toContact(contact), inTrash: live === null },
     activities: activities.map(toActivity),
     communications: communications.map(toCommunication),
-    deals: theirDeals,
-    testimonials: authored,
-    referrals: referred,
-    surveys: theirSurveys.map(({ accessTokenHash: _h, pendingToken: _t, ...s }) => s),
-    surveyResponses: answers,
-    clickwrapAcceptances: await acceptancesOf(ctx, scrub),
     mails,
-    documents: await documentsNaming(ctx, scrub.recognizer),
-    envelopes: await envelopesNaming(ctx, scrub.recognizer),
+    ...Object.fromEntries(PARTS.filter(may).map((p) => [p, parts[p]])),
+    omitted,
   };
 }

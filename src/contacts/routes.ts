@@ -3,7 +3,7 @@ import { OpenAPIHono } from "@hono/zod-openapi";
 import { CRM, CRM_PRECONDITION_ERROR, crmError, crmSuccess, keptAnswer, Page } from "../crm/envelope";
 import { defineRoute, jsonBody } from "../platform/route";
 import { listQuery, NoQuery } from "../crm/list-query";
-import { requirePermission, serviceContext } from "../platform/auth";
+import { grantedPermissions, requirePermission, serviceContext } from "../platform/auth";
 import { RESTORE_DAYS } from "../crm/trash";
 import { eraseContact } from "./erase";
 import { personalData } from "./access";
@@ -83,7 +83,7 @@ const access = defineRoute(CRM, {
   security,
   summary: "Everything held about one person (the right of access)",
   description:
-    "One JSON document: the contact (also one in the trash), its activities and communications, their deals, the testimonials they wrote, referrals naming them, their surveys and answers, clickwrap acceptances, the mail sent to them, and the documents and envelopes that name them — found where an erasure of the person would look. Needs `exports:read` and `contacts:read`.",
+    "One JSON document: the contact (also one in the trash), its activities and communications, their deals, the testimonials they wrote, referrals naming them, their surveys and answers, clickwrap acceptances, the mail sent to them, and the documents and envelopes that name them — found where an erasure of the person would look. Needs `exports:read` and `contacts:read`; each part another domain holds is included only with that domain's read permission (`deals:read` for deals, `reputation:read` for testimonials, referrals and surveys, `clickwrap:read`, `documents:read`, `signatures:read` for envelopes) and otherwise named in `omitted`.",
   request: { params: IdParam },
   responses: { 200: crmSuccess("Everything held about the person", PersonalData), 404: crmError("No contact with this id in your organization (not_found_error)") },
 });
@@ -276,7 +276,7 @@ export const contactRoutes = new OpenAPIHono<AppBindings>({ defaultHook: contact
   .openapi(access, async (c) => {
     // exports:read by its path (platform/permissions.ts), and what it reads: the contact and its records.
     requirePermission(c, "contacts:read");
-    return c.json({ success: true as const, data: await personalData(serviceContext(c), c.req.valid("param").id) }, 200);
+    return c.json({ success: true as const, data: await personalData(serviceContext(c), c.req.valid("param").id, grantedPermissions(c)) }, 200);
   })
   .openapi(read, async (c) => c.json({ success: true as const, data: withEtag(c, await getContact(serviceContext(c), c.req.valid("param").id, c.req.valid("query").include)) }, 200))
   .openapi(update, async (c) => {

@@ -274,14 +274,17 @@ export const PersonalData = z
     contact: Contact.extend({ inTrash: z.boolean() }),
     activities: z.array(Activity),
     communications: z.array(Communication),
-    deals: records("Deals whose contact they are"),
-    testimonials: records("Testimonials they wrote"),
-    referrals: records("Referrals that name them (as the lead made, or by e-mail or phone)"),
-    surveys: records("Surveys sent to them (link tokens left out)"),
-    surveyResponses: records("Their answers"),
-    clickwrapAcceptances: records("Acceptances recorded under their id, e-mail or phone"),
     mails: records("Mail sent to them: id, subject, createdAt (bodies hold links)"),
-    documents: records("Documents that name their e-mail or phone, or a name no other contact has: id, createdAt"),
-    envelopes: records("Signature envelopes that name them the same way: id, status"),
+    deals: records("Deals whose contact they are (with `deals:read`)").optional(),
+    testimonials: records("Testimonials they wrote (with `reputation:read`)").optional(),
+    referrals: records("Referrals that name them, as the lead made or by e-mail or phone (with `reputation:read`)").optional(),
+    surveys: records("Surveys sent to them, link tokens left out (with `reputation:read`)").optional(),
+    surveyResponses: records("Their answers (with `reputation:read`)").optional(),
+    clickwrapAcceptances: records("Acceptances recorded under their id, e-mail or phone (with `clickwrap:read`)").optional(),
+    documents: records("Documents that name their e-mail or phone, or a name no other contact has: id, createdAt (with `documents:read`)").optional(),
+    envelopes: records("Signature envelopes that name them the same way: id, status (with `signatures:read`)").optional(),
+    omitted: z
+      .array(z.enum(["deals", "testimonials", "referrals", "surveys", "surveyResponses", "clickwrapAcceptances", "documents", "envelopes"]))
+      .openapi({ description: "The parts left out because the credential lacks their read permission (empty: the export is complete)" }),
   })
   .openapi("PersonalData");
