@@ -89,6 +89,44 @@ describe("profiles", () => {
   });
 });
 
+// Issue 40: an agent PUT, published and deleted the owner's profile by naming agentUserId: the owner's public reviews
+// page showed the agent's headline and contact button, or went down.
+describe("whose profile a caller may touch", () => {
+  it("lets an agent read and write only their own; another user's needs users:manage", async () => {
+    const owner = await createPrincipal();
+    const agent = await createPrincipal({ organizationId: owner.organizationId, role: "agent" });
+    const slug = await publishedProfile(owner, { displayName: "Olive Owner", headline: "Trusted since 1999" });
+    const hostile = { agentUserId: owner.userId, draftConfig: { displayName: "Olive Owner", headline: "Call my colleague instead", contactButton: { label: "Call now", url: "tel:+14165550000" } } };
+    const attempts: [string, string, unknown][] = [
+      ["GET", `/api/reputation/profile?agentUserId=${owner.userId}`, undefined],
+      ["PUT", "/api/reputation/profile", hostile],
+      ["POST", "/api/reputation/profile/publish", { agentUserId: owner.userId }],
+      ["DELETE", `/api/reputation/profile?agentUserId=${owner.userId}`, undefined],
+    ];
+    for (const [method, path, body] of attempts) {
+      const res = await call(method as "GET", path, { token: agent.token, body });
+      expect(res.status, `${method} ${path}`).toBe(403);
+      expect(JSON.stringify(await json(res)), `${method} ${path}`).toContain("insufficient_role");
+    }
+    const page = await json(await feed(slug));
+    expect(JSON.stringify(page)).not.toContain("Call my colleague");
+    expect(JSON.stringify(page)).toContain("Trusted since 1999");
+
+    // Their own, by id or by default, is theirs to write.
+    expect((await call("PUT", "/api/reputation/profile", { token: agent.token, body: { agentUserId: agent.userId, draftConfig: { displayName: "Ava Agent" } } })).status).toBe(200);
+    expect((await call("POST", "/api/reputation/profile/publish", { token: agent.token })).status).toBe(200);
+    // An admin manages anyone's; an owner's key without users:manage only its own user's.
+    const admin = await createPrincipal({ organizationId: owner.organizationId, role: "admin" });
+    expect((await call("GET", `/api/reputation/profile?agentUserId=${agent.userId}`, { token: admin.token })).status).toBe(200);
+    const keyRes = await call("POST", "/v1/api-keys", { token: owner.token, body: { name: "Profile key", permissions: ["reputation:read", "reputation:write"] } });
+    const key = (await json(keyRes)).data.key as string;
+    const viaKey = await call("GET", `/api/reputation/profile?agentUserId=${agent.userId}`, { token: key });
+    expect(viaKey.status).toBe(403);
+    expect(JSON.stringify(await json(viaKey))).toContain("insufficient_permission");
+    expect((await call("GET", `/api/reputation/profile?agentUserId=${owner.userId}`, { token: key })).status).toBe(200);
+  });
+});
+
 describe("the public reviews feed", () => {
   it("serves published public testimonials with only consented fields, the aggregate, branding and JSON-LD, with CORS", async () => {
     const owner = await createPrincipal();
