@@ -175,6 +175,18 @@ describe("organization settings", () => {
     const other = await createPrincipal();
     expect((await json(await call("GET", "/api/signatures/settings", { token: other.token }))).signerVerification).toBe("attested");
   });
+
+  // Issue 40: an agent switched the organization's default from code to attested.
+  it("are the organization's to change: an agent reads them but cannot weaken them", async () => {
+    const owner = await createPrincipal();
+    expect((await call("PUT", "/api/signatures/settings", { token: owner.token, body: { signerVerification: "code" } })).status).toBe(200);
+    const agent = await createPrincipal({ organizationId: owner.organizationId, role: "agent" });
+    expect((await json(await call("GET", "/api/signatures/settings", { token: agent.token }))).signerVerification).toBe("code");
+    const refused = await call("PUT", "/api/signatures/settings", { token: agent.token, body: { signerVerification: "attested" } });
+    expect(refused.status).toBe(403);
+    expect(JSON.stringify(await json(refused))).toContain("insufficient_role");
+    expect((await json(await call("GET", "/api/signatures/settings", { token: owner.token }))).signerVerification).toBe("code");
+  });
 });
 
 describe("nothing raw at rest", () => {

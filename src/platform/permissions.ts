@@ -95,6 +95,8 @@ const ROUTE_NEEDS: Record<string, Need> = {
   "/api/documents/*/signatures": { read: "signatures:read", write: "envelopes:send" },
   "/api/documents/*/signature": { read: "signatures:read", write: "envelopes:send" },
   "/api/signatures": { read: "signatures:read", write: "signatures:write" },
+  // The organization's defaults for every envelope (how signers prove who they are): the organization's to set (issue 40).
+  "/api/signatures/settings": { read: "signatures:read", write: "organization:manage" },
   "/api/clickwrap": { read: "clickwrap:read", write: "clickwrap:write" },
   "/api/reputation": { read: "reputation:read", write: "reputation:write" },
   "/plants": { read: "plants:read", write: "plants:write" },

@@ -119,7 +119,8 @@ const updateSettingsRoute = defineRoute(API, {
   tags,
   security,
   summary: "Change the organization's defaults for new envelopes",
-  description: "Fields left out keep their value; `reminders: null` turns reminders off. Envelopes already sent keep what they were sent with.",
+  description:
+    "Fields left out keep their value; `reminders: null` turns reminders off. Envelopes already sent keep what they were sent with. They are the organization's defaults (how every signer proves who they are): `organization:manage`, owners and admins only.",
   request: { body: { required: true, content: { "application/json": { schema: SignatureSettingsUpdate } } } },
   responses: { 200: apiJson("The settings now", SignatureSettings) },
 });
