@@ -165,6 +165,32 @@ describe("users (/v1/users)", () => {
   });
 });
 
+// Issue 40: an admin sent 21 invitation mails to one address in seconds.
+describe("invitation mails per address", () => {
+  it("mails one address at most 3 invitations a day, whoever invites it; beyond, 429 with Retry-After and nothing written", async () => {
+    const owner = await createPrincipal();
+    const email = freshEmail();
+    const user = (await json(await invite(owner, { email }))).data;
+    for (let i = 0; i < 2; i++) expect((await call("POST", `/v1/users/${user.id}/invitation`, { token: owner.token })).status).toBe(200);
+    const link = await invitationLink(email);
+    const refused = await call("POST", `/v1/users/${user.id}/invitation`, { token: owner.token });
+    expect(refused.status).toBe(429);
+    expect(Number(refused.headers.get("retry-after"))).toBeGreaterThan(80_000);
+    expect((await json(refused)).error).toMatchObject({ code: "rate_limited" });
+    expect((await mailTo(email)).filter((m) => m.subject.startsWith("You are invited to"))).toHaveLength(3);
+    // The link mailed last still works: a refused resend replaced nothing.
+    expect((await pageCall("GET", link)).status).toBe(200);
+
+    // Another organization inviting the same person is held to the same count, and writes no user.
+    const other = await createPrincipal();
+    const elsewhere = await invite(other, { email });
+    expect(elsewhere.status).toBe(429);
+    expect((await json(await call("GET", "/v1/users", { token: other.token }))).data.map((u: { email: string }) => u.email)).not.toContain(email);
+    // Other addresses are not held up.
+    expect((await invite(owner, { email: freshEmail() })).status).toBe(201);
+  });
+});
+
 describe("invitation links (/invite/<token>)", () => {
   it("signs the invited user in by mailed code: a 30-day session shown once that works on /v1; the link is then dead", async () => {
     const owner = await createPrincipal();

@@ -5,7 +5,7 @@ import { sha256Hex } from "../lib/crypto";
 import { loggableError } from "../lib/log";
 import { mailerFor, type MailMessage } from "../mail/mailer";
 import type { AppBindings } from "../platform/context";
-import { RATE_LIMITS } from "../platform/rate-limit";
+import { consumeForAddress } from "../platform/rate-limit";
 import type { RateLimiter } from "../platform/rate-limiter";
 import { openShardOf } from "../shards/tenants";
 import { lockEndText, recordSignInFailure, SIGN_IN_FAILURES_BEFORE_LOCK, signInLockedUntil } from "./lockout";
@@ -75,10 +75,9 @@ export async function enterSignInCode(deps: CodeSignInDeps, signIn: SignIn, code
   return check.attemptsLeft > 0 ? check : { kind: "spent" };
 }
 
-/** One request against a per-e-mail limit (the address lower-cased and hashed, so keys hold no e-mail). */
+/** One request against a per-e-mail limit (platform/rate-limit.ts). */
 async function allowedFor(deps: CodeSignInDeps, bucket: "oauth-sign-in-mail:email" | "oauth-sign-in-code:email", email: string): Promise<boolean> {
-  const decision = await deps.rateLimiter.consume(`${bucket}:${await sha256Hex(email.toLowerCase())}`, RATE_LIMITS[bucket]);
-  return decision.allowed;
+  return (await consumeForAddress(deps.rateLimiter, bucket, email)).allowed;
 }
 
 /**

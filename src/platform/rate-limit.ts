@@ -1,10 +1,11 @@
 import type { Context } from "hono";
 import { createMiddleware } from "hono/factory";
 import { readConfig } from "../env";
+import { sha256Hex } from "../lib/crypto";
 import { RateLimited } from "../lib/errors";
 import { loggableError } from "../lib/log";
 import type { AppBindings } from "./context";
-import type { RateDecision, RateRule } from "./rate-limiter";
+import type { RateDecision, RateLimiter, RateRule } from "./rate-limiter";
 
 /**
  * Per-IP limits of the public routes. Counts come from the specs where they give them (documents spec, Limits);
@@ -31,6 +32,8 @@ export const RATE_LIMITS = {
   // addresses with and without an account, so neither tells. 10 guesses per 15 minutes of a 6-digit code.
   "oauth-sign-in-mail:email": { limit: 5, windowSeconds: 900 },
   "oauth-sign-in-code:email": { limit: 10, windowSeconds: 900 },
+  // Ours, per invited address whoever invites it (issue 40): invitation mails, so no organization mails one inbox dry.
+  "invitation-mail:email": { limit: 3, windowSeconds: 86_400 },
   // Ours: anyone may check a signed PDF (up to 10 MiB each, a signature check each).
   "public-verify:post": { limit: 20, windowSeconds: 60 },
   // Ours: signed file links (certificates, photos, reports), which only the holder of a fresh link can use anyway.
@@ -76,6 +79,20 @@ export function rateLimit(bucket: RateBucket, keyOf: (c: Context<AppBindings>) =
     if (!decision.allowed) throw new RateLimited(decision.retryAfterSeconds);
     await next();
   });
+}
+
+/** The buckets counted per e-mail address rather than per client address. */
+type AddressBucket = "oauth-sign-in-mail:email" | "oauth-sign-in-code:email" | "invitation-mail:email";
+
+/** One request against a per-e-mail limit: the address lower-cased and hashed, so limiter keys hold no e-mail. */
+export async function consumeForAddress(limiter: RateLimiter, bucket: AddressBucket, email: string): Promise<RateDecision> {
+  return limiter.consume(`${bucket}:${await sha256Hex(email.toLowerCase())}`, RATE_LIMITS[bucket]);
+}
+
+/** The same, on a request: 429 with Retry-After when the address's window is spent. */
+export async function admitForAddress(c: Context<AppBindings>, bucket: AddressBucket, email: string): Promise<void> {
+  const decision = await consumeForAddress(c.get("rateLimiter"), bucket, email);
+  if (!decision.allowed) throw new RateLimited(decision.retryAfterSeconds);
 }
 
 /**

@@ -1,17 +1,24 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
 import { CRM, CRM_PRECONDITION_ERROR, crmError, crmSuccess, keptAnswer } from "../crm/envelope";
+import type { Context } from "hono";
 import { serviceContext } from "../platform/auth";
+import { admitForAddress } from "../platform/rate-limit";
 import type { AppBindings } from "../platform/context";
 import { ETAG_HEADER, instantFacet, withEtag } from "../platform/etag";
 import { validationHook } from "../platform/openapi";
 import { defineRoute, jsonBody } from "../platform/route";
 import { CreateUser, UpdateUser, User, UserIdParam, UserList, UserListQuery } from "./schemas";
-import { createUser, getUser, listUsers, resendInvitation, updateUser } from "./service";
+import { type AdmitMail, createUser, getUser, listUsers, resendInvitation, updateUser } from "./service";
 
 const tags = ["Users"];
 const security = [{ bearerAuth: [] }];
 const NOT_FOUND = { 404: crmError("No user with this id in your organization") };
 const OWNERS_ONLY = "only an owner may make or unmake an owner (403 insufficient_role)";
+const MAIL_BOUND = "An address gets at most 3 invitation mails a day, whoever sends them (429 with Retry-After beyond; nothing is written).";
+const TOO_MANY_MAILS = { 429: crmError("This address has had 3 invitation mails in the last 24 hours (rate_limited): retry after Retry-After seconds") };
+
+/** Invitation mails count per recipient, in the same limiter as the per-address limits (platform/rate-limit.ts). */
+const invitationMails = (c: Context<AppBindings>): AdmitMail => (email) => admitForAddress(c, "invitation-mail:email", email);
 
 const list = defineRoute(CRM, {
   operationId: "listUsers",
@@ -43,12 +50,13 @@ const create = defineRoute(CRM, {
   tags,
   security,
   summary: "Invite a user",
-  description: `Creates the user (\`role\` agent unless said) and mails them a one-time sign-in link valid 7 days: opening it sends a code to their address, and the right code signs them in with a new 30-day session token (README "Users and roles"). The link is in the mail only. Emits \`user.created\`. Owners and admins (\`users:manage\`); ${OWNERS_ONLY}.`,
+  description: `Creates the user (\`role\` agent unless said) and mails them a one-time sign-in link valid 7 days: opening it sends a code to their address, and the right code signs them in with a new 30-day session token (README "Users and roles"). The link is in the mail only. Emits \`user.created\`. Owners and admins (\`users:manage\`); ${OWNERS_ONLY}. ${MAIL_BOUND}`,
   request: jsonBody(CreateUser),
   responses: {
     201: crmSuccess("The invited user", User, ETAG_HEADER),
     403: crmError("Only an owner may make an owner (insufficient_role)"),
     409: crmError("A user of your organization has this e-mail address (duplicate_email), or too many concurrent changes (concurrent_modification; retry)"),
+    ...TOO_MANY_MAILS,
   },
 });
 
@@ -77,9 +85,9 @@ const resend = defineRoute(CRM, {
   tags,
   security,
   summary: "Mail a user a new invitation link",
-  description: "For a user who has not signed in yet (an expired or lost link): a new link valid 7 days is mailed, and the earlier one stops working. Owners and admins (`users:manage`).",
+  description: "For a user who has not signed in yet (an expired or lost link): a new link valid 7 days is mailed, and the earlier one stops working (a refused resend leaves it working). Owners and admins (`users:manage`). " + MAIL_BOUND,
   request: { params: UserIdParam },
-  responses: { 200: crmSuccess("The user, still invited, with the new link's expiry", User, ETAG_HEADER), ...NOT_FOUND, 409: crmError("The user has signed in already (user_active)") },
+  responses: { 200: crmSuccess("The user, still invited, with the new link's expiry", User, ETAG_HEADER), ...NOT_FOUND, 409: crmError("The user has signed in already (user_active)"), ...TOO_MANY_MAILS },
 });
 
 export const userRoutes = new OpenAPIHono<AppBindings>({ defaultHook: validationHook })
@@ -91,7 +99,7 @@ export const userRoutes = new OpenAPIHono<AppBindings>({ defaultHook: validation
   })
   .openapi(create, async (c) => {
     const { ctx, answer } = keptAnswer<User>(c, 201);
-    return c.json(answer(withEtag(c, await createUser(ctx, c.req.valid("json")))), 201);
+    return c.json(answer(withEtag(c, await createUser(ctx, c.req.valid("json"), invitationMails(c)))), 201);
   })
-  .openapi(resend, async (c) => c.json({ success: true as const, data: withEtag(c, await resendInvitation(serviceContext(c), c.req.valid("param").id)) }, 200))
+  .openapi(resend, async (c) => c.json({ success: true as const, data: withEtag(c, await resendInvitation(serviceContext(c), c.req.valid("param").id, invitationMails(c))) }, 200))
   .openapi(update, async (c) => c.json({ success: true as const, data: withEtag(c, await updateUser(serviceContext(c), c.req.valid("param").id, c.req.valid("json"))) }, 200));

@@ -16,6 +16,12 @@ import { invitationMail, inviteMember, newInvitation, pendingInvitations, renewI
 import { toUser, type UserRow } from "./mapping";
 import type { CreateUser, UpdateUser, User } from "./schemas";
 
+/**
+ * Admits one invitation mail to an address, or throws 429 (`RateLimited`): handed in by the route (routes.ts), so the
+ * bound holds per recipient whoever invites them, and checked before anything is written or mailed.
+ */
+export type AdmitMail = (email: string) => Promise<void>;
+
 type Row = UserRow;
 
 /** The shard's copy of a user is the one that versions its changes (db/members.ts); the directory's follows. */
@@ -91,7 +97,7 @@ export async function listUsers(ctx: ServiceContext, { limit, cursor }: { limit:
  * and the kept answer (with an Idempotency-Key a retry replays it). The shard copy makes the user complete: an e-mail
  * with one is a 409. Only an owner may make an owner.
  */
-export async function createUser(ctx: ServiceContext, input: CreateUser): Promise<User> {
+export async function createUser(ctx: ServiceContext, input: CreateUser, admitMail: AdmitMail): Promise<User> {
   const email = input.email.toLowerCase();
   // Whatever the case it was stored in (users_email_lower_idx): one address, one user.
   const sameEmail = and(eq(users.organizationId, ctx.organizationId), sql`lower(${users.email}) = ${email}`);
@@ -103,6 +109,7 @@ export async function createUser(ctx: ServiceContext, input: CreateUser): Promis
     ]);
     if (copy) throw new Conflict("A user of your organization has this e-mail address", "duplicate_email");
     if (input.role === "owner" && actor?.role !== "owner") throw new InsufficientRole("Only an owner may make another user an owner");
+    await admitMail(email);
     const now = nowIso();
     const invitation = await newInvitation();
     const member: Row = { id: newId(), organizationId: ctx.organizationId, email, name: input.name, role: input.role, acceptsLeads: true, createdAt: now, updatedAt: now, version: 1 };
@@ -128,8 +135,10 @@ const nameOf = (row: { name: string; displayName: string | null } | undefined) =
  * POST /v1/users/{id}/invitation: a new link, valid 7 days, mailed to a user who has not signed in yet (their earlier
  * link stops working); 409 user_active for one who has. A failed mail fails the request, whose retry mails another.
  */
-export async function resendInvitation(ctx: ServiceContext, id: string): Promise<User> {
+export async function resendInvitation(ctx: ServiceContext, id: string, admitMail: AdmitMail): Promise<User> {
   const [row, [organization]] = await Promise.all([findUser(ctx, id), organizationNames(ctx)]);
+  // Before the renewal: a refused resend leaves the link already mailed working.
+  await admitMail(row.email);
   const invitation = await newInvitation();
   if (!(await renewInvitation(ctx.directory, ctx.organizationId, id, invitation))) throw new Conflict("This user has signed in already: invitations are for users who have not", "user_active");
   await mailerFor(ctx.env, ctx.db).send(invitationMail(ctx.env, row, nameOf(organization), invitation.token, invitation.expiresAt));
