@@ -140,6 +140,36 @@ describe("API keys", () => {
     expect((await call("POST", "/v1/api-keys", { token: access_token, body: { name: "From a token", permissions: ["deals:read"] } })).status).toBe(403);
   });
 
+  // Issue 40: a key expiring in an hour, holding api-keys:manage, minted a key that never expires.
+  it("expires no later than the credential that creates it: a key's or an access token's end caps the new key's", async () => {
+    const owner = await createPrincipal();
+    const hourEnd = new Date(Date.now() + 3_600_000).toISOString();
+    const hour = await createApiKey(owner.token, ["api-keys:manage", "contacts:read"], { expiresAt: hourEnd });
+    const forever = await call("POST", "/v1/api-keys", { token: hour.key, body: { name: "Forever", permissions: ["contacts:read"] } });
+    expect(forever.status).toBe(201);
+    const minted = (await json(forever)).data as { id: string; key: string; expiresAt: string };
+    expect(minted.expiresAt).toBe(hourEnd);
+    const later = await call("POST", "/v1/api-keys", { token: hour.key, body: { name: "Next month", permissions: ["contacts:read"], expiresAt: new Date(Date.now() + 30 * 86_400_000).toISOString() } });
+    expect((await json(later)).data.expiresAt).toBe(hourEnd);
+    const sooner = new Date(Date.now() + 600_000).toISOString();
+    const shorter = await call("POST", "/v1/api-keys", { token: hour.key, body: { name: "Ten minutes", permissions: ["contacts:read"], expiresAt: sooner } });
+    expect((await json(shorter)).data.expiresAt).toBe(sooner);
+    // The minted key dies with its creator's hour: the row says so, and authentication refuses it after.
+    await env.DB.prepare("UPDATE api_keys SET expires_at = ? WHERE id IN (?, ?)").bind(new Date(Date.now() - 1000).toISOString(), hour.id, minted.id).run();
+    expect((await call("GET", "/v1/contacts", { token: minted.key })).status).toBe(401);
+
+    // An OAuth client's token lives an hour: what it mints ends with its grant.
+    const { access_token } = await grantTokens(owner, { scope: "api-keys:manage contacts:read" });
+    const fromToken = await call("POST", "/v1/api-keys", { token: access_token, body: { name: "From a token", permissions: ["contacts:read"] } });
+    expect(fromToken.status).toBe(201);
+    const tokenKeyEnd = Date.parse((await json(fromToken)).data.expiresAt);
+    expect(tokenKeyEnd).toBeGreaterThan(Date.now());
+    expect(tokenKeyEnd).toBeLessThanOrEqual(Date.now() + 3_600_000 + 5_000);
+    // A key that never expires, and the user's own session, make keys that live as asked.
+    const lasting = await createApiKey(owner.token, ["api-keys:manage", "contacts:read"]);
+    expect((await json(await call("POST", "/v1/api-keys", { token: lasting.key, body: { name: "Lasting", permissions: ["contacts:read"] } }))).data.expiresAt).toBeNull();
+  });
+
   it("stamps lastUsedAt after the answer, at most once a minute", async () => {
     const owner = await createPrincipal();
     const { id, key } = await createApiKey(owner.token);

@@ -20,6 +20,7 @@ const create = defineRoute(CRM, {
   summary: "Create an API key",
   description: `A bearer for a machine (\`Authorization: Bearer bk_…\`), accepted on /v1, /api, /plants and the MCP endpoint. It acts as you,
 with \`permissions\` ∩ what your role allows at each request, until \`expiresAt\` (at most ${MAX_KEY_LIFETIME_DAYS} days ahead; absent: until deleted).
+Created with an API key or an OAuth access token, it expires no later than that credential: \`expiresAt\` is capped at its end (the answer says when).
 It may carry only permissions you hold yourself (403 \`insufficient_role\` or \`insufficient_permission\` otherwise). The key is in this answer
 only: only its SHA-256 is kept. Emits \`integration.connected\`. At most ${MAX_KEYS_PER_ORGANIZATION} keys per organization.`,
   request: jsonBody(CreateApiKey),
@@ -56,7 +57,7 @@ const remove = defineRoute(CRM, {
 export const apiKeyRoutes = new OpenAPIHono<AppBindings>({ defaultHook: validationHook })
   .openapi(create, async (c) => {
     c.set("replayOmits", [["data", "key"]]);
-    const creator = { role: c.get("user").role, granted: grantedPermissions(c) };
+    const creator = { role: c.get("user").role, granted: grantedPermissions(c), expiresAt: c.get("credentialExpiresAt") };
     return c.json({ success: true as const, data: await createApiKey(serviceContext(c), c.req.valid("json"), creator) }, 201);
   })
   .openapi(list, async (c) => c.json({ success: true as const, ...(await listApiKeys(serviceContext(c), c.req.valid("query"))) }, 200))

@@ -41,11 +41,23 @@ export const toApiKey = (row: KeyRow): ApiKey => ({
 /** A key as an integration (GET /v1/integrations, the integration events): never the key itself. */
 export const toKeyIntegration = (row: KeyRow): ApiKeyIntegration => ({ type: "api_key", ...toApiKey(row) });
 
-/** Who creates a key: their role and what their own credential may do (a session: everything its role allows). */
+/**
+ * Who creates a key: their role, what their own credential may do (a session: everything its role allows) and when
+ * that credential stops working (undefined for a session; null for a key that never expires).
+ */
 export interface KeyCreator {
   role: Role;
   granted: readonly Permission[];
+  expiresAt?: string | null;
 }
+
+/**
+ * A key expires no later than the credential that creates it (issue 40): a key that expires in an hour, or an OAuth
+ * client's hour-long token, may not mint one that never does and so outlive its own end or revocation. A session is
+ * the user signed in, not a delegation: what it creates lives as asked.
+ */
+const cappedExpiry = (asked: string | undefined, creator: KeyCreator): string | null =>
+  typeof creator.expiresAt === "string" && (asked === undefined || Date.parse(asked) > Date.parse(creator.expiresAt)) ? creator.expiresAt : (asked ?? null);
 
 /** A key carries no more than its creator may do: beyond the role 403 insufficient_role, beyond the credential insufficient_permission. */
 function assertWithinReach(permissions: Permission[], creator: KeyCreator): void {
@@ -71,7 +83,7 @@ export async function createApiKey(ctx: ServiceContext, input: CreateApiKey, cre
     keyHash: await sha256Hex(key),
     permissions: input.permissions,
     createdAt: nowIso(),
-    expiresAt: input.expiresAt ?? null,
+    expiresAt: cappedExpiry(input.expiresAt, creator),
     lastUsedAt: null,
   };
   const d = ctx.directory;

@@ -109,6 +109,8 @@ export interface AccessTokenPrincipal {
   /** Where the organization lives, and whether a move fences its writes (issue 24). */
   shard: number;
   fenced: boolean;
+  /** When the token's grant ends (its own `exp` at the latest). */
+  expiresAt: string;
 }
 
 /**
@@ -126,7 +128,7 @@ export async function verifyAccessToken(db: Db, config: Config, token: string): 
   const { jti, sub, org } = claims;
   if (typeof jti !== "string" || typeof sub !== "string" || typeof org !== "string" || typeof claims.exp !== "number") return null;
   const row = await db
-    .select({ permissions: oauthGrants.permissions, email: users.email, userName: users.name, role: users.role, organizationName: organizations.name, phoneRegion: organizationPhoneRegion.as("phone_region"), shard: organizationShards.shard, fencedAt: organizationShards.fencedAt })
+    .select({ permissions: oauthGrants.permissions, expiresAt: oauthGrants.expiresAt, email: users.email, userName: users.name, role: users.role, organizationName: organizations.name, phoneRegion: organizationPhoneRegion.as("phone_region"), shard: organizationShards.shard, fencedAt: organizationShards.fencedAt })
     .from(oauthGrants)
     .innerJoin(users, and(eq(users.id, oauthGrants.userId), eq(users.organizationId, oauthGrants.organizationId)))
     .innerJoin(organizations, eq(organizations.id, oauthGrants.organizationId))
@@ -141,6 +143,7 @@ export async function verifyAccessToken(db: Db, config: Config, token: string): 
     permissions: row.permissions.filter(isPermission),
     shard: row.shard,
     fenced: row.fencedAt !== null,
+    expiresAt: row.expiresAt,
   };
 }
 

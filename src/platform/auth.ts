@@ -28,7 +28,7 @@ export interface Principal {
 /** A credential found in the directory: a session (which carries every permission) or an API key (its own). */
 interface Credential extends Principal {
   permissions?: Permission[];
-  apiKey?: { id: string; lastUsedAt: string | null };
+  apiKey?: { id: string; lastUsedAt: string | null; expiresAt: string | null };
 }
 
 /**
@@ -40,8 +40,8 @@ export interface AccessTokens {
   recognizes(token: string): boolean;
   /** Where access tokens are accepted at all (the authenticated families and the MCP endpoint). */
   acceptedOn(path: string, config: Config): boolean;
-  /** Who the token acts for and what it may do, or null for a token that is not (or no longer) valid. */
-  verify(directory: Db, config: Config, token: string): Promise<(Principal & { permissions: Permission[] }) | null>;
+  /** Who the token acts for, what it may do and until when, or null for a token that is not (or no longer) valid. */
+  verify(directory: Db, config: Config, token: string): Promise<(Principal & { permissions: Permission[]; expiresAt: string }) | null>;
 }
 
 /**
@@ -103,7 +103,7 @@ async function sessionLookup(directory: Db, tokenHash: string): Promise<Credenti
 async function apiKeyLookup(directory: Db, keyHash: string): Promise<Credential | null> {
   const now = nowIso();
   const row = await directory
-    .select({ ...PRINCIPAL_COLUMNS, keyId: sql<string>`${apiKeys.id}`.as("key_id"), permissions: apiKeys.permissions, lastUsedAt: apiKeys.lastUsedAt })
+    .select({ ...PRINCIPAL_COLUMNS, keyId: sql<string>`${apiKeys.id}`.as("key_id"), permissions: apiKeys.permissions, lastUsedAt: apiKeys.lastUsedAt, keyExpiresAt: apiKeys.expiresAt })
     .from(apiKeys)
     .innerJoin(users, and(eq(users.id, apiKeys.createdBy), eq(users.organizationId, apiKeys.organizationId)))
     .innerJoin(organizations, eq(organizations.id, apiKeys.organizationId))
@@ -111,7 +111,7 @@ async function apiKeyLookup(directory: Db, keyHash: string): Promise<Credential 
     .where(and(eq(apiKeys.keyHash, keyHash), or(isNull(apiKeys.expiresAt), gt(apiKeys.expiresAt, now))))
     .get();
   if (!row) return null;
-  return { ...principalOf(row), permissions: row.permissions.filter(isPermission), apiKey: { id: row.keyId, lastUsedAt: row.lastUsedAt } };
+  return { ...principalOf(row), permissions: row.permissions.filter(isPermission), apiKey: { id: row.keyId, lastUsedAt: row.lastUsedAt, expiresAt: row.keyExpiresAt } };
 }
 
 /** How stale a key's `lastUsedAt` may be before a request stamps it again: at most one write a minute per key. */
@@ -183,6 +183,7 @@ export const authenticate = (preloads: AuthPreload[], accessTokens: AccessTokens
       admitCount(c, counted);
       admit(c, principal);
       c.set("permissions", principal.permissions);
+      c.set("credentialExpiresAt", principal.expiresAt);
       return next();
     }
     const guess = shardGuesses.get(tokenHash);
@@ -201,7 +202,10 @@ export const authenticate = (preloads: AuthPreload[], accessTokens: AccessTokens
     rememberShard(tokenHash, principal);
     admit(c, principal);
     if (principal.permissions) c.set("permissions", principal.permissions);
-    if (principal.apiKey) noteKeyUse(c, principal.apiKey);
+    if (principal.apiKey) {
+      noteKeyUse(c, principal.apiKey);
+      c.set("credentialExpiresAt", principal.apiKey.expiresAt);
+    }
     if (preload && preloaded && guess?.organizationId === principal.organization.id && guess.shard === principal.shard) {
       c.set("preloaded", new Map([[preload.key, preloaded as unknown[]]]));
     }

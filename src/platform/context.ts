@@ -39,6 +39,12 @@ export interface AppVariables {
    */
   permissions?: Permission[];
   /**
+   * When the credential stops working, for what it may create that would outlive it (an API key: api-keys/service.ts):
+   * an API key's `expiresAt` (null: it never expires), an OAuth access token's grant's; undefined for a bearer session,
+   * which is the user signed in rather than a delegation of theirs.
+   */
+  credentialExpiresAt?: string | null;
+  /**
    * JSON paths of the answer that an idempotent replay leaves out (platform/idempotency.ts): secrets and capability
    * links shown once. `*` steps into every item of an array: `[["links", "*", "url"]]`.
    */
