@@ -75,11 +75,13 @@ const ROUTE_NEEDS: Record<string, Need> = {
   "/v1/contacts": { read: "contacts:read", write: "contacts:write" },
   "/v1/leads": both("leads:write"),
   "/v1/contacts/export": both("exports:read"),
+  // And contacts:read; each other domain's part of it only with that domain's read permission (contacts/access.ts).
   "/v1/contacts/*/export": both("exports:read"),
   "/v1/deals": { read: "deals:read", write: "deals:write" },
   "/v1/deals/export": both("exports:read"),
   "/v1/properties": { read: "properties:read", write: "properties:write" },
   "/v1/properties/export": both("exports:read"),
+  // And every write of a subscription the read permission of each event it holds or sends (webhooks/reach.ts).
   "/v1/webhooks": both("webhooks:manage"),
   "/v1/events": both("events:read"),
   "/v1/organization": { read: "organization:read", write: "organization:manage" },

@@ -6,6 +6,7 @@ import { createDeal, createTask, documentForm } from "./deals";
 import { createProperty, mlsListedProperty, mlsVars, photoForm, PNG_1X1, valuableProperty } from "./properties";
 import { seedSurvey, STANDARD_QUESTIONS } from "./surveys";
 import { tenantDb, type TestPrincipal } from "./factories";
+import type { Permission } from "../../src/platform/permissions";
 
 export type Family = "crm" | "api" | "plants";
 
@@ -22,6 +23,12 @@ export interface MatrixRoute {
   unknown?: Record<string, string>;
   /** Configuration the route needs on top of the test env (an outside service the seed set up), from the seed's params. */
   vars?: (params: Record<string, string>) => Record<string, string>;
+  /**
+   * What the route reads beyond its own permission (platform/permissions.ts `routePermission`) for the object it acts
+   * on: a key holding only the route's permission gets 403 insufficient_permission, one holding these too goes through
+   * (issue 40). Absent: the route's permission is enough. The route matrix walks both keys.
+   */
+  objectReads?: Permission[];
 }
 
 /**
@@ -55,22 +62,25 @@ async function seedWebhook(owner: TestPrincipal): Promise<string> {
 
 function webhookRoutes(): MatrixRoute[] {
   const one = async (owner: TestPrincipal) => ({ id: await seedWebhook(owner) });
+  // Every write of a subscription needs the read permission of its events (seeded with contact.created).
+  const contacts: Permission[] = ["contacts:read"];
   return [
-    { method: "POST", path: "/v1/webhooks", family: "crm", body: { url: `${receiverUrl()}/hooks/sink`, events: ["contact.created"] } },
+    { method: "POST", path: "/v1/webhooks", family: "crm", body: { url: `${receiverUrl()}/hooks/sink`, events: ["contact.created"] }, objectReads: contacts },
     { method: "GET", path: "/v1/webhooks", family: "crm" },
     { method: "GET", path: "/v1/webhooks/{id}", family: "crm", seed: one },
-    { method: "PATCH", path: "/v1/webhooks/{id}", family: "crm", seed: one, body: { description: "renamed" } },
+    { method: "PATCH", path: "/v1/webhooks/{id}", family: "crm", seed: one, body: { description: "renamed" }, objectReads: contacts },
     { method: "DELETE", path: "/v1/webhooks/{id}", family: "crm", seed: one },
     { method: "POST", path: "/v1/webhooks/{id}/test", family: "crm", seed: one },
     { method: "GET", path: "/v1/webhooks/{id}/deliveries", family: "crm", seed: one },
     // Endpoints that heal (issue 32).
-    { method: "POST", path: "/v1/webhooks/{id}/rotate-secret", family: "crm", seed: one, body: { overlapSeconds: 3600 } },
-    { method: "POST", path: "/v1/webhooks/{id}/recover", family: "crm", seed: one, body: () => ({ since: new Date(Date.now() - 60_000).toISOString() }) },
+    { method: "POST", path: "/v1/webhooks/{id}/rotate-secret", family: "crm", seed: one, body: { overlapSeconds: 3600 }, objectReads: contacts },
+    { method: "POST", path: "/v1/webhooks/{id}/recover", family: "crm", seed: one, body: () => ({ since: new Date(Date.now() - 60_000).toISOString() }), objectReads: contacts },
     { method: "GET", path: "/v1/events", family: "crm" },
     {
       method: "POST",
       path: "/v1/webhooks/{id}/deliveries/{deliveryId}/replay",
       family: "crm",
+      objectReads: contacts,
       seed: async (owner) => {
         const id = await seedWebhook(owner);
         const test = await call("POST", `/v1/webhooks/${id}/test`, { token: owner.token });
@@ -88,6 +98,7 @@ function webhookRoutes(): MatrixRoute[] {
       method: "POST",
       path: "/v1/webhooks/{id}/events/{eventId}/replay",
       family: "crm",
+      objectReads: contacts,
       seed: async (owner) => {
         const id = await seedWebhook(owner);
         const eventId = crypto.randomUUID();
@@ -363,7 +374,8 @@ async function seedApiKey(owner: TestPrincipal): Promise<Record<string, string>>
   return { id: (await json(res)).data.id };
 }
 ROUTES.push(
-  { method: "POST", path: "/v1/api-keys", family: "crm", body: { name: "Matrix key", permissions: ["contacts:read"] } },
+  // A key carries only what its creator's credential holds: here contacts:read.
+  { method: "POST", path: "/v1/api-keys", family: "crm", body: { name: "Matrix key", permissions: ["contacts:read"] }, objectReads: ["contacts:read"] },
   { method: "GET", path: "/v1/api-keys", family: "crm" },
   { method: "DELETE", path: "/v1/api-keys/{id}", family: "crm", seed: seedApiKey, unknown: { id: "00000000-0000-4000-8000-0000000a9c1e" } },
   { method: "GET", path: "/v1/integrations", family: "crm" },
@@ -395,9 +407,9 @@ ROUTES.push(
 );
 // Exports (issue 33 part 5).
 ROUTES.push(
-  { method: "GET", path: "/v1/contacts/export", family: "crm" },
-  { method: "GET", path: "/v1/deals/export", family: "crm" },
-  { method: "GET", path: "/v1/properties/export", family: "crm" },
+  { method: "GET", path: "/v1/contacts/export", family: "crm", objectReads: ["contacts:read"] },
+  { method: "GET", path: "/v1/deals/export", family: "crm", objectReads: ["deals:read"] },
+  { method: "GET", path: "/v1/properties/export", family: "crm", objectReads: ["properties:read"] },
 );
 async function seedExport(owner: TestPrincipal): Promise<Record<string, string>> {
   const res = await call("POST", "/v1/organization/export", { token: owner.token });
@@ -405,7 +417,7 @@ async function seedExport(owner: TestPrincipal): Promise<Record<string, string>>
   return { id: (await json(res)).data.id };
 }
 ROUTES.push(
-  { method: "GET", path: "/v1/contacts/{id}/export", family: "crm", seed: seedContact, unknown: unknownContact },
+  { method: "GET", path: "/v1/contacts/{id}/export", family: "crm", seed: seedContact, unknown: unknownContact, objectReads: ["contacts:read"] },
   { method: "POST", path: "/v1/organization/export", family: "crm" },
   { method: "GET", path: "/v1/organization/exports/{id}", family: "crm", seed: seedExport, unknown: { id: "00000000-0000-4000-8000-0000000e4b07" } },
 );
