@@ -158,7 +158,7 @@ export interface paths {
         };
         /**
          * Everything held about one person (the right of access)
-         * @description One JSON document: the contact (also one in the trash), its activities and communications, their deals, the testimonials they wrote, referrals naming them, their surveys and answers, clickwrap acceptances, the mail sent to them, and the documents and envelopes that name them — found where an erasure of the person would look. Needs `exports:read` and `contacts:read`.
+         * @description One JSON document: the contact (also one in the trash), its activities and communications, their deals, the testimonials they wrote, referrals naming them, their surveys and answers, clickwrap acceptances, the mail sent to them, and the documents and envelopes that name them — found where an erasure of the person would look. Needs `exports:read` and `contacts:read`; each part another domain holds is included only with that domain's read permission (`deals:read` for deals, `reputation:read` for testimonials, referrals and surveys, `clickwrap:read`, `documents:read`, `signatures:read` for envelopes) and otherwise named in `omitted`.
          */
         get: operations["exportContactData"];
         put?: never;
@@ -1038,6 +1038,7 @@ export interface paths {
          * Create an API key
          * @description A bearer for a machine (`Authorization: Bearer bk_…`), accepted on /v1, /api, /plants and the MCP endpoint. It acts as you,
          *     with `permissions` ∩ what your role allows at each request, until `expiresAt` (at most 365 days ahead; absent: until deleted).
+         *     Created with an API key or an OAuth access token, it expires no later than that credential: `expiresAt` is capped at its end (the answer says when).
          *     It may carry only permissions you hold yourself (403 `insufficient_role` or `insufficient_permission` otherwise). The key is in this answer
          *     only: only its SHA-256 is kept. Emits `integration.connected`. At most 100 keys per organization.
          */
@@ -1218,7 +1219,7 @@ export interface paths {
         put?: never;
         /**
          * Invite a user
-         * @description Creates the user (`role` agent unless said) and mails them a one-time sign-in link valid 7 days: opening it sends a code to their address, and the right code signs them in with a new 30-day session token (README "Users and roles"). The link is in the mail only. Emits `user.created`. Owners and admins (`users:manage`); only an owner may make or unmake an owner (403 insufficient_role).
+         * @description Creates the user (`role` agent unless said) and mails them a one-time sign-in link valid 7 days: opening it sends a code to their address, and the right code signs them in with a new 30-day session token (README "Users and roles"). The link is in the mail only. Emits `user.created`. Owners and admins (`users:manage`); only an owner may make or unmake an owner (403 insufficient_role). An address gets at most 3 invitation mails a day, whoever sends them (429 with Retry-After beyond; nothing is written).
          */
         post: operations["createUser"];
         delete?: never;
@@ -1259,7 +1260,7 @@ export interface paths {
         put?: never;
         /**
          * Mail a user a new invitation link
-         * @description For a user who has not signed in yet (an expired or lost link): a new link valid 7 days is mailed, and the earlier one stops working. Owners and admins (`users:manage`).
+         * @description For a user who has not signed in yet (an expired or lost link): a new link valid 7 days is mailed, and the earlier one stops working (a refused resend leaves it working). Owners and admins (`users:manage`). An address gets at most 3 invitation mails a day, whoever sends them (429 with Retry-After beyond; nothing is written).
          */
         post: operations["resendInvitation"];
         delete?: never;
@@ -1336,7 +1337,7 @@ export interface paths {
         head?: never;
         /**
          * Update a subscription or rotate its secret
-         * @description Changes any of url, events, filters, enabled, description; only the fields sent change, so concurrent updates of different fields all land. `rotateSecret: true` (or a new `secret`) replaces the signing secret at once; the new secret is in this answer only. Send the subscription's ETag in `If-Match` to make the change conditional (412 when it has changed since).
+         * @description Changes any of url, events, filters, enabled, description; only the fields sent change, so concurrent updates of different fields all land. `rotateSecret: true` (or a new `secret`) replaces the signing secret at once; the new secret is in this answer only. Send the subscription's ETag in `If-Match` to make the change conditional (412 when it has changed since). Any change, of the URL alone too, needs the read permission of every event the subscription holds after it (403 `insufficient_permission`).
          */
         patch: operations["updateWebhook"];
         trace?: never;
@@ -1352,7 +1353,7 @@ export interface paths {
         put?: never;
         /**
          * Rotate the signing secret with an overlap
-         * @description Issues a new secret (in this answer only) that signs every delivery from now on. For `overlapSeconds` (default 24 h, at most 7 days; 0 switches at once) the replaced secret signs too: `webhook-signature` carries two signatures, `v1,<new> v1,<old>`, so a Standard Webhooks receiver holding either secret verifies; `X-Service-Signature` stays one `sha256=` signature with the new secret, so a receiver on it tries both secrets until it has switched. Rotating again during an overlap ends it: the overlap then holds the secret this rotation replaced. Honours If-Match (412).
+         * @description Issues a new secret (in this answer only) that signs every delivery from now on. For `overlapSeconds` (default 24 h, at most 7 days; 0 switches at once) the replaced secret signs too: `webhook-signature` carries two signatures, `v1,<new> v1,<old>`, so a Standard Webhooks receiver holding either secret verifies; `X-Service-Signature` stays one `sha256=` signature with the new secret, so a receiver on it tries both secrets until it has switched. Rotating again during an overlap ends it: the overlap then holds the secret this rotation replaced. Honours If-Match (412). Needs the read permission of every event the subscription holds (403).
          */
         post: operations["rotateWebhookSecret"];
         delete?: never;
@@ -1412,7 +1413,7 @@ export interface paths {
         put?: never;
         /**
          * Replay a delivery
-         * @description Sends the delivery again (a dead one too): same body and event id, fresh timestamp and signature, a fresh retry schedule.
+         * @description Sends the delivery again (a dead one too): same body and event id, fresh timestamp and signature, a fresh retry schedule. Needs the read permission of the delivery's event and of every event the subscription holds.
          */
         post: operations["replayWebhookDelivery"];
         delete?: never;
@@ -1432,7 +1433,7 @@ export interface paths {
         put?: never;
         /**
          * Replay an event
-         * @description Sends an event of your organization to this webhook again, or for the first time when it never had a delivery (it predates the subscription, or a filter held it back; replay skips filters). The webhook must subscribe to the event's name.
+         * @description Sends an event of your organization to this webhook again, or for the first time when it never had a delivery (it predates the subscription, or a filter held it back; replay skips filters). The webhook must subscribe to the event's name. Needs the read permission of every event the subscription holds.
          */
         post: operations["replayWebhookEvent"];
         delete?: never;
@@ -1452,7 +1453,7 @@ export interface paths {
         put?: never;
         /**
          * Re-send what failed since a moment
-         * @description Queues once more every delivery of this webhook since `since` (at most 30 days back) that has not succeeded: dead-lettered, failed, or still retrying. Each is sent on a fresh retry schedule, and its old one stops. Delivered ones are not sent again, and a second recover leaves alone what the first is still sending. Up to 1,000 per call (`hasMore`: call again with the same `since`).
+         * @description Queues once more every delivery of this webhook since `since` (at most 30 days back) that has not succeeded: dead-lettered, failed, or still retrying. Each is sent on a fresh retry schedule, and its old one stops. Delivered ones are not sent again, and a second recover leaves alone what the first is still sending. Up to 1,000 per call (`hasMore`: call again with the same `since`). Needs the read permission of every event the subscription holds and of every event it would send again.
          */
         post: operations["recoverWebhook"];
         delete?: never;
@@ -1667,7 +1668,7 @@ export interface paths {
         get: operations["getSignatureSettings"];
         /**
          * Change the organization's defaults for new envelopes
-         * @description Fields left out keep their value; `reminders: null` turns reminders off. Envelopes already sent keep what they were sent with.
+         * @description Fields left out keep their value; `reminders: null` turns reminders off. Envelopes already sent keep what they were sent with. They are the organization's defaults (how every signer proves who they are): `organization:manage`, owners and admins only.
          */
         put: operations["updateSignatureSettings"];
         post?: never;
@@ -2036,17 +2037,20 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** An agent's public profile (the caller's by default) */
+        /**
+         * An agent's public profile (the caller's by default)
+         * @description An agent reads and writes only their own profile: `agentUserId` naming another user needs `users:manage` (owners and admins; 403 `insufficient_role` for an agent, `insufficient_permission` for a key or token without it).
+         */
         get: operations["getAgentProfile"];
         /**
          * Save an agent's draft profile
-         * @description Writes draftConfig only (and the slug, when given); what the public sees changes on publish. Honours If-Match.
+         * @description Writes draftConfig only (and the slug, when given); what the public sees changes on publish. Honours If-Match. An agent reads and writes only their own profile: `agentUserId` naming another user needs `users:manage` (owners and admins; 403 `insufficient_role` for an agent, `insufficient_permission` for a key or token without it).
          */
         put: operations["updateAgentProfile"];
         post?: never;
         /**
          * Take an agent's profile down
-         * @description The public feed answers 404, as for an unknown slug; the draft is kept and can be published again. A profile already taken down answers 404: of repeated deletes one succeeds.
+         * @description The public feed answers 404, as for an unknown slug; the draft is kept and can be published again. A profile already taken down answers 404: of repeated deletes one succeeds. An agent reads and writes only their own profile: `agentUserId` naming another user needs `users:manage` (owners and admins; 403 `insufficient_role` for an agent, `insufficient_permission` for a key or token without it).
          */
         delete: operations["deleteAgentProfile"];
         options?: never;
@@ -2065,7 +2069,7 @@ export interface paths {
         put?: never;
         /**
          * Publish an agent's profile
-         * @description Checks the draft against the approved blocks (displayName required; headline, bio, photoUrl, up to 6 featuredTestimonialIds of the agent's published testimonials, contactButton), copies it to publishedConfig and opens the public reviews feed at the slug. Every problem is listed in one 400.
+         * @description Checks the draft against the approved blocks (displayName required; headline, bio, photoUrl, up to 6 featuredTestimonialIds of the agent's published testimonials, contactButton), copies it to publishedConfig and opens the public reviews feed at the slug. Every problem is listed in one 400. An agent reads and writes only their own profile: `agentUserId` naming another user needs `users:manage` (owners and admins; 403 `insufficient_role` for an agent, `insufficient_permission` for a key or token without it).
          */
         post: operations["publishAgentProfile"];
         delete?: never;
@@ -3036,42 +3040,44 @@ export interface components {
             };
             activities: components["schemas"]["ContactActivity"][];
             communications: components["schemas"]["ContactCommunication"][];
-            /** @description Deals whose contact they are */
-            deals: {
-                [key: string]: unknown;
-            }[];
-            /** @description Testimonials they wrote */
-            testimonials: {
-                [key: string]: unknown;
-            }[];
-            /** @description Referrals that name them (as the lead made, or by e-mail or phone) */
-            referrals: {
-                [key: string]: unknown;
-            }[];
-            /** @description Surveys sent to them (link tokens left out) */
-            surveys: {
-                [key: string]: unknown;
-            }[];
-            /** @description Their answers */
-            surveyResponses: {
-                [key: string]: unknown;
-            }[];
-            /** @description Acceptances recorded under their id, e-mail or phone */
-            clickwrapAcceptances: {
-                [key: string]: unknown;
-            }[];
             /** @description Mail sent to them: id, subject, createdAt (bodies hold links) */
             mails: {
                 [key: string]: unknown;
             }[];
-            /** @description Documents that name their e-mail or phone, or a name no other contact has: id, createdAt */
-            documents: {
+            /** @description Deals whose contact they are (with `deals:read`) */
+            deals?: {
                 [key: string]: unknown;
             }[];
-            /** @description Signature envelopes that name them the same way: id, status */
-            envelopes: {
+            /** @description Testimonials they wrote (with `reputation:read`) */
+            testimonials?: {
                 [key: string]: unknown;
             }[];
+            /** @description Referrals that name them, as the lead made or by e-mail or phone (with `reputation:read`) */
+            referrals?: {
+                [key: string]: unknown;
+            }[];
+            /** @description Surveys sent to them, link tokens left out (with `reputation:read`) */
+            surveys?: {
+                [key: string]: unknown;
+            }[];
+            /** @description Their answers (with `reputation:read`) */
+            surveyResponses?: {
+                [key: string]: unknown;
+            }[];
+            /** @description Acceptances recorded under their id, e-mail or phone (with `clickwrap:read`) */
+            clickwrapAcceptances?: {
+                [key: string]: unknown;
+            }[];
+            /** @description Documents that name their e-mail or phone, or a name no other contact has: id, createdAt (with `documents:read`) */
+            documents?: {
+                [key: string]: unknown;
+            }[];
+            /** @description Signature envelopes that name them the same way: id, status (with `signatures:read`) */
+            envelopes?: {
+                [key: string]: unknown;
+            }[];
+            /** @description The parts left out because the credential lacks their read permission (empty: the export is complete) */
+            omitted: ("deals" | "testimonials" | "referrals" | "surveys" | "surveyResponses" | "clickwrapAcceptances" | "documents" | "envelopes")[];
         };
         ContactUpdate: {
             firstName?: string;
@@ -15494,7 +15500,7 @@ export interface operations {
                     "application/json": components["schemas"]["CrmError"];
                 };
             };
-            /** @description The credential's quota is spent (rate_limited): retry after Retry-After seconds; RateLimit says the same */
+            /** @description This address has had 3 invitation mails in the last 24 hours (rate_limited): retry after Retry-After seconds; or: The credential's quota is spent (rate_limited): retry after Retry-After seconds; RateLimit says the same */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -15939,7 +15945,7 @@ export interface operations {
                     "application/json": components["schemas"]["CrmError"];
                 };
             };
-            /** @description The credential's quota is spent (rate_limited): retry after Retry-After seconds; RateLimit says the same */
+            /** @description This address has had 3 invitation mails in the last 24 hours (rate_limited): retry after Retry-After seconds; or: The credential's quota is spent (rate_limited): retry after Retry-After seconds; RateLimit says the same */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -16328,7 +16334,7 @@ export interface operations {
                     "application/json": components["schemas"]["CrmError"];
                 };
             };
-            /** @description The caller's role does not allow this route (insufficient_role), or its API key or OAuth access token was not granted the route's permission (insufficient_permission) */
+            /** @description The credential may not read the objects of an event the subscription holds after the change (insufficient_permission: `contacts:read` for `contact.*`, `deals:read` for `deal.*` …); or: The caller's role does not allow this route (insufficient_role), or its API key or OAuth access token was not granted the route's permission (insufficient_permission) */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -16763,7 +16769,7 @@ export interface operations {
                     "application/json": components["schemas"]["CrmError"];
                 };
             };
-            /** @description The caller's role does not allow this route (insufficient_role), or its API key or OAuth access token was not granted the route's permission (insufficient_permission) */
+            /** @description The credential may not read the objects of an event the subscription holds after the change (insufficient_permission: `contacts:read` for `contact.*`, `deals:read` for `deal.*` …); or: The caller's role does not allow this route (insufficient_role), or its API key or OAuth access token was not granted the route's permission (insufficient_permission) */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -16942,7 +16948,7 @@ export interface operations {
                     "application/json": components["schemas"]["CrmError"];
                 };
             };
-            /** @description The caller's role does not allow this route (insufficient_role), or its API key or OAuth access token was not granted the route's permission (insufficient_permission) */
+            /** @description The credential may not read the objects of an event the subscription holds after the change (insufficient_permission: `contacts:read` for `contact.*`, `deals:read` for `deal.*` …); or: The caller's role does not allow this route (insufficient_role), or its API key or OAuth access token was not granted the route's permission (insufficient_permission) */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -17373,7 +17379,7 @@ export interface operations {
                     "application/json": components["schemas"]["CrmError"];
                 };
             };
-            /** @description The caller's role does not allow this route (insufficient_role), or its API key or OAuth access token was not granted the route's permission (insufficient_permission) */
+            /** @description The credential may not read the objects of an event the subscription holds after the change (insufficient_permission: `contacts:read` for `contact.*`, `deals:read` for `deal.*` …); or: The caller's role does not allow this route (insufficient_role), or its API key or OAuth access token was not granted the route's permission (insufficient_permission) */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -17511,7 +17517,7 @@ export interface operations {
                     "application/json": components["schemas"]["CrmError"];
                 };
             };
-            /** @description The caller's role does not allow this route (insufficient_role), or its API key or OAuth access token was not granted the route's permission (insufficient_permission) */
+            /** @description The credential may not read the objects of an event the subscription holds after the change (insufficient_permission: `contacts:read` for `contact.*`, `deals:read` for `deal.*` …); or: The caller's role does not allow this route (insufficient_role), or its API key or OAuth access token was not granted the route's permission (insufficient_permission) */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -17652,7 +17658,7 @@ export interface operations {
                     "application/json": components["schemas"]["CrmError"];
                 };
             };
-            /** @description The caller's role does not allow this route (insufficient_role), or its API key or OAuth access token was not granted the route's permission (insufficient_permission) */
+            /** @description The credential may not read the objects of an event the subscription holds after the change (insufficient_permission: `contacts:read` for `contact.*`, `deals:read` for `deal.*` …); or: The caller's role does not allow this route (insufficient_role), or its API key or OAuth access token was not granted the route's permission (insufficient_permission) */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
