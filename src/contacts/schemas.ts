@@ -281,6 +281,7 @@ export const PersonalData = z
     surveyResponses: records("Their answers"),
     clickwrapAcceptances: records("Acceptances recorded under their id, e-mail or phone"),
     mails: records("Mail sent to them: id, subject, createdAt (bodies hold links)"),
+    leadReviews: records("Leads waiting for review with one of their phone numbers"),
     documents: records("Documents that name their e-mail or phone, or a name no other contact has: id, createdAt"),
     envelopes: records("Signature envelopes that name them the same way: id, status"),
   })
