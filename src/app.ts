@@ -93,7 +93,7 @@ function routeGroups(options: AppOptions): RouteGroup[] {
       const [exports, contacts] = await Promise.all([import("./exports/routes"), import("./contacts/routes")]);
       return [exports.contactExportRoutes, contacts.contactRoutes];
     }),
-    group(["/v1/leads"], async () => [(await import("./leads/routes")).leadRoutes]),
+    group(["/v1/leads", "/v1/leads/*"], async () => [(await import("./leads/routes")).leadRoutes]),
     group(["/v1/properties", "/v1/properties/*"], async () => {
       const [exports, properties] = await Promise.all([import("./exports/routes"), import("./properties/routes")]);
       return [exports.propertyExportRoutes, properties.propertyRoutes];

@@ -1,7 +1,10 @@
 import { describe, expect, it } from "vitest";
+import { createDb } from "../src/db/client";
+import { pruneLeadReviews } from "../src/leads/reviews";
 import { createApiKey } from "./helpers/api-keys";
 import { call, json } from "./helpers/client";
 import { createContact, getContact, uniqueEmail } from "./helpers/contacts";
+import { whereFound } from "./helpers/erasure";
 import { createPrincipal, tenantDb, type TestPrincipal } from "./helpers/factories";
 import { createProperty } from "./helpers/properties";
 import { openMailbox } from "./helpers/receiver";
@@ -59,7 +62,7 @@ describe("lead intake (POST /v1/leads)", () => {
     expect(await getContact(p.token, existing.id)).toMatchObject({ firstName: "Ana", lastName: "Lima", address: { street: "1 Elm St", city: "Oakland", zipCode: "94601", state: "NV" } });
   });
 
-  it("matches a differently formatted phone; a new number takes the free secondary phone, the rest go to the activity", async () => {
+  it("matches a differently formatted phone; new numbers and the source are suggestions on the activity, never written on the contact", async () => {
     const p = await createPrincipal();
     const existing = await createContact(p.token, { phone: "+1 415-555-0100" });
     const newEmail = uniqueEmail("extra");
@@ -67,10 +70,13 @@ describe("lead intake (POST /v1/leads)", () => {
     expect(res.status).toBe(200);
     expect(res.data).toMatchObject({ contactId: existing.id, created: false, matchedBy: "phone" });
     const after = await getContact(p.token, existing.id);
-    expect(after).toMatchObject({ email: existing.email, phone: "+1 415-555-0100", secondaryPhone: "415.555.0199" });
+    // The free secondary phone and the missing source stay free (issue 40): a lead may be anyone who knows a number.
+    expect(after).toMatchObject({ email: existing.email, phone: "+1 415-555-0100", secondaryPhone: null, source: null });
     const [activity] = await activities(p, existing.id);
-    expect(activity!.metadata).toMatchObject({ extraEmails: [newEmail], extraPhones: ["+1 212 555 0142"] });
+    expect(activity!.metadata).toMatchObject({ extraEmails: [newEmail], suggested: { phones: ["415.555.0199", "+1 212 555 0142"], source: "WEBSITE" } });
+    expect(activity!.metadata.extraPhones).toBeUndefined();
     expect(await contactsOf(p)).toBe(1);
+    expect(await events(p, "contact.updated")).toBe(0);
   });
 
   it("reads a number without a country code in the organization's region (GB)", async () => {
@@ -91,11 +97,11 @@ describe("lead intake (POST /v1/leads)", () => {
     expect(res.data).toEqual({ contactId: byEmail.id, created: false, matchedBy: "email", assignedTo: null, conflicts: [byPhone.id] });
   });
 
-  it("refuses a phone-only lead that matches nobody (422 email_required) and a phone that is none", async () => {
+  it("keeps a phone-only lead that matches nobody for review (202, no contact), and refuses a phone that is none", async () => {
     const p = await createPrincipal();
     const res = await lead(p.token, { person: { firstName: "Nobody", phones: ["(415) 555-0177"] } });
-    expect(res.status).toBe(422);
-    expect(res.error.code).toBe("email_required");
+    expect(res.status).toBe(202);
+    expect(res.data).toEqual({ received: true, reviewId: expect.any(String) });
     const bad = await lead(p.token, { person: { emails: [uniqueEmail()], phones: ["12"] } });
     expect(bad.status).toBe(422);
     expect(bad.error.errors).toEqual([expect.objectContaining({ field: "person.phones.0", code: "invalid_phone" })]);
@@ -217,8 +223,188 @@ describe("lead intake (POST /v1/leads)", () => {
     expect((await json(denied)).error.code).toBe("insufficient_permission");
     const form = await createApiKey(p.token, ["leads:write"]);
     const res = await postLead(form.key, { source: "WEBSITE", person: { emails: [uniqueEmail("form")] } });
-    expect(res.status).toBe(201);
+    expect(res.status).toBe(202);
+    expect(await contactsOf(p)).toBe(1);
     // The form's key reaches nothing else.
     expect((await call("GET", "/v1/contacts", { token: form.key })).status).toBe(403);
+  });
+});
+
+const RECEIVED = { success: true, data: { received: true } };
+const reviews = async (token: string, query = "") => json(await call("GET", `/v1/leads/reviews${query}`, { token }));
+const accept = (token: string, id: string, email: string, headers?: Record<string, string>) => call("POST", `/v1/leads/reviews/${id}/accept`, { token, body: { email }, headers });
+const answered = async (res: Response) => ({ status: res.status, body: await json(res) });
+
+describe("lead intake tells a web form's key nothing about the clients (issue 40)", () => {
+  it("answers a leads:write-only key alike for a match by phone or e-mail, a new person and an unknown number, repeats included", async () => {
+    const p = await createPrincipal();
+    const form = await createApiKey(p.token, ["leads:write"]);
+    const client = await createContact(p.token, { phone: "+1 415 555 0181" });
+    for (const person of [{ phones: ["(415) 555-0181"] }, { phones: ["(415) 555-0182"] }, { emails: [client.email] }, { emails: [uniqueEmail("new")] }]) {
+      expect(await answered(await postLead(form.key, { source: "WEBSITE", person })), JSON.stringify(person)).toEqual({ status: 202, body: RECEIVED });
+    }
+    // A repeat is shaped by whoever asks: the session's first answer named the client, the key's repeat learns nothing.
+    const event = { source: "ZILLOW", sourceEventId: "oracle-1", person: { phones: ["+1 415 555 0181"] } };
+    const bySession = await lead(p.token, event);
+    expect(bySession).toMatchObject({ status: 200, data: { contactId: client.id, matchedBy: "phone" } });
+    expect(await answered(await postLead(form.key, event))).toEqual({ status: 202, body: RECEIVED });
+    // And an event the key sent first answers in full to a credential that may read contacts.
+    const keyFirst = { source: "ZILLOW", sourceEventId: "oracle-2", person: { emails: [client.email] } };
+    expect(await answered(await postLead(form.key, keyFirst))).toEqual({ status: 202, body: RECEIVED });
+    const reader = await createApiKey(p.token, ["leads:write", "contacts:read"]);
+    expect(await answered(await postLead(reader.key, keyFirst))).toEqual({ status: 200, body: { success: true, data: { contactId: client.id, created: false, matchedBy: "email", assignedTo: null, conflicts: [] } } });
+    expect(await contactsOf(p)).toBe(2);
+  });
+
+  it("never writes a lead's numbers or source on the client it matched: the poster's number matches no later lead", async () => {
+    const p = await createPrincipal();
+    const form = await createApiKey(p.token, ["leads:write"]);
+    const client = await createContact(p.token, { phone: "+1 415 555 0191" });
+    expect((await postLead(form.key, { source: "open-house", person: { phones: ["415-555-0191", "+1 212 555 0199"] } })).status).toBe(202);
+    const res = await call("GET", `/v1/contacts/${client.id}`, { token: p.token });
+    expect((await json(res)).data).toMatchObject({ phone: "+1 415 555 0191", secondaryPhone: null, source: null });
+    // The activity moved the version as every activity does; nothing on the contact changed, so no contact.updated.
+    expect(res.headers.get("etag")).toBe('"2"');
+    expect(await events(p, "contact.updated")).toBe(0);
+    const [activity] = await activities(p, client.id);
+    expect(activity!.metadata).toMatchObject({ source: "OPEN_HOUSE", suggested: { phones: ["+1 212 555 0199"], source: "OPEN_HOUSE" } });
+    // A suggestion says only what differs: the contact's own source is not suggested again.
+    const sourced = await createContact(p.token, { phone: "+1 415 555 0192", source: "OPEN_HOUSE" });
+    expect((await lead(p.token, { source: "open house", person: { phones: ["4155550192"] } })).status).toBe(200);
+    expect((await activities(p, sourced.id))[0]!.metadata.suggested).toBeUndefined();
+    // The poster's own number did not become the client's: a lead by it alone matches nobody and waits for review.
+    const probe = await lead(p.token, { person: { phones: ["+1 212 555 0199"] } });
+    expect(probe).toMatchObject({ status: 202, data: { received: true, reviewId: expect.any(String) } });
+    expect(await activities(p, client.id)).toHaveLength(1);
+  });
+
+  it("lists leads waiting for review, accepts one into the contact intake would make, and dismisses another", async () => {
+    const p = await createPrincipal();
+    const property = await createProperty(p.token, { address: { street: "9 Birch St", city: "San Francisco", state: "CA", zipCode: "94110" } });
+    const body = { source: "zillow", sourceEventId: "ph-1", type: "showing_request", propertyId: property.id, person: { firstName: "Pat", lastName: "Phone", phones: ["(415) 555-0171", "+1 212 555 0172", "415.555.0171"], address: { city: "Oakland" } }, message: "Call me" };
+    const first = await lead(p.token, body);
+    expect(first).toMatchObject({ status: 202, data: { received: true, reviewId: expect.any(String) } });
+    const reviewId = first.data.reviewId as string;
+    const other = await lead(p.token, { person: { phones: ["(415) 555-0173"] } });
+    expect(other.status).toBe(202);
+    expect(await contactsOf(p)).toBe(0);
+    expect(await events(p, "property.inquiry_received")).toBe(0);
+    // The same event again answers the same, and keeps no second review.
+    expect(await lead(p.token, body)).toEqual(first);
+
+    const page1 = await reviews(p.token, "?limit=1");
+    expect(page1.data.map((r: { id: string }) => r.id)).toEqual([other.data.reviewId]);
+    expect(page1.pagination).toMatchObject({ hasMore: true, total: 2, limit: 1 });
+    const page2 = await reviews(p.token, `?limit=1&cursor=${encodeURIComponent(page1.pagination.nextCursor)}`);
+    expect(page2.data).toEqual([
+      {
+        id: reviewId,
+        source: "ZILLOW",
+        sourceEventId: "ph-1",
+        type: "showing_request",
+        person: { firstName: "Pat", lastName: "Phone", phones: ["(415) 555-0171", "+1 212 555 0172"], address: { city: "Oakland" } },
+        message: "Call me",
+        propertyId: property.id,
+        createdAt: expect.any(String),
+      },
+    ]);
+    expect(page2.pagination).toMatchObject({ hasMore: false, nextCursor: null });
+
+    const email = uniqueEmail("accepted");
+    const accepted = await accept(p.token, reviewId, email);
+    expect(accepted.status).toBe(201);
+    const answer = (await json(accepted)).data;
+    expect(answer).toEqual({ contactId: expect.any(String), created: true, matchedBy: null, assignedTo: p.userId, conflicts: [] });
+    expect(await getContact(p.token, answer.contactId)).toMatchObject({ firstName: "Pat", lastName: "Phone", email, phone: "(415) 555-0171", secondaryPhone: "+1 212 555 0172", source: "ZILLOW", assignedTo: p.userId, address: { city: "Oakland" } });
+    expect(await activities(p, answer.contactId)).toEqual([expect.objectContaining({ type: "NOTE", description: "Call me", metadata: { leadType: "showing_request", source: "ZILLOW", sourceEventId: "ph-1", propertyId: property.id } })]);
+    expect(await events(p, "contact.created")).toBe(1);
+    expect(await events(p, "contact.assigned")).toBe(1);
+    expect(await events(p, "property.inquiry_received")).toBe(1);
+    // The source's repeat of the event now answers what the accept made; the review is gone.
+    expect(await lead(p.token, body)).toEqual({ status: 201, data: answer, error: undefined });
+    expect((await accept(p.token, reviewId, uniqueEmail("again"))).status).toBe(404);
+    expect((await reviews(p.token)).data.map((r: { id: string }) => r.id)).toEqual([other.data.reviewId]);
+
+    const dismissed = await call("DELETE", `/v1/leads/reviews/${other.data.reviewId}`, { token: p.token });
+    expect(await json(dismissed)).toEqual({ success: true, message: "Lead dismissed", data: { id: other.data.reviewId, deleted: true } });
+    expect((await call("DELETE", `/v1/leads/reviews/${other.data.reviewId}`, { token: p.token })).status).toBe(404);
+    expect((await reviews(p.token)).data).toEqual([]);
+    expect(await contactsOf(p)).toBe(1);
+  });
+
+  it("accepts into the contact the e-mail matches, by the intake's rule", async () => {
+    const p = await createPrincipal();
+    const client = await createContact(p.token, { phone: "+1 415 555 0161", source: "REFERRAL" });
+    const kept = await lead(p.token, { source: "ZILLOW", person: { firstName: "Other", phones: ["+1 212 555 0162"] } });
+    const res = await accept(p.token, kept.data.reviewId, client.email.toUpperCase());
+    expect(await answered(res)).toEqual({ status: 200, body: { success: true, data: { contactId: client.id, created: false, matchedBy: "email", assignedTo: null, conflicts: [] } } });
+    expect(await getContact(p.token, client.id)).toMatchObject({ firstName: client.firstName, secondaryPhone: null, source: "REFERRAL" });
+    expect((await activities(p, client.id))[0]!.metadata.suggested).toEqual({ phones: ["+1 212 555 0162"], source: "ZILLOW" });
+    expect(await contactsOf(p)).toBe(1);
+  });
+
+  it("of concurrent accepts of one review one takes it in; of concurrent intakes of one event one review is kept", async () => {
+    const p = await createPrincipal();
+    const same = await Promise.all(Array.from({ length: 10 }, () => lead(p.token, { sourceEventId: "dup-1", person: { phones: ["+1 415 555 0155"] } })));
+    for (const a of same) expect(a).toEqual(same[0]);
+    expect(same[0]!.status).toBe(202);
+    expect((await reviews(p.token)).pagination.total).toBe(1);
+    const answers = await Promise.all(Array.from({ length: 10 }, (_, i) => accept(p.token, same[0]!.data.reviewId, uniqueEmail(`race${i}`))));
+    expect(answers.map((a) => a.status).sort()).toEqual([201, ...Array(9).fill(404)]);
+    expect(await contactsOf(p)).toBe(1);
+    expect(await events(p, "contact.created")).toBe(1);
+    expect(await count(p, "SELECT COUNT(*) AS n FROM contact_activities WHERE organization_id = ?", p.organizationId)).toBe(1);
+    expect(await count(p, "SELECT COALESCE(SUM(turn), 0) AS n FROM lead_routing_cursors WHERE organization_id = ?", p.organizationId)).toBe(1);
+
+    // Phone-only leads racing the intake that makes the person a contact: each lands once, as a review (before the
+    // contact) or on the contact (after it), never both; one contact.
+    const q = await createPrincipal();
+    const email = uniqueEmail("racer");
+    const raced = await Promise.all([
+      lead(q.token, { person: { emails: [email], phones: ["+1 415 555 0157"] } }),
+      ...Array.from({ length: 10 }, (_, i) => lead(q.token, { sourceEventId: `racer-${i}`, person: { phones: ["(415) 555-0157"] } })),
+    ]);
+    expect(raced[0]!.status).toBe(201);
+    for (const r of raced.slice(1)) expect([200, 202]).toContain(r.status);
+    expect(await contactsOf(q)).toBe(1);
+    const onContact = (await activities(q, raced[0]!.data.contactId)).length;
+    expect(onContact - 1 + (await reviews(q.token)).pagination.total).toBe(10);
+    expect(raced.slice(1).filter((r) => r.status === 200)).toHaveLength(onContact - 1);
+  });
+
+  it("keeps the reviews to the team: contacts:read lists them, contacts:write settles them, a form's key does neither", async () => {
+    const p = await createPrincipal();
+    const kept = await lead(p.token, { person: { phones: ["+1 415 555 0156"] } });
+    const form = await createApiKey(p.token, ["leads:write"]);
+    const reader = await createApiKey(p.token, ["contacts:read"]);
+    expect((await call("GET", "/v1/leads/reviews", { token: form.key })).status).toBe(403);
+    expect((await accept(form.key, kept.data.reviewId, uniqueEmail())).status).toBe(403);
+    expect((await call("DELETE", `/v1/leads/reviews/${kept.data.reviewId}`, { token: form.key })).status).toBe(403);
+    expect((await reviews(reader.key)).data).toHaveLength(1);
+    expect((await accept(reader.key, kept.data.reviewId, uniqueEmail())).status).toBe(403);
+    expect((await call("DELETE", `/v1/leads/reviews/${kept.data.reviewId}`, { token: reader.key })).status).toBe(403);
+  });
+
+  it("goes with the erasure of the contact with its number, is in their access export, and is kept 90 days", async () => {
+    const p = await createPrincipal();
+    const theirs = await lead(p.token, { person: { firstName: "Erin", lastName: "Erase", phones: ["(415) 555-0144"] }, message: "Call Erin back" });
+    const mentions = await lead(p.token, { person: { phones: ["+1 212 555 0145"] }, message: "My neighbour is at 415-555-0144" });
+    // The team made the contact by hand, with the number the lead brought.
+    const contact = await createContact(p.token, { firstName: "Erin", lastName: "Erase", phone: "+14155550144" });
+    const access = await json(await call("GET", `/v1/contacts/${contact.id}/export`, { token: p.token }));
+    expect(access.data.leadReviews).toEqual([expect.objectContaining({ id: theirs.data.reviewId })]);
+    const erased = await call("DELETE", `/v1/contacts/${contact.id}?erase=true`, { token: p.token });
+    expect(erased.status).toBe(200);
+    expect((await json(erased)).data.erased).toMatchObject({ lead_reviews: 1, lead_review_texts: 1 });
+    const left = (await reviews(p.token)).data;
+    expect(left).toEqual([expect.objectContaining({ id: mentions.data.reviewId, message: "My neighbour is at [erased]" })]);
+    expect(await whereFound(["4155550144", "415-555-0144", "call erin back"])).toEqual([]);
+
+    // Retention: the cron's pass deletes what waited longer than 90 days, and nothing younger.
+    const shard = createDb(await tenantDb(p.organizationId));
+    expect(await pruneLeadReviews(shard, new Date(Date.now() + 89 * 86_400_000))).toBe(0);
+    expect((await reviews(p.token)).data).toHaveLength(1);
+    expect(await pruneLeadReviews(shard, new Date(Date.now() + 91 * 86_400_000))).toBeGreaterThanOrEqual(1);
+    expect((await reviews(p.token)).data).toEqual([]);
   });
 });

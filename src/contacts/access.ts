@@ -1,11 +1,11 @@
 import { and, desc, eq, inArray } from "drizzle-orm";
-import { contactActivities, contactCommunications, deals, mailOutbox, referrals, surveyResponses, surveys, testimonials } from "../db/schema";
+import { contactActivities, contactCommunications, deals, leadReviews, mailOutbox, referrals, surveyResponses, surveys, testimonials } from "../db/schema";
 import { documentsNaming } from "../documents/service";
 import { NotFound } from "../lib/errors";
 import type { Permission } from "../platform/permissions";
 import type { ServiceContext } from "../service-context";
 import { envelopesNaming } from "../signatures/service";
-import { acceptancesOf, findPerson, mailTo, nameIsShared, referredIs } from "./erase";
+import { acceptancesOf, findPerson, mailTo, nameIsShared, referredIs, reviewsWithNumbersOf } from "./erase";
 import { toActivity, toCommunication } from "./includes";
 import { toContact } from "./mapping";
 import { personOf, scrubOf } from "./redact";
@@ -35,9 +35,10 @@ const PARTS = Object.keys(ACCESS_PARTS) as AccessPart[];
  * found where their erasure finds them (erase.ts: the same lookups, so the two cannot drift apart) — the contact (live
  * or in the trash), its activities and communications, their deals, the testimonials they wrote, referrals naming
  * them, their surveys and answers, clickwrap acceptances under their id, e-mail or phone, the mail sent to them
- * (subjects: bodies hold links), and the documents and envelopes that are theirs (by e-mail or phone, or a name no
- * other contact has). Capabilities (a survey's link token and its hash) are left out. A part whose permission is not
- * in `granted` is neither read nor answered, and is named in `omitted`: with every permission the export is complete.
+ * (subjects: bodies hold links), leads waiting for review with one of their numbers, and the documents and envelopes
+ * that are theirs (by e-mail or phone, or a name no other contact has). Capabilities (a survey's link token and its
+ * hash) are left out. A part whose permission is not in `granted` is neither read nor answered, and is named in
+ * `omitted`: with every permission the export is complete.
  */
 export async function personalData(ctx: ServiceContext, id: string, granted: readonly Permission[]) {
   const { live, trashed } = await findPerson(ctx, id);
@@ -51,10 +52,11 @@ export async function personalData(ctx: ServiceContext, id: string, granted: rea
   const scrub = scrubOf(person, !(await nameIsShared(ctx, person)));
   // A part the credential may not read holds its place in the batch with a select of nothing (LIMIT 0 reads no row).
   const none = ctx.db.select({ id: deals.id }).from(deals).where(eq(deals.id, "")).limit(0);
-  const [activities, communications, mails, theirDeals, authored, referred, theirSurveys] = await ctx.db.batch([
+  const [activities, communications, mails, reviews, theirDeals, authored, referred, theirSurveys] = await ctx.db.batch([
     ctx.db.select().from(contactActivities).where(and(eq(contactActivities.organizationId, org), eq(contactActivities.contactId, id))).orderBy(desc(contactActivities.createdAt)),
     ctx.db.select().from(contactCommunications).where(and(eq(contactCommunications.organizationId, org), eq(contactCommunications.contactId, id))).orderBy(desc(contactCommunications.occurredAt)),
     ctx.db.select({ id: mailOutbox.id, subject: mailOutbox.subject, createdAt: mailOutbox.createdAt }).from(mailOutbox).where(mailTo(ctx, person)),
+    ctx.db.select().from(leadReviews).where(reviewsWithNumbersOf(ctx, contact)),
     may("deals") ? ctx.db.select().from(deals).where(and(eq(deals.organizationId, org), eq(deals.contactId, id))) : none,
     may("testimonials") ? ctx.db.select().from(testimonials).where(and(eq(testimonials.organizationId, org), eq(testimonials.authorPersonId, id))) : none,
     may("referrals") ? ctx.db.select().from(referrals).where(referredIs(ctx, person)) : none,
@@ -83,6 +85,7 @@ export async function personalData(ctx: ServiceContext, id: string, granted: rea
     activities: activities.map(toActivity),
     communications: communications.map(toCommunication),
     mails,
+    leadReviews: reviews,
     ...Object.fromEntries(PARTS.filter(may).map((p) => [p, parts[p]])),
     omitted,
   };

@@ -10,6 +10,7 @@ import {
   deals,
   dealTasks,
   idempotencyKeys,
+  leadReviews,
   outboxEvents,
   properties,
   referrals,
@@ -103,6 +104,8 @@ const COPIES: {
   { kind: "agent_profiles", table: agentProfiles, key: "userId", column: "publishedConfig", versioned: true, after: purgeProfileFeeds },
   { kind: "survey_answers", table: surveyResponses, key: "surveyId", column: "answers" },
   { kind: "trash_labels", table: trashEntries, key: "recordId", column: "label" },
+  // Leads waiting for review whose message names them (those with their numbers went in `begin`).
+  { kind: "lead_review_texts", table: leadReviews, key: "id", column: "message" },
 ];
 
 /**

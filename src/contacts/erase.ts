@@ -11,6 +11,7 @@ import {
   contactTags,
   erasures,
   imports,
+  leadReviews,
   mailOutbox,
   referralKeys,
   referrals,
@@ -150,11 +151,12 @@ export async function eraseContact(ctx: ServiceContext, id: string): Promise<Era
       live
         ? ctx.db.select({ n: sql<number>`COUNT(*)` }).from(table).where(and(eq(table.organizationId, org), eq(table.contactId, id)))
         : ctx.db.select({ n: sql<number>`COUNT(*)` }).from(trashRows).where(and(eq(trashRows.recordId, id), eq(trashRows.tableName, tableName(table))));
-    const [authored, referred, pendingSurveys, mails, activities, communications] = await ctx.db.batch([
+    const [authored, referred, pendingSurveys, mails, reviews, activities, communications] = await ctx.db.batch([
       ctx.db.select({ agentUserId: testimonials.agentUserId }).from(testimonials).where(and(eq(testimonials.organizationId, org), eq(testimonials.authorPersonId, id))),
       ctx.db.select({ n: sql<number>`COUNT(*)` }).from(referrals).where(referredIs(ctx, person)),
       ctx.db.select({ n: sql<number>`COUNT(*)` }).from(surveys).where(unsentTo(ctx, id)),
       ctx.db.select({ n: sql<number>`COUNT(*)` }).from(mailOutbox).where(mailTo(ctx, person)),
+      ctx.db.select({ n: sql<number>`COUNT(*)` }).from(leadReviews).where(reviewsWithNumbersOf(ctx, contact)),
       childRows(contactActivities),
       childRows(contactCommunications),
     ]);
@@ -174,7 +176,7 @@ export async function eraseContact(ctx: ServiceContext, id: string): Promise<Era
           expectRow(ctx.db, trashEntries, and(eq(trashEntries.recordId, id), eq(trashEntries.organizationId, org), eq(trashEntries.state, "trashed"))),
           ctx.db.delete(trashRows).where(eq(trashRows.recordId, id)),
         ];
-    const erased = countsOnly({ contacts: 1, activities: activities[0]!.n, communications: communications[0]!.n, testimonials: authored.length, referrals: referred[0]!.n, surveys: pendingSurveys[0]!.n, mails: mails[0]!.n });
+    const erased = countsOnly({ contacts: 1, activities: activities[0]!.n, communications: communications[0]!.n, testimonials: authored.length, referrals: referred[0]!.n, surveys: pendingSurveys[0]!.n, mails: mails[0]!.n, lead_reviews: reviews[0]!.n });
     // The referral form's duplicate keys are hashes of the person's e-mail and phones: they go too.
     const keyHashes = await Promise.all([person.emailKey, ...person.phones].map((c) => sha256Hex(referredKey(c))));
     const started: ErasureRow = {
@@ -211,6 +213,8 @@ export async function eraseContact(ctx: ServiceContext, id: string): Promise<Era
       ctx.db.update(surveys).set({ status: "SKIPPED", skippedAt: at, pendingToken: null, updatedAt: at, version: sql`${surveys.version} + 1` }).where(unsentTo(ctx, id)),
       ctx.db.delete(mailOutbox).where(mailTo(ctx, person)),
       ctx.db.delete(referralKeys).where(and(eq(referralKeys.organizationId, org), inArray(referralKeys.contactHash, keyHashes))),
+      // Leads kept for review with one of their numbers (issue 40): before the merged keys they are also found by go.
+      ctx.db.delete(leadReviews).where(reviewsWithNumbersOf(ctx, contact)),
       // The e-mails and phones a merge kept: the ones this contact absorbed, and (a merged contact erased) its own.
       ctx.db.delete(contactMergedKeys).where(and(eq(contactMergedKeys.organizationId, org), or(eq(contactMergedKeys.contactId, id), eq(contactMergedKeys.sourceId, id)))),
       ctx.db.insert(erasures).values(started),
@@ -389,6 +393,20 @@ function phoneIs(column: SQLiteColumn, phone: string): SQL {
   if (!parts) return eq(column, phone);
   return inJsonList(digitsOnly(column), [parts.national, ...(parts.cc ? [parts.cc + parts.national] : [])]);
 }
+
+/**
+ * Leads kept for review (leads/reviews.ts) that carry one of the person's phone numbers: the contact's own, or one a
+ * merge made theirs (`contact_merged_keys`, absorbed by them or theirs before they were merged), compared in E.164.
+ */
+export const reviewsWithNumbersOf = (ctx: ServiceContext, contact: ContactRecord) => {
+  const own = [contact.phoneKey, contact.secondaryPhoneKey].filter((k): k is string => k !== null);
+  const k = contactMergedKeys;
+  const merged = sql`SELECT ${k.key} FROM ${k} WHERE ${k.organizationId} = ${ctx.organizationId} AND (${k.contactId} = ${contact.id} OR ${k.sourceId} = ${contact.id})`;
+  return and(
+    eq(leadReviews.organizationId, ctx.organizationId),
+    sql`EXISTS (SELECT 1 FROM json_each(${leadReviews.phoneKeys}) n WHERE n.value IN (SELECT value FROM json_each(${JSON.stringify(own)})) OR n.value IN (${merged}))`,
+  );
+};
 
 /** Survey invitations not mailed yet: they will never go. */
 const unsentTo = (ctx: ServiceContext, id: string) =>

@@ -28,7 +28,7 @@ export interface IntakePerson {
   address?: ContactUpdate["address"];
 }
 
-/** The lead's activity; what does not fit on the contact (more e-mails, a third phone) joins its metadata. */
+/** The lead's activity; what is not written on the contact (more e-mails, a third phone, a match's suggestions) joins its metadata. */
 export interface IntakeActivity {
   type: ActivityCreate["type"];
   description: string | null;
@@ -58,6 +58,18 @@ function activityRow(ctx: ServiceContext, contactId: string, activity: IntakeAct
 }
 
 /**
+ * A guard: no contact of the organization has any of these e-mail keys or phone keys when the batch runs. Whatever a
+ * lead makes of matching nobody (a contact, a review) is then made only while that still holds.
+ */
+export function noContactWith(ctx: ServiceContext, emailKeys: string[], phoneKeys: string[]): Statement {
+  const clash: SQL | undefined = or(
+    ...(emailKeys.length ? [inJsonList(contacts.emailKey, emailKeys)] : []),
+    ...(phoneKeys.length ? [inJsonList(contacts.phoneKey, phoneKeys), inJsonList(contacts.secondaryPhoneKey, phoneKeys)] : []),
+  );
+  return expectNoRow(ctx.db, contacts, and(eq(contacts.organizationId, ctx.organizationId), clash));
+}
+
+/**
  * A new contact for a lead that matched nobody: e-mail the first of the lead's, phone and secondary phone its first two
  * numbers, the rest in the activity. Guarded: no contact of the organization may have any of its e-mails or phone
  * numbers when the batch runs, so of concurrent intakes of one person one creates and the others find it on their
@@ -84,14 +96,10 @@ export function newContactForLead(ctx: ServiceContext, person: IntakePerson, fie
   const { leadScoreRank: _rank, ...row } = record;
   const row2 = activityRow(ctx, record.id, activity, { emails: emails.slice(1), phones: phones.slice(2) }, at);
   const keys = phones.map((p) => phoneKey(p, region)!);
-  const clash: SQL | undefined = or(
-    inJsonList(contacts.emailKey, emails.map(emailKey)),
-    ...(keys.length ? [inJsonList(contacts.phoneKey, keys), inJsonList(contacts.secondaryPhoneKey, keys)] : []),
-  );
   return {
     contact: record,
     statements: [
-      expectNoRow(ctx.db, contacts, and(eq(contacts.organizationId, ctx.organizationId), clash)),
+      noContactWith(ctx, emails.map(emailKey), keys),
       ctx.db.insert(contacts).values(row),
       bumpCounters(ctx, 1),
       ...facetMoves(ctx, null, record),
@@ -102,11 +110,13 @@ export function newContactForLead(ctx: ServiceContext, person: IntakePerson, fie
 }
 
 /**
- * The matched contact filled with what the lead brings, never blanked nor overwritten: names, address fields and a
- * source only where the contact has none (a lead is whoever posts a web form knowing someone's e-mail or phone: it may
- * add to a client's record, not rename or move them); an e-mail the contact lacks and phone numbers beyond its
- * two go to the activity's metadata, a new number takes `phone` or `secondaryPhone` where free. Guarded on the version
- * read; a contact deleted since its match is a StaleWrite too, so the intake matches again.
+ * The matched contact filled with what the lead brings, never blanked nor overwritten: names and address fields only
+ * where the contact has none (a lead is whoever posts a web form knowing someone's e-mail or phone: it may add to a
+ * client's record, not rename or move them). The lead's phone numbers and source are never written on it (issue 40: a
+ * poster's own number in a free phone slot matched the poster's next leads to the client): those the contact lacks
+ * go to the activity's `metadata.suggested {phones, source}` for an agent to accept, an e-mail it lacks to
+ * `extraEmails`. Guarded on the version read; a contact deleted since its match is a StaleWrite too, so the intake
+ * matches again.
  */
 export async function fillContactFromLead(ctx: ServiceContext, contactId: string, person: IntakePerson, source: string, activity: IntakeActivity, now: Date): Promise<IntakeWrite> {
   const region = regionOf(ctx);
@@ -121,23 +131,17 @@ export async function fillContactFromLead(ctx: ServiceContext, contactId: string
   const stored = (before.address ?? {}) as Record<string, unknown>;
   const added = Object.entries(person.address ?? {}).filter(([k, v]) => v && !(typeof stored[k] === "string" && (stored[k] as string).trim()));
   if (added.length) update.address = { ...stored, ...Object.fromEntries(added) };
-  if (!before.source) update.source = source;
   const extraEmails = distinct(person.emails, emailKey).filter((e) => emailKey(e) !== before.emailKey);
   const known = new Set([before.phoneKey, before.secondaryPhoneKey].filter((k): k is string => k !== null));
-  const freeSlots: ("phone" | "secondaryPhone")[] = [...(before.phone ? [] : ["phone" as const]), ...(before.secondaryPhone ? [] : ["secondaryPhone" as const])];
-  const extraPhones: string[] = [];
-  for (const p of distinct(person.phones, (v) => phoneKey(v, region))) {
-    if (known.has(phoneKey(p, region)!)) continue;
-    const slot = freeSlots.shift();
-    if (slot) update[slot] = p;
-    else extraPhones.push(p);
-  }
+  const phones = distinct(person.phones, (v) => phoneKey(v, region)).filter((p) => !known.has(phoneKey(p, region)!));
+  const suggested = { ...(phones.length ? { phones } : {}), ...(source !== before.source ? { source } : {}) };
   const withThis = { count: figures.count + 1, conversations: figures.conversations, lastActivityAt: at };
   const changed = { ...applyInput(before, update, withThis, now, region), updatedAt: at, version: before.version + 1 };
   const events = changeEvents(ctx, before, changed);
   // The activity moves the version whatever else changes (it is an input of the contact), as every activity does.
   const after = events.length ? changed : { ...before, version: before.version + 1 };
-  const row = activityRow(ctx, contactId, activity, { emails: extraEmails, phones: extraPhones }, at);
+  const withSuggestions = Object.keys(suggested).length ? { ...activity, metadata: { ...activity.metadata, suggested } } : activity;
+  const row = activityRow(ctx, contactId, withSuggestions, { emails: extraEmails, phones: [] }, at);
   return {
     contact: after,
     statements: [...replaceContact(ctx, before, after), ...(events.length ? [bumpCounters(ctx, 0)] : []), ...facetMoves(ctx, before, after), ctx.db.insert(contactActivities).values(row)],

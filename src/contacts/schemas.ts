@@ -275,6 +275,7 @@ export const PersonalData = z
     activities: z.array(Activity),
     communications: z.array(Communication),
     mails: records("Mail sent to them: id, subject, createdAt (bodies hold links)"),
+    leadReviews: records("Leads waiting for review with one of their phone numbers"),
     deals: records("Deals whose contact they are (with `deals:read`)").optional(),
     testimonials: records("Testimonials they wrote (with `reputation:read`)").optional(),
     referrals: records("Referrals that name them, as the lead made or by e-mail or phone (with `reputation:read`)").optional(),

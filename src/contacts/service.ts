@@ -34,7 +34,7 @@ import {
 export { contactExportWalk, listContacts } from "./list";
 export { mergeContacts } from "./merge";
 export { listTags } from "./tags";
-export { fillContactFromLead, type IntakeActivity, type IntakePerson, newContactForLead } from "./intake";
+export { fillContactFromLead, type IntakeActivity, type IntakePerson, newContactForLead, noContactWith } from "./intake";
 export { type DuplicateRule, type ImportOutcome, type IncomingContact, planContactImport } from "./import-batch";
 export { matchContacts } from "./matching";
 

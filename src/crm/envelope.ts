@@ -65,10 +65,15 @@ export const CRM: RouteFamily = { name: "crm", error: crmError };
  * For a CRM write whose verb keeps its answer in the batch of its write (platform/idempotency.ts `keepAnswerInBatch`:
  * a retry replays it even when D1's reply to that batch was lost): the service context that carries the keeping, and
  * the answer's shape, `{success: true, data}` (with `message` when given), for the route to return with `status`.
+ * A verb whose status depends on what it did (created or matched) passes `status` as a function of its answer.
  */
-export function keptAnswer<T extends object>(c: Context<AppBindings>, status: 200 | 201): { ctx: ServiceContext; answer: (data: T) => { success: true; data: T } };
-export function keptAnswer<T extends object>(c: Context<AppBindings>, status: 200 | 201, message: string): { ctx: ServiceContext; answer: (data: T) => { success: true; message: string; data: T } };
-export function keptAnswer<T extends object>(c: Context<AppBindings>, status: 200 | 201, message?: string): { ctx: ServiceContext; answer: (data: T) => object } {
+type KeptStatus<T> = 200 | 201 | ((data: T) => 200 | 201);
+export function keptAnswer<T extends object>(c: Context<AppBindings>, status: KeptStatus<T>): { ctx: ServiceContext; answer: (data: T) => { success: true; data: T } };
+export function keptAnswer<T extends object>(c: Context<AppBindings>, status: KeptStatus<T>, message: string): { ctx: ServiceContext; answer: (data: T) => { success: true; message: string; data: T } };
+export function keptAnswer<T extends object>(c: Context<AppBindings>, status: KeptStatus<T>, message?: string): { ctx: ServiceContext; answer: (data: T) => object } {
   const answer = (data: T) => (message === undefined ? { success: true as const, data } : { success: true as const, message, data });
-  return { ctx: { ...serviceContext(c), keepAnswer: keepAnswerInBatch(c.get("idempotencyClaim"), status, answer, c.get("replayOmits")) }, answer };
+  const claim = c.get("idempotencyClaim");
+  const keep = (data: T) => keepAnswerInBatch(claim, typeof status === "function" ? status(data) : status, answer, c.get("replayOmits"));
+  const keepAnswer: ServiceContext["keepAnswer"] = claim ? (data) => keep(data as T)!(data) : undefined;
+  return { ctx: { ...serviceContext(c), keepAnswer }, answer };
 }

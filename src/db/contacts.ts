@@ -171,6 +171,8 @@ export const contactCommunications = sqliteTable(
  * Lead intake's memory of what it answered (issue 33): the first answer to one (source, sourceEventId) of an
  * organization, written in the batch of the change it reports, so a portal that sends a lead again gets the same
  * answer and status without a second contact or activity. It holds ids only (the contact, its assignee), no person.
+ * A lead kept for review (status 202) names its review in `answer` and no contact (`contactId` ""), until an accept
+ * records the contact it made.
  */
 export const leadIntakes = sqliteTable(
   "lead_intakes",
@@ -184,6 +186,36 @@ export const leadIntakes = sqliteTable(
     createdAt: text().notNull(),
   },
   (t) => [primaryKey({ columns: [t.organizationId, t.source, t.sourceEventId] }), index("lead_intakes_contact_idx").on(t.organizationId, t.contactId)],
+);
+
+/**
+ * Leads kept for the team to review (issue 40): a lead with only phone numbers that match no contact cannot become a
+ * contact (a contact needs an e-mail), and refusing it told a web form's key which numbers are clients'. Listed
+ * newest first (GET /v1/leads/reviews), accepted into a contact given an e-mail or dismissed; an erasure deletes those
+ * carrying the erased person's numbers, and the cron those older than REVIEW_RETENTION_DAYS (leads/reviews.ts). Every
+ * field is bounded by the intake's schema: names 100 characters, at most 10 numbers of 40, a message of 5,000.
+ */
+export const leadReviews = sqliteTable(
+  "lead_reviews",
+  {
+    id: text().primaryKey(),
+    organizationId: text().notNull(),
+    source: text().notNull(),
+    sourceEventId: text(),
+    type: text().notNull(),
+    firstName: text(),
+    lastName: text(),
+    /** The numbers as written, and their keys in E.164 (lib/phone.ts), by which an erasure finds the person's. */
+    phones: text({ mode: "json" }).$type<string[]>().notNull(),
+    phoneKeys: text({ mode: "json" }).$type<string[]>().notNull(),
+    address: text({ mode: "json" }).$type<ContactAddress>(),
+    message: text(),
+    /** The property of ours the lead asked about, and the zip code a contact made from it is routed by. */
+    propertyId: text(),
+    zipCode: text(),
+    createdAt: text().notNull(),
+  },
+  (t) => [index("lead_reviews_org_created_idx").on(t.organizationId, t.createdAt, t.id), index("lead_reviews_created_idx").on(t.createdAt)],
 );
 
 /**

@@ -1,5 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { Address } from "../contacts/schemas";
+import { listQuery } from "../crm/list-query";
 import { oneLineText } from "../lib/validation";
 
 export const LEAD_TYPES = ["inquiry", "showing_request", "offer", "general"] as const;
@@ -71,3 +72,40 @@ export const LeadIntake = z
   })
   .openapi("LeadIntake");
 export type LeadIntake = z.infer<typeof LeadIntake>;
+
+/**
+ * What a credential that may not read contacts is answered, whatever the lead was (issue 40): the same 202 and body for
+ * a match, a new contact and a lead kept for review, so a web form's key learns nothing about who is a client.
+ */
+export const LeadReceived = z
+  .object({
+    received: z.literal(true),
+    reviewId: z
+      .string()
+      .optional()
+      .openapi({ description: "To a credential that may read contacts only: the lead was kept for review (phone numbers only, matching nobody), as `GET /v1/leads/reviews` lists it" }),
+  })
+  .openapi("LeadReceived");
+export type LeadReceived = z.infer<typeof LeadReceived>;
+
+export const LeadReview = z
+  .object({
+    id: z.string(),
+    source: z.string(),
+    sourceEventId: z.string().nullable(),
+    type: z.enum(LEAD_TYPES),
+    person: z.object({ firstName: z.string().nullable(), lastName: z.string().nullable(), phones: z.array(z.string()), address: Address.nullable() }),
+    message: z.string().nullable(),
+    propertyId: z.string().nullable().openapi({ description: "The property of yours the lead asked about" }),
+    createdAt: z.string(),
+  })
+  .openapi("LeadReview");
+export type LeadReview = z.infer<typeof LeadReview>;
+
+export const LeadReviewListQuery = listQuery({});
+export type LeadReviewListQuery = z.infer<typeof LeadReviewListQuery>;
+
+export const LeadReviewAccept = z
+  .strictObject({ email: z.email().max(254).openapi({ description: "The person's e-mail: the new contact's `email`, or the contact it matches" }) })
+  .openapi("LeadReviewAccept");
+export type LeadReviewAccept = z.infer<typeof LeadReviewAccept>;

@@ -1,23 +1,34 @@
 import { and, eq } from "drizzle-orm";
-import { fillContactFromLead, type IntakeActivity, type IntakePerson, matchContacts, newContactForLead } from "../contacts/service";
-import { leadIntakes } from "../db/schema";
+import { fillContactFromLead, type IntakeActivity, type IntakePerson, matchContacts, newContactForLead, noContactWith } from "../contacts/service";
+import { leadIntakes, leadReviews } from "../db/schema";
 import { expectNoRow, StaleWrite, type Statement, withRetries } from "../db/write";
 import { commit } from "../events/commit";
-import { type FieldIssue, NotFound, Unprocessable, Validation } from "../lib/errors";
+import { type FieldIssue, NotFound, Validation } from "../lib/errors";
+import { newId } from "../lib/ids";
 import { phoneKey, regionOf } from "../lib/phone";
 import { organizationSettings } from "../organization/service";
 import { findProperty, findPropertyByAddress, inquiryWrite } from "../properties/service";
 import type { ServiceContext } from "../service-context";
 import { readRouting, routeLead } from "./routing";
-import type { LeadCreate, LeadIntake } from "./schemas";
+import type { LeadCreate, LeadIntake, LeadReceived } from "./schemas";
 
-/** An intake's answer and its status: 201 when it created the contact, 200 when it matched one. */
-export interface IntakeAnswer {
-  status: 200 | 201;
-  answer: LeadIntake;
+/** An intake's answer and its status: 201 when it created the contact, 200 when it matched one, 202 when it kept the lead for review. */
+export type IntakeAnswer = { status: 200 | 201; answer: LeadIntake } | { status: 202; answer: LeadReceived };
+/** An intake that reached a contact. */
+export type ContactAnswer = Extract<IntakeAnswer, { status: 200 | 201 }>;
+
+export type Property = Awaited<ReturnType<typeof findProperty>>;
+
+/** A lead as it is taken in: the person, its activity, the property asked about and the zip a new contact is routed by. */
+export interface Intake {
+  source: string;
+  sourceEventId?: string;
+  message?: string;
+  person: IntakePerson;
+  activity: IntakeActivity;
+  property: Property | null;
+  zip: string | null;
 }
-
-type Property = Awaited<ReturnType<typeof findProperty>>;
 
 /** The activity type of a lead's message: a note (nobody of ours was in touch yet, so lastContactedAt stays). */
 const ACTIVITY_TYPE = "NOTE" as const;
@@ -25,11 +36,24 @@ const ACTIVITY_TYPE = "NOTE" as const;
 const byEvent = (ctx: ServiceContext, source: string, sourceEventId: string) =>
   and(eq(leadIntakes.organizationId, ctx.organizationId), eq(leadIntakes.source, source), eq(leadIntakes.sourceEventId, sourceEventId));
 
-/** The first answer to this source's event, if it was taken in. */
+/** The answer kept for this source's event, if it was taken in (the first one's, or what accepting its review made). */
 async function keptAnswer(ctx: ServiceContext, source: string, sourceEventId: string | undefined): Promise<IntakeAnswer | null> {
   if (sourceEventId === undefined) return null;
   const row = await ctx.db.select({ status: leadIntakes.status, answer: leadIntakes.answer }).from(leadIntakes).where(byEvent(ctx, source, sourceEventId)).get();
-  return row ? { status: row.status as 200 | 201, answer: row.answer as LeadIntake } : null;
+  return row ? ({ status: row.status, answer: row.answer } as IntakeAnswer) : null;
+}
+
+/**
+ * The statements that keep an event's answer: for a new event guarded on none being kept (of concurrent repeats one
+ * writes it, the others find it on their retry); for an accepted review (`settled`) its 202 replaced by the contact's.
+ */
+function keepAnswer(ctx: ServiceContext, intake: Pick<Intake, "source" | "sourceEventId">, kept: IntakeAnswer, contactId: string, at: string, mode: "new" | "settled"): Statement[] {
+  if (intake.sourceEventId === undefined) return [];
+  const row = { organizationId: ctx.organizationId, source: intake.source, sourceEventId: intake.sourceEventId, contactId, status: kept.status, answer: kept.answer, createdAt: at };
+  if (mode === "settled") {
+    return [ctx.db.insert(leadIntakes).values(row).onConflictDoUpdate({ target: [leadIntakes.organizationId, leadIntakes.source, leadIntakes.sourceEventId], set: { contactId, status: kept.status, answer: kept.answer } })];
+  }
+  return [expectNoRow(ctx.db, leadIntakes, byEvent(ctx, intake.source, intake.sourceEventId)), ctx.db.insert(leadIntakes).values(row)];
 }
 
 /** Every phone number of the lead must be one (in the organization's region when it has no country code). */
@@ -55,12 +79,21 @@ async function namedProperty(ctx: ServiceContext, lead: LeadCreate): Promise<Pro
 const zipOf = (property: Property | null, lead: LeadCreate): string | null =>
   property?.zipCode ?? lead.property?.address.zipCode ?? lead.person.address?.zipCode ?? null;
 
+/** The lead's message as its activity, with where it came from in the metadata. */
+export function leadActivity(lead: { type: LeadCreate["type"]; source: string; sourceEventId?: string; message?: string }, property: Property | null): IntakeActivity {
+  return {
+    type: ACTIVITY_TYPE,
+    description: lead.message ?? `${lead.type.replace("_", " ")} lead from ${lead.source}`,
+    metadata: { leadType: lead.type, source: lead.source, ...(lead.sourceEventId ? { sourceEventId: lead.sourceEventId } : {}), ...(property ? { propertyId: property.id } : {}) },
+  };
+}
+
 /**
- * POST /v1/leads (issue 33). Matches the lead to a contact of the organization by e-mail or phone (matchContacts), fills
- * a match with what is new or creates and routes a new contact, logs the message as an activity and, when the lead
- * names a property of ours, counts an inquiry with `property.inquiry_received`: all in one guarded batch with the
- * events and, with a sourceEventId, the answer kept for a repeat. A lost race (a concurrent intake of the same person,
- * of the same event, or a routing turn taken) runs the whole intake again on what is there now.
+ * POST /v1/leads (issues 33, 40). Matches the lead to a contact of the organization by e-mail or phone (matchContacts),
+ * fills a match with what is new or creates and routes a new contact (`takeIn`); a lead with only phone numbers that
+ * match nobody is kept for review (`keepForReview`). With a sourceEventId the answer is kept for a repeat, in the
+ * change's batch. A lost race (a concurrent intake of the same person, of the same event, or a routing turn taken)
+ * runs the whole intake again on what is there now. The caller shapes the answer for its credential.
  */
 export async function intakeLead(ctx: ServiceContext, lead: LeadCreate): Promise<IntakeAnswer> {
   checkPhones(ctx, lead.person.phones);
@@ -70,11 +103,14 @@ export async function intakeLead(ctx: ServiceContext, lead: LeadCreate): Promise
   if (first.value) return first.value;
   if (named.status === "rejected") throw named.reason;
   const property = named.value;
-  const person: IntakePerson = { firstName: lead.person.firstName, lastName: lead.person.lastName, emails: lead.person.emails, phones: lead.person.phones, address: lead.person.address };
-  const activity: IntakeActivity = {
-    type: ACTIVITY_TYPE,
-    description: lead.message ?? `${lead.type.replace("_", " ")} lead from ${lead.source}`,
-    metadata: { leadType: lead.type, source: lead.source, ...(lead.sourceEventId ? { sourceEventId: lead.sourceEventId } : {}), ...(property ? { propertyId: property.id } : {}) },
+  const intake: Intake = {
+    source: lead.source,
+    sourceEventId: lead.sourceEventId,
+    message: lead.message,
+    person: { firstName: lead.person.firstName, lastName: lead.person.lastName, emails: lead.person.emails, phones: lead.person.phones, address: lead.person.address },
+    activity: leadActivity(lead, property),
+    property,
+    zip: zipOf(property, lead),
   };
   return withRetries(async (attempt) => {
     // A repeat that raced the first one finds its answer on the retry.
@@ -82,34 +118,83 @@ export async function intakeLead(ctx: ServiceContext, lead: LeadCreate): Promise
       const kept = await keptAnswer(ctx, lead.source, lead.sourceEventId);
       if (kept) return kept;
     }
-    const [match] = await matchContacts(ctx, [{ emails: person.emails, phones: person.phones }]);
-    const now = new Date();
-    let write;
-    let routing: Statement[] = [];
-    if (match?.contact) {
-      write = await fillContactFromLead(ctx, match.contact.id, person, lead.source, activity, now);
-    } else {
-      if (person.emails.length === 0) throw new Unprocessable("email_required", "No contact has these phone numbers, and a new contact needs an e-mail address: send the lead with one");
-      const [settings, ring] = await Promise.all([organizationSettings(ctx), readRouting(ctx)]);
-      const routed = routeLead(ctx, settings.leadRouting, zipOf(property, lead), ring);
-      routing = routed.statements;
-      write = newContactForLead(ctx, person, { source: lead.source, assignedTo: routed.userId }, activity, now);
-    }
-    const created = !match?.contact;
-    const answer: LeadIntake = { contactId: write.contact.id, created, matchedBy: match?.matchedBy ?? null, assignedTo: write.contact.assignedTo, conflicts: match?.conflicts ?? [] };
-    const status = created ? 201 : 200;
-    const inquiry = property ? inquiryWrite(ctx, property, { contactId: write.contact.id, ...(lead.message ? { message: lead.message.slice(0, 2000) } : {}) }, now.toISOString()) : { statements: [], events: [] };
-    const kept: Statement[] = lead.sourceEventId
-      ? [
-          expectNoRow(ctx.db, leadIntakes, byEvent(ctx, lead.source, lead.sourceEventId)),
-          ctx.db.insert(leadIntakes).values({ organizationId: ctx.organizationId, source: lead.source, sourceEventId: lead.sourceEventId, contactId: answer.contactId, status, answer, createdAt: now.toISOString() }),
-        ]
-      : [];
-    await commit(ctx, [...kept, ...write.statements, ...routing, ...inquiry.statements], [...write.events, ...inquiry.events]).catch((err) => {
-      // The e-mail index is the last word on one contact per address: losing to it is a race lost, matched on the retry.
-      if (String(err).includes("contacts_org_email_unique") || String(err).includes("contacts.email_key")) throw new StaleWrite();
-      throw err;
-    });
-    return { status, answer };
+    const [match] = await matchContacts(ctx, [{ emails: intake.person.emails, phones: intake.person.phones }]);
+    if (!match?.contact && intake.person.emails.length === 0) return keepForReview(ctx, lead, intake);
+    return takeIn(ctx, intake, match, { statements: [], kept: "new" });
   });
+}
+
+/**
+ * One attempt at a lead that reaches a contact: the match filled, or a new contact created and routed, with the
+ * activity, the property's inquiry, the kept answer and `extra`, in one guarded batch (a lost race throws StaleWrite
+ * for the caller's retry). The answer is the batch's to keep too (an Idempotency-Key's record, events/commit.ts).
+ */
+export async function takeIn(
+  ctx: ServiceContext,
+  intake: Intake,
+  match: Awaited<ReturnType<typeof matchContacts>>[number] | undefined,
+  extra: { statements: Statement[]; kept: "new" | "settled" },
+): Promise<ContactAnswer> {
+  const now = new Date();
+  const at = now.toISOString();
+  let write;
+  let routing: Statement[] = [];
+  if (match?.contact) {
+    write = await fillContactFromLead(ctx, match.contact.id, intake.person, intake.source, intake.activity, now);
+  } else {
+    const [settings, ring] = await Promise.all([organizationSettings(ctx), readRouting(ctx)]);
+    const routed = routeLead(ctx, settings.leadRouting, intake.zip, ring);
+    routing = routed.statements;
+    write = newContactForLead(ctx, intake.person, { source: intake.source, assignedTo: routed.userId }, intake.activity, now);
+  }
+  const created = !match?.contact;
+  const answer: LeadIntake = { contactId: write.contact.id, created, matchedBy: match?.matchedBy ?? null, assignedTo: write.contact.assignedTo, conflicts: match?.conflicts ?? [] };
+  const result: ContactAnswer = { status: created ? 201 : 200, answer };
+  const property = intake.property;
+  const inquiry = property ? inquiryWrite(ctx, property, { contactId: write.contact.id, ...(intake.message ? { message: intake.message.slice(0, 2000) } : {}) }, at) : { statements: [], events: [] };
+  const kept = keepAnswer(ctx, intake, result, answer.contactId, at, extra.kept);
+  await commit(ctx, [...kept, ...extra.statements, ...write.statements, ...routing, ...inquiry.statements], [...write.events, ...inquiry.events], { answer }).catch((err) => {
+    // The e-mail index is the last word on one contact per address: losing to it is a race lost, matched on the retry.
+    if (String(err).includes("contacts_org_email_unique") || String(err).includes("contacts.email_key")) throw new StaleWrite();
+    throw err;
+  });
+  return result;
+}
+
+/**
+ * A lead with only phone numbers that match no contact (issue 40): it cannot become a contact (a contact needs an
+ * e-mail), so it is kept for the team to accept or dismiss (leads/reviews.ts), with the answer for a repeat in the
+ * same batch, guarded on no contact having one of its numbers by then. Nothing of it reaches a contact, and no event
+ * is sent.
+ */
+async function keepForReview(ctx: ServiceContext, lead: LeadCreate, intake: Intake): Promise<IntakeAnswer> {
+  const region = regionOf(ctx);
+  const at = new Date().toISOString();
+  // Each number once, as first written (checkPhones made sure each has a key).
+  const keys = new Set<string>();
+  const phones = lead.person.phones.flatMap((p) => {
+    const key = phoneKey(p, region)!;
+    return keys.has(key) ? [] : (keys.add(key), [[key, p] as const]);
+  });
+  const id = newId();
+  const result: IntakeAnswer = { status: 202, answer: { received: true, reviewId: id } };
+  const review = ctx.db.insert(leadReviews).values({
+    id,
+    organizationId: ctx.organizationId,
+    source: lead.source,
+    sourceEventId: lead.sourceEventId ?? null,
+    type: lead.type,
+    firstName: lead.person.firstName || null,
+    lastName: lead.person.lastName || null,
+    phones: phones.map(([, p]) => p),
+    phoneKeys: phones.map(([k]) => k),
+    address: lead.person.address ?? null,
+    message: lead.message ?? null,
+    propertyId: intake.property?.id ?? null,
+    zipCode: intake.zip,
+    createdAt: at,
+  });
+  // Guarded on the numbers still matching nobody: a contact made with one meanwhile is matched on the retry.
+  await commit(ctx, [...keepAnswer(ctx, intake, result, "", at, "new"), noContactWith(ctx, [], [...keys]), review]);
+  return result;
 }

@@ -278,6 +278,54 @@ const leadIntake: FaultRow<LeadIntake> = {
   },
 };
 
+/** A phone-only lead that matches nobody is kept for review (issue 40), idempotent by its sourceEventId like any lead. */
+const leadReview: FaultRow<Omit<LeadIntake, "email">> = {
+  operation: "lead intake of a phone-only person who matches nobody (review, kept answer)",
+  recovery: "client retry (same sourceEventId, no Idempotency-Key); cron",
+  async seed() {
+    return { owner: await principal() };
+  },
+  ...retriedRequest<Omit<LeadIntake, "email">>((f, s) => request(f, "POST", "/v1/leads", { token: s.owner.token, body: { source: "WEBSITE", sourceEventId: "fault-review-1", person: { firstName: "Pho", phones: ["+1 415 555 0133"] }, message: "Call me" } })),
+  async check(_f, s) {
+    expect(s.final!.status, JSON.stringify(s.final!.body)).toBe(202);
+    const org = s.owner.organizationId;
+    const reviewId = s.final!.body.data.reviewId;
+    expect(await count(org, "SELECT COUNT(*) AS n FROM lead_reviews WHERE organization_id = ? AND id = ?", org, reviewId), "the review the answer names").toBe(1);
+    expect(await count(org, "SELECT COUNT(*) AS n FROM lead_reviews WHERE organization_id = ?", org), "reviews").toBe(1);
+    expect(await count(org, "SELECT COUNT(*) AS n FROM lead_intakes WHERE organization_id = ?", org), "kept answers").toBe(1);
+    expect(await count(org, "SELECT COUNT(*) AS n FROM contacts WHERE organization_id = ?", org), "contacts").toBe(0);
+    await expectDerivedFiguresExact(org);
+  },
+};
+
+interface ReviewAccept extends Written {
+  reviewId: string;
+}
+
+/** Accepting a review (issue 40) makes the contact intake would have made, in one batch with the review's removal. */
+const reviewAccept: FaultRow<ReviewAccept> = {
+  operation: "accept of a lead waiting for review (contact, activity, routing turn, review gone, kept answer) with events",
+  ...keyedWrite<ReviewAccept>(
+    async (owner) => ({
+      reviewId: (await seedCall("POST", "/v1/leads", { token: owner.token, body: { source: "WEBSITE", sourceEventId: "fault-accept-1", person: { firstName: "Pho", phones: ["+1 415 555 0134"] } } })).data.reviewId,
+    }),
+    (f, s) => request(f, "POST", `/v1/leads/reviews/${s.reviewId}/accept`, { token: s.owner.token, headers: keyed(s), body: { email: `accepted.${s.key}@example.test` } }),
+  ),
+  async check(_f, s) {
+    expectAnswered(s, 201);
+    const org = s.owner.organizationId;
+    const contactId = s.final!.body.data.contactId;
+    expect(await count(org, "SELECT COUNT(*) AS n FROM contacts WHERE organization_id = ? AND id = ?", org, contactId), "the contact the answer names").toBe(1);
+    expect(await count(org, "SELECT COUNT(*) AS n FROM contacts WHERE organization_id = ?", org), "contacts").toBe(1);
+    expect(await count(org, "SELECT COUNT(*) AS n FROM contact_activities WHERE organization_id = ?", org), "activities").toBe(1);
+    expect(await count(org, "SELECT COUNT(*) AS n FROM lead_reviews WHERE organization_id = ?", org), "reviews").toBe(0);
+    expect(await count(org, "SELECT COUNT(*) AS n FROM lead_intakes WHERE organization_id = ? AND status = 201 AND contact_id = ?", org, contactId), "the event's kept answer").toBe(1);
+    expect(await count(org, "SELECT COALESCE(SUM(turn), 0) AS n FROM lead_routing_cursors WHERE organization_id = ?", org), "routing turns").toBe(1);
+    await expectDerivedFiguresExact(org);
+    await expectEventsOnce(org, ["contact.created", "contact.assigned"], { "contact.created": 1, "contact.assigned": 1 });
+  },
+};
+
 interface DealMove extends Written {
   dealId: string;
 }
@@ -1142,6 +1190,6 @@ const bookImport: FaultRow<BookImport> = {
 };
 
 export const FAULTS: FaultRow[] = [
-  contactCreate, leadIntake, dealMove, propertyPrice, dealUpload, photoUpload, publicSign, fanout, autoDisable, purge, restore, shardMove, erasure, mergedErasure,
+  contactCreate, leadIntake, leadReview, reviewAccept, dealMove, propertyPrice, dealUpload, photoUpload, publicSign, fanout, autoDisable, purge, restore, shardMove, erasure, mergedErasure,
   organizationUpdate, userInvite, userRoleChange, apiKeyCreate, apiKeyDelete, oauthConnect, oauthDisconnect, customFieldDelete, bookImport,
 ];

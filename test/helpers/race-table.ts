@@ -135,6 +135,15 @@ async function trashed(owner: TestPrincipal, collection: string, seeded: Promise
 
 const contactParams = async (owner: TestPrincipal, overrides: Record<string, unknown> = {}) => ({ id: (await createContact(owner.token, overrides)).id });
 const contactTotal = async (owner: TestPrincipal) => (await json(await call("GET", "/v1/contacts?limit=1", { token: owner.token }))).pagination.total as number;
+/** A lead kept for review (issue 40), each with its own number (an accepted one's would match the next), and an e-mail for its accept. */
+let reviewSeq = 0;
+async function leadReviewParams(owner: TestPrincipal): Promise<Params> {
+  const phone = `+1 415 555 ${1000 + (reviewSeq++ % 9000)}`;
+  const res = await call("POST", "/v1/leads", { token: owner.token, body: { source: "WEBSITE", person: { firstName: "Phoned", phones: [phone] } } });
+  expect(res.status).toBe(202);
+  return { id: (await json(res)).data.reviewId, email: uniqueEmail("accepted") };
+}
+const reviewTotal = async (owner: TestPrincipal) => (await json(await call("GET", "/v1/leads/reviews?limit=1", { token: owner.token }))).pagination.total as number;
 
 async function seedWebhook(owner: TestPrincipal): Promise<Params> {
   const box = await openMailbox();
@@ -257,6 +266,39 @@ export const RACES: Race[] = [
       expect(await count(owner, "SELECT COUNT(*) AS n FROM lead_intakes WHERE organization_id = ?", owner.organizationId)).toBe(30);
       expect(await eventCount(owner.organizationId, "contact.created")).toBe(1);
     },
+  },
+  // Leads kept for review (issue 40): phone-only intakes that match nobody each keep one review, repeats of one event
+  // one between them; of concurrent accepts of a review one makes the contact (the others find it gone), and of
+  // concurrent dismissals one deletes it.
+  {
+    kind: "independent",
+    route: "POST /v1/leads",
+    seed: async () => ({}),
+    changes: async () =>
+      Array.from({ length: 30 }, (_, i) => ({ body: { source: "WEBSITE", sourceEventId: `review-race-${i < 20 ? i : "same"}`, person: { firstName: "Phoned", phones: ["+1 415 555 0161"] } } })),
+    async verify(owner) {
+      expect(await contactTotal(owner)).toBe(0);
+      expect(await count(owner, "SELECT COUNT(*) AS n FROM lead_reviews WHERE organization_id = ?", owner.organizationId)).toBe(21);
+      expect(await count(owner, "SELECT COUNT(*) AS n FROM lead_intakes WHERE organization_id = ? AND status = 202", owner.organizationId)).toBe(21);
+    },
+  },
+  {
+    kind: "once",
+    route: "POST /v1/leads/reviews/{id}/accept",
+    seed: (owner) => leadReviewParams(owner),
+    body: (params: Params) => ({ email: params.email }),
+    objects: 5,
+    copies: 5,
+    counter: { read: contactTotal, perMove: 1 },
+    event: "contact.created",
+  },
+  {
+    kind: "once",
+    route: "DELETE /v1/leads/reviews/{id}",
+    seed: (owner) => leadReviewParams(owner),
+    objects: 5,
+    copies: 5,
+    counter: { read: reviewTotal, perMove: -1 },
   },
   {
     kind: "once",

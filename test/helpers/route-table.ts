@@ -148,6 +148,19 @@ ROUTES.push(
   { method: "POST", path: "/v1/contacts/{id}/tags", family: "crm", body: { tags: ["vip"] }, seed: seedContact, unknown: unknownContact },
 );
 
+// Leads kept for review (issue 40): a phone-only lead that matched nobody.
+async function seedLeadReview(owner: TestPrincipal): Promise<Record<string, string>> {
+  const res = await call("POST", "/v1/leads", { token: owner.token, body: { source: "WEBSITE", person: { firstName: "Seed", phones: ["+1 415 555 0198"] } } });
+  if (res.status !== 202) throw new Error(`seeding a lead review failed: ${res.status} ${await res.text()}`);
+  return { id: ((await res.json()) as { data: { reviewId: string } }).data.reviewId };
+}
+const unknownReview = { id: "00000000-0000-4000-8000-0000000ee040" };
+ROUTES.push(
+  { method: "GET", path: "/v1/leads/reviews", family: "crm" },
+  { method: "POST", path: "/v1/leads/reviews/{id}/accept", family: "crm", body: { email: "matrix@review.test" }, seed: seedLeadReview, unknown: unknownReview },
+  { method: "DELETE", path: "/v1/leads/reviews/{id}", family: "crm", seed: seedLeadReview, unknown: unknownReview },
+);
+
 // Duplicates (issue 33): a list, like the tags.
 ROUTES.push({ method: "GET", path: "/v1/contacts/duplicates", family: "crm" });
 
