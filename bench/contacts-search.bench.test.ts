@@ -1,10 +1,13 @@
-// Search by a word at scale (issue 33): a name prefix matching ~50 contacts in an organization of 100,000 against one
-// of 1,000 on the same shard, in one run. Also the plan the page takes, and what seeding costs with the index's triggers.
+// Search at scale (issues 33 and 40): each shape of query in an organization of 100,000 contacts against one of 1,000
+// on the same shard, in one run: a name prefix matching 50, eight one-letter words matching nobody, a word matching
+// everyone, beside the plain list; warm (the total cached) and right after a write (the total counted again). Also the
+// plans the page takes, and what seeding costs with the index's triggers.
 import { beforeAll, expect, it } from "vitest";
 import { listSql } from "../src/contacts/list";
+import { HITS_WINDOW, WALK_BUDGET } from "../src/crm/search";
 import { ContactListQuery } from "../src/contacts/schemas";
 import { createPrincipal, tenantDb, type TestPrincipal } from "../test/helpers/factories";
-import { countingApp, helloWorld, measureInterleaved, printTable } from "./harness";
+import { countingApp, type Figure, helloWorld, measureInterleaved, printTable } from "./harness";
 
 const BIG = 100_000;
 const SMALL = 1_000;
@@ -14,14 +17,25 @@ const CHUNK = 10_000;
 let big: TestPrincipal;
 let small: TestPrincipal;
 
+/**
+ * Letters no other seeded word starts with (names start with F and K, e-mails with c, "bench" and "test", notes with
+ * c a t h o e w s and digits): each contact's notes get a word starting with seven of them, all but the (n % 8)th.
+ * So each of the eight one-letter words matches 7/8 of the contacts (875 at 1k, selective; 87,500 at 100k, far past
+ * HITS_WINDOW) and no contact has all eight.
+ */
+const LETTERS = ["d", "g", "j", "m", "p", "q", "u", "y"];
+const NOBODY = LETTERS.join("%20");
+const lettersSql = LETTERS.map((l, i) => `CASE n % 8 WHEN ${i} THEN '' ELSE ' ${l}' || char(97 + (n + ${i}) % 26) || 'n' END`).join(" || ");
+
 /** A last name as SQL of the number `x` (< 17,576): "K" and three letters from x, then "ski"; its first four letters name it alone. */
 const lastNameSql = (x: string) => `'K' || char(97 + (${x}) / 676 % 26) || char(97 + (${x}) / 26 % 26) || char(97 + (${x}) % 26) || 'ski'`;
 const lastNameOf = (x: number) => `K${String.fromCharCode(97 + (Math.floor(x / 676) % 26), 97 + (Math.floor(x / 26) % 26), 97 + (x % 26))}ski`;
 
 /**
  * Seeds `n` contacts with direct INSERTs on the shard (a recursive CTE, CHUNK rows a statement, in one batch): names,
- * an e-mail, a phone, a note on every third and a tag on every tenth, so each has the dozen or so terms a real one
- * has; the index's triggers write the terms as the rows land, as they do for the API's writes.
+ * an e-mail, a phone, a note (a sentence on every third, seven of LETTERS' words on all) and a tag on every tenth, so
+ * each has the dozen or two terms a real one with notes has; the index's triggers write the terms as the rows land,
+ * as they do for the API's writes.
  */
 async function seed(organizationId: string, n: number) {
   const base = Date.UTC(2025, 0, 1);
@@ -39,7 +53,7 @@ async function seed(organizationId: string, n: number) {
                   CASE n % 5 WHEN 0 THEN 'LEAD' WHEN 1 THEN 'CLIENT' WHEN 2 THEN 'PAST_CLIENT' WHEN 3 THEN 'REFERRAL' ELSE 'VENDOR' END,
                   CASE n % 4 WHEN 0 THEN 'INACTIVE' ELSE 'ACTIVE' END, 'WEBSITE', n % 101,
                   CASE n % 10 WHEN 0 THEN '["vip"]' ELSE '[]' END,
-                  CASE n % 3 WHEN 0 THEN 'Called about the house on Elm ' || (n % 400) || ', wants a second showing' END,
+                  trim(CASE n % 3 WHEN 0 THEN 'Called about the house on Elm ' || (n % 400) || ', wants a second showing' ELSE '' END || ${lettersSql}),
                   strftime('%Y-%m-%dT%H:%M:%fZ', ?3 / 1000, 'unixepoch', '+' || n || ' seconds'),
                   strftime('%Y-%m-%dT%H:%M:%fZ', ?3 / 1000, 'unixepoch', '+' || n || ' seconds')
            FROM seq`,
@@ -61,6 +75,73 @@ beforeAll(async () => {
   const db = await tenantDb(big.organizationId);
   const terms = await db.prepare("SELECT COUNT(*) AS n FROM search_terms WHERE organization_id = ?").bind(big.organizationId).first<{ n: number }>();
   console.log(`seeded ${BIG} contacts in ${bigSeconds.toFixed(1)} s with the search triggers (${terms!.n} terms, ${(terms!.n / BIG).toFixed(1)} a contact), then ${SMALL}`);
+});
+
+/** One row per shape: its 1k and 100k figures side by side, the ratio, and the D1 round trips of each. */
+function printPairs(title: string, rows: { shape: string; small: Figure; big: Figure; trips: [number, number] }[]) {
+  const lines = rows.map(
+    (r) =>
+      `  ${r.shape.padEnd(44)} 1k ${r.small.medianMs.toFixed(2).padStart(7)} ms (p95 ${r.small.p95Ms.toFixed(2).padStart(7)})  100k ${r.big.medianMs.toFixed(2).padStart(7)} ms (p95 ${r.big.p95Ms.toFixed(2).padStart(7)})  ${(r.big.medianMs / r.small.medianMs).toFixed(2)}x  trips ${r.trips[0]}/${r.trips[1]}`,
+  );
+  console.log([`\n== ${title} (median, 100k/1k, D1 round trips 1k/100k)`, ...lines].join("\n"));
+}
+
+it("GET /v1/contacts?q= costs what the query asks, not what the organization holds: every shape flat from 1k to 100k", async () => {
+  const app = countingApp();
+  const prefix = lastNameOf(7).slice(0, 4);
+  const shapes = [
+    ["plain list (no q)", "/v1/contacts?limit=25"],
+    ["?q=<last name prefix> (50 match)", `/v1/contacts?q=${prefix}&limit=25`],
+    ["?q=d g j m p q u y (8 one-letter words, none)", `/v1/contacts?q=${NOBODY}&limit=25`],
+    ["?q=bench (every contact)", "/v1/contacts?q=bench&limit=25"],
+  ] as const;
+  // What each shape answers at each size: the selective ones exactly, the broad ones within the budget.
+  for (const [who, n] of [[small, SMALL], [big, BIG]] as const) {
+    const prefixPage = await app.get<{ pagination: { total: number; totalExact: boolean } }>(shapes[1][1], who.token);
+    expect(prefixPage.pagination).toMatchObject({ total: PER_NAME, totalExact: true });
+    const nobody = await app.get<{ data: unknown[]; pagination: { total: number; totalExact: boolean; hasMore: boolean } }>(shapes[2][1], who.token);
+    expect(nobody.data).toEqual([]);
+    expect(nobody.pagination).toMatchObject(n > WALK_BUDGET ? { total: 0, totalExact: false, hasMore: true } : { total: 0, totalExact: true, hasMore: false });
+    const everyone = await app.get<{ data: unknown[]; pagination: { total: number; totalExact: boolean } }>(shapes[3][1], who.token);
+    expect(everyone.data).toHaveLength(25);
+    expect(everyone.pagination).toMatchObject(n > WALK_BUDGET + 1 ? { total: WALK_BUDGET + 1, totalExact: false } : { total: n, totalExact: true });
+  }
+  const db = await tenantDb(big.organizationId);
+  const d = await db.prepare("SELECT COUNT(DISTINCT record_id) AS n FROM search_terms WHERE organization_id = ? AND kind = 'contact' AND term >= 'd' AND term < 'e'").bind(big.organizationId).first<{ n: number }>();
+  expect(d!.n).toBeGreaterThan(HITS_WINDOW);
+
+  const bump = (who: TestPrincipal) => db.prepare("UPDATE resource_counters SET version = version + 1 WHERE organization_id = ? AND resource = 'contacts'").bind(who.organizationId).run();
+  const tripsOf = async (fn: () => Promise<unknown>) => {
+    await fn();
+    app.reset();
+    await fn();
+    return app.trips();
+  };
+  const warm = shapes.flatMap(([shape, path]) => [small, big].map((who) => ({ name: `${who === small ? "1k" : "100k"} ${shape}`, fn: () => app.get(path, who.token) })));
+  // Right after a write the total is counted again (the contacts version moved); the bump is in both sides' figures.
+  const cold = shapes.slice(1).flatMap(([shape, path]) => [small, big].map((who) => ({ name: `${who === small ? "1k" : "100k"} ${shape}`, fn: async () => (await bump(who), await app.get(path, who.token)) })));
+  const warmTrips: number[] = [];
+  for (const s of warm) warmTrips.push(await tripsOf(s.fn));
+  const coldTrips: number[] = [];
+  for (const s of cold) coldTrips.push(await tripsOf(s.fn));
+  const floor = await helloWorld();
+  const warmFigures = await measureInterleaved(warm, { rounds: 20, perSample: 5, warmup: 5 });
+  const coldFigures = await measureInterleaved(cold, { rounds: 20, perSample: 5, warmup: 5 });
+
+  const pairs = (figures: Figure[], trips: number[], names: readonly (readonly [string, string])[]) =>
+    names.map(([shape], i) => ({ shape, small: figures[2 * i]!, big: figures[2 * i + 1]!, trips: [trips[2 * i]!, trips[2 * i + 1]!] as [number, number] }));
+  const warmRows = pairs(warmFigures, warmTrips, shapes);
+  const coldRows = pairs(coldFigures, coldTrips, shapes.slice(1));
+  printTable("floor of this run", [floor]);
+  printPairs(`contacts search, warm (total cached), WALK_BUDGET ${WALK_BUDGET}`, warmRows);
+  printPairs("contacts search, first request after a write (total counted)", coldRows);
+  for (const row of warmRows) expect(row.big.medianMs / row.small.medianMs, row.shape).toBeLessThanOrEqual(1.3);
+
+  // The broad plan: the list's index walked as a co-routine under the budget's LIMIT, each row tested on the words.
+  const { sql, params } = listSql(big.organizationId, ContactListQuery.parse({ q: LETTERS.join(" ") }));
+  const plan = (await db.prepare(`EXPLAIN QUERY PLAN ${sql}`).bind(...params).all<{ detail: string }>()).results.map((r) => r.detail);
+  console.log(`EXPLAIN QUERY PLAN (eight one-letter words):\n  ${plan.join("\n  ")}`);
+  expect(plan.join(" ")).toMatch(/CO-ROUTINE c .*SEARCH c USING INDEX contacts_org_created_idx \(organization_id=\?\)/);
 });
 
 it("GET /v1/contacts?q= stays flat from 1k to 100k contacts", async () => {

@@ -1,6 +1,6 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { HITS_WINDOW } from "../src/crm/search";
+import { HITS_WINDOW, WALK_BUDGET } from "../src/crm/search";
 import { termsOf } from "../src/lib/search-terms";
 import { shardDatabase } from "../src/shards/bindings";
 import { startMove, stepMove } from "../src/shards/move";
@@ -170,7 +170,7 @@ describe("GET /v1/contacts?q= (issue 33: find anyone by a word)", () => {
     expect(page.data).toEqual([{ id: all[0]!.id, lastName: "Marlowe", activities: [] }]);
   });
 
-  it("walks the sort's index when the lead word matches more than the window, with the same answers and totals", async () => {
+  it("walks the sort's index when the lead word matches more than the window, with the same answers; the total exact when the list fits the budget", async () => {
     const p = await createPrincipal();
     const db = await tenantDb(p.organizationId);
     const n = HITS_WINDOW + 50;
@@ -192,13 +192,15 @@ describe("GET /v1/contacts?q= (issue 33: find anyone by a word)", () => {
       (await db.prepare(`SELECT id FROM contacts WHERE organization_id = ? AND last_name LIKE 'walker%' ${where} ORDER BY ${order}`).bind(p.organizationId).all<{ id: string }>()).results.map((r) => r.id);
     const walk = async (query: string) => {
       const { contacts, pages } = await listAll(p.token, `${q("walk")}&limit=100&${query}`);
-      return { ids: ids(contacts), totals: [...new Set(pages.map((page) => page.pagination.total))] };
+      return { ids: ids(contacts), totals: [...new Set(pages.map((page) => `${page.pagination.total} ${page.pagination.totalExact}`))] };
     };
+    // More rows than the budget: the total counts the matches among the first WALK_BUDGET + 1 (here all of them) and says so.
     const active = await expected("AND status = 'ACTIVE'", "last_name COLLATE NOCASE, id");
-    expect(active.length).toBeGreaterThan(HITS_WINDOW / 2);
-    expect(await walk("status=ACTIVE&sort=lastName:asc")).toEqual({ ids: active, totals: [active.length] });
+    expect(active.length).toBeGreaterThan(WALK_BUDGET + 1);
+    expect(await walk("status=ACTIVE&sort=lastName:asc")).toEqual({ ids: active, totals: [`${WALK_BUDGET + 1} false`] });
     const tall = await expected("AND tags LIKE '%tall%'", "created_at DESC, id DESC");
-    expect(await walk("tags=tall")).toEqual({ ids: tall, totals: [tall.length] });
+    expect(tall.length).toBeLessThanOrEqual(WALK_BUDGET);
+    expect(await walk("tags=tall")).toEqual({ ids: tall, totals: [`${tall.length} true`] });
     // The same set through both plans: a lead word of few matches ("walkerton") and of many ("walk" with "wally").
     expect(await found(p.token, "walkerton")).toEqual(await found(p.token, "walk wally"));
   });

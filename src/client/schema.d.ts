@@ -2829,8 +2829,10 @@ export interface components {
             hasMore: boolean;
             /** @description Opaque; pass back as `cursor` for the next page. null on the last page. */
             nextCursor: string | null;
-            /** @description Items matching the filters, across all pages */
+            /** @description Items matching the filters, across all pages; a lower bound when `totalExact` is false */
             total: number;
+            /** @description On searched lists (`q`): false when `total` counts only the matches among the list's first rows (a broad search, see `q`), so more may follow */
+            totalExact?: boolean;
             limit: number;
         };
         ContactTag: {
@@ -6144,7 +6146,7 @@ export interface operations {
             query?: {
                 /** @description csv (a header row, nested fields as dotted columns, lists joined with `; `) or ndjson (one object per line) */
                 format?: "csv" | "ndjson";
-                /** @description Words to find (first and last names, e-mail, phones by their digits written any way, notes and tags), each as the start of a word, in any case and with or without accents; every word must match. At most 200 characters and 8 words. Combines with every other filter, the sort and the cursor. */
+                /** @description Words to find (first and last names, e-mail, phones by their digits written any way, notes and tags), each as the start of a word, in any case and with or without accents; every word must match. At most 200 characters and 8 words (beyond: a 422 naming q). Combines with every other filter, the sort and the cursor. A broad search (its longest word starts words of more than 2000 records) examines at most 1000 rows of the list per page: a page may then hold fewer than `limit` items while `hasMore` is true (follow `nextCursor` for the rest), and `pagination.total` counts the matches among the list's first 1001 rows in its sort, a lower bound when `pagination.totalExact` is false. An export holds every match. */
                 q?: string;
                 type?: "LEAD" | "CLIENT" | "PAST_CLIENT" | "REFERRAL" | "VENDOR";
                 status?: "ACTIVE" | "INACTIVE" | "CONVERTED" | "DISQUALIFIED" | "DO_NOT_CONTACT";
@@ -6635,7 +6637,7 @@ export interface operations {
                 limit?: number;
                 /** @description `pagination.nextCursor` of the previous page */
                 cursor?: string;
-                /** @description Words to find (first and last names, e-mail, phones by their digits written any way, notes and tags), each as the start of a word, in any case and with or without accents; every word must match. At most 200 characters and 8 words. Combines with every other filter, the sort and the cursor. */
+                /** @description Words to find (first and last names, e-mail, phones by their digits written any way, notes and tags), each as the start of a word, in any case and with or without accents; every word must match. At most 200 characters and 8 words (beyond: a 422 naming q). Combines with every other filter, the sort and the cursor. A broad search (its longest word starts words of more than 2000 records) examines at most 1000 rows of the list per page: a page may then hold fewer than `limit` items while `hasMore` is true (follow `nextCursor` for the rest), and `pagination.total` counts the matches among the list's first 1001 rows in its sort, a lower bound when `pagination.totalExact` is false. An export holds every match. */
                 q?: string;
                 type?: "LEAD" | "CLIENT" | "PAST_CLIENT" | "REFERRAL" | "VENDOR";
                 status?: "ACTIVE" | "INACTIVE" | "CONVERTED" | "DISQUALIFIED" | "DO_NOT_CONTACT";
@@ -9233,7 +9235,7 @@ export interface operations {
             query?: {
                 /** @description csv (a header row, nested fields as dotted columns, lists joined with `; `) or ndjson (one object per line) */
                 format?: "csv" | "ndjson";
-                /** @description Words to find (the street, unit, city, state and zip code of the address, and the MLS id), each as the start of a word, in any case and with or without accents; every word must match. At most 200 characters and 8 words. Combines with every other filter, the sort and the cursor. */
+                /** @description Words to find (the street, unit, city, state and zip code of the address, and the MLS id), each as the start of a word, in any case and with or without accents; every word must match. At most 200 characters and 8 words (beyond: a 422 naming q). Combines with every other filter, the sort and the cursor. A broad search (its longest word starts words of more than 2000 records) examines at most 1000 rows of the list per page: a page may then hold fewer than `limit` items while `hasMore` is true (follow `nextCursor` for the rest), and `pagination.total` counts the matches among the list's first 1001 rows in its sort, a lower bound when `pagination.totalExact` is false. An export holds every match. */
                 q?: string;
                 propertyType?: "SINGLE_FAMILY" | "CONDO" | "TOWNHOUSE" | "MULTI_FAMILY" | "LAND" | "COMMERCIAL" | "INDUSTRIAL" | "MIXED_USE";
                 status?: "ACTIVE" | "PENDING" | "SOLD" | "EXPIRED" | "WITHDRAWN" | "CANCELLED" | "COMING_SOON";
@@ -9359,7 +9361,7 @@ export interface operations {
                 limit?: number;
                 /** @description `pagination.nextCursor` of the previous page */
                 cursor?: string;
-                /** @description Words to find (the street, unit, city, state and zip code of the address, and the MLS id), each as the start of a word, in any case and with or without accents; every word must match. At most 200 characters and 8 words. Combines with every other filter, the sort and the cursor. */
+                /** @description Words to find (the street, unit, city, state and zip code of the address, and the MLS id), each as the start of a word, in any case and with or without accents; every word must match. At most 200 characters and 8 words (beyond: a 422 naming q). Combines with every other filter, the sort and the cursor. A broad search (its longest word starts words of more than 2000 records) examines at most 1000 rows of the list per page: a page may then hold fewer than `limit` items while `hasMore` is true (follow `nextCursor` for the rest), and `pagination.total` counts the matches among the list's first 1001 rows in its sort, a lower bound when `pagination.totalExact` is false. An export holds every match. */
                 q?: string;
                 propertyType?: "SINGLE_FAMILY" | "CONDO" | "TOWNHOUSE" | "MULTI_FAMILY" | "LAND" | "COMMERCIAL" | "INDUSTRIAL" | "MIXED_USE";
                 status?: "ACTIVE" | "PENDING" | "SOLD" | "EXPIRED" | "WITHDRAWN" | "CANCELLED" | "COMING_SOON";
@@ -11532,7 +11534,7 @@ export interface operations {
             query?: {
                 /** @description csv (a header row, nested fields as dotted columns, lists joined with `; `) or ndjson (one object per line) */
                 format?: "csv" | "ndjson";
-                /** @description Words to find (the title), each as the start of a word, in any case and with or without accents; every word must match. At most 200 characters and 8 words. Combines with every other filter, the sort and the cursor. */
+                /** @description Words to find (the title), each as the start of a word, in any case and with or without accents; every word must match. At most 200 characters and 8 words (beyond: a 422 naming q). Combines with every other filter, the sort and the cursor. A broad search (its longest word starts words of more than 2000 records) examines at most 1000 rows of the list per page: a page may then hold fewer than `limit` items while `hasMore` is true (follow `nextCursor` for the rest), and `pagination.total` counts the matches among the list's first 1001 rows in its sort, a lower bound when `pagination.totalExact` is false. An export holds every match. */
                 q?: string;
                 type?: "SALE" | "PURCHASE" | "LEASE" | "RENTAL";
                 stage?: "LEAD" | "QUALIFIED" | "APPOINTMENT" | "NEGOTIATION" | "CONTRACT" | "INSPECTION" | "APPRAISAL" | "FINANCING" | "CLOSING" | "CLOSED" | "LOST";
@@ -11648,7 +11650,7 @@ export interface operations {
                 limit?: number;
                 /** @description `pagination.nextCursor` of the previous page */
                 cursor?: string;
-                /** @description Words to find (the title), each as the start of a word, in any case and with or without accents; every word must match. At most 200 characters and 8 words. Combines with every other filter, the sort and the cursor. */
+                /** @description Words to find (the title), each as the start of a word, in any case and with or without accents; every word must match. At most 200 characters and 8 words (beyond: a 422 naming q). Combines with every other filter, the sort and the cursor. A broad search (its longest word starts words of more than 2000 records) examines at most 1000 rows of the list per page: a page may then hold fewer than `limit` items while `hasMore` is true (follow `nextCursor` for the rest), and `pagination.total` counts the matches among the list's first 1001 rows in its sort, a lower bound when `pagination.totalExact` is false. An export holds every match. */
                 q?: string;
                 type?: "SALE" | "PURCHASE" | "LEASE" | "RENTAL";
                 stage?: "LEAD" | "QUALIFIED" | "APPOINTMENT" | "NEGOTIATION" | "CONTRACT" | "INSPECTION" | "APPRAISAL" | "FINANCING" | "CLOSING" | "CLOSED" | "LOST";

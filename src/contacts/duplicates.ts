@@ -1,4 +1,4 @@
-import { filterKey, resolveTotal, totalStatements } from "../crm/list-totals";
+import { countOf, filterKey, resolveTotal, totalStatements } from "../crm/list-totals";
 import { NAME_ZIP_KEY_SQL } from "../db/schema";
 import { decodeCursor, encodeCursor } from "../lib/cursor";
 import { Validation } from "../lib/errors";
@@ -119,13 +119,13 @@ export async function listDuplicates(ctx: ServiceContext, q: DuplicatesQuery) {
   const later = reasons.slice(reasons.indexOf(reason) + 1)[0];
   const next = plan.next ? { reason, ...plan.next } : later ? { reason: later, key: "", inclusive: true } : null;
   const counts = reasons.map((r) => groupCount(r, org));
-  const total = await resolveTotal(
+  const { total } = await resolveTotal(
     ctx.d1,
     org,
     "contacts",
     { hash: totals.keyHash, filtered: true },
     { counter: counter!.results, cached: cached!.results },
-    { from: `(${counts.map((c) => `SELECT k FROM (${c.sql})`).join(" UNION ALL ")}) g`, where: "1", params: counts.flatMap((c) => c.params) },
+    countOf(`(${counts.map((c) => `SELECT k FROM (${c.sql})`).join(" UNION ALL ")}) g`, "1", counts.flatMap((c) => c.params)),
   );
   return {
     data,

@@ -1,4 +1,4 @@
-import { filterKey, resolveTotal, totalStatements } from "../crm/list-totals";
+import { countOf, filterKey, resolveTotal, totalStatements } from "../crm/list-totals";
 import type { ExportPage } from "../crm/export";
 import { afterCursor, type KeysetTable, keysetPage, orderBy, type SortKey, type Where } from "../crm/keyset";
 import { customFieldQuery, type CustomQuery, type CustomSortField } from "../crm/custom-fields";
@@ -47,7 +47,7 @@ function filters(organizationId: string, q: ContactListQuery, custom: CustomQuer
 
 export interface ContactPage {
   data: Partial<Contact>[];
-  pagination: { hasMore: boolean; nextCursor: string | null; total: number; limit: number };
+  pagination: { hasMore: boolean; nextCursor: string | null; total: number; totalExact?: boolean; limit: number };
 }
 
 /** `custom`: the query's custom-field filters and sorts (crm/custom-fields.ts `customFieldQuery`), when it has any. */
@@ -73,8 +73,8 @@ export function listSql(organizationId: string, q: ContactListQuery, custom: Cus
 
 const keysetOf = (custom: CustomQuery | null) => (custom ? custom.keyset(KEYSET) : (KEYSET as KeysetTable<SortField | CustomSortField, ContactRow>));
 
-/** The filters that change the total (`q` as its words: "Patel" and "patel" count once). */
-const totalFilters = ({ limit: _l, cursor: _c, sort: _s, include: _i, fields: _f, q, ...rest }: ContactListQuery) => ({ ...rest, q: searchKey(searchOf("contact", q)) });
+/** The filters that change the total (`q` as its words: "Patel" and "patel" count once; with the sort, crm/search.ts `searchKey`). */
+const totalFilters = ({ limit: _l, cursor: _c, sort, include: _i, fields: _f, q, ...rest }: ContactListQuery) => ({ ...rest, q: searchKey(searchOf("contact", q), sort ?? DEFAULT_SORT) });
 
 /**
  * GET /v1/contacts. One D1 round trip reads the page (limit + 1 rows, to know hasMore), the contacts counter and the
@@ -93,15 +93,15 @@ export async function listContacts(ctx: ServiceContext, q: ContactListQuery): Pr
   const [rows, counter, cached, facet] = await d1.batch([d1.prepare(page.sql).bind(...page.params), ...totals.statements, ...(faceted ? [faceted] : [])]);
   const where = filters(ctx.organizationId, q, custom);
   const search = searchOf("contact", q.q);
-  const total = facet
-    ? (facet.results[0] as { total: number }).total
+  const { total, exact } = facet
+    ? { total: (facet.results[0] as { total: number }).total, exact: true }
     : await resolveTotal(
         d1,
         ctx.organizationId,
         "contacts",
         { hash: totals.keyHash, filtered: key !== null },
         { counter: counter!.results, cached: cached!.results },
-        search ? searchCount("contacts", "c", ctx.organizationId, search, [where]) : { from: "contacts c", where: where.sql.join(" AND "), params: where.params },
+        search ? searchCount("contacts", "c", ctx.organizationId, search, [where], orderBy(keysetOf(custom), page.sort)) : countOf("contacts c", where.sql.join(" AND "), where.params),
       );
 
   const { page: pageRows, hasMore, nextCursor } = keysetPage(keysetOf(custom), page.sort, rows!.results as unknown as ContactRow[], page.limit);
@@ -113,6 +113,7 @@ export async function listContacts(ctx: ServiceContext, q: ContactListQuery): Pr
       hasMore,
       nextCursor,
       total,
+      ...(search ? { totalExact: exact } : {}),
       limit: page.limit,
     },
   };

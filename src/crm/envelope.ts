@@ -13,7 +13,11 @@ export const Pagination = z
   .object({
     hasMore: z.boolean(),
     nextCursor: z.string().nullable().openapi({ description: "Opaque; pass back as `cursor` for the next page. null on the last page." }),
-    total: z.int().openapi({ description: "Items matching the filters, across all pages" }),
+    total: z.int().openapi({ description: "Items matching the filters, across all pages; a lower bound when `totalExact` is false" }),
+    totalExact: z
+      .boolean()
+      .optional()
+      .openapi({ description: "On searched lists (`q`): false when `total` counts only the matches among the list's first rows (a broad search, see `q`), so more may follow" }),
     limit: z.int(),
   })
   .openapi("Pagination");

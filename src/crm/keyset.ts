@@ -129,11 +129,31 @@ export function afterCursor<F extends string>(t: KeysetTable<F, never>, sort: So
 export const cursorAfter = <F extends string, Row>(t: KeysetTable<F, Row>, sort: SortKey<F>[], last: Row): string =>
   encodeCursor({ sort: sortSignature(sort), values: sort.map((s) => t.value[s.field](last)), id: t.rowId(last) });
 
-/** `limit + 1` rows fetched in sort order: the page, whether more follow, and the cursor to them. */
+/**
+ * The column a page query that examines a bounded window of the list (crm/search.ts `searchPageSql`) adds: 0 on the
+ * rows it found; 1 on the window's last row and the one after it, which come only when the window ran out before the
+ * page filled.
+ */
+export const WINDOW_END = "window_end";
+
+const isWindowEnd = (row: unknown) => (row as Record<string, unknown>)[WINDOW_END] === 1;
+const unmarked = <Row>(row: Row): Row => {
+  if (!(WINDOW_END in (row as object))) return row;
+  const { [WINDOW_END]: _, ...rest } = row as Record<string, unknown>;
+  return rest as Row;
+};
+
+/**
+ * `limit + 1` rows fetched in sort order: the page, whether more follow, and the cursor to them. When a bounded
+ * window ran out with rows after it (WINDOW_END), the page holds what it found and the cursor follows the window's last
+ * row, found or not: a cursor encodes any row's sort key and id.
+ */
 export function keysetPage<F extends string, Row>(t: KeysetTable<F, Row>, sort: SortKey<F>[], rows: Row[], limit: number) {
-  const page = rows.slice(0, limit);
-  const hasMore = rows.length > limit;
+  const found = rows.filter((r) => !isWindowEnd(r)).map(unmarked);
+  const ends = rows.filter(isWindowEnd);
+  const page = found.slice(0, limit);
+  if (found.length <= limit && ends.length === 2) return { page, hasMore: true, nextCursor: cursorAfter(t, sort, ends[0]!) };
+  const hasMore = found.length > limit;
   const last = page.at(-1);
   return { page, hasMore, nextCursor: hasMore && last ? cursorAfter(t, sort, last) : null };
 }
-

@@ -8,7 +8,8 @@ import { sha256Hex } from "../lib/crypto";
  * Totals of CRM lists without scans (contacts, properties …). The unfiltered total is a counter moved in every
  * create and delete batch; every write also moves the resource's version. A filtered total is counted once per
  * version and cached under the hash of its canonical filters, so walking 400 pages of a filter counts once, not 400
- * times, and a list request stays one round trip when the cached total is current.
+ * times, and a list request stays one round trip when the cached total is current. A count may be a lower bound (a
+ * broad search's, crm/search.ts `searchCount`): the cache keeps whether it is exact.
  */
 export type ListResource = "contacts" | "properties" | "deals";
 
@@ -36,14 +37,24 @@ export async function totalStatements(d1: D1Database | D1DatabaseSession, organi
     keyHash,
     statements: [
       d1.prepare("SELECT total, version FROM resource_counters WHERE organization_id = ? AND resource = ?").bind(organizationId, resource),
-      d1.prepare("SELECT version, total FROM list_totals WHERE organization_id = ? AND resource = ? AND filter_key = ?").bind(organizationId, resource, keyHash),
+      d1.prepare("SELECT version, total, exact FROM list_totals WHERE organization_id = ? AND resource = ? AND filter_key = ?").bind(organizationId, resource, keyHash),
     ],
   };
 }
 
+/** A count statement for `resolveTotal`: one row of `total` and `exact`. */
+export interface Count {
+  sql: string;
+  params: unknown[];
+}
+
+/** The exact count of the rows of `from` (a table and its alias, or a join) matching `where`. */
+export const countOf = (from: string, where: string, params: unknown[]): Count => ({ sql: `SELECT COUNT(*) AS total, 1 AS exact FROM ${from} WHERE ${where}`, params });
+
 /**
  * The list total from the batched rows: the counter when unfiltered, the cached figure when it is of the current
- * version, else a count (cached under the version read before counting, never a newer one).
+ * version, else `count`'s (cached under the version read before counting, never a newer one). `exact` is false when
+ * the total is a lower bound.
  */
 export async function resolveTotal(
   d1: D1Database | D1DatabaseSession,
@@ -51,22 +62,23 @@ export async function resolveTotal(
   resource: ListResource,
   key: { hash: string; filtered: boolean },
   rows: { counter: unknown[]; cached: unknown[] },
-  count: { from: string; where: string; params: unknown[] },
-): Promise<number> {
+  count: Count,
+): Promise<{ total: number; exact: boolean }> {
   const counter = (rows.counter[0] as { total: number; version: number } | undefined) ?? { total: 0, version: 0 };
-  if (!key.filtered) return counter.total;
-  const hit = rows.cached[0] as { version: number; total: number } | undefined;
-  if (hit && hit.version === counter.version) return hit.total;
+  if (!key.filtered) return { total: counter.total, exact: true };
+  const hit = rows.cached[0] as { version: number; total: number; exact: number } | undefined;
+  if (hit && hit.version === counter.version) return { total: hit.total, exact: hit.exact === 1 };
+  // `WHERE true`: SQLite reads an ON after INSERT … SELECT … FROM as a join's unless a WHERE comes first.
   const row = await d1
     .prepare(
-      `INSERT INTO list_totals (organization_id, resource, filter_key, version, total)
-       SELECT ?, ?, ?, ?, COUNT(*) FROM ${count.from} WHERE ${count.where}
-       ON CONFLICT (organization_id, resource, filter_key) DO UPDATE SET version = excluded.version, total = excluded.total
-       RETURNING total`,
+      `INSERT INTO list_totals (organization_id, resource, filter_key, version, total, exact)
+       SELECT ?, ?, ?, ?, n.total, n.exact FROM (${count.sql}) n WHERE true
+       ON CONFLICT (organization_id, resource, filter_key) DO UPDATE SET version = excluded.version, total = excluded.total, exact = excluded.exact
+       RETURNING total, exact`,
     )
     .bind(organizationId, resource, key.hash, counter.version, ...count.params)
-    .first<{ total: number }>();
-  return row?.total ?? 0;
+    .first<{ total: number; exact: number }>();
+  return { total: row?.total ?? 0, exact: (row?.exact ?? 1) === 1 };
 }
 
 /**

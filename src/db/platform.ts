@@ -90,7 +90,10 @@ export const resourceCounters = sqliteTable(
   (t) => [primaryKey({ columns: [t.organizationId, t.resource] })],
 );
 
-/** A filtered list's total, counted once per resource version and cached (crm/list-totals.ts). */
+/**
+ * A filtered list's total, counted once per resource version and cached (crm/list-totals.ts); `exact` is false when
+ * it is a lower bound (a broad search counts only the list's first rows, crm/search.ts `searchCount`).
+ */
 export const listTotals = sqliteTable(
   "list_totals",
   {
@@ -99,6 +102,7 @@ export const listTotals = sqliteTable(
     filterKey: text().notNull(),
     version: integer().notNull(),
     total: integer().notNull(),
+    exact: integer({ mode: "boolean" }).notNull().default(true),
   },
   (t) => [primaryKey({ columns: [t.organizationId, t.resource, t.filterKey] })],
 );

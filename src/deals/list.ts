@@ -2,7 +2,7 @@ import type { z } from "@hono/zod-openapi";
 import type { Pagination } from "../crm/envelope";
 import type { ExportPage } from "../crm/export";
 import { afterCursor, type KeysetTable, keysetPage, orderBy, pageSql, type SortKey, type Where } from "../crm/keyset";
-import { filterKey, resolveTotal, totalStatements } from "../crm/list-totals";
+import { countOf, filterKey, resolveTotal, totalStatements } from "../crm/list-totals";
 import { customFieldQuery, type CustomQuery, type CustomSortField } from "../crm/custom-fields";
 import { searchCount, searchKey, searchOf, searchPageSql } from "../crm/search";
 import type { ServiceContext } from "../service-context";
@@ -90,23 +90,23 @@ export async function listDeals(ctx: ServiceContext, q: DealListQuery): Promise<
   const page = listSql(ctx.organizationId, q, custom);
   const { limit: _l, cursor: _c, sort: _s, include: _i, q: text, ...filtersOnly } = q;
   const search = searchOf("deal", text);
-  const key = filterKey({ ...filtersOnly, q: searchKey(search) });
+  const key = filterKey({ ...filtersOnly, q: searchKey(search, page.sort) });
   const totals = await totalStatements(d1, ctx.organizationId, "deals", key);
   const [rows, counter, cached] = await d1.batch([d1.prepare(page.sql).bind(...page.params), ...totals.statements]);
   const where = filters(q, custom);
-  const total = await resolveTotal(
+  const { total, exact } = await resolveTotal(
     d1,
     ctx.organizationId,
     "deals",
     { hash: totals.keyHash, filtered: key !== null },
     { counter: counter!.results, cached: cached!.results },
     search
-      ? searchCount("deals", "d", ctx.organizationId, search, [{ sql: ["d.organization_id = ?"], params: [ctx.organizationId] }, where])
-      : { from: "deals d", where: ["d.organization_id = ?", ...where.sql].join(" AND "), params: [ctx.organizationId, ...where.params] },
+      ? searchCount("deals", "d", ctx.organizationId, search, [{ sql: ["d.organization_id = ?"], params: [ctx.organizationId] }, where], orderBy(keysetOf(custom), page.sort))
+      : countOf("deals d", ["d.organization_id = ?", ...where.sql].join(" AND "), [ctx.organizationId, ...where.params]),
   );
   const { page: pageRows, hasMore, nextCursor } = keysetPage(keysetOf(custom), page.sort, rows!.results as Row[], page.limit);
   const data = await present(ctx, pageRows.map(fromRow), q.include ?? []);
-  return { data, pagination: { hasMore, nextCursor, total, limit: page.limit } };
+  return { data, pagination: { hasMore, nextCursor, total, ...(search ? { totalExact: exact } : {}), limit: page.limit } };
 }
 
 /** The list's query without its page parameters and includes: what an export (crm/export.ts) takes. */

@@ -1,6 +1,6 @@
 import type { ExportPage } from "../crm/export";
 import { afterCursor, type KeysetTable, keysetPage, orderBy, pageSql, type SortKey, type Where } from "../crm/keyset";
-import { filterKey, resolveTotal, totalStatements } from "../crm/list-totals";
+import { countOf, filterKey, resolveTotal, totalStatements } from "../crm/list-totals";
 import { customFieldQuery, type CustomQuery, type CustomSortField } from "../crm/custom-fields";
 import { searchCount, searchKey, searchOf, searchPageSql } from "../crm/search";
 import type { Pagination } from "../crm/envelope";
@@ -83,8 +83,8 @@ export function listSql(organizationId: string, q: PropertyListQuery, now = new 
 
 /** The filters that change the total; a days-on-market bound moves with the date, so the date is part of its key. */
 function totalKey(q: PropertyListQuery, now: Date): string | null {
-  const { limit: _l, cursor: _c, sort: _s, include: _i, q: text, ...filtersOnly } = q;
-  const rest = { ...filtersOnly, q: searchKey(searchOf("property", text)) };
+  const { limit: _l, cursor: _c, sort, include: _i, q: text, ...filtersOnly } = q;
+  const rest = { ...filtersOnly, q: searchKey(searchOf("property", text), sort ?? DEFAULT_SORT) };
   return filterKey(rest["daysOnMarket[lte]"] === undefined ? rest : { ...rest, on: today(now) });
 }
 
@@ -103,20 +103,20 @@ export async function listProperties(ctx: ServiceContext, q: PropertyListQuery):
   const [rows, counter, cached] = await d1.batch([d1.prepare(page.sql).bind(...page.params), ...totals.statements]);
   const where = filters(q, now, custom);
   const search = searchOf("property", q.q);
-  const total = await resolveTotal(
+  const { total, exact } = await resolveTotal(
     d1,
     ctx.organizationId,
     "properties",
     { hash: totals.keyHash, filtered: key !== null },
     { counter: counter!.results, cached: cached!.results },
     search
-      ? searchCount("properties", "p", ctx.organizationId, search, [{ sql: ["p.organization_id = ?"], params: [ctx.organizationId] }, where])
-      : { from: "properties p", where: ["p.organization_id = ?", ...where.sql].join(" AND "), params: [ctx.organizationId, ...where.params] },
+      ? searchCount("properties", "p", ctx.organizationId, search, [{ sql: ["p.organization_id = ?"], params: [ctx.organizationId] }, where], orderBy(keysetOf(custom), page.sort))
+      : countOf("properties p", ["p.organization_id = ?", ...where.sql].join(" AND "), [ctx.organizationId, ...where.params]),
   );
   const { page: pageRows, hasMore, nextCursor } = keysetPage(keysetOf(custom), page.sort, rows!.results as Row[], page.limit);
   const include = q.include ?? [];
   const data = await present(ctx, pageRows.map(fromRow), include, include.includes("photos"));
-  return { data, pagination: { hasMore, nextCursor, total, limit: page.limit } };
+  return { data, pagination: { hasMore, nextCursor, total, ...(search ? { totalExact: exact } : {}), limit: page.limit } };
 }
 
 /** The list's query without its page parameters and includes: what an export (crm/export.ts) takes. */

@@ -55,7 +55,7 @@ export async function logCommunication(token: string, id: string, body: Record<s
 
 export interface ListPage {
   data: ContactJson[];
-  pagination: { hasMore: boolean; nextCursor: string | null; total: number; limit: number };
+  pagination: { hasMore: boolean; nextCursor: string | null; total: number; totalExact?: boolean; limit: number };
 }
 
 /** GET /v1/contacts with a query string (without the leading "?"); fails the test unless 200. */
