@@ -8,6 +8,7 @@ import { createDeliveryConsumer, USER_AGENT } from "../src/webhooks/delivery";
 import { fanOutEvent } from "../src/webhooks/fanout";
 import { fetchTransport, type WebhookTransport } from "../src/webhooks/transport";
 import { verifyWebhook } from "../src/webhooks/verify";
+import { createApiKey } from "./helpers/api-keys";
 import { call, json } from "./helpers/client";
 import { createPrincipal, tenantDb, type TestPrincipal } from "./helpers/factories";
 import { droppedFetch } from "./helpers/outbound";
@@ -248,6 +249,33 @@ describe("webhook delivery", () => {
     await vi.waitFor(async () => expect(await box.count()).toBe(1), { timeout: 15_000, interval: 200 });
     expect(JSON.parse((await box.received())[0]!.body).id).toBe(event.id);
     await vi.waitFor(async () => expect((await log(owner, sub.id))[0].status).toBe("delivered"), { timeout: 15_000, interval: 200 });
+  });
+});
+
+// Issue 40 (found by the adversarial pass): a key holding webhooks:manage alone narrowed the owner's failing contact
+// subscription to an event it may read and pointed it at its own receiver; the contact deliveries still being
+// retried then went there. A delivery is sent only while the subscription carries its event.
+describe("deliveries in flight when a subscription is narrowed and redirected", () => {
+  it("are not sent to the new URL: they fail as no longer carried, and cannot be replayed or recovered there", async () => {
+    const owner = await createPrincipal();
+    const failing = await openMailbox({ fallback: 500 });
+    const { sub, message } = await deliveryFor(owner, failing.url);
+    expect(await attempt(message, 1)).toMatchObject({ retried: true });
+    const key = await createApiKey(owner.token, ["webhooks:manage"]);
+    const thief = await openMailbox();
+    const moved = await call("PATCH", `/v1/webhooks/${sub.id}`, { token: key.key, body: { events: ["webhook.endpoint_disabled"], url: thief.url } });
+    expect(moved.status).toBe(200);
+    expect(await attempt(message, 2)).toMatchObject({ acked: true, retried: false });
+    expect(await thief.count()).toBe(0);
+    const [delivery] = await log(owner, sub.id);
+    expect(delivery).toMatchObject({ event: "contact.created", status: "failed", lastError: "the subscription no longer carries contact.created" });
+    // Neither the owner nor the key sends it there by hand.
+    const replay = await call("POST", `/v1/webhooks/${sub.id}/deliveries/${delivery.id}/replay`, { token: owner.token });
+    expect(replay.status).toBe(409);
+    expect((await json(replay)).error).toMatchObject({ code: "event_not_subscribed" });
+    const recover = await call("POST", `/v1/webhooks/${sub.id}/recover`, { token: owner.token, body: { since: new Date(Date.now() - 60_000).toISOString() } });
+    expect((await json(recover)).data?.queued ?? 0).toBe(0);
+    expect(await thief.count()).toBe(0);
   });
 });
 

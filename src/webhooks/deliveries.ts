@@ -8,7 +8,7 @@ import { newId } from "../lib/ids";
 import { decodeNewestFirstCursor as decodeCursor, olderThan, paginate } from "../crm/pagination";
 import { nowIso } from "../lib/time";
 import type { ServiceContext } from "../service-context";
-import { type DeliveryReach, TEST_EVENT } from "./events";
+import { carries, type DeliveryReach, TEST_EVENT } from "./events";
 import { enqueueDeliveries } from "./fanout";
 import { buildPayload, loadParties } from "./payload";
 import type { Delivery } from "./schemas";
@@ -125,7 +125,8 @@ async function requeue(ctx: ServiceContext, row: DeliveryRow): Promise<Delivery>
  * the subscription's URL again: the caller must reach that event and every event the subscription holds.
  */
 export async function replayDelivery(ctx: ServiceContext, id: string, deliveryId: string, reach: DeliveryReach): Promise<Delivery> {
-  reach((await enabledWebhook(ctx, id)).events);
+  const sub = await enabledWebhook(ctx, id);
+  reach(sub.events);
   const row = await ctx.db
     .select()
     .from(webhookDeliveries)
@@ -133,8 +134,11 @@ export async function replayDelivery(ctx: ServiceContext, id: string, deliveryId
     .get();
   if (!row) throw new NotFound("Delivery");
   reach([row.event]);
+  if (!carries(sub.events, row.event)) throw notSubscribed(row.event);
   return requeue(ctx, row);
 }
+
+const notSubscribed = (event: string) => new Conflict(`The webhook does not subscribe to ${event}`, "event_not_subscribed");
 
 /**
  * POST /v1/webhooks/{id}/events/{eventId}/replay: the event's delivery to this webhook again, or, when it never had
@@ -158,11 +162,12 @@ async function replayEventOnce(ctx: ServiceContext, id: string, eventId: string,
   const existing = await existingDelivery();
   if (existing) {
     reach([existing.event]);
+    if (!carries(sub.events, existing.event)) throw notSubscribed(existing.event);
     return requeue(ctx, existing);
   }
   const event = await ctx.db.select().from(outboxEvents).where(and(eq(outboxEvents.organizationId, ctx.organizationId), eq(outboxEvents.id, eventId))).get();
   if (!event) throw new NotFound("Event");
-  if (!sub.events.includes(event.type)) throw new Conflict(`The webhook does not subscribe to ${event.type}`, "event_not_subscribed");
+  if (!sub.events.includes(event.type)) throw notSubscribed(event.type);
   const body = buildPayload(event, await loadParties(ctx.db, ctx.organizationId, event.actor.userId));
   // The fan-out (or a second replay) may have made this delivery since the read above: then replay that one.
   return (await insertAndSend(ctx, newDelivery(ctx, id, event.id, event.type, body))) ?? requeue(ctx, (await existingDelivery())!);

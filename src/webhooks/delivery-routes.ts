@@ -57,7 +57,7 @@ const replay = defineRoute(CRM, {
   responses: {
     202: queued,
     ...REACH,
-    409: crmError("The webhook is disabled (webhook_disabled), or the delivery is still being attempted (delivery_in_flight)"),
+    409: crmError("The webhook is disabled (webhook_disabled), no longer subscribes to the delivery's event (event_not_subscribed), or the delivery is still being attempted (delivery_in_flight)"),
     404: crmError("No such webhook or delivery in your organization"),
     422: crmError("id or deliveryId is not a UUID"),
   },
@@ -90,7 +90,7 @@ const recover = defineRoute(CRM, {
   security,
   summary: "Re-send what failed since a moment",
   description:
-    "Queues once more every delivery of this webhook since `since` (at most 30 days back) that has not succeeded: dead-lettered, failed, or still retrying. Each is sent on a fresh retry schedule, and its old one stops. Delivered ones are not sent again, and a second recover leaves alone what the first is still sending. Up to 1,000 per call (`hasMore`: call again with the same `since`). Needs the read permission of every event the subscription holds and of every event it would send again.",
+    "Queues once more every delivery of this webhook since `since` (at most 30 days back) that has not succeeded: dead-lettered, failed, or still retrying. Each is sent on a fresh retry schedule, and its old one stops. Delivered ones are not sent again, and a second recover leaves alone what the first is still sending. Up to 1,000 per call (`hasMore`: call again with the same `since`). Only deliveries of events the subscription still subscribes to are sent. Needs the read permission of every event the subscription holds.",
   request: { params: WebhookIdParam, ...jsonBody(RecoverWebhook) },
   responses: {
     202: crmSuccess("Queued; follow them in the delivery log", Recovery),

@@ -11,6 +11,7 @@ import { disableFailingEndpoint, failedLongEnough, failureRunWrite } from "./hea
 import type { DeliveryMessage } from "./fanout";
 import { masterKey } from "./guards";
 import { openSecret } from "./secret-box";
+import { carries } from "./events";
 import { checkWebhookUrl, urlPolicyFor } from "./ssrf";
 import type { WebhookDeps } from "./transport";
 import { signStandardWebhook, signWebhook } from "./verify";
@@ -77,7 +78,7 @@ async function send(env: Env, deps: WebhookDeps, target: Signer, delivery: { id:
   }
 }
 
-type Target = Omit<Signer, "subscriptionId"> & { delivery: typeof webhookDeliveries.$inferSelect; enabled: boolean; failingSince: string | null };
+type Target = Omit<Signer, "subscriptionId"> & { delivery: typeof webhookDeliveries.$inferSelect; enabled: boolean; events: string[]; failingSince: string | null };
 
 /** The deliveries of a batch with their subscriptions, in one D1 round trip. */
 function loadTargets(db: Db, deliveryIds: string[]): Promise<Target[]> {
@@ -87,6 +88,7 @@ function loadTargets(db: Db, deliveryIds: string[]): Promise<Target[]> {
       delivery: webhookDeliveries,
       url: s.url,
       enabled: s.enabled,
+      events: s.events,
       failingSince: s.failingSince,
       secretCiphertext: s.secretCiphertext,
       previousSecretCiphertext: s.previousSecretCiphertext,
@@ -117,10 +119,13 @@ async function attemptDelivery(
   if (!target || target.delivery.status === "delivered" || target.delivery.chain !== message.chain) return { outcome: { kind: "ack" }, writes: [] };
   const { delivery } = target;
   const now = new Date();
-  if (!target.enabled) {
+  // The URL and the events are read together: a delivery goes to the URL only while the subscription still carries
+  // its event (events.ts `carries`), so a retry in flight cannot be redirected by narrowing the events first.
+  const refusal = !target.enabled ? "subscription is disabled" : !carries(target.events, delivery.event) ? `the subscription no longer carries ${delivery.event}` : null;
+  if (refusal) {
     const write = db
       .update(webhookDeliveries)
-      .set({ status: "failed", lastError: "subscription is disabled", nextAttemptAt: null, updatedAt: nowIso(now) })
+      .set({ status: "failed", lastError: refusal, nextAttemptAt: null, updatedAt: nowIso(now) })
       .where(and(eq(webhookDeliveries.id, delivery.id), eq(webhookDeliveries.chain, message.chain)));
     return { outcome: { kind: "ack" }, writes: [write] };
   }

@@ -118,5 +118,13 @@ export const ENDPOINT_DISABLED = "webhook.endpoint_disabled" satisfies WebhookEv
 /** Sent by POST /v1/webhooks/{id}/test only; no domain event carries it, so nobody can subscribe to it. */
 export const TEST_EVENT = "webhook.test";
 
+/**
+ * Whether the subscription, as it is now, still carries this delivery's event: one it names, or one sent to every
+ * endpoint whatever it names (a test, another endpoint turned off). A delivery of an event it dropped since is not
+ * sent, retried, replayed or recovered: whoever narrows a subscription and points it elsewhere receives only what
+ * it may read (issue 40).
+ */
+export const carries = (subscribed: readonly string[], event: string): boolean => event === TEST_EVENT || event === ENDPOINT_DISABLED || subscribed.includes(event);
+
 /** Payload `apiVersion` (spec: Versioning 2, year and month). */
 export const WEBHOOK_API_VERSION = "2026-11";

@@ -4,7 +4,8 @@ import { Conflict } from "../lib/errors";
 import { nowIso } from "../lib/time";
 import type { ServiceContext } from "../service-context";
 import { enabledWebhook } from "./deliveries";
-import type { DeliveryReach } from "./events";
+import { type DeliveryReach, ENDPOINT_DISABLED, TEST_EVENT } from "./events";
+import { inJsonList } from "../lib/sql";
 import { enqueueDeliveries } from "./fanout";
 import { RECOVER_BATCH } from "./limits";
 
@@ -14,18 +15,18 @@ import { RECOVER_BATCH } from "./limits";
  * (db/webhooks.ts `chain`): a message of its old chain is dropped when it comes, so no delivery sends twice at once.
  * What a recover has queued is in flight until that chain ends: a second recover leaves it alone (and answers 409
  * when there was nothing else to send); delivered ones are never sent again. One statement takes the deliveries, so
- * recovers racing each other share them out and each is queued once. The caller must reach every event the
- * subscription holds and every event among what it would send (a subscription narrowed since keeps older deliveries).
+ * recovers racing each other share them out and each is queued once. Only deliveries of events the subscription
+ * still carries are sent (one narrowed since keeps its older ones unsent), and the caller must reach every event it holds.
  */
 export async function recoverWebhook(ctx: ServiceContext, id: string, since: string, reach: DeliveryReach): Promise<{ since: string; queued: number; hasMore: boolean }> {
-  reach((await enabledWebhook(ctx, id)).events);
+  const sub = await enabledWebhook(ctx, id);
+  reach(sub.events);
   const d = webhookDeliveries;
-  const window = and(eq(d.organizationId, ctx.organizationId), eq(d.subscriptionId, id), gte(d.createdAt, since));
+  // Only what the subscription still carries (events.ts `carries`): the events the caller was just checked for.
+  const window = and(eq(d.organizationId, ctx.organizationId), eq(d.subscriptionId, id), gte(d.createdAt, since), inJsonList(d.event, [...sub.events, TEST_EVENT, ENDPOINT_DISABLED]));
   const unsent = or(inArray(d.status, ["failed", "dead"]), and(eq(d.status, "retrying"), eq(d.chain, 0)));
   const { db } = ctx;
   const oldestUnsent = db.select({ id: d.id }).from(d).where(and(window, unsent)).orderBy(asc(d.createdAt), asc(d.id)).limit(RECOVER_BATCH);
-  // The events of what this call takes (the batch below takes the same oldest ones): one name each.
-  reach((await db.selectDistinct({ event: d.event }).from(d).where(inArray(d.id, oldestUnsent))).map((r) => r.event));
   const [taken, [left], [inFlight]] = await db.batch([
     db
       .update(d)
