@@ -82,6 +82,12 @@ describe("broad searches examine a bounded window of the list (issue 40)", () =>
     const exported = await call("GET", `/v1/contacts/export?format=ndjson&q=${NOBODY}`, { token: p.token });
     expect(exported.status).toBe(200);
     expect((await exported.text()).trim().split("\n").map((line) => (JSON.parse(line) as { id: string }).id)).toEqual(newestFirst);
+    // In a sort whose first windows hold no match (Kw99 … first; the matches are Kw0 … Kw2): the export reads on
+    // past the empty pages to every match (found by the adversarial pass: it ended at the first empty page).
+    const csv = await (await call("GET", `/v1/contacts/export?format=csv&q=${NOBODY}&sort=lastName:desc`, { token: p.token })).text();
+    const lines = csv.trim().split("\r\n");
+    expect(lines[0]).toContain("id");
+    expect(lines.slice(1).map((l) => l.split(",")[lines[0]!.split(",").indexOf("id")])).toEqual(await expected("last_name COLLATE NOCASE DESC, id DESC"));
   });
 
   it("contacts: a word matching everyone keeps full pages, the plain list's; the total is a lower bound unless the filtered list fits the budget", async () => {

@@ -84,19 +84,24 @@ export function exportStream(format: ExportFormat, schema: z.ZodType, pageOf: (c
   return new ReadableStream<Uint8Array>({
     async pull(controller) {
       if (done) return controller.close();
-      const page = await pageOf(cursor);
-      cursor = page.nextCursor;
-      done = cursor === null;
+      // A page may hold nothing yet point further (a broad search examines a bounded window a page, crm/search.ts):
+      // read on until one holds rows or the walk ends, so a pull that enqueues nothing never stalls the stream.
       let text = "";
-      if (format === "ndjson") for (const row of page.data) text += `${JSON.stringify(row)}\n`;
-      else {
-        if (!columns) {
-          columns = columnsOf(schemaColumns(schema), page.data);
-          text += csvLine(columns);
-        }
-        for (const row of page.data) {
-          const flat = flatten(row);
-          text += csvLine(columns.map((c) => flat[c] ?? ""));
+      while (!text && !done) {
+        const page = await pageOf(cursor);
+        cursor = page.nextCursor;
+        done = cursor === null;
+        if (format === "ndjson") for (const row of page.data) text += `${JSON.stringify(row)}\n`;
+        else {
+          // The header waits for the first page with rows (or the end): it adds the keys that page has.
+          if (!columns && (page.data.length > 0 || done)) {
+            columns = columnsOf(schemaColumns(schema), page.data);
+            text += csvLine(columns);
+          }
+          for (const row of page.data) {
+            const flat = flatten(row);
+            text += csvLine(columns!.map((c) => flat[c] ?? ""));
+          }
         }
       }
       if (text) controller.enqueue(encoder.encode(text));
