@@ -81,6 +81,39 @@ describe("testimonials (spec: Testimonial state table)", () => {
   });
 });
 
+// Issue 40 (adversarial pass): an agent rewrote the owner's published review, planted a 1-star one on the owner's page
+// and unpublished the real one.
+describe("whose testimonials a caller may write", () => {
+  it("an agent writes only those about themselves; owners and admins any", async () => {
+    const owner = await createPrincipal();
+    const agent = await createPrincipal({ organizationId: owner.organizationId, role: "agent" });
+    const theirs = await publishedTestimonial(owner, { headline: "Wonderful" });
+    const pending = await createTestimonial(owner);
+    const attempts: [string, string, unknown][] = [
+      ["PATCH", `/api/reputation/testimonials/${theirs.id}`, { headline: "Terrible owner" }],
+      ["POST", `/api/reputation/testimonials/${theirs.id}/unpublish`, undefined],
+      ["POST", `/api/reputation/testimonials/${pending.id}/approve`, undefined],
+      ["POST", `/api/reputation/testimonials/${pending.id}/reject`, undefined],
+      ["POST", "/api/reputation/testimonials", { agentUserId: owner.userId, category: "BUYER", rating: 1, body: "Avoid." }],
+    ];
+    for (const [method, path, body] of attempts) {
+      const res = await call(method as "POST", path, { token: agent.token, body });
+      expect(res.status, `${method} ${path}`).toBe(403);
+      expect(JSON.stringify(await json(res)), `${method} ${path}`).toContain("insufficient_role");
+    }
+    expect(await json(await call("GET", `/api/reputation/testimonials/${theirs.id}`, { token: owner.token }))).toMatchObject({ headline: "Wonderful", status: "PUBLISHED" });
+    expect((await aggregateOf(owner, owner.userId)).totalReviews).toBe(1);
+
+    // The agent's own, start to finish; an admin moderates anyone's.
+    const own = await createTestimonial(agent, { agentUserId: agent.userId });
+    await move(agent, own.id, "approve");
+    await move(agent, own.id, "publish");
+    const admin = await createPrincipal({ organizationId: owner.organizationId, role: "admin" });
+    await move(admin, own.id, "unpublish");
+    await move(admin, pending.id, "approve");
+  });
+});
+
 describe("aggregates", () => {
   it("match the published testimonials after every publish and unpublish, per agent and for the organization", async () => {
     const owner = await createPrincipal();

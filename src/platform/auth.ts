@@ -229,6 +229,15 @@ export function requirePermission(c: Context<AppBindings>, permission: Permissio
   if (credential && !credential.includes(permission)) throw new InsufficientPermission(`This credential was not granted ${permission}`);
 }
 
+/**
+ * An agent acts on what is theirs; acting for another user (their public profile, the testimonials about them, or the
+ * organization's own) needs `users:manage`: owners and admins, 403 `insufficient_role` for an agent,
+ * `insufficient_permission` for a key or token without it (issue 40). `userId` undefined means the caller.
+ */
+export function requireSelfOrManager(c: Context<AppBindings>, userId: string | null | undefined): void {
+  if (userId !== undefined && userId !== c.get("user").id) requirePermission(c, "users:manage");
+}
+
 /** What an `include` embeds from another resource (a contact's deals, a deal's contact or property) needs too. */
 const INCLUDE_PERMISSIONS: Record<string, Permission> = { deals: "deals:read", contact: "contacts:read", property: "properties:read" };
 

@@ -1,7 +1,7 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
 import { API, apiError, apiJson } from "../platform/api-family";
 import type { Context } from "hono";
-import { requirePermission, serviceContext } from "../platform/auth";
+import { requireSelfOrManager, serviceContext } from "../platform/auth";
 import type { AppBindings } from "../platform/context";
 import { ETAG_HEADER, withEtag } from "../platform/etag";
 import { validationHook } from "../platform/openapi";
@@ -72,7 +72,7 @@ const deleteProfileRoute = defineRoute(API, {
  * colleague's profile and cannot rewrite or take down the public page it feeds.
  */
 function agentOf<T extends string | undefined>(c: Context<AppBindings>, agentUserId: T): T {
-  if (agentUserId !== undefined && agentUserId !== c.get("user").id) requirePermission(c, "users:manage");
+  requireSelfOrManager(c, agentUserId);
   return agentUserId;
 }
 

@@ -1,5 +1,7 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
 import { API, apiError, apiJson } from "../platform/api-family";
+import type { Context } from "hono";
+import { InsufficientRole } from "../lib/errors";
 import { serviceContext } from "../platform/auth";
 import type { AppBindings } from "../platform/context";
 import { ETAG_HEADER, withEtag } from "../platform/etag";
@@ -8,13 +10,25 @@ import { defineRoute, jsonBody } from "../platform/route";
 import { getAggregate } from "../reputation/aggregates";
 import { AgentQuery } from "../profiles/schemas";
 import { Aggregate, IdParam, RejectBody, Testimonial, TestimonialCreate, TestimonialList, TestimonialListQuery, TestimonialUpdate } from "./schemas";
-import { approveTestimonial, createTestimonial, getTestimonial, listTestimonials, publishTestimonial, rejectTestimonial, unpublishTestimonial, updateTestimonial } from "./service";
+import { type ActingFor, approveTestimonial, createTestimonial, getTestimonial, listTestimonials, publishTestimonial, rejectTestimonial, unpublishTestimonial, updateTestimonial } from "./service";
 
 const tags = ["Reputation"];
 const security = [{ bearerAuth: [] }];
 const NOT_FOUND = { 404: apiError("No testimonial with this id in your organization") };
 const STALE = { 412: apiError("If-Match named a version the testimonial is no longer at (precondition_failed)") };
 const one = (description: string) => apiJson(description, Testimonial, ETAG_HEADER);
+
+/**
+ * Whose testimonials the caller may write (issue 40): an agent only those about themselves; owners and admins, and
+ * their keys and tokens with `reputation:write`, any (a review tool moderating for the brokerage needs no more).
+ */
+const actingFor =
+  (c: Context<AppBindings>): ActingFor =>
+  (agentUserId) => {
+    const { id, role } = c.get("user");
+    if (role === "agent" && agentUserId !== id) throw new InsufficientRole("An agent writes only the testimonials about themselves");
+  };
+const OTHERS = "An agent writes only the testimonials about themselves; another agent's, or the organization's, are for owners and admins (403 `insufficient_role`).";
 
 const RULES = `Ratings are integers 1–5. Categories: BUYER, SELLER, INVESTOR, LANDLORD, TENANT, OTHER. Sources: MANUAL, SURVEY, EMAIL, WEBSITE, GOOGLE, ZILLOW, IMPORT, OTHER.
 The display fields (displayName, displayLocation, displayPhotoUrl) reach the public feed only with their consent flag
@@ -39,7 +53,7 @@ const create = defineRoute(API, {
   tags,
   security,
   summary: "Record a testimonial",
-  description: `A new testimonial is always PENDING and PRIVATE, whatever the body says. ${RULES}`,
+  description: `A new testimonial is always PENDING and PRIVATE, whatever the body says. ${OTHERS} ${RULES}`,
   request: jsonBody(TestimonialCreate),
   responses: { 201: one("The testimonial") },
 });
@@ -62,7 +76,7 @@ const update = defineRoute(API, {
   tags,
   security,
   summary: "Edit a testimonial",
-  description: "Copy, featuring, order, display fields and consent flags. Visibility only goes down: moving a PUBLISHED testimonial to PRIVATE or INTERNAL unpublishes it (back to APPROVED; the rollups are recomputed). Honours If-Match.",
+  description: "Copy, featuring, order, display fields and consent flags. Visibility only goes down: moving a PUBLISHED testimonial to PRIVATE or INTERNAL unpublishes it (back to APPROVED; the rollups are recomputed). Honours If-Match. " + OTHERS,
   request: { params: IdParam, ...jsonBody(TestimonialUpdate) },
   responses: { 200: one("The testimonial"), ...NOT_FOUND, ...STALE, 409: apiError("Changed by too many requests at once (concurrent_modification)") },
 });
@@ -75,7 +89,7 @@ const move = (operationId: string, verb: string, summary: string, description: s
     tags,
     security,
     summary,
-    description,
+    description: `${description} ${OTHERS}`,
     request: { params: IdParam },
     responses: { 200: one("The testimonial after the move"), ...NOT_FOUND, ...STALE, 409: apiError(refusal) },
   });
@@ -96,7 +110,7 @@ const reject = defineRoute(API, {
   tags,
   security,
   summary: "Reject a testimonial",
-  description: "PENDING or APPROVED → REJECTED (final), with an optional reason; emits REVIEW_REJECTED.",
+  description: `PENDING or APPROVED → REJECTED (final), with an optional reason; emits REVIEW_REJECTED. ${OTHERS}`,
   request: { params: IdParam, ...jsonBody(RejectBody, false) },
   responses: { 200: one("The testimonial after the move"), ...NOT_FOUND, ...STALE, 409: apiError("invalid_state: PUBLISHED (unpublish first) or already REJECTED") },
 });
@@ -115,11 +129,11 @@ const aggregate = defineRoute(API, {
 
 export const testimonialRoutes = new OpenAPIHono<AppBindings>({ defaultHook: validationHook })
   .openapi(list, async (c) => c.json(await listTestimonials(serviceContext(c), c.req.valid("query")), 200))
-  .openapi(create, async (c) => c.json(withEtag(c, await createTestimonial(serviceContext(c), c.req.valid("json"))), 201))
+  .openapi(create, async (c) => c.json(withEtag(c, await createTestimonial(serviceContext(c), c.req.valid("json"), actingFor(c))), 201))
   .openapi(read, async (c) => c.json(withEtag(c, await getTestimonial(serviceContext(c), c.req.valid("param").id)), 200))
-  .openapi(update, async (c) => c.json(withEtag(c, await updateTestimonial(serviceContext(c), c.req.valid("param").id, c.req.valid("json"))), 200))
-  .openapi(approve, async (c) => c.json(withEtag(c, await approveTestimonial(serviceContext(c), c.req.valid("param").id)), 200))
-  .openapi(publish, async (c) => c.json(withEtag(c, await publishTestimonial(serviceContext(c), c.req.valid("param").id)), 200))
-  .openapi(unpublish, async (c) => c.json(withEtag(c, await unpublishTestimonial(serviceContext(c), c.req.valid("param").id)), 200))
-  .openapi(reject, async (c) => c.json(withEtag(c, await rejectTestimonial(serviceContext(c), c.req.valid("param").id, c.req.valid("json")?.reason)), 200))
+  .openapi(update, async (c) => c.json(withEtag(c, await updateTestimonial(serviceContext(c), c.req.valid("param").id, c.req.valid("json"), actingFor(c))), 200))
+  .openapi(approve, async (c) => c.json(withEtag(c, await approveTestimonial(serviceContext(c), c.req.valid("param").id, actingFor(c))), 200))
+  .openapi(publish, async (c) => c.json(withEtag(c, await publishTestimonial(serviceContext(c), c.req.valid("param").id, actingFor(c))), 200))
+  .openapi(unpublish, async (c) => c.json(withEtag(c, await unpublishTestimonial(serviceContext(c), c.req.valid("param").id, actingFor(c))), 200))
+  .openapi(reject, async (c) => c.json(withEtag(c, await rejectTestimonial(serviceContext(c), c.req.valid("param").id, c.req.valid("json")?.reason, actingFor(c))), 200))
   .openapi(aggregate, async (c) => c.json(await getAggregate(serviceContext(c), c.req.valid("query").agentUserId), 200));

@@ -65,8 +65,15 @@ export function pendingTestimonialRow(organizationId: string, fields: NewTestimo
   return { id: newId(), organizationId, ...fields, status: "PENDING", visibility: "PRIVATE", ...moves, createdAt: at, updatedAt: at, version: 1 };
 }
 
+/**
+ * Refuses (403) a caller who may not act on the testimonials about this agent (the organization's own when null): the
+ * route's `requireSelfOrManager`, handed down so a verb checks the row it writes.
+ */
+export type ActingFor = (agentUserId: string | null) => void;
+
 /** POST …/testimonials: always PENDING and PRIVATE, whatever the body says. */
-export async function createTestimonial(ctx: ServiceContext, input: TestimonialCreate): Promise<Testimonial> {
+export async function createTestimonial(ctx: ServiceContext, input: TestimonialCreate, actingFor: ActingFor): Promise<Testimonial> {
+  actingFor(input.agentUserId);
   const refs = references({ path: ["authorPersonId"], target: "contact", id: input.authorPersonId }, { path: ["dealId"], target: "deal", id: input.dealId });
   return withRetries(async () => {
     await checkReferences(ctx, input.agentUserId, refs);
@@ -135,10 +142,14 @@ interface Move {
   catalogue?: "testimonial.approved" | "testimonial.published";
 }
 
-/** One guarded change of a testimonial, re-read and re-applied on a lost race; `decide` may refuse it. */
-async function change(ctx: ServiceContext, id: string, decide: (row: Row) => Move | null): Promise<Testimonial> {
+/**
+ * One guarded change of a testimonial, re-read and re-applied on a lost race; `decide` may refuse it, and so may
+ * `actingFor` for a testimonial about someone else (issue 40: an agent rewrote and unpublished a colleague's reviews).
+ */
+async function change(ctx: ServiceContext, id: string, actingFor: ActingFor, decide: (row: Row) => Move | null): Promise<Testimonial> {
   return withRetries(async () => {
     const row = await findRow(ctx, id);
+    actingFor(row.agentUserId);
     expectVersionMatch(ctx, row.version);
     const move = decide(row);
     if (!move) return shown(row);
@@ -159,35 +170,35 @@ const refuse = (code: string, message: string) => new InvalidState(code, message
 /** Back from the public: APPROVED again (it can be republished), PRIVATE, no longer counted. */
 const unpublished = (set: Partial<Row> = {}): Move => ({ set: { status: "APPROVED", visibility: "PRIVATE", publishedAt: null, ...set }, recompute: true, event: "REVIEW_UNPUBLISHED" });
 
-export const approveTestimonial = (ctx: ServiceContext, id: string) =>
-  change(ctx, id, (row) => {
+export const approveTestimonial = (ctx: ServiceContext, id: string, actingFor: ActingFor) =>
+  change(ctx, id, actingFor, (row) => {
     if (row.status !== "PENDING") throw refuse("invalid_state", `Only a PENDING testimonial can be approved; this one is ${row.status}`);
     return { set: { status: "APPROVED", approvedByUserId: ctx.actor.userId ?? null, approvedAt: nowIso() }, event: "REVIEW_APPROVED", catalogue: "testimonial.approved" };
   });
 
 /** APPROVED → PUBLISHED and PUBLIC; from anything else it fails closed (409) and the testimonial stays as it is. */
-export const publishTestimonial = (ctx: ServiceContext, id: string) =>
-  change(ctx, id, (row) => {
+export const publishTestimonial = (ctx: ServiceContext, id: string, actingFor: ActingFor) =>
+  change(ctx, id, actingFor, (row) => {
     if (row.status === "PENDING") throw refuse("not_approved", "The testimonial is PENDING: approve it before publishing");
     if (row.status !== "APPROVED") throw refuse("invalid_state", `Only an APPROVED testimonial can be published; this one is ${row.status}`);
     return { set: { status: "PUBLISHED", visibility: "PUBLIC", publishedAt: nowIso() }, recompute: true, event: "REVIEW_PUBLISHED", catalogue: "testimonial.published" };
   });
 
-export const unpublishTestimonial = (ctx: ServiceContext, id: string) =>
-  change(ctx, id, (row) => {
+export const unpublishTestimonial = (ctx: ServiceContext, id: string, actingFor: ActingFor) =>
+  change(ctx, id, actingFor, (row) => {
     if (row.status !== "PUBLISHED") throw refuse("invalid_state", `Only a PUBLISHED testimonial can be unpublished; this one is ${row.status}`);
     return unpublished();
   });
 
-export const rejectTestimonial = (ctx: ServiceContext, id: string, reason: string | undefined) =>
-  change(ctx, id, (row) => {
+export const rejectTestimonial = (ctx: ServiceContext, id: string, reason: string | undefined, actingFor: ActingFor) =>
+  change(ctx, id, actingFor, (row) => {
     if (row.status !== "PENDING" && row.status !== "APPROVED") throw refuse("invalid_state", `Only a PENDING or APPROVED testimonial can be rejected; this one is ${row.status} (unpublish it first)`);
     return { set: { status: "REJECTED", visibility: "PRIVATE", rejectedAt: nowIso(), rejectionReason: reason ?? null }, event: "REVIEW_REJECTED" };
   });
 
 /** PATCH: copy, featuring, order, display fields, consent; visibility only down (unpublishing a published one). */
-export const updateTestimonial = (ctx: ServiceContext, id: string, input: TestimonialUpdate) =>
-  change(ctx, id, (row) => {
+export const updateTestimonial = (ctx: ServiceContext, id: string, input: TestimonialUpdate, actingFor: ActingFor) =>
+  change(ctx, id, actingFor, (row) => {
     const { visibility, ...fields } = input;
     const set: Partial<Row> = {};
     for (const [k, v] of Object.entries(fields)) if (v !== undefined) (set as Record<string, unknown>)[k] = v;
