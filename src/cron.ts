@@ -18,6 +18,7 @@ import { purgeTrash } from "./trash/service";
 import { sweepPendingUploads } from "./files/uploads";
 import { resumeStalledImports } from "./imports/chunks";
 import { expireExportArchives } from "./exports/retention";
+import { drainLeadInbox } from "./leads/inbox";
 import { pruneLeadReviews } from "./leads/reviews";
 import { resendStalledDeliveries } from "./webhooks/fanout";
 import { healEndpoints } from "./webhooks/healing";
@@ -47,6 +48,7 @@ export function runCron(env: Env): Promise<unknown> {
     onEveryShard(env, "stalled imports", ({ db }) => resumeStalledImports(env, db)),
     onEveryShard(env, "export retention", ({ db }) => expireExportArchives(env, db)),
     onEveryShard(env, "lead review retention", ({ db }) => pruneLeadReviews(db)),
+    onEveryShard(env, "stored leads", ({ db }) => drainLeadInbox(env, db)),
     onDirectory("oauth prune", () => pruneOAuth(createDb(env.DB))),
     // Integration events of directory changes whose shard write did not finish, then connections whose grants ran out.
     onDirectory("directory events relay", () => withDeferred((defer) => relayDueDirectoryEvents({ env, directory: createDb(env.DB), defer }))),

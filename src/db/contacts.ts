@@ -219,6 +219,30 @@ export const leadReviews = sqliteTable(
 );
 
 /**
+ * Leads a web form's key sent, waiting to be taken in (issue 40): a credential that may not read contacts is answered
+ * 202 as soon as its lead is stored here, and the intake runs after the answer (leads/inbox.ts), so neither the answer,
+ * its headers nor its time tell a match from a new person. Taking it in deletes the row in the intake's own batch
+ * (exactly once); the cron takes in what an answer's deferred work left, and deletes what failed for a week.
+ * `lead` is the validated POST body (bounded by its schema).
+ */
+export const leadInbox = sqliteTable(
+  "lead_inbox",
+  {
+    id: text().primaryKey(),
+    organizationId: text().notNull(),
+    /** Who sent it (the key's user), the actor of the intake. */
+    userId: text().notNull(),
+    lead: text({ mode: "json" }).$type<Record<string, unknown>>().notNull(),
+    receivedAt: text().notNull(),
+    attempts: integer().notNull().default(0),
+    lastError: text(),
+    /** When a drain may try it next: pushed out on each attempt, so a failing lead backs off. */
+    dueAt: text().notNull(),
+  },
+  (t) => [index("lead_inbox_due_idx").on(t.dueAt), index("lead_inbox_org_idx").on(t.organizationId, t.receivedAt)],
+);
+
+/**
  * Round-robin routing's turn (issue 33): the user the last routed lead went to and how many turns have been taken.
  * Every lead routed round robin moves it in its own batch, guarded on the turn it read, so two concurrent leads never
  * take the same turn.

@@ -8,6 +8,7 @@ import { validationHook } from "../platform/openapi";
 import { defineRoute, jsonBody } from "../platform/route";
 import { acceptReview, dismissReview, listReviews, REVIEW_RETENTION_DAYS } from "./reviews";
 import { LeadCreate, LeadIntake, LeadReceived, LeadReview, LeadReviewAccept, LeadReviewListQuery } from "./schemas";
+import { receiveLead } from "./inbox";
 import { intakeLead } from "./service";
 
 const tags = ["Leads"];
@@ -36,7 +37,8 @@ nothing.
 Needs \`leads:write\`, which an API key may carry alone (a website form's key). **The answer depends on the
 credential**: one that may read contacts (\`contacts:read\`) gets the answer above (201, 200, or 202 with the
 \`reviewId\`); any other gets 202 \`{received: true}\` whatever happened — a match, a new contact or a review, a
-repeat too — so a form's key cannot learn who your clients are.`,
+repeat too — so a form's key cannot learn who your clients are. Its lead is checked, stored and answered, and taken in right after
+the answer (by the cron within minutes should that fail), so neither the answer's time nor its headers tell either.`,
   request: jsonBody(LeadCreate),
   responses: {
     200: crmSuccess("An existing contact matched and was filled (to a credential that may read contacts)", LeadIntake),
@@ -97,9 +99,14 @@ const dismiss = defineRoute(CRM, {
 
 export const leadRoutes = new OpenAPIHono<AppBindings>({ defaultHook: validationHook })
   .openapi(intake, async (c) => {
+    // Only a credential that may read contacts learns what the lead met (issue 40). Any other gets the same answer
+    // whatever it met: stored and taken in after the answer, without the bookmark that would count the writes.
+    if (!grantedPermissions(c).includes("contacts:read")) {
+      c.set("withholdBookmark", true);
+      await receiveLead(serviceContext(c), c.req.valid("json"));
+      return c.json({ success: true as const, data: { received: true as const } }, 202);
+    }
     const { status, answer } = await intakeLead(serviceContext(c), c.req.valid("json"));
-    // Only a credential that may read contacts learns what the lead met (issue 40); the kept answer is shaped alike.
-    if (!grantedPermissions(c).includes("contacts:read")) return c.json({ success: true as const, data: { received: true as const } }, 202);
     if (status === 202) return c.json({ success: true as const, data: answer }, 202);
     return status === 201 ? c.json({ success: true as const, data: answer }, 201) : c.json({ success: true as const, data: answer }, 200);
   })

@@ -57,7 +57,7 @@ function keepAnswer(ctx: ServiceContext, intake: Pick<Intake, "source" | "source
 }
 
 /** Every phone number of the lead must be one (in the organization's region when it has no country code). */
-function checkPhones(ctx: ServiceContext, phones: string[]): void {
+export function checkPhones(ctx: ServiceContext, phones: string[]): void {
   const region = regionOf(ctx);
   const issues: FieldIssue[] = phones.flatMap((p, i) =>
     phoneKey(p, region) === null ? [{ field: `person.phones.${i}`, path: ["person", "phones", i], code: "invalid_phone", message: `Not a phone number (read in ${region} when it has no country code)` }] : [],
@@ -66,7 +66,7 @@ function checkPhones(ctx: ServiceContext, phones: string[]): void {
 }
 
 /** The property the lead names: by id (another organization's answers as an unknown one: 422), or a listing of ours at its address (else none). */
-async function namedProperty(ctx: ServiceContext, lead: LeadCreate): Promise<Property | null> {
+export async function namedProperty(ctx: ServiceContext, lead: LeadCreate): Promise<Property | null> {
   if (lead.propertyId !== undefined) {
     return findProperty(ctx, lead.propertyId).catch((err) => {
       if (err instanceof NotFound) throw new Validation([{ field: "propertyId", path: ["propertyId"], code: "invalid_reference", message: "No property with this id in your organization" }]);
@@ -93,9 +93,10 @@ export function leadActivity(lead: { type: LeadCreate["type"]; source: string; s
  * fills a match with what is new or creates and routes a new contact (`takeIn`); a lead with only phone numbers that
  * match nobody is kept for review (`keepForReview`). With a sourceEventId the answer is kept for a repeat, in the
  * change's batch. A lost race (a concurrent intake of the same person, of the same event, or a routing turn taken)
- * runs the whole intake again on what is there now. The caller shapes the answer for its credential.
+ * runs the whole intake again on what is there now. The caller shapes the answer for its credential. `settle` joins
+ * the batch that takes the lead in (a stored lead's removal from the inbox, leads/inbox.ts: exactly once).
  */
-export async function intakeLead(ctx: ServiceContext, lead: LeadCreate): Promise<IntakeAnswer> {
+export async function intakeLead(ctx: ServiceContext, lead: LeadCreate, settle: Statement[] = []): Promise<IntakeAnswer> {
   checkPhones(ctx, lead.person.phones);
   // Side by side: a repeat answers its first answer even when its property has gone since.
   const [first, named] = await Promise.allSettled([keptAnswer(ctx, lead.source, lead.sourceEventId), namedProperty(ctx, lead)]);
@@ -119,8 +120,8 @@ export async function intakeLead(ctx: ServiceContext, lead: LeadCreate): Promise
       if (kept) return kept;
     }
     const [match] = await matchContacts(ctx, [{ emails: intake.person.emails, phones: intake.person.phones }]);
-    if (!match?.contact && intake.person.emails.length === 0) return keepForReview(ctx, lead, intake);
-    return takeIn(ctx, intake, match, { statements: [], kept: "new" });
+    if (!match?.contact && intake.person.emails.length === 0) return keepForReview(ctx, lead, intake, settle);
+    return takeIn(ctx, intake, match, { statements: settle, kept: "new" });
   });
 }
 
@@ -167,7 +168,7 @@ export async function takeIn(
  * same batch, guarded on no contact having one of its numbers by then. Nothing of it reaches a contact, and no event
  * is sent.
  */
-async function keepForReview(ctx: ServiceContext, lead: LeadCreate, intake: Intake): Promise<IntakeAnswer> {
+async function keepForReview(ctx: ServiceContext, lead: LeadCreate, intake: Intake, settle: Statement[]): Promise<IntakeAnswer> {
   const region = regionOf(ctx);
   const at = new Date().toISOString();
   // Each number once, as first written (checkPhones made sure each has a key).
@@ -195,6 +196,6 @@ async function keepForReview(ctx: ServiceContext, lead: LeadCreate, intake: Inta
     createdAt: at,
   });
   // Guarded on the numbers still matching nobody: a contact made with one meanwhile is matched on the retry.
-  await commit(ctx, [...keepAnswer(ctx, intake, result, "", at, "new"), noContactWith(ctx, [], [...keys]), review]);
+  await commit(ctx, [...keepAnswer(ctx, intake, result, "", at, "new"), ...settle, noContactWith(ctx, [], [...keys]), review]);
   return result;
 }

@@ -30,7 +30,7 @@ export const d1Session = createMiddleware<AppBindings>(async (c, next) => {
   c.set("directory", createDb(directory));
   await next();
   const bookmark = c.get("shardSession")?.getBookmark();
-  if (bookmark) c.header(BOOKMARK_HEADER, bookmark);
+  if (bookmark && !c.get("withholdBookmark")) c.header(BOOKMARK_HEADER, bookmark);
 });
 
 /**

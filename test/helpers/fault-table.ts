@@ -298,6 +298,38 @@ const leadReview: FaultRow<Omit<LeadIntake, "email">> = {
   },
 };
 
+interface FormLead extends LeadIntake {
+  formKey: string;
+}
+
+/**
+ * A web form's lead (issue 40): a key without contacts:read is answered once its lead is stored, and the intake runs
+ * after the answer; whatever fails there, the cron takes the stored lead in, exactly once. A store whose answer was
+ * lost is retried by the form with the same sourceEventId (as every intake is idempotent), and both stored copies go in once.
+ */
+const formLead: FaultRow<FormLead> = {
+  operation: "lead from a form's key: stored, answered 202, taken in after the answer (contact, activity, routing turn, inbox row gone) with events",
+  recovery: "client retry while the answer is a failure (same sourceEventId); cron drains the stored leads",
+  async seed() {
+    const owner = await principal();
+    const formKey = (await seedCall("POST", "/v1/api-keys", { token: owner.token, body: { name: "Form", permissions: ["leads:write"] } })).data.key;
+    return { owner, formKey, email: `form.${crypto.randomUUID()}@example.test` };
+  },
+  ...retriedRequest<FormLead>((f, s) => request(f, "POST", "/v1/leads", { token: s.formKey, body: { source: "WEBSITE", sourceEventId: "fault-form-1", person: { firstName: "Fo", emails: [s.email] }, message: "From the form" } })),
+  async check(_f, s) {
+    expect(s.final!.status, JSON.stringify(s.final!.body)).toBe(202);
+    expect(s.final!.body).toEqual({ success: true, data: { received: true } });
+    const org = s.owner.organizationId;
+    expect(await count(org, "SELECT COUNT(*) AS n FROM contacts WHERE organization_id = ?", org), "contacts").toBe(1);
+    expect(await count(org, "SELECT COUNT(*) AS n FROM contact_activities WHERE organization_id = ?", org), "activities").toBe(1);
+    expect(await count(org, "SELECT COUNT(*) AS n FROM lead_inbox WHERE organization_id = ?", org), "stored leads left").toBe(0);
+    expect(await count(org, "SELECT COUNT(*) AS n FROM lead_intakes WHERE organization_id = ?", org), "kept answers").toBe(1);
+    expect(await count(org, "SELECT COALESCE(SUM(turn), 0) AS n FROM lead_routing_cursors WHERE organization_id = ?", org), "routing turns").toBe(1);
+    await expectDerivedFiguresExact(org);
+    await expectEventsOnce(org, ["contact.created", "contact.assigned"], { "contact.created": 1, "contact.assigned": 1 });
+  },
+};
+
 interface ReviewAccept extends Written {
   reviewId: string;
 }
@@ -1190,6 +1222,6 @@ const bookImport: FaultRow<BookImport> = {
 };
 
 export const FAULTS: FaultRow[] = [
-  contactCreate, leadIntake, leadReview, reviewAccept, dealMove, propertyPrice, dealUpload, photoUpload, publicSign, fanout, autoDisable, purge, restore, shardMove, erasure, mergedErasure,
+  contactCreate, leadIntake, leadReview, formLead, reviewAccept, dealMove, propertyPrice, dealUpload, photoUpload, publicSign, fanout, autoDisable, purge, restore, shardMove, erasure, mergedErasure,
   organizationUpdate, userInvite, userRoleChange, apiKeyCreate, apiKeyDelete, oauthConnect, oauthDisconnect, customFieldDelete, bookImport,
 ];
