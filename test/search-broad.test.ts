@@ -191,3 +191,24 @@ describe("an export stream", () => {
     expect(text).toBe(format === "ndjson" ? '{"id":"r1","customFields":{"budget":5}}\n' : "id,customFields.budget\r\nr1,5\r\n");
   });
 });
+
+// Issue 40 (adversarial pass): every built-in filter, 20 tags and ten number fields each bounded both ways, with q,
+// bound more values than D1 takes in one statement: a 500 "too many SQL variables" (the export: a cut-off stream).
+describe("a list query too big for one statement", () => {
+  it("is a 422 naming the cause, on the list and on its export before the first byte; a smaller one answers", async () => {
+    const p = await createPrincipal();
+    for (let i = 0; i < 10; i++) {
+      const res = await call("POST", "/v1/custom-fields", { token: p.token, body: { object: "contact", key: `n${i}`, label: `N${i}`, type: "number" } });
+      expect(res.status).toBe(201);
+    }
+    const custom = Array.from({ length: 10 }, (_, i) => `customFields.n${i}[gte]=1&customFields.n${i}[lte]=9`).join("&");
+    const tags = `tags=${Array.from({ length: 20 }, (_, i) => `t${i}`).join(",")}`;
+    const builtIn = "type=LEAD&status=ACTIVE&source=WEBSITE&leadScore[gte]=1&leadScore[lte]=99&createdAt[gte]=2020-01-01T00:00:00Z&createdAt[lte]=2030-01-01T00:00:00Z";
+    for (const path of [`/v1/contacts?q=alpha&${builtIn}&${tags}&${custom}`, `/v1/contacts/export?format=ndjson&q=alpha&${builtIn}&${tags}&${custom}`]) {
+      const res = await call("GET", path, { token: p.token });
+      expect(res.status, path).toBe(422);
+      expect(JSON.stringify(await res.json()), path).toContain("too_many_values");
+    }
+    expect((await call("GET", `/v1/contacts?q=alpha&${builtIn}&${tags}`, { token: p.token })).status).toBe(200);
+  });
+});

@@ -1,6 +1,6 @@
 import { countOf, filterKey, resolveTotal, totalStatements } from "../crm/list-totals";
 import type { ExportPage } from "../crm/export";
-import { afterCursor, type KeysetTable, keysetPage, orderBy, type SortKey, type Where } from "../crm/keyset";
+import { afterCursor, cursorShapedLike, fitsOneStatement, type KeysetTable, keysetPage, orderBy, type SortKey, type Where } from "../crm/keyset";
 import { customFieldQuery, type CustomQuery, type CustomSortField } from "../crm/custom-fields";
 import { searchCount, searchKey, searchOf, searchPageSql } from "../crm/search";
 import type { ServiceContext } from "../service-context";
@@ -62,13 +62,13 @@ export function listSql(organizationId: string, q: ContactListQuery, custom: Cus
     where.params.push(...a.params);
   }
   const search = searchOf("contact", q.q);
-  if (search) return { sort, limit, ...searchPageSql("contacts", "c", organizationId, search, [where], { probe: orderBy(keyset, sort), fallback: orderBy(keyset, sort, true) }, limit) };
-  return {
+  if (search) return fitsOneStatement({ sort, limit, ...searchPageSql("contacts", "c", organizationId, search, [where], { probe: orderBy(keyset, sort), fallback: orderBy(keyset, sort, true) }, limit) });
+  return fitsOneStatement({
     sort,
     limit,
     sql: `SELECT c.* FROM contacts c WHERE ${where.sql.join(" AND ")} ORDER BY ${orderBy(keyset, sort)} LIMIT ?`,
     params: [...where.params, limit + 1],
-  };
+  });
 }
 
 const keysetOf = (custom: CustomQuery | null) => (custom ? custom.keyset(KEYSET) : (KEYSET as KeysetTable<SortField | CustomSortField, ContactRow>));
@@ -129,6 +129,8 @@ export type ContactExportFilters = z.infer<typeof ContactExportQuery>;
 export async function contactExportWalk(ctx: ServiceContext, q: ContactExportFilters): Promise<(cursor: string | null, size: number) => Promise<ExportPage>> {
   // The custom-field filters and sorts, read once before the first page: a bad one is a 422 before the stream starts.
   const custom = await customFieldQuery(ctx, "contact", "c", q, q.sort);
+  // Sized with a cursor before the first byte too: a query too big for one statement is a 422, not a cut-off file.
+  listSql(ctx.organizationId, { ...q, limit: 1, cursor: cursorShapedLike(listSql(ctx.organizationId, { ...q, limit: 1 }, custom).sort) }, custom);
   return async (cursor, size) => {
     const page = listSql(ctx.organizationId, { ...q, limit: size, cursor: cursor ?? undefined }, custom);
     const { results } = await ctx.d1.prepare(page.sql).bind(...page.params).all<ContactRow>();

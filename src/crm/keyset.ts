@@ -1,4 +1,5 @@
 import { decodeCursor, encodeCursor } from "../lib/cursor";
+import { Validation } from "../lib/errors";
 import { pattern } from "../lib/validation";
 import { csv } from "./list-query";
 
@@ -124,6 +125,24 @@ export function afterCursor<F extends string>(t: KeysetTable<F, never>, sort: So
   });
   return { sql: [`(${ors.join(" OR ")})`], params };
 }
+
+/** D1 binds at most this many values in one statement (DESIGN.md). */
+export const MAX_BOUND_VALUES = 100;
+
+/**
+ * A list's query must fit one D1 statement: its filters (tags, custom-field conditions), `q` and the cursor together.
+ * Past the bound the request is a 422 saying so, not D1's "too many SQL variables" as a 500 (issue 40).
+ */
+export function fitsOneStatement<T extends { params: unknown[] }>(query: T): T {
+  if (query.params.length > MAX_BOUND_VALUES) {
+    const message = `These filters, q and the cursor together need ${query.params.length} values and one query takes at most ${MAX_BOUND_VALUES}: ask with fewer tags or custom-field conditions`;
+    throw new Validation([{ field: "query", path: ["query"], code: "too_many_values", message }]);
+  }
+  return query;
+}
+
+/** A cursor of the sort's shape (any row's), to size a query before its first page: an export's later pages carry one. */
+export const cursorShapedLike = (sort: SortKey[]): string => encodeCursor({ sort: sortSignature(sort), values: sort.map(() => ""), id: "" });
 
 /** The cursor of the row a page ends on. */
 export const cursorAfter = <F extends string, Row>(t: KeysetTable<F, Row>, sort: SortKey<F>[], last: Row): string =>

@@ -3,6 +3,7 @@ import type { Db } from "../db/client";
 import { resourceCounters } from "../db/schema";
 import type { Statement } from "../db/write";
 import { sha256Hex } from "../lib/crypto";
+import { fitsOneStatement } from "./keyset";
 
 /**
  * Totals of CRM lists without scans (contacts, properties …). The unfiltered total is a counter moved in every
@@ -68,6 +69,7 @@ export async function resolveTotal(
   if (!key.filtered) return { total: counter.total, exact: true };
   const hit = rows.cached[0] as { version: number; total: number; exact: number } | undefined;
   if (hit && hit.version === counter.version) return { total: hit.total, exact: hit.exact === 1 };
+  fitsOneStatement({ params: [organizationId, resource, key.hash, counter.version, ...count.params] });
   // `WHERE true`: SQLite reads an ON after INSERT … SELECT … FROM as a join's unless a WHERE comes first.
   const row = await d1
     .prepare(

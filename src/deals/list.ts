@@ -1,7 +1,7 @@
 import type { z } from "@hono/zod-openapi";
 import type { Pagination } from "../crm/envelope";
 import type { ExportPage } from "../crm/export";
-import { afterCursor, type KeysetTable, keysetPage, orderBy, pageSql, type SortKey, type Where } from "../crm/keyset";
+import { afterCursor, cursorShapedLike, fitsOneStatement, type KeysetTable, keysetPage, orderBy, pageSql, type SortKey, type Where } from "../crm/keyset";
 import { countOf, filterKey, resolveTotal, totalStatements } from "../crm/list-totals";
 import { customFieldQuery, type CustomQuery, type CustomSortField } from "../crm/custom-fields";
 import { searchCount, searchKey, searchOf, searchPageSql } from "../crm/search";
@@ -75,8 +75,8 @@ export function listSql(organizationId: string, q: DealListQuery, custom: Custom
   } as Record<string, boolean>)[sort[0]!.field];
   const order = { probe: orderBy(keyset, sort), fallback: orderBy(keyset, sort, !bounded) };
   const search = searchOf("deal", q.q);
-  if (search) return { sort, limit: q.limit, ...searchPageSql("deals", "d", organizationId, search, [scope(organizationId, q, sort, custom), filters(q, custom)], { probe: order.probe, fallback: orderBy(keyset, sort, true) }, q.limit) };
-  return { sort, limit: q.limit, ...pageSql("deals d", "d", scope(organizationId, q, sort, custom), filters(q, custom), order, q.limit) };
+  if (search) return fitsOneStatement({ sort, limit: q.limit, ...searchPageSql("deals", "d", organizationId, search, [scope(organizationId, q, sort, custom), filters(q, custom)], { probe: order.probe, fallback: orderBy(keyset, sort, true) }, q.limit) });
+  return fitsOneStatement({ sort, limit: q.limit, ...pageSql("deals d", "d", scope(organizationId, q, sort, custom), filters(q, custom), order, q.limit) });
 }
 
 /**
@@ -117,6 +117,8 @@ export type DealExportFilters = z.infer<typeof DealExportQuery>;
 export async function dealExportWalk(ctx: ServiceContext, q: DealExportFilters): Promise<(cursor: string | null, size: number) => Promise<ExportPage>> {
   // The custom-field filters and sorts, read once before the first page: a bad one is a 422 before the stream starts.
   const custom = await customFieldQuery(ctx, "deal", "d", q, q.sort);
+  // Sized with a cursor before the first byte too: a query too big for one statement is a 422, not a cut-off file.
+  listSql(ctx.organizationId, { ...q, limit: 1, cursor: cursorShapedLike(listSql(ctx.organizationId, { ...q, limit: 1 }, custom).sort) }, custom);
   return async (cursor, size) => {
     const page = listSql(ctx.organizationId, { ...q, limit: size, cursor: cursor ?? undefined }, custom);
     const { results } = await ctx.d1.prepare(page.sql).bind(...page.params).all<Row>();

@@ -1,5 +1,5 @@
 import type { ExportPage } from "../crm/export";
-import { afterCursor, type KeysetTable, keysetPage, orderBy, pageSql, type SortKey, type Where } from "../crm/keyset";
+import { afterCursor, cursorShapedLike, fitsOneStatement, type KeysetTable, keysetPage, orderBy, pageSql, type SortKey, type Where } from "../crm/keyset";
 import { countOf, filterKey, resolveTotal, totalStatements } from "../crm/list-totals";
 import { customFieldQuery, type CustomQuery, type CustomSortField } from "../crm/custom-fields";
 import { searchCount, searchKey, searchOf, searchPageSql } from "../crm/search";
@@ -77,8 +77,8 @@ export function listSql(organizationId: string, q: PropertyListQuery, now = new 
   // One zip code holds a few hundred listings at most: its indexes (by creation, by price) walk them in sort order.
   const order = { probe: orderBy(keyset, sort), fallback: orderBy(keyset, sort, !bounded), direct: q.zipCode !== undefined };
   const search = searchOf("property", q.q);
-  if (search) return { sort, limit: q.limit, ...searchPageSql("properties", "p", organizationId, search, [scope(organizationId, q, sort, custom), filters(q, now, custom)], { probe: order.probe, fallback: orderBy(keyset, sort, true) }, q.limit) };
-  return { sort, limit: q.limit, ...pageSql("properties p", "p", scope(organizationId, q, sort, custom), filters(q, now, custom), order, q.limit) };
+  if (search) return fitsOneStatement({ sort, limit: q.limit, ...searchPageSql("properties", "p", organizationId, search, [scope(organizationId, q, sort, custom), filters(q, now, custom)], { probe: order.probe, fallback: orderBy(keyset, sort, true) }, q.limit) });
+  return fitsOneStatement({ sort, limit: q.limit, ...pageSql("properties p", "p", scope(organizationId, q, sort, custom), filters(q, now, custom), order, q.limit) });
 }
 
 /** The filters that change the total; a days-on-market bound moves with the date, so the date is part of its key. */
@@ -130,6 +130,8 @@ export type PropertyExportFilters = z.infer<typeof PropertyExportQuery>;
 export async function propertyExportWalk(ctx: ServiceContext, q: PropertyExportFilters, now = new Date()): Promise<(cursor: string | null, size: number) => Promise<ExportPage>> {
   // The custom-field filters and sorts, read once before the first page: a bad one is a 422 before the stream starts.
   const custom = await customFieldQuery(ctx, "property", "p", q, q.sort);
+  // Sized with a cursor before the first byte too: a query too big for one statement is a 422, not a cut-off file.
+  listSql(ctx.organizationId, { ...q, limit: 1, cursor: cursorShapedLike(listSql(ctx.organizationId, { ...q, limit: 1 }, now, custom).sort) }, now, custom);
   return async (cursor, size) => {
     const page = listSql(ctx.organizationId, { ...q, limit: size, cursor: cursor ?? undefined }, now, custom);
     const { results } = await ctx.d1.prepare(page.sql).bind(...page.params).all<Row>();
