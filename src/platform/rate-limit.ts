@@ -32,8 +32,11 @@ export const RATE_LIMITS = {
   // addresses with and without an account, so neither tells. 10 guesses per 15 minutes of a 6-digit code.
   "oauth-sign-in-mail:email": { limit: 5, windowSeconds: 900 },
   "oauth-sign-in-code:email": { limit: 10, windowSeconds: 900 },
-  // Ours, per invited address whoever invites it (issue 40): invitation mails, so no organization mails one inbox dry.
-  "invitation-mail:email": { limit: 3, windowSeconds: 86_400 },
+  // Ours (issue 40): invitation mails per invited address (a "+tag" ignored), 3 a day from one organization, so no
+  // admin mails an inbox dry, and 10 a day from all of them, so neither do many, nor can one organization spend
+  // another's invitations to the address.
+  "invitation-mail:organization-email": { limit: 3, windowSeconds: 86_400 },
+  "invitation-mail:email": { limit: 10, windowSeconds: 86_400 },
   // Ours: anyone may check a signed PDF (up to 10 MiB each, a signature check each).
   "public-verify:post": { limit: 20, windowSeconds: 60 },
   // Ours: signed file links (certificates, photos, reports), which only the holder of a fresh link can use anyway.
@@ -82,7 +85,7 @@ export function rateLimit(bucket: RateBucket, keyOf: (c: Context<AppBindings>) =
 }
 
 /** The buckets counted per e-mail address rather than per client address. */
-type AddressBucket = "oauth-sign-in-mail:email" | "oauth-sign-in-code:email" | "invitation-mail:email";
+type AddressBucket = "oauth-sign-in-mail:email" | "oauth-sign-in-code:email" | "invitation-mail:organization-email" | "invitation-mail:email";
 
 /** One request against a per-e-mail limit: the address lower-cased and hashed, so limiter keys hold no e-mail. */
 export async function consumeForAddress(limiter: RateLimiter, bucket: AddressBucket, email: string): Promise<RateDecision> {

@@ -14,11 +14,22 @@ const tags = ["Users"];
 const security = [{ bearerAuth: [] }];
 const NOT_FOUND = { 404: crmError("No user with this id in your organization") };
 const OWNERS_ONLY = "only an owner may make or unmake an owner (403 insufficient_role)";
-const MAIL_BOUND = "An address gets at most 3 invitation mails a day, whoever sends them (429 with Retry-After beyond; nothing is written).";
-const TOO_MANY_MAILS = { 429: crmError("This address has had 3 invitation mails in the last 24 hours (rate_limited): retry after Retry-After seconds") };
+const MAIL_BOUND = "An address gets at most 3 invitation mails a day from your organization and 10 from all (a `+tag` in it counts as the address; 429 with Retry-After beyond; nothing is written).";
+const TOO_MANY_MAILS = { 429: crmError("This address has had its invitation mails for the last 24 hours (rate_limited): retry after Retry-After seconds") };
 
-/** Invitation mails count per recipient, in the same limiter as the per-address limits (platform/rate-limit.ts). */
-const invitationMails = (c: Context<AppBindings>): AdmitMail => (email) => admitForAddress(c, "invitation-mail:email", email);
+/** The inbox an address reaches, as far as counting mails goes: case and a `+tag` of its local part ignored. */
+const inboxOf = (email: string) => {
+  const at = email.lastIndexOf("@");
+  return `${email.slice(0, at).split("+")[0]}${email.slice(at)}`.toLowerCase();
+};
+
+/** Invitation mails count per recipient, from this organization and from all, in the per-address limiter (platform/rate-limit.ts). */
+const invitationMails =
+  (c: Context<AppBindings>): AdmitMail =>
+  async (email) => {
+    await admitForAddress(c, "invitation-mail:organization-email", `${c.get("organization").id}:${inboxOf(email)}`);
+    await admitForAddress(c, "invitation-mail:email", inboxOf(email));
+  };
 
 const list = defineRoute(CRM, {
   operationId: "listUsers",
