@@ -420,7 +420,7 @@ describe("GET /v1/contacts/{id}/export (the right of access)", () => {
     const deal = await createDeal(p.token, { contactId: contact.id, title: "Nadia's secret deal" });
     const referral = await call("POST", "/api/reputation/referrals", { token: p.token, body: { agentUserId: p.userId, referredName: "Nadia Narrowkey", referredContact: "(416) 555-0142" } });
     expect(referral.status).toBe(201);
-    const everything = ["deals", "testimonials", "referrals", "surveys", "surveyResponses", "clickwrapAcceptances", "documents", "envelopes"];
+    const everything = ["mails", "deals", "testimonials", "referrals", "surveys", "surveyResponses", "clickwrapAcceptances", "documents", "envelopes"];
 
     const narrow = await createApiKey(p.token, ["exports:read", "contacts:read"]);
     expect((await call("GET", "/v1/deals", { token: narrow.key })).status).toBe(403);

@@ -158,7 +158,7 @@ export interface paths {
         };
         /**
          * Everything held about one person (the right of access)
-         * @description One JSON document: the contact (also one in the trash), its activities and communications, their deals, the testimonials they wrote, referrals naming them, their surveys and answers, clickwrap acceptances, the mail sent to them, and the documents and envelopes that name them — found where an erasure of the person would look. Needs `exports:read` and `contacts:read`; each part another domain holds is included only with that domain's read permission (`deals:read` for deals, `reputation:read` for testimonials, referrals and surveys, `clickwrap:read`, `documents:read`, `signatures:read` for envelopes) and otherwise named in `omitted`.
+         * @description One JSON document: the contact (also one in the trash), its activities and communications, their deals, the testimonials they wrote, referrals naming them, their surveys and answers, clickwrap acceptances, the mail sent to them, and the documents and envelopes that name them — found where an erasure of the person would look. Needs `exports:read` and `contacts:read`; each part another domain holds is included only with that domain's read permission (`deals:read` for deals, `reputation:read` for testimonials, referrals and surveys, `clickwrap:read`, `documents:read`, `signatures:read` for envelopes; all three of those for the mails, whose subjects name them) and otherwise named in `omitted`.
          */
         get: operations["exportContactData"];
         put?: never;
@@ -361,7 +361,8 @@ export interface paths {
          *     Needs `leads:write`, which an API key may carry alone (a website form's key). **The answer depends on the
          *     credential**: one that may read contacts (`contacts:read`) gets the answer above (201, 200, or 202 with the
          *     `reviewId`); any other gets 202 `{received: true}` whatever happened — a match, a new contact or a review, a
-         *     repeat too — so a form's key cannot learn who your clients are.
+         *     repeat too — so a form's key cannot learn who your clients are. Its lead is checked, stored and answered, and taken in right after
+         *     the answer (by the cron within minutes should that fail), so neither the answer's time nor its headers tell either.
          */
         post: operations["createLead"];
         delete?: never;
@@ -1293,7 +1294,7 @@ export interface paths {
         put?: never;
         /**
          * Invite a user
-         * @description Creates the user (`role` agent unless said) and mails them a one-time sign-in link valid 7 days: opening it sends a code to their address, and the right code signs them in with a new 30-day session token (README "Users and roles"). The link is in the mail only. Emits `user.created`. Owners and admins (`users:manage`); only an owner may make or unmake an owner (403 insufficient_role). An address gets at most 3 invitation mails a day, whoever sends them (429 with Retry-After beyond; nothing is written).
+         * @description Creates the user (`role` agent unless said) and mails them a one-time sign-in link valid 7 days: opening it sends a code to their address, and the right code signs them in with a new 30-day session token (README "Users and roles"). The link is in the mail only. Emits `user.created`. Owners and admins (`users:manage`); only an owner may make or unmake an owner (403 insufficient_role). An address gets at most 3 invitation mails a day from your organization and 10 from all (a `+tag` in it counts as the address; 429 with Retry-After beyond; nothing is written).
          */
         post: operations["createUser"];
         delete?: never;
@@ -1334,7 +1335,7 @@ export interface paths {
         put?: never;
         /**
          * Mail a user a new invitation link
-         * @description For a user who has not signed in yet (an expired or lost link): a new link valid 7 days is mailed, and the earlier one stops working (a refused resend leaves it working). Owners and admins (`users:manage`). An address gets at most 3 invitation mails a day, whoever sends them (429 with Retry-After beyond; nothing is written).
+         * @description For a user who has not signed in yet (an expired or lost link): a new link valid 7 days is mailed, and the earlier one stops working (a refused resend leaves it working). Owners and admins (`users:manage`). An address gets at most 3 invitation mails a day from your organization and 10 from all (a `+tag` in it counts as the address; 429 with Retry-After beyond; nothing is written).
          */
         post: operations["resendInvitation"];
         delete?: never;
@@ -1527,7 +1528,7 @@ export interface paths {
         put?: never;
         /**
          * Re-send what failed since a moment
-         * @description Queues once more every delivery of this webhook since `since` (at most 30 days back) that has not succeeded: dead-lettered, failed, or still retrying. Each is sent on a fresh retry schedule, and its old one stops. Delivered ones are not sent again, and a second recover leaves alone what the first is still sending. Up to 1,000 per call (`hasMore`: call again with the same `since`). Needs the read permission of every event the subscription holds and of every event it would send again.
+         * @description Queues once more every delivery of this webhook since `since` (at most 30 days back) that has not succeeded: dead-lettered, failed, or still retrying. Each is sent on a fresh retry schedule, and its old one stops. Delivered ones are not sent again, and a second recover leaves alone what the first is still sending. Up to 1,000 per call (`hasMore`: call again with the same `since`). Only deliveries of events the subscription still subscribes to are sent. Needs the read permission of every event the subscription holds.
          */
         post: operations["recoverWebhook"];
         delete?: never;
@@ -1972,7 +1973,7 @@ export interface paths {
         put?: never;
         /**
          * Record a testimonial
-         * @description A new testimonial is always PENDING and PRIVATE, whatever the body says. Ratings are integers 1–5. Categories: BUYER, SELLER, INVESTOR, LANDLORD, TENANT, OTHER. Sources: MANUAL, SURVEY, EMAIL, WEBSITE, GOOGLE, ZILLOW, IMPORT, OTHER.
+         * @description A new testimonial is always PENDING and PRIVATE, whatever the body says. An agent writes only the testimonials about themselves; another agent's, or the organization's, are for owners and admins (403 `insufficient_role`). Ratings are integers 1–5. Categories: BUYER, SELLER, INVESTOR, LANDLORD, TENANT, OTHER. Sources: MANUAL, SURVEY, EMAIL, WEBSITE, GOOGLE, ZILLOW, IMPORT, OTHER.
          *     The display fields (displayName, displayLocation, displayPhotoUrl) reach the public feed only with their consent flag
          *     (permissionToPublishName, permissionToPublishLocation, permissionToPublishPhoto).
          */
@@ -1999,7 +2000,7 @@ export interface paths {
         head?: never;
         /**
          * Edit a testimonial
-         * @description Copy, featuring, order, display fields and consent flags. Visibility only goes down: moving a PUBLISHED testimonial to PRIVATE or INTERNAL unpublishes it (back to APPROVED; the rollups are recomputed). Honours If-Match.
+         * @description Copy, featuring, order, display fields and consent flags. Visibility only goes down: moving a PUBLISHED testimonial to PRIVATE or INTERNAL unpublishes it (back to APPROVED; the rollups are recomputed). Honours If-Match. An agent writes only the testimonials about themselves; another agent's, or the organization's, are for owners and admins (403 `insufficient_role`).
          */
         patch: operations["updateTestimonial"];
         trace?: never;
@@ -2015,7 +2016,7 @@ export interface paths {
         put?: never;
         /**
          * Approve a testimonial
-         * @description PENDING → APPROVED; records who and when; emits REVIEW_APPROVED. Still not public.
+         * @description PENDING → APPROVED; records who and when; emits REVIEW_APPROVED. Still not public. An agent writes only the testimonials about themselves; another agent's, or the organization's, are for owners and admins (403 `insufficient_role`).
          */
         post: operations["approveTestimonial"];
         delete?: never;
@@ -2035,7 +2036,7 @@ export interface paths {
         put?: never;
         /**
          * Publish a testimonial
-         * @description APPROVED → PUBLISHED and PUBLIC; stamps publishedAt; emits REVIEW_PUBLISHED; the agent's and the organization's rollups are recomputed in the same write. Anything else fails closed and changes nothing.
+         * @description APPROVED → PUBLISHED and PUBLIC; stamps publishedAt; emits REVIEW_PUBLISHED; the agent's and the organization's rollups are recomputed in the same write. Anything else fails closed and changes nothing. An agent writes only the testimonials about themselves; another agent's, or the organization's, are for owners and admins (403 `insufficient_role`).
          */
         post: operations["publishTestimonial"];
         delete?: never;
@@ -2055,7 +2056,7 @@ export interface paths {
         put?: never;
         /**
          * Unpublish a testimonial
-         * @description PUBLISHED → APPROVED and PRIVATE; the rollups are recomputed; emits REVIEW_UNPUBLISHED.
+         * @description PUBLISHED → APPROVED and PRIVATE; the rollups are recomputed; emits REVIEW_UNPUBLISHED. An agent writes only the testimonials about themselves; another agent's, or the organization's, are for owners and admins (403 `insufficient_role`).
          */
         post: operations["unpublishTestimonial"];
         delete?: never;
@@ -2075,7 +2076,7 @@ export interface paths {
         put?: never;
         /**
          * Reject a testimonial
-         * @description PENDING or APPROVED → REJECTED (final), with an optional reason; emits REVIEW_REJECTED.
+         * @description PENDING or APPROVED → REJECTED (final), with an optional reason; emits REVIEW_REJECTED. An agent writes only the testimonials about themselves; another agent's, or the organization's, are for owners and admins (403 `insufficient_role`).
          */
         post: operations["rejectTestimonial"];
         delete?: never;
@@ -3116,8 +3117,8 @@ export interface components {
             };
             activities: components["schemas"]["ContactActivity"][];
             communications: components["schemas"]["ContactCommunication"][];
-            /** @description Mail sent to them: id, subject, createdAt (bodies hold links) */
-            mails: {
+            /** @description Mail sent to them: id, subject, createdAt, bodies left out: they hold links (with `documents:read`, `signatures:read` and `reputation:read`: subjects name documents, envelopes and surveys) */
+            mails?: {
                 [key: string]: unknown;
             }[];
             /** @description Leads waiting for review with one of their phone numbers */
@@ -3157,7 +3158,7 @@ export interface components {
                 [key: string]: unknown;
             }[];
             /** @description The parts left out because the credential lacks their read permission (empty: the export is complete) */
-            omitted: ("deals" | "testimonials" | "referrals" | "surveys" | "surveyResponses" | "clickwrapAcceptances" | "documents" | "envelopes")[];
+            omitted: ("mails" | "deals" | "testimonials" | "referrals" | "surveys" | "surveyResponses" | "clickwrapAcceptances" | "documents" | "envelopes")[];
         };
         ContactUpdate: {
             firstName?: string;
@@ -16054,7 +16055,7 @@ export interface operations {
                     "application/json": components["schemas"]["CrmError"];
                 };
             };
-            /** @description This address has had 3 invitation mails in the last 24 hours (rate_limited): retry after Retry-After seconds; or: The credential's quota is spent (rate_limited): retry after Retry-After seconds; RateLimit says the same */
+            /** @description This address has had its invitation mails for the last 24 hours (rate_limited): retry after Retry-After seconds; or: The credential's quota is spent (rate_limited): retry after Retry-After seconds; RateLimit says the same */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -16499,7 +16500,7 @@ export interface operations {
                     "application/json": components["schemas"]["CrmError"];
                 };
             };
-            /** @description This address has had 3 invitation mails in the last 24 hours (rate_limited): retry after Retry-After seconds; or: The credential's quota is spent (rate_limited): retry after Retry-After seconds; RateLimit says the same */
+            /** @description This address has had its invitation mails for the last 24 hours (rate_limited): retry after Retry-After seconds; or: The credential's quota is spent (rate_limited): retry after Retry-After seconds; RateLimit says the same */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -17957,7 +17958,7 @@ export interface operations {
                     "application/json": components["schemas"]["CrmError"];
                 };
             };
-            /** @description The webhook is disabled (webhook_disabled), or the delivery is still being attempted (delivery_in_flight); or: A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
+            /** @description The webhook is disabled (webhook_disabled), no longer subscribes to the delivery's event (event_not_subscribed), or the delivery is still being attempted (delivery_in_flight); or: A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
             409: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];

@@ -11,12 +11,14 @@ import { toContact } from "./mapping";
 import { personOf, scrubOf } from "./redact";
 
 /**
- * The parts of a person's export that other domains hold, each with the permission that reads it where the API shows
- * it (issue 40): a credential that may not read deals gets no deal through the right of access either. The contact,
- * its activities, communications and the mail sent to the person are the contacts domain's (`contacts:read`, which
- * the route needs).
+ * The parts of a person's export that other domains hold, each with the permissions that read it where the API shows
+ * it (issue 40): a credential that may not read deals gets no deal through the right of access either. The mail sent
+ * to the person names envelopes, documents and surveys in its subjects, so it needs the read permission of each. The
+ * contact, its activities, communications and leads waiting for review are the contacts domain's (`contacts:read`,
+ * which the route needs).
  */
 export const ACCESS_PARTS = {
+  mails: ["documents:read", "signatures:read", "reputation:read"],
   deals: "deals:read",
   testimonials: "reputation:read",
   referrals: "reputation:read",
@@ -25,7 +27,7 @@ export const ACCESS_PARTS = {
   clickwrapAcceptances: "clickwrap:read",
   documents: "documents:read",
   envelopes: "signatures:read",
-} as const satisfies Record<string, Permission>;
+} as const satisfies Record<string, Permission | readonly Permission[]>;
 
 export type AccessPart = keyof typeof ACCESS_PARTS;
 const PARTS = Object.keys(ACCESS_PARTS) as AccessPart[];
@@ -45,7 +47,7 @@ export async function personalData(ctx: ServiceContext, id: string, granted: rea
   const contact = live ?? trashed;
   // An erasure that has begun: nothing is held any more but its tombstone.
   if (!contact) throw new NotFound("Contact");
-  const may = (part: AccessPart) => granted.includes(ACCESS_PARTS[part]);
+  const may = (part: AccessPart) => ([ACCESS_PARTS[part]].flat() as Permission[]).every((p) => granted.includes(p));
   const omitted = PARTS.filter((p) => !may(p));
   const org = ctx.organizationId;
   const person = personOf(contact);
@@ -55,7 +57,7 @@ export async function personalData(ctx: ServiceContext, id: string, granted: rea
   const [activities, communications, mails, reviews, theirDeals, authored, referred, theirSurveys] = await ctx.db.batch([
     ctx.db.select().from(contactActivities).where(and(eq(contactActivities.organizationId, org), eq(contactActivities.contactId, id))).orderBy(desc(contactActivities.createdAt)),
     ctx.db.select().from(contactCommunications).where(and(eq(contactCommunications.organizationId, org), eq(contactCommunications.contactId, id))).orderBy(desc(contactCommunications.occurredAt)),
-    ctx.db.select({ id: mailOutbox.id, subject: mailOutbox.subject, createdAt: mailOutbox.createdAt }).from(mailOutbox).where(mailTo(ctx, person)),
+    may("mails") ? ctx.db.select({ id: mailOutbox.id, subject: mailOutbox.subject, createdAt: mailOutbox.createdAt }).from(mailOutbox).where(mailTo(ctx, person)) : none,
     ctx.db.select().from(leadReviews).where(reviewsWithNumbersOf(ctx, contact)),
     may("deals") ? ctx.db.select().from(deals).where(and(eq(deals.organizationId, org), eq(deals.contactId, id))) : none,
     may("testimonials") ? ctx.db.select().from(testimonials).where(and(eq(testimonials.organizationId, org), eq(testimonials.authorPersonId, id))) : none,
@@ -70,6 +72,7 @@ export async function personalData(ctx: ServiceContext, id: string, granted: rea
     may("envelopes") ? envelopesNaming(ctx, scrub.recognizer) : [],
   ]);
   const parts: Record<AccessPart, unknown[]> = {
+    mails,
     deals: theirDeals,
     testimonials: authored,
     referrals: referred,
@@ -84,7 +87,6 @@ export async function personalData(ctx: ServiceContext, id: string, granted: rea
     contact: { ...toContact(contact), inTrash: live === null },
     activities: activities.map(toActivity),
     communications: communications.map(toCommunication),
-    mails,
     leadReviews: reviews,
     ...Object.fromEntries(PARTS.filter(may).map((p) => [p, parts[p]])),
     omitted,

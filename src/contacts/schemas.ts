@@ -274,7 +274,7 @@ export const PersonalData = z
     contact: Contact.extend({ inTrash: z.boolean() }),
     activities: z.array(Activity),
     communications: z.array(Communication),
-    mails: records("Mail sent to them: id, subject, createdAt (bodies hold links)"),
+    mails: records("Mail sent to them: id, subject, createdAt, bodies left out: they hold links (with `documents:read`, `signatures:read` and `reputation:read`: subjects name documents, envelopes and surveys)").optional(),
     leadReviews: records("Leads waiting for review with one of their phone numbers"),
     deals: records("Deals whose contact they are (with `deals:read`)").optional(),
     testimonials: records("Testimonials they wrote (with `reputation:read`)").optional(),
@@ -285,7 +285,7 @@ export const PersonalData = z
     documents: records("Documents that name their e-mail or phone, or a name no other contact has: id, createdAt (with `documents:read`)").optional(),
     envelopes: records("Signature envelopes that name them the same way: id, status (with `signatures:read`)").optional(),
     omitted: z
-      .array(z.enum(["deals", "testimonials", "referrals", "surveys", "surveyResponses", "clickwrapAcceptances", "documents", "envelopes"]))
+      .array(z.enum(["mails", "deals", "testimonials", "referrals", "surveys", "surveyResponses", "clickwrapAcceptances", "documents", "envelopes"]))
       .openapi({ description: "The parts left out because the credential lacks their read permission (empty: the export is complete)" }),
   })
   .openapi("PersonalData");
