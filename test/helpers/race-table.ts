@@ -1118,11 +1118,11 @@ export const RACES: Race[] = [
   {
     kind: "once",
     route: "POST /v1/users",
-    seed: async () => ({}),
-    // The same address 8 times at once: one user, one user.created.
-    body: { email: "raced.invitee@race.test", name: "Raced Invitee" },
+    seed: async () => ({ email: uniqueEmail("raced-invitee") }),
+    // The same address 3 times at once (the invitations one organization may mail it a day): one user, one user.created.
+    body: ({ email }: Params) => ({ email, name: "Raced Invitee" }),
     objects: 1,
-    copies: 8,
+    copies: 3,
     event: "user.created",
   },
   {
@@ -1144,13 +1144,14 @@ export const RACES: Race[] = [
       const email = uniqueEmail("reinvited");
       return { id: (await json(await call("POST", "/v1/users", { token: owner.token, body: { email, name: "Re Invited" } }))).data.id, email };
     },
-    changes: async () => Array.from({ length: 5 }, () => ({})),
+    // Two resends at once after the invitation: the three mails an organization may send an address a day.
+    changes: async () => Array.from({ length: 2 }, () => ({})),
     async verify(_owner, { id, email }) {
       // One live invitation, and it is one of the links mailed.
       const live = await env.DB.prepare("SELECT token_hash AS tokenHash FROM user_invitations WHERE user_id = ?").bind(id).all<{ tokenHash: string }>();
       expect(live.results).toHaveLength(1);
       const mailed = (await mailTo(email!)).map((m) => m.text.match(/\/invite\/(inv_[A-Za-z0-9_-]+)/)?.[1]).filter((t): t is string => t !== undefined);
-      expect(mailed).toHaveLength(6);
+      expect(mailed).toHaveLength(3);
       expect(await Promise.all(mailed.map(sha256Hex))).toContain(live.results[0]!.tokenHash);
     },
   },
