@@ -438,10 +438,22 @@ describe("a web form's lead is taken in after the answer", () => {
       expect(res.status).toBe(202);
       expect(res.headers.get("x-d1-bookmark"), JSON.stringify(person)).toBeNull();
     }
+    // Nor on any other answer it can get: an idempotent replay, a 422, a 403 elsewhere (the second adversarial pass read
+    // the counter off a replay before and after a probe).
+    const keyed = { source: "WEBSITE", person: { emails: [uniqueEmail("keyed")] } };
+    const again = () => settling.fetch("POST", "/v1/leads", { token: form.key, body: JSON.stringify(keyed), headers: { "content-type": "application/json", "idempotency-key": "bookmark-1" } });
+    expect((await again()).status).toBe(202);
+    const replayed = await again();
+    expect(replayed.headers.get("idempotent-replayed")).toBe("true");
+    const bad = await formLead(form.key, { source: "x" });
+    expect(bad.status).toBe(422);
+    const elsewhere = await call("GET", "/v1/contacts", { token: form.key });
+    expect(elsewhere.status).toBe(403);
+    for (const res of [replayed, bad, elsewhere]) expect(res.headers.get("x-d1-bookmark")).toBeNull();
     const reader = await createApiKey(p.token, ["leads:write", "contacts:read"]);
     expect((await postLead(reader.key, { source: "WEBSITE", person: { emails: [client.email] } })).headers.get("x-d1-bookmark")).toEqual(expect.any(String));
     // Each went in, and left the inbox.
-    expect(await contactsOf(p)).toBe(2);
+    expect(await contactsOf(p)).toBe(3);
     expect((await reviews(p.token)).data).toHaveLength(1);
     expect(await inbox(p)).toEqual([]);
   });

@@ -100,9 +100,8 @@ const dismiss = defineRoute(CRM, {
 export const leadRoutes = new OpenAPIHono<AppBindings>({ defaultHook: validationHook })
   .openapi(intake, async (c) => {
     // Only a credential that may read contacts learns what the lead met (issue 40). Any other gets the same answer
-    // whatever it met: stored and taken in after the answer, without the bookmark that would count the writes.
+    // whatever it met: stored and taken in after the answer (and no bookmark to count the writes: platform/session.ts).
     if (!grantedPermissions(c).includes("contacts:read")) {
-      c.set("withholdBookmark", true);
       await receiveLead(serviceContext(c), c.req.valid("json"));
       return c.json({ success: true as const, data: { received: true as const } }, 202);
     }

@@ -49,11 +49,6 @@ export interface AppVariables {
    * links shown once. `*` steps into every item of an array: `[["links", "*", "url"]]`.
    */
   replayOmits?: string[][];
-  /**
-   * Set by a route whose answer must not carry the shard's bookmark: it would tell how many writes the request made
-   * (a web form's lead, leads/routes.ts), to a caller that could not use it to read anyway.
-   */
-  withholdBookmark?: boolean;
   /** Results read with the authentication (platform/preload.ts). */
   preloaded?: Map<string, unknown[]>;
   /** The claimed idempotency key of this request (platform/idempotency.ts), for a verb that keeps its answer in its own batch. */

@@ -30,8 +30,16 @@ export const d1Session = createMiddleware<AppBindings>(async (c, next) => {
   c.set("directory", createDb(directory));
   await next();
   const bookmark = c.get("shardSession")?.getBookmark();
-  if (bookmark && !c.get("withholdBookmark")) c.header(BOOKMARK_HEADER, bookmark);
+  if (bookmark && !withheld(c.get("permissions"))) c.header(BOOKMARK_HEADER, bookmark);
 });
+
+/**
+ * A credential that may send leads but not read contacts (a web form's key) gets no bookmark on any answer, its
+ * errors and replays included: a bookmark advances with every write on the shard, so two of them around a lead would
+ * count the writes its intake made, and tell a client's number from a stranger's (issue 40). It reads nothing, so it
+ * loses no read-your-writes. `undefined`: a session, which may read everything.
+ */
+const withheld = (credential: readonly string[] | undefined): boolean => credential !== undefined && credential.includes("leads:write") && !credential.includes("contacts:read");
 
 /**
  * Opens the session of shard `shard` for the rest of the request: `db` and `d1` (and so every service) read and write
