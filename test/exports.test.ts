@@ -14,6 +14,7 @@ import { createDeal, documentForm, PDF_BYTES } from "./helpers/deals";
 import { csvObjects, ndjsonObjects, seedContacts } from "./helpers/exports";
 import { createPrincipal, tenantDb, type TestPrincipal } from "./helpers/factories";
 import { createProperty } from "./helpers/properties";
+import { createSurveyTemplate, scheduleSurvey } from "./helpers/surveys";
 import { flatten } from "../src/crm/export";
 import worker from "../src/index";
 
@@ -438,6 +439,20 @@ describe("GET /v1/contacts/{id}/export (the right of access)", () => {
     expect(some.deals.map((d: any) => d.id)).toEqual([deal.id]);
     expect(some.omitted).toEqual(everything.filter((p) => p !== "deals"));
     expect(some).not.toHaveProperty("referrals");
+
+    // Hundreds of surveys (second adversarial pass: past 100 the answers' lookup bound one value each, a 500).
+    await createSurveyTemplate(p);
+    const survey = await scheduleSurvey(p, { recipientPersonId: contact.id });
+    const shard = await tenantDb(p.organizationId);
+    const columns = (await shard.prepare("SELECT name FROM pragma_table_info('surveys')").all<{ name: string }>()).results.map((c) => c.name);
+    const fresh: Record<string, string> = { id: "lower(hex(randomblob(16)))", access_token_hash: "lower(hex(randomblob(32)))" };
+    await shard
+      .prepare(`INSERT INTO surveys (${columns.join(", ")}) WITH RECURSIVE seq(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM seq WHERE n < 120) SELECT ${columns.map((c) => fresh[c] ?? `t.${c}`).join(", ")} FROM seq CROSS JOIN surveys t WHERE t.id = ?`)
+      .bind(survey.id)
+      .run();
+    const many = await call("GET", `/v1/contacts/${contact.id}/export`, { token: p.token });
+    expect(many.status).toBe(200);
+    expect((await json(many)).data.surveys).toHaveLength(121);
 
     // Every permission: complete, nothing omitted.
     const full = (await json(await call("GET", `/v1/contacts/${contact.id}/export`, { token: p.token }))).data;

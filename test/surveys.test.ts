@@ -184,6 +184,36 @@ describe("surveys: the state table end to end (spec: Survey, States and transiti
   });
 });
 
+// Issue 40 (second adversarial pass): an agent sent a LINK survey about a colleague to a client, answered it (a
+// pending testimonial about the colleague, their NPS moved), re-issued and skipped the colleague's surveys.
+describe("whose surveys a caller may send", () => {
+  it("an agent sends, re-issues and skips only the surveys about themselves; owners and admins any", async () => {
+    const owner = await createPrincipal();
+    const agent = await createPrincipal({ organizationId: owner.organizationId, role: "agent" });
+    await createSurveyTemplate(owner);
+    const client = await createContact(owner.token);
+    const theirs = await scheduleSurvey(owner, { recipientPersonId: client.id });
+    const attempts: [string, unknown][] = [
+      ["/api/reputation/surveys", { agentUserId: owner.userId, recipientPersonId: client.id, channel: "LINK" }],
+      [`/api/reputation/surveys/${theirs.id}/reissue`, undefined],
+      [`/api/reputation/surveys/${theirs.id}/skip`, undefined],
+    ];
+    for (const [path, body] of attempts) {
+      const res = await call("POST", path, { token: agent.token, body });
+      expect(res.status, path).toBe(403);
+      expect(JSON.stringify(await json(res)), path).toContain("insufficient_role");
+    }
+    // The client's link still works, and nothing was scheduled about the owner by the agent.
+    expect((await publicSurvey("GET", theirs.accessToken)).status).toBe(200);
+    expect((await json(await call("GET", `/api/reputation/surveys?agentUserId=${owner.userId}`, { token: owner.token }))).surveys).toHaveLength(1);
+    // Their own, and an admin's on anyone's.
+    const own = await scheduleSurvey(agent, { recipientPersonId: client.id });
+    expect((await call("POST", `/api/reputation/surveys/${own.id}/reissue`, { token: agent.token })).status).toBe(200);
+    const admin = await createPrincipal({ organizationId: owner.organizationId, role: "admin" });
+    expect((await call("POST", `/api/reputation/surveys/${own.id}/skip`, { token: admin.token })).status).toBe(200);
+  });
+});
+
 describe("the response workflow (spec: Testimonial state table, survey response consumer)", () => {
   const NPS_ONLY = [
     { id: "recommend", type: "nps", label: "Would you recommend us?", required: true },

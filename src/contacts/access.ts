@@ -1,7 +1,8 @@
-import { and, desc, eq, inArray } from "drizzle-orm";
+import { and, desc, eq } from "drizzle-orm";
 import { contactActivities, contactCommunications, deals, leadReviews, mailOutbox, referrals, surveyResponses, surveys, testimonials } from "../db/schema";
 import { documentsNaming } from "../documents/service";
 import { NotFound } from "../lib/errors";
+import { inJsonList } from "../lib/sql";
 import type { Permission } from "../platform/permissions";
 import type { ServiceContext } from "../service-context";
 import { envelopesNaming } from "../signatures/service";
@@ -66,7 +67,8 @@ export async function personalData(ctx: ServiceContext, id: string, granted: rea
   ]);
   const surveyIds = may("surveys") ? (theirSurveys as (typeof surveys.$inferSelect)[]).map((s) => s.id) : [];
   const [answers, acceptances, documents, envelopes] = await Promise.all([
-    may("surveyResponses") && surveyIds.length ? ctx.db.select().from(surveyResponses).where(and(eq(surveyResponses.organizationId, org), inArray(surveyResponses.surveyId, surveyIds))) : [],
+    // Bound as one JSON list: a person may have had hundreds of surveys, and D1 binds at most 100 values.
+    may("surveyResponses") && surveyIds.length ? ctx.db.select().from(surveyResponses).where(and(eq(surveyResponses.organizationId, org), inJsonList(surveyResponses.surveyId, surveyIds))) : [],
     may("clickwrapAcceptances") ? acceptancesOf(ctx, scrub) : [],
     may("documents") ? documentsNaming(ctx, scrub.recognizer) : [],
     may("envelopes") ? envelopesNaming(ctx, scrub.recognizer) : [],

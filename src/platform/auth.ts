@@ -238,6 +238,17 @@ export function requireSelfOrManager(c: Context<AppBindings>, userId: string | n
   if (userId !== undefined && userId !== c.get("user").id) requirePermission(c, "users:manage");
 }
 
+/**
+ * The reputation suite's records about an agent (testimonials, surveys): an agent acts only on their own; owners and
+ * admins, and their keys and tokens, on any agent's or the organization's (issue 40: an agent rewrote a colleague's
+ * reviews and answered surveys about them). By role, not by `users:manage`: a review tool moderating for the
+ * brokerage needs no right to manage users.
+ */
+export function requireOwnUnlessManaging(c: Context<AppBindings>, agentUserId: string | null): void {
+  const { id, role } = c.get("user");
+  if (role === "agent" && agentUserId !== id) throw new InsufficientRole("An agent acts only on the records about themselves");
+}
+
 /** What an `include` embeds from another resource (a contact's deals, a deal's contact or property) needs too. */
 const INCLUDE_PERMISSIONS: Record<string, Permission> = { deals: "deals:read", contact: "contacts:read", property: "properties:read" };
 

@@ -1,6 +1,7 @@
 import { OpenAPIHono, z } from "@hono/zod-openapi";
 import { API, apiError, apiJson, Gone, gone } from "../platform/api-family";
-import { serviceContext } from "../platform/auth";
+import type { Context } from "hono";
+import { requireOwnUnlessManaging, serviceContext } from "../platform/auth";
 import { limitBody } from "../platform/body-limit";
 import type { AppBindings } from "../platform/context";
 import { validationHook } from "../platform/openapi";
@@ -27,7 +28,7 @@ import {
   TemplateListQuery,
 } from "./schemas";
 import { openSurvey, submitSurvey } from "./public";
-import { createSurvey, getSurvey, listSurveys, reissueSurvey, skipSurvey, SURVEY_EXPIRY_DAYS } from "./service";
+import { type ActingFor, createSurvey, getSurvey, listSurveys, reissueSurvey, skipSurvey, SURVEY_EXPIRY_DAYS } from "./service";
 import { createTemplate, listTemplates, MAX_TEMPLATES } from "./templates";
 
 const tags = ["Reputation"];
@@ -102,7 +103,7 @@ const create = defineRoute(API, {
   tags,
   security,
   summary: "Schedule a survey",
-  description: `Emits SURVEY_SCHEDULED. The access token (256 random bits) is in this answer only, and in the e-mail of an EMAIL survey:
+  description: `Emits SURVEY_SCHEDULED. An agent sends surveys only about themselves (\`agentUserId\` their own; owners and admins any; 403 insufficient_role). The access token (256 random bits) is in this answer only, and in the e-mail of an EMAIL survey:
 only its SHA-256 is stored. EMAIL surveys need SURVEY_TOKEN_KEY (503 not_configured without it). A won deal schedules one
 automatically (once per deal). ${STATES} ${WORKFLOW}`,
   request: jsonBody(SurveyCreate),
@@ -128,7 +129,7 @@ const reissue = defineRoute(API, {
   tags,
   security,
   summary: "Issue a new access token, killing the old one",
-  description: "Ours. The old link answers gone at once. An EMAIL survey already mailed is mailed the new link now; one not mailed yet is mailed it at its time. The expiry stays 30 days from creation.",
+  description: "An agent re-issues only the surveys about themselves (owners and admins any; 403 insufficient_role). Ours. The old link answers gone at once. An EMAIL survey already mailed is mailed the new link now; one not mailed yet is mailed it at its time. The expiry stays 30 days from creation.",
   request: { params: IdParam },
   responses: { 200: apiJson("The survey, with its new access token", SurveyWithToken), ...NOT_FOUND, ...CLOSED },
 });
@@ -140,7 +141,7 @@ const skip = defineRoute(API, {
   tags,
   security,
   summary: "Skip a survey",
-  description: "Ours. SCHEDULED, SENT or OPENED → SKIPPED: nothing more is mailed and the link answers gone.",
+  description: "Ours. SCHEDULED, SENT or OPENED → SKIPPED: nothing more is mailed and the link answers gone. An agent skips only the surveys about themselves (owners and admins any; 403 insufficient_role).",
   request: { params: IdParam },
   responses: { 200: apiJson("The skipped survey", Survey), ...NOT_FOUND, ...CLOSED },
 });
@@ -212,6 +213,12 @@ async function publicBase(c: Parameters<typeof serviceContext>[0], token: string
 const TOKEN_FIELDS = [["accessToken"], ["surveyUrl"]];
 
 export const surveyRoutes = new OpenAPIHono<AppBindings>({ defaultHook: validationHook });
+/** Whose surveys the caller may send, re-issue or skip: an agent their own, owners and admins any (platform/auth.ts). */
+const actingFor =
+  (c: Context<AppBindings>): ActingFor =>
+  (agentUserId) =>
+    requireOwnUnlessManaging(c, agentUserId);
+
 // Templates first: /surveys/templates is not a survey id.
 surveyRoutes
   .openapi(listTemplatesRoute, async (c) => c.json(await listTemplates(serviceContext(c), c.req.valid("query")), 200))
@@ -219,14 +226,14 @@ surveyRoutes
   .openapi(list, async (c) => c.json(await listSurveys(serviceContext(c), c.req.valid("query")), 200))
   .openapi(create, async (c) => {
     c.set("replayOmits", TOKEN_FIELDS);
-    return c.json((await createSurvey(serviceContext(c), c.req.valid("json")))!, 201);
+    return c.json((await createSurvey(serviceContext(c), c.req.valid("json"), "MANUAL", actingFor(c)))!, 201);
   })
   .openapi(read, async (c) => c.json(await getSurvey(serviceContext(c), c.req.valid("param").id), 200))
   .openapi(reissue, async (c) => {
     c.set("replayOmits", TOKEN_FIELDS);
-    return c.json(await reissueSurvey(serviceContext(c), c.req.valid("param").id), 200);
+    return c.json(await reissueSurvey(serviceContext(c), c.req.valid("param").id, actingFor(c)), 200);
   })
-  .openapi(skip, async (c) => c.json(await skipSurvey(serviceContext(c), c.req.valid("param").id), 200))
+  .openapi(skip, async (c) => c.json(await skipSurvey(serviceContext(c), c.req.valid("param").id, actingFor(c)), 200))
   .openapi(open, async (c) => {
     c.header("cache-control", "no-store");
     c.header("referrer-policy", "no-referrer");

@@ -52,9 +52,17 @@ const scheduledEvent = (ctx: ServiceContext, r: SurveyRow) =>
  * of the same deal answers null). The references must be of the caller's organization: every bad one is listed in
  * one 400. The raw token is in the answer only (and, for EMAIL, in the mail the cron sends).
  */
-export async function createSurvey(ctx: ServiceContext, input: SurveyCreate, trigger: SurveyRow["trigger"] = "MANUAL"): Promise<Created | null> {
+export async function createSurvey(ctx: ServiceContext, input: SurveyCreate, trigger: SurveyRow["trigger"] = "MANUAL", actingFor: ActingFor = () => undefined): Promise<Created | null> {
+  actingFor(input.agentUserId);
   return withRetries(() => createSurveyOnce(ctx, input, trigger));
 }
+
+/**
+ * Refuses (403) a caller who may not act on the surveys about this agent: the route's `requireOwnUnlessManaging`
+ * (issue 40: an agent sent, re-issued and answered surveys about a colleague, moving their NPS). The DEAL_WON
+ * workflow acts for the system and passes none.
+ */
+export type ActingFor = (agentUserId: string) => void;
 
 async function createSurveyOnce(ctx: ServiceContext, input: SurveyCreate, trigger: SurveyRow["trigger"]): Promise<Created | null> {
   const org = ctx.organizationId;
@@ -174,9 +182,10 @@ function closed(r: SurveyRow): never {
  * POST …/surveys/{id}/reissue: a new token, the old one dead at once. An EMAIL survey not mailed yet is mailed with
  * the new link at its time; one already mailed (sentAt set) is mailed the new link now.
  */
-export async function reissueSurvey(ctx: ServiceContext, id: string): Promise<Created> {
+export async function reissueSurvey(ctx: ServiceContext, id: string, actingFor: ActingFor): Promise<Created> {
   const { row, token } = await withRetries(async () => {
     const before = await findSurvey(ctx, id);
+    actingFor(before.agentUserId);
     if (!isLive(before)) closed(before);
     const { token, hash } = await mintSurveyToken();
     const pendingToken = before.channel === "EMAIL" && before.sentAt === null ? await sealToken(ctx.env, before.id, token) : null;
@@ -194,9 +203,10 @@ export async function reissueSurvey(ctx: ServiceContext, id: string): Promise<Cr
 }
 
 /** POST …/surveys/{id}/skip: SCHEDULED, SENT or OPENED → SKIPPED; the link answers gone from now on. */
-export async function skipSurvey(ctx: ServiceContext, id: string): Promise<Survey> {
+export async function skipSurvey(ctx: ServiceContext, id: string, actingFor: ActingFor): Promise<Survey> {
   return withRetries(async () => {
     const before = await findSurvey(ctx, id);
+    actingFor(before.agentUserId);
     if (!isLive(before)) closed(before);
     const at = nowIso();
     const row: SurveyRow = { ...before, status: "SKIPPED", skippedAt: at, pendingToken: null, updatedAt: at, version: before.version + 1 };

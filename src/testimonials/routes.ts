@@ -1,8 +1,7 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
 import { API, apiError, apiJson } from "../platform/api-family";
 import type { Context } from "hono";
-import { InsufficientRole } from "../lib/errors";
-import { serviceContext } from "../platform/auth";
+import { requireOwnUnlessManaging, serviceContext } from "../platform/auth";
 import type { AppBindings } from "../platform/context";
 import { ETAG_HEADER, withEtag } from "../platform/etag";
 import { validationHook } from "../platform/openapi";
@@ -18,16 +17,11 @@ const NOT_FOUND = { 404: apiError("No testimonial with this id in your organizat
 const STALE = { 412: apiError("If-Match named a version the testimonial is no longer at (precondition_failed)") };
 const one = (description: string) => apiJson(description, Testimonial, ETAG_HEADER);
 
-/**
- * Whose testimonials the caller may write (issue 40): an agent only those about themselves; owners and admins, and
- * their keys and tokens with `reputation:write`, any (a review tool moderating for the brokerage needs no more).
- */
+/** Whose testimonials the caller may write: an agent their own, owners and admins any (platform/auth.ts). */
 const actingFor =
   (c: Context<AppBindings>): ActingFor =>
-  (agentUserId) => {
-    const { id, role } = c.get("user");
-    if (role === "agent" && agentUserId !== id) throw new InsufficientRole("An agent writes only the testimonials about themselves");
-  };
+  (agentUserId) =>
+    requireOwnUnlessManaging(c, agentUserId);
 const OTHERS = "An agent writes only the testimonials about themselves; another agent's, or the organization's, are for owners and admins (403 `insufficient_role`).";
 
 const RULES = `Ratings are integers 1–5. Categories: BUYER, SELLER, INVESTOR, LANDLORD, TENANT, OTHER. Sources: MANUAL, SURVEY, EMAIL, WEBSITE, GOOGLE, ZILLOW, IMPORT, OTHER.
