@@ -210,5 +210,11 @@ describe("a list query too big for one statement", () => {
       expect(JSON.stringify(await res.json()), path).toContain("too_many_values");
     }
     expect((await call("GET", `/v1/contacts?q=alpha&${builtIn}&${tags}`, { token: p.token })).status).toBe(200);
+    // A sort of many keys in mixed directions: its cursor alone binds a triangle of values. The first page is refused
+    // too, rather than answering a nextCursor whose page would be (second adversarial pass).
+    const keys = ["createdAt:asc", "updatedAt:desc", "lastName:asc", "leadScore:desc", ...Array.from({ length: 10 }, (_, i) => `customFields.n${i}:${i % 2 ? "asc" : "desc"}`)];
+    const sorted = await call("GET", `/v1/contacts?sort=${keys.join(",")}&limit=1`, { token: p.token });
+    expect(sorted.status).toBe(422);
+    expect(JSON.stringify(await sorted.json())).toContain("too_many_values");
   });
 });

@@ -87,6 +87,8 @@ export async function listContacts(ctx: ServiceContext, q: ContactListQuery): Pr
   const d1 = ctx.d1;
   const custom = await customFieldQuery(ctx, "contact", "c", q, q.sort);
   const page = listSql(ctx.organizationId, q, custom);
+  // The first page's cursor must lead somewhere: a query whose next page would not fit one statement is refused now.
+  if (!q.cursor) listSql(ctx.organizationId, { ...q, cursor: cursorShapedLike(page.sort) }, custom);
   const faceted = facetTotalStatement(d1, ctx.organizationId, totalFilters(q));
   const key = faceted ? null : filterKey(totalFilters(q));
   const totals = await totalStatements(d1, ctx.organizationId, "contacts", key);

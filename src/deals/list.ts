@@ -88,6 +88,8 @@ export async function listDeals(ctx: ServiceContext, q: DealListQuery): Promise<
   const d1 = ctx.d1;
   const custom = await customFieldQuery(ctx, "deal", "d", q, q.sort);
   const page = listSql(ctx.organizationId, q, custom);
+  // The first page's cursor must lead somewhere: a query whose next page would not fit one statement is refused now.
+  if (!q.cursor) listSql(ctx.organizationId, { ...q, cursor: cursorShapedLike(page.sort) }, custom);
   const { limit: _l, cursor: _c, sort: _s, include: _i, q: text, ...filtersOnly } = q;
   const search = searchOf("deal", text);
   const key = filterKey({ ...filtersOnly, q: searchKey(search, page.sort) });

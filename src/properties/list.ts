@@ -98,6 +98,8 @@ export async function listProperties(ctx: ServiceContext, q: PropertyListQuery):
   const d1 = ctx.d1;
   const custom = await customFieldQuery(ctx, "property", "p", q, q.sort);
   const page = listSql(ctx.organizationId, q, now, custom);
+  // The first page's cursor must lead somewhere: a query whose next page would not fit one statement is refused now.
+  if (!q.cursor) listSql(ctx.organizationId, { ...q, cursor: cursorShapedLike(page.sort) }, now, custom);
   const key = totalKey(q, now);
   const totals = await totalStatements(d1, ctx.organizationId, "properties", key);
   const [rows, counter, cached] = await d1.batch([d1.prepare(page.sql).bind(...page.params), ...totals.statements]);
