@@ -62,6 +62,20 @@ describe("GET /v1/contacts/export", () => {
     expect(rows).toEqual(contacts);
   });
 
+  // Second adversarial pass: a custom field set only on rows past the first page (a field added lately, exported
+  // oldest first) had no column, and its values were dropped.
+  it("gives every defined custom field a CSV column, also one whose first value comes after the first page", async () => {
+    const p = await createPrincipal();
+    await seedContacts(p.organizationId, 600, "Late");
+    expect((await call("POST", "/v1/custom-fields", { token: p.token, body: { object: "contact", key: "late_score", label: "Late score", type: "number" } })).status).toBe(201);
+    const newest = await createContact(p.token, { customFields: { late_score: 42 } });
+    // Oldest first: the one value is on the last page.
+    const rows = csvObjects((await exported(p.token, "/v1/contacts/export?format=csv&sort=createdAt:asc")).text);
+    expect(rows).toHaveLength(601);
+    expect(rows.at(-1)).toMatchObject({ id: newest.id, "customFields.late_score": "42" });
+    expect(rows[0]).toHaveProperty("customFields.late_score", "");
+  });
+
   it("streams CSV with a header of dotted columns; read back, the rows equal the list's objects", async () => {
     const { res, text } = await exported(org.token, "/v1/contacts/export?format=csv");
     expect(res.headers.get("content-type")).toBe("text/csv; charset=utf-8");

@@ -187,6 +187,10 @@ describe("invitation mails per address", () => {
     expect((await json(await call("GET", "/v1/users", { token: owner.token }))).data.map((u: { email: string }) => u.email)).not.toContain(tagged);
     // Other addresses are not held up.
     expect((await invite(owner, { email: freshEmail() })).status).toBe(201);
+    // At Gmail, dots and googlemail.com reach the same inbox too.
+    const name = `inv${crypto.randomUUID().slice(0, 8)}`;
+    for (let i = 0; i < 3; i++) expect((await invite(owner, { email: `${name}+${i}@gmail.com` })).status).toBe(201);
+    for (const variant of [`${name.slice(0, 3)}.${name.slice(3)}@gmail.com`, `${name}@googlemail.com`]) expect((await invite(owner, { email: variant })).status, variant).toBe(429);
   });
 
   it("does not let one organization spend another's invitations; all of them together mail an address at most 10 a day", async () => {

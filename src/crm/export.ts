@@ -74,9 +74,11 @@ const csvLine = (fields: string[]) => `${fields.map(csvField).join(",")}\r\n`;
 
 /**
  * The export as a byte stream: `pageOf(cursor)` is called when the reader wants more (the stream's pull), so at most
- * one page is held however many rows the filters select, and a client that reads slowly slows the walk.
+ * one page is held however many rows the filters select, and a client that reads slowly slows the walk. In CSV the
+ * columns are the schema's, `customColumns` (every custom field defined: a value first met on a later page keeps its
+ * column) and the keys of the first page with rows.
  */
-export function exportStream(format: ExportFormat, schema: z.ZodType, pageOf: (cursor: string | null) => Promise<ExportPage>): ReadableStream<Uint8Array> {
+export function exportStream(format: ExportFormat, schema: z.ZodType, pageOf: (cursor: string | null) => Promise<ExportPage>, customColumns: string[] = []): ReadableStream<Uint8Array> {
   const encoder = new TextEncoder();
   let cursor: string | null = null;
   let columns: string[] | null = null;
@@ -95,7 +97,7 @@ export function exportStream(format: ExportFormat, schema: z.ZodType, pageOf: (c
         else {
           // The header waits for the first page with rows (or the end): it adds the keys that page has.
           if (!columns && (page.data.length > 0 || done)) {
-            columns = columnsOf(schemaColumns(schema), page.data);
+            columns = columnsOf([...schemaColumns(schema), ...customColumns], page.data);
             text += csvLine(columns);
           }
           for (const row of page.data) {

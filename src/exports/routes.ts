@@ -7,6 +7,7 @@ import { placementOf } from "../shards/directory";
 import { DownloadParams, ExportIdParam, OrganizationExport } from "./schemas";
 import { getOrganizationExport, openDownload, startOrganizationExport } from "./service";
 import { EXPORT_PAGE, type ExportFormat, exportHeaders, type ExportPage, exportStream } from "../crm/export";
+import { type CustomFieldObject, readDefinitions } from "../crm/custom-fields";
 import type { Permission } from "../platform/permissions";
 import type { ServiceContext } from "../service-context";
 import { requirePermission, serviceContext } from "../platform/auth";
@@ -40,20 +41,23 @@ type ExportWalk<Q> = (ctx: ServiceContext, q: Q) => Promise<(cursor: string | nu
  * then the walk streamed as CSV or NDJSON. Mounted before its domain's routes in the group (app.ts), so
  * /v1/contacts/export is not taken for /v1/contacts/{id}.
  */
-function exportRoutes<Q extends z.ZodObject>(o: { operationId: string; path: string; tag: string; what: string; list: string; query: Q; permission: Permission; schema: z.ZodType; walk: ExportWalk<z.infer<Q>> }) {
+function exportRoutes<Q extends z.ZodObject>(o: { operationId: string; path: string; tag: string; what: string; list: string; query: Q; permission: Permission; schema: z.ZodType; object: CustomFieldObject; walk: ExportWalk<z.infer<Q>> }) {
   const route = defineRoute(CRM, { operationId: o.operationId, method: "get", path: o.path, tags: [o.tag], security, summary: `Export ${o.what} as CSV or NDJSON`, description: DESCRIPTION(o.what, o.list), request: { query: o.query }, responses: { 200: EXPORTED } });
   return new OpenAPIHono<AppBindings>({ defaultHook: validationHook }).openapi(route, async (c) => {
     requirePermission(c, o.permission);
     // The route's type is generic here, so its validated query is named by hand (the route's own schema validated it).
     const q = (c.req.valid.bind(c.req) as (target: "query") => z.infer<Q> & { format: ExportFormat })("query");
-    const pageOf = await o.walk(serviceContext(c), q);
-    return new Response(exportStream(q.format, o.schema, (cursor) => pageOf(cursor, EXPORT_PAGE)), { headers: exportHeaders(o.what, q.format) }) as never;
+    const ctx = serviceContext(c);
+    // Every custom field defined is a CSV column, whether or not the first rows carry a value for it.
+    const [pageOf, defined] = await Promise.all([o.walk(ctx, q), q.format === "csv" ? readDefinitions(ctx, o.object) : []]);
+    const customColumns = defined.map((d) => `customFields.${d.key}`);
+    return new Response(exportStream(q.format, o.schema, (cursor) => pageOf(cursor, EXPORT_PAGE), customColumns), { headers: exportHeaders(o.what, q.format) }) as never;
   });
 }
 
-export const contactExportRoutes = exportRoutes({ operationId: "exportContacts", path: "/v1/contacts/export", tag: "Contacts", what: "contacts", list: "/v1/contacts", query: ContactExportQuery, permission: "contacts:read", schema: Contact, walk: contactExportWalk });
-export const dealExportRoutes = exportRoutes({ operationId: "exportDeals", path: "/v1/deals/export", tag: "Deals", what: "deals", list: "/v1/deals", query: DealExportQuery, permission: "deals:read", schema: Deal, walk: dealExportWalk });
-export const propertyExportRoutes = exportRoutes({ operationId: "exportProperties", path: "/v1/properties/export", tag: "Properties", what: "properties", list: "/v1/properties", query: PropertyExportQuery, permission: "properties:read", schema: Property, walk: propertyExportWalk });
+export const contactExportRoutes = exportRoutes({ operationId: "exportContacts", path: "/v1/contacts/export", tag: "Contacts", what: "contacts", list: "/v1/contacts", query: ContactExportQuery, permission: "contacts:read", schema: Contact, object: "contact", walk: contactExportWalk });
+export const dealExportRoutes = exportRoutes({ operationId: "exportDeals", path: "/v1/deals/export", tag: "Deals", what: "deals", list: "/v1/deals", query: DealExportQuery, permission: "deals:read", schema: Deal, object: "deal", walk: dealExportWalk });
+export const propertyExportRoutes = exportRoutes({ operationId: "exportProperties", path: "/v1/properties/export", tag: "Properties", what: "properties", list: "/v1/properties", query: PropertyExportQuery, permission: "properties:read", schema: Property, object: "property", walk: propertyExportWalk });
 
 const start = defineRoute(CRM, {
   operationId: "createOrganizationExport",

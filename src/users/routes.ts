@@ -14,13 +14,21 @@ const tags = ["Users"];
 const security = [{ bearerAuth: [] }];
 const NOT_FOUND = { 404: crmError("No user with this id in your organization") };
 const OWNERS_ONLY = "only an owner may make or unmake an owner (403 insufficient_role)";
-const MAIL_BOUND = "An address gets at most 3 invitation mails a day from your organization and 10 from all (a `+tag` in it counts as the address; 429 with Retry-After beyond; nothing is written).";
+const MAIL_BOUND = "An address gets at most 3 invitation mails a day from your organization and 10 from all (a `+tag` in it, or at Gmail a dot, counts as the address; 429 with Retry-After beyond; nothing is written).";
 const TOO_MANY_MAILS = { 429: crmError("This address has had its invitation mails for the last 24 hours (rate_limited): retry after Retry-After seconds") };
 
-/** The inbox an address reaches, as far as counting mails goes: case and a `+tag` of its local part ignored. */
+/** Domains whose mailboxes ignore dots in the local part, all one inbox (Gmail). */
+const DOTLESS = new Set(["gmail.com", "googlemail.com"]);
+
+/**
+ * The inbox an address reaches, as far as counting mails goes: case and a `+tag` of its local part ignored, and at
+ * Gmail the dots of it too (`j.ane@googlemail.com` is `jane@gmail.com`).
+ */
 const inboxOf = (email: string) => {
   const at = email.lastIndexOf("@");
-  return `${email.slice(0, at).split("+")[0]}${email.slice(at)}`.toLowerCase();
+  const domain = email.slice(at + 1).toLowerCase();
+  const local = email.slice(0, at).split("+")[0]!.toLowerCase();
+  return DOTLESS.has(domain) ? `${local.replaceAll(".", "")}@gmail.com` : `${local}@${domain}`;
 };
 
 /** Invitation mails count per recipient, from this organization and from all, in the per-address limiter (platform/rate-limit.ts). */
