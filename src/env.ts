@@ -47,6 +47,7 @@ export interface Env {
   MLS_API_TOKEN?: string;
   WEBHOOK_SECRET_KEY?: string;
   SURVEY_TOKEN_KEY?: string;
+  BOOKMARK_KEY?: string;
   SEAL_PRIVATE_KEY?: string;
   SEAL_CERTIFICATE?: string;
   ADMIN_TOKEN?: string;
@@ -102,6 +103,8 @@ const ConfigSchema = z.object({
   WEBHOOK_SECRET_KEY: optional,
   // Seals an EMAIL survey's access token until the cron mails it (only its SHA-256 is kept after that).
   SURVEY_TOKEN_KEY: optional,
+  // Seals the D1 bookmarks answers carry (platform/session.ts); unset: none are handed out.
+  BOOKMARK_KEY: optional,
   // PEM (PKCS#8 key, X.509 certificate) that seal completed PDFs (src/seal/). A literal "\n" reads as a line break,
   // so a PEM fits one line of .dev.vars or a secret.
   SEAL_PRIVATE_KEY: optional.transform((v) => v?.replaceAll("\\n", "\n")),

@@ -90,8 +90,9 @@ visible ASCII characters). The first answer is kept for 24 hours per organizatio
 \`Idempotent-Replayed: true\`, to a retry of the same request; the same key with another method, path, query or body
 is a 422 \`idempotency_key_reused\`; a retry while the first is still running is a 409. A 5xx is not kept.
 
-**Read-your-writes.** Reads may be served by a nearby read replica. Every answer carries \`X-D1-Bookmark\`; send it
-back on a later request to read at least what that answer saw. A malformed bookmark is a 400.
+**Read-your-writes.** Reads may be served by a nearby read replica. Every answer that read your organization's data
+carries \`X-D1-Bookmark\`, an opaque sealed value (never the same twice); send it back on a later request to read at
+least what that answer saw. A malformed bookmark is a 400; one the service can no longer open is ignored.
 
 **Bounds.** Every string has a maximum length, lists are paginated (\`limit\` 1–100, decimal; unknown query
 parameters are refused), no JSON body nests deeper than 32 levels, and every string must be well-formed Unicode

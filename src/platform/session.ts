@@ -1,7 +1,9 @@
 import type { Context } from "hono";
 import { createMiddleware } from "hono/factory";
 import { createDb } from "../db/client";
+import { readConfig } from "../env";
 import { OrganizationMoving, Validation } from "../lib/errors";
+import { openText, sealText } from "../lib/secret-box";
 import type { ServiceContext } from "../service-context";
 import { shardDatabase } from "../shards/bindings";
 import { type PublicKeyKind, publicKeyPlacement } from "../shards/directory";
@@ -11,35 +13,47 @@ import type { AppBindings } from "./context";
  * D1's Sessions API, one session per database a request touches, so read replicas can serve callers far from the
  * primary (DESIGN.md): a read (GET, HEAD) starts anywhere, a write on the primary, so its compare-and-set reads the
  * latest row. The directory session opens with the request; the organization's shard session opens once
- * authentication (or a public route's key) has named the shard (issue 24). The bookmark a client sends in
- * `X-D1-Bookmark` is its shard's (read-your-writes on organization data), and every answer that read a shard carries
- * that session's latest bookmark.
+ * authentication (or a public route's key) has named the shard (issue 24). Every answer that read a shard carries
+ * that session's latest bookmark in `X-D1-Bookmark`, and a client sends it back for read-your-writes on organization
+ * data.
+ *
+ * Sealed (issue 40): a D1 bookmark counts every write on its database, and a shard holds many organizations, so a
+ * bookmark read before and after a web form's lead told a client's number from a stranger's by the writes the intake
+ * made (and anyone on the shard sees the others' writes). Answers carry it AES-GCM sealed under BOOKMARK_KEY (a fresh
+ * nonce each time: two answers' bookmarks cannot be compared); one that does not open is ignored (a key rotated
+ * since), and without the key none is handed out.
  */
 export const BOOKMARK_HEADER = "X-D1-Bookmark";
-/** D1 bookmarks as D1 issues them: four hex groups. Anything else is refused rather than passed to D1. */
+/** A sealed bookmark as answers carry it (lib/secret-box.ts): anything else is refused rather than opened. */
+const SEALED = /^v1\.[A-Za-z0-9+/=]{16,24}\.[A-Za-z0-9+/=]{40,200}$/;
+/** D1 bookmarks as D1 issues them: four hex groups. What opens to anything else is not used. */
 const BOOKMARK = /^[0-9a-f]{8}-[0-9a-f]{8}-[0-9a-f]{8}-[0-9a-f]{32}$/i;
+const PURPOSE = "d1-bookmark";
 
 const isRead = (c: Context<AppBindings>) => c.req.method === "GET" || c.req.method === "HEAD";
 
-export const d1Session = createMiddleware<AppBindings>(async (c, next) => {
+/** The bookmark the client sent, opened; undefined when none was sent, or it does not open under the key. */
+async function sentBookmark(c: Context<AppBindings>): Promise<string | undefined> {
   const sent = c.req.header(BOOKMARK_HEADER)?.trim();
-  if (sent !== undefined && !BOOKMARK.test(sent)) {
+  if (sent === undefined) return undefined;
+  if (!SEALED.test(sent)) {
     throw new Validation([{ field: BOOKMARK_HEADER, path: [BOOKMARK_HEADER], code: "invalid_bookmark", message: `${BOOKMARK_HEADER} must be a bookmark an earlier answer carried` }], "malformed");
   }
+  const key = readConfig(c.env).BOOKMARK_KEY;
+  if (!key) return undefined;
+  const opened = await openText(key, PURPOSE, "", sent).catch(() => undefined);
+  return opened !== undefined && BOOKMARK.test(opened) ? opened : undefined;
+}
+
+export const d1Session = createMiddleware<AppBindings>(async (c, next) => {
+  c.set("sentBookmark", await sentBookmark(c));
   const directory = c.env.DB.withSession(isRead(c) ? "first-unconstrained" : "first-primary");
   c.set("directory", createDb(directory));
   await next();
   const bookmark = c.get("shardSession")?.getBookmark();
-  if (bookmark && !withheld(c.get("permissions"))) c.header(BOOKMARK_HEADER, bookmark);
+  const key = readConfig(c.env).BOOKMARK_KEY;
+  if (bookmark && key) c.header(BOOKMARK_HEADER, await sealText(key, PURPOSE, "", bookmark));
 });
-
-/**
- * A credential that may send leads but not read contacts (a web form's key) gets no bookmark on any answer, its
- * errors and replays included: a bookmark advances with every write on the shard, so two of them around a lead would
- * count the writes its intake made, and tell a client's number from a stranger's (issue 40). It reads nothing, so it
- * loses no read-your-writes. `undefined`: a session, which may read everything.
- */
-const withheld = (credential: readonly string[] | undefined): boolean => credential !== undefined && credential.includes("leads:write") && !credential.includes("contacts:read");
 
 /**
  * Opens the session of shard `shard` for the rest of the request: `db` and `d1` (and so every service) read and write
@@ -47,7 +61,7 @@ const withheld = (credential: readonly string[] | undefined): boolean => credent
  * guess, platform/auth.ts) it replaces the session.
  */
 export function openShard(c: Context<AppBindings>, shard: number): void {
-  const sent = c.req.header(BOOKMARK_HEADER)?.trim();
+  const sent = c.get("sentBookmark");
   const session = shardDatabase(c.env, shard).withSession(isRead(c) ? (sent ?? "first-unconstrained") : "first-primary");
   c.set("shard", shard);
   c.set("shardSession", session);

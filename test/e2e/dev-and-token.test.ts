@@ -87,7 +87,7 @@ describe("npm run dev + npm run token", () => {
     expect(stale.error?.error.type).toBe("precondition_failed_error");
     const listed = await api.GET("/v1/contacts", { params: { query: { limit: 10, tags: "e2e" } } });
     expect(listed.data?.data.map((c) => c.id)).toEqual([id]);
-    expect(listed.response.headers.get("x-d1-bookmark")).toMatch(/^[0-9a-f-]+$/);
+    expect(listed.response.headers.get("x-d1-bookmark")).toMatch(/^v1\.[A-Za-z0-9+/=]+\.[A-Za-z0-9+/=]+$/);
   });
 
   it("refuses a call without --org or --email", async () => {
