@@ -212,6 +212,33 @@ describe("whose surveys a caller may send", () => {
     const admin = await createPrincipal({ organizationId: owner.organizationId, role: "admin" });
     expect((await call("POST", `/api/reputation/surveys/${own.id}/skip`, { token: admin.token })).status).toBe(200);
   });
+
+  // Third adversarial pass: an agent made their own template the organization's default, and won a deal of a contact
+  // they control assigned to a colleague, so the DEAL_WON survey about the colleague came to them to answer.
+  it("the templates are the organization's to change, and a deal another agent wins surveys nobody about its assignee", async () => {
+    const owner = await createPrincipal();
+    const agent = await createPrincipal({ organizationId: owner.organizationId, role: "agent" });
+    const template = await call("POST", "/api/reputation/surveys/templates", { token: agent.token, body: { name: "Mine", questions: STANDARD_QUESTIONS, isDefault: true } });
+    expect(template.status).toBe(403);
+    expect(JSON.stringify(await json(template))).toContain("insufficient_role");
+    expect((await call("GET", "/api/reputation/surveys/templates", { token: agent.token })).status).toBe(200);
+
+    const db = await shardDb(owner);
+    const puppet = await createContact(agent.token, { firstName: "Pup", lastName: "Pet" });
+    const deal = await createDeal(agent.token, { contactId: puppet.id, assignedTo: owner.userId });
+    await moveDeal(agent.token, deal.id, "CLOSED");
+    const [won] = await outboxEvents(owner.organizationId, "DEAL_WON");
+    await dealWonSurveyConsumer.handle([won!], { env, db });
+    expect((await json(await call("GET", `/api/reputation/surveys?agentUserId=${owner.userId}`, { token: owner.token }))).surveys).toEqual([]);
+    // The assignee winning it, or an owner for them, surveys as before.
+    const theirs = await createDeal(agent.token, { contactId: puppet.id, assignedTo: agent.userId });
+    await moveDeal(agent.token, theirs.id, "CLOSED");
+    const forOwner = await createDeal(owner.token, { contactId: (await createContact(owner.token)).id, assignedTo: agent.userId });
+    await moveDeal(owner.token, forOwner.id, "CLOSED");
+    const [, ...rest] = await outboxEvents(owner.organizationId, "DEAL_WON");
+    await dealWonSurveyConsumer.handle(rest, { env, db });
+    expect((await json(await call("GET", `/api/reputation/surveys?agentUserId=${agent.userId}`, { token: owner.token }))).surveys).toHaveLength(2);
+  });
 });
 
 describe("the response workflow (spec: Testimonial state table, survey response consumer)", () => {

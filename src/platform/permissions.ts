@@ -103,6 +103,8 @@ const ROUTE_NEEDS: Record<string, Need> = {
   "/api/signatures/settings": { read: "signatures:read", write: "organization:manage" },
   "/api/clickwrap": { read: "clickwrap:read", write: "clickwrap:write" },
   "/api/reputation": { read: "reputation:read", write: "reputation:write" },
+  // The organization's survey templates, its default among them, shape every agent's surveys (issue 40).
+  "/api/reputation/surveys/templates": { read: "reputation:read", write: "organization:manage" },
   "/plants": { read: "plants:read", write: "plants:write" },
 };
 

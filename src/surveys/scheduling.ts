@@ -1,6 +1,6 @@
 import { and, eq, inArray, isNull, lte, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
-import { deals, surveys } from "../db/schema";
+import { deals, surveys, users } from "../db/schema";
 import { expectRow, StaleWrite } from "../db/write";
 import { commit } from "../events/commit";
 import { type Env, readConfig } from "../env";
@@ -128,6 +128,14 @@ async function surveyWonDeal(ctx: ServiceContext, event: EventEnvelope): Promise
     console.warn(JSON.stringify({ level: "warn", msg: "won deal has no agent to survey about", dealId: data.dealId, eventId: event.id }));
     return null;
   }
+  // A deal another agent won is not theirs to have surveyed about a colleague (issue 40: an agent assigned a deal of a
+  // contact they control to a colleague, won it, and answered the survey to sink the colleague's NPS); owners and
+  // admins closing a deal for its agent still survey.
+  const closer = event.actor.userId;
+  if (closer && closer !== agentUserId && (await roleOf(ctx, closer)) === "agent") {
+    console.info(JSON.stringify({ level: "info", msg: "won deal not surveyed: another agent won it", dealId: data.dealId, eventId: event.id }));
+    return null;
+  }
   const template = await defaultTemplate(ctx);
   const created = await createSurvey(ctx, { templateId: template.id, recipientPersonId: deal.contactId, agentUserId, dealId: data.dealId, channel: "EMAIL" }, "DEAL_WON").catch((err) => {
     // A deal whose contact or agent went away meanwhile has no one to survey; anything else is retried.
@@ -140,6 +148,10 @@ async function surveyWonDeal(ctx: ServiceContext, event: EventEnvelope): Promise
   });
   return created?.id ?? null;
 }
+
+/** The role of a user of the organization (the shard's copy), or null for one who is gone. */
+const roleOf = async (ctx: ServiceContext, userId: string) =>
+  (await ctx.db.select({ role: users.role }).from(users).where(and(eq(users.organizationId, ctx.organizationId), eq(users.id, userId))).get())?.role ?? null;
 
 export const dealWonSurveyConsumer: EventConsumer = {
   name: "deal-won-survey",
