@@ -238,6 +238,17 @@ describe("whose surveys a caller may send", () => {
     const [, ...rest] = await outboxEvents(owner.organizationId, "DEAL_WON");
     await dealWonSurveyConsumer.handle(rest, { env, db });
     expect((await json(await call("GET", `/api/reputation/surveys?agentUserId=${agent.userId}`, { token: owner.token }))).surveys).toHaveLength(2);
+
+    // Fourth pass: the consumer runs a moment after the win, and a contact swapped onto the deal meanwhile received
+    // the survey. It surveys the deal as it was won.
+    const client = await createContact(owner.token, { firstName: "Real", lastName: "Client" });
+    const real = await createDeal(owner.token, { contactId: client.id, assignedTo: owner.userId });
+    await moveDeal(owner.token, real.id, "CLOSED");
+    expect((await call("PUT", `/v1/deals/${real.id}`, { token: agent.token, body: { contactId: puppet.id } })).status).toBe(200);
+    const latest = (await outboxEvents(owner.organizationId, "DEAL_WON")).at(-1)!;
+    await dealWonSurveyConsumer.handle([latest], { env, db });
+    const [surveyed] = (await json(await call("GET", `/api/reputation/surveys?agentUserId=${owner.userId}`, { token: owner.token }))).surveys;
+    expect(surveyed).toMatchObject({ dealId: real.id, recipientPersonId: client.id });
   });
 });
 

@@ -49,8 +49,8 @@ export interface AppVariables {
    * links shown once. `*` steps into every item of an array: `[["links", "*", "url"]]`.
    */
   replayOmits?: string[][];
-  /** The D1 bookmark the client sent back, opened (platform/session.ts); undefined when none, or it did not open. */
-  sentBookmark?: string;
+  /** The D1 bookmark the client sent back, opened, and its shard (platform/session.ts); undefined when none, or it did not open. */
+  sentBookmark?: { shard: number; bookmark: string };
   /** Results read with the authentication (platform/preload.ts). */
   preloaded?: Map<string, unknown[]>;
   /** The claimed idempotency key of this request (platform/idempotency.ts), for a verb that keeps its answer in its own batch. */

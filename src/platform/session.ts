@@ -32,8 +32,11 @@ const PURPOSE = "d1-bookmark";
 
 const isRead = (c: Context<AppBindings>) => c.req.method === "GET" || c.req.method === "HEAD";
 
-/** The bookmark the client sent, opened; undefined when none was sent, or it does not open under the key. */
-async function sentBookmark(c: Context<AppBindings>): Promise<string | undefined> {
+/**
+ * The bookmark the client sent, opened, with the shard it is of (it is sealed with it: one shard's bookmark is never
+ * handed to another's database); undefined when none was sent, or it does not open under the key.
+ */
+async function sentBookmark(c: Context<AppBindings>): Promise<{ shard: number; bookmark: string } | undefined> {
   const sent = c.req.header(BOOKMARK_HEADER)?.trim();
   if (sent === undefined) return undefined;
   if (!SEALED.test(sent)) {
@@ -41,8 +44,8 @@ async function sentBookmark(c: Context<AppBindings>): Promise<string | undefined
   }
   const key = readConfig(c.env).BOOKMARK_KEY;
   if (!key) return undefined;
-  const opened = await openText(key, PURPOSE, "", sent).catch(() => undefined);
-  return opened !== undefined && BOOKMARK.test(opened) ? opened : undefined;
+  const opened = (await openText(key, PURPOSE, "", sent).catch(() => undefined))?.match(/^(\d+):(.+)$/);
+  return opened && BOOKMARK.test(opened[2]!) ? { shard: Number(opened[1]), bookmark: opened[2]! } : undefined;
 }
 
 export const d1Session = createMiddleware<AppBindings>(async (c, next) => {
@@ -52,7 +55,7 @@ export const d1Session = createMiddleware<AppBindings>(async (c, next) => {
   await next();
   const bookmark = c.get("shardSession")?.getBookmark();
   const key = readConfig(c.env).BOOKMARK_KEY;
-  if (bookmark && key) c.header(BOOKMARK_HEADER, await sealText(key, PURPOSE, "", bookmark));
+  if (bookmark && key) c.header(BOOKMARK_HEADER, await sealText(key, PURPOSE, "", `${c.get("shard")}:${bookmark}`));
 });
 
 /**
@@ -61,7 +64,8 @@ export const d1Session = createMiddleware<AppBindings>(async (c, next) => {
  * guess, platform/auth.ts) it replaces the session.
  */
 export function openShard(c: Context<AppBindings>, shard: number): void {
-  const sent = c.get("sentBookmark");
+  const sentFor = c.get("sentBookmark");
+  const sent = sentFor?.shard === shard ? sentFor.bookmark : undefined;
   const session = shardDatabase(c.env, shard).withSession(isRead(c) ? (sent ?? "first-unconstrained") : "first-primary");
   c.set("shard", shard);
   c.set("shardSession", session);

@@ -119,10 +119,17 @@ export function scheduleForWonDeal(env: Env, db: Db, event: EventEnvelope): Prom
 
 async function surveyWonDeal(ctx: ServiceContext, event: EventEnvelope): Promise<string | null> {
   const { db } = ctx;
-  const data = event.data as { dealId?: unknown };
+  const data = event.data as { dealId?: unknown; contactId?: unknown; assignedTo?: unknown };
   if (typeof data.dealId !== "string") return null;
-  const deal = await db.select({ contactId: deals.contactId, assignedTo: deals.assignedTo }).from(deals).where(and(eq(deals.organizationId, ctx.organizationId), eq(deals.id, data.dealId))).get();
-  if (!deal) return null;
+  const current = await db.select({ contactId: deals.contactId, assignedTo: deals.assignedTo }).from(deals).where(and(eq(deals.organizationId, ctx.organizationId), eq(deals.id, data.dealId))).get();
+  if (!current) return null;
+  // The deal as it was won, which the event carries: the consumer runs a moment later, and a contact or assignee
+  // swapped in meanwhile must not redirect the survey (issue 40: an agent watching the event log put their own
+  // contact on a colleague's deal within that second and answered the survey about them).
+  const deal = {
+    contactId: typeof data.contactId === "string" ? data.contactId : current.contactId,
+    assignedTo: typeof data.assignedTo === "string" || data.assignedTo === null ? (data.assignedTo as string | null) : current.assignedTo,
+  };
   const agentUserId = deal.assignedTo ?? event.actor.userId ?? null;
   if (!agentUserId) {
     console.warn(JSON.stringify({ level: "warn", msg: "won deal has no agent to survey about", dealId: data.dealId, eventId: event.id }));
