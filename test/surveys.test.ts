@@ -249,6 +249,26 @@ describe("whose surveys a caller may send", () => {
     await dealWonSurveyConsumer.handle([latest], { env, db });
     const [surveyed] = (await json(await call("GET", `/api/reputation/surveys?agentUserId=${owner.userId}`, { token: owner.token }))).surveys;
     expect(surveyed).toMatchObject({ dealId: real.id, recipientPersonId: client.id });
+
+    // Fifth pass: the agent re-addressed the client (or merged them into their own contact) before the mail went out,
+    // and the link came to them. It goes only to the address it was scheduled for; else the survey is skipped.
+    const stolen = `stolen.${crypto.randomUUID().slice(0, 8)}@agent.test`;
+    expect((await call("PUT", `/v1/contacts/${client.id}`, { token: agent.token, body: { email: stolen } })).status).toBe(200);
+    const second = await createContact(owner.token, { firstName: "Other", lastName: "Client" });
+    const mine = await createContact(agent.token, { firstName: "Agent", lastName: "Inbox", email: `inbox.${crypto.randomUUID().slice(0, 8)}@agent.test` });
+    const merged = await scheduleSurvey(owner, { recipientPersonId: second.id, channel: "EMAIL" });
+    expect((await call("POST", `/v1/contacts/${mine.id}/merge`, { token: agent.token, body: { sourceIds: [second.id] } })).status).toBe(200);
+    for (const id of [surveyed.id, merged.id]) await makeDue(id);
+    await sendDueSurveys(env, db);
+    expect(await mailTo(stolen)).toEqual([]);
+    expect(await mailTo(mine.email)).toEqual([]);
+    for (const id of [surveyed.id, merged.id]) expect(await surveyDetail(owner, id)).toMatchObject({ status: "SKIPPED" });
+    // An unchanged one is mailed as before.
+    const steady = await createContact(owner.token, { firstName: "Steady", lastName: "Client" });
+    const kept = await scheduleSurvey(owner, { recipientPersonId: steady.id, channel: "EMAIL" });
+    await makeDue(kept.id);
+    await sendDueSurveys(env, db);
+    expect(await mailTo(steady.email)).toHaveLength(1);
   });
 });
 

@@ -68,6 +68,12 @@ export const surveys = sqliteTable(
     completedAt: text(),
     skippedAt: text(),
     expiredAt: text(),
+    /**
+     * An EMAIL survey's recipient address as it was scheduled (its e-mail key, contacts/matching.ts): the mail goes out
+     * only while the contact still has it (issue 40: an agent re-addressed a colleague's client, or merged them into
+     * their own contact, and answered the survey about the colleague). Null for LINK surveys and older rows.
+     */
+    recipientEmailKey: text(),
     expiresAt: text().notNull(),
     createdAt: text().notNull(),
     updatedAt: text().notNull(),

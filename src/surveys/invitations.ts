@@ -36,15 +36,23 @@ export const inTrash = async (db: Db, contactId: string) =>
 /** The survey's contact was deleted: no one to mail. */
 export class RecipientGone extends Error {}
 
-/** Mails the survey's link to its recipient. The raw token exists only in this message and the creating answer. */
+/** The survey's contact has another address than the one it was scheduled for: it is not mailed there. */
+export class RecipientChanged extends Error {}
+
+/**
+ * Mails the survey's link to its recipient. The raw token exists only in this message and the creating answer. Only
+ * to the address it was scheduled for (`recipientEmailKey`): a contact re-addressed or merged since is another
+ * recipient, whoever changed it, and the survey is not theirs to answer.
+ */
 export async function mailInvitation(env: Env, db: Db, survey: typeof surveys.$inferSelect, token: string): Promise<void> {
   const row = await db
-    .select({ email: contacts.email, firstName: contacts.firstName, brokerage: organizations.name })
+    .select({ email: contacts.email, emailKey: contacts.emailKey, firstName: contacts.firstName, brokerage: organizations.name })
     .from(contacts)
     .innerJoin(organizations, eq(organizations.id, contacts.organizationId))
     .where(and(eq(contacts.organizationId, survey.organizationId), eq(contacts.id, survey.recipientPersonId)))
     .get();
   if (!row) throw new RecipientGone();
+  if (survey.recipientEmailKey !== null && survey.recipientEmailKey !== row.emailKey) throw new RecipientChanged();
   const until = survey.expiresAt.slice(0, 10);
   await mailerFor(env, db).send({
     organizationId: survey.organizationId,

@@ -15,7 +15,7 @@ import type { ServiceContext } from "../service-context";
 import { systemContext } from "../shards/tenants";
 import { bumpSurveyFigures } from "../reputation/aggregates";
 import { atVersion, createSurvey, LIVE, type SurveyRow } from "./service";
-import { inTrash, mailInvitation, RecipientGone, TOKEN_SEAL_PURPOSE } from "./invitations";
+import { inTrash, mailInvitation, RecipientChanged, RecipientGone, TOKEN_SEAL_PURPOSE } from "./invitations";
 import { defaultTemplate } from "./templates";
 
 /** How long the cron's claim on a due survey lasts: a send that crashed mid-way is tried again after it. */
@@ -52,6 +52,12 @@ async function sendDue(env: Env, db: Db, defer: Defer, max: number): Promise<num
         try {
           await mailInvitation(env, db, claimed, token);
         } catch (err) {
+          if (err instanceof RecipientChanged) {
+            // Re-addressed or merged since it was scheduled: not this survey's recipient any more; skipped, not retried.
+            console.info(JSON.stringify({ level: "info", msg: "survey not mailed: its contact's address changed since it was scheduled; skipped", surveyId: claimed.id }));
+            await commit(ctx, [expectRow(db, surveys, atVersion(claimed)), db.update(surveys).set({ status: "SKIPPED", skippedAt: at, pendingToken: null, updatedAt: at, version: claimed.version + 1 }).where(atVersion(claimed))]);
+            return;
+          }
           if (!(err instanceof RecipientGone)) throw err;
           // The contact is in the trash: it may be restored, so the survey waits (it is tried again when the lease ends).
           if (await inTrash(db, claimed.recipientPersonId)) return;

@@ -1,6 +1,6 @@
 import { expectReferences, referenceIssuesOf, references, referencesRead } from "../db/references";
 import { and, desc, eq } from "drizzle-orm";
-import { surveyResponses, surveys, surveyTemplates, users } from "../db/schema";
+import { contacts, surveyResponses, surveys, surveyTemplates, users } from "../db/schema";
 import type { SurveyStatus } from "../db/surveys";
 import { expectNoRow, expectRow, StaleWrite, type Statement, withRetries } from "../db/write";
 import { commit } from "../events/commit";
@@ -36,7 +36,8 @@ export const SURVEY_EXPIRY_DAYS = 30;
 export const LIVE: SurveyStatus[] = ["SCHEDULED", "SENT", "OPENED"];
 
 export const toSurvey = (r: SurveyRow): Survey => {
-  const { organizationId: _o, accessTokenHash: _h, pendingToken: _p, version: _v, ...rest } = r;
+  // The recipient's address is left out: it is the contact's, which reputation:read does not read.
+  const { organizationId: _o, accessTokenHash: _h, pendingToken: _p, version: _v, recipientEmailKey: _e, ...rest } = r;
   return rest;
 };
 
@@ -67,12 +68,13 @@ export type ActingFor = (agentUserId: string) => void;
 async function createSurveyOnce(ctx: ServiceContext, input: SurveyCreate, trigger: SurveyRow["trigger"]): Promise<Created | null> {
   const org = ctx.organizationId;
   const refs = references({ path: ["recipientPersonId"], target: "contact", id: input.recipientPersonId }, { path: ["dealId"], target: "deal", id: input.dealId });
-  const [templates, agents, refRow] = await ctx.db.batch([
+  const [templates, agents, refRow, [recipient]] = await ctx.db.batch([
     input.templateId
       ? ctx.db.select().from(surveyTemplates).where(and(eq(surveyTemplates.organizationId, org), eq(surveyTemplates.id, input.templateId)))
       : ctx.db.select().from(surveyTemplates).where(hasDefault(org)),
     ctx.db.select({ id: users.id }).from(users).where(and(eq(users.organizationId, org), eq(users.id, input.agentUserId))),
     referencesRead(ctx, refs),
+    ctx.db.select({ emailKey: contacts.emailKey }).from(contacts).where(and(eq(contacts.organizationId, org), eq(contacts.id, input.recipientPersonId))),
   ]);
   const refIssues = referenceIssuesOf(refs, refRow);
   const issues: FieldIssue[] = [];
@@ -104,6 +106,7 @@ async function createSurveyOnce(ctx: ServiceContext, input: SurveyCreate, trigge
     completedAt: null,
     skippedAt: null,
     expiredAt: null,
+    recipientEmailKey: input.channel === "EMAIL" ? (recipient?.emailKey ?? null) : null,
     expiresAt: new Date(now + SURVEY_EXPIRY_DAYS * 86_400_000).toISOString(),
     createdAt: at,
     updatedAt: at,
