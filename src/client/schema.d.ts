@@ -1294,7 +1294,7 @@ export interface paths {
         put?: never;
         /**
          * Invite a user
-         * @description Creates the user (`role` agent unless said) and mails them a one-time sign-in link valid 7 days: opening it sends a code to their address, and the right code signs them in with a new 30-day session token (README "Users and roles"). The link is in the mail only. Emits `user.created`. Owners and admins (`users:manage`); only an owner may make or unmake an owner (403 insufficient_role). An address gets at most 3 invitation mails a day from your organization and 10 from all (a `+tag` in it counts as the address; 429 with Retry-After beyond; nothing is written).
+         * @description Creates the user (`role` agent unless said) and mails them a one-time sign-in link valid 7 days: opening it sends a code to their address, and the right code signs them in with a new 30-day session token (README "Users and roles"). The link is in the mail only. Emits `user.created`. Owners and admins (`users:manage`); only an owner may make or unmake an owner (403 insufficient_role). An address gets at most 3 invitation mails a day from your organization and 10 from all (a `+tag` in it, or at Gmail a dot, counts as the address; 429 with Retry-After beyond; nothing is written).
          */
         post: operations["createUser"];
         delete?: never;
@@ -1335,7 +1335,7 @@ export interface paths {
         put?: never;
         /**
          * Mail a user a new invitation link
-         * @description For a user who has not signed in yet (an expired or lost link): a new link valid 7 days is mailed, and the earlier one stops working (a refused resend leaves it working). Owners and admins (`users:manage`). An address gets at most 3 invitation mails a day from your organization and 10 from all (a `+tag` in it counts as the address; 429 with Retry-After beyond; nothing is written).
+         * @description For a user who has not signed in yet (an expired or lost link): a new link valid 7 days is mailed, and the earlier one stops working (a refused resend leaves it working). Owners and admins (`users:manage`). An address gets at most 3 invitation mails a day from your organization and 10 from all (a `+tag` in it, or at Gmail a dot, counts as the address; 429 with Retry-After beyond; nothing is written).
          */
         post: operations["resendInvitation"];
         delete?: never;
@@ -2294,7 +2294,7 @@ export interface paths {
         put?: never;
         /**
          * Schedule a survey
-         * @description Emits SURVEY_SCHEDULED. The access token (256 random bits) is in this answer only, and in the e-mail of an EMAIL survey:
+         * @description Emits SURVEY_SCHEDULED. An agent sends surveys only about themselves (`agentUserId` their own; owners and admins any; 403 insufficient_role). The access token (256 random bits) is in this answer only, and in the e-mail of an EMAIL survey:
          *     only its SHA-256 is stored. EMAIL surveys need SURVEY_TOKEN_KEY (503 not_configured without it). A won deal schedules one
          *     automatically (once per deal). States: SCHEDULED (created; an EMAIL survey is mailed at sendAt, within a minute, by the cron, also when its link was
          *     opened before) → SENT → OPENED (the link was opened; emits SURVEY_OPENED) → COMPLETED (response stored; emits SURVEY_COMPLETED). SCHEDULED, SENT and OPENED surveys can be
@@ -2341,7 +2341,7 @@ export interface paths {
         put?: never;
         /**
          * Issue a new access token, killing the old one
-         * @description Ours. The old link answers gone at once. An EMAIL survey already mailed is mailed the new link now; one not mailed yet is mailed it at its time. The expiry stays 30 days from creation.
+         * @description An agent re-issues only the surveys about themselves (owners and admins any; 403 insufficient_role). Ours. The old link answers gone at once. An EMAIL survey already mailed is mailed the new link now; one not mailed yet is mailed it at its time. The expiry stays 30 days from creation.
          */
         post: operations["reissueSurvey"];
         delete?: never;
@@ -2361,7 +2361,7 @@ export interface paths {
         put?: never;
         /**
          * Skip a survey
-         * @description Ours. SCHEDULED, SENT or OPENED → SKIPPED: nothing more is mailed and the link answers gone.
+         * @description Ours. SCHEDULED, SENT or OPENED → SKIPPED: nothing more is mailed and the link answers gone. An agent skips only the surveys about themselves (owners and admins any; 403 insufficient_role).
          */
         post: operations["skipSurvey"];
         delete?: never;
