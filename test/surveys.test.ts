@@ -263,6 +263,19 @@ describe("whose surveys a caller may send", () => {
     expect(await mailTo(stolen)).toEqual([]);
     expect(await mailTo(mine.email)).toEqual([]);
     for (const id of [surveyed.id, merged.id]) expect(await surveyDetail(owner, id)).toMatchObject({ status: "SKIPPED" });
+    // Sixth pass: re-addressed in the moment between the win and the survey's scheduling, the survey took the new
+    // address. It is held to the address the client had when the deal was won.
+    const quick = await createContact(owner.token, { firstName: "Quick", lastName: "Client" });
+    const raced = await createDeal(owner.token, { contactId: quick.id, assignedTo: owner.userId });
+    await moveDeal(owner.token, raced.id, "CLOSED");
+    const raceStolen = `raced.${crypto.randomUUID().slice(0, 8)}@agent.test`;
+    expect((await call("PUT", `/v1/contacts/${quick.id}`, { token: agent.token, body: { email: raceStolen } })).status).toBe(200);
+    await dealWonSurveyConsumer.handle([(await outboxEvents(owner.organizationId, "DEAL_WON")).at(-1)!], { env, db });
+    const racedSurvey = (await json(await call("GET", `/api/reputation/surveys?agentUserId=${owner.userId}`, { token: owner.token }))).surveys.find((x: { dealId: string }) => x.dealId === raced.id);
+    await makeDue(racedSurvey.id);
+    await sendDueSurveys(env, db);
+    expect(await mailTo(raceStolen)).toEqual([]);
+    expect(await surveyDetail(owner, racedSurvey.id)).toMatchObject({ status: "SKIPPED" });
     // An unchanged one is mailed as before.
     const steady = await createContact(owner.token, { firstName: "Steady", lastName: "Client" });
     const kept = await scheduleSurvey(owner, { recipientPersonId: steady.id, channel: "EMAIL" });

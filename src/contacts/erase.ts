@@ -211,6 +211,8 @@ export async function eraseContact(ctx: ServiceContext, id: string): Promise<Era
         .set({ ip: null, userAgent: null })
         .where(and(eq(surveyResponses.organizationId, org), inArray(surveyResponses.surveyId, ctx.db.select({ id: surveys.id }).from(surveys).where(and(eq(surveys.organizationId, org), eq(surveys.recipientPersonId, id)))))),
       ctx.db.update(surveys).set({ status: "SKIPPED", skippedAt: at, pendingToken: null, updatedAt: at, version: sql`${surveys.version} + 1` }).where(unsentTo(ctx, id)),
+      // The address each EMAIL survey was scheduled for (issue 40): theirs, whichever contact the survey is of now.
+      ctx.db.update(surveys).set({ recipientEmailKey: null }).where(and(eq(surveys.organizationId, org), or(eq(surveys.recipientPersonId, id), eq(surveys.recipientEmailKey, person.emailKey)))),
       ctx.db.delete(mailOutbox).where(mailTo(ctx, person)),
       ctx.db.delete(referralKeys).where(and(eq(referralKeys.organizationId, org), inArray(referralKeys.contactHash, keyHashes))),
       // Leads kept for review with one of their numbers (issue 40): before the merged keys they are also found by go.

@@ -1,8 +1,8 @@
 import { and, eq, sql } from "drizzle-orm";
 import type { SQLiteColumn } from "drizzle-orm/sqlite-core";
-import { dealActivities, dealDocuments, deals, dealStageChanges, dealTasks } from "../db/schema";
+import { contacts, dealActivities, dealDocuments, deals, dealStageChanges, dealTasks } from "../db/schema";
 import { checkCustomFields, withCustomFields } from "../crm/custom-fields";
-import { expectVersion, expectVersionMatch, versioned, withRetries } from "../db/write";
+import { expectRow, expectVersion, expectVersionMatch, type Statement, versioned, withRetries } from "../db/write";
 import { commit } from "../events/commit";
 import { newEvent } from "../events/outbox";
 import { Conflict, NotFound } from "../lib/errors";
@@ -96,14 +96,28 @@ async function changeDeal(ctx: ServiceContext, id: string, input: DealUpdate, op
     const now = new Date();
     const at = now.toISOString();
     const changed = withCustomFields(applyUpdate(before, input, now), custom);
-    const events = changeEvents(ctx, before, { ...changed, updatedAt: at }, input.reason);
+    const won = changed.stage === "CLOSED" && before.stage !== "CLOSED" ? await contactAtWin(ctx, changed.contactId) : undefined;
+    const events = changeEvents(ctx, before, { ...changed, updatedAt: at }, input.reason, won?.key);
     if (events.length === 0) return versioned(toDeal(before), before.version);
     const after = { ...changed, updatedAt: at, lastActivityAt: at, version: before.version + 1 };
     const answer = versioned(toDeal(after), after.version);
-    const statements = [...expectReferences(ctx, dealReferences(input, before)), ...(custom?.guard ?? []), ...replaceDeal(ctx, before, after), ...stageChangeStatements(ctx, before, after, input.reason, at), ...pipelineMoves(ctx, before, after)];
+    const statements = [...expectReferences(ctx, dealReferences(input, before)), ...(custom?.guard ?? []), ...(won?.guard ?? []), ...replaceDeal(ctx, before, after), ...stageChangeStatements(ctx, before, after, input.reason, at), ...pipelineMoves(ctx, before, after)];
     await commit(ctx, statements, events, { answer, markSent: false });
     return answer;
   });
+}
+
+/**
+ * The won deal's contact's e-mail key, for the DEAL_WON event (the survey is mailed to the client as they were when
+ * the deal was won, issue 40), and the guard that holds it to the batch: a change of the address racing the win
+ * makes the move read it again.
+ */
+async function contactAtWin(ctx: ServiceContext, contactId: string | null): Promise<{ key: string | null; guard: Statement[] } | undefined> {
+  if (!contactId) return undefined;
+  const mine = and(eq(contacts.organizationId, ctx.organizationId), eq(contacts.id, contactId));
+  const row = await ctx.db.select({ emailKey: contacts.emailKey }).from(contacts).where(mine).get();
+  if (!row) return { key: null, guard: [] };
+  return { key: row.emailKey, guard: [expectRow(ctx.db, contacts, and(mine, eq(contacts.emailKey, row.emailKey)))] };
 }
 
 export async function updateDeal(ctx: ServiceContext, id: string, raw: DealUpdate): Promise<Deal> {

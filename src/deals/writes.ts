@@ -259,7 +259,7 @@ export function stageChangeStatements(ctx: ServiceContext, before: DealRecord | 
  * The events of a change: deal.updated with what changed; a stage change adds deal.stage_changed, and CLOSED adds
  * deal.won, deal.closed and the internal DEAL_WON (survey scheduling listens to it), LOST adds deal.lost.
  */
-export function changeEvents(ctx: ServiceContext, before: DealRecord, after: DealRecord, reason?: string): EventEnvelope[] {
+export function changeEvents(ctx: ServiceContext, before: DealRecord, after: DealRecord, reason?: string, contactEmailKey?: string | null): EventEnvelope[] {
   const object = toDeal(after);
   const { changes, previousAttributes } = diffAttributes(toDeal(before) as unknown as Record<string, unknown>, object as unknown as Record<string, unknown>, ["updatedAt", "lastActivityAt"]);
   if (changes.length === 0) return [];
@@ -274,6 +274,8 @@ export function changeEvents(ctx: ServiceContext, before: DealRecord, after: Dea
       newEvent(ctx, "DEAL_WON", {
         dealId: after.id,
         contactId: after.contactId,
+        // The contact's address as the deal was won: its survey goes there or nowhere (surveys/scheduling.ts).
+        ...(contactEmailKey !== undefined ? { contactEmailKey } : {}),
         propertyId: after.propertyId,
         assignedTo: after.assignedTo,
         type: after.type,

@@ -125,7 +125,7 @@ export function scheduleForWonDeal(env: Env, db: Db, event: EventEnvelope): Prom
 
 async function surveyWonDeal(ctx: ServiceContext, event: EventEnvelope): Promise<string | null> {
   const { db } = ctx;
-  const data = event.data as { dealId?: unknown; contactId?: unknown; assignedTo?: unknown };
+  const data = event.data as { dealId?: unknown; contactId?: unknown; assignedTo?: unknown; contactEmailKey?: unknown };
   if (typeof data.dealId !== "string") return null;
   const current = await db.select({ contactId: deals.contactId, assignedTo: deals.assignedTo }).from(deals).where(and(eq(deals.organizationId, ctx.organizationId), eq(deals.id, data.dealId))).get();
   if (!current) return null;
@@ -150,7 +150,9 @@ async function surveyWonDeal(ctx: ServiceContext, event: EventEnvelope): Promise
     return null;
   }
   const template = await defaultTemplate(ctx);
-  const created = await createSurvey(ctx, { templateId: template.id, recipientPersonId: deal.contactId, agentUserId, dealId: data.dealId, channel: "EMAIL" }, "DEAL_WON").catch((err) => {
+  // Mailed to the address the client had at the win (a contact re-addressed within the moment before this runs is skipped).
+  const atWin = typeof data.contactEmailKey === "string" ? data.contactEmailKey : undefined;
+  const created = await createSurvey(ctx, { templateId: template.id, recipientPersonId: deal.contactId, agentUserId, dealId: data.dealId, channel: "EMAIL" }, "DEAL_WON", undefined, atWin).catch((err) => {
     // A deal whose contact or agent went away meanwhile has no one to survey; anything else is retried.
     if (err instanceof Validation) return null;
     if (err instanceof NotConfigured) {

@@ -53,9 +53,15 @@ const scheduledEvent = (ctx: ServiceContext, r: SurveyRow) =>
  * of the same deal answers null). The references must be of the caller's organization: every bad one is listed in
  * one 400. The raw token is in the answer only (and, for EMAIL, in the mail the cron sends).
  */
-export async function createSurvey(ctx: ServiceContext, input: SurveyCreate, trigger: SurveyRow["trigger"] = "MANUAL", actingFor: ActingFor = () => undefined): Promise<Created | null> {
+export async function createSurvey(
+  ctx: ServiceContext,
+  input: SurveyCreate,
+  trigger: SurveyRow["trigger"] = "MANUAL",
+  actingFor: ActingFor = () => undefined,
+  recipientEmailKey?: string | null,
+): Promise<Created | null> {
   actingFor(input.agentUserId);
-  return withRetries(() => createSurveyOnce(ctx, input, trigger));
+  return withRetries(() => createSurveyOnce(ctx, input, trigger, recipientEmailKey));
 }
 
 /**
@@ -65,7 +71,8 @@ export async function createSurvey(ctx: ServiceContext, input: SurveyCreate, tri
  */
 export type ActingFor = (agentUserId: string) => void;
 
-async function createSurveyOnce(ctx: ServiceContext, input: SurveyCreate, trigger: SurveyRow["trigger"]): Promise<Created | null> {
+/** `recipientEmailKey`: the address to mail it to, when known from before (a won deal's contact at the win); else the contact's now. */
+async function createSurveyOnce(ctx: ServiceContext, input: SurveyCreate, trigger: SurveyRow["trigger"], recipientEmailKey: string | null | undefined): Promise<Created | null> {
   const org = ctx.organizationId;
   const refs = references({ path: ["recipientPersonId"], target: "contact", id: input.recipientPersonId }, { path: ["dealId"], target: "deal", id: input.dealId });
   const [templates, agents, refRow, [recipient]] = await ctx.db.batch([
@@ -106,7 +113,7 @@ async function createSurveyOnce(ctx: ServiceContext, input: SurveyCreate, trigge
     completedAt: null,
     skippedAt: null,
     expiredAt: null,
-    recipientEmailKey: input.channel === "EMAIL" ? (recipient?.emailKey ?? null) : null,
+    recipientEmailKey: input.channel === "EMAIL" ? (recipientEmailKey !== undefined ? recipientEmailKey : (recipient?.emailKey ?? null)) : null,
     expiresAt: new Date(now + SURVEY_EXPIRY_DAYS * 86_400_000).toISOString(),
     createdAt: at,
     updatedAt: at,
