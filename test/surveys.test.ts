@@ -276,6 +276,22 @@ describe("whose surveys a caller may send", () => {
     await sendDueSurveys(env, db);
     expect(await mailTo(raceStolen)).toEqual([]);
     expect(await surveyDetail(owner, racedSurvey.id)).toMatchObject({ status: "SKIPPED" });
+    // Seventh pass: a contact in the trash at the win had no address to hold the survey to, and one restored and
+    // re-addressed then got it; an erasure cleared a live survey's address, and it went anywhere.
+    const trashed = await createContact(owner.token, { firstName: "Trashed", lastName: "Client" });
+    const lost = await createDeal(owner.token, { contactId: trashed.id, assignedTo: owner.userId });
+    expect((await call("DELETE", `/v1/contacts/${trashed.id}`, { token: agent.token })).status).toBe(200);
+    await moveDeal(owner.token, lost.id, "CLOSED");
+    expect((await call("POST", `/v1/contacts/${trashed.id}/restore`, { token: agent.token })).status).toBe(200);
+    await dealWonSurveyConsumer.handle([(await outboxEvents(owner.organizationId, "DEAL_WON")).at(-1)!], { env, db });
+    expect((await json(await call("GET", `/api/reputation/surveys?agentUserId=${owner.userId}`, { token: owner.token }))).surveys.some((x: { dealId: string }) => x.dealId === lost.id)).toBe(false);
+    const held = await createContact(owner.token, { firstName: "Held", lastName: "Client" });
+    const heldSurvey = await scheduleSurvey(owner, { recipientPersonId: held.id, channel: "EMAIL" });
+    const oldAddress = held.email;
+    expect((await call("PUT", `/v1/contacts/${held.id}`, { token: agent.token, body: { email: `held.${crypto.randomUUID().slice(0, 8)}@agent.test` } })).status).toBe(200);
+    const decoy = await createContact(agent.token, { firstName: "Decoy", lastName: "Person", email: oldAddress });
+    expect((await call("DELETE", `/v1/contacts/${decoy.id}?erase=true`, { token: owner.token })).status).toBe(200);
+    expect(await surveyDetail(owner, heldSurvey.id)).toMatchObject({ status: "SKIPPED" });
     // An unchanged one is mailed as before.
     const steady = await createContact(owner.token, { firstName: "Steady", lastName: "Client" });
     const kept = await scheduleSurvey(owner, { recipientPersonId: steady.id, channel: "EMAIL" });

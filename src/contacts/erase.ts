@@ -211,7 +211,12 @@ export async function eraseContact(ctx: ServiceContext, id: string): Promise<Era
         .set({ ip: null, userAgent: null })
         .where(and(eq(surveyResponses.organizationId, org), inArray(surveyResponses.surveyId, ctx.db.select({ id: surveys.id }).from(surveys).where(and(eq(surveys.organizationId, org), eq(surveys.recipientPersonId, id)))))),
       ctx.db.update(surveys).set({ status: "SKIPPED", skippedAt: at, pendingToken: null, updatedAt: at, version: sql`${surveys.version} + 1` }).where(unsentTo(ctx, id)),
-      // The address each EMAIL survey was scheduled for (issue 40): theirs, whichever contact the survey is of now.
+      // The address each EMAIL survey was scheduled for (issue 40): theirs, whichever contact the survey is of now. One
+      // not mailed yet is skipped first: without its address it would have nobody to be held to.
+      ctx.db
+        .update(surveys)
+        .set({ status: "SKIPPED", skippedAt: at, pendingToken: null, updatedAt: at, version: sql`${surveys.version} + 1` })
+        .where(and(eq(surveys.organizationId, org), eq(surveys.recipientEmailKey, person.emailKey), inArray(surveys.status, ["SCHEDULED", "OPENED"]), isNull(surveys.sentAt))),
       ctx.db.update(surveys).set({ recipientEmailKey: null }).where(and(eq(surveys.organizationId, org), or(eq(surveys.recipientPersonId, id), eq(surveys.recipientEmailKey, person.emailKey)))),
       ctx.db.delete(mailOutbox).where(mailTo(ctx, person)),
       ctx.db.delete(referralKeys).where(and(eq(referralKeys.organizationId, org), inArray(referralKeys.contactHash, keyHashes))),

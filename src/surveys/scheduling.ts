@@ -150,7 +150,12 @@ async function surveyWonDeal(ctx: ServiceContext, event: EventEnvelope): Promise
     return null;
   }
   const template = await defaultTemplate(ctx);
-  // Mailed to the address the client had at the win (a contact re-addressed within the moment before this runs is skipped).
+  // Mailed to the address the client had at the win (a contact re-addressed within the moment before this runs is
+  // skipped). A contact with none then (in the trash at the win) is surveyed at no address: nobody is.
+  if (data.contactEmailKey === null) {
+    console.info(JSON.stringify({ level: "info", msg: "won deal not surveyed: its contact had no address at the win", dealId: data.dealId, eventId: event.id }));
+    return null;
+  }
   const atWin = typeof data.contactEmailKey === "string" ? data.contactEmailKey : undefined;
   const created = await createSurvey(ctx, { templateId: template.id, recipientPersonId: deal.contactId, agentUserId, dealId: data.dealId, channel: "EMAIL" }, "DEAL_WON", undefined, atWin).catch((err) => {
     // A deal whose contact or agent went away meanwhile has no one to survey; anything else is retried.
