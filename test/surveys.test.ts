@@ -286,12 +286,24 @@ describe("whose surveys a caller may send", () => {
     await dealWonSurveyConsumer.handle([(await outboxEvents(owner.organizationId, "DEAL_WON")).at(-1)!], { env, db });
     expect((await json(await call("GET", `/api/reputation/surveys?agentUserId=${owner.userId}`, { token: owner.token }))).surveys.some((x: { dealId: string }) => x.dealId === lost.id)).toBe(false);
     const held = await createContact(owner.token, { firstName: "Held", lastName: "Client" });
+    const steadyBefore = await createContact(owner.token, { firstName: "Sent", lastName: "Client" });
     const heldSurvey = await scheduleSurvey(owner, { recipientPersonId: held.id, channel: "EMAIL" });
     const oldAddress = held.email;
     expect((await call("PUT", `/v1/contacts/${held.id}`, { token: agent.token, body: { email: `held.${crypto.randomUUID().slice(0, 8)}@agent.test` } })).status).toBe(200);
     const decoy = await createContact(agent.token, { firstName: "Decoy", lastName: "Person", email: oldAddress });
+    // Eighth pass: one already mailed kept its status, and a re-issue then mailed it anywhere.
+    const mailed = await scheduleSurvey(owner, { recipientPersonId: steadyBefore.id, channel: "EMAIL" });
+    await makeDue(mailed.id);
+    await sendDueSurveys(env, db);
+    expect(await surveyDetail(owner, mailed.id)).toMatchObject({ status: "SENT" });
+    const taken = `taken.${crypto.randomUUID().slice(0, 8)}@agent.test`;
+    expect((await call("PUT", `/v1/contacts/${steadyBefore.id}`, { token: agent.token, body: { email: taken } })).status).toBe(200);
+    const decoy2 = await createContact(agent.token, { firstName: "Decoy", lastName: "Two", email: steadyBefore.email });
     expect((await call("DELETE", `/v1/contacts/${decoy.id}?erase=true`, { token: owner.token })).status).toBe(200);
+    expect((await call("DELETE", `/v1/contacts/${decoy2.id}?erase=true`, { token: owner.token })).status).toBe(200);
     expect(await surveyDetail(owner, heldSurvey.id)).toMatchObject({ status: "SKIPPED" });
+    expect((await call("POST", `/api/reputation/surveys/${mailed.id}/reissue`, { token: owner.token })).status).toBe(200);
+    expect(await mailTo(taken)).toEqual([]);
     // An unchanged one is mailed as before.
     const steady = await createContact(owner.token, { firstName: "Steady", lastName: "Client" });
     const kept = await scheduleSurvey(owner, { recipientPersonId: steady.id, channel: "EMAIL" });

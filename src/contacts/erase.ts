@@ -217,7 +217,9 @@ export async function eraseContact(ctx: ServiceContext, id: string): Promise<Era
         .update(surveys)
         .set({ status: "SKIPPED", skippedAt: at, pendingToken: null, updatedAt: at, version: sql`${surveys.version} + 1` })
         .where(and(eq(surveys.organizationId, org), eq(surveys.recipientEmailKey, person.emailKey), inArray(surveys.status, ["SCHEDULED", "OPENED"]), isNull(surveys.sentAt))),
-      ctx.db.update(surveys).set({ recipientEmailKey: null }).where(and(eq(surveys.organizationId, org), or(eq(surveys.recipientPersonId, id), eq(surveys.recipientEmailKey, person.emailKey)))),
+      // "" rather than null: no address is one the survey can ever be mailed to again (a re-issue included), where
+      // null would mean a survey from before addresses were kept.
+      ctx.db.update(surveys).set({ recipientEmailKey: "" }).where(and(eq(surveys.organizationId, org), or(eq(surveys.recipientPersonId, id), eq(surveys.recipientEmailKey, person.emailKey)))),
       ctx.db.delete(mailOutbox).where(mailTo(ctx, person)),
       ctx.db.delete(referralKeys).where(and(eq(referralKeys.organizationId, org), inArray(referralKeys.contactHash, keyHashes))),
       // Leads kept for review with one of their numbers (issue 40): before the merged keys they are also found by go.

@@ -71,7 +71,8 @@ export const surveys = sqliteTable(
     /**
      * An EMAIL survey's recipient address as it was scheduled (its e-mail key, contacts/matching.ts): the mail goes out
      * only while the contact still has it (issue 40: an agent re-addressed a colleague's client, or merged them into
-     * their own contact, and answered the survey about the colleague). Null for LINK surveys and older rows.
+     * their own contact, and answered the survey about the colleague). Null for LINK surveys and older rows; "" once
+     * an erasure took the address: mailed to nobody again.
      */
     recipientEmailKey: text(),
     expiresAt: text().notNull(),
