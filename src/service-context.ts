@@ -34,6 +34,12 @@ export interface AuthOrganization {
   phoneRegion: string;
 }
 
+/**
+ * Refuses (throws 403) a caller who may not act on the records about this agent (the organization's own when null):
+ * handed down by a route (platform/auth.ts `agentActingFor`) so a verb checks the row it writes (issue 40).
+ */
+export type ActingFor = (agentUserId: string | null) => void;
+
 /** What a service verb gets: never the HTTP request, only who acts, for which organization, and the bindings. */
 export interface ServiceContext {
   env: Env;

@@ -54,6 +54,8 @@ export interface ContactPage {
 export function listSql(organizationId: string, q: ContactListQuery, custom: CustomQuery | null = null) {
   const sort = q.sort ?? DEFAULT_SORT;
   const limit = q.limit ?? DEFAULT_LIMIT;
+  // A first page whose cursor could not lead to the next in one statement is refused now, not on the next page.
+  if (!q.cursor) listSql(organizationId, { ...q, cursor: cursorShapedLike(sort) }, custom);
   const where = filters(organizationId, q, custom);
   const keyset = keysetOf(custom);
   if (q.cursor) {
@@ -87,8 +89,6 @@ export async function listContacts(ctx: ServiceContext, q: ContactListQuery): Pr
   const d1 = ctx.d1;
   const custom = await customFieldQuery(ctx, "contact", "c", q, q.sort);
   const page = listSql(ctx.organizationId, q, custom);
-  // The first page's cursor must lead somewhere: a query whose next page would not fit one statement is refused now.
-  if (!q.cursor) listSql(ctx.organizationId, { ...q, cursor: cursorShapedLike(page.sort) }, custom);
   const faceted = facetTotalStatement(d1, ctx.organizationId, totalFilters(q));
   const key = faceted ? null : filterKey(totalFilters(q));
   const totals = await totalStatements(d1, ctx.organizationId, "contacts", key);
@@ -131,8 +131,8 @@ export type ContactExportFilters = z.infer<typeof ContactExportQuery>;
 export async function contactExportWalk(ctx: ServiceContext, q: ContactExportFilters): Promise<(cursor: string | null, size: number) => Promise<ExportPage>> {
   // The custom-field filters and sorts, read once before the first page: a bad one is a 422 before the stream starts.
   const custom = await customFieldQuery(ctx, "contact", "c", q, q.sort);
-  // Sized with a cursor before the first byte too: a query too big for one statement is a 422, not a cut-off file.
-  listSql(ctx.organizationId, { ...q, limit: 1, cursor: cursorShapedLike(listSql(ctx.organizationId, { ...q, limit: 1 }, custom).sort) }, custom);
+  // Sized before the first byte (listSql sizes a first page with a cursor too): too big for one statement is a 422, not a cut-off file.
+  listSql(ctx.organizationId, { ...q, limit: 1 }, custom);
   return async (cursor, size) => {
     const page = listSql(ctx.organizationId, { ...q, limit: size, cursor: cursor ?? undefined }, custom);
     const { results } = await ctx.d1.prepare(page.sql).bind(...page.params).all<ContactRow>();

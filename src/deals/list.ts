@@ -65,6 +65,8 @@ function scope(organizationId: string, q: DealListQuery, sort: SortKey<SortField
 /** `custom`: the query's custom-field filters and sorts (crm/custom-fields.ts `customFieldQuery`), when it has any. */
 export function listSql(organizationId: string, q: DealListQuery, custom: CustomQuery | null = null) {
   const sort = q.sort ?? DEFAULT_SORT;
+  // A first page whose cursor could not lead to the next in one statement is refused now, not on the next page.
+  if (!q.cursor) listSql(organizationId, { ...q, cursor: cursorShapedLike(sort) }, custom);
   const keyset = keysetOf(custom);
   const bounded = ({
     createdAt: q["createdAt[gte]"] !== undefined,
@@ -88,8 +90,6 @@ export async function listDeals(ctx: ServiceContext, q: DealListQuery): Promise<
   const d1 = ctx.d1;
   const custom = await customFieldQuery(ctx, "deal", "d", q, q.sort);
   const page = listSql(ctx.organizationId, q, custom);
-  // The first page's cursor must lead somewhere: a query whose next page would not fit one statement is refused now.
-  if (!q.cursor) listSql(ctx.organizationId, { ...q, cursor: cursorShapedLike(page.sort) }, custom);
   const { limit: _l, cursor: _c, sort: _s, include: _i, q: text, ...filtersOnly } = q;
   const search = searchOf("deal", text);
   const key = filterKey({ ...filtersOnly, q: searchKey(search, page.sort) });
@@ -119,8 +119,8 @@ export type DealExportFilters = z.infer<typeof DealExportQuery>;
 export async function dealExportWalk(ctx: ServiceContext, q: DealExportFilters): Promise<(cursor: string | null, size: number) => Promise<ExportPage>> {
   // The custom-field filters and sorts, read once before the first page: a bad one is a 422 before the stream starts.
   const custom = await customFieldQuery(ctx, "deal", "d", q, q.sort);
-  // Sized with a cursor before the first byte too: a query too big for one statement is a 422, not a cut-off file.
-  listSql(ctx.organizationId, { ...q, limit: 1, cursor: cursorShapedLike(listSql(ctx.organizationId, { ...q, limit: 1 }, custom).sort) }, custom);
+  // Sized before the first byte (listSql sizes a first page with a cursor too): too big for one statement is a 422, not a cut-off file.
+  listSql(ctx.organizationId, { ...q, limit: 1 }, custom);
   return async (cursor, size) => {
     const page = listSql(ctx.organizationId, { ...q, limit: size, cursor: cursor ?? undefined }, custom);
     const { results } = await ctx.d1.prepare(page.sql).bind(...page.params).all<Row>();

@@ -12,7 +12,7 @@ import { isPermission, PERMISSION_NAMES, type Permission, ROLE_PERMISSIONS, rout
 import { admitCount, countCredential } from "./rate-limit";
 import { nowIso } from "../lib/time";
 import { parseIfMatch } from "./etag";
-import type { AuthOrganization, AuthUser, ServiceContext } from "../service-context";
+import type { ActingFor, AuthOrganization, AuthUser, ServiceContext } from "../service-context";
 import type { AppBindings } from "./context";
 import { type AuthPreload, preloadOf } from "./preload";
 import { openShard } from "./session";
@@ -244,10 +244,12 @@ export function requireSelfOrManager(c: Context<AppBindings>, userId: string | n
  * reviews and answered surveys about them). By role, not by `users:manage`: a review tool moderating for the
  * brokerage needs no right to manage users.
  */
-export function requireOwnUnlessManaging(c: Context<AppBindings>, agentUserId: string | null): void {
-  const { id, role } = c.get("user");
-  if (role === "agent" && agentUserId !== id) throw new InsufficientRole("An agent acts only on the records about themselves");
-}
+export const agentActingFor =
+  (c: Context<AppBindings>): ActingFor =>
+  (agentUserId) => {
+    const { id, role } = c.get("user");
+    if (role === "agent" && agentUserId !== id) throw new InsufficientRole("An agent acts only on the records about themselves");
+  };
 
 /** What an `include` embeds from another resource (a contact's deals, a deal's contact or property) needs too. */
 const INCLUDE_PERMISSIONS: Record<string, Permission> = { deals: "deals:read", contact: "contacts:read", property: "properties:read" };

@@ -72,6 +72,8 @@ function scope(organizationId: string, q: PropertyListQuery, sort: SortKey<SortF
 /** `custom`: the query's custom-field filters and sorts (crm/custom-fields.ts `customFieldQuery`), when it has any. */
 export function listSql(organizationId: string, q: PropertyListQuery, now = new Date(), custom: CustomQuery | null = null) {
   const sort = q.sort ?? DEFAULT_SORT;
+  // A first page whose cursor could not lead to the next in one statement is refused now, not on the next page.
+  if (!q.cursor) listSql(organizationId, { ...q, cursor: cursorShapedLike(sort) }, now, custom);
   const keyset = keysetOf(custom);
   const bounded = ({ createdAt: false, updatedAt: false, listPrice: q["listPrice[gte]"] !== undefined || q["listPrice[lte]"] !== undefined, listDate: q["daysOnMarket[lte]"] !== undefined } as Record<string, boolean>)[sort[0]!.field];
   // One zip code holds a few hundred listings at most: its indexes (by creation, by price) walk them in sort order.
@@ -98,8 +100,6 @@ export async function listProperties(ctx: ServiceContext, q: PropertyListQuery):
   const d1 = ctx.d1;
   const custom = await customFieldQuery(ctx, "property", "p", q, q.sort);
   const page = listSql(ctx.organizationId, q, now, custom);
-  // The first page's cursor must lead somewhere: a query whose next page would not fit one statement is refused now.
-  if (!q.cursor) listSql(ctx.organizationId, { ...q, cursor: cursorShapedLike(page.sort) }, now, custom);
   const key = totalKey(q, now);
   const totals = await totalStatements(d1, ctx.organizationId, "properties", key);
   const [rows, counter, cached] = await d1.batch([d1.prepare(page.sql).bind(...page.params), ...totals.statements]);
@@ -132,8 +132,8 @@ export type PropertyExportFilters = z.infer<typeof PropertyExportQuery>;
 export async function propertyExportWalk(ctx: ServiceContext, q: PropertyExportFilters, now = new Date()): Promise<(cursor: string | null, size: number) => Promise<ExportPage>> {
   // The custom-field filters and sorts, read once before the first page: a bad one is a 422 before the stream starts.
   const custom = await customFieldQuery(ctx, "property", "p", q, q.sort);
-  // Sized with a cursor before the first byte too: a query too big for one statement is a 422, not a cut-off file.
-  listSql(ctx.organizationId, { ...q, limit: 1, cursor: cursorShapedLike(listSql(ctx.organizationId, { ...q, limit: 1 }, now, custom).sort) }, now, custom);
+  // Sized before the first byte (listSql sizes a first page with a cursor too): too big for one statement is a 422, not a cut-off file.
+  listSql(ctx.organizationId, { ...q, limit: 1 }, now, custom);
   return async (cursor, size) => {
     const page = listSql(ctx.organizationId, { ...q, limit: size, cursor: cursor ?? undefined }, now, custom);
     const { results } = await ctx.d1.prepare(page.sql).bind(...page.params).all<Row>();

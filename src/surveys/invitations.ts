@@ -37,7 +37,11 @@ export const inTrash = async (db: Db, contactId: string) =>
 export class RecipientGone extends Error {}
 
 /** The survey's contact has another address than the one it was scheduled for: it is not mailed there. */
-export class RecipientChanged extends Error {}
+export class RecipientChanged extends Error {
+  constructor() {
+    super("the contact's address is not the one the survey was scheduled for");
+  }
+}
 
 /**
  * Mails the survey's link to its recipient. The raw token exists only in this message and the creating answer. Only

@@ -1,7 +1,6 @@
 import { OpenAPIHono, z } from "@hono/zod-openapi";
 import { API, apiError, apiJson, Gone, gone } from "../platform/api-family";
-import type { Context } from "hono";
-import { requireOwnUnlessManaging, serviceContext } from "../platform/auth";
+import { agentActingFor, serviceContext } from "../platform/auth";
 import { limitBody } from "../platform/body-limit";
 import type { AppBindings } from "../platform/context";
 import { validationHook } from "../platform/openapi";
@@ -28,7 +27,7 @@ import {
   TemplateListQuery,
 } from "./schemas";
 import { openSurvey, submitSurvey } from "./public";
-import { type ActingFor, createSurvey, getSurvey, listSurveys, reissueSurvey, skipSurvey, SURVEY_EXPIRY_DAYS } from "./service";
+import { createSurvey, getSurvey, listSurveys, reissueSurvey, skipSurvey, SURVEY_EXPIRY_DAYS } from "./service";
 import { createTemplate, listTemplates, MAX_TEMPLATES } from "./templates";
 
 const tags = ["Reputation"];
@@ -213,12 +212,6 @@ async function publicBase(c: Parameters<typeof serviceContext>[0], token: string
 const TOKEN_FIELDS = [["accessToken"], ["surveyUrl"]];
 
 export const surveyRoutes = new OpenAPIHono<AppBindings>({ defaultHook: validationHook });
-/** Whose surveys the caller may send, re-issue or skip: an agent their own, owners and admins any (platform/auth.ts). */
-const actingFor =
-  (c: Context<AppBindings>): ActingFor =>
-  (agentUserId) =>
-    requireOwnUnlessManaging(c, agentUserId);
-
 // Templates first: /surveys/templates is not a survey id.
 surveyRoutes
   .openapi(listTemplatesRoute, async (c) => c.json(await listTemplates(serviceContext(c), c.req.valid("query")), 200))
@@ -226,14 +219,14 @@ surveyRoutes
   .openapi(list, async (c) => c.json(await listSurveys(serviceContext(c), c.req.valid("query")), 200))
   .openapi(create, async (c) => {
     c.set("replayOmits", TOKEN_FIELDS);
-    return c.json((await createSurvey(serviceContext(c), c.req.valid("json"), "MANUAL", actingFor(c)))!, 201);
+    return c.json((await createSurvey(serviceContext(c), c.req.valid("json"), { actingFor: agentActingFor(c) }))!, 201);
   })
   .openapi(read, async (c) => c.json(await getSurvey(serviceContext(c), c.req.valid("param").id), 200))
   .openapi(reissue, async (c) => {
     c.set("replayOmits", TOKEN_FIELDS);
-    return c.json(await reissueSurvey(serviceContext(c), c.req.valid("param").id, actingFor(c)), 200);
+    return c.json(await reissueSurvey(serviceContext(c), c.req.valid("param").id, agentActingFor(c)), 200);
   })
-  .openapi(skip, async (c) => c.json(await skipSurvey(serviceContext(c), c.req.valid("param").id, actingFor(c)), 200))
+  .openapi(skip, async (c) => c.json(await skipSurvey(serviceContext(c), c.req.valid("param").id, agentActingFor(c)), 200))
   .openapi(open, async (c) => {
     c.header("cache-control", "no-store");
     c.header("referrer-policy", "no-referrer");

@@ -52,17 +52,18 @@ async function sendDue(env: Env, db: Db, defer: Defer, max: number): Promise<num
         try {
           await mailInvitation(env, db, claimed, token);
         } catch (err) {
+          const skip = () => commit(ctx, [expectRow(db, surveys, atVersion(claimed)), db.update(surveys).set({ status: "SKIPPED", skippedAt: at, pendingToken: null, updatedAt: at, version: claimed.version + 1 }).where(atVersion(claimed))]);
           if (err instanceof RecipientChanged) {
             // Re-addressed or merged since it was scheduled: not this survey's recipient any more; skipped, not retried.
             console.info(JSON.stringify({ level: "info", msg: "survey not mailed: its contact's address changed since it was scheduled; skipped", surveyId: claimed.id }));
-            await commit(ctx, [expectRow(db, surveys, atVersion(claimed)), db.update(surveys).set({ status: "SKIPPED", skippedAt: at, pendingToken: null, updatedAt: at, version: claimed.version + 1 }).where(atVersion(claimed))]);
+            await skip();
             return;
           }
           if (!(err instanceof RecipientGone)) throw err;
           // The contact is in the trash: it may be restored, so the survey waits (it is tried again when the lease ends).
           if (await inTrash(db, claimed.recipientPersonId)) return;
           // The contact was purged or erased: nothing to send, ever; the survey is skipped rather than retried until it expires.
-          await commit(ctx, [expectRow(db, surveys, atVersion(claimed)), db.update(surveys).set({ status: "SKIPPED", skippedAt: at, pendingToken: null, updatedAt: at, version: claimed.version + 1 }).where(atVersion(claimed))]);
+          await skip();
           return;
         }
         // The mail went out: record it unless the survey was closed or its token replaced meanwhile. An open in between
@@ -157,7 +158,7 @@ async function surveyWonDeal(ctx: ServiceContext, event: EventEnvelope): Promise
     return null;
   }
   const atWin = typeof data.contactEmailKey === "string" ? data.contactEmailKey : undefined;
-  const created = await createSurvey(ctx, { templateId: template.id, recipientPersonId: deal.contactId, agentUserId, dealId: data.dealId, channel: "EMAIL" }, "DEAL_WON", undefined, atWin).catch((err) => {
+  const created = await createSurvey(ctx, { templateId: template.id, recipientPersonId: deal.contactId, agentUserId, dealId: data.dealId, channel: "EMAIL" }, { trigger: "DEAL_WON", recipientEmailKey: atWin }).catch((err) => {
     // A deal whose contact or agent went away meanwhile has no one to survey; anything else is retried.
     if (err instanceof Validation) return null;
     if (err instanceof NotConfigured) {

@@ -10,7 +10,7 @@ import { type FieldIssue, InvalidState, NotFound, Validation } from "../lib/erro
 import { newId } from "../lib/ids";
 import { loggableError } from "../lib/log";
 import { nowIso } from "../lib/time";
-import type { ServiceContext } from "../service-context";
+import type { ActingFor, ServiceContext } from "../service-context";
 import { registerPublicKeys } from "../shards/directory";
 import { bumpSurveyFigures } from "../reputation/aggregates";
 import type { Survey, SurveyCreate } from "./schemas";
@@ -51,27 +51,19 @@ const scheduledEvent = (ctx: ServiceContext, r: SurveyRow) =>
 /**
  * POST /api/reputation/surveys, and the DEAL_WON workflow (`trigger: "DEAL_WON"`, once per deal: a second schedule
  * of the same deal answers null). The references must be of the caller's organization: every bad one is listed in
- * one 400. The raw token is in the answer only (and, for EMAIL, in the mail the cron sends).
+ * one 400. The raw token is in the answer only (and, for EMAIL, in the mail the cron sends). `actingFor`: the route's
+ * check of whose surveys the caller may send (the workflow acts for the system); `recipientEmailKey`: the address to
+ * mail it to when known from before (a won deal's contact at the win), else the contact's now.
  */
 export async function createSurvey(
   ctx: ServiceContext,
   input: SurveyCreate,
-  trigger: SurveyRow["trigger"] = "MANUAL",
-  actingFor: ActingFor = () => undefined,
-  recipientEmailKey?: string | null,
+  { trigger = "MANUAL", actingFor, recipientEmailKey }: { trigger?: SurveyRow["trigger"]; actingFor?: ActingFor; recipientEmailKey?: string | null } = {},
 ): Promise<Created | null> {
-  actingFor(input.agentUserId);
+  actingFor?.(input.agentUserId);
   return withRetries(() => createSurveyOnce(ctx, input, trigger, recipientEmailKey));
 }
 
-/**
- * Refuses (403) a caller who may not act on the surveys about this agent: the route's `requireOwnUnlessManaging`
- * (issue 40: an agent sent, re-issued and answered surveys about a colleague, moving their NPS). The DEAL_WON
- * workflow acts for the system and passes none.
- */
-export type ActingFor = (agentUserId: string) => void;
-
-/** `recipientEmailKey`: the address to mail it to, when known from before (a won deal's contact at the win); else the contact's now. */
 async function createSurveyOnce(ctx: ServiceContext, input: SurveyCreate, trigger: SurveyRow["trigger"], recipientEmailKey: string | null | undefined): Promise<Created | null> {
   const org = ctx.organizationId;
   const refs = references({ path: ["recipientPersonId"], target: "contact", id: input.recipientPersonId }, { path: ["dealId"], target: "deal", id: input.dealId });

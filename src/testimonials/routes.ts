@@ -1,7 +1,6 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
 import { API, apiError, apiJson } from "../platform/api-family";
-import type { Context } from "hono";
-import { requireOwnUnlessManaging, serviceContext } from "../platform/auth";
+import { agentActingFor, serviceContext } from "../platform/auth";
 import type { AppBindings } from "../platform/context";
 import { ETAG_HEADER, withEtag } from "../platform/etag";
 import { validationHook } from "../platform/openapi";
@@ -9,7 +8,7 @@ import { defineRoute, jsonBody } from "../platform/route";
 import { getAggregate } from "../reputation/aggregates";
 import { AgentQuery } from "../profiles/schemas";
 import { Aggregate, IdParam, RejectBody, Testimonial, TestimonialCreate, TestimonialList, TestimonialListQuery, TestimonialUpdate } from "./schemas";
-import { type ActingFor, approveTestimonial, createTestimonial, getTestimonial, listTestimonials, publishTestimonial, rejectTestimonial, unpublishTestimonial, updateTestimonial } from "./service";
+import { approveTestimonial, createTestimonial, getTestimonial, listTestimonials, publishTestimonial, rejectTestimonial, unpublishTestimonial, updateTestimonial } from "./service";
 
 const tags = ["Reputation"];
 const security = [{ bearerAuth: [] }];
@@ -17,11 +16,6 @@ const NOT_FOUND = { 404: apiError("No testimonial with this id in your organizat
 const STALE = { 412: apiError("If-Match named a version the testimonial is no longer at (precondition_failed)") };
 const one = (description: string) => apiJson(description, Testimonial, ETAG_HEADER);
 
-/** Whose testimonials the caller may write: an agent their own, owners and admins any (platform/auth.ts). */
-const actingFor =
-  (c: Context<AppBindings>): ActingFor =>
-  (agentUserId) =>
-    requireOwnUnlessManaging(c, agentUserId);
 const OTHERS = "An agent writes only the testimonials about themselves; another agent's, or the organization's, are for owners and admins (403 `insufficient_role`).";
 
 const RULES = `Ratings are integers 1–5. Categories: BUYER, SELLER, INVESTOR, LANDLORD, TENANT, OTHER. Sources: MANUAL, SURVEY, EMAIL, WEBSITE, GOOGLE, ZILLOW, IMPORT, OTHER.
@@ -123,11 +117,11 @@ const aggregate = defineRoute(API, {
 
 export const testimonialRoutes = new OpenAPIHono<AppBindings>({ defaultHook: validationHook })
   .openapi(list, async (c) => c.json(await listTestimonials(serviceContext(c), c.req.valid("query")), 200))
-  .openapi(create, async (c) => c.json(withEtag(c, await createTestimonial(serviceContext(c), c.req.valid("json"), actingFor(c))), 201))
+  .openapi(create, async (c) => c.json(withEtag(c, await createTestimonial(serviceContext(c), c.req.valid("json"), agentActingFor(c))), 201))
   .openapi(read, async (c) => c.json(withEtag(c, await getTestimonial(serviceContext(c), c.req.valid("param").id)), 200))
-  .openapi(update, async (c) => c.json(withEtag(c, await updateTestimonial(serviceContext(c), c.req.valid("param").id, c.req.valid("json"), actingFor(c))), 200))
-  .openapi(approve, async (c) => c.json(withEtag(c, await approveTestimonial(serviceContext(c), c.req.valid("param").id, actingFor(c))), 200))
-  .openapi(publish, async (c) => c.json(withEtag(c, await publishTestimonial(serviceContext(c), c.req.valid("param").id, actingFor(c))), 200))
-  .openapi(unpublish, async (c) => c.json(withEtag(c, await unpublishTestimonial(serviceContext(c), c.req.valid("param").id, actingFor(c))), 200))
-  .openapi(reject, async (c) => c.json(withEtag(c, await rejectTestimonial(serviceContext(c), c.req.valid("param").id, c.req.valid("json")?.reason, actingFor(c))), 200))
+  .openapi(update, async (c) => c.json(withEtag(c, await updateTestimonial(serviceContext(c), c.req.valid("param").id, c.req.valid("json"), agentActingFor(c))), 200))
+  .openapi(approve, async (c) => c.json(withEtag(c, await approveTestimonial(serviceContext(c), c.req.valid("param").id, agentActingFor(c))), 200))
+  .openapi(publish, async (c) => c.json(withEtag(c, await publishTestimonial(serviceContext(c), c.req.valid("param").id, agentActingFor(c))), 200))
+  .openapi(unpublish, async (c) => c.json(withEtag(c, await unpublishTestimonial(serviceContext(c), c.req.valid("param").id, agentActingFor(c))), 200))
+  .openapi(reject, async (c) => c.json(withEtag(c, await rejectTestimonial(serviceContext(c), c.req.valid("param").id, c.req.valid("json")?.reason, agentActingFor(c))), 200))
   .openapi(aggregate, async (c) => c.json(await getAggregate(serviceContext(c), c.req.valid("query").agentUserId), 200));

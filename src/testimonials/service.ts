@@ -11,7 +11,7 @@ import { decodeCursor, encodeCursor } from "../lib/cursor";
 import { InvalidState, NotFound, Validation } from "../lib/errors";
 import { newId } from "../lib/ids";
 import { nowIso } from "../lib/time";
-import type { ServiceContext } from "../service-context";
+import type { ActingFor, ServiceContext } from "../service-context";
 import { recomputeAggregates } from "../reputation/aggregates";
 import { checkReferences } from "../profiles/service";
 import { feedUrl, purgeFeed } from "../reputation/feed-cache";
@@ -64,12 +64,6 @@ export function pendingTestimonialRow(organizationId: string, fields: NewTestimo
   const moves = { approvedByUserId: null, approvedAt: null, publishedAt: null, rejectedAt: null, rejectionReason: null };
   return { id: newId(), organizationId, ...fields, status: "PENDING", visibility: "PRIVATE", ...moves, createdAt: at, updatedAt: at, version: 1 };
 }
-
-/**
- * Refuses (403) a caller who may not act on the testimonials about this agent (the organization's own when null): the
- * route's `requireSelfOrManager`, handed down so a verb checks the row it writes.
- */
-export type ActingFor = (agentUserId: string | null) => void;
 
 /** POST …/testimonials: always PENDING and PRIVATE, whatever the body says. */
 export async function createTestimonial(ctx: ServiceContext, input: TestimonialCreate, actingFor: ActingFor): Promise<Testimonial> {
