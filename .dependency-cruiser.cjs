@@ -4,7 +4,31 @@
 // by types is still a circle a reader has to untangle.
 
 /** Tiers, bottom up. A path pattern per tier; a file in tier N may import tiers 1..N only. */
-const DOMAINS = ["admin", "api-keys", "clickwrap", "contacts", "custom-fields", "deals", "documents", "exports", "imports", "integrations", "leads", "oauth", "organization", "plants", "profiles", "properties", "referrals", "signatures", "surveys", "testimonials", "trash", "users", "webhooks"];
+const DOMAINS = [
+  "admin",
+  "api-keys",
+  "clickwrap",
+  "contacts",
+  "custom-fields",
+  "deals",
+  "documents",
+  "exports",
+  "imports",
+  "integrations",
+  "leads",
+  "oauth",
+  "organization",
+  "plants",
+  "profiles",
+  "properties",
+  "referrals",
+  "signatures",
+  "surveys",
+  "testimonials",
+  "trash",
+  "users",
+  "webhooks",
+];
 const TIERS = [
   { name: "1 lib/, env.ts", path: ["^src/lib/", "^src/env\\.ts$"] },
   { name: "2 db/, seal/, ai/", path: ["^src/db/", "^src/seal/", "^src/ai/"] },
@@ -36,7 +60,8 @@ module.exports = {
     ...upward,
     {
       name: "domain-internals",
-      comment: "A domain reaches into another domain's internals. Use its service.ts or schemas.ts, or move the shared piece below the domains.",
+      comment:
+        "A domain reaches into another domain's internals. Use its service.ts or schemas.ts, or move the shared piece below the domains.",
       severity: "error",
       from: { path: `^src/(${DOMAINS.join("|")})/` },
       to: {
@@ -53,7 +78,8 @@ module.exports = {
     },
     {
       name: "durable-object-class",
-      comment: "A Durable Object is reached through the typed client beside its class (signatures/signer-client.ts, platform/rate-limiter.ts); only index.ts exports the class.",
+      comment:
+        "A Durable Object is reached through the typed client beside its class (signatures/signer-client.ts, platform/rate-limiter.ts); only index.ts exports the class.",
       severity: "error",
       from: { pathNot: ["^src/index\\.ts$", "^src/signatures/signer-client\\.ts$", "^src/platform/rate-limiter\\.ts$"] },
       to: { path: ["^src/signatures/envelope-signer\\.ts$", "^src/platform/rate-limiter-object\\.ts$"] },

@@ -21,7 +21,15 @@ export default defineConfig({
           hookTimeout: 30 * 60_000,
         },
       },
-      { test: { name: "node", include: ["bench/**/*.node.bench.test.ts"], environment: "node", testTimeout: 30 * 60_000, hookTimeout: 30 * 60_000 } },
+      {
+        test: {
+          name: "node",
+          include: ["bench/**/*.node.bench.test.ts"],
+          environment: "node",
+          testTimeout: 30 * 60_000,
+          hookTimeout: 30 * 60_000,
+        },
+      },
     ],
   },
 });

@@ -29,7 +29,8 @@ const lettersSql = LETTERS.map((l, i) => `CASE n % 8 WHEN ${i} THEN '' ELSE ' ${
 
 /** A last name as SQL of the number `x` (< 17,576): "K" and three letters from x, then "ski"; its first four letters name it alone. */
 const lastNameSql = (x: string) => `'K' || char(97 + (${x}) / 676 % 26) || char(97 + (${x}) / 26 % 26) || char(97 + (${x}) % 26) || 'ski'`;
-const lastNameOf = (x: number) => `K${String.fromCharCode(97 + (Math.floor(x / 676) % 26), 97 + (Math.floor(x / 26) % 26), 97 + (x % 26))}ski`;
+const lastNameOf = (x: number) =>
+  `K${String.fromCharCode(97 + (Math.floor(x / 676) % 26), 97 + (Math.floor(x / 26) % 26), 97 + (x % 26))}ski`;
 
 /**
  * Seeds `n` contacts with direct INSERTs on the shard (a recursive CTE, CHUNK rows a statement, in one batch): names,
@@ -60,7 +61,9 @@ async function seed(organizationId: string, n: number) {
         )
         .bind(organizationId, n, base, from),
     ),
-    db.prepare("INSERT INTO resource_counters (organization_id, resource, total, version) VALUES (?, 'contacts', ?, 1)").bind(organizationId, n),
+    db
+      .prepare("INSERT INTO resource_counters (organization_id, resource, total, version) VALUES (?, 'contacts', ?, 1)")
+      .bind(organizationId, n),
   ]);
 }
 
@@ -73,8 +76,13 @@ beforeAll(async () => {
   const bigSeconds = (performance.now() - started) / 1000;
   await seed(small.organizationId, SMALL);
   const db = await tenantDb(big.organizationId);
-  const terms = await db.prepare("SELECT COUNT(*) AS n FROM search_terms WHERE organization_id = ?").bind(big.organizationId).first<{ n: number }>();
-  console.log(`seeded ${BIG} contacts in ${bigSeconds.toFixed(1)} s with the search triggers (${terms!.n} terms, ${(terms!.n / BIG).toFixed(1)} a contact), then ${SMALL}`);
+  const terms = await db
+    .prepare("SELECT COUNT(*) AS n FROM search_terms WHERE organization_id = ?")
+    .bind(big.organizationId)
+    .first<{ n: number }>();
+  console.log(
+    `seeded ${BIG} contacts in ${bigSeconds.toFixed(1)} s with the search triggers (${terms!.n} terms, ${(terms!.n / BIG).toFixed(1)} a contact), then ${SMALL}`,
+  );
 });
 
 /** One row per shape: its 1k and 100k figures side by side, the ratio, and the D1 round trips of each. */
@@ -96,30 +104,56 @@ it("GET /v1/contacts?q= costs what the query asks, not what the organization hol
     ["?q=bench (every contact)", "/v1/contacts?q=bench&limit=25"],
   ] as const;
   // What each shape answers at each size: the selective ones exactly, the broad ones within the budget.
-  for (const [who, n] of [[small, SMALL], [big, BIG]] as const) {
+  for (const [who, n] of [
+    [small, SMALL],
+    [big, BIG],
+  ] as const) {
     const prefixPage = await app.get<{ pagination: { total: number; totalExact: boolean } }>(shapes[1][1], who.token);
     expect(prefixPage.pagination).toMatchObject({ total: PER_NAME, totalExact: true });
-    const nobody = await app.get<{ data: unknown[]; pagination: { total: number; totalExact: boolean; hasMore: boolean } }>(shapes[2][1], who.token);
+    const nobody = await app.get<{ data: unknown[]; pagination: { total: number; totalExact: boolean; hasMore: boolean } }>(
+      shapes[2][1],
+      who.token,
+    );
     expect(nobody.data).toEqual([]);
-    expect(nobody.pagination).toMatchObject(n > WALK_BUDGET ? { total: 0, totalExact: false, hasMore: true } : { total: 0, totalExact: true, hasMore: false });
+    expect(nobody.pagination).toMatchObject(
+      n > WALK_BUDGET ? { total: 0, totalExact: false, hasMore: true } : { total: 0, totalExact: true, hasMore: false },
+    );
     const everyone = await app.get<{ data: unknown[]; pagination: { total: number; totalExact: boolean } }>(shapes[3][1], who.token);
     expect(everyone.data).toHaveLength(25);
-    expect(everyone.pagination).toMatchObject(n > WALK_BUDGET + 1 ? { total: WALK_BUDGET + 1, totalExact: false } : { total: n, totalExact: true });
+    expect(everyone.pagination).toMatchObject(
+      n > WALK_BUDGET + 1 ? { total: WALK_BUDGET + 1, totalExact: false } : { total: n, totalExact: true },
+    );
   }
   const db = await tenantDb(big.organizationId);
-  const d = await db.prepare("SELECT COUNT(DISTINCT record_id) AS n FROM search_terms WHERE organization_id = ? AND kind = 'contact' AND term >= 'd' AND term < 'e'").bind(big.organizationId).first<{ n: number }>();
+  const d = await db
+    .prepare(
+      "SELECT COUNT(DISTINCT record_id) AS n FROM search_terms WHERE organization_id = ? AND kind = 'contact' AND term >= 'd' AND term < 'e'",
+    )
+    .bind(big.organizationId)
+    .first<{ n: number }>();
   expect(d!.n).toBeGreaterThan(HITS_WINDOW);
 
-  const bump = (who: TestPrincipal) => db.prepare("UPDATE resource_counters SET version = version + 1 WHERE organization_id = ? AND resource = 'contacts'").bind(who.organizationId).run();
+  const bump = (who: TestPrincipal) =>
+    db
+      .prepare("UPDATE resource_counters SET version = version + 1 WHERE organization_id = ? AND resource = 'contacts'")
+      .bind(who.organizationId)
+      .run();
   const tripsOf = async (fn: () => Promise<unknown>) => {
     await fn();
     app.reset();
     await fn();
     return app.trips();
   };
-  const warm = shapes.flatMap(([shape, path]) => [small, big].map((who) => ({ name: `${who === small ? "1k" : "100k"} ${shape}`, fn: () => app.get(path, who.token) })));
+  const warm = shapes.flatMap(([shape, path]) =>
+    [small, big].map((who) => ({ name: `${who === small ? "1k" : "100k"} ${shape}`, fn: () => app.get(path, who.token) })),
+  );
   // Right after a write the total is counted again (the contacts version moved); the bump is in both sides' figures.
-  const cold = shapes.slice(1).flatMap(([shape, path]) => [small, big].map((who) => ({ name: `${who === small ? "1k" : "100k"} ${shape}`, fn: async () => (await bump(who), await app.get(path, who.token)) })));
+  const cold = shapes.slice(1).flatMap(([shape, path]) =>
+    [small, big].map((who) => ({
+      name: `${who === small ? "1k" : "100k"} ${shape}`,
+      fn: async () => (await bump(who), await app.get(path, who.token)),
+    })),
+  );
   const warmTrips: number[] = [];
   for (const s of warm) warmTrips.push(await tripsOf(s.fn));
   const coldTrips: number[] = [];
@@ -129,7 +163,12 @@ it("GET /v1/contacts?q= costs what the query asks, not what the organization hol
   const coldFigures = await measureInterleaved(cold, { rounds: 20, perSample: 5, warmup: 5 });
 
   const pairs = (figures: Figure[], trips: number[], names: readonly (readonly [string, string])[]) =>
-    names.map(([shape], i) => ({ shape, small: figures[2 * i]!, big: figures[2 * i + 1]!, trips: [trips[2 * i]!, trips[2 * i + 1]!] as [number, number] }));
+    names.map(([shape], i) => ({
+      shape,
+      small: figures[2 * i]!,
+      big: figures[2 * i + 1]!,
+      trips: [trips[2 * i]!, trips[2 * i + 1]!] as [number, number],
+    }));
   const warmRows = pairs(warmFigures, warmTrips, shapes);
   const coldRows = pairs(coldFigures, coldTrips, shapes.slice(1));
   printTable("floor of this run", [floor]);
@@ -139,7 +178,12 @@ it("GET /v1/contacts?q= costs what the query asks, not what the organization hol
 
   // The broad plan: the list's index walked as a co-routine under the budget's LIMIT, each row tested on the words.
   const { sql, params } = listSql(big.organizationId, ContactListQuery.parse({ q: LETTERS.join(" ") }));
-  const plan = (await db.prepare(`EXPLAIN QUERY PLAN ${sql}`).bind(...params).all<{ detail: string }>()).results.map((r) => r.detail);
+  const plan = (
+    await db
+      .prepare(`EXPLAIN QUERY PLAN ${sql}`)
+      .bind(...params)
+      .all<{ detail: string }>()
+  ).results.map((r) => r.detail);
   console.log(`EXPLAIN QUERY PLAN (eight one-letter words):\n  ${plan.join("\n  ")}`);
   expect(plan.join(" ")).toMatch(/CO-ROUTINE c .*SEARCH c USING INDEX contacts_org_created_idx \(organization_id=\?\)/);
 });
@@ -167,15 +211,27 @@ it("GET /v1/contacts?q= stays flat from 1k to 100k contacts", async () => {
     trips[name] = app.trips();
   }
   const floor = await helloWorld();
-  const [baseline, ...figures] = await measureInterleaved(scenarios.map(([name, path, who]) => ({ name, fn: () => app.get(path, who.token) })));
+  const [baseline, ...figures] = await measureInterleaved(
+    scenarios.map(([name, path, who]) => ({ name, fn: () => app.get(path, who.token) })),
+  );
 
   // The first search after a write counts its total again (the contacts version moved): 50 lookups either way.
   const shard = await tenantDb(big.organizationId);
-  const bump = (who: TestPrincipal) => shard.prepare("UPDATE resource_counters SET version = version + 1 WHERE organization_id = ? AND resource = 'contacts'").bind(who.organizationId).run();
+  const bump = (who: TestPrincipal) =>
+    shard
+      .prepare("UPDATE resource_counters SET version = version + 1 WHERE organization_id = ? AND resource = 'contacts'")
+      .bind(who.organizationId)
+      .run();
   const [coldSmall, cold] = await measureInterleaved(
     [
-      { name: "1k org: ?q=<prefix> right after a write", fn: async () => (await bump(small), await app.get(`/v1/contacts?q=${prefix}`, small.token)) },
-      { name: "100k org: ?q=<prefix> right after a write", fn: async () => (await bump(big), await app.get(`/v1/contacts?q=${prefix}`, big.token)) },
+      {
+        name: "1k org: ?q=<prefix> right after a write",
+        fn: async () => (await bump(small), await app.get(`/v1/contacts?q=${prefix}`, small.token)),
+      },
+      {
+        name: "100k org: ?q=<prefix> right after a write",
+        fn: async () => (await bump(big), await app.get(`/v1/contacts?q=${prefix}`, big.token)),
+      },
     ],
     { rounds: 20, perSample: 5, warmup: 5 },
   );
@@ -185,12 +241,19 @@ it("GET /v1/contacts?q= stays flat from 1k to 100k contacts", async () => {
   console.log("D1 round trips per request (auth + list):", JSON.stringify(trips, null, 1));
   const ratio = figures[0]!.medianMs / baseline!.medianMs;
   const worst = Math.max(...figures.map((f) => f.medianMs / baseline!.medianMs));
-  console.log(`search 100k/1k (median): ${ratio.toFixed(2)}x (target <= 1.3x); worst of the 100k searches ${worst.toFixed(2)}x; right after a write ${(cold!.medianMs / coldSmall!.medianMs).toFixed(2)}x`);
+  console.log(
+    `search 100k/1k (median): ${ratio.toFixed(2)}x (target <= 1.3x); worst of the 100k searches ${worst.toFixed(2)}x; right after a write ${(cold!.medianMs / coldSmall!.medianMs).toFixed(2)}x`,
+  );
   expect(ratio).toBeLessThanOrEqual(1.3);
 
   // The plan: the lead word's range of the index, each hit looked up by id; the walk arm is not opened (LIMIT 0).
   const { sql, params } = listSql(big.organizationId, ContactListQuery.parse({ q: prefix, type: "CLIENT", sort: "lastName:asc" }));
-  const plan = (await shard.prepare(`EXPLAIN QUERY PLAN ${sql}`).bind(...params).all<{ detail: string }>()).results.map((r) => r.detail);
+  const plan = (
+    await shard
+      .prepare(`EXPLAIN QUERY PLAN ${sql}`)
+      .bind(...params)
+      .all<{ detail: string }>()
+  ).results.map((r) => r.detail);
   console.log(`EXPLAIN QUERY PLAN (q + type + lastName sort):\n  ${plan.join("\n  ")}`);
   expect(plan.join(" ")).toMatch(/SEARCH qt USING PRIMARY KEY \(organization_id=\? AND kind=\? AND term>\? AND term<\?\)/);
   expect(plan.join(" ")).toMatch(/SEARCH c USING INDEX sqlite_autoindex_contacts_1 \(id=\?\)/);

@@ -17,8 +17,9 @@ async function seed(organizationId: string, n: number) {
   const base = Date.UTC(2025, 0, 1);
   const db = await tenantDb(organizationId);
   await db.batch([
-    db.prepare(
-      `INSERT INTO contacts (id, organization_id, first_name, last_name, email, email_key, type, status, source, lead_score, tags, created_at, updated_at)
+    db
+      .prepare(
+        `INSERT INTO contacts (id, organization_id, first_name, last_name, email, email_key, type, status, source, lead_score, tags, created_at, updated_at)
        WITH RECURSIVE seq(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM seq WHERE n < ?2 - 1)
        SELECT lower(hex(randomblob(16))), ?1, 'First' || n, 'Last' || (n * 7919 % ?2), 'c' || n || '@bench.test', 'c' || n || '@bench.test',
               CASE n % 5 WHEN 0 THEN 'LEAD' WHEN 1 THEN 'CLIENT' WHEN 2 THEN 'PAST_CLIENT' WHEN 3 THEN 'REFERRAL' ELSE 'VENDOR' END,
@@ -28,18 +29,26 @@ async function seed(organizationId: string, n: number) {
               strftime('%Y-%m-%dT%H:%M:%fZ', ?3 / 1000, 'unixepoch', '+' || n || ' seconds'),
               strftime('%Y-%m-%dT%H:%M:%fZ', ?3 / 1000, 'unixepoch', '+' || n || ' seconds')
        FROM seq`,
-    ).bind(organizationId, n, base),
-    db.prepare(`INSERT INTO contact_tags (contact_id, organization_id, tag) SELECT id, organization_id, 'vip' FROM contacts WHERE organization_id = ? AND tags = '["vip"]'`).bind(organizationId),
-    db.prepare("INSERT INTO resource_counters (organization_id, resource, total, version) VALUES (?, 'contacts', ?, 1)").bind(organizationId, n),
+      )
+      .bind(organizationId, n, base),
+    db
+      .prepare(
+        `INSERT INTO contact_tags (contact_id, organization_id, tag) SELECT id, organization_id, 'vip' FROM contacts WHERE organization_id = ? AND tags = '["vip"]'`,
+      )
+      .bind(organizationId),
+    db
+      .prepare("INSERT INTO resource_counters (organization_id, resource, total, version) VALUES (?, 'contacts', ?, 1)")
+      .bind(organizationId, n),
     // The facet counts the app moves in every contact write (src/contacts/facets.ts), counted as the migration does.
-    db.prepare(
-      `INSERT INTO contact_facet_counts (organization_id, type, status, source, assigned_to, total)
+    db
+      .prepare(
+        `INSERT INTO contact_facet_counts (organization_id, type, status, source, assigned_to, total)
        SELECT organization_id, type, status, IFNULL(source, ''), IFNULL(assigned_to, ''), COUNT(*) FROM contacts WHERE organization_id = ?
        GROUP BY type, status, IFNULL(source, ''), IFNULL(assigned_to, '')`,
-    ).bind(organizationId),
+      )
+      .bind(organizationId),
   ]);
 }
-
 
 beforeAll(async () => {
   // One shard for both: the 1k organization's rows sit in the same tables as the 100k one's.
@@ -58,7 +67,10 @@ it("GET /v1/contacts stays flat from 1k to 100k contacts", async () => {
   let cursor: string | null = null;
   const seen = new Set<string>();
   for (let page = 1; page < 400; page++) {
-    const body: { data: { id: string }[]; pagination: { nextCursor: string | null } } = await app.get(`/v1/contacts?limit=25${cursor ? `&cursor=${cursor}` : ""}`, big.token);
+    const body: { data: { id: string }[]; pagination: { nextCursor: string | null } } = await app.get(
+      `/v1/contacts?limit=25${cursor ? `&cursor=${cursor}` : ""}`,
+      big.token,
+    );
     for (const c of body.data) seen.add(c.id);
     cursor = body.pagination.nextCursor;
   }
@@ -81,18 +93,30 @@ it("GET /v1/contacts stays flat from 1k to 100k contacts", async () => {
     trips[name] = app.trips();
   }
   const [floor] = [await helloWorld()];
-  const [baseline, ...figures] = await measureInterleaved(scenarios.map(([name, path, who]) => ({ name, fn: () => app.get(path, who.token) })));
+  const [baseline, ...figures] = await measureInterleaved(
+    scenarios.map(([name, path, who]) => ({ name, fn: () => app.get(path, who.token) })),
+  );
 
   // A write moves the contacts version, so a cached filtered total is stale on the first list after it; a total over
   // type/status/source/assignedTo is summed from the facet counts instead of counting the 20k matching rows. The
   // write (here the counter move every contact write makes) is part of each sample, so the 1k organization doing the
   // same is the baseline of this figure; the write alone is timed beside them.
   const shard = await tenantDb(big.organizationId);
-  const bump = (who: TestPrincipal) => shard.prepare("UPDATE resource_counters SET version = version + 1 WHERE organization_id = ? AND resource = 'contacts'").bind(who.organizationId).run();
+  const bump = (who: TestPrincipal) =>
+    shard
+      .prepare("UPDATE resource_counters SET version = version + 1 WHERE organization_id = ? AND resource = 'contacts'")
+      .bind(who.organizationId)
+      .run();
   const [coldSmall, cold, writeAlone] = await measureInterleaved(
     [
-      { name: "1k org: ?type=CLIENT right after a write (200 match)", fn: async () => (await bump(small), await app.get("/v1/contacts?limit=25&type=CLIENT", small.token)) },
-      { name: "100k org: ?type=CLIENT right after a write (20k match)", fn: async () => (await bump(big), await app.get("/v1/contacts?limit=25&type=CLIENT", big.token)) },
+      {
+        name: "1k org: ?type=CLIENT right after a write (200 match)",
+        fn: async () => (await bump(small), await app.get("/v1/contacts?limit=25&type=CLIENT", small.token)),
+      },
+      {
+        name: "100k org: ?type=CLIENT right after a write (20k match)",
+        fn: async () => (await bump(big), await app.get("/v1/contacts?limit=25&type=CLIENT", big.token)),
+      },
       { name: "100k org: the write alone (counter version move)", fn: () => bump(big) },
     ],
     { rounds: 20, perSample: 3, warmup: 3 },
@@ -103,11 +127,17 @@ it("GET /v1/contacts stays flat from 1k to 100k contacts", async () => {
   console.log("D1 round trips per request (auth + list):", JSON.stringify(trips, null, 1));
   const worst = Math.max(...figures.map((f) => f.medianMs / baseline!.medianMs));
   console.log(`worst ratio 100k/1k (median): ${worst.toFixed(2)}x (target <= 1.5x)`);
-  console.log(`first filtered list after a write, 100k/1k (median): ${(cold!.medianMs / coldSmall!.medianMs).toFixed(2)}x (target <= 1.5x); against the plain 1k list ${(cold!.medianMs / baseline!.medianMs).toFixed(2)}x`);
+  console.log(
+    `first filtered list after a write, 100k/1k (median): ${(cold!.medianMs / coldSmall!.medianMs).toFixed(2)}x (target <= 1.5x); against the plain 1k list ${(cold!.medianMs / baseline!.medianMs).toFixed(2)}x`,
+  );
 
   // The totals stay exact: a real write that re-files a contact moves the total of both types.
   const clients = async () => (await app.get("/v1/contacts?limit=1&type=CLIENT", big.token)).pagination.total;
-  const counted = async () => (await shard.prepare("SELECT COUNT(*) AS n FROM contacts WHERE organization_id = ? AND type = 'CLIENT'").bind(big.organizationId).first<{ n: number }>())!.n;
+  const counted = async () =>
+    (await shard
+      .prepare("SELECT COUNT(*) AS n FROM contacts WHERE organization_id = ? AND type = 'CLIENT'")
+      .bind(big.organizationId)
+      .first<{ n: number }>())!.n;
   expect(await clients()).toBe(await counted());
   const lead = (await app.get("/v1/contacts?limit=1&type=LEAD", big.token)).data[0]!;
   await app.send("PUT", `/v1/contacts/${lead.id}`, big.token, { type: "CLIENT" });
@@ -116,9 +146,16 @@ it("GET /v1/contacts stays flat from 1k to 100k contacts", async () => {
   expect(await clients()).toBe(await counted());
 
   const q = ContactListQuery.parse({ limit: "25", type: "CLIENT", status: "ACTIVE" });
-  for (const [label, query] of [["default", ContactListQuery.parse({ limit: "25" })], ["type+status", q], ["leadScore sort", ContactListQuery.parse({ sort: "leadScore:asc", "leadScore[gte]": "80" })]] as const) {
+  for (const [label, query] of [
+    ["default", ContactListQuery.parse({ limit: "25" })],
+    ["type+status", q],
+    ["leadScore sort", ContactListQuery.parse({ sort: "leadScore:asc", "leadScore[gte]": "80" })],
+  ] as const) {
     const { sql, params } = listSql(big.organizationId, query);
-    const plan = await shard.prepare(`EXPLAIN QUERY PLAN ${sql}`).bind(...params).all<{ detail: string }>();
+    const plan = await shard
+      .prepare(`EXPLAIN QUERY PLAN ${sql}`)
+      .bind(...params)
+      .all<{ detail: string }>();
     const details = plan.results.map((r) => r.detail);
     console.log(`EXPLAIN QUERY PLAN (${label}):\n  ${details.join("\n  ")}`);
     expect(details.join(" ")).toMatch(/USING (COVERING )?INDEX contacts_org_/);
@@ -129,14 +166,33 @@ it("GET /v1/contacts stays flat from 1k to 100k contacts", async () => {
 it("contact writes: the guarded write path, and what an Idempotency-Key adds", async () => {
   const app = countingApp();
   const owner = await createPrincipal();
-  const id = ((await app.send("POST", "/v1/contacts", owner.token, { firstName: "Bench", lastName: "Writer", email: "writer@bench.test", calculateLeadScore: true })) as { data: { id: string } }).data.id;
+  const id = (
+    (await app.send("POST", "/v1/contacts", owner.token, {
+      firstName: "Bench",
+      lastName: "Writer",
+      email: "writer@bench.test",
+      calculateLeadScore: true,
+    })) as { data: { id: string } }
+  ).data.id;
   let n = 0;
   const scenarios = [
     { name: "GET /v1/contacts/{id} (baseline: auth + read)", fn: () => app.send("GET", `/v1/contacts/${id}`, owner.token) },
-    { name: "PUT /v1/contacts/{id} (auth + read, guarded batch, publish)", fn: () => app.send("PUT", `/v1/contacts/${id}`, owner.token, { notes: `n${n++}` }) },
-    { name: "PUT /v1/contacts/{id} with a fresh Idempotency-Key", fn: () => app.send("PUT", `/v1/contacts/${id}`, owner.token, { notes: `n${n++}` }, { "idempotency-key": `k${n}` }) },
-    { name: "PUT /v1/contacts/{id} replayed under one Idempotency-Key", fn: () => app.send("PUT", `/v1/contacts/${id}`, owner.token, { notes: "same" }, { "idempotency-key": "replayed" }) },
-    { name: "POST /v1/contacts/{id}/activities (scored contact)", fn: () => app.send("POST", `/v1/contacts/${id}/activities`, owner.token, { type: "NOTE" }) },
+    {
+      name: "PUT /v1/contacts/{id} (auth + read, guarded batch, publish)",
+      fn: () => app.send("PUT", `/v1/contacts/${id}`, owner.token, { notes: `n${n++}` }),
+    },
+    {
+      name: "PUT /v1/contacts/{id} with a fresh Idempotency-Key",
+      fn: () => app.send("PUT", `/v1/contacts/${id}`, owner.token, { notes: `n${n++}` }, { "idempotency-key": `k${n}` }),
+    },
+    {
+      name: "PUT /v1/contacts/{id} replayed under one Idempotency-Key",
+      fn: () => app.send("PUT", `/v1/contacts/${id}`, owner.token, { notes: "same" }, { "idempotency-key": "replayed" }),
+    },
+    {
+      name: "POST /v1/contacts/{id}/activities (scored contact)",
+      fn: () => app.send("POST", `/v1/contacts/${id}/activities`, owner.token, { type: "NOTE" }),
+    },
   ];
   const trips: Record<string, number> = {};
   for (const s of scenarios) {
@@ -158,9 +214,25 @@ it("deal and property PUT: the same one-row write path (issue 22)", async () => 
   let n = 0;
   const scenarios = [
     { name: "PUT /v1/deals/{id}", fn: () => app.send("PUT", `/v1/deals/${deal.id}`, owner.token, { amount: 500_000 + n++ }) },
-    { name: "PUT /v1/deals/{id} with a fresh Idempotency-Key", fn: () => app.send("PUT", `/v1/deals/${deal.id}`, owner.token, { amount: 500_000 + n++ }, { "idempotency-key": `d${n}` }) },
-    { name: "PUT /v1/properties/{id}", fn: () => app.send("PUT", `/v1/properties/${property.id}`, owner.token, { details: { bedrooms: 1 + (n++ % 9) } }) },
-    { name: "PUT /v1/properties/{id} with a fresh Idempotency-Key", fn: () => app.send("PUT", `/v1/properties/${property.id}`, owner.token, { details: { bedrooms: 1 + (n++ % 9) } }, { "idempotency-key": `p${n}` }) },
+    {
+      name: "PUT /v1/deals/{id} with a fresh Idempotency-Key",
+      fn: () => app.send("PUT", `/v1/deals/${deal.id}`, owner.token, { amount: 500_000 + n++ }, { "idempotency-key": `d${n}` }),
+    },
+    {
+      name: "PUT /v1/properties/{id}",
+      fn: () => app.send("PUT", `/v1/properties/${property.id}`, owner.token, { details: { bedrooms: 1 + (n++ % 9) } }),
+    },
+    {
+      name: "PUT /v1/properties/{id} with a fresh Idempotency-Key",
+      fn: () =>
+        app.send(
+          "PUT",
+          `/v1/properties/${property.id}`,
+          owner.token,
+          { details: { bedrooms: 1 + (n++ % 9) } },
+          { "idempotency-key": `p${n}` },
+        ),
+    },
   ];
   const trips: Record<string, number> = {};
   for (const s of scenarios) {

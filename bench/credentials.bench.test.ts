@@ -12,7 +12,9 @@ import { createPrincipal } from "../test/helpers/factories";
 import { countDurableObjectCalls, countReadsByDatabase, measureInterleaved, printTable } from "./harness";
 
 /** "Without the limiter": every request admitted at once, no Durable Object call; the fields are still written. */
-const noLimiter: RateLimiter = { consume: async (_key, rule) => ({ allowed: true, remaining: rule.limit - 1, retryAfterSeconds: 0, resetSeconds: rule.windowSeconds }) };
+const noLimiter: RateLimiter = {
+  consume: async (_key, rule) => ({ allowed: true, remaining: rule.limit - 1, retryAfterSeconds: 0, resetSeconds: rule.windowSeconds }),
+};
 
 const counted = countReadsByDatabase();
 const objects = countDurableObjectCalls(env.RATE_LIMITER);
@@ -33,7 +35,11 @@ beforeAll(async () => {
 
 async function read(app: ReturnType<typeof createApp>, token: string) {
   const ctx = createExecutionContext();
-  const res = await app.fetch(new Request(`http://bench.test/v1/contacts/${contactId}`, { headers: { authorization: `Bearer ${token}` } }), benchEnv, ctx);
+  const res = await app.fetch(
+    new Request(`http://bench.test/v1/contacts/${contactId}`, { headers: { authorization: `Bearer ${token}` } }),
+    benchEnv,
+    ctx,
+  );
   await waitOnExecutionContext(ctx);
   if (res.status !== 200) throw new Error(`GET: ${res.status} ${await res.text()}`);
   return res.arrayBuffer();
@@ -61,12 +67,19 @@ it("an authenticated read with and without the credential limiter; a key's read 
   console.log(
     [
       "\n== D1 round trips (directory, shard; waves: trips in flight together count once) and limiter calls per request",
-      ...Object.entries(trips).map(([name, f]) => `  ${name.padEnd(58)} directory ${f.directoryReads + f.directoryWrites}  shard ${f.shardReads + f.shardWrites}  waves ${f.waves}  limiter calls ${f.objectCalls}`),
+      ...Object.entries(trips).map(
+        ([name, f]) =>
+          `  ${name.padEnd(58)} directory ${f.directoryReads + f.directoryWrites}  shard ${f.shardReads + f.shardWrites}  waves ${f.waves}  limiter calls ${f.objectCalls}`,
+      ),
     ].join("\n"),
   );
   const [sessionOff, sessionOn, keyOff, keyOn] = scenarios.map((s) => trips[s.name]!);
   // The limiter adds a Durable Object call, no D1 round trip and no wave; a key costs what a session costs.
-  for (const f of [sessionOff, sessionOn, keyOff, keyOn]) expect({ directory: f!.directoryReads + f!.directoryWrites, shard: f!.shardReads + f!.shardWrites }).toEqual({ directory: 1, shard: 1 });
+  for (const f of [sessionOff, sessionOn, keyOff, keyOn])
+    expect({ directory: f!.directoryReads + f!.directoryWrites, shard: f!.shardReads + f!.shardWrites }).toEqual({
+      directory: 1,
+      shard: 1,
+    });
   expect(sessionOn!.waves).toBe(sessionOff!.waves);
   expect(keyOn!.waves).toBe(sessionOn!.waves);
   expect([sessionOff!.objectCalls, sessionOn!.objectCalls, keyOff!.objectCalls, keyOn!.objectCalls]).toEqual([0, 1, 0, 1]);

@@ -60,10 +60,14 @@ async function seed(who: TestPrincipal, n: number, nowS: number) {
   const at = (seconds: string) => `strftime('%Y-%m-%dT%H:%M:%fZ', ${seconds} + (k % 1000) / 1000.0, 'unixepoch')`;
   const nowIso = new Date(nowS * 1000).toISOString();
   // The agents are members like any other: the directory and the shard's copy (src/shards/placement.ts).
-  await addMembers(env, ids.map((id, i) => ({ id, organizationId, email: `agent${i}@bench.test`, name: AGENT_NAMES[i]!, createdAt: nowIso })));
+  await addMembers(
+    env,
+    ids.map((id, i) => ({ id, organizationId, email: `agent${i}@bench.test`, name: AGENT_NAMES[i]!, createdAt: nowIso })),
+  );
   await shard.batch([
-    shard.prepare(
-      `INSERT INTO deals (id, organization_id, title, description, type, stage, status, amount, commission, contact_id, property_id, assigned_to, team_members,
+    shard
+      .prepare(
+        `INSERT INTO deals (id, organization_id, title, description, type, stage, status, amount, commission, contact_id, property_id, assigned_to, team_members,
          timeline, closing_date, probability, source, notes, tags, created_at, updated_at, last_activity_at, closed_at, decided_at, version)
        WITH RECURSIVE seq(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM seq WHERE n < ?2 - 1),
        probs(pstage, p) AS (VALUES ${probabilities}),
@@ -121,28 +125,34 @@ async function seed(who: TestPrincipal, n: number, nowS: number) {
          CASE WHEN stage IN ('CLOSED', 'LOST') THEN ${at("moved_s")} END,
          1
        FROM d`,
-    ).bind(organizationId, n, nowS, JSON.stringify(ids)),
-    shard.prepare(
-      `INSERT INTO deal_stage_stats (organization_id, stage, count, value, probability_sum)
+      )
+      .bind(organizationId, n, nowS, JSON.stringify(ids)),
+    shard
+      .prepare(
+        `INSERT INTO deal_stage_stats (organization_id, stage, count, value, probability_sum)
        SELECT organization_id, stage, COUNT(*), SUM(amount), SUM(probability) FROM deals WHERE organization_id = ? GROUP BY stage`,
-    ).bind(organizationId),
-    shard.prepare("INSERT INTO resource_counters (organization_id, resource, total, version) VALUES (?, 'deals', ?, 1)").bind(organizationId, n),
+      )
+      .bind(organizationId),
+    shard
+      .prepare("INSERT INTO resource_counters (organization_id, resource, total, version) VALUES (?, 'deals', ?, 1)")
+      .bind(organizationId, n),
     // The analytics rollups, as the migration that adds them computes them for stored deals.
     ...backfillRollupsSql("organization_id = ?").map((sql) => shard.prepare(sql).bind(organizationId)),
     // In the order the app would have written them (by time), as the deals are.
-    shard.prepare(
-      `INSERT INTO deal_stage_changes (id, organization_id, deal_id, from_stage, to_stage, at)
+    shard
+      .prepare(
+        `INSERT INTO deal_stage_changes (id, organization_id, deal_id, from_stage, to_stage, at)
        SELECT lower(hex(randomblob(16))), organization_id, id, from_stage, to_stage, at FROM (
          SELECT organization_id, id, NULL AS from_stage, 'LEAD' AS to_stage, created_at AS at FROM deals WHERE organization_id = ?1
          UNION ALL
          SELECT organization_id, id, 'LEAD', stage, COALESCE(decided_at, updated_at) FROM deals WHERE organization_id = ?1 AND stage <> 'LEAD'
        ) ORDER BY at`,
-    ).bind(organizationId),
+      )
+      .bind(organizationId),
   ]);
 }
 
 type Page = { data: Deal[]; pagination: { nextCursor: string | null; total: number; hasMore: boolean } };
-
 
 const round2 = (n: number) => Math.round(n * 100) / 100;
 const DAY_MS = 86_400_000;
@@ -156,37 +166,45 @@ beforeAll(async () => {
   const started = performance.now();
   await seed(big, BIG, nowS);
   await seed(small, SMALL, nowS);
-  console.log(`seeded ${BIG} + ${SMALL} deals (with stage stats, counter and stage history) in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+  console.log(
+    `seeded ${BIG} + ${SMALL} deals (with stage stats, counter and stage history) in ${((performance.now() - started) / 1000).toFixed(1)} s`,
+  );
 });
 
 it("the seeded deals follow the stage rules and read back through GET /v1/deals/{id}", async () => {
   const app = countingApp();
   for (const who of [big, small]) {
-    const broken = await shard.prepare(
-      `SELECT COUNT(*) AS n FROM deals WHERE organization_id = ? AND NOT (
+    const broken = await shard
+      .prepare(
+        `SELECT COUNT(*) AS n FROM deals WHERE organization_id = ? AND NOT (
          (stage = 'CLOSED') = (status = 'CLOSED') AND (stage <> 'LOST' OR status = 'CANCELLED') AND (stage = 'CLOSED') = (closed_at IS NOT NULL)
          AND (closing_date = '') = (timeline IS NULL) AND created_at <= updated_at AND updated_at = last_activity_at AND updated_at <= ?)`,
-    )
+      )
       .bind(who.organizationId, new Date().toISOString())
       .first<{ n: number }>();
     expect(broken!.n).toBe(0);
   }
-  const spread = await shard.prepare(
-    `SELECT group_concat(k || ' ' || n, ', ') AS spread FROM (
+  const spread = await shard
+    .prepare(
+      `SELECT group_concat(k || ' ' || n, ', ') AS spread FROM (
        SELECT 'type ' || type AS k, COUNT(*) AS n FROM deals WHERE organization_id = ?1 GROUP BY type
        UNION ALL SELECT 'status ' || status, COUNT(*) FROM deals WHERE organization_id = ?1 GROUP BY status
        UNION ALL SELECT 'agent ' || IFNULL(u.name, '(none)'), COUNT(*) FROM deals d LEFT JOIN users u ON u.id = d.assigned_to WHERE d.organization_id = ?1 GROUP BY d.assigned_to)`,
-  )
+    )
     .bind(big.organizationId)
     .first<{ spread: string }>();
-  const range = await shard.prepare(
-    "SELECT min(created_at) AS oldest, max(created_at) AS newest, min(amount) AS minAmount, max(amount) AS maxAmount, avg(closing_date <> '') AS dated FROM deals WHERE organization_id = ?",
-  )
+  const range = await shard
+    .prepare(
+      "SELECT min(created_at) AS oldest, max(created_at) AS newest, min(amount) AS minAmount, max(amount) AS maxAmount, avg(closing_date <> '') AS dated FROM deals WHERE organization_id = ?",
+    )
     .bind(big.organizationId)
     .first<Record<string, unknown>>();
   console.log(`seeded spread (50k org): ${spread!.spread}\n  ${JSON.stringify(range)}`);
 
-  const sample = await shard.prepare("SELECT id FROM deals WHERE organization_id = ? AND title IN ('Listing sale #0', 'Buyer purchase #1', 'Rental #12', 'Commercial lease #5') OR id IN (SELECT id FROM deals WHERE organization_id = ?1 AND stage = 'CLOSED' LIMIT 2)")
+  const sample = await shard
+    .prepare(
+      "SELECT id FROM deals WHERE organization_id = ? AND title IN ('Listing sale #0', 'Buyer purchase #1', 'Rental #12', 'Commercial lease #5') OR id IN (SELECT id FROM deals WHERE organization_id = ?1 AND stage = 'CLOSED' LIMIT 2)",
+    )
     .bind(big.organizationId)
     .all<{ id: string }>();
   expect(sample.results.length).toBeGreaterThan(2);
@@ -211,11 +229,19 @@ it("GET /v1/deals, /pipeline and /analytics stay flat from 1k to 50k deals", asy
     ["GET /v1/deals/analytics?period=90d", () => "/v1/deals/analytics?period=90d"],
   ] as const;
   const scenarios = queries.flatMap(([label, path]) =>
-    ([[small, "1k"], [big, "50k"]] as const).map(([who, org]) => ({ label, org, who, path: path(who), name: `${org} org: ${label}` })),
+    (
+      [
+        [small, "1k"],
+        [big, "50k"],
+      ] as const
+    ).map(([who, org]) => ({ label, org, who, path: path(who), name: `${org} org: ${label}` })),
   );
 
   const count = async (who: TestPrincipal, where = "", ...params: unknown[]) =>
-    (await shard.prepare(`SELECT COUNT(*) AS n FROM deals WHERE organization_id = ?${where}`).bind(who.organizationId, ...params).first<{ n: number }>())!.n;
+    (await shard
+      .prepare(`SELECT COUNT(*) AS n FROM deals WHERE organization_id = ?${where}`)
+      .bind(who.organizationId, ...params)
+      .first<{ n: number }>())!.n;
 
   // Every scenario once for its data (and to fill the cached total of a filter), then once counted.
   const trips: Record<string, number> = {};
@@ -229,7 +255,8 @@ it("GET /v1/deals, /pipeline and /analytics stay flat from 1k to 50k deals", asy
       const p = body.data as Pipeline;
       expect(Pipeline.safeParse(p).success).toBe(true);
       expect(p.totalDeals, s.name).toBe(seeded);
-      const grouped = await shard.prepare("SELECT stage, COUNT(*) AS n, SUM(amount) AS value FROM deals WHERE organization_id = ? GROUP BY stage")
+      const grouped = await shard
+        .prepare("SELECT stage, COUNT(*) AS n, SUM(amount) AS value FROM deals WHERE organization_id = ? GROUP BY stage")
         .bind(s.who.organizationId)
         .all<{ stage: DealStage; n: number; value: number }>();
       const byStage = new Map(grouped.results.map((r) => [r.stage, r]));
@@ -275,7 +302,10 @@ it("GET /v1/deals, /pipeline and /analytics stay flat from 1k to 50k deals", asy
       if (s.label.startsWith("first page")) {
         const created = page.data.map((d) => d.createdAt);
         expect(created).toEqual([...created].sort().reverse());
-        const newest = await shard.prepare("SELECT max(created_at) AS at FROM deals WHERE organization_id = ?").bind(s.who.organizationId).first<{ at: string }>();
+        const newest = await shard
+          .prepare("SELECT max(created_at) AS at FROM deals WHERE organization_id = ?")
+          .bind(s.who.organizationId)
+          .first<{ at: string }>();
         expect(created[0]).toBe(newest!.at);
         expect(page.pagination.total).toBe(seeded);
       } else if (s.label.startsWith("stage=")) {
@@ -290,7 +320,10 @@ it("GET /v1/deals, /pipeline and /analytics stay flat from 1k to 50k deals", asy
         for (const d of page.data) expect(d.assignedTo).toBe(agent0(s.who));
         const amounts = page.data.map((d) => d.amount);
         expect(amounts).toEqual([...amounts].sort((x, y) => y - x));
-        const top = await shard.prepare("SELECT max(amount) AS a FROM deals WHERE organization_id = ? AND assigned_to = ?").bind(s.who.organizationId, agent0(s.who)).first<{ a: number }>();
+        const top = await shard
+          .prepare("SELECT max(amount) AS a FROM deals WHERE organization_id = ? AND assigned_to = ?")
+          .bind(s.who.organizationId, agent0(s.who))
+          .first<{ a: number }>();
         expect(amounts[0]).toBe(top!.a);
         expect(page.pagination.total).toBe(await count(s.who, " AND assigned_to = ?", agent0(s.who)));
       } else {
@@ -317,7 +350,9 @@ it("GET /v1/deals, /pipeline and /analytics stay flat from 1k to 50k deals", asy
     const [s, b] = [figures[2 * i]!, figures[2 * i + 1]!];
     return { label, ratio: b.medianMs / s.medianMs };
   });
-  console.log(`ratio 50k/1k (median) per query (target <= 1.2x):\n${ratios.map((r) => `  ${r.label.padEnd(60)} ${r.ratio.toFixed(2)}x`).join("\n")}`);
+  console.log(
+    `ratio 50k/1k (median) per query (target <= 1.2x):\n${ratios.map((r) => `  ${r.label.padEnd(60)} ${r.ratio.toFixed(2)}x`).join("\n")}`,
+  );
   console.log(`worst ratio 50k/1k (median): ${Math.max(...ratios.map((r) => r.ratio)).toFixed(2)}x (target <= 1.2x)`);
 
   // The plans behind the figures: each list's page statement (src/deals/list.ts listSql) …
@@ -329,7 +364,10 @@ it("GET /v1/deals, /pipeline and /analytics stay flat from 1k to 50k deals", asy
   };
   for (const [label, query] of Object.entries(parsed)) {
     const { sql, params } = listSql(big.organizationId, query);
-    const plan = await shard.prepare(`EXPLAIN QUERY PLAN ${sql}`).bind(...params).all<{ detail: string }>();
+    const plan = await shard
+      .prepare(`EXPLAIN QUERY PLAN ${sql}`)
+      .bind(...params)
+      .all<{ detail: string }>();
     const details = plan.results.map((r) => r.detail).join("\n  ");
     console.log(`EXPLAIN QUERY PLAN (list: ${label}):\n  ${details}`);
     if (label === "first page, default sort") {
@@ -346,7 +384,10 @@ it("GET /v1/deals, /pipeline and /analytics stay flat from 1k to 50k deals", asy
   for (const label of ["created", "decided"] as const) {
     const statement = (org: string) => analyticsSql(org, from, now, {})[label];
     const big90 = statement(big.organizationId);
-    const plan = await shard.prepare(`EXPLAIN QUERY PLAN ${big90.sql}`).bind(...big90.params).all<{ detail: string }>();
+    const plan = await shard
+      .prepare(`EXPLAIN QUERY PLAN ${big90.sql}`)
+      .bind(...big90.params)
+      .all<{ detail: string }>();
     const details = plan.results.map((r) => r.detail).join("\n  ");
     console.log(`EXPLAIN QUERY PLAN (analytics: ${label}):\n  ${details}`);
     // The whole days come from the rollups' primary key, the partial first day from an index of the deals.
@@ -355,25 +396,42 @@ it("GET /v1/deals, /pipeline and /analytics stay flat from 1k to 50k deals", asy
         ? /SEARCH r USING INDEX sqlite_autoindex_deal_created_rollups_1 \(organization_id=\? AND type=\? AND assigned_to=\? AND level=\? AND bucket=\?\)/
         : /SEARCH r USING INDEX sqlite_autoindex_deal_decided_rollups_1 \(organization_id=\? AND type=\? AND level=\? AND bucket=\?\)/,
     );
-    for (const [who, org] of [[small, "1k"], [big, "50k"]] as const) {
+    for (const [who, org] of [
+      [small, "1k"],
+      [big, "50k"],
+    ] as const) {
       const s = statement(who.organizationId);
-      const rows = await shard.prepare(`SELECT COUNT(*) AS n FROM (${s.sql})`).bind(...s.params).first<{ n: number }>();
+      const rows = await shard
+        .prepare(`SELECT COUNT(*) AS n FROM (${s.sql})`)
+        .bind(...s.params)
+        .first<{ n: number }>();
       alone.push(
-        await measure(`${org} org: analytics ${label} alone (${rows!.n} row${rows!.n === 1 ? "" : "s"})`, () => shard.prepare(s.sql).bind(...s.params).all(), {
-          iterations: 50,
-          warmup: 5,
-          perSample: 5,
-        }),
+        await measure(
+          `${org} org: analytics ${label} alone (${rows!.n} row${rows!.n === 1 ? "" : "s"})`,
+          () =>
+            shard
+              .prepare(s.sql)
+              .bind(...s.params)
+              .all(),
+          {
+            iterations: 50,
+            warmup: 5,
+            perSample: 5,
+          },
+        ),
       );
     }
   }
-  const inPeriod = await shard.prepare(
-    `SELECT (SELECT COUNT(*) FROM deals WHERE organization_id = ?1 AND created_at >= ?2) AS created,
+  const inPeriod = await shard
+    .prepare(
+      `SELECT (SELECT COUNT(*) FROM deals WHERE organization_id = ?1 AND created_at >= ?2) AS created,
             (SELECT COUNT(*) FROM deal_stage_changes WHERE organization_id = ?1 AND to_stage = 'CLOSED' AND at >= ?2) AS closedMoves,
             (SELECT COUNT(*) FROM deal_stage_changes WHERE organization_id = ?1 AND to_stage = 'LOST' AND at >= ?2) AS lostMoves`,
-  )
+    )
     .bind(big.organizationId, from.toISOString())
     .first();
-  console.log(`deals and stage moves in the 90d period of the 50k org (the analytics read spans of days instead): ${JSON.stringify(inPeriod)}`);
+  console.log(
+    `deals and stage moves in the 90d period of the 50k org (the analytics read spans of days instead): ${JSON.stringify(inPeriod)}`,
+  );
   printTable("analytics statements alone on D1 (no app), 1k then 50k", alone, alone[0]);
 });

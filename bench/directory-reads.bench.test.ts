@@ -29,7 +29,12 @@ it("directory and shard reads of one public sign, and of one authenticated read 
   const contact = await createContact(owner.token);
   const get = () => fetchOn(counter.env, `/v1/contacts/${contact.id}`, { headers: { authorization: `Bearer ${owner.token}` } });
   let n = 0;
-  const put = () => fetchOn(counter.env, `/v1/contacts/${contact.id}`, { method: "PUT", headers: { authorization: `Bearer ${owner.token}`, "content-type": "application/json" }, body: JSON.stringify({ notes: `n${n++}` }) });
+  const put = () =>
+    fetchOn(counter.env, `/v1/contacts/${contact.id}`, {
+      method: "PUT",
+      headers: { authorization: `Bearer ${owner.token}`, "content-type": "application/json" },
+      body: JSON.stringify({ notes: `n${n++}` }),
+    });
   expect(await get()).toBe(200);
   counter.reset();
   expect(await get()).toBe(200);
@@ -58,7 +63,11 @@ it("directory and shard reads of one public sign, and of one authenticated read 
   await publicSign("POST", token, { action: "consent" }, ip);
   counter.reset();
   const status = await withSignerEnv(sent.envelopeId, counter.env, () =>
-    fetchOn(counter.env, `/api/public/sign/${token}`, { method: "POST", headers: { "content-type": "application/json", "cf-connecting-ip": ip }, body: JSON.stringify({ action: "sign" }) }),
+    fetchOn(counter.env, `/api/public/sign/${token}`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "cf-connecting-ip": ip },
+      body: JSON.stringify({ action: "sign" }),
+    }),
   );
   expect(status).toBe(200);
   rows["POST /api/public/sign/{token} (sign, next signer mailed)"] = counter.figures();
@@ -66,7 +75,10 @@ it("directory and shard reads of one public sign, and of one authenticated read 
   console.log(
     [
       "\n== D1 round trips per request: reads and writes, on the directory and the shard, and waves (trips in flight together count as one)",
-      ...Object.entries(rows).map(([name, f]) => `  ${name.padEnd(58)} directory reads ${f.directoryReads} writes ${f.directoryWrites}  shard reads ${f.shardReads} writes ${f.shardWrites}  waves ${f.waves}`),
+      ...Object.entries(rows).map(
+        ([name, f]) =>
+          `  ${name.padEnd(58)} directory reads ${f.directoryReads} writes ${f.directoryWrites}  shard reads ${f.shardReads} writes ${f.shardWrites}  waves ${f.waves}`,
+      ),
     ].join("\n"),
   );
   for (const f of Object.values(rows)) expect(f.directoryReads).toBe(1);

@@ -27,7 +27,10 @@ let origin = "";
 
 /** `npm run token` for an organization of its own (the first call also migrates the fresh state). */
 function mint(name: string): { token: string; organizationId: string } {
-  const out = execFileSync("npm", ["run", "--silent", "token", "--", "--org", name, "--email", "bench@export.test"], { encoding: "utf8", env });
+  const out = execFileSync("npm", ["run", "--silent", "token", "--", "--org", name, "--email", "bench@export.test"], {
+    encoding: "utf8",
+    env,
+  });
   return JSON.parse(out.trim().split("\n").at(-1)!);
 }
 
@@ -43,7 +46,9 @@ function seed(organizationId: string, n: number) {
   for (const file of files) {
     const db = new DatabaseSync(join(dir, file));
     try {
-      const shard = db.prepare("SELECT 1 FROM sqlite_master WHERE name = 'contacts'").get() && db.prepare("SELECT 1 FROM organizations WHERE id = ?").get(organizationId);
+      const shard =
+        db.prepare("SELECT 1 FROM sqlite_master WHERE name = 'contacts'").get() &&
+        db.prepare("SELECT 1 FROM organizations WHERE id = ?").get(organizationId);
       if (!shard) continue;
       db.exec("BEGIN");
       db.prepare(
@@ -56,9 +61,16 @@ function seed(organizationId: string, n: number) {
                 strftime('%Y-%m-%dT%H:%M:%fZ', 1735689600 + n, 'unixepoch'), strftime('%Y-%m-%dT%H:%M:%fZ', 1735689600 + n, 'unixepoch')
          FROM seq`,
       ).run(organizationId, n);
-      db.prepare("INSERT INTO contact_tags (contact_id, organization_id, tag) SELECT id, organization_id, 'vip' FROM contacts WHERE organization_id = ?").run(organizationId);
-      db.prepare("INSERT INTO contact_facet_counts (organization_id, type, status, source, assigned_to, total) VALUES (?, 'LEAD', 'ACTIVE', 'WEBSITE', '', ?)").run(organizationId, n);
-      db.prepare("INSERT INTO resource_counters (organization_id, resource, total, version) VALUES (?, 'contacts', ?, 1)").run(organizationId, n);
+      db.prepare(
+        "INSERT INTO contact_tags (contact_id, organization_id, tag) SELECT id, organization_id, 'vip' FROM contacts WHERE organization_id = ?",
+      ).run(organizationId);
+      db.prepare(
+        "INSERT INTO contact_facet_counts (organization_id, type, status, source, assigned_to, total) VALUES (?, 'LEAD', 'ACTIVE', 'WEBSITE', '', ?)",
+      ).run(organizationId, n);
+      db.prepare("INSERT INTO resource_counters (organization_id, resource, total, version) VALUES (?, 'contacts', ?, 1)").run(
+        organizationId,
+        n,
+      );
       db.exec("COMMIT");
       return;
     } finally {
@@ -138,7 +150,14 @@ beforeAll(async () => {
   origin = `http://127.0.0.1:${port}`;
   // A process group of its own, so the whole tree (npm, wrangler, workerd) is ended by its id afterwards.
   dev = spawn("npm", ["run", "dev"], { env: { ...env, PORT: String(port) }, detached: true, stdio: "ignore" });
-  for (let i = 0; !(await fetch(`${origin}/openapi.json`).then((r) => r.ok, () => false)); i++) {
+  for (
+    let i = 0;
+    !(await fetch(`${origin}/openapi.json`).then(
+      (r) => r.ok,
+      () => false,
+    ));
+    i++
+  ) {
     if (i > 900) throw new Error("npm run dev did not start in 3 minutes");
     await new Promise((r) => setTimeout(r, 200));
   }

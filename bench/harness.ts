@@ -16,7 +16,11 @@ export interface Figure {
  * Times `fn`. workerd's clock only moves in whole milliseconds and only across I/O, so each sample is the mean of
  * `perSample` back-to-back calls; medians and p95 are over samples.
  */
-export async function measure(name: string, fn: () => Promise<unknown>, { iterations = 200, warmup = 20, perSample = 10 } = {}): Promise<Figure> {
+export async function measure(
+  name: string,
+  fn: () => Promise<unknown>,
+  { iterations = 200, warmup = 20, perSample = 10 } = {},
+): Promise<Figure> {
   for (let i = 0; i < warmup; i++) await fn();
   const samples: number[] = [];
   for (let i = 0; i < Math.ceil(iterations / perSample); i++) samples.push(await sample(fn, perSample));
@@ -39,7 +43,10 @@ function summarize(name: string, samples: number[], iterations: number): Figure 
  * Times several scenarios round-robin (one sample of each per round), so a baseline and the figures compared with it
  * see the same machine load, JIT state and cache warmth.
  */
-export async function measureInterleaved(scenarios: { name: string; fn: () => Promise<unknown> }[], { rounds = 30, perSample = 10, warmup = 20 } = {}): Promise<Figure[]> {
+export async function measureInterleaved(
+  scenarios: { name: string; fn: () => Promise<unknown> }[],
+  { rounds = 30, perSample = 10, warmup = 20 } = {},
+): Promise<Figure[]> {
   for (const s of scenarios) for (let i = 0; i < warmup; i++) await s.fn();
   const samples = scenarios.map(() => [] as number[]);
   for (let r = 0; r < rounds; r++) {
@@ -53,7 +60,9 @@ export async function measureInterleaved(scenarios: { name: string; fn: () => Pr
  * route answered by the app's 404 handler after the common middleware).
  */
 export const helloWorld = () =>
-  measure("floor: Worker fetch, no D1 (unknown route, 404)", async () => (await exports.default.fetch(new Request("http://bench.test/__floor"))).arrayBuffer());
+  measure("floor: Worker fetch, no D1 (unknown route, 404)", async () =>
+    (await exports.default.fetch(new Request("http://bench.test/__floor"))).arrayBuffer(),
+  );
 
 export function printTable(title: string, figures: Figure[], baseline?: Figure): void {
   const rows = figures.map((f) => {
@@ -142,12 +151,19 @@ export function countingApp(vars: Record<string, string> = {}) {
   return {
     trips: counted.trips,
     reset: counted.reset,
-    async get<T = { data: { id: string }[]; pagination: { nextCursor: string | null; total: number; hasMore: boolean } }>(path: string, token: string): Promise<T> {
+    async get<T = { data: { id: string }[]; pagination: { nextCursor: string | null; total: number; hasMore: boolean } }>(
+      path: string,
+      token: string,
+    ): Promise<T> {
       return (await this.send("GET", path, token)) as T;
     },
     async send(method: string, path: string, token: string, body?: unknown, headers: Record<string, string> = {}): Promise<unknown> {
       const ctx = createExecutionContext();
-      const init = { method, headers: { authorization: `Bearer ${token}`, "content-type": "application/json", ...headers }, body: body === undefined ? undefined : JSON.stringify(body) };
+      const init = {
+        method,
+        headers: { authorization: `Bearer ${token}`, "content-type": "application/json", ...headers },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      };
       const res = await app.fetch(new Request(`http://bench.test${path}`, init), benchEnv, ctx);
       await waitOnExecutionContext(ctx);
       if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status} ${await res.text()}`);
@@ -179,7 +195,10 @@ export function countReadsByDatabase(from: Env = env) {
       get(target, prop) {
         if (prop === "bind") return (...args: unknown[]) => wrapStmt(target.bind(...args), where, sql);
         const v = Reflect.get(target, prop);
-        if (prop === "run" || prop === "all" || prop === "first" || prop === "raw") return (...args: unknown[]) => (start(where, isRead(sql)), settle((v as (...a: unknown[]) => Promise<unknown>).apply(target, args)));
+        if (prop === "run" || prop === "all" || prop === "first" || prop === "raw")
+          return (...args: unknown[]) => (
+            start(where, isRead(sql)), settle((v as (...a: unknown[]) => Promise<unknown>).apply(target, args))
+          );
         return typeof v === "function" ? v.bind(target) : v;
       },
     });
@@ -190,7 +209,14 @@ export function countReadsByDatabase(from: Env = env) {
     new Proxy(db, {
       get(target, prop) {
         if (prop === "prepare") return (q: string) => wrapStmt(target.prepare(q), where, q);
-        if (prop === "batch") return (stmts: D1PreparedStatement[]) => (start(where, stmts.every((st) => isRead(sqlOf.get(st)))), settle(target.batch(stmts)));
+        if (prop === "batch")
+          return (stmts: D1PreparedStatement[]) => (
+            start(
+              where,
+              stmts.every((st) => isRead(sqlOf.get(st))),
+            ),
+            settle(target.batch(stmts))
+          );
         if (prop === "withSession") return (c?: string) => counting((target as D1Database).withSession(c), where);
         const v = Reflect.get(target, prop);
         return typeof v === "function" ? v.bind(target) : v;

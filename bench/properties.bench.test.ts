@@ -52,10 +52,13 @@ const EMPTY_RADIUS = "39.0997,-94.5786,25";
  */
 async function seed(organizationId: string, n: number) {
   const base = Date.UTC(2025, 0, 1);
-  const metros = METROS.map(([city, state, zip, lat, lng, ppsf], i) => `(${i}, '${city}', '${state}', '${zip}', ${lat}, ${lng}, ${ppsf})`).join(",\n");
+  const metros = METROS.map(
+    ([city, state, zip, lat, lng, ppsf], i) => `(${i}, '${city}', '${state}', '${zip}', ${lat}, ${lng}, ${ppsf})`,
+  ).join(",\n");
   await shard.batch([
-    shard.prepare(
-      `INSERT INTO properties (id, organization_id, mls_id, address, details, listing, features, media, photos, valuation, marketing, hoa, taxes, disclosure,
+    shard
+      .prepare(
+        `INSERT INTO properties (id, organization_id, mls_id, address, details, listing, features, media, photos, valuation, marketing, hoa, taxes, disclosure,
          city, state, zip_code, latitude, longitude, geo_x, geo_y, geo_z, property_type, bedrooms, bathrooms, square_footage, year_built,
          garage, pool, waterfront, status, list_price, list_date, off_market_days, sold_price, sold_date, created_at, updated_at, version)
        WITH RECURSIVE seq(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM seq WHERE n < ?2 - 1),
@@ -128,13 +131,15 @@ async function seed(organizationId: string, n: number) {
          CASE WHEN status = 'SOLD' THEN round(price * 0.98) END, CASE WHEN status = 'SOLD' THEN date(list_date, '+' || off_days || ' days') END,
          at, at, 1
        FROM f`,
-    ).bind(organizationId, n, base),
-    shard.prepare("INSERT INTO resource_counters (organization_id, resource, total, version) VALUES (?, 'properties', ?, 1)").bind(organizationId, n),
+      )
+      .bind(organizationId, n, base),
+    shard
+      .prepare("INSERT INTO resource_counters (organization_id, resource, total, version) VALUES (?, 'properties', ?, 1)")
+      .bind(organizationId, n),
   ]);
 }
 
 type Page = { data: Property[]; pagination: { nextCursor: string | null; total: number; hasMore: boolean } };
-
 
 beforeAll(async () => {
   // One shard for both: the 1k organization's rows sit in the same tables as the big one's.
@@ -149,7 +154,10 @@ beforeAll(async () => {
 
 it("the seeded rows are what the app writes: geo_x/y/z as geo.ts computes them, readable through GET /v1/properties/{id}", async () => {
   const app = countingApp();
-  const rows = await shard.prepare("SELECT id, latitude, longitude, geo_x, geo_y, geo_z FROM properties WHERE organization_id = ? AND mls_id IN ('MLS0000000', 'MLS0000001', 'MLS0012345', 'MLS0054321', 'MLS0099999')")
+  const rows = await shard
+    .prepare(
+      "SELECT id, latitude, longitude, geo_x, geo_y, geo_z FROM properties WHERE organization_id = ? AND mls_id IN ('MLS0000000', 'MLS0000001', 'MLS0012345', 'MLS0054321', 'MLS0099999')",
+    )
     .bind(big.organizationId)
     .all<{ id: string; latitude: number; longitude: number; geo_x: number; geo_y: number; geo_z: number }>();
   expect(rows.results).toHaveLength(5);
@@ -162,12 +170,13 @@ it("the seeded rows are what the app writes: geo_x/y/z as geo.ts computes them, 
     expect(Property.safeParse(read).success).toBe(true);
     expect(read.address.coordinates).toEqual({ latitude: r.latitude, longitude: r.longitude });
   }
-  const spread = await shard.prepare(
-    `SELECT count(DISTINCT city) AS cities, count(DISTINCT zip_code) AS zips, count(DISTINCT property_type) AS types, min(latitude) AS s, max(latitude) AS n,
+  const spread = await shard
+    .prepare(
+      `SELECT count(DISTINCT city) AS cities, count(DISTINCT zip_code) AS zips, count(DISTINCT property_type) AS types, min(latitude) AS s, max(latitude) AS n,
             min(longitude) AS w, max(longitude) AS e, avg(status = 'ACTIVE') AS active, avg(pool) AS pool, avg(waterfront) AS waterfront, avg(garage) AS garage,
             min(list_price) AS minPrice, max(list_price) AS maxPrice, avg(list_price) AS avgPrice
      FROM properties WHERE organization_id = ?`,
-  )
+    )
     .bind(big.organizationId)
     .first<Record<string, number>>();
   console.log("seeded spread (100k org):", JSON.stringify(spread));
@@ -202,7 +211,10 @@ it("GET /v1/properties stays flat from 1k to 100k listings", async () => {
   const bounds = `${BOUNDS.south},${BOUNDS.west},${BOUNDS.north},${BOUNDS.east}`;
   const queries = [
     ["first page, default sort", () => "/v1/properties?limit=25"],
-    ["status=ACTIVE&bedrooms[gte]=3&listPrice[lte]=600000", () => `/v1/properties?limit=25&status=ACTIVE&bedrooms[gte]=3&listPrice[lte]=${MAX_PRICE}`],
+    [
+      "status=ACTIVE&bedrooms[gte]=3&listPrice[lte]=600000",
+      () => `/v1/properties?limit=25&status=ACTIVE&bedrooms[gte]=3&listPrice[lte]=${MAX_PRICE}`,
+    ],
     [`radius=${radius}`, () => `/v1/properties?limit=25&radius=${radius}`],
     [`bounds=${bounds}`, () => `/v1/properties?limit=25&bounds=${bounds}`],
     ["5th page of a cursor walk", (who: TestPrincipal) => `/v1/properties?limit=25&cursor=${walked.get(who)!.cursor}`],
@@ -211,14 +223,22 @@ it("GET /v1/properties stays flat from 1k to 100k listings", async () => {
     ["sparse: zipCode=00000&sort=listPrice:desc (no listing)", () => "/v1/properties?limit=25&zipCode=00000&sort=listPrice:desc"],
   ] as const;
   const scenarios = queries.flatMap(([label, path]) =>
-    ([[small, "1k"], [big, "100k"]] as const).map(([who, org]) => ({ label, org, who, path: path(who), name: `${org} org: ${label}` })),
+    (
+      [
+        [small, "1k"],
+        [big, "100k"],
+      ] as const
+    ).map(([who, org]) => ({ label, org, who, path: path(who), name: `${org} org: ${label}` })),
   );
 
   // Every scenario once for its data (and to fill the cached total of a filter), then once counted.
   const trips: Record<string, number> = {};
   const coords = new Map<TestPrincipal, { latitude: number; longitude: number }[]>();
   for (const who of [big, small]) {
-    const all = await shard.prepare("SELECT latitude, longitude FROM properties WHERE organization_id = ?").bind(who.organizationId).all<{ latitude: number; longitude: number }>();
+    const all = await shard
+      .prepare("SELECT latitude, longitude FROM properties WHERE organization_id = ?")
+      .bind(who.organizationId)
+      .all<{ latitude: number; longitude: number }>();
     coords.set(who, all.results);
   }
   for (const s of scenarios) {
@@ -239,7 +259,8 @@ it("GET /v1/properties stays flat from 1k to 100k listings", async () => {
       // The total is the brute-force count of points within the radius (haversine over every row of the organization).
       expect(body.pagination.total, s.name).toBe(points.filter((c) => distanceMiles(AUSTIN, c) <= RADIUS_MILES).length);
     } else if (s.label.startsWith("bounds=")) {
-      const inside = (c: { latitude: number; longitude: number }) => c.latitude >= BOUNDS.south && c.latitude <= BOUNDS.north && c.longitude >= BOUNDS.west && c.longitude <= BOUNDS.east;
+      const inside = (c: { latitude: number; longitude: number }) =>
+        c.latitude >= BOUNDS.south && c.latitude <= BOUNDS.north && c.longitude >= BOUNDS.west && c.longitude <= BOUNDS.east;
       for (const p of body.data) expect(inside(p.address.coordinates!)).toBe(true);
       expect(body.pagination.total, s.name).toBe(points.filter(inside).length);
     } else if (sparse) {
@@ -268,19 +289,29 @@ it("GET /v1/properties stays flat from 1k to 100k listings", async () => {
     const [s, b] = [figures[2 * i]!, figures[2 * i + 1]!];
     return { label, ratio: b.medianMs / s.medianMs };
   });
-  console.log(`ratio 100k/1k (median) per query (target <= 1.2x):\n${ratios.map((r) => `  ${r.label.padEnd(60)} ${r.ratio.toFixed(2)}x`).join("\n")}`);
+  console.log(
+    `ratio 100k/1k (median) per query (target <= 1.2x):\n${ratios.map((r) => `  ${r.label.padEnd(60)} ${r.ratio.toFixed(2)}x`).join("\n")}`,
+  );
   console.log(`worst ratio 100k/1k (median): ${Math.max(...ratios.map((r) => r.ratio)).toFixed(2)}x (target <= 1.2x)`);
 
   const parsed = {
     "first page, default sort": PropertyListQuery.parse({ limit: "25" }),
-    "status+bedrooms+listPrice": PropertyListQuery.parse({ limit: "25", status: "ACTIVE", "bedrooms[gte]": "3", "listPrice[lte]": String(MAX_PRICE) }),
+    "status+bedrooms+listPrice": PropertyListQuery.parse({
+      limit: "25",
+      status: "ACTIVE",
+      "bedrooms[gte]": "3",
+      "listPrice[lte]": String(MAX_PRICE),
+    }),
     radius: PropertyListQuery.parse({ limit: "25", radius }),
     bounds: PropertyListQuery.parse({ limit: "25", bounds }),
     "5th page": PropertyListQuery.parse({ limit: "25", cursor: walked.get(big)!.cursor }),
   };
   for (const [label, query] of Object.entries(parsed)) {
     const { sql, params } = listSql(big.organizationId, query);
-    const plan = await shard.prepare(`EXPLAIN QUERY PLAN ${sql}`).bind(...params).all<{ detail: string }>();
+    const plan = await shard
+      .prepare(`EXPLAIN QUERY PLAN ${sql}`)
+      .bind(...params)
+      .all<{ detail: string }>();
     const details = plan.results.map((r) => r.detail).join("\n  ");
     const sorts = /USE TEMP B-TREE/.test(details) ? "\n  -> sorts every matching row before the LIMIT" : "";
     console.log(`EXPLAIN QUERY PLAN (${label}):\n  ${details}${sorts}`);

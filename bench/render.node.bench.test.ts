@@ -9,13 +9,23 @@ import { renderDocumentPdf } from "../src/documents/render";
 import { amendmentCanonical, day, listingCanonical, purchaseCanonical, representationCanonical } from "../test/helpers/form-canonicals";
 
 // The fonts the Worker reads through its ASSETS binding, from the same files.
-const env = { ASSETS: { fetch: async (url: string) => new Response(readFileSync(join("assets", new URL(url).pathname))) } } as unknown as Env;
+const env = {
+  ASSETS: { fetch: async (url: string) => new Response(readFileSync(join("assets", new URL(url).pathname))) },
+} as unknown as Env;
 
 const FORMS: [string, Record<string, unknown>][] = [
   ["on/agreement-of-purchase-and-sale", purchaseCanonical()],
   ["on/listing-agreement", listingCanonical()],
   ["on/buyer-representation-agreement", representationCanonical()],
-  ["on/amendment", amendmentCanonical("doc_1", { waives: [0, 2], completion: day(45), priceCents: 895_000_00, notes: "The seller leaves the dining room chandelier." })],
+  [
+    "on/amendment",
+    amendmentCanonical("doc_1", {
+      waives: [0, 2],
+      completion: day(45),
+      priceCents: 895_000_00,
+      notes: "The seller leaves the dining room chandelier.",
+    }),
+  ],
 ];
 const RUNS = 30;
 const TARGET_MS = 50;

@@ -12,7 +12,13 @@ import { countAllD1, countDurableObjectCalls, measureInterleaved, printTable } f
 
 it("GET /api/public/reviews/{slug}: cache hit, cache miss and the floor", async () => {
   const owner = await createPrincipal();
-  for (let i = 0; i < 20; i++) await publishedTestimonial(owner, { rating: (i % 5) + 1, body: `Review number ${i}, with a few words of praise.`, displayName: `Client ${i}`, permissionToPublishName: true });
+  for (let i = 0; i < 20; i++)
+    await publishedTestimonial(owner, {
+      rating: (i % 5) + 1,
+      body: `Review number ${i}, with a few words of praise.`,
+      displayName: `Client ${i}`,
+      permissionToPublishName: true,
+    });
   const slug = await publishedProfile(owner);
   const d1 = countAllD1();
   const limiter = countDurableObjectCalls(env.RATE_LIMITER);
@@ -22,7 +28,11 @@ it("GET /api/public/reviews/{slug}: cache hit, cache miss and the floor", async 
   const get = async (path: string) => {
     const ctx = createExecutionContext();
     // A fresh client address each time keeps the per-IP limit out of the figures (each is its own object).
-    const res = await app.fetch(new Request(`http://bench.test${path}`, { headers: { "cf-connecting-ip": `10.5.${(ip >> 8) & 255}.${ip++ & 255}` } }), benchEnv, ctx);
+    const res = await app.fetch(
+      new Request(`http://bench.test${path}`, { headers: { "cf-connecting-ip": `10.5.${(ip >> 8) & 255}.${ip++ & 255}` } }),
+      benchEnv,
+      ctx,
+    );
     await res.arrayBuffer();
     await waitOnExecutionContext(ctx);
     return res;
@@ -41,7 +51,10 @@ it("GET /api/public/reviews/{slug}: cache hit, cache miss and the floor", async 
 
   await get(`/api/public/reviews/${slug}`);
   const counted: Record<string, { d1: number; limiter: number }> = {};
-  for (const [name, fn] of [["hit", hit], ["miss", miss]] as const) {
+  for (const [name, fn] of [
+    ["hit", hit],
+    ["miss", miss],
+  ] as const) {
     await fn();
     d1.reset();
     limiter.reset();
@@ -56,5 +69,7 @@ it("GET /api/public/reviews/{slug}: cache hit, cache miss and the floor", async 
     { name: "feed, cache miss (built from D1, then cached)", fn: miss },
   ]);
   printTable("public reviews feed", [base!, hitFigure!, missFigure!], base);
-  console.log(`per request: hit ${counted.hit!.d1} D1 round trips, ${counted.hit!.limiter} limiter calls; miss ${counted.miss!.d1} D1 round trip(s), ${counted.miss!.limiter} limiter call(s)`);
+  console.log(
+    `per request: hit ${counted.hit!.d1} D1 round trips, ${counted.hit!.limiter} limiter calls; miss ${counted.miss!.d1} D1 round trip(s), ${counted.miss!.limiter} limiter call(s)`,
+  );
 });

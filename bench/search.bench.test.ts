@@ -38,11 +38,12 @@ async function seed(organizationId: string, n: number, target: Float32Array) {
   const at = "2025-01-01T00:00:00.000Z";
   const docId = (i: number) => `${organizationId.slice(0, 8)}-bench-${String(i).padStart(5, "0")}`;
   const db = await tenantDb(organizationId);
-  await db.prepare(
-    `INSERT INTO documents (id, organization_id, form_key, status, canonical, sha256, deal_id, created_by, created_at, updated_at, version)
+  await db
+    .prepare(
+      `INSERT INTO documents (id, organization_id, form_key, status, canonical, sha256, deal_id, created_by, created_at, updated_at, version)
      WITH RECURSIVE seq(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM seq WHERE n < ?2 - 1)
      SELECT substr(?1, 1, 8) || '-bench-' || printf('%05d', n), ?1, 'generic/free-form', 'GENERATED', '{}', '', NULL, NULL, ?3, ?3, 1 FROM seq`,
-  )
+    )
     .bind(organizationId, n, at)
     .run();
   const statements: D1PreparedStatement[] = [];
@@ -52,10 +53,12 @@ async function seed(organizationId: string, n: number, target: Float32Array) {
       return { d: docId(i), v: hex(i === 0 ? target : vectorOf(i * 7919 + n)) };
     });
     statements.push(
-      db.prepare(
-        `INSERT INTO document_vectors (organization_id, id, document_id, chunk, vector, indexed_at)
+      db
+        .prepare(
+          `INSERT INTO document_vectors (organization_id, id, document_id, chunk, vector, indexed_at)
          SELECT ?1, json_extract(value, '$.d') || '#0', json_extract(value, '$.d'), 0, unhex(json_extract(value, '$.v')), ?2 FROM json_each(?3)`,
-      ).bind(organizationId, at, JSON.stringify(rows)),
+        )
+        .bind(organizationId, at, JSON.stringify(rows)),
     );
   }
   for (let i = 0; i < statements.length; i += 10) await db.batch(statements.slice(i, i + 10));
@@ -83,7 +86,12 @@ it("GET /api/documents/search over 10,000 indexed documents beside a 100-documen
   const scenarios = [
     { name: `search, ${SMALL} documents (baseline)`, who: small, path, top: smallTarget },
     { name: `search, ${BIG.toLocaleString("en-US")} documents`, who: big, path, top: bigTarget },
-    { name: `search, empty q (no gateway call), ${BIG.toLocaleString("en-US")} documents`, who: big, path: "/api/documents/search?q=", top: null },
+    {
+      name: `search, empty q (no gateway call), ${BIG.toLocaleString("en-US")} documents`,
+      who: big,
+      path: "/api/documents/search?q=",
+      top: null,
+    },
   ];
   const trips: Record<string, number> = {};
   for (const s of scenarios) {
@@ -106,7 +114,11 @@ it("GET /api/documents/search over 10,000 indexed documents beside a 100-documen
     scenarios.map((s) => ({ name: s.name, fn: () => app.get(s.path, s.who.token) })),
     { rounds: 10, perSample: 3, warmup: 3 },
   );
-  printTable(`document search, ${BIG.toLocaleString("en-US")} documents against the ${SMALL}-document baseline (D1 index, fake gateway on 127.0.0.1)`, [floor, ...figures], figures[0]);
+  printTable(
+    `document search, ${BIG.toLocaleString("en-US")} documents against the ${SMALL}-document baseline (D1 index, fake gateway on 127.0.0.1)`,
+    [floor, ...figures],
+    figures[0],
+  );
   console.log(
     "D1 round trips per request:\n" +
       scenarios.map((s) => `  ${s.name.padEnd(64)} ${trips[s.name]}`).join("\n") +

@@ -27,9 +27,12 @@ async function singleDatabase(): Promise<D1Database> {
   for (const migration of env.DIRECTORY_MIGRATIONS) {
     for (const query of migration.queries) {
       // organizations and users are in both sets: the shard's copy is the single database's table.
-      await db.prepare(query).run().catch((err: Error) => {
-        if (!/already exists/.test(err.message)) throw err;
-      });
+      await db
+        .prepare(query)
+        .run()
+        .catch((err: Error) => {
+          if (!/already exists/.test(err.message)) throw err;
+        });
     }
   }
   return db;
@@ -57,8 +60,15 @@ async function principal(target: Env, shard: number) {
   const userId = newId();
   const token = newToken("sess");
   const now = new Date().toISOString();
-  await createOrganization(target, { id: organizationId, name: `Bench ${organizationId}`, createdAt: now }, [{ id: userId, organizationId, email: `${userId}@bench.test`, name: "Bench", createdAt: now }], shard);
-  await target.DB.prepare("INSERT INTO sessions (id, token_hash, user_id, organization_id, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)")
+  await createOrganization(
+    target,
+    { id: organizationId, name: `Bench ${organizationId}`, createdAt: now },
+    [{ id: userId, organizationId, email: `${userId}@bench.test`, name: "Bench", createdAt: now }],
+    shard,
+  );
+  await target.DB.prepare(
+    "INSERT INTO sessions (id, token_hash, user_id, organization_id, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)",
+  )
     .bind(newId(), await sha256Hex(token), userId, organizationId, now, new Date(Date.now() + 3600_000).toISOString())
     .run();
   const db = shardDatabase(target, shard);
@@ -72,10 +82,19 @@ async function principal(target: Env, shard: number) {
          FROM seq`,
       )
       .bind(organizationId, CONTACTS),
-    db.prepare("INSERT INTO resource_counters (organization_id, resource, total, version) VALUES (?, 'contacts', ?, 1)").bind(organizationId, CONTACTS),
-    db.prepare("INSERT INTO contact_facet_counts (organization_id, type, status, source, assigned_to, total) VALUES (?, 'LEAD', 'ACTIVE', '', '', ?)").bind(organizationId, CONTACTS),
+    db
+      .prepare("INSERT INTO resource_counters (organization_id, resource, total, version) VALUES (?, 'contacts', ?, 1)")
+      .bind(organizationId, CONTACTS),
+    db
+      .prepare(
+        "INSERT INTO contact_facet_counts (organization_id, type, status, source, assigned_to, total) VALUES (?, 'LEAD', 'ACTIVE', '', '', ?)",
+      )
+      .bind(organizationId, CONTACTS),
   ]);
-  const contactId = (await db.prepare("SELECT id FROM contacts WHERE organization_id = ? LIMIT 1").bind(organizationId).first<{ id: string }>())!.id;
+  const contactId = (await db
+    .prepare("SELECT id FROM contacts WHERE organization_id = ? LIMIT 1")
+    .bind(organizationId)
+    .first<{ id: string }>())!.id;
   return { token, contactId };
 }
 
@@ -116,7 +135,9 @@ it("an authenticated read costs the same round trips and time on two shards as o
       await get(l.env, path(contactId), token);
       trips[`${read}, ${l.name}`] = l.counters.reduce((n, c) => n + c.trips(), 0);
     }
-    const figures = await measureInterleaved(layouts.map(({ layout: l, token, contactId }) => ({ name: `${read}, ${l.name}`, fn: () => get(l.env, path(contactId), token) })));
+    const figures = await measureInterleaved(
+      layouts.map(({ layout: l, token, contactId }) => ({ name: `${read}, ${l.name}`, fn: () => get(l.env, path(contactId), token) })),
+    );
     printTable(`${read} on ${CONTACTS.toLocaleString("en")} contacts: two shards beside one database`, figures, figures[0]);
   }
   console.log("D1 round trips per request (directory + shard, or the one database):", JSON.stringify(trips, null, 1));
@@ -126,7 +147,11 @@ it("an authenticated read costs the same round trips and time on two shards as o
 it("a one-row write: the row read rides beside the directory lookup, on the shard the token last lived on", async () => {
   const put = async (target: Env, token: string, contactId: string, n: number) => {
     const ctx = createExecutionContext();
-    const init = { method: "PUT", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body: JSON.stringify({ notes: `n${n}` }) };
+    const init = {
+      method: "PUT",
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+      body: JSON.stringify({ notes: `n${n}` }),
+    };
     const res = await app.fetch(new Request(`http://bench.test/v1/contacts/${contactId}`, init), target, ctx);
     await waitOnExecutionContext(ctx);
     if (res.status !== 200) throw new Error(`PUT: ${res.status} ${await res.text()}`);
@@ -140,7 +165,13 @@ it("a one-row write: the row read rides beside the directory lookup, on the shar
     await put(l.env, token, contactId, n++);
     trips[l.name] = l.counters.reduce((sum, c) => sum + c.trips(), 0);
   }
-  const figures = await measureInterleaved(layouts.map(({ layout: l, token, contactId }) => ({ name: `PUT /v1/contacts/{id}, ${l.name}`, fn: () => put(l.env, token, contactId, n++) })), { rounds: 20 });
+  const figures = await measureInterleaved(
+    layouts.map(({ layout: l, token, contactId }) => ({
+      name: `PUT /v1/contacts/{id}, ${l.name}`,
+      fn: () => put(l.env, token, contactId, n++),
+    })),
+    { rounds: 20 },
+  );
   printTable("PUT /v1/contacts/{id}: two shards beside one database", figures, figures[0]);
   // The session lookup (directory) and the row read (shard) go side by side, then the write: 3 trips in 2 waves, also
   // where the directory and the shard are one database (before issue 24 the read joined the lookup's batch: 2).

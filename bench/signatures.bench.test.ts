@@ -23,7 +23,10 @@ async function settle(owner: TestPrincipal, envelopeIds: string[]) {
   const deadline = Date.now() + 30_000;
   const db = await tenantDb(owner.organizationId);
   for (;;) {
-    const row = await db.prepare("SELECT COUNT(*) AS n FROM envelopes WHERE id IN (SELECT value FROM json_each(?)) AND (sealed_key IS NULL OR certificate_key IS NULL)")
+    const row = await db
+      .prepare(
+        "SELECT COUNT(*) AS n FROM envelopes WHERE id IN (SELECT value FROM json_each(?)) AND (sealed_key IS NULL OR certificate_key IS NULL)",
+      )
       .bind(JSON.stringify(envelopeIds))
       .first<{ n: number }>();
     // The rest of their work (the copies' mail, the other consumers of the event) ends soon after.
@@ -41,7 +44,9 @@ async function consentedSigners(owner: TestPrincipal, n: number): Promise<{ enve
   const out = [];
   for (let i = 0; i < n; i++) {
     const doc = await createDocument(owner.token, leaseCanonical());
-    const sent = await sendForSignature(owner.token, doc.id, { signers: [{ name: "Bench Signer", email: `signer${i}@bench.test`, role: "tenant" }] });
+    const sent = await sendForSignature(owner.token, doc.id, {
+      signers: [{ name: "Bench Signer", email: `signer${i}@bench.test`, role: "tenant" }],
+    });
     const token = tokenOf(sent.links[0]!.url);
     // The signer's own browser, one address, as it walks the steps before signing.
     const ip = freshIp();
@@ -64,7 +69,11 @@ it("public sign: a single call beside 50 concurrent calls on one envelope; D1 ro
     const ctx = createExecutionContext();
     const started = performance.now();
     const res = await app.fetch(
-      new Request(`http://bench.test/api/public/sign/${token}`, { method: "POST", headers: { "content-type": "application/json", "cf-connecting-ip": ip }, body: JSON.stringify({ action: "sign" }) }),
+      new Request(`http://bench.test/api/public/sign/${token}`, {
+        method: "POST",
+        headers: { "content-type": "application/json", "cf-connecting-ip": ip },
+        body: JSON.stringify({ action: "sign" }),
+      }),
       benchEnv,
       ctx,
     );
@@ -91,7 +100,15 @@ it("public sign: a single call beside 50 concurrent calls on one envelope; D1 ro
     const loaded = (await loadEnvelope(tenant, inside!.envelopeId))!;
     d1.reset();
     const deferred: Promise<unknown>[] = [];
-    const { result } = await act({ ...env, ...d1.dbs }, { ...loaded, tenant }, new SignerCodes(state.storage.sql), await sha256Hex(inside!.token), { action: "sign" }, { ip: null, userAgent: null }, (w) => deferred.push(w));
+    const { result } = await act(
+      { ...env, ...d1.dbs },
+      { ...loaded, tenant },
+      new SignerCodes(state.storage.sql),
+      await sha256Hex(inside!.token),
+      { action: "sign" },
+      { ip: null, userAgent: null },
+      (w) => deferred.push(w),
+    );
     const answered = d1.trips();
     await Promise.all(deferred);
     expect(result).toEqual({ kind: "done", completed: true });

@@ -45,7 +45,9 @@ async function run(shape: Shape) {
   const shard = await tenantDb(owner.organizationId);
   const db = createDb(shard);
   const { env: capture, sent } = capturingEnv();
-  const events = Array.from({ length: EVENTS }, (_, i) => contactEvent(owner, "contact.created", { id: crypto.randomUUID(), firstName: `Lead ${i}`, leadScore: i % 100, source: "WEBSITE" }));
+  const events = Array.from({ length: EVENTS }, (_, i) =>
+    contactEvent(owner, "contact.created", { id: crypto.randomUUID(), firstName: `Lead ${i}`, leadScore: i % 100, source: "WEBSITE" }),
+  );
 
   let next = 0;
   const fanOutStart = performance.now();
@@ -78,19 +80,31 @@ async function run(shape: Shape) {
     `${shape.eventBatch === 1 ? "baseline" : "now"} delivery: batch of ${shape.deliveryBatch} (2 D1 trips + decrypt + sign + POSTs)`,
     async () => {
       const slice: DeliveryMessage[] = sent.slice(offset, (offset += shape.deliveryBatch));
-      await consumer(createMessageBatch("webhook-deliveries", slice.map((body, i) => ({ id: `b${offset}-${i}`, timestamp: new Date(), attempts: 1, body }))), env);
+      await consumer(
+        createMessageBatch(
+          "webhook-deliveries",
+          slice.map((body, i) => ({ id: `b${offset}-${i}`, timestamp: new Date(), attempts: 1, body })),
+        ),
+        env,
+      );
     },
     { iterations: sent.length / shape.deliveryBatch, warmup: 0, perSample: 1 },
   );
   const deliverMs = performance.now() - deliverStart;
   // A local receiver under this load may drop a connection now and then; those deliveries are retried in production.
-  const outcomes = await shard.prepare("SELECT status, last_error AS error, COUNT(*) AS n FROM webhook_deliveries WHERE organization_id = ? GROUP BY 1, 2")
+  const outcomes = await shard
+    .prepare("SELECT status, last_error AS error, COUNT(*) AS n FROM webhook_deliveries WHERE organization_id = ? GROUP BY 1, 2")
     .bind(owner.organizationId)
     .all<{ status: string; error: string | null; n: number }>();
   expect(outcomes.results.find((o) => o.status === "delivered")?.n ?? 0).toBeGreaterThan(EVENTS * SUBSCRIPTIONS * 0.99);
 
-  const rows = await shard.prepare("SELECT id, secret_ciphertext FROM webhook_subscriptions WHERE organization_id = ?").bind(owner.organizationId).all<{ id: string; secret_ciphertext: string }>();
-  const bodies = (await shard.prepare("SELECT body FROM webhook_deliveries WHERE organization_id = ?").bind(owner.organizationId).all<{ body: string }>()).results.map((r) => r.body);
+  const rows = await shard
+    .prepare("SELECT id, secret_ciphertext FROM webhook_subscriptions WHERE organization_id = ?")
+    .bind(owner.organizationId)
+    .all<{ id: string; secret_ciphertext: string }>();
+  const bodies = (
+    await shard.prepare("SELECT body FROM webhook_deliveries WHERE organization_id = ?").bind(owner.organizationId).all<{ body: string }>()
+  ).results.map((r) => r.body);
   const signStart = performance.now();
   for (let i = 0; i < bodies.length; i++) {
     const row = rows.results[i % rows.results.length]!;
@@ -116,7 +130,11 @@ it("webhooks: fan-out, signing and delivery of 1,000 events to 10 subscriptions,
   const baseline = await run(BASELINE);
   const now = await run(NOW);
   // workerd's clock only advances on I/O, so the I/O-free floor can read 0 ms: no ratio against zero then.
-  printTable("webhooks: 1,000 events x 10 subscriptions, local receiver", [floor, ...baseline.figures, ...now.figures], floor.medianMs > 0 ? floor : undefined);
+  printTable(
+    "webhooks: 1,000 events x 10 subscriptions, local receiver",
+    [floor, ...baseline.figures, ...now.figures],
+    floor.medianMs > 0 ? floor : undefined,
+  );
   console.log([...baseline.lines, ...now.lines].join("\n"));
   console.log(
     [

@@ -1,4 +1,14 @@
 export declare function varFromArgs(args: string[], name: string): string | undefined;
 export declare function tomlVar(toml: string, name: string): string | undefined;
-export declare function configProblem(options?: { args?: string[]; fileVars?: Record<string, string>; toml?: string; environment?: string }): string | null;
-export declare function refuseMisconfiguration(options?: { args?: string[]; fileVars?: Record<string, string>; toml?: string; environment?: string }): void;
+export declare function configProblem(options?: {
+  args?: string[];
+  fileVars?: Record<string, string>;
+  toml?: string;
+  environment?: string;
+}): string | null;
+export declare function refuseMisconfiguration(options?: {
+  args?: string[];
+  fileVars?: Record<string, string>;
+  toml?: string;
+  environment?: string;
+}): void;

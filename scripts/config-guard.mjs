@@ -30,7 +30,7 @@ export function configProblem({ args = [], fileVars = {}, toml = readToml(), env
   const env = environment ?? value("ENVIRONMENT") ?? "production";
   const provider = value("EMAIL_PROVIDER") ?? "log";
   if (env === "production" && provider === "log") {
-    return "ENVIRONMENT=production with EMAIL_PROVIDER=log: the log provider keeps mail in a table and sends none (signing links, codes, sign-in codes would never arrive). Set EMAIL_PROVIDER=resend and EMAIL_API_KEY (README \"Deploy\").";
+    return 'ENVIRONMENT=production with EMAIL_PROVIDER=log: the log provider keeps mail in a table and sends none (signing links, codes, sign-in codes would never arrive). Set EMAIL_PROVIDER=resend and EMAIL_API_KEY (README "Deploy").';
   }
   return null;
 }

@@ -11,7 +11,13 @@ export function readDevVars(file = DEV_VARS_EXAMPLE) {
       .split("\n")
       .map((line) => line.trim())
       .filter((line) => line && !line.startsWith("#") && line.includes("="))
-      .map((line) => [line.slice(0, line.indexOf("=")).trim(), line.slice(line.indexOf("=") + 1).trim().replace(/^(["'])(.*)\1$/, "$2")]),
+      .map((line) => [
+        line.slice(0, line.indexOf("=")).trim(),
+        line
+          .slice(line.indexOf("=") + 1)
+          .trim()
+          .replace(/^(["'])(.*)\1$/, "$2"),
+      ]),
   );
 }
 
@@ -32,7 +38,8 @@ export async function ensureDevVars() {
     // Double quotes: wrangler reads .dev.vars with dotenv, which turns the "\n" in them into line breaks (either works).
     missing.push(...Object.entries(await generateSealPair()).map(([k, v]) => [k, `"${v}"`]));
   }
-  if (missing.length > 0) appendFileSync(DEV_VARS, `${have.endsWith("\n") ? "" : "\n"}${missing.map(([k, v]) => `${k}=${v}`).join("\n")}\n`);
+  if (missing.length > 0)
+    appendFileSync(DEV_VARS, `${have.endsWith("\n") ? "" : "\n"}${missing.map(([k, v]) => `${k}=${v}`).join("\n")}\n`);
 }
 
 const SEAL_PAIR = new URL("../.wrangler/seal-dev-pair.json", import.meta.url);

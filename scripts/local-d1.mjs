@@ -21,7 +21,14 @@ async function open() {
   mkdirSync(dir, { recursive: true });
   // One file per process: parallel `npm run token` calls must not read each other's half-written configuration.
   const configPath = `${dir}/local-d1-${process.pid}.json`;
-  writeFileSync(configPath, JSON.stringify({ name: "local-d1", compatibility_date: "2026-11-01", d1_databases: databases.map(({ binding, database_name, database_id }) => ({ binding, database_name, database_id })) }));
+  writeFileSync(
+    configPath,
+    JSON.stringify({
+      name: "local-d1",
+      compatibility_date: "2026-11-01",
+      d1_databases: databases.map(({ binding, database_name, database_id }) => ({ binding, database_name, database_id })),
+    }),
+  );
   try {
     const proxy = await getPlatformProxy({ configPath, persist: { path: `${localStateDir()}/v3` }, envFiles: [], remoteBindings: false });
     return { proxy, databases };

@@ -37,8 +37,18 @@ async function openText(secret, purpose, boundTo, stored) {
   if (version !== "v1" || !iv || !data) throw new Error("unknown sealed format");
   const enc = new TextEncoder();
   const base = await crypto.subtle.importKey("raw", enc.encode(secret), "HKDF", false, ["deriveKey"]);
-  const key = await crypto.subtle.deriveKey({ name: "HKDF", hash: "SHA-256", salt: enc.encode(purpose), info: enc.encode("v1") }, base, { name: "AES-GCM", length: 256 }, false, ["decrypt"]);
-  const plain = await crypto.subtle.decrypt({ name: "AES-GCM", iv: Buffer.from(iv, "base64"), additionalData: enc.encode(boundTo) }, key, Buffer.from(data, "base64"));
+  const key = await crypto.subtle.deriveKey(
+    { name: "HKDF", hash: "SHA-256", salt: enc.encode(purpose), info: enc.encode("v1") },
+    base,
+    { name: "AES-GCM", length: 256 },
+    false,
+    ["decrypt"],
+  );
+  const plain = await crypto.subtle.decrypt(
+    { name: "AES-GCM", iv: Buffer.from(iv, "base64"), additionalData: enc.encode(boundTo) },
+    key,
+    Buffer.from(data, "base64"),
+  );
   return new TextDecoder().decode(plain);
 }
 

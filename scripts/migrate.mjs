@@ -19,7 +19,12 @@ export function d1Databases(toml = readFileSync(new URL("../wrangler.toml", impo
     .map((rest) => rest.split(/^\s*\[/m)[0])
     .map((table) => {
       const field = (name) => table.match(new RegExp(`^\\s*${name}\\s*=\\s*"([^"]*)"`, "m"))?.[1];
-      return { binding: field("binding"), database_name: field("database_name"), database_id: field("database_id"), migrations_dir: field("migrations_dir") };
+      return {
+        binding: field("binding"),
+        database_name: field("database_name"),
+        database_id: field("database_id"),
+        migrations_dir: field("migrations_dir"),
+      };
     })
     .filter((d) => d.binding);
 }
@@ -29,7 +34,8 @@ export function databaseBindings(toml) {
   const bindings = d1Databases(toml).map((d) => d.binding);
   const shards = bindings.filter((b) => /^DB_SHARD_\d+$/.test(b)).sort((a, b) => Number(a.slice(9)) - Number(b.slice(9)));
   shards.forEach((binding, i) => {
-    if (binding !== `DB_SHARD_${i}`) throw new Error(`wrangler.toml: shard bindings must run DB_SHARD_0 … n without gaps (found ${binding})`);
+    if (binding !== `DB_SHARD_${i}`)
+      throw new Error(`wrangler.toml: shard bindings must run DB_SHARD_0 … n without gaps (found ${binding})`);
   });
   if (!bindings.includes("DB") || shards.length === 0) throw new Error("wrangler.toml must declare DB and at least DB_SHARD_0");
   return ["DB", ...shards];

@@ -19,7 +19,8 @@ const pem = (label, der) => {
 // One attribute per RDN (pkijs would put every attribute in a single multi-valued RDN): parsed from DER, it keeps
 // that encoding.
 const name = (commonName, organization) => {
-  const rdn = (type, value) => new asn1js.Set({ value: [new pkijs.AttributeTypeAndValue({ type, value: new asn1js.Utf8String({ value }) }).toSchema()] });
+  const rdn = (type, value) =>
+    new asn1js.Set({ value: [new pkijs.AttributeTypeAndValue({ type, value: new asn1js.Utf8String({ value }) }).toSchema()] });
   const der = new asn1js.Sequence({ value: [rdn("2.5.4.10", organization), rdn("2.5.4.3", commonName)] }).toBER(false);
   return new pkijs.RelativeDistinguishedNames({ schema: asn1js.fromBER(der).result });
 };
@@ -28,7 +29,11 @@ const name = (commonName, organization) => {
  * `{ SEAL_PRIVATE_KEY, SEAL_CERTIFICATE }` as one-line PEMs (line breaks written as a literal `\n`, which the config
  * reads back as line breaks). P-256 unless told otherwise; the other key types exist to test what the seal accepts.
  */
-export async function generateSealPair({ keyAlgorithm = "P-256", commonName = "Brokerage Edge development seal", organization = "Brokerage Edge (development)" } = {}) {
+export async function generateSealPair({
+  keyAlgorithm = "P-256",
+  commonName = "Brokerage Edge development seal",
+  organization = "Brokerage Edge (development)",
+} = {}) {
   const algorithm = KEY_ALGORITHMS[keyAlgorithm];
   if (!algorithm) throw new Error(`unknown key algorithm ${keyAlgorithm}`);
   const keys = await crypto.subtle.generateKey(algorithm, true, ["sign", "verify"]);
@@ -50,7 +55,9 @@ export async function generateSealPair({ keyAlgorithm = "P-256", commonName = "B
   certificate.notAfter.value = notAfter;
   // keyUsage digitalSignature + nonRepudiation (bits 0 and 1), critical as RFC 5280 section 4.2.1.3 advises.
   const keyUsage = new asn1js.BitString({ valueHex: new Uint8Array([0xc0]), unusedBits: 6 });
-  certificate.extensions = [new pkijs.Extension({ extnID: "2.5.29.15", critical: true, extnValue: keyUsage.toBER(false), parsedValue: keyUsage })];
+  certificate.extensions = [
+    new pkijs.Extension({ extnID: "2.5.29.15", critical: true, extnValue: keyUsage.toBER(false), parsedValue: keyUsage }),
+  ];
   await certificate.subjectPublicKeyInfo.importKey(keys.publicKey);
   await certificate.sign(keys.privateKey, "SHA-256");
 

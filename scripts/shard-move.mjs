@@ -21,12 +21,20 @@ if (!token) {
   console.error("shard:move: no ADMIN_TOKEN in the environment or .dev.vars");
   process.exit(2);
 }
-const body = { organizationId: values.org, to, ...(values["drain-seconds"] !== undefined ? { drainSeconds: Number(values["drain-seconds"]) } : {}) };
+const body = {
+  organizationId: values.org,
+  to,
+  ...(values["drain-seconds"] !== undefined ? { drainSeconds: Number(values["drain-seconds"]) } : {}),
+};
 
 for (;;) {
   let res;
   try {
-    res = await fetch(`${origin}/admin/shards/moves`, { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body: JSON.stringify(body) });
+    res = await fetch(`${origin}/admin/shards/moves`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+      body: JSON.stringify(body),
+    });
   } catch (err) {
     console.error(`shard:move: ${origin} did not answer (${err.cause?.code ?? err.message}); is \`npm run dev\` running?`);
     process.exit(1);

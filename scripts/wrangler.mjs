@@ -23,7 +23,8 @@ export function wrangler(args, { quiet = true } = {}) {
       if (!quiet) process.stdout.write(output);
       return result.stdout ?? "";
     }
-    if (attempt >= ATTEMPTS || !LOCKED.test(output)) throw new Error(`wrangler ${args.join(" ")} failed (exit ${result.status})\n${output}`);
+    if (attempt >= ATTEMPTS || !LOCKED.test(output))
+      throw new Error(`wrangler ${args.join(" ")} failed (exit ${result.status})\n${output}`);
     Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 250 * attempt);
   }
 }

@@ -118,7 +118,10 @@ function routeGroups(options: AppOptions): RouteGroup[] {
     }),
     // The event log (GET /v1/events) is the webhooks' own: the payloads their deliveries carry.
     group(["/v1/webhooks", "/v1/webhooks/*", "/v1/events"], async () => {
-      const [{ createWebhookRoutes }, { defaultWebhookDeps }] = await Promise.all([import("./webhooks/routes"), import("./webhooks/transport")]);
+      const [{ createWebhookRoutes }, { defaultWebhookDeps }] = await Promise.all([
+        import("./webhooks/routes"),
+        import("./webhooks/transport"),
+      ]);
       return [createWebhookRoutes(defaultWebhookDeps(options.webhooks))];
     }),
     group(["/api/documents", "/api/documents/*", "/api/signatures", "/api/signatures/*"], async () => {
@@ -131,7 +134,14 @@ function routeGroups(options: AppOptions): RouteGroup[] {
         import("./signatures/routes"),
       ]);
       // Obligations, search and forms before the documents: /api/documents/{id} would take them for an id.
-      return [obligations.obligationRoutes, search.searchRoutes, forms.formRoutes, documents.documentRoutes, draft.draftRoutes, signatures.signatureRoutes];
+      return [
+        obligations.obligationRoutes,
+        search.searchRoutes,
+        forms.formRoutes,
+        documents.documentRoutes,
+        draft.draftRoutes,
+        signatures.signatureRoutes,
+      ];
     }),
     group(["/api/public/sign/*", "/sign/*", "/api/public/verify", "/api/public/files/*", "/api/public/exports/*"], async () => {
       const [signing, challenge, verify, files, documentLink, exports] = await Promise.all([
@@ -149,19 +159,34 @@ function routeGroups(options: AppOptions): RouteGroup[] {
         exports.exportDownloadRoutes,
       ];
     }),
-    group(["/api/reputation", "/api/reputation/*", "/api/public/reviews/*", "/widget/*", "/api/public/referral/*", "/api/public/survey/*", "/survey/*"], async () => {
-      const [testimonials, profiles, reviews, referrals, surveys, challenge] = await Promise.all([
-        import("./testimonials/routes"),
-        import("./profiles/routes"),
-        import("./profiles/public-routes"),
-        import("./referrals/routes"),
-        import("./surveys/routes"),
-        import("./platform/bot-challenge"),
-      ]);
-      const referralRoutes = referrals.createReferralRoutes({ botChallenge: options.referrals?.botChallenge ?? ((secret) => challenge.turnstile(secret)) });
-      return [testimonials.testimonialRoutes, profiles.profileRoutes, reviews.reviewRoutes, referralRoutes, surveys.surveyRoutes];
-    }),
-    group(["/api/clickwrap", "/api/clickwrap/*", "/api/public/clickwrap/*", "/consent/*"], async () => [(await import("./clickwrap/routes")).clickwrapRoutes]),
+    group(
+      [
+        "/api/reputation",
+        "/api/reputation/*",
+        "/api/public/reviews/*",
+        "/widget/*",
+        "/api/public/referral/*",
+        "/api/public/survey/*",
+        "/survey/*",
+      ],
+      async () => {
+        const [testimonials, profiles, reviews, referrals, surveys, challenge] = await Promise.all([
+          import("./testimonials/routes"),
+          import("./profiles/routes"),
+          import("./profiles/public-routes"),
+          import("./referrals/routes"),
+          import("./surveys/routes"),
+          import("./platform/bot-challenge"),
+        ]);
+        const referralRoutes = referrals.createReferralRoutes({
+          botChallenge: options.referrals?.botChallenge ?? ((secret) => challenge.turnstile(secret)),
+        });
+        return [testimonials.testimonialRoutes, profiles.profileRoutes, reviews.reviewRoutes, referralRoutes, surveys.surveyRoutes];
+      },
+    ),
+    group(["/api/clickwrap", "/api/clickwrap/*", "/api/public/clickwrap/*", "/consent/*"], async () => [
+      (await import("./clickwrap/routes")).clickwrapRoutes,
+    ]),
     group(["/oauth/*", "/.well-known/*"], async () => [(await import("./oauth/routes")).oauthRoutes]),
     group(["/mcp", "/mcp/*"], async () => [(await import("./mcp/routes")).mcpRoutes]),
     // Operator routes (shard moves), behind ADMIN_TOKEN and out of the public document.

@@ -51,12 +51,16 @@ export function runCron(env: Env): Promise<unknown> {
     onEveryShard(env, "stored leads", ({ db }) => drainLeadInbox(env, db)),
     onDirectory("oauth prune", () => pruneOAuth(createDb(env.DB))),
     // Integration events of directory changes whose shard write did not finish, then connections whose grants ran out.
-    onDirectory("directory events relay", () => withDeferred((defer) => relayDueDirectoryEvents({ env, directory: createDb(env.DB), defer }))),
+    onDirectory("directory events relay", () =>
+      withDeferred((defer) => relayDueDirectoryEvents({ env, directory: createDb(env.DB), defer })),
+    ),
     onDirectory("expired OAuth connections", () => withDeferred((defer) => disconnectExpired({ env, directory: createDb(env.DB), defer }))),
   ]);
 }
 
 /** A task on the directory, once per pass; a failure is logged and the next pass retries. */
 function onDirectory(task: string, run: () => Promise<unknown>): Promise<unknown> {
-  return run().catch((err) => console.error(JSON.stringify({ level: "error", msg: "cron task failed; next pass retries", task, error: loggableError(err) })));
+  return run().catch((err) =>
+    console.error(JSON.stringify({ level: "error", msg: "cron task failed; next pass retries", task, error: loggableError(err) })),
+  );
 }

@@ -17,7 +17,17 @@ import { runExportJobs } from "./exports/jobs";
  * Every consumer of the `events` queue, here at the top beside the queue handler: the domains' consumers are handed
  * to the event router (events/consumers.ts), which names no domain.
  */
-export const EVENT_CONSUMERS: EventConsumer[] = [auditConsumer, webhookFanout, certificateConsumer, sealingConsumer, obligationSyncConsumer, documentIndexingConsumer, referralLeadConsumer, dealWonSurveyConsumer, surveyResponseConsumer];
+export const EVENT_CONSUMERS: EventConsumer[] = [
+  auditConsumer,
+  webhookFanout,
+  certificateConsumer,
+  sealingConsumer,
+  obligationSyncConsumer,
+  documentIndexingConsumer,
+  referralLeadConsumer,
+  dealWonSurveyConsumer,
+  surveyResponseConsumer,
+];
 
 const routeEvents = createEventRouter(EVENT_CONSUMERS);
 const deliverWebhooks = createDeliveryConsumer(defaultWebhookDeps());

@@ -16,7 +16,12 @@ async function issuesOf(res: Response): Promise<Issue[]> {
   expect(body.error).toBe("invalid_request");
   expect(body.issues.length).toBeGreaterThan(0);
   for (const issue of body.issues) {
-    expect(issue).toEqual({ field: expect.any(String), path: expect.any(Array), code: expect.stringMatching(/^[a-z][a-z0-9_]*$/), message: expect.any(String) });
+    expect(issue).toEqual({
+      field: expect.any(String),
+      path: expect.any(Array),
+      code: expect.stringMatching(/^[a-z][a-z0-9_]*$/),
+      message: expect.any(String),
+    });
     expect(issue.field).toBe(issue.path.join("."));
   }
   return body.issues;
@@ -45,14 +50,31 @@ describe("/api 400 invalid_request: every issue carries field, path, code and me
 
   it("POST /api/reputation/testimonials: out of range, not in the list, missing, unknown", async () => {
     const { token, userId } = await createPrincipal();
-    const res = await call("POST", "/api/reputation/testimonials", { token, body: { agentUserId: userId, category: "NEIGHBOUR", rating: 6, stars: 5 } });
-    expect(codes(await issuesOf(res))).toMatchObject({ category: "invalid_enum_value", rating: "too_big", body: "required", stars: "unknown_field" });
+    const res = await call("POST", "/api/reputation/testimonials", {
+      token,
+      body: { agentUserId: userId, category: "NEIGHBOUR", rating: 6, stars: 5 },
+    });
+    expect(codes(await issuesOf(res))).toMatchObject({
+      category: "invalid_enum_value",
+      rating: "too_big",
+      body: "required",
+      stars: "unknown_field",
+    });
   });
 
   it("POST /api/clickwrap: a key of the wrong format, a blank body, a missing title, a lone surrogate", async () => {
     const { token } = await createPrincipal();
-    const res = await call("POST", "/api/clickwrap", { rawBody: '{"key":"-terms","body":" \\u200b ","extra":"\\ud800"}', token, headers: { "content-type": "application/json" } });
-    expect(codes(await issuesOf(res))).toMatchObject({ key: "invalid_format", body: "invalid_character", title: "required", extra: "invalid_unicode" });
+    const res = await call("POST", "/api/clickwrap", {
+      rawBody: '{"key":"-terms","body":" \\u200b ","extra":"\\ud800"}',
+      token,
+      headers: { "content-type": "application/json" },
+    });
+    expect(codes(await issuesOf(res))).toMatchObject({
+      key: "invalid_format",
+      body: "invalid_character",
+      title: "required",
+      extra: "invalid_unicode",
+    });
   });
 
   it("query parameters and malformed JSON have codes too", async () => {

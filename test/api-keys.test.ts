@@ -16,18 +16,40 @@ const keyRow = (id: string) => env.DB.prepare("SELECT * FROM api_keys WHERE id =
 describe("API keys", () => {
   it("shows the key once, keeps only its SHA-256, and lists it by prefix", async () => {
     const owner = await createPrincipal();
-    const res = await call("POST", "/v1/api-keys", { token: owner.token, body: { name: "IDX sync", permissions: ["contacts:read", "properties:read"] }, headers: { "idempotency-key": crypto.randomUUID() } });
+    const res = await call("POST", "/v1/api-keys", {
+      token: owner.token,
+      body: { name: "IDX sync", permissions: ["contacts:read", "properties:read"] },
+      headers: { "idempotency-key": crypto.randomUUID() },
+    });
     expect(res.status).toBe(201);
     const created = (await json(res)).data;
     expect(created.key).toMatch(/^bk_[A-Za-z0-9_-]{43}$/);
-    expect(created).toMatchObject({ name: "IDX sync", prefix: created.key.slice(0, 11), permissions: ["contacts:read", "properties:read"], createdBy: owner.userId, lastUsedAt: null, expiresAt: null });
+    expect(created).toMatchObject({
+      name: "IDX sync",
+      prefix: created.key.slice(0, 11),
+      permissions: ["contacts:read", "properties:read"],
+      createdBy: owner.userId,
+      lastUsedAt: null,
+      expiresAt: null,
+    });
 
     // Nowhere in the directory or the shards but as its hash.
     expect(await whereFound([created.key])).toEqual([]);
     expect((await keyRow(created.id))!.key_hash).toBe(await sha256Hex(created.key));
 
     const list = await json(await call("GET", "/v1/api-keys", { token: owner.token }));
-    expect(list.data).toEqual([{ id: created.id, name: "IDX sync", prefix: created.prefix, permissions: ["contacts:read", "properties:read"], createdAt: created.createdAt, createdBy: owner.userId, lastUsedAt: null, expiresAt: null }]);
+    expect(list.data).toEqual([
+      {
+        id: created.id,
+        name: "IDX sync",
+        prefix: created.prefix,
+        permissions: ["contacts:read", "properties:read"],
+        createdAt: created.createdAt,
+        createdBy: owner.userId,
+        lastUsedAt: null,
+        expiresAt: null,
+      },
+    ]);
     expect(list.pagination).toMatchObject({ total: 1, hasMore: false });
   });
 
@@ -48,11 +70,18 @@ describe("API keys", () => {
     const { key } = await createApiKey(owner.token, ["contacts:read", "documents:read", "plants:write"]);
     expect((await call("GET", "/v1/contacts", { token: key })).status).toBe(200);
     expect((await call("GET", "/api/documents/usage", { token: key })).status).toBe(200);
-    expect((await call("POST", "/plants", { token: key, body: { id: Math.floor(Math.random() * 1e9), name: "Keyed fern" } })).status).toBe(200);
+    expect((await call("POST", "/plants", { token: key, body: { id: Math.floor(Math.random() * 1e9), name: "Keyed fern" } })).status).toBe(
+      200,
+    );
     const mcp = await exports.default.fetch(
       new Request("http://api.test/mcp", {
         method: "POST",
-        headers: { authorization: `Bearer ${key}`, "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-protocol-version": "2025-11-25" },
+        headers: {
+          authorization: `Bearer ${key}`,
+          "content-type": "application/json",
+          accept: "application/json, text/event-stream",
+          "mcp-protocol-version": "2025-11-25",
+        },
         body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "find_contacts", arguments: {} } }),
       }),
     );
@@ -68,9 +97,15 @@ describe("API keys", () => {
   it("is refused past its permissions with 403 insufficient_permission, in each family's shape", async () => {
     const owner = await createPrincipal();
     const { key } = await createApiKey(owner.token, ["contacts:read"]);
-    const crm = await call("POST", "/v1/contacts", { token: key, body: { firstName: "No", lastName: "Write", email: `no-${crypto.randomUUID()}@example.test` } });
+    const crm = await call("POST", "/v1/contacts", {
+      token: key,
+      body: { firstName: "No", lastName: "Write", email: `no-${crypto.randomUUID()}@example.test` },
+    });
     expect(crm.status).toBe(403);
-    expect(await json(crm)).toMatchObject({ success: false, error: { type: "permission_error", code: "insufficient_permission", detail: expect.stringContaining("contacts:write") } });
+    expect(await json(crm)).toMatchObject({
+      success: false,
+      error: { type: "permission_error", code: "insufficient_permission", detail: expect.stringContaining("contacts:write") },
+    });
     expect((await call("GET", "/v1/contacts?include=deals", { token: key })).status).toBe(403);
     const api = await call("GET", "/api/documents/usage", { token: key });
     expect(api.status).toBe(403);
@@ -85,7 +120,9 @@ describe("API keys", () => {
     const expiring = await createApiKey(owner.token, ["contacts:read"], { expiresAt: new Date(Date.now() + 3_600_000).toISOString() });
     expect((await call("GET", "/v1/contacts", { token: expiring.key })).status).toBe(200);
     // Its hour has passed.
-    await env.DB.prepare("UPDATE api_keys SET expires_at = ? WHERE id = ?").bind(new Date(Date.now() - 1000).toISOString(), expiring.id).run();
+    await env.DB.prepare("UPDATE api_keys SET expires_at = ? WHERE id = ?")
+      .bind(new Date(Date.now() - 1000).toISOString(), expiring.id)
+      .run();
     expect((await call("GET", "/v1/contacts", { token: expiring.key })).status).toBe(401);
 
     const { id, key } = await createApiKey(owner.token, ["contacts:read", "documents:read", "plants:write"]);
@@ -101,11 +138,17 @@ describe("API keys", () => {
 
   it("refuses an expiry in the past or more than a year ahead, and permissions that do not exist, listing each problem", async () => {
     const owner = await createPrincipal();
-    const res = await call("POST", "/v1/api-keys", { token: owner.token, body: { name: "", permissions: ["contacts:read", "everything:all"], expiresAt: new Date(Date.now() - 60_000).toISOString() } });
+    const res = await call("POST", "/v1/api-keys", {
+      token: owner.token,
+      body: { name: "", permissions: ["contacts:read", "everything:all"], expiresAt: new Date(Date.now() - 60_000).toISOString() },
+    });
     expect(res.status).toBe(422);
     const fields = (await json(res)).error.errors.map((e: { field: string }) => e.field);
     expect([...new Set(fields)].sort()).toEqual(["expiresAt", "name", "permissions.1"]);
-    const far = await call("POST", "/v1/api-keys", { token: owner.token, body: { name: "Far", permissions: ["contacts:read"], expiresAt: new Date(Date.now() + 400 * 86_400_000).toISOString() } });
+    const far = await call("POST", "/v1/api-keys", {
+      token: owner.token,
+      body: { name: "Far", permissions: ["contacts:read"], expiresAt: new Date(Date.now() + 400 * 86_400_000).toISOString() },
+    });
     expect(far.status).toBe(422);
     expect((await json(far)).error.errors).toEqual([expect.objectContaining({ field: "expiresAt", code: "invalid_expiry" })]);
   });
@@ -132,12 +175,19 @@ describe("API keys", () => {
   it("carries no more than the credential that creates it: a key or an access token cannot mint a wider key", async () => {
     const owner = await createPrincipal();
     const narrow = await createApiKey(owner.token, ["api-keys:manage", "contacts:read"]);
-    const wider = await call("POST", "/v1/api-keys", { token: narrow.key, body: { name: "Wider", permissions: ["contacts:read", "deals:write"] } });
+    const wider = await call("POST", "/v1/api-keys", {
+      token: narrow.key,
+      body: { name: "Wider", permissions: ["contacts:read", "deals:write"] },
+    });
     expect(wider.status).toBe(403);
     expect(await json(wider)).toMatchObject({ error: { code: "insufficient_permission", detail: expect.stringContaining("deals:write") } });
-    expect((await call("POST", "/v1/api-keys", { token: narrow.key, body: { name: "Same", permissions: ["contacts:read"] } })).status).toBe(201);
+    expect((await call("POST", "/v1/api-keys", { token: narrow.key, body: { name: "Same", permissions: ["contacts:read"] } })).status).toBe(
+      201,
+    );
     const { access_token } = await grantTokens(owner, { scope: "api-keys:manage contacts:read" });
-    expect((await call("POST", "/v1/api-keys", { token: access_token, body: { name: "From a token", permissions: ["deals:read"] } })).status).toBe(403);
+    expect(
+      (await call("POST", "/v1/api-keys", { token: access_token, body: { name: "From a token", permissions: ["deals:read"] } })).status,
+    ).toBe(403);
   });
 
   // Issue 40: a key expiring in an hour, holding api-keys:manage, minted a key that never expires.
@@ -149,25 +199,39 @@ describe("API keys", () => {
     expect(forever.status).toBe(201);
     const minted = (await json(forever)).data as { id: string; key: string; expiresAt: string };
     expect(minted.expiresAt).toBe(hourEnd);
-    const later = await call("POST", "/v1/api-keys", { token: hour.key, body: { name: "Next month", permissions: ["contacts:read"], expiresAt: new Date(Date.now() + 30 * 86_400_000).toISOString() } });
+    const later = await call("POST", "/v1/api-keys", {
+      token: hour.key,
+      body: { name: "Next month", permissions: ["contacts:read"], expiresAt: new Date(Date.now() + 30 * 86_400_000).toISOString() },
+    });
     expect((await json(later)).data.expiresAt).toBe(hourEnd);
     const sooner = new Date(Date.now() + 600_000).toISOString();
-    const shorter = await call("POST", "/v1/api-keys", { token: hour.key, body: { name: "Ten minutes", permissions: ["contacts:read"], expiresAt: sooner } });
+    const shorter = await call("POST", "/v1/api-keys", {
+      token: hour.key,
+      body: { name: "Ten minutes", permissions: ["contacts:read"], expiresAt: sooner },
+    });
     expect((await json(shorter)).data.expiresAt).toBe(sooner);
     // The minted key dies with its creator's hour: the row says so, and authentication refuses it after.
-    await env.DB.prepare("UPDATE api_keys SET expires_at = ? WHERE id IN (?, ?)").bind(new Date(Date.now() - 1000).toISOString(), hour.id, minted.id).run();
+    await env.DB.prepare("UPDATE api_keys SET expires_at = ? WHERE id IN (?, ?)")
+      .bind(new Date(Date.now() - 1000).toISOString(), hour.id, minted.id)
+      .run();
     expect((await call("GET", "/v1/contacts", { token: minted.key })).status).toBe(401);
 
     // An OAuth client's token lives an hour: what it mints ends with its grant.
     const { access_token } = await grantTokens(owner, { scope: "api-keys:manage contacts:read" });
-    const fromToken = await call("POST", "/v1/api-keys", { token: access_token, body: { name: "From a token", permissions: ["contacts:read"] } });
+    const fromToken = await call("POST", "/v1/api-keys", {
+      token: access_token,
+      body: { name: "From a token", permissions: ["contacts:read"] },
+    });
     expect(fromToken.status).toBe(201);
     const tokenKeyEnd = Date.parse((await json(fromToken)).data.expiresAt);
     expect(tokenKeyEnd).toBeGreaterThan(Date.now());
     expect(tokenKeyEnd).toBeLessThanOrEqual(Date.now() + 3_600_000 + 5_000);
     // A key that never expires, and the user's own session, make keys that live as asked.
     const lasting = await createApiKey(owner.token, ["api-keys:manage", "contacts:read"]);
-    expect((await json(await call("POST", "/v1/api-keys", { token: lasting.key, body: { name: "Lasting", permissions: ["contacts:read"] } }))).data.expiresAt).toBeNull();
+    expect(
+      (await json(await call("POST", "/v1/api-keys", { token: lasting.key, body: { name: "Lasting", permissions: ["contacts:read"] } })))
+        .data.expiresAt,
+    ).toBeNull();
   });
 
   it("stamps lastUsedAt after the answer, at most once a minute", async () => {
@@ -196,7 +260,9 @@ describe("API keys", () => {
     for (let i = 0; i < 3; i++) ids.push((await createApiKey(owner.token)).id);
     const first = await json(await call("GET", "/v1/api-keys?limit=2", { token: owner.token }));
     expect(first.pagination).toMatchObject({ total: 3, hasMore: true, limit: 2 });
-    const second = await json(await call("GET", `/v1/api-keys?limit=2&cursor=${encodeURIComponent(first.pagination.nextCursor)}`, { token: owner.token }));
+    const second = await json(
+      await call("GET", `/v1/api-keys?limit=2&cursor=${encodeURIComponent(first.pagination.nextCursor)}`, { token: owner.token }),
+    );
     expect(second.pagination).toMatchObject({ hasMore: false, nextCursor: null });
     expect([...first.data, ...second.data].map((k: { id: string }) => k.id)).toEqual(ids.reverse());
   });
@@ -207,7 +273,9 @@ describe("OAuth access tokens on /api and /plants (issue 32)", () => {
     const owner = await createPrincipal();
     const { access_token } = await grantTokens(owner, { scope: "documents:read plants:write" });
     expect((await call("GET", "/api/documents/usage", { token: access_token })).status).toBe(200);
-    expect((await call("POST", "/plants", { token: access_token, body: { id: Math.floor(Math.random() * 1e9), name: "Granted fern" } })).status).toBe(200);
+    expect(
+      (await call("POST", "/plants", { token: access_token, body: { id: Math.floor(Math.random() * 1e9), name: "Granted fern" } })).status,
+    ).toBe(200);
     const refused = await call("GET", "/api/reputation/testimonials", { token: access_token });
     expect(refused.status).toBe(403);
     expect(await json(refused)).toEqual({ error: "insufficient_permission", message: expect.stringContaining("reputation:read") });

@@ -42,7 +42,12 @@ describe("bearer authentication", () => {
 
   it("reads only the session's organization: another organization's contact answers as an unknown id, on its shard or the other", async () => {
     const owner = await createPrincipal({ shard: 0 });
-    const contact = await json(await call("POST", "/v1/contacts", { token: owner.token, body: { firstName: "Only", lastName: "Mine", email: `mine-${crypto.randomUUID()}@example.test` } }));
+    const contact = await json(
+      await call("POST", "/v1/contacts", {
+        token: owner.token,
+        body: { firstName: "Only", lastName: "Mine", email: `mine-${crypto.randomUUID()}@example.test` },
+      }),
+    );
     // A stranger on the owner's shard is kept out by the organization in every query; one on the other shard opens a
     // database that has no such row at all (issue 24). Both must answer exactly what an unknown id answers.
     for (const shard of [0, 1]) {
@@ -67,7 +72,9 @@ describe("bearer authentication", () => {
     const row = await env.DB.prepare("SELECT token_hash FROM sessions WHERE id = ?").bind(sessionId).first<{ token_hash: string }>();
     expect(row!.token_hash).toMatch(/^[0-9a-f]{64}$/);
     expect(row!.token_hash).not.toContain(token);
-    const hits = await env.DB.prepare("SELECT COUNT(*) AS n FROM sessions WHERE token_hash = ? OR id = ?").bind(token, token).first<{ n: number }>();
+    const hits = await env.DB.prepare("SELECT COUNT(*) AS n FROM sessions WHERE token_hash = ? OR id = ?")
+      .bind(token, token)
+      .first<{ n: number }>();
     expect(hits!.n).toBe(0);
   });
 

@@ -10,7 +10,11 @@ const big = (bytes: number) => JSON.stringify({ id: 1, name: "x".repeat(bytes) }
 describe("body size limits", () => {
   it("answers 413 for a body over the default limit, in the plant store's Error shape", async () => {
     const { token } = await createPrincipal();
-    const res = await call("POST", "/plants", { token, rawBody: big(DEFAULT_BODY_LIMIT_BYTES), headers: { "content-type": "application/json" } });
+    const res = await call("POST", "/plants", {
+      token,
+      rawBody: big(DEFAULT_BODY_LIMIT_BYTES),
+      headers: { "content-type": "application/json" },
+    });
     expect(res.status).toBe(413);
     expect(await json(res)).toEqual({ error: 413, message: expect.stringContaining(String(DEFAULT_BODY_LIMIT_BYTES)) });
   });
@@ -47,9 +51,15 @@ describe("body size limits", () => {
         return c.json({ ok: true }, 200);
       },
     );
-    const small = await t.fetch("POST", "/api/public/probe", { body: JSON.stringify({ notes: "hi" }), headers: { "content-type": "application/json" } });
+    const small = await t.fetch("POST", "/api/public/probe", {
+      body: JSON.stringify({ notes: "hi" }),
+      headers: { "content-type": "application/json" },
+    });
     expect(small.status).toBe(200);
-    const large = await t.fetch("POST", "/api/public/probe", { body: JSON.stringify({ notes: "x".repeat(2000) }), headers: { "content-type": "application/json" } });
+    const large = await t.fetch("POST", "/api/public/probe", {
+      body: JSON.stringify({ notes: "x".repeat(2000) }),
+      headers: { "content-type": "application/json" },
+    });
     expect(large.status).toBe(413);
     expect(await large.json()).toEqual({ error: "payload_too_large", message: expect.any(String) });
     expect(handled).toBe(1);

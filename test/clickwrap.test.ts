@@ -20,7 +20,10 @@ const GONE = { state: "gone" };
 const HEX64 = /^[0-9a-f]{64}$/;
 
 const versionRows = async (agreementId: string) =>
-  (await allOnShards<{ n: number }>("SELECT COUNT(*) AS n FROM clickwrap_versions WHERE agreement_id = ?", agreementId)).reduce((sum, r) => sum + r.n, 0);
+  (await allOnShards<{ n: number }>("SELECT COUNT(*) AS n FROM clickwrap_versions WHERE agreement_id = ?", agreementId)).reduce(
+    (sum, r) => sum + r.n,
+    0,
+  );
 
 describe("publishing agreements (spec: Clickwrap agreement state rules)", () => {
   it("answers 201 {id, versionHash}, the hex SHA-256 of the body exactly as sent", async () => {
@@ -60,7 +63,15 @@ describe("publishing agreements (spec: Clickwrap agreement state rules)", () => 
     expect(b.versionHash).toBe(await sha256(v2));
 
     const detail = await detailOf(owner, a.id);
-    expect(detail.agreement).toMatchObject({ id: a.id, key: "tos", title: "Terms", versionHash: b.versionHash, body: v2, active: true, versions: 2 });
+    expect(detail.agreement).toMatchObject({
+      id: a.id,
+      key: "tos",
+      title: "Terms",
+      versionHash: b.versionHash,
+      body: v2,
+      active: true,
+      versions: 2,
+    });
     expect(detail.history.map((h: { versionHash: string; current: boolean }) => [h.versionHash, h.current])).toEqual([
       [b.versionHash, true],
       [a.versionHash, false],
@@ -121,12 +132,16 @@ describe("publishing agreements (spec: Clickwrap agreement state rules)", () => 
     expect(detail.agreement.title).toBe("Terms v1");
     expect(detail.history.map((h: { title: string }) => h.title)).toEqual(["Terms v1", "Terms v2"]);
     expect((await json(await publicGet(a.id))).agreement.title).toBe("Terms v1");
-    expect((await json(await call("GET", `/api/clickwrap/${a.id}/versions/${a.versionHash}`, { token: owner.token }))).title).toBe("Terms v1");
+    expect((await json(await call("GET", `/api/clickwrap/${a.id}/versions/${a.versionHash}`, { token: owner.token }))).title).toBe(
+      "Terms v1",
+    );
   });
 
   it("refuses invisible texts and subjects, and a consent page opened with a subject the accept route would refuse", async () => {
     const owner = await createPrincipal();
-    expect((await call("POST", "/api/clickwrap", { token: owner.token, body: { key: "invisible", title: "T", body: "\u200b\u200b" } })).status).toBe(400);
+    expect(
+      (await call("POST", "/api/clickwrap", { token: owner.token, body: { key: "invisible", title: "T", body: "\u200b\u200b" } })).status,
+    ).toBe(400);
     const a = await newAgreement(owner);
     expect((await publicAccept(a.id, { subjectRef: "user\u202Emoc.live" })).status).toBe(400);
     expect((await consent(a.id, `?subjectRef=${"x".repeat(300)}`)).status).toBe(400);
@@ -139,7 +154,9 @@ describe("publishing agreements (spec: Clickwrap agreement state rules)", () => 
     const owner = await createPrincipal();
     const a = await newAgreement(owner);
     expect((await publicGet(a.id)).headers.get("cache-control")).toBe("no-store");
-    expect((await call("GET", `/api/clickwrap/${a.id}/acceptances`, { token: owner.token })).headers.get("cache-control")).toBe("private, no-store");
+    expect((await call("GET", `/api/clickwrap/${a.id}/acceptances`, { token: owner.token })).headers.get("cache-control")).toBe(
+      "private, no-store",
+    );
   });
 
   it("publishing does not reactivate a deactivated agreement", async () => {
@@ -171,8 +188,20 @@ describe("publishing agreements (spec: Clickwrap agreement state rules)", () => 
       expect(res.status).toBe(400);
       const out = await json(res);
       expect(out.error).toBe("invalid_request");
-      for (const issue of out.issues) expect(issue).toEqual({ field: expect.any(String), path: expect.any(Array), code: expect.any(String), message: expect.any(String) });
-      const count = (await (await tenantDb(owner.organizationId)).prepare("SELECT COUNT(*) AS n FROM clickwrap_agreements WHERE organization_id = ?").bind(owner.organizationId).first<number>("n")) ?? 0;
+      for (const issue of out.issues)
+        expect(issue).toEqual({
+          field: expect.any(String),
+          path: expect.any(Array),
+          code: expect.any(String),
+          message: expect.any(String),
+        });
+      const count =
+        (await (
+          await tenantDb(owner.organizationId)
+        )
+          .prepare("SELECT COUNT(*) AS n FROM clickwrap_agreements WHERE organization_id = ?")
+          .bind(owner.organizationId)
+          .first<number>("n")) ?? 0;
       expect(count).toBe(0);
       return [...new Set(out.issues.map((i: { path: (string | number)[] }) => i.path.join(".")))].sort();
     };
@@ -380,7 +409,11 @@ describe("public routes", () => {
     const owner = await createPrincipal();
     const a = await newAgreement(owner);
     const ip = freshIp();
-    const res = await publicAccept(a.id, { subjectRef: "evidence" }, { "cf-connecting-ip": ip, "user-agent": "Mozilla/5.0 (ClickwrapTest)" });
+    const res = await publicAccept(
+      a.id,
+      { subjectRef: "evidence" },
+      { "cf-connecting-ip": ip, "user-agent": "Mozilla/5.0 (ClickwrapTest)" },
+    );
     expect(res.status).toBe(200);
     const [row] = (await acceptancesOf(owner, a.id)).acceptances;
     expect(row).toMatchObject({ subjectRef: "evidence", ip, userAgent: "Mozilla/5.0 (ClickwrapTest)", versionHash: a.versionHash });
@@ -406,22 +439,21 @@ describe("acceptances list", () => {
     const owner = await createPrincipal();
     const a = await newAgreement(owner);
     const base = Date.parse("2025-01-01T00:00:00.000Z");
-    const rows = Array.from({ length: 205 }, (_, i) => ({ id: crypto.randomUUID(), subjectRef: `s-${i}`, at: new Date(base + i * 1000).toISOString() }));
+    const rows = Array.from({ length: 205 }, (_, i) => ({
+      id: crypto.randomUUID(),
+      subjectRef: `s-${i}`,
+      at: new Date(base + i * 1000).toISOString(),
+    }));
     // Shuffled in, so that insertion order cannot stand in for time order.
     const shuffled = [...rows].sort(() => Math.random() - 0.5);
     const shard = await tenantDb(owner.organizationId);
     await shard.batch(
       shuffled.map((r) =>
-        shard.prepare("INSERT INTO clickwrap_acceptances (id, organization_id, agreement_id, version_hash, subject_ref, accepted_at, ip, user_agent) VALUES (?, ?, ?, ?, ?, ?, ?, ?)").bind(
-          r.id,
-          owner.organizationId,
-          a.id,
-          a.versionHash,
-          r.subjectRef,
-          r.at,
-          "192.0.2.1",
-          "seed",
-        ),
+        shard
+          .prepare(
+            "INSERT INTO clickwrap_acceptances (id, organization_id, agreement_id, version_hash, subject_ref, accepted_at, ip, user_agent) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+          )
+          .bind(r.id, owner.organizationId, a.id, a.versionHash, r.subjectRef, r.at, "192.0.2.1", "seed"),
       ),
     );
     const list = await acceptancesOf(owner, a.id);
@@ -454,7 +486,10 @@ describe("acceptances list", () => {
     expect(aliceAfter.acceptedCurrentVersion).toBe(false);
     expect(aliceAfter.versionHash).toBe(b.versionHash);
     expect(aliceAfter.acceptances.map((x) => x.versionHash)).toEqual([a.versionHash]);
-    expect(await acceptancesOf(owner, a.id, "?subjectRef=alice&current=true")).toMatchObject({ acceptances: [], acceptedCurrentVersion: false });
+    expect(await acceptancesOf(owner, a.id, "?subjectRef=alice&current=true")).toMatchObject({
+      acceptances: [],
+      acceptedCurrentVersion: false,
+    });
     expect((await acceptancesOf(owner, a.id, "?current=true")).acceptances).toEqual([]);
 
     await new Promise((r) => setTimeout(r, 5));
@@ -503,7 +538,11 @@ describe("immutability of acceptances", () => {
       }
     }
     for (const [method, path, token] of attempts) {
-      const res = await call(method, path, { token, body: { subjectRef: "changed", versionHash: "0".repeat(64) }, headers: { "cf-connecting-ip": freshIp() } });
+      const res = await call(method, path, {
+        token,
+        body: { subjectRef: "changed", versionHash: "0".repeat(64) },
+        headers: { "cf-connecting-ip": freshIp() },
+      });
       expect([404, 405], `${method} ${path}`).toContain(res.status);
     }
     const after = await acceptancesOf(owner, a.id);
@@ -517,8 +556,12 @@ describe("immutability of acceptances", () => {
     expect((await publicAccept(a.id, { subjectRef: "original" })).status).toBe(200);
     const [row] = (await acceptancesOf(owner, a.id)).acceptances;
     const shard = await tenantDb(owner.organizationId);
-    await expect(shard.prepare("UPDATE clickwrap_acceptances SET subject_ref = 'forged' WHERE id = ?").bind(row!.id).run()).rejects.toThrow(/immutable/);
-    await expect(shard.prepare("UPDATE clickwrap_acceptances SET version_hash = ? WHERE agreement_id = ?").bind("0".repeat(64), a.id).run()).rejects.toThrow(/immutable/);
+    await expect(shard.prepare("UPDATE clickwrap_acceptances SET subject_ref = 'forged' WHERE id = ?").bind(row!.id).run()).rejects.toThrow(
+      /immutable/,
+    );
+    await expect(
+      shard.prepare("UPDATE clickwrap_acceptances SET version_hash = ? WHERE agreement_id = ?").bind("0".repeat(64), a.id).run(),
+    ).rejects.toThrow(/immutable/);
     await expect(shard.prepare("DELETE FROM clickwrap_acceptances WHERE id = ?").bind(row!.id).run()).rejects.toThrow(/immutable/);
     await expect(shard.prepare("DELETE FROM clickwrap_acceptances WHERE agreement_id = ?").bind(a.id).run()).rejects.toThrow(/immutable/);
     expect((await acceptancesOf(owner, a.id)).acceptances).toEqual([row]);
@@ -547,7 +590,9 @@ describe("rate limits (spec: Limits), per client address", () => {
     const owner = await createPrincipal();
     const a = await newAgreement(owner);
     const ip = freshIp();
-    const answers = await Promise.all(Array.from({ length: 61 }, (_, i) => publicAccept(a.id, { subjectRef: `s-${i}` }, { "cf-connecting-ip": ip })));
+    const answers = await Promise.all(
+      Array.from({ length: 61 }, (_, i) => publicAccept(a.id, { subjectRef: `s-${i}` }, { "cf-connecting-ip": ip })),
+    );
     expect(answers.filter((r) => r.status === 200)).toHaveLength(60);
     const limited = answers.filter((r) => r.status === 429);
     expect(limited).toHaveLength(1);
@@ -609,14 +654,21 @@ describe("consent page (DESIGN.md contract 5, spec rule 6)", () => {
 describe("concurrency", () => {
   it("10 concurrent first publishes of one key create one agreement; every answer names it", async () => {
     const owner = await createPrincipal();
-    const answers = await Promise.all(Array.from({ length: 10 }, () => call("POST", "/api/clickwrap", { token: owner.token, body: { key: "raced-key", title: "Raced", body: "Raced text" } })));
+    const answers = await Promise.all(
+      Array.from({ length: 10 }, () =>
+        call("POST", "/api/clickwrap", { token: owner.token, body: { key: "raced-key", title: "Raced", body: "Raced text" } }),
+      ),
+    );
     expect(answers.map((r) => r.status)).toEqual(Array(10).fill(201));
     const bodies = await Promise.all(answers.map((r) => json(r)));
     const ids = new Set(bodies.map((b) => b.id));
     expect(ids.size).toBe(1);
     expect(new Set(bodies.map((b) => b.versionHash))).toEqual(new Set([await sha256("Raced text")]));
     const [id] = [...ids];
-    const n = await (await tenantDb(owner.organizationId)).prepare("SELECT COUNT(*) AS n FROM clickwrap_agreements WHERE organization_id = ? AND key = 'raced-key'").bind(owner.organizationId).first<number>("n");
+    const n = await (await tenantDb(owner.organizationId))
+      .prepare("SELECT COUNT(*) AS n FROM clickwrap_agreements WHERE organization_id = ? AND key = 'raced-key'")
+      .bind(owner.organizationId)
+      .first<number>("n");
     expect(n).toBe(1);
     expect(await versionRows(id!)).toBe(1);
     expect((await detailOf(owner, id!)).history).toHaveLength(1);
@@ -626,7 +678,9 @@ describe("concurrency", () => {
     const owner = await createPrincipal();
     const a = await newAgreement(owner, { body: "base" });
     const texts = Array.from({ length: 5 }, (_, i) => `concurrent text ${i}`);
-    const answers = await Promise.all(texts.map((body) => call("POST", "/api/clickwrap", { token: owner.token, body: { key: a.key, title: a.title, body } })));
+    const answers = await Promise.all(
+      texts.map((body) => call("POST", "/api/clickwrap", { token: owner.token, body: { key: a.key, title: a.title, body } })),
+    );
     expect(answers.map((r) => r.status)).toEqual(Array(5).fill(201));
     const bodies = await Promise.all(answers.map((r) => json(r)));
     expect(new Set(bodies.map((b) => b.id))).toEqual(new Set([a.id]));
@@ -637,7 +691,10 @@ describe("concurrency", () => {
     expect(detail.history[0]).toMatchObject({ versionHash: detail.agreement.versionHash, current: true });
     expect(detail.agreement.versionHash).toBe(await sha256(detail.agreement.body));
     expect(texts).toContain(detail.agreement.body);
-    expect((await json(await publicGet(a.id))).agreement).toMatchObject({ body: detail.agreement.body, versionHash: detail.agreement.versionHash });
+    expect((await json(await publicGet(a.id))).agreement).toMatchObject({
+      body: detail.agreement.body,
+      versionHash: detail.agreement.versionHash,
+    });
   });
 
   it("20 concurrent accepts from distinct addresses are all recorded, exactly once each", async () => {
@@ -662,13 +719,20 @@ describe("the public routes from another site's own interface (CORS)", () => {
     const preflight = await exports.default.fetch(
       new Request(`http://api.test/api/public/clickwrap/${a.id}`, {
         method: "OPTIONS",
-        headers: { origin: "https://shop.example", "access-control-request-method": "POST", "access-control-request-headers": "content-type", "cf-connecting-ip": freshIp() },
+        headers: {
+          origin: "https://shop.example",
+          "access-control-request-method": "POST",
+          "access-control-request-headers": "content-type",
+          "cf-connecting-ip": freshIp(),
+        },
       }),
     );
     expect(preflight.status).toBe(204);
     expect(preflight.headers.get("access-control-allow-origin")).toBe("*");
     expect(preflight.headers.get("access-control-allow-methods")).toContain("POST");
-    const read = await call("GET", `/api/public/clickwrap/${a.id}`, { headers: { origin: "https://shop.example", "cf-connecting-ip": freshIp() } });
+    const read = await call("GET", `/api/public/clickwrap/${a.id}`, {
+      headers: { origin: "https://shop.example", "cf-connecting-ip": freshIp() },
+    });
     expect(read.headers.get("access-control-allow-origin")).toBe("*");
     const accepted = await publicAccept(a.id, { subjectRef: "cors-subject" }, { origin: "https://shop.example" });
     expect(accepted.status).toBe(200);
@@ -688,7 +752,12 @@ describe("versions of an agreement: ETag and If-Match", () => {
     const { id } = await json(first);
     expect((await call("GET", `/api/clickwrap/${id}`, { token: owner.token })).headers.get("etag")).toBe('"1"');
 
-    const publishWith = (body: string, ifMatch?: string) => call("POST", "/api/clickwrap", { token: owner.token, body: { key: "etag", title: "Terms", body }, headers: ifMatch ? { "if-match": ifMatch } : {} });
+    const publishWith = (body: string, ifMatch?: string) =>
+      call("POST", "/api/clickwrap", {
+        token: owner.token,
+        body: { key: "etag", title: "Terms", body },
+        headers: ifMatch ? { "if-match": ifMatch } : {},
+      });
     const second = await publishWith("Text two.", '"1"');
     expect(second.status).toBe(201);
     expect(second.headers.get("etag")).toBe('"2"');
@@ -712,7 +781,9 @@ describe("versions of an agreement: ETag and If-Match", () => {
     const unconditional = await publishWith("Text three.");
     expect([unconditional.status, unconditional.headers.get("etag")]).toEqual([201, '"3"']);
 
-    expect((await call("POST", `/api/clickwrap/${id}/deactivate`, { token: owner.token, headers: { "if-match": '"2"' } })).status).toBe(412);
+    expect((await call("POST", `/api/clickwrap/${id}/deactivate`, { token: owner.token, headers: { "if-match": '"2"' } })).status).toBe(
+      412,
+    );
     expect((await detailOf(owner, id)).agreement.active).toBe(true);
     const off = await call("POST", `/api/clickwrap/${id}/deactivate`, { token: owner.token, headers: { "if-match": '"3"' } });
     expect([off.status, off.headers.get("etag")]).toEqual([200, '"4"']);
@@ -725,11 +796,20 @@ describe("an agreement's history, a page at a time", () => {
   /** `n` earlier texts of agreement `a` written straight to D1, older than its current one, three to a millisecond. */
   async function earlierTexts(a: { id: string }, organizationId: string, n: number) {
     const base = Date.parse("2020-01-01T00:00:00.000Z");
-    const rows = await Promise.all(Array.from({ length: n }, async (_, i) => ({ hash: await sha256(`earlier text ${i}`), at: new Date(base + Math.floor(i / 3)).toISOString() })));
+    const rows = await Promise.all(
+      Array.from({ length: n }, async (_, i) => ({
+        hash: await sha256(`earlier text ${i}`),
+        at: new Date(base + Math.floor(i / 3)).toISOString(),
+      })),
+    );
     const shard = await tenantDb(organizationId);
     await shard.batch(
       rows.map((r) =>
-        shard.prepare("INSERT INTO clickwrap_versions (agreement_id, version_hash, organization_id, title, body, published_at, current_since) VALUES (?, ?, ?, 'Earlier', 'earlier', ?, ?)").bind(a.id, r.hash, organizationId, r.at, r.at),
+        shard
+          .prepare(
+            "INSERT INTO clickwrap_versions (agreement_id, version_hash, organization_id, title, body, published_at, current_since) VALUES (?, ?, ?, 'Earlier', 'earlier', ?, ?)",
+          )
+          .bind(a.id, r.hash, organizationId, r.at, r.at),
       ),
     );
   }
@@ -738,7 +818,9 @@ describe("an agreement's history, a page at a time", () => {
     const pages: Record<string, any>[] = [];
     let cursor: string | null = null;
     do {
-      const res = await call("GET", `/api/clickwrap/${id}?limit=${limit}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`, { token: owner.token });
+      const res = await call("GET", `/api/clickwrap/${id}?limit=${limit}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`, {
+        token: owner.token,
+      });
       expect(res.status).toBe(200);
       const page = await json(res);
       pages.push(page);
@@ -770,7 +852,9 @@ describe("an agreement's history, a page at a time", () => {
       expect(all.filter((h) => h.current).map((h) => h.versionHash)).toEqual([a.versionHash]);
       expect(all[0]!.current).toBe(true);
       const rest = all.slice(1);
-      const sorted = [...rest].sort((x, y) => (x.currentSince === y.currentSince ? (x.versionHash < y.versionHash ? 1 : -1) : x.currentSince < y.currentSince ? 1 : -1));
+      const sorted = [...rest].sort((x, y) =>
+        x.currentSince === y.currentSince ? (x.versionHash < y.versionHash ? 1 : -1) : x.currentSince < y.currentSince ? 1 : -1,
+      );
       expect(rest).toEqual(sorted);
       expect(pages.at(-1)!.nextCursor).toBeNull();
       // Every page carries the whole agreement and its version.
@@ -787,15 +871,28 @@ describe("an agreement's history, a page at a time", () => {
     const list = await call("GET", "/api/clickwrap?colour=red", { token: owner.token });
     expect(list.status).toBe(400);
     const refusal = await json(list);
-    expect(refusal).toEqual({ error: "invalid_request", issues: [{ field: "colour", path: ["colour"], code: "unknown_field", message: "Unknown field 'colour'" }] });
+    expect(refusal).toEqual({
+      error: "invalid_request",
+      issues: [{ field: "colour", path: ["colour"], code: "unknown_field", message: "Unknown field 'colour'" }],
+    });
     const unknown = await call("GET", `/api/clickwrap/${a.id}?colour=red`, { token: owner.token });
     expect(unknown.status).toBe(400);
     expect(await json(unknown)).toEqual(refusal);
     const forged = btoa(JSON.stringify(["current,currentSince:desc,versionHash:desc", [7, 1], "x"])).replace(/=+$/, "");
-    for (const [query, param] of [["limit=0", "limit"], ["limit=101", "limit"], ["limit=0x10", "limit"], ["limit=05", "limit"], ["cursor=garbage", "cursor"], [`cursor=${forged}`, "cursor"]] as const) {
+    for (const [query, param] of [
+      ["limit=0", "limit"],
+      ["limit=101", "limit"],
+      ["limit=0x10", "limit"],
+      ["limit=05", "limit"],
+      ["cursor=garbage", "cursor"],
+      [`cursor=${forged}`, "cursor"],
+    ] as const) {
       const res = await call("GET", `/api/clickwrap/${a.id}?${query}`, { token: owner.token });
       expect(res.status, query).toBe(400);
-      expect(await json(res), query).toEqual({ error: "invalid_request", issues: [{ field: param, path: [param], code: expect.any(String), message: expect.any(String) }] });
+      expect(await json(res), query).toEqual({
+        error: "invalid_request",
+        issues: [{ field: param, path: [param], code: expect.any(String), message: expect.any(String) }],
+      });
     }
   });
 });

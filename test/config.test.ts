@@ -22,7 +22,9 @@ describe("configuration", () => {
   });
 
   it("names every malformed setting", () => {
-    expect(() => readConfig(withVars({ OAUTH_CLIENTS: "{not json", DOCUMENTS_INCLUDED_PER_MONTH: "many", AI_GATEWAY_URL: "nope" }))).toThrow(ConfigError);
+    expect(() =>
+      readConfig(withVars({ OAUTH_CLIENTS: "{not json", DOCUMENTS_INCLUDED_PER_MONTH: "many", AI_GATEWAY_URL: "nope" })),
+    ).toThrow(ConfigError);
     try {
       readConfig(withVars({ OAUTH_CLIENTS: "{not json", DOCUMENTS_INCLUDED_PER_MONTH: "many", AI_GATEWAY_URL: "nope" }));
     } catch (err) {
@@ -37,7 +39,10 @@ describe("production mail", () => {
   const production = { ENVIRONMENT: "production", APP_URL: "https://api.brokerage.example" };
 
   it("refuses the log mailer in production, named or by default, and takes resend; other environments may log", () => {
-    for (const vars of [{ ...production, EMAIL_PROVIDER: "log" }, { ...production, EMAIL_PROVIDER: undefined }]) {
+    for (const vars of [
+      { ...production, EMAIL_PROVIDER: "log" },
+      { ...production, EMAIL_PROVIDER: undefined },
+    ]) {
       expect(() => readConfig(withVars(vars))).toThrow(/EMAIL_PROVIDER: log .* not allowed with ENVIRONMENT=production/);
     }
     expect(readConfig(withVars({ ...production, EMAIL_PROVIDER: "resend", EMAIL_API_KEY: "re_test" })).EMAIL_PROVIDER).toBe("resend");

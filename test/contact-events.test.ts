@@ -9,14 +9,18 @@ interface Recorded {
 }
 
 async function eventsOf(organizationId: string): Promise<Recorded[]> {
-  const { results } = await (await tenantDb(organizationId)).prepare("SELECT type, actor, data FROM outbox_events WHERE organization_id = ? ORDER BY occurred_at, rowid")
+  const { results } = await (await tenantDb(organizationId))
+    .prepare("SELECT type, actor, data FROM outbox_events WHERE organization_id = ? ORDER BY occurred_at, rowid")
     .bind(organizationId)
     .all<{ type: string; actor: string; data: string }>();
   return results.map((r) => ({ type: r.type, actor: JSON.parse(r.actor), data: JSON.parse(r.data) }));
 }
 
 async function newContact(p: TestPrincipal, body: Record<string, unknown> = {}) {
-  const res = await call("POST", "/v1/contacts", { token: p.token, body: { firstName: "Eve", lastName: "Stone", email: `${crypto.randomUUID()}@ev.test`, ...body } });
+  const res = await call("POST", "/v1/contacts", {
+    token: p.token,
+    body: { firstName: "Eve", lastName: "Stone", email: `${crypto.randomUUID()}@ev.test`, ...body },
+  });
   expect(res.status).toBe(201);
   return (await json(res)).data;
 }
@@ -27,7 +31,11 @@ describe("contact events", () => {
     const contact = await newContact(p);
     const [created, ...rest] = await eventsOf(p.organizationId);
     expect(rest).toEqual([]);
-    expect(created).toEqual({ type: "contact.created", actor: { type: "user", userId: p.userId }, data: { object: contact, previousAttributes: null, changes: null } });
+    expect(created).toEqual({
+      type: "contact.created",
+      actor: { type: "user", userId: p.userId },
+      data: { object: contact, previousAttributes: null, changes: null },
+    });
   });
 
   it("a create with tags and an assignee also says contact.tagged and contact.assigned", async () => {
@@ -39,7 +47,10 @@ describe("contact events", () => {
   it("contact.updated lists dotted changes and the prior values of changed attributes", async () => {
     const p = await createPrincipal();
     const contact = await newContact(p, { address: { city: "Ottawa", street: "1 Main St" }, phone: "+1 613 555 0100" });
-    const res = await call("PUT", `/v1/contacts/${contact.id}`, { token: p.token, body: { address: { city: "Toronto", street: "1 Main St" }, status: "INACTIVE" } });
+    const res = await call("PUT", `/v1/contacts/${contact.id}`, {
+      token: p.token,
+      body: { address: { city: "Toronto", street: "1 Main St" }, status: "INACTIVE" },
+    });
     const updated = (await json(res)).data;
     const events = await eventsOf(p.organizationId);
     expect(events.map((e) => e.type)).toEqual(["contact.created", "contact.updated"]);
@@ -105,7 +116,10 @@ describe("contact events", () => {
     const a = await newContact(p);
     const b = await newContact(p, { status: "INACTIVE" });
     const foreign = await newContact(other);
-    await call("PATCH", "/v1/contacts/bulk", { token: p.token, body: { contactIds: [a.id, b.id, foreign.id], updates: { status: "INACTIVE" } } });
+    await call("PATCH", "/v1/contacts/bulk", {
+      token: p.token,
+      body: { contactIds: [a.id, b.id, foreign.id], updates: { status: "INACTIVE" } },
+    });
     const updates = (await eventsOf(p.organizationId)).filter((e) => e.type === "contact.updated");
     expect(updates.map((e) => e.data.object.id)).toEqual([a.id]);
     expect((await eventsOf(other.organizationId)).map((e) => e.type)).toEqual(["contact.created"]);
@@ -125,7 +139,9 @@ describe("contact events", () => {
     const a = await newContact(p);
     const b = await newContact(p);
     expect((await call("PUT", `/v1/contacts/${b.id}`, { token: p.token, body: { email: a.email } })).status).toBe(409);
-    expect((await call("POST", "/v1/contacts", { token: p.token, body: { firstName: "x", lastName: "y", email: a.email } })).status).toBe(409);
+    expect((await call("POST", "/v1/contacts", { token: p.token, body: { firstName: "x", lastName: "y", email: a.email } })).status).toBe(
+      409,
+    );
     expect((await eventsOf(p.organizationId)).map((e) => e.type)).toEqual(["contact.created", "contact.created"]);
   });
 });

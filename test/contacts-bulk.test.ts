@@ -10,10 +10,17 @@ describe("PATCH /v1/contacts/bulk", () => {
   it("updates the caller's contacts and counts unknown and foreign ids as failed, in request order", async () => {
     const owner = await createPrincipal();
     const stranger = await createPrincipal();
-    const [a, b, untouched] = await createContacts(owner.token, [{ status: "ACTIVE" }, { status: "ACTIVE", notes: "keep" }, { status: "ACTIVE" }]);
+    const [a, b, untouched] = await createContacts(owner.token, [
+      { status: "ACTIVE" },
+      { status: "ACTIVE", notes: "keep" },
+      { status: "ACTIVE" },
+    ]);
     const foreign = await createContact(stranger.token, { status: "ACTIVE" });
 
-    const res = await bulk(owner.token, { contactIds: [a!.id, UNKNOWN_ID, foreign.id, b!.id], updates: { status: "INACTIVE", source: "OPEN_HOUSE" } });
+    const res = await bulk(owner.token, {
+      contactIds: [a!.id, UNKNOWN_ID, foreign.id, b!.id],
+      updates: { status: "INACTIVE", source: "OPEN_HOUSE" },
+    });
     expect(res.status).toBe(200);
     expect(await json(res)).toEqual({
       success: true,
@@ -44,7 +51,14 @@ describe("PATCH /v1/contacts/bulk", () => {
     const foreign = await createContact(stranger.token);
     const res = await bulk(owner.token, { contactIds: [foreign.id, UNKNOWN_ID], updates: { status: "CONVERTED" } });
     expect(res.status).toBe(200);
-    expect((await json(res)).data).toEqual({ updated: 0, failed: 2, results: [{ id: foreign.id, success: false }, { id: UNKNOWN_ID, success: false }] });
+    expect((await json(res)).data).toEqual({
+      updated: 0,
+      failed: 2,
+      results: [
+        { id: foreign.id, success: false },
+        { id: UNKNOWN_ID, success: false },
+      ],
+    });
     expect(await getContact(stranger.token, foreign.id)).toEqual(foreign);
   });
 
@@ -56,7 +70,9 @@ describe("PATCH /v1/contacts/bulk", () => {
     for (const c of [a!, b!]) expect([...(await getContact(token, c.id)).tags].sort()).toEqual(["new", "shared"]);
     expect((await listPage(token, "tags=new,shared")).pagination.total).toBe(2);
     expect((await listPage(token, "tags=old")).pagination.total).toBe(0);
-    const counts = Object.fromEntries((await json(await call("GET", "/v1/contacts/tags", { token }))).data.map((t: { name: string; count: number }) => [t.name, t.count]));
+    const counts = Object.fromEntries(
+      (await json(await call("GET", "/v1/contacts/tags", { token }))).data.map((t: { name: string; count: number }) => [t.name, t.count]),
+    );
     expect(counts.new).toBe(2);
     expect(counts.shared).toBe(2);
     expect(counts.old ?? 0).toBe(0);
@@ -89,12 +105,19 @@ describe("PATCH /v1/contacts/bulk", () => {
     const { token } = await createPrincipal();
     const a = await createContact(token);
     const res = await bulk(token, { contactIds: [a.id], updates: { email: "same@example.test", shoeSize: 42 } });
-    expect(issuePairs(await expectCrmError(res, 422, "validation_error"))).toEqual(["updates.email:unknown_field", "updates.shoeSize:unknown_field"]);
+    expect(issuePairs(await expectCrmError(res, 422, "validation_error"))).toEqual([
+      "updates.email:unknown_field",
+      "updates.shoeSize:unknown_field",
+    ]);
     expect(await getContact(token, a.id)).toEqual(a);
   });
 
   it.each([
-    ["more than 100 ids", () => ({ contactIds: Array.from({ length: 101 }, () => crypto.randomUUID()), updates: { status: "ACTIVE" } }), "contactIds"],
+    [
+      "more than 100 ids",
+      () => ({ contactIds: Array.from({ length: 101 }, () => crypto.randomUUID()), updates: { status: "ACTIVE" } }),
+      "contactIds",
+    ],
     ["no ids", () => ({ contactIds: [], updates: { status: "ACTIVE" } }), "contactIds"],
     ["no updates", () => ({ contactIds: [UNKNOWN_ID] }), "updates"],
     ["an unknown top-level field", () => ({ contactIds: [UNKNOWN_ID], updates: {}, dryRun: true }), "dryRun"],

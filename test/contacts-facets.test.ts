@@ -14,14 +14,24 @@ async function expectTotalsExact(p: TestPrincipal, agent: string) {
     ["type=LEAD&status=ACTIVE", "type = ? AND status = ?", ["LEAD", "ACTIVE"]],
     ["source=REFERRAL", "source = ?", ["REFERRAL"]],
     [`assignedTo=${agent}`, "assigned_to = ?", [agent]],
-    [`type=CLIENT&status=INACTIVE&source=WEBSITE&assignedTo=${agent}`, "type = ? AND status = ? AND source = ? AND assigned_to = ?", ["CLIENT", "INACTIVE", "WEBSITE", agent]],
+    [
+      `type=CLIENT&status=INACTIVE&source=WEBSITE&assignedTo=${agent}`,
+      "type = ? AND status = ? AND source = ? AND assigned_to = ?",
+      ["CLIENT", "INACTIVE", "WEBSITE", agent],
+    ],
   ];
   for (const [query, where, params] of filters) {
-    const row = await db.prepare(`SELECT COUNT(*) AS n FROM contacts WHERE organization_id = ? AND ${where}`).bind(p.organizationId, ...params).first<{ n: number }>();
+    const row = await db
+      .prepare(`SELECT COUNT(*) AS n FROM contacts WHERE organization_id = ? AND ${where}`)
+      .bind(p.organizationId, ...params)
+      .first<{ n: number }>();
     expect((await listPage(p.token, `limit=1&${query}`)).pagination.total, query).toBe(row!.n);
   }
   // Read from the facet counts: nothing was counted and cached per contacts version.
-  const cached = await db.prepare("SELECT COUNT(*) AS n FROM list_totals WHERE organization_id = ? AND resource = 'contacts'").bind(p.organizationId).first<{ n: number }>();
+  const cached = await db
+    .prepare("SELECT COUNT(*) AS n FROM list_totals WHERE organization_id = ? AND resource = 'contacts'")
+    .bind(p.organizationId)
+    .first<{ n: number }>();
   expect(cached!.n).toBe(0);
 }
 
@@ -30,7 +40,13 @@ describe("contact facet totals", () => {
     const p = await createPrincipal();
     const agent = p.userId;
     const made = [];
-    for (const [type, status, source] of [["LEAD", "ACTIVE", "WEBSITE"], ["CLIENT", "ACTIVE", "REFERRAL"], ["CLIENT", "INACTIVE", "WEBSITE"], ["LEAD", "ACTIVE", undefined], ["VENDOR", "ACTIVE", "REFERRAL"]] as const) {
+    for (const [type, status, source] of [
+      ["LEAD", "ACTIVE", "WEBSITE"],
+      ["CLIENT", "ACTIVE", "REFERRAL"],
+      ["CLIENT", "INACTIVE", "WEBSITE"],
+      ["LEAD", "ACTIVE", undefined],
+      ["VENDOR", "ACTIVE", "REFERRAL"],
+    ] as const) {
       made.push(await createContact(p.token, { type, status, ...(source ? { source } : {}), assignedTo: agent }));
     }
     await expectFacetsExact(p.organizationId);
@@ -42,7 +58,10 @@ describe("contact facet totals", () => {
     await expectFacetsExact(p.organizationId);
     await expectTotalsExact(p, agent);
 
-    const bulk = await call("PATCH", "/v1/contacts/bulk", { token: p.token, body: { contactIds: [made[3]!.id, made[4]!.id], updates: { status: "INACTIVE", type: "CLIENT", source: "WEBSITE" } } });
+    const bulk = await call("PATCH", "/v1/contacts/bulk", {
+      token: p.token,
+      body: { contactIds: [made[3]!.id, made[4]!.id], updates: { status: "INACTIVE", type: "CLIENT", source: "WEBSITE" } },
+    });
     expect(bulk.status, "bulk").toBe(200);
     await logActivity(p.token, made[3]!.id, { type: "PHONE_CALL" });
     expect((await call("POST", `/v1/contacts/${made[4]!.id}/tags`, { token: p.token, body: { tags: ["vip"] } })).status, "tags").toBe(200);
@@ -65,7 +84,9 @@ describe("contact facet totals", () => {
     const a = await createContact(p.token, { type: "LEAD", status: "ACTIVE" });
     const b = await createContact(p.token, { type: "LEAD", status: "ACTIVE" });
     const writes = [
-      ...["CLIENT", "VENDOR", "REFERRAL", "PAST_CLIENT"].map((type) => call("PUT", `/v1/contacts/${a.id}`, { token: p.token, body: { type } })),
+      ...["CLIENT", "VENDOR", "REFERRAL", "PAST_CLIENT"].map((type) =>
+        call("PUT", `/v1/contacts/${a.id}`, { token: p.token, body: { type } }),
+      ),
       ...["INACTIVE", "CONVERTED", "ACTIVE"].map((status) => call("PUT", `/v1/contacts/${a.id}`, { token: p.token, body: { status } })),
       call("PATCH", "/v1/contacts/bulk", { token: p.token, body: { contactIds: [a.id, b.id], updates: { source: "OPEN_HOUSE" } } }),
       call("DELETE", `/v1/contacts/${b.id}`, { token: p.token }),

@@ -28,7 +28,12 @@ const RICH: LeadScoreInput = {
   secondaryPhone: "+1 555 0101",
   address: { street: "1 Main St", city: "Springfield", state: "IL", zipCode: "62701" },
   notes: "Wants a garden",
-  preferences: { communicationMethod: "PHONE", propertyTypes: ["SINGLE_FAMILY"], priceRange: { min: 800_000, max: 1_200_000 }, locations: ["Downtown"] },
+  preferences: {
+    communicationMethod: "PHONE",
+    propertyTypes: ["SINGLE_FAMILY"],
+    priceRange: { min: 800_000, max: 1_200_000 },
+    locations: ["Downtown"],
+  },
   lastContactedAt: null,
 };
 
@@ -59,7 +64,13 @@ describe("calculateLeadScore (unit, fixed asOf)", () => {
     const at = (lastContactedAt: string | null) => calculateLeadScore({ ...BARE, lastContactedAt }, NO_ACTIVITY, AS_OF);
     expect([at(daysBefore(1)), at(daysBefore(20)), at(daysBefore(60)), at(daysBefore(400)), at(null)]).toEqual([18, 13, 8, 3, 3]);
     // The later of lastContactedAt and the last activity counts.
-    expect(calculateLeadScore({ ...BARE, lastContactedAt: daysBefore(400) }, { count: 0, conversations: 0, lastActivityAt: daysBefore(2) }, AS_OF)).toBe(18);
+    expect(
+      calculateLeadScore(
+        { ...BARE, lastContactedAt: daysBefore(400) },
+        { count: 0, conversations: 0, lastActivityAt: daysBefore(2) },
+        AS_OF,
+      ),
+    ).toBe(18);
   });
 
   it("scores DISQUALIFIED and DO_NOT_CONTACT 0 whatever they carry", () => {
@@ -69,7 +80,11 @@ describe("calculateLeadScore (unit, fixed asOf)", () => {
   });
 
   it("is deterministic and always an integer within 0–100", () => {
-    const figures: ActivityFigures[] = [NO_ACTIVITY, { count: 1, conversations: 0, lastActivityAt: daysBefore(3) }, { count: 7, conversations: 3, lastActivityAt: daysBefore(45) }];
+    const figures: ActivityFigures[] = [
+      NO_ACTIVITY,
+      { count: 1, conversations: 0, lastActivityAt: daysBefore(3) },
+      { count: 7, conversations: 3, lastActivityAt: daysBefore(45) },
+    ];
     for (const base of [BARE, RICH]) {
       for (const f of figures) {
         for (const status of ["ACTIVE", "INACTIVE", "CONVERTED"]) {
@@ -92,7 +107,12 @@ const RICH_BODY = {
   secondaryPhone: "+1 555 0101",
   address: { street: "1 Main St", city: "Springfield", state: "IL", zipCode: "62701", country: "US" },
   notes: "Wants a garden",
-  preferences: { communicationMethod: "PHONE", propertyTypes: ["SINGLE_FAMILY"], priceRange: { min: 800_000, max: 1_200_000 }, locations: ["Downtown"] },
+  preferences: {
+    communicationMethod: "PHONE",
+    propertyTypes: ["SINGLE_FAMILY"],
+    priceRange: { min: 800_000, max: 1_200_000 },
+    locations: ["Downtown"],
+  },
 };
 
 describe("lead score through the API", () => {
@@ -193,7 +213,10 @@ describe("lead score through the API", () => {
 
   it("refuses a calculateLeadScore that is not a boolean", async () => {
     const { token } = await createPrincipal();
-    const res = await call("POST", "/v1/contacts", { token, body: { firstName: "A", lastName: "B", email: "flag@example.test", calculateLeadScore: "yes" } });
+    const res = await call("POST", "/v1/contacts", {
+      token,
+      body: { firstName: "A", lastName: "B", email: "flag@example.test", calculateLeadScore: "yes" },
+    });
     expect(res.status).toBe(422);
     expect((await json(res)).error.errors.map((e: { field: string }) => e.field)).toEqual(["calculateLeadScore"]);
   });

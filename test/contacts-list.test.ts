@@ -21,12 +21,16 @@ const parseSort = (sort: string): SortSpec => sort.split(",").map((p) => p.split
 const ids = (list: { id?: string }[]) => list.map((c) => c.id!);
 const sortedIds = (list: { id?: string }[]) => ids(list).sort();
 /** The sort-key tuple of a contact, to compare orders without depending on how exact ties are broken. */
-const keyOf = (sort: SortSpec) => (c: ContactJson) => sort.map(([f]) => (f === "lastName" ? c.lastName.toLowerCase() : f === "leadScore" ? c.leadScore : c[f])).join("|");
+const keyOf = (sort: SortSpec) => (c: ContactJson) =>
+  sort.map(([f]) => (f === "lastName" ? c.lastName.toLowerCase() : f === "leadScore" ? c.leadScore : c[f])).join("|");
 
 describe("GET /v1/contacts: paging basics", () => {
   it("answers 25 contacts by default, newest first, with pagination {hasMore, nextCursor, total, limit}", async () => {
     const { token } = await createPrincipal();
-    const all = await createContacts(token, Array.from({ length: 27 }, (_, i) => ({ lastName: `N${i}` })));
+    const all = await createContacts(
+      token,
+      Array.from({ length: 27 }, (_, i) => ({ lastName: `N${i}` })),
+    );
     const page = await listPage(token);
     expect(page.data).toHaveLength(25);
     expect(page.pagination).toEqual({ hasMore: true, nextCursor: expect.any(String), total: 27, limit: 25 });
@@ -41,7 +45,11 @@ describe("GET /v1/contacts: paging basics", () => {
 
   it("answers an empty page for an organization without contacts", async () => {
     const { token } = await createPrincipal();
-    expect(await listPage(token)).toEqual({ success: true, data: [], pagination: { hasMore: false, nextCursor: null, total: 0, limit: 25 } });
+    expect(await listPage(token)).toEqual({
+      success: true,
+      data: [],
+      pagination: { hasMore: false, nextCursor: null, total: 0, limit: 25 },
+    });
   });
 
   it("honours limit 1 and 100", async () => {
@@ -104,7 +112,10 @@ describe("GET /v1/contacts: paging basics", () => {
     const mine = await createPrincipal();
     const theirs = await createPrincipal();
     const own = await createContact(mine.token, { type: "CLIENT", tags: ["shared"] });
-    await createContacts(theirs.token, [{ type: "CLIENT", tags: ["shared"] }, { type: "CLIENT", tags: ["shared"] }]);
+    await createContacts(theirs.token, [
+      { type: "CLIENT", tags: ["shared"] },
+      { type: "CLIENT", tags: ["shared"] },
+    ]);
     for (const q of ["", "type=CLIENT", "tags=shared", "sort=lastName:asc"]) {
       const page = await listPage(mine.token, q);
       expect(ids(page.data), q).toEqual([own.id]);
@@ -134,7 +145,10 @@ describe("GET /v1/contacts: filters", () => {
     }
     // Another organization with contacts that match every filter: none of them may show up.
     const other = await createPrincipal();
-    await createContacts(other.token, specs.map(({ assignedTo: _a, ...s }) => s));
+    await createContacts(
+      other.token,
+      specs.map(({ assignedTo: _a, ...s }) => s),
+    );
   });
 
   const cases: [string, () => string, number[]][] = [
@@ -152,12 +166,21 @@ describe("GET /v1/contacts: filters", () => {
     ["leadScore range", () => "leadScore[gte]=50&leadScore[lte]=70", [1, 4]],
     ["createdAt[gte]", () => `createdAt[gte]=${encodeURIComponent(c[2]!.createdAt)}`, [2, 3, 4]],
     ["createdAt[lte]", () => `createdAt[lte]=${encodeURIComponent(c[1]!.createdAt)}`, [0, 1]],
-    ["createdAt range", () => `createdAt[gte]=${encodeURIComponent(c[1]!.createdAt)}&createdAt[lte]=${encodeURIComponent(c[3]!.createdAt)}`, [1, 2, 3]],
+    [
+      "createdAt range",
+      () => `createdAt[gte]=${encodeURIComponent(c[1]!.createdAt)}&createdAt[lte]=${encodeURIComponent(c[3]!.createdAt)}`,
+      [1, 2, 3],
+    ],
     ["type + status", () => "type=CLIENT&status=ACTIVE", [2]],
     ["tags + leadScore", () => "tags=a&leadScore[gte]=10", [0, 1]],
     ["source + assignedTo", () => `source=REFERRAL&assignedTo=${p.userId}`, [4]],
     ["status + tags + createdAt", () => `status=ACTIVE&tags=b&createdAt[gte]=${encodeURIComponent(c[1]!.createdAt)}`, [2]],
-    ["everything", () => `type=LEAD&status=ACTIVE&source=WEBSITE&assignedTo=${p.userId}&tags=a,b&leadScore[gte]=0&leadScore[lte]=10&createdAt[lte]=${encodeURIComponent(c[0]!.createdAt)}`, [0]],
+    [
+      "everything",
+      () =>
+        `type=LEAD&status=ACTIVE&source=WEBSITE&assignedTo=${p.userId}&tags=a,b&leadScore[gte]=0&leadScore[lte]=10&createdAt[lte]=${encodeURIComponent(c[0]!.createdAt)}`,
+      [0],
+    ],
   ];
 
   it.each(cases)("filters by %s, with total counting only the matches", async (_, query, expected) => {
@@ -217,7 +240,11 @@ describe("GET /v1/contacts: totals follow writes", () => {
     await createContact(p.token, { type: "VENDOR" }); // bumps the version: the LEAD total is stale now
     await listPage(p.token, `type=CLIENT&${since}`);
     const db = await tenantDb(p.organizationId);
-    const cached = () => db.prepare("SELECT COUNT(*) AS n FROM list_totals WHERE organization_id = ? AND resource = 'contacts'").bind(p.organizationId).first<number>("n");
+    const cached = () =>
+      db
+        .prepare("SELECT COUNT(*) AS n FROM list_totals WHERE organization_id = ? AND resource = 'contacts'")
+        .bind(p.organizationId)
+        .first<number>("n");
     expect(await cached()).toBe(2);
     await pruneStaleListTotals(db);
     expect(await cached()).toBe(1);
@@ -275,7 +302,16 @@ describe("GET /v1/contacts: sort", () => {
 
   it("sorts lastName case-insensitively", async () => {
     const page = await listPage(token, "sort=lastName:asc&limit=100");
-    expect(page.data.map((c) => c.lastName.toLowerCase())).toEqual(["adams", "adams", "baker", "brown", "smith", "smith", "young", "zimmer"]);
+    expect(page.data.map((c) => c.lastName.toLowerCase())).toEqual([
+      "adams",
+      "adams",
+      "baker",
+      "brown",
+      "smith",
+      "smith",
+      "young",
+      "zimmer",
+    ]);
   });
 
   it("puts contacts without a lead score last when sorting by leadScore:desc", async () => {
@@ -298,7 +334,13 @@ describe("GET /v1/contacts: cursor walks", () => {
     const score = [null, 0, 15, 15, 42, 42, 42, 77, 100];
     all = [];
     for (let i = 0; i < 50; i++) {
-      all.push(await createContact(token, { lastName: last[(i * 3) % last.length], leadScore: score[(i * 5) % score.length], type: i % 3 === 0 ? "CLIENT" : "LEAD" }));
+      all.push(
+        await createContact(token, {
+          lastName: last[(i * 3) % last.length],
+          leadScore: score[(i * 5) % score.length],
+          type: i % 3 === 0 ? "CLIENT" : "LEAD",
+        }),
+      );
     }
     for (const i of [3, 17, 29, 41, 8]) all[i] = await updateContact(token, all[i]!.id, { notes: `n${i}` });
   });
@@ -348,7 +390,11 @@ describe("GET /v1/contacts: cursor walks", () => {
       });
       const seen = ids(contacts);
       expect(new Set(seen).size).toBe(seen.length);
-      for (const o of originals) expect(seen.filter((id) => id === o.id), o.id).toHaveLength(1);
+      for (const o of originals)
+        expect(
+          seen.filter((id) => id === o.id),
+          o.id,
+        ).toHaveLength(1);
       for (const id of seen) expect([...originals, ...inserted].some((c) => c.id === id)).toBe(true);
     },
   );
@@ -370,9 +416,16 @@ describe("GET /v1/contacts: cursor walks", () => {
     ["base64 of an object", btoa(JSON.stringify({ sort: "createdAt:desc" }))],
     ["a forged cursor with too few values", btoa(JSON.stringify(["createdAt:desc", [], "x"])).replace(/=+$/, "")],
     ["a forged cursor with an object value", btoa(JSON.stringify(["createdAt:desc", [{ a: 1 }], "x"])).replace(/=+$/, "")],
-    ["a forged cursor with too many values", btoa(JSON.stringify(["createdAt:desc", ["2020-01-01T00:00:00.000Z", 1, 2], "x"])).replace(/=+$/, "")],
+    [
+      "a forged cursor with too many values",
+      btoa(JSON.stringify(["createdAt:desc", ["2020-01-01T00:00:00.000Z", 1, 2], "x"])).replace(/=+$/, ""),
+    ],
   ])("answers 422 invalid_cursor for a garbage cursor (%s), never a 5xx", async (_, cursor) => {
-    const errors = await expectCrmError(await call("GET", `/v1/contacts?cursor=${encodeURIComponent(cursor)}`, { token }), 422, "validation_error");
+    const errors = await expectCrmError(
+      await call("GET", `/v1/contacts?cursor=${encodeURIComponent(cursor)}`, { token }),
+      422,
+      "validation_error",
+    );
     expect(issuePairs(errors)).toEqual(["cursor:invalid_cursor"]);
   });
 });

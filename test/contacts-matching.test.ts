@@ -110,7 +110,14 @@ describe("the matching query's plan", () => {
     const ctx = systemContext(env, createDb(recording as D1Database), p.organizationId, "test", () => {});
     await matchContacts(ctx, [{ emails: ["a@example.test"], phones: ["416-555-0100"] }]);
     const [query] = issued.filter((q) => /from "contacts"/i.test(q.sql));
-    const plan = (await real.prepare(`EXPLAIN QUERY PLAN ${query!.sql}`).bind(...query!.params).all<{ detail: string }>()).results.map((r) => r.detail).join("\n");
+    const plan = (
+      await real
+        .prepare(`EXPLAIN QUERY PLAN ${query!.sql}`)
+        .bind(...query!.params)
+        .all<{ detail: string }>()
+    ).results
+      .map((r) => r.detail)
+      .join("\n");
     expect(plan).toMatch(/contacts_org_email_unique \(organization_id=\? AND email_key=\?\)/);
     expect(plan).toMatch(/\(organization_id=\? AND phone_key=\?\)/);
     expect(plan).toMatch(/\(organization_id=\? AND secondary_phone_key=\?\)/);

@@ -15,7 +15,8 @@ import { createTestimonial } from "./helpers/testimonials";
 import { createSurveyTemplate, scheduleSurvey, surveyDetail } from "./helpers/surveys";
 import { subscribe } from "./helpers/webhooks";
 
-const merge = (p: TestPrincipal, id: string, sourceIds: string[], headers?: Record<string, string>) => call("POST", `/v1/contacts/${id}/merge`, { token: p.token, body: { sourceIds }, headers });
+const merge = (p: TestPrincipal, id: string, sourceIds: string[], headers?: Record<string, string>) =>
+  call("POST", `/v1/contacts/${id}/merge`, { token: p.token, body: { sourceIds }, headers });
 
 async function merged(p: TestPrincipal, id: string, sourceIds: string[]) {
   const res = await merge(p, id, sourceIds);
@@ -26,9 +27,13 @@ async function merged(p: TestPrincipal, id: string, sourceIds: string[]) {
 
 const tagsOf = async (p: TestPrincipal) => {
   const page = await json(await call("GET", "/v1/contacts/tags?limit=100", { token: p.token }));
-  return { total: page.pagination.total as number, counts: Object.fromEntries(page.data.map((t: { name: string; count: number }) => [t.name, t.count])) };
+  return {
+    total: page.pagination.total as number,
+    counts: Object.fromEntries(page.data.map((t: { name: string; count: number }) => [t.name, t.count])),
+  };
 };
-const totalOf = async (p: TestPrincipal, path: string) => (await json(await call("GET", path, { token: p.token }))).pagination.total as number;
+const totalOf = async (p: TestPrincipal, path: string) =>
+  (await json(await call("GET", path, { token: p.token }))).pagination.total as number;
 const searchIds = async (p: TestPrincipal, list: string, q: string) => {
   const page = await json(await call("GET", `${list}?q=${encodeURIComponent(q)}&limit=100`, { token: p.token }));
   return { total: page.pagination.total as number, ids: page.data.map((r: { id: string }) => r.id).sort() };
@@ -48,7 +53,14 @@ describe("POST /v1/contacts/{id}/merge", () => {
       tags: ["buyer", "open-house"],
     });
     // The same number as s1's, written another way: not taken twice. Its second number fills the free slot.
-    const s2 = await createContact(p.token, { firstName: "T.", lastName: "Quill", phone: "+1 416 555 0199", secondaryPhone: "416-555-0142", tags: ["vip"], notes: "second notes" });
+    const s2 = await createContact(p.token, {
+      firstName: "T.",
+      lastName: "Quill",
+      phone: "+1 416 555 0199",
+      secondaryPhone: "416-555-0142",
+      tags: ["vip"],
+      notes: "second notes",
+    });
     await logActivity(p.token, target.id, { type: "NOTE", description: "target's own" });
     await logActivity(p.token, s1.id, { type: "PHONE_CALL", description: "s1 call" });
     await logActivity(p.token, s2.id, { type: "MEETING", description: "s2 meeting" });
@@ -60,7 +72,12 @@ describe("POST /v1/contacts/{id}/merge", () => {
     const testimonial = await createTestimonial(p, { authorPersonId: s1.id });
     const template = await createSurveyTemplate(p);
     const survey = await scheduleSurvey(p, { templateId: template.id, recipientPersonId: s2.id });
-    const referral = await json(await call("POST", "/api/reputation/referrals", { token: p.token, body: { agentUserId: p.userId, referrerPersonId: s1.id, referredName: "A Friend" } }));
+    const referral = await json(
+      await call("POST", "/api/reputation/referrals", {
+        token: p.token,
+        body: { agentUserId: p.userId, referrerPersonId: s1.id, referredName: "A Friend" },
+      }),
+    );
     expect(referral.id).toEqual(expect.any(String));
     const contactsBefore = await totalOf(p, "/v1/contacts?limit=1");
     expect(await tagsOf(p)).toEqual({ total: 3, counts: { buyer: 2, "open-house": 1, vip: 1 } });
@@ -91,7 +108,9 @@ describe("POST /v1/contacts/{id}/merge", () => {
     const withDeals = await getContact(p.token, target.id, "?include=deals");
     expect(withDeals.deals.map((d: { id: string }) => d.id).sort()).toEqual([deal1.id, deal2.id].sort());
     expect((await getDeal(p.token, deal1.id)).contactId).toBe(target.id);
-    expect((await json(await call("GET", `/api/reputation/testimonials/${testimonial.id}`, { token: p.token }))).authorPersonId).toBe(target.id);
+    expect((await json(await call("GET", `/api/reputation/testimonials/${testimonial.id}`, { token: p.token }))).authorPersonId).toBe(
+      target.id,
+    );
     expect((await surveyDetail(p, survey.id)).recipientPersonId).toBe(target.id);
     const referrals = await json(await call("GET", "/api/reputation/referrals?limit=100", { token: p.token }));
     expect(referrals.referrals.find((r: { id: string }) => r.id === referral.id).referrerPersonId).toBe(target.id);
@@ -103,7 +122,12 @@ describe("POST /v1/contacts/{id}/merge", () => {
     expect(await tagsOf(p)).toEqual({ total: 3, counts: { buyer: 1, "open-house": 1, vip: 1 } });
     expect(await totalOf(p, "/v1/contacts?tags=buyer")).toBe(1);
     const trash = await json(await call("GET", "/v1/trash?kind=contact", { token: p.token }));
-    expect(trash.data.map((t: { id: string; mergedInto: string }) => [t.id, t.mergedInto]).sort()).toEqual([[s1.id, target.id], [s2.id, target.id]].sort());
+    expect(trash.data.map((t: { id: string; mergedInto: string }) => [t.id, t.mergedInto]).sort()).toEqual(
+      [
+        [s1.id, target.id],
+        [s2.id, target.id],
+      ].sort(),
+    );
     await expectDerivedFiguresExact(p.organizationId);
 
     // A merged contact is not restored: its records live on the target.
@@ -116,16 +140,46 @@ describe("POST /v1/contacts/{id}/merge", () => {
 
   it("fills only what the target lacks and never overwrites a field", async () => {
     const p = await createPrincipal();
-    const target = await createContact(p.token, { phone: "+1 212 555 0100", notes: "mine", address: { city: "Boston" }, type: "CLIENT", status: "INACTIVE", leadScore: 40 });
-    const source = await createContact(p.token, { phone: "+1 212 555 0111", secondaryPhone: "+1 212 555 0122", notes: "theirs", address: { city: "Austin", zipCode: "73301" }, type: "VENDOR", leadScore: 90, preferences: { communicationMethod: "SMS" } });
+    const target = await createContact(p.token, {
+      phone: "+1 212 555 0100",
+      notes: "mine",
+      address: { city: "Boston" },
+      type: "CLIENT",
+      status: "INACTIVE",
+      leadScore: 40,
+    });
+    const source = await createContact(p.token, {
+      phone: "+1 212 555 0111",
+      secondaryPhone: "+1 212 555 0122",
+      notes: "theirs",
+      address: { city: "Austin", zipCode: "73301" },
+      type: "VENDOR",
+      leadScore: 90,
+      preferences: { communicationMethod: "SMS" },
+    });
     const { contact } = await merged(p, target.id, [source.id]);
-    expect(contact).toMatchObject({ phone: "+1 212 555 0100", secondaryPhone: "+1 212 555 0111", notes: "mine", address: { city: "Boston" }, type: "CLIENT", status: "INACTIVE", leadScore: 40, preferences: { communicationMethod: "SMS" } });
+    expect(contact).toMatchObject({
+      phone: "+1 212 555 0100",
+      secondaryPhone: "+1 212 555 0111",
+      notes: "mine",
+      address: { city: "Boston" },
+      type: "CLIENT",
+      status: "INACTIVE",
+      leadScore: 40,
+      preferences: { communicationMethod: "SMS" },
+    });
   });
 
   it("fills the custom fields the target lacks, key by key, the first source first", async () => {
     const p = await createPrincipal();
-    for (const [key, type] of [["budget", "number"], ["side", "text"], ["preapproved", "boolean"]]) {
-      expect((await call("POST", "/v1/custom-fields", { token: p.token, body: { object: "contact", key, label: key, type } })).status).toBe(201);
+    for (const [key, type] of [
+      ["budget", "number"],
+      ["side", "text"],
+      ["preapproved", "boolean"],
+    ]) {
+      expect((await call("POST", "/v1/custom-fields", { token: p.token, body: { object: "contact", key, label: key, type } })).status).toBe(
+        201,
+      );
     }
     const target = await createContact(p.token, { customFields: { budget: 500000 } });
     const first = await createContact(p.token, { customFields: { budget: 1, side: "buyer" } });
@@ -163,15 +217,28 @@ describe("POST /v1/contacts/{id}/merge", () => {
     const updated = received.filter((r) => r.event === "contact.updated");
     expect(updated).toHaveLength(1);
     expect(updated[0]!.data).toMatchObject({ object: { id: target.id, tags: ["x"] }, mergedFrom: [s1.id, s2.id] });
-    expect(received.filter((r) => r.event === "contact.deleted").map((r) => r.data).sort((a, b) => (a.object.id < b.object.id ? -1 : 1))).toEqual(
-      [s1, s2].map((s) => ({ object: { id: s.id }, previousAttributes: null, changes: null, mergedInto: target.id })).sort((a, b) => (a.object.id < b.object.id ? -1 : 1)),
+    expect(
+      received
+        .filter((r) => r.event === "contact.deleted")
+        .map((r) => r.data)
+        .sort((a, b) => (a.object.id < b.object.id ? -1 : 1)),
+    ).toEqual(
+      [s1, s2]
+        .map((s) => ({ object: { id: s.id }, previousAttributes: null, changes: null, mergedInto: target.id }))
+        .sort((a, b) => (a.object.id < b.object.id ? -1 : 1)),
     );
   });
 
   it("search: the target is found by the words it took, the sources' own words are gone, totals exact", async () => {
     const p = await createPrincipal();
     const target = await createContact(p.token, { firstName: "Ingrid", lastName: "Okafor" });
-    const source = await createContact(p.token, { firstName: "Ingrid", lastName: "Okonkwo", phone: "(416) 555-0177", tags: ["golfer"], notes: "asked about zanzibar" });
+    const source = await createContact(p.token, {
+      firstName: "Ingrid",
+      lastName: "Okonkwo",
+      phone: "(416) 555-0177",
+      tags: ["golfer"],
+      notes: "asked about zanzibar",
+    });
     const deal = await createDeal(p.token, { contactId: source.id, title: "Zephyr Lane purchase" });
     expect(await searchIds(p, "/v1/contacts", "okonkwo")).toEqual({ total: 1, ids: [source.id] });
     expect(await searchIds(p, "/v1/contacts", "golfer")).toEqual({ total: 1, ids: [source.id] });
@@ -186,7 +253,10 @@ describe("POST /v1/contacts/{id}/merge", () => {
     expect(await searchIds(p, "/v1/deals", "zephyr")).toEqual({ total: 1, ids: [deal.id] });
     expect((await getDeal(p.token, deal.id)).contactId).toBe(target.id);
     // The index holds nothing of the source any more.
-    const left = await (await tenantDb(p.organizationId)).prepare("SELECT COUNT(*) AS n FROM search_terms WHERE record_id = ?").bind(source.id).first<{ n: number }>();
+    const left = await (await tenantDb(p.organizationId))
+      .prepare("SELECT COUNT(*) AS n FROM search_terms WHERE record_id = ?")
+      .bind(source.id)
+      .first<{ n: number }>();
     expect(left!.n).toBe(0);
   });
 
@@ -201,12 +271,18 @@ describe("POST /v1/contacts/{id}/merge", () => {
     expect(res.status, await res.clone().text()).toBe(200);
     const db = await tenantDb(p.organizationId);
     for (const id of [target.id, middle.id, first.id]) {
-      expect((await db.prepare("SELECT state FROM trash_entries WHERE record_id = ?").bind(id).first<{ state: string }>())!.state).toBe("erased");
+      expect((await db.prepare("SELECT state FROM trash_entries WHERE record_id = ?").bind(id).first<{ state: string }>())!.state).toBe(
+        "erased",
+      );
       expect((await db.prepare("SELECT COUNT(*) AS n FROM trash_rows WHERE record_id = ?").bind(id).first<{ n: number }>())!.n).toBe(0);
     }
     expect((await json(await call("GET", "/v1/trash", { token: p.token }))).pagination.total).toBe(0);
-    for (const word of ["farquharson", "wilhelmina", "willa", "6045550188", "earliest"]) expect((await searchIds(p, "/v1/contacts", word)).total).toBe(0);
-    const kept = await db.prepare("SELECT COUNT(*) AS n FROM trash_rows WHERE organization_id = ? AND (row LIKE '%Farquharson%' OR row LIKE '%5550188%')").bind(p.organizationId).first<{ n: number }>();
+    for (const word of ["farquharson", "wilhelmina", "willa", "6045550188", "earliest"])
+      expect((await searchIds(p, "/v1/contacts", word)).total).toBe(0);
+    const kept = await db
+      .prepare("SELECT COUNT(*) AS n FROM trash_rows WHERE organization_id = ? AND (row LIKE '%Farquharson%' OR row LIKE '%5550188%')")
+      .bind(p.organizationId)
+      .first<{ n: number }>();
     expect(kept!.n).toBe(0);
   });
 
@@ -214,33 +290,68 @@ describe("POST /v1/contacts/{id}/merge", () => {
     const p = await createPrincipal();
     const run = crypto.randomUUID().slice(0, 8);
     const keep = await createContact(p.token, { firstName: "Odile", lastName: "Marchetti", email: `odile.${run}@example.test` });
-    const copy = await createContact(p.token, { firstName: "Odile", lastName: "Marchetti", email: `o.marchetti.${run}@portal.test`, phone: "(647) 555-0142" });
+    const copy = await createContact(p.token, {
+      firstName: "Odile",
+      lastName: "Marchetti",
+      email: `o.marchetti.${run}@portal.test`,
+      phone: "(647) 555-0142",
+    });
     await merged(p, keep.id, [copy.id]);
     const before = await totalOf(p, "/v1/contacts?limit=1");
 
     // The portal sends the same person again, by the e-mail and the phone (written another way) the copy had.
-    const byEmail = await call("POST", "/v1/leads", { token: p.token, body: { source: "ZILLOW", sourceEventId: `a-${run}`, person: { firstName: "Odile", emails: [`O.Marchetti.${run}@portal.test`] }, message: "Still looking" } });
+    const byEmail = await call("POST", "/v1/leads", {
+      token: p.token,
+      body: {
+        source: "ZILLOW",
+        sourceEventId: `a-${run}`,
+        person: { firstName: "Odile", emails: [`O.Marchetti.${run}@portal.test`] },
+        message: "Still looking",
+      },
+    });
     expect(byEmail.status, await byEmail.clone().text()).toBe(200);
     expect((await json(byEmail)).data).toMatchObject({ contactId: keep.id, created: false, matchedBy: "email" });
-    const byPhone = await call("POST", "/v1/leads", { token: p.token, body: { source: "ZILLOW", sourceEventId: `b-${run}`, person: { phones: ["+1 647-555-0142"] } } });
+    const byPhone = await call("POST", "/v1/leads", {
+      token: p.token,
+      body: { source: "ZILLOW", sourceEventId: `b-${run}`, person: { phones: ["+1 647-555-0142"] } },
+    });
     expect(byPhone.status, await byPhone.clone().text()).toBe(200);
     expect((await json(byPhone)).data).toMatchObject({ contactId: keep.id, matchedBy: "phone" });
     // An import of the old book: the row is the kept contact (skipped), not a new one.
-    const started = await startRowsImport(p, { kind: "contacts", rows: [{ email: `o.marchetti.${run}@portal.test`, firstName: "Odile", lastName: "Marchetti" }], onDuplicate: "skip" });
+    const started = await startRowsImport(p, {
+      kind: "contacts",
+      rows: [{ email: `o.marchetti.${run}@portal.test`, firstName: "Odile", lastName: "Marchetti" }],
+      onDuplicate: "skip",
+    });
     expect(await settledImport(p, started.id)).toMatchObject({ status: "completed", created: 0, skipped: 1 });
     expect(await totalOf(p, "/v1/contacts?limit=1")).toBe(before);
 
     // The kept contact merged in turn: the first copy's keys follow it.
     const last = await createContact(p.token, { firstName: "Odile", lastName: "Marchetti-Ruiz" });
     await merged(p, last.id, [keep.id]);
-    const again = await call("POST", "/v1/leads", { token: p.token, body: { source: "ZILLOW", sourceEventId: `c-${run}`, person: { emails: [`o.marchetti.${run}@portal.test`] } } });
+    const again = await call("POST", "/v1/leads", {
+      token: p.token,
+      body: { source: "ZILLOW", sourceEventId: `c-${run}`, person: { emails: [`o.marchetti.${run}@portal.test`] } },
+    });
     expect((await json(again)).data).toMatchObject({ contactId: last.id, matchedBy: "email" });
 
     // Erased, the person's keys go with them: the next lead by that e-mail is a new contact.
     expect((await call("DELETE", `/v1/contacts/${last.id}?erase=true`, { token: p.token })).status).toBe(200);
     const db = await tenantDb(p.organizationId);
-    expect((await db.prepare("SELECT COUNT(*) AS n FROM contact_merged_keys WHERE organization_id = ?").bind(p.organizationId).first<{ n: number }>())!.n).toBe(0);
-    const fresh = await call("POST", "/v1/leads", { token: p.token, body: { source: "ZILLOW", sourceEventId: `d-${run}`, person: { firstName: "Odile", lastName: "Marchetti", emails: [`o.marchetti.${run}@portal.test`] } } });
+    expect(
+      (await db
+        .prepare("SELECT COUNT(*) AS n FROM contact_merged_keys WHERE organization_id = ?")
+        .bind(p.organizationId)
+        .first<{ n: number }>())!.n,
+    ).toBe(0);
+    const fresh = await call("POST", "/v1/leads", {
+      token: p.token,
+      body: {
+        source: "ZILLOW",
+        sourceEventId: `d-${run}`,
+        person: { firstName: "Odile", lastName: "Marchetti", emails: [`o.marchetti.${run}@portal.test`] },
+      },
+    });
     expect(fresh.status).toBe(201);
     expect((await json(fresh)).data).toMatchObject({ created: true, matchedBy: null });
   });
@@ -249,10 +360,19 @@ describe("POST /v1/contacts/{id}/merge", () => {
     const p = await createPrincipal();
     const run = crypto.randomUUID().slice(0, 8);
     const keep = await createContact(p.token, { firstName: "Pia", lastName: "Lindqvist" });
-    const copy = await createContact(p.token, { firstName: "Pia", lastName: "Lindqvist", email: `pia.${run}@portal.test`, phone: "(905) 555-0177" });
+    const copy = await createContact(p.token, {
+      firstName: "Pia",
+      lastName: "Lindqvist",
+      email: `pia.${run}@portal.test`,
+      phone: "(905) 555-0177",
+    });
     await merged(p, keep.id, [copy.id]);
     const db = await tenantDb(p.organizationId);
-    const keys = async () => (await db.prepare("SELECT COUNT(*) AS n FROM contact_merged_keys WHERE organization_id = ?").bind(p.organizationId).first<{ n: number }>())!.n;
+    const keys = async () =>
+      (await db
+        .prepare("SELECT COUNT(*) AS n FROM contact_merged_keys WHERE organization_id = ?")
+        .bind(p.organizationId)
+        .first<{ n: number }>())!.n;
     expect(await keys()).toBe(2);
     expect((await call("DELETE", `/v1/contacts/${keep.id}`, { token: p.token })).status).toBe(200);
     // In the trash the contact can come back, and its keys with it.
@@ -280,7 +400,10 @@ describe("POST /v1/contacts/{id}/merge", () => {
     await bad([source.id, source.id], ["sourceIds.1:duplicate_id"]);
     await bad([target.id], ["sourceIds.0:same_as_target"]);
     await bad([], ["sourceIds:too_small"]);
-    await bad(Array.from({ length: 21 }, (_, i) => `id-${i}`), ["sourceIds:too_big"]);
+    await bad(
+      Array.from({ length: 21 }, (_, i) => `id-${i}`),
+      ["sourceIds:too_big"],
+    );
     // Nothing moved.
     expect((await getContact(p.token, source.id)).id).toBe(source.id);
     expect((await getContact(stranger.token, theirs.id)).id).toBe(theirs.id);
@@ -305,7 +428,9 @@ describe("GET /v1/contacts/duplicates", () => {
     const totals: number[] = [];
     let cursor: string | null = null;
     for (let i = 0; i < 50; i++) {
-      const res = await call("GET", `/v1/contacts/duplicates?${query}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`, { token: p.token });
+      const res = await call("GET", `/v1/contacts/duplicates?${query}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`, {
+        token: p.token,
+      });
       const page = await json(res);
       expect(res.status, JSON.stringify(page)).toBe(200);
       groups.push(...page.data);
@@ -362,13 +487,46 @@ describe("GET /v1/contacts/duplicates", () => {
   it("plans a page within its window: complete keys only, a window of one key moves on past it", () => {
     const start = { key: "", inclusive: true };
     // Both lists complete: every key seen twice is a group.
-    expect(planPage([["a", "b", "b"], ["a", "c"]], 5, start, 10)).toEqual({ keys: ["a", "b"], next: null });
+    expect(
+      planPage(
+        [
+          ["a", "b", "b"],
+          ["a", "c"],
+        ],
+        5,
+        start,
+        10,
+      ),
+    ).toEqual({ keys: ["a", "b"], next: null });
     // The first list is full: its last key "c" may go on past the window, so the page stops before it.
-    expect(planPage([["a", "b", "c"], ["c", "d"]], 3, start, 10)).toEqual({ keys: [], next: { key: "c", inclusive: true } });
-    expect(planPage([["a", "a", "c"], ["c", "d"]], 3, start, 10)).toEqual({ keys: ["a"], next: { key: "c", inclusive: true } });
+    expect(
+      planPage(
+        [
+          ["a", "b", "c"],
+          ["c", "d"],
+        ],
+        3,
+        start,
+        10,
+      ),
+    ).toEqual({ keys: [], next: { key: "c", inclusive: true } });
+    expect(
+      planPage(
+        [
+          ["a", "a", "c"],
+          ["c", "d"],
+        ],
+        3,
+        start,
+        10,
+      ),
+    ).toEqual({ keys: ["a"], next: { key: "c", inclusive: true } });
     // More groups than the limit: the next page starts after the last one listed.
     expect(planPage([["a", "a", "b", "b"], []], 10, start, 1)).toEqual({ keys: ["a"], next: { key: "a", inclusive: false } });
     // A full window of one key is a group, and the next page goes on after it.
-    expect(planPage([["c", "c", "c"], ["c"]], 3, { key: "c", inclusive: true }, 10)).toEqual({ keys: ["c"], next: { key: "c", inclusive: false } });
+    expect(planPage([["c", "c", "c"], ["c"]], 3, { key: "c", inclusive: true }, 10)).toEqual({
+      keys: ["c"],
+      next: { key: "c", inclusive: false },
+    });
   });
 });

@@ -5,7 +5,18 @@ import { termsOf } from "../src/lib/search-terms";
 import { shardDatabase } from "../src/shards/bindings";
 import { startMove, stepMove } from "../src/shards/move";
 import { call, json } from "./helpers/client";
-import { type ContactJson, createContact, createContacts, expectCrmError, getContact, issuePairs, listAll, listPage, sortContacts, updateContact } from "./helpers/contacts";
+import {
+  type ContactJson,
+  createContact,
+  createContacts,
+  expectCrmError,
+  getContact,
+  issuePairs,
+  listAll,
+  listPage,
+  sortContacts,
+  updateContact,
+} from "./helpers/contacts";
 import { createDeal } from "./helpers/deals";
 import { erase } from "./helpers/erasure";
 import { createPrincipal, tenantDb } from "./helpers/factories";
@@ -28,7 +39,13 @@ describe("GET /v1/contacts?q= (issue 33: find anyone by a word)", () => {
   it("finds a contact by the start of any word of its names, e-mail, notes or tags, in any case, with or without accents", async () => {
     const { token } = await createPrincipal();
     const [raj, priya, zoe, ann, other] = await createContacts(token, [
-      { firstName: "Raj", lastName: "Patel", email: `raj.patel.${crypto.randomUUID().slice(0, 6)}@acme-realty.test`, notes: "Called about the house on Elm St.", tags: ["first-time buyer"] },
+      {
+        firstName: "Raj",
+        lastName: "Patel",
+        email: `raj.patel.${crypto.randomUUID().slice(0, 6)}@acme-realty.test`,
+        notes: "Called about the house on Elm St.",
+        tags: ["first-time buyer"],
+      },
       { firstName: "Priya", lastName: "Patil", notes: "Prefers texts" },
       { firstName: "Zoë", lastName: "Łukasiewicz" },
       { firstName: "Ann", lastName: "O'Brien", tags: ["VIP"] },
@@ -118,11 +135,18 @@ describe("GET /v1/contacts?q= (issue 33: find anyone by a word)", () => {
     const { token } = await createPrincipal();
     const long = Array.from({ length: 70 }, (_, i) => `w${i}`).join(" ");
     expect(long.length).toBeGreaterThan(200);
-    expect(issuePairs(await expectCrmError(await call("GET", `/v1/contacts?${q(long)}&limit=0`, { token }), 422, "validation_error"))).toEqual(["limit:too_small", "q:too_big", "q:too_many_words"]);
-    expect(issuePairs(await expectCrmError(await call("GET", `/v1/contacts?${q("a b c d e f g h i")}`, { token }), 422, "validation_error"))).toEqual(["q:too_many_words"]);
+    expect(
+      issuePairs(await expectCrmError(await call("GET", `/v1/contacts?${q(long)}&limit=0`, { token }), 422, "validation_error")),
+    ).toEqual(["limit:too_small", "q:too_big", "q:too_many_words"]);
+    expect(
+      issuePairs(await expectCrmError(await call("GET", `/v1/contacts?${q("a b c d e f g h i")}`, { token }), 422, "validation_error")),
+    ).toEqual(["q:too_many_words"]);
     expect(await found(token, "a b c d e f g h")).toEqual([]);
     for (const path of ["/v1/deals", "/v1/properties"]) {
-      expect(issuePairs(await expectCrmError(await call("GET", `${path}?${q(long)}`, { token }), 422, "validation_error"))).toEqual(["q:too_big", "q:too_many_words"]);
+      expect(issuePairs(await expectCrmError(await call("GET", `${path}?${q(long)}`, { token }), 422, "validation_error"))).toEqual([
+        "q:too_big",
+        "q:too_many_words",
+      ]);
     }
   });
 
@@ -130,12 +154,45 @@ describe("GET /v1/contacts?q= (issue 33: find anyone by a word)", () => {
     const p = await createPrincipal();
     const { token } = p;
     const specs: Record<string, unknown>[] = [
-      { firstName: "Ava", lastName: "Marlowe", type: "CLIENT", status: "ACTIVE", source: "WEBSITE", leadScore: 80, tags: ["vip"], assignedTo: p.userId },
+      {
+        firstName: "Ava",
+        lastName: "Marlowe",
+        type: "CLIENT",
+        status: "ACTIVE",
+        source: "WEBSITE",
+        leadScore: 80,
+        tags: ["vip"],
+        assignedTo: p.userId,
+      },
       { firstName: "Ben", lastName: "Marlowe", type: "LEAD", status: "ACTIVE", source: "REFERRAL", leadScore: 40 },
-      { firstName: "Cal", lastName: "marlowe", type: "CLIENT", status: "INACTIVE", source: "WEBSITE", leadScore: 55, tags: ["vip", "investor"] },
+      {
+        firstName: "Cal",
+        lastName: "marlowe",
+        type: "CLIENT",
+        status: "INACTIVE",
+        source: "WEBSITE",
+        leadScore: 55,
+        tags: ["vip", "investor"],
+      },
       { firstName: "Marlowe", lastName: "Diaz", type: "LEAD", status: "ACTIVE", source: "WEBSITE", assignedTo: p.userId },
-      { firstName: "Eve", lastName: "Ng", email: `marlowe.fan.${crypto.randomUUID().slice(0, 6)}@example.test`, type: "CLIENT", status: "ACTIVE", leadScore: 95 },
-      { firstName: "Fay", lastName: "Ortiz", notes: "Met at Marlowe Park", type: "VENDOR", status: "ACTIVE", source: "WEBSITE", leadScore: 10, tags: ["vip"] },
+      {
+        firstName: "Eve",
+        lastName: "Ng",
+        email: `marlowe.fan.${crypto.randomUUID().slice(0, 6)}@example.test`,
+        type: "CLIENT",
+        status: "ACTIVE",
+        leadScore: 95,
+      },
+      {
+        firstName: "Fay",
+        lastName: "Ortiz",
+        notes: "Met at Marlowe Park",
+        type: "VENDOR",
+        status: "ACTIVE",
+        source: "WEBSITE",
+        leadScore: 10,
+        tags: ["vip"],
+      },
       { firstName: "Gus", lastName: "Park", tags: ["marlowe-club"], type: "LEAD", status: "ACTIVE", leadScore: 60, assignedTo: p.userId },
       { firstName: "Hal", lastName: "Marlowes", type: "CLIENT", status: "ACTIVE", source: "WEBSITE", leadScore: 80 },
       // Not matches: a shorter word, another word, another field's near miss.
@@ -153,10 +210,24 @@ describe("GET /v1/contacts?q= (issue 33: find anyone by a word)", () => {
       ["tags=vip", (c) => c.tags.includes("vip"), [["createdAt", "desc"]]],
       ["tags=vip,investor&sort=lastName:asc", (c) => c.tags.includes("vip") && c.tags.includes("investor"), [["lastName", "asc"]]],
       ["leadScore[gte]=50&sort=leadScore:desc", (c) => (c.leadScore ?? -1) >= 50, [["leadScore", "desc"]]],
-      ["leadScore[gte]=40&leadScore[lte]=80&sort=leadScore:asc,lastName:desc", (c) => c.leadScore !== null && c.leadScore >= 40 && c.leadScore <= 80, [["leadScore", "asc"], ["lastName", "desc"]]],
+      [
+        "leadScore[gte]=40&leadScore[lte]=80&sort=leadScore:asc,lastName:desc",
+        (c) => c.leadScore !== null && c.leadScore >= 40 && c.leadScore <= 80,
+        [
+          ["leadScore", "asc"],
+          ["lastName", "desc"],
+        ],
+      ],
       [`createdAt[gte]=${encodeURIComponent(mid)}&sort=createdAt:asc`, (c) => c.createdAt >= mid, [["createdAt", "asc"]]],
       [`createdAt[lte]=${encodeURIComponent(mid)}&sort=updatedAt:desc`, (c) => c.createdAt <= mid, [["updatedAt", "desc"]]],
-      [`assignedTo=${p.userId}&sort=lastName:desc,createdAt:asc`, (c) => c.assignedTo === p.userId, [["lastName", "desc"], ["createdAt", "asc"]]],
+      [
+        `assignedTo=${p.userId}&sort=lastName:desc,createdAt:asc`,
+        (c) => c.assignedTo === p.userId,
+        [
+          ["lastName", "desc"],
+          ["createdAt", "asc"],
+        ],
+      ],
       ["type=VENDOR&status=INACTIVE", (c) => c.type === "VENDOR" && c.status === "INACTIVE", [["createdAt", "desc"]]],
     ];
     for (const [filters, keep, sort] of combos) {
@@ -186,10 +257,20 @@ describe("GET /v1/contacts?q= (issue 33: find anyone by a word)", () => {
       )
       .bind(p.organizationId, n)
       .run();
-    await db.prepare(`INSERT INTO contact_tags (contact_id, organization_id, tag) SELECT id, organization_id, 'tall' FROM contacts WHERE organization_id = ? AND tags = '["tall"]'`).bind(p.organizationId).run();
+    await db
+      .prepare(
+        `INSERT INTO contact_tags (contact_id, organization_id, tag) SELECT id, organization_id, 'tall' FROM contacts WHERE organization_id = ? AND tags = '["tall"]'`,
+      )
+      .bind(p.organizationId)
+      .run();
     await createContact(p.token, { firstName: "Wally", lastName: "Walkerton", status: "ACTIVE", tags: ["tall"] });
     const expected = async (where: string, order: string) =>
-      (await db.prepare(`SELECT id FROM contacts WHERE organization_id = ? AND last_name LIKE 'walker%' ${where} ORDER BY ${order}`).bind(p.organizationId).all<{ id: string }>()).results.map((r) => r.id);
+      (
+        await db
+          .prepare(`SELECT id FROM contacts WHERE organization_id = ? AND last_name LIKE 'walker%' ${where} ORDER BY ${order}`)
+          .bind(p.organizationId)
+          .all<{ id: string }>()
+      ).results.map((r) => r.id);
     const walk = async (query: string) => {
       const { contacts, pages } = await listAll(p.token, `${q("walk")}&limit=100&${query}`);
       return { ids: ids(contacts), totals: [...new Set(pages.map((page) => `${page.pagination.total} ${page.pagination.totalExact}`))] };
@@ -225,7 +306,9 @@ describe("GET /v1/contacts?q= (issue 33: find anyone by a word)", () => {
     expect(await found(token, "quenby")).toEqual(sorted([a!, d!]));
     expect((await call("POST", `/v1/contacts/${c}/restore`, { token })).status).toBe(200);
     expect(await found(token, "quenby")).toEqual(sorted([a!, c!, d!]));
-    expect((await call("PATCH", "/v1/contacts/bulk", { token, body: { contactIds: [d!], updates: { notes: "No one in particular" } } })).status).toBe(200);
+    expect(
+      (await call("PATCH", "/v1/contacts/bulk", { token, body: { contactIds: [d!], updates: { notes: "No one in particular" } } })).status,
+    ).toBe(200);
     expect(await found(token, "quenby")).toEqual(sorted([a!, c!]));
     expect(await found(token, "4165550131")).toEqual([a!]);
     expect((await erase(p, a!)).status).toBe(200);
@@ -235,16 +318,25 @@ describe("GET /v1/contacts?q= (issue 33: find anyone by a word)", () => {
 
   it("counts right after an erasure that stopped half-way and was finished: a rewritten note leaves the total (issue 33)", async () => {
     const p = await createPrincipal();
-    const shard = (await env.DB.prepare("SELECT shard FROM organization_shards WHERE organization_id = ?").bind(p.organizationId).first<{ shard: number }>())!.shard;
+    const shard = (await env.DB.prepare("SELECT shard FROM organization_shards WHERE organization_id = ?")
+      .bind(p.organizationId)
+      .first<{ shard: number }>())!.shard;
     const person = await createContact(p.token, { firstName: "Erin", lastName: `Vantablack${crypto.randomUUID().slice(0, 4)}` });
-    const friend = await createContact(p.token, { firstName: "Fay", lastName: "Other", notes: `Knows ${person.firstName} ${person.lastName} well` });
+    const friend = await createContact(p.token, {
+      firstName: "Fay",
+      lastName: "Other",
+      notes: `Knows ${person.firstName} ${person.lastName} well`,
+    });
     const word = person.lastName.toLowerCase();
     expect(await found(p.token, word)).toEqual(sorted([person.id, friend.id]));
     // The erasure's rewrite of the friend's note fails: the person is gone, the note still names them.
     const plan = new FaultPlan();
     const step = plan.step.bind(plan);
     let failed = false;
-    plan.step = (s, run) => (!failed && /update contacts set notes/.test(s.what) ? ((failed = true), Promise.reject(new Error("injected: D1 batch failed"))) : step(s, run));
+    plan.step = (s, run) =>
+      !failed && /update contacts set notes/.test(s.what)
+        ? ((failed = true), Promise.reject(new Error("injected: D1 batch failed")))
+        : step(s, run);
     const binding = `DB_SHARD_${shard}`;
     expect((await erase(p, person.id, { [binding]: faultyD1(shardDatabase(env, shard), binding, plan) })).status).toBe(500);
     expect(failed).toBe(true);
@@ -274,7 +366,10 @@ describe("GET /v1/contacts?q= (issue 33: find anyone by a word)", () => {
       { firstName: "Ron", lastName: "Ravel", notes: "Composer" },
     ]).then((list) => list.map((x) => x.id));
     const deal = await createDeal(p.token, { title: "Ravel condo", contactId: a });
-    const property = await createProperty(p.token, { mlsId: "RAV-1", address: { street: "1 Ravel Ave", city: "Toronto", state: "ON", zipCode: "M5V 2T6" } });
+    const property = await createProperty(p.token, {
+      mlsId: "RAV-1",
+      address: { street: "1 Ravel Ave", city: "Toronto", state: "ON", zipCode: "M5V 2T6" },
+    });
     const before = await indexRows(shardDatabase(env, 0), p.organizationId);
     expect(before.length).toBeGreaterThan(0);
 
@@ -292,7 +387,9 @@ describe("GET /v1/contacts?q= (issue 33: find anyone by a word)", () => {
     expect(await found(p.token, "ravel"), "ravel").toEqual(sorted([a!, added]));
     expect(await found(p.token, "debussy"), "debussy").toEqual([b!]);
     expect(await found(p.token, "416 555 0150"), "phone").toEqual([a!]);
-    expect((await json(await call("GET", `/v1/deals?${q("ravel")}`, { token: p.token }))).data.map((d: { id: string }) => d.id)).toEqual([deal.id]);
+    expect((await json(await call("GET", `/v1/deals?${q("ravel")}`, { token: p.token }))).data.map((d: { id: string }) => d.id)).toEqual([
+      deal.id,
+    ]);
     expect(await walkIds(p.token, q("rav ave"))).toEqual([property.id]);
     // Exactly what the records on the new shard hold, and nothing else.
     const contacts = (await listAll(p.token, "limit=100")).contacts;
@@ -312,7 +409,8 @@ describe("GET /v1/deals?q= (by title)", () => {
   it("finds deals by the start of a word of their title, with the filters, the sort and the cursor, through the trash", async () => {
     const { token } = await createPrincipal();
     const contact = (await createContact(token)).id;
-    const make = async (title: string, type: string, amount: number) => (await createDeal(token, { title, type, amount, contactId: contact })).id;
+    const make = async (title: string, type: string, amount: number) =>
+      (await createDeal(token, { title, type, amount, contactId: contact })).id;
     const condo = await make("Condo purchase on Bloor", "PURCHASE", 700000);
     const bloor = await make("Bloor St lease", "LEASE", 3000);
     await make("House sale on Elm", "SALE", 1200000);
@@ -348,7 +446,13 @@ describe("GET /v1/properties?q= (by address and MLS id)", () => {
   it("finds listings by their street, city, zip code or MLS id, with the filters, the sort and the cursor, through the trash", async () => {
     const { token } = await createPrincipal();
     const make = async (street: string, city: string, zipCode: string, listPrice: number, mlsId?: string) =>
-      (await createProperty(token, { ...(mlsId ? { mlsId } : {}), address: { street, city, state: "ON", zipCode }, listing: { listPrice } })).id;
+      (
+        await createProperty(token, {
+          ...(mlsId ? { mlsId } : {}),
+          address: { street, city, state: "ON", zipCode },
+          listing: { listPrice },
+        })
+      ).id;
     const elmToronto = await make("12 Elm St", "Toronto", "M5V 2T6", 900000, "C1234567");
     const elmOakville = await make("400 Elm Ave", "Oakville", "L6J 1A1", 1500000, "W7654321");
     const oak = await make("9 Oak St", "Toronto", "M4C 1B5", 700000);

@@ -1,6 +1,16 @@
 import { describe, expect, it } from "vitest";
 import { call, json } from "./helpers/client";
-import { createContact, expectCrmError, getContact, issuePairs, listPage, logActivity, tick, uniqueEmail, updateContact } from "./helpers/contacts";
+import {
+  createContact,
+  expectCrmError,
+  getContact,
+  issuePairs,
+  listPage,
+  logActivity,
+  tick,
+  uniqueEmail,
+  updateContact,
+} from "./helpers/contacts";
 import { newRecordId } from "../src/lib/ids";
 import { createDeal } from "./helpers/deals";
 import { createPrincipal } from "./helpers/factories";
@@ -18,7 +28,12 @@ const FULL = {
   source: "WEBSITE",
   tags: ["vip", "buyer"],
   notes: "Met at open house",
-  preferences: { communicationMethod: "EMAIL", propertyTypes: ["CONDO"], priceRange: { min: 100000, max: 300000 }, locations: ["Downtown"] },
+  preferences: {
+    communicationMethod: "EMAIL",
+    propertyTypes: ["CONDO"],
+    priceRange: { min: 100000, max: 300000 },
+    locations: ["Downtown"],
+  },
 };
 
 /** A version-7 UUID's milliseconds (RFC 9562: its first 48 bits). */
@@ -161,7 +176,11 @@ describe("POST /v1/contacts", () => {
     ["a fractional leadScore", { leadScore: 50.5 }, ["leadScore:invalid_type"]],
     ["an unknown property type", { preferences: { propertyTypes: ["CASTLE"] } }, ["preferences.propertyTypes.0:invalid_enum_value"]],
     ["an address that is not an object", { address: "1 Main St" }, ["address:invalid_type"]],
-    ["a price range unknown key", { preferences: { priceRange: { min: 1, currency: "USD" } } }, ["preferences.priceRange.currency:unknown_field"]],
+    [
+      "a price range unknown key",
+      { preferences: { priceRange: { min: 1, currency: "USD" } } },
+      ["preferences.priceRange.currency:unknown_field"],
+    ],
     ["tags that are not strings", { tags: [1] }, ["tags.0:invalid_type"]],
   ])("answers 422 for %s", async (_, extra, pairs) => {
     const { token } = await createPrincipal();
@@ -196,7 +215,10 @@ describe("POST /v1/contacts", () => {
 
   it("lists a bad assignedTo together with the schema problems of the same body", async () => {
     const { token } = await createPrincipal();
-    const res = await call("POST", "/v1/contacts", { token, body: { firstName: "A", lastName: "B", email: "nope", assignedTo: UNKNOWN_ID } });
+    const res = await call("POST", "/v1/contacts", {
+      token,
+      body: { firstName: "A", lastName: "B", email: "nope", assignedTo: UNKNOWN_ID },
+    });
     const errors = await expectCrmError(res, 422, "validation_error");
     expect(issuePairs(errors)).toEqual(["assignedTo:invalid_reference", "email:invalid_email"]);
   });
@@ -254,7 +276,15 @@ describe("PUT /v1/contacts/{id}", () => {
       preferences: null,
       leadScore: null,
     });
-    expect(cleared).toMatchObject({ phone: null, secondaryPhone: null, address: null, source: null, notes: null, preferences: null, leadScore: null });
+    expect(cleared).toMatchObject({
+      phone: null,
+      secondaryPhone: null,
+      address: null,
+      source: null,
+      notes: null,
+      preferences: null,
+      leadScore: null,
+    });
     expect(cleared.firstName).toBe(c.firstName);
     expect(cleared.tags).toEqual(c.tags);
     expect(await getContact(token, c.id)).toEqual(cleared);
@@ -263,14 +293,25 @@ describe("PUT /v1/contacts/{id}", () => {
   it("refuses null for a required field", async () => {
     const { token } = await createPrincipal();
     const c = await createContact(token);
-    const errors = await expectCrmError(await call("PUT", `/v1/contacts/${c.id}`, { token, body: { firstName: null, email: null } }), 422, "validation_error");
+    const errors = await expectCrmError(
+      await call("PUT", `/v1/contacts/${c.id}`, { token, body: { firstName: null, email: null } }),
+      422,
+      "validation_error",
+    );
     expect(issuePairs(errors).map((p) => p.split(":")[0])).toEqual(["email", "firstName"]);
   });
 
   it("ignores read-only fields, so a fetched contact can be sent back as is", async () => {
     const { token } = await createPrincipal();
     const c = await createContact(token, FULL);
-    const echoed = { ...c, id: "other", organizationId: "other-org", createdAt: "2001-01-01T00:00:00.000Z", updatedAt: "2001-01-01T00:00:00.000Z", lastContactedAt: "2001-01-01T00:00:00.000Z" };
+    const echoed = {
+      ...c,
+      id: "other",
+      organizationId: "other-org",
+      createdAt: "2001-01-01T00:00:00.000Z",
+      updatedAt: "2001-01-01T00:00:00.000Z",
+      lastContactedAt: "2001-01-01T00:00:00.000Z",
+    };
     const res = await call("PUT", `/v1/contacts/${c.id}`, { token, body: echoed });
     expect(res.status).toBe(200);
     expect((await json(res)).data).toEqual(c);
@@ -280,7 +321,11 @@ describe("PUT /v1/contacts/{id}", () => {
   it("rejects unknown fields with 422 unknown_field and changes nothing", async () => {
     const { token } = await createPrincipal();
     const c = await createContact(token);
-    const errors = await expectCrmError(await call("PUT", `/v1/contacts/${c.id}`, { token, body: { firstName: "New", nickname: "Z" } }), 422, "validation_error");
+    const errors = await expectCrmError(
+      await call("PUT", `/v1/contacts/${c.id}`, { token, body: { firstName: "New", nickname: "Z" } }),
+      422,
+      "validation_error",
+    );
     expect(issuePairs(errors)).toEqual(["nickname:unknown_field"]);
     expect((await getContact(token, c.id)).firstName).toBe(c.firstName);
   });
@@ -289,7 +334,11 @@ describe("PUT /v1/contacts/{id}", () => {
     const { token } = await createPrincipal();
     const a = await createContact(token);
     const b = await createContact(token);
-    await expectCrmError(await call("PUT", `/v1/contacts/${b.id}`, { token, body: { email: a.email.toUpperCase() } }), 409, "conflict_error");
+    await expectCrmError(
+      await call("PUT", `/v1/contacts/${b.id}`, { token, body: { email: a.email.toUpperCase() } }),
+      409,
+      "conflict_error",
+    );
     expect((await getContact(token, b.id)).email).toBe(b.email);
     const own = await updateContact(token, b.id, { email: b.email.toUpperCase() });
     expect(own.email).toBe(b.email.toUpperCase());
@@ -307,7 +356,11 @@ describe("PUT /v1/contacts/{id}", () => {
     const { token } = await createPrincipal();
     const stranger = await createPrincipal();
     const c = await createContact(token);
-    const errors = await expectCrmError(await call("PUT", `/v1/contacts/${c.id}`, { token, body: { assignedTo: stranger.userId } }), 422, "validation_error");
+    const errors = await expectCrmError(
+      await call("PUT", `/v1/contacts/${c.id}`, { token, body: { assignedTo: stranger.userId } }),
+      422,
+      "validation_error",
+    );
     expect(issuePairs(errors)).toEqual(["assignedTo:invalid_reference"]);
   });
 
@@ -315,8 +368,16 @@ describe("PUT /v1/contacts/{id}", () => {
     const owner = await createPrincipal();
     const stranger = await createPrincipal();
     const c = await createContact(owner.token);
-    await expectCrmError(await call("PUT", `/v1/contacts/${UNKNOWN_ID}`, { token: owner.token, body: { notes: "x" } }), 404, "not_found_error");
-    await expectCrmError(await call("PUT", `/v1/contacts/${c.id}`, { token: stranger.token, body: { notes: "x" } }), 404, "not_found_error");
+    await expectCrmError(
+      await call("PUT", `/v1/contacts/${UNKNOWN_ID}`, { token: owner.token, body: { notes: "x" } }),
+      404,
+      "not_found_error",
+    );
+    await expectCrmError(
+      await call("PUT", `/v1/contacts/${c.id}`, { token: stranger.token, body: { notes: "x" } }),
+      404,
+      "not_found_error",
+    );
     expect(await getContact(owner.token, c.id)).toEqual(c);
   });
 });
@@ -349,7 +410,14 @@ describe("contact activities", () => {
     const { token } = await createPrincipal();
     const c = await createContact(token);
     const first = await logActivity(token, c.id, { type: "NOTE", description: "first", metadata: { channel: "desk" } });
-    expect(first).toEqual({ id: expect.any(String), type: "NOTE", description: "first", createdAt: expect.stringMatching(ISO), scheduledAt: null, metadata: { channel: "desk" } });
+    expect(first).toEqual({
+      id: expect.any(String),
+      type: "NOTE",
+      description: "first",
+      createdAt: expect.stringMatching(ISO),
+      scheduledAt: null,
+      metadata: { channel: "desk" },
+    });
     await tick();
     const second = await logActivity(token, c.id, { type: "EMAIL_SENT", description: "second" });
     await tick();
@@ -390,13 +458,20 @@ describe("contact activities", () => {
     const { token } = await createPrincipal();
     const c = await createContact(token);
     const errors = await expectCrmError(
-      await call("POST", `/v1/contacts/${c.id}/activities`, { token, body: { type: "CARRIER_PIGEON", scheduledAt: "next tuesday", mood: "good" } }),
+      await call("POST", `/v1/contacts/${c.id}/activities`, {
+        token,
+        body: { type: "CARRIER_PIGEON", scheduledAt: "next tuesday", mood: "good" },
+      }),
       422,
       "validation_error",
     );
     expect(issuePairs(errors).map((p) => p.split(":")[0])).toEqual(["mood", "scheduledAt", "type"]);
     expect(errors.find((e) => e.field === "mood")!.code).toBe("unknown_field");
-    const missing = await expectCrmError(await call("POST", `/v1/contacts/${c.id}/activities`, { token, body: { description: "no type" } }), 422, "validation_error");
+    const missing = await expectCrmError(
+      await call("POST", `/v1/contacts/${c.id}/activities`, { token, body: { description: "no type" } }),
+      422,
+      "validation_error",
+    );
     expect(issuePairs(missing)).toEqual(["type:required"]);
     const list = await json(await call("GET", `/v1/contacts/${c.id}/activities`, { token }));
     expect(list.data).toEqual([]);
@@ -405,7 +480,11 @@ describe("contact activities", () => {
   it("answers 404 for activities of an unknown contact", async () => {
     const { token } = await createPrincipal();
     await expectCrmError(await call("GET", `/v1/contacts/${UNKNOWN_ID}/activities`, { token }), 404, "not_found_error");
-    await expectCrmError(await call("POST", `/v1/contacts/${UNKNOWN_ID}/activities`, { token, body: { type: "NOTE" } }), 404, "not_found_error");
+    await expectCrmError(
+      await call("POST", `/v1/contacts/${UNKNOWN_ID}/activities`, { token, body: { type: "NOTE" } }),
+      404,
+      "not_found_error",
+    );
   });
 });
 
@@ -450,7 +529,8 @@ describe("contact tags", () => {
     expect(byName.vip.count).toBe(3);
     expect(byName.buyer.count).toBe(1);
     expect(byName.seller.count).toBe(1);
-    for (const t of body.data) expect(t).toEqual({ name: expect.any(String), color: expect.stringMatching(/^#[0-9a-fA-F]{6}$/), count: expect.any(Number) });
+    for (const t of body.data)
+      expect(t).toEqual({ name: expect.any(String), color: expect.stringMatching(/^#[0-9a-fA-F]{6}$/), count: expect.any(Number) });
     expect(body.data[0].name).toBe("vip");
 
     // Counts follow the contacts: deleting one and replacing another's tags lowers them.
@@ -463,7 +543,10 @@ describe("contact tags", () => {
     expect(counts.buyer ?? 0).toBe(0);
 
     const theirs = await json(await call("GET", "/v1/contacts/tags", { token: stranger.token }));
-    expect(theirs.data.map((t: { name: string; count: number }) => [t.name, t.count]).sort()).toEqual([["foreign-only", 1], ["vip", 1]]);
+    expect(theirs.data.map((t: { name: string; count: number }) => [t.name, t.count]).sort()).toEqual([
+      ["foreign-only", 1],
+      ["vip", 1],
+    ]);
   });
 
   it("gives a tag the same color in every organization", async () => {

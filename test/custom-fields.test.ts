@@ -39,17 +39,34 @@ describe("custom field definitions", () => {
     const owner = await createPrincipal();
     const budget = await define(owner, { object: "contact", key: "budget", label: "Budget", type: "number" });
     await define(owner, { object: "deal", key: "budget", label: "Deal budget", type: "number" });
-    await expectCrmError(await call("POST", "/v1/custom-fields", { token: owner.token, body: { object: "contact", key: "budget", label: "Again", type: "text" } }), 409, "conflict_error");
+    await expectCrmError(
+      await call("POST", "/v1/custom-fields", {
+        token: owner.token,
+        body: { object: "contact", key: "budget", label: "Again", type: "text" },
+      }),
+      409,
+      "conflict_error",
+    );
     const bad = await expectCrmError(
       await call("POST", "/v1/custom-fields", { token: owner.token, body: { object: "lead", key: "Bad Key", label: "", type: "select" } }),
       422,
       "validation_error",
     );
     expect(issuePairs(bad)).toEqual(expect.arrayContaining(["key:invalid_key", "object:invalid_enum_value", "label:too_small"]));
-    const noOptions = await expectCrmError(await call("POST", "/v1/custom-fields", { token: owner.token, body: { object: "contact", key: "side", label: "Side", type: "select" } }), 422, "validation_error");
+    const noOptions = await expectCrmError(
+      await call("POST", "/v1/custom-fields", {
+        token: owner.token,
+        body: { object: "contact", key: "side", label: "Side", type: "select" },
+      }),
+      422,
+      "validation_error",
+    );
     expect(issuePairs(noOptions)).toEqual(["options:required"]);
     const dupOptions = await expectCrmError(
-      await call("POST", "/v1/custom-fields", { token: owner.token, body: { object: "contact", key: "side", label: "Side", type: "select", options: ["a", "a"] } }),
+      await call("POST", "/v1/custom-fields", {
+        token: owner.token,
+        body: { object: "contact", key: "side", label: "Side", type: "select", options: ["a", "a"] },
+      }),
       422,
       "validation_error",
     );
@@ -58,7 +75,9 @@ describe("custom field definitions", () => {
     const all = await json(await call("GET", "/v1/custom-fields", { token: owner.token }));
     expect(all.pagination.total).toBe(2);
     const contacts = await json(await call("GET", "/v1/custom-fields?object=contact", { token: owner.token }));
-    expect(contacts.data).toEqual([{ id: budget.id, object: "contact", key: "budget", label: "Budget", type: "number", options: null, createdAt: expect.any(String) }]);
+    expect(contacts.data).toEqual([
+      { id: budget.id, object: "contact", key: "budget", label: "Budget", type: "number", options: null, createdAt: expect.any(String) },
+    ]);
 
     expect((await call("DELETE", `/v1/custom-fields/${budget.id}`, { token: owner.token })).status).toBe(204);
     expect((await call("DELETE", `/v1/custom-fields/${budget.id}`, { token: owner.token })).status).toBe(404);
@@ -71,7 +90,10 @@ describe("custom field definitions", () => {
     expect((await json(await call("GET", "/v1/custom-fields", { token: b.token }))).data).toEqual([]);
     expect((await call("DELETE", `/v1/custom-fields/${field.id}`, { token: b.token })).status).toBe(404);
     // B has no such field: its contacts cannot carry it, nor filter on it.
-    const res = await call("POST", "/v1/contacts", { token: b.token, body: { firstName: "B", lastName: "Org", email: `b.${crypto.randomUUID()}@x.test`, customFields: { budget: 1 } } });
+    const res = await call("POST", "/v1/contacts", {
+      token: b.token,
+      body: { firstName: "B", lastName: "Org", email: `b.${crypto.randomUUID()}@x.test`, customFields: { budget: 1 } },
+    });
     expect(issuePairs(await expectCrmError(res, 422, "validation_error"))).toEqual(["customFields.budget:unknown_field"]);
     // B may define the same key for itself.
     await define(b, { object: "contact", key: "budget", label: "Budget", type: "text" });
@@ -82,7 +104,10 @@ describe("custom field definitions", () => {
     const agent = await createPrincipal({ organizationId: owner.organizationId, role: "agent" });
     const admin = await createPrincipal({ organizationId: owner.organizationId, role: "admin" });
     const field = await define(owner, { object: "contact", key: "budget", label: "Budget", type: "number" });
-    const denied = await call("POST", "/v1/custom-fields", { token: agent.token, body: { object: "contact", key: "other", label: "Other", type: "text" } });
+    const denied = await call("POST", "/v1/custom-fields", {
+      token: agent.token,
+      body: { object: "contact", key: "other", label: "Other", type: "text" },
+    });
     expect(denied.status).toBe(403);
     expect((await call("DELETE", `/v1/custom-fields/${field.id}`, { token: agent.token })).status).toBe(403);
     expect((await json(await call("GET", "/v1/custom-fields", { token: agent.token }))).data).toHaveLength(1);
@@ -121,9 +146,15 @@ describe("customFields on contacts, deals and properties", () => {
 
     // The bulk update sets them on every contact, checked the same way.
     const other = await createContact(owner.token, { customFields: { budget: 1 } });
-    const bulkBad = await call("PATCH", "/v1/contacts/bulk", { token: owner.token, body: { contactIds: [contact.id, other.id], updates: { customFields: { side: "x" } } } });
+    const bulkBad = await call("PATCH", "/v1/contacts/bulk", {
+      token: owner.token,
+      body: { contactIds: [contact.id, other.id], updates: { customFields: { side: "x" } } },
+    });
     expect(issuePairs(await expectCrmError(bulkBad, 422, "validation_error"))).toEqual(["updates.customFields.side:invalid_enum_value"]);
-    const bulk = await call("PATCH", "/v1/contacts/bulk", { token: owner.token, body: { contactIds: [contact.id, other.id], updates: { customFields: { side: "buyer" } } } });
+    const bulk = await call("PATCH", "/v1/contacts/bulk", {
+      token: owner.token,
+      body: { contactIds: [contact.id, other.id], updates: { customFields: { side: "buyer" } } },
+    });
     expect(bulk.status).toBe(200);
     expect((await getContact(owner.token, contact.id)).customFields).toEqual({ ...updated.customFields, side: "buyer" });
     expect((await getContact(owner.token, other.id)).customFields).toEqual({ budget: 1, side: "buyer" });
@@ -140,9 +171,14 @@ describe("customFields on contacts, deals and properties", () => {
     expect(issuePairs(await expectCrmError(dealPut, 422, "validation_error"))).toEqual(["customFields.view:unknown_field"]);
     const property = await createProperty(owner.token, { customFields: { view: "ocean" } });
     expect(property.customFields).toEqual({ view: "ocean" });
-    const propertyPut = await call("PUT", `/v1/properties/${property.id}`, { token: owner.token, body: { customFields: { view: "mountain" } } });
+    const propertyPut = await call("PUT", `/v1/properties/${property.id}`, {
+      token: owner.token,
+      body: { customFields: { view: "mountain" } },
+    });
     expect(issuePairs(await expectCrmError(propertyPut, 422, "validation_error"))).toEqual(["customFields.view:invalid_enum_value"]);
-    const moved = await json(await call("PUT", `/v1/properties/${property.id}`, { token: owner.token, body: { customFields: { view: "city" } } }));
+    const moved = await json(
+      await call("PUT", `/v1/properties/${property.id}`, { token: owner.token, body: { customFields: { view: "city" } } }),
+    );
     expect(moved.data.customFields).toEqual({ view: "city" });
     const page = await listProperties(owner.token, "customFields.view=city");
     expect(ids(page.data)).toEqual([property.id]);
@@ -158,7 +194,9 @@ describe("customFields on contacts, deals and properties", () => {
     const contact = await createContact(owner.token, { customFields: { budget: 100 } });
     await updateContact(owner.token, contact.id, { customFields: { budget: 900 } });
     const rows = await (await tenantDb(owner.organizationId))
-      .prepare("SELECT type, data FROM outbox_events WHERE organization_id = ? AND type IN ('contact.created', 'contact.updated') ORDER BY occurred_at")
+      .prepare(
+        "SELECT type, data FROM outbox_events WHERE organization_id = ? AND type IN ('contact.created', 'contact.updated') ORDER BY occurred_at",
+      )
       .bind(owner.organizationId)
       .all<{ type: string; data: string }>();
     const [created, updated] = rows.results.map((r) => JSON.parse(r.data));
@@ -219,7 +257,11 @@ describe("lists filtered and sorted by custom fields", () => {
 
   it("refuses unknown keys, bad values and range operators on types without order, listing each (422)", async () => {
     const { owner } = await seed();
-    const res = await call("GET", "/v1/contacts?customFields.nope=1&customFields.budget=abc&customFields.pre_approved=yes&customFields.side[gte]=buyer&customFields.move_in=tomorrow&sort=customFields.missing", { token: owner.token });
+    const res = await call(
+      "GET",
+      "/v1/contacts?customFields.nope=1&customFields.budget=abc&customFields.pre_approved=yes&customFields.side[gte]=buyer&customFields.move_in=tomorrow&sort=customFields.missing",
+      { token: owner.token },
+    );
     expect(issuePairs(await expectCrmError(res, 422, "validation_error"))).toEqual([
       "customFields.budget:invalid_number",
       "customFields.move_in:invalid_date",
@@ -230,7 +272,10 @@ describe("lists filtered and sorted by custom fields", () => {
     ]);
     // Not a custom field parameter at all: still an unknown parameter.
     const other = await call("GET", "/v1/contacts?customfields.budget=1&custom=1", { token: owner.token });
-    expect(issuePairs(await expectCrmError(other, 422, "validation_error"))).toEqual(["custom:unknown_field", "customfields.budget:unknown_field"]);
+    expect(issuePairs(await expectCrmError(other, 422, "validation_error"))).toEqual([
+      "custom:unknown_field",
+      "customfields.budget:unknown_field",
+    ]);
   });
 
   it("sorts by a custom field with keyset pages (missing values last ascending, first descending)", async () => {
@@ -273,7 +318,12 @@ describe("lists filtered and sorted by custom fields", () => {
 
     await define(owner, { object: "contact", key: "budget", label: "Budget again", type: "number" });
     expect((await call("POST", `/v1/contacts/${c[1]!.id}/restore`, { token: owner.token })).status).toBe(200);
-    expect((await getContact(owner.token, c[1]!.id)).customFields).toEqual({ move_in: "2027-06-01", pre_approved: false, side: "seller", lender: "bolt" });
+    expect((await getContact(owner.token, c[1]!.id)).customFields).toEqual({
+      move_in: "2027-06-01",
+      pre_approved: false,
+      side: "seller",
+      lender: "bolt",
+    });
     expect((await listPage(owner.token, "customFields.budget[gte]=0")).pagination.total).toBe(0);
     for (const contact of c) expect((await getContact(owner.token, contact.id)).customFields).not.toHaveProperty("budget");
   });
@@ -293,14 +343,22 @@ describe("lists filtered and sorted by custom fields", () => {
     while (progress.phase !== "done") progress = await stepMove(env, owner.organizationId, { drainMs: 0 });
     const page = await listPage(owner.token, "sort=customFields.budget:desc");
     expect(ids(page.data)).toEqual([trashed.id, kept.id]);
-    expect((await json(await call("GET", "/v1/custom-fields", { token: owner.token }))).data.map((f: { key: string }) => f.key)).toEqual(["budget"]);
-    const old = await shardDatabase(env, 0).prepare("SELECT COUNT(*) AS n FROM custom_field_definitions WHERE organization_id = ?").bind(owner.organizationId).first<{ n: number }>();
+    expect((await json(await call("GET", "/v1/custom-fields", { token: owner.token }))).data.map((f: { key: string }) => f.key)).toEqual([
+      "budget",
+    ]);
+    const old = await shardDatabase(env, 0)
+      .prepare("SELECT COUNT(*) AS n FROM custom_field_definitions WHERE organization_id = ?")
+      .bind(owner.organizationId)
+      .first<{ n: number }>();
     expect(old!.n).toBe(0);
   });
 
   it("a delete cut short mid-sweep is finished by the next delete of the field, or by the next creation of its key", async () => {
     const { owner, contacts: c } = await seed();
-    const fields = (await json(await call("GET", "/v1/custom-fields?object=contact&limit=100", { token: owner.token }))).data as { id: string; key: string }[];
+    const fields = (await json(await call("GET", "/v1/custom-fields?object=contact&limit=100", { token: owner.token }))).data as {
+      id: string;
+      key: string;
+    }[];
     const db = await tenantDb(owner.organizationId);
     // As a delete leaves it when it dies after marking the definition: the values are still on the records.
     const cutShort = async (key: string) => {
@@ -309,8 +367,14 @@ describe("lists filtered and sorted by custom fields", () => {
       return id;
     };
     const budget = await cutShort("budget");
-    expect((await json(await call("GET", "/v1/custom-fields?object=contact", { token: owner.token }))).data.map((f: { key: string }) => f.key)).not.toContain("budget");
-    expect(issuePairs(await expectCrmError(await call("GET", "/v1/contacts?sort=customFields.budget", { token: owner.token }), 422, "validation_error"))).toEqual(["sort:unknown_field"]);
+    expect(
+      (await json(await call("GET", "/v1/custom-fields?object=contact", { token: owner.token }))).data.map((f: { key: string }) => f.key),
+    ).not.toContain("budget");
+    expect(
+      issuePairs(
+        await expectCrmError(await call("GET", "/v1/contacts?sort=customFields.budget", { token: owner.token }), 422, "validation_error"),
+      ),
+    ).toEqual(["sort:unknown_field"]);
     const write = await call("PUT", `/v1/contacts/${c[0]!.id}`, { token: owner.token, body: { customFields: { budget: 5 } } });
     expect(issuePairs(await expectCrmError(write, 422, "validation_error"))).toEqual(["customFields.budget:unknown_field"]);
     expect((await call("DELETE", `/v1/custom-fields/${budget}`, { token: owner.token })).status).toBe(404);

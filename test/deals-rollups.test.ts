@@ -13,7 +13,13 @@ type Row = Record<string, number | string>;
 
 describe("deal analytics rollups", () => {
   it("spans cover a range of days exactly, a few per level", () => {
-    for (const [first, last] of [[20_000, 20_089], [20_001, 20_365], [19_999, 20_000], [20_480, 20_480], [20_100, 20_006 + 365]] as [number, number][]) {
+    for (const [first, last] of [
+      [20_000, 20_089],
+      [20_001, 20_365],
+      [19_999, 20_000],
+      [20_480, 20_480],
+      [20_100, 20_006 + 365],
+    ] as [number, number][]) {
       const spans = spansOf(first, last);
       const days = spans.flatMap(([l, b]) => Array.from({ length: 2 ** l }, (_, i) => b * 2 ** l + i));
       expect(days).toEqual(Array.from({ length: last - first + 1 }, (_, i) => first + i));
@@ -27,13 +33,28 @@ describe("deal analytics rollups", () => {
     for (const narrow of [{}, { type: "SALE" }, { assignedTo: "agent" }, { type: "SALE", assignedTo: "agent" }]) {
       const q = analyticsSql("org-plan", new Date(now.getTime() - 90 * DAY_MS), now, narrow);
       const plan = async (s: { sql: string; params: unknown[] }) =>
-        (await db.prepare(`EXPLAIN QUERY PLAN ${s.sql}`).bind(...s.params).all<{ detail: string }>()).results.map((r) => r.detail).join("\n");
+        (
+          await db
+            .prepare(`EXPLAIN QUERY PLAN ${s.sql}`)
+            .bind(...s.params)
+            .all<{ detail: string }>()
+        ).results
+          .map((r) => r.detail)
+          .join("\n");
       const created = await plan(q.created);
-      expect(created).toMatch(/SCAN j VIRTUAL TABLE[^\n]*\n\s*SEARCH r USING INDEX sqlite_autoindex_deal_created_rollups_1 \(organization_id=\? AND type=\? AND assigned_to=\? AND level=\? AND bucket=\?\)/);
-      expect(created).toMatch(/SEARCH d USING COVERING INDEX deals_org_created_idx \(organization_id=\? AND created_at>\? AND created_at<\?\)/);
+      expect(created).toMatch(
+        /SCAN j VIRTUAL TABLE[^\n]*\n\s*SEARCH r USING INDEX sqlite_autoindex_deal_created_rollups_1 \(organization_id=\? AND type=\? AND assigned_to=\? AND level=\? AND bucket=\?\)/,
+      );
+      expect(created).toMatch(
+        /SEARCH d USING COVERING INDEX deals_org_created_idx \(organization_id=\? AND created_at>\? AND created_at<\?\)/,
+      );
       const decided = await plan(q.decided);
-      expect(decided).toMatch(/SCAN j VIRTUAL TABLE[^\n]*\n\s*SEARCH r USING INDEX sqlite_autoindex_deal_decided_rollups_1 \(organization_id=\? AND type=\? AND level=\? AND bucket=\?/);
-      expect(decided).toMatch(/SEARCH d USING COVERING INDEX deals_org_decided_idx \(organization_id=\? AND decided_at>\? AND decided_at<\?\)/);
+      expect(decided).toMatch(
+        /SCAN j VIRTUAL TABLE[^\n]*\n\s*SEARCH r USING INDEX sqlite_autoindex_deal_decided_rollups_1 \(organization_id=\? AND type=\? AND level=\? AND bucket=\?/,
+      );
+      expect(decided).toMatch(
+        /SEARCH d USING COVERING INDEX deals_org_decided_idx \(organization_id=\? AND decided_at>\? AND decided_at<\?\)/,
+      );
     }
   });
 
@@ -69,7 +90,9 @@ describe("deal analytics rollups", () => {
     const a = await createDeal(p.token, { type: "SALE", amount: 100_000 });
     const b = await createDeal(p.token, { type: "SALE", amount: 200_000 });
     const results = await Promise.all([
-      ...["CLOSED", "LOST", "NEGOTIATION", "CLOSED"].map((stage) => call("POST", `/v1/deals/${a.id}/move`, { token: p.token, body: { stage } })),
+      ...["CLOSED", "LOST", "NEGOTIATION", "CLOSED"].map((stage) =>
+        call("POST", `/v1/deals/${a.id}/move`, { token: p.token, body: { stage } }),
+      ),
       ...[110_000, 120_000, 130_000].map((amount) => call("PUT", `/v1/deals/${a.id}`, { token: p.token, body: { amount } })),
       call("PUT", `/v1/deals/${a.id}`, { token: p.token, body: { type: "PURCHASE", assignedTo: p.userId } }),
       call("POST", `/v1/deals/${b.id}/move`, { token: p.token, body: { stage: "CLOSED" } }),
@@ -87,8 +110,9 @@ describe("deal analytics rollups", () => {
     const db = await tenantDb(p.organizationId);
     // 600 deals over the 400 days before now, a fifth decided 0-90 days after creation, written in SQL then rolled up.
     await db.batch([
-      db.prepare(
-        `INSERT INTO deals (id, organization_id, title, type, stage, status, amount, contact_id, assigned_to, team_members, probability, tags, created_at, updated_at, last_activity_at, closed_at, decided_at)
+      db
+        .prepare(
+          `INSERT INTO deals (id, organization_id, title, type, stage, status, amount, contact_id, assigned_to, team_members, probability, tags, created_at, updated_at, last_activity_at, closed_at, decided_at)
          WITH RECURSIVE seq(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM seq WHERE n < 599),
          a AS (SELECT n, (?2 - (n * 57600000 + (n * 7919 % 3600000))) AS created_ms, (n * 104729 % 97) AS k FROM seq),
          b AS (SELECT a.*, CASE WHEN k < 12 THEN 'CLOSED' WHEN k < 20 THEN 'LOST' ELSE 'LEAD' END AS stage,
@@ -100,17 +124,24 @@ describe("deal analytics rollups", () => {
            CASE WHEN stage = 'CLOSED' THEN strftime('%Y-%m-%dT%H:%M:%fZ', decided_ms / 1000.0, 'unixepoch') END,
            CASE WHEN stage IN ('CLOSED', 'LOST') THEN strftime('%Y-%m-%dT%H:%M:%fZ', decided_ms / 1000.0, 'unixepoch') END
          FROM b`,
-      ).bind(p.organizationId, now, JSON.stringify([...agents, null])),
+        )
+        .bind(p.organizationId, now, JSON.stringify([...agents, null])),
       ...backfillRollupsSql("organization_id = ?").map((sql) => db.prepare(sql).bind(p.organizationId)),
     ]);
     const scan = {
-      created: (and: string) => `SELECT COUNT(*) AS n, IFNULL(SUM(d.amount), 0) AS value FROM deals d WHERE d.organization_id = ? AND d.created_at >= ?${and}`,
+      created: (and: string) =>
+        `SELECT COUNT(*) AS n, IFNULL(SUM(d.amount), 0) AS value FROM deals d WHERE d.organization_id = ? AND d.created_at >= ?${and}`,
       decided: (and: string) => `SELECT g.stage, g.assigned_to, g.n, g.value, g.days, u.name FROM (
           SELECT d.stage, d.assigned_to, COUNT(*) AS n, SUM(d.amount) AS value, SUM(julianday(d.decided_at) - julianday(d.created_at)) AS days
           FROM deals d WHERE d.organization_id = ? AND d.decided_at >= ?${and} GROUP BY d.stage, d.assigned_to
         ) g LEFT JOIN users u ON u.id = g.assigned_to AND u.organization_id = ? ORDER BY g.stage, g.assigned_to`,
     };
-    const narrows: { type?: string; assignedTo?: string }[] = [{}, { type: "SALE" }, { assignedTo: agents[1] }, { type: "LEASE", assignedTo: agents[0] }];
+    const narrows: { type?: string; assignedTo?: string }[] = [
+      {},
+      { type: "SALE" },
+      { assignedTo: agents[1] },
+      { type: "LEASE", assignedTo: agents[0] },
+    ];
     for (const days of [7, 30, 90, 365]) {
       for (const offsetMs of [0, 3_600_000, 11 * 3_600_000 + 123, 17 * 3_600_000 + 45_678]) {
         const at = new Date(now + offsetMs);
@@ -128,7 +159,10 @@ describe("deal analytics rollups", () => {
           const label = `${days}d +${offsetMs}ms ${JSON.stringify(narrow)}`;
           expect(created!.results[0]!.n, label).toBe(wantCreated!.results[0]!.n);
           expect(created!.results[0]!.value, label).toBeCloseTo(wantCreated!.results[0]!.value as number, 4);
-          expect(decided!.results.map((r) => [r.stage, r.assigned_to, r.n, r.name]), label).toEqual(wantDecided!.results.map((r) => [r.stage, r.assigned_to, r.n, r.name]));
+          expect(
+            decided!.results.map((r) => [r.stage, r.assigned_to, r.n, r.name]),
+            label,
+          ).toEqual(wantDecided!.results.map((r) => [r.stage, r.assigned_to, r.n, r.name]));
           decided!.results.forEach((r, i) => {
             expect(r.value, label).toBeCloseTo(wantDecided!.results[i]!.value as number, 4);
             expect(r.days, label).toBeCloseTo(wantDecided!.results[i]!.days as number, 6);

@@ -17,7 +17,10 @@ const MiB = 1024 * 1024;
 
 /** The outbox of an organization for one event type, in the order the events were written. */
 async function eventsOf(organizationId: string, type: string): Promise<Record<string, any>[]> {
-  const { results } = await (await tenantDb(organizationId)).prepare("SELECT data FROM outbox_events WHERE organization_id = ? AND type = ? ORDER BY occurred_at, rowid").bind(organizationId, type).all<{ data: string }>();
+  const { results } = await (await tenantDb(organizationId))
+    .prepare("SELECT data FROM outbox_events WHERE organization_id = ? AND type = ? ORDER BY occurred_at, rowid")
+    .bind(organizationId, type)
+    .all<{ data: string }>();
   return results.map((r) => JSON.parse(r.data));
 }
 
@@ -57,7 +60,13 @@ async function uploadOk(token: string, dealId: string, form: FormData): Promise<
 }
 
 /** Rows of a deal in one of its tables, read on its organization's shard. */
-const dealRows = async (organizationId: string, table: string, dealId: string) => (await (await tenantDb(organizationId)).prepare(`SELECT COUNT(*) AS n FROM ${table} WHERE deal_id = ?`).bind(dealId).first<{ n: number }>())!.n;
+const dealRows = async (organizationId: string, table: string, dealId: string) =>
+  (await (
+    await tenantDb(organizationId)
+  )
+    .prepare(`SELECT COUNT(*) AS n FROM ${table} WHERE deal_id = ?`)
+    .bind(dealId)
+    .first<{ n: number }>())!.n;
 
 // ---------------------------------------------------------------------------------------------------------------------
 
@@ -90,8 +99,21 @@ describe("deal tasks", () => {
     const p = await createPrincipal();
     const agent = await addAgent(p.organizationId, "Tasha Tasker");
     const deal = await createDeal(p.token);
-    const full = await createTask(p.token, deal.id, { title: "Call lender", description: "About the rate lock", dueDate: "2030-01-15", priority: "HIGH", assignedTo: agent });
-    expect(full).toMatchObject({ title: "Call lender", description: "About the rate lock", dueDate: "2030-01-15", priority: "HIGH", assignedTo: agent, completed: false });
+    const full = await createTask(p.token, deal.id, {
+      title: "Call lender",
+      description: "About the rate lock",
+      dueDate: "2030-01-15",
+      priority: "HIGH",
+      assignedTo: agent,
+    });
+    expect(full).toMatchObject({
+      title: "Call lender",
+      description: "About the rate lock",
+      dueDate: "2030-01-15",
+      priority: "HIGH",
+      assignedTo: agent,
+      completed: false,
+    });
     const timed = await createTask(p.token, deal.id, { title: "Walkthrough", dueDate: "2030-01-15T09:30:00+02:00", priority: "URGENT" });
     expect(timed).toMatchObject({ dueDate: "2030-01-15T07:30:00.000Z", priority: "URGENT", assignedTo: null });
   });
@@ -156,7 +178,14 @@ describe("deal tasks", () => {
     expect(read.lastActivityAt).toBe(done.completedAt);
     const completedActivities = read.activities.filter((a: { type: string }) => a.type === "TASK_COMPLETED");
     expect(completedActivities).toEqual([
-      { id: expect.any(String), type: "TASK_COMPLETED", description: expect.stringContaining("Order appraisal"), createdAt: done.completedAt, userId: p.userId, metadata: { taskId: task.id } },
+      {
+        id: expect.any(String),
+        type: "TASK_COMPLETED",
+        description: expect.stringContaining("Order appraisal"),
+        createdAt: done.completedAt,
+        userId: p.userId,
+        metadata: { taskId: task.id },
+      },
     ]);
 
     const again = await call("POST", `/v1/deals/${deal.id}/tasks/${task.id}/complete`, { token: p.token });
@@ -176,11 +205,27 @@ describe("deal tasks", () => {
     const otherTask = await createTask(p.token, other.id);
     const foreign = await createDeal(stranger.token);
     const foreignTask = await createTask(stranger.token, foreign.id);
-    await expectCrmError(await call("POST", `/v1/deals/${deal.id}/tasks/${UNKNOWN_ID}/complete`, { token: p.token }), 404, "not_found_error");
-    await expectCrmError(await call("POST", `/v1/deals/${deal.id}/tasks/${otherTask.id}/complete`, { token: p.token }), 404, "not_found_error");
-    await expectCrmError(await call("POST", `/v1/deals/${foreign.id}/tasks/${foreignTask.id}/complete`, { token: p.token }), 404, "not_found_error");
+    await expectCrmError(
+      await call("POST", `/v1/deals/${deal.id}/tasks/${UNKNOWN_ID}/complete`, { token: p.token }),
+      404,
+      "not_found_error",
+    );
+    await expectCrmError(
+      await call("POST", `/v1/deals/${deal.id}/tasks/${otherTask.id}/complete`, { token: p.token }),
+      404,
+      "not_found_error",
+    );
+    await expectCrmError(
+      await call("POST", `/v1/deals/${foreign.id}/tasks/${foreignTask.id}/complete`, { token: p.token }),
+      404,
+      "not_found_error",
+    );
     await expectCrmError(await call("GET", `/v1/deals/${foreign.id}/tasks`, { token: p.token }), 404, "not_found_error");
-    await expectCrmError(await call("POST", `/v1/deals/${foreign.id}/tasks`, { token: p.token, body: { title: "Sneak in" } }), 404, "not_found_error");
+    await expectCrmError(
+      await call("POST", `/v1/deals/${foreign.id}/tasks`, { token: p.token, body: { title: "Sneak in" } }),
+      404,
+      "not_found_error",
+    );
     await expectCrmError(await call("GET", `/v1/deals/${UNKNOWN_ID}/tasks`, { token: p.token }), 404, "not_found_error");
     // The other deal's task and the stranger's task are untouched.
     expect((await json(await call("GET", `/v1/deals/${other.id}/tasks`, { token: p.token }))).data[0].completed).toBe(false);
@@ -192,22 +237,32 @@ describe("deal tasks", () => {
     const p = await createPrincipal();
     const deal = await createDeal(p.token);
     const task = await createTask(p.token, deal.id);
-    const answers = await Promise.all([1, 2, 3, 4].map(() => call("POST", `/v1/deals/${deal.id}/tasks/${task.id}/complete`, { token: p.token })));
+    const answers = await Promise.all(
+      [1, 2, 3, 4].map(() => call("POST", `/v1/deals/${deal.id}/tasks/${task.id}/complete`, { token: p.token })),
+    );
     expect(answers.map((r) => r.status).sort()).toEqual([200, 409, 409, 409]);
     expect(await eventsOf(p.organizationId, "deal.task_completed")).toHaveLength(1);
-    const activities = await (await tenantDb(p.organizationId)).prepare("SELECT COUNT(*) AS n FROM deal_activities WHERE deal_id = ? AND type = 'TASK_COMPLETED'").bind(deal.id).first<{ n: number }>();
+    const activities = await (await tenantDb(p.organizationId))
+      .prepare("SELECT COUNT(*) AS n FROM deal_activities WHERE deal_id = ? AND type = 'TASK_COMPLETED'")
+      .bind(deal.id)
+      .first<{ n: number }>();
     expect(activities!.n).toBe(1);
   });
 
   it("concurrent task creations all land, each with its activity and its deal.task_created", async () => {
     const p = await createPrincipal();
     const deal = await createDeal(p.token);
-    const answers = await Promise.all([1, 2, 3, 4, 5].map((i) => call("POST", `/v1/deals/${deal.id}/tasks`, { token: p.token, body: { title: `Task ${i}` } })));
+    const answers = await Promise.all(
+      [1, 2, 3, 4, 5].map((i) => call("POST", `/v1/deals/${deal.id}/tasks`, { token: p.token, body: { title: `Task ${i}` } })),
+    );
     expect(answers.map((r) => r.status)).toEqual([201, 201, 201, 201, 201]);
     const listed = (await json(await call("GET", `/v1/deals/${deal.id}/tasks`, { token: p.token }))).data;
     expect(listed.map((t: { title: string }) => t.title).sort()).toEqual(["Task 1", "Task 2", "Task 3", "Task 4", "Task 5"]);
     expect(await eventsOf(p.organizationId, "deal.task_created")).toHaveLength(5);
-    const activities = await (await tenantDb(p.organizationId)).prepare("SELECT COUNT(*) AS n FROM deal_activities WHERE deal_id = ? AND type = 'TASK_CREATED'").bind(deal.id).first<{ n: number }>();
+    const activities = await (await tenantDb(p.organizationId))
+      .prepare("SELECT COUNT(*) AS n FROM deal_activities WHERE deal_id = ? AND type = 'TASK_CREATED'")
+      .bind(deal.id)
+      .first<{ n: number }>();
     expect(activities!.n).toBe(5);
   });
 
@@ -219,7 +274,10 @@ describe("deal tasks", () => {
     expect((await call("POST", `/v1/deals/${deal.id}/tasks/${task.id}/complete`, { token: p.token })).status).toBe(409);
     const created = await eventsOf(p.organizationId, "deal.task_created");
     expect(created).toHaveLength(1);
-    expect(created[0]).toMatchObject({ object: { id: deal.id, stage: "LEAD" }, task: { id: task.id, title: "Book movers", priority: "LOW", completed: false } });
+    expect(created[0]).toMatchObject({
+      object: { id: deal.id, stage: "LEAD" },
+      task: { id: task.id, title: "Book movers", priority: "LOW", completed: false },
+    });
     const completed = await eventsOf(p.organizationId, "deal.task_completed");
     expect(completed).toHaveLength(1);
     expect(completed[0]).toMatchObject({ object: { id: deal.id }, task: { id: task.id, completed: true, completedAt: done.completedAt } });
@@ -233,7 +291,11 @@ describe("deal documents", () => {
     const p = await createPrincipal();
     const deal = await createDeal(p.token);
     await tick();
-    const form = documentForm(PDF_BYTES, { name: "Purchase agreement", type: "CONTRACT", stage: "CONTRACT", signedAt: "2026-05-01T10:00:00+02:00" }, "scan-0001.pdf");
+    const form = documentForm(
+      PDF_BYTES,
+      { name: "Purchase agreement", type: "CONTRACT", stage: "CONTRACT", signedAt: "2026-05-01T10:00:00+02:00" },
+      "scan-0001.pdf",
+    );
     const res = await upload(p.token, deal.id, form);
     expect(res.status).toBe(201);
     const doc = (await json(res)).data;
@@ -294,7 +356,14 @@ describe("deal documents", () => {
     const p = await createPrincipal();
     const deal = await createDeal(p.token);
     const doc = await uploadOk(p.token, deal.id, documentForm(PDF_BYTES, {}, "inspection-report.pdf"));
-    expect(doc).toMatchObject({ name: "inspection-report.pdf", type: "OTHER", stage: null, signedAt: null, size: PDF_BYTES.byteLength, mimeType: "application/pdf" });
+    expect(doc).toMatchObject({
+      name: "inspection-report.pdf",
+      type: "OTHER",
+      stage: null,
+      signedAt: null,
+      size: PDF_BYTES.byteLength,
+      mimeType: "application/pdf",
+    });
   });
 
   it("judges the type by the bytes: an HTML page or a text file named .pdf is a 422 unsupported_document_type; an empty file a 422; nothing is stored", async () => {
@@ -325,9 +394,15 @@ describe("deal documents", () => {
     const deal = await createDeal(p.token);
     const noFile = new FormData();
     noFile.append("name", "Nothing attached");
-    expect(issuePairs(await expectCrmError(await upload(p.token, deal.id, noFile), 422, "validation_error")).map((x) => x.split(":")[0])).toEqual(["file"]);
+    expect(
+      issuePairs(await expectCrmError(await upload(p.token, deal.id, noFile), 422, "validation_error")).map((x) => x.split(":")[0]),
+    ).toEqual(["file"]);
     const bad = await upload(p.token, deal.id, documentForm(PDF_BYTES, { type: "contract", stage: "SIGNED", signedAt: "yesterday" }));
-    expect(issuePairs(await expectCrmError(bad, 422, "validation_error")).map((x) => x.split(":")[0])).toEqual(["signedAt", "stage", "type"]);
+    expect(issuePairs(await expectCrmError(bad, 422, "validation_error")).map((x) => x.split(":")[0])).toEqual([
+      "signedAt",
+      "stage",
+      "type",
+    ]);
     expect(await dealFiles(p, deal.id)).toEqual([]);
   });
 
@@ -355,7 +430,9 @@ describe("deal documents", () => {
     expect(file.headers.get("content-type")).toBe(DOCX_MIME);
   });
 
-  it("a file over 25 MiB is a 413 in the CRM error envelope and nothing is stored; a request over the body limit too", { timeout: 60_000 }, async () => {
+  it("a file over 25 MiB is a 413 in the CRM error envelope and nothing is stored; a request over the body limit too", {
+    timeout: 60_000,
+  }, async () => {
     const p = await createPrincipal();
     const deal = await createDeal(p.token);
     const big = new Uint8Array(25 * MiB + 1);
@@ -363,7 +440,17 @@ describe("deal documents", () => {
     const res = await upload(p.token, deal.id, documentForm(big, { name: "Too big", type: "CONTRACT" }, "big.pdf"));
     const body = await json(res);
     expect(res.status).toBe(413);
-    expect(body).toEqual({ success: false, error: { type: "invalid_request_error", code: "payload_too_large", title: expect.any(String), status: 413, detail: expect.any(String), errors: [] } });
+    expect(body).toEqual({
+      success: false,
+      error: {
+        type: "invalid_request_error",
+        code: "payload_too_large",
+        title: expect.any(String),
+        status: 413,
+        detail: expect.any(String),
+        errors: [],
+      },
+    });
     const huge = new Uint8Array(27 * MiB);
     huge.set(PDF_BYTES);
     const over = await upload(p.token, deal.id, documentForm(huge, {}, "huge.pdf"));
@@ -408,7 +495,14 @@ describe("deal documents", () => {
     expect(events[0]!.document.url).toBeUndefined();
     const activities = (await json(await call("GET", `/v1/deals/${deal.id}/activities`, { token: p.token }))).data;
     expect(activities.filter((a: { type: string }) => a.type === "DOCUMENT_UPLOADED")).toEqual([
-      { id: expect.any(String), type: "DOCUMENT_UPLOADED", description: expect.stringContaining("Disclosure"), createdAt: expect.stringMatching(ISO), userId: p.userId, metadata: { documentId: doc.id, type: "DISCLOSURE" } },
+      {
+        id: expect.any(String),
+        type: "DOCUMENT_UPLOADED",
+        description: expect.stringContaining("Disclosure"),
+        createdAt: expect.stringMatching(ISO),
+        userId: p.userId,
+        metadata: { documentId: doc.id, type: "DISCLOSURE" },
+      },
     ]);
   });
 
@@ -447,7 +541,9 @@ describe("deal documents", () => {
   it("concurrent uploads to one deal all land, each with its file, activity and event", async () => {
     const p = await createPrincipal();
     const deal = await createDeal(p.token);
-    const answers = await Promise.all([1, 2, 3, 4].map((i) => upload(p.token, deal.id, documentForm(PDF_BYTES, { name: `Doc ${i}` }, `doc-${i}.pdf`))));
+    const answers = await Promise.all(
+      [1, 2, 3, 4].map((i) => upload(p.token, deal.id, documentForm(PDF_BYTES, { name: `Doc ${i}` }, `doc-${i}.pdf`))),
+    );
     expect(answers.map((r) => r.status)).toEqual([201, 201, 201, 201]);
     const listed = (await json(await call("GET", `/v1/deals/${deal.id}/documents`, { token: p.token }))).data;
     expect(listed.map((d: { name: string }) => d.name).sort()).toEqual(["Doc 1", "Doc 2", "Doc 3", "Doc 4"]);
@@ -458,7 +554,11 @@ describe("deal documents", () => {
   it("without FILES_URL_SECRET an upload is a 503 not_configured and stores nothing", async () => {
     const p = await createPrincipal();
     const deal = await createDeal(p.token);
-    const res = await call("POST", `/v1/deals/${deal.id}/documents`, { token: p.token, body: documentForm(), vars: { FILES_URL_SECRET: "" } });
+    const res = await call("POST", `/v1/deals/${deal.id}/documents`, {
+      token: p.token,
+      body: documentForm(),
+      vars: { FILES_URL_SECRET: "" },
+    });
     expect(res.status).toBe(503);
     expect((await json(res)).error).toMatchObject({ type: "api_error", code: "not_configured", status: 503 });
     expect(await dealFiles(p, deal.id)).toEqual([]);
@@ -491,7 +591,10 @@ describe("deal documents", () => {
     expect((await download(pathOf(a.url))).status).toBe(200);
     expect((await call("DELETE", `/v1/deals/${deal.id}`, { token: p.token })).status).toBe(200);
     const db = await tenantDb(p.organizationId);
-    await db.prepare("UPDATE trash_entries SET restorable_until = ? WHERE record_id = ?").bind(new Date(Date.now() - 1000).toISOString(), deal.id).run();
+    await db
+      .prepare("UPDATE trash_entries SET restorable_until = ? WHERE record_id = ?")
+      .bind(new Date(Date.now() - 1000).toISOString(), deal.id)
+      .run();
     await purgeTrash(env, createDb(db));
     expect(await dealFiles(p, deal.id)).toEqual([]);
     await expectRefusedLink(pathOf(a.url));
@@ -531,7 +634,15 @@ describe("deal activities", () => {
     const all = (await json(first)) as ActivityPage & { success: boolean };
     expect(all.success).toBe(true);
     expect(all.pagination).toEqual({ hasMore: false, nextCursor: null, total: 7, limit: 25 });
-    expect(all.data.map((a) => a.type)).toEqual(["DOCUMENT_UPLOADED", "TASK_COMPLETED", "TASK_CREATED", "STAGE_CHANGED", "STAGE_CHANGED", "STAGE_CHANGED", "DEAL_CREATED"]);
+    expect(all.data.map((a) => a.type)).toEqual([
+      "DOCUMENT_UPLOADED",
+      "TASK_COMPLETED",
+      "TASK_CREATED",
+      "STAGE_CHANGED",
+      "STAGE_CHANGED",
+      "STAGE_CHANGED",
+      "DEAL_CREATED",
+    ]);
     expect(all.data.map((a) => a.metadata)).toEqual([
       { documentId: doc.id, type: "OTHER" },
       { taskId: task.id },
@@ -549,7 +660,9 @@ describe("deal activities", () => {
     const pages: ActivityPage["pagination"][] = [];
     let cursor: string | null = null;
     for (let i = 0; i < 10; i++) {
-      const res = await call("GET", `/v1/deals/${deal.id}/activities?limit=2${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`, { token: p.token });
+      const res = await call("GET", `/v1/deals/${deal.id}/activities?limit=2${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`, {
+        token: p.token,
+      });
       expect(res.status).toBe(200);
       const page = (await json(res)) as ActivityPage;
       walked.push(...page.data);
@@ -574,13 +687,22 @@ describe("deal activities", () => {
     for (const stage of ["QUALIFIED", "APPOINTMENT", "NEGOTIATION", "CONTRACT"]) await moveDeal(p.token, deal.id, stage);
     await createTask(p.token, deal.id);
     // Every activity of the deal at one instant: the order falls to the tie-break alone.
-    await (await tenantDb(p.organizationId)).prepare("UPDATE deal_activities SET created_at = ? WHERE deal_id = ?").bind(deal.createdAt, deal.id).run();
-    const all = ((await json(await call("GET", `/v1/deals/${deal.id}/activities`, { token: p.token }))) as ActivityPage).data.map((a) => a.id);
+    await (await tenantDb(p.organizationId))
+      .prepare("UPDATE deal_activities SET created_at = ? WHERE deal_id = ?")
+      .bind(deal.createdAt, deal.id)
+      .run();
+    const all = ((await json(await call("GET", `/v1/deals/${deal.id}/activities`, { token: p.token }))) as ActivityPage).data.map(
+      (a) => a.id,
+    );
     expect(all).toHaveLength(6);
     const walked: string[] = [];
     let cursor: string | null = null;
     for (let i = 0; i < 10; i++) {
-      const page = (await json(await call("GET", `/v1/deals/${deal.id}/activities?limit=2${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`, { token: p.token }))) as ActivityPage;
+      const page = (await json(
+        await call("GET", `/v1/deals/${deal.id}/activities?limit=2${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`, {
+          token: p.token,
+        }),
+      )) as ActivityPage;
       walked.push(...page.data.map((a) => a.id));
       if (!page.pagination.hasMore) break;
       cursor = page.pagination.nextCursor;
@@ -604,7 +726,19 @@ describe("deal activities", () => {
 
 // ---------------------------------------------------------------------------------------------------------------------
 
-const STAGES = ["LEAD", "QUALIFIED", "APPOINTMENT", "NEGOTIATION", "CONTRACT", "INSPECTION", "APPRAISAL", "FINANCING", "CLOSING", "CLOSED", "LOST"];
+const STAGES = [
+  "LEAD",
+  "QUALIFIED",
+  "APPOINTMENT",
+  "NEGOTIATION",
+  "CONTRACT",
+  "INSPECTION",
+  "APPRAISAL",
+  "FINANCING",
+  "CLOSING",
+  "CLOSED",
+  "LOST",
+];
 
 async function pipeline(token: string): Promise<Record<string, any>> {
   const res = await call("GET", "/v1/deals/pipeline", { token });
@@ -681,7 +815,10 @@ describe("GET /v1/deals/pipeline", () => {
     for (const s of figures.stages) {
       const inStage = list.filter((d) => d.stage === s.stage);
       expect(inStage.length, s.stage).toBe(s.count);
-      expect(inStage.reduce((sum, d) => sum + d.amount, 0), s.stage).toBe(s.value);
+      expect(
+        inStage.reduce((sum, d) => sum + d.amount, 0),
+        s.stage,
+      ).toBe(s.value);
     }
 
     // Another decided deal moves the conversion rate: 2 won of 4 decided.
@@ -718,7 +855,13 @@ async function analytics(token: string, query = ""): Promise<Record<string, any>
 const iso = (ms: number) => new Date(ms).toISOString();
 
 /** Puts a deal's creation, and its (last) entry into CLOSED or LOST, `daysAgo` in the past (straight in D1: the history row and the deal's decided_at/closed_at). */
-async function backdate(organizationId: string, dealId: string, createdDaysAgo: number, decided?: { stage: "CLOSED" | "LOST"; daysAgo: number }, now = Date.now()): Promise<void> {
+async function backdate(
+  organizationId: string,
+  dealId: string,
+  createdDaysAgo: number,
+  decided?: { stage: "CLOSED" | "LOST"; daysAgo: number },
+  now = Date.now(),
+): Promise<void> {
   const db = await tenantDb(organizationId);
   const statements = [db.prepare("UPDATE deals SET created_at = ? WHERE id = ?").bind(iso(now - createdDaysAgo * DAY), dealId)];
   if (decided) {
@@ -730,7 +873,8 @@ async function backdate(organizationId: string, dealId: string, createdDaysAgo: 
   // Backdating rewrites the deal past the write path: its organization's analytics rollups are rebuilt from its deals,
   // as the migration that added them built them.
   const org = "organization_id = (SELECT organization_id FROM deals WHERE id = ?)";
-  for (const table of ["deal_created_rollups", "deal_decided_rollups"]) statements.push(db.prepare(`DELETE FROM ${table} WHERE ${org}`).bind(dealId));
+  for (const table of ["deal_created_rollups", "deal_decided_rollups"])
+    statements.push(db.prepare(`DELETE FROM ${table} WHERE ${org}`).bind(dealId));
   for (const sql of backfillRollupsSql(org)) statements.push(db.prepare(sql).bind(dealId));
   await db.batch(statements);
 }
@@ -738,7 +882,16 @@ async function backdate(organizationId: string, dealId: string, createdDaysAgo: 
 describe("GET /v1/deals/analytics", () => {
   it("an organization without deals answers zeros for the default period 30d", async () => {
     const p = await createPrincipal();
-    expect(await analytics(p.token)).toEqual({ period: "30d", totalDeals: 0, closedDeals: 0, totalValue: 0, closedValue: 0, averageTimeToClose: null, conversionRate: 0, topPerformers: [] });
+    expect(await analytics(p.token)).toEqual({
+      period: "30d",
+      totalDeals: 0,
+      closedDeals: 0,
+      totalValue: 0,
+      closedValue: 0,
+      averageTimeToClose: null,
+      conversionRate: 0,
+      topPerformers: [],
+    });
   });
 
   it("an unknown period, type or parameter is a 422, never a 5xx", async () => {
@@ -874,7 +1027,14 @@ describe("GET /v1/deals/analytics", () => {
       topPerformers: [{ agentId: ann, name: "Test Agent", deals: 1, closedValue: 100_000 }],
     });
     // A type without deals in the period, and an agent of another organization, answer zeros.
-    expect(await analytics(p.token, "period=7d&type=LEASE")).toMatchObject({ totalDeals: 1, closedDeals: 0, closedValue: 0, averageTimeToClose: null, conversionRate: 0, topPerformers: [] });
+    expect(await analytics(p.token, "period=7d&type=LEASE")).toMatchObject({
+      totalDeals: 1,
+      closedDeals: 0,
+      closedValue: 0,
+      averageTimeToClose: null,
+      conversionRate: 0,
+      topPerformers: [],
+    });
     expect(await analytics(p.token, `period=1y&assignedTo=${stranger.userId}`)).toEqual({
       period: "1y",
       totalDeals: 0,
@@ -918,25 +1078,32 @@ describe("deals under adversarial input (found by an HTTP pass)", () => {
       const list = await call("GET", `/v1/deals?closingDate[gte]=${date}`, { token: p.token });
       expect(list.status, date).toBe(422);
     }
-    expect((await call("POST", `/v1/deals/${deal.id}/tasks`, { token: p.token, body: { title: "T", dueDate: "2026-13-01T10:00:00Z" } })).status).toBe(422);
+    expect(
+      (await call("POST", `/v1/deals/${deal.id}/tasks`, { token: p.token, body: { title: "T", dueDate: "2026-13-01T10:00:00Z" } })).status,
+    ).toBe(422);
   });
 
   it("60 concurrent tasks on one deal all land at once, and the cap holds under a race", async () => {
     const p = await createPrincipal();
     const deal = await createDeal(p.token);
-    const answers = await Promise.all(Array.from({ length: 60 }, (_, i) => call("POST", `/v1/deals/${deal.id}/tasks`, { token: p.token, body: { title: `T${i}` } })));
+    const answers = await Promise.all(
+      Array.from({ length: 60 }, (_, i) => call("POST", `/v1/deals/${deal.id}/tasks`, { token: p.token, body: { title: `T${i}` } })),
+    );
     expect(answers.map((a) => a.status)).toEqual(Array.from({ length: 60 }, () => 201));
     expect(await dealRows(p.organizationId, "deal_tasks", deal.id)).toBe(60);
     // 195 tasks held, 20 more at once: exactly 5 land, the others are told the deal is full.
     const other = await createDeal(p.token);
-    await (await tenantDb(p.organizationId)).prepare(
-      `INSERT INTO deal_tasks (id, organization_id, deal_id, title, priority, completed, created_at)
+    await (await tenantDb(p.organizationId))
+      .prepare(
+        `INSERT INTO deal_tasks (id, organization_id, deal_id, title, priority, completed, created_at)
        WITH RECURSIVE seq(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM seq WHERE n < 195)
        SELECT lower(hex(randomblob(16))), ?, ?, 'Prefilled ' || n, 'MEDIUM', 0, ? FROM seq`,
-    )
+      )
       .bind(p.organizationId, other.id, new Date().toISOString())
       .run();
-    const raced = await Promise.all(Array.from({ length: 20 }, (_, i) => call("POST", `/v1/deals/${other.id}/tasks`, { token: p.token, body: { title: `R${i}` } })));
+    const raced = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => call("POST", `/v1/deals/${other.id}/tasks`, { token: p.token, body: { title: `R${i}` } })),
+    );
     expect(raced.filter((a) => a.status === 201)).toHaveLength(5);
     expect(raced.filter((a) => a.status === 422)).toHaveLength(15);
     expect(await dealRows(p.organizationId, "deal_tasks", other.id)).toBe(200);
@@ -945,9 +1112,15 @@ describe("deals under adversarial input (found by an HTTP pass)", () => {
   it("a file name that could not be a document name is refused unless a name is given", async () => {
     const p = await createPrincipal();
     const deal = await createDeal(p.token);
-    const spoofed = await call("POST", `/v1/deals/${deal.id}/documents`, { token: p.token, body: documentForm(PDF_BYTES, {}, "\u202Efdp.exe") });
+    const spoofed = await call("POST", `/v1/deals/${deal.id}/documents`, {
+      token: p.token,
+      body: documentForm(PDF_BYTES, {}, "\u202Efdp.exe"),
+    });
     expect(issuePairs(await expectCrmError(spoofed, 422, "validation_error"))).toEqual(["name:invalid_name"]);
-    const named = await call("POST", `/v1/deals/${deal.id}/documents`, { token: p.token, body: documentForm(PDF_BYTES, { name: "Purchase contract" }, "\u202Efdp.exe") });
+    const named = await call("POST", `/v1/deals/${deal.id}/documents`, {
+      token: p.token,
+      body: documentForm(PDF_BYTES, { name: "Purchase contract" }, "\u202Efdp.exe"),
+    });
     expect(named.status).toBe(201);
     expect((await json(named)).data.name).toBe("Purchase contract");
   });

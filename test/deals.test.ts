@@ -17,14 +17,22 @@ interface Recorded {
 }
 /** The outbox of an organization, in the order the events were written. */
 async function eventsOf(organizationId: string): Promise<Recorded[]> {
-  const { results } = await (await tenantDb(organizationId)).prepare("SELECT type, data FROM outbox_events WHERE organization_id = ? ORDER BY occurred_at, rowid").bind(organizationId).all<{ type: string; data: string }>();
+  const { results } = await (await tenantDb(organizationId))
+    .prepare("SELECT type, data FROM outbox_events WHERE organization_id = ? ORDER BY occurred_at, rowid")
+    .bind(organizationId)
+    .all<{ type: string; data: string }>();
   return results.map((r) => ({ type: r.type, data: JSON.parse(r.data) }));
 }
 const eventTypes = async (organizationId: string) => (await eventsOf(organizationId)).map((e) => e.type);
 
 /** A count on the shard of `p`'s organization. */
 async function count(p: TestPrincipal, query: string, ...params: unknown[]): Promise<number> {
-  return (await (await tenantDb(p.organizationId)).prepare(query).bind(...params).first<{ n: number }>())!.n;
+  return (await (
+    await tenantDb(p.organizationId)
+  )
+    .prepare(query)
+    .bind(...params)
+    .first<{ n: number }>())!.n;
 }
 
 /** Another user (agent) of the principal's organization. */
@@ -49,7 +57,10 @@ async function walk(token: string, query: string, limit = 2): Promise<DealJson[]
   const out: DealJson[] = [];
   let cursor: string | null = null;
   for (let i = 0; i < 200; i++) {
-    const page: DealPage = await listDeals(token, [query, `limit=${limit}`, cursor ? `cursor=${encodeURIComponent(cursor)}` : ""].filter(Boolean).join("&"));
+    const page: DealPage = await listDeals(
+      token,
+      [query, `limit=${limit}`, cursor ? `cursor=${encodeURIComponent(cursor)}` : ""].filter(Boolean).join("&"),
+    );
     expect(page.data.length).toBeLessThanOrEqual(limit);
     out.push(...page.data);
     if (!page.pagination.hasMore) {
@@ -95,18 +106,31 @@ describe("POST /v1/deals", () => {
     const c = await createContact(p.token);
     const res = await call("POST", "/v1/deals", {
       token: p.token,
-      body: { title: "", type: "BARTER", amount: -1, contactId: c.id, stage: "DREAMING", probability: 101, commission: { rate: 2 }, timeline: { closingDate: "next week" } },
+      body: {
+        title: "",
+        type: "BARTER",
+        amount: -1,
+        contactId: c.id,
+        stage: "DREAMING",
+        probability: 101,
+        commission: { rate: 2 },
+        timeline: { closingDate: "next week" },
+      },
     });
     const errors = await expectCrmError(res, 422, "validation_error");
     const fields = errors.map((e) => e.field);
-    for (const f of ["title", "type", "amount", "stage", "probability", "commission.rate", "timeline.closingDate"]) expect(fields, f).toContain(f);
+    for (const f of ["title", "type", "amount", "stage", "probability", "commission.rate", "timeline.closingDate"])
+      expect(fields, f).toContain(f);
     expect((await listDeals(p.token)).pagination.total).toBe(0);
   });
 
   it("creates a deal with the defaults: LEAD, ACTIVE, probability 10, no tags, createdAt = updatedAt = lastActivityAt", async () => {
     const p = await createPrincipal();
     const c = await createContact(p.token);
-    const res = await call("POST", "/v1/deals", { token: p.token, body: { title: "Smith purchase", type: "PURCHASE", amount: 450000, contactId: c.id } });
+    const res = await call("POST", "/v1/deals", {
+      token: p.token,
+      body: { title: "Smith purchase", type: "PURCHASE", amount: 450000, contactId: c.id },
+    });
     expect(res.status).toBe(201);
     expect(res.headers.get("etag")).toBe('"1"');
     const body = await json(res);
@@ -142,7 +166,9 @@ describe("POST /v1/deals", () => {
     expect(deal.lastActivityAt).toBe(deal.createdAt);
     expect(await getDeal(p.token, deal.id)).toEqual(deal);
     const events = await eventsOf(p.organizationId);
-    expect(events.filter((e) => e.type.startsWith("deal."))).toEqual([{ type: "deal.created", data: { object: deal, previousAttributes: null, changes: null } }]);
+    expect(events.filter((e) => e.type.startsWith("deal."))).toEqual([
+      { type: "deal.created", data: { object: deal, previousAttributes: null, changes: null } },
+    ]);
     expect((await listDeals(p.token)).pagination.total).toBe(1);
   });
 
@@ -194,8 +220,14 @@ describe("POST /v1/deals", () => {
     const agent = await call("POST", "/v1/deals", { token: p.token, body: dealBody(c.id, { assignedTo: stranger.userId }) });
     expect(issuePairs(await expectCrmError(agent, 422, "validation_error"))).toEqual(["assignedTo:invalid_reference"]);
     // Both problems at once.
-    const both = await call("POST", "/v1/deals", { token: p.token, body: dealBody(c.id, { propertyId: theirProperty.id, assignedTo: "nobody" }) });
-    expect(issuePairs(await expectCrmError(both, 422, "validation_error"))).toEqual(["assignedTo:invalid_reference", "propertyId:invalid_reference"]);
+    const both = await call("POST", "/v1/deals", {
+      token: p.token,
+      body: dealBody(c.id, { propertyId: theirProperty.id, assignedTo: "nobody" }),
+    });
+    expect(issuePairs(await expectCrmError(both, 422, "validation_error"))).toEqual([
+      "assignedTo:invalid_reference",
+      "propertyId:invalid_reference",
+    ]);
     expect((await listDeals(p.token)).pagination.total).toBe(0);
     // A colleague is fine.
     const colleague = await addUser(p);
@@ -268,13 +300,20 @@ describe("commission and team", () => {
     expect(updated.data.changes).toEqual(expect.arrayContaining(["amount", "commission.amount"]));
     expect(updated.data.previousAttributes).toMatchObject({ amount: 400000, commission: { amount: 10000 } });
     // A new rate on PUT: the amount follows the rate.
-    expect((await updateDeal(p.token, deal.id, { commission: { rate: 0.03 } })).commission).toEqual({ rate: 0.03, amount: 15000, split: null });
+    expect((await updateDeal(p.token, deal.id, { commission: { rate: 0.03 } })).commission).toEqual({
+      rate: 0.03,
+      amount: 15000,
+      split: null,
+    });
   });
 
   it("refuses a given commission amount that disagrees with the rate (422 commission_mismatch), on create and update", async () => {
     const p = await createPrincipal();
     const c = await createContact(p.token);
-    const res = await call("POST", "/v1/deals", { token: p.token, body: dealBody(c.id, { amount: 400000, commission: { rate: 0.025, amount: 9000 } }) });
+    const res = await call("POST", "/v1/deals", {
+      token: p.token,
+      body: dealBody(c.id, { amount: 400000, commission: { rate: 0.025, amount: 9000 } }),
+    });
     expect(issuePairs(await expectCrmError(res, 422, "validation_error"))).toEqual(["commission.amount:commission_mismatch"]);
     expect((await listDeals(p.token)).pagination.total).toBe(0);
     const deal = await createDeal(p.token, { contactId: c.id, amount: 400000 });
@@ -324,7 +363,10 @@ describe("commission and team", () => {
     expect((await listDeals(p.token)).pagination.total).toBe(1);
 
     // The same rules on update; a valid team replaces the old one.
-    const badPut = await call("PUT", `/v1/deals/${deal.id}`, { token: p.token, body: { teamMembers: [{ userId: colleague, role: "CO_AGENT", commissionSplit: 0.9 }] } });
+    const badPut = await call("PUT", `/v1/deals/${deal.id}`, {
+      token: p.token,
+      body: { teamMembers: [{ userId: colleague, role: "CO_AGENT", commissionSplit: 0.9 }] },
+    });
     expect(issuePairs(await expectCrmError(badPut, 422, "validation_error"))).toEqual(["teamMembers:invalid_split_total"]);
     // Splits that add up to 1 only up to floating point (0.1 + 0.2 + 0.7) are fine.
     const third = await addUser(p);
@@ -376,7 +418,11 @@ describe("GET /v1/deals/{id}", () => {
   it("an unknown include is a 422", async () => {
     const p = await createPrincipal();
     const deal = await createDeal(p.token);
-    const errors = await expectCrmError(await call("GET", `/v1/deals/${deal.id}?include=contact,friends`, { token: p.token }), 422, "validation_error");
+    const errors = await expectCrmError(
+      await call("GET", `/v1/deals/${deal.id}?include=contact,friends`, { token: p.token }),
+      422,
+      "validation_error",
+    );
     expect(errors[0]!.field).toMatch(/^include/);
   });
 
@@ -391,7 +437,11 @@ describe("GET /v1/deals/{id}", () => {
     expect(await foreign.json()).toEqual(await unknown.json());
     const put = await call("PUT", `/v1/deals/${deal.id}`, { token: stranger.token, body: { title: "Mine now" } });
     await expectCrmError(put, 404, "not_found_error");
-    await expectCrmError(await call("POST", `/v1/deals/${deal.id}/move`, { token: stranger.token, body: { stage: "CLOSED" } }), 404, "not_found_error");
+    await expectCrmError(
+      await call("POST", `/v1/deals/${deal.id}/move`, { token: stranger.token, body: { stage: "CLOSED" } }),
+      404,
+      "not_found_error",
+    );
     await expectCrmError(await call("DELETE", `/v1/deals/${deal.id}`, { token: stranger.token }), 404, "not_found_error");
     expect(await getDeal(owner.token, deal.id)).toEqual(deal);
     expect(await eventsOf(stranger.organizationId)).toEqual([]);
@@ -410,7 +460,14 @@ describe("GET /v1/deals", () => {
       { title: "C", type: "LEASE", amount: 3000, stage: "QUALIFIED", probability: 55, status: "ON_HOLD" },
       { title: "D", type: "SALE", amount: 600000, stage: "CONTRACT", assignedTo: agent, timeline: { closingDate: "2026-07-01T15:00:00Z" } },
       { title: "E", type: "RENTAL", amount: 2500, stage: "NEGOTIATION", probability: 50 },
-      { title: "F", type: "SALE", amount: 1200000, stage: "CLOSING", assignedTo: p.userId, timeline: { listingDate: "2026-01-01", closingDate: "2026-06-01" } },
+      {
+        title: "F",
+        type: "SALE",
+        amount: 1200000,
+        stage: "CLOSING",
+        assignedTo: p.userId,
+        timeline: { listingDate: "2026-01-01", closingDate: "2026-06-01" },
+      },
       { title: "G", type: "PURCHASE", amount: 450000, stage: "LEAD", probability: 50 },
     ];
     const deals: DealJson[] = [];
@@ -485,10 +542,22 @@ describe("GET /v1/deals", () => {
     // Filtered and sorted together.
     const sales = deals.filter((d) => d.type === "SALE" || d.type === "PURCHASE");
     const walked = await walk(p.token, "type=SALE&sort=amount:desc", 1);
-    expect(ids(walked)).toEqual(sortDeals(deals.filter((d) => d.type === "SALE"), "amount", "desc"));
+    expect(ids(walked)).toEqual(
+      sortDeals(
+        deals.filter((d) => d.type === "SALE"),
+        "amount",
+        "desc",
+      ),
+    );
     expect(sales.length).toBeGreaterThan(walked.length);
     const tie = await walk(p.token, "probability[gte]=50&sort=probability:asc", 2);
-    expect(ids(tie)).toEqual(sortDeals(deals.filter((d) => d.probability >= 50), "probability", "asc"));
+    expect(ids(tie)).toEqual(
+      sortDeals(
+        deals.filter((d) => d.probability >= 50),
+        "probability",
+        "asc",
+      ),
+    );
   });
 
   it("pagination.total follows creates, moves and deletes, filtered and unfiltered", async () => {
@@ -523,11 +592,18 @@ describe("GET /v1/deals", () => {
     await createDeal(p.token);
     for (const q of ["limit=0", "limit=101", "limit=abc", "limit=-1"]) {
       const errors = await expectCrmError(await call("GET", `/v1/deals?${q}`, { token: p.token }), 422, "validation_error");
-      expect(errors.map((e) => e.field), q).toEqual(["limit"]);
+      expect(
+        errors.map((e) => e.field),
+        q,
+      ).toEqual(["limit"]);
     }
     expect((await listDeals(p.token, "limit=100")).pagination.limit).toBe(100);
     expect((await listDeals(p.token, "limit=1")).data).toHaveLength(1);
-    const range = await expectCrmError(await call("GET", "/v1/deals?amount[gte]=500&amount[lte]=100", { token: p.token }), 422, "validation_error");
+    const range = await expectCrmError(
+      await call("GET", "/v1/deals?amount[gte]=500&amount[lte]=100", { token: p.token }),
+      422,
+      "validation_error",
+    );
     expect(range.map((e) => e.field)).toContain("amount[gte]");
     for (const q of ["include=tasks", "include=friends", "sort=title:asc", "stage=WON", "colour=blue"]) {
       expect((await call("GET", `/v1/deals?${q}`, { token: p.token })).status, q).toBe(422);
@@ -557,11 +633,21 @@ describe("PUT /v1/deals/{id}", () => {
     const p = await createPrincipal();
     const deal = await createDeal(p.token, { description: "first", tags: ["a"] });
     await tick(3);
-    const res = await call("PUT", `/v1/deals/${deal.id}`, { token: p.token, body: { title: "Renamed", notes: "Call Friday", tags: ["b", "b", "c"] } });
+    const res = await call("PUT", `/v1/deals/${deal.id}`, {
+      token: p.token,
+      body: { title: "Renamed", notes: "Call Friday", tags: ["b", "b", "c"] },
+    });
     expect(res.status).toBe(200);
     expect(res.headers.get("etag")).toBe('"2"');
     const updated = (await json(res)).data as DealJson;
-    expect(updated).toEqual({ ...deal, title: "Renamed", notes: "Call Friday", tags: ["b", "c"], updatedAt: expect.stringMatching(ISO), lastActivityAt: expect.stringMatching(ISO) });
+    expect(updated).toEqual({
+      ...deal,
+      title: "Renamed",
+      notes: "Call Friday",
+      tags: ["b", "c"],
+      updatedAt: expect.stringMatching(ISO),
+      lastActivityAt: expect.stringMatching(ISO),
+    });
     expect(updated.updatedAt > deal.updatedAt).toBe(true);
     expect(updated.createdAt).toBe(deal.createdAt);
     expect(await getDeal(p.token, deal.id)).toEqual(updated);
@@ -587,7 +673,11 @@ describe("PUT /v1/deals/{id}", () => {
     expect((await getDeal(p.token, deal.id, "?include=property")).property).toBeNull();
     const cleared = await updateDeal(p.token, deal.id, { assignedTo: null, source: null, notes: null });
     expect(cleared).toMatchObject({ assignedTo: null, source: null, notes: null });
-    expect((await updateDeal(p.token, deal.id, { timeline: { contractDate: null } })).timeline).toEqual({ listingDate: "2026-01-01", inspectionDate: "2026-02-10", closingDate: "2026-03-01" });
+    expect((await updateDeal(p.token, deal.id, { timeline: { contractDate: null } })).timeline).toEqual({
+      listingDate: "2026-01-01",
+      inspectionDate: "2026-02-10",
+      closingDate: "2026-03-01",
+    });
     expect((await updateDeal(p.token, deal.id, { timeline: { closingDate: null, appraisalDate: "2026-02-20" } })).timeline).toEqual({
       listingDate: "2026-01-01",
       inspectionDate: "2026-02-10",
@@ -595,13 +685,18 @@ describe("PUT /v1/deals/{id}", () => {
     });
     // With its closing date gone, the deal leaves closingDate filters.
     expect((await listDeals(p.token, "closingDate[gte]=2000-01-01")).data).toEqual([]);
-    expect((await updateDeal(p.token, deal.id, { timeline: { listingDate: null, inspectionDate: null, appraisalDate: null } })).timeline).toBeNull();
+    expect(
+      (await updateDeal(p.token, deal.id, { timeline: { listingDate: null, inspectionDate: null, appraisalDate: null } })).timeline,
+    ).toBeNull();
     const relinked = await updateDeal(p.token, deal.id, { propertyId: property.id, timeline: { closingDate: "2026-09-09" } });
     expect(relinked).toMatchObject({ propertyId: property.id, timeline: { closingDate: "2026-09-09" } });
     expect(ids((await listDeals(p.token, "closingDate[gte]=2026-09-09")).data)).toEqual([deal.id]);
     expect((await updateDeal(p.token, deal.id, { timeline: null })).timeline).toBeNull();
     // Required fields cannot be cleared.
-    const res = await call("PUT", `/v1/deals/${deal.id}`, { token: p.token, body: { title: null, amount: null, contactId: null, type: null } });
+    const res = await call("PUT", `/v1/deals/${deal.id}`, {
+      token: p.token,
+      body: { title: null, amount: null, contactId: null, type: null },
+    });
     expect(issuePairs(await expectCrmError(res, 422, "validation_error"))).toHaveLength(4);
   });
 
@@ -611,7 +706,10 @@ describe("PUT /v1/deals/{id}", () => {
     const deal = await createDeal(p.token);
     const theirs = await createContact(stranger.token);
     const res = await call("PUT", `/v1/deals/${deal.id}`, { token: p.token, body: { contactId: theirs.id, assignedTo: stranger.userId } });
-    expect(issuePairs(await expectCrmError(res, 422, "validation_error"))).toEqual(["assignedTo:invalid_reference", "contactId:invalid_reference"]);
+    expect(issuePairs(await expectCrmError(res, 422, "validation_error"))).toEqual([
+      "assignedTo:invalid_reference",
+      "contactId:invalid_reference",
+    ]);
     const mine = await createContact(p.token);
     expect((await updateDeal(p.token, deal.id, { contactId: mine.id })).contactId).toBe(mine.id);
   });
@@ -633,7 +731,13 @@ describe("PUT /v1/deals/{id}", () => {
     const closed = await updateDeal(p.token, deal.id, { stage: "CLOSED", reason: "Keys handed over" });
     expect(closed).toMatchObject({ stage: "CLOSED", status: "CLOSED", probability: 100 });
     const types = await eventTypes(p.organizationId);
-    expect(types.slice(types.indexOf("deal.created") + 1)).toEqual(["deal.updated", "deal.stage_changed", "deal.won", "deal.closed", "DEAL_WON"]);
+    expect(types.slice(types.indexOf("deal.created") + 1)).toEqual([
+      "deal.updated",
+      "deal.stage_changed",
+      "deal.won",
+      "deal.closed",
+      "DEAL_WON",
+    ]);
     // Closed deals stay closed in status unless the stage leaves CLOSED.
     const res = await call("PUT", `/v1/deals/${deal.id}`, { token: p.token, body: { status: "ACTIVE" } });
     expect(issuePairs(await expectCrmError(res, 422, "validation_error"))).toEqual(["status:invalid_status"]);
@@ -647,7 +751,14 @@ describe("PUT /v1/deals/{id}", () => {
     const read = await getDeal(p.token, deal.id, "?include=activities");
     const changes = read.activities.filter((a: { type: string }) => a.type === "STAGE_CHANGED");
     expect(changes).toEqual([
-      { id: expect.any(String), type: "STAGE_CHANGED", description: expect.any(String), createdAt: expect.stringMatching(ISO), userId: p.userId, metadata: { previousStage: "LEAD", newStage: "APPOINTMENT", reason: "Viewing booked" } },
+      {
+        id: expect.any(String),
+        type: "STAGE_CHANGED",
+        description: expect.any(String),
+        createdAt: expect.stringMatching(ISO),
+        userId: p.userId,
+        metadata: { previousStage: "LEAD", newStage: "APPOINTMENT", reason: "Viewing booked" },
+      },
     ]);
     const stageChanged = (await eventsOf(p.organizationId)).find((e) => e.type === "deal.stage_changed")!;
     expect(stageChanged.data.stageChange).toEqual({ previousStage: "LEAD", newStage: "APPOINTMENT", reason: "Viewing booked" });
@@ -665,7 +776,11 @@ describe("PUT /v1/deals/{id}", () => {
     const stale = await call("PUT", `/v1/deals/${deal.id}`, { token: p.token, body: { notes: "v3" }, headers: { "if-match": '"1"' } });
     await expectCrmError(stale, 412, "precondition_failed_error");
     expect((await getDeal(p.token, deal.id)).notes).toBe("v2");
-    const staleMove = await call("POST", `/v1/deals/${deal.id}/move`, { token: p.token, body: { stage: "QUALIFIED" }, headers: { "if-match": '"1"' } });
+    const staleMove = await call("POST", `/v1/deals/${deal.id}/move`, {
+      token: p.token,
+      body: { stage: "QUALIFIED" },
+      headers: { "if-match": '"1"' },
+    });
     expect(staleMove.status).toBe(412);
     const staleDelete = await call("DELETE", `/v1/deals/${deal.id}`, { token: p.token, headers: { "if-match": '"1"' } });
     expect(staleDelete.status).toBe(412);
@@ -678,7 +793,12 @@ describe("PUT /v1/deals/{id}", () => {
   it("a fetched deal sent back unchanged changes nothing and emits nothing", async () => {
     const p = await createPrincipal();
     const property = await createProperty(p.token);
-    const deal = await createDeal(p.token, { propertyId: property.id, timeline: { closingDate: "2026-10-01" }, tags: ["x"], teamMembers: [{ userId: p.userId, role: "LISTING_AGENT", commissionSplit: 1 }] });
+    const deal = await createDeal(p.token, {
+      propertyId: property.id,
+      timeline: { closingDate: "2026-10-01" },
+      tags: ["x"],
+      teamMembers: [{ userId: p.userId, role: "LISTING_AGENT", commissionSplit: 1 }],
+    });
     const read = await getDeal(p.token, deal.id, "?include=contact,property,tasks,activities,documents");
     expect(await updateDeal(p.token, deal.id, read)).toEqual(deal);
     expect(await eventTypes(p.organizationId)).not.toContain("deal.updated");
@@ -701,7 +821,10 @@ describe("POST /v1/deals/{id}/move", () => {
     const p = await createPrincipal();
     const deal = await createDeal(p.token);
     await tick(3);
-    const res = await call("POST", `/v1/deals/${deal.id}/move`, { token: p.token, body: { stage: "NEGOTIATION", reason: "Offer received", probability: 65 } });
+    const res = await call("POST", `/v1/deals/${deal.id}/move`, {
+      token: p.token,
+      body: { stage: "NEGOTIATION", reason: "Offer received", probability: 65 },
+    });
     expect(res.status).toBe(200);
     expect(res.headers.get("etag")).toBe('"2"');
     const moved = (await json(res)).data as DealJson;
@@ -710,7 +833,11 @@ describe("POST /v1/deals/{id}/move", () => {
     expect(await getDeal(p.token, deal.id)).toEqual(moved);
 
     const activities = await json(await call("GET", `/v1/deals/${deal.id}/activities`, { token: p.token }));
-    expect(activities.data[0]).toMatchObject({ type: "STAGE_CHANGED", userId: p.userId, metadata: { previousStage: "LEAD", newStage: "NEGOTIATION", reason: "Offer received" } });
+    expect(activities.data[0]).toMatchObject({
+      type: "STAGE_CHANGED",
+      userId: p.userId,
+      metadata: { previousStage: "LEAD", newStage: "NEGOTIATION", reason: "Offer received" },
+    });
 
     const events = (await eventsOf(p.organizationId)).filter((e) => e.type.startsWith("deal."));
     expect(events.map((e) => e.type)).toEqual(["deal.created", "deal.updated", "deal.stage_changed"]);
@@ -735,7 +862,9 @@ describe("POST /v1/deals/{id}/move", () => {
       { previousStage: "NEGOTIATION", newStage: "CONTRACT", reason: null },
       { previousStage: "CONTRACT", newStage: "QUALIFIED", reason: null },
     ]);
-    const activities = (await getDeal(p.token, deal.id, "?include=activities")).activities.filter((a: { type: string }) => a.type === "STAGE_CHANGED");
+    const activities = (await getDeal(p.token, deal.id, "?include=activities")).activities.filter(
+      (a: { type: string }) => a.type === "STAGE_CHANGED",
+    );
     expect(activities.map((a: { metadata: unknown }) => a.metadata)).toEqual([
       { previousStage: "CONTRACT", newStage: "QUALIFIED", reason: null },
       { previousStage: "NEGOTIATION", newStage: "CONTRACT", reason: null },
@@ -769,7 +898,9 @@ describe("POST /v1/deals/{id}/move", () => {
     for (const e of after.slice(0, 4)) expect(e.data.object, e.type).toMatchObject({ id: deal.id, stage: "CLOSED", status: "CLOSED" });
     expect(after[1]!.data.stageChange).toEqual({ previousStage: "CLOSING", newStage: "CLOSED", reason: "Funded" });
     expect(after[4]!.data).toMatchObject({ dealId: deal.id, contactId: deal.contactId, amount: 750000 });
-    expect(await count(p, "SELECT COUNT(*) AS n FROM outbox_events WHERE organization_id = ? AND type = 'DEAL_WON'", p.organizationId)).toBe(1);
+    expect(
+      await count(p, "SELECT COUNT(*) AS n FROM outbox_events WHERE organization_id = ? AND type = 'DEAL_WON'", p.organizationId),
+    ).toBe(1);
     expect(await count(p, "SELECT COUNT(*) AS n FROM deal_activities WHERE deal_id = ? AND type = 'STAGE_CHANGED'", deal.id)).toBe(1);
   });
 
@@ -806,8 +937,15 @@ describe("POST /v1/deals/{id}/move", () => {
   it("refuses an unknown stage, a probability outside 0-100 and unknown fields", async () => {
     const p = await createPrincipal();
     const deal = await createDeal(p.token);
-    const res = await call("POST", `/v1/deals/${deal.id}/move`, { token: p.token, body: { stage: "WON", probability: 101, colour: "red" } });
-    expect(issuePairs(await expectCrmError(res, 422, "validation_error")).map((x) => x.split(":")[0])).toEqual(["colour", "probability", "stage"]);
+    const res = await call("POST", `/v1/deals/${deal.id}/move`, {
+      token: p.token,
+      body: { stage: "WON", probability: 101, colour: "red" },
+    });
+    expect(issuePairs(await expectCrmError(res, 422, "validation_error")).map((x) => x.split(":")[0])).toEqual([
+      "colour",
+      "probability",
+      "stage",
+    ]);
     const missing = await call("POST", `/v1/deals/${deal.id}/move`, { token: p.token, body: {} });
     expect(issuePairs(await expectCrmError(missing, 422, "validation_error"))).toEqual(["stage:required"]);
     expect(await getDeal(p.token, deal.id)).toEqual(deal);
@@ -820,7 +958,10 @@ describe("DELETE /v1/deals/{id}", () => {
     const deal = await createDeal(p.token);
     const keep = await createDeal(p.token);
     await createTask(p.token, deal.id);
-    const upload = await call("POST", `/v1/deals/${deal.id}/documents`, { token: p.token, body: documentForm(undefined, { name: "Offer", type: "CONTRACT" }) });
+    const upload = await call("POST", `/v1/deals/${deal.id}/documents`, {
+      token: p.token,
+      body: documentForm(undefined, { name: "Offer", type: "CONTRACT" }),
+    });
     expect(upload.status).toBe(201);
     await moveDeal(p.token, deal.id, "QUALIFIED");
     const rows = async (id: string) => ({
@@ -837,7 +978,11 @@ describe("DELETE /v1/deals/{id}", () => {
     expect(await json(res)).toEqual({ success: true, message: expect.any(String), data: { id: deal.id, deleted: true } });
     await expectCrmError(await call("GET", `/v1/deals/${deal.id}`, { token: p.token }), 404, "not_found_error");
     await expectCrmError(await call("DELETE", `/v1/deals/${deal.id}`, { token: p.token }), 404, "not_found_error");
-    await expectCrmError(await call("POST", `/v1/deals/${deal.id}/move`, { token: p.token, body: { stage: "LEAD" } }), 404, "not_found_error");
+    await expectCrmError(
+      await call("POST", `/v1/deals/${deal.id}/move`, { token: p.token, body: { stage: "LEAD" } }),
+      404,
+      "not_found_error",
+    );
     expect(await rows(deal.id)).toEqual({ tasks: 0, documents: 0, activities: 0, history: 0, deals: 0 });
     expect((await rows(keep.id)).deals).toBe(1);
     expect(ids((await listDeals(p.token)).data)).toEqual([keep.id]);
@@ -861,7 +1006,11 @@ describe("deal events reach a subscribed receiver, signed", { timeout: 30_000 },
     expect(await verifyWebhook(sub.secret, received[0]!.headers, received[0]!.body.replace(deal.id, "x"))).toMatchObject({ ok: false });
     const byEvent = Object.fromEntries(received.map((r) => [r.headers["x-service-event"], JSON.parse(r.body)]));
     expect(Object.keys(byEvent).sort()).toEqual(["deal.created", "deal.stage_changed"]);
-    expect(byEvent["deal.created"]).toMatchObject({ event: "deal.created", organization: { id: owner.organizationId }, data: { object: { ...deal }, previousAttributes: null } });
+    expect(byEvent["deal.created"]).toMatchObject({
+      event: "deal.created",
+      organization: { id: owner.organizationId },
+      data: { object: { ...deal }, previousAttributes: null },
+    });
     expect(byEvent["deal.stage_changed"]).toMatchObject({
       event: "deal.stage_changed",
       data: { object: { id: deal.id, stage: "QUALIFIED", probability: 20 }, previousAttributes: { stage: "LEAD" }, changes: ["stage"] },
@@ -902,7 +1051,12 @@ describe("contacts with include=deals", () => {
     const without = await createContact(p.token);
     const d1 = await createDeal(p.token, { contactId: withDeals.id, title: "One" });
     await tick(3);
-    const d2 = await createDeal(p.token, { contactId: withDeals.id, title: "Two", commission: { rate: 0.03 }, timeline: { closingDate: "2026-12-01" } });
+    const d2 = await createDeal(p.token, {
+      contactId: withDeals.id,
+      title: "Two",
+      commission: { rate: 0.03 },
+      timeline: { closingDate: "2026-12-01" },
+    });
     await createDeal(stranger.token);
     const page = await listPage(p.token, "include=deals");
     const byId = Object.fromEntries(page.data.map((c) => [c.id, c]));

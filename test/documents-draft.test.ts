@@ -1,6 +1,14 @@
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { AiGatewayStatusError, AiGatewayUnreachable, configuredGateway, DEFAULT_EMBEDDING_MODEL, EMBED_BATCH, openAiCompatibleGateway, workersAiGateway } from "../src/ai/gateway";
+import {
+  AiGatewayStatusError,
+  AiGatewayUnreachable,
+  configuredGateway,
+  DEFAULT_EMBEDDING_MODEL,
+  EMBED_BATCH,
+  openAiCompatibleGateway,
+  workersAiGateway,
+} from "../src/ai/gateway";
 import { leaseSchemaText, MAX_DRAFT_PROMPT_CHARS } from "../src/documents/draft";
 import { chatJsonAnswer, cosine, openAiGateway } from "./helpers/ai-gateway";
 import { call, json } from "./helpers/client";
@@ -8,10 +16,15 @@ import { leaseCanonical } from "./helpers/documents";
 import { createPrincipal, tenantDb } from "./helpers/factories";
 import { droppedFetch, refuseConnections } from "./helpers/outbound";
 
-const PROMPT = "Lease of 1 Queen St W, Toronto ON from Lars Landlord (lars@landlord.test) to Tess Tenant (tess@tenant.test), from 2027-01-01 to 2027-12-31 at $2,500 a month, deposit $2,500";
+const PROMPT =
+  "Lease of 1 Queen St W, Toronto ON from Lars Landlord (lars@landlord.test) to Tess Tenant (tess@tenant.test), from 2027-01-01 to 2027-12-31 at $2,500 a month, deposit $2,500";
 
 const draft = (token: string, body: unknown, vars?: Record<string, string>) => call("POST", "/api/documents/draft", { token, body, vars });
-const documentCount = async (organizationId: string) => (await tenantDb(organizationId)).prepare("SELECT COUNT(*) AS n FROM documents WHERE organization_id = ?").bind(organizationId).first<number>("n");
+const documentCount = async (organizationId: string) =>
+  (await tenantDb(organizationId))
+    .prepare("SELECT COUNT(*) AS n FROM documents WHERE organization_id = ?")
+    .bind(organizationId)
+    .first<number>("n");
 const paths = (body: { issues: { path: (string | number)[] }[] }) => body.issues.map((i) => i.path.join(".")).sort();
 
 afterEach(() => vi.restoreAllMocks());
@@ -20,7 +33,10 @@ describe("POST /api/documents/draft", () => {
   it("drafts a lease through the gateway: bearer token, JSON mode, the schema in the system prompt, the prompt as the user's message", async () => {
     const { token, organizationId } = await createPrincipal();
     // The model claims it did not draft it; the service states provenance itself.
-    const gateway = await openAiGateway({ token: "t", script: [chatJsonAnswer({ ...leaseCanonical(), provenance: { aiDrafted: false } })] });
+    const gateway = await openAiGateway({
+      token: "t",
+      script: [chatJsonAnswer({ ...leaseCanonical(), provenance: { aiDrafted: false } })],
+    });
     const res = await draft(token, { prompt: PROMPT }, gateway.vars);
     expect(res.status).toBe(200);
     expect(await json(res)).toEqual({ formKey: "on/standard-lease", canonical: { ...leaseCanonical(), provenance: { aiDrafted: true } } });
@@ -35,7 +51,9 @@ describe("POST /api/documents/draft", () => {
     expect(system!.role).toBe("system");
     // The schema is derived from LeaseCanonical: its fields and bounds are in the prompt verbatim.
     expect(system!.content).toContain(leaseSchemaText());
-    expect(JSON.parse(leaseSchemaText())).toMatchObject({ properties: { lease: { required: ["tenants", "landlords", "property", "term", "monthlyRent"] } } });
+    expect(JSON.parse(leaseSchemaText())).toMatchObject({
+      properties: { lease: { required: ["tenants", "landlords", "property", "term", "monthlyRent"] } },
+    });
     expect(user).toEqual({ role: "user", content: PROMPT });
     // Never stored: a draft is not a document.
     expect(await documentCount(organizationId)).toBe(0);
@@ -83,7 +101,10 @@ describe("POST /api/documents/draft", () => {
     ]);
     expect(body.issues.every((i: { message: string }) => i.message.length > 0)).toBe(true);
     // The same draft sent for generation is refused with the same problems.
-    const generate = await call("POST", "/api/documents", { token, body: { formKey: "on/standard-lease", canonical: { ...canonical, provenance: { aiDrafted: true } } } });
+    const generate = await call("POST", "/api/documents", {
+      token,
+      body: { formKey: "on/standard-lease", canonical: { ...canonical, provenance: { aiDrafted: true } } },
+    });
     expect(generate.status).toBe(400);
     expect(paths(await json(generate))).toEqual(paths(body));
     expect(await documentCount(organizationId)).toBe(0);
@@ -99,10 +120,20 @@ describe("POST /api/documents/draft", () => {
 
   it("answers 422 error after one retry when the gateway fails with 5xx twice", async () => {
     const { token } = await createPrincipal();
-    const gateway = await openAiGateway({ script: [{ status: 500, body: { error: { message: "overloaded" } } }, { status: 503, body: "busy" }, chatJsonAnswer(leaseCanonical())] });
+    const gateway = await openAiGateway({
+      script: [
+        { status: 500, body: { error: { message: "overloaded" } } },
+        { status: 503, body: "busy" },
+        chatJsonAnswer(leaseCanonical()),
+      ],
+    });
     const res = await draft(token, { prompt: PROMPT }, gateway.vars);
     expect(res.status).toBe(422);
-    expect(await json(res)).toEqual({ error: "draft_failed", reason: "error", issues: [{ message: "The AI gateway answered HTTP 503", path: [] }] });
+    expect(await json(res)).toEqual({
+      error: "draft_failed",
+      reason: "error",
+      issues: [{ message: "The AI gateway answered HTTP 503", path: [] }],
+    });
     expect((await gateway.requests()).length).toBe(2);
   });
 
@@ -119,7 +150,11 @@ describe("POST /api/documents/draft", () => {
     const gateway = await openAiGateway({ token: "right" });
     const res = await draft(token, { prompt: PROMPT }, { ...gateway.vars, AI_GATEWAY_TOKEN: "wrong" });
     expect(res.status).toBe(422);
-    expect(await json(res)).toEqual({ error: "draft_failed", reason: "error", issues: [{ message: "The AI gateway answered HTTP 401", path: [] }] });
+    expect(await json(res)).toEqual({
+      error: "draft_failed",
+      reason: "error",
+      issues: [{ message: "The AI gateway answered HTTP 401", path: [] }],
+    });
     expect((await gateway.requests()).length).toBe(1);
   });
 
@@ -134,12 +169,17 @@ describe("POST /api/documents/draft", () => {
   it("answers 422 error when the gateway is unreachable, and logs no prompt text", async () => {
     const { token } = await createPrincipal();
     const logged: string[] = [];
-    for (const level of ["log", "info", "warn", "error"] as const) vi.spyOn(console, level).mockImplementation((...args) => void logged.push(args.join(" ")));
+    for (const level of ["log", "info", "warn", "error"] as const)
+      vi.spyOn(console, level).mockImplementation((...args) => void logged.push(args.join(" ")));
     const secret = "Tenant-secret-7c1e9 at 99 Hidden Lane";
     const refused = refuseConnections("http://127.0.0.1:1");
     const res = await draft(token, { prompt: secret }, { AI_GATEWAY_URL: "http://127.0.0.1:1", AI_GATEWAY_TOKEN: "t" });
     expect(res.status).toBe(422);
-    expect(await json(res)).toEqual({ error: "draft_failed", reason: "error", issues: [{ message: "The AI gateway could not be reached (connection failed)", path: [] }] });
+    expect(await json(res)).toEqual({
+      error: "draft_failed",
+      reason: "error",
+      issues: [{ message: "The AI gateway could not be reached (connection failed)", path: [] }],
+    });
     expect(refused).toEqual(["http://127.0.0.1:1/chat/completions", "http://127.0.0.1:1/chat/completions"]); // one retry
     expect(logged.length).toBeGreaterThan(0);
     expect(logged.join("\n")).not.toContain("7c1e9");
@@ -151,7 +191,11 @@ describe("POST /api/documents/draft", () => {
     expect(env.AI).toBeUndefined();
     const res = await draft(token, { prompt: PROMPT });
     expect(res.status).toBe(422);
-    expect(await json(res)).toEqual({ error: "draft_failed", reason: "error", issues: [{ message: expect.stringContaining("No AI gateway is configured"), path: [] }] });
+    expect(await json(res)).toEqual({
+      error: "draft_failed",
+      reason: "error",
+      issues: [{ message: expect.stringContaining("No AI gateway is configured"), path: [] }],
+    });
     expect(await documentCount(organizationId)).toBe(0);
   });
 
@@ -172,7 +216,10 @@ describe("POST /api/documents/draft", () => {
       expect(answer.error).toBe("invalid_request");
       expect(paths(answer)).toEqual(expected);
     }
-    expect(await json(await draft(token, {}, gateway.vars))).toEqual({ error: "invalid_request", issues: [{ field: "prompt", path: ["prompt"], code: "required", message: "Required" }] });
+    expect(await json(await draft(token, {}, gateway.vars))).toEqual({
+      error: "invalid_request",
+      issues: [{ field: "prompt", path: ["prompt"], code: "required", message: "Required" }],
+    });
     expect((await draft(token, { prompt: "x".repeat(MAX_DRAFT_PROMPT_CHARS) }, gateway.vars)).status).toBe(422); // at the limit: sent ("{}" is no lease)
     expect((await gateway.requests()).length).toBe(1);
   });
@@ -200,7 +247,11 @@ describe("the OpenAI-compatible gateway client", () => {
     expect(cosine(vectors[0]!, vectors[2]!)).toBeGreaterThan(cosine(vectors[0]!, vectors[1]!));
 
     const [request] = await gateway.requests();
-    expect(request).toMatchObject({ path: "embeddings", headers: { authorization: `Bearer ${gateway.token}` }, body: { model: DEFAULT_EMBEDDING_MODEL, input: texts } });
+    expect(request).toMatchObject({
+      path: "embeddings",
+      headers: { authorization: `Bearer ${gateway.token}` },
+      body: { model: DEFAULT_EMBEDDING_MODEL, input: texts },
+    });
   });
 
   it(`sends more than ${EMBED_BATCH} texts in batches and keeps their order`, async () => {
@@ -220,7 +271,9 @@ describe("the OpenAI-compatible gateway client", () => {
     await expect(client.embed(["a"])).rejects.toBeInstanceOf(AiGatewayStatusError);
     expect((await gateway.requests()).length).toBe(2);
     const dropped = vi.fn(droppedFetch);
-    await expect(openAiCompatibleGateway({ baseUrl: "http://127.0.0.1:1", fetchFn: dropped }).embed(["a"])).rejects.toBeInstanceOf(AiGatewayUnreachable);
+    await expect(openAiCompatibleGateway({ baseUrl: "http://127.0.0.1:1", fetchFn: dropped }).embed(["a"])).rejects.toBeInstanceOf(
+      AiGatewayUnreachable,
+    );
     expect(dropped).toHaveBeenCalledTimes(2); // one retry after a failed connection
   });
 
@@ -254,7 +307,10 @@ describe("the Workers AI gateway and the choice between them", () => {
     const schema = { type: "object" };
     expect(await gateway.chatJson([{ role: "user", content: "hi" }], { schema })).toBe('{"a":1}');
     expect(await gateway.chatJson([{ role: "user", content: "hi" }])).toBe('{"b":2}');
-    expect(runs[0]).toEqual({ model: "chat", inputs: { messages: [{ role: "user", content: "hi" }], response_format: { type: "json_schema", json_schema: schema } } });
+    expect(runs[0]).toEqual({
+      model: "chat",
+      inputs: { messages: [{ role: "user", content: "hi" }], response_format: { type: "json_schema", json_schema: schema } },
+    });
     expect(runs[1]!.inputs.response_format).toEqual({ type: "json_object" });
     const texts = Array.from({ length: EMBED_BATCH + 1 }, (_, i) => "x".repeat(i + 1));
     const vectors = await gateway.embed(texts);

@@ -8,14 +8,36 @@ import { amendmentCanonical, day, listingCanonical, purchaseCanonical, represent
 
 // POST /api/documents/draft picks the form (issue 31): the model is shown every typed form's schema, answers a
 // canonical whose formKey names its choice, and the answer is validated against that form as POST /api/documents would.
-const draft = (token: string, prompt: string, vars: Record<string, string>) => call("POST", "/api/documents/draft", { token, body: { prompt }, vars });
+const draft = (token: string, prompt: string, vars: Record<string, string>) =>
+  call("POST", "/api/documents/draft", { token, body: { prompt }, vars });
 
 const PROMPTS = [
-  { formKey: "on/agreement-of-purchase-and-sale", canonical: purchaseCanonical, prompt: "Offer on 12 Elm St from Ana and Raj Patel to Lee Wong, $910,000, $45,000 deposit due in two days, financing condition for five business days, closing March 3" },
-  { formKey: "on/listing-agreement", canonical: listingCanonical, prompt: "List 88 Harbour Rd, Kingston for Mira Okafor with Lakeshore Realty at $749,900 for 90 days, 2.5% commission, 60 days holdover" },
-  { formKey: "on/buyer-representation-agreement", canonical: representationCanonical, prompt: "Sofia Lindqvist signs with Northgate Buyers Brokerage to find a detached house in Ottawa west, for four months" },
-  { formKey: "on/amendment", canonical: () => amendmentCanonical("doc-123", { waives: [0], completion: day(45) }), prompt: "Amend the Elm St agreement doc-123: the buyers waive financing and closing moves to day 45" },
-  { formKey: "on/standard-lease", canonical: leaseCanonical, prompt: "Lease of 1 Queen St W, Toronto from Lars Landlord to Tess Tenant at $2,500 a month for a year" },
+  {
+    formKey: "on/agreement-of-purchase-and-sale",
+    canonical: purchaseCanonical,
+    prompt:
+      "Offer on 12 Elm St from Ana and Raj Patel to Lee Wong, $910,000, $45,000 deposit due in two days, financing condition for five business days, closing March 3",
+  },
+  {
+    formKey: "on/listing-agreement",
+    canonical: listingCanonical,
+    prompt: "List 88 Harbour Rd, Kingston for Mira Okafor with Lakeshore Realty at $749,900 for 90 days, 2.5% commission, 60 days holdover",
+  },
+  {
+    formKey: "on/buyer-representation-agreement",
+    canonical: representationCanonical,
+    prompt: "Sofia Lindqvist signs with Northgate Buyers Brokerage to find a detached house in Ottawa west, for four months",
+  },
+  {
+    formKey: "on/amendment",
+    canonical: () => amendmentCanonical("doc-123", { waives: [0], completion: day(45) }),
+    prompt: "Amend the Elm St agreement doc-123: the buyers waive financing and closing moves to day 45",
+  },
+  {
+    formKey: "on/standard-lease",
+    canonical: leaseCanonical,
+    prompt: "Lease of 1 Queen St W, Toronto from Lars Landlord to Tess Tenant at $2,500 a month for a year",
+  },
 ];
 
 describe("POST /api/documents/draft picks the form", () => {
@@ -39,16 +61,30 @@ describe("POST /api/documents/draft picks the form", () => {
     bad.purchase.price = { cents: "910000" };
     delete bad.purchase.sellers;
     bad.purchase.conditions[0].type = "vibes";
-    const gateway = await openAiGateway({ script: [chatJsonAnswer(bad), chatJsonAnswer({ ...purchaseCanonical(), formKey: "on/bill-of-sale" }), chatJsonAnswer({ ...listingCanonical(), formKey: undefined })] });
+    const gateway = await openAiGateway({
+      script: [
+        chatJsonAnswer(bad),
+        chatJsonAnswer({ ...purchaseCanonical(), formKey: "on/bill-of-sale" }),
+        chatJsonAnswer({ ...listingCanonical(), formKey: undefined }),
+      ],
+    });
     const res = await draft(token, PROMPTS[0]!.prompt, gateway.vars);
     expect(res.status).toBe(422);
     const body = await json(res);
     expect(body).toMatchObject({ error: "draft_failed", reason: "invalid_draft" });
-    expect(body.issues.map((i: { path: unknown[] }) => i.path.join(".")).sort()).toEqual(["canonical.purchase.conditions.0.type", "canonical.purchase.price.cents", "canonical.purchase.sellers"]);
+    expect(body.issues.map((i: { path: unknown[] }) => i.path.join(".")).sort()).toEqual([
+      "canonical.purchase.conditions.0.type",
+      "canonical.purchase.price.cents",
+      "canonical.purchase.sellers",
+    ]);
     for (const _ of [1, 2]) {
       const unknown = await draft(token, PROMPTS[0]!.prompt, gateway.vars);
       expect(unknown.status).toBe(422);
-      expect(await json(unknown)).toEqual({ error: "draft_failed", reason: "invalid_draft", issues: [{ message: expect.stringContaining("on/agreement-of-purchase-and-sale"), path: ["canonical", "formKey"] }] });
+      expect(await json(unknown)).toEqual({
+        error: "draft_failed",
+        reason: "invalid_draft",
+        issues: [{ message: expect.stringContaining("on/agreement-of-purchase-and-sale"), path: ["canonical", "formKey"] }],
+      });
     }
   });
 });

@@ -4,14 +4,35 @@ import { call, json } from "./helpers/client";
 import { createDeal } from "./helpers/deals";
 import { createDocument, leaseCanonical, publicSign, sendForSignature, tokenOf } from "./helpers/documents";
 import { createPrincipal, type TestPrincipal } from "./helpers/factories";
-import { amendmentCanonical, day, isoDay, listingCanonical, poppler, purchaseCanonical, representationCanonical, sealedPdf, signInTurn } from "./helpers/forms";
+import {
+  amendmentCanonical,
+  day,
+  isoDay,
+  listingCanonical,
+  poppler,
+  purchaseCanonical,
+  representationCanonical,
+  sealedPdf,
+  signInTurn,
+} from "./helpers/forms";
 
 // The forms a brokerage signs (issue 31): each typed form from its canonical to obligations, a sequential envelope
 // in the form's signing order, the public signing flow, and a sealed PDF that poppler reads and verifies.
 
-type Obligation = { id: string; documentId: string; dealId: string | null; type: string; description: string | null; dueDate: string; amountCents: number | null; urgency: string };
+type Obligation = {
+  id: string;
+  documentId: string;
+  dealId: string | null;
+  type: string;
+  description: string | null;
+  dueDate: string;
+  amountCents: number | null;
+  urgency: string;
+};
 const obligationsOf = async (token: string, documentId: string): Promise<Obligation[]> =>
-  ((await json(await call("GET", "/api/documents/obligations?withinDays=365", { token }))).obligations as Obligation[]).filter((o) => o.documentId === documentId);
+  ((await json(await call("GET", "/api/documents/obligations?withinDays=365", { token }))).obligations as Obligation[]).filter(
+    (o) => o.documentId === documentId,
+  );
 const brief = (list: Obligation[]) => list.map((o) => [o.type, o.dueDate, o.amountCents]);
 
 describe("GET /api/documents/forms", () => {
@@ -19,7 +40,9 @@ describe("GET /api/documents/forms", () => {
     const { token } = await createPrincipal();
     const res = await call("GET", "/api/documents/forms", { token });
     expect(res.status).toBe(200);
-    const { forms } = (await json(res)) as { forms: { formKey: string; title: string; roles: string[]; signable: boolean; schema: Record<string, unknown> }[] };
+    const { forms } = (await json(res)) as {
+      forms: { formKey: string; title: string; roles: string[]; signable: boolean; schema: Record<string, unknown> }[];
+    };
     expect(forms.map((f) => [f.formKey, f.roles, f.signable])).toEqual([
       ["on/standard-lease", ["landlord", "tenant"], true],
       ["generic/free-form", [], false],
@@ -47,20 +70,40 @@ describe("GET /api/documents/forms", () => {
 describe("/openapi.json", () => {
   it("declares each canonical as a named schema in a oneOf on formKey, for POST /api/documents and the draft", async () => {
     const doc = await json(await call("GET", "/openapi.json"));
-    const named = { "on/standard-lease": "LeaseCanonical", "generic/free-form": "FreeFormCanonical", "on/agreement-of-purchase-and-sale": "PurchaseAgreementCanonical", "on/listing-agreement": "ListingAgreementCanonical", "on/buyer-representation-agreement": "BuyerRepresentationAgreementCanonical", "on/amendment": "AmendmentCanonical" };
+    const named = {
+      "on/standard-lease": "LeaseCanonical",
+      "generic/free-form": "FreeFormCanonical",
+      "on/agreement-of-purchase-and-sale": "PurchaseAgreementCanonical",
+      "on/listing-agreement": "ListingAgreementCanonical",
+      "on/buyer-representation-agreement": "BuyerRepresentationAgreementCanonical",
+      "on/amendment": "AmendmentCanonical",
+    };
     const ref = (name: string) => `#/components/schemas/${name}`;
     const create = doc.components.schemas.DocumentCreate.properties.canonical;
     expect(create.oneOf).toEqual(Object.values(named).map((n) => ({ $ref: ref(n) })));
-    expect(create.discriminator).toEqual({ propertyName: "formKey", mapping: Object.fromEntries(Object.entries(named).map(([k, n]) => [k, ref(n)])) });
+    expect(create.discriminator).toEqual({
+      propertyName: "formKey",
+      mapping: Object.fromEntries(Object.entries(named).map(([k, n]) => [k, ref(n)])),
+    });
     const { "generic/free-form": _, ...signable } = named;
     expect(doc.components.schemas.DocumentDraft.properties.canonical.oneOf).toEqual(Object.values(signable).map((n) => ({ $ref: ref(n) })));
-    expect(doc.components.schemas.PurchaseAgreementCanonical.properties.purchase.required).toEqual(["buyers", "sellers", "property", "price", "deposit", "conditions", "irrevocableUntil", "completion"]);
+    expect(doc.components.schemas.PurchaseAgreementCanonical.properties.purchase.required).toEqual([
+      "buyers",
+      "sellers",
+      "property",
+      "price",
+      "deposit",
+      "conditions",
+      "irrevocableUntil",
+      "completion",
+    ]);
   });
 });
 
 describe("POST /api/documents: the new forms' rules", () => {
   const paths = async (res: Response) => ((await json(res)).issues as { path: (string | number)[] }[]).map((i) => i.path.join(".")).sort();
-  const post = (token: string, canonical: Record<string, any>) => call("POST", "/api/documents", { token, body: { formKey: canonical.formKey, canonical } });
+  const post = (token: string, canonical: Record<string, any>) =>
+    call("POST", "/api/documents", { token, body: { formKey: canonical.formKey, canonical } });
 
   it("lists every problem of a bad purchase agreement in one 400", async () => {
     const { token } = await createPrincipal();
@@ -91,7 +134,9 @@ describe("POST /api/documents: the new forms' rules", () => {
     canonical.purchase.deposit.dueDate = day(61); // completion is day 60
     const res = await post(token, canonical);
     expect(res.status).toBe(400);
-    expect((await json(res)).issues).toEqual([expect.objectContaining({ path: ["canonical", "purchase", "deposit", "dueDate"], code: "invalid_range" })]);
+    expect((await json(res)).issues).toEqual([
+      expect.objectContaining({ path: ["canonical", "purchase", "deposit", "dueDate"], code: "invalid_range" }),
+    ]);
   });
 
   it("refuses a listing whose period ends before it starts, or with no commission", async () => {
@@ -113,7 +158,9 @@ describe("a listing or buyer representation agreement: commission and renewal", 
     };
     const tiny = await send(1e-300);
     expect(tiny.status).toBe(400);
-    expect(((await json(tiny)).issues as { path: (string | number)[] }[]).map((i) => i.path.join("."))).toEqual(["canonical.listing.commission.percent"]);
+    expect(((await json(tiny)).issues as { path: (string | number)[] }[]).map((i) => i.path.join("."))).toEqual([
+      "canonical.listing.commission.percent",
+    ]);
     expect((await send(2.125)).status).toBe(201);
   });
 
@@ -135,7 +182,10 @@ const FORMS = [
   {
     name: "agreement of purchase and sale",
     canonical: purchaseCanonical,
-    signers: (c: any) => [...c.purchase.buyers.map((p: any) => [p.name, "buyer"]), ...c.purchase.sellers.map((p: any) => [p.name, "seller"])],
+    signers: (c: any) => [
+      ...c.purchase.buyers.map((p: any) => [p.name, "buyer"]),
+      ...c.purchase.sellers.map((p: any) => [p.name, "seller"]),
+    ],
     obligations: [
       ["deposit_due", isoDay(2), 45_000_00],
       ["condition_waiver", isoDay(7), null],
@@ -153,17 +203,34 @@ const FORMS = [
       ["renewal", isoDay(60), null],
       ["expiry", isoDay(90), null],
     ],
-    words: ["Listing Agreement", "Mira Okafor", "Lakeshore Realty Inc.", "88 Harbour Rd", "$749,900.00", "2.5% of the sale price", `to ${longDay(90)}`],
+    words: [
+      "Listing Agreement",
+      "Mira Okafor",
+      "Lakeshore Realty Inc.",
+      "88 Harbour Rd",
+      "$749,900.00",
+      "2.5% of the sale price",
+      `to ${longDay(90)}`,
+    ],
   },
   {
     name: "buyer representation agreement",
     canonical: representationCanonical,
-    signers: (c: any) => [...c.representation.buyers.map((p: any) => [p.name, "buyer"]), [c.representation.brokerage.name, "buyer_brokerage"]],
+    signers: (c: any) => [
+      ...c.representation.buyers.map((p: any) => [p.name, "buyer"]),
+      [c.representation.brokerage.name, "buyer_brokerage"],
+    ],
     obligations: [
       ["renewal", isoDay(90), null],
       ["expiry", isoDay(120), null],
     ],
-    words: ["Buyer Representation Agreement", "Sofia Lindqvist", "Northgate Buyers Brokerage", "Ottawa west of the Rideau", `to ${longDay(120)}`],
+    words: [
+      "Buyer Representation Agreement",
+      "Sofia Lindqvist",
+      "Northgate Buyers Brokerage",
+      "Ottawa west of the Rideau",
+      `to ${longDay(120)}`,
+    ],
   },
 ];
 
@@ -174,7 +241,10 @@ function longDay(days: number) {
 
 /** Creates, sends (sequential) and signs a document through the public flow; answers it with its sealed PDF as poppler reads it. */
 async function signedThrough(owner: TestPrincipal, canonical: Record<string, any>, expectedSigners: string[][], dealId?: string) {
-  const res = await call("POST", "/api/documents", { token: owner.token, body: { formKey: canonical.formKey, canonical, ...(dealId ? { dealId } : {}) } });
+  const res = await call("POST", "/api/documents", {
+    token: owner.token,
+    body: { formKey: canonical.formKey, canonical, ...(dealId ? { dealId } : {}) },
+  });
   expect(res.status, JSON.stringify(await res.clone().json())).toBe(201);
   const doc = await json(res);
   const sent = await sendForSignature(owner.token, doc.id, { mode: "sequential" });
@@ -185,7 +255,10 @@ async function signedThrough(owner: TestPrincipal, canonical: Record<string, any
   // The signing page shows the form's text.
   const view = await json(await publicSign("GET", tokenOf(sent.links[0]!.url)));
   expect(view.document.title).toBe(envelope.document.title);
-  await signInTurn(sent, envelope.signers.map((s: { email: string }) => s.email));
+  await signInTurn(
+    sent,
+    envelope.signers.map((s: { email: string }) => s.email),
+  );
   const pdf = await sealedPdf(owner, sent.envelopeId);
   return { doc, sent, view, envelope, ...(await poppler(pdf)) };
 }
@@ -218,11 +291,17 @@ describe("amendments of a purchase agreement", () => {
     const offer = await createDocument(owner.token, purchaseCanonical()); // generated, not signed: edited, not amended
     const lease = await createDocument(owner.token, leaseCanonical());
     const foreign = await createDocument(stranger.token, purchaseCanonical());
-    const amend = (amends: string, change = { waives: [0] }) => call("POST", "/api/documents", { token: owner.token, body: { formKey: "on/amendment", canonical: amendmentCanonical(amends, change) } });
+    const amend = (amends: string, change = { waives: [0] }) =>
+      call("POST", "/api/documents", {
+        token: owner.token,
+        body: { formKey: "on/amendment", canonical: amendmentCanonical(amends, change) },
+      });
     for (const amends of [offer.id, lease.id, foreign.id, "no-such-document"]) {
       const res = await amend(amends);
       expect(res.status, amends).toBe(400);
-      expect((await json(res)).issues).toEqual([expect.objectContaining({ field: "amendment.amends", path: ["canonical", "amendment", "amends"], code: "invalid_reference" })]);
+      expect((await json(res)).issues).toEqual([
+        expect.objectContaining({ field: "amendment.amends", path: ["canonical", "amendment", "amends"], code: "invalid_reference" }),
+      ]);
     }
     // Another organization's agreement answers exactly like an id that does not exist.
     expect(await json(await amend(foreign.id))).toEqual(await json(await amend("no-such-document")));
@@ -231,21 +310,35 @@ describe("amendments of a purchase agreement", () => {
   it("an amendment keeps the agreement's rules: no price below the deposit, no completion before a deadline still standing", async () => {
     const owner = await createPrincipal();
     const canonical = purchaseCanonical(); // deposit $45,000 due day 2; conditions due days 7, 9, 10; completion day 60
-    const buyersThenSellers = [...canonical.purchase.buyers.map((p) => [p.name, "buyer"]), ...canonical.purchase.sellers.map((p) => [p.name, "seller"])];
+    const buyersThenSellers = [
+      ...canonical.purchase.buyers.map((p) => [p.name, "buyer"]),
+      ...canonical.purchase.sellers.map((p) => [p.name, "seller"]),
+    ];
     const { doc } = await signedThrough(owner, canonical, buyersThenSellers);
-    const amend = (change: Parameters<typeof amendmentCanonical>[1]) => call("POST", "/api/documents", { token: owner.token, body: { formKey: "on/amendment", canonical: amendmentCanonical(doc.id, change) } });
+    const amend = (change: Parameters<typeof amendmentCanonical>[1]) =>
+      call("POST", "/api/documents", {
+        token: owner.token,
+        body: { formKey: "on/amendment", canonical: amendmentCanonical(doc.id, change) },
+      });
     const problems = async (res: Response) => {
       expect(res.status).toBe(400);
       return ((await json(res)).issues as { path: unknown[]; message: string }[]).map((i) => [i.path.join("."), i.message]);
     };
 
-    expect(await problems(await amend({ priceCents: 100 }))).toEqual([["canonical.amendment.price.cents", "The new price cannot be below the agreement's deposit of $45,000.00"]]);
+    expect(await problems(await amend({ priceCents: 100 }))).toEqual([
+      ["canonical.amendment.price.cents", "The new price cannot be below the agreement's deposit of $45,000.00"],
+    ]);
     // Closing on day 8 would come before the inspection (day 9) and status certificate (day 10) deadlines…
-    expect((await problems(await amend({ completion: day(8) }))).map(([path, message]) => [path, message!.match(/condition \d/)?.[0]])).toEqual([
+    expect(
+      (await problems(await amend({ completion: day(8) }))).map(([path, message]) => [path, message!.match(/condition \d/)?.[0]]),
+    ).toEqual([
       ["canonical.amendment.completion.date", "condition 2"],
       ["canonical.amendment.completion.date", "condition 3"],
     ]);
-    expect(await problems(await amend({ completion: day(1) }))).toContainEqual(["canonical.amendment.completion.date", expect.stringContaining("the deposit falls due")]);
+    expect(await problems(await amend({ completion: day(1) }))).toContainEqual([
+      "canonical.amendment.completion.date",
+      expect.stringContaining("the deposit falls due"),
+    ]);
     // …unless this amendment waives them, or a signed one already has.
     expect((await amend({ completion: day(8), waives: [1, 2] })).status).toBe(201);
     await signedThrough(owner, amendmentCanonical(doc.id, { waives: [1, 2] }), buyersThenSellers);
@@ -256,27 +349,40 @@ describe("amendments of a purchase agreement", () => {
     const owner = await createPrincipal();
     const deal = await createDeal(owner.token);
     const canonical = purchaseCanonical();
-    const buyersThenSellers = [...canonical.purchase.buyers.map((p) => [p.name, "buyer"]), ...canonical.purchase.sellers.map((p) => [p.name, "seller"])];
+    const buyersThenSellers = [
+      ...canonical.purchase.buyers.map((p) => [p.name, "buyer"]),
+      ...canonical.purchase.sellers.map((p) => [p.name, "seller"]),
+    ];
     const { doc } = await signedThrough(owner, canonical, buyersThenSellers, deal.id);
     const before = await obligationsOf(owner.token, doc.id);
     const waivers = before.filter((o) => o.type === "condition_waiver");
     expect(waivers).toHaveLength(3);
 
     // Only conditions the agreement has can be waived.
-    const beyond = await call("POST", "/api/documents", { token: owner.token, body: { formKey: "on/amendment", canonical: amendmentCanonical(doc.id, { waives: [0, 3] }) } });
+    const beyond = await call("POST", "/api/documents", {
+      token: owner.token,
+      body: { formKey: "on/amendment", canonical: amendmentCanonical(doc.id, { waives: [0, 3] }) },
+    });
     expect(beyond.status).toBe(400);
     expect((await json(beyond)).issues.map((i: { path: unknown[] }) => i.path)).toEqual([["canonical", "amendment", "waives", 1]]);
 
     // Waive financing (index 0), move completion to day 45: signed by the agreement's parties, in its order.
     const first = await signedThrough(owner, amendmentCanonical(doc.id, { waives: [0], completion: day(45) }), buyersThenSellers);
     // The signers read what they amend: the agreement's property, price and parties, and the waived condition in its words.
-    const amendmentWords = ["Agreement of Purchase and Sale of 12 Elm St, Toronto, ON for $910,000.00", "Seller: Lee Wong", "The buyer waives condition 1 (financing: Buyer arranging a first mortgage of $728,000) of the agreement"];
+    const amendmentWords = [
+      "Agreement of Purchase and Sale of 12 Elm St, Toronto, ON for $910,000.00",
+      "Seller: Lee Wong",
+      "The buyer waives condition 1 (financing: Buyer arranging a first mortgage of $728,000) of the agreement",
+    ];
     const firstView = first.view.document.text.sections.flatMap((s: { lines: string[] }) => s.lines).join(" ");
     for (const words of amendmentWords) expect(firstView).toContain(words);
     for (const words of amendmentWords) expect(first.text).toContain(words);
     for (const [name] of buyersThenSellers) expect(first.text).toContain(name!);
     expect(first.sig).toContain("Signature Validation: Signature is Valid.");
-    await vi.waitFor(async () => expect((await obligationsOf(owner.token, doc.id)).find((o) => o.type === "closing")?.dueDate).toBe(isoDay(45)), { timeout: 15_000, interval: 100 });
+    await vi.waitFor(
+      async () => expect((await obligationsOf(owner.token, doc.id)).find((o) => o.type === "closing")?.dueDate).toBe(isoDay(45)),
+      { timeout: 15_000, interval: 100 },
+    );
     const after = await obligationsOf(owner.token, doc.id);
     expect(brief(after)).toEqual([
       ["deposit_due", isoDay(2), 45_000_00],
@@ -289,9 +395,16 @@ describe("amendments of a purchase agreement", () => {
     expect(after.every((o) => o.dealId === deal.id)).toBe(true);
 
     // A second amendment: a new price and completion on day 50; the latest completed amendment wins.
-    const second = await signedThrough(owner, amendmentCanonical(doc.id, { completion: day(50), priceCents: 895_000_00 }), buyersThenSellers);
+    const second = await signedThrough(
+      owner,
+      amendmentCanonical(doc.id, { completion: day(50), priceCents: 895_000_00 }),
+      buyersThenSellers,
+    );
     expect(second.text).toContain("$895,000.00");
-    await vi.waitFor(async () => expect((await obligationsOf(owner.token, doc.id)).find((o) => o.type === "closing")?.dueDate).toBe(isoDay(50)), { timeout: 15_000, interval: 100 });
+    await vi.waitFor(
+      async () => expect((await obligationsOf(owner.token, doc.id)).find((o) => o.type === "closing")?.dueDate).toBe(isoDay(50)),
+      { timeout: 15_000, interval: 100 },
+    );
     const latest = await obligationsOf(owner.token, doc.id);
     expect(latest.filter((o) => o.type === "condition_waiver")).toHaveLength(2);
     expect(latest.find((o) => o.type === "closing")!.description).toContain("$895,000.00");

@@ -1,4 +1,10 @@
-import { createExecutionContext, createMessageBatch, createScheduledController, getQueueResult, waitOnExecutionContext } from "cloudflare:test";
+import {
+  createExecutionContext,
+  createMessageBatch,
+  createScheduledController,
+  getQueueResult,
+  waitOnExecutionContext,
+} from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import { createDb } from "../src/db/client";
@@ -30,7 +36,16 @@ function lease(dates: { commencement: string; end?: string; depositDue?: string 
 async function obligations(token: string, query = "") {
   const res = await call("GET", `/api/documents/obligations${query}`, { token });
   expect(res.status).toBe(200);
-  const list = (await json(res)).obligations as { id: string; documentId: string; dealId: string | null; type: string; description: string | null; dueDate: string; amountCents: number | null; urgency: string }[];
+  const list = (await json(res)).obligations as {
+    id: string;
+    documentId: string;
+    dealId: string | null;
+    type: string;
+    description: string | null;
+    dueDate: string;
+    amountCents: number | null;
+    urgency: string;
+  }[];
   // Due dates are ISO 8601 timestamps (spec: Obligation), the start of the UTC day; the assertions below compare days.
   for (const o of list) expect(o.dueDate).toMatch(/^\d{4}-\d{2}-\d{2}T00:00:00\.000Z$/);
   return list.map((o) => ({ ...o, dueDate: o.dueDate.slice(0, 10) }));
@@ -50,9 +65,36 @@ describe("obligations derived from a lease", () => {
     const doc = await createDocument(token, lease({ depositDue: "2023-02-15", commencement: "2023-03-01", end: "2024-02-29" }));
     const list = await obligations(token, "?withinDays=0");
     expect(list).toEqual([
-      { id: expect.any(String), documentId: doc.id, dealId: null, type: "deposit_due", description: expect.any(String), dueDate: "2023-02-15", amountCents: 300_000, urgency: "overdue" },
-      { id: expect.any(String), documentId: doc.id, dealId: null, type: "renewal", description: expect.stringContaining("60 days"), dueDate: "2023-12-31", amountCents: null, urgency: "overdue" },
-      { id: expect.any(String), documentId: doc.id, dealId: null, type: "expiry", description: expect.any(String), dueDate: "2024-02-29", amountCents: null, urgency: "overdue" },
+      {
+        id: expect.any(String),
+        documentId: doc.id,
+        dealId: null,
+        type: "deposit_due",
+        description: expect.any(String),
+        dueDate: "2023-02-15",
+        amountCents: 300_000,
+        urgency: "overdue",
+      },
+      {
+        id: expect.any(String),
+        documentId: doc.id,
+        dealId: null,
+        type: "renewal",
+        description: expect.stringContaining("60 days"),
+        dueDate: "2023-12-31",
+        amountCents: null,
+        urgency: "overdue",
+      },
+      {
+        id: expect.any(String),
+        documentId: doc.id,
+        dealId: null,
+        type: "expiry",
+        description: expect.any(String),
+        dueDate: "2024-02-29",
+        amountCents: null,
+        urgency: "overdue",
+      },
     ]);
     expect(new Set(list.map((o) => o.id)).size).toBe(3);
   });
@@ -61,8 +103,25 @@ describe("obligations derived from a lease", () => {
     const { token } = await createPrincipal();
     const doc = await createDocument(token, lease({ commencement: today(5), depositDue: today(3) }));
     await createDocument(token, lease({ commencement: today(5) }));
-    await createDocument(token, { schemaVersion: 1, formKey: "generic/free-form", title: "Memo", body: "Due tomorrow.", provenance: { aiDrafted: false } });
-    expect(await obligations(token)).toEqual([{ id: expect.any(String), documentId: doc.id, dealId: null, type: "deposit_due", description: expect.any(String), dueDate: today(3), amountCents: 300_000, urgency: "due_soon" }]);
+    await createDocument(token, {
+      schemaVersion: 1,
+      formKey: "generic/free-form",
+      title: "Memo",
+      body: "Due tomorrow.",
+      provenance: { aiDrafted: false },
+    });
+    expect(await obligations(token)).toEqual([
+      {
+        id: expect.any(String),
+        documentId: doc.id,
+        dealId: null,
+        type: "deposit_due",
+        description: expect.any(String),
+        dueDate: today(3),
+        amountCents: 300_000,
+        urgency: "due_soon",
+      },
+    ]);
   });
 
   it("every obligation's type is one of the spec's five (closing, condition_waiver, deposit_due, expiry, renewal); the commencement is none", async () => {
@@ -97,11 +156,22 @@ describe("GET /api/documents/obligations", () => {
 
   it("answers 400 invalid_request for withinDays over 365, negative, not an integer, or an unknown parameter", async () => {
     const { token } = await createPrincipal();
-    for (const query of ["withinDays=366", "withinDays=-1", "withinDays=abc", "withinDays=1.5", "withinDays=", "withinDays=1e2", "within=3"]) {
+    for (const query of [
+      "withinDays=366",
+      "withinDays=-1",
+      "withinDays=abc",
+      "withinDays=1.5",
+      "withinDays=",
+      "withinDays=1e2",
+      "within=3",
+    ]) {
       const res = await call("GET", `/api/documents/obligations?${query}`, { token });
       expect(res.status, query).toBe(400);
       const body = await json(res);
-      expect(body, query).toEqual({ error: "invalid_request", issues: [{ field: query.split("=")[0], path: [query.split("=")[0]], code: expect.any(String), message: expect.any(String) }] });
+      expect(body, query).toEqual({
+        error: "invalid_request",
+        issues: [{ field: query.split("=")[0], path: [query.split("=")[0]], code: expect.any(String), message: expect.any(String) }],
+      });
     }
   });
 
@@ -139,7 +209,7 @@ describe("documents linked to a deal", () => {
     expect(doc.dealId).toBe(deal.id);
     expect((await json(await call("GET", `/api/documents/${doc.id}`, { token }))).dealId).toBe(deal.id);
     expect((await obligations(token)).map((o) => o.dealId)).toEqual([deal.id, deal.id]);
-    expect((await createDocument(token, canonical) as { dealId?: unknown }).dealId).toBeNull();
+    expect(((await createDocument(token, canonical)) as { dealId?: unknown }).dealId).toBeNull();
   });
 
   it("refuse another organization's deal exactly as an unknown one: 400 naming dealId, nothing stored", async () => {
@@ -152,9 +222,17 @@ describe("documents linked to a deal", () => {
     expect(a.status).toBe(400);
     expect(b.status).toBe(400);
     const shown = await json(a);
-    expect(shown).toEqual({ error: "invalid_request", issues: [{ field: "dealId", path: ["dealId"], code: "invalid_reference", message: "No deal with this id in your organization" }] });
+    expect(shown).toEqual({
+      error: "invalid_request",
+      issues: [{ field: "dealId", path: ["dealId"], code: "invalid_reference", message: "No deal with this id in your organization" }],
+    });
     expect(await json(b)).toEqual(shown);
-    expect(await (await tenantDb(stranger.organizationId)).prepare("SELECT COUNT(*) AS n FROM documents WHERE organization_id = ?").bind(stranger.organizationId).first("n")).toBe(0);
+    expect(
+      await (await tenantDb(stranger.organizationId))
+        .prepare("SELECT COUNT(*) AS n FROM documents WHERE organization_id = ?")
+        .bind(stranger.organizationId)
+        .first("n"),
+    ).toBe(0);
     expect(await obligations(stranger.token, "?withinDays=365")).toEqual([]);
     expect((await json(await call("GET", "/api/documents/usage", { token: stranger.token }))).used).toBe(0);
   });
@@ -175,14 +253,20 @@ describe("re-sync on DOCUMENT_SIGNED", () => {
     for (const link of sent.links) await signAll(tokenOf(link.url));
 
     // Delivered by the real queue to the Worker's consumer.
-    await vi.waitFor(async () => expect((await syncState(doc.id)).map((r) => r.sync_count)).toEqual([1, 1, 1]), { timeout: 15_000, interval: 100 });
+    await vi.waitFor(async () => expect((await syncState(doc.id)).map((r) => r.sync_count)).toEqual([1, 1, 1]), {
+      timeout: 15_000,
+      interval: 100,
+    });
     const synced = await syncState(doc.id);
     expect(synced.map((r) => [r.type, r.due_date])).toEqual([
       ["deposit_due", today(2)],
       ["expiry", today(385)],
       ["renewal", today(325)],
     ]);
-    const row = await (await tenantDb(organizationId)).prepare("SELECT id, type, organization_id AS organizationId, actor, occurred_at AS occurredAt, data FROM outbox_events WHERE organization_id = ? AND type = 'DOCUMENT_SIGNED'")
+    const row = await (await tenantDb(organizationId))
+      .prepare(
+        "SELECT id, type, organization_id AS organizationId, actor, occurred_at AS occurredAt, data FROM outbox_events WHERE organization_id = ? AND type = 'DOCUMENT_SIGNED'",
+      )
       .bind(organizationId)
       .first<{ id: string; type: string; organizationId: string; actor: string; occurredAt: string; data: string }>();
     expect(synced.every((r) => r.sync_event_id === row!.id)).toBe(true);
@@ -212,15 +296,19 @@ describe("re-sync on DOCUMENT_SIGNED", () => {
 
 describe("overdue obligations of a linked deal", () => {
   const overdueActivities = (dealId: string) =>
-    allOnShards<{ type: string; userId: string | null; metadata: string }>("SELECT type, user_id AS userId, metadata FROM deal_activities WHERE deal_id = ? AND type = 'OBLIGATION_OVERDUE' ORDER BY json_extract(metadata, '$.dueDate')", dealId).then(
-      (rows) => rows.map((a) => ({ ...a, metadata: JSON.parse(a.metadata) })),
-    );
+    allOnShards<{ type: string; userId: string | null; metadata: string }>(
+      "SELECT type, user_id AS userId, metadata FROM deal_activities WHERE deal_id = ? AND type = 'OBLIGATION_OVERDUE' ORDER BY json_extract(metadata, '$.dueDate')",
+      dealId,
+    ).then((rows) => rows.map((a) => ({ ...a, metadata: JSON.parse(a.metadata) })));
 
   it("become one OBLIGATION_OVERDUE activity each on the deal, even when the pass runs twice and concurrently", async () => {
     const { token, organizationId } = await createPrincipal();
     const deal = await createDeal(token);
     const create = async (canonical: Record<string, unknown>, dealId?: string) => {
-      const res = await call("POST", "/api/documents", { token, body: { formKey: "on/standard-lease", canonical, ...(dealId ? { dealId } : {}) } });
+      const res = await call("POST", "/api/documents", {
+        token,
+        body: { formKey: "on/standard-lease", canonical, ...(dealId ? { dealId } : {}) },
+      });
       expect(res.status).toBe(201);
       return (await json(res)).id as string;
     };
@@ -244,7 +332,11 @@ describe("overdue obligations of a linked deal", () => {
       ["renewal", today(-1)],
     ]);
     const ids = new Map((await obligations(token)).map((o) => [`${o.documentId} ${o.type}`, o.id]));
-    expect(activities[0]).toEqual({ type: "OBLIGATION_OVERDUE", userId: null, metadata: { obligationId: ids.get(`${linked} deposit_due`), documentId: linked, type: "deposit_due", dueDate: today(-5) } });
+    expect(activities[0]).toEqual({
+      type: "OBLIGATION_OVERDUE",
+      userId: null,
+      metadata: { obligationId: ids.get(`${linked} deposit_due`), documentId: linked, type: "deposit_due", dueDate: today(-5) },
+    });
     // Shown on the deal's own log, and the deal moved on (lastActivityAt).
     const log = await json(await call("GET", `/v1/deals/${deal.id}/activities?limit=100`, { token }));
     expect(log.data.filter((a: { type: string }) => a.type === "OBLIGATION_OVERDUE")).toHaveLength(3);
@@ -256,13 +348,21 @@ describe("overdue obligations of a linked deal", () => {
   it("an obligation whose deal was deleted is noted without an activity, and leaves the pass's scan", async () => {
     const { token, organizationId } = await createPrincipal();
     const deal = await createDeal(token);
-    const res = await call("POST", "/api/documents", { token, body: { formKey: "on/standard-lease", canonical: lease({ commencement: today(-2), depositDue: today(-2) }), dealId: deal.id } });
+    const res = await call("POST", "/api/documents", {
+      token,
+      body: { formKey: "on/standard-lease", canonical: lease({ commencement: today(-2), depositDue: today(-2) }), dealId: deal.id },
+    });
     expect(res.status).toBe(201);
     expect((await call("DELETE", `/v1/deals/${deal.id}`, { token })).status).toBeLessThan(300);
     const db = createDb(await tenantDb(organizationId));
     await noteOverdueObligations(db);
     expect(await overdueActivities(deal.id)).toEqual([]);
     const documentId = (await json(res)).id;
-    expect(await (await tenantDb(organizationId)).prepare("SELECT overdue_noted_at FROM document_obligations WHERE document_id = ?").bind(documentId).first("overdue_noted_at")).not.toBeNull();
+    expect(
+      await (await tenantDb(organizationId))
+        .prepare("SELECT overdue_noted_at FROM document_obligations WHERE document_id = ?")
+        .bind(documentId)
+        .first("overdue_noted_at"),
+    ).not.toBeNull();
   });
 });

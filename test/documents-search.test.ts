@@ -9,11 +9,20 @@ import { call, json } from "./helpers/client";
 import { allOnShards, createDocument, leaseCanonical } from "./helpers/documents";
 import { createPrincipal, tenantDb } from "./helpers/factories";
 
-const freeForm = (title: string, body: string) => ({ schemaVersion: 1, formKey: "generic/free-form", title, body, provenance: { aiDrafted: false } });
+const freeForm = (title: string, body: string) => ({
+  schemaVersion: 1,
+  formKey: "generic/free-form",
+  title,
+  body,
+  provenance: { aiDrafted: false },
+});
 
 /** The organization's stored DOCUMENT_GENERATED events, as the queue router hands them to consumers. */
 async function generatedEvents(organizationId: string): Promise<EventEnvelope[]> {
-  const rows = await (await tenantDb(organizationId)).prepare("SELECT id, type, organization_id AS organizationId, actor, occurred_at AS occurredAt, data FROM outbox_events WHERE organization_id = ? AND type = 'DOCUMENT_GENERATED' ORDER BY occurred_at")
+  const rows = await (await tenantDb(organizationId))
+    .prepare(
+      "SELECT id, type, organization_id AS organizationId, actor, occurred_at AS occurredAt, data FROM outbox_events WHERE organization_id = ? AND type = 'DOCUMENT_GENERATED' ORDER BY occurred_at",
+    )
     .bind(organizationId)
     .all<{ id: string; type: string; organizationId: string; actor: string; occurredAt: string; data: string }>();
   return rows.results.map((r) => ({ ...r, actor: JSON.parse(r.actor), data: JSON.parse(r.data) }));
@@ -22,14 +31,24 @@ async function generatedEvents(organizationId: string): Promise<EventEnvelope[]>
 /** Runs the real indexing consumer on the organization's events, with the fake gateway configured. */
 async function indexAll(organizationId: string, gateway: FakeAiGateway | null) {
   const events = await generatedEvents(organizationId);
-  await documentIndexingConsumer.handle(events, { env: { ...env, ...(gateway?.vars ?? {}) }, db: createDb(await tenantDb(organizationId)) });
+  await documentIndexingConsumer.handle(events, {
+    env: { ...env, ...(gateway?.vars ?? {}) },
+    db: createDb(await tenantDb(organizationId)),
+  });
   return events;
 }
 
-const vectorRows = (documentId: string) => allOnShards<{ id: string; chunk: number; indexed_at: string }>("SELECT id, chunk, indexed_at FROM document_vectors WHERE document_id = ? ORDER BY chunk", documentId);
+const vectorRows = (documentId: string) =>
+  allOnShards<{ id: string; chunk: number; indexed_at: string }>(
+    "SELECT id, chunk, indexed_at FROM document_vectors WHERE document_id = ? ORDER BY chunk",
+    documentId,
+  );
 
 async function search(token: string, q: string | null, gateway: FakeAiGateway | null) {
-  const res = await call("GET", `/api/documents/search${q === null ? "" : `?q=${encodeURIComponent(q)}`}`, { token, ...(gateway ? { vars: gateway.vars } : {}) });
+  const res = await call("GET", `/api/documents/search${q === null ? "" : `?q=${encodeURIComponent(q)}`}`, {
+    token,
+    ...(gateway ? { vars: gateway.vars } : {}),
+  });
   expect(res.status).toBe(200);
   const { hits } = await json<{ hits: { documentId: string; score: number }[] }>(res);
   for (const h of hits) {
@@ -45,9 +64,18 @@ async function twoOrganizations() {
   const a = await createPrincipal();
   const b = await createPrincipal();
   const lease = await createDocument(a.token, leaseCanonical({ tenants: [{ name: "Priya Patel", email: "priya@tenant.test" }] }));
-  const roof = await createDocument(a.token, freeForm("Roof repair quote", "Quote for replacing the warehouse roof membrane and flashing, Bay Street warehouse."));
-  const parking = await createDocument(a.token, freeForm("Parking agreement", "Two parking spaces in the underground garage, monthly fee, access fob."));
-  const other = await createDocument(b.token, freeForm("Roof repair quote", "Warehouse roof repair quote: membrane, flashing, Bay Street."));
+  const roof = await createDocument(
+    a.token,
+    freeForm("Roof repair quote", "Quote for replacing the warehouse roof membrane and flashing, Bay Street warehouse."),
+  );
+  const parking = await createDocument(
+    a.token,
+    freeForm("Parking agreement", "Two parking spaces in the underground garage, monthly fee, access fob."),
+  );
+  const other = await createDocument(
+    b.token,
+    freeForm("Roof repair quote", "Warehouse roof repair quote: membrane, flashing, Bay Street."),
+  );
   await indexAll(a.organizationId, gateway);
   await indexAll(b.organizationId, gateway);
   return { gateway, a, b, lease, roof, parking, other };
@@ -73,7 +101,12 @@ describe("GET /api/documents/search", () => {
 
     // Each search is one embeddings request carrying the query alone.
     const asked = (await gateway.requests()).filter((r) => r.path === "embeddings").map((r) => r.body.input);
-    expect(asked.slice(-4)).toEqual([["warehouse roof repair"], ["lease for Priya Patel on Queen St"], ["underground parking garage"], ["warehouse roof repair"]]);
+    expect(asked.slice(-4)).toEqual([
+      ["warehouse roof repair"],
+      ["lease for Priya Patel on Queen St"],
+      ["underground parking garage"],
+      ["warehouse roof repair"],
+    ]);
   });
 
   it("an empty or missing q answers hits [] without calling the gateway (rule 4)", async () => {
@@ -123,7 +156,10 @@ describe("the indexing consumer (DOCUMENT_GENERATED)", () => {
     const gateway = await openAiGateway();
     const { token, organizationId } = await createPrincipal();
     const filler = Array.from({ length: 600 }, (_, i) => `clause${i % 50} applies`).join(" ");
-    const long = await createDocument(token, freeForm("Master services agreement", `${filler} Finally the kangaroo sanctuary easement survives termination.`));
+    const long = await createDocument(
+      token,
+      freeForm("Master services agreement", `${filler} Finally the kangaroo sanctuary easement survives termination.`),
+    );
     await createDocument(token, freeForm("Short memo", "Kitchen renovation budget."));
     await indexAll(organizationId, gateway);
     const rows = await vectorRows(long.id);
@@ -140,7 +176,10 @@ describe("the indexing consumer (DOCUMENT_GENERATED)", () => {
     const doc = await createDocument(a.token, freeForm("Roof repair quote", "Warehouse roof."));
     const [event] = await generatedEvents(a.organizationId);
     // The event as b's shard would hand it over.
-    await documentIndexingConsumer.handle([{ ...event!, organizationId: b.organizationId }], { env: { ...env, ...gateway.vars }, db: createDb(await tenantDb(b.organizationId)) });
+    await documentIndexingConsumer.handle([{ ...event!, organizationId: b.organizationId }], {
+      env: { ...env, ...gateway.vars },
+      db: createDb(await tenantDb(b.organizationId)),
+    });
     expect(await vectorRows(doc.id)).toEqual([]);
   });
 });
@@ -189,7 +228,11 @@ describe("the Vectorize index", () => {
   it("writes in the organization's namespace, replaces a document's chunks, queries one namespace, removes documents", async () => {
     const fake = fakeVectorize();
     const idx = vectorizeIndex(fake.index);
-    await idx.putDocument("org-a", "doc-1", [0, 1, 2].map((chunk) => ({ documentId: "doc-1", chunk, values: [1, chunk, 0] })));
+    await idx.putDocument(
+      "org-a",
+      "doc-1",
+      [0, 1, 2].map((chunk) => ({ documentId: "doc-1", chunk, values: [1, chunk, 0] })),
+    );
     await idx.putDocument("org-b", "doc-2", [{ documentId: "doc-2", chunk: 0, values: [1, 0, 0] }]);
     expect([...fake.stored.keys()].sort()).toEqual(["doc-1#0", "doc-1#1", "doc-1#2", "doc-2#0"]);
     expect(fake.stored.get("doc-1#1")).toMatchObject({ namespace: "org-a", metadata: { documentId: "doc-1", chunk: 1 } });
@@ -213,14 +256,19 @@ describe("search under adversarial input (found by an HTTP pass)", () => {
   it("refuses control characters in q, and a gateway answering absurd vectors is a 502, never a 500", async () => {
     const { token } = await createPrincipal();
     expect((await call("GET", "/api/documents/search?q=%00", { token })).status).toBe(400);
-    const absurd = await openAiGateway({ script: [{ status: 200, body: { data: [{ index: 0, embedding: new Array(20_000).fill(0.5) }] } }] });
+    const absurd = await openAiGateway({
+      script: [{ status: 200, body: { data: [{ index: 0, embedding: new Array(20_000).fill(0.5) }] } }],
+    });
     const res = await call("GET", "/api/documents/search?q=mango", { token, vars: absurd.vars });
     expect(res.status).toBe(502);
   });
 
   it("a document posted back with dealId null is taken (a read shows null)", async () => {
     const { token } = await createPrincipal();
-    const res = await call("POST", "/api/documents", { token, body: { formKey: "on/standard-lease", canonical: leaseCanonical(), dealId: null } });
+    const res = await call("POST", "/api/documents", {
+      token,
+      body: { formKey: "on/standard-lease", canonical: leaseCanonical(), dealId: null },
+    });
     expect(res.status).toBe(201);
     expect((await json(res)).dealId).toBeNull();
   });

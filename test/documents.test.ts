@@ -13,10 +13,18 @@ describe("POST /api/documents (contract 4)", () => {
     const res = await call("POST", "/api/documents", { token, body: { formKey: "on/standard-lease", canonical } });
     expect(res.status).toBe(201);
     const doc = await json(res);
-    expect(doc).toMatchObject({ id: expect.any(String), status: "GENERATED", formKey: "on/standard-lease", canonical, sha256: expect.stringMatching(/^[0-9a-f]{64}$/) });
+    expect(doc).toMatchObject({
+      id: expect.any(String),
+      status: "GENERATED",
+      formKey: "on/standard-lease",
+      canonical,
+      sha256: expect.stringMatching(/^[0-9a-f]{64}$/),
+    });
     expect(await json(await call("GET", `/api/documents/${doc.id}`, { token }))).toEqual(doc);
     // The hash is of the content, whatever order its keys were sent in.
-    const reordered = JSON.parse(JSON.stringify({ provenance: canonical.provenance, lease: canonical.lease, formKey: canonical.formKey, schemaVersion: 1 }));
+    const reordered = JSON.parse(
+      JSON.stringify({ provenance: canonical.provenance, lease: canonical.lease, formKey: canonical.formKey, schemaVersion: 1 }),
+    );
     expect((await createDocument(token, reordered)).sha256).toBe(doc.sha256);
   });
 
@@ -31,18 +39,32 @@ describe("POST /api/documents (contract 4)", () => {
     expect(res.status).toBe(400);
     const body = await json(res);
     expect(body.error).toBe("invalid_request");
-    expect(paths(body)).toEqual(["canonical.lease.monthlyRent.cents", "canonical.lease.pets", "canonical.lease.tenants", "canonical.lease.term.commencement"]);
-    expect(await (await tenantDb(organizationId)).prepare("SELECT COUNT(*) AS n FROM documents WHERE organization_id = ?").bind(organizationId).first("n")).toBe(0);
+    expect(paths(body)).toEqual([
+      "canonical.lease.monthlyRent.cents",
+      "canonical.lease.pets",
+      "canonical.lease.tenants",
+      "canonical.lease.term.commencement",
+    ]);
+    expect(
+      await (await tenantDb(organizationId))
+        .prepare("SELECT COUNT(*) AS n FROM documents WHERE organization_id = ?")
+        .bind(organizationId)
+        .first("n"),
+    ).toBe(0);
   });
 
   it("answers 400 for an unknown formKey, a canonical of another form, and a missing canonical", async () => {
     const { token } = await createPrincipal();
-    const unknown = await json(await call("POST", "/api/documents", { token, body: { formKey: "on/unknown-form", canonical: leaseCanonical() } }));
+    const unknown = await json(
+      await call("POST", "/api/documents", { token, body: { formKey: "on/unknown-form", canonical: leaseCanonical() } }),
+    );
     expect(paths(unknown)).toEqual(["formKey"]);
     const mismatch = await call("POST", "/api/documents", { token, body: { formKey: "generic/free-form", canonical: leaseCanonical() } });
     expect(mismatch.status).toBe(400);
     expect(paths(await json(mismatch))).toEqual(["canonical.formKey"]);
-    expect(paths(await json(await call("POST", "/api/documents", { token, body: { formKey: "on/standard-lease" } })))).toEqual(["canonical"]);
+    expect(paths(await json(await call("POST", "/api/documents", { token, body: { formKey: "on/standard-lease" } })))).toEqual([
+      "canonical",
+    ]);
   });
 
   it("lists documents newest first with keyset pagination, only the caller's", async () => {
@@ -84,10 +106,15 @@ describe("GET /api/documents/usage", () => {
     const { token, organizationId } = await createPrincipal();
     const { fetch } = testApp({}, { DOCUMENTS_INCLUDED_PER_MONTH: "3" });
     const body = JSON.stringify({ formKey: "on/standard-lease", canonical: leaseCanonical() });
-    const answers = await Promise.all(Array.from({ length: 8 }, () => fetch("POST", "/api/documents", { token, body, headers: { "content-type": "application/json" } })));
+    const answers = await Promise.all(
+      Array.from({ length: 8 }, () => fetch("POST", "/api/documents", { token, body, headers: { "content-type": "application/json" } })),
+    );
     for (const a of answers) expect(a.status).toBe(201);
     expect(await (await fetch("GET", "/api/documents/usage", { token })).json()).toMatchObject({ used: 8, included: 3 });
-    const ledger = await (await tenantDb(organizationId)).prepare("SELECT position, included FROM document_overages WHERE organization_id = ? ORDER BY position").bind(organizationId).all<{ position: number; included: number }>();
+    const ledger = await (await tenantDb(organizationId))
+      .prepare("SELECT position, included FROM document_overages WHERE organization_id = ? ORDER BY position")
+      .bind(organizationId)
+      .all<{ position: number; included: number }>();
     expect(ledger.results).toEqual([4, 5, 6, 7, 8].map((position) => ({ position, included: 3 })));
   });
 });

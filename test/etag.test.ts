@@ -40,7 +40,9 @@ describe("ETag and If-None-Match on single-resource reads", () => {
     const path = `/v1/contacts/${contact.id}`;
     expect(await expectConditional(p.token, path)).toBe('"1"');
     // HEAD is GET without the body (the document declares the GET).
-    const head = await exports.default.fetch(new Request(`http://api.test${path}`, { method: "HEAD", headers: { authorization: `Bearer ${p.token}`, "if-none-match": '"1"' } }));
+    const head = await exports.default.fetch(
+      new Request(`http://api.test${path}`, { method: "HEAD", headers: { authorization: `Bearer ${p.token}`, "if-none-match": '"1"' } }),
+    );
     expect(head.status).toBe(304);
     expect((await call("PUT", path, { token: p.token, body: { notes: "changed" } })).status).toBe(200);
     const changed = await readIf(p.token, path, '"1"');
@@ -67,7 +69,10 @@ describe("ETag and If-None-Match on single-resource reads", () => {
 
   it("a user whose invitation moves (renewed, then spent by signing in) never answers 304 to the ETag it had", async () => {
     const p = await createPrincipal();
-    const invited = await call("POST", "/v1/users", { token: p.token, body: { name: "Ivy", email: `ivy.${crypto.randomUUID()}@etag.test` } });
+    const invited = await call("POST", "/v1/users", {
+      token: p.token,
+      body: { name: "Ivy", email: `ivy.${crypto.randomUUID()}@etag.test` },
+    });
     const { id, invitationExpiresAt } = (await json(invited)).data;
     const path = `/v1/users/${id}`;
     const etag = (await call("GET", path, { token: p.token })).headers.get("etag")!;
@@ -82,7 +87,10 @@ describe("ETag and If-None-Match on single-resource reads", () => {
     expect(active.status).toBe(200);
     expect((await json(active)).data.status).toBe("active");
     // The tag of the invited state still names the version for If-Match.
-    expect((await call("PATCH", path, { token: p.token, body: { name: "Ivy B" }, headers: { "if-match": renewed.headers.get("etag")! } })).status).toBe(200);
+    expect(
+      (await call("PATCH", path, { token: p.token, body: { name: "Ivy B" }, headers: { "if-match": renewed.headers.get("etag")! } }))
+        .status,
+    ).toBe(200);
   });
 
   it("a webhook whose failure run starts (failingSince, bookkeeping that moves no version) never answers 304 to the ETag it had", async () => {
@@ -96,7 +104,10 @@ describe("ETag and If-None-Match on single-resource reads", () => {
     expect(after.status).toBe(200);
     expect((await json(after)).data.failingSince).not.toBeNull();
     // The new tag names the same version for If-Match: the bookkeeping did not move it.
-    expect((await call("PATCH", path, { token: p.token, body: { description: "x" }, headers: { "if-match": after.headers.get("etag")! } })).status).toBe(200);
+    expect(
+      (await call("PATCH", path, { token: p.token, body: { description: "x" }, headers: { "if-match": after.headers.get("etag")! } }))
+        .status,
+    ).toBe(200);
   });
 
   it("the /api family: a testimonial (versioned) and the form catalogue (hashed)", async () => {

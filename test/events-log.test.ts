@@ -30,7 +30,14 @@ async function allPages(owner: TestPrincipal, query: string) {
 }
 
 const outboxTypes = async (owner: TestPrincipal) =>
-  (await (await tenantDb(owner.organizationId)).prepare("SELECT type FROM outbox_events WHERE organization_id = ?").bind(owner.organizationId).all<{ type: string }>()).results.map((r) => r.type);
+  (
+    await (
+      await tenantDb(owner.organizationId)
+    )
+      .prepare("SELECT type FROM outbox_events WHERE organization_id = ?")
+      .bind(owner.organizationId)
+      .all<{ type: string }>()
+  ).results.map((r) => r.type);
 
 describe("GET /v1/events", { timeout: 60_000 }, () => {
   it("lists each catalogue event as it was delivered, newest first, without internal events; keyset pages; type filter", async () => {
@@ -53,7 +60,9 @@ describe("GET /v1/events", { timeout: 60_000 }, () => {
     expect(items).toHaveLength(catalogue.length);
     for (const item of items) expect(item).toEqual(delivered.get(item.id));
     expect(items.map((i) => i.event)).not.toContain("DEAL_WON");
-    expect(items.map((i) => i.event)).toEqual(expect.arrayContaining(["contact.created", "deal.created", "deal.won", "deal.closed", "deal.stage_changed"]));
+    expect(items.map((i) => i.event)).toEqual(
+      expect.arrayContaining(["contact.created", "deal.created", "deal.won", "deal.closed", "deal.stage_changed"]),
+    );
     const order = items.map((i) => [i.createdAt, i.id].join(" "));
     expect(order).toEqual([...order].sort().reverse());
 
@@ -64,7 +73,15 @@ describe("GET /v1/events", { timeout: 60_000 }, () => {
     expect(won.body.data[0]).toEqual(delivered.get(won.body.data[0].id));
     expect(won.body.pagination.total).toBe(1);
 
-    for (const bad of ["?type=DEAL_WON", "?type=nope.nothing", "?limit=101", "?limit=0", "?deliverySuccess=maybe", "?cursor=garbage", "?since=2026-01-01"]) {
+    for (const bad of [
+      "?type=DEAL_WON",
+      "?type=nope.nothing",
+      "?limit=101",
+      "?limit=0",
+      "?deliverySuccess=maybe",
+      "?cursor=garbage",
+      "?since=2026-01-01",
+    ]) {
       expect((await events(owner, bad)).status, bad).toBe(422);
     }
     // Another organization sees none of it.
@@ -82,7 +99,10 @@ describe("GET /v1/events", { timeout: 60_000 }, () => {
     const db = await tenantDb(owner.organizationId);
     await vi.waitFor(
       async () => {
-        const { results } = await db.prepare("SELECT status FROM webhook_deliveries WHERE organization_id = ? ORDER BY status").bind(owner.organizationId).all<{ status: string }>();
+        const { results } = await db
+          .prepare("SELECT status FROM webhook_deliveries WHERE organization_id = ? ORDER BY status")
+          .bind(owner.organizationId)
+          .all<{ status: string }>();
         expect(results.map((r) => r.status)).toEqual(["delivered", "delivered", "retrying"]);
       },
       { timeout: 20_000, interval: 100 },
@@ -99,13 +119,27 @@ describe("GET /v1/events", { timeout: 60_000 }, () => {
     const db = await tenantDb(owner.organizationId);
     const at = (days: number) => new Date(Date.now() - days * 86_400_000).toISOString();
     const insert = (id: string, occurredAt: string) =>
-      db.prepare("INSERT INTO outbox_events (id, organization_id, type, actor, occurred_at, data, sent_at) VALUES (?, ?, 'contact.created', ?, ?, ?, ?)")
-        .bind(id, owner.organizationId, JSON.stringify({ type: "user", userId: owner.userId }), occurredAt, JSON.stringify({ object: { id: "c1" } }), occurredAt);
+      db
+        .prepare(
+          "INSERT INTO outbox_events (id, organization_id, type, actor, occurred_at, data, sent_at) VALUES (?, ?, 'contact.created', ?, ?, ?, ?)",
+        )
+        .bind(
+          id,
+          owner.organizationId,
+          JSON.stringify({ type: "user", userId: owner.userId }),
+          occurredAt,
+          JSON.stringify({ object: { id: "c1" } }),
+          occurredAt,
+        );
     const kept = crypto.randomUUID();
     await db.batch([insert(kept, at(29)), insert(crypto.randomUUID(), at(31))]);
     const listed = await events(owner);
     expect(listed.body.data.map((i: any) => i.id)).toEqual([kept]);
-    expect(listed.body.data[0]).toMatchObject({ event: "contact.created", user: { id: owner.userId, email: `${owner.userId}@example.test` }, organization: { id: owner.organizationId } });
+    expect(listed.body.data[0]).toMatchObject({
+      event: "contact.created",
+      user: { id: owner.userId, email: `${owner.userId}@example.test` },
+      organization: { id: owner.organizationId },
+    });
   });
 
   it("shows a caller only the events whose objects it may read elsewhere: an agent no integration, a key with events:read no contact it may not read", async () => {
@@ -113,7 +147,9 @@ describe("GET /v1/events", { timeout: 60_000 }, () => {
     const agent = await createPrincipal({ organizationId: owner.organizationId, role: "agent" });
     await createApiKey(owner.token, ["contacts:read"]);
     await createContact(owner.token);
-    await vi.waitFor(async () => expect(await outboxTypes(owner)).toEqual(expect.arrayContaining(["integration.connected", "contact.created"])));
+    await vi.waitFor(async () =>
+      expect(await outboxTypes(owner)).toEqual(expect.arrayContaining(["integration.connected", "contact.created"])),
+    );
     // The owner sees both; the agent, whose role does not allow integrations:read (GET /v1/integrations is a 403), the contact only.
     expect((await events(owner)).body.data.map((i: any) => i.event).sort()).toEqual(["contact.created", "integration.connected"]);
     const seen = await events(agent);

@@ -41,7 +41,9 @@ async function walk(token: string, path: string, query = ""): Promise<Record<str
   let cursor: string | null = null;
   do {
     const q: string = [query, "limit=100", cursor ? `cursor=${encodeURIComponent(cursor)}` : ""].filter(Boolean).join("&");
-    const body: { data: Record<string, any>[]; pagination: { nextCursor: string | null } } = await json(await call("GET", `${path}?${q}`, { token }));
+    const body: { data: Record<string, any>[]; pagination: { nextCursor: string | null } } = await json(
+      await call("GET", `${path}?${q}`, { token }),
+    );
     all.push(...body.data);
     cursor = body.pagination.nextCursor;
   } while (cursor);
@@ -67,7 +69,14 @@ describe("GET /v1/contacts/export", () => {
   it("gives every defined custom field a CSV column, also one whose first value comes after the first page", async () => {
     const p = await createPrincipal();
     await seedContacts(p.organizationId, 600, "Late");
-    expect((await call("POST", "/v1/custom-fields", { token: p.token, body: { object: "contact", key: "late_score", label: "Late score", type: "number" } })).status).toBe(201);
+    expect(
+      (
+        await call("POST", "/v1/custom-fields", {
+          token: p.token,
+          body: { object: "contact", key: "late_score", label: "Late score", type: "number" },
+        })
+      ).status,
+    ).toBe(201);
     const newest = await createContact(p.token, { customFields: { late_score: 42 } });
     // Oldest first: the one value is on the last page.
     const rows = csvObjects((await exported(p.token, "/v1/contacts/export?format=csv&sort=createdAt:asc")).text);
@@ -83,7 +92,9 @@ describe("GET /v1/contacts/export", () => {
     const rows = csvObjects(text);
     expect(rows).toHaveLength(N);
     const header = Object.keys(rows[0]!);
-    expect(header).toEqual(expect.arrayContaining(["id", "firstName", "email", "address.street", "address.city", "tags", "notes", "preferences"]));
+    expect(header).toEqual(
+      expect.arrayContaining(["id", "firstName", "email", "address.street", "address.city", "tags", "notes", "preferences"]),
+    );
     const { contacts } = await listAll(org.token, "limit=100");
     // The first row has no address (n = 2999 is odd), yet the address columns are there: they come from the schema.
     const expected = contacts.map((c) => {
@@ -119,9 +130,17 @@ describe("GET /v1/contacts/export", () => {
   it("projects with fields, and refuses bad input with every problem listed", async () => {
     const rows = csvObjects((await exported(org.token, "/v1/contacts/export?fields=firstName,email&type=CLIENT")).text);
     expect(Object.keys(rows[0]!)).toEqual(["id", "firstName", "email"]);
-    const errors = await expectCrmError(await call("GET", "/v1/contacts/export?format=xml&limit=5&type=NOPE", { token: org.token }), 422, "validation_error");
+    const errors = await expectCrmError(
+      await call("GET", "/v1/contacts/export?format=xml&limit=5&type=NOPE", { token: org.token }),
+      422,
+      "validation_error",
+    );
     expect(errors.map((e) => e.field).sort()).toEqual(["format", "limit", "type"]);
-    const range = await expectCrmError(await call("GET", "/v1/contacts/export?leadScore[gte]=9&leadScore[lte]=2", { token: org.token }), 422, "validation_error");
+    const range = await expectCrmError(
+      await call("GET", "/v1/contacts/export?leadScore[gte]=9&leadScore[lte]=2", { token: org.token }),
+      422,
+      "validation_error",
+    );
     expect(range.map((e) => `${e.field}:${e.code}`)).toEqual(["leadScore[gte]:invalid_range"]);
   });
 
@@ -152,10 +171,25 @@ describe("GET /v1/contacts/export", () => {
 describe("custom fields in exports (issue 33 part 6)", () => {
   it("exports each custom field as a column, filtered and sorted by them like the list", async () => {
     const p = await createPrincipal();
-    for (const [key, type, options] of [["budget", "number"], ["moving", "date"], ["preapproved", "boolean"], ["side", "select", ["buyer", "seller"]], ["note", "text"]] as const) {
-      expect((await call("POST", "/v1/custom-fields", { token: p.token, body: { object: "contact", key, label: key, type, ...(options ? { options } : {}) } })).status).toBe(201);
+    for (const [key, type, options] of [
+      ["budget", "number"],
+      ["moving", "date"],
+      ["preapproved", "boolean"],
+      ["side", "select", ["buyer", "seller"]],
+      ["note", "text"],
+    ] as const) {
+      expect(
+        (
+          await call("POST", "/v1/custom-fields", {
+            token: p.token,
+            body: { object: "contact", key, label: key, type, ...(options ? { options } : {}) },
+          })
+        ).status,
+      ).toBe(201);
     }
-    const rich = await createContact(p.token, { customFields: { budget: 750000, moving: "2027-03-01", preapproved: true, side: "buyer", note: "=cmd" } });
+    const rich = await createContact(p.token, {
+      customFields: { budget: 750000, moving: "2027-03-01", preapproved: true, side: "buyer", note: "=cmd" },
+    });
     const modest = await createContact(p.token, { customFields: { budget: 300000, side: "seller" } });
     await createContact(p.token, {});
     const query = "customFields.budget[gte]=250000&sort=customFields.budget:desc";
@@ -163,7 +197,13 @@ describe("custom fields in exports (issue 33 part 6)", () => {
     expect(listed.map((c) => c.id)).toEqual([rich.id, modest.id]);
     const rows = csvObjects((await exported(p.token, `/v1/contacts/export?format=csv&${query}`)).text);
     expect(rows.map((r) => r.id)).toEqual([rich.id, modest.id]);
-    expect(rows[0]).toMatchObject({ "customFields.budget": "750000", "customFields.moving": "2027-03-01", "customFields.preapproved": "true", "customFields.side": "buyer", "customFields.note": "'=cmd" });
+    expect(rows[0]).toMatchObject({
+      "customFields.budget": "750000",
+      "customFields.moving": "2027-03-01",
+      "customFields.preapproved": "true",
+      "customFields.side": "buyer",
+      "customFields.note": "'=cmd",
+    });
     expect(rows[1]).toMatchObject({ "customFields.budget": "300000", "customFields.side": "seller", "customFields.moving": "" });
     const lines = ndjsonObjects((await exported(p.token, `/v1/contacts/export?format=ndjson&${query}`)).text);
     expect(lines.map((c) => c.customFields)).toEqual([rich.customFields, modest.customFields]);
@@ -255,7 +295,16 @@ describe("POST /v1/organization/export", () => {
     expect(download.headers.get("content-type")).toBe("application/zip");
     const files = unzipSync(new Uint8Array(await download.arrayBuffer()));
     const names = Object.keys(files);
-    expect(names).toEqual(expect.arrayContaining(["README.txt", "tables/contacts.ndjson", "tables/deals.ndjson", "tables/deal_documents.ndjson", "tables/users.ndjson", "tables/organizations.ndjson"]));
+    expect(names).toEqual(
+      expect.arrayContaining([
+        "README.txt",
+        "tables/contacts.ndjson",
+        "tables/deals.ndjson",
+        "tables/deal_documents.ndjson",
+        "tables/users.ndjson",
+        "tables/organizations.ndjson",
+      ]),
+    );
     const contacts = ndjsonObjects(strFromU8(files["tables/contacts.ndjson"]!));
     expect(contacts).toHaveLength(1201);
     expect(contacts.every((c) => c.organizationId === owner.organizationId)).toBe(true);
@@ -287,7 +336,10 @@ describe("POST /v1/organization/export", () => {
     const ctx = { db: createDb(db), env } as never;
     expect(await openDownload(ctx, owner.organizationId, token, new Date(Date.now() + 6 * 86_400_000))).not.toBeNull();
     expect(await openDownload(ctx, owner.organizationId, token, new Date(Date.now() + 7 * 86_400_000 + 1000))).toBeNull();
-    await db.prepare("UPDATE organization_exports SET expires_at = ? WHERE id = ?").bind(new Date(Date.now() - 1000).toISOString(), exportId).run();
+    await db
+      .prepare("UPDATE organization_exports SET expires_at = ? WHERE id = ?")
+      .bind(new Date(Date.now() - 1000).toISOString(), exportId)
+      .run();
     expect((await call("GET", path)).status).toBe(404);
   });
 
@@ -310,7 +362,9 @@ describe("organization exports: one at a time, and gone when the link is (issue 
   const start = (p: TestPrincipal) => call("POST", "/v1/organization/export", { token: p.token });
   /** Every export link mailed to the principal, oldest first. */
   const links = async (p: TestPrincipal) =>
-    (await mailTo(`${p.userId}@example.test`)).filter((m) => m.subject === "Your organization export is ready").map((m) => new URL(m.text.match(/https?:\/\/\S+\/api\/public\/exports\/\S+/)![0]).pathname);
+    (await mailTo(`${p.userId}@example.test`))
+      .filter((m) => m.subject === "Your organization export is ready")
+      .map((m) => new URL(m.text.match(/https?:\/\/\S+\/api\/public\/exports\/\S+/)![0]).pathname);
   /** One pass of the Worker's scheduled handler (src/cron.ts: every task on every shard). */
   async function cronPass() {
     const ctx = createExecutionContext();
@@ -339,11 +393,17 @@ describe("organization exports: one at a time, and gone when the link is (issue 
     const id = crypto.randomUUID();
     const long = new Date(Date.now() - 2 * 86_400_000).toISOString();
     // Its queue message lost (deliveries used up while the organization moved): nothing will run it.
-    await db.prepare("INSERT INTO organization_exports (id, organization_id, status, created_at, updated_at) VALUES (?, ?, 'queued', ?, ?)").bind(id, p.organizationId, long, long).run();
+    await db
+      .prepare("INSERT INTO organization_exports (id, organization_id, status, created_at, updated_at) VALUES (?, ?, 'queued', ?, ?)")
+      .bind(id, p.organizationId, long, long)
+      .run();
     const refused = await start(p);
     expect(await expectCrmError(refused, 409, "conflict_error")).toEqual([{ field: "exportId", code: "export_running", message: id }]);
     await cronPass();
-    expect((await json(await call("GET", `/v1/organization/exports/${id}`, { token: p.token }))).data).toMatchObject({ status: "failed", error: expect.any(String) });
+    expect((await json(await call("GET", `/v1/organization/exports/${id}`, { token: p.token }))).data).toMatchObject({
+      status: "failed",
+      error: expect.any(String),
+    });
     expect((await start(p)).status).toBe(202);
   });
 
@@ -366,7 +426,10 @@ describe("organization exports: one at a time, and gone when the link is (issue 
     const unknownBody = await unknown.text();
 
     const db = await tenantDb(p.organizationId);
-    await db.prepare("UPDATE organization_exports SET expires_at = ? WHERE id = ?").bind(new Date(Date.now() - 1000).toISOString(), first.id).run();
+    await db
+      .prepare("UPDATE organization_exports SET expires_at = ? WHERE id = ?")
+      .bind(new Date(Date.now() - 1000).toISOString(), first.id)
+      .run();
     // R2 refusing the delete: the job is left completed, for the next pass to retry.
     const failing = { ...env, FILES: { delete: () => Promise.reject(new Error("R2 is unavailable")) } } as unknown as typeof env;
     await expect(expireExportArchives(failing, createDb(db))).rejects.toThrow("R2 is unavailable");
@@ -397,11 +460,24 @@ describe("GET /v1/contacts/{id}/export (the right of access)", () => {
     const email = `ines.${crypto.randomUUID().slice(0, 8)}@access.test`;
     const contact = await createContact(p.token, { firstName: "Ines", lastName: "Accessley", email, phone: "+1 416 555 0199" });
     const someone = await createContact(p.token, { firstName: "Other", lastName: "Person" });
-    expect((await call("POST", `/v1/contacts/${contact.id}/activities`, { token: p.token, body: { type: "NOTE", description: "Likes Elm St" } })).status).toBe(201);
-    expect((await call("POST", `/v1/contacts/${contact.id}/communications`, { token: p.token, body: { type: "email", direction: "outbound", subject: "Hello Ines" } })).status).toBe(201);
+    expect(
+      (await call("POST", `/v1/contacts/${contact.id}/activities`, { token: p.token, body: { type: "NOTE", description: "Likes Elm St" } }))
+        .status,
+    ).toBe(201);
+    expect(
+      (
+        await call("POST", `/v1/contacts/${contact.id}/communications`, {
+          token: p.token,
+          body: { type: "email", direction: "outbound", subject: "Hello Ines" },
+        })
+      ).status,
+    ).toBe(201);
     const deal = await createDeal(p.token, { contactId: contact.id, title: "Ines buys" });
     await createDeal(p.token, { contactId: someone.id, title: "Not hers" });
-    const referral = await call("POST", "/api/reputation/referrals", { token: p.token, body: { agentUserId: p.userId, referredName: "Ines Accessley", referredContact: "(416) 555-0199" } });
+    const referral = await call("POST", "/api/reputation/referrals", {
+      token: p.token,
+      body: { agentUserId: p.userId, referredName: "Ines Accessley", referredContact: "(416) 555-0199" },
+    });
     expect(referral.status).toBe(201);
 
     const res = await call("GET", `/v1/contacts/${contact.id}/export`, { token: p.token });
@@ -420,7 +496,11 @@ describe("GET /v1/contacts/{id}/export (the right of access)", () => {
     const trashed = (await json(await call("GET", `/v1/contacts/${contact.id}/export`, { token: p.token }))).data;
     expect(trashed.contact).toMatchObject({ id: contact.id, inTrash: true });
     await expectCrmError(await call("GET", `/v1/contacts/${contact.id}/export`, { token: other.token }), 404, "not_found_error");
-    await expectCrmError(await call("GET", "/v1/contacts/00000000-0000-4000-8000-00000000dead/export", { token: p.token }), 404, "not_found_error");
+    await expectCrmError(
+      await call("GET", "/v1/contacts/00000000-0000-4000-8000-00000000dead/export", { token: p.token }),
+      404,
+      "not_found_error",
+    );
     for (const permissions of [["contacts:read"], ["exports:read"]]) {
       const key = await createApiKey(p.token, permissions);
       expect((await call("GET", `/v1/contacts/${someone.id}/export`, { token: key.key })).status).toBe(403);
@@ -431,11 +511,29 @@ describe("GET /v1/contacts/{id}/export (the right of access)", () => {
   // (amount, notes, commission), and their referrals, surveys, documents and envelopes by the same code.
   it("includes another domain's part only with that domain's read permission, and names what it left out", async () => {
     const p = await createPrincipal();
-    const contact = await createContact(p.token, { firstName: "Nadia", lastName: "Narrowkey", email: `nadia.${crypto.randomUUID().slice(0, 8)}@access.test`, phone: "+1 416 555 0142" });
+    const contact = await createContact(p.token, {
+      firstName: "Nadia",
+      lastName: "Narrowkey",
+      email: `nadia.${crypto.randomUUID().slice(0, 8)}@access.test`,
+      phone: "+1 416 555 0142",
+    });
     const deal = await createDeal(p.token, { contactId: contact.id, title: "Nadia's secret deal" });
-    const referral = await call("POST", "/api/reputation/referrals", { token: p.token, body: { agentUserId: p.userId, referredName: "Nadia Narrowkey", referredContact: "(416) 555-0142" } });
+    const referral = await call("POST", "/api/reputation/referrals", {
+      token: p.token,
+      body: { agentUserId: p.userId, referredName: "Nadia Narrowkey", referredContact: "(416) 555-0142" },
+    });
     expect(referral.status).toBe(201);
-    const everything = ["mails", "deals", "testimonials", "referrals", "surveys", "surveyResponses", "clickwrapAcceptances", "documents", "envelopes"];
+    const everything = [
+      "mails",
+      "deals",
+      "testimonials",
+      "referrals",
+      "surveys",
+      "surveyResponses",
+      "clickwrapAcceptances",
+      "documents",
+      "envelopes",
+    ];
 
     const narrow = await createApiKey(p.token, ["exports:read", "contacts:read"]);
     expect((await call("GET", "/v1/deals", { token: narrow.key })).status).toBe(403);
@@ -458,10 +556,14 @@ describe("GET /v1/contacts/{id}/export (the right of access)", () => {
     await createSurveyTemplate(p);
     const survey = await scheduleSurvey(p, { recipientPersonId: contact.id });
     const shard = await tenantDb(p.organizationId);
-    const columns = (await shard.prepare("SELECT name FROM pragma_table_info('surveys')").all<{ name: string }>()).results.map((c) => c.name);
+    const columns = (await shard.prepare("SELECT name FROM pragma_table_info('surveys')").all<{ name: string }>()).results.map(
+      (c) => c.name,
+    );
     const fresh: Record<string, string> = { id: "lower(hex(randomblob(16)))", access_token_hash: "lower(hex(randomblob(32)))" };
     await shard
-      .prepare(`INSERT INTO surveys (${columns.join(", ")}) WITH RECURSIVE seq(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM seq WHERE n < 120) SELECT ${columns.map((c) => fresh[c] ?? `t.${c}`).join(", ")} FROM seq CROSS JOIN surveys t WHERE t.id = ?`)
+      .prepare(
+        `INSERT INTO surveys (${columns.join(", ")}) WITH RECURSIVE seq(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM seq WHERE n < 120) SELECT ${columns.map((c) => fresh[c] ?? `t.${c}`).join(", ")} FROM seq CROSS JOIN surveys t WHERE t.id = ?`,
+      )
       .bind(survey.id)
       .run();
     const many = await call("GET", `/v1/contacts/${contact.id}/export`, { token: p.token });

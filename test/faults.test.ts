@@ -51,7 +51,11 @@ afterAll(() => {
 const short = (err: unknown) => (err instanceof Error ? err.message : String(err)).split("\n").slice(0, 6).join(" ").slice(0, 400);
 
 /** One run: a fresh seed, the operation on bindings armed at `index` (or none), recovery, checks. */
-async function runOnce(row: FaultRow, index: number | null, mode: FaultMode): Promise<{ steps: Step[]; error: string | null; hit: boolean }> {
+async function runOnce(
+  row: FaultRow,
+  index: number | null,
+  mode: FaultMode,
+): Promise<{ steps: Step[]; error: string | null; hit: boolean }> {
   const plan = new FaultPlan();
   if (index !== null) plan.arm(index, mode);
   const f = faultEnv(plan);
@@ -92,7 +96,9 @@ describe("faults survived", () => {
               const run = await runOnce(row, index, mode);
               const taken = run.steps[index];
               const drifted = !run.hit || taken?.binding !== step.binding || taken?.what !== step.what;
-              const result = drifted ? `step not reached as recorded (${taken ? `${taken.binding} ${taken.what}` : "none"})` : (run.error ?? "survived");
+              const result = drifted
+                ? `step not reached as recorded (${taken ? `${taken.binding} ${taken.what}` : "none"})`
+                : (run.error ?? "survived");
               return { operation: row.operation, step: `${n + 1}/${picked.length}`, what: `${step.binding} ${step.what}`, mode, result };
             }),
           )),
@@ -100,7 +106,13 @@ describe("faults survived", () => {
       }
       outcomes.push(...results);
       const survived = results.filter((r) => r.result === "survived").length;
-      summary.push({ operation: row.operation, steps: picked.length, faults: results.length, survived, seconds: Math.round((vi.getRealSystemTime() - started) / 100) / 10 });
+      summary.push({
+        operation: row.operation,
+        steps: picked.length,
+        faults: results.length,
+        survived,
+        seconds: Math.round((vi.getRealSystemTime() - started) / 100) / 10,
+      });
       expect(results.filter((r) => r.result !== "survived").map((r) => `step ${r.step} ${r.what} (${r.mode}): ${r.result}`)).toEqual([]);
     }, 300_000);
   }

@@ -38,27 +38,75 @@ const ROWS: Row[] = [
   { name: "CRM list", path: () => "/v1/contacts", auth: true, status: 200, cache: "no-store" },
   { name: "CRM 404", path: () => `/v1/contacts/${crypto.randomUUID()}`, auth: true, status: 404, cache: "no-store" },
   { name: "CRM without a token", path: () => "/v1/contacts", status: 401, cache: "no-store" },
-  { name: "CRM validation error", method: "POST", path: () => "/v1/contacts", auth: true, body: { firstName: 1 }, status: 422, cache: "no-store" },
+  {
+    name: "CRM validation error",
+    method: "POST",
+    path: () => "/v1/contacts",
+    auth: true,
+    body: { firstName: 1 },
+    status: 422,
+    cache: "no-store",
+  },
   { name: "API read", path: (s) => `/api/documents/${s.documentId}`, auth: true, status: 200, cache: "no-store" },
   { name: "API 404", path: () => `/api/documents/${crypto.randomUUID()}`, auth: true, status: 404, cache: "no-store" },
   { name: "API without a token", path: () => "/api/documents", status: 401, cache: "no-store" },
-  { name: "API envelope list (signers' addresses)", path: (s) => `/api/documents/${s.documentId}/signatures`, auth: true, status: 200, cache: "no-store" },
-  { name: "plant store", method: "POST", path: () => "/plants", auth: true, body: { id: 41, name: "Basil", tag: "herb" }, status: 200, cache: "no-store" },
+  {
+    name: "API envelope list (signers' addresses)",
+    path: (s) => `/api/documents/${s.documentId}/signatures`,
+    auth: true,
+    status: 200,
+    cache: "no-store",
+  },
+  {
+    name: "plant store",
+    method: "POST",
+    path: () => "/plants",
+    auth: true,
+    body: { id: 41, name: "Basil", tag: "herb" },
+    status: 200,
+    cache: "no-store",
+  },
   // A route with its own choice keeps it.
   { name: "clickwrap list (own header)", path: () => "/api/clickwrap", auth: true, status: 200, cache: { own: "private, no-store" } },
   // Capability paths: the token is in the URL, success and errors alike.
   { name: "signing link opened", path: (s) => `/api/public/sign/${s.signingToken}`, status: 200, cache: "no-store" },
-  { name: "signing action", method: "POST", path: (s) => `/api/public/sign/${s.signingToken}`, body: { action: "authenticate", codeVerified: true }, status: 200, cache: "no-store" },
-  { name: "signing action, bad body", method: "POST", path: (s) => `/api/public/sign/${s.signingToken}`, body: { action: "dance" }, status: 400, cache: "no-store" },
+  {
+    name: "signing action",
+    method: "POST",
+    path: (s) => `/api/public/sign/${s.signingToken}`,
+    body: { action: "authenticate", codeVerified: true },
+    status: 200,
+    cache: "no-store",
+  },
+  {
+    name: "signing action, bad body",
+    method: "POST",
+    path: (s) => `/api/public/sign/${s.signingToken}`,
+    body: { action: "dance" },
+    status: 400,
+    cache: "no-store",
+  },
   { name: "signing link gone", path: () => `/api/public/sign/${UNKNOWN_TOKEN}`, status: 404, cache: "no-store" },
   { name: "signing page", path: (s) => `/sign/${s.signingToken}`, status: 200, cache: "no-store" },
   { name: "survey opened", path: (s) => `/api/public/survey/${s.surveyToken}`, status: 200, cache: "no-store" },
   // After "survey opened": a survey takes an answer only once opened (409 invalid_state before).
-  { name: "survey answer, bad body", method: "POST", path: (s) => `/api/public/survey/${s.surveyToken}`, body: { answers: { overall: 9 } }, status: 400, cache: "no-store" },
+  {
+    name: "survey answer, bad body",
+    method: "POST",
+    path: (s) => `/api/public/survey/${s.surveyToken}`,
+    body: { answers: { overall: 9 } },
+    status: 400,
+    cache: "no-store",
+  },
   { name: "survey gone", path: () => "/api/public/survey/srv_unknown", status: 404, cache: "no-store" },
   { name: "survey page", path: (s) => `/survey/${s.surveyToken}`, status: 200, cache: "no-store" },
   // Public answers meant to be cached keep their own caching.
-  { name: "public reviews feed", path: (s) => `/api/public/reviews/${s.slug}`, status: 200, cache: { own: `public, max-age=${FEED_TTL_SECONDS}` } },
+  {
+    name: "public reviews feed",
+    path: (s) => `/api/public/reviews/${s.slug}`,
+    status: 200,
+    cache: { own: `public, max-age=${FEED_TTL_SECONDS}` },
+  },
   { name: "reviews widget", path: () => "/widget/reviews.js", status: 200, cache: { own: "public, max-age=300" } },
   { name: "signed file download", path: (s) => s.fileUrl, status: 200, cache: { own: /^private, max-age=\d+$/ } },
   { name: "OpenAPI document", path: () => "/openapi.json", status: 200, cache: "none" },
@@ -78,7 +126,14 @@ beforeAll(async () => {
   const key = `headers/${crypto.randomUUID()}.pdf`;
   await env.FILES.put(key, "%PDF-1.4\n%%EOF\n", { httpMetadata: { contentType: "application/pdf" } });
   const fileUrl = new URL((await signedFileUrl(env, "http://api.test", key)).url);
-  seed = { owner, documentId, signingToken: tokenOf(sent.links[0]!.url), surveyToken: survey.accessToken, slug, fileUrl: `${fileUrl.pathname}${fileUrl.search}` };
+  seed = {
+    owner,
+    documentId,
+    signingToken: tokenOf(sent.links[0]!.url),
+    surveyToken: survey.accessToken,
+    slug,
+    fileUrl: `${fileUrl.pathname}${fileUrl.search}`,
+  };
 });
 
 describe("response headers", () => {

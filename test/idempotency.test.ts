@@ -9,8 +9,15 @@ import { createPrincipal, tenantDb } from "./helpers/factories";
 import { createSurveyTemplate } from "./helpers/surveys";
 
 /** Every row of idempotency_keys on every shard, every column, as one string: what a dump of the tables would show. */
-const idempotencyDump = async () => JSON.stringify(await Promise.all(everyShard(env).map(async ({ db }) => (await db.prepare("SELECT * FROM idempotency_keys").all()).results)));
-const contactsOf = async (organizationId: string) => (await tenantDb(organizationId)).prepare("SELECT COUNT(*) AS n FROM contacts WHERE organization_id = ?").bind(organizationId).first<number>("n");
+const idempotencyDump = async () =>
+  JSON.stringify(
+    await Promise.all(everyShard(env).map(async ({ db }) => (await db.prepare("SELECT * FROM idempotency_keys").all()).results)),
+  );
+const contactsOf = async (organizationId: string) =>
+  (await tenantDb(organizationId))
+    .prepare("SELECT COUNT(*) AS n FROM contacts WHERE organization_id = ?")
+    .bind(organizationId)
+    .first<number>("n");
 const body = (email: string) => ({ firstName: "Idem", lastName: "Potent", email });
 
 describe("Idempotency-Key", () => {
@@ -38,11 +45,17 @@ describe("Idempotency-Key", () => {
     const first = await call("PUT", `/v1/contacts/${contact.id}`, { token, body: { notes: "once" }, headers });
     expect(first.status).toBe(200);
     const firstBody = await first.text();
-    const kept = await (await tenantDb(organizationId)).prepare("SELECT state, response_status, response_headers, response_body FROM idempotency_keys WHERE organization_id = ? AND key = 'update-1'")
+    const kept = await (await tenantDb(organizationId))
+      .prepare(
+        "SELECT state, response_status, response_headers, response_body FROM idempotency_keys WHERE organization_id = ? AND key = 'update-1'",
+      )
       .bind(organizationId)
       .first<{ state: string; response_status: number; response_headers: string; response_body: string }>();
     expect(kept).toMatchObject({ state: "done", response_status: 200, response_body: firstBody });
-    expect(JSON.parse(kept!.response_headers)).toEqual({ "content-type": first.headers.get("content-type"), etag: first.headers.get("etag") });
+    expect(JSON.parse(kept!.response_headers)).toEqual({
+      "content-type": first.headers.get("content-type"),
+      etag: first.headers.get("etag"),
+    });
     // Another write in between: the replay still answers what the first request answered.
     expect((await call("PUT", `/v1/contacts/${contact.id}`, { token, body: { notes: "later" } })).status).toBe(200);
     const retry = await call("PUT", `/v1/contacts/${contact.id}`, { token, body: { notes: "once" }, headers });
@@ -64,7 +77,15 @@ describe("Idempotency-Key", () => {
     const other = await call("POST", "/v1/contacts", { token, body: body("two@example.test"), headers });
     expect(other.status).toBe(422);
     expect((await json(other)).error).toMatchObject({ type: "validation_error", detail: expect.stringContaining("Idempotency-Key") });
-    expect((await call("POST", "/v1/webhooks", { token, body: { url: "http://127.0.0.1:9/h", events: ["contact.created"], enabled: false }, headers })).status).toBe(422);
+    expect(
+      (
+        await call("POST", "/v1/webhooks", {
+          token,
+          body: { url: "http://127.0.0.1:9/h", events: ["contact.created"], enabled: false },
+          headers,
+        })
+      ).status,
+    ).toBe(422);
     expect(await contactsOf(organizationId)).toBe(1);
   });
 
@@ -74,7 +95,10 @@ describe("Idempotency-Key", () => {
     // The first request holds the key (it claimed it a moment ago and has not answered yet).
     const { sha256Hex } = await import("../src/lib/crypto");
     const fingerprint = await sha256Hex(JSON.stringify(["POST", "/v1/contacts", "", JSON.stringify(body("slow@example.test"))]));
-    await (await tenantDb(organizationId)).prepare("INSERT INTO idempotency_keys (organization_id, key, fingerprint, state, created_at, expires_at) VALUES (?, 'slow', ?, 'in_flight', ?, ?)")
+    await (await tenantDb(organizationId))
+      .prepare(
+        "INSERT INTO idempotency_keys (organization_id, key, fingerprint, state, created_at, expires_at) VALUES (?, 'slow', ?, 'in_flight', ?, ?)",
+      )
       .bind(organizationId, fingerprint, now.toISOString(), new Date(now.getTime() + 86_400_000).toISOString())
       .run();
     const res = await call("POST", "/v1/contacts", { token, body: body("slow@example.test"), headers: { "idempotency-key": "slow" } });
@@ -84,7 +108,11 @@ describe("Idempotency-Key", () => {
 
   it("lets concurrent retries with one key create one contact", async () => {
     const { token, organizationId } = await createPrincipal();
-    const answers = await Promise.all(Array.from({ length: 10 }, () => call("POST", "/v1/contacts", { token, body: body("race@example.test"), headers: { "idempotency-key": "burst" } })));
+    const answers = await Promise.all(
+      Array.from({ length: 10 }, () =>
+        call("POST", "/v1/contacts", { token, body: body("race@example.test"), headers: { "idempotency-key": "burst" } }),
+      ),
+    );
     for (const a of answers) expect([201, 409]).toContain(a.status);
     expect(answers.filter((a) => a.status === 201).length).toBeGreaterThan(0);
     expect(await contactsOf(organizationId)).toBe(1);
@@ -104,7 +132,10 @@ describe("Idempotency-Key", () => {
     expect(again.status).toBe(200);
     expect(again.headers.get("idempotent-replayed")).toBe("true");
 
-    await (await tenantDb(a.organizationId)).prepare("UPDATE idempotency_keys SET expires_at = ? WHERE organization_id = ? AND key = 'shared-name'").bind(new Date(Date.now() - 1000).toISOString(), a.organizationId).run();
+    await (await tenantDb(a.organizationId))
+      .prepare("UPDATE idempotency_keys SET expires_at = ? WHERE organization_id = ? AND key = 'shared-name'")
+      .bind(new Date(Date.now() - 1000).toISOString(), a.organizationId)
+      .run();
     // Expired: the request runs again (and now conflicts on the e-mail).
     expect((await call("POST", "/v1/contacts", { token: a.token, body: body("a@example.test"), headers })).status).toBe(409);
   });
@@ -112,7 +143,10 @@ describe("Idempotency-Key", () => {
   it("refuses a malformed key with 400, and ignores the header on reads", async () => {
     const { token } = await createPrincipal();
     for (const key of ["", "x".repeat(256), "with space", "del\x7f"]) {
-      expect((await call("POST", "/v1/contacts", { token, body: body("k@example.test"), headers: { "idempotency-key": key } })).status, JSON.stringify(key)).toBe(400);
+      expect(
+        (await call("POST", "/v1/contacts", { token, body: body("k@example.test"), headers: { "idempotency-key": key } })).status,
+        JSON.stringify(key),
+      ).toBe(400);
     }
     expect((await call("GET", "/v1/contacts", { token, headers: { "idempotency-key": "read" } })).status).toBe(200);
   });
@@ -133,7 +167,12 @@ describe("Idempotency-Key", () => {
     quiet.mockRestore();
     fail = false;
     expect((await fetch("POST", "/v1/events/flaky", { token, body: "{}", headers })).status).toBe(201);
-    expect(await (await tenantDb(organizationId)).prepare("SELECT state FROM idempotency_keys WHERE organization_id = ? AND key = 'flaky'").bind(organizationId).first("state")).toBe("done");
+    expect(
+      await (await tenantDb(organizationId))
+        .prepare("SELECT state FROM idempotency_keys WHERE organization_id = ? AND key = 'flaky'")
+        .bind(organizationId)
+        .first("state"),
+    ).toBe("done");
   });
 
   it("does not keep a lost race (409 concurrent_modification): the retry under the same key runs again", async () => {
@@ -165,7 +204,10 @@ describe("Idempotency-Key", () => {
     const replayed = await json(replay);
     expect(replayed.data.id).toBe(first.data.id);
     expect(replayed.data).not.toHaveProperty("secret");
-    const stored = await (await tenantDb(organizationId)).prepare("SELECT response_body FROM idempotency_keys WHERE organization_id = ?").bind(organizationId).all<{ response_body: string }>();
+    const stored = await (await tenantDb(organizationId))
+      .prepare("SELECT response_body FROM idempotency_keys WHERE organization_id = ?")
+      .bind(organizationId)
+      .all<{ response_body: string }>();
     expect(JSON.stringify(stored.results)).not.toContain(first.data.secret);
   });
 
@@ -198,7 +240,8 @@ describe("Idempotency-Key", () => {
     const template = await createSurveyTemplate(owner);
     const recipientPersonId = (await createContact(owner.token)).id;
     const body = { agentUserId: owner.userId, templateId: template.id, channel: "LINK", recipientPersonId };
-    const create = () => call("POST", "/api/reputation/surveys", { token: owner.token, body, headers: { "idempotency-key": "survey-once" } });
+    const create = () =>
+      call("POST", "/api/reputation/surveys", { token: owner.token, body, headers: { "idempotency-key": "survey-once" } });
     const firstRes = await create();
     expect(firstRes.status).toBe(201);
     const first = await json(firstRes);
@@ -211,7 +254,8 @@ describe("Idempotency-Key", () => {
     expect(replayed).not.toHaveProperty("accessToken");
     expect(replayed).not.toHaveProperty("surveyUrl");
 
-    const reissue = () => call("POST", `/api/reputation/surveys/${first.id}/reissue`, { token: owner.token, headers: { "idempotency-key": "reissue-once" } });
+    const reissue = () =>
+      call("POST", `/api/reputation/surveys/${first.id}/reissue`, { token: owner.token, headers: { "idempotency-key": "reissue-once" } });
     const reissuedRes = await reissue();
     expect(reissuedRes.status).toBe(200);
     const reissued = await json(reissuedRes);

@@ -9,7 +9,10 @@ import { importErrors, settledImport, startCsvImport, startRowsImport } from "./
 describe("imports with columns named like Object.prototype's members", () => {
   it("JSON rows with constructor/toString columns complete, those columns ignored", async () => {
     const owner = await createPrincipal();
-    const job = await startRowsImport(owner, { kind: "contacts", rows: [{ email: "proto.rows@example.test", firstName: "Ann", lastName: "Lee", constructor: "x", toString: "y", hasOwnProperty: "z" }] });
+    const job = await startRowsImport(owner, {
+      kind: "contacts",
+      rows: [{ email: "proto.rows@example.test", firstName: "Ann", lastName: "Lee", constructor: "x", toString: "y", hasOwnProperty: "z" }],
+    });
     const done = await settledImport(owner, job.id, 10_000);
     expect(done).toMatchObject({ status: "completed", processed: 1, created: 1, failed: 0 });
     const { contacts } = await listAll(owner.token, "limit=100");
@@ -18,7 +21,11 @@ describe("imports with columns named like Object.prototype's members", () => {
 
   it("a CSV with a constructor column and a mapping completes", async () => {
     const owner = await createPrincipal();
-    const job = await startCsvImport(owner, "E,F,L,constructor,valueOf\r\nproto.csv@example.test,Ann,Lee,x,y\r\n", `kind=contacts&mapping=${encodeURIComponent(JSON.stringify({ E: "email", F: "firstName", L: "lastName" }))}`);
+    const job = await startCsvImport(
+      owner,
+      "E,F,L,constructor,valueOf\r\nproto.csv@example.test,Ann,Lee,x,y\r\n",
+      `kind=contacts&mapping=${encodeURIComponent(JSON.stringify({ E: "email", F: "firstName", L: "lastName" }))}`,
+    );
     const done = await settledImport(owner, job.id, 10_000);
     expect(done).toMatchObject({ status: "completed", created: 1, failed: 0 });
     expect(await importErrors(owner, job.id)).toEqual([]);

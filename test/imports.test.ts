@@ -16,10 +16,18 @@ import { request } from "./helpers/fault-table";
 import { contactTerms, termsIndexed } from "./helpers/search";
 import { faultEnv, FaultPlan } from "./helpers/faulty-bindings";
 
-const FUB_HEADER = "First Name,Last Name,Email 1,Email 2,Phone 1,Phone 2,Tags,Stage,Source,Assigned To,Address 1 - Street,Address 1 - City,Address 1 - State,Address 1 - Zip,Notes";
+const FUB_HEADER =
+  "First Name,Last Name,Email 1,Email 2,Phone 1,Phone 2,Tags,Stage,Source,Assigned To,Address 1 - Street,Address 1 - City,Address 1 - State,Address 1 - Zip,Notes";
 
 const contactsOf = async (organizationId: string) =>
-  (await (await tenantDb(organizationId)).prepare("SELECT * FROM contacts WHERE organization_id = ? ORDER BY email_key").bind(organizationId).all<Record<string, any>>()).results;
+  (
+    await (
+      await tenantDb(organizationId)
+    )
+      .prepare("SELECT * FROM contacts WHERE organization_id = ? ORDER BY email_key")
+      .bind(organizationId)
+      .all<Record<string, any>>()
+  ).results;
 
 const total = async (token: string) => (await json(await call("GET", "/v1/contacts?limit=1", { token }))).pagination.total as number;
 
@@ -27,7 +35,12 @@ describe("the CSV reader", () => {
   it("reads quotes, doubled quotes, line breaks inside quotes, CRLF, a BOM and blank lines", () => {
     const text = '\uFEFFa,b\r\n"x, y","say ""hi"""\r\n\r\n"multi\nline",2\n3,\n';
     const records = parseCsv(text, { start: 1 });
-    expect(records.map((r) => r.fields)).toEqual([["a", "b"], ["x, y", 'say "hi"'], ["multi\nline", "2"], ["3", ""]]);
+    expect(records.map((r) => r.fields)).toEqual([
+      ["a", "b"],
+      ["x, y", 'say "hi"'],
+      ["multi\nline", "2"],
+      ["3", ""],
+    ]);
   });
 
   it("leaves a record cut by the window's end for the next window, and resumes at its byte", async () => {
@@ -63,7 +76,15 @@ describe("POST /v1/imports (contacts)", () => {
     const started = await startCsvImport(owner, csv);
     expect(started).toMatchObject({ status: "queued", kind: "contacts", processed: 0 });
     const done = await settledImport(owner, started.id);
-    expect(done).toMatchObject({ status: "completed", format: "followupboss", processed: 4, created: 1, updated: 0, skipped: 0, failed: 3 });
+    expect(done).toMatchObject({
+      status: "completed",
+      format: "followupboss",
+      processed: 4,
+      created: 1,
+      updated: 0,
+      skipped: 0,
+      failed: 3,
+    });
     const [contact] = (await json(await call("GET", `/v1/contacts?email=${encodeURIComponent(ada)}`, { token: owner.token }))).data;
     expect(contact).toMatchObject({
       firstName: "Ada",
@@ -95,10 +116,27 @@ describe("POST /v1/imports (contacts)", () => {
   it("reads kvCORE's header", async () => {
     const owner = await createPrincipal();
     const email = uniqueEmail("kv");
-    const done = await settledImport(owner, (await startCsvImport(owner, `first_name,last_name,email,phone,cell_phone,address,city,state,zip,source,tags,status\nKay,Vee,${email},555-0100,555-0199,2 Oak Ave,Austin,TX,78701,Open House,seller,Closed\n`)).id);
+    const done = await settledImport(
+      owner,
+      (
+        await startCsvImport(
+          owner,
+          `first_name,last_name,email,phone,cell_phone,address,city,state,zip,source,tags,status\nKay,Vee,${email},555-0100,555-0199,2 Oak Ave,Austin,TX,78701,Open House,seller,Closed\n`,
+        )
+      ).id,
+    );
     expect(done).toMatchObject({ status: "completed", format: "kvcore", created: 1, failed: 0 });
     const [c] = (await json(await call("GET", `/v1/contacts?email=${encodeURIComponent(email)}`, { token: owner.token }))).data;
-    expect(c).toMatchObject({ firstName: "Kay", lastName: "Vee", phone: "555-0100", secondaryPhone: "555-0199", type: "PAST_CLIENT", source: "OPEN_HOUSE", tags: ["seller"], address: { street: "2 Oak Ave", city: "Austin", state: "TX", zipCode: "78701" } });
+    expect(c).toMatchObject({
+      firstName: "Kay",
+      lastName: "Vee",
+      phone: "555-0100",
+      secondaryPhone: "555-0199",
+      type: "PAST_CLIENT",
+      source: "OPEN_HOUSE",
+      tags: ["seller"],
+      address: { street: "2 Oak Ave", city: "Austin", state: "TX", zipCode: "78701" },
+    });
   });
 
   it.each([
@@ -108,7 +146,17 @@ describe("POST /v1/imports (contacts)", () => {
   ] as const)("onDuplicate=%s", async (rule, expected, counts) => {
     const owner = await createPrincipal();
     const existing = await createContact(owner.token, { email: uniqueEmail("dup"), notes: "kept", source: "WEBSITE", tags: ["old"] });
-    const rows = [{ firstName: "Other", lastName: "Name", email: existing.email.toUpperCase(), notes: "from the file", source: "Portal", tags: "new", phone: "555-0142" }];
+    const rows = [
+      {
+        firstName: "Other",
+        lastName: "Name",
+        email: existing.email.toUpperCase(),
+        notes: "from the file",
+        source: "Portal",
+        tags: "new",
+        phone: "555-0142",
+      },
+    ];
     const done = await settledImport(owner, (await startRowsImport(owner, { kind: "contacts", rows, onDuplicate: rule })).id);
     expect(done).toMatchObject({ status: "completed", format: "native", processed: 1, created: 0, failed: 0, ...counts });
     const after = await getContact(owner.token, existing.id);
@@ -127,7 +175,11 @@ describe("POST /v1/imports (contacts)", () => {
     const rows = [{ firstName: "Tel", lastName: "Match", email: uniqueEmail("other"), phone: "(416) 555-0199", notes: "found by phone" }];
     const done = await settledImport(owner, (await startRowsImport(owner, { kind: "contacts", rows, onDuplicate: "merge" })).id);
     expect(done).toMatchObject({ status: "completed", created: 0, updated: 1 });
-    expect(await getContact(owner.token, existing.id)).toMatchObject({ email: existing.email, phone: "+1 416 555 0199", notes: "found by phone" });
+    expect(await getContact(owner.token, existing.id)).toMatchObject({
+      email: existing.email,
+      phone: "+1 416 555 0199",
+      notes: "found by phone",
+    });
     expect(await total(owner.token)).toBe(1);
   });
 
@@ -138,7 +190,17 @@ describe("POST /v1/imports (contacts)", () => {
       { Given: "Jo", Family: "Son", Mail: email, Label: "a" },
       { Given: "Jo", Family: "Son", Mail: email, Label: "b", Cell: "555-0111" },
     ];
-    const done = await settledImport(owner, (await startRowsImport(owner, { kind: "contacts", rows, onDuplicate: "merge", mapping: { Given: "firstName", Family: "lastName", Mail: "email", Label: "tags", Cell: "phone" } })).id);
+    const done = await settledImport(
+      owner,
+      (
+        await startRowsImport(owner, {
+          kind: "contacts",
+          rows,
+          onDuplicate: "merge",
+          mapping: { Given: "firstName", Family: "lastName", Mail: "email", Label: "tags", Cell: "phone" },
+        })
+      ).id,
+    );
     expect(done).toMatchObject({ status: "completed", format: "custom", processed: 2, created: 1, updated: 1 });
     const all = await contactsOf(owner.organizationId);
     expect(all.map((c) => [c.email, c.phone, JSON.parse(c.tags)])).toEqual([[email, "555-0111", ["a"]]]);
@@ -147,8 +209,14 @@ describe("POST /v1/imports (contacts)", () => {
 
   it("maps columns to custom fields, read as their types; a bad value fails its row in the errors CSV; merge fills only missing keys", async () => {
     const owner = await createPrincipal();
-    for (const [key, type] of [["budget", "number"], ["preapproved", "boolean"], ["side", "text"]]) {
-      expect((await call("POST", "/v1/custom-fields", { token: owner.token, body: { object: "contact", key, label: key, type } })).status).toBe(201);
+    for (const [key, type] of [
+      ["budget", "number"],
+      ["preapproved", "boolean"],
+      ["side", "text"],
+    ]) {
+      expect(
+        (await call("POST", "/v1/custom-fields", { token: owner.token, body: { object: "contact", key, label: key, type } })).status,
+      ).toBe(201);
     }
     const existing = await createContact(owner.token, { email: uniqueEmail("cf"), customFields: { side: "seller" } });
     const fresh = uniqueEmail("cf-new");
@@ -157,7 +225,14 @@ describe("POST /v1/imports (contacts)", () => {
       { Mail: uniqueEmail("cf-bad"), Given: "Bad", Family: "Value", Budget: "lots", Approved: "yes", Side: "" },
       { Mail: existing.email, Given: "Ex", Family: "Isting", Budget: "1000", Approved: "no", Side: "buyer" },
     ];
-    const mapping = { Mail: "email", Given: "firstName", Family: "lastName", Budget: "customFields.budget", Approved: "customFields.preapproved", Side: "customFields.side" };
+    const mapping = {
+      Mail: "email",
+      Given: "firstName",
+      Family: "lastName",
+      Budget: "customFields.budget",
+      Approved: "customFields.preapproved",
+      Side: "customFields.side",
+    };
     const { id } = await startRowsImport(owner, { kind: "contacts", rows, onDuplicate: "merge", mapping });
     expect(await settledImport(owner, id)).toMatchObject({ status: "completed", processed: 3, created: 1, updated: 1, failed: 1 });
     const errors = await importErrors(owner, id);
@@ -169,16 +244,24 @@ describe("POST /v1/imports (contacts)", () => {
 
   it("refuses a mapping to no field, a CSV without kind, more than 1,000 rows (422) and a file over 50 MB (413)", async () => {
     const owner = await createPrincipal();
-    const mapped = await call("POST", "/v1/imports", { token: owner.token, body: { kind: "contacts", rows: [{ a: "1" }], mapping: { a: "shoeSize", b: "email" } } });
+    const mapped = await call("POST", "/v1/imports", {
+      token: owner.token,
+      body: { kind: "contacts", rows: [{ a: "1" }], mapping: { a: "shoeSize", b: "email" } },
+    });
     expect(mapped.status).toBe(422);
     expect((await json(mapped)).error.errors.map((e: any) => [e.field, e.code])).toEqual([
       ["mapping.a", "invalid_target"],
       ["mapping.b", "unknown_column"],
     ]);
     expect((await uploadCsv(owner.token, "email\na@b.test\n", "onDuplicate=skip")).status).toBe(422);
-    const many = await call("POST", "/v1/imports", { token: owner.token, body: { kind: "contacts", rows: Array.from({ length: 1001 }, () => ({ email: "x@y.test" })) } });
+    const many = await call("POST", "/v1/imports", {
+      token: owner.token,
+      body: { kind: "contacts", rows: Array.from({ length: 1001 }, () => ({ email: "x@y.test" })) },
+    });
     expect(many.status).toBe(422);
-    const big = await uploadCsv(owner.token, "email\n", "kind=contacts", { "content-length": String(50 * 1024 * 1024 + 1) }).catch((e) => e);
+    const big = await uploadCsv(owner.token, "email\n", "kind=contacts", { "content-length": String(50 * 1024 * 1024 + 1) }).catch(
+      (e) => e,
+    );
     expect(big.status).toBe(413);
   });
 
@@ -190,7 +273,11 @@ describe("POST /v1/imports (contacts)", () => {
     expect((await json(res)).error.code).toBe("insufficient_role");
     const started = await startCsvImport(owner, `First Name,Last Name,Email 1\nA,B,${uniqueEmail()}\n`);
     const stranger = await createPrincipal();
-    for (const [method, path] of [["GET", `/v1/imports/${started.id}`], ["GET", `/v1/imports/${started.id}/errors`], ["POST", `/v1/imports/${started.id}/cancel`]] as const) {
+    for (const [method, path] of [
+      ["GET", `/v1/imports/${started.id}`],
+      ["GET", `/v1/imports/${started.id}/errors`],
+      ["POST", `/v1/imports/${started.id}/cancel`],
+    ] as const) {
       expect((await call(method, path, { token: stranger.token })).status).toBe(404);
     }
     await settledImport(owner, started.id);
@@ -212,9 +299,29 @@ describe("the search index of an import's contacts", () => {
     const db = await tenantDb(owner.organizationId);
     const existing = await createContact(owner.token, { firstName: "Old", lastName: "Name", email: uniqueEmail("upd"), tags: ["seed"] });
     const rows = [
-      { firstName: "Zoë", lastName: "Łukasiewicz-O'Brien", email: uniqueEmail("zoe"), phone: "+1 (416) 555-0101", secondaryPhone: "416.555.0102 ext 7", tags: 'first-time buyer, say "hi", ÉLITE', notes: "Called about Elm St.\n\tWants ＡＢＣ１２; 東京、大阪 «x»—y…z" },
-      { firstName: "E\u0301mile", lastName: "ÅSTRÖM", email: uniqueEmail("emile"), notes: Array.from({ length: 300 }, (_, i) => `wörd${i % 120}`).join("—") },
-      { firstName: "Straße", lastName: "Nakamura", email: existing.email, phone: "1-416-555-0199", tags: "Referral-Partner", notes: "Moved to Oak Ave" },
+      {
+        firstName: "Zoë",
+        lastName: "Łukasiewicz-O'Brien",
+        email: uniqueEmail("zoe"),
+        phone: "+1 (416) 555-0101",
+        secondaryPhone: "416.555.0102 ext 7",
+        tags: 'first-time buyer, say "hi", ÉLITE',
+        notes: "Called about Elm St.\n\tWants ＡＢＣ１２; 東京、大阪 «x»—y…z",
+      },
+      {
+        firstName: "E\u0301mile",
+        lastName: "ÅSTRÖM",
+        email: uniqueEmail("emile"),
+        notes: Array.from({ length: 300 }, (_, i) => `wörd${i % 120}`).join("—"),
+      },
+      {
+        firstName: "Straße",
+        lastName: "Nakamura",
+        email: existing.email,
+        phone: "1-416-555-0199",
+        tags: "Referral-Partner",
+        notes: "Moved to Oak Ave",
+      },
     ];
     const done = await settledImport(owner, (await startRowsImport(owner, { kind: "contacts", rows, onDuplicate: "update" })).id);
     expect(done).toMatchObject({ status: "completed", created: 2, updated: 1, failed: 0 });
@@ -227,9 +334,16 @@ describe("the search index of an import's contacts", () => {
     }
     expect(await termsIndexed(db, existing.id)).toContain("strasse");
     expect(await termsIndexed(db, existing.id)).not.toContain("old");
-    for (const [q, email] of [["lukasiewicz obrien", rows[0]!.email], ["emile wörd119", rows[1]!.email], ["strasse partner 416555019", existing.email]] as const) {
+    for (const [q, email] of [
+      ["lukasiewicz obrien", rows[0]!.email],
+      ["emile wörd119", rows[1]!.email],
+      ["strasse partner 416555019", existing.email],
+    ] as const) {
       const found = (await json(await call("GET", `/v1/contacts?q=${encodeURIComponent(q)}`, { token: owner.token }))).data;
-      expect(found.map((c: { email: string }) => c.email), q).toEqual([email]);
+      expect(
+        found.map((c: { email: string }) => c.email),
+        q,
+      ).toEqual([email]);
     }
     // The triggers stand aside only inside an import's batch: a contact written by the API afterwards is indexed by them.
     expect((await db.prepare("SELECT COUNT(*) AS n FROM search_suspended").first<{ n: number }>())!.n).toBe(0);
@@ -263,7 +377,16 @@ describe("imports and erasure", () => {
     const email = uniqueEmail("erase-me");
     const f = faultEnv();
     // Held: the import stays queued until its message is delivered.
-    const started = await request(f, "POST", "/v1/imports", { token: owner.token, body: { kind: "contacts", rows: [{ firstName: "Erin", lastName: "Erasable", email, phone: "416-555-0177" }, { firstName: "Erin", lastName: "Erasable", email: "not-an-email" }] } });
+    const started = await request(f, "POST", "/v1/imports", {
+      token: owner.token,
+      body: {
+        kind: "contacts",
+        rows: [
+          { firstName: "Erin", lastName: "Erasable", email, phone: "416-555-0177" },
+          { firstName: "Erin", lastName: "Erasable", email: "not-an-email" },
+        ],
+      },
+    });
     const id = started.body.data.id;
     const person = await createContact(owner.token, { firstName: "Erin", lastName: "Erasable", email });
     const refused = await call("DELETE", `/v1/contacts/${person.id}?erase=true`, { token: owner.token });
@@ -291,18 +414,34 @@ describe("POST /v1/imports (properties)", () => {
     expect(done).toMatchObject({ status: "completed", processed: 3, created: 1, skipped: 1, failed: 1 });
     const list = (await json(await call("GET", "/v1/properties", { token: owner.token }))).data;
     expect(list).toHaveLength(1);
-    expect(list[0]).toMatchObject({ mlsId: mls, details: { propertyType: "SINGLE_FAMILY", bedrooms: 3, bathrooms: 2.5 }, listing: { listPrice: 1_250_000, status: "ACTIVE" } });
+    expect(list[0]).toMatchObject({
+      mlsId: mls,
+      details: { propertyType: "SINGLE_FAMILY", bedrooms: 3, bathrooms: 2.5 },
+      listing: { listPrice: 1_250_000, status: "ACTIVE" },
+    });
     expect((await importErrors(owner, done.id)).map(([row, column]) => [row, column])).toEqual([["4", "propertyType"]]);
   });
 });
 
 /** A Follow Up Boss-shaped file of `n` people (one chunk is 500). */
 const book = (n: number) =>
-  new TextEncoder().encode([FUB_HEADER, ...Array.from({ length: n }, (_, i) => `P,Person ${i},p.${i}.${crypto.randomUUID().slice(0, 8)}@example.test,,,,imported,Lead,,,,,,,`)].join("\r\n"));
+  new TextEncoder().encode(
+    [
+      FUB_HEADER,
+      ...Array.from(
+        { length: n },
+        (_, i) => `P,Person ${i},p.${i}.${crypto.randomUUID().slice(0, 8)}@example.test,,,,imported,Lead,,,,,,,`,
+      ),
+    ].join("\r\n"),
+  );
 
 describe("an import's chunks on a held queue", () => {
   const upload = (f: ReturnType<typeof faultEnv>, token: string, csv: Uint8Array) =>
-    request(f, "POST", "/v1/imports?kind=contacts", { token, raw: csv, headers: { "content-type": "text/csv", "content-length": String(csv.length) } });
+    request(f, "POST", "/v1/imports?kind=contacts", {
+      token,
+      raw: csv,
+      headers: { "content-type": "text/csv", "content-length": String(csv.length) },
+    });
 
   it("cancelled mid-way: no chunk runs after the cancel, what ran stays, the file leaves R2", async () => {
     const owner = await createPrincipal();
@@ -311,14 +450,22 @@ describe("an import's chunks on a held queue", () => {
     expect(started.status).toBe(202);
     const id = started.body.data.id;
     expect(await f.imports.deliverOnce(f.env)).toBe(1); // chunk 1: 500 people
-    expect((await request(f, "GET", `/v1/imports/${id}`, { token: owner.token })).body.data).toMatchObject({ status: "running", processed: 500, created: 500 });
+    expect((await request(f, "GET", `/v1/imports/${id}`, { token: owner.token })).body.data).toMatchObject({
+      status: "running",
+      processed: 500,
+      created: 500,
+    });
     const cancelled = await request(f, "POST", `/v1/imports/${id}/cancel`, { token: owner.token });
     expect(cancelled.status).toBe(200);
     expect(cancelled.body.data).toMatchObject({ status: "cancelled", processed: 500 });
     expect(f.imports.held.length).toBe(1); // the message of chunk 2 was sent before the cancel
     await f.imports.deliverOnce(f.env);
     expect(f.imports.held.length).toBe(0);
-    expect((await request(f, "GET", `/v1/imports/${id}`, { token: owner.token })).body.data).toMatchObject({ status: "cancelled", processed: 500, created: 500 });
+    expect((await request(f, "GET", `/v1/imports/${id}`, { token: owner.token })).body.data).toMatchObject({
+      status: "cancelled",
+      processed: 500,
+      created: 500,
+    });
     expect(await total(owner.token)).toBe(500);
     expect((await request(f, "POST", `/v1/imports/${id}/cancel`, { token: owner.token })).body.error.code).toBe("import_finished");
     expect(await env.FILES.head(`imports/${owner.organizationId}/${id}.csv`)).toBeNull();
@@ -346,4 +493,3 @@ describe("an import's chunks on a held queue", () => {
     await expectDerivedFiguresExact(owner.organizationId);
   });
 });
-

@@ -16,7 +16,8 @@ import { testApp } from "./helpers/test-app";
 const postLead = (token: string, body: Record<string, unknown>) => call("POST", "/v1/leads", { token, body });
 const settling = testApp();
 /** A lead from a form's key (no contacts:read), answered once its intake, which runs after the answer (leads/inbox.ts), is done. */
-const formLead = (token: string, body: Record<string, unknown>) => settling.fetch("POST", "/v1/leads", { token, body: JSON.stringify(body), headers: { "content-type": "application/json" } });
+const formLead = (token: string, body: Record<string, unknown>) =>
+  settling.fetch("POST", "/v1/leads", { token, body: JSON.stringify(body), headers: { "content-type": "application/json" } });
 
 /** A lead through the API: its status and answer. */
 async function lead(token: string, body: Record<string, unknown>) {
@@ -25,10 +26,18 @@ async function lead(token: string, body: Record<string, unknown>) {
   return { status: res.status, data: payload.data, error: payload.error };
 }
 
-const count = async (p: TestPrincipal, sql: string, ...binds: unknown[]) => (await (await tenantDb(p.organizationId)).prepare(sql).bind(...binds).first<{ n: number }>())!.n;
+const count = async (p: TestPrincipal, sql: string, ...binds: unknown[]) =>
+  (await (
+    await tenantDb(p.organizationId)
+  )
+    .prepare(sql)
+    .bind(...binds)
+    .first<{ n: number }>())!.n;
 const contactsOf = (p: TestPrincipal) => count(p, "SELECT COUNT(*) AS n FROM contacts WHERE organization_id = ?", p.organizationId);
-const events = (p: TestPrincipal, type: string) => count(p, "SELECT COUNT(*) AS n FROM outbox_events WHERE organization_id = ? AND type = ?", p.organizationId, type);
-const activities = async (p: TestPrincipal, contactId: string) => (await json(await call("GET", `/v1/contacts/${contactId}/activities?limit=100`, { token: p.token }))).data as Record<string, any>[];
+const events = (p: TestPrincipal, type: string) =>
+  count(p, "SELECT COUNT(*) AS n FROM outbox_events WHERE organization_id = ? AND type = ?", p.organizationId, type);
+const activities = async (p: TestPrincipal, contactId: string) =>
+  (await json(await call("GET", `/v1/contacts/${contactId}/activities?limit=100`, { token: p.token }))).data as Record<string, any>[];
 
 async function settle(p: TestPrincipal, settings: Record<string, unknown>) {
   const res = await call("PATCH", "/v1/organization", { token: p.token, body: { settings } });
@@ -39,13 +48,22 @@ describe("lead intake (POST /v1/leads)", () => {
   it("creates a new person as a contact (201), with the source, the message as an activity and contact.created", async () => {
     const p = await createPrincipal();
     const email = uniqueEmail("new");
-    const res = await lead(p.token, { source: "zillow", type: "inquiry", person: { firstName: "Priya", lastName: "Patel", emails: [email], phones: ["(415) 555-0100"] }, message: "Is Elm St still available?" });
+    const res = await lead(p.token, {
+      source: "zillow",
+      type: "inquiry",
+      person: { firstName: "Priya", lastName: "Patel", emails: [email], phones: ["(415) 555-0100"] },
+      message: "Is Elm St still available?",
+    });
     expect(res.status).toBe(201);
     expect(res.data).toEqual({ contactId: expect.any(String), created: true, matchedBy: null, assignedTo: p.userId, conflicts: [] });
     const contact = await getContact(p.token, res.data.contactId);
     expect(contact).toMatchObject({ firstName: "Priya", lastName: "Patel", email, source: "ZILLOW", assignedTo: p.userId });
     const [activity] = await activities(p, contact.id);
-    expect(activity).toMatchObject({ type: "NOTE", description: "Is Elm St still available?", metadata: { leadType: "inquiry", source: "ZILLOW" } });
+    expect(activity).toMatchObject({
+      type: "NOTE",
+      description: "Is Elm St still available?",
+      metadata: { leadType: "inquiry", source: "ZILLOW" },
+    });
     expect(await events(p, "contact.created")).toBe(1);
     expect(await events(p, "contact.assigned")).toBe(1);
   });
@@ -53,19 +71,39 @@ describe("lead intake (POST /v1/leads)", () => {
   it("matches by e-mail in any case (200) and never blanks a field; the source stays the first one", async () => {
     const p = await createPrincipal();
     const email = uniqueEmail("Case");
-    const existing = await createContact(p.token, { firstName: "Ana", lastName: "Lima", email, source: "REFERRAL", notes: "keep", address: { city: "Oakland", zipCode: "94601" } });
+    const existing = await createContact(p.token, {
+      firstName: "Ana",
+      lastName: "Lima",
+      email,
+      source: "REFERRAL",
+      notes: "keep",
+      address: { city: "Oakland", zipCode: "94601" },
+    });
     const res = await lead(p.token, { person: { firstName: "", emails: [email.toUpperCase()], address: { street: "1 Elm St" } } });
     expect(res.status).toBe(200);
     expect(res.data).toEqual({ contactId: existing.id, created: false, matchedBy: "email", assignedTo: null, conflicts: [] });
     const after = await getContact(p.token, existing.id);
-    expect(after).toMatchObject({ firstName: "Ana", lastName: "Lima", email, source: "REFERRAL", notes: "keep", address: { street: "1 Elm St", city: "Oakland", zipCode: "94601" } });
+    expect(after).toMatchObject({
+      firstName: "Ana",
+      lastName: "Lima",
+      email,
+      source: "REFERRAL",
+      notes: "keep",
+      address: { street: "1 Elm St", city: "Oakland", zipCode: "94601" },
+    });
     expect(await contactsOf(p)).toBe(1);
     expect(await events(p, "contact.updated")).toBe(1);
 
     // A web form's lead knowing the e-mail may add to the record, never rename the client or move them.
-    const hostile = await lead(p.token, { person: { firstName: "Mallory", lastName: "Evil", emails: [email], address: { city: "Elsewhere", state: "NV" } } });
+    const hostile = await lead(p.token, {
+      person: { firstName: "Mallory", lastName: "Evil", emails: [email], address: { city: "Elsewhere", state: "NV" } },
+    });
     expect(hostile.status).toBe(200);
-    expect(await getContact(p.token, existing.id)).toMatchObject({ firstName: "Ana", lastName: "Lima", address: { street: "1 Elm St", city: "Oakland", zipCode: "94601", state: "NV" } });
+    expect(await getContact(p.token, existing.id)).toMatchObject({
+      firstName: "Ana",
+      lastName: "Lima",
+      address: { street: "1 Elm St", city: "Oakland", zipCode: "94601", state: "NV" },
+    });
   });
 
   it("matches a differently formatted phone; new numbers and the source are suggestions on the activity, never written on the contact", async () => {
@@ -79,7 +117,10 @@ describe("lead intake (POST /v1/leads)", () => {
     // The free secondary phone and the missing source stay free (issue 40): a lead may be anyone who knows a number.
     expect(after).toMatchObject({ email: existing.email, phone: "+1 415-555-0100", secondaryPhone: null, source: null });
     const [activity] = await activities(p, existing.id);
-    expect(activity!.metadata).toMatchObject({ extraEmails: [newEmail], suggested: { phones: ["415.555.0199", "+1 212 555 0142"], source: "WEBSITE" } });
+    expect(activity!.metadata).toMatchObject({
+      extraEmails: [newEmail],
+      suggested: { phones: ["415.555.0199", "+1 212 555 0142"], source: "WEBSITE" },
+    });
     expect(activity!.metadata.extraPhones).toBeUndefined();
     expect(await contactsOf(p)).toBe(1);
     expect(await events(p, "contact.updated")).toBe(0);
@@ -143,7 +184,12 @@ describe("lead intake (POST /v1/leads)", () => {
     const p = await createPrincipal();
     const email = uniqueEmail("crowd");
     const answers = await Promise.all(
-      Array.from({ length: 30 }, (_, i) => lead(p.token, { sourceEventId: `crowd-${i}`, person: { firstName: "Crowd", emails: [i % 2 ? email.toUpperCase() : email], phones: ["+1 415 555 0150"] } })),
+      Array.from({ length: 30 }, (_, i) =>
+        lead(p.token, {
+          sourceEventId: `crowd-${i}`,
+          person: { firstName: "Crowd", emails: [i % 2 ? email.toUpperCase() : email], phones: ["+1 415 555 0150"] },
+        }),
+      ),
     );
     for (const a of answers) expect(a.status, JSON.stringify(a)).toBeLessThan(300);
     const ids = new Set(answers.map((a) => a.data.contactId));
@@ -168,15 +214,29 @@ describe("lead intake (POST /v1/leads)", () => {
     expect(burst.filter((r) => r.data.assignedTo === a)).toHaveLength(5);
     expect(burst.filter((r) => r.data.assignedTo === b)).toHaveLength(5);
 
-    await settle(p, { leadRouting: { mode: "zip", zipRules: [{ zipPrefix: "941", userId: a }, { zipPrefix: "9410", userId: b }] } });
-    const property = await createProperty(p.token, { address: { street: "1 Market St", city: "San Francisco", state: "CA", zipCode: "94105" } });
-    expect((await lead(p.token, { propertyId: property.id, person: { emails: [uniqueEmail("z")], address: { zipCode: "94199" } } })).data.assignedTo).toBe(b);
+    await settle(p, {
+      leadRouting: {
+        mode: "zip",
+        zipRules: [
+          { zipPrefix: "941", userId: a },
+          { zipPrefix: "9410", userId: b },
+        ],
+      },
+    });
+    const property = await createProperty(p.token, {
+      address: { street: "1 Market St", city: "San Francisco", state: "CA", zipCode: "94105" },
+    });
+    expect(
+      (await lead(p.token, { propertyId: property.id, person: { emails: [uniqueEmail("z")], address: { zipCode: "94199" } } })).data
+        .assignedTo,
+    ).toBe(b);
     expect((await lead(p.token, { person: { emails: [uniqueEmail("z")], address: { zipCode: "94199" } } })).data.assignedTo).toBe(a);
     // No rule covers it: round robin takes its next turn.
     expect((await lead(p.token, { person: { emails: [uniqueEmail("z")], address: { zipCode: "10001" } } })).data.assignedTo).toBe(a);
 
     // Nobody accepts leads: the contact is left unassigned.
-    for (const id of [a, b]) expect((await call("PATCH", `/v1/users/${id}`, { token: p.token, body: { acceptsLeads: false } })).status).toBe(200);
+    for (const id of [a, b])
+      expect((await call("PATCH", `/v1/users/${id}`, { token: p.token, body: { acceptsLeads: false } })).status).toBe(200);
     const none = await lead(p.token, { person: { emails: [uniqueEmail("none")] } });
     expect(none).toMatchObject({ status: 201, data: { assignedTo: null } });
   });
@@ -185,9 +245,17 @@ describe("lead intake (POST /v1/leads)", () => {
     const p = await createPrincipal();
     const box = await openMailbox();
     await subscribe(p, { url: box.url, events: ["property.inquiry_received"] });
-    const property = await createProperty(p.token, { address: { street: "12 Elm St", city: "Springfield", state: "IL", zipCode: "62704" } });
+    const property = await createProperty(p.token, {
+      address: { street: "12 Elm St", city: "Springfield", state: "IL", zipCode: "62704" },
+    });
     const email = uniqueEmail("inq");
-    const firstBody = { type: "showing_request", sourceEventId: "form-1", propertyId: property.id, person: { emails: [email] }, message: "Can I see it Saturday?" };
+    const firstBody = {
+      type: "showing_request",
+      sourceEventId: "form-1",
+      propertyId: property.id,
+      person: { emails: [email] },
+      message: "Can I see it Saturday?",
+    };
     const first = await lead(p.token, firstBody);
     expect(first.status).toBe(201);
     const second = await lead(p.token, { property: { address: { street: "12 elm st", zipCode: "62704" } }, person: { emails: [email] } });
@@ -199,7 +267,11 @@ describe("lead intake (POST /v1/leads)", () => {
     }
     const payloads = received.map((r) => JSON.parse(r.body));
     expect(payloads).toHaveLength(2);
-    for (const payload of payloads) expect(payload).toMatchObject({ event: "property.inquiry_received", data: { object: { id: property.id }, signal: { type: "INQUIRY", contactId: first.data.contactId } } });
+    for (const payload of payloads)
+      expect(payload).toMatchObject({
+        event: "property.inquiry_received",
+        data: { object: { id: property.id }, signal: { type: "INQUIRY", contactId: first.data.contactId } },
+      });
     const analytics = (await json(await call("GET", `/v1/properties/${property.id}/analytics`, { token: p.token }))).data;
     expect(analytics.inquiries).toBe(2);
     // A repeat answers its first answer, even once the property has gone (a new lead naming it is a 422).
@@ -238,7 +310,8 @@ describe("lead intake (POST /v1/leads)", () => {
 
 const RECEIVED = { success: true, data: { received: true } };
 const reviews = async (token: string, query = "") => json(await call("GET", `/v1/leads/reviews${query}`, { token }));
-const accept = (token: string, id: string, email: string, headers?: Record<string, string>) => call("POST", `/v1/leads/reviews/${id}/accept`, { token, body: { email }, headers });
+const accept = (token: string, id: string, email: string, headers?: Record<string, string>) =>
+  call("POST", `/v1/leads/reviews/${id}/accept`, { token, body: { email }, headers });
 const answered = async (res: Response) => ({ status: res.status, body: await json(res) });
 
 describe("lead intake tells a web form's key nothing about the clients (issue 40)", () => {
@@ -246,8 +319,16 @@ describe("lead intake tells a web form's key nothing about the clients (issue 40
     const p = await createPrincipal();
     const form = await createApiKey(p.token, ["leads:write"]);
     const client = await createContact(p.token, { phone: "+1 415 555 0181" });
-    for (const person of [{ phones: ["(415) 555-0181"] }, { phones: ["(415) 555-0182"] }, { emails: [client.email] }, { emails: [uniqueEmail("new")] }]) {
-      expect(await answered(await formLead(form.key, { source: "WEBSITE", person })), JSON.stringify(person)).toEqual({ status: 202, body: RECEIVED });
+    for (const person of [
+      { phones: ["(415) 555-0181"] },
+      { phones: ["(415) 555-0182"] },
+      { emails: [client.email] },
+      { emails: [uniqueEmail("new")] },
+    ]) {
+      expect(await answered(await formLead(form.key, { source: "WEBSITE", person })), JSON.stringify(person)).toEqual({
+        status: 202,
+        body: RECEIVED,
+      });
     }
     // A repeat is shaped by whoever asks: the session's first answer named the client, the key's repeat learns nothing.
     const event = { source: "ZILLOW", sourceEventId: "oracle-1", person: { phones: ["+1 415 555 0181"] } };
@@ -258,7 +339,10 @@ describe("lead intake tells a web form's key nothing about the clients (issue 40
     const keyFirst = { source: "ZILLOW", sourceEventId: "oracle-2", person: { emails: [client.email] } };
     expect(await answered(await formLead(form.key, keyFirst))).toEqual({ status: 202, body: RECEIVED });
     const reader = await createApiKey(p.token, ["leads:write", "contacts:read"]);
-    expect(await answered(await postLead(reader.key, keyFirst))).toEqual({ status: 200, body: { success: true, data: { contactId: client.id, created: false, matchedBy: "email", assignedTo: null, conflicts: [] } } });
+    expect(await answered(await postLead(reader.key, keyFirst))).toEqual({
+      status: 200,
+      body: { success: true, data: { contactId: client.id, created: false, matchedBy: "email", assignedTo: null, conflicts: [] } },
+    });
     expect(await contactsOf(p)).toBe(2);
   });
 
@@ -286,8 +370,22 @@ describe("lead intake tells a web form's key nothing about the clients (issue 40
 
   it("lists leads waiting for review, accepts one into the contact intake would make, and dismisses another", async () => {
     const p = await createPrincipal();
-    const property = await createProperty(p.token, { address: { street: "9 Birch St", city: "San Francisco", state: "CA", zipCode: "94110" } });
-    const body = { source: "zillow", sourceEventId: "ph-1", type: "showing_request", propertyId: property.id, person: { firstName: "Pat", lastName: "Phone", phones: ["(415) 555-0171", "+1 212 555 0172", "415.555.0171"], address: { city: "Oakland" } }, message: "Call me" };
+    const property = await createProperty(p.token, {
+      address: { street: "9 Birch St", city: "San Francisco", state: "CA", zipCode: "94110" },
+    });
+    const body = {
+      source: "zillow",
+      sourceEventId: "ph-1",
+      type: "showing_request",
+      propertyId: property.id,
+      person: {
+        firstName: "Pat",
+        lastName: "Phone",
+        phones: ["(415) 555-0171", "+1 212 555 0172", "415.555.0171"],
+        address: { city: "Oakland" },
+      },
+      message: "Call me",
+    };
     const first = await lead(p.token, body);
     expect(first).toMatchObject({ status: 202, data: { received: true, reviewId: expect.any(String) } });
     const reviewId = first.data.reviewId as string;
@@ -321,8 +419,23 @@ describe("lead intake tells a web form's key nothing about the clients (issue 40
     expect(accepted.status).toBe(201);
     const answer = (await json(accepted)).data;
     expect(answer).toEqual({ contactId: expect.any(String), created: true, matchedBy: null, assignedTo: p.userId, conflicts: [] });
-    expect(await getContact(p.token, answer.contactId)).toMatchObject({ firstName: "Pat", lastName: "Phone", email, phone: "(415) 555-0171", secondaryPhone: "+1 212 555 0172", source: "ZILLOW", assignedTo: p.userId, address: { city: "Oakland" } });
-    expect(await activities(p, answer.contactId)).toEqual([expect.objectContaining({ type: "NOTE", description: "Call me", metadata: { leadType: "showing_request", source: "ZILLOW", sourceEventId: "ph-1", propertyId: property.id } })]);
+    expect(await getContact(p.token, answer.contactId)).toMatchObject({
+      firstName: "Pat",
+      lastName: "Phone",
+      email,
+      phone: "(415) 555-0171",
+      secondaryPhone: "+1 212 555 0172",
+      source: "ZILLOW",
+      assignedTo: p.userId,
+      address: { city: "Oakland" },
+    });
+    expect(await activities(p, answer.contactId)).toEqual([
+      expect.objectContaining({
+        type: "NOTE",
+        description: "Call me",
+        metadata: { leadType: "showing_request", source: "ZILLOW", sourceEventId: "ph-1", propertyId: property.id },
+      }),
+    ]);
     expect(await events(p, "contact.created")).toBe(1);
     expect(await events(p, "contact.assigned")).toBe(1);
     expect(await events(p, "property.inquiry_received")).toBe(1);
@@ -343,7 +456,10 @@ describe("lead intake tells a web form's key nothing about the clients (issue 40
     const client = await createContact(p.token, { phone: "+1 415 555 0161", source: "REFERRAL" });
     const kept = await lead(p.token, { source: "ZILLOW", person: { firstName: "Other", phones: ["+1 212 555 0162"] } });
     const res = await accept(p.token, kept.data.reviewId, client.email.toUpperCase());
-    expect(await answered(res)).toEqual({ status: 200, body: { success: true, data: { contactId: client.id, created: false, matchedBy: "email", assignedTo: null, conflicts: [] } } });
+    expect(await answered(res)).toEqual({
+      status: 200,
+      body: { success: true, data: { contactId: client.id, created: false, matchedBy: "email", assignedTo: null, conflicts: [] } },
+    });
     expect(await getContact(p.token, client.id)).toMatchObject({ firstName: client.firstName, secondaryPhone: null, source: "REFERRAL" });
     expect((await activities(p, client.id))[0]!.metadata.suggested).toEqual({ phones: ["+1 212 555 0162"], source: "ZILLOW" });
     expect(await contactsOf(p)).toBe(1);
@@ -351,16 +467,22 @@ describe("lead intake tells a web form's key nothing about the clients (issue 40
 
   it("of concurrent accepts of one review one takes it in; of concurrent intakes of one event one review is kept", async () => {
     const p = await createPrincipal();
-    const same = await Promise.all(Array.from({ length: 10 }, () => lead(p.token, { sourceEventId: "dup-1", person: { phones: ["+1 415 555 0155"] } })));
+    const same = await Promise.all(
+      Array.from({ length: 10 }, () => lead(p.token, { sourceEventId: "dup-1", person: { phones: ["+1 415 555 0155"] } })),
+    );
     for (const a of same) expect(a).toEqual(same[0]);
     expect(same[0]!.status).toBe(202);
     expect((await reviews(p.token)).pagination.total).toBe(1);
-    const answers = await Promise.all(Array.from({ length: 10 }, (_, i) => accept(p.token, same[0]!.data.reviewId, uniqueEmail(`race${i}`))));
+    const answers = await Promise.all(
+      Array.from({ length: 10 }, (_, i) => accept(p.token, same[0]!.data.reviewId, uniqueEmail(`race${i}`))),
+    );
     expect(answers.map((a) => a.status).sort()).toEqual([201, ...Array(9).fill(404)]);
     expect(await contactsOf(p)).toBe(1);
     expect(await events(p, "contact.created")).toBe(1);
     expect(await count(p, "SELECT COUNT(*) AS n FROM contact_activities WHERE organization_id = ?", p.organizationId)).toBe(1);
-    expect(await count(p, "SELECT COALESCE(SUM(turn), 0) AS n FROM lead_routing_cursors WHERE organization_id = ?", p.organizationId)).toBe(1);
+    expect(await count(p, "SELECT COALESCE(SUM(turn), 0) AS n FROM lead_routing_cursors WHERE organization_id = ?", p.organizationId)).toBe(
+      1,
+    );
 
     // Phone-only leads racing the intake that makes the person a contact: each lands once, as a review (before the
     // contact) or on the contact (after it), never both; one contact.
@@ -393,7 +515,10 @@ describe("lead intake tells a web form's key nothing about the clients (issue 40
 
   it("goes with the erasure of the contact with its number, is in their access export, and is kept 90 days", async () => {
     const p = await createPrincipal();
-    const theirs = await lead(p.token, { person: { firstName: "Erin", lastName: "Erase", phones: ["(415) 555-0144"] }, message: "Call Erin back" });
+    const theirs = await lead(p.token, {
+      person: { firstName: "Erin", lastName: "Erase", phones: ["(415) 555-0144"] },
+      message: "Call Erin back",
+    });
     const mentions = await lead(p.token, { person: { phones: ["+1 212 555 0145"] }, message: "My neighbour is at 415-555-0144" });
     // The team made the contact by hand, with the number the lead brought.
     const contact = await createContact(p.token, { firstName: "Erin", lastName: "Erase", phone: "+14155550144" });
@@ -419,7 +544,15 @@ describe("lead intake tells a web form's key nothing about the clients (issue 40
 // review, +3 for a match, +5 for a new contact) and a match answered 20 ms sooner. Its lead is now stored, answered,
 // and taken in after the answer.
 describe("a web form's lead is taken in after the answer", () => {
-  const inbox = async (p: TestPrincipal) => (await (await tenantDb(p.organizationId)).prepare("SELECT id, attempts, last_error, due_at FROM lead_inbox WHERE organization_id = ?").bind(p.organizationId).all<{ id: string; attempts: number; last_error: string | null; due_at: string }>()).results;
+  const inbox = async (p: TestPrincipal) =>
+    (
+      await (
+        await tenantDb(p.organizationId)
+      )
+        .prepare("SELECT id, attempts, last_error, due_at FROM lead_inbox WHERE organization_id = ?")
+        .bind(p.organizationId)
+        .all<{ id: string; attempts: number; last_error: string | null; due_at: string }>()
+    ).results;
   const store = async (p: TestPrincipal, lead: Record<string, unknown>, dueAt = new Date(Date.now() - 1000)) => {
     const id = crypto.randomUUID();
     await (await tenantDb(p.organizationId))
@@ -443,7 +576,12 @@ describe("a web form's lead is taken in after the answer", () => {
     // Nor on any other answer it can get (the adversarial passes read the counter off a replay, a 422, a 403, a public
     // page and another organization's answers before and after a probe).
     const keyed = { source: "WEBSITE", person: { emails: [uniqueEmail("keyed")] } };
-    const again = () => settling.fetch("POST", "/v1/leads", { token: form.key, body: JSON.stringify(keyed), headers: { "content-type": "application/json", "idempotency-key": "bookmark-1" } });
+    const again = () =>
+      settling.fetch("POST", "/v1/leads", {
+        token: form.key,
+        body: JSON.stringify(keyed),
+        headers: { "content-type": "application/json", "idempotency-key": "bookmark-1" },
+      });
     expect((await again()).status).toBe(202);
     const replayed = await again();
     expect(replayed.headers.get("idempotent-replayed")).toBe("true");
@@ -482,13 +620,20 @@ describe("a web form's lead is taken in after the answer", () => {
   it("backs a failing lead off, stops after ten tries and deletes it after a week", async () => {
     const p = await createPrincipal();
     // A lead naming a property that is gone by the time it is taken in: its intake fails as the request's would.
-    const id = await store(p, { source: "WEBSITE", propertyId: crypto.randomUUID(), person: { emails: [uniqueEmail("gone")], phones: [] } });
+    const id = await store(p, {
+      source: "WEBSITE",
+      propertyId: crypto.randomUUID(),
+      person: { emails: [uniqueEmail("gone")], phones: [] },
+    });
     const db = createDb(await tenantDb(p.organizationId));
     await drainLeadInbox(env, db);
     const [row] = await inbox(p);
     expect(row).toMatchObject({ id, attempts: 1, last_error: expect.stringContaining("property") });
     expect(Date.parse(row!.due_at)).toBeGreaterThan(Date.now() + 30_000);
-    await (await tenantDb(p.organizationId)).prepare("UPDATE lead_inbox SET attempts = 10, due_at = ? WHERE id = ?").bind(new Date(Date.now() - 1000).toISOString(), id).run();
+    await (await tenantDb(p.organizationId))
+      .prepare("UPDATE lead_inbox SET attempts = 10, due_at = ? WHERE id = ?")
+      .bind(new Date(Date.now() - 1000).toISOString(), id)
+      .run();
     await drainLeadInbox(env, db);
     expect((await inbox(p))[0]).toMatchObject({ attempts: 10 });
     await drainLeadInbox(env, db, new Date(Date.now() + 8 * 86_400_000));

@@ -6,9 +6,18 @@ import { logMailer, MAIL_LOG_PURPOSE, MailFailed, resendMailer, WITHHELD_LINK } 
 import { createPrincipal, tenantDb } from "./helpers/factories";
 import { openMailbox } from "./helpers/receiver";
 
-const message = (to: string, organizationId?: string) => ({ to, subject: "Sign please", text: "Open https://app.example.test/sign/sign_secret123 to sign.", organizationId });
+const message = (to: string, organizationId?: string) => ({
+  to,
+  subject: "Sign please",
+  text: "Open https://app.example.test/sign/sign_secret123 to sign.",
+  organizationId,
+});
 /** The mail kept for `to` on one shard (issue 24: mail_outbox is organization data). */
-const rowOn = (db: D1Database, to: string) => db.prepare('SELECT id, subject, body, sealed FROM mail_outbox WHERE "to" = ?').bind(to).first<{ id: string; subject: string; body: string; sealed: number }>();
+const rowOn = (db: D1Database, to: string) =>
+  db
+    .prepare('SELECT id, subject, body, sealed FROM mail_outbox WHERE "to" = ?')
+    .bind(to)
+    .first<{ id: string; subject: string; body: string; sealed: number }>();
 const row = (to: string) => rowOn(env.DB_SHARD_0, to);
 
 describe("mail", () => {
@@ -52,8 +61,15 @@ describe("mail", () => {
     const [req] = await box.received();
     expect(req!.headers.authorization).toBe("Bearer re_test_key");
     expect(req!.headers["content-type"]).toBe("application/json");
-    expect(JSON.parse(req!.body)).toEqual({ from: "Brokerage <no-reply@brokerage.test>", to: ["client@mail.test"], subject: "Sign please", text: message("x").text });
+    expect(JSON.parse(req!.body)).toEqual({
+      from: "Brokerage <no-reply@brokerage.test>",
+      to: ["client@mail.test"],
+      subject: "Sign please",
+      text: message("x").text,
+    });
     const failing = await openMailbox({ fallback: 422 });
-    await expect(resendMailer({ apiUrl: failing.url, apiKey: "k", from: "f@x.test" }).send(message("c@mail.test"))).rejects.toBeInstanceOf(MailFailed);
+    await expect(resendMailer({ apiUrl: failing.url, apiKey: "k", from: "f@x.test" }).send(message("c@mail.test"))).rejects.toBeInstanceOf(
+      MailFailed,
+    );
   });
 });

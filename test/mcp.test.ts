@@ -16,7 +16,20 @@ import { testApp } from "./helpers/test-app";
 const MCP_URL = "http://api.test/mcp";
 const config = readConfig(env);
 const METADATA = protectedResourceMetadataUrl(config);
-const TOOLS = ["create_contact", "find_contacts", "get_pipeline", "list_deals", "list_forms", "list_obligations", "log_activity", "log_communication", "merge_contacts", "move_deal", "search_documents", "send_for_signature"];
+const TOOLS = [
+  "create_contact",
+  "find_contacts",
+  "get_pipeline",
+  "list_deals",
+  "list_forms",
+  "list_obligations",
+  "log_activity",
+  "log_communication",
+  "merge_contacts",
+  "move_deal",
+  "search_documents",
+  "send_for_signature",
+];
 
 /** The Worker's own fetch handler, in-process: the MCP client's HTTP goes through the whole app, auth included. */
 const workerFetch = (url: string | URL, init?: RequestInit) => exports.default.fetch(new Request(url, init));
@@ -45,11 +58,15 @@ const initialize = (id = 1) => ({
 });
 
 const JSON_HEADERS = { "content-type": "application/json", accept: "application/json, text/event-stream" };
-const post = (body: unknown, headers: Record<string, string> = {}) => workerFetch(MCP_URL, { method: "POST", headers: { ...JSON_HEADERS, ...headers }, body: JSON.stringify(body) });
+const post = (body: unknown, headers: Record<string, string> = {}) =>
+  workerFetch(MCP_URL, { method: "POST", headers: { ...JSON_HEADERS, ...headers }, body: JSON.stringify(body) });
 
 /** One raw JSON-RPC request at a protocol version, as a client past initialize sends it; answers the JSON-RPC body. */
 async function rpc(token: string, method: string, params: unknown, protocolVersion = "2025-11-25") {
-  const res = await post({ jsonrpc: "2.0", id: 9, method, params }, { authorization: `Bearer ${token}`, "mcp-protocol-version": protocolVersion });
+  const res = await post(
+    { jsonrpc: "2.0", id: 9, method, params },
+    { authorization: `Bearer ${token}`, "mcp-protocol-version": protocolVersion },
+  );
   expect(res.status).toBe(200);
   return (await res.json()) as { result?: Record<string, any>; error?: { code: number; message: string; data?: any } };
 }
@@ -74,23 +91,37 @@ describe("MCP endpoint: authentication", () => {
   it("lets pages of an allowed origin call it: a preflight needs no token, and the challenge header is readable", async () => {
     const { fetch } = testApp({}, { MCP_ALLOWED_ORIGINS: "https://inspector.example" });
     const preflight = await fetch("OPTIONS", "/mcp", {
-      headers: { origin: "https://inspector.example", "access-control-request-method": "POST", "access-control-request-headers": "authorization, content-type, mcp-protocol-version" },
+      headers: {
+        origin: "https://inspector.example",
+        "access-control-request-method": "POST",
+        "access-control-request-headers": "authorization, content-type, mcp-protocol-version",
+      },
     });
     expect(preflight.status).toBe(204);
     expect(preflight.headers.get("access-control-allow-origin")).toBe("https://inspector.example");
     expect(preflight.headers.get("access-control-allow-headers")).toMatch(/authorization/i);
-    const refused = await fetch("POST", "/mcp", { headers: { origin: "https://inspector.example", ...JSON_HEADERS }, body: JSON.stringify(initialize()) });
+    const refused = await fetch("POST", "/mcp", {
+      headers: { origin: "https://inspector.example", ...JSON_HEADERS },
+      body: JSON.stringify(initialize()),
+    });
     expect(refused.status).toBe(401);
     expect(refused.headers.get("access-control-expose-headers")).toMatch(/WWW-Authenticate/i);
     // A foreign page's preflight names no origin: the browser never sends its call.
-    const foreign = await fetch("OPTIONS", "/mcp", { headers: { origin: "https://evil.example", "access-control-request-method": "POST" } });
+    const foreign = await fetch("OPTIONS", "/mcp", {
+      headers: { origin: "https://evil.example", "access-control-request-method": "POST" },
+    });
     expect(foreign.headers.get("access-control-allow-origin")).toBeNull();
   });
 
   it("refuses a request from a foreign Origin with 403 before anything runs; no Origin and the configured one pass", async () => {
     const { token } = await createPrincipal();
     const email = uniqueEmail("rebound");
-    const createCall = { jsonrpc: "2.0", id: 7, method: "tools/call", params: { name: "create_contact", arguments: { firstName: "Re", lastName: "Bound", email } } };
+    const createCall = {
+      jsonrpc: "2.0",
+      id: 7,
+      method: "tools/call",
+      params: { name: "create_contact", arguments: { firstName: "Re", lastName: "Bound", email } },
+    };
     for (const origin of ["https://evil.example", "http://127.0.0.1:9999", "null"]) {
       const res = await post(createCall, { authorization: `Bearer ${token}`, origin, "mcp-protocol-version": "2025-11-25" });
       expect(res.status, origin).toBe(403);
@@ -100,7 +131,11 @@ describe("MCP endpoint: authentication", () => {
     }
     expect((await json(await call("GET", `/v1/contacts?email=${encodeURIComponent(email)}`, { token }))).data).toEqual([]);
 
-    const own = await post(createCall, { authorization: `Bearer ${token}`, origin: new URL(config.APP_URL).origin, "mcp-protocol-version": "2025-11-25" });
+    const own = await post(createCall, {
+      authorization: `Bearer ${token}`,
+      origin: new URL(config.APP_URL).origin,
+      "mcp-protocol-version": "2025-11-25",
+    });
     expect(own.status).toBe(200);
     expect((await json(own)).result).toMatchObject({ structuredContent: { contact: { email } } });
     const none = await post(initialize(), { authorization: `Bearer ${token}` });
@@ -156,23 +191,49 @@ describe("MCP tools over Streamable HTTP", () => {
     // By a word of the name (issue 33), with the route's own bounds on it.
     const byWord = await tool(client, "find_contacts", { query: "ada AGE" });
     expect(byWord.data.contacts.map((c: { id: string }) => c.id)).toEqual([created.data.contact.id]);
-    expect((await tool(client, "find_contacts", { query: "***" })).data.issues.map((i: { field: string; code: string }) => `${i.field} ${i.code}`)).toEqual(["q no_words"]);
+    expect(
+      (await tool(client, "find_contacts", { query: "***" })).data.issues.map(
+        (i: { field: string; code: string }) => `${i.field} ${i.code}`,
+      ),
+    ).toEqual(["q no_words"]);
 
-    const logged = await tool(client, "log_activity", { contactId: created.data.contact.id, type: "PHONE_CALL", description: "Called about the listing" });
+    const logged = await tool(client, "log_activity", {
+      contactId: created.data.contact.id,
+      type: "PHONE_CALL",
+      description: "Called about the listing",
+    });
     expect(logged.isError, logged.text).toBe(false);
     expect(logged.data.activity).toMatchObject({ type: "PHONE_CALL", description: "Called about the listing" });
     const activities = await json(await call("GET", `/v1/contacts/${created.data.contact.id}/activities`, { token }));
     expect(activities.data.map((a: { id: string }) => a.id)).toContain(logged.data.activity.id);
 
-    const called = await tool(client, "log_communication", { contactId: created.data.contact.id, type: "call", direction: "outbound", durationSeconds: 95 });
+    const called = await tool(client, "log_communication", {
+      contactId: created.data.contact.id,
+      type: "call",
+      direction: "outbound",
+      durationSeconds: 95,
+    });
     expect(called.isError, called.text).toBe(false);
-    expect(called.data.communication).toMatchObject({ contactId: created.data.contact.id, type: "call", direction: "outbound", durationSeconds: 95 });
+    expect(called.data.communication).toMatchObject({
+      contactId: created.data.contact.id,
+      type: "call",
+      direction: "outbound",
+      durationSeconds: 95,
+    });
     const communications = await json(await call("GET", `/v1/contacts/${created.data.contact.id}/communications`, { token }));
     expect(communications.data.map((m: { id: string }) => m.id)).toEqual([called.data.communication.id]);
     // The route's rules hold for the tool: every problem at once.
-    const refused = await tool(client, "log_communication", { contactId: created.data.contact.id, type: "voicemail", direction: "outbound", subject: "Hi" });
+    const refused = await tool(client, "log_communication", {
+      contactId: created.data.contact.id,
+      type: "voicemail",
+      direction: "outbound",
+      subject: "Hi",
+    });
     expect(refused.isError).toBe(true);
-    expect(refused.data.issues.map((i: { field: string; code: string }) => `${i.field} ${i.code}`).sort()).toEqual(["direction not_allowed", "subject not_allowed"]);
+    expect(refused.data.issues.map((i: { field: string; code: string }) => `${i.field} ${i.code}`).sort()).toEqual([
+      "direction not_allowed",
+      "subject not_allowed",
+    ]);
 
     // Merge (issue 33): the duplicate's activity moves to the contact kept, the duplicate is gone.
     const twin = await createContact(token, { firstName: "Ada", lastName: "Agent", tags: ["twin"] });
@@ -202,7 +263,11 @@ describe("MCP tools over Streamable HTTP", () => {
 
     const { data } = await tool(client, "get_pipeline");
     expect(data.pipeline).toMatchObject({ totalDeals: 1, totalValue: 400_000 });
-    expect(data.pipeline.stages.find((s: { stage: string }) => s.stage === "NEGOTIATION")).toMatchObject({ count: 1, value: 400_000, averageProbability: 60 });
+    expect(data.pipeline.stages.find((s: { stage: string }) => s.stage === "NEGOTIATION")).toMatchObject({
+      count: 1,
+      value: 400_000,
+      averageProbability: 60,
+    });
     await client.close();
   });
 
@@ -218,7 +283,10 @@ describe("MCP tools over Streamable HTTP", () => {
     expect(obligations.data.obligations.length).toBeGreaterThan(0);
     expect(obligations.data.obligations.every((o: { documentId: string }) => o.documentId === doc.id)).toBe(true);
 
-    const sent = await tool(client, "send_for_signature", { documentId: doc.id, signers: [{ name: "Sam Signer", email: "sam@signer.test", role: "tenant" }] });
+    const sent = await tool(client, "send_for_signature", {
+      documentId: doc.id,
+      signers: [{ name: "Sam Signer", email: "sam@signer.test", role: "tenant" }],
+    });
     expect(sent.isError, sent.text).toBe(false);
     expect(sent.data.envelope.signers).toEqual([expect.objectContaining({ email: "sam@signer.test", role: "tenant", mailed: true })]);
     // The signer's capability goes to the signer only, never into the agent's context.
@@ -238,14 +306,26 @@ describe("MCP tools over Streamable HTTP", () => {
     const contact = await createContact(owner.token);
     const client = await connect(stranger.token);
 
-    expect(await tool(client, "move_deal", { dealId: deal.id, stage: "CLOSED" })).toMatchObject({ isError: true, data: { error: "not_found" } });
+    expect(await tool(client, "move_deal", { dealId: deal.id, stage: "CLOSED" })).toMatchObject({
+      isError: true,
+      data: { error: "not_found" },
+    });
     expect((await getDeal(owner.token, deal.id)).stage).toBe(deal.stage);
-    expect(await tool(client, "log_activity", { contactId: contact.id, type: "NOTE" })).toMatchObject({ isError: true, data: { error: "not_found" } });
+    expect(await tool(client, "log_activity", { contactId: contact.id, type: "NOTE" })).toMatchObject({
+      isError: true,
+      data: { error: "not_found" },
+    });
     expect((await tool(client, "find_contacts")).data.contacts).toEqual([]);
 
     const own = await connect(owner.token);
-    expect(await tool(own, "move_deal", { dealId: deal.id, stage: deal.stage })).toMatchObject({ isError: true, data: { error: "already_in_stage" } });
-    expect(await tool(own, "create_contact", { firstName: "Dup", lastName: "Licate", email: contact.email })).toMatchObject({ isError: true, data: { error: "duplicate_email" } });
+    expect(await tool(own, "move_deal", { dealId: deal.id, stage: deal.stage })).toMatchObject({
+      isError: true,
+      data: { error: "already_in_stage" },
+    });
+    expect(await tool(own, "create_contact", { firstName: "Dup", lastName: "Licate", email: contact.email })).toMatchObject({
+      isError: true,
+      data: { error: "duplicate_email" },
+    });
     // Refused by the tool's schema (the route's bounds) before any service runs.
     const bad = await tool(own, "create_contact", { firstName: "", lastName: "x".repeat(101), email: "not-an-email" });
     expect(bad.isError).toBe(true);
@@ -253,7 +333,10 @@ describe("MCP tools over Streamable HTTP", () => {
     expect((await tool(own, "find_contacts", { limit: 101 })).isError).toBe(true);
     expect((await tool(own, "find_contacts", { minLeadScore: 80, maxLeadScore: 20 })).data).toMatchObject({ error: "validation_error" });
     expect((await tool(own, "search_documents", { query: "x".repeat(501) })).isError).toBe(true);
-    expect(await tool(own, "create_contact", { firstName: "Lone \ud800", lastName: "Surrogate", email: uniqueEmail() })).toMatchObject({ isError: true, data: { error: "validation_error" } });
+    expect(await tool(own, "create_contact", { firstName: "Lone \ud800", lastName: "Surrogate", email: uniqueEmail() })).toMatchObject({
+      isError: true,
+      data: { error: "validation_error" },
+    });
     await client.close();
     await own.close();
   });
@@ -288,16 +371,28 @@ describe("MCP by the letter", () => {
     for (const version of ["2025-06-18", "2025-03-26"]) {
       const body = await rpc(token, "tools/call", { name: "create_contact", arguments: args }, version);
       expect(body.result, version).toBeUndefined();
-      expect(body.error, version).toMatchObject({ code: -32602, data: { issues: expect.arrayContaining([expect.objectContaining({ field: "email" })]) } });
+      expect(body.error, version).toMatchObject({
+        code: -32602,
+        data: { issues: expect.arrayContaining([expect.objectContaining({ field: "email" })]) },
+      });
       // A route schema's rule (min above max) is an invalid argument too.
       const range = await rpc(token, "tools/call", { name: "find_contacts", arguments: { minLeadScore: 80, maxLeadScore: 20 } }, version);
       expect(range.error, version).toMatchObject({ code: -32602 });
     }
     const current = await rpc(token, "tools/call", { name: "create_contact", arguments: args });
     expect(current.error).toBeUndefined();
-    expect(current.result).toMatchObject({ isError: true, structuredContent: { error: "validation_error", issues: expect.arrayContaining([expect.objectContaining({ field: "email" }), expect.objectContaining({ field: "firstName" })]) } });
+    expect(current.result).toMatchObject({
+      isError: true,
+      structuredContent: {
+        error: "validation_error",
+        issues: expect.arrayContaining([expect.objectContaining({ field: "email" }), expect.objectContaining({ field: "firstName" })]),
+      },
+    });
     // Without the header a client is taken to speak 2025-03-26 (transport spec): the JSON-RPC error.
-    const bare = await post({ jsonrpc: "2.0", id: 3, method: "tools/call", params: { name: "create_contact", arguments: args } }, { authorization: `Bearer ${token}` });
+    const bare = await post(
+      { jsonrpc: "2.0", id: 3, method: "tools/call", params: { name: "create_contact", arguments: args } },
+      { authorization: `Bearer ${token}` },
+    );
     expect((await json(bare)).error).toMatchObject({ code: -32602 });
     // Nothing was made by any of them.
     expect((await json(await call("GET", "/v1/contacts", { token }))).data).toEqual([]);
@@ -330,16 +425,40 @@ describe("MCP tools with an OAuth access token", () => {
   async function oauthToken(principal: TestPrincipal, scope?: string): Promise<string> {
     const verifier = crypto.randomUUID() + crypto.randomUUID();
     const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(verifier)));
-    const challenge = btoa(String.fromCharCode(...digest)).replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "");
+    const challenge = btoa(String.fromCharCode(...digest))
+      .replaceAll("+", "-")
+      .replaceAll("/", "_")
+      .replace(/=+$/, "");
     const redirect = "http://127.0.0.1:4321/callback"; // a redirect pattern of the mcp-dev client (wrangler.toml OAUTH_CLIENTS)
-    const query = new URLSearchParams({ client_id: "mcp-dev", redirect_uri: redirect, response_type: "code", code_challenge: challenge, code_challenge_method: "S256", ...(scope ? { scope } : {}) });
+    const query = new URLSearchParams({
+      client_id: "mcp-dev",
+      redirect_uri: redirect,
+      response_type: "code",
+      code_challenge: challenge,
+      code_challenge_method: "S256",
+      ...(scope ? { scope } : {}),
+    });
     // Manual: the Worker's fetch would follow the redirect, and the client's loopback address is no route of ours.
-    const authorized = await exports.default.fetch(new Request(`http://api.test/oauth/authorize?${query}`, { headers: { authorization: `Bearer ${principal.token}` }, redirect: "manual" }));
+    const authorized = await exports.default.fetch(
+      new Request(`http://api.test/oauth/authorize?${query}`, {
+        headers: { authorization: `Bearer ${principal.token}` },
+        redirect: "manual",
+      }),
+    );
     expect(authorized.status).toBe(302);
     const code = new URL(authorized.headers.get("location")!).searchParams.get("code")!;
-    const form = new URLSearchParams({ grant_type: "authorization_code", code, redirect_uri: redirect, client_id: "mcp-dev", code_verifier: verifier });
+    const form = new URLSearchParams({
+      grant_type: "authorization_code",
+      code,
+      redirect_uri: redirect,
+      client_id: "mcp-dev",
+      code_verifier: verifier,
+    });
     const ip = `10.77.${Math.floor(Math.random() * 250)}.${Math.floor(Math.random() * 250) + 1}`;
-    const res = await call("POST", "/oauth/token", { rawBody: form.toString(), headers: { "content-type": "application/x-www-form-urlencoded", "cf-connecting-ip": ip } });
+    const res = await call("POST", "/oauth/token", {
+      rawBody: form.toString(),
+      headers: { "content-type": "application/x-www-form-urlencoded", "cf-connecting-ip": ip },
+    });
     const body = await json(res);
     expect(res.status, JSON.stringify(body)).toBe(200);
     return body.access_token as string;
@@ -365,9 +484,15 @@ describe("MCP tools with an OAuth access token", () => {
     const refused = await tool(client, "create_contact", { firstName: "No", lastName: "Write", email: uniqueEmail() });
     expect(refused).toMatchObject({ isError: true, data: { error: "insufficient_permission", permission: "contacts:write" } });
     expect(refused.text).toContain("contacts:write");
-    expect((await tool(client, "move_deal", { dealId: deal.id, stage: "CLOSED" })).data).toMatchObject({ error: "insufficient_permission", permission: "deals:write" });
+    expect((await tool(client, "move_deal", { dealId: deal.id, stage: "CLOSED" })).data).toMatchObject({
+      error: "insufficient_permission",
+      permission: "deals:write",
+    });
     expect((await tool(client, "get_pipeline")).data).toMatchObject({ error: "insufficient_permission", permission: "deals:read" });
-    expect((await tool(client, "send_for_signature", { documentId: "x" })).data).toMatchObject({ error: "insufficient_permission", permission: "envelopes:send" });
+    expect((await tool(client, "send_for_signature", { documentId: "x" })).data).toMatchObject({
+      error: "insufficient_permission",
+      permission: "envelopes:send",
+    });
     // The refusals came before any service: nothing was written.
     expect(await getDeal(principal.token, deal.id)).toMatchObject({ stage: deal.stage });
 

@@ -11,8 +11,14 @@ import { authorizeUrl, Browser, type Call, emailOf, mailedCode, pkce, unlimitedC
 // cap that holds however slowly the guesses come.
 const LOCKED = "Sign-in is locked for this address";
 const lockMails = async (email: string) => (await mailTo(email)).filter((m) => m.subject.includes("locked"));
-const hashOf = async (email: string) => [...new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(email.toLowerCase())))].map((b) => b.toString(16).padStart(2, "0")).join("");
-const failureRows = async (email: string) => (await env.DB.prepare("SELECT COUNT(*) AS n FROM oauth_sign_in_failures WHERE email_hash = ?").bind(await hashOf(email)).first<{ n: number }>())!.n;
+const hashOf = async (email: string) =>
+  [...new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(email.toLowerCase())))]
+    .map((b) => b.toString(16).padStart(2, "0"))
+    .join("");
+const failureRows = async (email: string) =>
+  (await env.DB.prepare("SELECT COUNT(*) AS n FROM oauth_sign_in_failures WHERE email_hash = ?")
+    .bind(await hashOf(email))
+    .first<{ n: number }>())!.n;
 
 /** A browser at the authorization page that has asked a code for `email`; answers it with the code mailed. */
 async function withCode(send: Call, email: string) {
@@ -80,7 +86,13 @@ describe("the sign-in lock", () => {
     expect(notices[0]!.text).not.toMatch(/\b\d{6}\b/);
     // Logged once, by the address's hash: no address, no code.
     expect(lockLogs()).toHaveLength(1);
-    expect(JSON.parse(lockLogs()[0]!)).toEqual({ level: "warn", requestId: expect.any(String), message: expect.any(String), emailHash: await hashOf(email), lockedUntil: expect.any(String) });
+    expect(JSON.parse(lockLogs()[0]!)).toEqual({
+      level: "warn",
+      requestId: expect.any(String),
+      message: expect.any(String),
+      emailHash: await hashOf(email),
+      lockedUntil: expect.any(String),
+    });
     expect(lockLogs()[0]).not.toContain(email);
     expect(lockLogs()[0]).not.toContain(owner.code);
   });
@@ -91,10 +103,16 @@ describe("the sign-in lock", () => {
     const email = await emailOf(principal);
     const browsers = [];
     for (let b = 0; b < 4; b++) browsers.push(await withCode(send, email));
-    const pages = await Promise.all(browsers.flatMap(({ browser, code }) => Array.from({ length: 5 }, () => browser.post({ step: "code", code: wrongFor(code) }))));
+    const pages = await Promise.all(
+      browsers.flatMap(({ browser, code }) => Array.from({ length: 5 }, () => browser.post({ step: "code", code: wrongFor(code) }))),
+    );
     expect(await failureRows(email)).toBe(20);
     expect(pages.filter((p) => p.html.includes(LOCKED))).toHaveLength(1);
-    expect(await env.DB.prepare("SELECT COUNT(*) AS n FROM oauth_sign_in_locks WHERE email_hash = ?").bind(await hashOf(email)).first("n")).toBe(1);
+    expect(
+      await env.DB.prepare("SELECT COUNT(*) AS n FROM oauth_sign_in_locks WHERE email_hash = ?")
+        .bind(await hashOf(email))
+        .first("n"),
+    ).toBe(1);
     expect(await lockMails(email)).toHaveLength(1);
     expect(lockLogs()).toHaveLength(1);
   });
@@ -104,7 +122,15 @@ describe("the sign-in lock", () => {
     const email = `nobody-${crypto.randomUUID()}@example.test`;
     const hash = await hashOf(email);
     const seed = (n: number, hoursAgo: number) =>
-      env.DB.batch(Array.from({ length: n }, () => env.DB.prepare("INSERT INTO oauth_sign_in_failures (id, email_hash, at) VALUES (?, ?, ?)").bind(crypto.randomUUID(), hash, new Date(Date.now() - hoursAgo * 3600_000).toISOString())));
+      env.DB.batch(
+        Array.from({ length: n }, () =>
+          env.DB.prepare("INSERT INTO oauth_sign_in_failures (id, email_hash, at) VALUES (?, ?, ?)").bind(
+            crypto.randomUUID(),
+            hash,
+            new Date(Date.now() - hoursAgo * 3600_000).toISOString(),
+          ),
+        ),
+      );
     await seed(30, 25);
     await seed(18, 23);
     const { challenge } = await pkce();
@@ -141,8 +167,18 @@ describe("the sign-in lock", () => {
     const email = `nobody-${crypto.randomUUID()}@example.test`;
     const hash = await hashOf(email);
     const ended = new Date(Date.now() - 3600_000).toISOString();
-    await env.DB.prepare("INSERT INTO oauth_sign_in_locks (email_hash, locked_at, locked_until) VALUES (?, ?, ?)").bind(hash, ended, ended).run();
-    await env.DB.batch(Array.from({ length: 19 }, () => env.DB.prepare("INSERT INTO oauth_sign_in_failures (id, email_hash, at) VALUES (?, ?, ?)").bind(crypto.randomUUID(), hash, new Date().toISOString())));
+    await env.DB.prepare("INSERT INTO oauth_sign_in_locks (email_hash, locked_at, locked_until) VALUES (?, ?, ?)")
+      .bind(hash, ended, ended)
+      .run();
+    await env.DB.batch(
+      Array.from({ length: 19 }, () =>
+        env.DB.prepare("INSERT INTO oauth_sign_in_failures (id, email_hash, at) VALUES (?, ?, ?)").bind(
+          crypto.randomUUID(),
+          hash,
+          new Date().toISOString(),
+        ),
+      ),
+    );
     const { challenge } = await pkce();
     const browser = new Browser(authorizeUrl(validParams(challenge)), send);
     await browser.open();

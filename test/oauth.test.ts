@@ -6,7 +6,19 @@ import { pruneOAuth } from "../src/oauth/prune";
 import { json } from "./helpers/client";
 import { mailTo } from "./helpers/documents";
 import { createPrincipal, tenantDb, type TestPrincipal } from "./helpers/factories";
-import { authorizeUrl, Browser, call, CLIENT, emailOf, freshIp, locationOf, mailedCode, pkce, REDIRECT, validParams } from "./helpers/oauth";
+import {
+  authorizeUrl,
+  Browser,
+  call,
+  CLIENT,
+  emailOf,
+  freshIp,
+  locationOf,
+  mailedCode,
+  pkce,
+  REDIRECT,
+  validParams,
+} from "./helpers/oauth";
 
 // OAuth 2.1 with PKCE (issue 14, spec Authentication rule 3): the authorization server and the permissions its tokens carry.
 const ISSUER = "http://127.0.0.1:8787";
@@ -22,7 +34,10 @@ async function codeFor(principal: TestPrincipal, scope?: string) {
 
 function tokenRequest(form: Record<string, string | undefined>, ip = freshIp()) {
   const body = new URLSearchParams(Object.entries(form).filter((e): e is [string, string] => e[1] !== undefined)).toString();
-  return call("POST", "/oauth/token", { rawBody: body, headers: { "content-type": "application/x-www-form-urlencoded", "cf-connecting-ip": ip } });
+  return call("POST", "/oauth/token", {
+    rawBody: body,
+    headers: { "content-type": "application/x-www-form-urlencoded", "cf-connecting-ip": ip },
+  });
 }
 const exchange = (code: string, verifier: string, extra: Record<string, string> = {}) =>
   tokenRequest({ grant_type: "authorization_code", code, redirect_uri: REDIRECT, client_id: CLIENT, code_verifier: verifier, ...extra });
@@ -55,12 +70,20 @@ describe("OAuth metadata", () => {
     });
   });
 
-  it.each(["/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/mcp"])("publishes RFC 9728 protected resource metadata at %s", async (path) => {
-    const res = await call("GET", path, { headers: { origin: "https://inspector.example" } });
-    expect(res.status).toBe(200);
-    expect(res.headers.get("access-control-allow-origin")).toBe("*");
-    expect(await json(res)).toMatchObject({ resource: MCP, authorization_servers: [ISSUER], bearer_methods_supported: ["header"], scopes_supported: expect.arrayContaining(["contacts:write"]) });
-  });
+  it.each(["/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/mcp"])(
+    "publishes RFC 9728 protected resource metadata at %s",
+    async (path) => {
+      const res = await call("GET", path, { headers: { origin: "https://inspector.example" } });
+      expect(res.status).toBe(200);
+      expect(res.headers.get("access-control-allow-origin")).toBe("*");
+      expect(await json(res)).toMatchObject({
+        resource: MCP,
+        authorization_servers: [ISSUER],
+        bearer_methods_supported: ["header"],
+        scopes_supported: expect.arrayContaining(["contacts:write"]),
+      });
+    },
+  );
 });
 
 describe("authorization with a bearer session", () => {
@@ -81,7 +104,9 @@ describe("authorization with a bearer session", () => {
     expect(tokenRes.status).toBe(200);
     expect(tokenRes.headers.get("cache-control")).toBe("no-store");
     const body = await json(tokenRes);
-    const org = await env.DB.prepare("SELECT name FROM organizations WHERE id = ?").bind(principal.organizationId).first<{ name: string }>();
+    const org = await env.DB.prepare("SELECT name FROM organizations WHERE id = ?")
+      .bind(principal.organizationId)
+      .first<{ name: string }>();
     expect(body).toEqual({
       access_token: expect.any(String),
       token_type: "Bearer",
@@ -91,11 +116,25 @@ describe("authorization with a bearer session", () => {
       user_id: principal.userId,
       organization_id: principal.organizationId,
       organization_name: org!.name,
-      permissions: expect.arrayContaining(["contacts:read", "contacts:write", "deals:read", "deals:write", "documents:read", "envelopes:send"]),
+      permissions: expect.arrayContaining([
+        "contacts:read",
+        "contacts:write",
+        "deals:read",
+        "deals:write",
+        "documents:read",
+        "envelopes:send",
+      ]),
       refresh_token: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/),
     });
     const claims = claimsOf(body.access_token);
-    expect(claims).toMatchObject({ iss: ISSUER, aud: MCP, sub: principal.userId, org: principal.organizationId, client_id: CLIENT, jti: expect.any(String) });
+    expect(claims).toMatchObject({
+      iss: ISSUER,
+      aud: MCP,
+      sub: principal.userId,
+      org: principal.organizationId,
+      client_id: CLIENT,
+      jti: expect.any(String),
+    });
     expect((claims.exp as number) - (claims.iat as number)).toBe(3600);
 
     const contacts = await call("GET", "/v1/contacts", { token: body.access_token });
@@ -156,7 +195,12 @@ describe("authorization in a browser", () => {
     const tokenRes = await exchange(location.searchParams.get("code")!, verifier);
     expect(tokenRes.status).toBe(200);
     const body = await json(tokenRes);
-    expect(body).toMatchObject({ user_id: principal.userId, organization_id: principal.organizationId, permissions: ["contacts:read", "deals:read"], scope: "contacts:read deals:read" });
+    expect(body).toMatchObject({
+      user_id: principal.userId,
+      organization_id: principal.organizationId,
+      permissions: ["contacts:read", "deals:read"],
+      scope: "contacts:read deals:read",
+    });
   });
 
   it("redirects with access_denied when the user denies", async () => {
@@ -186,7 +230,12 @@ describe("authorization in a browser", () => {
     await b.open();
     const forKnown = await a.post({ step: "email", email: known });
     const forUnknown = await b.post({ step: "email", email: unknown });
-    const strip = (html: string) => html.replaceAll(known, "EMAIL").replaceAll(unknown, "EMAIL").replace(/value="[^"]+"/g, "").replace(/nonce="[^"]+"/g, "");
+    const strip = (html: string) =>
+      html
+        .replaceAll(known, "EMAIL")
+        .replaceAll(unknown, "EMAIL")
+        .replace(/value="[^"]+"/g, "")
+        .replace(/nonce="[^"]+"/g, "");
     expect(forUnknown.res.status).toBe(forKnown.res.status);
     expect(strip(forUnknown.html)).toBe(strip(forKnown.html));
     await mailedCode(known);
@@ -270,7 +319,14 @@ describe("authorization refusals", () => {
 
 describe("registered clients and the open redirect (issue 29; RFC 9700 section 4.11.2)", () => {
   const registered = async (uri: string, name = "Some agent") =>
-    (await json(await call("POST", "/oauth/register", { body: { redirect_uris: [uri], client_name: name }, headers: { "cf-connecting-ip": freshIp() } }))).client_id as string;
+    (
+      await json(
+        await call("POST", "/oauth/register", {
+          body: { redirect_uris: [uri], client_name: name },
+          headers: { "cf-connecting-ip": freshIp() },
+        }),
+      )
+    ).client_id as string;
 
   it("never sends an error to a registered client's address before a user approved it: our error page instead", async () => {
     const uri = "https://attacker.example/cb";
@@ -284,14 +340,23 @@ describe("registered clients and the open redirect (issue 29; RFC 9700 section 4
     // Every other error alike, with or without a bearer session, on the form's POST too.
     const { challenge } = await pkce();
     const session = (await createPrincipal()).token;
-    for (const extra of [{ code_challenge: undefined }, { code_challenge_method: "plain" }, { scope: "everything" }, { resource: "https://elsewhere.example/mcp" }, { response_type: "token" }]) {
+    for (const extra of [
+      { code_challenge: undefined },
+      { code_challenge_method: "plain" },
+      { scope: "everything" },
+      { resource: "https://elsewhere.example/mcp" },
+      { response_type: "token" },
+    ]) {
       const url = authorizeUrl(validParams(challenge, { client_id, redirect_uri: uri, ...extra }));
       for (const token of [undefined, session]) {
         const res = await call("GET", url, { token });
         expect(res.status, JSON.stringify(extra)).toBe(400);
         expect(res.headers.get("location")).toBeNull();
       }
-      const form = await call("POST", url, { rawBody: "step=email&email=a%40b.test", headers: { "content-type": "application/x-www-form-urlencoded", "cf-connecting-ip": freshIp() } });
+      const form = await call("POST", url, {
+        rawBody: "step=email&email=a%40b.test",
+        headers: { "content-type": "application/x-www-form-urlencoded", "cf-connecting-ip": freshIp() },
+      });
       expect(form.status).toBe(400);
       expect(form.headers.get("location")).toBeNull();
     }
@@ -327,7 +392,9 @@ describe("token endpoint refusals", () => {
     expect(wrong.status).toBe(400);
     expect(wrong.headers.get("cache-control")).toBe("no-store");
     expect(await json(wrong)).toEqual({ error: "invalid_grant", error_description: expect.stringContaining("code_verifier") });
-    expect(await json(await exchange(code, verifier, { redirect_uri: "http://127.0.0.1:9999/callback" }))).toMatchObject({ error: "invalid_grant" });
+    expect(await json(await exchange(code, verifier, { redirect_uri: "http://127.0.0.1:9999/callback" }))).toMatchObject({
+      error: "invalid_grant",
+    });
     const unknownClient = await exchange(code, verifier, { client_id: "nobody" });
     expect(unknownClient.status).toBe(401);
     expect(await json(unknownClient)).toMatchObject({ error: "invalid_client" });
@@ -370,7 +437,9 @@ describe("token endpoint refusals", () => {
   it("refuses an expired code", async () => {
     const principal = await createPrincipal();
     const { code, verifier } = await codeFor(principal);
-    await env.DB.prepare("UPDATE oauth_codes SET expires_at = ? WHERE used_at IS NULL AND user_id = ?").bind(new Date(Date.now() - 1000).toISOString(), principal.userId).run();
+    await env.DB.prepare("UPDATE oauth_codes SET expires_at = ? WHERE used_at IS NULL AND user_id = ?")
+      .bind(new Date(Date.now() - 1000).toISOString(), principal.userId)
+      .run();
     const res = await exchange(code, verifier);
     expect(res.status).toBe(400);
     expect(await json(res)).toEqual({ error: "invalid_grant", error_description: expect.stringContaining("expired") });
@@ -384,13 +453,23 @@ describe("token endpoint refusals", () => {
     ["an unknown code", { code: "nope" }, "invalid_grant"],
   ])("answers %s with %s", async (_, extra, error) => {
     const { verifier } = await pkce();
-    const res = await tokenRequest({ grant_type: "authorization_code", code: "abc", redirect_uri: REDIRECT, client_id: CLIENT, code_verifier: verifier, ...extra });
+    const res = await tokenRequest({
+      grant_type: "authorization_code",
+      code: "abc",
+      redirect_uri: REDIRECT,
+      client_id: CLIENT,
+      code_verifier: verifier,
+      ...extra,
+    });
     expect(res.status).toBe(400);
     expect(await json(res)).toEqual({ error, error_description: expect.any(String) });
   });
 
   it("refuses a JSON body with an RFC 6749 error, never cached", async () => {
-    const res = await call("POST", "/oauth/token", { body: { grant_type: "authorization_code" }, headers: { "cf-connecting-ip": freshIp() } });
+    const res = await call("POST", "/oauth/token", {
+      body: { grant_type: "authorization_code" },
+      headers: { "cf-connecting-ip": freshIp() },
+    });
     expect(res.status).toBe(415);
     expect(await json(res)).toEqual({ error: "invalid_request", error_description: expect.stringContaining("x-www-form-urlencoded") });
     expect(res.headers.get("cache-control")).toBe("no-store");
@@ -399,8 +478,18 @@ describe("token endpoint refusals", () => {
   it("answers 503 without JWT_SECRET, and access tokens stop working", async () => {
     const principal = await createPrincipal();
     const { code, verifier } = await codeFor(principal);
-    const body = new URLSearchParams({ grant_type: "authorization_code", code, redirect_uri: REDIRECT, client_id: CLIENT, code_verifier: verifier }).toString();
-    const res = await call("POST", "/oauth/token", { rawBody: body, headers: { "content-type": "application/x-www-form-urlencoded", "cf-connecting-ip": freshIp() }, vars: { JWT_SECRET: "" } });
+    const body = new URLSearchParams({
+      grant_type: "authorization_code",
+      code,
+      redirect_uri: REDIRECT,
+      client_id: CLIENT,
+      code_verifier: verifier,
+    }).toString();
+    const res = await call("POST", "/oauth/token", {
+      rawBody: body,
+      headers: { "content-type": "application/x-www-form-urlencoded", "cf-connecting-ip": freshIp() },
+      vars: { JWT_SECRET: "" },
+    });
     expect(res.status).toBe(503);
     expect(await json(res)).toEqual({ error: "temporarily_unavailable", error_description: expect.stringContaining("JWT_SECRET") });
     const issued = await accessToken(principal);
@@ -411,7 +500,8 @@ describe("token endpoint refusals", () => {
 });
 
 describe("refresh tokens (OAuth 2.1 section 4.3)", () => {
-  const refresh = (refresh_token: string, extra: Record<string, string> = {}) => tokenRequest({ grant_type: "refresh_token", refresh_token, client_id: CLIENT, ...extra });
+  const refresh = (refresh_token: string, extra: Record<string, string> = {}) =>
+    tokenRequest({ grant_type: "refresh_token", refresh_token, client_id: CLIENT, ...extra });
   async function tokens(principal: TestPrincipal, scope?: string) {
     const { code, verifier } = await codeFor(principal, scope);
     const res = await exchange(code, verifier);
@@ -427,13 +517,23 @@ describe("refresh tokens (OAuth 2.1 section 4.3)", () => {
     expect(res.status).toBe(200);
     expect(res.headers.get("cache-control")).toBe("no-store");
     const second = await json(res);
-    expect(second).toMatchObject({ token_type: "Bearer", expires_in: 3600, scope: "contacts:read deals:read", permissions: ["contacts:read", "deals:read"], user_id: principal.userId, organization_id: principal.organizationId, mcp_server_url: MCP });
+    expect(second).toMatchObject({
+      token_type: "Bearer",
+      expires_in: 3600,
+      scope: "contacts:read deals:read",
+      permissions: ["contacts:read", "deals:read"],
+      user_id: principal.userId,
+      organization_id: principal.organizationId,
+      mcp_server_url: MCP,
+    });
     expect(second.refresh_token).not.toBe(first.refresh_token);
     expect(claimsOf(second.access_token)).toMatchObject({ sub: principal.userId, client_id: CLIENT, scope: "contacts:read deals:read" });
     expect(await contactsWith(second.access_token)).toBe(200);
     expect(await contactsWith(first.access_token)).toBe(200);
     // Only hashes are stored.
-    const stored = await env.DB.prepare("SELECT token_hash FROM oauth_refresh_tokens WHERE user_id = ?").bind(principal.userId).all<{ token_hash: string }>();
+    const stored = await env.DB.prepare("SELECT token_hash FROM oauth_refresh_tokens WHERE user_id = ?")
+      .bind(principal.userId)
+      .all<{ token_hash: string }>();
     expect(stored.results).toHaveLength(2);
     expect(stored.results.map((r) => r.token_hash)).not.toContain(second.refresh_token);
     expect(stored.results.every((r) => /^[0-9a-f]{64}$/.test(r.token_hash))).toBe(true);
@@ -457,20 +557,32 @@ describe("refresh tokens (OAuth 2.1 section 4.3)", () => {
   it("refuses another client's refresh token, an unknown one, an expired one and a missing one", async () => {
     const principal = await createPrincipal();
     const first = await tokens(principal);
-    const { client_id } = await json(await call("POST", "/oauth/register", { body: { redirect_uris: ["http://127.0.0.1/cb"] }, headers: { "cf-connecting-ip": freshIp() } }));
+    const { client_id } = await json(
+      await call("POST", "/oauth/register", {
+        body: { redirect_uris: ["http://127.0.0.1/cb"] },
+        headers: { "cf-connecting-ip": freshIp() },
+      }),
+    );
     const other = await refresh(first.refresh_token, { client_id });
     expect(other.status).toBe(400);
     expect(await json(other)).toMatchObject({ error: "invalid_grant" });
     expect(await json(await refresh("not-a-token"))).toMatchObject({ error: "invalid_grant" });
     expect(await json(await tokenRequest({ grant_type: "refresh_token", client_id: CLIENT }))).toMatchObject({ error: "invalid_request" });
-    expect(await json(await tokenRequest({ grant_type: "refresh_token", refresh_token: first.refresh_token }))).toMatchObject({ error: "invalid_request" });
+    expect(await json(await tokenRequest({ grant_type: "refresh_token", refresh_token: first.refresh_token }))).toMatchObject({
+      error: "invalid_request",
+    });
     const unknownClient = await refresh(first.refresh_token, { client_id: "nobody" });
     expect(unknownClient.status).toBe(401);
     // None of those spent it.
     expect((await refresh(first.refresh_token)).status).toBe(200);
     const later = await tokens(principal);
-    await env.DB.prepare("UPDATE oauth_refresh_tokens SET expires_at = ? WHERE used_at IS NULL AND user_id = ?").bind(new Date(Date.now() - 1000).toISOString(), principal.userId).run();
-    expect(await json(await refresh(later.refresh_token))).toEqual({ error: "invalid_grant", error_description: expect.stringContaining("expired") });
+    await env.DB.prepare("UPDATE oauth_refresh_tokens SET expires_at = ? WHERE used_at IS NULL AND user_id = ?")
+      .bind(new Date(Date.now() - 1000).toISOString(), principal.userId)
+      .run();
+    expect(await json(await refresh(later.refresh_token))).toEqual({
+      error: "invalid_grant",
+      error_description: expect.stringContaining("expired"),
+    });
   });
 
   it("revokes the whole family when a used refresh token comes back: every access token from it answers 401", async () => {
@@ -507,7 +619,9 @@ describe("refresh tokens (OAuth 2.1 section 4.3)", () => {
     const answers = await Promise.all([refresh(first.refresh_token), refresh(first.refresh_token), refresh(first.refresh_token)]);
     expect(answers.map((r) => r.status).sort()).toEqual([200, 400, 400]);
     const winner = await json(answers.find((r) => r.status === 200)!);
-    const families = await env.DB.prepare("SELECT COUNT(*) AS n FROM oauth_refresh_tokens WHERE user_id = ?").bind(principal.userId).first<number>("n");
+    const families = await env.DB.prepare("SELECT COUNT(*) AS n FROM oauth_refresh_tokens WHERE user_id = ?")
+      .bind(principal.userId)
+      .first<number>("n");
     expect(families).toBe(2);
     expect(await contactsWith(winner.access_token)).toBe(401);
     expect(await json(await refresh(winner.refresh_token))).toMatchObject({ error: "invalid_grant" });
@@ -525,7 +639,10 @@ describe("refresh tokens (OAuth 2.1 section 4.3)", () => {
 describe("token revocation (RFC 7009)", () => {
   const revoke = (form: Record<string, string | undefined>) => {
     const body = new URLSearchParams(Object.entries(form).filter((e): e is [string, string] => e[1] !== undefined)).toString();
-    return call("POST", "/oauth/revoke", { rawBody: body, headers: { "content-type": "application/x-www-form-urlencoded", "cf-connecting-ip": freshIp() } });
+    return call("POST", "/oauth/revoke", {
+      rawBody: body,
+      headers: { "content-type": "application/x-www-form-urlencoded", "cf-connecting-ip": freshIp() },
+    });
   };
   const refresh = (refresh_token: string) => tokenRequest({ grant_type: "refresh_token", refresh_token, client_id: CLIENT });
   async function tokens(principal: TestPrincipal) {
@@ -562,7 +679,12 @@ describe("token revocation (RFC 7009)", () => {
   it("answers 200 for unknown, malformed, already revoked and another client's tokens, revoking nothing of others", async () => {
     const principal = await createPrincipal();
     const mine = await tokens(principal);
-    const { client_id } = await json(await call("POST", "/oauth/register", { body: { redirect_uris: ["http://127.0.0.1/cb"] }, headers: { "cf-connecting-ip": freshIp() } }));
+    const { client_id } = await json(
+      await call("POST", "/oauth/register", {
+        body: { redirect_uris: ["http://127.0.0.1/cb"] },
+        headers: { "cf-connecting-ip": freshIp() },
+      }),
+    );
     for (const token of ["unknown-token", "a.b.c", mine.access_token, mine.refresh_token]) {
       const res = await revoke({ token, client_id });
       expect(res.status).toBe(200);
@@ -572,7 +694,11 @@ describe("token revocation (RFC 7009)", () => {
     expect((await refresh(mine.refresh_token)).status).toBe(200);
     expect((await revoke({ token: mine.access_token, client_id: CLIENT })).status).toBe(200);
     expect((await revoke({ token: mine.access_token, client_id: CLIENT })).status).toBe(200);
-    const forged = await sign({ iss: ISSUER, aud: MCP, sub: principal.userId, jti: "x", exp: Math.floor(Date.now() / 1000) + 60 }, "another-secret", "HS256");
+    const forged = await sign(
+      { iss: ISSUER, aud: MCP, sub: principal.userId, jti: "x", exp: Math.floor(Date.now() / 1000) + 60 },
+      "another-secret",
+      "HS256",
+    );
     expect((await revoke({ token: forged, client_id: CLIENT })).status).toBe(200);
   });
 
@@ -608,23 +734,44 @@ describe("access tokens on the API", () => {
     expect((await call("GET", "/v1/contacts", { token })).status).toBe(200);
     // Checked against /openapi.json: every authenticated /v1 route declares the 403.
     const raw = (method: string, path: string, body?: unknown) => call(method, path, { token, body });
-    const write = await raw("POST", "/v1/contacts", { firstName: "Ada", lastName: "Lovelace", email: `ada-${crypto.randomUUID()}@example.test` });
+    const write = await raw("POST", "/v1/contacts", {
+      firstName: "Ada",
+      lastName: "Lovelace",
+      email: `ada-${crypto.randomUUID()}@example.test`,
+    });
     expect(write.status).toBe(403);
-    expect(await json(write)).toMatchObject({ success: false, error: { type: "permission_error", code: "insufficient_permission", status: 403 } });
+    expect(await json(write)).toMatchObject({
+      success: false,
+      error: { type: "permission_error", code: "insufficient_permission", status: 403 },
+    });
     expect((await raw("GET", "/v1/deals")).status).toBe(403);
     expect((await raw("POST", "/v1/webhooks", {})).status).toBe(403);
-    expect(await (await tenantDb(principal.organizationId)).prepare("SELECT COUNT(*) AS n FROM contacts WHERE organization_id = ?").bind(principal.organizationId).first("n")).toBe(0);
+    expect(
+      await (await tenantDb(principal.organizationId))
+        .prepare("SELECT COUNT(*) AS n FROM contacts WHERE organization_id = ?")
+        .bind(principal.organizationId)
+        .first("n"),
+    ).toBe(0);
     // A session may do everything.
     expect((await call("GET", "/v1/deals", { token: principal.token })).status).toBe(200);
   });
 
   it("erasure needs contacts:erase, which only a client that asks for it by name is granted; the trash list needs each kind's read", async () => {
     const principal = await createPrincipal();
-    const contact = (await json(await call("POST", "/v1/contacts", { token: principal.token, body: { firstName: "Era", lastName: "Sure", email: `era-${crypto.randomUUID()}@example.test` } }))).data;
+    const contact = (
+      await json(
+        await call("POST", "/v1/contacts", {
+          token: principal.token,
+          body: { firstName: "Era", lastName: "Sure", email: `era-${crypto.randomUUID()}@example.test` },
+        }),
+      )
+    ).data;
     const everyDefault = await accessToken(principal);
     const refused = await call("DELETE", `/v1/contacts/${contact.id}?erase=true`, { token: everyDefault });
     expect(refused.status).toBe(403);
-    expect(await json(refused)).toMatchObject({ error: { code: "insufficient_permission", detail: expect.stringContaining("contacts:erase") } });
+    expect(await json(refused)).toMatchObject({
+      error: { code: "insufficient_permission", detail: expect.stringContaining("contacts:erase") },
+    });
     expect((await call("GET", `/v1/contacts/${contact.id}`, { token: everyDefault })).status).toBe(200);
     const eraser = await accessToken(principal, "contacts:write contacts:erase");
     expect((await call("DELETE", `/v1/contacts/${contact.id}?erase=true`, { token: eraser })).status).toBe(200);
@@ -650,8 +797,18 @@ describe("access tokens on the API", () => {
 describe("dynamic client registration", () => {
   const register = (body: unknown) => call("POST", "/oauth/register", { body, headers: { "cf-connecting-ip": freshIp() } });
 
-  it.each([["https://app.example/callback"], ["http://127.0.0.1:33418/callback"], ["http://localhost:5173/oauth"], ["http://[::1]:8080/cb"]])("registers a public client returning to %s", async (uri) => {
-    const res = await register({ redirect_uris: [uri], client_name: "Agent", grant_types: ["authorization_code", "refresh_token"], token_endpoint_auth_method: "none" });
+  it.each([
+    ["https://app.example/callback"],
+    ["http://127.0.0.1:33418/callback"],
+    ["http://localhost:5173/oauth"],
+    ["http://[::1]:8080/cb"],
+  ])("registers a public client returning to %s", async (uri) => {
+    const res = await register({
+      redirect_uris: [uri],
+      client_name: "Agent",
+      grant_types: ["authorization_code", "refresh_token"],
+      token_endpoint_auth_method: "none",
+    });
     expect(res.status).toBe(201);
     expect(await json(res)).toEqual({
       client_id: expect.any(String),
@@ -669,10 +826,22 @@ describe("dynamic client registration", () => {
     ["a fragment", { redirect_uris: ["https://app.example/cb#x"] }, "invalid_redirect_uri"],
     ["no redirect URIs", { redirect_uris: [] }, "invalid_redirect_uri"],
     ["no redirect_uris at all", { client_name: "x" }, "invalid_redirect_uri"],
-    ["a confidential client", { redirect_uris: ["https://app.example/cb"], token_endpoint_auth_method: "client_secret_basic" }, "invalid_client_metadata"],
+    [
+      "a confidential client",
+      { redirect_uris: ["https://app.example/cb"], token_endpoint_auth_method: "client_secret_basic" },
+      "invalid_client_metadata",
+    ],
     ["a too long name", { redirect_uris: ["https://app.example/cb"], client_name: "x".repeat(101) }, "invalid_client_metadata"],
-    ["a name of several lines (it would read as the service's words)", { redirect_uris: ["https://app.example/cb"], client_name: "Agent\n\nURGENT: reply with your code" }, "invalid_client_metadata"],
-    ["a name with a bidi override", { redirect_uris: ["https://app.example/cb"], client_name: "Agent \u202Eabc" }, "invalid_client_metadata"],
+    [
+      "a name of several lines (it would read as the service's words)",
+      { redirect_uris: ["https://app.example/cb"], client_name: "Agent\n\nURGENT: reply with your code" },
+      "invalid_client_metadata",
+    ],
+    [
+      "a name with a bidi override",
+      { redirect_uris: ["https://app.example/cb"], client_name: "Agent \u202Eabc" },
+      "invalid_client_metadata",
+    ],
   ])("refuses %s", async (_, body, error) => {
     const res = await register(body);
     expect(res.status).toBe(400);
@@ -699,7 +868,10 @@ describe("dynamic client registration", () => {
     const res = await register({ redirect_uris: ["https://app.example/cb"], client_name: "Agent", ...metadata });
     expect(res.status).toBe(400);
     const body = await json(res);
-    expect(body).toEqual({ error, error_description: `${field}: ${field.startsWith("x_") ? "Field names must be well-formed Unicode text" : "Must be well-formed Unicode text (a lone UTF-16 surrogate is not a character)"}` });
+    expect(body).toEqual({
+      error,
+      error_description: `${field}: ${field.startsWith("x_") ? "Field names must be well-formed Unicode text" : "Must be well-formed Unicode text (a lone UTF-16 surrogate is not a character)"}`,
+    });
     expect(body.error_description.isWellFormed()).toBe(true);
     expect(await clients()).toBe(before);
   });
@@ -709,7 +881,9 @@ describe("dynamic client registration", () => {
     const { client_id } = await json(await register({ redirect_uris: [uri], client_name: "Registered agent" }));
     const principal = await createPrincipal();
     const { verifier, challenge } = await pkce();
-    const other = await call("GET", authorizeUrl(validParams(challenge, { client_id, redirect_uri: "http://127.0.0.1:33418/other" })), { token: principal.token });
+    const other = await call("GET", authorizeUrl(validParams(challenge, { client_id, redirect_uri: "http://127.0.0.1:33418/other" })), {
+      token: principal.token,
+    });
     expect(other.status).toBe(400);
     const page = await call("GET", authorizeUrl(validParams(challenge, { client_id, redirect_uri: uri })));
     expect(await page.text()).toContain("Registered agent");
@@ -723,7 +897,9 @@ describe("dynamic client registration", () => {
 });
 
 describe("loopback redirect URIs (RFC 8252 section 7.3)", () => {
-  const register = async (uris: string[]) => (await json(await call("POST", "/oauth/register", { body: { redirect_uris: uris }, headers: { "cf-connecting-ip": freshIp() } }))).client_id as string;
+  const register = async (uris: string[]) =>
+    (await json(await call("POST", "/oauth/register", { body: { redirect_uris: uris }, headers: { "cf-connecting-ip": freshIp() } })))
+      .client_id as string;
   const authorizeWith = async (client_id: string, redirect_uri: string) => {
     const principal = await createPrincipal();
     const { verifier, challenge } = await pkce();
@@ -743,9 +919,13 @@ describe("loopback redirect URIs (RFC 8252 section 7.3)", () => {
     expect(res.status).toBe(302);
     expect(res.headers.get("location")!.startsWith(used.split("?")[0]!)).toBe(true);
     const code = locationOf(res).searchParams.get("code")!;
-    expect((await tokenRequest({ grant_type: "authorization_code", code, redirect_uri: registered, client_id, code_verifier: verifier })).status).toBe(400);
+    expect(
+      (await tokenRequest({ grant_type: "authorization_code", code, redirect_uri: registered, client_id, code_verifier: verifier })).status,
+    ).toBe(400);
     // The code is bound to the URI it was sent to, port included (the mismatch above did not spend it).
-    expect((await tokenRequest({ grant_type: "authorization_code", code, redirect_uri: used, client_id, code_verifier: verifier })).status).toBe(200);
+    expect(
+      (await tokenRequest({ grant_type: "authorization_code", code, redirect_uri: used, client_id, code_verifier: verifier })).status,
+    ).toBe(200);
   });
 
   it.each([
@@ -768,9 +948,13 @@ describe("loopback redirect URIs (RFC 8252 section 7.3)", () => {
   it("applies to static clients too: mcp-dev's loopback pattern takes any port, never another path", async () => {
     const principal = await createPrincipal();
     const { challenge } = await pkce();
-    const ok = await call("GET", authorizeUrl(validParams(challenge, { redirect_uri: "http://127.0.0.1/callback" })), { token: principal.token });
+    const ok = await call("GET", authorizeUrl(validParams(challenge, { redirect_uri: "http://127.0.0.1/callback" })), {
+      token: principal.token,
+    });
     expect(ok.status).toBe(302);
-    const bad = await call("GET", authorizeUrl(validParams(challenge, { redirect_uri: "http://127.0.0.1:5000/callbackx" })), { token: principal.token });
+    const bad = await call("GET", authorizeUrl(validParams(challenge, { redirect_uri: "http://127.0.0.1:5000/callbackx" })), {
+      token: principal.token,
+    });
     expect(bad.status).toBe(400);
   });
 });
@@ -795,13 +979,19 @@ describe("housekeeping", () => {
 
   it("the cron deletes registered clients unused for 90 days; issuing a code keeps one", async () => {
     const uri = "http://127.0.0.1:33420/callback";
-    const register = async () => (await json(await call("POST", "/oauth/register", { body: { redirect_uris: [uri] }, headers: { "cf-connecting-ip": freshIp() } }))).client_id as string;
+    const register = async () =>
+      (await json(await call("POST", "/oauth/register", { body: { redirect_uris: [uri] }, headers: { "cf-connecting-ip": freshIp() } })))
+        .client_id as string;
     const [used, idle] = [await register(), await register()];
     const longAgo = new Date(Date.now() - 100 * 86_400_000).toISOString();
-    await env.DB.prepare("UPDATE oauth_clients SET created_at = ?, last_used_at = ? WHERE id IN (?, ?)").bind(longAgo, longAgo, used, idle).run();
+    await env.DB.prepare("UPDATE oauth_clients SET created_at = ?, last_used_at = ? WHERE id IN (?, ?)")
+      .bind(longAgo, longAgo, used, idle)
+      .run();
     const principal = await createPrincipal();
     const { challenge } = await pkce();
-    expect((await call("GET", authorizeUrl(validParams(challenge, { client_id: used, redirect_uri: uri })), { token: principal.token })).status).toBe(302);
+    expect(
+      (await call("GET", authorizeUrl(validParams(challenge, { client_id: used, redirect_uri: uri })), { token: principal.token })).status,
+    ).toBe(302);
     await pruneOAuth(createDb(env.DB));
     const left = await env.DB.prepare("SELECT id FROM oauth_clients WHERE id IN (?, ?)").bind(used, idle).all<{ id: string }>();
     expect(left.results.map((r) => r.id)).toEqual([used]);
@@ -872,7 +1062,9 @@ describe("found by an adversarial pass", () => {
     const principal = await createPrincipal();
     const token = await accessToken(principal);
     expect((await call("GET", "/v1/contacts", { token })).status).toBe(200);
-    await env.DB.prepare("UPDATE oauth_grants SET expires_at = ? WHERE id = ?").bind(new Date(Date.now() - 1000).toISOString(), claimsOf(token).jti).run();
+    await env.DB.prepare("UPDATE oauth_grants SET expires_at = ? WHERE id = ?")
+      .bind(new Date(Date.now() - 1000).toISOString(), claimsOf(token).jti)
+      .run();
     expect((await call("GET", "/v1/contacts", { token })).status).toBe(401);
   });
 });

@@ -17,11 +17,17 @@ describe("API documentation", () => {
   it("declares X-Request-Id, the shared header component, on every response of every operation", async () => {
     const doc = await json(await call("GET", "/openapi.json"));
     expect(doc.components.headers.RequestId).toMatchObject({ required: true, schema: { type: "string" } });
-    const responses = Object.entries(doc.paths as Record<string, Record<string, { responses: Record<string, { headers?: Record<string, unknown> }> }>>).flatMap(([path, methods]) =>
-      Object.entries(methods).flatMap(([method, op]) => Object.entries(op.responses).map(([status, response]) => ({ at: `${method.toUpperCase()} ${path} ${status}`, response }))),
+    const responses = Object.entries(
+      doc.paths as Record<string, Record<string, { responses: Record<string, { headers?: Record<string, unknown> }> }>>,
+    ).flatMap(([path, methods]) =>
+      Object.entries(methods).flatMap(([method, op]) =>
+        Object.entries(op.responses).map(([status, response]) => ({ at: `${method.toUpperCase()} ${path} ${status}`, response })),
+      ),
     );
     expect(responses.length).toBeGreaterThan(500);
-    const without = responses.filter(({ response }) => (response.headers?.["X-Request-Id"] as { $ref?: string } | undefined)?.$ref !== "#/components/headers/RequestId");
+    const without = responses.filter(
+      ({ response }) => (response.headers?.["X-Request-Id"] as { $ref?: string } | undefined)?.$ref !== "#/components/headers/RequestId",
+    );
     expect(without.map((r) => r.at)).toEqual([]);
   });
 

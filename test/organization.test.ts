@@ -10,15 +10,22 @@ import { subscribe } from "./helpers/webhooks";
 
 const DEFAULT_SETTINGS = { defaultPhoneRegion: "US", leadRouting: { mode: "round_robin", zipRules: [] } };
 
-const patch = (p: TestPrincipal, body: unknown, headers: Record<string, string> = {}) => call("PATCH", "/v1/organization", { token: p.token, body, headers });
+const patch = (p: TestPrincipal, body: unknown, headers: Record<string, string> = {}) =>
+  call("PATCH", "/v1/organization", { token: p.token, body, headers });
 
 async function eventsOf(organizationId: string, type: string) {
-  const { results } = await (await tenantDb(organizationId)).prepare("SELECT actor, data FROM outbox_events WHERE organization_id = ? AND type = ? ORDER BY occurred_at, rowid").bind(organizationId, type).all<{ actor: string; data: string }>();
+  const { results } = await (await tenantDb(organizationId))
+    .prepare("SELECT actor, data FROM outbox_events WHERE organization_id = ? AND type = ? ORDER BY occurred_at, rowid")
+    .bind(organizationId, type)
+    .all<{ actor: string; data: string }>();
   return results.map((r) => ({ actor: JSON.parse(r.actor), data: JSON.parse(r.data) }));
 }
 
 /** The directory's copy of the organization (what `npm run token` and sign-in read). */
-const directoryRow = (id: string) => env.DB.prepare("SELECT display_name AS displayName, time_zone AS timeZone, settings, version FROM organizations WHERE id = ?").bind(id).first<{ displayName: string | null; timeZone: string; settings: string; version: number }>();
+const directoryRow = (id: string) =>
+  env.DB.prepare("SELECT display_name AS displayName, time_zone AS timeZone, settings, version FROM organizations WHERE id = ?")
+    .bind(id)
+    .first<{ displayName: string | null; timeZone: string; settings: string; version: number }>();
 
 describe("the organization (/v1/organization)", () => {
   it("reads the caller's organization with its defaults and version ETag", async () => {
@@ -26,28 +33,54 @@ describe("the organization (/v1/organization)", () => {
     const res = await call("GET", "/v1/organization", { token: p.token });
     expect(res.status).toBe(200);
     expect(res.headers.get("etag")).toBe('"1"');
-    expect((await json(res)).data).toMatchObject({ id: p.organizationId, name: `Org ${p.organizationId}`, displayName: null, timeZone: "UTC", settings: DEFAULT_SETTINGS });
+    expect((await json(res)).data).toMatchObject({
+      id: p.organizationId,
+      name: `Org ${p.organizationId}`,
+      displayName: null,
+      timeZone: "UTC",
+      settings: DEFAULT_SETTINGS,
+    });
   });
 
   it("changes displayName, timeZone and settings, emits organization.updated once, and the directory's copy follows", async () => {
     const p = await createPrincipal();
     const other = await createPrincipal({ organizationId: p.organizationId, role: "agent" });
-    const res = await patch(p, { displayName: "Acme Realty Downtown", timeZone: "america/new_york", settings: { defaultPhoneRegion: "CA", leadRouting: { mode: "zip", zipRules: [{ zipPrefix: "m5v", userId: other.userId }] } } });
+    const res = await patch(p, {
+      displayName: "Acme Realty Downtown",
+      timeZone: "america/new_york",
+      settings: { defaultPhoneRegion: "CA", leadRouting: { mode: "zip", zipRules: [{ zipPrefix: "m5v", userId: other.userId }] } },
+    });
     expect(res.status).toBe(200);
     expect(res.headers.get("etag")).toBe('"2"');
     const org = (await json(res)).data;
-    expect(org).toMatchObject({ name: `Org ${p.organizationId}`, displayName: "Acme Realty Downtown", timeZone: "America/New_York", settings: { defaultPhoneRegion: "CA", leadRouting: { mode: "zip", zipRules: [{ zipPrefix: "M5V", userId: other.userId }] } } });
+    expect(org).toMatchObject({
+      name: `Org ${p.organizationId}`,
+      displayName: "Acme Realty Downtown",
+      timeZone: "America/New_York",
+      settings: { defaultPhoneRegion: "CA", leadRouting: { mode: "zip", zipRules: [{ zipPrefix: "M5V", userId: other.userId }] } },
+    });
     expect((await json(await call("GET", "/v1/organization", { token: p.token }))).data).toEqual(org);
 
     const [event, ...more] = await eventsOf(p.organizationId, "organization.updated");
     expect(more).toEqual([]);
     expect(event!.actor).toEqual({ type: "user", userId: p.userId });
     expect(event!.data.object).toEqual(org);
-    expect(event!.data.changes.sort()).toEqual(["displayName", "settings.defaultPhoneRegion", "settings.leadRouting.mode", "settings.leadRouting.zipRules", "timeZone"]);
+    expect(event!.data.changes.sort()).toEqual([
+      "displayName",
+      "settings.defaultPhoneRegion",
+      "settings.leadRouting.mode",
+      "settings.leadRouting.zipRules",
+      "timeZone",
+    ]);
     expect(event!.data.previousAttributes).toEqual({ displayName: null, timeZone: "UTC", settings: DEFAULT_SETTINGS });
 
     const copy = await directoryRow(p.organizationId);
-    expect({ ...copy, settings: JSON.parse(copy!.settings) }).toEqual({ displayName: "Acme Realty Downtown", timeZone: "America/New_York", settings: org.settings, version: 2 });
+    expect({ ...copy, settings: JSON.parse(copy!.settings) }).toEqual({
+      displayName: "Acme Realty Downtown",
+      timeZone: "America/New_York",
+      settings: org.settings,
+      version: 2,
+    });
   });
 
   it("changes one setting without touching the others, and a change that changes nothing emits nothing", async () => {
@@ -121,9 +154,13 @@ describe("the organization (/v1/organization)", () => {
       "timeZone invalid_time_zone",
     ]);
     // A body the schema takes is still refused for a user of another organization, and nothing changed.
-    const foreign = await patch(p, { settings: { leadRouting: { mode: "zip", zipRules: [{ zipPrefix: "10", userId: stranger.userId }] } } });
+    const foreign = await patch(p, {
+      settings: { leadRouting: { mode: "zip", zipRules: [{ zipPrefix: "10", userId: stranger.userId }] } },
+    });
     expect(foreign.status).toBe(422);
-    expect((await json(foreign)).error.errors).toEqual([expect.objectContaining({ field: "settings.leadRouting.zipRules.0.userId", code: "invalid_reference" })]);
+    expect((await json(foreign)).error.errors).toEqual([
+      expect.objectContaining({ field: "settings.leadRouting.zipRules.0.userId", code: "invalid_reference" }),
+    ]);
     expect((await patch(p, {})).status).toBe(422);
     expect(await eventsOf(p.organizationId, "organization.updated")).toEqual([]);
   });
@@ -147,6 +184,10 @@ describe("the organization (/v1/organization)", () => {
     await vi.waitFor(async () => expect(await box.count()).toBe(1), { timeout: 20_000, interval: 200 });
     const [req] = await box.received();
     expect(await verifyWebhook(sub.secret, req!.headers, req!.body)).toMatchObject({ ok: true });
-    expect(JSON.parse(req!.body)).toMatchObject({ event: "organization.updated", data: { object: { id: p.organizationId, timeZone: "Europe/Berlin" }, previousAttributes: { timeZone: "UTC" }, changes: ["timeZone"] }, organization: { id: p.organizationId } });
+    expect(JSON.parse(req!.body)).toMatchObject({
+      event: "organization.updated",
+      data: { object: { id: p.organizationId, timeZone: "Europe/Berlin" }, previousAttributes: { timeZone: "UTC" }, changes: ["timeZone"] },
+      organization: { id: p.organizationId },
+    });
   });
 });

@@ -1,4 +1,10 @@
-import { createExecutionContext, createMessageBatch, createScheduledController, getQueueResult, waitOnExecutionContext } from "cloudflare:test";
+import {
+  createExecutionContext,
+  createMessageBatch,
+  createScheduledController,
+  getQueueResult,
+  waitOnExecutionContext,
+} from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import { createDb } from "../src/db/client";
@@ -19,16 +25,28 @@ interface OutboxRow {
 }
 
 const outboxOf = async (organizationId: string) =>
-  (await tenantDb(organizationId)).prepare("SELECT id, type, organization_id, actor, data, sent_at FROM outbox_events WHERE organization_id = ? ORDER BY occurred_at").bind(organizationId).all<OutboxRow>().then((r) => r.results);
+  (await tenantDb(organizationId))
+    .prepare("SELECT id, type, organization_id, actor, data, sent_at FROM outbox_events WHERE organization_id = ? ORDER BY occurred_at")
+    .bind(organizationId)
+    .all<OutboxRow>()
+    .then((r) => r.results);
 
 const auditOf = async (organizationId: string) =>
-  (await tenantDb(organizationId)).prepare("SELECT event_id, type FROM audit_log WHERE organization_id = ?").bind(organizationId).all<{ event_id: string; type: string }>().then((r) => r.results);
+  (await tenantDb(organizationId))
+    .prepare("SELECT event_id, type FROM audit_log WHERE organization_id = ?")
+    .bind(organizationId)
+    .all<{ event_id: string; type: string }>()
+    .then((r) => r.results);
 
 /** A request through the Worker's fetch with its own ExecutionContext, waiting for what it deferred (the queue send). */
 async function fetchAndSettle(method: string, path: string, token: string, body?: unknown) {
   const ctx = createExecutionContext();
   const res = await worker.fetch(
-    new Request(`http://api.test${path}`, { method, headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body: body === undefined ? undefined : JSON.stringify(body) }),
+    new Request(`http://api.test${path}`, {
+      method,
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    }),
     env,
     ctx,
   );
@@ -44,13 +62,24 @@ async function stageAt(event: EventEnvelope, at: Date) {
 }
 
 function envelope(organizationId: string, type = "plant.created"): EventEnvelope {
-  return { id: crypto.randomUUID(), type, organizationId, actor: { type: "system", userId: null }, occurredAt: new Date().toISOString(), data: { object: { id: 1 } } };
+  return {
+    id: crypto.randomUUID(),
+    type,
+    organizationId,
+    actor: { type: "system", userId: null },
+    occurredAt: new Date().toISOString(),
+    data: { object: { id: 1 } },
+  };
 }
 
 /** A consumer that records the ids it handles. */
 function counting(name = `probe-${crypto.randomUUID()}`) {
   const seen: string[] = [];
-  const consumer: EventConsumer = { name, accepts: (t) => t.startsWith("plant."), handle: async (events) => void seen.push(...events.map((e) => e.id)) };
+  const consumer: EventConsumer = {
+    name,
+    accepts: (t) => t.startsWith("plant."),
+    handle: async (events) => void seen.push(...events.map((e) => e.id)),
+  };
   return { consumer, seen };
 }
 
@@ -65,17 +94,27 @@ describe("event outbox", () => {
     expect(JSON.parse(row!.data)).toEqual({ object: { id: 5, name: "Aloe", tag: null } });
     expect(row!.sent_at).not.toBeNull();
     // Miniflare delivers the queue message to this Worker's own consumer.
-    await vi.waitFor(async () => expect(await auditOf(organizationId)).toEqual([{ event_id: row!.id, type: "plant.created" }]), { timeout: 10_000, interval: 100 });
+    await vi.waitFor(async () => expect(await auditOf(organizationId)).toEqual([{ event_id: row!.id, type: "plant.created" }]), {
+      timeout: 10_000,
+      interval: 100,
+    });
   });
 
   it("a contact update publishes without a write of its own; the consumer marks its event sent, so the cron leaves it", async () => {
     const { token, organizationId } = await createPrincipal();
-    const created = await fetchAndSettle("POST", "/v1/contacts", token, { firstName: "Out", lastName: "Box", email: "outbox@example.test" });
+    const created = await fetchAndSettle("POST", "/v1/contacts", token, {
+      firstName: "Out",
+      lastName: "Box",
+      email: "outbox@example.test",
+    });
     const id = ((await created.json()) as { data: { id: string } }).data.id;
     expect((await fetchAndSettle("PUT", `/v1/contacts/${id}`, token, { notes: "sent" })).status).toBe(200);
     const updated = () => outboxOf(organizationId).then((rows) => rows.find((r) => r.type === "contact.updated"));
     await vi.waitFor(async () => expect((await updated())?.sent_at).not.toBeNull(), { timeout: 10_000, interval: 100 });
-    const due = await (await tenantDb(organizationId)).prepare("SELECT next_attempt_at FROM outbox_events WHERE id = ?").bind((await updated())!.id).first<string | null>("next_attempt_at");
+    const due = await (await tenantDb(organizationId))
+      .prepare("SELECT next_attempt_at FROM outbox_events WHERE id = ?")
+      .bind((await updated())!.id)
+      .first<string | null>("next_attempt_at");
     expect(due).toBeNull();
   });
 
@@ -101,7 +140,10 @@ describe("event outbox", () => {
     const rows = await outboxOf(organizationId);
     expect(rows.find((r) => r.id === stale.id)!.sent_at).not.toBeNull();
     expect(rows.find((r) => r.id === fresh.id)!.sent_at).toBeNull();
-    await vi.waitFor(async () => expect(await auditOf(organizationId)).toEqual([{ event_id: stale.id, type: "plant.deleted" }]), { timeout: 10_000, interval: 100 });
+    await vi.waitFor(async () => expect(await auditOf(organizationId)).toEqual([{ event_id: stale.id, type: "plant.deleted" }]), {
+      timeout: 10_000,
+      interval: 100,
+    });
   });
 });
 
@@ -119,7 +161,10 @@ describe("shards (issue 24)", () => {
 
     for (const event of stale) {
       expect((await outboxOf(event.organizationId)).find((r) => r.id === event.id)!.sent_at).not.toBeNull();
-      await vi.waitFor(async () => expect(await auditOf(event.organizationId)).toEqual([{ event_id: event.id, type: "plant.deleted" }]), { timeout: 10_000, interval: 100 });
+      await vi.waitFor(async () => expect(await auditOf(event.organizationId)).toEqual([{ event_id: event.id, type: "plant.deleted" }]), {
+        timeout: 10_000,
+        interval: 100,
+      });
     }
   });
 
@@ -128,9 +173,12 @@ describe("shards (issue 24)", () => {
     const { consumer, seen } = counting();
     const event = envelope(organizationId);
     await stageAt(event, new Date());
-    const fence = (at: string | null) => env.DB.prepare("UPDATE organization_shards SET fenced_at = ? WHERE organization_id = ?").bind(at, organizationId).run();
+    const fence = (at: string | null) =>
+      env.DB.prepare("UPDATE organization_shards SET fenced_at = ? WHERE organization_id = ?").bind(at, organizationId).run();
     await fence(new Date().toISOString());
-    const batch = createMessageBatch("events", [{ id: "fenced", timestamp: new Date(), attempts: 1, body: { id: event.id, organizationId } }]);
+    const batch = createMessageBatch("events", [
+      { id: "fenced", timestamp: new Date(), attempts: 1, body: { id: event.id, organizationId } },
+    ]);
     const retry = vi.spyOn(batch.messages[0]!, "retry");
     const ctx = createExecutionContext();
     await createEventRouter([consumer])(batch, env);
@@ -143,14 +191,19 @@ describe("shards (issue 24)", () => {
     expect((await outboxOf(organizationId))[0]!.sent_at).toBeNull();
 
     await fence(null);
-    await createEventRouter([consumer])(createMessageBatch("events", [{ id: "after", timestamp: new Date(), attempts: 2, body: { id: event.id, organizationId } }]), env);
+    await createEventRouter([consumer])(
+      createMessageBatch("events", [{ id: "after", timestamp: new Date(), attempts: 2, body: { id: event.id, organizationId } }]),
+      env,
+    );
     expect(seen).toEqual([event.id]);
   });
 
   it("acks and drops a message of an organization the directory no longer knows", async () => {
     const { consumer, seen } = counting();
     const event = envelope(crypto.randomUUID());
-    const batch = createMessageBatch("events", [{ id: "gone", timestamp: new Date(), attempts: 1, body: { id: event.id, organizationId: event.organizationId } }]);
+    const batch = createMessageBatch("events", [
+      { id: "gone", timestamp: new Date(), attempts: 1, body: { id: event.id, organizationId: event.organizationId } },
+    ]);
     const log = vi.spyOn(console, "error").mockImplementation(() => {});
     const ctx = createExecutionContext();
     await createEventRouter([consumer])(batch, env);
@@ -176,10 +229,14 @@ describe("shards (issue 24)", () => {
 describe("publishing", () => {
   async function stageAll(events: EventEnvelope[]) {
     const db = createDb(await tenantDb(events[0]!.organizationId));
-    for (let i = 0; i < events.length; i += 50) await db.batch(events.slice(i, i + 50).map((e) => stageEvent(db, e)) as [ReturnType<typeof stageEvent>]);
+    for (let i = 0; i < events.length; i += 50)
+      await db.batch(events.slice(i, i + 50).map((e) => stageEvent(db, e)) as [ReturnType<typeof stageEvent>]);
   }
   const unsent = async (organizationId: string) =>
-    (await tenantDb(organizationId)).prepare("SELECT COUNT(*) AS n FROM outbox_events WHERE organization_id = ? AND sent_at IS NULL").bind(organizationId).first<number>("n");
+    (await tenantDb(organizationId))
+      .prepare("SELECT COUNT(*) AS n FROM outbox_events WHERE organization_id = ? AND sent_at IS NULL")
+      .bind(organizationId)
+      .first<number>("n");
 
   it("sends more than a queue batch allows (100 messages) in several batches, and marks every one sent", async () => {
     const { organizationId } = await createPrincipal();
@@ -200,7 +257,6 @@ describe("publishing", () => {
 });
 
 describe("event consumers", () => {
-
   it("handles an event once when the queue delivers it twice, in one batch and in a later one", async () => {
     const { organizationId } = await createPrincipal();
     const { consumer, seen } = counting();
@@ -282,7 +338,8 @@ describe("event consumers", () => {
     const event = envelope(organizationId);
     await createDb(await tenantDb(organizationId)).run(
       // Another isolate claimed it a moment ago and has not finished.
-      (await import("drizzle-orm")).sql`INSERT INTO processed_events (consumer, event_id, claimed_at) VALUES (${consumer.name}, ${event.id}, ${new Date().toISOString()})`,
+      (await import("drizzle-orm"))
+        .sql`INSERT INTO processed_events (consumer, event_id, claimed_at) VALUES (${consumer.name}, ${event.id}, ${new Date().toISOString()})`,
     );
     const batch = createMessageBatch("events", [{ id: "dup", timestamp: new Date(), attempts: 1, body: event }]);
     const ctx = createExecutionContext();

@@ -27,7 +27,11 @@ const lease = (over: Partial<LeaseCanonical["lease"]> = {}): LeaseCanonical =>
   });
 
 const leaseDoc = { id: "doc_lease_1", formKey: "on/standard-lease", sha256: "a".repeat(64), canonical: lease() };
-const freeForm = (title: string, body: string) => ({ id: "doc_free_1", formKey: "generic/free-form", canonical: { schemaVersion: 1, formKey: "generic/free-form", title, body, provenance: { aiDrafted: false } } });
+const freeForm = (title: string, body: string) => ({
+  id: "doc_free_1",
+  formKey: "generic/free-form",
+  canonical: { schemaVersion: 1, formKey: "generic/free-form", title, body, provenance: { aiDrafted: false } },
+});
 
 const norm = (s: string) => s.replace(/\s+/g, " ").trim();
 
@@ -43,7 +47,8 @@ async function rightEdges(bytes: Uint8Array): Promise<number[]> {
   const pdf = await getDocumentProxy(new Uint8Array(bytes));
   const edges: number[] = [];
   for (let n = 1; n <= pdf.numPages; n++) {
-    for (const item of (await (await pdf.getPage(n)).getTextContent()).items) if ("transform" in item) edges.push(item.transform[4] + item.width);
+    for (const item of (await (await pdf.getPage(n)).getTextContent()).items)
+      if ("transform" in item) edges.push(item.transform[4] + item.width);
   }
   return edges;
 }
@@ -61,11 +66,36 @@ async function embeddedFonts(bytes: Uint8Array): Promise<{ name: string; size: n
 }
 
 const signers: SignedPacketInput["signers"] = [
-  { id: "sig_1", name: LANDLORD, email: "yamada@example.jp", role: "landlord", signedAt: "2027-01-10T09:00:00.000Z", verification: "email_code" },
-  ...TENANTS.map((name, i) => ({ id: `sig_${i + 2}`, name, email: `tenant${i}@example.test`, role: "tenant", signedAt: `2027-01-1${i + 1}T10:00:00.000Z`, verification: i === 0 ? ("client_attested" as const) : null })),
+  {
+    id: "sig_1",
+    name: LANDLORD,
+    email: "yamada@example.jp",
+    role: "landlord",
+    signedAt: "2027-01-10T09:00:00.000Z",
+    verification: "email_code",
+  },
+  ...TENANTS.map((name, i) => ({
+    id: `sig_${i + 2}`,
+    name,
+    email: `tenant${i}@example.test`,
+    role: "tenant",
+    signedAt: `2027-01-1${i + 1}T10:00:00.000Z`,
+    verification: i === 0 ? ("client_attested" as const) : null,
+  })),
 ];
 const audit = signers.flatMap((s, i) =>
-  (["opened", "signed"] as const).map((event, j) => ({ envelopeId: "env_1", seq: 2 * i + j + 1, event, signerId: s.id, at: s.signedAt!, ip: `203.0.113.${i + 1}`, userAgent: `Agent/${i + 1}.0 (Test)`, data: null, prevHash: "0".repeat(64), hash: "b".repeat(64) })),
+  (["opened", "signed"] as const).map((event, j) => ({
+    envelopeId: "env_1",
+    seq: 2 * i + j + 1,
+    event,
+    signerId: s.id,
+    at: s.signedAt!,
+    ip: `203.0.113.${i + 1}`,
+    userAgent: `Agent/${i + 1}.0 (Test)`,
+    data: null,
+    prevHash: "0".repeat(64),
+    hash: "b".repeat(64),
+  })),
 ) as unknown as AuditRow[];
 const packetInput = (documentPdf?: Uint8Array): SignedPacketInput => ({
   envelope: { id: "env_1", mode: "parallel", completedAt: "2027-01-13T10:00:00.000Z", documentSha256: "c".repeat(64) },
@@ -81,7 +111,10 @@ describe("document text", () => {
     const { title, sections } = renderDocumentText(leaseDoc);
     expect(title).toBe(FORMS["on/standard-lease"]!.title);
     expect(sections.map((s) => s.heading)).toEqual(["Parties", "Rental unit", "Term", "Rent", "Deposit", "Clauses"]);
-    expect(sections[0]!.lines).toEqual([`Landlord: ${LANDLORD} (yamada@example.jp)`, ...TENANTS.map((n, i) => `Tenant: ${n} (tenant${i}@example.test)`)]);
+    expect(sections[0]!.lines).toEqual([
+      `Landlord: ${LANDLORD} (yamada@example.jp)`,
+      ...TENANTS.map((n, i) => `Tenant: ${n} (tenant${i}@example.test)`),
+    ]);
     expect(sections[2]!.lines).toEqual(["Commences: February 1, 2027", "Ends: January 31, 2028"]);
     expect(sections[3]!.lines).toEqual(["$2,500.00 a month, payable monthly"]);
     expect(sections[4]!.lines).toEqual(["Amount: $2,500.00", "Due: January 15, 2027"]);
@@ -93,16 +126,29 @@ describe("document text", () => {
   });
 
   it("says month to month without an end, and no deposit without one", () => {
-    const { sections } = renderDocumentText({ ...leaseDoc, canonical: lease({ term: { commencement: { year: 2027, month: 3, day: 1 } }, deposit: undefined }) });
+    const { sections } = renderDocumentText({
+      ...leaseDoc,
+      canonical: lease({ term: { commencement: { year: 2027, month: 3, day: 1 } }, deposit: undefined }),
+    });
     expect(sections.map((s) => s.heading)).not.toContain("Deposit");
     expect(sections.find((s) => s.heading === "Term")!.lines).toContain("Month to month, with no end date");
     expect(sections.find((s) => s.heading === "Clauses")!.lines.join(" ")).toMatch(/no deposit.*continues from month to month/);
   });
 
   it("renders every form, the free-form one as its title and body", async () => {
-    expect(Object.keys(FORMS).sort()).toEqual(["generic/free-form", "on/agreement-of-purchase-and-sale", "on/amendment", "on/buyer-representation-agreement", "on/listing-agreement", "on/standard-lease"]);
+    expect(Object.keys(FORMS).sort()).toEqual([
+      "generic/free-form",
+      "on/agreement-of-purchase-and-sale",
+      "on/amendment",
+      "on/buyer-representation-agreement",
+      "on/listing-agreement",
+      "on/standard-lease",
+    ]);
     const doc = freeForm("Letter to 山田", "Dear Taro,\n\nThe keys are ready.");
-    expect(renderDocumentText(doc)).toEqual({ title: "Letter to 山田", sections: [{ heading: "", lines: ["Dear Taro,", "", "The keys are ready."] }] });
+    expect(renderDocumentText(doc)).toEqual({
+      title: "Letter to 山田",
+      sections: [{ heading: "", lines: ["Dear Taro,", "", "The keys are ready."] }],
+    });
     expect(await pdfText(await renderDocumentPdf(env, doc))).toContain("Letter to 山田 Dear Taro, The keys are ready.");
   });
 });
@@ -112,7 +158,14 @@ describe("Unicode PDFs", () => {
     const bytes = await renderDocumentPdf(env, leaseDoc);
     const text = await pdfText(bytes);
     for (const name of NAMES) expect(text).toContain(norm(name));
-    for (const term of ["12 Queen Street West, Unit 804, Toronto, Ontario", "$2,500.00", "February 1, 2027", "January 31, 2028", "January 15, 2027"]) expect(text).toContain(term);
+    for (const term of [
+      "12 Queen Street West, Unit 804, Toronto, Ontario",
+      "$2,500.00",
+      "February 1, 2027",
+      "January 31, 2028",
+      "January 15, 2027",
+    ])
+      expect(text).toContain(term);
     expect(text).toContain("Document doc_lease_1 · page 1 of 1");
     expect(text).not.toContain("?");
     const fonts = await embeddedFonts(bytes);
@@ -155,7 +208,9 @@ describe("Unicode PDFs", () => {
     // Around 47 full-width characters fit a line: one of these paragraphs puts "、" just past the edge.
     const body = Array.from({ length: 16 }, (_, i) => `${"あ".repeat(40 + i)}、い`).join("\n");
     const { extractText, getDocumentProxy } = await import("unpdf");
-    const { text } = await extractText(await getDocumentProxy(await renderDocumentPdf(env, freeForm("Kinsoku", body))), { mergePages: true });
+    const { text } = await extractText(await getDocumentProxy(await renderDocumentPdf(env, freeForm("Kinsoku", body))), {
+      mergePages: true,
+    });
     const lines = (text as string).split("\n");
     expect(lines.filter((l) => l.startsWith("あ")).length).toBeGreaterThan(16);
     expect(lines.filter((l) => l.startsWith("、"))).toEqual([]);

@@ -9,7 +9,10 @@ describe("POST /plants", () => {
     const res = await call("POST", "/plants", { token, body: { id: 1, name: "Monstera", tag: "tropical" } });
     expect(res.status).toBe(200);
     expect(await json(res)).toEqual({ name: "Monstera", tag: "tropical" });
-    const row = await (await tenantDb(organizationId)).prepare("SELECT name, tag FROM plants WHERE organization_id = ? AND id = 1").bind(organizationId).first();
+    const row = await (await tenantDb(organizationId))
+      .prepare("SELECT name, tag FROM plants WHERE organization_id = ? AND id = 1")
+      .bind(organizationId)
+      .first();
     expect(row).toEqual({ name: "Monstera", tag: "tropical" });
   });
 
@@ -36,7 +39,10 @@ describe("POST /plants", () => {
     await call("POST", "/plants", { token: a.token, body: { id: 7, name: "A's plant" } });
     await call("POST", "/plants", { token: b.token, body: { id: 7, name: "B's plant" } });
     expect((await call("DELETE", "/plants/7", { token: a.token })).status).toBe(204);
-    const left = await (await tenantDb(b.organizationId)).prepare("SELECT name FROM plants WHERE id = 7 AND organization_id = ?").bind(b.organizationId).first();
+    const left = await (await tenantDb(b.organizationId))
+      .prepare("SELECT name FROM plants WHERE id = 7 AND organization_id = ?")
+      .bind(b.organizationId)
+      .first();
     expect(left).toEqual({ name: "B's plant" });
   });
 
@@ -69,7 +75,11 @@ describe("POST /plants", () => {
 
   it("answers 415 Error when the body is not JSON", async () => {
     const { token } = await createPrincipal();
-    const res = await call("POST", "/plants", { token, rawBody: "id=1&name=Fern", headers: { "content-type": "application/x-www-form-urlencoded" } });
+    const res = await call("POST", "/plants", {
+      token,
+      rawBody: "id=1&name=Fern",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+    });
     expect(res.status).toBe(415);
     expect(await json(res)).toEqual({ error: 415, message: expect.any(String) });
   });
@@ -88,7 +98,10 @@ describe("DELETE /plants/{id}", () => {
     const res = await call("DELETE", "/plants/11", { token });
     expect(res.status).toBe(204);
     expect(await res.text()).toBe("");
-    const row = await (await tenantDb(organizationId)).prepare("SELECT 1 FROM plants WHERE organization_id = ? AND id = 11").bind(organizationId).first();
+    const row = await (await tenantDb(organizationId))
+      .prepare("SELECT 1 FROM plants WHERE organization_id = ? AND id = 11")
+      .bind(organizationId)
+      .first();
     expect(row).toBeNull();
   });
 

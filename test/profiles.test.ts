@@ -9,25 +9,46 @@ const refused = async (res: Response, code: string) => {
   expect(res.status).toBe(409);
   expect(await json(res)).toEqual({ error: code, message: expect.any(String) });
 };
-const feed = (slug: string, headers: Record<string, string> = {}, origin?: string) => call("GET", `/api/public/reviews/${slug}`, { origin, headers: { "cf-connecting-ip": `10.77.${Math.floor(Math.random() * 250)}.${Math.floor(Math.random() * 250)}`, ...headers } });
+const feed = (slug: string, headers: Record<string, string> = {}, origin?: string) =>
+  call("GET", `/api/public/reviews/${slug}`, {
+    origin,
+    headers: { "cf-connecting-ip": `10.77.${Math.floor(Math.random() * 250)}.${Math.floor(Math.random() * 250)}`, ...headers },
+  });
 
 describe("profiles", () => {
   it("PUT saves the draft only; publish checks it against the approved blocks, listing every problem", async () => {
     const owner = await createPrincipal();
     expect((await call("GET", "/api/reputation/profile", { token: owner.token })).status).toBe(404);
     const draft = { headline: "x".repeat(200), photoUrl: "http://insecure.test/p.jpg", featuredTestimonialIds: ["nope"], sparkles: true };
-    const put = await json(await call("PUT", "/api/reputation/profile", { token: owner.token, body: { draftConfig: draft, slug: "avery-agent-toronto" } }));
+    const put = await json(
+      await call("PUT", "/api/reputation/profile", { token: owner.token, body: { draftConfig: draft, slug: "avery-agent-toronto" } }),
+    );
     expect(put).toMatchObject({ slug: "avery-agent-toronto", status: "DRAFT", draftConfig: draft, publishedConfig: null });
     const bad = await call("POST", "/api/reputation/profile/publish", { token: owner.token, body: {} });
     expect(bad.status).toBe(400);
-    expect((await json(bad)).issues.map((i: { path: string[] }) => i.path.join(".")).sort()).toEqual(["draftConfig.displayName", "draftConfig.headline", "draftConfig.photoUrl", "draftConfig.sparkles"]);
-    await call("PUT", "/api/reputation/profile", { token: owner.token, body: { draftConfig: { displayName: "Avery", featuredTestimonialIds: ["nope"] } } });
+    expect((await json(bad)).issues.map((i: { path: string[] }) => i.path.join(".")).sort()).toEqual([
+      "draftConfig.displayName",
+      "draftConfig.headline",
+      "draftConfig.photoUrl",
+      "draftConfig.sparkles",
+    ]);
+    await call("PUT", "/api/reputation/profile", {
+      token: owner.token,
+      body: { draftConfig: { displayName: "Avery", featuredTestimonialIds: ["nope"] } },
+    });
     const ref = await json(await call("POST", "/api/reputation/profile/publish", { token: owner.token, body: {} }));
     expect(ref.issues.map((i: { path: (string | number)[] }) => i.path.join("."))).toEqual(["draftConfig.featuredTestimonialIds.0"]);
     const t = await publishedTestimonial(owner);
-    await call("PUT", "/api/reputation/profile", { token: owner.token, body: { draftConfig: { displayName: "Avery", featuredTestimonialIds: [t.id] } } });
+    await call("PUT", "/api/reputation/profile", {
+      token: owner.token,
+      body: { draftConfig: { displayName: "Avery", featuredTestimonialIds: [t.id] } },
+    });
     const published = await json(await call("POST", "/api/reputation/profile/publish", { token: owner.token }));
-    expect(published).toMatchObject({ status: "PUBLISHED", publishedConfig: { displayName: "Avery", featuredTestimonialIds: [t.id] }, publishedAt: expect.any(String) });
+    expect(published).toMatchObject({
+      status: "PUBLISHED",
+      publishedConfig: { displayName: "Avery", featuredTestimonialIds: [t.id] },
+      publishedAt: expect.any(String),
+    });
     // A later draft does not change what is published.
     await call("PUT", "/api/reputation/profile", { token: owner.token, body: { draftConfig: { displayName: "Draft only" } } });
     expect((await json(await call("GET", "/api/reputation/profile", { token: owner.token }))).publishedConfig.displayName).toBe("Avery");
@@ -45,9 +66,13 @@ describe("profiles", () => {
     await refused(await call("PUT", "/api/reputation/profile", { token: b.token, body: { slug, draftConfig: {} } }), "slug_taken");
     const generated = await json(await call("PUT", "/api/reputation/profile", { token: b.token, body: { draftConfig: {} } }));
     expect(generated.slug).toMatch(/^[a-z0-9-]{3,60}$/);
-    expect((await call("PUT", "/api/reputation/profile", { token: b.token, body: { slug: "Bad Slug!", draftConfig: {} } })).status).toBe(400);
+    expect((await call("PUT", "/api/reputation/profile", { token: b.token, body: { slug: "Bad Slug!", draftConfig: {} } })).status).toBe(
+      400,
+    );
     expect((await call("GET", `/api/reputation/profile?agentUserId=${a.userId}`, { token: b.token })).status).toBe(404);
-    expect((await call("PUT", "/api/reputation/profile", { token: b.token, body: { agentUserId: a.userId, draftConfig: {} } })).status).toBe(404);
+    expect(
+      (await call("PUT", "/api/reputation/profile", { token: b.token, body: { agentUserId: a.userId, draftConfig: {} } })).status,
+    ).toBe(404);
   });
 
   it("a slug claimed by an organization on shard 0 cannot be taken by one on shard 1, nor after it changed to another (issue 24)", async () => {
@@ -60,11 +85,23 @@ describe("profiles", () => {
     expect((await json(await feed(slug))).agent.displayName).toBe("Zero Agent");
     // Moved to another slug, the old one stays the organization's: a widget embedded under it never shows another
     // organization's agent. The organization's own agent may take it back.
-    expect((await call("PUT", "/api/reputation/profile", { token: zero.token, body: { slug: `${slug}-moved`, draftConfig: { displayName: "Zero Agent" } } })).status).toBe(200);
+    expect(
+      (
+        await call("PUT", "/api/reputation/profile", {
+          token: zero.token,
+          body: { slug: `${slug}-moved`, draftConfig: { displayName: "Zero Agent" } },
+        })
+      ).status,
+    ).toBe(200);
     await refused(await call("PUT", "/api/reputation/profile", { token: one.token, body: { slug, draftConfig: {} } }), "slug_taken");
-    const claimed = await env.DB.prepare("SELECT organization_id FROM public_keys WHERE kind = 'agent_slug' AND key = ?").bind(slug).first<string>("organization_id");
+    const claimed = await env.DB.prepare("SELECT organization_id FROM public_keys WHERE kind = 'agent_slug' AND key = ?")
+      .bind(slug)
+      .first<string>("organization_id");
     expect(claimed).toBe(zero.organizationId);
-    expect((await call("PUT", "/api/reputation/profile", { token: zero.token, body: { slug, draftConfig: { displayName: "Zero Agent" } } })).status).toBe(200);
+    expect(
+      (await call("PUT", "/api/reputation/profile", { token: zero.token, body: { slug, draftConfig: { displayName: "Zero Agent" } } }))
+        .status,
+    ).toBe(200);
   });
 
   it("DELETE takes a profile down once: a repeated delete is 404 and leaves the version alone; a PUT brings it back", async () => {
@@ -84,7 +121,9 @@ describe("profiles", () => {
     expect((await json(read)).status).toBe("DELETED");
     expect((await feed(slug)).status).toBe(404);
     // Saved again, it is a draft that can be taken down again.
-    expect((await call("PUT", "/api/reputation/profile", { token: owner.token, body: { draftConfig: { displayName: "Back" } } })).status).toBe(200);
+    expect(
+      (await call("PUT", "/api/reputation/profile", { token: owner.token, body: { draftConfig: { displayName: "Back" } } })).status,
+    ).toBe(200);
     expect((await call("DELETE", "/api/reputation/profile", { token: owner.token })).status).toBe(200);
   });
 });
@@ -96,7 +135,14 @@ describe("whose profile a caller may touch", () => {
     const owner = await createPrincipal();
     const agent = await createPrincipal({ organizationId: owner.organizationId, role: "agent" });
     const slug = await publishedProfile(owner, { displayName: "Olive Owner", headline: "Trusted since 1999" });
-    const hostile = { agentUserId: owner.userId, draftConfig: { displayName: "Olive Owner", headline: "Call my colleague instead", contactButton: { label: "Call now", url: "tel:+14165550000" } } };
+    const hostile = {
+      agentUserId: owner.userId,
+      draftConfig: {
+        displayName: "Olive Owner",
+        headline: "Call my colleague instead",
+        contactButton: { label: "Call now", url: "tel:+14165550000" },
+      },
+    };
     const attempts: [string, string, unknown][] = [
       ["GET", `/api/reputation/profile?agentUserId=${owner.userId}`, undefined],
       ["PUT", "/api/reputation/profile", hostile],
@@ -113,12 +159,22 @@ describe("whose profile a caller may touch", () => {
     expect(JSON.stringify(page)).toContain("Trusted since 1999");
 
     // Their own, by id or by default, is theirs to write.
-    expect((await call("PUT", "/api/reputation/profile", { token: agent.token, body: { agentUserId: agent.userId, draftConfig: { displayName: "Ava Agent" } } })).status).toBe(200);
+    expect(
+      (
+        await call("PUT", "/api/reputation/profile", {
+          token: agent.token,
+          body: { agentUserId: agent.userId, draftConfig: { displayName: "Ava Agent" } },
+        })
+      ).status,
+    ).toBe(200);
     expect((await call("POST", "/api/reputation/profile/publish", { token: agent.token })).status).toBe(200);
     // An admin manages anyone's; an owner's key without users:manage only its own user's.
     const admin = await createPrincipal({ organizationId: owner.organizationId, role: "admin" });
     expect((await call("GET", `/api/reputation/profile?agentUserId=${agent.userId}`, { token: admin.token })).status).toBe(200);
-    const keyRes = await call("POST", "/v1/api-keys", { token: owner.token, body: { name: "Profile key", permissions: ["reputation:read", "reputation:write"] } });
+    const keyRes = await call("POST", "/v1/api-keys", {
+      token: owner.token,
+      body: { name: "Profile key", permissions: ["reputation:read", "reputation:write"] },
+    });
     const key = (await json(keyRes)).data.key as string;
     const viaKey = await call("GET", `/api/reputation/profile?agentUserId=${agent.userId}`, { token: key });
     expect(viaKey.status).toBe(403);
@@ -130,8 +186,20 @@ describe("whose profile a caller may touch", () => {
 describe("the public reviews feed", () => {
   it("serves published public testimonials with only consented fields, the aggregate, branding and JSON-LD, with CORS", async () => {
     const owner = await createPrincipal();
-    await publishedTestimonial(owner, { rating: 5, displayName: "Pat Client", displayLocation: "Oakville", displayPhotoUrl: "https://photos.test/pat.jpg", permissionToPublishName: true, headline: "Wonderful" });
-    await publishedTestimonial(owner, { rating: 3, displayName: "Secret Person", displayLocation: "Hidden", permissionToPublishLocation: true });
+    await publishedTestimonial(owner, {
+      rating: 5,
+      displayName: "Pat Client",
+      displayLocation: "Oakville",
+      displayPhotoUrl: "https://photos.test/pat.jpg",
+      permissionToPublishName: true,
+      headline: "Wonderful",
+    });
+    await publishedTestimonial(owner, {
+      rating: 3,
+      displayName: "Secret Person",
+      displayLocation: "Hidden",
+      permissionToPublishLocation: true,
+    });
     await createTestimonial(owner, { body: "Still pending" });
     const slug = await publishedProfile(owner);
     const res = await feed(slug);
@@ -147,11 +215,18 @@ describe("the public reviews feed", () => {
     expect(authors).toContainEqual({ location: "Hidden" });
     const text = JSON.stringify(body);
     // (The brokerage name of a test organization carries its id, so only the agent's id is checked here.)
-    for (const withheld of ["Oakville", "pat.jpg", "Secret Person", "Still pending", owner.userId, "email"]) expect(text).not.toContain(withheld);
-    expect(body.jsonLd).toMatchObject({ "@context": "https://schema.org", "@type": "RealEstateAgent", aggregateRating: { "@type": "AggregateRating", ratingValue: 4, reviewCount: 2 } });
+    for (const withheld of ["Oakville", "pat.jpg", "Secret Person", "Still pending", owner.userId, "email"])
+      expect(text).not.toContain(withheld);
+    expect(body.jsonLd).toMatchObject({
+      "@context": "https://schema.org",
+      "@type": "RealEstateAgent",
+      aggregateRating: { "@type": "AggregateRating", ratingValue: 4, reviewCount: 2 },
+    });
     expect(body.jsonLd.review).toHaveLength(2);
 
-    const preflight = await call("OPTIONS", `/api/public/reviews/${slug}`, { headers: { origin: "https://broker-site.example", "access-control-request-method": "GET" } });
+    const preflight = await call("OPTIONS", `/api/public/reviews/${slug}`, {
+      headers: { origin: "https://broker-site.example", "access-control-request-method": "GET" },
+    });
     expect(preflight.status).toBe(204);
     expect(preflight.headers.get("access-control-allow-origin")).toBe("*");
     expect(preflight.headers.get("access-control-allow-methods")).toContain("GET");
@@ -215,7 +290,9 @@ describe("the public reviews feed", () => {
     const owner = await createPrincipal();
     const slug = await publishedProfile(owner);
     const ip = "10.88.1.1";
-    const misses = await Promise.all(Array.from({ length: 301 }, (_, i) => feed(i % 2 ? `missing-${i}` : `missing-x-${i}`, { "cf-connecting-ip": ip })));
+    const misses = await Promise.all(
+      Array.from({ length: 301 }, (_, i) => feed(i % 2 ? `missing-${i}` : `missing-x-${i}`, { "cf-connecting-ip": ip })),
+    );
     expect(misses.filter((r) => r.status === 429)).toHaveLength(1);
     // The cached feed still answers this address.
     await feed(slug);

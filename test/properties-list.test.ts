@@ -59,7 +59,8 @@ describe("GET /v1/properties filters", () => {
     const p = await createPrincipal();
     const prices = [300000, 100000, 500000, 200000, 400000, 200000];
     const made = [];
-    for (const [i, listPrice] of prices.entries()) made.push(await createProperty(p.token, { listing: { listPrice, listDate: daysAgo(i) } }));
+    for (const [i, listPrice] of prices.entries())
+      made.push(await createProperty(p.token, { listing: { listPrice, listDate: daysAgo(i) } }));
     const byPrice = [...made].sort((x, y) => x.listing.listPrice - y.listing.listPrice || x.id.localeCompare(y.id)).map((x) => x.id);
     expect(await walkIds(p.token, "sort=listPrice:asc")).toEqual(byPrice);
     expect(await walkIds(p.token, "sort=listPrice:desc")).toEqual([...byPrice].reverse());
@@ -79,11 +80,22 @@ describe("GET /v1/properties filters", () => {
 
   it("refuses bad parameters with every problem named, and unknown ones", async () => {
     const p = await createPrincipal();
-    const res = await call("GET", "/v1/properties?bounds=1,2,3&radius=0,0,0&bedrooms[gte]=x&sort=price&include=everything&pool=yes&color=red", { token: p.token });
+    const res = await call(
+      "GET",
+      "/v1/properties?bounds=1,2,3&radius=0,0,0&bedrooms[gte]=x&sort=price&include=everything&pool=yes&color=red",
+      { token: p.token },
+    );
     expect(res.status).toBe(422);
     const fields = ((await json(res)).error.errors as { field: string }[]).map((e) => e.field.replace(/\.\d+$/, ""));
     for (const f of ["bounds", "radius", "bedrooms[gte]", "sort", "include", "pool", "color"]) expect(fields, f).toContain(f);
-    for (const query of ["bounds=10,0,5,1", "bounds=0,0,91,1", "radius=0,181,1", "radius=0,0,501", "listPrice[gte]=5&listPrice[lte]=1", "limit=101"]) {
+    for (const query of [
+      "bounds=10,0,5,1",
+      "bounds=0,0,91,1",
+      "radius=0,181,1",
+      "radius=0,0,501",
+      "listPrice[gte]=5&listPrice[lte]=1",
+      "limit=101",
+    ]) {
       expect((await call("GET", `/v1/properties?${query}`, { token: p.token })).status, query).toBe(422);
     }
   });

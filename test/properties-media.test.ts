@@ -4,13 +4,29 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import { call, json } from "./helpers/client";
 import { createPrincipal, tenantDb } from "./helpers/factories";
-import { createProperty, getProperty, JPEG_HEAD, photoForm, PNG_1X1, soldListing, updateProperty, VALUATION_SUBJECT } from "./helpers/properties";
+import {
+  createProperty,
+  getProperty,
+  JPEG_HEAD,
+  photoForm,
+  PNG_1X1,
+  soldListing,
+  updateProperty,
+  VALUATION_SUBJECT,
+} from "./helpers/properties";
 import { testApp } from "./helpers/test-app";
 
 const errorOf = async (res: Response) => (await json(res)).error as { code: string; errors: { field: string; code: string }[] };
 const pathOf = (url: string) => new URL(url).pathname + new URL(url).search;
 const eventsOf = async (organizationId: string, type: string) =>
-  (await (await tenantDb(organizationId)).prepare("SELECT data FROM outbox_events WHERE organization_id = ? AND type = ? ORDER BY occurred_at, rowid").bind(organizationId, type).all<{ data: string }>()).results.map((r) => JSON.parse(r.data));
+  (
+    await (
+      await tenantDb(organizationId)
+    )
+      .prepare("SELECT data FROM outbox_events WHERE organization_id = ? AND type = ? ORDER BY occurred_at, rowid")
+      .bind(organizationId, type)
+      .all<{ data: string }>()
+  ).results.map((r) => JSON.parse(r.data));
 const filesUnder = async (prefix: string) => (await env.FILES.list({ prefix })).objects.map((o) => o.key);
 
 async function pdfText(url: string): Promise<string> {
@@ -29,13 +45,31 @@ describe("photos", () => {
     const res = await call("POST", `/v1/properties/${property.id}/photos`, {
       token: p.token,
       // The declared types are wrong on purpose: the bytes decide.
-      body: photoForm([{ bytes: PNG_1X1, name: "front.jpg", type: "image/jpeg" }, { bytes: JPEG_HEAD, name: "back.png", type: "text/plain" }], { captions: ["Front", "Back"] }),
+      body: photoForm(
+        [
+          { bytes: PNG_1X1, name: "front.jpg", type: "image/jpeg" },
+          { bytes: JPEG_HEAD, name: "back.png", type: "text/plain" },
+        ],
+        { captions: ["Front", "Back"] },
+      ),
     });
     expect(res.status).toBe(201);
     const photos = (await json(res)).data;
     expect(photos).toEqual([
-      { id: expect.any(String), url: expect.stringContaining("/api/public/files/"), caption: "Front", order: 0, uploadedAt: expect.any(String) },
-      { id: expect.any(String), url: expect.stringContaining("/api/public/files/"), caption: "Back", order: 1, uploadedAt: expect.any(String) },
+      {
+        id: expect.any(String),
+        url: expect.stringContaining("/api/public/files/"),
+        caption: "Front",
+        order: 0,
+        uploadedAt: expect.any(String),
+      },
+      {
+        id: expect.any(String),
+        url: expect.stringContaining("/api/public/files/"),
+        caption: "Back",
+        order: 1,
+        uploadedAt: expect.any(String),
+      },
     ]);
     const png = await call("GET", pathOf(photos[0].url));
     expect(png.status).toBe(200);
@@ -45,9 +79,18 @@ describe("photos", () => {
     const read = await getProperty(p.token, property.id);
     expect(read.media.photos.map((x: { id: string }) => x.id)).toEqual(photos.map((x: { id: string }) => x.id));
     const [event] = await eventsOf(p.organizationId, "property.photos_uploaded");
-    expect(event).toMatchObject({ object: { id: property.id }, changes: ["media.photos"], photos: [{ id: photos[0].id, caption: "Front" }, { id: photos[1].id, caption: "Back" }] });
+    expect(event).toMatchObject({
+      object: { id: property.id },
+      changes: ["media.photos"],
+      photos: [
+        { id: photos[0].id, caption: "Front" },
+        { id: photos[1].id, caption: "Back" },
+      ],
+    });
     // More uploads go after the existing ones unless an order is given.
-    const more = await json(await call("POST", `/v1/properties/${property.id}/photos`, { token: p.token, body: photoForm([{ bytes: PNG_1X1 }]) }));
+    const more = await json(
+      await call("POST", `/v1/properties/${property.id}/photos`, { token: p.token, body: photoForm([{ bytes: PNG_1X1 }]) }),
+    );
     expect(more.data[0].order).toBe(2);
     // Lists sign photo links only when asked.
     const listed = await json(await call("GET", "/v1/properties", { token: p.token }));
@@ -60,7 +103,10 @@ describe("photos", () => {
     const p = await createPrincipal();
     const property = await createProperty(p.token);
     const html = new TextEncoder().encode("<html><script>alert(1)</script></html>");
-    const res = await call("POST", `/v1/properties/${property.id}/photos`, { token: p.token, body: photoForm([{ bytes: PNG_1X1 }, { bytes: html, name: "x.jpg", type: "image/jpeg" }]) });
+    const res = await call("POST", `/v1/properties/${property.id}/photos`, {
+      token: p.token,
+      body: photoForm([{ bytes: PNG_1X1 }, { bytes: html, name: "x.jpg", type: "image/jpeg" }]),
+    });
     expect(res.status).toBe(422);
     expect((await errorOf(res)).errors).toEqual([expect.objectContaining({ field: "photos.1", code: "unsupported_image_type" })]);
     expect(await filesUnder(`properties/${p.organizationId}/`)).toEqual([]);
@@ -78,7 +124,10 @@ describe("photos", () => {
     expect(one.status).toBe(413);
     const nine = new Uint8Array(9 * 1024 * 1024);
     nine.set(JPEG_HEAD);
-    const three = await call("POST", `/v1/properties/${property.id}/photos`, { token: p.token, body: photoForm([{ bytes: nine }, { bytes: nine }, { bytes: nine }]) });
+    const three = await call("POST", `/v1/properties/${property.id}/photos`, {
+      token: p.token,
+      body: photoForm([{ bytes: nine }, { bytes: nine }, { bytes: nine }]),
+    });
     expect(three.status).toBe(413);
     expect(await filesUnder(`properties/${p.organizationId}/`)).toEqual([]);
   });
@@ -86,8 +135,23 @@ describe("photos", () => {
   it("reorders photos; unknown ids are a 422; a deleted property's files go", async () => {
     const p = await createPrincipal();
     const property = await createProperty(p.token);
-    const photos = (await json(await call("POST", `/v1/properties/${property.id}/photos`, { token: p.token, body: photoForm([{ bytes: PNG_1X1 }, { bytes: PNG_1X1 }, { bytes: PNG_1X1 }]) }))).data;
-    const res = await call("PUT", `/v1/properties/${property.id}/photos/order`, { token: p.token, body: { photoOrder: [{ id: photos[2].id, order: 0 }, { id: photos[0].id, order: 5 }] } });
+    const photos = (
+      await json(
+        await call("POST", `/v1/properties/${property.id}/photos`, {
+          token: p.token,
+          body: photoForm([{ bytes: PNG_1X1 }, { bytes: PNG_1X1 }, { bytes: PNG_1X1 }]),
+        }),
+      )
+    ).data;
+    const res = await call("PUT", `/v1/properties/${property.id}/photos/order`, {
+      token: p.token,
+      body: {
+        photoOrder: [
+          { id: photos[2].id, order: 0 },
+          { id: photos[0].id, order: 5 },
+        ],
+      },
+    });
     expect(res.status).toBe(200);
     const ordered = (await json(res)).data;
     expect(ordered.map((x: { id: string; order: number }) => [x.id, x.order])).toEqual([
@@ -95,8 +159,13 @@ describe("photos", () => {
       [photos[1].id, 1],
       [photos[0].id, 5],
     ]);
-    expect((await getProperty(p.token, property.id)).media.photos.map((x: { id: string }) => x.id)).toEqual(ordered.map((x: { id: string }) => x.id));
-    const unknown = await call("PUT", `/v1/properties/${property.id}/photos/order`, { token: p.token, body: { photoOrder: [{ id: "nope", order: 1 }] } });
+    expect((await getProperty(p.token, property.id)).media.photos.map((x: { id: string }) => x.id)).toEqual(
+      ordered.map((x: { id: string }) => x.id),
+    );
+    const unknown = await call("PUT", `/v1/properties/${property.id}/photos/order`, {
+      token: p.token,
+      body: { photoOrder: [{ id: "nope", order: 1 }] },
+    });
     expect(unknown.status).toBe(422);
     expect(await filesUnder(`properties/${p.organizationId}/${property.id}/`)).toHaveLength(3);
     // Removing a photo from media.photos deletes its file; deleting the property keeps the rest for a restore, and the
@@ -106,7 +175,10 @@ describe("photos", () => {
     expect((await call("DELETE", `/v1/properties/${property.id}`, { token: p.token })).status).toBe(200);
     expect(await filesUnder(`properties/${p.organizationId}/${property.id}/`)).toHaveLength(2);
     const db = await tenantDb(p.organizationId);
-    await db.prepare("UPDATE trash_entries SET restorable_until = ? WHERE record_id = ?").bind(new Date(Date.now() - 1000).toISOString(), property.id).run();
+    await db
+      .prepare("UPDATE trash_entries SET restorable_until = ? WHERE record_id = ?")
+      .bind(new Date(Date.now() - 1000).toISOString(), property.id)
+      .run();
     await purgeTrash(env, createDb(db));
     expect(await filesUnder(`properties/${p.organizationId}/${property.id}/`)).toEqual([]);
   });
@@ -135,8 +207,15 @@ describe("valuation", () => {
     // Every comparable sold at $300 a square foot in the last months: the estimate is 2000 x 300, the range ±3%.
     expect(v).toMatchObject({ estimatedValue: 600000, pricePerSquareFoot: 300, priceRange: { low: 582000, high: 618000 } });
     expect(v.comparables.map((c: { id: string }) => c.id).sort()).toEqual(comps.map((c) => c.id).sort());
-    expect(v.comparables[0]).toMatchObject({ address: expect.stringContaining("Near St, Austin, TX 78701"), soldPrice: expect.any(Number), soldDate: expect.any(String), similarity: expect.any(Number) });
-    expect(v.comparables.map((c: { similarity: number }) => c.similarity)).toEqual([...v.comparables.map((c: { similarity: number }) => c.similarity)].sort((a, b) => b - a));
+    expect(v.comparables[0]).toMatchObject({
+      address: expect.stringContaining("Near St, Austin, TX 78701"),
+      soldPrice: expect.any(Number),
+      soldDate: expect.any(String),
+      similarity: expect.any(Number),
+    });
+    expect(v.comparables.map((c: { similarity: number }) => c.similarity)).toEqual(
+      [...v.comparables.map((c: { similarity: number }) => c.similarity)].sort((a, b) => b - a),
+    );
     expect(v.confidence).toBeGreaterThan(40);
     expect(v.confidence).toBeLessThanOrEqual(85);
     for (const f of Object.values(v.factors) as number[]) expect(f).toBeGreaterThan(0);
@@ -144,7 +223,11 @@ describe("valuation", () => {
 
     expect((await json(await call("GET", `/v1/properties/${subject.id}/valuation`, { token: p.token }))).data).toEqual(v);
     const read = await getProperty(p.token, subject.id, "?include=comparables");
-    expect(read.valuation).toMatchObject({ estimatedValue: 600000, confidence: v.confidence, comparables: expect.arrayContaining([expect.objectContaining({ squareFootage: 2000 })]) });
+    expect(read.valuation).toMatchObject({
+      estimatedValue: 600000,
+      confidence: v.confidence,
+      comparables: expect.arrayContaining([expect.objectContaining({ squareFootage: 2000 })]),
+    });
     expect(read.comparables).toEqual(v.comparables);
   });
 
@@ -181,7 +264,14 @@ describe("analytics from recorded signals", () => {
   it("counts views, unique visitors, time on site, referrers and the rest over the period; inquiries, showings and offers go out as events", async () => {
     const p = await createPrincipal();
     const property = await createProperty(p.token);
-    const contact = (await json(await call("POST", "/v1/contacts", { token: p.token, body: { firstName: "Buyer", lastName: "One", email: `${crypto.randomUUID()}@b.test` } }))).data;
+    const contact = (
+      await json(
+        await call("POST", "/v1/contacts", {
+          token: p.token,
+          body: { firstName: "Buyer", lastName: "One", email: `${crypto.randomUUID()}@b.test` },
+        }),
+      )
+    ).data;
     const signals = [
       { type: "VIEW", visitorId: "v1", referrer: "https://www.zillow.com/homedetails/1" },
       { type: "VIEW", visitorId: "v1", referrer: "https://zillow.com/x" },
@@ -201,7 +291,18 @@ describe("analytics from recorded signals", () => {
     const res = await call("GET", `/v1/properties/${property.id}/analytics?period=7d`, { token: p.token });
     expect(res.status).toBe(200);
     const a = (await json(res)).data;
-    expect(a).toMatchObject({ period: "7d", views: 5, uniqueViews: 3, inquiries: 1, showings: 1, offers: 1, saveCount: 1, shareCount: 1, averageTimeOnSite: 90, conversionRate: 33.33 });
+    expect(a).toMatchObject({
+      period: "7d",
+      views: 5,
+      uniqueViews: 3,
+      inquiries: 1,
+      showings: 1,
+      offers: 1,
+      saveCount: 1,
+      shareCount: 1,
+      averageTimeOnSite: 90,
+      conversionRate: 33.33,
+    });
     expect(a.topReferrers).toEqual([
       { source: "zillow.com", views: 3, percentage: 60 },
       { source: "direct", views: 1, percentage: 20 },
@@ -211,13 +312,26 @@ describe("analytics from recorded signals", () => {
     expect(a.viewsByDay.at(-1)).toEqual({ date: new Date().toISOString().slice(0, 10), views: 5 });
     expect(a.viewsByDay.slice(0, 6).every((d: { views: number }) => d.views === 0)).toBe(true);
     expect((await json(await call("GET", `/v1/properties/${property.id}/analytics`, { token: p.token }))).data.viewsByDay).toHaveLength(30);
-    expect((await getProperty(p.token, property.id, "?include=analytics")).analytics).toEqual({ views: 5, inquiries: 1, showings: 1, offers: 1, saveCount: 1, averageTimeOnSite: 90 });
+    expect((await getProperty(p.token, property.id, "?include=analytics")).analytics).toEqual({
+      views: 5,
+      inquiries: 1,
+      showings: 1,
+      offers: 1,
+      saveCount: 1,
+      averageTimeOnSite: 90,
+    });
     const [inquiry] = await eventsOf(p.organizationId, "property.inquiry_received");
-    expect(inquiry).toMatchObject({ object: { id: property.id }, signal: { type: "INQUIRY", contactId: contact.id, message: "Is it available?" } });
+    expect(inquiry).toMatchObject({
+      object: { id: property.id },
+      signal: { type: "INQUIRY", contactId: contact.id, message: "Is it available?" },
+    });
     expect(await eventsOf(p.organizationId, "property.showing_scheduled")).toHaveLength(1);
     expect((await eventsOf(p.organizationId, "property.offer_received"))[0].signal.amount).toBe(640000);
     // A visitor id is kept only as a hash.
-    const stored = await (await tenantDb(p.organizationId)).prepare("SELECT visitor_hash FROM property_daily_visitors WHERE property_id = ?").bind(property.id).all<{ visitor_hash: string }>();
+    const stored = await (await tenantDb(p.organizationId))
+      .prepare("SELECT visitor_hash FROM property_daily_visitors WHERE property_id = ?")
+      .bind(property.id)
+      .all<{ visitor_hash: string }>();
     expect(stored.results.map((r) => r.visitor_hash)).not.toContain("v1");
   });
 
@@ -227,13 +341,33 @@ describe("analytics from recorded signals", () => {
     const property = await createProperty(p.token);
     const key = crypto.randomUUID();
     for (let i = 0; i < 3; i++) {
-      expect((await call("POST", `/v1/properties/${property.id}/signals`, { token: p.token, body: { type: "VIEW" }, headers: { "idempotency-key": key } })).status).toBe(201);
+      expect(
+        (
+          await call("POST", `/v1/properties/${property.id}/signals`, {
+            token: p.token,
+            body: { type: "VIEW" },
+            headers: { "idempotency-key": key },
+          })
+        ).status,
+      ).toBe(201);
     }
     expect((await json(await call("GET", `/v1/properties/${property.id}/analytics`, { token: p.token }))).data.views).toBe(1);
-    const foreignContact = (await json(await call("POST", "/v1/contacts", { token: stranger.token, body: { firstName: "S", lastName: "T", email: `${crypto.randomUUID()}@s.test` } }))).data;
-    const bad = await call("POST", `/v1/properties/${property.id}/signals`, { token: p.token, body: { type: "INQUIRY", contactId: foreignContact.id } });
+    const foreignContact = (
+      await json(
+        await call("POST", "/v1/contacts", {
+          token: stranger.token,
+          body: { firstName: "S", lastName: "T", email: `${crypto.randomUUID()}@s.test` },
+        }),
+      )
+    ).data;
+    const bad = await call("POST", `/v1/properties/${property.id}/signals`, {
+      token: p.token,
+      body: { type: "INQUIRY", contactId: foreignContact.id },
+    });
     expect(bad.status).toBe(422);
-    expect((await call("POST", `/v1/properties/${property.id}/signals`, { token: stranger.token, body: { type: "VIEW" } })).status).toBe(404);
+    expect((await call("POST", `/v1/properties/${property.id}/signals`, { token: stranger.token, body: { type: "VIEW" } })).status).toBe(
+      404,
+    );
     expect((await call("GET", `/v1/properties/${property.id}/analytics?period=1y`, { token: p.token })).status).toBe(422);
   });
 
@@ -241,8 +375,10 @@ describe("analytics from recorded signals", () => {
     const p = await createPrincipal();
     const property = await createProperty(p.token);
     await updateProperty(p.token, property.id, { details: { bedrooms: 3 } });
-    const signal = (body: unknown, ifMatch: string) => call("POST", `/v1/properties/${property.id}/signals`, { token: p.token, body, headers: { "if-match": ifMatch } });
-    const views = async () => (await json(await call("GET", `/v1/properties/${property.id}/analytics`, { token: p.token }))).data.views as number;
+    const signal = (body: unknown, ifMatch: string) =>
+      call("POST", `/v1/properties/${property.id}/signals`, { token: p.token, body, headers: { "if-match": ifMatch } });
+    const views = async () =>
+      (await json(await call("GET", `/v1/properties/${property.id}/analytics`, { token: p.token }))).data.views as number;
 
     const stale = await signal({ type: "VIEW", visitorId: "v1" }, '"1"');
     expect(stale.status).toBe(412);
@@ -260,15 +396,29 @@ describe("analytics from recorded signals", () => {
     // A signal is no change of the property: its version (the ETag a client holds) stays where it was.
     expect((await call("GET", `/v1/properties/${property.id}`, { token: p.token })).headers.get("etag")).toBe('"2"');
     const stranger = await createPrincipal();
-    expect((await call("POST", `/v1/properties/${property.id}/signals`, { token: stranger.token, body: { type: "VIEW" }, headers: { "if-match": '"2"' } })).status).toBe(404);
+    expect(
+      (
+        await call("POST", `/v1/properties/${property.id}/signals`, {
+          token: stranger.token,
+          body: { type: "VIEW" },
+          headers: { "if-match": '"2"' },
+        })
+      ).status,
+    ).toBe(404);
   });
 
   it("is rate-limited per listing of the organization", async () => {
     const keys: string[] = [];
-    const app = testApp({ rateLimiter: { consume: async (key) => (keys.push(key), { allowed: false, remaining: 0, retryAfterSeconds: 30 }) } });
+    const app = testApp({
+      rateLimiter: { consume: async (key) => (keys.push(key), { allowed: false, remaining: 0, retryAfterSeconds: 30 }) },
+    });
     const p = await createPrincipal();
     const property = await createProperty(p.token);
-    const res = await app.fetch("POST", `/v1/properties/${property.id}/signals`, { token: p.token, body: JSON.stringify({ type: "VIEW" }), headers: { "content-type": "application/json" } });
+    const res = await app.fetch("POST", `/v1/properties/${property.id}/signals`, {
+      token: p.token,
+      body: JSON.stringify({ type: "VIEW" }),
+      headers: { "content-type": "application/json" },
+    });
     expect(res.status).toBe(429);
     expect(res.headers.get("retry-after")).toBe("30");
     expect(keys).toEqual([`property-signals:post:${p.organizationId}:${property.id}`]);
@@ -278,28 +428,61 @@ describe("analytics from recorded signals", () => {
 describe("reports", () => {
   it("a market analysis is a PDF naming the property, with comparables and market trends, behind a signed link", async () => {
     const p = await createPrincipal();
-    for (let i = 0; i < 3; i++) await soldListing(p.token, { lat: 30.27 + i * 0.001, lng: -97.74, sqft: 2000, price: 600000 + i * 10000, soldDaysAgo: 10 + i, street: `${i + 1} Comparable Ave` });
+    for (let i = 0; i < 3; i++)
+      await soldListing(p.token, {
+        lat: 30.27 + i * 0.001,
+        lng: -97.74,
+        sqft: 2000,
+        price: 600000 + i * 10000,
+        soldDaysAgo: 10 + i,
+        street: `${i + 1} Comparable Ave`,
+      });
     const subject = await createProperty(p.token, VALUATION_SUBJECT);
-    const res = await call("POST", `/v1/properties/${subject.id}/reports`, { token: p.token, body: { reportType: "MARKET_ANALYSIS", format: "PDF", includeComparables: true, includeMarketTrends: true } });
+    const res = await call("POST", `/v1/properties/${subject.id}/reports`, {
+      token: p.token,
+      body: { reportType: "MARKET_ANALYSIS", format: "PDF", includeComparables: true, includeMarketTrends: true },
+    });
     expect(res.status).toBe(201);
     const report = (await json(res)).data;
-    expect(report).toMatchObject({ reportId: expect.any(String), reportType: "MARKET_ANALYSIS", format: "PDF", url: expect.stringContaining("/api/public/files/"), generatedAt: expect.any(String) });
+    expect(report).toMatchObject({
+      reportId: expect.any(String),
+      reportType: "MARKET_ANALYSIS",
+      format: "PDF",
+      url: expect.stringContaining("/api/public/files/"),
+      generatedAt: expect.any(String),
+    });
     expect(Date.parse(report.expiresAt) - Date.now()).toBeGreaterThan(23 * 3600_000);
     const text = await pdfText(report.url);
-    for (const s of ["Market analysis", "500 Subject St", "Austin", "Comparable sales", "1 Comparable Ave", "Market trends", "Estimated value"]) expect(text).toContain(s);
+    for (const s of [
+      "Market analysis",
+      "500 Subject St",
+      "Austin",
+      "Comparable sales",
+      "1 Comparable Ave",
+      "Market trends",
+      "Estimated value",
+    ])
+      expect(text).toContain(s);
   });
 
   it("a listing sheet carries the cover photo and description; a market analysis without comparables says why", async () => {
     const p = await createPrincipal();
     const subject = await createProperty(p.token, { ...VALUATION_SUBJECT, marketing: { description: "Sunny corner lot with a big oak." } });
     await call("POST", `/v1/properties/${subject.id}/photos`, { token: p.token, body: photoForm([{ bytes: PNG_1X1 }]) });
-    const sheet = (await json(await call("POST", `/v1/properties/${subject.id}/reports`, { token: p.token, body: { reportType: "LISTING_SHEET" } }))).data;
+    const sheet = (
+      await json(await call("POST", `/v1/properties/${subject.id}/reports`, { token: p.token, body: { reportType: "LISTING_SHEET" } }))
+    ).data;
     const text = await pdfText(sheet.url);
     expect(text).toContain("Listing sheet");
     expect(text).toContain("Sunny corner lot with a big oak.");
-    const analysis = (await json(await call("POST", `/v1/properties/${subject.id}/reports`, { token: p.token, body: { reportType: "MARKET_ANALYSIS" } }))).data;
+    const analysis = (
+      await json(await call("POST", `/v1/properties/${subject.id}/reports`, { token: p.token, body: { reportType: "MARKET_ANALYSIS" } }))
+    ).data;
     expect(await pdfText(analysis.url)).toContain("at least 3 are needed");
-    const bad = await call("POST", `/v1/properties/${subject.id}/reports`, { token: p.token, body: { reportType: "HOROSCOPE", format: "DOCX" } });
+    const bad = await call("POST", `/v1/properties/${subject.id}/reports`, {
+      token: p.token,
+      body: { reportType: "HOROSCOPE", format: "DOCX" },
+    });
     expect(bad.status).toBe(422);
     expect((await errorOf(bad)).errors.map((e) => e.field).sort()).toEqual(["format", "reportType"]);
   });

@@ -7,10 +7,14 @@ import { openResoFeed } from "./helpers/receiver";
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
-const sync = (owner: TestPrincipal, id: string, vars: Record<string, string> | undefined) => call("POST", `/v1/properties/${id}/mls-sync`, { token: owner.token, vars });
+const sync = (owner: TestPrincipal, id: string, vars: Record<string, string> | undefined) =>
+  call("POST", `/v1/properties/${id}/mls-sync`, { token: owner.token, vars });
 
 async function eventTypes(organizationId: string): Promise<string[]> {
-  const { results } = await (await tenantDb(organizationId)).prepare("SELECT type FROM outbox_events WHERE organization_id = ? ORDER BY occurred_at, rowid").bind(organizationId).all<{ type: string }>();
+  const { results } = await (await tenantDb(organizationId))
+    .prepare("SELECT type FROM outbox_events WHERE organization_id = ? ORDER BY occurred_at, rowid")
+    .bind(organizationId)
+    .all<{ type: string }>();
   return results.map((r) => r.type);
 }
 
@@ -31,7 +35,9 @@ describe("POST /v1/properties/{id}/mls-sync (RESO Web API)", () => {
     expect(body.data).toMatchObject({ mlsId, syncStatus: "COMPLETED" });
     expect(body.data.syncedAt).toMatch(ISO);
     // Only what the MLS changed, with both values (the city and the coordinates it sent are the same as ours).
-    const changes = Object.fromEntries((body.data.changes as { field: string; oldValue: unknown; newValue: unknown }[]).map((c) => [c.field, [c.oldValue, c.newValue]]));
+    const changes = Object.fromEntries(
+      (body.data.changes as { field: string; oldValue: unknown; newValue: unknown }[]).map((c) => [c.field, [c.oldValue, c.newValue]]),
+    );
     expect(changes).toEqual({
       "listing.status": ["ACTIVE", "PENDING"],
       "listing.listPrice": [650000, 625000],
@@ -51,9 +57,20 @@ describe("POST /v1/properties/{id}/mls-sync (RESO Web API)", () => {
       ["LISTED", 650000],
       ["PRICE_REDUCTION", 625000],
     ]);
-    expect(property.details).toMatchObject({ propertyType: "CONDO", propertySubType: "Condominium", bedrooms: 3, squareFootage: 1250, pool: true });
+    expect(property.details).toMatchObject({
+      propertyType: "CONDO",
+      propertySubType: "Condominium",
+      bedrooms: 3,
+      squareFootage: 1250,
+      pool: true,
+    });
     expect(property.hoa.monthlyFee).toBe(400);
-    expect(await eventTypes(owner.organizationId)).toEqual(["property.created", "property.updated", "property.status_changed", "property.price_changed"]);
+    expect(await eventTypes(owner.organizationId)).toEqual([
+      "property.created",
+      "property.updated",
+      "property.status_changed",
+      "property.price_changed",
+    ]);
     // The request the MLS saw: our bearer token and an OData filter on the listing's key.
     const [request] = await feedRequests(feed);
     expect(request!.headers.authorization).toBe(`Bearer ${RESO_TOKEN}`);
@@ -75,13 +92,19 @@ describe("POST /v1/properties/{id}/mls-sync (RESO Web API)", () => {
   it("finds the listing by its ListingId when no ListingKey matches", async () => {
     const owner = await createPrincipal();
     const byId = await syncable(owner, (mlsId) => resoListing(`KEY-${mlsId}`, { ListingId: mlsId, ListPrice: 700000 }));
-    expect((await json(await sync(owner, byId.id, byId.vars))).data.changes).toContainEqual({ field: "listing.listPrice", oldValue: 650000, newValue: 700000 });
+    expect((await json(await sync(owner, byId.id, byId.vars))).data.changes).toContainEqual({
+      field: "listing.listPrice",
+      oldValue: 650000,
+      newValue: 700000,
+    });
     expect((await getProperty(owner.token, byId.id)).listing.priceHistory.at(-1)).toMatchObject({ event: "PRICE_INCREASE", price: 700000 });
   });
 
   it("a SOLD listing closes the property with its close price and date", async () => {
     const owner = await createPrincipal();
-    const { id, vars } = await syncable(owner, (mlsId) => resoListing(mlsId, { StandardStatus: "Closed", ListingContractDate: "2026-09-01", ClosePrice: 640000, CloseDate: "2026-11-01" }));
+    const { id, vars } = await syncable(owner, (mlsId) =>
+      resoListing(mlsId, { StandardStatus: "Closed", ListingContractDate: "2026-09-01", ClosePrice: 640000, CloseDate: "2026-11-01" }),
+    );
     const res = await sync(owner, id, vars);
     expect(res.status, await res.clone().text()).toBe(200);
     const property = await getProperty(owner.token, id);
@@ -103,7 +126,11 @@ describe("POST /v1/properties/{id}/mls-sync (RESO Web API)", () => {
     it("503 when this deployment has no MLS configured", async () => {
       const owner = await createPrincipal();
       const { id } = await syncable(owner);
-      expect(await unchanged(owner, id, () => sync(owner, id, undefined))).toMatchObject({ status: 503, code: "not_configured", message: expect.stringContaining("MLS_API_URL") });
+      expect(await unchanged(owner, id, () => sync(owner, id, undefined))).toMatchObject({
+        status: 503,
+        code: "not_configured",
+        message: expect.stringContaining("MLS_API_URL"),
+      });
       // Another organization's property is unknown before anything else is said about it.
       expect((await sync(await createPrincipal(), id, undefined)).status).toBe(404);
     });
@@ -123,10 +150,16 @@ describe("POST /v1/properties/{id}/mls-sync (RESO Web API)", () => {
     it("502 when the MLS refuses our token, fails, cannot be reached or sends values we cannot take", async () => {
       const owner = await createPrincipal();
       const { id, feed } = await syncable(owner);
-      expect(await unchanged(owner, id, () => sync(owner, id, { MLS_API_URL: feed, MLS_API_TOKEN: "wrong" }))).toMatchObject({ status: 502, code: "mls_rejected" });
+      expect(await unchanged(owner, id, () => sync(owner, id, { MLS_API_URL: feed, MLS_API_TOKEN: "wrong" }))).toMatchObject({
+        status: 502,
+        code: "mls_rejected",
+      });
 
       const failing = await openResoFeed([], { token: RESO_TOKEN, status: 500 });
-      expect(await unchanged(owner, id, () => sync(owner, id, mlsVars({ feed: failing.url })))).toMatchObject({ status: 502, code: "mls_error" });
+      expect(await unchanged(owner, id, () => sync(owner, id, mlsVars({ feed: failing.url })))).toMatchObject({
+        status: 502,
+        code: "mls_error",
+      });
 
       const refused = refuseConnections(mlsVars({}).MLS_API_URL);
       expect(await unchanged(owner, id, () => sync(owner, id, mlsVars({})))).toMatchObject({ status: 502, code: "mls_unreachable" });
@@ -147,7 +180,12 @@ describe("POST /v1/properties/{id}/mls-sync (RESO Web API)", () => {
     const answers = await Promise.all(Array.from({ length: 6 }, async () => json(await sync(owner, id, vars))));
     for (const a of answers) expect(a.success, JSON.stringify(a)).toBe(true);
     expect(answers.filter((a) => a.data.changes.length > 0)).toHaveLength(1);
-    expect(await eventTypes(owner.organizationId)).toEqual(["property.created", "property.updated", "property.status_changed", "property.price_changed"]);
+    expect(await eventTypes(owner.organizationId)).toEqual([
+      "property.created",
+      "property.updated",
+      "property.status_changed",
+      "property.price_changed",
+    ]);
     expect((await getProperty(owner.token, id)).listing.priceHistory).toHaveLength(2);
   });
 });

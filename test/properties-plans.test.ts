@@ -8,7 +8,9 @@ import { PropertyListQuery } from "../src/properties/schemas";
 async function plan(query: Record<string, string>): Promise<string> {
   const { sql, params } = listSql("org-plans", PropertyListQuery.parse({ limit: "25", ...query }));
   // Every shard has the same schema (migrations/tenant): the plan is the same on any.
-  const rows = await env.DB_SHARD_0.prepare(`EXPLAIN QUERY PLAN ${sql}`).bind(...params).all<{ detail: string }>();
+  const rows = await env.DB_SHARD_0.prepare(`EXPLAIN QUERY PLAN ${sql}`)
+    .bind(...params)
+    .all<{ detail: string }>();
   return rows.results.map((r) => r.detail).join("\n");
 }
 
@@ -20,7 +22,9 @@ describe("properties list plans", () => {
       expect(details).not.toMatch(/USE TEMP B-TREE|properties_org_price_idx|MATERIALIZE probe/);
     }
     // A price bound beside the zip narrows the same range.
-    expect(await plan({ zipCode: "00000", sort: "listPrice:desc", "listPrice[lte]": "500000" })).toMatch(/properties_org_zip_price_idx \(organization_id=\? AND zip_code=\? AND list_price<\?\)/);
+    expect(await plan({ zipCode: "00000", sort: "listPrice:desc", "listPrice[lte]": "500000" })).toMatch(
+      /properties_org_zip_price_idx \(organization_id=\? AND zip_code=\? AND list_price<\?\)/,
+    );
   });
 
   it("a zip code under the default sort walks the zip's creation index in order", async () => {
@@ -33,7 +37,9 @@ describe("properties list plans", () => {
     for (const query of [{ radius: "39.0997,-94.5786,25" }, { bounds: "30.15,-97.9,30.4,-97.6" }] as Record<string, string>[]) {
       const details = await plan(query);
       expect(details).toMatch(/SEARCH p USING COVERING INDEX properties_org_created_idx \(organization_id=\?\)/);
-      expect(details).toMatch(/SEARCH p USING (COVERING )?INDEX properties_org_geo_idx \(organization_id=\? AND latitude>\? AND latitude<\?\)/);
+      expect(details).toMatch(
+        /SEARCH p USING (COVERING )?INDEX properties_org_geo_idx \(organization_id=\? AND latitude>\? AND latitude<\?\)/,
+      );
     }
   });
 });

@@ -16,15 +16,28 @@ interface Recorded {
   data: Record<string, any>;
 }
 async function eventsOf(organizationId: string): Promise<Recorded[]> {
-  const { results } = await (await tenantDb(organizationId)).prepare("SELECT type, data FROM outbox_events WHERE organization_id = ? ORDER BY occurred_at, rowid").bind(organizationId).all<{ type: string; data: string }>();
+  const { results } = await (await tenantDb(organizationId))
+    .prepare("SELECT type, data FROM outbox_events WHERE organization_id = ? ORDER BY occurred_at, rowid")
+    .bind(organizationId)
+    .all<{ type: string; data: string }>();
   return results.map((r) => ({ type: r.type, data: JSON.parse(r.data) }));
 }
 
-const errorOf = async (res: Response) => (await json(res)).error as { code: string; status: number; errors: { field: string; code: string }[] };
+const errorOf = async (res: Response) =>
+  (await json(res)).error as { code: string; status: number; errors: { field: string; code: string }[] };
 
 const FULL = {
   mlsId: "MLS-1001",
-  address: { street: "1 Harbor Way", unit: "4B", city: "Sausalito", state: "CA", zipCode: "94965", county: "Marin", country: "US", coordinates: { latitude: 37.859, longitude: -122.485 } },
+  address: {
+    street: "1 Harbor Way",
+    unit: "4B",
+    city: "Sausalito",
+    state: "CA",
+    zipCode: "94965",
+    county: "Marin",
+    country: "US",
+    coordinates: { latitude: 37.859, longitude: -122.485 },
+  },
   details: {
     propertyType: "SINGLE_FAMILY",
     propertySubType: "Detached",
@@ -50,7 +63,11 @@ const FULL = {
     commission: { buyerAgent: 0.025, listingAgent: 0.025 },
   },
   features: { interior: ["Hardwood floors"], exterior: ["Deck"], appliances: ["Range", "Dishwasher"] },
-  media: { virtualTour: "https://tours.example.test/1", videos: [{ url: "https://video.example.test/1", type: "WALKTHROUGH" }], photos: [{ url: "https://cdn.example.test/a.jpg", caption: "Front", order: 0 }] },
+  media: {
+    virtualTour: "https://tours.example.test/1",
+    videos: [{ url: "https://video.example.test/1", type: "WALKTHROUGH" }],
+    photos: [{ url: "https://cdn.example.test/a.jpg", caption: "Front", order: 0 }],
+  },
   marketing: {
     description: "Waterfront home.\nBay views.",
     keywordTags: ["waterfront"],
@@ -74,7 +91,14 @@ describe("POST /v1/properties", () => {
       id: expect.any(String),
       organizationId: p.organizationId,
       mlsId: null,
-      listing: { status: "ACTIVE", listPrice: 650000, originalPrice: 650000, listDate: TODAY(), daysOnMarket: 0, priceHistory: [{ price: 650000, event: "LISTED", date: expect.stringMatching(ISO) }] },
+      listing: {
+        status: "ACTIVE",
+        listPrice: 650000,
+        originalPrice: 650000,
+        listDate: TODAY(),
+        daysOnMarket: 0,
+        priceHistory: [{ price: 650000, event: "LISTED", date: expect.stringMatching(ISO) }],
+      },
       details: { propertyType: "CONDO", garage: false, pool: false, waterfront: false },
       media: { photos: [] },
       valuation: null,
@@ -84,7 +108,10 @@ describe("POST /v1/properties", () => {
     expect(await getProperty(p.token, created.id)).toEqual(created);
     const [event, ...rest] = await eventsOf(p.organizationId);
     expect(rest).toEqual([]);
-    expect(event).toMatchObject({ type: "property.created", data: { object: { id: created.id, listing: { status: "ACTIVE" } }, previousAttributes: null, changes: null } });
+    expect(event).toMatchObject({
+      type: "property.created",
+      data: { object: { id: created.id, listing: { status: "ACTIVE" } }, previousAttributes: null, changes: null },
+    });
     // Event objects leave out photo links, which would expire before a receiver reads them.
     expect(event!.data.object.media.photos).toBeUndefined();
   });
@@ -92,7 +119,11 @@ describe("POST /v1/properties", () => {
   it("stores every group and reads it back; a past listDate counts days on market; the commission total is derived", async () => {
     const p = await createPrincipal();
     const created = await createProperty(p.token, FULL);
-    expect(created).toMatchObject({ ...FULL, listing: { ...FULL.listing, commission: { buyerAgent: 0.025, listingAgent: 0.025, total: 0.05 }, daysOnMarket: 10 }, media: { ...FULL.media, photos: [expect.objectContaining({ url: "https://cdn.example.test/a.jpg", caption: "Front", order: 0 })] } });
+    expect(created).toMatchObject({
+      ...FULL,
+      listing: { ...FULL.listing, commission: { buyerAgent: 0.025, listingAgent: 0.025, total: 0.05 }, daysOnMarket: 10 },
+      media: { ...FULL.media, photos: [expect.objectContaining({ url: "https://cdn.example.test/a.jpg", caption: "Front", order: 0 })] },
+    });
     expect(await getProperty(p.token, created.id)).toEqual(created);
   });
 
@@ -103,7 +134,12 @@ describe("POST /v1/properties", () => {
       body: {
         address: { street: "", city: "X" },
         details: { propertyType: "CASTLE", bedrooms: -1, bathrooms: 2.3 },
-        listing: { listPrice: 0, status: "SOLD", commission: { buyerAgent: 0.03, listingAgent: 0.03, total: 0.07 }, listDate: "2999-01-01" },
+        listing: {
+          listPrice: 0,
+          status: "SOLD",
+          commission: { buyerAgent: 0.03, listingAgent: 0.03, total: 0.07 },
+          listDate: "2999-01-01",
+        },
         media: { photos: [{ url: "http://insecure.test/a.jpg" }] },
         hoa: { monthlyFee: -5 },
         surprise: 1,
@@ -136,20 +172,39 @@ describe("POST /v1/properties", () => {
     const p = await createPrincipal();
     const res = await call("POST", "/v1/properties", { token: p.token, body: {} });
     expect(res.status).toBe(422);
-    expect((await errorOf(res)).errors).toEqual(expect.arrayContaining(["address", "details", "listing"].map((field) => expect.objectContaining({ field, code: "required" }))));
+    expect((await errorOf(res)).errors).toEqual(
+      expect.arrayContaining(["address", "details", "listing"].map((field) => expect.objectContaining({ field, code: "required" }))),
+    );
   });
 
   it("a listing agent named by id must be a user of the organization; their name and e-mail fill the gaps", async () => {
     const p = await createPrincipal();
     const stranger = await createPrincipal();
-    const bad = await call("POST", "/v1/properties", { token: p.token, body: propertyBody({ listing: { listPrice: 1, listingAgent: { id: stranger.userId } } }) });
+    const bad = await call("POST", "/v1/properties", {
+      token: p.token,
+      body: propertyBody({ listing: { listPrice: 1, listingAgent: { id: stranger.userId } } }),
+    });
     expect(bad.status).toBe(422);
     expect((await errorOf(bad)).errors).toEqual([expect.objectContaining({ field: "listing.listingAgent.id", code: "invalid_reference" })]);
     const created = await createProperty(p.token, { listing: { listPrice: 500000, listingAgent: { id: p.userId, phone: "+1 555 0100" } } });
-    const user = await env.DB.prepare("SELECT name, email FROM users WHERE id = ?").bind(p.userId).first<{ name: string | null; email: string }>();
-    expect(created.listing.listingAgent).toEqual({ id: p.userId, phone: "+1 555 0100", name: user!.name ?? user!.email, email: user!.email });
+    const user = await env.DB.prepare("SELECT name, email FROM users WHERE id = ?")
+      .bind(p.userId)
+      .first<{ name: string | null; email: string }>();
+    expect(created.listing.listingAgent).toEqual({
+      id: p.userId,
+      phone: "+1 555 0100",
+      name: user!.name ?? user!.email,
+      email: user!.email,
+    });
     const withAgent = await getProperty(p.token, created.id, "?include=agent,analytics,comparables");
-    expect(withAgent.agent).toEqual({ id: p.userId, name: user!.name, email: user!.email, profileSlug: null, averageRating: null, totalReviews: 0 });
+    expect(withAgent.agent).toEqual({
+      id: p.userId,
+      name: user!.name,
+      email: user!.email,
+      profileSlug: null,
+      averageRating: null,
+      totalReviews: 0,
+    });
     expect(withAgent.analytics).toEqual({ views: 0, inquiries: 0, showings: 0, offers: 0, saveCount: 0, averageTimeOnSite: null });
     expect(withAgent.comparables).toEqual([]);
   });
@@ -175,7 +230,12 @@ describe("PUT /v1/properties/{id}", () => {
   it("merges partial groups field by field; null clears a field or an optional group", async () => {
     const p = await createPrincipal();
     const created = await createProperty(p.token, FULL);
-    const updated = await updateProperty(p.token, created.id, { address: { unit: null, city: "Tiburon" }, details: { bedrooms: 5 }, hoa: null, marketing: { keywordTags: ["view"] } });
+    const updated = await updateProperty(p.token, created.id, {
+      address: { unit: null, city: "Tiburon" },
+      details: { bedrooms: 5 },
+      hoa: null,
+      marketing: { keywordTags: ["view"] },
+    });
     expect(updated.address).toEqual({ ...FULL.address, unit: undefined, city: "Tiburon" });
     expect(updated.address).not.toHaveProperty("unit");
     expect(updated.details).toEqual({ ...FULL.details, bedrooms: 5 });
@@ -200,7 +260,11 @@ describe("PUT /v1/properties/{id}", () => {
       { previousPrice: 500000, newPrice: 475000, changeAmount: -25000, changePercentage: -5 },
       { previousPrice: 475000, newPrice: 490000, changeAmount: 15000, changePercentage: 3.16 },
     ]);
-    expect(priced[0]!.data).toMatchObject({ object: { id: created.id, listing: { listPrice: 475000 } }, previousAttributes: { listing: { listPrice: 500000 } }, changes: ["listing.listPrice"] });
+    expect(priced[0]!.data).toMatchObject({
+      object: { id: created.id, listing: { listPrice: 475000 } },
+      previousAttributes: { listing: { listPrice: 500000 } },
+      changes: ["listing.listPrice"],
+    });
   });
 
   it("a status change emits property.status_changed; into SOLD it records the sale and freezes days on market", async () => {
@@ -212,8 +276,18 @@ describe("PUT /v1/properties/{id}", () => {
     expect(sold.listing).toMatchObject({ status: "SOLD", soldPrice: 790000, soldDate: TODAY(), daysOnMarket: 30 });
     expect(sold.listing.priceHistory.at(-1)).toMatchObject({ event: "SOLD", price: 790000 });
     const events = await eventsOf(p.organizationId);
-    expect(events.map((e) => e.type)).toEqual(["property.created", "property.updated", "property.status_changed", "property.updated", "property.status_changed"]);
-    expect(events[2]!.data).toMatchObject({ previousAttributes: { listing: { status: "ACTIVE" } }, changes: ["listing.status"], object: { listing: { status: "PENDING" } } });
+    expect(events.map((e) => e.type)).toEqual([
+      "property.created",
+      "property.updated",
+      "property.status_changed",
+      "property.updated",
+      "property.status_changed",
+    ]);
+    expect(events[2]!.data).toMatchObject({
+      previousAttributes: { listing: { status: "ACTIVE" } },
+      changes: ["listing.status"],
+      object: { listing: { status: "PENDING" } },
+    });
     // The frozen count survives in lists too: daysOnMarket[lte] reads it.
     expect((await listProperties(p.token, "daysOnMarket[lte]=29")).data).toEqual([]);
     expect((await listProperties(p.token, "daysOnMarket[lte]=30")).data.map((x) => x.id)).toEqual([created.id]);
@@ -225,7 +299,10 @@ describe("PUT /v1/properties/{id}", () => {
     const early = await call("PUT", `/v1/properties/${created.id}`, { token: p.token, body: { listing: { soldPrice: 1 } } });
     expect(early.status).toBe(422);
     expect((await errorOf(early)).errors[0]).toMatchObject({ code: "invalid_state" });
-    const before = await call("PUT", `/v1/properties/${created.id}`, { token: p.token, body: { listing: { status: "SOLD", soldDate: daysAgo(9) } } });
+    const before = await call("PUT", `/v1/properties/${created.id}`, {
+      token: p.token,
+      body: { listing: { status: "SOLD", soldDate: daysAgo(9) } },
+    });
     expect(before.status).toBe(422);
     expect(await getProperty(p.token, created.id)).toEqual(created);
   });
@@ -242,18 +319,35 @@ describe("PUT /v1/properties/{id}", () => {
     const p = await createPrincipal();
     const created = await createProperty(p.token);
     await updateProperty(p.token, created.id, { details: { bedrooms: 3 } });
-    const stale = await call("PUT", `/v1/properties/${created.id}`, { token: p.token, body: { details: { bedrooms: 4 } }, headers: { "if-match": '"1"' } });
+    const stale = await call("PUT", `/v1/properties/${created.id}`, {
+      token: p.token,
+      body: { details: { bedrooms: 4 } },
+      headers: { "if-match": '"1"' },
+    });
     expect(stale.status).toBe(412);
-    const fresh = await call("PUT", `/v1/properties/${created.id}`, { token: p.token, body: { details: { bedrooms: 4 } }, headers: { "if-match": '"2"' } });
+    const fresh = await call("PUT", `/v1/properties/${created.id}`, {
+      token: p.token,
+      body: { details: { bedrooms: 4 } },
+      headers: { "if-match": '"2"' },
+    });
     expect(fresh.status).toBe(200);
     expect(fresh.headers.get("etag")).toBe('"3"');
   });
 
   it("media.photos is the whole list: ids keep a photo (new caption), new entries link one, left-out ones go", async () => {
     const p = await createPrincipal();
-    const created = await createProperty(p.token, { media: { photos: [{ url: "https://cdn.example.test/1.jpg" }, { url: "https://cdn.example.test/2.jpg" }] } });
+    const created = await createProperty(p.token, {
+      media: { photos: [{ url: "https://cdn.example.test/1.jpg" }, { url: "https://cdn.example.test/2.jpg" }] },
+    });
     const [first, second] = created.media.photos;
-    const updated = await updateProperty(p.token, created.id, { media: { photos: [{ id: second.id, caption: "Kitchen", order: 0 }, { url: "https://cdn.example.test/3.jpg", order: 1 }] } });
+    const updated = await updateProperty(p.token, created.id, {
+      media: {
+        photos: [
+          { id: second.id, caption: "Kitchen", order: 0 },
+          { url: "https://cdn.example.test/3.jpg", order: 1 },
+        ],
+      },
+    });
     expect(updated.media.photos.map((x: { url: string; caption: string | null }) => [x.url, x.caption])).toEqual([
       ["https://cdn.example.test/2.jpg", "Kitchen"],
       ["https://cdn.example.test/3.jpg", null],
@@ -277,13 +371,16 @@ describe("DELETE /v1/properties/{id}", () => {
     expect((await call("GET", `/v1/properties/${created.id}`, { token: p.token })).status).toBe(404);
     expect((await call("DELETE", `/v1/properties/${created.id}`, { token: p.token })).status).toBe(404);
     expect((await listProperties(p.token)).pagination.total).toBe(1);
-    const leftovers = await (await tenantDb(p.organizationId)).prepare(
-      "SELECT (SELECT COUNT(*) FROM property_stats WHERE property_id = ?1) + (SELECT COUNT(*) FROM property_daily_stats WHERE property_id = ?1) + (SELECT COUNT(*) FROM property_daily_visitors WHERE property_id = ?1) AS n",
-    )
+    const leftovers = await (await tenantDb(p.organizationId))
+      .prepare(
+        "SELECT (SELECT COUNT(*) FROM property_stats WHERE property_id = ?1) + (SELECT COUNT(*) FROM property_daily_stats WHERE property_id = ?1) + (SELECT COUNT(*) FROM property_daily_visitors WHERE property_id = ?1) AS n",
+      )
       .bind(created.id)
       .first<{ n: number }>();
     expect(leftovers!.n).toBe(0);
-    expect((await eventsOf(p.organizationId)).filter((e) => e.type === "property.deleted").map((e) => e.data)).toEqual([{ object: { id: created.id }, previousAttributes: null, changes: null }]);
+    expect((await eventsOf(p.organizationId)).filter((e) => e.type === "property.deleted").map((e) => e.data)).toEqual([
+      { object: { id: created.id }, previousAttributes: null, changes: null },
+    ]);
   });
 });
 
@@ -300,6 +397,10 @@ describe("property events reach a subscribed receiver, signed", { timeout: 30_00
     const payloads = received.map((r) => JSON.parse(r.body)).sort((a, b) => a.createdAt.localeCompare(b.createdAt));
     expect(payloads.map((x) => x.event).sort()).toEqual(["property.created", "property.status_changed"]);
     const changed = payloads.find((x) => x.event === "property.status_changed");
-    expect(changed.data).toMatchObject({ object: { id: created.id, listing: { status: "PENDING" } }, previousAttributes: { listing: { status: "ACTIVE" } }, changes: ["listing.status"] });
+    expect(changed.data).toMatchObject({
+      object: { id: created.id, listing: { status: "PENDING" } },
+      previousAttributes: { listing: { status: "ACTIVE" } },
+      changes: ["listing.status"],
+    });
   });
 });

@@ -58,8 +58,17 @@ describe("RateLimit fields and the per-credential quota", () => {
     const { access_token } = await grantTokens(owner, { scope: "contacts:read" });
     // A second session of the same user, which nothing has used yet.
     const session = newToken("sess");
-    await env.DB.prepare("INSERT INTO sessions (id, token_hash, user_id, organization_id, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)")
-      .bind(crypto.randomUUID(), await sha256Hex(session), owner.userId, owner.organizationId, new Date().toISOString(), new Date(Date.now() + 3_600_000).toISOString())
+    await env.DB.prepare(
+      "INSERT INTO sessions (id, token_hash, user_id, organization_id, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)",
+    )
+      .bind(
+        crypto.randomUUID(),
+        await sha256Hex(session),
+        owner.userId,
+        owner.organizationId,
+        new Date().toISOString(),
+        new Date(Date.now() + 3_600_000).toISOString(),
+      )
       .run();
     const vars = quota("2/60");
     for (let i = 0; i < 2; i++) expect((await call("GET", "/v1/contacts", { token: session, vars })).status).toBe(200);
@@ -90,7 +99,12 @@ describe("RateLimit fields and the per-credential quota", () => {
     const res = await exports.default.fetch(
       new Request("http://api.test/mcp", {
         method: "POST",
-        headers: { authorization: `Bearer ${token}`, "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-protocol-version": "2025-11-25" },
+        headers: {
+          authorization: `Bearer ${token}`,
+          "content-type": "application/json",
+          accept: "application/json, text/event-stream",
+          "mcp-protocol-version": "2025-11-25",
+        },
         body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list", params: {} }),
       }),
     );
@@ -116,7 +130,10 @@ describe("RateLimit fields of a route's own bucket (issue 33 follow-up of 32)", 
     const first = await call("GET", `/invite/inv_${"A".repeat(43)}`, { headers });
     expect(first.status).toBe(404);
     expect(first.headers.get("ratelimit-remaining")).toBeNull();
-    expect(fields(first)).toEqual({ policy: '"public-invite:get";q=60;w=60', limit: expect.stringMatching(/^"public-invite:get";r=59;t=\d+$/) });
+    expect(fields(first)).toEqual({
+      policy: '"public-invite:get";q=60;w=60',
+      limit: expect.stringMatching(/^"public-invite:get";r=59;t=\d+$/),
+    });
     let last = first;
     for (let i = 0; i < 60 && last.status !== 429; i++) last = await call("GET", `/invite/inv_${"A".repeat(43)}`, { headers });
     expect(last.status).toBe(429);

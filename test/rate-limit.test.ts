@@ -59,7 +59,13 @@ describe("rateLimit middleware", () => {
     const t = testApp();
     // The sign-link GET bucket of the documents spec: 60 requests per IP per minute.
     t.app.openapi(
-      createRoute({ method: "get", path: "/api/public/probe/{token}", middleware: [rateLimit("public-sign:get")], request: { params: z.object({ token: z.string() }) }, responses: { 200: { description: "ok" } } }),
+      createRoute({
+        method: "get",
+        path: "/api/public/probe/{token}",
+        middleware: [rateLimit("public-sign:get")],
+        request: { params: z.object({ token: z.string() }) },
+        responses: { 200: { description: "ok" } },
+      }),
       (c) => c.json({ state: "active" }, 200),
     );
     return t;
@@ -71,7 +77,9 @@ describe("rateLimit middleware", () => {
     const limit = RATE_LIMITS["public-sign:get"].limit;
     expect(limit).toBe(60);
     const statuses = await Promise.all(
-      Array.from({ length: limit + 15 }, () => t.fetch("GET", "/api/public/probe/abc", { headers: { "cf-connecting-ip": ip } }).then((r) => r.status)),
+      Array.from({ length: limit + 15 }, () =>
+        t.fetch("GET", "/api/public/probe/abc", { headers: { "cf-connecting-ip": ip } }).then((r) => r.status),
+      ),
     );
     expect(statuses.filter((s) => s === 200)).toHaveLength(limit);
     const refused = await t.fetch("GET", "/api/public/probe/abc", { headers: { "cf-connecting-ip": ip } });
@@ -108,7 +116,11 @@ describe("the address a per-address limit counts", () => {
     const { id } = await json(res);
     const statuses: number[] = [];
     // Every request from another address of 2001:db8:77:0::/64.
-    for (let n = 0; n < 61; n++) statuses.push((await call("POST", `/api/public/clickwrap/${id}`, { headers: { "cf-connecting-ip": `2001:db8:77:0:${(n + 1).toString(16)}::1` } })).status);
+    for (let n = 0; n < 61; n++)
+      statuses.push(
+        (await call("POST", `/api/public/clickwrap/${id}`, { headers: { "cf-connecting-ip": `2001:db8:77:0:${(n + 1).toString(16)}::1` } }))
+          .status,
+      );
     expect(statuses.slice(0, 60).every((s) => s === 200)).toBe(true);
     expect(statuses[60]).toBe(429);
   });

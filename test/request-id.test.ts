@@ -37,7 +37,12 @@ interface Row {
 }
 
 const UNKNOWN_TOKEN = "sign_unknownunknownunknownunknownunknownunknownu";
-const MCP_INITIALIZE = { jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "request-id", version: "1" } } };
+const MCP_INITIALIZE = {
+  jsonrpc: "2.0",
+  id: 1,
+  method: "initialize",
+  params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "request-id", version: "1" } },
+};
 const MCP_HEADERS = { accept: "application/json, text/event-stream" };
 
 /** Per route group (app.ts routeGroups) and page: a success, an error the group answers, and a 404. */
@@ -51,18 +56,58 @@ const ROWS: Row[] = [
   { group: "/api", name: "unknown id", path: () => `/api/documents/${crypto.randomUUID()}`, auth: true, status: 404 },
   { group: "/api", name: "unknown route", path: () => "/api/documents/x/y/z", auth: true, status: 404 },
   { group: "/api/public", name: "signing link opened", path: (s) => `/api/public/sign/${s.signingToken}`, status: 200 },
-  { group: "/api/public", name: "signing action, bad body", method: "POST", path: (s) => `/api/public/sign/${s.signingToken}`, body: { action: "dance" }, status: 400 },
+  {
+    group: "/api/public",
+    name: "signing action, bad body",
+    method: "POST",
+    path: (s) => `/api/public/sign/${s.signingToken}`,
+    body: { action: "dance" },
+    status: 400,
+  },
   { group: "/api/public", name: "signing link gone", path: () => `/api/public/sign/${UNKNOWN_TOKEN}`, status: 404 },
-  { group: "/oauth", name: "revoke (nothing to revoke)", method: "POST", path: () => "/oauth/revoke", form: { token: "nothing", client_id: "mcp-dev" }, status: 200 },
-  { group: "/oauth", name: "token, unsupported grant", method: "POST", path: () => "/oauth/token", form: { grant_type: "password", client_id: "mcp-dev" }, status: 400 },
+  {
+    group: "/oauth",
+    name: "revoke (nothing to revoke)",
+    method: "POST",
+    path: () => "/oauth/revoke",
+    form: { token: "nothing", client_id: "mcp-dev" },
+    status: 200,
+  },
+  {
+    group: "/oauth",
+    name: "token, unsupported grant",
+    method: "POST",
+    path: () => "/oauth/token",
+    form: { grant_type: "password", client_id: "mcp-dev" },
+    status: 400,
+  },
   { group: "/oauth", name: "unknown route", path: () => "/oauth/nothing", status: 404 },
   { group: "/.well-known", name: "server metadata", path: () => "/.well-known/oauth-authorization-server", status: 200 },
   { group: "/.well-known", name: "unknown document", path: () => "/.well-known/nothing", status: 404 },
   { group: "/plants", name: "store", method: "POST", path: () => "/plants", auth: true, body: { id: 7, name: "Basil" }, status: 200 },
   { group: "/plants", name: "bad body", method: "POST", path: () => "/plants", auth: true, body: { id: "seven" }, status: 400 },
   { group: "/plants", name: "unknown plant", method: "DELETE", path: () => "/plants/987654", auth: true, status: 404 },
-  { group: "/mcp", name: "initialize", method: "POST", path: () => "/mcp", auth: true, body: MCP_INITIALIZE, headers: MCP_HEADERS, undocumented: true, status: 200 },
-  { group: "/mcp", name: "without a token", method: "POST", path: () => "/mcp", body: MCP_INITIALIZE, headers: MCP_HEADERS, undocumented: true, status: 401 },
+  {
+    group: "/mcp",
+    name: "initialize",
+    method: "POST",
+    path: () => "/mcp",
+    auth: true,
+    body: MCP_INITIALIZE,
+    headers: MCP_HEADERS,
+    undocumented: true,
+    status: 200,
+  },
+  {
+    group: "/mcp",
+    name: "without a token",
+    method: "POST",
+    path: () => "/mcp",
+    body: MCP_INITIALIZE,
+    headers: MCP_HEADERS,
+    undocumented: true,
+    status: 401,
+  },
   { group: "/mcp", name: "unknown route", path: () => "/mcp/nothing", status: 404 },
   { group: "/sign", name: "page", path: (s) => `/sign/${s.signingToken}`, status: 200 },
   { group: "/sign", name: "unknown route", path: () => `/sign/${UNKNOWN_TOKEN}/nothing`, status: 404 },
@@ -100,7 +145,11 @@ function send(row: Row, headers: Record<string, string> = {}) {
     });
     return exports.default.fetch(request);
   }
-  if (row.form) return call(row.method ?? "GET", row.path(seed), { rawBody: new URLSearchParams(row.form).toString(), headers: { ...all, "content-type": "application/x-www-form-urlencoded" } });
+  if (row.form)
+    return call(row.method ?? "GET", row.path(seed), {
+      rawBody: new URLSearchParams(row.form).toString(),
+      headers: { ...all, "content-type": "application/x-www-form-urlencoded" },
+    });
   return call(row.method ?? "GET", row.path(seed), { token: row.auth ? seed.owner.token : undefined, body: row.body, headers: all });
 }
 
@@ -124,12 +173,25 @@ describe("X-Request-Id on every answer", () => {
     const open: [string, string, RequestInit?][] = [
       ["reviews feed", `/api/public/reviews/${seed.slug}`],
       ["clickwrap text", `/api/public/clickwrap/${seed.agreementId}`],
-      ["referral form, bad body", `/api/public/referral/${seed.slug}`, { method: "POST", body: "{}", headers: { "content-type": "application/json" } }],
+      [
+        "referral form, bad body",
+        `/api/public/referral/${seed.slug}`,
+        { method: "POST", body: "{}", headers: { "content-type": "application/json" } },
+      ],
       ["OAuth metadata", "/.well-known/oauth-authorization-server"],
-      ["OAuth token, bad grant", "/oauth/token", { method: "POST", body: "grant_type=password", headers: { "content-type": "application/x-www-form-urlencoded" } }],
+      [
+        "OAuth token, bad grant",
+        "/oauth/token",
+        { method: "POST", body: "grant_type=password", headers: { "content-type": "application/x-www-form-urlencoded" } },
+      ],
     ];
     for (const [name, path, init] of open) {
-      const res = await exports.default.fetch(new Request(`http://api.test${path}`, { ...init, headers: { ...(init?.headers as Record<string, string>), origin, "cf-connecting-ip": freshIp() } }));
+      const res = await exports.default.fetch(
+        new Request(`http://api.test${path}`, {
+          ...init,
+          headers: { ...(init?.headers as Record<string, string>), origin, "cf-connecting-ip": freshIp() },
+        }),
+      );
       expect(res.headers.get("access-control-allow-origin"), name).toBe("*");
       const exposed = (res.headers.get("access-control-expose-headers") ?? "").toLowerCase().split(/\s*,\s*/);
       expect(exposed, name).toEqual(expect.arrayContaining(["x-request-id", "retry-after"]));
@@ -159,7 +221,11 @@ async function failing(method: string, path: string, init: { token?: string; bod
   const headers = new Headers({ "cf-connecting-ip": freshIp(), ...init.headers });
   if (init.token) headers.set("authorization", `Bearer ${init.token}`);
   const ctx = createExecutionContext();
-  const res = await app.fetch(new Request(`http://api.test${path}`, { method, headers, body: init.body }), { ...env, DB_SHARD_0: failingDatabase, DB_SHARD_1: failingDatabase }, ctx);
+  const res = await app.fetch(
+    new Request(`http://api.test${path}`, { method, headers, body: init.body }),
+    { ...env, DB_SHARD_0: failingDatabase, DB_SHARD_1: failingDatabase },
+    ctx,
+  );
   await waitOnExecutionContext(ctx);
   return res;
 }
@@ -170,10 +236,21 @@ describe("a group's unexpected 500", () => {
     { group: "/v1", request: (s) => ["GET", "/v1/contacts", { token: s.owner.token }], idIn: (b) => b.error.requestId },
     { group: "/api", request: (s) => ["GET", `/api/documents/${s.documentId}`, { token: s.owner.token }], idIn: (b) => b.requestId },
     { group: "/api/public", request: (s) => ["GET", `/api/public/sign/${s.signingToken}`], idIn: (b) => b.requestId },
-    { group: "/plants", request: (s) => ["POST", "/plants", { token: s.owner.token, body: JSON.stringify({ id: 8, name: "Mint" }), headers: JSON_TYPE }], idIn: (b) => b.message },
+    {
+      group: "/plants",
+      request: (s) => ["POST", "/plants", { token: s.owner.token, body: JSON.stringify({ id: 8, name: "Mint" }), headers: JSON_TYPE }],
+      idIn: (b) => b.message,
+    },
     {
       group: "/oauth",
-      request: () => ["POST", "/oauth/token", { body: "grant_type=refresh_token&refresh_token=x&client_id=mcp-dev", headers: { "content-type": "application/x-www-form-urlencoded" } }],
+      request: () => [
+        "POST",
+        "/oauth/token",
+        {
+          body: "grant_type=refresh_token&refresh_token=x&client_id=mcp-dev",
+          headers: { "content-type": "application/x-www-form-urlencoded" },
+        },
+      ],
       idIn: (b) => b.error_description,
     },
   ];

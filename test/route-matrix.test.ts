@@ -15,7 +15,8 @@ const UNAUTHORIZED: Record<Family, unknown> = {
 const SHARDS = [0, 1] as const;
 
 const name = (r: { method: string; path: string }) => `${r.method} ${r.path}`;
-const placeholderParams = (path: string) => Object.fromEntries([...path.matchAll(/\{(\w+)\}/g)].map((m) => [m[1]!, "00000000-0000-4000-8000-000000000000"]));
+const placeholderParams = (path: string) =>
+  Object.fromEntries([...path.matchAll(/\{(\w+)\}/g)].map((m) => [m[1]!, "00000000-0000-4000-8000-000000000000"]));
 
 const cases = (routes: MatrixRoute[]) => routes.map((r) => [name(r), r] as const);
 /** Every route twice, its organization on shard 0 then on shard 1: the cases that read or write organization data. */
@@ -57,53 +58,69 @@ describe("route matrix", () => {
 
   // Each seeded route with its owner on each shard (issue 24), and for each, strangers on the owner's shard (kept out
   // by the organization in every query) and on the other one (a database without the row): both answer as unknown.
-  it.each(onEachShard(ROUTES.filter((r) => r.seed)))("%s answers another organization exactly as an unknown id (owner on shard %i)", async (_, shard, route) => {
-    const owner = await createPrincipal({ shard });
-    const params = await route.seed!(owner);
-    const vars = varsOf(route, params);
-    for (const strangerShard of [shard, 1 - shard]) {
-      const stranger = await createPrincipal({ shard: strangerShard });
-      const foreign = await call(route.method, fillPath(route.path, params), { token: stranger.token, body: bodyOf(route, params), vars });
-      const unknown = await call(route.method, unknownPath(route), { token: stranger.token, body: bodyOf(route, params), vars });
-      expect(foreign.status, `stranger on shard ${strangerShard}`).toBe(404);
-      expect(unknown.status, `stranger on shard ${strangerShard}`).toBe(404);
-      expect(await foreign.text(), `stranger on shard ${strangerShard}`).toBe(await unknown.text());
-    }
-    // The owner still has it: the strangers' requests changed nothing. On shard 0 the owner's request is made with a
-    // key holding the route's permission alone (and, where the route reads more for the object, with those too).
-    const own = shard === 0 ? await throughNarrowKey(owner, route, params, fillPath(route.path, params)) : await call(route.method, fillPath(route.path, params), { token: owner.token, body: bodyOf(route, params), vars });
-    expect(own.status).toBeLessThan(300);
-  });
+  it.each(onEachShard(ROUTES.filter((r) => r.seed)))(
+    "%s answers another organization exactly as an unknown id (owner on shard %i)",
+    async (_, shard, route) => {
+      const owner = await createPrincipal({ shard });
+      const params = await route.seed!(owner);
+      const vars = varsOf(route, params);
+      for (const strangerShard of [shard, 1 - shard]) {
+        const stranger = await createPrincipal({ shard: strangerShard });
+        const foreign = await call(route.method, fillPath(route.path, params), {
+          token: stranger.token,
+          body: bodyOf(route, params),
+          vars,
+        });
+        const unknown = await call(route.method, unknownPath(route), { token: stranger.token, body: bodyOf(route, params), vars });
+        expect(foreign.status, `stranger on shard ${strangerShard}`).toBe(404);
+        expect(unknown.status, `stranger on shard ${strangerShard}`).toBe(404);
+        expect(await foreign.text(), `stranger on shard ${strangerShard}`).toBe(await unknown.text());
+      }
+      // The owner still has it: the strangers' requests changed nothing. On shard 0 the owner's request is made with a
+      // key holding the route's permission alone (and, where the route reads more for the object, with those too).
+      const own =
+        shard === 0
+          ? await throughNarrowKey(owner, route, params, fillPath(route.path, params))
+          : await call(route.method, fillPath(route.path, params), { token: owner.token, body: bodyOf(route, params), vars });
+      expect(own.status).toBeLessThan(300);
+    },
+  );
 
   // The routes on no seeded object (lists, creates) with a key holding only their permission: 403 exactly where they
   // read more than it (a contact subscription, a list's export), never elsewhere.
-  it.each(alternatingShards(ROUTES.filter((r) => !r.seed)))("%s answers a key holding only its permission (shard %i)", async (_, shard, route) => {
-    const owner = await createPrincipal({ shard });
-    const params = route.unknown ?? placeholderParams(route.path);
-    const res = await throughNarrowKey(owner, route, params, unknownPath(route));
-    expect(res.status).not.toBe(403);
-  });
+  it.each(alternatingShards(ROUTES.filter((r) => !r.seed)))(
+    "%s answers a key holding only its permission (shard %i)",
+    async (_, shard, route) => {
+      const owner = await createPrincipal({ shard });
+      const params = route.unknown ?? placeholderParams(route.path);
+      const res = await throughNarrowKey(owner, route, params, unknownPath(route));
+      expect(res.status).not.toBe(403);
+    },
+  );
 
   // A malformed body is refused before the handler reads anything: one shard per route is enough, the routes take turns.
-  it.each(alternatingShards(ROUTES.filter((r) => r.body !== undefined)))("%s answers malformed or non-JSON bodies with a 4xx, never a 5xx (shard %i)", async (_, shard, route) => {
-    const owner = await createPrincipal({ shard });
-    const target = route.seed ? fillPath(route.path, await route.seed(owner)) : unknownPath(route);
-    const bodies: [string, string][] = [
-      ["{", "application/json"],
-      ['{"a":', "application/json"],
-      ["null", "application/json"],
-      ["[]", "application/json"],
-      ['"text"', "application/json"],
-      ["", "application/json"],
-      ["name=x", "application/x-www-form-urlencoded"],
-      ["<xml/>", "text/xml"],
-    ];
-    for (const [rawBody, contentType] of bodies) {
-      const res = await call(route.method, target, { token: owner.token, rawBody, headers: { "content-type": contentType } });
-      expect(res.status, `${rawBody} as ${contentType}`).toBeGreaterThanOrEqual(400);
-      expect(res.status, `${rawBody} as ${contentType}`).toBeLessThan(500);
-    }
-  });
+  it.each(alternatingShards(ROUTES.filter((r) => r.body !== undefined)))(
+    "%s answers malformed or non-JSON bodies with a 4xx, never a 5xx (shard %i)",
+    async (_, shard, route) => {
+      const owner = await createPrincipal({ shard });
+      const target = route.seed ? fillPath(route.path, await route.seed(owner)) : unknownPath(route);
+      const bodies: [string, string][] = [
+        ["{", "application/json"],
+        ['{"a":', "application/json"],
+        ["null", "application/json"],
+        ["[]", "application/json"],
+        ['"text"', "application/json"],
+        ["", "application/json"],
+        ["name=x", "application/x-www-form-urlencoded"],
+        ["<xml/>", "text/xml"],
+      ];
+      for (const [rawBody, contentType] of bodies) {
+        const res = await call(route.method, target, { token: owner.token, rawBody, headers: { "content-type": contentType } });
+        expect(res.status, `${rawBody} as ${contentType}`).toBeGreaterThanOrEqual(400);
+        expect(res.status, `${rawBody} as ${contentType}`).toBeLessThan(500);
+      }
+    },
+  );
 
   it("covers every authenticated route that /openapi.json declares", async () => {
     const doc = await json(await call("GET", "/openapi.json"));

@@ -24,7 +24,8 @@ async function agreement(): Promise<PDFDocument> {
   return pdf;
 }
 
-const seal = async (on: Env = env) => sealPdf(on, await agreement(), { reason: "All parties signed (final)", name: "Maple & Pine Realty — 王小明", location: "Toronto" });
+const seal = async (on: Env = env) =>
+  sealPdf(on, await agreement(), { reason: "All parties signed (final)", name: "Maple & Pine Realty — 王小明", location: "Toronto" });
 
 describe("the PDF seal", () => {
   let sealed: Uint8Array;
@@ -37,7 +38,13 @@ describe("the PDF seal", () => {
   it("verifies a sealed PDF and reads back what the signature covers", async () => {
     const before = Date.now();
     const result = await inspectSealedPdf(env, await seal());
-    expect(result).toMatchObject({ valid: true, reason: "All parties signed (final)", name: "Maple & Pine Realty — 王小明", coversWholeFile: true, certificateSha256: await sealCertificateSha256(env) });
+    expect(result).toMatchObject({
+      valid: true,
+      reason: "All parties signed (final)",
+      name: "Maple & Pine Realty — 王小明",
+      coversWholeFile: true,
+      certificateSha256: await sealCertificateSha256(env),
+    });
     if (!result.valid) return;
     expect(result.digestSha256).toMatch(/^[0-9a-f]{64}$/);
     // /M has whole seconds.
@@ -76,7 +83,10 @@ describe("the PDF seal", () => {
     expect(await inspectSealedPdf(other, theirs)).toMatchObject({ valid: true });
     expect(await inspectSealedPdf(env, theirs)).toEqual({ valid: false, reason: "not_our_seal" });
 
-    const rotated = withVars({ SEAL_PRIVATE_KEY: other.SEAL_PRIVATE_KEY, SEAL_CERTIFICATE: `${other.SEAL_CERTIFICATE}\\n${env.SEAL_CERTIFICATE}` });
+    const rotated = withVars({
+      SEAL_PRIVATE_KEY: other.SEAL_PRIVATE_KEY,
+      SEAL_CERTIFICATE: `${other.SEAL_CERTIFICATE}\\n${env.SEAL_CERTIFICATE}`,
+    });
     expect(await inspectSealedPdf(rotated, sealed)).toMatchObject({ valid: true, certificateSha256: await sealCertificateSha256(env) });
     expect(await inspectSealedPdf(rotated, theirs)).toMatchObject({ valid: true, certificateSha256: await sealCertificateSha256(other) });
   });
@@ -96,7 +106,10 @@ describe("the PDF seal", () => {
     }
     expect(isPdf(sealed)).toBe(true);
     expect(await inspectSealedPdf(env, sealed.subarray(0, sealed.length - 10))).toEqual({ valid: false, reason: "malformed" });
-    expect(await inspectSealedPdf(env, ascii("%PDF-1.7\n/ByteRange [0 /********** /********** /**********]"))).toEqual({ valid: false, reason: "malformed" });
+    expect(await inspectSealedPdf(env, ascii("%PDF-1.7\n/ByteRange [0 /********** /********** /**********]"))).toEqual({
+      valid: false,
+      reason: "malformed",
+    });
   });
 
   it("answers every damaged variant of a sealed PDF without throwing", async () => {
@@ -127,11 +140,19 @@ describe("signBytes and verifyBytes", () => {
   });
 
   it("name the missing setting, and refuse a key that is not the certificate's", async () => {
-    await expect(signBytes(withVars({ SEAL_PRIVATE_KEY: undefined }), new Uint8Array(1))).rejects.toThrow(new NotConfigured("SEAL_PRIVATE_KEY"));
+    await expect(signBytes(withVars({ SEAL_PRIVATE_KEY: undefined }), new Uint8Array(1))).rejects.toThrow(
+      new NotConfigured("SEAL_PRIVATE_KEY"),
+    );
     await expect(inspectSealedPdf(withVars({ SEAL_CERTIFICATE: "" }), await seal())).rejects.toThrow(/SEAL_CERTIFICATE is not configured/);
     const other = await generateSealPair();
-    await expect(signBytes(withVars({ SEAL_PRIVATE_KEY: other.SEAL_PRIVATE_KEY }), new Uint8Array(1))).rejects.toThrow(/does not belong to the first certificate/);
-    await expect(signBytes(withVars({ SEAL_CERTIFICATE: "-----BEGIN CERTIFICATE-----\\nnot base64!\\n-----END CERTIFICATE-----" }), new Uint8Array(1))).rejects.toThrow(ConfigError);
-    await expect(signBytes(withVars({ SEAL_PRIVATE_KEY: "MIGHAgEAMBMGByqGSM49" }), new Uint8Array(1))).rejects.toThrow(/SEAL_PRIVATE_KEY: no PEM block/);
+    await expect(signBytes(withVars({ SEAL_PRIVATE_KEY: other.SEAL_PRIVATE_KEY }), new Uint8Array(1))).rejects.toThrow(
+      /does not belong to the first certificate/,
+    );
+    await expect(
+      signBytes(withVars({ SEAL_CERTIFICATE: "-----BEGIN CERTIFICATE-----\\nnot base64!\\n-----END CERTIFICATE-----" }), new Uint8Array(1)),
+    ).rejects.toThrow(ConfigError);
+    await expect(signBytes(withVars({ SEAL_PRIVATE_KEY: "MIGHAgEAMBMGByqGSM49" }), new Uint8Array(1))).rejects.toThrow(
+      /SEAL_PRIVATE_KEY: no PEM block/,
+    );
   });
 });

@@ -27,7 +27,9 @@ const wordsSql = (matches: number[]) =>
  */
 async function cloneRecords(organizationId: string, table: string, templateId: string, n: number, set: Record<string, string>) {
   const db = await tenantDb(organizationId);
-  const columns = (await db.prepare("SELECT name FROM pragma_table_info(?)").bind(table).all<{ name: string }>()).results.map((c) => c.name);
+  const columns = (await db.prepare("SELECT name FROM pragma_table_info(?)").bind(table).all<{ name: string }>()).results.map(
+    (c) => c.name,
+  );
   const at = `strftime('%Y-%m-%dT%H:%M:%fZ', 1735689600, 'unixepoch', '+' || n || ' seconds')`;
   const values: Record<string, string> = { id: "lower(hex(randomblob(16)))", created_at: at, updated_at: at, ...set };
   await db
@@ -63,7 +65,12 @@ describe("broad searches examine a bounded window of the list (issue 40)", () =>
     expect((3000 * 7) / 8).toBeGreaterThan(HITS_WINDOW);
     const p = await seedContacts(3000, [0, 1, 2, 1500, 2500]);
     const expected = async (order: string) =>
-      (await p.db.prepare(`SELECT id FROM contacts WHERE organization_id = ? AND notes = ? ORDER BY ${order}`).bind(p.organizationId, EVERY_WORD).all<{ id: string }>()).results.map((r) => r.id);
+      (
+        await p.db
+          .prepare(`SELECT id FROM contacts WHERE organization_id = ? AND notes = ? ORDER BY ${order}`)
+          .bind(p.organizationId, EVERY_WORD)
+          .all<{ id: string }>()
+      ).results.map((r) => r.id);
     const newestFirst = await expected("created_at DESC, id DESC");
     expect(newestFirst).toHaveLength(5);
 
@@ -78,18 +85,27 @@ describe("broad searches examine a bounded window of the list (issue 40)", () =>
     expect(walk.pages.length).toBeLessThanOrEqual(Math.ceil(3001 / WALK_BUDGET) + 1);
     for (const page of walk.pages) expect(page.pagination).toMatchObject({ total: 1, totalExact: false });
     // In another sort, and with pages that fill before the window ends.
-    expect(idsOf((await listAll(p.token, `q=${NOBODY}&limit=25&sort=lastName:asc`)).contacts)).toEqual(await expected("last_name COLLATE NOCASE, id"));
+    expect(idsOf((await listAll(p.token, `q=${NOBODY}&limit=25&sort=lastName:asc`)).contacts)).toEqual(
+      await expected("last_name COLLATE NOCASE, id"),
+    );
     expect(idsOf((await listAll(p.token, `q=${NOBODY}&limit=2`)).contacts)).toEqual(newestFirst);
     // An export follows the same cursors.
     const exported = await call("GET", `/v1/contacts/export?format=ndjson&q=${NOBODY}`, { token: p.token });
     expect(exported.status).toBe(200);
-    expect((await exported.text()).trim().split("\n").map((line) => (JSON.parse(line) as { id: string }).id)).toEqual(newestFirst);
+    expect(
+      (await exported.text())
+        .trim()
+        .split("\n")
+        .map((line) => (JSON.parse(line) as { id: string }).id),
+    ).toEqual(newestFirst);
     // In a sort whose first windows hold no match (Kw99 … first; the matches are Kw0 … Kw2): the export reads on
     // past the empty pages to every match (found by the adversarial pass: it ended at the first empty page).
     const csv = await (await call("GET", `/v1/contacts/export?format=csv&q=${NOBODY}&sort=lastName:desc`, { token: p.token })).text();
     const lines = csv.trim().split("\r\n");
     expect(lines[0]).toContain("id");
-    expect(lines.slice(1).map((l) => l.split(",")[lines[0]!.split(",").indexOf("id")])).toEqual(await expected("last_name COLLATE NOCASE DESC, id DESC"));
+    expect(lines.slice(1).map((l) => l.split(",")[lines[0]!.split(",").indexOf("id")])).toEqual(
+      await expected("last_name COLLATE NOCASE DESC, id DESC"),
+    );
   });
 
   it("contacts: a word matching everyone keeps full pages, the plain list's; the total is a lower bound unless the filtered list fits the budget", async () => {
@@ -102,7 +118,10 @@ describe("broad searches examine a bounded window of the list (issue 40)", () =>
     expect((await listPage(p.token, `q=broad&${next(searched)}`)).pagination).toMatchObject({ total: WALK_BUDGET + 1, totalExact: false });
 
     // Filtered down to fewer rows than the budget: the sample is the whole list, so the total is exact.
-    const vendors = (await p.db.prepare("SELECT COUNT(*) AS n FROM contacts WHERE organization_id = ? AND type = 'VENDOR'").bind(p.organizationId).first<{ n: number }>())!.n;
+    const vendors = (await p.db
+      .prepare("SELECT COUNT(*) AS n FROM contacts WHERE organization_id = ? AND type = 'VENDOR'")
+      .bind(p.organizationId)
+      .first<{ n: number }>())!.n;
     expect(vendors).toBeGreaterThan(0);
     expect(vendors).toBeLessThanOrEqual(WALK_BUDGET);
     expect((await listPage(p.token, "q=broad&type=VENDOR&limit=1")).pagination).toMatchObject({ total: vendors, totalExact: true });
@@ -119,18 +138,30 @@ describe("broad searches examine a bounded window of the list (issue 40)", () =>
     const cursor = encodeURIComponent((await listPage(p.token, `${sort}&limit=1`)).pagination.nextCursor!);
     const tags = Array.from({ length: 20 }, (_, i) => `t${i}`).join(",");
     const every = `type=VENDOR&status=ACTIVE&source=WEBSITE&assignedTo=${p.userId}&email=nobody%40broad.test&tags=${tags}&leadScore[gte]=0&leadScore[lte]=100&createdAt[gte]=2020-01-01T00:00:00.000Z&createdAt[lte]=2030-01-01T00:00:00.000Z`;
-    expect((await listPage(p.token, `q=broad&${every}&${sort}&cursor=${cursor}`)).pagination).toMatchObject({ hasMore: false, total: 0, totalExact: true });
+    expect((await listPage(p.token, `q=broad&${every}&${sort}&cursor=${cursor}`)).pagination).toMatchObject({
+      hasMore: false,
+      total: 0,
+      totalExact: true,
+    });
   });
 
   it("deals: the same window; a first page may be empty while hasMore, and the cursors reach the oldest", async () => {
     const p = await createPrincipal();
     const template = await createDeal(p.token, { title: "Template" });
     const db = await cloneRecords(p.organizationId, "deals", template.id, 2400, { title: wordsSql([0, 1]) });
-    const expected = (await db.prepare("SELECT id FROM deals WHERE organization_id = ? AND title = ? ORDER BY created_at DESC, id DESC").bind(p.organizationId, EVERY_WORD).all<{ id: string }>()).results.map((r) => r.id);
+    const expected = (
+      await db
+        .prepare("SELECT id FROM deals WHERE organization_id = ? AND title = ? ORDER BY created_at DESC, id DESC")
+        .bind(p.organizationId, EVERY_WORD)
+        .all<{ id: string }>()
+    ).results.map((r) => r.id);
     const page = async (query: string) => {
       const res = await call("GET", `/v1/deals?${query}`, { token: p.token });
       expect(res.status).toBe(200);
-      return (await res.json()) as { data: { id: string }[]; pagination: { hasMore: boolean; nextCursor: string | null; total: number; totalExact?: boolean } };
+      return (await res.json()) as {
+        data: { id: string }[];
+        pagination: { hasMore: boolean; nextCursor: string | null; total: number; totalExact?: boolean };
+      };
     };
     const first = await page(`q=${NOBODY}&limit=10`);
     expect(first.data).toEqual([]);
@@ -157,7 +188,10 @@ describe("broad searches examine a bounded window of the list (issue 40)", () =>
       list_price: "100000 + n * 7919 % 2400",
     });
     const expected = (
-      await db.prepare("SELECT id FROM properties WHERE organization_id = ? AND json_extract(address, '$.street') = ? ORDER BY list_price, id").bind(p.organizationId, EVERY_WORD).all<{ id: string }>()
+      await db
+        .prepare("SELECT id FROM properties WHERE organization_id = ? AND json_extract(address, '$.street') = ? ORDER BY list_price, id")
+        .bind(p.organizationId, EVERY_WORD)
+        .all<{ id: string }>()
     ).results.map((r) => r.id);
     expect(expected).toHaveLength(3);
     const first = await listProperties(p.token, `q=${NOBODY}&sort=listPrice:asc&limit=10`);
@@ -166,7 +200,10 @@ describe("broad searches examine a bounded window of the list (issue 40)", () =>
     const found: string[] = [];
     let cursor: string | null = null;
     do {
-      const next = await listProperties(p.token, `q=${NOBODY}&sort=listPrice:asc&limit=10${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`);
+      const next = await listProperties(
+        p.token,
+        `q=${NOBODY}&sort=listPrice:asc&limit=10${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`,
+      );
       found.push(...idsOf(next.data));
       cursor = next.pagination.nextCursor;
     } while (cursor);
@@ -186,7 +223,10 @@ describe("an export stream", () => {
     ];
     let read = 0;
     const stream = exportStream(format, z.object({ id: z.string() }), async () => pages[read++]!);
-    const text = await Promise.race([new Response(stream).text(), new Promise<string>((resolve) => setTimeout(() => resolve("(stalled)"), 2000))]);
+    const text = await Promise.race([
+      new Response(stream).text(),
+      new Promise<string>((resolve) => setTimeout(() => resolve("(stalled)"), 2000)),
+    ]);
     expect(read).toBe(4);
     expect(text).toBe(format === "ndjson" ? '{"id":"r1","customFields":{"budget":5}}\n' : "id,customFields.budget\r\nr1,5\r\n");
   });
@@ -198,13 +238,20 @@ describe("a list query too big for one statement", () => {
   it("is a 422 naming the cause, on the list and on its export before the first byte; a smaller one answers", async () => {
     const p = await createPrincipal();
     for (let i = 0; i < 10; i++) {
-      const res = await call("POST", "/v1/custom-fields", { token: p.token, body: { object: "contact", key: `n${i}`, label: `N${i}`, type: "number" } });
+      const res = await call("POST", "/v1/custom-fields", {
+        token: p.token,
+        body: { object: "contact", key: `n${i}`, label: `N${i}`, type: "number" },
+      });
       expect(res.status).toBe(201);
     }
     const custom = Array.from({ length: 10 }, (_, i) => `customFields.n${i}[gte]=1&customFields.n${i}[lte]=9`).join("&");
     const tags = `tags=${Array.from({ length: 20 }, (_, i) => `t${i}`).join(",")}`;
-    const builtIn = "type=LEAD&status=ACTIVE&source=WEBSITE&leadScore[gte]=1&leadScore[lte]=99&createdAt[gte]=2020-01-01T00:00:00Z&createdAt[lte]=2030-01-01T00:00:00Z";
-    for (const path of [`/v1/contacts?q=alpha&${builtIn}&${tags}&${custom}`, `/v1/contacts/export?format=ndjson&q=alpha&${builtIn}&${tags}&${custom}`]) {
+    const builtIn =
+      "type=LEAD&status=ACTIVE&source=WEBSITE&leadScore[gte]=1&leadScore[lte]=99&createdAt[gte]=2020-01-01T00:00:00Z&createdAt[lte]=2030-01-01T00:00:00Z";
+    for (const path of [
+      `/v1/contacts?q=alpha&${builtIn}&${tags}&${custom}`,
+      `/v1/contacts/export?format=ndjson&q=alpha&${builtIn}&${tags}&${custom}`,
+    ]) {
       const res = await call("GET", path, { token: p.token });
       expect(res.status, path).toBe(422);
       expect(JSON.stringify(await res.json()), path).toContain("too_many_values");
@@ -212,7 +259,13 @@ describe("a list query too big for one statement", () => {
     expect((await call("GET", `/v1/contacts?q=alpha&${builtIn}&${tags}`, { token: p.token })).status).toBe(200);
     // A sort of many keys in mixed directions: its cursor alone binds a triangle of values. The first page is refused
     // too, rather than answering a nextCursor whose page would be (second adversarial pass).
-    const keys = ["createdAt:asc", "updatedAt:desc", "lastName:asc", "leadScore:desc", ...Array.from({ length: 10 }, (_, i) => `customFields.n${i}:${i % 2 ? "asc" : "desc"}`)];
+    const keys = [
+      "createdAt:asc",
+      "updatedAt:desc",
+      "lastName:asc",
+      "leadScore:desc",
+      ...Array.from({ length: 10 }, (_, i) => `customFields.n${i}:${i % 2 ? "asc" : "desc"}`),
+    ];
     const sorted = await call("GET", `/v1/contacts?sort=${keys.join(",")}&limit=1`, { token: p.token });
     expect(sorted.status).toBe(422);
     expect(JSON.stringify(await sorted.json())).toContain("too_many_values");

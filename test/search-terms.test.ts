@@ -14,7 +14,9 @@ import { contactTerms, termsIndexed } from "./helpers/search";
 
 describe("the words of a text", () => {
   it("folds case and accents in any Unicode form, keeps apostrophes inside a word and splits on every other separator", () => {
-    expect(termsOf("Zoë ZOË Zoe\u0308 ŁUKASZ Straße O'Brien d’Arc Smith-Jones raj.patel@Example.com ﬁne ＡＢＣ１２ 東京、大阪 «x»—y…z")).toEqual([
+    expect(
+      termsOf("Zoë ZOË Zoe\u0308 ŁUKASZ Straße O'Brien d’Arc Smith-Jones raj.patel@Example.com ﬁne ＡＢＣ１２ 東京、大阪 «x»—y…z"),
+    ).toEqual([
       "zoe",
       "lukasz",
       "strasse",
@@ -62,7 +64,14 @@ describe("the index's triggers (migration 0012)", () => {
     // of separator.
     const long = Array.from({ length: 700 }, (_, i) => `wörd${i % 250}`).join("—");
     const cases: Record<string, unknown>[] = [
-      { firstName: "Zoë", lastName: "Łukasiewicz-O'Brien", phone: "+1 (416) 555-0101", secondaryPhone: "416.555.0102 ext 7", tags: ["first-time buyer", 'say "hi"', "ÉLITE"], notes: "Called about Elm St.\n\tWants ＡＢＣ１２; 東京、大阪 «x»—y…z \u0001ctl" },
+      {
+        firstName: "Zoë",
+        lastName: "Łukasiewicz-O'Brien",
+        phone: "+1 (416) 555-0101",
+        secondaryPhone: "416.555.0102 ext 7",
+        tags: ["first-time buyer", 'say "hi"', "ÉLITE"],
+        notes: "Called about Elm St.\n\tWants ＡＢＣ１２; 東京、大阪 «x»—y…z \u0001ctl",
+      },
       { firstName: "Ann", lastName: "Lee", notes: long },
       { firstName: "E\u0301mile", lastName: "ÅSTRÖM", tags: [] },
     ];
@@ -74,11 +83,20 @@ describe("the index's triggers (migration 0012)", () => {
     const [first] = (await json(await call("GET", "/v1/contacts?limit=100&sort=createdAt:asc", { token: p.token }))).data;
     let after = await updateContact(p.token, first.id, { lastName: "Nakamura", phone: null, notes: "Moved to Oak Ave" });
     expect(await termsIndexed(db, first.id)).toEqual(contactTerms(after));
-    expect((await call("POST", `/v1/contacts/${first.id}/tags`, { token: p.token, body: { tags: ["Referral-Partner"] } })).status).toBe(200);
+    expect((await call("POST", `/v1/contacts/${first.id}/tags`, { token: p.token, body: { tags: ["Referral-Partner"] } })).status).toBe(
+      200,
+    );
     after = await getContact(p.token, first.id);
     expect(await termsIndexed(db, first.id)).toEqual(contactTerms(after));
     expect(contactTerms(after)).toContain("partner");
-    expect((await call("PATCH", "/v1/contacts/bulk", { token: p.token, body: { contactIds: [first.id], updates: { notes: "Bulk note about Pine" } } })).status).toBe(200);
+    expect(
+      (
+        await call("PATCH", "/v1/contacts/bulk", {
+          token: p.token,
+          body: { contactIds: [first.id], updates: { notes: "Bulk note about Pine" } },
+        })
+      ).status,
+    ).toBe(200);
     after = await getContact(p.token, first.id);
     expect(await termsIndexed(db, first.id)).toEqual(contactTerms(after));
     expect(contactTerms(after)).toContain("pine");
@@ -91,9 +109,27 @@ describe("the index's triggers (migration 0012)", () => {
     expect(await termsIndexed(db, deal.id)).toEqual(["bloor", "condo", "purchase", "st"]);
     expect((await call("PUT", `/v1/deals/${deal.id}`, { token: p.token, body: { title: "Lakeshore lease" } })).status).toBe(200);
     expect(await termsIndexed(db, deal.id)).toEqual(["lakeshore", "lease"]);
-    const property = await createProperty(p.token, { mlsId: "C5-123456", address: { street: "12-14 Rue Sainte-Catherine", unit: "PH3", city: "Montréal", state: "QC", zipCode: "H3B 1A7" } });
-    expect(await termsIndexed(db, property.id)).toEqual(["12", "123456", "14", "1a7", "c5", "catherine", "h3b", "montreal", "ph3", "qc", "rue", "sainte"]);
-    expect((await call("PUT", `/v1/properties/${property.id}`, { token: p.token, body: { mlsId: null, address: { city: "Laval" } } })).status).toBe(200);
+    const property = await createProperty(p.token, {
+      mlsId: "C5-123456",
+      address: { street: "12-14 Rue Sainte-Catherine", unit: "PH3", city: "Montréal", state: "QC", zipCode: "H3B 1A7" },
+    });
+    expect(await termsIndexed(db, property.id)).toEqual([
+      "12",
+      "123456",
+      "14",
+      "1a7",
+      "c5",
+      "catherine",
+      "h3b",
+      "montreal",
+      "ph3",
+      "qc",
+      "rue",
+      "sainte",
+    ]);
+    expect(
+      (await call("PUT", `/v1/properties/${property.id}`, { token: p.token, body: { mlsId: null, address: { city: "Laval" } } })).status,
+    ).toBe(200);
     expect(await termsIndexed(db, property.id)).toEqual(["12", "14", "1a7", "catherine", "h3b", "laval", "ph3", "qc", "rue", "sainte"]);
   });
 

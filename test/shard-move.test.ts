@@ -24,7 +24,10 @@ const admin = (method: string, path: string, body?: unknown, token: string | und
     }),
   );
 
-const placement = (organizationId: string) => env.DB.prepare("SELECT shard, fenced_at AS fencedAt FROM organization_shards WHERE organization_id = ?").bind(organizationId).first<{ shard: number; fencedAt: string | null }>();
+const placement = (organizationId: string) =>
+  env.DB.prepare("SELECT shard, fenced_at AS fencedAt FROM organization_shards WHERE organization_id = ?")
+    .bind(organizationId)
+    .first<{ shard: number; fencedAt: string | null }>();
 
 const nonEmpty = (snap: Record<string, string[]>) => Object.fromEntries(Object.entries(snap).filter(([, rows]) => rows.length > 0));
 
@@ -55,7 +58,10 @@ async function populated() {
 
 async function expectR2Present(shard: number, organizationId: string) {
   // Rows seeded with SQL (helpers/shard-rows.ts) name no object: the API stores every file under deals/.
-  const keys = await shardDatabase(env, shard).prepare("SELECT key FROM deal_documents WHERE organization_id = ? AND key LIKE 'deals/%'").bind(organizationId).all<{ key: string }>();
+  const keys = await shardDatabase(env, shard)
+    .prepare("SELECT key FROM deal_documents WHERE organization_id = ? AND key LIKE 'deals/%'")
+    .bind(organizationId)
+    .all<{ key: string }>();
   expect(keys.results.length).toBeGreaterThan(0);
   for (const { key } of keys.results) expect(await env.FILES.head(key), key).not.toBeNull();
 }
@@ -63,11 +69,21 @@ async function expectR2Present(shard: number, organizationId: string) {
 describe("the move list", () => {
   it("names every table of a tenant shard, and each carries the fence triggers", async () => {
     const db = shardDatabase(env, 0);
-    const tables = (await db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '_cf_%' AND name <> 'd1_migrations'").all<{ name: string }>()).results.map((r) => r.name);
+    const tables = (
+      await db
+        .prepare(
+          "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '_cf_%' AND name <> 'd1_migrations'",
+        )
+        .all<{ name: string }>()
+    ).results.map((r) => r.name);
     const moved = MOVED_TABLES.map((t) => getTableConfig(t.table).name);
     expect(tables.filter((name) => !NOT_MOVED.has(name)).sort()).toEqual([...moved].sort());
-    const triggers = new Set((await db.prepare("SELECT name FROM sqlite_master WHERE type = 'trigger'").all<{ name: string }>()).results.map((r) => r.name));
-    const missing = moved.flatMap((name) => ["insert", "update", "delete"].map((op) => `${name}_fence_${op}`)).filter((name) => !triggers.has(name));
+    const triggers = new Set(
+      (await db.prepare("SELECT name FROM sqlite_master WHERE type = 'trigger'").all<{ name: string }>()).results.map((r) => r.name),
+    );
+    const missing = moved
+      .flatMap((name) => ["insert", "update", "delete"].map((op) => `${name}_fence_${op}`))
+      .filter((name) => !triggers.has(name));
     expect(missing).toEqual([]);
   });
 
@@ -76,8 +92,13 @@ describe("the move list", () => {
     const db = shardDatabase(env, 0);
     const counted: string[] = [];
     for (const t of MOVED_TABLES) {
-      const { sql: ddl } = (await db.prepare("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?").bind(t.name).first<{ sql: string }>())!;
-      const pk = (await db.prepare(`SELECT name, type FROM pragma_table_info('${t.name}') WHERE pk > 0`).all<{ name: string; type: string }>()).results;
+      const { sql: ddl } = (await db
+        .prepare("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?")
+        .bind(t.name)
+        .first<{ sql: string }>())!;
+      const pk = (
+        await db.prepare(`SELECT name, type FROM pragma_table_info('${t.name}') WHERE pk > 0`).all<{ name: string; type: string }>()
+      ).results;
       // One INTEGER primary key column is the rowid: each shard counts it from 1.
       if (/AUTOINCREMENT/i.test(ddl) || (pk.length === 1 && pk[0]!.type.toUpperCase() === "INTEGER")) counted.push(t.name);
     }
@@ -104,16 +125,16 @@ describe("POST /admin/shards/moves", () => {
         let done!: () => void;
         idle = new Promise((resolve) => (done = resolve));
         try {
-        const read = await call("GET", `/v1/contacts/${p.contacts[0]!.id}`, { token: p.token });
-        if (read.status !== 200) failures.push(`GET contact ${read.status}`);
-        const list = await call("GET", "/v1/contacts?limit=5", { token: p.token });
-        if (list.status !== 200) failures.push(`GET list ${list.status}`);
-        const start = Date.now();
-        const email = uniqueEmail("load");
-        const res = await call("POST", "/v1/contacts", { token: p.token, body: { firstName: "Load", lastName: "Writer", email } });
-        if (res.status === 201) written.push((await json(res)).data.id);
-        else if (res.status === 503 && res.headers.get("retry-after")) refused.push({ start, end: Date.now() });
-        else failures.push(`POST ${res.status} ${await res.text()}`);
+          const read = await call("GET", `/v1/contacts/${p.contacts[0]!.id}`, { token: p.token });
+          if (read.status !== 200) failures.push(`GET contact ${read.status}`);
+          const list = await call("GET", "/v1/contacts?limit=5", { token: p.token });
+          if (list.status !== 200) failures.push(`GET list ${list.status}`);
+          const start = Date.now();
+          const email = uniqueEmail("load");
+          const res = await call("POST", "/v1/contacts", { token: p.token, body: { firstName: "Load", lastName: "Writer", email } });
+          if (res.status === 201) written.push((await json(res)).data.id);
+          else if (res.status === 503 && res.headers.get("retry-after")) refused.push({ start, end: Date.now() });
+          else failures.push(`POST ${res.status} ${await res.text()}`);
         } catch (err) {
           failures.push(String(err));
         } finally {
@@ -127,27 +148,32 @@ describe("POST /admin/shards/moves", () => {
     let answer: Record<string, any> = {};
     let compared = false;
     try {
-    for (let calls = 0; calls < 5000; calls++) {
-      const fencedAndLast = answer.phase === "fenced" && answer.tablesDone === answer.tables;
-      if (fencedAndLast) {
-        paused = true;
-        await idle;
+      for (let calls = 0; calls < 5000; calls++) {
+        const fencedAndLast = answer.phase === "fenced" && answer.tablesDone === answer.tables;
+        if (fencedAndLast) {
+          paused = true;
+          await idle;
+        }
+        const res = await admin("POST", "/admin/shards/moves", {
+          organizationId: p.organizationId,
+          to: p.to,
+          maxBatches: 1,
+          drainSeconds: 1,
+        });
+        answer = await json(res);
+        expect([200, 202], JSON.stringify(answer)).toContain(res.status);
+        if (fencedAndLast) {
+          expect(answer.phase).toBe("flipped");
+          expect(await placement(p.organizationId)).toEqual({ shard: p.to, fencedAt: null });
+          // The old shard is frozen since the fence, the new one unwritten since the flip: an exact copy.
+          expect(await snapshot(p.to, p.organizationId)).toEqual(await snapshot(p.from, p.organizationId));
+          compared = true;
+          paused = false;
+        }
+        if (res.status === 200) break;
+        // While the old rows drain the route answers 202 with Retry-After at once: call again (no timer here: in the test
+        // pool a timer does not fire while the load loop keeps the isolate busy).
       }
-      const res = await admin("POST", "/admin/shards/moves", { organizationId: p.organizationId, to: p.to, maxBatches: 1, drainSeconds: 1 });
-      answer = await json(res);
-      expect([200, 202], JSON.stringify(answer)).toContain(res.status);
-      if (fencedAndLast) {
-        expect(answer.phase).toBe("flipped");
-        expect(await placement(p.organizationId)).toEqual({ shard: p.to, fencedAt: null });
-        // The old shard is frozen since the fence, the new one unwritten since the flip: an exact copy.
-        expect(await snapshot(p.to, p.organizationId)).toEqual(await snapshot(p.from, p.organizationId));
-        compared = true;
-        paused = false;
-      }
-      if (res.status === 200) break;
-      // While the old rows drain the route answers 202 with Retry-After at once: call again (no timer here: in the test
-      // pool a timer does not fire while the load loop keeps the isolate busy).
-    }
     } finally {
       // Also when an assertion fails: the loop must not outlive the test.
       stop = true;
@@ -160,10 +186,16 @@ describe("POST /admin/shards/moves", () => {
     // Writes were refused (the loop ran through the fence), and only between the fence and the flip, each with Retry-After.
     expect(refused.length).toBeGreaterThan(0);
     expect(written.length).toBeGreaterThan(0);
-    const fence = await shardDatabase(env, p.from).prepare("SELECT fenced_at AS fencedAt FROM shard_fences WHERE organization_id = ?").bind(p.organizationId).first<{ fencedAt: string }>();
-    const move = await env.DB.prepare("SELECT cursor FROM shard_moves WHERE organization_id = ?").bind(p.organizationId).first<{ cursor: string }>();
+    const fence = await shardDatabase(env, p.from)
+      .prepare("SELECT fenced_at AS fencedAt FROM shard_fences WHERE organization_id = ?")
+      .bind(p.organizationId)
+      .first<{ fencedAt: string }>();
+    const move = await env.DB.prepare("SELECT cursor FROM shard_moves WHERE organization_id = ?")
+      .bind(p.organizationId)
+      .first<{ cursor: string }>();
     const flippedAt = Date.parse(JSON.parse(move!.cursor).drainUntil) - 1000;
-    for (const r of refused) expect(r.end >= Date.parse(fence!.fencedAt) && r.start <= flippedAt, JSON.stringify({ r, fence, flippedAt })).toBe(true);
+    for (const r of refused)
+      expect(r.end >= Date.parse(fence!.fencedAt) && r.start <= flippedAt, JSON.stringify({ r, fence, flippedAt })).toBe(true);
 
     // Every accepted write is there once, on the new shard; nothing of the organization is left on the old one.
     const after = await snapshot(p.to, p.organizationId);
@@ -190,7 +222,9 @@ describe("POST /admin/shards/moves", () => {
 
     // The fence holds at the shard too, for a writer that never passes authentication (a queue consumer, the cron).
     const source = shardDatabase(env, p.from);
-    await expect(source.prepare("UPDATE contacts SET first_name = 'Late' WHERE organization_id = ?").bind(p.organizationId).run()).rejects.toThrow(/organization_moving/);
+    await expect(
+      source.prepare("UPDATE contacts SET first_name = 'Late' WHERE organization_id = ?").bind(p.organizationId).run(),
+    ).rejects.toThrow(/organization_moving/);
     const refused = await call("POST", "/v1/contacts", { token: p.token, body: { firstName: "A", lastName: "B", email: uniqueEmail() } });
     expect(refused.status).toBe(503);
     expect(refused.headers.get("retry-after")).toBeTruthy();
@@ -205,8 +239,12 @@ describe("POST /admin/shards/moves", () => {
     expect(nonEmpty(await snapshot(p.from, p.organizationId))).toEqual({});
     await expectR2Present(p.to, p.organizationId);
     // Stale writers holding the old placement are refused there for good; the organization writes on its new shard.
-    await expect(source.prepare("INSERT INTO tags (organization_id, name, contact_count) VALUES (?, 'late', 0)").bind(p.organizationId).run()).rejects.toThrow(/organization_moving/);
-    expect((await call("POST", "/v1/contacts", { token: p.token, body: { firstName: "A", lastName: "B", email: uniqueEmail() } })).status).toBe(201);
+    await expect(
+      source.prepare("INSERT INTO tags (organization_id, name, contact_count) VALUES (?, 'late', 0)").bind(p.organizationId).run(),
+    ).rejects.toThrow(/organization_moving/);
+    expect(
+      (await call("POST", "/v1/contacts", { token: p.token, body: { firstName: "A", lastName: "B", email: uniqueEmail() } })).status,
+    ).toBe(201);
     const status = await admin("GET", `/admin/shards/moves/${p.organizationId}`);
     expect(await json(status)).toMatchObject({ phase: "done", from: p.from, to: p.to });
 
@@ -221,7 +259,8 @@ describe("POST /admin/shards/moves", () => {
     const p = await createPrincipal({ shard: 0 });
     for (let i = 0; i < 3; i++) await createContact(p.token, { tags: [`r${i}`] });
     const before = nonEmpty(await snapshot(0, p.organizationId));
-    const counts = () => env.DB.prepare("SELECT shard, organizations FROM shard_placements ORDER BY shard").all<{ shard: number; organizations: number }>();
+    const counts = () =>
+      env.DB.prepare("SELECT shard, organizations FROM shard_placements ORDER BY shard").all<{ shard: number; organizations: number }>();
     const countsBefore = (await counts()).results;
     const drive = async () => {
       for (let calls = 0; calls < 1000; calls++) {
@@ -248,16 +287,25 @@ describe("POST /admin/shards/moves", () => {
     await publishedProfile(other, { displayName: "Other Agent" }, slug);
     await publishedProfile(mover, { displayName: "Mover Agent" });
     // Out of step with the directory (a hand edit, a restore from backup): the mover's shard row holds the other's slug.
-    await shardDatabase(env, 0).prepare("UPDATE agent_profiles SET slug = ? WHERE organization_id = ?").bind(slug, mover.organizationId).run();
+    await shardDatabase(env, 0)
+      .prepare("UPDATE agent_profiles SET slug = ? WHERE organization_id = ?")
+      .bind(slug, mover.organizationId)
+      .run();
     let res = await moveToEnd(mover.organizationId, 1);
     expect(res.status).toBe(409);
     expect((await json(res)).error).toBe("move_collision");
     // The other organization's profile is untouched, and the mover still lives (and writes) where it was.
     expect((await json(await call("GET", `/api/public/reviews/${slug}`))).agent.displayName).toBe("Other Agent");
     expect((await placement(mover.organizationId))!.shard).toBe(0);
-    expect((await call("POST", "/v1/contacts", { token: mover.token, body: { firstName: "Still", lastName: "Here", email: uniqueEmail() } })).status).toBe(201);
+    expect(
+      (await call("POST", "/v1/contacts", { token: mover.token, body: { firstName: "Still", lastName: "Here", email: uniqueEmail() } }))
+        .status,
+    ).toBe(201);
     // Mended, the same call goes on to the end.
-    await shardDatabase(env, 0).prepare("UPDATE agent_profiles SET slug = ? WHERE organization_id = ?").bind(`${slug}-mover`, mover.organizationId).run();
+    await shardDatabase(env, 0)
+      .prepare("UPDATE agent_profiles SET slug = ? WHERE organization_id = ?")
+      .bind(`${slug}-mover`, mover.organizationId)
+      .run();
     res = await moveToEnd(mover.organizationId, 1);
     expect(res.status).toBe(200);
     expect((await json(await call("GET", `/api/public/reviews/${slug}`))).agent.displayName).toBe("Other Agent");
@@ -272,7 +320,8 @@ describe("POST /admin/shards/moves", () => {
     expect((await call("DELETE", `/v1/contacts/${theirs.id}`, { token: other.token })).status).toBe(200);
     // Each shard numbers its own rows; the mover trashes until its shard's count reaches the other's, so a per-shard
     // counter as the key would give the mover's kept rows the same keys as the other's.
-    const rowsOn = async (shard: number) => (await shardDatabase(env, shard).prepare("SELECT COALESCE(MAX(rowid), 0) AS n FROM trash_rows").first<{ n: number }>())!.n;
+    const rowsOn = async (shard: number) =>
+      (await shardDatabase(env, shard).prepare("SELECT COALESCE(MAX(rowid), 0) AS n FROM trash_rows").first<{ n: number }>())!.n;
     const target = await rowsOn(1);
     while ((await rowsOn(0)) < target) {
       const mine = await createContact(mover.token, { tags: ["gone"] });
@@ -298,7 +347,8 @@ describe("POST /admin/shards/moves", () => {
     while (progress.tablesDone < progress.tables) progress = await stepMove(env, p.organizationId, { maxBatches: 1, drainMs: 0 });
     expect(progress.phase).toBe("copying");
     expect((await call("POST", `/v1/contacts/${contact.id}/restore`, { token: p.token })).status).toBe(200);
-    const kept = (shard: number) => shardDatabase(env, shard).prepare("SELECT COUNT(*) AS n FROM trash_rows WHERE record_id = ?").bind(contact.id).first<{ n: number }>();
+    const kept = (shard: number) =>
+      shardDatabase(env, shard).prepare("SELECT COUNT(*) AS n FROM trash_rows WHERE record_id = ?").bind(contact.id).first<{ n: number }>();
     expect((await kept(p.to))!.n).toBeGreaterThan(0);
     // The operator's command re-fences and finishes.
     const res = await moveToEnd(p.organizationId, p.to);
@@ -325,7 +375,11 @@ describe("POST /admin/shards/moves", () => {
       expect((await call("DELETE", `/v1/contacts/${gone.id}`, { token: p.token })).status).toBe(200);
       trashed.set(p, gone.id);
     }
-    await Promise.all([eventsSettled(0, mover.organizationId), eventsSettled(0, neighbour.organizationId), eventsSettled(1, host.organizationId)]);
+    await Promise.all([
+      eventsSettled(0, mover.organizationId),
+      eventsSettled(0, neighbour.organizationId),
+      eventsSettled(1, host.organizationId),
+    ]);
     // And a row in every moved table with SQL. The host's rows carry the mover's numbers, so the kept rows of both
     // trashes hold the same `seq`s.
     const n = seedNumber++;
@@ -333,8 +387,16 @@ describe("POST /admin/shards/moves", () => {
     await seedEveryTable(0, { organizationId: mover.organizationId, tag: `mover-${n}`, n });
     await seedEveryTable(0, { organizationId: neighbour.organizationId, tag: `neighbour-${n}`, n: n + 1 });
     await seedEveryTable(1, { organizationId: host.organizationId, tag: `host-${n}`, n });
-    expect({ mover: await unseeded(0, mover.organizationId), neighbour: await unseeded(0, neighbour.organizationId), host: await unseeded(1, host.organizationId) }).toEqual({ mover: [], neighbour: [], host: [] });
-    const before = { mover: await snapshot(0, mover.organizationId), neighbour: await snapshot(0, neighbour.organizationId), host: await snapshot(1, host.organizationId) };
+    expect({
+      mover: await unseeded(0, mover.organizationId),
+      neighbour: await unseeded(0, neighbour.organizationId),
+      host: await unseeded(1, host.organizationId),
+    }).toEqual({ mover: [], neighbour: [], host: [] });
+    const before = {
+      mover: await snapshot(0, mover.organizationId),
+      neighbour: await snapshot(0, neighbour.organizationId),
+      host: await snapshot(1, host.organizationId),
+    };
 
     const res = await moveToEnd(mover.organizationId, 1);
     expect(res.status, await res.clone().text()).toBe(200);
@@ -381,12 +443,16 @@ describe("POST /admin/shards/moves", () => {
     const colliding = MOVED_TABLES.filter((t) => t.name !== "organizations" && !t.key.some((c) => columnName(c) === "organization_id"));
     expect(colliding.filter((t) => t.through).length).toBe(MOVED_TABLES.filter((t) => t.through).length);
     const before = await snapshot(1, other.organizationId);
-    const sync = (t: (typeof MOVED_TABLES)[number]) => syncBatch(shardDatabase(env, 0), shardDatabase(env, 1), t, mover.organizationId, null);
+    const sync = (t: (typeof MOVED_TABLES)[number]) =>
+      syncBatch(shardDatabase(env, 0), shardDatabase(env, 1), t, mover.organizationId, null);
     // The organization's own row first, as a move copies it (its members reference it).
     await sync(MOVED_TABLES.find((t) => t.name === "organizations")!);
     const refused: string[] = [];
     for (const t of colliding) {
-      const error = await sync(t).then(() => null, (err: unknown) => err);
+      const error = await sync(t).then(
+        () => null,
+        (err: unknown) => err,
+      );
       if (error instanceof Conflict && error.code === "move_collision") refused.push(t.name);
       else if (error) throw error;
     }

@@ -47,26 +47,49 @@ async function fetchTracked(method: string, path: string, token: string | null, 
 }
 
 describe("no request reads more than one shard", () => {
-  it.each(ROUTES.map((r, i) => [`${r.method} ${r.path}`, r, i % 2] as const))("%s reads only its organization's shard", async (_, route, shard) => {
-    const owner = await createPrincipal({ shard });
-    const params = route.seed ? await route.seed(owner) : {};
-    const { status, touched } = await fetchTracked(route.method, fillPath(route.path, params), owner.token, bodyOf(route, params), varsOf(route, params));
-    expect(status).toBeLessThan(500);
-    expect([...touched]).toEqual([shard]);
-  });
+  it.each(ROUTES.map((r, i) => [`${r.method} ${r.path}`, r, i % 2] as const))(
+    "%s reads only its organization's shard",
+    async (_, route, shard) => {
+      const owner = await createPrincipal({ shard });
+      const params = route.seed ? await route.seed(owner) : {};
+      const { status, touched } = await fetchTracked(
+        route.method,
+        fillPath(route.path, params),
+        owner.token,
+        bodyOf(route, params),
+        varsOf(route, params),
+      );
+      expect(status).toBeLessThan(500);
+      expect([...touched]).toEqual([shard]);
+    },
+  );
 });
 
 /** The public routes, each with what it is given made by an organization on `shard`: one directory read finds that shard. */
 const PUBLIC: { name: string; path: (owner: TestPrincipal) => Promise<string>; method?: "POST"; body?: unknown }[] = [
-  { name: "GET /api/public/sign/{token}", path: async (o) => `/api/public/sign/${tokenOf((await sendForSignature(o.token, (await createDocument(o.token)).id)).links[0]!.url)}` },
-  { name: "GET /sign/{token}", path: async (o) => `/sign/${tokenOf((await sendForSignature(o.token, (await createDocument(o.token)).id)).links[0]!.url)}` },
-  { name: "GET /api/public/survey/{token}", path: async (o) => `/api/public/survey/${(await createSurveyTemplate(o), await scheduleSurvey(o)).accessToken}` },
+  {
+    name: "GET /api/public/sign/{token}",
+    path: async (o) => `/api/public/sign/${tokenOf((await sendForSignature(o.token, (await createDocument(o.token)).id)).links[0]!.url)}`,
+  },
+  {
+    name: "GET /sign/{token}",
+    path: async (o) => `/sign/${tokenOf((await sendForSignature(o.token, (await createDocument(o.token)).id)).links[0]!.url)}`,
+  },
+  {
+    name: "GET /api/public/survey/{token}",
+    path: async (o) => `/api/public/survey/${(await createSurveyTemplate(o), await scheduleSurvey(o)).accessToken}`,
+  },
   { name: "GET /survey/{token}", path: async (o) => `/survey/${(await createSurveyTemplate(o), await scheduleSurvey(o)).accessToken}` },
   { name: "GET /api/public/reviews/{agentSlug}", path: async (o) => `/api/public/reviews/${await publishedProfile(o)}` },
   {
     name: "POST /api/public/referral/{agentSlug}",
     method: "POST",
-    body: { referrerName: "Rita Referrer", referrerEmail: "rita@shard-reads.test", referredName: "Lee Lead", referredEmail: "lee@shard-reads.test" },
+    body: {
+      referrerName: "Rita Referrer",
+      referrerEmail: "rita@shard-reads.test",
+      referredName: "Lee Lead",
+      referredEmail: "lee@shard-reads.test",
+    },
     path: async (o) => `/api/public/referral/${await publishedProfile(o)}`,
   },
   { name: "GET /api/public/clickwrap/{agreementId}", path: async (o) => `/api/public/clickwrap/${(await newAgreement(o)).id}` },
@@ -120,7 +143,11 @@ describe("a public sign reads the directory once (issue 30)", () => {
     // The object reads through the counted env as one that has not loaded the envelope yet (new, or evicted) would.
     const status = await withSignerEnv(sent.envelopeId, counted.env, async () => {
       const ctx = createExecutionContext();
-      const init = { method: "POST", headers: { "content-type": "application/json", "cf-connecting-ip": ip }, body: JSON.stringify({ action: "sign" }) };
+      const init = {
+        method: "POST",
+        headers: { "content-type": "application/json", "cf-connecting-ip": ip },
+        body: JSON.stringify({ action: "sign" }),
+      };
       const res = await app.fetch(new Request(`http://api.test/api/public/sign/${token}`, init), counted.env, ctx);
       await waitOnExecutionContext(ctx);
       await res.arrayBuffer();

@@ -2,14 +2,25 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import { call, json } from "./helpers/client";
 import { signedFileUrl } from "../src/files/signed-url";
-import { createDocument, freshIp, leaseCanonical, mailTo, publicSign, runOnShards, sendForSignature, signAll, tokenOf } from "./helpers/documents";
+import {
+  createDocument,
+  freshIp,
+  leaseCanonical,
+  mailTo,
+  publicSign,
+  runOnShards,
+  sendForSignature,
+  signAll,
+  tokenOf,
+} from "./helpers/documents";
 import { createPrincipal, type TestPrincipal, tenantDb } from "./helpers/factories";
 
 // What makes a signature stand up later (issue 20): the signer reads the document before consenting, the completed
 // envelope becomes one sealed PDF that any PDF tool (and POST /api/public/verify) can check, every party gets a copy,
 // and the audit chain's head is signed at the end.
 const path = (url: string) => new URL(url).pathname + new URL(url).search;
-const hex = async (bytes: ArrayBuffer | Uint8Array) => [...new Uint8Array(await crypto.subtle.digest("SHA-256", bytes))].map((b) => b.toString(16).padStart(2, "0")).join("");
+const hex = async (bytes: ArrayBuffer | Uint8Array) =>
+  [...new Uint8Array(await crypto.subtle.digest("SHA-256", bytes))].map((b) => b.toString(16).padStart(2, "0")).join("");
 
 async function pdfText(bytes: ArrayBuffer | Uint8Array): Promise<string> {
   const { extractText, getDocumentProxy } = await import("unpdf");
@@ -33,7 +44,13 @@ async function completed(owner: TestPrincipal, canonical = international) {
   const doc = await createDocument(owner.token, canonical);
   const sent = await sendForSignature(owner.token, doc.id);
   for (const l of sent.links) await signAll(tokenOf(l.url));
-  await vi.waitFor(async () => expect((await json(await call("GET", `/api/signatures/${sent.envelopeId}`, { token: owner.token }))).signedDocument.status).toBe("ready"), { timeout: 20_000, interval: 100 });
+  await vi.waitFor(
+    async () =>
+      expect((await json(await call("GET", `/api/signatures/${sent.envelopeId}`, { token: owner.token }))).signedDocument.status).toBe(
+        "ready",
+      ),
+    { timeout: 20_000, interval: 100 },
+  );
   const link = await json(await call("GET", `/api/signatures/${sent.envelopeId}/document`, { token: owner.token }));
   const res = await call("GET", path(link.url));
   expect(res.status).toBe(200);
@@ -62,7 +79,11 @@ describe("the document as signers read it", () => {
     const read = await json(await call("GET", `/api/signatures/${sent.envelopeId}`, { token: owner.token }));
     expect(read.document).toEqual({ title: view.document.title, sha256: view.document.sha256 });
     const trail = await json(await call("GET", `/api/signatures/${sent.envelopeId}/audit`, { token: owner.token }));
-    expect(trail.events.filter((e: { event: string }) => e.event === "sent").map((e: { data: { documentSha256: string } }) => e.data.documentSha256)).toEqual([view.document.sha256, view.document.sha256, view.document.sha256]);
+    expect(
+      trail.events
+        .filter((e: { event: string }) => e.event === "sent")
+        .map((e: { data: { documentSha256: string } }) => e.data.documentSha256),
+    ).toEqual([view.document.sha256, view.document.sha256, view.document.sha256]);
     // The link is this signer's: it does not open with another signer named in it.
     const swapped = new URL(view.document.pdfUrl);
     swapped.searchParams.set("for", sent.links[0]!.signerId);
@@ -116,7 +137,16 @@ describe("the sealed, signed PDF", () => {
     const owner = await createPrincipal();
     const { doc, sent, pdf } = await completed(owner);
     const text = await pdfText(pdf);
-    for (const words of ["山田 太郎", "Дмитрий Иванов", "Łukasz Żółć", "/s/ 山田 太郎", "/s/ Łukasz Żółć", "Certificate of completion", "1 Queen St W"]) expect(text).toContain(words);
+    for (const words of [
+      "山田 太郎",
+      "Дмитрий Иванов",
+      "Łukasz Żółć",
+      "/s/ 山田 太郎",
+      "/s/ Łukasz Żółć",
+      "Certificate of completion",
+      "1 Queen St W",
+    ])
+      expect(text).toContain(words);
     expect(text.replace(/\s/g, "")).toContain(doc.sha256);
     expect(text).toMatch(/Attested by the signer's client/);
 
@@ -129,7 +159,12 @@ describe("the sealed, signed PDF", () => {
       envelopeId: sent.envelopeId,
       completedAt: read.completedAt,
       documentSha256: read.document.sha256,
-      signers: read.signers.map((s: { name: string; role: string; signedAt: string }) => ({ name: s.name, role: s.role, signedAt: s.signedAt, verification: "client_attested" })),
+      signers: read.signers.map((s: { name: string; role: string; signedAt: string }) => ({
+        name: s.name,
+        role: s.role,
+        signedAt: s.signedAt,
+        verification: "client_attested",
+      })),
     });
     expect(JSON.stringify(await json(await verify(pdf as unknown as string)))).not.toContain("@");
   });
@@ -141,7 +176,10 @@ describe("the sealed, signed PDF", () => {
     // A byte of the document's own content, well inside the signed range.
     const at = new TextDecoder("latin1").decode(changed).indexOf("/Producer");
     changed[at + 12] = changed[at + 12]! ^ 1;
-    expect(await json(await verify(changed as unknown as string))).toEqual({ valid: false, reason: expect.stringMatching(/^(digest_mismatch|signature_invalid|malformed)$/) });
+    expect(await json(await verify(changed as unknown as string))).toEqual({
+      valid: false,
+      reason: expect.stringMatching(/^(digest_mismatch|signature_invalid|malformed)$/),
+    });
     const appended = new Uint8Array([...pdf, ...new TextEncoder().encode("\n% appended after sealing\n")]);
     expect(await json(await verify(appended as unknown as string))).toEqual({ valid: false, reason: "incomplete_coverage" });
     const { PDFDocument } = await import("@pdfme/pdf-lib");
@@ -158,17 +196,30 @@ describe("the sealed, signed PDF", () => {
   it("verify takes at most 10 MiB (413) and 20 checks a minute per address (429)", async () => {
     const big = new Uint8Array(10 * 1024 * 1024 + 1);
     big.set(new TextEncoder().encode("%PDF-1.7\n"));
-    const tooBig = await call("POST", "/api/public/verify", { rawBody: big as unknown as string, headers: { "content-type": "application/pdf", "cf-connecting-ip": freshIp() } });
+    const tooBig = await call("POST", "/api/public/verify", {
+      rawBody: big as unknown as string,
+      headers: { "content-type": "application/pdf", "cf-connecting-ip": freshIp() },
+    });
     expect(tooBig.status).toBe(413);
     const ip = freshIp();
-    const answers = await Promise.all(Array.from({ length: 21 }, () => call("POST", "/api/public/verify", { rawBody: "%PDF-1.7\n%%EOF\n", headers: { "content-type": "application/pdf", "cf-connecting-ip": ip } })));
+    const answers = await Promise.all(
+      Array.from({ length: 21 }, () =>
+        call("POST", "/api/public/verify", {
+          rawBody: "%PDF-1.7\n%%EOF\n",
+          headers: { "content-type": "application/pdf", "cf-connecting-ip": ip },
+        }),
+      ),
+    );
     expect(answers.map((a) => a.status).sort()).toEqual([...Array(20).fill(200), 429]);
     expect(await json(answers.find((a) => a.status === 200)!)).toEqual({ valid: false, reason: "not_signed" });
   });
 
   it("every signer and the sender get a copy by mail, once, with a link that works for 30 days", async () => {
     const owner = await createPrincipal();
-    const canonical = leaseCanonical({ landlords: [{ name: "Copy Landlord", email: `l-${crypto.randomUUID()}@copy.test` }], tenants: [{ name: "Copy Tenant", email: `t-${crypto.randomUUID()}@copy.test` }] });
+    const canonical = leaseCanonical({
+      landlords: [{ name: "Copy Landlord", email: `l-${crypto.randomUUID()}@copy.test` }],
+      tenants: [{ name: "Copy Tenant", email: `t-${crypto.randomUUID()}@copy.test` }],
+    });
     const { sent, pdf } = await completed(owner, canonical);
     const sender = (await env.DB.prepare("SELECT email FROM users WHERE id = ?").bind(owner.userId).first<{ email: string }>())!.email;
     for (const to of [...sent.links.map((l) => l.email), sender]) {
@@ -189,13 +240,22 @@ describe("the sealed, signed PDF", () => {
     // Rebuild the chain with one IP changed, hashes recomputed as the code does: the chain verifies, the seal does not.
     const { appendAudit, GENESIS } = await import("../src/signatures/audit");
     const { createDb } = await import("../src/db/client");
-    const rows = trail.events.map((e: Record<string, unknown>, i: number) => ({ event: e.event, signerId: e.signerId, at: e.at, ip: i === 2 ? "6.6.6.6" : e.ip, userAgent: e.userAgent, data: e.data }));
+    const rows = trail.events.map((e: Record<string, unknown>, i: number) => ({
+      event: e.event,
+      signerId: e.signerId,
+      at: e.at,
+      ip: i === 2 ? "6.6.6.6" : e.ip,
+      userAgent: e.userAgent,
+      data: e.data,
+    }));
     const shard = await tenantDb(owner.organizationId);
     const rebuilt = await appendAudit(createDb(shard), owner.organizationId, sent.envelopeId, { seq: 0, hash: GENESIS }, rows);
     await shard.batch([
       shard.prepare("DROP TRIGGER envelope_audit_no_delete"),
       shard.prepare("DELETE FROM envelope_audit WHERE envelope_id = ?").bind(sent.envelopeId),
-      shard.prepare("CREATE TRIGGER envelope_audit_no_delete BEFORE DELETE ON envelope_audit BEGIN SELECT RAISE(ABORT, 'envelope_audit is append-only'); END"),
+      shard.prepare(
+        "CREATE TRIGGER envelope_audit_no_delete BEFORE DELETE ON envelope_audit BEGIN SELECT RAISE(ABORT, 'envelope_audit is append-only'); END",
+      ),
     ]);
     await createDb(shard).batch(rebuilt.statements as never);
     const after = await json(await call("GET", `/api/signatures/${sent.envelopeId}/audit`, { token: owner.token }));
@@ -206,7 +266,13 @@ describe("the sealed, signed PDF", () => {
   it("the certificate of completion prints every name as written", async () => {
     const owner = await createPrincipal();
     const { sent } = await completed(owner);
-    await vi.waitFor(async () => expect((await json(await call("GET", `/api/signatures/${sent.envelopeId}`, { token: owner.token }))).certificate.status).toBe("ready"), { timeout: 20_000 });
+    await vi.waitFor(
+      async () =>
+        expect((await json(await call("GET", `/api/signatures/${sent.envelopeId}`, { token: owner.token }))).certificate.status).toBe(
+          "ready",
+        ),
+      { timeout: 20_000 },
+    );
     const link = await json(await call("GET", `/api/signatures/${sent.envelopeId}/certificate`, { token: owner.token }));
     const text = await pdfText(await (await call("GET", path(link.url))).arrayBuffer());
     for (const name of ["山田 太郎", "Дмитрий Иванов", "Łukasz Żółć"]) expect(text).toContain(name);

@@ -2,7 +2,18 @@ import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { call, json } from "./helpers/client";
-import { createDocument, freshIp, linkIn, mailTo, openedSigner, publicSign, sendForSignature, signAll, signingCodeFor, tokenOf } from "./helpers/documents";
+import {
+  createDocument,
+  freshIp,
+  linkIn,
+  mailTo,
+  openedSigner,
+  publicSign,
+  sendForSignature,
+  signAll,
+  signingCodeFor,
+  tokenOf,
+} from "./helpers/documents";
 import { createPrincipal } from "./helpers/factories";
 import { envelopeSigner } from "../src/signatures/signer-client";
 
@@ -23,7 +34,10 @@ const codeMails = async (email: string) => (await mailTo(email)).filter((m) => m
 
 async function expectLocked(res: Response) {
   expect(res.status).toBe(429);
-  expect(await json(res)).toEqual({ error: "verification_locked", message: expect.stringContaining("does not end by waiting: ask the sender for a new link") });
+  expect(await json(res)).toEqual({
+    error: "verification_locked",
+    message: expect.stringContaining("does not end by waiting: ask the sender for a new link"),
+  });
   expect(res.headers.get("retry-after")).toBe("86400");
 }
 
@@ -41,7 +55,8 @@ async function fourteenFailures(s: { envelopeId: string; token: string; email: s
     await forgetSends(s.envelopeId);
     expect((await post(s.token, { action: "send_code" })).status).toBe(200);
     code = await signingCodeFor(s.email, before + n);
-    for (let i = 0; i < (n < 3 ? 5 : 4); i++) expect((await json(await post(s.token, { action: "authenticate", code: wrongFor(code) }))).error).toBe("code_invalid");
+    for (let i = 0; i < (n < 3 ? 5 : 4); i++)
+      expect((await json(await post(s.token, { action: "authenticate", code: wrongFor(code) }))).error).toBe("code_invalid");
   }
   return code;
 }
@@ -58,7 +73,9 @@ describe("the signer lock", () => {
     await expectLocked(await post(s.token, { action: "authenticate", codeVerified: true }));
     expect((await mailTo(s.email)).filter((m) => m.subject.startsWith("Your signing code"))).toHaveLength(3);
     const events = await eventsOf(s.owner.token, s.envelopeId);
-    expect(events.filter((e) => e.event === "verification_locked")).toEqual([expect.objectContaining({ signerId: s.sent.links[0]!.signerId, data: { failedTries: 15 } })]);
+    expect(events.filter((e) => e.event === "verification_locked")).toEqual([
+      expect.objectContaining({ signerId: s.sent.links[0]!.signerId, data: { failedTries: 15 } }),
+    ]);
     expect((await json(await call("GET", `/api/signatures/${s.envelopeId}`, { token: s.owner.token }))).signers[0].status).toBe("opened");
   });
 
@@ -69,7 +86,9 @@ describe("the signer lock", () => {
       expect((await post(s.token, { action: "send_code" })).status).toBe(200);
       const code = await signingCodeFor(s.email, n);
       const tries = n < 3 ? 5 : 10;
-      const answers = await Promise.all(Array.from({ length: tries }, () => post(s.token, { action: "authenticate", code: wrongFor(code) })));
+      const answers = await Promise.all(
+        Array.from({ length: tries }, () => post(s.token, { action: "authenticate", code: wrongFor(code) })),
+      );
       const errors = await Promise.all(answers.map(async (a) => (await json(a)).error as string));
       if (n < 3) expect(errors).toEqual(Array(5).fill("code_invalid"));
       else expect(errors.sort()).toEqual([...Array(4).fill("code_invalid"), ...Array(6).fill("verification_locked")]);
@@ -86,7 +105,13 @@ describe("the signer lock", () => {
     const res = await call("POST", resendPath(s.envelopeId, signerId), { token: s.owner.token });
     expect(res.status).toBe(200);
     const body = await json(res);
-    expect(body).toEqual({ signerId, name: "Sam Signer", email: s.email, role: "tenant", url: expect.stringMatching(/\/sign\/sign_[\w-]{43}$/) });
+    expect(body).toEqual({
+      signerId,
+      name: "Sam Signer",
+      email: s.email,
+      role: "tenant",
+      url: expect.stringMatching(/\/sign\/sign_[\w-]{43}$/),
+    });
     const fresh = tokenOf(body.url);
     expect(fresh).not.toBe(s.token);
 
@@ -119,7 +144,9 @@ describe("the signer lock", () => {
     const s = await openedSigner("code");
     await fourteenFailures(s);
     await expectLocked(await post(s.token, { action: "authenticate", code: "123456" }));
-    const fresh = tokenOf((await json(await call("POST", resendPath(s.envelopeId, s.sent.links[0]!.signerId), { token: s.owner.token }))).url);
+    const fresh = tokenOf(
+      (await json(await call("POST", resendPath(s.envelopeId, s.sent.links[0]!.signerId), { token: s.owner.token }))).url,
+    );
     await publicSign("GET", fresh);
     const live = await fourteenFailures({ envelopeId: s.envelopeId, token: fresh, email: s.email });
     // 28 wrong codes in all, 14 since the resend: the 15th since then locks again.
@@ -132,7 +159,9 @@ describe("POST /api/signatures/{envelopeId}/signers/{signerId}/resend", () => {
   it("serves a signer who lost the mail, unlocked or not; an Idempotency-Key replay leaves the url out and mints nothing", async () => {
     const owner = await createPrincipal();
     const email = `${crypto.randomUUID()}@signer.test`;
-    const sent = await sendForSignature(owner.token, (await createDocument(owner.token)).id, { signers: [{ name: "Lost Mail", email, role: "tenant" }] });
+    const sent = await sendForSignature(owner.token, (await createDocument(owner.token)).id, {
+      signers: [{ name: "Lost Mail", email, role: "tenant" }],
+    });
     const signerId = sent.links[0]!.signerId;
     const headers = { "idempotency-key": `resend-${crypto.randomUUID()}` };
     const first = await call("POST", resendPath(sent.envelopeId, signerId), { token: owner.token, headers });
@@ -145,7 +174,9 @@ describe("POST /api/signatures/{envelopeId}/signers/{signerId}/resend", () => {
     expect((await publicSign("GET", tokenOf(sent.links[0]!.url))).status).toBe(404);
     expect(await signAll(tokenOf(url))).toEqual({ ok: true, completed: true });
     const events = await eventsOf(owner.token, sent.envelopeId);
-    expect(events.filter((e) => e.event === "resent")).toEqual([expect.objectContaining({ signerId, data: { userId: owner.userId, unlocked: false } })]);
+    expect(events.filter((e) => e.event === "resent")).toEqual([
+      expect.objectContaining({ signerId, data: { userId: owner.userId, unlocked: false } }),
+    ]);
     expect((await mailTo(email)).filter((m) => m.subject === "A new link to sign your document")).toHaveLength(1);
   });
 
@@ -212,12 +243,16 @@ describe("POST /api/signatures/{envelopeId}/signers/{signerId}/resend", () => {
     await call("DELETE", `/api/signatures/${parallel.envelopeId}`, { token: owner.token });
     await cannot(parallel.envelopeId, parallel.links[1]!.signerId, /voided/);
 
-    const declined = await sendForSignature(owner.token, (await createDocument(owner.token)).id, { signers, signerVerification: "attested" });
+    const declined = await sendForSignature(owner.token, (await createDocument(owner.token)).id, {
+      signers,
+      signerVerification: "attested",
+    });
     const token = tokenOf(declined.links[0]!.url);
     await publicSign("GET", token);
     expect((await post(token, { action: "decline" })).status).toBe(200);
     await cannot(declined.envelopeId, declined.links[0]!.signerId, /declined/);
     // No link was minted by any refusal.
-    for (const e of [parallel, sequential, declined]) expect((await eventsOf(owner.token, e.envelopeId)).some((x) => x.event === "resent")).toBe(false);
+    for (const e of [parallel, sequential, declined])
+      expect((await eventsOf(owner.token, e.envelopeId)).some((x) => x.event === "resent")).toBe(false);
   });
 });

@@ -3,7 +3,17 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import worker from "../src/index";
 import { call, json } from "./helpers/client";
-import { allOnShards, createDocument, linkIn, mailTo, publicSign, runOnShards, sendForSignature, signAll, tokenOf } from "./helpers/documents";
+import {
+  allOnShards,
+  createDocument,
+  linkIn,
+  mailTo,
+  publicSign,
+  runOnShards,
+  sendForSignature,
+  signAll,
+  tokenOf,
+} from "./helpers/documents";
 import { createPrincipal, type TestPrincipal, tenantDb } from "./helpers/factories";
 
 // Reminders and expiry notices (issue 20): mailed by the minute cron, each once however many passes overlap, each in
@@ -19,16 +29,32 @@ async function cronPasses(n: number) {
 }
 
 const signersOf = async (envelopeId: string) => ({
-  results: await allOnShards<{ id: string; email: string; remind_at: string | null }>("SELECT id, email, remind_at FROM envelope_signers WHERE envelope_id = ? ORDER BY position", envelopeId),
+  results: await allOnShards<{ id: string; email: string; remind_at: string | null }>(
+    "SELECT id, email, remind_at FROM envelope_signers WHERE envelope_id = ? ORDER BY position",
+    envelopeId,
+  ),
 });
-const due = (envelopeId: string) => runOnShards("UPDATE envelope_signers SET remind_at = ? WHERE envelope_id = ? AND remind_at IS NOT NULL", new Date(Date.now() - 1000).toISOString(), envelopeId);
+const due = (envelopeId: string) =>
+  runOnShards(
+    "UPDATE envelope_signers SET remind_at = ? WHERE envelope_id = ? AND remind_at IS NOT NULL",
+    new Date(Date.now() - 1000).toISOString(),
+    envelopeId,
+  );
 const mailsOf = async (to: string, subject: RegExp) => (await mailTo(to)).filter((m) => subject.test(m.subject));
-const audit = async (owner: TestPrincipal, envelopeId: string) => (await json(await call("GET", `/api/signatures/${envelopeId}/audit`, { token: owner.token }))).events as { event: string; signerId: string }[];
+const audit = async (owner: TestPrincipal, envelopeId: string) =>
+  (await json(await call("GET", `/api/signatures/${envelopeId}/audit`, { token: owner.token }))).events as {
+    event: string;
+    signerId: string;
+  }[];
 
 async function envelope(body: Record<string, unknown>, n = 2) {
   const owner = await createPrincipal();
   const doc = await createDocument(owner.token);
-  const signers = Array.from({ length: n }, (_, i) => ({ name: `Signer ${i}`, email: `${crypto.randomUUID()}@remind.test`, role: i ? "tenant" : "landlord" }));
+  const signers = Array.from({ length: n }, (_, i) => ({
+    name: `Signer ${i}`,
+    email: `${crypto.randomUUID()}@remind.test`,
+    role: i ? "tenant" : "landlord",
+  }));
   const sent = await sendForSignature(owner.token, doc.id, { signers, ...body });
   return { owner, sent, emails: signers.map((s) => s.email) };
 }
@@ -94,19 +120,39 @@ describe("expiry notices", () => {
   it("a day before expiry, each signer still to sign is told once, in the audit trail", async () => {
     const { owner, sent, emails } = await envelope({ expiresInDays: 3 });
     const shard = await tenantDb(owner.organizationId);
-    const row = await shard.prepare("SELECT expires_at, expiry_notice_at FROM envelopes WHERE id = ?").bind(sent.envelopeId).first<{ expires_at: string; expiry_notice_at: string }>();
+    const row = await shard
+      .prepare("SELECT expires_at, expiry_notice_at FROM envelopes WHERE id = ?")
+      .bind(sent.envelopeId)
+      .first<{ expires_at: string; expiry_notice_at: string }>();
     expect(Date.parse(row!.expires_at) - Date.parse(row!.expiry_notice_at)).toBe(86_400_000);
     await signAll(tokenOf(sent.links[0]!.url));
-    await shard.prepare("UPDATE envelopes SET expiry_notice_at = ? WHERE id = ?").bind(new Date(Date.now() - 1000).toISOString(), sent.envelopeId).run();
+    await shard
+      .prepare("UPDATE envelopes SET expiry_notice_at = ? WHERE id = ?")
+      .bind(new Date(Date.now() - 1000).toISOString(), sent.envelopeId)
+      .run();
     await cronPasses(3);
     expect(await mailsOf(emails[0]!, /expires tomorrow/)).toEqual([]);
     const notices = await mailsOf(emails[1]!, /expires tomorrow/);
     expect(notices).toHaveLength(1);
     expect(notices[0]!.text).toContain(row!.expires_at);
-    expect((await audit(owner, sent.envelopeId)).filter((e) => e.event === "expiry_notice").map((e) => e.signerId)).toEqual([sent.links[1]!.signerId]);
-    expect((await shard.prepare("SELECT expiry_notice_at FROM envelopes WHERE id = ?").bind(sent.envelopeId).first<{ expiry_notice_at: string | null }>())!.expiry_notice_at).toBeNull();
+    expect((await audit(owner, sent.envelopeId)).filter((e) => e.event === "expiry_notice").map((e) => e.signerId)).toEqual([
+      sent.links[1]!.signerId,
+    ]);
+    expect(
+      (await shard
+        .prepare("SELECT expiry_notice_at FROM envelopes WHERE id = ?")
+        .bind(sent.envelopeId)
+        .first<{ expiry_notice_at: string | null }>())!.expiry_notice_at,
+    ).toBeNull();
     // An envelope of one day has no notice: it would come at once.
     const short = await envelope({ expiresInDays: 1 });
-    expect((await (await tenantDb(short.owner.organizationId)).prepare("SELECT expiry_notice_at FROM envelopes WHERE id = ?").bind(short.sent.envelopeId).first<{ expiry_notice_at: string | null }>())!.expiry_notice_at).toBeNull();
+    expect(
+      (await (
+        await tenantDb(short.owner.organizationId)
+      )
+        .prepare("SELECT expiry_notice_at FROM envelopes WHERE id = ?")
+        .bind(short.sent.envelopeId)
+        .first<{ expiry_notice_at: string | null }>())!.expiry_notice_at,
+    ).toBeNull();
   });
 });

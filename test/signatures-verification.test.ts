@@ -2,7 +2,17 @@ import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import { call, json } from "./helpers/client";
-import { createDocument, freshIp, leaseCanonical, mailTo, openedSigner as opened, publicSign, sendForSignature, signingCodeFor as codeFor, tokenOf } from "./helpers/documents";
+import {
+  createDocument,
+  freshIp,
+  leaseCanonical,
+  mailTo,
+  openedSigner as opened,
+  publicSign,
+  sendForSignature,
+  signingCodeFor as codeFor,
+  tokenOf,
+} from "./helpers/documents";
 import { createPrincipal, tenantDb } from "./helpers/factories";
 import { envelopeSigner } from "../src/signatures/signer-client";
 
@@ -50,7 +60,9 @@ describe("send_code and authenticate with code", () => {
     const b = await opened("attested");
     await post(b.token, { action: "send_code" });
     expect((await post(b.token, { action: "authenticate", code: await codeFor(b.email) })).status).toBe(200);
-    expect((await json(await call("GET", `/api/signatures/${b.envelopeId}`, { token: b.owner.token }))).signers[0].verification).toBe("email_code");
+    expect((await json(await call("GET", `/api/signatures/${b.envelopeId}`, { token: b.owner.token }))).signers[0].verification).toBe(
+      "email_code",
+    );
   });
 
   it("refuses a wrong code (code_invalid), a code asked for nowhere, a malformed one (400), and ends a code after 5 wrong tries", async () => {
@@ -69,7 +81,10 @@ describe("send_code and authenticate with code", () => {
     const { token, email, envelopeId } = await opened();
     await post(token, { action: "send_code" });
     const code = await codeFor(email);
-    await runInDurableObject(stub(envelopeId), (_, state) => void state.storage.sql.exec("UPDATE signer_codes SET expires_at = ?", Date.now() - 1));
+    await runInDurableObject(
+      stub(envelopeId),
+      (_, state) => void state.storage.sql.exec("UPDATE signer_codes SET expires_at = ?", Date.now() - 1),
+    );
     await refusal(await post(token, { action: "authenticate", code }), 422, "code_expired");
   });
 
@@ -82,9 +97,15 @@ describe("send_code and authenticate with code", () => {
     expect(Number(again.headers.get("retry-after"))).toBeGreaterThan(50);
     // Four more sends spread over the hour are allowed; the sixth within the hour is not, however long after the fifth.
     const past = (minutes: number[]) => JSON.stringify(minutes.map((m) => Date.now() - m * 60_000));
-    await runInDurableObject(stub(envelopeId), (_, state) => void state.storage.sql.exec("UPDATE signer_codes SET sends = ?", past([50, 40, 30, 20])));
+    await runInDurableObject(
+      stub(envelopeId),
+      (_, state) => void state.storage.sql.exec("UPDATE signer_codes SET sends = ?", past([50, 40, 30, 20])),
+    );
     expect((await post(token, { action: "send_code" })).status).toBe(200);
-    await runInDurableObject(stub(envelopeId), (_, state) => void state.storage.sql.exec("UPDATE signer_codes SET sends = ?", past([50, 40, 30, 20, 10])));
+    await runInDurableObject(
+      stub(envelopeId),
+      (_, state) => void state.storage.sql.exec("UPDATE signer_codes SET sends = ?", past([50, 40, 30, 20, 10])),
+    );
     const sixth = await post(token, { action: "send_code" });
     expect(sixth.status).toBe(429);
     expect(Number(sixth.headers.get("retry-after"))).toBeGreaterThan(9 * 60);
@@ -125,7 +146,12 @@ describe("send_code and authenticate with code", () => {
   it("a code envelope shows the document, and lets the signer decline, only once the code is verified", async () => {
     const { token, email } = await opened("code");
     const before = await json(await publicSign("GET", token));
-    expect(before.document).toEqual({ title: expect.stringMatching(/Lease/), sha256: expect.stringMatching(/^[0-9a-f]{64}$/), pdfUrl: null, text: null });
+    expect(before.document).toEqual({
+      title: expect.stringMatching(/Lease/),
+      sha256: expect.stringMatching(/^[0-9a-f]{64}$/),
+      pdfUrl: null,
+      text: null,
+    });
     await refusal(await post(token, { action: "decline", reason: "not me" }), 409, "verification_required");
     await post(token, { action: "send_code" });
     await post(token, { action: "authenticate", code: await codeFor(email) });
@@ -138,7 +164,14 @@ describe("send_code and authenticate with code", () => {
   it("the sixth code in an hour is refused in its own words", async () => {
     const { token, envelopeId } = await opened();
     await post(token, { action: "send_code" });
-    await runInDurableObject(stub(envelopeId), (_, state) => void state.storage.sql.exec("UPDATE signer_codes SET sends = ?", JSON.stringify([50, 40, 30, 20, 10].map((m) => Date.now() - m * 60_000))));
+    await runInDurableObject(
+      stub(envelopeId),
+      (_, state) =>
+        void state.storage.sql.exec(
+          "UPDATE signer_codes SET sends = ?",
+          JSON.stringify([50, 40, 30, 20, 10].map((m) => Date.now() - m * 60_000)),
+        ),
+    );
     const res = await post(token, { action: "send_code" });
     expect(res.status).toBe(429);
     expect((await json(res)).message).toMatch(/Five codes were sent in the last hour/);
@@ -157,20 +190,34 @@ describe("send_code and authenticate with code", () => {
 describe("organization settings", () => {
   it("signerVerification defaults to attested; set to code, new envelopes need a code unless the request says otherwise", async () => {
     const owner = await createPrincipal();
-    expect(await json(await call("GET", "/api/signatures/settings", { token: owner.token }))).toEqual({ signerVerification: "attested", reminders: null });
-    const put = await call("PUT", "/api/signatures/settings", { token: owner.token, body: { signerVerification: "code", reminders: { firstAfterDays: 2, everyDays: 3 } } });
+    expect(await json(await call("GET", "/api/signatures/settings", { token: owner.token }))).toEqual({
+      signerVerification: "attested",
+      reminders: null,
+    });
+    const put = await call("PUT", "/api/signatures/settings", {
+      token: owner.token,
+      body: { signerVerification: "code", reminders: { firstAfterDays: 2, everyDays: 3 } },
+    });
     expect(await json(put)).toEqual({ signerVerification: "code", reminders: { firstAfterDays: 2, everyDays: 3 } });
     // A partial update keeps the rest.
-    expect(await json(await call("PUT", "/api/signatures/settings", { token: owner.token, body: { reminders: null } }))).toEqual({ signerVerification: "code", reminders: null });
+    expect(await json(await call("PUT", "/api/signatures/settings", { token: owner.token, body: { reminders: null } }))).toEqual({
+      signerVerification: "code",
+      reminders: null,
+    });
     const doc = await createDocument(owner.token);
     const sent = await sendForSignature(owner.token, doc.id);
     expect((await json(await call("GET", `/api/signatures/${sent.envelopeId}`, { token: owner.token }))).signerVerification).toBe("code");
     const token = tokenOf(sent.links[0]!.url);
     await publicSign("GET", token);
     await refusal(await post(token, { action: "authenticate", codeVerified: true }), 409, "verification_required");
-    const bad = await call("PUT", "/api/signatures/settings", { token: owner.token, body: { signerVerification: "sms", reminders: { firstAfterDays: 0 } } });
+    const bad = await call("PUT", "/api/signatures/settings", {
+      token: owner.token,
+      body: { signerVerification: "sms", reminders: { firstAfterDays: 0 } },
+    });
     expect(bad.status).toBe(400);
-    expect((await json(bad)).issues.map((i: { path: string[] }) => i.path.join("."))).toEqual(expect.arrayContaining(["signerVerification", "reminders.firstAfterDays"]));
+    expect((await json(bad)).issues.map((i: { path: string[] }) => i.path.join("."))).toEqual(
+      expect.arrayContaining(["signerVerification", "reminders.firstAfterDays"]),
+    );
     // Another organization's settings are its own.
     const other = await createPrincipal();
     expect((await json(await call("GET", "/api/signatures/settings", { token: other.token }))).signerVerification).toBe("attested");
@@ -211,27 +258,57 @@ describe("nothing raw at rest", () => {
     }
     // A reminder mints another link for each.
     const shard = await tenantDb(owner.organizationId);
-    await shard.prepare("UPDATE envelope_signers SET remind_at = ? WHERE envelope_id = ?").bind(new Date(Date.now() - 1000).toISOString(), sent.envelopeId).run();
-    await runInDurableObject(stub(sent.envelopeId), async (instance) => void (await (instance as unknown as { remind(id: string, organizationId: string): Promise<number> }).remind(sent.envelopeId, owner.organizationId)));
+    await shard
+      .prepare("UPDATE envelope_signers SET remind_at = ? WHERE envelope_id = ?")
+      .bind(new Date(Date.now() - 1000).toISOString(), sent.envelopeId)
+      .run();
+    await runInDurableObject(
+      stub(sent.envelopeId),
+      async (instance) =>
+        void (await (instance as unknown as { remind(id: string, organizationId: string): Promise<number> }).remind(
+          sent.envelopeId,
+          owner.organizationId,
+        )),
+    );
     for (const s of signers) {
       await vi.waitFor(async () => expect((await mailTo(s.email)).some((m) => m.subject.startsWith("Reminder"))).toBe(true));
       const reminder = (await mailTo(s.email)).find((m) => m.subject.startsWith("Reminder"))!;
       handedOut.push(tokenOf(reminder.text.match(/https?:\/\/\S+\/sign\/\S+/)![0]));
     }
     expect(new Set(handedOut).size).toBe(4);
-    const key = env.SEAL_PRIVATE_KEY!.replaceAll("\\n", "\n").split("\n").filter((l) => !l.startsWith("-----")).join("");
+    const key = env
+      .SEAL_PRIVATE_KEY!.replaceAll("\\n", "\n")
+      .split("\n")
+      .filter((l) => !l.startsWith("-----"))
+      .join("");
     // The directory (public_keys holds the links' hashes) and the organization's shard.
     const seen: string[] = [];
     for (const db of [env.DB, shard]) {
-      const tables = (await db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '_cf_%'").all<{ name: string }>()).results.map((r) => r.name);
+      const tables = (
+        await db
+          .prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '_cf_%'")
+          .all<{ name: string }>()
+      ).results.map((r) => r.name);
       seen.push(...tables);
       for (const table of tables) {
         const dump = JSON.stringify((await db.prepare(`SELECT * FROM "${table}"`).all()).results);
         for (const t of handedOut) expect(dump.includes(t.slice(5)), `${table} holds a raw signing token`).toBe(false);
-        for (const c of codes) expect(new RegExp(`(?<![0-9A-Za-z])${c}(?![0-9A-Za-z])`).test(dump), `${table} holds a raw code`).toBe(false);
+        for (const c of codes)
+          expect(new RegExp(`(?<![0-9A-Za-z])${c}(?![0-9A-Za-z])`).test(dump), `${table} holds a raw code`).toBe(false);
         expect(dump.includes(key.slice(40, 100)), `${table} holds the seal key`).toBe(false);
       }
     }
-    expect(seen).toEqual(expect.arrayContaining(["public_keys", "signing_links", "envelope_signers", "envelope_audit", "mail_outbox", "outbox_events", "idempotency_keys", "signature_settings"]));
+    expect(seen).toEqual(
+      expect.arrayContaining([
+        "public_keys",
+        "signing_links",
+        "envelope_signers",
+        "envelope_audit",
+        "mail_outbox",
+        "outbox_events",
+        "idempotency_keys",
+        "signature_settings",
+      ]),
+    );
   });
 });

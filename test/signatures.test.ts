@@ -1,4 +1,10 @@
-import { createExecutionContext, createScheduledController, runDurableObjectAlarm, runInDurableObject, waitOnExecutionContext } from "cloudflare:test";
+import {
+  createExecutionContext,
+  createScheduledController,
+  runDurableObjectAlarm,
+  runInDurableObject,
+  waitOnExecutionContext,
+} from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import worker from "../src/index";
@@ -7,22 +13,43 @@ import { turnstile } from "../src/platform/bot-challenge";
 import { everyShard, shardDatabase } from "../src/shards/bindings";
 import { envelopeSigner } from "../src/signatures/signer-client";
 import { call, json } from "./helpers/client";
-import { createDocument, freshIp, leaseCanonical, linkIn, mailTo, publicSign, sendForSignature, signAll, tokenOf } from "./helpers/documents";
+import {
+  createDocument,
+  freshIp,
+  leaseCanonical,
+  linkIn,
+  mailTo,
+  publicSign,
+  sendForSignature,
+  signAll,
+  tokenOf,
+} from "./helpers/documents";
 import { createPrincipal, type TestPrincipal, tenantDb } from "./helpers/factories";
 import { receiverUrl } from "./helpers/receiver";
 import { testApp } from "./helpers/test-app";
 
 const GONE = { state: "gone" };
-const two = leaseCanonical({ landlords: [{ name: "Lars Landlord", email: "lars@landlord.test" }], tenants: [{ name: "Tess Tenant", email: "tess@tenant.test" }] });
+const two = leaseCanonical({
+  landlords: [{ name: "Lars Landlord", email: "lars@landlord.test" }],
+  tenants: [{ name: "Tess Tenant", email: "tess@tenant.test" }],
+});
 
 async function envelopeOf(owner: TestPrincipal, envelopeId: string) {
   const res = await call("GET", `/api/signatures/${envelopeId}`, { token: owner.token });
   expect(res.status).toBe(200);
   return json(res);
 }
-const auditOf = async (owner: TestPrincipal, envelopeId: string) => json(await call("GET", `/api/signatures/${envelopeId}/audit`, { token: owner.token }));
+const auditOf = async (owner: TestPrincipal, envelopeId: string) =>
+  json(await call("GET", `/api/signatures/${envelopeId}/audit`, { token: owner.token }));
 const events = async (organizationId: string, type: string) =>
-  (await (await tenantDb(organizationId)).prepare("SELECT data FROM outbox_events WHERE organization_id = ? AND type = ?").bind(organizationId, type).all<{ data: string }>()).results.map((r) => JSON.parse(r.data));
+  (
+    await (
+      await tenantDb(organizationId)
+    )
+      .prepare("SELECT data FROM outbox_events WHERE organization_id = ? AND type = ?")
+      .bind(organizationId, type)
+      .all<{ data: string }>()
+  ).results.map((r) => JSON.parse(r.data));
 const stub = (envelopeId: string) => envelopeSigner(env, envelopeId);
 const action = (token: string, body: Record<string, unknown>) => publicSign("POST", token, body);
 
@@ -42,8 +69,24 @@ describe("sending for signature", () => {
     ]);
     for (const l of envelope.links) expect(l.url).toMatch(/^http:\/\/127\.0\.0\.1:8787\/sign\/sign_[A-Za-z0-9_-]{43}$/);
     const read = await envelopeOf(owner, envelope.envelopeId);
-    expect(read).toMatchObject({ id: envelope.envelopeId, documentId: doc.id, status: "partially_signed", mode: "parallel", completedAt: null, expiresAt: null, certificate: { status: "not_applicable", url: null } });
-    for (const s of read.signers) expect(s).toEqual({ id: expect.any(String), name: expect.any(String), email: expect.any(String), role: expect.any(String), status: "sent", sentAt: expect.any(String) });
+    expect(read).toMatchObject({
+      id: envelope.envelopeId,
+      documentId: doc.id,
+      status: "partially_signed",
+      mode: "parallel",
+      completedAt: null,
+      expiresAt: null,
+      certificate: { status: "not_applicable", url: null },
+    });
+    for (const s of read.signers)
+      expect(s).toEqual({
+        id: expect.any(String),
+        name: expect.any(String),
+        email: expect.any(String),
+        role: expect.any(String),
+        status: "sent",
+        sentAt: expect.any(String),
+      });
     expect((await json(await call("GET", `/api/documents/${doc.id}`, { token: owner.token }))).status).toBe("OUT_FOR_SIGNATURE");
     await vi.waitFor(async () => {
       for (const l of envelope.links) expect((await mailTo(l.email)).map((m) => linkIn(m.text))).toContain(l.url);
@@ -52,7 +95,12 @@ describe("sending for signature", () => {
   });
 
   it("sequential: only the first link now; the next is minted and mailed when the previous signer has signed", async () => {
-    const { owner, envelope, tokens } = await sent("sequential", { signers: [{ name: "First", email: "first@seq.test", role: "seller" }, { name: "Second", email: "second@seq.test", role: "buyer" }] });
+    const { owner, envelope, tokens } = await sent("sequential", {
+      signers: [
+        { name: "First", email: "first@seq.test", role: "seller" },
+        { name: "Second", email: "second@seq.test", role: "buyer" },
+      ],
+    });
     expect(envelope.links.map((l) => l.email)).toEqual(["first@seq.test"]);
     const before = await envelopeOf(owner, envelope.envelopeId);
     expect(before.signers.map((s: { status: string }) => s.status)).toEqual(["sent", "pending"]);
@@ -82,19 +130,42 @@ describe("sending for signature", () => {
     await expectRefusal(doc.id, {}, /not GENERATED: an envelope for it is still open/);
     for (const l of open.links) await signAll(tokenOf(l.url));
     await expectRefusal(doc.id, {}, /not GENERATED: it is SIGNED/);
-    const letter = await createDocument(owner.token, { schemaVersion: 1, formKey: "generic/free-form", title: "A letter", body: "Dear tenant", provenance: { aiDrafted: false } });
+    const letter = await createDocument(owner.token, {
+      schemaVersion: 1,
+      formKey: "generic/free-form",
+      title: "A letter",
+      body: "Dear tenant",
+      provenance: { aiDrafted: false },
+    });
     await expectRefusal(letter.id, {}, /not a typed standard-form document \(generic\/free-form\)/);
     // Two signers on one address (an explicit list, or a lease whose landlord and tenant share one) cannot both sign.
-    const other = await createDocument(owner.token, leaseCanonical({ landlords: [{ name: "Lou Landlord", email: "same@x.test" }], tenants: [{ name: "Tia Tenant", email: "SAME@x.test" }] }));
+    const other = await createDocument(
+      owner.token,
+      leaseCanonical({
+        landlords: [{ name: "Lou Landlord", email: "same@x.test" }],
+        tenants: [{ name: "Tia Tenant", email: "SAME@x.test" }],
+      }),
+    );
     await expectRefusal(other.id, {}, /more than one signer has same@x\.test/);
-    await expectRefusal(other.id, { signers: [{ name: "A", email: "a@x.test", role: "r" }, { name: "B", email: "A@x.test", role: "r" }] }, /more than one signer has a@x\.test/);
+    await expectRefusal(
+      other.id,
+      {
+        signers: [
+          { name: "A", email: "a@x.test", role: "r" },
+          { name: "B", email: "A@x.test", role: "r" },
+        ],
+      },
+      /more than one signer has a@x\.test/,
+    );
   });
 
   it("lists a document's envelopes newest first; a voided one lets the document be sent again", async () => {
     const owner = await createPrincipal();
     const doc = await createDocument(owner.token, two);
     const first = await sendForSignature(owner.token, doc.id);
-    expect(await json(await call("DELETE", `/api/signatures/${first.envelopeId}?reason=wrong%20rent`, { token: owner.token }))).toEqual({ voided: true });
+    expect(await json(await call("DELETE", `/api/signatures/${first.envelopeId}?reason=wrong%20rent`, { token: owner.token }))).toEqual({
+      voided: true,
+    });
     const second = await sendForSignature(owner.token, doc.id);
     const list = await json(await call("GET", `/api/documents/${doc.id}/signatures`, { token: owner.token }));
     expect(list.envelopes.map((e: { id: string; status: string }) => [e.id, e.status])).toEqual([
@@ -110,7 +181,11 @@ describe("the public signer flow (spec: Signer state table)", () => {
     const token = tokens[0]!;
     const opened = await publicSign("GET", token);
     expect(opened.status).toBe(200);
-    expect(await json(opened)).toMatchObject({ state: "active", signer: { name: "Lars Landlord", role: "landlord", status: "opened", documentId: expect.any(String) }, signerVerification: "attested" });
+    expect(await json(opened)).toMatchObject({
+      state: "active",
+      signer: { name: "Lars Landlord", role: "landlord", status: "opened", documentId: expect.any(String) },
+      signerVerification: "attested",
+    });
     // Opening again changes nothing and records nothing more.
     expect((await json(await publicSign("GET", token))).signer.status).toBe("opened");
     expect(await json(await action(token, { action: "authenticate", codeVerified: true }))).toEqual({ ok: true });
@@ -118,7 +193,13 @@ describe("the public signer flow (spec: Signer state table)", () => {
     expect(await json(await action(token, { action: "sign" }))).toEqual({ ok: true, completed: false });
     const trail = await auditOf(owner, envelope.envelopeId);
     const signerId = envelope.links[0]!.signerId;
-    expect(trail.events.filter((e: { signerId: string }) => e.signerId === signerId).map((e: { event: string }) => e.event)).toEqual(["sent", "opened", "authenticated", "consented", "signed"]);
+    expect(trail.events.filter((e: { signerId: string }) => e.signerId === signerId).map((e: { event: string }) => e.event)).toEqual([
+      "sent",
+      "opened",
+      "authenticated",
+      "consented",
+      "signed",
+    ]);
     const signed = trail.events.find((e: { event: string }) => e.event === "signed");
     expect(signed).toMatchObject({ ip: expect.stringMatching(/^10\./), userAgent: "vitest signer" });
     const read = await envelopeOf(owner, envelope.envelopeId);
@@ -149,26 +230,29 @@ describe("the public signer flow (spec: Signer state table)", () => {
     expect((await json(bad)).error).toBe("invalid_request");
   });
 
-  it.each(["sent", "opened", "authenticated", "consented"])("a signer can decline from %s: the envelope is declined and every other link dies", async (from) => {
-    const { owner, doc, envelope, tokens } = await sent();
-    const [mine, theirs] = tokens as [string, string];
-    if (from !== "sent") await publicSign("GET", mine);
-    if (from === "authenticated" || from === "consented") await action(mine, { action: "authenticate", codeVerified: true });
-    if (from === "consented") await action(mine, { action: "consent" });
-    const reason = "'; DROP TABLE envelopes; -- <script>alert(1)</script>";
-    expect(await json(await action(mine, { action: "decline", reason }))).toEqual({ ok: true });
-    const read = await envelopeOf(owner, envelope.envelopeId);
-    expect(read.status).toBe("declined");
-    expect(read.signers.map((s: { status: string }) => s.status)).toEqual(["declined", "sent"]);
-    for (const t of [mine, theirs]) {
-      const res = await publicSign("GET", t);
-      expect(res.status).toBe(404);
-      expect(await json(res)).toEqual(GONE);
-    }
-    const trail = await auditOf(owner, envelope.envelopeId);
-    expect(trail.events.at(-1)).toMatchObject({ event: "declined", data: { reason } });
-    expect((await json(await call("GET", `/api/documents/${doc.id}`, { token: owner.token }))).status).toBe("GENERATED");
-  });
+  it.each(["sent", "opened", "authenticated", "consented"])(
+    "a signer can decline from %s: the envelope is declined and every other link dies",
+    async (from) => {
+      const { owner, doc, envelope, tokens } = await sent();
+      const [mine, theirs] = tokens as [string, string];
+      if (from !== "sent") await publicSign("GET", mine);
+      if (from === "authenticated" || from === "consented") await action(mine, { action: "authenticate", codeVerified: true });
+      if (from === "consented") await action(mine, { action: "consent" });
+      const reason = "'; DROP TABLE envelopes; -- <script>alert(1)</script>";
+      expect(await json(await action(mine, { action: "decline", reason }))).toEqual({ ok: true });
+      const read = await envelopeOf(owner, envelope.envelopeId);
+      expect(read.status).toBe("declined");
+      expect(read.signers.map((s: { status: string }) => s.status)).toEqual(["declined", "sent"]);
+      for (const t of [mine, theirs]) {
+        const res = await publicSign("GET", t);
+        expect(res.status).toBe(404);
+        expect(await json(res)).toEqual(GONE);
+      }
+      const trail = await auditOf(owner, envelope.envelopeId);
+      expect(trail.events.at(-1)).toMatchObject({ event: "declined", data: { reason } });
+      expect((await json(await call("GET", `/api/documents/${doc.id}`, { token: owner.token }))).status).toBe("GENERATED");
+    },
+  );
 
   it("the last signature completes the envelope once: completed true, completedAt, DOCUMENT_SIGNED, document SIGNED", async () => {
     const { owner, doc, envelope, tokens } = await sent();
@@ -177,7 +261,9 @@ describe("the public signer flow (spec: Signer state table)", () => {
     const read = await envelopeOf(owner, envelope.envelopeId);
     expect(read).toMatchObject({ status: "completed", completedAt: expect.any(String) });
     const signed = await events(owner.organizationId, "DOCUMENT_SIGNED");
-    expect(signed).toEqual([{ envelopeId: envelope.envelopeId, documentId: doc.id, completedAt: read.completedAt, signers: expect.any(Array) }]);
+    expect(signed).toEqual([
+      { envelopeId: envelope.envelopeId, documentId: doc.id, completedAt: read.completedAt, signers: expect.any(Array) },
+    ]);
     expect((await json(await call("GET", `/api/documents/${doc.id}`, { token: owner.token }))).status).toBe("SIGNED");
   });
 
@@ -196,7 +282,10 @@ describe("the public signer flow (spec: Signer state table)", () => {
     await call("DELETE", `/api/signatures/${envelope.envelopeId}`, { token: owner.token });
     await goneText(tokens[1]!);
     const expiring = await sent("parallel", { expiresInDays: 1 });
-    await (await tenantDb(expiring.owner.organizationId)).prepare("UPDATE envelopes SET expires_at = ? WHERE id = ?").bind(new Date(Date.now() - 1000).toISOString(), expiring.envelope.envelopeId).run();
+    await (await tenantDb(expiring.owner.organizationId))
+      .prepare("UPDATE envelopes SET expires_at = ? WHERE id = ?")
+      .bind(new Date(Date.now() - 1000).toISOString(), expiring.envelope.envelopeId)
+      .run();
     await goneText(expiring.tokens[0]!);
     expect(new Set(bodies)).toEqual(new Set([JSON.stringify(GONE)]));
     expect((await envelopeOf(expiring.owner, expiring.envelope.envelopeId)).status).toBe("expired");
@@ -210,17 +299,26 @@ describe("envelope moves (spec: Envelope state table)", () => {
     const voided = await call("DELETE", `/api/signatures/${envelope.envelopeId}?reason=Rent%20was%20wrong`, { token: owner.token });
     expect(await json(voided)).toEqual({ voided: true });
     expect((await envelopeOf(owner, envelope.envelopeId)).status).toBe("voided");
-    expect((await auditOf(owner, envelope.envelopeId)).events.at(-1)).toMatchObject({ event: "voided", signerId: null, data: { reason: "Rent was wrong", userId: owner.userId } });
+    expect((await auditOf(owner, envelope.envelopeId)).events.at(-1)).toMatchObject({
+      event: "voided",
+      signerId: null,
+      data: { reason: "Rent was wrong", userId: owner.userId },
+    });
     const again = await call("DELETE", `/api/signatures/${envelope.envelopeId}`, { token: owner.token });
     expect(again.status).toBe(409);
     expect(await json(again)).toEqual({ error: "cannot_void", message: "The envelope is already voided" });
 
     const completed = await sent();
     for (const t of completed.tokens) await signAll(t);
-    expect(await json(await call("DELETE", `/api/signatures/${completed.envelope.envelopeId}`, { token: completed.owner.token }))).toEqual({ error: "cannot_void", message: "The envelope is already completed" });
+    expect(await json(await call("DELETE", `/api/signatures/${completed.envelope.envelopeId}`, { token: completed.owner.token }))).toEqual({
+      error: "cannot_void",
+      message: "The envelope is already completed",
+    });
     const declined = await sent();
     await action(declined.tokens[0]!, { action: "decline" });
-    expect(await json(await call("DELETE", `/api/signatures/${declined.envelope.envelopeId}`, { token: declined.owner.token }))).toMatchObject({ error: "cannot_void" });
+    expect(
+      await json(await call("DELETE", `/api/signatures/${declined.envelope.envelopeId}`, { token: declined.owner.token })),
+    ).toMatchObject({ error: "cannot_void" });
     // The default reason.
     const plain = await sent();
     await call("DELETE", `/api/signatures/${plain.envelope.envelopeId}`, { token: plain.owner.token });
@@ -236,7 +334,10 @@ describe("envelope moves (spec: Envelope state table)", () => {
     // An early alarm leaves it alone (and sets itself again).
     await runDurableObjectAlarm(stub(envelope.envelopeId));
     expect((await envelopeOf(owner, envelope.envelopeId)).status).toBe("partially_signed");
-    await (await tenantDb(owner.organizationId)).prepare("UPDATE envelopes SET expires_at = ? WHERE id = ?").bind(new Date(Date.now() - 1000).toISOString(), envelope.envelopeId).run();
+    await (await tenantDb(owner.organizationId))
+      .prepare("UPDATE envelopes SET expires_at = ? WHERE id = ?")
+      .bind(new Date(Date.now() - 1000).toISOString(), envelope.envelopeId)
+      .run();
     await runInDurableObject(stub(envelope.envelopeId), (_, state) => state.storage.setAlarm(Date.now() + 60_000));
     expect(await runDurableObjectAlarm(stub(envelope.envelopeId))).toBe(true);
     expect((await envelopeOf(owner, envelope.envelopeId)).status).toBe("expired");
@@ -254,7 +355,9 @@ describe("links across shards (issue 24)", () => {
       const envelope = await sendForSignature(owner.token, doc.id, { mode: "parallel" });
       const [first, second] = envelope.links.map((l) => tokenOf(l.url)) as [string, string];
       // The directory names the link's organization (by the token's hash); the rows stay on the organization's shard.
-      const key = await env.DB.prepare("SELECT organization_id FROM public_keys WHERE kind = 'signing_link' AND key = ?").bind(await sha256Hex(first)).first<string>("organization_id");
+      const key = await env.DB.prepare("SELECT organization_id FROM public_keys WHERE kind = 'signing_link' AND key = ?")
+        .bind(await sha256Hex(first))
+        .first<string>("organization_id");
       expect(key).toBe(owner.organizationId);
       const opened = await publicSign("GET", first);
       expect(opened.status).toBe(200);
@@ -262,7 +365,10 @@ describe("links across shards (issue 24)", () => {
       expect(await signAll(first)).toEqual({ ok: true, completed: false });
       expect(await signAll(second)).toEqual({ ok: true, completed: true });
       expect((await envelopeOf(owner, envelope.envelopeId)).status).toBe("completed");
-      const onShard = await shardDatabase(env, shard).prepare("SELECT status FROM envelopes WHERE id = ?").bind(envelope.envelopeId).first<string>("status");
+      const onShard = await shardDatabase(env, shard)
+        .prepare("SELECT status FROM envelopes WHERE id = ?")
+        .bind(envelope.envelopeId)
+        .first<string>("status");
       expect(onShard).toBe("completed");
     }
   });
@@ -272,7 +378,10 @@ describe("expiry without an alarm", () => {
   it("the cron pass hands an overdue envelope whose alarm was never set to its object, which expires it", async () => {
     const { owner, envelope } = await sent("parallel", { expiresInDays: 1 });
     await runInDurableObject(stub(envelope.envelopeId), (_, state) => state.storage.deleteAlarm());
-    await (await tenantDb(owner.organizationId)).prepare("UPDATE envelopes SET expires_at = ? WHERE id = ?").bind(new Date(Date.now() - 1000).toISOString(), envelope.envelopeId).run();
+    await (await tenantDb(owner.organizationId))
+      .prepare("UPDATE envelopes SET expires_at = ? WHERE id = ?")
+      .bind(new Date(Date.now() - 1000).toISOString(), envelope.envelopeId)
+      .run();
     const ctx = createExecutionContext();
     await worker.scheduled(createScheduledController({ cron: "* * * * *" }), env, ctx);
     await waitOnExecutionContext(ctx);
@@ -304,21 +413,36 @@ describe("serialization and evidence", () => {
     const { owner, envelope, tokens } = await sent();
     await signAll(tokens[0]!);
     const trail = await auditOf(owner, envelope.envelopeId);
-    expect(trail.chain).toEqual({ valid: true, head: trail.events.at(-1).hash, length: trail.events.length, brokenAt: null, seal: "not_applicable" });
+    expect(trail.chain).toEqual({
+      valid: true,
+      head: trail.events.at(-1).hash,
+      length: trail.events.length,
+      brokenAt: null,
+      seal: "not_applicable",
+    });
     for (const [i, e] of trail.events.entries()) expect(e.prevHash).toBe(i === 0 ? "0".repeat(64) : trail.events[i - 1].hash);
     // The table refuses changes; someone with database access removes the guard and edits one IP.
     const shard = await tenantDb(owner.organizationId);
-    await expect(shard.prepare("UPDATE envelope_audit SET ip = '6.6.6.6' WHERE envelope_id = ? AND seq = 3").bind(envelope.envelopeId).run()).rejects.toThrow(/append-only/);
+    await expect(
+      shard.prepare("UPDATE envelope_audit SET ip = '6.6.6.6' WHERE envelope_id = ? AND seq = 3").bind(envelope.envelopeId).run(),
+    ).rejects.toThrow(/append-only/);
     await shard.batch([
       shard.prepare("DROP TRIGGER envelope_audit_no_update"),
       shard.prepare("UPDATE envelope_audit SET ip = '6.6.6.6' WHERE envelope_id = ? AND seq = 3").bind(envelope.envelopeId),
-      shard.prepare("CREATE TRIGGER envelope_audit_no_update BEFORE UPDATE ON envelope_audit BEGIN SELECT RAISE(ABORT, 'envelope_audit is append-only'); END"),
+      shard.prepare(
+        "CREATE TRIGGER envelope_audit_no_update BEFORE UPDATE ON envelope_audit BEGIN SELECT RAISE(ABORT, 'envelope_audit is append-only'); END",
+      ),
     ]);
     expect((await auditOf(owner, envelope.envelopeId)).chain).toMatchObject({ valid: false, brokenAt: 3 });
   });
 
   it("no table holds a raw signing token: a dump of every table is searched for the tokens handed out", async () => {
-    const { tokens } = await sent("sequential", { signers: [{ name: "A", email: "a@dump.test", role: "seller" }, { name: "B", email: "b@dump.test", role: "buyer" }] });
+    const { tokens } = await sent("sequential", {
+      signers: [
+        { name: "A", email: "a@dump.test", role: "seller" },
+        { name: "B", email: "b@dump.test", role: "buyer" },
+      ],
+    });
     await signAll(tokens[0]!);
     let handedOut = [...tokens];
     await vi.waitFor(async () => {
@@ -330,7 +454,11 @@ describe("serialization and evidence", () => {
     const databases = [env.DB, ...everyShard(env).map((s) => s.db)];
     const seen: string[] = [];
     for (const db of databases) {
-      const tables = (await db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '_cf_%'").all<{ name: string }>()).results.map((r) => r.name);
+      const tables = (
+        await db
+          .prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '_cf_%'")
+          .all<{ name: string }>()
+      ).results.map((r) => r.name);
       seen.push(...tables);
       for (const table of tables) {
         const rows = await db.prepare(`SELECT * FROM "${table}"`).all();
@@ -338,7 +466,9 @@ describe("serialization and evidence", () => {
         for (const t of handedOut) expect(dump.includes(t.slice(5)), `${table} holds a raw token`).toBe(false);
       }
     }
-    expect(seen).toEqual(expect.arrayContaining(["public_keys", "envelope_signers", "envelope_audit", "mail_outbox", "outbox_events", "idempotency_keys"]));
+    expect(seen).toEqual(
+      expect.arrayContaining(["public_keys", "envelope_signers", "envelope_audit", "mail_outbox", "outbox_events", "idempotency_keys"]),
+    );
   });
 });
 
@@ -346,7 +476,10 @@ describe("certificate of completion", () => {
   it("is a PDF naming every signer and the document hash, behind a signed, expiring link", async () => {
     const { owner, doc, envelope, tokens } = await sent();
     for (const t of tokens) await signAll(t);
-    await vi.waitFor(async () => expect((await envelopeOf(owner, envelope.envelopeId)).certificate.status).toBe("ready"), { timeout: 15_000, interval: 100 });
+    await vi.waitFor(async () => expect((await envelopeOf(owner, envelope.envelopeId)).certificate.status).toBe("ready"), {
+      timeout: 15_000,
+      interval: 100,
+    });
     const read = await envelopeOf(owner, envelope.envelopeId);
     expect(read.certificate.url).toBe(`/api/signatures/${envelope.envelopeId}/certificate`);
     const link = await json(await call("GET", read.certificate.url, { token: owner.token }));
@@ -369,7 +502,9 @@ describe("certificate of completion", () => {
     expect((await call("GET", forged.pathname + forged.search)).status).toBe(404);
     // Not completed: no certificate.
     const open = await sent();
-    expect(await json(await call("GET", `/api/signatures/${open.envelope.envelopeId}/certificate`, { token: open.owner.token }))).toMatchObject({ error: "certificate_unavailable" });
+    expect(
+      await json(await call("GET", `/api/signatures/${open.envelope.envelopeId}/certificate`, { token: open.owner.token })),
+    ).toMatchObject({ error: "certificate_unavailable" });
   });
 });
 
@@ -377,15 +512,24 @@ describe("bot challenge, rate limits and the signing page", () => {
   it("with BOT_CHALLENGE_SECRET set, sign and decline need a Turnstile token that siteverify accepts", async () => {
     const { tokens } = await sent();
     const verifyUrl = `${receiverUrl()}/turnstile/siteverify`;
-    const { fetch } = testApp({ signing: { botChallenge: (secret) => turnstile(secret, globalThis.fetch, verifyUrl) } }, { BOT_CHALLENGE_SECRET: "turnstile-test-secret" });
+    const { fetch } = testApp(
+      { signing: { botChallenge: (secret) => turnstile(secret, globalThis.fetch, verifyUrl) } },
+      { BOT_CHALLENGE_SECRET: "turnstile-test-secret" },
+    );
     const post = (body: Record<string, unknown>) =>
-      fetch("POST", `/api/public/sign/${tokens[0]}`, { body: JSON.stringify(body), headers: { "content-type": "application/json", "cf-connecting-ip": freshIp() } });
+      fetch("POST", `/api/public/sign/${tokens[0]}`, {
+        body: JSON.stringify(body),
+        headers: { "content-type": "application/json", "cf-connecting-ip": freshIp() },
+      });
     await publicSign("GET", tokens[0]!);
     expect((await post({ action: "authenticate", codeVerified: true })).status).toBe(200);
     expect((await post({ action: "consent" })).status).toBe(200);
     const missing = await post({ action: "sign" });
     expect(missing.status).toBe(400);
-    expect(await missing.json()).toEqual({ error: "invalid_request", issues: [{ field: "challengeToken", path: ["challengeToken"], code: "required", message: expect.any(String) }] });
+    expect(await missing.json()).toEqual({
+      error: "invalid_request",
+      issues: [{ field: "challengeToken", path: ["challengeToken"], code: "required", message: expect.any(String) }],
+    });
     const refused = await post({ action: "sign", challengeToken: "fail" });
     expect(refused.status).toBe(403);
     expect(await refused.json()).toMatchObject({ error: "challenge_failed" });
@@ -427,7 +571,10 @@ describe("bot challenge, rate limits and the signing page", () => {
 describe("query strings (the strict parser of every other route)", () => {
   it("the envelope list and the audit trail refuse an unknown parameter with the same 400 as the document list", async () => {
     const { owner, doc, envelope } = await sent();
-    const refusal = { error: "invalid_request", issues: [{ field: "colour", path: ["colour"], code: "unknown_field", message: "Unknown field 'colour'" }] };
+    const refusal = {
+      error: "invalid_request",
+      issues: [{ field: "colour", path: ["colour"], code: "unknown_field", message: "Unknown field 'colour'" }],
+    };
     const elsewhere = await call("GET", "/api/documents?colour=red", { token: owner.token });
     expect(elsewhere.status).toBe(400);
     expect(await json(elsewhere)).toEqual(refusal);

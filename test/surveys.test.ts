@@ -16,7 +16,17 @@ import { allOnShards, firstOnShards, freshIp, mailTo } from "./helpers/documents
 import { createPrincipal, type TestPrincipal, tenantDb } from "./helpers/factories";
 import { refuseConnections } from "./helpers/outbound";
 import { aggregateOf } from "./helpers/testimonials";
-import { createSurveyTemplate, makeDue, makeExpired, outboxEvents, publicSurvey, scheduleSurvey, STANDARD_QUESTIONS, surveyDetail, surveyRow } from "./helpers/surveys";
+import {
+  createSurveyTemplate,
+  makeDue,
+  makeExpired,
+  outboxEvents,
+  publicSurvey,
+  scheduleSurvey,
+  STANDARD_QUESTIONS,
+  surveyDetail,
+  surveyRow,
+} from "./helpers/surveys";
 
 /** The organization's shard (issue 24), as the cron and queue consumers are handed it. */
 const shardDb = async (p: TestPrincipal) => createDb(await tenantDb(p.organizationId));
@@ -32,10 +42,14 @@ async function mailedLink(to: string) {
   return { link: link!, token: link!.slice(link!.lastIndexOf("/") + 1), count: mail.length };
 }
 
-const testimonialsOf = async (owner: TestPrincipal) => (await json(await call("GET", "/api/reputation/testimonials", { token: owner.token }))).testimonials as Record<string, any>[];
-const surveysOf = async (owner: TestPrincipal, query = "") => (await json(await call("GET", `/api/reputation/surveys${query}`, { token: owner.token }))).surveys as Record<string, any>[];
-const templatesOf = async (owner: TestPrincipal) => (await json(await call("GET", "/api/reputation/surveys/templates", { token: owner.token }))).templates as Record<string, any>[];
-const issuePaths = async (res: Response) => [...new Set(((await json(res)).issues as { path: (string | number)[] }[]).map((i) => i.path.join(".")))].sort();
+const testimonialsOf = async (owner: TestPrincipal) =>
+  (await json(await call("GET", "/api/reputation/testimonials", { token: owner.token }))).testimonials as Record<string, any>[];
+const surveysOf = async (owner: TestPrincipal, query = "") =>
+  (await json(await call("GET", `/api/reputation/surveys${query}`, { token: owner.token }))).surveys as Record<string, any>[];
+const templatesOf = async (owner: TestPrincipal) =>
+  (await json(await call("GET", "/api/reputation/surveys/templates", { token: owner.token }))).templates as Record<string, any>[];
+const issuePaths = async (res: Response) =>
+  [...new Set(((await json(res)).issues as { path: (string | number)[] }[]).map((i) => i.path.join(".")))].sort();
 
 /** Opens a survey's link and answers it through the public route, as a client does (POST is taken only from OPENED); fails unless 200. */
 async function answer(token: string, answers: Record<string, unknown>, vars?: Record<string, string>) {
@@ -78,18 +92,36 @@ describe("surveys: the state table end to end (spec: Survey, States and transiti
     expect(more).toEqual([]);
 
     // DEAL_WON delivered twice at once, through the dispatcher and past its claim: one survey, one standard template.
-    await Promise.all([dispatchEvents([dealWonSurveyConsumer], [won!, won!], env, db), dealWonSurveyConsumer.handle([won!], { env, db }), dealWonSurveyConsumer.handle([won!], { env, db })]);
+    await Promise.all([
+      dispatchEvents([dealWonSurveyConsumer], [won!, won!], env, db),
+      dealWonSurveyConsumer.handle([won!], { env, db }),
+      dealWonSurveyConsumer.handle([won!], { env, db }),
+    ]);
     const listed = await surveysOf(owner);
     expect(listed).toHaveLength(1);
     const survey = listed[0]!;
-    expect(survey).toMatchObject({ trigger: "DEAL_WON", channel: "EMAIL", status: "SCHEDULED", dealId: deal.id, agentUserId: owner.userId, recipientPersonId: contact.id, sentAt: null, openedAt: null });
+    expect(survey).toMatchObject({
+      trigger: "DEAL_WON",
+      channel: "EMAIL",
+      status: "SCHEDULED",
+      dealId: deal.id,
+      agentUserId: owner.userId,
+      recipientPersonId: contact.id,
+      sentAt: null,
+      openedAt: null,
+    });
     expect(Date.parse(survey.sendAt) - Date.parse(survey.createdAt)).toBe(168 * 3_600_000);
     expect(Date.parse(survey.expiresAt) - Date.parse(survey.createdAt)).toBe(30 * 86_400_000);
-    expect(await templatesOf(owner)).toEqual([expect.objectContaining({ id: survey.templateId, isDefault: true, builtIn: true, sendDelayHours: 168 })]);
+    expect(await templatesOf(owner)).toEqual([
+      expect.objectContaining({ id: survey.templateId, isDefault: true, builtIn: true, sendDelayHours: 168 }),
+    ]);
     expect(await outboxEvents(owner.organizationId, "SURVEY_SCHEDULED")).toHaveLength(1);
 
     // Another survey of the organization, to show the public page never carries it.
-    const other = await scheduleSurvey(owner, { templateId: (await createSurveyTemplate(owner, { name: "Second template for the open house" })).id, channel: "EMAIL" });
+    const other = await scheduleSurvey(owner, {
+      templateId: (await createSurveyTemplate(owner, { name: "Second template for the open house" })).id,
+      channel: "EMAIL",
+    });
 
     // The cron mails nothing before sendAt; once it is due, the link to the contact, once.
     await sendDueSurveys(env, db);
@@ -115,25 +147,59 @@ describe("surveys: the state table end to end (spec: Survey, States and transiti
     expect(Object.keys(page.survey).sort()).toEqual(["description", "expiresAt", "questions", "title"]);
     expect(page.survey.questions.map((q: { id: string }) => q.id)).toEqual(["overall", "recommend", "comments", "publish"]);
     const shown = JSON.stringify(page);
-    for (const secret of [owner.userId, `${owner.userId}@example.test`, "Test Agent", survey.id, deal.id, contact.id, contact.email, other.id, "open house"]) expect(shown).not.toContain(secret);
+    for (const secret of [
+      owner.userId,
+      `${owner.userId}@example.test`,
+      "Test Agent",
+      survey.id,
+      deal.id,
+      contact.id,
+      contact.email,
+      other.id,
+      "open house",
+    ])
+      expect(shown).not.toContain(secret);
     expect(await outboxEvents(owner.organizationId, "SURVEY_OPENED")).toHaveLength(1);
     expect(await surveyDetail(owner, survey.id)).toMatchObject({ status: "OPENED", openedAt: expect.any(String) });
 
     // Answered: COMPLETED, the response stored, SURVEY_COMPLETED; the link is gone from now on.
     const answers = { overall: 5, recommend: 10, comments: PRAISE, publish: true };
     await answer(token, answers);
-    expect(await surveyDetail(owner, survey.id)).toMatchObject({ status: "COMPLETED", completedAt: expect.any(String), response: { answers } });
+    expect(await surveyDetail(owner, survey.id)).toMatchObject({
+      status: "COMPLETED",
+      completedAt: expect.any(String),
+      response: { answers },
+    });
     const completed = await outboxEvents(owner.organizationId, "SURVEY_COMPLETED");
     expect(completed).toHaveLength(1);
     await expectGone(token);
 
     // The response workflow, delivered twice at once and past the claim: one PENDING testimonial.
-    await Promise.all([dispatchEvents([surveyResponseConsumer], completed, env, db), surveyResponseConsumer.handle(completed, { env, db }), surveyResponseConsumer.handle(completed, { env, db })]);
+    await Promise.all([
+      dispatchEvents([surveyResponseConsumer], completed, env, db),
+      surveyResponseConsumer.handle(completed, { env, db }),
+      surveyResponseConsumer.handle(completed, { env, db }),
+    ]);
     const testimonials = await testimonialsOf(owner);
     expect(testimonials).toHaveLength(1);
-    expect(testimonials[0]).toMatchObject({ status: "PENDING", visibility: "PRIVATE", source: "SURVEY", dealId: deal.id, agentUserId: owner.userId, authorPersonId: contact.id, rating: 5, body: PRAISE, category: "BUYER" });
+    expect(testimonials[0]).toMatchObject({
+      status: "PENDING",
+      visibility: "PRIVATE",
+      source: "SURVEY",
+      dealId: deal.id,
+      agentUserId: owner.userId,
+      authorPersonId: contact.id,
+      rating: 5,
+      body: PRAISE,
+      category: "BUYER",
+    });
     const detail = await surveyDetail(owner, survey.id);
-    expect(detail.response).toMatchObject({ answers, sentiment: "POSITIVE", sentimentSource: "lexicon", testimonialId: testimonials[0]!.id });
+    expect(detail.response).toMatchObject({
+      answers,
+      sentiment: "POSITIVE",
+      sentimentSource: "lexicon",
+      testimonialId: testimonials[0]!.id,
+    });
     expect(detail.response!.sentimentScore).toBeGreaterThan(0);
 
     // One survey sent, one answered, one promoter.
@@ -163,7 +229,11 @@ describe("surveys: the state table end to end (spec: Survey, States and transiti
     const first = issued[0]!;
     expect((await publicSurvey("GET", first.accessToken)).status).toBe(200);
     expect((await publicSurvey("POST", first.accessToken, { answers: { overall: 5, recommend: 10, publish: true } })).status).toBe(200);
-    expect(await surveyDetail(owner, first.id)).toMatchObject({ status: "COMPLETED", openedAt: expect.any(String), response: { answers: { overall: 5, recommend: 10, publish: true } } });
+    expect(await surveyDetail(owner, first.id)).toMatchObject({
+      status: "COMPLETED",
+      openedAt: expect.any(String),
+      response: { answers: { overall: 5, recommend: 10, publish: true } },
+    });
     expect(await outboxEvents(owner.organizationId, "SURVEY_OPENED")).toHaveLength(1);
     expect(await outboxEvents(owner.organizationId, "SURVEY_COMPLETED")).toHaveLength(1);
   });
@@ -171,11 +241,18 @@ describe("surveys: the state table end to end (spec: Survey, States and transiti
   it("two deals won at once in an organization without templates: one standard template, one survey per deal", async () => {
     const owner = await createPrincipal();
     const db = await shardDb(owner);
-    const deals = [await createDeal(owner.token, { assignedTo: owner.userId }), await createDeal(owner.token, { assignedTo: owner.userId })];
+    const deals = [
+      await createDeal(owner.token, { assignedTo: owner.userId }),
+      await createDeal(owner.token, { assignedTo: owner.userId }),
+    ];
     for (const d of deals) await moveDeal(owner.token, d.id, "CLOSED");
     const won = await outboxEvents(owner.organizationId, "DEAL_WON");
     expect(won).toHaveLength(2);
-    await Promise.all([dealWonSurveyConsumer.handle([won[0]!], { env, db }), dealWonSurveyConsumer.handle([won[1]!], { env, db }), dealWonSurveyConsumer.handle([won[1]!, won[0]!], { env, db })]);
+    await Promise.all([
+      dealWonSurveyConsumer.handle([won[0]!], { env, db }),
+      dealWonSurveyConsumer.handle([won[1]!], { env, db }),
+      dealWonSurveyConsumer.handle([won[1]!, won[0]!], { env, db }),
+    ]);
     const templates = await templatesOf(owner);
     expect(templates).toEqual([expect.objectContaining({ isDefault: true, builtIn: true })]);
     const surveys = await surveysOf(owner);
@@ -205,7 +282,9 @@ describe("whose surveys a caller may send", () => {
     }
     // The client's link still works, and nothing was scheduled about the owner by the agent.
     expect((await publicSurvey("GET", theirs.accessToken)).status).toBe(200);
-    expect((await json(await call("GET", `/api/reputation/surveys?agentUserId=${owner.userId}`, { token: owner.token }))).surveys).toHaveLength(1);
+    expect(
+      (await json(await call("GET", `/api/reputation/surveys?agentUserId=${owner.userId}`, { token: owner.token }))).surveys,
+    ).toHaveLength(1);
     // Their own, and an admin's on anyone's.
     const own = await scheduleSurvey(agent, { recipientPersonId: client.id });
     expect((await call("POST", `/api/reputation/surveys/${own.id}/reissue`, { token: agent.token })).status).toBe(200);
@@ -218,7 +297,10 @@ describe("whose surveys a caller may send", () => {
   it("the templates are the organization's to change, and a deal another agent wins surveys nobody about its assignee", async () => {
     const owner = await createPrincipal();
     const agent = await createPrincipal({ organizationId: owner.organizationId, role: "agent" });
-    const template = await call("POST", "/api/reputation/surveys/templates", { token: agent.token, body: { name: "Mine", questions: STANDARD_QUESTIONS, isDefault: true } });
+    const template = await call("POST", "/api/reputation/surveys/templates", {
+      token: agent.token,
+      body: { name: "Mine", questions: STANDARD_QUESTIONS, isDefault: true },
+    });
     expect(template.status).toBe(403);
     expect(JSON.stringify(await json(template))).toContain("insufficient_role");
     expect((await call("GET", "/api/reputation/surveys/templates", { token: agent.token })).status).toBe(200);
@@ -229,7 +311,9 @@ describe("whose surveys a caller may send", () => {
     await moveDeal(agent.token, deal.id, "CLOSED");
     const [won] = await outboxEvents(owner.organizationId, "DEAL_WON");
     await dealWonSurveyConsumer.handle([won!], { env, db });
-    expect((await json(await call("GET", `/api/reputation/surveys?agentUserId=${owner.userId}`, { token: owner.token }))).surveys).toEqual([]);
+    expect((await json(await call("GET", `/api/reputation/surveys?agentUserId=${owner.userId}`, { token: owner.token }))).surveys).toEqual(
+      [],
+    );
     // The assignee winning it, or an owner for them, surveys as before.
     const theirs = await createDeal(agent.token, { contactId: puppet.id, assignedTo: agent.userId });
     await moveDeal(agent.token, theirs.id, "CLOSED");
@@ -237,7 +321,9 @@ describe("whose surveys a caller may send", () => {
     await moveDeal(owner.token, forOwner.id, "CLOSED");
     const [, ...rest] = await outboxEvents(owner.organizationId, "DEAL_WON");
     await dealWonSurveyConsumer.handle(rest, { env, db });
-    expect((await json(await call("GET", `/api/reputation/surveys?agentUserId=${agent.userId}`, { token: owner.token }))).surveys).toHaveLength(2);
+    expect(
+      (await json(await call("GET", `/api/reputation/surveys?agentUserId=${agent.userId}`, { token: owner.token }))).surveys,
+    ).toHaveLength(2);
 
     // Fourth pass: the consumer runs a moment after the win, and a contact swapped onto the deal meanwhile received
     // the survey. It surveys the deal as it was won.
@@ -247,7 +333,8 @@ describe("whose surveys a caller may send", () => {
     expect((await call("PUT", `/v1/deals/${real.id}`, { token: agent.token, body: { contactId: puppet.id } })).status).toBe(200);
     const latest = (await outboxEvents(owner.organizationId, "DEAL_WON")).at(-1)!;
     await dealWonSurveyConsumer.handle([latest], { env, db });
-    const [surveyed] = (await json(await call("GET", `/api/reputation/surveys?agentUserId=${owner.userId}`, { token: owner.token }))).surveys;
+    const [surveyed] = (await json(await call("GET", `/api/reputation/surveys?agentUserId=${owner.userId}`, { token: owner.token })))
+      .surveys;
     expect(surveyed).toMatchObject({ dealId: real.id, recipientPersonId: client.id });
 
     // Fifth pass: the agent re-addressed the client (or merged them into their own contact) before the mail went out,
@@ -255,9 +342,15 @@ describe("whose surveys a caller may send", () => {
     const stolen = `stolen.${crypto.randomUUID().slice(0, 8)}@agent.test`;
     expect((await call("PUT", `/v1/contacts/${client.id}`, { token: agent.token, body: { email: stolen } })).status).toBe(200);
     const second = await createContact(owner.token, { firstName: "Other", lastName: "Client" });
-    const mine = await createContact(agent.token, { firstName: "Agent", lastName: "Inbox", email: `inbox.${crypto.randomUUID().slice(0, 8)}@agent.test` });
+    const mine = await createContact(agent.token, {
+      firstName: "Agent",
+      lastName: "Inbox",
+      email: `inbox.${crypto.randomUUID().slice(0, 8)}@agent.test`,
+    });
     const merged = await scheduleSurvey(owner, { recipientPersonId: second.id, channel: "EMAIL" });
-    expect((await call("POST", `/v1/contacts/${mine.id}/merge`, { token: agent.token, body: { sourceIds: [second.id] } })).status).toBe(200);
+    expect((await call("POST", `/v1/contacts/${mine.id}/merge`, { token: agent.token, body: { sourceIds: [second.id] } })).status).toBe(
+      200,
+    );
     for (const id of [surveyed.id, merged.id]) await makeDue(id);
     await sendDueSurveys(env, db);
     expect(await mailTo(stolen)).toEqual([]);
@@ -271,7 +364,9 @@ describe("whose surveys a caller may send", () => {
     const raceStolen = `raced.${crypto.randomUUID().slice(0, 8)}@agent.test`;
     expect((await call("PUT", `/v1/contacts/${quick.id}`, { token: agent.token, body: { email: raceStolen } })).status).toBe(200);
     await dealWonSurveyConsumer.handle([(await outboxEvents(owner.organizationId, "DEAL_WON")).at(-1)!], { env, db });
-    const racedSurvey = (await json(await call("GET", `/api/reputation/surveys?agentUserId=${owner.userId}`, { token: owner.token }))).surveys.find((x: { dealId: string }) => x.dealId === raced.id);
+    const racedSurvey = (
+      await json(await call("GET", `/api/reputation/surveys?agentUserId=${owner.userId}`, { token: owner.token }))
+    ).surveys.find((x: { dealId: string }) => x.dealId === raced.id);
     await makeDue(racedSurvey.id);
     await sendDueSurveys(env, db);
     expect(await mailTo(raceStolen)).toEqual([]);
@@ -284,12 +379,23 @@ describe("whose surveys a caller may send", () => {
     await moveDeal(owner.token, lost.id, "CLOSED");
     expect((await call("POST", `/v1/contacts/${trashed.id}/restore`, { token: agent.token })).status).toBe(200);
     await dealWonSurveyConsumer.handle([(await outboxEvents(owner.organizationId, "DEAL_WON")).at(-1)!], { env, db });
-    expect((await json(await call("GET", `/api/reputation/surveys?agentUserId=${owner.userId}`, { token: owner.token }))).surveys.some((x: { dealId: string }) => x.dealId === lost.id)).toBe(false);
+    expect(
+      (await json(await call("GET", `/api/reputation/surveys?agentUserId=${owner.userId}`, { token: owner.token }))).surveys.some(
+        (x: { dealId: string }) => x.dealId === lost.id,
+      ),
+    ).toBe(false);
     const held = await createContact(owner.token, { firstName: "Held", lastName: "Client" });
     const steadyBefore = await createContact(owner.token, { firstName: "Sent", lastName: "Client" });
     const heldSurvey = await scheduleSurvey(owner, { recipientPersonId: held.id, channel: "EMAIL" });
     const oldAddress = held.email;
-    expect((await call("PUT", `/v1/contacts/${held.id}`, { token: agent.token, body: { email: `held.${crypto.randomUUID().slice(0, 8)}@agent.test` } })).status).toBe(200);
+    expect(
+      (
+        await call("PUT", `/v1/contacts/${held.id}`, {
+          token: agent.token,
+          body: { email: `held.${crypto.randomUUID().slice(0, 8)}@agent.test` },
+        })
+      ).status,
+    ).toBe(200);
     const decoy = await createContact(agent.token, { firstName: "Decoy", lastName: "Person", email: oldAddress });
     // Eighth pass: one already mailed kept its status, and a re-issue then mailed it anywhere.
     const mailed = await scheduleSurvey(owner, { recipientPersonId: steadyBefore.id, channel: "EMAIL" });
@@ -325,14 +431,52 @@ describe("the response workflow (spec: Testimonial state table, survey response 
     const standard = await createSurveyTemplate(owner);
     const npsOnly = await createSurveyTemplate(owner, { name: "NPS only", questions: NPS_ONLY });
     const cases = [
-      { name: "not opted in", template: standard.id, answers: { overall: 5, recommend: 10, comments: PRAISE, publish: false }, sentiment: "POSITIVE", promoted: false },
-      { name: "rated 3 (overallRating decides, not the NPS 10)", template: standard.id, answers: { overall: 3, recommend: 10, comments: PRAISE, publish: true }, sentiment: "POSITIVE", promoted: false },
-      { name: "rated 4", template: standard.id, answers: { overall: 4, recommend: 6, comments: PRAISE, publish: true }, sentiment: "POSITIVE", promoted: true, rating: 4 },
-      { name: "negative text", template: standard.id, answers: { overall: 5, recommend: 10, comments: "terrible, awful, never again", publish: true }, sentiment: "NEGATIVE", promoted: false },
+      {
+        name: "not opted in",
+        template: standard.id,
+        answers: { overall: 5, recommend: 10, comments: PRAISE, publish: false },
+        sentiment: "POSITIVE",
+        promoted: false,
+      },
+      {
+        name: "rated 3 (overallRating decides, not the NPS 10)",
+        template: standard.id,
+        answers: { overall: 3, recommend: 10, comments: PRAISE, publish: true },
+        sentiment: "POSITIVE",
+        promoted: false,
+      },
+      {
+        name: "rated 4",
+        template: standard.id,
+        answers: { overall: 4, recommend: 6, comments: PRAISE, publish: true },
+        sentiment: "POSITIVE",
+        promoted: true,
+        rating: 4,
+      },
+      {
+        name: "negative text",
+        template: standard.id,
+        answers: { overall: 5, recommend: 10, comments: "terrible, awful, never again", publish: true },
+        sentiment: "NEGATIVE",
+        promoted: false,
+      },
       { name: "no text", template: standard.id, answers: { overall: 5, recommend: 10, publish: true }, sentiment: null, promoted: false },
-      { name: "blank text", template: standard.id, answers: { overall: 5, recommend: 10, comments: "   ", publish: true }, sentiment: null, promoted: false },
+      {
+        name: "blank text",
+        template: standard.id,
+        answers: { overall: 5, recommend: 10, comments: "   ", publish: true },
+        sentiment: null,
+        promoted: false,
+      },
       { name: "NPS 8", template: npsOnly.id, answers: { recommend: 8, words: PRAISE, ok: true }, sentiment: "POSITIVE", promoted: false },
-      { name: "NPS 9", template: npsOnly.id, answers: { recommend: 9, words: PRAISE, ok: true }, sentiment: "POSITIVE", promoted: true, rating: 5 },
+      {
+        name: "NPS 9",
+        template: npsOnly.id,
+        answers: { recommend: 9, words: PRAISE, ok: true },
+        sentiment: "POSITIVE",
+        promoted: true,
+        rating: 5,
+      },
     ];
     const surveys: string[] = [];
     for (const c of cases) {
@@ -346,14 +490,23 @@ describe("the response workflow (spec: Testimonial state table, survey response 
     for (const [i, c] of cases.entries()) {
       const { response } = await surveyDetail(owner, surveys[i]!);
       expect(response, c.name).toMatchObject({ sentiment: c.sentiment, sentimentSource: c.sentiment ? "lexicon" : null });
-      const analysed = (await firstOnShards<{ analyzed_at: string | null }>("SELECT analyzed_at FROM survey_responses WHERE survey_id = ?", surveys[i]))?.analyzed_at ?? null;
+      const analysed =
+        (await firstOnShards<{ analyzed_at: string | null }>("SELECT analyzed_at FROM survey_responses WHERE survey_id = ?", surveys[i]))
+          ?.analyzed_at ?? null;
       expect(analysed, c.name).toEqual(expect.any(String));
       if (!c.promoted) {
         expect(response!.testimonialId, c.name).toBeNull();
         continue;
       }
       const made = testimonials.find((t) => t.id === response!.testimonialId);
-      expect(made, c.name).toMatchObject({ status: "PENDING", source: "SURVEY", rating: c.rating, body: PRAISE, agentUserId: owner.userId, dealId: null });
+      expect(made, c.name).toMatchObject({
+        status: "PENDING",
+        source: "SURVEY",
+        rating: c.rating,
+        body: PRAISE,
+        agentUserId: owner.userId,
+        dealId: null,
+      });
     }
     expect(testimonials).toHaveLength(cases.filter((c) => c.promoted).length);
   });
@@ -366,7 +519,9 @@ describe("the response workflow (spec: Testimonial state table, survey response 
       const gateway = await openAiGateway({ script, chat });
       const s = await scheduleSurvey(owner, { templateId: template.id });
       await answer(s.accessToken, { overall: 5, recommend: 10, comments: PRAISE, publish: true }, HELD_QUEUE);
-      const events = (await outboxEvents(owner.organizationId, "SURVEY_COMPLETED")).filter((e: EventEnvelope) => (e.data as { surveyId: string }).surveyId === s.id);
+      const events = (await outboxEvents(owner.organizationId, "SURVEY_COMPLETED")).filter(
+        (e: EventEnvelope) => (e.data as { surveyId: string }).surveyId === s.id,
+      );
       expect(events).toHaveLength(1);
       await surveyResponseConsumer.handle(events, { env: { ...env, ...gateway.vars }, db });
       return { response: (await surveyDetail(owner, s.id)).response!, requests: await gateway.requests() };
@@ -374,7 +529,12 @@ describe("the response workflow (spec: Testimonial state table, survey response 
 
     // The gateway reads praise as negative: its word is taken, so no testimonial.
     const classified = await run([chatJsonAnswer({ sentiment: "negative", score: -0.6 })]);
-    expect(classified.response).toMatchObject({ sentiment: "NEGATIVE", sentimentScore: -0.6, sentimentSource: "ai-gateway", testimonialId: null });
+    expect(classified.response).toMatchObject({
+      sentiment: "NEGATIVE",
+      sentimentScore: -0.6,
+      sentimentSource: "ai-gateway",
+      testimonialId: null,
+    });
     expect(classified.requests).toHaveLength(1);
     expect(JSON.stringify(classified.requests[0]!.body.messages)).toContain(PRAISE);
 
@@ -396,7 +556,8 @@ describe("gone links (spec: Errors, 404 state 'gone', uniform)", () => {
     const issue = (overrides: Record<string, unknown> = {}) => scheduleSurvey(owner, { templateId: template.id, ...overrides });
 
     await expectGone(`srv_${"A".repeat(43)}`);
-    for (const malformed of ["nope", "srv_short", `srv_${"a".repeat(60)}`, "srv_!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!"]) await expectGone(malformed);
+    for (const malformed of ["nope", "srv_short", `srv_${"a".repeat(60)}`, "srv_!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!"])
+      await expectGone(malformed);
 
     const completed = await issue();
     await answer(completed.accessToken, { overall: 4, recommend: 8, publish: false });
@@ -422,7 +583,10 @@ describe("gone links (spec: Errors, 404 state 'gone', uniform)", () => {
       for (const verb of ["reissue", "skip"]) {
         const res = await call("POST", `/api/reputation/surveys/${closed.id}/${verb}`, { token: owner.token });
         expect(res.status, `${verb} ${closed.id}`).toBe(409);
-        expect(await json(res), `${verb} ${closed.id}`).toMatchObject({ error: "survey_closed", message: expect.stringMatching(/survey/i) });
+        expect(await json(res), `${verb} ${closed.id}`).toMatchObject({
+          error: "survey_closed",
+          message: expect.stringMatching(/survey/i),
+        });
       }
     }
   });
@@ -469,7 +633,9 @@ describe("gone links (spec: Errors, 404 state 'gone', uniform)", () => {
   it("of concurrent re-issues every one answers, and exactly one token is live afterwards", async () => {
     const owner = await createPrincipal();
     const s = await scheduleSurvey(owner, { templateId: (await createSurveyTemplate(owner)).id });
-    const answers = await Promise.all(Array.from({ length: 5 }, () => call("POST", `/api/reputation/surveys/${s.id}/reissue`, { token: owner.token })));
+    const answers = await Promise.all(
+      Array.from({ length: 5 }, () => call("POST", `/api/reputation/surveys/${s.id}/reissue`, { token: owner.token })),
+    );
     expect(answers.map((r) => r.status)).toEqual([200, 200, 200, 200, 200]);
     const tokens = await Promise.all(answers.map(async (r) => (await json(r)).accessToken as string));
     expect(new Set(tokens).size).toBe(5);
@@ -482,23 +648,39 @@ describe("gone links (spec: Errors, 404 state 'gone', uniform)", () => {
 describe("limits (spec: Limits)", () => {
   it("a body over 64 KB is 413 and a text over the question's maxLength is 400 at answers.<id>; the survey stays open", async () => {
     const owner = await createPrincipal();
-    const template = await createSurveyTemplate(owner, { questions: STANDARD_QUESTIONS.map((q) => (q.id === "comments" ? { ...q, maxLength: 100 } : q)) });
+    const template = await createSurveyTemplate(owner, {
+      questions: STANDARD_QUESTIONS.map((q) => (q.id === "comments" ? { ...q, maxLength: 100 } : q)),
+    });
     const s = await scheduleSurvey(owner, { templateId: template.id });
     expect((await publicSurvey("GET", s.accessToken)).status).toBe(200);
     // A body of exactly 64 KB is read (and refused for its unknown questions); one byte more is 413 before it is read.
     const sized = (bytes: number) => {
-      const answers = { overall: 5, recommend: 9, publish: true, a: "x".repeat(20_000), b: "x".repeat(20_000), c: "x".repeat(20_000), d: "" };
+      const answers = {
+        overall: 5,
+        recommend: 9,
+        publish: true,
+        a: "x".repeat(20_000),
+        b: "x".repeat(20_000),
+        c: "x".repeat(20_000),
+        d: "",
+      };
       answers.d = "x".repeat(bytes - JSON.stringify(answers).length - JSON.stringify({ answers: {} }).length + 2);
       const raw = JSON.stringify({ answers });
       expect(new TextEncoder().encode(raw).length).toBe(bytes);
       return raw;
     };
-    const post = (rawBody: string) => call("POST", `/api/public/survey/${s.accessToken}`, { rawBody, headers: { "content-type": "application/json", "cf-connecting-ip": freshIp() } });
+    const post = (rawBody: string) =>
+      call("POST", `/api/public/survey/${s.accessToken}`, {
+        rawBody,
+        headers: { "content-type": "application/json", "cf-connecting-ip": freshIp() },
+      });
     const atLimit = await post(sized(64 * 1024));
     expect(atLimit.status).toBe(400);
     expect(await issuePaths(atLimit)).toEqual(["answers.a", "answers.b", "answers.c", "answers.d"]);
     expect((await post(sized(64 * 1024 + 1))).status).toBe(413);
-    const long = await publicSurvey("POST", s.accessToken, { answers: { overall: 5, recommend: 9, publish: true, comments: "y".repeat(101) } });
+    const long = await publicSurvey("POST", s.accessToken, {
+      answers: { overall: 5, recommend: 9, publish: true, comments: "y".repeat(101) },
+    });
     expect(long.status).toBe(400);
     expect(await issuePaths(long)).toEqual(["answers.comments"]);
     expect((await surveyDetail(owner, s.id)).status).toBe("OPENED");
@@ -544,7 +726,8 @@ describe("validation: every problem in one 400", () => {
     });
     expect(res.status).toBe(400);
     const { issues } = await json(res);
-    const at = (path: string) => issues.filter((i: { path: (string | number)[] }) => i.path.join(".") === path).map((i: { message: string }) => i.message);
+    const at = (path: string) =>
+      issues.filter((i: { path: (string | number)[] }) => i.path.join(".") === path).map((i: { message: string }) => i.message);
     expect(at("sendDelayHours")).toHaveLength(1);
     expect(at("questions.0.purpose")).toHaveLength(1);
     expect(at("questions.1.id")).toEqual([expect.stringMatching(/duplicate/i)]);
@@ -557,12 +740,24 @@ describe("validation: every problem in one 400", () => {
 
   it("a submission with many problems lists each at answers.<id>, and stores nothing", async () => {
     const owner = await createPrincipal();
-    const questions = [...STANDARD_QUESTIONS, { id: "area", type: "single_choice", label: "Where did you buy?", options: ["Downtown", "Suburbs"] }];
+    const questions = [
+      ...STANDARD_QUESTIONS,
+      { id: "area", type: "single_choice", label: "Where did you buy?", options: ["Downtown", "Suburbs"] },
+    ];
     const s = await scheduleSurvey(owner, { templateId: (await createSurveyTemplate(owner, { questions })).id });
     expect((await publicSurvey("GET", s.accessToken)).status).toBe(200);
-    const wrong = await publicSurvey("POST", s.accessToken, { answers: { recommend: 11, comments: 42, area: "Mars", publish: "yes", nope: 1 } });
+    const wrong = await publicSurvey("POST", s.accessToken, {
+      answers: { recommend: 11, comments: 42, area: "Mars", publish: "yes", nope: 1 },
+    });
     expect(wrong.status).toBe(400);
-    expect(await issuePaths(wrong)).toEqual(["answers.area", "answers.comments", "answers.nope", "answers.overall", "answers.publish", "answers.recommend"]);
+    expect(await issuePaths(wrong)).toEqual([
+      "answers.area",
+      "answers.comments",
+      "answers.nope",
+      "answers.overall",
+      "answers.publish",
+      "answers.recommend",
+    ]);
     const ranges = await publicSurvey("POST", s.accessToken, { answers: { overall: 4.5, recommend: -1, publish: true } });
     expect(await issuePaths(ranges)).toEqual(["answers.overall", "answers.recommend"]);
     expect(await surveyDetail(owner, s.id)).toMatchObject({ status: "OPENED", response: null });
@@ -579,7 +774,11 @@ describe("organizations stay apart (spec: Authentication 1)", () => {
     const surveyA = await scheduleSurvey(a, { templateId: templateA.id });
     const surveyB = await scheduleSurvey(b, { templateId: templateB.id });
 
-    for (const [method, suffix] of [["GET", ""], ["POST", "/reissue"], ["POST", "/skip"]] as const) {
+    for (const [method, suffix] of [
+      ["GET", ""],
+      ["POST", "/reissue"],
+      ["POST", "/skip"],
+    ] as const) {
       const foreign = await call(method, `/api/reputation/surveys/${surveyB.id}${suffix}`, { token: a.token });
       const unknown = await call(method, `/api/reputation/surveys/${crypto.randomUUID()}${suffix}`, { token: a.token });
       expect([foreign.status, unknown.status]).toEqual([404, 404]);
@@ -589,7 +788,10 @@ describe("organizations stay apart (spec: Authentication 1)", () => {
     expect((await publicSurvey("GET", surveyB.accessToken)).status).toBe(200);
 
     const dealB = await createDeal(b.token);
-    const res = await call("POST", "/api/reputation/surveys", { token: a.token, body: { templateId: templateB.id, recipientPersonId: dealB.contactId, agentUserId: b.userId, dealId: dealB.id, channel: "LINK" } });
+    const res = await call("POST", "/api/reputation/surveys", {
+      token: a.token,
+      body: { templateId: templateB.id, recipientPersonId: dealB.contactId, agentUserId: b.userId, dealId: dealB.id, channel: "LINK" },
+    });
     expect(res.status).toBe(400);
     expect(await issuePaths(res)).toEqual(["agentUserId", "dealId", "recipientPersonId", "templateId"]);
 
@@ -601,7 +803,10 @@ describe("organizations stay apart (spec: Authentication 1)", () => {
 
   it("isDefault moves the default; concurrent creates leave exactly one default, which a survey without templateId uses", async () => {
     const owner = await createPrincipal();
-    const without = await call("POST", "/api/reputation/surveys", { token: owner.token, body: { recipientPersonId: (await createContact(owner.token)).id, agentUserId: owner.userId, channel: "LINK" } });
+    const without = await call("POST", "/api/reputation/surveys", {
+      token: owner.token,
+      body: { recipientPersonId: (await createContact(owner.token)).id, agentUserId: owner.userId, channel: "LINK" },
+    });
     expect(without.status).toBe(400);
     expect(await issuePaths(without)).toEqual(["templateId"]);
 
@@ -623,7 +828,11 @@ describe("channels and configuration", () => {
     const owner = await createPrincipal();
     const db = await shardDb(owner);
     const contact = await createContact(owner.token);
-    const s = await scheduleSurvey(owner, { templateId: (await createSurveyTemplate(owner)).id, recipientPersonId: contact.id, channel: "LINK" });
+    const s = await scheduleSurvey(owner, {
+      templateId: (await createSurveyTemplate(owner)).id,
+      recipientPersonId: contact.id,
+      channel: "LINK",
+    });
     expect(s).toMatchObject({ channel: "LINK", status: "SCHEDULED", surveyUrl: `${APP_URL}/survey/${s.accessToken}` });
     expect(await aggregateOf(owner)).toMatchObject({ responseRate: 0, nps: null });
     await makeDue(s.id);
@@ -661,12 +870,20 @@ describe("channels and configuration", () => {
     const template = await createSurveyTemplate(owner);
     const recipientPersonId = (await createContact(owner.token)).id;
     for (const body of [{ channel: "EMAIL" }, {}]) {
-      const res = await call("POST", "/api/reputation/surveys", { token: owner.token, body: { templateId: template.id, recipientPersonId, agentUserId: owner.userId, ...body }, vars: { SURVEY_TOKEN_KEY: "" } });
+      const res = await call("POST", "/api/reputation/surveys", {
+        token: owner.token,
+        body: { templateId: template.id, recipientPersonId, agentUserId: owner.userId, ...body },
+        vars: { SURVEY_TOKEN_KEY: "" },
+      });
       expect(res.status).toBe(503);
       expect(await json(res)).toMatchObject({ error: "not_configured" });
     }
     expect(await surveysOf(owner)).toEqual([]);
-    const link = await call("POST", "/api/reputation/surveys", { token: owner.token, body: { templateId: template.id, recipientPersonId, agentUserId: owner.userId, channel: "LINK" }, vars: { SURVEY_TOKEN_KEY: "" } });
+    const link = await call("POST", "/api/reputation/surveys", {
+      token: owner.token,
+      body: { templateId: template.id, recipientPersonId, agentUserId: owner.userId, channel: "LINK" },
+      vars: { SURVEY_TOKEN_KEY: "" },
+    });
     expect(link.status).toBe(201);
   });
 });
@@ -677,7 +894,9 @@ describe("access tokens (only the SHA-256 is stored)", () => {
     const db = await shardDb(owner);
     const template = await createSurveyTemplate(owner);
     const contacts = [await createContact(owner.token), await createContact(owner.token), await createContact(owner.token)];
-    const [toSend, toOpen, toSkip] = await Promise.all(contacts.map((c) => scheduleSurvey(owner, { templateId: template.id, recipientPersonId: c.id, channel: "EMAIL" })));
+    const [toSend, toOpen, toSkip] = await Promise.all(
+      contacts.map((c) => scheduleSurvey(owner, { templateId: template.id, recipientPersonId: c.id, channel: "EMAIL" })),
+    );
     const link = await scheduleSurvey(owner, { templateId: template.id, channel: "LINK" });
 
     for (const s of [toSend!, toOpen!, toSkip!, link]) {
@@ -701,8 +920,15 @@ describe("access tokens (only the SHA-256 is stored)", () => {
     expect((await mailedLink(contacts[1]!.email)).token).toBe(toOpen!.accessToken);
     expect(await mailTo(contacts[2]!.email)).toEqual([]);
 
-    const { results: events } = await (await tenantDb(owner.organizationId)).prepare("SELECT data FROM outbox_events WHERE organization_id = ?").bind(owner.organizationId).all<{ data: string }>();
-    const mail = await allOnShards<{ body: string }>('SELECT body FROM mail_outbox WHERE "to" IN (?, ?)', contacts[0]!.email, contacts[1]!.email);
+    const { results: events } = await (await tenantDb(owner.organizationId))
+      .prepare("SELECT data FROM outbox_events WHERE organization_id = ?")
+      .bind(owner.organizationId)
+      .all<{ data: string }>();
+    const mail = await allOnShards<{ body: string }>(
+      'SELECT body FROM mail_outbox WHERE "to" IN (?, ?)',
+      contacts[0]!.email,
+      contacts[1]!.email,
+    );
     expect(mail).toHaveLength(2);
     for (const s of [toSend!, toOpen!, toSkip!, link]) {
       for (const e of events) expect(e.data).not.toContain(s.accessToken.slice(4));
@@ -739,7 +965,10 @@ describe("found by an adversarial pass", () => {
     await sendDueSurveys(env, db);
     expect(await surveyRow(orphan.id)).toMatchObject({ status: "SCHEDULED", sent_at: null });
     // Purged: gone for good, so the survey is skipped.
-    await (await tenantDb(owner.organizationId)).prepare("UPDATE trash_entries SET restorable_until = ? WHERE record_id = ?").bind(new Date(Date.now() - 1000).toISOString(), gone.id).run();
+    await (await tenantDb(owner.organizationId))
+      .prepare("UPDATE trash_entries SET restorable_until = ? WHERE record_id = ?")
+      .bind(new Date(Date.now() - 1000).toISOString(), gone.id)
+      .run();
     await purgeTrash(env, db);
     await makeDue(orphan.id);
     await sendDueSurveys(env, db);
@@ -753,12 +982,22 @@ describe("found by an adversarial pass", () => {
     const survey = await scheduleSurvey(owner, { templateId: template.id });
     await answer(survey.accessToken, { overall: 5, recommend: 10, comments: "\u200b\u200d\u2060", publish: true });
     await analyse(owner);
-    expect((await surveyDetail(owner, survey.id)).response).toMatchObject({ answers: { overall: 5, recommend: 10, publish: true }, testimonialId: null });
+    expect((await surveyDetail(owner, survey.id)).response).toMatchObject({
+      answers: { overall: 5, recommend: 10, publish: true },
+      testimonialId: null,
+    });
     expect(await testimonialsOf(owner)).toEqual([]);
 
     const alike = await call("POST", "/api/reputation/surveys/templates", {
       token: owner.token,
-      body: { name: "Alike", questions: [...STANDARD_QUESTIONS, { id: "pick", type: "single_choice", label: "Pick", options: ["é", "e\u0301"] }, { id: "pick2", type: "single_choice", label: "Pick", options: ["a", "a\u200b"] }] },
+      body: {
+        name: "Alike",
+        questions: [
+          ...STANDARD_QUESTIONS,
+          { id: "pick", type: "single_choice", label: "Pick", options: ["é", "e\u0301"] },
+          { id: "pick2", type: "single_choice", label: "Pick", options: ["a", "a\u200b"] },
+        ],
+      },
     });
     expect(alike.status).toBe(400);
     expect(await issuePaths(alike)).toEqual(["questions.4.options", "questions.5.options"]);

@@ -8,20 +8,42 @@ const refused = async (res: Response, code: string) => {
   expect(res.status).toBe(409);
   expect(await json(res)).toEqual({ error: code, message: expect.any(String) });
 };
-const events = async (organizationId: string, type: string) => (await tenantDb(organizationId)).prepare("SELECT COUNT(*) AS n FROM outbox_events WHERE organization_id = ? AND type = ?").bind(organizationId, type).first<number>("n");
+const events = async (organizationId: string, type: string) =>
+  (await tenantDb(organizationId))
+    .prepare("SELECT COUNT(*) AS n FROM outbox_events WHERE organization_id = ? AND type = ?")
+    .bind(organizationId, type)
+    .first<number>("n");
 
 describe("testimonials (spec: Testimonial state table)", () => {
   it("starts PENDING and PRIVATE whatever the body says, with the author a contact of the organization", async () => {
     const owner = await createPrincipal();
     const author = await createContact(owner.token);
-    const t = await createTestimonial(owner, { authorPersonId: author.id, status: "PUBLISHED", visibility: "PUBLIC", headline: "Sold in a week" });
-    expect(t).toMatchObject({ status: "PENDING", visibility: "PRIVATE", authorPersonId: author.id, approvedAt: null, publishedAt: null, rating: 5 });
+    const t = await createTestimonial(owner, {
+      authorPersonId: author.id,
+      status: "PUBLISHED",
+      visibility: "PUBLIC",
+      headline: "Sold in a week",
+    });
+    expect(t).toMatchObject({
+      status: "PENDING",
+      visibility: "PRIVATE",
+      authorPersonId: author.id,
+      approvedAt: null,
+      publishedAt: null,
+      rating: 5,
+    });
     const stranger = await createPrincipal();
     const foreignContact = await createContact(stranger.token);
-    const bad = await call("POST", "/api/reputation/testimonials", { token: owner.token, body: { agentUserId: stranger.userId, authorPersonId: foreignContact.id, category: "BUYER", rating: 6, body: "x" } });
+    const bad = await call("POST", "/api/reputation/testimonials", {
+      token: owner.token,
+      body: { agentUserId: stranger.userId, authorPersonId: foreignContact.id, category: "BUYER", rating: 6, body: "x" },
+    });
     expect(bad.status).toBe(400);
     expect((await json(bad)).issues.map((i: { path: string[] }) => i.path.join("."))).toEqual(["rating"]);
-    const refs = await call("POST", "/api/reputation/testimonials", { token: owner.token, body: { agentUserId: stranger.userId, authorPersonId: foreignContact.id, category: "BUYER", rating: 4, body: "x" } });
+    const refs = await call("POST", "/api/reputation/testimonials", {
+      token: owner.token,
+      body: { agentUserId: stranger.userId, authorPersonId: foreignContact.id, category: "BUYER", rating: 4, body: "x" },
+    });
     expect((await json(refs)).issues.map((i: { path: string[] }) => i.path.join(".")).sort()).toEqual(["agentUserId", "authorPersonId"]);
   });
 
@@ -31,7 +53,13 @@ describe("testimonials (spec: Testimonial state table)", () => {
     await refused(await call("POST", `/api/reputation/testimonials/${t.id}/publish`, { token: owner.token }), "not_approved");
     expect((await json(await call("GET", `/api/reputation/testimonials/${t.id}`, { token: owner.token }))).status).toBe("PENDING");
     const approved = await move(owner, t.id, "approve");
-    expect(approved).toMatchObject({ status: "APPROVED", visibility: "PRIVATE", approvedByUserId: owner.userId, approvedAt: expect.any(String), publishedAt: null });
+    expect(approved).toMatchObject({
+      status: "APPROVED",
+      visibility: "PRIVATE",
+      approvedByUserId: owner.userId,
+      approvedAt: expect.any(String),
+      publishedAt: null,
+    });
     await refused(await call("POST", `/api/reputation/testimonials/${t.id}/approve`, { token: owner.token }), "invalid_state");
     const published = await move(owner, t.id, "publish");
     expect(published).toMatchObject({ status: "PUBLISHED", visibility: "PUBLIC", publishedAt: expect.any(String) });
@@ -55,10 +83,19 @@ describe("testimonials (spec: Testimonial state table)", () => {
     const owner = await createPrincipal();
     const t = await publishedTestimonial(owner, { rating: 4 });
     expect((await aggregateOf(owner, owner.userId)).totalReviews).toBe(1);
-    const edited = await json(await call("PATCH", `/api/reputation/testimonials/${t.id}`, { token: owner.token, body: { headline: "Fixed typo", isFeatured: true } }));
+    const edited = await json(
+      await call("PATCH", `/api/reputation/testimonials/${t.id}`, {
+        token: owner.token,
+        body: { headline: "Fixed typo", isFeatured: true },
+      }),
+    );
     expect(edited).toMatchObject({ headline: "Fixed typo", isFeatured: true, status: "PUBLISHED", visibility: "PUBLIC" });
-    expect((await call("PATCH", `/api/reputation/testimonials/${t.id}`, { token: owner.token, body: { visibility: "PUBLIC" } })).status).toBe(400);
-    const demoted = await json(await call("PATCH", `/api/reputation/testimonials/${t.id}`, { token: owner.token, body: { visibility: "INTERNAL" } }));
+    expect(
+      (await call("PATCH", `/api/reputation/testimonials/${t.id}`, { token: owner.token, body: { visibility: "PUBLIC" } })).status,
+    ).toBe(400);
+    const demoted = await json(
+      await call("PATCH", `/api/reputation/testimonials/${t.id}`, { token: owner.token, body: { visibility: "INTERNAL" } }),
+    );
     expect(demoted).toMatchObject({ status: "APPROVED", visibility: "INTERNAL", publishedAt: null });
     expect((await aggregateOf(owner, owner.userId)).totalReviews).toBe(0);
     expect(await events(owner.organizationId, "REVIEW_UNPUBLISHED")).toBe(1);
@@ -73,10 +110,18 @@ describe("testimonials (spec: Testimonial state table)", () => {
     const c = await createTestimonial(owner, { sortOrder: 2 });
     const first = await json(await call("GET", "/api/reputation/testimonials?limit=2", { token: owner.token }));
     expect(first.testimonials.map((t: { id: string }) => t.id)).toEqual([b.id, c.id]);
-    const second = await json(await call("GET", `/api/reputation/testimonials?limit=2&cursor=${first.pagination.nextCursor}`, { token: owner.token }));
+    const second = await json(
+      await call("GET", `/api/reputation/testimonials?limit=2&cursor=${first.pagination.nextCursor}`, { token: owner.token }),
+    );
     expect(second.testimonials.map((t: { id: string }) => t.id)).toEqual([a.id]);
-    expect((await json(await call("GET", "/api/reputation/testimonials?category=SELLER", { token: owner.token }))).testimonials.map((t: { id: string }) => t.id)).toEqual([a.id]);
-    expect((await json(await call("GET", "/api/reputation/testimonials?status=PUBLISHED", { token: owner.token }))).testimonials).toEqual([]);
+    expect(
+      (await json(await call("GET", "/api/reputation/testimonials?category=SELLER", { token: owner.token }))).testimonials.map(
+        (t: { id: string }) => t.id,
+      ),
+    ).toEqual([a.id]);
+    expect((await json(await call("GET", "/api/reputation/testimonials?status=PUBLISHED", { token: owner.token }))).testimonials).toEqual(
+      [],
+    );
     expect((await call("GET", "/api/reputation/testimonials?status=LIVE", { token: owner.token })).status).toBe(400);
   });
 });
@@ -101,7 +146,10 @@ describe("whose testimonials a caller may write", () => {
       expect(res.status, `${method} ${path}`).toBe(403);
       expect(JSON.stringify(await json(res)), `${method} ${path}`).toContain("insufficient_role");
     }
-    expect(await json(await call("GET", `/api/reputation/testimonials/${theirs.id}`, { token: owner.token }))).toMatchObject({ headline: "Wonderful", status: "PUBLISHED" });
+    expect(await json(await call("GET", `/api/reputation/testimonials/${theirs.id}`, { token: owner.token }))).toMatchObject({
+      headline: "Wonderful",
+      status: "PUBLISHED",
+    });
     expect((await aggregateOf(owner, owner.userId)).totalReviews).toBe(1);
 
     // The agent's own, start to finish; an admin moderates anyone's.
@@ -120,7 +168,13 @@ describe("aggregates", () => {
     const colleague = await createPrincipal({ organizationId: owner.organizationId });
     const expectRollup = async (agent: string | undefined, total: number, average: number | null, distribution: number[]) => {
       const a = await aggregateOf(owner, agent);
-      expect(a).toMatchObject({ scope: agent ? "AGENT" : "ORG", totalReviews: total, averageRating: average, nps: null, responseRate: null });
+      expect(a).toMatchObject({
+        scope: agent ? "AGENT" : "ORG",
+        totalReviews: total,
+        averageRating: average,
+        nps: null,
+        responseRate: null,
+      });
       expect(Object.values(a.ratingDistribution)).toEqual(distribution);
     };
     await expectRollup(owner.userId, 0, null, [0, 0, 0, 0, 0]);
@@ -137,7 +191,9 @@ describe("aggregates", () => {
     expect((await aggregateOf(owner, owner.userId)).reviewVelocity).toBe(1);
     const stranger = await createPrincipal();
     const foreign = await call("GET", `/api/reputation/aggregate?agentUserId=${owner.userId}`, { token: stranger.token });
-    const unknown = await call("GET", "/api/reputation/aggregate?agentUserId=00000000-0000-4000-8000-000000000000", { token: stranger.token });
+    const unknown = await call("GET", "/api/reputation/aggregate?agentUserId=00000000-0000-4000-8000-000000000000", {
+      token: stranger.token,
+    });
     expect([foreign.status, unknown.status]).toEqual([404, 404]);
     expect(await foreign.text()).toBe(await unknown.text());
   });

@@ -14,7 +14,10 @@ type Row = Record<string, unknown>;
 
 /** Every row of `table` matching `where` on `p`'s shard, in a stable order: what "equal to before" compares. */
 async function rowsOf(p: TestPrincipal, table: string, where: string, ...binds: unknown[]): Promise<Row[]> {
-  const { results } = await (await tenantDb(p.organizationId)).prepare(`SELECT * FROM ${table} WHERE ${where} ORDER BY 1`).bind(...binds).all<Row>();
+  const { results } = await (await tenantDb(p.organizationId))
+    .prepare(`SELECT * FROM ${table} WHERE ${where} ORDER BY 1`)
+    .bind(...binds)
+    .all<Row>();
   return results;
 }
 
@@ -30,13 +33,25 @@ async function filesUnder(prefix: string): Promise<Record<string, string>> {
 
 const del = (p: TestPrincipal, path: string) => call("DELETE", path, { token: p.token });
 const restore = (p: TestPrincipal, path: string) => call("POST", `${path}/restore`, { token: p.token });
-const total = async (p: TestPrincipal, list: string) => (await json(await call("GET", `${list}?limit=1`, { token: p.token }))).pagination.total as number;
+const total = async (p: TestPrincipal, list: string) =>
+  (await json(await call("GET", `${list}?limit=1`, { token: p.token }))).pagination.total as number;
 const trashList = async (p: TestPrincipal, query = "") => json(await call("GET", `/v1/trash${query}`, { token: p.token }));
 
 /** Moves a trash entry's restore deadline into the past, as 30 days would. */
-const age = async (p: TestPrincipal, id: string) => (await tenantDb(p.organizationId)).prepare("UPDATE trash_entries SET restorable_until = ? WHERE record_id = ?").bind(new Date(Date.now() - 1000).toISOString(), id).run();
-const entryOf = async (p: TestPrincipal, id: string) => (await tenantDb(p.organizationId)).prepare("SELECT * FROM trash_entries WHERE record_id = ?").bind(id).first<Row>();
-const keptRows = async (p: TestPrincipal, id: string) => (await (await tenantDb(p.organizationId)).prepare("SELECT COUNT(*) AS n FROM trash_rows WHERE record_id = ?").bind(id).first<{ n: number }>())!.n;
+const age = async (p: TestPrincipal, id: string) =>
+  (await tenantDb(p.organizationId))
+    .prepare("UPDATE trash_entries SET restorable_until = ? WHERE record_id = ?")
+    .bind(new Date(Date.now() - 1000).toISOString(), id)
+    .run();
+const entryOf = async (p: TestPrincipal, id: string) =>
+  (await tenantDb(p.organizationId)).prepare("SELECT * FROM trash_entries WHERE record_id = ?").bind(id).first<Row>();
+const keptRows = async (p: TestPrincipal, id: string) =>
+  (await (
+    await tenantDb(p.organizationId)
+  )
+    .prepare("SELECT COUNT(*) AS n FROM trash_rows WHERE record_id = ?")
+    .bind(id)
+    .first<{ n: number }>())!.n;
 
 async function contactState(p: TestPrincipal, id: string) {
   return {
@@ -74,7 +89,12 @@ async function propertyState(p: TestPrincipal, id: string) {
 describe("trash and restore", () => {
   it("a deleted contact leaves reads, lists and totals, waits in the trash, and comes back row for row", async () => {
     const p = await createPrincipal();
-    const contact = await createContact(p.token, { tags: ["vip", "buyer"], phone: "+1 416 555 0100", address: { city: "Toronto" }, leadScore: 40 });
+    const contact = await createContact(p.token, {
+      tags: ["vip", "buyer"],
+      phone: "+1 416 555 0100",
+      address: { city: "Toronto" },
+      leadScore: 40,
+    });
     await logActivity(p.token, contact.id, { type: "PHONE_CALL", description: "first call" });
     await logActivity(p.token, contact.id, { type: "EMAIL_SENT", description: "follow-up" });
     const before = await contactState(p, contact.id);
@@ -89,7 +109,9 @@ describe("trash and restore", () => {
     expect(gone.activities).toEqual([]);
     expect(gone.tagCounts).toEqual([]);
     const listed = await trashList(p);
-    expect(listed.data).toEqual([expect.objectContaining({ id: contact.id, kind: "contact", label: `${contact.firstName} ${contact.lastName}`, deletedBy: p.userId })]);
+    expect(listed.data).toEqual([
+      expect.objectContaining({ id: contact.id, kind: "contact", label: `${contact.firstName} ${contact.lastName}`, deletedBy: p.userId }),
+    ]);
     expect(listed.pagination.total).toBe(1);
 
     const res = await restore(p, `/v1/contacts/${contact.id}`);
@@ -131,7 +153,9 @@ describe("trash and restore", () => {
   it("a deleted property keeps its photos (R2 included) and figures for its restore", async () => {
     const p = await createPrincipal();
     const property = await createProperty(p.token);
-    expect((await call("POST", `/v1/properties/${property.id}/photos`, { token: p.token, body: photoForm([{ bytes: PNG_1X1 }]) })).status).toBe(201);
+    expect(
+      (await call("POST", `/v1/properties/${property.id}/photos`, { token: p.token, body: photoForm([{ bytes: PNG_1X1 }]) })).status,
+    ).toBe(201);
     const before = await propertyState(p, property.id);
     expect(Object.keys(before.files)).toHaveLength(1);
 
@@ -184,7 +208,9 @@ describe("trash and restore", () => {
     const contact = await createContact(p.token);
     const deal = await createDeal(p.token, { contactId: contact.id });
     const property = await createProperty(p.token);
-    expect((await call("POST", `/v1/properties/${property.id}/photos`, { token: p.token, body: photoForm([{ bytes: PNG_1X1 }]) })).status).toBe(201);
+    expect(
+      (await call("POST", `/v1/properties/${property.id}/photos`, { token: p.token, body: photoForm([{ bytes: PNG_1X1 }]) })).status,
+    ).toBe(201);
     await updateDeal(p.token, deal.id, { propertyId: property.id });
     const prefix = `properties/${p.organizationId}/${property.id}/`;
     expect(Object.keys(await filesUnder(prefix))).toHaveLength(1);
@@ -219,10 +245,19 @@ describe("trash and restore", () => {
   it("a purge that stopped half-way is resumed by the next pass", async () => {
     const p = await createPrincipal();
     const property = await createProperty(p.token);
-    expect((await call("POST", `/v1/properties/${property.id}/photos`, { token: p.token, body: photoForm([{ bytes: PNG_1X1 }]) })).status).toBe(201);
+    expect(
+      (await call("POST", `/v1/properties/${property.id}/photos`, { token: p.token, body: photoForm([{ bytes: PNG_1X1 }]) })).status,
+    ).toBe(201);
     expect((await del(p, `/v1/properties/${property.id}`)).status).toBe(200);
     await age(p, property.id);
-    const failing = { ...env, FILES: { ...env.FILES, list: () => Promise.reject(new Error("R2 unavailable")), delete: () => Promise.reject(new Error("R2 unavailable")) } } as unknown as Env;
+    const failing = {
+      ...env,
+      FILES: {
+        ...env.FILES,
+        list: () => Promise.reject(new Error("R2 unavailable")),
+        delete: () => Promise.reject(new Error("R2 unavailable")),
+      },
+    } as unknown as Env;
     await purgeTrash(failing, createDb(await tenantDb(p.organizationId)));
     expect(await entryOf(p, property.id)).toMatchObject({ state: "purging" });
     expect(await keptRows(p, property.id)).toBeGreaterThan(0);
@@ -242,7 +277,10 @@ describe("references that hold", () => {
     const property = await createProperty(p.token);
     expect((await del(p, `/v1/contacts/${contact.id}`)).status).toBe(200);
     expect((await del(p, `/v1/properties/${property.id}`)).status).toBe(200);
-    const res = await call("POST", "/v1/deals", { token: p.token, body: { title: "x", type: "PURCHASE", amount: 1, contactId: contact.id, propertyId: property.id } });
+    const res = await call("POST", "/v1/deals", {
+      token: p.token,
+      body: { title: "x", type: "PURCHASE", amount: 1, contactId: contact.id, propertyId: property.id },
+    });
     const issues = await expectCrmError(res, 422, "validation_error");
     expect(issues.map((i) => `${i.field}:${i.code}`).sort()).toEqual(["contactId:invalid_reference", "propertyId:invalid_reference"]);
     expect(await total(p, "/v1/deals")).toBe(0);
@@ -261,10 +299,19 @@ describe("references that hold", () => {
     // Changing it to another trashed target is refused; to a live one is fine.
     const other = await createContact(p.token);
     expect((await del(p, `/v1/contacts/${other.id}`)).status).toBe(200);
-    await expectCrmError(await call("PUT", `/v1/deals/${deal.id}`, { token: p.token, body: { contactId: other.id } }), 422, "validation_error");
+    await expectCrmError(
+      await call("PUT", `/v1/deals/${deal.id}`, { token: p.token, body: { contactId: other.id } }),
+      422,
+      "validation_error",
+    );
 
     expect((await restore(p, `/v1/contacts/${deal.contactId}`)).status).toBe(200);
-    expect((await getDeal(p.token, deal.id, "?include=contact")).contact).toEqual({ id: contact.id, firstName: contact.firstName, lastName: contact.lastName, email: contact.email });
+    expect((await getDeal(p.token, deal.id, "?include=contact")).contact).toEqual({
+      id: contact.id,
+      firstName: contact.firstName,
+      lastName: contact.lastName,
+      email: contact.email,
+    });
   });
 
   it("testimonials, referrals and surveys refuse a trashed or unknown contact or deal, naming the field", async () => {
@@ -279,10 +326,31 @@ describe("references that hold", () => {
       const issues = (await json(res)).issues as { field: string; code: string }[];
       expect(issues.map((i) => `${i.field}:${i.code}`).sort(), path).toEqual(fields.map((f) => `${f}:invalid_reference`).sort());
     };
-    await refused("/api/reputation/testimonials", { agentUserId: p.userId, authorPersonId: contact.id, dealId: deal.id, category: "BUYER", rating: 5, body: "Great" }, ["authorPersonId", "dealId"]);
-    await refused("/api/reputation/testimonials", { agentUserId: p.userId, dealId: "00000000-0000-4000-8000-000000000000", category: "BUYER", rating: 5, body: "Great" }, ["dealId"]);
-    await refused("/api/reputation/referrals", { agentUserId: p.userId, referrerPersonId: contact.id, referredName: "Friend" }, ["referrerPersonId"]);
-    await refused("/api/reputation/surveys", { agentUserId: p.userId, recipientPersonId: contact.id, dealId: deal.id, channel: "LINK", templateId: (await createSurveyTemplate(p)).id }, ["recipientPersonId", "dealId"]);
-    for (const table of ["testimonials", "referrals", "surveys"]) expect((await rowsOf(p, table, "organization_id = ?", p.organizationId)).length, table).toBe(0);
+    await refused(
+      "/api/reputation/testimonials",
+      { agentUserId: p.userId, authorPersonId: contact.id, dealId: deal.id, category: "BUYER", rating: 5, body: "Great" },
+      ["authorPersonId", "dealId"],
+    );
+    await refused(
+      "/api/reputation/testimonials",
+      { agentUserId: p.userId, dealId: "00000000-0000-4000-8000-000000000000", category: "BUYER", rating: 5, body: "Great" },
+      ["dealId"],
+    );
+    await refused("/api/reputation/referrals", { agentUserId: p.userId, referrerPersonId: contact.id, referredName: "Friend" }, [
+      "referrerPersonId",
+    ]);
+    await refused(
+      "/api/reputation/surveys",
+      {
+        agentUserId: p.userId,
+        recipientPersonId: contact.id,
+        dealId: deal.id,
+        channel: "LINK",
+        templateId: (await createSurveyTemplate(p)).id,
+      },
+      ["recipientPersonId", "dealId"],
+    );
+    for (const table of ["testimonials", "referrals", "surveys"])
+      expect((await rowsOf(p, table, "organization_id = ?", p.organizationId)).length, table).toBe(0);
   });
 });

@@ -66,6 +66,8 @@ describe("TrueType fonts (src/files/truetype.ts)", () => {
   });
 
   it("refuses what is not a TrueType font", () => {
-    expect(() => new TrueTypeFont(new TextEncoder().encode("%PDF-1.7 not a font at all, but long enough to have a header"))).toThrow(/TrueType/);
+    expect(() => new TrueTypeFont(new TextEncoder().encode("%PDF-1.7 not a font at all, but long enough to have a header"))).toThrow(
+      /TrueType/,
+    );
   });
 });

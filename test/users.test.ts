@@ -7,12 +7,16 @@ import { createPrincipal, tenantDb, type TestPrincipal } from "./helpers/factori
 import { Browser, type Call, call as pageCall, mailedCode } from "./helpers/oauth";
 import { testApp } from "./helpers/test-app";
 
-const invite = (p: TestPrincipal, body: Record<string, unknown>) => call("POST", "/v1/users", { token: p.token, body: { name: "Ivy Invitee", ...body } });
+const invite = (p: TestPrincipal, body: Record<string, unknown>) =>
+  call("POST", "/v1/users", { token: p.token, body: { name: "Ivy Invitee", ...body } });
 const update = (p: TestPrincipal, id: string, body: unknown) => call("PATCH", `/v1/users/${id}`, { token: p.token, body });
 const freshEmail = () => `invitee.${crypto.randomUUID()}@users.test`;
 
 async function eventsOf(organizationId: string, type: string) {
-  const { results } = await (await tenantDb(organizationId)).prepare("SELECT data FROM outbox_events WHERE organization_id = ? AND type = ? ORDER BY occurred_at, rowid").bind(organizationId, type).all<{ data: string }>();
+  const { results } = await (await tenantDb(organizationId))
+    .prepare("SELECT data FROM outbox_events WHERE organization_id = ? AND type = ? ORDER BY occurred_at, rowid")
+    .bind(organizationId, type)
+    .all<{ data: string }>();
   return results.map((r) => JSON.parse(r.data));
 }
 
@@ -69,7 +73,9 @@ describe("users (/v1/users)", () => {
     const owner = await createPrincipal();
     for (let i = 0; i < 3; i++) await invite(owner, { email: freshEmail() });
     const first = await json(await call("GET", "/v1/users?limit=2", { token: owner.token }));
-    const second = await json(await call("GET", `/v1/users?limit=2&cursor=${encodeURIComponent(first.pagination.nextCursor)}`, { token: owner.token }));
+    const second = await json(
+      await call("GET", `/v1/users?limit=2&cursor=${encodeURIComponent(first.pagination.nextCursor)}`, { token: owner.token }),
+    );
     const ids = [...first.data, ...second.data].map((u: { id: string }) => u.id);
     expect(new Set(ids).size).toBe(4);
     expect(second.pagination).toMatchObject({ hasMore: false, total: 4 });
@@ -93,7 +99,12 @@ describe("users (/v1/users)", () => {
     const res = await call("POST", "/v1/users", { token: owner.token, body: { email: "not-an-address", role: "boss", team: "x" } });
     expect(res.status).toBe(422);
     const errors = (await json(res)).error.errors as { field: string; code: string }[];
-    expect(errors.map((e) => `${e.field} ${e.code}`).sort()).toEqual(["email invalid_email", "name required", "role invalid_enum_value", "team unknown_field"]);
+    expect(errors.map((e) => `${e.field} ${e.code}`).sort()).toEqual([
+      "email invalid_email",
+      "name required",
+      "role invalid_enum_value",
+      "team unknown_field",
+    ]);
   });
 
   it("lets only an owner make or unmake an owner", async () => {
@@ -120,14 +131,23 @@ describe("users (/v1/users)", () => {
     expect(user).toMatchObject({ name: "Ada Admin", role: "agent", acceptsLeads: false, status: "active" });
     const [event, ...more] = await eventsOf(owner.organizationId, "user.updated");
     expect(more).toEqual([]);
-    expect({ ...event, changes: event.changes.sort() }).toEqual({ object: user, previousAttributes: { name: "Test Agent", role: "admin", acceptsLeads: true }, changes: ["acceptsLeads", "name", "role"] });
-    expect(await env.DB.prepare("SELECT name, role, accepts_leads AS acceptsLeads, version FROM users WHERE id = ?").bind(admin.userId).first()).toEqual({ name: "Ada Admin", role: "agent", acceptsLeads: 0, version: 2 });
+    expect({ ...event, changes: event.changes.sort() }).toEqual({
+      object: user,
+      previousAttributes: { name: "Test Agent", role: "admin", acceptsLeads: true },
+      changes: ["acceptsLeads", "name", "role"],
+    });
+    expect(
+      await env.DB.prepare("SELECT name, role, accepts_leads AS acceptsLeads, version FROM users WHERE id = ?").bind(admin.userId).first(),
+    ).toEqual({ name: "Ada Admin", role: "agent", acceptsLeads: 0, version: 2 });
     // Now an agent: managing users is out of reach.
     const refused = await invite(admin, { email: freshEmail() });
     expect(refused.status).toBe(403);
     expect((await json(refused)).error.code).toBe("insufficient_role");
     // If-Match: the version it was at no longer matches.
-    expect((await call("PATCH", `/v1/users/${admin.userId}`, { token: owner.token, body: { name: "Stale" }, headers: { "if-match": '"1"' } })).status).toBe(412);
+    expect(
+      (await call("PATCH", `/v1/users/${admin.userId}`, { token: owner.token, body: { name: "Stale" }, headers: { "if-match": '"1"' } }))
+        .status,
+    ).toBe(412);
   });
 
   it("keeps at least one owner (409 last_owner), also when two owners demote each other at once", async () => {
@@ -138,14 +158,26 @@ describe("users (/v1/users)", () => {
     for (let trial = 0; trial < 4; trial++) {
       const a = await createPrincipal();
       const b = await createPrincipal({ organizationId: a.organizationId, role: "owner" });
-      const answers = await Promise.all([update(a, b.userId, { role: "admin" }), update(b, a.userId, { role: "admin" }), update(a, a.userId, { role: "agent" }), update(b, b.userId, { role: "agent" })]);
+      const answers = await Promise.all([
+        update(a, b.userId, { role: "admin" }),
+        update(b, a.userId, { role: "admin" }),
+        update(a, a.userId, { role: "agent" }),
+        update(b, b.userId, { role: "agent" }),
+      ]);
       // One owner is demoted, the other's demotions are refused (403 once no longer an owner, 409 as the last one);
       // who then loses their owner role may still be moved between admin and agent.
       expect(answers.some((r) => r.status === 200)).toBe(true);
       for (const r of answers) expect([200, 403, 409]).toContain(r.status);
-      const owners = await (await tenantDb(a.organizationId)).prepare("SELECT COUNT(*) AS n FROM users WHERE organization_id = ? AND role = 'owner'").bind(a.organizationId).first("n");
+      const owners = await (await tenantDb(a.organizationId))
+        .prepare("SELECT COUNT(*) AS n FROM users WHERE organization_id = ? AND role = 'owner'")
+        .bind(a.organizationId)
+        .first("n");
       expect(owners).toBe(1);
-      expect(await env.DB.prepare("SELECT COUNT(*) AS n FROM users WHERE organization_id = ? AND role = 'owner'").bind(a.organizationId).first("n")).toBe(1);
+      expect(
+        await env.DB.prepare("SELECT COUNT(*) AS n FROM users WHERE organization_id = ? AND role = 'owner'")
+          .bind(a.organizationId)
+          .first("n"),
+      ).toBe(1);
     }
   });
 
@@ -155,7 +187,10 @@ describe("users (/v1/users)", () => {
     expect((await call("GET", `/v1/users/${owner.userId}`, { token: owner.token })).status).toBe(200);
     const unknown = crypto.randomUUID();
     for (const [theirs, nobodys] of [
-      [await call("GET", `/v1/users/${stranger.userId}`, { token: owner.token }), await call("GET", `/v1/users/${unknown}`, { token: owner.token })],
+      [
+        await call("GET", `/v1/users/${stranger.userId}`, { token: owner.token }),
+        await call("GET", `/v1/users/${unknown}`, { token: owner.token }),
+      ],
       [await update(owner, stranger.userId, { name: "Mine now" }), await update(owner, unknown, { name: "Mine now" })],
     ]) {
       expect(theirs!.status).toBe(404);
@@ -184,13 +219,16 @@ describe("invitation mails per address", () => {
     const [local, domain] = email.split("@");
     const tagged = `${local}+again@${domain}`;
     expect((await invite(owner, { email: tagged })).status).toBe(429);
-    expect((await json(await call("GET", "/v1/users", { token: owner.token }))).data.map((u: { email: string }) => u.email)).not.toContain(tagged);
+    expect((await json(await call("GET", "/v1/users", { token: owner.token }))).data.map((u: { email: string }) => u.email)).not.toContain(
+      tagged,
+    );
     // Other addresses are not held up.
     expect((await invite(owner, { email: freshEmail() })).status).toBe(201);
     // At Gmail, dots and googlemail.com reach the same inbox too.
     const name = `inv${crypto.randomUUID().slice(0, 8)}`;
     for (let i = 0; i < 3; i++) expect((await invite(owner, { email: `${name}+${i}@gmail.com` })).status).toBe(201);
-    for (const variant of [`${name.slice(0, 3)}.${name.slice(3)}@gmail.com`, `${name}@googlemail.com`]) expect((await invite(owner, { email: variant })).status, variant).toBe(429);
+    for (const variant of [`${name.slice(0, 3)}.${name.slice(3)}@gmail.com`, `${name}@googlemail.com`])
+      expect((await invite(owner, { email: variant })).status, variant).toBe(429);
   });
 
   it("does not let one organization spend another's invitations; all of them together mail an address at most 10 a day", async () => {
@@ -198,7 +236,8 @@ describe("invitation mails per address", () => {
     const orgs = await Promise.all(Array.from({ length: 4 }, () => createPrincipal()));
     // The first organization spends its three; the second still invites (the adversarial pass: one tenant blocked another's onboarding).
     const first = (await json(await invite(orgs[0]!, { email }))).data;
-    for (let i = 0; i < 2; i++) expect((await call("POST", `/v1/users/${first.id}/invitation`, { token: orgs[0]!.token })).status).toBe(200);
+    for (let i = 0; i < 2; i++)
+      expect((await call("POST", `/v1/users/${first.id}/invitation`, { token: orgs[0]!.token })).status).toBe(200);
     const statuses: number[] = [];
     for (const org of orgs.slice(1)) {
       const user = await invite(org, { email });
@@ -226,7 +265,9 @@ describe("invitation links (/invite/<token>)", () => {
     expect(done.res.status).toBe(200);
     const token = sessionTokenIn(done.html);
     expect(token).toBeDefined();
-    const session = await env.DB.prepare("SELECT user_id AS userId, expires_at AS expiresAt FROM sessions WHERE token_hash = ?").bind(await sha256Hex(token!)).first<{ userId: string; expiresAt: string }>();
+    const session = await env.DB.prepare("SELECT user_id AS userId, expires_at AS expiresAt FROM sessions WHERE token_hash = ?")
+      .bind(await sha256Hex(token!))
+      .first<{ userId: string; expiresAt: string }>();
     expect(session!.userId).toBe(user.id);
     expect(Date.parse(session!.expiresAt) - Date.now()).toBeGreaterThan(29.9 * 86_400_000);
 
@@ -236,7 +277,11 @@ describe("invitation links (/invite/<token>)", () => {
     // Turning active is a change integrators hear of, once, by the user themself.
     const activations = (await eventsOf(owner.organizationId, "user.updated")).filter((e) => e.object.id === user.id);
     expect(activations).toEqual([
-      expect.objectContaining({ object: expect.objectContaining({ id: user.id, status: "active", invitationExpiresAt: null }), previousAttributes: { status: "invited", invitationExpiresAt: user.invitationExpiresAt }, changes: ["status", "invitationExpiresAt"] }),
+      expect.objectContaining({
+        object: expect.objectContaining({ id: user.id, status: "active", invitationExpiresAt: null }),
+        previousAttributes: { status: "invited", invitationExpiresAt: user.invitationExpiresAt },
+        changes: ["status", "invitationExpiresAt"],
+      }),
     ]);
 
     // Used: the link answers as an unknown one, on the page and on its forms.
@@ -252,7 +297,9 @@ describe("invitation links (/invite/<token>)", () => {
     const email = freshEmail();
     const user = (await json(await invite(owner, { email }))).data;
     const link = await invitationLink(email);
-    await env.DB.prepare("UPDATE user_invitations SET expires_at = ? WHERE user_id = ?").bind(new Date(Date.now() - 1000).toISOString(), user.id).run();
+    await env.DB.prepare("UPDATE user_invitations SET expires_at = ? WHERE user_id = ?")
+      .bind(new Date(Date.now() - 1000).toISOString(), user.id)
+      .run();
     const res = await pageCall("GET", link);
     expect(res.status).toBe(404);
     expect(await res.text()).toContain("This invitation link does not work");
@@ -277,7 +324,9 @@ describe("invitation links (/invite/<token>)", () => {
     const email = freshEmail();
     await invite(owner, { email });
     const now = new Date();
-    await env.DB.prepare("INSERT INTO oauth_sign_in_locks (email_hash, locked_at, locked_until) VALUES (?, ?, ?)").bind(await sha256Hex(email), now.toISOString(), new Date(now.getTime() + 3_600_000).toISOString()).run();
+    await env.DB.prepare("INSERT INTO oauth_sign_in_locks (email_hash, locked_at, locked_until) VALUES (?, ?, ?)")
+      .bind(await sha256Hex(email), now.toISOString(), new Date(now.getTime() + 3_600_000).toISOString())
+      .run();
     const browser = new Browser(await invitationLink(email), pageCall);
     await browser.open();
     const sent = await browser.post({ step: "send" });
@@ -290,7 +339,10 @@ describe("invitation links (/invite/<token>)", () => {
     const owner = await createPrincipal();
     const email = freshEmail();
     await invite(owner, { email });
-    const app = testApp({ invitations: { botChallenge: () => ({ verify: async (token) => token === "human" }) } }, { BOT_CHALLENGE_SECRET: "secret", BOT_CHALLENGE_SITE_KEY: "site-key" });
+    const app = testApp(
+      { invitations: { botChallenge: () => ({ verify: async (token) => token === "human" }) } },
+      { BOT_CHALLENGE_SECRET: "secret", BOT_CHALLENGE_SITE_KEY: "site-key" },
+    );
     const send: Call = (method, path, opts = {}) => app.fetch(method, path, { headers: opts.headers, body: opts.rawBody });
     const browser = new Browser(await invitationLink(email), send);
     const page = await browser.open();

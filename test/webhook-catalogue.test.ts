@@ -7,7 +7,16 @@ import { WEBHOOK_EVENTS, type WebhookEventName } from "../src/webhooks/events";
 import { call } from "./helpers/client";
 import { createContact, updateContact } from "./helpers/contacts";
 import { createDeal, createTask, documentForm, moveDeal, updateDeal } from "./helpers/deals";
-import { createDocument, freshIp, leaseCanonical, publicSign, sendForSignature, signAll, signingCodeFor, tokenOf } from "./helpers/documents";
+import {
+  createDocument,
+  freshIp,
+  leaseCanonical,
+  publicSign,
+  sendForSignature,
+  signAll,
+  signingCodeFor,
+  tokenOf,
+} from "./helpers/documents";
 import { createPrincipal, tenantDb, type TestPrincipal } from "./helpers/factories";
 import { newAgreement, publicAccept } from "./helpers/clickwrap";
 import { publishedProfile } from "./helpers/profiles";
@@ -30,7 +39,12 @@ interface Payload {
   event: string;
   apiVersion: string;
   createdAt: string;
-  data: { object: Record<string, any>; previousAttributes: Record<string, unknown> | null; changes: string[] | null; [extra: string]: unknown };
+  data: {
+    object: Record<string, any>;
+    previousAttributes: Record<string, unknown> | null;
+    changes: string[] | null;
+    [extra: string]: unknown;
+  };
   organization: { id: string; name: string };
   user: { id: string; name: string | null; email: string } | null;
 }
@@ -89,10 +103,23 @@ const property = (w: World) =>
     const p = await createProperty(w.owner.token);
     await updateProperty(w.owner.token, p.id, { listing: { listPrice: 625000 } });
     await updateProperty(w.owner.token, p.id, { listing: { status: "PENDING" } });
-    await ok(await call("POST", `/v1/properties/${p.id}/photos`, { token: w.owner.token, body: photoForm([{ bytes: PNG_1X1, name: "front.png", type: "image/png" }]) }), 201);
+    await ok(
+      await call("POST", `/v1/properties/${p.id}/photos`, {
+        token: w.owner.token,
+        body: photoForm([{ bytes: PNG_1X1, name: "front.png", type: "image/png" }]),
+      }),
+      201,
+    );
     const buyer = await createContact(w.owner.token);
-    for (const signal of [{ type: "INQUIRY", message: "Is it available?" }, { type: "SHOWING", scheduledAt: "2030-01-01T15:00:00Z" }, { type: "OFFER", amount: 640000 }]) {
-      await ok(await call("POST", `/v1/properties/${p.id}/signals`, { token: w.owner.token, body: { ...signal, contactId: buyer.id } }), 201);
+    for (const signal of [
+      { type: "INQUIRY", message: "Is it available?" },
+      { type: "SHOWING", scheduledAt: "2030-01-01T15:00:00Z" },
+      { type: "OFFER", amount: 640000 },
+    ]) {
+      await ok(
+        await call("POST", `/v1/properties/${p.id}/signals`, { token: w.owner.token, body: { ...signal, contactId: buyer.id } }),
+        201,
+      );
     }
     await ok(await call("DELETE", `/v1/properties/${p.id}`, { token: w.owner.token }));
     await ok(await call("POST", `/v1/properties/${p.id}/restore`, { token: w.owner.token }));
@@ -141,7 +168,10 @@ const voidedEnvelope = (w: World) =>
 const expiredEnvelope = (w: World) =>
   w.once("expired", async () => {
     const { sent, token } = await sentLease(w, { expiresInDays: 1 });
-    await (await tenantDb(w.owner.organizationId)).prepare("UPDATE envelopes SET expires_at = ? WHERE id = ?").bind(new Date(Date.now() - 1000).toISOString(), sent.envelopeId).run();
+    await (await tenantDb(w.owner.organizationId))
+      .prepare("UPDATE envelopes SET expires_at = ? WHERE id = ?")
+      .bind(new Date(Date.now() - 1000).toISOString(), sent.envelopeId)
+      .run();
     expect((await publicSign("GET", token)).status).toBe(404);
   });
 
@@ -167,13 +197,22 @@ const survey = (w: World) =>
     const issued = await scheduleSurvey(w.owner, { templateId: template.id });
     w.secrets.add(issued.accessToken);
     await ok(await publicSurvey("GET", issued.accessToken));
-    await ok(await publicSurvey("POST", issued.accessToken, { answers: { overall: 5, recommend: 10, comments: "Patient and sharp.", publish: true } }));
+    await ok(
+      await publicSurvey("POST", issued.accessToken, {
+        answers: { overall: 5, recommend: 10, comments: "Patient and sharp.", publish: true },
+      }),
+    );
   });
 
 const referral = (w: World) =>
   w.once("referral", async () => {
     const slug = await publishedProfile(w.owner);
-    const body = { referrerName: "Rita Referrer", referrerEmail: `${crypto.randomUUID()}@referrer.test`, referredName: "Lee Lead", referredEmail: `${crypto.randomUUID()}@lead.test` };
+    const body = {
+      referrerName: "Rita Referrer",
+      referrerEmail: `${crypto.randomUUID()}@referrer.test`,
+      referredName: "Lee Lead",
+      referredEmail: `${crypto.randomUUID()}@lead.test`,
+    };
     await ok(await call("POST", `/api/public/referral/${slug}`, { body, headers: { "cf-connecting-ip": freshIp() } }), 202);
   });
 
@@ -185,18 +224,29 @@ const clickwrap = (w: World) =>
 
 const organization = (w: World) =>
   w.once("organization", async () => {
-    await ok(await call("PATCH", "/v1/organization", { token: w.owner.token, body: { displayName: "Catalogue Realty", timeZone: "America/Toronto" } }));
+    await ok(
+      await call("PATCH", "/v1/organization", {
+        token: w.owner.token,
+        body: { displayName: "Catalogue Realty", timeZone: "America/Toronto" },
+      }),
+    );
   });
 
 const user = (w: World) =>
   w.once("user", async () => {
-    const created = await ok(await call("POST", "/v1/users", { token: w.owner.token, body: { email: `${crypto.randomUUID()}@agents.test`, name: "Ivy Invitee" } }), 201);
+    const created = await ok(
+      await call("POST", "/v1/users", { token: w.owner.token, body: { email: `${crypto.randomUUID()}@agents.test`, name: "Ivy Invitee" } }),
+      201,
+    );
     await ok(await call("PATCH", `/v1/users/${created.data.id}`, { token: w.owner.token, body: { role: "admin", acceptsLeads: false } }));
   });
 
 const apiKey = (w: World) =>
   w.once("apiKey", async () => {
-    const created = await ok(await call("POST", "/v1/api-keys", { token: w.owner.token, body: { name: "IDX site", permissions: ["contacts:read"] } }), 201);
+    const created = await ok(
+      await call("POST", "/v1/api-keys", { token: w.owner.token, body: { name: "IDX site", permissions: ["contacts:read"] } }),
+      201,
+    );
     w.secrets.add(created.data.key);
     expect((await call("DELETE", `/v1/api-keys/${created.data.id}`, { token: w.owner.token })).status).toBe(204);
   });
@@ -208,7 +258,10 @@ const disabledEndpoint = (w: World) =>
     const other = await subscribe(w.owner, { url: failing.url, events: ["deal.created"] });
     w.secrets.add(other.secret);
     const db = await tenantDb(w.owner.organizationId);
-    await db.prepare("UPDATE webhook_subscriptions SET failing_since = ? WHERE id = ?").bind(new Date(Date.now() - 6 * 86_400_000).toISOString(), other.id).run();
+    await db
+      .prepare("UPDATE webhook_subscriptions SET failing_since = ? WHERE id = ?")
+      .bind(new Date(Date.now() - 6 * 86_400_000).toISOString(), other.id)
+      .run();
     expect(await healEndpoints(env, createDb(db))).toBe(1);
   });
 
@@ -220,7 +273,11 @@ const importBook = (w: World) =>
       { firstName: "No", lastName: "Email" },
     ];
     const started = await ok(await call("POST", "/v1/imports", { token: w.owner.token, body: { kind: "contacts", rows } }), 202);
-    await vi.waitFor(async () => expect((await ok(await call("GET", `/v1/imports/${started.data.id}`, { token: w.owner.token }))).data.status).toBe("completed"), { timeout: 20_000, interval: 200 });
+    await vi.waitFor(
+      async () =>
+        expect((await ok(await call("GET", `/v1/imports/${started.data.id}`, { token: w.owner.token }))).data.status).toBe("completed"),
+      { timeout: 20_000, interval: 200 },
+    );
   });
 
 const isSha256 = (v: unknown) => typeof v === "string" && /^[0-9a-f]{64}$/.test(v);
@@ -240,7 +297,11 @@ const DRIVE: { event: WebhookEventName; drive(w: World): Promise<unknown>; check
   { event: "deal.updated", drive: deal },
   { event: "deal.deleted", drive: deal },
   { event: "deal.restored", drive: deal },
-  { event: "deal.stage_changed", drive: deal, check: (p) => expect(p.data.stageChange).toMatchObject({ previousStage: expect.any(String), newStage: expect.any(String) }) },
+  {
+    event: "deal.stage_changed",
+    drive: deal,
+    check: (p) => expect(p.data.stageChange).toMatchObject({ previousStage: expect.any(String), newStage: expect.any(String) }),
+  },
   { event: "deal.won", drive: deal },
   { event: "deal.lost", drive: deal },
   { event: "deal.task_created", drive: deal, check: (p) => expect(p.data.task).toMatchObject({ id: expect.any(String) }) },
@@ -254,27 +315,73 @@ const DRIVE: { event: WebhookEventName; drive(w: World): Promise<unknown>; check
   { event: "property.status_changed", drive: property },
   { event: "property.price_changed", drive: property, check: (p) => expect(p.data.priceChange).toMatchObject({ newPrice: 625000 }) },
   { event: "property.photos_uploaded", drive: property },
-  { event: "property.inquiry_received", drive: property, check: (p) => expect(p.data.signal).toMatchObject({ recordedAt: expect.any(String) }) },
+  {
+    event: "property.inquiry_received",
+    drive: property,
+    check: (p) => expect(p.data.signal).toMatchObject({ recordedAt: expect.any(String) }),
+  },
   { event: "property.showing_scheduled", drive: property },
   { event: "property.offer_received", drive: property },
-  { event: "communication.email_sent", drive: communications, check: (p) => expect(p.data.object).toMatchObject({ type: "email", direction: "outbound", subject: "Elm St" }) },
-  { event: "communication.email_received", drive: communications, check: (p) => expect(p.data.object).toMatchObject({ type: "email", direction: "inbound" }) },
-  { event: "communication.sms_sent", drive: communications, check: (p) => expect(p.data.object).toMatchObject({ type: "sms", direction: "outbound" }) },
-  { event: "communication.sms_received", drive: communications, check: (p) => expect(p.data.object).toMatchObject({ type: "sms", direction: "inbound" }) },
+  {
+    event: "communication.email_sent",
+    drive: communications,
+    check: (p) => expect(p.data.object).toMatchObject({ type: "email", direction: "outbound", subject: "Elm St" }),
+  },
+  {
+    event: "communication.email_received",
+    drive: communications,
+    check: (p) => expect(p.data.object).toMatchObject({ type: "email", direction: "inbound" }),
+  },
+  {
+    event: "communication.sms_sent",
+    drive: communications,
+    check: (p) => expect(p.data.object).toMatchObject({ type: "sms", direction: "outbound" }),
+  },
+  {
+    event: "communication.sms_received",
+    drive: communications,
+    check: (p) => expect(p.data.object).toMatchObject({ type: "sms", direction: "inbound" }),
+  },
   { event: "communication.call_started", drive: communications, check: (p) => expect(p.data.object).toMatchObject({ type: "call" }) },
-  { event: "communication.call_ended", drive: communications, check: (p) => expect(p.data.object).toMatchObject({ type: "call", durationSeconds: 95 }) },
-  { event: "communication.voicemail_received", drive: communications, check: (p) => expect(p.data.object).toMatchObject({ type: "voicemail", durationSeconds: 20 }) },
-  { event: "organization.updated", drive: organization, check: (p) => expect([p.data.object.displayName, p.data.changes]).toEqual(["Catalogue Realty", ["displayName", "timeZone"]]) },
+  {
+    event: "communication.call_ended",
+    drive: communications,
+    check: (p) => expect(p.data.object).toMatchObject({ type: "call", durationSeconds: 95 }),
+  },
+  {
+    event: "communication.voicemail_received",
+    drive: communications,
+    check: (p) => expect(p.data.object).toMatchObject({ type: "voicemail", durationSeconds: 20 }),
+  },
+  {
+    event: "organization.updated",
+    drive: organization,
+    check: (p) => expect([p.data.object.displayName, p.data.changes]).toEqual(["Catalogue Realty", ["displayName", "timeZone"]]),
+  },
   { event: "user.created", drive: user, check: (p) => expect(p.data.object).toMatchObject({ name: "Ivy Invitee", role: "agent" }) },
   { event: "user.updated", drive: user, check: (p) => expect(p.data.object).toMatchObject({ role: "admin", acceptsLeads: false }) },
   { event: "integration.connected", drive: apiKey, check: (p) => expect(p.data.object).toMatchObject({ name: "IDX site" }) },
   { event: "integration.disconnected", drive: apiKey, check: (p) => expect(p.data.object).toMatchObject({ name: "IDX site" }) },
-  { event: "webhook.endpoint_disabled", drive: disabledEndpoint, check: (p) => expect(p.data.object).toMatchObject({ enabled: false, disabledAt: expect.any(String) }) },
-  { event: "document.created", drive: signedEnvelope, check: (p) => expect(p.data.object).toMatchObject({ status: "GENERATED", formKey: "on/standard-lease", sha256: expect.stringMatching(/^[0-9a-f]{64}$/) }) },
+  {
+    event: "webhook.endpoint_disabled",
+    drive: disabledEndpoint,
+    check: (p) => expect(p.data.object).toMatchObject({ enabled: false, disabledAt: expect.any(String) }),
+  },
+  {
+    event: "document.created",
+    drive: signedEnvelope,
+    check: (p) =>
+      expect(p.data.object).toMatchObject({
+        status: "GENERATED",
+        formKey: "on/standard-lease",
+        sha256: expect.stringMatching(/^[0-9a-f]{64}$/),
+      }),
+  },
   {
     event: "envelope.sent",
     drive: signedEnvelope,
-    check: (p) => expect(p.data.object).toMatchObject({ status: "partially_signed", signerVerification: "code", signers: [{ status: "sent" }] }),
+    check: (p) =>
+      expect(p.data.object).toMatchObject({ status: "partially_signed", signerVerification: "code", signers: [{ status: "sent" }] }),
   },
   {
     event: "envelope.opened",
@@ -284,7 +391,11 @@ const DRIVE: { event: WebhookEventName; drive(w: World): Promise<unknown>; check
       expect(p.data.changes).toEqual(["signers"]);
     },
   },
-  { event: "envelope.signer_signed", drive: signedEnvelope, check: (p) => expect(p.data.signer).toMatchObject({ status: "signed", verification: "email_code" }) },
+  {
+    event: "envelope.signer_signed",
+    drive: signedEnvelope,
+    check: (p) => expect(p.data.signer).toMatchObject({ status: "signed", verification: "email_code" }),
+  },
   {
     event: "envelope.completed",
     drive: signedEnvelope,
@@ -298,27 +409,78 @@ const DRIVE: { event: WebhookEventName; drive(w: World): Promise<unknown>; check
     drive: signedEnvelope,
     async check(p, w) {
       expect(p.data.object).toMatchObject({ status: "completed", signedDocument: { status: "ready" } });
-      const row = await (await tenantDb(w.owner.organizationId)).prepare("SELECT sealed_sha256 FROM envelopes WHERE id = ?").bind(p.data.object.id).first<{ sealed_sha256: string }>();
+      const row = await (await tenantDb(w.owner.organizationId))
+        .prepare("SELECT sealed_sha256 FROM envelopes WHERE id = ?")
+        .bind(p.data.object.id)
+        .first<{ sealed_sha256: string }>();
       // The sealed PDF's hash, which POST /api/public/verify knows it by; not the hash of the document the signers read.
       expect(p.data.documentSha256).toBe(row!.sealed_sha256);
       expect(isSha256(p.data.documentSha256) && p.data.documentSha256 !== p.data.object.document.sha256).toBe(true);
     },
   },
-  { event: "envelope.declined", drive: declinedEnvelope, check: (p) => expect([p.data.object.status, p.data.signer]).toMatchObject(["declined", { status: "declined" }]) },
-  { event: "envelope.voided", drive: voidedEnvelope, check: (p) => expect([p.data.object.status, p.data.previousAttributes?.status]).toEqual(["voided", "partially_signed"]) },
+  {
+    event: "envelope.declined",
+    drive: declinedEnvelope,
+    check: (p) => expect([p.data.object.status, p.data.signer]).toMatchObject(["declined", { status: "declined" }]),
+  },
+  {
+    event: "envelope.voided",
+    drive: voidedEnvelope,
+    check: (p) => expect([p.data.object.status, p.data.previousAttributes?.status]).toEqual(["voided", "partially_signed"]),
+  },
   { event: "envelope.expired", drive: expiredEnvelope, check: (p) => expect(p.data.object.status).toBe("expired") },
-  { event: "obligation.due_soon", drive: obligationNotices, check: (p) => expect(p.data.object).toMatchObject({ type: "deposit_due", dueDate: "2026-12-20T00:00:00.000Z", urgency: "due_soon", amountCents: 250_000 }) },
-  { event: "obligation.overdue", drive: obligationNotices, check: (p) => expect(p.data.object).toMatchObject({ type: "deposit_due", urgency: "overdue" }) },
-  { event: "clickwrap.accepted", drive: clickwrap, check: (p) => expect(p.data.object).toMatchObject({ subjectRef: "client-42", agreementId: expect.any(String), versionHash: expect.stringMatching(/^[0-9a-f]{64}$/) }) },
-  { event: "testimonial.approved", drive: testimonial, check: (p) => expect([p.data.object.status, p.data.previousAttributes?.status]).toEqual(["APPROVED", "PENDING"]) },
-  { event: "testimonial.published", drive: testimonial, check: (p) => expect(p.data.object).toMatchObject({ status: "PUBLISHED", visibility: "PUBLIC", rating: 5 }) },
+  {
+    event: "obligation.due_soon",
+    drive: obligationNotices,
+    check: (p) =>
+      expect(p.data.object).toMatchObject({
+        type: "deposit_due",
+        dueDate: "2026-12-20T00:00:00.000Z",
+        urgency: "due_soon",
+        amountCents: 250_000,
+      }),
+  },
+  {
+    event: "obligation.overdue",
+    drive: obligationNotices,
+    check: (p) => expect(p.data.object).toMatchObject({ type: "deposit_due", urgency: "overdue" }),
+  },
+  {
+    event: "clickwrap.accepted",
+    drive: clickwrap,
+    check: (p) =>
+      expect(p.data.object).toMatchObject({
+        subjectRef: "client-42",
+        agreementId: expect.any(String),
+        versionHash: expect.stringMatching(/^[0-9a-f]{64}$/),
+      }),
+  },
+  {
+    event: "testimonial.approved",
+    drive: testimonial,
+    check: (p) => expect([p.data.object.status, p.data.previousAttributes?.status]).toEqual(["APPROVED", "PENDING"]),
+  },
+  {
+    event: "testimonial.published",
+    drive: testimonial,
+    check: (p) => expect(p.data.object).toMatchObject({ status: "PUBLISHED", visibility: "PUBLIC", rating: 5 }),
+  },
   {
     event: "survey.completed",
     drive: survey,
-    check: (p) => expect(p.data.object).toMatchObject({ status: "COMPLETED", response: { answers: { overall: 5, recommend: 10, publish: true } } }),
+    check: (p) =>
+      expect(p.data.object).toMatchObject({ status: "COMPLETED", response: { answers: { overall: 5, recommend: 10, publish: true } } }),
   },
-  { event: "import.completed", drive: importBook, check: (p) => expect(p.data.object).toMatchObject({ kind: "contacts", status: "completed", processed: 2, created: 1, failed: 1 }) },
-  { event: "referral.received", drive: referral, check: (p) => expect(p.data.object).toMatchObject({ status: "RECEIVED", channel: "PUBLIC_PROFILE", referredName: "Lee Lead" }) },
+  {
+    event: "import.completed",
+    drive: importBook,
+    check: (p) => expect(p.data.object).toMatchObject({ kind: "contacts", status: "completed", processed: 2, created: 1, failed: 1 }),
+  },
+  {
+    event: "referral.received",
+    drive: referral,
+    check: (p) => expect(p.data.object).toMatchObject({ status: "RECEIVED", channel: "PUBLIC_PROFILE", referredName: "Lee Lead" }),
+  },
 ];
 
 /** The deliveries of `box` by event name, once every name of `events` has arrived. */
@@ -327,7 +489,8 @@ async function deliveriesOf(box: Mailbox, events: string[]): Promise<Map<string,
   await vi.waitFor(
     async () => {
       byEvent.clear();
-      for (const r of await box.received()) byEvent.set(r.headers["x-service-event"]!, [...(byEvent.get(r.headers["x-service-event"]!) ?? []), r]);
+      for (const r of await box.received())
+        byEvent.set(r.headers["x-service-event"]!, [...(byEvent.get(r.headers["x-service-event"]!) ?? []), r]);
       expect(events.filter((e) => !byEvent.has(e))).toEqual([]);
     },
     { timeout: 90_000, interval: 500 },
@@ -339,10 +502,15 @@ describe("the whole webhook catalogue reaches a subscriber (issue 32)", () => {
   it("every catalogue event is driven by a row of DRIVE", () => {
     const driven = DRIVE.map((r) => r.event);
     expect(new Set(driven).size, "one row per event").toBe(driven.length);
-    expect(WEBHOOK_EVENTS.filter((e) => !driven.includes(e)), "catalogue events no row drives").toEqual([]);
+    expect(
+      WEBHOOK_EVENTS.filter((e) => !driven.includes(e)),
+      "catalogue events no row drives",
+    ).toEqual([]);
   });
 
-  it("one endpoint subscribed to every event receives each, signed, in the payload structure, carrying no token or code", { timeout: 240_000 }, async () => {
+  it("one endpoint subscribed to every event receives each, signed, in the payload structure, carrying no token or code", {
+    timeout: 240_000,
+  }, async () => {
     const owner = await createPrincipal();
     const box = await openMailbox();
     const sub = await subscribe(owner, { url: box.url, events: [...WEBHOOK_EVENTS] });
@@ -366,12 +534,18 @@ describe("the whole webhook catalogue reaches a subscriber (issue 32)", () => {
       for (const delivery of received.get(row.event)!) {
         const payload = hook.verify(delivery.body, delivery.headers) as Payload;
         expect(Object.keys(payload), row.event).toEqual(["id", "event", "apiVersion", "createdAt", "data", "organization", "user"]);
-        expect(payload, row.event).toMatchObject({ id: delivery.headers["webhook-id"], event: row.event, organization: { id: owner.organizationId } });
+        expect(payload, row.event).toMatchObject({
+          id: delivery.headers["webhook-id"],
+          event: row.event,
+          organization: { id: owner.organizationId },
+        });
         expect(typeof payload.data.object?.id, `${row.event}: data.object is the resource`).toBe("string");
         expect(payload.data.changes === null || Array.isArray(payload.data.changes), row.event).toBe(true);
         for (const secret of w.secrets) {
           // A code is six digits: it may not stand alone anywhere in the body (inside a hex hash or id it is chance).
-          const found = /^\d{6}$/.test(secret) ? new RegExp(`(?<![0-9a-f])${secret}(?![0-9a-f])`).test(delivery.body) : delivery.body.includes(secret);
+          const found = /^\d{6}$/.test(secret)
+            ? new RegExp(`(?<![0-9a-f])${secret}(?![0-9a-f])`).test(delivery.body)
+            : delivery.body.includes(secret);
           expect(found, `${row.event} carries a token, code or secret`).toBe(false);
         }
         expect(delivery.body, `${row.event} carries a capability link`).not.toMatch(/\/(sign|survey)\/|[?&]signature=/);
@@ -406,7 +580,9 @@ const DOCUMENT_DESK = WEBHOOK_EVENTS.filter((e) => /^(envelope|document|obligati
 /** How many events of each of `types` the organization's outbox holds. */
 async function stagedCounts(organizationId: string, types: readonly string[]): Promise<Record<string, number>> {
   const { results } = await (await tenantDb(organizationId))
-    .prepare("SELECT type, COUNT(*) AS n FROM outbox_events WHERE organization_id = ? AND type IN (SELECT value FROM json_each(?)) GROUP BY type")
+    .prepare(
+      "SELECT type, COUNT(*) AS n FROM outbox_events WHERE organization_id = ? AND type IN (SELECT value FROM json_each(?)) GROUP BY type",
+    )
     .bind(organizationId, JSON.stringify(types))
     .all<{ type: string; n: number }>();
   return Object.fromEntries(results.map((r) => [r.type, r.n]));
@@ -416,10 +592,29 @@ describe("filters on the new resources", () => {
   it("a subscription accepts filter paths on envelope, testimonial and the rest, and a path on no resource is refused", async () => {
     const owner = await createPrincipal();
     const box = await openMailbox();
-    for (const path of ["envelope.status", "document.formKey", "obligation.urgency", "clickwrap.subjectRef", "testimonial.rating", "survey.status", "referral.channel"]) {
-      expect((await call("POST", "/v1/webhooks", { token: owner.token, body: { url: box.url, events: ["envelope.completed"], filters: { [path]: { ne: null } } } })).status, path).toBe(201);
+    for (const path of [
+      "envelope.status",
+      "document.formKey",
+      "obligation.urgency",
+      "clickwrap.subjectRef",
+      "testimonial.rating",
+      "survey.status",
+      "referral.channel",
+    ]) {
+      expect(
+        (
+          await call("POST", "/v1/webhooks", {
+            token: owner.token,
+            body: { url: box.url, events: ["envelope.completed"], filters: { [path]: { ne: null } } },
+          })
+        ).status,
+        path,
+      ).toBe(201);
     }
-    const refused = await call("POST", "/v1/webhooks", { token: owner.token, body: { url: box.url, events: ["envelope.completed"], filters: { "signature.status": { eq: "x" } } } });
+    const refused = await call("POST", "/v1/webhooks", {
+      token: owner.token,
+      body: { url: box.url, events: ["envelope.completed"], filters: { "signature.status": { eq: "x" } } },
+    });
     expect(refused.status).toBe(422);
   });
 
@@ -447,7 +642,9 @@ describe("filters on the new resources", () => {
 });
 
 describe("obligation notices (the cron)", () => {
-  it("emit each notice once per obligation, however often and however concurrently the pass runs, and a redelivered one is delivered once", { timeout: 60_000 }, async () => {
+  it("emit each notice once per obligation, however often and however concurrently the pass runs, and a redelivered one is delivered once", {
+    timeout: 60_000,
+  }, async () => {
     const owner = await createPrincipal();
     const box = await openMailbox();
     const sub = await subscribe(owner, { url: box.url, events: ["obligation.due_soon", "obligation.overdue"] });
@@ -463,7 +660,10 @@ describe("obligation notices (the cron)", () => {
     // Overdue from the day after the due date, once; the term's expiry (2027-12-31) is nowhere near.
     expect((await Promise.all(Array.from({ length: 5 }, () => pass("2026-12-21")))).reduce((a, b) => a + b)).toBe(1);
     expect(await pass("2027-01-05")).toBe(0);
-    expect(await stagedCounts(owner.organizationId, ["obligation.due_soon", "obligation.overdue"])).toEqual({ "obligation.due_soon": 1, "obligation.overdue": 1 });
+    expect(await stagedCounts(owner.organizationId, ["obligation.due_soon", "obligation.overdue"])).toEqual({
+      "obligation.due_soon": 1,
+      "obligation.overdue": 1,
+    });
 
     await vi.waitFor(async () => expect(await box.count()).toBe(2), { timeout: 20_000, interval: 200 });
     // The queue delivering the overdue notice again (the outbox cron re-sending it, say): still one delivery.
@@ -471,7 +671,9 @@ describe("obligation notices (the cron)", () => {
     await env.EVENTS.send({ id: overdue.id, organizationId: owner.organizationId }, { contentType: "json" });
     await new Promise((r) => setTimeout(r, 2500));
     expect(await box.count()).toBe(2);
-    const deliveries = (await (await call("GET", `/v1/webhooks/${sub.id}/deliveries`, { token: owner.token })).json()) as { data: { eventId: string }[] };
+    const deliveries = (await (await call("GET", `/v1/webhooks/${sub.id}/deliveries`, { token: owner.token })).json()) as {
+      data: { eventId: string }[];
+    };
     expect(deliveries.data.filter((d) => d.eventId === overdue.id)).toHaveLength(1);
   });
 });

@@ -1,4 +1,10 @@
-import { createExecutionContext, createMessageBatch, createScheduledController, getQueueResult, waitOnExecutionContext } from "cloudflare:test";
+import {
+  createExecutionContext,
+  createMessageBatch,
+  createScheduledController,
+  getQueueResult,
+  waitOnExecutionContext,
+} from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import { createDb } from "../src/db/client";
@@ -35,7 +41,11 @@ async function attempt(body: unknown, attempts: number, run = consumer) {
   const retry = vi.spyOn(batch.messages[0]!, "retry");
   await run(batch, env);
   const result = await getQueueResult(batch, createExecutionContext());
-  return { acked: result.explicitAcks.length === 1, retried: result.retryMessages.length === 1, delay: retry.mock.calls[0]?.[0]?.delaySeconds };
+  return {
+    acked: result.explicitAcks.length === 1,
+    retried: result.retryMessages.length === 1,
+    delay: retry.mock.calls[0]?.[0]?.delaySeconds,
+  };
 }
 
 async function log(owner: TestPrincipal, subId: string) {
@@ -70,7 +80,12 @@ describe("webhook delivery", () => {
       user: { id: owner.userId, name: "Test Agent", email: `${owner.userId}@example.test` },
     });
     const [delivery] = await log(owner, sub.id);
-    expect(delivery).toMatchObject({ status: "delivered", attemptCount: 1, lastStatusCode: 200, attempts: [{ attempt: 1, statusCode: 200, error: null, nextAttemptAt: null }] });
+    expect(delivery).toMatchObject({
+      status: "delivered",
+      attemptCount: 1,
+      lastStatusCode: 200,
+      attempts: [{ attempt: 1, statusCode: 200, error: null, nextAttemptAt: null }],
+    });
   });
 
   it("retries 500, 500 with growing backoff, then 200: three attempts, fresh signatures, one event id, delivered", async () => {
@@ -163,7 +178,9 @@ describe("webhook delivery", () => {
     const spy = vi.spyOn(console, "error");
     expect(await attempt(message, 1, createDeliveryConsumer({ resolver: noDns, transport: slow }))).toMatchObject({ retried: true });
     // The real transport over a fetch that fails as workerd's does when the connection drops.
-    expect(await attempt(message, 2, createDeliveryConsumer({ resolver: noDns, transport: fetchTransport(droppedFetch, 2000) }))).toMatchObject({ retried: true });
+    expect(
+      await attempt(message, 2, createDeliveryConsumer({ resolver: noDns, transport: fetchTransport(droppedFetch, 2000) })),
+    ).toMatchObject({ retried: true });
     const attempts = (await log(owner, sub.id))[0].attempts;
     expect(attempts.map((a: { statusCode: null; error: string }) => [a.statusCode, a.error.split(":")[0]])).toEqual([
       [null, "no answer within 30 s"],
@@ -177,7 +194,10 @@ describe("webhook delivery", () => {
     const owner = await createPrincipal();
     const transport: WebhookTransport = { send: vi.fn(async () => ({ status: 200 })) };
     const { sub, message } = await deliveryFor(owner, "http://127.0.0.1:9/hook");
-    await (await tenantDb(owner.organizationId)).prepare("UPDATE webhook_subscriptions SET url = ? WHERE id = ?").bind("https://rebound.example.test/hook", sub.id).run();
+    await (await tenantDb(owner.organizationId))
+      .prepare("UPDATE webhook_subscriptions SET url = ? WHERE id = ?")
+      .bind("https://rebound.example.test/hook", sub.id)
+      .run();
     const rebound = createDeliveryConsumer({ resolver: { resolve: async () => ["10.0.0.7"] }, transport });
     expect(await attempt(message, 1, rebound)).toMatchObject({ retried: true });
     expect(transport.send).not.toHaveBeenCalled();
@@ -206,9 +226,11 @@ describe("webhook delivery", () => {
     const db = await tenantDb(owner.organizationId);
     await db.batch(
       rows.map(([id, at]) =>
-        db.prepare(
-          "INSERT INTO webhook_deliveries (id, organization_id, subscription_id, event_id, event, body, status, attempt_count, created_at, updated_at) VALUES (?, ?, ?, ?, 'contact.created', '{}', 'delivered', 1, ?, ?)",
-        ).bind(id, owner.organizationId, sub.id, crypto.randomUUID(), at, at),
+        db
+          .prepare(
+            "INSERT INTO webhook_deliveries (id, organization_id, subscription_id, event_id, event, body, status, attempt_count, created_at, updated_at) VALUES (?, ?, ?, ?, 'contact.created', '{}', 'delivered', 1, ?, ?)",
+          )
+          .bind(id, owner.organizationId, sub.id, crypto.randomUUID(), at, at),
       ),
     );
     const res = await call("GET", `/v1/webhooks/${sub.id}/deliveries?limit=100`, { token: owner.token });
@@ -225,11 +247,17 @@ describe("webhook delivery", () => {
     const at = new Date().toISOString();
     const db = await tenantDb(owner.organizationId);
     await db.batch([
-      db.prepare(
-        "INSERT INTO webhook_deliveries (id, organization_id, subscription_id, event_id, event, body, status, attempt_count, created_at, updated_at) VALUES (?, ?, ?, ?, 'contact.created', '{}', 'failed', 60, ?, ?)",
-      ).bind(id, owner.organizationId, sub.id, crypto.randomUUID(), at, at),
+      db
+        .prepare(
+          "INSERT INTO webhook_deliveries (id, organization_id, subscription_id, event_id, event, body, status, attempt_count, created_at, updated_at) VALUES (?, ?, ?, ?, 'contact.created', '{}', 'failed', 60, ?, ?)",
+        )
+        .bind(id, owner.organizationId, sub.id, crypto.randomUUID(), at, at),
       ...Array.from({ length: 60 }, (_, i) =>
-        db.prepare("INSERT INTO webhook_delivery_attempts (id, organization_id, delivery_id, attempt, status_code, duration_ms, attempted_at) VALUES (?, ?, ?, ?, 500, 3, ?)").bind(crypto.randomUUID(), owner.organizationId, id, i + 1, at),
+        db
+          .prepare(
+            "INSERT INTO webhook_delivery_attempts (id, organization_id, delivery_id, attempt, status_code, duration_ms, attempted_at) VALUES (?, ?, ?, ?, 500, 3, ?)",
+          )
+          .bind(crypto.randomUUID(), owner.organizationId, id, i + 1, at),
       ),
     ]);
     const [delivery] = (await json(await call("GET", `/v1/webhooks/${sub.id}/deliveries`, { token: owner.token }))).data;
@@ -242,7 +270,10 @@ describe("webhook delivery", () => {
     const box = await openMailbox();
     // Fanned out with a capturing queue: the delivery row exists, its message never reached the real queue.
     const { sub, event } = await deliveryFor(owner, box.url);
-    await (await tenantDb(owner.organizationId)).prepare("UPDATE webhook_deliveries SET updated_at = ? WHERE subscription_id = ?").bind(new Date(Date.now() - 20 * 60_000).toISOString(), sub.id).run();
+    await (await tenantDb(owner.organizationId))
+      .prepare("UPDATE webhook_deliveries SET updated_at = ? WHERE subscription_id = ?")
+      .bind(new Date(Date.now() - 20 * 60_000).toISOString(), sub.id)
+      .run();
     const ctx = createExecutionContext();
     await worker.scheduled(createScheduledController({ cron: "* * * * *" }), env, ctx);
     await waitOnExecutionContext(ctx);
@@ -263,17 +294,27 @@ describe("deliveries in flight when a subscription is narrowed and redirected", 
     expect(await attempt(message, 1)).toMatchObject({ retried: true });
     const key = await createApiKey(owner.token, ["webhooks:manage"]);
     const thief = await openMailbox();
-    const moved = await call("PATCH", `/v1/webhooks/${sub.id}`, { token: key.key, body: { events: ["webhook.endpoint_disabled"], url: thief.url } });
+    const moved = await call("PATCH", `/v1/webhooks/${sub.id}`, {
+      token: key.key,
+      body: { events: ["webhook.endpoint_disabled"], url: thief.url },
+    });
     expect(moved.status).toBe(200);
     expect(await attempt(message, 2)).toMatchObject({ acked: true, retried: false });
     expect(await thief.count()).toBe(0);
     const [delivery] = await log(owner, sub.id);
-    expect(delivery).toMatchObject({ event: "contact.created", status: "failed", lastError: "the subscription no longer carries contact.created" });
+    expect(delivery).toMatchObject({
+      event: "contact.created",
+      status: "failed",
+      lastError: "the subscription no longer carries contact.created",
+    });
     // Neither the owner nor the key sends it there by hand.
     const replay = await call("POST", `/v1/webhooks/${sub.id}/deliveries/${delivery.id}/replay`, { token: owner.token });
     expect(replay.status).toBe(409);
     expect((await json(replay)).error).toMatchObject({ code: "event_not_subscribed" });
-    const recover = await call("POST", `/v1/webhooks/${sub.id}/recover`, { token: owner.token, body: { since: new Date(Date.now() - 60_000).toISOString() } });
+    const recover = await call("POST", `/v1/webhooks/${sub.id}/recover`, {
+      token: owner.token,
+      body: { since: new Date(Date.now() - 60_000).toISOString() },
+    });
     expect((await json(recover)).data?.queued ?? 0).toBe(0);
     expect(await thief.count()).toBe(0);
   });
@@ -285,7 +326,10 @@ describe("webhook delivery across shards (issue 24)", () => {
     const box = await openMailbox();
     const made = await Promise.all(owners.map((owner) => deliveryFor(owner, box.url)));
     for (const [i, { message }] of made.entries()) expect(message).toMatchObject({ organizationId: owners[i]!.organizationId });
-    const batch = createMessageBatch("webhook-deliveries", made.map(({ message }, i) => ({ id: `both-${i}`, timestamp: new Date(), attempts: 1, body: message })));
+    const batch = createMessageBatch(
+      "webhook-deliveries",
+      made.map(({ message }, i) => ({ id: `both-${i}`, timestamp: new Date(), attempts: 1, body: message })),
+    );
     await consumer(batch, env);
     expect((await getQueueResult(batch, createExecutionContext())).explicitAcks.sort()).toEqual(["both-0", "both-1"]);
     for (const [i, owner] of owners.entries()) expect((await log(owner, made[i]!.sub.id))[0].status).toBe("delivered");
@@ -295,7 +339,9 @@ describe("webhook delivery across shards (issue 24)", () => {
     const owner = await createPrincipal();
     const transport: WebhookTransport = { send: vi.fn(async () => ({ status: 200 })) };
     const { sub, message } = await deliveryFor(owner, (await openMailbox()).url);
-    await env.DB.prepare("UPDATE organization_shards SET fenced_at = ? WHERE organization_id = ?").bind(new Date().toISOString(), owner.organizationId).run();
+    await env.DB.prepare("UPDATE organization_shards SET fenced_at = ? WHERE organization_id = ?")
+      .bind(new Date().toISOString(), owner.organizationId)
+      .run();
     const r = await attempt(message, 1, createDeliveryConsumer({ resolver: noDns, transport }));
     await env.DB.prepare("UPDATE organization_shards SET fenced_at = NULL WHERE organization_id = ?").bind(owner.organizationId).run();
     expect(r).toMatchObject({ acked: false, retried: true });
@@ -307,7 +353,11 @@ describe("webhook delivery across shards (issue 24)", () => {
   it("acks and drops a delivery of an organization the directory no longer knows", async () => {
     const transport: WebhookTransport = { send: vi.fn(async () => ({ status: 200 })) };
     const quiet = vi.spyOn(console, "error").mockImplementation(() => {});
-    const r = await attempt({ deliveryId: crypto.randomUUID(), organizationId: crypto.randomUUID() }, 1, createDeliveryConsumer({ resolver: noDns, transport }));
+    const r = await attempt(
+      { deliveryId: crypto.randomUUID(), organizationId: crypto.randomUUID() },
+      1,
+      createDeliveryConsumer({ resolver: noDns, transport }),
+    );
     quiet.mockRestore();
     expect(r).toMatchObject({ acked: true, retried: false });
     expect(transport.send).not.toHaveBeenCalled();

@@ -18,7 +18,10 @@ async function createContact(owner: TestPrincipal, contact: Record<string, unkno
   const res = await call("POST", "/v1/contacts", { token: owner.token, body });
   expect(res.status).toBe(201);
   const created = (await json(res)).data as { id: string };
-  const event = await (await tenantDb(owner.organizationId)).prepare("SELECT id FROM outbox_events WHERE organization_id = ? AND type = 'contact.created' AND json_extract(data, '$.object.id') = ?")
+  const event = await (await tenantDb(owner.organizationId))
+    .prepare(
+      "SELECT id FROM outbox_events WHERE organization_id = ? AND type = 'contact.created' AND json_extract(data, '$.object.id') = ?",
+    )
     .bind(owner.organizationId, created.id)
     .first<{ id: string }>();
   return { id: event!.id, contact: created };
@@ -27,7 +30,8 @@ async function createContact(owner: TestPrincipal, contact: Record<string, unkno
 const deliveriesOf = async (owner: TestPrincipal, id: string) =>
   (await json(await call("GET", `/v1/webhooks/${id}/deliveries`, { token: owner.token }))).data as { status: string; eventId: string }[];
 
-const waitForCount = (box: Mailbox, n: number) => vi.waitFor(async () => expect(await box.count()).toBe(n), { timeout: 20_000, interval: 200 });
+const waitForCount = (box: Mailbox, n: number) =>
+  vi.waitFor(async () => expect(await box.count()).toBe(n), { timeout: 20_000, interval: 200 });
 
 describe("webhooks end to end", { timeout: 30_000 }, () => {
   it("a subscribed receiver gets a contact.created delivery whose signature verifies", async () => {
@@ -39,7 +43,12 @@ describe("webhooks end to end", { timeout: 30_000 }, () => {
     const [req] = await box.received();
     expect(await verifyWebhook(sub.secret, req!.headers, req!.body)).toMatchObject({ ok: true });
     const payload = JSON.parse(req!.body);
-    expect(payload).toMatchObject({ id: event.id, event: "contact.created", data: { object: { firstName: "Grace" } }, user: { id: owner.userId } });
+    expect(payload).toMatchObject({
+      id: event.id,
+      event: "contact.created",
+      data: { object: { firstName: "Grace" } },
+      user: { id: owner.userId },
+    });
     await vi.waitFor(async () => expect((await deliveriesOf(owner, sub.id)).map((d) => d.status)).toEqual(["delivered"]));
   });
 
@@ -47,7 +56,10 @@ describe("webhooks end to end", { timeout: 30_000 }, () => {
     const owner = await createPrincipal();
     const hot = await openMailbox();
     const all = await openMailbox();
-    const filtered = await subscribe(owner, { url: hot.url, filters: { "contact.leadScore": { gte: 80 }, "contact.source": { in: ["WEBSITE", "REFERRAL"] } } });
+    const filtered = await subscribe(owner, {
+      url: hot.url,
+      filters: { "contact.leadScore": { gte: 80 }, "contact.source": { in: ["WEBSITE", "REFERRAL"] } },
+    });
     await subscribe(owner, { url: all.url });
     const matching = await createContact(owner, { leadScore: 85, source: "WEBSITE" });
     await createContact(owner, { leadScore: 95, source: "COLD_CALL" });
@@ -65,8 +77,18 @@ describe("webhooks end to end", { timeout: 30_000 }, () => {
     const sub = await subscribe(owner, { url: box.url });
     const { id } = await createContact(owner, { leadScore: 1 });
     // The outbox cron re-sending the same event, say.
-    const row = await (await tenantDb(owner.organizationId)).prepare("SELECT id, type, organization_id, actor, occurred_at, data FROM outbox_events WHERE id = ?").bind(id).first<{ id: string; type: string; organization_id: string; actor: string; occurred_at: string; data: string }>();
-    const event = { id: row!.id, type: row!.type, organizationId: row!.organization_id, actor: JSON.parse(row!.actor), occurredAt: row!.occurred_at, data: JSON.parse(row!.data) };
+    const row = await (await tenantDb(owner.organizationId))
+      .prepare("SELECT id, type, organization_id, actor, occurred_at, data FROM outbox_events WHERE id = ?")
+      .bind(id)
+      .first<{ id: string; type: string; organization_id: string; actor: string; occurred_at: string; data: string }>();
+    const event = {
+      id: row!.id,
+      type: row!.type,
+      organizationId: row!.organization_id,
+      actor: JSON.parse(row!.actor),
+      occurredAt: row!.occurred_at,
+      data: JSON.parse(row!.data),
+    };
     await env.EVENTS.send(event, { contentType: "json" });
     await waitForCount(box, 1);
     await new Promise((r) => setTimeout(r, 2500)); // room for a second delivery, which must not come
@@ -86,7 +108,11 @@ describe("webhooks end to end", { timeout: 30_000 }, () => {
     expect((await call("DELETE", `/v1/contacts/${contact.id}`, { token: owner.token })).status).toBe(200);
     await waitForCount(box, 1);
     const payload = JSON.parse((await box.received())[0]!.body);
-    expect(payload).toMatchObject({ event: "contact.deleted", data: { object: { id: contact.id } }, organization: { id: owner.organizationId } });
+    expect(payload).toMatchObject({
+      event: "contact.deleted",
+      data: { object: { id: contact.id } },
+      organization: { id: owner.organizationId },
+    });
   });
 
   it("the test route sends a signed webhook.test delivery to the receiver", async () => {
@@ -107,7 +133,11 @@ describe("webhooks end to end", { timeout: 30_000 }, () => {
     const event = await createContact(owner, { leadScore: 5 });
     // Let the fan-out finish first (no subscription yet, so no delivery): the replay is then the only one.
     const shard = await tenantDb(owner.organizationId);
-    const fannedOut = () => shard.prepare("SELECT processed_at FROM processed_events WHERE consumer = 'webhook-fanout' AND event_id = ?").bind(event.id).first("processed_at");
+    const fannedOut = () =>
+      shard
+        .prepare("SELECT processed_at FROM processed_events WHERE consumer = 'webhook-fanout' AND event_id = ?")
+        .bind(event.id)
+        .first("processed_at");
     await vi.waitFor(async () => expect(await fannedOut()).toBeTruthy(), { timeout: 10_000, interval: 100 });
     const box = await openMailbox();
     const sub = await subscribe(owner, { url: box.url });

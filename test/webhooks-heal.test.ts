@@ -1,4 +1,10 @@
-import { createExecutionContext, createMessageBatch, createScheduledController, getQueueResult, waitOnExecutionContext } from "cloudflare:test";
+import {
+  createExecutionContext,
+  createMessageBatch,
+  createScheduledController,
+  getQueueResult,
+  waitOnExecutionContext,
+} from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { Webhook } from "standardwebhooks";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
@@ -27,13 +33,18 @@ beforeEach(() => void vi.useFakeTimers({ toFake: ["Date"], shouldAdvanceTime: tr
 afterEach(() => void vi.useRealTimers());
 
 /** A principal whose session outlives the clock's jumps. */
-const principal = (opts: { organizationId?: string; role?: "owner" | "admin" | "agent" } = {}) => createPrincipal({ ...opts, expiresInSeconds: 60 * 86_400 });
+const principal = (opts: { organizationId?: string; role?: "owner" | "admin" | "agent" } = {}) =>
+  createPrincipal({ ...opts, expiresInSeconds: 60 * 86_400 });
 const emailOf = (p: TestPrincipal) => `${p.userId}@example.test`;
 
 /** `n` contact.created events fanned out without queueing: the messages of the deliveries, to attempt by hand. */
 async function deliveriesFor(owner: TestPrincipal, n = 1) {
   const { env: capture, sent } = capturingEnv();
-  await fanOutEvents(capture, createDb(await tenantDb(owner.organizationId)), Array.from({ length: n }, () => contactEvent(owner, "contact.created", { id: crypto.randomUUID() })));
+  await fanOutEvents(
+    capture,
+    createDb(await tenantDb(owner.organizationId)),
+    Array.from({ length: n }, () => contactEvent(owner, "contact.created", { id: crypto.randomUUID() })),
+  );
   return sent;
 }
 
@@ -53,7 +64,12 @@ async function cronPass() {
 }
 
 const disabledEvents = async (owner: TestPrincipal) =>
-  (await (await tenantDb(owner.organizationId)).prepare("SELECT COUNT(*) AS n FROM outbox_events WHERE organization_id = ? AND type = 'webhook.endpoint_disabled'").bind(owner.organizationId).first<{ n: number }>())!.n;
+  (await (
+    await tenantDb(owner.organizationId)
+  )
+    .prepare("SELECT COUNT(*) AS n FROM outbox_events WHERE organization_id = ? AND type = 'webhook.endpoint_disabled'")
+    .bind(owner.organizationId)
+    .first<{ n: number }>())!.n;
 const noticesTo = async (p: TestPrincipal) => (await mailTo(emailOf(p))).filter((m) => m.subject.includes("webhook endpoint")).length;
 
 /** Waits for `box` to have received `n` requests, then a moment more, so a late duplicate would show. */
@@ -69,7 +85,12 @@ describe("auto-disable after 5 days of failures", { timeout: 60_000 }, () => {
     const owner = await principal();
     const coOwner = await principal({ organizationId: owner.organizationId, role: "owner" });
     const admin = await principal({ organizationId: owner.organizationId, role: "admin" });
-    const [failing, listener, watcher, off] = await Promise.all([openMailbox({ fallback: 500 }), openMailbox(), openMailbox(), openMailbox()]);
+    const [failing, listener, watcher, off] = await Promise.all([
+      openMailbox({ fallback: 500 }),
+      openMailbox(),
+      openMailbox(),
+      openMailbox(),
+    ]);
     const target = await subscribe(owner, { url: failing.url, events: ["contact.created"] });
     // Subscribed to something else entirely: still told, as every other enabled endpoint is.
     const other = await subscribe(owner, { url: listener.url, events: ["deal.created"] });
@@ -93,7 +114,10 @@ describe("auto-disable after 5 days of failures", { timeout: 60_000 }, () => {
 
     // The other enabled endpoints get webhook.endpoint_disabled (through the events queue and their deliveries),
     // signed with their own secrets; the disabled one and the one turned off by its user get nothing.
-    for (const [box, sub] of [[listener, other], [watcher, asked]] as const) {
+    for (const [box, sub] of [
+      [listener, other],
+      [watcher, asked],
+    ] as const) {
       const [got] = await receivedExactly(box, 1);
       const payload = new Webhook(sub.secret).verify(got!.body, got!.headers) as Record<string, any>;
       expect(payload).toMatchObject({ event: "webhook.endpoint_disabled", organization: { id: owner.organizationId }, user: null });
@@ -186,7 +210,10 @@ describe("auto-disable after 5 days of failures", { timeout: 60_000 }, () => {
     expect((await read(owner, target.id)).enabled).toBe(false);
     expect(await disabledEvents(owner)).toBe(1);
     const [got] = await receivedExactly(listener, 1);
-    expect(new Webhook(other.secret).verify(got!.body, got!.headers)).toMatchObject({ event: "webhook.endpoint_disabled", data: { object: { id: target.id, enabled: false } } });
+    expect(new Webhook(other.secret).verify(got!.body, got!.headers)).toMatchObject({
+      event: "webhook.endpoint_disabled",
+      data: { object: { id: target.id, enabled: false } },
+    });
     expect(await noticesTo(owner)).toBe(1);
   });
 
@@ -198,7 +225,12 @@ describe("auto-disable after 5 days of failures", { timeout: 60_000 }, () => {
     vi.setSystemTime(Date.now() + 5 * DAY + 60_000);
     // A mail provider that refuses (resend without its key): the disable commits, the mail does not leave.
     const quiet = vi.spyOn(console, "error").mockImplementation(() => undefined);
-    const disabled = await disableFailingEndpoint({ ...env, EMAIL_PROVIDER: "resend" }, createDb(await tenantDb(owner.organizationId)), owner.organizationId, target.id);
+    const disabled = await disableFailingEndpoint(
+      { ...env, EMAIL_PROVIDER: "resend" },
+      createDb(await tenantDb(owner.organizationId)),
+      owner.organizationId,
+      target.id,
+    );
     quiet.mockRestore();
     expect(disabled).toBe(true);
     expect((await read(owner, target.id)).enabled).toBe(false);

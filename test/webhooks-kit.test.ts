@@ -8,7 +8,10 @@ describe("verifyWebhook (receiver kit)", () => {
   const secret = "whsec_receiver-test-secret";
   const body = JSON.stringify({ id: "evt_1", event: "contact.created" });
   const now = 1_800_000_000;
-  const signed = async (ts = now, raw = body) => ({ "X-Service-Timestamp": String(ts), "X-Service-Signature": await signWebhook(secret, ts, raw) });
+  const signed = async (ts = now, raw = body) => ({
+    "X-Service-Timestamp": String(ts),
+    "X-Service-Signature": await signWebhook(secret, ts, raw),
+  });
 
   it("accepts a fresh, untouched delivery from fetch Headers or Node-style header objects, string or bytes", async () => {
     const h = await signed();
@@ -27,16 +30,34 @@ describe("verifyWebhook (receiver kit)", () => {
 
   it("rejects tampered bodies, other secrets, stale or future timestamps, and malformed headers", async () => {
     const h = await signed();
-    expect(await verifyWebhook(secret, new Headers(h), body.replace("evt_1", "evt_2"), { now })).toEqual({ ok: false, reason: "signature_mismatch" });
+    expect(await verifyWebhook(secret, new Headers(h), body.replace("evt_1", "evt_2"), { now })).toEqual({
+      ok: false,
+      reason: "signature_mismatch",
+    });
     expect(await verifyWebhook("whsec_other", new Headers(h), body, { now })).toEqual({ ok: false, reason: "signature_mismatch" });
-    expect(await verifyWebhook(secret, new Headers(h), body, { now: now + 301 })).toEqual({ ok: false, reason: "timestamp_out_of_tolerance" });
-    expect(await verifyWebhook(secret, new Headers(h), body, { now: now - 301 })).toEqual({ ok: false, reason: "timestamp_out_of_tolerance" });
+    expect(await verifyWebhook(secret, new Headers(h), body, { now: now + 301 })).toEqual({
+      ok: false,
+      reason: "timestamp_out_of_tolerance",
+    });
+    expect(await verifyWebhook(secret, new Headers(h), body, { now: now - 301 })).toEqual({
+      ok: false,
+      reason: "timestamp_out_of_tolerance",
+    });
     expect(await verifyWebhook(secret, new Headers(h), body, { now: now + 290 })).toMatchObject({ ok: true });
     expect(await verifyWebhook(secret, new Headers(h), body, { now: now + 1000, toleranceSeconds: 1200 })).toMatchObject({ ok: true });
     // A signature replayed under a new timestamp does not verify: the timestamp is signed too.
-    expect(await verifyWebhook(secret, new Headers({ ...h, "X-Service-Timestamp": String(now + 5) }), body, { now })).toEqual({ ok: false, reason: "signature_mismatch" });
-    expect(await verifyWebhook(secret, new Headers({ "X-Service-Timestamp": String(now) }), body, { now })).toEqual({ ok: false, reason: "missing_headers" });
-    expect(await verifyWebhook(secret, new Headers({ ...h, "X-Service-Signature": "md5=abc" }), body, { now })).toEqual({ ok: false, reason: "malformed_signature" });
+    expect(await verifyWebhook(secret, new Headers({ ...h, "X-Service-Timestamp": String(now + 5) }), body, { now })).toEqual({
+      ok: false,
+      reason: "signature_mismatch",
+    });
+    expect(await verifyWebhook(secret, new Headers({ "X-Service-Timestamp": String(now) }), body, { now })).toEqual({
+      ok: false,
+      reason: "missing_headers",
+    });
+    expect(await verifyWebhook(secret, new Headers({ ...h, "X-Service-Signature": "md5=abc" }), body, { now })).toEqual({
+      ok: false,
+      reason: "malformed_signature",
+    });
   });
 
   it("accepts either secret while a rotation is under way", async () => {
@@ -46,7 +67,13 @@ describe("verifyWebhook (receiver kit)", () => {
 });
 
 describe("subscription filters", () => {
-  const contact = { leadScore: 85, source: "WEBSITE", tags: ["vip", "buyer"], address: { city: "Toronto" }, createdAt: "2026-11-01T00:00:00Z" };
+  const contact = {
+    leadScore: 85,
+    source: "WEBSITE",
+    tags: ["vip", "buyer"],
+    address: { city: "Toronto" },
+    createdAt: "2026-11-01T00:00:00Z",
+  };
   const check = (filters: WebhookFilters, event = "contact.created", object: unknown = contact) => matchesFilters(filters, event, object);
 
   it("supports every operator on dotted paths", () => {
@@ -97,8 +124,16 @@ describe("payload", () => {
 
   it("property.price_changed adds data.priceChange; other events carry object, previousAttributes and changes only", () => {
     const priceChange = { previousPrice: 500000, newPrice: 475000, changeAmount: -25000, changePercentage: -5 };
-    const data = { object: { id: "p-1", listing: { listPrice: 475000 } }, previousAttributes: { "listing.listPrice": 500000 }, changes: ["listing.listPrice"], priceChange, internal: "not for receivers" };
-    const body = JSON.parse(buildPayload({ id: "e-1", type: "property.price_changed", occurredAt: "2026-11-22T00:00:00.000Z", data }, parties));
+    const data = {
+      object: { id: "p-1", listing: { listPrice: 475000 } },
+      previousAttributes: { "listing.listPrice": 500000 },
+      changes: ["listing.listPrice"],
+      priceChange,
+      internal: "not for receivers",
+    };
+    const body = JSON.parse(
+      buildPayload({ id: "e-1", type: "property.price_changed", occurredAt: "2026-11-22T00:00:00.000Z", data }, parties),
+    );
     expect(body).toEqual({
       id: "e-1",
       event: "property.price_changed",
@@ -108,7 +143,12 @@ describe("payload", () => {
       organization: parties.organization,
       user: parties.user,
     });
-    const deleted = JSON.parse(buildPayload({ id: "e-2", type: "contact.deleted", occurredAt: "2026-11-22T00:00:00.000Z", data: { object: { id: "c-1" } } }, { ...parties, user: null }));
+    const deleted = JSON.parse(
+      buildPayload(
+        { id: "e-2", type: "contact.deleted", occurredAt: "2026-11-22T00:00:00.000Z", data: { object: { id: "c-1" } } },
+        { ...parties, user: null },
+      ),
+    );
     expect(deleted.data).toEqual({ object: { id: "c-1" }, previousAttributes: null, changes: null });
     expect(deleted.user).toBeNull();
   });

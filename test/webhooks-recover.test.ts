@@ -21,11 +21,17 @@ const consumer = createDeliveryConsumer({ resolver: { resolve: async () => [] },
 /** `n` contact.created deliveries to `owner`'s one subscription, fanned out without queueing, in event order. */
 async function deliveriesFor(owner: TestPrincipal, n: number) {
   const { env: capture, sent } = capturingEnv();
-  const events = Array.from({ length: n }, (_, i) => contactEvent(owner, "contact.created", { id: crypto.randomUUID(), firstName: `N${i}` }));
+  const events = Array.from({ length: n }, (_, i) =>
+    contactEvent(owner, "contact.created", { id: crypto.randomUUID(), firstName: `N${i}` }),
+  );
   await fanOutEvents(capture, createDb(await tenantDb(owner.organizationId)), events);
   const db = await tenantDb(owner.organizationId);
   const eventOf = new Map<string, string>();
-  for (const m of sent) eventOf.set(m.deliveryId, (await db.prepare("SELECT event_id FROM webhook_deliveries WHERE id = ?").bind(m.deliveryId).first<{ event_id: string }>())!.event_id);
+  for (const m of sent)
+    eventOf.set(
+      m.deliveryId,
+      (await db.prepare("SELECT event_id FROM webhook_deliveries WHERE id = ?").bind(m.deliveryId).first<{ event_id: string }>())!.event_id,
+    );
   return events.map((e) => ({ eventId: e.id, message: sent.find((m) => eventOf.get(m.deliveryId) === e.id)! }));
 }
 
@@ -36,7 +42,10 @@ async function attempt(body: DeliveryMessage, attempts: number) {
 }
 
 async function deadLetter(body: DeliveryMessage) {
-  await worker.queue(createMessageBatch("webhook-deliveries-dlq", [{ id: `d-${crypto.randomUUID()}`, timestamp: new Date(), attempts: 1, body }]), env);
+  await worker.queue(
+    createMessageBatch("webhook-deliveries-dlq", [{ id: `d-${crypto.randomUUID()}`, timestamp: new Date(), attempts: 1, body }]),
+    env,
+  );
 }
 
 const recover = async (owner: TestPrincipal, id: string, body: unknown) => {
@@ -45,7 +54,12 @@ const recover = async (owner: TestPrincipal, id: string, body: unknown) => {
 };
 
 const statusOf = async (owner: TestPrincipal, deliveryId: string) =>
-  (await (await tenantDb(owner.organizationId)).prepare("SELECT status FROM webhook_deliveries WHERE id = ?").bind(deliveryId).first<{ status: string }>())!.status;
+  (await (
+    await tenantDb(owner.organizationId)
+  )
+    .prepare("SELECT status FROM webhook_deliveries WHERE id = ?")
+    .bind(deliveryId)
+    .first<{ status: string }>())!.status;
 
 /** The event ids `box` received, with how often each came. */
 async function receivedTimes(box: Mailbox): Promise<Record<string, number>> {
@@ -70,14 +84,27 @@ describe("recover", { timeout: 60_000 }, () => {
     await deadLetter(dead!.message);
     await deadLetter(older!.message);
     const db = await tenantDb(owner.organizationId);
-    await db.prepare("UPDATE webhook_deliveries SET created_at = ? WHERE id = ?").bind(new Date(Date.now() - 2 * 86_400_000).toISOString(), older!.message.deliveryId).run();
-    expect([await statusOf(owner, retrying!.message.deliveryId), await statusOf(owner, dead!.message.deliveryId), await statusOf(owner, delivered!.message.deliveryId)]).toEqual(["retrying", "dead", "delivered"]);
+    await db
+      .prepare("UPDATE webhook_deliveries SET created_at = ? WHERE id = ?")
+      .bind(new Date(Date.now() - 2 * 86_400_000).toISOString(), older!.message.deliveryId)
+      .run();
+    expect([
+      await statusOf(owner, retrying!.message.deliveryId),
+      await statusOf(owner, dead!.message.deliveryId),
+      await statusOf(owner, delivered!.message.deliveryId),
+    ]).toEqual(["retrying", "dead", "delivered"]);
 
     const since = new Date(Date.now() - 3_600_000).toISOString();
     const first = await recover(owner, sub.id, { since });
     expect(first).toMatchObject({ status: 202, body: { data: { since, queued: 3, hasMore: false } } });
     await settle(box, 5 + 3);
-    expect(await receivedTimes(box)).toEqual({ [older!.eventId]: 1, [retrying!.eventId]: 2, [dead!.eventId]: 2, [alsoRetrying!.eventId]: 2, [delivered!.eventId]: 1 });
+    expect(await receivedTimes(box)).toEqual({
+      [older!.eventId]: 1,
+      [retrying!.eventId]: 2,
+      [dead!.eventId]: 2,
+      [alsoRetrying!.eventId]: 2,
+      [delivered!.eventId]: 1,
+    });
     for (const d of [retrying, dead, alsoRetrying]) expect(await statusOf(owner, d!.message.deliveryId)).toBe("delivered");
     expect(await statusOf(owner, older!.message.deliveryId)).toBe("dead");
 
@@ -112,7 +139,11 @@ describe("recover", { timeout: 60_000 }, () => {
   it("refuses a since in the future or beyond the 30 days kept, a disabled webhook, and another organization's webhook", async () => {
     const owner = await createPrincipal();
     const sub = await subscribe(owner, { url: (await openMailbox()).url });
-    for (const since of [new Date(Date.now() + 3_600_000).toISOString(), new Date(Date.now() - 31 * 86_400_000).toISOString(), "yesterday"]) {
+    for (const since of [
+      new Date(Date.now() + 3_600_000).toISOString(),
+      new Date(Date.now() - 31 * 86_400_000).toISOString(),
+      "yesterday",
+    ]) {
       const res = await recover(owner, sub.id, { since });
       expect(res.status, since).toBe(422);
       expect(res.body.error.errors[0].field).toBe("since");

@@ -78,7 +78,9 @@ describe("rotate-secret", { timeout: 60_000 }, () => {
     expect(standardVerifies(secret, after)).toBe(true);
     expect(standardVerifies(sub.secret, after)).toBe(false);
     // The read still says when the overlap ended (a value that does not change under the subscription's ETag).
-    expect((await json(await call("GET", `/v1/webhooks/${sub.id}`, { token: owner.token }))).data.previousSecretExpiresAt).toBe(rotated.body.data.previousSecretExpiresAt);
+    expect((await json(await call("GET", `/v1/webhooks/${sub.id}`, { token: owner.token }))).data.previousSecretExpiresAt).toBe(
+      rotated.body.data.previousSecretExpiresAt,
+    );
   });
 
   it("takes the overlap it is given, up to 7 days; 0 switches at once; anything else is a 422", async () => {
@@ -137,7 +139,10 @@ describe("rotate-secret", { timeout: 60_000 }, () => {
     expect(signing).toHaveLength(2);
     expect(standardVerifies(sub.secret, delivery)).toBe(false);
     // The stored pair is the winner and the one it replaced; the winner's answer is the one with the highest version.
-    const row = await (await tenantDb(owner.organizationId)).prepare("SELECT secret_ciphertext, previous_secret_ciphertext, version FROM webhook_subscriptions WHERE id = ?").bind(sub.id).first<{ secret_ciphertext: string; previous_secret_ciphertext: string; version: number }>();
+    const row = await (await tenantDb(owner.organizationId))
+      .prepare("SELECT secret_ciphertext, previous_secret_ciphertext, version FROM webhook_subscriptions WHERE id = ?")
+      .bind(sub.id)
+      .first<{ secret_ciphertext: string; previous_secret_ciphertext: string; version: number }>();
     expect(row!.version).toBe(1 + 8);
     const current = await openSecret(env.WEBHOOK_SECRET_KEY!, sub.id, row!.secret_ciphertext);
     const previous = await openSecret(env.WEBHOOK_SECRET_KEY!, sub.id, row!.previous_secret_ciphertext);

@@ -57,13 +57,21 @@ describe("webhook URL rules (SSRF)", () => {
     expect(await codeOf(url)).toBe("blocked_address");
   });
 
-  it.each(["2001:2::1", "2001:10::1", "2001:1f::1", "3fff::1", "3fff:fff::1", "5f00::1", "100:0:0:1::1", "2001:4:112::1", "2620:4f:8000::1", "2001:db8::1"])(
-    "refuses %s, an IPv6 special-purpose address",
-    async (address) => {
-      expect(classifyLiteral(address)).toBe("blocked");
-      expect(await codeOf(`https://[${address}]/`)).toBe("blocked_address");
-    },
-  );
+  it.each([
+    "2001:2::1",
+    "2001:10::1",
+    "2001:1f::1",
+    "3fff::1",
+    "3fff:fff::1",
+    "5f00::1",
+    "100:0:0:1::1",
+    "2001:4:112::1",
+    "2620:4f:8000::1",
+    "2001:db8::1",
+  ])("refuses %s, an IPv6 special-purpose address", async (address) => {
+    expect(classifyLiteral(address)).toBe("blocked");
+    expect(await codeOf(`https://[${address}]/`)).toBe("blocked_address");
+  });
 
   it("refuses an address in every block of the IANA special-purpose registries, and the neighbours of some stay public", () => {
     for (const block of [...IPV4_SPECIAL, ...IPV6_SPECIAL]) {
@@ -75,13 +83,32 @@ describe("webhook URL rules (SSRF)", () => {
     expect(classifyLiteral("64:ff9b::93.184.216.34")).toBe("public");
     expect(classifyLiteral("2002:5db8:d822::1")).toBe("public");
     expect(classifyLiteral("2002:0a00:0001::1")).toBe("blocked");
-    for (const outside of ["2001:200::1", "3fff:1000::1", "5f01::1", "2620:4f:8001::1", "192.0.1.1", "192.31.197.1", "100.128.0.1", "198.20.0.1"]) {
+    for (const outside of [
+      "2001:200::1",
+      "3fff:1000::1",
+      "5f01::1",
+      "2620:4f:8001::1",
+      "192.0.1.1",
+      "192.31.197.1",
+      "100.128.0.1",
+      "198.20.0.1",
+    ]) {
       expect(classifyLiteral(outside), outside).toBe("public");
     }
   });
 
   it("classifies raw literals a URL parser never normalised (resolver answers, other parsers)", () => {
-    for (const raw of ["2130706433", "0x7f000001", "0177.0.0.1", "127.1", "0x7f.0.0.1", "::1", "::ffff:127.0.0.1", "[::1]", "fe80::1%eth0"]) {
+    for (const raw of [
+      "2130706433",
+      "0x7f000001",
+      "0177.0.0.1",
+      "127.1",
+      "0x7f.0.0.1",
+      "::1",
+      "::ffff:127.0.0.1",
+      "[::1]",
+      "fe80::1%eth0",
+    ]) {
       expect(classifyLiteral(raw), raw).not.toBe("public");
     }
     expect(classifyLiteral("2852039166")).toBe("blocked");
@@ -102,7 +129,12 @@ describe("webhook URL rules (SSRF)", () => {
   });
 
   it("resolves names and refuses when any address is blocked or none exists", async () => {
-    const dns = fakeDns({ "ok.example": ["93.184.216.34", "2606:4700::1"], "mixed.example": ["93.184.216.34", "10.0.0.8"], "mapped.example": ["::ffff:10.0.0.1"], "loop.example": ["127.0.0.1"] });
+    const dns = fakeDns({
+      "ok.example": ["93.184.216.34", "2606:4700::1"],
+      "mixed.example": ["93.184.216.34", "10.0.0.8"],
+      "mapped.example": ["::ffff:10.0.0.1"],
+      "loop.example": ["127.0.0.1"],
+    });
     expect(await codeOf("https://ok.example/", production, dns)).toBe("ok");
     expect(await codeOf("https://mixed.example/", production, dns)).toBe("blocked_address");
     expect(await codeOf("https://mapped.example/", production, dns)).toBe("blocked_address");
@@ -127,7 +159,13 @@ describe("DNS over HTTPS client", () => {
 
   it("asks for A and AAAA in the JSON protocol and returns the addresses, skipping CNAME links", async () => {
     await setDnsAnswers({
-      "hooks.customer.test/A": { Status: 0, Answer: [{ name: "hooks.customer.test", type: 5, TTL: 60, data: "edge.customer.test." }, { name: "edge.customer.test", type: 1, TTL: 60, data: "93.184.216.34" }] },
+      "hooks.customer.test/A": {
+        Status: 0,
+        Answer: [
+          { name: "hooks.customer.test", type: 5, TTL: 60, data: "edge.customer.test." },
+          { name: "edge.customer.test", type: 1, TTL: 60, data: "93.184.216.34" },
+        ],
+      },
       "hooks.customer.test/AAAA": { Status: 0, Answer: [{ name: "hooks.customer.test", type: 28, TTL: 60, data: "2606:4700::6810:84e5" }] },
     });
     expect(await doh().resolve("hooks.customer.test")).toEqual(["93.184.216.34", "2606:4700::6810:84e5"]);
@@ -149,7 +187,11 @@ describe("subscribe route under each environment", () => {
     const owner = await createPrincipal();
     const app = createApp({ webhooks: { resolver: dohResolver(fetch, `${receiverUrl()}/dns-query`) } });
     const res = await app.fetch(
-      new Request("http://api.test/v1/webhooks", { method: "POST", headers: { authorization: `Bearer ${owner.token}`, "content-type": "application/json" }, body: JSON.stringify({ url, events: ["contact.created"] }) }),
+      new Request("http://api.test/v1/webhooks", {
+        method: "POST",
+        headers: { authorization: `Bearer ${owner.token}`, "content-type": "application/json" },
+        body: JSON.stringify({ url, events: ["contact.created"] }),
+      }),
       // A production config must name a real mailer (src/env.ts); subscribing sends no mail.
       { ...env, ENVIRONMENT: environment, EMAIL_PROVIDER: "resend", EMAIL_API_KEY: "re_test" },
       createExecutionContext(),
@@ -158,13 +200,17 @@ describe("subscribe route under each environment", () => {
   }
 
   it("production refuses loopback and names that resolve privately with a 422 on url", async () => {
-    await setDnsAnswers({ "internal.customer.test/A": { Status: 0, Answer: [{ name: "internal.customer.test", type: 1, TTL: 60, data: "192.168.0.10" }] } });
+    await setDnsAnswers({
+      "internal.customer.test/A": { Status: 0, Answer: [{ name: "internal.customer.test", type: 1, TTL: 60, data: "192.168.0.10" }] },
+    });
     for (const url of ["http://127.0.0.1:8787/hook", "https://[::ffff:127.0.0.1]/", "https://internal.customer.test/hook"]) {
       const { status, body } = await subscribeIn("production", url);
       expect(status, url).toBe(422);
       expect(body.error.errors, url).toEqual([{ field: "url", code: "blocked_address", message: expect.any(String) }]);
     }
-    await setDnsAnswers({ "public.customer.test/A": { Status: 0, Answer: [{ name: "public.customer.test", type: 1, TTL: 60, data: "93.184.216.34" }] } });
+    await setDnsAnswers({
+      "public.customer.test/A": { Status: 0, Answer: [{ name: "public.customer.test", type: 1, TTL: 60, data: "93.184.216.34" }] },
+    });
     expect((await subscribeIn("production", "https://public.customer.test/hook")).status).toBe(201);
   });
 

@@ -21,7 +21,10 @@ describe("Standard Webhooks signatures", { timeout: 30_000 }, () => {
     const box = await openMailbox();
     const sub = await subscribe(owner, { url: box.url, events: ["contact.created"] });
     expect(sub.secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
-    expect((await call("POST", "/v1/contacts", { token: owner.token, body: { firstName: "Std", lastName: "Hooks", email: "std@example.test" } })).status).toBe(201);
+    expect(
+      (await call("POST", "/v1/contacts", { token: owner.token, body: { firstName: "Std", lastName: "Hooks", email: "std@example.test" } }))
+        .status,
+    ).toBe(201);
     const delivery = await firstDelivery(box);
 
     const payload = new Webhook(sub.secret).verify(delivery.body, delivery.headers) as { id: string; event: string };
@@ -51,7 +54,9 @@ describe("Standard Webhooks signatures", { timeout: 30_000 }, () => {
     const owner = await createPrincipal();
     const box = await openMailbox();
     const sub = await subscribe(owner, { url: box.url, events: ["contact.created"], secret: "an-old-style-secret-value" });
-    const rotated = (await (await call("PATCH", `/v1/webhooks/${sub.id}`, { token: owner.token, body: { rotateSecret: true } })).json()) as { data: { secret: string } };
+    const rotated = (await (
+      await call("PATCH", `/v1/webhooks/${sub.id}`, { token: owner.token, body: { rotateSecret: true } })
+    ).json()) as { data: { secret: string } };
     expect(rotated.data.secret).toMatch(/^whsec_/);
     expect((await call("POST", `/v1/webhooks/${sub.id}/test`, { token: owner.token })).status).toBe(202);
     const delivery = await firstDelivery(box);

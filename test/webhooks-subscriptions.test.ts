@@ -10,13 +10,24 @@ import { testApp } from "./helpers/test-app";
 const sink = () => `${receiverUrl()}/hooks/sink`;
 const validation = (field: string, code: string) => ({
   success: false,
-  error: expect.objectContaining({ type: "validation_error", status: 422, errors: expect.arrayContaining([expect.objectContaining({ field, code })]) }),
+  error: expect.objectContaining({
+    type: "validation_error",
+    status: 422,
+    errors: expect.arrayContaining([expect.objectContaining({ field, code })]),
+  }),
 });
 
 describe("webhook subscriptions", () => {
   it("creates with the spec's fields, shows the secret once, and keeps it encrypted at rest", async () => {
     const owner = await createPrincipal();
-    const body = { url: sink(), events: ["contact.created", "deal.won"], secret: "my-own-secret-of-24-chars", enabled: true, description: "CRM sync", filters: { "contact.leadScore": { gte: 80 } } };
+    const body = {
+      url: sink(),
+      events: ["contact.created", "deal.won"],
+      secret: "my-own-secret-of-24-chars",
+      enabled: true,
+      description: "CRM sync",
+      filters: { "contact.leadScore": { gte: 80 } },
+    };
     const res = await call("POST", "/v1/webhooks", { token: owner.token, body });
     expect(res.status).toBe(201);
     const created = (await json(res)).data;
@@ -25,7 +36,10 @@ describe("webhook subscriptions", () => {
     expect(read).not.toHaveProperty("secret");
     const { secret: _, ...rest } = created;
     expect(read).toEqual(rest);
-    const row = await (await tenantDb(owner.organizationId)).prepare("SELECT * FROM webhook_subscriptions WHERE id = ?").bind(created.id).first<Record<string, unknown>>();
+    const row = await (await tenantDb(owner.organizationId))
+      .prepare("SELECT * FROM webhook_subscriptions WHERE id = ?")
+      .bind(created.id)
+      .first<Record<string, unknown>>();
     expect(JSON.stringify(row)).not.toContain(body.secret);
     expect(row!.secret_ciphertext).toMatch(/^v1\./);
   });
@@ -33,7 +47,12 @@ describe("webhook subscriptions", () => {
   it("generates a secret when none is given; defaults enabled, description and filters", async () => {
     const owner = await createPrincipal();
     const created = await subscribe(owner, { url: sink() });
-    expect(created).toMatchObject({ secret: expect.stringMatching(/^whsec_[A-Za-z0-9+/]{43}=$/), enabled: true, description: "", filters: {} });
+    expect(created).toMatchObject({
+      secret: expect.stringMatching(/^whsec_[A-Za-z0-9+/]{43}=$/),
+      enabled: true,
+      description: "",
+      filters: {},
+    });
   });
 
   it("lists newest first with keyset pagination, without secrets, only the caller's", async () => {
@@ -52,20 +71,30 @@ describe("webhook subscriptions", () => {
     const bad = await call("GET", "/v1/webhooks?limit=0&cursor=garbage", { token: owner.token });
     expect(bad.status).toBe(422);
     expect(await json(bad)).toMatchObject(validation("limit", "too_small"));
-    expect(await json(await call("GET", "/v1/webhooks?cursor=%%%", { token: owner.token }))).toMatchObject(validation("cursor", "invalid_cursor"));
+    expect(await json(await call("GET", "/v1/webhooks?cursor=%%%", { token: owner.token }))).toMatchObject(
+      validation("cursor", "invalid_cursor"),
+    );
   });
 
   it("updates url, events, filters, enabled and description; rotation returns a new secret once", async () => {
     const owner = await createPrincipal();
     const created = await subscribe(owner, { url: sink() });
-    const patch = { url: `${sink()}?v=2`, events: ["property.price_changed"], filters: { "property.listing.listPrice": { lt: 500000 } }, enabled: false, description: "new" };
+    const patch = {
+      url: `${sink()}?v=2`,
+      events: ["property.price_changed"],
+      filters: { "property.listing.listPrice": { lt: 500000 } },
+      enabled: false,
+      description: "new",
+    };
     const updated = await json(await call("PATCH", `/v1/webhooks/${created.id}`, { token: owner.token, body: patch }));
     expect(updated.data).toMatchObject(patch);
     expect(updated.data).not.toHaveProperty("secret");
     const rotated = await json(await call("PATCH", `/v1/webhooks/${created.id}`, { token: owner.token, body: { rotateSecret: true } }));
     expect(rotated.data.secret).toMatch(/^whsec_/);
     expect(rotated.data.secret).not.toBe(created.secret);
-    const chosen = await json(await call("PATCH", `/v1/webhooks/${created.id}`, { token: owner.token, body: { secret: "another-secret-of-enough-length" } }));
+    const chosen = await json(
+      await call("PATCH", `/v1/webhooks/${created.id}`, { token: owner.token, body: { secret: "another-secret-of-enough-length" } }),
+    );
     expect(chosen.data.secret).toBe("another-secret-of-enough-length");
     expect((await json(await call("GET", `/v1/webhooks/${created.id}`, { token: owner.token }))).data).not.toHaveProperty("secret");
   });
@@ -77,7 +106,12 @@ describe("webhook subscriptions", () => {
     const res = await call("DELETE", `/v1/webhooks/${created.id}`, { token: owner.token });
     expect(await json(res)).toEqual({ success: true, data: { id: created.id, deleted: true } });
     expect((await call("GET", `/v1/webhooks/${created.id}`, { token: owner.token })).status).toBe(404);
-    expect(await (await tenantDb(owner.organizationId)).prepare("SELECT COUNT(*) AS n FROM webhook_deliveries WHERE subscription_id = ?").bind(created.id).first("n")).toBe(0);
+    expect(
+      await (await tenantDb(owner.organizationId))
+        .prepare("SELECT COUNT(*) AS n FROM webhook_deliveries WHERE subscription_id = ?")
+        .bind(created.id)
+        .first("n"),
+    ).toBe(0);
   });
 
   it("refuses test and replay on a disabled webhook with 409; unknown delivery or event ids are 404", async () => {
@@ -87,7 +121,9 @@ describe("webhook subscriptions", () => {
     expect(test.status).toBe(409);
     expect(await json(test)).toMatchObject({ success: false, error: { type: "conflict_error", status: 409 } });
     await call("PATCH", `/v1/webhooks/${created.id}`, { token: owner.token, body: { enabled: true } });
-    const unknownDelivery = await call("POST", `/v1/webhooks/${created.id}/deliveries/${crypto.randomUUID()}/replay`, { token: owner.token });
+    const unknownDelivery = await call("POST", `/v1/webhooks/${created.id}/deliveries/${crypto.randomUUID()}/replay`, {
+      token: owner.token,
+    });
     expect(await json(unknownDelivery)).toMatchObject({ success: false, error: { type: "not_found_error", detail: "Delivery not found" } });
     const unknownEvent = await call("POST", `/v1/webhooks/${created.id}/events/${crypto.randomUUID()}/replay`, { token: owner.token });
     expect(await json(unknownEvent)).toMatchObject({ success: false, error: { type: "not_found_error", detail: "Event not found" } });
@@ -95,7 +131,10 @@ describe("webhook subscriptions", () => {
 
   it("lists a refused URL together with the schema problems of the same body", async () => {
     const owner = await createPrincipal();
-    const res = await call("POST", "/v1/webhooks", { token: owner.token, body: { url: "https://user:pw@10.0.0.1/x", events: ["nope.event"], description: 5 } });
+    const res = await call("POST", "/v1/webhooks", {
+      token: owner.token,
+      body: { url: "https://user:pw@10.0.0.1/x", events: ["nope.event"], description: 5 },
+    });
     expect(res.status).toBe(422);
     const fields = (await json(res)).error.errors.map((e: { field: string }) => e.field);
     expect(fields).toEqual(expect.arrayContaining(["url", "events.0", "description"]));
@@ -113,9 +152,27 @@ describe("webhook subscriptions", () => {
       ["POST", "/v1/webhooks", { url: sink(), events: ["contact.created"], colour: "red" }, "colour", "unknown_field"],
       ["POST", "/v1/webhooks", { url: sink(), events: ["contact.created"], secret: "short" }, "secret", "too_small"],
       ["POST", "/v1/webhooks", { url: sink(), events: ["contact.created"], enabled: "yes" }, "enabled", "invalid_type"],
-      ["POST", "/v1/webhooks", { url: sink(), events: ["contact.created"], filters: { "contact.leadScore": { around: 3 } } }, "filters.contact.leadScore.around", "unknown_field"],
-      ["POST", "/v1/webhooks", { url: sink(), events: ["contact.created"], filters: { leadScore: { gte: 3 } } }, "filters.leadScore", "invalid_key"],
-      ["POST", "/v1/webhooks", { url: sink(), events: ["contact.created"], filters: { "contact.source": { in: "WEBSITE" } } }, "filters.contact.source.in", "invalid_type"],
+      [
+        "POST",
+        "/v1/webhooks",
+        { url: sink(), events: ["contact.created"], filters: { "contact.leadScore": { around: 3 } } },
+        "filters.contact.leadScore.around",
+        "unknown_field",
+      ],
+      [
+        "POST",
+        "/v1/webhooks",
+        { url: sink(), events: ["contact.created"], filters: { leadScore: { gte: 3 } } },
+        "filters.leadScore",
+        "invalid_key",
+      ],
+      [
+        "POST",
+        "/v1/webhooks",
+        { url: sink(), events: ["contact.created"], filters: { "contact.source": { in: "WEBSITE" } } },
+        "filters.contact.source.in",
+        "invalid_type",
+      ],
       ["PATCH", `/v1/webhooks/${id}`, {}, "", "empty_update"],
       ["PATCH", `/v1/webhooks/${id}`, { rotateSecret: true, secret: "a-secret-long-enough-here" }, "rotateSecret", "conflicting_fields"],
       ["PATCH", `/v1/webhooks/${id}`, { url: "ftp://example.com/x" }, "url", "https_required"],
@@ -139,7 +196,11 @@ describe("webhook subscriptions", () => {
     const t = testApp();
     const { createExecutionContext } = await import("cloudflare:test");
     const res = await t.app.fetch(
-      new Request("http://api.test/v1/webhooks", { method: "POST", headers: { authorization: `Bearer ${owner.token}`, "content-type": "application/json" }, body: JSON.stringify({ url: sink(), events: ["contact.created"] }) }),
+      new Request("http://api.test/v1/webhooks", {
+        method: "POST",
+        headers: { authorization: `Bearer ${owner.token}`, "content-type": "application/json" },
+        body: JSON.stringify({ url: sink(), events: ["contact.created"] }),
+      }),
       { ...env, WEBHOOK_SECRET_KEY: "" },
       createExecutionContext(),
     );
@@ -234,7 +295,10 @@ describe("what a subscription may carry (issue 33 follow-up of 32)", () => {
     const owner = await createPrincipal();
     const deals = await createApiKey(owner.token, ["webhooks:manage", "deals:read"]);
     const { id } = await subscribe(owner, { url: sink(), events: ["contact.created", "deal.created"] });
-    const contact = await call("POST", "/v1/contacts", { token: owner.token, body: { firstName: "Nia", lastName: "Narrowed", email: `nia-${owner.userId}@example.test` } });
+    const contact = await call("POST", "/v1/contacts", {
+      token: owner.token,
+      body: { firstName: "Nia", lastName: "Narrowed", email: `nia-${owner.userId}@example.test` },
+    });
     expect(contact.status).toBe(201);
     const delivery = await settled(owner.token, id);
     expect(delivery.event).toBe("contact.created");
@@ -249,7 +313,12 @@ describe("what a subscription may carry (issue 33 follow-up of 32)", () => {
 /** The newest delivery of the subscription once its retry chain has ended (the test receiver's sink answers 200). */
 async function settled(token: string, id: string): Promise<{ id: string; event: string; eventId: string; status: string }> {
   for (let i = 0; i < 150; i++) {
-    const log = (await json(await call("GET", `/v1/webhooks/${id}/deliveries`, { token }))).data as { id: string; event: string; eventId: string; status: string }[];
+    const log = (await json(await call("GET", `/v1/webhooks/${id}/deliveries`, { token }))).data as {
+      id: string;
+      event: string;
+      eventId: string;
+      status: string;
+    }[];
     if (log[0] && ["delivered", "failed", "dead"].includes(log[0].status)) return log[0];
     await new Promise((r) => setTimeout(r, 100));
   }

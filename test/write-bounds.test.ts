@@ -22,9 +22,17 @@ const unsent = async (organizationId: string) =>
 
 async function stageDue(organizationId: string, n: number, dueAgoSeconds: number): Promise<EventEnvelope[]> {
   const occurredAt = new Date(Date.now() - (dueAgoSeconds + 30) * 1000).toISOString();
-  const events = Array.from({ length: n }, () => ({ id: crypto.randomUUID(), type: "plant.created", organizationId, actor: { type: "system" as const, userId: null }, occurredAt, data: { object: { id: 1 } } }));
+  const events = Array.from({ length: n }, () => ({
+    id: crypto.randomUUID(),
+    type: "plant.created",
+    organizationId,
+    actor: { type: "system" as const, userId: null },
+    occurredAt,
+    data: { object: { id: 1 } },
+  }));
   const db = createDb(await tenantDb(organizationId));
-  for (let i = 0; i < events.length; i += 100) await db.batch(stageEvents(db, events.slice(i, i + 100)) as [ReturnType<typeof stageEvents>[number]]);
+  for (let i = 0; i < events.length; i += 100)
+    await db.batch(stageEvents(db, events.slice(i, i + 100)) as [ReturnType<typeof stageEvents>[number]]);
   return events;
 }
 
@@ -51,7 +59,10 @@ describe("events always leave", () => {
     // Control characters are valid in JSON strings and cost six bytes each once escaped; the event of a change carries
     // the contact and the previous values, so both copies count.
     // Locations are one-line text, so they take a three-byte character instead.
-    const filled = (ch: string, wide: string) => ({ notes: ch.repeat(10_000), preferences: { locations: Array.from({ length: 50 }, () => wide.repeat(100)) } });
+    const filled = (ch: string, wide: string) => ({
+      notes: ch.repeat(10_000),
+      preferences: { locations: Array.from({ length: 50 }, () => wide.repeat(100)) },
+    });
     const contact = await createContact(owner.token, filled("\u0001", "€"));
     const notes = filled("\u0002", "£").notes;
     expect((await call("PUT", `/v1/contacts/${contact.id}`, { token: owner.token, body: filled("\u0002", "£") })).status).toBe(200);
@@ -83,7 +94,10 @@ describe("events always leave", () => {
   it(`dead-letters an event after ${MAX_SEND_ATTEMPTS} failed sends, with a log line, and re-sends it no more`, async () => {
     const owner = await createPrincipal();
     const [event] = await stageDue(owner.organizationId, 1, 60);
-    await (await tenantDb(owner.organizationId)).prepare("UPDATE outbox_events SET send_attempts = ? WHERE id = ?").bind(MAX_SEND_ATTEMPTS - 1, event!.id).run();
+    await (await tenantDb(owner.organizationId))
+      .prepare("UPDATE outbox_events SET send_attempts = ? WHERE id = ?")
+      .bind(MAX_SEND_ATTEMPTS - 1, event!.id)
+      .run();
     const errors = vi.spyOn(console, "error").mockImplementation(() => {});
     await cronPass(new Set([event!.id]));
     const lines = errors.mock.calls.map((c) => String(c[0]));
@@ -113,9 +127,17 @@ describe("bounded input and output", () => {
   it("refuses activity metadata nested 10,000 deep, and the contacts list keeps answering", async () => {
     const { token } = await createPrincipal();
     const c = await createContact(token);
-    const errors = await expectCrmError(await call("POST", `/v1/contacts/${c.id}/activities`, { token, body: { type: "NOTE", metadata: nest(10_000) } }), 422, "validation_error");
+    const errors = await expectCrmError(
+      await call("POST", `/v1/contacts/${c.id}/activities`, { token, body: { type: "NOTE", metadata: nest(10_000) } }),
+      422,
+      "validation_error",
+    );
     expect(errors.map((e) => e.code)).toContain("too_deep");
-    const big = await expectCrmError(await call("POST", `/v1/contacts/${c.id}/activities`, { token, body: { type: "NOTE", metadata: { blob: "x".repeat(9000) } } }), 422, "validation_error");
+    const big = await expectCrmError(
+      await call("POST", `/v1/contacts/${c.id}/activities`, { token, body: { type: "NOTE", metadata: { blob: "x".repeat(9000) } } }),
+      422,
+      "validation_error",
+    );
     expect(issuePairs(big)).toEqual(["metadata:too_big"]);
     expect((await call("POST", `/v1/contacts/${c.id}/activities`, { token, body: { type: "NOTE", metadata: nest(6) } })).status).toBe(201);
     expect((await call("GET", "/v1/contacts?include=activities", { token })).status).toBe(200);
@@ -123,14 +145,20 @@ describe("bounded input and output", () => {
 
   it("refuses any JSON body nested deeper than 32 levels with 422, never a 5xx", async () => {
     const { token } = await createPrincipal();
-    const res = await call("POST", "/v1/contacts", { token, body: { firstName: "a", lastName: "b", email: "deep@example.test", address: nest(100_000) } });
+    const res = await call("POST", "/v1/contacts", {
+      token,
+      body: { firstName: "a", lastName: "b", email: "deep@example.test", address: nest(100_000) },
+    });
     expect(res.status).toBe(422);
   });
 
   it("pages through a contact's activities; include=activities embeds the 5 newest", async () => {
     const { token } = await createPrincipal();
     const c = await createContact(token);
-    for (let i = 0; i < 12; i++) expect((await call("POST", `/v1/contacts/${c.id}/activities`, { token, body: { type: "NOTE", description: `n${i}` } })).status).toBe(201);
+    for (let i = 0; i < 12; i++)
+      expect((await call("POST", `/v1/contacts/${c.id}/activities`, { token, body: { type: "NOTE", description: `n${i}` } })).status).toBe(
+        201,
+      );
     const first = await json(await call("GET", `/v1/contacts/${c.id}/activities?limit=5`, { token }));
     expect(first.data).toHaveLength(5);
     expect(first.pagination).toMatchObject({ hasMore: true, total: 12, limit: 5 });
@@ -153,7 +181,10 @@ describe("bounded input and output", () => {
     const a = await createContact(token, { tags: ["alpha", "beta", "gamma"] });
     await createContact(token, { tags: ["beta"] });
     const first = await json(await call("GET", "/v1/contacts/tags?limit=2", { token }));
-    expect(first.data.map((t: { name: string; count: number }) => [t.name, t.count])).toEqual([["beta", 2], ["alpha", 1]]);
+    expect(first.data.map((t: { name: string; count: number }) => [t.name, t.count])).toEqual([
+      ["beta", 2],
+      ["alpha", 1],
+    ]);
     expect(first.pagination).toMatchObject({ hasMore: true, total: 3, limit: 2 });
     const second = await json(await call("GET", `/v1/contacts/tags?limit=2&cursor=${first.pagination.nextCursor}`, { token }));
     expect(second.data.map((t: { name: string }) => t.name)).toEqual(["gamma"]);
@@ -164,17 +195,24 @@ describe("bounded input and output", () => {
     expect(after.pagination.total).toBe(1);
     expect((await call("GET", "/v1/contacts/tags?colour=red", { token })).status).toBe(422);
     const forged = encodeCursor({ sort: "count:desc,name:asc", values: ["many"], id: "beta" });
-    expect(issuePairs(await expectCrmError(await call("GET", `/v1/contacts/tags?cursor=${forged}`, { token }), 422, "validation_error"))).toEqual(["cursor:invalid_cursor"]);
+    expect(
+      issuePairs(await expectCrmError(await call("GET", `/v1/contacts/tags?cursor=${forged}`, { token }), 422, "validation_error")),
+    ).toEqual(["cursor:invalid_cursor"]);
   });
 
   it("refuses strings that are not well-formed Unicode (lone surrogates), in values and in keys, and stores nothing", async () => {
     const { token, organizationId } = await createPrincipal();
     const c = await createContact(token, { firstName: "Before" });
-    const raw = (body: string) => call("PUT", `/v1/contacts/${c.id}`, { token, rawBody: body, headers: { "content-type": "application/json" } });
+    const raw = (body: string) =>
+      call("PUT", `/v1/contacts/${c.id}`, { token, rawBody: body, headers: { "content-type": "application/json" } });
     const value = await expectCrmError(await raw('{"firstName":"x\\ud800y","notes":"\\udc00"}'), 422, "validation_error");
     expect(issuePairs(value)).toEqual(["firstName:invalid_unicode", "notes:invalid_unicode"]);
     const key = await expectCrmError(
-      await call("POST", `/v1/contacts/${c.id}/activities`, { token, rawBody: '{"type":"NOTE","metadata":{"k\\ud800":1}}', headers: { "content-type": "application/json" } }),
+      await call("POST", `/v1/contacts/${c.id}/activities`, {
+        token,
+        rawBody: '{"type":"NOTE","metadata":{"k\\ud800":1}}',
+        headers: { "content-type": "application/json" },
+      }),
       422,
       "validation_error",
     );
@@ -182,7 +220,11 @@ describe("bounded input and output", () => {
     expect((await json(await call("GET", `/v1/contacts/${c.id}`, { token }))).data.firstName).toBe("Before");
     // NUL nowhere; line breaks, other control characters and bidi overrides (text that reads reversed) not in one-line
     // fields such as names; right-to-left text itself is fine.
-    const controls = await expectCrmError(await call("PUT", `/v1/contacts/${c.id}`, { token, body: { firstName: "a\nb", lastName: "\u202eok", notes: "nul\u0000" } }), 422, "validation_error");
+    const controls = await expectCrmError(
+      await call("PUT", `/v1/contacts/${c.id}`, { token, body: { firstName: "a\nb", lastName: "\u202eok", notes: "nul\u0000" } }),
+      422,
+      "validation_error",
+    );
     expect(issuePairs(controls)).toEqual(["firstName:invalid_character", "lastName:invalid_character", "notes:invalid_character"]);
     expect((await call("PUT", `/v1/contacts/${c.id}`, { token, body: { lastName: "حداد" } })).status).toBe(200);
     // Characters outside the Basic Multilingual Plane are well-formed (a surrogate pair) and come back intact.
@@ -190,7 +232,10 @@ describe("bounded input and output", () => {
     const ok = await call("PUT", `/v1/contacts/${c.id}`, { token, body: { firstName: emoji } });
     expect(ok.status).toBe(200);
     expect((await json(await call("GET", `/v1/contacts/${c.id}`, { token }))).data.firstName).toBe(emoji);
-    const stored = await (await tenantDb(organizationId)).prepare("SELECT length(first_name) AS n FROM contacts WHERE id = ?").bind(c.id).first<{ n: number }>();
+    const stored = await (await tenantDb(organizationId))
+      .prepare("SELECT length(first_name) AS n FROM contacts WHERE id = ?")
+      .bind(c.id)
+      .first<{ n: number }>();
     expect(stored!.n).toBe(50);
   });
 });
@@ -199,23 +244,38 @@ describe("bounds found attacking npm run dev", () => {
   it("caps a contact's tags at 50 however they arrive, and refuses a comma in a tag (the filter splits on commas)", async () => {
     const { token } = await createPrincipal();
     const c = await createContact(token, { tags: Array.from({ length: 45 }, (_, i) => `t${i}`) });
-    const over = await expectCrmError(await call("POST", `/v1/contacts/${c.id}/tags`, { token, body: { tags: Array.from({ length: 10 }, (_, i) => `n${i}`) } }), 422, "validation_error");
+    const over = await expectCrmError(
+      await call("POST", `/v1/contacts/${c.id}/tags`, { token, body: { tags: Array.from({ length: 10 }, (_, i) => `n${i}`) } }),
+      422,
+      "validation_error",
+    );
     expect(issuePairs(over)).toEqual(["tags:too_big"]);
     expect((await call("POST", `/v1/contacts/${c.id}/tags`, { token, body: { tags: ["n1", "n2", "n3", "n4", "n5"] } })).status).toBe(200);
-    expect(issuePairs(await expectCrmError(await call("PUT", `/v1/contacts/${c.id}`, { token, body: { tags: ["a,b"] } }), 422, "validation_error"))).toEqual(["tags.0:invalid_character"]);
+    expect(
+      issuePairs(
+        await expectCrmError(await call("PUT", `/v1/contacts/${c.id}`, { token, body: { tags: ["a,b"] } }), 422, "validation_error"),
+      ),
+    ).toEqual(["tags.0:invalid_character"]);
   });
 
   it("refuses NUL in field names, and phone numbers without digits or with line breaks", async () => {
     const { token } = await createPrincipal();
     const c = await createContact(token);
     const key = await expectCrmError(
-      await call("POST", `/v1/contacts/${c.id}/activities`, { token, rawBody: '{"type":"NOTE","metadata":{"a\\u0000b":1}}', headers: { "content-type": "application/json" } }),
+      await call("POST", `/v1/contacts/${c.id}/activities`, {
+        token,
+        rawBody: '{"type":"NOTE","metadata":{"a\\u0000b":1}}',
+        headers: { "content-type": "application/json" },
+      }),
       422,
       "validation_error",
     );
     expect(key.map((e) => e.code)).toEqual(["invalid_character"]);
     for (const phone of ["555-1234\nx12", "((()))", "-- --", "...", "555-1234\u000bext.99"]) {
-      expect(issuePairs(await expectCrmError(await call("PUT", `/v1/contacts/${c.id}`, { token, body: { phone } }), 422, "validation_error")), phone).toEqual(["phone:invalid_phone"]);
+      expect(
+        issuePairs(await expectCrmError(await call("PUT", `/v1/contacts/${c.id}`, { token, body: { phone } }), 422, "validation_error")),
+        phone,
+      ).toEqual(["phone:invalid_phone"]);
     }
     expect((await call("PUT", `/v1/contacts/${c.id}`, { token, body: { phone: "+1 (416) 555-0100 ext. 12" } })).status).toBe(200);
   });
@@ -235,19 +295,35 @@ describe("one strict list-query parser", () => {
   it("reports an unknown fields or include value as invalid, not as missing", async () => {
     const { token } = await createPrincipal();
     await createContact(token);
-    expect(issuePairs(await expectCrmError(await call("GET", "/v1/contacts?fields=password", { token }), 422, "validation_error"))).toEqual(["fields.0:invalid_enum_value"]);
-    expect(issuePairs(await expectCrmError(await call("GET", "/v1/contacts?include=secret", { token }), 422, "validation_error"))).toEqual(["include.0:invalid_enum_value"]);
+    expect(issuePairs(await expectCrmError(await call("GET", "/v1/contacts?fields=password", { token }), 422, "validation_error"))).toEqual(
+      ["fields.0:invalid_enum_value"],
+    );
+    expect(issuePairs(await expectCrmError(await call("GET", "/v1/contacts?include=secret", { token }), 422, "validation_error"))).toEqual([
+      "include.0:invalid_enum_value",
+    ]);
   });
 
   it("takes only decimal integers for limit and refuses unknown parameters on the webhook lists", async () => {
     const owner = await createPrincipal();
-    const id = (await json(await call("POST", "/v1/webhooks", { token: owner.token, body: { url: "http://127.0.0.1:9/hooks/q", events: ["contact.created"], enabled: false } }))).data.id;
+    const id = (
+      await json(
+        await call("POST", "/v1/webhooks", {
+          token: owner.token,
+          body: { url: "http://127.0.0.1:9/hooks/q", events: ["contact.created"], enabled: false },
+        }),
+      )
+    ).data.id;
     for (const path of ["/v1/webhooks", `/v1/webhooks/${id}/deliveries`]) {
       for (const limit of ["0x10", "1e2", "%205", "5.0", "0", "101", "-1", "", "05", "%2B5", "-0"]) {
         const errors = await expectCrmError(await call("GET", `${path}?limit=${limit}`, { token: owner.token }), 422, "validation_error");
-        expect(errors.map((e) => e.field), `${path} limit=${limit}`).toEqual(["limit"]);
+        expect(
+          errors.map((e) => e.field),
+          `${path} limit=${limit}`,
+        ).toEqual(["limit"]);
       }
-      expect(issuePairs(await expectCrmError(await call("GET", `${path}?colour=red`, { token: owner.token }), 422, "validation_error"))).toEqual(["colour:unknown_field"]);
+      expect(
+        issuePairs(await expectCrmError(await call("GET", `${path}?colour=red`, { token: owner.token }), 422, "validation_error")),
+      ).toEqual(["colour:unknown_field"]);
       expect((await call("GET", `${path}?limit=5`, { token: owner.token })).status).toBe(200);
     }
   });

@@ -1,13 +1,14 @@
 import { z } from "@hono/zod-openapi";
 
-export const StartMove = z.object({
-  organizationId: z.string().min(1),
-  to: z.number().int().nonnegative(),
-  /** How long the old rows stay readable after the flip, for requests that looked the organization up before it. */
-  drainSeconds: z.number().int().min(0).max(300).optional(),
-  /** At most this many batches in this call (short calls, or a step at a time); the time budget holds either way. */
-  maxBatches: z.number().int().min(1).max(10_000).optional(),
-})
+export const StartMove = z
+  .object({
+    organizationId: z.string().min(1),
+    to: z.number().int().nonnegative(),
+    /** How long the old rows stay readable after the flip, for requests that looked the organization up before it. */
+    drainSeconds: z.number().int().min(0).max(300).optional(),
+    /** At most this many batches in this call (short calls, or a step at a time); the time budget holds either way. */
+    maxBatches: z.number().int().min(1).max(10_000).optional(),
+  })
   // A misspelt option (drainSecond) is refused, not ignored for its default.
   .strict();
 

@@ -136,7 +136,9 @@ export function openAiCompatibleGateway(opts: HttpGatewayOptions): AiGateway {
       try {
         ({ status, text } = await fetchWithDeadline(fetchFn, `${base}${path}`, { method: "POST", headers, body }, timeoutMs, async (res) =>
           // A failed answer's body may echo the prompt: it is never read, only cancelled.
-          res.ok ? { status: res.status, text: await readBounded(res, maxBytes) } : (await res.body?.cancel(), { status: res.status, text: "" }),
+          res.ok
+            ? { status: res.status, text: await readBounded(res, maxBytes) }
+            : (await res.body?.cancel(), { status: res.status, text: "" }),
         ));
       } catch (err) {
         if (err instanceof AiGatewayError) throw err;
@@ -186,14 +188,20 @@ export function openAiCompatibleGateway(opts: HttpGatewayOptions): AiGateway {
       const vectors: number[][] = [];
       for (let i = 0; i < texts.length; i += EMBED_BATCH) {
         const batch = texts.slice(i, i + EMBED_BATCH);
-        const answer = await post("/embeddings", { model: opts.embeddingModel ?? DEFAULT_EMBEDDING_MODEL, input: batch, encoding_format: "float" }, opts.timeoutMs ?? EMBED_TIMEOUT_MS, MAX_EMBED_RESPONSE_BYTES);
+        const answer = await post(
+          "/embeddings",
+          { model: opts.embeddingModel ?? DEFAULT_EMBEDDING_MODEL, input: batch, encoding_format: "float" },
+          opts.timeoutMs ?? EMBED_TIMEOUT_MS,
+          MAX_EMBED_RESPONSE_BYTES,
+        );
         const data = (answer as { data?: unknown } | null)?.data;
         if (!Array.isArray(data)) throw new AiGatewayBadResponse("no data array");
         // Each item names its input by index; the order of the list itself is not relied on.
         const byIndex = new Array<number[] | undefined>(batch.length);
         for (const item of data as { index?: unknown; embedding?: unknown }[]) {
           const index = item?.index;
-          if (typeof index !== "number" || !Number.isInteger(index) || index < 0 || index >= batch.length || byIndex[index]) throw new AiGatewayBadResponse("embedding indexes do not match the inputs");
+          if (typeof index !== "number" || !Number.isInteger(index) || index < 0 || index >= batch.length || byIndex[index])
+            throw new AiGatewayBadResponse("embedding indexes do not match the inputs");
           byIndex[index] = checkVector(item.embedding);
         }
         vectors.push(...completeBatch(byIndex));
@@ -207,8 +215,10 @@ export function openAiCompatibleGateway(opts: HttpGatewayOptions): AiGateway {
 export const MAX_EMBEDDING_DIMENSIONS = 8192;
 
 function checkVector(v: unknown): number[] {
-  if (!Array.isArray(v) || v.length === 0 || !v.every((x) => typeof x === "number" && Number.isFinite(x))) throw new AiGatewayBadResponse("an embedding is not a list of numbers");
-  if (v.length > MAX_EMBEDDING_DIMENSIONS) throw new AiGatewayBadResponse(`an embedding has more than ${MAX_EMBEDDING_DIMENSIONS} dimensions`);
+  if (!Array.isArray(v) || v.length === 0 || !v.every((x) => typeof x === "number" && Number.isFinite(x)))
+    throw new AiGatewayBadResponse("an embedding is not a list of numbers");
+  if (v.length > MAX_EMBEDDING_DIMENSIONS)
+    throw new AiGatewayBadResponse(`an embedding has more than ${MAX_EMBEDDING_DIMENSIONS} dimensions`);
   return v as number[];
 }
 
@@ -285,8 +295,12 @@ export function workersAiGateway(ai: Ai, models: { chatModel?: string; embedding
  */
 export function configuredGateway(env: Env, fetchFn: typeof fetch = fetch): AiGateway | null {
   const config = readConfig(env);
-  const models = { chatModel: config.AI_CHAT_MODEL ?? DEFAULT_CHAT_MODEL, embeddingModel: config.AI_EMBEDDING_MODEL ?? DEFAULT_EMBEDDING_MODEL };
-  if (config.AI_GATEWAY_URL) return openAiCompatibleGateway({ baseUrl: config.AI_GATEWAY_URL, token: config.AI_GATEWAY_TOKEN, fetchFn, ...models });
+  const models = {
+    chatModel: config.AI_CHAT_MODEL ?? DEFAULT_CHAT_MODEL,
+    embeddingModel: config.AI_EMBEDDING_MODEL ?? DEFAULT_EMBEDDING_MODEL,
+  };
+  if (config.AI_GATEWAY_URL)
+    return openAiCompatibleGateway({ baseUrl: config.AI_GATEWAY_URL, token: config.AI_GATEWAY_TOKEN, fetchFn, ...models });
   if (env.AI) return workersAiGateway(env.AI, models);
   return null;
 }

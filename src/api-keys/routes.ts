@@ -37,7 +37,8 @@ const list = defineRoute(CRM, {
   tags,
   security,
   summary: "List API keys",
-  description: "Newest first, keyset-paginated: each key's name, prefix, permissions, creator, creation, last use (to the minute) and expiry. Never a key.",
+  description:
+    "Newest first, keyset-paginated: each key's name, prefix, permissions, creator, creation, last use (to the minute) and expiry. Never a key.",
   request: { query: listQuery({}) },
   responses: { 200: { description: "A page of keys", content: { "application/json": { schema: ApiKeyList } } } },
 });
@@ -51,7 +52,11 @@ const remove = defineRoute(CRM, {
   summary: "Delete an API key",
   description: "The key answers 401 from the next request on. Emits `integration.disconnected`.",
   request: { params: ApiKeyIdParam },
-  responses: { 204: { description: "Deleted" }, 404: crmError("No key with this id in your organization"), 422: crmError("id is not a UUID") },
+  responses: {
+    204: { description: "Deleted" },
+    404: crmError("No key with this id in your organization"),
+    422: crmError("id is not a UUID"),
+  },
 });
 
 export const apiKeyRoutes = new OpenAPIHono<AppBindings>({ defaultHook: validationHook })

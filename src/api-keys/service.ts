@@ -57,17 +57,26 @@ export interface KeyCreator {
  * the user signed in, not a delegation: what it creates lives as asked.
  */
 const cappedExpiry = (asked: string | undefined, creator: KeyCreator): string | null =>
-  typeof creator.expiresAt === "string" && (asked === undefined || Date.parse(asked) > Date.parse(creator.expiresAt)) ? creator.expiresAt : (asked ?? null);
+  typeof creator.expiresAt === "string" && (asked === undefined || Date.parse(asked) > Date.parse(creator.expiresAt))
+    ? creator.expiresAt
+    : (asked ?? null);
 
 /** A key carries no more than its creator may do: beyond the role 403 insufficient_role, beyond the credential insufficient_permission. */
 function assertWithinReach(permissions: Permission[], creator: KeyCreator): void {
   const beyondRole = permissions.filter((p) => !ROLE_PERMISSIONS[creator.role].includes(p));
-  if (beyondRole.length > 0) throw new InsufficientRole(`The ${creator.role} role does not allow ${beyondRole.join(", ")}: a key may not carry it`);
+  if (beyondRole.length > 0)
+    throw new InsufficientRole(`The ${creator.role} role does not allow ${beyondRole.join(", ")}: a key may not carry it`);
   const beyondCredential = permissions.filter((p) => !creator.granted.includes(p));
-  if (beyondCredential.length > 0) throw new InsufficientPermission(`This credential was not granted ${beyondCredential.join(", ")}: a key it creates may not carry it`);
+  if (beyondCredential.length > 0)
+    throw new InsufficientPermission(`This credential was not granted ${beyondCredential.join(", ")}: a key it creates may not carry it`);
 }
 
-const work = (ctx: ServiceContext): DirectoryWork => ({ env: ctx.env, directory: ctx.directory, defer: ctx.defer, shard: { organizationId: ctx.organizationId, db: ctx.db } });
+const work = (ctx: ServiceContext): DirectoryWork => ({
+  env: ctx.env,
+  directory: ctx.directory,
+  defer: ctx.defer,
+  shard: { organizationId: ctx.organizationId, db: ctx.db },
+});
 const ofOrganization = (organizationId: string, id: string) => and(eq(apiKeys.organizationId, organizationId), eq(apiKeys.id, id));
 
 /** POST /v1/api-keys: the key, shown once, and its row; only the key's SHA-256 is stored. */
@@ -90,19 +99,26 @@ export async function createApiKey(ctx: ServiceContext, input: CreateApiKey, cre
   try {
     await commitInDirectory(work(ctx), [
       // Counted in the batch, so concurrent creations cannot pass the bound together.
-      guard(d, sql`(SELECT COUNT(*) FROM ${apiKeys} WHERE ${apiKeys.organizationId} = ${ctx.organizationId}) < ${MAX_KEYS_PER_ORGANIZATION}`),
+      guard(
+        d,
+        sql`(SELECT COUNT(*) FROM ${apiKeys} WHERE ${apiKeys.organizationId} = ${ctx.organizationId}) < ${MAX_KEYS_PER_ORGANIZATION}`,
+      ),
       d.insert(apiKeys).values(row),
       { event: newEvent(ctx, "integration.connected", { object: toKeyIntegration(row), previousAttributes: null, changes: null }) },
     ]);
   } catch (err) {
-    if (isGuardFailure(err)) throw new Conflict(`An organization holds at most ${MAX_KEYS_PER_ORGANIZATION} API keys: delete one first`, "too_many_api_keys");
+    if (isGuardFailure(err))
+      throw new Conflict(`An organization holds at most ${MAX_KEYS_PER_ORGANIZATION} API keys: delete one first`, "too_many_api_keys");
     throw err;
   }
   return { ...toApiKey(row), key };
 }
 
 /** GET /v1/api-keys: newest first, keyset pages. */
-export async function listApiKeys(ctx: Pick<ServiceContext, "directory" | "organizationId">, { limit, cursor }: { limit: number; cursor?: string }) {
+export async function listApiKeys(
+  ctx: Pick<ServiceContext, "directory" | "organizationId">,
+  { limit, cursor }: { limit: number; cursor?: string },
+) {
   const [rows, [total]] = await ctx.directory.batch([
     keysPage(ctx.directory, ctx.organizationId, decodeNewestFirstCursor(cursor), limit + 1),
     ctx.directory.select({ n: count() }).from(apiKeys).where(eq(apiKeys.organizationId, ctx.organizationId)),

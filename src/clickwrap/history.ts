@@ -36,7 +36,8 @@ function decodeHistoryCursor(raw: string | undefined): After | null {
   return rank === 1 ? { afterCurrent: true } : { afterCurrent: false, currentSince, versionHash: id };
 }
 
-const cursorAfter = (e: HistoryEntry) => encodeCursor({ sort: HISTORY_SORT, values: [e.current ? 1 : 0, e.currentSince], id: e.versionHash });
+const cursorAfter = (e: HistoryEntry) =>
+  encodeCursor({ sort: HISTORY_SORT, values: [e.current ? 1 : 0, e.currentSince], id: e.versionHash });
 
 export async function getAgreement(ctx: ServiceContext, id: string, q: { limit: number; cursor?: string }) {
   const after = decodeHistoryCursor(q.cursor);
@@ -58,7 +59,9 @@ export async function getAgreement(ctx: ServiceContext, id: string, q: { limit: 
           eq(v.agreementId, id),
           // Unknown or another organization's agreement: NULL, and no row compares unequal to NULL.
           sql`${v.versionHash} <> ${currentHash}`,
-          after && !after.afterCurrent ? sql`(${v.currentSince}, ${v.versionHash}) < (${after.currentSince}, ${after.versionHash})` : undefined,
+          after && !after.afterCurrent
+            ? sql`(${v.currentSince}, ${v.versionHash}) < (${after.currentSince}, ${after.versionHash})`
+            : undefined,
         ),
       )
       .orderBy(desc(v.currentSince), desc(v.versionHash))
@@ -68,7 +71,15 @@ export async function getAgreement(ctx: ServiceContext, id: string, q: { limit: 
   const a = head.row;
   const current: HistoryEntry[] =
     after === null && currentText
-      ? [{ versionHash: currentText.versionHash, title: currentText.title, publishedAt: currentText.publishedAt, currentSince: currentText.currentSince, current: true }]
+      ? [
+          {
+            versionHash: currentText.versionHash,
+            title: currentText.title,
+            publishedAt: currentText.publishedAt,
+            currentSince: currentText.currentSince,
+            current: true,
+          },
+        ]
       : [];
   const entries = [...current, ...others.map((o) => ({ ...o, current: false }))];
   const history = entries.slice(0, q.limit);

@@ -104,7 +104,8 @@ const deactivate = defineRoute(API, {
   tags,
   security,
   summary: "Withdraw an agreement",
-  description: "Ours. The public routes and the consent page then answer 404 `{state: \"gone\"}`; acceptances stay. Idempotent. Honours If-Match.",
+  description:
+    'Ours. The public routes and the consent page then answer 404 `{state: "gone"}`; acceptances stay. Idempotent. Honours If-Match.',
   request: { params: AgreementIdParam },
   responses: { 200: apiJson("The agreement", AgreementSummary, ETAG_HEADER), ...NOT_FOUND, ...STALE },
 });
@@ -182,7 +183,10 @@ acceptance it posts \`{type: "clickwrap:accepted", agreementId, versionHash, sub
   request: { params: AgreementIdParam },
   responses: {
     200: { description: "The page", content: { "text/html": { schema: z.string() } } },
-    400: { description: "subjectRef is not one line of 1 to 200 visible characters (a page that says so)", content: { "text/html": { schema: z.string() } } },
+    400: {
+      description: "subjectRef is not one line of 1 to 200 visible characters (a page that says so)",
+      content: { "text/html": { schema: z.string() } },
+    },
     404: { description: "The agreement is unknown or withdrawn (a page that says so)", content: { "text/html": { schema: z.string() } } },
     ...RATE_LIMITED,
   },
@@ -217,14 +221,18 @@ clickwrapRoutes
     return c.json({ id, versionHash }, 201);
   })
   .openapi(list, async (c) => c.json(await listAgreements(serviceContext(c), c.req.valid("query")), 200))
-  .openapi(read, async (c) => c.json(withEtag(c, await getAgreement(serviceContext(c), c.req.valid("param").agreementId, c.req.valid("query"))), 200))
+  .openapi(read, async (c) =>
+    c.json(withEtag(c, await getAgreement(serviceContext(c), c.req.valid("param").agreementId, c.req.valid("query"))), 200),
+  )
   .openapi(version, async (c) => {
     const { agreementId, versionHash } = c.req.valid("param");
     return c.json(await getVersion(serviceContext(c), agreementId, versionHash), 200);
   })
   .openapi(deactivate, async (c) => c.json(withEtag(c, await setActive(serviceContext(c), c.req.valid("param").agreementId, false)), 200))
   .openapi(activate, async (c) => c.json(withEtag(c, await setActive(serviceContext(c), c.req.valid("param").agreementId, true)), 200))
-  .openapi(acceptances, async (c) => c.json(await listAcceptances(serviceContext(c), c.req.valid("param").agreementId, c.req.valid("query")), 200))
+  .openapi(acceptances, async (c) =>
+    c.json(await listAcceptances(serviceContext(c), c.req.valid("param").agreementId, c.req.valid("query")), 200),
+  )
   .openapi(publicRead, async (c) => {
     const { agreementId } = c.req.valid("param");
     const ctx = await publicContext(c, agreementId);

@@ -1,7 +1,17 @@
 import { and, count, desc, eq, sql } from "drizzle-orm";
 import { decodeNewestFirstCursor, olderThan, paginate } from "../crm/pagination";
 import { clickwrapAcceptances, clickwrapAgreements, clickwrapVersions } from "../db/schema";
-import { atVersion, expectNoRow, expectRow, expectVersion, expectVersionMatch, StaleWrite, versioned, type VersionedTable, withRetries } from "../db/write";
+import {
+  atVersion,
+  expectNoRow,
+  expectRow,
+  expectVersion,
+  expectVersionMatch,
+  StaleWrite,
+  versioned,
+  type VersionedTable,
+  withRetries,
+} from "../db/write";
 import { commit } from "../events/commit";
 import { resourceEvent } from "../events/resource-event";
 import { sha256Hex } from "../lib/crypto";
@@ -11,13 +21,19 @@ import { registerPublicKeys } from "../shards/directory";
 import type { RequestMeta, ServiceContext } from "../service-context";
 import { type Acceptance, type AcceptRequest, type AgreementPublish, type AgreementSummary, MAX_ACCEPTANCES } from "./schemas";
 
-const AGREEMENTS: VersionedTable = { table: clickwrapAgreements, id: clickwrapAgreements.id, organizationId: clickwrapAgreements.organizationId, version: clickwrapAgreements.version };
+const AGREEMENTS: VersionedTable = {
+  table: clickwrapAgreements,
+  id: clickwrapAgreements.id,
+  organizationId: clickwrapAgreements.organizationId,
+  version: clickwrapAgreements.version,
+};
 type AgreementRecord = typeof clickwrapAgreements.$inferSelect;
 
 /** The hex SHA-256 of the agreement text, as published (no normalisation: the hash names exactly the text shown). */
 export const versionHashOf = (body: string): Promise<string> => sha256Hex(body);
 
-const mine = (ctx: ServiceContext, id: string) => and(eq(clickwrapAgreements.organizationId, ctx.organizationId), eq(clickwrapAgreements.id, id));
+const mine = (ctx: ServiceContext, id: string) =>
+  and(eq(clickwrapAgreements.organizationId, ctx.organizationId), eq(clickwrapAgreements.id, id));
 
 async function findAgreement(ctx: ServiceContext, id: string): Promise<AgreementRecord> {
   const row = await ctx.db.select().from(clickwrapAgreements).where(mine(ctx, id)).get();
@@ -33,10 +49,17 @@ async function findAgreement(ctx: ServiceContext, id: string): Promise<Agreement
  * agreement is still at a named version (412 otherwise, the same body included); a first publish is unconditional (as a PUT of a
  * profile). The answer carries the agreement's version after the publish, for the ETag.
  */
-export async function publishAgreement(ctx: ServiceContext, input: AgreementPublish): Promise<{ id: string; versionHash: string; changed: boolean }> {
+export async function publishAgreement(
+  ctx: ServiceContext,
+  input: AgreementPublish,
+): Promise<{ id: string; versionHash: string; changed: boolean }> {
   const versionHash = await versionHashOf(input.body);
   return withRetries(async () => {
-    const before = await ctx.db.select().from(clickwrapAgreements).where(and(eq(clickwrapAgreements.organizationId, ctx.organizationId), eq(clickwrapAgreements.key, input.key))).get();
+    const before = await ctx.db
+      .select()
+      .from(clickwrapAgreements)
+      .where(and(eq(clickwrapAgreements.organizationId, ctx.organizationId), eq(clickwrapAgreements.key, input.key)))
+      .get();
     // Taken after the read: of racing publishes the one that commits last also has the latest currentSince.
     const now = new Date().toISOString();
     if (!before) {
@@ -44,16 +67,42 @@ export async function publishAgreement(ctx: ServiceContext, input: AgreementPubl
       // The public routes find the agreement's organization by its id in the directory (issue 24): registered first.
       await registerPublicKeys(ctx.directory, ctx.organizationId, "agreement", [id]);
       await commit(ctx, [
-        expectNoRow(ctx.db, clickwrapAgreements, and(eq(clickwrapAgreements.organizationId, ctx.organizationId), eq(clickwrapAgreements.key, input.key))),
-        ctx.db.insert(clickwrapAgreements).values({ id, organizationId: ctx.organizationId, key: input.key, title: input.title, versionHash, active: true, createdAt: now, updatedAt: now, version: 1 }),
-        ctx.db.insert(clickwrapVersions).values({ agreementId: id, versionHash, organizationId: ctx.organizationId, title: input.title, body: input.body, publishedAt: now, currentSince: now }),
+        expectNoRow(
+          ctx.db,
+          clickwrapAgreements,
+          and(eq(clickwrapAgreements.organizationId, ctx.organizationId), eq(clickwrapAgreements.key, input.key)),
+        ),
+        ctx.db.insert(clickwrapAgreements).values({
+          id,
+          organizationId: ctx.organizationId,
+          key: input.key,
+          title: input.title,
+          versionHash,
+          active: true,
+          createdAt: now,
+          updatedAt: now,
+          version: 1,
+        }),
+        ctx.db.insert(clickwrapVersions).values({
+          agreementId: id,
+          versionHash,
+          organizationId: ctx.organizationId,
+          title: input.title,
+          body: input.body,
+          publishedAt: now,
+          currentSince: now,
+        }),
       ]);
       return versioned({ id, versionHash, changed: true }, 1);
     }
     expectVersionMatch(ctx, before.version);
     // The same body changes nothing (spec), whatever title comes with it: a version's title is part of what was shown.
     if (before.versionHash === versionHash) return versioned({ id: before.id, versionHash, changed: false }, before.version);
-    const known = await ctx.db.select({ title: clickwrapVersions.title }).from(clickwrapVersions).where(and(eq(clickwrapVersions.agreementId, before.id), eq(clickwrapVersions.versionHash, versionHash))).get();
+    const known = await ctx.db
+      .select({ title: clickwrapVersions.title })
+      .from(clickwrapVersions)
+      .where(and(eq(clickwrapVersions.agreementId, before.id), eq(clickwrapVersions.versionHash, versionHash)))
+      .get();
     // An earlier text published again becomes current again with the title it was published with; a new text is kept.
     const title = known?.title ?? input.title;
     await commit(ctx, [
@@ -64,14 +113,23 @@ export async function publishAgreement(ctx: ServiceContext, input: AgreementPubl
         .where(atVersion(AGREEMENTS, ctx.organizationId, before.id, before.version)),
       ctx.db
         .insert(clickwrapVersions)
-        .values({ agreementId: before.id, versionHash, organizationId: ctx.organizationId, title, body: input.body, publishedAt: now, currentSince: now })
+        .values({
+          agreementId: before.id,
+          versionHash,
+          organizationId: ctx.organizationId,
+          title,
+          body: input.body,
+          publishedAt: now,
+          currentSince: now,
+        })
         .onConflictDoUpdate({ target: [clickwrapVersions.agreementId, clickwrapVersions.versionHash], set: { currentSince: now } }),
     ]);
     return versioned({ id: before.id, versionHash, changed: true }, before.version + 1);
   });
 }
 
-export const versionCount = (agreementId = clickwrapAgreements.id) => sql<number>`(SELECT COUNT(*) FROM ${clickwrapVersions} v WHERE v.agreement_id = ${agreementId})`;
+export const versionCount = (agreementId = clickwrapAgreements.id) =>
+  sql<number>`(SELECT COUNT(*) FROM ${clickwrapVersions} v WHERE v.agreement_id = ${agreementId})`;
 
 export const summary = (r: AgreementRecord & { versions: number }): AgreementSummary => ({
   id: r.id,
@@ -105,9 +163,20 @@ export async function listAgreements(ctx: ServiceContext, q: { limit: number; cu
 export async function getVersion(ctx: ServiceContext, id: string, versionHash: string) {
   await findAgreement(ctx, id);
   const v = await ctx.db
-    .select({ versionHash: clickwrapVersions.versionHash, title: clickwrapVersions.title, body: clickwrapVersions.body, publishedAt: clickwrapVersions.publishedAt })
+    .select({
+      versionHash: clickwrapVersions.versionHash,
+      title: clickwrapVersions.title,
+      body: clickwrapVersions.body,
+      publishedAt: clickwrapVersions.publishedAt,
+    })
     .from(clickwrapVersions)
-    .where(and(eq(clickwrapVersions.organizationId, ctx.organizationId), eq(clickwrapVersions.agreementId, id), eq(clickwrapVersions.versionHash, versionHash)))
+    .where(
+      and(
+        eq(clickwrapVersions.organizationId, ctx.organizationId),
+        eq(clickwrapVersions.agreementId, id),
+        eq(clickwrapVersions.versionHash, versionHash),
+      ),
+    )
     .get();
   if (!v) throw new NotFound("Version");
   return v;
@@ -122,7 +191,10 @@ export async function setActive(ctx: ServiceContext, id: string, active: boolean
     const after = { ...before, active, updatedAt: new Date().toISOString(), version: before.version + 1 };
     await commit(ctx, [
       expectVersion(ctx.db, AGREEMENTS, ctx.organizationId, before),
-      ctx.db.update(clickwrapAgreements).set({ active, updatedAt: after.updatedAt, version: after.version }).where(atVersion(AGREEMENTS, ctx.organizationId, id, before.version)),
+      ctx.db
+        .update(clickwrapAgreements)
+        .set({ active, updatedAt: after.updatedAt, version: after.version })
+        .where(atVersion(AGREEMENTS, ctx.organizationId, id, before.version)),
     ]);
     return (await listOne(ctx, after))!;
   });
@@ -134,7 +206,14 @@ async function listOne(ctx: ServiceContext, a: AgreementRecord): Promise<Agreeme
 }
 
 /** An acceptance as GET /api/clickwrap/{agreementId}/acceptances lists it. */
-const toAcceptance = (r: typeof clickwrapAcceptances.$inferSelect): Acceptance => ({ id: r.id, versionHash: r.versionHash, subjectRef: r.subjectRef, acceptedAt: r.acceptedAt, ip: r.ip, userAgent: r.userAgent });
+const toAcceptance = (r: typeof clickwrapAcceptances.$inferSelect): Acceptance => ({
+  id: r.id,
+  versionHash: r.versionHash,
+  subjectRef: r.subjectRef,
+  acceptedAt: r.acceptedAt,
+  ip: r.ip,
+  userAgent: r.userAgent,
+});
 
 /**
  * GET /api/clickwrap/{agreementId}/acceptances: newest first, at most MAX_ACCEPTANCES; with `subjectRef` only that
@@ -149,13 +228,26 @@ export async function listAcceptances(ctx: ServiceContext, id: string, q: { subj
     q.subjectRef !== undefined ? eq(clickwrapAcceptances.subjectRef, q.subjectRef) : undefined,
     q.current ? eq(clickwrapAcceptances.versionHash, a.versionHash) : undefined,
   );
-  const rows = await ctx.db.select().from(clickwrapAcceptances).where(scope).orderBy(desc(clickwrapAcceptances.acceptedAt), desc(clickwrapAcceptances.id)).limit(MAX_ACCEPTANCES).all();
+  const rows = await ctx.db
+    .select()
+    .from(clickwrapAcceptances)
+    .where(scope)
+    .orderBy(desc(clickwrapAcceptances.acceptedAt), desc(clickwrapAcceptances.id))
+    .limit(MAX_ACCEPTANCES)
+    .all();
   let acceptedCurrentVersion: boolean | undefined;
   if (q.subjectRef !== undefined) {
     const hit = await ctx.db
       .select({ id: clickwrapAcceptances.id })
       .from(clickwrapAcceptances)
-      .where(and(eq(clickwrapAcceptances.organizationId, ctx.organizationId), eq(clickwrapAcceptances.agreementId, id), eq(clickwrapAcceptances.subjectRef, q.subjectRef), eq(clickwrapAcceptances.versionHash, a.versionHash)))
+      .where(
+        and(
+          eq(clickwrapAcceptances.organizationId, ctx.organizationId),
+          eq(clickwrapAcceptances.agreementId, id),
+          eq(clickwrapAcceptances.subjectRef, q.subjectRef),
+          eq(clickwrapAcceptances.versionHash, a.versionHash),
+        ),
+      )
       .get();
     acceptedCurrentVersion = hit !== undefined;
   }
@@ -171,10 +263,22 @@ export type PublicClickwrap = Pick<ServiceContext, "db" | "organizationId">;
 /** The current text of an active agreement (the public routes), or null: unknown and inactive answer alike. */
 export async function publicAgreement(ctx: PublicClickwrap, id: string) {
   const row = await ctx.db
-    .select({ id: clickwrapAgreements.id, key: clickwrapAgreements.key, title: clickwrapAgreements.title, versionHash: clickwrapAgreements.versionHash, body: clickwrapVersions.body, organizationId: clickwrapAgreements.organizationId })
+    .select({
+      id: clickwrapAgreements.id,
+      key: clickwrapAgreements.key,
+      title: clickwrapAgreements.title,
+      versionHash: clickwrapAgreements.versionHash,
+      body: clickwrapVersions.body,
+      organizationId: clickwrapAgreements.organizationId,
+    })
     .from(clickwrapAgreements)
-    .innerJoin(clickwrapVersions, and(eq(clickwrapVersions.agreementId, clickwrapAgreements.id), eq(clickwrapVersions.versionHash, clickwrapAgreements.versionHash)))
-    .where(and(eq(clickwrapAgreements.organizationId, ctx.organizationId), eq(clickwrapAgreements.id, id), eq(clickwrapAgreements.active, true)))
+    .innerJoin(
+      clickwrapVersions,
+      and(eq(clickwrapVersions.agreementId, clickwrapAgreements.id), eq(clickwrapVersions.versionHash, clickwrapAgreements.versionHash)),
+    )
+    .where(
+      and(eq(clickwrapAgreements.organizationId, ctx.organizationId), eq(clickwrapAgreements.id, id), eq(clickwrapAgreements.active, true)),
+    )
     .get();
   return row ?? null;
 }
@@ -195,12 +299,30 @@ export async function accept(ctx: ServiceContext, id: string, input: AcceptReque
   const a = await publicAgreement(ctx, id);
   if (!a) return false;
   if (input.versionHash !== undefined && input.versionHash !== a.versionHash) throw new StaleVersion(a.versionHash);
-  const row = { id: newId(), organizationId: a.organizationId, agreementId: id, versionHash: a.versionHash, subjectRef: input.subjectRef ?? null, acceptedAt: new Date().toISOString(), ip: meta.ip, userAgent: meta.userAgent };
+  const row = {
+    id: newId(),
+    organizationId: a.organizationId,
+    agreementId: id,
+    versionHash: a.versionHash,
+    subjectRef: input.subjectRef ?? null,
+    acceptedAt: new Date().toISOString(),
+    ip: meta.ip,
+    userAgent: meta.userAgent,
+  };
   try {
     await commit(
       ctx,
       [
-        expectRow(ctx.db, clickwrapAgreements, and(eq(clickwrapAgreements.organizationId, ctx.organizationId), eq(clickwrapAgreements.id, id), eq(clickwrapAgreements.active, true), eq(clickwrapAgreements.versionHash, a.versionHash))),
+        expectRow(
+          ctx.db,
+          clickwrapAgreements,
+          and(
+            eq(clickwrapAgreements.organizationId, ctx.organizationId),
+            eq(clickwrapAgreements.id, id),
+            eq(clickwrapAgreements.active, true),
+            eq(clickwrapAgreements.versionHash, a.versionHash),
+          ),
+        ),
         ctx.db.insert(clickwrapAcceptances).values(row),
       ],
       [resourceEvent(ctx, "clickwrap.accepted", { ...toAcceptance(row), agreementId: id, agreementKey: a.key })],

@@ -1,5 +1,15 @@
 import { and, desc, eq } from "drizzle-orm";
-import { contactActivities, contactCommunications, deals, leadReviews, mailOutbox, referrals, surveyResponses, surveys, testimonials } from "../db/schema";
+import {
+  contactActivities,
+  contactCommunications,
+  deals,
+  leadReviews,
+  mailOutbox,
+  referrals,
+  surveyResponses,
+  surveys,
+  testimonials,
+} from "../db/schema";
 import { documentsNaming } from "../documents/service";
 import { NotFound } from "../lib/errors";
 import { inJsonList } from "../lib/sql";
@@ -56,19 +66,52 @@ export async function personalData(ctx: ServiceContext, id: string, granted: rea
   // A part the credential may not read holds its place in the batch with a select of nothing (LIMIT 0 reads no row).
   const none = ctx.db.select({ id: deals.id }).from(deals).where(eq(deals.id, "")).limit(0);
   const [activities, communications, mails, reviews, theirDeals, authored, referred, theirSurveys] = await ctx.db.batch([
-    ctx.db.select().from(contactActivities).where(and(eq(contactActivities.organizationId, org), eq(contactActivities.contactId, id))).orderBy(desc(contactActivities.createdAt)),
-    ctx.db.select().from(contactCommunications).where(and(eq(contactCommunications.organizationId, org), eq(contactCommunications.contactId, id))).orderBy(desc(contactCommunications.occurredAt)),
-    may("mails") ? ctx.db.select({ id: mailOutbox.id, subject: mailOutbox.subject, createdAt: mailOutbox.createdAt }).from(mailOutbox).where(mailTo(ctx, person)) : none,
+    ctx.db
+      .select()
+      .from(contactActivities)
+      .where(and(eq(contactActivities.organizationId, org), eq(contactActivities.contactId, id)))
+      .orderBy(desc(contactActivities.createdAt)),
+    ctx.db
+      .select()
+      .from(contactCommunications)
+      .where(and(eq(contactCommunications.organizationId, org), eq(contactCommunications.contactId, id)))
+      .orderBy(desc(contactCommunications.occurredAt)),
+    may("mails")
+      ? ctx.db
+          .select({ id: mailOutbox.id, subject: mailOutbox.subject, createdAt: mailOutbox.createdAt })
+          .from(mailOutbox)
+          .where(mailTo(ctx, person))
+      : none,
     ctx.db.select().from(leadReviews).where(reviewsWithNumbersOf(ctx, contact)),
-    may("deals") ? ctx.db.select().from(deals).where(and(eq(deals.organizationId, org), eq(deals.contactId, id))) : none,
-    may("testimonials") ? ctx.db.select().from(testimonials).where(and(eq(testimonials.organizationId, org), eq(testimonials.authorPersonId, id))) : none,
+    may("deals")
+      ? ctx.db
+          .select()
+          .from(deals)
+          .where(and(eq(deals.organizationId, org), eq(deals.contactId, id)))
+      : none,
+    may("testimonials")
+      ? ctx.db
+          .select()
+          .from(testimonials)
+          .where(and(eq(testimonials.organizationId, org), eq(testimonials.authorPersonId, id)))
+      : none,
     may("referrals") ? ctx.db.select().from(referrals).where(referredIs(ctx, person)) : none,
-    may("surveys") ? ctx.db.select().from(surveys).where(and(eq(surveys.organizationId, org), eq(surveys.recipientPersonId, id))) : none,
+    may("surveys")
+      ? ctx.db
+          .select()
+          .from(surveys)
+          .where(and(eq(surveys.organizationId, org), eq(surveys.recipientPersonId, id)))
+      : none,
   ]);
   const surveyIds = may("surveys") ? (theirSurveys as (typeof surveys.$inferSelect)[]).map((s) => s.id) : [];
   const [answers, acceptances, documents, envelopes] = await Promise.all([
     // Bound as one JSON list: a person may have had hundreds of surveys, and D1 binds at most 100 values.
-    may("surveyResponses") && surveyIds.length ? ctx.db.select().from(surveyResponses).where(and(eq(surveyResponses.organizationId, org), inJsonList(surveyResponses.surveyId, surveyIds))) : [],
+    may("surveyResponses") && surveyIds.length
+      ? ctx.db
+          .select()
+          .from(surveyResponses)
+          .where(and(eq(surveyResponses.organizationId, org), inJsonList(surveyResponses.surveyId, surveyIds)))
+      : [],
     may("clickwrapAcceptances") ? acceptancesOf(ctx, scrub) : [],
     may("documents") ? documentsNaming(ctx, scrub.recognizer) : [],
     may("envelopes") ? envelopesNaming(ctx, scrub.recognizer) : [],

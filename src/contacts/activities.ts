@@ -54,7 +54,13 @@ export async function createActivity(ctx: ServiceContext, contactId: string, inp
       createdAt: at,
     };
     // A touch counts from when it happened: its scheduledAt when that is in the past, else now.
-    const touchedAt = !TOUCH_TYPES.has(input.type) ? null : row.scheduledAt && row.scheduledAt <= at ? row.scheduledAt : row.scheduledAt ? null : at;
+    const touchedAt = !TOUCH_TYPES.has(input.type)
+      ? null
+      : row.scheduledAt && row.scheduledAt <= at
+        ? row.scheduledAt
+        : row.scheduledAt
+          ? null
+          : at;
     const withThis = {
       count: prior.count + 1,
       conversations: prior.conversations + ((CONVERSATION_TYPES as readonly string[]).includes(input.type) ? 1 : 0),

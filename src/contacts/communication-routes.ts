@@ -50,13 +50,22 @@ const list = defineRoute(CRM, {
   tags,
   security,
   summary: "A contact's communications, newest first",
-  description: "Ordered by occurredAt, newest first, optionally of one `type`; keyset-paginated: pass `pagination.nextCursor` back as `cursor`.",
+  description:
+    "Ordered by occurredAt, newest first, optionally of one `type`; keyset-paginated: pass `pagination.nextCursor` back as `cursor`.",
   request: { params: IdParam, query: CommunicationListQuery },
-  responses: { 200: { description: "A page of communications", content: { "application/json": { schema: Page(Communication) } } }, ...NOT_FOUND },
+  responses: {
+    200: { description: "A page of communications", content: { "application/json": { schema: Page(Communication) } } },
+    ...NOT_FOUND,
+  },
 });
 
 export const communicationRoutes = new OpenAPIHono<AppBindings>({ defaultHook: validationHook })
-  .openapi(list, async (c) => c.json({ success: true as const, ...(await listCommunications(serviceContext(c), c.req.valid("param").id, c.req.valid("query"))) }, 200))
+  .openapi(list, async (c) =>
+    c.json(
+      { success: true as const, ...(await listCommunications(serviceContext(c), c.req.valid("param").id, c.req.valid("query"))) },
+      200,
+    ),
+  )
   .openapi(log, async (c) => {
     const { ctx, answer } = keptAnswer<Communication>(c, 201);
     return c.json(answer(await logCommunication(ctx, c.req.valid("param").id, c.req.valid("json"))), 201);

@@ -47,14 +47,22 @@ const occurredAt = z.iso
   .datetime({ offset: true, message: "Must be an ISO 8601 timestamp" })
   .transform((v) => new Date(v).toISOString())
   .refine((v) => v >= EARLIEST, { message: "Must not be before 1970", params: { code: "too_early" } })
-  .refine((v) => Date.parse(v) <= Date.now() + MAX_CLOCK_SKEW_MS, { message: "A communication is logged once it has happened: occurredAt must not be in the future", params: { code: "in_future" } });
+  .refine((v) => Date.parse(v) <= Date.now() + MAX_CLOCK_SKEW_MS, {
+    message: "A communication is logged once it has happened: occurredAt must not be in the future",
+    params: { code: "in_future" },
+  });
 
 const fields = {
   type: z.enum(COMMUNICATION_TYPES),
   direction: z.enum(DIRECTIONS).openapi({ description: "A voicemail is always inbound" }),
   subject: oneLineText(MAX_SUBJECT_CHARS).optional().openapi({ description: "E-mail only" }),
   body: freeText(MAX_BODY_CHARS).optional().openapi({ description: "E-mail, SMS, or a voicemail's transcript" }),
-  durationSeconds: z.int().min(0).max(MAX_DURATION_SECONDS).optional().openapi({ description: "Call or voicemail. A call logged with it has ended (emits call_started and call_ended)" }),
+  durationSeconds: z
+    .int()
+    .min(0)
+    .max(MAX_DURATION_SECONDS)
+    .optional()
+    .openapi({ description: "Call or voicemail. A call logged with it has ended (emits call_started and call_ended)" }),
   occurredAt: occurredAt.optional().openapi({ description: "When it happened (ISO 8601; default now); not in the future" }),
   metadata: boundedJsonObject({ maxChars: MAX_COMMUNICATION_METADATA_CHARS }).optional(),
 };
@@ -67,7 +75,9 @@ const MISPLACED: Record<keyof typeof TAKES, string> = {
 
 type Raw = Record<string, unknown>;
 /** Run the rules on whatever object was sent, valid or not (a body that is no object has its own single issue). */
-const sent = { when: (payload: { value: unknown }) => typeof payload.value === "object" && payload.value !== null && !Array.isArray(payload.value) };
+const sent = {
+  when: (payload: { value: unknown }) => typeof payload.value === "object" && payload.value !== null && !Array.isArray(payload.value),
+};
 
 /**
  * POST /v1/contacts/{id}/communications. The rules between fields read the body as sent (`when`): zod skips an
@@ -76,12 +86,18 @@ const sent = { when: (payload: { value: unknown }) => typeof payload.value === "
 export const CommunicationCreate = Object.entries(TAKES)
   .reduce(
     (schema, [field, types]) =>
-      schema.refine((v: Raw) => v[field] === undefined || !(COMMUNICATION_TYPES as readonly unknown[]).includes(v.type) || types.includes(v.type as CommunicationType), {
-        path: [field],
-        message: MISPLACED[field as keyof typeof TAKES],
-        params: { code: "not_allowed" },
-        ...sent,
-      }),
+      schema.refine(
+        (v: Raw) =>
+          v[field] === undefined ||
+          !(COMMUNICATION_TYPES as readonly unknown[]).includes(v.type) ||
+          types.includes(v.type as CommunicationType),
+        {
+          path: [field],
+          message: MISPLACED[field as keyof typeof TAKES],
+          params: { code: "not_allowed" },
+          ...sent,
+        },
+      ),
     z.strictObject(fields),
   )
   .refine((v: Raw) => !(v.type === "voicemail" && v.direction === "outbound"), {
@@ -97,4 +113,3 @@ export const CommunicationListQuery = listQuery({
   type: z.enum(COMMUNICATION_TYPES).optional().openapi({ description: "Only communications of this type" }),
 });
 export type CommunicationListQuery = z.infer<typeof CommunicationListQuery>;
-

@@ -22,7 +22,8 @@ const SORT = "occurredAt:desc";
  */
 function communicationEvents(ctx: ServiceContext, c: Communication): EventEnvelope[] {
   // Whole names, so test/node/catalogue-emitters.test.ts sees each one emitted.
-  const of = (type: `communication.${string}`, object: Communication) => newEvent(ctx, type, { object, previousAttributes: null, changes: null });
+  const of = (type: `communication.${string}`, object: Communication) =>
+    newEvent(ctx, type, { object, previousAttributes: null, changes: null });
   const sent = c.direction === "outbound";
   switch (c.type) {
     case "email":
@@ -32,7 +33,9 @@ function communicationEvents(ctx: ServiceContext, c: Communication): EventEnvelo
     case "voicemail":
       return [of("communication.voicemail_received", c)];
     case "call":
-      return c.durationSeconds === null ? [of("communication.call_started", c)] : [of("communication.call_started", { ...c, durationSeconds: null }), of("communication.call_ended", c)];
+      return c.durationSeconds === null
+        ? [of("communication.call_started", c)]
+        : [of("communication.call_started", { ...c, durationSeconds: null }), of("communication.call_ended", c)];
   }
 }
 
@@ -65,7 +68,12 @@ export async function logCommunication(ctx: ServiceContext, contactId: string, i
     };
     const communication = toCommunication(row);
     const contact = touchContact(ctx, before, figures, row.occurredAt, now);
-    await commit(ctx, [...contact.statements, ctx.db.insert(contactCommunications).values(row)], [...communicationEvents(ctx, communication), ...contact.events], { answer: communication });
+    await commit(
+      ctx,
+      [...contact.statements, ctx.db.insert(contactCommunications).values(row)],
+      [...communicationEvents(ctx, communication), ...contact.events],
+      { answer: communication },
+    );
     return communication;
   });
 }

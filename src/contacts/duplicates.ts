@@ -60,7 +60,14 @@ function startOf(cursor: string | undefined, reasons: readonly DuplicateReason[]
   const { values, id } = decodeCursor(cursor, SORT, 2);
   const [reason, inclusive] = values;
   if (!reasons.includes(reason as DuplicateReason) || (inclusive !== 0 && inclusive !== 1)) {
-    throw new Validation([{ field: "cursor", path: ["cursor"], code: "invalid_cursor", message: "Cursor was issued for another reason filter; start again without a cursor" }]);
+    throw new Validation([
+      {
+        field: "cursor",
+        path: ["cursor"],
+        code: "invalid_cursor",
+        message: "Cursor was issued for another reason filter; start again without a cursor",
+      },
+    ]);
   }
   return { reason: reason as DuplicateReason, start: { key: id, inclusive: inclusive === 1 } };
 }
@@ -70,20 +77,43 @@ async function groupsOf(ctx: ServiceContext, reason: DuplicateReason, keys: stri
   if (keys.length === 0) return [];
   const list = JSON.stringify(keys);
   const union = KEY_COLUMNS[reason]
-    .map((c) => `SELECT ${c} AS k, id, first_name, last_name, email, phone, secondary_phone, created_at FROM contacts WHERE organization_id = ? AND ${c} IN (SELECT value FROM json_each(?))`)
+    .map(
+      (c) =>
+        `SELECT ${c} AS k, id, first_name, last_name, email, phone, secondary_phone, created_at FROM contacts WHERE organization_id = ? AND ${c} IN (SELECT value FROM json_each(?))`,
+    )
     .join(" UNION ");
   const rows = await ctx.d1
-    .prepare(`SELECT * FROM (SELECT u.*, row_number() OVER (PARTITION BY k ORDER BY id) AS rn, COUNT(*) OVER (PARTITION BY k) AS n FROM (${union}) u) WHERE rn <= ${GROUP_CONTACTS} ORDER BY k, id`)
+    .prepare(
+      `SELECT * FROM (SELECT u.*, row_number() OVER (PARTITION BY k ORDER BY id) AS rn, COUNT(*) OVER (PARTITION BY k) AS n FROM (${union}) u) WHERE rn <= ${GROUP_CONTACTS} ORDER BY k, id`,
+    )
     .bind(...KEY_COLUMNS[reason].flatMap(() => [ctx.organizationId, list]))
-    .all<{ k: string; id: string; first_name: string; last_name: string; email: string; phone: string | null; secondary_phone: string | null; created_at: string; n: number }>();
+    .all<{
+      k: string;
+      id: string;
+      first_name: string;
+      last_name: string;
+      email: string;
+      phone: string | null;
+      secondary_phone: string | null;
+      created_at: string;
+      n: number;
+    }>();
   const groups = new Map<string, DuplicateGroup>();
   for (const r of rows.results) {
     const g = groups.get(r.k) ?? { reason, key: r.k, contactCount: r.n, contacts: [] };
-    g.contacts.push({ id: r.id, firstName: r.first_name, lastName: r.last_name, email: r.email, phone: r.phone, secondaryPhone: r.secondary_phone, createdAt: r.created_at });
+    g.contacts.push({
+      id: r.id,
+      firstName: r.first_name,
+      lastName: r.last_name,
+      email: r.email,
+      phone: r.phone,
+      secondaryPhone: r.secondary_phone,
+      createdAt: r.created_at,
+    });
     groups.set(r.k, g);
   }
   // A contact with one number in both fields counts once: a key only it carries is no group.
-  return keys.flatMap((k) => (groups.get(k)?.contactCount ?? 0) > 1 ? [groups.get(k)!] : []);
+  return keys.flatMap((k) => ((groups.get(k)?.contactCount ?? 0) > 1 ? [groups.get(k)!] : []));
 }
 
 /**
@@ -101,7 +131,10 @@ const groupCount = (reason: DuplicateReason, org: string): { sql: string; params
             OR EXISTS (SELECT 1 FROM contacts o WHERE o.organization_id = s.organization_id AND o.secondary_phone_key = s.secondary_phone_key AND o.rowid <> s.rowid))`,
         params: [org, org],
       }
-    : { sql: `SELECT ${NAME_ZIP_KEY_SQL} AS k FROM contacts WHERE organization_id = ? AND ${NAME_ZIP_KEY_SQL} IS NOT NULL GROUP BY k HAVING COUNT(*) > 1`, params: [org] };
+    : {
+        sql: `SELECT ${NAME_ZIP_KEY_SQL} AS k FROM contacts WHERE organization_id = ? AND ${NAME_ZIP_KEY_SQL} IS NOT NULL GROUP BY k HAVING COUNT(*) > 1`,
+        params: [org],
+      };
 
 export async function listDuplicates(ctx: ServiceContext, q: DuplicatesQuery) {
   const reasons = q.reason ? [q.reason] : DUPLICATE_REASONS;
@@ -112,9 +145,18 @@ export async function listDuplicates(ctx: ServiceContext, q: DuplicatesQuery) {
   const totals = await totalStatements(ctx.d1, org, "contacts", key);
   const [counter, cached, ...windows] = await ctx.d1.batch([
     ...totals.statements,
-    ...KEY_COLUMNS[reason].map((c) => ctx.d1.prepare(`SELECT ${c} AS k FROM contacts WHERE organization_id = ? AND ${c} ${op} ? ORDER BY ${c} LIMIT ${WINDOW}`).bind(org, start.key)),
+    ...KEY_COLUMNS[reason].map((c) =>
+      ctx.d1
+        .prepare(`SELECT ${c} AS k FROM contacts WHERE organization_id = ? AND ${c} ${op} ? ORDER BY ${c} LIMIT ${WINDOW}`)
+        .bind(org, start.key),
+    ),
   ]);
-  const plan = planPage(windows.map((w) => (w!.results as { k: string }[]).map((r) => r.k)), WINDOW, start, q.limit);
+  const plan = planPage(
+    windows.map((w) => (w!.results as { k: string }[]).map((r) => r.k)),
+    WINDOW,
+    start,
+    q.limit,
+  );
   const data = await groupsOf(ctx, reason, plan.keys);
   const later = reasons.slice(reasons.indexOf(reason) + 1)[0];
   const next = plan.next ? { reason, ...plan.next } : later ? { reason: later, key: "", inclusive: true } : null;
@@ -125,7 +167,11 @@ export async function listDuplicates(ctx: ServiceContext, q: DuplicatesQuery) {
     "contacts",
     { hash: totals.keyHash, filtered: true },
     { counter: counter!.results, cached: cached!.results },
-    countOf(`(${counts.map((c) => `SELECT k FROM (${c.sql})`).join(" UNION ALL ")}) g`, "1", counts.flatMap((c) => c.params)),
+    countOf(
+      `(${counts.map((c) => `SELECT k FROM (${c.sql})`).join(" UNION ALL ")}) g`,
+      "1",
+      counts.flatMap((c) => c.params),
+    ),
   );
   return {
     data,

@@ -39,7 +39,10 @@ export type Counted = (kind: string) => Statement;
 
 /** An agent's public feed shows their testimonials and their profile: a rewrite of either purges it at once. */
 const purgeTestimonialFeeds = async (ctx: ServiceContext, ids: string[]) => {
-  const agents = await ctx.db.selectDistinct({ agentUserId: testimonials.agentUserId }).from(testimonials).where(and(eq(testimonials.organizationId, ctx.organizationId), inJsonList(testimonials.id, ids)));
+  const agents = await ctx.db
+    .selectDistinct({ agentUserId: testimonials.agentUserId })
+    .from(testimonials)
+    .where(and(eq(testimonials.organizationId, ctx.organizationId), inJsonList(testimonials.id, ids)));
   for (const { agentUserId } of agents) purgeFeed(ctx, agentUserId);
 };
 const purgeProfileFeeds = async (ctx: ServiceContext, userIds: string[]) => {
@@ -98,7 +101,15 @@ const COPIES: {
   { kind: "testimonial_texts", table: testimonials, key: "id", column: "headline", versioned: true, after: purgeTestimonialFeeds },
   { kind: "testimonial_texts", table: testimonials, key: "id", column: "body", versioned: true, after: purgeTestimonialFeeds },
   // Imported reviews have no author id: a display name that is theirs is theirs all the same (the public feed shows it).
-  { kind: "testimonial_texts", table: testimonials, key: "id", column: "displayName", versioned: true, clear: true, after: purgeTestimonialFeeds },
+  {
+    kind: "testimonial_texts",
+    table: testimonials,
+    key: "id",
+    column: "displayName",
+    versioned: true,
+    clear: true,
+    after: purgeTestimonialFeeds,
+  },
   { kind: "testimonial_texts", table: testimonials, key: "id", column: "rejectionReason", versioned: true },
   { kind: "agent_profiles", table: agentProfiles, key: "userId", column: "draftConfig", versioned: true },
   { kind: "agent_profiles", table: agentProfiles, key: "userId", column: "publishedConfig", versioned: true, after: purgeProfileFeeds },
@@ -147,7 +158,15 @@ export async function scrubCopies(ctx: ServiceContext, scrub: Scrub, counted: Co
       const results: { k: string; t: string }[] = await ctx.db
         .select({ k: sql<string>`${key}`, t: sql<string>`${column}` })
         .from(p.table)
-        .where(and(eq(organizationId, ctx.organizationId), gt(key, after), ne(key, scrub.person.id), isNotNull(column), mentionsAny(column, scrub.recognizer.needles)))
+        .where(
+          and(
+            eq(organizationId, ctx.organizationId),
+            gt(key, after),
+            ne(key, scrub.person.id),
+            isNotNull(column),
+            mentionsAny(column, scrub.recognizer.needles),
+          ),
+        )
         .orderBy(asc(key))
         .limit(PAGE);
       const changed = results.flatMap((r) => {
@@ -172,7 +191,11 @@ export async function scrubCopies(ctx: ServiceContext, scrub: Scrub, counted: Co
           ...(listed ? [bumpResourceCounter(ctx.db, ctx.organizationId, listed, 0)] : []),
         ]);
       }
-      if (p.after && changed.length > 0) await p.after(ctx, changed.map((r) => r.k));
+      if (p.after && changed.length > 0)
+        await p.after(
+          ctx,
+          changed.map((r) => r.k),
+        );
       if (results.length < PAGE) break;
       after = results[results.length - 1]!.k;
     }
@@ -210,7 +233,12 @@ async function dropTags(ctx: ServiceContext, scrub: Scrub, counted: Counted): Pr
     const carriers = await ctx.db
       .select({ id: contacts.id, tags: contacts.tags, version: contacts.version })
       .from(contacts)
-      .where(and(eq(contacts.organizationId, org), sql`EXISTS (SELECT 1 FROM ${contactTags} ct WHERE ct.contact_id = ${contacts.id} AND ${inJsonList(sql`ct.tag`, names)})`))
+      .where(
+        and(
+          eq(contacts.organizationId, org),
+          sql`EXISTS (SELECT 1 FROM ${contactTags} ct WHERE ct.contact_id = ${contacts.id} AND ${inJsonList(sql`ct.tag`, names)})`,
+        ),
+      )
       .orderBy(asc(contacts.id))
       .limit(PAGE);
     if (carriers.length === 0) break;
@@ -243,7 +271,8 @@ const namesPerson = (text: string, scrub: Scrub) => mentionedIn(text, scrub.reda
 /** A trashed contact's kept row without the tags that name the person (the row's `tags` is JSON text inside its JSON). */
 function withoutTagsNaming(row: string, scrub: Scrub): string {
   const parsed = JSON.parse(row) as Record<string, unknown>;
-  const list = typeof parsed.tags === "string" ? (parseStructure(parsed.tags) as unknown[] | undefined) : (parsed.tags as unknown[] | undefined);
+  const list =
+    typeof parsed.tags === "string" ? (parseStructure(parsed.tags) as unknown[] | undefined) : (parsed.tags as unknown[] | undefined);
   if (!Array.isArray(list)) return row;
   const kept = list.filter((t) => typeof t !== "string" || !namesPerson(t, scrub));
   if (kept.length === list.length) return row;

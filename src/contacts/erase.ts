@@ -54,10 +54,12 @@ import { bumpCounters, CONTACTS, tagStatements } from "./writes";
 const RETAINED_REASONS: Record<RetainedKind, string> = {
   signed_envelopes:
     "A completed envelope is a signed, sealed record: its signers' names and addresses, its audit trail, the document they signed and its PDFs are part of what was signed and stay as signed",
-  clickwrap_acceptances: "A clickwrap acceptance is an immutable record of who accepted which terms, when and from where (spec: immutable acceptances)",
+  clickwrap_acceptances:
+    "A clickwrap acceptance is an immutable record of who accepted which terms, when and from where (spec: immutable acceptances)",
   documents_by_name:
     "Unsigned documents and envelopes that never completed which mention the name alone, without the person's e-mail or phone: a name alone does not tell whose they are, so they are not deleted, nor rewritten (a document's SHA-256 identifies the text that was reviewed); review them and delete those that are this person's",
-  name_mentions: "Mentions by name alone: another contact has the same name, so texts that name only the name may be about them and are kept as written (the person's e-mail and phone were taken out)",
+  name_mentions:
+    "Mentions by name alone: another contact has the same name, so texts that name only the name may be about them and are kept as written (the person's e-mail and phone were taken out)",
 };
 
 /** A run that has not touched a pending erasure for this long has stopped: the cron takes it up. */
@@ -77,13 +79,27 @@ interface Found {
 export async function findPerson(ctx: ServiceContext, id: string): Promise<Found> {
   const org = ctx.organizationId;
   const [live, kept, pending, mergedRows] = await ctx.db.batch([
-    ctx.db.select().from(contacts).where(and(eq(contacts.organizationId, org), eq(contacts.id, id))),
+    ctx.db
+      .select()
+      .from(contacts)
+      .where(and(eq(contacts.organizationId, org), eq(contacts.id, id))),
     ctx.db
       .select({ row: trashRows.row })
       .from(trashRows)
       .innerJoin(trashEntries, eq(trashEntries.recordId, trashRows.recordId))
-      .where(and(eq(trashRows.recordId, id), eq(trashRows.tableName, "contacts"), eq(trashEntries.organizationId, org), eq(trashEntries.kind, "contact"), eq(trashEntries.state, "trashed"))),
-    ctx.db.select().from(erasures).where(and(eq(erasures.organizationId, org), eq(erasures.contactId, id), eq(erasures.state, "pending"))),
+      .where(
+        and(
+          eq(trashRows.recordId, id),
+          eq(trashRows.tableName, "contacts"),
+          eq(trashEntries.organizationId, org),
+          eq(trashEntries.kind, "contact"),
+          eq(trashEntries.state, "trashed"),
+        ),
+      ),
+    ctx.db
+      .select()
+      .from(erasures)
+      .where(and(eq(erasures.organizationId, org), eq(erasures.contactId, id), eq(erasures.state, "pending"))),
     ctx.db
       .select({ id: trashEntries.recordId })
       .from(trashEntries)
@@ -92,7 +108,10 @@ export async function findPerson(ctx: ServiceContext, id: string): Promise<Found
           eq(trashEntries.organizationId, org),
           eq(trashEntries.mergedInto, id),
           // Waiting in the trash, or erased by a run that stopped half-way (this request's earlier try): finished now.
-          or(eq(trashEntries.state, "trashed"), sql`EXISTS (SELECT 1 FROM ${erasures} e WHERE e.organization_id = ${org} AND e.contact_id = ${trashEntries.recordId} AND e.state = 'pending')`),
+          or(
+            eq(trashEntries.state, "trashed"),
+            sql`EXISTS (SELECT 1 FROM ${erasures} e WHERE e.organization_id = ${org} AND e.contact_id = ${trashEntries.recordId} AND e.state = 'pending')`,
+          ),
         ),
       ),
   ]);
@@ -126,7 +145,11 @@ async function eraseMerged(ctx: ServiceContext, found: Found): Promise<void> {
  * finds its erasure pending (a retry after a failure) finishes it and answers the same. Contacts merged into this
  * one are erased with it (`eraseMerged`).
  */
-const importRunning = () => new Conflict("An import of your organization is running and its file may name this person: erase once it has ended (GET /v1/imports/{id}), or cancel it", "import_running");
+const importRunning = () =>
+  new Conflict(
+    "An import of your organization is running and its file may name this person: erase once it has ended (GET /v1/imports/{id}), or cancel it",
+    "import_running",
+  );
 
 export async function eraseContact(ctx: ServiceContext, id: string): Promise<Erasure> {
   const org = ctx.organizationId;
@@ -149,10 +172,19 @@ export async function eraseContact(ctx: ServiceContext, id: string): Promise<Era
     // A child table's rows of the contact: live beside it, or kept in the trash with it.
     const childRows = (table: typeof contactActivities | typeof contactCommunications) =>
       live
-        ? ctx.db.select({ n: sql<number>`COUNT(*)` }).from(table).where(and(eq(table.organizationId, org), eq(table.contactId, id)))
-        : ctx.db.select({ n: sql<number>`COUNT(*)` }).from(trashRows).where(and(eq(trashRows.recordId, id), eq(trashRows.tableName, tableName(table))));
+        ? ctx.db
+            .select({ n: sql<number>`COUNT(*)` })
+            .from(table)
+            .where(and(eq(table.organizationId, org), eq(table.contactId, id)))
+        : ctx.db
+            .select({ n: sql<number>`COUNT(*)` })
+            .from(trashRows)
+            .where(and(eq(trashRows.recordId, id), eq(trashRows.tableName, tableName(table))));
     const [authored, referred, pendingSurveys, mails, reviews, activities, communications] = await ctx.db.batch([
-      ctx.db.select({ agentUserId: testimonials.agentUserId }).from(testimonials).where(and(eq(testimonials.organizationId, org), eq(testimonials.authorPersonId, id))),
+      ctx.db
+        .select({ agentUserId: testimonials.agentUserId })
+        .from(testimonials)
+        .where(and(eq(testimonials.organizationId, org), eq(testimonials.authorPersonId, id))),
       ctx.db.select({ n: sql<number>`COUNT(*)` }).from(referrals).where(referredIs(ctx, person)),
       ctx.db.select({ n: sql<number>`COUNT(*)` }).from(surveys).where(unsentTo(ctx, id)),
       ctx.db.select({ n: sql<number>`COUNT(*)` }).from(mailOutbox).where(mailTo(ctx, person)),
@@ -167,16 +199,31 @@ export async function eraseContact(ctx: ServiceContext, id: string): Promise<Era
           ...tagStatements(ctx, [{ contactId: id, before: live.tags, after: [] }], at),
           ctx.db.delete(contactTags).where(and(eq(contactTags.contactId, id), eq(contactTags.organizationId, org))),
           ctx.db.delete(contactActivities).where(and(eq(contactActivities.organizationId, org), eq(contactActivities.contactId, id))),
-          ctx.db.delete(contactCommunications).where(and(eq(contactCommunications.organizationId, org), eq(contactCommunications.contactId, id))),
+          ctx.db
+            .delete(contactCommunications)
+            .where(and(eq(contactCommunications.organizationId, org), eq(contactCommunications.contactId, id))),
           ctx.db.delete(contacts).where(and(eq(contacts.organizationId, org), eq(contacts.id, id))),
           bumpCounters(ctx, -1),
           ...facetMoves(ctx, live, null),
         ]
       : [
-          expectRow(ctx.db, trashEntries, and(eq(trashEntries.recordId, id), eq(trashEntries.organizationId, org), eq(trashEntries.state, "trashed"))),
+          expectRow(
+            ctx.db,
+            trashEntries,
+            and(eq(trashEntries.recordId, id), eq(trashEntries.organizationId, org), eq(trashEntries.state, "trashed")),
+          ),
           ctx.db.delete(trashRows).where(eq(trashRows.recordId, id)),
         ];
-    const erased = countsOnly({ contacts: 1, activities: activities[0]!.n, communications: communications[0]!.n, testimonials: authored.length, referrals: referred[0]!.n, surveys: pendingSurveys[0]!.n, mails: mails[0]!.n, lead_reviews: reviews[0]!.n });
+    const erased = countsOnly({
+      contacts: 1,
+      activities: activities[0]!.n,
+      communications: communications[0]!.n,
+      testimonials: authored.length,
+      referrals: referred[0]!.n,
+      surveys: pendingSurveys[0]!.n,
+      mails: mails[0]!.n,
+      lead_reviews: reviews[0]!.n,
+    });
     // The referral form's duplicate keys are hashes of the person's e-mail and phones: they go too.
     const keyHashes = await Promise.all([person.emailKey, ...person.phones].map((c) => sha256Hex(referredKey(c))));
     const started: ErasureRow = {
@@ -196,11 +243,30 @@ export async function eraseContact(ctx: ServiceContext, id: string): Promise<Era
       expectNoRow(ctx.db, imports, importing),
       ctx.db
         .insert(trashEntries)
-        .values({ recordId: id, organizationId: org, kind: "contact", state: "erased", label: null, deletedAt: at, deletedBy: ctx.actor.userId ?? null, restorableUntil: at, endedAt: at })
+        .values({
+          recordId: id,
+          organizationId: org,
+          kind: "contact",
+          state: "erased",
+          label: null,
+          deletedAt: at,
+          deletedBy: ctx.actor.userId ?? null,
+          restorableUntil: at,
+          endedAt: at,
+        })
         .onConflictDoUpdate({ target: trashEntries.recordId, set: { state: "erased", label: null, endedAt: at } }),
       ctx.db
         .update(testimonials)
-        .set({ displayName: null, displayLocation: null, displayPhotoUrl: null, permissionToPublishName: false, permissionToPublishLocation: false, permissionToPublishPhoto: false, updatedAt: at, version: sql`${testimonials.version} + 1` })
+        .set({
+          displayName: null,
+          displayLocation: null,
+          displayPhotoUrl: null,
+          permissionToPublishName: false,
+          permissionToPublishLocation: false,
+          permissionToPublishPhoto: false,
+          updatedAt: at,
+          version: sql`${testimonials.version} + 1`,
+        })
         .where(and(eq(testimonials.organizationId, org), eq(testimonials.authorPersonId, id))),
       ctx.db
         .update(referrals)
@@ -209,23 +275,49 @@ export async function eraseContact(ctx: ServiceContext, id: string): Promise<Era
       ctx.db
         .update(surveyResponses)
         .set({ ip: null, userAgent: null })
-        .where(and(eq(surveyResponses.organizationId, org), inArray(surveyResponses.surveyId, ctx.db.select({ id: surveys.id }).from(surveys).where(and(eq(surveys.organizationId, org), eq(surveys.recipientPersonId, id)))))),
-      ctx.db.update(surveys).set({ status: "SKIPPED", skippedAt: at, pendingToken: null, updatedAt: at, version: sql`${surveys.version} + 1` }).where(unsentTo(ctx, id)),
+        .where(
+          and(
+            eq(surveyResponses.organizationId, org),
+            inArray(
+              surveyResponses.surveyId,
+              ctx.db
+                .select({ id: surveys.id })
+                .from(surveys)
+                .where(and(eq(surveys.organizationId, org), eq(surveys.recipientPersonId, id))),
+            ),
+          ),
+        ),
+      ctx.db
+        .update(surveys)
+        .set({ status: "SKIPPED", skippedAt: at, pendingToken: null, updatedAt: at, version: sql`${surveys.version} + 1` })
+        .where(unsentTo(ctx, id)),
       // The address each EMAIL survey was scheduled for (issue 40): theirs, whichever contact the survey is of now. One
       // not mailed yet is skipped first: without its address it would have nobody to be held to.
       ctx.db
         .update(surveys)
         .set({ status: "SKIPPED", skippedAt: at, pendingToken: null, updatedAt: at, version: sql`${surveys.version} + 1` })
-        .where(and(eq(surveys.organizationId, org), eq(surveys.recipientEmailKey, person.emailKey), inArray(surveys.status, ["SCHEDULED", "OPENED"]), isNull(surveys.sentAt))),
+        .where(
+          and(
+            eq(surveys.organizationId, org),
+            eq(surveys.recipientEmailKey, person.emailKey),
+            inArray(surveys.status, ["SCHEDULED", "OPENED"]),
+            isNull(surveys.sentAt),
+          ),
+        ),
       // "" rather than null: no address is one the survey can ever be mailed to again (a re-issue included), where
       // null would mean a survey from before addresses were kept.
-      ctx.db.update(surveys).set({ recipientEmailKey: "" }).where(and(eq(surveys.organizationId, org), or(eq(surveys.recipientPersonId, id), eq(surveys.recipientEmailKey, person.emailKey)))),
+      ctx.db
+        .update(surveys)
+        .set({ recipientEmailKey: "" })
+        .where(and(eq(surveys.organizationId, org), or(eq(surveys.recipientPersonId, id), eq(surveys.recipientEmailKey, person.emailKey)))),
       ctx.db.delete(mailOutbox).where(mailTo(ctx, person)),
       ctx.db.delete(referralKeys).where(and(eq(referralKeys.organizationId, org), inArray(referralKeys.contactHash, keyHashes))),
       // Leads kept for review with one of their numbers (issue 40): before the merged keys they are also found by go.
       ctx.db.delete(leadReviews).where(reviewsWithNumbersOf(ctx, contact)),
       // The e-mails and phones a merge kept: the ones this contact absorbed, and (a merged contact erased) its own.
-      ctx.db.delete(contactMergedKeys).where(and(eq(contactMergedKeys.organizationId, org), or(eq(contactMergedKeys.contactId, id), eq(contactMergedKeys.sourceId, id)))),
+      ctx.db
+        .delete(contactMergedKeys)
+        .where(and(eq(contactMergedKeys.organizationId, org), or(eq(contactMergedKeys.contactId, id), eq(contactMergedKeys.sourceId, id)))),
       ctx.db.insert(erasures).values(started),
     );
     const events = live ? [newEvent(ctx, "contact.deleted", { object: { id }, previousAttributes: null, changes: null })] : [];
@@ -251,12 +343,16 @@ export async function runErasure(ctx: ServiceContext, row: ErasureRow): Promise<
     ctx.db
       .update(erasures)
       // changes(): the rows the statement just before this one in the batch changed (a batch runs in order, on one connection).
-      .set({ erased: sql`json_set(${erasures.erased}, ${`$.${kind}`}, coalesce(json_extract(${erasures.erased}, ${`$.${kind}`}), 0) + changes())` })
+      .set({
+        erased: sql`json_set(${erasures.erased}, ${`$.${kind}`}, coalesce(json_extract(${erasures.erased}, ${`$.${kind}`}), 0) + changes())`,
+      })
       .where(eq(erasures.id, row.id));
   // Every step below looks at everything again, so what each counts as kept is complete for this run.
   const scrub = scrubOf(person, !(await nameIsShared(ctx, person)));
   const who = scrub.recognizer;
-  const documentsByName = (await eraseUnsignedEnvelopes(ctx, who, () => counted("envelopes"))) + (await eraseDocumentsNaming(ctx, who, () => counted("documents")));
+  const documentsByName =
+    (await eraseUnsignedEnvelopes(ctx, who, () => counted("envelopes"))) +
+    (await eraseDocumentsNaming(ctx, who, () => counted("documents")));
   const nameMentions = (await scrubTrash(ctx, scrub, counted)) + (await scrubCopies(ctx, scrub, counted));
   // An organization export made before holds the person: every export zip of the organization goes (issue 33).
   await deleteExportArchives(ctx, () => counted("exports"));
@@ -266,13 +362,30 @@ export async function runErasure(ctx: ServiceContext, row: ErasureRow): Promise<
     documents_by_name: documentsByName,
     name_mentions: nameMentions,
   });
-  const finished = { state: "done" as const, subject: null, retained: Object.keys(retainedCounts), retainedCounts, touchedAt: new Date().toISOString() };
+  const finished = {
+    state: "done" as const,
+    subject: null,
+    retained: Object.keys(retainedCounts),
+    retainedCounts,
+    touchedAt: new Date().toISOString(),
+  };
   // The request's answer is kept in the batch that finishes (a retry after a reply lost there replays it: nothing is
   // left to find by then). The counts are the ones the steps above added up.
   const counts = await ctx.db.select({ erased: erasures.erased }).from(erasures).where(eq(erasures.id, row.id)).get();
-  const [done] = (await commit(ctx, [ctx.db.update(erasures).set(finished).where(and(eq(erasures.id, row.id), eq(erasures.state, "pending"))).returning()], [], {
-    answer: answerOf({ ...row, ...finished, erased: counts?.erased ?? row.erased }),
-  })) as ErasureRow[][];
+  const [done] = (await commit(
+    ctx,
+    [
+      ctx.db
+        .update(erasures)
+        .set(finished)
+        .where(and(eq(erasures.id, row.id), eq(erasures.state, "pending")))
+        .returning(),
+    ],
+    [],
+    {
+      answer: answerOf({ ...row, ...finished, erased: counts?.erased ?? row.erased }),
+    },
+  )) as ErasureRow[][];
   // A concurrent run (the cron and a retry) finished first: answer what it recorded.
   return answerOf(done?.[0] ?? (await ctx.db.select().from(erasures).where(eq(erasures.id, row.id)).get())!);
 }
@@ -285,7 +398,9 @@ function answerOf(row: ErasureRow): Erasure {
     deleted: true as const,
     erased: countsOnly(row.erased),
     retained,
-    retainedRecords: retained.filter((kind) => (counts[kind] ?? 0) > 0).map((kind) => ({ kind, count: counts[kind]!, reason: RETAINED_REASONS[kind] })),
+    retainedRecords: retained
+      .filter((kind) => (counts[kind] ?? 0) > 0)
+      .map((kind) => ({ kind, count: counts[kind]!, reason: RETAINED_REASONS[kind] })),
   };
 }
 
@@ -311,10 +426,15 @@ export async function resumeErasures(env: Env, db: Db, { now = new Date(), max =
     if (claimed.length === 0) continue;
     const deferred: Promise<unknown>[] = [];
     try {
-      await runErasure(systemContext(env, db, row.organizationId, `cron:erasure:${row.id}`, (work) => deferred.push(work)), row);
+      await runErasure(
+        systemContext(env, db, row.organizationId, `cron:erasure:${row.id}`, (work) => deferred.push(work)),
+        row,
+      );
       finished++;
     } catch (err) {
-      console.warn(JSON.stringify({ message: "erasure not finished; a later cron pass resumes it", erasureId: row.id, error: loggableError(err) }));
+      console.warn(
+        JSON.stringify({ message: "erasure not finished; a later cron pass resumes it", erasureId: row.id, error: loggableError(err) }),
+      );
     }
     await Promise.allSettled(deferred);
   }
@@ -331,10 +451,18 @@ export async function acceptancesOf(ctx: ServiceContext, scrub: Scrub): Promise<
     const page = await ctx.db
       .select()
       .from(clickwrapAcceptances)
-      .where(and(eq(clickwrapAcceptances.organizationId, ctx.organizationId), gt(clickwrapAcceptances.id, after), mentionsAny(clickwrapAcceptances.subjectRef, who.needles)))
+      .where(
+        and(
+          eq(clickwrapAcceptances.organizationId, ctx.organizationId),
+          gt(clickwrapAcceptances.id, after),
+          mentionsAny(clickwrapAcceptances.subjectRef, who.needles),
+        ),
+      )
       .orderBy(asc(clickwrapAcceptances.id))
       .limit(PAGE);
-    theirs.push(...page.filter((a) => a.subjectRef === person.id || who.identifies(a.subjectRef) || (who.nameIsTheirs && who.names(a.subjectRef))));
+    theirs.push(
+      ...page.filter((a) => a.subjectRef === person.id || who.identifies(a.subjectRef) || (who.nameIsTheirs && who.names(a.subjectRef))),
+    );
     if (page.length < PAGE) return theirs;
     after = page[page.length - 1]!.id;
   }
@@ -358,7 +486,14 @@ export async function nameIsShared(ctx: ServiceContext, person: Person): Promise
     const page = await ctx.db
       .select({ id: contacts.id, firstName: contacts.firstName, lastName: contacts.lastName })
       .from(contacts)
-      .where(and(eq(contacts.organizationId, org), gt(contacts.id, after), ne(contacts.id, person.id), mentionsAny(sql`${contacts.firstName} || ' ' || ${contacts.lastName}`, name.needles)))
+      .where(
+        and(
+          eq(contacts.organizationId, org),
+          gt(contacts.id, after),
+          ne(contacts.id, person.id),
+          mentionsAny(sql`${contacts.firstName} || ' ' || ${contacts.lastName}`, name.needles),
+        ),
+      )
       .orderBy(asc(contacts.id))
       .limit(PAGE);
     if (page.some((c) => same(c.firstName, c.lastName))) return true;
@@ -393,7 +528,11 @@ export async function nameIsShared(ctx: ServiceContext, person: Person): Promise
 export const referredIs = (ctx: ServiceContext, person: Person) =>
   and(
     eq(referrals.organizationId, ctx.organizationId),
-    or(eq(referrals.leadContactId, person.id), eq(referrals.referredEmailKey, person.emailKey), ...person.phones.map((phone) => phoneIs(referrals.referredContact, phone))),
+    or(
+      eq(referrals.leadContactId, person.id),
+      eq(referrals.referredEmailKey, person.emailKey),
+      ...person.phones.map((phone) => phoneIs(referrals.referredContact, phone)),
+    ),
   );
 
 /** The column holds the phone, in whatever format: its digits, with or without the country code (or as written, when short). */
@@ -419,6 +558,12 @@ export const reviewsWithNumbersOf = (ctx: ServiceContext, contact: ContactRecord
 
 /** Survey invitations not mailed yet: they will never go. */
 const unsentTo = (ctx: ServiceContext, id: string) =>
-  and(eq(surveys.organizationId, ctx.organizationId), eq(surveys.recipientPersonId, id), inArray(surveys.status, ["SCHEDULED", "OPENED"]), isNull(surveys.sentAt));
+  and(
+    eq(surveys.organizationId, ctx.organizationId),
+    eq(surveys.recipientPersonId, id),
+    inArray(surveys.status, ["SCHEDULED", "OPENED"]),
+    isNull(surveys.sentAt),
+  );
 
-export const mailTo = (ctx: ServiceContext, person: Person) => and(eq(mailOutbox.organizationId, ctx.organizationId), sql`lower(${mailOutbox.to}) = ${person.emailKey}`);
+export const mailTo = (ctx: ServiceContext, person: Person) =>
+  and(eq(mailOutbox.organizationId, ctx.organizationId), sql`lower(${mailOutbox.to}) = ${person.emailKey}`);

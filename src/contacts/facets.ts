@@ -33,7 +33,13 @@ export function facetMoves(ctx: ServiceContext, before: Faceted | null, after: F
       .insert(contactFacetCounts)
       .values({ organizationId: ctx.organizationId, ...key, total: Math.max(0, delta) })
       .onConflictDoUpdate({
-        target: [contactFacetCounts.organizationId, contactFacetCounts.type, contactFacetCounts.status, contactFacetCounts.source, contactFacetCounts.assignedTo],
+        target: [
+          contactFacetCounts.organizationId,
+          contactFacetCounts.type,
+          contactFacetCounts.status,
+          contactFacetCounts.source,
+          contactFacetCounts.assignedTo,
+        ],
         set: { total: sql`${contactFacetCounts.total} + ${delta}` },
       }),
   );
@@ -51,7 +57,7 @@ export function facetMovesOfMany(ctx: ServiceContext, changes: { before: Faceted
     const key = JSON.stringify([k.type, k.status, k.source, k.assignedTo]);
     delta.set(key, (delta.get(key) ?? 0) + d);
   };
-  for (const { before, after } of changes) (move(before, -1), move(after, 1));
+  for (const { before, after } of changes) move(before, -1), move(after, 1);
   const moved = [...delta].filter(([, d]) => d !== 0).map(([key, d]) => [...(JSON.parse(key) as string[]), d]);
   if (moved.length === 0) return [];
   const list = JSON.stringify(moved);
@@ -59,7 +65,10 @@ export function facetMovesOfMany(ctx: ServiceContext, changes: { before: Faceted
   const of = (i: number) => sql.raw(`json_extract(value, '$[${i}]')`);
   const sameKey = sql`${t.type} = ${of(0)} AND ${t.status} = ${of(1)} AND ${t.source} = ${of(2)} AND ${t.assignedTo} = ${of(3)}`;
   return [
-    ctx.db.insert(t).select(sql`SELECT ${ctx.organizationId}, ${of(0)}, ${of(1)}, ${of(2)}, ${of(3)}, 0 FROM json_each(${list}) WHERE true`).onConflictDoNothing(),
+    ctx.db
+      .insert(t)
+      .select(sql`SELECT ${ctx.organizationId}, ${of(0)}, ${of(1)}, ${of(2)}, ${of(3)}, 0 FROM json_each(${list}) WHERE true`)
+      .onConflictDoNothing(),
     ctx.db
       .update(t)
       .set({ total: sql`max(0, ${t.total} + (SELECT ${of(4)} FROM json_each(${list}) WHERE ${sameKey}))` })
@@ -71,9 +80,15 @@ export function facetMovesOfMany(ctx: ServiceContext, changes: { before: Faceted
  * The statement that reads the total of a list whose filters (those that change the total) are all facet fields,
  * or null when another filter takes part (that total is counted and cached, crm/list-totals.ts).
  */
-export function facetTotalStatement(d1: D1Database | D1DatabaseSession, organizationId: string, filters: Record<string, unknown>): D1PreparedStatement | null {
+export function facetTotalStatement(
+  d1: D1Database | D1DatabaseSession,
+  organizationId: string,
+  filters: Record<string, unknown>,
+): D1PreparedStatement | null {
   const set = Object.entries(filters).filter(([, v]) => v !== undefined);
   if (set.length === 0 || !set.every(([k, v]) => k in FACET_COLUMNS && typeof v === "string")) return null;
   const where = set.map(([k]) => ` AND ${FACET_COLUMNS[k as FacetFilter]} = ?`).join("");
-  return d1.prepare(`SELECT IFNULL(SUM(total), 0) AS total FROM contact_facet_counts WHERE organization_id = ?${where}`).bind(organizationId, ...set.map(([, v]) => v));
+  return d1
+    .prepare(`SELECT IFNULL(SUM(total), 0) AS total FROM contact_facet_counts WHERE organization_id = ?${where}`)
+    .bind(organizationId, ...set.map(([, v]) => v));
 }

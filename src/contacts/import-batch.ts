@@ -11,7 +11,18 @@ import type { ServiceContext } from "../service-context";
 import { facetMovesOfMany } from "./facets";
 import type { ContactRecord } from "./mapping";
 import type { ContactCreate, ContactUpdate } from "./schemas";
-import { applyInput, blankContact, bumpCounters, CONTACTS, NO_ACTIVITY, readForWrite, type TagChange, tagStatements, uniqueTags, updateContactStatement } from "./writes";
+import {
+  applyInput,
+  blankContact,
+  bumpCounters,
+  CONTACTS,
+  NO_ACTIVITY,
+  readForWrite,
+  type TagChange,
+  tagStatements,
+  uniqueTags,
+  updateContactStatement,
+} from "./writes";
 
 /**
  * Contacts written many at a time (issue 33, an import's chunk): the rows and statements of a chunk's creates and
@@ -62,13 +73,16 @@ function changeOf(existing: ContactRecord, input: ContactCreate, rule: Duplicate
 
 /** A row's custom field values (checked by the import against the definitions) on the record: `update` overwrites, `merge` fills keys it lacks. */
 function withImportedValues(record: ContactRecord, input: ContactCreate, rule: DuplicateRule): ContactRecord {
-  const values = Object.fromEntries(Object.entries(input.customFields ?? {}).filter(([, v]) => v !== null && v !== "")) as NonNullable<ContactRecord["customFields"]>;
+  const values = Object.fromEntries(Object.entries(input.customFields ?? {}).filter(([, v]) => v !== null && v !== "")) as NonNullable<
+    ContactRecord["customFields"]
+  >;
   if (Object.keys(values).length === 0) return record;
   const mine = record.customFields ?? {};
   return { ...record, customFields: rule === "merge" ? { ...values, ...mine } : { ...mine, ...values } };
 }
 
-const sameRecord = (a: ContactRecord, b: ContactRecord) => JSON.stringify({ ...a, updatedAt: "", version: 0 }) === JSON.stringify({ ...b, updatedAt: "", version: 0 });
+const sameRecord = (a: ContactRecord, b: ContactRecord) =>
+  JSON.stringify({ ...a, updatedAt: "", version: 0 }) === JSON.stringify({ ...b, updatedAt: "", version: 0 });
 
 /**
  * Plans one chunk of incoming contacts (at most 500: one match query). A person matching a contact (or one created
@@ -82,7 +96,8 @@ export async function planContactImport(ctx: ServiceContext, people: IncomingCon
   const matches = (await matchContacts(ctx, people)).map((m) => m.contact);
   const matchedIds = [...new Set(matches.filter((m) => m !== null).map((m) => m!.id))];
   // The matched contacts as a write starts from them (with the activity figures a computed score needs).
-  const { rows, figures } = rule === "skip" || matchedIds.length === 0 ? { rows: [] as ContactRecord[], figures: new Map() } : await readForWrite(ctx, matchedIds);
+  const { rows, figures } =
+    rule === "skip" || matchedIds.length === 0 ? { rows: [] as ContactRecord[], figures: new Map() } : await readForWrite(ctx, matchedIds);
   const before = new Map(rows.map((r) => [r.id, r]));
   const current = new Map<string, ContactRecord>(rows.map((r) => [r.id, r]));
   const createdByKey = new Map<string, ContactRecord>();
@@ -97,9 +112,14 @@ export async function planContactImport(ctx: ServiceContext, people: IncomingCon
     const match = earlier ?? (matches[i] ? (current.get(matches[i]!.id) ?? matches[i]!) : null);
     if (!match) {
       const input = person.input;
-      const record = withImportedValues(applyInput(blankContact(ctx, { firstName: "", lastName: "", email: input.email }, at), input, NO_ACTIVITY, now, region), input, "update");
+      const record = withImportedValues(
+        applyInput(blankContact(ctx, { firstName: "", lastName: "", email: input.email }, at), input, NO_ACTIVITY, now, region),
+        input,
+        "update",
+      );
       created.push(record);
-      for (const k of [...keys, record.emailKey, record.phoneKey, record.secondaryPhoneKey]) if (k && !createdByKey.has(k)) createdByKey.set(k, record);
+      for (const k of [...keys, record.emailKey, record.phoneKey, record.secondaryPhoneKey])
+        if (k && !createdByKey.has(k)) createdByKey.set(k, record);
       outcomes.push("created");
       continue;
     }
@@ -107,7 +127,11 @@ export async function planContactImport(ctx: ServiceContext, people: IncomingCon
       outcomes.push("skipped");
       continue;
     }
-    const next = withImportedValues(applyInput(match, changeOf(match, person.input, rule), figures.get(match.id) ?? NO_ACTIVITY, now, region), person.input, rule);
+    const next = withImportedValues(
+      applyInput(match, changeOf(match, person.input, rule), figures.get(match.id) ?? NO_ACTIVITY, now, region),
+      person.input,
+      rule,
+    );
     if (sameRecord(next, match)) {
       outcomes.push("skipped");
       continue;
@@ -121,16 +145,38 @@ export async function planContactImport(ctx: ServiceContext, people: IncomingCon
     outcomes.push("updated");
   }
 
-  const updates = [...current.values()].filter((c) => c.version !== before.get(c.id)!.version).map((after) => ({ before: before.get(after.id)!, after }));
+  const updates = [...current.values()]
+    .filter((c) => c.version !== before.get(c.id)!.version)
+    .map((after) => ({ before: before.get(after.id)!, after }));
   const tagChanges: TagChange[] = [
     ...created.filter((c) => c.tags.length > 0).map((c) => ({ contactId: c.id, before: [], after: c.tags })),
     ...updates.map(({ before: b, after: a }) => ({ contactId: a.id, before: b.tags, after: a.tags })),
   ];
   const statements: Statement[] = [];
-  if (updates.length) statements.push(expectVersions(ctx.db, CONTACTS, ctx.organizationId, updates.map((u) => u.before)));
+  if (updates.length)
+    statements.push(
+      expectVersions(
+        ctx.db,
+        CONTACTS,
+        ctx.organizationId,
+        updates.map((u) => u.before),
+      ),
+    );
   if (created.length) {
     // Another writer (a lead, another import) may take one of these e-mails meanwhile: the batch then fails as a lost race.
-    statements.push(expectNoRow(ctx.db, contacts, and(eq(contacts.organizationId, ctx.organizationId), inJsonList(contacts.emailKey, created.map((c) => c.emailKey)))));
+    statements.push(
+      expectNoRow(
+        ctx.db,
+        contacts,
+        and(
+          eq(contacts.organizationId, ctx.organizationId),
+          inJsonList(
+            contacts.emailKey,
+            created.map((c) => c.emailKey),
+          ),
+        ),
+      ),
+    );
     statements.push(...insertRowsFromJson(ctx.db, contacts, created as unknown as Record<string, unknown>[]));
   }
   statements.push(...updates.map(({ before: b, after: a }) => updateContactStatement(ctx, b, a)));
@@ -139,5 +185,15 @@ export async function planContactImport(ctx: ServiceContext, people: IncomingCon
   statements.push(...facetMovesOfMany(ctx, [...created.map((c) => ({ before: null, after: c })), ...updates]));
   // The index's terms of the written contacts, folded here rather than by the triggers in SQL (migration 0019).
   const written = [...created, ...updates.map((u) => u.after)].map((c) => ({ id: c.id, terms: contactTermsOf(c) }));
-  return { statements: writeTermsInBatch(ctx.db, ctx.organizationId, "contact", statements, written, updates.map((u) => u.after.id)), outcomes };
+  return {
+    statements: writeTermsInBatch(
+      ctx.db,
+      ctx.organizationId,
+      "contact",
+      statements,
+      written,
+      updates.map((u) => u.after.id),
+    ),
+    outcomes,
+  };
 }

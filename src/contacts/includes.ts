@@ -17,7 +17,14 @@ interface ActivityRow {
 }
 
 /** An activity as the API shows it, from a drizzle record (camelCase, metadata parsed). */
-export const toActivity = (r: { id: string; type: string; description: string | null; createdAt: string; scheduledAt: string | null; metadata: Record<string, unknown> | null }): Activity => ({
+export const toActivity = (r: {
+  id: string;
+  type: string;
+  description: string | null;
+  createdAt: string;
+  scheduledAt: string | null;
+  metadata: Record<string, unknown> | null;
+}): Activity => ({
   id: r.id,
   type: r.type,
   description: r.description,
@@ -28,7 +35,14 @@ export const toActivity = (r: { id: string; type: string; description: string | 
 
 /** The same from a raw D1 row (snake_case, metadata as JSON text), as the include query returns it. */
 const fromActivityRow = (r: ActivityRow): Activity =>
-  toActivity({ id: r.id, type: r.type, description: r.description, createdAt: r.created_at, scheduledAt: r.scheduled_at, metadata: r.metadata === null ? null : JSON.parse(r.metadata) });
+  toActivity({
+    id: r.id,
+    type: r.type,
+    description: r.description,
+    createdAt: r.created_at,
+    scheduledAt: r.scheduled_at,
+    metadata: r.metadata === null ? null : JSON.parse(r.metadata),
+  });
 
 export type CommunicationRecord = typeof contactCommunications.$inferSelect;
 
@@ -103,7 +117,13 @@ export async function loadIncludes(ctx: ServiceContext, contacts: Contact[], inc
   const ids = contacts.map((c) => c.id);
   if (include.includes("activities")) {
     const columns = "contact_id, id, type, description, created_at, scheduled_at, metadata";
-    const byContact = await newestPerContact(ctx, ids, { table: "contact_activities", columns, at: "created_at", limit: INCLUDED_ACTIVITIES, shown: fromActivityRow });
+    const byContact = await newestPerContact(ctx, ids, {
+      table: "contact_activities",
+      columns,
+      at: "created_at",
+      limit: INCLUDED_ACTIVITIES,
+      shown: fromActivityRow,
+    });
     for (const c of contacts) c.activities = byContact.get(c.id)!;
   }
   if (include.includes("deals")) {
@@ -112,7 +132,13 @@ export async function loadIncludes(ctx: ServiceContext, contacts: Contact[], inc
   }
   if (include.includes("communications")) {
     const columns = "contact_id, id, type, direction, subject, body, duration_seconds, occurred_at, metadata, created_at";
-    const byContact = await newestPerContact(ctx, ids, { table: "contact_communications", columns, at: "occurred_at", limit: INCLUDED_COMMUNICATIONS, shown: fromCommunicationRow });
+    const byContact = await newestPerContact(ctx, ids, {
+      table: "contact_communications",
+      columns,
+      at: "occurred_at",
+      limit: INCLUDED_COMMUNICATIONS,
+      shown: fromCommunicationRow,
+    });
     for (const c of contacts) c.communications = byContact.get(c.id)!;
   }
 }

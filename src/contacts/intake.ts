@@ -11,7 +11,16 @@ import { facetMoves } from "./facets";
 import type { ContactRecord } from "./mapping";
 import { emailKey } from "./matching";
 import type { ActivityCreate, ContactUpdate } from "./schemas";
-import { applyInput, blankContact, bumpCounters, changeEvents, createdEvents, NO_ACTIVITY, readContactForWrite, replaceContact } from "./writes";
+import {
+  applyInput,
+  blankContact,
+  bumpCounters,
+  changeEvents,
+  createdEvents,
+  NO_ACTIVITY,
+  readContactForWrite,
+  replaceContact,
+} from "./writes";
 
 /**
  * The contact side of lead intake (issue 33): a new contact from a lead, or a matched one filled with what the lead
@@ -52,9 +61,29 @@ function distinct(values: string[], key: (v: string) => string | null): string[]
   });
 }
 
-function activityRow(ctx: ServiceContext, contactId: string, activity: IntakeActivity, extra: { emails: string[]; phones: string[] }, at: string) {
-  const metadata = { ...activity.metadata, ...(extra.emails.length ? { extraEmails: extra.emails } : {}), ...(extra.phones.length ? { extraPhones: extra.phones } : {}) };
-  return { id: newId(), organizationId: ctx.organizationId, contactId, type: activity.type, description: activity.description, scheduledAt: null, metadata, createdBy: ctx.actor.userId ?? null, createdAt: at };
+function activityRow(
+  ctx: ServiceContext,
+  contactId: string,
+  activity: IntakeActivity,
+  extra: { emails: string[]; phones: string[] },
+  at: string,
+) {
+  const metadata = {
+    ...activity.metadata,
+    ...(extra.emails.length ? { extraEmails: extra.emails } : {}),
+    ...(extra.phones.length ? { extraPhones: extra.phones } : {}),
+  };
+  return {
+    id: newId(),
+    organizationId: ctx.organizationId,
+    contactId,
+    type: activity.type,
+    description: activity.description,
+    scheduledAt: null,
+    metadata,
+    createdBy: ctx.actor.userId ?? null,
+    createdAt: at,
+  };
 }
 
 /**
@@ -75,7 +104,13 @@ export function noContactWith(ctx: ServiceContext, emailKeys: string[], phoneKey
  * numbers when the batch runs, so of concurrent intakes of one person one creates and the others find it on their
  * retry (StaleWrite) and land as a match.
  */
-export function newContactForLead(ctx: ServiceContext, person: IntakePerson, fields: { source: string; assignedTo: string | null }, activity: IntakeActivity, now: Date): IntakeWrite {
+export function newContactForLead(
+  ctx: ServiceContext,
+  person: IntakePerson,
+  fields: { source: string; assignedTo: string | null },
+  activity: IntakeActivity,
+  now: Date,
+): IntakeWrite {
   const region = regionOf(ctx);
   const emails = distinct(person.emails, emailKey);
   const phones = distinct(person.phones, (p) => phoneKey(p, region));
@@ -91,7 +126,13 @@ export function newContactForLead(ctx: ServiceContext, person: IntakePerson, fie
     source: fields.source,
     assignedTo: fields.assignedTo,
   };
-  const record = applyInput(blankContact(ctx, { firstName: input.firstName!, lastName: input.lastName!, email }, at), input, NO_ACTIVITY, now, region);
+  const record = applyInput(
+    blankContact(ctx, { firstName: input.firstName!, lastName: input.lastName!, email }, at),
+    input,
+    NO_ACTIVITY,
+    now,
+    region,
+  );
   const events = createdEvents(ctx, record);
   const { leadScoreRank: _rank, ...row } = record;
   const row2 = activityRow(ctx, record.id, activity, { emails: emails.slice(1), phones: phones.slice(2) }, at);
@@ -118,7 +159,14 @@ export function newContactForLead(ctx: ServiceContext, person: IntakePerson, fie
  * `extraEmails`. Guarded on the version read; a contact deleted since its match is a StaleWrite too, so the intake
  * matches again.
  */
-export async function fillContactFromLead(ctx: ServiceContext, contactId: string, person: IntakePerson, source: string, activity: IntakeActivity, now: Date): Promise<IntakeWrite> {
+export async function fillContactFromLead(
+  ctx: ServiceContext,
+  contactId: string,
+  person: IntakePerson,
+  source: string,
+  activity: IntakeActivity,
+  now: Date,
+): Promise<IntakeWrite> {
   const region = regionOf(ctx);
   const read = await readContactForWrite(ctx, contactId).catch((err) => {
     throw err instanceof NotFound ? new StaleWrite() : err;
@@ -129,7 +177,9 @@ export async function fillContactFromLead(ctx: ServiceContext, contactId: string
   if (person.firstName && !before.firstName.trim()) update.firstName = person.firstName;
   if (person.lastName && !before.lastName.trim()) update.lastName = person.lastName;
   const stored = (before.address ?? {}) as Record<string, unknown>;
-  const added = Object.entries(person.address ?? {}).filter(([k, v]) => v && !(typeof stored[k] === "string" && (stored[k] as string).trim()));
+  const added = Object.entries(person.address ?? {}).filter(
+    ([k, v]) => v && !(typeof stored[k] === "string" && (stored[k] as string).trim()),
+  );
   if (added.length) update.address = { ...stored, ...Object.fromEntries(added) };
   const extraEmails = distinct(person.emails, emailKey).filter((e) => emailKey(e) !== before.emailKey);
   const known = new Set([before.phoneKey, before.secondaryPhoneKey].filter((k): k is string => k !== null));
@@ -144,7 +194,12 @@ export async function fillContactFromLead(ctx: ServiceContext, contactId: string
   const row = activityRow(ctx, contactId, withSuggestions, { emails: extraEmails, phones: [] }, at);
   return {
     contact: after,
-    statements: [...replaceContact(ctx, before, after), ...(events.length ? [bumpCounters(ctx, 0)] : []), ...facetMoves(ctx, before, after), ctx.db.insert(contactActivities).values(row)],
+    statements: [
+      ...replaceContact(ctx, before, after),
+      ...(events.length ? [bumpCounters(ctx, 0)] : []),
+      ...facetMoves(ctx, before, after),
+      ctx.db.insert(contactActivities).values(row),
+    ],
     events,
   };
 }

@@ -18,7 +18,8 @@
  *
  * Contacts with status DISQUALIFIED or DO_NOT_CONTACT score 0: they are not leads to work.
  */
-export const LEAD_SCORE_METHOD = "completeness 25 + source 20 + engagement 25 + recency 15 + price range 10 + type 5; DISQUALIFIED and DO_NOT_CONTACT score 0";
+export const LEAD_SCORE_METHOD =
+  "completeness 25 + source 20 + engagement 25 + recency 15 + price range 10 + type 5; DISQUALIFIED and DO_NOT_CONTACT score 0";
 
 export interface LeadScoreInput {
   type: string;
@@ -28,7 +29,12 @@ export interface LeadScoreInput {
   secondaryPhone: string | null;
   address: { street?: string; city?: string; state?: string; zipCode?: string } | null;
   notes: string | null;
-  preferences: { communicationMethod?: string; propertyTypes?: string[]; priceRange?: { min?: number; max?: number }; locations?: string[] } | null;
+  preferences: {
+    communicationMethod?: string;
+    propertyTypes?: string[];
+    priceRange?: { min?: number; max?: number };
+    locations?: string[];
+  } | null;
   lastContactedAt: string | null;
 }
 
@@ -94,7 +100,12 @@ export function calculateLeadScore(contact: LeadScoreInput, activity: ActivityFi
   if (contact.status === "DISQUALIFIED" || contact.status === "DO_NOT_CONTACT") return 0;
   const source = contact.source ? (SOURCE_POINTS[contact.source] ?? 6) : 0;
   const engagement = Math.min(15, activity.count * 1.5) + Math.min(10, activity.conversations * 2);
-  const lastTouch = [contact.lastContactedAt, activity.lastActivityAt].filter((t): t is string => t !== null).sort().at(-1) ?? null;
-  const score = completeness(contact) + source + engagement + recency(lastTouch, asOf) + priceRange(contact) + (TYPE_POINTS[contact.type] ?? 0);
+  const lastTouch =
+    [contact.lastContactedAt, activity.lastActivityAt]
+      .filter((t): t is string => t !== null)
+      .sort()
+      .at(-1) ?? null;
+  const score =
+    completeness(contact) + source + engagement + recency(lastTouch, asOf) + priceRange(contact) + (TYPE_POINTS[contact.type] ?? 0);
   return Math.max(0, Math.min(100, Math.round(score)));
 }

@@ -1,6 +1,15 @@
 import { countOf, filterKey, resolveTotal, totalStatements } from "../crm/list-totals";
 import type { ExportPage } from "../crm/export";
-import { afterCursor, cursorShapedLike, fitsOneStatement, type KeysetTable, keysetPage, orderBy, type SortKey, type Where } from "../crm/keyset";
+import {
+  afterCursor,
+  cursorShapedLike,
+  fitsOneStatement,
+  type KeysetTable,
+  keysetPage,
+  orderBy,
+  type SortKey,
+  type Where,
+} from "../crm/keyset";
 import { customFieldQuery, type CustomQuery, type CustomSortField } from "../crm/custom-fields";
 import { searchCount, searchKey, searchOf, searchPageSql } from "../crm/search";
 import type { ServiceContext } from "../service-context";
@@ -14,7 +23,12 @@ import type { Contact, ContactExportQuery, ContactListQuery, SortField } from ".
 const KEYSET: KeysetTable<SortField, ContactRow> = {
   id: "c.id",
   sql: { createdAt: "c.created_at", updatedAt: "c.updated_at", lastName: "c.last_name COLLATE NOCASE", leadScore: "c.lead_score_rank" },
-  value: { createdAt: (r) => r.created_at, updatedAt: (r) => r.updated_at, lastName: (r) => r.last_name, leadScore: (r) => r.lead_score ?? -1 },
+  value: {
+    createdAt: (r) => r.created_at,
+    updatedAt: (r) => r.updated_at,
+    lastName: (r) => r.last_name,
+    leadScore: (r) => r.lead_score ?? -1,
+  },
   rowId: (r) => r.id,
 };
 export const DEFAULT_SORT: SortKey<SortField | CustomSortField>[] = [{ field: "createdAt", direction: "desc" }];
@@ -41,7 +55,7 @@ function filters(organizationId: string, q: ContactListQuery, custom: CustomQuer
   if (q["createdAt[lte]"]) add("c.created_at <= ?", q["createdAt[lte]"]);
   // A contact matches tags when it has every one of them (primary key lookups on contact_tags).
   for (const tag of new Set(q.tags ?? [])) add("EXISTS (SELECT 1 FROM contact_tags t WHERE t.contact_id = c.id AND t.tag = ?)", tag);
-  if (custom) (w.sql.push(...custom.where.sql), w.params.push(...custom.where.params));
+  if (custom) w.sql.push(...custom.where.sql), w.params.push(...custom.where.params);
   return w;
 }
 
@@ -64,7 +78,20 @@ export function listSql(organizationId: string, q: ContactListQuery, custom: Cus
     where.params.push(...a.params);
   }
   const search = searchOf("contact", q.q);
-  if (search) return fitsOneStatement({ sort, limit, ...searchPageSql("contacts", "c", organizationId, search, [where], { probe: orderBy(keyset, sort), fallback: orderBy(keyset, sort, true) }, limit) });
+  if (search)
+    return fitsOneStatement({
+      sort,
+      limit,
+      ...searchPageSql(
+        "contacts",
+        "c",
+        organizationId,
+        search,
+        [where],
+        { probe: orderBy(keyset, sort), fallback: orderBy(keyset, sort, true) },
+        limit,
+      ),
+    });
   return fitsOneStatement({
     sort,
     limit,
@@ -73,10 +100,14 @@ export function listSql(organizationId: string, q: ContactListQuery, custom: Cus
   });
 }
 
-const keysetOf = (custom: CustomQuery | null) => (custom ? custom.keyset(KEYSET) : (KEYSET as KeysetTable<SortField | CustomSortField, ContactRow>));
+const keysetOf = (custom: CustomQuery | null) =>
+  custom ? custom.keyset(KEYSET) : (KEYSET as KeysetTable<SortField | CustomSortField, ContactRow>);
 
 /** The filters that change the total (`q` as its words: "Patel" and "patel" count once; with the sort, crm/search.ts `searchKey`). */
-const totalFilters = ({ limit: _l, cursor: _c, sort, include: _i, fields: _f, q, ...rest }: ContactListQuery) => ({ ...rest, q: searchKey(searchOf("contact", q), sort ?? DEFAULT_SORT) });
+const totalFilters = ({ limit: _l, cursor: _c, sort, include: _i, fields: _f, q, ...rest }: ContactListQuery) => ({
+  ...rest,
+  q: searchKey(searchOf("contact", q), sort ?? DEFAULT_SORT),
+});
 
 /**
  * GET /v1/contacts. One D1 round trip reads the page (limit + 1 rows, to know hasMore), the contacts counter and the
@@ -92,7 +123,11 @@ export async function listContacts(ctx: ServiceContext, q: ContactListQuery): Pr
   const faceted = facetTotalStatement(d1, ctx.organizationId, totalFilters(q));
   const key = faceted ? null : filterKey(totalFilters(q));
   const totals = await totalStatements(d1, ctx.organizationId, "contacts", key);
-  const [rows, counter, cached, facet] = await d1.batch([d1.prepare(page.sql).bind(...page.params), ...totals.statements, ...(faceted ? [faceted] : [])]);
+  const [rows, counter, cached, facet] = await d1.batch([
+    d1.prepare(page.sql).bind(...page.params),
+    ...totals.statements,
+    ...(faceted ? [faceted] : []),
+  ]);
   const where = filters(ctx.organizationId, q, custom);
   const search = searchOf("contact", q.q);
   const { total, exact } = facet
@@ -103,10 +138,16 @@ export async function listContacts(ctx: ServiceContext, q: ContactListQuery): Pr
         "contacts",
         { hash: totals.keyHash, filtered: key !== null },
         { counter: counter!.results, cached: cached!.results },
-        search ? searchCount("contacts", "c", ctx.organizationId, search, [where], orderBy(keysetOf(custom), page.sort)) : countOf("contacts c", where.sql.join(" AND "), where.params),
+        search
+          ? searchCount("contacts", "c", ctx.organizationId, search, [where], orderBy(keysetOf(custom), page.sort))
+          : countOf("contacts c", where.sql.join(" AND "), where.params),
       );
 
-  const { page: pageRows, hasMore, nextCursor } = keysetPage(keysetOf(custom), page.sort, rows!.results as unknown as ContactRow[], page.limit);
+  const {
+    page: pageRows,
+    hasMore,
+    nextCursor,
+  } = keysetPage(keysetOf(custom), page.sort, rows!.results as unknown as ContactRow[], page.limit);
   const contacts = pageRows.map(toContact);
   await loadIncludes(ctx, contacts, q.include ?? []);
   return {
@@ -128,14 +169,20 @@ export type ContactExportFilters = z.infer<typeof ContactExportQuery>;
  * The pages of GET /v1/contacts/export: the list's own query (filters, `q`, sort) from `cursor`, `size` rows, without
  * the total or includes, so a page is one D1 query.
  */
-export async function contactExportWalk(ctx: ServiceContext, q: ContactExportFilters): Promise<(cursor: string | null, size: number) => Promise<ExportPage>> {
+export async function contactExportWalk(
+  ctx: ServiceContext,
+  q: ContactExportFilters,
+): Promise<(cursor: string | null, size: number) => Promise<ExportPage>> {
   // The custom-field filters and sorts, read once before the first page: a bad one is a 422 before the stream starts.
   const custom = await customFieldQuery(ctx, "contact", "c", q, q.sort);
   // Sized before the first byte (listSql sizes a first page with a cursor too): too big for one statement is a 422, not a cut-off file.
   listSql(ctx.organizationId, { ...q, limit: 1 }, custom);
   return async (cursor, size) => {
     const page = listSql(ctx.organizationId, { ...q, limit: size, cursor: cursor ?? undefined }, custom);
-    const { results } = await ctx.d1.prepare(page.sql).bind(...page.params).all<ContactRow>();
+    const { results } = await ctx.d1
+      .prepare(page.sql)
+      .bind(...page.params)
+      .all<ContactRow>();
     const { page: rows, nextCursor } = keysetPage(keysetOf(custom), page.sort, results, size);
     return { data: rows.map((r) => project(toContact(r), q.fields)), nextCursor };
   };

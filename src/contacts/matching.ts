@@ -32,8 +32,16 @@ export const MAX_MATCH_PEOPLE = 500;
  * contacts read all 100,000; test/contacts-matching.test.ts holds the plan).
  */
 function matchQuery(db: Db, organizationId: string, emails: string[], phones: string[]) {
-  const by = (where: SQL) => db.select().from(contacts).where(and(eq(contacts.organizationId, organizationId), where));
-  return union(by(inJsonList(contacts.emailKey, emails)), by(inJsonList(contacts.phoneKey, phones)), by(inJsonList(contacts.secondaryPhoneKey, phones)));
+  const by = (where: SQL) =>
+    db
+      .select()
+      .from(contacts)
+      .where(and(eq(contacts.organizationId, organizationId), where));
+  return union(
+    by(inJsonList(contacts.emailKey, emails)),
+    by(inJsonList(contacts.phoneKey, phones)),
+    by(inJsonList(contacts.secondaryPhoneKey, phones)),
+  );
 }
 
 /** The live contacts that absorbed one of `keys` in a merge (merge.ts), each with the key it absorbed. */
@@ -63,14 +71,21 @@ export async function matchContacts(ctx: ServiceContext, people: PersonKeys[]): 
   const emails = [...new Set(keyed.flatMap((p) => p.emails))];
   const phones = [...new Set(keyed.flatMap((p) => p.phones))];
   if (emails.length === 0 && phones.length === 0) return people.map(() => ({ contact: null, matchedBy: null, conflicts: [] }));
-  const [rows, absorbed] = await ctx.db.batch([matchQuery(ctx.db, ctx.organizationId, emails, phones), absorbedQuery(ctx.db, ctx.organizationId, [...emails, ...phones])]);
+  const [rows, absorbed] = await ctx.db.batch([
+    matchQuery(ctx.db, ctx.organizationId, emails, phones),
+    absorbedQuery(ctx.db, ctx.organizationId, [...emails, ...phones]),
+  ]);
   const byEmail = new Map(rows.map((r) => [r.emailKey, r]));
   const byMerged = new Map(absorbed.map((r) => [r.key, r.contact]));
   const oldestFirst = [...rows].sort((a, b) => (a.createdAt === b.createdAt ? (a.id < b.id ? -1 : 1) : a.createdAt < b.createdAt ? -1 : 1));
   return keyed.map(({ emails: mine, phones: myPhones }) => {
     // A contact's own e-mail first, then one it absorbed in a merge; phones alike, after every e-mail.
-    const emailMatch = mine.map((e) => byEmail.get(e)).find((r) => r !== undefined) ?? mine.map((e) => byMerged.get(e)).find((r) => r !== undefined) ?? null;
-    const phoneMatches = oldestFirst.filter((r) => (r.phoneKey !== null && myPhones.includes(r.phoneKey)) || (r.secondaryPhoneKey !== null && myPhones.includes(r.secondaryPhoneKey)));
+    const emailMatch =
+      mine.map((e) => byEmail.get(e)).find((r) => r !== undefined) ?? mine.map((e) => byMerged.get(e)).find((r) => r !== undefined) ?? null;
+    const phoneMatches = oldestFirst.filter(
+      (r) =>
+        (r.phoneKey !== null && myPhones.includes(r.phoneKey)) || (r.secondaryPhoneKey !== null && myPhones.includes(r.secondaryPhoneKey)),
+    );
     for (const r of myPhones.flatMap((p) => byMerged.get(p) ?? [])) if (!phoneMatches.some((m) => m.id === r.id)) phoneMatches.push(r);
     const contact = emailMatch ?? phoneMatches[0] ?? null;
     return {

@@ -3,7 +3,18 @@ import type { SQLiteColumn } from "drizzle-orm/sqlite-core";
 import { bumpResourceCounter } from "../crm/list-totals";
 import { archiveRows, trashEntry } from "../crm/trash";
 import { tableName } from "../db/row-json";
-import { contactActivities, contactCommunications, contactMergedKeys, contacts, deals, referrals, surveys, testimonials, trashEntries, trashRows } from "../db/schema";
+import {
+  contactActivities,
+  contactCommunications,
+  contactMergedKeys,
+  contacts,
+  deals,
+  referrals,
+  surveys,
+  testimonials,
+  trashEntries,
+  trashRows,
+} from "../db/schema";
 import { expectVersionMatch, expectVersions, type Statement, versioned, withRetries } from "../db/write";
 import { commit } from "../events/commit";
 import { newEvent } from "../events/outbox";
@@ -37,7 +48,10 @@ export const mergedConflict = (id: string, mergedInto: string) =>
  */
 export async function mergeContacts(ctx: ServiceContext, id: string, sourceIds: string[]): Promise<Contact> {
   const self = sourceIds.indexOf(id);
-  if (self >= 0) throw new Validation([{ field: `sourceIds.${self}`, path: ["sourceIds", self], code: "same_as_target", message: "A contact cannot be merged into itself" }]);
+  if (self >= 0)
+    throw new Validation([
+      { field: `sourceIds.${self}`, path: ["sourceIds", self], code: "same_as_target", message: "A contact cannot be merged into itself" },
+    ]);
   const org = ctx.organizationId;
   return withRetries(async () => {
     const [rows, figureRows, merged] = await ctx.db.batch([
@@ -52,7 +66,16 @@ export async function mergeContacts(ctx: ServiceContext, id: string, sourceIds: 
     if (!target) throw new NotFound("Contact");
     expectVersionMatch(ctx, target.version);
     const unknown: FieldIssue[] = sourceIds.flatMap((s, i) =>
-      byId.has(s) || merged.some((m) => m.id === s) ? [] : [{ field: `sourceIds.${i}`, path: ["sourceIds", i], code: "invalid_reference", message: "No contact with this id in your organization" }],
+      byId.has(s) || merged.some((m) => m.id === s)
+        ? []
+        : [
+            {
+              field: `sourceIds.${i}`,
+              path: ["sourceIds", i],
+              code: "invalid_reference",
+              message: "No contact with this id in your organization",
+            },
+          ],
     );
     if (unknown.length) throw new Validation(unknown);
     const gone = merged.find((m) => !byId.has(m.id));
@@ -63,14 +86,22 @@ export async function mergeContacts(ctx: ServiceContext, id: string, sourceIds: 
     const at = now.toISOString();
     const figures = sumFigures(figureRows);
     const base = { ...target, lastContactedAt: latest([target, ...sources].map((c) => c.lastContactedAt)) };
-    const after: ContactRecord = { ...applyInput(base, mergedInput(target, sources, regionOf(ctx)), figures, now, regionOf(ctx)), customFields: mergedCustomFields(target, sources), updatedAt: at, version: target.version + 1 };
+    const after: ContactRecord = {
+      ...applyInput(base, mergedInput(target, sources, regionOf(ctx)), figures, now, regionOf(ctx)),
+      customFields: mergedCustomFields(target, sources),
+      updatedAt: at,
+      version: target.version + 1,
+    };
     const mergedFrom = sourceIds;
     const changed = changeEvents(ctx, target, after);
     const events = [
-      ...(changed.length ? changed : [newEvent(ctx, "contact.updated", { object: toContact(after), previousAttributes: {}, changes: [] })]).map((e) =>
-        e.type === "contact.updated" ? { ...e, data: { ...e.data, mergedFrom } } : e,
+      ...(changed.length
+        ? changed
+        : [newEvent(ctx, "contact.updated", { object: toContact(after), previousAttributes: {}, changes: [] })]
+      ).map((e) => (e.type === "contact.updated" ? { ...e, data: { ...e.data, mergedFrom } } : e)),
+      ...sources.map((s) =>
+        newEvent(ctx, "contact.deleted", { object: { id: s.id }, previousAttributes: null, changes: null, mergedInto: id }),
       ),
-      ...sources.map((s) => newEvent(ctx, "contact.deleted", { object: { id: s.id }, previousAttributes: null, changes: null, mergedInto: id })),
     ];
     const answer = versioned(toContact(after), after.version);
     await commit(
@@ -78,7 +109,14 @@ export async function mergeContacts(ctx: ServiceContext, id: string, sourceIds: 
       [
         expectVersions(ctx.db, CONTACTS, org, [target, ...sources]),
         ...moveRecords(ctx, sourceIds, id, at),
-        ...tagStatements(ctx, [{ contactId: id, before: target.tags, after: after.tags }, ...sources.map((s) => ({ contactId: s.id, before: s.tags, after: [] }))], at),
+        ...tagStatements(
+          ctx,
+          [
+            { contactId: id, before: target.tags, after: after.tags },
+            ...sources.map((s) => ({ contactId: s.id, before: s.tags, after: [] })),
+          ],
+          at,
+        ),
         updateContactStatement(ctx, target, after),
         ...sources.flatMap((s) => [
           ...archiveRows(ctx, s.id, contacts, and(eq(contacts.organizationId, org), eq(contacts.id, s.id))),
@@ -105,12 +143,25 @@ function keepKeys(ctx: ServiceContext, to: string, sources: ContactRecord[]): St
   const keys = sources.flatMap((s) => [s.emailKey, s.phoneKey, s.secondaryPhoneKey].flatMap((key) => (key ? [[key, s.id]] : [])));
   const t = contactMergedKeys;
   return [
-    ctx.db.update(t).set({ contactId: to }).where(and(eq(t.organizationId, org), inJsonList(t.contactId, sources.map((s) => s.id)))),
+    ctx.db
+      .update(t)
+      .set({ contactId: to })
+      .where(
+        and(
+          eq(t.organizationId, org),
+          inJsonList(
+            t.contactId,
+            sources.map((s) => s.id),
+          ),
+        ),
+      ),
     ...(keys.length
       ? [
           ctx.db
             .insert(t)
-            .select(sql`SELECT ${org}, json_extract(value, '$[0]'), ${to}, json_extract(value, '$[1]') FROM json_each(${JSON.stringify(keys)}) WHERE true`)
+            .select(
+              sql`SELECT ${org}, json_extract(value, '$[0]'), ${to}, json_extract(value, '$[1]') FROM json_each(${JSON.stringify(keys)}) WHERE true`,
+            )
             .onConflictDoUpdate({ target: [t.organizationId, t.key], set: { contactId: to, sourceId: sql`excluded.source_id` } }),
         ]
       : []),
@@ -121,7 +172,8 @@ function keepKeys(ctx: ServiceContext, to: string, sources: ContactRecord[]): St
 const FILLED = ["address", "source", "notes", "preferences", "assignedTo"] as const;
 const PHONES = ["phone", "secondaryPhone"] as const;
 
-const isEmpty = (v: unknown) => v === null || v === undefined || (typeof v === "string" && v.trim() === "") || (typeof v === "object" && Object.keys(v).length === 0);
+const isEmpty = (v: unknown) =>
+  v === null || v === undefined || (typeof v === "string" && v.trim() === "") || (typeof v === "object" && Object.keys(v).length === 0);
 /** One number however it is written: its E.164 key (lib/phone.ts), or its digits when it is no possible number. */
 const numberOf = (p: string, region: string) => phoneKey(p, region) ?? p.replace(/\D/g, "");
 
@@ -146,7 +198,14 @@ function mergedInput(target: ContactRecord, sources: ContactRecord[], region: st
   }
   const tags = uniqueTags([...target.tags, ...sources.flatMap((s) => s.tags)]);
   if (tags.length > MAX_TAGS) {
-    throw new Validation([{ field: "sourceIds", path: ["sourceIds"], code: "too_many_tags", message: `The merged contact would carry ${tags.length} tags; a contact carries at most ${MAX_TAGS}` }]);
+    throw new Validation([
+      {
+        field: "sourceIds",
+        path: ["sourceIds"],
+        code: "too_many_tags",
+        message: `The merged contact would carry ${tags.length} tags; a contact carries at most ${MAX_TAGS}`,
+      },
+    ]);
   }
   if (tags.length > target.tags.length) input.tags = tags;
   if (target.leadScore === null && !target.leadScoreAuto) {
@@ -165,10 +224,18 @@ function mergedCustomFields(target: ContactRecord, sources: ContactRecord[]): Co
 
 /** The lead-score figures of the merged contact: every activity of the target and the sources. */
 function sumFigures(rows: { count: number; conversations: number; lastActivityAt: string | null }[]): ActivityFigures {
-  return { count: rows.reduce((n, r) => n + r.count, 0), conversations: rows.reduce((n, r) => n + r.conversations, 0), lastActivityAt: latest(rows.map((r) => r.lastActivityAt)) };
+  return {
+    count: rows.reduce((n, r) => n + r.count, 0),
+    conversations: rows.reduce((n, r) => n + r.conversations, 0),
+    lastActivityAt: latest(rows.map((r) => r.lastActivityAt)),
+  };
 }
 
-const latest = (times: (string | null)[]) => times.filter((t): t is string => t !== null).sort().at(-1) ?? null;
+const latest = (times: (string | null)[]) =>
+  times
+    .filter((t): t is string => t !== null)
+    .sort()
+    .at(-1) ?? null;
 
 /**
  * The statements that re-point every record of the sources at the target, whatever their number (one statement per
@@ -179,17 +246,44 @@ function moveRecords(ctx: ServiceContext, from: string[], to: string, at: string
   const org = ctx.organizationId;
   const bump = (t: { version: SQLiteColumn }) => ({ updatedAt: at, version: sql`${t.version} + 1` });
   return [
-    ctx.db.update(contactActivities).set({ contactId: to }).where(and(eq(contactActivities.organizationId, org), inJsonList(contactActivities.contactId, from))),
-    ctx.db.update(contactCommunications).set({ contactId: to }).where(and(eq(contactCommunications.organizationId, org), inJsonList(contactCommunications.contactId, from))),
-    ctx.db.update(deals).set({ contactId: to, ...bump(deals) }).where(and(eq(deals.organizationId, org), inJsonList(deals.contactId, from))),
-    ctx.db.update(testimonials).set({ authorPersonId: to, ...bump(testimonials) }).where(and(eq(testimonials.organizationId, org), inJsonList(testimonials.authorPersonId, from))),
-    ctx.db.update(surveys).set({ recipientPersonId: to, ...bump(surveys) }).where(and(eq(surveys.organizationId, org), inJsonList(surveys.recipientPersonId, from))),
-    ctx.db.update(referrals).set({ referrerPersonId: to, ...bump(referrals) }).where(and(eq(referrals.organizationId, org), inJsonList(referrals.referrerPersonId, from))),
-    ctx.db.update(referrals).set({ leadContactId: to, ...bump(referrals) }).where(and(eq(referrals.organizationId, org), inJsonList(referrals.leadContactId, from))),
+    ctx.db
+      .update(contactActivities)
+      .set({ contactId: to })
+      .where(and(eq(contactActivities.organizationId, org), inJsonList(contactActivities.contactId, from))),
+    ctx.db
+      .update(contactCommunications)
+      .set({ contactId: to })
+      .where(and(eq(contactCommunications.organizationId, org), inJsonList(contactCommunications.contactId, from))),
+    ctx.db
+      .update(deals)
+      .set({ contactId: to, ...bump(deals) })
+      .where(and(eq(deals.organizationId, org), inJsonList(deals.contactId, from))),
+    ctx.db
+      .update(testimonials)
+      .set({ authorPersonId: to, ...bump(testimonials) })
+      .where(and(eq(testimonials.organizationId, org), inJsonList(testimonials.authorPersonId, from))),
+    ctx.db
+      .update(surveys)
+      .set({ recipientPersonId: to, ...bump(surveys) })
+      .where(and(eq(surveys.organizationId, org), inJsonList(surveys.recipientPersonId, from))),
+    ctx.db
+      .update(referrals)
+      .set({ referrerPersonId: to, ...bump(referrals) })
+      .where(and(eq(referrals.organizationId, org), inJsonList(referrals.referrerPersonId, from))),
+    ctx.db
+      .update(referrals)
+      .set({ leadContactId: to, ...bump(referrals) })
+      .where(and(eq(referrals.organizationId, org), inJsonList(referrals.leadContactId, from))),
     ctx.db
       .update(trashRows)
       .set({ row: sql`json_set(${trashRows.row}, '$.contactId', ${to})` })
-      .where(and(eq(trashRows.organizationId, org), eq(trashRows.tableName, tableName(deals)), inJsonList(sql`json_extract(${trashRows.row}, '$.contactId')`, from))),
+      .where(
+        and(
+          eq(trashRows.organizationId, org),
+          eq(trashRows.tableName, tableName(deals)),
+          inJsonList(sql`json_extract(${trashRows.row}, '$.contactId')`, from),
+        ),
+      ),
     // A cached deals total may filter on what moved.
     bumpResourceCounter(ctx.db, org, "deals", 0),
   ];

@@ -13,7 +13,10 @@ const activityFiguresQuery = (db: Db, organizationId: string | SQL, contactIds: 
     .select({
       contactId: contactActivities.contactId,
       count: sql<number>`COUNT(*)`,
-      conversations: sql<number>`SUM(CASE WHEN ${contactActivities.type} IN (${sql.join(CONVERSATION_TYPES.map((t) => sql`${t}`), sql`, `)}) THEN 1 ELSE 0 END)`,
+      conversations: sql<number>`SUM(CASE WHEN ${contactActivities.type} IN (${sql.join(
+        CONVERSATION_TYPES.map((t) => sql`${t}`),
+        sql`, `,
+      )}) THEN 1 ELSE 0 END)`,
       lastActivityAt: sql<string | null>`MAX(${contactActivities.createdAt})`,
     })
     .from(contactActivities)
@@ -24,11 +27,21 @@ export type FigureRow = { contactId: string; count: number; conversations: numbe
 
 /** The two reads a write of contacts starts from: the rows, and their activity figures. */
 export const writeReads = (db: Db, organizationId: string | SQL, contactIds: string[]) =>
-  [db.select().from(contacts).where(and(eq(contacts.organizationId, organizationId), inJsonList(contacts.id, contactIds))), activityFiguresQuery(db, organizationId, contactIds)] as const;
+  [
+    db
+      .select()
+      .from(contacts)
+      .where(and(eq(contacts.organizationId, organizationId), inJsonList(contacts.id, contactIds))),
+    activityFiguresQuery(db, organizationId, contactIds),
+  ] as const;
 
 export const preloadKey = (id: string) => `contact-write:${id}`;
 
 /** PUT /v1/contacts/{id} reads its contact with the authentication (platform/preload.ts): the write is then its only trip. */
 export const contactPreloads: AuthPreload[] = [
-  { method: "PUT", path: /^\/v1\/contacts\/([^/]+)$/, read: (db, organizationId, match) => ({ key: preloadKey(match[1]!), statements: [...writeReads(db, organizationId, [match[1]!])] }) },
+  {
+    method: "PUT",
+    path: /^\/v1\/contacts\/([^/]+)$/,
+    read: (db, organizationId, match) => ({ key: preloadKey(match[1]!), statements: [...writeReads(db, organizationId, [match[1]!])] }),
+  },
 ];

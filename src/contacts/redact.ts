@@ -15,7 +15,13 @@ export type Person = ErasureSubject;
 export function personOf(c: ContactRecord): Person {
   const fullName = `${c.firstName} ${c.lastName}`;
   const phones = [c.phone, c.secondaryPhone].filter((w): w is string => typeof w === "string" && w.trim().length >= 2);
-  return { id: c.id, emailKey: c.emailKey, fullName, phones, words: [fullName, c.email, ...phones].filter((w) => w.trim().length >= 2).sort((a, b) => b.length - a.length) };
+  return {
+    id: c.id,
+    emailKey: c.emailKey,
+    fullName,
+    phones,
+    words: [fullName, c.email, ...phones].filter((w) => w.trim().length >= 2).sort((a, b) => b.length - a.length),
+  };
 }
 
 /**

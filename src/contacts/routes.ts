@@ -37,7 +37,17 @@ import {
   PersonalData,
   TagsAdd,
 } from "./schemas";
-import { addTags, createContact, deleteContact, getContact, listContacts, listTags, mergeContacts, restoreContact, updateContact } from "./service";
+import {
+  addTags,
+  createContact,
+  deleteContact,
+  getContact,
+  listContacts,
+  listTags,
+  mergeContacts,
+  restoreContact,
+  updateContact,
+} from "./service";
 
 /**
  * When a contact body breaks the schema and names an assignee (assignedTo, or updates.assignedTo in a bulk update),
@@ -45,7 +55,8 @@ import { addTags, createContact, deleteContact, getContact, listContacts, listTa
  */
 const contactValidationHook = validationHookWith(async (body, c) => {
   const updates = body.updates as Record<string, unknown> | undefined;
-  const [field, assignee] = typeof body.assignedTo === "string" ? ["assignedTo", body.assignedTo] : ["updates.assignedTo", updates?.assignedTo];
+  const [field, assignee] =
+    typeof body.assignedTo === "string" ? ["assignedTo", body.assignedTo] : ["updates.assignedTo", updates?.assignedTo];
   return typeof assignee === "string" ? issuesOf(() => assertAssignee(serviceContext(c), assignee, field)) : [];
 });
 
@@ -70,9 +81,15 @@ const list = defineRoute(CRM, {
   security,
   summary: "List contacts",
   description:
-    "Keyset-paginated: pass `pagination.nextCursor` back as `cursor`. A cursor walk returns every matching contact exactly once, also while contacts are being added. Unknown query parameters are rejected (422)." + CUSTOM_FILTER_DOC,
+    "Keyset-paginated: pass `pagination.nextCursor` back as `cursor`. A cursor walk returns every matching contact exactly once, also while contacts are being added. Unknown query parameters are rejected (422)." +
+    CUSTOM_FILTER_DOC,
   request: { query: ContactListQuery },
-  responses: { 200: { description: "A page of contacts (only the requested fields with `fields`)", content: { "application/json": { schema: Page(Contact.partial()) } } } },
+  responses: {
+    200: {
+      description: "A page of contacts (only the requested fields with `fields`)",
+      content: { "application/json": { schema: Page(Contact.partial()) } },
+    },
+  },
 });
 
 const access = defineRoute(CRM, {
@@ -85,7 +102,10 @@ const access = defineRoute(CRM, {
   description:
     "One JSON document: the contact (also one in the trash), its activities and communications, their deals, the testimonials they wrote, referrals naming them, their surveys and answers, clickwrap acceptances, the mail sent to them, and the documents and envelopes that name them — found where an erasure of the person would look. Needs `exports:read` and `contacts:read`; each part another domain holds is included only with that domain's read permission (`deals:read` for deals, `reputation:read` for testimonials, referrals and surveys, `clickwrap:read`, `documents:read`, `signatures:read` for envelopes; all three of those for the mails, whose subjects name them) and otherwise named in `omitted`.",
   request: { params: IdParam },
-  responses: { 200: crmSuccess("Everything held about the person", PersonalData), 404: crmError("No contact with this id in your organization (not_found_error)") },
+  responses: {
+    200: crmSuccess("Everything held about the person", PersonalData),
+    404: crmError("No contact with this id in your organization (not_found_error)"),
+  },
 });
 
 const listTagsRoute = defineRoute(CRM, {
@@ -160,7 +180,12 @@ const update = defineRoute(CRM, {
   summary: "Update a contact",
   description: `Every field optional; only the fields sent change, so concurrent updates of different fields all land. ${FIELD_RULES}\n\n${CONDITIONAL}`,
   request: { params: IdParam, ...jsonBody(ContactUpdate) },
-  responses: { 200: crmSuccess("The updated contact", Contact, ETAG_HEADER), ...NOT_FOUND, 409: crmError("Another contact has this e-mail (duplicate_email), or too many concurrent changes (concurrent_modification; retry)"), ...CRM_PRECONDITION_ERROR },
+  responses: {
+    200: crmSuccess("The updated contact", Contact, ETAG_HEADER),
+    ...NOT_FOUND,
+    409: crmError("Another contact has this e-mail (duplicate_email), or too many concurrent changes (concurrent_modification; retry)"),
+    ...CRM_PRECONDITION_ERROR,
+  },
 });
 
 const remove = defineRoute(CRM, {
@@ -186,9 +211,22 @@ a few minutes later, by the cron; the contact is gone from the first failure on.
 erasure answers 409 \`import_running\` (its file may name the person and would bring them back). ${CONDITIONAL}`,
   request: { params: IdParam, query: ContactDeleteQuery },
   responses: {
-    200: { description: "Deleted (to the trash), or erased", content: { "application/json": { schema: z.object({ success: z.literal(true), message: z.string(), data: z.union([z.object({ id: z.string(), deleted: z.literal(true) }), Erasure]) }) } } },
+    200: {
+      description: "Deleted (to the trash), or erased",
+      content: {
+        "application/json": {
+          schema: z.object({
+            success: z.literal(true),
+            message: z.string(),
+            data: z.union([z.object({ id: z.string(), deleted: z.literal(true) }), Erasure]),
+          }),
+        },
+      },
+    },
     ...NOT_FOUND,
-    409: crmError("Changed by too many requests at once (concurrent_modification); retry. Or, with erase=true: an import of the organization is running, whose file may name the person (import_running): erase once it has ended"),
+    409: crmError(
+      "Changed by too many requests at once (concurrent_modification); retry. Or, with erase=true: an import of the organization is running, whose file may name the person (import_running): erase once it has ended",
+    ),
     ...CRM_PRECONDITION_ERROR,
   },
 });
@@ -202,7 +240,11 @@ const restore = defineRoute(CRM, {
   summary: "Restore a contact from the trash",
   description: `Within ${RESTORE_DAYS} days of its delete: the contact returns as it was, with its activities, communications and tags (emits contact.restored).`,
   request: { params: IdParam, query: NoQuery },
-  responses: { 200: crmSuccess("The restored contact", Contact, ETAG_HEADER), 404: crmError("No contact with this id in your organization's trash (not_found_error)"), ...DUPLICATE },
+  responses: {
+    200: crmSuccess("The restored contact", Contact, ETAG_HEADER),
+    404: crmError("No contact with this id in your organization's trash (not_found_error)"),
+    ...DUPLICATE,
+  },
 });
 
 const activities = defineRoute(CRM, {
@@ -257,17 +299,27 @@ too. One atomic write; emits \`contact.updated\` (with \`mergedFrom\`) and \`con
   responses: {
     200: crmSuccess("The contact with everything merged into it", Contact, ETAG_HEADER),
     ...NOT_FOUND,
-    409: crmError("A source was already merged into another contact (merged_contact; errors[0].message is that contact's id), or too many concurrent changes (concurrent_modification; retry)"),
-    422: crmError("A source id names no contact of your organization (invalid_reference), is listed twice (duplicate_id) or is this contact (same_as_target), or the merged tags would exceed 50 (too_many_tags)"),
+    409: crmError(
+      "A source was already merged into another contact (merged_contact; errors[0].message is that contact's id), or too many concurrent changes (concurrent_modification; retry)",
+    ),
+    422: crmError(
+      "A source id names no contact of your organization (invalid_reference), is listed twice (duplicate_id) or is this contact (same_as_target), or the merged tags would exceed 50 (too_many_tags)",
+    ),
     ...CRM_PRECONDITION_ERROR,
   },
 });
 
 // Static paths (/tags, /duplicates, /bulk) are registered before /{id} so they are not read as ids.
 export const contactRoutes = new OpenAPIHono<AppBindings>({ defaultHook: contactValidationHook })
-  .openapi(duplicates, async (c) => c.json({ success: true as const, ...(await listDuplicates(serviceContext(c), c.req.valid("query"))) }, 200))
-  .openapi(listTagsRoute, async (c) => c.json({ success: true as const, ...(await listTags(serviceContext(c), c.req.valid("query"))) }, 200))
-  .openapi(bulk, async (c) => c.json({ success: true as const, data: await bulkUpdateContacts(serviceContext(c), c.req.valid("json")) }, 200))
+  .openapi(duplicates, async (c) =>
+    c.json({ success: true as const, ...(await listDuplicates(serviceContext(c), c.req.valid("query"))) }, 200),
+  )
+  .openapi(listTagsRoute, async (c) =>
+    c.json({ success: true as const, ...(await listTags(serviceContext(c), c.req.valid("query"))) }, 200),
+  )
+  .openapi(bulk, async (c) =>
+    c.json({ success: true as const, data: await bulkUpdateContacts(serviceContext(c), c.req.valid("json")) }, 200),
+  )
   .openapi(list, async (c) => c.json({ success: true as const, ...(await listContacts(serviceContext(c), c.req.valid("query"))) }, 200))
   .openapi(create, async (c) => {
     const { ctx, answer } = keptAnswer<Contact>(c, 201);
@@ -276,9 +328,20 @@ export const contactRoutes = new OpenAPIHono<AppBindings>({ defaultHook: contact
   .openapi(access, async (c) => {
     // exports:read by its path (platform/permissions.ts), and what it reads: the contact and its records.
     requirePermission(c, "contacts:read");
-    return c.json({ success: true as const, data: await personalData(serviceContext(c), c.req.valid("param").id, grantedPermissions(c)) }, 200);
+    return c.json(
+      { success: true as const, data: await personalData(serviceContext(c), c.req.valid("param").id, grantedPermissions(c)) },
+      200,
+    );
   })
-  .openapi(read, async (c) => c.json({ success: true as const, data: withEtag(c, await getContact(serviceContext(c), c.req.valid("param").id, c.req.valid("query").include)) }, 200))
+  .openapi(read, async (c) =>
+    c.json(
+      {
+        success: true as const,
+        data: withEtag(c, await getContact(serviceContext(c), c.req.valid("param").id, c.req.valid("query").include)),
+      },
+      200,
+    ),
+  )
   .openapi(update, async (c) => {
     const { ctx, answer } = keptAnswer<Contact>(c, 200);
     return c.json(answer(withEtag(c, await updateContact(ctx, c.req.valid("param").id, c.req.valid("json")))), 200);
@@ -293,12 +356,23 @@ export const contactRoutes = new OpenAPIHono<AppBindings>({ defaultHook: contact
     await deleteContact(serviceContext(c), id);
     return c.json({ success: true as const, message: "Contact deleted", data: { id, deleted: true as const } }, 200);
   })
-  .openapi(restore, async (c) => c.json({ success: true as const, data: withEtag(c, await restoreContact(serviceContext(c), c.req.valid("param").id)) }, 200))
-  .openapi(activities, async (c) => c.json({ success: true as const, ...(await listActivities(serviceContext(c), c.req.valid("param").id, c.req.valid("query"))) }, 200))
-  .openapi(logActivity, async (c) => c.json({ success: true as const, data: await createActivity(serviceContext(c), c.req.valid("param").id, c.req.valid("json")) }, 201))
+  .openapi(restore, async (c) =>
+    c.json({ success: true as const, data: withEtag(c, await restoreContact(serviceContext(c), c.req.valid("param").id)) }, 200),
+  )
+  .openapi(activities, async (c) =>
+    c.json({ success: true as const, ...(await listActivities(serviceContext(c), c.req.valid("param").id, c.req.valid("query"))) }, 200),
+  )
+  .openapi(logActivity, async (c) =>
+    c.json({ success: true as const, data: await createActivity(serviceContext(c), c.req.valid("param").id, c.req.valid("json")) }, 201),
+  )
   .openapi(merge, async (c) => {
     const { ctx, answer } = keptAnswer<Contact>(c, 200);
     return c.json(answer(withEtag(c, await mergeContacts(ctx, c.req.valid("param").id, c.req.valid("json").sourceIds))), 200);
   })
-  .openapi(tag, async (c) => c.json({ success: true as const, data: withEtag(c, await addTags(serviceContext(c), c.req.valid("param").id, c.req.valid("json").tags)) }, 200))
+  .openapi(tag, async (c) =>
+    c.json(
+      { success: true as const, data: withEtag(c, await addTags(serviceContext(c), c.req.valid("param").id, c.req.valid("json").tags)) },
+      200,
+    ),
+  )
   .route("/", communicationRoutes);

@@ -12,10 +12,30 @@ import { Communication, INCLUDED_COMMUNICATIONS } from "./communication-schemas"
 // Enumerations of the spec (Contact, Property types).
 export const CONTACT_TYPES = ["LEAD", "CLIENT", "PAST_CLIENT", "REFERRAL", "VENDOR"] as const;
 export const CONTACT_STATUSES = ["ACTIVE", "INACTIVE", "CONVERTED", "DISQUALIFIED", "DO_NOT_CONTACT"] as const;
-export const PROPERTY_TYPES = ["SINGLE_FAMILY", "CONDO", "TOWNHOUSE", "MULTI_FAMILY", "LAND", "COMMERCIAL", "INDUSTRIAL", "MIXED_USE"] as const;
+export const PROPERTY_TYPES = [
+  "SINGLE_FAMILY",
+  "CONDO",
+  "TOWNHOUSE",
+  "MULTI_FAMILY",
+  "LAND",
+  "COMMERCIAL",
+  "INDUSTRIAL",
+  "MIXED_USE",
+] as const;
 // The spec leaves these value lists open ("not shown"); these are ours, documented in /docs.
 export const COMMUNICATION_METHODS = ["EMAIL", "PHONE", "SMS", "ANY"] as const;
-export const ACTIVITY_TYPES = ["EMAIL_SENT", "EMAIL_RECEIVED", "PHONE_CALL", "SMS_SENT", "SMS_RECEIVED", "MEETING", "SHOWING", "NOTE", "TASK", "OTHER"] as const;
+export const ACTIVITY_TYPES = [
+  "EMAIL_SENT",
+  "EMAIL_RECEIVED",
+  "PHONE_CALL",
+  "SMS_SENT",
+  "SMS_RECEIVED",
+  "MEETING",
+  "SHOWING",
+  "NOTE",
+  "TASK",
+  "OTHER",
+] as const;
 /** Read-only Contact fields: accepted and ignored on create and update, so a fetched contact can be sent back. */
 export const READ_ONLY_FIELDS = ["id", "organizationId", "createdAt", "updatedAt", "lastContactedAt"] as const;
 
@@ -23,12 +43,21 @@ const text = oneLineText;
 const phone = pattern(/^\+?(?=[ ().-]*[0-9])[0-9 ().-]{3,30}( ?(x|ext\.?) ?\d{1,6})?$/i, "invalid_phone", "Invalid phone number");
 const code = pattern(/^[A-Z][A-Z0-9_]{0,39}$/, "invalid_code", "Must be an UPPER_SNAKE_CASE code");
 /** A tag: one line, and no comma, since the list filter takes tags comma-separated. */
-const tag = oneLineText(50).refine((t) => !t.includes(","), { message: "A tag cannot contain a comma", params: { code: "invalid_character" } });
+const tag = oneLineText(50).refine((t) => !t.includes(","), {
+  message: "A tag cannot contain a comma",
+  params: { code: "invalid_character" },
+});
 /** Tags a contact carries at most. */
 export const MAX_TAGS = 50;
 
 export const Address = z
-  .strictObject({ street: text(200).optional(), city: text(100).optional(), state: text(100).optional(), zipCode: text(20).optional(), country: text(100).optional() })
+  .strictObject({
+    street: text(200).optional(),
+    city: text(100).optional(),
+    state: text(100).optional(),
+    zipCode: text(20).optional(),
+    country: text(100).optional(),
+  })
   .openapi("ContactAddress");
 
 export const Preferences = z
@@ -57,7 +86,10 @@ const writable = {
   address: Address.nullable().optional(),
   type: z.enum(CONTACT_TYPES).optional(),
   status: z.enum(CONTACT_STATUSES).optional(),
-  source: code.nullable().optional().openapi({ example: "WEBSITE", description: "e.g. WEBSITE, REFERRAL, OPEN_HOUSE, SOCIAL_MEDIA, PORTAL, COLD_CALL, EMAIL_CAMPAIGN, SIGN_CALL, PAST_CLIENT, OTHER" }),
+  source: code.nullable().optional().openapi({
+    example: "WEBSITE",
+    description: "e.g. WEBSITE, REFERRAL, OPEN_HOUSE, SOCIAL_MEDIA, PORTAL, COLD_CALL, EMAIL_CAMPAIGN, SIGN_CALL, PAST_CLIENT, OTHER",
+  }),
   leadScore: z.int().min(0).max(100).nullable().optional(),
   tags: z.array(tag).max(MAX_TAGS).optional(),
   notes: z.string().max(10_000).nullable().optional(),
@@ -66,7 +98,10 @@ const writable = {
   calculateLeadScore: z.boolean().optional(),
   customFields: CustomFieldsInput.optional(),
 };
-const readOnly = Object.fromEntries(READ_ONLY_FIELDS.map((f) => [f, z.unknown().optional()])) as Record<(typeof READ_ONLY_FIELDS)[number], z.ZodOptional<z.ZodUnknown>>;
+const readOnly = Object.fromEntries(READ_ONLY_FIELDS.map((f) => [f, z.unknown().optional()])) as Record<
+  (typeof READ_ONLY_FIELDS)[number],
+  z.ZodOptional<z.ZodUnknown>
+>;
 
 /** Unknown fields are rejected (422 unknown_field); read-only fields are ignored. */
 export const ContactCreate = z.strictObject({ ...writable, ...readOnly }).openapi("ContactCreate");
@@ -133,32 +168,49 @@ export const Contact = z
     updatedAt: z.string(),
     lastContactedAt: z.string().nullable(),
     customFields: CustomFieldValues,
-    activities: z.array(Activity).optional().openapi({ description: `With include=activities: the ${INCLUDED_ACTIVITIES} most recent (GET …/activities pages through all of them)` }),
+    activities: z
+      .array(Activity)
+      .optional()
+      .openapi({
+        description: `With include=activities: the ${INCLUDED_ACTIVITIES} most recent (GET …/activities pages through all of them)`,
+      }),
     deals: z.array(Deal).optional().openapi({ description: "With include=deals: the newest 20 deals of the contact" }),
     communications: z
       .array(Communication)
       .optional()
-      .openapi({ description: `With include=communications: the ${INCLUDED_COMMUNICATIONS} most recent by occurredAt (GET …/communications pages through all of them)` }),
+      .openapi({
+        description: `With include=communications: the ${INCLUDED_COMMUNICATIONS} most recent by occurredAt (GET …/communications pages through all of them)`,
+      }),
   })
   .openapi("Contact");
 export type Contact = z.infer<typeof Contact>;
 
-export const CONTACT_FIELDS = Object.keys(Contact.shape).filter((k) => !["activities", "deals", "communications"].includes(k)) as (keyof Contact)[];
+export const CONTACT_FIELDS = Object.keys(Contact.shape).filter(
+  (k) => !["activities", "deals", "communications"].includes(k),
+) as (keyof Contact)[];
 export const INCLUDES = ["activities", "deals", "communications"] as const;
 export type Include = (typeof INCLUDES)[number];
 
-export const ContactTag = z.object({ name: z.string(), color: z.string().openapi({ example: "#2563eb" }), count: z.int() }).openapi("ContactTag");
+export const ContactTag = z
+  .object({ name: z.string(), color: z.string().openapi({ example: "#2563eb" }), count: z.int() })
+  .openapi("ContactTag");
 export const TagsAdd = z.strictObject({ tags: z.array(tag).min(1).max(MAX_TAGS) }).openapi("ContactTagsAdd");
 
 export const BulkUpdate = z
   .strictObject({
     contactIds: z.array(z.string().min(1).max(100)).min(1).max(100),
-    updates: ContactUpdate.omit({ email: true }).openapi({ description: "Contact fields to set on every listed contact (not email, which is unique per contact)" }),
+    updates: ContactUpdate.omit({ email: true }).openapi({
+      description: "Contact fields to set on every listed contact (not email, which is unique per contact)",
+    }),
   })
   .openapi("ContactBulkUpdate");
 export type BulkUpdate = z.infer<typeof BulkUpdate>;
 
-export const BulkResult = z.object({ updated: z.int(), failed: z.int(), results: z.array(z.object({ id: z.string(), success: z.boolean() })) });
+export const BulkResult = z.object({
+  updated: z.int(),
+  failed: z.int(),
+  results: z.array(z.object({ id: z.string(), success: z.boolean() })),
+});
 
 /** Contacts one merge takes at most: its batch holds a few statements per source. */
 export const MAX_MERGE_SOURCES = 20;
@@ -171,10 +223,13 @@ export const ContactMerge = z
       .max(MAX_MERGE_SOURCES)
       .superRefine((ids, ctx) => {
         ids.forEach((id, i) => {
-          if (ids.indexOf(id) !== i) ctx.addIssue({ code: "custom", path: [i], message: "This id is listed twice", params: { code: "duplicate_id" } });
+          if (ids.indexOf(id) !== i)
+            ctx.addIssue({ code: "custom", path: [i], message: "This id is listed twice", params: { code: "duplicate_id" } });
         });
       })
-      .openapi({ description: `The contacts to merge into this one (1–${MAX_MERGE_SOURCES}, distinct, not this one): their records move here and they go to the trash` }),
+      .openapi({
+        description: `The contacts to merge into this one (1–${MAX_MERGE_SOURCES}, distinct, not this one): their records move here and they go to the trash`,
+      }),
   })
   .openapi("ContactMerge");
 export type ContactMerge = z.infer<typeof ContactMerge>;
@@ -189,46 +244,90 @@ export type DuplicatesQuery = z.infer<typeof DuplicatesQuery>;
 
 export const DuplicateGroup = z
   .object({
-    reason: z.enum(DUPLICATE_REASONS).openapi({ description: "phone: the same number (E.164) in either phone field; name_zip: the same first and last name (any case) and zip code" }),
-    key: z.string().openapi({ description: "What they share: the number in E.164 (`+14155550100`), or `first|last|ZIP` folded", example: "+14155550100" }),
+    reason: z.enum(DUPLICATE_REASONS).openapi({
+      description: "phone: the same number (E.164) in either phone field; name_zip: the same first and last name (any case) and zip code",
+    }),
+    key: z.string().openapi({
+      description: "What they share: the number in E.164 (`+14155550100`), or `first|last|ZIP` folded",
+      example: "+14155550100",
+    }),
     contactCount: z.int().min(2).openapi({ description: "How many live contacts share the key (at most 20 are listed)" }),
     contacts: z.array(
-      z.object({ id: z.string(), firstName: z.string(), lastName: z.string(), email: z.string(), phone: z.string().nullable(), secondaryPhone: z.string().nullable(), createdAt: z.string() }),
+      z.object({
+        id: z.string(),
+        firstName: z.string(),
+        lastName: z.string(),
+        email: z.string(),
+        phone: z.string().nullable(),
+        secondaryPhone: z.string().nullable(),
+        createdAt: z.string(),
+      }),
     ),
   })
   .openapi("ContactDuplicateGroup");
 export type DuplicateGroup = z.infer<typeof DuplicateGroup>;
 
-export const IdParam = z.object({ id: z.string().min(1).max(100).openapi({ param: { name: "id", in: "path" } }) });
+export const IdParam = z.object({
+  id: z
+    .string()
+    .min(1)
+    .max(100)
+    .openapi({ param: { name: "id", in: "path" } }),
+});
 
 export const SORT_FIELDS = ["createdAt", "updatedAt", "lastName", "leadScore"] as const;
 export type SortField = (typeof SORT_FIELDS)[number];
 
 const contactFilters = {
-    q: searchParam(true, "first and last names, e-mail, phones by their digits written any way, notes and tags"),
-    type: z.enum(CONTACT_TYPES).optional(),
-    status: z.enum(CONTACT_STATUSES).optional(),
-    source: z.string().min(1).max(40).optional(),
-    assignedTo: z.string().min(1).max(100).optional(),
-    email: z.email().max(254).optional().openapi({ description: "Ours: the contact with exactly this e-mail address, in any case (at most one: addresses are unique per organization)" }),
-    tags: csv(tag).optional().openapi({ type: "string", description: "Comma-separated, at most 20; a contact matches when it has all of them" }),
-    "leadScore[gte]": intParam(0, 100).optional(),
-    "leadScore[lte]": intParam(0, 100).optional(),
-    "createdAt[gte]": timestampParam.optional(),
-    "createdAt[lte]": timestampParam.optional(),
-    sort: sortParam<SortField, CustomSortField>(SORT_FIELDS, "leadScore:desc,createdAt:desc", CUSTOM_SORT),
-    fields: csv(z.enum(CONTACT_FIELDS as [string, ...string[]]), CONTACT_FIELDS.length).optional().openapi({ type: "string", example: "id,firstName,lastName,email", description: "Projection; id is always returned" }),
+  q: searchParam(true, "first and last names, e-mail, phones by their digits written any way, notes and tags"),
+  type: z.enum(CONTACT_TYPES).optional(),
+  status: z.enum(CONTACT_STATUSES).optional(),
+  source: z.string().min(1).max(40).optional(),
+  assignedTo: z.string().min(1).max(100).optional(),
+  email: z.email().max(254).optional().openapi({
+    description: "Ours: the contact with exactly this e-mail address, in any case (at most one: addresses are unique per organization)",
+  }),
+  tags: csv(tag)
+    .optional()
+    .openapi({ type: "string", description: "Comma-separated, at most 20; a contact matches when it has all of them" }),
+  "leadScore[gte]": intParam(0, 100).optional(),
+  "leadScore[lte]": intParam(0, 100).optional(),
+  "createdAt[gte]": timestampParam.optional(),
+  "createdAt[lte]": timestampParam.optional(),
+  sort: sortParam<SortField, CustomSortField>(SORT_FIELDS, "leadScore:desc,createdAt:desc", CUSTOM_SORT),
+  fields: csv(z.enum(CONTACT_FIELDS as [string, ...string[]]), CONTACT_FIELDS.length)
+    .optional()
+    .openapi({ type: "string", example: "id,firstName,lastName,email", description: "Projection; id is always returned" }),
 };
-const contactRanges = (q: { "leadScore[gte]"?: number; "leadScore[lte]"?: number; "createdAt[gte]"?: string; "createdAt[lte]"?: string }, ctx: z.RefinementCtx) => {
-    const lo = q["leadScore[gte]"];
-    const hi = q["leadScore[lte]"];
-    if (lo !== undefined && hi !== undefined && lo > hi) ctx.addIssue({ code: "custom", path: ["leadScore[gte]"], message: "leadScore[gte] exceeds leadScore[lte]", params: { code: "invalid_range" } });
-    const from = q["createdAt[gte]"];
-    const to = q["createdAt[lte]"];
-    if (from && to && from > to) ctx.addIssue({ code: "custom", path: ["createdAt[gte]"], message: "createdAt[gte] is after createdAt[lte]", params: { code: "invalid_range" } });
+const contactRanges = (
+  q: { "leadScore[gte]"?: number; "leadScore[lte]"?: number; "createdAt[gte]"?: string; "createdAt[lte]"?: string },
+  ctx: z.RefinementCtx,
+) => {
+  const lo = q["leadScore[gte]"];
+  const hi = q["leadScore[lte]"];
+  if (lo !== undefined && hi !== undefined && lo > hi)
+    ctx.addIssue({
+      code: "custom",
+      path: ["leadScore[gte]"],
+      message: "leadScore[gte] exceeds leadScore[lte]",
+      params: { code: "invalid_range" },
+    });
+  const from = q["createdAt[gte]"];
+  const to = q["createdAt[lte]"];
+  if (from && to && from > to)
+    ctx.addIssue({
+      code: "custom",
+      path: ["createdAt[gte]"],
+      message: "createdAt[gte] is after createdAt[lte]",
+      params: { code: "invalid_range" },
+    });
 };
 export const ContactListQuery = withCustomFieldParams(
-  z.strictObject({ ...pageParams, ...contactFilters, include: csv(z.enum(INCLUDES)).optional().openapi({ type: "string", example: "activities" }) }),
+  z.strictObject({
+    ...pageParams,
+    ...contactFilters,
+    include: csv(z.enum(INCLUDES)).optional().openapi({ type: "string", example: "activities" }),
+  }),
 ).superRefine(contactRanges);
 export type ContactListQuery = z.infer<typeof ContactListQuery>;
 /** GET /v1/contacts/export: the list's filters, `q`, sort and `fields`, and the format. */
@@ -254,14 +353,16 @@ export const Erasure = z
   .object({
     id: z.string(),
     deleted: z.literal(true),
-    erased: z.record(z.string(), z.int()).openapi({ description: "Records removed or cleaned of the person's name, e-mail and phone, by kind" }),
-    retained: z.array(z.enum(RETAINED_KINDS)).openapi({ description: "The kinds of record kept as they are, which still name the person (how many and why in `retainedRecords`)" }),
-    retainedRecords: z
-      .array(z.object({ kind: z.enum(RETAINED_KINDS), count: z.int().min(1), reason: z.string() }))
-      .openapi({
-        description:
-          "Per kind in `retained`: how many records name the person and why they are kept — a completed envelope is a signed, sealed record (signers, audit trail, the document they signed and its PDFs); a clickwrap acceptance is immutable (spec); an unsigned document or uncompleted envelope that names their name but not their e-mail or phone may be someone else's (`documents_by_name`); texts that name a name another contact also has are kept as written (`name_mentions`)",
-      }),
+    erased: z
+      .record(z.string(), z.int())
+      .openapi({ description: "Records removed or cleaned of the person's name, e-mail and phone, by kind" }),
+    retained: z.array(z.enum(RETAINED_KINDS)).openapi({
+      description: "The kinds of record kept as they are, which still name the person (how many and why in `retainedRecords`)",
+    }),
+    retainedRecords: z.array(z.object({ kind: z.enum(RETAINED_KINDS), count: z.int().min(1), reason: z.string() })).openapi({
+      description:
+        "Per kind in `retained`: how many records name the person and why they are kept — a completed envelope is a signed, sealed record (signers, audit trail, the document they signed and its PDFs); a clickwrap acceptance is immutable (spec); an unsigned document or uncompleted envelope that names their name but not their e-mail or phone may be someone else's (`documents_by_name`); texts that name a name another contact also has are kept as written (`name_mentions`)",
+    }),
   })
   .openapi("Erasure");
 export type Erasure = z.infer<typeof Erasure>;
@@ -274,7 +375,9 @@ export const PersonalData = z
     contact: Contact.extend({ inTrash: z.boolean() }),
     activities: z.array(Activity),
     communications: z.array(Communication),
-    mails: records("Mail sent to them: id, subject, createdAt, bodies left out: they hold links (with `documents:read`, `signatures:read` and `reputation:read`: subjects name documents, envelopes and surveys)").optional(),
+    mails: records(
+      "Mail sent to them: id, subject, createdAt, bodies left out: they hold links (with `documents:read`, `signatures:read` and `reputation:read`: subjects name documents, envelopes and surveys)",
+    ).optional(),
     leadReviews: records("Leads waiting for review with one of their phone numbers"),
     deals: records("Deals whose contact they are (with `deals:read`)").optional(),
     testimonials: records("Testimonials they wrote (with `reputation:read`)").optional(),
@@ -282,10 +385,24 @@ export const PersonalData = z
     surveys: records("Surveys sent to them, link tokens left out (with `reputation:read`)").optional(),
     surveyResponses: records("Their answers (with `reputation:read`)").optional(),
     clickwrapAcceptances: records("Acceptances recorded under their id, e-mail or phone (with `clickwrap:read`)").optional(),
-    documents: records("Documents that name their e-mail or phone, or a name no other contact has: id, createdAt (with `documents:read`)").optional(),
+    documents: records(
+      "Documents that name their e-mail or phone, or a name no other contact has: id, createdAt (with `documents:read`)",
+    ).optional(),
     envelopes: records("Signature envelopes that name them the same way: id, status (with `signatures:read`)").optional(),
     omitted: z
-      .array(z.enum(["mails", "deals", "testimonials", "referrals", "surveys", "surveyResponses", "clickwrapAcceptances", "documents", "envelopes"]))
+      .array(
+        z.enum([
+          "mails",
+          "deals",
+          "testimonials",
+          "referrals",
+          "surveys",
+          "surveyResponses",
+          "clickwrapAcceptances",
+          "documents",
+          "envelopes",
+        ]),
+      )
       .openapi({ description: "The parts left out because the credential lacks their read permission (empty: the export is complete)" }),
   })
   .openapi("PersonalData");

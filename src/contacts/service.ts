@@ -51,7 +51,13 @@ async function assertEmailFree(ctx: ServiceContext, emailKey: string, exceptId?:
   const clash = await ctx.db
     .select({ id: contacts.id })
     .from(contacts)
-    .where(and(eq(contacts.organizationId, ctx.organizationId), eq(contacts.emailKey, emailKey), exceptId ? ne(contacts.id, exceptId) : undefined))
+    .where(
+      and(
+        eq(contacts.organizationId, ctx.organizationId),
+        eq(contacts.emailKey, emailKey),
+        exceptId ? ne(contacts.id, exceptId) : undefined,
+      ),
+    )
     .get();
   if (clash) throw emailConflict();
 }
@@ -59,7 +65,12 @@ async function assertEmailFree(ctx: ServiceContext, emailKey: string, exceptId?:
 const emailConflict = () => new Conflict("A contact with this e-mail already exists in your organization", "duplicate_email");
 
 /** `commit` for contacts: a unique-index race on the e-mail that the pre-check missed is still a 409, not a 500. */
-async function commitContact(ctx: ServiceContext, statements: Statement[], events: EventEnvelope[], options?: CommitOptions): Promise<void> {
+async function commitContact(
+  ctx: ServiceContext,
+  statements: Statement[],
+  events: EventEnvelope[],
+  options?: CommitOptions,
+): Promise<void> {
   try {
     await commit(ctx, statements, events, options);
   } catch (err) {
@@ -81,14 +92,29 @@ export async function createContact(ctx: ServiceContext, raw: ContactCreate): Pr
   const input = writableInput(raw);
   const now = new Date();
   const at = now.toISOString();
-  const [, , custom] = await Promise.all([assertEmailFree(ctx, input.email.toLowerCase()), assertAssignee(ctx, input.assignedTo), checkCustomFields(ctx, "contact", input.customFields)]);
+  const [, , custom] = await Promise.all([
+    assertEmailFree(ctx, input.email.toLowerCase()),
+    assertAssignee(ctx, input.assignedTo),
+    checkCustomFields(ctx, "contact", input.customFields),
+  ]);
   const blank = blankContact(ctx, { firstName: input.firstName, lastName: input.lastName, email: input.email }, at);
   const record = withCustomFields(applyInput(blank, input, NO_ACTIVITY, now, regionOf(ctx)), custom);
   const events = createdEvents(ctx, record);
   const { leadScoreRank: _rank, ...row } = record;
   const answer = shown(record);
   try {
-    await commitContact(ctx, [...(custom?.guard ?? []), ctx.db.insert(contacts).values(row), ...tagStatements(ctx, [{ contactId: record.id, before: [], after: record.tags }], at), bumpCounters(ctx, 1), ...facetMoves(ctx, null, record)], events, { answer });
+    await commitContact(
+      ctx,
+      [
+        ...(custom?.guard ?? []),
+        ctx.db.insert(contacts).values(row),
+        ...tagStatements(ctx, [{ contactId: record.id, before: [], after: record.tags }], at),
+        bumpCounters(ctx, 1),
+        ...facetMoves(ctx, null, record),
+      ],
+      events,
+      { answer },
+    );
   } catch (err) {
     // The only guard of a create: a custom field it sets was deleted since its definitions were read.
     if (err instanceof StaleWrite) throw customFieldDeleted("contact");
@@ -110,16 +136,33 @@ export async function updateContact(ctx: ServiceContext, id: string, raw: Contac
     const { before, figures } = await readContactForWrite(ctx, id);
     const now = new Date();
     const [, custom] = await Promise.all([
-      input.email !== undefined && input.email.toLowerCase() !== before.emailKey ? assertEmailFree(ctx, input.email.toLowerCase(), id) : undefined,
+      input.email !== undefined && input.email.toLowerCase() !== before.emailKey
+        ? assertEmailFree(ctx, input.email.toLowerCase(), id)
+        : undefined,
       checkCustomFields(ctx, "contact", input.customFields),
     ]);
-    const after = { ...withCustomFields(applyInput(before, input, figures, now, regionOf(ctx)), custom), updatedAt: now.toISOString(), version: before.version + 1 };
+    const after = {
+      ...withCustomFields(applyInput(before, input, figures, now, regionOf(ctx)), custom),
+      updatedAt: now.toISOString(),
+      version: before.version + 1,
+    };
     const events = changeEvents(ctx, before, after);
     // Switching the computed score on or off changes no public field (so no event) but must still be stored.
     if (events.length === 0 && after.leadScoreAuto === before.leadScoreAuto) return shown(before);
     const tagChange = { contactId: id, before: before.tags, after: after.tags };
     const answer = shown(after);
-    await commitContact(ctx, [...(custom?.guard ?? []), ...replaceContact(ctx, before, after), ...tagStatements(ctx, [tagChange], after.updatedAt), bumpCounters(ctx, 0), ...facetMoves(ctx, before, after)], events, { answer, markSent: false });
+    await commitContact(
+      ctx,
+      [
+        ...(custom?.guard ?? []),
+        ...replaceContact(ctx, before, after),
+        ...tagStatements(ctx, [tagChange], after.updatedAt),
+        bumpCounters(ctx, 0),
+        ...facetMoves(ctx, before, after),
+      ],
+      events,
+      { answer, markSent: false },
+    );
     return answer;
   });
 }
@@ -143,7 +186,12 @@ export async function deleteContact(ctx: ServiceContext, id: string): Promise<vo
         ...tagStatements(ctx, [{ contactId: id, before: before.tags, after: [] }], new Date().toISOString()),
         ctx.db.delete(contactTags).where(and(eq(contactTags.contactId, id), eq(contactTags.organizationId, org))),
         ...archiveRows(ctx, id, contactActivities, and(eq(contactActivities.contactId, id), eq(contactActivities.organizationId, org))),
-        ...archiveRows(ctx, id, contactCommunications, and(eq(contactCommunications.contactId, id), eq(contactCommunications.organizationId, org))),
+        ...archiveRows(
+          ctx,
+          id,
+          contactCommunications,
+          and(eq(contactCommunications.contactId, id), eq(contactCommunications.organizationId, org)),
+        ),
         ...archiveRows(ctx, id, contacts, byId(ctx, id)),
         trashEntry(ctx, "contact", id, `${before.firstName} ${before.lastName}`),
         bumpCounters(ctx, -1),
@@ -192,14 +240,30 @@ export async function addTags(ctx: ServiceContext, id: string, add: string[]): P
     const added = merged.filter((t) => !before.tags.includes(t));
     if (added.length === 0) return shown(before);
     if (merged.length > MAX_TAGS) {
-      throw new Validation([{ field: "tags", path: ["tags"], code: "too_big", message: `A contact carries at most ${MAX_TAGS} tags; this one has ${before.tags.length}, and ${added.length} would be added` }]);
+      throw new Validation([
+        {
+          field: "tags",
+          path: ["tags"],
+          code: "too_big",
+          message: `A contact carries at most ${MAX_TAGS} tags; this one has ${before.tags.length}, and ${added.length} would be added`,
+        },
+      ]);
     }
     const after: ContactRecord = { ...before, tags: merged, updatedAt: new Date().toISOString(), version: before.version + 1 };
     // Tags are not a lead-score input, so an automatic score stays as it is.
     const object = toContact(after);
     const event = newEvent(ctx, "contact.tagged", { object, previousAttributes: { tags: before.tags }, changes: ["tags"], tags: added });
     const tagChange = { contactId: id, before: before.tags, after: merged };
-    await commitContact(ctx, [...replaceContact(ctx, before, after), ...tagStatements(ctx, [tagChange], after.updatedAt), bumpCounters(ctx, 0), ...facetMoves(ctx, before, after)], [event]);
+    await commitContact(
+      ctx,
+      [
+        ...replaceContact(ctx, before, after),
+        ...tagStatements(ctx, [tagChange], after.updatedAt),
+        bumpCounters(ctx, 0),
+        ...facetMoves(ctx, before, after),
+      ],
+      [event],
+    );
     return shown(after);
   });
 }
@@ -223,8 +287,23 @@ export async function contactByEmail(
   const found = await ctx.db.select({ id: contacts.id }).from(contacts).where(byEmail).get();
   if (found) return { id: found.id, statements: [], events: [] };
   const at = nowIso();
-  const record: ContactRecord = { ...blankContact(ctx, { ...splitName(person.name), email: person.email }, at), type: person.type, source: person.source, notes: person.notes, assignedTo: person.assignedTo };
+  const record: ContactRecord = {
+    ...blankContact(ctx, { ...splitName(person.name), email: person.email }, at),
+    type: person.type,
+    source: person.source,
+    notes: person.notes,
+    assignedTo: person.assignedTo,
+  };
   const events = createdEvents(ctx, record);
   const { leadScoreRank: _rank, ...row } = record;
-  return { id: record.id, statements: [expectNoRow(ctx.db, contacts, byEmail), ctx.db.insert(contacts).values(row), bumpCounters(ctx, 1), ...facetMoves(ctx, null, record)], events };
+  return {
+    id: record.id,
+    statements: [
+      expectNoRow(ctx.db, contacts, byEmail),
+      ctx.db.insert(contacts).values(row),
+      bumpCounters(ctx, 1),
+      ...facetMoves(ctx, null, record),
+    ],
+    events,
+  };
 }

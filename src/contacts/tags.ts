@@ -17,11 +17,17 @@ export async function listTags(ctx: ServiceContext, q: { limit: number; cursor?:
   if (q.cursor) {
     const { values, id: name } = decodeCursor(q.cursor, SORT, 1);
     const at = values[0];
-    if (typeof at !== "number" || !Number.isSafeInteger(at)) throw new Validation([{ field: "cursor", path: ["cursor"], code: "invalid_cursor", message: "Cursor is not one this API issued" }]);
+    if (typeof at !== "number" || !Number.isSafeInteger(at))
+      throw new Validation([{ field: "cursor", path: ["cursor"], code: "invalid_cursor", message: "Cursor is not one this API issued" }]);
     page = and(inUse, or(lt(tags.contactCount, at), and(eq(tags.contactCount, at), gt(tags.name, name))));
   }
   const [rows, [total]] = await ctx.db.batch([
-    ctx.db.select({ name: tags.name, color: tags.color, count: tags.contactCount }).from(tags).where(page).orderBy(desc(tags.contactCount), asc(tags.name)).limit(q.limit + 1),
+    ctx.db
+      .select({ name: tags.name, color: tags.color, count: tags.contactCount })
+      .from(tags)
+      .where(page)
+      .orderBy(desc(tags.contactCount), asc(tags.name))
+      .limit(q.limit + 1),
     ctx.db.select({ n: count() }).from(tags).where(inUse),
   ]);
   const data = rows.slice(0, q.limit);
@@ -29,6 +35,11 @@ export async function listTags(ctx: ServiceContext, q: { limit: number; cursor?:
   const last = data.at(-1);
   return {
     data,
-    pagination: { hasMore, nextCursor: hasMore && last ? encodeCursor({ sort: SORT, values: [last.count], id: last.name }) : null, total: total?.n ?? 0, limit: q.limit },
+    pagination: {
+      hasMore,
+      nextCursor: hasMore && last ? encodeCursor({ sort: SORT, values: [last.count], id: last.name }) : null,
+      total: total?.n ?? 0,
+      limit: q.limit,
+    },
   };
 }

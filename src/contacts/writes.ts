@@ -29,7 +29,8 @@ export function tagColor(name: string): string {
 export const uniqueTags = (list: string[]) => [...new Set(list.map((t) => t.trim()).filter(Boolean))];
 
 /** Contact-count bookkeeping in the same batch as every contact write: the total, and a version for cached totals. */
-export const bumpCounters = (ctx: ServiceContext, delta: number): Statement => bumpResourceCounter(ctx.db, ctx.organizationId, "contacts", delta);
+export const bumpCounters = (ctx: ServiceContext, delta: number): Statement =>
+  bumpResourceCounter(ctx.db, ctx.organizationId, "contacts", delta);
 
 /** One contact's tags before and after a write. */
 export interface TagChange {
@@ -50,15 +51,20 @@ export function tagStatements(ctx: ServiceContext, changes: TagChange[], now: st
   const added: [string, string][] = [];
   const delta = new Map<string, number>();
   for (const { contactId, before, after } of changes) {
-    for (const t of before) if (!after.includes(t)) (removed.push([contactId, t]), delta.set(t, (delta.get(t) ?? 0) - 1));
-    for (const t of after) if (!before.includes(t)) (added.push([contactId, t]), delta.set(t, (delta.get(t) ?? 0) + 1));
+    for (const t of before) if (!after.includes(t)) removed.push([contactId, t]), delta.set(t, (delta.get(t) ?? 0) - 1);
+    for (const t of after) if (!before.includes(t)) added.push([contactId, t]), delta.set(t, (delta.get(t) ?? 0) + 1);
   }
   const out: Statement[] = [];
   if (removed.length) {
     out.push(
       ctx.db
         .delete(contactTags)
-        .where(and(eq(contactTags.organizationId, org), sql`(${contactTags.contactId}, ${contactTags.tag}) IN (SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(${JSON.stringify(removed)}))`)),
+        .where(
+          and(
+            eq(contactTags.organizationId, org),
+            sql`(${contactTags.contactId}, ${contactTags.tag}) IN (SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(${JSON.stringify(removed)}))`,
+          ),
+        ),
     );
   }
   if (added.length) {
@@ -66,7 +72,9 @@ export function tagStatements(ctx: ServiceContext, changes: TagChange[], now: st
     out.push(
       ctx.db
         .insert(contactTags)
-        .select(sql`SELECT json_extract(value, '$[0]'), ${org}, json_extract(value, '$[1]') FROM json_each(${JSON.stringify(added)}) WHERE true`)
+        .select(
+          sql`SELECT json_extract(value, '$[0]'), ${org}, json_extract(value, '$[1]') FROM json_each(${JSON.stringify(added)}) WHERE true`,
+        )
         .onConflictDoNothing(),
     );
   }
@@ -75,9 +83,23 @@ export function tagStatements(ctx: ServiceContext, changes: TagChange[], now: st
     out.push(
       ctx.db
         .insert(tags)
-        .select(sql`SELECT ${org}, json_extract(value, '$[0]'), json_extract(value, '$[1]'), ${now}, json_extract(value, '$[2]') FROM json_each(${JSON.stringify(moved)}) WHERE true`)
-        .onConflictDoUpdate({ target: [tags.organizationId, tags.name], set: { contactCount: sql`${tags.contactCount} + excluded.contact_count` } }),
-      ctx.db.delete(tags).where(and(eq(tags.organizationId, org), inJsonList(tags.name, moved.map(([name]) => name as string)), sql`${tags.contactCount} <= 0`)),
+        .select(
+          sql`SELECT ${org}, json_extract(value, '$[0]'), json_extract(value, '$[1]'), ${now}, json_extract(value, '$[2]') FROM json_each(${JSON.stringify(moved)}) WHERE true`,
+        )
+        .onConflictDoUpdate({
+          target: [tags.organizationId, tags.name],
+          set: { contactCount: sql`${tags.contactCount} + excluded.contact_count` },
+        }),
+      ctx.db.delete(tags).where(
+        and(
+          eq(tags.organizationId, org),
+          inJsonList(
+            tags.name,
+            moved.map(([name]) => name as string),
+          ),
+          sql`${tags.contactCount} <= 0`,
+        ),
+      ),
     );
   }
   return out;
@@ -86,17 +108,30 @@ export function tagStatements(ctx: ServiceContext, changes: TagChange[], now: st
 /** assignedTo must name a user of the caller's organization. */
 export async function assertAssignee(ctx: ServiceContext, userId: string | null | undefined, field = "assignedTo"): Promise<void> {
   if (!userId) return;
-  const found = await ctx.db.select({ id: users.id }).from(users).where(and(eq(users.id, userId), eq(users.organizationId, ctx.organizationId))).get();
-  if (!found) throw new Validation([{ field, path: field.split("."), code: "invalid_reference", message: "No user with this id in your organization" }]);
+  const found = await ctx.db
+    .select({ id: users.id })
+    .from(users)
+    .where(and(eq(users.id, userId), eq(users.organizationId, ctx.organizationId)))
+    .get();
+  if (!found)
+    throw new Validation([
+      { field, path: field.split("."), code: "invalid_reference", message: "No user with this id in your organization" },
+    ]);
 }
 
-const toFigures = (rows: FigureRow[]) => new Map(rows.map((r) => [r.contactId, { count: r.count, conversations: r.conversations, lastActivityAt: r.lastActivityAt } as ActivityFigures]));
+const toFigures = (rows: FigureRow[]) =>
+  new Map(
+    rows.map((r) => [r.contactId, { count: r.count, conversations: r.conversations, lastActivityAt: r.lastActivityAt } as ActivityFigures]),
+  );
 
 /**
  * The contacts a write starts from, with the activity figures their lead scores need, in one D1 round trip.
  * Unknown ids (and other organizations' ids) are simply absent.
  */
-export async function readForWrite(ctx: ServiceContext, contactIds: string[]): Promise<{ rows: ContactRecord[]; figures: Map<string, ActivityFigures> }> {
+export async function readForWrite(
+  ctx: ServiceContext,
+  contactIds: string[],
+): Promise<{ rows: ContactRecord[]; figures: Map<string, ActivityFigures> }> {
   const [rows, figures] = await ctx.db.batch(writeReads(ctx.db, ctx.organizationId, contactIds));
   return { rows, figures: toFigures(figures) };
 }
@@ -146,7 +181,11 @@ export function applyInput(base: ContactRecord, input: ContactUpdate, figures: A
 }
 
 /** A new contact of the organization before any input is applied: a LEAD, ACTIVE, with nothing but its name and e-mail. */
-export function blankContact(ctx: Pick<ServiceContext, "organizationId">, person: { firstName: string; lastName: string; email: string }, at: string): ContactRecord {
+export function blankContact(
+  ctx: Pick<ServiceContext, "organizationId">,
+  person: { firstName: string; lastName: string; email: string },
+  at: string,
+): ContactRecord {
   return {
     id: newRecordId(Date.parse(at)),
     organizationId: ctx.organizationId,
@@ -179,8 +218,10 @@ export function blankContact(ctx: Pick<ServiceContext, "organizationId">, person
 export function createdEvents(ctx: ServiceContext, record: ContactRecord): EventEnvelope[] {
   const object = toContact(record);
   const events = [newEvent(ctx, "contact.created", { object, previousAttributes: null, changes: null })];
-  if (record.tags.length) events.push(newEvent(ctx, "contact.tagged", { object, previousAttributes: { tags: [] }, changes: ["tags"], tags: record.tags }));
-  if (record.assignedTo) events.push(newEvent(ctx, "contact.assigned", { object, previousAttributes: { assignedTo: null }, changes: ["assignedTo"] }));
+  if (record.tags.length)
+    events.push(newEvent(ctx, "contact.tagged", { object, previousAttributes: { tags: [] }, changes: ["tags"], tags: record.tags }));
+  if (record.assignedTo)
+    events.push(newEvent(ctx, "contact.assigned", { object, previousAttributes: { assignedTo: null }, changes: ["assignedTo"] }));
   return events;
 }
 
@@ -207,17 +248,27 @@ export function changeEvents(ctx: ServiceContext, before: ContactRecord, after: 
   if (added.length) events.push(newEvent(ctx, "contact.tagged", { object, ...tagChange, tags: added }));
   if (removed.length) events.push(newEvent(ctx, "contact.untagged", { object, ...tagChange, tags: removed }));
   if (before.assignedTo !== after.assignedTo) {
-    events.push(newEvent(ctx, "contact.assigned", { object, previousAttributes: { assignedTo: before.assignedTo }, changes: ["assignedTo"] }));
+    events.push(
+      newEvent(ctx, "contact.assigned", { object, previousAttributes: { assignedTo: before.assignedTo }, changes: ["assignedTo"] }),
+    );
   }
   return events;
 }
 
-export const CONTACTS: VersionedTable = { table: contacts, id: contacts.id, organizationId: contacts.organizationId, version: contacts.version };
+export const CONTACTS: VersionedTable = {
+  table: contacts,
+  id: contacts.id,
+  organizationId: contacts.organizationId,
+  version: contacts.version,
+};
 
 /** The update of a contact read at `before.version` to `after` (every column but the keys; `after.version` is the next one). */
 export function updateContactStatement(ctx: ServiceContext, before: ContactRecord, after: ContactRecord): Statement {
   const { id: _id, organizationId: _org, createdAt: _created, leadScoreRank: _rank, ...columns } = after;
-  return ctx.db.update(contacts).set(columns).where(atVersion(CONTACTS, ctx.organizationId, before.id, before.version));
+  return ctx.db
+    .update(contacts)
+    .set(columns)
+    .where(atVersion(CONTACTS, ctx.organizationId, before.id, before.version));
 }
 
 /** The compare-and-set of one contact: the guard that it is still at the version read, and its update. */
@@ -233,14 +284,27 @@ export const replaceContact = (ctx: ServiceContext, before: ContactRecord, after
  * any case: the record is an input of the contact (its score, its includes), so concurrent writes each see the others
  * and none lands under a contact being deleted. Answers the statements and the contact's events.
  */
-export function touchContact(ctx: ServiceContext, before: ContactRecord, figures: ActivityFigures, touchedAt: string | null, now: Date): { statements: Statement[]; events: EventEnvelope[] } {
+export function touchContact(
+  ctx: ServiceContext,
+  before: ContactRecord,
+  figures: ActivityFigures,
+  touchedAt: string | null,
+  now: Date,
+): { statements: Statement[]; events: EventEnvelope[] } {
   const moves = touchedAt !== null && (before.lastContactedAt === null || touchedAt > before.lastContactedAt);
   const touched = { ...before, lastContactedAt: moves ? touchedAt : before.lastContactedAt };
   const changed = { ...applyInput(touched, {}, figures, now, regionOf(ctx)), updatedAt: now.toISOString(), version: before.version + 1 };
   const events = changeEvents(ctx, before, changed);
   // Without a visible change the contact keeps its updatedAt; only its version moves.
   const after = events.length ? changed : { ...before, version: before.version + 1 };
-  return { statements: [...replaceContact(ctx, before, after), ...(events.length ? [bumpCounters(ctx, 0)] : []), ...facetMoves(ctx, before, after)], events };
+  return {
+    statements: [
+      ...replaceContact(ctx, before, after),
+      ...(events.length ? [bumpCounters(ctx, 0)] : []),
+      ...facetMoves(ctx, before, after),
+    ],
+    events,
+  };
 }
 
 export { NO_ACTIVITY };

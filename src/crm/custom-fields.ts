@@ -33,18 +33,24 @@ export interface FieldDefinition {
 }
 
 /** The table of each object, for the sweep of a deleted definition's values. */
-export const OBJECT_TABLES: Record<CustomFieldObject, "contacts" | "deals" | "properties"> = { contact: "contacts", deal: "deals", property: "properties" };
+export const OBJECT_TABLES: Record<CustomFieldObject, "contacts" | "deals" | "properties"> = {
+  contact: "contacts",
+  deal: "deals",
+  property: "properties",
+};
 
-export const CustomFieldValues = z
-  .record(z.string(), z.union([z.string(), z.number(), z.boolean()]))
-  .openapi("CustomFieldValues", {
-    description: "The organization's custom fields (GET /v1/custom-fields) by key: text, date (YYYY-MM-DD) and select as strings, number, boolean",
-    example: { budget: 450000, move_in: "2027-03-01", pre_approved: true },
-  });
+export const CustomFieldValues = z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])).openapi("CustomFieldValues", {
+  description:
+    "The organization's custom fields (GET /v1/custom-fields) by key: text, date (YYYY-MM-DD) and select as strings, number, boolean",
+  example: { budget: 450000, move_in: "2027-03-01", pre_approved: true },
+});
 
 export const CustomFieldsInput = z
   .record(z.string().max(100), z.union([z.string().max(MAX_TEXT_CHARS), z.number(), z.boolean(), z.null()]))
-  .refine((v) => Object.keys(v).length <= MAX_DEFINITIONS_PER_OBJECT, { message: `At most ${MAX_DEFINITIONS_PER_OBJECT} custom fields`, params: { code: "too_big" } })
+  .refine((v) => Object.keys(v).length <= MAX_DEFINITIONS_PER_OBJECT, {
+    message: `At most ${MAX_DEFINITIONS_PER_OBJECT} custom fields`,
+    params: { code: "too_big" },
+  })
   .openapi("CustomFieldsInput", {
     description: `Values by key of the organization's custom fields, each checked against its definition (422 naming customFields.<key>); null removes a value, keys not sent keep theirs`,
     example: { budget: 450000, pre_approved: true, old_field: null },
@@ -54,9 +60,20 @@ export type CustomFieldsInput = z.infer<typeof CustomFieldsInput>;
 /** The organization's definitions of `object`: one index range (the unique index on organization, object, key). */
 export async function readDefinitions(ctx: ServiceContext, object: CustomFieldObject): Promise<FieldDefinition[]> {
   const rows = await ctx.db
-    .select({ id: customFieldDefinitions.id, key: customFieldDefinitions.key, type: customFieldDefinitions.type, options: customFieldDefinitions.options })
+    .select({
+      id: customFieldDefinitions.id,
+      key: customFieldDefinitions.key,
+      type: customFieldDefinitions.type,
+      options: customFieldDefinitions.options,
+    })
     .from(customFieldDefinitions)
-    .where(and(eq(customFieldDefinitions.organizationId, ctx.organizationId), eq(customFieldDefinitions.object, object), isNull(customFieldDefinitions.deletedAt)));
+    .where(
+      and(
+        eq(customFieldDefinitions.organizationId, ctx.organizationId),
+        eq(customFieldDefinitions.object, object),
+        isNull(customFieldDefinitions.deletedAt),
+      ),
+    );
   return rows as FieldDefinition[];
 }
 
@@ -75,19 +92,31 @@ function valueProblem(def: FieldDefinition, value: CustomValue): { code: string;
     case "date":
       return typeof value === "string" && isDate(value) ? null : { code: "invalid_date", message: "Must be a date as YYYY-MM-DD" };
     case "select":
-      return typeof value === "string" && def.options?.includes(value) ? null : { code: "invalid_enum_value", message: `Must be one of ${(def.options ?? []).join(", ")}` };
+      return typeof value === "string" && def.options?.includes(value)
+        ? null
+        : { code: "invalid_enum_value", message: `Must be one of ${(def.options ?? []).join(", ")}` };
   }
 }
 
 /** Every problem of a write's values against the definitions, each naming customFields.<key>. */
-export function customFieldIssues(defs: FieldDefinition[], input: CustomFieldsInput, object: CustomFieldObject, prefix: string[] = []): FieldIssue[] {
+export function customFieldIssues(
+  defs: FieldDefinition[],
+  input: CustomFieldsInput,
+  object: CustomFieldObject,
+  prefix: string[] = [],
+): FieldIssue[] {
   const byKey = new Map(defs.map((d) => [d.key, d]));
   const issues: FieldIssue[] = [];
   for (const [key, value] of Object.entries(input)) {
     const path = [...prefix, "customFields", key];
     const at = { field: path.join("."), path };
     const def = byKey.get(key);
-    if (!def) issues.push({ ...at, code: "unknown_field", message: `No custom field '${key}' on ${OBJECT_TABLES[object]} (GET /v1/custom-fields?object=${object})` });
+    if (!def)
+      issues.push({
+        ...at,
+        code: "unknown_field",
+        message: `No custom field '${key}' on ${OBJECT_TABLES[object]} (GET /v1/custom-fields?object=${object})`,
+      });
     else if (value !== null) {
       const problem = valueProblem(def, value);
       if (problem) issues.push({ ...at, ...problem });
@@ -130,7 +159,12 @@ export function mergeCustomFields(before: CustomValues | null, input: CustomFiel
  * checked (422 listing every problem), and the guard for its batch that each definition it sets still exists, so a
  * value never lands after its definition's delete swept the records (custom-fields/service.ts).
  */
-export async function checkCustomFields(ctx: ServiceContext, object: CustomFieldObject, input: CustomFieldsInput | undefined, prefix: string[] = []): Promise<CheckedCustomFields | null> {
+export async function checkCustomFields(
+  ctx: ServiceContext,
+  object: CustomFieldObject,
+  input: CustomFieldsInput | undefined,
+  prefix: string[] = [],
+): Promise<CheckedCustomFields | null> {
   if (input === undefined) return null;
   const defs = await readDefinitions(ctx, object);
   const issues = customFieldIssues(defs, input, object, prefix);
@@ -157,7 +191,8 @@ export interface CheckedCustomFields {
 }
 
 /** A create lost the race with a delete of a definition it sets (its guard failed): it may send the values again. */
-export const customFieldDeleted = (object: CustomFieldObject) => new Conflict(`A custom field this ${object} sets was deleted meanwhile; send it again`, "custom_field_deleted");
+export const customFieldDeleted = (object: CustomFieldObject) =>
+  new Conflict(`A custom field this ${object} sets was deleted meanwhile; send it again`, "custom_field_deleted");
 
 /** `record` with the checked values of its write merged in (unchanged without any). */
 export const withCustomFields = <T extends { customFields: CustomValues | null }>(record: T, checked: CheckedCustomFields | null): T =>
@@ -181,14 +216,24 @@ const OPS = { gte: ">=", lte: "<=", gt: ">", lt: "<" } as const;
  */
 export function withCustomFieldParams<S extends z.ZodRawShape>(schema: z.ZodObject<S, z.core.$strict>) {
   const known = new Set(Object.keys(schema.shape));
-  return schema.catchall(z.unknown()).superRefine((q, ctx) => {
-    for (const [key, value] of Object.entries(q)) {
-      if (known.has(key)) continue;
-      if (!PARAM.test(key)) ctx.addIssue({ code: "custom", path: [key], message: `Unknown field '${key}'`, params: { code: "unknown_field" } });
-      else if (typeof value !== "string" || value.length > 200) ctx.addIssue({ code: "custom", path: [key], message: "Must be given once, at most 200 characters", params: { code: "invalid_type" } });
-    }
-    // Also when another parameter failed (zod skips an object's refinements then): every problem is listed.
-  }, { when: () => true });
+  return schema.catchall(z.unknown()).superRefine(
+    (q, ctx) => {
+      for (const [key, value] of Object.entries(q)) {
+        if (known.has(key)) continue;
+        if (!PARAM.test(key))
+          ctx.addIssue({ code: "custom", path: [key], message: `Unknown field '${key}'`, params: { code: "unknown_field" } });
+        else if (typeof value !== "string" || value.length > 200)
+          ctx.addIssue({
+            code: "custom",
+            path: [key],
+            message: "Must be given once, at most 200 characters",
+            params: { code: "invalid_type" },
+          });
+      }
+      // Also when another parameter failed (zod skips an object's refinements then): every problem is listed.
+    },
+    { when: () => true },
+  );
 }
 
 /** Where a record without a value sorts: after every value ascending (a number sorts before any text in SQLite). */
@@ -204,22 +249,34 @@ function sortSql(alias: string, def: FieldDefinition): string {
 function sortValue(def: FieldDefinition, stored: unknown): string | number {
   const values = shownCustomFields(stored as string | null);
   const v = values[def.key];
-  if (def.type === "number" || def.type === "boolean") return v === undefined ? MISSING_NUMBER : typeof v === "boolean" ? Number(v) : (v as number);
+  if (def.type === "number" || def.type === "boolean")
+    return v === undefined ? MISSING_NUMBER : typeof v === "boolean" ? Number(v) : (v as number);
   return v === undefined ? MISSING_TEXT : String(v);
 }
 
 /** A filter value as the type compares it, or the problem with it. */
-function filterValue(def: FieldDefinition, raw: string, op: keyof typeof OPS | undefined): { value: string | number } | { code: string; message: string } {
-  if (op && def.type !== "number" && def.type !== "date") return { code: "invalid_operator", message: `A ${def.type} field is filtered by equality only` };
+function filterValue(
+  def: FieldDefinition,
+  raw: string,
+  op: keyof typeof OPS | undefined,
+): { value: string | number } | { code: string; message: string } {
+  if (op && def.type !== "number" && def.type !== "date")
+    return { code: "invalid_operator", message: `A ${def.type} field is filtered by equality only` };
   switch (def.type) {
     case "number":
-      return /^-?\d{1,15}(\.\d{1,8})?$/.test(raw) ? { value: Number(raw) } : { code: "invalid_number", message: "Must be a decimal number" };
+      return /^-?\d{1,15}(\.\d{1,8})?$/.test(raw)
+        ? { value: Number(raw) }
+        : { code: "invalid_number", message: "Must be a decimal number" };
     case "boolean":
-      return raw === "true" || raw === "false" ? { value: raw === "true" ? 1 : 0 } : { code: "invalid_boolean", message: "Must be true or false" };
+      return raw === "true" || raw === "false"
+        ? { value: raw === "true" ? 1 : 0 }
+        : { code: "invalid_boolean", message: "Must be true or false" };
     case "date":
       return isDate(raw) ? { value: raw } : { code: "invalid_date", message: "Must be a date as YYYY-MM-DD" };
     case "select":
-      return def.options?.includes(raw) ? { value: raw } : { code: "invalid_enum_value", message: `Must be one of ${(def.options ?? []).join(", ")}` };
+      return def.options?.includes(raw)
+        ? { value: raw }
+        : { code: "invalid_enum_value", message: `Must be one of ${(def.options ?? []).join(", ")}` };
     case "text":
       return { value: raw };
   }
@@ -236,7 +293,13 @@ export interface CustomQuery {
  * The custom-field part of a list query, or null when it has none: one read of the definitions (only then), every
  * parameter and sort field checked against them (422 listing each unknown key or bad value).
  */
-export async function customFieldQuery(ctx: ServiceContext, object: CustomFieldObject, alias: string, q: Record<string, unknown>, sort: SortKey<string>[] | undefined): Promise<CustomQuery | null> {
+export async function customFieldQuery(
+  ctx: ServiceContext,
+  object: CustomFieldObject,
+  alias: string,
+  q: Record<string, unknown>,
+  sort: SortKey<string>[] | undefined,
+): Promise<CustomQuery | null> {
   const params = Object.entries(q).filter(([k]) => PARAM.test(k)) as [string, string][];
   const sortFields = (sort ?? []).map((s) => s.field).filter((f) => f.startsWith("customFields."));
   if (params.length === 0 && sortFields.length === 0) return null;
@@ -257,7 +320,9 @@ export async function customFieldQuery(ctx: ServiceContext, object: CustomFieldO
       issues.push({ field: name, path: [name], ...parsed });
       continue;
     }
-    where.sql.push(`json_extract(${alias}.custom_fields, '$.${key}') ${op ? OPS[op] : "="} ?${def.type === "text" ? " COLLATE NOCASE" : ""}`);
+    where.sql.push(
+      `json_extract(${alias}.custom_fields, '$.${key}') ${op ? OPS[op] : "="} ?${def.type === "text" ? " COLLATE NOCASE" : ""}`,
+    );
     where.params.push(parsed.value);
   }
   const sorted = new Map<string, FieldDefinition>();
@@ -275,14 +340,20 @@ export async function customFieldQuery(ctx: ServiceContext, object: CustomFieldO
       return {
         ...base,
         sql: { ...base.sql, ...Object.fromEntries(extra.map(([f, d]) => [f, sortSql(alias, d)])) },
-        value: { ...base.value, ...Object.fromEntries(extra.map(([f, d]) => [f, (row: Row) => sortValue(d, (row as { custom_fields?: unknown }).custom_fields)])) },
+        value: {
+          ...base.value,
+          ...Object.fromEntries(extra.map(([f, d]) => [f, (row: Row) => sortValue(d, (row as { custom_fields?: unknown }).custom_fields)])),
+        },
       } as KeysetTable<F | CustomSortField, Row>;
     },
   };
 }
 
 /** The `custom` argument of crm/keyset.ts `sortParam` for the lists of records with custom fields. */
-export const CUSTOM_SORT = { pattern: CUSTOM_SORT_PATTERN, description: "customFields.<key> sorts by a custom field's value; records without one come last ascending, first descending" };
+export const CUSTOM_SORT = {
+  pattern: CUSTOM_SORT_PATTERN,
+  description: "customFields.<key> sorts by a custom field's value; records without one come last ascending, first descending",
+};
 
 /** What a list route's description says of its custom-field parameters (they are not listed one by one: keys are the organization's). */
 export const CUSTOM_FILTER_DOC =

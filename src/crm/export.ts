@@ -9,7 +9,10 @@ export const EXPORT_PAGE = 500;
 
 export const EXPORT_FORMATS = ["csv", "ndjson"] as const;
 export type ExportFormat = (typeof EXPORT_FORMATS)[number];
-export const formatParam = z.enum(EXPORT_FORMATS).default("csv").openapi({ description: "csv (a header row, nested fields as dotted columns, lists joined with `; `) or ndjson (one object per line)" });
+export const formatParam = z
+  .enum(EXPORT_FORMATS)
+  .default("csv")
+  .openapi({ description: "csv (a header row, nested fields as dotted columns, lists joined with `; `) or ndjson (one object per line)" });
 
 /** One page of a walk: the API objects, and the cursor after them (null on the last page). */
 export interface ExportPage {
@@ -26,9 +29,12 @@ type Schema = z.ZodType & { _zod: { def: { type: string; innerType?: Schema; sha
  */
 export function schemaColumns(schema: z.ZodType, prefix = ""): string[] {
   let s = schema as Schema;
-  while (["nullable", "default", "readonly"].includes(s._zod.def.type) || (s._zod.def.type === "pipe" && s._zod.def.in)) s = (s._zod.def.innerType ?? s._zod.def.in)!;
+  while (["nullable", "default", "readonly"].includes(s._zod.def.type) || (s._zod.def.type === "pipe" && s._zod.def.in))
+    s = (s._zod.def.innerType ?? s._zod.def.in)!;
   if (s._zod.def.type !== "object" || !s._zod.def.shape) return [prefix.slice(0, -1)];
-  return Object.entries(s._zod.def.shape).flatMap(([key, field]) => ((field as Schema)._zod.def.type === "optional" ? [] : schemaColumns(field, `${prefix}${key}.`)));
+  return Object.entries(s._zod.def.shape).flatMap(([key, field]) =>
+    (field as Schema)._zod.def.type === "optional" ? [] : schemaColumns(field, `${prefix}${key}.`),
+  );
 }
 
 /** An object as dotted columns: nested objects flattened, lists joined, null and absent as "". */
@@ -78,7 +84,12 @@ const csvLine = (fields: string[]) => `${fields.map(csvField).join(",")}\r\n`;
  * columns are the schema's, `customColumns` (every custom field defined: a value first met on a later page keeps its
  * column) and the keys of the first page with rows.
  */
-export function exportStream(format: ExportFormat, schema: z.ZodType, pageOf: (cursor: string | null) => Promise<ExportPage>, customColumns: string[] = []): ReadableStream<Uint8Array> {
+export function exportStream(
+  format: ExportFormat,
+  schema: z.ZodType,
+  pageOf: (cursor: string | null) => Promise<ExportPage>,
+  customColumns: string[] = [],
+): ReadableStream<Uint8Array> {
   const encoder = new TextEncoder();
   let cursor: string | null = null;
   let columns: string[] | null = null;

@@ -18,14 +18,33 @@ export interface SortKey<F extends string = string> {
  * `sort=field:direction,…` over `fields`; a field may appear once. `custom` also admits `customFields.<key>`
  * (crm/custom-fields.ts checks the key against the organization's definitions when the list runs).
  */
-export const sortParam = <F extends string, C extends string = never>(fields: readonly F[], example: string, custom?: { pattern: string; description: string }) => {
+export const sortParam = <F extends string, C extends string = never>(
+  fields: readonly F[],
+  example: string,
+  custom?: { pattern: string; description: string },
+) => {
   const names = custom ? [...fields, custom.pattern] : fields;
   const listed = custom ? [...fields, "customFields.<key>"] : fields;
-  return csv(pattern(new RegExp(`^(${names.join("|")})(:(asc|desc))?$`), "invalid_sort", `Use field:direction pairs with fields ${listed.join(", ")} and direction asc or desc`))
-    .transform((pairs) => pairs.map((p: string): SortKey<F | C> => ({ field: p.split(":")[0] as F | C, direction: (p.split(":")[1] ?? "asc") as Direction })))
-    .refine((keys) => new Set(keys.map((k) => k.field)).size === keys.length, { message: "A field appears twice in sort", params: { code: "invalid_sort" } })
+  return csv(
+    pattern(
+      new RegExp(`^(${names.join("|")})(:(asc|desc))?$`),
+      "invalid_sort",
+      `Use field:direction pairs with fields ${listed.join(", ")} and direction asc or desc`,
+    ),
+  )
+    .transform((pairs) =>
+      pairs.map((p: string): SortKey<F | C> => ({ field: p.split(":")[0] as F | C, direction: (p.split(":")[1] ?? "asc") as Direction })),
+    )
+    .refine((keys) => new Set(keys.map((k) => k.field)).size === keys.length, {
+      message: "A field appears twice in sort",
+      params: { code: "invalid_sort" },
+    })
     .optional()
-    .openapi({ type: "string", example, description: `Fields ${listed.join(", ")}, each :asc or :desc; the first is served by an index${custom ? `. ${custom.description}` : ""}` });
+    .openapi({
+      type: "string",
+      example,
+      description: `Fields ${listed.join(", ")}, each :asc or :desc; the first is served by an index${custom ? `. ${custom.description}` : ""}`,
+    });
 };
 
 export interface KeysetTable<F extends string, Row> {
@@ -76,10 +95,17 @@ export function pageSql(
 ): { sql: string; params: unknown[] } {
   const take = limit + 1;
   const scopeSql = scope.sql.join(" AND ");
-  if (filters.sql.length === 0) return { sql: `SELECT ${alias}.* FROM ${from} WHERE ${scopeSql} ORDER BY ${order.probe} LIMIT ${take}`, params: scope.params };
+  if (filters.sql.length === 0)
+    return { sql: `SELECT ${alias}.* FROM ${from} WHERE ${scopeSql} ORDER BY ${order.probe} LIMIT ${take}`, params: scope.params };
   const filterSql = filters.sql.join(" AND ");
-  if (order.direct) return { sql: `SELECT ${alias}.* FROM ${from} WHERE ${scopeSql} AND ${filterSql} ORDER BY ${order.probe} LIMIT ${take}`, params: [...scope.params, ...filters.params] };
-  const columns = [...new Set(Array.from(filterSql.matchAll(new RegExp(`\\b${alias}\\.([a-z_][a-z0-9_]*)`, "g")), (m) => `${alias}.${m[1]}`))];
+  if (order.direct)
+    return {
+      sql: `SELECT ${alias}.* FROM ${from} WHERE ${scopeSql} AND ${filterSql} ORDER BY ${order.probe} LIMIT ${take}`,
+      params: [...scope.params, ...filters.params],
+    };
+  const columns = [
+    ...new Set(Array.from(filterSql.matchAll(new RegExp(`\\b${alias}\\.([a-z_][a-z0-9_]*)`, "g")), (m) => `${alias}.${m[1]}`)),
+  ];
   return {
     sql: `WITH probe AS MATERIALIZED (
         SELECT probe_rowid FROM (SELECT ${alias}.rowid AS probe_rowid, ${columns.join(", ")} FROM ${from} WHERE ${scopeSql} ORDER BY ${order.probe} LIMIT ${PROBE_WINDOW}) ${alias}
@@ -102,7 +128,10 @@ export const sortSignature = (sort: SortKey[]): string => sort.map((s) => `${s.f
  * so that SQLite does not pick the sort's index to avoid sorting: the fallback of `pageSql`.
  */
 export const orderBy = <F extends string>(t: KeysetTable<F, never>, sort: SortKey<F>[], unindexed = false): string =>
-  [...sort.map((s) => `${unindexed ? "+" : ""}${t.sql[s.field]} ${s.direction.toUpperCase()}`), `${unindexed ? "+" : ""}${t.id} ${sort[0]!.direction.toUpperCase()}`].join(", ");
+  [
+    ...sort.map((s) => `${unindexed ? "+" : ""}${t.sql[s.field]} ${s.direction.toUpperCase()}`),
+    `${unindexed ? "+" : ""}${t.id} ${sort[0]!.direction.toUpperCase()}`,
+  ].join(", ");
 
 /**
  * Rows after the cursor. With one direction throughout this is a row-value comparison, which SQLite turns into an
@@ -142,7 +171,8 @@ export function fitsOneStatement<T extends { params: unknown[] }>(query: T): T {
 }
 
 /** A cursor of the sort's shape (any row's), to size a query before its first page: an export's later pages carry one. */
-export const cursorShapedLike = (sort: SortKey[]): string => encodeCursor({ sort: sortSignature(sort), values: sort.map(() => ""), id: "" });
+export const cursorShapedLike = (sort: SortKey[]): string =>
+  encodeCursor({ sort: sortSignature(sort), values: sort.map(() => ""), id: "" });
 
 /** The cursor of the row a page ends on. */
 export const cursorAfter = <F extends string, Row>(t: KeysetTable<F, Row>, sort: SortKey<F>[], last: Row): string =>

@@ -18,14 +18,21 @@ export const decimalParam = (min: number, max: number) =>
     .transform(Number)
     .pipe(z.number().min(min).max(max));
 
-export const timestampParam = z.iso.datetime({ offset: true, message: "Must be an ISO 8601 timestamp" }).transform((v) => new Date(v).toISOString());
+export const timestampParam = z.iso
+  .datetime({ offset: true, message: "Must be an ISO 8601 timestamp" })
+  .transform((v) => new Date(v).toISOString());
 
 /** A comma-separated list of `item`, at most `max` entries. */
 export const csv = <T extends z.ZodType<string, string>>(item: T, max = 20) =>
   z
     .string()
     .max(2000)
-    .transform((v) => v.split(",").map((s) => s.trim()).filter(Boolean))
+    .transform((v) =>
+      v
+        .split(",")
+        .map((s) => s.trim())
+        .filter(Boolean),
+    )
     .pipe(z.array(item).min(1).max(max));
 
 export const DEFAULT_PAGE_SIZE = 25;
@@ -33,7 +40,13 @@ export const MAX_PAGE_SIZE = 100;
 
 /** `limit` and `cursor` of every list (spec: Limits, list routes limit 1 to 100, default 25). */
 export const pageParams = {
-  limit: intParam(1, MAX_PAGE_SIZE).default(DEFAULT_PAGE_SIZE).openapi({ type: "integer", minimum: 1, maximum: MAX_PAGE_SIZE, example: DEFAULT_PAGE_SIZE, description: "1–100, default 25; anything else is a 422" }),
+  limit: intParam(1, MAX_PAGE_SIZE).default(DEFAULT_PAGE_SIZE).openapi({
+    type: "integer",
+    minimum: 1,
+    maximum: MAX_PAGE_SIZE,
+    example: DEFAULT_PAGE_SIZE,
+    description: "1–100, default 25; anything else is a 422",
+  }),
   cursor: z.string().min(1).max(1000).optional().openapi({ description: "`pagination.nextCursor` of the previous page" }),
 };
 

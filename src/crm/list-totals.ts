@@ -32,13 +32,20 @@ export function filterKey(filters: Record<string, unknown>): string | null {
 }
 
 /** The two statements a list request batches with its page: the counter row and the cached total of its filters. */
-export async function totalStatements(d1: D1Database | D1DatabaseSession, organizationId: string, resource: ListResource, key: string | null) {
+export async function totalStatements(
+  d1: D1Database | D1DatabaseSession,
+  organizationId: string,
+  resource: ListResource,
+  key: string | null,
+) {
   const keyHash = key ? await sha256Hex(key) : "";
   return {
     keyHash,
     statements: [
       d1.prepare("SELECT total, version FROM resource_counters WHERE organization_id = ? AND resource = ?").bind(organizationId, resource),
-      d1.prepare("SELECT version, total, exact FROM list_totals WHERE organization_id = ? AND resource = ? AND filter_key = ?").bind(organizationId, resource, keyHash),
+      d1
+        .prepare("SELECT version, total, exact FROM list_totals WHERE organization_id = ? AND resource = ? AND filter_key = ?")
+        .bind(organizationId, resource, keyHash),
     ],
   };
 }
@@ -50,7 +57,10 @@ export interface Count {
 }
 
 /** The exact count of the rows of `from` (a table and its alias, or a join) matching `where`. */
-export const countOf = (from: string, where: string, params: unknown[]): Count => ({ sql: `SELECT COUNT(*) AS total, 1 AS exact FROM ${from} WHERE ${where}`, params });
+export const countOf = (from: string, where: string, params: unknown[]): Count => ({
+  sql: `SELECT COUNT(*) AS total, 1 AS exact FROM ${from} WHERE ${where}`,
+  params,
+});
 
 /**
  * The list total from the batched rows: the counter when unfiltered, the cached figure when it is of the current

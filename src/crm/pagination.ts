@@ -23,7 +23,12 @@ export function decodeNewestFirstCursor(raw: string | undefined, sort = NEWEST_F
 }
 
 /** Given `limit + 1` rows fetched in sort order: the page, and its pagination block without a total. */
-export function newestFirstPage<T>(rows: T[], limit: number, keyOf: (row: T) => Cursor, sort = NEWEST_FIRST): { page: T[]; pagination: { hasMore: boolean; nextCursor: string | null; limit: number } } {
+export function newestFirstPage<T>(
+  rows: T[],
+  limit: number,
+  keyOf: (row: T) => Cursor,
+  sort = NEWEST_FIRST,
+): { page: T[]; pagination: { hasMore: boolean; nextCursor: string | null; limit: number } } {
   const page = rows.slice(0, limit);
   const hasMore = rows.length > limit;
   const last = page[page.length - 1];
@@ -32,10 +37,17 @@ export function newestFirstPage<T>(rows: T[], limit: number, keyOf: (row: T) => 
 }
 
 /** Given `limit + 1` rows fetched in sort order: the page, and the pagination block. */
-export function paginate<T>(rows: T[], limit: number, total: number, keyOf: (row: T) => Cursor, sort = NEWEST_FIRST): { page: T[]; pagination: z.infer<typeof Pagination> } {
+export function paginate<T>(
+  rows: T[],
+  limit: number,
+  total: number,
+  keyOf: (row: T) => Cursor,
+  sort = NEWEST_FIRST,
+): { page: T[]; pagination: z.infer<typeof Pagination> } {
   const { page, pagination } = newestFirstPage(rows, limit, keyOf, sort);
   return { page, pagination: { ...pagination, total } };
 }
 
 /** The keyset condition of a newest-first list sorted on (at, id): rows strictly after the cursor's row. */
-export const olderThan = (at: SQLiteColumn, id: SQLiteColumn, cursor: Cursor): SQL | undefined => or(lt(at, cursor.at), and(eq(at, cursor.at), lt(id, cursor.id)));
+export const olderThan = (at: SQLiteColumn, id: SQLiteColumn, cursor: Cursor): SQL | undefined =>
+  or(lt(at, cursor.at), and(eq(at, cursor.at), lt(id, cursor.id)));

@@ -34,7 +34,12 @@ export const searchParam = (phones: boolean, fields: string) =>
     .superRefine((q, ctx) => {
       const words = searchWords(q, phones).length;
       if (words === 0) ctx.addIssue({ code: "custom", message: "q has no letter or digit to search for", params: { code: "no_words" } });
-      if (words > MAX_QUERY_WORDS) ctx.addIssue({ code: "custom", message: `q has ${words} words; at most ${MAX_QUERY_WORDS} are searched together`, params: { code: "too_many_words" } });
+      if (words > MAX_QUERY_WORDS)
+        ctx.addIssue({
+          code: "custom",
+          message: `q has ${words} words; at most ${MAX_QUERY_WORDS} are searched together`,
+          params: { code: "too_many_words" },
+        });
     })
     .optional()
     .openapi({
@@ -42,13 +47,15 @@ export const searchParam = (phones: boolean, fields: string) =>
       description: `Words to find (${fields}), each as the start of a word, in any case and with or without accents; every word must match. At most ${MAX_QUERY_CHARS} characters and ${MAX_QUERY_WORDS} words (beyond: a 422 naming q). Combines with every other filter, the sort and the cursor. A broad search (its longest word starts words of more than ${HITS_WINDOW} records) examines at most ${WALK_BUDGET} rows of the list per page: a page may then hold fewer than \`limit\` items while \`hasMore\` is true (follow \`nextCursor\` for the rest), and \`pagination.total\` counts the matches among the list's first ${WALK_BUDGET + 1} rows in its sort, a lower bound when \`pagination.totalExact\` is false. An export holds every match.`,
     });
 
-export const searchOf = (kind: SearchKind, q: string | undefined): Search | null => (q === undefined ? null : { kind, words: searchWords(q, kind === "contact") });
+export const searchOf = (kind: SearchKind, q: string | undefined): Search | null =>
+  q === undefined ? null : { kind, words: searchWords(q, kind === "contact") };
 
 /**
  * The words and the sort as a total's cache key: "Patel" and "patel" count once; a broad search counts its matches
  * among the list's first rows in its order (`searchCount`), so each sort has its own.
  */
-export const searchKey = (search: Search | null, sort: SortKey[]) => (search ? JSON.stringify([...search.words.map((w) => w.join("|")).sort(), sortSignature(sort)]) : undefined);
+export const searchKey = (search: Search | null, sort: SortKey[]) =>
+  search ? JSON.stringify([...search.words.map((w) => w.join("|")).sort(), sortSignature(sort)]) : undefined;
 
 /** The last character there is: every term starting with `p` sorts between `p` and `p` followed by it. */
 const UPPER = "char(1114111)";
@@ -100,7 +107,15 @@ const allOf = (wheres: Where[]): Where => ({ sql: wheres.flatMap((w) => w.sql), 
  * The lead's records are counted up to HITS_WINDOW + 1 only; an arm not taken has LIMIT 0, which SQLite skips before
  * opening any index.
  */
-export function searchPageSql(table: string, alias: string, organizationId: string, search: Search, wheres: Where[], order: { probe: string; fallback: string }, limit: number): { sql: string; params: unknown[] } {
+export function searchPageSql(
+  table: string,
+  alias: string,
+  organizationId: string,
+  search: Search,
+  wheres: Where[],
+  order: { probe: string; fallback: string },
+  limit: number,
+): { sql: string; params: unknown[] } {
   const take = limit + 1;
   const where = allOf(wheres);
   const { lead, rest } = split(search);
@@ -135,7 +150,14 @@ export function searchPageSql(table: string, alias: string, organizationId: stri
  * when that is the whole list, else a lower bound. Either way independent of the cursor, so counted once per version
  * of the list. `wheres` hold the organization and the filters.
  */
-export function searchCount(table: string, alias: string, organizationId: string, search: Search, wheres: Where[], order: string): { sql: string; params: unknown[] } {
+export function searchCount(
+  table: string,
+  alias: string,
+  organizationId: string,
+  search: Search,
+  wheres: Where[],
+  order: string,
+): { sql: string; params: unknown[] } {
   const where = allOf(wheres);
   const { lead, rest } = split(search);
   const hits = hitsSql(organizationId, search, lead, HITS_WINDOW + 1);

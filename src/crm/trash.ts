@@ -25,7 +25,11 @@ const DAY_MS = 86_400_000;
 export function archiveRows(ctx: ServiceContext, recordId: string, table: SQLiteTable, where: SQL | undefined): Statement[] {
   const kept = sql`(SELECT COALESCE(MAX(${trashRows.seq}), 0) FROM ${trashRows} WHERE ${trashRows.recordId} = ${recordId})`;
   return [
-    ctx.db.insert(trashRows).select(sql`SELECT ${ctx.organizationId}, ${recordId}, ${kept} + row_number() OVER (), ${tableName(table)}, ${rowJson(table)} FROM ${table} WHERE ${where}`),
+    ctx.db
+      .insert(trashRows)
+      .select(
+        sql`SELECT ${ctx.organizationId}, ${recordId}, ${kept} + row_number() OVER (), ${tableName(table)}, ${rowJson(table)} FROM ${table} WHERE ${where}`,
+      ),
     ctx.db.delete(table).where(where),
   ];
 }
@@ -34,7 +38,9 @@ export function archiveRows(ctx: ServiceContext, recordId: string, table: SQLite
 export function restoreRows(db: Db, recordId: string, table: SQLiteTable): Statement {
   return db
     .insert(table)
-    .select(sql`SELECT ${valuesFromJson(table, "row")} FROM ${trashRows} WHERE ${trashRows.recordId} = ${recordId} AND ${trashRows.tableName} = ${tableName(table)} ORDER BY ${trashRows.seq}`);
+    .select(
+      sql`SELECT ${valuesFromJson(table, "row")} FROM ${trashRows} WHERE ${trashRows.recordId} = ${recordId} AND ${trashRows.tableName} = ${tableName(table)} ORDER BY ${trashRows.seq}`,
+    );
 }
 
 /** A kept row as the service's record type: each value through its column's own decoding (JSON, booleans). */
@@ -53,7 +59,13 @@ export function decodeRow<T>(table: SQLiteTable, json: string): T {
  * The trash entry a delete writes in its batch: restorable for RESTORE_DAYS. `mergedInto`: the contact a merged
  * contact went into; such an entry is never restored (contacts/service.ts `restoreContact`).
  */
-export function trashEntry(ctx: ServiceContext, kind: TrashKind, recordId: string, label: string, { now = new Date(), mergedInto }: { now?: Date; mergedInto?: string } = {}): Statement {
+export function trashEntry(
+  ctx: ServiceContext,
+  kind: TrashKind,
+  recordId: string,
+  label: string,
+  { now = new Date(), mergedInto }: { now?: Date; mergedInto?: string } = {},
+): Statement {
   return ctx.db.insert(trashEntries).values({
     recordId,
     organizationId: ctx.organizationId,
@@ -70,7 +82,13 @@ export function trashEntry(ctx: ServiceContext, kind: TrashKind, recordId: strin
 type Entry = typeof trashEntries.$inferSelect;
 
 const restorable = (ctx: ServiceContext, kind: TrashKind, recordId: string, now: string) =>
-  and(eq(trashEntries.recordId, recordId), eq(trashEntries.organizationId, ctx.organizationId), eq(trashEntries.kind, kind), eq(trashEntries.state, "trashed"), gt(trashEntries.restorableUntil, now));
+  and(
+    eq(trashEntries.recordId, recordId),
+    eq(trashEntries.organizationId, ctx.organizationId),
+    eq(trashEntries.kind, kind),
+    eq(trashEntries.state, "trashed"),
+    gt(trashEntries.restorableUntil, now),
+  );
 
 export interface Trashed<T> {
   entry: Entry;
@@ -82,11 +100,24 @@ export interface Trashed<T> {
  * The trashed record a restore starts from, read with its entry in one round trip: 404 (as for an unknown id) when
  * it is not in this organization's trash, or no longer restorable (past its days, being purged, purged, erased).
  */
-export async function readTrashed<T>(ctx: ServiceContext, kind: TrashKind, recordId: string, table: SQLiteTable, what: string): Promise<Trashed<T>> {
+export async function readTrashed<T>(
+  ctx: ServiceContext,
+  kind: TrashKind,
+  recordId: string,
+  table: SQLiteTable,
+  what: string,
+): Promise<Trashed<T>> {
   const now = new Date().toISOString();
   const [entries, rows] = await ctx.db.batch([
-    ctx.db.select().from(trashEntries).where(restorable(ctx, kind, recordId, now)),
-    ctx.db.select({ row: trashRows.row }).from(trashRows).where(and(eq(trashRows.recordId, recordId), eq(trashRows.tableName, tableName(table)))).limit(1),
+    ctx.db
+      .select()
+      .from(trashEntries)
+      .where(restorable(ctx, kind, recordId, now)),
+    ctx.db
+      .select({ row: trashRows.row })
+      .from(trashRows)
+      .where(and(eq(trashRows.recordId, recordId), eq(trashRows.tableName, tableName(table))))
+      .limit(1),
   ]);
   const entry = entries[0];
   if (!entry || !rows[0]) throw new NotFound(what);
@@ -101,6 +132,9 @@ export function restoreFrame(ctx: ServiceContext, kind: TrashKind, recordId: str
   const now = new Date().toISOString();
   return {
     guard: expectRow(ctx.db, trashEntries, restorable(ctx, kind, recordId, now)),
-    clear: [ctx.db.delete(trashRows).where(eq(trashRows.recordId, recordId)), ctx.db.delete(trashEntries).where(eq(trashEntries.recordId, recordId))],
+    clear: [
+      ctx.db.delete(trashRows).where(eq(trashRows.recordId, recordId)),
+      ctx.db.delete(trashEntries).where(eq(trashEntries.recordId, recordId)),
+    ],
   };
 }

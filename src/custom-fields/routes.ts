@@ -24,7 +24,9 @@ At most ${MAX_DEFINITIONS_PER_OBJECT} per object. Needs \`custom-fields:manage\`
   request: jsonBody(CustomFieldCreate),
   responses: {
     201: crmSuccess("The field", CustomField),
-    409: crmError(`The object already has a field with this key (duplicate_key), or ${MAX_DEFINITIONS_PER_OBJECT} fields (too_many_custom_fields)`),
+    409: crmError(
+      `The object already has a field with this key (duplicate_key), or ${MAX_DEFINITIONS_PER_OBJECT} fields (too_many_custom_fields)`,
+    ),
   },
 });
 
@@ -55,7 +57,9 @@ A delete of a field whose earlier delete was cut short finishes it and answers 4
 });
 
 export const customFieldRoutes = new OpenAPIHono<AppBindings>({ defaultHook: validationHook })
-  .openapi(create, async (c) => c.json({ success: true as const, data: await createCustomField(serviceContext(c), c.req.valid("json")) }, 201))
+  .openapi(create, async (c) =>
+    c.json({ success: true as const, data: await createCustomField(serviceContext(c), c.req.valid("json")) }, 201),
+  )
   .openapi(list, async (c) => c.json({ success: true as const, ...(await listCustomFields(serviceContext(c), c.req.valid("query"))) }, 200))
   .openapi(remove, async (c) => {
     await deleteCustomField(serviceContext(c), c.req.valid("param").id);

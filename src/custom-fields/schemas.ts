@@ -13,21 +13,29 @@ export const CustomFieldCreate = z
     object: z.enum(CUSTOM_FIELD_OBJECTS).openapi({ description: "The records the field is on" }),
     key: pattern(KEY_PATTERN, "invalid_key", "A key is a lower-case letter, then up to 39 lower-case letters, digits or _").openapi({
       example: "budget",
-      description: "How the value is named in `customFields` and in list parameters (`customFields.budget[gte]=…`); unique per object in your organization",
+      description:
+        "How the value is named in `customFields` and in list parameters (`customFields.budget[gte]=…`); unique per object in your organization",
     }),
     label: oneLineText(100).openapi({ example: "Budget" }),
-    type: z.enum(CUSTOM_FIELD_TYPES).openapi({ description: `text (up to ${MAX_TEXT_CHARS} characters), number, date (YYYY-MM-DD), boolean, or select (one of \`options\`)` }),
+    type: z.enum(CUSTOM_FIELD_TYPES).openapi({
+      description: `text (up to ${MAX_TEXT_CHARS} characters), number, date (YYYY-MM-DD), boolean, or select (one of \`options\`)`,
+    }),
     options: z
       .array(oneLineText(100))
       .min(1)
       .max(MAX_OPTIONS)
       .refine((o) => new Set(o).size === o.length, { message: "Each option once", params: { code: "duplicate_option" } })
       .optional()
-      .openapi({ description: `The choices of a select field (required for it, refused for the other types), at most ${MAX_OPTIONS}`, example: ["buyer", "seller"] }),
+      .openapi({
+        description: `The choices of a select field (required for it, refused for the other types), at most ${MAX_OPTIONS}`,
+        example: ["buyer", "seller"],
+      }),
   })
   .superRefine((f, ctx) => {
-    if (f.type === "select" && !f.options) ctx.addIssue({ code: "custom", path: ["options"], message: "A select field needs its options", params: { code: "required" } });
-    if (f.type !== "select" && f.options) ctx.addIssue({ code: "custom", path: ["options"], message: "Only a select field has options", params: { code: "unexpected_field" } });
+    if (f.type === "select" && !f.options)
+      ctx.addIssue({ code: "custom", path: ["options"], message: "A select field needs its options", params: { code: "required" } });
+    if (f.type !== "select" && f.options)
+      ctx.addIssue({ code: "custom", path: ["options"], message: "Only a select field has options", params: { code: "unexpected_field" } });
   })
   .openapi("CustomFieldCreate");
 export type CustomFieldCreate = z.infer<typeof CustomFieldCreate>;
@@ -47,7 +55,15 @@ export type CustomField = z.infer<typeof CustomField>;
 
 export const CustomFieldList = z.object({ success: z.literal(true), data: z.array(CustomField), pagination: Pagination });
 
-export const CustomFieldListQuery = listQuery({ object: z.enum(CUSTOM_FIELD_OBJECTS).optional().openapi({ description: "Only the fields of these records" }) });
+export const CustomFieldListQuery = listQuery({
+  object: z.enum(CUSTOM_FIELD_OBJECTS).optional().openapi({ description: "Only the fields of these records" }),
+});
 export type CustomFieldListQuery = z.infer<typeof CustomFieldListQuery>;
 
-export const CustomFieldIdParam = z.object({ id: z.string().min(1).max(100).openapi({ param: { name: "id", in: "path" } }) });
+export const CustomFieldIdParam = z.object({
+  id: z
+    .string()
+    .min(1)
+    .max(100)
+    .openapi({ param: { name: "id", in: "path" } }),
+});

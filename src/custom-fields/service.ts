@@ -51,7 +51,9 @@ export async function sweepValues(ctx: ServiceContext, object: CustomFieldObject
            WHERE rowid IN (SELECT rowid FROM ${table} WHERE organization_id = ? AND json_extract(custom_fields, ?) IS NOT NULL LIMIT ${SWEEP_CHUNK})`,
         )
         .bind(path, ctx.organizationId, path),
-      ctx.d1.prepare("UPDATE resource_counters SET version = version + 1 WHERE organization_id = ? AND resource = ?").bind(ctx.organizationId, RESOURCES[object]),
+      ctx.d1
+        .prepare("UPDATE resource_counters SET version = version + 1 WHERE organization_id = ? AND resource = ?")
+        .bind(ctx.organizationId, RESOURCES[object]),
     ]);
     const changed = res!.meta.changes ?? 0;
     swept += changed;
@@ -91,7 +93,11 @@ export async function createCustomField(ctx: ServiceContext, input: CustomFieldC
     deletedAt: null,
   };
   const ofObject = and(eq(customFieldDefinitions.organizationId, ctx.organizationId), eq(customFieldDefinitions.object, input.object));
-  const taken = await ctx.db.select().from(customFieldDefinitions).where(and(ofObject, eq(customFieldDefinitions.key, input.key))).get();
+  const taken = await ctx.db
+    .select()
+    .from(customFieldDefinitions)
+    .where(and(ofObject, eq(customFieldDefinitions.key, input.key)))
+    .get();
   if (taken && !taken.deletedAt) throw duplicateKey(input);
   if (taken) await finishDelete(ctx, taken);
   try {
@@ -102,18 +108,27 @@ export async function createCustomField(ctx: ServiceContext, input: CustomFieldC
       bumpResourceCounter(ctx.db, ctx.organizationId, RESOURCES[input.object], 0),
     ]);
   } catch (err) {
-    if (isGuardFailure(err)) throw new Conflict(`An organization has at most ${MAX_DEFINITIONS_PER_OBJECT} custom fields on ${OBJECT_TABLES[input.object]}: delete one first`, "too_many_custom_fields");
+    if (isGuardFailure(err))
+      throw new Conflict(
+        `An organization has at most ${MAX_DEFINITIONS_PER_OBJECT} custom fields on ${OBJECT_TABLES[input.object]}: delete one first`,
+        "too_many_custom_fields",
+      );
     if (String(err).includes("custom_field_definitions")) throw duplicateKey(input);
     throw err;
   }
   return toCustomField(row);
 }
 
-const duplicateKey = (input: CustomFieldCreate) => new Conflict(`${OBJECT_TABLES[input.object]} already have a custom field '${input.key}'`, "duplicate_key");
+const duplicateKey = (input: CustomFieldCreate) =>
+  new Conflict(`${OBJECT_TABLES[input.object]} already have a custom field '${input.key}'`, "duplicate_key");
 
 /** GET /v1/custom-fields: newest first, keyset pages (an organization holds at most 300); a field being deleted is gone. */
 export async function listCustomFields(ctx: ServiceContext, q: CustomFieldListQuery) {
-  const mine = and(eq(customFieldDefinitions.organizationId, ctx.organizationId), isNull(customFieldDefinitions.deletedAt), q.object ? eq(customFieldDefinitions.object, q.object) : undefined);
+  const mine = and(
+    eq(customFieldDefinitions.organizationId, ctx.organizationId),
+    isNull(customFieldDefinitions.deletedAt),
+    q.object ? eq(customFieldDefinitions.object, q.object) : undefined,
+  );
   const after = decodeNewestFirstCursor(q.cursor);
   const [rows, [total]] = await ctx.db.batch([
     ctx.db
@@ -131,7 +146,15 @@ export async function listCustomFields(ctx: ServiceContext, q: CustomFieldListQu
 /** The sweep of a marked definition's values, then its row. */
 async function finishDelete(ctx: ServiceContext, row: Row): Promise<void> {
   await sweepValues(ctx, row.object as CustomFieldObject, row.key);
-  await ctx.db.delete(customFieldDefinitions).where(and(eq(customFieldDefinitions.organizationId, ctx.organizationId), eq(customFieldDefinitions.id, row.id), isNotNull(customFieldDefinitions.deletedAt)));
+  await ctx.db
+    .delete(customFieldDefinitions)
+    .where(
+      and(
+        eq(customFieldDefinitions.organizationId, ctx.organizationId),
+        eq(customFieldDefinitions.id, row.id),
+        isNotNull(customFieldDefinitions.deletedAt),
+      ),
+    );
 }
 
 /**

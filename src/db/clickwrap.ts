@@ -17,7 +17,10 @@ export const clickwrapAgreements = sqliteTable(
     updatedAt: text().notNull(),
     version: integer().notNull().default(1),
   },
-  (t) => [uniqueIndex("clickwrap_agreements_org_key_unique").on(t.organizationId, t.key), index("clickwrap_agreements_org_created_idx").on(t.organizationId, t.createdAt, t.id)],
+  (t) => [
+    uniqueIndex("clickwrap_agreements_org_key_unique").on(t.organizationId, t.key),
+    index("clickwrap_agreements_org_created_idx").on(t.organizationId, t.createdAt, t.id),
+  ],
 );
 
 /** Every text an agreement has had, kept for good: acceptances name the version they accepted by its hash. */
@@ -35,7 +38,10 @@ export const clickwrapVersions = sqliteTable(
     currentSince: text().notNull(),
   },
   // The history's keyset order (newest current first, the hash breaking ties): GET /api/clickwrap/{agreementId} pages on it.
-  (t) => [primaryKey({ columns: [t.agreementId, t.versionHash] }), index("clickwrap_versions_history_idx").on(t.agreementId, t.currentSince, t.versionHash)],
+  (t) => [
+    primaryKey({ columns: [t.agreementId, t.versionHash] }),
+    index("clickwrap_versions_history_idx").on(t.agreementId, t.currentSince, t.versionHash),
+  ],
 );
 
 /**

@@ -122,7 +122,10 @@ export const tags = sqliteTable(
     createdAt: text().notNull(),
     contactCount: integer().notNull().default(0),
   },
-  (t) => [primaryKey({ columns: [t.organizationId, t.name] }), index("tags_org_count_idx").on(t.organizationId, sql`${t.contactCount} DESC`, t.name)],
+  (t) => [
+    primaryKey({ columns: [t.organizationId, t.name] }),
+    index("tags_org_count_idx").on(t.organizationId, sql`${t.contactCount} DESC`, t.name),
+  ],
 );
 
 export const contactActivities = sqliteTable(
@@ -185,7 +188,10 @@ export const leadIntakes = sqliteTable(
     answer: text({ mode: "json" }).$type<Record<string, unknown>>().notNull(),
     createdAt: text().notNull(),
   },
-  (t) => [primaryKey({ columns: [t.organizationId, t.source, t.sourceEventId] }), index("lead_intakes_contact_idx").on(t.organizationId, t.contactId)],
+  (t) => [
+    primaryKey({ columns: [t.organizationId, t.source, t.sourceEventId] }),
+    index("lead_intakes_contact_idx").on(t.organizationId, t.contactId),
+  ],
 );
 
 /**

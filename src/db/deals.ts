@@ -135,7 +135,10 @@ export const dealStageChanges = sqliteTable(
     toStage: text().notNull(),
     at: text().notNull(),
   },
-  (t) => [index("deal_stage_changes_org_to_idx").on(t.organizationId, t.toStage, t.at), index("deal_stage_changes_deal_idx").on(t.dealId, t.at)],
+  (t) => [
+    index("deal_stage_changes_org_to_idx").on(t.organizationId, t.toStage, t.at),
+    index("deal_stage_changes_deal_idx").on(t.dealId, t.at),
+  ],
 );
 
 export const dealTasks = sqliteTable(

@@ -51,7 +51,10 @@ export const apiKeys = sqliteTable(
     /** Stamped at most once a minute, after the answer (platform/auth.ts). */
     lastUsedAt: text(),
   },
-  (t) => [uniqueIndex("api_keys_key_hash_unique").on(t.keyHash), index("api_keys_organization_created_idx").on(t.organizationId, t.createdAt, t.id)],
+  (t) => [
+    uniqueIndex("api_keys_key_hash_unique").on(t.keyHash),
+    index("api_keys_organization_created_idx").on(t.organizationId, t.createdAt, t.id),
+  ],
 );
 
 /**
@@ -68,7 +71,6 @@ export const directoryOutbox = sqliteTable(
   },
   (t) => [index("directory_outbox_due_idx").on(t.dueAt)],
 );
-
 
 /**
  * A user's invitation (issue 32, POST /v1/users): the SHA-256 of the one-time sign-in link mailed to them, live until
@@ -88,7 +90,10 @@ export const userInvitations = sqliteTable(
     createdAt: text().notNull(),
     expiresAt: text().notNull(),
   },
-  (t) => [uniqueIndex("user_invitations_token_hash_unique").on(t.tokenHash), index("user_invitations_organization_idx").on(t.organizationId)],
+  (t) => [
+    uniqueIndex("user_invitations_token_hash_unique").on(t.tokenHash),
+    index("user_invitations_organization_idx").on(t.organizationId),
+  ],
 );
 
 /** Where each organization lives, and the write fence of a move out of it (src/shards/). */
@@ -144,4 +149,3 @@ export const shardMoves = sqliteTable(
   },
   (t) => [index("shard_moves_phase_idx").on(t.phase)],
 );
-

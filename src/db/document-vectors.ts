@@ -28,5 +28,8 @@ export const documentVectors = sqliteTable(
     vector: float32Vector().notNull(),
     indexedAt: text().notNull(),
   },
-  (t) => [primaryKey({ columns: [t.organizationId, t.id] }), index("document_vectors_document_idx").on(t.organizationId, t.documentId, t.chunk)],
+  (t) => [
+    primaryKey({ columns: [t.organizationId, t.id] }),
+    index("document_vectors_document_idx").on(t.organizationId, t.documentId, t.chunk),
+  ],
 );

@@ -44,7 +44,10 @@ export const imports = sqliteTable(
     progressAt: text().notNull(),
     finishedAt: text(),
   },
-  (t) => [index("imports_org_status_idx").on(t.organizationId, t.status, t.updatedAt), index("imports_status_progress_idx").on(t.status, t.progressAt)],
+  (t) => [
+    index("imports_org_status_idx").on(t.organizationId, t.status, t.updatedAt),
+    index("imports_status_progress_idx").on(t.status, t.progressAt),
+  ],
 );
 
 /**

@@ -65,5 +65,6 @@ export const users = sqliteTable(
  * aborts the whole batch (db/write.ts). This is how a D1 batch becomes a compare-and-set, on the directory (OAuth) as on
  * a shard.
  */
-export const writeGuards = sqliteTable("write_guards", { failed: text().notNull() }, () => [check("write_guard_failed", sql`failed IS NULL`)]);
-
+export const writeGuards = sqliteTable("write_guards", { failed: text().notNull() }, () => [
+  check("write_guard_failed", sql`failed IS NULL`),
+]);

@@ -129,7 +129,10 @@ export const oauthConnections = sqliteTable(
     connectedBy: text().notNull(),
     connectedAt: text().notNull(),
   },
-  (t) => [primaryKey({ columns: [t.organizationId, t.clientId] }), index("oauth_connections_organization_connected_idx").on(t.organizationId, t.connectedAt, t.clientId)],
+  (t) => [
+    primaryKey({ columns: [t.organizationId, t.clientId] }),
+    index("oauth_connections_organization_connected_idx").on(t.organizationId, t.connectedAt, t.clientId),
+  ],
 );
 
 /**

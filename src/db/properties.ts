@@ -83,7 +83,19 @@ export const properties = sqliteTable(
     index("properties_org_zip_price_idx").on(t.organizationId, t.zipCode, t.listPrice, t.id),
     // Covering for geo filters: the box, the exact distance and every sort key come from the index alone, so only the
     // rows of the page are read from the table.
-    index("properties_org_geo_idx").on(t.organizationId, t.latitude, t.longitude, t.geoX, t.geoY, t.geoZ, t.createdAt, t.updatedAt, t.listPrice, t.listDate, t.id),
+    index("properties_org_geo_idx").on(
+      t.organizationId,
+      t.latitude,
+      t.longitude,
+      t.geoX,
+      t.geoY,
+      t.geoZ,
+      t.createdAt,
+      t.updatedAt,
+      t.listPrice,
+      t.listDate,
+      t.id,
+    ),
     index("properties_org_sold_idx").on(t.organizationId, t.status, t.propertyType, t.soldDate),
   ],
 );

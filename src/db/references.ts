@@ -68,13 +68,30 @@ export const referencesRead = (ctx: OrganizationDb, refs: Reference[]) =>
 /** The issues of the references whose target the row of `referencesRead` says is not there. */
 export const referenceIssuesOf = (refs: Reference[], rows: Record<string, number>[] | undefined): FieldIssue[] =>
   refs.flatMap((r, i) =>
-    rows?.[0]?.[`r${i}`] ? [] : [{ field: r.path.join("."), path: r.path, code: "invalid_reference", message: `No ${TARGETS[r.target].noun} with this id in your organization` }],
+    rows?.[0]?.[`r${i}`]
+      ? []
+      : [
+          {
+            field: r.path.join("."),
+            path: r.path,
+            code: "invalid_reference",
+            message: `No ${TARGETS[r.target].noun} with this id in your organization`,
+          },
+        ],
   );
 
 /** The guard for the write's batch: every target is still there when the write lands (none when nothing is set). */
 export function expectReferences(ctx: OrganizationDb, refs: Reference[]): Statement[] {
   if (refs.length === 0) return [];
-  return [guard(ctx.db, sql.join(refs.map((r) => live(ctx, r)), sql` AND `))];
+  return [
+    guard(
+      ctx.db,
+      sql.join(
+        refs.map((r) => live(ctx, r)),
+        sql` AND `,
+      ),
+    ),
+  ];
 }
 
 /** The references of `refs` whose id is set (null and undefined name no target). */

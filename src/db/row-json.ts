@@ -14,7 +14,9 @@ import type { Statement } from "./write";
 
 /** The columns a row is written back with (generated columns are computed, never written), in insert order. */
 export const storedColumns = (table: SQLiteTable): [string, SQLiteColumn][] =>
-  Object.entries(getTableColumns(table) as Record<string, SQLiteColumn>).filter(([, c]) => !(c.generated && c.generated.type !== "byDefault"));
+  Object.entries(getTableColumns(table) as Record<string, SQLiteColumn>).filter(
+    ([, c]) => !(c.generated && c.generated.type !== "byDefault"),
+  );
 
 export const tableName = (table: SQLiteTable) => getTableConfig(table).name;
 
@@ -57,6 +59,11 @@ const MAX_ROWS_JSON = 900 * 1024;
  * values per statement, so one parameter per column would take a statement per row).
  */
 export function insertRowsFromJson(db: Db, table: SQLiteTable, records: Record<string, unknown>[]): Statement[] {
-  const groups = chunkBySize(records.map((r) => JSON.stringify(driverRow(table, r))), MAX_ROWS_JSON);
-  return groups.map((g) => db.insert(table).select(sql`SELECT ${valuesFromJson(table, "value")} FROM json_each(${`[${g.join(",")}]`}) WHERE true`));
+  const groups = chunkBySize(
+    records.map((r) => JSON.stringify(driverRow(table, r))),
+    MAX_ROWS_JSON,
+  );
+  return groups.map((g) =>
+    db.insert(table).select(sql`SELECT ${valuesFromJson(table, "value")} FROM json_each(${`[${g.join(",")}]`}) WHERE true`),
+  );
 }

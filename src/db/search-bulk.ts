@@ -13,13 +13,30 @@ const MAX_TERMS_JSON = 400_000;
  * the terms of `updatedIds` are deleted and each record's `terms` written, exactly as the triggers' tokenizer would
  * write them (the caller computes them with src/lib/search-terms.ts, which test/search-terms.test.ts holds to the SQL).
  */
-export function writeTermsInBatch(db: Db, organizationId: string, kind: "contact", write: Statement[], records: { id: string; terms: string[] }[], updatedIds: string[]): Statement[] {
+export function writeTermsInBatch(
+  db: Db,
+  organizationId: string,
+  kind: "contact",
+  write: Statement[],
+  records: { id: string; terms: string[] }[],
+  updatedIds: string[],
+): Statement[] {
   if (records.length === 0) return write;
   const rows = records.map((r) => JSON.stringify([r.id, ...r.terms]));
   // The updated records' old terms, found by record (search_terms_record_idx): the unary + keeps SQLite off the
   // primary key's (organization, kind) range, which is every term of the organization.
   const old = updatedIds.length
-    ? [db.delete(searchTerms).where(and(inJsonList(searchTerms.recordId, updatedIds), sql`+${searchTerms.organizationId} = ${organizationId}`, sql`+${searchTerms.kind} = ${kind}`))]
+    ? [
+        db
+          .delete(searchTerms)
+          .where(
+            and(
+              inJsonList(searchTerms.recordId, updatedIds),
+              sql`+${searchTerms.organizationId} = ${organizationId}`,
+              sql`+${searchTerms.kind} = ${kind}`,
+            ),
+          ),
+      ]
     : [];
   return [
     db.insert(searchSuspended).values({ organizationId }).onConflictDoNothing(),
@@ -28,7 +45,9 @@ export function writeTermsInBatch(db: Db, organizationId: string, kind: "contact
     ...chunkBySize(rows, MAX_TERMS_JSON).map((group) =>
       db
         .insert(searchTerms)
-        .select(sql`SELECT ${organizationId}, ${kind}, t.value, json_extract(r.value, '$[0]') FROM json_each(${`[${group.join(",")}]`}) r, json_each(r.value) t WHERE t.key > 0`)
+        .select(
+          sql`SELECT ${organizationId}, ${kind}, t.value, json_extract(r.value, '$[0]') FROM json_each(${`[${group.join(",")}]`}) r, json_each(r.value) t WHERE t.key > 0`,
+        )
         .onConflictDoNothing(),
     ),
     db.delete(searchSuspended).where(eq(searchSuspended.organizationId, organizationId)),

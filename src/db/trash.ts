@@ -102,5 +102,8 @@ export const erasures = sqliteTable(
     /** When a run last started: the cron resumes a pending erasure no run has touched for a while. */
     touchedAt: text(),
   },
-  (t) => [index("erasures_org_at_idx").on(t.organizationId, t.at, t.id), index("erasures_pending_idx").on(t.touchedAt).where(sql`${t.state} = 'pending'`)],
+  (t) => [
+    index("erasures_org_at_idx").on(t.organizationId, t.at, t.id),
+    index("erasures_pending_idx").on(t.touchedAt).where(sql`${t.state} = 'pending'`),
+  ],
 );

@@ -7,7 +7,16 @@ type FilterScalar = string | number | boolean | null;
  */
 export type StoredWebhookFilters = Record<
   string,
-  { eq?: FilterScalar; ne?: FilterScalar; gt?: number | string; gte?: number | string; lt?: number | string; lte?: number | string; in?: FilterScalar[]; nin?: FilterScalar[] }
+  {
+    eq?: FilterScalar;
+    ne?: FilterScalar;
+    gt?: number | string;
+    gte?: number | string;
+    lt?: number | string;
+    lte?: number | string;
+    in?: FilterScalar[];
+    nin?: FilterScalar[];
+  }
 >;
 
 /**

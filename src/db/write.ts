@@ -49,15 +49,20 @@ export const rowExists = (table: SQLiteTable, where: SQL | undefined): SQL => sq
 export const expectRow = (db: Db, table: SQLiteTable, where: SQL | undefined): Statement => guard(db, rowExists(table, where));
 
 /** No row may match `where` (an insert of a client-chosen key that must not have appeared meanwhile). */
-export const expectNoRow = (db: Db, table: SQLiteTable, where: SQL | undefined): Statement => guard(db, sql`NOT ${rowExists(table, where)}`);
+export const expectNoRow = (db: Db, table: SQLiteTable, where: SQL | undefined): Statement =>
+  guard(db, sql`NOT ${rowExists(table, where)}`);
 
 /** This organization's row `id`, at exactly `version`. */
 export const atVersion = (t: VersionedTable, organizationId: string, id: string | number, version: number): SQL =>
   and(eq(t.organizationId, organizationId), eq(t.id, id), eq(t.version, version))!;
 
 /** The row must still be at the version that was read: the compare-and-set of a change to it. */
-export const expectVersion = (db: Db, t: VersionedTable, organizationId: string, row: { id: string | number; version: number }): Statement =>
-  expectRow(db, t.table, atVersion(t, organizationId, row.id, row.version));
+export const expectVersion = (
+  db: Db,
+  t: VersionedTable,
+  organizationId: string,
+  row: { id: string | number; version: number },
+): Statement => expectRow(db, t.table, atVersion(t, organizationId, row.id, row.version));
 
 /**
  * Several rows at once, each at the version that was read, in one statement whatever their number (the list is one
@@ -91,7 +96,8 @@ export async function withRetries<T>(attempt: (n: number) => Promise<T>): Promis
       return await attempt(n);
     } catch (err) {
       if (!(err instanceof StaleWrite)) throw err;
-      if (n >= MAX_WRITE_ATTEMPTS) throw new Conflict("The resource is being changed by other requests; try again", "concurrent_modification");
+      if (n >= MAX_WRITE_ATTEMPTS)
+        throw new Conflict("The resource is being changed by other requests; try again", "concurrent_modification");
       await new Promise((resolve) => setTimeout(resolve, Math.random() * Math.min(64, 2 ** n)));
     }
   }

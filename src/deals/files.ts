@@ -54,9 +54,23 @@ async function checkUpload(upload: DocumentUploadForm) {
   if (file.size === 0) throw new Validation([issue("file", "empty_file", "The file is empty")]);
   const bytes = await file.arrayBuffer();
   const mimeType = documentTypeOf(new Uint8Array(bytes, 0, Math.min(16, bytes.byteLength)), file.name);
-  if (!mimeType) throw new Validation([issue("file", "unsupported_document_type", "Not a PDF, an image (JPEG, PNG, GIF, WebP, AVIF, HEIC) or an Office file (judged by its content)")]);
+  if (!mimeType)
+    throw new Validation([
+      issue(
+        "file",
+        "unsupported_document_type",
+        "Not a PDF, an image (JPEG, PNG, GIF, WebP, AVIF, HEIC) or an Office file (judged by its content)",
+      ),
+    ]);
   const fromFile = DocumentName.safeParse(file.name);
-  if (upload.name === undefined && !fromFile.success) throw new Validation([issue("name", "invalid_name", "The file's name cannot serve as the document's name (empty, over 200 characters or with control characters); send a name")]);
+  if (upload.name === undefined && !fromFile.success)
+    throw new Validation([
+      issue(
+        "name",
+        "invalid_name",
+        "The file's name cannot serve as the document's name (empty, over 200 characters or with control characters); send a name",
+      ),
+    ]);
   const name = upload.name ?? fromFile.data!;
   return { bytes, mimeType, name, type: upload.type ?? "OTHER", stage: upload.stage ?? null, signedAt: upload.signedAt ?? null };
 }
@@ -89,11 +103,21 @@ export async function uploadDocument(ctx: ServiceContext, dealId: string, upload
     uploadedAt: new Date().toISOString(),
   };
   try {
-    await putUploads(ctx, [{ key, bytes: doc.bytes, httpMetadata: { contentType: doc.mimeType, contentDisposition: `${disposition}; filename*=UTF-8''${encodeURIComponent(doc.name)}` } }]);
+    await putUploads(ctx, [
+      {
+        key,
+        bytes: doc.bytes,
+        httpMetadata: { contentType: doc.mimeType, contentDisposition: `${disposition}; filename*=UTF-8''${encodeURIComponent(doc.name)}` },
+      },
+    ]);
     return await withRetries(async () => {
       const before = await readDealForWrite(ctx, dealId);
-      const [held] = await ctx.db.select({ n: count() }).from(dealDocuments).where(and(eq(dealDocuments.organizationId, ctx.organizationId), eq(dealDocuments.dealId, dealId)));
-      if ((held?.n ?? 0) >= MAX_DOCUMENTS) throw new Validation([issue("file", "too_many_documents", `A deal holds at most ${MAX_DOCUMENTS} documents`)]);
+      const [held] = await ctx.db
+        .select({ n: count() })
+        .from(dealDocuments)
+        .where(and(eq(dealDocuments.organizationId, ctx.organizationId), eq(dealDocuments.dealId, dealId)));
+      if ((held?.n ?? 0) >= MAX_DOCUMENTS)
+        throw new Validation([issue("file", "too_many_documents", `A deal holds at most ${MAX_DOCUMENTS} documents`)]);
       const at = new Date().toISOString();
       const after = { ...before, lastActivityAt: at, version: before.version + 1 };
       const sign = requestFileSigner(ctx);
@@ -105,7 +129,11 @@ export async function uploadDocument(ctx: ServiceContext, dealId: string, upload
         [
           ...touchDeal(ctx, dealId, at, [room]),
           ctx.db.insert(dealDocuments).values(row),
-          ctx.db.insert(dealActivities).values(activityRow(ctx, dealId, "DOCUMENT_UPLOADED", `Document uploaded: ${doc.name}`, { documentId: id, type: doc.type }, at)),
+          ctx.db
+            .insert(dealActivities)
+            .values(
+              activityRow(ctx, dealId, "DOCUMENT_UPLOADED", `Document uploaded: ${doc.name}`, { documentId: id, type: doc.type }, at),
+            ),
           ...settleUploads(ctx, [key]),
         ],
         [newEvent(ctx, "deal.document_uploaded", { object: toDeal(after), document, previousAttributes: null, changes: null })],

@@ -1,7 +1,17 @@
 import type { z } from "@hono/zod-openapi";
 import type { Pagination } from "../crm/envelope";
 import type { ExportPage } from "../crm/export";
-import { afterCursor, cursorShapedLike, fitsOneStatement, type KeysetTable, keysetPage, orderBy, pageSql, type SortKey, type Where } from "../crm/keyset";
+import {
+  afterCursor,
+  cursorShapedLike,
+  fitsOneStatement,
+  type KeysetTable,
+  keysetPage,
+  orderBy,
+  pageSql,
+  type SortKey,
+  type Where,
+} from "../crm/keyset";
 import { countOf, filterKey, resolveTotal, totalStatements } from "../crm/list-totals";
 import { customFieldQuery, type CustomQuery, type CustomSortField } from "../crm/custom-fields";
 import { searchCount, searchKey, searchOf, searchPageSql } from "../crm/search";
@@ -18,7 +28,13 @@ type Row = Record<string, unknown>;
  */
 const KEYSET: KeysetTable<SortField, Row> = {
   id: "d.id",
-  sql: { createdAt: "d.created_at", updatedAt: "d.updated_at", amount: "d.amount", closingDate: "d.closing_date", probability: "d.probability" },
+  sql: {
+    createdAt: "d.created_at",
+    updatedAt: "d.updated_at",
+    amount: "d.amount",
+    closingDate: "d.closing_date",
+    probability: "d.probability",
+  },
   value: {
     createdAt: (r) => r.created_at as string,
     updatedAt: (r) => r.updated_at as string,
@@ -29,7 +45,8 @@ const KEYSET: KeysetTable<SortField, Row> = {
   rowId: (r) => r.id as string,
 };
 export const DEFAULT_SORT: SortKey<SortField | CustomSortField>[] = [{ field: "createdAt", direction: "desc" }];
-const keysetOf = (custom: CustomQuery | null) => (custom ? custom.keyset(KEYSET) : (KEYSET as KeysetTable<SortField | CustomSortField, Row>));
+const keysetOf = (custom: CustomQuery | null) =>
+  custom ? custom.keyset(KEYSET) : (KEYSET as KeysetTable<SortField | CustomSortField, Row>);
 
 /** The filters of the WHERE clause (beside the organization); the same for the page and for the total. */
 function filters(q: DealListQuery, custom: CustomQuery | null): Where {
@@ -47,7 +64,7 @@ function filters(q: DealListQuery, custom: CustomQuery | null): Where {
   if (q["probability[gte]"] !== undefined) add("d.probability >= ?", q["probability[gte]"]);
   if (q["createdAt[gte]"] !== undefined) add("d.created_at >= ?", q["createdAt[gte]"]);
   if (q["closingDate[gte]"] !== undefined) add("d.closing_date >= ?", q["closingDate[gte]"].slice(0, 10));
-  if (custom) (w.sql.push(...custom.where.sql), w.params.push(...custom.where.params));
+  if (custom) w.sql.push(...custom.where.sql), w.params.push(...custom.where.params);
   return w;
 }
 
@@ -68,17 +85,36 @@ export function listSql(organizationId: string, q: DealListQuery, custom: Custom
   // A first page whose cursor could not lead to the next in one statement is refused now, not on the next page.
   if (!q.cursor) listSql(organizationId, { ...q, cursor: cursorShapedLike(sort) }, custom);
   const keyset = keysetOf(custom);
-  const bounded = ({
-    createdAt: q["createdAt[gte]"] !== undefined,
-    updatedAt: false,
-    amount: q["amount[gte]"] !== undefined || q["amount[lte]"] !== undefined,
-    closingDate: q["closingDate[gte]"] !== undefined,
-    probability: q["probability[gte]"] !== undefined,
-  } as Record<string, boolean>)[sort[0]!.field];
+  const bounded = (
+    {
+      createdAt: q["createdAt[gte]"] !== undefined,
+      updatedAt: false,
+      amount: q["amount[gte]"] !== undefined || q["amount[lte]"] !== undefined,
+      closingDate: q["closingDate[gte]"] !== undefined,
+      probability: q["probability[gte]"] !== undefined,
+    } as Record<string, boolean>
+  )[sort[0]!.field];
   const order = { probe: orderBy(keyset, sort), fallback: orderBy(keyset, sort, !bounded) };
   const search = searchOf("deal", q.q);
-  if (search) return fitsOneStatement({ sort, limit: q.limit, ...searchPageSql("deals", "d", organizationId, search, [scope(organizationId, q, sort, custom), filters(q, custom)], { probe: order.probe, fallback: orderBy(keyset, sort, true) }, q.limit) });
-  return fitsOneStatement({ sort, limit: q.limit, ...pageSql("deals d", "d", scope(organizationId, q, sort, custom), filters(q, custom), order, q.limit) });
+  if (search)
+    return fitsOneStatement({
+      sort,
+      limit: q.limit,
+      ...searchPageSql(
+        "deals",
+        "d",
+        organizationId,
+        search,
+        [scope(organizationId, q, sort, custom), filters(q, custom)],
+        { probe: order.probe, fallback: orderBy(keyset, sort, true) },
+        q.limit,
+      ),
+    });
+  return fitsOneStatement({
+    sort,
+    limit: q.limit,
+    ...pageSql("deals d", "d", scope(organizationId, q, sort, custom), filters(q, custom), order, q.limit),
+  });
 }
 
 /**
@@ -103,7 +139,14 @@ export async function listDeals(ctx: ServiceContext, q: DealListQuery): Promise<
     { hash: totals.keyHash, filtered: key !== null },
     { counter: counter!.results, cached: cached!.results },
     search
-      ? searchCount("deals", "d", ctx.organizationId, search, [{ sql: ["d.organization_id = ?"], params: [ctx.organizationId] }, where], orderBy(keysetOf(custom), page.sort))
+      ? searchCount(
+          "deals",
+          "d",
+          ctx.organizationId,
+          search,
+          [{ sql: ["d.organization_id = ?"], params: [ctx.organizationId] }, where],
+          orderBy(keysetOf(custom), page.sort),
+        )
       : countOf("deals d", ["d.organization_id = ?", ...where.sql].join(" AND "), [ctx.organizationId, ...where.params]),
   );
   const { page: pageRows, hasMore, nextCursor } = keysetPage(keysetOf(custom), page.sort, rows!.results as Row[], page.limit);
@@ -116,14 +159,20 @@ export async function listDeals(ctx: ServiceContext, q: DealListQuery): Promise<
 export type DealExportFilters = z.infer<typeof DealExportQuery>;
 
 /** One page of GET /v1/deals/export: the list's own query from `cursor`, `size` rows, no total, no includes: one D1 query. */
-export async function dealExportWalk(ctx: ServiceContext, q: DealExportFilters): Promise<(cursor: string | null, size: number) => Promise<ExportPage>> {
+export async function dealExportWalk(
+  ctx: ServiceContext,
+  q: DealExportFilters,
+): Promise<(cursor: string | null, size: number) => Promise<ExportPage>> {
   // The custom-field filters and sorts, read once before the first page: a bad one is a 422 before the stream starts.
   const custom = await customFieldQuery(ctx, "deal", "d", q, q.sort);
   // Sized before the first byte (listSql sizes a first page with a cursor too): too big for one statement is a 422, not a cut-off file.
   listSql(ctx.organizationId, { ...q, limit: 1 }, custom);
   return async (cursor, size) => {
     const page = listSql(ctx.organizationId, { ...q, limit: size, cursor: cursor ?? undefined }, custom);
-    const { results } = await ctx.d1.prepare(page.sql).bind(...page.params).all<Row>();
+    const { results } = await ctx.d1
+      .prepare(page.sql)
+      .bind(...page.params)
+      .all<Row>();
     const { page: rows, nextCursor } = keysetPage(keysetOf(custom), page.sort, results, size);
     return { data: await present(ctx, rows.map(fromRow), []), nextCursor };
   };

@@ -27,7 +27,9 @@ export function toDeal(r: DealRecord): Deal {
     stage: r.stage as Deal["stage"],
     status: r.status as Deal["status"],
     amount: r.amount,
-    commission: r.commission ? { rate: r.commission.rate ?? null, amount: r.commission.amount ?? null, split: r.commission.split ?? null } : null,
+    commission: r.commission
+      ? { rate: r.commission.rate ?? null, amount: r.commission.amount ?? null, split: r.commission.split ?? null }
+      : null,
     contactId: r.contactId,
     propertyId: r.propertyId,
     assignedTo: r.assignedTo,
@@ -66,7 +68,17 @@ export const toActivity = (a: ActivityRecord): DealActivity => ({
 });
 
 export async function toDocument(r: DocumentRecord, sign: (key: string) => Promise<{ url: string }>): Promise<DealDocument> {
-  return { id: r.id, name: r.name, type: r.type, stage: r.stage as DealStage | null, size: r.size, mimeType: r.mimeType, url: (await sign(r.key)).url, signedAt: r.signedAt, uploadedAt: r.uploadedAt };
+  return {
+    id: r.id,
+    name: r.name,
+    type: r.type,
+    stage: r.stage as DealStage | null,
+    size: r.size,
+    mimeType: r.mimeType,
+    url: (await sign(r.key)).url,
+    signedAt: r.signedAt,
+    uploadedAt: r.uploadedAt,
+  };
 }
 
 export type DocumentRecord = typeof dealDocuments.$inferSelect;

@@ -20,13 +20,24 @@ export async function pipelineOverview(ctx: ServiceContext): Promise<Pipeline> {
   const stages = DEAL_STAGES.map((stage) => {
     const r = byStage.get(stage);
     const count = r?.count ?? 0;
-    return { stage, count, value: round2(count ? (r?.value ?? 0) : 0), averageProbability: count ? round2((r?.probability_sum ?? 0) / count) : 0 };
+    return {
+      stage,
+      count,
+      value: round2(count ? (r?.value ?? 0) : 0),
+      averageProbability: count ? round2((r?.probability_sum ?? 0) / count) : 0,
+    };
   });
   const totalDeals = stages.reduce((s, x) => s + x.count, 0);
   const totalValue = round2(stages.reduce((s, x) => s + x.value, 0));
   const won = byStage.get("CLOSED")?.count ?? 0;
   const lost = byStage.get("LOST")?.count ?? 0;
-  return { totalValue, totalDeals, averageDealSize: totalDeals ? round2(totalValue / totalDeals) : 0, conversionRate: percent(won, won + lost), stages };
+  return {
+    totalValue,
+    totalDeals,
+    averageDealSize: totalDeals ? round2(totalValue / totalDeals) : 0,
+    conversionRate: percent(won, won + lost),
+    stages,
+  };
 }
 
 const PERIOD_DAYS = { "7d": 7, "30d": 30, "90d": 90, "1y": 365 } as const;
@@ -44,14 +55,27 @@ in the period, by closed value (at most ${TOP_PERFORMERS}). assignedTo and type 
  * the deals' indexes) plus the whole days after it from the rollups (rollups.ts): a dozen rows whatever the number of
  * deals, grouped in SQL by stage and agent.
  */
-export async function dealAnalytics(ctx: ServiceContext, q: { period: keyof typeof PERIOD_DAYS; assignedTo?: string; type?: string }): Promise<DealAnalytics> {
+export async function dealAnalytics(
+  ctx: ServiceContext,
+  q: { period: keyof typeof PERIOD_DAYS; assignedTo?: string; type?: string },
+): Promise<DealAnalytics> {
   const now = new Date();
   const from = new Date(now.getTime() - PERIOD_DAYS[q.period] * 86_400_000);
   const statements = analyticsSql(ctx.organizationId, from, now, q);
   const d1 = ctx.d1;
-  const [created, decided] = await d1.batch([d1.prepare(statements.created.sql).bind(...statements.created.params), d1.prepare(statements.decided.sql).bind(...statements.decided.params)]);
+  const [created, decided] = await d1.batch([
+    d1.prepare(statements.created.sql).bind(...statements.created.params),
+    d1.prepare(statements.decided.sql).bind(...statements.decided.params),
+  ]);
   const c = created!.results[0] as { n: number; value: number };
-  const groups = decided!.results as { stage: string; assigned_to: string | null; n: number; value: number; days: number; name: string | null }[];
+  const groups = decided!.results as {
+    stage: string;
+    assigned_to: string | null;
+    n: number;
+    value: number;
+    days: number;
+    name: string | null;
+  }[];
   const won = groups.filter((g) => g.stage === "CLOSED");
   const closedDeals = won.reduce((sum, g) => sum + g.n, 0);
   const lostDeals = groups.filter((g) => g.stage === "LOST").reduce((sum, g) => sum + g.n, 0);

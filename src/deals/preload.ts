@@ -11,6 +11,14 @@ export const dealPreloads: AuthPreload[] = [
   {
     method: "PUT",
     path: /^\/v1\/deals\/([^/]+)$/,
-    read: (db, organizationId, match) => ({ key: preloadKey(match[1]!), statements: [db.select().from(deals).where(and(eq(deals.id, match[1]!), eq(deals.organizationId, organizationId)))] }),
+    read: (db, organizationId, match) => ({
+      key: preloadKey(match[1]!),
+      statements: [
+        db
+          .select()
+          .from(deals)
+          .where(and(eq(deals.id, match[1]!), eq(deals.organizationId, organizationId))),
+      ],
+    }),
   },
 ];

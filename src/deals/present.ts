@@ -22,20 +22,33 @@ export async function present(ctx: ServiceContext, records: DealRecord[], includ
       .where(and(eq(contacts.organizationId, org), inJsonList(contacts.id, wanted)))
       .all();
     const found = new Map(rows.map((c) => [c.id, c]));
-    const gone = await deletedTargets(ctx, wanted.filter((id) => !found.has(id)));
+    const gone = await deletedTargets(
+      ctx,
+      wanted.filter((id) => !found.has(id)),
+    );
     for (const d of shown) d.contact = found.get(d.contactId) ?? gone.get(d.contactId)!;
   }
   if (include.includes("property")) {
     const wanted = [...new Set(records.flatMap((r) => (r.propertyId ? [r.propertyId] : [])))];
     const rows = wanted.length
       ? await ctx.db
-          .select({ id: properties.id, address: properties.address, type: properties.propertyType, bedrooms: properties.bedrooms, bathrooms: properties.bathrooms, squareFootage: properties.squareFootage })
+          .select({
+            id: properties.id,
+            address: properties.address,
+            type: properties.propertyType,
+            bedrooms: properties.bedrooms,
+            bathrooms: properties.bathrooms,
+            squareFootage: properties.squareFootage,
+          })
           .from(properties)
           .where(and(eq(properties.organizationId, org), inJsonList(properties.id, wanted)))
           .all()
       : [];
     const found = new Map(rows.map((p) => [p.id, p]));
-    const gone = await deletedTargets(ctx, wanted.filter((id) => !found.has(id)));
+    const gone = await deletedTargets(
+      ctx,
+      wanted.filter((id) => !found.has(id)),
+    );
     for (const d of shown) d.property = d.propertyId ? (found.get(d.propertyId) ?? gone.get(d.propertyId)!) : null;
   }
   if (include.includes("documents")) {

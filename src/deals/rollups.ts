@@ -22,7 +22,8 @@ const levels = Array.from({ length: MAX_LEVEL + 1 }, (_, l) => l);
 
 /** The deal as the created rollups see it; null when it does not count (gone, or not yet created). */
 const createdKey = (d: DealRecord | null) => d && JSON.stringify([d.type, d.assignedTo, d.amount, d.createdAt]);
-const decidedKey = (d: DealRecord | null) => (d?.decidedAt ? JSON.stringify([d.type, d.assignedTo, d.amount, d.createdAt, d.stage, d.decidedAt]) : null);
+const decidedKey = (d: DealRecord | null) =>
+  d?.decidedAt ? JSON.stringify([d.type, d.assignedTo, d.amount, d.createdAt, d.stage, d.decidedAt]) : null;
 
 /**
  * The rollup moves of a write that turns `before` into `after` (null: created, or gone): one statement per rollup that
@@ -36,7 +37,9 @@ export function rollupMoves(ctx: ServiceContext, before: DealRecord | null, afte
   if (createdKey(before) !== createdKey(after)) {
     const rows = [...signed(before, -1), ...signed(after, 1)].flatMap(({ d, sign }) =>
       levels.flatMap((l) =>
-        [d.type, ANY].flatMap((type) => [d.assignedTo ?? "", ANY].map((agent) => [type, agent, l, dayOf(d.createdAt) >> l, sign, sign * d.amount])),
+        [d.type, ANY].flatMap((type) =>
+          [d.assignedTo ?? "", ANY].map((agent) => [type, agent, l, dayOf(d.createdAt) >> l, sign, sign * d.amount]),
+        ),
       ),
     );
     out.push(
@@ -47,14 +50,32 @@ export function rollupMoves(ctx: ServiceContext, before: DealRecord | null, afte
                      json_extract(j.value, '$[4]'), json_extract(j.value, '$[5]') FROM json_each(${JSON.stringify(rows)}) j WHERE true`,
         )
         .onConflictDoUpdate({
-          target: [dealCreatedRollups.organizationId, dealCreatedRollups.type, dealCreatedRollups.assignedTo, dealCreatedRollups.level, dealCreatedRollups.bucket],
+          target: [
+            dealCreatedRollups.organizationId,
+            dealCreatedRollups.type,
+            dealCreatedRollups.assignedTo,
+            dealCreatedRollups.level,
+            dealCreatedRollups.bucket,
+          ],
           set: { n: sql`${dealCreatedRollups.n} + excluded.n`, value: sql`${dealCreatedRollups.value} + excluded.value` },
         }),
     );
   }
   if (decidedKey(before) !== decidedKey(after)) {
     const rows = [...signed(before?.decidedAt ? before : null, -1), ...signed(after?.decidedAt ? after : null, 1)].flatMap(({ d, sign }) =>
-      levels.flatMap((l) => [d.type, ANY].map((type) => [type, l, dayOf(d.decidedAt!) >> l, d.stage, d.assignedTo ?? "", sign, sign * d.amount, d.createdAt, d.decidedAt])),
+      levels.flatMap((l) =>
+        [d.type, ANY].map((type) => [
+          type,
+          l,
+          dayOf(d.decidedAt!) >> l,
+          d.stage,
+          d.assignedTo ?? "",
+          sign,
+          sign * d.amount,
+          d.createdAt,
+          d.decidedAt,
+        ]),
+      ),
     );
     // The days to decision are computed in SQL, as the backfill and the partial day of a report compute them.
     out.push(
@@ -67,7 +88,14 @@ export function rollupMoves(ctx: ServiceContext, before: DealRecord | null, afte
               FROM json_each(${JSON.stringify(rows)}) j WHERE true`,
         )
         .onConflictDoUpdate({
-          target: [dealDecidedRollups.organizationId, dealDecidedRollups.type, dealDecidedRollups.level, dealDecidedRollups.bucket, dealDecidedRollups.stage, dealDecidedRollups.assignedTo],
+          target: [
+            dealDecidedRollups.organizationId,
+            dealDecidedRollups.type,
+            dealDecidedRollups.level,
+            dealDecidedRollups.bucket,
+            dealDecidedRollups.stage,
+            dealDecidedRollups.assignedTo,
+          ],
           set: {
             n: sql`${dealDecidedRollups.n} + excluded.n`,
             value: sql`${dealDecidedRollups.value} + excluded.value`,
@@ -102,8 +130,8 @@ export function analyticsSql(organizationId: string, from: Date, now: Date, narr
   const spans = JSON.stringify(spansOf(firstDay + 1, dayOf(now.toISOString())));
   const and: string[] = [];
   const andParams: unknown[] = [];
-  if (narrow.type) (and.push(" AND d.type = ?"), andParams.push(narrow.type));
-  if (narrow.assignedTo) (and.push(" AND d.assigned_to = ?"), andParams.push(narrow.assignedTo));
+  if (narrow.type) and.push(" AND d.type = ?"), andParams.push(narrow.type);
+  if (narrow.assignedTo) and.push(" AND d.assigned_to = ?"), andParams.push(narrow.assignedTo);
   const type = narrow.type ?? ANY;
   // CROSS JOIN keeps the spans outside: each is one seek of the rollup's primary key (SQLite would otherwise walk every
   // span of the organization and test it against the list).
@@ -126,7 +154,17 @@ export function analyticsSql(organizationId: string, from: Date, now: Date, narr
             ON r.organization_id = ? AND r.type = ? AND ${span}${narrow.assignedTo ? " AND r.assigned_to = ?" : ""}
         ) GROUP BY stage, assigned_to HAVING SUM(n) > 0
       ) g LEFT JOIN users u ON u.id = g.assigned_to AND u.organization_id = ?`,
-    params: [organizationId, from.toISOString(), dayEnd, ...andParams, spans, organizationId, type, ...(narrow.assignedTo ? [narrow.assignedTo] : []), organizationId],
+    params: [
+      organizationId,
+      from.toISOString(),
+      dayEnd,
+      ...andParams,
+      spans,
+      organizationId,
+      type,
+      ...(narrow.assignedTo ? [narrow.assignedTo] : []),
+      organizationId,
+    ],
   };
   return { created, decided };
 }

@@ -48,9 +48,14 @@ const list = defineRoute(CRM, {
   tags,
   security,
   summary: "List deals",
-  description: "Keyset-paginated (pass `pagination.nextCursor` back as `cursor`). Every filter combines with the others; closingDate[gte] compares timeline.closingDate by day." + CUSTOM_FILTER_DOC,
+  description:
+    "Keyset-paginated (pass `pagination.nextCursor` back as `cursor`). Every filter combines with the others; closingDate[gte] compares timeline.closingDate by day." +
+    CUSTOM_FILTER_DOC,
   request: { query: DealListQuery },
-  responses: { 200: { description: "A page of deals", content: { "application/json": { schema: Page(Deal) } } }, ...CRM_FILES_NOT_CONFIGURED },
+  responses: {
+    200: { description: "A page of deals", content: { "application/json": { schema: Page(Deal) } } },
+    ...CRM_FILES_NOT_CONFIGURED,
+  },
 });
 
 const create = defineRoute(CRM, {
@@ -141,7 +146,10 @@ const restore = defineRoute(CRM, {
   summary: "Restore a deal from the trash",
   description: `Within ${RESTORE_DAYS} days of its delete: the deal returns as it was, with its tasks, documents, activities and stage history, in the pipeline again (emits deal.restored). Its contact and property show as \`{id, deleted: true}\` if they are deleted themselves.`,
   request: { params: IdParam, query: NoQuery },
-  responses: { 200: crmSuccess("The restored deal", Deal, ETAG_HEADER), 404: crmError("No deal with this id in your organization's trash (not_found_error)") },
+  responses: {
+    200: crmSuccess("The restored deal", Deal, ETAG_HEADER),
+    404: crmError("No deal with this id in your organization's trash (not_found_error)"),
+  },
 });
 
 const move = defineRoute(CRM, {
@@ -242,9 +250,13 @@ const activities = defineRoute(CRM, {
   tags,
   security,
   summary: "A deal's activity log",
-  description: "Newest first: DEAL_CREATED, STAGE_CHANGED (metadata previousStage, newStage, reason), TASK_CREATED, TASK_COMPLETED, DOCUMENT_UPLOADED, OBLIGATION_OVERDUE.",
+  description:
+    "Newest first: DEAL_CREATED, STAGE_CHANGED (metadata previousStage, newStage, reason), TASK_CREATED, TASK_COMPLETED, DOCUMENT_UPLOADED, OBLIGATION_OVERDUE.",
   request: { params: IdParam, query: SubListQuery },
-  responses: { 200: { description: "A page of activities", content: { "application/json": { schema: Page(DealActivity) } } }, ...NOT_FOUND },
+  responses: {
+    200: { description: "A page of activities", content: { "application/json": { schema: Page(DealActivity) } } },
+    ...NOT_FOUND,
+  },
 });
 
 // Fixed paths (pipeline, analytics) before /v1/deals/{id}, so that they are not read as ids.
@@ -255,8 +267,18 @@ export const dealRoutes = new OpenAPIHono<AppBindings>({ defaultHook: validation
     return c.json(answer(withEtag(c, await createDeal(ctx, c.req.valid("json")))), 201);
   })
   .openapi(pipeline, async (c) => c.json({ success: true as const, data: await pipelineOverview(serviceContext(c)) }, 200))
-  .openapi(analytics, async (c) => c.json({ success: true as const, data: await dealAnalytics(serviceContext(c), c.req.valid("query")) }, 200))
-  .openapi(read, async (c) => c.json({ success: true as const, data: withEtag(c, await getDeal(serviceContext(c), c.req.valid("param").id, c.req.valid("query").include)) }, 200))
+  .openapi(analytics, async (c) =>
+    c.json({ success: true as const, data: await dealAnalytics(serviceContext(c), c.req.valid("query")) }, 200),
+  )
+  .openapi(read, async (c) =>
+    c.json(
+      {
+        success: true as const,
+        data: withEtag(c, await getDeal(serviceContext(c), c.req.valid("param").id, c.req.valid("query").include)),
+      },
+      200,
+    ),
+  )
   .openapi(update, async (c) => {
     const { ctx, answer } = keptAnswer<Deal>(c, 200);
     return c.json(answer(withEtag(c, await updateDeal(ctx, c.req.valid("param").id, c.req.valid("json")))), 200);
@@ -275,14 +297,20 @@ export const dealRoutes = new OpenAPIHono<AppBindings>({ defaultHook: validation
     return c.json(answer(withEtag(c, await moveDeal(ctx, c.req.valid("param").id, c.req.valid("json")))), 200);
   })
   .openapi(tasks, async (c) => c.json({ success: true as const, data: await listTasks(serviceContext(c), c.req.valid("param").id) }, 200))
-  .openapi(addTask, async (c) => c.json({ success: true as const, data: await createTask(serviceContext(c), c.req.valid("param").id, c.req.valid("json")) }, 201))
+  .openapi(addTask, async (c) =>
+    c.json({ success: true as const, data: await createTask(serviceContext(c), c.req.valid("param").id, c.req.valid("json")) }, 201),
+  )
   .openapi(completeRoute, async (c) => {
     const { id, taskId } = c.req.valid("param");
     return c.json({ success: true as const, data: await completeTask(serviceContext(c), id, taskId) }, 200);
   })
-  .openapi(documents, async (c) => c.json({ success: true as const, data: await listDocuments(serviceContext(c), c.req.valid("param").id) }, 200))
+  .openapi(documents, async (c) =>
+    c.json({ success: true as const, data: await listDocuments(serviceContext(c), c.req.valid("param").id) }, 200),
+  )
   .openapi(upload, async (c) => {
     const { ctx, answer } = keptAnswer<DealDocument>(c, 201);
     return c.json(answer(await uploadDocument(ctx, c.req.valid("param").id, c.req.valid("form"))), 201);
   })
-  .openapi(activities, async (c) => c.json({ success: true as const, ...(await listActivities(serviceContext(c), c.req.valid("param").id, c.req.valid("query"))) }, 200));
+  .openapi(activities, async (c) =>
+    c.json({ success: true as const, ...(await listActivities(serviceContext(c), c.req.valid("param").id, c.req.valid("query"))) }, 200),
+  );

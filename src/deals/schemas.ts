@@ -7,7 +7,19 @@ import { searchParam } from "../crm/search";
 import { oneLineText, pattern } from "../lib/validation";
 
 export const DEAL_TYPES = ["SALE", "PURCHASE", "LEASE", "RENTAL"] as const;
-export const DEAL_STAGES = ["LEAD", "QUALIFIED", "APPOINTMENT", "NEGOTIATION", "CONTRACT", "INSPECTION", "APPRAISAL", "FINANCING", "CLOSING", "CLOSED", "LOST"] as const;
+export const DEAL_STAGES = [
+  "LEAD",
+  "QUALIFIED",
+  "APPOINTMENT",
+  "NEGOTIATION",
+  "CONTRACT",
+  "INSPECTION",
+  "APPRAISAL",
+  "FINANCING",
+  "CLOSING",
+  "CLOSED",
+  "LOST",
+] as const;
 export const DEAL_STATUSES = ["ACTIVE", "ON_HOLD", "CANCELLED", "CLOSED"] as const;
 export const TASK_PRIORITIES = ["LOW", "MEDIUM", "HIGH", "URGENT"] as const;
 export type DealStage = (typeof DEAL_STAGES)[number];
@@ -41,7 +53,10 @@ change is a STAGE_CHANGED activity with metadata {previousStage, newStage, reaso
 
 const text = oneLineText;
 const code = pattern(/^[A-Z][A-Z0-9_]{0,39}$/, "invalid_code", "Must be an UPPER_SNAKE_CASE code");
-const tag = oneLineText(50).refine((t) => !t.includes(","), { message: "A tag cannot contain a comma", params: { code: "invalid_character" } });
+const tag = oneLineText(50).refine((t) => !t.includes(","), {
+  message: "A tag cannot contain a comma",
+  params: { code: "invalid_character" },
+});
 const fraction = z.number().min(0).max(1);
 const userId = z.string().min(1).max(100);
 /** A real day of the calendar from 1900 on (2026-13-01 and 2026-02-30 are not; `new Date` would throw or roll over). */
@@ -54,10 +69,16 @@ const isCalendarDate = (d: string): boolean => {
 export const isoDateOrTime = z
   .string()
   .max(40)
-  .refine((v) => (/^\d{4}-\d{2}-\d{2}$/.test(v) ? isCalendarDate(v) : z.iso.datetime({ offset: true }).safeParse(v).success && isCalendarDate(v.slice(0, 10))), {
-    message: "Must be a date (YYYY-MM-DD, from 1900 on) or an ISO 8601 timestamp",
-    params: { code: "invalid_date" },
-  })
+  .refine(
+    (v) =>
+      /^\d{4}-\d{2}-\d{2}$/.test(v)
+        ? isCalendarDate(v)
+        : z.iso.datetime({ offset: true }).safeParse(v).success && isCalendarDate(v.slice(0, 10)),
+    {
+      message: "Must be a date (YYYY-MM-DD, from 1900 on) or an ISO 8601 timestamp",
+      params: { code: "invalid_date" },
+    },
+  )
   .transform((v) => (v.length === 10 ? v : new Date(v).toISOString()))
   .openapi({ type: "string", example: "2026-12-15" });
 
@@ -66,7 +87,10 @@ export const MAX_TEAM = 20;
 
 export const Commission = z
   .strictObject({
-    rate: fraction.nullable().optional().openapi({ description: "A fraction of the amount (0.03 is 3%); the commission amount is then computed" }),
+    rate: fraction
+      .nullable()
+      .optional()
+      .openapi({ description: "A fraction of the amount (0.03 is 3%); the commission amount is then computed" }),
     amount: z.number().nonnegative().max(1e11).nullable().optional(),
     split: fraction.nullable().optional().openapi({ description: "The share of the commission kept (a fraction)" }),
   })
@@ -91,8 +115,22 @@ export const Timeline = z
   .openapi("DealTimeline");
 
 /** Fields a client may send back from a read but never writes: ignored. */
-export const READ_ONLY_FIELDS = ["id", "organizationId", "createdAt", "updatedAt", "lastActivityAt", "contact", "property", "documents", "tasks", "activities"] as const;
-const readOnly = Object.fromEntries(READ_ONLY_FIELDS.map((f) => [f, z.unknown().optional()])) as Record<(typeof READ_ONLY_FIELDS)[number], z.ZodOptional<z.ZodUnknown>>;
+export const READ_ONLY_FIELDS = [
+  "id",
+  "organizationId",
+  "createdAt",
+  "updatedAt",
+  "lastActivityAt",
+  "contact",
+  "property",
+  "documents",
+  "tasks",
+  "activities",
+] as const;
+const readOnly = Object.fromEntries(READ_ONLY_FIELDS.map((f) => [f, z.unknown().optional()])) as Record<
+  (typeof READ_ONLY_FIELDS)[number],
+  z.ZodOptional<z.ZodUnknown>
+>;
 
 const writable = {
   title: text(200),
@@ -124,7 +162,11 @@ export const DealUpdate = z
     type: writable.type.optional(),
     amount: writable.amount.optional(),
     contactId: writable.contactId.optional(),
-    reason: z.string().max(1000).optional().openapi({ description: "Why the stage changed, with a stage change (the STAGE_CHANGED activity keeps it)" }),
+    reason: z
+      .string()
+      .max(1000)
+      .optional()
+      .openapi({ description: "Why the stage changed, with a stage change (the STAGE_CHANGED activity keeps it)" }),
     ...readOnly,
   })
   .openapi("DealUpdate");
@@ -141,12 +183,25 @@ export type DealMove = z.infer<typeof DealMove>;
 
 /** A reference whose target was deleted (in the trash, purged or erased): what is left of it (db/references.ts). */
 export const DeletedReference = z
-  .object({ id: z.string(), deleted: z.literal(true), deletedAt: z.string().nullable().openapi({ description: "When it was deleted (null: before deletes were kept)" }) })
+  .object({
+    id: z.string(),
+    deleted: z.literal(true),
+    deletedAt: z.string().nullable().openapi({ description: "When it was deleted (null: before deletes were kept)" }),
+  })
   .openapi("DeletedReference");
 
-export const DealContact = z.object({ id: z.string(), firstName: z.string(), lastName: z.string(), email: z.string() }).openapi("DealContact");
+export const DealContact = z
+  .object({ id: z.string(), firstName: z.string(), lastName: z.string(), email: z.string() })
+  .openapi("DealContact");
 export const DealProperty = z
-  .object({ id: z.string(), address: z.record(z.string(), z.unknown()), type: z.string(), bedrooms: z.int().nullable(), bathrooms: z.number().nullable(), squareFootage: z.int().nullable() })
+  .object({
+    id: z.string(),
+    address: z.record(z.string(), z.unknown()),
+    type: z.string(),
+    bedrooms: z.int().nullable(),
+    bathrooms: z.number().nullable(),
+    squareFootage: z.int().nullable(),
+  })
   .openapi("DealProperty");
 
 export const DealTask = z
@@ -196,9 +251,14 @@ export const DocumentName = text(200);
 /** The multipart body of a document upload, as Hono's form parser hands it over. */
 export const DocumentUploadForm = z
   .strictObject({
-    file: z.instanceof(File, { message: "Must be a file" }).openapi({ type: "string", format: "binary", description: "The document: PDF, an image or an Office file" }),
+    file: z
+      .instanceof(File, { message: "Must be a file" })
+      .openapi({ type: "string", format: "binary", description: "The document: PDF, an image or an Office file" }),
     name: DocumentName.optional().openapi({ description: "Default: the file's name" }),
-    type: code.optional().openapi({ example: "CONTRACT", description: "e.g. CONTRACT, DISCLOSURE, INSPECTION_REPORT, APPRAISAL, ADDENDUM, CLOSING_STATEMENT; default OTHER" }),
+    type: code.optional().openapi({
+      example: "CONTRACT",
+      description: "e.g. CONTRACT, DISCLOSURE, INSPECTION_REPORT, APPRAISAL, ADDENDUM, CLOSING_STATEMENT; default OTHER",
+    }),
     stage: z.enum(DEAL_STAGES).optional().openapi({ description: "The deal stage the document belongs to" }),
     signedAt: isoDateOrTime.optional().openapi({ description: "When it was signed" }),
   })
@@ -208,7 +268,11 @@ export type DocumentUploadForm = z.infer<typeof DocumentUploadForm>;
 export const DealActivity = z
   .object({
     id: z.string(),
-    type: z.string().openapi({ example: "STAGE_CHANGED", description: "DEAL_CREATED, STAGE_CHANGED, TASK_CREATED, TASK_COMPLETED, DOCUMENT_UPLOADED, OBLIGATION_OVERDUE (a linked document's obligation fell due)" }),
+    type: z.string().openapi({
+      example: "STAGE_CHANGED",
+      description:
+        "DEAL_CREATED, STAGE_CHANGED, TASK_CREATED, TASK_COMPLETED, DOCUMENT_UPLOADED, OBLIGATION_OVERDUE (a linked document's obligation fell due)",
+    }),
     description: z.string().nullable(),
     createdAt: z.string(),
     userId: z.string().nullable(),
@@ -230,12 +294,13 @@ export const Deal = z
     commission: z.object({ rate: z.number().nullable(), amount: z.number().nullable(), split: z.number().nullable() }).nullable(),
     contactId: z.string(),
     propertyId: z.string().nullable(),
-    contact: z.union([DealContact, DeletedReference]).optional().openapi({ description: "With include=contact; `{id, deleted: true, deletedAt}` when the contact has since been deleted" }),
-    property: z
-      .union([DealProperty, DeletedReference])
-      .nullable()
+    contact: z
+      .union([DealContact, DeletedReference])
       .optional()
-      .openapi({ description: "With include=property (null without a property; `{id, deleted: true, deletedAt}` when it has since been deleted)" }),
+      .openapi({ description: "With include=contact; `{id, deleted: true, deletedAt}` when the contact has since been deleted" }),
+    property: z.union([DealProperty, DeletedReference]).nullable().optional().openapi({
+      description: "With include=property (null without a property; `{id, deleted: true, deletedAt}` when it has since been deleted)",
+    }),
     assignedTo: z.string().nullable(),
     teamMembers: z.array(z.object({ userId: z.string(), role: z.string(), commissionSplit: z.number() })),
     timeline: z.record(z.string(), z.string()).nullable(),
@@ -254,10 +319,24 @@ export const Deal = z
   .openapi("Deal");
 export type Deal = z.infer<typeof Deal>;
 
-export const IdParam = z.object({ id: z.string().min(1).max(100).openapi({ param: { name: "id", in: "path" } }) });
+export const IdParam = z.object({
+  id: z
+    .string()
+    .min(1)
+    .max(100)
+    .openapi({ param: { name: "id", in: "path" } }),
+});
 export const TaskParam = z.object({
-  id: z.string().min(1).max(100).openapi({ param: { name: "id", in: "path" } }),
-  taskId: z.string().min(1).max(100).openapi({ param: { name: "taskId", in: "path" } }),
+  id: z
+    .string()
+    .min(1)
+    .max(100)
+    .openapi({ param: { name: "id", in: "path" } }),
+  taskId: z
+    .string()
+    .min(1)
+    .max(100)
+    .openapi({ param: { name: "taskId", in: "path" } }),
 });
 
 export const SORT_FIELDS = ["createdAt", "updatedAt", "amount", "closingDate", "probability"] as const;
@@ -282,7 +361,8 @@ const dealFilters = {
 const amountRange = (q: { "amount[gte]"?: number; "amount[lte]"?: number }, ctx: z.RefinementCtx) => {
   const lo = q["amount[gte]"];
   const hi = q["amount[lte]"];
-  if (lo !== undefined && hi !== undefined && lo > hi) ctx.addIssue({ code: "custom", path: ["amount[gte]"], message: "amount[gte] exceeds amount[lte]", params: { code: "invalid_range" } });
+  if (lo !== undefined && hi !== undefined && lo > hi)
+    ctx.addIssue({ code: "custom", path: ["amount[gte]"], message: "amount[gte] exceeds amount[lte]", params: { code: "invalid_range" } });
 };
 export const DealListQuery = withCustomFieldParams(
   listQuery({ ...dealFilters, include: csv(z.enum(LIST_INCLUDES)).optional().openapi({ type: "string", example: "contact,property" }) }),
@@ -291,7 +371,9 @@ export type DealListQuery = z.infer<typeof DealListQuery>;
 /** GET /v1/deals/export: the list's filters, `q` and sort, and the format. */
 export const DealExportQuery = withCustomFieldParams(exportQuery(dealFilters)).superRefine(amountRange);
 
-export const DealReadQuery = z.strictObject({ include: csv(z.enum(READ_INCLUDES)).optional().openapi({ type: "string", example: "contact,tasks" }) });
+export const DealReadQuery = z.strictObject({
+  include: csv(z.enum(READ_INCLUDES)).optional().openapi({ type: "string", example: "contact,tasks" }),
+});
 
 export const SubListQuery = listQuery({});
 
@@ -320,8 +402,13 @@ export const DealAnalytics = z
     closedDeals: z.int().openapi({ description: "Deals that entered CLOSED in the period and are still closed" }),
     totalValue: z.number().openapi({ description: "Amount of the deals created in the period" }),
     closedValue: z.number().openapi({ description: "Amount of the deals closed in the period" }),
-    averageTimeToClose: z.number().nullable().openapi({ description: "Days from creation to CLOSED, over the deals closed in the period; null without any" }),
-    conversionRate: z.number().openapi({ description: "Percent of the deals decided in the period that were won: closed / (closed + lost) × 100" }),
+    averageTimeToClose: z
+      .number()
+      .nullable()
+      .openapi({ description: "Days from creation to CLOSED, over the deals closed in the period; null without any" }),
+    conversionRate: z
+      .number()
+      .openapi({ description: "Percent of the deals decided in the period that were won: closed / (closed + lost) × 100" }),
     topPerformers: z.array(z.object({ agentId: z.string(), name: z.string().nullable(), deals: z.int(), closedValue: z.number() })),
   })
   .openapi("DealAnalytics");

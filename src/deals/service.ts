@@ -71,7 +71,9 @@ export async function createDeal(ctx: ServiceContext, raw: DealCreate): Promise<
         ...expectReferences(ctx, dealReferences(input)),
         ...(custom?.guard ?? []),
         ctx.db.insert(deals).values(record),
-        ctx.db.insert(dealActivities).values(activityRow(ctx, record.id, "DEAL_CREATED", `Deal created in ${record.stage}`, { stage: record.stage }, at)),
+        ctx.db
+          .insert(dealActivities)
+          .values(activityRow(ctx, record.id, "DEAL_CREATED", `Deal created in ${record.stage}`, { stage: record.stage }, at)),
         ...stageChangeStatements(ctx, null, record, undefined, at),
         ...pipelineMoves(ctx, null, record),
         bumpCounters(ctx, 1),
@@ -92,7 +94,10 @@ async function changeDeal(ctx: ServiceContext, id: string, input: DealUpdate, op
   return withRetries(async () => {
     const before = await readDealForWrite(ctx, id);
     if (opts.move && before.stage === input.stage) throw new Conflict(`The deal is already in ${before.stage}`, "already_in_stage");
-    const [, custom] = await Promise.all([opts.move ? undefined : checkReferences(ctx, input, before), checkCustomFields(ctx, "deal", input.customFields)]);
+    const [, custom] = await Promise.all([
+      opts.move ? undefined : checkReferences(ctx, input, before),
+      checkCustomFields(ctx, "deal", input.customFields),
+    ]);
     const now = new Date();
     const at = now.toISOString();
     const changed = withCustomFields(applyUpdate(before, input, now), custom);
@@ -101,7 +106,14 @@ async function changeDeal(ctx: ServiceContext, id: string, input: DealUpdate, op
     if (events.length === 0) return versioned(toDeal(before), before.version);
     const after = { ...changed, updatedAt: at, lastActivityAt: at, version: before.version + 1 };
     const answer = versioned(toDeal(after), after.version);
-    const statements = [...expectReferences(ctx, dealReferences(input, before)), ...(custom?.guard ?? []), ...(won?.guard ?? []), ...replaceDeal(ctx, before, after), ...stageChangeStatements(ctx, before, after, input.reason, at), ...pipelineMoves(ctx, before, after)];
+    const statements = [
+      ...expectReferences(ctx, dealReferences(input, before)),
+      ...(custom?.guard ?? []),
+      ...(won?.guard ?? []),
+      ...replaceDeal(ctx, before, after),
+      ...stageChangeStatements(ctx, before, after, input.reason, at),
+      ...pipelineMoves(ctx, before, after),
+    ];
     await commit(ctx, statements, events, { answer, markSent: false });
     return answer;
   });
@@ -112,7 +124,10 @@ async function changeDeal(ctx: ServiceContext, id: string, input: DealUpdate, op
  * the deal was won, issue 40), and the guard that holds it to the batch: a change of the address racing the win
  * makes the move read it again.
  */
-async function contactAtWin(ctx: ServiceContext, contactId: string | null): Promise<{ key: string | null; guard: Statement[] } | undefined> {
+async function contactAtWin(
+  ctx: ServiceContext,
+  contactId: string | null,
+): Promise<{ key: string | null; guard: Statement[] } | undefined> {
   if (!contactId) return undefined;
   const mine = and(eq(contacts.organizationId, ctx.organizationId), eq(contacts.id, contactId));
   const row = await ctx.db.select({ emailKey: contacts.emailKey }).from(contacts).where(mine).get();
@@ -162,7 +177,14 @@ export async function restoreDeal(ctx: ServiceContext, id: string): Promise<Deal
     const answer = versioned(toDeal(record), record.version);
     await commit(
       ctx,
-      [frame.guard, restoreRows(ctx.db, id, deals), ...DEAL_CHILDREN.map((t) => restoreRows(ctx.db, id, t)), ...frame.clear, ...pipelineMoves(ctx, null, record), bumpCounters(ctx, 1)],
+      [
+        frame.guard,
+        restoreRows(ctx.db, id, deals),
+        ...DEAL_CHILDREN.map((t) => restoreRows(ctx.db, id, t)),
+        ...frame.clear,
+        ...pipelineMoves(ctx, null, record),
+        bumpCounters(ctx, 1),
+      ],
       [newEvent(ctx, "deal.restored", { object: toDeal(record), previousAttributes: null, changes: null })],
       { answer },
     );

@@ -15,7 +15,8 @@ import { activityRow, touchDeal } from "./writes";
 /** Tasks a deal holds at most (its list is answered whole). */
 export const MAX_TASKS = 200;
 
-const tasksOf = (ctx: ServiceContext, dealId: string) => and(eq(dealTasks.organizationId, ctx.organizationId), eq(dealTasks.dealId, dealId));
+const tasksOf = (ctx: ServiceContext, dealId: string) =>
+  and(eq(dealTasks.organizationId, ctx.organizationId), eq(dealTasks.dealId, dealId));
 
 /** GET /v1/deals/{id}/tasks: oldest first. */
 export async function listTasks(ctx: ServiceContext, dealId: string): Promise<DealTask[]> {
@@ -31,13 +32,21 @@ export async function listTasks(ctx: ServiceContext, dealId: string): Promise<De
  */
 export async function createTask(ctx: ServiceContext, dealId: string, input: DealTaskCreate): Promise<DealTask> {
   if (input.assignedTo) {
-    const user = await ctx.db.select({ id: users.id }).from(users).where(and(eq(users.organizationId, ctx.organizationId), eq(users.id, input.assignedTo))).get();
-    if (!user) throw new Validation([{ field: "assignedTo", path: ["assignedTo"], code: "invalid_reference", message: "No user with this id in your organization" }]);
+    const user = await ctx.db
+      .select({ id: users.id })
+      .from(users)
+      .where(and(eq(users.organizationId, ctx.organizationId), eq(users.id, input.assignedTo)))
+      .get();
+    if (!user)
+      throw new Validation([
+        { field: "assignedTo", path: ["assignedTo"], code: "invalid_reference", message: "No user with this id in your organization" },
+      ]);
   }
   return withRetries(async () => {
     const before = await readDealForWrite(ctx, dealId);
     const [held] = await ctx.db.select({ n: count() }).from(dealTasks).where(tasksOf(ctx, dealId));
-    if ((held?.n ?? 0) >= MAX_TASKS) throw new Validation([{ field: "", path: [], code: "too_many_tasks", message: `A deal holds at most ${MAX_TASKS} tasks` }]);
+    if ((held?.n ?? 0) >= MAX_TASKS)
+      throw new Validation([{ field: "", path: [], code: "too_many_tasks", message: `A deal holds at most ${MAX_TASKS} tasks` }]);
     const at = new Date().toISOString();
     const row: TaskRecord = {
       id: newId(),
@@ -60,7 +69,9 @@ export async function createTask(ctx: ServiceContext, dealId: string, input: Dea
       [
         ...touchDeal(ctx, dealId, at, [room]),
         ctx.db.insert(dealTasks).values(row),
-        ctx.db.insert(dealActivities).values(activityRow(ctx, dealId, "TASK_CREATED", `Task created: ${row.title}`, { taskId: row.id }, at)),
+        ctx.db
+          .insert(dealActivities)
+          .values(activityRow(ctx, dealId, "TASK_CREATED", `Task created: ${row.title}`, { taskId: row.id }, at)),
       ],
       [newEvent(ctx, "deal.task_created", { object: toDeal(after), task, previousAttributes: null, changes: null })],
     );
@@ -75,7 +86,11 @@ export async function createTask(ctx: ServiceContext, dealId: string, input: Dea
 export async function completeTask(ctx: ServiceContext, dealId: string, taskId: string): Promise<DealTask> {
   return withRetries(async () => {
     const before = await readDealForWrite(ctx, dealId);
-    const row = await ctx.db.select().from(dealTasks).where(and(tasksOf(ctx, dealId), eq(dealTasks.id, taskId))).get();
+    const row = await ctx.db
+      .select()
+      .from(dealTasks)
+      .where(and(tasksOf(ctx, dealId), eq(dealTasks.id, taskId)))
+      .get();
     if (!row) throw new NotFound("Task");
     if (row.completed) throw new Conflict("The task is already completed", "task_already_completed");
     const at = new Date().toISOString();
@@ -87,17 +102,31 @@ export async function completeTask(ctx: ServiceContext, dealId: string, taskId: 
       ctx,
       [
         ...touchDeal(ctx, dealId, at, [open]),
-        ctx.db.update(dealTasks).set({ completed: true, completedAt: at }).where(and(tasksOf(ctx, dealId), eq(dealTasks.id, taskId))),
+        ctx.db
+          .update(dealTasks)
+          .set({ completed: true, completedAt: at })
+          .where(and(tasksOf(ctx, dealId), eq(dealTasks.id, taskId))),
         ctx.db.insert(dealActivities).values(activityRow(ctx, dealId, "TASK_COMPLETED", `Task completed: ${row.title}`, { taskId }, at)),
       ],
-      [newEvent(ctx, "deal.task_completed", { object: toDeal(after), task, previousAttributes: { task: { completed: false } }, changes: ["task.completed"] })],
+      [
+        newEvent(ctx, "deal.task_completed", {
+          object: toDeal(after),
+          task,
+          previousAttributes: { task: { completed: false } },
+          changes: ["task.completed"],
+        }),
+      ],
     );
     return task;
   });
 }
 
 /** GET /v1/deals/{id}/activities: newest first, keyset-paginated, the page and the total in one round trip. */
-export async function listActivities(ctx: ServiceContext, dealId: string, q: { limit: number; cursor?: string }): Promise<{ data: DealActivity[]; pagination: ReturnType<typeof paginate>["pagination"] }> {
+export async function listActivities(
+  ctx: ServiceContext,
+  dealId: string,
+  q: { limit: number; cursor?: string },
+): Promise<{ data: DealActivity[]; pagination: ReturnType<typeof paginate>["pagination"] }> {
   const after = decodeNewestFirstCursor(q.cursor);
   await findDeal(ctx, dealId);
   const scope = and(eq(dealActivities.organizationId, ctx.organizationId), eq(dealActivities.dealId, dealId));

@@ -12,12 +12,21 @@ import { type Reference, referenceIssuesOf, references, referencesRead } from ".
 import type { ServiceContext } from "../service-context";
 import { type DealRecord, toDeal } from "./mapping";
 import { rollupMoves } from "./rollups";
-import { type DealCreate, type DealStage, type DealStatus, type DealUpdate, FINAL_STAGES, READ_ONLY_FIELDS, STAGE_PROBABILITY } from "./schemas";
+import {
+  type DealCreate,
+  type DealStage,
+  type DealStatus,
+  type DealUpdate,
+  FINAL_STAGES,
+  READ_ONLY_FIELDS,
+  STAGE_PROBABILITY,
+} from "./schemas";
 
 export const DEALS: VersionedTable = { table: deals, id: deals.id, organizationId: deals.organizationId, version: deals.version };
 
 /** Deal-count bookkeeping in the batch of every deal write (crm/list-totals.ts). */
-export const bumpCounters = (ctx: ServiceContext, delta: number): Statement => bumpResourceCounter(ctx.db, ctx.organizationId, "deals", delta);
+export const bumpCounters = (ctx: ServiceContext, delta: number): Statement =>
+  bumpResourceCounter(ctx.db, ctx.organizationId, "deals", delta);
 
 const issue = (path: (string | number)[], code: string, message: string): FieldIssue => ({ field: path.join("."), path, code, message });
 
@@ -54,21 +63,32 @@ export async function checkReferences(ctx: ServiceContext, input: DealUpdate, be
   // One round trip for the references and the users; none when the write names neither (most PUTs).
   const [refRow, found] =
     refs.length || userIds.length
-      ? await ctx.db.batch([referencesRead(ctx, refs), ctx.db.select({ id: users.id }).from(users).where(and(eq(users.organizationId, org), inJsonList(users.id, userIds.length ? userIds : [""])))])
+      ? await ctx.db.batch([
+          referencesRead(ctx, refs),
+          ctx.db
+            .select({ id: users.id })
+            .from(users)
+            .where(and(eq(users.organizationId, org), inJsonList(users.id, userIds.length ? userIds : [""]))),
+        ])
       : [undefined, [] as { id: string }[]];
   const refIssues = referenceIssuesOf(refs, refRow);
   const known = new Set(found.map((u) => u.id));
   const issues: FieldIssue[] = [...refIssues];
-  if (input.assignedTo && !known.has(input.assignedTo)) issues.push(issue(["assignedTo"], "invalid_reference", "No user with this id in your organization"));
+  if (input.assignedTo && !known.has(input.assignedTo))
+    issues.push(issue(["assignedTo"], "invalid_reference", "No user with this id in your organization"));
   const team = input.teamMembers ?? [];
   const seen = new Set<string>();
   team.forEach((m, i) => {
-    if (!known.has(m.userId)) issues.push(issue(["teamMembers", i, "userId"], "invalid_reference", "No user with this id in your organization"));
+    if (!known.has(m.userId))
+      issues.push(issue(["teamMembers", i, "userId"], "invalid_reference", "No user with this id in your organization"));
     if (seen.has(m.userId)) issues.push(issue(["teamMembers", i, "userId"], "duplicate", "This user is already a member of the team"));
     seen.add(m.userId);
   });
   const total = team.reduce((s, m) => s + m.commissionSplit, 0);
-  if (team.length && Math.abs(total - 1) > 1e-6) issues.push(issue(["teamMembers"], "invalid_split_total", `The members' commission splits add up to ${Math.round(total * 1e6) / 1e6}, not 1`));
+  if (team.length && Math.abs(total - 1) > 1e-6)
+    issues.push(
+      issue(["teamMembers"], "invalid_split_total", `The members' commission splits add up to ${Math.round(total * 1e6) / 1e6}, not 1`),
+    );
   if (issues.length) throw new Validation(issues);
 }
 
@@ -76,15 +96,29 @@ export async function checkReferences(ctx: ServiceContext, input: DealUpdate, be
  * The stored commission: a given one replaces the previous one (null fields left out, as a read shows them); with a
  * rate, its amount is the deal's amount × rate (a given amount must agree).
  */
-function commissionFor(raw: DealUpdate["commission"], previous: StoredCommission | null, amount: number, issues: FieldIssue[]): StoredCommission | null {
+function commissionFor(
+  raw: DealUpdate["commission"],
+  previous: StoredCommission | null,
+  amount: number,
+  issues: FieldIssue[],
+): StoredCommission | null {
   if (raw === null) return null;
-  const given = raw === undefined ? undefined : (Object.fromEntries(Object.entries(raw).filter(([, v]) => v !== null && v !== undefined)) as StoredCommission);
+  const given =
+    raw === undefined
+      ? undefined
+      : (Object.fromEntries(Object.entries(raw).filter(([, v]) => v !== null && v !== undefined)) as StoredCommission);
   const c: StoredCommission = given === undefined ? { ...(previous ?? {}) } : { ...given };
   if (given === undefined && !previous) return null;
   if (c.rate !== undefined) {
     const computed = round2(amount * c.rate);
     if (given?.amount !== undefined && Math.abs(given.amount - computed) > 0.005) {
-      issues.push(issue(["commission", "amount"], "commission_mismatch", `With rate ${c.rate} the commission on ${amount} is ${computed}; leave amount out to have it computed`));
+      issues.push(
+        issue(
+          ["commission", "amount"],
+          "commission_mismatch",
+          `With rate ${c.rate} the commission on ${amount} is ${computed}; leave amount out to have it computed`,
+        ),
+      );
     }
     c.amount = computed;
   }
@@ -107,17 +141,37 @@ function mergeTimeline(previous: Record<string, string> | null, given: DealUpdat
  * Where a deal ends up when it enters `stage` from `from` (STAGE_RULES in schemas.ts): CLOSED closes it, LOST
  * cancels it, an open stage after a final one reopens it; the probability is the one given or the stage's default.
  */
-export function enterStage(from: DealRecord | null, stage: DealStage, probability: number | undefined, status: DealStatus | undefined, at: string) {
+export function enterStage(
+  from: DealRecord | null,
+  stage: DealStage,
+  probability: number | undefined,
+  status: DealStatus | undefined,
+  at: string,
+) {
   const wasFinal = from !== null && FINAL_STAGES.includes(from.stage as DealStage);
-  const nextStatus: DealStatus = stage === "CLOSED" ? "CLOSED" : stage === "LOST" ? "CANCELLED" : (status ?? (wasFinal || !from ? "ACTIVE" : (from.status as DealStatus)));
-  return { stage, status: nextStatus, probability: probability ?? STAGE_PROBABILITY[stage], closedAt: stage === "CLOSED" ? at : null, decidedAt: FINAL_STAGES.includes(stage) ? at : null };
+  const nextStatus: DealStatus =
+    stage === "CLOSED"
+      ? "CLOSED"
+      : stage === "LOST"
+        ? "CANCELLED"
+        : (status ?? (wasFinal || !from ? "ACTIVE" : (from.status as DealStatus)));
+  return {
+    stage,
+    status: nextStatus,
+    probability: probability ?? STAGE_PROBABILITY[stage],
+    closedAt: stage === "CLOSED" ? at : null,
+    decidedAt: FINAL_STAGES.includes(stage) ? at : null,
+  };
 }
 
 /** Status and stage agree: CLOSED with CLOSED only, LOST with CANCELLED only. */
 function checkStatus(stage: string, status: string, issues: FieldIssue[]): void {
-  if (status === "CLOSED" && stage !== "CLOSED") issues.push(issue(["status"], "invalid_status", "Status CLOSED goes with stage CLOSED: move the deal to CLOSED instead"));
-  if (stage === "CLOSED" && status !== "CLOSED") issues.push(issue(["status"], "invalid_status", "A deal in stage CLOSED has status CLOSED"));
-  if (stage === "LOST" && status !== "CANCELLED") issues.push(issue(["status"], "invalid_status", "A deal in stage LOST has status CANCELLED"));
+  if (status === "CLOSED" && stage !== "CLOSED")
+    issues.push(issue(["status"], "invalid_status", "Status CLOSED goes with stage CLOSED: move the deal to CLOSED instead"));
+  if (stage === "CLOSED" && status !== "CLOSED")
+    issues.push(issue(["status"], "invalid_status", "A deal in stage CLOSED has status CLOSED"));
+  if (stage === "LOST" && status !== "CANCELLED")
+    issues.push(issue(["status"], "invalid_status", "A deal in stage LOST has status CANCELLED"));
 }
 
 /** A new deal: ACTIVE, in LEAD or the open stage given. */
@@ -125,8 +179,10 @@ export function newDealRecord(ctx: ServiceContext, input: DealCreate, now: Date)
   const at = now.toISOString();
   const issues: FieldIssue[] = [];
   const stage = input.stage ?? "LEAD";
-  if (FINAL_STAGES.includes(stage)) issues.push(issue(["stage"], "invalid_stage", `A deal cannot be created in ${stage}: create it, then move it`));
-  if (input.status && input.status !== "ACTIVE" && input.status !== "ON_HOLD") issues.push(issue(["status"], "invalid_status", "A new deal is ACTIVE or ON_HOLD"));
+  if (FINAL_STAGES.includes(stage))
+    issues.push(issue(["stage"], "invalid_stage", `A deal cannot be created in ${stage}: create it, then move it`));
+  if (input.status && input.status !== "ACTIVE" && input.status !== "ON_HOLD")
+    issues.push(issue(["status"], "invalid_status", "A new deal is ACTIVE or ON_HOLD"));
   const entered = enterStage(null, stage, input.probability, input.status, at);
   const commission = commissionFor(input.commission, null, input.amount, issues);
   if (issues.length) throw new Validation(issues);
@@ -174,7 +230,8 @@ export function applyUpdate(before: DealRecord, input: DealUpdate, now: Date): D
   const commission = commissionFor(input.commission, before.commission, amount, issues);
   if (issues.length) throw new Validation(issues);
   const timeline = mergeTimeline(before.timeline, input.timeline);
-  const pick = <K extends keyof DealRecord>(key: K, value: DealRecord[K] | undefined): DealRecord[K] => (value === undefined ? before[key] : value);
+  const pick = <K extends keyof DealRecord>(key: K, value: DealRecord[K] | undefined): DealRecord[K] =>
+    value === undefined ? before[key] : value;
   return {
     ...before,
     title: pick("title", input.title),
@@ -212,7 +269,11 @@ function stageStatsMoves(ctx: ServiceContext, before: DealRecord | null, after: 
   const add = (d: DealRecord | null, sign: 1 | -1) => {
     if (!d) return;
     const cur = delta.get(d.stage) ?? { count: 0, value: 0, probability: 0 };
-    delta.set(d.stage, { count: cur.count + sign, value: cur.value + sign * d.amount, probability: cur.probability + sign * d.probability });
+    delta.set(d.stage, {
+      count: cur.count + sign,
+      value: cur.value + sign * d.amount,
+      probability: cur.probability + sign * d.probability,
+    });
   };
   add(before, -1);
   add(after, 1);
@@ -224,13 +285,24 @@ function stageStatsMoves(ctx: ServiceContext, before: DealRecord | null, after: 
         .values({ organizationId: ctx.organizationId, stage, count: d.count, value: d.value, probabilitySum: d.probability })
         .onConflictDoUpdate({
           target: [dealStageStats.organizationId, dealStageStats.stage],
-          set: { count: sql`${dealStageStats.count} + ${d.count}`, value: sql`${dealStageStats.value} + ${d.value}`, probabilitySum: sql`${dealStageStats.probabilitySum} + ${d.probability}` },
+          set: {
+            count: sql`${dealStageStats.count} + ${d.count}`,
+            value: sql`${dealStageStats.value} + ${d.value}`,
+            probabilitySum: sql`${dealStageStats.probabilitySum} + ${d.probability}`,
+          },
         }),
     );
 }
 
 /** A row of the deal's activity log. */
-export const activityRow = (ctx: ServiceContext, dealId: string, type: string, description: string, metadata: Record<string, unknown> | null, at: string) => ({
+export const activityRow = (
+  ctx: ServiceContext,
+  dealId: string,
+  type: string,
+  description: string,
+  metadata: Record<string, unknown> | null,
+  at: string,
+) => ({
   id: newId(),
   organizationId: ctx.organizationId,
   dealId,
@@ -242,15 +314,29 @@ export const activityRow = (ctx: ServiceContext, dealId: string, type: string, d
 });
 
 /** The activity and history rows of a stage change (nothing when the stage stays). */
-export function stageChangeStatements(ctx: ServiceContext, before: DealRecord | null, after: DealRecord, reason: string | undefined, at: string): Statement[] {
+export function stageChangeStatements(
+  ctx: ServiceContext,
+  before: DealRecord | null,
+  after: DealRecord,
+  reason: string | undefined,
+  at: string,
+): Statement[] {
   if (before && before.stage === after.stage) return [];
   const previousStage = before?.stage ?? null;
   const rows: Statement[] = [
-    ctx.db.insert(dealStageChanges).values({ id: newId(), organizationId: ctx.organizationId, dealId: after.id, fromStage: previousStage, toStage: after.stage, at }),
+    ctx.db
+      .insert(dealStageChanges)
+      .values({ id: newId(), organizationId: ctx.organizationId, dealId: after.id, fromStage: previousStage, toStage: after.stage, at }),
   ];
   if (before) {
     const description = `Stage changed from ${previousStage} to ${after.stage}${reason ? `: ${reason}` : ""}`;
-    rows.push(ctx.db.insert(dealActivities).values(activityRow(ctx, after.id, "STAGE_CHANGED", description, { previousStage, newStage: after.stage, reason: reason ?? null }, at)));
+    rows.push(
+      ctx.db
+        .insert(dealActivities)
+        .values(
+          activityRow(ctx, after.id, "STAGE_CHANGED", description, { previousStage, newStage: after.stage, reason: reason ?? null }, at),
+        ),
+    );
   }
   return rows;
 }
@@ -259,17 +345,35 @@ export function stageChangeStatements(ctx: ServiceContext, before: DealRecord | 
  * The events of a change: deal.updated with what changed; a stage change adds deal.stage_changed, and CLOSED adds
  * deal.won, deal.closed and the internal DEAL_WON (survey scheduling listens to it), LOST adds deal.lost.
  */
-export function changeEvents(ctx: ServiceContext, before: DealRecord, after: DealRecord, reason?: string, contactEmailKey?: string | null): EventEnvelope[] {
+export function changeEvents(
+  ctx: ServiceContext,
+  before: DealRecord,
+  after: DealRecord,
+  reason?: string,
+  contactEmailKey?: string | null,
+): EventEnvelope[] {
   const object = toDeal(after);
-  const { changes, previousAttributes } = diffAttributes(toDeal(before) as unknown as Record<string, unknown>, object as unknown as Record<string, unknown>, ["updatedAt", "lastActivityAt"]);
+  const { changes, previousAttributes } = diffAttributes(
+    toDeal(before) as unknown as Record<string, unknown>,
+    object as unknown as Record<string, unknown>,
+    ["updatedAt", "lastActivityAt"],
+  );
   if (changes.length === 0) return [];
   const events = [newEvent(ctx, "deal.updated", { object, previousAttributes, changes })];
   if (before.stage === after.stage) return events;
   const stageChange = { previousStage: before.stage, newStage: after.stage, reason: reason ?? null };
-  events.push(newEvent(ctx, "deal.stage_changed", { object, previousAttributes: { stage: before.stage }, changes: ["stage"], stageChange }));
+  events.push(
+    newEvent(ctx, "deal.stage_changed", { object, previousAttributes: { stage: before.stage }, changes: ["stage"], stageChange }),
+  );
   if (after.stage === "CLOSED") {
     events.push(newEvent(ctx, "deal.won", { object, previousAttributes: { stage: before.stage }, changes: ["stage", "status"] }));
-    events.push(newEvent(ctx, "deal.closed", { object, previousAttributes: { stage: before.stage, status: before.status }, changes: ["stage", "status"] }));
+    events.push(
+      newEvent(ctx, "deal.closed", {
+        object,
+        previousAttributes: { stage: before.stage, status: before.status },
+        changes: ["stage", "status"],
+      }),
+    );
     events.push(
       newEvent(ctx, "DEAL_WON", {
         dealId: after.id,
@@ -284,7 +388,14 @@ export function changeEvents(ctx: ServiceContext, before: DealRecord, after: Dea
       }),
     );
   }
-  if (after.stage === "LOST") events.push(newEvent(ctx, "deal.lost", { object, previousAttributes: { stage: before.stage, status: before.status }, changes: ["stage", "status"] }));
+  if (after.stage === "LOST")
+    events.push(
+      newEvent(ctx, "deal.lost", {
+        object,
+        previousAttributes: { stage: before.stage, status: before.status },
+        changes: ["stage", "status"],
+      }),
+    );
   return events;
 }
 
@@ -293,7 +404,10 @@ export function replaceDeal(ctx: ServiceContext, before: DealRecord, after: Deal
   const { id: _id, organizationId: _org, createdAt: _created, ...columns } = after;
   return [
     expectVersion(ctx.db, DEALS, ctx.organizationId, before),
-    ctx.db.update(deals).set(columns).where(atVersion(DEALS, ctx.organizationId, before.id, before.version)),
+    ctx.db
+      .update(deals)
+      .set(columns)
+      .where(atVersion(DEALS, ctx.organizationId, before.id, before.version)),
     bumpCounters(ctx, 0),
   ];
 }

@@ -13,7 +13,8 @@ export const DOCUMENTS_PER_ROUND = 25;
 const withoutEnvelope = (documentId: SQLWrapper): SQL => sql`NOT EXISTS (SELECT 1 FROM ${envelopes} e WHERE e.document_id = ${documentId})`;
 
 /** A completed envelope was made from the document: it is a signed record. */
-const signed = (documentId: SQLWrapper): SQL => sql`EXISTS (SELECT 1 FROM ${envelopes} e WHERE e.document_id = ${documentId} AND e.status = 'completed')`;
+const signed = (documentId: SQLWrapper): SQL =>
+  sql`EXISTS (SELECT 1 FROM ${envelopes} e WHERE e.document_id = ${documentId} AND e.status = 'completed')`;
 
 /**
  * A person's erasure, on the documents side (issue 29), after the envelopes' side has deleted every envelope that
@@ -35,7 +36,12 @@ export async function eraseDocumentsNaming(ctx: ServiceContext, who: Recognizer,
   for (let after = ""; ; ) {
     const round = await ctx.db
       // Each test nested in its own sql: drizzle writes a column directly in a select field without its table name.
-      .select({ id: documents.id, canonical: sql<string>`${documents.canonical}`, unsent: sql<number>`${withoutEnvelope(documents.id)}`, signed: sql<number>`${signed(documents.id)}` })
+      .select({
+        id: documents.id,
+        canonical: sql<string>`${documents.canonical}`,
+        unsent: sql<number>`${withoutEnvelope(documents.id)}`,
+        signed: sql<number>`${signed(documents.id)}`,
+      })
       .from(documents)
       .where(and(eq(documents.organizationId, org), gt(documents.id, after), mentionsAny(documents.canonical, who.needles)))
       .orderBy(asc(documents.id))
@@ -47,8 +53,18 @@ export async function eraseDocumentsNaming(ctx: ServiceContext, who: Recognizer,
     const drafts = seen.filter((d) => d.unsent && d.theirs).map((d) => d.id);
     if (drafts.length > 0) {
       await ctx.db.batch([
-        ctx.db.delete(documentObligations).where(and(eq(documentObligations.organizationId, org), inJsonList(documentObligations.documentId, drafts), withoutEnvelope(documentObligations.documentId))),
-        ctx.db.delete(documents).where(and(eq(documents.organizationId, org), inJsonList(documents.id, drafts), withoutEnvelope(documents.id))),
+        ctx.db
+          .delete(documentObligations)
+          .where(
+            and(
+              eq(documentObligations.organizationId, org),
+              inJsonList(documentObligations.documentId, drafts),
+              withoutEnvelope(documentObligations.documentId),
+            ),
+          ),
+        ctx.db
+          .delete(documents)
+          .where(and(eq(documents.organizationId, org), inJsonList(documents.id, drafts), withoutEnvelope(documents.id))),
         counted(),
       ]);
     }
@@ -58,7 +74,8 @@ export async function eraseDocumentsNaming(ctx: ServiceContext, who: Recognizer,
     after = round[round.length - 1]!.id;
   }
   // An envelope sent for such a document after the envelopes' side had run: the next run deletes it, then the document.
-  if (held > 0) throw new Error(`${held} document(s) naming the person got an envelope during the erasure; the next run of the erasure finishes them`);
+  if (held > 0)
+    throw new Error(`${held} document(s) naming the person got an envelope during the erasure; the next run of the erasure finishes them`);
   return byName;
 }
 
@@ -72,7 +89,11 @@ export async function documentsNaming(ctx: ServiceContext, who: Recognizer): Pro
       .where(and(eq(documents.organizationId, ctx.organizationId), gt(documents.id, after), mentionsAny(documents.canonical, who.needles)))
       .orderBy(asc(documents.id))
       .limit(DOCUMENTS_PER_ROUND);
-    theirs.push(...round.filter((d) => who.identifies(d.canonical) || (who.nameIsTheirs && who.names(d.canonical))).map(({ id, createdAt }) => ({ id, createdAt })));
+    theirs.push(
+      ...round
+        .filter((d) => who.identifies(d.canonical) || (who.nameIsTheirs && who.names(d.canonical)))
+        .map(({ id, createdAt }) => ({ id, createdAt })),
+    );
     if (round.length < DOCUMENTS_PER_ROUND) return theirs;
     after = round[round.length - 1]!.id;
   }

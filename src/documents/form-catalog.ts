@@ -29,4 +29,10 @@ export interface FormSummary {
 }
 
 export const listForms = (): FormSummary[] =>
-  Object.values(FORMS).map((f) => ({ formKey: f.key, title: f.title, roles: f.roles, signable: isSignable(f), schema: formJsonSchema(f.key) }));
+  Object.values(FORMS).map((f) => ({
+    formKey: f.key,
+    title: f.title,
+    roles: f.roles,
+    signable: isSignable(f),
+    schema: formJsonSchema(f.key),
+  }));

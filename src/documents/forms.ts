@@ -15,7 +15,6 @@ export type { FormDefinition, SigningParty } from "./forms/definition";
  * but names no parties, so it cannot be sent for signature.
  */
 
-
 /** on/standard-lease (DESIGN.md contract 4): the typed standard form. */
 export const LeaseCanonical = z
   .strictObject({
@@ -29,7 +28,11 @@ export const LeaseCanonical = z
       }),
       term: z
         .strictObject({ commencement: CalendarDate, end: CalendarDate.optional() })
-        .refine((t) => !t.end || dayNumber(t.end) > dayNumber(t.commencement), { message: "The term must end after it commences", path: ["end"], params: { code: "invalid_range" } }),
+        .refine((t) => !t.end || dayNumber(t.end) > dayNumber(t.commencement), {
+          message: "The term must end after it commences",
+          path: ["end"],
+          params: { code: "invalid_range" },
+        }),
       monthlyRent: z.strictObject({ cents: z.int().min(0).max(100_000_000_00) }),
       deposit: z.strictObject({ cents: z.int().min(0).max(100_000_000_00), dueDate: CalendarDate.optional() }).optional(),
     }),
@@ -68,9 +71,18 @@ export const FORMS: Record<string, FormDefinition> = {
 };
 
 /** Every form's canonical schema, for the union POST /api/documents validates with (one named schema each). */
-export const CANONICALS = [LeaseCanonical, FreeFormCanonical, PurchaseCanonical, ListingCanonical, RepresentationCanonical, AmendmentCanonical] as const;
+export const CANONICALS = [
+  LeaseCanonical,
+  FreeFormCanonical,
+  PurchaseCanonical,
+  ListingCanonical,
+  RepresentationCanonical,
+  AmendmentCanonical,
+] as const;
 export const isSignable = (form: FormDefinition) => Boolean(form.parties || form.amendsPurchase);
 /** The forms a person signs: the draft route picks one of these. */
-export const SIGNABLE_FORM_KEYS = Object.values(FORMS).filter(isSignable).map((f) => f.key);
+export const SIGNABLE_FORM_KEYS = Object.values(FORMS)
+  .filter(isSignable)
+  .map((f) => f.key);
 
 export const FORM_KEYS = Object.keys(FORMS) as [string, ...string[]];

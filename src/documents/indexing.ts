@@ -21,11 +21,13 @@ export const MAX_QUERY_CHARS = 500;
 export const MAX_HITS = 20;
 
 const money = (cents: number) => `$${(cents / 100).toLocaleString("en-US", { minimumFractionDigits: 2, maximumFractionDigits: 2 })}`;
-const date = (d: { year: number; month: number; day: number }) => `${d.year}-${String(d.month).padStart(2, "0")}-${String(d.day).padStart(2, "0")}`;
+const date = (d: { year: number; month: number; day: number }) =>
+  `${d.year}-${String(d.month).padStart(2, "0")}-${String(d.day).padStart(2, "0")}`;
 const people = (list: { name: string; email: string }[]) => list.map((p) => `${p.name} <${p.email}>`).join("; ");
 
 /** Every string inside a value, for a form without its own rendering. */
-const strings = (v: unknown): string[] => (typeof v === "string" ? [v] : v && typeof v === "object" ? Object.values(v).flatMap(strings) : []);
+const strings = (v: unknown): string[] =>
+  typeof v === "string" ? [v] : v && typeof v === "object" ? Object.values(v).flatMap(strings) : [];
 
 /** The plain text a document is searched by: form title, parties, address, dates and amounts from its canonical data. */
 export function renderDocumentText(formKey: string, canonical: Record<string, unknown>): string {
@@ -40,7 +42,9 @@ export function renderDocumentText(formKey: string, canonical: Record<string, un
       `Rental unit: ${a.street}, ${a.city}, ${a.province}`,
       `Term: begins ${date(lease.term.commencement)}${lease.term.end ? `, ends ${date(lease.term.end)}` : ", month to month"}`,
       `Monthly rent: ${money(lease.monthlyRent.cents)}`,
-      ...(lease.deposit ? [`Rent deposit: ${money(lease.deposit.cents)}${lease.deposit.dueDate ? `, due ${date(lease.deposit.dueDate)}` : ""}`] : []),
+      ...(lease.deposit
+        ? [`Rent deposit: ${money(lease.deposit.cents)}${lease.deposit.dueDate ? `, due ${date(lease.deposit.dueDate)}` : ""}`]
+        : []),
     ].join("\n");
   }
   if (formKey === "generic/free-form") return `${String(canonical.title ?? "")}\n\n${String(canonical.body ?? "")}`;
@@ -75,7 +79,9 @@ export const documentIndexingConsumer: EventConsumer = {
   async handle(events, { env, db }) {
     const gateway = configuredGateway(env);
     if (!gateway) {
-      console.log(JSON.stringify({ level: "info", msg: "document indexing skipped: no AI gateway configured", eventIds: events.map((e) => e.id) }));
+      console.log(
+        JSON.stringify({ level: "info", msg: "document indexing skipped: no AI gateway configured", eventIds: events.map((e) => e.id) }),
+      );
       return;
     }
     const wanted = new Map(events.map((e) => [String((e.data as { documentId?: unknown }).documentId ?? ""), e.organizationId]));
@@ -90,7 +96,11 @@ export const documentIndexingConsumer: EventConsumer = {
     const index = documentVectorIndex(env, db);
     let next = 0;
     for (const [i, doc] of docs.entries()) {
-      await index.putDocument(doc.organizationId, doc.id, chunks[i]!.map((_, chunk) => ({ documentId: doc.id, chunk, values: vectors[next++]! })));
+      await index.putDocument(
+        doc.organizationId,
+        doc.id,
+        chunks[i]!.map((_, chunk) => ({ documentId: doc.id, chunk, values: vectors[next++]! })),
+      );
     }
     for (const [documentId, organizationId] of wanted) {
       if (documentId && !docs.some((d) => d.id === documentId)) await index.removeDocuments(organizationId, [documentId]);
@@ -123,7 +133,15 @@ export async function searchDocuments(ctx: ServiceContext, q: string | undefined
   const live = await ctx.db
     .select({ id: documents.id })
     .from(documents)
-    .where(and(eq(documents.organizationId, ctx.organizationId), inJsonList(documents.id, ranked.map(([id]) => id))));
+    .where(
+      and(
+        eq(documents.organizationId, ctx.organizationId),
+        inJsonList(
+          documents.id,
+          ranked.map(([id]) => id),
+        ),
+      ),
+    );
   const ids = new Set(live.map((r) => r.id));
   // A document sharing nothing with the query (score 0 or below) is no hit.
   return ranked.filter(([id, score]) => ids.has(id) && score > 0).map(([documentId, score]) => ({ documentId, score: Math.min(1, score) }));

@@ -33,8 +33,18 @@ export async function sendObligationNotices(env: Env, db: Db, { max = 500, now =
   const today = utcDay(0, now);
   const soon = utcDay(DUE_SOON_DAYS, now);
   const found = await db.batch([
-    db.select().from(c).where(and(isNull(c.dueSoonEventAt), gte(c.dueDate, today), lte(c.dueDate, soon))).orderBy(asc(c.dueDate), asc(c.id)).limit(max),
-    db.select().from(c).where(and(isNull(c.overdueEventAt), lt(c.dueDate, today))).orderBy(asc(c.dueDate), asc(c.id)).limit(max),
+    db
+      .select()
+      .from(c)
+      .where(and(isNull(c.dueSoonEventAt), gte(c.dueDate, today), lte(c.dueDate, soon)))
+      .orderBy(asc(c.dueDate), asc(c.id))
+      .limit(max),
+    db
+      .select()
+      .from(c)
+      .where(and(isNull(c.overdueEventAt), lt(c.dueDate, today)))
+      .orderBy(asc(c.dueDate), asc(c.id))
+      .limit(max),
   ]);
   const at = nowIso(now);
   const statements: Statement[] = [];
@@ -42,17 +52,27 @@ export async function sendObligationNotices(env: Env, db: Db, { max = 500, now =
   NOTICES.forEach(({ type, key, column }, i) => {
     const rows: ObligationRow[] = found[i]!;
     if (rows.length === 0) return;
-    const events = new Map(rows.map((r) => [r.id, resourceEvent({ organizationId: r.organizationId, actor: { type: "system", userId: null } }, type, toObligation(r, today, soon))]));
+    const events = new Map(
+      rows.map((r) => [
+        r.id,
+        resourceEvent({ organizationId: r.organizationId, actor: { type: "system", userId: null } }, type, toObligation(r, today, soon)),
+      ]),
+    );
     const listed = JSON.stringify(rows.map((r) => [r.id, r.dueDate]));
     statements.push(
-      ...stageEvents(db, [...events.values()], { onlyIf: (event) => sql`EXISTS (SELECT 1 FROM ${c} o WHERE o.id = json_extract(${event}, '$.data.object.id') AND ${dueAndUnmarked(column, sql`substr(json_extract(${event}, '$.data.object.dueDate'), 1, 10)`)})` }),
+      ...stageEvents(db, [...events.values()], {
+        onlyIf: (event) =>
+          sql`EXISTS (SELECT 1 FROM ${c} o WHERE o.id = json_extract(${event}, '$.data.object.id') AND ${dueAndUnmarked(column, sql`substr(json_extract(${event}, '$.data.object.dueDate'), 1, 10)`)})`,
+      }),
     );
     marks.push({ index: statements.length, events });
     statements.push(
       db
         .update(c)
         .set({ [key]: at })
-        .where(sql`${c.id} IN (SELECT o.id FROM json_each(${listed}) j JOIN ${c} o ON o.id = json_extract(j.value, '$[0]') WHERE ${dueAndUnmarked(column, sql`json_extract(j.value, '$[1]')`)})`)
+        .where(
+          sql`${c.id} IN (SELECT o.id FROM json_each(${listed}) j JOIN ${c} o ON o.id = json_extract(j.value, '$[0]') WHERE ${dueAndUnmarked(column, sql`json_extract(j.value, '$[1]')`)})`,
+        )
         .returning({ id: c.id }),
     );
   });
@@ -60,6 +80,10 @@ export async function sendObligationNotices(env: Env, db: Db, { max = 500, now =
   const results = await db.batch(statements as [Statement, ...Statement[]]);
   // The rows each update marked name the events staged just before it, in the same batch.
   const staged = marks.flatMap(({ index, events }) => (results[index] as { id: string }[]).map((r) => events.get(r.id)!));
-  await publishEvents(env, db, staged.map(({ id, organizationId }) => ({ id, organizationId })));
+  await publishEvents(
+    env,
+    db,
+    staged.map(({ id, organizationId }) => ({ id, organizationId })),
+  );
   return staged.length;
 }

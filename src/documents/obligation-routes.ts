@@ -14,7 +14,13 @@ const MAX_WITHIN_DAYS = 365;
 export const ObligationQuery = z.strictObject({
   withinDays: intParam(0, MAX_WITHIN_DAYS)
     .default(DEFAULT_WITHIN_DAYS)
-    .openapi({ type: "integer", minimum: 0, maximum: MAX_WITHIN_DAYS, example: DEFAULT_WITHIN_DAYS, description: `Days ahead of today (UTC), 0–${MAX_WITHIN_DAYS}, default ${DEFAULT_WITHIN_DAYS}; anything else is a 400` }),
+    .openapi({
+      type: "integer",
+      minimum: 0,
+      maximum: MAX_WITHIN_DAYS,
+      example: DEFAULT_WITHIN_DAYS,
+      description: `Days ahead of today (UTC), 0–${MAX_WITHIN_DAYS}, default ${DEFAULT_WITHIN_DAYS}; anything else is a 400`,
+    }),
 });
 
 export const Obligation = z
@@ -26,13 +32,19 @@ export const Obligation = z
       description: `From the lease (on/standard-lease): deposit_due (deposit.dueDate, with the deposit), expiry (term.end), renewal (${RENEWAL_NOTICE_DAYS} days before term.end: a tenant's notice ending a fixed term is due at least ${RENEWAL_NOTICE_DAYS} days before it ends, Ontario RTA 2006 s. 44). The commencement implies none: no type of the closed list fits it. From the agreement of purchase and sale: deposit_due (deposit.dueDate, with the deposit), condition_waiver (one per condition not waived, at its waiverDeadline), closing (completion.date); its signed amendments remove waived conditions' rows and move closing. From the listing and buyer representation agreements: expiry (period.expiry) and renewal (30 days before it). Free-form documents and amendments imply none.`,
     }),
     description: z.string().nullable(),
-    dueDate: z.iso.datetime().openapi({ example: "2027-01-01T00:00:00.000Z", description: "ISO 8601 timestamp: the start (UTC) of the day it falls due" }),
+    dueDate: z.iso
+      .datetime()
+      .openapi({ example: "2027-01-01T00:00:00.000Z", description: "ISO 8601 timestamp: the start (UTC) of the day it falls due" }),
     amountCents: z.int().nullable().openapi({ description: "The deposit of a deposit_due obligation; null when no amount applies" }),
-    urgency: z.enum(URGENCIES).openapi({ description: `As of the request, in UTC days: overdue before today, due_soon from today to ${DUE_SOON_DAYS} days ahead, pending after that` }),
+    urgency: z.enum(URGENCIES).openapi({
+      description: `As of the request, in UTC days: overdue before today, due_soon from today to ${DUE_SOON_DAYS} days ahead, pending after that`,
+    }),
   })
   .openapi("Obligation");
 
-export const ObligationList = z.object({ obligations: z.array(Obligation).openapi({ description: `Soonest first, at most ${MAX_LISTED_OBLIGATIONS}` }) }).openapi("ObligationList");
+export const ObligationList = z
+  .object({ obligations: z.array(Obligation).openapi({ description: `Soonest first, at most ${MAX_LISTED_OBLIGATIONS}` }) })
+  .openapi("ObligationList");
 
 const list = defineRoute(API, {
   operationId: "listDocumentObligations",

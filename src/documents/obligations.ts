@@ -31,12 +31,14 @@ const DAY_MS = 86_400_000;
 const isoDay = (ms: number) => new Date(ms).toISOString().slice(0, 10);
 const dayOf = (d: { year: number; month: number; day: number }) => Date.UTC(d.year, d.month - 1, d.day);
 /** Today in UTC, moved by `days`, as YYYY-MM-DD. */
-export const utcDay = (days = 0, now = new Date()) => isoDay(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate()) + days * DAY_MS);
+export const utcDay = (days = 0, now = new Date()) =>
+  isoDay(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate()) + days * DAY_MS);
 
 function leaseObligations(canonical: Record<string, unknown>): DerivedObligation[] {
   const { term, deposit } = (canonical as LeaseCanonical).lease;
   const out: DerivedObligation[] = [];
-  if (deposit?.dueDate) out.push({ type: "deposit_due", description: "Rent deposit due", dueDate: isoDay(dayOf(deposit.dueDate)), amountCents: deposit.cents });
+  if (deposit?.dueDate)
+    out.push({ type: "deposit_due", description: "Rent deposit due", dueDate: isoDay(dayOf(deposit.dueDate)), amountCents: deposit.cents });
   // The commencement (first month's rent) implies no obligation: the spec's type list is closed, and none of its
   // five fits a tenancy's start (closing completes a sale, and amounts are for deposit obligations).
   if (term.end) {
@@ -66,7 +68,12 @@ type DocumentSource = { id: string; organizationId: string; formKey: string; can
 
 const derive = (doc: DocumentSource) => (DERIVE[doc.formKey] ?? FORMS[doc.formKey]?.obligations)?.(doc.canonical) ?? [];
 
-export async function deriveObligations(doc: DocumentSource, at: string, sync: { eventId: string } | null = null, derived = derive(doc)): Promise<ObligationRow[]> {
+export async function deriveObligations(
+  doc: DocumentSource,
+  at: string,
+  sync: { eventId: string } | null = null,
+  derived = derive(doc),
+): Promise<ObligationRow[]> {
   return Promise.all(
     derived.map(async ({ key, ...d }) => ({
       ...d,
@@ -86,7 +93,8 @@ export async function deriveObligations(doc: DocumentSource, at: string, sync: {
 }
 
 /** The inserts of a new document's obligations, for its create batch. */
-export const obligationInserts = (db: Db, rows: ObligationRow[]): Statement[] => (rows.length ? [db.insert(documentObligations).values(rows)] : []);
+export const obligationInserts = (db: Db, rows: ObligationRow[]): Statement[] =>
+  rows.length ? [db.insert(documentObligations).values(rows)] : [];
 
 /**
  * The statements that bring a document's obligations in line with `rows`, once per event: a row last synced by this
@@ -98,7 +106,13 @@ function resyncStatements(db: Db, doc: { id: string; organizationId: string }, r
   // By id, not type: a waived condition's row goes while the other conditions' rows of the same type stay.
   const stale = db
     .delete(c)
-    .where(and(eq(c.organizationId, doc.organizationId), eq(c.documentId, doc.id), sql`${c.id} NOT IN (SELECT value FROM json_each(${JSON.stringify(rows.map((r) => r.id))}))`));
+    .where(
+      and(
+        eq(c.organizationId, doc.organizationId),
+        eq(c.documentId, doc.id),
+        sql`${c.id} NOT IN (SELECT value FROM json_each(${JSON.stringify(rows.map((r) => r.id))}))`,
+      ),
+    );
   if (rows.length === 0) return [stale];
   const upsert = db
     .insert(c)
@@ -128,8 +142,14 @@ const signedAmendments = (organizationId: string, agreementId: string) => sql`
   WHERE d.organization_id = ${organizationId} AND d.form_key = ${AMENDMENT_FORM} AND json_extract(d.canonical, '$.amendment.amends') = ${agreementId}`;
 
 /** What the signed amendments of a purchase agreement changed, folded oldest completion first; and how many there are. */
-export async function signedAmendmentChanges(db: Db, organizationId: string, agreementId: string): Promise<{ changes: PurchaseChanges; count: number }> {
-  const amendments = await db.all<{ canonical: string }>(sql`SELECT d.canonical ${signedAmendments(organizationId, agreementId)} ORDER BY e.completed_at, d.id`);
+export async function signedAmendmentChanges(
+  db: Db,
+  organizationId: string,
+  agreementId: string,
+): Promise<{ changes: PurchaseChanges; count: number }> {
+  const amendments = await db.all<{ canonical: string }>(
+    sql`SELECT d.canonical ${signedAmendments(organizationId, agreementId)} ORDER BY e.completed_at, d.id`,
+  );
   return { changes: foldAmendments(amendments.map((a) => JSON.parse(a.canonical) as AmendmentCanonical)), count: amendments.length };
 }
 
@@ -139,13 +159,20 @@ export async function signedAmendmentChanges(db: Db, organizationId: string, agr
  * applied, oldest completion first (the latest wins), in a batch guarded on that list: an amendment completed
  * meanwhile fails the batch, and the redelivery derives again with it.
  */
-async function resyncTarget(db: Db, doc: DocumentRow, at: string, eventId: string): Promise<{ target: DocumentRow; rows: ObligationRow[]; guards: Statement[] } | null> {
+async function resyncTarget(
+  db: Db,
+  doc: DocumentRow,
+  at: string,
+  eventId: string,
+): Promise<{ target: DocumentRow; rows: ObligationRow[]; guards: Statement[] } | null> {
   let target = doc;
   if (doc.formKey === AMENDMENT_FORM) {
     const amended = await db
       .select()
       .from(documents)
-      .where(and(eq(documents.organizationId, doc.organizationId), eq(documents.id, (doc.canonical as AmendmentCanonical).amendment.amends)))
+      .where(
+        and(eq(documents.organizationId, doc.organizationId), eq(documents.id, (doc.canonical as AmendmentCanonical).amendment.amends)),
+      )
       .get();
     if (!amended) return null;
     target = amended;
@@ -161,7 +188,15 @@ type DocumentRow = typeof documents.$inferSelect;
 /** Re-derives the obligations of the documents `events` name (DOCUMENT_SIGNED), one batch for them all. */
 export async function resyncObligations(db: Db, events: EventEnvelope[]): Promise<void> {
   const wanted = events.map((e) => ({ event: e, documentId: String((e.data as { documentId?: unknown }).documentId ?? "") }));
-  const found = await db.select().from(documents).where(inJsonList(documents.id, wanted.map((w) => w.documentId)));
+  const found = await db
+    .select()
+    .from(documents)
+    .where(
+      inJsonList(
+        documents.id,
+        wanted.map((w) => w.documentId),
+      ),
+    );
   const at = nowIso();
   const statements: Statement[] = [];
   for (const { event, documentId } of wanted) {
@@ -188,7 +223,15 @@ export async function listObligations(ctx: ServiceContext, withinDays: number) {
   const soon = utcDay(DUE_SOON_DAYS);
   const c = documentObligations;
   const rows = await ctx.db
-    .select({ id: c.id, documentId: c.documentId, dealId: c.dealId, type: c.type, description: c.description, dueDate: c.dueDate, amountCents: c.amountCents })
+    .select({
+      id: c.id,
+      documentId: c.documentId,
+      dealId: c.dealId,
+      type: c.type,
+      description: c.description,
+      dueDate: c.dueDate,
+      amountCents: c.amountCents,
+    })
     .from(c)
     .where(and(eq(c.organizationId, ctx.organizationId), lte(c.dueDate, utcDay(withinDays))))
     .orderBy(asc(c.dueDate), asc(c.id))
@@ -197,7 +240,11 @@ export async function listObligations(ctx: ServiceContext, withinDays: number) {
 }
 
 /** An obligation as GET /api/documents/obligations shows it, its urgency as of `today` (and `soon`, a week on). */
-export const toObligation = (r: Pick<ObligationRow, "id" | "documentId" | "dealId" | "type" | "description" | "dueDate" | "amountCents">, today: string, soon: string) => ({
+export const toObligation = (
+  r: Pick<ObligationRow, "id" | "documentId" | "dealId" | "type" | "description" | "dueDate" | "amountCents">,
+  today: string,
+  soon: string,
+) => ({
   id: r.id,
   documentId: r.documentId,
   dealId: r.dealId,
@@ -227,7 +274,14 @@ export async function noteOverdueObligations(db: Db, { max = 500, now = new Date
   if (due.length === 0) return 0;
   const at = nowIso(now);
   const list = JSON.stringify(
-    await Promise.all(due.map(async (o) => ({ obligationId: o.id, dueDate: o.dueDate, activityId: await derivedId(o.id, o.dueDate, "overdue"), description: `Obligation overdue: ${o.description ?? o.type} (due ${o.dueDate})` }))),
+    await Promise.all(
+      due.map(async (o) => ({
+        obligationId: o.id,
+        dueDate: o.dueDate,
+        activityId: await derivedId(o.id, o.dueDate, "overdue"),
+        description: `Obligation overdue: ${o.description ?? o.type} (due ${o.dueDate})`,
+      })),
+    ),
   );
   // The obligations of `list` still unnoted at their listed due date (WHERE, not ON: SQLite needs a WHERE before
   // the ON CONFLICT of an INSERT … SELECT), with their deal where it still exists in their organization.
@@ -248,11 +302,7 @@ export async function noteOverdueObligations(db: Db, { max = 500, now = new Date
       .set({ lastActivityAt: sql`max(${deals.lastActivityAt}, ${at})`, version: sql`${deals.version} + 1` })
       .where(sql`${deals.id} IN (SELECT d.id ${withDeal})`),
     // Noted also when the deal has gone meanwhile: there is nothing to note it on, and it leaves the pass's scan.
-    db
-      .update(c)
-      .set({ overdueNotedAt: at })
-      .where(sql`${c.id} IN (SELECT o.id FROM ${listed} WHERE ${unnoted})`)
-      .returning({ id: c.id }),
+    db.update(c).set({ overdueNotedAt: at }).where(sql`${c.id} IN (SELECT o.id FROM ${listed} WHERE ${unnoted})`).returning({ id: c.id }),
   ]);
   return noted.length;
 }

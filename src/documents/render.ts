@@ -31,15 +31,27 @@ function leaseText(canonical: LeaseCanonical): DocumentText {
     sections: [
       {
         heading: "Parties",
-        lines: [...lease.landlords.map((p) => `Landlord: ${p.name} (${p.email})`), ...lease.tenants.map((p) => `Tenant: ${p.name} (${p.email})`)],
+        lines: [
+          ...lease.landlords.map((p) => `Landlord: ${p.name} (${p.email})`),
+          ...lease.tenants.map((p) => `Tenant: ${p.name} (${p.email})`),
+        ],
       },
       { heading: "Rental unit", lines: [`${a.street}, ${a.city}, ${a.province}`] },
       {
         heading: "Term",
-        lines: term.end ? [`Commences: ${begins}`, `Ends: ${longDate(term.end)}`] : [`Commences: ${begins}`, "Month to month, with no end date"],
+        lines: term.end
+          ? [`Commences: ${begins}`, `Ends: ${longDate(term.end)}`]
+          : [`Commences: ${begins}`, "Month to month, with no end date"],
       },
       { heading: "Rent", lines: [`${rent} a month, payable monthly`] },
-      ...(deposit ? [{ heading: "Deposit", lines: [`Amount: ${dollars(deposit.cents)}`, ...(deposit.dueDate ? [`Due: ${longDate(deposit.dueDate)}`] : [])] }] : []),
+      ...(deposit
+        ? [
+            {
+              heading: "Deposit",
+              lines: [`Amount: ${dollars(deposit.cents)}`, ...(deposit.dueDate ? [`Due: ${longDate(deposit.dueDate)}`] : [])],
+            },
+          ]
+        : []),
       {
         heading: "Clauses",
         lines: [

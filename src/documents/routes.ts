@@ -73,7 +73,9 @@ const send = defineRoute(API, {
   responses: {
     201: apiJson("The envelope and the links created now", SignatureCreated),
     ...NOT_FOUND,
-    409: apiError("cannot_send_for_signature: the document is not GENERATED (an envelope is open, or it is signed), is not a typed standard-form document, or has no signing parties"),
+    409: apiError(
+      "cannot_send_for_signature: the document is not GENERATED (an envelope is open, or it is signed), is not a typed standard-form document, or has no signing parties",
+    ),
   },
 });
 

@@ -11,19 +11,30 @@ export const SearchQuery = z.strictObject({
     .string()
     .max(MAX_QUERY_CHARS)
     // As for every text this API takes: no NUL or other control characters, no lone surrogates.
-    .refine((v) => !/[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/.test(v) && v.isWellFormed(), { message: "Must be text without control characters", params: { code: "invalid_character" } })
+    .refine((v) => !/[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/.test(v) && v.isWellFormed(), {
+      message: "Must be text without control characters",
+      params: { code: "invalid_character" },
+    })
     .optional()
-    .openapi({ example: "lease on Queen St W", description: `Natural-language query, at most ${MAX_QUERY_CHARS} characters (more is a 400). Empty or missing: no hits, and the AI gateway is not called.` }),
+    .openapi({
+      example: "lease on Queen St W",
+      description: `Natural-language query, at most ${MAX_QUERY_CHARS} characters (more is a 400). Empty or missing: no hits, and the AI gateway is not called.`,
+    }),
 });
 
 export const SearchHit = z
   .object({
     documentId: z.string(),
-    score: z.number().min(0).max(1).openapi({ description: "Cosine similarity of the query and the document's best-matching chunk, clamped to 0–1; higher is more similar; documents sharing nothing with the query (0) are left out" }),
+    score: z.number().min(0).max(1).openapi({
+      description:
+        "Cosine similarity of the query and the document's best-matching chunk, clamped to 0–1; higher is more similar; documents sharing nothing with the query (0) are left out",
+    }),
   })
   .openapi("SearchHit");
 
-export const SearchResult = z.object({ hits: z.array(SearchHit).openapi({ description: `Best first, one per document, at most ${MAX_HITS}` }) }).openapi("SearchResult");
+export const SearchResult = z
+  .object({ hits: z.array(SearchHit).openapi({ description: `Best first, one per document, at most ${MAX_HITS}` }) })
+  .openapi("SearchResult");
 
 const search = defineRoute(API, {
   operationId: "searchDocuments",

@@ -29,14 +29,27 @@ export { documentsNaming, eraseDocumentsNaming } from "./erasure";
 
 type Row = typeof documents.$inferSelect;
 
-export const toDocument = (r: Row): Document => ({ id: r.id, status: r.status, formKey: r.formKey, canonical: r.canonical, sha256: r.sha256, dealId: r.dealId, createdAt: r.createdAt, updatedAt: r.updatedAt });
+export const toDocument = (r: Row): Document => ({
+  id: r.id,
+  status: r.status,
+  formKey: r.formKey,
+  canonical: r.canonical,
+  sha256: r.sha256,
+  dealId: r.dealId,
+  createdAt: r.createdAt,
+  updatedAt: r.updatedAt,
+});
 
 /** The metering period of an instant: its calendar month in UTC. */
 export const periodOf = (at: Date) => at.toISOString().slice(0, 7);
 const periodLabel = (at: Date) => new Intl.DateTimeFormat("en-US", { month: "long", year: "numeric", timeZone: "UTC" }).format(at);
 
 export async function findDocument(ctx: ServiceContext, id: string): Promise<Row> {
-  const row = await ctx.db.select().from(documents).where(and(eq(documents.organizationId, ctx.organizationId), eq(documents.id, id))).get();
+  const row = await ctx.db
+    .select()
+    .from(documents)
+    .where(and(eq(documents.organizationId, ctx.organizationId), eq(documents.id, id)))
+    .get();
   if (!row) throw new NotFound("Document");
   return row;
 }
@@ -45,7 +58,11 @@ export async function findDocument(ctx: ServiceContext, id: string): Promise<Row
 async function linkedDeal(ctx: ServiceContext, dealId: string | null | undefined): Promise<Statement[]> {
   if (dealId === undefined || dealId === null) return [];
   await findDeal(ctx, dealId).catch((err: unknown) => {
-    throw err instanceof NotFound ? new Validation([{ field: "dealId", path: ["dealId"], code: "invalid_reference", message: "No deal with this id in your organization" }]) : err;
+    throw err instanceof NotFound
+      ? new Validation([
+          { field: "dealId", path: ["dealId"], code: "invalid_reference", message: "No deal with this id in your organization" },
+        ])
+      : err;
   });
   // Still there when the batch runs (a delete in between aborts it, and the retry answers 400).
   return [expectRow(ctx.db, deals, and(eq(deals.organizationId, ctx.organizationId), eq(deals.id, dealId)))];
@@ -61,7 +78,8 @@ async function everyIssue<T extends unknown[]>(checks: { [K in keyof T]: Promise
   return settled.map((r) => (r as PromiseFulfilledResult<unknown>).value) as T;
 }
 
-const amendsIssue = (message: string) => new Validation([{ field: "amendment.amends", path: ["canonical", "amendment", "amends"], code: "invalid_reference", message }]);
+const amendsIssue = (message: string) =>
+  new Validation([{ field: "amendment.amends", path: ["canonical", "amendment", "amends"], code: "invalid_reference", message }]);
 
 /**
  * An amendment (issue 31) names a purchase agreement of the caller's organization whose envelope has completed (an
@@ -75,14 +93,31 @@ async function amendedAgreement(ctx: ServiceContext, canonical: Record<string, u
     if (err instanceof NotFound) throw amendsIssue("No agreement of purchase and sale with this id in your organization");
     throw err;
   });
-  if (agreement.formKey !== PURCHASE_FORM) throw amendsIssue(`Only an agreement of purchase and sale can be amended; this document is ${agreement.formKey}`);
-  if (agreement.status !== "SIGNED") throw amendsIssue("The agreement has not been signed by every party yet: an offer not yet accepted is edited and sent again, not amended");
+  if (agreement.formKey !== PURCHASE_FORM)
+    throw amendsIssue(`Only an agreement of purchase and sale can be amended; this document is ${agreement.formKey}`);
+  if (agreement.status !== "SIGNED")
+    throw amendsIssue(
+      "The agreement has not been signed by every party yet: an offer not yet accepted is edited and sent again, not amended",
+    );
   const conditions = (agreement.canonical as PurchaseCanonical).purchase.conditions.length;
   const beyond = waives.map((n, i) => ({ n, i })).filter(({ n }) => n >= conditions);
   if (beyond.length > 0)
-    throw new Validation(beyond.map(({ n, i }) => ({ field: `amendment.waives.${i}`, path: ["canonical", "amendment", "waives", i], code: "invalid_reference", message: `The agreement has ${conditions} condition(s); there is no condition ${n}` })));
+    throw new Validation(
+      beyond.map(({ n, i }) => ({
+        field: `amendment.waives.${i}`,
+        path: ["canonical", "amendment", "waives", i],
+        code: "invalid_reference",
+        message: `The agreement has ${conditions} condition(s); there is no condition ${n}`,
+      })),
+    );
   await amendedTermsHold(ctx, agreement, (canonical as AmendmentCanonical).amendment);
-  return [expectRow(ctx.db, documents, and(eq(documents.organizationId, ctx.organizationId), eq(documents.id, amends), eq(documents.status, "SIGNED")))];
+  return [
+    expectRow(
+      ctx.db,
+      documents,
+      and(eq(documents.organizationId, ctx.organizationId), eq(documents.id, amends), eq(documents.status, "SIGNED")),
+    ),
+  ];
 }
 
 /**
@@ -94,18 +129,40 @@ async function amendedTermsHold(ctx: ServiceContext, agreement: Row, a: Amendmen
   if (!a.price && !a.completion) return;
   const signed = (agreement.canonical as PurchaseCanonical).purchase;
   const { changes } = await signedAmendmentChanges(ctx.db, ctx.organizationId, agreement.id);
-  const amended = { ...signed, price: a.price ?? { cents: changes.priceCents ?? signed.price.cents }, completion: a.completion ?? { date: changes.completion ?? signed.completion.date } };
+  const amended = {
+    ...signed,
+    price: a.price ?? { cents: changes.priceCents ?? signed.price.cents },
+    completion: a.completion ?? { date: changes.completion ?? signed.completion.date },
+  };
   const waived = new Set([...changes.waived, ...a.waives]);
   const issues = purchaseRuleIssues(amended, waived).flatMap(({ path }): FieldIssue[] => {
     const [field, index] = path;
     if (field === "deposit" && path[1] === "cents")
-      return a.price ? [{ field: "amendment.price.cents", path: ["canonical", "amendment", "price", "cents"], code: "invalid_range", message: `The new price cannot be below the agreement's deposit of ${dollars(signed.deposit.cents)}` }] : [];
+      return a.price
+        ? [
+            {
+              field: "amendment.price.cents",
+              path: ["canonical", "amendment", "price", "cents"],
+              code: "invalid_range",
+              message: `The new price cannot be below the agreement's deposit of ${dollars(signed.deposit.cents)}`,
+            },
+          ]
+        : [];
     if (!a.completion) return [];
-    const before = (what: string) => ({ field: "amendment.completion.date", path: ["canonical", "amendment", "completion", "date"], code: "invalid_range", message: `The new completion date cannot come before ${what}` });
+    const before = (what: string) => ({
+      field: "amendment.completion.date",
+      path: ["canonical", "amendment", "completion", "date"],
+      code: "invalid_range",
+      message: `The new completion date cannot come before ${what}`,
+    });
     if (field === "deposit") return [before(`the deposit falls due (${longDate(signed.deposit.dueDate)})`)];
     if (field === "completion") return [before(`the offer's irrevocable date (${longDate(signed.irrevocableUntil)})`)];
     const condition = signed.conditions[index as number]!;
-    return [before(`the waiver deadline of condition ${(index as number) + 1} (${condition.type}, ${longDate(condition.waiverDeadline)}) unless this amendment waives it`)];
+    return [
+      before(
+        `the waiver deadline of condition ${(index as number) + 1} (${condition.type}, ${longDate(condition.waiverDeadline)}) unless this amendment waives it`,
+      ),
+    ];
   });
   if (issues.length > 0) throw new Validation(issues);
 }
@@ -128,14 +185,24 @@ type Amendable = Pick<Row, "id" | "formKey" | "canonical">;
 async function amendedDocument(db: Db, organizationId: string, doc: Amendable): Promise<Row | null> {
   if (!FORMS[doc.formKey]?.amendsPurchase) return null;
   const id = (doc.canonical as AmendmentCanonical).amendment.amends;
-  return (await db.select().from(documents).where(and(eq(documents.organizationId, organizationId), eq(documents.id, id))).get()) ?? null;
+  return (
+    (await db
+      .select()
+      .from(documents)
+      .where(and(eq(documents.organizationId, organizationId), eq(documents.id, id)))
+      .get()) ?? null
+  );
 }
 
 /**
  * A document as documents/render.ts renders it: an amendment's wording names the agreement it amends (its property,
  * parties and conditions), so it comes with that agreement's canonical.
  */
-export const renderable = async <T extends Amendable>(db: Db, organizationId: string, doc: T): Promise<T & { amended: Record<string, unknown> | null }> => ({
+export const renderable = async <T extends Amendable>(
+  db: Db,
+  organizationId: string,
+  doc: T,
+): Promise<T & { amended: Record<string, unknown> | null }> => ({
   ...doc,
   amended: (await amendedDocument(db, organizationId, doc))?.canonical ?? null,
 });
@@ -150,7 +217,10 @@ export async function createDocument(ctx: ServiceContext, input: DocumentCreate)
   const canonical = input.canonical as Record<string, unknown>;
   const sha256 = await sha256Hex(canonicalJson(canonical));
   return withRetries(async () => {
-    const [dealGuard, amendsGuard] = await everyIssue<[Statement[], Statement[]]>([linkedDeal(ctx, input.dealId), amendedAgreement(ctx, canonical)]);
+    const [dealGuard, amendsGuard] = await everyIssue<[Statement[], Statement[]]>([
+      linkedDeal(ctx, input.dealId),
+      amendedAgreement(ctx, canonical),
+    ]);
     const now = new Date();
     const at = nowIso(now);
     const period = periodOf(now);
@@ -179,7 +249,10 @@ export async function createDocument(ctx: ServiceContext, input: DocumentCreate)
         ctx.db
           .insert(documentUsage)
           .values({ organizationId: org, period, used: 1 })
-          .onConflictDoUpdate({ target: [documentUsage.organizationId, documentUsage.period], set: { used: sql`${documentUsage.used} + 1` } }),
+          .onConflictDoUpdate({
+            target: [documentUsage.organizationId, documentUsage.period],
+            set: { used: sql`${documentUsage.used} + 1` },
+          }),
         ...(included === undefined
           ? []
           : [
@@ -190,7 +263,10 @@ export async function createDocument(ctx: ServiceContext, input: DocumentCreate)
                 ),
             ]),
       ],
-      [newEvent(ctx, "DOCUMENT_GENERATED", { documentId: row.id, formKey: row.formKey, sha256: row.sha256 }), resourceEvent(ctx, "document.created", toDocument(row))],
+      [
+        newEvent(ctx, "DOCUMENT_GENERATED", { documentId: row.id, formKey: row.formKey, sha256: row.sha256 }),
+        resourceEvent(ctx, "document.created", toDocument(row)),
+      ],
     );
     return toDocument(row);
   });

@@ -40,12 +40,15 @@ export const D1_MAX_SCANNED = 50_000;
 
 export const vectorId = (documentId: string, chunk: number) => `${documentId}#${chunk}`;
 const documentOf = (id: string) => id.slice(0, id.lastIndexOf("#"));
-const chunkIds = (documentId: string, from: number) => Array.from({ length: Math.max(0, MAX_CHUNKS - from) }, (_, i) => vectorId(documentId, from + i));
+const chunkIds = (documentId: string, from: number) =>
+  Array.from({ length: Math.max(0, MAX_CHUNKS - from) }, (_, i) => vectorId(documentId, from + i));
 
 /** The deployment's index: Vectorize when bound outside development and tests (its local binding only throws), else D1. */
 export function documentVectorIndex(env: Env, db: Db): DocumentVectorIndex {
   const { ENVIRONMENT } = readConfig(env);
-  return env.DOCUMENT_VECTORS && (ENVIRONMENT === "production" || ENVIRONMENT === "staging") ? vectorizeIndex(env.DOCUMENT_VECTORS) : d1VectorIndex(db);
+  return env.DOCUMENT_VECTORS && (ENVIRONMENT === "production" || ENVIRONMENT === "staging")
+    ? vectorizeIndex(env.DOCUMENT_VECTORS)
+    : d1VectorIndex(db);
 }
 
 /** Vectorize (cosine metric): the organization id is the namespace, so a query cannot reach another organization. */
@@ -54,7 +57,14 @@ export function vectorizeIndex(index: VectorizeIndex): DocumentVectorIndex {
     kind: "vectorize",
     async putDocument(organizationId, documentId, vectors) {
       if (vectors.length) {
-        await index.upsert(vectors.map((v) => ({ id: vectorId(v.documentId, v.chunk), values: v.values, namespace: organizationId, metadata: { documentId: v.documentId, chunk: v.chunk } })));
+        await index.upsert(
+          vectors.map((v) => ({
+            id: vectorId(v.documentId, v.chunk),
+            values: v.values,
+            namespace: organizationId,
+            metadata: { documentId: v.documentId, chunk: v.chunk },
+          })),
+        );
       }
       const stale = chunkIds(documentId, vectors.length);
       if (stale.length) await index.deleteByIds(stale);
@@ -65,7 +75,12 @@ export function vectorizeIndex(index: VectorizeIndex): DocumentVectorIndex {
       for (let i = 0; i < ids.length; i += 1000) await index.deleteByIds(ids.slice(i, i + 1000));
     },
     async query(organizationId, vector, topK) {
-      const res = await index.query(vector, { topK: Math.min(topK, VECTORIZE_MAX_TOP_K), namespace: organizationId, returnMetadata: "none", returnValues: false });
+      const res = await index.query(vector, {
+        topK: Math.min(topK, VECTORIZE_MAX_TOP_K),
+        namespace: organizationId,
+        returnMetadata: "none",
+        returnValues: false,
+      });
       return res.matches.map((m) => ({ documentId: documentOf(m.id), score: m.score }));
     },
   };
@@ -102,10 +117,19 @@ export function d1VectorIndex(db: Db): DocumentVectorIndex {
       const upserts = vectors.map((v) =>
         db
           .insert(t)
-          .values({ organizationId, id: vectorId(documentId, v.chunk), documentId, chunk: v.chunk, vector: normalized(v.values), indexedAt: at })
+          .values({
+            organizationId,
+            id: vectorId(documentId, v.chunk),
+            documentId,
+            chunk: v.chunk,
+            vector: normalized(v.values),
+            indexedAt: at,
+          })
           .onConflictDoUpdate({ target: [t.organizationId, t.id], set: { vector: normalized(v.values), indexedAt: at } }),
       );
-      const stale = db.delete(t).where(and(eq(t.organizationId, organizationId), eq(t.documentId, documentId), gte(t.chunk, vectors.length)));
+      const stale = db
+        .delete(t)
+        .where(and(eq(t.organizationId, organizationId), eq(t.documentId, documentId), gte(t.chunk, vectors.length)));
       await db.batch([stale, ...upserts]);
     },
     async removeDocuments(organizationId, documentIds) {

@@ -23,7 +23,12 @@ export interface CommitOptions {
  * Writes `statements` and the outbox rows of `events` in one atomic batch, then publishes the events. Throws
  * `StaleWrite` when a guard failed (nothing was written).
  */
-export async function commit(ctx: ServiceContext, statements: Statement[], events: EventEnvelope[] = [], options: CommitOptions = {}): Promise<unknown[]> {
+export async function commit(
+  ctx: ServiceContext,
+  statements: Statement[],
+  events: EventEnvelope[] = [],
+  options: CommitOptions = {},
+): Promise<unknown[]> {
   const kept = options.answer === undefined ? undefined : ctx.keepAnswer?.(options.answer);
   const all = [...statements, ...stageEvents(ctx.db, events), ...(kept ? [kept.statement] : [])];
   if (all.length === 0) return [];

@@ -76,13 +76,21 @@ export async function dispatchEvents(consumers: EventConsumer[], events: EventEn
   for (const consumer of consumers) {
     const mine = events.filter((e) => consumer.accepts(e.type));
     if (mine.length === 0) continue;
-    const { claimed, busy } = await claim(db, consumer.name, mine.map((e) => e.id));
+    const { claimed, busy } = await claim(
+      db,
+      consumer.name,
+      mine.map((e) => e.id),
+    );
     for (const id of busy) retry.add(id);
     const todo = mine.filter((e) => claimed.has(e.id));
     if (todo.length === 0) continue;
     try {
       await consumer.handle(todo, { env, db });
-      await markDone(db, consumer.name, todo.map((e) => e.id)).run();
+      await markDone(
+        db,
+        consumer.name,
+        todo.map((e) => e.id),
+      ).run();
       continue;
     } catch (err) {
       if (todo.length === 1) {
@@ -106,7 +114,16 @@ export async function dispatchEvents(consumers: EventConsumer[], events: EventEn
 }
 
 async function fail(db: Db, consumer: EventConsumer, event: EventEnvelope, err: unknown): Promise<void> {
-  console.error(JSON.stringify({ level: "error", msg: "event consumer failed", consumer: consumer.name, eventId: event.id, type: event.type, error: loggableError(err) }));
+  console.error(
+    JSON.stringify({
+      level: "error",
+      msg: "event consumer failed",
+      consumer: consumer.name,
+      eventId: event.id,
+      type: event.type,
+      error: loggableError(err),
+    }),
+  );
   await releaseClaims(db, consumer.name, [event.id]).run();
 }
 
@@ -123,7 +140,12 @@ const stringOf = (v: unknown): string | null => (typeof v === "string" && v.leng
 function addressOf(message: Message<unknown>): Addressed {
   const body = message.body as { id?: unknown; organizationId?: unknown } | null;
   const legacy = EventEnvelopeSchema.safeParse(message.body);
-  return { message, id: stringOf(body?.id), organizationId: stringOf(body?.organizationId), envelope: legacy.success ? legacy.data : undefined };
+  return {
+    message,
+    id: stringOf(body?.id),
+    organizationId: stringOf(body?.organizationId),
+    envelope: legacy.success ? legacy.data : undefined,
+  };
 }
 
 /**
@@ -132,7 +154,12 @@ function addressOf(message: Message<unknown>): Addressed {
  */
 async function findOrganizations(env: Env, items: Addressed[]): Promise<void> {
   const lost = items.filter((a) => a.organizationId === null && a.id !== null);
-  const orgOf = await organizationsOfIds(env, outboxEvents, outboxEvents, lost.map((a) => a.id!));
+  const orgOf = await organizationsOfIds(
+    env,
+    outboxEvents,
+    outboxEvents,
+    lost.map((a) => a.id!),
+  );
   for (const a of lost) a.organizationId = orgOf.get(a.id!) ?? null;
 }
 
@@ -146,7 +173,14 @@ async function loadEvents(db: Db, ids: string[]): Promise<Map<string, EventEnvel
     .update(outboxEvents)
     .set({ sentAt: sql`COALESCE(${outboxEvents.sentAt}, ${nowIso()})`, nextAttemptAt: null })
     .where(inJsonList(outboxEvents.id, ids))
-    .returning({ id: outboxEvents.id, type: outboxEvents.type, organizationId: outboxEvents.organizationId, actor: outboxEvents.actor, occurredAt: outboxEvents.occurredAt, data: outboxEvents.data });
+    .returning({
+      id: outboxEvents.id,
+      type: outboxEvents.type,
+      organizationId: outboxEvents.organizationId,
+      actor: outboxEvents.actor,
+      occurredAt: outboxEvents.occurredAt,
+      data: outboxEvents.data,
+    });
   return new Map(rows.map((r) => [r.id, r]));
 }
 
@@ -158,7 +192,14 @@ async function handleOnShard(consumers: EventConsumer[], items: Addressed[], env
   } catch (err) {
     // The shard refused (an organization of the batch is being fenced for its move) or is down: every message waits.
     const moving = OrganizationMoving.raisedBy(err);
-    console.error(JSON.stringify({ level: moving ? "warn" : "error", msg: "events not read from their shard; retried", eventIds: items.map((a) => a.id), error: loggableError(err) }));
+    console.error(
+      JSON.stringify({
+        level: moving ? "warn" : "error",
+        msg: "events not read from their shard; retried",
+        eventIds: items.map((a) => a.id),
+        error: loggableError(err),
+      }),
+    );
     for (const { message } of items) message.retry({ delaySeconds: moving ? MOVING_RETRY_SECONDS : retryDelaySeconds(message.attempts) });
     return;
   }
@@ -170,14 +211,18 @@ async function handleOnShard(consumers: EventConsumer[], items: Addressed[], env
   try {
     retry = await dispatchEvents(consumers, [...events.values()], env, db);
   } catch (err) {
-    console.error(JSON.stringify({ level: "error", msg: "event dispatch failed", eventIds: [...events.keys()], error: loggableError(err) }));
+    console.error(
+      JSON.stringify({ level: "error", msg: "event dispatch failed", eventIds: [...events.keys()], error: loggableError(err) }),
+    );
     retry = new Set(events.keys());
   }
   for (const [i, { message, id }] of items.entries()) {
     const event = eventOf[i];
     if (!event) {
       // Retrying cannot help a message that names no stored event; log it and let it go.
-      console.error(JSON.stringify({ level: "error", msg: "event message names no stored event; dropped", messageId: message.id, eventId: id }));
+      console.error(
+        JSON.stringify({ level: "error", msg: "event message names no stored event; dropped", messageId: message.id, eventId: id }),
+      );
       message.ack();
     } else if (retry.has(event.id)) message.retry({ delaySeconds: retryDelaySeconds(message.attempts) });
     else message.ack();

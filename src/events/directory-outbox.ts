@@ -55,7 +55,9 @@ function stage(directory: Db, { event, when }: DirectoryEvent): Statement {
   const actor = JSON.stringify({ type: event.actor.type, userId: event.actor.userId ?? null });
   return directory
     .insert(directoryOutbox)
-    .select(sql`SELECT ${event.id}, ${event.organizationId}, ${event.type}, ${actor}, ${event.occurredAt}, ${JSON.stringify(event.data)}, ${due} WHERE ${when ?? sql`1`}`)
+    .select(
+      sql`SELECT ${event.id}, ${event.organizationId}, ${event.type}, ${actor}, ${event.occurredAt}, ${JSON.stringify(event.data)}, ${due} WHERE ${when ?? sql`1`}`,
+    )
     .returning({ id: directoryOutbox.id });
 }
 
@@ -65,7 +67,10 @@ function stage(directory: Db, { event, when }: DirectoryEvent): Statement {
  * ids it wrote) and the events written. A failure after the batch is logged, never thrown: the change is made, and
  * the cron finishes its events.
  */
-export async function commitInDirectory(work: DirectoryWork, items: DirectoryItem[]): Promise<{ results: unknown[]; events: EventEnvelope[] }> {
+export async function commitInDirectory(
+  work: DirectoryWork,
+  items: DirectoryItem[],
+): Promise<{ results: unknown[]; events: EventEnvelope[] }> {
   const statements = items.map((item) => (isEvent(item) ? stage(work.directory, item) : item));
   const results = await work.directory.batch(statements as [Statement, ...Statement[]]);
   const events = items.flatMap((item, i) => (isEvent(item) && (results[i] as unknown[]).length > 0 ? [item.event] : []));
@@ -85,18 +90,34 @@ async function relay(work: DirectoryWork, events: EventEnvelope[]): Promise<numb
       try {
         const db = work.shard?.organizationId === organizationId ? work.shard.db : await shardOf(work, organizationId);
         if (!db) return 0;
-        const written = (await db.batch(stageEvents(db, mine, { ifAbsent: true }) as [Statement, ...Statement[]])).flat() as { id: string }[];
+        const written = (await db.batch(stageEvents(db, mine, { ifAbsent: true }) as [Statement, ...Statement[]])).flat() as {
+          id: string;
+        }[];
         const ids = mine.map((e) => e.id);
         // After the answer, one after the other: a failed publish is the shard outbox's to retry, a failed delete
         // the cron's (its second write into the shard is ignored).
         const cleanup = async () => {
-          await publishEvents(work.env, db, written.map(({ id }) => ({ id, organizationId }))).catch(warn("its publish failed; the shard's outbox sends it"));
-          await work.directory.delete(directoryOutbox).where(inJsonList(directoryOutbox.id, ids)).catch(warn("its cleanup in the directory failed; the cron finishes it"));
+          await publishEvents(
+            work.env,
+            db,
+            written.map(({ id }) => ({ id, organizationId })),
+          ).catch(warn("its publish failed; the shard's outbox sends it"));
+          await work.directory
+            .delete(directoryOutbox)
+            .where(inJsonList(directoryOutbox.id, ids))
+            .catch(warn("its cleanup in the directory failed; the cron finishes it"));
         };
         work.defer(cleanup());
         return mine.length;
       } catch (err) {
-        console.warn(JSON.stringify({ level: "warn", msg: "directory event not yet written to its shard; the cron writes it", organizationId, error: loggableError(err) }));
+        console.warn(
+          JSON.stringify({
+            level: "warn",
+            msg: "directory event not yet written to its shard; the cron writes it",
+            organizationId,
+            error: loggableError(err),
+          }),
+        );
         return 0;
       }
     }),
@@ -104,7 +125,8 @@ async function relay(work: DirectoryWork, events: EventEnvelope[]): Promise<numb
   return done.reduce((a, b) => a + b, 0);
 }
 
-const warn = (what: string) => (err: unknown) => console.warn(JSON.stringify({ level: "warn", msg: `directory event relayed; ${what}`, error: loggableError(err) }));
+const warn = (what: string) => (err: unknown) =>
+  console.warn(JSON.stringify({ level: "warn", msg: `directory event relayed; ${what}`, error: loggableError(err) }));
 
 /** The shard of an organization, or null (unknown: its events are dropped; moving: the cron writes them afterwards). */
 async function shardOf(work: DirectoryWork, organizationId: string): Promise<Db | null> {
@@ -119,7 +141,12 @@ async function shardOf(work: DirectoryWork, organizationId: string): Promise<Db 
 
 /** Cron: the directory events whose relay did not finish (a failed shard write, a dead isolate), written again. */
 export async function relayDueDirectoryEvents(work: Omit<DirectoryWork, "shard">, { max = 200 } = {}): Promise<number> {
-  const due = await work.directory.select().from(directoryOutbox).where(lte(directoryOutbox.dueAt, nowIso())).orderBy(asc(directoryOutbox.dueAt)).limit(max);
+  const due = await work.directory
+    .select()
+    .from(directoryOutbox)
+    .where(lte(directoryOutbox.dueAt, nowIso()))
+    .orderBy(asc(directoryOutbox.dueAt))
+    .limit(max);
   const events: EventEnvelope[] = due.map(({ dueAt: _, ...event }) => event);
   return relay(work, events);
 }

@@ -21,7 +21,11 @@ export interface EventMessage {
 }
 
 /** A new event of the acting context; write it with `stageEvents` (or `commit`) in the batch of the change it records. */
-export function newEvent(ctx: Pick<ServiceContext, "organizationId" | "actor">, type: string, data: Record<string, unknown>): EventEnvelope {
+export function newEvent(
+  ctx: Pick<ServiceContext, "organizationId" | "actor">,
+  type: string,
+  data: Record<string, unknown>,
+): EventEnvelope {
   return {
     id: newId(),
     type,
@@ -45,9 +49,17 @@ const STAGE_CHUNK_BYTES = 512 * 1024;
  * `ifAbsent`: an event whose id is already there is left as it is, and each statement answers the ids it did write
  * (events written again from another database: events/directory-outbox.ts).
  */
-export function stageEvents(db: Db, events: EventEnvelope[], { onlyIf, ifAbsent = false }: { onlyIf?: (event: SQL) => SQL; ifAbsent?: boolean } = {}): Statement[] {
+export function stageEvents(
+  db: Db,
+  events: EventEnvelope[],
+  { onlyIf, ifAbsent = false }: { onlyIf?: (event: SQL) => SQL; ifAbsent?: boolean } = {},
+): Statement[] {
   const rows = events.map((event) =>
-    JSON.stringify({ ...event, actor: { type: event.actor.type, userId: event.actor.userId ?? null }, due: nowIso(addSeconds(new Date(event.occurredAt), RESEND_GRACE_SECONDS)) }),
+    JSON.stringify({
+      ...event,
+      actor: { type: event.actor.type, userId: event.actor.userId ?? null },
+      due: nowIso(addSeconds(new Date(event.occurredAt), RESEND_GRACE_SECONDS)),
+    }),
   );
   return chunkBySize(rows, STAGE_CHUNK_BYTES).map((chunk) => {
     // Columns in table order: id, organization_id, type, actor, occurred_at, data, sent_at, send_attempts,
@@ -70,7 +82,9 @@ const MAX_BATCH_MESSAGES = 100;
 export const MAX_SEND_ATTEMPTS = 10;
 
 const sendIds = (env: Env, events: EventMessage[]) =>
-  env.EVENTS.sendBatch(events.map(({ id, organizationId }) => ({ body: { id, organizationId } satisfies EventMessage, contentType: "json" as const })));
+  env.EVENTS.sendBatch(
+    events.map(({ id, organizationId }) => ({ body: { id, organizationId } satisfies EventMessage, contentType: "json" as const })),
+  );
 
 /**
  * A failed send of `ids`: each row is pushed back (1 minute, doubling, at most an hour) or, at the last attempt,
@@ -87,7 +101,14 @@ async function recordFailedSends(db: Db, ids: string[], error: string): Promise<
     WHERE ${inJsonList(sql`id`, ids)} AND sent_at IS NULL
     RETURNING id, organization_id, type, send_attempts, dead_at`);
   for (const r of rows) {
-    const line = { msg: r.dead_at ? "event dead-lettered: no more re-sends" : "event send failed; cron will re-send", eventId: r.id, organizationId: r.organization_id, type: r.type, attempts: r.send_attempts, error };
+    const line = {
+      msg: r.dead_at ? "event dead-lettered: no more re-sends" : "event send failed; cron will re-send",
+      eventId: r.id,
+      organizationId: r.organization_id,
+      type: r.type,
+      attempts: r.send_attempts,
+      error,
+    };
     if (r.dead_at) console.error(JSON.stringify({ level: "error", ...line }));
     else console.warn(JSON.stringify({ level: "warn", ...line }));
   }
@@ -153,7 +174,11 @@ export function deferPublish(ctx: Pick<ServiceContext, "env" | "db" | "defer">, 
   if (events.length === 0) return;
   const refs = events.map(({ id, organizationId }) => ({ id, organizationId }));
   const work = markSent ? publishEvents(ctx.env, ctx.db, refs) : sendCommitted(ctx.env, ctx.db, refs);
-  ctx.defer(work.catch((err) => console.error(JSON.stringify({ level: "error", msg: "event publish failed; cron will re-send", error: loggableError(err) }))));
+  ctx.defer(
+    work.catch((err) =>
+      console.error(JSON.stringify({ level: "error", msg: "event publish failed; cron will re-send", error: loggableError(err) })),
+    ),
+  );
 }
 
 /** Rows one organization may take of one cron pass, so another's backlog or poison rows never hold it back. */

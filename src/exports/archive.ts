@@ -23,9 +23,23 @@ export const PART_SIZE = 5 * 1024 * 1024;
 const ROWS_PER_QUERY = 1000;
 
 /** Tables left out: stored answers of requests (a day's idempotency), caches, consumer bookkeeping, pending uploads, the exports themselves. */
-const LEFT_OUT = new Set(["idempotency_keys", "list_totals", "processed_events", "pending_uploads", "organization_exports", "write_guards"]);
+const LEFT_OUT = new Set([
+  "idempotency_keys",
+  "list_totals",
+  "processed_events",
+  "pending_uploads",
+  "organization_exports",
+  "write_guards",
+]);
 /** Columns that hold credentials or capabilities (a link's token or its hash, a webhook's secret, a sealed mail with its links): never exported. */
-const CREDENTIAL_COLUMNS = new Set(["token_hash", "access_token_hash", "pending_token", "secret_ciphertext", "previous_secret_ciphertext", "contact_hash"]);
+const CREDENTIAL_COLUMNS = new Set([
+  "token_hash",
+  "access_token_hash",
+  "pending_token",
+  "secret_ciphertext",
+  "previous_secret_ciphertext",
+  "contact_hash",
+]);
 /** Rows of mail_outbox whose body is sealed carry links (capabilities): the body is left out of those. */
 const SEALED_BODY = { table: "mail_outbox", flag: "sealed", column: "body" };
 
@@ -98,7 +112,10 @@ function propertiesOf(table: MovedTable, test: (name: string) => boolean): strin
 function afterKey(table: MovedTable, last: Record<string, unknown> | null, keyProps: string[]): SQL | undefined {
   if (!last) return undefined;
   if (table.key.length === 1) return gt(table.key[0]!, last[keyProps[0]!]);
-  return sql`(${sql.join(table.key, sql`, `)}) > (${sql.join(keyProps.map((p) => sql`${last[p]}`), sql`, `)})`;
+  return sql`(${sql.join(table.key, sql`, `)}) > (${sql.join(
+    keyProps.map((p) => sql`${last[p]}`),
+    sql`, `,
+  )})`;
 }
 
 /** Writes one table's rows of the organization as `tables/<name>.ndjson`, a page of rows a query. */
@@ -161,9 +178,16 @@ async function writeFiles(env: Env, organizationId: string, zip: Zip, out: PartW
  * table with the progress so far. Anything thrown aborts the upload, so no part outlives a failed run (a retry starts
  * again from scratch). Answers the final counts.
  */
-export async function writeArchive(ctx: ServiceContext, exportId: string, readme: string, report: (p: Progress) => Promise<void>): Promise<Progress> {
+export async function writeArchive(
+  ctx: ServiceContext,
+  exportId: string,
+  readme: string,
+  report: (p: Progress) => Promise<void>,
+): Promise<Progress> {
   const key = exportArchiveKey(ctx.organizationId, exportId);
-  const upload = await ctx.env.FILES.createMultipartUpload(key, { httpMetadata: { contentType: "application/zip", contentDisposition: `attachment; filename="organization-export-${exportId}.zip"` } });
+  const upload = await ctx.env.FILES.createMultipartUpload(key, {
+    httpMetadata: { contentType: "application/zip", contentDisposition: `attachment; filename="organization-export-${exportId}.zip"` },
+  });
   const out = new PartWriter(upload);
   let failed: Error | null = null;
   const zip = new Zip((err, chunk) => {
@@ -195,6 +219,10 @@ export async function writeArchive(ctx: ServiceContext, exportId: string, readme
 
 /** The job's row still says it runs: checked before the zip is completed (an erasure may have ended it meanwhile). */
 export async function stillRunning(ctx: ServiceContext, exportId: string): Promise<boolean> {
-  const row = await ctx.db.select({ status: organizationExports.status }).from(organizationExports).where(and(eq(organizationExports.organizationId, ctx.organizationId), eq(organizationExports.id, exportId))).get();
+  const row = await ctx.db
+    .select({ status: organizationExports.status })
+    .from(organizationExports)
+    .where(and(eq(organizationExports.organizationId, ctx.organizationId), eq(organizationExports.id, exportId)))
+    .get();
   return row?.status === "running";
 }

@@ -27,7 +27,11 @@ type Due = { id: string; organizationId: string; objectKey: string | null };
 export async function expireExportArchives(env: Env, db: Db, now = new Date()): Promise<number> {
   const at = now.toISOString();
   const stalledBefore = new Date(now.getTime() - STALLED_MS).toISOString();
-  const columns = { id: organizationExports.id, organizationId: organizationExports.organizationId, objectKey: organizationExports.objectKey };
+  const columns = {
+    id: organizationExports.id,
+    organizationId: organizationExports.organizationId,
+    objectKey: organizationExports.objectKey,
+  };
   const expiredWhere = and(eq(organizationExports.status, "completed"), lte(organizationExports.expiresAt, at));
   const stalledWhere = and(inArray(organizationExports.status, LIVE), lte(organizationExports.updatedAt, stalledBefore));
   const [expired, stalled] = await Promise.all([
@@ -42,7 +46,14 @@ export async function expireExportArchives(env: Env, db: Db, now = new Date()): 
       update(db, org, ids, expiredWhere, { status: "expired", objectKey: null, tokenHash: null, leaseUntil: null, updatedAt: at }),
     ),
     ...byOrganization(stalled).map(([org, ids]) =>
-      update(db, org, ids, stalledWhere, { status: "failed", objectKey: null, tokenHash: null, leaseUntil: null, error: "The export stopped; ask for a new one", updatedAt: at }),
+      update(db, org, ids, stalledWhere, {
+        status: "failed",
+        objectKey: null,
+        tokenHash: null,
+        leaseUntil: null,
+        error: "The export stopped; ask for a new one",
+        updatedAt: at,
+      }),
     ),
   ]);
   return ended.reduce((a, b) => a + b, 0);
@@ -58,7 +69,13 @@ const byOrganization = (rows: Due[]): [string, string[]][] => {
  * One organization's rows at a time, still in the state they were read in: an organization being moved refuses the
  * write (its fence) without holding up the others; its rows are ended by the pass after the move, wherever they are.
  */
-async function update(db: Db, organizationId: string, ids: string[], still: ReturnType<typeof and>, set: Partial<typeof organizationExports.$inferInsert>): Promise<number> {
+async function update(
+  db: Db,
+  organizationId: string,
+  ids: string[],
+  still: ReturnType<typeof and>,
+  set: Partial<typeof organizationExports.$inferInsert>,
+): Promise<number> {
   try {
     const rows = await db
       .update(organizationExports)
@@ -67,7 +84,14 @@ async function update(db: Db, organizationId: string, ids: string[], still: Retu
       .returning({ id: organizationExports.id });
     return rows.length;
   } catch (err) {
-    console.error(JSON.stringify({ level: "warn", msg: "organization export retention: rows left for the next pass", organizationId, error: loggableError(err) }));
+    console.error(
+      JSON.stringify({
+        level: "warn",
+        msg: "organization export retention: rows left for the next pass",
+        organizationId,
+        error: loggableError(err),
+      }),
+    );
     return 0;
   }
 }

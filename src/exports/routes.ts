@@ -29,7 +29,7 @@ const DESCRIPTION = (what: string, list: string) =>
 /** The 200 of an export: the bytes, described per format. */
 const EXPORTED = {
   description: "The export, as an attachment (Content-Disposition names the file)",
-  headers: { "Content-Disposition": { description: "attachment; filename=\"<kind>-<date>.<format>\"", schema: { type: "string" as const } } },
+  headers: { "Content-Disposition": { description: 'attachment; filename="<kind>-<date>.<format>"', schema: { type: "string" as const } } },
   content: { "text/csv": { schema: z.string() }, "application/x-ndjson": { schema: z.string() } },
 };
 
@@ -41,8 +41,29 @@ type ExportWalk<Q> = (ctx: ServiceContext, q: Q) => Promise<(cursor: string | nu
  * then the walk streamed as CSV or NDJSON. Mounted before its domain's routes in the group (app.ts), so
  * /v1/contacts/export is not taken for /v1/contacts/{id}.
  */
-function exportRoutes<Q extends z.ZodObject>(o: { operationId: string; path: string; tag: string; what: string; list: string; query: Q; permission: Permission; schema: z.ZodType; object: CustomFieldObject; walk: ExportWalk<z.infer<Q>> }) {
-  const route = defineRoute(CRM, { operationId: o.operationId, method: "get", path: o.path, tags: [o.tag], security, summary: `Export ${o.what} as CSV or NDJSON`, description: DESCRIPTION(o.what, o.list), request: { query: o.query }, responses: { 200: EXPORTED } });
+function exportRoutes<Q extends z.ZodObject>(o: {
+  operationId: string;
+  path: string;
+  tag: string;
+  what: string;
+  list: string;
+  query: Q;
+  permission: Permission;
+  schema: z.ZodType;
+  object: CustomFieldObject;
+  walk: ExportWalk<z.infer<Q>>;
+}) {
+  const route = defineRoute(CRM, {
+    operationId: o.operationId,
+    method: "get",
+    path: o.path,
+    tags: [o.tag],
+    security,
+    summary: `Export ${o.what} as CSV or NDJSON`,
+    description: DESCRIPTION(o.what, o.list),
+    request: { query: o.query },
+    responses: { 200: EXPORTED },
+  });
   return new OpenAPIHono<AppBindings>({ defaultHook: validationHook }).openapi(route, async (c) => {
     requirePermission(c, o.permission);
     // The route's type is generic here, so its validated query is named by hand (the route's own schema validated it).
@@ -51,13 +72,49 @@ function exportRoutes<Q extends z.ZodObject>(o: { operationId: string; path: str
     // Every custom field defined is a CSV column, whether or not the first rows carry a value for it.
     const [pageOf, defined] = await Promise.all([o.walk(ctx, q), q.format === "csv" ? readDefinitions(ctx, o.object) : []]);
     const customColumns = defined.map((d) => `customFields.${d.key}`);
-    return new Response(exportStream(q.format, o.schema, (cursor) => pageOf(cursor, EXPORT_PAGE), customColumns), { headers: exportHeaders(o.what, q.format) }) as never;
+    return new Response(
+      exportStream(q.format, o.schema, (cursor) => pageOf(cursor, EXPORT_PAGE), customColumns),
+      { headers: exportHeaders(o.what, q.format) },
+    ) as never;
   });
 }
 
-export const contactExportRoutes = exportRoutes({ operationId: "exportContacts", path: "/v1/contacts/export", tag: "Contacts", what: "contacts", list: "/v1/contacts", query: ContactExportQuery, permission: "contacts:read", schema: Contact, object: "contact", walk: contactExportWalk });
-export const dealExportRoutes = exportRoutes({ operationId: "exportDeals", path: "/v1/deals/export", tag: "Deals", what: "deals", list: "/v1/deals", query: DealExportQuery, permission: "deals:read", schema: Deal, object: "deal", walk: dealExportWalk });
-export const propertyExportRoutes = exportRoutes({ operationId: "exportProperties", path: "/v1/properties/export", tag: "Properties", what: "properties", list: "/v1/properties", query: PropertyExportQuery, permission: "properties:read", schema: Property, object: "property", walk: propertyExportWalk });
+export const contactExportRoutes = exportRoutes({
+  operationId: "exportContacts",
+  path: "/v1/contacts/export",
+  tag: "Contacts",
+  what: "contacts",
+  list: "/v1/contacts",
+  query: ContactExportQuery,
+  permission: "contacts:read",
+  schema: Contact,
+  object: "contact",
+  walk: contactExportWalk,
+});
+export const dealExportRoutes = exportRoutes({
+  operationId: "exportDeals",
+  path: "/v1/deals/export",
+  tag: "Deals",
+  what: "deals",
+  list: "/v1/deals",
+  query: DealExportQuery,
+  permission: "deals:read",
+  schema: Deal,
+  object: "deal",
+  walk: dealExportWalk,
+});
+export const propertyExportRoutes = exportRoutes({
+  operationId: "exportProperties",
+  path: "/v1/properties/export",
+  tag: "Properties",
+  what: "properties",
+  list: "/v1/properties",
+  query: PropertyExportQuery,
+  permission: "properties:read",
+  schema: Property,
+  object: "property",
+  walk: propertyExportWalk,
+});
 
 const start = defineRoute(CRM, {
   operationId: "createOrganizationExport",
@@ -70,7 +127,9 @@ const start = defineRoute(CRM, {
     "Starts a job that writes one `.zip` to storage: NDJSON per table of every record the organization holds (credentials left out) and every file (deal documents, property photos and reports, envelopes' documents, certificates and the sealed PDFs of signed envelopes). When it is done, whoever asked is mailed a download link valid 7 days (the zip is deleted when it expires); `GET /v1/organization/exports/{id}` shows its progress. One export per organization may be queued or running at a time. Owners and admins only (403 `insufficient_role` for an agent), with `exports:read`.",
   responses: {
     202: crmSuccess("The export job, queued", OrganizationExport),
-    409: crmError("An export of your organization is already queued or running (export_running; `errors[0].message` is its id); ask again once it has ended"),
+    409: crmError(
+      "An export of your organization is already queued or running (export_running; `errors[0].message` is its id); ask again once it has ended",
+    ),
   },
 });
 
@@ -83,12 +142,19 @@ const status = defineRoute(CRM, {
   summary: "An organization export's status and progress",
   description: "Needs `exports:read`.",
   request: { params: ExportIdParam },
-  responses: { 200: crmSuccess("The export job", OrganizationExport), 404: crmError("No export with this id in your organization (not_found_error)") },
+  responses: {
+    200: crmSuccess("The export job", OrganizationExport),
+    404: crmError("No export with this id in your organization (not_found_error)"),
+  },
 });
 
 export const organizationExportRoutes = new OpenAPIHono<AppBindings>({ defaultHook: validationHook })
-  .openapi(start, async (c) => c.json({ success: true as const, data: await startOrganizationExport(serviceContext(c), c.get("user").role) }, 202))
-  .openapi(status, async (c) => c.json({ success: true as const, data: await getOrganizationExport(serviceContext(c), c.req.valid("param").id) }, 200));
+  .openapi(start, async (c) =>
+    c.json({ success: true as const, data: await startOrganizationExport(serviceContext(c), c.get("user").role) }, 202),
+  )
+  .openapi(status, async (c) =>
+    c.json({ success: true as const, data: await getOrganizationExport(serviceContext(c), c.req.valid("param").id) }, 200),
+  );
 
 const download = defineRoute(API, {
   operationId: "downloadOrganizationExport",
@@ -97,7 +163,8 @@ const download = defineRoute(API, {
   path: "/api/public/exports/{organizationId}/{token}",
   tags: ["Organization"],
   summary: "Download an organization export through its mailed link",
-  description: "The link mailed when an organization export completes; it lives 7 days. A wrong, expired or deleted link answers 404 alike.",
+  description:
+    "The link mailed when an organization export completes; it lives 7 days. A wrong, expired or deleted link answers 404 alike.",
   middleware: [rateLimit("public-exports:get")] as const,
   request: { params: DownloadParams },
   responses: {
@@ -114,6 +181,11 @@ export const exportDownloadRoutes = new OpenAPIHono<AppBindings>({ defaultHook: 
   const object = placement ? await openDownload({ db: c.get("db"), env: c.env }, organizationId, token) : null;
   if (!object) return c.json({ error: "not_found", message: "This link is invalid or has expired" }, 404);
   return new Response(object.body, {
-    headers: { "content-type": "application/zip", "content-disposition": object.httpMetadata?.contentDisposition ?? "attachment", "content-length": String(object.size), "cache-control": "no-store" },
+    headers: {
+      "content-type": "application/zip",
+      "content-disposition": object.httpMetadata?.contentDisposition ?? "attachment",
+      "content-length": String(object.size),
+      "cache-control": "no-store",
+    },
   }) as never;
 });

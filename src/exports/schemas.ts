@@ -5,7 +5,10 @@ export const EXPORT_STATUSES = ["queued", "running", "completed", "failed", "exp
 export const OrganizationExport = z
   .object({
     id: z.string(),
-    status: z.enum(EXPORT_STATUSES).openapi({ description: "queued → running → completed (the link is mailed), or failed; expired once the link ran out (the zip is deleted then); deleted once a person's erasure removed the zip" }),
+    status: z.enum(EXPORT_STATUSES).openapi({
+      description:
+        "queued → running → completed (the link is mailed), or failed; expired once the link ran out (the zip is deleted then); deleted once a person's erasure removed the zip",
+    }),
     progress: z.object({
       tablesDone: z.int(),
       tablesTotal: z.int(),
@@ -21,9 +24,22 @@ export const OrganizationExport = z
   .openapi("OrganizationExport");
 export type OrganizationExport = z.infer<typeof OrganizationExport>;
 
-export const ExportIdParam = z.object({ id: z.string().min(1).max(100).openapi({ param: { name: "id", in: "path" } }) });
-export const DownloadParams = z.object({
-  organizationId: z.string().min(1).max(100).openapi({ param: { name: "organizationId", in: "path" } }),
-  token: z.string().min(1).max(200).openapi({ param: { name: "token", in: "path" } }),
+export const ExportIdParam = z.object({
+  id: z
+    .string()
+    .min(1)
+    .max(100)
+    .openapi({ param: { name: "id", in: "path" } }),
 });
-
+export const DownloadParams = z.object({
+  organizationId: z
+    .string()
+    .min(1)
+    .max(100)
+    .openapi({ param: { name: "organizationId", in: "path" } }),
+  token: z
+    .string()
+    .min(1)
+    .max(200)
+    .openapi({ param: { name: "token", in: "path" } }),
+});

@@ -101,7 +101,11 @@ export async function startOrganizationExport(ctx: ServiceContext, role: string)
 
 /** GET /v1/organization/exports/{id}: the job's status and progress; another organization's id is a 404 alike. */
 export async function getOrganizationExport(ctx: ServiceContext, id: string): Promise<OrganizationExport> {
-  const row = await ctx.db.select().from(organizationExports).where(and(eq(organizationExports.organizationId, ctx.organizationId), eq(organizationExports.id, id))).get();
+  const row = await ctx.db
+    .select()
+    .from(organizationExports)
+    .where(and(eq(organizationExports.organizationId, ctx.organizationId), eq(organizationExports.id, id)))
+    .get();
   if (!row) throw new NotFound("Export");
   return toExport(row);
 }
@@ -113,12 +117,28 @@ export async function getOrganizationExport(ctx: ServiceContext, id: string): Pr
 async function claim(ctx: ServiceContext, id: string, now: Date): Promise<Row | null> {
   const [row] = await ctx.db
     .update(organizationExports)
-    .set({ status: "running", attempts: sql`${organizationExports.attempts} + 1`, leaseUntil: new Date(now.getTime() + LEASE_MS).toISOString(), tablesDone: 0, rows: 0, files: 0, bytes: 0, error: null, updatedAt: now.toISOString() })
+    .set({
+      status: "running",
+      attempts: sql`${organizationExports.attempts} + 1`,
+      leaseUntil: new Date(now.getTime() + LEASE_MS).toISOString(),
+      tablesDone: 0,
+      rows: 0,
+      files: 0,
+      bytes: 0,
+      error: null,
+      updatedAt: now.toISOString(),
+    })
     .where(
       and(
         eq(organizationExports.organizationId, ctx.organizationId),
         eq(organizationExports.id, id),
-        or(eq(organizationExports.status, "queued"), and(eq(organizationExports.status, "running"), or(isNull(organizationExports.leaseUntil), lt(organizationExports.leaseUntil, now.toISOString())))),
+        or(
+          eq(organizationExports.status, "queued"),
+          and(
+            eq(organizationExports.status, "running"),
+            or(isNull(organizationExports.leaseUntil), lt(organizationExports.leaseUntil, now.toISOString())),
+          ),
+        ),
       ),
     )
     .returning();
@@ -154,10 +174,24 @@ export async function runOrganizationExport(ctx: ServiceContext, id: string, now
     progress = await writeArchive(ctx, id, README(ctx.organizationId, now.toISOString()), report);
   } catch (err) {
     const last = job.attempts >= MAX_ATTEMPTS;
-    console.error(JSON.stringify({ level: "error", msg: "organization export failed", organizationId: ctx.organizationId, exportId: id, attempt: job.attempts, error: loggableError(err) }));
+    console.error(
+      JSON.stringify({
+        level: "error",
+        msg: "organization export failed",
+        organizationId: ctx.organizationId,
+        exportId: id,
+        attempt: job.attempts,
+        error: loggableError(err),
+      }),
+    );
     await ctx.db
       .update(organizationExports)
-      .set({ status: last ? "failed" : "queued", leaseUntil: null, error: last ? "The export failed; ask for a new one" : "Retrying after a failure", updatedAt: new Date().toISOString() })
+      .set({
+        status: last ? "failed" : "queued",
+        leaseUntil: null,
+        error: last ? "The export failed; ask for a new one" : "Retrying after a failure",
+        updatedAt: new Date().toISOString(),
+      })
       .where(and(eq(organizationExports.id, id), eq(organizationExports.status, "running")));
     return last ? "done" : "retry";
   }
@@ -167,7 +201,16 @@ export async function runOrganizationExport(ctx: ServiceContext, id: string, now
   const done = (await stillRunning(ctx, id))
     ? await ctx.db
         .update(organizationExports)
-        .set({ ...progress, status: "completed", objectKey: key, tokenHash: await sha256Hex(token), expiresAt, leaseUntil: null, completedAt: new Date().toISOString(), updatedAt: new Date().toISOString() })
+        .set({
+          ...progress,
+          status: "completed",
+          objectKey: key,
+          tokenHash: await sha256Hex(token),
+          expiresAt,
+          leaseUntil: null,
+          completedAt: new Date().toISOString(),
+          updatedAt: new Date().toISOString(),
+        })
         .where(and(eq(organizationExports.id, id), eq(organizationExports.status, "running")))
         .returning({ id: organizationExports.id })
     : [];
@@ -180,11 +223,18 @@ export async function runOrganizationExport(ctx: ServiceContext, id: string, now
   return "done";
 }
 
-export const downloadUrl = (env: Env, organizationId: string, token: string) => `${appUrlOf(readConfig(env))}/api/public/exports/${organizationId}/${token}`;
+export const downloadUrl = (env: Env, organizationId: string, token: string) =>
+  `${appUrlOf(readConfig(env))}/api/public/exports/${organizationId}/${token}`;
 
 /** Mails the link to the user who asked; a mail that fails is logged (the job is done; its status shows it). */
 async function mailLink(ctx: ServiceContext, userId: string | null, url: string, expiresAt: string): Promise<void> {
-  const user = userId ? await ctx.db.select({ email: users.email, name: users.name }).from(users).where(and(eq(users.organizationId, ctx.organizationId), eq(users.id, userId))).get() : undefined;
+  const user = userId
+    ? await ctx.db
+        .select({ email: users.email, name: users.name })
+        .from(users)
+        .where(and(eq(users.organizationId, ctx.organizationId), eq(users.id, userId)))
+        .get()
+    : undefined;
   if (!user) return;
   try {
     await mailerFor(ctx.env, ctx.db).send({
@@ -194,7 +244,14 @@ async function mailLink(ctx: ServiceContext, userId: string | null, url: string,
       organizationId: ctx.organizationId,
     });
   } catch (err) {
-    console.error(JSON.stringify({ level: "error", msg: "organization export mail failed", organizationId: ctx.organizationId, error: loggableError(err) }));
+    console.error(
+      JSON.stringify({
+        level: "error",
+        msg: "organization export mail failed",
+        organizationId: ctx.organizationId,
+        error: loggableError(err),
+      }),
+    );
   }
 }
 
@@ -202,11 +259,22 @@ async function mailLink(ctx: ServiceContext, userId: string | null, url: string,
  * The public download: the zip behind a live link, or null (a wrong token, an expired link, a deleted export alike).
  * The token is looked up by its SHA-256 only.
  */
-export async function openDownload(ctx: Pick<ServiceContext, "db" | "env">, organizationId: string, token: string, now = new Date()): Promise<R2ObjectBody | null> {
+export async function openDownload(
+  ctx: Pick<ServiceContext, "db" | "env">,
+  organizationId: string,
+  token: string,
+  now = new Date(),
+): Promise<R2ObjectBody | null> {
   const row = await ctx.db
     .select({ objectKey: organizationExports.objectKey, expiresAt: organizationExports.expiresAt })
     .from(organizationExports)
-    .where(and(eq(organizationExports.organizationId, organizationId), eq(organizationExports.tokenHash, await sha256Hex(token)), inArray(organizationExports.status, ["completed"])))
+    .where(
+      and(
+        eq(organizationExports.organizationId, organizationId),
+        eq(organizationExports.tokenHash, await sha256Hex(token)),
+        inArray(organizationExports.status, ["completed"]),
+      ),
+    )
     .get();
   if (!row?.objectKey || !row.expiresAt || row.expiresAt <= now.toISOString()) return null;
   return ctx.env.FILES.get(row.objectKey);

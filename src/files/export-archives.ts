@@ -22,7 +22,15 @@ export async function deleteExportArchives(ctx: ServiceContext, counted: () => S
     await ctx.db.batch([
       ctx.db
         .update(organizationExports)
-        .set({ status: "deleted", tokenHash: null, objectKey: null, expiresAt: null, leaseUntil: null, error: "Deleted: a person's data was erased after this export was made", updatedAt: at })
+        .set({
+          status: "deleted",
+          tokenHash: null,
+          objectKey: null,
+          expiresAt: null,
+          leaseUntil: null,
+          error: "Deleted: a person's data was erased after this export was made",
+          updatedAt: at,
+        })
         .where(live),
       counted(),
     ]);

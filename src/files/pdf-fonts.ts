@@ -55,7 +55,8 @@ async function readFonts(env: Env): Promise<FontSet> {
   const bytes = Object.fromEntries(faces.map((f, i) => [f, new Uint8Array(files[i]!)])) as Record<Face, Uint8Array>;
   const fonts = Object.fromEntries(faces.map((f) => [f, new TrueTypeFont(bytes[f])])) as Record<Face, TrueTypeFont>;
   const byBytes = new Map(faces.map((f) => [bytes[f], fonts[f]]));
-  const create = (data: Uint8Array | ArrayBuffer) => byBytes.get(data as Uint8Array) ?? new TrueTypeFont(data instanceof Uint8Array ? data : new Uint8Array(data));
+  const create = (data: Uint8Array | ArrayBuffer) =>
+    byBytes.get(data as Uint8Array) ?? new TrueTypeFont(data instanceof Uint8Array ? data : new Uint8Array(data));
   return { bytes, fonts, fontkit: { create } };
 }
 
@@ -66,9 +67,14 @@ export interface Run {
 }
 
 /** Tabs read as spaces; control and invisible formatting characters (soft hyphen, zero-width space) have no place on a page. */
-const clean = (text: string) => text.normalize("NFC").replace(/\t/g, " ").replace(/[\p{Cc}\p{Default_Ignorable_Code_Point}]/gu, "");
+const clean = (text: string) =>
+  text
+    .normalize("NFC")
+    .replace(/\t/g, " ")
+    .replace(/[\p{Cc}\p{Default_Ignorable_Code_Point}]/gu, "");
 
-const RTL = /[\p{Script=Hebrew}\p{Script=Arabic}](?:[\p{Script=Hebrew}\p{Script=Arabic}\p{M}\s]*[\p{Script=Hebrew}\p{Script=Arabic}\p{M}])?/gu;
+const RTL =
+  /[\p{Script=Hebrew}\p{Script=Arabic}](?:[\p{Script=Hebrew}\p{Script=Arabic}\p{M}\s]*[\p{Script=Hebrew}\p{Script=Arabic}\p{M}])?/gu;
 const graphemes = new Intl.Segmenter(undefined, { granularity: "grapheme" });
 
 /**
@@ -76,10 +82,16 @@ const graphemes = new Intl.Segmenter(undefined, { granularity: "grapheme" });
  * stretch is reversed (by grapheme, so marks stay on their letters). Arabic letters stay in their isolated forms: pdf-lib
  * does not shape, so they print unjoined but in the right order.
  */
-const visualOrder = (text: string) => text.replace(RTL, (stretch) => Array.from(graphemes.segment(stretch), (g) => g.segment).reverse().join(""));
+const visualOrder = (text: string) =>
+  text.replace(RTL, (stretch) =>
+    Array.from(graphemes.segment(stretch), (g) => g.segment)
+      .reverse()
+      .join(""),
+  );
 
 /** What stands for characters no font has: their code points, so the page still says exactly who signed. */
-const codePoints = (chars: string[]) => `<${chars.map((ch) => `U+${ch.codePointAt(0)!.toString(16).toUpperCase().padStart(4, "0")}`).join(" ")}>`;
+const codePoints = (chars: string[]) =>
+  `<${chars.map((ch) => `U+${ch.codePointAt(0)!.toString(16).toUpperCase().padStart(4, "0")}`).join(" ")}>`;
 const JOINS_PREVIOUS = /^[\s\p{M}]$/u;
 
 /**
@@ -105,7 +117,8 @@ export function splitRuns(set: FontSet, text: string, strong: boolean): Run[] {
     const cp = ch.codePointAt(0)!;
     const last = runs.at(-1);
     let face: Face | null = ([primary, "cjk", "hangul"] as const).find((f) => set.fonts[f].hasGlyphForCodePoint(cp)) ?? null;
-    if (!missing.length && last && last.face !== face && JOINS_PREVIOUS.test(ch) && set.fonts[last.face].hasGlyphForCodePoint(cp)) face = last.face;
+    if (!missing.length && last && last.face !== face && JOINS_PREVIOUS.test(ch) && set.fonts[last.face].hasGlyphForCodePoint(cp))
+      face = last.face;
     // A combining mark or joiner of an unprintable character belongs to it.
     if (!face || (missing.length && /\p{M}/u.test(ch))) {
       missing.push(ch);

@@ -42,7 +42,13 @@ export async function pdfWriter(pdf: PDFDocument) {
       let cut = rest.length <= max ? rest.length : rest.lastIndexOf(" ", max);
       if (cut <= 0) cut = Math.min(max, rest.length);
       ensure(size + 5);
-      state.page.drawText(rest.slice(0, cut), { x: PAGE.margin + indent, y: state.y, size, font: strong ? bold : font, color: muted ? MUTED : INK });
+      state.page.drawText(rest.slice(0, cut), {
+        x: PAGE.margin + indent,
+        y: state.y,
+        size,
+        font: strong ? bold : font,
+        color: muted ? MUTED : INK,
+      });
       state.y -= size + 5;
       rest = rest.slice(cut).trimStart();
     } while (rest.length > 0);
@@ -153,7 +159,8 @@ export async function unicodeWriter(env: Env, pdf: PDFDocument) {
     const faces = [...new Set(placed.map((p) => p.face))];
     const embed = (f: Face) => pdf.embedFont(set.bytes[f], { subset: true, customName: `${subsetTag()}+${set.fonts[f].postscriptName}` });
     const fonts = new Map(await Promise.all(faces.map(async (f) => [f, await embed(f)] as const)));
-    for (const p of placed) p.page.drawText(p.text, { x: p.x, y: p.y, size: p.size, font: fonts.get(p.face)!, color: p.muted ? MUTED : INK });
+    for (const p of placed)
+      p.page.drawText(p.text, { x: p.x, y: p.y, size: p.size, font: fonts.get(p.face)!, color: p.muted ? MUTED : INK });
     placed.length = 0;
   };
   return { line, gap, newPage, finish };

@@ -37,18 +37,32 @@ const download = defineRoute(API, {
   path: "/api/public/files/{key}",
   tags: ["Files"],
   summary: "Download a file through a signed link",
-  description: "The links are handed out by the routes that own the files (a certificate of completion, a property's photos and reports, a deal's documents, the document a signer reads); they expire. An invalid, expired or unknown link answers 404 alike, and so does a signer's link once that signer has signed or declined or the envelope has ended.",
+  description:
+    "The links are handed out by the routes that own the files (a certificate of completion, a property's photos and reports, a deal's documents, the document a signer reads); they expire. An invalid, expired or unknown link answers 404 alike, and so does a signer's link once that signer has signed or declined or the envelope has ended.",
   middleware: [rateLimit("public-files:get")] as const,
   request: {
-    params: z.object({ key: z.string().min(1).max(500).openapi({ param: { name: "key", in: "path" } }) }),
+    params: z.object({
+      key: z
+        .string()
+        .min(1)
+        .max(500)
+        .openapi({ param: { name: "key", in: "path" } }),
+    }),
     query: z.strictObject({
       expires: z.string().max(20),
-      for: z.string().max(100).optional().openapi({ description: "Whom the link was handed to (a signer's document link), bound by the signature" }),
+      for: z
+        .string()
+        .max(100)
+        .optional()
+        .openapi({ description: "Whom the link was handed to (a signer's document link), bound by the signature" }),
       signature: z.string().max(128),
     }),
   },
   responses: {
-    200: { description: "The file: a PDF (certificates, reports) or an image (property photos)", content: Object.fromEntries(FILE_TYPES.map((t) => [t, { schema: z.string().openapi({ format: "binary" }) }])) },
+    200: {
+      description: "The file: a PDF (certificates, reports) or an image (property photos)",
+      content: Object.fromEntries(FILE_TYPES.map((t) => [t, { schema: z.string().openapi({ format: "binary" }) }])),
+    },
     404: apiError("Invalid, expired or unknown link; a signer's link once the signer signed or declined or the envelope ended"),
     429: apiError("Too many requests from this address (rate_limited)"),
   },
@@ -107,7 +121,10 @@ export const createFileRoutes = (deps: FileDeps) =>
   new OpenAPIHono<AppBindings>({ defaultHook: validationHook }).openapi(download, async (c) => {
     const { key } = c.req.valid("param");
     const { expires, signature, for: holder } = c.req.valid("query");
-    const object = (await verifyFileUrl(c.env, key, expires, signature, holder)) && (await servable(c, deps, key, holder)) ? await c.env.FILES.get(key) : null;
+    const object =
+      (await verifyFileUrl(c.env, key, expires, signature, holder)) && (await servable(c, deps, key, holder))
+        ? await c.env.FILES.get(key)
+        : null;
     if (!object) return c.json({ error: "not_found", message: "This link is invalid or has expired" }, 404);
     return new Response(object.body, {
       headers: {

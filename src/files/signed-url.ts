@@ -16,9 +16,11 @@ function secretOf(env: Env): string {
   return secret;
 }
 
-const keyFor = (secret: string) => crypto.subtle.importKey("raw", encoder.encode(secret), { name: "HMAC", hash: "SHA-256" }, false, ["sign", "verify"]);
+const keyFor = (secret: string) =>
+  crypto.subtle.importKey("raw", encoder.encode(secret), { name: "HMAC", hash: "SHA-256" }, false, ["sign", "verify"]);
 /** A link may name whom it was handed to (`for`, a signer's id): it is then that person's link, bound by the MAC. */
-const signed = (key: string, expires: number, scope?: string) => encoder.encode(scope === undefined ? `${key}\n${expires}` : `${key}\n${expires}\n${scope}`);
+const signed = (key: string, expires: number, scope?: string) =>
+  encoder.encode(scope === undefined ? `${key}\n${expires}` : `${key}\n${expires}\n${scope}`);
 
 /**
  * A signer of many links at once (a page of listings with their photos): the HMAC key is imported once. Throws
@@ -33,14 +35,19 @@ export function fileUrlSigner(env: Env, origin: string, ttlSeconds = FILE_URL_TT
     key ??= keyFor(secretOf(env));
     const mac = toHex(await crypto.subtle.sign("HMAC", await key, signed(fileKey, expires, scope)));
     const forWhom = scope === undefined ? "" : `&for=${encodeURIComponent(scope)}`;
-    return { url: `${origin}/api/public/files/${encodeURIComponent(fileKey)}?expires=${expires}${forWhom}&signature=${mac}`, expiresAt: new Date(expires * 1000).toISOString() };
+    return {
+      url: `${origin}/api/public/files/${encodeURIComponent(fileKey)}?expires=${expires}${forWhom}&signature=${mac}`,
+      expiresAt: new Date(expires * 1000).toISOString(),
+    };
   };
 }
 
 /** The signer of a service's links, on the configured origin (APP_URL) whatever host the request came through. */
-export const requestFileSigner = (ctx: { env: Env }, ttlSeconds = FILE_URL_TTL_SECONDS) => fileUrlSigner(ctx.env, appUrlOf(readConfig(ctx.env)), ttlSeconds);
+export const requestFileSigner = (ctx: { env: Env }, ttlSeconds = FILE_URL_TTL_SECONDS) =>
+  fileUrlSigner(ctx.env, appUrlOf(readConfig(ctx.env)), ttlSeconds);
 
-export const signedFileUrl = (env: Env, origin: string, key: string, ttlSeconds = FILE_URL_TTL_SECONDS, scope?: string) => fileUrlSigner(env, origin, ttlSeconds, scope)(key);
+export const signedFileUrl = (env: Env, origin: string, key: string, ttlSeconds = FILE_URL_TTL_SECONDS, scope?: string) =>
+  fileUrlSigner(env, origin, ttlSeconds, scope)(key);
 
 /** Whether a file URL's signature holds and has not expired (compared by WebCrypto's verify, in constant time). */
 export async function verifyFileUrl(env: Env, key: string, expires: string, signature: string, scope?: string): Promise<boolean> {

@@ -30,7 +30,8 @@ interface Table {
   length: number;
 }
 
-const tag = (view: DataView, at: number) => String.fromCharCode(view.getUint8(at), view.getUint8(at + 1), view.getUint8(at + 2), view.getUint8(at + 3));
+const tag = (view: DataView, at: number) =>
+  String.fromCharCode(view.getUint8(at), view.getUint8(at + 1), view.getUint8(at + 2), view.getUint8(at + 3));
 
 /** Composite glyph component flags (OpenType `glyf`). */
 const ARG_1_AND_2_ARE_WORDS = 0x0001;
@@ -71,7 +72,8 @@ export class TrueTypeFont {
       const at = 12 + i * 16;
       this.tables.set(tag(v, at), { offset: v.getUint32(at + 8), length: v.getUint32(at + 12) });
     }
-    for (const required of ["head", "hhea", "maxp", "hmtx", "loca", "glyf"]) if (!this.tables.has(required)) throw new Error(`The font has no ${required} table`);
+    for (const required of ["head", "hhea", "maxp", "hmtx", "loca", "glyf"])
+      if (!this.tables.has(required)) throw new Error(`The font has no ${required} table`);
     const head = this.table("head");
     this.unitsPerEm = v.getUint16(head + 18);
     this.bbox = { minX: v.getInt16(head + 36), minY: v.getInt16(head + 38), maxX: v.getInt16(head + 40), maxY: v.getInt16(head + 42) };
@@ -168,11 +170,21 @@ export class TrueTypeFont {
     const strings = name.offset + v.getUint16(name.offset + 4);
     for (let i = 0; i < count; i++) {
       const at = name.offset + 6 + i * 12;
-      const [platform, , , nameId, length, offset] = [0, 2, 4, 6, 8, 10].map((o) => v.getUint16(at + o)) as [number, number, number, number, number, number];
+      const [platform, , , nameId, length, offset] = [0, 2, 4, 6, 8, 10].map((o) => v.getUint16(at + o)) as [
+        number,
+        number,
+        number,
+        number,
+        number,
+        number,
+      ];
       if (nameId !== 6) continue;
       const bytes = this.bytes.subarray(strings + offset, strings + offset + length);
       // Windows and Unicode names are UTF-16BE; Macintosh Roman is ASCII for a PostScript name.
-      const text = platform === 1 ? String.fromCharCode(...bytes) : String.fromCharCode(...Array.from({ length: length >> 1 }, (_, k) => (bytes[2 * k]! << 8) | bytes[2 * k + 1]!));
+      const text =
+        platform === 1
+          ? String.fromCharCode(...bytes)
+          : String.fromCharCode(...Array.from({ length: length >> 1 }, (_, k) => (bytes[2 * k]! << 8) | bytes[2 * k + 1]!));
       const clean = text.replace(/[^\x21-\x7e]/g, "");
       if (clean) return clean;
     }

@@ -29,7 +29,8 @@ export interface Upload {
   httpMetadata: R2HTTPMetadata;
 }
 
-const pendingOf = (organizationId: string, keys: string[]) => and(eq(pendingUploads.organizationId, organizationId), inJsonList(pendingUploads.key, keys));
+const pendingOf = (organizationId: string, keys: string[]) =>
+  and(eq(pendingUploads.organizationId, organizationId), inJsonList(pendingUploads.key, keys));
 
 /**
  * Notes `uploads` pending on the organization's shard, then stores them in R2. Every put has ended when this throws,
@@ -47,7 +48,13 @@ export async function putUploads(ctx: ServiceContext, uploads: Upload[]): Promis
  * One upload streamed from the request to R2 as it arrives (an import's CSV, up to 50 MB): never in memory. `length`
  * is the request's Content-Length; a body that ends early or runs over it fails the put (FixedLengthStream).
  */
-export async function putUploadStream(ctx: ServiceContext, key: string, body: ReadableStream<Uint8Array>, length: number, httpMetadata: R2HTTPMetadata): Promise<void> {
+export async function putUploadStream(
+  ctx: ServiceContext,
+  key: string,
+  body: ReadableStream<Uint8Array>,
+  length: number,
+  httpMetadata: R2HTTPMetadata,
+): Promise<void> {
   await ctx.db.insert(pendingUploads).values({ key, organizationId: ctx.organizationId, createdAt: nowIso() });
   const { readable, writable } = new FixedLengthStream(length);
   const piped = body.pipeTo(writable).then(
@@ -73,7 +80,10 @@ export async function putUploadStream(ctx: ServiceContext, key: string, body: Re
 export function settleUploads(ctx: Pick<ServiceContext, "db" | "organizationId">, keys: string[]): Statement[] {
   const fresh = nowIso(new Date(Date.now() - PENDING_UPLOAD_SECONDS * 1000));
   const listed = pendingOf(ctx.organizationId, keys);
-  return [guard(ctx.db, sql`(SELECT COUNT(*) FROM ${pendingUploads} WHERE ${and(listed, gt(pendingUploads.createdAt, fresh))}) = ${keys.length}`), ctx.db.delete(pendingUploads).where(listed)];
+  return [
+    guard(ctx.db, sql`(SELECT COUNT(*) FROM ${pendingUploads} WHERE ${and(listed, gt(pendingUploads.createdAt, fresh))}) = ${keys.length}`),
+    ctx.db.delete(pendingUploads).where(listed),
+  ];
 }
 
 /**
@@ -82,19 +92,35 @@ export function settleUploads(ctx: Pick<ServiceContext, "db" | "organizationId">
  */
 export async function discardUploads(ctx: ServiceContext, keys: string[]): Promise<void> {
   try {
-    const pending = (await ctx.db.select({ key: pendingUploads.key }).from(pendingUploads).where(pendingOf(ctx.organizationId, keys))).map((p) => p.key);
+    const pending = (await ctx.db.select({ key: pendingUploads.key }).from(pendingUploads).where(pendingOf(ctx.organizationId, keys))).map(
+      (p) => p.key,
+    );
     if (pending.length === 0) return;
     await removeFiles(ctx.env, pending);
     await ctx.db.delete(pendingUploads).where(pendingOf(ctx.organizationId, pending));
   } catch (err) {
-    console.warn(JSON.stringify({ level: "warn", msg: "failed upload not discarded; the cron sweeps it", keys: keys.length, error: loggableError(err) }));
+    console.warn(
+      JSON.stringify({
+        level: "warn",
+        msg: "failed upload not discarded; the cron sweeps it",
+        keys: keys.length,
+        error: loggableError(err),
+      }),
+    );
   }
 }
 
 /** Cron pass, on one shard: uploads pending past their hour never got their row; their objects go, then the entries. */
 export async function sweepPendingUploads(env: Env, db: Db, { max = 500 } = {}): Promise<number> {
   const before = nowIso(new Date(Date.now() - (PENDING_UPLOAD_SECONDS + SWEEP_MARGIN_SECONDS) * 1000));
-  const stale = (await db.select({ key: pendingUploads.key }).from(pendingUploads).where(lte(pendingUploads.createdAt, before)).orderBy(pendingUploads.createdAt).limit(max)).map((r) => r.key);
+  const stale = (
+    await db
+      .select({ key: pendingUploads.key })
+      .from(pendingUploads)
+      .where(lte(pendingUploads.createdAt, before))
+      .orderBy(pendingUploads.createdAt)
+      .limit(max)
+  ).map((r) => r.key);
   if (stale.length === 0) return 0;
   await removeFiles(env, stale);
   await db.delete(pendingUploads).where(inJsonList(pendingUploads.key, stale));

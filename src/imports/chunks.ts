@@ -69,7 +69,12 @@ async function contactChunk(ctx: ServiceContext, job: ImportRow, records: string
       else {
         bad.add(person);
         const row = rowOf.get(person)!;
-        issues.push(...problems.map((p) => ({ row, issue: { column: columns[targets.indexOf(p.field)] ?? p.field, reason: `${p.code}: ${p.field} ${p.message}`.slice(0, 300) } })));
+        issues.push(
+          ...problems.map((p) => ({
+            row,
+            issue: { column: columns[targets.indexOf(p.field)] ?? p.field, reason: `${p.code}: ${p.field} ${p.message}`.slice(0, 300) },
+          })),
+        );
       }
     }
     failed += bad.size;
@@ -114,12 +119,18 @@ async function runChunk(ctx: ServiceContext, job: ImportRow): Promise<"more" | "
     if (job.kind === "contacts" && !resolved.targets.includes("email") && !resolved.targets.includes("otherEmail")) {
       throw new ImportFailed("No column maps to email: name it in mapping (a contact needs an e-mail)");
     }
-    job = { ...job, columns: header, resolvedMapping: Object.fromEntries(header.flatMap((c, i) => (resolved.targets[i] ? [[c, resolved.targets[i]!]] : []))), detectedFormat: resolved.format };
+    job = {
+      ...job,
+      columns: header,
+      resolvedMapping: Object.fromEntries(header.flatMap((c, i) => (resolved.targets[i] ? [[c, resolved.targets[i]!]] : []))),
+      detectedFormat: resolved.format,
+    };
     Object.assign(progress, { columns: job.columns, resolvedMapping: job.resolvedMapping, detectedFormat: job.detectedFormat });
     records = records.slice(1);
     firstRow = 2;
   }
-  const tally = job.kind === "contacts" ? await contactChunk(ctx, job, records, firstRow) : await planPropertyRows(ctx, job, records, firstRow);
+  const tally =
+    job.kind === "contacts" ? await contactChunk(ctx, job, records, firstRow) : await planPropertyRows(ctx, job, records, firstRow);
   const done = chunk.done;
   const at = nowIso();
   const next = {
@@ -137,13 +148,40 @@ async function runChunk(ctx: ServiceContext, job: ImportRow): Promise<"more" | "
     progressAt: at,
     finishedAt: done ? at : null,
   };
-  const errorRows = tally.issues.map(({ row, issue }, seq) => ({ importId: job.id, organizationId: job.organizationId, rowNumber: row, seq, column: issue.column.slice(0, 200), reason: issue.reason }));
-  const here = and(eq(imports.id, job.id), eq(imports.organizationId, job.organizationId), eq(imports.nextChunk, job.nextChunk), inArray(imports.status, [...ACTIVE]));
+  const errorRows = tally.issues.map(({ row, issue }, seq) => ({
+    importId: job.id,
+    organizationId: job.organizationId,
+    rowNumber: row,
+    seq,
+    column: issue.column.slice(0, 200),
+    reason: issue.reason,
+  }));
+  const here = and(
+    eq(imports.id, job.id),
+    eq(imports.organizationId, job.organizationId),
+    eq(imports.nextChunk, job.nextChunk),
+    inArray(imports.status, [...ACTIVE]),
+  );
   const events = done
-    ? [newEvent(ctx, "import.completed", { object: toImport(ctx.env, { ...job, ...next } as ImportRow), previousAttributes: null, changes: null })]
+    ? [
+        newEvent(ctx, "import.completed", {
+          object: toImport(ctx.env, { ...job, ...next } as ImportRow),
+          previousAttributes: null,
+          changes: null,
+        }),
+      ]
     : [];
   try {
-    await commit(ctx, [guard(ctx.db, sql`EXISTS (SELECT 1 FROM ${imports} WHERE ${here})`), ...tally.statements, ...insertRowsFromJson(ctx.db, importErrors, errorRows), ctx.db.update(imports).set(next).where(here)], events);
+    await commit(
+      ctx,
+      [
+        guard(ctx.db, sql`EXISTS (SELECT 1 FROM ${imports} WHERE ${here})`),
+        ...tally.statements,
+        ...insertRowsFromJson(ctx.db, importErrors, errorRows),
+        ctx.db.update(imports).set(next).where(here),
+      ],
+      events,
+    );
   } catch (err) {
     if (err instanceof StaleWrite) return "stale";
     throw err;
@@ -152,7 +190,11 @@ async function runChunk(ctx: ServiceContext, job: ImportRow): Promise<"more" | "
 }
 
 async function readJob(ctx: ServiceContext, id: string): Promise<ImportRow | undefined> {
-  return ctx.db.select().from(imports).where(and(eq(imports.id, id), eq(imports.organizationId, ctx.organizationId))).get();
+  return ctx.db
+    .select()
+    .from(imports)
+    .where(and(eq(imports.id, id), eq(imports.organizationId, ctx.organizationId)))
+    .get();
 }
 
 /**
@@ -173,12 +215,16 @@ export async function handleImportMessage(ctx: ServiceContext, message: ImportMe
     } catch (err) {
       if (!(err instanceof ImportFailed)) throw err;
       const at = nowIso();
-      await ctx.db.update(imports).set({ status: "failed", failureReason: err.message, finishedAt: at, updatedAt: at }).where(and(eq(imports.id, job.id), eq(imports.nextChunk, job.nextChunk), inArray(imports.status, [...ACTIVE])));
+      await ctx.db
+        .update(imports)
+        .set({ status: "failed", failureReason: err.message, finishedAt: at, updatedAt: at })
+        .where(and(eq(imports.id, job.id), eq(imports.nextChunk, job.nextChunk), inArray(imports.status, [...ACTIVE])));
       return "ended" as const;
     }
     const now = await readJob(ctx, message.importId);
     // Another delivery ran this chunk (it sends the next message), or the import was cancelled: nothing more here.
-    if (!now || now.nextChunk !== job.nextChunk || !(ACTIVE as readonly string[]).includes(now.status)) return now && (ACTIVE as readonly string[]).includes(now.status) ? ("moved" as const) : ("ended" as const);
+    if (!now || now.nextChunk !== job.nextChunk || !(ACTIVE as readonly string[]).includes(now.status))
+      return now && (ACTIVE as readonly string[]).includes(now.status) ? ("moved" as const) : ("ended" as const);
     throw new StaleWrite();
   });
   if (outcome === "more") await ctx.env.IMPORTS.send(message);
@@ -203,11 +249,34 @@ export async function resumeStalledImports(env: ServiceContext["env"], db: Servi
   const active = inArray(imports.status, [...ACTIVE]);
   await db
     .update(imports)
-    .set({ status: "failed", failureReason: "A chunk failed again and again for a day; import the rest of the file again", finishedAt: at, updatedAt: at })
+    .set({
+      status: "failed",
+      failureReason: "A chunk failed again and again for a day; import the rest of the file again",
+      finishedAt: at,
+      updatedAt: at,
+    })
     .where(and(active, lte(imports.progressAt, new Date(now - GIVE_UP_MS).toISOString())));
-  const stalled = await db.select({ importId: imports.id, organizationId: imports.organizationId }).from(imports).where(and(active, lte(imports.progressAt, new Date(now - STALLED_MS).toISOString()), lte(imports.updatedAt, new Date(now - STALLED_MS).toISOString()))).limit(50);
+  const stalled = await db
+    .select({ importId: imports.id, organizationId: imports.organizationId })
+    .from(imports)
+    .where(
+      and(
+        active,
+        lte(imports.progressAt, new Date(now - STALLED_MS).toISOString()),
+        lte(imports.updatedAt, new Date(now - STALLED_MS).toISOString()),
+      ),
+    )
+    .limit(50);
   if (stalled.length === 0) return 0;
-  await db.update(imports).set({ updatedAt: at }).where(inJsonList(imports.id, stalled.map((s) => s.importId)));
+  await db
+    .update(imports)
+    .set({ updatedAt: at })
+    .where(
+      inJsonList(
+        imports.id,
+        stalled.map((s) => s.importId),
+      ),
+    );
   await env.IMPORTS.sendBatch(stalled.map((body) => ({ body })));
   return stalled.length;
 }
@@ -215,16 +284,22 @@ export async function resumeStalledImports(env: ServiceContext["env"], db: Servi
 /** The `imports` queue's consumer (one message per batch): each message on its organization's shard, retried with backoff when it fails. */
 export async function consumeImports(batch: MessageBatch<unknown>, env: ServiceContext["env"]): Promise<void> {
   const items = batch.messages.map((message) => ({ message, body: message.body as Partial<ImportMessage> }));
-  const { byShard, fenced, unknown } = await routeToShards(env, items, (i) => (typeof i.body?.organizationId === "string" && typeof i.body.importId === "string" ? i.body.organizationId : null));
+  const { byShard, fenced, unknown } = await routeToShards(env, items, (i) =>
+    typeof i.body?.organizationId === "string" && typeof i.body.importId === "string" ? i.body.organizationId : null,
+  );
   for (const { message } of unknown) message.ack();
   for (const { message } of fenced) message.retry({ delaySeconds: MOVING_RETRY_SECONDS });
   for (const { shard, items: mine } of byShard) {
     for (const { message, body } of mine) {
       try {
-        await withDeferred((defer) => handleImportMessage(systemContext(env, shard.db, body.organizationId!, `import:${body.importId}`, defer), body as ImportMessage));
+        await withDeferred((defer) =>
+          handleImportMessage(systemContext(env, shard.db, body.organizationId!, `import:${body.importId}`, defer), body as ImportMessage),
+        );
         message.ack();
       } catch (err) {
-        console.error(JSON.stringify({ level: "error", msg: "import chunk failed; retried", importId: body.importId, error: loggableError(err) }));
+        console.error(
+          JSON.stringify({ level: "error", msg: "import chunk failed; retried", importId: body.importId, error: loggableError(err) }),
+        );
         message.retry({ delaySeconds: OrganizationMoving.raisedBy(err) ? MOVING_RETRY_SECONDS : Math.min(60, 2 ** message.attempts) });
       }
     }

@@ -37,17 +37,31 @@ const STAGES: Record<string, { type?: string; status?: string }> = {
 
 /** "Zillow Premier Agent" → ZILLOW_PREMIER_AGENT: the source code the API stores. */
 export function sourceCode(text: string): string {
-  const code = text.toUpperCase().normalize("NFKD").replace(/[^A-Z0-9]+/g, "_").replace(/^_+|_+$/g, "").slice(0, 40);
+  const code = text
+    .toUpperCase()
+    .normalize("NFKD")
+    .replace(/[^A-Z0-9]+/g, "_")
+    .replace(/^_+|_+$/g, "")
+    .slice(0, 40);
   return /^[0-9]/.test(code) ? `S_${code}`.slice(0, 40) : code;
 }
 
-const splitList = (text: string) => text.split(/[,;]/).map((t) => t.trim()).filter(Boolean);
+const splitList = (text: string) =>
+  text
+    .split(/[,;]/)
+    .map((t) => t.trim())
+    .filter(Boolean);
 
 /**
  * One CSV record as a contact input, through ContactCreate like a POST /v1/contacts body (so a rule added to the schema,
  * custom fields' types say, holds for imports too). `targets` names each column's field; `userOf` resolves an assignee.
  */
-export function contactFromRecord(fields: string[], columns: string[], targets: (string | null)[], userOf: (named: string) => string | null): RowResult {
+export function contactFromRecord(
+  fields: string[],
+  columns: string[],
+  targets: (string | null)[],
+  userOf: (named: string) => string | null,
+): RowResult {
   const input: Record<string, unknown> = {};
   const address: Record<string, string> = {};
   const customFields: Record<string, string> = {};
@@ -101,7 +115,11 @@ export function contactFromRecord(fields: string[], columns: string[], targets: 
     else if (target === "assignedTo") {
       const id = userOf(value);
       if (id) set("assignedTo", id, column);
-      else warnings.push({ column, reason: "unknown_user: no single user of the organization has this id, e-mail or name; imported unassigned" });
+      else
+        warnings.push({
+          column,
+          reason: "unknown_user: no single user of the organization has this id, e-mail or name; imported unassigned",
+        });
     } else if (target === "leadScore") set("leadScore", /^\d+$/.test(value) ? Number(value) : value, column);
     else set(target, value, column);
   });
@@ -116,7 +134,10 @@ export function contactFromRecord(fields: string[], columns: string[], targets: 
   if (!parsed.success) {
     const errors = issuesFromZod(parsed.error, input).map((issue) => {
       const field = issue.path.slice(0, issue.path[0] === "address" || issue.path[0] === "customFields" ? 2 : 1).join(".");
-      return { column: from.get(field) ?? from.get(String(issue.path[0])) ?? field, reason: `${issue.code}: ${field} ${issue.message}`.slice(0, 300) };
+      return {
+        column: from.get(field) ?? from.get(String(issue.path[0])) ?? field,
+        reason: `${issue.code}: ${field} ${issue.message}`.slice(0, 300),
+      };
     });
     return { ok: null, errors };
   }

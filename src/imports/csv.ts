@@ -19,7 +19,10 @@ export interface CsvRecord {
  * record is left out (the caller reads it with the next window). With `final` true the last record may end without a
  * line break, and an unclosed quote runs to the end of the text.
  */
-export function parseCsv(text: string, { start = 0, final = true, max = Infinity }: { start?: number; final?: boolean; max?: number } = {}): CsvRecord[] {
+export function parseCsv(
+  text: string,
+  { start = 0, final = true, max = Infinity }: { start?: number; final?: boolean; max?: number } = {},
+): CsvRecord[] {
   const out: CsvRecord[] = [];
   let i = start;
   const n = text.length;

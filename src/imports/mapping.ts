@@ -51,7 +51,8 @@ export type ImportKind = "contacts" | "properties";
 
 /** A target the caller may name: one of the kind's, or `customFields.<key>` (validated by the record's schema). */
 export const isTarget = (kind: ImportKind, target: string): boolean =>
-  (kind === "contacts" ? (CONTACT_TARGETS as readonly string[]) : (PROPERTY_TARGETS as readonly string[])).includes(target) || /^customFields\.[a-zA-Z][a-zA-Z0-9_]{0,49}$/.test(target);
+  (kind === "contacts" ? (CONTACT_TARGETS as readonly string[]) : (PROPERTY_TARGETS as readonly string[])).includes(target) ||
+  /^customFields\.[a-zA-Z][a-zA-Z0-9_]{0,49}$/.test(target);
 
 /** "Address 1 - Zip", "address_1_zip" and "address1Zip" are one column name. */
 const norm = (column: string) => column.toLowerCase().replace(/[^a-z0-9]/g, "");
@@ -163,7 +164,7 @@ function detect(columns: string[], kind: ImportKind): ResolvedMapping["format"] 
     // Exact names first: "email" is kvCORE's and the API's; "Email 1" only Follow Up Boss's.
     const own = name === "followupboss" ? FOLLOW_UP_BOSS : name === "kvcore" ? KVCORE : NATIVE_CONTACT;
     const n = columns.filter((c) => Object.hasOwn(own, c.trim())).length + columns.filter((c) => table.has(norm(c))).length / 100;
-    if (n > hits) (best = name, (hits = n));
+    if (n > hits) (best = name), (hits = n);
   }
   return hits >= 1 ? best : "custom";
 }
@@ -184,4 +185,5 @@ export function resolveMapping(kind: ImportKind, columns: string[], given: Recor
 }
 
 /** The stored mapping's targets by column index: own keys only (a column "constructor" is not Object.prototype's). */
-export const targetsOf = (resolved: Record<string, string>, columns: string[]): (string | null)[] => columns.map((c) => (Object.hasOwn(resolved, c) ? resolved[c]! : null));
+export const targetsOf = (resolved: Record<string, string>, columns: string[]): (string | null)[] =>
+  columns.map((c) => (Object.hasOwn(resolved, c) ? resolved[c]! : null));

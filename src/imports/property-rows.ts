@@ -16,7 +16,11 @@ const numberOf = (text: string): number | string => {
 };
 
 /** One CSV record as a property input (through PropertyCreate, as POST /v1/properties takes it). */
-function propertyFromRecord(fields: string[], columns: string[], targets: (string | null)[]): { ok: PropertyCreate } | { ok: null; errors: RowIssue[] } {
+function propertyFromRecord(
+  fields: string[],
+  columns: string[],
+  targets: (string | null)[],
+): { ok: PropertyCreate } | { ok: null; errors: RowIssue[] } {
   const input: Record<string, Record<string, unknown> | unknown> = {};
   const from = new Map<string, string>();
   targets.forEach((target, i) => {
@@ -56,6 +60,8 @@ export async function planPropertyRows(ctx: ServiceContext, job: ImportRow, reco
       issues.push(...result.errors.map((issue) => ({ row: firstRow + i, issue })));
     }
   });
-  const plan = inputs.length ? await planPropertyImport(ctx, inputs, job.onDuplicate as "skip" | "update" | "merge") : { statements: [], outcomes: [] };
+  const plan = inputs.length
+    ? await planPropertyImport(ctx, inputs, job.onDuplicate as "skip" | "update" | "merge")
+    : { statements: [], outcomes: [] };
   return { outcomes: plan.outcomes, failed, issues, statements: plan.statements };
 }

@@ -32,7 +32,11 @@ bytes (which are never held in memory).`,
     body: {
       required: false,
       content: {
-        "text/csv": { schema: z.string().openapi({ format: "binary", description: "The CSV, header first (RFC 4180; UTF-8, a byte-order mark is fine)" }) },
+        "text/csv": {
+          schema: z
+            .string()
+            .openapi({ format: "binary", description: "The CSV, header first (RFC 4180; UTF-8, a byte-order mark is fine)" }),
+        },
         "application/json": { schema: ImportRows },
       },
     },
@@ -73,7 +77,11 @@ const cancel = defineRoute(CRM, {
   summary: "Cancel an import",
   description: "No chunk runs after the cancel; what earlier chunks imported stays. The uploaded file is deleted.",
   request: { params: ImportIdParam, query: NoQuery },
-  responses: { 200: crmSuccess("The import, cancelled", Import), ...NOT_FOUND, 409: crmError("The import has ended: completed, failed or cancelled (import_finished)") },
+  responses: {
+    200: crmSuccess("The import, cancelled", Import),
+    ...NOT_FOUND,
+    409: crmError("The import has ended: completed, failed or cancelled (import_finished)"),
+  },
 });
 
 export const importRoutes = new OpenAPIHono<AppBindings>({ defaultHook: validationHook })
@@ -81,12 +89,19 @@ export const importRoutes = new OpenAPIHono<AppBindings>({ defaultHook: validati
     const ctx = serviceContext(c);
     const isJson = (c.req.header("content-type") ?? "").toLowerCase().includes("json");
     const length = c.req.header("content-length");
-    const data = isJson ? await startRowsImport(ctx, c.req.valid("json") as ImportRows) : await startCsvImport(ctx, c.req.valid("query"), c.req.raw.body, length === undefined ? null : Number(length));
+    const data = isJson
+      ? await startRowsImport(ctx, c.req.valid("json") as ImportRows)
+      : await startCsvImport(ctx, c.req.valid("query"), c.req.raw.body, length === undefined ? null : Number(length));
     return c.json({ success: true as const, data }, 202);
   })
   .openapi(read, async (c) => c.json({ success: true as const, data: await getImport(serviceContext(c), c.req.valid("param").id) }, 200))
   .openapi(errors, async (c) => {
     const stream = await importErrorsCsv(serviceContext(c), c.req.valid("param").id);
-    return c.body(stream, 200, { "content-type": "text/csv; charset=utf-8", "content-disposition": `attachment; filename="import-${c.req.valid("param").id}-errors.csv"` }) as never;
+    return c.body(stream, 200, {
+      "content-type": "text/csv; charset=utf-8",
+      "content-disposition": `attachment; filename="import-${c.req.valid("param").id}-errors.csv"`,
+    }) as never;
   })
-  .openapi(cancel, async (c) => c.json({ success: true as const, data: await cancelImport(serviceContext(c), c.req.valid("param").id) }, 200));
+  .openapi(cancel, async (c) =>
+    c.json({ success: true as const, data: await cancelImport(serviceContext(c), c.req.valid("param").id) }, 200),
+  );

@@ -13,7 +13,9 @@ const onDuplicate = z.enum(DUPLICATE_RULES).openapi({
     "A row matching an existing record (a contact by any e-mail, case-folded, or phone; a property by mlsId): `skip` it (default), `update` the record with the row's non-blank values (tags are added), or `merge`: fill only the record's empty fields",
 });
 const MAPPING_DESCRIPTION = `Column → field, over the defaults detected from the header (Follow Up Boss and kvCORE exports, or the API's own field names). Fields of contacts: ${CONTACT_TARGETS.join(", ")}; of properties: ${PROPERTY_TARGETS.join(", ")}; and customFields.<key>. "ignore" drops a column.`;
-const mapping = z.record(z.string().min(1).max(200), z.string().min(1).max(100)).openapi({ description: MAPPING_DESCRIPTION, example: { "Cell Phone": "secondaryPhone", Birthday: "ignore" } });
+const mapping = z
+  .record(z.string().min(1).max(200), z.string().min(1).max(100))
+  .openapi({ description: MAPPING_DESCRIPTION, example: { "Cell Phone": "secondaryPhone", Birthday: "ignore" } });
 
 /** The query of POST /v1/imports: a CSV body takes its kind and options here (a JSON body carries its own). */
 export const ImportQuery = z.strictObject({
@@ -50,14 +52,22 @@ export const Import = z
     kind,
     status: z.enum(IMPORT_STATUSES),
     onDuplicate,
-    format: z.enum(["followupboss", "kvcore", "native", "custom"]).nullable().openapi({ description: "The export the header was read as; null until the first chunk ran" }),
+    format: z
+      .enum(["followupboss", "kvcore", "native", "custom"])
+      .nullable()
+      .openapi({ description: "The export the header was read as; null until the first chunk ran" }),
     processed: z.int().openapi({ description: "Rows read so far" }),
     created: z.int(),
     updated: z.int(),
     skipped: z.int().openapi({ description: "Rows that matched a record and changed nothing (onDuplicate skip, or nothing new)" }),
     failed: z.int().openapi({ description: "Rows not imported; the errors CSV says why" }),
-    errorsUrl: z.string().openapi({ description: "The errors CSV (row number, column, reason; never the row's data): GET it with the same credentials" }),
-    failureReason: z.string().nullable().openapi({ description: "Why a failed import stopped (the file is not UTF-8 text, a mapping names a column the file lacks …)" }),
+    errorsUrl: z
+      .string()
+      .openapi({ description: "The errors CSV (row number, column, reason; never the row's data): GET it with the same credentials" }),
+    failureReason: z
+      .string()
+      .nullable()
+      .openapi({ description: "Why a failed import stopped (the file is not UTF-8 text, a mapping names a column the file lacks …)" }),
     createdAt: z.string(),
     updatedAt: z.string(),
     finishedAt: z.string().nullable(),
@@ -65,4 +75,10 @@ export const Import = z
   .openapi("Import");
 export type Import = z.infer<typeof Import>;
 
-export const ImportIdParam = z.object({ id: z.string().min(1).max(100).openapi({ param: { name: "id", in: "path" } }) });
+export const ImportIdParam = z.object({
+  id: z
+    .string()
+    .min(1)
+    .max(100)
+    .openapi({ param: { name: "id", in: "path" } }),
+});

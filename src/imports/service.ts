@@ -47,7 +47,12 @@ export function toImport(env: ServiceContext["env"], row: ImportRow): Import {
 function mappingIssues(kind: ImportKind, mapping: Record<string, string> | undefined, field: string): FieldIssue[] {
   return Object.entries(mapping ?? {})
     .filter(([, target]) => target !== "ignore" && !isTarget(kind, target))
-    .map(([column, target]) => ({ field: `${field}.${column}`, path: [field, column], code: "invalid_target", message: `No ${kind} field '${target}'` }));
+    .map(([column, target]) => ({
+      field: `${field}.${column}`,
+      path: [field, column],
+      code: "invalid_target",
+      message: `No ${kind} field '${target}'`,
+    }));
 }
 
 /** The mapping of a CSV upload, from its query parameter (JSON). */
@@ -57,16 +62,33 @@ function mappingOfQuery(kind: ImportKind, text: string | undefined): Record<stri
   try {
     parsed = JSON.parse(text);
   } catch {
-    throw new Validation([{ field: "mapping", path: ["mapping"], code: "invalid_json", message: "mapping must be a JSON object of column → field" }]);
+    throw new Validation([
+      { field: "mapping", path: ["mapping"], code: "invalid_json", message: "mapping must be a JSON object of column → field" },
+    ]);
   }
   const checked = ImportMapping.safeParse(parsed);
-  if (!checked.success) throw new Validation([{ field: "mapping", path: ["mapping"], code: "invalid_mapping", message: "mapping must be a JSON object of column → field (strings)" }]);
+  if (!checked.success)
+    throw new Validation([
+      {
+        field: "mapping",
+        path: ["mapping"],
+        code: "invalid_mapping",
+        message: "mapping must be a JSON object of column → field (strings)",
+      },
+    ]);
   const issues = mappingIssues(kind, checked.data, "mapping");
   if (issues.length) throw new Validation(issues);
   return checked.data;
 }
 
-async function begin(ctx: ServiceContext, id: string, kind: ImportKind, sizeBytes: number, onDuplicate: string, mapping: Record<string, string> | undefined): Promise<Import> {
+async function begin(
+  ctx: ServiceContext,
+  id: string,
+  kind: ImportKind,
+  sizeBytes: number,
+  onDuplicate: string,
+  mapping: Record<string, string> | undefined,
+): Promise<Import> {
   const at = nowIso();
   const key = sourceKeyOf(ctx.organizationId, id);
   const row: ImportRow = {
@@ -108,11 +130,29 @@ async function begin(ctx: ServiceContext, id: string, kind: ImportKind, sizeByte
 }
 
 /** POST /v1/imports with a CSV body: streamed to R2 as it arrives, then queued. */
-export async function startCsvImport(ctx: ServiceContext, query: ImportQuery, body: ReadableStream<Uint8Array> | null, length: number | null): Promise<Import> {
-  if (!query.kind) throw new Validation([{ field: "kind", path: ["kind"], code: "required", message: "kind is required with a CSV body (?kind=contacts or ?kind=properties)" }]);
+export async function startCsvImport(
+  ctx: ServiceContext,
+  query: ImportQuery,
+  body: ReadableStream<Uint8Array> | null,
+  length: number | null,
+): Promise<Import> {
+  if (!query.kind)
+    throw new Validation([
+      { field: "kind", path: ["kind"], code: "required", message: "kind is required with a CSV body (?kind=contacts or ?kind=properties)" },
+    ]);
   const mapping = mappingOfQuery(query.kind, query.mapping);
   if (length === null || !Number.isSafeInteger(length)) {
-    throw new Validation([{ field: "Content-Length", path: ["Content-Length"], code: "length_required", message: "A CSV body needs Content-Length (it is streamed to storage as it arrives)" }], "malformed");
+    throw new Validation(
+      [
+        {
+          field: "Content-Length",
+          path: ["Content-Length"],
+          code: "length_required",
+          message: "A CSV body needs Content-Length (it is streamed to storage as it arrives)",
+        },
+      ],
+      "malformed",
+    );
   }
   if (!body || length === 0) throw new Validation([{ field: "", path: [], code: "empty_file", message: "The CSV is empty" }]);
   const id = newId();
@@ -120,7 +160,11 @@ export async function startCsvImport(ctx: ServiceContext, query: ImportQuery, bo
     await putUploadStream(ctx, sourceKeyOf(ctx.organizationId, id), body, length, { contentType: "text/csv" });
   } catch (err) {
     ctx.defer(discardUploads(ctx, [sourceKeyOf(ctx.organizationId, id)]));
-    if (err instanceof TypeError) throw new Validation([{ field: "", path: [], code: "body_length_mismatch", message: "The body did not match its Content-Length" }], "malformed");
+    if (err instanceof TypeError)
+      throw new Validation(
+        [{ field: "", path: [], code: "body_length_mismatch", message: "The body did not match its Content-Length" }],
+        "malformed",
+      );
     throw err;
   }
   return begin(ctx, id, query.kind, length, query.onDuplicate ?? "skip", mapping);
@@ -131,10 +175,13 @@ export async function startRowsImport(ctx: ServiceContext, body: ImportRows): Pr
   const issues = mappingIssues(body.kind, body.mapping, "mapping");
   const columns = [...new Set(body.rows.flatMap((r) => Object.keys(r)))];
   for (const column of Object.keys(body.mapping ?? {})) {
-    if (!columns.includes(column)) issues.push({ field: `mapping.${column}`, path: ["mapping", column], code: "unknown_column", message: "No row has this column" });
+    if (!columns.includes(column))
+      issues.push({ field: `mapping.${column}`, path: ["mapping", column], code: "unknown_column", message: "No row has this column" });
   }
   if (issues.length) throw new Validation(issues);
-  const text = csvLine(columns) + body.rows.map((r) => csvLine(columns.map((c) => (r[c] === null || r[c] === undefined ? "" : String(r[c]))))).join("");
+  const text =
+    csvLine(columns) +
+    body.rows.map((r) => csvLine(columns.map((c) => (r[c] === null || r[c] === undefined ? "" : String(r[c]))))).join("");
   const bytes = new TextEncoder().encode(text);
   const id = newId();
   const key = sourceKeyOf(ctx.organizationId, id);
@@ -144,7 +191,11 @@ export async function startRowsImport(ctx: ServiceContext, body: ImportRows): Pr
 }
 
 async function findImport(ctx: ServiceContext, id: string): Promise<ImportRow> {
-  const row = await ctx.db.select().from(imports).where(and(eq(imports.id, id), eq(imports.organizationId, ctx.organizationId))).get();
+  const row = await ctx.db
+    .select()
+    .from(imports)
+    .where(and(eq(imports.id, id), eq(imports.organizationId, ctx.organizationId)))
+    .get();
   if (!row) throw new NotFound("Import");
   return row;
 }
@@ -165,7 +216,8 @@ export async function cancelImport(ctx: ServiceContext, id: string): Promise<Imp
     .set({ status: "cancelled", finishedAt: at, updatedAt: at })
     .where(and(eq(imports.id, id), eq(imports.organizationId, ctx.organizationId), inArray(imports.status, [...ACTIVE])))
     .returning();
-  if (!row) throw new Conflict(`The import has ended (${(await findImport(ctx, id)).status}); there is nothing to cancel`, "import_finished");
+  if (!row)
+    throw new Conflict(`The import has ended (${(await findImport(ctx, id)).status}); there is nothing to cancel`, "import_finished");
   ctx.defer(deleteFiles(ctx.env, [before.sourceKey]));
   return toImport(ctx.env, row);
 }
@@ -192,7 +244,13 @@ export async function importErrorsCsv(ctx: ServiceContext, id: string): Promise<
       const page = await ctx.db
         .select({ row: e.rowNumber, seq: e.seq, column: e.column, reason: e.reason })
         .from(e)
-        .where(and(eq(e.importId, id), eq(e.organizationId, ctx.organizationId), after ? or(gt(e.rowNumber, after[0]), and(eq(e.rowNumber, after[0]), gt(e.seq, after[1]))) : undefined))
+        .where(
+          and(
+            eq(e.importId, id),
+            eq(e.organizationId, ctx.organizationId),
+            after ? or(gt(e.rowNumber, after[0]), and(eq(e.rowNumber, after[0]), gt(e.seq, after[1]))) : undefined,
+          ),
+        )
         .orderBy(asc(e.rowNumber), asc(e.seq))
         .limit(ERROR_PAGE);
       if (page.length > 0) controller.enqueue(encoder.encode(page.map((r) => csvLine([r.row, r.column, r.reason])).join("")));

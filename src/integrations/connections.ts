@@ -27,27 +27,46 @@ const liveTokensOf = (organizationId: string | SQL, clientId: string | SQL): SQL
       AND ${oauthRefreshTokens.revokedAt} IS NULL AND ${oauthRefreshTokens.usedAt} IS NULL AND ${oauthRefreshTokens.expiresAt} > ${nowIso()}`;
 
 /** Some user of the organization still holds a live family of the client. */
-const liveFamily = (organizationId: string | SQL, clientId: string | SQL): SQL => sql`EXISTS (SELECT 1 FROM ${oauthRefreshTokens} WHERE ${liveTokensOf(organizationId, clientId)})`;
+const liveFamily = (organizationId: string | SQL, clientId: string | SQL): SQL =>
+  sql`EXISTS (SELECT 1 FROM ${oauthRefreshTokens} WHERE ${liveTokensOf(organizationId, clientId)})`;
 /** The same, for the connection row a query is on. */
 export const rowHasLiveFamily = () => liveFamily(sql`${oauthConnections.organizationId}`, sql`${oauthConnections.clientId}`);
 
-const connectionOf = ({ organizationId, clientId }: ClientInOrganization) => and(eq(oauthConnections.organizationId, organizationId), eq(oauthConnections.clientId, clientId));
+const connectionOf = ({ organizationId, clientId }: ClientInOrganization) =>
+  and(eq(oauthConnections.organizationId, organizationId), eq(oauthConnections.clientId, clientId));
 const connected = (c: ClientInOrganization): SQL => sql`EXISTS (SELECT 1 FROM ${oauthConnections} WHERE ${connectionOf(c)})`;
 
-const event = (c: ClientInOrganization, actor: Actor, type: "integration.connected" | "integration.disconnected", object: OAuthClientIntegration) =>
-  newEvent({ organizationId: c.organizationId, actor }, type, { object, previousAttributes: null, changes: null });
+const event = (
+  c: ClientInOrganization,
+  actor: Actor,
+  type: "integration.connected" | "integration.disconnected",
+  object: OAuthClientIntegration,
+) => newEvent({ organizationId: c.organizationId, actor }, type, { object, previousAttributes: null, changes: null });
 
 /**
  * For the batch that starts a family (the code exchange), after its refresh token: connects the client when no other
  * grant in the organization had, with `integration.connected`. A row whose grants all ran out in the last minute (the
  * cron has not yet disconnected it) counts as connected: that client then stays connected, without either event.
  */
-export function connectClient(directory: Db, grant: ClientInOrganization & { userId: string; clientName: string | null; permissions: string[] }): DirectoryItem[] {
+export function connectClient(
+  directory: Db,
+  grant: ClientInOrganization & { userId: string; clientName: string | null; permissions: string[] },
+): DirectoryItem[] {
   const at = nowIso();
-  const object: OAuthClientIntegration = { type: "oauth_client", id: grant.clientId, name: grant.clientName, grantedBy: [grant.userId], permissions: grant.permissions, connectedAt: at };
+  const object: OAuthClientIntegration = {
+    type: "oauth_client",
+    id: grant.clientId,
+    name: grant.clientName,
+    grantedBy: [grant.userId],
+    permissions: grant.permissions,
+    connectedAt: at,
+  };
   return [
     { event: event(grant, { type: "user", userId: grant.userId }, "integration.connected", object), when: sql`NOT ${connected(grant)}` },
-    directory.insert(oauthConnections).values({ organizationId: grant.organizationId, clientId: grant.clientId, connectedBy: grant.userId, connectedAt: at }).onConflictDoNothing(),
+    directory
+      .insert(oauthConnections)
+      .values({ organizationId: grant.organizationId, clientId: grant.clientId, connectedBy: grant.userId, connectedAt: at })
+      .onConflictDoNothing(),
   ];
 }
 
@@ -57,7 +76,10 @@ export function connectClient(directory: Db, grant: ClientInOrganization & { use
  */
 function disconnectClient(directory: Db, c: ClientInOrganization, actor: Actor, object: OAuthClientIntegration): DirectoryItem[] {
   return [
-    { event: event(c, actor, "integration.disconnected", object), when: sql`${connected(c)} AND NOT ${liveFamily(c.organizationId, c.clientId)}` },
+    {
+      event: event(c, actor, "integration.disconnected", object),
+      when: sql`${connected(c)} AND NOT ${liveFamily(c.organizationId, c.clientId)}`,
+    },
     directory.delete(oauthConnections).where(and(connectionOf(c), sql`NOT ${liveFamily(c.organizationId, c.clientId)}`)),
   ];
 }
@@ -67,7 +89,12 @@ function disconnectClient(directory: Db, c: ClientInOrganization, actor: Actor, 
  * the last live family in the organization, in one batch. `actor`: the family's user (a revocation the client asked
  * for) or the system (a detected reuse).
  */
-export async function revokeAndDisconnect(work: Omit<DirectoryWork, "shard">, familyId: string, statements: DirectoryItem[], actor: "user" | "system"): Promise<void> {
+export async function revokeAndDisconnect(
+  work: Omit<DirectoryWork, "shard">,
+  familyId: string,
+  statements: DirectoryItem[],
+  actor: "user" | "system",
+): Promise<void> {
   const d = work.directory;
   const family = await d
     .select({
@@ -79,7 +106,13 @@ export async function revokeAndDisconnect(work: Omit<DirectoryWork, "shard">, fa
       clientName: oauthClients.clientName,
     })
     .from(oauthRefreshTokens)
-    .leftJoin(oauthConnections, and(eq(oauthConnections.organizationId, oauthRefreshTokens.organizationId), eq(oauthConnections.clientId, oauthRefreshTokens.clientId)))
+    .leftJoin(
+      oauthConnections,
+      and(
+        eq(oauthConnections.organizationId, oauthRefreshTokens.organizationId),
+        eq(oauthConnections.clientId, oauthRefreshTokens.clientId),
+      ),
+    )
     .leftJoin(oauthClients, eq(oauthClients.id, oauthRefreshTokens.clientId))
     .where(eq(oauthRefreshTokens.familyId, familyId))
     .limit(1)
@@ -87,14 +120,19 @@ export async function revokeAndDisconnect(work: Omit<DirectoryWork, "shard">, fa
   // A family that never connected anything (made before connections were kept, or with no refresh token) only revokes.
   const disconnect =
     family?.connectedAt != null
-      ? disconnectClient(d, family, { type: actor, userId: actor === "user" ? family.userId : null }, {
-          type: "oauth_client",
-          id: family.clientId,
-          name: family.clientName ?? null,
-          grantedBy: [family.userId],
-          permissions: family.permissions,
-          connectedAt: family.connectedAt,
-        })
+      ? disconnectClient(
+          d,
+          family,
+          { type: actor, userId: actor === "user" ? family.userId : null },
+          {
+            type: "oauth_client",
+            id: family.clientId,
+            name: family.clientName ?? null,
+            grantedBy: [family.userId],
+            permissions: family.permissions,
+            connectedAt: family.connectedAt,
+          },
+        )
       : [];
   await commitInDirectory(work, [...statements, ...disconnect]);
 }
@@ -106,7 +144,9 @@ export async function revokeAndDisconnect(work: Omit<DirectoryWork, "shard">, fa
 export async function disconnectExpired(work: Omit<DirectoryWork, "shard">, { max = 100 } = {}): Promise<number> {
   const d = work.directory;
   const lastFamily = (column: "user_id" | "permissions") =>
-    sql<string | null>`(SELECT ${sql.raw(column)} FROM ${oauthRefreshTokens} WHERE ${oauthRefreshTokens.organizationId} = ${oauthConnections.organizationId} AND ${oauthRefreshTokens.clientId} = ${oauthConnections.clientId} ORDER BY ${oauthRefreshTokens.createdAt} DESC LIMIT 1)`;
+    sql<
+      string | null
+    >`(SELECT ${sql.raw(column)} FROM ${oauthRefreshTokens} WHERE ${oauthRefreshTokens.organizationId} = ${oauthConnections.organizationId} AND ${oauthRefreshTokens.clientId} = ${oauthConnections.clientId} ORDER BY ${oauthRefreshTokens.createdAt} DESC LIMIT 1)`;
   const stale = await d
     .select({
       organizationId: oauthConnections.organizationId,
@@ -123,14 +163,19 @@ export async function disconnectExpired(work: Omit<DirectoryWork, "shard">, { ma
     .limit(max);
   if (stale.length === 0) return 0;
   const items = stale.flatMap((c) =>
-    disconnectClient(d, c, { type: "system", userId: null }, {
-      type: "oauth_client",
-      id: c.clientId,
-      name: c.clientName ?? null,
-      grantedBy: [c.lastUser ?? c.connectedBy],
-      permissions: c.lastPermissions ? (JSON.parse(c.lastPermissions) as string[]) : [],
-      connectedAt: c.connectedAt,
-    }),
+    disconnectClient(
+      d,
+      c,
+      { type: "system", userId: null },
+      {
+        type: "oauth_client",
+        id: c.clientId,
+        name: c.clientName ?? null,
+        grantedBy: [c.lastUser ?? c.connectedBy],
+        permissions: c.lastPermissions ? (JSON.parse(c.lastPermissions) as string[]) : [],
+        connectedAt: c.connectedAt,
+      },
+    ),
   );
   const { events } = await commitInDirectory(work, items);
   return events.length;
@@ -161,7 +206,10 @@ export function clientIntegrationRows(directory: Db, organizationId: string, aft
 }
 
 /** A connected client's row as an integration: its users and permissions in a stable order. */
-export function toClientIntegration(row: { id: string; name: string | null; connectedAt: string; grantedBy: string; permissions: string }, order: readonly string[]): OAuthClientIntegration {
+export function toClientIntegration(
+  row: { id: string; name: string | null; connectedAt: string; grantedBy: string; permissions: string },
+  order: readonly string[],
+): OAuthClientIntegration {
   const permissions = JSON.parse(row.permissions) as string[];
   return {
     type: "oauth_client",

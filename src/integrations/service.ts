@@ -19,14 +19,20 @@ const atOf = (i: Integration) => (i.type === "api_key" ? i.createdAt : i.connect
  * GET /v1/integrations: clients and keys together, newest first (a client by when it connected, a key by when it was
  * made), keyset pages. One directory round trip: each kind's page from the cursor on, and each kind's count.
  */
-export async function listIntegrations(ctx: Pick<ServiceContext, "directory" | "organizationId">, { limit, cursor }: { limit: number; cursor?: string }) {
+export async function listIntegrations(
+  ctx: Pick<ServiceContext, "directory" | "organizationId">,
+  { limit, cursor }: { limit: number; cursor?: string },
+) {
   const after = decodeNewestFirstCursor(cursor);
   const d = ctx.directory;
   const [keys, clients, [keyTotal], [clientTotal]] = await d.batch([
     keysPage(d, ctx.organizationId, after, limit + 1),
     clientIntegrationRows(d, ctx.organizationId, after, limit + 1),
     d.select({ n: count() }).from(apiKeys).where(eq(apiKeys.organizationId, ctx.organizationId)),
-    d.select({ n: count() }).from(oauthConnections).where(and(eq(oauthConnections.organizationId, ctx.organizationId), rowHasLiveFamily())),
+    d
+      .select({ n: count() })
+      .from(oauthConnections)
+      .where(and(eq(oauthConnections.organizationId, ctx.organizationId), rowHasLiveFamily())),
   ]);
   const merged: Integration[] = [...keys.map(toKeyIntegration), ...clients.map((c) => toClientIntegration(c, PERMISSION_NAMES))];
   // Byte order, as SQLite compares the cursor's columns.

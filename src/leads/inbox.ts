@@ -50,7 +50,16 @@ export async function receiveLead(ctx: ServiceContext, lead: LeadCreate): Promis
   checkPhones(ctx, lead.person.phones);
   if (lead.propertyId !== undefined) await namedProperty(ctx, lead);
   const now = new Date();
-  const row: InboxRow = { id: newId(), organizationId: ctx.organizationId, userId: ctx.actor.userId ?? "", lead, receivedAt: nowIso(now), attempts: 0, lastError: null, dueAt: nowIso(addSeconds(now, FIRST_TRY_SECONDS)) };
+  const row: InboxRow = {
+    id: newId(),
+    organizationId: ctx.organizationId,
+    userId: ctx.actor.userId ?? "",
+    lead,
+    receivedAt: nowIso(now),
+    attempts: 0,
+    lastError: null,
+    dueAt: nowIso(addSeconds(now, FIRST_TRY_SECONDS)),
+  };
   await ctx.db.insert(leadInbox).values(row);
   ctx.defer(new Promise((resolve) => setTimeout(resolve, HEADSTART_MS)).then(() => takeInStored(ctx, row)));
 }
@@ -66,11 +75,24 @@ async function takeInStored(ctx: ServiceContext, row: InboxRow): Promise<void> {
     await intakeLead(ctx, row.lead as LeadCreate, [expectRow(ctx.db, leadInbox, mine), ctx.db.delete(leadInbox).where(mine)]);
     await ctx.db.delete(leadInbox).where(mine).run();
   } catch (err) {
-    console.error(JSON.stringify({ level: "error", msg: "stored lead not taken in; the cron tries again", leadId: row.id, organizationId: row.organizationId, attempt: row.attempts + 1, error: loggableError(err) }));
+    console.error(
+      JSON.stringify({
+        level: "error",
+        msg: "stored lead not taken in; the cron tries again",
+        leadId: row.id,
+        organizationId: row.organizationId,
+        attempt: row.attempts + 1,
+        error: loggableError(err),
+      }),
+    );
     const backoff = Math.min(3600, FIRST_TRY_SECONDS * 2 ** row.attempts);
     await ctx.db
       .update(leadInbox)
-      .set({ attempts: sql`${leadInbox.attempts} + 1`, lastError: String(err).slice(0, 500), dueAt: nowIso(addSeconds(new Date(), backoff)) })
+      .set({
+        attempts: sql`${leadInbox.attempts} + 1`,
+        lastError: String(err).slice(0, 500),
+        dueAt: nowIso(addSeconds(new Date(), backoff)),
+      })
       .where(mine)
       .run()
       .catch(() => undefined);
@@ -85,19 +107,44 @@ async function takeInStored(ctx: ServiceContext, row: InboxRow): Promise<void> {
 export async function drainLeadInbox(env: Env, db: Db, now = new Date()): Promise<number> {
   const t = leadInbox;
   await db.delete(t).where(lt(t.receivedAt, nowIso(addSeconds(now, -KEEP_DAYS * 86_400))));
-  const due = await db.select({ id: t.id }).from(t).where(and(lte(t.dueAt, nowIso(now)), lt(t.attempts, MAX_ATTEMPTS))).orderBy(asc(t.dueAt)).limit(DRAIN_BATCH);
+  const due = await db
+    .select({ id: t.id })
+    .from(t)
+    .where(and(lte(t.dueAt, nowIso(now)), lt(t.attempts, MAX_ATTEMPTS)))
+    .orderBy(asc(t.dueAt))
+    .limit(DRAIN_BATCH);
   if (due.length === 0) return 0;
   const claimed = await db
     .update(t)
     .set({ dueAt: nowIso(addSeconds(now, FIRST_TRY_SECONDS)) })
-    .where(and(inJsonList(t.id, due.map((d) => d.id)), lte(t.dueAt, nowIso(now))))
+    .where(
+      and(
+        inJsonList(
+          t.id,
+          due.map((d) => d.id),
+        ),
+        lte(t.dueAt, nowIso(now)),
+      ),
+    )
     .returning();
   for (const row of claimed) {
     await withDeferred(async (defer) => {
-      const ctx: ServiceContext = { ...systemContext(env, db, row.organizationId, `lead-inbox:${row.id}`, defer), actor: { type: "user", userId: row.userId } };
+      const ctx: ServiceContext = {
+        ...systemContext(env, db, row.organizationId, `lead-inbox:${row.id}`, defer),
+        actor: { type: "user", userId: row.userId },
+      };
       ctx.phoneRegion = (await organizationSettings(ctx)).defaultPhoneRegion;
       await takeInStored(ctx, row);
-    }).catch((err) => console.error(JSON.stringify({ level: "error", msg: "stored lead not taken in; the cron tries again", leadId: row.id, error: loggableError(err) })));
+    }).catch((err) =>
+      console.error(
+        JSON.stringify({
+          level: "error",
+          msg: "stored lead not taken in; the cron tries again",
+          leadId: row.id,
+          error: loggableError(err),
+        }),
+      ),
+    );
   }
   return claimed.length;
 }

@@ -67,7 +67,9 @@ async function findReview(ctx: ServiceContext, id: string): Promise<ReviewRow> {
 
 /** The property the review asked about, while it is still ours (a deleted one names none: the contact is still made). */
 const propertyOf = (ctx: ServiceContext, review: ReviewRow): Promise<Property | null> =>
-  review.propertyId === null ? Promise.resolve(null) : findProperty(ctx, review.propertyId).catch((err) => (err instanceof NotFound ? null : Promise.reject(err)));
+  review.propertyId === null
+    ? Promise.resolve(null)
+    : findProperty(ctx, review.propertyId).catch((err) => (err instanceof NotFound ? null : Promise.reject(err)));
 
 /**
  * POST /v1/leads/reviews/{id}/accept: the lead taken in as intake would have with this e-mail (leads/service.ts
@@ -78,9 +80,23 @@ const propertyOf = (ctx: ServiceContext, review: ReviewRow): Promise<Property | 
 export function acceptReview(ctx: ServiceContext, id: string, email: string): Promise<ContactAnswer> {
   return withRetries(async () => {
     const review = await findReview(ctx, id);
-    const person = { firstName: review.firstName ?? undefined, lastName: review.lastName ?? undefined, emails: [email], phones: review.phones, address: review.address ?? undefined };
-    const [property, [match]] = await Promise.all([propertyOf(ctx, review), matchContacts(ctx, [{ emails: person.emails, phones: person.phones }])]);
-    const lead = { type: review.type as LeadReview["type"], source: review.source, sourceEventId: review.sourceEventId ?? undefined, message: review.message ?? undefined };
+    const person = {
+      firstName: review.firstName ?? undefined,
+      lastName: review.lastName ?? undefined,
+      emails: [email],
+      phones: review.phones,
+      address: review.address ?? undefined,
+    };
+    const [property, [match]] = await Promise.all([
+      propertyOf(ctx, review),
+      matchContacts(ctx, [{ emails: person.emails, phones: person.phones }]),
+    ]);
+    const lead = {
+      type: review.type as LeadReview["type"],
+      source: review.source,
+      sourceEventId: review.sourceEventId ?? undefined,
+      message: review.message ?? undefined,
+    };
     const intake: Intake = { ...lead, person, activity: leadActivity(lead, property), property, zip: property?.zipCode ?? review.zipCode };
     const settle = [expectRow(ctx.db, leadReviews, byId(ctx, id)), ctx.db.delete(leadReviews).where(byId(ctx, id))];
     return takeIn(ctx, intake, match, { statements: settle, kept: "settled" });
@@ -101,15 +117,32 @@ export async function dismissReview(ctx: ServiceContext, id: string): Promise<vo
 export async function pruneLeadReviews(db: Db, now = new Date()): Promise<number> {
   const before = new Date(now.getTime() - REVIEW_RETENTION_DAYS * 86_400_000).toISOString();
   const t = leadReviews;
-  const due = await db.select({ id: t.id, organizationId: t.organizationId }).from(t).where(lt(t.createdAt, before)).orderBy(asc(t.createdAt)).limit(RETENTION_BATCH);
+  const due = await db
+    .select({ id: t.id, organizationId: t.organizationId })
+    .from(t)
+    .where(lt(t.createdAt, before))
+    .orderBy(asc(t.createdAt))
+    .limit(RETENTION_BATCH);
   const byOrganization = new Map<string, string[]>();
   for (const r of due) byOrganization.set(r.organizationId, [...(byOrganization.get(r.organizationId) ?? []), r.id]);
   const deleted = await Promise.all(
     [...byOrganization].map(async ([organizationId, ids]) => {
       try {
-        return (await db.delete(t).where(and(eq(t.organizationId, organizationId), inJsonList(t.id, ids), lt(t.createdAt, before))).returning({ id: t.id })).length;
+        return (
+          await db
+            .delete(t)
+            .where(and(eq(t.organizationId, organizationId), inJsonList(t.id, ids), lt(t.createdAt, before)))
+            .returning({ id: t.id })
+        ).length;
       } catch (err) {
-        console.error(JSON.stringify({ level: "warn", msg: "lead review retention: rows left for the next pass", organizationId, error: loggableError(err) }));
+        console.error(
+          JSON.stringify({
+            level: "warn",
+            msg: "lead review retention: rows left for the next pass",
+            organizationId,
+            error: loggableError(err),
+          }),
+        );
         return 0;
       }
     }),

@@ -43,9 +43,14 @@ the answer (by the cron within minutes should that fail), so neither the answer'
   responses: {
     200: crmSuccess("An existing contact matched and was filled (to a credential that may read contacts)", LeadIntake),
     201: crmSuccess("A new contact was created (to a credential that may read contacts)", LeadIntake),
-    202: crmSuccess("Taken in: to a credential without contacts:read always this, with no id; to one with it, a phone-only lead kept for review, with its reviewId", LeadReceived),
+    202: crmSuccess(
+      "Taken in: to a credential without contacts:read always this, with no id; to one with it, a phone-only lead kept for review, with its reviewId",
+      LeadReceived,
+    ),
     ...CONTENDED,
-    422: crmError("A phone that is no phone number (invalid_phone), a propertyId that is no property of yours (invalid_reference), or another invalid field"),
+    422: crmError(
+      "A phone that is no phone number (invalid_phone), a propertyId that is no property of yours (invalid_reference), or another invalid field",
+    ),
   },
 });
 
@@ -109,7 +114,9 @@ export const leadRoutes = new OpenAPIHono<AppBindings>({ defaultHook: validation
     if (status === 202) return c.json({ success: true as const, data: answer }, 202);
     return status === 201 ? c.json({ success: true as const, data: answer }, 201) : c.json({ success: true as const, data: answer }, 200);
   })
-  .openapi(listReviewRoute, async (c) => c.json({ success: true as const, ...(await listReviews(serviceContext(c), c.req.valid("query"))) }, 200))
+  .openapi(listReviewRoute, async (c) =>
+    c.json({ success: true as const, ...(await listReviews(serviceContext(c), c.req.valid("query"))) }, 200),
+  )
   .openapi(accept, async (c) => {
     const { ctx, answer } = keptAnswer<LeadIntake>(c, (data) => (data.created ? 201 : 200));
     const { status, answer: data } = await acceptReview(ctx, c.req.valid("param").id, c.req.valid("json").email);

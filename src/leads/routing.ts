@@ -23,7 +23,11 @@ const normalizedZip = (zip: string) => zip.replace(/[\s-]/g, "").toUpperCase();
 export async function readRouting(ctx: ServiceContext): Promise<{ recipients: string[]; turn: Turn }> {
   const [recipients, row] = await Promise.all([
     leadRecipients(ctx),
-    ctx.db.select({ lastUserId: leadRoutingCursors.lastUserId, turn: leadRoutingCursors.turn }).from(leadRoutingCursors).where(eq(leadRoutingCursors.organizationId, ctx.organizationId)).get(),
+    ctx.db
+      .select({ lastUserId: leadRoutingCursors.lastUserId, turn: leadRoutingCursors.turn })
+      .from(leadRoutingCursors)
+      .where(eq(leadRoutingCursors.organizationId, ctx.organizationId))
+      .get(),
   ]);
   return { recipients, turn: row ?? { lastUserId: null, turn: 0 } };
 }
@@ -35,7 +39,12 @@ export async function readRouting(ctx: ServiceContext): Promise<{ recipients: st
  * started takes their place in the ring). Round robin's statements guard the turn read and take the next one, in the
  * batch that creates the contact: of concurrent intakes exactly one takes each turn, the others retry with the next.
  */
-export function routeLead(ctx: ServiceContext, routing: OrganizationSettings["leadRouting"], zip: string | null, { recipients, turn }: { recipients: string[]; turn: Turn }): Routed {
+export function routeLead(
+  ctx: ServiceContext,
+  routing: OrganizationSettings["leadRouting"],
+  zip: string | null,
+  { recipients, turn }: { recipients: string[]; turn: Turn },
+): Routed {
   if (recipients.length === 0) return { userId: null, statements: [] };
   if (routing.mode === "zip" && zip) {
     const key = normalizedZip(zip);
@@ -49,7 +58,10 @@ export function routeLead(ctx: ServiceContext, routing: OrganizationSettings["le
   return {
     userId,
     statements: [
-      guard(ctx.db, sql`COALESCE((SELECT ${leadRoutingCursors.turn} FROM ${leadRoutingCursors} WHERE ${leadRoutingCursors.organizationId} = ${org}), 0) = ${turn.turn}`),
+      guard(
+        ctx.db,
+        sql`COALESCE((SELECT ${leadRoutingCursors.turn} FROM ${leadRoutingCursors} WHERE ${leadRoutingCursors.organizationId} = ${org}), 0) = ${turn.turn}`,
+      ),
       ctx.db
         .insert(leadRoutingCursors)
         .values({ organizationId: org, lastUserId: userId, turn: turn.turn + 1 })

@@ -1,5 +1,12 @@
 import { and, eq } from "drizzle-orm";
-import { fillContactFromLead, type IntakeActivity, type IntakePerson, matchContacts, newContactForLead, noContactWith } from "../contacts/service";
+import {
+  fillContactFromLead,
+  type IntakeActivity,
+  type IntakePerson,
+  matchContacts,
+  newContactForLead,
+  noContactWith,
+} from "../contacts/service";
 import { leadIntakes, leadReviews } from "../db/schema";
 import { expectNoRow, StaleWrite, type Statement, withRetries } from "../db/write";
 import { commit } from "../events/commit";
@@ -39,7 +46,11 @@ const byEvent = (ctx: ServiceContext, source: string, sourceEventId: string) =>
 /** The answer kept for this source's event, if it was taken in (the first one's, or what accepting its review made). */
 async function keptAnswer(ctx: ServiceContext, source: string, sourceEventId: string | undefined): Promise<IntakeAnswer | null> {
   if (sourceEventId === undefined) return null;
-  const row = await ctx.db.select({ status: leadIntakes.status, answer: leadIntakes.answer }).from(leadIntakes).where(byEvent(ctx, source, sourceEventId)).get();
+  const row = await ctx.db
+    .select({ status: leadIntakes.status, answer: leadIntakes.answer })
+    .from(leadIntakes)
+    .where(byEvent(ctx, source, sourceEventId))
+    .get();
   return row ? ({ status: row.status, answer: row.answer } as IntakeAnswer) : null;
 }
 
@@ -47,11 +58,34 @@ async function keptAnswer(ctx: ServiceContext, source: string, sourceEventId: st
  * The statements that keep an event's answer: for a new event guarded on none being kept (of concurrent repeats one
  * writes it, the others find it on their retry); for an accepted review (`settled`) its 202 replaced by the contact's.
  */
-function keepAnswer(ctx: ServiceContext, intake: Pick<Intake, "source" | "sourceEventId">, kept: IntakeAnswer, contactId: string, at: string, mode: "new" | "settled"): Statement[] {
+function keepAnswer(
+  ctx: ServiceContext,
+  intake: Pick<Intake, "source" | "sourceEventId">,
+  kept: IntakeAnswer,
+  contactId: string,
+  at: string,
+  mode: "new" | "settled",
+): Statement[] {
   if (intake.sourceEventId === undefined) return [];
-  const row = { organizationId: ctx.organizationId, source: intake.source, sourceEventId: intake.sourceEventId, contactId, status: kept.status, answer: kept.answer, createdAt: at };
+  const row = {
+    organizationId: ctx.organizationId,
+    source: intake.source,
+    sourceEventId: intake.sourceEventId,
+    contactId,
+    status: kept.status,
+    answer: kept.answer,
+    createdAt: at,
+  };
   if (mode === "settled") {
-    return [ctx.db.insert(leadIntakes).values(row).onConflictDoUpdate({ target: [leadIntakes.organizationId, leadIntakes.source, leadIntakes.sourceEventId], set: { contactId, status: kept.status, answer: kept.answer } })];
+    return [
+      ctx.db
+        .insert(leadIntakes)
+        .values(row)
+        .onConflictDoUpdate({
+          target: [leadIntakes.organizationId, leadIntakes.source, leadIntakes.sourceEventId],
+          set: { contactId, status: kept.status, answer: kept.answer },
+        }),
+    ];
   }
   return [expectNoRow(ctx.db, leadIntakes, byEvent(ctx, intake.source, intake.sourceEventId)), ctx.db.insert(leadIntakes).values(row)];
 }
@@ -60,7 +94,16 @@ function keepAnswer(ctx: ServiceContext, intake: Pick<Intake, "source" | "source
 export function checkPhones(ctx: ServiceContext, phones: string[]): void {
   const region = regionOf(ctx);
   const issues: FieldIssue[] = phones.flatMap((p, i) =>
-    phoneKey(p, region) === null ? [{ field: `person.phones.${i}`, path: ["person", "phones", i], code: "invalid_phone", message: `Not a phone number (read in ${region} when it has no country code)` }] : [],
+    phoneKey(p, region) === null
+      ? [
+          {
+            field: `person.phones.${i}`,
+            path: ["person", "phones", i],
+            code: "invalid_phone",
+            message: `Not a phone number (read in ${region} when it has no country code)`,
+          },
+        ]
+      : [],
   );
   if (issues.length) throw new Validation(issues);
 }
@@ -69,7 +112,15 @@ export function checkPhones(ctx: ServiceContext, phones: string[]): void {
 export async function namedProperty(ctx: ServiceContext, lead: LeadCreate): Promise<Property | null> {
   if (lead.propertyId !== undefined) {
     return findProperty(ctx, lead.propertyId).catch((err) => {
-      if (err instanceof NotFound) throw new Validation([{ field: "propertyId", path: ["propertyId"], code: "invalid_reference", message: "No property with this id in your organization" }]);
+      if (err instanceof NotFound)
+        throw new Validation([
+          {
+            field: "propertyId",
+            path: ["propertyId"],
+            code: "invalid_reference",
+            message: "No property with this id in your organization",
+          },
+        ]);
       throw err;
     });
   }
@@ -80,11 +131,19 @@ const zipOf = (property: Property | null, lead: LeadCreate): string | null =>
   property?.zipCode ?? lead.property?.address.zipCode ?? lead.person.address?.zipCode ?? null;
 
 /** The lead's message as its activity, with where it came from in the metadata. */
-export function leadActivity(lead: { type: LeadCreate["type"]; source: string; sourceEventId?: string; message?: string }, property: Property | null): IntakeActivity {
+export function leadActivity(
+  lead: { type: LeadCreate["type"]; source: string; sourceEventId?: string; message?: string },
+  property: Property | null,
+): IntakeActivity {
   return {
     type: ACTIVITY_TYPE,
     description: lead.message ?? `${lead.type.replace("_", " ")} lead from ${lead.source}`,
-    metadata: { leadType: lead.type, source: lead.source, ...(lead.sourceEventId ? { sourceEventId: lead.sourceEventId } : {}), ...(property ? { propertyId: property.id } : {}) },
+    metadata: {
+      leadType: lead.type,
+      source: lead.source,
+      ...(lead.sourceEventId ? { sourceEventId: lead.sourceEventId } : {}),
+      ...(property ? { propertyId: property.id } : {}),
+    },
   };
 }
 
@@ -108,7 +167,13 @@ export async function intakeLead(ctx: ServiceContext, lead: LeadCreate, settle: 
     source: lead.source,
     sourceEventId: lead.sourceEventId,
     message: lead.message,
-    person: { firstName: lead.person.firstName, lastName: lead.person.lastName, emails: lead.person.emails, phones: lead.person.phones, address: lead.person.address },
+    person: {
+      firstName: lead.person.firstName,
+      lastName: lead.person.lastName,
+      emails: lead.person.emails,
+      phones: lead.person.phones,
+      address: lead.person.address,
+    },
     activity: leadActivity(lead, property),
     property,
     zip: zipOf(property, lead),
@@ -149,12 +214,30 @@ export async function takeIn(
     write = newContactForLead(ctx, intake.person, { source: intake.source, assignedTo: routed.userId }, intake.activity, now);
   }
   const created = !match?.contact;
-  const answer: LeadIntake = { contactId: write.contact.id, created, matchedBy: match?.matchedBy ?? null, assignedTo: write.contact.assignedTo, conflicts: match?.conflicts ?? [] };
+  const answer: LeadIntake = {
+    contactId: write.contact.id,
+    created,
+    matchedBy: match?.matchedBy ?? null,
+    assignedTo: write.contact.assignedTo,
+    conflicts: match?.conflicts ?? [],
+  };
   const result: ContactAnswer = { status: created ? 201 : 200, answer };
   const property = intake.property;
-  const inquiry = property ? inquiryWrite(ctx, property, { contactId: write.contact.id, ...(intake.message ? { message: intake.message.slice(0, 2000) } : {}) }, at) : { statements: [], events: [] };
+  const inquiry = property
+    ? inquiryWrite(
+        ctx,
+        property,
+        { contactId: write.contact.id, ...(intake.message ? { message: intake.message.slice(0, 2000) } : {}) },
+        at,
+      )
+    : { statements: [], events: [] };
   const kept = keepAnswer(ctx, intake, result, answer.contactId, at, extra.kept);
-  await commit(ctx, [...kept, ...extra.statements, ...write.statements, ...routing, ...inquiry.statements], [...write.events, ...inquiry.events], { answer }).catch((err) => {
+  await commit(
+    ctx,
+    [...kept, ...extra.statements, ...write.statements, ...routing, ...inquiry.statements],
+    [...write.events, ...inquiry.events],
+    { answer },
+  ).catch((err) => {
     // The e-mail index is the last word on one contact per address: losing to it is a race lost, matched on the retry.
     if (String(err).includes("contacts_org_email_unique") || String(err).includes("contacts.email_key")) throw new StaleWrite();
     throw err;

@@ -22,7 +22,8 @@ export const fromBase64 = (s: string): Uint8Array<ArrayBuffer> => Uint8Array.fro
 
 export const toBase64Url = (bytes: Uint8Array): string => toBase64(bytes).replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "");
 
-export const fromBase64Url = (s: string): Uint8Array<ArrayBuffer> => fromBase64(s.replaceAll("-", "+").replaceAll("_", "/") + "=".repeat((4 - (s.length % 4)) % 4));
+export const fromBase64Url = (s: string): Uint8Array<ArrayBuffer> =>
+  fromBase64(s.replaceAll("-", "+").replaceAll("_", "/") + "=".repeat((4 - (s.length % 4)) % 4));
 
 /** A capability token: 32 random bytes, base64url, prefixed so a leaked token is recognisable in a scan. */
 export function newToken(prefix: string): string {

@@ -27,7 +27,13 @@ export function decodeCursor(cursor: string, expectedSort: string, expectedValue
   } catch {
     throw invalid("Cursor is not one this API issued");
   }
-  if (!Array.isArray(parsed) || parsed.length !== 3 || typeof parsed[0] !== "string" || !Array.isArray(parsed[1]) || typeof parsed[2] !== "string") {
+  if (
+    !Array.isArray(parsed) ||
+    parsed.length !== 3 ||
+    typeof parsed[0] !== "string" ||
+    !Array.isArray(parsed[1]) ||
+    typeof parsed[2] !== "string"
+  ) {
     throw invalid("Cursor is not one this API issued");
   }
   if (parsed[0] !== expectedSort) throw invalid("Cursor was issued for another sort order; start again without a cursor");

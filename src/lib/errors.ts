@@ -107,7 +107,13 @@ export class Validation extends AppError {
     readonly kind: "malformed" | "schema" = "schema",
   ) {
     // Every problem is listed, up to a bound: a request with thousands of bad parameters gets a short answer too.
-    const listed = issues.length > MAX_LISTED_ISSUES ? [...issues.slice(0, MAX_LISTED_ISSUES), { field: "", path: [], code: "too_many_problems", message: `and ${issues.length - MAX_LISTED_ISSUES} more problems` }] : issues;
+    const listed =
+      issues.length > MAX_LISTED_ISSUES
+        ? [
+            ...issues.slice(0, MAX_LISTED_ISSUES),
+            { field: "", path: [], code: "too_many_problems", message: `and ${issues.length - MAX_LISTED_ISSUES} more problems` },
+          ]
+        : issues;
     super(listed.map((i) => (i.field ? `${i.field}: ${i.message}` : i.message)).join("; ") || "Invalid request");
     this.issues = listed;
     this.status = kind === "malformed" ? 400 : 422;

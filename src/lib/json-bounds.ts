@@ -27,7 +27,8 @@ export function jsonIssues(value: unknown, { maxDepth = MAX_JSON_DEPTH, prefix =
   while (stack.length > 0 && issues.length < MAX_REPORTED) {
     const [v, path, depth] = stack.pop()!;
     if (typeof v === "string") {
-      if (!v.isWellFormed()) report(path, "invalid_unicode", "Must be well-formed Unicode text (a lone UTF-16 surrogate is not a character)");
+      if (!v.isWellFormed())
+        report(path, "invalid_unicode", "Must be well-formed Unicode text (a lone UTF-16 surrogate is not a character)");
       // NUL ends a string in many tools that read the database or its exports; no field needs it.
       else if (v.includes("\u0000")) report(path, "invalid_character", "Must not contain the NUL character (U+0000)");
       continue;
@@ -43,7 +44,8 @@ export function jsonIssues(value: unknown, { maxDepth = MAX_JSON_DEPTH, prefix =
     }
     for (const [key, child] of Object.entries(v)) {
       if (!key.isWellFormed()) report([...path, key], "invalid_unicode", "Field names must be well-formed Unicode text");
-      else if (key.includes("\u0000")) report([...path, key], "invalid_character", "Field names must not contain the NUL character (U+0000)");
+      else if (key.includes("\u0000"))
+        report([...path, key], "invalid_character", "Field names must not contain the NUL character (U+0000)");
       stack.push([child, [...path, key], depth + 1]);
     }
   }
@@ -70,7 +72,9 @@ export const boundedJsonObject = ({ maxChars, maxDepth = 8 }: { maxChars: number
   z
     .record(z.string().max(200), z.unknown())
     .superRefine((value, ctx) => {
-      if (nestsDeeperThan(value, maxDepth)) ctx.addIssue({ code: "custom", message: `Nested more than ${maxDepth} levels deep`, params: { code: "too_deep" } });
-      else if (JSON.stringify(value).length > maxChars) ctx.addIssue({ code: "custom", message: `Larger than ${maxChars} characters as JSON`, params: { code: "too_big" } });
+      if (nestsDeeperThan(value, maxDepth))
+        ctx.addIssue({ code: "custom", message: `Nested more than ${maxDepth} levels deep`, params: { code: "too_deep" } });
+      else if (JSON.stringify(value).length > maxChars)
+        ctx.addIssue({ code: "custom", message: `Larger than ${maxChars} characters as JSON`, params: { code: "too_big" } });
     })
     .openapi({ description: `Any JSON object, at most ${maxChars} characters as JSON and ${maxDepth} levels deep` });

@@ -11,4 +11,9 @@ export function loggableError(err: unknown): string {
 
 /** A stack trace without the first line's message (which `loggableError` already gives, withheld values and all). */
 export const loggableStack = (err: unknown): string | undefined =>
-  err instanceof Error && err.stack ? err.stack.split("\n").filter((line) => /^\s+at /.test(line)).join("\n") : undefined;
+  err instanceof Error && err.stack
+    ? err.stack
+        .split("\n")
+        .filter((line) => /^\s+at /.test(line))
+        .join("\n")
+    : undefined;

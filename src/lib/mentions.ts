@@ -63,7 +63,8 @@ function namePattern(name: string): string {
 }
 
 /** An address not inside a longer one ("x.ann@a.test" is not "ann@a.test"; a sentence's final period may follow). */
-const emailPattern = (email: string) => `(?<![\\p{L}\\p{N}\\p{M}._%+\\-])${escapeRegExp(email.trim())}(?![\\p{L}\\p{N}\\p{M}_\\-]|\\.[\\p{L}\\p{N}])`;
+const emailPattern = (email: string) =>
+  `(?<![\\p{L}\\p{N}\\p{M}._%+\\-])${escapeRegExp(email.trim())}(?![\\p{L}\\p{N}\\p{M}_\\-]|\\.[\\p{L}\\p{N}])`;
 
 /**
  * A phone as its country code (when written with one, or "1" for a ten-digit number) and national digits; null when
@@ -72,7 +73,8 @@ const emailPattern = (email: string) => `(?<![\\p{L}\\p{N}\\p{M}._%+\\-])${escap
 export function phoneParts(phone: string): { cc: string | null; national: string } | null {
   const main = phone.replace(/\s*(?:x|ext\.?)\s*\d+\s*$/i, "").trim();
   const digits = main.replace(/\D/g, "");
-  const written = main.match(/^\+\s*(\d{1,3})[\s.\-(/]/)?.[1] ?? (/^\+?1/.test(main) && digits.length === 11 && digits.startsWith("1") ? "1" : null);
+  const written =
+    main.match(/^\+\s*(\d{1,3})[\s.\-(/]/)?.[1] ?? (/^\+?1/.test(main) && digits.length === 11 && digits.startsWith("1") ? "1" : null);
   const national = written ? digits.slice(written.length) : digits;
   if (national.length < 7) return null;
   return { cc: written ?? (national.length === 10 ? "1" : null), national };
@@ -106,7 +108,7 @@ export function matcherOf(wanted: Wanted): Matcher {
   const digits = new Set<string>();
   const patterns: string[] = [];
   const addText = (s: string) => {
-    for (const n of textNeedles(s)) (/\s/.test(n) ? spaced.add(spacedText(n)) : plain.add(n));
+    for (const n of textNeedles(s)) /\s/.test(n) ? spaced.add(spacedText(n)) : plain.add(n);
   };
   for (const email of wanted.emails ?? []) {
     if (email.trim().length < 3) continue;

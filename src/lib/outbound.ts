@@ -4,7 +4,13 @@
  * for the whole deadline, and workerd caps live timers (10,000), which a busy consumer reaches.
  * `use` runs with the response while the deadline still applies, so reading the body is covered too.
  */
-export async function fetchWithDeadline<T>(fetchFn: typeof fetch, url: string, init: RequestInit, timeoutMs: number, use: (res: Response) => Promise<T>): Promise<T> {
+export async function fetchWithDeadline<T>(
+  fetchFn: typeof fetch,
+  url: string,
+  init: RequestInit,
+  timeoutMs: number,
+  use: (res: Response) => Promise<T>,
+): Promise<T> {
   const controller = new AbortController();
   const timer = setTimeout(() => controller.abort(new DOMException(`no answer within ${timeoutMs} ms`, "TimeoutError")), timeoutMs);
   try {

@@ -21,7 +21,23 @@ const RANGES: [number, number][] = [
 /** Folded as a word of their own would not be: "O'Brien" is one word, "obrien". */
 const JOINERS = new Set(["'", "\u2019", "\u02bc"]);
 /** Letters without a decomposition that people write without their stroke or ligature. */
-const LETTERS: Record<string, string> = { ß: "ss", ẞ: "ss", æ: "ae", œ: "oe", ø: "o", ł: "l", đ: "d", ð: "d", þ: "th", ı: "i", ħ: "h", ŧ: "t", ŀ: "l", ĸ: "k", ς: "σ" };
+const LETTERS: Record<string, string> = {
+  ß: "ss",
+  ẞ: "ss",
+  æ: "ae",
+  œ: "oe",
+  ø: "o",
+  ł: "l",
+  đ: "d",
+  ð: "d",
+  þ: "th",
+  ı: "i",
+  ħ: "h",
+  ŧ: "t",
+  ŀ: "l",
+  ĸ: "k",
+  ς: "σ",
+};
 
 const isWord = (c: string) => /[\p{L}\p{N}]/u.test(c);
 
@@ -31,7 +47,10 @@ function foldChar(ch: string): string {
   if (!isWord(ch)) return " ";
   const lower = ch.normalize("NFKD").toLowerCase().normalize("NFKD").replace(/\p{M}/gu, "");
   // A compatibility form may decompose into several characters, not all letters ("½" is "1⁄2"): letters and digits stay.
-  return [...lower].map((c) => LETTERS[c] ?? c).filter(isWord).join("");
+  return [...lower]
+    .map((c) => LETTERS[c] ?? c)
+    .filter(isWord)
+    .join("");
 }
 
 let fold: Map<string, string> | undefined;
@@ -91,7 +110,11 @@ export interface SearchableContact {
 
 /** A contact's terms as the contacts triggers of migration 0012 write them (names, e-mail, tags, notes, both phones), each once. */
 export const contactTermsOf = (c: SearchableContact): string[] => [
-  ...new Set([...termsOf(`${c.firstName} ${c.lastName} ${c.email} ${JSON.stringify(c.tags)} ${c.notes ?? ""}`), ...phoneTerms(c.phone), ...phoneTerms(c.secondaryPhone)]),
+  ...new Set([
+    ...termsOf(`${c.firstName} ${c.lastName} ${c.email} ${JSON.stringify(c.tags)} ${c.notes ?? ""}`),
+    ...phoneTerms(c.phone),
+    ...phoneTerms(c.secondaryPhone),
+  ]),
 ];
 
 export const MAX_QUERY_CHARS = 200;
@@ -118,7 +141,9 @@ export function searchWords(q: string, phones: boolean): string[][] {
       i--;
       const digits = clip(group.join("").replace(/\D/g, ""));
       const countryApart = /^\+?1$/.test(group[0]!) || /^\+?1[-.(/]/.test(group[0]!);
-      words.push(digits.startsWith("1") && digits.length > 1 && (countryApart || digits.length === 11) ? [digits, digits.slice(1)] : [digits]);
+      words.push(
+        digits.startsWith("1") && digits.length > 1 && (countryApart || digits.length === 11) ? [digits, digits.slice(1)] : [digits],
+      );
     } else {
       for (const term of termsOf(chunks[i]!)) words.push([term]);
     }

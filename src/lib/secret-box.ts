@@ -15,23 +15,36 @@ function aesKey(masterSecret: string, purpose: string): Promise<CryptoKey> {
     key = crypto.subtle
       .importKey("raw", encoder.encode(masterSecret), "HKDF", false, ["deriveKey"])
       .then((base) =>
-        crypto.subtle.deriveKey({ name: "HKDF", hash: "SHA-256", salt: encoder.encode(purpose), info: encoder.encode("v1") }, base, { name: "AES-GCM", length: 256 }, false, ["encrypt", "decrypt"]),
+        crypto.subtle.deriveKey(
+          { name: "HKDF", hash: "SHA-256", salt: encoder.encode(purpose), info: encoder.encode("v1") },
+          base,
+          { name: "AES-GCM", length: 256 },
+          false,
+          ["encrypt", "decrypt"],
+        ),
       );
     keys.set(cacheKey, key);
   }
   return key;
 }
 
-
 export async function sealText(masterSecret: string, purpose: string, boundTo: string, text: string): Promise<string> {
   const iv = crypto.getRandomValues(new Uint8Array(12));
-  const sealed = await crypto.subtle.encrypt({ name: "AES-GCM", iv, additionalData: encoder.encode(boundTo) }, await aesKey(masterSecret, purpose), encoder.encode(text));
+  const sealed = await crypto.subtle.encrypt(
+    { name: "AES-GCM", iv, additionalData: encoder.encode(boundTo) },
+    await aesKey(masterSecret, purpose),
+    encoder.encode(text),
+  );
   return `v1.${toBase64(iv)}.${toBase64(new Uint8Array(sealed))}`;
 }
 
 export async function openText(masterSecret: string, purpose: string, boundTo: string, stored: string): Promise<string> {
   const [version, iv, data] = stored.split(".");
   if (version !== "v1" || !iv || !data) throw new Error("unknown sealed format");
-  const plain = await crypto.subtle.decrypt({ name: "AES-GCM", iv: fromBase64(iv), additionalData: encoder.encode(boundTo) }, await aesKey(masterSecret, purpose), fromBase64(data));
+  const plain = await crypto.subtle.decrypt(
+    { name: "AES-GCM", iv: fromBase64(iv), additionalData: encoder.encode(boundTo) },
+    await aesKey(masterSecret, purpose),
+    fromBase64(data),
+  );
   return new TextDecoder().decode(plain);
 }

@@ -27,17 +27,23 @@ export function chunkBySize(items: string[], maxChars: number): string[][] {
 }
 
 /** Replaces each of `from` (SQL literals) in `text` by `to`, one nested `replace()` each (SQLite has no regular expressions). */
-const replaceAll = (text: SQLWrapper, from: string[], to: string): SQL => from.reduce<SQL>((inner, f) => sql`replace(${inner}, ${sql.raw(f)}, ${sql.raw(`'${to}'`)})`, sql`${text}`);
+const replaceAll = (text: SQLWrapper, from: string[], to: string): SQL =>
+  from.reduce<SQL>((inner, f) => sql`replace(${inner}, ${sql.raw(f)}, ${sql.raw(`'${to}'`)})`, sql`${text}`);
 
 /**
  * The text with whitespace, and the escapes of line breaks and tabs JSON writes (once or twice), made one space: the
  * SQL twin of lib/mentions.ts `spacedText` (runs of up to 16 spaces collapse; the JS test after it is the precise one).
  */
 const spacedSql = (text: SQLWrapper): SQL =>
-  replaceAll(replaceAll(text, ["'\\\\n'", "'\\\\r'", "'\\\\t'", "'\\n'", "'\\r'", "'\\t'", "char(9)", "char(10)", "char(13)", "char(160)"], " "), ["'  '", "'  '", "'  '", "'  '"], " ");
+  replaceAll(
+    replaceAll(text, ["'\\\\n'", "'\\\\r'", "'\\\\t'", "'\\n'", "'\\r'", "'\\t'", "char(9)", "char(10)", "char(13)", "char(160)"], " "),
+    ["'  '", "'  '", "'  '", "'  '"],
+    " ",
+  );
 
 /** The text without a phone number's separators, so "416-555-0142" and "(416) 555 0142" both hold "4165550142". */
-export const digitsOnly = (text: SQLWrapper): SQL => replaceAll(text, ["' '", "'-'", "'.'", "'('", "')'", "'+'", "'/'", "char(9)", "char(10)", "char(13)", "char(160)"], "");
+export const digitsOnly = (text: SQLWrapper): SQL =>
+  replaceAll(text, ["' '", "'-'", "'.'", "'('", "')'", "'+'", "'/'", "char(9)", "char(10)", "char(13)", "char(160)"], "");
 
 /**
  * Whether `column`'s text may mention any of `needles` (lib/mentions.ts): a cheap filter that may over-match, each
@@ -46,8 +52,13 @@ export const digitsOnly = (text: SQLWrapper): SQL => replaceAll(text, ["' '", "'
  */
 export const mentionsAny = (column: SQLWrapper, needles: Needles): SQL => {
   const v = sql.raw("t.v");
-  const any = (list: string[], text: SQL) => (list.length ? [sql`EXISTS (SELECT 1 FROM json_each(${JSON.stringify(list)}) n WHERE instr(${text}, n.value) > 0)`] : []);
-  const tests = [...any(needles.plain, sql`lower(${v})`), ...any(needles.spaced, spacedSql(sql`lower(${v})`)), ...any(needles.digits, digitsOnly(v))];
+  const any = (list: string[], text: SQL) =>
+    list.length ? [sql`EXISTS (SELECT 1 FROM json_each(${JSON.stringify(list)}) n WHERE instr(${text}, n.value) > 0)`] : [];
+  const tests = [
+    ...any(needles.plain, sql`lower(${v})`),
+    ...any(needles.spaced, spacedSql(sql`lower(${v})`)),
+    ...any(needles.digits, digitsOnly(v)),
+  ];
   if (tests.length === 0) return sql`0`;
   // The column is read once, as t.v, whatever the number of tests and needles.
   return sql`EXISTS (SELECT 1 FROM (SELECT ${column} AS v) t WHERE ${sql.join(tests, sql` OR `)})`;

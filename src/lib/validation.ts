@@ -58,7 +58,8 @@ export function issuesFromZod(error: z.ZodError, input: unknown, prefix: (string
     // A missing enum is reported by zod as invalid_value, a missing string or object as invalid_type: both "Required".
     const missing = (issue.code === "invalid_type" || issue.code === "invalid_value") && isMissing(input, issue.path);
     let message = missing ? "Required" : issue.message;
-    if (issue.code === "invalid_type" && issue.path.length === 0 && issue.expected === "object") message = "Request body must be a JSON object";
+    if (issue.code === "invalid_type" && issue.path.length === 0 && issue.expected === "object")
+      message = "Request body must be a JSON object";
     return [{ field: path.join("."), path, code: codeOf(issue, missing), message }];
   });
 }
@@ -78,7 +79,10 @@ export const oneLineText = (max: number) =>
     .min(1)
     .max(max)
     // U+2028 and U+2029 break lines as surely as a newline does.
-    .refine((v) => !/[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/.test(v), { message: "Must be one line of text without control characters", params: { code: "invalid_character" } })
+    .refine((v) => !/[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/.test(v), {
+      message: "Must be one line of text without control characters",
+      params: { code: "invalid_character" },
+    })
     // Something a reader sees: not only spaces, invisible formatting or combining marks with nothing to sit on.
     .refine((v) => /[^\s\p{Cf}\p{Z}\p{M}]/u.test(v), { message: "Must contain visible text", params: { code: "invalid_character" } });
 
@@ -91,4 +95,7 @@ export const freeText = (max: number) =>
     .string()
     .trim()
     .max(max)
-    .refine((v) => !/[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/.test(v), { message: "Must not contain control characters", params: { code: "invalid_character" } });
+    .refine((v) => !/[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/.test(v), {
+      message: "Must not contain control characters",
+      params: { code: "invalid_character" },
+    });

@@ -43,14 +43,26 @@ export function logMailer(env: Env, db: Db): Mailer {
       const body = key ? await sealText(key, MAIL_LOG_PURPOSE, id, message.text) : message.text.replace(/https?:\/\/\S+/g, WITHHELD_LINK);
       await db
         .insert(mailOutbox)
-        .values({ id, organizationId: message.organizationId ?? null, to: message.to, subject: message.subject, body, sealed: key !== undefined, createdAt: nowIso() })
+        .values({
+          id,
+          organizationId: message.organizationId ?? null,
+          to: message.to,
+          subject: message.subject,
+          body,
+          sealed: key !== undefined,
+          createdAt: nowIso(),
+        })
         .run();
     },
   };
 }
 
 /** Resend's API (POST /emails with a bearer key): the real provider, tested against a fake that speaks it. */
-export function resendMailer(config: { apiUrl: string; apiKey: string; from: string }, fetchFn: typeof fetch = fetch, timeoutMs = 10_000): Mailer {
+export function resendMailer(
+  config: { apiUrl: string; apiKey: string; from: string },
+  fetchFn: typeof fetch = fetch,
+  timeoutMs = 10_000,
+): Mailer {
   return {
     async send(message) {
       const init = {
@@ -70,11 +82,25 @@ export function resendMailer(config: { apiUrl: string; apiKey: string; from: str
  * Sends after a change has landed (a signing link, a code, a copy): a failure is logged under `what`, with `context`
  * (ids, never addresses or bodies), and does not undo or fail the change.
  */
-export async function sendAfterCommit(env: Env, db: Db, message: MailMessage, what: string, context: Record<string, unknown> = {}): Promise<void> {
+export async function sendAfterCommit(
+  env: Env,
+  db: Db,
+  message: MailMessage,
+  what: string,
+  context: Record<string, unknown> = {},
+): Promise<void> {
   try {
     await mailerFor(env, db).send(message);
   } catch (err) {
-    console.error(JSON.stringify({ level: "error", msg: `${what} mail failed`, organizationId: message.organizationId, ...context, error: loggableError(err) }));
+    console.error(
+      JSON.stringify({
+        level: "error",
+        msg: `${what} mail failed`,
+        organizationId: message.organizationId,
+        ...context,
+        error: loggableError(err),
+      }),
+    );
   }
 }
 

@@ -2,7 +2,17 @@ import { z } from "zod";
 import { createActivity } from "../contacts/activities";
 import { CommunicationCreate } from "../contacts/communication-schemas";
 import { logCommunication } from "../contacts/communications";
-import { ActivityCreate, CONTACT_STATUSES, CONTACT_TYPES, ContactCreate, ContactListQuery, ContactMerge, INCLUDES, READ_ONLY_FIELDS, SORT_FIELDS } from "../contacts/schemas";
+import {
+  ActivityCreate,
+  CONTACT_STATUSES,
+  CONTACT_TYPES,
+  ContactCreate,
+  ContactListQuery,
+  ContactMerge,
+  INCLUDES,
+  READ_ONLY_FIELDS,
+  SORT_FIELDS,
+} from "../contacts/schemas";
 import { createContact, listContacts, mergeContacts } from "../contacts/service";
 import { defineTool, definedOnly, parseWith, listInputs, listParams, requireEmbeds } from "./tool";
 
@@ -11,14 +21,26 @@ const timestamp = z.iso.datetime({ offset: true });
 
 /** The list filters of GET /v1/contacts with JSON types instead of query strings; mapped onto the route's query below. */
 const FindContactsInput = z.strictObject({
-  query: z.string().max(200).optional().describe("Words to find in names, e-mail, phones (digits in any format), notes and tags, each as the start of a word; every word must match"),
+  query: z
+    .string()
+    .max(200)
+    .optional()
+    .describe(
+      "Words to find in names, e-mail, phones (digits in any format), notes and tags, each as the start of a word; every word must match",
+    ),
   type: z.enum(CONTACT_TYPES).optional(),
   status: z.enum(CONTACT_STATUSES).optional(),
   source: z.string().min(1).max(40).optional().describe("Lead source code, e.g. WEBSITE or REFERRAL"),
   assignedTo: id("assigned agent (user)").optional(),
   email: z.email().max(254).optional().describe("The contact with exactly this e-mail address, in any case"),
   tags: z
-    .array(z.string().min(1).max(50).refine((t) => !t.includes(","), "A tag cannot contain a comma"))
+    .array(
+      z
+        .string()
+        .min(1)
+        .max(50)
+        .refine((t) => !t.includes(","), "A tag cannot contain a comma"),
+    )
     .min(1)
     .max(20)
     .optional()
@@ -30,7 +52,6 @@ const FindContactsInput = z.strictObject({
   include: z.array(z.enum(INCLUDES)).min(1).max(INCLUDES.length).optional().describe("Embed each contact's recent activities or deals"),
   ...listInputs(SORT_FIELDS),
 });
-
 
 export const findContacts = defineTool({
   name: "find_contacts",

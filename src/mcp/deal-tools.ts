@@ -21,14 +21,20 @@ const ListDealsInput = z.strictObject({
   minProbability: z.int().min(0).max(100).optional(),
   createdAfter: z.iso.datetime({ offset: true }).optional().describe("ISO 8601 timestamp; created at or after"),
   closingAfter: z.string().min(10).max(40).optional().describe("ISO 8601 date or timestamp; closing on or after that day"),
-  include: z.array(z.enum(LIST_INCLUDES)).min(1).max(LIST_INCLUDES.length).optional().describe("Embed each deal's contact, property or documents"),
+  include: z
+    .array(z.enum(LIST_INCLUDES))
+    .min(1)
+    .max(LIST_INCLUDES.length)
+    .optional()
+    .describe("Embed each deal's contact, property or documents"),
   ...listInputs(SORT_FIELDS),
 });
 
 export const listDealsTool = defineTool({
   name: "list_deals",
   title: "List deals",
-  description: "Lists the organization's deals matching every given filter (words of the title, stage, status, type, agent, amount, probability, dates), one keyset page at a time with a total.",
+  description:
+    "Lists the organization's deals matching every given filter (words of the title, stage, status, type, agent, amount, probability, dates), one keyset page at a time with a total.",
   permission: "deals:read",
   readOnly: true,
   input: ListDealsInput,
@@ -73,7 +79,8 @@ export const moveDealTool = defineTool({
 export const getPipeline = defineTool({
   name: "get_pipeline",
   title: "Pipeline overview",
-  description: "Per stage: how many deals, their value and average probability; overall: total deals and value, average deal size, and the conversion rate (won / decided).",
+  description:
+    "Per stage: how many deals, their value and average probability; overall: total deals and value, average deal size, and the conversion rate (won / decided).",
   permission: "deals:read",
   readOnly: true,
   input: z.strictObject({}),

@@ -60,7 +60,12 @@ export const sendForSignatureTool = defineTool({
     documentId: z.string().min(1).max(100).describe("The document's id"),
     signers: z.array(SignerInput).max(MAX_SIGNERS).optional(),
     mode: z.enum(["parallel", "sequential"]).default("parallel"),
-    expiresInDays: z.int().min(1).max(365).optional().describe("Links and the envelope expire after this many days; no expiry when left out"),
+    expiresInDays: z
+      .int()
+      .min(1)
+      .max(365)
+      .optional()
+      .describe("Links and the envelope expire after this many days; no expiry when left out"),
   }),
   async run({ documentId, ...request }, { ctx, meta }) {
     // The route's schema too: it refuses a signer listed twice.
@@ -69,7 +74,16 @@ export const sendForSignatureTool = defineTool({
     // signing links are the signers' capabilities: they go to the signers by mail, never into an agent's context.
     const envelope = await getEnvelope(ctx, envelopeId);
     const mailed = new Set(links.map((l) => l.signerId));
-    const signers = envelope.signers.map((s, position) => ({ signerId: s.id, position, name: s.name, email: s.email, role: s.role, status: s.status, mailed: mailed.has(s.id), upNow: s.status === "sent" }));
+    const signers = envelope.signers.map((s, position) => ({
+      signerId: s.id,
+      position,
+      name: s.name,
+      email: s.email,
+      role: s.role,
+      status: s.status,
+      mailed: mailed.has(s.id),
+      upNow: s.status === "sent",
+    }));
     return { envelope: { envelopeId, mode: envelope.mode, status: envelope.status, signers } };
   },
 });

@@ -60,7 +60,10 @@ const originAllowed = (c: Context<AppBindings>, origin: string) => allowedOrigin
 const checkOrigin = createMiddleware<AppBindings>(async (c, next) => {
   const origin = c.req.header("origin");
   if (origin !== undefined && !originAllowed(c, origin)) {
-    return c.json({ jsonrpc: "2.0", id: null, error: { code: -32000, message: `Forbidden: requests from the origin ${origin} are not accepted` } }, 403);
+    return c.json(
+      { jsonrpc: "2.0", id: null, error: { code: -32000, message: `Forbidden: requests from the origin ${origin} are not accepted` } },
+      403,
+    );
   }
   await next();
 });
@@ -75,11 +78,23 @@ const protocolVersionOf = (c: Context<AppBindings>) => c.req.header("mcp-protoco
 async function handle(c: Context<AppBindings>): Promise<Response> {
   // JSON-RPC batches left the MCP transport in 2025-06-18: one message per request, so one request is one tool call.
   const UNREADABLE = Symbol("unreadable");
-  const body: unknown = await c.req.raw.clone().json().catch(() => UNREADABLE);
-  if (Array.isArray(body)) return c.json({ jsonrpc: "2.0", id: null, error: { code: -32600, message: "Batches are not supported: send one JSON-RPC message per request" } }, 400);
+  const body: unknown = await c.req.raw
+    .clone()
+    .json()
+    .catch(() => UNREADABLE);
+  if (Array.isArray(body))
+    return c.json(
+      { jsonrpc: "2.0", id: null, error: { code: -32600, message: "Batches are not supported: send one JSON-RPC message per request" } },
+      400,
+    );
   // If-Match is an HTTP precondition on one resource; a tool call addresses none through it.
   const ctx = { ...serviceContext(c), ifMatch: undefined };
-  const server = createMcpServer({ ctx, granted: new Set(grantedPermissions(c)), meta: requestMeta(c), protocolVersion: protocolVersionOf(c) });
+  const server = createMcpServer({
+    ctx,
+    granted: new Set(grantedPermissions(c)),
+    meta: requestMeta(c),
+    protocolVersion: protocolVersionOf(c),
+  });
   const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
   await server.connect(transport);
   try {
@@ -107,4 +122,8 @@ export const mcpRoutes = new Hono<AppBindings>()
   .post(MCP_PATH, handle)
   // Without sessions there is no server-initiated stream to open (GET) nor session to end (DELETE): the transport
   // spec's answer is 405.
-  .on(["GET", "DELETE"], MCP_PATH, (c) => c.json({ error: "method_not_allowed", message: "This MCP server is stateless: send JSON-RPC messages with POST" }, 405, { Allow: "POST" }));
+  .on(["GET", "DELETE"], MCP_PATH, (c) =>
+    c.json({ error: "method_not_allowed", message: "This MCP server is stateless: send JSON-RPC messages with POST" }, 405, {
+      Allow: "POST",
+    }),
+  );

@@ -77,7 +77,8 @@ export function parseWith<S extends z.ZodType>(schema: S, input: unknown): z.out
 /** Refuses, as the /v1 routes do, an embed (`include`) of what the token could not read by itself. */
 export function requireEmbeds(scope: ToolScope, include: readonly string[] | undefined): void {
   for (const permission of includePermissions(include)) {
-    if (!scope.granted.has(permission)) throw new InsufficientPermission(`Embedding this needs the ${permission} permission, which this access token was not granted`);
+    if (!scope.granted.has(permission))
+      throw new InsufficientPermission(`Embedding this needs the ${permission} permission, which this access token was not granted`);
   }
 }
 
@@ -114,7 +115,9 @@ const result = (body: Record<string, unknown>, isError = false): CallToolResult 
 function failure(err: unknown, ctx: ServiceContext): CallToolResult {
   if (err instanceof AppError) return result({ error: err.code, message: err.message }, true);
   // Unexpected: logged with the request id, answered without internals, as the HTTP error handler does.
-  console.error(JSON.stringify({ level: "error", requestId: ctx.requestId, path: "/mcp", error: loggableError(err), stack: loggableStack(err) }));
+  console.error(
+    JSON.stringify({ level: "error", requestId: ctx.requestId, path: "/mcp", error: loggableError(err), stack: loggableStack(err) }),
+  );
   return result({ error: "internal_error", message: `Internal error (request id ${ctx.requestId})` }, true);
 }
 
@@ -135,19 +138,41 @@ function invalidArguments(tool: string, err: Validation, protocolVersion: string
  */
 export function defineTool<S extends z.ZodObject>(def: ToolDefinition<S>): McpTool {
   // No tool deletes anything: the writes add (a contact, an activity, an envelope) or move a deal.
-  const annotations = { title: def.title, readOnlyHint: def.readOnly ?? false, destructiveHint: false, openWorldHint: def.openWorld ?? false };
+  const annotations = {
+    title: def.title,
+    readOnlyHint: def.readOnly ?? false,
+    destructiveHint: false,
+    openWorldHint: def.openWorld ?? false,
+  };
   // The input as JSON Schema draft 7 (what MCP clients validate against), describing what a caller sends.
   const inputSchema = z.toJSONSchema(def.input, { target: "draft-7", io: "input" }) as Tool["inputSchema"];
   return {
     name: def.name,
     permission: def.permission,
-    definition: { name: def.name, title: def.title, description: `${def.description}\n\nNeeds the \`${def.permission}\` permission.`, inputSchema, annotations },
+    definition: {
+      name: def.name,
+      title: def.title,
+      description: `${def.description}\n\nNeeds the \`${def.permission}\` permission.`,
+      inputSchema,
+      annotations,
+    },
     async call(args, scope) {
       if (!scope.granted.has(def.permission)) {
-        return result({ error: "insufficient_permission", message: `The ${def.name} tool needs the ${def.permission} permission, which this access token was not granted`, permission: def.permission }, true);
+        return result(
+          {
+            error: "insufficient_permission",
+            message: `The ${def.name} tool needs the ${def.permission} permission, which this access token was not granted`,
+            permission: def.permission,
+          },
+          true,
+        );
       }
       // A bound on the work any argument check does: refused before the schemas run, whatever the version.
-      if (exceedsElements(args, MAX_TOOL_INPUT_ELEMENTS)) throw new McpError(ErrorCode.InvalidParams, `Invalid arguments for tool ${def.name}: more than ${MAX_TOOL_INPUT_ELEMENTS} elements`);
+      if (exceedsElements(args, MAX_TOOL_INPUT_ELEMENTS))
+        throw new McpError(
+          ErrorCode.InvalidParams,
+          `Invalid arguments for tool ${def.name}: more than ${MAX_TOOL_INPUT_ELEMENTS} elements`,
+        );
       try {
         // What the routes refuse in any JSON body and no schema expresses: lone surrogates, NUL, deep nesting.
         const issues = jsonIssues(args);

@@ -22,7 +22,12 @@ export interface AuthorizationRequest {
   permissions: Permission[];
 }
 
-export type AuthorizationQuery = Partial<Record<"client_id" | "redirect_uri" | "response_type" | "code_challenge" | "code_challenge_method" | "state" | "scope" | "resource", string>>;
+export type AuthorizationQuery = Partial<
+  Record<
+    "client_id" | "redirect_uri" | "response_type" | "code_challenge" | "code_challenge_method" | "state" | "scope" | "resource",
+    string
+  >
+>;
 
 /**
  * What an authorization request amounts to. Until the client and its redirect URI are verified, a problem is shown on
@@ -39,15 +44,29 @@ export type AuthorizationOutcome =
 
 export async function readAuthorizationRequest(db: Db, config: Config, q: AuthorizationQuery): Promise<AuthorizationOutcome> {
   const client = await findClient(db, config, q.client_id);
-  if (!client) return { kind: "refused", message: q.client_id ? "This application is not registered with this service." : "The request names no application (client_id is missing)." };
+  if (!client)
+    return {
+      kind: "refused",
+      message: q.client_id
+        ? "This application is not registered with this service."
+        : "The request names no application (client_id is missing).",
+    };
   if (!redirectMatches(client, q.redirect_uri)) {
-    return { kind: "refused", message: q.redirect_uri ? "The address this application asked to return to is not registered for it." : "The request names no address to return to (redirect_uri is missing)." };
+    return {
+      kind: "refused",
+      message: q.redirect_uri
+        ? "The address this application asked to return to is not registered for it."
+        : "The request names no address to return to (redirect_uri is missing).",
+    };
   }
   const redirectUri = q.redirect_uri!;
   const state = q.state;
   const fail = (error: string, description: string): AuthorizationOutcome =>
     client.registered
-      ? { kind: "refused", message: `${description} (${error}). This application registered itself with this service, so the problem is shown here instead of being sent to its address.` }
+      ? {
+          kind: "refused",
+          message: `${description} (${error}). This application registered itself with this service, so the problem is shown here instead of being sent to its address.`,
+        }
       : { kind: "redirect-error", redirectUri, ...(state === undefined ? {} : { state: state.slice(0, MAX_STATE) }), error, description };
   if (state !== undefined && state.length > MAX_STATE) return fail("invalid_request", `state is longer than ${MAX_STATE} characters`);
   if (q.response_type === undefined) return fail("invalid_request", "response_type is required");
@@ -55,11 +74,15 @@ export async function readAuthorizationRequest(db: Db, config: Config, q: Author
   if (q.code_challenge === undefined) return fail("invalid_request", "code_challenge is required (PKCE, RFC 7636)");
   if (q.code_challenge_method === undefined) return fail("invalid_request", 'code_challenge_method is required and must be "S256"');
   if (q.code_challenge_method !== "S256") return fail("invalid_request", 'code_challenge_method must be "S256"; "plain" is not accepted');
-  if (!/^[A-Za-z0-9_-]{43}$/.test(q.code_challenge)) return fail("invalid_request", "code_challenge must be the base64url SHA-256 of the code verifier (43 characters)");
+  if (!/^[A-Za-z0-9_-]{43}$/.test(q.code_challenge))
+    return fail("invalid_request", "code_challenge must be the base64url SHA-256 of the code verifier (43 characters)");
   if (!isOurResource(config, q.resource)) return fail("invalid_target", `resource must be ${mcpServerUrlOf(config)}`);
   const permissions = parseScope(q.scope);
   if (!permissions) return fail("invalid_scope", `scope must list permissions separated by spaces, out of: ${PERMISSION_NAMES.join(", ")}`);
-  return { kind: "valid", request: { client, redirectUri, ...(state === undefined ? {} : { state }), codeChallenge: q.code_challenge, permissions } };
+  return {
+    kind: "valid",
+    request: { client, redirectUri, ...(state === undefined ? {} : { state }), codeChallenge: q.code_challenge, permissions },
+  };
 }
 
 /** RFC 8707: tokens are issued for the MCP server only; an absent resource means it too. */
@@ -78,7 +101,8 @@ function parseScope(scope: string | undefined): Permission[] | null {
 /** The redirect back to the client, with `iss` (RFC 9207) so a client talking to several servers knows which answered. */
 export function redirectBack(config: Config, redirectUri: string, params: Record<string, string | undefined>): string {
   const url = new URL(redirectUri);
-  for (const [key, value] of Object.entries({ ...params, iss: issuerOf(config) })) if (value !== undefined) url.searchParams.set(key, value);
+  for (const [key, value] of Object.entries({ ...params, iss: issuerOf(config) }))
+    if (value !== undefined) url.searchParams.set(key, value);
   return url.toString();
 }
 
@@ -87,21 +111,26 @@ export async function issueCode(db: Db, request: AuthorizationRequest, who: { us
   const bytes = crypto.getRandomValues(new Uint8Array(32));
   const code = toBase64Url(bytes);
   const now = new Date();
-  const insert = db
-    .insert(oauthCodes)
-    .values({
-      codeHash: await sha256Hex(code),
-      clientId: request.client.clientId,
-      redirectUri: request.redirectUri,
-      codeChallenge: request.codeChallenge,
-      userId: who.userId,
-      organizationId: who.organizationId,
-      permissions: request.permissions,
-      createdAt: nowIso(now),
-      expiresAt: nowIso(addSeconds(now, CODE_TTL_SECONDS)),
-    });
+  const insert = db.insert(oauthCodes).values({
+    codeHash: await sha256Hex(code),
+    clientId: request.client.clientId,
+    redirectUri: request.redirectUri,
+    codeChallenge: request.codeChallenge,
+    userId: who.userId,
+    organizationId: who.organizationId,
+    permissions: request.permissions,
+    createdAt: nowIso(now),
+    expiresAt: nowIso(addSeconds(now, CODE_TTL_SECONDS)),
+  });
   // A registered client in use is kept (the cron deletes the ones unused for CLIENT_IDLE_DAYS).
-  if (request.client.registered) await db.batch([insert, db.update(oauthClients).set({ lastUsedAt: nowIso(now) }).where(eq(oauthClients.id, request.client.clientId))]);
+  if (request.client.registered)
+    await db.batch([
+      insert,
+      db
+        .update(oauthClients)
+        .set({ lastUsedAt: nowIso(now) })
+        .where(eq(oauthClients.id, request.client.clientId)),
+    ]);
   else await insert.run();
   return code;
 }

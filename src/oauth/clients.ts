@@ -37,7 +37,11 @@ export async function findClient(db: Db, config: Config, clientId: string | unde
 export function redirectMatches(client: KnownClient, redirectUri: string | undefined): boolean {
   if (!redirectUri || redirectUri.length > MAX_REDIRECT_URI || !isAbsoluteWithoutFragment(redirectUri)) return false;
   const loopback = withoutLoopbackPort(redirectUri);
-  if (client.registered) return client.redirectUris.includes(redirectUri) || (loopback !== null && client.redirectUris.some((uri) => withoutLoopbackPort(uri) === loopback));
+  if (client.registered)
+    return (
+      client.redirectUris.includes(redirectUri) ||
+      (loopback !== null && client.redirectUris.some((uri) => withoutLoopbackPort(uri) === loopback))
+    );
   return client.redirectUris.some((pattern) => {
     if (patternRegex(pattern).test(redirectUri)) return true;
     const portless = withoutLoopbackPort(pattern);
@@ -57,7 +61,13 @@ function withoutLoopbackPort(uri: string): string | null {
   return m ? `${m[1]}${m[2]}` : null;
 }
 
-const patternRegex = (pattern: string) => new RegExp(`^${pattern.split("*").map((part) => part.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&")).join("[A-Za-z0-9-]+")}$`);
+const patternRegex = (pattern: string) =>
+  new RegExp(
+    `^${pattern
+      .split("*")
+      .map((part) => part.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&"))
+      .join("[A-Za-z0-9-]+")}$`,
+  );
 
 function isAbsoluteWithoutFragment(uri: string): boolean {
   if (uri.includes("#")) return false;
@@ -105,7 +115,10 @@ export async function registerClient(db: Db, body: Record<string, unknown>): Pro
   if (unreadable.length > 0) {
     // A field name may itself be the ill-formed text: echoed with U+FFFD in its place.
     const message = unreadable.map((i) => `${i.field.toWellFormed() || "body"}: ${i.message}`).join("; ");
-    throw new OAuthError(unreadable.some((i) => i.path[0] === "redirect_uris") ? "invalid_redirect_uri" : "invalid_client_metadata", message);
+    throw new OAuthError(
+      unreadable.some((i) => i.path[0] === "redirect_uris") ? "invalid_redirect_uri" : "invalid_client_metadata",
+      message,
+    );
   }
   const uris = body.redirect_uris;
   if (!Array.isArray(uris) || uris.length === 0 || uris.length > MAX_REDIRECT_URIS) {
@@ -113,21 +126,39 @@ export async function registerClient(db: Db, body: Record<string, unknown>): Pro
   }
   const bad = uris.find((u) => !allowedRedirect(u));
   if (bad !== undefined) {
-    throw new OAuthError("invalid_redirect_uri", `redirect URI ${JSON.stringify(String(bad).slice(0, 200))} is not https, or http to a loopback address (127.0.0.1, localhost, [::1]), without a fragment`);
+    throw new OAuthError(
+      "invalid_redirect_uri",
+      `redirect URI ${JSON.stringify(String(bad).slice(0, 200))} is not https, or http to a loopback address (127.0.0.1, localhost, [::1]), without a fragment`,
+    );
   }
   const method = body.token_endpoint_auth_method;
-  if (method !== undefined && method !== "none") throw new OAuthError("invalid_client_metadata", 'token_endpoint_auth_method must be "none": only public clients with PKCE are registered');
+  if (method !== undefined && method !== "none")
+    throw new OAuthError(
+      "invalid_client_metadata",
+      'token_endpoint_auth_method must be "none": only public clients with PKCE are registered',
+    );
   const grants = body.grant_types;
-  if (grants !== undefined && (!Array.isArray(grants) || !grants.includes("authorization_code"))) throw new OAuthError("invalid_client_metadata", 'grant_types must include "authorization_code"');
+  if (grants !== undefined && (!Array.isArray(grants) || !grants.includes("authorization_code")))
+    throw new OAuthError("invalid_client_metadata", 'grant_types must include "authorization_code"');
   const responses = body.response_types;
-  if (responses !== undefined && (!Array.isArray(responses) || !responses.includes("code"))) throw new OAuthError("invalid_client_metadata", 'response_types must include "code"');
+  if (responses !== undefined && (!Array.isArray(responses) || !responses.includes("code")))
+    throw new OAuthError("invalid_client_metadata", 'response_types must include "code"');
   const name = body.client_name;
   // Shown on the consent page: one line of visible text, no control characters or bidi overrides (lib/validation.ts).
   if (name !== undefined && (typeof name !== "string" || !oneLineText(MAX_CLIENT_NAME).safeParse(name).success)) {
-    throw new OAuthError("invalid_client_metadata", `client_name must be one line of 1 to ${MAX_CLIENT_NAME} visible characters, without control characters`);
+    throw new OAuthError(
+      "invalid_client_metadata",
+      `client_name must be one line of 1 to ${MAX_CLIENT_NAME} visible characters, without control characters`,
+    );
   }
   const at = nowIso();
-  const client = { id: newId(), clientName: typeof name === "string" ? name.trim() : null, redirectUris: [...new Set(uris as string[])], createdAt: at, lastUsedAt: at };
+  const client = {
+    id: newId(),
+    clientName: typeof name === "string" ? name.trim() : null,
+    redirectUris: [...new Set(uris as string[])],
+    createdAt: at,
+    lastUsedAt: at,
+  };
   await db.insert(oauthClients).values(client).run();
   return {
     client_id: client.id,
@@ -135,7 +166,8 @@ export async function registerClient(db: Db, body: Record<string, unknown>): Pro
     ...(client.clientName ? { client_name: client.clientName } : {}),
     redirect_uris: client.redirectUris,
     token_endpoint_auth_method: "none",
-    grant_types: Array.isArray(grants) && grants.includes("refresh_token") ? ["authorization_code", "refresh_token"] : ["authorization_code"],
+    grant_types:
+      Array.isArray(grants) && grants.includes("refresh_token") ? ["authorization_code", "refresh_token"] : ["authorization_code"],
     response_types: ["code"],
   };
 }

@@ -54,7 +54,12 @@ export async function sendSignInCode(deps: CodeSignInDeps, cookie: string, email
  * `accepted`: the sign-in is verified and moved to `cookie`; `wrong` with tries left; `spent`: no live code (expired,
  * or its tries used up); `locked` (this try may have started the lock, whose notice is then mailed); `too_many`.
  */
-export type CodeOutcome = { kind: "accepted"; cookie: string } | { kind: "wrong"; attemptsLeft: number } | { kind: "spent" } | { kind: "locked"; until: string } | { kind: "too_many" };
+export type CodeOutcome =
+  | { kind: "accepted"; cookie: string }
+  | { kind: "wrong"; attemptsLeft: number }
+  | { kind: "spent" }
+  | { kind: "locked"; until: string }
+  | { kind: "too_many" };
 
 /**
  * Checks a typed code. A locked address is refused before anything is counted or compared; a wrong code counts towards
@@ -76,7 +81,11 @@ export async function enterSignInCode(deps: CodeSignInDeps, signIn: SignIn, code
 }
 
 /** One request against a per-e-mail limit (platform/rate-limit.ts). */
-async function allowedFor(deps: CodeSignInDeps, bucket: "oauth-sign-in-mail:email" | "oauth-sign-in-code:email", email: string): Promise<boolean> {
+async function allowedFor(
+  deps: CodeSignInDeps,
+  bucket: "oauth-sign-in-mail:email" | "oauth-sign-in-code:email",
+  email: string,
+): Promise<boolean> {
   return (await consumeForAddress(deps.rateLimiter, bucket, email)).allowed;
 }
 
@@ -91,7 +100,9 @@ function mailAfterAnswer(deps: CodeSignInDeps, what: string, message: () => Prom
       // A sign-in code belongs to no organization: its mail is filed on the first shard.
       if (mail) await mailerFor(deps.env, openShardOf(deps.env, 0).db).send(mail);
     } catch (err) {
-      console.error(JSON.stringify({ level: "error", requestId: deps.requestId, message: `${what} mail failed`, error: loggableError(err) }));
+      console.error(
+        JSON.stringify({ level: "error", requestId: deps.requestId, message: `${what} mail failed`, error: loggableError(err) }),
+      );
     }
   };
   deps.defer(send());
@@ -114,7 +125,15 @@ function mailCode(deps: CodeSignInDeps, to: string, code: string): void {
 function mailLockNotice(deps: CodeSignInDeps, to: string, lockedUntil: string): void {
   mailAfterAnswer(deps, "sign-in lock notice", async () => {
     const emailHash = await sha256Hex(to.toLowerCase());
-    console.warn(JSON.stringify({ level: "warn", requestId: deps.requestId, message: "oauth sign-in locked after repeated wrong codes", emailHash, lockedUntil }));
+    console.warn(
+      JSON.stringify({
+        level: "warn",
+        requestId: deps.requestId,
+        message: "oauth sign-in locked after repeated wrong codes",
+        emailHash,
+        lockedUntil,
+      }),
+    );
     if ((await membershipsOf(deps.directory, to)).length === 0) return null;
     return {
       to,

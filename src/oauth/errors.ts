@@ -6,7 +6,16 @@ import { AppError } from "../lib/errors";
  */
 export class OAuthError extends AppError {
   constructor(
-    readonly code: "invalid_request" | "invalid_client" | "invalid_grant" | "unsupported_grant_type" | "invalid_scope" | "invalid_redirect_uri" | "invalid_client_metadata" | "invalid_target" | "temporarily_unavailable",
+    readonly code:
+      | "invalid_request"
+      | "invalid_client"
+      | "invalid_grant"
+      | "unsupported_grant_type"
+      | "invalid_scope"
+      | "invalid_redirect_uri"
+      | "invalid_client_metadata"
+      | "invalid_target"
+      | "temporarily_unavailable",
     message: string,
     readonly status: 400 | 401 | 503 = 400,
   ) {

@@ -29,12 +29,20 @@ function redirectTo(c: Ctx, location: string): Response {
 }
 
 /** Verifies the request; answers what cannot go on (error page or redirect), or hands the verified request to `next`. */
-async function withRequest(c: Ctx, query: AuthorizationQuery, next: (request: AuthorizationRequest, secret: string) => Promise<Response>): Promise<Response> {
+async function withRequest(
+  c: Ctx,
+  query: AuthorizationQuery,
+  next: (request: AuthorizationRequest, secret: string) => Promise<Response>,
+): Promise<Response> {
   const config = readConfig(c.env);
   if (!config.JWT_SECRET) return errorPage(c, 503, "The authorization server is not configured on this deployment (JWT_SECRET is unset).");
   const outcome = await readAuthorizationRequest(c.get("directory"), config, query);
   if (outcome.kind === "refused") return errorPage(c, 400, outcome.message);
-  if (outcome.kind === "redirect-error") return redirectTo(c, redirectBack(config, outcome.redirectUri, { error: outcome.error, error_description: outcome.description, state: outcome.state }));
+  if (outcome.kind === "redirect-error")
+    return redirectTo(
+      c,
+      redirectBack(config, outcome.redirectUri, { error: outcome.error, error_description: outcome.description, state: outcome.state }),
+    );
   return next(outcome.request, config.JWT_SECRET);
 }
 
@@ -43,14 +51,33 @@ async function approve(c: Ctx, request: AuthorizationRequest, who: { userId: str
   return redirectTo(c, redirectBack(readConfig(c.env), request.redirectUri, { code, state: request.state }));
 }
 
-async function showConsent(c: Ctx, request: AuthorizationRequest, signIn: SignIn, csrf: string, extra: { error?: string; setCookie?: string } = {}): Promise<Response> {
+async function showConsent(
+  c: Ctx,
+  request: AuthorizationRequest,
+  signIn: SignIn,
+  csrf: string,
+  extra: { error?: string; setCookie?: string } = {},
+): Promise<Response> {
   const organizations = await membershipsOf(c.get("directory"), signIn.email);
-  return consentPage(c, { csrf, clientName: clientNameOf(request), redirectUri: request.redirectUri, email: signIn.email, permissions: request.permissions, organizations, ...extra });
+  return consentPage(c, {
+    csrf,
+    clientName: clientNameOf(request),
+    redirectUri: request.redirectUri,
+    email: signIn.email,
+    permissions: request.permissions,
+    organizations,
+    ...extra,
+  });
 }
 
 async function freshEmailPage(c: Ctx, request: AuthorizationRequest, secret: string, error?: string): Promise<Response> {
   const cookie = newCookieValue();
-  return emailPage(c, { csrf: await csrfTokenFor(secret, cookie), clientName: clientNameOf(request), setCookie: OAUTH_COOKIE.header(isSecure(c), cookie), ...(error ? { error } : {}) });
+  return emailPage(c, {
+    csrf: await csrfTokenFor(secret, cookie),
+    clientName: clientNameOf(request),
+    setCookie: OAUTH_COOKIE.header(isSecure(c), cookie),
+    ...(error ? { error } : {}),
+  });
 }
 
 /** GET /oauth/authorize. */
@@ -75,20 +102,41 @@ export function authorize(c: Ctx, query: AuthorizationQuery): Promise<Response> 
 const Email = z.email().max(254);
 
 /** The code step of a sign-in not yet verified (email-code.ts: the lock, the per-address limit, the tries of a code). */
-async function enterCode(c: Ctx, request: AuthorizationRequest, secret: string, signIn: SignIn, csrf: string, code: string): Promise<Response> {
+async function enterCode(
+  c: Ctx,
+  request: AuthorizationRequest,
+  secret: string,
+  signIn: SignIn,
+  csrf: string,
+  code: string,
+): Promise<Response> {
   const outcome = await enterSignInCode(codeSignInDeps(c), signIn, code);
   switch (outcome.kind) {
     case "locked":
       return lockedPage(c, { csrf, until: outcome.until });
     case "too_many":
-      return codePage(c, { csrf, email: signIn.email, error: "Too many codes were tried for this address. Wait 15 minutes, then try again." });
+      return codePage(c, {
+        csrf,
+        email: signIn.email,
+        error: "Too many codes were tried for this address. Wait 15 minutes, then try again.",
+      });
     case "wrong":
-      return codePage(c, { csrf, email: signIn.email, error: `That code is not right. ${outcome.attemptsLeft} attempt${outcome.attemptsLeft === 1 ? "" : "s"} left.` });
+      return codePage(c, {
+        csrf,
+        email: signIn.email,
+        error: `That code is not right. ${outcome.attemptsLeft} attempt${outcome.attemptsLeft === 1 ? "" : "s"} left.`,
+      });
     case "spent":
-      return emailPage(c, { csrf, clientName: clientNameOf(request), error: "That code has expired or was tried too many times. Enter your e-mail to get a new one." });
+      return emailPage(c, {
+        csrf,
+        clientName: clientNameOf(request),
+        error: "That code has expired or was tried too many times. Enter your e-mail to get a new one.",
+      });
     case "accepted": {
       const verified = { ...signIn, verifiedAt: new Date().toISOString() };
-      return showConsent(c, request, verified, await csrfTokenFor(secret, outcome.cookie), { setCookie: OAUTH_COOKIE.header(isSecure(c), outcome.cookie) });
+      return showConsent(c, request, verified, await csrfTokenFor(secret, outcome.cookie), {
+        setCookie: OAUTH_COOKIE.header(isSecure(c), outcome.cookie),
+      });
     }
   }
 }
@@ -99,7 +147,11 @@ export function submitAuthorization(c: Ctx, query: AuthorizationQuery, form: Aut
     const db = c.get("directory");
     const cookie = getCookie(c, OAUTH_COOKIE.name(isSecure(c)));
     if (!cookie || !(await csrfTokenMatches(secret, cookie, form.csrf_token))) {
-      return errorPage(c, 403, "This form has expired or was not sent from this browser. Go back to the application and start the sign-in again.");
+      return errorPage(
+        c,
+        403,
+        "This form has expired or was not sent from this browser. Go back to the application and start the sign-in again.",
+      );
     }
     const csrf = await csrfTokenFor(secret, cookie);
     const signIn = await findSignIn(db, cookie);
@@ -109,7 +161,12 @@ export function submitAuthorization(c: Ctx, query: AuthorizationQuery, form: Aut
         if (!email.success) return emailPage(c, { csrf, clientName: clientNameOf(request), error: "Enter a valid e-mail address." });
         const sent = await sendSignInCode(codeSignInDeps(c), cookie, email.data);
         if (sent.kind === "locked") return lockedPage(c, { csrf, until: sent.until });
-        if (sent.kind === "too_many") return emailPage(c, { csrf, clientName: clientNameOf(request), error: "Too many codes were asked for this address. Wait 15 minutes, then try again." });
+        if (sent.kind === "too_many")
+          return emailPage(c, {
+            csrf,
+            clientName: clientNameOf(request),
+            error: "Too many codes were asked for this address. Wait 15 minutes, then try again.",
+          });
         return codePage(c, { csrf, email: email.data });
       }
       case "code":
@@ -118,10 +175,21 @@ export function submitAuthorization(c: Ctx, query: AuthorizationQuery, form: Aut
         return enterCode(c, request, secret, signIn, csrf, form.code ?? "");
       case "consent": {
         if (!signIn?.verifiedAt) return freshEmailPage(c, request, secret, "Sign in first.");
-        if (form.decision === "deny") return redirectTo(c, redirectBack(readConfig(c.env), request.redirectUri, { error: "access_denied", error_description: "The user denied the request", state: request.state }));
+        if (form.decision === "deny")
+          return redirectTo(
+            c,
+            redirectBack(readConfig(c.env), request.redirectUri, {
+              error: "access_denied",
+              error_description: "The user denied the request",
+              state: request.state,
+            }),
+          );
         if (form.decision !== "approve") return showConsent(c, request, signIn, csrf, { error: "Choose Allow or Deny." });
         const memberships = await membershipsOf(db, signIn.email);
-        const chosen = memberships.length === 1 && !form.organization_id ? memberships[0] : memberships.find((m) => m.organizationId === form.organization_id);
+        const chosen =
+          memberships.length === 1 && !form.organization_id
+            ? memberships[0]
+            : memberships.find((m) => m.organizationId === form.organization_id);
         if (!chosen) return showConsent(c, request, signIn, csrf, { error: "Choose one of your organizations." });
         return approve(c, request, chosen);
       }

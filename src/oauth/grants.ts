@@ -57,7 +57,13 @@ export function newGrant(family: Family, permissions: Permission[], now: Date, i
 }
 
 /** Signs the access token of `grant` and answers it with the spec's metadata and the refresh token. */
-export async function tokenResponse(config: SigningConfig, grant: Grant, organizationName: string, refreshToken: string, now: Date): Promise<TokenResponse> {
+export async function tokenResponse(
+  config: SigningConfig,
+  grant: Grant,
+  organizationName: string,
+  refreshToken: string,
+  now: Date,
+): Promise<TokenResponse> {
   const iat = Math.floor(now.getTime() / 1000);
   const claims = {
     iss: issuerOf(config),

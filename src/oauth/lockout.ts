@@ -44,7 +44,11 @@ export async function recordSignInFailure(db: Db, email: string, now = new Date(
     db
       .insert(oauthSignInLocks)
       .select(sql`SELECT ${emailHash}, ${at}, ${until} WHERE ${failures} >= ${SIGN_IN_FAILURES_BEFORE_LOCK}`)
-      .onConflictDoUpdate({ target: oauthSignInLocks.emailHash, set: { lockedAt: at, lockedUntil: until }, setWhere: sql`${oauthSignInLocks.lockedUntil} <= ${at}` })
+      .onConflictDoUpdate({
+        target: oauthSignInLocks.emailHash,
+        set: { lockedAt: at, lockedUntil: until },
+        setWhere: sql`${oauthSignInLocks.lockedUntil} <= ${at}`,
+      })
       .returning({ lockedUntil: oauthSignInLocks.lockedUntil }),
   ]);
   return started[0] ?? null;

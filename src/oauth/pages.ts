@@ -34,9 +34,23 @@ export const NO_STORE_HEADERS = {
  * `formAction`: where a form's answer may lead. Browsers apply CSP form-action to the redirect that follows a form
  * post, so the consent page must allow the client's redirect URI (its origin, or its scheme for a native app).
  */
-function render(c: Context, status: 200 | 400 | 401 | 403 | 503, title: string, body: string, formAction: string[] = [], setCookie?: string): Response {
+function render(
+  c: Context,
+  status: 200 | 400 | 401 | 403 | 503,
+  title: string,
+  body: string,
+  formAction: string[] = [],
+  setCookie?: string,
+): Response {
   const nonce = newNonce();
-  const csp = ["default-src 'none'", `style-src 'nonce-${nonce}'`, "img-src 'self' data:", "base-uri 'none'", `form-action 'self'${formAction.map((s) => ` ${s}`).join("")}`, "frame-ancestors 'none'"];
+  const csp = [
+    "default-src 'none'",
+    `style-src 'nonce-${nonce}'`,
+    "img-src 'self' data:",
+    "base-uri 'none'",
+    `form-action 'self'${formAction.map((s) => ` ${s}`).join("")}`,
+    "frame-ancestors 'none'",
+  ];
   const html = htmlDocument({ title, nonce, style: STYLE, body: `<main>\n<h1>${escapeHtml(title)}</h1>\n${body}\n</main>` });
   const headers: Record<string, string> = { ...pageHeaders(csp), Pragma: "no-cache" };
   if (setCookie) headers["Set-Cookie"] = setCookie;
@@ -48,7 +62,14 @@ const errorLine = (error?: string) => (error ? `<p class="error" role="alert">${
 
 /** A request that cannot go back to the client (unknown client, unregistered redirect): shown here, never redirected. */
 export function errorPage(c: Context, status: 400 | 401 | 403 | 503, message: string, setCookie?: string): Response {
-  return render(c, status, "This sign-in request cannot continue", `<p>${escapeHtml(message)}</p><p>Go back to the application and start again.</p>`, [], setCookie);
+  return render(
+    c,
+    status,
+    "This sign-in request cannot continue",
+    `<p>${escapeHtml(message)}</p><p>Go back to the application and start again.</p>`,
+    [],
+    setCookie,
+  );
 }
 
 export function emailPage(c: Context, opts: { csrf: string; clientName: string; error?: string; setCookie?: string }): Response {
@@ -107,7 +128,16 @@ const accessLasts = (clientName: string) =>
 
 export function consentPage(
   c: Context,
-  opts: { csrf: string; clientName: string; redirectUri: string; email: string; permissions: Permission[]; organizations: { organizationId: string; organizationName: string }[]; error?: string; setCookie?: string },
+  opts: {
+    csrf: string;
+    clientName: string;
+    redirectUri: string;
+    email: string;
+    permissions: Permission[];
+    organizations: { organizationId: string; organizationName: string }[];
+    error?: string;
+    setCookie?: string;
+  },
 ): Response {
   const target = new URL(opts.redirectUri);
   const orgs = opts.organizations;
@@ -115,7 +145,10 @@ export function consentPage(
     orgs.length === 1
       ? `<p>Organization: <strong>${escapeHtml(orgs[0]!.organizationName)}</strong></p>${hidden("organization_id", orgs[0]!.organizationId)}`
       : `<fieldset><legend>For which organization?</legend>${orgs
-          .map((o, i) => `<label><input type="radio" name="organization_id" value="${escapeHtml(o.organizationId)}"${i === 0 ? " checked" : ""}> ${escapeHtml(o.organizationName)}</label>`)
+          .map(
+            (o, i) =>
+              `<label><input type="radio" name="organization_id" value="${escapeHtml(o.organizationId)}"${i === 0 ? " checked" : ""}> ${escapeHtml(o.organizationName)}</label>`,
+          )
           .join("")}</fieldset>`;
   return render(
     c,

@@ -26,7 +26,13 @@ export const REFRESH_TOKEN_TTL_SECONDS = 30 * 86_400;
 /** A new refresh token of `family`, carrying the permissions granted at consent: the raw token and its row. */
 export async function newRefreshToken(family: Family, permissions: Permission[], now: Date) {
   const token = toBase64Url(crypto.getRandomValues(new Uint8Array(32)));
-  const row = { tokenHash: await sha256Hex(token), ...family, permissions, createdAt: nowIso(now), expiresAt: nowIso(addSeconds(now, REFRESH_TOKEN_TTL_SECONDS)) };
+  const row = {
+    tokenHash: await sha256Hex(token),
+    ...family,
+    permissions,
+    createdAt: nowIso(now),
+    expiresAt: nowIso(addSeconds(now, REFRESH_TOKEN_TTL_SECONDS)),
+  };
   return { token, row };
 }
 
@@ -39,15 +45,32 @@ export async function revokeFamily(work: DirectoryWork, familyId: string, by: "u
   const at = nowIso();
   const db = work.directory;
   // In the same batch, the client's connection to the organization ends if this was its last live family (issue 32).
-  await revokeAndDisconnect(work, familyId, [
-    db.update(oauthRefreshTokens).set({ revokedAt: at }).where(and(eq(oauthRefreshTokens.familyId, familyId), isNull(oauthRefreshTokens.revokedAt))),
-    db.update(oauthGrants).set({ revokedAt: at }).where(and(or(eq(oauthGrants.id, familyId), eq(oauthGrants.familyId, familyId)), isNull(oauthGrants.revokedAt))),
-  ], by);
+  await revokeAndDisconnect(
+    work,
+    familyId,
+    [
+      db
+        .update(oauthRefreshTokens)
+        .set({ revokedAt: at })
+        .where(and(eq(oauthRefreshTokens.familyId, familyId), isNull(oauthRefreshTokens.revokedAt))),
+      db
+        .update(oauthGrants)
+        .set({ revokedAt: at })
+        .where(and(or(eq(oauthGrants.id, familyId), eq(oauthGrants.familyId, familyId)), isNull(oauthGrants.revokedAt))),
+    ],
+    by,
+  );
 }
 
 /** The refresh token whose raw value is `token`, or null. */
 export async function findRefreshToken(db: Db, token: string) {
-  return (await db.select().from(oauthRefreshTokens).where(eq(oauthRefreshTokens.tokenHash, await sha256Hex(token))).get()) ?? null;
+  return (
+    (await db
+      .select()
+      .from(oauthRefreshTokens)
+      .where(eq(oauthRefreshTokens.tokenHash, await sha256Hex(token)))
+      .get()) ?? null
+  );
 }
 
 const MAX_SCOPE = 1000;
@@ -75,14 +98,16 @@ export async function refreshAccessToken(work: DirectoryWork, config: SigningCon
     .leftJoin(organizations, eq(organizations.id, oauthRefreshTokens.organizationId))
     .where(eq(oauthRefreshTokens.tokenHash, tokenHash))
     .get();
-  if (!row || row.token.clientId !== client.clientId) throw new OAuthError("invalid_grant", "The refresh token is unknown or was issued to another client");
+  if (!row || row.token.clientId !== client.clientId)
+    throw new OAuthError("invalid_grant", "The refresh token is unknown or was issued to another client");
   const { token } = row;
   if (token.usedAt || token.revokedAt) {
     await revokeFamily(work, token.familyId, "system");
     throw new OAuthError("invalid_grant", "The refresh token was already used or revoked; every token issued from it is now revoked");
   }
   if (Date.parse(token.expiresAt) <= Date.now()) throw new OAuthError("invalid_grant", "The refresh token has expired");
-  if (!row.userExists || row.organizationName === null) throw new OAuthError("invalid_grant", "The user who approved this access no longer exists");
+  if (!row.userExists || row.organizationName === null)
+    throw new OAuthError("invalid_grant", "The user who approved this access no longer exists");
 
   const granted = token.permissions.filter(isPermission);
   const permissions = narrowedScope(granted, form.scope);
@@ -98,7 +123,8 @@ export async function refreshAccessToken(work: DirectoryWork, config: SigningCon
     db.insert(oauthRefreshTokens).values(next.row),
   ];
   // A registered client in use is kept by the cron (prune.ts), whether it asks for codes or refreshes.
-  if (client.registered) statements.push(db.update(oauthClients).set({ lastUsedAt: grant.createdAt }).where(eq(oauthClients.id, client.clientId)));
+  if (client.registered)
+    statements.push(db.update(oauthClients).set({ lastUsedAt: grant.createdAt }).where(eq(oauthClients.id, client.clientId)));
   try {
     await db.batch(statements);
   } catch (err) {

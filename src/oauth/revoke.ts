@@ -31,7 +31,8 @@ export async function revokeToken(work: DirectoryWork, config: Config, form: Rev
   if (!client) throw new OAuthError("invalid_client", "Unknown client_id", 401);
 
   if (looksLikeJwt(form.token)) {
-    if (!config.JWT_SECRET) throw new OAuthError("temporarily_unavailable", "The revocation endpoint is not configured (JWT_SECRET is unset)", 503);
+    if (!config.JWT_SECRET)
+      throw new OAuthError("temporarily_unavailable", "The revocation endpoint is not configured (JWT_SECRET is unset)", 503);
     let claims: Record<string, unknown>;
     try {
       claims = await verify(form.token, config.JWT_SECRET, { alg: "HS256", iss: issuerOf(config), aud: mcpServerUrlOf(config) });
@@ -39,7 +40,11 @@ export async function revokeToken(work: DirectoryWork, config: Config, form: Rev
       return; // Not ours, or expired: nothing left to revoke.
     }
     if (typeof claims.jti !== "string" || claims.client_id !== client.clientId) return;
-    await db.update(oauthGrants).set({ revokedAt: nowIso() }).where(and(eq(oauthGrants.id, claims.jti), eq(oauthGrants.clientId, client.clientId), isNull(oauthGrants.revokedAt))).run();
+    await db
+      .update(oauthGrants)
+      .set({ revokedAt: nowIso() })
+      .where(and(eq(oauthGrants.id, claims.jti), eq(oauthGrants.clientId, client.clientId), isNull(oauthGrants.revokedAt)))
+      .run();
     return;
   }
   const refresh = await findRefreshToken(db, form.token);

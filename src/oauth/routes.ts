@@ -42,12 +42,20 @@ import { requestToken } from "./tokens";
 
 const tags = ["OAuth"];
 /** Errors of /oauth/* are RFC 6749 bodies (platform/error-handler.ts, family "oauth"). */
-const OAUTH: RouteFamily = { name: "api", error: (description) => ({ description, content: { "application/json": { schema: OAuthErrorBody } } }) };
+const OAUTH: RouteFamily = {
+  name: "api",
+  error: (description) => ({ description, content: { "application/json": { schema: OAuthErrorBody } } }),
+};
 const oauthError = (description: string) => OAUTH.error(description);
 const html = (description: string) => ({ description, content: { "text/html": { schema: z.string() } } });
 const redirect = (description: string) => ({
   description,
-  headers: { Location: { description: "The client's redirect URI with code and state, or error, error_description and state; plus iss (RFC 9207)", schema: { type: "string" as const } } },
+  headers: {
+    Location: {
+      description: "The client's redirect URI with code and state, or error, error_description and state; plus iss (RFC 9207)",
+      schema: { type: "string" as const },
+    },
+  },
 });
 const NO_STORE = { "Cache-Control": { description: "no-store", schema: { type: "string" as const, example: "no-store" } } };
 
@@ -69,7 +77,9 @@ consent page. The code is valid ${60} seconds, once.`,
   responses: {
     200: html("The sign-in, code or consent page"),
     302: redirect("Back to the client's redirect URI"),
-    400: html("Unknown client, a redirect URI not registered for it, or any other problem of a request from a registered client (not redirected)"),
+    400: html(
+      "Unknown client, a redirect URI not registered for it, or any other problem of a request from a registered client (not redirected)",
+    ),
     401: html("The bearer session presented is unknown, revoked or expired"),
     503: html("The authorization server is not configured (JWT_SECRET)"),
   },
@@ -82,7 +92,8 @@ const authorizeForm = defineRoute(OAUTH, {
   security: [],
   tags,
   summary: "A step of the browser sign-in and consent",
-  description: "The pages' forms post here, to the same address (the authorization request stays in the query). Each form carries the CSRF token of its page, bound to the browser's sign-in cookie. Steps: `email` (mails a code when the address has an account; the page is the same either way), `code`, `consent` (`decision` approve or deny), `restart`. Rate-limited per address with the registration endpoint (20 a minute).",
+  description:
+    "The pages' forms post here, to the same address (the authorization request stays in the query). Each form carries the CSRF token of its page, bound to the browser's sign-in cookie. Steps: `email` (mails a code when the address has an account; the page is the same either way), `code`, `consent` (`decision` approve or deny), `restart`. Rate-limited per address with the registration endpoint (20 a minute).",
   middleware: [rateLimit("oauth-public:post")] as const,
   request: { query: AuthorizeQuery, body: { required: true, content: { "application/x-www-form-urlencoded": { schema: AuthorizeForm } } } },
   responses: {
@@ -111,8 +122,14 @@ refresh token used a second time is refused and every token issued from it is re
   middleware: [rateLimit("oauth-token:post")] as const,
   request: { body: { required: true, content: { "application/x-www-form-urlencoded": { schema: TokenForm } } } },
   responses: {
-    200: { description: "The access token and its metadata", headers: NO_STORE, content: { "application/json": { schema: TokenResponse } } },
-    400: oauthError("invalid_request, invalid_grant (unknown, expired, used or mismatched code or refresh token, wrong verifier), invalid_scope (a refresh asking for more than was granted) or unsupported_grant_type"),
+    200: {
+      description: "The access token and its metadata",
+      headers: NO_STORE,
+      content: { "application/json": { schema: TokenResponse } },
+    },
+    400: oauthError(
+      "invalid_request, invalid_grant (unknown, expired, used or mismatched code or refresh token, wrong verifier), invalid_scope (a refresh asking for more than was granted) or unsupported_grant_type",
+    ),
     401: oauthError("invalid_client: unknown client_id"),
     429: oauthError("Too many requests from this address (rate_limited)"),
     503: oauthError("temporarily_unavailable: JWT_SECRET is not configured"),
@@ -153,32 +170,58 @@ const register = defineRoute(OAUTH, {
   middleware: [rateLimit("oauth-public:post")] as const,
   request: { body: { required: true, content: { "application/json": { schema: ClientRegistrationRequest } } } },
   responses: {
-    201: { description: "The client, with its client_id", headers: NO_STORE, content: { "application/json": { schema: ClientRegistration } } },
+    201: {
+      description: "The client, with its client_id",
+      headers: NO_STORE,
+      content: { "application/json": { schema: ClientRegistration } },
+    },
     400: oauthError("invalid_redirect_uri or invalid_client_metadata"),
     429: oauthError("Too many requests from this address (rate_limited)"),
   },
 });
 
 const metadataRoute = (operationId: string, path: string, summary: string, schema: z.ZodType) =>
-  defineRoute({ name: "api", error: apiError }, {
-    operationId,
-    method: "get",
-    path,
-    security: [],
-    tags,
-    summary,
-    responses: { 200: { description: summary, content: { "application/json": { schema } } }, 404: apiError("Never: declared for clients that probe") },
-  });
+  defineRoute(
+    { name: "api", error: apiError },
+    {
+      operationId,
+      method: "get",
+      path,
+      security: [],
+      tags,
+      summary,
+      responses: {
+        200: { description: summary, content: { "application/json": { schema } } },
+        404: apiError("Never: declared for clients that probe"),
+      },
+    },
+  );
 
-const serverMetadata = metadataRoute("getAuthorizationServerMetadata", "/.well-known/oauth-authorization-server", "Authorization server metadata (RFC 8414)", AuthorizationServerMetadata);
-const resourceMetadata = metadataRoute("getProtectedResourceMetadata", "/.well-known/oauth-protected-resource", "Protected resource metadata of the MCP server (RFC 9728)", ProtectedResourceMetadata);
-const mcpResourceMetadata = metadataRoute("getMcpProtectedResourceMetadata", "/.well-known/oauth-protected-resource/mcp", "The same, at the path-suffixed address MCP clients try first", ProtectedResourceMetadata);
+const serverMetadata = metadataRoute(
+  "getAuthorizationServerMetadata",
+  "/.well-known/oauth-authorization-server",
+  "Authorization server metadata (RFC 8414)",
+  AuthorizationServerMetadata,
+);
+const resourceMetadata = metadataRoute(
+  "getProtectedResourceMetadata",
+  "/.well-known/oauth-protected-resource",
+  "Protected resource metadata of the MCP server (RFC 9728)",
+  ProtectedResourceMetadata,
+);
+const mcpResourceMetadata = metadataRoute(
+  "getMcpProtectedResourceMetadata",
+  "/.well-known/oauth-protected-resource/mcp",
+  "The same, at the path-suffixed address MCP clients try first",
+  ProtectedResourceMetadata,
+);
 
 /** A registration body that breaks the schema is `invalid_redirect_uri` or `invalid_client_metadata` (RFC 7591 section 3.2.2). */
 const registrationHook = (result: { success: boolean; error?: { issues: { path: PropertyKey[]; message: string }[] } }) => {
   if (result.success) return;
   const issues = result.error?.issues ?? [];
-  const message = issues.map((i) => `${i.path.map(String).join(".") || "body"}: ${i.message}`).join("; ") || "The registration request is malformed";
+  const message =
+    issues.map((i) => `${i.path.map(String).join(".") || "body"}: ${i.message}`).join("; ") || "The registration request is malformed";
   throw new OAuthError(issues.some((i) => i.path[0] === "redirect_uris") ? "invalid_redirect_uri" : "invalid_client_metadata", message);
 };
 
@@ -198,7 +241,11 @@ const noStore = async (c: Context, next: () => Promise<void>) => {
 };
 
 /** The directory and the bindings a token or revocation request needs for the integration events it may emit. */
-const directoryWork = (c: Context<AppBindings>): DirectoryWork => ({ env: c.env, directory: c.get("directory"), defer: (work) => c.executionCtx.waitUntil(work) });
+const directoryWork = (c: Context<AppBindings>): DirectoryWork => ({
+  env: c.env,
+  directory: c.get("directory"),
+  defer: (work) => c.executionCtx.waitUntil(work),
+});
 
 export const oauthRoutes = new OpenAPIHono<AppBindings>({ defaultHook: validationHook });
 // Browser-based MCP clients (an inspector page) read the metadata, register and exchange codes with fetch: no cookie

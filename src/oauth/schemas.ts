@@ -1,7 +1,12 @@
 import { z } from "@hono/zod-openapi";
 import { PERMISSION_NAMES } from "../platform/permissions";
 
-const param = (name: string, description: string, max = 2000) => z.string().max(max).optional().openapi({ param: { name, in: "query" }, description });
+const param = (name: string, description: string, max = 2000) =>
+  z
+    .string()
+    .max(max)
+    .optional()
+    .openapi({ param: { name, in: "query" }, description });
 
 export const AuthorizeQuery = z.object({
   client_id: param("client_id", "A client of OAUTH_CLIENTS or one registered at /oauth/register", 200),
@@ -10,7 +15,10 @@ export const AuthorizeQuery = z.object({
   code_challenge: param("code_challenge", "BASE64URL(SHA256(code_verifier)), 43 characters (RFC 7636)", 128),
   code_challenge_method: param("code_challenge_method", 'Must be "S256"; "plain" is refused', 10),
   state: param("state", "Returned unchanged with the code or the error (at most 1000 characters)"),
-  scope: param("scope", `Space-separated permissions (absent: all but contacts:erase, granted only when asked for by name): ${PERMISSION_NAMES.join(", ")}`),
+  scope: param(
+    "scope",
+    `Space-separated permissions (absent: all but contacts:erase, granted only when asked for by name): ${PERMISSION_NAMES.join(", ")}`,
+  ),
   resource: param("resource", "RFC 8707 resource indicator: if present, the MCP server URL (the only resource tokens are issued for)"),
 });
 
@@ -20,7 +28,11 @@ export const AuthorizeForm = z.object({
   email: z.string().max(254).optional(),
   code: z.string().max(20).optional().openapi({ description: "The 6-digit code mailed to the address" }),
   decision: z.string().max(20).optional().openapi({ description: "approve | deny (step consent)" }),
-  organization_id: z.string().max(100).optional().openapi({ description: "Which organization to act for, when the e-mail belongs to several" }),
+  organization_id: z
+    .string()
+    .max(100)
+    .optional()
+    .openapi({ description: "Which organization to act for, when the e-mail belongs to several" }),
 });
 
 export const TokenForm = z
@@ -31,22 +43,36 @@ export const TokenForm = z
     client_id: z.string().max(200).optional(),
     code_verifier: z.string().max(200).optional(),
     resource: z.string().max(2000).optional().openapi({ description: "RFC 8707: if present, the MCP server URL" }),
-    refresh_token: z.string().max(200).optional().openapi({ description: "grant_type=refresh_token: the refresh token to rotate (single use)" }),
-    scope: z.string().max(1000).optional().openapi({ description: "grant_type=refresh_token: narrow the new access token to these granted permissions (space-separated)" }),
+    refresh_token: z
+      .string()
+      .max(200)
+      .optional()
+      .openapi({ description: "grant_type=refresh_token: the refresh token to rotate (single use)" }),
+    scope: z
+      .string()
+      .max(1000)
+      .optional()
+      .openapi({ description: "grant_type=refresh_token: narrow the new access token to these granted permissions (space-separated)" }),
   })
   .openapi("TokenRequest");
 
 export const RevocationForm = z
   .object({
     token: z.string().max(2000).optional().openapi({ description: "The access token or refresh token to revoke" }),
-    token_type_hint: z.string().max(100).optional().openapi({ description: "access_token or refresh_token: a hint only, the token's kind is told by its shape" }),
+    token_type_hint: z
+      .string()
+      .max(100)
+      .optional()
+      .openapi({ description: "access_token or refresh_token: a hint only, the token's kind is told by its shape" }),
     client_id: z.string().max(200).optional().openapi({ description: "The public client the token was issued to" }),
   })
   .openapi("RevocationRequest");
 
 export const TokenResponse = z
   .object({
-    access_token: z.string().openapi({ description: "A JWT (HS256) with iss, aud (the MCP server URL), sub (user id), org, scope, client_id, jti (grant id), iat, exp" }),
+    access_token: z.string().openapi({
+      description: "A JWT (HS256) with iss, aud (the MCP server URL), sub (user id), org, scope, client_id, jti (grant id), iat, exp",
+    }),
     token_type: z.literal("Bearer"),
     expires_in: z.int().openapi({ example: 3600 }),
     scope: z.string().openapi({ description: "The granted permissions, space-separated" }),
@@ -55,20 +81,30 @@ export const TokenResponse = z
     organization_id: z.string(),
     organization_name: z.string(),
     permissions: z.array(z.enum(PERMISSION_NAMES as [string, ...string[]])),
-    refresh_token: z.string().openapi({ description: "Opaque, single use, valid 30 days: grant_type=refresh_token answers a new one. Using one twice revokes every token issued from it" }),
+    refresh_token: z.string().openapi({
+      description:
+        "Opaque, single use, valid 30 days: grant_type=refresh_token answers a new one. Using one twice revokes every token issued from it",
+    }),
   })
   .openapi("TokenResponse");
 
 export const OAuthErrorBody = z
   .object({
-    error: z.string().openapi({ example: "invalid_grant", description: "RFC 6749 section 5.2 / RFC 7591 section 3.2.2 error code (rate_limited past the limit)" }),
+    error: z.string().openapi({
+      example: "invalid_grant",
+      description: "RFC 6749 section 5.2 / RFC 7591 section 3.2.2 error code (rate_limited past the limit)",
+    }),
     error_description: z.string().optional(),
   })
   .openapi("OAuthError");
 
 export const ClientRegistrationRequest = z
   .object({
-    redirect_uris: z.array(z.string().max(2000)).min(1).max(10).openapi({ description: "https, or http to 127.0.0.1, localhost or [::1] (any port)" }),
+    redirect_uris: z
+      .array(z.string().max(2000))
+      .min(1)
+      .max(10)
+      .openapi({ description: "https, or http to 127.0.0.1, localhost or [::1] (any port)" }),
     client_name: z.string().max(100).optional(),
     token_endpoint_auth_method: z.string().max(50).optional().openapi({ description: 'Only "none" (public client with PKCE)' }),
     grant_types: z.array(z.string().max(100)).max(10).optional(),

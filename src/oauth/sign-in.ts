@@ -52,12 +52,19 @@ export type SignIn = typeof oauthSignIns.$inferSelect;
 
 export async function findSignIn(db: Db, cookie: string | undefined): Promise<SignIn | null> {
   if (!cookie || cookie.length > 100) return null;
-  const row = await db.select().from(oauthSignIns).where(and(eq(oauthSignIns.cookieHash, await sha256Hex(cookie)), gt(oauthSignIns.expiresAt, nowIso()))).get();
+  const row = await db
+    .select()
+    .from(oauthSignIns)
+    .where(and(eq(oauthSignIns.cookieHash, await sha256Hex(cookie)), gt(oauthSignIns.expiresAt, nowIso())))
+    .get();
   return row ?? null;
 }
 
 /** The organizations a verified e-mail may act for: one user per organization (users are unique per org and e-mail). */
-export async function membershipsOf(db: Db, email: string): Promise<{ userId: string; organizationId: string; organizationName: string }[]> {
+export async function membershipsOf(
+  db: Db,
+  email: string,
+): Promise<{ userId: string; organizationId: string; organizationName: string }[]> {
   return db
     .select({ userId: users.id, organizationId: organizations.id, organizationName: organizations.name })
     .from(users)
@@ -105,7 +112,9 @@ export async function checkSignInCode(db: Db, signIn: SignIn, code: string): Pro
   const counted = await db
     .update(oauthSignIns)
     .set({ attempts: sql`${oauthSignIns.attempts} + 1` })
-    .where(and(eq(oauthSignIns.id, signIn.id), sql`${oauthSignIns.attempts} < ${MAX_CODE_ATTEMPTS}`, sql`${oauthSignIns.codeHash} IS NOT NULL`))
+    .where(
+      and(eq(oauthSignIns.id, signIn.id), sql`${oauthSignIns.attempts} < ${MAX_CODE_ATTEMPTS}`, sql`${oauthSignIns.codeHash} IS NOT NULL`),
+    )
     .returning({ attempts: oauthSignIns.attempts })
     .get();
   if (!counted) return { kind: "spent" };
@@ -118,7 +127,13 @@ export async function checkSignInCode(db: Db, signIn: SignIn, code: string): Pro
   const now = new Date();
   await db
     .update(oauthSignIns)
-    .set({ cookieHash: await sha256Hex(cookie), codeHash: null, codeExpiresAt: null, verifiedAt: nowIso(now), expiresAt: nowIso(addSeconds(now, SIGN_IN_TTL_SECONDS)) })
+    .set({
+      cookieHash: await sha256Hex(cookie),
+      codeHash: null,
+      codeExpiresAt: null,
+      verifiedAt: nowIso(now),
+      expiresAt: nowIso(addSeconds(now, SIGN_IN_TTL_SECONDS)),
+    })
     .where(eq(oauthSignIns.id, signIn.id))
     .run();
   return { kind: "accepted", cookie };

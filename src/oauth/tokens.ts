@@ -1,7 +1,15 @@
 import { and, eq, gt, isNull } from "drizzle-orm";
 import { verify } from "hono/jwt";
 import type { Db } from "../db/client";
-import { oauthCodes, oauthGrants, oauthRefreshTokens, organizationPhoneRegion, organizationShards, organizations, users } from "../db/schema";
+import {
+  oauthCodes,
+  oauthGrants,
+  oauthRefreshTokens,
+  organizationPhoneRegion,
+  organizationShards,
+  organizations,
+  users,
+} from "../db/schema";
 import { expectRow, isGuardFailure } from "../db/write";
 import { commitInDirectory, type DirectoryWork } from "../events/directory-outbox";
 import { connectClient } from "../integrations/service";
@@ -21,7 +29,8 @@ import { newRefreshToken, refreshAccessToken, revokeFamily } from "./refresh";
 
 /** POST /oauth/token: the authorization_code grant, or the refresh_token grant (issue 23). */
 export function requestToken(work: DirectoryWork, config: Config, form: TokenRequest): Promise<TokenResponse> {
-  if (!config.JWT_SECRET) throw new OAuthError("temporarily_unavailable", "The token endpoint is not configured (JWT_SECRET is unset)", 503);
+  if (!config.JWT_SECRET)
+    throw new OAuthError("temporarily_unavailable", "The token endpoint is not configured (JWT_SECRET is unset)", 503);
   const signing = config as SigningConfig;
   if (form.grant_type === undefined || form.grant_type === "") throw new OAuthError("invalid_request", "grant_type is required");
   if (form.grant_type === "authorization_code") return exchangeCode(work, signing, form);
@@ -45,7 +54,8 @@ async function exchangeCode(work: DirectoryWork, config: SigningConfig, form: To
   for (const field of ["code", "redirect_uri", "client_id", "code_verifier"] as const) {
     if (!form[field]) throw new OAuthError("invalid_request", `${field} is required`);
   }
-  if (!/^[A-Za-z0-9._~-]{43,128}$/.test(form.code_verifier!)) throw new OAuthError("invalid_request", "code_verifier must be 43 to 128 characters of A-Z a-z 0-9 - . _ ~ (RFC 7636 section 4.1)");
+  if (!/^[A-Za-z0-9._~-]{43,128}$/.test(form.code_verifier!))
+    throw new OAuthError("invalid_request", "code_verifier must be 43 to 128 characters of A-Z a-z 0-9 - . _ ~ (RFC 7636 section 4.1)");
   if (!isOurResource(config, form.resource)) throw new OAuthError("invalid_target", `resource must be ${mcpServerUrlOf(config)}`);
   const client = await findClient(db, config, form.client_id);
   if (!client) throw new OAuthError("invalid_client", "Unknown client_id", 401);
@@ -58,15 +68,19 @@ async function exchangeCode(work: DirectoryWork, config: SigningConfig, form: To
     .leftJoin(organizations, eq(organizations.id, oauthCodes.organizationId))
     .where(eq(oauthCodes.codeHash, codeHash))
     .get();
-  if (!row || row.code.clientId !== client.clientId) throw new OAuthError("invalid_grant", "The authorization code is unknown or was issued to another client");
+  if (!row || row.code.clientId !== client.clientId)
+    throw new OAuthError("invalid_grant", "The authorization code is unknown or was issued to another client");
   if (row.code.usedAt) {
     await revokeFamilyOfCode(work, codeHash);
     throw new OAuthError("invalid_grant", "The authorization code was already used; the tokens issued for it are revoked");
   }
   if (Date.parse(row.code.expiresAt) <= Date.now()) throw new OAuthError("invalid_grant", "The authorization code has expired");
-  if (row.code.redirectUri !== form.redirect_uri) throw new OAuthError("invalid_grant", "redirect_uri is not the one the code was issued for");
-  if ((await challengeOf(form.code_verifier!)) !== row.code.codeChallenge) throw new OAuthError("invalid_grant", "code_verifier does not match the code_challenge");
-  if (!row.userExists || row.organizationName === null) throw new OAuthError("invalid_grant", "The user who approved this code no longer exists");
+  if (row.code.redirectUri !== form.redirect_uri)
+    throw new OAuthError("invalid_grant", "redirect_uri is not the one the code was issued for");
+  if ((await challengeOf(form.code_verifier!)) !== row.code.codeChallenge)
+    throw new OAuthError("invalid_grant", "code_verifier does not match the code_challenge");
+  if (!row.userExists || row.organizationName === null)
+    throw new OAuthError("invalid_grant", "The user who approved this code no longer exists");
 
   const permissions = row.code.permissions.filter(isPermission);
   const now = new Date();
@@ -128,13 +142,31 @@ export async function verifyAccessToken(db: Db, config: Config, token: string): 
   const { jti, sub, org } = claims;
   if (typeof jti !== "string" || typeof sub !== "string" || typeof org !== "string" || typeof claims.exp !== "number") return null;
   const row = await db
-    .select({ permissions: oauthGrants.permissions, expiresAt: oauthGrants.expiresAt, email: users.email, userName: users.name, role: users.role, organizationName: organizations.name, phoneRegion: organizationPhoneRegion.as("phone_region"), shard: organizationShards.shard, fencedAt: organizationShards.fencedAt })
+    .select({
+      permissions: oauthGrants.permissions,
+      expiresAt: oauthGrants.expiresAt,
+      email: users.email,
+      userName: users.name,
+      role: users.role,
+      organizationName: organizations.name,
+      phoneRegion: organizationPhoneRegion.as("phone_region"),
+      shard: organizationShards.shard,
+      fencedAt: organizationShards.fencedAt,
+    })
     .from(oauthGrants)
     .innerJoin(users, and(eq(users.id, oauthGrants.userId), eq(users.organizationId, oauthGrants.organizationId)))
     .innerJoin(organizations, eq(organizations.id, oauthGrants.organizationId))
     .innerJoin(organizationShards, eq(organizationShards.organizationId, oauthGrants.organizationId))
     // The grant's own expiry too: a token is refused after an hour even if it claims a later exp.
-    .where(and(eq(oauthGrants.id, jti), eq(oauthGrants.userId, sub), eq(oauthGrants.organizationId, org), isNull(oauthGrants.revokedAt), gt(oauthGrants.expiresAt, nowIso())))
+    .where(
+      and(
+        eq(oauthGrants.id, jti),
+        eq(oauthGrants.userId, sub),
+        eq(oauthGrants.organizationId, org),
+        isNull(oauthGrants.revokedAt),
+        gt(oauthGrants.expiresAt, nowIso()),
+      ),
+    )
     .get();
   if (!row) return null;
   return {

@@ -40,6 +40,10 @@ const update = defineRoute(CRM, {
 });
 
 // A body that breaks the schema still has its zip rules' users checked, so one 422 names every problem.
-export const organizationRoutes = new OpenAPIHono<AppBindings>({ defaultHook: validationHookWith((body, c) => routingIssues(serviceContext(c), body)) })
+export const organizationRoutes = new OpenAPIHono<AppBindings>({
+  defaultHook: validationHookWith((body, c) => routingIssues(serviceContext(c), body)),
+})
   .openapi(read, async (c) => c.json({ success: true as const, data: withEtag(c, await getOrganization(serviceContext(c))) }, 200))
-  .openapi(update, async (c) => c.json({ success: true as const, data: withEtag(c, await updateOrganization(serviceContext(c), c.req.valid("json"))) }, 200));
+  .openapi(update, async (c) =>
+    c.json({ success: true as const, data: withEtag(c, await updateOrganization(serviceContext(c), c.req.valid("json"))) }, 200),
+  );

@@ -3,7 +3,9 @@ import { oneLineText } from "../lib/validation";
 
 /** ISO 3166-1 alpha-2: the officially assigned codes. */
 const REGIONS = new Set(
-  "AD AE AF AG AI AL AM AO AQ AR AS AT AU AW AX AZ BA BB BD BE BF BG BH BI BJ BL BM BN BO BQ BR BS BT BV BW BY BZ CA CC CD CF CG CH CI CK CL CM CN CO CR CU CV CW CX CY CZ DE DJ DK DM DO DZ EC EE EG EH ER ES ET FI FJ FK FM FO FR GA GB GD GE GF GG GH GI GL GM GN GP GQ GR GS GT GU GW GY HK HM HN HR HT HU ID IE IL IM IN IO IQ IR IS IT JE JM JO JP KE KG KH KI KM KN KP KR KW KY KZ LA LB LC LI LK LR LS LT LU LV LY MA MC MD ME MF MG MH MK ML MM MN MO MP MQ MR MS MT MU MV MW MX MY MZ NA NC NE NF NG NI NL NO NP NR NU NZ OM PA PE PF PG PH PK PL PM PN PR PS PT PW PY QA RE RO RS RU RW SA SB SC SD SE SG SH SI SJ SK SL SM SN SO SR SS ST SV SX SY SZ TC TD TF TG TH TJ TK TL TM TN TO TR TT TV TW TZ UA UG UM US UY UZ VA VC VE VG VI VN VU WF WS YE YT ZA ZM ZW".split(" "),
+  "AD AE AF AG AI AL AM AO AQ AR AS AT AU AW AX AZ BA BB BD BE BF BG BH BI BJ BL BM BN BO BQ BR BS BT BV BW BY BZ CA CC CD CF CG CH CI CK CL CM CN CO CR CU CV CW CX CY CZ DE DJ DK DM DO DZ EC EE EG EH ER ES ET FI FJ FK FM FO FR GA GB GD GE GF GG GH GI GL GM GN GP GQ GR GS GT GU GW GY HK HM HN HR HT HU ID IE IL IM IN IO IQ IR IS IT JE JM JO JP KE KG KH KI KM KN KP KR KW KY KZ LA LB LC LI LK LR LS LT LU LV LY MA MC MD ME MF MG MH MK ML MM MN MO MP MQ MR MS MT MU MV MW MX MY MZ NA NC NE NF NG NI NL NO NP NR NU NZ OM PA PE PF PG PH PK PL PM PN PR PS PT PW PY QA RE RO RS RU RW SA SB SC SD SE SG SH SI SJ SK SL SM SN SO SR SS ST SV SX SY SZ TC TD TF TG TH TJ TK TL TM TN TO TR TT TV TW TZ UA UG UM US UY UZ VA VC VE VG VI VN VU WF WS YE YT ZA ZM ZW".split(
+    " ",
+  ),
 );
 
 /**
@@ -28,20 +30,31 @@ const ZipRule = z
       .string()
       .regex(/^[A-Za-z0-9]{1,10}$/, { message: "1–10 letters or digits: the start of a postal code" })
       .overwrite((v) => v.toUpperCase())
-      .openapi({ example: "941", description: "The start of a postal code, letters or digits (stored in capitals); the longest matching prefix wins" }),
+      .openapi({
+        example: "941",
+        description: "The start of a postal code, letters or digits (stored in capitals); the longest matching prefix wins",
+      }),
     userId: z.uuid().openapi({ description: "A user of your organization: new leads from this zip go to them" }),
   })
   .openapi("ZipRule");
 
 const LeadRouting = z
   .strictObject({
-    mode: z.enum(["round_robin", "zip"]).openapi({ description: "round_robin: new leads go in turn to the users who accept leads; zip: by zipRules" }),
+    mode: z
+      .enum(["round_robin", "zip"])
+      .openapi({ description: "round_robin: new leads go in turn to the users who accept leads; zip: by zipRules" }),
     zipRules: z.array(ZipRule).max(MAX_ZIP_RULES).default([]),
   })
   .superRefine((routing, ctx) => {
     const seen = new Set<string>();
     routing.zipRules.forEach((rule, i) => {
-      if (seen.has(rule.zipPrefix)) ctx.addIssue({ code: "custom", path: ["zipRules", i, "zipPrefix"], message: `zipPrefix ${rule.zipPrefix} is listed twice`, params: { code: "duplicate_zip_prefix" } });
+      if (seen.has(rule.zipPrefix))
+        ctx.addIssue({
+          code: "custom",
+          path: ["zipRules", i, "zipPrefix"],
+          message: `zipPrefix ${rule.zipPrefix} is listed twice`,
+          params: { code: "duplicate_zip_prefix" },
+        });
       seen.add(rule.zipPrefix);
     });
   })
@@ -49,7 +62,10 @@ const LeadRouting = z
 
 const Region = z
   .string()
-  .refine((v) => REGIONS.has(v), { message: "Must be an ISO 3166-1 alpha-2 country code in capitals, such as US", params: { code: "invalid_region" } })
+  .refine((v) => REGIONS.has(v), {
+    message: "Must be an ISO 3166-1 alpha-2 country code in capitals, such as US",
+    params: { code: "invalid_region" },
+  })
   .openapi({ example: "US", description: "ISO 3166-1 alpha-2: the country of a phone number written without a country code" });
 
 /** The settings as stored and shown: every key, defaults filled in. Lead intake (issue 33) reads them. */
@@ -64,7 +80,10 @@ export type OrganizationSettings = z.infer<typeof OrganizationSettings>;
 const TimeZone = z
   .string()
   .max(64)
-  .refine((v) => canonicalTimeZone(v) !== null, { message: "Must be an IANA time zone name, such as America/New_York", params: { code: "invalid_time_zone" } })
+  .refine((v) => canonicalTimeZone(v) !== null, {
+    message: "Must be an IANA time zone name, such as America/New_York",
+    params: { code: "invalid_time_zone" },
+  })
   .overwrite((v) => canonicalTimeZone(v) ?? v)
   .openapi({ example: "America/New_York" });
 

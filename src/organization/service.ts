@@ -14,7 +14,12 @@ import { type Organization, OrganizationSettings, type UpdateOrganization } from
 type Row = typeof organizations.$inferSelect;
 
 /** The organization's row versions its changes (its id is its own organization). */
-const ORGANIZATIONS: VersionedTable = { table: organizations, id: organizations.id, organizationId: organizations.id, version: organizations.version };
+const ORGANIZATIONS: VersionedTable = {
+  table: organizations,
+  id: organizations.id,
+  organizationId: organizations.id,
+  version: organizations.version,
+};
 
 /** Stored settings with every default filled in; a key stored by an older release that no longer parses falls back to its default. */
 function settingsOf(stored: unknown): OrganizationSettings {
@@ -23,7 +28,15 @@ function settingsOf(stored: unknown): OrganizationSettings {
 }
 
 function toOrganization(row: Row): Organization {
-  return { id: row.id, name: row.name, displayName: row.displayName, timeZone: row.timeZone, settings: settingsOf(row.settings), createdAt: row.createdAt, updatedAt: row.updatedAt ?? row.createdAt };
+  return {
+    id: row.id,
+    name: row.name,
+    displayName: row.displayName,
+    timeZone: row.timeZone,
+    settings: settingsOf(row.settings),
+    createdAt: row.createdAt,
+    updatedAt: row.updatedAt ?? row.createdAt,
+  };
 }
 
 /** The caller's organization as its shard holds it (the copy every change commits on first). */
@@ -48,7 +61,10 @@ export async function organizationSettings(ctx: Pick<ServiceContext, "db" | "org
 export async function routingIssues(ctx: Pick<ServiceContext, "db" | "organizationId">, body: unknown): Promise<FieldIssue[]> {
   const rules = (body as { settings?: { leadRouting?: { zipRules?: unknown } } } | null)?.settings?.leadRouting?.zipRules;
   if (!Array.isArray(rules)) return [];
-  const idOf = (rule: unknown) => (typeof rule === "object" && rule !== null && typeof (rule as { userId?: unknown }).userId === "string" ? (rule as { userId: string }).userId : undefined);
+  const idOf = (rule: unknown) =>
+    typeof rule === "object" && rule !== null && typeof (rule as { userId?: unknown }).userId === "string"
+      ? (rule as { userId: string }).userId
+      : undefined;
   const ids = rules.map(idOf).filter((id): id is string => id !== undefined);
   if (ids.length === 0) return [];
   const known = await existingUserIds(ctx, ids);
@@ -56,12 +72,24 @@ export async function routingIssues(ctx: Pick<ServiceContext, "db" | "organizati
     const id = idOf(rule);
     return id === undefined || known.has(id)
       ? []
-      : [{ field: `settings.leadRouting.zipRules.${i}.userId`, path: ["settings", "leadRouting", "zipRules", i, "userId"], code: "invalid_reference", message: "No user of your organization has this id" }];
+      : [
+          {
+            field: `settings.leadRouting.zipRules.${i}.userId`,
+            path: ["settings", "leadRouting", "zipRules", i, "userId"],
+            code: "invalid_reference",
+            message: "No user of your organization has this id",
+          },
+        ];
   });
 }
 
 /** What the directory's copy carries of a row (db/members.ts: everything a change touches). */
-const profileOf = (row: Row) => ({ displayName: row.displayName, timeZone: row.timeZone, settings: row.settings, updatedAt: row.updatedAt });
+const profileOf = (row: Row) => ({
+  displayName: row.displayName,
+  timeZone: row.timeZone,
+  settings: row.settings,
+  updatedAt: row.updatedAt,
+});
 
 /**
  * PATCH /v1/organization. The shard's row changes first, by compare-and-set on its version, with `organization.updated`
@@ -77,7 +105,12 @@ export async function updateOrganization(ctx: ServiceContext, input: UpdateOrgan
     expectVersionMatch(ctx, row.version);
     const before = toOrganization(row);
     const settings = { ...before.settings, ...input.settings };
-    const next: Row = { ...row, displayName: input.displayName === undefined ? row.displayName : input.displayName, timeZone: input.timeZone ?? row.timeZone, settings };
+    const next: Row = {
+      ...row,
+      displayName: input.displayName === undefined ? row.displayName : input.displayName,
+      timeZone: input.timeZone ?? row.timeZone,
+      settings,
+    };
     const after = toOrganization(next);
     const { changes, previousAttributes } = diffAttributes(before, after, ["updatedAt"]);
     if (changes.length === 0) {
@@ -88,7 +121,13 @@ export async function updateOrganization(ctx: ServiceContext, input: UpdateOrgan
     const object = toOrganization(updated);
     await commit(
       ctx,
-      [expectVersion(ctx.db, ORGANIZATIONS, ctx.organizationId, row), ctx.db.update(organizations).set({ ...profileOf(updated), version: updated.version }).where(eq(organizations.id, row.id))],
+      [
+        expectVersion(ctx.db, ORGANIZATIONS, ctx.organizationId, row),
+        ctx.db
+          .update(organizations)
+          .set({ ...profileOf(updated), version: updated.version })
+          .where(eq(organizations.id, row.id)),
+      ],
       [newEvent(ctx, "organization.updated", { object, previousAttributes, changes })],
     );
     await followOnDirectory(ctx.directory, organizations, row.id, profileOf(updated), updated.version);

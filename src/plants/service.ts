@@ -28,8 +28,17 @@ export async function savePlant(ctx: ServiceContext, input: NewPlant): Promise<P
     const now = nowIso();
     const event = newEvent(ctx, existing ? "plant.updated" : "plant.created", { object: plant });
     const write = existing
-      ? [expectVersion(db, PLANTS, organizationId, existing), db.update(plants).set({ name: plant.name, tag: plant.tag, updatedAt: now, version: existing.version + 1 }).where(byId(organizationId, input.id))]
-      : [expectNoRow(db, plants, byId(organizationId, input.id)), db.insert(plants).values({ organizationId, ...plant, createdAt: now, updatedAt: now, version: 1 })];
+      ? [
+          expectVersion(db, PLANTS, organizationId, existing),
+          db
+            .update(plants)
+            .set({ name: plant.name, tag: plant.tag, updatedAt: now, version: existing.version + 1 })
+            .where(byId(organizationId, input.id)),
+        ]
+      : [
+          expectNoRow(db, plants, byId(organizationId, input.id)),
+          db.insert(plants).values({ organizationId, ...plant, createdAt: now, updatedAt: now, version: 1 }),
+        ];
     await commit(ctx, write, [event]);
   });
   return toPlant(plant);
@@ -41,7 +50,11 @@ export async function deletePlant(ctx: ServiceContext, id: number): Promise<void
     const existing = await findVersion(ctx, id);
     if (!existing) throw new NotFound("Plant");
     const event = newEvent(ctx, "plant.deleted", { id });
-    await commit(ctx, [expectVersion(ctx.db, PLANTS, ctx.organizationId, existing), ctx.db.delete(plants).where(byId(ctx.organizationId, id))], [event]);
+    await commit(
+      ctx,
+      [expectVersion(ctx.db, PLANTS, ctx.organizationId, existing), ctx.db.delete(plants).where(byId(ctx.organizationId, id))],
+      [event],
+    );
   });
 }
 

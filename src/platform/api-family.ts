@@ -5,8 +5,12 @@ import type { RouteFamily } from "./route";
 /** One problem of a 400 invalid_request: the FieldIssue of lib/errors.ts, as the CRM envelope's errors[] carry it too. */
 export const ApiIssue = z
   .object({
-    field: z.string().openapi({ description: 'Dotted path of the offending field ("" for the whole body or request)', example: "lease.tenants.0.email" }),
-    path: z.array(z.union([z.string(), z.number()])).openapi({ description: "The same path as segments", example: ["lease", "tenants", 0, "email"] }),
+    field: z
+      .string()
+      .openapi({ description: 'Dotted path of the offending field ("" for the whole body or request)', example: "lease.tenants.0.email" }),
+    path: z
+      .array(z.union([z.string(), z.number()]))
+      .openapi({ description: "The same path as segments", example: ["lease", "tenants", 0, "email"] }),
     code: z.string().openapi({
       description:
         "Machine-readable reason, the same codes as the CRM routes' errors[].code: required, invalid_type, too_small, too_big, invalid_enum_value, unknown_field, invalid_email, invalid_url, invalid_uuid, invalid_format, invalid_unicode, invalid_character, invalid_reference, malformed_json …",
@@ -39,7 +43,11 @@ export const gone = (c: Context) => c.json({ state: "gone" as const }, 404);
 export const API: RouteFamily = { name: "api", error: apiError };
 
 /** A JSON answer of the /api family, as a response declaration. */
-export const apiJson = <T extends z.ZodType>(description: string, schema: T, headers?: Record<string, { description: string; schema: { type: "string"; example?: string } }>) => ({
+export const apiJson = <T extends z.ZodType>(
+  description: string,
+  schema: T,
+  headers?: Record<string, { description: string; schema: { type: "string"; example?: string } }>,
+) => ({
   description,
   ...(headers ? { headers } : {}),
   content: { "application/json": { schema } },

@@ -72,7 +72,17 @@ const PRINCIPAL_COLUMNS = {
   fencedAt: organizationShards.fencedAt,
 };
 
-const principalOf = (row: { userId: string; email: string; userName: string | null; role: AuthUser["role"]; organizationId: string; organizationName: string; phoneRegion: string; shard: number; fencedAt: string | null }): Principal => ({
+const principalOf = (row: {
+  userId: string;
+  email: string;
+  userName: string | null;
+  role: AuthUser["role"];
+  organizationId: string;
+  organizationName: string;
+  phoneRegion: string;
+  shard: number;
+  fencedAt: string | null;
+}): Principal => ({
   user: { id: row.userId, email: row.email, name: row.userName, role: row.role },
   organization: { id: row.organizationId, name: row.organizationName, phoneRegion: row.phoneRegion },
   shard: row.shard,
@@ -103,7 +113,13 @@ async function sessionLookup(directory: Db, tokenHash: string): Promise<Credenti
 async function apiKeyLookup(directory: Db, keyHash: string): Promise<Credential | null> {
   const now = nowIso();
   const row = await directory
-    .select({ ...PRINCIPAL_COLUMNS, keyId: sql<string>`${apiKeys.id}`.as("key_id"), permissions: apiKeys.permissions, lastUsedAt: apiKeys.lastUsedAt, keyExpiresAt: apiKeys.expiresAt })
+    .select({
+      ...PRINCIPAL_COLUMNS,
+      keyId: sql<string>`${apiKeys.id}`.as("key_id"),
+      permissions: apiKeys.permissions,
+      lastUsedAt: apiKeys.lastUsedAt,
+      keyExpiresAt: apiKeys.expiresAt,
+    })
     .from(apiKeys)
     .innerJoin(users, and(eq(users.id, apiKeys.createdBy), eq(users.organizationId, apiKeys.organizationId)))
     .innerJoin(organizations, eq(organizations.id, apiKeys.organizationId))
@@ -111,7 +127,11 @@ async function apiKeyLookup(directory: Db, keyHash: string): Promise<Credential 
     .where(and(eq(apiKeys.keyHash, keyHash), or(isNull(apiKeys.expiresAt), gt(apiKeys.expiresAt, now))))
     .get();
   if (!row) return null;
-  return { ...principalOf(row), permissions: row.permissions.filter(isPermission), apiKey: { id: row.keyId, lastUsedAt: row.lastUsedAt, expiresAt: row.keyExpiresAt } };
+  return {
+    ...principalOf(row),
+    permissions: row.permissions.filter(isPermission),
+    apiKey: { id: row.keyId, lastUsedAt: row.lastUsedAt, expiresAt: row.keyExpiresAt },
+  };
 }
 
 /** How stale a key's `lastUsedAt` may be before a request stamps it again: at most one write a minute per key. */
@@ -131,7 +151,9 @@ function noteKeyUse(c: Context<AppBindings>, key: { id: string; lastUsedAt: stri
     .set({ lastUsedAt: nowIso(new Date(now)) })
     .where(and(eq(apiKeys.id, key.id), or(isNull(apiKeys.lastUsedAt), lt(apiKeys.lastUsedAt, staleBefore))))
     .run()
-    .catch((err) => console.warn(JSON.stringify({ level: "warn", msg: "API key last use not stamped", keyId: key.id, error: loggableError(err) })));
+    .catch((err) =>
+      console.warn(JSON.stringify({ level: "warn", msg: "API key last use not stamped", keyId: key.id, error: loggableError(err) })),
+    );
   try {
     c.executionCtx.waitUntil(stamp);
   } catch {
@@ -178,7 +200,10 @@ export const authenticate = (preloads: AuthPreload[], accessTokens: AccessTokens
     if (accessTokens.recognizes(token)) {
       const config = readConfig(c.env);
       if (!accessTokens.acceptedOn(c.req.path, config)) throw new Unauthorized();
-      const [principal, counted] = await Promise.all([accessTokens.verify(c.get("directory"), config, token), countCredential(c, tokenHash)]);
+      const [principal, counted] = await Promise.all([
+        accessTokens.verify(c.get("directory"), config, token),
+        countCredential(c, tokenHash),
+      ]);
       if (!principal) throw new Unauthorized();
       admitCount(c, counted);
       admit(c, principal);
@@ -270,7 +295,8 @@ export const requireRoutePermission = createMiddleware<AppBindings>(async (c, ne
   const needs = routePermission(c.req.method, c.req.path);
   if (needs === null) throw new NotFound("Route");
   if (needs !== "per-kind") requirePermission(c, needs);
-  for (const include of c.req.queries("include") ?? []) for (const permission of includePermissions(include)) requirePermission(c, permission);
+  for (const include of c.req.queries("include") ?? [])
+    for (const permission of includePermissions(include)) requirePermission(c, permission);
   await next();
 });
 

@@ -19,7 +19,13 @@ export function turnstile(secret: string, fetchFn: typeof fetch = fetch, url = T
       const form = new URLSearchParams({ secret, response: token });
       if (ip) form.set("remoteip", ip);
       try {
-        return await fetchWithDeadline(fetchFn, url, { method: "POST", body: form }, timeoutMs, async (res) => res.ok && ((await res.json()) as { success?: unknown }).success === true);
+        return await fetchWithDeadline(
+          fetchFn,
+          url,
+          { method: "POST", body: form },
+          timeoutMs,
+          async (res) => res.ok && ((await res.json()) as { success?: unknown }).success === true,
+        );
       } catch {
         // Unreachable or unreadable: the challenge is not passed, so nothing is signed unchecked.
         return false;
@@ -41,7 +47,13 @@ export class ChallengeFailed extends AppError {
  * With a Turnstile secret configured, a public write needs `challengeToken` (400 when missing, naming the field) that
  * siteverify accepts (403 otherwise); without one (development, tests) nothing is checked.
  */
-export async function requireChallenge(secret: string | undefined, challenge: (secret: string) => BotChallenge, token: string | undefined, ip: string | null, when: string): Promise<void> {
+export async function requireChallenge(
+  secret: string | undefined,
+  challenge: (secret: string) => BotChallenge,
+  token: string | undefined,
+  ip: string | null,
+  when: string,
+): Promise<void> {
   if (!secret) return;
   if (!token) throw new Validation([{ field: "challengeToken", path: ["challengeToken"], code: "required", message: `Required ${when}` }]);
   if (!(await challenge(secret).verify(token, ip))) throw new ChallengeFailed();

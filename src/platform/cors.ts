@@ -10,4 +10,5 @@ export const EXPOSED_HEADERS = ["X-Request-Id", "Retry-After", "RateLimit-Policy
  * CORS open to every origin, for the routes that hold no cookie or ambient credential (public capability routes,
  * OAuth's metadata, registration and token endpoints): a preflight cached a day.
  */
-export const openCors = (allowMethods: string[], allowHeaders: string[]) => cors({ origin: "*", allowMethods, allowHeaders, exposeHeaders: EXPOSED_HEADERS, maxAge: 86_400 });
+export const openCors = (allowMethods: string[], allowHeaders: string[]) =>
+  cors({ origin: "*", allowMethods, allowHeaders, exposeHeaders: EXPOSED_HEADERS, maxAge: 86_400 });

@@ -46,10 +46,12 @@ function toFailure(err: Error, family: Family): Failure | null {
     const status = err.kind === "malformed" || family !== "crm" ? 400 : 422;
     return { status, code: err.code, message: err.message, issues: err.issues };
   }
-  if (err instanceof RateLimited || err instanceof OrganizationMoving || err instanceof TemporarilyUnavailable) return { status: err.status, code: err.code, message: err.message, retryAfterSeconds: err.retryAfterSeconds };
+  if (err instanceof RateLimited || err instanceof OrganizationMoving || err instanceof TemporarilyUnavailable)
+    return { status: err.status, code: err.code, message: err.message, retryAfterSeconds: err.retryAfterSeconds };
   if (OrganizationMoving.raisedBy(err)) return toFailure(new OrganizationMoving(), family);
   // A conflict's issues name what it is with; only the CRM envelope has a place for them beside a 409.
-  if (err instanceof Conflict && err.issues && family === "crm") return { status: err.status, code: err.code, message: err.message, issues: err.issues };
+  if (err instanceof Conflict && err.issues && family === "crm")
+    return { status: err.status, code: err.code, message: err.message, issues: err.issues };
   if (err instanceof AppError) return { status: err.status, code: err.code, message: err.message };
   if (err instanceof HTTPException) {
     // Hono's validator throws 400 on malformed JSON; zod-openapi's media-type gate throws 415.
@@ -57,7 +59,12 @@ function toFailure(err: Error, family: Family): Failure | null {
       const message = err.message || "Malformed JSON in request body";
       return toFailure(new Validation([{ field: "", path: [], code: "malformed_json", message }], "malformed"), family);
     }
-    if (err.status === 415) return { status: 415, code: "unsupported_media_type", message: "Content-Type must be application/json (multipart/form-data on upload routes)" };
+    if (err.status === 415)
+      return {
+        status: 415,
+        code: "unsupported_media_type",
+        message: "Content-Type must be application/json (multipart/form-data on upload routes)",
+      };
     if (err.status < 500) return { status: err.status, code: "request_error", message: err.message };
   }
   return null;
@@ -73,13 +80,20 @@ function render(c: Context, family: Family, f: Failure, requestId: string): Resp
     const [type, title] = CRM_TYPES[f.status] ?? ["api_error", "Error"];
     const errors = (f.issues ?? []).map(({ field, code, message }) => ({ field, code, message }));
     const extra = f.status >= 500 ? { requestId } : {};
-    return c.json({ success: false, error: { type, code: f.code, title, status: f.status, detail: f.message, errors, ...extra } }, status, headers);
+    return c.json(
+      { success: false, error: { type, code: f.code, title, status: f.status, detail: f.message, errors, ...extra } },
+      status,
+      headers,
+    );
   }
 
   if (family === "oauth") {
     // RFC 6749 section 5.2 error body, never cached (a 413 or 415 answered before the route's own headers too).
     const code = f.status === 401 ? "invalid_client" : f.issues || f.status === 413 || f.status === 415 ? "invalid_request" : f.code;
-    const message = f.status === 415 ? "Content-Type must be application/x-www-form-urlencoded (the token endpoint) or application/json (registration)" : f.message;
+    const message =
+      f.status === 415
+        ? "Content-Type must be application/x-www-form-urlencoded (the token endpoint) or application/json (registration)"
+        : f.message;
     return c.json({ error: code, error_description: message }, status, { ...headers, "Cache-Control": "no-store", Pragma: "no-cache" });
   }
 
@@ -88,7 +102,11 @@ function render(c: Context, family: Family, f: Failure, requestId: string): Resp
   if (f.status === 429) return c.json({ error: "rate_limited" }, status, headers);
   // DESIGN.md's {message, path[]} plus the CRM envelope's field and code (the same FieldIssue), so a client can act
   // on an issue without parsing its message.
-  if (f.issues) return c.json({ error: "invalid_request", issues: f.issues.map(({ field, path, code, message }) => ({ field, path, code, message })) }, status);
+  if (f.issues)
+    return c.json(
+      { error: "invalid_request", issues: f.issues.map(({ field, path, code, message }) => ({ field, path, code, message })) },
+      status,
+    );
   if (f.status >= 500) return c.json({ error: f.code, message: f.message, requestId }, status, headers);
   return c.json({ error: f.code, message: f.message }, status, headers);
 }
@@ -102,7 +120,16 @@ export const handleError: ErrorHandler<AppBindings> = (err, c) => {
   const failure = toFailure(err, family);
   if (failure) return render(c, family, failure, requestId);
   // Unexpected: logged with the request id (never headers or bodies, which may hold tokens), answered without a stack.
-  console.error(JSON.stringify({ level: "error", requestId, method: c.req.method, path: loggablePath(c.req.path), error: loggableError(err), stack: loggableStack(err) }));
+  console.error(
+    JSON.stringify({
+      level: "error",
+      requestId,
+      method: c.req.method,
+      path: loggablePath(c.req.path),
+      error: loggableError(err),
+      stack: loggableStack(err),
+    }),
+  );
   return render(c, family, { status: 500, code: "internal_error", message: `Internal server error (request id ${requestId})` }, requestId);
 };
 

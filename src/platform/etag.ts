@@ -39,7 +39,8 @@ export function withEtag<T extends object>(c: Context, value: T, facet?: string)
 }
 
 /** A facet of an instant the answer shows beside its version (`withEtag`): null when there is none. */
-export const instantFacet = (prefix: string, at: string | null): string | undefined => (at === null ? undefined : `${prefix}${Date.parse(at).toString(36)}`);
+export const instantFacet = (prefix: string, at: string | null): string | undefined =>
+  at === null ? undefined : `${prefix}${Date.parse(at).toString(36)}`;
 
 /**
  * Whether If-None-Match names `etag`, by weak comparison (RFC 9110 section 13.1.2: `W/` is ignored on both sides);
@@ -78,7 +79,18 @@ export const conditionalRead = createMiddleware(async (c, next) => {
 });
 
 /** The ETag header as an OpenAPI response header declaration. */
-export const ETAG_HEADER = { ETag: { description: "The resource's version; send it back in If-Match to make a write conditional, or in If-None-Match on a read (304 when unchanged)", schema: { type: "string" as const, example: '"3"' } } };
+export const ETAG_HEADER = {
+  ETag: {
+    description:
+      "The resource's version; send it back in If-Match to make a write conditional, or in If-None-Match on a read (304 when unchanged)",
+    schema: { type: "string" as const, example: '"3"' },
+  },
+};
 
 /** The ETag of a read of a resource without a version: a hash of the answer's bytes. */
-export const HASH_ETAG_HEADER = { ETag: { description: "A hash of this answer's bytes; send it back in If-None-Match to be answered 304 while the answer is unchanged", schema: { type: "string" as const, example: '"q3Jd8H0mQ2uR1xZkT5wYvA"' } } };
+export const HASH_ETAG_HEADER = {
+  ETag: {
+    description: "A hash of this answer's bytes; send it back in If-None-Match to be answered 304 while the answer is unchanged",
+    schema: { type: "string" as const, example: '"q3Jd8H0mQ2uR1xZkT5wYvA"' },
+  },
+};

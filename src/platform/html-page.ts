@@ -3,7 +3,8 @@
  * security headers. Scripts and styles run only with the response's nonce; the page sends no referrer (its address
  * may hold a capability), is never cached, and asks for no powerful browser feature.
  */
-export const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (ch) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[ch]!);
+export const escapeHtml = (s: string) =>
+  s.replace(/[&<>"']/g, (ch) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[ch]!);
 
 /** A CSP nonce: 128 random bits, new for every response. */
 export const newNonce = () => btoa(String.fromCharCode(...crypto.getRandomValues(new Uint8Array(16))));

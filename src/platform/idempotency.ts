@@ -35,7 +35,14 @@ const MAX_KEPT_BODY = 1024 * 1024;
 
 const invalidKey = () =>
   new Validation(
-    [{ field: IDEMPOTENCY_HEADER, path: [IDEMPOTENCY_HEADER], code: "invalid_idempotency_key", message: `${IDEMPOTENCY_HEADER} must be 1 to 255 visible ASCII characters` }],
+    [
+      {
+        field: IDEMPOTENCY_HEADER,
+        path: [IDEMPOTENCY_HEADER],
+        code: "invalid_idempotency_key",
+        message: `${IDEMPOTENCY_HEADER} must be 1 to 255 visible ASCII characters`,
+      },
+    ],
     "malformed",
   );
 
@@ -59,7 +66,9 @@ async function fingerprintOf(contentType: string | null, method: string, url: UR
     if (form) {
       const parts = await Promise.all(
         [...form.entries()].map(async ([name, value]) =>
-          typeof value === "string" ? [name, value] : [name, { file: value.name, type: value.type, sha256: await sha256Hex(await value.arrayBuffer()) }],
+          typeof value === "string"
+            ? [name, value]
+            : [name, { file: value.name, type: value.type, sha256: await sha256Hex(await value.arrayBuffer()) }],
         ),
       );
       return sha256Hex(JSON.stringify([method, url.pathname, url.search, parts]));
@@ -78,17 +87,34 @@ export const idempotency = createMiddleware<AppBindings>(async (c, next) => {
   const contentType = c.req.raw.headers.get("content-type");
   // A body streamed to storage (an import's CSV, up to 50 MB) is not read here: its length and type stand for it.
   const streamed = streamedBody(c.req.method, c.req.path, contentType);
-  const bytes = streamed ? new TextEncoder().encode(`streamed ${contentType} ${c.req.header("content-length") ?? ""}`).buffer as ArrayBuffer : await c.req.arrayBuffer();
+  const bytes = streamed
+    ? (new TextEncoder().encode(`streamed ${contentType} ${c.req.header("content-length") ?? ""}`).buffer as ArrayBuffer)
+    : await c.req.arrayBuffer();
   const fingerprint = await fingerprintOf(contentType, c.req.method, url, bytes);
   const where = and(eq(idempotencyKeys.organizationId, organizationId), eq(idempotencyKeys.key, key));
 
   const now = new Date();
   const claimed = await db
     .insert(idempotencyKeys)
-    .values({ organizationId, key, fingerprint, state: "in_flight", createdAt: nowIso(now), expiresAt: nowIso(new Date(now.getTime() + IDEMPOTENCY_TTL_HOURS * 3_600_000)) })
+    .values({
+      organizationId,
+      key,
+      fingerprint,
+      state: "in_flight",
+      createdAt: nowIso(now),
+      expiresAt: nowIso(new Date(now.getTime() + IDEMPOTENCY_TTL_HOURS * 3_600_000)),
+    })
     .onConflictDoUpdate({
       target: [idempotencyKeys.organizationId, idempotencyKeys.key],
-      set: { fingerprint, state: "in_flight", responseStatus: null, responseHeaders: null, responseBody: null, createdAt: sql`excluded.created_at`, expiresAt: sql`excluded.expires_at` },
+      set: {
+        fingerprint,
+        state: "in_flight",
+        responseStatus: null,
+        responseHeaders: null,
+        responseBody: null,
+        createdAt: sql`excluded.created_at`,
+        expiresAt: sql`excluded.expires_at`,
+      },
       // Expired keys start afresh; an abandoned claim of this very request may be taken over.
       setWhere: sql`${idempotencyKeys.expiresAt} <= excluded.created_at OR (${idempotencyKeys.state} = 'in_flight' AND ${idempotencyKeys.fingerprint} = excluded.fingerprint AND ${idempotencyKeys.createdAt} < ${nowIso(new Date(now.getTime() - ABANDONED_AFTER_MS))})`,
     })
@@ -99,7 +125,11 @@ export const idempotency = createMiddleware<AppBindings>(async (c, next) => {
     const kept = await db.select().from(idempotencyKeys).where(where).get();
     if (!kept) throw new Conflict("This Idempotency-Key is being used by another request; retry", "idempotency_key_in_use");
     if (kept.fingerprint !== fingerprint) throw new IdempotencyKeyReused();
-    if (kept.state === "in_flight") throw new Conflict("A request with this Idempotency-Key is still being processed; retry once it has answered", "idempotency_key_in_flight");
+    if (kept.state === "in_flight")
+      throw new Conflict(
+        "A request with this Idempotency-Key is still being processed; retry once it has answered",
+        "idempotency_key_in_flight",
+      );
     const status = kept.responseStatus ?? 200;
     // 204 and 304 carry no body, and a Response refuses one even when empty.
     const replayed = status === 204 || status === 304 ? null : kept.responseBody;
@@ -114,7 +144,14 @@ export const idempotency = createMiddleware<AppBindings>(async (c, next) => {
   // A lost race or a rate limit says nothing about the request itself: its retry must run again, not replay that.
   const transient = c.res.status === 429 || (c.error instanceof Conflict && c.error.code === "concurrent_modification");
   await keep(db, where, c.res, transient, c.get("replayOmits") ?? []).catch(async (err) => {
-    console.error(JSON.stringify({ level: "error", msg: "idempotent answer not kept; key released", requestId: c.get("requestId"), error: loggableError(err) }));
+    console.error(
+      JSON.stringify({
+        level: "error",
+        msg: "idempotent answer not kept; key released",
+        requestId: c.get("requestId"),
+        error: loggableError(err),
+      }),
+    );
     await release(db, where).catch(() => undefined);
   });
 });
@@ -124,7 +161,8 @@ export const idempotency = createMiddleware<AppBindings>(async (c, next) => {
  * its own batch (`keepAnswerInBatch`) may have committed even though the request failed (D1 answered with an error
  * after the commit, issue 29): that answer stays, and the retry replays it instead of writing a second time.
  */
-const release = (db: Db, where: ReturnType<typeof and>) => db.delete(idempotencyKeys).where(and(where, eq(idempotencyKeys.state, "in_flight")));
+const release = (db: Db, where: ReturnType<typeof and>) =>
+  db.delete(idempotencyKeys).where(and(where, eq(idempotencyKeys.state, "in_flight")));
 
 /** The wildcard step of a `replayOmits` path: every item of an array (`["links", "*", "url"]`). */
 const EVERY_ITEM = "*";
@@ -159,15 +197,26 @@ const keptHeadersOf = (headers: Headers) => Object.fromEntries(KEPT_HEADERS.flat
  * It takes the request's claim and the paths a replay leaves out as data, no request context: the verb's batch
  * (events/commit.ts) marks the claim kept when it commits.
  */
-export function keepAnswerInBatch<T extends object>(claim: IdempotencyClaim | undefined, status: number, shape: (result: T) => unknown, omitted: string[][] = []): ServiceContext["keepAnswer"] {
+export function keepAnswerInBatch<T extends object>(
+  claim: IdempotencyClaim | undefined,
+  status: number,
+  shape: (result: T) => unknown,
+  omitted: string[][] = [],
+): ServiceContext["keepAnswer"] {
   if (!claim) return undefined;
   return (result) => {
     const body = JSON.stringify(shape(result as T));
     const version = versionOf(result);
-    const headers: Record<string, string> = { "content-type": "application/json", ...(version === undefined ? {} : { etag: etagOf(version) }) };
+    const headers: Record<string, string> = {
+      "content-type": "application/json",
+      ...(version === undefined ? {} : { etag: etagOf(version) }),
+    };
     const kept = omitted.length > 0 ? omit(body, omitted) : body;
     return {
-      statement: claim.db.update(idempotencyKeys).set({ state: "done", responseStatus: status, responseHeaders: headers, responseBody: kept }).where(claim.where),
+      statement: claim.db
+        .update(idempotencyKeys)
+        .set({ state: "done", responseStatus: status, responseHeaders: headers, responseBody: kept })
+        .where(claim.where),
       committed: () => void (claim.kept = { status, headers, body }),
     };
   };
@@ -189,10 +238,15 @@ async function keep(db: Db, where: ReturnType<typeof and>, res: Response, transi
   }
   const headers = keptHeadersOf(res.headers);
   const kept = omitted.length > 0 && res.headers.get("content-type")?.includes("json") ? omit(body, omitted) : body;
-  await db.update(idempotencyKeys).set({ state: "done", responseStatus: res.status, responseHeaders: headers, responseBody: kept }).where(where);
+  await db
+    .update(idempotencyKeys)
+    .set({ state: "done", responseStatus: res.status, responseHeaders: headers, responseBody: kept })
+    .where(where);
 }
 
 /** Cron pass: keys past their 24 hours go, a bounded number per pass. */
 export async function pruneIdempotencyKeys(db: Db): Promise<void> {
-  await db.run(sql`DELETE FROM idempotency_keys WHERE rowid IN (SELECT rowid FROM idempotency_keys WHERE ${lte(idempotencyKeys.expiresAt, nowIso())} LIMIT 5000)`);
+  await db.run(
+    sql`DELETE FROM idempotency_keys WHERE rowid IN (SELECT rowid FROM idempotency_keys WHERE ${lte(idempotencyKeys.expiresAt, nowIso())} LIMIT 5000)`,
+  );
 }

@@ -23,7 +23,11 @@ type Result = Parameters<Hook<unknown, AppBindings, string, unknown>>[0];
  * cannot express (a referenced user, a URL's address), run when the body broke the schema so that one answer names
  * every problem at once.
  */
-async function validate(result: Result, c: Context<AppBindings>, checks?: (body: Record<string, unknown>, c: Context<AppBindings>) => Promise<FieldIssue[]>) {
+async function validate(
+  result: Result,
+  c: Context<AppBindings>,
+  checks?: (body: Record<string, unknown>, c: Context<AppBindings>) => Promise<FieldIssue[]>,
+) {
   const issues = await bodyIssues(result.target, c);
   if (result.success) {
     if (issues.length > 0) throw new Validation(issues);
@@ -42,7 +46,9 @@ export const validationHook: Hook<unknown, AppBindings, string, unknown> = (resu
 
 /** A validation hook with a route's own `checks` (see `validate`). */
 export const validationHookWith =
-  (checks: (body: Record<string, unknown>, c: Context<AppBindings>) => Promise<FieldIssue[]>): Hook<unknown, AppBindings, string, unknown> =>
+  (
+    checks: (body: Record<string, unknown>, c: Context<AppBindings>) => Promise<FieldIssue[]>,
+  ): Hook<unknown, AppBindings, string, unknown> =>
   (result, c) =>
     validate(result, c, checks);
 
@@ -121,13 +127,19 @@ export function mountDocs(app: OpenAPIHono<AppBindings>, routers: () => Promise<
     all.openAPIRegistry.registerComponent("securitySchemes", "bearerAuth", {
       type: "http",
       scheme: "bearer",
-      description: "A session token (`npm run token` in development), an API key (`bk_…`, POST /v1/api-keys) or an OAuth 2.1 access token, each within its permissions and its user's role.",
+      description:
+        "A session token (`npm run token` in development), an API key (`bk_…`, POST /v1/api-keys) or an OAuth 2.1 access token, each within its permissions and its user's role.",
     });
     all.openAPIRegistry.registerComponent("headers", REQUEST_ID_COMPONENT.name, REQUEST_ID_COMPONENT.header);
     for (const [name, header] of Object.entries(RATE_LIMIT_COMPONENTS)) all.openAPIRegistry.registerComponent("headers", name, header);
     const config = {
       openapi: "3.1.0",
-      info: { title: "Brokerage Edge API", version: "1.0.0", description: DESCRIPTION, license: { name: "Proprietary", identifier: "LicenseRef-Proprietary" } },
+      info: {
+        title: "Brokerage Edge API",
+        version: "1.0.0",
+        description: DESCRIPTION,
+        license: { name: "Proprietary", identifier: "LicenseRef-Proprietary" },
+      },
       // Relative: the host that serves this document serves the API (OpenAPI 3.1, Server Object).
       servers: [{ url: "/", description: "This deployment" }],
     };
@@ -143,7 +155,9 @@ export function mountDocs(app: OpenAPIHono<AppBindings>, routers: () => Promise<
   // The reference page's module loads with its first view, not at startup.
   let docs: Promise<MiddlewareHandler> | undefined;
   app.get("/docs", async (c, next) => {
-    docs ??= import("@scalar/hono-api-reference").then(({ Scalar }) => Scalar({ url: "/openapi.json", pageTitle: "Brokerage Edge API" }) as unknown as MiddlewareHandler);
+    docs ??= import("@scalar/hono-api-reference").then(
+      ({ Scalar }) => Scalar({ url: "/openapi.json", pageTitle: "Brokerage Edge API" }) as unknown as MiddlewareHandler,
+    );
     return (await docs)(c, next);
   });
 }

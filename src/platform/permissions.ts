@@ -9,7 +9,8 @@ export const PERMISSIONS = {
   "contacts:read": "Read contacts and their activities",
   "contacts:write": "Create and change contacts, log activities",
   "leads:write": "Send leads in (POST /v1/leads): match, create and route contacts, log the message; alone, a website form's key",
-  "contacts:erase": "Erase a person for good on request (privacy erasure): their contact, activities and every copy of their name and address",
+  "contacts:erase":
+    "Erase a person for good on request (privacy erasure): their contact, activities and every copy of their name and address",
   "deals:read": "Read deals, the pipeline and analytics",
   "deals:write": "Create, change and move deals",
   "properties:read": "Read property listings",
@@ -35,7 +36,8 @@ export const PERMISSIONS = {
   "custom-fields:read": "Read the organization's custom field definitions",
   "custom-fields:manage": "Define and delete custom fields on contacts, deals and properties",
   "imports:manage": "Import a book of contacts or properties (CSV or JSON rows), follow and cancel imports",
-  "exports:read": "Export records as CSV or NDJSON, a person's data (right of access) and, for owners and admins, the whole organization's archive",
+  "exports:read":
+    "Export records as CSV or NDJSON, a person's data (right of access) and, for owners and admins, the whole organization's archive",
 } as const;
 
 export type Permission = keyof typeof PERMISSIONS;
@@ -51,7 +53,16 @@ export const ROLES = ["owner", "admin", "agent"] as const;
 export type Role = (typeof ROLES)[number];
 
 /** What only owners and admins may do: manage users, keys, webhooks, custom fields and the organization, see its integrations, erase a person, import a book. */
-const MANAGING: readonly Permission[] = ["organization:manage", "users:manage", "api-keys:manage", "webhooks:manage", "integrations:read", "contacts:erase", "custom-fields:manage", "imports:manage"];
+const MANAGING: readonly Permission[] = [
+  "organization:manage",
+  "users:manage",
+  "api-keys:manage",
+  "webhooks:manage",
+  "integrations:read",
+  "contacts:erase",
+  "custom-fields:manage",
+  "imports:manage",
+];
 
 export const ROLE_PERMISSIONS: Record<Role, readonly Permission[]> = {
   owner: PERMISSION_NAMES,
@@ -120,7 +131,7 @@ const PATTERNS = Object.entries(ROUTE_NEEDS)
 export function routePermission(method: string, path: string): Permission | "per-kind" | null {
   const segments = path.split("/").slice(1);
   if (segments[0] === "v1" && segments[1] === "trash") return method === "GET" || method === "HEAD" ? "per-kind" : null;
-  const entry = PATTERNS.find((p) => p.segments.every((s, i) => s === "*" ? segments[i] !== undefined : s === segments[i]));
+  const entry = PATTERNS.find((p) => p.segments.every((s, i) => (s === "*" ? segments[i] !== undefined : s === segments[i])));
   if (!entry) return null;
   return method === "GET" || method === "HEAD" ? entry.need.read : entry.need.write;
 }

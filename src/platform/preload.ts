@@ -19,7 +19,13 @@ export interface AuthPreload {
 }
 
 /** The preload of a request, if a route declared one. */
-export function preloadOf(preloads: AuthPreload[], db: Db, method: string, path: string, organizationId: SQL): { key: string; statements: Statement[] } | undefined {
+export function preloadOf(
+  preloads: AuthPreload[],
+  db: Db,
+  method: string,
+  path: string,
+  organizationId: SQL,
+): { key: string; statements: Statement[] } | undefined {
   for (const p of preloads) {
     if (p.method !== method) continue;
     const match = path.match(p.path);

@@ -66,7 +66,10 @@ export function clientIp(header: string | undefined): string {
   const right = tail ? tail.split(":") : [];
   const groups = raw.includes("::") ? [...left, ...Array(Math.max(0, 8 - left.length - right.length)).fill("0"), ...right] : left;
   if (groups.length !== 8 || groups.some((g) => !/^[0-9a-f]{1,4}$/.test(g))) return raw.slice(0, 64);
-  return `${groups.slice(0, 4).map((g) => g.replace(/^0+(?=.)/, "")).join(":")}::/64`;
+  return `${groups
+    .slice(0, 4)
+    .map((g) => g.replace(/^0+(?=.)/, ""))
+    .join(":")}::/64`;
 }
 
 /**
@@ -74,7 +77,10 @@ export function clientIp(header: string | undefined): string {
  * every answer carries the RateLimit fields of the bucket (policy = the bucket's name), as authenticated answers carry
  * the credential's. Counted per client IP unless `keyOf` names another subject (an organization's listing).
  */
-export function rateLimit(bucket: RateBucket, keyOf: (c: Context<AppBindings>) => string = (c) => clientIp(c.req.header("cf-connecting-ip"))) {
+export function rateLimit(
+  bucket: RateBucket,
+  keyOf: (c: Context<AppBindings>) => string = (c) => clientIp(c.req.header("cf-connecting-ip")),
+) {
   const rule = RATE_LIMITS[bucket];
   return createMiddleware<AppBindings>(async (c, next) => {
     const decision = await c.get("rateLimiter").consume(`${bucket}:${keyOf(c)}`, rule);
@@ -85,7 +91,11 @@ export function rateLimit(bucket: RateBucket, keyOf: (c: Context<AppBindings>) =
 }
 
 /** The buckets counted per e-mail address rather than per client address. */
-type AddressBucket = "oauth-sign-in-mail:email" | "oauth-sign-in-code:email" | "invitation-mail:organization-email" | "invitation-mail:email";
+type AddressBucket =
+  | "oauth-sign-in-mail:email"
+  | "oauth-sign-in-code:email"
+  | "invitation-mail:organization-email"
+  | "invitation-mail:email";
 
 /** One request against a per-e-mail limit: the address lower-cased and hashed, so limiter keys hold no e-mail. */
 export async function consumeForAddress(limiter: RateLimiter, bucket: AddressBucket, email: string): Promise<RateDecision> {
@@ -105,12 +115,17 @@ export async function admitForAddress(c: Context<AppBindings>, bucket: AddressBu
  * authentication's directory read (platform/auth.ts), so it adds no round trip in sequence; it is used only once the
  * credential is found valid. Should the limiter fail, the request goes on uncounted (logged), as a cache miss would.
  */
-export async function countCredential(c: Context<AppBindings>, tokenHash: string): Promise<{ rule: RateRule; decision: RateDecision } | undefined> {
+export async function countCredential(
+  c: Context<AppBindings>,
+  tokenHash: string,
+): Promise<{ rule: RateRule; decision: RateDecision } | undefined> {
   const rule = readConfig(c.env).CREDENTIAL_RATE_LIMIT;
   try {
     return { rule, decision: await c.get("credentialLimiter").consume(`credential:${tokenHash}`, rule) };
   } catch (err) {
-    console.warn(JSON.stringify({ level: "warn", msg: "credential rate limiter unavailable; request not counted", error: loggableError(err) }));
+    console.warn(
+      JSON.stringify({ level: "warn", msg: "credential rate limiter unavailable; request not counted", error: loggableError(err) }),
+    );
     return undefined;
   }
 }
@@ -138,7 +153,12 @@ export const rateLimitFields = createMiddleware<AppBindings>(async (c, next) => 
   // Structured-field lists: one member per quota counted.
   const fields = {
     "RateLimit-Policy": quotas.map(({ rule, policy }) => `"${policy}";q=${rule.limit};w=${rule.windowSeconds}`).join(", "),
-    RateLimit: quotas.map(({ rule, decision, policy }) => `"${policy}";r=${decision.remaining};t=${decision.resetSeconds ?? (decision.allowed ? rule.windowSeconds : decision.retryAfterSeconds)}`).join(", "),
+    RateLimit: quotas
+      .map(
+        ({ rule, decision, policy }) =>
+          `"${policy}";r=${decision.remaining};t=${decision.resetSeconds ?? (decision.allowed ? rule.windowSeconds : decision.retryAfterSeconds)}`,
+      )
+      .join(", "),
   };
   for (const [name, value] of Object.entries(fields)) {
     try {

@@ -40,7 +40,12 @@ export class RateLimiterObject extends DurableObject<Env> {
     }
     this.hits.push(now);
     this.persistSoon(windowMs);
-    return { allowed: true, remaining: limit - this.hits.length, retryAfterSeconds: 0, resetSeconds: Math.max(1, Math.ceil((this.hits[0]! + windowMs - now) / 1000)) };
+    return {
+      allowed: true,
+      remaining: limit - this.hits.length,
+      retryAfterSeconds: 0,
+      resetSeconds: Math.max(1, Math.ceil((this.hits[0]! + windowMs - now) / 1000)),
+    };
   }
 
   /**

@@ -38,6 +38,7 @@ export const responseHeaders = createMiddleware<AppBindings>(async (c, next) => 
   set("X-Request-Id", requestId);
   const path = c.req.path;
   if (CAPABILITY_PATH.test(path)) set("Cache-Control", "no-store");
-  else if (AUTHENTICATED_PATH.test(path) && !path.startsWith("/api/public/") && !c.res.headers.has("cache-control")) set("Cache-Control", "no-store");
+  else if (AUTHENTICATED_PATH.test(path) && !path.startsWith("/api/public/") && !c.res.headers.has("cache-control"))
+    set("Cache-Control", "no-store");
   if (!c.res.headers.has("x-content-type-options")) set("X-Content-Type-Options", "nosniff");
 });

@@ -40,7 +40,17 @@ async function sentBookmark(c: Context<AppBindings>): Promise<{ shard: number; b
   const sent = c.req.header(BOOKMARK_HEADER)?.trim();
   if (sent === undefined) return undefined;
   if (!SEALED.test(sent)) {
-    throw new Validation([{ field: BOOKMARK_HEADER, path: [BOOKMARK_HEADER], code: "invalid_bookmark", message: `${BOOKMARK_HEADER} must be a bookmark an earlier answer carried` }], "malformed");
+    throw new Validation(
+      [
+        {
+          field: BOOKMARK_HEADER,
+          path: [BOOKMARK_HEADER],
+          code: "invalid_bookmark",
+          message: `${BOOKMARK_HEADER} must be a bookmark an earlier answer carried`,
+        },
+      ],
+      "malformed",
+    );
   }
   const key = readConfig(c.env).BOOKMARK_KEY;
   if (!key) return undefined;
@@ -79,7 +89,12 @@ export function openShard(c: Context<AppBindings>, shard: number): void {
  * answers as it does for an unknown token. A write to a fenced organization answers 503 (Retry-After); a POST that
  * only reads (`writes: false`: the PDF check) goes on during a move.
  */
-export async function openPublicKey(c: Context<AppBindings>, kind: PublicKeyKind, key: string, { writes = !isRead(c) } = {}): Promise<string | null> {
+export async function openPublicKey(
+  c: Context<AppBindings>,
+  kind: PublicKeyKind,
+  key: string,
+  { writes = !isRead(c) } = {},
+): Promise<string | null> {
   const placement = await publicKeyPlacement(c.get("directory"), kind, key);
   if (!placement) return null;
   if (placement.fenced && writes) throw new OrganizationMoving();

@@ -6,7 +6,11 @@ import type { ServiceContext } from "../service-context";
 
 /** The user an agentUserId names, in the caller's organization; 404 otherwise (another organization's alike). */
 export async function findAgent(ctx: ServiceContext, agentUserId: string) {
-  const row = await ctx.db.select({ id: users.id, name: users.name, email: users.email }).from(users).where(and(eq(users.id, agentUserId), eq(users.organizationId, ctx.organizationId))).get();
+  const row = await ctx.db
+    .select({ id: users.id, name: users.name, email: users.email })
+    .from(users)
+    .where(and(eq(users.id, agentUserId), eq(users.organizationId, ctx.organizationId)))
+    .get();
   if (!row) throw new NotFound("Agent");
   return row;
 }
@@ -17,12 +21,21 @@ export async function findAgent(ctx: ServiceContext, agentUserId: string) {
  */
 export async function checkReferences(ctx: ServiceContext, agentUserId: string | undefined, refs: Reference[]): Promise<void> {
   const [agent, refRow] = await ctx.db.batch([
-    ctx.db.select({ id: users.id }).from(users).where(and(eq(users.id, agentUserId ?? ""), eq(users.organizationId, ctx.organizationId))),
+    ctx.db
+      .select({ id: users.id })
+      .from(users)
+      .where(and(eq(users.id, agentUserId ?? ""), eq(users.organizationId, ctx.organizationId))),
     referencesRead(ctx, refs),
   ]);
   const refIssues = referenceIssuesOf(refs, refRow);
   const issues: FieldIssue[] = [];
-  if (agentUserId !== undefined && agent.length === 0) issues.push({ field: "agentUserId", path: ["agentUserId"], code: "invalid_reference", message: "No user with this id in your organization" });
+  if (agentUserId !== undefined && agent.length === 0)
+    issues.push({
+      field: "agentUserId",
+      path: ["agentUserId"],
+      code: "invalid_reference",
+      message: "No user with this id in your organization",
+    });
   issues.push(...refIssues);
   if (issues.length) throw new Validation(issues);
 }

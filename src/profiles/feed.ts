@@ -27,15 +27,30 @@ export async function buildFeed(db: Db, organizationId: string, slug: string) {
     db
       .select()
       .from(testimonials)
-      .where(and(eq(testimonials.organizationId, organizationId), sql`${testimonials.agentUserId} = ${agentOf}`, eq(testimonials.status, "PUBLISHED"), eq(testimonials.visibility, "PUBLIC")))
+      .where(
+        and(
+          eq(testimonials.organizationId, organizationId),
+          sql`${testimonials.agentUserId} = ${agentOf}`,
+          eq(testimonials.status, "PUBLISHED"),
+          eq(testimonials.visibility, "PUBLIC"),
+        ),
+      )
       .orderBy(desc(testimonials.isFeatured), asc(testimonials.sortOrder), desc(testimonials.publishedAt), desc(testimonials.id))
       .limit(FEED_REVIEWS),
-    db.select().from(reputationAggregates).where(and(eq(reputationAggregates.organizationId, organizationId), sql`${reputationAggregates.agentUserId} = ${agentOf}`)),
+    db
+      .select()
+      .from(reputationAggregates)
+      .where(and(eq(reputationAggregates.organizationId, organizationId), sql`${reputationAggregates.agentUserId} = ${agentOf}`)),
     db.select({ name: organizations.name }).from(organizations).where(eq(organizations.id, organizationId)),
   ]);
   const owner = profiles[0];
   if (!owner) return null;
-  const blocks = (owner.publishedConfig ?? {}) as { displayName?: string; headline?: string; photoUrl?: string; featuredTestimonialIds?: string[] };
+  const blocks = (owner.publishedConfig ?? {}) as {
+    displayName?: string;
+    headline?: string;
+    photoUrl?: string;
+    featuredTestimonialIds?: string[];
+  };
   // Featured on the profile page first, in the order the profile names them.
   const featured = blocks.featuredTestimonialIds ?? [];
   const ordered = [...reviews].sort((a, b) => rank(featured, a.id) - rank(featured, b.id));
@@ -58,13 +73,27 @@ export async function buildFeed(db: Db, organizationId: string, slug: string) {
   return {
     agent: { slug, displayName: agentName, headline: blocks.headline ?? null, photoUrl: blocks.photoUrl ?? null },
     branding: { brokerage: orgs[0]?.name ?? "" },
-    aggregate: { totalReviews: aggregate.totalReviews, averageRating: aggregate.averageRating, ratingDistribution: aggregate.ratingDistribution },
+    aggregate: {
+      totalReviews: aggregate.totalReviews,
+      averageRating: aggregate.averageRating,
+      ratingDistribution: aggregate.ratingDistribution,
+    },
     reviews: items,
     jsonLd: {
       "@context": "https://schema.org",
       "@type": "RealEstateAgent",
       name: agentName,
-      ...(aggregate.totalReviews > 0 ? { aggregateRating: { "@type": "AggregateRating", ratingValue: aggregate.averageRating, reviewCount: aggregate.totalReviews, bestRating: 5, worstRating: 1 } } : {}),
+      ...(aggregate.totalReviews > 0
+        ? {
+            aggregateRating: {
+              "@type": "AggregateRating",
+              ratingValue: aggregate.averageRating,
+              reviewCount: aggregate.totalReviews,
+              bestRating: 5,
+              worstRating: 1,
+            },
+          }
+        : {}),
       review: items.map((r) => ({
         "@type": "Review",
         reviewRating: { "@type": "Rating", ratingValue: r.rating, bestRating: 5, worstRating: 1 },

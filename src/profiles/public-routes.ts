@@ -12,7 +12,13 @@ import { feedCacheKey } from "../reputation/feed-cache";
 import { WIDGET_SCRIPT } from "./widget";
 
 const tags = ["Reviews (public)"];
-const SlugParam = z.object({ agentSlug: z.string().min(1).max(100).openapi({ param: { name: "agentSlug", in: "path" } }) });
+const SlugParam = z.object({
+  agentSlug: z
+    .string()
+    .min(1)
+    .max(100)
+    .openapi({ param: { name: "agentSlug", in: "path" } }),
+});
 
 const Review = z.object({
   id: z.string(),
@@ -21,7 +27,9 @@ const Review = z.object({
   body: z.string(),
   category: z.string(),
   publishedAt: z.string().nullable(),
-  author: z.object({ name: z.string().optional(), location: z.string().optional(), photoUrl: z.string().optional() }).openapi({ description: "Only the fields the author consented to publish" }),
+  author: z
+    .object({ name: z.string().optional(), location: z.string().optional(), photoUrl: z.string().optional() })
+    .openapi({ description: "Only the fields the author consented to publish" }),
 });
 export const ReviewsFeed = z
   .object({
@@ -29,11 +37,15 @@ export const ReviewsFeed = z
     branding: z.object({ brokerage: z.string() }),
     aggregate: z.object({ totalReviews: z.int(), averageRating: z.number().nullable(), ratingDistribution: z.record(z.string(), z.int()) }),
     reviews: z.array(Review).openapi({ description: "At most 50: featured first, then by sort order, newest first" }),
-    jsonLd: z.record(z.string(), z.unknown()).openapi({ description: "schema.org RealEstateAgent with AggregateRating and Review, for the embedding page" }),
+    jsonLd: z
+      .record(z.string(), z.unknown())
+      .openapi({ description: "schema.org RealEstateAgent with AggregateRating and Review, for the embedding page" }),
   })
   .openapi("ReviewsFeed");
 
-const CACHE_HEADER = { "X-Cache": { description: "HIT when served from the edge cache, MISS when built", schema: { type: "string" as const, example: "HIT" } } };
+const CACHE_HEADER = {
+  "X-Cache": { description: "HIT when served from the edge cache, MISS when built", schema: { type: "string" as const, example: "HIT" } },
+};
 
 const feed = defineRoute(API, {
   operationId: "getReviewsFeed",
@@ -70,7 +82,8 @@ const widget = defineRoute(API, {
   security: [],
   tags,
   summary: "The embeddable reviews widget",
-  description: 'A dependency-free script defining `<reviews-widget agent="slug">`. Load it from this API (a script element whose src is `/widget/reviews.js` on this host) on any site, then place the element where the reviews go.',
+  description:
+    'A dependency-free script defining `<reviews-widget agent="slug">`. Load it from this API (a script element whose src is `/widget/reviews.js` on this host) on any site, then place the element where the reviews go.',
   responses: { 200: { description: "The script", content: { "text/javascript": { schema: z.string() } } } },
 });
 
@@ -84,7 +97,8 @@ reviewRoutes
     const key = feedCacheKey(c.env, agentSlug);
     const cached = await caches.default.match(key);
     // A hit touches neither D1 nor the rate limiter's Durable Object.
-    if (cached) return new Response(cached.body, { status: 200, headers: { ...Object.fromEntries(cached.headers), "x-cache": "HIT" } }) as never;
+    if (cached)
+      return new Response(cached.body, { status: 200, headers: { ...Object.fromEntries(cached.headers), "x-cache": "HIT" } }) as never;
 
     const rule = RATE_LIMITS["public-reviews:get"];
     const decision = await c.get("rateLimiter").consume(`public-reviews:get:${clientIp(c.req.header("cf-connecting-ip"))}`, rule);
@@ -94,9 +108,21 @@ reviewRoutes
     const body = organizationId && (await buildFeed(c.get("db"), organizationId, agentSlug));
     if (!body) return c.json({ error: "not_found", message: "No published profile at this address" }, 404);
     const json = JSON.stringify(body);
-    const headers = { "content-type": "application/json", "cache-control": `public, max-age=${FEED_TTL_SECONDS}`, "access-control-allow-origin": "*" };
+    const headers = {
+      "content-type": "application/json",
+      "cache-control": `public, max-age=${FEED_TTL_SECONDS}`,
+      "access-control-allow-origin": "*",
+    };
     c.executionCtx.waitUntil(caches.default.put(key, new Response(json, { headers })));
     return new Response(json, { status: 200, headers: { ...headers, "x-cache": "MISS" } }) as never;
   })
   .openapi(preflight, (c) => c.body(null, 204) as never)
-  .openapi(widget, (c) => c.body(WIDGET_SCRIPT, 200, { "content-type": "text/javascript; charset=utf-8", "cache-control": "public, max-age=300", "x-content-type-options": "nosniff" }) as never);
+  .openapi(
+    widget,
+    (c) =>
+      c.body(WIDGET_SCRIPT, 200, {
+        "content-type": "text/javascript; charset=utf-8",
+        "cache-control": "public, max-age=300",
+        "x-content-type-options": "nosniff",
+      }) as never,
+  );

@@ -37,7 +37,12 @@ const putProfileRoute = defineRoute(API, {
   summary: "Save an agent's draft profile",
   description: `Writes draftConfig only (and the slug, when given); what the public sees changes on publish. Honours If-Match. ${OTHER_AGENT}`,
   request: jsonBody(ProfileUpsert),
-  responses: { 200: apiJson("The profile", Profile, ETAG_HEADER), 404: apiError("No such agent in your organization"), 409: apiError("slug_taken, or concurrent_modification"), ...STALE },
+  responses: {
+    200: apiJson("The profile", Profile, ETAG_HEADER),
+    404: apiError("No such agent in your organization"),
+    409: apiError("slug_taken, or concurrent_modification"),
+    ...STALE,
+  },
 });
 
 const publishProfileRoute = defineRoute(API, {
@@ -63,7 +68,11 @@ const deleteProfileRoute = defineRoute(API, {
   summary: "Take an agent's profile down",
   description: `The public feed answers 404, as for an unknown slug; the draft is kept and can be published again. A profile already taken down answers 404: of repeated deletes one succeeds. ${OTHER_AGENT}`,
   request: { query: AgentQuery },
-  responses: { 200: apiJson("The profile, DELETED", Profile, ETAG_HEADER), 404: apiError("No such agent in your organization, no profile yet, or the profile is already taken down"), ...STALE },
+  responses: {
+    200: apiJson("The profile, DELETED", Profile, ETAG_HEADER),
+    404: apiError("No such agent in your organization, no profile yet, or the profile is already taken down"),
+    ...STALE,
+  },
 });
 
 /**
@@ -77,11 +86,17 @@ function agentOf<T extends string | undefined>(c: Context<AppBindings>, agentUse
 }
 
 export const profileRoutes = new OpenAPIHono<AppBindings>({ defaultHook: validationHook })
-  .openapi(readProfile, async (c) => c.json(withEtag(c, await getProfile(serviceContext(c), agentOf(c, c.req.valid("query").agentUserId))), 200))
+  .openapi(readProfile, async (c) =>
+    c.json(withEtag(c, await getProfile(serviceContext(c), agentOf(c, c.req.valid("query").agentUserId))), 200),
+  )
   .openapi(putProfileRoute, async (c) => {
     const input = c.req.valid("json");
     agentOf(c, input.agentUserId);
     return c.json(withEtag(c, await putProfile(serviceContext(c), input)), 200);
   })
-  .openapi(publishProfileRoute, async (c) => c.json(withEtag(c, await publishProfile(serviceContext(c), agentOf(c, c.req.valid("json")?.agentUserId))), 200))
-  .openapi(deleteProfileRoute, async (c) => c.json(withEtag(c, await deleteProfile(serviceContext(c), agentOf(c, c.req.valid("query").agentUserId))), 200));
+  .openapi(publishProfileRoute, async (c) =>
+    c.json(withEtag(c, await publishProfile(serviceContext(c), agentOf(c, c.req.valid("json")?.agentUserId))), 200),
+  )
+  .openapi(deleteProfileRoute, async (c) =>
+    c.json(withEtag(c, await deleteProfile(serviceContext(c), agentOf(c, c.req.valid("query").agentUserId))), 200),
+  );

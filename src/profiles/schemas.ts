@@ -4,7 +4,9 @@ import { oneLineText } from "../lib/validation";
 
 const httpsUrl = z.url({ protocol: /^https$/, message: "Must be an https URL" }).max(2048);
 
-export const AgentQuery = z.strictObject({ agentUserId: z.string().min(1).max(100).optional().openapi({ description: "Default: the caller" }) });
+export const AgentQuery = z.strictObject({
+  agentUserId: z.string().min(1).max(100).optional().openapi({ description: "Default: the caller" }),
+});
 
 /**
  * The approved-block schema of a profile page: what a published profile may show. A draft may be anything
@@ -16,7 +18,11 @@ export const ProfileBlocks = z
     headline: oneLineText(160).optional(),
     bio: z.string().trim().min(1).max(2000).optional(),
     photoUrl: httpsUrl.optional(),
-    featuredTestimonialIds: z.array(z.string().min(1).max(100)).max(6).optional().openapi({ description: "Published testimonials of this agent, shown first" }),
+    featuredTestimonialIds: z
+      .array(z.string().min(1).max(100))
+      .max(6)
+      .optional()
+      .openapi({ description: "Published testimonials of this agent, shown first" }),
     contactButton: z.strictObject({ label: oneLineText(40), url: z.url({ protocol: /^(https|mailto|tel)$/ }).max(2048) }).optional(),
   })
   .openapi("ProfileBlocks");
@@ -29,7 +35,9 @@ export const ProfileUpsert = z
       .regex(/^[a-z0-9](?:-?[a-z0-9]){2,59}$/, "3 to 60 lower-case letters, digits and single hyphens")
       .optional()
       .openapi({ description: "The public address (/api/public/reviews/{slug}); made from the agent's name when left out" }),
-    draftConfig: boundedJsonObject({ maxChars: 16 * 1024 }).openapi({ description: "Anything bounded; publishing checks it against ProfileBlocks" }),
+    draftConfig: boundedJsonObject({ maxChars: 16 * 1024 }).openapi({
+      description: "Anything bounded; publishing checks it against ProfileBlocks",
+    }),
   })
   .openapi("ProfileUpsert");
 

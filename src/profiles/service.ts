@@ -22,15 +22,30 @@ export { checkReferences } from "./agents";
  * only the slug: each is claimed in the directory (issue 24), which also tells those routes the slug's shard.
  */
 type Row = typeof agentProfiles.$inferSelect;
-const PROFILES = { table: agentProfiles, id: agentProfiles.userId, organizationId: agentProfiles.organizationId, version: agentProfiles.version } satisfies VersionedTable;
+const PROFILES = {
+  table: agentProfiles,
+  id: agentProfiles.userId,
+  organizationId: agentProfiles.organizationId,
+  version: agentProfiles.version,
+} satisfies VersionedTable;
 
 export const toProfile = (r: Row) =>
   versioned(
-    { agentUserId: r.userId, slug: r.slug, status: r.status, draftConfig: r.draftConfig, publishedConfig: r.publishedConfig, publishedAt: r.publishedAt, createdAt: r.createdAt, updatedAt: r.updatedAt },
+    {
+      agentUserId: r.userId,
+      slug: r.slug,
+      status: r.status,
+      draftConfig: r.draftConfig,
+      publishedConfig: r.publishedConfig,
+      publishedAt: r.publishedAt,
+      createdAt: r.createdAt,
+      updatedAt: r.updatedAt,
+    },
     r.version,
   );
 
-const byAgent = (ctx: ServiceContext, userId: string) => and(eq(agentProfiles.organizationId, ctx.organizationId), eq(agentProfiles.userId, userId));
+const byAgent = (ctx: ServiceContext, userId: string) =>
+  and(eq(agentProfiles.organizationId, ctx.organizationId), eq(agentProfiles.userId, userId));
 
 /** The agent a profile route is about: the one named, or the caller. */
 async function agentOf(ctx: ServiceContext, agentUserId: string | undefined) {
@@ -64,7 +79,10 @@ function slugFor(name: string | null): string {
 const slugTaken = () => new Conflict("This slug is taken; choose another", "slug_taken");
 
 /** PUT /api/reputation/profile: creates or updates the draft (and the slug, when given). */
-export async function putProfile(ctx: ServiceContext, input: { agentUserId?: string; slug?: string; draftConfig: Record<string, unknown> }) {
+export async function putProfile(
+  ctx: ServiceContext,
+  input: { agentUserId?: string; slug?: string; draftConfig: Record<string, unknown> },
+) {
   const agent = await agentOf(ctx, input.agentUserId);
   return withRetries(async () => {
     const row = await ctx.db.select().from(agentProfiles).where(byAgent(ctx, agent.id)).get();
@@ -79,10 +97,34 @@ export async function putProfile(ctx: ServiceContext, input: { agentUserId?: str
       if (holder) throw slugTaken();
     }
     const next: Row = row
-      ? { ...row, slug, draftConfig: input.draftConfig, status: row.status === "DELETED" ? "DRAFT" : row.status, updatedAt: at, version: row.version + 1 }
-      : { organizationId: ctx.organizationId, userId: agent.id, slug, status: "DRAFT", draftConfig: input.draftConfig, publishedConfig: null, publishedAt: null, createdAt: at, updatedAt: at, version: 1 };
+      ? {
+          ...row,
+          slug,
+          draftConfig: input.draftConfig,
+          status: row.status === "DELETED" ? "DRAFT" : row.status,
+          updatedAt: at,
+          version: row.version + 1,
+        }
+      : {
+          organizationId: ctx.organizationId,
+          userId: agent.id,
+          slug,
+          status: "DRAFT",
+          draftConfig: input.draftConfig,
+          publishedConfig: null,
+          publishedAt: null,
+          createdAt: at,
+          updatedAt: at,
+          version: 1,
+        };
     const write: Statement[] = row
-      ? [expectVersion(ctx.db, PROFILES, ctx.organizationId, { id: agent.id, version: row.version }), ctx.db.update(agentProfiles).set({ slug, draftConfig: next.draftConfig, status: next.status, updatedAt: at, version: next.version }).where(byAgent(ctx, agent.id))]
+      ? [
+          expectVersion(ctx.db, PROFILES, ctx.organizationId, { id: agent.id, version: row.version }),
+          ctx.db
+            .update(agentProfiles)
+            .set({ slug, draftConfig: next.draftConfig, status: next.status, updatedAt: at, version: next.version })
+            .where(byAgent(ctx, agent.id)),
+        ]
       : [expectNoRow(ctx.db, agentProfiles, byAgent(ctx, agent.id)), ctx.db.insert(agentProfiles).values(next)];
     try {
       await commit(ctx, write);
@@ -111,22 +153,44 @@ export async function publishProfile(ctx: ServiceContext, agentUserId?: string) 
       const found = await ctx.db
         .select({ id: testimonials.id })
         .from(testimonials)
-        .where(and(eq(testimonials.organizationId, ctx.organizationId), eq(testimonials.agentUserId, agent.id), eq(testimonials.status, "PUBLISHED"), inJsonList(testimonials.id, featured)));
+        .where(
+          and(
+            eq(testimonials.organizationId, ctx.organizationId),
+            eq(testimonials.agentUserId, agent.id),
+            eq(testimonials.status, "PUBLISHED"),
+            inJsonList(testimonials.id, featured),
+          ),
+        );
       const published = new Set(found.map((f) => f.id));
       const missing = featured.map((id, i) => ({ id, i })).filter(({ id }) => !published.has(id));
       if (missing.length) {
         throw new Validation(
-          missing.map(({ i }) => ({ field: `draftConfig.featuredTestimonialIds.${i}`, path: ["draftConfig", "featuredTestimonialIds", i], code: "invalid_reference", message: "Not a published testimonial of this agent" })),
+          missing.map(({ i }) => ({
+            field: `draftConfig.featuredTestimonialIds.${i}`,
+            path: ["draftConfig", "featuredTestimonialIds", i],
+            code: "invalid_reference",
+            message: "Not a published testimonial of this agent",
+          })),
         );
       }
     }
     const at = nowIso();
     await commit(ctx, [
       expectVersion(ctx.db, PROFILES, ctx.organizationId, { id: agent.id, version: row.version }),
-      ctx.db.update(agentProfiles).set({ publishedConfig: parsed.data, status: "PUBLISHED", publishedAt: at, updatedAt: at, version: row.version + 1 }).where(byAgent(ctx, agent.id)),
+      ctx.db
+        .update(agentProfiles)
+        .set({ publishedConfig: parsed.data, status: "PUBLISHED", publishedAt: at, updatedAt: at, version: row.version + 1 })
+        .where(byAgent(ctx, agent.id)),
     ]);
     purgeFeed(ctx, agent.id);
-    return toProfile({ ...row, publishedConfig: parsed.data, status: "PUBLISHED", publishedAt: at, updatedAt: at, version: row.version + 1 });
+    return toProfile({
+      ...row,
+      publishedConfig: parsed.data,
+      status: "PUBLISHED",
+      publishedAt: at,
+      updatedAt: at,
+      version: row.version + 1,
+    });
   });
 }
 
@@ -144,7 +208,10 @@ export async function deleteProfile(ctx: ServiceContext, agentUserId?: string) {
     const at = nowIso();
     await commit(ctx, [
       expectVersion(ctx.db, PROFILES, ctx.organizationId, { id: agent.id, version: row.version }),
-      ctx.db.update(agentProfiles).set({ status: "DELETED", publishedConfig: null, publishedAt: null, updatedAt: at, version: row.version + 1 }).where(byAgent(ctx, agent.id)),
+      ctx.db
+        .update(agentProfiles)
+        .set({ status: "DELETED", publishedConfig: null, publishedAt: null, updatedAt: at, version: row.version + 1 })
+        .where(byAgent(ctx, agent.id)),
     ]);
     purgeFeedBySlug(ctx, row.slug);
     return toProfile({ ...row, status: "DELETED", publishedConfig: null, publishedAt: null, updatedAt: at, version: row.version + 1 });

@@ -18,7 +18,11 @@ import { PROPERTIES } from "./writes";
  * inquiries, showings and offers, which also go out as events) into all-time counters, per-day counters, per-day
  * visitor hashes (unique views) and per-day referrer counts. Nothing is estimated: a figure nobody reported is 0.
  */
-const EVENT: Partial<Record<SignalType, string>> = { INQUIRY: "property.inquiry_received", SHOWING: "property.showing_scheduled", OFFER: "property.offer_received" };
+const EVENT: Partial<Record<SignalType, string>> = {
+  INQUIRY: "property.inquiry_received",
+  SHOWING: "property.showing_scheduled",
+  OFFER: "property.offer_received",
+};
 const DAY_MS = 86_400_000;
 const PERIOD_DAYS = { "7d": 7, "30d": 30, "90d": 90 } as const;
 const TOP_REFERRERS = 5;
@@ -46,27 +50,45 @@ export function referrerSource(referrer: string | undefined): string {
  * POST /v1/properties/{id}/signals: one signal, counted exactly once with its event (if any) in one batch. With
  * If-Match it counts only while the property is at a named version (412 otherwise), as every property write.
  */
-export async function recordSignal(ctx: ServiceContext, id: string, signal: PropertySignal): Promise<{ type: SignalType; recordedAt: string; eventId: string | null }> {
+export async function recordSignal(
+  ctx: ServiceContext,
+  id: string,
+  signal: PropertySignal,
+): Promise<{ type: SignalType; recordedAt: string; eventId: string | null }> {
   // A conditional signal is held to the version it was checked against until its batch lands: a change in between
   // fails the guard, and the retry reads the property again (412 now, or 404 when it went).
   if (ctx.ifMatch !== undefined) return withRetries(() => writeSignal(ctx, id, signal, true));
   return writeSignal(ctx, id, signal, false);
 }
 
-async function writeSignal(ctx: ServiceContext, id: string, signal: PropertySignal, conditional: boolean): Promise<{ type: SignalType; recordedAt: string; eventId: string | null }> {
+async function writeSignal(
+  ctx: ServiceContext,
+  id: string,
+  signal: PropertySignal,
+  conditional: boolean,
+): Promise<{ type: SignalType; recordedAt: string; eventId: string | null }> {
   const org = ctx.organizationId;
   const eventName = EVENT[signal.type];
   // Events carry the property, so those signals read it; views and the like only need it to exist when they land.
   const record = conditional ? await readPropertyForWrite(ctx, id) : eventName ? await findProperty(ctx, id) : null;
   if (signal.contactId) {
-    const found = await ctx.db.select({ id: contacts.id }).from(contacts).where(and(eq(contacts.id, signal.contactId), eq(contacts.organizationId, org))).get();
-    if (!found) throw new Validation([{ field: "contactId", path: ["contactId"], code: "invalid_reference", message: "No contact with this id in your organization" }]);
+    const found = await ctx.db
+      .select({ id: contacts.id })
+      .from(contacts)
+      .where(and(eq(contacts.id, signal.contactId), eq(contacts.organizationId, org)))
+      .get();
+    if (!found)
+      throw new Validation([
+        { field: "contactId", path: ["contactId"], code: "invalid_reference", message: "No contact with this id in your organization" },
+      ]);
   }
   const at = nowIso();
   const day = today(new Date(at));
   const seconds = signal.type === "VIEW" && signal.timeOnSiteSeconds !== undefined ? signal.timeOnSiteSeconds : null;
   const statements: Statement[] = [
-    conditional ? expectVersion(ctx.db, PROPERTIES, org, record!) : expectRow(ctx.db, properties, and(eq(properties.id, id), eq(properties.organizationId, org))),
+    conditional
+      ? expectVersion(ctx.db, PROPERTIES, org, record!)
+      : expectRow(ctx.db, properties, and(eq(properties.id, id), eq(properties.organizationId, org))),
     ...countSignal(ctx, id, signal.type, at, seconds),
   ];
   if (signal.type === "VIEW") {
@@ -78,11 +100,22 @@ async function writeSignal(ctx: ServiceContext, id: string, signal: PropertySign
       ctx.db
         .insert(propertyDailyReferrers)
         .values({ propertyId: id, day, source: referrerSource(signal.referrer), views: 1 })
-        .onConflictDoUpdate({ target: [propertyDailyReferrers.propertyId, propertyDailyReferrers.day, propertyDailyReferrers.source], set: { views: sql`${propertyDailyReferrers.views} + 1` } }),
+        .onConflictDoUpdate({
+          target: [propertyDailyReferrers.propertyId, propertyDailyReferrers.day, propertyDailyReferrers.source],
+          set: { views: sql`${propertyDailyReferrers.views} + 1` },
+        }),
     );
   }
   const { visitorId: _v, ...details } = signal;
-  const event = eventName && record ? newEvent(ctx, eventName, { object: toProperty(record), previousAttributes: null, changes: null, signal: { ...details, recordedAt: at } }) : null;
+  const event =
+    eventName && record
+      ? newEvent(ctx, eventName, {
+          object: toProperty(record),
+          previousAttributes: null,
+          changes: null,
+          signal: { ...details, recordedAt: at },
+        })
+      : null;
   await commit(ctx, statements, event ? [event] : []).catch((err) => {
     // Unconditional, the only guard is the property's existence: it is not there (any more). Conditional, the retry
     // tells a change (412) from a delete (404).
@@ -111,7 +144,9 @@ export async function getAnalytics(ctx: ServiceContext, id: string, period: keyo
         timeCount: sql<number>`COALESCE(SUM(${propertyDailyStats.timeOnSiteCount}), 0)`,
       })
       .from(propertyDailyStats)
-      .where(and(eq(propertyDailyStats.propertyId, id), eq(propertyDailyStats.organizationId, org), sql`${propertyDailyStats.day} >= ${from}`)),
+      .where(
+        and(eq(propertyDailyStats.propertyId, id), eq(propertyDailyStats.organizationId, org), sql`${propertyDailyStats.day} >= ${from}`),
+      ),
     ctx.db
       .select({ n: sql<number>`COUNT(DISTINCT ${propertyDailyVisitors.visitorHash})` })
       .from(propertyDailyVisitors)
@@ -126,7 +161,9 @@ export async function getAnalytics(ctx: ServiceContext, id: string, period: keyo
     ctx.db
       .select({ day: propertyDailyStats.day, views: propertyDailyStats.views })
       .from(propertyDailyStats)
-      .where(and(eq(propertyDailyStats.propertyId, id), eq(propertyDailyStats.organizationId, org), sql`${propertyDailyStats.day} >= ${from}`)),
+      .where(
+        and(eq(propertyDailyStats.propertyId, id), eq(propertyDailyStats.organizationId, org), sql`${propertyDailyStats.day} >= ${from}`),
+      ),
   ]);
   const s = sums[0]!;
   const uniqueViews = unique[0]?.n ?? 0;

@@ -36,7 +36,17 @@ export interface GeoBox {
 
 /** The box of `bounds`: west above east means the box crosses the antimeridian. */
 export function boundsBox(b: { south: number; west: number; north: number; east: number }): GeoBox {
-  return { south: b.south, north: b.north, longitudes: b.west <= b.east ? [[b.west, b.east]] : [[b.west, 180], [-180, b.east]] };
+  return {
+    south: b.south,
+    north: b.north,
+    longitudes:
+      b.west <= b.east
+        ? [[b.west, b.east]]
+        : [
+            [b.west, 180],
+            [-180, b.east],
+          ],
+  };
 }
 
 /**
@@ -53,8 +63,24 @@ export function radiusBox(center: { latitude: number; longitude: number }, miles
   const west = center.longitude - half;
   const east = center.longitude + half;
   if (half >= 180) return { south, north, longitudes: null };
-  if (west < -180) return { south, north, longitudes: [[west + 360, 180], [-180, east]] };
-  if (east > 180) return { south, north, longitudes: [[west, 180], [-180, east - 360]] };
+  if (west < -180)
+    return {
+      south,
+      north,
+      longitudes: [
+        [west + 360, 180],
+        [-180, east],
+      ],
+    };
+  if (east > 180)
+    return {
+      south,
+      north,
+      longitudes: [
+        [west, 180],
+        [-180, east - 360],
+      ],
+    };
   return { south, north, longitudes: [[west, east]] };
 }
 
@@ -70,7 +96,11 @@ export function boxSql(alias: string, box: GeoBox): { sql: string; params: numbe
 }
 
 /** SQL for "within `miles` great-circle distance": the dot product with the centre's unit vector. */
-export function radiusSql(alias: string, center: { latitude: number; longitude: number }, miles: number): { sql: string; params: number[] } {
+export function radiusSql(
+  alias: string,
+  center: { latitude: number; longitude: number },
+  miles: number,
+): { sql: string; params: number[] } {
   const v = unitVector(center.latitude, center.longitude);
   // A hair of slack absorbs floating point at the boundary; points exactly on the circle are in.
   const minDot = Math.cos(miles / EARTH_RADIUS_MILES) - 1e-12;

@@ -13,10 +13,19 @@ import { applyUpdate, bumpCounters, newPropertyRecord, PROPERTIES, updatePropert
  * them, and listings matched by mlsId skipped, updated (the row's values) or merged (only what is empty), with the
  * counter moved once, and no per-listing event. The caller commits the statements with its progress in one batch.
  */
-export async function planPropertyImport(ctx: ServiceContext, inputs: PropertyCreate[], rule: "skip" | "update" | "merge"): Promise<{ statements: Statement[]; outcomes: ("created" | "updated" | "skipped")[] }> {
+export async function planPropertyImport(
+  ctx: ServiceContext,
+  inputs: PropertyCreate[],
+  rule: "skip" | "update" | "merge",
+): Promise<{ statements: Statement[]; outcomes: ("created" | "updated" | "skipped")[] }> {
   const now = new Date();
   const mlsIds = [...new Set(inputs.flatMap((i) => (i.mlsId ? [i.mlsId] : [])))];
-  const found = mlsIds.length ? await ctx.db.select().from(properties).where(and(eq(properties.organizationId, ctx.organizationId), inJsonList(properties.mlsId, mlsIds))) : [];
+  const found = mlsIds.length
+    ? await ctx.db
+        .select()
+        .from(properties)
+        .where(and(eq(properties.organizationId, ctx.organizationId), inJsonList(properties.mlsId, mlsIds)))
+    : [];
   const existing = new Map(found.map((p) => [p.mlsId!, p]));
   const seen = new Set<string>();
   const created: PropertyRecord[] = [];
@@ -36,9 +45,20 @@ export async function planPropertyImport(ctx: ServiceContext, inputs: PropertyCr
     return "updated" as const;
   });
   const statements: Statement[] = [];
-  if (updates.length) statements.push(expectVersions(ctx.db, PROPERTIES, ctx.organizationId, updates.map((u) => u.before)));
+  if (updates.length)
+    statements.push(
+      expectVersions(
+        ctx.db,
+        PROPERTIES,
+        ctx.organizationId,
+        updates.map((u) => u.before),
+      ),
+    );
   const newIds = created.flatMap((c) => (c.mlsId ? [c.mlsId] : []));
-  if (newIds.length) statements.push(expectNoRow(ctx.db, properties, and(eq(properties.organizationId, ctx.organizationId), inJsonList(properties.mlsId, newIds))));
+  if (newIds.length)
+    statements.push(
+      expectNoRow(ctx.db, properties, and(eq(properties.organizationId, ctx.organizationId), inJsonList(properties.mlsId, newIds))),
+    );
   if (created.length) statements.push(...insertRowsFromJson(ctx.db, properties, created as unknown as Record<string, unknown>[]));
   statements.push(...updates.map(({ before, after }) => updatePropertyStatement(ctx, before, after)));
   if (created.length || updates.length) statements.push(bumpCounters(ctx, created.length));
@@ -52,7 +72,9 @@ function patchOf(existing: PropertyRecord, input: PropertyCreate, rule: "update"
     const given = input[group] as Record<string, unknown> | undefined;
     if (!given) continue;
     const had = ((existing as unknown as Record<string, unknown>)[group] ?? {}) as Record<string, unknown>;
-    const kept = Object.entries(given).filter(([k, v]) => v !== undefined && (rule === "update" || had[k] === undefined || had[k] === null));
+    const kept = Object.entries(given).filter(
+      ([k, v]) => v !== undefined && (rule === "update" || had[k] === undefined || had[k] === null),
+    );
     if (kept.length) out[group] = Object.fromEntries(kept);
   }
   return out as PropertyUpdate;

@@ -26,15 +26,26 @@ const DAY_MS = 86_400_000;
 export const today = (now = new Date()): string => now.toISOString().slice(0, 10);
 
 /** Whole days from `from` (YYYY-MM-DD) to `to`. */
-export const daysBetween = (from: string, to: string): number => Math.max(0, Math.floor((Date.parse(`${to}T00:00:00Z`) - Date.parse(`${from}T00:00:00Z`)) / DAY_MS));
+export const daysBetween = (from: string, to: string): number =>
+  Math.max(0, Math.floor((Date.parse(`${to}T00:00:00Z`) - Date.parse(`${from}T00:00:00Z`)) / DAY_MS));
 
 /** Days on market: counted from listDate while ACTIVE or PENDING, frozen at its last count in any other status. */
-export const daysOnMarket = (r: Pick<PropertyRecord, "listDate" | "offMarketDays">, now = new Date()): number => r.offMarketDays ?? daysBetween(r.listDate, today(now));
+export const daysOnMarket = (r: Pick<PropertyRecord, "listDate" | "offMarketDays">, now = new Date()): number =>
+  r.offMarketDays ?? daysBetween(r.listDate, today(now));
 
 /** The columns lists filter and sort on, derived from the groups in every write (db/properties.ts). */
 export function indexedColumns(r: Pick<PropertyRecord, "address" | "details" | "listing">) {
   const address = r.address as { city: string; state: string; zipCode: string; coordinates?: { latitude: number; longitude: number } };
-  const details = r.details as { propertyType: string; bedrooms?: number; bathrooms?: number; squareFootage?: number; yearBuilt?: number; garage: boolean; pool: boolean; waterfront: boolean };
+  const details = r.details as {
+    propertyType: string;
+    bedrooms?: number;
+    bathrooms?: number;
+    squareFootage?: number;
+    yearBuilt?: number;
+    garage: boolean;
+    pool: boolean;
+    waterfront: boolean;
+  };
   const listing = listingOf(r);
   const c = address.coordinates;
   const v = c ? unitVector(c.latitude, c.longitude) : null;
@@ -63,7 +74,20 @@ export function indexedColumns(r: Pick<PropertyRecord, "address" | "details" | "
   };
 }
 
-const JSON_COLUMNS = ["address", "details", "listing", "features", "media", "photos", "valuation", "marketing", "hoa", "taxes", "disclosure", "customFields"] as const;
+const JSON_COLUMNS = [
+  "address",
+  "details",
+  "listing",
+  "features",
+  "media",
+  "photos",
+  "valuation",
+  "marketing",
+  "hoa",
+  "taxes",
+  "disclosure",
+  "customFields",
+] as const;
 const BOOLEAN_COLUMNS = ["garage", "pool", "waterfront"] as const;
 
 /** A raw D1 row of the hand-written list query (snake_case, JSON as text) as the drizzle record. */
@@ -76,7 +100,8 @@ export function fromRow(row: Record<string, unknown>): PropertyRecord {
 }
 
 /** Photos in their display order: by order, then by when they came. */
-export const orderedPhotos = (photos: StoredPhoto[]): StoredPhoto[] => [...photos].sort((a, b) => a.order - b.order || a.uploadedAt.localeCompare(b.uploadedAt) || a.id.localeCompare(b.id));
+export const orderedPhotos = (photos: StoredPhoto[]): StoredPhoto[] =>
+  [...photos].sort((a, b) => a.order - b.order || a.uploadedAt.localeCompare(b.uploadedAt) || a.id.localeCompare(b.id));
 
 /**
  * The property as the API shows it. `photoUrls` holds the signed links of uploads (properties/photos.ts); without it
@@ -106,4 +131,10 @@ export function toProperty(r: PropertyRecord, photoUrls?: Map<string, string>, n
   } as Property;
 }
 
-export const toPhoto = (p: StoredPhoto, urls: Map<string, string>): PropertyPhoto => ({ id: p.id, url: p.url ?? urls.get(p.id) ?? "", caption: p.caption, order: p.order, uploadedAt: p.uploadedAt });
+export const toPhoto = (p: StoredPhoto, urls: Map<string, string>): PropertyPhoto => ({
+  id: p.id,
+  url: p.url ?? urls.get(p.id) ?? "",
+  caption: p.caption,
+  order: p.order,
+  uploadedAt: p.uploadedAt,
+});

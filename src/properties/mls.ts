@@ -41,7 +41,7 @@ async function readBounded(res: Response): Promise<string> {
   }
   const all = new Uint8Array(size);
   let at = 0;
-  for (const c of chunks) (all.set(c, at), (at += c.byteLength));
+  for (const c of chunks) all.set(c, at), (at += c.byteLength);
   return new TextDecoder().decode(all);
 }
 
@@ -56,13 +56,17 @@ export function resoClient(baseUrl: string, token: string | undefined, fetchFn: 
       let status = 0;
       let text = "";
       try {
-        ({ status, text } = await fetchWithDeadline(fetchFn, url, { headers }, TIMEOUT_MS, async (res) => ({ status: res.status, text: await readBounded(res) })));
+        ({ status, text } = await fetchWithDeadline(fetchFn, url, { headers }, TIMEOUT_MS, async (res) => ({
+          status: res.status,
+          text: await readBounded(res),
+        })));
       } catch (err) {
         if (err instanceof UpstreamFailed) throw err;
         console.warn(JSON.stringify({ message: "MLS unreachable", error: loggableError(err) }));
         throw new UpstreamFailed("mls_unreachable", "The MLS could not be reached; nothing was changed. Try again later.");
       }
-      if (status === 401 || status === 403) throw new UpstreamFailed("mls_rejected", `The MLS refused our credentials (HTTP ${status}); check MLS_API_TOKEN`);
+      if (status === 401 || status === 403)
+        throw new UpstreamFailed("mls_rejected", `The MLS refused our credentials (HTTP ${status}); check MLS_API_TOKEN`);
       if (status < 200 || status > 299) throw new UpstreamFailed("mls_error", `The MLS answered HTTP ${status}; nothing was changed`);
       let body: unknown;
       try {
@@ -101,7 +105,14 @@ const SUBTYPE: Record<string, string> = {
   Quadruplex: "MULTI_FAMILY",
   "Multi Family": "MULTI_FAMILY",
 };
-const TYPE: Record<string, string> = { Land: "LAND", "Commercial Sale": "COMMERCIAL", "Commercial Lease": "COMMERCIAL", "Business Opportunity": "COMMERCIAL", "Residential Income": "MULTI_FAMILY", Farm: "LAND" };
+const TYPE: Record<string, string> = {
+  Land: "LAND",
+  "Commercial Sale": "COMMERCIAL",
+  "Commercial Lease": "COMMERCIAL",
+  "Business Opportunity": "COMMERCIAL",
+  "Residential Income": "MULTI_FAMILY",
+  Farm: "LAND",
+};
 const FEE_PER_MONTH: Record<string, number> = { Monthly: 1, Quarterly: 1 / 3, "Semi-Annually": 1 / 6, Annually: 1 / 12 };
 
 const num = (v: unknown): number | undefined => (typeof v === "number" && Number.isFinite(v) ? v : undefined);
@@ -114,7 +125,9 @@ const date = (v: unknown): string | undefined => (typeof v === "string" && /^\d{
 export function mapResoListing(l: Reso, before: PropertyRecord): Record<string, Record<string, unknown>> {
   const drop = (g: Record<string, unknown>) => Object.fromEntries(Object.entries(g).filter(([, v]) => v !== undefined));
   const status = STATUS[str(l.StandardStatus) ?? ""];
-  const street = str(l.UnparsedAddress)?.split(",")[0] ?? ([str(l.StreetNumber), str(l.StreetDirPrefix), str(l.StreetName), str(l.StreetSuffix)].filter(Boolean).join(" ") || undefined);
+  const street =
+    str(l.UnparsedAddress)?.split(",")[0] ??
+    ([str(l.StreetNumber), str(l.StreetDirPrefix), str(l.StreetName), str(l.StreetSuffix)].filter(Boolean).join(" ") || undefined);
   const lat = num(l.Latitude);
   const lng = num(l.Longitude);
   const fee = num(l.AssociationFee);
@@ -143,7 +156,10 @@ export function mapResoListing(l: Reso, before: PropertyRecord): Record<string, 
       garage: bool(l.GarageYN),
       pool: bool(l.PoolPrivateYN),
       waterfront: bool(l.WaterfrontYN),
-      parking: int(l.ParkingTotal ?? l.GarageSpaces) !== undefined ? { ...((before.details.parking as object) ?? {}), spaces: int(l.ParkingTotal ?? l.GarageSpaces) } : undefined,
+      parking:
+        int(l.ParkingTotal ?? l.GarageSpaces) !== undefined
+          ? { ...((before.details.parking as object) ?? {}), spaces: int(l.ParkingTotal ?? l.GarageSpaces) }
+          : undefined,
     }),
     listing: drop({
       status,
@@ -162,7 +178,11 @@ export function mapResoListing(l: Reso, before: PropertyRecord): Record<string, 
 }
 
 /** Field-level changes between two versions of a property, over the fields an MLS sync maps. */
-function fieldChanges(before: PropertyRecord, after: PropertyRecord, mapped: Record<string, Record<string, unknown>>): SyncResult["changes"] {
+function fieldChanges(
+  before: PropertyRecord,
+  after: PropertyRecord,
+  mapped: Record<string, Record<string, unknown>>,
+): SyncResult["changes"] {
   const prev = toProperty(before) as unknown as Record<string, Record<string, unknown> | null>;
   const next = toProperty(after) as unknown as Record<string, Record<string, unknown> | null>;
   return Object.entries(mapped).flatMap(([group, fields]) =>
@@ -197,7 +217,10 @@ export async function syncFromMls(ctx: ServiceContext, id: string, client?: MlsC
     const parsed = PropertyUpdate.safeParse(mapped);
     if (!parsed.success) {
       const problems = issuesFromZod(parsed.error, mapped).map((i) => `${i.field}: ${i.message}`);
-      throw new UpstreamFailed("mls_invalid_data", `The MLS listing has values this API cannot take (${problems.join("; ")}); nothing was changed`);
+      throw new UpstreamFailed(
+        "mls_invalid_data",
+        `The MLS listing has values this API cannot take (${problems.join("; ")}); nothing was changed`,
+      );
     }
     const now = new Date();
     let after: PropertyRecord;

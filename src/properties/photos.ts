@@ -18,7 +18,6 @@ import { replaceProperty } from "./writes";
 export const MAX_PHOTO_BYTES = 10 * 1024 * 1024;
 export const MAX_PHOTOS_PER_UPLOAD = 20;
 
-
 export interface PhotoUpload {
   photos: File[];
   captions: string[];
@@ -35,7 +34,8 @@ async function checkUpload(upload: PhotoUpload): Promise<{ bytes: ArrayBuffer; t
   if (photos.length === 0) issue(["photos"], "required", "Send at least one file in the photos field");
   if (photos.length > MAX_PHOTOS_PER_UPLOAD) issue(["photos"], "too_big", `At most ${MAX_PHOTOS_PER_UPLOAD} photos per upload`);
   if (captions.length > photos.length) issue(["captions"], "too_big", "More captions than photos");
-  if (order.length > 1 && order.length !== photos.length) issue(["order"], "invalid_order", "Give one order (of the first photo) or one per photo");
+  if (order.length > 1 && order.length !== photos.length)
+    issue(["order"], "invalid_order", "Give one order (of the first photo) or one per photo");
   const files = await Promise.all(photos.map(async (f) => ({ bytes: await f.arrayBuffer(), type: "" })));
   files.forEach((f, i) => {
     const type = imageTypeOf(new Uint8Array(f.bytes, 0, Math.min(16, f.bytes.byteLength)));
@@ -68,14 +68,31 @@ export async function uploadPhotos(ctx: ServiceContext, id: string, upload: Phot
   }));
   const keys = fresh.map((p) => p.key!);
   try {
-    await putUploads(ctx, fresh.map((p, i) => ({ key: p.key!, bytes: files[i]!.bytes, httpMetadata: { contentType: p.contentType, contentDisposition: "inline" } })));
+    await putUploads(
+      ctx,
+      fresh.map((p, i) => ({
+        key: p.key!,
+        bytes: files[i]!.bytes,
+        httpMetadata: { contentType: p.contentType, contentDisposition: "inline" },
+      })),
+    );
     return await withRetries(async () => {
       const before = await readPropertyForWrite(ctx, id);
       if (before.photos.length + fresh.length > MAX_PHOTOS) {
-        throw new Validation([{ field: "photos", path: ["photos"], code: "too_many_photos", message: `A property has at most ${MAX_PHOTOS} photos; this one has ${before.photos.length}` }]);
+        throw new Validation([
+          {
+            field: "photos",
+            path: ["photos"],
+            code: "too_many_photos",
+            message: `A property has at most ${MAX_PHOTOS} photos; this one has ${before.photos.length}`,
+          },
+        ]);
       }
       const start = upload.order.length === 1 ? upload.order[0]! : Math.max(-1, ...before.photos.map((p) => p.order)) + 1;
-      const added = fresh.map((p, i) => ({ ...p, order: upload.order.length === fresh.length && fresh.length > 1 ? upload.order[i]! : start + i }));
+      const added = fresh.map((p, i) => ({
+        ...p,
+        order: upload.order.length === fresh.length && fresh.length > 1 ? upload.order[i]! : start + i,
+      }));
       const now = new Date().toISOString();
       const after = { ...before, photos: [...before.photos, ...added], updatedAt: now, version: before.version + 1 };
       const object = toProperty(after);
@@ -98,18 +115,35 @@ export async function uploadPhotos(ctx: ServiceContext, id: string, upload: Phot
 }
 
 /** PUT /v1/properties/{id}/photos/order: the named photos take the given order; the rest keep theirs. */
-export async function reorderPhotos(ctx: ServiceContext, id: string, photoOrder: { id: string; order: number }[]): Promise<PropertyPhoto[]> {
+export async function reorderPhotos(
+  ctx: ServiceContext,
+  id: string,
+  photoOrder: { id: string; order: number }[],
+): Promise<PropertyPhoto[]> {
   return withRetries(async () => {
     const before = await readPropertyForWrite(ctx, id);
     const known = new Set(before.photos.map((p) => p.id));
-    const issues = photoOrder.flatMap((p, i): FieldIssue[] => (known.has(p.id) ? [] : [{ field: `photoOrder.${i}.id`, path: ["photoOrder", i, "id"], code: "invalid_reference", message: "This property has no photo with this id" }]));
+    const issues = photoOrder.flatMap((p, i): FieldIssue[] =>
+      known.has(p.id)
+        ? []
+        : [
+            {
+              field: `photoOrder.${i}.id`,
+              path: ["photoOrder", i, "id"],
+              code: "invalid_reference",
+              message: "This property has no photo with this id",
+            },
+          ],
+    );
     if (issues.length) throw new Validation(issues);
     const wanted = new Map(photoOrder.map((p) => [p.id, p.order]));
     const photos = before.photos.map((p) => ({ ...p, order: wanted.get(p.id) ?? p.order }));
     const after = { ...before, photos, updatedAt: new Date().toISOString(), version: before.version + 1 };
     if (JSON.stringify(photos) !== JSON.stringify(before.photos)) {
       const object = toProperty(after);
-      await commitProperty(ctx, replaceProperty(ctx, before, after), [newEvent(ctx, "property.updated", { object, previousAttributes: null, changes: ["media.photos"] })]);
+      await commitProperty(ctx, replaceProperty(ctx, before, after), [
+        newEvent(ctx, "property.updated", { object, previousAttributes: null, changes: ["media.photos"] }),
+      ]);
     }
     const [shown] = await present(ctx, [after], [], true);
     return shown!.media.photos!;

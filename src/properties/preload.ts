@@ -11,6 +11,14 @@ export const propertyPreloads: AuthPreload[] = [
   {
     method: "PUT",
     path: /^\/v1\/properties\/([^/]+)$/,
-    read: (db, organizationId, match) => ({ key: preloadKey(match[1]!), statements: [db.select().from(properties).where(and(eq(properties.id, match[1]!), eq(properties.organizationId, organizationId)))] }),
+    read: (db, organizationId, match) => ({
+      key: preloadKey(match[1]!),
+      statements: [
+        db
+          .select()
+          .from(properties)
+          .where(and(eq(properties.id, match[1]!), eq(properties.organizationId, organizationId))),
+      ],
+    }),
   },
 ];

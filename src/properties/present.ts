@@ -12,7 +12,12 @@ import type { Include, Property } from "./schemas";
  * include=photos on a list), the listing agent's profile, the all-time analytics, the latest valuation's comparables.
  * One query per include for the whole page.
  */
-export async function present(ctx: ServiceContext, records: PropertyRecord[], include: readonly Include[], withPhotos: boolean): Promise<Property[]> {
+export async function present(
+  ctx: ServiceContext,
+  records: PropertyRecord[],
+  include: readonly Include[],
+  withPhotos: boolean,
+): Promise<Property[]> {
   let urls: Map<string, string> | undefined;
   if (withPhotos) {
     urls = new Map();
@@ -27,7 +32,11 @@ export async function present(ctx: ServiceContext, records: PropertyRecord[], in
   const ids = records.map((r) => r.id);
   if (ids.length === 0) return shown;
   if (include.includes("analytics")) {
-    const rows = await ctx.db.select().from(propertyStats).where(and(eq(propertyStats.organizationId, ctx.organizationId), inJsonList(propertyStats.propertyId, ids))).all();
+    const rows = await ctx.db
+      .select()
+      .from(propertyStats)
+      .where(and(eq(propertyStats.organizationId, ctx.organizationId), inJsonList(propertyStats.propertyId, ids)))
+      .all();
     const byId = new Map(rows.map((s) => [s.propertyId, s]));
     for (const p of shown) {
       const s = byId.get(p.id);
@@ -58,13 +67,26 @@ export async function present(ctx: ServiceContext, records: PropertyRecord[], in
 
 /** include=agent: the listing agent when it is a user, with their public profile and rating. */
 export async function attachAgents(ctx: ServiceContext, records: PropertyRecord[], shown: Property[]): Promise<void> {
-  const agentIds = [...new Set(records.map((r) => (listingOf(r).listingAgent as { id?: string } | undefined)?.id).filter((id): id is string => !!id))];
+  const agentIds = [
+    ...new Set(records.map((r) => (listingOf(r).listingAgent as { id?: string } | undefined)?.id).filter((id): id is string => !!id)),
+  ];
   const rows = agentIds.length
     ? await ctx.db
-        .select({ id: users.id, name: users.name, email: users.email, slug: agentProfiles.slug, status: agentProfiles.status, averageRating: reputationAggregates.averageRating, totalReviews: reputationAggregates.totalReviews })
+        .select({
+          id: users.id,
+          name: users.name,
+          email: users.email,
+          slug: agentProfiles.slug,
+          status: agentProfiles.status,
+          averageRating: reputationAggregates.averageRating,
+          totalReviews: reputationAggregates.totalReviews,
+        })
         .from(users)
         .leftJoin(agentProfiles, and(eq(agentProfiles.organizationId, users.organizationId), eq(agentProfiles.userId, users.id)))
-        .leftJoin(reputationAggregates, and(eq(reputationAggregates.organizationId, users.organizationId), eq(reputationAggregates.agentUserId, users.id)))
+        .leftJoin(
+          reputationAggregates,
+          and(eq(reputationAggregates.organizationId, users.organizationId), eq(reputationAggregates.agentUserId, users.id)),
+        )
         .where(and(eq(users.organizationId, ctx.organizationId), inJsonList(users.id, agentIds)))
         .all()
     : [];
@@ -72,7 +94,14 @@ export async function attachAgents(ctx: ServiceContext, records: PropertyRecord[
   records.forEach((r, i) => {
     const a = byId.get((listingOf(r).listingAgent as { id?: string } | undefined)?.id ?? "");
     shown[i]!.agent = a
-      ? { id: a.id, name: a.name, email: a.email, profileSlug: a.status === "PUBLISHED" ? a.slug : null, averageRating: a.averageRating ?? null, totalReviews: a.totalReviews ?? 0 }
+      ? {
+          id: a.id,
+          name: a.name,
+          email: a.email,
+          profileSlug: a.status === "PUBLISHED" ? a.slug : null,
+          averageRating: a.averageRating ?? null,
+          totalReviews: a.totalReviews ?? 0,
+        }
       : null;
   });
 }

@@ -16,7 +16,8 @@ const TITLES = { MARKET_ANALYSIS: "Market analysis", LISTING_SHEET: "Listing she
 
 const money = (v: unknown) => (typeof v === "number" ? `$${v.toLocaleString("en-US", { maximumFractionDigits: 2 })}` : "n/a");
 const pct = (v: number | null) => (v === null ? "n/a (too few recent sales)" : `${(v * 100).toFixed(1)}% a year`);
-const addressLine = (a: Record<string, unknown>) => [a.street, a.unit, a.city, [a.state, a.zipCode].filter(Boolean).join(" ")].filter(Boolean).join(", ");
+const addressLine = (a: Record<string, unknown>) =>
+  [a.street, a.unit, a.city, [a.state, a.zipCode].filter(Boolean).join(" ")].filter(Boolean).join(", ");
 const list = (v: unknown) => (Array.isArray(v) && v.length ? v.join(", ") : null);
 
 /** The first uploaded JPEG or PNG photo, for the listing sheet's header; null without one. */
@@ -26,9 +27,13 @@ async function coverPhoto(ctx: ServiceContext, record: PropertyRecord): Promise<
   return object ? { bytes: await object.arrayBuffer(), type: photo!.contentType! } : null;
 }
 
-export async function renderReport(
-  input: { property: Property; request: ReportRequest; generatedAt: string; valuation: Valuation | { unavailable: string } | null; cover: { bytes: ArrayBuffer; type: string } | null },
-): Promise<Uint8Array> {
+export async function renderReport(input: {
+  property: Property;
+  request: ReportRequest;
+  generatedAt: string;
+  valuation: Valuation | { unavailable: string } | null;
+  cover: { bytes: ArrayBuffer; type: string } | null;
+}): Promise<Uint8Array> {
   const { property: p, request } = input;
   const { PDFDocument } = await pdfLib();
   const pdf = await PDFDocument.create();
@@ -42,7 +47,9 @@ export async function renderReport(
   line("");
   if (input.cover) {
     // An upload is judged an image by its first bytes; one that cannot be decoded leaves the sheet without a cover.
-    const image = await (input.cover.type === "image/png" ? pdf.embedPng(input.cover.bytes) : pdf.embedJpg(input.cover.bytes)).catch(() => null);
+    const image = await (input.cover.type === "image/png" ? pdf.embedPng(input.cover.bytes) : pdf.embedJpg(input.cover.bytes)).catch(
+      () => null,
+    );
     if (image) {
       const scaled = image.scaleToFit(495, 260);
       const at = space(scaled.height + 8);
@@ -53,13 +60,20 @@ export async function renderReport(
   const l = p.listing as Record<string, unknown>;
   line("The property", { size: 13, strong: true });
   line(`${String(d.propertyType).replaceAll("_", " ")}${d.propertySubType ? ` (${d.propertySubType})` : ""}`);
-  line(`${d.bedrooms ?? "?"} bedrooms, ${d.bathrooms ?? "?"} bathrooms${d.halfBaths ? `, ${d.halfBaths} half baths` : ""}; ${d.squareFootage ? `${d.squareFootage} sq ft` : "living area n/a"}${d.lotSize ? `; lot ${d.lotSize} sq ft` : ""}`);
-  line(`Built ${d.yearBuilt ?? "n/a"}; ${[d.garage && "garage", d.pool && "pool", d.waterfront && "waterfront"].filter(Boolean).join(", ") || "no garage, pool or waterfront"}`);
+  line(
+    `${d.bedrooms ?? "?"} bedrooms, ${d.bathrooms ?? "?"} bathrooms${d.halfBaths ? `, ${d.halfBaths} half baths` : ""}; ${d.squareFootage ? `${d.squareFootage} sq ft` : "living area n/a"}${d.lotSize ? `; lot ${d.lotSize} sq ft` : ""}`,
+  );
+  line(
+    `Built ${d.yearBuilt ?? "n/a"}; ${[d.garage && "garage", d.pool && "pool", d.waterfront && "waterfront"].filter(Boolean).join(", ") || "no garage, pool or waterfront"}`,
+  );
   line("");
   line("The listing", { size: 13, strong: true });
-  line(`Status ${l.status}; list price ${money(l.listPrice)} (originally ${money(l.originalPrice)}); listed ${l.listDate}, ${l.daysOnMarket} days on market`);
+  line(
+    `Status ${l.status}; list price ${money(l.listPrice)} (originally ${money(l.originalPrice)}); listed ${l.listDate}, ${l.daysOnMarket} days on market`,
+  );
   if (l.status === "SOLD") line(`Sold ${l.soldDate ?? ""} for ${money(l.soldPrice)}`);
-  for (const h of (l.priceHistory as { price: number; date: string; event: string }[]) ?? []) line(`${h.date.slice(0, 10)}  ${h.event.replaceAll("_", " ")}  ${money(h.price)}`, { indent: 14, size: 9 });
+  for (const h of (l.priceHistory as { price: number; date: string; event: string }[]) ?? [])
+    line(`${h.date.slice(0, 10)}  ${h.event.replaceAll("_", " ")}  ${money(h.price)}`, { indent: 14, size: 9 });
   const agent = l.listingAgent as Record<string, unknown> | undefined;
   if (agent) line(`Listing agent: ${[agent.name, agent.email, agent.phone].filter(Boolean).join(", ")}`);
   if (request.reportType === "LISTING_SHEET") {
@@ -71,7 +85,11 @@ export async function renderReport(
       for (const para of String(m.description).split(/\n+/)) line(para);
       line("");
     }
-    const features = [["Interior", list(f.interior)], ["Exterior", list(f.exterior)], ["Appliances", list(f.appliances)]].filter(([, v]) => v);
+    const features = [
+      ["Interior", list(f.interior)],
+      ["Exterior", list(f.exterior)],
+      ["Appliances", list(f.appliances)],
+    ].filter(([, v]) => v);
     if (features.length) {
       line("Features", { size: 13, strong: true });
       for (const [k, v] of features) line(`${k}: ${v}`);
@@ -79,9 +97,11 @@ export async function renderReport(
     }
     const hoa = p.hoa as Record<string, unknown> | null;
     const taxes = p.taxes as Record<string, unknown> | null;
-    if (hoa?.monthlyFee !== undefined) line(`HOA: ${money(hoa.monthlyFee)} a month${list(hoa.includes) ? ` (includes ${list(hoa.includes)})` : ""}`);
+    if (hoa?.monthlyFee !== undefined)
+      line(`HOA: ${money(hoa.monthlyFee)} a month${list(hoa.includes) ? ` (includes ${list(hoa.includes)})` : ""}`);
     if (taxes?.annualAmount !== undefined) line(`Taxes: ${money(taxes.annualAmount)}${taxes.taxYear ? ` (${taxes.taxYear})` : ""}`);
-    for (const o of (m.openHouses as { date: string; endTime: string; type?: string }[] | undefined) ?? []) line(`Open house ${o.date} to ${o.endTime}${o.type ? ` (${o.type})` : ""}`);
+    for (const o of (m.openHouses as { date: string; endTime: string; type?: string }[] | undefined) ?? [])
+      line(`Open house ${o.date} to ${o.endTime}${o.type ? ` (${o.type})` : ""}`);
   }
   const v = input.valuation;
   if (v) {
@@ -89,11 +109,17 @@ export async function renderReport(
     line("Estimated value", { size: 13, strong: true });
     if ("unavailable" in v) line(v.unavailable);
     else {
-      line(`${money(v.estimatedValue)} (range ${money(v.priceRange.low)} to ${money(v.priceRange.high)}), confidence ${v.confidence}/100, ${money(v.pricePerSquareFoot)} per sq ft`);
+      line(
+        `${money(v.estimatedValue)} (range ${money(v.priceRange.low)} to ${money(v.priceRange.high)}), confidence ${v.confidence}/100, ${money(v.pricePerSquareFoot)} per sq ft`,
+      );
       if (request.includeComparables) {
         line("");
         line("Comparable sales", { size: 13, strong: true });
-        for (const c of v.comparables) line(`${c.address}: sold ${c.soldDate} for ${money(c.soldPrice)}${c.squareFootage ? `, ${c.squareFootage} sq ft` : ""}, similarity ${c.similarity}`, { size: 9 });
+        for (const c of v.comparables)
+          line(
+            `${c.address}: sold ${c.soldDate} for ${money(c.soldPrice)}${c.squareFootage ? `, ${c.squareFootage} sq ft` : ""}, similarity ${c.similarity}`,
+            { size: 9 },
+          );
       }
       if (request.includeMarketTrends) {
         line("");
@@ -126,14 +152,22 @@ export async function createReport(ctx: ServiceContext, id: string, request: Rep
       valuation = { unavailable: err.message };
     }
   }
-  const pdf = await renderReport({ property: toProperty(record), request, generatedAt, valuation, cover: request.reportType === "LISTING_SHEET" ? await coverPhoto(ctx, record) : null });
+  const pdf = await renderReport({
+    property: toProperty(record),
+    request,
+    generatedAt,
+    valuation,
+    cover: request.reportType === "LISTING_SHEET" ? await coverPhoto(ctx, record) : null,
+  });
   const reportId = crypto.randomUUID();
   const key = `${reportsPrefix(ctx.organizationId, id)}${reportId}.pdf`;
   await ctx.env.FILES.put(key, pdf, {
-    httpMetadata: { contentType: "application/pdf", contentDisposition: `inline; filename="${request.reportType.toLowerCase()}-${reportId}.pdf"` },
+    httpMetadata: {
+      contentType: "application/pdf",
+      contentDisposition: `inline; filename="${request.reportType.toLowerCase()}-${reportId}.pdf"`,
+    },
     customMetadata: { reportType: request.reportType, generatedAt, status: listingOf(record).status },
   });
   const link = await requestFileSigner(ctx, REPORT_URL_TTL_SECONDS)(key);
   return { reportId, reportType: request.reportType, format: "PDF", url: link.url, generatedAt, expiresAt: link.expiresAt };
 }
-

@@ -61,7 +61,10 @@ const list = defineRoute(CRM, {
 Properties without coordinates never match a geo filter. Signed photo links (media.photos) come with include=photos.
 Searching is this route: POST /v1/properties/search does not exist.${CUSTOM_FILTER_DOC}`,
   request: { query: PropertyListQuery },
-  responses: { 200: { description: "A page of properties", content: { "application/json": { schema: Page(Property) } } }, ...CRM_FILES_NOT_CONFIGURED },
+  responses: {
+    200: { description: "A page of properties", content: { "application/json": { schema: Page(Property) } } },
+    ...CRM_FILES_NOT_CONFIGURED,
+  },
 });
 
 const create = defineRoute(CRM, {
@@ -73,7 +76,10 @@ const create = defineRoute(CRM, {
   summary: "Create a listing",
   description: LISTING_RULES,
   request: jsonBody(PropertyCreate),
-  responses: { 201: crmSuccess("The created property", Property, ETAG_HEADER), 409: crmError("Another property of your organization has this mlsId (duplicate_mls_id)") },
+  responses: {
+    201: crmSuccess("The created property", Property, ETAG_HEADER),
+    409: crmError("Another property of your organization has this mlsId (duplicate_mls_id)"),
+  },
 });
 
 const read = defineRoute(CRM, {
@@ -173,7 +179,13 @@ const reorder = defineRoute(CRM, {
   summary: "Reorder photos",
   description: `The named photos take the given order; the others keep theirs. ${CONDITIONAL}`,
   request: { params: IdParam, ...jsonBody(PhotoOrder) },
-  responses: { 200: crmSuccess("Every photo of the property, in display order", z.array(PropertyPhoto)), ...NOT_FOUND, ...CONTENDED, ...CRM_PRECONDITION_ERROR, ...CRM_FILES_NOT_CONFIGURED },
+  responses: {
+    200: crmSuccess("Every photo of the property, in display order", z.array(PropertyPhoto)),
+    ...NOT_FOUND,
+    ...CONTENDED,
+    ...CRM_PRECONDITION_ERROR,
+    ...CRM_FILES_NOT_CONFIGURED,
+  },
 });
 
 const valuation = defineRoute(CRM, {
@@ -184,7 +196,10 @@ const valuation = defineRoute(CRM, {
   security,
   summary: "The latest valuation",
   request: { params: IdParam },
-  responses: { 200: crmSuccess("The latest valuation", Valuation), 404: crmError("No property with this id, or no valuation yet (not_found)") },
+  responses: {
+    200: crmSuccess("The latest valuation", Valuation),
+    404: crmError("No property with this id, or no valuation yet (not_found)"),
+  },
 });
 
 const value = defineRoute(CRM, {
@@ -230,7 +245,13 @@ property.showing_scheduled and property.offer_received. With an Idempotency-Key 
 600 signals a minute per listing. A signal does not change the property's version. ${CONDITIONAL}`,
   middleware: [rateLimit("property-signals:post", (c) => `${c.get("organization").id}:${c.req.param("id")}`)] as const,
   request: { params: IdParam, ...jsonBody(PropertySignal) },
-  responses: { 201: crmSuccess("Recorded", SignalRecorded), ...NOT_FOUND, ...CONTENDED, ...CRM_PRECONDITION_ERROR, 429: crmError("More than 600 signals a minute for this listing (rate_limited)") },
+  responses: {
+    201: crmSuccess("Recorded", SignalRecorded),
+    ...NOT_FOUND,
+    ...CONTENDED,
+    ...CRM_PRECONDITION_ERROR,
+    429: crmError("More than 600 signals a minute for this listing (rate_limited)"),
+  },
 });
 
 const sync = defineRoute(CRM, {
@@ -253,7 +274,9 @@ the MLS answered with a listing.`,
     409: crmError("The property has no mlsId (mls_id_missing), or too many concurrent changes (concurrent_modification)"),
     422: crmError("The MLS has no listing with this mlsId (mls_listing_not_found)"),
     ...CRM_PRECONDITION_ERROR,
-    502: crmError("The MLS could not be reached (mls_unreachable), refused our credentials (mls_rejected), failed (mls_error) or sent values this API cannot take (mls_invalid_data)"),
+    502: crmError(
+      "The MLS could not be reached (mls_unreachable), refused our credentials (mls_rejected), failed (mls_error) or sent values this API cannot take (mls_invalid_data)",
+    ),
     503: crmError("MLS sync is not configured in this deployment (not_configured)"),
   },
 });
@@ -274,8 +297,18 @@ ${REPORT_URL_TTL_SECONDS / 3600} hours.`,
 
 export const propertyRoutes = new OpenAPIHono<AppBindings>({ defaultHook: validationHook })
   .openapi(list, async (c) => c.json({ success: true as const, ...(await listProperties(serviceContext(c), c.req.valid("query"))) }, 200))
-  .openapi(create, async (c) => c.json({ success: true as const, data: withEtag(c, await createProperty(serviceContext(c), c.req.valid("json"))) }, 201))
-  .openapi(read, async (c) => c.json({ success: true as const, data: withEtag(c, await getProperty(serviceContext(c), c.req.valid("param").id, c.req.valid("query").include)) }, 200))
+  .openapi(create, async (c) =>
+    c.json({ success: true as const, data: withEtag(c, await createProperty(serviceContext(c), c.req.valid("json"))) }, 201),
+  )
+  .openapi(read, async (c) =>
+    c.json(
+      {
+        success: true as const,
+        data: withEtag(c, await getProperty(serviceContext(c), c.req.valid("param").id, c.req.valid("query").include)),
+      },
+      200,
+    ),
+  )
   .openapi(update, async (c) => {
     const { ctx, answer } = keptAnswer<Property>(c, 200);
     return c.json(answer(withEtag(c, await updateProperty(ctx, c.req.valid("param").id, c.req.valid("json")))), 200);
@@ -285,16 +318,41 @@ export const propertyRoutes = new OpenAPIHono<AppBindings>({ defaultHook: valida
     await deleteProperty(serviceContext(c), id);
     return c.json({ success: true as const, message: "Property deleted", data: { id, deleted: true as const } }, 200);
   })
-  .openapi(restore, async (c) => c.json({ success: true as const, data: withEtag(c, await restoreProperty(serviceContext(c), c.req.valid("param").id)) }, 200))
+  .openapi(restore, async (c) =>
+    c.json({ success: true as const, data: withEtag(c, await restoreProperty(serviceContext(c), c.req.valid("param").id)) }, 200),
+  )
   .openapi(upload, async (c) => {
     const form = c.req.valid("form");
     const { ctx, answer } = keptAnswer<PropertyPhoto[]>(c, 201);
-    return c.json(answer(await uploadPhotos(ctx, c.req.valid("param").id, { photos: form.photos, captions: form.captions ?? [], order: form.order ?? [] })), 201);
+    return c.json(
+      answer(
+        await uploadPhotos(ctx, c.req.valid("param").id, { photos: form.photos, captions: form.captions ?? [], order: form.order ?? [] }),
+      ),
+      201,
+    );
   })
-  .openapi(reorder, async (c) => c.json({ success: true as const, data: await reorderPhotos(serviceContext(c), c.req.valid("param").id, c.req.valid("json").photoOrder) }, 200))
-  .openapi(valuation, async (c) => c.json({ success: true as const, data: await latestValuation(serviceContext(c), c.req.valid("param").id) }, 200))
-  .openapi(value, async (c) => c.json({ success: true as const, data: await requestValuation(serviceContext(c), c.req.valid("param").id) }, 201))
-  .openapi(analytics, async (c) => c.json({ success: true as const, data: await getAnalytics(serviceContext(c), c.req.valid("param").id, c.req.valid("query").period) }, 200))
-  .openapi(signal, async (c) => c.json({ success: true as const, data: await recordSignal(serviceContext(c), c.req.valid("param").id, c.req.valid("json")) }, 201))
+  .openapi(reorder, async (c) =>
+    c.json(
+      { success: true as const, data: await reorderPhotos(serviceContext(c), c.req.valid("param").id, c.req.valid("json").photoOrder) },
+      200,
+    ),
+  )
+  .openapi(valuation, async (c) =>
+    c.json({ success: true as const, data: await latestValuation(serviceContext(c), c.req.valid("param").id) }, 200),
+  )
+  .openapi(value, async (c) =>
+    c.json({ success: true as const, data: await requestValuation(serviceContext(c), c.req.valid("param").id) }, 201),
+  )
+  .openapi(analytics, async (c) =>
+    c.json(
+      { success: true as const, data: await getAnalytics(serviceContext(c), c.req.valid("param").id, c.req.valid("query").period) },
+      200,
+    ),
+  )
+  .openapi(signal, async (c) =>
+    c.json({ success: true as const, data: await recordSignal(serviceContext(c), c.req.valid("param").id, c.req.valid("json")) }, 201),
+  )
   .openapi(sync, async (c) => c.json({ success: true as const, data: await syncFromMls(serviceContext(c), c.req.valid("param").id) }, 200))
-  .openapi(report, async (c) => c.json({ success: true as const, data: await createReport(serviceContext(c), c.req.valid("param").id, c.req.valid("json")) }, 201));
+  .openapi(report, async (c) =>
+    c.json({ success: true as const, data: await createReport(serviceContext(c), c.req.valid("param").id, c.req.valid("json")) }, 201),
+  );

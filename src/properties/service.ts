@@ -1,5 +1,12 @@
 import { and, eq, sql } from "drizzle-orm";
-import { properties, propertyDailyReferrers, propertyDailyStats, propertyDailyVisitors, propertyStats, propertyValuations } from "../db/schema";
+import {
+  properties,
+  propertyDailyReferrers,
+  propertyDailyStats,
+  propertyDailyVisitors,
+  propertyStats,
+  propertyValuations,
+} from "../db/schema";
 import { checkCustomFields, customFieldDeleted, withCustomFields } from "../crm/custom-fields";
 import { expectVersion, expectVersionMatch, type Statement, StaleWrite, withRetries } from "../db/write";
 import { commit, type CommitOptions } from "../events/commit";
@@ -13,7 +20,16 @@ import { present } from "./present";
 import { deletePropertyFiles } from "./files";
 import { archiveRows, readTrashed, restoreFrame, restoreRows, trashEntry } from "../crm/trash";
 import type { Include, Property } from "./schemas";
-import { applyUpdate, bumpCounters, changeEvents, newPropertyRecord, PROPERTIES, replaceProperty, resolveAgents, writableInput } from "./writes";
+import {
+  applyUpdate,
+  bumpCounters,
+  changeEvents,
+  newPropertyRecord,
+  PROPERTIES,
+  replaceProperty,
+  resolveAgents,
+  writableInput,
+} from "./writes";
 import type { PropertyCreate, PropertyUpdate } from "./schemas";
 
 export { listProperties, propertyExportWalk } from "./list";
@@ -42,11 +58,20 @@ export async function readPropertyForWrite(ctx: ServiceContext, id: string): Pro
  * The property of the organization at exactly this street and postal code (case and spacing of the zip aside), or
  * null: how lead intake (issue 33) recognises a listing a lead names by its address. One range of the zip index.
  */
-export async function findPropertyByAddress(ctx: ServiceContext, address: { street: string; zipCode: string }): Promise<PropertyRecord | null> {
+export async function findPropertyByAddress(
+  ctx: ServiceContext,
+  address: { street: string; zipCode: string },
+): Promise<PropertyRecord | null> {
   const rows = await ctx.db
     .select()
     .from(properties)
-    .where(and(eq(properties.organizationId, ctx.organizationId), eq(properties.zipCode, address.zipCode.trim()), sql`lower(trim(json_extract(${properties.address}, '$.street'))) = ${address.street.trim().toLowerCase()}`))
+    .where(
+      and(
+        eq(properties.organizationId, ctx.organizationId),
+        eq(properties.zipCode, address.zipCode.trim()),
+        sql`lower(trim(json_extract(${properties.address}, '$.street'))) = ${address.street.trim().toLowerCase()}`,
+      ),
+    )
     .limit(2);
   // Two listings at one address (a unit number tells them apart, and the lead gave none) name neither.
   return rows.length === 1 ? rows[0]! : null;
@@ -55,18 +80,28 @@ export async function findPropertyByAddress(ctx: ServiceContext, address: { stre
 const mlsConflict = () => new Conflict("Another property of your organization has this mlsId", "duplicate_mls_id");
 
 /** `commit` for properties: a unique-index race on mlsId is a 409, not a 500. */
-export async function commitProperty(ctx: ServiceContext, statements: Statement[], events: Parameters<typeof commit>[2], options?: CommitOptions): Promise<void> {
+export async function commitProperty(
+  ctx: ServiceContext,
+  statements: Statement[],
+  events: Parameters<typeof commit>[2],
+  options?: CommitOptions,
+): Promise<void> {
   try {
     await commit(ctx, statements, events, options);
   } catch (err) {
-    if (String(err).includes("properties_org_mls_unique") || String(err).includes("properties.organization_id, properties.mls_id")) throw mlsConflict();
+    if (String(err).includes("properties_org_mls_unique") || String(err).includes("properties.organization_id, properties.mls_id"))
+      throw mlsConflict();
     throw err;
   }
 }
 
 async function assertMlsIdFree(ctx: ServiceContext, mlsId: string | null | undefined, exceptId?: string): Promise<void> {
   if (!mlsId) return;
-  const clash = await ctx.db.select({ id: properties.id }).from(properties).where(and(eq(properties.organizationId, ctx.organizationId), eq(properties.mlsId, mlsId))).get();
+  const clash = await ctx.db
+    .select({ id: properties.id })
+    .from(properties)
+    .where(and(eq(properties.organizationId, ctx.organizationId), eq(properties.mlsId, mlsId)))
+    .get();
   if (clash && clash.id !== exceptId) throw mlsConflict();
 }
 
@@ -78,7 +113,11 @@ export async function getProperty(ctx: ServiceContext, id: string, include: read
 /** POST /v1/properties: ACTIVE, daysOnMarket 0, listDate set, priceHistory LISTED; emits property.created. */
 export async function createProperty(ctx: ServiceContext, raw: PropertyCreate): Promise<Property> {
   const input = writableInput(raw);
-  const [issues, , custom] = await Promise.all([resolveAgents(ctx, input.listing as Record<string, unknown>), assertMlsIdFree(ctx, input.mlsId), checkCustomFields(ctx, "property", input.customFields)]);
+  const [issues, , custom] = await Promise.all([
+    resolveAgents(ctx, input.listing as Record<string, unknown>),
+    assertMlsIdFree(ctx, input.mlsId),
+    checkCustomFields(ctx, "property", input.customFields),
+  ]);
   if (issues.length) throw new Validation(issues);
   const record = withCustomFields(newPropertyRecord(ctx, input, new Date()), custom);
   const event = newEvent(ctx, "property.created", { object: toProperty(record), previousAttributes: null, changes: null });
@@ -102,7 +141,10 @@ export async function updateProperty(ctx: ServiceContext, id: string, raw: Prope
   if (issues.length) throw new Validation(issues);
   return withRetries(async () => {
     const before = await readPropertyForWrite(ctx, id);
-    const [, custom] = await Promise.all([input.mlsId && input.mlsId !== before.mlsId ? assertMlsIdFree(ctx, input.mlsId, id) : undefined, checkCustomFields(ctx, "property", input.customFields)]);
+    const [, custom] = await Promise.all([
+      input.mlsId && input.mlsId !== before.mlsId ? assertMlsIdFree(ctx, input.mlsId, id) : undefined,
+      checkCustomFields(ctx, "property", input.customFields),
+    ]);
     const now = new Date();
     const { after, removedPhotos } = applyUpdate(before, input, now);
     const next = { ...withCustomFields(after, custom), updatedAt: now.toISOString(), version: before.version + 1 };
@@ -111,7 +153,13 @@ export async function updateProperty(ctx: ServiceContext, id: string, raw: Prope
     // The answer before the commit, so that its idempotency record joins the batch.
     const answer = (await present(ctx, [next], [], true))[0]!;
     await commitProperty(ctx, [...(custom?.guard ?? []), ...replaceProperty(ctx, before, next)], events, { answer, markSent: false });
-    if (removedPhotos.some((p) => p.key)) ctx.defer(deletePropertyFiles(ctx.env, removedPhotos.flatMap((p) => (p.key ? [p.key] : []))));
+    if (removedPhotos.some((p) => p.key))
+      ctx.defer(
+        deletePropertyFiles(
+          ctx.env,
+          removedPhotos.flatMap((p) => (p.key ? [p.key] : [])),
+        ),
+      );
     return answer;
   });
 }
@@ -141,10 +189,16 @@ export async function deleteProperty(ctx: ServiceContext, id: string): Promise<v
 /** What a property takes to the trash and brings back, besides its own row (the daily visitor and referrer rows carry no organization). */
 const PROPERTY_CHILDREN = [
   { table: propertyStats, of: (org: string, id: string) => and(eq(propertyStats.organizationId, org), eq(propertyStats.propertyId, id)) },
-  { table: propertyDailyStats, of: (org: string, id: string) => and(eq(propertyDailyStats.organizationId, org), eq(propertyDailyStats.propertyId, id)) },
+  {
+    table: propertyDailyStats,
+    of: (org: string, id: string) => and(eq(propertyDailyStats.organizationId, org), eq(propertyDailyStats.propertyId, id)),
+  },
   { table: propertyDailyVisitors, of: (_org: string, id: string) => eq(propertyDailyVisitors.propertyId, id) },
   { table: propertyDailyReferrers, of: (_org: string, id: string) => eq(propertyDailyReferrers.propertyId, id) },
-  { table: propertyValuations, of: (org: string, id: string) => and(eq(propertyValuations.organizationId, org), eq(propertyValuations.propertyId, id)) },
+  {
+    table: propertyValuations,
+    of: (org: string, id: string) => and(eq(propertyValuations.organizationId, org), eq(propertyValuations.propertyId, id)),
+  },
 ];
 
 /** "12 Elm St, Springfield" — how the trash list names a property. */
@@ -158,10 +212,15 @@ export async function restoreProperty(ctx: ServiceContext, id: string): Promise<
     const frame = restoreFrame(ctx, "property", id);
     await commitProperty(
       ctx,
-      [frame.guard, restoreRows(ctx.db, id, properties), ...PROPERTY_CHILDREN.map((child) => restoreRows(ctx.db, id, child.table)), ...frame.clear, bumpCounters(ctx, 1)],
+      [
+        frame.guard,
+        restoreRows(ctx.db, id, properties),
+        ...PROPERTY_CHILDREN.map((child) => restoreRows(ctx.db, id, child.table)),
+        ...frame.clear,
+        bumpCounters(ctx, 1),
+      ],
       [newEvent(ctx, "property.restored", { object: toProperty(record), previousAttributes: null, changes: null })],
     );
     return getProperty(ctx, id);
   });
 }
-

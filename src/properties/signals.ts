@@ -44,8 +44,18 @@ export function countSignal(ctx: ServiceContext, id: string, type: SignalType, a
  * An inquiry about `property` for another domain's batch (lead intake, issue 33): counted like POST …/signals with
  * type INQUIRY, guarded on the property still being there, with its `property.inquiry_received`.
  */
-export function inquiryWrite(ctx: ServiceContext, property: PropertyRecord, signal: { contactId: string; message?: string }, at: string): { statements: Statement[]; events: EventEnvelope[] } {
+export function inquiryWrite(
+  ctx: ServiceContext,
+  property: PropertyRecord,
+  signal: { contactId: string; message?: string },
+  at: string,
+): { statements: Statement[]; events: EventEnvelope[] } {
   const exists = expectRow(ctx.db, properties, and(eq(properties.id, property.id), eq(properties.organizationId, ctx.organizationId)));
-  const event = newEvent(ctx, "property.inquiry_received", { object: toProperty(property), previousAttributes: null, changes: null, signal: { type: "INQUIRY", ...signal, recordedAt: at } });
+  const event = newEvent(ctx, "property.inquiry_received", {
+    object: toProperty(property),
+    previousAttributes: null,
+    changes: null,
+    signal: { type: "INQUIRY", ...signal, recordedAt: at },
+  });
   return { statements: [exists, ...countSignal(ctx, property.id, "INQUIRY", at)], events: [event] };
 }

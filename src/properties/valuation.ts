@@ -55,9 +55,11 @@ interface Sale {
 }
 
 const sizeOf = (p: { propertyType: string; squareFootage: number | null; details: Record<string, unknown> }): number | null =>
-  p.squareFootage ?? (p.propertyType === "LAND" && typeof p.details.lotSize === "number" && p.details.lotSize > 0 ? p.details.lotSize : null);
+  p.squareFootage ??
+  (p.propertyType === "LAND" && typeof p.details.lotSize === "number" && p.details.lotSize > 0 ? p.details.lotSize : null);
 
-const oneLine = (a: Record<string, unknown>) => [a.street, a.unit, a.city, [a.state, a.zipCode].filter(Boolean).join(" ")].filter(Boolean).join(", ");
+const oneLine = (a: Record<string, unknown>) =>
+  [a.street, a.unit, a.city, [a.state, a.zipCode].filter(Boolean).join(" ")].filter(Boolean).join(", ");
 const round = (v: number, digits = 2) => Math.round(v * 10 ** digits) / 10 ** digits;
 const median = (xs: number[]) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -110,7 +112,9 @@ async function salesNear(ctx: ServiceContext, subject: PropertyRecord, now: Date
 /** Annual change of the median price per square foot between the last six months and the six before; null with under two sales in either. */
 function appreciationOf(sales: Sale[], now: string): number | null {
   const recent = sales.filter((s) => daysBetween(s.soldDate, now) < 6 * MONTH_DAYS).map((s) => s.soldPrice / s.size);
-  const older = sales.filter((s) => daysBetween(s.soldDate, now) >= 6 * MONTH_DAYS && daysBetween(s.soldDate, now) < 12 * MONTH_DAYS).map((s) => s.soldPrice / s.size);
+  const older = sales
+    .filter((s) => daysBetween(s.soldDate, now) >= 6 * MONTH_DAYS && daysBetween(s.soldDate, now) < 12 * MONTH_DAYS)
+    .map((s) => s.soldPrice / s.size);
   if (recent.length < 2 || older.length < 2) return null;
   return round((median(recent)! / median(older)!) ** 2 - 1, 4);
 }
@@ -118,7 +122,8 @@ function appreciationOf(sales: Sale[], now: string): number | null {
 /** Computes a valuation of `subject`, or refuses (422) when there is too little to go on. */
 export async function computeValuation(ctx: ServiceContext, subject: PropertyRecord, now = new Date()): Promise<Valuation> {
   const size = sizeOf(subject);
-  if (size === null) throw new Unprocessable("insufficient_data", "The property needs details.squareFootage (or details.lotSize for LAND) to be valued");
+  if (size === null)
+    throw new Unprocessable("insufficient_data", "The property needs details.squareFootage (or details.lotSize for LAND) to be valued");
   const on = today(now);
   const sales = await salesNear(ctx, subject, now);
   const appreciation = appreciationOf(sales, on);
@@ -128,11 +133,15 @@ export async function computeValuation(ctx: ServiceContext, subject: PropertyRec
     if (sizeScore < 0.5) return [];
     let location: number;
     if (subject.latitude !== null && subject.longitude !== null && s.latitude !== null && s.longitude !== null) {
-      const miles = distanceMiles({ latitude: subject.latitude, longitude: subject.longitude }, { latitude: s.latitude, longitude: s.longitude });
+      const miles = distanceMiles(
+        { latitude: subject.latitude, longitude: subject.longitude },
+        { latitude: s.latitude, longitude: s.longitude },
+      );
       if (miles > SEARCH_MILES) return [];
       location = 1 - miles / SEARCH_MILES;
     } else location = s.zipCode === subject.zipCode ? 0.8 : 0.6;
-    const condition = subject.yearBuilt !== null && s.yearBuilt !== null ? Math.max(0, 1 - Math.abs(subject.yearBuilt - s.yearBuilt) / 50) : 0.7;
+    const condition =
+      subject.yearBuilt !== null && s.yearBuilt !== null ? Math.max(0, 1 - Math.abs(subject.yearBuilt - s.yearBuilt) / 50) : 0.7;
     const amenities = s.flags.filter((f, i) => f === subjectFlags[i]).length / 3;
     const monthsAgo = daysBetween(s.soldDate, on) / MONTH_DAYS;
     const market = Math.max(0, 1 - monthsAgo / LOOKBACK_MONTHS);
@@ -140,7 +149,10 @@ export async function computeValuation(ctx: ServiceContext, subject: PropertyRec
     const adjustedPpsf = (s.soldPrice / s.size) * (1 + (appreciation ?? 0)) ** (monthsAgo / 12);
     return [{ sale: s, similarity, adjustedPpsf, parts: { location, size: sizeScore, condition, amenities, market } }];
   });
-  const comps = scored.filter((c) => c.similarity >= MIN_SIMILARITY).sort((a, b) => b.similarity - a.similarity || a.sale.id.localeCompare(b.sale.id)).slice(0, MAX_COMPARABLES);
+  const comps = scored
+    .filter((c) => c.similarity >= MIN_SIMILARITY)
+    .sort((a, b) => b.similarity - a.similarity || a.sale.id.localeCompare(b.sale.id))
+    .slice(0, MAX_COMPARABLES);
   if (comps.length < MIN_COMPARABLES) {
     throw new Unprocessable(
       "insufficient_comparables",
@@ -199,14 +211,21 @@ export async function requestValuation(ctx: ServiceContext, id: string): Promise
       confidence: valuation.confidence,
       valuationDate: valuation.valuationDate,
       pricePerSquareFoot: valuation.pricePerSquareFoot,
-      comparables: valuation.comparables.map(({ address, soldPrice, soldDate, squareFootage }) => ({ address, soldPrice, soldDate, squareFootage })),
+      comparables: valuation.comparables.map(({ address, soldPrice, soldDate, squareFootage }) => ({
+        address,
+        soldPrice,
+        soldDate,
+        squareFootage,
+      })),
     };
     const after = { ...before, valuation: summary, updatedAt: valuation.valuationDate, version: before.version + 1 };
     await commitProperty(
       ctx,
       [
         ...replaceProperty(ctx, before, after),
-        ctx.db.insert(propertyValuations).values({ id: newId(), organizationId: ctx.organizationId, propertyId: id, createdAt: valuation.valuationDate, body: valuation }),
+        ctx.db
+          .insert(propertyValuations)
+          .values({ id: newId(), organizationId: ctx.organizationId, propertyId: id, createdAt: valuation.valuationDate, body: valuation }),
       ],
       changeEvents(ctx, before, after),
     );

@@ -10,16 +10,30 @@ import { newId, newRecordId } from "../lib/ids";
 import { inJsonList } from "../lib/sql";
 import type { ServiceContext } from "../service-context";
 import { daysOnMarket, indexedColumns, listingOf, type PropertyRecord, type StoredListing, today, toProperty } from "./mapping";
-import { MAX_PHOTOS, OFF_MARKET, type PhotoEntry, type PriceHistoryEntry, type PropertyCreate, type PropertyUpdate, READ_ONLY_FIELDS } from "./schemas";
+import {
+  MAX_PHOTOS,
+  OFF_MARKET,
+  type PhotoEntry,
+  type PriceHistoryEntry,
+  type PropertyCreate,
+  type PropertyUpdate,
+  READ_ONLY_FIELDS,
+} from "./schemas";
 
 type Group = Record<string, unknown>;
-export const PROPERTIES: VersionedTable = { table: properties, id: properties.id, organizationId: properties.organizationId, version: properties.version };
+export const PROPERTIES: VersionedTable = {
+  table: properties,
+  id: properties.id,
+  organizationId: properties.organizationId,
+  version: properties.version,
+};
 
 /** Price history entries kept per listing: the first (LISTED) and the latest ones. */
 const MAX_PRICE_HISTORY = 100;
 
 /** Property-count bookkeeping in the batch of every property write (crm/list-totals.ts). */
-export const bumpCounters = (ctx: ServiceContext, delta: number): Statement => bumpResourceCounter(ctx.db, ctx.organizationId, "properties", delta);
+export const bumpCounters = (ctx: ServiceContext, delta: number): Statement =>
+  bumpResourceCounter(ctx.db, ctx.organizationId, "properties", delta);
 
 /** Drops what a client may echo back but never writes (schemas.ts READ_ONLY_FIELDS, listing.priceHistory/daysOnMarket). */
 export function writableInput<T extends Record<string, unknown>>(input: T): T {
@@ -54,7 +68,11 @@ export async function resolveAgents(ctx: ServiceContext, listing: Group | undefi
   const slots = (["listingAgent", "coListingAgent"] as const).filter((k) => listing[k] && typeof listing[k] === "object");
   const ids = slots.map((k) => (listing[k] as Group).id).filter((id): id is string => typeof id === "string");
   const found = ids.length
-    ? await ctx.db.select({ id: users.id, name: users.name, email: users.email }).from(users).where(and(eq(users.organizationId, ctx.organizationId), inJsonList(users.id, ids))).all()
+    ? await ctx.db
+        .select({ id: users.id, name: users.name, email: users.email })
+        .from(users)
+        .where(and(eq(users.organizationId, ctx.organizationId), inJsonList(users.id, ids)))
+        .all()
     : [];
   const issues: FieldIssue[] = [];
   for (const slot of slots) {
@@ -62,12 +80,22 @@ export async function resolveAgents(ctx: ServiceContext, listing: Group | undefi
     if (typeof agent.id === "string") {
       const user = found.find((u) => u.id === agent.id);
       if (!user) {
-        issues.push({ field: `listing.${slot}.id`, path: ["listing", slot, "id"], code: "invalid_reference", message: "No user with this id in your organization" });
+        issues.push({
+          field: `listing.${slot}.id`,
+          path: ["listing", slot, "id"],
+          code: "invalid_reference",
+          message: "No user with this id in your organization",
+        });
         continue;
       }
       listing[slot] = { ...agent, name: agent.name ?? user.name ?? user.email, email: agent.email ?? user.email };
     } else if (typeof agent.name !== "string") {
-      issues.push({ field: `listing.${slot}.name`, path: ["listing", slot, "name"], code: "required", message: "An agent who is not a user of your organization needs a name" });
+      issues.push({
+        field: `listing.${slot}.name`,
+        path: ["listing", slot, "name"],
+        code: "required",
+        message: "An agent who is not a user of your organization needs a name",
+      });
     }
   }
   return issues;
@@ -78,31 +106,55 @@ function withCommissionTotal(listing: Group, issues: FieldIssue[]): void {
   const c = listing.commission as { buyerAgent?: number; listingAgent?: number; total?: number } | undefined;
   if (!c || c.buyerAgent === undefined || c.listingAgent === undefined) return;
   const total = Math.round((c.buyerAgent + c.listingAgent) * 1e9) / 1e9;
-  if (total > 1) issues.push({ field: "listing.commission", path: ["listing", "commission"], code: "invalid_commission", message: "buyerAgent + listingAgent cannot exceed 1 (the whole price)" });
+  if (total > 1)
+    issues.push({
+      field: "listing.commission",
+      path: ["listing", "commission"],
+      code: "invalid_commission",
+      message: "buyerAgent + listingAgent cannot exceed 1 (the whole price)",
+    });
   else if (c.total === undefined) listing.commission = { ...c, total };
 }
 
-const boundedHistory = (h: PriceHistoryEntry[]): PriceHistoryEntry[] => (h.length <= MAX_PRICE_HISTORY ? h : [h[0]!, ...h.slice(h.length - MAX_PRICE_HISTORY + 1)]);
+const boundedHistory = (h: PriceHistoryEntry[]): PriceHistoryEntry[] =>
+  h.length <= MAX_PRICE_HISTORY ? h : [h[0]!, ...h.slice(h.length - MAX_PRICE_HISTORY + 1)];
 
 /**
  * media.photos of a write applied to the stored photos: entries with an id keep (and may re-caption or re-order)
  * that photo, entries without one link a new photo, photos left out go. Returns the photos and the removed uploads,
  * whose files are deleted once the write has landed.
  */
-function applyPhotos(stored: StoredPhoto[], entries: PhotoEntry[], at: string, issues: FieldIssue[]): { photos: StoredPhoto[]; removed: StoredPhoto[] } {
+function applyPhotos(
+  stored: StoredPhoto[],
+  entries: PhotoEntry[],
+  at: string,
+  issues: FieldIssue[],
+): { photos: StoredPhoto[]; removed: StoredPhoto[] } {
   const byId = new Map(stored.map((p) => [p.id, p]));
   const photos: StoredPhoto[] = [];
   entries.forEach((e, i) => {
     if (e.id !== undefined) {
       const known = byId.get(e.id);
-      if (!known) issues.push({ field: `media.photos.${i}.id`, path: ["media", "photos", i, "id"], code: "invalid_reference", message: "This property has no photo with this id" });
+      if (!known)
+        issues.push({
+          field: `media.photos.${i}.id`,
+          path: ["media", "photos", i, "id"],
+          code: "invalid_reference",
+          message: "This property has no photo with this id",
+        });
       else photos.push({ ...known, caption: e.caption === undefined ? known.caption : e.caption, order: e.order ?? known.order });
       return;
     }
     photos.push({ id: newId(), url: e.url!, caption: e.caption ?? null, order: e.order ?? i, uploadedAt: at });
   });
   const kept = new Set(photos.map((p) => p.id));
-  if (photos.length > MAX_PHOTOS) issues.push({ field: "media.photos", path: ["media", "photos"], code: "too_big", message: `A property has at most ${MAX_PHOTOS} photos` });
+  if (photos.length > MAX_PHOTOS)
+    issues.push({
+      field: "media.photos",
+      path: ["media", "photos"],
+      code: "too_big",
+      message: `A property has at most ${MAX_PHOTOS} photos`,
+    });
   return { photos, removed: stored.filter((p) => !kept.has(p.id)) };
 }
 
@@ -135,7 +187,12 @@ export function newPropertyRecord(ctx: ServiceContext, input: PropertyCreate, no
     organizationId: ctx.organizationId,
     mlsId: input.mlsId ?? null,
     address: merge({}, input.address),
-    details: { ...merge({}, input.details), garage: input.details.garage ?? false, pool: input.details.pool ?? false, waterfront: input.details.waterfront ?? false },
+    details: {
+      ...merge({}, input.details),
+      garage: input.details.garage ?? false,
+      pool: input.details.pool ?? false,
+      waterfront: input.details.waterfront ?? false,
+    },
     listing: stored as unknown as Group,
     features: input.features ? nonEmpty(merge({}, input.features)) : null,
     media: nonEmpty(merge({}, media)),
@@ -159,7 +216,11 @@ export function newPropertyRecord(ctx: ServiceContext, input: PropertyCreate, no
  * on market clock and, into SOLD, records the sold price and date; a list price change appends PRICE_REDUCTION or
  * PRICE_INCREASE to priceHistory. Returns the removed uploaded photos too.
  */
-export function applyUpdate(before: PropertyRecord, input: PropertyUpdate, now: Date): { after: PropertyRecord; removedPhotos: StoredPhoto[] } {
+export function applyUpdate(
+  before: PropertyRecord,
+  input: PropertyUpdate,
+  now: Date,
+): { after: PropertyRecord; removedPhotos: StoredPhoto[] } {
   const at = now.toISOString();
   const issues: FieldIssue[] = [];
   const next: PropertyRecord = { ...before };
@@ -199,14 +260,26 @@ function applyListing(prev: StoredListing, patch: Group, now: Date, issues: Fiel
   const listing = merge(prev as unknown as Group, patch) as unknown as StoredListing;
   withCommissionTotal(listing as unknown as Group, issues);
   const history = [...prev.priceHistory];
-  if (listing.listPrice !== prev.listPrice) history.push({ price: listing.listPrice, date: at, event: listing.listPrice < prev.listPrice ? "PRICE_REDUCTION" : "PRICE_INCREASE" });
+  if (listing.listPrice !== prev.listPrice)
+    history.push({ price: listing.listPrice, date: at, event: listing.listPrice < prev.listPrice ? "PRICE_REDUCTION" : "PRICE_INCREASE" });
   if (listing.status === "SOLD" && prev.status !== "SOLD") {
     listing.soldPrice ??= listing.listPrice;
     listing.soldDate ??= today(now);
-    if (listing.soldDate < listing.listDate) issues.push({ field: "listing.soldDate", path: ["listing", "soldDate"], code: "invalid_date", message: "soldDate is before listDate" });
+    if (listing.soldDate < listing.listDate)
+      issues.push({
+        field: "listing.soldDate",
+        path: ["listing", "soldDate"],
+        code: "invalid_date",
+        message: "soldDate is before listDate",
+      });
     history.push({ price: listing.soldPrice, date: at, event: "SOLD" });
   } else if (listing.status !== "SOLD" && (patch.soldPrice != null || patch.soldDate != null)) {
-    issues.push({ field: "listing.soldPrice", path: ["listing", patch.soldPrice != null ? "soldPrice" : "soldDate"], code: "invalid_state", message: "soldPrice and soldDate apply to SOLD listings" });
+    issues.push({
+      field: "listing.soldPrice",
+      path: ["listing", patch.soldPrice != null ? "soldPrice" : "soldDate"],
+      code: "invalid_state",
+      message: "soldPrice and soldDate apply to SOLD listings",
+    });
   } else if (listing.status !== "SOLD" && prev.status === "SOLD") {
     // Back on the market: the old sale is history (priceHistory keeps it), not this listing's figures.
     delete (listing as Partial<StoredListing>).soldPrice;
@@ -229,7 +302,13 @@ export function changeEvents(ctx: ServiceContext, before: PropertyRecord, after:
   const was = listingOf(before);
   const is = listingOf(after);
   if (was.status !== is.status) {
-    events.push(newEvent(ctx, "property.status_changed", { object, previousAttributes: { listing: { status: was.status } }, changes: ["listing.status"] }));
+    events.push(
+      newEvent(ctx, "property.status_changed", {
+        object,
+        previousAttributes: { listing: { status: was.status } },
+        changes: ["listing.status"],
+      }),
+    );
   }
   if (was.listPrice !== is.listPrice) {
     const changeAmount = is.listPrice - was.listPrice;
@@ -238,7 +317,12 @@ export function changeEvents(ctx: ServiceContext, before: PropertyRecord, after:
         object,
         previousAttributes: { listing: { listPrice: was.listPrice } },
         changes: ["listing.listPrice"],
-        priceChange: { previousPrice: was.listPrice, newPrice: is.listPrice, changeAmount, changePercentage: Math.round((changeAmount / was.listPrice) * 10_000) / 100 },
+        priceChange: {
+          previousPrice: was.listPrice,
+          newPrice: is.listPrice,
+          changeAmount,
+          changePercentage: Math.round((changeAmount / was.listPrice) * 10_000) / 100,
+        },
       }),
     );
   }
@@ -248,7 +332,10 @@ export function changeEvents(ctx: ServiceContext, before: PropertyRecord, after:
 /** The row update of a property read at `before.version`. */
 export function updatePropertyStatement(ctx: ServiceContext, before: PropertyRecord, after: PropertyRecord): Statement {
   const { id: _id, organizationId: _org, createdAt: _created, ...columns } = after;
-  return ctx.db.update(properties).set(columns).where(atVersion(PROPERTIES, ctx.organizationId, before.id, before.version));
+  return ctx.db
+    .update(properties)
+    .set(columns)
+    .where(atVersion(PROPERTIES, ctx.organizationId, before.id, before.version));
 }
 
 /** The compare-and-set of one property: the guard that it is still at the version read, its update, the counter version. */

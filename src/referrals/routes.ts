@@ -11,7 +11,16 @@ import { requestMeta } from "../platform/request-meta";
 import { rateLimit } from "../platform/rate-limit";
 import { defineRoute, jsonBody } from "../platform/route";
 import { openPublicKey, publicServiceContext } from "../platform/session";
-import { PublicReferral, Referral, REFERRAL_CHANNELS, ReferralCreate, ReferralList, ReferralListQuery, REWARD_STATUSES, REWARD_TYPES } from "./schemas";
+import {
+  PublicReferral,
+  Referral,
+  REFERRAL_CHANNELS,
+  ReferralCreate,
+  ReferralList,
+  ReferralListQuery,
+  REWARD_STATUSES,
+  REWARD_TYPES,
+} from "./schemas";
 import { captureReferral, createReferral, listReferrals, REFERRAL_DEDUP_DAYS } from "./service";
 
 const tags = ["Reputation"];
@@ -63,11 +72,25 @@ With the bot challenge configured (BOT_CHALLENGE_SECRET), the body needs a Turns
 The same referred e-mail sent to the same agent within ${REFERRAL_DEDUP_DAYS} days of the first referral is a duplicate: it answers the same
 202 with that referral's id and records nothing (no second referral, referrer or lead).`,
   middleware: [limitBody(PUBLIC_REFERRAL_MAX_BYTES), rateLimit("public-referral:post")] as const,
-  request: { params: z.object({ agentSlug: z.string().min(1).max(100).openapi({ param: { name: "agentSlug", in: "path" } }) }), ...jsonBody(PublicReferral) },
+  request: {
+    params: z.object({
+      agentSlug: z
+        .string()
+        .min(1)
+        .max(100)
+        .openapi({ param: { name: "agentSlug", in: "path" } }),
+    }),
+    ...jsonBody(PublicReferral),
+  },
   responses: {
     202: apiJson(
       "Received (or a duplicate of a referral received within the window: the same answer, naming it)",
-      z.object({ received: z.literal(true), referralId: z.string().openapi({ description: "The referral recorded, or the earlier one this repeats" }) }).openapi("ReferralReceived"),
+      z
+        .object({
+          received: z.literal(true),
+          referralId: z.string().openapi({ description: "The referral recorded, or the earlier one this repeats" }),
+        })
+        .openapi("ReferralReceived"),
     ),
     403: apiError("The bot challenge token was refused (challenge_failed)"),
     404: apiError("No published profile at this slug"),
@@ -89,7 +112,13 @@ export function createReferralRoutes(deps: ReferralDeps) {
     .openapi(create, async (c) => c.json(await createReferral(serviceContext(c), c.req.valid("json")), 201))
     .openapi(capture, async (c) => {
       const input = c.req.valid("json");
-      await requireChallenge(readConfig(c.env).BOT_CHALLENGE_SECRET, deps.botChallenge, input.challengeToken, requestMeta(c).ip, "when the bot challenge is configured");
+      await requireChallenge(
+        readConfig(c.env).BOT_CHALLENGE_SECRET,
+        deps.botChallenge,
+        input.challengeToken,
+        requestMeta(c).ip,
+        "when the bot challenge is configured",
+      );
       const { agentSlug } = c.req.valid("param");
       // The slug's organization from the directory, with its shard opened (issue 24); unknown there is the same 404.
       const organizationId = await openPublicKey(c, "agent_slug", agentSlug);

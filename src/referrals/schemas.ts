@@ -13,7 +13,10 @@ export const REWARD_STATUSES = ["NONE", "PENDING", "APPROVED", "PAID", "DECLINED
 export const REFERRAL_STATUSES = ["RECEIVED"] as const;
 
 const id = z.string().min(1).max(100);
-const phone = z.string().trim().regex(/^\+?[0-9 ().-]{7,25}$/, { message: "Must be an e-mail address or a phone number" });
+const phone = z
+  .string()
+  .trim()
+  .regex(/^\+?[0-9 ().-]{7,25}$/, { message: "Must be an e-mail address or a phone number" });
 
 export const ReferralCreate = z
   .strictObject({
@@ -21,16 +24,25 @@ export const ReferralCreate = z
     referrerPersonId: id.optional().openapi({ description: "Who referred, a contact of your organization" }),
     channel: z.enum(REFERRAL_CHANNELS).default("MANUAL"),
     referredName: oneLineText(200),
-    referredContact: z.union([z.email().max(254), phone]).optional().openapi({ description: "E-mail address or phone number of the referred person; an e-mail makes a lead contact" }),
+    referredContact: z
+      .union([z.email().max(254), phone])
+      .optional()
+      .openapi({ description: "E-mail address or phone number of the referred person; an e-mail makes a lead contact" }),
     notes: z.string().trim().max(5000).optional(),
     rewardType: z.enum(REWARD_TYPES).optional(),
     rewardStatus: z.enum(REWARD_STATUSES).optional().openapi({ description: "Defaults to PENDING when a reward type is given" }),
-    rewardValue: z.number().min(0).max(1_000_000_000).optional().openapi({ description: "Amount of the reward, in the organization's currency" }),
+    rewardValue: z
+      .number()
+      .min(0)
+      .max(1_000_000_000)
+      .optional()
+      .openapi({ description: "Amount of the reward, in the organization's currency" }),
   })
   // A reward's status or value without its type tracks nothing anyone can pay out.
   .superRefine((v, ctx) => {
     for (const field of ["rewardStatus", "rewardValue"] as const)
-      if (v[field] !== undefined && v.rewardType === undefined) ctx.addIssue({ code: "custom", path: [field], message: "Needs rewardType", params: { code: "requires_reward_type" } });
+      if (v[field] !== undefined && v.rewardType === undefined)
+        ctx.addIssue({ code: "custom", path: [field], message: "Needs rewardType", params: { code: "requires_reward_type" } });
   })
   .openapi("ReferralCreate");
 export type ReferralCreate = z.infer<typeof ReferralCreate>;
@@ -42,7 +54,12 @@ export const PublicReferral = z
     referredName: oneLineText(200),
     referredEmail: z.email().max(254),
     notes: z.string().trim().max(5000).optional(),
-    challengeToken: z.string().min(1).max(4096).optional().openapi({ description: "Turnstile token, required when the bot challenge is configured" }),
+    challengeToken: z
+      .string()
+      .min(1)
+      .max(4096)
+      .optional()
+      .openapi({ description: "Turnstile token, required when the bot challenge is configured" }),
   })
   .openapi("PublicReferral");
 export type PublicReferral = z.infer<typeof PublicReferral>;
@@ -60,7 +77,10 @@ export const Referral = z
     rewardType: z.string().nullable(),
     rewardStatus: z.string().nullable(),
     rewardValue: z.number().nullable(),
-    leadContactId: z.string().nullable().openapi({ description: "The lead contact made (or found by e-mail) from the referral; null until the workflow ran" }),
+    leadContactId: z
+      .string()
+      .nullable()
+      .openapi({ description: "The lead contact made (or found by e-mail) from the referral; null until the workflow ran" }),
     createdAt: z.string(),
     updatedAt: z.string(),
   })
@@ -69,5 +89,8 @@ export type Referral = z.infer<typeof Referral>;
 
 export const ReferralListQuery = listQuery({ status: z.enum(REFERRAL_STATUSES).optional(), agentUserId: id.optional() });
 export const ReferralList = z
-  .object({ referrals: z.array(Referral), pagination: z.object({ hasMore: z.boolean(), nextCursor: z.string().nullable(), limit: z.int() }) })
+  .object({
+    referrals: z.array(Referral),
+    pagination: z.object({ hasMore: z.boolean(), nextCursor: z.string().nullable(), limit: z.int() }),
+  })
   .openapi("ReferralList");

@@ -28,14 +28,32 @@ export const toReferral = (r: Row): Referral => {
 
 const emailKeyOf = (contact: string | undefined | null) => (contact && contact.includes("@") ? contact.toLowerCase() : null);
 
-function referralRow(organizationId: string, input: Omit<Row, "id" | "organizationId" | "status" | "referredEmailKey" | "leadContactId" | "createdAt" | "updatedAt" | "version">): Row {
+function referralRow(
+  organizationId: string,
+  input: Omit<Row, "id" | "organizationId" | "status" | "referredEmailKey" | "leadContactId" | "createdAt" | "updatedAt" | "version">,
+): Row {
   const at = nowIso();
-  return { ...input, id: newId(), organizationId, status: "RECEIVED", referredEmailKey: emailKeyOf(input.referredContact), leadContactId: null, createdAt: at, updatedAt: at, version: 1 };
+  return {
+    ...input,
+    id: newId(),
+    organizationId,
+    status: "RECEIVED",
+    referredEmailKey: emailKeyOf(input.referredContact),
+    leadContactId: null,
+    createdAt: at,
+    updatedAt: at,
+    version: 1,
+  };
 }
 
 /** REFERRAL_RECEIVED for the lead workflow, and the catalogue's referral.received carrying the referral (issue 32). */
 const received = (ctx: Pick<ServiceContext, "organizationId" | "actor">, r: Row) => [
-  newEvent(ctx, "REFERRAL_RECEIVED", { referralId: r.id, agentUserId: r.agentUserId, channel: r.channel, referrerPersonId: r.referrerPersonId }),
+  newEvent(ctx, "REFERRAL_RECEIVED", {
+    referralId: r.id,
+    agentUserId: r.agentUserId,
+    channel: r.channel,
+    referrerPersonId: r.referrerPersonId,
+  }),
   resourceEvent(ctx, "referral.received", toReferral(r)),
 ];
 
@@ -114,16 +132,31 @@ export async function captureReferral(base: Omit<ServiceContext, "actor">, slug:
   if (!agent) return null;
   const ctx: ServiceContext = { ...base, actor: { type: "public", userId: null } };
   const contactHash = await sha256Hex(referredKey(input.referredEmail));
-  const keyOf = and(eq(referralKeys.organizationId, ctx.organizationId), eq(referralKeys.agentUserId, agent.userId), eq(referralKeys.contactHash, contactHash));
+  const keyOf = and(
+    eq(referralKeys.organizationId, ctx.organizationId),
+    eq(referralKeys.agentUserId, agent.userId),
+    eq(referralKeys.contactHash, contactHash),
+  );
   return withRetries(async () => {
     const now = new Date();
     const live = and(keyOf, gt(referralKeys.expiresAt, nowIso(now)));
     const held = await ctx.db.select({ referralId: referralKeys.referralId }).from(referralKeys).where(live).get();
     if (held) {
-      const existing = await ctx.db.select().from(referrals).where(and(eq(referrals.organizationId, ctx.organizationId), eq(referrals.id, held.referralId))).get();
+      const existing = await ctx.db
+        .select()
+        .from(referrals)
+        .where(and(eq(referrals.organizationId, ctx.organizationId), eq(referrals.id, held.referralId)))
+        .get();
       if (existing) return toReferral(existing);
     }
-    const referrer = await contactByEmail(ctx, { name: input.referrerName, email: input.referrerEmail, type: "REFERRAL", source: "PUBLIC_PROFILE", assignedTo: agent.userId, notes: null });
+    const referrer = await contactByEmail(ctx, {
+      name: input.referrerName,
+      email: input.referrerEmail,
+      type: "REFERRAL",
+      source: "PUBLIC_PROFILE",
+      assignedTo: agent.userId,
+      notes: null,
+    });
     const row = referralRow(ctx.organizationId, {
       agentUserId: agent.userId,
       referrerPersonId: referrer.id,
@@ -144,7 +177,13 @@ export async function captureReferral(base: Omit<ServiceContext, "actor">, slug:
         expectNoRow(ctx.db, referralKeys, held ? and(live, ne(referralKeys.referralId, held.referralId)) : live),
         ...referrer.statements,
         ctx.db.insert(referrals).values(row),
-        ctx.db.insert(referralKeys).values(key).onConflictDoUpdate({ target: [referralKeys.organizationId, referralKeys.agentUserId, referralKeys.contactHash], set: { referralId: row.id, expiresAt } }),
+        ctx.db
+          .insert(referralKeys)
+          .values(key)
+          .onConflictDoUpdate({
+            target: [referralKeys.organizationId, referralKeys.agentUserId, referralKeys.contactHash],
+            set: { referralId: row.id, expiresAt },
+          }),
       ],
       [...referrer.events, ...received(ctx, row)],
     );
@@ -162,9 +201,27 @@ export async function leadFromReferral(ctx: ServiceContext, referralId: string):
     const byId = and(eq(referrals.organizationId, ctx.organizationId), eq(referrals.id, referralId));
     const ref = await ctx.db.select().from(referrals).where(byId).get();
     if (!ref || ref.leadContactId || !ref.referredEmailKey || !ref.referredContact) return ref?.leadContactId ?? null;
-    const lead = await contactByEmail(ctx, { name: ref.referredName, email: ref.referredContact, type: "LEAD", source: "REFERRAL", assignedTo: ref.agentUserId, notes: ref.notes });
+    const lead = await contactByEmail(ctx, {
+      name: ref.referredName,
+      email: ref.referredContact,
+      type: "LEAD",
+      source: "REFERRAL",
+      assignedTo: ref.agentUserId,
+      notes: ref.notes,
+    });
     const unlinked = and(byId, isNull(referrals.leadContactId));
-    await commit(ctx, [expectRow(ctx.db, referrals, unlinked), ...lead.statements, ctx.db.update(referrals).set({ leadContactId: lead.id, updatedAt: nowIso(), version: ref.version + 1 }).where(unlinked)], lead.events);
+    await commit(
+      ctx,
+      [
+        expectRow(ctx.db, referrals, unlinked),
+        ...lead.statements,
+        ctx.db
+          .update(referrals)
+          .set({ leadContactId: lead.id, updatedAt: nowIso(), version: ref.version + 1 })
+          .where(unlinked),
+      ],
+      lead.events,
+    );
     return lead.id;
   });
 }

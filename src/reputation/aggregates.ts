@@ -75,7 +75,10 @@ export const aggregateQuery = (db: Db, organizationId: string, agentUserId: stri
 export async function getAggregate(ctx: ServiceContext, agentUserId: string | undefined) {
   const [rows, agents] = await ctx.db.batch([
     aggregateQuery(ctx.db, ctx.organizationId, agentUserId ?? null),
-    ctx.db.select({ id: users.id }).from(users).where(and(eq(users.id, agentUserId ?? ""), eq(users.organizationId, ctx.organizationId))),
+    ctx.db
+      .select({ id: users.id })
+      .from(users)
+      .where(and(eq(users.id, agentUserId ?? ""), eq(users.organizationId, ctx.organizationId))),
   ]);
   if (agentUserId !== undefined && agents.length === 0) throw new NotFound("Agent");
   return toAggregate(rows[0], agentUserId ?? null);
@@ -84,7 +87,8 @@ export async function getAggregate(ctx: ServiceContext, agentUserId: string | un
 export type SurveyFigures = Partial<Pick<Row, "surveysSent" | "surveysCompleted" | "npsPromoters" | "npsPassives" | "npsDetractors">>;
 
 /** An NPS answer's class: 9–10 promoter, 7–8 passive, 0–6 detractor. */
-export const npsClass = (score: number): SurveyFigures => (score >= 9 ? { npsPromoters: 1 } : score >= 7 ? { npsPassives: 1 } : { npsDetractors: 1 });
+export const npsClass = (score: number): SurveyFigures =>
+  score >= 9 ? { npsPromoters: 1 } : score >= 7 ? { npsPassives: 1 } : { npsDetractors: 1 };
 
 /**
  * The statements that add survey figures (a survey sent, one completed and its NPS answer) to the agent's and the

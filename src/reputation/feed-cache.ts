@@ -19,7 +19,8 @@ export const feedUrl = (env: Env, slug: string) => `${appUrlOf(readConfig(env))}
  */
 export const feedCacheKey = (env: Env, slug: string) => new Request(feedUrl(env, slug), { method: "GET" });
 
-const warnPurge = (err: unknown) => console.error(JSON.stringify({ level: "warn", msg: "reviews feed purge failed; it expires within a minute", error: loggableError(err) }));
+const warnPurge = (err: unknown) =>
+  console.error(JSON.stringify({ level: "warn", msg: "reviews feed purge failed; it expires within a minute", error: loggableError(err) }));
 
 /** Drops the feed at `slug` from this location's cache (other locations see a change within the minute). */
 export function purgeFeedBySlug(ctx: ServiceContext, slug: string): void {
@@ -30,7 +31,11 @@ export function purgeFeedBySlug(ctx: ServiceContext, slug: string): void {
 export function purgeFeed(ctx: ServiceContext, agentUserId: string): void {
   ctx.defer(
     (async () => {
-      const profile = await ctx.db.select({ slug: agentProfiles.slug }).from(agentProfiles).where(and(eq(agentProfiles.organizationId, ctx.organizationId), eq(agentProfiles.userId, agentUserId))).get();
+      const profile = await ctx.db
+        .select({ slug: agentProfiles.slug })
+        .from(agentProfiles)
+        .where(and(eq(agentProfiles.organizationId, ctx.organizationId), eq(agentProfiles.userId, agentUserId)))
+        .get();
       if (profile) await caches.default.delete(feedCacheKey(ctx.env, profile.slug));
     })().catch(warnPurge),
   );

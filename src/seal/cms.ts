@@ -1,7 +1,17 @@
 // CAdES (CMS SignedData) for the seal, over pkijs. Imported only with `await import("./cms")`: pkijs is large, and a
 // Worker pays at startup for every module it evaluates.
 import { fromBER, ObjectIdentifier, OctetString, Sequence } from "asn1js";
-import { Attribute, Certificate, ContentInfo, EncapsulatedContentInfo, getCrypto, IssuerAndSerialNumber, SignedAndUnsignedAttributes, SignedData, SignerInfo } from "pkijs";
+import {
+  Attribute,
+  Certificate,
+  ContentInfo,
+  EncapsulatedContentInfo,
+  getCrypto,
+  IssuerAndSerialNumber,
+  SignedAndUnsignedAttributes,
+  SignedData,
+  SignerInfo,
+} from "pkijs";
 import type { SealKeys } from "./keys";
 
 const OID = {
@@ -65,14 +75,21 @@ export async function buildCadesSignature(keys: SealKeys, content: Uint8Array): 
   return new Uint8Array(new ContentInfo({ contentType: OID.signedData, content: signedData.toSchema(true) }).toSchema().toBER(false));
 }
 
-export type CadesCheck = { ok: true; certificateDer: Uint8Array } | { ok: false; reason: "malformed" | "digest_mismatch" | "signature_invalid" | "not_our_seal" };
+export type CadesCheck =
+  | { ok: true; certificateDer: Uint8Array }
+  | { ok: false; reason: "malformed" | "digest_mismatch" | "signature_invalid" | "not_our_seal" };
 
 /**
  * Checks a detached CMS signature over `content` (whose SHA-256 is `contentSha256`): the messageDigest attribute, the
  * embedded signer certificate against the trusted ones, and the signature over the signed attributes with that
  * certificate's key. Never throws: anything that does not parse is `malformed`.
  */
-export async function checkCadesSignature(der: Uint8Array, content: Uint8Array, contentSha256: Uint8Array, trusted: Uint8Array[]): Promise<CadesCheck> {
+export async function checkCadesSignature(
+  der: Uint8Array,
+  content: Uint8Array,
+  contentSha256: Uint8Array,
+  trusted: Uint8Array[],
+): Promise<CadesCheck> {
   try {
     return await checkParsed(der, content, contentSha256, trusted);
   } catch {
@@ -111,14 +128,24 @@ async function checkParsed(der: Uint8Array, content: Uint8Array, contentSha256: 
 
   const sid = signer.sid;
   const certificate = (signedData.certificates ?? []).find(
-    (c): c is Certificate => c instanceof Certificate && sid instanceof IssuerAndSerialNumber && c.issuer.isEqual(sid.issuer) && c.serialNumber.isEqual(sid.serialNumber),
+    (c): c is Certificate =>
+      c instanceof Certificate &&
+      sid instanceof IssuerAndSerialNumber &&
+      c.issuer.isEqual(sid.issuer) &&
+      c.serialNumber.isEqual(sid.serialNumber),
   );
   // Trust before the signature check: a public verifier then only ever runs WebCrypto on our own keys.
   if (!certificate) return { ok: false, reason: "not_our_seal" };
   const certificateDer = new Uint8Array(certificate.toSchema().toBER(false));
   if (!trusted.some((t) => sameBytes(t, certificateDer))) return { ok: false, reason: "not_our_seal" };
   const signatureValid = await getCrypto(true)
-    .verifyWithPublicKey(signer.signedAttrs.encodedValue, signer.signature, certificate.subjectPublicKeyInfo, signer.signatureAlgorithm, hash)
+    .verifyWithPublicKey(
+      signer.signedAttrs.encodedValue,
+      signer.signature,
+      certificate.subjectPublicKeyInfo,
+      signer.signatureAlgorithm,
+      hash,
+    )
     .catch(() => false);
   if (!signatureValid) return { ok: false, reason: "signature_invalid" };
   return { ok: true, certificateDer };

@@ -81,7 +81,9 @@ async function importSealKeys(keyPem: string, certificatePem: string): Promise<S
       return {
         der,
         sha256: await sha256Hex(der),
-        publicKey: await crypto.subtle.importKey("spki", certificate.subjectPublicKeyInfo.toSchema().toBER(false), params, false, ["verify"]),
+        publicKey: await crypto.subtle.importKey("spki", certificate.subjectPublicKeyInfo.toSchema().toBER(false), params, false, [
+          "verify",
+        ]),
         algorithm: params.name === "ECDSA" ? { name: "ECDSA", hash: "SHA-256" } : { name: params.name },
       };
     }),
@@ -99,7 +101,14 @@ async function importSealKeys(keyPem: string, certificatePem: string): Promise<S
   if (!(await crypto.subtle.verify(algorithm, trusted[0]!.publicKey, await crypto.subtle.sign(algorithm, privateKey, probe), probe))) {
     throw new ConfigError("SEAL_PRIVATE_KEY does not belong to the first certificate in SEAL_CERTIFICATE");
   }
-  return { privateKey, algorithm, certificate: current.certificate, certificateDer: current.der, certificateSha256: trusted[0]!.sha256, trusted };
+  return {
+    privateKey,
+    algorithm,
+    certificate: current.certificate,
+    certificateDer: current.der,
+    certificateSha256: trusted[0]!.sha256,
+    trusted,
+  };
 }
 
 /** A raw WebCrypto signature with the seal key (ECDSA: r‖s; RSA: PKCS#1 v1.5), e.g. over an audit chain's head. */

@@ -22,7 +22,11 @@ const CMS_OVERHEAD_BYTES = 2048;
  */
 export async function sealPdf(env: Env, pdf: PDFDocument, fields: SealFields): Promise<Uint8Array> {
   const keys = await loadSealKeys(env);
-  const [{ SignPdf, Signer }, { buildCadesSignature }, { addSignaturePlaceholder }] = await Promise.all([import("@signpdf/signpdf"), import("./cms"), import("./placeholder")]);
+  const [{ SignPdf, Signer }, { buildCadesSignature }, { addSignaturePlaceholder }] = await Promise.all([
+    import("@signpdf/signpdf"),
+    import("./cms"),
+    import("./placeholder"),
+  ]);
 
   // @signpdf/signpdf computes the byte range, hands us the bytes it covers and writes our DER into /Contents (its
   // Buffer.from takes a Uint8Array as well).

@@ -46,7 +46,9 @@ const isSpace = (b: number | undefined) => b === 0x20 || b === 0x0a || b === 0x0
 export function findLastSignature(bytes: Uint8Array): SignatureLookup {
   const at = indexOf(bytes, BYTE_RANGE, 0, bytes.length, true);
   if (at === -1) return { kind: "none" };
-  const numbers = /^\s*\[\s*(\d{1,15})\s+(\d{1,15})\s+(\d{1,15})\s+(\d{1,15})\s*\]/.exec(latin1(bytes.subarray(at + BYTE_RANGE.length, at + BYTE_RANGE.length + 100)));
+  const numbers = /^\s*\[\s*(\d{1,15})\s+(\d{1,15})\s+(\d{1,15})\s+(\d{1,15})\s*\]/.exec(
+    latin1(bytes.subarray(at + BYTE_RANGE.length, at + BYTE_RANGE.length + 100)),
+  );
   if (!numbers) return { kind: "malformed" };
   const byteRange = numbers.slice(1, 5).map(Number) as FoundSignature["byteRange"];
   const start = byteRange[0] + byteRange[1];
@@ -63,9 +65,18 @@ export function findLastSignature(bytes: Uint8Array): SignatureLookup {
   // The dictionary's other entries, in the object around it but outside the hex string.
   const objStart = indexOf(bytes, OBJ, at - DICTIONARY_WINDOW, at, true);
   const objEnd = indexOf(bytes, ENDOBJ, end, end + DICTIONARY_WINDOW);
-  const text = latin1(bytes.subarray(objStart === -1 ? Math.max(0, at - 2048) : objStart, start)) + latin1(bytes.subarray(end, objEnd === -1 ? end + 2048 : objEnd));
+  const text =
+    latin1(bytes.subarray(objStart === -1 ? Math.max(0, at - 2048) : objStart, start)) +
+    latin1(bytes.subarray(end, objEnd === -1 ? end + 2048 : objEnd));
   const date = readString(text, "M");
-  return { kind: "found", byteRange, contents, reason: readString(text, "Reason"), name: readString(text, "Name"), signedAt: date === null ? null : parsePdfDate(date) };
+  return {
+    kind: "found",
+    byteRange,
+    contents,
+    reason: readString(text, "Reason"),
+    name: readString(text, "Name"),
+    signedAt: date === null ? null : parsePdfDate(date),
+  };
 }
 
 function decodeHex(hex: Uint8Array): Uint8Array | null {

@@ -45,7 +45,12 @@ export async function inspectSealedPdf(env: Env, bytes: Uint8Array): Promise<Sea
 
   const keys = await loadSealKeys(env);
   const { checkCadesSignature } = await import("./cms");
-  const check = await checkCadesSignature(found.contents, signed, digest, keys.trusted.map((t) => t.der));
+  const check = await checkCadesSignature(
+    found.contents,
+    signed,
+    digest,
+    keys.trusted.map((t) => t.der),
+  );
   if (!check.ok) return { valid: false, reason: check.reason };
   return {
     valid: true,

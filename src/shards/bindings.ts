@@ -21,7 +21,8 @@ export function shardCount(env: Env): number {
 /** The database of shard `shard`; a directory row naming a shard this deployment does not bind is a broken deploy. */
 export function shardDatabase(env: Env, shard: number): D1Database {
   const db = Number.isInteger(shard) && shard >= 0 ? boundAs(env, bindingOf(shard)) : undefined;
-  if (!db) throw new Error(`No D1 binding ${bindingOf(shard)}: the directory places an organization on a shard this deployment does not bind`);
+  if (!db)
+    throw new Error(`No D1 binding ${bindingOf(shard)}: the directory places an organization on a shard this deployment does not bind`);
   return db;
 }
 

@@ -31,12 +31,25 @@ interface Row {
 }
 
 const keyList = (t: MovedTable) => sql.join(t.key, sql`, `);
-const after = (t: MovedTable, key: Key) => sql`(${keyList(t)}) > (${sql.join(key.map((v) => sql`${v}`), sql`, `)})`;
-const upTo = (t: MovedTable, key: Key) => sql`(${keyList(t)}) <= (${sql.join(key.map((v) => sql`${v}`), sql`, `)})`;
+const after = (t: MovedTable, key: Key) =>
+  sql`(${keyList(t)}) > (${sql.join(
+    key.map((v) => sql`${v}`),
+    sql`, `,
+  )})`;
+const upTo = (t: MovedTable, key: Key) =>
+  sql`(${keyList(t)}) <= (${sql.join(
+    key.map((v) => sql`${v}`),
+    sql`, `,
+  )})`;
 
 async function readRows(db: D1Database, t: MovedTable, organizationId: string, where: SQL[], limit?: number): Promise<Row[]> {
   const bounded = limit === undefined ? sql`` : sql` LIMIT ${limit}`;
-  return (await statement(db, sql`SELECT json_array(${keyList(t)}) AS k, ${rowJson(t.table)} AS r FROM ${t.table} WHERE ${sql.join([t.of(organizationId), ...where], sql` AND `)} ORDER BY ${keyList(t)}${bounded}`).all<Row>()).results;
+  return (
+    await statement(
+      db,
+      sql`SELECT json_array(${keyList(t)}) AS k, ${rowJson(t.table)} AS r FROM ${t.table} WHERE ${sql.join([t.of(organizationId), ...where], sql` AND `)} ORDER BY ${keyList(t)}${bounded}`,
+    ).all<Row>()
+  ).results;
 }
 
 /** JSON arrays of at most PAYLOAD_BYTES each (a single larger row goes alone). */
@@ -65,7 +78,9 @@ function chunks(items: string[]): string[] {
  */
 function crossOrganizationUniques(t: MovedTable): { column: SQLiteColumn; key: string }[][] {
   const keyOf = new Map(Object.entries(getTableColumns(t.table) as Record<string, SQLiteColumn>).map(([key, c]) => [c, key]));
-  const indexes = getTableConfig(t.table).indexes.filter((i) => i.config.unique).map((i) => i.config.columns.filter((c): c is SQLiteColumn => is(c, SQLiteColumn)));
+  const indexes = getTableConfig(t.table)
+    .indexes.filter((i) => i.config.unique)
+    .map((i) => i.config.columns.filter((c): c is SQLiteColumn => is(c, SQLiteColumn)));
   // A table without a primary key is walked in its first unique index: one guard for both.
   const sets = new Map([t.key, ...indexes].map((cols) => [cols.map(columnName).sort().join(), cols]));
   return [...sets.values()]
@@ -99,7 +114,13 @@ export interface SyncStep {
  * writes nothing. While the organization's writes go on (phase `copying`) a range may fall behind; the pass under the
  * fence (phase `fenced`) reads a source nothing writes.
  */
-export async function syncBatch(source: D1Database, target: D1Database, t: MovedTable, organizationId: string, cursor: Key | null): Promise<SyncStep> {
+export async function syncBatch(
+  source: D1Database,
+  target: D1Database,
+  t: MovedTable,
+  organizationId: string,
+  cursor: Key | null,
+): Promise<SyncStep> {
   const from = cursor ? [after(t, cursor)] : [];
   const rows = await readRows(source, t, organizationId, from, BATCH_ROWS);
   const last = rows.length === BATCH_ROWS ? (JSON.parse(rows.at(-1)!.k) as Key) : null;
@@ -110,16 +131,34 @@ export async function syncBatch(source: D1Database, target: D1Database, t: Moved
   const changed = rows.filter((row) => present.get(row.k) !== row.r).map((row) => row.r);
   const payloads = chunks(changed);
   const statements = [
-    ...chunks(stale).map((keys) => statement(target, sql`DELETE FROM ${t.table} WHERE ${t.of(organizationId)} AND (${keyList(t)}) IN (SELECT ${sql.raw(t.key.map((_, i) => `json_extract(value, '$[${i}]')`).join(", "))} FROM json_each(${keys}))`)),
-    ...crossOrganizationUniques(t).flatMap((columns) => payloads.map((payload) => statement(target, collisionGuard(t, organizationId, columns, payload)))),
-    ...payloads.map((payload) => statement(target, sql`INSERT OR REPLACE INTO ${t.table} (${sql.join(storedColumns(t.table).map(([, c]) => sql.identifier(columnName(c))), sql`, `)}) SELECT ${valuesFromJson(t.table, "value")} FROM json_each(${payload})`)),
+    ...chunks(stale).map((keys) =>
+      statement(
+        target,
+        sql`DELETE FROM ${t.table} WHERE ${t.of(organizationId)} AND (${keyList(t)}) IN (SELECT ${sql.raw(t.key.map((_, i) => `json_extract(value, '$[${i}]')`).join(", "))} FROM json_each(${keys}))`,
+      ),
+    ),
+    ...crossOrganizationUniques(t).flatMap((columns) =>
+      payloads.map((payload) => statement(target, collisionGuard(t, organizationId, columns, payload))),
+    ),
+    ...payloads.map((payload) =>
+      statement(
+        target,
+        sql`INSERT OR REPLACE INTO ${t.table} (${sql.join(
+          storedColumns(t.table).map(([, c]) => sql.identifier(columnName(c))),
+          sql`, `,
+        )}) SELECT ${valuesFromJson(t.table, "value")} FROM json_each(${payload})`,
+      ),
+    ),
   ];
   try {
     if (statements.length > 0) await target.batch(statements);
   } catch (err) {
     if (!isGuardFailure(err)) throw err;
     // Nothing was written; the move stays at this batch until the data is mended, then the same call goes on.
-    throw new Conflict(`${t.name}: a row of the organization holds a key or unique value (an id, a slug, a token hash) that another organization's row holds on the target shard; the move stops at this batch`, "move_collision");
+    throw new Conflict(
+      `${t.name}: a row of the organization holds a key or unique value (an id, a slug, a token hash) that another organization's row holds on the target shard; the move stops at this batch`,
+      "move_collision",
+    );
   }
   return { cursor: last, written: changed.length, deleted: stale.length };
 }
@@ -130,10 +169,17 @@ export async function syncBatch(source: D1Database, target: D1Database, t: Moved
  * commits, so no other statement ever runs with it set. True once the table holds none of them.
  */
 export async function clearBatch(db: D1Database, t: MovedTable, organizationId: string): Promise<boolean> {
-  const clearing = (on: 0 | 1) => statement(db, sql`UPDATE ${shardFences} SET ${sql.identifier("clearing")} = ${on} WHERE ${shardFences.organizationId} = ${organizationId}`);
+  const clearing = (on: 0 | 1) =>
+    statement(
+      db,
+      sql`UPDATE ${shardFences} SET ${sql.identifier("clearing")} = ${on} WHERE ${shardFences.organizationId} = ${organizationId}`,
+    );
   const [, deleted] = await db.batch([
     clearing(1),
-    statement(db, sql`DELETE FROM ${t.table} WHERE rowid IN (SELECT rowid FROM ${t.table} WHERE ${t.of(organizationId)} LIMIT ${BATCH_ROWS})`),
+    statement(
+      db,
+      sql`DELETE FROM ${t.table} WHERE rowid IN (SELECT rowid FROM ${t.table} WHERE ${t.of(organizationId)} LIMIT ${BATCH_ROWS})`,
+    ),
     clearing(0),
   ]);
   return deleted!.meta.changes < BATCH_ROWS;

@@ -19,7 +19,11 @@ export interface Placement {
 
 /** Where `organizationId` lives; null for an organization the directory does not know. */
 export async function placementOf(directory: Db, organizationId: string): Promise<Placement | null> {
-  const row = await directory.select({ shard: organizationShards.shard, fencedAt: organizationShards.fencedAt }).from(organizationShards).where(eq(organizationShards.organizationId, organizationId)).get();
+  const row = await directory
+    .select({ shard: organizationShards.shard, fencedAt: organizationShards.fencedAt })
+    .from(organizationShards)
+    .where(eq(organizationShards.organizationId, organizationId))
+    .get();
   return row ? { organizationId, shard: row.shard, fenced: row.fencedAt !== null } : null;
 }
 
@@ -55,14 +59,19 @@ export async function registerPublicKeys(directory: Db, organizationId: string, 
 /** Forgets public keys of an organization (the links of an erased envelope): the route then answers as for an unknown key. */
 export async function removePublicKeys(directory: Db, organizationId: string, kind: PublicKeyKind, keys: string[]): Promise<void> {
   if (keys.length === 0) return;
-  await directory.delete(publicKeys).where(and(eq(publicKeys.kind, kind), eq(publicKeys.organizationId, organizationId), inJsonList(publicKeys.key, keys)));
+  await directory
+    .delete(publicKeys)
+    .where(and(eq(publicKeys.kind, kind), eq(publicKeys.organizationId, organizationId), inJsonList(publicKeys.key, keys)));
 }
 
 /** Claims a key for one organization (an agent slug): true when it is now, or already was, this organization's. */
 export async function claimPublicKey(directory: Db, organizationId: string, kind: PublicKeyKind, key: string): Promise<boolean> {
   const [, holder] = await directory.batch([
     directory.insert(publicKeys).values({ kind, key, organizationId, createdAt: nowIso() }).onConflictDoNothing(),
-    directory.select({ organizationId: publicKeys.organizationId }).from(publicKeys).where(and(eq(publicKeys.kind, kind), eq(publicKeys.key, key))),
+    directory
+      .select({ organizationId: publicKeys.organizationId })
+      .from(publicKeys)
+      .where(and(eq(publicKeys.kind, kind), eq(publicKeys.key, key))),
   ]);
   return holder[0]?.organizationId === organizationId;
 }

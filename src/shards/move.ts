@@ -56,11 +56,22 @@ export const DEFAULT_DRAIN_MS = 10_000;
 const TABLES = MOVED_TABLES.length;
 
 const moveWhere = (row: MoveRow) =>
-  and(eq(shardMoves.organizationId, row.organizationId), eq(shardMoves.phase, row.phase), eq(shardMoves.tableIndex, row.tableIndex), row.cursor === null ? isNull(shardMoves.cursor) : eq(shardMoves.cursor, row.cursor));
+  and(
+    eq(shardMoves.organizationId, row.organizationId),
+    eq(shardMoves.phase, row.phase),
+    eq(shardMoves.tableIndex, row.tableIndex),
+    row.cursor === null ? isNull(shardMoves.cursor) : eq(shardMoves.cursor, row.cursor),
+  );
 
 export function progressOf(row: MoveRow): MoveProgress {
-  const table = row.phase === "copying" || row.phase === "fenced" ? MOVED_TABLES[row.tableIndex] : row.phase === "flipped" ? MOVED_TABLES[TABLES - 1 - row.tableIndex] : undefined;
-  const drainUntil = row.phase === "flipped" && row.cursor ? ((JSON.parse(row.cursor) as { drainUntil?: string }).drainUntil ?? null) : null;
+  const table =
+    row.phase === "copying" || row.phase === "fenced"
+      ? MOVED_TABLES[row.tableIndex]
+      : row.phase === "flipped"
+        ? MOVED_TABLES[TABLES - 1 - row.tableIndex]
+        : undefined;
+  const drainUntil =
+    row.phase === "flipped" && row.cursor ? ((JSON.parse(row.cursor) as { drainUntil?: string }).drainUntil ?? null) : null;
   return {
     organizationId: row.organizationId,
     from: row.fromShard,
@@ -88,12 +99,23 @@ export async function readMove(directory: Db, organizationId: string): Promise<M
 export async function startMove(env: Env, organizationId: string, to: number): Promise<MoveRow> {
   const directory = createDb(env.DB);
   if (!Number.isInteger(to) || to < 0 || to >= shardCount(env)) {
-    throw new Validation([{ field: "to", path: ["to"], code: "unknown_shard", message: `Shard ${to} does not exist: this deployment has shards 0 to ${shardCount(env) - 1}` }]);
+    throw new Validation([
+      {
+        field: "to",
+        path: ["to"],
+        code: "unknown_shard",
+        message: `Shard ${to} does not exist: this deployment has shards 0 to ${shardCount(env) - 1}`,
+      },
+    ]);
   }
-  const [placement, current] = await Promise.all([directory.select().from(organizationShards).where(eq(organizationShards.organizationId, organizationId)).get(), readMove(directory, organizationId)]);
+  const [placement, current] = await Promise.all([
+    directory.select().from(organizationShards).where(eq(organizationShards.organizationId, organizationId)).get(),
+    readMove(directory, organizationId),
+  ]);
   if (!placement) throw new NotFound("Organization");
   if (current && current.phase !== "done") {
-    if (current.toShard !== to) throw new Conflict(`A move of this organization to shard ${current.toShard} is under way`, "move_in_progress");
+    if (current.toShard !== to)
+      throw new Conflict(`A move of this organization to shard ${current.toShard} is under way`, "move_in_progress");
     return current;
   }
   // The same call again after the move it started finished (a retry, a second operator): done, not a conflict.
@@ -102,7 +124,17 @@ export async function startMove(env: Env, organizationId: string, to: number): P
   // A fence left by an earlier move away from the target would refuse the copy: the organization has no rows there.
   await createDb(shardDatabase(env, to)).delete(shardFences).where(eq(shardFences.organizationId, organizationId));
   const at = nowIso();
-  const fresh = { organizationId, fromShard: placement.shard, toShard: to, phase: "copying" as const, tableIndex: 0, cursor: null, startedAt: at, updatedAt: at, finishedAt: null };
+  const fresh = {
+    organizationId,
+    fromShard: placement.shard,
+    toShard: to,
+    phase: "copying" as const,
+    tableIndex: 0,
+    cursor: null,
+    startedAt: at,
+    updatedAt: at,
+    finishedAt: null,
+  };
   // Only over a finished move: of two starts at once, one writes and both go on with the same row.
   await directory
     .insert(shardMoves)
@@ -134,7 +166,11 @@ async function step(env: Env, directory: Db, row: MoveRow, drainMs: number): Pro
   const sourceD1 = shardDatabase(env, row.fromShard);
   const source = createDb(sourceD1);
   const target = shardDatabase(env, row.toShard);
-  const save = (set: Partial<MoveRow>) => directory.update(shardMoves).set({ ...set, updatedAt: nowIso() }).where(moveWhere(row));
+  const save = (set: Partial<MoveRow>) =>
+    directory
+      .update(shardMoves)
+      .set({ ...set, updatedAt: nowIso() })
+      .where(moveWhere(row));
   const org = row.organizationId;
 
   if (row.phase === "copying" || row.phase === "fenced") {
@@ -145,16 +181,25 @@ async function step(env: Env, directory: Db, row: MoveRow, drainMs: number): Pro
     } else if (row.phase === "copying") {
       // The shard's fence first: from here no write of the organization lands on the source, whoever makes it. The
       // directory's mark then turns writes away at authentication (503) instead of at the shard.
-      await source.insert(shardFences).values({ organizationId: org, fencedAt: nowIso() }).onConflictDoUpdate({ target: shardFences.organizationId, set: { clearing: 0 } });
+      await source
+        .insert(shardFences)
+        .values({ organizationId: org, fencedAt: nowIso() })
+        .onConflictDoUpdate({ target: shardFences.organizationId, set: { clearing: 0 } });
       await directory.batch([
-        directory.update(organizationShards).set({ fencedAt: nowIso() }).where(and(eq(organizationShards.organizationId, org), eq(organizationShards.shard, row.fromShard))),
+        directory
+          .update(organizationShards)
+          .set({ fencedAt: nowIso() })
+          .where(and(eq(organizationShards.organizationId, org), eq(organizationShards.shard, row.fromShard))),
         save({ phase: "fenced", tableIndex: 0, cursor: null }),
       ]);
     } else {
       // The target now equals a source nothing writes: the directory names it, unfenced, in the same batch.
       const drainUntil = new Date(Date.now() + drainMs).toISOString();
       await directory.batch([
-        directory.update(organizationShards).set({ shard: row.toShard, fencedAt: null }).where(and(eq(organizationShards.organizationId, org), eq(organizationShards.shard, row.fromShard))),
+        directory
+          .update(organizationShards)
+          .set({ shard: row.toShard, fencedAt: null })
+          .where(and(eq(organizationShards.organizationId, org), eq(organizationShards.shard, row.fromShard))),
         save({ phase: "flipped", tableIndex: 0, cursor: JSON.stringify({ drainUntil }) }),
       ]);
     }

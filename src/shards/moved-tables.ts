@@ -29,7 +29,29 @@ import { columnName } from "../db/row-json";
  * unless it is named here as holding no organization's rows; one without an organization column must say how its rows
  * are found, or this module fails to load. test/shard-move.test.ts checks the list against the shards' own tables.
  */
-const TENANT_SCHEMA = [members, platform, plants, contacts, webhooks, documents, signatures, reputation, properties, deals, clickwrap, obligations, documentVectors, referrals, surveys, trash, uploads, search, customFields, imports, exportsTable];
+const TENANT_SCHEMA = [
+  members,
+  platform,
+  plants,
+  contacts,
+  webhooks,
+  documents,
+  signatures,
+  reputation,
+  properties,
+  deals,
+  clickwrap,
+  obligations,
+  documentVectors,
+  referrals,
+  surveys,
+  trash,
+  uploads,
+  search,
+  customFields,
+  imports,
+  exportsTable,
+];
 
 /**
  * Tables on a shard the move neither copies nor fences: those that hold no organization's rows (the batch guard,
@@ -82,7 +104,10 @@ function keyOf(table: SQLiteTable): SQLiteColumn[] {
  * counts: two shards give different rows the same key, and a move would take one for the other (issue 29).
  */
 function refuseCounterKey(name: string, key: SQLiteColumn[]) {
-  if (key.length === 1 && key[0]!.getSQLType() === "integer") throw new Error(`${name}: keyed by ${columnName(key[0]!)}, a number counted per database; key a moved table by ids unique across shards`);
+  if (key.length === 1 && key[0]!.getSQLType() === "integer")
+    throw new Error(
+      `${name}: keyed by ${columnName(key[0]!)}, a number counted per database; key a moved table by ids unique across shards`,
+    );
 }
 
 function moved(table: SQLiteTable): MovedTable {
@@ -93,10 +118,20 @@ function moved(table: SQLiteTable): MovedTable {
   const through = SCOPED_THROUGH[name];
   if (through) {
     const scoped = column(table, through.column);
-    return { name, table, key, through, of: (org) => sql`${scoped} IN (SELECT ${sql.identifier(through.parentKey)} FROM ${sql.identifier(through.parent)} WHERE organization_id = ${org})` };
+    return {
+      name,
+      table,
+      key,
+      through,
+      of: (org) =>
+        sql`${scoped} IN (SELECT ${sql.identifier(through.parentKey)} FROM ${sql.identifier(through.parent)} WHERE organization_id = ${org})`,
+    };
   }
-  const organizationId = Object.values(getTableColumns(table) as Record<string, SQLiteColumn>).find((c) => columnName(c) === "organization_id");
-  if (!organizationId) throw new Error(`${name}: a tenant table needs an organization_id column, a SCOPED_THROUGH entry, or a place in NOT_MOVED`);
+  const organizationId = Object.values(getTableColumns(table) as Record<string, SQLiteColumn>).find(
+    (c) => columnName(c) === "organization_id",
+  );
+  if (!organizationId)
+    throw new Error(`${name}: a tenant table needs an organization_id column, a SCOPED_THROUGH entry, or a place in NOT_MOVED`);
   return { name, table, key, of: (org) => sql`${organizationId} = ${org}` };
 }
 

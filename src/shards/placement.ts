@@ -46,7 +46,12 @@ export async function createOrganization(env: Env, org: NewOrganization, members
   const placed = (rest.at(-1)?.results[0] as { shard: number } | undefined)?.shard;
   if (placed === undefined) throw new Error(`organization ${org.id} was not placed`);
   const db = shardDatabase(env, placed);
-  await db.batch([db.prepare("INSERT INTO organizations (id, name, created_at) VALUES (?, ?, ?) ON CONFLICT(id) DO NOTHING").bind(org.id, org.name, org.createdAt), ...members.map(memberInsert(db, true))]);
+  await db.batch([
+    db
+      .prepare("INSERT INTO organizations (id, name, created_at) VALUES (?, ?, ?) ON CONFLICT(id) DO NOTHING")
+      .bind(org.id, org.name, org.createdAt),
+    ...members.map(memberInsert(db, true)),
+  ]);
   return placed;
 }
 
@@ -62,20 +67,35 @@ export async function addMembers(env: Env, members: NewMember[]): Promise<void> 
 }
 
 /** Where the organization was placed, read at the end of the batch that placed it or added to it. */
-const shardRead = (directory: D1Database, organizationId: string) => directory.prepare("SELECT shard FROM organization_shards WHERE organization_id = ?").bind(organizationId);
+const shardRead = (directory: D1Database, organizationId: string) =>
+  directory.prepare("SELECT shard FROM organization_shards WHERE organization_id = ?").bind(organizationId);
 
-const memberInsert = (db: D1Database, copy = false) => (m: NewMember) =>
-  db
-    .prepare(`INSERT INTO users (id, organization_id, email, name, role, created_at) VALUES (?, ?, ?, ?, ?, ?)${copy ? " ON CONFLICT(id) DO NOTHING" : ""}`)
-    .bind(m.id, m.organizationId, m.email, m.name, m.role ?? "owner", m.createdAt);
+const memberInsert =
+  (db: D1Database, copy = false) =>
+  (m: NewMember) =>
+    db
+      .prepare(
+        `INSERT INTO users (id, organization_id, email, name, role, created_at) VALUES (?, ?, ?, ?, ?, ?)${copy ? " ON CONFLICT(id) DO NOTHING" : ""}`,
+      )
+      .bind(m.id, m.organizationId, m.email, m.name, m.role ?? "owner", m.createdAt);
 
 /**
  * Brings the directory's copy of a member's or an organization's row up to what its shard holds at `version`, never
  * back (issue 32): a change commits on the shard first, with its event and its version, and then the directory
  * follows, so a retry after a failure in between brings it along, and an earlier change arriving late is a no-op.
  */
-export async function followOnDirectory(directory: Db, table: typeof organizations | typeof users, id: string, values: Record<string, unknown>, version: number): Promise<void> {
+export async function followOnDirectory(
+  directory: Db,
+  table: typeof organizations | typeof users,
+  id: string,
+  values: Record<string, unknown>,
+  version: number,
+): Promise<void> {
   // One update for either table: both have `id` and `version` (db/members.ts).
   const t = table as typeof users;
-  await directory.update(t).set({ ...values, version }).where(and(eq(t.id, id), lt(t.version, version))).run();
+  await directory
+    .update(t)
+    .set({ ...values, version })
+    .where(and(eq(t.id, id), lt(t.version, version)))
+    .run();
 }

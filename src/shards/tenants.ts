@@ -50,7 +50,11 @@ export function systemContext(env: Env, db: Db, organizationId: string, requestI
 }
 
 /** The databases of work on one shard: the shard (`db`, and `d1` for hand-written SQL) and the directory. */
-export const onShard = (env: Env, db: Db): Pick<ServiceContext, "db" | "d1" | "directory"> => ({ db, d1: db.$client, directory: createDb(env.DB) });
+export const onShard = (env: Env, db: Db): Pick<ServiceContext, "db" | "d1" | "directory"> => ({
+  db,
+  d1: db.$client,
+  directory: createDb(env.DB),
+});
 
 /** How long a message of an organization that is moving waits: the move's final copy takes seconds. */
 export const MOVING_RETRY_SECONDS = 15;
@@ -69,7 +73,9 @@ export interface Routing<T> {
 export async function routeToShards<T>(env: Env, items: T[], organizationOf: (item: T) => string | null): Promise<Routing<T>> {
   const directory = createDb(env.DB);
   const orgIds = [...new Set(items.map(organizationOf).filter((id): id is string => id !== null))];
-  const placements = new Map<string, Placement | null>(await Promise.all(orgIds.map(async (id) => [id, await placementOf(directory, id)] as const)));
+  const placements = new Map<string, Placement | null>(
+    await Promise.all(orgIds.map(async (id) => [id, await placementOf(directory, id)] as const)),
+  );
   const routing: Routing<T> = { byShard: [], fenced: [], unknown: [] };
   const shards = new Map<number, { shard: OpenShard; items: T[] }>();
   for (const item of items) {
@@ -96,7 +102,15 @@ export async function onEveryShard<R>(env: Env, name: string, task: (shard: Open
     openEveryShard(env).map((shard) =>
       task(shard).catch((err) => {
         const level = OrganizationMoving.raisedBy(err) ? "warn" : "error";
-        console.error(JSON.stringify({ level, msg: "cron task failed on a shard; next pass retries", task: name, shard: shard.shard, error: loggableError(err) }));
+        console.error(
+          JSON.stringify({
+            level,
+            msg: "cron task failed on a shard; next pass retries",
+            task: name,
+            shard: shard.shard,
+            error: loggableError(err),
+          }),
+        );
         return undefined;
       }),
     ),
@@ -107,8 +121,17 @@ export async function onEveryShard<R>(env: Env, name: string, task: (shard: Open
  * The organizations of rows named by id alone (queue messages sent before messages named their organization): each
  * shard is asked for the ids it holds, one query per shard, side by side. Never on a request path.
  */
-export async function organizationsOfIds(env: Env, table: SQLiteTable, columns: { id: SQLiteColumn; organizationId: SQLiteColumn }, ids: string[]): Promise<Map<string, string>> {
+export async function organizationsOfIds(
+  env: Env,
+  table: SQLiteTable,
+  columns: { id: SQLiteColumn; organizationId: SQLiteColumn },
+  ids: string[],
+): Promise<Map<string, string>> {
   if (ids.length === 0) return new Map();
-  const found = await Promise.all(openEveryShard(env).map(({ db }) => db.select({ id: columns.id, organizationId: columns.organizationId }).from(table).where(inJsonList(columns.id, ids))));
+  const found = await Promise.all(
+    openEveryShard(env).map(({ db }) =>
+      db.select({ id: columns.id, organizationId: columns.organizationId }).from(table).where(inJsonList(columns.id, ids)),
+    ),
+  );
   return new Map(found.flat().map((r) => [r.id as string, r.organizationId as string]));
 }

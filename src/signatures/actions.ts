@@ -4,7 +4,15 @@ import { newEvent } from "../events/outbox";
 import { nowIso } from "../lib/time";
 import { sendAfterCommit } from "../mail/mailer";
 import type { RequestMeta, ServiceContext } from "../service-context";
-import { CODE_MESSAGES, CODE_TTL_SECONDS, type CodeRefusal, LOCKED_RETRY_AFTER_SECONDS, MAX_FAILED_CODE_TRIES, maskEmail, type SignerCodes } from "./codes";
+import {
+  CODE_MESSAGES,
+  CODE_TTL_SECONDS,
+  type CodeRefusal,
+  LOCKED_RETRY_AFTER_SECONDS,
+  MAX_FAILED_CODE_TRIES,
+  maskEmail,
+  type SignerCodes,
+} from "./codes";
 import { mintToken, sendSigningLink } from "./links";
 import { ACTIVE, type Change, entry, type Loaded, liveSigner, machineContext, type SignerRow, write } from "./machine";
 import { envelopeEvent } from "./present";
@@ -44,7 +52,13 @@ const MOVES = {
 } as const satisfies Record<string, { from: SignerStatus; to: SignerStatus }>;
 
 /** GET /api/public/sign/{token}: the first open moves the signer from sent to opened and records it. */
-export async function openLink(env: Env, loaded: Loaded, tokenHash: string, meta: RequestMeta, defer: Defer): Promise<{ result: OpenResult; state: Loaded }> {
+export async function openLink(
+  env: Env,
+  loaded: Loaded,
+  tokenHash: string,
+  meta: RequestMeta,
+  defer: Defer,
+): Promise<{ result: OpenResult; state: Loaded }> {
   const live = await liveSigner(env, loaded, tokenHash, defer);
   let state = live.state;
   const signer = live.signer;
@@ -65,7 +79,12 @@ export async function openLink(env: Env, loaded: Loaded, tokenHash: string, meta
       kind: "active",
       signer: { id: signer.id, name: signer.name, role: signer.role, status, documentId: e.documentId },
       // Whoever holds a forwarded link of a code envelope reads none of the parties' details before the code.
-      document: { title: e.documentTitle, sha256: e.documentSha256, key: e.documentKey, visible: e.signerVerification !== "code" || status !== "opened" },
+      document: {
+        title: e.documentTitle,
+        sha256: e.documentSha256,
+        key: e.documentKey,
+        visible: e.signerVerification !== "code" || status !== "opened",
+      },
       signerVerification: e.signerVerification,
     },
     state,
@@ -73,7 +92,15 @@ export async function openLink(env: Env, loaded: Loaded, tokenHash: string, meta
 }
 
 /** POST /api/public/sign/{token}: one signer action, in the order the state table allows. */
-export async function act(env: Env, loaded: Loaded, codes: SignerCodes, tokenHash: string, input: SignerAction, meta: RequestMeta, defer: Defer): Promise<{ result: ActResult; state: Loaded }> {
+export async function act(
+  env: Env,
+  loaded: Loaded,
+  codes: SignerCodes,
+  tokenHash: string,
+  input: SignerAction,
+  meta: RequestMeta,
+  defer: Defer,
+): Promise<{ result: ActResult; state: Loaded }> {
   const live = await liveSigner(env, loaded, tokenHash, defer);
   const state = live.state;
   const signer = live.signer;
@@ -81,9 +108,21 @@ export async function act(env: Env, loaded: Loaded, codes: SignerCodes, tokenHas
   const ctx = machineContext(env, state, defer);
   const done = (next: Loaded, result: ActResult = { kind: "done" }) => ({ result, state: next });
 
-  if (input.action === "decline" && state.envelope.signerVerification === "code" && (signer.status === "sent" || signer.status === "opened")) {
+  if (
+    input.action === "decline" &&
+    state.envelope.signerVerification === "code" &&
+    (signer.status === "sent" || signer.status === "opened")
+  ) {
     // A code envelope is ended only by its verified signer, not by whoever holds a forwarded link.
-    return { result: { kind: "refused", status: 409, code: "verification_required", message: "Declining needs the code mailed to you first: request one with send_code and authenticate with it" }, state };
+    return {
+      result: {
+        kind: "refused",
+        status: 409,
+        code: "verification_required",
+        message: "Declining needs the code mailed to you first: request one with send_code and authenticate with it",
+      },
+      state,
+    };
   }
   if (input.action === "decline") {
     codes.forget(state.signers.map((s) => s.id));
@@ -99,12 +138,27 @@ export async function act(env: Env, loaded: Loaded, codes: SignerCodes, tokenHas
     );
   }
 
-  if ((input.action === "send_code" || input.action === "authenticate") && codes.isLocked(signer.id)) return refuseLocked(ctx, state, codes, signer, meta);
+  if ((input.action === "send_code" || input.action === "authenticate") && codes.isLocked(signer.id))
+    return refuseLocked(ctx, state, codes, signer, meta);
 
   if (input.action === "send_code") {
-    if (signer.status !== "opened") return { result: invalidState(`send_code is not possible now: the signer is ${signer.status}; a code is sent before authenticate`), state };
+    if (signer.status !== "opened")
+      return {
+        result: invalidState(`send_code is not possible now: the signer is ${signer.status}; a code is sent before authenticate`),
+        state,
+      };
     const wait = codes.waitBeforeSend(signer.id);
-    if (wait > 0) return { result: { kind: "refused", status: 429, code: "code_resend_too_soon", message: wait > 60 ? CODE_MESSAGES.code_hourly_limit : CODE_MESSAGES.code_resend_too_soon, retryAfterSeconds: wait }, state };
+    if (wait > 0)
+      return {
+        result: {
+          kind: "refused",
+          status: 429,
+          code: "code_resend_too_soon",
+          message: wait > 60 ? CODE_MESSAGES.code_hourly_limit : CODE_MESSAGES.code_resend_too_soon,
+          retryAfterSeconds: wait,
+        },
+        state,
+      };
     const code = await codes.issue(signer.id);
     const sentTo = maskEmail(signer.email);
     const next = await write(ctx, state, { audit: [entry("code_sent", signer.id, meta, { sentTo })] });
@@ -113,7 +167,11 @@ export async function act(env: Env, loaded: Loaded, codes: SignerCodes, tokenHas
   }
 
   const move = MOVES[input.action];
-  if (signer.status !== move.from) return { result: invalidState(`${input.action} is not possible now: the signer is ${signer.status}, and ${input.action} follows ${move.from}`), state };
+  if (signer.status !== move.from)
+    return {
+      result: invalidState(`${input.action} is not possible now: the signer is ${signer.status}, and ${input.action} follows ${move.from}`),
+      state,
+    };
 
   if (input.action === "authenticate") {
     let method: VerificationMethod;
@@ -124,18 +182,39 @@ export async function act(env: Env, loaded: Loaded, codes: SignerCodes, tokenHas
       method = "email_code";
     } else if (input.codeVerified === true) {
       if (state.envelope.signerVerification === "code") {
-        return { result: { kind: "refused", status: 409, code: "verification_required", message: "This envelope needs the server to verify the signer: request a code with send_code and authenticate with it" }, state };
+        return {
+          result: {
+            kind: "refused",
+            status: 409,
+            code: "verification_required",
+            message: "This envelope needs the server to verify the signer: request a code with send_code and authenticate with it",
+          },
+          state,
+        };
       }
       method = "client_attested";
     } else {
-      return { result: invalidState("authenticate needs the code mailed to the signer (code), or codeVerified: true where the envelope allows attestation"), state };
+      return {
+        result: invalidState(
+          "authenticate needs the code mailed to the signer (code), or codeVerified: true where the envelope allows attestation",
+        ),
+        state,
+      };
     }
-    const next = await write(ctx, state, { signers: [{ id: signer.id, from: "opened", set: { status: "authenticated", verification: method } }], audit: [entry("authenticated", signer.id, meta, { method })] });
+    const next = await write(ctx, state, {
+      signers: [{ id: signer.id, from: "opened", set: { status: "authenticated", verification: method } }],
+      audit: [entry("authenticated", signer.id, meta, { method })],
+    });
     if (method === "email_code") codes.consume(signer.id);
     return done(next);
   }
   if (input.action === "consent") {
-    return done(await write(ctx, state, { signers: [{ id: signer.id, from: "authenticated", set: { status: "consented" } }], audit: [entry("consented", signer.id, meta)] }));
+    return done(
+      await write(ctx, state, {
+        signers: [{ id: signer.id, from: "authenticated", set: { status: "consented" } }],
+        audit: [entry("consented", signer.id, meta)],
+      }),
+    );
   }
   return sign(env, state, codes, signer, meta, defer);
 }
@@ -144,16 +223,38 @@ export async function act(env: Env, loaded: Loaded, codes: SignerCodes, tokenHas
  * A signer whose code verification is locked (codes.ts): 429 until the sender sends a new link. The lock's entry in
  * the audit trail is written once; a write that failed (a lost race, a move) is written by the next refused call.
  */
-async function refuseLocked(ctx: ServiceContext, state: Loaded, codes: SignerCodes, signer: SignerRow, meta: RequestMeta): Promise<{ result: ActResult; state: Loaded }> {
+async function refuseLocked(
+  ctx: ServiceContext,
+  state: Loaded,
+  codes: SignerCodes,
+  signer: SignerRow,
+  meta: RequestMeta,
+): Promise<{ result: ActResult; state: Loaded }> {
   let next = state;
   if (codes.lockUnaudited(signer.id)) {
     next = await write(ctx, state, { audit: [entry("verification_locked", signer.id, meta, { failedTries: MAX_FAILED_CODE_TRIES })] });
     codes.markLockAudited(signer.id);
   }
-  return { result: { kind: "refused", status: 429, code: "verification_locked", message: CODE_MESSAGES.verification_locked, retryAfterSeconds: LOCKED_RETRY_AFTER_SECONDS }, state: next };
+  return {
+    result: {
+      kind: "refused",
+      status: 429,
+      code: "verification_locked",
+      message: CODE_MESSAGES.verification_locked,
+      retryAfterSeconds: LOCKED_RETRY_AFTER_SECONDS,
+    },
+    state: next,
+  };
 }
 
-async function sign(env: Env, state: Loaded, codes: SignerCodes, signer: SignerRow, meta: RequestMeta, defer: Defer): Promise<{ result: ActResult; state: Loaded }> {
+async function sign(
+  env: Env,
+  state: Loaded,
+  codes: SignerCodes,
+  signer: SignerRow,
+  meta: RequestMeta,
+  defer: Defer,
+): Promise<{ result: ActResult; state: Loaded }> {
   const ctx = machineContext(env, state, defer);
   const at = nowIso();
   const signers = state.signers.map((s) => (s.id === signer.id ? { ...s, status: "signed" as const, signedAt: at } : s));
@@ -186,7 +287,11 @@ async function sign(env: Env, state: Loaded, codes: SignerCodes, signer: SignerR
     const next = signers.find((s) => s.status === "pending");
     if (next) {
       const { token, hash } = await mintToken(state.envelope.id);
-      change.signers!.push({ id: next.id, from: "pending", set: { status: "sent", sentAt: at, remindAt: nextReminderAt(state.envelope.reminders, new Date(at), 0) } });
+      change.signers!.push({
+        id: next.id,
+        from: "pending",
+        set: { status: "sent", sentAt: at, remindAt: nextReminderAt(state.envelope.reminders, new Date(at), 0) },
+      });
       change.newLinks = [{ tokenHash: hash, signerId: next.id }];
       change.audit.push(entry("sent", next.id, meta, { documentSha256: state.envelope.documentSha256 }));
       handOff = { signer: next, token };

@@ -50,7 +50,13 @@ export interface ChainHead {
 }
 
 /** Insert statements appending `entries` after `head`, and the new head. */
-export async function appendAudit(db: Db, organizationId: string, envelopeId: string, head: ChainHead, entries: AuditInput[]): Promise<{ statements: Statement[]; head: ChainHead }> {
+export async function appendAudit(
+  db: Db,
+  organizationId: string,
+  envelopeId: string,
+  head: ChainHead,
+  entries: AuditInput[],
+): Promise<{ statements: Statement[]; head: ChainHead }> {
   const statements: Statement[] = [];
   let { seq, hash } = head;
   for (const e of entries) {
@@ -63,14 +69,23 @@ export async function appendAudit(db: Db, organizationId: string, envelopeId: st
   return { statements, head: { seq, hash } };
 }
 
-export const readAudit = (db: Db, envelopeId: string) => db.select().from(envelopeAudit).where(eq(envelopeAudit.envelopeId, envelopeId)).orderBy(asc(envelopeAudit.seq));
+export const readAudit = (db: Db, envelopeId: string) =>
+  db.select().from(envelopeAudit).where(eq(envelopeAudit.envelopeId, envelopeId)).orderBy(asc(envelopeAudit.seq));
 
 /** Recomputes the chain: valid when every entry links to the one before and hashes to what it says. */
 export async function verifyChain(envelopeId: string, rows: AuditRow[]) {
   let prev = GENESIS;
   for (const [i, r] of rows.entries()) {
-    const expected = await entryHash(envelopeId, i + 1, prev, { event: r.event as AuditEvent, signerId: r.signerId, at: r.at, ip: r.ip, userAgent: r.userAgent, data: r.data });
-    if (r.seq !== i + 1 || r.prevHash !== prev || r.hash !== expected) return { valid: false, head: rows.at(-1)?.hash ?? null, length: rows.length, brokenAt: r.seq };
+    const expected = await entryHash(envelopeId, i + 1, prev, {
+      event: r.event as AuditEvent,
+      signerId: r.signerId,
+      at: r.at,
+      ip: r.ip,
+      userAgent: r.userAgent,
+      data: r.data,
+    });
+    if (r.seq !== i + 1 || r.prevHash !== prev || r.hash !== expected)
+      return { valid: false, head: rows.at(-1)?.hash ?? null, length: rows.length, brokenAt: r.seq };
     prev = r.hash;
   }
   return { valid: true, head: rows.at(-1)?.hash ?? null, length: rows.length, brokenAt: null };

@@ -95,7 +95,10 @@ function writeSignaturePage(w: UnicodeWriter, input: SignedPacketInput, s: Packe
   w.line(`User agent: ${signed?.userAgent ?? "not recorded"}`);
   w.line(`Verification: ${verificationText(s.verification)}`);
   w.gap(10);
-  w.line(`Envelope ${input.envelope.id}${input.envelope.documentSha256 ? `; document PDF SHA-256 ${input.envelope.documentSha256}` : ""}`, { size: 8, muted: true });
+  w.line(`Envelope ${input.envelope.id}${input.envelope.documentSha256 ? `; document PDF SHA-256 ${input.envelope.documentSha256}` : ""}`, {
+    size: 8,
+    muted: true,
+  });
 }
 
 export async function renderCertificate(env: Env, input: CertificateInput): Promise<Uint8Array> {
@@ -134,12 +137,20 @@ export async function generateCertificate(env: Env, tenant: Tenant, envelopeId: 
   const loaded = await loadEnvelope(tenant, envelopeId);
   if (!loaded || loaded.envelope.status !== "completed" || loaded.envelope.certificateKey) return;
   const { envelope, signers } = loaded;
-  const [document, audit] = await Promise.all([db.select().from(documents).where(eq(documents.id, envelope.documentId)).get(), readAudit(db, envelope.id)]);
+  const [document, audit] = await Promise.all([
+    db.select().from(documents).where(eq(documents.id, envelope.documentId)).get(),
+    readAudit(db, envelope.id),
+  ]);
   if (!document) return;
   const pdf = await renderCertificate(env, { envelope, document, signers, audit, chain: await verifyChain(envelope.id, audit) });
   const key = certificateKey(envelope.organizationId, envelope.id);
-  await env.FILES.put(key, pdf, { httpMetadata: { contentType: "application/pdf", contentDisposition: `attachment; filename="certificate-${envelope.id}.pdf"` } });
-  await db.update(envelopes).set({ certificateKey: key }).where(and(eq(envelopes.id, envelope.id), isNull(envelopes.certificateKey)));
+  await env.FILES.put(key, pdf, {
+    httpMetadata: { contentType: "application/pdf", contentDisposition: `attachment; filename="certificate-${envelope.id}.pdf"` },
+  });
+  await db
+    .update(envelopes)
+    .set({ certificateKey: key })
+    .where(and(eq(envelopes.id, envelope.id), isNull(envelopes.certificateKey)));
 }
 
 export const certificateConsumer: EventConsumer = {

@@ -10,8 +10,8 @@ import type { ChainHead } from "./audit";
  * the head is signed with the platform's seal key (the key that seals the PDFs, src/seal/): a rebuilt chain ends in a
  * head no seal signature covers. The seal module is loaded at first use (Worker startup CPU).
  */
-const message = (envelopeId: string, seq: number, hash: string, at: string) => new TextEncoder().encode(`brokerage-edge audit head\n${envelopeId}\n${seq}\n${hash}\n${at}`);
-
+const message = (envelopeId: string, seq: number, hash: string, at: string) =>
+  new TextEncoder().encode(`brokerage-edge audit head\n${envelopeId}\n${seq}\n${hash}\n${at}`);
 
 export async function sealChainHead(env: Env, envelopeId: string, head: ChainHead): Promise<ChainSeal> {
   const { signBytes, sealCertificateSha256 } = await import("../seal/keys");
@@ -26,7 +26,13 @@ export type SealStatus = "valid" | "invalid" | "missing" | "not_applicable" | "u
  * Whether a terminal envelope's chain ends where its seal says, under a signature of a trusted seal key. An open
  * envelope has no seal yet (not_applicable); a terminal one without a seal is `missing`.
  */
-export async function checkChainSeal(env: Env, envelopeId: string, terminal: boolean, seal: ChainSeal | null, head: ChainHead): Promise<SealStatus> {
+export async function checkChainSeal(
+  env: Env,
+  envelopeId: string,
+  terminal: boolean,
+  seal: ChainSeal | null,
+  head: ChainHead,
+): Promise<SealStatus> {
   if (!terminal) return "not_applicable";
   if (!seal) return "missing";
   if (seal.seq !== head.seq || seal.hash !== head.hash) return "invalid";

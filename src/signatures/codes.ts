@@ -83,28 +83,41 @@ export class SignerCodes {
 
   private row(signerId: string): CodeRow | null {
     if (!this.ready) return null;
-    return this.sql.exec<CodeRow>("SELECT hash, salt, expires_at, attempts, sends FROM signer_codes WHERE signer_id = ?", signerId).toArray()[0] ?? null;
+    return (
+      this.sql
+        .exec<CodeRow>("SELECT hash, salt, expires_at, attempts, sends FROM signer_codes WHERE signer_id = ?", signerId)
+        .toArray()[0] ?? null
+    );
   }
 
   private create(): void {
     if (this.ready) return;
-    this.sql.exec("CREATE TABLE IF NOT EXISTS signer_codes (signer_id TEXT PRIMARY KEY, hash TEXT NOT NULL, salt TEXT NOT NULL, expires_at INTEGER NOT NULL, attempts INTEGER NOT NULL, sends TEXT NOT NULL)");
+    this.sql.exec(
+      "CREATE TABLE IF NOT EXISTS signer_codes (signer_id TEXT PRIMARY KEY, hash TEXT NOT NULL, salt TEXT NOT NULL, expires_at INTEGER NOT NULL, attempts INTEGER NOT NULL, sends TEXT NOT NULL)",
+    );
     this.made.set("signer_codes", true);
   }
 
   private lock(signerId: string): LockRow | null {
     if (!this.has("signer_locks")) return null;
-    return this.sql.exec<LockRow>("SELECT failures, locked_at, audited FROM signer_locks WHERE signer_id = ?", signerId).toArray()[0] ?? null;
+    return (
+      this.sql.exec<LockRow>("SELECT failures, locked_at, audited FROM signer_locks WHERE signer_id = ?", signerId).toArray()[0] ?? null
+    );
   }
 
   /** Counts a wrong try against the signer; the one that reaches the cap locks them and ends their code. */
   private countFailure(signerId: string, now: number): "code_invalid" | "locked" {
     if (!this.has("signer_locks")) {
-      this.sql.exec("CREATE TABLE IF NOT EXISTS signer_locks (signer_id TEXT PRIMARY KEY, failures INTEGER NOT NULL, locked_at INTEGER, audited INTEGER NOT NULL DEFAULT 0)");
+      this.sql.exec(
+        "CREATE TABLE IF NOT EXISTS signer_locks (signer_id TEXT PRIMARY KEY, failures INTEGER NOT NULL, locked_at INTEGER, audited INTEGER NOT NULL DEFAULT 0)",
+      );
       this.made.set("signer_locks", true);
     }
     const { failures } = this.sql
-      .exec<{ failures: number }>("INSERT INTO signer_locks (signer_id, failures) VALUES (?, 1) ON CONFLICT (signer_id) DO UPDATE SET failures = failures + 1 RETURNING failures", signerId)
+      .exec<{ failures: number }>(
+        "INSERT INTO signer_locks (signer_id, failures) VALUES (?, 1) ON CONFLICT (signer_id) DO UPDATE SET failures = failures + 1 RETURNING failures",
+        signerId,
+      )
       .one();
     if (failures < MAX_FAILED_CODE_TRIES) return "code_invalid";
     this.sql.exec("UPDATE signer_locks SET locked_at = ? WHERE signer_id = ? AND locked_at IS NULL", now, signerId);
@@ -126,7 +139,6 @@ export class SignerCodes {
   markLockAudited(signerId: string): void {
     if (this.has("signer_locks")) this.sql.exec("UPDATE signer_locks SET audited = 1 WHERE signer_id = ?", signerId);
   }
-
 
   /** When this signer's codes of the last hour were mailed. */
   private sendsWithinHour(signerId: string, now: number): number[] {

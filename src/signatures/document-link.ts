@@ -11,10 +11,21 @@ import { ACTIVE, isExpired } from "./machine";
  */
 export async function signerMayReadDocument(db: Db, organizationId: string, key: string, signerId: string): Promise<boolean> {
   const row = await db
-    .select({ signer: envelopeSigners.status, envelope: envelopes.status, expiresAt: envelopes.expiresAt, documentKey: envelopes.documentKey })
+    .select({
+      signer: envelopeSigners.status,
+      envelope: envelopes.status,
+      expiresAt: envelopes.expiresAt,
+      documentKey: envelopes.documentKey,
+    })
     .from(envelopeSigners)
     .innerJoin(envelopes, eq(envelopes.id, envelopeSigners.envelopeId))
-    .where(and(eq(envelopeSigners.id, signerId), eq(envelopeSigners.organizationId, organizationId), eq(envelopes.organizationId, organizationId)))
+    .where(
+      and(
+        eq(envelopeSigners.id, signerId),
+        eq(envelopeSigners.organizationId, organizationId),
+        eq(envelopes.organizationId, organizationId),
+      ),
+    )
     .get();
   return row !== undefined && row.documentKey === key && row.envelope === "partially_signed" && !isExpired(row) && ACTIVE.has(row.signer);
 }

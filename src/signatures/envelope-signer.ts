@@ -82,7 +82,13 @@ export class EnvelopeSigner extends DurableObject<Env> {
    * failed otherwise. Both are answered as results rather than thrown out of the object, so the caller answers 503
    * and the runtime logs no uncaught error.
    */
-  private withState<T>(envelopeId: string, organizationId: string, op: (s: Loaded) => Promise<{ result: T; state: Loaded }>, fresh = false, shard?: number): Promise<T | typeof MOVING | typeof FAILED | null> {
+  private withState<T>(
+    envelopeId: string,
+    organizationId: string,
+    op: (s: Loaded) => Promise<{ result: T; state: Loaded }>,
+    fresh = false,
+    shard?: number,
+  ): Promise<T | typeof MOVING | typeof FAILED | null> {
     return this.serial(async () => {
       for (let attempt = 1; ; attempt++) {
         try {
@@ -99,7 +105,14 @@ export class EnvelopeSigner extends DurableObject<Env> {
           this.state = null;
           if (OrganizationMoving.raisedBy(err)) return MOVING;
           if (err instanceof StaleWrite && attempt < 3) continue;
-          console.error(JSON.stringify({ level: "error", msg: "envelope transition failed; the caller answers 503", envelopeId, error: loggableError(err) }));
+          console.error(
+            JSON.stringify({
+              level: "error",
+              msg: "envelope transition failed; the caller answers 503",
+              envelopeId,
+              error: loggableError(err),
+            }),
+          );
           return FAILED;
         }
       }
@@ -117,34 +130,67 @@ export class EnvelopeSigner extends DurableObject<Env> {
    * `unknown`: no envelope has this id (the route then looks the token up as a link minted before ids were carried).
    * `shard`: where the route found the organization by the link's key (one directory read per public call).
    */
-  async open(envelopeId: string, organizationId: string, shard: number, tokenHash: string, meta: RequestMeta): Promise<OpenResult | { kind: "unknown" } | typeof MOVING | typeof FAILED> {
+  async open(
+    envelopeId: string,
+    organizationId: string,
+    shard: number,
+    tokenHash: string,
+    meta: RequestMeta,
+  ): Promise<OpenResult | { kind: "unknown" } | typeof MOVING | typeof FAILED> {
     if (this.deadTokens.has(tokenHash)) return { kind: "gone" };
-    const result = await this.withState(envelopeId, organizationId, (s) => openLink(this.env, s, tokenHash, meta, this.defer), false, shard);
+    const result = await this.withState(
+      envelopeId,
+      organizationId,
+      (s) => openLink(this.env, s, tokenHash, meta, this.defer),
+      false,
+      shard,
+    );
     if (result?.kind === "gone") this.deadTokens.add(tokenHash);
     return result ?? { kind: "unknown" };
   }
 
-  async act(envelopeId: string, organizationId: string, shard: number, tokenHash: string, input: SignerAction, meta: RequestMeta): Promise<ActResult | { kind: "unknown" } | typeof MOVING | typeof FAILED> {
+  async act(
+    envelopeId: string,
+    organizationId: string,
+    shard: number,
+    tokenHash: string,
+    input: SignerAction,
+    meta: RequestMeta,
+  ): Promise<ActResult | { kind: "unknown" } | typeof MOVING | typeof FAILED> {
     if (this.deadTokens.has(tokenHash)) return { kind: "gone" };
     // Checked again in turn: calls that queued behind the one that killed this token answer without any work.
     const result = await this.withState(
       envelopeId,
       organizationId,
-      async (s) => (this.deadTokens.has(tokenHash) ? { result: { kind: "gone" as const }, state: s } : act(this.env, s, this.codes, tokenHash, input, meta, this.defer)),
+      async (s) =>
+        this.deadTokens.has(tokenHash)
+          ? { result: { kind: "gone" as const }, state: s }
+          : act(this.env, s, this.codes, tokenHash, input, meta, this.defer),
       false,
       shard,
     );
-    if (result?.kind === "gone" || (result?.kind === "done" && (input.action === "sign" || input.action === "decline"))) this.deadTokens.add(tokenHash);
+    if (result?.kind === "gone" || (result?.kind === "done" && (input.action === "sign" || input.action === "decline")))
+      this.deadTokens.add(tokenHash);
     return result ?? { kind: "unknown" };
   }
 
-  async void(envelopeId: string, organizationId: string, reason: string, actorUserId: string | null, meta: RequestMeta): Promise<VoidResult | typeof MOVING | typeof FAILED> {
+  async void(
+    envelopeId: string,
+    organizationId: string,
+    reason: string,
+    actorUserId: string | null,
+    meta: RequestMeta,
+  ): Promise<VoidResult | typeof MOVING | typeof FAILED> {
     const result = await this.withState<VoidResult>(envelopeId, organizationId, async (s) => {
       const ctx = machineContext(this.env, s, this.defer, { type: "user", userId: actorUserId });
       if (!TERMINAL.has(s.envelope.status) && isExpired(s.envelope)) {
-        return { result: { kind: "cannot_void", message: "The envelope has expired" }, state: await end(ctx, s, "expired", "expired", { ip: null, userAgent: null }) };
+        return {
+          result: { kind: "cannot_void", message: "The envelope has expired" },
+          state: await end(ctx, s, "expired", "expired", { ip: null, userAgent: null }),
+        };
       }
-      if (TERMINAL.has(s.envelope.status)) return { result: { kind: "cannot_void", message: `The envelope is already ${s.envelope.status}` }, state: s };
+      if (TERMINAL.has(s.envelope.status))
+        return { result: { kind: "cannot_void", message: `The envelope is already ${s.envelope.status}` }, state: s };
       return { result: { kind: "voided" }, state: await end(ctx, s, "voided", reason, meta) };
     });
     if (result?.kind === "moving" || result?.kind === "failed") return result;
@@ -153,24 +199,44 @@ export class EnvelopeSigner extends DurableObject<Env> {
   }
 
   /** A new link for one signer, from the sender (resend.ts); unlocks the signer's code verification. */
-  async resend(envelopeId: string, organizationId: string, signerId: string, actorUserId: string | null, meta: RequestMeta): Promise<ResendResult | typeof MOVING | typeof FAILED> {
-    const result = await this.withState(envelopeId, organizationId, (s) => resendLink(this.env, s, this.codes, signerId, actorUserId, meta, this.defer));
+  async resend(
+    envelopeId: string,
+    organizationId: string,
+    signerId: string,
+    actorUserId: string | null,
+    meta: RequestMeta,
+  ): Promise<ResendResult | typeof MOVING | typeof FAILED> {
+    const result = await this.withState(envelopeId, organizationId, (s) =>
+      resendLink(this.env, s, this.codes, signerId, actorUserId, meta, this.defer),
+    );
     return result ?? { kind: "not_found" };
   }
 
   /** The cron's call: mails the reminders and expiry notice that are due, once (reminders.ts). */
   async remind(envelopeId: string, organizationId: string): Promise<number> {
-    const mailed = await this.withState(envelopeId, organizationId, (s) => mailDueNotices(this.env, s, this.defer).then(({ mailed, state }) => ({ result: mailed, state })), true);
+    const mailed = await this.withState(
+      envelopeId,
+      organizationId,
+      (s) => mailDueNotices(this.env, s, this.defer).then(({ mailed, state }) => ({ result: mailed, state })),
+      true,
+    );
     // Moving or failed: the next cron pass mails them (from the new shard).
     return typeof mailed === "number" ? mailed : 0;
   }
 
   override async alarm(): Promise<void> {
-    const { envelopeId, organizationId } = Object.fromEntries(await this.ctx.storage.get<string>(["envelopeId", "organizationId"])) as Record<string, string | undefined>;
+    const { envelopeId, organizationId } = Object.fromEntries(
+      await this.ctx.storage.get<string>(["envelopeId", "organizationId"]),
+    ) as Record<string, string | undefined>;
     // Without its organization the object cannot find the envelope's shard; the cron's sweep hands it over (sweeps.ts).
     if (!envelopeId || !organizationId) return;
     // Read afresh: the alarm is rare, and must see an expiry changed in D1 since the object last looked.
-    const later = await this.withState(envelopeId, organizationId, (s) => expireIfDue(this.env, s, this.defer).then(({ later, state }) => ({ result: later, state })), true);
+    const later = await this.withState(
+      envelopeId,
+      organizationId,
+      (s) => expireIfDue(this.env, s, this.defer).then(({ later, state }) => ({ result: later, state })),
+      true,
+    );
     // Moving or failed: the expiry is tried again in a minute, on whichever shard the organization lives on by then.
     if (typeof later === "object" && later !== null) await this.ctx.storage.setAlarm(Date.now() + 60_000);
     else if (later) await this.ctx.storage.setAlarm(new Date(later).getTime());

@@ -71,7 +71,10 @@ const candidates = (ctx: ServiceContext, who: Recognizer, status: SQL, after: st
 export async function closeSigningLinks(ctx: ServiceContext, who: Recognizer): Promise<void> {
   for (let after = ""; ; ) {
     const found = await candidates(ctx, who, notInArray(envelopes.status, [...TERMINAL]), after, CLOSE_PAGE);
-    await removeLinkKeys(ctx, found.filter((e) => who.identifies(e.texts)).map((e) => e.id));
+    await removeLinkKeys(
+      ctx,
+      found.filter((e) => who.identifies(e.texts)).map((e) => e.id),
+    );
     if (found.length < CLOSE_PAGE) return;
     after = found[found.length - 1]!.id;
   }
@@ -83,7 +86,10 @@ const CLOSE_PAGE = 100;
 /** Takes the directory keys of the organization's live links of `envelopeIds` out of the directory. */
 async function removeLinkKeys(ctx: ServiceContext, envelopeIds: string[]): Promise<void> {
   if (envelopeIds.length === 0) return;
-  const links = await ctx.db.select({ tokenHash: signingLinks.tokenHash }).from(signingLinks).where(and(eq(signingLinks.organizationId, ctx.organizationId), inJsonList(signingLinks.envelopeId, envelopeIds)));
+  const links = await ctx.db
+    .select({ tokenHash: signingLinks.tokenHash })
+    .from(signingLinks)
+    .where(and(eq(signingLinks.organizationId, ctx.organizationId), inJsonList(signingLinks.envelopeId, envelopeIds)));
   await removePublicKeys(
     ctx.directory,
     ctx.organizationId,
@@ -136,11 +142,29 @@ async function eraseRound(ctx: ServiceContext, round: { id: string; status: Enve
     }
   }
   // Ended statuses are final: what reads as declined, voided or expired now can no longer complete.
-  const now = open.length > 0 ? await ctx.db.select({ id: envelopes.id, status: envelopes.status }).from(envelopes).where(and(eq(envelopes.organizationId, org), inJsonList(envelopes.id, round.map((e) => e.id)))) : round;
-  if (now.some((e) => !TERMINAL.has(e.status))) throw new Error("An open envelope naming the person could not be voided; the next run of the erasure tries again");
+  const now =
+    open.length > 0
+      ? await ctx.db
+          .select({ id: envelopes.id, status: envelopes.status })
+          .from(envelopes)
+          .where(
+            and(
+              eq(envelopes.organizationId, org),
+              inJsonList(
+                envelopes.id,
+                round.map((e) => e.id),
+              ),
+            ),
+          )
+      : round;
+  if (now.some((e) => !TERMINAL.has(e.status)))
+    throw new Error("An open envelope naming the person could not be voided; the next run of the erasure tries again");
   const ended = now.filter((e) => (UNSIGNED_ENDS as readonly string[]).includes(e.status)).map((e) => e.id);
   if (ended.length === 0) return;
-  await removeFiles(ctx.env, ended.flatMap((id) => [certificateKey(org, id), sealedDocumentKey(org, id)]));
+  await removeFiles(
+    ctx.env,
+    ended.flatMap((id) => [certificateKey(org, id), sealedDocumentKey(org, id)]),
+  );
   for (const id of ended) await removeFiles(ctx.env, [], envelopeFilesPrefix(org, id));
   await ctx.db.batch(deleteEnvelopes(ctx, ended, counted));
 }
@@ -150,8 +174,14 @@ function deleteEnvelopes(ctx: ServiceContext, ids: string[], counted: () => Stat
   const org = ctx.organizationId;
   const those = inJsonList(envelopes.id, ids);
   return [
-    guard(ctx.db, sql`NOT EXISTS (SELECT 1 FROM ${envelopes} WHERE ${and(eq(envelopes.organizationId, org), those, notInArray(envelopes.status, [...UNSIGNED_ENDS]))})`),
-    ctx.db.update(envelopes).set({ erasingAt: nowIso() }).where(and(eq(envelopes.organizationId, org), those)),
+    guard(
+      ctx.db,
+      sql`NOT EXISTS (SELECT 1 FROM ${envelopes} WHERE ${and(eq(envelopes.organizationId, org), those, notInArray(envelopes.status, [...UNSIGNED_ENDS]))})`,
+    ),
+    ctx.db
+      .update(envelopes)
+      .set({ erasingAt: nowIso() })
+      .where(and(eq(envelopes.organizationId, org), those)),
     ctx.db.delete(envelopeAudit).where(and(eq(envelopeAudit.organizationId, org), inJsonList(envelopeAudit.envelopeId, ids))),
     ctx.db.delete(signingLinks).where(and(eq(signingLinks.organizationId, org), inJsonList(signingLinks.envelopeId, ids))),
     ctx.db.delete(envelopeSigners).where(and(eq(envelopeSigners.organizationId, org), inJsonList(envelopeSigners.envelopeId, ids))),
@@ -161,15 +191,22 @@ function deleteEnvelopes(ctx: ServiceContext, ids: string[], counted: () => Stat
 }
 
 /** Envelopes (of `status`, or any) that are the person's: naming them by e-mail or phone, or by a name that is theirs alone. */
-export async function envelopesNaming(ctx: ServiceContext, who: Recognizer, status?: EnvelopeStatus): Promise<{ id: string; status: EnvelopeStatus }[]> {
+export async function envelopesNaming(
+  ctx: ServiceContext,
+  who: Recognizer,
+  status?: EnvelopeStatus,
+): Promise<{ id: string; status: EnvelopeStatus }[]> {
   const theirs: { id: string; status: EnvelopeStatus }[] = [];
   for (let after = ""; ; ) {
     const found = await candidates(ctx, who, status ? eq(envelopes.status, status) : sql`1`, after, ENVELOPES_PER_ROUND);
-    theirs.push(...found.filter((e) => who.identifies(e.texts) || (who.nameIsTheirs && who.names(e.texts))).map(({ id, status }) => ({ id, status })));
+    theirs.push(
+      ...found.filter((e) => who.identifies(e.texts) || (who.nameIsTheirs && who.names(e.texts))).map(({ id, status }) => ({ id, status })),
+    );
     if (found.length < ENVELOPES_PER_ROUND) return theirs;
     after = found[found.length - 1]!.id;
   }
 }
 
 /** Completed envelopes that name the person: kept as signed, and named in the erasure's answer. */
-export const countSignedEnvelopes = async (ctx: ServiceContext, who: Recognizer): Promise<number> => (await envelopesNaming(ctx, who, "completed")).length;
+export const countSignedEnvelopes = async (ctx: ServiceContext, who: Recognizer): Promise<number> =>
+  (await envelopesNaming(ctx, who, "completed")).length;

@@ -63,7 +63,12 @@ export async function sendSigningLink(
     expiry_notice: `A document waiting for your signature as ${signer.role} expires at ${expiresAt ?? "its expiry"} (UTC); after that the link no longer works.`,
     resend: `The sender has sent you a new link to the document you are asked to sign as ${signer.role}.`,
   }[kind];
-  const earlier = { request: "", reminder: " Links in earlier messages still work.", expiry_notice: " Links in earlier messages still work.", resend: " Links in earlier messages no longer work." }[kind];
+  const earlier = {
+    request: "",
+    reminder: " Links in earlier messages still work.",
+    expiry_notice: " Links in earlier messages still work.",
+    resend: " Links in earlier messages no longer work.",
+  }[kind];
   await sendAfterCommit(
     env,
     db,

@@ -38,7 +38,12 @@ export interface Loaded {
   tenant: Tenant;
 }
 
-export const ENVELOPES: VersionedTable = { table: envelopes, id: envelopes.id, organizationId: envelopes.organizationId, version: envelopes.version };
+export const ENVELOPES: VersionedTable = {
+  table: envelopes,
+  id: envelopes.id,
+  organizationId: envelopes.organizationId,
+  version: envelopes.version,
+};
 export const TERMINAL: ReadonlySet<EnvelopeStatus> = new Set(["completed", "declined", "voided", "expired"]);
 export const ACTIVE: ReadonlySet<SignerStatus> = new Set(["sent", "opened", "authenticated", "consented"]);
 const NO_META: RequestMeta = { ip: null, userAgent: null };
@@ -49,15 +54,28 @@ export async function loadEnvelope(tenant: Tenant, envelopeId: string): Promise<
   const [rows, signers, links, last] = await db.batch([
     db.select().from(envelopes).where(eq(envelopes.id, envelopeId)),
     db.select().from(envelopeSigners).where(eq(envelopeSigners.envelopeId, envelopeId)).orderBy(envelopeSigners.position),
-    db.select({ tokenHash: signingLinks.tokenHash, signerId: signingLinks.signerId }).from(signingLinks).where(eq(signingLinks.envelopeId, envelopeId)),
-    db.select({ seq: envelopeAudit.seq, hash: envelopeAudit.hash }).from(envelopeAudit).where(eq(envelopeAudit.envelopeId, envelopeId)).orderBy(desc(envelopeAudit.seq)).limit(1),
+    db
+      .select({ tokenHash: signingLinks.tokenHash, signerId: signingLinks.signerId })
+      .from(signingLinks)
+      .where(eq(signingLinks.envelopeId, envelopeId)),
+    db
+      .select({ seq: envelopeAudit.seq, hash: envelopeAudit.hash })
+      .from(envelopeAudit)
+      .where(eq(envelopeAudit.envelopeId, envelopeId))
+      .orderBy(desc(envelopeAudit.seq))
+      .limit(1),
   ]);
   const envelope = rows[0];
   return envelope ? { envelope, signers, links, head: last[0] ?? { seq: 0, hash: GENESIS }, tenant } : null;
 }
 
 /** The service context a transition writes with: the envelope's organization and shard, deferred work kept alive. */
-export function machineContext(env: Env, loaded: Loaded, defer: (work: Promise<unknown>) => void, actor: ServiceContext["actor"] = { type: "public", userId: null }): ServiceContext {
+export function machineContext(
+  env: Env,
+  loaded: Loaded,
+  defer: (work: Promise<unknown>) => void,
+  actor: ServiceContext["actor"] = { type: "public", userId: null },
+): ServiceContext {
   const { db, d1, directory } = loaded.tenant;
   return { env, db, directory, d1, organizationId: loaded.envelope.organizationId, actor, requestId: "envelope-signer", defer };
 }
@@ -88,7 +106,9 @@ export async function write(ctx: ServiceContext, loaded: Loaded, change: Change)
   const at = nowIso();
   const audit = await appendAudit(db, envelope.organizationId, envelope.id, loaded.head, change.audit);
   const terminal = change.envelope?.status !== undefined && TERMINAL.has(change.envelope.status);
-  const chainSeal: ChainSeal | null = terminal ? await sealChainHead(ctx.env, envelope.id, audit.head).catch(noSeal(envelope.id)) : envelope.chainSeal;
+  const chainSeal: ChainSeal | null = terminal
+    ? await sealChainHead(ctx.env, envelope.id, audit.head).catch(noSeal(envelope.id))
+    : envelope.chainSeal;
   const next: EnvelopeRow = { ...envelope, ...change.envelope, chainSeal, updatedAt: at, version: envelope.version + 1 };
   const statements: Statement[] = [
     expectVersion(db, ENVELOPES, envelope.organizationId, envelope),
@@ -99,15 +119,25 @@ export async function write(ctx: ServiceContext, loaded: Loaded, change: Change)
   ];
   for (const s of change.signers ?? []) {
     const from = Array.isArray(s.from) ? s.from : [s.from];
-    statements.push(db.update(envelopeSigners).set(s.set).where(and(eq(envelopeSigners.id, s.id), sql`${envelopeSigners.status} IN (SELECT value FROM json_each(${JSON.stringify(from)}))`)));
+    statements.push(
+      db
+        .update(envelopeSigners)
+        .set(s.set)
+        .where(and(eq(envelopeSigners.id, s.id), sql`${envelopeSigners.status} IN (SELECT value FROM json_each(${JSON.stringify(from)}))`)),
+    );
   }
   if (change.killLinks) {
     statements.push(db.delete(signingLinks).where(eq(signingLinks.envelopeId, envelope.id)));
     statements.push(db.update(envelopeSigners).set({ remindAt: null }).where(eq(envelopeSigners.envelopeId, envelope.id)));
   } else if (change.killSignerLinks?.length) {
-    statements.push(db.delete(signingLinks).where(and(eq(signingLinks.envelopeId, envelope.id), inArray(signingLinks.signerId, change.killSignerLinks))));
+    statements.push(
+      db.delete(signingLinks).where(and(eq(signingLinks.envelopeId, envelope.id), inArray(signingLinks.signerId, change.killSignerLinks))),
+    );
   }
-  for (const l of change.newLinks ?? []) statements.push(db.insert(signingLinks).values({ ...l, envelopeId: envelope.id, organizationId: envelope.organizationId, createdAt: at }));
+  for (const l of change.newLinks ?? [])
+    statements.push(
+      db.insert(signingLinks).values({ ...l, envelopeId: envelope.id, organizationId: envelope.organizationId, createdAt: at }),
+    );
   if (change.document) {
     statements.push(
       db
@@ -119,7 +149,12 @@ export async function write(ctx: ServiceContext, loaded: Loaded, change: Change)
   statements.push(...audit.statements);
   // New links are registered in the directory before the shard write that makes them live (issue 24): a key whose
   // write then fails resolves to an envelope without that link, which answers as an unknown token.
-  await registerPublicKeys(ctx.directory, envelope.organizationId, "signing_link", (change.newLinks ?? []).map((l) => l.tokenHash));
+  await registerPublicKeys(
+    ctx.directory,
+    envelope.organizationId,
+    "signing_link",
+    (change.newLinks ?? []).map((l) => l.tokenHash),
+  );
   const sets = new Map((change.signers ?? []).map((s) => [s.id, s.set]));
   const signers = loaded.signers.map((s) => ({ ...s, ...sets.get(s.id), ...(change.killLinks ? { remindAt: null } : {}) }));
   // In the transition's own batch: a write that loses its compare-and-set stages nothing, so each transition emits once.
@@ -141,7 +176,12 @@ const noSeal = (envelopeId: string) => (err: unknown) => {
   return null;
 };
 
-export const entry = (event: AuditInput["event"], signerId: string | null, meta: RequestMeta, data: Record<string, unknown> | null = null): AuditInput => ({
+export const entry = (
+  event: AuditInput["event"],
+  signerId: string | null,
+  meta: RequestMeta,
+  data: Record<string, unknown> | null = null,
+): AuditInput => ({
   event,
   signerId,
   at: nowIso(),
@@ -151,7 +191,13 @@ export const entry = (event: AuditInput["event"], signerId: string | null, meta:
 });
 
 /** Ends a non-terminal envelope (void, expiry): every link dies, the document can be sent again. */
-export async function end(ctx: ServiceContext, loaded: Loaded, status: "voided" | "expired", reason: string, meta: RequestMeta): Promise<Loaded> {
+export async function end(
+  ctx: ServiceContext,
+  loaded: Loaded,
+  status: "voided" | "expired",
+  reason: string,
+  meta: RequestMeta,
+): Promise<Loaded> {
   const data = status === "voided" ? { reason, ...(ctx.actor.userId ? { userId: ctx.actor.userId } : {}) } : null;
   return write(ctx, loaded, {
     envelope: { status, endedReason: reason },
@@ -168,16 +214,26 @@ export const isExpired = (e: Pick<EnvelopeRow, "expiresAt">, now = nowIso()) => 
  * The signer a live token belongs to, or null when the link is dead (signed, declined, ended, expired, unknown). An
  * envelope past its expiry whose alarm has not run yet is expired now, so the link answers as an expired one.
  */
-export async function liveSigner(env: Env, loaded: Loaded, tokenHash: string, defer: (w: Promise<unknown>) => void): Promise<{ signer: SignerRow | null; state: Loaded }> {
+export async function liveSigner(
+  env: Env,
+  loaded: Loaded,
+  tokenHash: string,
+  defer: (w: Promise<unknown>) => void,
+): Promise<{ signer: SignerRow | null; state: Loaded }> {
   if (TERMINAL.has(loaded.envelope.status)) return { signer: null, state: loaded };
-  if (isExpired(loaded.envelope)) return { signer: null, state: await end(machineContext(env, loaded, defer), loaded, "expired", "expired", NO_META) };
+  if (isExpired(loaded.envelope))
+    return { signer: null, state: await end(machineContext(env, loaded, defer), loaded, "expired", "expired", NO_META) };
   const link = loaded.links.find((l) => l.tokenHash === tokenHash);
   const signer = link && loaded.signers.find((s) => s.id === link.signerId);
   return { signer: signer && ACTIVE.has(signer.status) ? signer : null, state: loaded };
 }
 
 /** The alarm: expires the envelope when its time has come; answers when to look again if it has not. */
-export async function expireIfDue(env: Env, loaded: Loaded, defer: (w: Promise<unknown>) => void): Promise<{ later: string | null; state: Loaded }> {
+export async function expireIfDue(
+  env: Env,
+  loaded: Loaded,
+  defer: (w: Promise<unknown>) => void,
+): Promise<{ later: string | null; state: Loaded }> {
   if (TERMINAL.has(loaded.envelope.status) || !loaded.envelope.expiresAt) return { later: null, state: loaded };
   if (!isExpired(loaded.envelope)) return { later: loaded.envelope.expiresAt, state: loaded };
   return { later: null, state: await end(machineContext(env, loaded, defer), loaded, "expired", "expired", NO_META) };

@@ -11,7 +11,12 @@ import type { Envelope } from "./schemas";
 type EnvelopeRow = typeof envelopes.$inferSelect;
 type SignerRow = typeof envelopeSigners.$inferSelect;
 
-const fileStatus = (e: EnvelopeRow, key: string | null, url: string) => (e.status !== "completed" ? { status: "not_applicable" as const, url: null } : key ? { status: "ready" as const, url } : { status: "pending" as const, url: null });
+const fileStatus = (e: EnvelopeRow, key: string | null, url: string) =>
+  e.status !== "completed"
+    ? { status: "not_applicable" as const, url: null }
+    : key
+      ? { status: "ready" as const, url }
+      : { status: "pending" as const, url: null };
 
 export function toEnvelope(e: EnvelopeRow, signers: SignerRow[]): Envelope {
   return {
@@ -60,5 +65,8 @@ export function envelopeEvent(
   extra: Record<string, unknown> = {},
 ): EventEnvelope {
   const signer = signerId === undefined ? undefined : after.signers.find((s) => s.id === signerId);
-  return resourceEvent(ctx, type, toEnvelope(after.envelope, after.signers), before && toEnvelope(before.envelope, before.signers), { ...(signer ? { signer: toSigner(signer) } : {}), ...extra });
+  return resourceEvent(ctx, type, toEnvelope(after.envelope, after.signers), before && toEnvelope(before.envelope, before.signers), {
+    ...(signer ? { signer: toSigner(signer) } : {}),
+    ...extra,
+  });
 }

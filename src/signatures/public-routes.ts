@@ -19,7 +19,12 @@ import { signingPage } from "./page";
 import { ActionDone, Gone, SignerAction, SignerView, TokenParam } from "./schemas";
 
 const tags = ["Signing (public)"];
-const GONE = { 404: { description: "Unknown, expired, already signed, declined or voided link, alike (no reason given)", content: { "application/json": { schema: Gone } } } };
+const GONE = {
+  404: {
+    description: "Unknown, expired, already signed, declined or voided link, alike (no reason given)",
+    content: { "application/json": { schema: Gone } },
+  },
+};
 const RATE_LIMITED = { 429: apiError("Too many requests from this address (rate_limited)") };
 
 const open = defineRoute(API, {
@@ -29,7 +34,8 @@ const open = defineRoute(API, {
   path: "/api/public/sign/{token}",
   tags,
   summary: "Open a signing link",
-  description: "No authentication: the token is the capability. The first open records `opened`. The answer carries the document the signer is asked to sign: its text, and its PDF through a link for this signer.",
+  description:
+    "No authentication: the token is the capability. The first open records `opened`. The answer carries the document the signer is asked to sign: its text, and its PDF through a link for this signer.",
   middleware: [rateLimit("public-sign:get")] as const,
   request: { params: TokenParam },
   responses: {
@@ -57,12 +63,16 @@ const act = defineRoute(API, {
     200: apiJson("Done", ActionDone),
     ...GONE,
     403: apiError("The bot challenge token was refused (challenge_failed)"),
-    409: apiError("invalid_state: the action is out of order (sign before consent, say), or authenticate with neither code nor codeVerified; verification_required: codeVerified on an envelope that needs a code"),
+    409: apiError(
+      "invalid_state: the action is out of order (sign before consent, say), or authenticate with neither code nor codeVerified; verification_required: codeVerified on an envelope that needs a code",
+    ),
     422: apiError("code_invalid (wrong, used, or none pending), code_expired, code_attempts_exceeded (5 wrong tries ended the code)"),
     429: apiError(
       "rate_limited: too many requests from this address; code_resend_too_soon: a code was mailed less than a minute ago, or 5 in the last hour (Retry-After says when); verification_locked: 15 wrong codes locked this signer's send_code and authenticate until the sender sends a new link (POST /api/signatures/{envelopeId}/signers/{signerId}/resend); it does not end with time, Retry-After (a day) only says when to look again",
     ),
-    503: apiError("temporarily_unavailable: the action could not be recorded just now (nothing was assumed done); try it again after Retry-After"),
+    503: apiError(
+      "temporarily_unavailable: the action could not be recorded just now (nothing was assumed done); try it again after Retry-After",
+    ),
   },
 });
 
@@ -94,11 +104,15 @@ async function onEnvelope<T extends { kind: string }>(
   if (!organizationId) return { kind: "gone" };
   const named = envelopeIdOf(token);
   const shard = c.get("shard");
-  const first = (named ? await call(named, organizationId, shard, tokenHash) : { kind: "unknown" }) as T | { kind: "unknown" | "moving" | "failed" };
+  const first = (named ? await call(named, organizationId, shard, tokenHash) : { kind: "unknown" }) as
+    | T
+    | { kind: "unknown" | "moving" | "failed" };
   refuseUnfinished(first);
   if (first.kind !== "unknown") return first as T;
   const looked = await envelopeOfLink(c.get("db"), tokenHash);
-  const second = (looked && looked !== named ? await call(looked, organizationId, shard, tokenHash) : { kind: "gone" }) as T | { kind: "unknown" | "gone" | "moving" | "failed" };
+  const second = (looked && looked !== named ? await call(looked, organizationId, shard, tokenHash) : { kind: "gone" }) as
+    | T
+    | { kind: "unknown" | "gone" | "moving" | "failed" };
   refuseUnfinished(second);
   return second.kind === "unknown" ? { kind: "gone" } : (second as T | { kind: "gone" });
 }
@@ -118,23 +132,37 @@ export function createPublicSigningRoutes(deps: SigningDeps) {
   return new OpenAPIHono<AppBindings>({ defaultHook: validationHook })
     .openapi(open, async (c) => {
       const meta = requestMeta(c);
-      const result = await onEnvelope<OpenResult>(c, c.req.valid("param").token, (id, org, shard, hash) => envelopeSigner(c.env, id).open(id, org, shard, hash, meta));
+      const result = await onEnvelope<OpenResult>(c, c.req.valid("param").token, (id, org, shard, hash) =>
+        envelopeSigner(c.env, id).open(id, org, shard, hash, meta),
+      );
       if (result.kind !== "active") return gone(c);
       const { id, ...signer } = result.signer;
-      return c.json({ state: "active" as const, signer, document: await signerDocumentView(c.env, c.get("db"), id, signer.documentId, result.document), signerVerification: result.signerVerification }, 200);
+      return c.json(
+        {
+          state: "active" as const,
+          signer,
+          document: await signerDocumentView(c.env, c.get("db"), id, signer.documentId, result.document),
+          signerVerification: result.signerVerification,
+        },
+        200,
+      );
     })
     .openapi(act, async (c) => {
       const input = c.req.valid("json");
       const meta = requestMeta(c);
       const secret = readConfig(c.env).BOT_CHALLENGE_SECRET;
-      if (input.action === "sign" || input.action === "decline") await requireChallenge(secret, deps.botChallenge, input.challengeToken, meta.ip, "for sign and decline");
-      const result = await onEnvelope<ActResult>(c, c.req.valid("param").token, (id, org, shard, hash) => envelopeSigner(c.env, id).act(id, org, shard, hash, input, meta));
+      if (input.action === "sign" || input.action === "decline")
+        await requireChallenge(secret, deps.botChallenge, input.challengeToken, meta.ip, "for sign and decline");
+      const result = await onEnvelope<ActResult>(c, c.req.valid("param").token, (id, org, shard, hash) =>
+        envelopeSigner(c.env, id).act(id, org, shard, hash, input, meta),
+      );
       if (result.kind === "gone") return gone(c);
       if (result.kind === "refused") {
         const headers: Record<string, string> = result.retryAfterSeconds ? { "Retry-After": String(result.retryAfterSeconds) } : {};
         return c.json({ error: result.code, message: result.message }, result.status, headers);
       }
-      if (result.kind === "code_sent") return c.json({ ok: true as const, sentTo: result.sentTo, expiresInSeconds: result.expiresInSeconds }, 200);
+      if (result.kind === "code_sent")
+        return c.json({ ok: true as const, sentTo: result.sentTo, expiresInSeconds: result.expiresInSeconds }, 200);
       return c.json(input.action === "sign" ? { ok: true as const, completed: result.completed === true } : { ok: true as const }, 200);
     })
     .openapi(page, async (c) => signingPage(c) as never);

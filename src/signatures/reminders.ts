@@ -43,12 +43,21 @@ async function noticeLinks(state: Loaded, signers: SignerRow[], event: AuditEven
 }
 
 /** In the envelope's object: the reminders and the expiry notice that are due now, mailed once. */
-export async function mailDueNotices(env: Env, state: Loaded, defer: (w: Promise<unknown>) => void, now = new Date()): Promise<{ mailed: number; state: Loaded }> {
+export async function mailDueNotices(
+  env: Env,
+  state: Loaded,
+  defer: (w: Promise<unknown>) => void,
+  now = new Date(),
+): Promise<{ mailed: number; state: Loaded }> {
   if (TERMINAL.has(state.envelope.status)) return { mailed: 0, state };
   const at = nowIso(now);
   const pending = waiting(state);
   const due = pending.filter((s) => s.remindAt !== null && s.remindAt <= at);
-  const notice = state.envelope.expiryNoticeAt !== null && state.envelope.expiryNoticeAt <= at && state.envelope.expiresAt !== null && state.envelope.expiresAt > at;
+  const notice =
+    state.envelope.expiryNoticeAt !== null &&
+    state.envelope.expiryNoticeAt <= at &&
+    state.envelope.expiresAt !== null &&
+    state.envelope.expiresAt > at;
   const clearNotice = state.envelope.expiryNoticeAt !== null && state.envelope.expiryNoticeAt <= at;
   if (due.length === 0 && !clearNotice) return { mailed: 0, state };
 
@@ -58,11 +67,19 @@ export async function mailDueNotices(env: Env, state: Loaded, defer: (w: Promise
   const next = await write(machineContext(env, state, defer), state, {
     ...(clearNotice ? { envelope: { expiryNoticeAt: null } } : {}),
     // A cron that was down for days reminds once, then keeps the rhythm from now.
-    signers: due.map((s) => ({ id: s.id, from: s.status, set: { remindAt: nextReminderAt(state.envelope.reminders, now, linksOf(s.id)) } })),
+    signers: due.map((s) => ({
+      id: s.id,
+      from: s.status,
+      set: { remindAt: nextReminderAt(state.envelope.reminders, now, linksOf(s.id)) },
+    })),
     newLinks: [...reminders.newLinks, ...notices.newLinks],
     audit: [...reminders.audit, ...notices.audit],
   });
-  for (const m of reminders.minted) defer(sendSigningLink(env, state.tenant.db, state.envelope.organizationId, m.signer, m.token, "reminder"));
-  for (const m of notices.minted) defer(sendSigningLink(env, state.tenant.db, state.envelope.organizationId, m.signer, m.token, "expiry_notice", state.envelope.expiresAt));
+  for (const m of reminders.minted)
+    defer(sendSigningLink(env, state.tenant.db, state.envelope.organizationId, m.signer, m.token, "reminder"));
+  for (const m of notices.minted)
+    defer(
+      sendSigningLink(env, state.tenant.db, state.envelope.organizationId, m.signer, m.token, "expiry_notice", state.envelope.expiresAt),
+    );
   return { mailed: reminders.minted.length + notices.minted.length, state: next };
 }

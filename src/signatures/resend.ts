@@ -19,16 +19,29 @@ export type ResendResult =
 
 type Defer = (w: Promise<unknown>) => void;
 
-export async function resendLink(env: Env, state: Loaded, codes: SignerCodes, signerId: string, actorUserId: string | null, meta: RequestMeta, defer: Defer): Promise<{ result: ResendResult; state: Loaded }> {
+export async function resendLink(
+  env: Env,
+  state: Loaded,
+  codes: SignerCodes,
+  signerId: string,
+  actorUserId: string | null,
+  meta: RequestMeta,
+  defer: Defer,
+): Promise<{ result: ResendResult; state: Loaded }> {
   const signer = state.signers.find((s) => s.id === signerId);
   if (!signer) return { result: { kind: "not_found" }, state };
   const ctx = machineContext(env, state, defer, { type: "user", userId: actorUserId });
   const refuse = (message: string, next = state) => ({ result: { kind: "cannot_resend" as const, message }, state: next });
   if (TERMINAL.has(state.envelope.status)) return refuse(`The envelope is ${state.envelope.status}: its links stay dead`);
-  if (isExpired(state.envelope)) return refuse("The envelope has expired: its links stay dead", await end(ctx, state, "expired", "expired", { ip: null, userAgent: null }));
+  if (isExpired(state.envelope))
+    return refuse(
+      "The envelope has expired: its links stay dead",
+      await end(ctx, state, "expired", "expired", { ip: null, userAgent: null }),
+    );
   if (signer.status === "signed" || signer.status === "declined") return refuse(`The signer has already ${signer.status}`);
   // Sequential signing: the signer's link is minted and mailed when the signer before them has signed, not earlier.
-  if (signer.status === "pending") return refuse("It is not this signer's turn yet (sequential signing): their link is sent when the signer before them has signed");
+  if (signer.status === "pending")
+    return refuse("It is not this signer's turn yet (sequential signing): their link is sent when the signer before them has signed");
 
   const { token, hash } = await mintToken(state.envelope.id);
   const unlocked = codes.isLocked(signer.id);
@@ -43,5 +56,8 @@ export async function resendLink(env: Env, state: Loaded, codes: SignerCodes, si
     audit: [entry("resent", signer.id, meta, { ...(actorUserId ? { userId: actorUserId } : {}), unlocked })],
   });
   codes.forget([signer.id]);
-  return { result: { kind: "resent", signer: { id: signer.id, name: signer.name, email: signer.email, role: signer.role }, token }, state: next };
+  return {
+    result: { kind: "resent", signer: { id: signer.id, name: signer.name, email: signer.email, role: signer.role }, token },
+    state: next,
+  };
 }

@@ -6,7 +6,17 @@ import type { AppBindings } from "../platform/context";
 import { validationHook } from "../platform/openapi";
 import { requestMeta } from "../platform/request-meta";
 import { defineRoute } from "../platform/route";
-import { AuditTrail, CertificateLink, Envelope, EnvelopeIdParam, SignatureSettings, SignatureSettingsUpdate, SignerIdParams, SigningLink, VoidQuery } from "./schemas";
+import {
+  AuditTrail,
+  CertificateLink,
+  Envelope,
+  EnvelopeIdParam,
+  SignatureSettings,
+  SignatureSettingsUpdate,
+  SignerIdParams,
+  SigningLink,
+  VoidQuery,
+} from "./schemas";
 import { certificateLink, getAuditTrail, getEnvelope, resendSigner, signedDocumentLink, voidEnvelope } from "./service";
 import { readSettings, updateSettings } from "./settings";
 
@@ -34,7 +44,11 @@ const remove = defineRoute(API, {
   summary: "Void an envelope",
   description: "Every signing link dies at once and the document can be sent again. The reason is recorded in the audit trail.",
   request: { params: EnvelopeIdParam, query: VoidQuery },
-  responses: { 200: apiJson("Voided", z.object({ voided: z.literal(true) })), ...NOT_FOUND, 409: apiError("cannot_void: the envelope is already completed, declined, voided or expired") },
+  responses: {
+    200: apiJson("Voided", z.object({ voided: z.literal(true) })),
+    ...NOT_FOUND,
+    409: apiError("cannot_void: the envelope is already completed, declined, voided or expired"),
+  },
 });
 
 const audit = defineRoute(API, {
@@ -44,7 +58,8 @@ const audit = defineRoute(API, {
   tags,
   security,
   summary: "The envelope's audit trail and whether its hash chain verifies",
-  description: "Every event (sent, code_sent, opened, authenticated, consented, signed, declined, voided, expired, reminded, expiry_notice, verification_locked, resent) with time, IP and user agent. Each entry's hash covers the previous one's, so any change to the trail shows as a broken chain.",
+  description:
+    "Every event (sent, code_sent, opened, authenticated, consented, signed, declined, voided, expired, reminded, expiry_notice, verification_locked, resent) with time, IP and user agent. Each entry's hash covers the previous one's, so any change to the trail shows as a broken chain.",
   request: { params: EnvelopeIdParam, query: NoQuery },
   responses: { 200: apiJson("The audit trail", AuditTrail), ...NOT_FOUND },
 });
@@ -56,7 +71,8 @@ const certificate = defineRoute(API, {
   tags,
   security,
   summary: "A download link for the certificate of completion",
-  description: "The PDF names the document's SHA-256, every signer with their steps (times, IPs) and the audit chain's head. The link is signed and expires after 15 minutes.",
+  description:
+    "The PDF names the document's SHA-256, every signer with their steps (times, IPs) and the audit chain's head. The link is signed and expires after 15 minutes.",
   request: { params: EnvelopeIdParam },
   responses: {
     200: apiJson("A signed, expiring link", CertificateLink),
@@ -97,7 +113,9 @@ const resend = defineRoute(API, {
   responses: {
     200: apiJson("The new link, mailed to the signer", SigningLink),
     404: apiError("No envelope with this id in your organization, or no signer with this id in it"),
-    409: apiError("cannot_resend: the signer has signed or declined, the envelope is no longer open, or (sequential) the signer's turn has not come"),
+    409: apiError(
+      "cannot_resend: the signer has signed or declined, the envelope is no longer open, or (sequential) the signer's turn has not come",
+    ),
   },
 });
 
@@ -108,7 +126,8 @@ const settings = defineRoute(API, {
   tags,
   security,
   summary: "The organization's defaults for new envelopes",
-  description: "signerVerification (`attested` until set) and reminders (none until set), used when POST /api/documents/{id}/signature does not say.",
+  description:
+    "signerVerification (`attested` until set) and reminders (none until set), used when POST /api/documents/{id}/signature does not say.",
   responses: { 200: apiJson("The settings", SignatureSettings) },
 });
 
@@ -130,7 +149,9 @@ export const signatureRoutes = new OpenAPIHono<AppBindings>({ defaultHook: valid
   .openapi(settings, async (c) => c.json(await readSettings(serviceContext(c)), 200))
   .openapi(updateSettingsRoute, async (c) => c.json(await updateSettings(serviceContext(c), c.req.valid("json")), 200))
   .openapi(read, async (c) => c.json(await getEnvelope(serviceContext(c), c.req.valid("param").envelopeId), 200))
-  .openapi(remove, async (c) => c.json(await voidEnvelope(serviceContext(c), c.req.valid("param").envelopeId, c.req.valid("query").reason, requestMeta(c)), 200))
+  .openapi(remove, async (c) =>
+    c.json(await voidEnvelope(serviceContext(c), c.req.valid("param").envelopeId, c.req.valid("query").reason, requestMeta(c)), 200),
+  )
   .openapi(resend, async (c) => {
     c.set("replayOmits", [["url"]]); // a raw signing token: an Idempotency-Key replay leaves it out
     const { envelopeId, signerId } = c.req.valid("param");

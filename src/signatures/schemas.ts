@@ -7,33 +7,51 @@ export const ENVELOPE_STATUSES = ["partially_signed", "completed", "declined", "
 export const SIGNER_STATUSES = ["pending", "sent", "opened", "authenticated", "consented", "signed", "declined"] as const;
 export const MAX_SIGNERS = 20;
 
-export const SignerInput = z.strictObject({ name: oneLineText(200), email: z.email().max(254), role: oneLineText(50) }).openapi("SignerInput");
+export const SignerInput = z
+  .strictObject({ name: oneLineText(200), email: z.email().max(254), role: oneLineText(50) })
+  .openapi("SignerInput");
 
 const REMINDERS = "Reminders mailed by the cron to each signer whose turn it is and who has not signed, at most 10 per signer";
 /** Not a named component: a nullable reference renders as allOf in the document, which null does not match. */
 export const ReminderPlan = z
   .strictObject({
     firstAfterDays: z.int().min(1).max(60).openapi({ description: "Days after a signer's link is sent before the first reminder" }),
-    everyDays: z.int().min(1).max(60).nullable().default(null).openapi({ description: "Days between later reminders; null: one reminder only" }),
+    everyDays: z
+      .int()
+      .min(1)
+      .max(60)
+      .nullable()
+      .default(null)
+      .openapi({ description: "Days between later reminders; null: one reminder only" }),
   })
   .openapi({ description: REMINDERS });
 
-const SignerVerificationField = z
-  .enum(SIGNER_VERIFICATIONS)
-  .openapi({ description: "`code`: the server mails each signer a one-time code and checks it (send_code, then authenticate with code); `attested`: the signer's client may attest it checked them (codeVerified: true)" });
+const SignerVerificationField = z.enum(SIGNER_VERIFICATIONS).openapi({
+  description:
+    "`code`: the server mails each signer a one-time code and checks it (send_code, then authenticate with code); `attested`: the signer's client may attest it checked them (codeVerified: true)",
+});
 
 /** POST /api/documents/{id}/signature (spec: Endpoints; DESIGN.md contract 4 for `signers`). */
 export const SignatureRequest = z
   .strictObject({
     mode: z.enum(["parallel", "sequential"]).default("parallel"),
-    expiresInDays: z.int().min(1).max(365).optional().openapi({ description: "Links and the envelope expire after this many days; no expiry when left out" }),
-    signers: z
-      .array(SignerInput)
-      .max(MAX_SIGNERS)
+    expiresInDays: z
+      .int()
+      .min(1)
+      .max(365)
       .optional()
-      .openapi({ description: "Replaces the signing parties derived from the document (GET /api/documents/forms: each form's roles, in order), in signing order. Each address once (409 otherwise)" }),
-    signerVerification: SignerVerificationField.optional().openapi({ description: "How signers are verified; default: the organization's setting (GET /api/signatures/settings), itself `attested` until changed" }),
-    reminders: ReminderPlan.nullable().optional().openapi({ description: "Reminders; null: none for this envelope; left out: the organization's setting (none until set)" }),
+      .openapi({ description: "Links and the envelope expire after this many days; no expiry when left out" }),
+    signers: z.array(SignerInput).max(MAX_SIGNERS).optional().openapi({
+      description:
+        "Replaces the signing parties derived from the document (GET /api/documents/forms: each form's roles, in order), in signing order. Each address once (409 otherwise)",
+    }),
+    signerVerification: SignerVerificationField.optional().openapi({
+      description:
+        "How signers are verified; default: the organization's setting (GET /api/signatures/settings), itself `attested` until changed",
+    }),
+    reminders: ReminderPlan.nullable()
+      .optional()
+      .openapi({ description: "Reminders; null: none for this envelope; left out: the organization's setting (none until set)" }),
   })
   .openapi("SignatureRequest");
 export type SignatureRequest = z.infer<typeof SignatureRequest>;
@@ -44,14 +62,20 @@ export const SigningLink = z
     name: z.string(),
     email: z.string(),
     role: z.string(),
-    url: z.string().optional().openapi({ example: "https://app.example.test/sign/sign_…", description: "Shown once: an Idempotency-Key replay of this answer leaves it out (the link went to the signer by mail)" }),
+    url: z.string().optional().openapi({
+      example: "https://app.example.test/sign/sign_…",
+      description: "Shown once: an Idempotency-Key replay of this answer leaves it out (the link went to the signer by mail)",
+    }),
   })
   .openapi("SigningLink");
 
 export const SignatureCreated = z
   .object({
     envelopeId: z.string(),
-    links: z.array(SigningLink).openapi({ description: "Every signer's link in parallel mode; the first signer's in sequential mode (the next link is sent when the previous signer has signed)" }),
+    links: z.array(SigningLink).openapi({
+      description:
+        "Every signer's link in parallel mode; the first signer's in sequential mode (the next link is sent when the previous signer has signed)",
+    }),
   })
   .openapi("SignatureCreated");
 
@@ -61,16 +85,24 @@ export const Signer = z
     name: z.string(),
     email: z.string(),
     role: z.string(),
-    status: z.enum(SIGNER_STATUSES).openapi({ description: "sent, opened, authenticated, consented, signed, declined; pending for a sequential signer whose turn has not come" }),
+    status: z.enum(SIGNER_STATUSES).openapi({
+      description: "sent, opened, authenticated, consented, signed, declined; pending for a sequential signer whose turn has not come",
+    }),
     signedAt: z.string().optional(),
     sentAt: z.string().optional(),
-    verification: z.enum(["email_code", "client_attested"]).optional().openapi({ description: "How the signer was authenticated, once they were" }),
+    verification: z
+      .enum(["email_code", "client_attested"])
+      .optional()
+      .openapi({ description: "How the signer was authenticated, once they were" }),
   })
   .openapi("Signer");
 
 const FileStatus = (what: string) =>
   z
-    .object({ status: z.enum(["not_applicable", "pending", "ready"]), url: z.string().nullable().openapi({ description: "Where to get a signed, expiring download link, once ready" }) })
+    .object({
+      status: z.enum(["not_applicable", "pending", "ready"]),
+      url: z.string().nullable().openapi({ description: "Where to get a signed, expiring download link, once ready" }),
+    })
     .openapi({ description: what });
 
 export const Envelope = z
@@ -86,10 +118,15 @@ export const Envelope = z
     signerVerification: z.enum(SIGNER_VERIFICATIONS),
     reminders: ReminderPlan.nullable(),
     document: z
-      .object({ title: z.string().nullable(), sha256: z.string().nullable().openapi({ description: "SHA-256 (hex) of the PDF the signers were shown" }) })
+      .object({
+        title: z.string().nullable(),
+        sha256: z.string().nullable().openapi({ description: "SHA-256 (hex) of the PDF the signers were shown" }),
+      })
       .openapi({ description: "The document as the signers read it, rendered when the envelope was sent" }),
     certificate: FileStatus("The certificate of completion, generated once every signer has signed"),
-    signedDocument: FileStatus("The sealed PDF (the document, a signature page per signer, the certificate), PAdES-signed with the platform's seal, built once every signer has signed"),
+    signedDocument: FileStatus(
+      "The sealed PDF (the document, a signature page per signer, the certificate), PAdES-signed with the platform's seal, built once every signer has signed",
+    ),
   })
   .openapi("Envelope");
 export type Envelope = z.infer<typeof Envelope>;
@@ -137,21 +174,47 @@ export const SignatureSettingsUpdate = z
   .strictObject({ signerVerification: SignerVerificationField.optional(), reminders: ReminderPlan.nullable().optional() })
   .openapi("SignatureSettingsUpdate");
 
-export const EnvelopeIdParam = z.object({ envelopeId: z.string().min(1).max(100).openapi({ param: { name: "envelopeId", in: "path" } }) });
-export const SignerIdParams = EnvelopeIdParam.extend({ signerId: z.string().min(1).max(100).openapi({ param: { name: "signerId", in: "path" } }) });
+export const EnvelopeIdParam = z.object({
+  envelopeId: z
+    .string()
+    .min(1)
+    .max(100)
+    .openapi({ param: { name: "envelopeId", in: "path" } }),
+});
+export const SignerIdParams = EnvelopeIdParam.extend({
+  signerId: z
+    .string()
+    .min(1)
+    .max(100)
+    .openapi({ param: { name: "signerId", in: "path" } }),
+});
 
 /** POST /api/public/sign/{token} (spec: Endpoints rule 2). */
 export const SignerAction = z
   .strictObject({
-    action: z.enum(SIGNER_ACTIONS).openapi({ description: "send_code mails the signer a one-time code; then authenticate (with code), consent, sign; decline from any active state" }),
+    action: z.enum(SIGNER_ACTIONS).openapi({
+      description:
+        "send_code mails the signer a one-time code; then authenticate (with code), consent, sign; decline from any active state",
+    }),
     code: z
       .string()
       .regex(/^[0-9]{6}$/, "Six digits")
       .optional()
-      .openapi({ description: "With authenticate: the 6-digit code send_code mailed to the signer (checked by the server; 10 minutes, one use, 5 tries; 15 wrong codes in all lock the signer until the sender resends the link)" }),
-    codeVerified: z.boolean().optional().openapi({ description: "With authenticate: whether the one-time code or knowledge-based check was verified (spec rule 2); refused with 409 verification_required on an envelope whose signerVerification is code" }),
+      .openapi({
+        description:
+          "With authenticate: the 6-digit code send_code mailed to the signer (checked by the server; 10 minutes, one use, 5 tries; 15 wrong codes in all lock the signer until the sender resends the link)",
+      }),
+    codeVerified: z.boolean().optional().openapi({
+      description:
+        "With authenticate: whether the one-time code or knowledge-based check was verified (spec rule 2); refused with 409 verification_required on an envelope whose signerVerification is code",
+    }),
     reason: freeText(1000).optional().openapi({ description: "With decline; stored as data, never interpreted (no control characters)" }),
-    challengeToken: z.string().min(1).max(4096).optional().openapi({ description: "Turnstile token, required for sign and decline when the bot challenge is configured" }),
+    challengeToken: z
+      .string()
+      .min(1)
+      .max(4096)
+      .optional()
+      .openapi({ description: "Turnstile token, required for sign and decline when the bot challenge is configured" }),
   })
   .openapi("SignerAction");
 export type SignerAction = z.infer<typeof SignerAction>;
@@ -163,12 +226,20 @@ export const SignerView = z
     document: z
       .object({
         title: z.string().nullable(),
-        sha256: z.string().nullable().openapi({ description: "SHA-256 (hex) of the PDF at pdfUrl, as recorded when the envelope was sent" }),
-        pdfUrl: z.string().nullable().openapi({ description: "The document as a PDF: a link for this signer, valid 10 to 15 minutes; null on a code envelope until the signer's code is verified" }),
+        sha256: z
+          .string()
+          .nullable()
+          .openapi({ description: "SHA-256 (hex) of the PDF at pdfUrl, as recorded when the envelope was sent" }),
+        pdfUrl: z.string().nullable().openapi({
+          description:
+            "The document as a PDF: a link for this signer, valid 10 to 15 minutes; null on a code envelope until the signer's code is verified",
+        }),
         text: z
           .object({ title: z.string(), sections: z.array(z.object({ heading: z.string(), lines: z.array(z.string()) })) })
           .nullable()
-          .openapi({ description: "The document's content as text, what the PDF says; null on a code envelope until the signer's code is verified" }),
+          .openapi({
+            description: "The document's content as text, what the PDF says; null on a code envelope until the signer's code is verified",
+          }),
       })
       .openapi({ description: "The document the signer is asked to sign" }),
     signerVerification: z.enum(SIGNER_VERIFICATIONS),
@@ -184,4 +255,10 @@ export const ActionDone = z
   })
   .openapi("SignerActionResult");
 
-export const TokenParam = z.object({ token: z.string().min(1).max(200).openapi({ param: { name: "token", in: "path" } }) });
+export const TokenParam = z.object({
+  token: z
+    .string()
+    .min(1)
+    .max(200)
+    .openapi({ param: { name: "token", in: "path" } }),
+});

@@ -53,16 +53,29 @@ async function sealDocument(env: Env, tenant: Tenant, loaded: Loaded): Promise<b
     // Rendered again only when the stored PDF is missing, as at send: an amendment names the agreement it amends.
     document: await renderable(db, document.organizationId, document),
     documentPdf,
-    signers: signers.map((s) => ({ id: s.id, name: s.name, email: s.email, role: s.role, signedAt: s.signedAt, verification: s.verification })),
+    signers: signers.map((s) => ({
+      id: s.id,
+      name: s.name,
+      email: s.email,
+      role: s.role,
+      signedAt: s.signedAt,
+      verification: s.verification,
+    })),
     audit,
     chain: await verifyChain(envelope.id, audit),
   });
   packet.setTitle(`Signed: ${envelope.documentTitle ?? document.formKey} (${envelope.id})`);
   const { sealPdf } = await import("../seal/pades");
-  const sealed = await sealPdf(env, packet, { reason: `Every party signed envelope ${envelope.id}`, name: "Brokerage Edge API seal", contactInfo: readConfig(env).APP_URL });
+  const sealed = await sealPdf(env, packet, {
+    reason: `Every party signed envelope ${envelope.id}`,
+    name: "Brokerage Edge API seal",
+    contactInfo: readConfig(env).APP_URL,
+  });
   const sha256 = await sha256Hex(sealed);
   const key = sealedDocumentKey(envelope.organizationId, envelope.id);
-  await env.FILES.put(key, sealed, { httpMetadata: { contentType: "application/pdf", contentDisposition: `attachment; filename="signed-${envelope.id}.pdf"` } });
+  await env.FILES.put(key, sealed, {
+    httpMetadata: { contentType: "application/pdf", contentDisposition: `attachment; filename="signed-${envelope.id}.pdf"` },
+  });
   // POST /api/public/verify finds the organization by this hash in the directory (issue 24): registered first, so a
   // recorded hash always resolves; one whose write below loses resolves to no envelope, which answers as unknown.
   await registerPublicKeys(tenant.directory, envelope.organizationId, "sealed_pdf", [sha256]);
@@ -89,10 +102,15 @@ async function sealDocument(env: Env, tenant: Tenant, loaded: Loaded): Promise<b
 /** A copy of the sealed PDF to every signer and the sender, then the mark that they went. */
 async function mailCopies(env: Env, tenant: Tenant, { envelope, signers }: Loaded): Promise<void> {
   const db = tenant.db;
-  const sender = envelope.createdBy ? await db.select({ email: users.email, name: users.name }).from(users).where(eq(users.id, envelope.createdBy)).get() : undefined;
+  const sender = envelope.createdBy
+    ? await db.select({ email: users.email, name: users.name }).from(users).where(eq(users.id, envelope.createdBy)).get()
+    : undefined;
   const key = sealedDocumentKey(envelope.organizationId, envelope.id);
   const copy = await signedFileUrl(env, readConfig(env).APP_URL.replace(/\/$/, ""), key, COPY_LINK_TTL_SECONDS);
-  const everyone = [...signers.map((s) => ({ name: s.name, email: s.email })), ...(sender ? [{ name: sender.name ?? sender.email, email: sender.email }] : [])];
+  const everyone = [
+    ...signers.map((s) => ({ name: s.name, email: s.email })),
+    ...(sender ? [{ name: sender.name ?? sender.email, email: sender.email }] : []),
+  ];
   // One copy per address: a sender who also signed gets one.
   const recipients = everyone.filter((r, i) => everyone.findIndex((o) => o.email.toLowerCase() === r.email.toLowerCase()) === i);
   const title = envelope.documentTitle ?? "The document";
@@ -112,7 +130,10 @@ async function mailCopies(env: Env, tenant: Tenant, { envelope, signers }: Loade
       ),
     ),
   );
-  await db.update(envelopes).set({ copiesMailedAt: nowIso() }).where(and(eq(envelopes.id, envelope.id), isNull(envelopes.copiesMailedAt)));
+  await db
+    .update(envelopes)
+    .set({ copiesMailedAt: nowIso() })
+    .where(and(eq(envelopes.id, envelope.id), isNull(envelopes.copiesMailedAt)));
 }
 
 export const sealingConsumer: EventConsumer = {

@@ -4,7 +4,15 @@ import { documents, envelopes, envelopeSigners, signingLinks } from "../db/schem
 import type { ReminderPlan, SignerStatus } from "../db/signatures";
 import { expectVersion, type VersionedTable, withRetries } from "../db/write";
 import { commit } from "../events/commit";
-import { findDocument, FORMS, renderable, renderDocumentPdf, renderDocumentText, signingParties, type SigningParty } from "../documents/service";
+import {
+  findDocument,
+  FORMS,
+  renderable,
+  renderDocumentPdf,
+  renderDocumentText,
+  signingParties,
+  type SigningParty,
+} from "../documents/service";
 import { appUrlOf, type Env, readConfig } from "../env";
 import { requestFileSigner, signedFileUrl } from "../files/signed-url";
 import { InvalidState, NotFound, OrganizationMoving, TemporarilyUnavailable } from "../lib/errors";
@@ -29,14 +37,20 @@ import type { Envelope, SignatureRequest } from "./schemas";
 /** The erasure of a person (contacts/erase.ts) reaches their envelopes through these steps. */
 export { closeSigningLinks, countSignedEnvelopes, envelopesNaming, eraseUnsignedEnvelopes } from "./erasure";
 
-const DOCUMENTS: VersionedTable = { table: documents, id: documents.id, organizationId: documents.organizationId, version: documents.version };
+const DOCUMENTS: VersionedTable = {
+  table: documents,
+  id: documents.id,
+  organizationId: documents.organizationId,
+  version: documents.version,
+};
 /** Envelopes listed per document, newest first. */
 export const ENVELOPES_PER_DOCUMENT = 100;
 
 const cannotSend = (message: string) => new InvalidState("cannot_send_for_signature", message);
 
 /** The R2 key of the document PDF an envelope's signers read. */
-export const envelopeDocumentKey = (organizationId: string, envelopeId: string) => `${envelopeFilesPrefix(organizationId, envelopeId)}document.pdf`;
+export const envelopeDocumentKey = (organizationId: string, envelopeId: string) =>
+  `${envelopeFilesPrefix(organizationId, envelopeId)}document.pdf`;
 
 /** Addresses that appear more than once among the signers (any case). */
 function duplicateAddresses(parties: SigningParty[]): string[] {
@@ -57,21 +71,26 @@ export async function sendForSignature(ctx: ServiceContext, documentId: string, 
   let rendered: { key: string; sha256: string; title: string } | null = null;
   const created = await withRetries(async () => {
     const [doc, settings] = await Promise.all([findDocument(ctx, documentId), readSettings(ctx)]);
-    if (doc.status === "OUT_FOR_SIGNATURE") throw cannotSend("The document is not GENERATED: an envelope for it is still open (void it to send again)");
+    if (doc.status === "OUT_FOR_SIGNATURE")
+      throw cannotSend("The document is not GENERATED: an envelope for it is still open (void it to send again)");
     if (doc.status !== "GENERATED") throw cannotSend(`The document is not GENERATED: it is ${doc.status}`);
     const form = FORMS[doc.formKey];
     const derived = await signingParties(ctx, doc);
-    if (!form || !derived) throw cannotSend(`The document is not a typed standard-form document (${doc.formKey}): no signing parties derive from it`);
+    if (!form || !derived)
+      throw cannotSend(`The document is not a typed standard-form document (${doc.formKey}): no signing parties derive from it`);
     const parties: SigningParty[] = input.signers ?? derived;
     if (parties.length === 0) throw cannotSend("The document has no signing parties");
     const duplicates = duplicateAddresses(parties);
-    if (duplicates.length > 0) throw cannotSend(`Each signer needs an address of their own; more than one signer has ${duplicates.join(", ")}`);
+    if (duplicates.length > 0)
+      throw cannotSend(`Each signer needs an address of their own; more than one signer has ${duplicates.join(", ")}`);
 
     // The document as the signers will read it, rendered once, stored before the envelope exists (issue 20).
     if (!rendered) {
       const pdf = await renderDocumentPdf(ctx.env, await renderable(ctx.db, ctx.organizationId, doc));
       const key = envelopeDocumentKey(ctx.organizationId, envelopeId);
-      await ctx.env.FILES.put(key, pdf, { httpMetadata: { contentType: "application/pdf", contentDisposition: `inline; filename="document-${doc.id}.pdf"` } });
+      await ctx.env.FILES.put(key, pdf, {
+        httpMetadata: { contentType: "application/pdf", contentDisposition: `inline; filename="document-${doc.id}.pdf"` },
+      });
       rendered = { key, sha256: await sha256Hex(pdf), title: form.title };
     }
     const now = new Date();
@@ -136,7 +155,12 @@ export async function sendForSignature(ctx: ServiceContext, documentId: string, 
       links.map(({ signer }) => ({ event: "sent", signerId: signer.id, at, ip: meta.ip, userAgent: meta.userAgent, data: sentData })),
     );
     // The links' keys go to the directory before the shard write that makes them live (issue 24).
-    await registerPublicKeys(ctx.directory, ctx.organizationId, "signing_link", links.map((l) => l.hash));
+    await registerPublicKeys(
+      ctx.directory,
+      ctx.organizationId,
+      "signing_link",
+      links.map((l) => l.hash),
+    );
     await commit(
       ctx,
       [
@@ -147,7 +171,15 @@ export async function sendForSignature(ctx: ServiceContext, documentId: string, 
           .where(and(eq(documents.id, doc.id), eq(documents.organizationId, ctx.organizationId))),
         ctx.db.insert(envelopes).values(envelope),
         ...signers.map((s) => ctx.db.insert(envelopeSigners).values(s)),
-        ...links.map((l) => ctx.db.insert(signingLinks).values({ tokenHash: l.hash, envelopeId: envelope.id, signerId: l.signer.id, organizationId: ctx.organizationId, createdAt: at })),
+        ...links.map((l) =>
+          ctx.db.insert(signingLinks).values({
+            tokenHash: l.hash,
+            envelopeId: envelope.id,
+            signerId: l.signer.id,
+            organizationId: ctx.organizationId,
+            createdAt: at,
+          }),
+        ),
         ...audit.statements,
       ],
       [envelopeEvent(ctx, "envelope.sent", { envelope, signers }, null)],
@@ -163,11 +195,26 @@ export async function sendForSignature(ctx: ServiceContext, documentId: string, 
   // transition checks the expiry itself, so the envelope still expires, at its next touch.
   await envelopeSigner(ctx.env, envelope.id)
     .begin(envelope.id, ctx.organizationId, envelope.expiresAt)
-    .catch((err) => console.error(JSON.stringify({ level: "warn", msg: "envelope alarm not set; expiry is checked on each use", envelopeId: envelope.id, error: loggableError(err) })));
+    .catch((err) =>
+      console.error(
+        JSON.stringify({
+          level: "warn",
+          msg: "envelope alarm not set; expiry is checked on each use",
+          envelopeId: envelope.id,
+          error: loggableError(err),
+        }),
+      ),
+    );
   for (const { signer, token } of links) ctx.defer(sendSigningLink(ctx.env, ctx.db, ctx.organizationId, signer, token));
   return {
     envelopeId: envelope.id,
-    links: links.map(({ signer, token }) => ({ signerId: signer.id, name: signer.name, email: signer.email, role: signer.role, url: signingUrl(ctx.env, token) })),
+    links: links.map(({ signer, token }) => ({
+      signerId: signer.id,
+      name: signer.name,
+      email: signer.email,
+      role: signer.role,
+      url: signingUrl(ctx.env, token),
+    })),
   };
 }
 
@@ -185,7 +232,11 @@ async function signersOf(ctx: ServiceContext, envelopeIds: string[]): Promise<Ma
 }
 
 export async function findEnvelope(ctx: ServiceContext, envelopeId: string): Promise<EnvelopeRow> {
-  const row = await ctx.db.select().from(envelopes).where(and(eq(envelopes.organizationId, ctx.organizationId), eq(envelopes.id, envelopeId))).get();
+  const row = await ctx.db
+    .select()
+    .from(envelopes)
+    .where(and(eq(envelopes.organizationId, ctx.organizationId), eq(envelopes.id, envelopeId)))
+    .get();
   if (!row) throw new NotFound("Envelope");
   return row;
 }
@@ -193,8 +244,15 @@ export async function findEnvelope(ctx: ServiceContext, envelopeId: string): Pro
 /** GET /api/signatures/{envelopeId}: 404 outside the caller's organization. */
 export async function getEnvelope(ctx: ServiceContext, envelopeId: string): Promise<Envelope> {
   const [rows, signers] = await ctx.db.batch([
-    ctx.db.select().from(envelopes).where(and(eq(envelopes.organizationId, ctx.organizationId), eq(envelopes.id, envelopeId))),
-    ctx.db.select().from(envelopeSigners).where(and(eq(envelopeSigners.organizationId, ctx.organizationId), eq(envelopeSigners.envelopeId, envelopeId))).orderBy(envelopeSigners.position),
+    ctx.db
+      .select()
+      .from(envelopes)
+      .where(and(eq(envelopes.organizationId, ctx.organizationId), eq(envelopes.id, envelopeId))),
+    ctx.db
+      .select()
+      .from(envelopeSigners)
+      .where(and(eq(envelopeSigners.organizationId, ctx.organizationId), eq(envelopeSigners.envelopeId, envelopeId)))
+      .orderBy(envelopeSigners.position),
   ]);
   if (!rows[0]) throw new NotFound("Envelope");
   return toEnvelope(rows[0], signers);
@@ -249,9 +307,22 @@ export async function getAuditTrail(ctx: ServiceContext, envelopeId: string) {
   const rows = await readAudit(ctx.db, envelopeId);
   const chain = await verifyChain(envelopeId, rows);
   const last = rows.at(-1);
-  const seal = await checkChainSeal(ctx.env, envelopeId, TERMINAL.has(envelope.status), envelope.chainSeal, { seq: last?.seq ?? 0, hash: last?.hash ?? GENESIS });
+  const seal = await checkChainSeal(ctx.env, envelopeId, TERMINAL.has(envelope.status), envelope.chainSeal, {
+    seq: last?.seq ?? 0,
+    hash: last?.hash ?? GENESIS,
+  });
   return {
-    events: rows.map(({ seq, event, signerId, at, ip, userAgent, data, prevHash, hash }) => ({ seq, event, signerId, at, ip, userAgent, data, prevHash, hash })),
+    events: rows.map(({ seq, event, signerId, at, ip, userAgent, data, prevHash, hash }) => ({
+      seq,
+      event,
+      signerId,
+      at,
+      ip,
+      userAgent,
+      data,
+      prevHash,
+      hash,
+    })),
     // A rebuilt chain verifies as a chain, but no seal signature covers its head.
     chain: { ...chain, valid: chain.valid && (seal === "valid" || seal === "not_applicable"), seal },
   };
@@ -260,7 +331,11 @@ export async function getAuditTrail(ctx: ServiceContext, envelopeId: string) {
 /** GET /api/signatures/{envelopeId}/certificate: a signed link to the PDF, valid 15 minutes. */
 export async function certificateLink(ctx: ServiceContext, envelopeId: string) {
   const envelope = await findEnvelope(ctx, envelopeId);
-  if (envelope.status !== "completed") throw new InvalidState("certificate_unavailable", `The envelope is ${envelope.status}: a certificate exists only for a completed envelope`);
+  if (envelope.status !== "completed")
+    throw new InvalidState(
+      "certificate_unavailable",
+      `The envelope is ${envelope.status}: a certificate exists only for a completed envelope`,
+    );
   if (!envelope.certificateKey) throw new InvalidState("certificate_pending", "The certificate is being generated; try again in a moment");
   return requestFileSigner(ctx)(envelope.certificateKey);
 }
@@ -268,14 +343,22 @@ export async function certificateLink(ctx: ServiceContext, envelopeId: string) {
 /** GET /api/signatures/{envelopeId}/document: a signed link to the sealed PDF, valid 15 minutes. */
 export async function signedDocumentLink(ctx: ServiceContext, envelopeId: string) {
   const envelope = await findEnvelope(ctx, envelopeId);
-  if (envelope.status !== "completed") throw new InvalidState("document_unavailable", `The envelope is ${envelope.status}: a signed document exists only for a completed envelope`);
+  if (envelope.status !== "completed")
+    throw new InvalidState(
+      "document_unavailable",
+      `The envelope is ${envelope.status}: a signed document exists only for a completed envelope`,
+    );
   if (!envelope.sealedKey) throw new InvalidState("document_pending", "The signed document is being sealed; try again in a moment");
   return requestFileSigner(ctx)(envelope.sealedKey);
 }
 
 /** The envelope of a link minted before tokens carried it (links.ts): looked up by hash; null for any other token. */
 export async function envelopeOfLink(db: Db, tokenHash: string): Promise<string | null> {
-  const row = await db.select({ envelopeId: signingLinks.envelopeId }).from(signingLinks).where(eq(signingLinks.tokenHash, tokenHash)).get();
+  const row = await db
+    .select({ envelopeId: signingLinks.envelopeId })
+    .from(signingLinks)
+    .where(eq(signingLinks.tokenHash, tokenHash))
+    .get();
   return row?.envelopeId ?? null;
 }
 
@@ -283,9 +366,19 @@ export async function envelopeOfLink(db: Db, tokenHash: string): Promise<string 
  * What the signer reads: the document's text, and its PDF through a link for this signer (valid 10 to 15 minutes);
  * on a `code` envelope only once the signer's code was verified (title and fingerprint before that).
  */
-export async function signerDocumentView(env: Env, db: Db, signerId: string, documentId: string, doc: { title: string | null; sha256: string | null; key: string | null; visible: boolean }) {
+export async function signerDocumentView(
+  env: Env,
+  db: Db,
+  signerId: string,
+  documentId: string,
+  doc: { title: string | null; sha256: string | null; key: string | null; visible: boolean },
+) {
   if (!doc.visible) return { title: doc.title, sha256: doc.sha256, pdfUrl: null, text: null };
-  const row = await db.select({ id: documents.id, organizationId: documents.organizationId, formKey: documents.formKey, canonical: documents.canonical }).from(documents).where(eq(documents.id, documentId)).get();
+  const row = await db
+    .select({ id: documents.id, organizationId: documents.organizationId, formKey: documents.formKey, canonical: documents.canonical })
+    .from(documents)
+    .where(eq(documents.id, documentId))
+    .get();
   const text = row ? renderDocumentText(await renderable(db, row.organizationId, row)) : { title: doc.title ?? "Document", sections: [] };
   const pdfUrl = doc.key ? (await signedFileUrl(env, appUrlOf(readConfig(env)), doc.key, undefined, signerId)).url : null;
   return { title: doc.title ?? text.title, sha256: doc.sha256, pdfUrl, text };

@@ -25,7 +25,16 @@ export async function sweepOverdueEnvelopes(env: Env, db: Db, { max = 100 } = {}
     overdue.map((e) =>
       envelopeSigner(env, e.id)
         .begin(e.id, e.organizationId, e.expiresAt)
-        .catch((err) => console.error(JSON.stringify({ level: "warn", msg: "overdue envelope not handed to its object", envelopeId: e.id, error: loggableError(err) }))),
+        .catch((err) =>
+          console.error(
+            JSON.stringify({
+              level: "warn",
+              msg: "overdue envelope not handed to its object",
+              envelopeId: e.id,
+              error: loggableError(err),
+            }),
+          ),
+        ),
     ),
   );
   return overdue.length;
@@ -35,15 +44,27 @@ export async function sweepOverdueEnvelopes(env: Env, db: Db, { max = 100 } = {}
 export async function sendDueReminders(env: Env, db: Db, { max = 100 } = {}): Promise<number> {
   const now = nowIso();
   const [reminded, noticed] = await db.batch([
-    db.selectDistinct({ id: envelopeSigners.envelopeId, organizationId: envelopeSigners.organizationId }).from(envelopeSigners).where(and(isNotNull(envelopeSigners.remindAt), lte(envelopeSigners.remindAt, now))).limit(max),
-    db.select({ id: envelopes.id, organizationId: envelopes.organizationId }).from(envelopes).where(and(isNotNull(envelopes.expiryNoticeAt), lte(envelopes.expiryNoticeAt, now), eq(envelopes.status, "partially_signed"))).limit(max),
+    db
+      .selectDistinct({ id: envelopeSigners.envelopeId, organizationId: envelopeSigners.organizationId })
+      .from(envelopeSigners)
+      .where(and(isNotNull(envelopeSigners.remindAt), lte(envelopeSigners.remindAt, now)))
+      .limit(max),
+    db
+      .select({ id: envelopes.id, organizationId: envelopes.organizationId })
+      .from(envelopes)
+      .where(and(isNotNull(envelopes.expiryNoticeAt), lte(envelopes.expiryNoticeAt, now), eq(envelopes.status, "partially_signed")))
+      .limit(max),
   ]);
   const due = new Map([...reminded, ...noticed].map((r) => [r.id, r.organizationId]));
   await Promise.all(
     [...due].map(([id, organizationId]) =>
       envelopeSigner(env, id)
         .remind(id, organizationId)
-        .catch((err) => console.error(JSON.stringify({ level: "error", msg: "reminders not sent; next pass retries", envelopeId: id, error: loggableError(err) }))),
+        .catch((err) =>
+          console.error(
+            JSON.stringify({ level: "error", msg: "reminders not sent; next pass retries", envelopeId: id, error: loggableError(err) }),
+          ),
+        ),
     ),
   );
   return due.size;

@@ -31,7 +31,11 @@ export const surveyTokenKey = async (token: string) => (/^srv_[A-Za-z0-9_-]{43}$
 
 /** Whether a deleted contact waits in the trash (restorable), rather than being gone for good. */
 export const inTrash = async (db: Db, contactId: string) =>
-  (await db.select({ id: trashEntries.recordId }).from(trashEntries).where(and(eq(trashEntries.recordId, contactId), eq(trashEntries.state, "trashed"))).get()) !== undefined;
+  (await db
+    .select({ id: trashEntries.recordId })
+    .from(trashEntries)
+    .where(and(eq(trashEntries.recordId, contactId), eq(trashEntries.state, "trashed")))
+    .get()) !== undefined;
 
 /** The survey's contact was deleted: no one to mail. */
 export class RecipientGone extends Error {}

@@ -49,7 +49,13 @@ export async function openSurvey(base: PublicContext, token: string) {
       await commit(
         ctx,
         // An EMAIL survey opened before its mail went out (the agent previewing the link, say) is still mailed at its time.
-        [expectRow(ctx.db, surveys, atVersion(survey)), ctx.db.update(surveys).set({ status: "OPENED", openedAt: at, updatedAt: at, version: survey.version + 1 }).where(atVersion(survey))],
+        [
+          expectRow(ctx.db, surveys, atVersion(survey)),
+          ctx.db
+            .update(surveys)
+            .set({ status: "OPENED", openedAt: at, updatedAt: at, version: survey.version + 1 })
+            .where(atVersion(survey)),
+        ],
         [newEvent(ctx, "SURVEY_OPENED", { surveyId: survey.id, agentUserId: survey.agentUserId, dealId: survey.dealId })],
       );
     } catch (err) {
@@ -58,7 +64,10 @@ export async function openSurvey(base: PublicContext, token: string) {
       return openSurvey(base, token);
     }
   }
-  return { survey: { title: template.name, description: template.description, questions: template.questions, expiresAt: survey.expiresAt }, branding: { brokerage: found.brokerage } };
+  return {
+    survey: { title: template.name, description: template.description, questions: template.questions, expiresAt: survey.expiresAt },
+    branding: { brokerage: found.brokerage },
+  };
 }
 
 /** The answer to the NPS question of a response, if the template has one and it was answered. */
@@ -74,13 +83,19 @@ export const npsAnswer = (questions: SurveyQuestion[], answers: Answers) => {
  * all in one batch guarded on the survey's version, so of concurrent submissions one lands and the others find the
  * survey gone. Null: the uniform gone. A live survey that was never opened is refused (409 invalid_state), nothing written.
  */
-export async function submitSurvey(base: PublicContext, token: string, raw: Record<string, string | number | boolean | null>, meta: { ip: string | null; userAgent: string | null }) {
+export async function submitSurvey(
+  base: PublicContext,
+  token: string,
+  raw: Record<string, string | number | boolean | null>,
+  meta: { ip: string | null; userAgent: string | null },
+) {
   return withRetries(async () => {
     const found = await byToken(base, token);
     if (!found || !isLive(found.survey)) return null;
     const { survey, template } = found;
     // Spec, Survey state table: a response is taken only from OPENED; a link never opened has shown no questions.
-    if (survey.status !== "OPENED") throw new InvalidState("invalid_state", "The survey has not been opened; open its link (GET) first, then answer");
+    if (survey.status !== "OPENED")
+      throw new InvalidState("invalid_state", "The survey has not been opened; open its link (GET) first, then answer");
     const { answers, issues } = checkAnswers(template.questions, raw);
     if (issues.length) throw new Validation(issues);
     const ctx = publicContext(base);
@@ -88,19 +103,45 @@ export async function submitSurvey(base: PublicContext, token: string, raw: Reco
     const nps = npsAnswer(template.questions, answers);
     // An EMAIL survey answered before its mail went out reached its client anyway: it counts as sent now, and is not mailed.
     const unsent = survey.channel === "EMAIL" && survey.sentAt === null;
-    const figures: SurveyFigures = { surveysCompleted: 1, ...(unsent ? { surveysSent: 1 } : {}), ...(nps === undefined ? {} : npsClass(nps)) };
-    const completed = { ...survey, status: "COMPLETED" as const, completedAt: at, pendingToken: null, updatedAt: at, version: survey.version + 1 };
+    const figures: SurveyFigures = {
+      surveysCompleted: 1,
+      ...(unsent ? { surveysSent: 1 } : {}),
+      ...(nps === undefined ? {} : npsClass(nps)),
+    };
+    const completed = {
+      ...survey,
+      status: "COMPLETED" as const,
+      completedAt: at,
+      pendingToken: null,
+      updatedAt: at,
+      version: survey.version + 1,
+    };
     const response = { answers, submittedAt: at, sentiment: null, sentimentScore: null, sentimentSource: null, testimonialId: null };
     await commit(
       ctx,
       [
         expectRow(ctx.db, surveys, atVersion(survey)),
-        ctx.db.update(surveys).set({ status: "COMPLETED", completedAt: at, pendingToken: null, updatedAt: at, version: completed.version }).where(atVersion(survey)),
-        ctx.db.insert(surveyResponses).values({ surveyId: survey.id, organizationId: survey.organizationId, answers, submittedAt: at, ip: meta.ip, userAgent: meta.userAgent }),
+        ctx.db
+          .update(surveys)
+          .set({ status: "COMPLETED", completedAt: at, pendingToken: null, updatedAt: at, version: completed.version })
+          .where(atVersion(survey)),
+        ctx.db.insert(surveyResponses).values({
+          surveyId: survey.id,
+          organizationId: survey.organizationId,
+          answers,
+          submittedAt: at,
+          ip: meta.ip,
+          userAgent: meta.userAgent,
+        }),
         ...bumpSurveyFigures(ctx.db, survey.organizationId, survey.agentUserId, figures),
       ],
       [
-        newEvent(ctx, "SURVEY_COMPLETED", { surveyId: survey.id, agentUserId: survey.agentUserId, dealId: survey.dealId, recipientPersonId: survey.recipientPersonId }),
+        newEvent(ctx, "SURVEY_COMPLETED", {
+          surveyId: survey.id,
+          agentUserId: survey.agentUserId,
+          dealId: survey.dealId,
+          recipientPersonId: survey.recipientPersonId,
+        }),
         resourceEvent(ctx, "survey.completed", toSurveyDetail(completed, response), toSurveyDetail(survey, null)),
       ],
     );

@@ -46,12 +46,19 @@ const clamp = (n: number) => Math.max(-1, Math.min(1, n));
 /** AFINN-165 with negation: a total of at least +2 is POSITIVE, at most -2 NEGATIVE, else NEUTRAL. */
 export async function lexiconSentiment(text: string): Promise<SentimentResult> {
   const { score, comparative } = (await loadLexicon()).analyze(text);
-  return { label: score >= 2 ? "POSITIVE" : score <= -2 ? "NEGATIVE" : "NEUTRAL", score: Math.round(clamp(comparative / 3) * 1000) / 1000, source: "lexicon" };
+  return {
+    label: score >= 2 ? "POSITIVE" : score <= -2 ? "NEGATIVE" : "NEUTRAL",
+    score: Math.round(clamp(comparative / 3) * 1000) / 1000,
+    source: "lexicon",
+  };
 }
 
 const SENTIMENT_SCHEMA = {
   type: "object",
-  properties: { sentiment: { type: "string", enum: ["positive", "neutral", "negative"] }, score: { type: "number", minimum: -1, maximum: 1 } },
+  properties: {
+    sentiment: { type: "string", enum: ["positive", "neutral", "negative"] },
+    score: { type: "number", minimum: -1, maximum: 1 },
+  },
   required: ["sentiment", "score"],
 };
 
@@ -71,7 +78,14 @@ export async function gatewaySentiment(gateway: AiGateway, text: string): Promis
     const parsed = JSON.parse(answer) as { sentiment?: unknown; score?: unknown };
     const label = typeof parsed.sentiment === "string" ? parsed.sentiment.toUpperCase() : "";
     if (label !== "POSITIVE" && label !== "NEUTRAL" && label !== "NEGATIVE") return null;
-    const score = typeof parsed.score === "number" && Number.isFinite(parsed.score) ? clamp(parsed.score) : label === "POSITIVE" ? 1 : label === "NEGATIVE" ? -1 : 0;
+    const score =
+      typeof parsed.score === "number" && Number.isFinite(parsed.score)
+        ? clamp(parsed.score)
+        : label === "POSITIVE"
+          ? 1
+          : label === "NEGATIVE"
+            ? -1
+            : 0;
     return { label, score, source: "ai-gateway" };
   } catch {
     return null;
@@ -95,15 +109,26 @@ async function classify(env: Env, text: string, gatewayFor: (env: Env) => AiGate
 /** What a response says, read through its template's purposes. */
 export function readResponse(questions: SurveyQuestion[], answers: Answers) {
   const consentQ = questions.find((q) => q.type === "yes_no" && q.purpose === "publishConsent");
-  const scoreQ = questions.find((q) => (q.type === "rating" || q.type === "nps") && q.purpose === "overallRating") ?? questions.find((q) => q.type === "rating") ?? questions.find((q) => q.type === "nps");
-  const texts = questions.filter((q) => q.type === "text" && typeof answers[q.id] === "string").map((q) => ({ q, text: answers[q.id] as string }));
+  const scoreQ =
+    questions.find((q) => (q.type === "rating" || q.type === "nps") && q.purpose === "overallRating") ??
+    questions.find((q) => q.type === "rating") ??
+    questions.find((q) => q.type === "nps");
+  const texts = questions
+    .filter((q) => q.type === "text" && typeof answers[q.id] === "string")
+    .map((q) => ({ q, text: answers[q.id] as string }));
   const testimonialText = (texts.find((t) => t.q.type === "text" && t.q.purpose === "testimonial") ?? texts[0])?.text;
   const raw = scoreQ ? answers[scoreQ.id] : undefined;
   const score = typeof raw === "number" && scoreQ ? { type: scoreQ.type as "rating" | "nps", value: raw } : null;
   const ratedHighly = score !== null && (score.type === "rating" ? score.value >= HIGH_RATING : score.value >= HIGH_NPS);
   // A testimonial's rating is 1–5: an NPS score is halved (9 and 10 make 5).
   const rating = score ? Math.max(1, Math.min(5, score.type === "rating" ? score.value : Math.round(score.value / 2))) : null;
-  return { optedIn: consentQ ? answers[consentQ.id] === true : false, ratedHighly, rating, freeText: texts.map((t) => t.text).join("\n\n"), testimonialText };
+  return {
+    optedIn: consentQ ? answers[consentQ.id] === true : false,
+    ratedHighly,
+    rating,
+    freeText: texts.map((t) => t.text).join("\n\n"),
+    testimonialText,
+  };
 }
 
 const CATEGORY_OF_DEAL: Record<string, string> = { SALE: "SELLER", PURCHASE: "BUYER", LEASE: "LANDLORD", RENTAL: "TENANT" };
@@ -112,7 +137,14 @@ const CATEGORY_OF_DEAL: Record<string, string> = { SALE: "SELLER", PURCHASE: "BU
  * Analyses one completed survey's response and promotes it when it qualifies. Returns the testimonial id made, or
  * null (not qualified, already analysed, or no such response).
  */
-export async function analyseResponse(env: Env, db: Db, organizationId: string, surveyId: string, defer: Defer, gatewayFor: (env: Env) => AiGateway | null = configuredGateway): Promise<string | null> {
+export async function analyseResponse(
+  env: Env,
+  db: Db,
+  organizationId: string,
+  surveyId: string,
+  defer: Defer,
+  gatewayFor: (env: Env) => AiGateway | null = configuredGateway,
+): Promise<string | null> {
   const found = await db
     .select({ response: surveyResponses, survey: surveys, questions: surveyTemplates.questions })
     .from(surveyResponses)
@@ -126,13 +158,23 @@ export async function analyseResponse(env: Env, db: Db, organizationId: string, 
   const sentiment = read.freeText ? await classify(env, read.freeText, gatewayFor) : null;
   const at = nowIso();
   const ctx = systemContext(env, db, organizationId, `survey:${surveyId}`, defer);
-  const unanalysed = and(eq(surveyResponses.organizationId, organizationId), eq(surveyResponses.surveyId, surveyId), isNull(surveyResponses.analyzedAt));
+  const unanalysed = and(
+    eq(surveyResponses.organizationId, organizationId),
+    eq(surveyResponses.surveyId, surveyId),
+    isNull(surveyResponses.analyzedAt),
+  );
   const statements: Statement[] = [expectRow(db, surveyResponses, unanalysed)];
   let testimonialId: string | null = null;
   if (read.optedIn && read.ratedHighly && read.testimonialText && read.rating !== null && sentiment && sentiment.label !== "NEGATIVE") {
     const [[author], dealRows] = await db.batch([
-      db.select({ firstName: contacts.firstName, lastName: contacts.lastName }).from(contacts).where(and(eq(contacts.organizationId, organizationId), eq(contacts.id, survey.recipientPersonId))),
-      db.select({ type: deals.type }).from(deals).where(and(eq(deals.organizationId, organizationId), eq(deals.id, survey.dealId ?? ""))),
+      db
+        .select({ firstName: contacts.firstName, lastName: contacts.lastName })
+        .from(contacts)
+        .where(and(eq(contacts.organizationId, organizationId), eq(contacts.id, survey.recipientPersonId))),
+      db
+        .select({ type: deals.type })
+        .from(deals)
+        .where(and(eq(deals.organizationId, organizationId), eq(deals.id, survey.dealId ?? ""))),
     ]);
     const row = pendingTestimonialRow(organizationId, {
       agentUserId: survey.agentUserId,
@@ -159,7 +201,13 @@ export async function analyseResponse(env: Env, db: Db, organizationId: string, 
   statements.push(
     db
       .update(surveyResponses)
-      .set({ sentiment: sentiment?.label ?? null, sentimentScore: sentiment?.score ?? null, sentimentSource: sentiment?.source ?? null, analyzedAt: at, testimonialId })
+      .set({
+        sentiment: sentiment?.label ?? null,
+        sentimentScore: sentiment?.score ?? null,
+        sentimentSource: sentiment?.source ?? null,
+        analyzedAt: at,
+        testimonialId,
+      })
       .where(unanalysed),
   );
   try {
@@ -172,7 +220,12 @@ export async function analyseResponse(env: Env, db: Db, organizationId: string, 
 }
 
 /** Each event's survey is analysed on the shard the dispatcher read the events from (issue 24). */
-export function handleCompletedSurveys(env: Env, db: Db, events: EventEnvelope[], gatewayFor?: (env: Env) => AiGateway | null): Promise<void> {
+export function handleCompletedSurveys(
+  env: Env,
+  db: Db,
+  events: EventEnvelope[],
+  gatewayFor?: (env: Env) => AiGateway | null,
+): Promise<void> {
   return withDeferred(async (defer) => {
     for (const event of events) {
       const surveyId = (event.data as { surveyId?: unknown }).surveyId;

@@ -36,12 +36,25 @@ const security = [{ bearerAuth: [] }];
 /** The public survey's body limit (spec: Limits, POST public survey body at most 64 KB). */
 export const PUBLIC_SURVEY_MAX_BYTES = 64 * 1024;
 
-const IdParam = z.object({ id: z.string().min(1).max(100).openapi({ param: { name: "id", in: "path" } }) });
+const IdParam = z.object({
+  id: z
+    .string()
+    .min(1)
+    .max(100)
+    .openapi({ param: { name: "id", in: "path" } }),
+});
 // No length bound here: any token that is not one answers the uniform gone (the service checks its form before hashing).
-const TokenParam = z.object({ token: z.string().min(1).openapi({ param: { name: "token", in: "path" } }) });
+const TokenParam = z.object({
+  token: z
+    .string()
+    .min(1)
+    .openapi({ param: { name: "token", in: "path" } }),
+});
 const NOT_FOUND = { 404: apiError("No survey with this id in your organization") };
 const CLOSED = { 409: apiError("The survey is completed, skipped or expired (survey_closed)") };
-const GONE = { 404: { description: "Unknown, expired, completed or skipped token (alike)", content: { "application/json": { schema: Gone } } } };
+const GONE = {
+  404: { description: "Unknown, expired, completed or skipped token (alike)", content: { "application/json": { schema: Gone } } },
+};
 const RATE_LIMITED = { 429: apiError("Too many requests from this address (rate_limited)") };
 
 const STATES = `States: SCHEDULED (created; an EMAIL survey is mailed at sendAt, within a minute, by the cron, also when its link was
@@ -106,7 +119,10 @@ const create = defineRoute(API, {
 only its SHA-256 is stored. EMAIL surveys need SURVEY_TOKEN_KEY (503 not_configured without it). A won deal schedules one
 automatically (once per deal). ${STATES} ${WORKFLOW}`,
   request: jsonBody(SurveyCreate),
-  responses: { 201: apiJson("The survey, with its access token", SurveyWithToken), 503: apiError("EMAIL survey and SURVEY_TOKEN_KEY is not configured (not_configured)") },
+  responses: {
+    201: apiJson("The survey, with its access token", SurveyWithToken),
+    503: apiError("EMAIL survey and SURVEY_TOKEN_KEY is not configured (not_configured)"),
+  },
 });
 
 const read = defineRoute(API, {
@@ -116,7 +132,8 @@ const read = defineRoute(API, {
   tags,
   security,
   summary: "Read a survey with its response",
-  description: "Ours. `response` is null until the client answered; its sentiment and testimonialId are null until the response workflow ran.",
+  description:
+    "Ours. `response` is null until the client answered; its sentiment and testimonialId are null until the response workflow ran.",
   request: { params: IdParam },
   responses: { 200: apiJson("The survey", SurveyDetail), ...NOT_FOUND },
 });
@@ -128,7 +145,8 @@ const reissue = defineRoute(API, {
   tags,
   security,
   summary: "Issue a new access token, killing the old one",
-  description: "An agent re-issues only the surveys about themselves (owners and admins any; 403 insufficient_role). Ours. The old link answers gone at once. An EMAIL survey already mailed is mailed the new link now; one not mailed yet is mailed it at its time. The expiry stays 30 days from creation.",
+  description:
+    "An agent re-issues only the surveys about themselves (owners and admins any; 403 insufficient_role). Ours. The old link answers gone at once. An EMAIL survey already mailed is mailed the new link now; one not mailed yet is mailed it at its time. The expiry stays 30 days from creation.",
   request: { params: IdParam },
   responses: { 200: apiJson("The survey, with its new access token", SurveyWithToken), ...NOT_FOUND, ...CLOSED },
 });
@@ -140,7 +158,8 @@ const skip = defineRoute(API, {
   tags,
   security,
   summary: "Skip a survey",
-  description: "Ours. SCHEDULED, SENT or OPENED → SKIPPED: nothing more is mailed and the link answers gone. An agent skips only the surveys about themselves (owners and admins any; 403 insufficient_role).",
+  description:
+    "Ours. SCHEDULED, SENT or OPENED → SKIPPED: nothing more is mailed and the link answers gone. An agent skips only the surveys about themselves (owners and admins any; 403 insufficient_role).",
   request: { params: IdParam },
   responses: { 200: apiJson("The skipped survey", Survey), ...NOT_FOUND, ...CLOSED },
 });
@@ -160,7 +179,9 @@ moves the survey to OPENED and emits SURVEY_OPENED. 60 requests a minute per add
     200: apiJson("The survey's questions", PublicSurvey),
     ...GONE,
     ...RATE_LIMITED,
-    503: apiError("organization_moving: the first open records OPENED, which waits while a shard move fences the organization's writes (a few seconds; Retry-After)"),
+    503: apiError(
+      "organization_moving: the first open records OPENED, which waits while a shard move fences the organization's writes (a few seconds; Retry-After)",
+    ),
   },
 });
 
@@ -193,7 +214,8 @@ const page = defineRoute(API, {
   security: [],
   tags: publicTags,
   summary: "The survey page",
-  description: "An HTML page (`{APP_URL}/survey/<token>`, the link of the e-mail): the survey's questions as an accessible form that submits through the public survey API.",
+  description:
+    "An HTML page (`{APP_URL}/survey/<token>`, the link of the e-mail): the survey's questions as an accessible form that submits through the public survey API.",
   request: { params: TokenParam },
   responses: { 200: { description: "The page", content: { "text/html": { schema: z.string() } } } },
 });

@@ -36,7 +36,15 @@ async function sendDue(env: Env, db: Db, defer: Defer, max: number): Promise<num
   const due = await db
     .select()
     .from(surveys)
-    .where(and(inArray(surveys.status, ["SCHEDULED", "OPENED"]), lte(surveys.sendAt, now), eq(surveys.channel, "EMAIL"), isNull(surveys.sentAt), sql`${surveys.expiresAt} > ${now}`))
+    .where(
+      and(
+        inArray(surveys.status, ["SCHEDULED", "OPENED"]),
+        lte(surveys.sendAt, now),
+        eq(surveys.channel, "EMAIL"),
+        isNull(surveys.sentAt),
+        sql`${surveys.expiresAt} > ${now}`,
+      ),
+    )
     .limit(max);
   const key = readConfig(env).SURVEY_TOKEN_KEY;
   let sent = 0;
@@ -47,15 +55,31 @@ async function sendDue(env: Env, db: Db, defer: Defer, max: number): Promise<num
         if (!key || !before.pendingToken) throw new Error(key ? "survey has no sealed token" : "SURVEY_TOKEN_KEY is not configured");
         const token = await openText(key, TOKEN_SEAL_PURPOSE, before.id, before.pendingToken);
         const claimed: SurveyRow = { ...before, sendAt: new Date(Date.now() + SEND_LEASE_MS).toISOString(), version: before.version + 1 };
-        await commit(ctx, [expectRow(db, surveys, atVersion(before)), db.update(surveys).set({ sendAt: claimed.sendAt, version: claimed.version }).where(atVersion(before))]);
+        await commit(ctx, [
+          expectRow(db, surveys, atVersion(before)),
+          db.update(surveys).set({ sendAt: claimed.sendAt, version: claimed.version }).where(atVersion(before)),
+        ]);
         const at = nowIso();
         try {
           await mailInvitation(env, db, claimed, token);
         } catch (err) {
-          const skip = () => commit(ctx, [expectRow(db, surveys, atVersion(claimed)), db.update(surveys).set({ status: "SKIPPED", skippedAt: at, pendingToken: null, updatedAt: at, version: claimed.version + 1 }).where(atVersion(claimed))]);
+          const skip = () =>
+            commit(ctx, [
+              expectRow(db, surveys, atVersion(claimed)),
+              db
+                .update(surveys)
+                .set({ status: "SKIPPED", skippedAt: at, pendingToken: null, updatedAt: at, version: claimed.version + 1 })
+                .where(atVersion(claimed)),
+            ]);
           if (err instanceof RecipientChanged) {
             // Re-addressed or merged since it was scheduled: not this survey's recipient any more; skipped, not retried.
-            console.info(JSON.stringify({ level: "info", msg: "survey not mailed: its contact's address changed since it was scheduled; skipped", surveyId: claimed.id }));
+            console.info(
+              JSON.stringify({
+                level: "info",
+                msg: "survey not mailed: its contact's address changed since it was scheduled; skipped",
+                surveyId: claimed.id,
+              }),
+            );
             await skip();
             return;
           }
@@ -79,7 +103,14 @@ async function sendDue(env: Env, db: Db, defer: Defer, max: number): Promise<num
           expectRow(db, surveys, stillMine),
           db
             .update(surveys)
-            .set({ status: sql`CASE ${surveys.status} WHEN 'SCHEDULED' THEN 'SENT' ELSE ${surveys.status} END`, sentAt: at, sendAt: before.sendAt, pendingToken: null, updatedAt: at, version: sql`${surveys.version} + 1` })
+            .set({
+              status: sql`CASE ${surveys.status} WHEN 'SCHEDULED' THEN 'SENT' ELSE ${surveys.status} END`,
+              sentAt: at,
+              sendAt: before.sendAt,
+              pendingToken: null,
+              updatedAt: at,
+              version: sql`${surveys.version} + 1`,
+            })
             .where(stillMine),
           ...bumpSurveyFigures(db, before.organizationId, before.agentUserId, { surveysSent: 1 }),
         ]);
@@ -90,7 +121,9 @@ async function sendDue(env: Env, db: Db, defer: Defer, max: number): Promise<num
         // Its organization is moving (issue 24): the shard refused the claim, so the next pass takes the survey up
         // (on the organization's new shard once the move is done).
         if (OrganizationMoving.raisedBy(err)) return;
-        console.error(JSON.stringify({ level: "error", msg: "survey invitation not sent", surveyId: before.id, error: loggableError(err) }));
+        console.error(
+          JSON.stringify({ level: "error", msg: "survey invitation not sent", surveyId: before.id, error: loggableError(err) }),
+        );
       }
     }),
   );
@@ -128,7 +161,11 @@ async function surveyWonDeal(ctx: ServiceContext, event: EventEnvelope): Promise
   const { db } = ctx;
   const data = event.data as { dealId?: unknown; contactId?: unknown; assignedTo?: unknown; contactEmailKey?: unknown };
   if (typeof data.dealId !== "string") return null;
-  const current = await db.select({ contactId: deals.contactId, assignedTo: deals.assignedTo }).from(deals).where(and(eq(deals.organizationId, ctx.organizationId), eq(deals.id, data.dealId))).get();
+  const current = await db
+    .select({ contactId: deals.contactId, assignedTo: deals.assignedTo })
+    .from(deals)
+    .where(and(eq(deals.organizationId, ctx.organizationId), eq(deals.id, data.dealId)))
+    .get();
   if (!current) return null;
   // The deal as it was won, which the event carries: the consumer runs a moment later, and a contact or assignee
   // swapped in meanwhile must not redirect the survey (issue 40: an agent watching the event log put their own
@@ -147,22 +184,42 @@ async function surveyWonDeal(ctx: ServiceContext, event: EventEnvelope): Promise
   // admins closing a deal for its agent still survey.
   const closer = event.actor.userId;
   if (closer && closer !== agentUserId && (await roleOf(ctx, closer)) === "agent") {
-    console.info(JSON.stringify({ level: "info", msg: "won deal not surveyed: another agent won it", dealId: data.dealId, eventId: event.id }));
+    console.info(
+      JSON.stringify({ level: "info", msg: "won deal not surveyed: another agent won it", dealId: data.dealId, eventId: event.id }),
+    );
     return null;
   }
   const template = await defaultTemplate(ctx);
   // Mailed to the address the client had at the win (a contact re-addressed within the moment before this runs is
   // skipped). A contact with none then (in the trash at the win) is surveyed at no address: nobody is.
   if (data.contactEmailKey === null) {
-    console.info(JSON.stringify({ level: "info", msg: "won deal not surveyed: its contact had no address at the win", dealId: data.dealId, eventId: event.id }));
+    console.info(
+      JSON.stringify({
+        level: "info",
+        msg: "won deal not surveyed: its contact had no address at the win",
+        dealId: data.dealId,
+        eventId: event.id,
+      }),
+    );
     return null;
   }
   const atWin = typeof data.contactEmailKey === "string" ? data.contactEmailKey : undefined;
-  const created = await createSurvey(ctx, { templateId: template.id, recipientPersonId: deal.contactId, agentUserId, dealId: data.dealId, channel: "EMAIL" }, { trigger: "DEAL_WON", recipientEmailKey: atWin }).catch((err) => {
+  const created = await createSurvey(
+    ctx,
+    { templateId: template.id, recipientPersonId: deal.contactId, agentUserId, dealId: data.dealId, channel: "EMAIL" },
+    { trigger: "DEAL_WON", recipientEmailKey: atWin },
+  ).catch((err) => {
     // A deal whose contact or agent went away meanwhile has no one to survey; anything else is retried.
     if (err instanceof Validation) return null;
     if (err instanceof NotConfigured) {
-      console.error(JSON.stringify({ level: "error", msg: "won deal not surveyed: SURVEY_TOKEN_KEY is not configured", dealId: data.dealId, eventId: event.id }));
+      console.error(
+        JSON.stringify({
+          level: "error",
+          msg: "won deal not surveyed: SURVEY_TOKEN_KEY is not configured",
+          dealId: data.dealId,
+          eventId: event.id,
+        }),
+      );
       return null;
     }
     throw err;
@@ -172,7 +229,13 @@ async function surveyWonDeal(ctx: ServiceContext, event: EventEnvelope): Promise
 
 /** The role of a user of the organization (the shard's copy), or null for one who is gone. */
 const roleOf = async (ctx: ServiceContext, userId: string) =>
-  (await ctx.db.select({ role: users.role }).from(users).where(and(eq(users.organizationId, ctx.organizationId), eq(users.id, userId))).get())?.role ?? null;
+  (
+    await ctx.db
+      .select({ role: users.role })
+      .from(users)
+      .where(and(eq(users.organizationId, ctx.organizationId), eq(users.id, userId)))
+      .get()
+  )?.role ?? null;
 
 export const dealWonSurveyConsumer: EventConsumer = {
   name: "deal-won-survey",

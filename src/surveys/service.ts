@@ -46,7 +46,15 @@ export const isLive = (r: Pick<SurveyRow, "status" | "expiresAt">, now = nowIso(
 type Created = Survey & { accessToken: string; surveyUrl: string };
 
 const scheduledEvent = (ctx: ServiceContext, r: SurveyRow) =>
-  newEvent(ctx, "SURVEY_SCHEDULED", { surveyId: r.id, agentUserId: r.agentUserId, recipientPersonId: r.recipientPersonId, dealId: r.dealId, channel: r.channel, trigger: r.trigger, sendAt: r.sendAt });
+  newEvent(ctx, "SURVEY_SCHEDULED", {
+    surveyId: r.id,
+    agentUserId: r.agentUserId,
+    recipientPersonId: r.recipientPersonId,
+    dealId: r.dealId,
+    channel: r.channel,
+    trigger: r.trigger,
+    sendAt: r.sendAt,
+  });
 
 /**
  * POST /api/reputation/surveys, and the DEAL_WON workflow (`trigger: "DEAL_WON"`, once per deal: a second schedule
@@ -58,27 +66,54 @@ const scheduledEvent = (ctx: ServiceContext, r: SurveyRow) =>
 export async function createSurvey(
   ctx: ServiceContext,
   input: SurveyCreate,
-  { trigger = "MANUAL", actingFor, recipientEmailKey }: { trigger?: SurveyRow["trigger"]; actingFor?: ActingFor; recipientEmailKey?: string | null } = {},
+  {
+    trigger = "MANUAL",
+    actingFor,
+    recipientEmailKey,
+  }: { trigger?: SurveyRow["trigger"]; actingFor?: ActingFor; recipientEmailKey?: string | null } = {},
 ): Promise<Created | null> {
   actingFor?.(input.agentUserId);
   return withRetries(() => createSurveyOnce(ctx, input, trigger, recipientEmailKey));
 }
 
-async function createSurveyOnce(ctx: ServiceContext, input: SurveyCreate, trigger: SurveyRow["trigger"], recipientEmailKey: string | null | undefined): Promise<Created | null> {
+async function createSurveyOnce(
+  ctx: ServiceContext,
+  input: SurveyCreate,
+  trigger: SurveyRow["trigger"],
+  recipientEmailKey: string | null | undefined,
+): Promise<Created | null> {
   const org = ctx.organizationId;
-  const refs = references({ path: ["recipientPersonId"], target: "contact", id: input.recipientPersonId }, { path: ["dealId"], target: "deal", id: input.dealId });
+  const refs = references(
+    { path: ["recipientPersonId"], target: "contact", id: input.recipientPersonId },
+    { path: ["dealId"], target: "deal", id: input.dealId },
+  );
   const [templates, agents, refRow, [recipient]] = await ctx.db.batch([
     input.templateId
-      ? ctx.db.select().from(surveyTemplates).where(and(eq(surveyTemplates.organizationId, org), eq(surveyTemplates.id, input.templateId)))
+      ? ctx.db
+          .select()
+          .from(surveyTemplates)
+          .where(and(eq(surveyTemplates.organizationId, org), eq(surveyTemplates.id, input.templateId)))
       : ctx.db.select().from(surveyTemplates).where(hasDefault(org)),
-    ctx.db.select({ id: users.id }).from(users).where(and(eq(users.organizationId, org), eq(users.id, input.agentUserId))),
+    ctx.db
+      .select({ id: users.id })
+      .from(users)
+      .where(and(eq(users.organizationId, org), eq(users.id, input.agentUserId))),
     referencesRead(ctx, refs),
-    ctx.db.select({ emailKey: contacts.emailKey }).from(contacts).where(and(eq(contacts.organizationId, org), eq(contacts.id, input.recipientPersonId))),
+    ctx.db
+      .select({ emailKey: contacts.emailKey })
+      .from(contacts)
+      .where(and(eq(contacts.organizationId, org), eq(contacts.id, input.recipientPersonId))),
   ]);
   const refIssues = referenceIssuesOf(refs, refRow);
   const issues: FieldIssue[] = [];
   const bad = (field: string, message: string) => issues.push({ field, path: [field], code: "invalid_reference", message });
-  if (templates.length === 0) bad("templateId", input.templateId ? "No survey template with this id in your organization" : "Your organization has no survey template yet: create one, or name templateId");
+  if (templates.length === 0)
+    bad(
+      "templateId",
+      input.templateId
+        ? "No survey template with this id in your organization"
+        : "Your organization has no survey template yet: create one, or name templateId",
+    );
   if (agents.length === 0) bad("agentUserId", "No user with this id in your organization");
   issues.push(...refIssues);
   if (issues.length) throw new Validation(issues);
@@ -105,7 +140,8 @@ async function createSurveyOnce(ctx: ServiceContext, input: SurveyCreate, trigge
     completedAt: null,
     skippedAt: null,
     expiredAt: null,
-    recipientEmailKey: input.channel === "EMAIL" ? (recipientEmailKey !== undefined ? recipientEmailKey : (recipient?.emailKey ?? null)) : null,
+    recipientEmailKey:
+      input.channel === "EMAIL" ? (recipientEmailKey !== undefined ? recipientEmailKey : (recipient?.emailKey ?? null)) : null,
     expiresAt: new Date(now + SURVEY_EXPIRY_DAYS * 86_400_000).toISOString(),
     createdAt: at,
     updatedAt: at,
@@ -113,7 +149,14 @@ async function createSurveyOnce(ctx: ServiceContext, input: SurveyCreate, trigge
   };
   if (row.channel === "EMAIL") row.pendingToken = await sealToken(ctx.env, row.id, token);
   const statements: Statement[] = [...expectReferences(ctx, refs)];
-  if (trigger === "DEAL_WON") statements.push(expectNoRow(ctx.db, surveys, and(eq(surveys.organizationId, org), eq(surveys.dealId, row.dealId ?? ""), eq(surveys.trigger, "DEAL_WON"))));
+  if (trigger === "DEAL_WON")
+    statements.push(
+      expectNoRow(
+        ctx.db,
+        surveys,
+        and(eq(surveys.organizationId, org), eq(surveys.dealId, row.dealId ?? ""), eq(surveys.trigger, "DEAL_WON")),
+      ),
+    );
   statements.push(ctx.db.insert(surveys).values(row));
   // A LINK survey is in the hands of whoever created it: it counts as sent now (the response rate's denominator).
   if (row.channel === "LINK") statements.push(...bumpSurveyFigures(ctx.db, org, row.agentUserId, { surveysSent: 1 }));
@@ -149,7 +192,11 @@ export async function listSurveys(ctx: ServiceContext, q: { limit: number; curso
 }
 
 async function findSurvey(ctx: ServiceContext, id: string): Promise<SurveyRow> {
-  const row = await ctx.db.select().from(surveys).where(and(eq(surveys.organizationId, ctx.organizationId), eq(surveys.id, id))).get();
+  const row = await ctx.db
+    .select()
+    .from(surveys)
+    .where(and(eq(surveys.organizationId, ctx.organizationId), eq(surveys.id, id)))
+    .get();
   if (!row) throw new NotFound("Survey");
   return row;
 }
@@ -157,8 +204,14 @@ async function findSurvey(ctx: ServiceContext, id: string): Promise<SurveyRow> {
 /** GET /api/reputation/surveys/{id}: the survey with its response (and what the response workflow made of it). */
 export async function getSurvey(ctx: ServiceContext, id: string) {
   const [rows, responses] = await ctx.db.batch([
-    ctx.db.select().from(surveys).where(and(eq(surveys.organizationId, ctx.organizationId), eq(surveys.id, id))),
-    ctx.db.select().from(surveyResponses).where(and(eq(surveyResponses.organizationId, ctx.organizationId), eq(surveyResponses.surveyId, id))),
+    ctx.db
+      .select()
+      .from(surveys)
+      .where(and(eq(surveys.organizationId, ctx.organizationId), eq(surveys.id, id))),
+    ctx.db
+      .select()
+      .from(surveyResponses)
+      .where(and(eq(surveyResponses.organizationId, ctx.organizationId), eq(surveyResponses.surveyId, id))),
   ]);
   if (!rows[0]) throw new NotFound("Survey");
   return toSurveyDetail(rows[0], responses[0] ?? null);
@@ -167,13 +220,26 @@ export async function getSurvey(ctx: ServiceContext, id: string) {
 type ResponseRow = typeof surveyResponses.$inferSelect;
 
 /** A survey as its single read shows it: with its response (and what the response workflow made of it), or null. */
-export const toSurveyDetail = (survey: SurveyRow, r: Omit<ResponseRow, "ip" | "userAgent" | "analyzedAt" | "surveyId" | "organizationId"> | null) => ({
+export const toSurveyDetail = (
+  survey: SurveyRow,
+  r: Omit<ResponseRow, "ip" | "userAgent" | "analyzedAt" | "surveyId" | "organizationId"> | null,
+) => ({
   ...toSurvey(survey),
-  response: r ? { answers: r.answers, submittedAt: r.submittedAt, sentiment: r.sentiment, sentimentScore: r.sentimentScore, sentimentSource: r.sentimentSource, testimonialId: r.testimonialId } : null,
+  response: r
+    ? {
+        answers: r.answers,
+        submittedAt: r.submittedAt,
+        sentiment: r.sentiment,
+        sentimentScore: r.sentimentScore,
+        sentimentSource: r.sentimentSource,
+        testimonialId: r.testimonialId,
+      }
+    : null,
 });
 
 /** The compare-and-set of one survey: it must still be at the version read. */
-export const atVersion = (r: SurveyRow) => and(eq(surveys.organizationId, r.organizationId), eq(surveys.id, r.id), eq(surveys.version, r.version));
+export const atVersion = (r: SurveyRow) =>
+  and(eq(surveys.organizationId, r.organizationId), eq(surveys.id, r.id), eq(surveys.version, r.version));
 
 function closed(r: SurveyRow): never {
   const why = isLive(r) ? r.status : r.status === "COMPLETED" || r.status === "SKIPPED" ? r.status : "EXPIRED";
@@ -199,7 +265,14 @@ export async function reissueSurvey(ctx: ServiceContext, id: string, actingFor: 
   // The new token is committed: a mail that fails must not lose it, so the answer carries it whatever the mail did.
   if (row.channel === "EMAIL" && row.sentAt !== null)
     await mailInvitation(ctx.env, ctx.db, row, token).catch((err) =>
-      console.error(JSON.stringify({ level: "error", msg: "re-issued survey link not mailed; the answer carries it", surveyId: row.id, error: loggableError(err) })),
+      console.error(
+        JSON.stringify({
+          level: "error",
+          msg: "re-issued survey link not mailed; the answer carries it",
+          surveyId: row.id,
+          error: loggableError(err),
+        }),
+      ),
     );
   return { ...toSurvey(row), accessToken: token, surveyUrl: surveyUrl(ctx.env, token) };
 }

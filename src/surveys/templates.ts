@@ -25,14 +25,20 @@ export async function listTemplates(ctx: ServiceContext, q: { limit: number; cur
   const rows = await ctx.db
     .select()
     .from(surveyTemplates)
-    .where(and(eq(surveyTemplates.organizationId, ctx.organizationId), after ? olderThan(surveyTemplates.createdAt, surveyTemplates.id, after) : undefined))
+    .where(
+      and(
+        eq(surveyTemplates.organizationId, ctx.organizationId),
+        after ? olderThan(surveyTemplates.createdAt, surveyTemplates.id, after) : undefined,
+      ),
+    )
     .orderBy(desc(surveyTemplates.createdAt), desc(surveyTemplates.id))
     .limit(q.limit + 1);
   const { page, pagination } = newestFirstPage(rows, q.limit, (r) => ({ at: r.createdAt, id: r.id }));
   return { templates: page.map(toTemplate), pagination };
 }
 
-export const hasDefault = (organizationId: string) => and(eq(surveyTemplates.organizationId, organizationId), eq(surveyTemplates.isDefault, true));
+export const hasDefault = (organizationId: string) =>
+  and(eq(surveyTemplates.organizationId, organizationId), eq(surveyTemplates.isDefault, true));
 
 function templateRow(organizationId: string, input: TemplateCreate, isDefault: boolean, builtIn: boolean): TemplateRow {
   const at = nowIso();
@@ -61,11 +67,15 @@ export async function createTemplate(ctx: ServiceContext, input: TemplateCreate)
       ctx.db.select({ n: sql<number>`COUNT(*)` }).from(surveyTemplates).where(mine),
       ctx.db.select({ id: surveyTemplates.id }).from(surveyTemplates).where(hasDefault(ctx.organizationId)),
     ]);
-    if ((count?.n ?? 0) >= MAX_TEMPLATES) throw new Conflict(`An organization keeps at most ${MAX_TEMPLATES} survey templates`, "template_limit");
+    if ((count?.n ?? 0) >= MAX_TEMPLATES)
+      throw new Conflict(`An organization keeps at most ${MAX_TEMPLATES} survey templates`, "template_limit");
     const isDefault = input.isDefault === true || !current;
     const row = templateRow(ctx.organizationId, input, isDefault, false);
     const statements: Statement[] = [guard(ctx.db, sql`(SELECT COUNT(*) FROM ${surveyTemplates} WHERE ${mine}) < ${MAX_TEMPLATES}`)];
-    if (isDefault && current) statements.push(ctx.db.update(surveyTemplates).set({ isDefault: false, updatedAt: row.createdAt }).where(hasDefault(ctx.organizationId)));
+    if (isDefault && current)
+      statements.push(
+        ctx.db.update(surveyTemplates).set({ isDefault: false, updatedAt: row.createdAt }).where(hasDefault(ctx.organizationId)),
+      );
     // A default that appeared since the read (another first template) makes this one a retry, not a second default.
     if (isDefault && !current) statements.push(expectNoRow(ctx.db, surveyTemplates, hasDefault(ctx.organizationId)));
     statements.push(ctx.db.insert(surveyTemplates).values(row));

@@ -45,7 +45,10 @@ export const TestimonialUpdate = z
     body: z.string().trim().min(1).max(5000).optional(),
     isFeatured: z.boolean().optional(),
     sortOrder: z.int().min(-1_000_000).max(1_000_000).optional(),
-    visibility: z.enum(["PRIVATE", "INTERNAL"]).optional().openapi({ description: "Only down: a published testimonial moved to PRIVATE or INTERNAL is unpublished (back to APPROVED). Publish makes it PUBLIC." }),
+    visibility: z.enum(["PRIVATE", "INTERNAL"]).optional().openapi({
+      description:
+        "Only down: a published testimonial moved to PRIVATE or INTERNAL is unpublished (back to APPROVED). Publish makes it PUBLIC.",
+    }),
     displayName: oneLineText(100).nullable().optional(),
     displayLocation: oneLineText(100).nullable().optional(),
     displayPhotoUrl: httpsUrl.nullable().optional(),
@@ -120,4 +123,10 @@ export const Aggregate = z
   })
   .openapi("ReputationAggregate");
 
-export const IdParam = z.object({ id: z.string().min(1).max(100).openapi({ param: { name: "id", in: "path" } }) });
+export const IdParam = z.object({
+  id: z
+    .string()
+    .min(1)
+    .max(100)
+    .openapi({ param: { name: "id", in: "path" } }),
+});

@@ -24,7 +24,12 @@ import type { Testimonial, TestimonialCreate, TestimonialUpdate } from "./schema
  * compare-and-set on the row (db/write.ts); publish and unpublish recompute the rollups in the same batch.
  */
 type Row = typeof testimonials.$inferSelect;
-const TESTIMONIALS: VersionedTable = { table: testimonials, id: testimonials.id, organizationId: testimonials.organizationId, version: testimonials.version };
+const TESTIMONIALS: VersionedTable = {
+  table: testimonials,
+  id: testimonials.id,
+  organizationId: testimonials.organizationId,
+  version: testimonials.version,
+};
 
 export function toTestimonial(r: Row): Testimonial {
   const { organizationId: _org, version: _v, ...rest } = r;
@@ -33,7 +38,11 @@ export function toTestimonial(r: Row): Testimonial {
 const shown = (r: Row) => versioned(toTestimonial(r), r.version);
 
 async function findRow(ctx: ServiceContext, id: string): Promise<Row> {
-  const row = await ctx.db.select().from(testimonials).where(and(eq(testimonials.organizationId, ctx.organizationId), eq(testimonials.id, id))).get();
+  const row = await ctx.db
+    .select()
+    .from(testimonials)
+    .where(and(eq(testimonials.organizationId, ctx.organizationId), eq(testimonials.id, id)))
+    .get();
   if (!row) throw new NotFound("Testimonial");
   return row;
 }
@@ -56,39 +65,66 @@ export async function getTestimonial(ctx: ServiceContext, id: string): Promise<T
   return versioned({ ...toTestimonial(row), syndications }, row.version);
 }
 
-type NewTestimonial = Omit<Row, "id" | "organizationId" | "status" | "visibility" | "approvedByUserId" | "approvedAt" | "publishedAt" | "rejectedAt" | "rejectionReason" | "createdAt" | "updatedAt" | "version">;
+type NewTestimonial = Omit<
+  Row,
+  | "id"
+  | "organizationId"
+  | "status"
+  | "visibility"
+  | "approvedByUserId"
+  | "approvedAt"
+  | "publishedAt"
+  | "rejectedAt"
+  | "rejectionReason"
+  | "createdAt"
+  | "updatedAt"
+  | "version"
+>;
 
 /** A new testimonial's row, by hand or from a survey: PENDING and PRIVATE, nothing approved or published yet. */
 export function pendingTestimonialRow(organizationId: string, fields: NewTestimonial): Row {
   const at = nowIso();
   const moves = { approvedByUserId: null, approvedAt: null, publishedAt: null, rejectedAt: null, rejectionReason: null };
-  return { id: newId(), organizationId, ...fields, status: "PENDING", visibility: "PRIVATE", ...moves, createdAt: at, updatedAt: at, version: 1 };
+  return {
+    id: newId(),
+    organizationId,
+    ...fields,
+    status: "PENDING",
+    visibility: "PRIVATE",
+    ...moves,
+    createdAt: at,
+    updatedAt: at,
+    version: 1,
+  };
 }
 
 /** POST …/testimonials: always PENDING and PRIVATE, whatever the body says. */
 export async function createTestimonial(ctx: ServiceContext, input: TestimonialCreate, actingFor: ActingFor): Promise<Testimonial> {
   actingFor(input.agentUserId);
-  const refs = references({ path: ["authorPersonId"], target: "contact", id: input.authorPersonId }, { path: ["dealId"], target: "deal", id: input.dealId });
+  const refs = references(
+    { path: ["authorPersonId"], target: "contact", id: input.authorPersonId },
+    { path: ["dealId"], target: "deal", id: input.dealId },
+  );
   return withRetries(async () => {
     await checkReferences(ctx, input.agentUserId, refs);
     const row = pendingTestimonialRow(ctx.organizationId, {
-    agentUserId: input.agentUserId,
-    authorPersonId: input.authorPersonId ?? null,
-    dealId: input.dealId ?? null,
-    source: input.source,
-    category: input.category,
-    rating: input.rating,
-    headline: input.headline ?? null,
-    body: input.body,
-    displayName: input.displayName ?? null,
-    displayLocation: input.displayLocation ?? null,
-    displayPhotoUrl: input.displayPhotoUrl ?? null,
-    permissionToPublishName: input.permissionToPublishName,
-    permissionToPublishLocation: input.permissionToPublishLocation,
-    permissionToPublishPhoto: input.permissionToPublishPhoto,
-    isFeatured: input.isFeatured,
-    sortOrder: input.sortOrder,
-  });
+      agentUserId: input.agentUserId,
+      authorPersonId: input.authorPersonId ?? null,
+      dealId: input.dealId ?? null,
+      source: input.source,
+      category: input.category,
+      rating: input.rating,
+      headline: input.headline ?? null,
+      body: input.body,
+      displayName: input.displayName ?? null,
+      displayLocation: input.displayLocation ?? null,
+      displayPhotoUrl: input.displayPhotoUrl ?? null,
+      permissionToPublishName: input.permissionToPublishName,
+      permissionToPublishLocation: input.permissionToPublishLocation,
+      permissionToPublishPhoto: input.permissionToPublishPhoto,
+      isFeatured: input.isFeatured,
+      sortOrder: input.sortOrder,
+    });
     await commit(ctx, [...expectReferences(ctx, refs), ctx.db.insert(testimonials).values(row)]);
     return shown(row);
   });
@@ -97,7 +133,10 @@ export async function createTestimonial(ctx: ServiceContext, input: TestimonialC
 const SORT = "sortOrder:asc,createdAt:desc";
 
 /** GET …/testimonials: sortOrder ascending, then newest first; keyset-paginated on (sortOrder, createdAt, id). */
-export async function listTestimonials(ctx: ServiceContext, q: { limit: number; cursor?: string; status?: string; visibility?: string; agentUserId?: string; category?: string }) {
+export async function listTestimonials(
+  ctx: ServiceContext,
+  q: { limit: number; cursor?: string; status?: string; visibility?: string; agentUserId?: string; category?: string },
+) {
   const filters = and(
     eq(testimonials.organizationId, ctx.organizationId),
     q.status ? eq(testimonials.status, q.status as TestimonialStatus) : undefined,
@@ -109,8 +148,15 @@ export async function listTestimonials(ctx: ServiceContext, q: { limit: number; 
   if (q.cursor) {
     const { values, id } = decodeCursor(q.cursor, SORT, 2);
     const [order, at] = values;
-    if (typeof order !== "number" || typeof at !== "string") throw new Validation([{ field: "cursor", path: ["cursor"], code: "invalid_cursor", message: "Cursor is not one this API issued" }]);
-    after = or(gt(testimonials.sortOrder, order), and(eq(testimonials.sortOrder, order), or(lt(testimonials.createdAt, at), and(eq(testimonials.createdAt, at), lt(testimonials.id, id)))));
+    if (typeof order !== "number" || typeof at !== "string")
+      throw new Validation([{ field: "cursor", path: ["cursor"], code: "invalid_cursor", message: "Cursor is not one this API issued" }]);
+    after = or(
+      gt(testimonials.sortOrder, order),
+      and(
+        eq(testimonials.sortOrder, order),
+        or(lt(testimonials.createdAt, at), and(eq(testimonials.createdAt, at), lt(testimonials.id, id))),
+      ),
+    );
   }
   const rows = await ctx.db
     .select()
@@ -123,7 +169,11 @@ export async function listTestimonials(ctx: ServiceContext, q: { limit: number; 
   const hasMore = rows.length > q.limit;
   return {
     testimonials: page.map(toTestimonial),
-    pagination: { hasMore, nextCursor: hasMore && last ? encodeCursor({ sort: SORT, values: [last.sortOrder, last.createdAt], id: last.id }) : null, limit: q.limit },
+    pagination: {
+      hasMore,
+      nextCursor: hasMore && last ? encodeCursor({ sort: SORT, values: [last.sortOrder, last.createdAt], id: last.id }) : null,
+      limit: q.limit,
+    },
   };
 }
 
@@ -149,9 +199,17 @@ async function change(ctx: ServiceContext, id: string, actingFor: ActingFor, dec
     if (!move) return shown(row);
     const after: Row = { ...row, ...move.set, updatedAt: nowIso(), version: row.version + 1 };
     const { id: _id, organizationId: _org, createdAt: _c, ...columns } = after;
-    const statements: Statement[] = [expectVersion(ctx.db, TESTIMONIALS, ctx.organizationId, row), ctx.db.update(testimonials).set(columns).where(and(eq(testimonials.id, id), eq(testimonials.organizationId, ctx.organizationId)))];
+    const statements: Statement[] = [
+      expectVersion(ctx.db, TESTIMONIALS, ctx.organizationId, row),
+      ctx.db
+        .update(testimonials)
+        .set(columns)
+        .where(and(eq(testimonials.id, id), eq(testimonials.organizationId, ctx.organizationId))),
+    ];
     if (move.recompute) statements.push(...recomputeAggregates(ctx.db, ctx.organizationId, row.agentUserId));
-    const events: EventEnvelope[] = move.event ? [newEvent(ctx, move.event, { testimonialId: id, agentUserId: row.agentUserId, status: after.status })] : [];
+    const events: EventEnvelope[] = move.event
+      ? [newEvent(ctx, move.event, { testimonialId: id, agentUserId: row.agentUserId, status: after.status })]
+      : [];
     if (move.catalogue) events.push(resourceEvent(ctx, move.catalogue, toTestimonial(after), toTestimonial(row)));
     await commit(ctx, statements, events);
     // A change the public feed shows (or stops showing) drops its cached copy here.
@@ -162,32 +220,54 @@ async function change(ctx: ServiceContext, id: string, actingFor: ActingFor, dec
 
 const refuse = (code: string, message: string) => new InvalidState(code, message);
 /** Back from the public: APPROVED again (it can be republished), PRIVATE, no longer counted. */
-const unpublished = (set: Partial<Row> = {}): Move => ({ set: { status: "APPROVED", visibility: "PRIVATE", publishedAt: null, ...set }, recompute: true, event: "REVIEW_UNPUBLISHED" });
+const unpublished = (set: Partial<Row> = {}): Move => ({
+  set: { status: "APPROVED", visibility: "PRIVATE", publishedAt: null, ...set },
+  recompute: true,
+  event: "REVIEW_UNPUBLISHED",
+});
 
 export const approveTestimonial = (ctx: ServiceContext, id: string, actingFor: ActingFor) =>
   change(ctx, id, actingFor, (row) => {
     if (row.status !== "PENDING") throw refuse("invalid_state", `Only a PENDING testimonial can be approved; this one is ${row.status}`);
-    return { set: { status: "APPROVED", approvedByUserId: ctx.actor.userId ?? null, approvedAt: nowIso() }, event: "REVIEW_APPROVED", catalogue: "testimonial.approved" };
+    return {
+      set: { status: "APPROVED", approvedByUserId: ctx.actor.userId ?? null, approvedAt: nowIso() },
+      event: "REVIEW_APPROVED",
+      catalogue: "testimonial.approved",
+    };
   });
 
 /** APPROVED → PUBLISHED and PUBLIC; from anything else it fails closed (409) and the testimonial stays as it is. */
 export const publishTestimonial = (ctx: ServiceContext, id: string, actingFor: ActingFor) =>
   change(ctx, id, actingFor, (row) => {
     if (row.status === "PENDING") throw refuse("not_approved", "The testimonial is PENDING: approve it before publishing");
-    if (row.status !== "APPROVED") throw refuse("invalid_state", `Only an APPROVED testimonial can be published; this one is ${row.status}`);
-    return { set: { status: "PUBLISHED", visibility: "PUBLIC", publishedAt: nowIso() }, recompute: true, event: "REVIEW_PUBLISHED", catalogue: "testimonial.published" };
+    if (row.status !== "APPROVED")
+      throw refuse("invalid_state", `Only an APPROVED testimonial can be published; this one is ${row.status}`);
+    return {
+      set: { status: "PUBLISHED", visibility: "PUBLIC", publishedAt: nowIso() },
+      recompute: true,
+      event: "REVIEW_PUBLISHED",
+      catalogue: "testimonial.published",
+    };
   });
 
 export const unpublishTestimonial = (ctx: ServiceContext, id: string, actingFor: ActingFor) =>
   change(ctx, id, actingFor, (row) => {
-    if (row.status !== "PUBLISHED") throw refuse("invalid_state", `Only a PUBLISHED testimonial can be unpublished; this one is ${row.status}`);
+    if (row.status !== "PUBLISHED")
+      throw refuse("invalid_state", `Only a PUBLISHED testimonial can be unpublished; this one is ${row.status}`);
     return unpublished();
   });
 
 export const rejectTestimonial = (ctx: ServiceContext, id: string, reason: string | undefined, actingFor: ActingFor) =>
   change(ctx, id, actingFor, (row) => {
-    if (row.status !== "PENDING" && row.status !== "APPROVED") throw refuse("invalid_state", `Only a PENDING or APPROVED testimonial can be rejected; this one is ${row.status} (unpublish it first)`);
-    return { set: { status: "REJECTED", visibility: "PRIVATE", rejectedAt: nowIso(), rejectionReason: reason ?? null }, event: "REVIEW_REJECTED" };
+    if (row.status !== "PENDING" && row.status !== "APPROVED")
+      throw refuse(
+        "invalid_state",
+        `Only a PENDING or APPROVED testimonial can be rejected; this one is ${row.status} (unpublish it first)`,
+      );
+    return {
+      set: { status: "REJECTED", visibility: "PRIVATE", rejectedAt: nowIso(), rejectionReason: reason ?? null },
+      event: "REVIEW_REJECTED",
+    };
   });
 
 /** PATCH: copy, featuring, order, display fields, consent; visibility only down (unpublishing a published one). */

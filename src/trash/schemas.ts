@@ -16,7 +16,10 @@ export const TrashItem = z
     deletedAt: z.string(),
     deletedBy: z.string().nullable().openapi({ description: "The user who deleted it" }),
     restorableUntil: z.string().openapi({ description: "After this the purge removes it for good (files included)" }),
-    mergedInto: z.string().nullable().openapi({ description: "A contact merged into another: that contact's id (it cannot be restored: 409 merged_contact)" }),
+    mergedInto: z
+      .string()
+      .nullable()
+      .openapi({ description: "A contact merged into another: that contact's id (it cannot be restored: 409 merged_contact)" }),
   })
   .openapi("TrashItem");
 export type TrashItem = z.infer<typeof TrashItem>;

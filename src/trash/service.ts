@@ -18,24 +18,48 @@ const SORT = "deletedAt:desc";
  */
 export async function listTrash(ctx: ServiceContext, q: TrashListQuery) {
   const now = new Date().toISOString();
-  const listed = and(eq(trashEntries.organizationId, ctx.organizationId), eq(trashEntries.state, "trashed"), q.kind ? eq(trashEntries.kind, q.kind) : undefined, gt(trashEntries.restorableUntil, now));
+  const listed = and(
+    eq(trashEntries.organizationId, ctx.organizationId),
+    eq(trashEntries.state, "trashed"),
+    q.kind ? eq(trashEntries.kind, q.kind) : undefined,
+    gt(trashEntries.restorableUntil, now),
+  );
   let page = listed;
   if (q.cursor) {
     const { values, id } = decodeCursor(q.cursor, SORT, 1);
     const at = values[0];
-    if (typeof at !== "string") throw new Validation([{ field: "cursor", path: ["cursor"], code: "invalid_cursor", message: "Cursor is not one this API issued" }]);
+    if (typeof at !== "string")
+      throw new Validation([{ field: "cursor", path: ["cursor"], code: "invalid_cursor", message: "Cursor is not one this API issued" }]);
     page = and(listed, or(lt(trashEntries.deletedAt, at), and(eq(trashEntries.deletedAt, at), lt(trashEntries.recordId, id))));
   }
   const [rows, [total]] = await ctx.db.batch([
-    ctx.db.select().from(trashEntries).where(page).orderBy(desc(trashEntries.deletedAt), desc(trashEntries.recordId)).limit(q.limit + 1),
+    ctx.db
+      .select()
+      .from(trashEntries)
+      .where(page)
+      .orderBy(desc(trashEntries.deletedAt), desc(trashEntries.recordId))
+      .limit(q.limit + 1),
     ctx.db.select({ n: count() }).from(trashEntries).where(listed),
   ]);
-  const data: TrashItem[] = rows.slice(0, q.limit).map((r) => ({ id: r.recordId, kind: r.kind, label: r.label ?? "", deletedAt: r.deletedAt, deletedBy: r.deletedBy, restorableUntil: r.restorableUntil, mergedInto: r.mergedInto }));
+  const data: TrashItem[] = rows.slice(0, q.limit).map((r) => ({
+    id: r.recordId,
+    kind: r.kind,
+    label: r.label ?? "",
+    deletedAt: r.deletedAt,
+    deletedBy: r.deletedBy,
+    restorableUntil: r.restorableUntil,
+    mergedInto: r.mergedInto,
+  }));
   const hasMore = rows.length > q.limit;
   const last = data.at(-1);
   return {
     data,
-    pagination: { hasMore, nextCursor: hasMore && last ? encodeCursor({ sort: SORT, values: [last.deletedAt], id: last.id }) : null, total: total?.n ?? 0, limit: q.limit },
+    pagination: {
+      hasMore,
+      nextCursor: hasMore && last ? encodeCursor({ sort: SORT, values: [last.deletedAt], id: last.id }) : null,
+      total: total?.n ?? 0,
+      limit: q.limit,
+    },
   };
 }
 
@@ -77,12 +101,24 @@ export async function purgeTrash(env: Env, db: Db, { now = new Date(), max = PUR
       await db.batch([
         db.delete(trashRows).where(eq(trashRows.recordId, entry.recordId)),
         // A contact gone for good takes the e-mails and phones of the contacts merged into it (contacts/merge.ts).
-        db.delete(contactMergedKeys).where(and(eq(contactMergedKeys.organizationId, entry.organizationId), eq(contactMergedKeys.contactId, entry.recordId))),
-        db.update(trashEntries).set({ state: "purged", label: null, deletedBy: null }).where(and(eq(trashEntries.recordId, entry.recordId), eq(trashEntries.state, "purging"))),
+        db
+          .delete(contactMergedKeys)
+          .where(and(eq(contactMergedKeys.organizationId, entry.organizationId), eq(contactMergedKeys.contactId, entry.recordId))),
+        db
+          .update(trashEntries)
+          .set({ state: "purged", label: null, deletedBy: null })
+          .where(and(eq(trashEntries.recordId, entry.recordId), eq(trashEntries.state, "purging"))),
       ]);
       purged++;
     } catch (err) {
-      console.warn(JSON.stringify({ message: "trash purge failed; the next pass resumes it", recordId: entry.recordId, kind: entry.kind, error: loggableError(err) }));
+      console.warn(
+        JSON.stringify({
+          message: "trash purge failed; the next pass resumes it",
+          recordId: entry.recordId,
+          kind: entry.kind,
+          error: loggableError(err),
+        }),
+      );
     }
   }
   return purged;

@@ -38,11 +38,19 @@ export async function inviteMember(directory: Db, member: Member, invitation: { 
   const now = nowIso();
   const same = and(eq(users.organizationId, member.organizationId), eq(users.email, member.email));
   const [, , rows] = await directory.batch([
-    directory.insert(users).values(member).onConflictDoNothing({ target: [users.organizationId, users.email] }),
+    directory
+      .insert(users)
+      .values(member)
+      .onConflictDoNothing({ target: [users.organizationId, users.email] }),
     directory
       .insert(userInvitations)
-      .select(sql`SELECT ${users.id}, ${users.organizationId}, ${invitation.tokenHash}, ${now}, ${invitation.expiresAt} FROM ${users} WHERE ${same}`)
-      .onConflictDoUpdate({ target: userInvitations.userId, set: { tokenHash: invitation.tokenHash, createdAt: now, expiresAt: invitation.expiresAt } }),
+      .select(
+        sql`SELECT ${users.id}, ${users.organizationId}, ${invitation.tokenHash}, ${now}, ${invitation.expiresAt} FROM ${users} WHERE ${same}`,
+      )
+      .onConflictDoUpdate({
+        target: userInvitations.userId,
+        set: { tokenHash: invitation.tokenHash, createdAt: now, expiresAt: invitation.expiresAt },
+      }),
     directory.select().from(users).where(same),
   ]);
   return rows[0]!;
@@ -53,7 +61,12 @@ export async function inviteMember(directory: Db, member: Member, invitation: { 
  * False when they have none left, having signed in: an update, never an insert, so a resend racing the sign-in never
  * makes an active user invited again.
  */
-export async function renewInvitation(directory: Db, organizationId: string, userId: string, invitation: { tokenHash: string; expiresAt: string }): Promise<boolean> {
+export async function renewInvitation(
+  directory: Db,
+  organizationId: string,
+  userId: string,
+  invitation: { tokenHash: string; expiresAt: string },
+): Promise<boolean> {
   const renewed = await directory
     .update(userInvitations)
     .set({ tokenHash: invitation.tokenHash, createdAt: nowIso(), expiresAt: invitation.expiresAt })
@@ -73,7 +86,13 @@ export async function pendingInvitations(directory: Db, organizationId: string, 
 }
 
 /** The mail that carries the link. Its body is the capability: the log provider seals it (MAIL_LOG_KEY). */
-export function invitationMail(env: Env, to: { email: string; organizationId: string }, organizationName: string, token: string, expiresAt: string): MailMessage {
+export function invitationMail(
+  env: Env,
+  to: { email: string; organizationId: string },
+  organizationName: string,
+  token: string,
+  expiresAt: string,
+): MailMessage {
   const link = `${appUrlOf(readConfig(env))}/invite/${token}`;
   return {
     to: to.email,
@@ -109,7 +128,17 @@ export async function findInvitation(directory: Db, token: string): Promise<Invi
     .innerJoin(organizations, eq(organizations.id, userInvitations.organizationId))
     .where(and(eq(userInvitations.tokenHash, tokenHash), gt(userInvitations.expiresAt, nowIso())))
     .get();
-  return row ? { userId: row.user.id, organizationId: row.user.organizationId, email: row.user.email, organizationName: row.displayName ?? row.name, tokenHash, expiresAt: row.expiresAt, user: row.user } : null;
+  return row
+    ? {
+        userId: row.user.id,
+        organizationId: row.user.organizationId,
+        email: row.user.email,
+        organizationName: row.displayName ?? row.name,
+        tokenHash,
+        expiresAt: row.expiresAt,
+        user: row.user,
+      }
+    : null;
 }
 
 /**
@@ -118,22 +147,36 @@ export async function findInvitation(directory: Db, token: string): Promise<Invi
  * this answer only; the session keeps its SHA-256. The user turning active is a `user.updated` (status), staged in
  * that batch and relayed to the organization's shard outbox (events/directory-outbox.ts).
  */
-export async function redeemInvitation(work: Omit<DirectoryWork, "shard">, invitation: Invitation): Promise<{ token: string; expiresAt: string } | null> {
+export async function redeemInvitation(
+  work: Omit<DirectoryWork, "shard">,
+  invitation: Invitation,
+): Promise<{ token: string; expiresAt: string } | null> {
   const { directory } = work;
   const now = new Date();
   const token = newToken("sess");
   const expiresAt = nowIso(addSeconds(now, SESSION_TTL_SECONDS));
   const live = and(eq(userInvitations.tokenHash, invitation.tokenHash), gt(userInvitations.expiresAt, nowIso(now)));
   try {
-    const activated = newEvent({ organizationId: invitation.organizationId, actor: { type: "user", userId: invitation.userId } }, "user.updated", {
-      object: toUser(invitation.user, undefined),
-      previousAttributes: { status: "invited", invitationExpiresAt: invitation.expiresAt },
-      changes: ["status", "invitationExpiresAt"],
-    });
+    const activated = newEvent(
+      { organizationId: invitation.organizationId, actor: { type: "user", userId: invitation.userId } },
+      "user.updated",
+      {
+        object: toUser(invitation.user, undefined),
+        previousAttributes: { status: "invited", invitationExpiresAt: invitation.expiresAt },
+        changes: ["status", "invitationExpiresAt"],
+      },
+    );
     await commitInDirectory(work, [
       guard(directory, rowExists(userInvitations, live)),
       directory.delete(userInvitations).where(eq(userInvitations.tokenHash, invitation.tokenHash)),
-      directory.insert(sessions).values({ id: newId(), tokenHash: await sha256Hex(token), userId: invitation.userId, organizationId: invitation.organizationId, createdAt: nowIso(now), expiresAt }),
+      directory.insert(sessions).values({
+        id: newId(),
+        tokenHash: await sha256Hex(token),
+        userId: invitation.userId,
+        organizationId: invitation.organizationId,
+        createdAt: nowIso(now),
+        expiresAt,
+      }),
       { event: activated },
     ]);
   } catch (err) {

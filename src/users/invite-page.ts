@@ -25,7 +25,13 @@ type Status = 200 | 400 | 403 | 404 | 503;
 /** The Turnstile site key, or "" without one. It goes into markup: only the characters Turnstile keys are made of. */
 const siteKeyOf = (c: Context) => (readConfig(c.env).BOT_CHALLENGE_SITE_KEY ?? "").replace(/[^A-Za-z0-9_-]/g, "");
 
-function render(c: Context, status: Status, title: string, body: string, { setCookie, siteKey = "" }: { setCookie?: string; siteKey?: string } = {}): Response {
+function render(
+  c: Context,
+  status: Status,
+  title: string,
+  body: string,
+  { setCookie, siteKey = "" }: { setCookie?: string; siteKey?: string } = {},
+): Response {
   const nonce = newNonce();
   const csp = [
     "default-src 'none'",
@@ -57,7 +63,10 @@ ${siteKey ? `<div class="cf-turnstile" data-sitekey="${siteKey}"></div>\n` : ""}
 </form>`;
 
 /** The link's first page: who is invited where, and the button that mails the code. */
-export function invitePage(c: Context, opts: { organization: string; email: string; csrf: string; error?: string; setCookie?: string }): Response {
+export function invitePage(
+  c: Context,
+  opts: { organization: string; email: string; csrf: string; error?: string; setCookie?: string },
+): Response {
   const siteKey = siteKeyOf(c);
   return render(
     c,
@@ -101,7 +110,10 @@ export function inviteLockedPage(c: Context, opts: { until: string }): Response 
 }
 
 /** The session the link signed in with, shown once. */
-export function signedInPage(c: Context, opts: { organization: string; email: string; token: string; expiresAt: string; clearCookie: string }): Response {
+export function signedInPage(
+  c: Context,
+  opts: { organization: string; email: string; token: string; expiresAt: string; clearCookie: string },
+): Response {
   return render(
     c,
     200,

@@ -3,7 +3,17 @@ import type { Context } from "hono";
 import { getCookie } from "hono/cookie";
 import { readConfig } from "../env";
 import { Validation } from "../lib/errors";
-import { codeSignInDeps, csrfTokenFor, csrfTokenMatches, endSignIn, enterSignInCode, findSignIn, newCookieValue, sendSignInCode, signInCookie } from "../oauth/service";
+import {
+  codeSignInDeps,
+  csrfTokenFor,
+  csrfTokenMatches,
+  endSignIn,
+  enterSignInCode,
+  findSignIn,
+  newCookieValue,
+  sendSignInCode,
+  signInCookie,
+} from "../oauth/service";
 import { API, apiError } from "../platform/api-family";
 import { type BotChallenge, ChallengeFailed, requireChallenge } from "../platform/bot-challenge";
 import type { AppBindings } from "../platform/context";
@@ -18,13 +28,22 @@ const tags = ["Users (public)"];
 const html = (description: string) => ({ description, content: { "text/html": { schema: z.string() } } });
 const DEAD = { 404: html("Unknown, used, expired or malformed link, alike (no reason given)") };
 const NOT_CONFIGURED = { 503: html("Sign-in is not configured on this deployment (JWT_SECRET, the key of the sign-in forms, is unset)") };
-const TokenParam = z.object({ token: z.string().max(200).openapi({ param: { name: "token", in: "path" }, description: "The capability of the invitation mail" }) });
+const TokenParam = z.object({
+  token: z
+    .string()
+    .max(200)
+    .openapi({ param: { name: "token", in: "path" }, description: "The capability of the invitation mail" }),
+});
 
 const InviteForm = z.object({
   csrf_token: z.string().max(200).optional().openapi({ description: "The token of the page the form is on" }),
   step: z.string().max(20).optional().openapi({ description: "send (mail a code to the invited address) | code (check it)" }),
   code: z.string().max(20).optional().openapi({ description: "The 6-digit code mailed to the address" }),
-  "cf-turnstile-response": z.string().max(4096).optional().openapi({ description: "With the bot challenge configured: Turnstile's token, which its widget adds to the send form" }),
+  "cf-turnstile-response": z
+    .string()
+    .max(4096)
+    .optional()
+    .openapi({ description: "With the bot challenge configured: Turnstile's token, which its widget adds to the send form" }),
 });
 
 const open = defineRoute(API, {
@@ -34,7 +53,8 @@ const open = defineRoute(API, {
   path: "/invite/{token}",
   tags,
   summary: "The page of an invitation link",
-  description: "No authentication: the token is the capability. Shows whom the link invites where, with the button that mails them a sign-in code.",
+  description:
+    "No authentication: the token is the capability. Shows whom the link invites where, with the button that mails them a sign-in code.",
   middleware: [rateLimit("public-invite:get")] as const,
   request: { params: TokenParam },
   responses: { 200: html("The page"), ...DEAD, 429: apiError("Too many requests from this address (rate_limited)"), ...NOT_CONFIGURED },
@@ -66,7 +86,11 @@ const INVITE_COOKIE = signInCookie("invite_sign_in", "/invite");
 const isSecure = (c: Ctx) => new URL(c.req.url).protocol === "https:";
 
 /** The live invitation and the forms' key, or the page that says why not. */
-async function withInvitation(c: Ctx, token: string, next: (invitation: Invitation, secret: string) => Promise<Response>): Promise<Response> {
+async function withInvitation(
+  c: Ctx,
+  token: string,
+  next: (invitation: Invitation, secret: string) => Promise<Response>,
+): Promise<Response> {
   const secret = readConfig(c.env).JWT_SECRET;
   if (!secret) return inviteErrorPage(c, 503, "Signing in is not configured on this deployment.");
   const invitation = await findInvitation(c.get("directory"), token);
@@ -79,7 +103,14 @@ export interface InviteDeps {
 }
 
 /** The mail step: the bot challenge (when configured), then the e-mail-code sign-in's own checks. */
-async function sendCode(c: Ctx, deps: InviteDeps, invitation: Invitation, cookie: string, csrf: string, challengeToken: string | undefined): Promise<Response> {
+async function sendCode(
+  c: Ctx,
+  deps: InviteDeps,
+  invitation: Invitation,
+  cookie: string,
+  csrf: string,
+  challengeToken: string | undefined,
+): Promise<Response> {
   const again = (error: string) => invitePage(c, { organization: invitation.organizationName, email: invitation.email, csrf, error });
   try {
     await requireChallenge(readConfig(c.env).BOT_CHALLENGE_SECRET, deps.botChallenge, challengeToken, requestMeta(c).ip, "to send a code");
@@ -105,18 +136,37 @@ async function checkCode(c: Ctx, invitation: Invitation, cookie: string, csrf: s
     case "locked":
       return inviteLockedPage(c, { until: outcome.until });
     case "too_many":
-      return inviteCodePage(c, { email: invitation.email, csrf, error: "Too many codes were tried for this address. Wait 15 minutes, then try again." });
+      return inviteCodePage(c, {
+        email: invitation.email,
+        csrf,
+        error: "Too many codes were tried for this address. Wait 15 minutes, then try again.",
+      });
     case "wrong":
-      return inviteCodePage(c, { email: invitation.email, csrf, error: `That code is not right. ${outcome.attemptsLeft} attempt${outcome.attemptsLeft === 1 ? "" : "s"} left.` });
+      return inviteCodePage(c, {
+        email: invitation.email,
+        csrf,
+        error: `That code is not right. ${outcome.attemptsLeft} attempt${outcome.attemptsLeft === 1 ? "" : "s"} left.`,
+      });
     case "spent":
-      return invitePage(c, { organization: invitation.organizationName, email: invitation.email, csrf, error: "That code has expired or was tried too many times. Ask for a new one." });
+      return invitePage(c, {
+        organization: invitation.organizationName,
+        email: invitation.email,
+        csrf,
+        error: "That code has expired or was tried too many times. Ask for a new one.",
+      });
     case "accepted": {
       const session = await redeemInvitation({ env: c.env, directory, defer: (work) => c.executionCtx.waitUntil(work) }, invitation);
       // The sign-in served only this: it ends either way (a link used meanwhile in another browser is spent).
       await endSignIn(directory, signIn);
       if (!session) return deadInvitePage(c);
       const clearCookie = INVITE_COOKIE.header(isSecure(c), "", 0);
-      return signedInPage(c, { organization: invitation.organizationName, email: invitation.email, token: session.token, expiresAt: session.expiresAt, clearCookie });
+      return signedInPage(c, {
+        organization: invitation.organizationName,
+        email: invitation.email,
+        token: session.token,
+        expiresAt: session.expiresAt,
+        clearCookie,
+      });
     }
   }
 }
@@ -133,7 +183,12 @@ export function createInviteRoutes(deps: InviteDeps) {
       withInvitation(c, c.req.valid("param").token, async (invitation, secret) => {
         const cookie = newCookieValue();
         const csrf = await csrfTokenFor(secret, cookie);
-        return invitePage(c, { organization: invitation.organizationName, email: invitation.email, csrf, setCookie: INVITE_COOKIE.header(isSecure(c), cookie) });
+        return invitePage(c, {
+          organization: invitation.organizationName,
+          email: invitation.email,
+          csrf,
+          setCookie: INVITE_COOKIE.header(isSecure(c), cookie),
+        });
       }),
     )
     .openapi(step, (c) =>

@@ -14,8 +14,11 @@ const tags = ["Users"];
 const security = [{ bearerAuth: [] }];
 const NOT_FOUND = { 404: crmError("No user with this id in your organization") };
 const OWNERS_ONLY = "only an owner may make or unmake an owner (403 insufficient_role)";
-const MAIL_BOUND = "An address gets at most 3 invitation mails a day from your organization and 10 from all (a `+tag` in it, or at Gmail a dot, counts as the address; 429 with Retry-After beyond; nothing is written).";
-const TOO_MANY_MAILS = { 429: crmError("This address has had its invitation mails for the last 24 hours (rate_limited): retry after Retry-After seconds") };
+const MAIL_BOUND =
+  "An address gets at most 3 invitation mails a day from your organization and 10 from all (a `+tag` in it, or at Gmail a dot, counts as the address; 429 with Retry-After beyond; nothing is written).";
+const TOO_MANY_MAILS = {
+  429: crmError("This address has had its invitation mails for the last 24 hours (rate_limited): retry after Retry-After seconds"),
+};
 
 /** Domains whose mailboxes ignore dots in the local part, all one inbox (Gmail). */
 const DOTLESS = new Set(["gmail.com", "googlemail.com"]);
@@ -74,7 +77,9 @@ const create = defineRoute(CRM, {
   responses: {
     201: crmSuccess("The invited user", User, ETAG_HEADER),
     403: crmError("Only an owner may make an owner (insufficient_role)"),
-    409: crmError("A user of your organization has this e-mail address (duplicate_email), or too many concurrent changes (concurrent_modification; retry)"),
+    409: crmError(
+      "A user of your organization has this e-mail address (duplicate_email), or too many concurrent changes (concurrent_modification; retry)",
+    ),
     ...TOO_MANY_MAILS,
   },
 });
@@ -92,7 +97,9 @@ const update = defineRoute(CRM, {
     200: crmSuccess("The user", User, ETAG_HEADER),
     403: crmError("Only an owner may make or unmake an owner (insufficient_role)"),
     ...NOT_FOUND,
-    409: crmError("The change would leave the organization without an owner (last_owner), or too many concurrent changes (concurrent_modification; retry)"),
+    409: crmError(
+      "The change would leave the organization without an owner (last_owner), or too many concurrent changes (concurrent_modification; retry)",
+    ),
     ...CRM_PRECONDITION_ERROR,
   },
 });
@@ -104,9 +111,16 @@ const resend = defineRoute(CRM, {
   tags,
   security,
   summary: "Mail a user a new invitation link",
-  description: "For a user who has not signed in yet (an expired or lost link): a new link valid 7 days is mailed, and the earlier one stops working (a refused resend leaves it working). Owners and admins (`users:manage`). " + MAIL_BOUND,
+  description:
+    "For a user who has not signed in yet (an expired or lost link): a new link valid 7 days is mailed, and the earlier one stops working (a refused resend leaves it working). Owners and admins (`users:manage`). " +
+    MAIL_BOUND,
   request: { params: UserIdParam },
-  responses: { 200: crmSuccess("The user, still invited, with the new link's expiry", User, ETAG_HEADER), ...NOT_FOUND, 409: crmError("The user has signed in already (user_active)"), ...TOO_MANY_MAILS },
+  responses: {
+    200: crmSuccess("The user, still invited, with the new link's expiry", User, ETAG_HEADER),
+    ...NOT_FOUND,
+    409: crmError("The user has signed in already (user_active)"),
+    ...TOO_MANY_MAILS,
+  },
 });
 
 export const userRoutes = new OpenAPIHono<AppBindings>({ defaultHook: validationHook })
@@ -120,5 +134,15 @@ export const userRoutes = new OpenAPIHono<AppBindings>({ defaultHook: validation
     const { ctx, answer } = keptAnswer<User>(c, 201);
     return c.json(answer(withEtag(c, await createUser(ctx, c.req.valid("json"), invitationMails(c)))), 201);
   })
-  .openapi(resend, async (c) => c.json({ success: true as const, data: withEtag(c, await resendInvitation(serviceContext(c), c.req.valid("param").id, invitationMails(c))) }, 200))
-  .openapi(update, async (c) => c.json({ success: true as const, data: withEtag(c, await updateUser(serviceContext(c), c.req.valid("param").id, c.req.valid("json"))) }, 200));
+  .openapi(resend, async (c) =>
+    c.json(
+      { success: true as const, data: withEtag(c, await resendInvitation(serviceContext(c), c.req.valid("param").id, invitationMails(c))) },
+      200,
+    ),
+  )
+  .openapi(update, async (c) =>
+    c.json(
+      { success: true as const, data: withEtag(c, await updateUser(serviceContext(c), c.req.valid("param").id, c.req.valid("json"))) },
+      200,
+    ),
+  );

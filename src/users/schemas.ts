@@ -4,7 +4,9 @@ import { listQuery } from "../crm/list-query";
 import { oneLineText } from "../lib/validation";
 import { ROLES } from "../platform/permissions";
 
-const Role = z.enum(ROLES).openapi({ description: "owner and admin manage the organization, its users, keys and webhooks; agent works with the CRM and documents" });
+const Role = z.enum(ROLES).openapi({
+  description: "owner and admin manage the organization, its users, keys and webhooks; agent works with the CRM and documents",
+});
 
 export const User = z
   .object({

@@ -1,6 +1,15 @@
 import { and, count, desc, eq, ne, or, sql } from "drizzle-orm";
 import { organizations, users } from "../db/schema";
-import { expectNoRow, expectVersion, expectVersionMatch, guard, type Statement, versioned, type VersionedTable, withRetries } from "../db/write";
+import {
+  expectNoRow,
+  expectVersion,
+  expectVersionMatch,
+  guard,
+  type Statement,
+  versioned,
+  type VersionedTable,
+  withRetries,
+} from "../db/write";
 import { decodeNewestFirstCursor, olderThan, paginate } from "../crm/pagination";
 import { commit } from "../events/commit";
 import { newEvent } from "../events/outbox";
@@ -28,7 +37,8 @@ type Row = UserRow;
 const USERS: VersionedTable = { table: users, id: users.id, organizationId: users.organizationId, version: users.version };
 
 const byId = (organizationId: string, id: string) => and(eq(users.organizationId, organizationId), eq(users.id, id));
-const ownersBesides = (organizationId: string, id: string) => sql`(SELECT COUNT(*) FROM ${users} WHERE ${users.organizationId} = ${organizationId} AND ${users.role} = 'owner' AND ${users.id} <> ${id})`;
+const ownersBesides = (organizationId: string, id: string) =>
+  sql`(SELECT COUNT(*) FROM ${users} WHERE ${users.organizationId} = ${organizationId} AND ${users.role} = 'owner' AND ${users.id} <> ${id})`;
 
 /** The user as shown, with its status from the directory's invitations, marked with its version for the ETag. */
 async function shown(ctx: ServiceContext, row: Row): Promise<User> {
@@ -45,13 +55,20 @@ async function findUser(ctx: ServiceContext, id: string): Promise<Row> {
 
 /** Which of `ids` are users of the organization (a zip rule of the lead routing names one). */
 export async function existingUserIds(ctx: Pick<ServiceContext, "db" | "organizationId">, ids: string[]): Promise<Set<string>> {
-  const rows = await ctx.db.select({ id: users.id }).from(users).where(and(eq(users.organizationId, ctx.organizationId), inJsonList(users.id, ids)));
+  const rows = await ctx.db
+    .select({ id: users.id })
+    .from(users)
+    .where(and(eq(users.organizationId, ctx.organizationId), inJsonList(users.id, ids)));
   return new Set(rows.map((r) => r.id));
 }
 
 /** The ids of the users lead routing may assign a new lead to (`acceptsLeads`), in id order: round robin's ring (issue 33). */
 export async function leadRecipients(ctx: Pick<ServiceContext, "db" | "organizationId">): Promise<string[]> {
-  const rows = await ctx.db.select({ id: users.id }).from(users).where(and(eq(users.organizationId, ctx.organizationId), eq(users.acceptsLeads, true))).orderBy(users.id);
+  const rows = await ctx.db
+    .select({ id: users.id })
+    .from(users)
+    .where(and(eq(users.organizationId, ctx.organizationId), eq(users.acceptsLeads, true)))
+    .orderBy(users.id);
   return rows.map((r) => r.id);
 }
 
@@ -60,14 +77,18 @@ export async function leadRecipients(ctx: Pick<ServiceContext, "db" | "organizat
  * name two users share names neither.
  */
 export async function userResolver(ctx: Pick<ServiceContext, "db" | "organizationId">): Promise<(named: string) => string | null> {
-  const rows = await ctx.db.select({ id: users.id, email: users.email, name: users.name }).from(users).where(eq(users.organizationId, ctx.organizationId)).limit(10_000);
+  const rows = await ctx.db
+    .select({ id: users.id, email: users.email, name: users.name })
+    .from(users)
+    .where(eq(users.organizationId, ctx.organizationId))
+    .limit(10_000);
   const byKey = new Map<string, string | null>();
   const add = (key: string | null, id: string) => {
     if (!key) return;
     const k = key.trim().toLowerCase();
     byKey.set(k, byKey.has(k) && byKey.get(k) !== id ? null : id);
   };
-  for (const r of rows) (add(r.id, r.id), add(r.email, r.id), add(r.name, r.id));
+  for (const r of rows) add(r.id, r.id), add(r.email, r.id), add(r.name, r.id);
   return (named) => byKey.get(named.trim().toLowerCase()) ?? null;
 }
 
@@ -82,11 +103,20 @@ export async function listUsers(ctx: ServiceContext, { limit, cursor }: { limit:
   const after = decodeNewestFirstCursor(cursor);
   const mine = eq(users.organizationId, ctx.organizationId);
   const [rows, [total]] = await ctx.db.batch([
-    ctx.db.select().from(users).where(after ? and(mine, olderThan(users.createdAt, users.id, after)) : mine).orderBy(desc(users.createdAt), desc(users.id)).limit(limit + 1),
+    ctx.db
+      .select()
+      .from(users)
+      .where(after ? and(mine, olderThan(users.createdAt, users.id, after)) : mine)
+      .orderBy(desc(users.createdAt), desc(users.id))
+      .limit(limit + 1),
     ctx.db.select({ n: count() }).from(users).where(mine),
   ]);
   const { page, pagination } = paginate(rows, limit, total?.n ?? 0, (r) => ({ at: r.createdAt, id: r.id }));
-  const invited = await pendingInvitations(ctx.directory, ctx.organizationId, page.map((r) => r.id));
+  const invited = await pendingInvitations(
+    ctx.directory,
+    ctx.organizationId,
+    page.map((r) => r.id),
+  );
   return { data: page.map((r) => toUser(r, invited.get(r.id))), pagination };
 }
 
@@ -104,7 +134,10 @@ export async function createUser(ctx: ServiceContext, input: CreateUser, admitMa
   return withRetries(async () => {
     const [[copy], [actor], [organization]] = await ctx.db.batch([
       ctx.db.select({ id: users.id }).from(users).where(sameEmail),
-      ctx.db.select({ role: users.role }).from(users).where(byId(ctx.organizationId, ctx.actor.userId ?? "")),
+      ctx.db
+        .select({ role: users.role })
+        .from(users)
+        .where(byId(ctx.organizationId, ctx.actor.userId ?? "")),
       organizationNames(ctx),
     ]);
     if (copy) throw new Conflict("A user of your organization has this e-mail address", "duplicate_email");
@@ -112,7 +145,17 @@ export async function createUser(ctx: ServiceContext, input: CreateUser, admitMa
     await admitMail(email);
     const now = nowIso();
     const invitation = await newInvitation();
-    const member: Row = { id: newId(), organizationId: ctx.organizationId, email, name: input.name, role: input.role, acceptsLeads: true, createdAt: now, updatedAt: now, version: 1 };
+    const member: Row = {
+      id: newId(),
+      organizationId: ctx.organizationId,
+      email,
+      name: input.name,
+      role: input.role,
+      acceptsLeads: true,
+      createdAt: now,
+      updatedAt: now,
+      version: 1,
+    };
     const row = await inviteMember(ctx.directory, member, invitation);
     // Awaited: a link that was not mailed fails the request, and its retry mails a new one.
     await mailerFor(ctx.env, ctx.db).send(invitationMail(ctx.env, row, nameOf(organization), invitation.token, invitation.expiresAt));
@@ -128,7 +171,11 @@ export async function createUser(ctx: ServiceContext, input: CreateUser, admitMa
 }
 
 /** The organization's name as the invitation mail gives it. */
-const organizationNames = (ctx: ServiceContext) => ctx.db.select({ name: organizations.name, displayName: organizations.displayName }).from(organizations).where(eq(organizations.id, ctx.organizationId));
+const organizationNames = (ctx: ServiceContext) =>
+  ctx.db
+    .select({ name: organizations.name, displayName: organizations.displayName })
+    .from(organizations)
+    .where(eq(organizations.id, ctx.organizationId));
 const nameOf = (row: { name: string; displayName: string | null } | undefined) => row?.displayName ?? row?.name ?? "your organization";
 
 /**
@@ -140,7 +187,8 @@ export async function resendInvitation(ctx: ServiceContext, id: string, admitMai
   // Before the renewal: a refused resend leaves the link already mailed working.
   await admitMail(row.email);
   const invitation = await newInvitation();
-  if (!(await renewInvitation(ctx.directory, ctx.organizationId, id, invitation))) throw new Conflict("This user has signed in already: invitations are for users who have not", "user_active");
+  if (!(await renewInvitation(ctx.directory, ctx.organizationId, id, invitation)))
+    throw new Conflict("This user has signed in already: invitations are for users who have not", "user_active");
   await mailerFor(ctx.env, ctx.db).send(invitationMail(ctx.env, row, nameOf(organization), invitation.token, invitation.expiresAt));
   return versioned(toUser(row, invitation.expiresAt), row.version);
 }
@@ -158,8 +206,14 @@ export async function updateUser(ctx: ServiceContext, id: string, input: UpdateU
   return withRetries(async () => {
     const [[row], [actor], [owners]] = await ctx.db.batch([
       ctx.db.select().from(users).where(byId(ctx.organizationId, id)),
-      ctx.db.select({ role: users.role }).from(users).where(byId(ctx.organizationId, ctx.actor.userId ?? "")),
-      ctx.db.select({ n: count() }).from(users).where(and(eq(users.organizationId, ctx.organizationId), eq(users.role, "owner"), ne(users.id, id))),
+      ctx.db
+        .select({ role: users.role })
+        .from(users)
+        .where(byId(ctx.organizationId, ctx.actor.userId ?? "")),
+      ctx.db
+        .select({ n: count() })
+        .from(users)
+        .where(and(eq(users.organizationId, ctx.organizationId), eq(users.role, "owner"), ne(users.id, id))),
     ]);
     if (!row) throw new NotFound("User");
     expectVersionMatch(ctx, row.version);
@@ -170,19 +224,43 @@ export async function updateUser(ctx: ServiceContext, id: string, input: UpdateU
     if (losesOwner && (owners?.n ?? 0) === 0) throw new Conflict("The organization must keep at least one owner", "last_owner");
     const next: Row = { ...row, name: input.name ?? row.name, role, acceptsLeads: input.acceptsLeads ?? row.acceptsLeads };
     const before = await shown(ctx, row);
-    const { changes, previousAttributes } = diffAttributes(before, { ...before, name: next.name, role: next.role, acceptsLeads: next.acceptsLeads }, ["updatedAt"]);
+    const { changes, previousAttributes } = diffAttributes(
+      before,
+      { ...before, name: next.name, role: next.role, acceptsLeads: next.acceptsLeads },
+      ["updatedAt"],
+    );
     if (changes.length === 0) {
       await followOnDirectory(ctx.directory, users, row.id, changedOf(row), row.version);
       return before;
     }
     const updated: Row = { ...next, updatedAt: nowIso(), version: row.version + 1 };
-    const object = versioned({ ...before, name: updated.name, role: updated.role, acceptsLeads: updated.acceptsLeads, updatedAt: updated.updatedAt! }, updated.version);
+    const object = versioned(
+      { ...before, name: updated.name, role: updated.role, acceptsLeads: updated.acceptsLeads, updatedAt: updated.updatedAt! },
+      updated.version,
+    );
     const guards: Statement[] = [
       expectVersion(ctx.db, USERS, ctx.organizationId, row),
-      ...(touchesOwner ? [guard(ctx.db, sql`EXISTS (SELECT 1 FROM ${users} WHERE ${byId(ctx.organizationId, ctx.actor.userId ?? "")} AND ${users.role} = 'owner')`)] : []),
+      ...(touchesOwner
+        ? [
+            guard(
+              ctx.db,
+              sql`EXISTS (SELECT 1 FROM ${users} WHERE ${byId(ctx.organizationId, ctx.actor.userId ?? "")} AND ${users.role} = 'owner')`,
+            ),
+          ]
+        : []),
       ...(losesOwner ? [guard(ctx.db, sql`${ownersBesides(ctx.organizationId, id)} > 0`)] : []),
     ];
-    await commit(ctx, [...guards, ctx.db.update(users).set({ ...changedOf(updated), version: updated.version }).where(byId(ctx.organizationId, id))], [newEvent(ctx, "user.updated", { object, previousAttributes, changes })]);
+    await commit(
+      ctx,
+      [
+        ...guards,
+        ctx.db
+          .update(users)
+          .set({ ...changedOf(updated), version: updated.version })
+          .where(byId(ctx.organizationId, id)),
+      ],
+      [newEvent(ctx, "user.updated", { object, previousAttributes, changes })],
+    );
     await followOnDirectory(ctx.directory, users, row.id, changedOf(updated), updated.version);
     return object;
   });

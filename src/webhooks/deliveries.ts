@@ -36,13 +36,23 @@ async function withAttempts(ctx: ServiceContext, rows: DeliveryRow[]): Promise<D
     SELECT delivery_id, attempt, status_code, duration_ms, error, next_attempt_at, attempted_at FROM (
       SELECT a.*, ROW_NUMBER() OVER (PARTITION BY a.delivery_id ORDER BY a.attempt DESC) AS n
       FROM webhook_delivery_attempts a
-      WHERE a.organization_id = ${ctx.organizationId} AND ${inJsonList(sql`a.delivery_id`, rows.map((r) => r.id))}
+      WHERE a.organization_id = ${ctx.organizationId} AND ${inJsonList(
+        sql`a.delivery_id`,
+        rows.map((r) => r.id),
+      )}
     ) WHERE n <= ${EMBEDDED_ATTEMPTS} ORDER BY attempt`);
   return rows.map(({ organizationId: _, body: __, chain: ___, ...d }) => ({
     ...d,
     attempts: attempts
       .filter((a) => a.delivery_id === d.id)
-      .map((a) => ({ attempt: a.attempt, statusCode: a.status_code, durationMs: a.duration_ms, error: a.error, nextAttemptAt: a.next_attempt_at, attemptedAt: a.attempted_at })),
+      .map((a) => ({
+        attempt: a.attempt,
+        statusCode: a.status_code,
+        durationMs: a.duration_ms,
+        error: a.error,
+        nextAttemptAt: a.next_attempt_at,
+        attemptedAt: a.attempted_at,
+      })),
   }));
 }
 
@@ -57,7 +67,12 @@ export async function listDeliveries(ctx: ServiceContext, subscriptionId: string
   );
   const page = after ? and(scope, olderThan(webhookDeliveries.createdAt, webhookDeliveries.id, after)) : scope;
   const [rows, [total]] = await ctx.db.batch([
-    ctx.db.select().from(webhookDeliveries).where(page).orderBy(desc(webhookDeliveries.createdAt), desc(webhookDeliveries.id)).limit(q.limit + 1),
+    ctx.db
+      .select()
+      .from(webhookDeliveries)
+      .where(page)
+      .orderBy(desc(webhookDeliveries.createdAt), desc(webhookDeliveries.id))
+      .limit(q.limit + 1),
     ctx.db.select({ n: count() }).from(webhookDeliveries).where(scope),
   ]);
   const { page: items, pagination } = paginate(rows, q.limit, total?.n ?? 0, (r) => ({ at: r.createdAt, id: r.id }));
@@ -71,7 +86,11 @@ export async function listDeliveries(ctx: ServiceContext, subscriptionId: string
  */
 async function insertAndSend(ctx: ServiceContext, row: DeliveryRow): Promise<Delivery | null> {
   const [, inserted] = (await commit(ctx, [
-    expectRow(ctx.db, webhookSubscriptions, and(eq(webhookSubscriptions.organizationId, ctx.organizationId), eq(webhookSubscriptions.id, row.subscriptionId))),
+    expectRow(
+      ctx.db,
+      webhookSubscriptions,
+      and(eq(webhookSubscriptions.organizationId, ctx.organizationId), eq(webhookSubscriptions.id, row.subscriptionId)),
+    ),
     ctx.db.insert(webhookDeliveries).values(row).onConflictDoNothing().returning({ id: webhookDeliveries.id }),
   ])) as [unknown, { id: string }[]];
   if (inserted.length === 0) return null;
@@ -81,7 +100,23 @@ async function insertAndSend(ctx: ServiceContext, row: DeliveryRow): Promise<Del
 
 const newDelivery = (ctx: ServiceContext, subscriptionId: string, eventId: string, event: string, body: string): DeliveryRow => {
   const now = nowIso();
-  return { id: newId(), organizationId: ctx.organizationId, subscriptionId, eventId, event, body, status: "pending", attemptCount: 0, lastStatusCode: null, lastError: null, nextAttemptAt: null, deliveredAt: null, createdAt: now, updatedAt: now, chain: 0 };
+  return {
+    id: newId(),
+    organizationId: ctx.organizationId,
+    subscriptionId,
+    eventId,
+    event,
+    body,
+    status: "pending",
+    attemptCount: 0,
+    lastStatusCode: null,
+    lastError: null,
+    nextAttemptAt: null,
+    deliveredAt: null,
+    createdAt: now,
+    updatedAt: now,
+    chain: 0,
+  };
 };
 
 /** The subscription, which must be on: a send to a disabled one is refused (409 webhook_disabled). */
@@ -95,7 +130,12 @@ export async function enabledWebhook(ctx: ServiceContext, id: string) {
 export async function sendTestEvent(ctx: ServiceContext, id: string): Promise<Delivery> {
   return withRetries(async () => {
     const sub = await enabledWebhook(ctx, id);
-    const event = { id: newId(), type: TEST_EVENT, occurredAt: nowIso(), data: { object: { webhook: toWebhook(sub), message: "This is a test delivery." } } };
+    const event = {
+      id: newId(),
+      type: TEST_EVENT,
+      occurredAt: nowIso(),
+      data: { object: { webhook: toWebhook(sub), message: "This is a test delivery." } },
+    };
     const body = buildPayload(event, await loadParties(ctx.db, ctx.organizationId, ctx.actor.userId ?? null));
     return (await insertAndSend(ctx, newDelivery(ctx, id, event.id, TEST_EVENT, body)))!; // a new event id: no conflict
   });
@@ -103,7 +143,8 @@ export async function sendTestEvent(ctx: ServiceContext, id: string): Promise<De
 
 /** States a delivery can be replayed from: its retry chain has ended. Replaying one still in flight would start a second chain. */
 const SETTLED: Status[] = ["delivered", "failed", "dead"];
-const inFlight = () => new Conflict("This delivery is still being attempted; replay it once it is delivered, failed or dead", "delivery_in_flight");
+const inFlight = () =>
+  new Conflict("This delivery is still being attempted; replay it once it is delivered, failed or dead", "delivery_in_flight");
 
 /** Sends a stored delivery again: same body and event id, a fresh signature, and a fresh retry schedule. */
 async function requeue(ctx: ServiceContext, row: DeliveryRow): Promise<Delivery> {
@@ -113,7 +154,13 @@ async function requeue(ctx: ServiceContext, row: DeliveryRow): Promise<Delivery>
   const moved = await ctx.db
     .update(webhookDeliveries)
     .set({ status: "pending", nextAttemptAt: null, updatedAt })
-    .where(and(eq(webhookDeliveries.organizationId, ctx.organizationId), eq(webhookDeliveries.id, row.id), inArray(webhookDeliveries.status, SETTLED)))
+    .where(
+      and(
+        eq(webhookDeliveries.organizationId, ctx.organizationId),
+        eq(webhookDeliveries.id, row.id),
+        inArray(webhookDeliveries.status, SETTLED),
+      ),
+    )
     .returning({ id: webhookDeliveries.id });
   if (moved.length === 0) throw inFlight();
   await enqueueDeliveries(ctx.env, [{ deliveryId: row.id, organizationId: ctx.organizationId, chain: row.chain }]);
@@ -130,7 +177,13 @@ export async function replayDelivery(ctx: ServiceContext, id: string, deliveryId
   const row = await ctx.db
     .select()
     .from(webhookDeliveries)
-    .where(and(eq(webhookDeliveries.organizationId, ctx.organizationId), eq(webhookDeliveries.subscriptionId, id), eq(webhookDeliveries.id, deliveryId)))
+    .where(
+      and(
+        eq(webhookDeliveries.organizationId, ctx.organizationId),
+        eq(webhookDeliveries.subscriptionId, id),
+        eq(webhookDeliveries.id, deliveryId),
+      ),
+    )
     .get();
   if (!row) throw new NotFound("Delivery");
   reach([row.event]);
@@ -157,7 +210,13 @@ async function replayEventOnce(ctx: ServiceContext, id: string, eventId: string,
     ctx.db
       .select()
       .from(webhookDeliveries)
-      .where(and(eq(webhookDeliveries.organizationId, ctx.organizationId), eq(webhookDeliveries.subscriptionId, id), eq(webhookDeliveries.eventId, eventId)))
+      .where(
+        and(
+          eq(webhookDeliveries.organizationId, ctx.organizationId),
+          eq(webhookDeliveries.subscriptionId, id),
+          eq(webhookDeliveries.eventId, eventId),
+        ),
+      )
       .get();
   const existing = await existingDelivery();
   if (existing) {
@@ -165,7 +224,11 @@ async function replayEventOnce(ctx: ServiceContext, id: string, eventId: string,
     if (!carries(sub.events, existing.event)) throw notSubscribed(existing.event);
     return requeue(ctx, existing);
   }
-  const event = await ctx.db.select().from(outboxEvents).where(and(eq(outboxEvents.organizationId, ctx.organizationId), eq(outboxEvents.id, eventId))).get();
+  const event = await ctx.db
+    .select()
+    .from(outboxEvents)
+    .where(and(eq(outboxEvents.organizationId, ctx.organizationId), eq(outboxEvents.id, eventId)))
+    .get();
   if (!event) throw new NotFound("Event");
   if (!sub.events.includes(event.type)) throw notSubscribed(event.type);
   const body = buildPayload(event, await loadParties(ctx.db, ctx.organizationId, event.actor.userId));

@@ -8,7 +8,16 @@ import { validationHook } from "../platform/openapi";
 import { listDeliveries, replayDelivery, replayEvent, sendTestEvent } from "./deliveries";
 import { recoverWebhook } from "./recover";
 import { deliveryReach, REACH } from "./reach";
-import { Delivery, DeliveryList, DeliveryListQuery, DeliveryParams, EventParams, RecoverWebhook, Recovery, WebhookIdParam } from "./schemas";
+import {
+  Delivery,
+  DeliveryList,
+  DeliveryListQuery,
+  DeliveryParams,
+  EventParams,
+  RecoverWebhook,
+  Recovery,
+  WebhookIdParam,
+} from "./schemas";
 
 const tags = ["Webhooks"];
 const security = [{ bearerAuth: [] }];
@@ -57,7 +66,9 @@ const replay = defineRoute(CRM, {
   responses: {
     202: queued,
     ...REACH,
-    409: crmError("The webhook is disabled (webhook_disabled), no longer subscribes to the delivery's event (event_not_subscribed), or the delivery is still being attempted (delivery_in_flight)"),
+    409: crmError(
+      "The webhook is disabled (webhook_disabled), no longer subscribes to the delivery's event (event_not_subscribed), or the delivery is still being attempted (delivery_in_flight)",
+    ),
     404: crmError("No such webhook or delivery in your organization"),
     422: crmError("id or deliveryId is not a UUID"),
   },
@@ -77,7 +88,9 @@ const replayOne = defineRoute(CRM, {
     202: queued,
     ...REACH,
     404: crmError("No such webhook or event in your organization"),
-    409: crmError("The webhook is disabled (webhook_disabled), does not subscribe to this event (event_not_subscribed), or its delivery of it is still being attempted (delivery_in_flight)"),
+    409: crmError(
+      "The webhook is disabled (webhook_disabled), does not subscribe to this event (event_not_subscribed), or its delivery of it is still being attempted (delivery_in_flight)",
+    ),
     422: crmError("id is not a UUID"),
   },
 });
@@ -95,15 +108,21 @@ const recover = defineRoute(CRM, {
   responses: {
     202: crmSuccess("Queued; follow them in the delivery log", Recovery),
     ...REACH,
-    409: crmError("The webhook is disabled (webhook_disabled), or all that failed in this window is still being sent by an earlier recover (recovery_in_flight)"),
+    409: crmError(
+      "The webhook is disabled (webhook_disabled), or all that failed in this window is still being sent by an earlier recover (recovery_in_flight)",
+    ),
     404: crmError("No webhook with this id in your organization"),
     422: crmError("id is not a UUID, or since is not an ISO 8601 timestamp, is in the future or more than 30 days ago"),
   },
 });
 
 export const deliveryRoutes = new OpenAPIHono<AppBindings>({ defaultHook: validationHook })
-  .openapi(test, async (c) => c.json({ success: true as const, data: await sendTestEvent(serviceContext(c), c.req.valid("param").id) }, 202))
-  .openapi(deliveries, async (c) => c.json({ success: true as const, ...(await listDeliveries(serviceContext(c), c.req.valid("param").id, c.req.valid("query"))) }, 200))
+  .openapi(test, async (c) =>
+    c.json({ success: true as const, data: await sendTestEvent(serviceContext(c), c.req.valid("param").id) }, 202),
+  )
+  .openapi(deliveries, async (c) =>
+    c.json({ success: true as const, ...(await listDeliveries(serviceContext(c), c.req.valid("param").id, c.req.valid("query"))) }, 200),
+  )
   .openapi(replay, async (c) => {
     const { id, deliveryId } = c.req.valid("param");
     return c.json({ success: true as const, data: await replayDelivery(serviceContext(c), id, deliveryId, deliveryReach(c)) }, 202);
@@ -112,4 +131,12 @@ export const deliveryRoutes = new OpenAPIHono<AppBindings>({ defaultHook: valida
     const { id, eventId } = c.req.valid("param");
     return c.json({ success: true as const, data: await replayEvent(serviceContext(c), id, eventId, deliveryReach(c)) }, 202);
   })
-  .openapi(recover, async (c) => c.json({ success: true as const, data: await recoverWebhook(serviceContext(c), c.req.valid("param").id, c.req.valid("json").since, deliveryReach(c)) }, 202));
+  .openapi(recover, async (c) =>
+    c.json(
+      {
+        success: true as const,
+        data: await recoverWebhook(serviceContext(c), c.req.valid("param").id, c.req.valid("json").since, deliveryReach(c)),
+      },
+      202,
+    ),
+  );

@@ -43,13 +43,21 @@ interface Signer {
 async function signingSecrets(env: Env, target: Signer, now: Date): Promise<string[]> {
   const key = masterKey(env);
   const current = await openSecret(key, target.subscriptionId, target.secretCiphertext);
-  const overlapping = target.previousSecretCiphertext !== null && target.previousSecretExpiresAt !== null && target.previousSecretExpiresAt > nowIso(now);
+  const overlapping =
+    target.previousSecretCiphertext !== null && target.previousSecretExpiresAt !== null && target.previousSecretExpiresAt > nowIso(now);
   return overlapping ? [current, await openSecret(key, target.subscriptionId, target.previousSecretCiphertext!)] : [current];
 }
 
-async function send(env: Env, deps: WebhookDeps, target: Signer, delivery: { id: string; eventId: string; event: string; body: string }): Promise<AttemptResult> {
+async function send(
+  env: Env,
+  deps: WebhookDeps,
+  target: Signer,
+  delivery: { id: string; eventId: string; event: string; body: string },
+): Promise<AttemptResult> {
   const started = Date.now();
-  const refusal = await checkWebhookUrl(target.url, urlPolicyFor(readConfig(env).ENVIRONMENT), deps.resolver).catch((err) => ({ message: `DNS lookup failed: ${String(err)}` }));
+  const refusal = await checkWebhookUrl(target.url, urlPolicyFor(readConfig(env).ENVIRONMENT), deps.resolver).catch((err) => ({
+    message: `DNS lookup failed: ${String(err)}`,
+  }));
   if (refusal) return { statusCode: null, error: `refused before sending: ${refusal.message}`, durationMs: Date.now() - started };
   const [secret, ...previous] = await signingSecrets(env, target, new Date(started));
   // A fresh timestamp and signature on every attempt (receivers reject timestamps older than 300 s); same body.
@@ -66,19 +74,34 @@ async function send(env: Env, deps: WebhookDeps, target: Signer, delivery: { id:
     // rotation's overlap one signature per secret, space-separated, so a receiver holding either verifies.
     "webhook-id": delivery.eventId,
     "webhook-timestamp": String(timestamp),
-    "webhook-signature": (await Promise.all([secret!, ...previous].map((s) => signStandardWebhook(s, delivery.eventId, timestamp, delivery.body)))).join(" "),
+    "webhook-signature": (
+      await Promise.all([secret!, ...previous].map((s) => signStandardWebhook(s, delivery.eventId, timestamp, delivery.body)))
+    ).join(" "),
   };
   const sentAt = Date.now();
   try {
     const { status } = await deps.transport.send({ url: target.url, headers, body: delivery.body });
-    return { statusCode: status, error: status >= 200 && status < 300 ? null : `receiver answered ${status}`, durationMs: Date.now() - sentAt };
+    return {
+      statusCode: status,
+      error: status >= 200 && status < 300 ? null : `receiver answered ${status}`,
+      durationMs: Date.now() - sentAt,
+    };
   } catch (err) {
     const timedOut = err instanceof Error && (err.name === "TimeoutError" || err.name === "AbortError");
-    return { statusCode: null, error: timedOut ? "no answer within 30 s" : `network error: ${String(err)}`, durationMs: Date.now() - sentAt };
+    return {
+      statusCode: null,
+      error: timedOut ? "no answer within 30 s" : `network error: ${String(err)}`,
+      durationMs: Date.now() - sentAt,
+    };
   }
 }
 
-type Target = Omit<Signer, "subscriptionId"> & { delivery: typeof webhookDeliveries.$inferSelect; enabled: boolean; events: string[]; failingSince: string | null };
+type Target = Omit<Signer, "subscriptionId"> & {
+  delivery: typeof webhookDeliveries.$inferSelect;
+  enabled: boolean;
+  events: string[];
+  failingSince: string | null;
+};
 
 /** The deliveries of a batch with their subscriptions, in one D1 round trip. */
 function loadTargets(db: Db, deliveryIds: string[]): Promise<Target[]> {
@@ -116,12 +139,17 @@ async function attemptDelivery(
   const queueAttempt = message.attempts;
   // Deleted with its subscription, already acknowledged by an earlier copy of this message, or of a retry chain a
   // recover has replaced (recover.ts): nothing to do.
-  if (!target || target.delivery.status === "delivered" || target.delivery.chain !== message.chain) return { outcome: { kind: "ack" }, writes: [] };
+  if (!target || target.delivery.status === "delivered" || target.delivery.chain !== message.chain)
+    return { outcome: { kind: "ack" }, writes: [] };
   const { delivery } = target;
   const now = new Date();
   // The URL and the events are read together: a delivery goes to the URL only while the subscription still carries
   // its event (events.ts `carries`), so a retry in flight cannot be redirected by narrowing the events first.
-  const refusal = !target.enabled ? "subscription is disabled" : !carries(target.events, delivery.event) ? `the subscription no longer carries ${delivery.event}` : null;
+  const refusal = !target.enabled
+    ? "subscription is disabled"
+    : !carries(target.events, delivery.event)
+      ? `the subscription no longer carries ${delivery.event}`
+      : null;
   if (refusal) {
     const write = db
       .update(webhookDeliveries)
@@ -140,12 +168,10 @@ async function attemptDelivery(
   const writes: BatchItem<"sqlite">[] = [
     // Only while the delivery exists: one deleted with its subscription during the attempt leaves no orphan log row.
     // Columns in table order: id, organization_id, delivery_id, attempt, status_code, duration_ms, error, next_attempt_at, attempted_at.
-    db
-      .insert(webhookDeliveryAttempts)
-      .select(
-        sql`SELECT ${newId()}, ${delivery.organizationId}, ${delivery.id}, ${delivery.attemptCount + 1}, ${result.statusCode}, ${result.durationMs}, ${result.error}, ${nextAttemptAt}, ${nowIso(now)}
+    db.insert(webhookDeliveryAttempts).select(
+      sql`SELECT ${newId()}, ${delivery.organizationId}, ${delivery.id}, ${delivery.attemptCount + 1}, ${result.statusCode}, ${result.durationMs}, ${result.error}, ${nextAttemptAt}, ${nowIso(now)}
             WHERE EXISTS (SELECT 1 FROM ${webhookDeliveries} WHERE ${eq(webhookDeliveries.id, delivery.id)})`,
-      ),
+    ),
     db
       .update(webhookDeliveries)
       .set({
@@ -169,12 +195,21 @@ async function attemptDelivery(
     writes.push(
       db
         .update(webhookSubscriptions)
-        .set({ enabled: false, disabledReason: "receiver answered 410 Gone", disabledAt: nowIso(now), updatedAt: nowIso(now), version: sql`${webhookSubscriptions.version} + 1` })
+        .set({
+          enabled: false,
+          disabledReason: "receiver answered 410 Gone",
+          disabledAt: nowIso(now),
+          updatedAt: nowIso(now),
+          version: sql`${webhookSubscriptions.version} + 1`,
+        })
         .where(eq(webhookSubscriptions.id, delivery.subscriptionId)),
     );
   }
   // The last retry is still a retry: the queue then moves the message to the dead-letter queue (max_retries).
-  const overdue = retrying && failedLongEnough(target.failingSince, now) ? { organizationId: delivery.organizationId, subscriptionId: delivery.subscriptionId } : undefined;
+  const overdue =
+    retrying && failedLongEnough(target.failingSince, now)
+      ? { organizationId: delivery.organizationId, subscriptionId: delivery.subscriptionId }
+      : undefined;
   return { outcome: retrying ? { kind: "retry", delaySeconds } : { kind: "ack" }, writes, overdue };
 }
 
@@ -198,7 +233,12 @@ async function addressBatch(env: Env, messages: readonly Message<unknown>[]): Pr
     return { message, deliveryId: stringOf(body?.deliveryId), organizationId: stringOf(body?.organizationId), chain };
   });
   const lost = items.filter((a) => a.deliveryId !== null && a.organizationId === null);
-  const orgOf = await organizationsOfIds(env, webhookDeliveries, webhookDeliveries, lost.map((a) => a.deliveryId!));
+  const orgOf = await organizationsOfIds(
+    env,
+    webhookDeliveries,
+    webhookDeliveries,
+    lost.map((a) => a.deliveryId!),
+  );
   for (const a of lost) a.organizationId = orgOf.get(a.deliveryId!) ?? null;
   return items;
 }
@@ -212,7 +252,16 @@ async function routeBatch(env: Env, batch: MessageBatch<unknown>) {
   const items = await addressBatch(env, batch.messages);
   const { byShard, fenced, unknown } = await routeToShards(env, items, (a) => (a.deliveryId ? a.organizationId : null));
   for (const { message, deliveryId, organizationId } of unknown) {
-    if (deliveryId) console.error(JSON.stringify({ level: "warn", msg: "webhook delivery of no known organization; dropped", messageId: message.id, deliveryId, organizationId }));
+    if (deliveryId)
+      console.error(
+        JSON.stringify({
+          level: "warn",
+          msg: "webhook delivery of no known organization; dropped",
+          messageId: message.id,
+          deliveryId,
+          organizationId,
+        }),
+      );
     message.ack();
   }
   for (const { message } of fenced) message.retry({ delaySeconds: MOVING_RETRY_SECONDS });
@@ -224,7 +273,14 @@ async function routeBatch(env: Env, batch: MessageBatch<unknown>) {
  * endpoints whose failures have run 5 days are turned off (healing.ts; the cron finds any this misses).
  */
 async function deliverOnShard(env: Env, db: Db, deps: WebhookDeps, work: Addressed[]): Promise<void> {
-  const targets = new Map((await loadTargets(db, work.map((w) => w.deliveryId!))).map((t) => [t.delivery.id, t]));
+  const targets = new Map(
+    (
+      await loadTargets(
+        db,
+        work.map((w) => w.deliveryId!),
+      )
+    ).map((t) => [t.delivery.id, t]),
+  );
   const results = await Promise.all(
     work.map(async ({ message, deliveryId, chain }) => {
       try {
@@ -240,7 +296,14 @@ async function deliverOnShard(env: Env, db: Db, deps: WebhookDeps, work: Address
   const overdue = new Map(results.flatMap((r) => (r.overdue ? [[r.overdue.subscriptionId, r.overdue.organizationId] as const] : [])));
   for (const [subscriptionId, organizationId] of overdue) {
     await disableFailingEndpoint(env, db, organizationId, subscriptionId).catch((err) =>
-      console.error(JSON.stringify({ level: "error", msg: "failing webhook endpoint not disabled; the cron retries", subscriptionId, error: loggableError(err) })),
+      console.error(
+        JSON.stringify({
+          level: "error",
+          msg: "failing webhook endpoint not disabled; the cron retries",
+          subscriptionId,
+          error: loggableError(err),
+        }),
+      ),
     );
   }
   for (const { message, outcome } of results) {
@@ -262,8 +325,16 @@ export function createDeliveryConsumer(deps: WebhookDeps) {
       byShard.map(({ shard, items }) =>
         deliverOnShard(env, shard.db, deps, items).catch((err) => {
           const moving = OrganizationMoving.raisedBy(err);
-          console.error(JSON.stringify({ level: moving ? "warn" : "error", msg: "webhook deliveries not recorded on their shard; retried", shard: shard.shard, error: loggableError(err) }));
-          for (const { message } of items) message.retry({ delaySeconds: moving ? MOVING_RETRY_SECONDS : retryDelaySeconds(message.attempts) });
+          console.error(
+            JSON.stringify({
+              level: moving ? "warn" : "error",
+              msg: "webhook deliveries not recorded on their shard; retried",
+              shard: shard.shard,
+              error: loggableError(err),
+            }),
+          );
+          for (const { message } of items)
+            message.retry({ delaySeconds: moving ? MOVING_RETRY_SECONDS : retryDelaySeconds(message.attempts) });
         }),
       ),
     );
@@ -281,11 +352,20 @@ export async function markDeadDeliveries(batch: MessageBatch<unknown>, env: Env)
           await db
             .update(webhookDeliveries)
             .set({ status: "dead", nextAttemptAt: null, updatedAt: nowIso() })
-            .where(and(eq(webhookDeliveries.id, deliveryId!), ne(webhookDeliveries.status, "delivered"), eq(webhookDeliveries.chain, chain)));
+            .where(
+              and(eq(webhookDeliveries.id, deliveryId!), ne(webhookDeliveries.status, "delivered"), eq(webhookDeliveries.chain, chain)),
+            );
           message.ack();
         } catch (err) {
           const moving = OrganizationMoving.raisedBy(err);
-          console.error(JSON.stringify({ level: moving ? "warn" : "error", msg: "dead delivery not marked; retried", deliveryId, error: loggableError(err) }));
+          console.error(
+            JSON.stringify({
+              level: moving ? "warn" : "error",
+              msg: "dead delivery not marked; retried",
+              deliveryId,
+              error: loggableError(err),
+            }),
+          );
           message.retry({ delaySeconds: moving ? MOVING_RETRY_SECONDS : retryDelaySeconds(message.attempts) });
         }
       }

@@ -20,7 +20,11 @@ const NXDOMAIN = 3;
  * DNS over HTTPS, JSON flavour (`application/dns-json`, as Cloudflare and Google serve it). A and AAAA are asked
  * separately because the JSON API answers one type per query; CNAME links in the answer are skipped.
  */
-export function dohResolver(fetchFn: typeof fetch = fetch, endpoint = "https://cloudflare-dns.com/dns-query", timeoutMs = 5000): DnsResolver {
+export function dohResolver(
+  fetchFn: typeof fetch = fetch,
+  endpoint = "https://cloudflare-dns.com/dns-query",
+  timeoutMs = 5000,
+): DnsResolver {
   async function query(host: string, type: keyof typeof RECORD): Promise<string[]> {
     const url = `${endpoint}?name=${encodeURIComponent(host)}&type=${type}`;
     let body: DohAnswer;

@@ -17,18 +17,28 @@ const UNSUCCESSFUL = ["retrying", "failed", "dead"] as const;
  * outbox's (organization, type, time) indexes serve the order and the type filter. `readable`: the names the caller
  * may see (events.ts `readPermissionOf`).
  */
-export async function listEvents(ctx: ServiceContext, q: { limit: number; cursor?: string; type?: WebhookEventName; deliverySuccess?: "true" | "false" }, readable: readonly WebhookEventName[] = WEBHOOK_EVENTS) {
+export async function listEvents(
+  ctx: ServiceContext,
+  q: { limit: number; cursor?: string; type?: WebhookEventName; deliverySuccess?: "true" | "false" },
+  readable: readonly WebhookEventName[] = WEBHOOK_EVENTS,
+) {
   const o = outboxEvents;
   const d = webhookDeliveries;
   const after = decodeCursor(q.cursor);
-  const deliveriesWhere = (status: SQL) => sql`EXISTS (SELECT 1 FROM ${d} WHERE ${d.eventId} = ${o.id} AND ${d.organizationId} = ${ctx.organizationId} AND ${status})`;
+  const deliveriesWhere = (status: SQL) =>
+    sql`EXISTS (SELECT 1 FROM ${d} WHERE ${d.eventId} = ${o.id} AND ${d.organizationId} = ${ctx.organizationId} AND ${status})`;
   const delivery =
     q.deliverySuccess === "false"
       ? deliveriesWhere(inJsonList(d.status, UNSUCCESSFUL))
       : q.deliverySuccess === "true"
         ? and(deliveriesWhere(sql`true`), sql`NOT ${deliveriesWhere(sql`${d.status} <> 'delivered'`)}`)
         : undefined;
-  const scope = and(eq(o.organizationId, ctx.organizationId), q.type ? eq(o.type, q.type) : inJsonList(o.type, readable), gte(o.occurredAt, retentionStart()), delivery);
+  const scope = and(
+    eq(o.organizationId, ctx.organizationId),
+    q.type ? eq(o.type, q.type) : inJsonList(o.type, readable),
+    gte(o.occurredAt, retentionStart()),
+    delivery,
+  );
   const page = after ? and(scope, olderThan(o.occurredAt, o.id, after)) : scope;
   const { db } = ctx;
   const [rows, [total], [org]] = await db.batch([

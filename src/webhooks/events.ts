@@ -124,7 +124,8 @@ export const TEST_EVENT = "webhook.test";
  * sent, retried, replayed or recovered: whoever narrows a subscription and points it elsewhere receives only what
  * it may read (issue 40).
  */
-export const carries = (subscribed: readonly string[], event: string): boolean => event === TEST_EVENT || event === ENDPOINT_DISABLED || subscribed.includes(event);
+export const carries = (subscribed: readonly string[], event: string): boolean =>
+  event === TEST_EVENT || event === ENDPOINT_DISABLED || subscribed.includes(event);
 
 /** Payload `apiVersion` (spec: Versioning 2, year and month). */
 export const WEBHOOK_API_VERSION = "2026-11";

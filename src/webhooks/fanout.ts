@@ -62,11 +62,19 @@ export async function fanOutEvents(env: Env, db: Db, events: EventEnvelope[]): P
   const userIds = [...new Set(candidates.flatMap((e) => (e.actor.userId ? [e.actor.userId] : [])))];
   const [subscriptions, orgs, actors] = await db.batch([
     db
-      .select({ id: webhookSubscriptions.id, organizationId: webhookSubscriptions.organizationId, events: webhookSubscriptions.events, filters: webhookSubscriptions.filters })
+      .select({
+        id: webhookSubscriptions.id,
+        organizationId: webhookSubscriptions.organizationId,
+        events: webhookSubscriptions.events,
+        filters: webhookSubscriptions.filters,
+      })
       .from(webhookSubscriptions)
       .where(and(inJsonList(webhookSubscriptions.organizationId, orgIds), eq(webhookSubscriptions.enabled, true))),
     db.select({ id: organizations.id, name: organizations.name }).from(organizations).where(inJsonList(organizations.id, orgIds)),
-    db.select({ id: users.id, organizationId: users.organizationId, name: users.name, email: users.email }).from(users).where(inJsonList(users.id, userIds)),
+    db
+      .select({ id: users.id, organizationId: users.organizationId, name: users.name, email: users.email })
+      .from(users)
+      .where(inJsonList(users.id, userIds)),
   ]);
 
   const now = nowIso();
@@ -102,7 +110,15 @@ export async function fanOutEvents(env: Env, db: Db, events: EventEnvelope[]): P
     db
       .select({ deliveryId: webhookDeliveries.id, organizationId: webhookDeliveries.organizationId, chain: webhookDeliveries.chain })
       .from(webhookDeliveries)
-      .where(and(inJsonList(webhookDeliveries.eventId, candidates.map((e) => e.id)), eq(webhookDeliveries.status, "pending"))),
+      .where(
+        and(
+          inJsonList(
+            webhookDeliveries.eventId,
+            candidates.map((e) => e.id),
+          ),
+          eq(webhookDeliveries.status, "pending"),
+        ),
+      ),
   );
   const results = await db.batch(statements as [BatchItem<"sqlite">, ...BatchItem<"sqlite">[]]);
   const pending = results.at(-1) as DeliveryMessage[];
@@ -128,7 +144,18 @@ export async function resendStalledDeliveries(env: Env, db: Db, { stalledSeconds
     .limit(max);
   if (stalled.length === 0) return 0;
   // Touched first, so the next pass leaves them alone while this send is on its way.
-  await db.update(webhookDeliveries).set({ updatedAt: nowIso() }).where(and(inJsonList(webhookDeliveries.id, stalled.map((r) => r.deliveryId)), eq(webhookDeliveries.status, "pending")));
+  await db
+    .update(webhookDeliveries)
+    .set({ updatedAt: nowIso() })
+    .where(
+      and(
+        inJsonList(
+          webhookDeliveries.id,
+          stalled.map((r) => r.deliveryId),
+        ),
+        eq(webhookDeliveries.status, "pending"),
+      ),
+    );
   await enqueueDeliveries(env, stalled);
   return stalled.length;
 }

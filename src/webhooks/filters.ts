@@ -27,7 +27,13 @@ const Condition = z
 const PATH = new RegExp(`^(${WEBHOOK_RESOURCES.join("|")})(\\.[A-Za-z0-9_]+)+$`);
 
 export const WebhookFiltersSchema = z
-  .record(z.string().max(200).regex(PATH, `A filter path is a resource (${WEBHOOK_RESOURCES.join(", ")}) and a dotted field, e.g. contact.leadScore`), Condition)
+  .record(
+    z
+      .string()
+      .max(200)
+      .regex(PATH, `A filter path is a resource (${WEBHOOK_RESOURCES.join(", ")}) and a dotted field, e.g. contact.leadScore`),
+    Condition,
+  )
   .refine((f) => Object.keys(f).length <= 20, { message: "At most 20 filter paths", params: { code: "too_big" } })
   .openapi("WebhookFilters", {
     description: "Conditions on the event's object, keyed by dotted path; operators eq, ne, gt, gte, lt, lte, in, nin. All must hold.",
@@ -52,7 +58,8 @@ function compare(value: unknown, bound: number | string): number | null {
 }
 
 /** An array field (e.g. contact.tags) matches eq/in when any element does. */
-const anyOf = (value: unknown, wanted: Scalar[]) => (Array.isArray(value) ? value.some((v) => wanted.includes(v as Scalar)) : wanted.includes(value as Scalar));
+const anyOf = (value: unknown, wanted: Scalar[]) =>
+  Array.isArray(value) ? value.some((v) => wanted.includes(v as Scalar)) : wanted.includes(value as Scalar);
 
 function holds(value: unknown, c: Condition): boolean {
   const ordered = (bound: number | string | undefined, ok: (n: number) => boolean) => {
@@ -60,7 +67,10 @@ function holds(value: unknown, c: Condition): boolean {
     const n = compare(value, bound);
     return n !== null && ok(n);
   };
-  if (value === undefined) return c.eq === undefined && c.in === undefined && c.gt === undefined && c.gte === undefined && c.lt === undefined && c.lte === undefined;
+  if (value === undefined)
+    return (
+      c.eq === undefined && c.in === undefined && c.gt === undefined && c.gte === undefined && c.lt === undefined && c.lte === undefined
+    );
   return (
     (c.eq === undefined || anyOf(value, [c.eq])) &&
     (c.ne === undefined || !anyOf(value, [c.ne])) &&

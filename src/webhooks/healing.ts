@@ -34,13 +34,31 @@ type Row = typeof webhookSubscriptions.$inferSelect;
  * run stays as it was read: a success ends it, a failure starts it unless one is under way. Conditional, so a
  * concurrent attempt that changed it first is not undone; `version` does not move (bookkeeping, not an edit).
  */
-export function failureRunWrite(db: Db, subscriptionId: string, failingSince: string | null, succeeded: boolean, at: string): Statement | null {
+export function failureRunWrite(
+  db: Db,
+  subscriptionId: string,
+  failingSince: string | null,
+  succeeded: boolean,
+  at: string,
+): Statement | null {
   const s = webhookSubscriptions;
-  if (succeeded) return failingSince === null ? null : db.update(s).set({ failingSince: null }).where(and(eq(s.id, subscriptionId), isNotNull(s.failingSince)));
-  return failingSince !== null ? null : db.update(s).set({ failingSince: at }).where(and(eq(s.id, subscriptionId), isNull(s.failingSince)));
+  if (succeeded)
+    return failingSince === null
+      ? null
+      : db
+          .update(s)
+          .set({ failingSince: null })
+          .where(and(eq(s.id, subscriptionId), isNotNull(s.failingSince)));
+  return failingSince !== null
+    ? null
+    : db
+        .update(s)
+        .set({ failingSince: at })
+        .where(and(eq(s.id, subscriptionId), isNull(s.failingSince)));
 }
 
-export const failedLongEnough = (failingSince: string | null, now: Date): boolean => failingSince !== null && now.getTime() - Date.parse(failingSince) >= DISABLE_AFTER_MS;
+export const failedLongEnough = (failingSince: string | null, now: Date): boolean =>
+  failingSince !== null && now.getTime() - Date.parse(failingSince) >= DISABLE_AFTER_MS;
 
 /**
  * Turns off an endpoint whose failure run has lasted 5 days, if it still has: the change and its
@@ -53,11 +71,22 @@ export function disableFailingEndpoint(env: Env, db: Db, organizationId: string,
     const ctx = systemContext(env, db, organizationId, `heal:${subscriptionId}`, defer);
     const s = webhookSubscriptions;
     const disabled = await withRetries(async () => {
-      const row = await db.select().from(s).where(and(eq(s.organizationId, organizationId), eq(s.id, subscriptionId))).get();
+      const row = await db
+        .select()
+        .from(s)
+        .where(and(eq(s.organizationId, organizationId), eq(s.id, subscriptionId)))
+        .get();
       const now = new Date();
       if (!row || !row.enabled || !failedLongEnough(row.failingSince, now)) return null;
       const at = nowIso(now);
-      const changes = { enabled: false, disabledReason: AUTO_DISABLED_REASON, disabledAt: at, ownersNoticeDueAt: nowIso(addSeconds(now, NOTICE_GRACE_SECONDS)), updatedAt: at, version: row.version + 1 };
+      const changes = {
+        enabled: false,
+        disabledReason: AUTO_DISABLED_REASON,
+        disabledAt: at,
+        ownersNoticeDueAt: nowIso(addSeconds(now, NOTICE_GRACE_SECONDS)),
+        updatedAt: at,
+        version: row.version + 1,
+      };
       const next: Row = { ...row, ...changes };
       const event = newEvent(ctx, ENDPOINT_DISABLED, {
         object: toWebhook(next),
@@ -68,7 +97,10 @@ export function disableFailingEndpoint(env: Env, db: Db, organizationId: string,
         ctx,
         [
           expectRow(db, s, and(atVersion(WEBHOOKS, organizationId, subscriptionId, row.version), eq(s.failingSince, row.failingSince!))),
-          db.update(s).set(changes).where(and(eq(s.organizationId, organizationId), eq(s.id, subscriptionId))),
+          db
+            .update(s)
+            .set(changes)
+            .where(and(eq(s.organizationId, organizationId), eq(s.id, subscriptionId))),
         ],
         [event],
       );
@@ -86,7 +118,10 @@ export function disableFailingEndpoint(env: Env, db: Db, organizationId: string,
 async function noticeOwners(env: Env, db: Db, endpoint: Row, dueAt: string): Promise<void> {
   try {
     const [owners, [org]] = await db.batch([
-      db.select({ email: users.email, name: users.name }).from(users).where(and(eq(users.organizationId, endpoint.organizationId), eq(users.role, "owner"))),
+      db
+        .select({ email: users.email, name: users.name })
+        .from(users)
+        .where(and(eq(users.organizationId, endpoint.organizationId), eq(users.role, "owner"))),
       db.select({ name: organizations.name }).from(organizations).where(eq(organizations.id, endpoint.organizationId)),
     ]);
     const mailer = mailerFor(env, db);
@@ -105,9 +140,20 @@ async function noticeOwners(env: Env, db: Db, endpoint: Row, dueAt: string): Pro
       });
     }
     const s = webhookSubscriptions;
-    await db.update(s).set({ ownersNoticeDueAt: null }).where(and(eq(s.id, endpoint.id), eq(s.ownersNoticeDueAt, dueAt)));
+    await db
+      .update(s)
+      .set({ ownersNoticeDueAt: null })
+      .where(and(eq(s.id, endpoint.id), eq(s.ownersNoticeDueAt, dueAt)));
   } catch (err) {
-    console.error(JSON.stringify({ level: "error", msg: "disabled endpoint's owners not mailed; the cron retries", subscriptionId: endpoint.id, organizationId: endpoint.organizationId, error: loggableError(err) }));
+    console.error(
+      JSON.stringify({
+        level: "error",
+        msg: "disabled endpoint's owners not mailed; the cron retries",
+        subscriptionId: endpoint.id,
+        organizationId: endpoint.organizationId,
+        error: loggableError(err),
+      }),
+    );
   }
 }
 
@@ -120,15 +166,30 @@ export async function healEndpoints(env: Env, db: Db, { max = 100 } = {}): Promi
   const s = webhookSubscriptions;
   const now = new Date();
   const [failing, due] = await db.batch([
-    db.select({ id: s.id, organizationId: s.organizationId }).from(s).where(and(lte(s.failingSince, new Date(now.getTime() - DISABLE_AFTER_MS).toISOString()), eq(s.enabled, true))).limit(max),
-    db.select().from(s).where(lte(s.ownersNoticeDueAt, nowIso(now))).limit(max),
+    db
+      .select({ id: s.id, organizationId: s.organizationId })
+      .from(s)
+      .where(and(lte(s.failingSince, new Date(now.getTime() - DISABLE_AFTER_MS).toISOString()), eq(s.enabled, true)))
+      .limit(max),
+    db
+      .select()
+      .from(s)
+      .where(lte(s.ownersNoticeDueAt, nowIso(now)))
+      .limit(max),
   ]);
   let done = 0;
   for (const endpoint of failing) {
     try {
       if (await disableFailingEndpoint(env, db, endpoint.organizationId, endpoint.id)) done++;
     } catch (err) {
-      console.error(JSON.stringify({ level: "error", msg: "failing webhook endpoint not disabled; next pass retries", subscriptionId: endpoint.id, error: loggableError(err) }));
+      console.error(
+        JSON.stringify({
+          level: "error",
+          msg: "failing webhook endpoint not disabled; next pass retries",
+          subscriptionId: endpoint.id,
+          error: loggableError(err),
+        }),
+      );
     }
   }
   for (const endpoint of due) {
@@ -138,7 +199,19 @@ export async function healEndpoints(env: Env, db: Db, { max = 100 } = {}): Promi
       .set({ ownersNoticeDueAt: mark })
       .where(and(eq(s.id, endpoint.id), eq(s.ownersNoticeDueAt, endpoint.ownersNoticeDueAt!)))
       .returning({ id: s.id })
-      .catch((err) => (console.error(JSON.stringify({ level: "error", msg: "disabled endpoint's notice not taken; next pass retries", subscriptionId: endpoint.id, error: loggableError(err) })), []));
+      .catch(
+        (err) => (
+          console.error(
+            JSON.stringify({
+              level: "error",
+              msg: "disabled endpoint's notice not taken; next pass retries",
+              subscriptionId: endpoint.id,
+              error: loggableError(err),
+            }),
+          ),
+          []
+        ),
+      );
     if (taken.length === 0) continue;
     await noticeOwners(env, db, endpoint, mark);
     done++;

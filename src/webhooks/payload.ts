@@ -40,7 +40,18 @@ export interface WebhookPayload {
  * `stageChange` of deal.stage_changed, `signal` of a property's inquiry, showing or offer, `mergedFrom` and
  * `mergedInto` of a merge's contact.updated and contact.deleted). Other keys stay internal.
  */
-const PAYLOAD_EXTRAS = ["priceChange", "signer", "documentSha256", "tags", "task", "document", "stageChange", "signal", "mergedFrom", "mergedInto"] as const;
+const PAYLOAD_EXTRAS = [
+  "priceChange",
+  "signer",
+  "documentSha256",
+  "tags",
+  "task",
+  "document",
+  "stageChange",
+  "signal",
+  "mergedFrom",
+  "mergedInto",
+] as const;
 
 /** The payload (spec: Payload structure): `data` carries the event's object, previousAttributes and changes, and the extras it has. */
 export function payloadOf(event: Pick<EventEnvelope, "id" | "type" | "occurredAt" | "data">, parties: PayloadParties): WebhookPayload {
@@ -48,8 +59,17 @@ export function payloadOf(event: Pick<EventEnvelope, "id" | "type" | "occurredAt
   const { object = null, previousAttributes = null, changes = null } = source;
   const data: WebhookPayload["data"] = { object, previousAttributes, changes };
   for (const key of PAYLOAD_EXTRAS) if (source[key] !== undefined) data[key] = source[key];
-  return { id: event.id, event: event.type, apiVersion: WEBHOOK_API_VERSION, createdAt: event.occurredAt, data, organization: parties.organization, user: parties.user };
+  return {
+    id: event.id,
+    event: event.type,
+    apiVersion: WEBHOOK_API_VERSION,
+    createdAt: event.occurredAt,
+    data,
+    organization: parties.organization,
+    user: parties.user,
+  };
 }
 
 /** The delivery body: the payload serialised once; every attempt sends these bytes. */
-export const buildPayload = (event: Pick<EventEnvelope, "id" | "type" | "occurredAt" | "data">, parties: PayloadParties): string => JSON.stringify(payloadOf(event, parties));
+export const buildPayload = (event: Pick<EventEnvelope, "id" | "type" | "occurredAt" | "data">, parties: PayloadParties): string =>
+  JSON.stringify(payloadOf(event, parties));

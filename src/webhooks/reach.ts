@@ -10,11 +10,14 @@ import { type DeliveryReach, isWebhookEvent, readPermissionOf } from "./events";
  */
 export function deliveryReach(c: Context<AppBindings>): DeliveryReach {
   return (events) => {
-    for (const permission of new Set(events.map((e) => (isWebhookEvent(e) ? readPermissionOf(e) : "webhooks:manage" as const)))) requirePermission(c, permission);
+    for (const permission of new Set(events.map((e) => (isWebhookEvent(e) ? readPermissionOf(e) : ("webhooks:manage" as const)))))
+      requirePermission(c, permission);
   };
 }
 
 /** A subscription sends its events' objects: every write of one needs what reading them needs (reach.ts). */
 export const REACH = {
-  403: crmError("The credential may not read the objects of an event the subscription holds after the change (insufficient_permission: `contacts:read` for `contact.*`, `deals:read` for `deal.*` …)"),
+  403: crmError(
+    "The credential may not read the objects of an event the subscription holds after the change (insufficient_permission: `contacts:read` for `contact.*`, `deals:read` for `deal.*` …)",
+  ),
 };

@@ -18,12 +18,22 @@ import { RECOVER_BATCH } from "./limits";
  * recovers racing each other share them out and each is queued once. Only deliveries of events the subscription
  * still carries are sent (one narrowed since keeps its older ones unsent), and the caller must reach every event it holds.
  */
-export async function recoverWebhook(ctx: ServiceContext, id: string, since: string, reach: DeliveryReach): Promise<{ since: string; queued: number; hasMore: boolean }> {
+export async function recoverWebhook(
+  ctx: ServiceContext,
+  id: string,
+  since: string,
+  reach: DeliveryReach,
+): Promise<{ since: string; queued: number; hasMore: boolean }> {
   const sub = await enabledWebhook(ctx, id);
   reach(sub.events);
   const d = webhookDeliveries;
   // Only what the subscription still carries (events.ts `carries`): the events the caller was just checked for.
-  const window = and(eq(d.organizationId, ctx.organizationId), eq(d.subscriptionId, id), gte(d.createdAt, since), inJsonList(d.event, [...sub.events, TEST_EVENT, ENDPOINT_DISABLED]));
+  const window = and(
+    eq(d.organizationId, ctx.organizationId),
+    eq(d.subscriptionId, id),
+    gte(d.createdAt, since),
+    inJsonList(d.event, [...sub.events, TEST_EVENT, ENDPOINT_DISABLED]),
+  );
   const unsent = or(inArray(d.status, ["failed", "dead"]), and(eq(d.status, "retrying"), eq(d.chain, 0)));
   const { db } = ctx;
   const oldestUnsent = db.select({ id: d.id }).from(d).where(and(window, unsent)).orderBy(asc(d.createdAt), asc(d.id)).limit(RECOVER_BATCH);
@@ -34,7 +44,10 @@ export async function recoverWebhook(ctx: ServiceContext, id: string, since: str
       .where(inArray(d.id, oldestUnsent))
       .returning({ deliveryId: d.id, organizationId: d.organizationId, chain: d.chain }),
     db.select({ n: count() }).from(d).where(and(window, unsent)),
-    db.select({ n: count() }).from(d).where(and(window, gt(d.chain, 0), inArray(d.status, ["pending", "retrying"]))),
+    db
+      .select({ n: count() })
+      .from(d)
+      .where(and(window, gt(d.chain, 0), inArray(d.status, ["pending", "retrying"]))),
   ]);
   if (taken.length === 0 && (inFlight?.n ?? 0) > 0) {
     throw new Conflict("A recovery of this window is still being sent; follow it in the delivery log", "recovery_in_flight");

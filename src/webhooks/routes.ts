@@ -18,7 +18,9 @@ import type { WebhookDeps } from "./transport";
 const tags = ["Webhooks"];
 const security = [{ bearerAuth: [] }];
 const URL_ERRORS = {
-  422: crmError("Schema problems, an unknown event name, or a URL that is not HTTPS, carries credentials, or reaches a private, loopback, link-local or metadata address (code blocked_address)"),
+  422: crmError(
+    "Schema problems, an unknown event name, or a URL that is not HTTPS, carries credentials, or reaches a private, loopback, link-local or metadata address (code blocked_address)",
+  ),
   503: crmError("The URL's host could not be resolved right now (DNS over HTTPS unavailable), or WEBHOOK_SECRET_KEY is not configured"),
 };
 const NOT_FOUND = { 404: crmError("No webhook with this id in your organization") };
@@ -110,17 +112,31 @@ const remove = defineRoute(CRM, {
   summary: "Delete a subscription",
   description: "Deletes the subscription with its delivery log; deliveries still queued are dropped. Honours If-Match (412).",
   request: { params: WebhookIdParam },
-  responses: { 200: crmSuccess("Deleted", z.object({ id: z.string(), deleted: z.literal(true) })), ...NOT_FOUND, ...BAD_ID, ...CRM_PRECONDITION_ERROR, 409: crmError("Changed by too many requests at once (concurrent_modification); retry") },
+  responses: {
+    200: crmSuccess("Deleted", z.object({ id: z.string(), deleted: z.literal(true) })),
+    ...NOT_FOUND,
+    ...BAD_ID,
+    ...CRM_PRECONDITION_ERROR,
+    409: crmError("Changed by too many requests at once (concurrent_modification); retry"),
+  },
 });
 
 /** Every /v1/webhooks route. `deps` reaches DNS and receivers; tests pass fakes. */
 export function createWebhookRoutes(deps: WebhookDeps) {
   // A body that breaks the schema still has its URL checked, so one 422 names every problem.
-  const hook = validationHookWith(async (body, c) => (typeof body.url === "string" ? issuesOf(() => assertDeliverableUrl(c.env, body.url as string, deps.resolver)) : []));
+  const hook = validationHookWith(async (body, c) =>
+    typeof body.url === "string" ? issuesOf(() => assertDeliverableUrl(c.env, body.url as string, deps.resolver)) : [],
+  );
   return new OpenAPIHono<AppBindings>({ defaultHook: hook })
     .openapi(create, async (c) => {
       c.set("replayOmits", [["data", "secret"]]);
-      return c.json({ success: true as const, data: withEtag(c, await createWebhook(serviceContext(c), c.req.valid("json"), deps.resolver, deliveryReach(c))) }, 201);
+      return c.json(
+        {
+          success: true as const,
+          data: withEtag(c, await createWebhook(serviceContext(c), c.req.valid("json"), deps.resolver, deliveryReach(c))),
+        },
+        201,
+      );
     })
     .openapi(list, async (c) => c.json({ success: true as const, ...(await listWebhooks(serviceContext(c), c.req.valid("query"))) }, 200))
     .openapi(read, async (c) => {
@@ -130,12 +146,27 @@ export function createWebhookRoutes(deps: WebhookDeps) {
     })
     .openapi(update, async (c) => {
       c.set("replayOmits", [["data", "secret"]]);
-      return c.json({ success: true as const, data: withEtag(c, await updateWebhook(serviceContext(c), c.req.valid("param").id, c.req.valid("json"), deps.resolver, deliveryReach(c))) }, 200);
+      return c.json(
+        {
+          success: true as const,
+          data: withEtag(
+            c,
+            await updateWebhook(serviceContext(c), c.req.valid("param").id, c.req.valid("json"), deps.resolver, deliveryReach(c)),
+          ),
+        },
+        200,
+      );
     })
     .openapi(rotate, async (c) => {
       c.set("replayOmits", [["data", "secret"]]);
       const { overlapSeconds = DEFAULT_OVERLAP_SECONDS } = (c.req.valid("json") as RotateSecret | undefined) ?? {};
-      return c.json({ success: true as const, data: withEtag(c, await rotateWebhookSecret(serviceContext(c), c.req.valid("param").id, { overlapSeconds }, deliveryReach(c))) }, 200);
+      return c.json(
+        {
+          success: true as const,
+          data: withEtag(c, await rotateWebhookSecret(serviceContext(c), c.req.valid("param").id, { overlapSeconds }, deliveryReach(c))),
+        },
+        200,
+      );
     })
     .openapi(remove, async (c) => {
       const { id } = c.req.valid("param");

@@ -14,6 +14,8 @@ export function newWebhookSecret(): string {
   return `whsec_${btoa(String.fromCharCode(...crypto.getRandomValues(new Uint8Array(32))))}`;
 }
 
-export const sealSecret = (masterSecret: string, subscriptionId: string, secret: string) => sealText(masterSecret, PURPOSE, subscriptionId, secret);
+export const sealSecret = (masterSecret: string, subscriptionId: string, secret: string) =>
+  sealText(masterSecret, PURPOSE, subscriptionId, secret);
 
-export const openSecret = (masterSecret: string, subscriptionId: string, stored: string) => openText(masterSecret, PURPOSE, subscriptionId, stored);
+export const openSecret = (masterSecret: string, subscriptionId: string, stored: string) =>
+  openText(masterSecret, PURPOSE, subscriptionId, stored);

@@ -15,14 +15,46 @@ import type { DeliveryReach } from "./events";
 
 type Row = typeof webhookSubscriptions.$inferSelect;
 
-export const WEBHOOKS: VersionedTable = { table: webhookSubscriptions, id: webhookSubscriptions.id, organizationId: webhookSubscriptions.organizationId, version: webhookSubscriptions.version };
+export const WEBHOOKS: VersionedTable = {
+  table: webhookSubscriptions,
+  id: webhookSubscriptions.id,
+  organizationId: webhookSubscriptions.organizationId,
+  version: webhookSubscriptions.version,
+};
 
-const byId = (organizationId: string, id: string) => and(eq(webhookSubscriptions.organizationId, organizationId), eq(webhookSubscriptions.id, id));
+const byId = (organizationId: string, id: string) =>
+  and(eq(webhookSubscriptions.organizationId, organizationId), eq(webhookSubscriptions.id, id));
 
 /** The subscription as the API shows it: everything but the secrets, which are never shown after create or rotation. */
 export function toWebhook(row: Row): Webhook {
-  const { id, url, events, filters, enabled, description, disabledReason, disabledAt, failingSince, previousSecretExpiresAt, createdAt, updatedAt } = row;
-  return { id, url, events, filters, enabled, description, disabledReason, disabledAt, failingSince, previousSecretExpiresAt, createdAt, updatedAt };
+  const {
+    id,
+    url,
+    events,
+    filters,
+    enabled,
+    description,
+    disabledReason,
+    disabledAt,
+    failingSince,
+    previousSecretExpiresAt,
+    createdAt,
+    updatedAt,
+  } = row;
+  return {
+    id,
+    url,
+    events,
+    filters,
+    enabled,
+    description,
+    disabledReason,
+    disabledAt,
+    failingSince,
+    previousSecretExpiresAt,
+    createdAt,
+    updatedAt,
+  };
 }
 
 /** The subscription as the API shows it, marked with its version for the ETag. */
@@ -39,7 +71,12 @@ export async function findWebhook(ctx: Pick<ServiceContext, "db" | "organization
  * POST /v1/webhooks. The secret (the caller's, or a generated one) is in this answer and nowhere after it. `reach`
  * refuses events whose objects the caller may not read (events.ts `DeliveryReach`), as on every write below.
  */
-export async function createWebhook(ctx: ServiceContext, input: CreateWebhook, resolver: DnsResolver, reach: DeliveryReach): Promise<Webhook & { secret: string }> {
+export async function createWebhook(
+  ctx: ServiceContext,
+  input: CreateWebhook,
+  resolver: DnsResolver,
+  reach: DeliveryReach,
+): Promise<Webhook & { secret: string }> {
   reach(input.events);
   const key = masterKey(ctx.env);
   await assertDeliverableUrl(ctx.env, input.url, resolver);
@@ -75,7 +112,12 @@ export async function listWebhooks(ctx: ServiceContext, { limit, cursor }: { lim
   const mine = eq(webhookSubscriptions.organizationId, ctx.organizationId);
   const page = after ? and(mine, olderThan(webhookSubscriptions.createdAt, webhookSubscriptions.id, after)) : mine;
   const [rows, [total]] = await ctx.db.batch([
-    ctx.db.select().from(webhookSubscriptions).where(page).orderBy(desc(webhookSubscriptions.createdAt), desc(webhookSubscriptions.id)).limit(limit + 1),
+    ctx.db
+      .select()
+      .from(webhookSubscriptions)
+      .where(page)
+      .orderBy(desc(webhookSubscriptions.createdAt), desc(webhookSubscriptions.id))
+      .limit(limit + 1),
     ctx.db.select({ n: count() }).from(webhookSubscriptions).where(mine),
   ]);
   const { page: items, pagination } = paginate(rows, limit, total?.n ?? 0, (r) => ({ at: r.createdAt, id: r.id }));
@@ -91,7 +133,13 @@ export async function listWebhooks(ctx: ServiceContext, { limit, cursor }: { lim
  * Whatever the fields sent, the caller must reach every event the subscription holds after the change, checked on the
  * row each attempt writes (a URL alone redirects what the owner subscribed to).
  */
-export async function updateWebhook(ctx: ServiceContext, id: string, input: UpdateWebhook, resolver: DnsResolver, reach: DeliveryReach): Promise<Webhook & { secret?: string }> {
+export async function updateWebhook(
+  ctx: ServiceContext,
+  id: string,
+  input: UpdateWebhook,
+  resolver: DnsResolver,
+  reach: DeliveryReach,
+): Promise<Webhook & { secret?: string }> {
   const first = await findWebhook(ctx, id);
   reach(input.events ?? first.events);
   if (input.url !== undefined && input.url !== first.url) await assertDeliverableUrl(ctx.env, input.url, resolver);
@@ -115,7 +163,10 @@ export async function updateWebhook(ctx: ServiceContext, id: string, input: Upda
     } satisfies Partial<Row>;
     reach(changes.events);
     const next: Row = { ...row, ...changes };
-    await commit(ctx, [expectVersion(ctx.db, WEBHOOKS, ctx.organizationId, row), ctx.db.update(webhookSubscriptions).set(changes).where(byId(ctx.organizationId, id))]);
+    await commit(ctx, [
+      expectVersion(ctx.db, WEBHOOKS, ctx.organizationId, row),
+      ctx.db.update(webhookSubscriptions).set(changes).where(byId(ctx.organizationId, id)),
+    ]);
     return versioned(secret === undefined ? toWebhook(next) : { ...toWebhook(next), secret }, next.version);
   });
 }
@@ -127,7 +178,12 @@ export async function updateWebhook(ctx: ServiceContext, id: string, input: Upda
  * one an answer has handed out, never one lost in the race. An earlier overlap still open ends. The secret verifies
  * (and so lets one accept) deliveries of every event of the subscription: the caller must reach them all.
  */
-export async function rotateWebhookSecret(ctx: ServiceContext, id: string, { overlapSeconds }: { overlapSeconds: number }, reach: DeliveryReach): Promise<Webhook & { secret: string }> {
+export async function rotateWebhookSecret(
+  ctx: ServiceContext,
+  id: string,
+  { overlapSeconds }: { overlapSeconds: number },
+  reach: DeliveryReach,
+): Promise<Webhook & { secret: string }> {
   const key = masterKey(ctx.env);
   reach((await findWebhook(ctx, id)).events);
   const secret = newWebhookSecret();
@@ -145,7 +201,10 @@ export async function rotateWebhookSecret(ctx: ServiceContext, id: string, { ove
       updatedAt: nowIso(now),
       version: row.version + 1,
     } satisfies Partial<Row>;
-    await commit(ctx, [expectVersion(ctx.db, WEBHOOKS, ctx.organizationId, row), ctx.db.update(webhookSubscriptions).set(changes).where(byId(ctx.organizationId, id))]);
+    await commit(ctx, [
+      expectVersion(ctx.db, WEBHOOKS, ctx.organizationId, row),
+      ctx.db.update(webhookSubscriptions).set(changes).where(byId(ctx.organizationId, id)),
+    ]);
     const next: Row = { ...row, ...changes };
     return versioned({ ...toWebhook(next), secret }, next.version);
   });
@@ -157,11 +216,18 @@ export async function deleteWebhook(ctx: ServiceContext, id: string): Promise<vo
   await withRetries(async () => {
     const row = await findWebhook(ctx, id);
     expectVersionMatch(ctx, row.version);
-    const deliveries = db.select({ id: webhookDeliveries.id }).from(webhookDeliveries).where(and(eq(webhookDeliveries.organizationId, organizationId), eq(webhookDeliveries.subscriptionId, id)));
+    const deliveries = db
+      .select({ id: webhookDeliveries.id })
+      .from(webhookDeliveries)
+      .where(and(eq(webhookDeliveries.organizationId, organizationId), eq(webhookDeliveries.subscriptionId, id)));
     await commit(ctx, [
       expectVersion(db, WEBHOOKS, organizationId, row),
-      db.delete(webhookDeliveryAttempts).where(and(eq(webhookDeliveryAttempts.organizationId, organizationId), inArray(webhookDeliveryAttempts.deliveryId, deliveries))),
-      db.delete(webhookDeliveries).where(and(eq(webhookDeliveries.organizationId, organizationId), eq(webhookDeliveries.subscriptionId, id))),
+      db
+        .delete(webhookDeliveryAttempts)
+        .where(and(eq(webhookDeliveryAttempts.organizationId, organizationId), inArray(webhookDeliveryAttempts.deliveryId, deliveries))),
+      db
+        .delete(webhookDeliveries)
+        .where(and(eq(webhookDeliveries.organizationId, organizationId), eq(webhookDeliveries.subscriptionId, id))),
       db.delete(webhookSubscriptions).where(byId(organizationId, id)),
     ]);
   });

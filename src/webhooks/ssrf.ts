@@ -21,7 +21,10 @@ export const urlPolicyFor = (environment: string): UrlPolicy => ({
   acceptNamesWhenDnsIsDown: environment === "development",
 });
 
-export type UrlRefusal = { code: "invalid_url" | "https_required" | "credentials_in_url" | "blocked_address" | "unresolvable_host"; message: string };
+export type UrlRefusal = {
+  code: "invalid_url" | "https_required" | "credentials_in_url" | "blocked_address" | "unresolvable_host";
+  message: string;
+};
 
 const refuse = (code: UrlRefusal["code"], message: string): UrlRefusal => ({ code, message });
 

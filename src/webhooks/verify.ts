@@ -89,7 +89,12 @@ export function standardWebhookKey(secret: string): Uint8Array<ArrayBuffer> {
 }
 
 /** The `webhook-signature` value of a delivery with id `id`, sent at `timestamp` (Unix seconds). */
-export async function signStandardWebhook(secret: string, id: string, timestamp: number | string, rawBody: string | ArrayBuffer | Uint8Array): Promise<string> {
+export async function signStandardWebhook(
+  secret: string,
+  id: string,
+  timestamp: number | string,
+  rawBody: string | ArrayBuffer | Uint8Array,
+): Promise<string> {
   const mac = new Uint8Array(await crypto.subtle.sign("HMAC", await hmacKey(secret, true), signedBytes(`${id}.${timestamp}`, rawBody)));
   return `v1,${btoa(String.fromCharCode(...mac))}`;
 }

@@ -7,7 +7,14 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createApiClient } from "../../src/client";
 import { launchChromium } from "./helpers/chromium";
 import { mintToken, startDev } from "./helpers/dev-server";
-import { clientAddress, downloadSealedDocument, mailedSigningCode, signOverHttp, verifyPdf, waitForSealedDocument } from "./helpers/signing";
+import {
+  clientAddress,
+  downloadSealedDocument,
+  mailedSigningCode,
+  signOverHttp,
+  verifyPdf,
+  waitForSealedDocument,
+} from "./helpers/signing";
 
 let dev: Awaited<ReturnType<typeof startDev>>;
 let browser: Browser;
@@ -146,7 +153,11 @@ describe("the signing page in a browser", () => {
     expect(Buffer.from(sealed.bytes.subarray(0, 5)).toString("latin1")).toBe("%PDF-");
     const verified = await verifyPdf(dev.base, sealed.bytes);
     expect(verified.status).toBe(200);
-    expect(JSON.parse(verified.text)).toMatchObject({ valid: true, envelopeId, signers: [{ name: "Lars Browser" }, { name: "Tess Browser" }] });
+    expect(JSON.parse(verified.text)).toMatchObject({
+      valid: true,
+      envelopeId,
+      signers: [{ name: "Lars Browser" }, { name: "Tess Browser" }],
+    });
   });
 
   it("on a code envelope a signer reads the lease only after the code, then declines with a reason", async () => {
@@ -159,7 +170,9 @@ describe("the signing page in a browser", () => {
     await expect.poll(() => page.textContent("#document")).toContain("The document is shown once you have confirmed it is you");
     expect(await page.getByRole("link", { name: "Open the document as a PDF" }).isVisible()).toBe(false);
     await verifyWithMailedCode(page, tenant.email);
-    await expect.poll(() => page.locator("#document p").allTextContents()).toEqual(expect.arrayContaining([`Tenant: Tess Browser (${tenant.email})`]));
+    await expect
+      .poll(() => page.locator("#document p").allTextContents())
+      .toEqual(expect.arrayContaining([`Tenant: Tess Browser (${tenant.email})`]));
     expect(await page.getByRole("link", { name: "Open the document as a PDF" }).isVisible()).toBe(true);
     await page.getByLabel(/I agree to sign/).check();
     await page.locator("#consent-button").click();
@@ -187,11 +200,19 @@ describe("the reviews widget embedded on another site", () => {
       const q = new URL(req.url ?? "/", "http://x").searchParams;
       const slug = q.get("agent") ?? "";
       const script = `<script src="${dev.base}/widget/reviews.js"></script>`;
-      const widgets = q.getAll("agent").map((a) => `<reviews-widget agent="${a}"></reviews-widget>`).join("");
+      const widgets = q
+        .getAll("agent")
+        .map((a) => `<reviews-widget agent="${a}"></reviews-widget>`)
+        .join("");
       if (q.get("strict") === "1") {
         // A strict host: no inline styles at all, the script after the elements, two widgets (one may be a 404).
-        res.writeHead(200, { "content-type": "text/html", "content-security-policy": `default-src 'self'; style-src 'self'; script-src ${dev.base}; connect-src ${dev.base}` });
-        res.end(`<!doctype html><html lang="en"><head><title>Strict broker site</title></head><body><h1>Our agents</h1>${widgets}${script}</body></html>`);
+        res.writeHead(200, {
+          "content-type": "text/html",
+          "content-security-policy": `default-src 'self'; style-src 'self'; script-src ${dev.base}; connect-src ${dev.base}`,
+        });
+        res.end(
+          `<!doctype html><html lang="en"><head><title>Strict broker site</title></head><body><h1>Our agents</h1>${widgets}${script}</body></html>`,
+        );
         return;
       }
       res.writeHead(200, { "content-type": "text/html" });
@@ -209,7 +230,15 @@ describe("the reviews widget embedded on another site", () => {
     const { token, userId } = await mintToken(`Widget Realty ${Date.now()}`, "agent@widget.test");
     const api = createApiClient(dev.base, token);
     const created = await api.POST("/api/reputation/testimonials", {
-      body: { agentUserId: userId, category: "BUYER", rating: 5, headline: "Found our home", body: "Wonderful service from start to finish.", displayName: "Robin Buyer", permissionToPublishName: true },
+      body: {
+        agentUserId: userId,
+        category: "BUYER",
+        rating: 5,
+        headline: "Found our home",
+        body: "Wonderful service from start to finish.",
+        displayName: "Robin Buyer",
+        permissionToPublishName: true,
+      },
     });
     const id = created.data!.id;
     await api.POST("/api/reputation/testimonials/{id}/approve", { params: { path: { id } } });
@@ -240,7 +269,9 @@ describe("the reviews widget embedded on another site", () => {
   it("on a strict host page (style-src 'self', script after the elements) is styled, fetches once per widget, and puts only a found agent's JSON-LD in the page", async () => {
     const { token, userId } = await mintToken(`Strict Widget Realty ${Date.now()}`, "agent@strict.test");
     const api = createApiClient(dev.base, token);
-    const created = await api.POST("/api/reputation/testimonials", { body: { agentUserId: userId, category: "SELLER", rating: 4, body: "Sold above asking." } });
+    const created = await api.POST("/api/reputation/testimonials", {
+      body: { agentUserId: userId, category: "SELLER", rating: 4, body: "Sold above asking." },
+    });
     const id = created.data!.id;
     await api.POST("/api/reputation/testimonials/{id}/approve", { params: { path: { id } } });
     await api.POST("/api/reputation/testimonials/{id}/publish", { params: { path: { id } } });
@@ -261,7 +292,12 @@ describe("the reviews widget embedded on another site", () => {
     await expect.poll(() => found.locator("li").count(), { timeout: 15_000 }).toBe(1);
     await expect.poll(() => missing.locator(".fallback").textContent()).toBe("Reviews are unavailable right now.");
     // Styled although the host allows no inline style: the stars are the widget's amber, the author line grey.
-    expect(await found.locator(".stars").first().evaluate((el) => getComputedStyle(el).color)).toBe("rgb(217, 119, 6)");
+    expect(
+      await found
+        .locator(".stars")
+        .first()
+        .evaluate((el) => getComputedStyle(el).color),
+    ).toBe("rgb(217, 119, 6)");
     // An anonymous review is a client's, not a "verified" one.
     expect(await found.locator("li .author").textContent()).toBe("Client");
     expect(violations).toEqual([]);
@@ -328,7 +364,8 @@ describe("the clickwrap consent page embedded on another site", () => {
     page.on("console", (msg) => msg.type() === "error" && !allowed.some((re) => re.test(msg.text())) && failures.push(msg.text()));
     await page.goto(`${siteUrl}/?agreement=${encodeURIComponent(agreementId)}&subject=${encodeURIComponent(subjectRef)}`);
     const frame = page.frameLocator("#consent");
-    const messages = () => page.evaluate(() => (window as unknown as { __accepted: { origin: string; data: Record<string, unknown> }[] }).__accepted);
+    const messages = () =>
+      page.evaluate(() => (window as unknown as { __accepted: { origin: string; data: Record<string, unknown> }[] }).__accepted);
     return { page, frame, failures, messages };
   }
 
@@ -355,7 +392,9 @@ describe("the clickwrap consent page embedded on another site", () => {
     expect(failures).toEqual([]);
     await page.close();
 
-    const list = await api.GET("/api/clickwrap/{agreementId}/acceptances", { params: { path: { agreementId: id }, query: { subjectRef: "browser-subject-1" } } });
+    const list = await api.GET("/api/clickwrap/{agreementId}/acceptances", {
+      params: { path: { agreementId: id }, query: { subjectRef: "browser-subject-1" } },
+    });
     expect(list.response.status).toBe(200);
     expect(list.data!.versionHash).toBe(versionHash);
     expect(list.data!.acceptedCurrentVersion).toBe(true);
@@ -397,11 +436,18 @@ describe("the clickwrap consent page embedded on another site", () => {
     await frame.getByRole("button", { name: "I accept" }).click();
     await expect.poll(() => frame.locator("#status").textContent()).toContain("Thank you");
     await expect.poll(messages).toHaveLength(1);
-    expect((await messages())[0]!.data).toEqual({ type: "clickwrap:accepted", agreementId: id, versionHash: newHash, subjectRef: "browser-subject-2" });
+    expect((await messages())[0]!.data).toEqual({
+      type: "clickwrap:accepted",
+      agreementId: id,
+      versionHash: newHash,
+      subjectRef: "browser-subject-2",
+    });
     expect(failures).toEqual([]);
     await page.close();
 
-    const list = await api.GET("/api/clickwrap/{agreementId}/acceptances", { params: { path: { agreementId: id }, query: { subjectRef: "browser-subject-2" } } });
+    const list = await api.GET("/api/clickwrap/{agreementId}/acceptances", {
+      params: { path: { agreementId: id }, query: { subjectRef: "browser-subject-2" } },
+    });
     expect(list.data!.versionHash).toBe(newHash);
     expect(list.data!.acceptedCurrentVersion).toBe(true);
     expect(list.data!.acceptances).toHaveLength(1);
@@ -417,7 +463,9 @@ describe("the survey page in a browser", () => {
   async function linkSurvey(org: string) {
     const { token, userId } = await mintToken(org, "agent@survey.test");
     const api = createApiClient(dev.base, token);
-    const contact = await api.POST("/v1/contacts", { body: { firstName: "Sam", lastName: "Survey", email: `sam.${Date.now()}@survey.test` } });
+    const contact = await api.POST("/v1/contacts", {
+      body: { firstName: "Sam", lastName: "Survey", email: `sam.${Date.now()}@survey.test` },
+    });
     expect(contact.response.status).toBe(201);
     const template = await api.POST("/api/reputation/surveys/templates", {
       body: {
@@ -427,14 +475,30 @@ describe("the survey page in a browser", () => {
         questions: [
           { id: "overall", type: "rating", label: "Overall, how would you rate your agent?", required: true, purpose: "overallRating" },
           { id: "recommend", type: "nps", label: "How likely are you to recommend us?", required: true },
-          { id: "found", type: "single_choice", label: "How did you find us?", required: false, options: ["A friend", "The web", "A sign"] },
-          { id: "comments", type: "text", label: "Tell us about your experience", help: "We may quote you <em>if</em> you let us.", required: false, maxLength: 1000, purpose: "testimonial" },
+          {
+            id: "found",
+            type: "single_choice",
+            label: "How did you find us?",
+            required: false,
+            options: ["A friend", "The web", "A sign"],
+          },
+          {
+            id: "comments",
+            type: "text",
+            label: "Tell us about your experience",
+            help: "We may quote you <em>if</em> you let us.",
+            required: false,
+            maxLength: 1000,
+            purpose: "testimonial",
+          },
           { id: "publish", type: "yes_no", label: "May we publish your comments?", required: true, purpose: "publishConsent" },
         ],
       },
     });
     expect(template.response.status).toBe(201);
-    const survey = await api.POST("/api/reputation/surveys", { body: { recipientPersonId: contact.data!.data.id, agentUserId: userId, channel: "LINK" } });
+    const survey = await api.POST("/api/reputation/surveys", {
+      body: { recipientPersonId: contact.data!.data.id, agentUserId: userId, channel: "LINK" },
+    });
     expect(survey.response.status).toBe(201);
     return { api, userId, survey: survey.data! };
   }
@@ -480,7 +544,10 @@ describe("the survey page in a browser", () => {
     await page.getByRole("group", { name: "How did you find us?" }).getByLabel("A friend").check();
     await comments.fill(COMMENT);
     expect(await page.textContent("#q-comments-count")).toBe(`${COMMENT.length} of 1000 characters`);
-    await page.getByRole("group", { name: /May we publish your comments/ }).getByLabel("Yes").check();
+    await page
+      .getByRole("group", { name: /May we publish your comments/ })
+      .getByLabel("Yes")
+      .check();
     await page.getByRole("button", { name: "Send my answers" }).click();
 
     // The server's 400: the message next to the question, in the alert summary, and focus on the question's first choice.
@@ -510,7 +577,13 @@ describe("the survey page in a browser", () => {
       return list.data!.testimonials.find((t) => t.source === "SURVEY" && t.body === COMMENT) ?? null;
     };
     await expect.poll(testimonial, { timeout: 30_000, interval: 500 }).not.toBeNull();
-    expect(await testimonial()).toMatchObject({ status: "PENDING", source: "SURVEY", rating: 5, agentUserId: userId, visibility: "PRIVATE" });
+    expect(await testimonial()).toMatchObject({
+      status: "PENDING",
+      source: "SURVEY",
+      rating: 5,
+      agentUserId: userId,
+      visibility: "PRIVATE",
+    });
 
     // The link is used up: the page says so.
     await page.reload();

@@ -35,10 +35,16 @@ describe("npm run dev + npm run token", () => {
   });
 
   it("states the origin it serves on (PORT is never 8787 here), and starts without an error that is none", async () => {
-    const server = (await (await fetch(`${base}/.well-known/oauth-authorization-server`)).json()) as { issuer: string; token_endpoint: string };
+    const server = (await (await fetch(`${base}/.well-known/oauth-authorization-server`)).json()) as {
+      issuer: string;
+      token_endpoint: string;
+    };
     expect(server.issuer).toBe(base);
     expect(server.token_endpoint).toBe(`${base}/oauth/token`);
-    const resource = (await (await fetch(`${base}/.well-known/oauth-protected-resource/mcp`)).json()) as { resource: string; authorization_servers: string[] };
+    const resource = (await (await fetch(`${base}/.well-known/oauth-protected-resource/mcp`)).json()) as {
+      resource: string;
+      authorization_servers: string[];
+    };
     expect(resource).toMatchObject({ resource: `${base}/mcp`, authorization_servers: [base] });
     const challenge = (await fetch(`${base}/mcp`, { method: "POST" })).headers.get("www-authenticate");
     expect(challenge).toContain(`resource_metadata="${base}/.well-known/oauth-protected-resource/mcp"`);
@@ -91,7 +97,9 @@ describe("npm run dev + npm run token", () => {
   });
 
   it("refuses a call without --org or --email", async () => {
-    await expect(run("npm", ["run", "--silent", "token", "--", "--org", "Only Org"], { cwd: process.cwd() })).rejects.toMatchObject({ code: 2 });
+    await expect(run("npm", ["run", "--silent", "token", "--", "--org", "Only Org"], { cwd: process.cwd() })).rejects.toMatchObject({
+      code: 2,
+    });
   });
 
   it("reads the signing links mailed by the running API back with npm run mail, newest first, unsealed", async () => {
@@ -116,7 +124,10 @@ describe("npm run dev + npm run token", () => {
     };
     const mail = async (...args: string[]) => {
       const { stdout } = await run("npm", ["run", "--silent", "mail", "--", ...args], { cwd: process.cwd() });
-      return stdout.split("\n").filter(Boolean).map((line) => JSON.parse(line) as Mail);
+      return stdout
+        .split("\n")
+        .filter(Boolean)
+        .map((line) => JSON.parse(line) as Mail);
     };
 
     const first = await sendLease("1 Mail St");
@@ -127,7 +138,10 @@ describe("npm run dev + npm run token", () => {
     const byText = (lines: Mail[], url: string) => lines.findIndex((m) => m.text.includes(url));
     let lines: Mail[] = [];
     await expect
-      .poll(async () => ((lines = await mail("--to", tenant.toUpperCase())), byText(lines, first) >= 0 && byText(lines, second) >= 0), { timeout: 30_000, interval: 1_000 })
+      .poll(async () => ((lines = await mail("--to", tenant.toUpperCase())), byText(lines, first) >= 0 && byText(lines, second) >= 0), {
+        timeout: 30_000,
+        interval: 1_000,
+      })
       .toBe(true);
     expect(byText(lines, second)).toBeLessThan(byText(lines, first));
     const [newest] = lines;
@@ -142,6 +156,8 @@ describe("npm run dev + npm run token", () => {
     expect(latest[0]!.text).toContain(second);
     // An address nothing was sent to prints nothing; a bad count is refused with a usage line.
     expect(await mail("--to", `nobody.${Date.now()}@e2e.test`)).toEqual([]);
-    await expect(run("npm", ["run", "--silent", "mail", "--", "--to", tenant, "--last", "0"], { cwd: process.cwd() })).rejects.toMatchObject({ code: 2, stderr: expect.stringContaining("usage:") });
+    await expect(
+      run("npm", ["run", "--silent", "mail", "--", "--to", tenant, "--last", "0"], { cwd: process.cwd() }),
+    ).rejects.toMatchObject({ code: 2, stderr: expect.stringContaining("usage:") });
   });
 });

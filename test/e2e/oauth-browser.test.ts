@@ -80,7 +80,10 @@ describe("OAuth sign-in and consent in a browser", () => {
     await page.getByLabel("Code").fill(await mailedCode(email));
     await page.getByRole("button", { name: "Continue" }).click();
     await expect.poll(() => page.locator("h1").textContent()).toBe("Allow mcp-dev?");
-    expect(await page.locator("ul.permissions li").allTextContents()).toEqual(["Read contacts and their activities contacts:read", "Create and change contacts, log activities contacts:write"]);
+    expect(await page.locator("ul.permissions li").allTextContents()).toEqual([
+      "Read contacts and their activities contacts:read",
+      "Create and change contacts, log activities contacts:write",
+    ]);
 
     await page.getByRole("button", { name: "Allow" }).click();
     await expect.poll(() => landed.length).toBe(1);
@@ -96,18 +99,36 @@ describe("OAuth sign-in and consent in a browser", () => {
     const tokenRes = await fetch(`${dev.base}/oauth/token`, {
       method: "POST",
       headers: { "content-type": "application/x-www-form-urlencoded" },
-      body: new URLSearchParams({ grant_type: "authorization_code", code, redirect_uri: redirectUri, client_id: "mcp-dev", code_verifier: verifier }),
+      body: new URLSearchParams({
+        grant_type: "authorization_code",
+        code,
+        redirect_uri: redirectUri,
+        client_id: "mcp-dev",
+        code_verifier: verifier,
+      }),
     });
     expect(tokenRes.status).toBe(200);
     const token = (await tokenRes.json()) as Record<string, unknown>;
-    expect(token).toMatchObject({ token_type: "Bearer", expires_in: 3600, user_id: principal.userId, organization_id: principal.organizationId, permissions: ["contacts:read", "contacts:write"] });
+    expect(token).toMatchObject({
+      token_type: "Bearer",
+      expires_in: 3600,
+      user_id: principal.userId,
+      organization_id: principal.organizationId,
+      permissions: ["contacts:read", "contacts:write"],
+    });
     const contacts = await fetch(`${dev.base}/v1/contacts`, { headers: { authorization: `Bearer ${String(token.access_token)}` } });
     expect(contacts.status).toBe(200);
   });
 
   it("an unknown client gets an error page and stays on this server", async () => {
     const page = await browser.newPage();
-    const query = new URLSearchParams({ client_id: "nobody", redirect_uri: redirectUri, response_type: "code", code_challenge: "x".repeat(43), code_challenge_method: "S256" });
+    const query = new URLSearchParams({
+      client_id: "nobody",
+      redirect_uri: redirectUri,
+      response_type: "code",
+      code_challenge: "x".repeat(43),
+      code_challenge_method: "S256",
+    });
     const res = await page.goto(`${dev.base}/oauth/authorize?${query}`);
     expect(res!.status()).toBe(400);
     expect(page.url().startsWith(dev.base)).toBe(true);

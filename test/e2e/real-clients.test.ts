@@ -62,9 +62,21 @@ describe("oauth4webapi", () => {
   }
 
   const refresh = async (refreshToken: string, scope?: string) =>
-    oauth.processRefreshTokenResponse(as, client, await oauth.refreshTokenGrantRequest(as, client, clientAuth, refreshToken, { ...insecure, ...(scope ? { additionalParameters: { scope } } : {}) }));
+    oauth.processRefreshTokenResponse(
+      as,
+      client,
+      await oauth.refreshTokenGrantRequest(as, client, clientAuth, refreshToken, {
+        ...insecure,
+        ...(scope ? { additionalParameters: { scope } } : {}),
+      }),
+    );
   const revoke = async (token: string, hint?: string) =>
-    oauth.processRevocationResponse(await oauth.revocationRequest(as, client, clientAuth, token, { ...insecure, ...(hint ? { additionalParameters: { token_type_hint: hint } } : {}) }));
+    oauth.processRevocationResponse(
+      await oauth.revocationRequest(as, client, clientAuth, token, {
+        ...insecure,
+        ...(hint ? { additionalParameters: { token_type_hint: hint } } : {}),
+      }),
+    );
 
   it("discovers the server at the origin it runs on", async () => {
     expect(dev.port).not.toBe("8787");
@@ -85,7 +97,13 @@ describe("oauth4webapi", () => {
   it("registers a public client with a portless loopback redirect", async () => {
     const res = await oauth.dynamicClientRegistrationRequest(
       as,
-      { client_name: "oauth4webapi e2e", redirect_uris: [redirectUri], grant_types: ["authorization_code", "refresh_token"], response_types: ["code"], token_endpoint_auth_method: "none" },
+      {
+        client_name: "oauth4webapi e2e",
+        redirect_uris: [redirectUri],
+        grant_types: ["authorization_code", "refresh_token"],
+        response_types: ["code"],
+        token_endpoint_auth_method: "none",
+      },
       insecure,
     );
     client = await oauth.processDynamicClientRegistrationResponse(res);
@@ -95,7 +113,12 @@ describe("oauth4webapi", () => {
 
   it("runs the authorization code grant with PKCE on an ephemeral loopback port, and the token works", async () => {
     const tokens = await authorize();
-    expect(tokens).toMatchObject({ token_type: "bearer", expires_in: 3600, scope: "contacts:read contacts:write deals:read", refresh_token: expect.any(String) });
+    expect(tokens).toMatchObject({
+      token_type: "bearer",
+      expires_in: 3600,
+      scope: "contacts:read contacts:write deals:read",
+      refresh_token: expect.any(String),
+    });
     expect(await statusWith(tokens.access_token)).toBe(200);
   });
 
@@ -165,7 +188,20 @@ class TestProvider implements OAuthClientProvider {
   }
 }
 
-const TOOLS = ["create_contact", "find_contacts", "get_pipeline", "list_deals", "list_forms", "list_obligations", "log_activity", "log_communication", "merge_contacts", "move_deal", "search_documents", "send_for_signature"];
+const TOOLS = [
+  "create_contact",
+  "find_contacts",
+  "get_pipeline",
+  "list_deals",
+  "list_forms",
+  "list_obligations",
+  "log_activity",
+  "log_communication",
+  "merge_contacts",
+  "move_deal",
+  "search_documents",
+  "send_for_signature",
+];
 
 describe("the MCP SDK client", () => {
   const provider = new TestProvider();
@@ -184,7 +220,9 @@ describe("the MCP SDK client", () => {
   it("signs in through auth() (discovery from the 401, registration, PKCE with the resource) and connects", async () => {
     // First contact: the 401 names the resource metadata, auth() registers and sends the user to authorize.
     const first = new Client({ name: "e2e", version: "1.0.0" });
-    await expect(first.connect(new StreamableHTTPClientTransport(mcpUrl(), { authProvider: provider }))).rejects.toBeInstanceOf(UnauthorizedError);
+    await expect(first.connect(new StreamableHTTPClientTransport(mcpUrl(), { authProvider: provider }))).rejects.toBeInstanceOf(
+      UnauthorizedError,
+    );
     expect(provider.client?.client_id).toEqual(expect.any(String));
     expect(provider.code).toEqual(expect.any(String));
     const transport = new StreamableHTTPClientTransport(mcpUrl(), { authProvider: provider });
@@ -218,22 +256,40 @@ describe("the MCP SDK client", () => {
     const { contact } = await call("create_contact", { firstName: "Mia", lastName: "Client", email, tags: ["mcp-e2e"] });
     expect(contact).toMatchObject({ email, firstName: "Mia" });
 
-    const { activity } = await call("log_activity", { contactId: contact.id, type: "PHONE_CALL", description: "Called from the MCP client" });
+    const { activity } = await call("log_activity", {
+      contactId: contact.id,
+      type: "PHONE_CALL",
+      description: "Called from the MCP client",
+    });
     expect(activity).toMatchObject({ type: "PHONE_CALL" });
 
-    const { communication } = await call("log_communication", { contactId: contact.id, type: "call", direction: "outbound", durationSeconds: 120 });
+    const { communication } = await call("log_communication", {
+      contactId: contact.id,
+      type: "call",
+      direction: "outbound",
+      durationSeconds: 120,
+    });
     expect(communication).toMatchObject({ type: "call", durationSeconds: 120, contactId: contact.id });
 
     const found = await call("find_contacts", { email, include: ["activities"] });
     expect(found.contacts.map((c: { id: string }) => c.id)).toEqual([contact.id]);
 
-    const { contact: twin } = await call("create_contact", { firstName: "Mia", lastName: "Client", email: `twin-${email}`, notes: "the same person" });
+    const { contact: twin } = await call("create_contact", {
+      firstName: "Mia",
+      lastName: "Client",
+      email: `twin-${email}`,
+      notes: "the same person",
+    });
     const { contact: kept } = await call("merge_contacts", { contactId: contact.id, sourceIds: [twin.id] });
     expect(kept).toMatchObject({ id: contact.id, notes: "the same person" });
 
     // A deal and a document through the API, with the session token, for the deal and document tools.
     const headers = { authorization: `Bearer ${session.token}`, "content-type": "application/json" };
-    const dealRes = await fetch(`${dev.base}/v1/deals`, { method: "POST", headers, body: JSON.stringify({ title: "MCP e2e deal", type: "PURCHASE", amount: 650_000, contactId: contact.id }) });
+    const dealRes = await fetch(`${dev.base}/v1/deals`, {
+      method: "POST",
+      headers,
+      body: JSON.stringify({ title: "MCP e2e deal", type: "PURCHASE", amount: 650_000, contactId: contact.id }),
+    });
     expect(dealRes.status).toBe(201);
     const deal = ((await dealRes.json()) as { data: { id: string } }).data;
 
@@ -245,16 +301,26 @@ describe("the MCP SDK client", () => {
     expect(pipeline).toEqual(expect.any(Object));
 
     const lease = {
-      tenants: [{ name: "Tess Tenant", email: `tess-${Date.now()}@real-clients.test` }, { name: "Tom Tenant", email: `tom-${Date.now()}@real-clients.test` }],
+      tenants: [
+        { name: "Tess Tenant", email: `tess-${Date.now()}@real-clients.test` },
+        { name: "Tom Tenant", email: `tom-${Date.now()}@real-clients.test` },
+      ],
       landlords: [{ name: "Lars Landlord", email: `lars-${Date.now()}@real-clients.test` }],
       property: { address: { street: "8 Client St", city: "Toronto", province: "ON" } },
       term: { commencement: { year: 2027, month: 5, day: 1 } },
       monthlyRent: { cents: 210_000 },
     };
     const { forms } = await call("list_forms", {});
-    expect(forms.find((f: { formKey: string }) => f.formKey === "on/standard-lease")).toMatchObject({ signable: true, roles: ["landlord", "tenant"] });
+    expect(forms.find((f: { formKey: string }) => f.formKey === "on/standard-lease")).toMatchObject({
+      signable: true,
+      roles: ["landlord", "tenant"],
+    });
     const canonical = { schemaVersion: 1, formKey: "on/standard-lease", lease, provenance: { aiDrafted: false } };
-    const docRes = await fetch(`${dev.base}/api/documents`, { method: "POST", headers, body: JSON.stringify({ formKey: "on/standard-lease", canonical }) });
+    const docRes = await fetch(`${dev.base}/api/documents`, {
+      method: "POST",
+      headers,
+      body: JSON.stringify({ formKey: "on/standard-lease", canonical }),
+    });
     expect(docRes.status).toBe(201);
     const documentId = ((await docRes.json()) as { id: string }).id;
 

@@ -31,7 +31,14 @@ function signedRanges(bytes: Uint8Array) {
   const all = [...text.matchAll(/\/ByteRange\s*\[\s*(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s*\]/g)];
   expect(all).toHaveLength(1);
   const [a, b, c, d] = all[0]!.slice(1).map(Number) as [number, number, number, number];
-  return { a, b, c, d, covers: (i: number) => (i >= a && i < a + b) || (i >= c && i < c + d), inContents: (i: number) => i >= a + b && i < c };
+  return {
+    a,
+    b,
+    c,
+    d,
+    covers: (i: number) => (i >= a && i < a + b) || (i >= c && i < c + d),
+    inContents: (i: number) => i >= a + b && i < c,
+  };
 }
 
 /** A copy of `bytes` with the byte at `at` changed to `to` (which must differ). */
@@ -75,7 +82,10 @@ describe("the sealed PDF of a completed envelope", () => {
     };
     const doc = await api.POST("/api/documents", { body: { formKey: "on/standard-lease", canonical } });
     expect(doc.response.status).toBe(201);
-    const sent = await api.POST("/api/documents/{id}/signature", { params: { path: { id: doc.data!.id } }, body: { signerVerification: "code" } });
+    const sent = await api.POST("/api/documents/{id}/signature", {
+      params: { path: { id: doc.data!.id } },
+      body: { signerVerification: "code" },
+    });
     expect(sent.response.status).toBe(201);
     const { envelopeId, links } = sent.data!;
     expect(links.map((l) => [l.name, l.role])).toEqual(SIGNERS.map((s) => [s.name, s.role]));

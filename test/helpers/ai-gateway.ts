@@ -1,7 +1,10 @@
 import { receiverUrl } from "./receiver";
 
 /** One answer of the fake gateway: a raw HTTP answer, or a chat completion whose message is `content`. */
-export type FakeAiAnswer = { status: number; body?: unknown; delayMs?: number } | { content: string; delayMs?: number } | { delayMs: number };
+export type FakeAiAnswer =
+  | { status: number; body?: unknown; delayMs?: number }
+  | { content: string; delayMs?: number }
+  | { delayMs: number };
 
 export interface AiGatewayRequest {
   /** `chat/completions` or `embeddings`. */
@@ -28,7 +31,9 @@ export interface FakeAiGateway {
  * 256), L2-normalized, so texts sharing words are close. `reverseEmbeddings` lists the embeddings last index first
  * (clients must order by `index`).
  */
-export async function openAiGateway(opts: { token?: string; script?: FakeAiAnswer[]; chat?: string; dimensions?: number; reverseEmbeddings?: boolean } = {}): Promise<FakeAiGateway> {
+export async function openAiGateway(
+  opts: { token?: string; script?: FakeAiAnswer[]; chat?: string; dimensions?: number; reverseEmbeddings?: boolean } = {},
+): Promise<FakeAiGateway> {
   const token = opts.token ?? "ai-test-token";
   const res = await fetch(`${receiverUrl()}/ai`, { method: "POST", body: JSON.stringify({ ...opts, token }) });
   const { id, url } = (await res.json()) as { id: string; url: string };

@@ -4,7 +4,10 @@ import { everyShard } from "../../src/shards/bindings";
 
 // Runs before each test file; applyD1Migrations skips migrations already applied to this file's storage. The
 // directory set goes to DB, the tenant set to every shard (issue 24), as scripts/migrate.mjs does outside tests.
-await Promise.all([applyD1Migrations(env.DB, env.DIRECTORY_MIGRATIONS), ...everyShard(env).map(({ db }) => applyD1Migrations(db, env.TENANT_MIGRATIONS))]);
+await Promise.all([
+  applyD1Migrations(env.DB, env.DIRECTORY_MIGRATIONS),
+  ...everyShard(env).map(({ db }) => applyD1Migrations(db, env.TENANT_MIGRATIONS)),
+]);
 
 // Modules the Worker loads at first use (`await import`). In the test pool a dynamic import is fetched from Vite over
 // the network, so the first one is I/O of the request that started it, and a request or queue batch awaiting the same
@@ -43,4 +46,14 @@ await Promise.all([
   import("../../src/queues"),
   import("../../src/cron"),
 ]);
-await Promise.all([import("@pdfme/pdf-lib"), import("sentiment"), import("../../src/seal/placeholder"), import("pkijs"), import("asn1js"), import("../../src/seal/keys"), import("../../src/seal/cms"), import("../../src/seal/pades"), import("../../src/seal/verify")]);
+await Promise.all([
+  import("@pdfme/pdf-lib"),
+  import("sentiment"),
+  import("../../src/seal/placeholder"),
+  import("pkijs"),
+  import("asn1js"),
+  import("../../src/seal/keys"),
+  import("../../src/seal/cms"),
+  import("../../src/seal/pades"),
+  import("../../src/seal/verify"),
+]);

@@ -34,12 +34,17 @@ export async function newAgreement(owner: TestPrincipal, over: Partial<{ key: st
   return { ...(await publish(owner, input)), ...input };
 }
 
-export const publicGet = (id: string, ip = freshIp()) => call("GET", `/api/public/clickwrap/${encodeURIComponent(id)}`, { headers: { "cf-connecting-ip": ip } });
+export const publicGet = (id: string, ip = freshIp()) =>
+  call("GET", `/api/public/clickwrap/${encodeURIComponent(id)}`, { headers: { "cf-connecting-ip": ip } });
 
 export const publicAccept = (id: string, body?: Record<string, unknown>, headers: Record<string, string> = {}) =>
-  call("POST", `/api/public/clickwrap/${encodeURIComponent(id)}`, { body, headers: { "cf-connecting-ip": freshIp(), "user-agent": "vitest clickwrap", ...headers } });
+  call("POST", `/api/public/clickwrap/${encodeURIComponent(id)}`, {
+    body,
+    headers: { "cf-connecting-ip": freshIp(), "user-agent": "vitest clickwrap", ...headers },
+  });
 
-export const consent = (id: string, query = "", ip = freshIp()) => call("GET", `/consent/${encodeURIComponent(id)}${query}`, { headers: { "cf-connecting-ip": ip } });
+export const consent = (id: string, query = "", ip = freshIp()) =>
+  call("GET", `/consent/${encodeURIComponent(id)}${query}`, { headers: { "cf-connecting-ip": ip } });
 
 export interface AcceptanceRow {
   id: string;
@@ -70,4 +75,7 @@ export async function detailOf(owner: TestPrincipal, id: string) {
 
 /** Acceptances stored for an agreement, read straight from D1. */
 export const storedAcceptances = async (agreementId: string) =>
-  (await allOnShards<{ n: number }>("SELECT COUNT(*) AS n FROM clickwrap_acceptances WHERE agreement_id = ?", agreementId)).reduce((sum, r) => sum + r.n, 0);
+  (await allOnShards<{ n: number }>("SELECT COUNT(*) AS n FROM clickwrap_acceptances WHERE agreement_id = ?", agreementId)).reduce(
+    (sum, r) => sum + r.n,
+    0,
+  );

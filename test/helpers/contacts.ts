@@ -2,11 +2,18 @@ import { expect } from "vitest";
 import { call, json } from "./client";
 
 /** A contact as the API answers it (loosely typed: tests assert on the shape). */
-export type ContactJson = Record<string, any> & { id: string; lastName: string; createdAt: string; updatedAt: string; leadScore: number | null };
+export type ContactJson = Record<string, any> & {
+  id: string;
+  lastName: string;
+  createdAt: string;
+  updatedAt: string;
+  leadScore: number | null;
+};
 
 let seq = 0;
 /** A unique e-mail per call, so tests never clash on the per-organization e-mail uniqueness. */
-export const uniqueEmail = (prefix = "c") => `${prefix}.${Date.now().toString(36)}.${(seq++).toString(36)}.${crypto.randomUUID().slice(0, 8)}@example.test`;
+export const uniqueEmail = (prefix = "c") =>
+  `${prefix}.${Date.now().toString(36)}.${(seq++).toString(36)}.${crypto.randomUUID().slice(0, 8)}@example.test`;
 
 /** POST /v1/contacts and return the created contact; fails the test unless the answer is 201. */
 export async function createContact(token: string, overrides: Record<string, unknown> = {}): Promise<ContactJson> {
@@ -46,7 +53,12 @@ export async function logActivity(token: string, id: string, body: Record<string
 }
 
 /** POST /v1/contacts/{id}/communications; fails the test unless the answer is 201. */
-export async function logCommunication(token: string, id: string, body: Record<string, unknown>, headers?: Record<string, string>): Promise<Record<string, any>> {
+export async function logCommunication(
+  token: string,
+  id: string,
+  body: Record<string, unknown>,
+  headers?: Record<string, string>,
+): Promise<Record<string, any>> {
   const res = await call("POST", `/v1/contacts/${id}/communications`, { token, body, headers });
   const payload = await json(res);
   expect(res.status, JSON.stringify(payload)).toBe(201);
@@ -96,14 +108,19 @@ export async function listAll(
 }
 
 /** Expects a CRM error envelope with the given status and type; returns its errors[]. */
-export async function expectCrmError(res: Response, status: number, type: string): Promise<{ field: string; code: string; message: string }[]> {
+export async function expectCrmError(
+  res: Response,
+  status: number,
+  type: string,
+): Promise<{ field: string; code: string; message: string }[]> {
   const body = await json(res);
   expect(res.status, JSON.stringify(body)).toBe(status);
   expect(body).toEqual({
     success: false,
     error: { type, code: expect.any(String), title: expect.any(String), status, detail: expect.any(String), errors: expect.any(Array) },
   });
-  for (const e of body.error.errors) expect(e).toEqual({ field: expect.any(String), code: expect.any(String), message: expect.any(String) });
+  for (const e of body.error.errors)
+    expect(e).toEqual({ field: expect.any(String), code: expect.any(String), message: expect.any(String) });
   return body.error.errors;
 }
 
@@ -115,7 +132,10 @@ export const tick = (ms = 2) => new Promise((resolve) => setTimeout(resolve, ms)
 
 type Dir = "asc" | "desc";
 /** The order the API promises for a sort: each field in its direction (lastName case-insensitive, no score = -1), then id. */
-export function sortContacts(list: ContactJson[], sort: [field: "createdAt" | "updatedAt" | "lastName" | "leadScore", dir: Dir][]): ContactJson[] {
+export function sortContacts(
+  list: ContactJson[],
+  sort: [field: "createdAt" | "updatedAt" | "lastName" | "leadScore", dir: Dir][],
+): ContactJson[] {
   const value = (c: ContactJson, f: string): string | number =>
     f === "lastName" ? c.lastName.toLowerCase() : f === "leadScore" ? (c.leadScore ?? -1) : (c[f] as string);
   const cmp = (a: string | number, b: string | number) => (a < b ? -1 : a > b ? 1 : 0);

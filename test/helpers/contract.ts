@@ -48,15 +48,20 @@ export async function contractViolation(method: string, url: string, res: Respon
   const template = templates.find((t) => t.re.test(path) && doc.paths[t.template]![method.toLowerCase()]);
   const where = `${method} ${path}`;
   // An undeclared path is a 404, or a 401 under the authenticated prefixes, where the token is checked before routing.
-  if (!template) return res.status === 404 || (res.status === 401 && AUTHENTICATED_PREFIX.test(path)) ? null : `${where} is no declared operation, yet answered ${res.status}`;
+  if (!template)
+    return res.status === 404 || (res.status === 401 && AUTHENTICATED_PREFIX.test(path))
+      ? null
+      : `${where} is no declared operation, yet answered ${res.status}`;
   const op = doc.paths[template.template]![method.toLowerCase()]!;
   const declared = op.responses[String(res.status)];
-  if (!declared) return `${op.operationId} (${where}) answered ${res.status}, which it does not declare (declared: ${Object.keys(op.responses).join(", ")})`;
+  if (!declared)
+    return `${op.operationId} (${where}) answered ${res.status}, which it does not declare (declared: ${Object.keys(op.responses).join(", ")})`;
   const body = await res.clone().text();
   if (!declared.content) return body === "" ? null : `${op.operationId} answered ${res.status} with a body where none is declared`;
   const contentType = (res.headers.get("content-type") ?? "").split(";")[0]!.trim();
   const media = declared.content[contentType];
-  if (!media) return `${op.operationId} answered ${res.status} as ${contentType || "no content type"}, declared: ${Object.keys(declared.content).join(", ")}`;
+  if (!media)
+    return `${op.operationId} answered ${res.status} as ${contentType || "no content type"}, declared: ${Object.keys(declared.content).join(", ")}`;
   // A file or a page: its declared content type is the contract; only JSON has a schema to check.
   if (contentType !== "application/json") return null;
   const key = `${op.operationId} ${res.status} ${contentType}`;

@@ -65,7 +65,12 @@ export async function createTask(token: string, dealId: string, body: Record<str
 export const PDF_BYTES = new TextEncoder().encode("%PDF-1.4\n1 0 obj << /Type /Catalog >> endobj\ntrailer << /Root 1 0 R >>\n%%EOF\n");
 
 /** A multipart document upload. */
-export function documentForm(bytes: Uint8Array = PDF_BYTES, fields: Record<string, string> = {}, fileName = "contract.pdf", type = "application/pdf"): FormData {
+export function documentForm(
+  bytes: Uint8Array = PDF_BYTES,
+  fields: Record<string, string> = {},
+  fileName = "contract.pdf",
+  type = "application/pdf",
+): FormData {
   const form = new FormData();
   form.append("file", new File([bytes], fileName, { type }));
   for (const [k, v] of Object.entries(fields)) form.append(k, v);

@@ -9,13 +9,17 @@ type Row = Record<string, number | string>;
 /** The stored counts equal a GROUP BY over the organization's contacts (zero rows left by moves aside). */
 export async function expectFacetsExact(organizationId: string) {
   const db = await tenantDb(organizationId);
-  const grouped = await db.prepare(
-    `SELECT type, status, IFNULL(source, '') AS source, IFNULL(assigned_to, '') AS assigned_to, COUNT(*) AS total FROM contacts WHERE organization_id = ?
+  const grouped = await db
+    .prepare(
+      `SELECT type, status, IFNULL(source, '') AS source, IFNULL(assigned_to, '') AS assigned_to, COUNT(*) AS total FROM contacts WHERE organization_id = ?
      GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4`,
-  )
+    )
     .bind(organizationId)
     .all();
-  const stored = await db.prepare("SELECT type, status, source, assigned_to, total FROM contact_facet_counts WHERE organization_id = ? AND total <> 0 ORDER BY 1, 2, 3, 4")
+  const stored = await db
+    .prepare(
+      "SELECT type, status, source, assigned_to, total FROM contact_facet_counts WHERE organization_id = ? AND total <> 0 ORDER BY 1, 2, 3, 4",
+    )
     .bind(organizationId)
     .all();
   expect(stored.results).toEqual(grouped.results);
@@ -31,15 +35,25 @@ export async function expectRollupsExact(organizationId: string) {
   const db = await tenantDb(organizationId);
   for (const [table, rebuilt, key, figures] of tables) {
     const columns = `${key}, ${figures.join(", ")}`;
-    const stored = await db.prepare(`SELECT ${columns} FROM ${table} WHERE organization_id = ? AND n <> 0 ORDER BY ${key}`).bind(organizationId).all<Row>();
-    const expected = await db.prepare(`SELECT * FROM (${rebuilt}) ORDER BY 2, 3, 4, 5${table === "deal_decided_rollups" ? ", 6" : ""}`).bind(organizationId).all<Row>();
+    const stored = await db
+      .prepare(`SELECT ${columns} FROM ${table} WHERE organization_id = ? AND n <> 0 ORDER BY ${key}`)
+      .bind(organizationId)
+      .all<Row>();
+    const expected = await db
+      .prepare(`SELECT * FROM (${rebuilt}) ORDER BY 2, 3, 4, 5${table === "deal_decided_rollups" ? ", 6" : ""}`)
+      .bind(organizationId)
+      .all<Row>();
     const shape = (rows: Row[]) => rows.map((r) => Object.values(r).slice(-(key.split(",").length + figures.length)));
     const got = shape(stored.results);
     const want = shape(expected.results);
     expect(got.length, table).toBe(want.length);
     got.forEach((row, i) => {
       const w = want[i]!;
-      row.forEach((v, j) => (typeof v === "number" && !Number.isInteger(v) ? expect(v).toBeCloseTo(w[j] as number, 6) : expect(v, `${table} row ${i}`).toEqual(w[j])));
+      row.forEach((v, j) =>
+        typeof v === "number" && !Number.isInteger(v)
+          ? expect(v).toBeCloseTo(w[j] as number, 6)
+          : expect(v, `${table} row ${i}`).toEqual(w[j]),
+      );
     });
   }
 }

@@ -53,7 +53,10 @@ export const freshIp = () => {
 
 /** A public signing call from its own client address. */
 export const publicSign = (method: "GET" | "POST", token: string, body?: unknown, ip = freshIp()) =>
-  call(method, `/api/public/sign/${encodeURIComponent(token)}`, { body, headers: { "cf-connecting-ip": ip, "user-agent": "vitest signer" } });
+  call(method, `/api/public/sign/${encodeURIComponent(token)}`, {
+    body,
+    headers: { "cf-connecting-ip": ip, "user-agent": "vitest signer" },
+  });
 
 /** Walks one signer through open, authenticate, consent and sign; answers the sign response body. */
 export async function signAll(token: string): Promise<{ ok: true; completed: boolean }> {
@@ -73,25 +76,55 @@ const shards = () => everyShard(env).map((s) => s.db);
 
 export async function firstOnShards<T>(sql: string, ...binds: unknown[]): Promise<T | null> {
   for (const db of shards()) {
-    const row = await db.prepare(sql).bind(...binds).first<T>();
+    const row = await db
+      .prepare(sql)
+      .bind(...binds)
+      .first<T>();
     if (row !== null) return row;
   }
   return null;
 }
 
 export async function allOnShards<T>(sql: string, ...binds: unknown[]): Promise<T[]> {
-  return (await Promise.all(shards().map(async (db) => (await db.prepare(sql).bind(...binds).all<T>()).results))).flat();
+  return (
+    await Promise.all(
+      shards().map(
+        async (db) =>
+          (
+            await db
+              .prepare(sql)
+              .bind(...binds)
+              .all<T>()
+          ).results,
+      ),
+    )
+  ).flat();
 }
 
 export async function runOnShards(sql: string, ...binds: unknown[]): Promise<void> {
-  await Promise.all(shards().map((db) => db.prepare(sql).bind(...binds).run()));
+  await Promise.all(
+    shards().map((db) =>
+      db
+        .prepare(sql)
+        .bind(...binds)
+        .run(),
+    ),
+  );
 }
 
 /** Messages the `log` mail provider kept for `to`, bodies opened with the test key, on whichever shard keeps them. */
 export async function mailTo(to: string): Promise<{ subject: string; text: string }[]> {
-  const rows = await allOnShards<{ id: string; subject: string; body: string; sealed: number; created_at: string }>('SELECT id, subject, body, sealed, created_at FROM mail_outbox WHERE "to" = ?', to);
+  const rows = await allOnShards<{ id: string; subject: string; body: string; sealed: number; created_at: string }>(
+    'SELECT id, subject, body, sealed, created_at FROM mail_outbox WHERE "to" = ?',
+    to,
+  );
   rows.sort((a, b) => a.created_at.localeCompare(b.created_at));
-  return Promise.all(rows.map(async (r) => ({ subject: r.subject, text: r.sealed ? await openText(env.MAIL_LOG_KEY!, MAIL_LOG_PURPOSE, r.id, r.body) : r.body })));
+  return Promise.all(
+    rows.map(async (r) => ({
+      subject: r.subject,
+      text: r.sealed ? await openText(env.MAIL_LOG_KEY!, MAIL_LOG_PURPOSE, r.id, r.body) : r.body,
+    })),
+  );
 }
 
 export const linkIn = (text: string) => text.match(/https?:\/\/\S+\/sign\/\S+/)?.[0] ?? null;
@@ -116,7 +149,10 @@ export async function openedSigner(verification: "code" | "attested" = "code") {
   const owner = await createPrincipal();
   const email = `${crypto.randomUUID()}@signer.test`;
   const doc = await createDocument(owner.token, leaseCanonical());
-  const sent = await sendForSignature(owner.token, doc.id, { signerVerification: verification, signers: [{ name: "Sam Signer", email, role: "tenant" }] });
+  const sent = await sendForSignature(owner.token, doc.id, {
+    signerVerification: verification,
+    signers: [{ name: "Sam Signer", email, role: "tenant" }],
+  });
   const token = tokenOf(sent.links[0]!.url);
   expect((await publicSign("GET", token)).status).toBe(200);
   return { owner, doc, sent, token, email, envelopeId: sent.envelopeId };

@@ -47,7 +47,11 @@ export async function whereFound(needles: string[], retained: string[] = []): Pr
       // Each needle is bound once (?1 … ?n) and named by every column's test: D1 caps the bound parameters of a query.
       const sums = probes.map(({ column, n }, i) => `SUM(instr(lower(CAST("${column}" AS TEXT)), ?${n + 1}) > 0) AS "${i}"`);
       const where = kept.length ? ` WHERE NOT (${kept.join(" OR ")})` : "";
-      return { name, probes, statement: db.prepare(`SELECT ${sums.join(", ")} FROM "${name}"${where}`).bind(...needles.map((n) => n.toLowerCase())) };
+      return {
+        name,
+        probes,
+        statement: db.prepare(`SELECT ${sums.join(", ")} FROM "${name}"${where}`).bind(...needles.map((n) => n.toLowerCase())),
+      };
     });
     const results = searches.length ? await db.batch<Record<string, number | null>>(searches.map((t) => t.statement)) : [];
     searches.forEach(({ name, probes }, t) => {
@@ -62,7 +66,18 @@ export async function whereFound(needles: string[], retained: string[] = []): Pr
 
 /** The R2 keys of completed envelopes (their PDF, certificate and sealed copy): what `signed_envelopes` keeps. */
 async function signedFileKeys(): Promise<(key: string) => boolean> {
-  const rows = (await Promise.all(everyShard(env).map(async ({ db }) => (await db.prepare("SELECT id, organization_id AS org FROM envelopes WHERE status = 'completed'").all<{ id: string; org: string }>()).results))).flat();
+  const rows = (
+    await Promise.all(
+      everyShard(env).map(
+        async ({ db }) =>
+          (
+            await db
+              .prepare("SELECT id, organization_id AS org FROM envelopes WHERE status = 'completed'")
+              .all<{ id: string; org: string }>()
+          ).results,
+      ),
+    )
+  ).flat();
   const prefixes = rows.flatMap((r) => [`envelopes/${r.org}/${r.id}/`, `certificates/${r.org}/${r.id}.pdf`, `signed/${r.org}/${r.id}.pdf`]);
   return (key) => prefixes.some((p) => key.startsWith(p));
 }
@@ -105,7 +120,8 @@ export async function filesFound(needles: string[], retained: string[] = [], org
   return found;
 }
 
-export const erase = (p: TestPrincipal, id: string, vars?: Record<string, unknown>) => call("DELETE", `/v1/contacts/${id}?erase=true`, { token: p.token, vars: vars as Record<string, string> | undefined });
+export const erase = (p: TestPrincipal, id: string, vars?: Record<string, unknown>) =>
+  call("DELETE", `/v1/contacts/${id}?erase=true`, { token: p.token, vars: vars as Record<string, string> | undefined });
 
 export interface Person {
   firstName: string;
@@ -117,8 +133,17 @@ export interface Person {
 /** A person with strings found nowhere else: the needles the searches look for. */
 export function newPerson(): Person & { needles: string[]; fullName: string } {
   const tag = crypto.randomUUID().slice(0, 6);
-  const person = { firstName: `Zephyrine${tag}`, lastName: `Quillfeather${tag}`, email: `zq.${tag}@erase.test`, phone: `+1 416 555 ${String(Math.floor(Math.random() * 9000) + 1000)}` };
-  return { ...person, fullName: `${person.firstName} ${person.lastName}`, needles: [person.firstName, person.lastName, person.email, person.phone] };
+  const person = {
+    firstName: `Zephyrine${tag}`,
+    lastName: `Quillfeather${tag}`,
+    email: `zq.${tag}@erase.test`,
+    phone: `+1 416 555 ${String(Math.floor(Math.random() * 9000) + 1000)}`,
+  };
+  return {
+    ...person,
+    fullName: `${person.firstName} ${person.lastName}`,
+    needles: [person.firstName, person.lastName, person.email, person.phone],
+  };
 }
 
 /**
@@ -129,22 +154,53 @@ export function newPerson(): Person & { needles: string[]; fullName: string } {
  */
 export async function seedMentions(p: TestPrincipal, person: ReturnType<typeof newPerson>) {
   const { fullName } = person;
-  const contact = await createContact(p.token, { firstName: person.firstName, lastName: person.lastName, email: person.email, phone: person.phone, notes: `Met ${person.firstName} at the open house` });
+  const contact = await createContact(p.token, {
+    firstName: person.firstName,
+    lastName: person.lastName,
+    email: person.email,
+    phone: person.phone,
+    notes: `Met ${person.firstName} at the open house`,
+  });
   await logActivity(p.token, contact.id, { type: "PHONE_CALL", description: `Called ${person.firstName}` });
-  await logCommunication(p.token, contact.id, { type: "email", direction: "inbound", subject: `From ${fullName}`, body: `Reply to ${person.email}` });
+  await logCommunication(p.token, contact.id, {
+    type: "email",
+    direction: "inbound",
+    subject: `From ${fullName}`,
+    body: `Reply to ${person.email}`,
+  });
   const neighbour = await createContact(p.token, { firstName: "Nia", lastName: "Neighbour", notes: `Knows ${fullName} from work` });
-  await logActivity(p.token, neighbour.id, { type: "NOTE", description: `Introduced by ${person.email}`, metadata: { referredBy: fullName } });
-  await logCommunication(p.token, neighbour.id, { type: "sms", direction: "outbound", body: `Did ${fullName} call you?`, metadata: { forwardTo: person.phone } });
+  await logActivity(p.token, neighbour.id, {
+    type: "NOTE",
+    description: `Introduced by ${person.email}`,
+    metadata: { referredBy: fullName },
+  });
+  await logCommunication(p.token, neighbour.id, {
+    type: "sms",
+    direction: "outbound",
+    body: `Did ${fullName} call you?`,
+    metadata: { forwardTo: person.phone },
+  });
   const deal = await createDeal(p.token, { contactId: contact.id, title: `Condo for ${fullName}`, notes: `Reach them at ${person.phone}` });
   await createTask(p.token, deal.id, { title: `Call ${fullName} about the offer` });
-  const property = await createProperty(p.token, { marketing: { description: `Bright corner unit, home of ${fullName} for years.`, showingInstructions: `Tenant ${fullName} shows it, ${person.phone}` } });
+  const property = await createProperty(p.token, {
+    marketing: {
+      description: `Bright corner unit, home of ${fullName} for years.`,
+      showingInstructions: `Tenant ${fullName} shows it, ${person.phone}`,
+    },
+  });
   // Its listing sheet, a PDF in R2, prints the description.
-  expect((await call("POST", `/v1/properties/${property.id}/reports`, { token: p.token, body: { reportType: "LISTING_SHEET" } })).status).toBe(201);
+  expect(
+    (await call("POST", `/v1/properties/${property.id}/reports`, { token: p.token, body: { reportType: "LISTING_SHEET" } })).status,
+  ).toBe(201);
   // Records in the trash that name them: a restore must not bring the name back.
   const trashedContact = await createContact(p.token, { firstName: "Theo", lastName: "Trashed", notes: `Cousin of ${fullName}` });
   await logActivity(p.token, trashedContact.id, { type: "EMAIL_SENT", description: `Wrote to ${person.email}` });
   await logCommunication(p.token, trashedContact.id, { type: "voicemail", direction: "inbound", body: `Call ${fullName} back` });
-  const trashedDeal = await createDeal(p.token, { contactId: trashedContact.id, title: `Referral from ${fullName}`, notes: `Ask ${person.email}` });
+  const trashedDeal = await createDeal(p.token, {
+    contactId: trashedContact.id,
+    title: `Referral from ${fullName}`,
+    notes: `Ask ${person.email}`,
+  });
   expect((await call("DELETE", `/v1/deals/${trashedDeal.id}`, { token: p.token })).status).toBe(200);
   expect((await call("DELETE", `/v1/contacts/${trashedContact.id}`, { token: p.token })).status).toBe(200);
   // An open envelope they are to sign, the link opened (audit entries with their address), its PDF in R2.
@@ -167,37 +223,69 @@ export async function seedSignatures(p: TestPrincipal, person: ReturnType<typeof
   const signedDoc = await createDocument(p.token, leaseCanonical({ tenants: tenant }));
   const signed = await sendForSignature(p.token, signedDoc.id);
   for (const link of signed.links) await signAll(tokenOf(link.url));
-  await vi.waitFor(async () => expect(await db.prepare("SELECT sealed_key IS NOT NULL AND certificate_key IS NOT NULL AS ready FROM envelopes WHERE id = ?").bind(signed.envelopeId).first()).toEqual({ ready: 1 }), { timeout: 20_000, interval: 100 });
+  await vi.waitFor(
+    async () =>
+      expect(
+        await db
+          .prepare("SELECT sealed_key IS NOT NULL AND certificate_key IS NOT NULL AS ready FROM envelopes WHERE id = ?")
+          .bind(signed.envelopeId)
+          .first(),
+      ).toEqual({ ready: 1 }),
+    { timeout: 20_000, interval: 100 },
+  );
 
   const unsignedDoc = await createDocument(p.token, leaseCanonical({ tenants: tenant }));
   const linkOf = (sent: { links: { email: string; url: string }[] }) => tokenOf(sent.links.find((l) => l.email === person.email)!.url);
   const declined = await sendForSignature(p.token, unsignedDoc.id);
   expect((await publicSign("POST", linkOf(declined), { action: "decline", reason: `${fullName} found another place` })).status).toBe(200);
   const voided = await sendForSignature(p.token, unsignedDoc.id);
-  expect((await call("DELETE", `/api/signatures/${voided.envelopeId}?reason=${encodeURIComponent(`${fullName} asked to wait`)}`, { token: p.token })).status).toBe(200);
+  expect(
+    (
+      await call("DELETE", `/api/signatures/${voided.envelopeId}?reason=${encodeURIComponent(`${fullName} asked to wait`)}`, {
+        token: p.token,
+      })
+    ).status,
+  ).toBe(200);
   const expired = await sendForSignature(p.token, unsignedDoc.id, { expiresInDays: 1 });
-  await db.prepare("UPDATE envelopes SET expires_at = ? WHERE id = ?").bind(new Date(Date.now() - 1000).toISOString(), expired.envelopeId).run();
+  await db
+    .prepare("UPDATE envelopes SET expires_at = ? WHERE id = ?")
+    .bind(new Date(Date.now() - 1000).toISOString(), expired.envelopeId)
+    .run();
   expect((await publicSign("GET", linkOf(expired))).status).toBe(404);
   const open = await sendForSignature(p.token, unsignedDoc.id);
 
-  const draft = await createDocument(p.token, { schemaVersion: 1, formKey: "generic/free-form", title: "Notes", body: `Tenant: ${fullName}, ${person.phone}`, provenance: { aiDrafted: false } });
+  const draft = await createDocument(p.token, {
+    schemaVersion: 1,
+    formKey: "generic/free-form",
+    title: "Notes",
+    body: `Tenant: ${fullName}, ${person.phone}`,
+    provenance: { aiDrafted: false },
+  });
   // A document about others, sent to the person to sign: the envelope names them, the document does not.
   const othersDoc = await createDocument(p.token, leaseCanonical());
-  const sentToThem = await sendForSignature(p.token, othersDoc.id, { signers: [{ name: fullName, email: person.email, role: "Guarantor" }] });
+  const sentToThem = await sendForSignature(p.token, othersDoc.id, {
+    signers: [{ name: fullName, email: person.email, role: "Guarantor" }],
+  });
 
   for (const id of [signedDoc.id, unsignedDoc.id, draft.id, othersDoc.id]) {
-    await db.prepare("INSERT INTO document_vectors (organization_id, id, document_id, chunk, vector, indexed_at) VALUES (?, ?, ?, 0, X'0000803F', ?)").bind(p.organizationId, `${id}#0`, id, new Date().toISOString()).run();
+    await db
+      .prepare(
+        "INSERT INTO document_vectors (organization_id, id, document_id, chunk, vector, indexed_at) VALUES (?, ?, ?, 0, X'0000803F', ?)",
+      )
+      .bind(p.organizationId, `${id}#0`, id, new Date().toISOString())
+      .run();
   }
   const agreement = await newAgreement(p);
   expect((await publicAccept(agreement.id, { versionHash: agreement.versionHash, subjectRef: person.email })).status).toBe(200);
-  const status = async (id: string) => (await db.prepare("SELECT status FROM envelopes WHERE id = ?").bind(id).first<{ status: string }>())?.status;
-  expect([await status(signed.envelopeId), await status(declined.envelopeId), await status(voided.envelopeId), await status(expired.envelopeId), await status(open.envelopeId)]).toEqual([
-    "completed",
-    "declined",
-    "voided",
-    "expired",
-    "partially_signed",
-  ]);
+  const status = async (id: string) =>
+    (await db.prepare("SELECT status FROM envelopes WHERE id = ?").bind(id).first<{ status: string }>())?.status;
+  expect([
+    await status(signed.envelopeId),
+    await status(declined.envelopeId),
+    await status(voided.envelopeId),
+    await status(expired.envelopeId),
+    await status(open.envelopeId),
+  ]).toEqual(["completed", "declined", "voided", "expired", "partially_signed"]);
   return {
     signed,
     signedDoc,

@@ -31,14 +31,24 @@ export async function seedContacts(organizationId: string, n: number, prefix = "
         )
         .bind(organizationId, n, base, from, prefix),
     ),
-    db.prepare(`INSERT INTO contact_tags (contact_id, organization_id, tag) SELECT c.id, c.organization_id, j.value FROM contacts c, json_each(c.tags) j WHERE c.organization_id = ?`).bind(organizationId),
-    db.prepare("INSERT INTO resource_counters (organization_id, resource, total, version) VALUES (?, 'contacts', ?, 1) ON CONFLICT DO UPDATE SET total = total + excluded.total, version = version + 1").bind(organizationId, n),
-    db.prepare(
-      `INSERT INTO contact_facet_counts (organization_id, type, status, source, assigned_to, total)
+    db
+      .prepare(
+        `INSERT INTO contact_tags (contact_id, organization_id, tag) SELECT c.id, c.organization_id, j.value FROM contacts c, json_each(c.tags) j WHERE c.organization_id = ?`,
+      )
+      .bind(organizationId),
+    db
+      .prepare(
+        "INSERT INTO resource_counters (organization_id, resource, total, version) VALUES (?, 'contacts', ?, 1) ON CONFLICT DO UPDATE SET total = total + excluded.total, version = version + 1",
+      )
+      .bind(organizationId, n),
+    db
+      .prepare(
+        `INSERT INTO contact_facet_counts (organization_id, type, status, source, assigned_to, total)
        SELECT organization_id, type, status, IFNULL(source, ''), IFNULL(assigned_to, ''), COUNT(*) FROM contacts WHERE organization_id = ?
        GROUP BY type, status, IFNULL(source, ''), IFNULL(assigned_to, '')
        ON CONFLICT DO UPDATE SET total = excluded.total`,
-    ).bind(organizationId),
+      )
+      .bind(organizationId),
   ]);
 }
 
@@ -70,4 +80,8 @@ export function csvObjects(text: string): Record<string, string>[] {
   return rows.map((r) => Object.fromEntries(header!.map((h, i) => [h, r[i] ?? ""])));
 }
 
-export const ndjsonObjects = (text: string): Record<string, any>[] => text.split("\n").filter(Boolean).map((l) => JSON.parse(l));
+export const ndjsonObjects = (text: string): Record<string, any>[] =>
+  text
+    .split("\n")
+    .filter(Boolean)
+    .map((l) => JSON.parse(l));

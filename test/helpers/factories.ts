@@ -16,16 +16,31 @@ export interface TestPrincipal {
  * organization is placed like any other (src/shards/placement.ts): on the least full shard, so the organizations of
  * one test file spread over both shards (issue 24). `shard` forces one; the user is an owner unless `role` says otherwise.
  */
-export async function createPrincipal(opts: { expiresInSeconds?: number; organizationId?: string; shard?: number; role?: "owner" | "admin" | "agent" } = {}): Promise<TestPrincipal> {
+export async function createPrincipal(
+  opts: { expiresInSeconds?: number; organizationId?: string; shard?: number; role?: "owner" | "admin" | "agent" } = {},
+): Promise<TestPrincipal> {
   const organizationId = opts.organizationId ?? newId();
   const userId = newId();
   const sessionId = newId();
   const token = newToken("sess");
   const now = new Date();
   const expiresAt = new Date(now.getTime() + (opts.expiresInSeconds ?? 3600) * 1000).toISOString();
-  const member = { id: userId, organizationId, email: `${userId}@example.test`, name: "Test Agent", role: opts.role ?? ("owner" as const), createdAt: now.toISOString() };
+  const member = {
+    id: userId,
+    organizationId,
+    email: `${userId}@example.test`,
+    name: "Test Agent",
+    role: opts.role ?? ("owner" as const),
+    createdAt: now.toISOString(),
+  };
   if (opts.organizationId) await addMembers(env, [member]);
-  else await createOrganization(env, { id: organizationId, name: `Org ${organizationId}`, createdAt: now.toISOString() }, [member], opts.shard);
+  else
+    await createOrganization(
+      env,
+      { id: organizationId, name: `Org ${organizationId}`, createdAt: now.toISOString() },
+      [member],
+      opts.shard,
+    );
   await env.DB.prepare("INSERT INTO sessions (id, token_hash, user_id, organization_id, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)")
     .bind(sessionId, await sha256Hex(token), userId, organizationId, now.toISOString(), expiresAt)
     .run();
@@ -34,7 +49,9 @@ export async function createPrincipal(opts: { expiresInSeconds?: number; organiz
 
 /** The shard database an organization lives on, for a test that reads or seeds its rows directly. */
 export async function tenantDb(organizationId: string): Promise<D1Database> {
-  const row = await env.DB.prepare("SELECT shard FROM organization_shards WHERE organization_id = ?").bind(organizationId).first<{ shard: number }>();
+  const row = await env.DB.prepare("SELECT shard FROM organization_shards WHERE organization_id = ?")
+    .bind(organizationId)
+    .first<{ shard: number }>();
   if (!row) throw new Error(`organization ${organizationId} is not placed`);
   return shardDatabase(env, row.shard);
 }

@@ -73,7 +73,12 @@ export interface Answer {
  * One request through the app on `f.env`, waiting for what it deferred (its queue send). The answer must still be one
  * its route declares (a fault makes a 5xx, never an undeclared status or shape).
  */
-export async function request(f: FaultEnv, method: string, path: string, opts: { token?: string; body?: unknown; raw?: Uint8Array; headers?: Record<string, string> } = {}): Promise<Answer> {
+export async function request(
+  f: FaultEnv,
+  method: string,
+  path: string,
+  opts: { token?: string; body?: unknown; raw?: Uint8Array; headers?: Record<string, string> } = {},
+): Promise<Answer> {
   const headers: Record<string, string> = { ...opts.headers };
   if (opts.token) headers.authorization = `Bearer ${opts.token}`;
   let body: BodyInit | undefined;
@@ -136,7 +141,12 @@ export async function retryUntilAnswered(send: () => Promise<Answer>, first: Ans
 
 /** A count on the organization's shard. */
 export async function count(organizationId: string, sql: string, ...binds: unknown[]): Promise<number> {
-  return (await (await tenantDb(organizationId)).prepare(sql).bind(...binds).first<{ n: number }>())!.n;
+  return (await (
+    await tenantDb(organizationId)
+  )
+    .prepare(sql)
+    .bind(...binds)
+    .first<{ n: number }>())!.n;
 }
 
 /**
@@ -154,7 +164,13 @@ export async function expectEventsOnce(organizationId: string, types: string[], 
   ).results;
   const byType = Object.fromEntries(types.map((t) => [t, rows.filter((r) => r.type === t).length]));
   expect(byType, "events stored per type").toEqual(expected);
-  for (const r of rows) expect({ type: r.type, sent: r.sent_at !== null, audited: r.audited, done: r.done }, `event ${r.id}`).toEqual({ type: r.type, sent: true, audited: 1, done: 1 });
+  for (const r of rows)
+    expect({ type: r.type, sent: r.sent_at !== null, audited: r.audited, done: r.done }, `event ${r.id}`).toEqual({
+      type: r.type,
+      sent: true,
+      audited: 1,
+      done: 1,
+    });
 }
 
 /**
@@ -168,7 +184,11 @@ export const principal = (shard = 0): Promise<TestPrincipal> => createPrincipal(
  * consumers before the run starts: nothing of a seed runs in the background while a run counts its steps, and no
  * recovery's cron finds a seed's event still to send.
  */
-export async function seedCall(method: string, path: string, opts: { token?: string; body?: unknown; headers?: Record<string, string> } = {}): Promise<any> {
+export async function seedCall(
+  method: string,
+  path: string,
+  opts: { token?: string; body?: unknown; headers?: Record<string, string> } = {},
+): Promise<any> {
   const quiet = faultEnv();
   const res = await request(quiet, method, path, opts);
   if (res.status >= 300) throw new Error(`seed ${method} ${path} answered ${res.status}: ${JSON.stringify(res.body)}`);
@@ -177,12 +197,25 @@ export async function seedCall(method: string, path: string, opts: { token?: str
 }
 
 const seedContact = async (owner: TestPrincipal, extra: Record<string, unknown> = {}) =>
-  (await seedCall("POST", "/v1/contacts", { token: owner.token, body: { firstName: "Sid", lastName: "Seed", email: `seed.${crypto.randomUUID()}@example.test`, ...extra } })).data as { id: string };
-const seedDeal = async (owner: TestPrincipal) => (await seedCall("POST", "/v1/deals", { token: owner.token, body: dealBody((await seedContact(owner)).id) })).data as { id: string };
-const seedProperty = async (owner: TestPrincipal) => (await seedCall("POST", "/v1/properties", { token: owner.token, body: propertyBody() })).data as { id: string };
-const seedDocument = async (owner: TestPrincipal, dealId: string) => (await seedCall("POST", `/v1/deals/${dealId}/documents`, { token: owner.token, body: documentForm() })).data as { url: string };
+  (
+    await seedCall("POST", "/v1/contacts", {
+      token: owner.token,
+      body: { firstName: "Sid", lastName: "Seed", email: `seed.${crypto.randomUUID()}@example.test`, ...extra },
+    })
+  ).data as { id: string };
+const seedDeal = async (owner: TestPrincipal) =>
+  (await seedCall("POST", "/v1/deals", { token: owner.token, body: dealBody((await seedContact(owner)).id) })).data as { id: string };
+const seedProperty = async (owner: TestPrincipal) =>
+  (await seedCall("POST", "/v1/properties", { token: owner.token, body: propertyBody() })).data as { id: string };
+const seedDocument = async (owner: TestPrincipal, dealId: string) =>
+  (await seedCall("POST", `/v1/deals/${dealId}/documents`, { token: owner.token, body: documentForm() })).data as { url: string };
 const seedPhoto = async (owner: TestPrincipal, propertyId: string) =>
-  (await seedCall("POST", `/v1/properties/${propertyId}/photos`, { token: owner.token, body: photoForm([{ bytes: PNG_1X1, name: "p.png", type: "image/png" }]) })).data[0] as { url: string };
+  (
+    await seedCall("POST", `/v1/properties/${propertyId}/photos`, {
+      token: owner.token,
+      body: photoForm([{ bytes: PNG_1X1, name: "p.png", type: "image/png" }]),
+    })
+  ).data[0] as { url: string };
 
 // ---------------------------------------------------------------------------------------------------------------------
 // The rows.
@@ -199,7 +232,10 @@ interface Written {
  * A row whose operation is one request with an Idempotency-Key: `prepare` seeds what the request needs for a fresh
  * principal, `send` sends it, once by `act` and again, under the same key, by the recovery when it failed.
  */
-function keyedWrite<S extends Written>(prepare: (owner: TestPrincipal) => Promise<Omit<S, keyof Written>>, send: (f: FaultEnv, s: S) => Promise<Answer>): Pick<FaultRow<S>, "recovery" | "seed" | "act" | "recover"> {
+function keyedWrite<S extends Written>(
+  prepare: (owner: TestPrincipal) => Promise<Omit<S, keyof Written>>,
+  send: (f: FaultEnv, s: S) => Promise<Answer>,
+): Pick<FaultRow<S>, "recovery" | "seed" | "act" | "recover"> {
   return {
     recovery: "client retry (same Idempotency-Key); cron; queue redelivery",
     async seed() {
@@ -211,7 +247,9 @@ function keyedWrite<S extends Written>(prepare: (owner: TestPrincipal) => Promis
 }
 
 /** An operation that is one request: `act` sends it, the recovery sends it again (as a client would) while it answers a failure. */
-function retriedRequest<S extends { first?: Answer; final?: Answer }>(send: (f: FaultEnv, s: S) => Promise<Answer>): Pick<FaultRow<S>, "act" | "recover"> {
+function retriedRequest<S extends { first?: Answer; final?: Answer }>(
+  send: (f: FaultEnv, s: S) => Promise<Answer>,
+): Pick<FaultRow<S>, "act" | "recover"> {
   return {
     async act(f, s) {
       s.first = await send(f, s);
@@ -237,13 +275,28 @@ interface ContactCreate extends Written {
 
 const contactCreate: FaultRow<ContactCreate> = {
   operation: "contact create with events",
-  ...keyedWrite<ContactCreate>(async () => ({ email: `fault.${crypto.randomUUID()}@example.test` }), (f, s) => request(f, "POST", "/v1/contacts", { token: s.owner.token, headers: keyed(s), body: { firstName: "Fay", lastName: "Ult", email: s.email, tags: ["hot", "vip"] } })),
+  ...keyedWrite<ContactCreate>(
+    async () => ({ email: `fault.${crypto.randomUUID()}@example.test` }),
+    (f, s) =>
+      request(f, "POST", "/v1/contacts", {
+        token: s.owner.token,
+        headers: keyed(s),
+        body: { firstName: "Fay", lastName: "Ult", email: s.email, tags: ["hot", "vip"] },
+      }),
+  ),
   async check(_f, s) {
     expectAnswered(s, 201);
     const org = s.owner.organizationId;
     expect(await count(org, "SELECT COUNT(*) AS n FROM contacts WHERE organization_id = ?", org), "contacts").toBe(1);
     expect(await count(org, "SELECT COALESCE(SUM(contact_count), 0) AS n FROM tags WHERE organization_id = ?", org), "tag counts").toBe(2);
-    expect(await count(org, "SELECT COALESCE(SUM(total), 0) AS n FROM resource_counters WHERE organization_id = ? AND resource = 'contacts'", org), "contact total").toBe(1);
+    expect(
+      await count(
+        org,
+        "SELECT COALESCE(SUM(total), 0) AS n FROM resource_counters WHERE organization_id = ? AND resource = 'contacts'",
+        org,
+      ),
+      "contact total",
+    ).toBe(1);
     await expectDerivedFiguresExact(org);
     await expectEventsOnce(org, ["contact.created", "contact.tagged"], { "contact.created": 1, "contact.tagged": 1 });
   },
@@ -264,7 +317,15 @@ const leadIntake: FaultRow<LeadIntake> = {
     return { owner: await principal(), email: `lead.${crypto.randomUUID()}@example.test` };
   },
   ...retriedRequest<LeadIntake>((f, s) =>
-    request(f, "POST", "/v1/leads", { token: s.owner.token, body: { source: "WEBSITE", sourceEventId: "fault-1", person: { firstName: "Lee", emails: [s.email] }, message: "Is it still available?" } }),
+    request(f, "POST", "/v1/leads", {
+      token: s.owner.token,
+      body: {
+        source: "WEBSITE",
+        sourceEventId: "fault-1",
+        person: { firstName: "Lee", emails: [s.email] },
+        message: "Is it still available?",
+      },
+    }),
   ),
   async check(_f, s) {
     expect(s.final!.status, JSON.stringify(s.final!.body)).toBe(201);
@@ -272,7 +333,10 @@ const leadIntake: FaultRow<LeadIntake> = {
     expect(await count(org, "SELECT COUNT(*) AS n FROM contacts WHERE organization_id = ?", org), "contacts").toBe(1);
     expect(await count(org, "SELECT COUNT(*) AS n FROM contact_activities WHERE organization_id = ?", org), "activities").toBe(1);
     expect(await count(org, "SELECT COUNT(*) AS n FROM lead_intakes WHERE organization_id = ?", org), "kept answers").toBe(1);
-    expect(await count(org, "SELECT COALESCE(SUM(turn), 0) AS n FROM lead_routing_cursors WHERE organization_id = ?", org), "routing turns").toBe(1);
+    expect(
+      await count(org, "SELECT COALESCE(SUM(turn), 0) AS n FROM lead_routing_cursors WHERE organization_id = ?", org),
+      "routing turns",
+    ).toBe(1);
     await expectDerivedFiguresExact(org);
     await expectEventsOnce(org, ["contact.created", "contact.assigned"], { "contact.created": 1, "contact.assigned": 1 });
   },
@@ -285,12 +349,25 @@ const leadReview: FaultRow<Omit<LeadIntake, "email">> = {
   async seed() {
     return { owner: await principal() };
   },
-  ...retriedRequest<Omit<LeadIntake, "email">>((f, s) => request(f, "POST", "/v1/leads", { token: s.owner.token, body: { source: "WEBSITE", sourceEventId: "fault-review-1", person: { firstName: "Pho", phones: ["+1 415 555 0133"] }, message: "Call me" } })),
+  ...retriedRequest<Omit<LeadIntake, "email">>((f, s) =>
+    request(f, "POST", "/v1/leads", {
+      token: s.owner.token,
+      body: {
+        source: "WEBSITE",
+        sourceEventId: "fault-review-1",
+        person: { firstName: "Pho", phones: ["+1 415 555 0133"] },
+        message: "Call me",
+      },
+    }),
+  ),
   async check(_f, s) {
     expect(s.final!.status, JSON.stringify(s.final!.body)).toBe(202);
     const org = s.owner.organizationId;
     const reviewId = s.final!.body.data.reviewId;
-    expect(await count(org, "SELECT COUNT(*) AS n FROM lead_reviews WHERE organization_id = ? AND id = ?", org, reviewId), "the review the answer names").toBe(1);
+    expect(
+      await count(org, "SELECT COUNT(*) AS n FROM lead_reviews WHERE organization_id = ? AND id = ?", org, reviewId),
+      "the review the answer names",
+    ).toBe(1);
     expect(await count(org, "SELECT COUNT(*) AS n FROM lead_reviews WHERE organization_id = ?", org), "reviews").toBe(1);
     expect(await count(org, "SELECT COUNT(*) AS n FROM lead_intakes WHERE organization_id = ?", org), "kept answers").toBe(1);
     expect(await count(org, "SELECT COUNT(*) AS n FROM contacts WHERE organization_id = ?", org), "contacts").toBe(0);
@@ -308,14 +385,21 @@ interface FormLead extends LeadIntake {
  * lost is retried by the form with the same sourceEventId (as every intake is idempotent), and both stored copies go in once.
  */
 const formLead: FaultRow<FormLead> = {
-  operation: "lead from a form's key: stored, answered 202, taken in after the answer (contact, activity, routing turn, inbox row gone) with events",
+  operation:
+    "lead from a form's key: stored, answered 202, taken in after the answer (contact, activity, routing turn, inbox row gone) with events",
   recovery: "client retry while the answer is a failure (same sourceEventId); cron drains the stored leads",
   async seed() {
     const owner = await principal();
-    const formKey = (await seedCall("POST", "/v1/api-keys", { token: owner.token, body: { name: "Form", permissions: ["leads:write"] } })).data.key;
+    const formKey = (await seedCall("POST", "/v1/api-keys", { token: owner.token, body: { name: "Form", permissions: ["leads:write"] } }))
+      .data.key;
     return { owner, formKey, email: `form.${crypto.randomUUID()}@example.test` };
   },
-  ...retriedRequest<FormLead>((f, s) => request(f, "POST", "/v1/leads", { token: s.formKey, body: { source: "WEBSITE", sourceEventId: "fault-form-1", person: { firstName: "Fo", emails: [s.email] }, message: "From the form" } })),
+  ...retriedRequest<FormLead>((f, s) =>
+    request(f, "POST", "/v1/leads", {
+      token: s.formKey,
+      body: { source: "WEBSITE", sourceEventId: "fault-form-1", person: { firstName: "Fo", emails: [s.email] }, message: "From the form" },
+    }),
+  ),
   async check(_f, s) {
     expect(s.final!.status, JSON.stringify(s.final!.body)).toBe(202);
     expect(s.final!.body).toEqual({ success: true, data: { received: true } });
@@ -324,7 +408,10 @@ const formLead: FaultRow<FormLead> = {
     expect(await count(org, "SELECT COUNT(*) AS n FROM contact_activities WHERE organization_id = ?", org), "activities").toBe(1);
     expect(await count(org, "SELECT COUNT(*) AS n FROM lead_inbox WHERE organization_id = ?", org), "stored leads left").toBe(0);
     expect(await count(org, "SELECT COUNT(*) AS n FROM lead_intakes WHERE organization_id = ?", org), "kept answers").toBe(1);
-    expect(await count(org, "SELECT COALESCE(SUM(turn), 0) AS n FROM lead_routing_cursors WHERE organization_id = ?", org), "routing turns").toBe(1);
+    expect(
+      await count(org, "SELECT COALESCE(SUM(turn), 0) AS n FROM lead_routing_cursors WHERE organization_id = ?", org),
+      "routing turns",
+    ).toBe(1);
     await expectDerivedFiguresExact(org);
     await expectEventsOnce(org, ["contact.created", "contact.assigned"], { "contact.created": 1, "contact.assigned": 1 });
   },
@@ -339,20 +426,44 @@ const reviewAccept: FaultRow<ReviewAccept> = {
   operation: "accept of a lead waiting for review (contact, activity, routing turn, review gone, kept answer) with events",
   ...keyedWrite<ReviewAccept>(
     async (owner) => ({
-      reviewId: (await seedCall("POST", "/v1/leads", { token: owner.token, body: { source: "WEBSITE", sourceEventId: "fault-accept-1", person: { firstName: "Pho", phones: ["+1 415 555 0134"] } } })).data.reviewId,
+      reviewId: (
+        await seedCall("POST", "/v1/leads", {
+          token: owner.token,
+          body: { source: "WEBSITE", sourceEventId: "fault-accept-1", person: { firstName: "Pho", phones: ["+1 415 555 0134"] } },
+        })
+      ).data.reviewId,
     }),
-    (f, s) => request(f, "POST", `/v1/leads/reviews/${s.reviewId}/accept`, { token: s.owner.token, headers: keyed(s), body: { email: `accepted.${s.key}@example.test` } }),
+    (f, s) =>
+      request(f, "POST", `/v1/leads/reviews/${s.reviewId}/accept`, {
+        token: s.owner.token,
+        headers: keyed(s),
+        body: { email: `accepted.${s.key}@example.test` },
+      }),
   ),
   async check(_f, s) {
     expectAnswered(s, 201);
     const org = s.owner.organizationId;
     const contactId = s.final!.body.data.contactId;
-    expect(await count(org, "SELECT COUNT(*) AS n FROM contacts WHERE organization_id = ? AND id = ?", org, contactId), "the contact the answer names").toBe(1);
+    expect(
+      await count(org, "SELECT COUNT(*) AS n FROM contacts WHERE organization_id = ? AND id = ?", org, contactId),
+      "the contact the answer names",
+    ).toBe(1);
     expect(await count(org, "SELECT COUNT(*) AS n FROM contacts WHERE organization_id = ?", org), "contacts").toBe(1);
     expect(await count(org, "SELECT COUNT(*) AS n FROM contact_activities WHERE organization_id = ?", org), "activities").toBe(1);
     expect(await count(org, "SELECT COUNT(*) AS n FROM lead_reviews WHERE organization_id = ?", org), "reviews").toBe(0);
-    expect(await count(org, "SELECT COUNT(*) AS n FROM lead_intakes WHERE organization_id = ? AND status = 201 AND contact_id = ?", org, contactId), "the event's kept answer").toBe(1);
-    expect(await count(org, "SELECT COALESCE(SUM(turn), 0) AS n FROM lead_routing_cursors WHERE organization_id = ?", org), "routing turns").toBe(1);
+    expect(
+      await count(
+        org,
+        "SELECT COUNT(*) AS n FROM lead_intakes WHERE organization_id = ? AND status = 201 AND contact_id = ?",
+        org,
+        contactId,
+      ),
+      "the event's kept answer",
+    ).toBe(1);
+    expect(
+      await count(org, "SELECT COALESCE(SUM(turn), 0) AS n FROM lead_routing_cursors WHERE organization_id = ?", org),
+      "routing turns",
+    ).toBe(1);
     await expectDerivedFiguresExact(org);
     await expectEventsOnce(org, ["contact.created", "contact.assigned"], { "contact.created": 1, "contact.assigned": 1 });
   },
@@ -366,16 +477,33 @@ const DEAL_MOVE_EVENTS = ["deal.updated", "deal.stage_changed", "deal.won", "dea
 
 const dealMove: FaultRow<DealMove> = {
   operation: "deal move to CLOSED with events",
-  ...keyedWrite<DealMove>(async (owner) => ({ dealId: (await seedDeal(owner)).id }), (f, s) => request(f, "POST", `/v1/deals/${s.dealId}/move`, { token: s.owner.token, headers: keyed(s), body: { stage: "CLOSED", reason: "signed" } })),
+  ...keyedWrite<DealMove>(
+    async (owner) => ({ dealId: (await seedDeal(owner)).id }),
+    (f, s) =>
+      request(f, "POST", `/v1/deals/${s.dealId}/move`, {
+        token: s.owner.token,
+        headers: keyed(s),
+        body: { stage: "CLOSED", reason: "signed" },
+      }),
+  ),
   async check(_f, s) {
     expectAnswered(s, 200);
     const org = s.owner.organizationId;
-    expect(await count(org, "SELECT COUNT(*) AS n FROM deals WHERE organization_id = ? AND stage = 'CLOSED' AND version = 2", org), "the deal, moved once").toBe(1);
-    expect(await count(org, "SELECT COUNT(*) AS n FROM deal_activities WHERE organization_id = ? AND type = 'STAGE_CHANGED'", org), "stage-change activities").toBe(1);
+    expect(
+      await count(org, "SELECT COUNT(*) AS n FROM deals WHERE organization_id = ? AND stage = 'CLOSED' AND version = 2", org),
+      "the deal, moved once",
+    ).toBe(1);
+    expect(
+      await count(org, "SELECT COUNT(*) AS n FROM deal_activities WHERE organization_id = ? AND type = 'STAGE_CHANGED'", org),
+      "stage-change activities",
+    ).toBe(1);
     await expectDerivedFiguresExact(org);
     await expectEventsOnce(org, DEAL_MOVE_EVENTS, Object.fromEntries(DEAL_MOVE_EVENTS.map((t) => [t, 1])));
     // DEAL_WON's consumer surveys the deal's contact once, however often the event came.
-    expect(await count(org, "SELECT COUNT(*) AS n FROM surveys WHERE organization_id = ? AND deal_id = ?", org, s.dealId), "surveys of the won deal").toBe(1);
+    expect(
+      await count(org, "SELECT COUNT(*) AS n FROM surveys WHERE organization_id = ? AND deal_id = ?", org, s.dealId),
+      "surveys of the won deal",
+    ).toBe(1);
   },
 };
 
@@ -385,13 +513,27 @@ interface PropertyPrice extends Written {
 
 const propertyPrice: FaultRow<PropertyPrice> = {
   operation: "property price change with events",
-  ...keyedWrite<PropertyPrice>(async (owner) => ({ propertyId: (await seedProperty(owner)).id }), (f, s) => request(f, "PUT", `/v1/properties/${s.propertyId}`, { token: s.owner.token, headers: keyed(s), body: { listing: { listPrice: 600000 } } })),
+  ...keyedWrite<PropertyPrice>(
+    async (owner) => ({ propertyId: (await seedProperty(owner)).id }),
+    (f, s) =>
+      request(f, "PUT", `/v1/properties/${s.propertyId}`, {
+        token: s.owner.token,
+        headers: keyed(s),
+        body: { listing: { listPrice: 600000 } },
+      }),
+  ),
   async check(_f, s) {
     expectAnswered(s, 200);
     const org = s.owner.organizationId;
-    const row = await (await tenantDb(org)).prepare("SELECT version, json_extract(listing, '$.priceHistory') AS history FROM properties WHERE id = ?").bind(s.propertyId).first<{ version: number; history: string }>();
+    const row = await (await tenantDb(org))
+      .prepare("SELECT version, json_extract(listing, '$.priceHistory') AS history FROM properties WHERE id = ?")
+      .bind(s.propertyId)
+      .first<{ version: number; history: string }>();
     expect(row!.version, "the property, written once").toBe(2);
-    expect((JSON.parse(row!.history) as { event: string }[]).map((h) => h.event), "price history").toEqual(["LISTED", "PRICE_REDUCTION"]);
+    expect(
+      (JSON.parse(row!.history) as { event: string }[]).map((h) => h.event),
+      "price history",
+    ).toEqual(["LISTED", "PRICE_REDUCTION"]);
     await expectEventsOnce(org, ["property.updated", "property.price_changed"], { "property.updated": 1, "property.price_changed": 1 });
   },
 };
@@ -420,11 +562,23 @@ interface DealUpload extends Written {
 }
 
 const dealDocumentKeys = async (s: DealUpload) =>
-  (await (await tenantDb(s.owner.organizationId)).prepare("SELECT key FROM deal_documents WHERE deal_id = ?").bind(s.dealId).all<{ key: string }>()).results.map((r) => r.key).sort();
+  (
+    await (
+      await tenantDb(s.owner.organizationId)
+    )
+      .prepare("SELECT key FROM deal_documents WHERE deal_id = ?")
+      .bind(s.dealId)
+      .all<{ key: string }>()
+  ).results
+    .map((r) => r.key)
+    .sort();
 
 const dealUpload: FaultRow<DealUpload> = {
   operation: "deal document upload",
-  ...keyedWrite<DealUpload>(async (owner) => ({ dealId: (await seedDeal(owner)).id }), (f, s) => request(f, "POST", `/v1/deals/${s.dealId}/documents`, { token: s.owner.token, headers: keyed(s), body: documentForm() })),
+  ...keyedWrite<DealUpload>(
+    async (owner) => ({ dealId: (await seedDeal(owner)).id }),
+    (f, s) => request(f, "POST", `/v1/deals/${s.dealId}/documents`, { token: s.owner.token, headers: keyed(s), body: documentForm() }),
+  ),
   recovery: UPLOAD_RECOVERY,
   async during(_f, s) {
     await expectObjects(await dealDocumentKeys(s));
@@ -436,7 +590,10 @@ const dealUpload: FaultRow<DealUpload> = {
     expect(keys.length, "documents of the deal").toBe(1);
     await expectObjects(keys);
     expect(await objectsUnder(dealPrefix(org, s.dealId)), "objects under the deal (no object without its row)").toEqual(keys);
-    expect(await count(org, "SELECT COUNT(*) AS n FROM deal_activities WHERE deal_id = ? AND type = 'DOCUMENT_UPLOADED'", s.dealId), "upload activities").toBe(1);
+    expect(
+      await count(org, "SELECT COUNT(*) AS n FROM deal_activities WHERE deal_id = ? AND type = 'DOCUMENT_UPLOADED'", s.dealId),
+      "upload activities",
+    ).toBe(1);
     await expectEventsOnce(org, ["deal.document_uploaded"], { "deal.document_uploaded": 1 });
   },
 };
@@ -446,13 +603,27 @@ interface PhotoUpload extends Written {
 }
 
 const photoKeys = async (s: PhotoUpload) => {
-  const row = await (await tenantDb(s.owner.organizationId)).prepare("SELECT photos FROM properties WHERE id = ?").bind(s.propertyId).first<{ photos: string }>();
+  const row = await (await tenantDb(s.owner.organizationId))
+    .prepare("SELECT photos FROM properties WHERE id = ?")
+    .bind(s.propertyId)
+    .first<{ photos: string }>();
   return (JSON.parse(row!.photos) as { key: string }[]).map((p) => p.key).sort();
 };
 
 const photoUpload: FaultRow<PhotoUpload> = {
   operation: "property photo upload (2 files)",
-  ...keyedWrite<PhotoUpload>(async (owner) => ({ propertyId: (await seedProperty(owner)).id }), (f, s) => request(f, "POST", `/v1/properties/${s.propertyId}/photos`, { token: s.owner.token, headers: keyed(s), body: photoForm([{ bytes: PNG_1X1, name: "a.png", type: "image/png" }, { bytes: PNG_1X1, name: "b.png", type: "image/png" }]) })),
+  ...keyedWrite<PhotoUpload>(
+    async (owner) => ({ propertyId: (await seedProperty(owner)).id }),
+    (f, s) =>
+      request(f, "POST", `/v1/properties/${s.propertyId}/photos`, {
+        token: s.owner.token,
+        headers: keyed(s),
+        body: photoForm([
+          { bytes: PNG_1X1, name: "a.png", type: "image/png" },
+          { bytes: PNG_1X1, name: "b.png", type: "image/png" },
+        ]),
+      }),
+  ),
   recovery: UPLOAD_RECOVERY,
   async during(_f, s) {
     await expectObjects(await photoKeys(s));
@@ -462,7 +633,10 @@ const photoUpload: FaultRow<PhotoUpload> = {
     const keys = await photoKeys(s);
     expect(keys.length, "photos of the property").toBe(2);
     await expectObjects(keys);
-    expect(await objectsUnder(propertyPrefix(s.owner.organizationId, s.propertyId)), "objects under the property (no object without its row)").toEqual(keys);
+    expect(
+      await objectsUnder(propertyPrefix(s.owner.organizationId, s.propertyId)),
+      "objects under the property (no object without its row)",
+    ).toEqual(keys);
     await expectEventsOnce(s.owner.organizationId, ["property.photos_uploaded"], { "property.photos_uploaded": 1 });
   },
 };
@@ -477,14 +651,19 @@ interface Signing {
 }
 
 const signingCall = (f: FaultEnv, s: Signing, body: unknown, method = "POST") =>
-  request(f, method, `/api/public/sign/${encodeURIComponent(s.token)}`, { body, headers: { "cf-connecting-ip": freshIp(), "user-agent": "fault table" } });
+  request(f, method, `/api/public/sign/${encodeURIComponent(s.token)}`, {
+    body,
+    headers: { "cf-connecting-ip": freshIp(), "user-agent": "fault table" },
+  });
 
 /**
  * The steps the issue names for a completing signature: the object's D1 write (its batch), the publish after its
  * answer (the queue send, and the write that marks the event sent), and the seal consumer (its R2 puts, the sealed
  * hash's key in the directory, its D1 update); the consumers' bookkeeping (claims, the audit log, mail) is left out.
  */
-const SIGNING_STEPS = (step: Step) => step.kind === "queue.send" || /^put signed\/|update envelopes|update outbox_events|insert public_keys/.test(step.what) && !/certificate_key/.test(step.what);
+const SIGNING_STEPS = (step: Step) =>
+  step.kind === "queue.send" ||
+  (/^put signed\/|update envelopes|update outbox_events|insert public_keys/.test(step.what) && !/certificate_key/.test(step.what));
 
 const publicSign: FaultRow<Signing> = {
   operation: "public sign that completes an envelope, then its seal",
@@ -495,7 +674,10 @@ const publicSign: FaultRow<Signing> = {
     const email = `signer.${crypto.randomUUID()}@tenant.test`;
     const canonical = leaseCanonical({ tenants: [{ name: "Sig Ner", email }] });
     const doc = await seedCall("POST", "/api/documents", { token: owner.token, body: { formKey: canonical.formKey, canonical } });
-    const sent = await seedCall("POST", `/api/documents/${doc.id}/signature`, { token: owner.token, body: { signers: [{ name: "Sig Ner", email, role: "tenant" }] } });
+    const sent = await seedCall("POST", `/api/documents/${doc.id}/signature`, {
+      token: owner.token,
+      body: { signers: [{ name: "Sig Ner", email, role: "tenant" }] },
+    });
     const s: Signing = { owner, envelopeId: sent.envelopeId, signerId: sent.links[0]!.signerId, token: tokenOf(sent.links[0]!.url), email };
     const signer = { "cf-connecting-ip": freshIp(), "user-agent": "fault table" };
     const path = `/api/public/sign/${encodeURIComponent(s.token)}`;
@@ -521,12 +703,25 @@ const publicSign: FaultRow<Signing> = {
   },
   async check(f, s) {
     // The signer was answered: signed, or 503 with Retry-After when the object's step failed (never a 500).
-    if (s.first?.status !== 200) expect({ status: s.first?.status, retryAfter: s.first?.headers.get("retry-after") }, "the sign's answer").toEqual({ status: 503, retryAfter: "5" });
+    if (s.first?.status !== 200)
+      expect({ status: s.first?.status, retryAfter: s.first?.headers.get("retry-after") }, "the sign's answer").toEqual({
+        status: 503,
+        retryAfter: "5",
+      });
     const org = s.owner.organizationId;
-    const envelope = await (await tenantDb(org)).prepare("SELECT status, sealed_key, sealed_sha256, certificate_key FROM envelopes WHERE id = ?").bind(s.envelopeId).first<Record<string, string | null>>();
+    const envelope = await (await tenantDb(org))
+      .prepare("SELECT status, sealed_key, sealed_sha256, certificate_key FROM envelopes WHERE id = ?")
+      .bind(s.envelopeId)
+      .first<Record<string, string | null>>();
     expect(envelope!.status, "envelope").toBe("completed");
-    expect(await count(org, "SELECT COUNT(*) AS n FROM envelope_audit WHERE envelope_id = ? AND event = 'signed'", s.envelopeId), "signatures").toBe(1);
-    expect(await count(org, "SELECT COUNT(*) AS n FROM envelope_signers WHERE envelope_id = ? AND status = 'signed'", s.envelopeId), "signed signers").toBe(1);
+    expect(
+      await count(org, "SELECT COUNT(*) AS n FROM envelope_audit WHERE envelope_id = ? AND event = 'signed'", s.envelopeId),
+      "signatures",
+    ).toBe(1);
+    expect(
+      await count(org, "SELECT COUNT(*) AS n FROM envelope_signers WHERE envelope_id = ? AND status = 'signed'", s.envelopeId),
+      "signed signers",
+    ).toBe(1);
     // The last signature's events and the seal's (issue 32): each once, however the steps failed and were retried.
     const SIGNED = ["DOCUMENT_SIGNED", "envelope.signer_signed", "envelope.completed", "envelope.sealed"];
     await expectEventsOnce(org, SIGNED, Object.fromEntries(SIGNED.map((t) => [t, 1])));
@@ -536,11 +731,18 @@ const publicSign: FaultRow<Signing> = {
     expect(await objectsUnder(`signed/${org}/`), "sealed PDFs").toEqual([envelope!.sealed_key]);
     const sealed = new Uint8Array(await (await env.FILES.get(envelope!.sealed_key!))!.arrayBuffer());
     expect(await sha256Hex(sealed), "sealed hash").toBe(envelope!.sealed_sha256);
-    const verified = await request(f, "POST", "/api/public/verify", { body: undefined, headers: { "content-type": "application/pdf", "cf-connecting-ip": freshIp() }, raw: sealed });
+    const verified = await request(f, "POST", "/api/public/verify", {
+      body: undefined,
+      headers: { "content-type": "application/pdf", "cf-connecting-ip": freshIp() },
+      raw: sealed,
+    });
     expect(verified.body, "verify").toMatchObject({ valid: true, envelopeId: s.envelopeId });
     expect(await objectsUnder(`certificates/${org}/`), "certificates").toEqual([envelope!.certificate_key]);
     // The signed copy reached the signer: after the seal was recorded, and never lost to a consumer retried after it.
-    expect((await mailTo(s.email)).filter((m) => m.subject.startsWith("Signed by every party")).length, "signed copies mailed").toBeGreaterThanOrEqual(1);
+    expect(
+      (await mailTo(s.email)).filter((m) => m.subject.startsWith("Signed by every party")).length,
+      "signed copies mailed",
+    ).toBeGreaterThanOrEqual(1);
   },
 };
 
@@ -565,7 +767,9 @@ const fanout: FaultRow<Fanout> = {
   },
   async act(f, s) {
     // The write's send, then one delivery of each queue: the fan-out of the three events, then the six POSTs.
-    f.events.held.push(...s.eventIds.map((id, i) => ({ id: `seeded-${i}`, body: { id, organizationId: s.owner.organizationId }, attempts: 1 })));
+    f.events.held.push(
+      ...s.eventIds.map((id, i) => ({ id: `seeded-${i}`, body: { id, organizationId: s.owner.organizationId }, attempts: 1 })),
+    );
     await f.events.deliverOnce(f.env);
     await f.deliveries.deliverOnce(f.env);
   },
@@ -585,7 +789,10 @@ const fanout: FaultRow<Fanout> = {
       }
     }
     const org = s.owner.organizationId;
-    expect(await count(org, "SELECT COUNT(*) AS n FROM webhook_deliveries WHERE organization_id = ? AND status = 'delivered'", org), "deliveries delivered").toBe(6);
+    expect(
+      await count(org, "SELECT COUNT(*) AS n FROM webhook_deliveries WHERE organization_id = ? AND status = 'delivered'", org),
+      "deliveries delivered",
+    ).toBe(6);
     expect(await count(org, "SELECT COUNT(*) AS n FROM webhook_deliveries WHERE organization_id = ?", org), "deliveries").toBe(6);
   },
 };
@@ -611,7 +818,10 @@ const autoDisable: FaultRow<Disable> = {
     const d1 = await tenantDb(owner.organizationId);
     await fanOutEvents(capture, createDb(d1), [contactEvent(owner, "contact.created", { id: crypto.randomUUID() })]);
     // Every delivery to it has failed for six days: its next failure turns it off.
-    await d1.prepare("UPDATE webhook_subscriptions SET failing_since = ? WHERE id = ?").bind(new Date(Date.now() - 6 * 86_400_000).toISOString(), target.id).run();
+    await d1
+      .prepare("UPDATE webhook_subscriptions SET failing_since = ? WHERE id = ?")
+      .bind(new Date(Date.now() - 6 * 86_400_000).toISOString(), target.id)
+      .run();
     return { owner, targetId: target.id, listener, message: sent[0]! };
   },
   async act(f, s) {
@@ -624,16 +834,29 @@ const autoDisable: FaultRow<Disable> = {
   },
   async check(_f, s) {
     const org = s.owner.organizationId;
-    const row = await (await tenantDb(org)).prepare("SELECT enabled, disabled_reason, owners_notice_due_at FROM webhook_subscriptions WHERE id = ?").bind(s.targetId).first<Record<string, unknown>>();
-    expect(row, "the endpoint").toMatchObject({ enabled: 0, disabled_reason: "every delivery failed for 5 days", owners_notice_due_at: null });
+    const row = await (await tenantDb(org))
+      .prepare("SELECT enabled, disabled_reason, owners_notice_due_at FROM webhook_subscriptions WHERE id = ?")
+      .bind(s.targetId)
+      .first<Record<string, unknown>>();
+    expect(row, "the endpoint").toMatchObject({
+      enabled: 0,
+      disabled_reason: "every delivery failed for 5 days",
+      owners_notice_due_at: null,
+    });
     await expectEventsOnce(org, ["webhook.endpoint_disabled"], { "webhook.endpoint_disabled": 1 });
     // The other endpoint was told, once (a repeat is the same event id and body).
     const got = await s.listener.received();
     expect(new Set(got.map((r) => r.headers["webhook-id"])).size, "events at the other endpoint").toBe(1);
     expect(new Set(got.map((r) => r.body)).size, "bodies at the other endpoint").toBe(1);
-    expect(JSON.parse(got[0]!.body), "the event").toMatchObject({ event: "webhook.endpoint_disabled", data: { object: { id: s.targetId, enabled: false } } });
+    expect(JSON.parse(got[0]!.body), "the event").toMatchObject({
+      event: "webhook.endpoint_disabled",
+      data: { object: { id: s.targetId, enabled: false } },
+    });
     // The owner was mailed, after the commit or by the cron (a reply lost after the send may repeat it).
-    expect((await mailTo(`${s.owner.userId}@example.test`)).filter((m) => m.subject.includes(NOTICE_SUBJECT)).length, "owner's notices").toBeGreaterThanOrEqual(1);
+    expect(
+      (await mailTo(`${s.owner.userId}@example.test`)).filter((m) => m.subject.includes(NOTICE_SUBJECT)).length,
+      "owner's notices",
+    ).toBeGreaterThanOrEqual(1);
   },
 };
 
@@ -655,7 +878,13 @@ const purge: FaultRow<Purge> = {
     const photo = await seedPhoto(owner, property.id);
     for (const path of [`/v1/deals/${deal.id}`, `/v1/properties/${property.id}`]) await seedCall("DELETE", path, { token: owner.token });
     // Thirty days on: both are due for the purge, the deal first.
-    const due = (id: string, ago: number) => tenantDb(owner.organizationId).then((db) => db.prepare("UPDATE trash_entries SET restorable_until = ? WHERE record_id = ?").bind(new Date(Date.now() - ago).toISOString(), id).run());
+    const due = (id: string, ago: number) =>
+      tenantDb(owner.organizationId).then((db) =>
+        db
+          .prepare("UPDATE trash_entries SET restorable_until = ? WHERE record_id = ?")
+          .bind(new Date(Date.now() - ago).toISOString(), id)
+          .run(),
+      );
     await due(deal.id, 2000);
     await due(property.id, 1000);
     return { owner, dealId: deal.id, propertyId: property.id, links: [doc.url, photo.url] };
@@ -666,9 +895,12 @@ const purge: FaultRow<Purge> = {
   },
   async during(f, s) {
     // Nothing half-purged is readable: not the records, not a restore, not a file through a link handed out before.
-    for (const path of [`/v1/deals/${s.dealId}`, `/v1/properties/${s.propertyId}`]) expect((await request(f, "GET", path, { token: s.owner.token })).status, path).toBe(404);
-    for (const path of [`/v1/deals/${s.dealId}/restore`, `/v1/properties/${s.propertyId}/restore`]) expect((await request(f, "POST", path, { token: s.owner.token })).status, path).toBe(404);
-    for (const link of s.links) expect((await request(f, "GET", new URL(link).pathname + new URL(link).search)).status, "file link").toBe(404);
+    for (const path of [`/v1/deals/${s.dealId}`, `/v1/properties/${s.propertyId}`])
+      expect((await request(f, "GET", path, { token: s.owner.token })).status, path).toBe(404);
+    for (const path of [`/v1/deals/${s.dealId}/restore`, `/v1/properties/${s.propertyId}/restore`])
+      expect((await request(f, "POST", path, { token: s.owner.token })).status, path).toBe(404);
+    for (const link of s.links)
+      expect((await request(f, "GET", new URL(link).pathname + new URL(link).search)).status, "file link").toBe(404);
     expect((await request(f, "GET", "/v1/trash", { token: s.owner.token })).body.data, "trash list").toEqual([]);
   },
   async recover(f) {
@@ -676,9 +908,15 @@ const purge: FaultRow<Purge> = {
   },
   async check(_f, s) {
     const org = s.owner.organizationId;
-    expect(await count(org, "SELECT COUNT(*) AS n FROM trash_entries WHERE organization_id = ? AND state = 'purged' AND label IS NULL", org), "tombstones").toBe(2);
+    expect(
+      await count(org, "SELECT COUNT(*) AS n FROM trash_entries WHERE organization_id = ? AND state = 'purged' AND label IS NULL", org),
+      "tombstones",
+    ).toBe(2);
     expect(await count(org, "SELECT COUNT(*) AS n FROM trash_rows WHERE record_id IN (?, ?)", s.dealId, s.propertyId), "kept rows").toBe(0);
-    expect([...(await objectsUnder(dealPrefix(org, s.dealId))), ...(await objectsUnder(propertyPrefix(org, s.propertyId)))], "files").toEqual([]);
+    expect(
+      [...(await objectsUnder(dealPrefix(org, s.dealId))), ...(await objectsUnder(propertyPrefix(org, s.propertyId)))],
+      "files",
+    ).toEqual([]);
   },
 };
 
@@ -688,12 +926,15 @@ interface Restore extends Written {
 
 const restore: FaultRow<Restore> = {
   operation: "trash restore (a deal with a document)",
-  ...keyedWrite<Restore>(async (owner) => {
-    const deal = await seedDeal(owner);
-    await seedDocument(owner, deal.id);
-    await seedCall("DELETE", `/v1/deals/${deal.id}`, { token: owner.token });
-    return { dealId: deal.id };
-  }, (f, s) => request(f, "POST", `/v1/deals/${s.dealId}/restore`, { token: s.owner.token, headers: keyed(s) })),
+  ...keyedWrite<Restore>(
+    async (owner) => {
+      const deal = await seedDeal(owner);
+      await seedDocument(owner, deal.id);
+      await seedCall("DELETE", `/v1/deals/${deal.id}`, { token: owner.token });
+      return { dealId: deal.id };
+    },
+    (f, s) => request(f, "POST", `/v1/deals/${s.dealId}/restore`, { token: s.owner.token, headers: keyed(s) }),
+  ),
   async check(f, s) {
     expectAnswered(s, 200);
     const org = s.owner.organizationId;
@@ -713,11 +954,15 @@ const dialect = new SQLiteAsyncDialect({ casing: "snake_case" });
 async function rowsOf(shard: number, organizationId: string): Promise<Record<string, string>> {
   const d1 = shardDatabase(env, shard);
   const statements = MOVED_TABLES.map((t) => {
-    const q = dialect.sqlToQuery(sql`SELECT json_group_array(r) AS rows FROM (SELECT ${rowJson(t.table)} AS r FROM ${t.table} WHERE ${t.of(organizationId)} ORDER BY ${sql.join(t.key, sql`, `)})`);
+    const q = dialect.sqlToQuery(
+      sql`SELECT json_group_array(r) AS rows FROM (SELECT ${rowJson(t.table)} AS r FROM ${t.table} WHERE ${t.of(organizationId)} ORDER BY ${sql.join(t.key, sql`, `)})`,
+    );
     return d1.prepare(q.sql).bind(...q.params);
   });
   const results = await d1.batch<{ rows: string }>(statements);
-  return Object.fromEntries(MOVED_TABLES.flatMap((t, i) => (results[i]!.results[0]!.rows === "[]" ? [] : [[t.name, results[i]!.results[0]!.rows]])));
+  return Object.fromEntries(
+    MOVED_TABLES.flatMap((t, i) => (results[i]!.results[0]!.rows === "[]" ? [] : [[t.name, results[i]!.results[0]!.rows]])),
+  );
 }
 
 interface Move {
@@ -774,7 +1019,9 @@ const shardMove: FaultRow<Move> = {
   },
   async during(_f, s) {
     // Stopped anywhere, the organization is whole on the shard the directory names.
-    const placed = await env.DB.prepare("SELECT shard FROM organization_shards WHERE organization_id = ?").bind(s.mover.organizationId).first<{ shard: number }>();
+    const placed = await env.DB.prepare("SELECT shard FROM organization_shards WHERE organization_id = ?")
+      .bind(s.mover.organizationId)
+      .first<{ shard: number }>();
     expect(await rowsOf(placed!.shard, s.mover.organizationId), "the organization where the directory places it").toEqual(s.before);
   },
   async recover(f, s) {
@@ -783,7 +1030,9 @@ const shardMove: FaultRow<Move> = {
     expect((await stepMove(f.env, s.mover.organizationId, MOVE_OPTIONS)).phase).toBe("done");
   },
   async check(f, s) {
-    const placed = await env.DB.prepare("SELECT shard, fenced_at AS fencedAt FROM organization_shards WHERE organization_id = ?").bind(s.mover.organizationId).first<{ shard: number; fencedAt: string | null }>();
+    const placed = await env.DB.prepare("SELECT shard, fenced_at AS fencedAt FROM organization_shards WHERE organization_id = ?")
+      .bind(s.mover.organizationId)
+      .first<{ shard: number; fencedAt: string | null }>();
     expect(placed, "placement").toEqual({ shard: 1, fencedAt: null });
     expect(await rowsOf(1, s.mover.organizationId), "the organization on its new shard").toEqual(s.before);
     expect(await rowsOf(0, s.mover.organizationId), "left on the old shard").toEqual({});
@@ -815,23 +1064,47 @@ interface Erasure extends Written {
 async function seedPersonEverywhere(owner: TestPrincipal): Promise<Omit<Erasure, keyof Written>> {
   const person = newPerson();
   const token = owner.token;
-  const contact = await seedContact(owner, { firstName: person.firstName, lastName: person.lastName, email: person.email, phone: person.phone });
+  const contact = await seedContact(owner, {
+    firstName: person.firstName,
+    lastName: person.lastName,
+    email: person.email,
+    phone: person.phone,
+  });
   const neighbour = await seedContact(owner, { firstName: "Nia", lastName: "Neighbour" });
-  await seedCall("POST", `/v1/contacts/${neighbour.id}/activities`, { token, body: { type: "NOTE", description: `Introduced by ${person.fullName}` } });
+  await seedCall("POST", `/v1/contacts/${neighbour.id}/activities`, {
+    token,
+    body: { type: "NOTE", description: `Introduced by ${person.fullName}` },
+  });
   const trashed = await seedContact(owner, { firstName: "Theo", lastName: "Trashed", notes: `Cousin of ${person.fullName}` });
   await seedCall("DELETE", `/v1/contacts/${trashed.id}`, { token });
   const canonical = leaseCanonical({ tenants: [{ name: person.fullName, email: person.email }] });
   const doc = await seedCall("POST", "/api/documents", { token, body: { formKey: canonical.formKey, canonical } });
-  const sent = await seedCall("POST", `/api/documents/${doc.id}/signature`, { token, body: { signers: [{ name: person.fullName, email: person.email, role: "tenant" }] } });
-  return { person, contactId: contact.id, trashedId: trashed.id, envelopeId: sent.envelopeId, documentId: doc.id, signToken: tokenOf(sent.links[0]!.url) };
+  const sent = await seedCall("POST", `/api/documents/${doc.id}/signature`, {
+    token,
+    body: { signers: [{ name: person.fullName, email: person.email, role: "tenant" }] },
+  });
+  return {
+    person,
+    contactId: contact.id,
+    trashedId: trashed.id,
+    envelopeId: sent.envelopeId,
+    documentId: doc.id,
+    signToken: tokenOf(sent.links[0]!.url),
+  };
 }
 
 const erasureRow = async (s: Erasure) =>
-  (await tenantDb(s.owner.organizationId)).prepare("SELECT state, subject, erased, retained FROM erasures WHERE contact_id = ?").bind(s.contactId).first<{ state: string; subject: string | null; erased: string; retained: string }>();
+  (await tenantDb(s.owner.organizationId))
+    .prepare("SELECT state, subject, erased, retained FROM erasures WHERE contact_id = ?")
+    .bind(s.contactId)
+    .first<{ state: string; subject: string | null; erased: string; retained: string }>();
 
-const signLink = (f: FaultEnv, s: Erasure) => request(f, "GET", `/api/public/sign/${encodeURIComponent(s.signToken)}`, { headers: { "cf-connecting-ip": freshIp() } });
+const signLink = (f: FaultEnv, s: Erasure) =>
+  request(f, "GET", `/api/public/sign/${encodeURIComponent(s.signToken)}`, { headers: { "cf-connecting-ip": freshIp() } });
 
-const eraseRequest = keyedWrite<Erasure>(seedPersonEverywhere, (f, s) => request(f, "DELETE", `/v1/contacts/${s.contactId}?erase=true`, { token: s.owner.token, headers: keyed(s) }));
+const eraseRequest = keyedWrite<Erasure>(seedPersonEverywhere, (f, s) =>
+  request(f, "DELETE", `/v1/contacts/${s.contactId}?erase=true`, { token: s.owner.token, headers: keyed(s) }),
+);
 
 const erasure: FaultRow<Erasure> = {
   operation: "erasure of a person (an open envelope, its document, an activity, the trash)",
@@ -862,20 +1135,38 @@ const erasure: FaultRow<Erasure> = {
     // What the run without a fault erases, each counted once: the contact, the mail to them, the envelope and its
     // document, the trashed contact's kept row, five event payloads (the two contacts' contact.created, the
     // document.created, envelope.sent and the erasure's own envelope.voided) and the neighbour's activity.
-    expect(erased, "what was erased").toEqual({ contacts: 1, mails: 1, envelopes: 1, documents: 1, trash_rows: 1, events: 5, activity_texts: 1 });
+    expect(erased, "what was erased").toEqual({
+      contacts: 1,
+      mails: 1,
+      envelopes: 1,
+      documents: 1,
+      trash_rows: 1,
+      events: 5,
+      activity_texts: 1,
+    });
     expect(retained, "what was retained").toEqual([]);
     expect(s.final!.body.data, "the answer").toMatchObject({ id: s.contactId, deleted: true, erased, retained });
-    for (const path of [`/v1/contacts/${s.contactId}`, `/api/signatures/${s.envelopeId}`, `/api/documents/${s.documentId}`]) expect((await request(f, "GET", path, { token })).status, path).toBe(404);
+    for (const path of [`/v1/contacts/${s.contactId}`, `/api/signatures/${s.envelopeId}`, `/api/documents/${s.documentId}`])
+      expect((await request(f, "GET", path, { token })).status, path).toBe(404);
     expect((await signLink(f, s)).status, "the person's signing link").toBe(404);
     // The trashed contact's delete, and the erasure's.
     await expectEventsOnce(org, ["contact.deleted"], { "contact.deleted": 2 });
     // The other record in the trash comes back without the person.
     expect((await request(f, "POST", `/v1/contacts/${s.trashedId}/restore`, { token })).status, "restore").toBe(200);
-    expect((await request(f, "GET", `/v1/contacts/${s.trashedId}`, { token })).body.data.notes, "the restored notes").toBe("Cousin of [erased]");
+    expect((await request(f, "GET", `/v1/contacts/${s.trashedId}`, { token })).body.data.notes, "the restored notes").toBe(
+      "Cousin of [erased]",
+    );
     expect(await whereFound(s.person.needles, retained), "the person in the databases").toEqual([]);
     expect(await filesFound(s.person.needles, retained, org), "the person in the files").toEqual([]);
     // The neighbour and the restored contact; every stored figure moved once.
-    expect(await count(org, "SELECT COALESCE(SUM(total), 0) AS n FROM resource_counters WHERE organization_id = ? AND resource = 'contacts'", org), "contact total").toBe(2);
+    expect(
+      await count(
+        org,
+        "SELECT COALESCE(SUM(total), 0) AS n FROM resource_counters WHERE organization_id = ? AND resource = 'contacts'",
+        org,
+      ),
+      "contact total",
+    ).toBe(2);
     await expectDerivedFiguresExact(org);
   },
 };
@@ -891,10 +1182,23 @@ interface MergedErasure extends Written {
 const mergedEraseRequest = keyedWrite<MergedErasure>(
   async (owner) => {
     const person = newPerson();
-    const contact = await seedContact(owner, { firstName: person.firstName, lastName: person.lastName, email: person.email, phone: person.phone });
+    const contact = await seedContact(owner, {
+      firstName: person.firstName,
+      lastName: person.lastName,
+      email: person.email,
+      phone: person.phone,
+    });
     const mergedEmail = `twin.${crypto.randomUUID().slice(0, 6)}@merged.test`;
-    const merged = await seedContact(owner, { firstName: person.firstName, lastName: person.lastName, email: mergedEmail, notes: `Also ${person.phone}` });
-    await seedCall("POST", `/v1/contacts/${merged.id}/activities`, { token: owner.token, body: { type: "NOTE", description: `Wrote to ${mergedEmail}` } });
+    const merged = await seedContact(owner, {
+      firstName: person.firstName,
+      lastName: person.lastName,
+      email: mergedEmail,
+      notes: `Also ${person.phone}`,
+    });
+    await seedCall("POST", `/v1/contacts/${merged.id}/activities`, {
+      token: owner.token,
+      body: { type: "NOTE", description: `Wrote to ${mergedEmail}` },
+    });
     await seedCall("POST", `/v1/contacts/${contact.id}/merge`, { token: owner.token, body: { sourceIds: [merged.id] } });
     return { person, contactId: contact.id, mergedId: merged.id, mergedEmail };
   },
@@ -909,13 +1213,32 @@ const mergedErasure: FaultRow<MergedErasure> = {
     expectAnswered(s, 200);
     const org = s.owner.organizationId;
     for (const id of [s.contactId, s.mergedId]) {
-      expect(await count(org, "SELECT COUNT(*) AS n FROM erasures WHERE contact_id = ? AND state = 'done' AND subject IS NULL", id), `the erasure of ${id}`).toBe(1);
-      expect(await count(org, "SELECT COUNT(*) AS n FROM trash_entries WHERE record_id = ? AND state = 'erased'", id), `the tombstone of ${id}`).toBe(1);
+      expect(
+        await count(org, "SELECT COUNT(*) AS n FROM erasures WHERE contact_id = ? AND state = 'done' AND subject IS NULL", id),
+        `the erasure of ${id}`,
+      ).toBe(1);
+      expect(
+        await count(org, "SELECT COUNT(*) AS n FROM trash_entries WHERE record_id = ? AND state = 'erased'", id),
+        `the tombstone of ${id}`,
+      ).toBe(1);
     }
-    expect((await request(f, "POST", `/v1/contacts/${s.mergedId}/restore`, { token: s.owner.token })).status, "restore of the merged contact").toBe(404);
+    expect(
+      (await request(f, "POST", `/v1/contacts/${s.mergedId}/restore`, { token: s.owner.token })).status,
+      "restore of the merged contact",
+    ).toBe(404);
     // Two searches: D1 answers at most 100 columns, one per column and needle.
-    expect([...(await whereFound(s.person.needles, [])), ...(await whereFound([s.mergedEmail], []))], "the person in the databases").toEqual([]);
-    expect(await count(org, "SELECT COALESCE(SUM(total), 0) AS n FROM resource_counters WHERE organization_id = ? AND resource = 'contacts'", org), "contact total").toBe(0);
+    expect(
+      [...(await whereFound(s.person.needles, [])), ...(await whereFound([s.mergedEmail], []))],
+      "the person in the databases",
+    ).toEqual([]);
+    expect(
+      await count(
+        org,
+        "SELECT COALESCE(SUM(total), 0) AS n FROM resource_counters WHERE organization_id = ? AND resource = 'contacts'",
+        org,
+      ),
+      "contact total",
+    ).toBe(0);
     await expectDerivedFiguresExact(org);
   },
 };
@@ -925,18 +1248,34 @@ const mergedErasure: FaultRow<MergedErasure> = {
 /** The directory's row and the shard's copy of a member or organization, in the columns both carry. */
 async function bothCopies(table: "organizations" | "users", id: string, columns: string, organizationId: string) {
   const query = `SELECT ${columns} FROM ${table} WHERE id = ?`;
-  const [directory, shard] = await Promise.all([env.DB.prepare(query).bind(id).first(), (await tenantDb(organizationId)).prepare(query).bind(id).first()]);
+  const [directory, shard] = await Promise.all([
+    env.DB.prepare(query).bind(id).first(),
+    (await tenantDb(organizationId)).prepare(query).bind(id).first(),
+  ]);
   return { directory, shard };
 }
 
 const organizationUpdate: FaultRow<Written> = {
   operation: "organization update (shard, then directory) with its event",
-  ...keyedWrite<Written>(async () => ({}), (f, s) => request(f, "PATCH", "/v1/organization", { token: s.owner.token, headers: keyed(s), body: { displayName: "Faulted Realty", settings: { defaultPhoneRegion: "CA" } } })),
+  ...keyedWrite<Written>(
+    async () => ({}),
+    (f, s) =>
+      request(f, "PATCH", "/v1/organization", {
+        token: s.owner.token,
+        headers: keyed(s),
+        body: { displayName: "Faulted Realty", settings: { defaultPhoneRegion: "CA" } },
+      }),
+  ),
   async check(_f, s) {
     expectAnswered(s, 200);
     const org = s.owner.organizationId;
     const { directory, shard } = await bothCopies("organizations", org, "display_name, time_zone, settings, version", org);
-    expect(shard, "the shard's row, changed once").toEqual({ display_name: "Faulted Realty", time_zone: "UTC", settings: JSON.stringify({ defaultPhoneRegion: "CA", leadRouting: { mode: "round_robin", zipRules: [] } }), version: 2 });
+    expect(shard, "the shard's row, changed once").toEqual({
+      display_name: "Faulted Realty",
+      time_zone: "UTC",
+      settings: JSON.stringify({ defaultPhoneRegion: "CA", leadRouting: { mode: "round_robin", zipRules: [] } }),
+      version: 2,
+    });
     expect(directory, "the directory's copy, brought along").toEqual(shard);
     await expectEventsOnce(org, ["organization.updated"], { "organization.updated": 1 });
   },
@@ -948,20 +1287,36 @@ interface Invite extends Written {
 
 const userInvite: FaultRow<Invite> = {
   operation: "user invite (directory, mail, shard) with its event",
-  ...keyedWrite<Invite>(async () => ({ email: `invitee.${crypto.randomUUID()}@fault.test` }), (f, s) => request(f, "POST", "/v1/users", { token: s.owner.token, headers: keyed(s), body: { email: s.email, name: "Fay Invitee" } })),
+  ...keyedWrite<Invite>(
+    async () => ({ email: `invitee.${crypto.randomUUID()}@fault.test` }),
+    (f, s) => request(f, "POST", "/v1/users", { token: s.owner.token, headers: keyed(s), body: { email: s.email, name: "Fay Invitee" } }),
+  ),
   async check(_f, s) {
     expectAnswered(s, 201);
     const org = s.owner.organizationId;
     const id = s.final!.body.data.id as string;
-    expect(await env.DB.prepare("SELECT COUNT(*) AS n FROM users WHERE organization_id = ? AND email = ?").bind(org, s.email).first("n"), "users in the directory").toBe(1);
-    expect(await count(org, "SELECT COUNT(*) AS n FROM users WHERE organization_id = ? AND email = ?", org, s.email), "copies on the shard").toBe(1);
+    expect(
+      await env.DB.prepare("SELECT COUNT(*) AS n FROM users WHERE organization_id = ? AND email = ?").bind(org, s.email).first("n"),
+      "users in the directory",
+    ).toBe(1);
+    expect(
+      await count(org, "SELECT COUNT(*) AS n FROM users WHERE organization_id = ? AND email = ?", org, s.email),
+      "copies on the shard",
+    ).toBe(1);
     const { directory, shard } = await bothCopies("users", id, "email, name, role, version", org);
     expect(shard).toEqual({ email: s.email, name: "Fay Invitee", role: "agent", version: 1 });
     expect(directory).toEqual(shard);
     // One live invitation: the link of the last invitation mailed.
-    const live = (await env.DB.prepare("SELECT token_hash AS h FROM user_invitations WHERE user_id = ?").bind(id).all<{ h: string }>()).results;
-    const last = (await mailTo(s.email)).filter((m) => m.subject.startsWith("You are invited")).at(-1)?.text.match(/\/invite\/(inv_[A-Za-z0-9_-]+)/)?.[1];
-    expect(live.map((r) => r.h), "the live invitation is the last link mailed").toEqual([await sha256Hex(last ?? "")]);
+    const live = (await env.DB.prepare("SELECT token_hash AS h FROM user_invitations WHERE user_id = ?").bind(id).all<{ h: string }>())
+      .results;
+    const last = (await mailTo(s.email))
+      .filter((m) => m.subject.startsWith("You are invited"))
+      .at(-1)
+      ?.text.match(/\/invite\/(inv_[A-Za-z0-9_-]+)/)?.[1];
+    expect(
+      live.map((r) => r.h),
+      "the live invitation is the last link mailed",
+    ).toEqual([await sha256Hex(last ?? "")]);
     await expectEventsOnce(org, ["user.created"], { "user.created": 1 });
   },
 };
@@ -973,7 +1328,14 @@ interface RoleChange extends Written {
 const userRoleChange: FaultRow<RoleChange> = {
   operation: "user role change (shard, then directory) with its event",
   ...keyedWrite<RoleChange>(
-    async (owner) => ({ userId: (await seedCall("POST", "/v1/users", { token: owner.token, body: { email: `promoted.${crypto.randomUUID()}@fault.test`, name: "Pro Moted" } })).data.id }),
+    async (owner) => ({
+      userId: (
+        await seedCall("POST", "/v1/users", {
+          token: owner.token,
+          body: { email: `promoted.${crypto.randomUUID()}@fault.test`, name: "Pro Moted" },
+        })
+      ).data.id,
+    }),
     (f, s) => request(f, "PATCH", `/v1/users/${s.userId}`, { token: s.owner.token, headers: keyed(s), body: { role: "admin" } }),
   ),
   async check(_f, s) {
@@ -996,7 +1358,9 @@ const DIRECTORY_RECOVERY = "client retry; cron (directory events relay, outbox r
 /** The organization's integration events, each as `type object-id`, sorted. */
 async function integrationEventsOf(organizationId: string): Promise<string[]> {
   const rows = await (await tenantDb(organizationId))
-    .prepare("SELECT type, json_extract(data, '$.object.id') AS object FROM outbox_events WHERE organization_id = ? AND type LIKE 'integration.%'")
+    .prepare(
+      "SELECT type, json_extract(data, '$.object.id') AS object FROM outbox_events WHERE organization_id = ? AND type LIKE 'integration.%'",
+    )
     .bind(organizationId)
     .all<{ type: string; object: string }>();
   return rows.results.map((r) => `${r.type} ${r.object}`).sort();
@@ -1004,12 +1368,16 @@ async function integrationEventsOf(organizationId: string): Promise<string[]> {
 
 /** Nothing of the organization is left in the directory on its way to the shard. */
 async function expectNothingPending(organizationId: string): Promise<void> {
-  const left = await env.DB.prepare("SELECT COUNT(*) AS n FROM directory_outbox WHERE organization_id = ?").bind(organizationId).first<{ n: number }>();
+  const left = await env.DB.prepare("SELECT COUNT(*) AS n FROM directory_outbox WHERE organization_id = ?")
+    .bind(organizationId)
+    .first<{ n: number }>();
   expect(left!.n, "directory events still pending").toBe(0);
 }
 
 const keyIdsOf = async (organizationId: string) =>
-  (await env.DB.prepare("SELECT id FROM api_keys WHERE organization_id = ? ORDER BY id").bind(organizationId).all<{ id: string }>()).results.map((r) => r.id);
+  (
+    await env.DB.prepare("SELECT id FROM api_keys WHERE organization_id = ? ORDER BY id").bind(organizationId).all<{ id: string }>()
+  ).results.map((r) => r.id);
 
 interface KeyWrite {
   owner: TestPrincipal;
@@ -1018,7 +1386,8 @@ interface KeyWrite {
   final?: Answer;
 }
 
-const createKey = (f: FaultEnv, s: KeyWrite) => request(f, "POST", "/v1/api-keys", { token: s.owner.token, body: { name: "Faulted key", permissions: ["contacts:read"] } });
+const createKey = (f: FaultEnv, s: KeyWrite) =>
+  request(f, "POST", "/v1/api-keys", { token: s.owner.token, body: { name: "Faulted key", permissions: ["contacts:read"] } });
 
 const apiKeyCreate: FaultRow<KeyWrite> = {
   operation: "API key create (directory batch, then its event in the shard)",
@@ -1032,7 +1401,9 @@ const apiKeyCreate: FaultRow<KeyWrite> = {
     // A reply lost after the directory committed leaves that key too (its answer, with the key, never arrived).
     expect(keys, "the keys").toContain(s.final!.body.data.id);
     expect(keys.length, "the keys").toBeLessThanOrEqual(2);
-    expect(await integrationEventsOf(org), "one integration.connected per key, and nothing else").toEqual(keys.map((id) => `integration.connected ${id}`).sort());
+    expect(await integrationEventsOf(org), "one integration.connected per key, and nothing else").toEqual(
+      keys.map((id) => `integration.connected ${id}`).sort(),
+    );
     await expectNothingPending(org);
     await expectEventsOnce(org, INTEGRATION_EVENTS, { "integration.connected": keys.length, "integration.disconnected": 0 });
   },
@@ -1045,7 +1416,11 @@ const apiKeyDelete: FaultRow<KeyWrite> = {
   recovery: DIRECTORY_RECOVERY,
   async seed() {
     const owner = await principal();
-    return { owner, keyId: (await seedCall("POST", "/v1/api-keys", { token: owner.token, body: { name: "Doomed key", permissions: ["contacts:read"] } })).data.id };
+    return {
+      owner,
+      keyId: (await seedCall("POST", "/v1/api-keys", { token: owner.token, body: { name: "Doomed key", permissions: ["contacts:read"] } }))
+        .data.id,
+    };
   },
   ...retriedRequest(deleteKey),
   async check(_f, s) {
@@ -1075,11 +1450,24 @@ const customFieldDelete: FaultRow<FieldDelete> = {
   recovery: "client retry (finishes the cut-short delete, answers 404)",
   async seed() {
     const owner = await principal();
-    const fieldId = (await seedCall("POST", "/v1/custom-fields", { token: owner.token, body: { object: "contact", key: "budget", label: "Budget", type: "number" } })).data.id;
-    await seedCall("POST", "/v1/custom-fields", { token: owner.token, body: { object: "contact", key: "kept", label: "Kept", type: "text" } });
+    const fieldId = (
+      await seedCall("POST", "/v1/custom-fields", {
+        token: owner.token,
+        body: { object: "contact", key: "budget", label: "Budget", type: "number" },
+      })
+    ).data.id;
+    await seedCall("POST", "/v1/custom-fields", {
+      token: owner.token,
+      body: { object: "contact", key: "kept", label: "Kept", type: "text" },
+    });
     const contactIds: string[] = [];
     for (let i = 0; i < 3; i++) {
-      const body = { firstName: "Field", lastName: `Fault ${i}`, email: `field.${crypto.randomUUID()}@example.test`, customFields: { budget: i + 1, kept: `k${i}` } };
+      const body = {
+        firstName: "Field",
+        lastName: `Fault ${i}`,
+        email: `field.${crypto.randomUUID()}@example.test`,
+        customFields: { budget: i + 1, kept: `k${i}` },
+      };
       contactIds.push((await seedCall("POST", "/v1/contacts", { token: owner.token, body })).data.id);
     }
     return { owner, fieldId, contactIds };
@@ -1089,22 +1477,41 @@ const customFieldDelete: FaultRow<FieldDelete> = {
     // The retry of a delete whose reply was lost, or which was cut short, finds the field gone (and finishes it).
     expect([204, 404], JSON.stringify(s.final!.body)).toContain(s.final!.status);
     const org = s.owner.organizationId;
-    expect(await count(org, "SELECT COUNT(*) AS n FROM custom_field_definitions WHERE organization_id = ? AND key = 'budget'", org), "the definition").toBe(0);
-    const values = await (await tenantDb(org)).prepare("SELECT custom_fields AS v FROM contacts WHERE organization_id = ? ORDER BY last_name").bind(org).all<{ v: string }>();
-    expect(values.results.map((r) => JSON.parse(r.v)), "the values").toEqual([{ kept: "k0" }, { kept: "k1" }, { kept: "k2" }]);
+    expect(
+      await count(org, "SELECT COUNT(*) AS n FROM custom_field_definitions WHERE organization_id = ? AND key = 'budget'", org),
+      "the definition",
+    ).toBe(0);
+    const values = await (await tenantDb(org))
+      .prepare("SELECT custom_fields AS v FROM contacts WHERE organization_id = ? ORDER BY last_name")
+      .bind(org)
+      .all<{ v: string }>();
+    expect(
+      values.results.map((r) => JSON.parse(r.v)),
+      "the values",
+    ).toEqual([{ kept: "k0" }, { kept: "k1" }, { kept: "k2" }]);
     await expectDerivedFiguresExact(org);
   },
 };
 
 /** A form POST to an OAuth endpoint on `f`, from an address of its own (they are limited per address). */
 const oauthForm = (f: FaultEnv, path: string, form: Record<string, string>) =>
-  request(f, "POST", path, { raw: new TextEncoder().encode(new URLSearchParams(form).toString()), headers: { "content-type": "application/x-www-form-urlencoded", "cf-connecting-ip": freshIp() } });
+  request(f, "POST", path, {
+    raw: new TextEncoder().encode(new URLSearchParams(form).toString()),
+    headers: { "content-type": "application/x-www-form-urlencoded", "cf-connecting-ip": freshIp() },
+  });
 
 /** An authorization code of the bearer-session shortcut, and its verifier. */
 async function oauthCode(f: FaultEnv, owner: TestPrincipal): Promise<{ code: string; verifier: string }> {
   const verifier = toBase64Url(crypto.getRandomValues(new Uint8Array(32)));
   const challenge = toBase64Url(new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(verifier))));
-  const query = new URLSearchParams({ client_id: OAUTH_CLIENT, redirect_uri: OAUTH_REDIRECT, response_type: "code", code_challenge: challenge, code_challenge_method: "S256", state: "fault" });
+  const query = new URLSearchParams({
+    client_id: OAUTH_CLIENT,
+    redirect_uri: OAUTH_REDIRECT,
+    response_type: "code",
+    code_challenge: challenge,
+    code_challenge_method: "S256",
+    state: "fault",
+  });
   const res = await request(f, "GET", `/oauth/authorize?${query}`, { token: owner.token });
   expect(res.status, "authorization").toBe(302);
   return { code: new URL(res.headers.get("location")!).searchParams.get("code")!, verifier };
@@ -1113,12 +1520,22 @@ async function oauthCode(f: FaultEnv, owner: TestPrincipal): Promise<{ code: str
 const OAUTH_CLIENT = "mcp-dev";
 const OAUTH_REDIRECT = "http://127.0.0.1:4321/callback";
 const exchangeCode = (f: FaultEnv, c: { code: string; verifier: string }) =>
-  oauthForm(f, "/oauth/token", { grant_type: "authorization_code", code: c.code, redirect_uri: OAUTH_REDIRECT, client_id: OAUTH_CLIENT, code_verifier: c.verifier });
+  oauthForm(f, "/oauth/token", {
+    grant_type: "authorization_code",
+    code: c.code,
+    redirect_uri: OAUTH_REDIRECT,
+    client_id: OAUTH_CLIENT,
+    code_verifier: c.verifier,
+  });
 
 /** Whether the client is connected to the organization (a row), and whether a live family keeps it so. */
 async function connectionOf(organizationId: string) {
-  const row = await env.DB.prepare("SELECT COUNT(*) AS n FROM oauth_connections WHERE organization_id = ? AND client_id = ?").bind(organizationId, OAUTH_CLIENT).first<{ n: number }>();
-  const live = await env.DB.prepare("SELECT COUNT(*) AS n FROM oauth_refresh_tokens WHERE organization_id = ? AND client_id = ? AND revoked_at IS NULL AND used_at IS NULL")
+  const row = await env.DB.prepare("SELECT COUNT(*) AS n FROM oauth_connections WHERE organization_id = ? AND client_id = ?")
+    .bind(organizationId, OAUTH_CLIENT)
+    .first<{ n: number }>();
+  const live = await env.DB.prepare(
+    "SELECT COUNT(*) AS n FROM oauth_refresh_tokens WHERE organization_id = ? AND client_id = ? AND revoked_at IS NULL AND used_at IS NULL",
+  )
     .bind(organizationId, OAUTH_CLIENT)
     .first<{ n: number }>();
   return { connected: row!.n > 0, live: live!.n > 0 };
@@ -1180,7 +1597,6 @@ const oauthDisconnect: FaultRow<Grant> = {
   },
 };
 
-
 interface BookImport extends Written {
   csv: Uint8Array;
 }
@@ -1198,11 +1614,22 @@ const bookImport: FaultRow<BookImport> = {
   recovery: "client retry (same Idempotency-Key); queue redelivery; cron re-sends a stalled import",
   async seed() {
     const owner = await principal();
-    const rows = Array.from({ length: IMPORTED }, (_, i) => `Imp,Person ${i},imp.${i}.${crypto.randomUUID().slice(0, 8)}@example.test,"imported, batch-${i % 3}",Lead`);
-    return { owner, key: crypto.randomUUID(), csv: new TextEncoder().encode(["First Name,Last Name,Email 1,Tags,Stage", ...rows].join("\r\n")) };
+    const rows = Array.from(
+      { length: IMPORTED },
+      (_, i) => `Imp,Person ${i},imp.${i}.${crypto.randomUUID().slice(0, 8)}@example.test,"imported, batch-${i % 3}",Lead`,
+    );
+    return {
+      owner,
+      key: crypto.randomUUID(),
+      csv: new TextEncoder().encode(["First Name,Last Name,Email 1,Tags,Stage", ...rows].join("\r\n")),
+    };
   },
   ...retriedRequest<BookImport>(async (f, s) => {
-    const answer = await request(f, "POST", "/v1/imports?kind=contacts", { token: s.owner.token, raw: s.csv, headers: { ...keyed(s), "content-type": "text/csv", "content-length": String(s.csv.length) } });
+    const answer = await request(f, "POST", "/v1/imports?kind=contacts", {
+      token: s.owner.token,
+      raw: s.csv,
+      headers: { ...keyed(s), "content-type": "text/csv", "content-length": String(s.csv.length) },
+    });
     await drainQueues(f);
     return answer;
   }),
@@ -1210,18 +1637,60 @@ const bookImport: FaultRow<BookImport> = {
     expectAnswered(s, 202);
     const org = s.owner.organizationId;
     expect(await count(org, "SELECT COUNT(*) AS n FROM contacts WHERE organization_id = ?", org), "contacts").toBe(IMPORTED);
-    expect(await count(org, "SELECT COUNT(*) AS n FROM imports WHERE organization_id = ? AND status <> 'completed'", org), "imports not completed").toBe(0);
-    expect(await count(org, "SELECT COALESCE(SUM(created), 0) AS n FROM imports WHERE organization_id = ?", org), "created, over every import").toBe(IMPORTED);
-    expect(await count(org, "SELECT contact_count AS n FROM tags WHERE organization_id = ? AND name = 'imported'", org), "tag count").toBe(IMPORTED);
-    expect(await count(org, "SELECT COALESCE(SUM(total), 0) AS n FROM resource_counters WHERE organization_id = ? AND resource = 'contacts'", org), "contact total").toBe(IMPORTED);
+    expect(
+      await count(org, "SELECT COUNT(*) AS n FROM imports WHERE organization_id = ? AND status <> 'completed'", org),
+      "imports not completed",
+    ).toBe(0);
+    expect(
+      await count(org, "SELECT COALESCE(SUM(created), 0) AS n FROM imports WHERE organization_id = ?", org),
+      "created, over every import",
+    ).toBe(IMPORTED);
+    expect(await count(org, "SELECT contact_count AS n FROM tags WHERE organization_id = ? AND name = 'imported'", org), "tag count").toBe(
+      IMPORTED,
+    );
+    expect(
+      await count(
+        org,
+        "SELECT COALESCE(SUM(total), 0) AS n FROM resource_counters WHERE organization_id = ? AND resource = 'contacts'",
+        org,
+      ),
+      "contact total",
+    ).toBe(IMPORTED);
     await expectDerivedFiguresExact(org);
     const imports = await count(org, "SELECT COUNT(*) AS n FROM imports WHERE organization_id = ?", org);
     await expectEventsOnce(org, ["import.completed", "contact.created"], { "import.completed": imports, "contact.created": 0 });
-    expect((await env.FILES.list({ prefix: `imports/${org}/` })).objects.map((o) => o.key), "sources left in R2").toEqual([]);
+    expect(
+      (await env.FILES.list({ prefix: `imports/${org}/` })).objects.map((o) => o.key),
+      "sources left in R2",
+    ).toEqual([]);
   },
 };
 
 export const FAULTS: FaultRow[] = [
-  contactCreate, leadIntake, leadReview, formLead, reviewAccept, dealMove, propertyPrice, dealUpload, photoUpload, publicSign, fanout, autoDisable, purge, restore, shardMove, erasure, mergedErasure,
-  organizationUpdate, userInvite, userRoleChange, apiKeyCreate, apiKeyDelete, oauthConnect, oauthDisconnect, customFieldDelete, bookImport,
+  contactCreate,
+  leadIntake,
+  leadReview,
+  formLead,
+  reviewAccept,
+  dealMove,
+  propertyPrice,
+  dealUpload,
+  photoUpload,
+  publicSign,
+  fanout,
+  autoDisable,
+  purge,
+  restore,
+  shardMove,
+  erasure,
+  mergedErasure,
+  organizationUpdate,
+  userInvite,
+  userRoleChange,
+  apiKeyCreate,
+  apiKeyDelete,
+  oauthConnect,
+  oauthDisconnect,
+  customFieldDelete,
+  bookImport,
 ];

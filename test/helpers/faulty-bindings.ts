@@ -100,7 +100,8 @@ const REAL = Symbol("real statement");
 type Wrapped = D1PreparedStatement & { [REAL]: D1PreparedStatement; sql: string };
 
 function wrapStatement(real: D1PreparedStatement, sql: string, binding: string, plan: FaultPlan): Wrapped {
-  const exec = <T>(run: () => Promise<T>) => (isWrite(sql) ? plan.step({ kind: "d1", binding, what: statementName(sql) }, run) : plan.read(binding, run));
+  const exec = <T>(run: () => Promise<T>) =>
+    isWrite(sql) ? plan.step({ kind: "d1", binding, what: statementName(sql) }, run) : plan.read(binding, run);
   const wrapped = {
     [REAL]: real,
     sql,
@@ -149,8 +150,10 @@ export function faultyR2(real: R2Bucket, binding: string, plan: FaultPlan): R2Bu
   const shape = (k: string) => k.replace(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g, "*");
   const keyName = (k: string | string[]) => (Array.isArray(k) ? `${k.length} key(s) ${shape(k[0] ?? "")}` : shape(k));
   return {
-    put: (key: string, value: unknown, options?: R2PutOptions) => plan.step({ kind: "r2.put", binding, what: `put ${keyName(key)}` }, () => real.put(key, value as ArrayBuffer, options)),
-    delete: (keys: string | string[]) => plan.step({ kind: "r2.delete", binding, what: `delete ${keyName(keys)}` }, () => real.delete(keys)),
+    put: (key: string, value: unknown, options?: R2PutOptions) =>
+      plan.step({ kind: "r2.put", binding, what: `put ${keyName(key)}` }, () => real.put(key, value as ArrayBuffer, options)),
+    delete: (keys: string | string[]) =>
+      plan.step({ kind: "r2.delete", binding, what: `delete ${keyName(keys)}` }, () => real.delete(keys)),
     get: (key: string, options?: R2GetOptions) => plan.read(binding, () => real.get(key, options)),
     head: (key: string) => plan.read(binding, () => real.head(key)),
     list: (options?: R2ListOptions) => plan.read(binding, () => real.list(options)),
@@ -184,9 +187,13 @@ export class HeldQueue {
   }
 
   readonly producer = {
-    send: (body: unknown) => this.plan.step({ kind: "queue.send", binding: this.binding, what: `send ${this.name}` }, async () => void this.hold([body])),
+    send: (body: unknown) =>
+      this.plan.step({ kind: "queue.send", binding: this.binding, what: `send ${this.name}` }, async () => void this.hold([body])),
     sendBatch: (messages: { body: unknown }[]) =>
-      this.plan.step({ kind: "queue.send", binding: this.binding, what: `sendBatch ${this.name} (${messages.length})` }, async () => void this.hold(messages.map((m) => m.body))),
+      this.plan.step(
+        { kind: "queue.send", binding: this.binding, what: `sendBatch ${this.name} (${messages.length})` },
+        async () => void this.hold(messages.map((m) => m.body)),
+      ),
   } as unknown as Queue<unknown>;
 
   /**
@@ -197,7 +204,10 @@ export class HeldQueue {
   async deliverOnce(on: Env): Promise<number> {
     const taken = this.held.splice(0, this.batchSize);
     if (taken.length === 0) return 0;
-    const batch = createMessageBatch(this.name, taken.map((m) => ({ id: m.id, timestamp: new Date(), attempts: m.attempts, body: m.body })));
+    const batch = createMessageBatch(
+      this.name,
+      taken.map((m) => ({ id: m.id, timestamp: new Date(), attempts: m.attempts, body: m.body })),
+    );
     const ctx = createExecutionContext();
     try {
       await handleQueue(batch, on);
@@ -258,7 +268,8 @@ export async function drainQueues(f: FaultEnv, { rounds = 8 } = {}): Promise<voi
 }
 
 /** Runs `work` with the envelope's signing Durable Object on `f.env` (`withSignerEnv`). */
-export const withSignerOn = <T>(envelopeId: string, f: FaultEnv, work: () => Promise<T>): Promise<T> => withSignerEnv(envelopeId, f.env, work);
+export const withSignerOn = <T>(envelopeId: string, f: FaultEnv, work: () => Promise<T>): Promise<T> =>
+  withSignerEnv(envelopeId, f.env, work);
 
 /**
  * Runs `work` with the envelope's signing Durable Object on `objectEnv`: its bindings are swapped within

@@ -69,7 +69,10 @@ export function representationCanonical() {
   };
 }
 
-export function amendmentCanonical(amends: string, change: { waives?: number[]; completion?: ReturnType<typeof day>; priceCents?: number; notes?: string } = {}) {
+export function amendmentCanonical(
+  amends: string,
+  change: { waives?: number[]; completion?: ReturnType<typeof day>; priceCents?: number; notes?: string } = {},
+) {
   return {
     schemaVersion: 1,
     formKey: "on/amendment",

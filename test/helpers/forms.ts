@@ -34,7 +34,11 @@ export async function signInTurn(sent: Sent, emails: string[]): Promise<void> {
 
 /** The sealed PDF of a completed envelope, once its consumers have built it. */
 export async function sealedPdf(owner: TestPrincipal, envelopeId: string): Promise<Uint8Array> {
-  await vi.waitFor(async () => expect((await json(await call("GET", `/api/signatures/${envelopeId}`, { token: owner.token }))).signedDocument.status).toBe("ready"), { timeout: 20_000, interval: 100 });
+  await vi.waitFor(
+    async () =>
+      expect((await json(await call("GET", `/api/signatures/${envelopeId}`, { token: owner.token }))).signedDocument.status).toBe("ready"),
+    { timeout: 20_000, interval: 100 },
+  );
   const link = await json(await call("GET", `/api/signatures/${envelopeId}/document`, { token: owner.token }));
   const res = await call("GET", new URL(link.url).pathname + new URL(link.url).search);
   expect(res.status).toBe(200);

@@ -5,7 +5,11 @@ import type { TestPrincipal } from "./factories";
 /** POST /v1/imports with a CSV body, as `curl --data-binary @people.csv -H 'Content-Type: text/csv'` sends it. */
 export function uploadCsv(token: string, csv: string | Uint8Array, query = "kind=contacts", headers: Record<string, string> = {}) {
   const bytes = typeof csv === "string" ? new TextEncoder().encode(csv) : csv;
-  return call("POST", `/v1/imports?${query}`, { token, rawBody: new TextDecoder().decode(bytes), headers: { "content-type": "text/csv", "content-length": String(bytes.length), ...headers } });
+  return call("POST", `/v1/imports?${query}`, {
+    token,
+    rawBody: new TextDecoder().decode(bytes),
+    headers: { "content-type": "text/csv", "content-length": String(bytes.length), ...headers },
+  });
 }
 
 /** Starts an import and answers it (202 expected). */

@@ -3,12 +3,23 @@ import { call, json } from "./client";
 import { openResoFeed } from "./receiver";
 
 /** A property as the API answers it (loosely typed: tests assert on the shape). */
-export type PropertyJson = Record<string, any> & { id: string; listing: Record<string, any>; details: Record<string, any>; address: Record<string, any> };
+export type PropertyJson = Record<string, any> & {
+  id: string;
+  listing: Record<string, any>;
+  details: Record<string, any>;
+  address: Record<string, any>;
+};
 
 /** A valid create body; `overrides` replace whole groups. */
 export function propertyBody(overrides: Record<string, unknown> = {}): Record<string, unknown> {
   return {
-    address: { street: "100 Ocean Dr", city: "Miami Beach", state: "FL", zipCode: "33139", coordinates: { latitude: 25.7743, longitude: -80.1303 } },
+    address: {
+      street: "100 Ocean Dr",
+      city: "Miami Beach",
+      state: "FL",
+      zipCode: "33139",
+      coordinates: { latitude: 25.7743, longitude: -80.1303 },
+    },
     details: { propertyType: "CONDO", bedrooms: 2, bathrooms: 2, squareFootage: 1200, yearBuilt: 2005 },
     listing: { listPrice: 650000 },
     ...overrides,
@@ -30,7 +41,12 @@ export async function getProperty(token: string, id: string, query = ""): Promis
   return payload.data as PropertyJson;
 }
 
-export async function updateProperty(token: string, id: string, body: Record<string, unknown>, headers: Record<string, string> = {}): Promise<PropertyJson> {
+export async function updateProperty(
+  token: string,
+  id: string,
+  body: Record<string, unknown>,
+  headers: Record<string, string> = {},
+): Promise<PropertyJson> {
   const res = await call("PUT", `/v1/properties/${id}`, { token, body, headers });
   const payload = await json(res);
   expect(res.status, JSON.stringify(payload)).toBe(200);
@@ -55,7 +71,10 @@ export async function walkIds(token: string, query: string, limit = 2): Promise<
   const ids: string[] = [];
   let cursor: string | null = null;
   do {
-    const page: PropertyPage = await listProperties(token, [query, `limit=${limit}`, cursor ? `cursor=${encodeURIComponent(cursor)}` : ""].filter(Boolean).join("&"));
+    const page: PropertyPage = await listProperties(
+      token,
+      [query, `limit=${limit}`, cursor ? `cursor=${encodeURIComponent(cursor)}` : ""].filter(Boolean).join("&"),
+    );
     ids.push(...page.data.map((p) => p.id));
     cursor = page.pagination.nextCursor;
   } while (cursor);
@@ -63,7 +82,10 @@ export async function walkIds(token: string, query: string, limit = 2): Promise<
 }
 
 /** A multipart body of files (bytes with a name) plus optional captions and order fields. */
-export function photoForm(files: { bytes: Uint8Array; name?: string; type?: string }[], extra: { captions?: string[]; order?: string[] } = {}): FormData {
+export function photoForm(
+  files: { bytes: Uint8Array; name?: string; type?: string }[],
+  extra: { captions?: string[]; order?: string[] } = {},
+): FormData {
   const form = new FormData();
   files.forEach((f, i) => form.append("photos", new File([f.bytes], f.name ?? `photo-${i}.jpg`, { type: f.type ?? "image/jpeg" })));
   for (const c of extra.captions ?? []) form.append("captions", c);
@@ -76,7 +98,9 @@ export const PNG_1X1 = Uint8Array.from(
   atob("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="),
   (c) => c.charCodeAt(0),
 );
-export const JPEG_HEAD = Uint8Array.from([0xff, 0xd8, 0xff, 0xe0, 0x00, 0x10, 0x4a, 0x46, 0x49, 0x46, 0x00, 0x01, 0x01, 0x00, 0x00, 0x01, 0x00, 0x01, 0x00, 0x00, 0xff, 0xd9]);
+export const JPEG_HEAD = Uint8Array.from([
+  0xff, 0xd8, 0xff, 0xe0, 0x00, 0x10, 0x4a, 0x46, 0x49, 0x46, 0x00, 0x01, 0x01, 0x00, 0x00, 0x01, 0x00, 0x01, 0x00, 0x00, 0xff, 0xd9,
+]);
 
 const daysAgo = (n: number) => new Date(Date.now() - n * 86_400_000).toISOString().slice(0, 10);
 
@@ -86,7 +110,13 @@ export async function soldListing(
   o: { lat: number; lng: number; sqft: number; price: number; soldDaysAgo: number; type?: string; yearBuilt?: number; street?: string },
 ): Promise<PropertyJson> {
   const property = await createProperty(token, {
-    address: { street: o.street ?? `${Math.round(o.sqft)} Comp Ln`, city: "Austin", state: "TX", zipCode: "78701", coordinates: { latitude: o.lat, longitude: o.lng } },
+    address: {
+      street: o.street ?? `${Math.round(o.sqft)} Comp Ln`,
+      city: "Austin",
+      state: "TX",
+      zipCode: "78701",
+      coordinates: { latitude: o.lat, longitude: o.lng },
+    },
     details: { propertyType: o.type ?? "SINGLE_FAMILY", bedrooms: 3, bathrooms: 2, squareFootage: o.sqft, yearBuilt: o.yearBuilt ?? 2000 },
     listing: { listPrice: o.price, listDate: daysAgo(o.soldDaysAgo + 30) },
   });
@@ -103,7 +133,15 @@ export const VALUATION_SUBJECT = {
 
 /** A subject with three comparable sales next to it, so that it can be valued. */
 export async function valuableProperty(token: string): Promise<PropertyJson> {
-  for (let i = 0; i < 3; i++) await soldListing(token, { lat: 30.27 + i * 0.001, lng: -97.74, sqft: 2000, price: 600000 + i * 10000, soldDaysAgo: 10 + i, street: `${i + 1} Comparable Ave` });
+  for (let i = 0; i < 3; i++)
+    await soldListing(token, {
+      lat: 30.27 + i * 0.001,
+      lng: -97.74,
+      sqft: 2000,
+      price: 600000 + i * 10000,
+      soldDaysAgo: 10 + i,
+      street: `${i + 1} Comparable Ave`,
+    });
   return createProperty(token, VALUATION_SUBJECT);
 }
 
@@ -141,7 +179,10 @@ export function resoListing(listingKey: string, overrides: Record<string, unknow
 }
 
 /** A property with an mlsId and a fake RESO feed serving a listing for it; `feed` is the MLS_API_URL to sync from. */
-export async function mlsListedProperty(token: string, listing: (mlsId: string) => Record<string, unknown> = resoListing): Promise<{ id: string; mlsId: string; feed: string }> {
+export async function mlsListedProperty(
+  token: string,
+  listing: (mlsId: string) => Record<string, unknown> = resoListing,
+): Promise<{ id: string; mlsId: string; feed: string }> {
   const mlsId = `MLS-${crypto.randomUUID().slice(0, 8)}`;
   const feed = await openResoFeed([listing(mlsId)], { token: RESO_TOKEN });
   const { id } = await createProperty(token, { mlsId });
@@ -149,4 +190,7 @@ export async function mlsListedProperty(token: string, listing: (mlsId: string) 
 }
 
 /** The configuration that points MLS sync at a feed (or at a closed port when there is none). */
-export const mlsVars = (params: Record<string, string>) => ({ MLS_API_URL: params.feed ?? "http://127.0.0.1:1", MLS_API_TOKEN: RESO_TOKEN });
+export const mlsVars = (params: Record<string, string>) => ({
+  MLS_API_URL: params.feed ?? "http://127.0.0.1:1",
+  MLS_API_TOKEN: RESO_TOKEN,
+});

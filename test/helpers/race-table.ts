@@ -77,13 +77,26 @@ export interface ChildRace {
 export type Race = IndependentRace | OnceRace | ChildRace;
 
 /** A count on the shard of `owner`'s organization. */
-const count = async (owner: Pick<TestPrincipal, "organizationId">, sql: string, ...binds: unknown[]) => (await (await tenantDb(owner.organizationId)).prepare(sql).bind(...binds).first<{ n: number }>())!.n;
+const count = async (owner: Pick<TestPrincipal, "organizationId">, sql: string, ...binds: unknown[]) =>
+  (await (
+    await tenantDb(owner.organizationId)
+  )
+    .prepare(sql)
+    .bind(...binds)
+    .first<{ n: number }>())!.n;
 
 /** Outbox events of an organization, of one type. */
-export const eventCount = (organizationId: string, type: string) => count({ organizationId }, "SELECT COUNT(*) AS n FROM outbox_events WHERE organization_id = ? AND type = ?", organizationId, type);
+export const eventCount = (organizationId: string, type: string) =>
+  count({ organizationId }, "SELECT COUNT(*) AS n FROM outbox_events WHERE organization_id = ? AND type = ?", organizationId, type);
 
-const dealTotal = async (owner: TestPrincipal) => (await json(await call("GET", "/v1/deals?limit=1", { token: owner.token }))).pagination.total as number;
-const pipelineOf = async (owner: TestPrincipal) => (await json(await call("GET", "/v1/deals/pipeline", { token: owner.token }))).data as { totalDeals: number; totalValue: number; stages: { stage: string; count: number }[] };
+const dealTotal = async (owner: TestPrincipal) =>
+  (await json(await call("GET", "/v1/deals?limit=1", { token: owner.token }))).pagination.total as number;
+const pipelineOf = async (owner: TestPrincipal) =>
+  (await json(await call("GET", "/v1/deals/pipeline", { token: owner.token }))).data as {
+    totalDeals: number;
+    totalValue: number;
+    stages: { stage: string; count: number }[];
+  };
 
 /** Changes of different fields of one deal, raced: every one must land. */
 const DEAL_CHANGES: Record<string, unknown>[] = [
@@ -99,7 +112,8 @@ const DEAL_CHANGES: Record<string, unknown>[] = [
   { status: "ON_HOLD" },
 ];
 
-const propertyTotal = async (owner: TestPrincipal) => (await json(await call("GET", "/v1/properties?limit=1", { token: owner.token }))).pagination.total as number;
+const propertyTotal = async (owner: TestPrincipal) =>
+  (await json(await call("GET", "/v1/properties?limit=1", { token: owner.token }))).pagination.total as number;
 
 /** Changes of different fields of one property, raced: every one must land. */
 const PROPERTY_CHANGES: Record<string, unknown>[] = [
@@ -135,17 +149,24 @@ async function trashed(owner: TestPrincipal, collection: string, seeded: Promise
   return params;
 }
 
-const contactParams = async (owner: TestPrincipal, overrides: Record<string, unknown> = {}) => ({ id: (await createContact(owner.token, overrides)).id });
-const contactTotal = async (owner: TestPrincipal) => (await json(await call("GET", "/v1/contacts?limit=1", { token: owner.token }))).pagination.total as number;
+const contactParams = async (owner: TestPrincipal, overrides: Record<string, unknown> = {}) => ({
+  id: (await createContact(owner.token, overrides)).id,
+});
+const contactTotal = async (owner: TestPrincipal) =>
+  (await json(await call("GET", "/v1/contacts?limit=1", { token: owner.token }))).pagination.total as number;
 /** A lead kept for review (issue 40), each with its own number (an accepted one's would match the next), and an e-mail for its accept. */
 let reviewSeq = 0;
 async function leadReviewParams(owner: TestPrincipal): Promise<Params> {
   const phone = `+1 415 555 ${1000 + (reviewSeq++ % 9000)}`;
-  const res = await call("POST", "/v1/leads", { token: owner.token, body: { source: "WEBSITE", person: { firstName: "Phoned", phones: [phone] } } });
+  const res = await call("POST", "/v1/leads", {
+    token: owner.token,
+    body: { source: "WEBSITE", person: { firstName: "Phoned", phones: [phone] } },
+  });
   expect(res.status).toBe(202);
   return { id: (await json(res)).data.reviewId, email: uniqueEmail("accepted") };
 }
-const reviewTotal = async (owner: TestPrincipal) => (await json(await call("GET", "/v1/leads/reviews?limit=1", { token: owner.token }))).pagination.total as number;
+const reviewTotal = async (owner: TestPrincipal) =>
+  (await json(await call("GET", "/v1/leads/reviews?limit=1", { token: owner.token }))).pagination.total as number;
 
 async function seedWebhook(owner: TestPrincipal): Promise<Params> {
   const box = await openMailbox();
@@ -247,7 +268,8 @@ export const RACES: Race[] = [
     kind: "independent",
     route: "POST /v1/contacts",
     seed: async () => ({}),
-    changes: async () => Array.from({ length: 20 }, (_, i) => ({ body: { firstName: "Many", lastName: `N${i}`, email: uniqueEmail("race") } })),
+    changes: async () =>
+      Array.from({ length: 20 }, (_, i) => ({ body: { firstName: "Many", lastName: `N${i}`, email: uniqueEmail("race") } })),
     async verify(owner) {
       expect(await contactTotal(owner)).toBe(20);
       expect(await count(owner, "SELECT COUNT(*) AS n FROM contacts WHERE organization_id = ?", owner.organizationId)).toBe(20);
@@ -261,7 +283,13 @@ export const RACES: Race[] = [
     route: "POST /v1/leads",
     seed: async () => ({ email: uniqueEmail("lead-race") }),
     changes: async (_owner, { email }) =>
-      Array.from({ length: 30 }, (_, i) => ({ body: { source: "WEBSITE", sourceEventId: `race-${i}`, person: { firstName: "Raced", emails: [i % 2 ? email!.toUpperCase() : email], phones: ["+1 415 555 0160"] } } })),
+      Array.from({ length: 30 }, (_, i) => ({
+        body: {
+          source: "WEBSITE",
+          sourceEventId: `race-${i}`,
+          person: { firstName: "Raced", emails: [i % 2 ? email!.toUpperCase() : email], phones: ["+1 415 555 0160"] },
+        },
+      })),
     async verify(owner) {
       expect(await contactTotal(owner)).toBe(1);
       expect(await count(owner, "SELECT COUNT(*) AS n FROM contact_activities WHERE organization_id = ?", owner.organizationId)).toBe(30);
@@ -275,9 +303,13 @@ export const RACES: Race[] = [
     kind: "independent",
     route: "POST /v1/leads",
     seed: async () => ({ email: uniqueEmail("form-race") }),
-    token: async (owner) => (await json(await call("POST", "/v1/api-keys", { token: owner.token, body: { name: "Form", permissions: ["leads:write"] } }))).data.key,
+    token: async (owner) =>
+      (await json(await call("POST", "/v1/api-keys", { token: owner.token, body: { name: "Form", permissions: ["leads:write"] } }))).data
+        .key,
     changes: async (_owner, { email }) =>
-      Array.from({ length: 20 }, (_, i) => ({ body: { source: "WEBSITE", sourceEventId: `form-race-${i}`, person: { firstName: "Formed", emails: [email] } } })),
+      Array.from({ length: 20 }, (_, i) => ({
+        body: { source: "WEBSITE", sourceEventId: `form-race-${i}`, person: { firstName: "Formed", emails: [email] } },
+      })),
     async verify(owner) {
       const stored = () => count(owner, "SELECT COUNT(*) AS n FROM lead_inbox WHERE organization_id = ?", owner.organizationId);
       // Taken in after the answers: wait for the deferred intakes to finish.
@@ -297,11 +329,19 @@ export const RACES: Race[] = [
     route: "POST /v1/leads",
     seed: async () => ({}),
     changes: async () =>
-      Array.from({ length: 30 }, (_, i) => ({ body: { source: "WEBSITE", sourceEventId: `review-race-${i < 20 ? i : "same"}`, person: { firstName: "Phoned", phones: ["+1 415 555 0161"] } } })),
+      Array.from({ length: 30 }, (_, i) => ({
+        body: {
+          source: "WEBSITE",
+          sourceEventId: `review-race-${i < 20 ? i : "same"}`,
+          person: { firstName: "Phoned", phones: ["+1 415 555 0161"] },
+        },
+      })),
     async verify(owner) {
       expect(await contactTotal(owner)).toBe(0);
       expect(await count(owner, "SELECT COUNT(*) AS n FROM lead_reviews WHERE organization_id = ?", owner.organizationId)).toBe(21);
-      expect(await count(owner, "SELECT COUNT(*) AS n FROM lead_intakes WHERE organization_id = ? AND status = 202", owner.organizationId)).toBe(21);
+      expect(
+        await count(owner, "SELECT COUNT(*) AS n FROM lead_intakes WHERE organization_id = ? AND status = 202", owner.organizationId),
+      ).toBe(21);
     },
   },
   {
@@ -346,7 +386,9 @@ export const RACES: Race[] = [
     seed: (owner) => contactParams(owner),
     body: (i) => ({ type: "NOTE", description: `note ${i}` }),
     parentDelete: "/v1/contacts/{id}",
-    leftovers: async (owner) => ({ activities: await count(owner, "SELECT COUNT(*) AS n FROM contact_activities WHERE organization_id = ?", owner.organizationId) }),
+    leftovers: async (owner) => ({
+      activities: await count(owner, "SELECT COUNT(*) AS n FROM contact_activities WHERE organization_id = ?", owner.organizationId),
+    }),
   },
   // Merge (issue 33): merges of different sources into one target all land (each re-reads the target it lost to);
   // copies of one merge land once, the others find the source merged (409 merged_contact).
@@ -373,7 +415,10 @@ export const RACES: Race[] = [
   {
     kind: "once",
     route: "POST /v1/contacts/{id}/merge",
-    seed: async (owner) => ({ id: (await createContact(owner.token)).id, source: (await createContact(owner.token, { tags: ["dup"] })).id }),
+    seed: async (owner) => ({
+      id: (await createContact(owner.token)).id,
+      source: (await createContact(owner.token, { tags: ["dup"] })).id,
+    }),
     body: (params: Params) => ({ sourceIds: [params.source] }),
     objects: 5,
     copies: 4,
@@ -386,7 +431,15 @@ export const RACES: Race[] = [
     kind: "independent",
     route: "POST /v1/contacts/{id}/communications",
     seed: (owner) => contactParams(owner),
-    changes: async () => Array.from({ length: 20 }, (_, i) => ({ body: { type: "sms", direction: i % 2 ? "inbound" : "outbound", body: `text ${i}`, occurredAt: new Date(Date.now() - (20 - i) * 60_000).toISOString() } })),
+    changes: async () =>
+      Array.from({ length: 20 }, (_, i) => ({
+        body: {
+          type: "sms",
+          direction: i % 2 ? "inbound" : "outbound",
+          body: `text ${i}`,
+          occurredAt: new Date(Date.now() - (20 - i) * 60_000).toISOString(),
+        },
+      })),
     async verify(owner, { id }) {
       const page = await json(await call("GET", `/v1/contacts/${id}/communications?limit=100`, { token: owner.token }));
       expect(page.pagination.total).toBe(20);
@@ -394,7 +447,10 @@ export const RACES: Race[] = [
       expect(res.headers.get("etag")).toBe('"21"');
       // The latest of them, whatever order they landed in.
       expect((await json(res)).data.lastContactedAt).toBe(page.data[0].occurredAt);
-      expect((await eventCount(owner.organizationId, "communication.sms_sent")) + (await eventCount(owner.organizationId, "communication.sms_received"))).toBe(20);
+      expect(
+        (await eventCount(owner.organizationId, "communication.sms_sent")) +
+          (await eventCount(owner.organizationId, "communication.sms_received")),
+      ).toBe(20);
     },
   },
   {
@@ -403,7 +459,13 @@ export const RACES: Race[] = [
     seed: (owner) => contactParams(owner),
     body: (i) => ({ type: "call", direction: "inbound", durationSeconds: i }),
     parentDelete: "/v1/contacts/{id}",
-    leftovers: async (owner) => ({ communications: await count(owner, "SELECT COUNT(*) AS n FROM contact_communications WHERE organization_id = ?", owner.organizationId) }),
+    leftovers: async (owner) => ({
+      communications: await count(
+        owner,
+        "SELECT COUNT(*) AS n FROM contact_communications WHERE organization_id = ?",
+        owner.organizationId,
+      ),
+    }),
   },
   {
     kind: "child",
@@ -444,7 +506,11 @@ export const RACES: Race[] = [
     ],
     async verify(owner, { id }) {
       const w = (await json(await call("GET", `/v1/webhooks/${id}`, { token: owner.token }))).data;
-      expect(w).toMatchObject({ description: "raced description", events: ["contact.created", "contact.deleted"], filters: { "contact.source": { in: ["WEBSITE"] } } });
+      expect(w).toMatchObject({
+        description: "raced description",
+        events: ["contact.created", "contact.deleted"],
+        filters: { "contact.source": { in: ["WEBSITE"] } },
+      });
       expect(w.url).toMatch(/\/hooks\/m\d+$/);
     },
   },
@@ -452,7 +518,10 @@ export const RACES: Race[] = [
     kind: "independent",
     route: "POST /v1/webhooks",
     seed: async () => ({}),
-    changes: async () => Array.from({ length: 20 }, (_, i) => ({ body: { url: `http://127.0.0.1:9/hooks/${i}`, events: ["contact.created"], enabled: false } })),
+    changes: async () =>
+      Array.from({ length: 20 }, (_, i) => ({
+        body: { url: `http://127.0.0.1:9/hooks/${i}`, events: ["contact.created"], enabled: false },
+      })),
     async verify(owner) {
       expect((await json(await call("GET", "/v1/webhooks?limit=100", { token: owner.token }))).pagination.total).toBe(20);
     },
@@ -472,7 +541,10 @@ export const RACES: Race[] = [
     seed: seedWebhook,
     objects: 5,
     copies: 10,
-    counter: { read: async (owner) => (await json(await call("GET", "/v1/webhooks", { token: owner.token }))).pagination.total, perMove: -1 },
+    counter: {
+      read: async (owner) => (await json(await call("GET", "/v1/webhooks", { token: owner.token }))).pagination.total,
+      perMove: -1,
+    },
   },
   {
     kind: "once",
@@ -496,14 +568,27 @@ export const RACES: Race[] = [
     async seed(owner) {
       const { id } = await seedWebhook(owner);
       const eventId = crypto.randomUUID();
-      await (await tenantDb(owner.organizationId)).prepare("INSERT INTO outbox_events (id, organization_id, type, actor, occurred_at, data, sent_at) VALUES (?, ?, 'contact.created', ?, ?, ?, ?)")
-        .bind(eventId, owner.organizationId, JSON.stringify({ type: "user", userId: owner.userId }), new Date().toISOString(), JSON.stringify({ object: { id: "c1" } }), new Date().toISOString())
+      await (await tenantDb(owner.organizationId))
+        .prepare(
+          "INSERT INTO outbox_events (id, organization_id, type, actor, occurred_at, data, sent_at) VALUES (?, ?, 'contact.created', ?, ?, ?, ?)",
+        )
+        .bind(
+          eventId,
+          owner.organizationId,
+          JSON.stringify({ type: "user", userId: owner.userId }),
+          new Date().toISOString(),
+          JSON.stringify({ object: { id: "c1" } }),
+          new Date().toISOString(),
+        )
         .run();
       return { id: id!, eventId };
     },
     objects: 1,
     copies: 10,
-    counter: { read: async (owner) => count(owner, "SELECT COUNT(*) AS n FROM webhook_deliveries WHERE organization_id = ?", owner.organizationId), perMove: 1 },
+    counter: {
+      read: async (owner) => count(owner, "SELECT COUNT(*) AS n FROM webhook_deliveries WHERE organization_id = ?", owner.organizationId),
+      perMove: 1,
+    },
   },
   // Endpoints that heal (issue 32).
   {
@@ -512,15 +597,26 @@ export const RACES: Race[] = [
     kind: "independent",
     route: "POST /v1/webhooks/{id}/rotate-secret",
     async seed(owner) {
-      const res = await call("POST", "/v1/webhooks", { token: owner.token, body: { url: (await openMailbox()).url, events: ["contact.created"] } });
+      const res = await call("POST", "/v1/webhooks", {
+        token: owner.token,
+        body: { url: (await openMailbox()).url, events: ["contact.created"] },
+      });
       const { id, secret } = (await json(res)).data;
       return { id, secret };
     },
     changes: async () => Array.from({ length: 8 }, () => ({ body: { overlapSeconds: 3600 } })),
     async verify(owner, { id, secret }) {
-      const row = (await (await tenantDb(owner.organizationId)).prepare("SELECT secret_ciphertext, previous_secret_ciphertext, version FROM webhook_subscriptions WHERE id = ?").bind(id).first<Record<string, any>>())!;
+      const row = (await (
+        await tenantDb(owner.organizationId)
+      )
+        .prepare("SELECT secret_ciphertext, previous_secret_ciphertext, version FROM webhook_subscriptions WHERE id = ?")
+        .bind(id)
+        .first<Record<string, any>>())!;
       expect(row.version).toBe(1 + 8);
-      const [current, previous] = await Promise.all([openSecret(env.WEBHOOK_SECRET_KEY!, id!, row.secret_ciphertext), openSecret(env.WEBHOOK_SECRET_KEY!, id!, row.previous_secret_ciphertext)]);
+      const [current, previous] = await Promise.all([
+        openSecret(env.WEBHOOK_SECRET_KEY!, id!, row.secret_ciphertext),
+        openSecret(env.WEBHOOK_SECRET_KEY!, id!, row.previous_secret_ciphertext),
+      ]);
       expect(new Set([current, previous, secret]).size).toBe(3);
     },
   },
@@ -530,13 +626,19 @@ export const RACES: Race[] = [
     kind: "once",
     route: "POST /v1/webhooks/{id}/recover",
     async seed(owner) {
-      const res = await call("POST", "/v1/webhooks", { token: owner.token, body: { url: (await openMailbox({ fallback: 500 })).url, events: ["contact.created"] } });
+      const res = await call("POST", "/v1/webhooks", {
+        token: owner.token,
+        body: { url: (await openMailbox({ fallback: 500 })).url, events: ["contact.created"] },
+      });
       const { id } = (await json(res)).data;
       const db = await tenantDb(owner.organizationId);
       const at = new Date().toISOString();
       await db.batch(
         [0, 1, 2].map(() =>
-          db.prepare("INSERT INTO webhook_deliveries (id, organization_id, subscription_id, event_id, event, body, status, attempt_count, created_at, updated_at) VALUES (?, ?, ?, ?, 'contact.created', '{}', 'dead', 21, ?, ?)")
+          db
+            .prepare(
+              "INSERT INTO webhook_deliveries (id, organization_id, subscription_id, event_id, event, body, status, attempt_count, created_at, updated_at) VALUES (?, ?, ?, ?, 'contact.created', '{}', 'dead', 21, ?, ?)",
+            )
             .bind(crypto.randomUUID(), owner.organizationId, id, crypto.randomUUID(), at, at),
         ),
       );
@@ -545,7 +647,11 @@ export const RACES: Race[] = [
     body: { since: new Date(Date.now() - 3_600_000).toISOString() },
     objects: 1,
     copies: 10,
-    counter: { read: async (owner) => count(owner, "SELECT COALESCE(SUM(chain), 0) AS n FROM webhook_deliveries WHERE organization_id = ?", owner.organizationId), perMove: 3 },
+    counter: {
+      read: async (owner) =>
+        count(owner, "SELECT COALESCE(SUM(chain), 0) AS n FROM webhook_deliveries WHERE organization_id = ?", owner.organizationId),
+      perMove: 3,
+    },
   },
   {
     kind: "child",
@@ -578,7 +684,10 @@ export const RACES: Race[] = [
     body: {},
     objects: 3,
     copies: 10,
-    counter: { read: async (owner) => count(owner, "SELECT COUNT(*) AS n FROM envelopes WHERE organization_id = ?", owner.organizationId), perMove: 1 },
+    counter: {
+      read: async (owner) => count(owner, "SELECT COUNT(*) AS n FROM envelopes WHERE organization_id = ?", owner.organizationId),
+      perMove: 1,
+    },
   },
   {
     // Issue 20: two fields of the organization's signing defaults, changed at once, both land.
@@ -587,7 +696,10 @@ export const RACES: Race[] = [
     seed: async () => ({}),
     changes: async () => [{ body: { signerVerification: "code" } }, { body: { reminders: { firstAfterDays: 3, everyDays: 7 } } }],
     async verify(owner) {
-      expect(await json(await call("GET", "/api/signatures/settings", { token: owner.token }))).toEqual({ signerVerification: "code", reminders: { firstAfterDays: 3, everyDays: 7 } });
+      expect(await json(await call("GET", "/api/signatures/settings", { token: owner.token }))).toEqual({
+        signerVerification: "code",
+        reminders: { firstAfterDays: 3, everyDays: 7 },
+      });
     },
   },
   {
@@ -596,7 +708,11 @@ export const RACES: Race[] = [
     seed: async (owner) => ({ envelopeId: (await sendForSignature(owner.token, (await createDocument(owner.token)).id)).envelopeId }),
     objects: 3,
     copies: 10,
-    counter: { read: async (owner) => count(owner, "SELECT COUNT(*) AS n FROM envelope_audit WHERE organization_id = ? AND event = 'voided'", owner.organizationId), perMove: 1 },
+    counter: {
+      read: async (owner) =>
+        count(owner, "SELECT COUNT(*) AS n FROM envelope_audit WHERE organization_id = ? AND event = 'voided'", owner.organizationId),
+      perMove: 1,
+    },
   },
 
   {
@@ -609,12 +725,17 @@ export const RACES: Race[] = [
       const sent = await sendForSignature(owner.token, (await createDocument(owner.token)).id, { signers });
       return { envelopeId: sent.envelopeId, signerId: sent.links[0]!.signerId, signers: sent.links.map((l) => l.signerId).join(",") };
     },
-    changes: async (_, params) => params.signers!.split(",").flatMap((signerId) => [1, 2].map(() => ({ path: `/api/signatures/${params.envelopeId}/signers/${signerId}/resend` }))),
+    changes: async (_, params) =>
+      params
+        .signers!.split(",")
+        .flatMap((signerId) => [1, 2].map(() => ({ path: `/api/signatures/${params.envelopeId}/signers/${signerId}/resend` }))),
     async verify(owner, params) {
       const trail = await json(await call("GET", `/api/signatures/${params.envelopeId}/audit`, { token: owner.token }));
       expect(trail.chain.valid).toBe(true);
       for (const signerId of params.signers!.split(",")) {
-        expect(trail.events.filter((e: { event: string; signerId: string }) => e.event === "resent" && e.signerId === signerId)).toHaveLength(2);
+        expect(
+          trail.events.filter((e: { event: string; signerId: string }) => e.event === "resent" && e.signerId === signerId),
+        ).toHaveLength(2);
         expect(await count(owner, "SELECT COUNT(*) AS n FROM signing_links WHERE signer_id = ?", signerId)).toBe(1);
       }
     },
@@ -625,7 +746,10 @@ export const RACES: Race[] = [
     kind: "independent",
     route: "POST /api/reputation/testimonials",
     seed: async () => ({}),
-    changes: async (owner) => Array.from({ length: 20 }, (_, i) => ({ body: { agentUserId: owner.userId, category: "SELLER", rating: (i % 5) + 1, body: `Review ${i}` } })),
+    changes: async (owner) =>
+      Array.from({ length: 20 }, (_, i) => ({
+        body: { agentUserId: owner.userId, category: "SELLER", rating: (i % 5) + 1, body: `Review ${i}` },
+      })),
     async verify(owner) {
       expect(await count(owner, "SELECT COUNT(*) AS n FROM testimonials WHERE organization_id = ?", owner.organizationId)).toBe(20);
     },
@@ -641,7 +765,13 @@ export const RACES: Race[] = [
     },
   },
   ...(["approve", "reject"] as const).map(
-    (verb): OnceRace => ({ kind: "once", route: `POST /api/reputation/testimonials/{id}/${verb}`, seed: async (owner) => ({ id: (await createTestimonial(owner)).id }), objects: 3, copies: 8 }),
+    (verb): OnceRace => ({
+      kind: "once",
+      route: `POST /api/reputation/testimonials/{id}/${verb}`,
+      seed: async (owner) => ({ id: (await createTestimonial(owner)).id }),
+      objects: 3,
+      copies: 8,
+    }),
   ),
   {
     kind: "once",
@@ -681,7 +811,9 @@ export const RACES: Race[] = [
     kind: "independent",
     route: "POST /api/reputation/profile/publish",
     seed: async (owner) => {
-      expect((await call("PUT", "/api/reputation/profile", { token: owner.token, body: { draftConfig: { displayName: "Racer" } } })).status).toBe(200);
+      expect(
+        (await call("PUT", "/api/reputation/profile", { token: owner.token, body: { draftConfig: { displayName: "Racer" } } })).status,
+      ).toBe(200);
       return {};
     },
     changes: async () => Array.from({ length: 10 }, () => ({ body: {} })),
@@ -702,7 +834,11 @@ export const RACES: Race[] = [
     objects: 10,
     copies: 5,
     // Each profile's version moves once: a repeated delete changes nothing.
-    counter: { read: async (owner) => count(owner, "SELECT COALESCE(SUM(version), 0) AS n FROM agent_profiles WHERE organization_id = ?", owner.organizationId), perMove: 1 },
+    counter: {
+      read: async (owner) =>
+        count(owner, "SELECT COALESCE(SUM(version), 0) AS n FROM agent_profiles WHERE organization_id = ?", owner.organizationId),
+      perMove: 1,
+    },
   },
 
   // Referrals (issue 13): concurrent referrals all land, each with its REFERRAL_RECEIVED.
@@ -710,10 +846,25 @@ export const RACES: Race[] = [
     kind: "independent",
     route: "POST /api/reputation/referrals",
     seed: async () => ({}),
-    changes: async (owner) => Array.from({ length: 20 }, (_, i) => ({ body: { agentUserId: owner.userId, referredName: `Referred ${i}`, referredContact: uniqueEmail("race"), rewardType: "CASH", rewardValue: i } })),
+    changes: async (owner) =>
+      Array.from({ length: 20 }, (_, i) => ({
+        body: {
+          agentUserId: owner.userId,
+          referredName: `Referred ${i}`,
+          referredContact: uniqueEmail("race"),
+          rewardType: "CASH",
+          rewardValue: i,
+        },
+      })),
     async verify(owner) {
       expect(await count(owner, "SELECT COUNT(*) AS n FROM referrals WHERE organization_id = ?", owner.organizationId)).toBe(20);
-      expect(await count(owner, "SELECT COUNT(*) AS n FROM outbox_events WHERE organization_id = ? AND type = 'REFERRAL_RECEIVED'", owner.organizationId)).toBe(20);
+      expect(
+        await count(
+          owner,
+          "SELECT COUNT(*) AS n FROM outbox_events WHERE organization_id = ? AND type = 'REFERRAL_RECEIVED'",
+          owner.organizationId,
+        ),
+      ).toBe(20);
     },
   },
 
@@ -723,10 +874,15 @@ export const RACES: Race[] = [
     kind: "independent",
     route: "POST /api/reputation/surveys/templates",
     seed: async () => ({}),
-    changes: async () => Array.from({ length: 10 }, (_, i) => ({ body: { name: `Raced ${i}`, questions: STANDARD_QUESTIONS, ...(i % 3 === 0 ? { isDefault: true } : {}) } })),
+    changes: async () =>
+      Array.from({ length: 10 }, (_, i) => ({
+        body: { name: `Raced ${i}`, questions: STANDARD_QUESTIONS, ...(i % 3 === 0 ? { isDefault: true } : {}) },
+      })),
     async verify(owner) {
       expect(await count(owner, "SELECT COUNT(*) AS n FROM survey_templates WHERE organization_id = ?", owner.organizationId)).toBe(10);
-      expect(await count(owner, "SELECT COUNT(*) AS n FROM survey_templates WHERE organization_id = ? AND is_default = 1", owner.organizationId)).toBe(1);
+      expect(
+        await count(owner, "SELECT COUNT(*) AS n FROM survey_templates WHERE organization_id = ? AND is_default = 1", owner.organizationId),
+      ).toBe(1);
     },
   },
   {
@@ -734,11 +890,16 @@ export const RACES: Race[] = [
     kind: "independent",
     route: "POST /api/reputation/surveys",
     seed: async (owner) => ({ templateId: (await createSurveyTemplate(owner)).id, contactId: (await createContact(owner.token)).id }),
-    changes: async (owner, { templateId, contactId }) => Array.from({ length: 10 }, () => ({ body: { templateId, recipientPersonId: contactId, agentUserId: owner.userId, channel: "LINK" } })),
+    changes: async (owner, { templateId, contactId }) =>
+      Array.from({ length: 10 }, () => ({
+        body: { templateId, recipientPersonId: contactId, agentUserId: owner.userId, channel: "LINK" },
+      })),
     async verify(owner) {
       expect(await count(owner, "SELECT COUNT(*) AS n FROM surveys WHERE organization_id = ?", owner.organizationId)).toBe(10);
       expect(await eventCount(owner.organizationId, "SURVEY_SCHEDULED")).toBe(10);
-      expect(await count(owner, "SELECT SUM(surveys_sent) AS n FROM reputation_aggregates WHERE organization_id = ?", owner.organizationId)).toBe(20); // the agent's row and the organization's
+      expect(
+        await count(owner, "SELECT SUM(surveys_sent) AS n FROM reputation_aggregates WHERE organization_id = ?", owner.organizationId),
+      ).toBe(20); // the agent's row and the organization's
     },
   },
   {
@@ -747,7 +908,11 @@ export const RACES: Race[] = [
     route: "POST /api/reputation/surveys/{id}/reissue",
     seed: async (owner) => {
       const contact = await createContact(owner.token);
-      const survey = await scheduleSurvey(owner, { templateId: (await createSurveyTemplate(owner)).id, recipientPersonId: contact.id, channel: "EMAIL" });
+      const survey = await scheduleSurvey(owner, {
+        templateId: (await createSurveyTemplate(owner)).id,
+        recipientPersonId: contact.id,
+        channel: "EMAIL",
+      });
       return { id: survey.id, email: contact.email };
     },
     changes: async () => Array.from({ length: 6 }, () => ({})),
@@ -755,7 +920,10 @@ export const RACES: Race[] = [
       expect(await count(owner, "SELECT version AS n FROM surveys WHERE id = ?", id)).toBe(7);
       // Due now, then the cron's survey pass over the organization's shard.
       const db = await tenantDb(owner.organizationId);
-      await db.prepare("UPDATE surveys SET send_at = ? WHERE id = ?").bind(new Date(Date.now() - 1000).toISOString(), id).run();
+      await db
+        .prepare("UPDATE surveys SET send_at = ? WHERE id = ?")
+        .bind(new Date(Date.now() - 1000).toISOString(), id)
+        .run();
       await sendDueSurveys(env, createDb(db));
       const mail = await mailTo(email!);
       expect(mail).toHaveLength(1);
@@ -769,7 +937,11 @@ export const RACES: Race[] = [
     seed: (owner) => seedSurvey(owner),
     objects: 3,
     copies: 6,
-    counter: { read: async (owner) => count(owner, "SELECT COUNT(*) AS n FROM surveys WHERE organization_id = ? AND status = 'SKIPPED'", owner.organizationId), perMove: 1 },
+    counter: {
+      read: async (owner) =>
+        count(owner, "SELECT COUNT(*) AS n FROM surveys WHERE organization_id = ? AND status = 'SKIPPED'", owner.organizationId),
+      perMove: 1,
+    },
   },
 
   // Plant store.
@@ -793,7 +965,10 @@ export const RACES: Race[] = [
     },
     objects: 10,
     copies: 5,
-    counter: { read: async (owner) => count(owner, "SELECT COUNT(*) AS n FROM plants WHERE organization_id = ?", owner.organizationId), perMove: -1 },
+    counter: {
+      read: async (owner) => count(owner, "SELECT COUNT(*) AS n FROM plants WHERE organization_id = ?", owner.organizationId),
+      perMove: -1,
+    },
     event: "plant.deleted",
   },
 
@@ -857,20 +1032,31 @@ export const RACES: Race[] = [
     route: "PUT /v1/properties/{id}/photos/order",
     async seed(owner) {
       const { id } = await createProperty(owner.token);
-      const res = await call("POST", `/v1/properties/${id}/photos`, { token: owner.token, body: photoForm(Array.from({ length: 8 }, () => ({ bytes: PNG_1X1 }))) });
+      const res = await call("POST", `/v1/properties/${id}/photos`, {
+        token: owner.token,
+        body: photoForm(Array.from({ length: 8 }, () => ({ bytes: PNG_1X1 }))),
+      });
       return { id, photos: (await json(res)).data.map((x: { id: string }) => x.id).join(",") };
     },
     changes: async (owner, { photos }) => photos!.split(",").map((photo, i) => ({ body: { photoOrder: [{ id: photo, order: 100 - i }] } })),
     async verify(owner, { id, photos }) {
       const p = await getProperty(owner.token, id!);
-      expect(p.media.photos.map((x: { id: string; order: number }) => [x.id, x.order])).toEqual(photos!.split(",").map((photo, i) => [photo, 100 - i]).reverse());
+      expect(p.media.photos.map((x: { id: string; order: number }) => [x.id, x.order])).toEqual(
+        photos!
+          .split(",")
+          .map((photo, i) => [photo, 100 - i])
+          .reverse(),
+      );
     },
   },
   {
     kind: "independent",
     route: "POST /v1/properties/{id}/signals",
     seed: async (owner) => ({ id: (await createProperty(owner.token)).id }),
-    changes: async () => [...Array.from({ length: 20 }, (_, i) => ({ body: { type: "VIEW", visitorId: `v${i % 4}` } })), ...Array.from({ length: 5 }, () => ({ body: { type: "INQUIRY" } }))],
+    changes: async () => [
+      ...Array.from({ length: 20 }, (_, i) => ({ body: { type: "VIEW", visitorId: `v${i % 4}` } })),
+      ...Array.from({ length: 5 }, () => ({ body: { type: "INQUIRY" } })),
+    ],
     async verify(owner, { id }) {
       const a = (await json(await call("GET", `/v1/properties/${id}/analytics`, { token: owner.token }))).data;
       expect(a).toMatchObject({ views: 20, uniqueViews: 4, inquiries: 5 });
@@ -997,7 +1183,15 @@ export const RACES: Race[] = [
     body: { stage: "CLOSED", reason: "raced" },
     objects: 5,
     copies: 5,
-    counter: { read: async (owner) => count(owner, "SELECT COUNT(*) AS n FROM deal_activities WHERE organization_id = ? AND type = 'STAGE_CHANGED'", owner.organizationId), perMove: 1 },
+    counter: {
+      read: async (owner) =>
+        count(
+          owner,
+          "SELECT COUNT(*) AS n FROM deal_activities WHERE organization_id = ? AND type = 'STAGE_CHANGED'",
+          owner.organizationId,
+        ),
+      perMove: 1,
+    },
     event: "DEAL_WON",
   },
   {
@@ -1080,14 +1274,23 @@ export const RACES: Race[] = [
     seed: async () => ({}),
     changes: async () => Array.from({ length: 10 }, () => ({ body: { key: "raced", title: "Raced terms", body: "One text." } })),
     async verify(owner) {
-      expect(await count(owner, "SELECT COUNT(*) AS n FROM clickwrap_agreements WHERE organization_id = ? AND key = 'raced'", owner.organizationId)).toBe(1);
+      expect(
+        await count(
+          owner,
+          "SELECT COUNT(*) AS n FROM clickwrap_agreements WHERE organization_id = ? AND key = 'raced'",
+          owner.organizationId,
+        ),
+      ).toBe(1);
       expect(await count(owner, "SELECT COUNT(*) AS n FROM clickwrap_versions WHERE organization_id = ?", owner.organizationId)).toBe(1);
     },
   },
   {
     kind: "independent",
     route: "POST /api/clickwrap/{agreementId}/deactivate",
-    seed: async (owner) => ({ agreementId: (await json(await call("POST", "/api/clickwrap", { token: owner.token, body: { key: "off", title: "T", body: "B" } }))).id }),
+    seed: async (owner) => ({
+      agreementId: (await json(await call("POST", "/api/clickwrap", { token: owner.token, body: { key: "off", title: "T", body: "B" } })))
+        .id,
+    }),
     changes: async () => Array.from({ length: 6 }, () => ({})),
     async verify(owner, { agreementId }) {
       expect((await json(await call("GET", `/api/clickwrap/${agreementId}`, { token: owner.token }))).agreement.active).toBe(false);
@@ -1113,7 +1316,9 @@ export const RACES: Race[] = [
   {
     kind: "independent",
     route: "POST /api/documents/draft",
-    seed: async () => ({ gateway: (await openAiGateway({ chat: JSON.stringify({ ...leaseCanonical(), provenance: { aiDrafted: false } }) })).url }),
+    seed: async () => ({
+      gateway: (await openAiGateway({ chat: JSON.stringify({ ...leaseCanonical(), provenance: { aiDrafted: false } }) })).url,
+    }),
     vars: ({ gateway }) => ({ AI_GATEWAY_URL: gateway!, AI_GATEWAY_TOKEN: "ai-test-token" }),
     changes: async () => Array.from({ length: 5 }, (_, i) => ({ body: { prompt: `Lease number ${i} of 1 Queen St W` } })),
     async verify(owner, { gateway }) {
@@ -1133,7 +1338,9 @@ export const RACES: Race[] = [
       const organization = (await json(res)).data;
       for (const change of ORGANIZATION_CHANGES) expect(organization).toMatchObject(change);
       expect(res.headers.get("etag")).toBe(`"${ORGANIZATION_CHANGES.length + 1}"`);
-      expect(await env.DB.prepare("SELECT version FROM organizations WHERE id = ?").bind(owner.organizationId).first("version")).toBe(ORGANIZATION_CHANGES.length + 1);
+      expect(await env.DB.prepare("SELECT version FROM organizations WHERE id = ?").bind(owner.organizationId).first("version")).toBe(
+        ORGANIZATION_CHANGES.length + 1,
+      );
       expect(await eventCount(owner.organizationId, "organization.updated")).toBe(ORGANIZATION_CHANGES.length);
     },
   },
@@ -1150,12 +1357,18 @@ export const RACES: Race[] = [
   {
     kind: "independent",
     route: "PATCH /v1/users/{id}",
-    seed: async (owner) => ({ id: (await json(await call("POST", "/v1/users", { token: owner.token, body: { email: uniqueEmail("raced-user"), name: "Raced User" } }))).data.id }),
+    seed: async (owner) => ({
+      id: (
+        await json(await call("POST", "/v1/users", { token: owner.token, body: { email: uniqueEmail("raced-user"), name: "Raced User" } }))
+      ).data.id,
+    }),
     changes: async () => USER_CHANGES.map((body) => ({ body })),
     async verify(owner, { id }) {
       const user = (await json(await call("GET", `/v1/users/${id}`, { token: owner.token }))).data;
       for (const change of USER_CHANGES) expect(user).toMatchObject(change);
-      expect(await env.DB.prepare("SELECT name, role, accepts_leads AS acceptsLeads, version FROM users WHERE id = ?").bind(id).first()).toEqual({ name: "Raced Name", role: "admin", acceptsLeads: 0, version: 4 });
+      expect(
+        await env.DB.prepare("SELECT name, role, accepts_leads AS acceptsLeads, version FROM users WHERE id = ?").bind(id).first(),
+      ).toEqual({ name: "Raced Name", role: "admin", acceptsLeads: 0, version: 4 });
       expect(await eventCount(owner.organizationId, "user.updated")).toBe(USER_CHANGES.length);
     },
   },
@@ -1164,15 +1377,22 @@ export const RACES: Race[] = [
     route: "POST /v1/users/{id}/invitation",
     seed: async (owner) => {
       const email = uniqueEmail("reinvited");
-      return { id: (await json(await call("POST", "/v1/users", { token: owner.token, body: { email, name: "Re Invited" } }))).data.id, email };
+      return {
+        id: (await json(await call("POST", "/v1/users", { token: owner.token, body: { email, name: "Re Invited" } }))).data.id,
+        email,
+      };
     },
     // Two resends at once after the invitation: the three mails an organization may send an address a day.
     changes: async () => Array.from({ length: 2 }, () => ({})),
     async verify(_owner, { id, email }) {
       // One live invitation, and it is one of the links mailed.
-      const live = await env.DB.prepare("SELECT token_hash AS tokenHash FROM user_invitations WHERE user_id = ?").bind(id).all<{ tokenHash: string }>();
+      const live = await env.DB.prepare("SELECT token_hash AS tokenHash FROM user_invitations WHERE user_id = ?")
+        .bind(id)
+        .all<{ tokenHash: string }>();
       expect(live.results).toHaveLength(1);
-      const mailed = (await mailTo(email!)).map((m) => m.text.match(/\/invite\/(inv_[A-Za-z0-9_-]+)/)?.[1]).filter((t): t is string => t !== undefined);
+      const mailed = (await mailTo(email!))
+        .map((m) => m.text.match(/\/invite\/(inv_[A-Za-z0-9_-]+)/)?.[1])
+        .filter((t): t is string => t !== undefined);
       expect(mailed).toHaveLength(3);
       expect(await Promise.all(mailed.map(sha256Hex))).toContain(live.results[0]!.tokenHash);
     },
@@ -1194,13 +1414,19 @@ export const RACES: Race[] = [
     kind: "once",
     route: "DELETE /v1/api-keys/{id}",
     async seed(owner) {
-      const res = await call("POST", "/v1/api-keys", { token: owner.token, body: { name: "Raced delete", permissions: ["contacts:read"] } });
+      const res = await call("POST", "/v1/api-keys", {
+        token: owner.token,
+        body: { name: "Raced delete", permissions: ["contacts:read"] },
+      });
       expect(res.status).toBe(201);
       return { id: (await json(res)).data.id };
     },
     objects: 5,
     copies: 10,
-    counter: { read: async (owner) => (await json(await call("GET", "/v1/api-keys", { token: owner.token }))).pagination.total, perMove: -1 },
+    counter: {
+      read: async (owner) => (await json(await call("GET", "/v1/api-keys", { token: owner.token }))).pagination.total,
+      perMove: -1,
+    },
     event: "integration.disconnected",
   },
 
@@ -1213,19 +1439,28 @@ export const RACES: Race[] = [
     body: { object: "contact", key: "raced_key", label: "Raced", type: "number" },
     objects: 1,
     copies: 8,
-    counter: { read: async (owner) => (await json(await call("GET", "/v1/custom-fields", { token: owner.token }))).pagination.total, perMove: 1 },
+    counter: {
+      read: async (owner) => (await json(await call("GET", "/v1/custom-fields", { token: owner.token }))).pagination.total,
+      perMove: 1,
+    },
   },
   {
     kind: "once",
     route: "DELETE /v1/custom-fields/{id}",
     async seed(owner) {
-      const res = await call("POST", "/v1/custom-fields", { token: owner.token, body: { object: "deal", key: `raced_${crypto.randomUUID().slice(0, 8)}`, label: "Raced delete", type: "text" } });
+      const res = await call("POST", "/v1/custom-fields", {
+        token: owner.token,
+        body: { object: "deal", key: `raced_${crypto.randomUUID().slice(0, 8)}`, label: "Raced delete", type: "text" },
+      });
       expect(res.status).toBe(201);
       return { id: (await json(res)).data.id };
     },
     objects: 5,
     copies: 6,
-    counter: { read: async (owner) => (await json(await call("GET", "/v1/custom-fields", { token: owner.token }))).pagination.total, perMove: -1 },
+    counter: {
+      read: async (owner) => (await json(await call("GET", "/v1/custom-fields", { token: owner.token }))).pagination.total,
+      perMove: -1,
+    },
   },
   // Imports (issue 33): several imports of the same people at once leave one contact each; the chunks that lose the
   // race to another import's e-mail plan again and match it.
@@ -1233,13 +1468,29 @@ export const RACES: Race[] = [
     kind: "independent",
     route: "POST /v1/imports",
     seed: async () => ({ run: crypto.randomUUID().slice(0, 8) }),
-    changes: async (_owner, { run }) => Array.from({ length: 4 }, (_, i) => ({ body: { kind: "contacts", onDuplicate: "merge", rows: SAME_PEOPLE(run!).map((p) => ({ ...p, tags: `import-${i}` })) } })),
+    changes: async (_owner, { run }) =>
+      Array.from({ length: 4 }, (_, i) => ({
+        body: { kind: "contacts", onDuplicate: "merge", rows: SAME_PEOPLE(run!).map((p) => ({ ...p, tags: `import-${i}` })) },
+      })),
     async verify(owner, { run }) {
       await importsSettled(owner);
-      for (const p of SAME_PEOPLE(run!)) expect(await count(owner, "SELECT COUNT(*) AS n FROM contacts WHERE organization_id = ? AND email_key = ?", owner.organizationId, p.email), p.email).toBe(1);
+      for (const p of SAME_PEOPLE(run!))
+        expect(
+          await count(
+            owner,
+            "SELECT COUNT(*) AS n FROM contacts WHERE organization_id = ? AND email_key = ?",
+            owner.organizationId,
+            p.email,
+          ),
+          p.email,
+        ).toBe(1);
       expect(await contactTotal(owner)).toBe(SAME_PEOPLE(run!).length);
-      expect(await count(owner, "SELECT COALESCE(SUM(created), 0) AS n FROM imports WHERE organization_id = ?", owner.organizationId)).toBe(SAME_PEOPLE(run!).length);
-      expect(await count(owner, "SELECT COUNT(*) AS n FROM imports WHERE organization_id = ? AND status = 'completed'", owner.organizationId)).toBe(4);
+      expect(await count(owner, "SELECT COALESCE(SUM(created), 0) AS n FROM imports WHERE organization_id = ?", owner.organizationId)).toBe(
+        SAME_PEOPLE(run!).length,
+      );
+      expect(
+        await count(owner, "SELECT COUNT(*) AS n FROM imports WHERE organization_id = ? AND status = 'completed'", owner.organizationId),
+      ).toBe(4);
     },
   },
   {
@@ -1251,14 +1502,38 @@ export const RACES: Race[] = [
       const email = uniqueEmail("raced-import");
       return { ...(await contactParams(owner, { email })), email };
     },
-    body: (i, { email }) => ({ kind: "contacts", onDuplicate: "update", rows: [{ firstName: "Raced", lastName: `Import ${i}`, email: email!, notes: `import ${i}` }] }),
+    body: (i, { email }) => ({
+      kind: "contacts",
+      onDuplicate: "update",
+      rows: [{ firstName: "Raced", lastName: `Import ${i}`, email: email!, notes: `import ${i}` }],
+    }),
     parentDelete: "/v1/contacts/{id}",
     async leftovers(owner, { id, email }) {
       await importsSettled(owner);
       return {
-        deletedContactLive: await count(owner, "SELECT COUNT(*) AS n FROM contacts WHERE organization_id = ? AND id = ?", owner.organizationId, id),
-        deletedContactNotInTrash: 1 - (await count(owner, "SELECT COUNT(*) AS n FROM trash_entries WHERE organization_id = ? AND record_id = ? AND state = 'trashed'", owner.organizationId, id)),
-        duplicatesOfTheEmail: Math.max(0, (await count(owner, "SELECT COUNT(*) AS n FROM contacts WHERE organization_id = ? AND email_key = ?", owner.organizationId, email!.toLowerCase())) - 1),
+        deletedContactLive: await count(
+          owner,
+          "SELECT COUNT(*) AS n FROM contacts WHERE organization_id = ? AND id = ?",
+          owner.organizationId,
+          id,
+        ),
+        deletedContactNotInTrash:
+          1 -
+          (await count(
+            owner,
+            "SELECT COUNT(*) AS n FROM trash_entries WHERE organization_id = ? AND record_id = ? AND state = 'trashed'",
+            owner.organizationId,
+            id,
+          )),
+        duplicatesOfTheEmail: Math.max(
+          0,
+          (await count(
+            owner,
+            "SELECT COUNT(*) AS n FROM contacts WHERE organization_id = ? AND email_key = ?",
+            owner.organizationId,
+            email!.toLowerCase(),
+          )) - 1,
+        ),
       };
     },
   },
@@ -1270,14 +1545,20 @@ export const RACES: Race[] = [
       const id = crypto.randomUUID();
       const at = new Date().toISOString();
       await (await tenantDb(owner.organizationId))
-        .prepare("INSERT INTO imports (id, organization_id, kind, status, source_key, size_bytes, on_duplicate, created_at, updated_at, progress_at) VALUES (?, ?, 'contacts', 'queued', ?, 10, 'skip', ?, ?, ?)")
+        .prepare(
+          "INSERT INTO imports (id, organization_id, kind, status, source_key, size_bytes, on_duplicate, created_at, updated_at, progress_at) VALUES (?, ?, 'contacts', 'queued', ?, 10, 'skip', ?, ?, ?)",
+        )
         .bind(id, owner.organizationId, `imports/${owner.organizationId}/${id}.csv`, at, at, at)
         .run();
       return { id };
     },
     objects: 3,
     copies: 6,
-    counter: { read: (owner) => count(owner, "SELECT COUNT(*) AS n FROM imports WHERE organization_id = ? AND status = 'cancelled'", owner.organizationId), perMove: 1 },
+    counter: {
+      read: (owner) =>
+        count(owner, "SELECT COUNT(*) AS n FROM imports WHERE organization_id = ? AND status = 'cancelled'", owner.organizationId),
+      perMove: 1,
+    },
   },
   // Exports (issue 33 part 5): one job queued or running per organization; of concurrent requests one starts it and
   // the others answer 409 export_running.
@@ -1287,16 +1568,30 @@ export const RACES: Race[] = [
     seed: async () => ({}),
     objects: 1,
     copies: 5,
-    counter: { read: (owner) => count(owner, "SELECT COUNT(*) AS n FROM organization_exports WHERE organization_id = ?", owner.organizationId), perMove: 1 },
+    counter: {
+      read: (owner) => count(owner, "SELECT COUNT(*) AS n FROM organization_exports WHERE organization_id = ?", owner.organizationId),
+      perMove: 1,
+    },
   },
 ];
 
 /** The same 30 people for every import of a race. */
-const SAME_PEOPLE = (run: string) => Array.from({ length: 30 }, (_, i) => ({ firstName: "Same", lastName: `Person ${i}`, email: `same.${run}.${i}@example.test` }));
+const SAME_PEOPLE = (run: string) =>
+  Array.from({ length: 30 }, (_, i) => ({ firstName: "Same", lastName: `Person ${i}`, email: `same.${run}.${i}@example.test` }));
 
 /** Waits for every import of the organization to end (the queue consumer runs them in the background). */
 async function importsSettled(owner: TestPrincipal): Promise<void> {
-  await vi.waitFor(async () => expect(await count(owner, "SELECT COUNT(*) AS n FROM imports WHERE organization_id = ? AND status IN ('queued', 'running')", owner.organizationId)).toBe(0), { timeout: 25_000, interval: 200 });
+  await vi.waitFor(
+    async () =>
+      expect(
+        await count(
+          owner,
+          "SELECT COUNT(*) AS n FROM imports WHERE organization_id = ? AND status IN ('queued', 'running')",
+          owner.organizationId,
+        ),
+      ).toBe(0),
+    { timeout: 25_000, interval: 200 },
+  );
 }
 
 /**
@@ -1310,32 +1605,74 @@ export const PUBLIC_RACES: { name: string; run(owner: TestPrincipal): Promise<vo
     name: "POST /api/public/referral/{agentSlug}: 20 identical referrals at once leave one referral and one lead",
     async run(owner) {
       const slug = await publishedProfile(owner);
-      const body = { referrerName: "Rita Racer", referrerEmail: uniqueEmail("race-referrer"), referredName: "Lee Raced", referredEmail: uniqueEmail("race-lead") };
+      const body = {
+        referrerName: "Rita Racer",
+        referrerEmail: uniqueEmail("race-referrer"),
+        referredName: "Lee Raced",
+        referredEmail: uniqueEmail("race-lead"),
+      };
       // The referrer is a contact already (an earlier referral of someone else), so no contact insert of the referrer
       // serializes the copies: only the referral's own guard does.
-      const earlier = await call("POST", `/api/public/referral/${slug}`, { body: { ...body, referredEmail: uniqueEmail("earlier") }, headers: { "cf-connecting-ip": "10.94.0.1" } });
+      const earlier = await call("POST", `/api/public/referral/${slug}`, {
+        body: { ...body, referredEmail: uniqueEmail("earlier") },
+        headers: { "cf-connecting-ip": "10.94.0.1" },
+      });
       expect(earlier.status).toBe(202);
       const answers = await Promise.all(
         Array.from({ length: 20 }, async (_, i) => {
-          const res = await call("POST", `/api/public/referral/${slug}`, { body, headers: { "cf-connecting-ip": `10.93.${Math.floor(Math.random() * 250)}.${i + 1}` } });
+          const res = await call("POST", `/api/public/referral/${slug}`, {
+            body,
+            headers: { "cf-connecting-ip": `10.93.${Math.floor(Math.random() * 250)}.${i + 1}` },
+          });
           return { status: res.status, body: await json(res) };
         }),
       );
       for (const a of answers) expect(a.status, JSON.stringify(a.body)).toBe(202);
       const ids = new Set(answers.map((a) => a.body.referralId));
       expect(ids.size).toBe(1);
-      expect(await count(owner, "SELECT COUNT(*) AS n FROM referrals WHERE organization_id = ? AND referred_email_key = ?", owner.organizationId, body.referredEmail.toLowerCase())).toBe(1);
+      expect(
+        await count(
+          owner,
+          "SELECT COUNT(*) AS n FROM referrals WHERE organization_id = ? AND referred_email_key = ?",
+          owner.organizationId,
+          body.referredEmail.toLowerCase(),
+        ),
+      ).toBe(1);
       expect(await eventCount(owner.organizationId, "REFERRAL_RECEIVED")).toBe(2); // the earlier referral's and this one's
       // The workflow, twice over (a redelivery): still one lead.
       const db = await tenantDb(owner.organizationId);
-      const { results } = await db.prepare("SELECT id, type, organization_id, actor, occurred_at, data FROM outbox_events WHERE organization_id = ? AND type = 'REFERRAL_RECEIVED'")
+      const { results } = await db
+        .prepare(
+          "SELECT id, type, organization_id, actor, occurred_at, data FROM outbox_events WHERE organization_id = ? AND type = 'REFERRAL_RECEIVED'",
+        )
         .bind(owner.organizationId)
         .all<{ id: string; type: string; organization_id: string; actor: string; occurred_at: string; data: string }>();
-      const events = results.map((r) => ({ id: r.id, type: r.type, organizationId: r.organization_id, actor: JSON.parse(r.actor), occurredAt: r.occurred_at, data: JSON.parse(r.data) }));
+      const events = results.map((r) => ({
+        id: r.id,
+        type: r.type,
+        organizationId: r.organization_id,
+        actor: JSON.parse(r.actor),
+        occurredAt: r.occurred_at,
+        data: JSON.parse(r.data),
+      }));
       await handleReferralEvents(env, createDb(db), events);
       await handleReferralEvents(env, createDb(db), events);
-      expect(await count(owner, "SELECT COUNT(*) AS n FROM contacts WHERE organization_id = ? AND email_key = ?", owner.organizationId, body.referredEmail.toLowerCase())).toBe(1);
-      expect(await count(owner, "SELECT COUNT(*) AS n FROM contacts WHERE organization_id = ? AND email_key = ?", owner.organizationId, body.referrerEmail.toLowerCase())).toBe(1);
+      expect(
+        await count(
+          owner,
+          "SELECT COUNT(*) AS n FROM contacts WHERE organization_id = ? AND email_key = ?",
+          owner.organizationId,
+          body.referredEmail.toLowerCase(),
+        ),
+      ).toBe(1);
+      expect(
+        await count(
+          owner,
+          "SELECT COUNT(*) AS n FROM contacts WHERE organization_id = ? AND email_key = ?",
+          owner.organizationId,
+          body.referrerEmail.toLowerCase(),
+        ),
+      ).toBe(1);
       expect(await count(owner, "SELECT COUNT(*) AS n FROM referral_keys WHERE organization_id = ?", owner.organizationId)).toBe(2);
     },
   },

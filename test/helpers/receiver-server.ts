@@ -121,10 +121,18 @@ export default async function startReceiver(project: TestProject) {
     if (req.method === "POST" && url.pathname === "/mailboxes") {
       const opts = body ? JSON.parse(body) : {};
       const mailboxId = `m${++next}`;
-      mailboxes.set(mailboxId, { script: opts.script ?? [], fallback: opts.fallback ?? 200, location: opts.location, record: opts.record ?? true, count: 0, requests: [] });
+      mailboxes.set(mailboxId, {
+        script: opts.script ?? [],
+        fallback: opts.fallback ?? 200,
+        location: opts.location,
+        record: opts.record ?? true,
+        count: 0,
+        requests: [],
+      });
       return send(201, { id: mailboxId, url: `http://127.0.0.1:${port}/hooks/${mailboxId}` });
     }
-    if (kind === "mailboxes" && id && mailboxes.has(id)) return send(200, { count: mailboxes.get(id)!.count, requests: mailboxes.get(id)!.requests });
+    if (kind === "mailboxes" && id && mailboxes.has(id))
+      return send(200, { count: mailboxes.get(id)!.count, requests: mailboxes.get(id)!.requests });
     if (kind === "hooks" && id && mailboxes.has(id)) {
       const box = mailboxes.get(id)!;
       box.count++;
@@ -154,9 +162,22 @@ export default async function startReceiver(project: TestProject) {
       return send(200, { "@odata.context": `http://127.0.0.1:${port}/reso/${id}/$metadata#Property`, value });
     }
     if (req.method === "POST" && url.pathname === "/ai") {
-      const opts = (body ? JSON.parse(body) : {}) as { token?: string; script?: AiAnswer[]; chat?: string; dimensions?: number; reverseEmbeddings?: boolean };
+      const opts = (body ? JSON.parse(body) : {}) as {
+        token?: string;
+        script?: AiAnswer[];
+        chat?: string;
+        dimensions?: number;
+        reverseEmbeddings?: boolean;
+      };
       const gatewayId = `a${++next}`;
-      gateways.set(gatewayId, { token: opts.token ?? "ai-test-token", script: opts.script ?? [], chat: opts.chat ?? "{}", dimensions: opts.dimensions ?? 256, reverseEmbeddings: opts.reverseEmbeddings ?? false, requests: [] });
+      gateways.set(gatewayId, {
+        token: opts.token ?? "ai-test-token",
+        script: opts.script ?? [],
+        chat: opts.chat ?? "{}",
+        dimensions: opts.dimensions ?? 256,
+        reverseEmbeddings: opts.reverseEmbeddings ?? false,
+        requests: [],
+      });
       return send(201, { id: gatewayId, url: `http://127.0.0.1:${port}/ai/${gatewayId}` });
     }
     if (kind === "ai" && id && gateways.has(id)) {
@@ -172,8 +193,10 @@ export default async function startReceiver(project: TestProject) {
       gateway.requests.push({ path: operation, headers: req.headers, body: parsed });
       // OpenAI's error body: {error: {message, type, code}}.
       const openAiError = (status: number, type: string, message: string) => send(status, { error: { message, type, code: null } });
-      if (req.headers.authorization !== `Bearer ${gateway.token}`) return openAiError(401, "invalid_request_error", "Incorrect API key provided");
-      if (req.method !== "POST" || (operation !== "chat/completions" && operation !== "embeddings")) return openAiError(404, "invalid_request_error", `Unknown operation ${operation}`);
+      if (req.headers.authorization !== `Bearer ${gateway.token}`)
+        return openAiError(401, "invalid_request_error", "Incorrect API key provided");
+      if (req.method !== "POST" || (operation !== "chat/completions" && operation !== "embeddings"))
+        return openAiError(404, "invalid_request_error", `Unknown operation ${operation}`);
       const scripted = gateway.script.shift();
       if (scripted?.delayMs) await new Promise((resolve) => setTimeout(resolve, scripted.delayMs));
       const request = (parsed ?? {}) as { model?: string; input?: string | string[] };
@@ -194,7 +217,11 @@ export default async function startReceiver(project: TestProject) {
       }
       if (request.input === undefined) return openAiError(400, "invalid_request_error", "'input' is a required property");
       const inputs = typeof request.input === "string" ? [request.input] : request.input;
-      const data = inputs.map((text, index) => ({ object: "embedding", index, embedding: fakeEmbedding(String(text), gateway.dimensions) }));
+      const data = inputs.map((text, index) => ({
+        object: "embedding",
+        index,
+        embedding: fakeEmbedding(String(text), gateway.dimensions),
+      }));
       if (gateway.reverseEmbeddings) data.reverse();
       return send(200, { object: "list", data, model: request.model ?? "fake", usage: { prompt_tokens: 0, total_tokens: 0 } });
     }
@@ -203,12 +230,16 @@ export default async function startReceiver(project: TestProject) {
       writeFileSync(file, Buffer.from(body, "base64"));
       const run = promisify(execFile);
       // pdfsig exits non-zero for an unsigned or broken file; what it prints is the verdict either way.
-      const sig = await run("pdfsig", [file]).catch((err: { stdout?: string; stderr?: string }) => ({ stdout: err.stdout ?? "", stderr: err.stderr ?? "" }));
+      const sig = await run("pdfsig", [file]).catch((err: { stdout?: string; stderr?: string }) => ({
+        stdout: err.stdout ?? "",
+        stderr: err.stderr ?? "",
+      }));
       const text = await run("pdftotext", ["-enc", "UTF-8", file, "-"]);
       return send(200, { text: text.stdout, sig: sig.stdout + sig.stderr });
     }
     if (req.method === "POST" && url.pathname === "/dns") {
-      for (const [key, answer] of Object.entries(JSON.parse(body) as Record<string, { Status: number; Answer?: unknown[] }>)) dns.set(key, answer);
+      for (const [key, answer] of Object.entries(JSON.parse(body) as Record<string, { Status: number; Answer?: unknown[] }>))
+        dns.set(key, answer);
       return send(204);
     }
     // A Turnstile siteverify: the token "pass" passes for the secret "turnstile-test-secret", anything else fails.

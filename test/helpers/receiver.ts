@@ -18,15 +18,20 @@ export interface Mailbox {
 }
 
 /** A fresh endpoint that answers `script` in order, then `fallback` (200 unless given). */
-export async function openMailbox(opts: { script?: number[]; fallback?: number; location?: string; record?: boolean } = {}): Promise<Mailbox> {
+export async function openMailbox(
+  opts: { script?: number[]; fallback?: number; location?: string; record?: boolean } = {},
+): Promise<Mailbox> {
   const res = await fetch(`${receiverUrl()}/mailboxes`, { method: "POST", body: JSON.stringify(opts) });
   const { id, url } = (await res.json()) as { id: string; url: string };
-  const read = async () => (await (await fetch(`${receiverUrl()}/mailboxes/${id}`)).json()) as { count: number; requests: ReceivedRequest[] };
+  const read = async () =>
+    (await (await fetch(`${receiverUrl()}/mailboxes/${id}`)).json()) as { count: number; requests: ReceivedRequest[] };
   return { id, url, received: async () => (await read()).requests, count: async () => (await read()).count };
 }
 
 /** Sets what the receiver's DNS-over-HTTPS endpoint answers for `name/type` keys, e.g. `"a.test/A"`. */
-export async function setDnsAnswers(answers: Record<string, { Status: number; Answer?: { name: string; type: number; TTL: number; data: string }[] }>) {
+export async function setDnsAnswers(
+  answers: Record<string, { Status: number; Answer?: { name: string; type: number; TTL: number; data: string }[] }>,
+) {
   await fetch(`${receiverUrl()}/dns`, { method: "POST", body: JSON.stringify(answers) });
 }
 
@@ -39,7 +44,18 @@ export interface ResoFeed {
 
 /** A fake RESO Web API (OData) serving `listings` as its Property resource to clients sending `Bearer token`. */
 export async function openResoFeed(listings: Record<string, unknown>[], opts: { token?: string; status?: number } = {}): Promise<ResoFeed> {
-  const res = await fetch(`${receiverUrl()}/reso`, { method: "POST", body: JSON.stringify({ token: opts.token ?? "reso-test-token", listings, status: opts.status }) });
+  const res = await fetch(`${receiverUrl()}/reso`, {
+    method: "POST",
+    body: JSON.stringify({ token: opts.token ?? "reso-test-token", listings, status: opts.status }),
+  });
   const { id, url } = (await res.json()) as { id: string; url: string };
-  return { url, requests: async () => ((await (await fetch(`${receiverUrl()}/reso/${id}/requests`)).json()) as { requests: { url: string; headers: Record<string, string> }[] }).requests };
+  return {
+    url,
+    requests: async () =>
+      (
+        (await (await fetch(`${receiverUrl()}/reso/${id}/requests`)).json()) as {
+          requests: { url: string; headers: Record<string, string> }[];
+        }
+      ).requests,
+  };
 }

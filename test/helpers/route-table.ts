@@ -55,7 +55,10 @@ export const ROUTES: MatrixRoute[] = [
 
 /** A webhook of `owner` pointing at the test receiver's sink (always 200). */
 async function seedWebhook(owner: TestPrincipal): Promise<string> {
-  const res = await call("POST", "/v1/webhooks", { token: owner.token, body: { url: `${receiverUrl()}/hooks/sink`, events: ["contact.created"] } });
+  const res = await call("POST", "/v1/webhooks", {
+    token: owner.token,
+    body: { url: `${receiverUrl()}/hooks/sink`, events: ["contact.created"] },
+  });
   if (res.status !== 201) throw new Error(`seeding a webhook failed: ${res.status} ${await res.text()}`);
   return (await json(res)).data.id;
 }
@@ -65,7 +68,13 @@ function webhookRoutes(): MatrixRoute[] {
   // Every write of a subscription needs the read permission of its events (seeded with contact.created).
   const contacts: Permission[] = ["contacts:read"];
   return [
-    { method: "POST", path: "/v1/webhooks", family: "crm", body: { url: `${receiverUrl()}/hooks/sink`, events: ["contact.created"] }, objectReads: contacts },
+    {
+      method: "POST",
+      path: "/v1/webhooks",
+      family: "crm",
+      body: { url: `${receiverUrl()}/hooks/sink`, events: ["contact.created"] },
+      objectReads: contacts,
+    },
     { method: "GET", path: "/v1/webhooks", family: "crm" },
     { method: "GET", path: "/v1/webhooks/{id}", family: "crm", seed: one },
     { method: "PATCH", path: "/v1/webhooks/{id}", family: "crm", seed: one, body: { description: "renamed" }, objectReads: contacts },
@@ -73,8 +82,22 @@ function webhookRoutes(): MatrixRoute[] {
     { method: "POST", path: "/v1/webhooks/{id}/test", family: "crm", seed: one },
     { method: "GET", path: "/v1/webhooks/{id}/deliveries", family: "crm", seed: one },
     // Endpoints that heal (issue 32).
-    { method: "POST", path: "/v1/webhooks/{id}/rotate-secret", family: "crm", seed: one, body: { overlapSeconds: 3600 }, objectReads: contacts },
-    { method: "POST", path: "/v1/webhooks/{id}/recover", family: "crm", seed: one, body: () => ({ since: new Date(Date.now() - 60_000).toISOString() }), objectReads: contacts },
+    {
+      method: "POST",
+      path: "/v1/webhooks/{id}/rotate-secret",
+      family: "crm",
+      seed: one,
+      body: { overlapSeconds: 3600 },
+      objectReads: contacts,
+    },
+    {
+      method: "POST",
+      path: "/v1/webhooks/{id}/recover",
+      family: "crm",
+      seed: one,
+      body: () => ({ since: new Date(Date.now() - 60_000).toISOString() }),
+      objectReads: contacts,
+    },
     { method: "GET", path: "/v1/events", family: "crm" },
     {
       method: "POST",
@@ -102,8 +125,18 @@ function webhookRoutes(): MatrixRoute[] {
       seed: async (owner) => {
         const id = await seedWebhook(owner);
         const eventId = crypto.randomUUID();
-        await (await tenantDb(owner.organizationId)).prepare("INSERT INTO outbox_events (id, organization_id, type, actor, occurred_at, data, sent_at) VALUES (?, ?, 'contact.created', ?, ?, ?, ?)")
-          .bind(eventId, owner.organizationId, JSON.stringify({ type: "user", userId: owner.userId }), new Date().toISOString(), JSON.stringify({ object: { id: "c1" } }), new Date().toISOString())
+        await (await tenantDb(owner.organizationId))
+          .prepare(
+            "INSERT INTO outbox_events (id, organization_id, type, actor, occurred_at, data, sent_at) VALUES (?, ?, 'contact.created', ?, ?, ?, ?)",
+          )
+          .bind(
+            eventId,
+            owner.organizationId,
+            JSON.stringify({ type: "user", userId: owner.userId }),
+            new Date().toISOString(),
+            JSON.stringify({ object: { id: "c1" } }),
+            new Date().toISOString(),
+          )
           .run();
         return { id, eventId };
       },
@@ -125,7 +158,10 @@ const trashed =
 ROUTES.push({ method: "GET", path: "/v1/trash", family: "crm" });
 
 async function seedContact(owner: TestPrincipal): Promise<Record<string, string>> {
-  const res = await call("POST", "/v1/contacts", { token: owner.token, body: { firstName: "Seed", lastName: "Contact", email: `${crypto.randomUUID()}@seed.test` } });
+  const res = await call("POST", "/v1/contacts", {
+    token: owner.token,
+    body: { firstName: "Seed", lastName: "Contact", email: `${crypto.randomUUID()}@seed.test` },
+  });
   if (res.status !== 201) throw new Error(`seeding a contact failed: ${res.status} ${await res.text()}`);
   return { id: ((await res.json()) as { data: { id: string } }).data.id };
 }
@@ -144,20 +180,37 @@ ROUTES.push(
   { method: "DELETE", path: "/v1/contacts/{id}", family: "crm", seed: seedContact, unknown: unknownContact },
   { method: "POST", path: "/v1/contacts/{id}/restore", family: "crm", seed: trashed(seedContact, "/v1/contacts"), unknown: unknownContact },
   { method: "GET", path: "/v1/contacts/{id}/activities", family: "crm", seed: seedContact, unknown: unknownContact },
-  { method: "POST", path: "/v1/contacts/{id}/activities", family: "crm", body: { type: "NOTE", description: "hi" }, seed: seedContact, unknown: unknownContact },
+  {
+    method: "POST",
+    path: "/v1/contacts/{id}/activities",
+    family: "crm",
+    body: { type: "NOTE", description: "hi" },
+    seed: seedContact,
+    unknown: unknownContact,
+  },
   { method: "POST", path: "/v1/contacts/{id}/tags", family: "crm", body: { tags: ["vip"] }, seed: seedContact, unknown: unknownContact },
 );
 
 // Leads kept for review (issue 40): a phone-only lead that matched nobody.
 async function seedLeadReview(owner: TestPrincipal): Promise<Record<string, string>> {
-  const res = await call("POST", "/v1/leads", { token: owner.token, body: { source: "WEBSITE", person: { firstName: "Seed", phones: ["+1 415 555 0198"] } } });
+  const res = await call("POST", "/v1/leads", {
+    token: owner.token,
+    body: { source: "WEBSITE", person: { firstName: "Seed", phones: ["+1 415 555 0198"] } },
+  });
   if (res.status !== 202) throw new Error(`seeding a lead review failed: ${res.status} ${await res.text()}`);
   return { id: ((await res.json()) as { data: { reviewId: string } }).data.reviewId };
 }
 const unknownReview = { id: "00000000-0000-4000-8000-0000000ee040" };
 ROUTES.push(
   { method: "GET", path: "/v1/leads/reviews", family: "crm" },
-  { method: "POST", path: "/v1/leads/reviews/{id}/accept", family: "crm", body: { email: "matrix@review.test" }, seed: seedLeadReview, unknown: unknownReview },
+  {
+    method: "POST",
+    path: "/v1/leads/reviews/{id}/accept",
+    family: "crm",
+    body: { email: "matrix@review.test" },
+    seed: seedLeadReview,
+    unknown: unknownReview,
+  },
   { method: "DELETE", path: "/v1/leads/reviews/{id}", family: "crm", seed: seedLeadReview, unknown: unknownReview },
 );
 
@@ -177,13 +230,22 @@ ROUTES.push({
 // Communications (issue 32).
 ROUTES.push(
   { method: "GET", path: "/v1/contacts/{id}/communications", family: "crm", seed: seedContact, unknown: unknownContact },
-  { method: "POST", path: "/v1/contacts/{id}/communications", family: "crm", body: { type: "email", direction: "outbound", subject: "Hello" }, seed: seedContact, unknown: unknownContact },
+  {
+    method: "POST",
+    path: "/v1/contacts/{id}/communications",
+    family: "crm",
+    body: { type: "email", direction: "outbound", subject: "Hello" },
+    seed: seedContact,
+    unknown: unknownContact,
+  },
 );
 
 /** The route's body for the object `params` names. */
-export const varsOf = (route: { vars?: (p: Record<string, string>) => Record<string, string> }, params: Record<string, string>) => route.vars?.(params);
+export const varsOf = (route: { vars?: (p: Record<string, string>) => Record<string, string> }, params: Record<string, string>) =>
+  route.vars?.(params);
 
-export const bodyOf = (route: MatrixRoute, params: Record<string, string>) => (typeof route.body === "function" ? (route.body as (p: Record<string, string>) => unknown)(params) : route.body);
+export const bodyOf = (route: MatrixRoute, params: Record<string, string>) =>
+  typeof route.body === "function" ? (route.body as (p: Record<string, string>) => unknown)(params) : route.body;
 
 export const fillPath = (path: string, params: Record<string, string> = {}) =>
   path.replace(/\{(\w+)\}/g, (_, name: string) => {
@@ -241,7 +303,13 @@ ROUTES.push(
   { method: "GET", path: "/api/signatures/settings", family: "api" },
   { method: "PUT", path: "/api/signatures/settings", family: "api", body: { signerVerification: "code" } },
   // Issue 29: a signer's new link.
-  { method: "POST", path: "/api/signatures/{envelopeId}/signers/{signerId}/resend", family: "api", seed: seedSigner, unknown: { ...unknownEnvelope, signerId: "00000000-0000-4000-8000-00000000519e" } },
+  {
+    method: "POST",
+    path: "/api/signatures/{envelopeId}/signers/{signerId}/resend",
+    family: "api",
+    seed: seedSigner,
+    unknown: { ...unknownEnvelope, signerId: "00000000-0000-4000-8000-00000000519e" },
+  },
 );
 
 // Reputation (issue 8).
@@ -253,13 +321,49 @@ const testimonialIn = (state: "PENDING" | "APPROVED" | "PUBLISHED") => async (ow
 const unknownTestimonial = { id: "00000000-0000-4000-8000-0000000a11ce" };
 ROUTES.push(
   { method: "GET", path: "/api/reputation/testimonials", family: "api" },
-  { method: "POST", path: "/api/reputation/testimonials", family: "api", body: { agentUserId: "x", category: "BUYER", rating: 5, body: "Great" } },
+  {
+    method: "POST",
+    path: "/api/reputation/testimonials",
+    family: "api",
+    body: { agentUserId: "x", category: "BUYER", rating: 5, body: "Great" },
+  },
   { method: "GET", path: "/api/reputation/testimonials/{id}", family: "api", seed: testimonialIn("PENDING"), unknown: unknownTestimonial },
-  { method: "PATCH", path: "/api/reputation/testimonials/{id}", family: "api", body: { sortOrder: 3 }, seed: testimonialIn("PENDING"), unknown: unknownTestimonial },
-  { method: "POST", path: "/api/reputation/testimonials/{id}/approve", family: "api", seed: testimonialIn("PENDING"), unknown: unknownTestimonial },
-  { method: "POST", path: "/api/reputation/testimonials/{id}/publish", family: "api", seed: testimonialIn("APPROVED"), unknown: unknownTestimonial },
-  { method: "POST", path: "/api/reputation/testimonials/{id}/unpublish", family: "api", seed: testimonialIn("PUBLISHED"), unknown: unknownTestimonial },
-  { method: "POST", path: "/api/reputation/testimonials/{id}/reject", family: "api", seed: testimonialIn("PENDING"), unknown: unknownTestimonial },
+  {
+    method: "PATCH",
+    path: "/api/reputation/testimonials/{id}",
+    family: "api",
+    body: { sortOrder: 3 },
+    seed: testimonialIn("PENDING"),
+    unknown: unknownTestimonial,
+  },
+  {
+    method: "POST",
+    path: "/api/reputation/testimonials/{id}/approve",
+    family: "api",
+    seed: testimonialIn("PENDING"),
+    unknown: unknownTestimonial,
+  },
+  {
+    method: "POST",
+    path: "/api/reputation/testimonials/{id}/publish",
+    family: "api",
+    seed: testimonialIn("APPROVED"),
+    unknown: unknownTestimonial,
+  },
+  {
+    method: "POST",
+    path: "/api/reputation/testimonials/{id}/unpublish",
+    family: "api",
+    seed: testimonialIn("PUBLISHED"),
+    unknown: unknownTestimonial,
+  },
+  {
+    method: "POST",
+    path: "/api/reputation/testimonials/{id}/reject",
+    family: "api",
+    seed: testimonialIn("PENDING"),
+    unknown: unknownTestimonial,
+  },
   { method: "GET", path: "/api/reputation/aggregate", family: "api" },
   { method: "GET", path: "/api/reputation/profile", family: "api" },
   { method: "PUT", path: "/api/reputation/profile", family: "api", body: { draftConfig: { displayName: "Matrix" } } },
@@ -282,19 +386,82 @@ async function seedValuedProperty(owner: TestPrincipal) {
 }
 ROUTES.push(
   { method: "GET", path: "/v1/properties", family: "crm" },
-  { method: "POST", path: "/v1/properties", family: "crm", body: { address: { street: "1 Matrix Rd", city: "Austin", state: "TX", zipCode: "78701" }, details: { propertyType: "CONDO" }, listing: { listPrice: 1 } } },
+  {
+    method: "POST",
+    path: "/v1/properties",
+    family: "crm",
+    body: {
+      address: { street: "1 Matrix Rd", city: "Austin", state: "TX", zipCode: "78701" },
+      details: { propertyType: "CONDO" },
+      listing: { listPrice: 1 },
+    },
+  },
   { method: "GET", path: "/v1/properties/{id}", family: "crm", seed: seedProperty, unknown: unknownProperty },
-  { method: "PUT", path: "/v1/properties/{id}", family: "crm", body: { details: { bedrooms: 2 } }, seed: seedProperty, unknown: unknownProperty },
+  {
+    method: "PUT",
+    path: "/v1/properties/{id}",
+    family: "crm",
+    body: { details: { bedrooms: 2 } },
+    seed: seedProperty,
+    unknown: unknownProperty,
+  },
   { method: "DELETE", path: "/v1/properties/{id}", family: "crm", seed: seedProperty, unknown: unknownProperty },
-  { method: "POST", path: "/v1/properties/{id}/restore", family: "crm", seed: trashed(seedProperty, "/v1/properties"), unknown: unknownProperty },
-  { method: "POST", path: "/v1/properties/{id}/photos", family: "crm", body: () => photoForm([{ bytes: PNG_1X1 }]), seed: seedProperty, unknown: unknownProperty },
-  { method: "PUT", path: "/v1/properties/{id}/photos/order", family: "crm", body: (p: Record<string, string>) => ({ photoOrder: [{ id: p.photo ?? "x", order: 3 }] }), seed: seedPropertyWithPhoto, unknown: unknownProperty },
+  {
+    method: "POST",
+    path: "/v1/properties/{id}/restore",
+    family: "crm",
+    seed: trashed(seedProperty, "/v1/properties"),
+    unknown: unknownProperty,
+  },
+  {
+    method: "POST",
+    path: "/v1/properties/{id}/photos",
+    family: "crm",
+    body: () => photoForm([{ bytes: PNG_1X1 }]),
+    seed: seedProperty,
+    unknown: unknownProperty,
+  },
+  {
+    method: "PUT",
+    path: "/v1/properties/{id}/photos/order",
+    family: "crm",
+    body: (p: Record<string, string>) => ({ photoOrder: [{ id: p.photo ?? "x", order: 3 }] }),
+    seed: seedPropertyWithPhoto,
+    unknown: unknownProperty,
+  },
   { method: "GET", path: "/v1/properties/{id}/valuation", family: "crm", seed: seedValuedProperty, unknown: unknownProperty },
-  { method: "POST", path: "/v1/properties/{id}/valuation", family: "crm", seed: async (owner) => ({ id: (await valuableProperty(owner.token)).id }), unknown: unknownProperty },
+  {
+    method: "POST",
+    path: "/v1/properties/{id}/valuation",
+    family: "crm",
+    seed: async (owner) => ({ id: (await valuableProperty(owner.token)).id }),
+    unknown: unknownProperty,
+  },
   { method: "GET", path: "/v1/properties/{id}/analytics", family: "crm", seed: seedProperty, unknown: unknownProperty },
-  { method: "POST", path: "/v1/properties/{id}/signals", family: "crm", body: { type: "VIEW", visitorId: "matrix" }, seed: seedProperty, unknown: unknownProperty },
-  { method: "POST", path: "/v1/properties/{id}/reports", family: "crm", body: { reportType: "LISTING_SHEET" }, seed: seedProperty, unknown: unknownProperty },
-  { method: "POST", path: "/v1/properties/{id}/mls-sync", family: "crm", seed: (owner) => mlsListedProperty(owner.token), unknown: unknownProperty, vars: mlsVars },
+  {
+    method: "POST",
+    path: "/v1/properties/{id}/signals",
+    family: "crm",
+    body: { type: "VIEW", visitorId: "matrix" },
+    seed: seedProperty,
+    unknown: unknownProperty,
+  },
+  {
+    method: "POST",
+    path: "/v1/properties/{id}/reports",
+    family: "crm",
+    body: { reportType: "LISTING_SHEET" },
+    seed: seedProperty,
+    unknown: unknownProperty,
+  },
+  {
+    method: "POST",
+    path: "/v1/properties/{id}/mls-sync",
+    family: "crm",
+    seed: (owner) => mlsListedProperty(owner.token),
+    unknown: unknownProperty,
+    vars: mlsVars,
+  },
 );
 
 // Deals (issue 10).
@@ -302,7 +469,17 @@ const seedDeal = async (owner: TestPrincipal) => ({ id: (await createDeal(owner.
 const unknownDeal = { id: "00000000-0000-4000-8000-0000000000d1" };
 ROUTES.push(
   { method: "GET", path: "/v1/deals", family: "crm" },
-  { method: "POST", path: "/v1/deals", family: "crm", body: (p: Record<string, string>) => ({ title: "Matrix deal", type: "SALE", amount: 1, contactId: p.contactId ?? "00000000-0000-4000-8000-0000000000c1" }) },
+  {
+    method: "POST",
+    path: "/v1/deals",
+    family: "crm",
+    body: (p: Record<string, string>) => ({
+      title: "Matrix deal",
+      type: "SALE",
+      amount: 1,
+      contactId: p.contactId ?? "00000000-0000-4000-8000-0000000000c1",
+    }),
+  },
   { method: "GET", path: "/v1/deals/pipeline", family: "crm" },
   { method: "GET", path: "/v1/deals/analytics", family: "crm" },
   { method: "GET", path: "/v1/deals/{id}", family: "crm", seed: seedDeal, unknown: unknownDeal },
@@ -329,7 +506,10 @@ ROUTES.push(
 
 // Clickwrap (issue 11).
 async function seedAgreement(owner: TestPrincipal) {
-  const res = await call("POST", "/api/clickwrap", { token: owner.token, body: { key: `matrix-${crypto.randomUUID()}`, title: "Matrix terms", body: "Be kind." } });
+  const res = await call("POST", "/api/clickwrap", {
+    token: owner.token,
+    body: { key: `matrix-${crypto.randomUUID()}`, title: "Matrix terms", body: "Be kind." },
+  });
   if (res.status !== 201) throw new Error(`seeding an agreement failed: ${res.status} ${await res.text()}`);
   const { id, versionHash } = await json(res);
   return { agreementId: id as string, versionHash: versionHash as string };
@@ -339,7 +519,13 @@ ROUTES.push(
   { method: "POST", path: "/api/clickwrap", family: "api", body: { key: "matrix", title: "Matrix terms", body: "Be kind." } },
   { method: "GET", path: "/api/clickwrap", family: "api" },
   { method: "GET", path: "/api/clickwrap/{agreementId}", family: "api", seed: seedAgreement, unknown: unknownAgreement },
-  { method: "GET", path: "/api/clickwrap/{agreementId}/versions/{versionHash}", family: "api", seed: seedAgreement, unknown: unknownAgreement },
+  {
+    method: "GET",
+    path: "/api/clickwrap/{agreementId}/versions/{versionHash}",
+    family: "api",
+    seed: seedAgreement,
+    unknown: unknownAgreement,
+  },
   { method: "POST", path: "/api/clickwrap/{agreementId}/deactivate", family: "api", seed: seedAgreement, unknown: unknownAgreement },
   { method: "POST", path: "/api/clickwrap/{agreementId}/activate", family: "api", seed: seedAgreement, unknown: unknownAgreement },
   { method: "GET", path: "/api/clickwrap/{agreementId}/acceptances", family: "api", seed: seedAgreement, unknown: unknownAgreement },
@@ -357,15 +543,29 @@ ROUTES.push(
   { method: "GET", path: "/api/reputation/surveys", family: "api" },
   { method: "POST", path: "/api/reputation/surveys", family: "api", body: { recipientPersonId: "x", agentUserId: "x", channel: "LINK" } },
   { method: "GET", path: "/api/reputation/surveys/templates", family: "api" },
-  { method: "POST", path: "/api/reputation/surveys/templates", family: "api", body: { name: "Matrix survey", questions: STANDARD_QUESTIONS } },
+  {
+    method: "POST",
+    path: "/api/reputation/surveys/templates",
+    family: "api",
+    body: { name: "Matrix survey", questions: STANDARD_QUESTIONS },
+  },
   { method: "GET", path: "/api/reputation/surveys/{id}", family: "api", seed: (owner) => seedSurvey(owner), unknown: unknownSurvey },
-  { method: "POST", path: "/api/reputation/surveys/{id}/reissue", family: "api", seed: (owner) => seedSurvey(owner, "EMAIL"), unknown: unknownSurvey },
+  {
+    method: "POST",
+    path: "/api/reputation/surveys/{id}/reissue",
+    family: "api",
+    seed: (owner) => seedSurvey(owner, "EMAIL"),
+    unknown: unknownSurvey,
+  },
   { method: "POST", path: "/api/reputation/surveys/{id}/skip", family: "api", seed: (owner) => seedSurvey(owner), unknown: unknownSurvey },
 );
 
 // The organization and its users (issue 32).
 async function seedUser(owner: TestPrincipal): Promise<Record<string, string>> {
-  const res = await call("POST", "/v1/users", { token: owner.token, body: { email: `${crypto.randomUUID()}@seed.test`, name: "Seed User" } });
+  const res = await call("POST", "/v1/users", {
+    token: owner.token,
+    body: { email: `${crypto.randomUUID()}@seed.test`, name: "Seed User" },
+  });
   if (res.status !== 201) throw new Error(`seeding a user failed: ${res.status} ${await res.text()}`);
   return { id: ((await res.json()) as { data: { id: string } }).data.id };
 }
@@ -388,7 +588,13 @@ async function seedApiKey(owner: TestPrincipal): Promise<Record<string, string>>
 }
 ROUTES.push(
   // A key carries only what its creator's credential holds: here contacts:read.
-  { method: "POST", path: "/v1/api-keys", family: "crm", body: { name: "Matrix key", permissions: ["contacts:read"] }, objectReads: ["contacts:read"] },
+  {
+    method: "POST",
+    path: "/v1/api-keys",
+    family: "crm",
+    body: { name: "Matrix key", permissions: ["contacts:read"] },
+    objectReads: ["contacts:read"],
+  },
   { method: "GET", path: "/v1/api-keys", family: "crm" },
   { method: "DELETE", path: "/v1/api-keys/{id}", family: "crm", seed: seedApiKey, unknown: { id: "00000000-0000-4000-8000-0000000a9c1e" } },
   { method: "GET", path: "/v1/integrations", family: "crm" },
@@ -396,24 +602,46 @@ ROUTES.push(
 
 // Custom fields (issue 33).
 async function seedCustomField(owner: TestPrincipal): Promise<Record<string, string>> {
-  const res = await call("POST", "/v1/custom-fields", { token: owner.token, body: { object: "property", key: `seeded_${crypto.randomUUID().slice(0, 8)}`, label: "Seeded", type: "text" } });
+  const res = await call("POST", "/v1/custom-fields", {
+    token: owner.token,
+    body: { object: "property", key: `seeded_${crypto.randomUUID().slice(0, 8)}`, label: "Seeded", type: "text" },
+  });
   if (res.status !== 201) throw new Error(`seeding a custom field failed: ${res.status} ${await res.text()}`);
   return { id: (await json(res)).data.id };
 }
 ROUTES.push(
-  { method: "POST", path: "/v1/custom-fields", family: "crm", body: { object: "contact", key: "matrix_field", label: "Matrix field", type: "select", options: ["a", "b"] } },
+  {
+    method: "POST",
+    path: "/v1/custom-fields",
+    family: "crm",
+    body: { object: "contact", key: "matrix_field", label: "Matrix field", type: "select", options: ["a", "b"] },
+  },
   { method: "GET", path: "/v1/custom-fields", family: "crm" },
-  { method: "DELETE", path: "/v1/custom-fields/{id}", family: "crm", seed: seedCustomField, unknown: { id: "00000000-0000-4000-8000-0000000c0f1d" } },
+  {
+    method: "DELETE",
+    path: "/v1/custom-fields/{id}",
+    family: "crm",
+    seed: seedCustomField,
+    unknown: { id: "00000000-0000-4000-8000-0000000c0f1d" },
+  },
 );
 // Imports (issue 33).
 async function seedImport(owner: TestPrincipal): Promise<Record<string, string>> {
-  const res = await call("POST", "/v1/imports", { token: owner.token, body: { kind: "contacts", rows: [{ firstName: "Seed", lastName: "Import", email: `${crypto.randomUUID()}@seed.test` }] } });
+  const res = await call("POST", "/v1/imports", {
+    token: owner.token,
+    body: { kind: "contacts", rows: [{ firstName: "Seed", lastName: "Import", email: `${crypto.randomUUID()}@seed.test` }] },
+  });
   if (res.status !== 202) throw new Error(`seeding an import failed: ${res.status} ${await res.text()}`);
   return { id: ((await res.json()) as { data: { id: string } }).data.id };
 }
 const unknownImport = { id: "00000000-0000-4000-8000-0000000001e0" };
 ROUTES.push(
-  { method: "POST", path: "/v1/imports", family: "crm", body: { kind: "contacts", rows: [{ firstName: "Matrix", lastName: "Row", email: "matrix.import@row.test" }] } },
+  {
+    method: "POST",
+    path: "/v1/imports",
+    family: "crm",
+    body: { kind: "contacts", rows: [{ firstName: "Matrix", lastName: "Row", email: "matrix.import@row.test" }] },
+  },
   { method: "GET", path: "/v1/imports/{id}", family: "crm", seed: seedImport, unknown: unknownImport },
   { method: "GET", path: "/v1/imports/{id}/errors", family: "crm", seed: seedImport, unknown: unknownImport },
   { method: "POST", path: "/v1/imports/{id}/cancel", family: "crm", seed: seedImport, unknown: unknownImport },
@@ -430,7 +658,20 @@ async function seedExport(owner: TestPrincipal): Promise<Record<string, string>>
   return { id: (await json(res)).data.id };
 }
 ROUTES.push(
-  { method: "GET", path: "/v1/contacts/{id}/export", family: "crm", seed: seedContact, unknown: unknownContact, objectReads: ["contacts:read"] },
+  {
+    method: "GET",
+    path: "/v1/contacts/{id}/export",
+    family: "crm",
+    seed: seedContact,
+    unknown: unknownContact,
+    objectReads: ["contacts:read"],
+  },
   { method: "POST", path: "/v1/organization/export", family: "crm" },
-  { method: "GET", path: "/v1/organization/exports/{id}", family: "crm", seed: seedExport, unknown: { id: "00000000-0000-4000-8000-0000000e4b07" } },
+  {
+    method: "GET",
+    path: "/v1/organization/exports/{id}",
+    family: "crm",
+    seed: seedExport,
+    unknown: { id: "00000000-0000-4000-8000-0000000e4b07" },
+  },
 );

@@ -13,7 +13,9 @@ export async function snapshot(shard: number, organizationId: string): Promise<R
   const db = createDb(shardDatabase(env, shard));
   const out: Record<string, string[]> = {};
   for (const t of MOVED_TABLES) {
-    const rows = await db.all<{ r: string }>(sql`SELECT ${rowJson(t.table)} AS r FROM ${t.table} WHERE ${t.of(organizationId)} ORDER BY ${sql.join(t.key, sql`, `)}`);
+    const rows = await db.all<{ r: string }>(
+      sql`SELECT ${rowJson(t.table)} AS r FROM ${t.table} WHERE ${t.of(organizationId)} ORDER BY ${sql.join(t.key, sql`, `)}`,
+    );
     out[t.name] = rows.map((row) => row.r);
   }
   return out;
@@ -71,7 +73,11 @@ export async function seedEveryTable(shard: number, seed: Seed): Promise<void> {
   await db.batch(
     MOVED_TABLES.filter((t) => t.name !== "organizations").map((t) => {
       const columns = storedColumns(t.table).map(([, c]) => c);
-      return db.prepare(`INSERT INTO "${t.name}" (${columns.map((c) => `"${columnName(c)}"`).join(", ")}) VALUES (${columns.map(() => "?").join(", ")})`).bind(...columns.map((c) => valueOf(t, c, seed)));
+      return db
+        .prepare(
+          `INSERT INTO "${t.name}" (${columns.map((c) => `"${columnName(c)}"`).join(", ")}) VALUES (${columns.map(() => "?").join(", ")})`,
+        )
+        .bind(...columns.map((c) => valueOf(t, c, seed)));
     }),
   );
 }
@@ -84,11 +90,26 @@ export async function eventsSettled(shard: number, organizationId: string): Prom
   const db = shardDatabase(env, shard);
   await vi.waitFor(
     async () => {
-      const events = (await db.prepare("SELECT id, type, sent_at AS sentAt FROM outbox_events WHERE organization_id = ?").bind(organizationId).all<{ id: string; type: string; sentAt: string | null }>()).results;
+      const events = (
+        await db
+          .prepare("SELECT id, type, sent_at AS sentAt FROM outbox_events WHERE organization_id = ?")
+          .bind(organizationId)
+          .all<{ id: string; type: string; sentAt: string | null }>()
+      ).results;
       const done = new Set(
-        (await db.prepare("SELECT p.consumer || ' ' || p.event_id AS k FROM processed_events p JOIN outbox_events e ON e.id = p.event_id WHERE e.organization_id = ? AND p.processed_at IS NOT NULL").bind(organizationId).all<{ k: string }>()).results.map((r) => r.k),
+        (
+          await db
+            .prepare(
+              "SELECT p.consumer || ' ' || p.event_id AS k FROM processed_events p JOIN outbox_events e ON e.id = p.event_id WHERE e.organization_id = ? AND p.processed_at IS NOT NULL",
+            )
+            .bind(organizationId)
+            .all<{ k: string }>()
+        ).results.map((r) => r.k),
       );
-      const pending = events.flatMap((e) => [...(e.sentAt ? [] : [`${e.type} unsent`]), ...EVENT_CONSUMERS.filter((c) => c.accepts(e.type) && !done.has(`${c.name} ${e.id}`)).map((c) => `${e.type} ${c.name}`)]);
+      const pending = events.flatMap((e) => [
+        ...(e.sentAt ? [] : [`${e.type} unsent`]),
+        ...EVENT_CONSUMERS.filter((c) => c.accepts(e.type) && !done.has(`${c.name} ${e.id}`)).map((c) => `${e.type} ${c.name}`),
+      ]);
       expect(pending).toEqual([]);
     },
     { timeout: 15_000, interval: 100 },

@@ -17,8 +17,14 @@ export type SurveyJson = Record<string, any> & { id: string; status: string; tem
 export type IssuedSurvey = SurveyJson & { accessToken: string; surveyUrl: string };
 
 /** POST /api/reputation/surveys/templates; fails the test unless 201. */
-export async function createSurveyTemplate(owner: TestPrincipal, overrides: Record<string, unknown> = {}): Promise<Record<string, any> & { id: string; isDefault: boolean }> {
-  const res = await call("POST", "/api/reputation/surveys/templates", { token: owner.token, body: { name: "After closing", questions: STANDARD_QUESTIONS, ...overrides } });
+export async function createSurveyTemplate(
+  owner: TestPrincipal,
+  overrides: Record<string, unknown> = {},
+): Promise<Record<string, any> & { id: string; isDefault: boolean }> {
+  const res = await call("POST", "/api/reputation/surveys/templates", {
+    token: owner.token,
+    body: { name: "After closing", questions: STANDARD_QUESTIONS, ...overrides },
+  });
   const body = await json(res);
   expect(res.status, JSON.stringify(body)).toBe(201);
   return body;
@@ -27,7 +33,10 @@ export async function createSurveyTemplate(owner: TestPrincipal, overrides: Reco
 /** POST /api/reputation/surveys about the owner, to a fresh contact unless one is named, channel LINK unless named; fails unless 201. */
 export async function scheduleSurvey(owner: TestPrincipal, overrides: Record<string, unknown> = {}): Promise<IssuedSurvey> {
   const recipientPersonId = (overrides.recipientPersonId as string | undefined) ?? (await createContact(owner.token)).id;
-  const res = await call("POST", "/api/reputation/surveys", { token: owner.token, body: { agentUserId: owner.userId, channel: "LINK", ...overrides, recipientPersonId } });
+  const res = await call("POST", "/api/reputation/surveys", {
+    token: owner.token,
+    body: { agentUserId: owner.userId, channel: "LINK", ...overrides, recipientPersonId },
+  });
   const body = await json(res);
   expect(res.status, JSON.stringify(body)).toBe(201);
   return body;
@@ -49,20 +58,34 @@ export async function surveyDetail(owner: TestPrincipal, id: string): Promise<Su
 
 /** The public survey route, from its own client address unless one is given (the per-address limits stay out of the way). */
 export const publicSurvey = (method: "GET" | "POST", token: string, body?: unknown, ip = freshIp()) =>
-  call(method, `/api/public/survey/${encodeURIComponent(token)}`, { body, headers: { "cf-connecting-ip": ip, "user-agent": "vitest client" } });
+  call(method, `/api/public/survey/${encodeURIComponent(token)}`, {
+    body,
+    headers: { "cf-connecting-ip": ip, "user-agent": "vitest client" },
+  });
 
 /** An organization's outbox events of one type, oldest first, as the queue router hands them to consumers. */
 export async function outboxEvents(organizationId: string, type: string): Promise<EventEnvelope[]> {
   const { results } = await (await tenantDb(organizationId))
-    .prepare("SELECT id, type, organization_id, actor, occurred_at, data FROM outbox_events WHERE organization_id = ? AND type = ? ORDER BY occurred_at, rowid")
+    .prepare(
+      "SELECT id, type, organization_id, actor, occurred_at, data FROM outbox_events WHERE organization_id = ? AND type = ? ORDER BY occurred_at, rowid",
+    )
     .bind(organizationId, type)
     .all<{ id: string; type: string; organization_id: string; actor: string; occurred_at: string; data: string }>();
-  return results.map((r) => ({ id: r.id, type: r.type, organizationId: r.organization_id, actor: JSON.parse(r.actor), occurredAt: r.occurred_at, data: JSON.parse(r.data) }));
+  return results.map((r) => ({
+    id: r.id,
+    type: r.type,
+    organizationId: r.organization_id,
+    actor: JSON.parse(r.actor),
+    occurredAt: r.occurred_at,
+    data: JSON.parse(r.data),
+  }));
 }
 
 /** The stored row of a survey, every column. */
 export const surveyRow = (id: string) => firstOnShards<Record<string, string | number | null>>("SELECT * FROM surveys WHERE id = ?", id);
 
 /** Moves a survey's send time (or expiry) into the past, as if the days had gone by. */
-export const makeDue = (id: string) => runOnShards("UPDATE surveys SET send_at = ? WHERE id = ?", new Date(Date.now() - 1000).toISOString(), id);
-export const makeExpired = (id: string) => runOnShards("UPDATE surveys SET expires_at = ? WHERE id = ?", new Date(Date.now() - 1000).toISOString(), id);
+export const makeDue = (id: string) =>
+  runOnShards("UPDATE surveys SET send_at = ? WHERE id = ?", new Date(Date.now() - 1000).toISOString(), id);
+export const makeExpired = (id: string) =>
+  runOnShards("UPDATE surveys SET expires_at = ? WHERE id = ?", new Date(Date.now() - 1000).toISOString(), id);

@@ -5,14 +5,21 @@ import type { TestPrincipal } from "./factories";
 export type TestimonialJson = Record<string, any> & { id: string; status: string; visibility: string };
 
 export async function createTestimonial(owner: TestPrincipal, overrides: Record<string, unknown> = {}): Promise<TestimonialJson> {
-  const res = await call("POST", "/api/reputation/testimonials", { token: owner.token, body: { agentUserId: owner.userId, category: "BUYER", rating: 5, body: "A great agent.", ...overrides } });
+  const res = await call("POST", "/api/reputation/testimonials", {
+    token: owner.token,
+    body: { agentUserId: owner.userId, category: "BUYER", rating: 5, body: "A great agent.", ...overrides },
+  });
   const body = await json(res);
   expect(res.status, JSON.stringify(body)).toBe(201);
   return body;
 }
 
 /** POST …/testimonials/{id}/{verb}; fails the test unless 200. */
-export async function move(owner: TestPrincipal, id: string, verb: "approve" | "publish" | "unpublish" | "reject"): Promise<TestimonialJson> {
+export async function move(
+  owner: TestPrincipal,
+  id: string,
+  verb: "approve" | "publish" | "unpublish" | "reject",
+): Promise<TestimonialJson> {
   const res = await call("POST", `/api/reputation/testimonials/${id}/${verb}`, { token: owner.token });
   const body = await json(res);
   expect(res.status, `${verb}: ${JSON.stringify(body)}`).toBe(200);

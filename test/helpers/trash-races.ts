@@ -19,7 +19,13 @@ export interface VersusRace {
 }
 
 /** A count on the owner's shard. */
-const count = async (owner: TestPrincipal, sql: string, ...binds: unknown[]) => (await (await tenantDb(owner.organizationId)).prepare(sql).bind(...binds).first<{ n: number }>())!.n;
+const count = async (owner: TestPrincipal, sql: string, ...binds: unknown[]) =>
+  (await (
+    await tenantDb(owner.organizationId)
+  )
+    .prepare(sql)
+    .bind(...binds)
+    .first<{ n: number }>())!.n;
 
 async function settle(requests: { method: string; path: string; token: string; body?: unknown }[]) {
   return Promise.all(
@@ -31,25 +37,39 @@ async function settle(requests: { method: string; path: string; token: string; b
 }
 
 const dealsOf = (owner: TestPrincipal) => count(owner, "SELECT COUNT(*) AS n FROM deals WHERE organization_id = ?", owner.organizationId);
-const totalOf = async (owner: TestPrincipal, list: string) => (await json(await call("GET", `${list}?limit=1`, { token: owner.token }))).pagination.total as number;
+const totalOf = async (owner: TestPrincipal, list: string) =>
+  (await json(await call("GET", `${list}?limit=1`, { token: owner.token }))).pagination.total as number;
 
 export const TRASH_RACES: VersusRace[] = [
   {
     name: "DELETE /v1/contacts/{id} racing 70 POST /v1/deals that reference it",
     async run(owner) {
       const contact = await createContact(owner.token);
-      const create = (i: number) => ({ method: "POST", path: "/v1/deals", token: owner.token, body: { title: `Raced ${i}`, type: "PURCHASE", amount: 1000 + i, contactId: contact.id } });
+      const create = (i: number) => ({
+        method: "POST",
+        path: "/v1/deals",
+        token: owner.token,
+        body: { title: `Raced ${i}`, type: "PURCHASE", amount: 1000 + i, contactId: contact.id },
+      });
       const creates = Array.from({ length: 70 }, (_, i) => create(i));
-      const answers = await settle([...creates.slice(0, 35), { method: "DELETE", path: `/v1/contacts/${contact.id}`, token: owner.token }, ...creates.slice(35)]);
+      const answers = await settle([
+        ...creates.slice(0, 35),
+        { method: "DELETE", path: `/v1/contacts/${contact.id}`, token: owner.token },
+        ...creates.slice(35),
+      ]);
       const removed = answers.splice(35, 1)[0]!;
       expect(removed.status, removed.body).toBe(200);
       const made = answers.filter((a) => a.status === 201).map((a) => JSON.parse(a.body).data.id as string);
       for (const a of answers) {
         expect([201, 422], a.body).toContain(a.status);
-        if (a.status === 422) expect(JSON.parse(a.body).error.errors).toEqual([expect.objectContaining({ field: "contactId", code: "invalid_reference" })]);
+        if (a.status === 422)
+          expect(JSON.parse(a.body).error.errors).toEqual([expect.objectContaining({ field: "contactId", code: "invalid_reference" })]);
       }
       // Every deal made landed before the delete (the outbox keeps commit order): none names a contact already gone.
-      const order = await (await tenantDb(owner.organizationId)).prepare("SELECT type, rowid AS n FROM outbox_events WHERE organization_id = ? AND type IN ('deal.created', 'contact.deleted') ORDER BY rowid")
+      const order = await (await tenantDb(owner.organizationId))
+        .prepare(
+          "SELECT type, rowid AS n FROM outbox_events WHERE organization_id = ? AND type IN ('deal.created', 'contact.deleted') ORDER BY rowid",
+        )
         .bind(owner.organizationId)
         .all<{ type: string; n: number }>();
       expect(order.results.map((r) => r.type)).toEqual([...made.map(() => "deal.created"), "contact.deleted"]);
@@ -57,13 +77,27 @@ export const TRASH_RACES: VersusRace[] = [
       expect(await dealsOf(owner)).toBe(made.length);
       expect(await totalOf(owner, "/v1/deals")).toBe(made.length);
       expect(await eventCount(owner.organizationId, "deal.created")).toBe(made.length);
-      const deletedAt = (await (await tenantDb(owner.organizationId)).prepare("SELECT deleted_at FROM trash_entries WHERE record_id = ?").bind(contact.id).first<{ deleted_at: string }>())!.deleted_at;
-      for (const id of made.slice(0, 5)) expect((await json(await call("GET", `/v1/deals/${id}?include=contact`, { token: owner.token }))).data.contact).toEqual({ id: contact.id, deleted: true, deletedAt });
+      const deletedAt = (await (
+        await tenantDb(owner.organizationId)
+      )
+        .prepare("SELECT deleted_at FROM trash_entries WHERE record_id = ?")
+        .bind(contact.id)
+        .first<{ deleted_at: string }>())!.deleted_at;
+      for (const id of made.slice(0, 5))
+        expect((await json(await call("GET", `/v1/deals/${id}?include=contact`, { token: owner.token }))).data.contact).toEqual({
+          id: contact.id,
+          deleted: true,
+          deletedAt,
+        });
       // After the delete, a create is refused: none of the late ones slipped through.
       const late = await call("POST", "/v1/deals", { token: owner.token, body: create(99).body });
       expect(late.status).toBe(422);
       expect((await call("POST", `/v1/contacts/${contact.id}/restore`, { token: owner.token })).status).toBe(200);
-      for (const id of made.slice(0, 5)) expect((await json(await call("GET", `/v1/deals/${id}?include=contact`, { token: owner.token }))).data.contact).toMatchObject({ id: contact.id, email: contact.email });
+      for (const id of made.slice(0, 5))
+        expect((await json(await call("GET", `/v1/deals/${id}?include=contact`, { token: owner.token }))).data.contact).toMatchObject({
+          id: contact.id,
+          email: contact.email,
+        });
     },
   },
   {
@@ -76,7 +110,11 @@ export const TRASH_RACES: VersusRace[] = [
         ids.push(c.id);
       }
       const requests = ids.flatMap((id) =>
-        Array.from({ length: 8 }, (_, i) => (i % 2 === 0 ? { method: "POST", path: `/v1/contacts/${id}/restore`, token: owner.token } : { method: "DELETE", path: `/v1/contacts/${id}`, token: owner.token })),
+        Array.from({ length: 8 }, (_, i) =>
+          i % 2 === 0
+            ? { method: "POST", path: `/v1/contacts/${id}/restore`, token: owner.token }
+            : { method: "DELETE", path: `/v1/contacts/${id}`, token: owner.token },
+        ),
       );
       const answers = await settle(requests);
       for (const a of answers) expect([200, 404], a.body).toContain(a.status);
@@ -97,7 +135,9 @@ export const TRASH_RACES: VersusRace[] = [
       expect(await totalOf(owner, "/v1/contacts")).toBe(live);
       expect(await eventCount(owner.organizationId, "contact.restored")).toBe(restored);
       expect(await eventCount(owner.organizationId, "contact.deleted")).toBe(ids.length + deleted);
-      const tag = (await json(await call("GET", "/v1/contacts/tags", { token: owner.token }))).data.find((t: { name: string }) => t.name === "flip");
+      const tag = (await json(await call("GET", "/v1/contacts/tags", { token: owner.token }))).data.find(
+        (t: { name: string }) => t.name === "flip",
+      );
       expect(tag?.count ?? 0).toBe(live);
     },
   },
@@ -111,7 +151,10 @@ export const TRASH_RACES: VersusRace[] = [
         expect((await call("DELETE", `/v1/deals/${deal.id}`, { token: owner.token })).status).toBe(200);
         // The purge runs on a clock just past the deadline (another isolate's), the restores on one just before it.
         const deadline = Date.now() + 60_000;
-        await db.prepare("UPDATE trash_entries SET restorable_until = ? WHERE record_id = ?").bind(new Date(deadline).toISOString(), deal.id).run();
+        await db
+          .prepare("UPDATE trash_entries SET restorable_until = ? WHERE record_id = ?")
+          .bind(new Date(deadline).toISOString(), deal.id)
+          .run();
         const restores = Array.from({ length: 3 }, async (_, i) => {
           await new Promise((r) => setTimeout(r, i * trial));
           return (await call("POST", `/v1/deals/${deal.id}/restore`, { token: owner.token })).status;
@@ -144,20 +187,50 @@ export const TRASH_RACES: VersusRace[] = [
     name: "DELETE /v1/contacts/{id}?erase=true racing PUT /v1/contacts/{id}",
     async run(owner) {
       const contact = await createContact(owner.token, { firstName: "Racedina", lastName: "Erasington", phone: "+1 416 555 0199" });
-      const updates = Array.from({ length: 10 }, (_, i) => ({ method: "PUT", path: `/v1/contacts/${contact.id}`, token: owner.token, body: { notes: `Racedina Erasington note ${i}`, phone: `+1 416 555 01${10 + i}` } }));
-      const answers = await settle([...updates.slice(0, 5), { method: "DELETE", path: `/v1/contacts/${contact.id}?erase=true`, token: owner.token }, ...updates.slice(5)]);
+      const updates = Array.from({ length: 10 }, (_, i) => ({
+        method: "PUT",
+        path: `/v1/contacts/${contact.id}`,
+        token: owner.token,
+        body: { notes: `Racedina Erasington note ${i}`, phone: `+1 416 555 01${10 + i}` },
+      }));
+      const answers = await settle([
+        ...updates.slice(0, 5),
+        { method: "DELETE", path: `/v1/contacts/${contact.id}?erase=true`, token: owner.token },
+        ...updates.slice(5),
+      ]);
       const erased = answers.splice(5, 1)[0]!;
       expect(erased.status, erased.body).toBe(200);
       for (const a of answers) expect([200, 404], a.body).toContain(a.status);
       expect((await call("GET", `/v1/contacts/${contact.id}`, { token: owner.token })).status).toBe(404);
       // Whatever landed before the erasure was taken out with it: no event or stored answer names the person.
-      for (const [table, column] of [["outbox_events", "data"], ["idempotency_keys", "response_body"], ["webhook_deliveries", "body"]] as const) {
-        const left = await count(owner, `SELECT COUNT(*) AS n FROM ${table} WHERE organization_id = ? AND (instr(${column}, 'Racedina') > 0 OR instr(${column}, 'Erasington') > 0 OR instr(lower(${column}), ?) > 0)`, owner.organizationId, contact.email.toLowerCase());
+      for (const [table, column] of [
+        ["outbox_events", "data"],
+        ["idempotency_keys", "response_body"],
+        ["webhook_deliveries", "body"],
+      ] as const) {
+        const left = await count(
+          owner,
+          `SELECT COUNT(*) AS n FROM ${table} WHERE organization_id = ? AND (instr(${column}, 'Racedina') > 0 OR instr(${column}, 'Erasington') > 0 OR instr(lower(${column}), ?) > 0)`,
+          owner.organizationId,
+          contact.email.toLowerCase(),
+        );
         expect(left, table).toBe(0);
       }
-      expect(await (await tenantDb(owner.organizationId)).prepare("SELECT state FROM trash_entries WHERE record_id = ?").bind(contact.id).first()).toEqual({ state: "erased" });
+      expect(
+        await (await tenantDb(owner.organizationId))
+          .prepare("SELECT state FROM trash_entries WHERE record_id = ?")
+          .bind(contact.id)
+          .first(),
+      ).toEqual({ state: "erased" });
       expect(await totalOf(owner, "/v1/contacts")).toBe(0);
-      expect(await count(owner, "SELECT COUNT(*) AS n FROM erasures WHERE organization_id = ? AND contact_id = ?", owner.organizationId, contact.id)).toBe(1);
+      expect(
+        await count(
+          owner,
+          "SELECT COUNT(*) AS n FROM erasures WHERE organization_id = ? AND contact_id = ?",
+          owner.organizationId,
+          contact.id,
+        ),
+      ).toBe(1);
     },
   },
   {
@@ -166,7 +239,19 @@ export const TRASH_RACES: VersusRace[] = [
       const contact = await createContact(owner.token, { firstName: "Twicea", lastName: "Erasington" });
       const name = "Twicea Erasington";
       // A draft that names them by their e-mail goes whole (one naming the name alone would be kept: documents_by_name).
-      const doc = await call("POST", "/api/documents", { token: owner.token, body: { formKey: "generic/free-form", canonical: { schemaVersion: 1, formKey: "generic/free-form", title: "Notes", body: `About ${name}, ${contact.email}`, provenance: { aiDrafted: false } } } });
+      const doc = await call("POST", "/api/documents", {
+        token: owner.token,
+        body: {
+          formKey: "generic/free-form",
+          canonical: {
+            schemaVersion: 1,
+            formKey: "generic/free-form",
+            title: "Notes",
+            body: `About ${name}, ${contact.email}`,
+            provenance: { aiDrafted: false },
+          },
+        },
+      });
       expect(doc.status).toBe(201);
       const other = await createContact(owner.token, { firstName: "Ned", lastName: "Other", notes: `Friend of ${name}` });
       const erase = { method: "DELETE", path: `/v1/contacts/${contact.id}?erase=true`, token: owner.token };
@@ -178,7 +263,14 @@ export const TRASH_RACES: VersusRace[] = [
       const erased = done.map((a) => JSON.stringify(JSON.parse(a.body).data.erased));
       expect(new Set(erased).size, erased.join("\n")).toBe(1);
       expect(JSON.parse(done[0]!.body).data.erased).toMatchObject({ contacts: 1, documents: 1, contact_notes: 1 });
-      expect(await count(owner, "SELECT COUNT(*) AS n FROM erasures WHERE organization_id = ? AND contact_id = ? AND state = 'done'", owner.organizationId, contact.id)).toBe(1);
+      expect(
+        await count(
+          owner,
+          "SELECT COUNT(*) AS n FROM erasures WHERE organization_id = ? AND contact_id = ? AND state = 'done'",
+          owner.organizationId,
+          contact.id,
+        ),
+      ).toBe(1);
       expect((await json(await call("GET", `/v1/contacts/${other.id}`, { token: owner.token }))).data.notes).toBe("Friend of [erased]");
     },
   },
@@ -189,10 +281,25 @@ export const TRASH_RACES: VersusRace[] = [
     async run(owner) {
       const target = await createContact(owner.token, { firstName: "Tess" });
       const source = await createContact(owner.token, { firstName: "Tess", notes: "original" });
-      const onTarget = [{ lastName: "Raced" }, { source: "WEBSITE" }, { status: "INACTIVE" }, { tags: ["kept"] }].map((body) => ({ method: "PUT", path: `/v1/contacts/${target.id}`, token: owner.token, body }));
+      const onTarget = [{ lastName: "Raced" }, { source: "WEBSITE" }, { status: "INACTIVE" }, { tags: ["kept"] }].map((body) => ({
+        method: "PUT",
+        path: `/v1/contacts/${target.id}`,
+        token: owner.token,
+        body,
+      }));
       const onSource = [
-        ...Array.from({ length: 4 }, (_, i) => ({ method: "PUT", path: `/v1/contacts/${source.id}`, token: owner.token, body: { notes: `source note ${i}` } })),
-        ...Array.from({ length: 6 }, (_, i) => ({ method: "POST", path: `/v1/contacts/${source.id}/activities`, token: owner.token, body: { type: "NOTE", description: `raced ${i}` } })),
+        ...Array.from({ length: 4 }, (_, i) => ({
+          method: "PUT",
+          path: `/v1/contacts/${source.id}`,
+          token: owner.token,
+          body: { notes: `source note ${i}` },
+        })),
+        ...Array.from({ length: 6 }, (_, i) => ({
+          method: "POST",
+          path: `/v1/contacts/${source.id}/activities`,
+          token: owner.token,
+          body: { type: "NOTE", description: `raced ${i}` },
+        })),
       ];
       const merge = { method: "POST", path: `/v1/contacts/${target.id}/merge`, token: owner.token, body: { sourceIds: [source.id] } };
       const answers = await settle([...onTarget.slice(0, 2), ...onSource.slice(0, 5), merge, ...onTarget.slice(2), ...onSource.slice(5)]);
@@ -209,7 +316,9 @@ export const TRASH_RACES: VersusRace[] = [
       expect(["original", ...landed]).toContain(after.notes);
       const activities = sourceAnswers.filter((a) => a.status === 201).length;
       for (const a of sourceAnswers) expect([200, 201, 404], a.body).toContain(a.status);
-      expect((await json(await call("GET", `/v1/contacts/${target.id}/activities?limit=100`, { token: owner.token }))).pagination.total).toBe(activities);
+      expect(
+        (await json(await call("GET", `/v1/contacts/${target.id}/activities?limit=100`, { token: owner.token }))).pagination.total,
+      ).toBe(activities);
       expect(await count(owner, "SELECT COUNT(*) AS n FROM contact_activities WHERE contact_id = ?", source.id)).toBe(0);
       expect(await count(owner, "SELECT COUNT(*) AS n FROM contacts WHERE id = ?", source.id)).toBe(0);
       expect(await totalOf(owner, "/v1/contacts")).toBe(1);
@@ -221,7 +330,11 @@ export const TRASH_RACES: VersusRace[] = [
       const source = await createContact(owner.token, { tags: ["contested"] });
       const targets = [];
       for (let i = 0; i < 4; i++) targets.push(await createContact(owner.token));
-      const answers = await settle(targets.flatMap((t) => [0, 1].map(() => ({ method: "POST", path: `/v1/contacts/${t.id}/merge`, token: owner.token, body: { sourceIds: [source.id] } }))));
+      const answers = await settle(
+        targets.flatMap((t) =>
+          [0, 1].map(() => ({ method: "POST", path: `/v1/contacts/${t.id}/merge`, token: owner.token, body: { sourceIds: [source.id] } })),
+        ),
+      );
       const won = answers.filter((a) => a.status === 200);
       expect(won, JSON.stringify(answers)).toHaveLength(1);
       const winner = JSON.parse(won[0]!.body).data.id as string;
@@ -230,7 +343,9 @@ export const TRASH_RACES: VersusRace[] = [
         expect(JSON.parse(a.body).error.errors).toEqual([{ field: "mergedInto", code: "merged_contact", message: winner }]);
       }
       expect(await eventCount(owner.organizationId, "contact.deleted")).toBe(1);
-      const tag = (await json(await call("GET", "/v1/contacts/tags", { token: owner.token }))).data.find((t: { name: string }) => t.name === "contested");
+      const tag = (await json(await call("GET", "/v1/contacts/tags", { token: owner.token }))).data.find(
+        (t: { name: string }) => t.name === "contested",
+      );
       expect(tag.count).toBe(1);
       expect(await totalOf(owner, "/v1/contacts")).toBe(4);
     },

@@ -13,14 +13,26 @@ export async function subscribe(owner: TestPrincipal, body: Record<string, unkno
 }
 
 /** A contact as the contacts issue will emit it (data: object, previousAttributes, changes). */
-export function contactEvent(owner: TestPrincipal, type: string, object: Record<string, unknown>, previous: Record<string, unknown> | null = null): EventEnvelope {
+export function contactEvent(
+  owner: TestPrincipal,
+  type: string,
+  object: Record<string, unknown>,
+  previous: Record<string, unknown> | null = null,
+): EventEnvelope {
   const changes = previous ? Object.keys(previous) : null;
-  return newEvent({ organizationId: owner.organizationId, actor: { type: "user", userId: owner.userId } }, type, { object, previousAttributes: previous, changes });
+  return newEvent({ organizationId: owner.organizationId, actor: { type: "user", userId: owner.userId } }, type, {
+    object,
+    previousAttributes: previous,
+    changes,
+  });
 }
 
 /** An env whose webhook-deliveries producer records messages instead of queueing them (hand-driven consumers). */
 export function capturingEnv() {
   const sent: DeliveryMessage[] = [];
-  const queue = { sendBatch: async (msgs: { body: DeliveryMessage }[]) => void sent.push(...msgs.map((m) => m.body)), send: async (body: DeliveryMessage) => void sent.push(body) };
+  const queue = {
+    sendBatch: async (msgs: { body: DeliveryMessage }[]) => void sent.push(...msgs.map((m) => m.body)),
+    send: async (body: DeliveryMessage) => void sent.push(body),
+  };
   return { env: { ...env, WEBHOOK_DELIVERIES: queue as unknown as Queue<unknown> }, sent };
 }

@@ -4,7 +4,12 @@ import { promisify } from "node:util";
 
 const run = promisify(execFile);
 
-export const wrangler = (args: string[]) => run("npx", ["wrangler", ...args], { cwd: process.cwd(), env: { ...process.env, WRANGLER_SEND_METRICS: "false", NO_COLOR: "1" }, maxBuffer: 64 * 1024 * 1024 });
+export const wrangler = (args: string[]) =>
+  run("npx", ["wrangler", ...args], {
+    cwd: process.cwd(),
+    env: { ...process.env, WRANGLER_SEND_METRICS: "false", NO_COLOR: "1" },
+    maxBuffer: 64 * 1024 * 1024,
+  });
 
 /** The bundle a deploy would upload (minified, aliases applied), built by wrangler into `dir`, with the sizes it reports. */
 export async function buildBundle(dir: string): Promise<{ bundle: string; kib: number; gzipKiB: number; output: string }> {

@@ -50,7 +50,10 @@ describe("the webhook catalogue is emitted", () => {
   it("the check fails for a name nobody emits, and ignores names that are only mentioned or typed", () => {
     const files = new Map([
       [join("src", "webhooks", "events.ts"), `export const WEBHOOK_EVENTS = ["thing.created", "thing.gone", "thing.pending"];`],
-      [join("src", "things", "service.ts"), `type Move = { event: "thing.gone" | "thing.pending" };\ncommit(ctx, [], [newEvent(ctx, "thing.created", { object })]);`],
+      [
+        join("src", "things", "service.ts"),
+        `type Move = { event: "thing.gone" | "thing.pending" };\ncommit(ctx, [], [newEvent(ctx, "thing.created", { object })]);`,
+      ],
       [join("src", "things", "schemas.ts"), `z.enum(["thing.gone"]).openapi({ example: "thing.gone" });`],
       [join("src", "client", "schema.d.ts"), `events: "thing.gone" | "thing.pending"; newEvent(`],
       [join("src", "other", "service.ts"), `resourceEvent(ctx, "thing.pending", object)`],

@@ -6,7 +6,8 @@ import { describe, expect, it } from "vitest";
 import { configProblem, tomlVar } from "../../scripts/config-guard.mjs";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
-const run = (script: string, args: string[]) => spawnSync(process.execPath, [`scripts/${script}`, ...args], { cwd: root, encoding: "utf8", timeout: 60_000 });
+const run = (script: string, args: string[]) =>
+  spawnSync(process.execPath, [`scripts/${script}`, ...args], { cwd: root, encoding: "utf8", timeout: 60_000 });
 const TOML = '[vars]\nENVIRONMENT = "development"\nEMAIL_PROVIDER = "log"\n\n[[d1_databases]]\nbinding = "DB"\n';
 
 describe("the configuration guard of npm run dev and npm run deploy", () => {

@@ -17,14 +17,26 @@ describe("npm run dev's origin", () => {
   });
 
   it("keeps an explicit MCP_SERVER_URL, and ranks --var over the environment over .dev.vars", () => {
-    expect(devOrigin({ port: "18811", args: ["--test-scheduled", "--var", "MCP_SERVER_URL:http://127.0.0.1:9/mcp"] })).toEqual({ APP_URL: "http://127.0.0.1:18811", MCP_SERVER_URL: "http://127.0.0.1:9/mcp" });
-    const all = { args: ["--var", "APP_URL:https://a.example"], env: { APP_URL: "https://b.example" }, fileVars: { APP_URL: "https://c.example" } };
+    expect(devOrigin({ port: "18811", args: ["--test-scheduled", "--var", "MCP_SERVER_URL:http://127.0.0.1:9/mcp"] })).toEqual({
+      APP_URL: "http://127.0.0.1:18811",
+      MCP_SERVER_URL: "http://127.0.0.1:9/mcp",
+    });
+    const all = {
+      args: ["--var", "APP_URL:https://a.example"],
+      env: { APP_URL: "https://b.example" },
+      fileVars: { APP_URL: "https://c.example" },
+    };
     expect(devOrigin(all).APP_URL).toBe("https://a.example");
     expect(devOrigin({ ...all, args: [] }).APP_URL).toBe("https://b.example");
     expect(devOrigin({ ...all, args: [], env: { APP_URL: "" } }).APP_URL).toBe("https://c.example");
   });
 
   it("hands both to wrangler as --var arguments", () => {
-    expect(devOriginArgs(devOrigin({ port: "18811" }))).toEqual(["--var", "APP_URL:http://127.0.0.1:18811", "--var", "MCP_SERVER_URL:http://127.0.0.1:18811/mcp"]);
+    expect(devOriginArgs(devOrigin({ port: "18811" }))).toEqual([
+      "--var",
+      "APP_URL:http://127.0.0.1:18811",
+      "--var",
+      "MCP_SERVER_URL:http://127.0.0.1:18811/mcp",
+    ]);
   });
 });

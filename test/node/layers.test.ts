@@ -24,7 +24,8 @@ async function check(command: string, args: string[], cwd = root): Promise<{ cod
 }
 
 /** The Worker's sources, and the tests and benchmarks (which reach a Durable Object through its client too). */
-const depcruise = (cwd = root, dirs = ["src", "test", "bench"]) => check(bin("depcruise"), [...dirs, "--config", join(root, ".dependency-cruiser.cjs"), "--output-type", "err"], cwd);
+const depcruise = (cwd = root, dirs = ["src", "test", "bench"]) =>
+  check(bin("depcruise"), [...dirs, "--config", join(root, ".dependency-cruiser.cjs"), "--output-type", "err"], cwd);
 
 describe("imports point down", () => {
   it("dependency-cruiser finds no circle, no upward import and no reach into another domain's internals", async () => {

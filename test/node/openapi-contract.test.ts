@@ -19,19 +19,32 @@ type Doc = { paths: Record<string, Record<string, { operationId?: string; respon
 describe("the OpenAPI document", () => {
   it("passes Redocly's recommended lint with no error and no warning", async () => {
     const file = await writeDocument();
-    const { stdout } = await run("npx", ["redocly", "lint", file, "--format=json"], { cwd: process.cwd(), env: { ...process.env, REDOCLY_TELEMETRY: "off", REDOCLY_SUPPRESS_UPDATE_NOTICE: "true" } }).catch((err: { stdout: string }) => err);
-    const report = JSON.parse(stdout.slice(stdout.indexOf("{"))) as { totals: { errors: number; warnings: number }; problems: { ruleId: string; message: string }[] };
+    const { stdout } = await run("npx", ["redocly", "lint", file, "--format=json"], {
+      cwd: process.cwd(),
+      env: { ...process.env, REDOCLY_TELEMETRY: "off", REDOCLY_SUPPRESS_UPDATE_NOTICE: "true" },
+    }).catch((err: { stdout: string }) => err);
+    const report = JSON.parse(stdout.slice(stdout.indexOf("{"))) as {
+      totals: { errors: number; warnings: number };
+      problems: { ruleId: string; message: string }[];
+    };
     expect(report.problems.map((p) => `${p.ruleId}: ${p.message}`)).toEqual([]);
     expect(report.totals).toMatchObject({ errors: 0, warnings: 0 });
   });
 
   it("names every operation with a unique camelCase verbNoun operationId and declares a 4xx for each", async () => {
     const doc = JSON.parse(readFileSync(await writeDocument(), "utf8")) as Doc;
-    const ops = Object.entries(doc.paths).flatMap(([path, methods]) => Object.entries(methods).map(([method, op]) => ({ at: `${method.toUpperCase()} ${path}`, ...op })));
+    const ops = Object.entries(doc.paths).flatMap(([path, methods]) =>
+      Object.entries(methods).map(([method, op]) => ({ at: `${method.toUpperCase()} ${path}`, ...op })),
+    );
     expect(ops.length).toBeGreaterThan(20);
     for (const op of ops) {
-      expect(op.operationId, op.at).toMatch(/^(list|get|create|update|delete|add|bulkUpdate|send|replay|void|open|actOn|download|approve|publish|unpublish|reject|preflight|upload|reorder|record|sync|move|complete|activate|deactivate|accept|search|reissue|resend|skip|authorize|submit|exchange|register|verify|restore|revoke|rotate|recover|merge|cancel|export)[A-Z][A-Za-z]+$/);
-      expect(Object.keys(op.responses).some((s) => s.startsWith("4")), op.at).toBe(true);
+      expect(op.operationId, op.at).toMatch(
+        /^(list|get|create|update|delete|add|bulkUpdate|send|replay|void|open|actOn|download|approve|publish|unpublish|reject|preflight|upload|reorder|record|sync|move|complete|activate|deactivate|accept|search|reissue|resend|skip|authorize|submit|exchange|register|verify|restore|revoke|rotate|recover|merge|cancel|export)[A-Z][A-Za-z]+$/,
+      );
+      expect(
+        Object.keys(op.responses).some((s) => s.startsWith("4")),
+        op.at,
+      ).toBe(true);
     }
     expect(new Set(ops.map((o) => o.operationId)).size).toBe(ops.length);
   });

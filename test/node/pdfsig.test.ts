@@ -35,7 +35,11 @@ describe.each(["P-256", "RSA-2048"] as const)("a %s seal checked by pdfsig", (ke
   beforeAll(async () => {
     // Not production: a production config must name a real mailer (src/env.ts).
     env = { ...(await generateSealPair({ keyAlgorithm })), ENVIRONMENT: "test" } as Env;
-    sealed = await sealPdf(env, await letter(), { reason: "All parties signed (Québec office)", name: "王小明 Realty", location: "Montréal" });
+    sealed = await sealPdf(env, await letter(), {
+      reason: "All parties signed (Québec office)",
+      name: "王小明 Realty",
+      location: "Montréal",
+    });
   });
 
   it("is a valid signature over the whole document", async () => {
@@ -45,7 +49,11 @@ describe.each(["P-256", "RSA-2048"] as const)("a %s seal checked by pdfsig", (ke
     expect(out).toContain("Signer Certificate Common Name: Brokerage Edge development seal");
     expect(out).toContain("Signature Type: ETSI.CAdES.detached");
     expect(out).toContain("Signing Hash Algorithm: SHA-256");
-    expect(await inspectSealedPdf(env, sealed)).toMatchObject({ valid: true, name: "王小明 Realty", reason: "All parties signed (Québec office)" });
+    expect(await inspectSealedPdf(env, sealed)).toMatchObject({
+      valid: true,
+      name: "王小明 Realty",
+      reason: "All parties signed (Québec office)",
+    });
   });
 
   it("is no longer valid after one byte inside the signed range changes", async () => {

@@ -1,7 +1,21 @@
 import { z } from "@hono/zod-openapi";
 import type { DerivedObligation, DocumentText, FormDefinition } from "./definition";
 import { freeText, oneLineText } from "../../lib/validation";
-import { Address, AGREEMENT_RENEWAL_DAYS, Brokerage, dollars, inOrder, isoDate, longDate, Money, oneLineAddress, Party, partyLines, Period, Provenance } from "./parts";
+import {
+  Address,
+  AGREEMENT_RENEWAL_DAYS,
+  Brokerage,
+  dollars,
+  inOrder,
+  isoDate,
+  longDate,
+  Money,
+  oneLineAddress,
+  Party,
+  partyLines,
+  Period,
+  Provenance,
+} from "./parts";
 
 /**
  * The two agency agreements (issue 31): a seller's listing agreement with the listing brokerage, and a buyer's
@@ -15,13 +29,26 @@ const REPRESENTATION_TITLE = "Buyer Representation Agreement (Ontario)";
 
 const Commission = z
   .strictObject({
-    percent: z.number().min(0.001).max(100).multipleOf(0.001).optional().openapi({ description: "Of the sale price, at most three decimals, e.g. 2.5" }),
+    percent: z
+      .number()
+      .min(0.001)
+      .max(100)
+      .multipleOf(0.001)
+      .optional()
+      .openapi({ description: "Of the sale price, at most three decimals, e.g. 2.5" }),
     cents: Money.shape.cents.optional().openapi({ description: "A fixed amount instead of (or on top of) a percentage" }),
   })
-  .refine((c) => c.percent !== undefined || c.cents !== undefined, { message: "Give the commission as a percent, an amount in cents, or both", params: { code: "required" } });
+  .refine((c) => c.percent !== undefined || c.cents !== undefined, {
+    message: "Give the commission as a percent, an amount in cents, or both",
+    params: { code: "required" },
+  });
 type Commission = z.infer<typeof Commission>;
 
-const HoldoverDays = z.int().min(0).max(365).openapi({ description: "Days after expiry during which a sale to a buyer introduced during the period still earns the commission" });
+const HoldoverDays = z
+  .int()
+  .min(0)
+  .max(365)
+  .openapi({ description: "Days after expiry during which a sale to a buyer introduced during the period still earns the commission" });
 
 export const ListingCanonical = z
   .strictObject({
@@ -60,7 +87,10 @@ export const RepresentationCanonical = z
   .openapi("BuyerRepresentationAgreementCanonical");
 export type RepresentationCanonical = z.infer<typeof RepresentationCanonical>;
 
-const commissionWords = (c: Commission) => [c.percent !== undefined ? `${c.percent}% of the sale price` : null, c.cents !== undefined ? dollars(c.cents) : null].filter(Boolean).join(" plus ");
+const commissionWords = (c: Commission) =>
+  [c.percent !== undefined ? `${c.percent}% of the sale price` : null, c.cents !== undefined ? dollars(c.cents) : null]
+    .filter(Boolean)
+    .join(" plus ");
 const notesLines = (notes?: string) => (notes ? notes.split(/\r?\n/) : []);
 
 function periodObligations(what: string, period: z.infer<typeof Period>): DerivedObligation[] {
@@ -69,8 +99,14 @@ function periodObligations(what: string, period: z.infer<typeof Period>): Derive
   // A period shorter than the notice: the decision falls on its first day, never before the agreement exists.
   const renewal =
     notice >= start
-      ? { description: `Decide whether to renew the ${what.toLowerCase()} (${AGREEMENT_RENEWAL_DAYS} days before it expires)`, dueDate: notice }
-      : { description: `Decide whether to renew the ${what.toLowerCase()} (it runs less than ${AGREEMENT_RENEWAL_DAYS} days: from its first day)`, dueDate: start };
+      ? {
+          description: `Decide whether to renew the ${what.toLowerCase()} (${AGREEMENT_RENEWAL_DAYS} days before it expires)`,
+          dueDate: notice,
+        }
+      : {
+          description: `Decide whether to renew the ${what.toLowerCase()} (it runs less than ${AGREEMENT_RENEWAL_DAYS} days: from its first day)`,
+          dueDate: start,
+        };
   return [
     { type: "expiry", description: `${what} expires`, dueDate: isoDate(period.expiry), amountCents: null },
     { type: "renewal", ...renewal, amountCents: null },
@@ -84,7 +120,15 @@ function listingText({ listing: l }: ListingCanonical): DocumentText {
     sections: [
       { heading: "Parties", lines: [...partyLines("Seller", l.sellers), `Listing brokerage: ${l.brokerage.name} (${l.brokerage.email})`] },
       { heading: "Property", lines: [where] },
-      { heading: "Listing", lines: [`List price: ${dollars(l.listPrice.cents)}`, `From ${longDate(l.period.start)} to ${longDate(l.period.expiry)}`, `Commission: ${commissionWords(l.commission)}`, `Holdover: ${l.holdoverDays} days`] },
+      {
+        heading: "Listing",
+        lines: [
+          `List price: ${dollars(l.listPrice.cents)}`,
+          `From ${longDate(l.period.start)} to ${longDate(l.period.expiry)}`,
+          `Commission: ${commissionWords(l.commission)}`,
+          `Holdover: ${l.holdoverDays} days`,
+        ],
+      },
       {
         heading: "Clauses",
         lines: [
@@ -143,5 +187,6 @@ export const representationForm: FormDefinition = {
     return inOrder([representation.buyers, "buyer"], [[representation.brokerage], "buyer_brokerage"]);
   },
   text: (canonical) => representationText(canonical as RepresentationCanonical),
-  obligations: (canonical) => periodObligations("Buyer representation agreement", (canonical as RepresentationCanonical).representation.period),
+  obligations: (canonical) =>
+    periodObligations("Buyer representation agreement", (canonical as RepresentationCanonical).representation.period),
 };

@@ -19,9 +19,18 @@ export const AmendmentCanonical = z
     formKey: z.literal(AMENDMENT_FORM),
     amendment: z
       .strictObject({
-        amends: z.string().min(1).max(100).openapi({ description: `The id of a signed ${PURCHASE_FORM} document of your organization (its envelope completed)` }),
+        amends: z
+          .string()
+          .min(1)
+          .max(100)
+          .openapi({ description: `The id of a signed ${PURCHASE_FORM} document of your organization (its envelope completed)` }),
         waives: z
-          .array(z.int().min(0).max(MAX_CONDITIONS - 1))
+          .array(
+            z
+              .int()
+              .min(0)
+              .max(MAX_CONDITIONS - 1),
+          )
           .max(MAX_CONDITIONS)
           .refine((w) => new Set(w).size === w.length, { message: "A condition is waived once", params: { code: "duplicate" } })
           .openapi({ description: "Indexes into the amended agreement's purchase.conditions: the conditions the buyer waives" }),
@@ -29,7 +38,10 @@ export const AmendmentCanonical = z
         price: Money.optional().openapi({ description: "The new purchase price" }),
         notes: freeText(4_000).optional(),
       })
-      .refine((a) => a.waives.length > 0 || a.completion || a.price || a.notes, { message: "An amendment changes something: waives a condition, moves completion, changes the price, or says so in notes", params: { code: "required" } }),
+      .refine((a) => a.waives.length > 0 || a.completion || a.price || a.notes, {
+        message: "An amendment changes something: waives a condition, moves completion, changes the price, or says so in notes",
+        params: { code: "required" },
+      }),
     provenance: Provenance,
   })
   .openapi("AmendmentCanonical");
@@ -54,11 +66,17 @@ export function foldAmendments(amendments: AmendmentCanonical[]): PurchaseChange
 function amendmentText({ amendment: a }: AmendmentCanonical, amended?: PurchaseCanonical): DocumentText {
   const p = amended?.purchase;
   const agreement = p
-    ? [`Agreement of Purchase and Sale of ${oneLineAddress(p.property.address)} for ${dollars(p.price.cents)}, document ${a.amends}`, ...partyLines("Buyer", p.buyers), ...partyLines("Seller", p.sellers)]
+    ? [
+        `Agreement of Purchase and Sale of ${oneLineAddress(p.property.address)} for ${dollars(p.price.cents)}, document ${a.amends}`,
+        ...partyLines("Buyer", p.buyers),
+        ...partyLines("Seller", p.sellers),
+      ]
     : [`Agreement of Purchase and Sale, document ${a.amends}`];
   const condition = (i: number) => (p?.conditions[i] ? ` (${p.conditions[i].type}: ${p.conditions[i].description})` : "");
   const changes = [
-    ...a.waives.map((i) => `The buyer waives condition ${i + 1}${condition(i)} of the agreement; the agreement is no longer conditional on it.`),
+    ...a.waives.map(
+      (i) => `The buyer waives condition ${i + 1}${condition(i)} of the agreement; the agreement is no longer conditional on it.`,
+    ),
     ...(a.completion ? [`The completion date is changed to ${longDate(a.completion.date)}.`] : []),
     ...(a.price ? [`The purchase price is changed to ${dollars(a.price.cents)}.`] : []),
   ].map((line, i) => `${i + 1}. ${line}`);
@@ -67,7 +85,13 @@ function amendmentText({ amendment: a }: AmendmentCanonical, amended?: PurchaseC
     sections: [
       { heading: "Agreement amended", lines: agreement },
       { heading: "Changes", lines: [...changes, ...(a.notes ? a.notes.split(/\r?\n/) : [])] },
-      { heading: "Clauses", lines: ["Every other term of the agreement stays as it is.", "This amendment takes effect when every party to the agreement has signed it."] },
+      {
+        heading: "Clauses",
+        lines: [
+          "Every other term of the agreement stays as it is.",
+          "This amendment takes effect when every party to the agreement has signed it.",
+        ],
+      },
     ],
   };
 }

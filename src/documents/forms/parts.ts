@@ -8,7 +8,10 @@ export type Party = z.infer<typeof Party>;
 export type CalendarDay = { year: number; month: number; day: number };
 export const CalendarDate = z
   .strictObject({ year: z.int().min(1900).max(2200), month: z.int().min(1).max(12), day: z.int().min(1).max(31) })
-  .refine((d) => new Date(Date.UTC(d.year, d.month - 1, d.day)).getUTCDate() === d.day, { message: "Not a calendar date", params: { code: "invalid_date" } });
+  .refine((d) => new Date(Date.UTC(d.year, d.month - 1, d.day)).getUTCDate() === d.day, {
+    message: "Not a calendar date",
+    params: { code: "invalid_date" },
+  });
 export const dayNumber = (d: CalendarDay) => Date.UTC(d.year, d.month - 1, d.day);
 
 export const Provenance = z.strictObject({ aiDrafted: z.boolean() });
@@ -21,12 +24,17 @@ export const Brokerage = z.strictObject({ name: oneLineText(200), email: z.email
 /** A term from `start` to `expiry`, which must come after it. */
 export const Period = z
   .strictObject({ start: CalendarDate, expiry: CalendarDate })
-  .refine((p) => dayNumber(p.expiry) > dayNumber(p.start), { message: "The period must expire after it starts", path: ["expiry"], params: { code: "invalid_range" } });
+  .refine((p) => dayNumber(p.expiry) > dayNumber(p.start), {
+    message: "The period must expire after it starts",
+    path: ["expiry"],
+    params: { code: "invalid_range" },
+  });
 
 const MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October", "November", "December"];
 /** Spelled-out month: 03/04/2027 reads as March or April depending on the reader; "April 3, 2027" does not. */
 export const longDate = (d: CalendarDay) => `${MONTHS[d.month - 1]} ${d.day}, ${d.year}`;
-export const dollars = (cents: number) => `$${(cents / 100).toLocaleString("en-US", { minimumFractionDigits: 2, maximumFractionDigits: 2 })}`;
+export const dollars = (cents: number) =>
+  `$${(cents / 100).toLocaleString("en-US", { minimumFractionDigits: 2, maximumFractionDigits: 2 })}`;
 export const oneLineAddress = (a: z.infer<typeof Address>) => `${a.street}, ${a.city}, ${a.province}`;
 export const partyLines = (role: string, list: Party[]) => list.map((p) => `${role}: ${p.name} (${p.email})`);
 
@@ -36,4 +44,5 @@ export const isoDate = (d: CalendarDay, days = 0) => new Date(dayNumber(d) + day
 /** A listing or buyer representation agreement's renewal falls due this many days before it expires (issue 31). */
 export const AGREEMENT_RENEWAL_DAYS = 30;
 /** Signing parties in signing order: each group's people with the group's role. */
-export const inOrder = (...groups: [Party[], string][]) => groups.flatMap(([people, role]) => people.map((p) => ({ name: p.name, email: p.email, role })));
+export const inOrder = (...groups: [Party[], string][]) =>
+  groups.flatMap(([people, role]) => people.map((p) => ({ name: p.name, email: p.email, role })));

@@ -1,7 +1,20 @@
 import { z } from "@hono/zod-openapi";
 import type { DerivedObligation, DocumentText, FormDefinition } from "./definition";
 import { freeText, oneLineText } from "../../lib/validation";
-import { Address, CalendarDate, dayNumber, dollars, inOrder, isoDate, longDate, Money, oneLineAddress, Party, partyLines, Provenance } from "./parts";
+import {
+  Address,
+  CalendarDate,
+  dayNumber,
+  dollars,
+  inOrder,
+  isoDate,
+  longDate,
+  Money,
+  oneLineAddress,
+  Party,
+  partyLines,
+  Provenance,
+} from "./parts";
 
 /**
  * on/agreement-of-purchase-and-sale (issue 31): an offer to buy a property, signed by the buyers, then the sellers.
@@ -17,7 +30,9 @@ export const MAX_CONDITIONS = 20;
 const Condition = z.strictObject({
   type: z.enum(CONDITION_TYPES),
   description: oneLineText(500),
-  waiverDeadline: CalendarDate.openapi({ description: "The last day the buyer may waive (or fulfil) the condition; otherwise the agreement ends" }),
+  waiverDeadline: CalendarDate.openapi({
+    description: "The last day the buyer may waive (or fulfil) the condition; otherwise the agreement ends",
+  }),
 });
 
 const PurchaseTerms = z.strictObject({
@@ -25,8 +40,15 @@ const PurchaseTerms = z.strictObject({
   sellers: z.array(Party).min(1).max(10),
   property: z.strictObject({ address: Address, legalDescription: oneLineText(500).optional() }),
   price: Money,
-  deposit: z.strictObject({ cents: Money.shape.cents, dueDate: CalendarDate, heldBy: oneLineText(200).optional().openapi({ description: "Who holds the deposit in trust (usually the listing brokerage)" }) }),
-  conditions: z.array(Condition).max(MAX_CONDITIONS).openapi({ description: "Each an obligation (condition_waiver) until waived; an amendment waives one by its index here" }),
+  deposit: z.strictObject({
+    cents: Money.shape.cents,
+    dueDate: CalendarDate,
+    heldBy: oneLineText(200).optional().openapi({ description: "Who holds the deposit in trust (usually the listing brokerage)" }),
+  }),
+  conditions: z
+    .array(Condition)
+    .max(MAX_CONDITIONS)
+    .openapi({ description: "Each an obligation (condition_waiver) until waived; an amendment waives one by its index here" }),
   irrevocableUntil: CalendarDate.openapi({ description: "The offer stands until the end of this day" }),
   completion: z.strictObject({ date: CalendarDate }),
   inclusions: z.array(oneLineText(200)).max(50).optional().openapi({ description: "Chattels and fixtures included in the price" }),
@@ -40,13 +62,24 @@ type PurchaseTerms = z.infer<typeof PurchaseTerms>;
  * completion date against them): nothing falls due after completion, and the deposit is at most the price. A waived
  * condition no longer has a deadline.
  */
-export function purchaseRuleIssues(p: PurchaseTerms, waived: ReadonlySet<number> = new Set()): { path: (string | number)[]; message: string }[] {
+export function purchaseRuleIssues(
+  p: PurchaseTerms,
+  waived: ReadonlySet<number> = new Set(),
+): { path: (string | number)[]; message: string }[] {
   const closing = dayNumber(p.completion.date);
   return [
     ...(p.deposit.cents > p.price.cents ? [{ path: ["deposit", "cents"], message: "The deposit cannot exceed the price" }] : []),
-    ...(dayNumber(p.deposit.dueDate) > closing ? [{ path: ["deposit", "dueDate"], message: "The deposit cannot fall due after completion" }] : []),
-    ...(dayNumber(p.irrevocableUntil) > closing ? [{ path: ["completion", "date"], message: "The completion date cannot come before the offer's irrevocable date" }] : []),
-    ...p.conditions.flatMap((c, i) => (!waived.has(i) && dayNumber(c.waiverDeadline) > closing ? [{ path: ["conditions", i, "waiverDeadline"], message: "A condition's waiver deadline cannot come after completion" }] : [])),
+    ...(dayNumber(p.deposit.dueDate) > closing
+      ? [{ path: ["deposit", "dueDate"], message: "The deposit cannot fall due after completion" }]
+      : []),
+    ...(dayNumber(p.irrevocableUntil) > closing
+      ? [{ path: ["completion", "date"], message: "The completion date cannot come before the offer's irrevocable date" }]
+      : []),
+    ...p.conditions.flatMap((c, i) =>
+      !waived.has(i) && dayNumber(c.waiverDeadline) > closing
+        ? [{ path: ["conditions", i, "waiverDeadline"], message: "A condition's waiver deadline cannot come after completion" }]
+        : [],
+    ),
   ];
 }
 
@@ -85,14 +118,24 @@ export function purchaseText(canonical: PurchaseCanonical): DocumentText {
   const deposit = dollars(p.deposit.cents);
   const closing = longDate(p.completion.date);
   const conditions = p.conditions.map(
-    (c, i) => `${i + 1}. This agreement is conditional on ${CONDITION_WORDS[c.type]}: ${c.description}. Unless the buyer gives written notice waiving or fulfilling this condition by ${longDate(c.waiverDeadline)}, this agreement ends and the deposit is returned to the buyer in full.`,
+    (c, i) =>
+      `${i + 1}. This agreement is conditional on ${CONDITION_WORDS[c.type]}: ${c.description}. Unless the buyer gives written notice waiving or fulfilling this condition by ${longDate(c.waiverDeadline)}, this agreement ends and the deposit is returned to the buyer in full.`,
   );
   return {
     title: PURCHASE_TITLE,
     sections: [
       { heading: "Parties", lines: [...partyLines("Buyer", p.buyers), ...partyLines("Seller", p.sellers)] },
-      { heading: "Property", lines: [where, ...(p.property.legalDescription ? [`Legal description: ${p.property.legalDescription}`] : [])] },
-      { heading: "Price and deposit", lines: [`Purchase price: ${price}`, `Deposit: ${deposit}, due ${longDate(p.deposit.dueDate)}${p.deposit.heldBy ? `, held in trust by ${p.deposit.heldBy}` : ""}`] },
+      {
+        heading: "Property",
+        lines: [where, ...(p.property.legalDescription ? [`Legal description: ${p.property.legalDescription}`] : [])],
+      },
+      {
+        heading: "Price and deposit",
+        lines: [
+          `Purchase price: ${price}`,
+          `Deposit: ${deposit}, due ${longDate(p.deposit.dueDate)}${p.deposit.heldBy ? `, held in trust by ${p.deposit.heldBy}` : ""}`,
+        ],
+      },
       { heading: "Conditions", lines: conditions.length ? conditions : ["This agreement is not conditional on anything."] },
       ...(p.inclusions?.length ? [{ heading: "Included", lines: p.inclusions }] : []),
       ...(p.exclusions?.length ? [{ heading: "Excluded", lines: p.exclusions }] : []),
@@ -116,11 +159,31 @@ export function purchaseObligations(canonical: PurchaseCanonical, changes: Purch
   const where = p.property.address.street;
   const waived = new Set(changes.waived);
   return [
-    { type: "deposit_due", description: `Deposit due on the purchase of ${where}`, dueDate: isoDate(p.deposit.dueDate), amountCents: p.deposit.cents },
+    {
+      type: "deposit_due",
+      description: `Deposit due on the purchase of ${where}`,
+      dueDate: isoDate(p.deposit.dueDate),
+      amountCents: p.deposit.cents,
+    },
     ...p.conditions.flatMap((c, i) =>
-      waived.has(i) ? [] : [{ type: "condition_waiver" as const, key: String(i), description: `Last day to waive or fulfil condition ${i + 1} (${c.type}): ${c.description}`, dueDate: isoDate(c.waiverDeadline), amountCents: null }],
+      waived.has(i)
+        ? []
+        : [
+            {
+              type: "condition_waiver" as const,
+              key: String(i),
+              description: `Last day to waive or fulfil condition ${i + 1} (${c.type}): ${c.description}`,
+              dueDate: isoDate(c.waiverDeadline),
+              amountCents: null,
+            },
+          ],
     ),
-    { type: "closing", description: `Completion of the sale of ${where} for ${dollars(changes.priceCents ?? p.price.cents)}`, dueDate: isoDate(changes.completion ?? p.completion.date), amountCents: null },
+    {
+      type: "closing",
+      description: `Completion of the sale of ${where} for ${dollars(changes.priceCents ?? p.price.cents)}`,
+      dueDate: isoDate(changes.completion ?? p.completion.date),
+      amountCents: null,
+    },
   ];
 }
 

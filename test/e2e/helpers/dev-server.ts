@@ -9,7 +9,12 @@ export async function startDev(extraArgs: string[] = []): Promise<{ base: string
   const base = `http://127.0.0.1:${port}`;
   let output = "";
   const args = ["run", "dev", ...(extraArgs.length ? ["--", ...extraArgs.map((a) => a.replaceAll("{base}", base))] : [])];
-  const dev: ChildProcess = spawn("npm", args, { cwd: process.cwd(), env: { ...process.env, PORT: port }, detached: true, stdio: ["ignore", "pipe", "pipe"] });
+  const dev: ChildProcess = spawn("npm", args, {
+    cwd: process.cwd(),
+    env: { ...process.env, PORT: port },
+    detached: true,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   dev.stdout!.on("data", (d: Buffer) => (output += d));
   dev.stderr!.on("data", (d: Buffer) => (output += d));
   const deadline = Date.now() + 120_000;

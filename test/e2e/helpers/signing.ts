@@ -43,7 +43,8 @@ export async function mailedSigningCode(email: string, timeoutMs = 45_000): Prom
       if (!code) throw new Error(`"${CODE_SUBJECT}" to ${email} carries no 6-digit code: ${JSON.stringify(newest.text)}`);
       return code;
     }
-    if (Date.now() > deadline) throw new Error(`no "${CODE_SUBJECT}" mail to ${email} within ${timeoutMs} ms; newest: ${JSON.stringify(newest ?? null)}`);
+    if (Date.now() > deadline)
+      throw new Error(`no "${CODE_SUBJECT}" mail to ${email} within ${timeoutMs} ms; newest: ${JSON.stringify(newest ?? null)}`);
     await sleep(500);
   }
 }
@@ -69,7 +70,13 @@ export function signingApi(link: string, ip = clientAddress()) {
   return {
     open: async () => answer(await fetch(endpoint, { headers: { "cf-connecting-ip": ip } })),
     act: async (body: Record<string, unknown>) =>
-      answer(await fetch(endpoint, { method: "POST", headers: { "content-type": "application/json", "cf-connecting-ip": ip }, body: JSON.stringify(body) })),
+      answer(
+        await fetch(endpoint, {
+          method: "POST",
+          headers: { "content-type": "application/json", "cf-connecting-ip": ip },
+          body: JSON.stringify(body),
+        }),
+      ),
   };
 }
 
@@ -87,7 +94,8 @@ export async function signOverHttp(link: string, email: string, ip = clientAddre
   const opened = await step("open", api.open());
   if (opened.state !== "active") throw new Error(`the link is not live: ${JSON.stringify(opened)}`);
   const sent = await step("send_code", api.act({ action: "send_code" }));
-  if (typeof sent.sentTo !== "string" || sent.sentTo.toLowerCase() === email.toLowerCase()) throw new Error(`send_code should answer a masked address: ${JSON.stringify(sent)}`);
+  if (typeof sent.sentTo !== "string" || sent.sentTo.toLowerCase() === email.toLowerCase())
+    throw new Error(`send_code should answer a masked address: ${JSON.stringify(sent)}`);
   const code = await mailedSigningCode(email);
   await step("authenticate", api.act({ action: "authenticate", code }));
   await step("consent", api.act({ action: "consent" }));
@@ -101,7 +109,8 @@ export async function waitForSealedDocument(api: Api, envelopeId: string, timeou
     const read = await api.GET("/api/signatures/{envelopeId}", { params: { path: { envelopeId } } });
     if (read.response.status !== 200) throw new Error(`GET /api/signatures/${envelopeId} answered ${read.response.status}`);
     if (read.data!.signedDocument.status === "ready") return read.data!;
-    if (Date.now() > deadline) throw new Error(`the signed document of ${envelopeId} is still ${read.data!.signedDocument.status} after ${timeoutMs} ms`);
+    if (Date.now() > deadline)
+      throw new Error(`the signed document of ${envelopeId} is still ${read.data!.signedDocument.status} after ${timeoutMs} ms`);
     await sleep(1_000);
   }
 }
@@ -109,7 +118,8 @@ export async function waitForSealedDocument(api: Api, envelopeId: string, timeou
 /** The sealed PDF through the signed link GET /api/signatures/{envelopeId}/document hands out. */
 export async function downloadSealedDocument(api: Api, envelopeId: string) {
   const link = await api.GET("/api/signatures/{envelopeId}/document", { params: { path: { envelopeId } } });
-  if (link.response.status !== 200) throw new Error(`GET /api/signatures/${envelopeId}/document answered ${link.response.status}: ${JSON.stringify(link.error)}`);
+  if (link.response.status !== 200)
+    throw new Error(`GET /api/signatures/${envelopeId}/document answered ${link.response.status}: ${JSON.stringify(link.error)}`);
   const res = await fetch(link.data!.url);
   if (res.status !== 200) throw new Error(`the sealed PDF link answered ${res.status}`);
   return { link: link.data!, contentType: res.headers.get("content-type"), bytes: new Uint8Array(await res.arrayBuffer()) };
@@ -117,7 +127,11 @@ export async function downloadSealedDocument(api: Api, envelopeId: string) {
 
 /** POST /api/public/verify with the PDF as the body, from `ip` (20 a minute per address: see clientAddress). */
 export async function verifyPdf(base: string, bytes: Uint8Array<ArrayBuffer>, ip = clientAddress()) {
-  const res = await fetch(`${base}/api/public/verify`, { method: "POST", headers: { "content-type": "application/pdf", "cf-connecting-ip": ip }, body: bytes });
+  const res = await fetch(`${base}/api/public/verify`, {
+    method: "POST",
+    headers: { "content-type": "application/pdf", "cf-connecting-ip": ip },
+    body: bytes,
+  });
   return { status: res.status, text: await res.text() };
 }
 
