@@ -38,7 +38,9 @@ export async function layersDiagram() {
     }
   }
   const lines = ["```mermaid", "flowchart TB"];
-  config.tiers.forEach((t, i) => lines.push(`  T${i}["${t.name}"]`));
+  config.tiers.forEach((t, i) => {
+    lines.push(`  T${i}["${t.name}"]`);
+  });
   // Top tier first, so arrows (importer → imported) run down the page.
   for (const [key] of [...edges].sort(([a], [b]) => b.localeCompare(a, "en", { numeric: true }))) {
     const [from, to] = key.split(">");

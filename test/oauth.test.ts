@@ -859,7 +859,7 @@ describe("dynamic client registration", () => {
     ["software_version", { software_version: "1.0\udc00" }, "invalid_client_metadata"],
     ["contacts.1", { contacts: ["ops@app.example", "\ud800@app.example"] }, "invalid_client_metadata"],
     ["scope", { scope: "contacts:read \ud800" }, "invalid_client_metadata"],
-    ["x_\ufffd", { ["x_\ud800"]: "y" }, "invalid_client_metadata"],
+    ["x_\ufffd", { "x_\ud800": "y" }, "invalid_client_metadata"],
     // RFC 7591 section 3.2.2: a bad redirection URI has its own error code.
     ["redirect_uris.0", { redirect_uris: ["https://app.example/cb\ud800"] }, "invalid_redirect_uri"],
   ])("refuses a lone UTF-16 surrogate in %s, registering nothing", async (field, metadata, error) => {

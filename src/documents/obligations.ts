@@ -101,7 +101,7 @@ export const obligationInserts = (db: Db, rows: ObligationRow[]): Statement[] =>
  * very event is left alone, so a redelivery changes nothing even past the consumer's claim. A due date that moved
  * is noted overdue again, and its due_soon and overdue events are emitted again for the new date.
  */
-function resyncStatements(db: Db, doc: { id: string; organizationId: string }, rows: ObligationRow[], eventId: string): Statement[] {
+function resyncStatements(db: Db, doc: { id: string; organizationId: string }, rows: ObligationRow[], _eventId: string): Statement[] {
   const c = documentObligations;
   // By id, not type: a waived condition's row goes while the other conditions' rows of the same type stay.
   const stale = db

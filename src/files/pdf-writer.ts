@@ -154,7 +154,7 @@ export async function unicodeWriter(env: Env, pdf: PDFDocument) {
     if (state.page && state.y < TOP) state.y -= height;
   };
   const finish = async (footer?: (page: number, pages: number) => string) => {
-    if (footer) pages.forEach((page, i) => place(page, footer(i + 1, pages.length), PAGE.margin, FOOTER_Y, 8, false, true));
+    if (footer) for (const [i, page] of pages.entries()) place(page, footer(i + 1, pages.length), PAGE.margin, FOOTER_Y, 8, false, true);
     pdf.registerFontkit(set.fontkit as unknown as Parameters<PDFDocument["registerFontkit"]>[0]);
     const faces = [...new Set(placed.map((p) => p.face))];
     const embed = (f: Face) => pdf.embedFont(set.bytes[f], { subset: true, customName: `${subsetTag()}+${set.fonts[f].postscriptName}` });

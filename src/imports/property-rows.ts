@@ -28,7 +28,10 @@ function propertyFromRecord(
     if (!target || value === "") return;
     const column = columns[i] ?? `column ${i + 1}`;
     from.set(target, column);
-    if (target === "mlsId") return void (input.mlsId = value);
+    if (target === "mlsId") {
+      input.mlsId = value;
+      return;
+    }
     const [group, field] = target.split(".") as [string, string];
     const into = (input[group] ??= {}) as Record<string, unknown>;
     if (target === "details.propertyType") into[field] = value.toUpperCase().replace(/[\s-]+/g, "_");

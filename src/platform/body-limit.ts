@@ -25,7 +25,7 @@ export const LARGE_BODY_ROUTES: { method: string; path: RegExp; maxBytes: number
  */
 export function streamedBody(method: string, path: string, contentType: string | null | undefined): { maxBytes: number } | null {
   const route = LARGE_BODY_ROUTES.find((r) => r.streamed && r.method === method && r.path.test(path));
-  const type = contentType?.split(";")[0]!.trim().toLowerCase();
+  const type = contentType?.split(";")[0]?.trim().toLowerCase();
   return route && type === route.streamed!.contentType ? { maxBytes: route.maxBytes } : null;
 }
 

@@ -112,6 +112,7 @@ minute unless the deployment says otherwise): every answer carries \`RateLimit-P
 \`RateLimit: "default";r=<left>;t=<seconds>\` (draft-ietf-httpapi-ratelimit-headers); past the quota, 429 with \`Retry-After\`.`;
 
 /** Routers of any route shape (plain Hono apps or OpenAPIHono), as the route groups build them (lazy-routes.ts). */
+// biome-ignore lint/suspicious/noExplicitAny: route groups of every schema and base path are mounted side by side.
 export type Routers = Hono<AppBindings, any, any>[];
 
 /**

@@ -25,7 +25,7 @@ export async function present(
     if (uploads.length) {
       const sign = requestFileSigner(ctx);
       const links = await Promise.all(uploads.map((p) => sign(p.key!)));
-      uploads.forEach((p, i) => urls!.set(p.id, links[i]!.url));
+      for (const [i, p] of uploads.entries()) urls!.set(p.id, links[i]!.url);
     }
   }
   const shown = records.map((r) => versioned(toProperty(r, urls), r.version));

@@ -26,7 +26,7 @@ export const toReferral = (r: Row): Referral => {
   return rest;
 };
 
-const emailKeyOf = (contact: string | undefined | null) => (contact && contact.includes("@") ? contact.toLowerCase() : null);
+const emailKeyOf = (contact: string | undefined | null) => (contact?.includes("@") ? contact.toLowerCase() : null);
 
 function referralRow(
   organizationId: string,

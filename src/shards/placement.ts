@@ -1,6 +1,6 @@
 import { and, eq, lt } from "drizzle-orm";
 import type { Db } from "../db/client";
-import { organizations, users } from "../db/members";
+import type { organizations, users } from "../db/members";
 import type { Env } from "../env";
 import { shardCount, shardDatabase } from "./bindings";
 

@@ -135,7 +135,7 @@ export async function renderSignedPacket(env: Env, input: SignedPacketInput): Pr
 export async function generateCertificate(env: Env, tenant: Tenant, envelopeId: string): Promise<void> {
   const db = tenant.db;
   const loaded = await loadEnvelope(tenant, envelopeId);
-  if (!loaded || loaded.envelope.status !== "completed" || loaded.envelope.certificateKey) return;
+  if (loaded?.envelope.status !== "completed" || loaded.envelope.certificateKey) return;
   const { envelope, signers } = loaded;
   const [document, audit] = await Promise.all([
     db.select().from(documents).where(eq(documents.id, envelope.documentId)).get(),

@@ -32,7 +32,7 @@ export const COPY_LINK_TTL_SECONDS = 30 * 86_400;
 
 export async function sealEnvelope(env: Env, tenant: Tenant, envelopeId: string): Promise<void> {
   const loaded = await loadEnvelope(tenant, envelopeId);
-  if (!loaded || loaded.envelope.status !== "completed" || loaded.envelope.copiesMailedAt) return;
+  if (loaded?.envelope.status !== "completed" || loaded.envelope.copiesMailedAt) return;
   if (!loaded.envelope.sealedKey && !(await sealDocument(env, tenant, loaded))) return;
   await mailCopies(env, tenant, loaded);
 }

@@ -77,7 +77,7 @@ export function disableFailingEndpoint(env: Env, db: Db, organizationId: string,
         .where(and(eq(s.organizationId, organizationId), eq(s.id, subscriptionId)))
         .get();
       const now = new Date();
-      if (!row || !row.enabled || !failedLongEnough(row.failingSince, now)) return null;
+      if (!row?.enabled || !failedLongEnough(row.failingSince, now)) return null;
       const at = nowIso(now);
       const changes = {
         enabled: false,
@@ -131,7 +131,7 @@ async function noticeOwners(env: Env, db: Db, endpoint: Row, dueAt: string): Pro
         to: owner.email,
         subject: `A webhook endpoint of ${org?.name ?? "your organization"} was disabled`,
         text: [
-          `Hello ${owner.name ?? ""}`.trimEnd() + ",",
+          `${`Hello ${owner.name ?? ""}`.trimEnd()},`,
           "",
           `Every delivery to the webhook endpoint ${endpoint.url}${endpoint.description ? ` (${endpoint.description})` : ""} has failed since ${endpoint.failingSince}, so it was disabled at ${endpoint.disabledAt}. Nothing more is sent to it.`,
           "",

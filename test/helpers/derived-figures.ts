@@ -49,11 +49,10 @@ export async function expectRollupsExact(organizationId: string) {
     expect(got.length, table).toBe(want.length);
     got.forEach((row, i) => {
       const w = want[i]!;
-      row.forEach((v, j) =>
-        typeof v === "number" && !Number.isInteger(v)
-          ? expect(v).toBeCloseTo(w[j] as number, 6)
-          : expect(v, `${table} row ${i}`).toEqual(w[j]),
-      );
+      for (const [j, v] of row.entries()) {
+        if (typeof v === "number" && !Number.isInteger(v)) expect(v).toBeCloseTo(w[j] as number, 6);
+        else expect(v, `${table} row ${i}`).toEqual(w[j]);
+      }
     });
   }
 }

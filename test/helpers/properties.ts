@@ -87,7 +87,8 @@ export function photoForm(
   extra: { captions?: string[]; order?: string[] } = {},
 ): FormData {
   const form = new FormData();
-  files.forEach((f, i) => form.append("photos", new File([f.bytes], f.name ?? `photo-${i}.jpg`, { type: f.type ?? "image/jpeg" })));
+  for (const [i, f] of files.entries())
+    form.append("photos", new File([f.bytes], f.name ?? `photo-${i}.jpg`, { type: f.type ?? "image/jpeg" }));
   for (const c of extra.captions ?? []) form.append("captions", c);
   for (const o of extra.order ?? []) form.append("order", o);
   return form;

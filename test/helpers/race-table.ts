@@ -1038,7 +1038,8 @@ export const RACES: Race[] = [
       });
       return { id, photos: (await json(res)).data.map((x: { id: string }) => x.id).join(",") };
     },
-    changes: async (owner, { photos }) => photos!.split(",").map((photo, i) => ({ body: { photoOrder: [{ id: photo, order: 100 - i }] } })),
+    changes: async (_owner, { photos }) =>
+      photos!.split(",").map((photo, i) => ({ body: { photoOrder: [{ id: photo, order: 100 - i }] } })),
     async verify(owner, { id, photos }) {
       const p = await getProperty(owner.token, id!);
       expect(p.media.photos.map((x: { id: string; order: number }) => [x.id, x.order])).toEqual(

@@ -42,14 +42,14 @@ const byName = new Map(MOVED_TABLES.map((t) => [t.name, t]));
 /** Text columns a CHECK limits to a few values: seeded with one of them. */
 const CHECKED: Record<string, string> = { "users.role": "agent" };
 
-function valueOf(t: MovedTable, column: SQLiteColumn, seed: Seed): unknown {
+function valueFor(t: MovedTable, column: SQLiteColumn, seed: Seed): unknown {
   const name = columnName(column);
   if (name === "organization_id") return seed.organizationId;
   if (Object.hasOwn(CHECKED, `${t.name}.${name}`)) return CHECKED[`${t.name}.${name}`];
   // A row scoped through a parent names the parent row seeded for the same organization.
   if (t.through?.column === name) {
     const parent = byName.get(t.through.parent)!;
-    return valueOf(parent, storedColumns(parent.table).find(([, c]) => columnName(c) === t.through!.parentKey)![1], seed);
+    return valueFor(parent, storedColumns(parent.table).find(([, c]) => columnName(c) === t.through!.parentKey)![1], seed);
   }
   switch (column.getSQLType()) {
     case "integer":
@@ -77,7 +77,7 @@ export async function seedEveryTable(shard: number, seed: Seed): Promise<void> {
         .prepare(
           `INSERT INTO "${t.name}" (${columns.map((c) => `"${columnName(c)}"`).join(", ")}) VALUES (${columns.map(() => "?").join(", ")})`,
         )
-        .bind(...columns.map((c) => valueOf(t, c, seed)));
+        .bind(...columns.map((c) => valueFor(t, c, seed)));
     }),
   );
 }

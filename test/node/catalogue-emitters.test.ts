@@ -21,7 +21,7 @@ function sources(dir = join(root, "src")): Map<string, string> {
 /** The calls that make an event (events/outbox.ts, events/resource-event.ts, signatures/present.ts). */
 const MAKES_EVENTS = /\b(newEvent|resourceEvent|envelopeEvent)\s*\(/;
 /** Where event names are listed rather than emitted: the catalogue itself, and the client generated from the OpenAPI document. */
-const NOT_EMITTERS = (path: string) => path === join("src", "webhooks", "events.ts") || path.startsWith(join("src", "client") + "/");
+const NOT_EMITTERS = (path: string) => path === join("src", "webhooks", "events.ts") || path.startsWith(`${join("src", "client")}/`);
 
 /**
  * The event names `files` emit: a name counts when it is a whole string literal, outside a type union, in a file that
