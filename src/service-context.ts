@@ -3,7 +3,7 @@ import type { Statement } from "./db/write";
 import type { Env } from "./env";
 
 /**
- * What a service verb is handed (README "Layout", tier 3): who acts, for which organization, and the databases.
+ * What a service verb is handed (docs/architecture.md, tier 3): who acts, for which organization, and the databases.
  * A leaf: it names no HTTP and no higher layer, so shards, events, platform and the domains all take it alike.
  */
 
@@ -36,14 +36,14 @@ export interface AuthOrganization {
 
 /**
  * Refuses (throws 403) a caller who may not act on the records about this agent (the organization's own when null):
- * handed down by a route (platform/auth.ts `agentActingFor`) so a verb checks the row it writes (issue 40).
+ * handed down by a route (platform/auth.ts `agentActingFor`) so a verb checks the row it writes.
  */
 export type ActingFor = (agentUserId: string | null) => void;
 
 /** What a service verb gets: never the HTTP request, only who acts, for which organization, and the bindings. */
 export interface ServiceContext {
   env: Env;
-  /** The organization's shard (issue 24); a service never names a binding. */
+  /** The organization's shard; a service never names a binding. */
   db: Db;
   /** The directory, for what is looked up across organizations: public link keys, agent slugs (src/shards/). */
   directory: Db;

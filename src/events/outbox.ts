@@ -13,7 +13,7 @@ import type { EventEnvelope } from "./envelope";
 /**
  * The queue message of an event: its id and its organization. Consumers read the row (events/consumers.ts), so an
  * event of any size leaves, where a 128 KB queue message would have held back a large one for good; the organization
- * says which shard holds the row (issue 24), looked up in the directory when the message is handled.
+ * says which shard holds the row, looked up in the directory when the message is handled.
  */
 export interface EventMessage {
   id: string;

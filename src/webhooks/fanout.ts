@@ -12,7 +12,7 @@ import { ENDPOINT_DISABLED, isWebhookEvent } from "./events";
 import { matchesFilters } from "./filters";
 import { buildPayload } from "./payload";
 
-/** A delivery to attempt, with the organization whose shard holds it (issue 24). */
+/** A delivery to attempt, with the organization whose shard holds it. */
 export interface DeliveryMessage {
   deliveryId: string;
   organizationId: string;
@@ -160,7 +160,7 @@ export async function resendStalledDeliveries(env: Env, db: Db, { stalledSeconds
   return stalled.length;
 }
 
-/** The events-queue consumer that turns domain events into webhook deliveries (issue 4, Fan-out). */
+/** The events-queue consumer that turns domain events into webhook deliveries (docs/decisions/0004-webhook-delivery.md). */
 export const webhookFanout: EventConsumer = {
   name: "webhook-fanout",
   accepts: isWebhookEvent,
