@@ -105,7 +105,8 @@ describe("GET /v1/contacts?q= (issue 33: find anyone by a word)", () => {
 
   it("reads quotes, *, NEAR, -, :, parentheses and odd Unicode as plain text: a 200 or a 422 naming q, never a 5xx", async () => {
     const { token } = await createPrincipal();
-    const raj = (await createContact(token, { firstName: "Raj", lastName: "Patel" })).id;
+    // An address without digits: a generated one may hold a word starting with "2", which "patel^2 raj" would find.
+    const raj = (await createContact(token, { firstName: "Raj", lastName: "Patel", email: "raj.patel@example.test" })).id;
     const plain: [string, string[]][] = [
       ['"raj"', [raj]],
       ["raj*", [raj]],

@@ -29,7 +29,7 @@ import { type Mailbox, openMailbox } from "./receiver";
 import { capturingEnv, contactEvent, subscribe } from "./webhooks";
 
 /**
- * Every multi-step operation with a way to fail it half-way (issue 29), beside RACES. test/faults.test.ts runs each
+ * Every multi-step operation with a way to fail it half-way (issue 29), beside RACES. test/faults/lane-*.test.ts (test/helpers/fault-runner.ts) run each
  * row once without a fault to count its steps (faulty-bindings.ts: D1 writes, R2 puts and deletes, queue sends), then
  * once per step and fault mode: a fresh `seed`, the `act` on bindings that fail at that step, `during` (what must
  * hold even then), `recover` (what production runs afterwards: the client's retry, the cron pass, the queues'
@@ -49,6 +49,8 @@ export interface FaultRow<S = any> {
   modes?: FaultMode[];
   /** Runs of this row that may go side by side: only for an operation whose recovery has no cron pass (which would touch the other runs' organizations). */
   concurrency?: number;
+  /** A row that takes minutes runs in a lane (a test file, test/faults/) of its own, so the lanes end together. */
+  ownLane?: true;
   seed(): Promise<S>;
   /** The operation, on `f.env`; it may fail in any way a fault makes it (the runner catches what it throws). */
   act(f: FaultEnv, s: S): Promise<void>;
@@ -99,7 +101,7 @@ export async function request(
 }
 
 /**
- * The clock moves on (test/faults.test.ts fakes Date for the whole file, advancing with real time): past every grace
+ * The clock moves on (the fault runner fakes Date for each lane file, advancing with real time): past every grace
  * and backoff a recovery waits for — an unsent event's re-send (30 s, then 1 min doubling), an abandoned idempotency
  * claim (2 min), a consumer's stale claim (5 min), a stalled webhook delivery (10 min), a pending upload (1 hour and 5
  * minutes).
@@ -1003,6 +1005,7 @@ function moveStep(step: Step, all: Step[]): boolean {
 
 const shardMove: FaultRow<Move> = {
   operation: "shard move (0 to 1) of an organization, others on both shards",
+  ownLane: true,
   recovery: "the operator runs the move again (it resumes)",
   steps: { pick: moveStep, why: "every batch that copies, fences, flips or drains the organization's rows (not the progress saves)" },
   // A failed step ends the move's call, so `refused` is `crash`: nothing runs after it either way.
@@ -1108,6 +1111,7 @@ const eraseRequest = keyedWrite<Erasure>(seedPersonEverywhere, (f, s) =>
 
 const erasure: FaultRow<Erasure> = {
   operation: "erasure of a person (an open envelope, its document, an activity, the trash)",
+  ownLane: true,
   ...eraseRequest,
   recovery: "client retry (same Idempotency-Key) finishes the pending erasure; cron; queue redelivery",
   async act(f, s) {

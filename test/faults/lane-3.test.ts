@@ -1,0 +1,4 @@
+// The fault table (test/helpers/fault-table.ts), lane 3 of 4: see test/helpers/fault-runner.ts.
+import { faultLane } from "../helpers/fault-runner";
+
+faultLane(3, 4);
