@@ -1,4 +1,4 @@
-// The layering rule (README "Layout", STYLE.md "Layers"): imports point down. A file imports from its own folder,
+// The layering rule (docs/architecture.md "Layers", STYLE.md "Layers"): imports point down. A file imports from its own folder,
 // from lower tiers and from lib/. Checked by test/node/layers.test.ts, so a violation fails `npm test`.
 // Every import counts, type-only ones too (the swc parser sees `import type` like any other): a circle held together
 // by types is still a circle a reader has to untangle.
@@ -71,7 +71,8 @@ module.exports = {
     },
     {
       name: "untiered",
-      comment: "A file under src/ belongs to no tier: add its folder to TIERS in .dependency-cruiser.cjs (and the README's Layout).",
+      comment:
+        "A file under src/ belongs to no tier: add its folder to TIERS in .dependency-cruiser.cjs (and the tiers in docs/architecture.md).",
       severity: "error",
       from: { path: "^src/", pathNot: [...TIERS.flatMap((t) => t.path), "^src/client/"] },
       to: {},

@@ -1,16 +1,16 @@
-// The README's layer diagram (section "Layout"), drawn from the code's own imports: dependency-cruiser reads src/
+// The layer diagram of docs/architecture.md (section "Layers"), drawn from the code's own imports: dependency-cruiser reads src/
 // with the repository's configuration, each file is put in its tier (.dependency-cruiser.cjs), and every import
 // from one tier into another becomes an arrow (unlabelled: the diagram changes when the tiers do, not with every
 // import). A mermaid flowchart, between two markers.
-//   npm run layers:diagram            rewrites the diagram in README.md
-//   node scripts/layers-diagram.mjs --check   exits 1 when README.md's diagram is not the one the code draws
+//   npm run layers:diagram            rewrites the diagram in docs/architecture.md
+//   node scripts/layers-diagram.mjs --check   exits 1 when that diagram is not the one the code draws
 import { readFileSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { fileURLToPath } from "node:url";
 import { cruise } from "dependency-cruiser";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
-const README = `${root}README.md`;
+const DOC = `${root}docs/architecture.md`;
 const START = "<!-- layers-diagram:start (npm run layers:diagram) -->";
 const END = "<!-- layers-diagram:end -->";
 
@@ -50,20 +50,20 @@ export async function layersDiagram() {
   return lines.join("\n");
 }
 
-function withDiagram(readme, diagram) {
-  const start = readme.indexOf(START);
-  const end = readme.indexOf(END);
-  if (start < 0 || end < start) throw new Error(`README.md has no ${START} … ${END} block`);
-  return `${readme.slice(0, start + START.length)}\n${diagram}\n${readme.slice(end)}`;
+function withDiagram(doc, diagram) {
+  const start = doc.indexOf(START);
+  const end = doc.indexOf(END);
+  if (start < 0 || end < start) throw new Error(`docs/architecture.md has no ${START} … ${END} block`);
+  return `${doc.slice(0, start + START.length)}\n${diagram}\n${doc.slice(end)}`;
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  const readme = readFileSync(README, "utf8");
-  const next = withDiagram(readme, await layersDiagram());
+  const doc = readFileSync(DOC, "utf8");
+  const next = withDiagram(doc, await layersDiagram());
   if (process.argv.includes("--check")) {
-    if (next !== readme) {
-      console.error("README.md's layer diagram is not the one the code draws: run npm run layers:diagram");
+    if (next !== doc) {
+      console.error("docs/architecture.md's layer diagram is not the one the code draws: run npm run layers:diagram");
       process.exit(1);
     }
-  } else writeFileSync(README, next);
+  } else writeFileSync(DOC, next);
 }

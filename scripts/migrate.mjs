@@ -59,7 +59,7 @@ export function applyMigrations({ where = "--local", quiet = true } = {}) {
         apply();
       } catch (again) {
         // A local database from before issue 24 holds every table and the old migration list: the directory baseline
-        // cannot be applied over it. Local data is disposable; the README says how a deployed one is adopted.
+        // cannot be applied over it. Local data is disposable; docs/operations.md says how a deployed one is adopted.
         if (where === "--local" && binding === "DB" && /already exists/.test(again.message)) {
           throw new Error("the local database predates the directory/shard split (issue 24): delete .wrangler/state/v3/d1 and run again");
         }

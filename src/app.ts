@@ -62,7 +62,7 @@ export function createApp(options: AppOptions = {}) {
   for (const path of AUTHENTICATED) {
     app.use(path, async (c, next) => (isPublic(c.req.path) ? next() : requireAuth(c, next)));
   }
-  // A caller reaches only the routes its credential's permissions and its role cover (issues 14, 32); before
+  // A caller reaches only the routes its credential's permissions and its role cover; before
   // idempotency, so a 403 is not kept.
   for (const path of AUTHENTICATED) {
     app.use(path, async (c, next) => (isPublic(c.req.path) ? next() : requireRoutePermission(c, next)));

@@ -25,7 +25,7 @@ import { healEndpoints } from "./webhooks/healing";
 
 /**
  * One cron pass (loaded by the Worker's scheduled handler at its first pass, not at startup). Organization data lives
- * in the tenant shards (issue 24), so each task runs once per shard, with that shard's database, all side by side: a
+ * in the tenant shards, so each task runs once per shard, with that shard's database, all side by side: a
  * failure on one shard (or of one task) is logged and the rest go on. What lives in the directory (OAuth, integration
  * events) runs once.
  */

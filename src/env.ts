@@ -2,7 +2,7 @@ import { z } from "zod";
 
 /** Bindings declared in wrangler.toml. Vars arrive as strings; `readConfig` turns them into a typed object. */
 export interface Env {
-  /** The directory (issue 24): organizations and their shards, members, sessions, OAuth, public link keys. */
+  /** The directory: organizations and their shards, members, sessions, OAuth, public link keys. */
   DB: D1Database;
   /** Tenant shards, DB_SHARD_0 … n without gaps: organization data. The others are read by name (src/shards/bindings.ts). */
   DB_SHARD_0: D1Database;
@@ -14,7 +14,7 @@ export interface Env {
   ENVELOPE_SIGNER: DurableObjectNamespace;
   EVENTS: Queue<unknown>;
   WEBHOOK_DELIVERIES: Queue<unknown>;
-  /** Import chunks (issue 33, src/imports/): one message per chunk to run. */
+  /** Import chunks (src/imports/): one message per chunk to run. */
   IMPORTS: Queue<unknown>;
   /** Organization exports (src/exports/archive.ts): one message per export job. */
   ORGANIZATION_EXPORTS: Queue<unknown>;

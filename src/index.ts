@@ -8,7 +8,7 @@ const app = createApp();
 
 /**
  * The Worker. Only the app's router is built at startup: route groups, queue consumers and cron passes load at their
- * first use (issue 22), since every new isolate in every location pays the startup before its first answer.
+ * first use, since every new isolate in every location pays the startup before its first answer.
  */
 export default {
   fetch: app.fetch,

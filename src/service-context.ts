@@ -5,7 +5,7 @@ import type { Logger } from "./lib/log";
 import type { DeliveryMessage, EventMessage, ExportMessage, ImportMessage } from "./lib/queue-messages";
 
 /**
- * What a service verb is handed (README "Layout", tier 3): who acts, for which organization, and the databases.
+ * What a service verb is handed (docs/architecture.md, tier 3): who acts, for which organization, and the databases.
  * A leaf: it names no HTTP and no higher layer, so shards, events, platform and the domains all take it alike.
  */
 
@@ -38,7 +38,7 @@ export interface AuthOrganization {
 
 /**
  * Refuses (throws 403) a caller who may not act on the records about this agent (the organization's own when null):
- * handed down by a route (platform/auth.ts `agentActingFor`) so a verb checks the row it writes (issue 40).
+ * handed down by a route (platform/auth.ts `agentActingFor`) so a verb checks the row it writes.
  */
 export type ActingFor = (agentUserId: string | null) => void;
 
@@ -76,7 +76,7 @@ export interface ServiceContext {
   files: Files;
   /** Lines of this context's work, carrying its request id and organization (lib/log.ts). */
   log: Logger;
-  /** The organization's shard (issue 24); a service never names a binding. */
+  /** The organization's shard; a service never names a binding. */
   db: Db;
   /** The directory, for what is looked up across organizations: public link keys, agent slugs (src/shards/). */
   directory: Db;

@@ -4,7 +4,7 @@ import { leaseCanonical } from "./helpers/documents";
 import { createPrincipal } from "./helpers/factories";
 
 /**
- * The /api family's 400 (DESIGN.md "Shapes", README "Errors"): `{error: "invalid_request", issues[]}`, each issue
+ * The /api family's 400 (DESIGN.md "Shapes", docs/guides/api-conventions.md "Errors"): `{error: "invalid_request", issues[]}`, each issue
  * `{field, path[], code, message}` with the same machine-readable codes as the CRM envelope's errors[].code, so a
  * client can tell a missing field from a wrong one without reading the message.
  */

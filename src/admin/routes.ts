@@ -10,7 +10,7 @@ import { requireAdmin } from "./auth";
 import { MoveParams, MoveProgress, StartMove } from "./schemas";
 
 /**
- * Operator routes (issue 24), behind ADMIN_TOKEN (admin/auth.ts) and left out of /openapi.json: the public API's
+ * Operator routes, behind ADMIN_TOKEN (admin/auth.ts) and left out of /openapi.json: the public API's
  * clients have no use for them. `npm run shard:move` drives the first.
  */
 

@@ -14,7 +14,7 @@ import type { ServiceContext } from "../service-context";
 import type { ApiKey, ApiKeyIntegration, CreateApiKey } from "./schemas";
 
 /**
- * API keys (issue 32, README "API keys"): bearers for machines, kept in the directory because a key is resolved before
+ * API keys (docs/guides/permissions-and-roles.md): bearers for machines, kept in the directory because a key is resolved before
  * its organization's shard is known (platform/auth.ts). Creating one emits `integration.connected`, deleting it
  * `integration.disconnected`: both staged in the directory batch of the change and written to the shard outbox once
  * (events/directory-outbox.ts).
@@ -52,7 +52,7 @@ export interface KeyCreator {
 }
 
 /**
- * A key expires no later than the credential that creates it (issue 40): a key that expires in an hour, or an OAuth
+ * A key expires no later than the credential that creates it: a key that expires in an hour, or an OAuth
  * client's hour-long token, may not mint one that never does and so outlive its own end or revocation. A session is
  * the user signed in, not a delegation: what it creates lives as asked.
  */

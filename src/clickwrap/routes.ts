@@ -193,7 +193,7 @@ acceptance it posts \`{type: "clickwrap:accepted", agreementId, versionHash, sub
 });
 
 /**
- * The agreement's organization, found in the directory by its id, with its shard opened (issue 24); null when the
+ * The agreement's organization, found in the directory by its id, with its shard opened; null when the
  * directory knows no such agreement, which answers as an unknown one.
  */
 async function publicContext(c: Context<AppBindings>, agreementId: string): Promise<ServiceContext | null> {

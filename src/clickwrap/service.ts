@@ -64,7 +64,7 @@ export async function publishAgreement(
     const now = new Date().toISOString();
     if (!before) {
       const id = newId();
-      // The public routes find the agreement's organization by its id in the directory (issue 24): registered first.
+      // The public routes find the agreement's organization by its id in the directory: registered first.
       await registerPublicKeys(ctx.directory, ctx.organizationId, "agreement", [id]);
       await commit(ctx, [
         expectNoRow(
@@ -256,7 +256,7 @@ export async function listAcceptances(ctx: ServiceContext, id: string, q: { subj
 }
 
 /**
- * What the public routes read with: the shard of the agreement's organization, named by the directory (issue 24).
+ * What the public routes read with: the shard of the agreement's organization, named by the directory.
  */
 export type PublicClickwrap = Pick<ServiceContext, "db" | "organizationId">;
 

@@ -23,7 +23,7 @@ import { personOf, scrubOf } from "./redact";
 
 /**
  * The parts of a person's export that other domains hold, each with the permissions that read it where the API shows
- * it (issue 40): a credential that may not read deals gets no deal through the right of access either. The mail sent
+ * it: a credential that may not read deals gets no deal through the right of access either. The mail sent
  * to the person names envelopes, documents and surveys in its subjects, so it needs the read permission of each. The
  * contact, its activities, communications and leads waiting for review are the contacts domain's (`contacts:read`,
  * which the route needs).
@@ -44,7 +44,7 @@ export type AccessPart = keyof typeof ACCESS_PARTS;
 const PARTS = Object.keys(ACCESS_PARTS) as AccessPart[];
 
 /**
- * GET /v1/contacts/{id}/export (issue 33, the right of access): everything the organization holds about the person,
+ * GET /v1/contacts/{id}/export (the right of access): everything the organization holds about the person,
  * found where their erasure finds them (erase.ts: the same lookups, so the two cannot drift apart) — the contact (live
  * or in the trash), its activities and communications, their deals, the testimonials they wrote, referrals naming
  * them, their surveys and answers, clickwrap acceptances under their id, e-mail or phone, the mail sent to them

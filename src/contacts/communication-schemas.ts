@@ -3,7 +3,7 @@ import { listQuery } from "../crm/list-query";
 import { boundedJsonObject } from "../lib/json-bounds";
 import { freeText, oneLineText } from "../lib/validation";
 
-// Communications logged on a contact (issue 32). The spec names only their events (Events, Communication); the
+// Communications logged on a contact. The spec names only their events (Events, Communication); the
 // fields and rules are ours.
 export const COMMUNICATION_TYPES = ["email", "sms", "call", "voicemail"] as const;
 const DIRECTIONS = ["inbound", "outbound"] as const;

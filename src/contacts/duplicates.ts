@@ -6,7 +6,7 @@ import type { ServiceContext } from "../service-context";
 import { DUPLICATE_REASONS, type DuplicateGroup, type DuplicateReason, type DuplicatesQuery } from "./schemas";
 
 /**
- * GET /v1/contacts/duplicates (issue 33): groups of live contacts that are likely one person, those sharing a phone
+ * GET /v1/contacts/duplicates: groups of live contacts that are likely one person, those sharing a phone
  * (its E.164 key, in either phone field, in any combination) and those sharing first and last name and zip code;
  * phone groups first, each kind in key order. E-mails are unique per organization (emailKey), so no two contacts
  * share one. Each page reads at most WINDOW entries of each key's index from the cursor on, so its cost is bounded

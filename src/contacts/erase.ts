@@ -135,7 +135,7 @@ async function eraseMerged(ctx: ServiceContext, found: Found): Promise<void> {
 }
 
 /**
- * DELETE /v1/contacts/{id}?erase=true (issues 21 and 29): the person erased now, without the trash. `begin` removes
+ * DELETE /v1/contacts/{id}?erase=true (docs/decisions/0014-erasure.md): the person erased now, without the trash. `begin` removes
  * the contact (live or in the trash), its activities and communications, clears what is found by their id, e-mail or phone
  * (testimonial author display, referrals that name them, unsent survey invitations and the respondent's address,
  * the mail log, the referral form's keys), leaves a tombstone, and records the erasure `pending` with the strings
@@ -165,7 +165,7 @@ export async function eraseContact(ctx: ServiceContext, id: string): Promise<Era
     }
     const contact = (live ?? trashed)!;
     expectVersionMatch(ctx, contact.version);
-    // An import's source file may name the person and would bring them back: erasure waits for it (issue 33).
+    // An import's source file may name the person and would bring them back: erasure waits for it.
     const importing = and(eq(imports.organizationId, org), inArray(imports.status, ["queued", "running"]));
     if (await ctx.db.select({ id: imports.id }).from(imports).where(importing).limit(1).get()) throw importRunning();
     const person = personOf(contact);
@@ -291,7 +291,7 @@ export async function eraseContact(ctx: ServiceContext, id: string): Promise<Era
         .update(surveys)
         .set({ status: "SKIPPED", skippedAt: at, pendingToken: null, updatedAt: at, version: sql`${surveys.version} + 1` })
         .where(unsentTo(ctx, id)),
-      // The address each EMAIL survey was scheduled for (issue 40): theirs, whichever contact the survey is of now. One
+      // The address each EMAIL survey was scheduled for: theirs, whichever contact the survey is of now. One
       // not mailed yet is skipped first: without its address it would have nobody to be held to.
       ctx.db
         .update(surveys)
@@ -312,7 +312,7 @@ export async function eraseContact(ctx: ServiceContext, id: string): Promise<Era
         .where(and(eq(surveys.organizationId, org), or(eq(surveys.recipientPersonId, id), eq(surveys.recipientEmailKey, person.emailKey)))),
       ctx.db.delete(mailOutbox).where(mailTo(ctx, person)),
       ctx.db.delete(referralKeys).where(and(eq(referralKeys.organizationId, org), inArray(referralKeys.contactHash, keyHashes))),
-      // Leads kept for review with one of their numbers (issue 40): before the merged keys they are also found by go.
+      // Leads kept for review with one of their numbers: before the merged keys they are also found by go.
       ctx.db.delete(leadReviews).where(reviewsWithNumbersOf(ctx, contact)),
       // The e-mails and phones a merge kept: the ones this contact absorbed, and (a merged contact erased) its own.
       ctx.db
@@ -354,7 +354,7 @@ export async function runErasure(ctx: ServiceContext, row: ErasureRow): Promise<
     (await eraseUnsignedEnvelopes(ctx, who, () => counted("envelopes"))) +
     (await eraseDocumentsNaming(ctx, who, () => counted("documents")));
   const nameMentions = (await scrubTrash(ctx, scrub, counted)) + (await scrubCopies(ctx, scrub, counted));
-  // An organization export made before holds the person: every export zip of the organization goes (issue 33).
+  // An organization export made before holds the person: every export zip of the organization goes.
   await deleteExportArchives(ctx, () => counted("exports"));
   const retainedCounts = countsOnly({
     signed_envelopes: await countSignedEnvelopes(ctx, who),

@@ -25,7 +25,7 @@ import {
 } from "./writes";
 
 /**
- * Contacts written many at a time (issue 33, an import's chunk): the rows and statements of a chunk's creates and
+ * Contacts written many at a time (an import's chunk): the rows and statements of a chunk's creates and
  * updates, built with the same `applyInput`, tag, facet and counter statements as one contact's write, so every
  * count stays exact, but with no per-contact event (a bulk load is not 100,000 deliveries). The caller commits them
  * in one batch with its own progress; a lost race (a guard) fails the whole batch and the caller plans again.

@@ -23,7 +23,7 @@ import {
 } from "./writes";
 
 /**
- * The contact side of lead intake (issue 33): a new contact from a lead, or a matched one filled with what the lead
+ * The contact side of lead intake: a new contact from a lead, or a matched one filled with what the lead
  * brings, each with the lead's activity, as statements and events for the intake's own batch (leads/service.ts adds
  * its record, the routing turn and the property's inquiry, and commits once).
  */
@@ -153,8 +153,8 @@ export function newContactForLead(
 /**
  * The matched contact filled with what the lead brings, never blanked nor overwritten: names and address fields only
  * where the contact has none (a lead is whoever posts a web form knowing someone's e-mail or phone: it may add to a
- * client's record, not rename or move them). The lead's phone numbers and source are never written on it (issue 40: a
- * poster's own number in a free phone slot matched the poster's next leads to the client): those the contact lacks
+ * client's record, not rename or move them). The lead's phone numbers and source are never written on it (a
+ * poster's own number in a free phone slot would match the poster's next leads to the client): those the contact lacks
  * go to the activity's `metadata.suggested {phones, source}` for an agent to accept, an e-mail it lacks to
  * `extraEmails`. Guarded on the version read; a contact deleted since its match is a StaleWrite too, so the intake
  * matches again.

@@ -55,7 +55,7 @@ function absorbedQuery(db: Db, organizationId: string, keys: string[]) {
 }
 
 /**
- * The organization's live contacts that `people` already are (issue 33: lead intake and imports match alike), in one
+ * The organization's live contacts that `people` already are (lead intake and imports match alike), in one
  * D1 round trip for the whole list. An e-mail matches case-folded, as the unique e-mail key stores it; a phone matches
  * either phone of a contact in E.164, numbers without a country code read in the organization's region; after a
  * contact's own keys, those of contacts merged into it (merge.ts). An e-mail match wins over a phone match; among

@@ -53,7 +53,7 @@ const PERSONAL_FIELDS = ["firstName", "lastName", "email", "phone", "secondaryPh
 const AUTHOR_FIELDS = ["displayName", "displayLocation", "displayPhotoUrl"];
 
 /**
- * A communication with the person (issue 32: an object with their `contactId`, a communication's `type` and a
+ * A communication with the person (an object with their `contactId`, a communication's `type` and a
  * `direction`, as its events and stored answers carry it): what was written or said to or by them goes whole, not
  * only where it names them.
  */

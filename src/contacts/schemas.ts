@@ -344,7 +344,7 @@ export const ContactDeleteQuery = z.strictObject({
     .openapi({ description: "true: erase the person now instead of moving the contact to the trash (needs contacts:erase)" }),
 });
 
-/** Records an erasure keeps as they are, though they name the person (issue 29). */
+/** Records an erasure keeps as they are, though they name the person. */
 export const RETAINED_KINDS = ["signed_envelopes", "clickwrap_acceptances", "documents_by_name", "name_mentions"] as const;
 export type RetainedKind = (typeof RETAINED_KINDS)[number];
 

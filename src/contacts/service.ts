@@ -125,7 +125,7 @@ export async function createContact(ctx: ServiceContext, raw: ContactCreate): Pr
 
 /**
  * PUT /v1/contacts/{id}. Only the fields the request names change: on a lost race the change is applied again to the
- * contact as it now is, so concurrent updates of different fields all land. Issue 22: the contact was read with the
+ * contact as it now is, so concurrent updates of different fields all land. The contact was read with the
  * authentication, so the guarded batch (with the answer's idempotency record) is the request's only other round
  * trip; its events are confirmed sent by the consumer. A retry, a new assignee or a new e-mail read once more each.
  */

@@ -7,7 +7,7 @@ import type { ServiceContext } from "../service-context";
 import type { KeysetTable, SortKey, Where } from "./keyset";
 
 /**
- * Custom field values on contacts, deals and properties (issue 33, README "Custom fields"): the input and output
+ * Custom field values on contacts, deals and properties (docs/domains/search-and-custom-fields.md): the input and output
  * schemas, the check of a write's values against the organization's definitions, and the list filters and sorts on
  * them. The values are a JSON object on the record's own row (`custom_fields`); lists read them with json_extract
  * over the organization's rows. The definitions themselves are managed in src/custom-fields.

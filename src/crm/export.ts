@@ -1,7 +1,7 @@
 import { z } from "@hono/zod-openapi";
 
 /**
- * Streaming exports of the CRM lists (issue 33 part 5): a keyset walk written to the response page by page, so 100,000
+ * Streaming exports of the CRM lists: a keyset walk written to the response page by page, so 100,000
  * rows pass through a Worker without being held. A page is one D1 query (a Worker invocation has 1,000), so a page is
  * EXPORT_PAGE rows: 100,000 rows take 200 queries.
  */

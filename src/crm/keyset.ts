@@ -160,7 +160,7 @@ export const MAX_BOUND_VALUES = 100;
 
 /**
  * A list's query must fit one D1 statement: its filters (tags, custom-field conditions), `q` and the cursor together.
- * Past the bound the request is a 422 saying so, not D1's "too many SQL variables" as a 500 (issue 40).
+ * Past the bound the request is a 422 saying so, not D1's "too many SQL variables" as a 500.
  */
 export function fitsOneStatement<T extends { params: unknown[] }>(query: T): T {
   if (query.params.length > MAX_BOUND_VALUES) {

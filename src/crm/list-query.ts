@@ -2,7 +2,7 @@ import { z } from "@hono/zod-openapi";
 import { pattern } from "../lib/validation";
 
 /**
- * The one strict parser of list query strings (issue 15): every list route builds its query with `listQuery`, so
+ * The one strict parser of list query strings: every list route builds its query with `listQuery`, so
  * integers are plain decimals (no `0x10`, `1e2`, ` 5` or `5.0`), an unknown parameter is a 422 `unknown_field`, and
  * an invalid value names the parameter with an invalid-value code.
  */

@@ -3,9 +3,10 @@ import { MAX_QUERY_CHARS, MAX_QUERY_WORDS, searchWords } from "../lib/search-ter
 import { sortSignature, type SortKey, WINDOW_END, type Where } from "./keyset";
 
 /**
- * `q` on the CRM lists (issue 33): records with, for every word of `q`, a term starting with it (search_terms,
- * migration 0012, kept by triggers on the listed tables), combined with the list's filters, in the list's sort, with
- * its keyset cursor and a total: exact when the search is selective or the list short, else a lower bound (WALK_BUDGET).
+ * `q` on the CRM lists (docs/decisions/0020-search-index-without-fts5.md): records with, for every word of `q`, a term
+ * starting with it (search_terms, migration 0012, kept by triggers on the listed tables), combined with the list's
+ * filters, in the list's sort, with its keyset cursor and a total: exact when the search is selective or the list
+ * short, else a lower bound (WALK_BUDGET).
  */
 export type SearchKind = "contact" | "deal" | "property";
 

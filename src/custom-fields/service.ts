@@ -11,7 +11,7 @@ import type { ServiceContext } from "../service-context";
 import type { CustomField, CustomFieldCreate, CustomFieldListQuery } from "./schemas";
 
 /**
- * Custom field definitions (issue 33, README "Custom fields"). The values are on the records (crm/custom-fields.ts);
+ * Custom field definitions (docs/domains/search-and-custom-fields.md). The values are on the records (crm/custom-fields.ts);
  * a definition's delete takes its values off every record of its object, so a key created again starts empty. A
  * delete runs in three steps (mark, sweep, remove the row) and is finished by whoever meets the mark next.
  */

@@ -145,7 +145,7 @@ export const contactActivities = sqliteTable(
 );
 
 /**
- * E-mails, SMS, calls and voicemails logged on a contact (issue 32). Listed newest first on (occurredAt, id), all of a
+ * E-mails, SMS, calls and voicemails logged on a contact. Listed newest first on (occurredAt, id), all of a
  * contact's or one type's; the rows go to the trash with their contact and come back with it.
  */
 export const contactCommunications = sqliteTable(
@@ -171,7 +171,7 @@ export const contactCommunications = sqliteTable(
 );
 
 /**
- * Lead intake's memory of what it answered (issue 33): the first answer to one (source, sourceEventId) of an
+ * Lead intake's memory of what it answered: the first answer to one (source, sourceEventId) of an
  * organization, written in the batch of the change it reports, so a portal that sends a lead again gets the same
  * answer and status without a second contact or activity. It holds ids only (the contact, its assignee), no person.
  * A lead kept for review (status 202) names its review in `answer` and no contact (`contactId` ""), until an accept
@@ -195,7 +195,7 @@ export const leadIntakes = sqliteTable(
 );
 
 /**
- * Leads kept for the team to review (issue 40): a lead with only phone numbers that match no contact cannot become a
+ * Leads kept for the team to review: a lead with only phone numbers that match no contact cannot become a
  * contact (a contact needs an e-mail), and refusing it told a web form's key which numbers are clients'. Listed
  * newest first (GET /v1/leads/reviews), accepted into a contact given an e-mail or dismissed; an erasure deletes those
  * carrying the erased person's numbers, and the cron those older than REVIEW_RETENTION_DAYS (leads/reviews.ts). Every
@@ -225,7 +225,7 @@ export const leadReviews = sqliteTable(
 );
 
 /**
- * Leads a web form's key sent, waiting to be taken in (issue 40): a credential that may not read contacts is answered
+ * Leads a web form's key sent, waiting to be taken in: a credential that may not read contacts is answered
  * 202 as soon as its lead is stored here, and the intake runs after the answer (leads/inbox.ts), so neither the answer,
  * its headers nor its time tell a match from a new person. Taking it in deletes the row in the intake's own batch
  * (exactly once); the cron takes in what an answer's deferred work left, and deletes what failed for a week.
@@ -249,7 +249,7 @@ export const leadInbox = sqliteTable(
 );
 
 /**
- * Round-robin routing's turn (issue 33): the user the last routed lead went to and how many turns have been taken.
+ * Round-robin routing's turn: the user the last routed lead went to and how many turns have been taken.
  * Every lead routed round robin moves it in its own batch, guarded on the turn it read, so two concurrent leads never
  * take the same turn.
  */
@@ -260,7 +260,7 @@ export const leadRoutingCursors = sqliteTable("lead_routing_cursors", {
 });
 
 /**
- * The e-mails and phones of contacts merged into another (issue 33): after a merge the source waits in the trash, so
+ * The e-mails and phones of contacts merged into another: after a merge the source waits in the trash, so
  * its e-mail was free again and the next lead or import row with it made the duplicate anew. Each key (a case-folded
  * e-mail, an E.164 phone) names the live contact that absorbed it; matching reads them after the live contacts' own
  * keys. Written in the merge's batch, re-pointed by a merge of that contact in turn, deleted with an erasure of

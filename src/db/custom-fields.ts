@@ -1,7 +1,7 @@
 import { index, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 
 /**
- * Custom field definitions (issue 33, src/custom-fields): an organization's own fields on contacts, deals and
+ * Custom field definitions (src/custom-fields): an organization's own fields on contacts, deals and
  * properties. The values live on the records themselves (their `custom_fields` JSON column, migration 0016), keyed by
  * `key`; a definition says what a value of that key must be. One key per object per organization (the unique index,
  * which also serves a write's read of an object's definitions).

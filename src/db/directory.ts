@@ -3,9 +3,10 @@ import { eventColumns } from "./event-columns";
 import { organizations, users } from "./members";
 
 /**
- * The directory (the `DB` binding, issue 24): what every request reads before it knows an organization's shard.
- * Sessions, where each organization lives, the keys of public links, and the state of shard moves; the OAuth tables
- * (db/oauth.ts) live here too. Organization data lives in the tenant shards (`DB_SHARD_0 … n`).
+ * The directory (the `DB` binding; docs/decisions/0008-directory-and-tenant-shards.md): what every request reads before
+ * it knows an organization's shard. Sessions, where each organization lives, the keys of public links, and the state of
+ * shard moves; the OAuth tables (db/oauth.ts) live here too. Organization data lives in the tenant shards
+ * (`DB_SHARD_0 … n`).
  */
 
 /** Bearer sessions. Only the SHA-256 of the token is stored; the raw token exists once, in the minting answer. */
@@ -28,7 +29,7 @@ export const sessions = sqliteTable(
 );
 
 /**
- * API keys (issue 32): bearers for machines, `bk_` + 32 random bytes base64url, of which only the SHA-256 is stored.
+ * API keys: bearers for machines, `bk_` + 32 random bytes base64url, of which only the SHA-256 is stored.
  * Resolved in the same directory read as a session (platform/auth.ts): a key acts as the user who created it, with its
  * permissions ∩ that user's current role; a user no longer in the organization takes their keys' reach with them
  * (no foreign key on `created_by`: the lookup's join is the rule).
@@ -73,7 +74,7 @@ export const directoryOutbox = sqliteTable(
 );
 
 /**
- * A user's invitation (issue 32, POST /v1/users): the SHA-256 of the one-time sign-in link mailed to them, live until
+ * A user's invitation (POST /v1/users): the SHA-256 of the one-time sign-in link mailed to them, live until
  * `expiresAt` (7 days). One per user: inviting again replaces the link. Deleted when the link signs them in, so a user
  * with a row here is still `invited`. Here beside sessions, which redeeming it mints in the same batch.
  */

@@ -1,7 +1,7 @@
 import { index, integer, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 
 /**
- * Organization exports (issue 33 part 5, src/exports/): one row per `POST /v1/organization/export`. The queue job
+ * Organization exports (src/exports/): one row per `POST /v1/organization/export`. The queue job
  * (exports/archive.ts) writes one zip to R2 at `object_key` and moves `status` queued → running → completed (or
  * failed); the download link's token is stored only as its SHA-256 (`token_hash`) and dies at `expires_at`, when
  * the cron's retention pass (exports/retention.ts) deletes the zip and makes the row `expired`. `lease_until` keeps a

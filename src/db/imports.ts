@@ -1,7 +1,7 @@
 import { index, integer, primaryKey, sqliteTable, text } from "drizzle-orm/sqlite-core";
 
 /**
- * Imports of a book (issue 33, src/imports/): one row per import, moved by each chunk in the same D1 batch as the
+ * Imports of a book (src/imports/): one row per import, moved by each chunk in the same D1 batch as the
  * chunk's records, so a crash resumes at exactly the chunk this row names (`nextChunk`, at byte `offset` of the
  * source). It holds no personal data: counts, the header's column names and the mapping.
  */

@@ -6,9 +6,9 @@ import { sql } from "drizzle-orm";
  *
  * The organizations and their members. The directory (the `DB` binding) holds them for sign-in and sessions; every
  * tenant shard holds a copy of the rows of the organizations it carries, written with them (src/shards/placement.ts),
- * so that a service joins a user's name or an organization's name on its own shard (issue 24); a move copies them with
+ * so that a service joins a user's name or an organization's name on its own shard; a move copies them with
  * the rest of the organization. A new member is written to the directory first and is complete once its shard copy
- * exists; a change of a member or of the organization (issue 32) commits on the shard, where its event and version
+ * exists; a change of a member or of the organization commits on the shard, where its event and version
  * live, and then brings the directory's row up to that version (src/users/, src/organization/).
  */
 export const organizations = sqliteTable(
@@ -17,9 +17,9 @@ export const organizations = sqliteTable(
     id: text().primaryKey(),
     // Unique so that the token command maps one organization name to one organization (DESIGN.md contract 2).
     name: text().notNull(),
-    /** What people are shown (issue 32, PATCH /v1/organization); null: `name`. `name` itself never changes. */
+    /** What people are shown (PATCH /v1/organization); null: `name`. `name` itself never changes. */
     displayName: text(),
-    /** An IANA time zone (issue 32). */
+    /** An IANA time zone. */
     timeZone: text().notNull().default("UTC"),
     /** JSON, read through src/organization/service.ts (defaults filled in there): lead routing, the default phone region. */
     settings: text({ mode: "json" }).$type<Record<string, unknown>>().notNull().default({}),
@@ -42,9 +42,9 @@ export const users = sqliteTable(
       .references(() => organizations.id),
     email: text().notNull(),
     name: text(),
-    /** owner | admin | agent (issue 32); a user made by `npm run token` or before roles existed is an owner. */
+    /** owner | admin | agent; a user made by `npm run token` or before roles existed is an owner. */
     role: text().$type<"owner" | "admin" | "agent">().notNull().default("agent"),
-    /** Whether lead routing (issue 33) may assign new leads to this user. */
+    /** Whether lead routing may assign new leads to this user. */
     acceptsLeads: integer({ mode: "boolean" }).notNull().default(true),
     createdAt: text().notNull(),
     updatedAt: text(),

@@ -1,7 +1,7 @@
 import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 
 /**
- * The OAuth authorization server (issue 14, src/oauth/). Every secret it hands out (authorization codes, sign-in
+ * The OAuth authorization server (src/oauth/). Every secret it hands out (authorization codes, sign-in
  * codes, the browser's sign-in cookie) is stored only as its SHA-256; access tokens are JWTs that name their grant.
  */
 
@@ -57,7 +57,7 @@ export const oauthGrants = sqliteTable(
     createdAt: text().notNull(),
     expiresAt: text().notNull(),
     revokedAt: text(),
-    /** The refresh token family this grant was issued in (issue 23): revoking the family revokes it too. */
+    /** The refresh token family this grant was issued in: revoking the family revokes it too. */
     familyId: text(),
   },
   (t) => [index("oauth_grants_user_idx").on(t.userId), index("oauth_grants_family_idx").on(t.familyId)],
@@ -85,7 +85,7 @@ export const oauthSignIns = sqliteTable(
 );
 
 /**
- * Refresh tokens (issue 23; OAuth 2.1 section 4.3): opaque, stored only as SHA-256, each used once. A token is rotated
+ * Refresh tokens (OAuth 2.1 section 4.3): opaque, stored only as SHA-256, each used once. A token is rotated
  * on every use into a new one of the same family; the family starts at a code exchange and its id is that first
  * grant's id, which every grant issued from it carries too (`oauth_grants.family_id`). A token presented after its
  * use (or after its family was revoked) revokes the whole family: its refresh tokens and its grants, so every access
@@ -115,7 +115,7 @@ export const oauthRefreshTokens = sqliteTable(
 );
 
 /**
- * The OAuth clients connected to an organization (issue 32, "Integrations"): a row while some user of the
+ * The OAuth clients connected to an organization (integrations/connections.ts): a row while some user of the
  * organization holds a live refresh token family of the client. Written in the batch that starts the first family
  * (the code exchange) and deleted in the batch that ends the last (revocation, reuse detection), or by the cron once
  * the last one expired; `integration.connected` and `.disconnected` are staged on exactly those transitions.
@@ -136,7 +136,7 @@ export const oauthConnections = sqliteTable(
 );
 
 /**
- * Failed sign-in code tries (issue 29): one row per wrong code typed, keyed by the SHA-256 of the lower-cased address
+ * Failed sign-in code tries: one row per wrong code typed, keyed by the SHA-256 of the lower-cased address
  * (no address is kept). A row per try, not a counter, so parallel tries cannot lose one, and the 24-hour window slides.
  */
 export const oauthSignInFailures = sqliteTable(

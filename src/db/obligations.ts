@@ -35,7 +35,7 @@ export const documentObligations = sqliteTable(
     index("document_obligations_document_idx").on(t.documentId),
     // The overdue pass: linked obligations not yet noted on their deal, by due date, across organizations.
     index("document_obligations_overdue_idx").on(t.dueDate, t.id).where(sql`${t.dealId} IS NOT NULL AND ${t.overdueNotedAt} IS NULL`),
-    // The notices pass (issue 32): obligations whose due_soon or overdue event is still to emit, by due date.
+    // The notices pass: obligations whose due_soon or overdue event is still to emit, by due date.
     index("document_obligations_due_soon_event_idx").on(t.dueDate, t.id).where(sql`${t.dueSoonEventAt} IS NULL`),
     index("document_obligations_overdue_event_idx").on(t.dueDate, t.id).where(sql`${t.overdueEventAt} IS NULL`),
   ],

@@ -14,7 +14,7 @@ export const outboxEvents = sqliteTable(
     sendAttempts: integer().notNull().default(0),
     nextAttemptAt: text(),
     lastError: text(),
-    /** Set after the last failed send: the row stays for an operator (README "Events"), the cron leaves it alone. */
+    /** Set after the last failed send: the row stays for an operator (docs/operations.md), the cron leaves it alone. */
     deadAt: text(),
   },
   (t) => [

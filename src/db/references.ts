@@ -16,9 +16,9 @@ interface OrganizationDb {
 }
 
 /**
- * References that hold (issue 21): the one rule for a write that sets a reference to a contact, a deal or a property.
- * The target must be a live row of the caller's organization (a trashed record has left its table, so "not in the
- * trash" needs no filter). The rule is checked twice:
+ * References that hold (docs/decisions/0013-trash-and-references-that-hold.md): the one rule for a write that sets a
+ * reference to a contact, a deal or a property. The target must be a live row of the caller's organization (a trashed
+ * record has left its table, so "not in the trash" needs no filter). The rule is checked twice:
  *
  * - before the write, in the verb's read batch (`referencesRead`, `referenceIssuesOf`), to answer 422
  *   `invalid_reference` naming every field whose target is not there, and

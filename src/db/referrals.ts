@@ -38,10 +38,11 @@ export const referrals = sqliteTable(
 );
 
 /**
- * The public form's de-duplication (issue 23): while `expiresAt` (30 days after the referral) is ahead, a referral of
- * the same person to the same agent answers `referralId` instead of making a second one. One row per key, replaced
- * once expired; the key is the SHA-256 of the lower-cased e-mail (or the phone's digits), not the address itself.
- * The capture's batch guards that no live row exists and writes this one, so of concurrent copies one lands.
+ * The public form's de-duplication (docs/decisions/0030-public-referrals-resist-spam.md): while `expiresAt` (30 days
+ * after the referral) is ahead, a referral of the same person to the same agent answers `referralId` instead of making
+ * a second one. One row per key, replaced once expired; the key is the SHA-256 of the lower-cased e-mail (or the
+ * phone's digits), not the address itself. The capture's batch guards that no live row exists and writes this one, so
+ * of concurrent copies one lands.
  */
 export const referralKeys = sqliteTable(
   "referral_keys",

@@ -65,7 +65,7 @@ export const reputationAggregates = sqliteTable(
     rating4: integer().notNull().default(0),
     rating5: integer().notNull().default(0),
     firstPublishedAt: text(),
-    /** Survey figures (issue 13 moves them): NPS answers by class, surveys sent and answered. */
+    /** Survey figures (moved by the surveys' batches): NPS answers by class, surveys sent and answered. */
     npsPromoters: integer().notNull().default(0),
     npsPassives: integer().notNull().default(0),
     npsDetractors: integer().notNull().default(0),

@@ -8,7 +8,7 @@ import type { Statement } from "./write";
 const MAX_TERMS_JSON = 400_000;
 
 /**
- * The statements of one batch that writes `records`' contacts itself (issue 33, an import's chunk: folding text in
+ * The statements of one batch that writes `records`' contacts itself (an import's chunk: folding text in
  * SQL cost two thirds of its time): `write` (the records' inserts and updates) runs with the triggers suspended, then
  * the terms of `updatedIds` are deleted and each record's `terms` written, exactly as the triggers' tokenizer would
  * write them (the caller computes them with src/lib/search-terms.ts, which test/search-terms.test.ts holds to the SQL).

@@ -1,7 +1,7 @@
 import { index, primaryKey, sqliteTable, text } from "drizzle-orm/sqlite-core";
 
 /**
- * The search index of contacts, deals and properties (issue 33, migration 0012_search.sql): one row per distinct
+ * The search index of contacts, deals and properties (migration 0012_search.sql): one row per distinct
  * term of a record, written by triggers on those tables (they fold and split the text with `search_fold`), so it
  * changes in the statement of every write of a record, whoever makes it; an import's chunk writes its contacts'
  * terms itself instead (search-bulk.ts `writeTermsInBatch`). Both tables are WITHOUT ROWID in the

@@ -1,7 +1,7 @@
 import { integer, sqliteTable, text } from "drizzle-orm/sqlite-core";
 
 /**
- * On a tenant shard, the organizations whose writes the shard refuses (issue 24): one that is moving away (its final
+ * On a tenant shard, the organizations whose writes the shard refuses: one that is moving away (its final
  * copy is running) or has left. Triggers on every organization-scoped table (migrations/tenant/0003) raise
  * `organization_moving` for a write to a fenced organization, whoever writes: a request that authenticated before the
  * fence, a queue consumer, the cron. The row stays after the move as a tombstone, so a writer that still holds the

@@ -45,7 +45,7 @@ export const envelopes = sqliteTable(
     /** The sealed, signed PDF (document, signature pages, certificate) once built, and its SHA-256. */
     sealedKey: text(),
     sealedSha256: text(),
-    /** When the signed copies were mailed (issue 29): a redelivered seal mails them if the last attempt died before. */
+    /** When the signed copies were mailed: a redelivered seal mails them if the last attempt died before. */
     copiesMailedAt: text(),
     chainSeal: text({ mode: "json" }).$type<ChainSeal>(),
     /**

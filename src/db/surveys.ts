@@ -70,8 +70,8 @@ export const surveys = sqliteTable(
     expiredAt: text(),
     /**
      * An EMAIL survey's recipient address as it was scheduled (its e-mail key, contacts/matching.ts): the mail goes out
-     * only while the contact still has it (issue 40: an agent re-addressed a colleague's client, or merged them into
-     * their own contact, and answered the survey about the colleague). Null for LINK surveys and older rows; "" once
+     * only while the contact still has it (else an agent could re-address a colleague's client, or merge them
+     * into their own contact, and answer the survey about the colleague). Null for LINK surveys and older rows; "" once
      * an erasure took the address: mailed to nobody again.
      */
     recipientEmailKey: text(),

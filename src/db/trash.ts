@@ -12,7 +12,7 @@ export type TrashKind = "contact" | "deal" | "property";
 export type TrashState = "trashed" | "purging" | "purged" | "erased";
 
 /**
- * One row per contact, deal or property that was deleted (issue 21). While `trashed` the record and its children
+ * One row per contact, deal or property that was deleted. While `trashed` the record and its children
  * wait in `trash_rows`, out of every table the API reads, so reads answer 404 and lists and totals leave them out
  * without a filter anywhere. A purge or an erasure leaves the row as a tombstone, so a reference to the record
  * points at something that says "deleted" rather than at nothing. `label` (a name or a title, shown by the trash
@@ -49,7 +49,7 @@ export const trashEntries = sqliteTable(
  * The rows of a trashed record, each as the JSON object of its columns, keyed by the table it came from: restore
  * writes them back column for column, so the record returns exactly as it was. Keyed by the record's id and the
  * row's place among its rows (1, 2, …), unique across shards like the record's id: a per-database counter would give
- * two shards' rows the same key, and a shard move would take one for the other (issue 29).
+ * two shards' rows the same key, and a shard move would take one for the other.
  */
 export const trashRows = sqliteTable(
   "trash_rows",

@@ -40,7 +40,7 @@ export const webhookSubscriptions = sqliteTable(
     updatedAt: text().notNull(),
     /** Compare-and-set key and ETag (db/write.ts). */
     version: integer().notNull().default(1),
-    // Issue 32 (migrations/tenant/0010), in the table's column order.
+    // Endpoints that heal (migrations/tenant/0010), in the table's column order.
     /** When the service turned it off; null when it is on or the user turned it off. */
     disabledAt: text(),
     /**

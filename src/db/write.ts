@@ -6,12 +6,13 @@ import type { Db } from "./client";
 import { writeGuards } from "./schema";
 
 /**
- * The write path every domain uses (issue 15). D1 has no interactive transactions, so a verb reads, decides, and then
- * writes once with `db.batch`, which is atomic. Between the read and the batch another request may have written the
- * same rows; the batch therefore starts with guards (compare-and-set on the row's `version`, or a row that must still
- * exist) and a guard that fails aborts the whole batch: the change, its derived rows (tag links, counters) and its
- * events are written together or not at all. The verb then re-reads and re-applies its change (`withRetries`), so
- * independent concurrent changes all land and nothing is computed from a row that was since replaced.
+ * The write path every domain uses (docs/decisions/0002-compare-and-set-writes.md). D1 has no interactive transactions,
+ * so a verb reads, decides, and then writes once with `db.batch`, which is atomic. Between the read and the batch
+ * another request may have written the same rows; the batch therefore starts with guards (compare-and-set on the row's
+ * `version`, or a row that must still exist) and a guard that fails aborts the whole batch: the change, its derived
+ * rows (tag links, counters) and its events are written together or not at all. The verb then re-reads and re-applies
+ * its change (`withRetries`), so independent concurrent changes all land and nothing is computed from a row that was
+ * since replaced.
  *
  *   return withRetries(async () => {
  *     const before = await findThing(ctx, id);        // 404 when gone, also on a retry after a delete

@@ -5,7 +5,7 @@ import type { ServiceContext } from "../service-context";
 import type { DealRecord } from "./mapping";
 
 /**
- * Analytics without scanning deals (issue 22): figures per span of days, moved in the batch of every deal write that
+ * Analytics without scanning deals: figures per span of days, moved in the batch of every deal write that
  * changes them (`rollupMoves`, through writes.ts `pipelineMoves`), so a report over 90 days of 50,000 deals reads a
  * dozen spans, not the 6,000 deals created in it. A span at level L is 2^L days aligned on 2^L days since 1970-01-01
  * (UTC), so a period splits into at most two spans per level; the report adds the deals of its first, partial day read

@@ -121,7 +121,7 @@ async function changeDeal(ctx: ServiceContext, id: string, input: DealUpdate, op
 
 /**
  * The won deal's contact's e-mail key, for the DEAL_WON event (the survey is mailed to the client as they were when
- * the deal was won, issue 40), and the guard that holds it to the batch: a change of the address racing the win
+ * the deal was won), and the guard that holds it to the batch: a change of the address racing the win
  * makes the move read it again.
  */
 async function contactAtWin(

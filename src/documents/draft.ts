@@ -12,7 +12,7 @@ import { DocumentCreate } from "./schemas";
 
 /**
  * POST /api/documents/draft (spec: Canonical draft; Errors, draft failure reasons): a natural-language prompt becomes
- * a canonical draft of the typed form it describes (the model picks the form, issue 31) for a person to review. The draft is only answered, never stored: generating the document
+ * a canonical draft of the typed form it describes (the model picks the form) for a person to review. The draft is only answered, never stored: generating the document
  * is the separate POST /api/documents, which validates it again.
  */
 export const MAX_DRAFT_PROMPT_CHARS = 4_000;

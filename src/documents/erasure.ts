@@ -17,7 +17,7 @@ const signed = (documentId: SQLWrapper): SQL =>
   sql`EXISTS (SELECT 1 FROM ${envelopes} e WHERE e.document_id = ${documentId} AND e.status = 'completed')`;
 
 /**
- * A person's erasure, on the documents side (issue 29), after the envelopes' side has deleted every envelope that
+ * A person's erasure, on the documents side, after the envelopes' side has deleted every envelope that
  * names them by e-mail or phone and never completed. A document no envelope was made from — a draft that was
  * generated, never signed — that names them by their e-mail or phone (a party's address, or anywhere in its text) is
  * deleted whole with its obligations: its text is the reviewed draft its SHA-256 identifies, so rewriting it would

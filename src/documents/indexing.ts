@@ -9,7 +9,7 @@ import { documentVectorIndex, MAX_CHUNKS, VECTORIZE_MAX_TOP_K } from "./vector-i
 import { createLogger } from "../lib/log";
 
 /**
- * Semantic search over an organization's documents (issue 12; spec: Search hit, Rules 4 and 5). The DOCUMENT_GENERATED
+ * Semantic search over an organization's documents (spec: Search hit, Rules 4 and 5). The DOCUMENT_GENERATED
  * consumer embeds each document's text rendering, chunked, into the vector index (documents/vector-index.ts); the
  * search verb embeds the query and asks the index, within the caller's organization only.
  */

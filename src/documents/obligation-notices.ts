@@ -21,7 +21,7 @@ const NOTICES = [
 const dueAndUnmarked = (column: string, dueDate: SQL) => sql`o.due_date = ${dueDate} AND ${sql.raw(`o.${column}`)} IS NULL`;
 
 /**
- * Cron pass (issue 32): `obligation.due_soon` once an obligation falls due within DUE_SOON_DAYS (today included,
+ * Cron pass: `obligation.due_soon` once an obligation falls due within DUE_SOON_DAYS (today included,
  * UTC), `obligation.overdue` from the day after its due date; each once per obligation and due date (an amendment
  * that moves the date emits them again for the new one: documents/obligations.ts resets the marks). An obligation
  * first seen past its date gets the overdue event alone. Each event is staged only while its mark is unset at the

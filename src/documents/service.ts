@@ -82,7 +82,7 @@ const amendsIssue = (message: string) =>
   new Validation([{ field: "amendment.amends", path: ["canonical", "amendment", "amends"], code: "invalid_reference", message }]);
 
 /**
- * An amendment (issue 31) names a purchase agreement of the caller's organization whose envelope has completed (an
+ * An amendment names a purchase agreement of the caller's organization whose envelope has completed (an
  * offer not yet accepted is edited, not amended), and waives only conditions that agreement has: otherwise a 400
  * naming the field. The agreement must still be there, signed, when the batch runs.
  */

@@ -5,7 +5,7 @@ import { type Env, readConfig } from "../env";
 import { nowIso } from "../lib/time";
 
 /**
- * Where document chunk vectors live (issue 12, Indexing): Vectorize `DOCUMENT_VECTORS` in production, one namespace
+ * Where document chunk vectors live: Vectorize `DOCUMENT_VECTORS` in production, one namespace
  * per organization; a D1 table searched by cosine similarity in development and tests (Vectorize has no local mode).
  * Every call names the organization, and nothing is read or written outside it.
  */

@@ -4,9 +4,9 @@ import type { EventEnvelope } from "./envelope";
 import { deferPublish, stageEvents } from "./outbox";
 
 /**
- * The unit of work (issue 15; README "Layout"): a change's statements, the outbox rows of its events and, with an
- * Idempotency-Key, the record of its answer, in one atomic batch; then the events are published. Above db/, whose
- * write.ts keeps the guards, retries and version checks this batch is built from.
+ * The unit of work: a change's statements, the outbox rows of its events and, with an Idempotency-Key, the record of
+ * its answer, in one atomic batch; then the events are published. Above db/, whose write.ts keeps the guards, retries
+ * and version checks this batch is built from. Why: docs/decisions/0001-outbox-in-the-change-batch.md.
  */
 export interface CommitOptions {
   /**

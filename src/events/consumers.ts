@@ -218,7 +218,7 @@ async function handleOnShard(consumers: EventConsumer[], items: Addressed[], env
 
 /**
  * The `events` queue handler: messages carry event ids and their organization; the organizations are looked up in
- * the directory once per batch (issue 24) and each shard's events are read from its outbox in one query. Each message
+ * the directory once per batch and each shard's events are read from its outbox in one query. Each message
  * is acked or retried on its own; one bad message never fails the batch. An organization that is moving waits (a
  * retry, not a dead letter); one the directory no longer knows has no data left to react to, so its message goes.
  */

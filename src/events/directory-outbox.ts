@@ -13,9 +13,9 @@ import type { EventEnvelope } from "./envelope";
 import { publishEvents, stageEvents } from "./outbox";
 
 /**
- * Events of changes made in the directory (issue 32: an API key created or deleted, an OAuth client connected or
- * disconnected), which live, like every event, in their organization's shard outbox. D1 has no transaction over two
- * databases, so the event is written twice under one id:
+ * Events of changes made in the directory (docs/decisions/0019-directory-outbox.md: an API key created or deleted, an
+ * OAuth client connected or disconnected), which live, like every event, in their organization's shard outbox. D1 has
+ * no transaction over two databases, so the event is written twice under one id:
  *
  * 1. staged in the directory batch of the change (`directory_outbox`), where it commits or not with the change; a
  *    transition's event carries the condition that makes it one (`when`), evaluated inside that batch, so of

@@ -8,7 +8,7 @@ import { MOVED_TABLES, type MovedTable } from "../shards/moved-tables";
 import type { Files, ServiceContext } from "../service-context";
 
 /**
- * The organization export's zip (issue 33 part 5), written by one queue invocation: NDJSON per table of the
+ * The organization export's zip (docs/decisions/0025-exports.md), written by one queue invocation: NDJSON per table of the
  * organization's rows (every table a shard move carries, so a table added later is in it without a change here), then
  * every file the organization holds in R2 (deal documents, property photos and reports, envelopes' documents, their
  * certificates and sealed PDFs) under `files/<key>`. fflate's streaming Zip deflates the NDJSON and stores the files as

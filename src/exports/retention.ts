@@ -18,7 +18,7 @@ export const STALLED_MS = 86_400_000;
 type Due = { id: string; organizationId: string; objectKey: string | null };
 
 /**
- * The cron's retention pass on one shard (issue 33): the zip of every completed export whose link has expired is
+ * The cron's retention pass on one shard: the zip of every completed export whose link has expired is
  * deleted from R2 and the job becomes `expired` (its key and token hash cleared), and a job stalled in queued/running
  * becomes `failed`, its key deleted too (a run killed between completing the upload and recording it leaves a whole zip
  * there). Nothing is marked before R2 answered the delete: a delete that fails leaves the rows, and the next pass

@@ -13,7 +13,7 @@ import type { ServiceContext } from "../service-context";
 import { EXPORTED_TABLES, type Progress, stillRunning, writeArchive } from "./archive";
 import type { OrganizationExport } from "./schemas";
 
-/** How long a download link lives (issue 33). */
+/** How long a download link lives. */
 export const LINK_DAYS = 7;
 /** A run that has not finished in this long has stopped (a crash): another delivery may take the job over. */
 export const LEASE_MS = 15 * 60_000;

@@ -8,7 +8,7 @@ export const exportArchiveKey = (organizationId: string, exportId: string) => `e
 export const exportArchivesPrefix = (organizationId: string) => `exports/${organizationId}/`;
 
 /**
- * Deletes every export zip of the organization and kills their links (a person's erasure, issue 33: a zip made before
+ * Deletes every export zip of the organization and kills their links (a person's erasure: a zip made before
  * it holds them, so none survives it). A job still running is failed first, so it cannot complete a zip after this:
  * it checks the row is still `running` before it completes and deletes its zip otherwise (exports/service.ts).
  * `counted()` adds the export rows ended to the erasure's count. Answers how many zips went from R2.

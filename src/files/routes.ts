@@ -73,7 +73,7 @@ const ORGANIZATION = /^[a-z]+\/([^/]+)\//;
 /** The deal or property a file belongs to, from its key. */
 const OWNER = /^(?:deals|properties)\/[^/]+\/([^/]+)\//;
 
-/** The key's organization with its shard opened (by placement, issue 24); null when the directory no longer knows it. */
+/** The key's organization with its shard opened (by placement); null when the directory no longer knows it. */
 async function openOwner(c: Context<AppBindings>, key: string): Promise<string | null> {
   const organizationId = ORGANIZATION.exec(key)?.[1];
   const placement = organizationId ? await placementOf(c.get("directory"), organizationId) : null;

@@ -1,5 +1,5 @@
 /**
- * TrueType fonts for PDFs (issue 22): what pdf-lib asks of a font when it embeds one as a CIDFontType2 subset, read
+ * TrueType fonts for PDFs: what pdf-lib asks of a font when it embeds one as a CIDFontType2 subset, read
  * from the font's tables, and the subset it embeds, written here. It replaces @pdf-lib/fontkit, which was ≈ 385 KiB
  * of the gzipped Worker for features these PDFs do not use: OpenType shaping (pdf-fonts.ts drew unshaped cmap glyphs
  * already), CFF, WOFF and WOFF2 (with the Brotli dictionary), and Unicode property tables.

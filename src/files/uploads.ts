@@ -10,10 +10,11 @@ import type { ServiceContext } from "../service-context";
 import { removeFiles } from "./storage";
 
 /**
- * Uploads as two steps that can fail apart (issue 29): the object goes to R2, then the row that names it to D1. Each
- * object is first noted pending (db/uploads.ts), the batch that commits its row settles it, and what is still pending
- * an hour later never got its row: the cron deletes the object. So a row never names a missing object (the row
- * commits after the put) and an object never stays without its row, whichever step failed and however.
+ * Uploads as two steps that can fail apart (docs/decisions/0015-faults-as-results-and-a-fault-table.md): the object
+ * goes to R2, then the row that names it to D1. Each object is first noted pending (db/uploads.ts), the batch that
+ * commits its row settles it, and what is still pending an hour later never got its row: the cron deletes the object.
+ * So a row never names a missing object (the row commits after the put) and an object never stays without its row,
+ * whichever step failed and however.
  *
  *   await putUploads(ctx, files);                                     // pending, then R2
  *   await commit(ctx, [...rows, ...settleUploads(ctx, keys)], events); // the rows, and no longer pending

@@ -1,9 +1,10 @@
 /**
- * CSV (RFC 4180) read in chunks by byte offset (issue 33). Our own small parser rather than a library: a chunk must end
- * on a record boundary and say at which BYTE of the file it ended, so the next chunk (another queue message, maybe
- * after a crash) starts exactly there; the streaming parsers that run in Workers (Papa Parse, csv-parse) report
- * positions in characters of what they decoded, not in bytes of the file. Quotes, doubled quotes, line breaks inside
- * quotes, CRLF, LF or lone CR line ends and a UTF-8 byte-order mark are handled; a blank line is no record.
+ * CSV (RFC 4180) read in chunks by byte offset (docs/decisions/0021-imports-in-guarded-chunks.md). Our own small parser
+ * rather than a library: a chunk must end on a record boundary and say at which BYTE of the file it ended, so the next
+ * chunk (another queue message, maybe after a crash) starts exactly there; the streaming parsers that run in Workers
+ * (Papa Parse, csv-parse) report positions in characters of what they decoded, not in bytes of the file. Quotes,
+ * doubled quotes, line breaks inside quotes, CRLF, LF or lone CR line ends and a UTF-8 byte-order mark are handled; a
+ * blank line is no record.
  */
 
 import { spreadsheetSafe } from "../crm/export";

@@ -1,5 +1,5 @@
 /**
- * Which field each column of an import feeds (issue 33): defaults for Follow Up Boss and kvCORE exports and for the
+ * Which field each column of an import feeds: defaults for Follow Up Boss and kvCORE exports and for the
  * API's own field names, detected from the header; the caller's `mapping` (column → field, or "ignore") wins.
  */
 

@@ -8,7 +8,7 @@ import type { Actor } from "../service-context";
 import type { OAuthClientIntegration } from "./schemas";
 
 /**
- * The OAuth clients connected to an organization (README "Integrations"). A client is connected while some user of
+ * The OAuth clients connected to an organization (docs/decisions/0019-directory-outbox.md). A client is connected while some user of
  * the organization holds a live refresh token family of it (consent started it; a revocation, a detected reuse or 30
  * days unused end it). `oauth_connections` holds a row per connected client, and the events are staged on the
  * transitions only, by conditions evaluated inside the batch that starts or ends a family: D1 runs a batch as one

@@ -8,7 +8,7 @@ import { clientIntegrationRows, rowHasLiveFamily, toClientIntegration } from "./
 import type { Integration } from "./schemas";
 
 /**
- * An organization's integrations (README "Integrations"): the OAuth clients its users granted access and its API keys.
+ * An organization's integrations (docs/guides/permissions-and-roles.md): the OAuth clients its users granted access and its API keys.
  * The OAuth server (oauth/) connects and disconnects clients through the functions re-exported here.
  */
 export { connectClient, disconnectExpired, revokeAndDisconnect } from "./connections";

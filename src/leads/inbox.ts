@@ -16,13 +16,13 @@ import type { LeadCreate } from "./schemas";
 import { checkPhones, intakeLead, namedProperty } from "./service";
 
 /**
- * Leads from a credential that may not read contacts (a web form's key), taken in after the answer (issue 40): the
- * request checks what any lead is checked for (its numbers, a propertyId), stores the lead and answers 202; the
- * intake runs as deferred work, so the answer, its headers and its time are the same for a client's number and a
- * stranger's (the adversarial pass told them apart by 20 ms; the D1 bookmark, which counted the intake's writes, is
- * sealed: platform/session.ts). The intake deletes the stored lead in its own batch, so a lead is taken in exactly
- * once however often it is tried; what the deferred work did not finish, the cron drains (`drainLeadInbox`), backing
- * off a lead that keeps failing and deleting it after a week.
+ * Leads from a credential that may not read contacts (a web form's key), taken in after the answer
+ * (docs/decisions/0024-lead-intake-tells-a-form-nothing.md): the request checks what any lead is checked for (its
+ * numbers, a propertyId), stores the lead and answers 202; the intake runs as deferred work, so the answer, its headers
+ * and its time are the same for a client's number and a stranger's (the adversarial pass told them apart by 20 ms; the
+ * D1 bookmark, which counted the intake's writes, is sealed: platform/session.ts). The intake deletes the stored lead
+ * in its own batch, so a lead is taken in exactly once however often it is tried; what the deferred work did not
+ * finish, the cron drains (`drainLeadInbox`), backing off a lead that keeps failing and deleting it after a week.
  */
 
 /** Seconds before the cron may take a stored lead: the answer's deferred work has it until then. */

@@ -104,7 +104,7 @@ const dismiss = defineRoute(CRM, {
 
 export const leadRoutes = new OpenAPIHono<AppBindings>({ defaultHook: validationHook })
   .openapi(intake, async (c) => {
-    // Only a credential that may read contacts learns what the lead met (issue 40). Any other gets the same answer
+    // Only a credential that may read contacts learns what the lead met. Any other gets the same answer
     // whatever it met: stored and taken in after the answer (its bookmark sealed like every answer's: platform/session.ts).
     if (!grantedPermissions(c).includes("contacts:read")) {
       await receiveLead(serviceContext(c), c.req.valid("json"));

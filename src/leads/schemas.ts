@@ -96,7 +96,7 @@ export const LeadIntake = z
 export type LeadIntake = z.infer<typeof LeadIntake>;
 
 /**
- * What a credential that may not read contacts is answered, whatever the lead was (issue 40): the same 202 and body for
+ * What a credential that may not read contacts is answered, whatever the lead was: the same 202 and body for
  * a match, a new contact and a lead kept for review, so a web form's key learns nothing about who is a client.
  */
 export const LeadReceived = z

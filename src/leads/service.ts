@@ -148,7 +148,7 @@ export function leadActivity(
 }
 
 /**
- * POST /v1/leads (issues 33, 40). Matches the lead to a contact of the organization by e-mail or phone (matchContacts),
+ * POST /v1/leads. Matches the lead to a contact of the organization by e-mail or phone (matchContacts),
  * fills a match with what is new or creates and routes a new contact (`takeIn`); a lead with only phone numbers that
  * match nobody is kept for review (`keepForReview`). With a sourceEventId the answer is kept for a repeat, in the
  * change's batch. A lost race (a concurrent intake of the same person, of the same event, or a routing turn taken)
@@ -246,7 +246,7 @@ export async function takeIn(
 }
 
 /**
- * A lead with only phone numbers that match no contact (issue 40): it cannot become a contact (a contact needs an
+ * A lead with only phone numbers that match no contact: it cannot become a contact (a contact needs an
  * e-mail), so it is kept for the team to accept or dismiss (leads/reviews.ts), with the answer for a repeat in the
  * same batch, guarded on no contact having one of its numbers by then. Nothing of it reaches a contact, and no event
  * is sent.

@@ -146,7 +146,7 @@ export class RateLimited extends AppError {
 }
 
 /**
- * A write to an organization that a shard move has fenced for its final copy (issue 24): reads go on, writes are
+ * A write to an organization that a shard move has fenced for its final copy: reads go on, writes are
  * refused for the few seconds the copy takes. Also what a tenant shard's fence trigger raises (src/shards/), so a
  * write already past authentication when the fence went up is refused the same way.
  */
@@ -164,7 +164,7 @@ export class OrganizationMoving extends AppError {
 }
 
 /**
- * A step the request needed failed where a retry may succeed (issue 29: the signing object's D1 write refused or its
+ * A step the request needed failed where a retry may succeed (the signing object's D1 write refused or its
  * answer lost): nothing is assumed done, and the caller tries again after Retry-After.
  */
 export class TemporarilyUnavailable extends AppError {

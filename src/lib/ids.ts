@@ -6,7 +6,7 @@ export const newId = (): string => crypto.randomUUID();
  * A version-7 UUID (RFC 9562): 48 bits of Unix milliseconds, then 74 random bits. For the records a book is made of
  * (contacts, deals, properties): each id lands at the end of every index keyed by it — the table's own, the search
  * index's record column, tags — where a random one lands anywhere, and an import of 100,000 rows rewrote pages all
- * over those indexes (issue 33's bench: commits grew from 90 to 350 ms a chunk over 20,000 rows). The id says when
+ * over those indexes (bench/imports.bench.test.ts: commits grew from 90 to 350 ms a chunk over 20,000 rows). The id says when
  * the record was made, which `createdAt` already shows; it is no secret (nothing is found by its id alone).
  */
 export function newRecordId(now = Date.now()): string {

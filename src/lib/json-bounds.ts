@@ -2,7 +2,7 @@ import { z } from "@hono/zod-openapi";
 import type { FieldIssue } from "./errors";
 
 /**
- * Bounds on JSON a client sends (issue 15, "Bounded everything"). Every stored value must be one that can be read
+ * Bounds on JSON a client sends (docs/decisions/0026-bounded-input.md). Every stored value must be one that can be read
  * back, serialised into an event and sent: nesting is capped (JSON.stringify recurses, and a value nested thousands
  * deep overflows the stack when it is written out later), and every string must be well-formed Unicode, since a
  * lone surrogate cannot be stored as UTF-8 and would come back as replacement characters, longer than it was checked;

@@ -1,5 +1,5 @@
 /**
- * Finding a person in free text (an erasure, issue 29) in two steps: a cheap SQL filter that may over-match
+ * Finding a person in free text (an erasure) in two steps: a cheap SQL filter that may over-match
  * (`needles`, lib/sql.ts `mentionsAny`), then a precise test in JS (`pattern`) that decides and redacts. Both see
  * the ways one mention is written: another case (beyond ASCII too), another Unicode form (NFC, NFD), other spacing
  * (two spaces, a line break), a phone in another format ("416-555-0142" for "+1 (416) 555-0142"), and the escaped

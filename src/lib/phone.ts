@@ -9,7 +9,7 @@ const RECENT = 2_000;
 const recent = new Map<string, string | null>();
 
 /**
- * Phone numbers as keys (issue 33): the same number written "(415) 555-0100", "415.555.0100" or "+1 415 555 0100" is
+ * Phone numbers as keys: the same number written "(415) 555-0100", "415.555.0100" or "+1 415 555 0100" is
  * one key, its E.164 form. A number without a country code is read in `region` (the organization's
  * `settings.defaultPhoneRegion`). libphonenumber-js carries every country's numbering plan (trunk prefixes, lengths),
  * which a rule of our own would get wrong for most of them. "Possible" rather than "valid": a key must not depend on

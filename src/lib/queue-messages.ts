@@ -18,7 +18,7 @@ export const EventMessageSchema = z.object({ id: Id, organizationId: Id.optional
 export type EventMessage = Required<z.infer<typeof EventMessageSchema>>;
 
 /**
- * `webhook-deliveries` (and its dead-letter queue): a delivery to attempt, with its organization (issue 24) and the
+ * `webhook-deliveries` (and its dead-letter queue): a delivery to attempt, with its organization (whose shard holds it) and the
  * retry chain it belongs to (db/webhooks.ts `chain`; absent for the first, 0). Older messages lack the organization.
  */
 export const DeliveryMessageSchema = z.object({ deliveryId: Id, organizationId: Id.optional(), chain: z.int().optional() });

@@ -75,7 +75,7 @@ export const EVENT_SEND = backoff("event-send", { firstSeconds: 60, factor: 2, c
 /** A stored lead whose intake failed (leads/inbox.ts): the cron tries it again after a minute, doubling, at most an hour. */
 export const LEAD_INTAKE = backoff("lead-intake", { firstSeconds: 60, factor: 2, capSeconds: 3600 });
 
-/** Work of an organization that is moving to another shard (issue 24): the move's final copy takes seconds. */
+/** Work of an organization that is moving to another shard (docs/decisions/0009-moving-an-organization.md): the move's final copy takes seconds. */
 export const ORGANIZATION_MOVING = fixed("organization-moving", 15);
 
 /** Messages of a queue bound in wrangler.toml with no consumer in src/queues.ts: kept, looked at again hourly. */

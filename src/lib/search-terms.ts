@@ -1,5 +1,5 @@
 /**
- * Words for the search of contacts, deals and listings (issue 33): how text becomes the terms of the index and how
+ * Words for the search of contacts, deals and listings: how text becomes the terms of the index and how
  * `q` becomes the prefixes it looks for. One character map folds case and accents and tells word characters from
  * separators; migration 0012_search.sql holds the same map as the table `search_fold`, which the index's triggers
  * read, so the triggers' SQL and this code split text alike (test/search-terms.test.ts holds the two together).

@@ -33,7 +33,7 @@ export const WITHHELD_LINK = "[link withheld: set MAIL_LOG_KEY to keep links in 
 
 /**
  * The `log` provider: a D1 row per message, its body sealed under MAIL_LOG_KEY (links are capabilities). `db` is the
- * caller's shard (issue 24: mail_outbox is organization data): the mailer reads nothing to find where to write.
+ * caller's shard (mail_outbox is organization data): the mailer reads nothing to find where to write.
  */
 export function logMailer(env: Env, db: Db): Mailer {
   return {

@@ -6,10 +6,11 @@ import { newId } from "../lib/ids";
 import { addSeconds, nowIso } from "../lib/time";
 
 /**
- * The cumulative cap on sign-in code guesses (issue 29). The per-15-minute limits (platform/rate-limit.ts) still let
- * about 960 guesses a day at one address; here 20 failed tries within 24 hours lock the address's sign-in for 24
- * hours: no code is mailed or checked until then. Counted per address alike for addresses with and without an
- * account, so the lock tells nothing about who has one. Keys are the SHA-256 of the lower-cased address.
+ * The cumulative cap on sign-in code guesses (docs/decisions/0017-caps-on-guessing-codes.md). The per-15-minute limits
+ * (platform/rate-limit.ts) still let about 960 guesses a day at one address; here 20 failed tries within 24 hours lock
+ * the address's sign-in for 24 hours: no code is mailed or checked until then. Counted per address alike for addresses
+ * with and without an account, so the lock tells nothing about who has one. Keys are the SHA-256 of the lower-cased
+ * address.
  */
 export const SIGN_IN_FAILURES_BEFORE_LOCK = 20;
 export const SIGN_IN_FAILURE_WINDOW_SECONDS = 24 * 3600;

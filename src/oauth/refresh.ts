@@ -14,7 +14,7 @@ import { isPermission, type Permission } from "../platform/permissions";
 import { type Family, newGrant, type SigningConfig, type TokenRequest, type TokenResponse, tokenResponse } from "./grants";
 
 /**
- * Refresh tokens for public clients (issue 23; OAuth 2.1 section 4.3, RFC 6749 section 6). Each is opaque, random,
+ * Refresh tokens for public clients (OAuth 2.1 section 4.3, RFC 6749 section 6). Each is opaque, random,
  * stored only as SHA-256, and used once: a refresh marks it used and issues a new one in the same family (rotation,
  * OAuth 2.1 section 4.3.1), so a stolen token is detected when either holder uses it after the other: a used (or
  * revoked) token presented again revokes the whole family, its refresh tokens and every grant issued from it.
@@ -44,7 +44,7 @@ export async function newRefreshToken(family: Family, permissions: Permission[],
 export async function revokeFamily(work: DirectoryWork, familyId: string, by: "user" | "system"): Promise<void> {
   const at = nowIso();
   const db = work.directory;
-  // In the same batch, the client's connection to the organization ends if this was its last live family (issue 32).
+  // In the same batch, the client's connection to the organization ends if this was its last live family.
   await revokeAndDisconnect(
     work,
     familyId,

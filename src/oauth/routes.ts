@@ -1,14 +1,15 @@
 /**
- * The OAuth 2.1 authorization server of issue 14 (spec: Authentication rule 3): authorization code + PKCE (S256),
+ * The OAuth 2.1 authorization server (spec: Authentication rule 3): authorization code + PKCE (S256),
  * Dynamic Client Registration, RFC 8414 / RFC 9728 metadata. Its access tokens are accepted on every authenticated
  * family and the MCP endpoint (platform/auth.ts); a client a user grants is an integration (integrations/).
  *
- * Why not @cloudflare/workers-oauth-provider (read at 1.2.3): it wraps the whole Worker as its fetch handler and
- * issues opaque tokens (`userId:grantId:secret`) kept in a KV namespace (OAUTH_KV), with props encrypted under the
- * token. The spec asks for a signed JWT valid one hour whose response carries the MCP server URL, user, organization
- * and permissions; the provider has no JWT access tokens and would add KV beside D1, take over routing from Hono (and
- * so /openapi.json and the per-family errors). What it does well (PKCE, single-use codes, DCR, metadata, rotating
- * refresh tokens) is small enough to own here on D1 (refresh.ts for the refresh tokens issue 23 asked for).
+ * Why not @cloudflare/workers-oauth-provider (read at 1.2.3; docs/decisions/0016-our-own-oauth-server.md): it wraps the
+ * whole Worker as its fetch handler and issues opaque tokens (`userId:grantId:secret`) kept in a KV namespace
+ * (OAUTH_KV), with props encrypted under the token. The spec asks for a signed JWT valid one hour whose response
+ * carries the MCP server URL, user, organization and permissions; the provider has no JWT access tokens and would add
+ * KV beside D1, take over routing from Hono (and so /openapi.json and the per-family errors). What it does well (PKCE,
+ * single-use codes, DCR, metadata, rotating refresh tokens) is small enough to own here on D1 (refresh.ts for the
+ * refresh tokens).
  */
 import { OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Context } from "hono";

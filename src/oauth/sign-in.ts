@@ -19,7 +19,7 @@ export const newCookieValue = () => newToken("osi");
 
 /**
  * The sign-in cookie of the pages under `path` (the OAuth pages, the invitation pages): `HttpOnly; SameSite=Lax`;
- * `Secure` and the `__Host-` prefix whenever the page is served over https (see README), which pins it to `/`.
+ * `Secure` and the `__Host-` prefix whenever the page is served over https (docs/domains/oauth-and-mcp.md), which pins it to `/`.
  */
 export function signInCookie(base: string, path: string) {
   const name = (secure: boolean) => (secure ? `__Host-${base}` : base);

@@ -27,7 +27,7 @@ import { issuerOf, mcpPathOf, mcpServerUrlOf } from "./metadata";
 import { newGrant, type SigningConfig, type TokenRequest, type TokenResponse, tokenResponse } from "./grants";
 import { newRefreshToken, refreshAccessToken, revokeFamily } from "./refresh";
 
-/** POST /oauth/token: the authorization_code grant, or the refresh_token grant (issue 23). */
+/** POST /oauth/token: the authorization_code grant, or the refresh_token grant. */
 export function requestToken(work: DirectoryWork, config: Config, form: TokenRequest): Promise<TokenResponse> {
   if (!config.JWT_SECRET)
     throw new OAuthError("temporarily_unavailable", "The token endpoint is not configured (JWT_SECRET is unset)", 503);
@@ -96,7 +96,7 @@ async function exchangeCode(work: DirectoryWork, config: SigningConfig, form: To
       db.update(oauthCodes).set({ usedAt: grant.createdAt, grantId: grant.id }).where(unused),
       db.insert(oauthGrants).values(grant),
       db.insert(oauthRefreshTokens).values(refresh.row),
-      // The client's first live grant in the organization connects it (issue 32, integration.connected).
+      // The client's first live grant in the organization connects it (integration.connected).
       ...connectClient(db, { ...family, clientName: client.clientName, permissions }),
     ]);
   } catch (err) {
@@ -120,7 +120,7 @@ export interface AccessTokenPrincipal {
   user: AuthUser;
   organization: AuthOrganization;
   permissions: Permission[];
-  /** Where the organization lives, and whether a move fences its writes (issue 24). */
+  /** Where the organization lives, and whether a move fences its writes. */
   shard: number;
   fenced: boolean;
   /** When the token's grant ends (its own `exp` at the latest). */
@@ -180,8 +180,8 @@ export async function verifyAccessToken(db: Db, config: Config, token: string): 
 }
 
 /**
- * Access tokens work on every authenticated family (the CRM since issue 14, /api and /plants since issue 32), within
- * their permissions, and on the MCP endpoint.
+ * Access tokens work on every authenticated family (/v1, /api, /plants), within their permissions, and on the MCP
+ * endpoint.
  */
 function acceptsAccessTokens(path: string, config: Config): boolean {
   const mcp = mcpPathOf(config);

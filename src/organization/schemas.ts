@@ -21,7 +21,7 @@ export function canonicalTimeZone(name: string): string | null {
   }
 }
 
-/** Rules a zip-routed organization may keep: lead intake (issue 33) looks a lead's zip up in them. */
+/** Rules a zip-routed organization may keep: lead intake looks a lead's zip up in them. */
 export const MAX_ZIP_RULES = 500;
 
 const ZipRule = z
@@ -68,7 +68,7 @@ const Region = z
   })
   .openapi({ example: "US", description: "ISO 3166-1 alpha-2: the country of a phone number written without a country code" });
 
-/** The settings as stored and shown: every key, defaults filled in. Lead intake (issue 33) reads them. */
+/** The settings as stored and shown: every key, defaults filled in. Lead intake reads them. */
 export const OrganizationSettings = z
   .strictObject({
     defaultPhoneRegion: Region.default("US"),

@@ -52,7 +52,7 @@ export async function getOrganization(ctx: ServiceContext): Promise<Organization
   return versioned(toOrganization(row), row.version);
 }
 
-/** The organization's settings, defaults filled in: what lead intake (issue 33) routes and normalizes phones by. */
+/** The organization's settings, defaults filled in: what lead intake routes and normalizes phones by. */
 export async function organizationSettings(ctx: Pick<ServiceContext, "db" | "organizationId">): Promise<OrganizationSettings> {
   return settingsOf((await findOrganization(ctx)).settings);
 }

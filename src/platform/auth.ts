@@ -47,7 +47,7 @@ export interface AccessTokens {
 
 /**
  * `Authorization: Bearer <token>` → the live session's user and organization, and the organization's shard, in one
- * directory round trip (issue 24). A session only: the OAuth authorization endpoint acts as this user, and an API key
+ * directory round trip. A session only: the OAuth authorization endpoint acts as this user, and an API key
  * (which carries only some of its user's permissions) must not approve a client for more than it may do itself.
  */
 export async function resolveBearer(directory: Db, header: string | undefined): Promise<Principal | null> {
@@ -108,7 +108,7 @@ async function sessionLookup(directory: Db, tokenHash: string): Promise<Credenti
 }
 
 /**
- * A live API key (issue 32): unexpired, its creator still a user of its organization. It acts as that user, with its
+ * A live API key: unexpired, its creator still a user of its organization. It acts as that user, with its
  * own permissions (∩ the user's role, at each request: `grantedPermissions`).
  */
 async function apiKeyLookup(directory: Db, keyHash: string): Promise<Credential | null> {
@@ -184,7 +184,7 @@ function admit(c: Context<AppBindings>, principal: Principal): void {
 }
 
 /**
- * Rejects the request with 401 unless it carries a live session, a live API key (`bk_…`, issue 32) or a valid OAuth
+ * Rejects the request with 401 unless it carries a live session, a live API key (`bk_…`) or a valid OAuth
  * access token: signature, exp, iss and aud checked, its grant unrevoked (one directory read). A key's or a token's
  * permissions are set on the context; a session has them all. The error handler shapes the body per family. Either
  * way the organization's shard is opened for the rest of the request; a session's or a key's lookup also runs the
@@ -256,7 +256,7 @@ export function requirePermission(c: Context<AppBindings>, permission: Permissio
 /**
  * An agent acts on what is theirs; acting for another user (their public profile, the testimonials about them, or the
  * organization's own) needs `users:manage`: owners and admins, 403 `insufficient_role` for an agent,
- * `insufficient_permission` for a key or token without it (issue 40). `userId` undefined means the caller.
+ * `insufficient_permission` for a key or token without it. `userId` undefined means the caller.
  */
 export function requireSelfOrManager(c: Context<AppBindings>, userId: string | null | undefined): void {
   if (userId !== undefined && userId !== c.get("user").id) requirePermission(c, "users:manage");
@@ -264,9 +264,9 @@ export function requireSelfOrManager(c: Context<AppBindings>, userId: string | n
 
 /**
  * The reputation suite's records about an agent (testimonials, surveys): an agent acts only on their own; owners and
- * admins, and their keys and tokens, on any agent's or the organization's (issue 40: an agent rewrote a colleague's
- * reviews and answered surveys about them). By role, not by `users:manage`: a review tool moderating for the
- * brokerage needs no right to manage users.
+ * admins, and their keys and tokens, on any agent's or the organization's (else an agent could rewrite a
+ * colleague's reviews and answer surveys about them). By role, not by `users:manage`: a review tool moderating for
+ * the brokerage needs no right to manage users (docs/decisions/0029-agents-act-for-themselves.md).
  */
 export const agentActingFor =
   (c: Context<AppBindings>): ActingFor =>

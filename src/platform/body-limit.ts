@@ -15,7 +15,7 @@ export const LARGE_BODY_ROUTES: { method: string; path: RegExp; maxBytes: number
   { method: "POST", path: /^\/v1\/deals\/[^/]+\/documents$/, maxBytes: 26 * 1024 * 1024 },
   // A signed PDF to check (signatures/verify-routes.ts).
   { method: "POST", path: /^\/api\/public\/verify$/, maxBytes: 10 * 1024 * 1024 },
-  // A book to import (issue 33): a CSV streamed to R2 as it arrives, never held in memory (imports/routes.ts).
+  // A book to import: a CSV streamed to R2 as it arrives, never held in memory (imports/routes.ts).
   { method: "POST", path: /^\/v1\/imports$/, maxBytes: 50 * 1024 * 1024, streamed: { contentType: "text/csv" } },
 ];
 

@@ -2,7 +2,7 @@ import { AppError, Validation } from "../lib/errors";
 import { fetchWithDeadline } from "../lib/outbound";
 
 /**
- * The bot challenge of the public signer actions (spec: Authentication 4) and the public referral form (issue 23): Cloudflare Turnstile, whose tokens are
+ * The bot challenge of the public signer actions (spec: Authentication 4) and the public referral form: Cloudflare Turnstile, whose tokens are
  * checked with its siteverify endpoint (form-encoded `secret`, `response`, `remoteip`; JSON `{success}` back).
  */
 export interface BotChallenge {

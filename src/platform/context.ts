@@ -15,7 +15,7 @@ export interface IdempotencyClaim {
 
 export interface AppVariables {
   requestId: string;
-  /** The directory's session (issue 24): sessions, OAuth, organizations and their shards, public link keys. */
+  /** The directory's session: sessions, OAuth, organizations and their shards, public link keys. */
   directory: Db;
   /** The caller's organization's shard, once authentication or a public route's key has named it (platform/session.ts). */
   db: Db;

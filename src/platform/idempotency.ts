@@ -15,13 +15,14 @@ import { streamedBody } from "./body-limit";
 import { requestLog } from "./response-headers";
 
 /**
- * Idempotency keys, Stripe's model: a POST, PUT, PATCH or DELETE on /v1 or /api sent with `Idempotency-Key` runs once
- * per organization and key. Its answer is kept for 24 hours and replayed (with `Idempotent-Replayed: true`) to a
- * retry of the same request; the same key with another method, path, query or body is a 422; a retry while the first
- * is still running is a 409. A 5xx, a 429 or a lost race (409 concurrent_modification) is not kept, so the request
- * can be retried under the same key, unless its write kept its answer in its own batch and committed. A route whose
- * answer shows a secret or a capability once (a webhook's signing secret, a signing or survey link) names it in
- * `replayOmits`: the replay leaves it out, and it is never stored in the clear here.
+ * Idempotency keys, Stripe's model (docs/decisions/0003-idempotency-keys.md): a POST, PUT, PATCH or DELETE on /v1 or
+ * /api sent with `Idempotency-Key` runs once per organization and key. Its answer is kept for 24 hours and replayed
+ * (with `Idempotent-Replayed: true`) to a retry of the same request; the same key with another method, path, query or
+ * body is a 422; a retry while the first is still running is a 409. A 5xx, a 429 or a lost race (409
+ * concurrent_modification) is not kept, so the request can be retried under the same key, unless its write kept its
+ * answer in its own batch and committed. A route whose answer shows a secret or a capability once (a webhook's signing
+ * secret, a signing or survey link) names it in `replayOmits`: the replay leaves it out, and it is never stored in the
+ * clear here.
  */
 export const IDEMPOTENCY_HEADER = "Idempotency-Key";
 export const IDEMPOTENCY_TTL_HOURS = 24;
@@ -153,7 +154,7 @@ export const idempotency = createMiddleware<AppBindings>(async (c, next) => {
 /**
  * Lets the key go, so its retry runs again: only while its claim is still in flight. A verb that kept its answer in
  * its own batch (`keepAnswerInBatch`) may have committed even though the request failed (D1 answered with an error
- * after the commit, issue 29): that answer stays, and the retry replays it instead of writing a second time.
+ * after the commit): that answer stays, and the retry replays it instead of writing a second time.
  */
 const release = (db: Db, where: ReturnType<typeof and>) =>
   db.delete(idempotencyKeys).where(and(where, eq(idempotencyKeys.state, "in_flight")));
@@ -184,7 +185,7 @@ function omit(body: string, paths: string[][]): string {
 const keptHeadersOf = (headers: Headers) => Object.fromEntries(KEPT_HEADERS.flatMap((h) => (headers.has(h) ? [[h, headers.get(h)!]] : [])));
 
 /**
- * For a verb that writes once (issue 22): its answer's idempotency record as a statement of that verb's own batch, so
+ * For a verb that writes once: its answer's idempotency record as a statement of that verb's own batch, so
  * keeping it costs no round trip of its own. `shape` builds the body the route answers from the verb's result, and
  * the ETag is the result's version, as the route sets it. After the request the middleware compares the response with
  * what was kept and, should they differ (or the verb answered without committing), keeps the response as before.

@@ -5,10 +5,11 @@ import { handleError, handleNotFound } from "./error-handler";
 import { type Routers, validationHook } from "./openapi";
 
 /**
- * Route groups built at the first request that reaches them (issue 22). Building a domain's routes builds its zod
- * schemas, which was most of the Worker's startup CPU; a cold isolate now builds only the group its first request
- * needs. The app's middleware (headers, session, authentication, permissions, idempotency) still runs first, in the
- * app; the group's routers then answer with the app's own context variables, error and not-found answers.
+ * Route groups built at the first request that reaches them (docs/decisions/0006-a-fast-cold-start.md). Building a
+ * domain's routes builds its zod schemas, which was most of the Worker's startup CPU; a cold isolate now builds only
+ * the group its first request needs. The app's middleware (headers, session, authentication, permissions, idempotency)
+ * still runs first, in the app; the group's routers then answer with the app's own context variables, error and
+ * not-found answers.
  */
 
 export interface RouteGroup {

@@ -48,7 +48,10 @@ export const EXPLICIT_PERMISSIONS: readonly Permission[] = ["contacts:erase", "o
 export const DEFAULT_PERMISSIONS = PERMISSION_NAMES.filter((p) => !EXPLICIT_PERMISSIONS.includes(p));
 export const isPermission = (value: string): value is Permission => Object.hasOwn(PERMISSIONS, value);
 
-/** A user's role in the organization (issue 32). Every user `npm run token` mints, and every user before roles, is an owner. */
+/**
+ * A user's role in the organization (docs/decisions/0018-roles-permissions-and-api-keys.md). Every user `npm run token`
+ * mints, and every user before roles, is an owner.
+ */
 export const ROLES = ["owner", "admin", "agent"] as const;
 export type Role = (typeof ROLES)[number];
 
@@ -85,7 +88,7 @@ const both = (p: Permission): Need => ({ read: p, write: p });
 const ROUTE_NEEDS: Record<string, Need> = {
   "/v1/contacts": { read: "contacts:read", write: "contacts:write" },
   "/v1/leads": both("leads:write"),
-  // The leads intake kept for review (issue 40) name people: the team reads them as contacts and settles them as contact writes.
+  // The leads intake kept for review name people: the team reads them as contacts and settles them as contact writes.
   "/v1/leads/reviews": { read: "contacts:read", write: "contacts:write" },
   "/v1/contacts/export": both("exports:read"),
   // And contacts:read; each other domain's part of it only with that domain's read permission (contacts/access.ts).
@@ -110,11 +113,11 @@ const ROUTE_NEEDS: Record<string, Need> = {
   "/api/documents/*/signatures": { read: "signatures:read", write: "envelopes:send" },
   "/api/documents/*/signature": { read: "signatures:read", write: "envelopes:send" },
   "/api/signatures": { read: "signatures:read", write: "signatures:write" },
-  // The organization's defaults for every envelope (how signers prove who they are): the organization's to set (issue 40).
+  // The organization's defaults for every envelope (how signers prove who they are): the organization's to set.
   "/api/signatures/settings": { read: "signatures:read", write: "organization:manage" },
   "/api/clickwrap": { read: "clickwrap:read", write: "clickwrap:write" },
   "/api/reputation": { read: "reputation:read", write: "reputation:write" },
-  // The organization's survey templates, its default among them, shape every agent's surveys (issue 40).
+  // The organization's survey templates, its default among them, shape every agent's surveys.
   "/api/reputation/surveys/templates": { read: "reputation:read", write: "organization:manage" },
   "/plants": { read: "plants:read", write: "plants:write" },
 };

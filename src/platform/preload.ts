@@ -4,11 +4,11 @@ import type { Statement } from "../db/write";
 import type { ServiceContext } from "../service-context";
 
 /**
- * Reads that ride the authentication round trip (issue 22). A write of one row reads it before its guarded batch;
- * that read needs only the caller's organization, which the session lookup finds in the same statement batch as a
- * subquery, so the read costs no round trip of its own. The organization filter is the session's, in SQL: an unknown
- * or revoked token reads nothing. The verb takes what was read once (`takePreloaded`); a retry after a lost race reads
- * afresh.
+ * Reads that ride the authentication round trip (docs/decisions/0007-one-round-trip-writes-and-flat-lists.md). A write
+ * of one row reads it before its guarded batch; that read needs only the caller's organization, which the session
+ * lookup finds in the same statement batch as a subquery, so the read costs no round trip of its own. The organization
+ * filter is the session's, in SQL: an unknown or revoked token reads nothing. The verb takes what was read once
+ * (`takePreloaded`); a retry after a lost race reads afresh.
  */
 export interface AuthPreload {
   method: string;

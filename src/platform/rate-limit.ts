@@ -26,14 +26,14 @@ export const RATE_LIMITS = {
   "oauth-revoke:post": { limit: 30, windowSeconds: 60 },
   // Ours: client registration and the steps of the browser sign-in (each e-mail step may mail a code), counted together.
   "oauth-public:post": { limit: 20, windowSeconds: 60 },
-  // Ours: the invitation page (issue 32); its posts are sign-in steps, counted like the OAuth pages' (each may mail a code).
+  // Ours: the invitation page; its posts are sign-in steps, counted like the OAuth pages' (each may mail a code).
   "public-invite:get": { limit: 60, windowSeconds: 60 },
   "public-invite:post": { limit: 20, windowSeconds: 60 },
   // Ours, per e-mail address whatever the client address: sign-in codes mailed, and codes typed. Counted alike for
   // addresses with and without an account, so neither tells. 10 guesses per 15 minutes of a 6-digit code.
   "oauth-sign-in-mail:email": { limit: 5, windowSeconds: 900 },
   "oauth-sign-in-code:email": { limit: 10, windowSeconds: 900 },
-  // Ours (issue 40): invitation mails per invited address (a "+tag" ignored), 3 a day from one organization, so no
+  // Ours: invitation mails per invited address (a "+tag" ignored), 3 a day from one organization, so no
   // admin mails an inbox dry, and 10 a day from all of them, so neither do many, nor can one organization spend
   // another's invitations to the address.
   "invitation-mail:organization-email": { limit: 3, windowSeconds: 86_400 },
@@ -110,7 +110,7 @@ export async function admitForAddress(c: Context<AppBindings>, bucket: AddressBu
 }
 
 /**
- * The quota of each credential on the authenticated families and the MCP endpoint (issue 32; README "Rate limits"):
+ * The quota of each credential on the authenticated families and the MCP endpoint (docs/decisions/0027-per-credential-rate-limit.md):
  * a session, an API key and an OAuth access token each count in a window of their own, keyed by the SHA-256 of the
  * token, on the same Durable Object limiter as the per-address limits. The count is asked for beside the
  * authentication's directory read (platform/auth.ts), so it adds no round trip in sequence; it is used only once the

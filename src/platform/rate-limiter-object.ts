@@ -15,7 +15,7 @@ export interface RateDecision {
  * admitted requests, in memory. `consume` is synchronous, so the object's input gate serializes every call and 200
  * simultaneous requests on one key never admit more than the limit. It answers from memory and persists the log in
  * the background (`allowUnconfirmed`: the answer does not wait for the write to be flushed), so a burst from one
- * address is not queued behind 50 storage flushes (issue 20). An object that restarts reloads what was persisted; at
+ * address is not queued behind 50 storage flushes. An object that restarts reloads what was persisted; at
  * worst the last hits before a crash are forgotten, a few extra requests for a rate limit, never a wrong answer.
  */
 export class RateLimiterObject extends DurableObject<Env> {

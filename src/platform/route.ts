@@ -97,7 +97,7 @@ export function defineRoute<P extends string, R extends Omit<RouteConfig, "path"
     add(413, "The body is over the route's size limit");
     add(415, "Content-Type is not one the route takes (application/json; multipart/form-data on uploads)");
   }
-  // A write to an organization while a shard move copies its last rows (issue 24, src/shards/move.ts).
+  // A write to an organization while a shard move copies its last rows (src/shards/move.ts).
   if (config.method !== "get" && config.method !== "head")
     add(503, "The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving)");
   add(500, "Unexpected failure; carries the request id, never a stack trace");

@@ -14,15 +14,15 @@ import type { AppBindings } from "./context";
  * D1's Sessions API, one session per database a request touches, so read replicas can serve callers far from the
  * primary (DESIGN.md): a read (GET, HEAD) starts anywhere, a write on the primary, so its compare-and-set reads the
  * latest row. The directory session opens with the request; the organization's shard session opens once
- * authentication (or a public route's key) has named the shard (issue 24). Every answer that read a shard carries
+ * authentication (or a public route's key) has named the shard. Every answer that read a shard carries
  * that session's latest bookmark in `X-D1-Bookmark`, and a client sends it back for read-your-writes on organization
  * data.
  *
- * Sealed (issue 40): a D1 bookmark counts every write on its database, and a shard holds many organizations, so a
- * bookmark read before and after a web form's lead told a client's number from a stranger's by the writes the intake
- * made (and anyone on the shard sees the others' writes). Answers carry it AES-GCM sealed under BOOKMARK_KEY (a fresh
- * nonce each time: two answers' bookmarks cannot be compared); one that does not open is ignored (a key rotated
- * since), and without the key none is handed out.
+ * Sealed (docs/decisions/0023-sealed-d1-bookmarks.md): a D1 bookmark counts every write on its database, and a shard
+ * holds many organizations, so a bookmark read before and after a web form's lead told a client's number from a
+ * stranger's by the writes the intake made (and anyone on the shard sees the others' writes). Answers carry it AES-GCM
+ * sealed under BOOKMARK_KEY (a fresh nonce each time: two answers' bookmarks cannot be compared); one that does not
+ * open is ignored (a key rotated since), and without the key none is handed out.
  */
 export const BOOKMARK_HEADER = "X-D1-Bookmark";
 /** A sealed bookmark as answers carry it (lib/secret-box.ts): anything else is refused rather than opened. */

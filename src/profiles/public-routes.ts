@@ -103,7 +103,7 @@ reviewRoutes
     const rule = RATE_LIMITS["public-reviews:get"];
     const decision = await c.get("rateLimiter").consume(`public-reviews:get:${clientIp(c.req.header("cf-connecting-ip"))}`, rule);
     if (!decision.allowed) throw new RateLimited(decision.retryAfterSeconds);
-    // The slug's organization from the directory, with its shard opened (issue 24); unknown there is the same 404.
+    // The slug's organization from the directory, with its shard opened; unknown there is the same 404.
     const organizationId = await openPublicKey(c, "agent_slug", agentSlug);
     const body = organizationId && (await buildFeed(c.get("db"), organizationId, agentSlug));
     if (!body) return c.json({ error: "not_found", message: "No published profile at this address" }, 404);

@@ -76,7 +76,7 @@ const deleteProfileRoute = defineRoute(API, {
 });
 
 /**
- * The agent a profile route is about (issue 40): the caller's own, or another user's with `users:manage` (owners and
+ * The agent a profile route is about: the caller's own, or another user's with `users:manage` (owners and
  * admins; 403 `insufficient_role` for an agent), checked before anything is read, so an agent learns nothing of a
  * colleague's profile and cannot rewrite or take down the public page it feeds.
  */

@@ -19,7 +19,7 @@ export { checkReferences } from "./agents";
  * Agent public profiles (spec: Profile): PUT writes the draft only; publish checks the draft against the approved
  * blocks (schemas.ts ProfileBlocks), copies it to the published configuration and opens the public feed at the
  * profile's slug; delete (ours) closes it again. Slugs are unique across organizations, since public routes know
- * only the slug: each is claimed in the directory (issue 24), which also tells those routes the slug's shard.
+ * only the slug: each is claimed in the directory, which also tells those routes the slug's shard.
  */
 type Row = typeof agentProfiles.$inferSelect;
 const PROFILES = {
@@ -90,7 +90,7 @@ export async function putProfile(
     const at = nowIso();
     const slug = input.slug ?? row?.slug ?? slugFor(agent.name);
     if (slug !== row?.slug) {
-      // Claimed in the directory before the shard write (issue 24): it is what keeps a slug unique across
+      // Claimed in the directory before the shard write: it is what keeps a slug unique across
       // organizations on every shard; the shard's own index keeps it unique among this organization's agents.
       if (!(await claimPublicKey(ctx.directory, ctx.organizationId, "agent_slug", slug))) throw slugTaken();
       const holder = await ctx.db.select({ userId: agentProfiles.userId }).from(agentProfiles).where(eq(agentProfiles.slug, slug)).get();

@@ -3,7 +3,7 @@
  * `<reviews-widget agent="slug">`. It renders into a shadow root (no style leaks in or out), fetches the agent's public
  * feed from the origin that served the script, builds every node with textContent (review text is never parsed as
  * HTML), puts the schema.org JSON-LD into the page for search engines, and shows a plain fallback when the feed is
- * unreachable. On any host page (issue 23): styled through a constructable stylesheet, which a host's CSP
+ * unreachable. On any host page: styled through a constructable stylesheet, which a host's CSP
  * (`style-src 'self'`) does not block as it does an inline <style>; one fetch per element and agent, whether the script
  * comes before or after the element; an answer older than the element's latest request is dropped; and the JSON-LD
  * leaves the page as soon as a new agent is asked for, so a slug that is not found leaves no other agent's data behind.

@@ -9,7 +9,7 @@ import type { PropertyCreate, PropertyUpdate } from "./schemas";
 import { applyUpdate, bumpCounters, newPropertyRecord, PROPERTIES, updatePropertyStatement } from "./writes";
 
 /**
- * Properties written many at a time (issue 33, an import's chunk): new listings built as POST /v1/properties builds
+ * Properties written many at a time (an import's chunk): new listings built as POST /v1/properties builds
  * them, and listings matched by mlsId skipped, updated (the row's values) or merged (only what is empty), with the
  * counter moved once, and no per-listing event. The caller commits the statements with its progress in one batch.
  */

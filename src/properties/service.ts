@@ -56,7 +56,7 @@ export async function readPropertyForWrite(ctx: ServiceContext, id: string): Pro
 
 /**
  * The property of the organization at exactly this street and postal code (case and spacing of the zip aside), or
- * null: how lead intake (issue 33) recognises a listing a lead names by its address. One range of the zip index.
+ * null: how lead intake recognises a listing a lead names by its address. One range of the zip index.
  */
 export async function findPropertyByAddress(
   ctx: ServiceContext,

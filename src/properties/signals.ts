@@ -41,7 +41,7 @@ export function countSignal(ctx: ServiceContext, id: string, type: SignalType, a
 }
 
 /**
- * An inquiry about `property` for another domain's batch (lead intake, issue 33): counted like POST …/signals with
+ * An inquiry about `property` for another domain's batch (lead intake): counted like POST …/signals with
  * type INQUIRY, guarded on the property still being there, with its `property.inquiry_received`.
  */
 export function inquiryWrite(

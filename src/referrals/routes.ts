@@ -120,7 +120,7 @@ export function createReferralRoutes(deps: ReferralDeps) {
         "when the bot challenge is configured",
       );
       const { agentSlug } = c.req.valid("param");
-      // The slug's organization from the directory, with its shard opened (issue 24); unknown there is the same 404.
+      // The slug's organization from the directory, with its shard opened; unknown there is the same 404.
       const organizationId = await openPublicKey(c, "agent_slug", agentSlug);
       const base = organizationId && publicServiceContext(c, organizationId);
       const referral = base && (await captureReferral(base, agentSlug, input));

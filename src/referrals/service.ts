@@ -46,7 +46,7 @@ function referralRow(
   };
 }
 
-/** REFERRAL_RECEIVED for the lead workflow, and the catalogue's referral.received carrying the referral (issue 32). */
+/** REFERRAL_RECEIVED for the lead workflow, and the catalogue's referral.received carrying the referral. */
 const received = (ctx: Pick<ServiceContext, "organizationId" | "actor">, r: Row) => [
   newEvent(ctx, "REFERRAL_RECEIVED", {
     referralId: r.id,
@@ -108,7 +108,7 @@ export async function publishedAgent(db: Db, organizationId: string, slug: strin
   return row ?? null;
 }
 
-/** How long a public referral of one person to one agent answers every repeat of it (issue 23). */
+/** How long a public referral of one person to one agent answers every repeat of it. */
 export const REFERRAL_DEDUP_DAYS = 30;
 
 /** The referred person as the duplicate check knows them: the e-mail lower-cased, or a phone number's digits (and a leading +). */
@@ -121,7 +121,7 @@ export function referredKey(contact: string): string {
  * POST /api/public/referral/{agentSlug} (Rules 2): the referrer becomes a contact of the agent's organization (an
  * existing one with the e-mail is linked), the referral is RECEIVED with channel PUBLIC_PROFILE, REFERRAL_RECEIVED is
  * emitted, all in one batch. Answers null when no profile is published at the slug. `base` is the slug's organization,
- * found in the directory by the route, with its shard (issue 24).
+ * found in the directory by the route, with its shard.
  *
  * The same person referred to the same agent within REFERRAL_DEDUP_DAYS of the first referral answers that referral
  * and writes nothing (no second referral, so no second lead). Race-proof: the batch guards that no live key exists
@@ -228,7 +228,7 @@ export async function leadFromReferral(ctx: ServiceContext, referralId: string):
 
 /**
  * REFERRAL_RECEIVED → lead contact; idempotent on the event id (the dispatcher's claim) and on the referral's link.
- * Each event's lead is written on the shard the dispatcher read the events from (issue 24).
+ * Each event's lead is written on the shard the dispatcher read the events from.
  */
 export function handleReferralEvents(env: Env, db: Db, events: EventEnvelope[]): Promise<void> {
   return withDeferred(async (defer) => {

@@ -1,7 +1,7 @@
 import type { Env } from "../env";
 
 /**
- * The tenant shards a deployment has (issue 24): the bindings DB_SHARD_0 … DB_SHARD_{n-1}, numbered without gaps
+ * The tenant shards a deployment has: the bindings DB_SHARD_0 … DB_SHARD_{n-1}, numbered without gaps
  * (scripts/migrate.mjs checks wrangler.toml). Only this module, the directory lookups and the move name a binding;
  * services get their shard's database in `ServiceContext`.
  */

@@ -7,7 +7,7 @@ import { Conflict } from "../lib/errors";
 import type { MovedTable } from "./moved-tables";
 
 /**
- * The two row-level steps of a shard move (issue 24), each one bounded batch. Rows travel between the databases as
+ * The two row-level steps of a shard move, each one bounded batch. Rows travel between the databases as
  * JSON text (db/row-json.ts); a key is the JSON array of a row's key columns, which is also the saved cursor.
  */
 

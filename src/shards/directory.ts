@@ -5,7 +5,7 @@ import { inJsonList } from "../lib/sql";
 import { nowIso } from "../lib/time";
 
 /**
- * Lookups in the directory (issue 24): where an organization lives, and which organization a public key (a link
+ * Lookups in the directory: where an organization lives, and which organization a public key (a link
  * token's hash, a slug, an agreement id, a sealed PDF's hash) belongs to. Each is one directory read, made before the
  * shard is opened; nothing here reads two shards.
  */

@@ -9,7 +9,8 @@ import { clearBatch, type Key, syncBatch } from "./copy";
 import { MOVED_TABLES } from "./moved-tables";
 
 /**
- * Moving an organization to another shard (issue 24), as a state machine kept in the directory's `shard_moves`:
+ * Moving an organization to another shard (docs/decisions/0009-moving-an-organization.md), as a state machine kept in
+ * the directory's `shard_moves`:
  *
  * - `copying`: every table is brought in line on the target in bounded batches while the organization works as usual.
  * - the fence: the source shard refuses the organization's writes (its `shard_fences` row and triggers) and the

@@ -24,7 +24,7 @@ import * as webhooks from "../db/webhooks";
 import { columnName } from "../db/row-json";
 
 /**
- * What a shard move carries (issue 24): every table of the tenant schema (the files drizzle.tenant.config.ts lists),
+ * What a shard move carries: every table of the tenant schema (the files drizzle.tenant.config.ts lists),
  * each with the predicate that selects one organization's rows and the key its rows are walked in. A table is moved
  * unless it is named here as holding no organization's rows; one without an organization column must say how its rows
  * are found, or this module fails to load. test/shard-move.test.ts checks the list against the shards' own tables.
@@ -101,7 +101,7 @@ function keyOf(table: SQLiteTable): SQLiteColumn[] {
 
 /**
  * A key of one integer column is the rowid (INTEGER PRIMARY KEY, AUTOINCREMENT) or another number each database
- * counts: two shards give different rows the same key, and a move would take one for the other (issue 29).
+ * counts: two shards give different rows the same key, and a move would take one for the other.
  */
 function refuseCounterKey(name: string, key: SQLiteColumn[]) {
   if (key.length === 1 && key[0]!.getSQLType() === "integer")

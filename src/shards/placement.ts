@@ -5,7 +5,7 @@ import type { Env } from "../env";
 import { shardCount, shardDatabase } from "./bindings";
 
 /**
- * Placement (issue 24): a new organization goes to the shard carrying the fewest, read from the directory's counters
+ * Placement: a new organization goes to the shard carrying the fewest, read from the directory's counters
  * (`shard_placements`, kept by triggers: migrations/directory/0001), ties to the lowest index. Shards with no counter
  * row yet count as empty. One statement, so two organizations placed at once each see a consistent count.
  */
@@ -81,7 +81,7 @@ const memberInsert =
 
 /**
  * Brings the directory's copy of a member's or an organization's row up to what its shard holds at `version`, never
- * back (issue 32): a change commits on the shard first, with its event and its version, and then the directory
+ * back: a change commits on the shard first, with its event and its version, and then the directory
  * follows, so a retry after a failure in between brings it along, and an earlier change arriving late is a no-op.
  */
 export async function followOnDirectory(

@@ -9,7 +9,7 @@ import { everyShard, shardDatabase } from "./bindings";
 import { placementOf, type Placement } from "./directory";
 
 /**
- * Tenant shards opened for work that has no request (issue 24): a queue batch, a cron pass. Each is opened on its
+ * Tenant shards opened for work that has no request: a queue batch, a cron pass. Each is opened on its
  * primary (no D1 session: a consumer reads what the producer just wrote), next to the directory.
  */
 export interface OpenShard {

@@ -20,7 +20,7 @@ import { nextReminderAt } from "./reminders";
 import type { SignerAction } from "./schemas";
 
 /**
- * The signer's actions (spec: Signer state table; issue 20 for send_code and code), run by the envelope's object on
+ * The signer's actions (spec: Signer state table; send_code and code are ours), run by the envelope's object on
  * the state it holds. Each answers a result and the state after it.
  */
 type Defer = (w: Promise<unknown>) => void;

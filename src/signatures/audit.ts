@@ -22,7 +22,7 @@ export type AuditEvent =
   | "expired"
   | "reminded"
   | "expiry_notice"
-  // Issue 29: a signer's code verification locked after too many wrong codes, and a new link the sender sent them.
+  // A signer's code verification locked after too many wrong codes, and a new link the sender sent them.
   | "verification_locked"
   | "resent";
 

@@ -1,12 +1,12 @@
 import { sha256Hex, toHex } from "../lib/crypto";
 
 /**
- * Signers' one-time codes (issue 20, "server-verified signers"), kept in the envelope's Durable Object storage: one
+ * Signers' one-time codes (docs/decisions/0011-server-verified-signers.md), kept in the envelope's Durable Object storage: one
  * live code per signer, stored as SHA-256 over a per-code random salt, valid 10 minutes, single use, ended by 5
  * wrong tries; a signer may have one mailed at most once a minute and 5 times an hour. The object runs one call at a
  * time (envelope-signer.ts), so the attempt count is exact however many guesses race.
  *
- * Issue 29: across all of a signer's codes, 15 wrong tries lock the signer's code verification (`signer_locks`, kept
+ * Across all of a signer's codes, 15 wrong tries lock the signer's code verification (`signer_locks`, kept
  * apart from the codes so a new code does not reset it). The lock does not end with time: only a new link the sender
  * sends (resend.ts) lifts it.
  */
@@ -61,7 +61,7 @@ export class SignerCodes {
   /**
    * Tables are made when first needed (a code issued, a wrong try), not when the object starts: a token shaped like a
    * real one reaches the object its id names, and such a probe must not leave storage behind. An object made before
-   * issue 29 has signer_codes without signer_locks, so each is looked up on its own.
+   * the lock existed has signer_codes without signer_locks, so each is looked up on its own.
    */
   private readonly made = new Map<string, boolean>();
 

@@ -6,7 +6,7 @@ import { ACTIVE, isExpired } from "./machine";
 /**
  * Whether the signer a document link was made for (`for=<signerId>`, service.ts signerDocumentView) may still read
  * `key`: only while they have yet to sign or decline an envelope still open. A link handed out before they signed or
- * declined, or before the envelope was voided, declined or expired, then answers like an unknown one (issue 29),
+ * declined, or before the envelope was voided, declined or expired, then answers like an unknown one,
  * rather than for the rest of its 15 minutes.
  */
 export async function signerMayReadDocument(db: Db, organizationId: string, key: string, signerId: string): Promise<boolean> {

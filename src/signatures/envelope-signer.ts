@@ -15,16 +15,17 @@ import type { SignerAction } from "./schemas";
 export type VoidResult = { kind: "voided" } | { kind: "not_found" } | { kind: "cannot_void"; message: string };
 
 /**
- * One object per envelope id serializes every transition of that envelope (DESIGN.md "Serialization"). An awaited D1
- * call opens the object's input gate, so every transition runs in an explicit queue (a promise chain), and its D1
- * write stays a compare-and-set on the envelope's version as a second guard.
+ * One object per envelope id serializes every transition of that envelope (DESIGN.md "Serialization",
+ * docs/decisions/0010-one-signing-object-per-envelope.md). An awaited D1 call opens the object's input gate, so every
+ * transition runs in an explicit queue (a promise chain), and its D1 write stays a compare-and-set on the envelope's
+ * version as a second guard.
  *
  * The object keeps the envelope's state (row, signers, live links, audit head) in memory after its first load and
  * moves it with each write it makes, so a transition costs one D1 round trip, the write itself. D1 stays the source of
  * truth: a write from a state D1 has moved past fails its guard, and the object reloads and runs the call again; an
  * evicted object loads once more. One-time codes live in the object's own storage (codes.ts).
  *
- * The envelope's rows live on its organization's shard (issue 24): every call names the organization (the public
+ * The envelope's rows live on its organization's shard: every call names the organization (the public
  * routes learn it from the link's key in the directory), the object keeps it for its alarm, and a load finds the
  * shard through the directory. An envelope that is not that organization's is unknown to the call.
  */
@@ -78,7 +79,7 @@ export class EnvelopeSigner extends DurableObject<Env> {
 
   /**
    * Runs `op` on the envelope's state, in turn; a lost compare-and-set reloads and runs it again. Null: no such
-   * envelope in that organization. MOVING: a shard move fences the organization's writes (issue 24). FAILED: a step
+   * envelope in that organization. MOVING: a shard move fences the organization's writes. FAILED: a step
    * failed otherwise. Both are answered as results rather than thrown out of the object, so the caller answers 503
    * and the runtime logs no uncaught error.
    */

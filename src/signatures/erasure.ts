@@ -16,7 +16,7 @@ import { TERMINAL } from "./machine";
 import { sealedDocumentKey } from "./sealing";
 
 /**
- * A person's erasure, on the signing side (issue 29). An envelope that never completed is no signed record: when it
+ * A person's erasure, on the signing side. An envelope that never completed is no signed record: when it
  * names the person by their e-mail or phone it is voided if still open, then deleted whole (links and their
  * directory keys, R2 files, signers, audit trail, the envelope). One that names a name alone is kept and counted: a
  * name may be another person's (a namesake's lease is theirs). A completed envelope is what was signed and sealed:

@@ -6,8 +6,8 @@ import { sendAfterCommit } from "../mail/mailer";
 /**
  * Signing links (DESIGN.md contract 5: `{APP_URL}/sign/<token>`). A token is `sign_` and 32 bytes, base64url: the
  * envelope's id (16 bytes of its UUID) and 16 random bytes (128 bits, the capability). Carrying the envelope id lets
- * the public routes go straight to the envelope's Durable Object, which knows its live links, without a D1 lookup
- * (issue 20, "sign path under load"). Only the token's SHA-256 is stored (signing_links); the raw token is in the
+ * the public routes go straight to the envelope's Durable Object, which knows its live links, without a D1 lookup on
+ * the sign path, the one under the most load. Only the token's SHA-256 is stored (signing_links); the raw token is in the
  * answer that created it and in the signer's mail, nowhere else.
  */
 function uuidBytes(id: string): Uint8Array {

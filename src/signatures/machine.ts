@@ -27,7 +27,7 @@ export interface LiveLink {
   signerId: string;
 }
 
-/** The envelope's organization's shard, and the directory its new link keys are registered in (issue 24). */
+/** The envelope's organization's shard, and the directory its new link keys are registered in. */
 export type Tenant = Pick<ServiceContext, "db" | "d1" | "directory">;
 
 export interface Loaded {
@@ -160,7 +160,7 @@ export async function write(ctx: ServiceContext, loaded: Loaded, change: Change)
     );
   }
   statements.push(...audit.statements);
-  // New links are registered in the directory before the shard write that makes them live (issue 24): a key whose
+  // New links are registered in the directory before the shard write that makes them live: a key whose
   // write then fails resolves to an envelope without that link, which answers as an unknown token.
   await registerPublicKeys(
     ctx.directory,

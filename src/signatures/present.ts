@@ -5,8 +5,8 @@ import type { ServiceContext } from "../service-context";
 import type { Envelope } from "./schemas";
 
 /**
- * An envelope as the read routes show it (GET /api/signatures/{id}), and the catalogue events that carry it
- * (issue 32): the same object, so a webhook receiver and a poller see one shape. Never a signing token.
+ * An envelope as the read routes show it (GET /api/signatures/{id}), and the catalogue events that carry it: the
+ * same object, so a webhook receiver and a poller see one shape. Never a signing token.
  */
 type EnvelopeRow = typeof envelopes.$inferSelect;
 type SignerRow = typeof envelopeSigners.$inferSelect;

@@ -90,7 +90,7 @@ const page = defineRoute(API, {
 
 /**
  * Runs `call` on the object of the envelope the token names. The token's hash names its organization in the
- * directory, which opens that organization's shard (issue 24); the object then needs no D1 read of the route's. A
+ * directory, which opens that organization's shard; the object then needs no D1 read of the route's. A
  * token that names no envelope is looked up by hash on that shard (a link minted before ids were carried) and tried
  * once more. A hash the directory does not know is gone, like any dead link.
  */

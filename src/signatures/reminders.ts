@@ -6,7 +6,7 @@ import { mintToken, sendSigningLink } from "./links";
 import { ACTIVE, entry, type Loaded, machineContext, type SignerRow, TERMINAL, write } from "./machine";
 
 /**
- * Reminders and expiry notices (issue 20). An envelope sent with `reminders: {firstAfterDays, everyDays}` gives each
+ * Reminders and expiry notices. An envelope sent with `reminders: {firstAfterDays, everyDays}` gives each
  * signer a `remindAt` when their link is sent; the minute cron hands every envelope with a due reminder or notice to
  * its object, which mails them and records each in the audit trail in one write that moves `remindAt` on. The object
  * runs one call at a time and the write is a compare-and-set, so overlapping cron passes mail each due reminder once;

@@ -5,7 +5,7 @@ import { mintToken } from "./links";
 import { end, entry, isExpired, type Loaded, machineContext, TERMINAL, write } from "./machine";
 
 /**
- * POST /api/signatures/{envelopeId}/signers/{signerId}/resend (issue 29), run by the envelope's object: a new link for
+ * POST /api/signatures/{envelopeId}/signers/{signerId}/resend, run by the envelope's object: a new link for
  * one signer whose turn it is, for a signer who lost the mail or whose code verification is locked (codes.ts). The
  * signer's earlier links die in the same write that makes the new one live, and the signer's codes start afresh
  * (codes.ts `forget`: the lock, its failure count, the pending code and the send limits go), so they can ask a code

@@ -18,13 +18,13 @@ import { type Loaded, loadEnvelope, type Tenant } from "./machine";
 import { envelopeEvent } from "./present";
 
 /**
- * The signed document (issue 20): once every signer has signed, one PDF (the document as the signers read it, a
- * signature page per signer, the certificate of completion) sealed with the platform's PAdES seal, stored in R2, its
- * SHA-256 recorded (POST /api/public/verify finds the envelope by it), and a copy mailed to every signer and to the
- * sender. Built by a consumer of DOCUMENT_SIGNED: a failure is retried by the queue and never holds up a signature,
- * and the write that records the PDF is conditional (and emits envelope.sealed, once). The copies are mailed once
- * that write has landed and marked mailed after (`copiesMailedAt`), so a delivery that died between the two mails
- * them on the next (issue 29): at least once, and again only when an attempt died after mailing.
+ * The signed document (docs/decisions/0012-sealed-pdfs-with-pades.md): once every signer has signed, one PDF (the
+ * document as the signers read it, a signature page per signer, the certificate of completion) sealed with the
+ * platform's PAdES seal, stored in R2, its SHA-256 recorded (POST /api/public/verify finds the envelope by it), and a
+ * copy mailed to every signer and to the sender. Built by a consumer of DOCUMENT_SIGNED: a failure is retried by the
+ * queue and never holds up a signature, and the write that records the PDF is conditional (and emits envelope.sealed,
+ * once). The copies are mailed once that write has landed and marked mailed after (`copiesMailedAt`), so a delivery
+ * that died between the two mails them on the next: at least once, and again only when an attempt died after mailing.
  */
 export const sealedDocumentKey = (organizationId: string, envelopeId: string) => `signed/${organizationId}/${envelopeId}.pdf`;
 /** How long the link in the completion mail works: the signing token is dead, so this link is the signer's copy. */
@@ -76,7 +76,7 @@ async function sealDocument(env: Env, tenant: Tenant, loaded: Loaded): Promise<b
   await env.FILES.put(key, sealed, {
     httpMetadata: { contentType: "application/pdf", contentDisposition: `attachment; filename="signed-${envelope.id}.pdf"` },
   });
-  // POST /api/public/verify finds the organization by this hash in the directory (issue 24): registered first, so a
+  // POST /api/public/verify finds the organization by this hash in the directory: registered first, so a
   // recorded hash always resolves; one whose write below loses resolves to no envelope, which answers as unknown.
   await registerPublicKeys(tenant.directory, envelope.organizationId, "sealed_pdf", [sha256]);
   const unsealed = and(eq(envelopes.id, envelope.id), isNull(envelopes.sealedKey));

@@ -84,7 +84,7 @@ export async function sendForSignature(ctx: ServiceContext, documentId: string, 
     if (duplicates.length > 0)
       throw cannotSend(`Each signer needs an address of their own; more than one signer has ${duplicates.join(", ")}`);
 
-    // The document as the signers will read it, rendered once, stored before the envelope exists (issue 20).
+    // The document as the signers will read it, rendered once, stored before the envelope exists.
     if (!rendered) {
       const pdf = await renderDocumentPdf(ctx.env, await renderable(ctx.db, ctx.organizationId, doc));
       const key = envelopeDocumentKey(ctx.organizationId, envelopeId);
@@ -154,7 +154,7 @@ export async function sendForSignature(ctx: ServiceContext, documentId: string, 
       { seq: 0, hash: GENESIS },
       links.map(({ signer }) => ({ event: "sent", signerId: signer.id, at, ip: meta.ip, userAgent: meta.userAgent, data: sentData })),
     );
-    // The links' keys go to the directory before the shard write that makes them live (issue 24).
+    // The links' keys go to the directory before the shard write that makes them live.
     await registerPublicKeys(
       ctx.directory,
       ctx.organizationId,
@@ -279,7 +279,7 @@ export async function voidEnvelope(ctx: ServiceContext, envelopeId: string, reas
 }
 
 /**
- * POST /api/signatures/{envelopeId}/signers/{signerId}/resend (issue 29): a new link for the signer, mailed and
+ * POST /api/signatures/{envelopeId}/signers/{signerId}/resend: a new link for the signer, mailed and
  * answered once, through the envelope's object (resend.ts). 404 outside the caller's organization.
  */
 export async function resendSigner(ctx: ServiceContext, envelopeId: string, signerId: string, meta: RequestMeta) {

@@ -11,7 +11,7 @@ import { defineRoute } from "../platform/route";
 import { openPublicKey } from "../platform/session";
 
 /**
- * POST /api/public/verify (issue 20): anyone holding a PDF can ask whether it is a signed document this platform
+ * POST /api/public/verify: anyone holding a PDF can ask whether it is a signed document this platform
  * sealed, unchanged. The seal itself is checked (seal/verify.ts), then the file's SHA-256 must be the one recorded
  * when it was sealed; the answer names the envelope and its signers, never an e-mail address.
  */

@@ -14,7 +14,7 @@ import { atVersion, isLive, toSurveyDetail } from "./service";
 
 /**
  * The public survey (GET and POST /api/public/survey/{token}): reached by its token alone, no session. The route has
- * found the token's organization in the directory and opened its shard (issue 24); `organizationId` is that one.
+ * found the token's organization in the directory and opened its shard; `organizationId` is that one.
  */
 type PublicContext = Omit<ServiceContext, "actor">;
 

@@ -219,7 +219,7 @@ export async function analyseResponse(
   return testimonialId;
 }
 
-/** Each event's survey is analysed on the shard the dispatcher read the events from (issue 24). */
+/** Each event's survey is analysed on the shard the dispatcher read the events from. */
 export function handleCompletedSurveys(
   env: Env,
   db: Db,

@@ -221,7 +221,7 @@ const page = defineRoute(API, {
 });
 
 /**
- * The token's organization, found in the directory by the token's key, with its shard opened (issue 24); null when
+ * The token's organization, found in the directory by the token's key, with its shard opened; null when
  * the directory knows no such token, which answers as any unknown one.
  */
 async function publicBase(c: Parameters<typeof serviceContext>[0], token: string) {

@@ -112,7 +112,7 @@ async function sendDue(env: Env, db: Db, defer: Defer, max: number): Promise<num
       } catch (err) {
         // Lost the claim (another run, or the survey was opened, skipped or re-issued meanwhile): nothing to do.
         if (err instanceof StaleWrite) return;
-        // Its organization is moving (issue 24): the shard refused the claim, so the next pass takes the survey up
+        // Its organization is moving: the shard refused the claim, so the next pass takes the survey up
         // (on the organization's new shard once the move is done).
         if (OrganizationMoving.raisedBy(err)) return;
         ctx.log.error("survey invitation not sent", { surveyId: before.id, error: loggableError(err) });
@@ -160,8 +160,8 @@ async function surveyWonDeal(ctx: ServiceContext, event: EventEnvelope): Promise
     .get();
   if (!current) return null;
   // The deal as it was won, which the event carries: the consumer runs a moment later, and a contact or assignee
-  // swapped in meanwhile must not redirect the survey (issue 40: an agent watching the event log put their own
-  // contact on a colleague's deal within that second and answered the survey about them).
+  // swapped in meanwhile must not redirect the survey (else an agent watching the event log could put their
+  // own contact on a colleague's deal within that second and answer the survey about them).
   const deal = {
     contactId: typeof data.contactId === "string" ? data.contactId : current.contactId,
     assignedTo: typeof data.assignedTo === "string" || data.assignedTo === null ? (data.assignedTo as string | null) : current.assignedTo,
@@ -171,8 +171,8 @@ async function surveyWonDeal(ctx: ServiceContext, event: EventEnvelope): Promise
     ctx.log.warn("won deal has no agent to survey about", { dealId: data.dealId, eventId: event.id });
     return null;
   }
-  // A deal another agent won is not theirs to have surveyed about a colleague (issue 40: an agent assigned a deal of a
-  // contact they control to a colleague, won it, and answered the survey to sink the colleague's NPS); owners and
+  // A deal another agent won is not theirs to have surveyed about a colleague (else an agent could assign a deal of a
+  // contact they control to a colleague, win it, and answer the survey to sink the colleague's NPS); owners and
   // admins closing a deal for its agent still survey.
   const closer = event.actor.userId;
   if (closer && closer !== agentUserId && (await roleOf(ctx, closer)) === "agent") {

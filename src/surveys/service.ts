@@ -160,7 +160,7 @@ async function createSurveyOnce(
   statements.push(ctx.db.insert(surveys).values(row));
   // A LINK survey is in the hands of whoever created it: it counts as sent now (the response rate's denominator).
   if (row.channel === "LINK") statements.push(...bumpSurveyFigures(ctx.db, org, row.agentUserId, { surveysSent: 1 }));
-  // The token's key goes to the directory first (issue 24): the public routes find the organization by it.
+  // The token's key goes to the directory first: the public routes find the organization by it.
   await registerPublicKeys(ctx.directory, org, "survey_link", [hash]);
   try {
     await commit(ctx, statements, [scheduledEvent(ctx, row)]);

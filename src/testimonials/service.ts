@@ -182,13 +182,13 @@ interface Move {
   /** Publish and unpublish change what the rollups count. */
   recompute?: boolean;
   event?: string;
-  /** The webhook catalogue's event of the move, beside the internal one (issue 32). */
+  /** The webhook catalogue's event of the move, beside the internal one. */
   catalogue?: "testimonial.approved" | "testimonial.published";
 }
 
 /**
  * One guarded change of a testimonial, re-read and re-applied on a lost race; `decide` may refuse it, and so may
- * `actingFor` for a testimonial about someone else (issue 40: an agent rewrote and unpublished a colleague's reviews).
+ * `actingFor` for a testimonial about someone else (else an agent could rewrite and unpublish a colleague's reviews).
  */
 async function change(ctx: ServiceContext, id: string, actingFor: ActingFor, decide: (row: Row) => Move | null): Promise<Testimonial> {
   return withRetries(async () => {

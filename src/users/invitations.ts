@@ -13,7 +13,7 @@ import { newEvent } from "../events/outbox";
 import { toUser, type UserRow } from "./mapping";
 
 /**
- * Invitations (issue 32): a one-time sign-in link mailed to a new user, valid 7 days. The link's token is a
+ * Invitations: a one-time sign-in link mailed to a new user, valid 7 days. The link's token is a
  * capability: only its SHA-256 is kept (in the directory, `user_invitations`), it is never logged, and it signs its
  * holder in once, through the e-mail-code sign-in of the invitation page (invite-routes.ts), which mints a session.
  */

@@ -62,7 +62,7 @@ export async function existingUserIds(ctx: Pick<ServiceContext, "db" | "organiza
   return new Set(rows.map((r) => r.id));
 }
 
-/** The ids of the users lead routing may assign a new lead to (`acceptsLeads`), in id order: round robin's ring (issue 33). */
+/** The ids of the users lead routing may assign a new lead to (`acceptsLeads`), in id order: round robin's ring. */
 export async function leadRecipients(ctx: Pick<ServiceContext, "db" | "organizationId">): Promise<string[]> {
   const rows = await ctx.db
     .select({ id: users.id })

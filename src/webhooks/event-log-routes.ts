@@ -25,7 +25,7 @@ const list = defineRoute(CRM, {
   },
 });
 
-/** GET /v1/events (issue 32): mounted with the webhook routes. */
+/** GET /v1/events: mounted with the webhook routes. */
 export const eventLogRoutes = new OpenAPIHono<AppBindings>({ defaultHook: validationHook }).openapi(list, async (c) => {
   const query = c.req.valid("query");
   // The events of what the caller may read: one name asked for needs its read permission (403), the whole log shows those it has.

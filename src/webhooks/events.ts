@@ -2,8 +2,8 @@ import type { Permission } from "../platform/permissions";
 
 /**
  * Every event name a subscription may ask for (spec: Events, Webhook events), grouped as the spec groups them; the
- * `.restored` events (a record back from the trash, issue 21) are ours, and so are the document desk's and the
- * reputation suite's (issue 32). README "Webhooks" has the table of when each fires and what its `data.object` is;
+ * `.restored` events (a record back from the trash) are ours, and so are the document desk's and the
+ * reputation suite's. docs/guides/receiving-webhooks.md has the table of when each fires and what its `data.object` is;
  * test/node/catalogue-emitters.test.ts fails for a name no code emits.
  */
 export const WEBHOOK_EVENTS = [
@@ -63,9 +63,9 @@ export const WEBHOOK_EVENTS = [
   "testimonial.published",
   "survey.completed",
   "referral.received",
-  // Ours (issue 33): one per import, with its counts; the imported records emit none of their own.
+  // Ours: one per import, with its counts; the imported records emit none of their own.
   "import.completed",
-  // Ours (issue 32): sent to every other enabled endpoint of the organization, subscribed or not (webhooks/healing.ts).
+  // Ours: sent to every other enabled endpoint of the organization, subscribed or not (webhooks/healing.ts).
   "webhook.endpoint_disabled",
 ] as const;
 
@@ -122,7 +122,7 @@ export const TEST_EVENT = "webhook.test";
  * Whether the subscription, as it is now, still carries this delivery's event: one it names, or one sent to every
  * endpoint whatever it names (a test, another endpoint turned off). A delivery of an event it dropped since is not
  * sent, retried, replayed or recovered: whoever narrows a subscription and points it elsewhere receives only what
- * it may read (issue 40).
+ * it may read.
  */
 export const carries = (subscribed: readonly string[], event: string): boolean =>
   event === TEST_EVENT || event === ENDPOINT_DISABLED || subscribed.includes(event);

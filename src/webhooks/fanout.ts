@@ -157,7 +157,7 @@ export async function resendStalledDeliveries(env: Env, db: Db, { stalledSeconds
   return stalled.length;
 }
 
-/** The events-queue consumer that turns domain events into webhook deliveries (issue 4, Fan-out). */
+/** The events-queue consumer that turns domain events into webhook deliveries (docs/decisions/0004-webhook-delivery.md). */
 export const webhookFanout: EventConsumer = {
   name: "webhook-fanout",
   accepts: isWebhookEvent,

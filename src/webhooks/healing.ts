@@ -15,9 +15,9 @@ import { DISABLE_AFTER_DAYS } from "./limits";
 import { toWebhook, WEBHOOKS } from "./service";
 
 /**
- * Endpoints that heal (issue 32; what Svix and Stripe do): an endpoint every delivery of which has failed for 5 days
- * is turned off, once, with `webhook.endpoint_disabled` to the organization's other endpoints in the same batch; its
- * owners are mailed after that commit, and the cron mails them when that failed.
+ * Endpoints that heal (what Svix and Stripe do; docs/decisions/0005-endpoints-that-heal.md): an endpoint every delivery
+ * of which has failed for 5 days is turned off, once, with `webhook.endpoint_disabled` to the organization's other
+ * endpoints in the same batch; its owners are mailed after that commit, and the cron mails them when that failed.
  */
 
 const DISABLE_AFTER_MS = DISABLE_AFTER_DAYS * 86_400_000;

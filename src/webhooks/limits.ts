@@ -1,4 +1,4 @@
-/** The numbers of endpoints that heal (issue 32), in one place: the routes' schemas and the services read them. */
+/** The numbers of endpoints that heal, in one place: the routes' schemas and the services read them. */
 
 /** Every delivery of an endpoint failing this long turns it off (what Svix and Stripe do). */
 export const DISABLE_AFTER_DAYS = 5;

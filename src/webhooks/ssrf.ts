@@ -2,7 +2,7 @@ import { classifyLiteral } from "./ip";
 import { DnsUnavailable, type DnsResolver } from "./dns";
 
 /**
- * Where a webhook may point (issue 4, DESIGN.md contract 6): HTTPS to public addresses only; no credentials in the
+ * Where a webhook may point (DESIGN.md contract 6): HTTPS to public addresses only; no credentials in the
  * URL; and in local environments, loopback receivers (`http://127.0.0.1`, `http://localhost`) as well.
  */
 export interface UrlPolicy {

@@ -1,4 +1,4 @@
-// Issue 30: imports point down (README "Layout"). dependency-cruiser holds the tiers, the circles and the domains'
+// Issue 30: imports point down (docs/architecture.md "Layers"). dependency-cruiser holds the tiers, the circles and the domains'
 // internals (.dependency-cruiser.cjs); knip holds files, exports and dependencies nothing uses (knip.jsonc).
 // Both run here, so a violation fails `npm test` and its list lands in vitest's report.
 import { execFile } from "node:child_process";
@@ -57,7 +57,7 @@ describe("imports point down", () => {
     expect(output).toContain("domain-internals: src/contacts/service.ts → src/deals/list.ts");
   });
 
-  it("the README's diagram of the tiers is the one the code draws (npm run layers:diagram)", async () => {
+  it("the diagram of the tiers in docs/architecture.md is the one the code draws (npm run layers:diagram)", async () => {
     const { code, output } = await check(process.execPath, [join(root, "scripts", "layers-diagram.mjs"), "--check"]);
     expect(code, output).toBe(0);
   });

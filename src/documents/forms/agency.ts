@@ -18,7 +18,7 @@ import {
 } from "./parts";
 
 /**
- * The two agency agreements (issue 31): a seller's listing agreement with the listing brokerage, and a buyer's
+ * The two agency agreements: a seller's listing agreement with the listing brokerage, and a buyer's
  * representation agreement with the buyer's brokerage. Both run for a period; their obligations are its expiry and
  * a renewal decision 30 days before it. Our own wording, not the association's forms.
  */

@@ -5,10 +5,11 @@ import { CalendarDate, dollars, longDate, Money, oneLineAddress, partyLines, Pro
 import { MAX_CONDITIONS, NO_CHANGES, PURCHASE_FORM, type PurchaseCanonical, type PurchaseChanges } from "./purchase";
 
 /**
- * on/amendment (issue 31): a change to a signed agreement of purchase and sale — conditions waived (by their index
- * in `purchase.conditions`), a new completion date, a new price. It is signed by the parties of the agreement it
- * amends (documents/service.ts derives them) and implies no obligations of its own: once signed, the amended
- * agreement's obligations are re-synced with every signed amendment applied in order of completion.
+ * on/amendment (docs/decisions/0028-typed-forms-and-amendments.md): a change to a signed agreement of purchase and sale
+ * — conditions waived (by their index in `purchase.conditions`), a new completion date, a new price. It is signed by
+ * the parties of the agreement it amends (documents/service.ts derives them) and implies no obligations of its own:
+ * once signed, the amended agreement's obligations are re-synced with every signed amendment applied in order of
+ * completion.
  */
 export const AMENDMENT_FORM = "on/amendment";
 const AMENDMENT_TITLE = "Amendment to Agreement of Purchase and Sale (Ontario)";

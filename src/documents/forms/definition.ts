@@ -1,5 +1,5 @@
 // What a form is, with no form in it: the leaf the forms of this folder and documents/{forms,render,obligations}.ts
-// share, so a form module never imports the modules that list it (imports point down, README "Layout").
+// share, so a form module never imports the modules that list it (imports point down, docs/architecture.md).
 import type { z } from "@hono/zod-openapi";
 
 /** The obligation types of the spec (Obligation), closed. */

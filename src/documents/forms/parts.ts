@@ -41,7 +41,7 @@ export const partyLines = (role: string, list: Party[]) => list.map((p) => `${ro
 export const DAY_MS = 86_400_000;
 /** A calendar day as YYYY-MM-DD, `days` later (earlier when negative). */
 export const isoDate = (d: CalendarDay, days = 0) => new Date(dayNumber(d) + days * DAY_MS).toISOString().slice(0, 10);
-/** A listing or buyer representation agreement's renewal falls due this many days before it expires (issue 31). */
+/** A listing or buyer representation agreement's renewal falls due this many days before it expires. */
 export const AGREEMENT_RENEWAL_DAYS = 30;
 /** Signing parties in signing order: each group's people with the group's role. */
 export const inOrder = (...groups: [Party[], string][]) =>

@@ -17,7 +17,7 @@ import {
 } from "./parts";
 
 /**
- * on/agreement-of-purchase-and-sale (issue 31): an offer to buy a property, signed by the buyers, then the sellers.
+ * on/agreement-of-purchase-and-sale: an offer to buy a property, signed by the buyers, then the sellers.
  * Our own wording: this is not the Ontario Real Estate Association's form. Its obligations are the deposit, one
  * waiver deadline per condition and the closing; a signed amendment (forms/amendment.ts) waives conditions, moves
  * the completion date or changes the price from then on.
