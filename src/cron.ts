@@ -8,7 +8,7 @@ import { relayDueDirectoryEvents } from "./events/directory-outbox";
 import { resendUnsentEvents } from "./events/outbox";
 import { disconnectExpired } from "./integrations/service";
 import { withDeferred } from "./lib/deferred";
-import { loggableError } from "./lib/log";
+import { createLogger, loggableError } from "./lib/log";
 import { pruneOAuth } from "./oauth/prune";
 import { pruneIdempotencyKeys } from "./platform/idempotency";
 import { onEveryShard } from "./shards/tenants";
@@ -31,7 +31,7 @@ import { healEndpoints } from "./webhooks/healing";
  */
 export function runCron(env: Env): Promise<unknown> {
   return Promise.all([
-    onEveryShard(env, "outbox resend", ({ db }) => resendUnsentEvents(env, db)),
+    onEveryShard(env, "outbox resend", ({ db }) => resendUnsentEvents(env.EVENTS, db)),
     onEveryShard(env, "stalled webhook deliveries", ({ db }) => resendStalledDeliveries(env, db)),
     onEveryShard(env, "failing webhook endpoints", ({ db }) => healEndpoints(env, db)),
     onEveryShard(env, "list totals prune", ({ d1 }) => pruneStaleListTotals(d1)),
@@ -60,7 +60,5 @@ export function runCron(env: Env): Promise<unknown> {
 
 /** A task on the directory, once per pass; a failure is logged and the next pass retries. */
 function onDirectory(task: string, run: () => Promise<unknown>): Promise<unknown> {
-  return run().catch((err) =>
-    console.error(JSON.stringify({ level: "error", msg: "cron task failed; next pass retries", task, error: loggableError(err) })),
-  );
+  return run().catch((err) => createLogger().error("cron task failed; next pass retries", { task, error: loggableError(err) }));
 }

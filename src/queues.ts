@@ -12,6 +12,8 @@ import { webhookFanout } from "./webhooks/fanout";
 import { createDeliveryConsumer, markDeadDeliveries } from "./webhooks/delivery";
 import { defaultWebhookDeps } from "./webhooks/transport";
 import { runExportJobs } from "./exports/jobs";
+import { createLogger } from "./lib/log";
+import { NO_CONSUMER } from "./lib/retry";
 
 /**
  * Every consumer of the `events` queue, here at the top beside the queue handler: the domains' consumers are handed
@@ -47,7 +49,7 @@ export async function handleQueue(batch: MessageBatch<unknown>, env: Env): Promi
       return (await import("./imports/chunks")).consumeImports(batch, env);
     default:
       // A queue bound in wrangler.toml without a consumer here: keep its messages rather than lose them.
-      console.error(JSON.stringify({ level: "warn", msg: "no consumer for queue", queue: batch.queue, count: batch.messages.length }));
-      batch.retryAll({ delaySeconds: 3600 });
+      createLogger().warn("no consumer for queue", { queue: batch.queue, count: batch.messages.length });
+      batch.retryAll({ delaySeconds: NO_CONSUMER.delaySeconds(1) });
   }
 }

@@ -1,6 +1,8 @@
 import type { Db } from "./db/client";
 import type { Statement } from "./db/write";
 import type { Env } from "./env";
+import type { Logger } from "./lib/log";
+import type { DeliveryMessage, EventMessage, ExportMessage, ImportMessage } from "./lib/queue-messages";
 
 /**
  * What a service verb is handed (docs/architecture.md, tier 3): who acts, for which organization, and the databases.
@@ -40,9 +42,40 @@ export interface AuthOrganization {
  */
 export type ActingFor = (agentUserId: string | null) => void;
 
+/** A queue as a service sends to it: one message, or a batch, of the queue's message shape (lib/queue-messages.ts). */
+export type QueuePort<Body> = Pick<Queue<Body>, "send" | "sendBatch">;
+
+/** The queues a service sends to (wrangler.toml), each typed by its message. */
+export interface Queues {
+  events: QueuePort<EventMessage>;
+  webhookDeliveries: QueuePort<DeliveryMessage>;
+  imports: QueuePort<ImportMessage>;
+  organizationExports: QueuePort<ExportMessage>;
+}
+
+/** The R2 bucket of the organization's files, as much of it as the services use (keys: files/ names them). */
+export type Files = Pick<R2Bucket, "get" | "head" | "put" | "delete" | "list" | "createMultipartUpload">;
+
+/** The queues and files of `env`, for a context built where the bindings are at hand (a request, a consumer, the cron). */
+export const portsOf = (env: Env): Pick<ServiceContext, "queues" | "files"> => ({
+  queues: {
+    events: env.EVENTS,
+    webhookDeliveries: env.WEBHOOK_DELIVERIES,
+    imports: env.IMPORTS,
+    organizationExports: env.ORGANIZATION_EXPORTS,
+  },
+  files: env.FILES,
+});
+
 /** What a service verb gets: never the HTTP request, only who acts, for which organization, and the bindings. */
 export interface ServiceContext {
   env: Env;
+  /** The queues a verb sends to; a service never reads a queue binding off `env`. */
+  queues: Queues;
+  /** R2, through which every file is read and written; a service never reads the binding off `env`. */
+  files: Files;
+  /** Lines of this context's work, carrying its request id and organization (lib/log.ts). */
+  log: Logger;
   /** The organization's shard; a service never names a binding. */
   db: Db;
   /** The directory, for what is looked up across organizations: public link keys, agent slugs (src/shards/). */

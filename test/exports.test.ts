@@ -333,7 +333,7 @@ describe("POST /v1/organization/export", () => {
     expect((await call("GET", path.replace(owner.organizationId, other.organizationId))).status).toBe(404);
     // The clock 7 days and a second on: the link is dead (the service's own `now`), then the stored expiry passed.
     const db = await tenantDb(owner.organizationId);
-    const ctx = { db: createDb(db), env } as never;
+    const ctx = { db: createDb(db), files: env.FILES };
     expect(await openDownload(ctx, owner.organizationId, token, new Date(Date.now() + 6 * 86_400_000))).not.toBeNull();
     expect(await openDownload(ctx, owner.organizationId, token, new Date(Date.now() + 7 * 86_400_000 + 1000))).toBeNull();
     await db

@@ -89,7 +89,7 @@ describe("the sign-in lock", () => {
     expect(JSON.parse(lockLogs()[0]!)).toEqual({
       level: "warn",
       requestId: expect.any(String),
-      message: expect.any(String),
+      msg: expect.any(String),
       emailHash: await hashOf(email),
       lockedUntil: expect.any(String),
     });

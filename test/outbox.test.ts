@@ -204,7 +204,7 @@ describe("shards (issue 24)", () => {
     const batch = createMessageBatch("events", [
       { id: "gone", timestamp: new Date(), attempts: 1, body: { id: event.id, organizationId: event.organizationId } },
     ]);
-    const log = vi.spyOn(console, "error").mockImplementation(() => {});
+    const log = vi.spyOn(console, "warn").mockImplementation(() => {});
     const ctx = createExecutionContext();
     await createEventRouter([consumer])(batch, env);
     const result = await getQueueResult(batch, ctx);
@@ -242,7 +242,7 @@ describe("publishing", () => {
     const { organizationId } = await createPrincipal();
     const events = Array.from({ length: 250 }, () => envelope(organizationId));
     await stageAll(events);
-    await publishEvents(env, createDb(await tenantDb(organizationId)), events);
+    await publishEvents(env.EVENTS, createDb(await tenantDb(organizationId)), events);
     expect(await unsent(organizationId)).toBe(0);
     await vi.waitFor(async () => expect(await auditOf(organizationId)).toHaveLength(250), { timeout: 20_000, interval: 200 });
   });
@@ -251,7 +251,7 @@ describe("publishing", () => {
     const { organizationId } = await createPrincipal();
     const events = Array.from({ length: 30 }, () => ({ ...envelope(organizationId), data: { object: { notes: "x".repeat(20_000) } } }));
     await stageAll(events);
-    await publishEvents(env, createDb(await tenantDb(organizationId)), events);
+    await publishEvents(env.EVENTS, createDb(await tenantDb(organizationId)), events);
     expect(await unsent(organizationId)).toBe(0);
   });
 });

@@ -9,7 +9,8 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import { createDb } from "../src/db/client";
 import worker from "../src/index";
-import { baseDelaySeconds, MAX_DELIVERY_RETRIES } from "../src/webhooks/backoff";
+import { MAX_DELIVERY_RETRIES } from "../src/webhooks/backoff";
+import { WEBHOOK_DELIVERY } from "../src/lib/retry";
 import { createDeliveryConsumer, USER_AGENT } from "../src/webhooks/delivery";
 import { fanOutEvent } from "../src/webhooks/fanout";
 import { fetchTransport, type WebhookTransport } from "../src/webhooks/transport";
@@ -125,7 +126,7 @@ describe("webhook delivery", () => {
       expect(r.retried).toBe(true); // the final retry is what sends it to the dead-letter queue (max_retries)
       delays.push(r.delay!);
     }
-    expect(delays.slice(0, -1).every((d, i) => d >= baseDelaySeconds(i + 1) * 0.8 - 1 && d <= 43_200)).toBe(true);
+    expect(delays.slice(0, -1).every((d, i) => d >= WEBHOOK_DELIVERY.baseSeconds(i + 1) * 0.8 - 1 && d <= 43_200)).toBe(true);
     const total = delays.slice(0, -1).reduce((a, b) => a + b, 0);
     expect(total / 86_400).toBeGreaterThan(2.2);
     expect(total / 86_400).toBeLessThan(3.5);
@@ -352,7 +353,7 @@ describe("webhook delivery across shards (issue 24)", () => {
 
   it("acks and drops a delivery of an organization the directory no longer knows", async () => {
     const transport: WebhookTransport = { send: vi.fn(async () => ({ status: 200 })) };
-    const quiet = vi.spyOn(console, "error").mockImplementation(() => {});
+    const quiet = vi.spyOn(console, "warn").mockImplementation(() => {});
     const r = await attempt(
       { deliveryId: crypto.randomUUID(), organizationId: crypto.randomUUID() },
       1,

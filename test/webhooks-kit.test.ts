@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { baseDelaySeconds, MAX_DELIVERY_RETRIES, MAX_QUEUE_DELAY_SECONDS, retryDelaySeconds } from "../src/webhooks/backoff";
+import { MAX_DELIVERY_RETRIES } from "../src/webhooks/backoff";
+import { MAX_QUEUE_DELAY_SECONDS, WEBHOOK_DELIVERY } from "../src/lib/retry";
 import { matchesFilters, type WebhookFilters } from "../src/webhooks/filters";
 import { buildPayload } from "../src/webhooks/payload";
 import { signWebhook, verifyWebhook } from "../src/webhooks/verify";
@@ -108,12 +109,16 @@ describe("subscription filters", () => {
 
 describe("retry schedule", () => {
   it("grows from a minute, never exceeds the Queues maximum delay, and spans about three days", () => {
-    expect(baseDelaySeconds(1)).toBe(60);
-    expect(baseDelaySeconds(2)).toBe(90);
-    const delays = Array.from({ length: MAX_DELIVERY_RETRIES }, (_, i) => retryDelaySeconds(i + 1));
+    expect(WEBHOOK_DELIVERY.baseSeconds(1)).toBe(60);
+    expect(WEBHOOK_DELIVERY.baseSeconds(2)).toBe(90);
+    const delays = Array.from({ length: MAX_DELIVERY_RETRIES }, (_, i) => WEBHOOK_DELIVERY.delaySeconds(i + 1));
     expect(delays.every((d) => d > 0 && d <= MAX_QUEUE_DELAY_SECONDS)).toBe(true);
-    const lowest = Array.from({ length: MAX_DELIVERY_RETRIES }, (_, i) => retryDelaySeconds(i + 1, () => 0)).reduce((a, b) => a + b);
-    const highest = Array.from({ length: MAX_DELIVERY_RETRIES }, (_, i) => retryDelaySeconds(i + 1, () => 1)).reduce((a, b) => a + b);
+    const lowest = Array.from({ length: MAX_DELIVERY_RETRIES }, (_, i) => WEBHOOK_DELIVERY.delaySeconds(i + 1, () => 0)).reduce(
+      (a, b) => a + b,
+    );
+    const highest = Array.from({ length: MAX_DELIVERY_RETRIES }, (_, i) => WEBHOOK_DELIVERY.delaySeconds(i + 1, () => 1)).reduce(
+      (a, b) => a + b,
+    );
     expect(lowest / 86_400).toBeGreaterThan(2.2);
     expect(highest / 86_400).toBeLessThan(3.3);
   });

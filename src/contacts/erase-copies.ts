@@ -176,7 +176,7 @@ export async function scrubCopies(ctx: ServiceContext, scrub: Scrub, counted: Co
         return [{ ...r, next: p.clear ? null : next }];
       });
       // Files made from the text go first: a failure leaves the text, and so the row, for the next run to find.
-      if (p.files) for (const r of changed) await removeFiles(ctx.env, [], p.files(ctx.organizationId, r.k));
+      if (p.files) for (const r of changed) await removeFiles(ctx.files, [], p.files(ctx.organizationId, r.k));
       const rewrites = changed.map((r) => JSON.stringify([r.k, r.t, r.next]));
       const listed = LISTED.get(p.table);
       for (const chunk of chunkBySize(rewrites, MAX_REWRITE_CHARS)) {

@@ -29,7 +29,7 @@ import { newEvent } from "../events/outbox";
 import { sha256Hex } from "../lib/crypto";
 import { Conflict, NotFound } from "../lib/errors";
 import { newId } from "../lib/ids";
-import { loggableError } from "../lib/log";
+import { createLogger, loggableError } from "../lib/log";
 import { matcherOf, phoneParts, replaceMentions } from "../lib/mentions";
 import { digitsOnly, inJsonList, mentionsAny } from "../lib/sql";
 import type { ServiceContext } from "../service-context";
@@ -432,9 +432,7 @@ export async function resumeErasures(env: Env, db: Db, { now = new Date(), max =
       );
       finished++;
     } catch (err) {
-      console.warn(
-        JSON.stringify({ message: "erasure not finished; a later cron pass resumes it", erasureId: row.id, error: loggableError(err) }),
-      );
+      createLogger().warn("erasure not finished; a later cron pass resumes it", { erasureId: row.id, error: loggableError(err) });
     }
     await Promise.allSettled(deferred);
   }

@@ -147,16 +147,7 @@ export async function draftDocument(
   } catch (err) {
     if (!(err instanceof AiGatewayError)) throw err;
     // The kind of failure only: the prompt and the model's words stay out of logs.
-    console.warn(
-      JSON.stringify({
-        level: "warn",
-        requestId: ctx.requestId,
-        message: "document draft failed",
-        gateway: gateway?.kind ?? null,
-        error: err.code,
-        detail: err.message,
-      }),
-    );
+    ctx.log.warn("document draft failed", { gateway: gateway?.kind ?? null, error: err.code, detail: err.message });
     return { ok: false, reason: "error", issues: [{ message: err.message, path: [] }] };
   }
   const parsed = parseAnswer(answer);

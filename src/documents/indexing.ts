@@ -6,6 +6,7 @@ import { inJsonList } from "../lib/sql";
 import type { ServiceContext } from "../service-context";
 import { FORMS, type LeaseCanonical } from "./forms";
 import { documentVectorIndex, MAX_CHUNKS, VECTORIZE_MAX_TOP_K } from "./vector-index";
+import { createLogger } from "../lib/log";
 
 /**
  * Semantic search over an organization's documents (spec: Search hit, Rules 4 and 5). The DOCUMENT_GENERATED
@@ -79,9 +80,7 @@ export const documentIndexingConsumer: EventConsumer = {
   async handle(events, { env, db }) {
     const gateway = configuredGateway(env);
     if (!gateway) {
-      console.log(
-        JSON.stringify({ level: "info", msg: "document indexing skipped: no AI gateway configured", eventIds: events.map((e) => e.id) }),
-      );
+      createLogger().info("document indexing skipped: no AI gateway configured", { eventIds: events.map((e) => e.id) });
       return;
     }
     const wanted = new Map(events.map((e) => [String((e.data as { documentId?: unknown }).documentId ?? ""), e.organizationId]));

@@ -81,7 +81,7 @@ export async function sendObligationNotices(env: Env, db: Db, { max = 500, now =
   // The rows each update marked name the events staged just before it, in the same batch.
   const staged = marks.flatMap(({ index, events }) => (results[index] as { id: string }[]).map((r) => events.get(r.id)!));
   await publishEvents(
-    env,
+    env.EVENTS,
     db,
     staged.map(({ id, organizationId }) => ({ id, organizationId })),
   );

@@ -1,13 +1,17 @@
 import { and, eq, isNull, sql } from "drizzle-orm";
+import { z } from "zod";
 import type { Db } from "../db/client";
 import { outboxEvents, processedEvents } from "../db/schema";
 import { inJsonList } from "../lib/sql";
 import type { Env } from "../env";
 import { nowIso } from "../lib/time";
 import { type EventEnvelope, EventEnvelopeSchema } from "./envelope";
-import { loggableError } from "../lib/log";
+import { createLogger, type Logger, loggableError } from "../lib/log";
 import { OrganizationMoving } from "../lib/errors";
-import { MOVING_RETRY_SECONDS, organizationsOfIds, routeToShards } from "../shards/tenants";
+import { EventMessageSchema } from "../lib/queue-messages";
+import { EVENT_HANDLING, ORGANIZATION_MOVING } from "../lib/retry";
+import { organizationsOfIds, routeToShards } from "../shards/tenants";
+import { type QueueMessage, queueConsumer } from "./queue-consumer";
 
 export interface EventConsumer {
   /** Stable name: the idempotency record is kept per (consumer, event id). */
@@ -23,12 +27,6 @@ export interface EventConsumer {
 
 /** A claim older than this without `processedAt` belongs to a consumer that died mid-way. */
 const STALE_CLAIM_MS = 5 * 60 * 1000;
-
-/** Exponential backoff with jitter for a message's next attempt: ~10 s, 20 s, 40 s … capped at one hour. */
-export function retryDelaySeconds(attempts: number): number {
-  const base = Math.min(3600, 10 * 2 ** Math.max(0, attempts - 1));
-  return Math.round(base * (0.75 + Math.random() * 0.5));
-}
 
 /**
  * Claims `eventIds` for `consumer` in one statement: the ids it may handle now; the rest are done already or being
@@ -71,7 +69,13 @@ const releaseClaims = (db: Db, consumer: string, eventIds: string[]) =>
  * Runs every consumer on the events it accepts, once per (consumer, event id) however often the queue delivers them.
  * Answers the ids that must be retried: a consumer failed on them, or another delivery of them is still being handled.
  */
-export async function dispatchEvents(consumers: EventConsumer[], events: EventEnvelope[], env: Env, db: Db): Promise<Set<string>> {
+export async function dispatchEvents(
+  consumers: EventConsumer[],
+  events: EventEnvelope[],
+  env: Env,
+  db: Db,
+  log: Logger = createLogger(),
+): Promise<Set<string>> {
   const retry = new Set<string>();
   for (const consumer of consumers) {
     const mine = events.filter((e) => consumer.accepts(e.type));
@@ -94,7 +98,7 @@ export async function dispatchEvents(consumers: EventConsumer[], events: EventEn
       continue;
     } catch (err) {
       if (todo.length === 1) {
-        await fail(db, consumer, todo[0]!, err);
+        await fail(db, log, consumer, todo[0]!, err);
         retry.add(todo[0]!.id);
         continue;
       }
@@ -105,7 +109,7 @@ export async function dispatchEvents(consumers: EventConsumer[], events: EventEn
         await consumer.handle([event], { env, db });
         await markDone(db, consumer.name, [event.id]).run();
       } catch (err) {
-        await fail(db, consumer, event, err);
+        await fail(db, log, consumer, event, err);
         retry.add(event.id);
       }
     }
@@ -113,54 +117,45 @@ export async function dispatchEvents(consumers: EventConsumer[], events: EventEn
   return retry;
 }
 
-async function fail(db: Db, consumer: EventConsumer, event: EventEnvelope, err: unknown): Promise<void> {
-  console.error(
-    JSON.stringify({
-      level: "error",
-      msg: "event consumer failed",
-      consumer: consumer.name,
-      eventId: event.id,
-      type: event.type,
-      error: loggableError(err),
-    }),
-  );
+async function fail(db: Db, log: Logger, consumer: EventConsumer, event: EventEnvelope, err: unknown): Promise<void> {
+  log.error("event consumer failed", { consumer: consumer.name, eventId: event.id, type: event.type, error: loggableError(err) });
   await releaseClaims(db, consumer.name, [event.id]).run();
 }
 
-/** What a message says: an event id with its organization (events/outbox.ts), or a whole envelope (a test, an older version). */
+/**
+ * The body of an `events` message: an event id with its organization (events/outbox.ts; the id only, when queued
+ * before messages named one), or a whole envelope (a test, an older version).
+ */
+const EventQueueBodySchema = z.union([EventEnvelopeSchema, EventMessageSchema]);
+type EventQueueBody = z.infer<typeof EventQueueBodySchema>;
+
 interface Addressed {
-  message: Message<unknown>;
-  id: string | null;
+  message: QueueMessage<EventQueueBody>;
+  id: string;
   organizationId: string | null;
   envelope?: EventEnvelope;
 }
 
-const stringOf = (v: unknown): string | null => (typeof v === "string" && v.length > 0 && v.length <= 100 ? v : null);
-
-function addressOf(message: Message<unknown>): Addressed {
-  const body = message.body as { id?: unknown; organizationId?: unknown } | null;
-  const legacy = EventEnvelopeSchema.safeParse(message.body);
-  return {
-    message,
-    id: stringOf(body?.id),
-    organizationId: stringOf(body?.organizationId),
-    envelope: legacy.success ? legacy.data : undefined,
-  };
-}
+const addressOf = (message: QueueMessage<EventQueueBody>): Addressed => ({
+  message,
+  id: message.body.id,
+  organizationId: message.body.organizationId ?? null,
+  envelope: "type" in message.body ? message.body : undefined,
+});
 
 /**
  * The organizations of id-only messages queued before messages named one: each shard is asked for the ids it holds
  * (one query per shard for the batch), so such a message is handled where its event lives.
  */
 async function findOrganizations(env: Env, items: Addressed[]): Promise<void> {
-  const lost = items.filter((a) => a.organizationId === null && a.id !== null);
+  const lost = items.filter((a) => a.organizationId === null);
   const orgOf = await organizationsOfIds(
     env,
     outboxEvents,
     outboxEvents,
-    lost.map((a) => a.id!),
+    lost.map((a) => a.id),
   );
-  for (const a of lost) a.organizationId = orgOf.get(a.id!) ?? null;
+  for (const a of lost) a.organizationId = orgOf.get(a.id) ?? null;
 }
 
 /**
@@ -185,46 +180,38 @@ async function loadEvents(db: Db, ids: string[]): Promise<Map<string, EventEnvel
 }
 
 /** The messages of one shard: events read in one query, every consumer run, each message acked or retried. */
-async function handleOnShard(consumers: EventConsumer[], items: Addressed[], env: Env, db: Db): Promise<void> {
+async function handleOnShard(consumers: EventConsumer[], items: Addressed[], env: Env, db: Db, log: Logger): Promise<void> {
   let stored: Map<string, EventEnvelope>;
   try {
-    stored = await loadEvents(db, [...new Set(items.flatMap((a) => (a.id ? [a.id] : [])))]);
+    stored = await loadEvents(db, [...new Set(items.map((a) => a.id))]);
   } catch (err) {
     // The shard refused (an organization of the batch is being fenced for its move) or is down: every message waits.
     const moving = OrganizationMoving.raisedBy(err);
-    console.error(
-      JSON.stringify({
-        level: moving ? "warn" : "error",
-        msg: "events not read from their shard; retried",
-        eventIds: items.map((a) => a.id),
-        error: loggableError(err),
-      }),
-    );
-    for (const { message } of items) message.retry({ delaySeconds: moving ? MOVING_RETRY_SECONDS : retryDelaySeconds(message.attempts) });
+    log[moving ? "warn" : "error"]("events not read from their shard; retried", {
+      eventIds: items.map((a) => a.id),
+      error: loggableError(err),
+    });
+    for (const { message } of items) message.retry(moving ? ORGANIZATION_MOVING.delaySeconds(message.attempts) : undefined);
     return;
   }
   const events = new Map<string, EventEnvelope>();
   // An envelope in the message body is used only when its event is not stored (a test, or an event outside the outbox).
-  const eventOf = items.map((a) => (a.id && stored.get(a.id)) ?? a.envelope);
+  const eventOf = items.map((a) => stored.get(a.id) ?? a.envelope);
   for (const event of eventOf) if (event) events.set(event.id, event);
   let retry: Set<string>;
   try {
-    retry = await dispatchEvents(consumers, [...events.values()], env, db);
+    retry = await dispatchEvents(consumers, [...events.values()], env, db, log);
   } catch (err) {
-    console.error(
-      JSON.stringify({ level: "error", msg: "event dispatch failed", eventIds: [...events.keys()], error: loggableError(err) }),
-    );
+    log.error("event dispatch failed", { eventIds: [...events.keys()], error: loggableError(err) });
     retry = new Set(events.keys());
   }
   for (const [i, { message, id }] of items.entries()) {
     const event = eventOf[i];
     if (!event) {
       // Retrying cannot help a message that names no stored event; log it and let it go.
-      console.error(
-        JSON.stringify({ level: "error", msg: "event message names no stored event; dropped", messageId: message.id, eventId: id }),
-      );
+      log.error("event message names no stored event; dropped", { messageId: message.id, eventId: id });
       message.ack();
-    } else if (retry.has(event.id)) message.retry({ delaySeconds: retryDelaySeconds(message.attempts) });
+    } else if (retry.has(event.id)) message.retry();
     else message.ack();
   }
 }
@@ -236,16 +223,15 @@ async function handleOnShard(consumers: EventConsumer[], items: Addressed[], env
  * retry, not a dead letter); one the directory no longer knows has no data left to react to, so its message goes.
  */
 export function createEventRouter(consumers: EventConsumer[]) {
-  return async (batch: MessageBatch<unknown>, env: Env): Promise<void> => {
-    const items = batch.messages.map(addressOf);
+  return queueConsumer({ schema: EventQueueBodySchema, retry: EVENT_HANDLING }, async (messages, env, log) => {
+    const items = messages.map(addressOf);
     await findOrganizations(env, items);
     const { byShard, fenced, unknown } = await routeToShards(env, items, (a) => a.organizationId ?? a.envelope?.organizationId ?? null);
-    for (const { message, id, organizationId, envelope } of unknown) {
-      const msg = id || envelope ? "event message of no known organization; dropped" : "event message names no event; dropped";
-      console.error(JSON.stringify({ level: "warn", msg, messageId: message.id, eventId: id, organizationId }));
+    for (const { message, id, organizationId } of unknown) {
+      log.warn("event message of no known organization; dropped", { messageId: message.id, eventId: id, organizationId });
       message.ack();
     }
-    for (const { message } of fenced) message.retry({ delaySeconds: MOVING_RETRY_SECONDS });
-    await Promise.all(byShard.map(({ shard, items }) => handleOnShard(consumers, items, env, shard.db)));
-  };
+    for (const { message } of fenced) message.retry(ORGANIZATION_MOVING.delaySeconds(message.attempts));
+    await Promise.all(byShard.map(({ shard, items }) => handleOnShard(consumers, items, env, shard.db, log)));
+  });
 }

@@ -4,7 +4,7 @@ import { directoryOutbox } from "../db/schema";
 import type { Statement } from "../db/write";
 import type { Env } from "../env";
 import type { Defer } from "../lib/deferred";
-import { loggableError } from "../lib/log";
+import { createLogger, loggableError } from "../lib/log";
 import { inJsonList } from "../lib/sql";
 import { addSeconds, nowIso } from "../lib/time";
 import { placementOf } from "../shards/directory";
@@ -98,7 +98,7 @@ async function relay(work: DirectoryWork, events: EventEnvelope[]): Promise<numb
         // the cron's (its second write into the shard is ignored).
         const cleanup = async () => {
           await publishEvents(
-            work.env,
+            work.env.EVENTS,
             db,
             written.map(({ id }) => ({ id, organizationId })),
           ).catch(warn("its publish failed; the shard's outbox sends it"));
@@ -110,14 +110,10 @@ async function relay(work: DirectoryWork, events: EventEnvelope[]): Promise<numb
         work.defer(cleanup());
         return mine.length;
       } catch (err) {
-        console.warn(
-          JSON.stringify({
-            level: "warn",
-            msg: "directory event not yet written to its shard; the cron writes it",
-            organizationId,
-            error: loggableError(err),
-          }),
-        );
+        createLogger().warn("directory event not yet written to its shard; the cron writes it", {
+          organizationId,
+          error: loggableError(err),
+        });
         return 0;
       }
     }),
@@ -125,8 +121,7 @@ async function relay(work: DirectoryWork, events: EventEnvelope[]): Promise<numb
   return done.reduce((a, b) => a + b, 0);
 }
 
-const warn = (what: string) => (err: unknown) =>
-  console.warn(JSON.stringify({ level: "warn", msg: `directory event relayed; ${what}`, error: loggableError(err) }));
+const warn = (what: string) => (err: unknown) => createLogger().warn(`directory event relayed; ${what}`, { error: loggableError(err) });
 
 /** The shard of an organization, or null (unknown: its events are dropped; moving: the cron writes them afterwards). */
 async function shardOf(work: DirectoryWork, organizationId: string): Promise<Db | null> {

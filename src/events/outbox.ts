@@ -2,23 +2,17 @@ import { type SQL, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { outboxEvents } from "../db/schema";
 import type { Statement } from "../db/write";
-import type { Env } from "../env";
 import { newId } from "../lib/ids";
-import { loggableError } from "../lib/log";
+import { createLogger, type Logger, loggableError } from "../lib/log";
+import type { EventMessage } from "../lib/queue-messages";
+import { EVENT_SEND } from "../lib/retry";
 import { chunkBySize, inJsonList } from "../lib/sql";
 import { addSeconds, nowIso } from "../lib/time";
-import type { ServiceContext } from "../service-context";
+import type { QueuePort, ServiceContext } from "../service-context";
 import type { EventEnvelope } from "./envelope";
 
-/**
- * The queue message of an event: its id and its organization. Consumers read the row (events/consumers.ts), so an
- * event of any size leaves, where a 128 KB queue message would have held back a large one for good; the organization
- * says which shard holds the row, looked up in the directory when the message is handled.
- */
-export interface EventMessage {
-  id: string;
-  organizationId: string;
-}
+/** The `events` queue, as the outbox sends to it: an event's id and organization a message (lib/queue-messages.ts). */
+type EventQueue = QueuePort<EventMessage>;
 
 /** A new event of the acting context; write it with `stageEvents` (or `commit`) in the batch of the change it records. */
 export function newEvent(
@@ -81,36 +75,30 @@ const MAX_BATCH_MESSAGES = 100;
 /** Failed sends of one event before it is dead-lettered (kept, logged, no longer re-sent). */
 export const MAX_SEND_ATTEMPTS = 10;
 
-const sendIds = (env: Env, events: EventMessage[]) =>
-  env.EVENTS.sendBatch(
-    events.map(({ id, organizationId }) => ({ body: { id, organizationId } satisfies EventMessage, contentType: "json" as const })),
-  );
+const sendIds = (queue: EventQueue, events: EventMessage[]) =>
+  queue.sendBatch(events.map(({ id, organizationId }) => ({ body: { id, organizationId }, contentType: "json" as const })));
+
+/** The wait after each failed send, by the row's `send_attempts` before it (index 0: the first failure), on `EVENT_SEND`. */
+const SEND_DELAYS = JSON.stringify(Array.from({ length: MAX_SEND_ATTEMPTS }, (_, n) => EVENT_SEND.delaySeconds(n + 1)));
 
 /**
- * A failed send of `ids`: each row is pushed back (1 minute, doubling, at most an hour) or, at the last attempt,
- * dead-lettered with a log line an operator can act on. One statement for the whole list.
+ * A failed send of `ids`: each row is pushed back on `EVENT_SEND` (1 minute, doubling, at most an hour) or, at the
+ * last attempt, dead-lettered with a log line an operator can act on. One statement for the whole list.
  */
-async function recordFailedSends(db: Db, ids: string[], error: string): Promise<void> {
+async function recordFailedSends(db: Db, log: Logger, ids: string[], error: string): Promise<void> {
   const rows = await db.all<{ id: string; organization_id: string; type: string; send_attempts: number; dead_at: string | null }>(sql`
     UPDATE outbox_events SET
       send_attempts = send_attempts + 1,
       last_error = ${error.slice(0, 500)},
       dead_at = CASE WHEN send_attempts + 1 >= ${MAX_SEND_ATTEMPTS} THEN strftime('%Y-%m-%dT%H:%M:%fZ', 'now') END,
       next_attempt_at = CASE WHEN send_attempts + 1 >= ${MAX_SEND_ATTEMPTS} THEN NULL
-        ELSE strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '+' || min(3600, 60 * (1 << send_attempts)) || ' seconds') END
+        ELSE strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '+' || json_extract(${SEND_DELAYS}, '$[' || min(send_attempts, ${MAX_SEND_ATTEMPTS - 1}) || ']') || ' seconds') END
     WHERE ${inJsonList(sql`id`, ids)} AND sent_at IS NULL
     RETURNING id, organization_id, type, send_attempts, dead_at`);
   for (const r of rows) {
-    const line = {
-      msg: r.dead_at ? "event dead-lettered: no more re-sends" : "event send failed; cron will re-send",
-      eventId: r.id,
-      organizationId: r.organization_id,
-      type: r.type,
-      attempts: r.send_attempts,
-      error,
-    };
-    if (r.dead_at) console.error(JSON.stringify({ level: "error", ...line }));
-    else console.warn(JSON.stringify({ level: "warn", ...line }));
+    const fields = { eventId: r.id, organizationId: r.organization_id, type: r.type, attempts: r.send_attempts, error };
+    if (r.dead_at) log.error("event dead-lettered: no more re-sends", fields);
+    else log.warn("event send failed; cron will re-send", fields);
   }
 }
 
@@ -118,20 +106,20 @@ async function recordFailedSends(db: Db, ids: string[], error: string): Promise<
  * Sends committed events to the `events` queue and marks them sent. When a batch send fails, its events are sent one
  * by one, so one event the queue refuses holds back only itself; failures are backed off per event.
  */
-export async function publishEvents(env: Env, db: Db, events: EventMessage[]): Promise<void> {
+export async function publishEvents(queue: EventQueue, db: Db, events: EventMessage[], log: Logger = createLogger()): Promise<void> {
   for (let i = 0; i < events.length; i += MAX_BATCH_MESSAGES) {
     const chunk = events.slice(i, i + MAX_BATCH_MESSAGES);
     const sent: string[] = [];
     const failed: { id: string; error: string }[] = [];
     try {
-      await sendIds(env, chunk);
+      await sendIds(queue, chunk);
       sent.push(...chunk.map((e) => e.id));
     } catch (err) {
       if (chunk.length === 1) failed.push({ id: chunk[0]!.id, error: loggableError(err) });
       else {
         for (const event of chunk) {
           try {
-            await sendIds(env, [event]);
+            await sendIds(queue, [event]);
             sent.push(event.id);
           } catch (one) {
             failed.push({ id: event.id, error: loggableError(one) });
@@ -145,7 +133,7 @@ export async function publishEvents(env: Env, db: Db, events: EventMessage[]): P
         .set({ sentAt: nowIso(), nextAttemptAt: null, sendAttempts: sql`${outboxEvents.sendAttempts} + 1` })
         .where(inJsonList(outboxEvents.id, sent));
     }
-    for (const f of failed) await recordFailedSends(db, [f.id], f.error);
+    for (const f of failed) await recordFailedSends(db, log, [f.id], f.error);
   }
 }
 
@@ -154,14 +142,14 @@ export async function publishEvents(env: Env, db: Db, events: EventMessage[]): P
  * (events/consumers.ts): a write then costs no D1 round trip after its batch. Only failures are written here. Should
  * the queue hold a message past the re-send grace, the cron sends it again; consumers are idempotent on the event id.
  */
-async function sendCommitted(env: Env, db: Db, events: EventMessage[]): Promise<void> {
+async function sendCommitted(queue: EventQueue, db: Db, events: EventMessage[], log: Logger): Promise<void> {
   for (let i = 0; i < events.length; i += MAX_BATCH_MESSAGES) {
     const chunk = events.slice(i, i + MAX_BATCH_MESSAGES);
     try {
-      await sendIds(env, chunk);
+      await sendIds(queue, chunk);
     } catch {
       // One by one, marking each as `publishEvents` does, so one refused event holds back only itself.
-      await publishEvents(env, db, chunk);
+      await publishEvents(queue, db, chunk, log);
     }
   }
 }
@@ -170,15 +158,16 @@ async function sendCommitted(env: Env, db: Db, events: EventMessage[]): Promise<
  * After committing a batch that staged `events`: publish them without holding up the response. `markSent: false`
  * (the single-trip writes) sends without the D1 write that marks them sent; the consumer marks them instead.
  */
-export function deferPublish(ctx: Pick<ServiceContext, "env" | "db" | "defer">, events: EventEnvelope[], { markSent = true } = {}): void {
+export function deferPublish(
+  ctx: Pick<ServiceContext, "queues" | "db" | "defer" | "log">,
+  events: EventEnvelope[],
+  { markSent = true } = {},
+): void {
   if (events.length === 0) return;
   const refs = events.map(({ id, organizationId }) => ({ id, organizationId }));
-  const work = markSent ? publishEvents(ctx.env, ctx.db, refs) : sendCommitted(ctx.env, ctx.db, refs);
-  ctx.defer(
-    work.catch((err) =>
-      console.error(JSON.stringify({ level: "error", msg: "event publish failed; cron will re-send", error: loggableError(err) })),
-    ),
-  );
+  const queue = ctx.queues.events;
+  const work = markSent ? publishEvents(queue, ctx.db, refs, ctx.log) : sendCommitted(queue, ctx.db, refs, ctx.log);
+  ctx.defer(work.catch((err) => ctx.log.error("event publish failed; cron will re-send", { error: loggableError(err) })));
 }
 
 /** Rows one organization may take of one cron pass, so another's backlog or poison rows never hold it back. */
@@ -192,12 +181,12 @@ const SCAN_PER_PASS = 20_000;
  * `RESEND_GRACE_SECONDS` after it was written, so a publish still in flight is not raced, and after a failed send
  * when its backoff ends; dead rows are never due. Duplicates are harmless: consumers are idempotent on the event id.
  */
-export async function resendUnsentEvents(env: Env, db: Db, { max = 500 } = {}): Promise<number> {
+export async function resendUnsentEvents(queue: EventQueue, db: Db, { max = 500 } = {}): Promise<number> {
   const due = await db.all<{ id: string; organizationId: string }>(sql`
     SELECT id, organization_id AS organizationId FROM (
       SELECT id, organization_id, next_attempt_at, ROW_NUMBER() OVER (PARTITION BY organization_id ORDER BY next_attempt_at) AS n
       FROM (SELECT id, organization_id, next_attempt_at FROM outbox_events WHERE next_attempt_at <= ${nowIso()} ORDER BY next_attempt_at LIMIT ${SCAN_PER_PASS})
     ) WHERE n <= ${PER_ORGANIZATION_PER_PASS} ORDER BY next_attempt_at LIMIT ${max}`);
-  await publishEvents(env, db, due);
+  await publishEvents(queue, db, due);
   return due.length;
 }

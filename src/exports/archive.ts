@@ -3,10 +3,9 @@ import type { SQLiteColumn } from "drizzle-orm/sqlite-core";
 import { Zip, ZipDeflate, ZipPassThrough } from "fflate";
 import { organizationExports } from "../db/schema";
 import { columnName } from "../db/row-json";
-import type { Env } from "../env";
 import { exportArchiveKey } from "../files/export-archives";
 import { MOVED_TABLES, type MovedTable } from "../shards/moved-tables";
-import type { ServiceContext } from "../service-context";
+import type { Files, ServiceContext } from "../service-context";
 
 /**
  * The organization export's zip (docs/decisions/0025-exports.md), written by one queue invocation: NDJSON per table of the
@@ -146,14 +145,14 @@ async function writeTable(ctx: ServiceContext, zip: Zip, out: PartWriter, table:
 }
 
 /** Writes every R2 object under the organization's prefixes as `files/<key>`, streamed through. */
-async function writeFiles(env: Env, organizationId: string, zip: Zip, out: PartWriter): Promise<number> {
+async function writeFiles(bucket: Files, organizationId: string, zip: Zip, out: PartWriter): Promise<number> {
   let files = 0;
   for (const kind of FILE_KINDS) {
     let cursor: string | undefined;
     do {
-      const listed = await env.FILES.list({ prefix: `${kind}/${organizationId}/`, cursor });
+      const listed = await bucket.list({ prefix: `${kind}/${organizationId}/`, cursor });
       for (const { key } of listed.objects) {
-        const object = await env.FILES.get(key);
+        const object = await bucket.get(key);
         if (!object) continue;
         const entry = new ZipPassThrough(`files/${key}`);
         zip.add(entry);
@@ -185,7 +184,7 @@ export async function writeArchive(
   report: (p: Progress) => Promise<void>,
 ): Promise<Progress> {
   const key = exportArchiveKey(ctx.organizationId, exportId);
-  const upload = await ctx.env.FILES.createMultipartUpload(key, {
+  const upload = await ctx.files.createMultipartUpload(key, {
     httpMetadata: { contentType: "application/zip", contentDisposition: `attachment; filename="organization-export-${exportId}.zip"` },
   });
   const out = new PartWriter(upload);
@@ -205,7 +204,7 @@ export async function writeArchive(
       if (failed) throw failed;
       await report({ ...progress, bytes: out.bytes });
     }
-    progress.files = await writeFiles(ctx.env, ctx.organizationId, zip, out);
+    progress.files = await writeFiles(ctx.files, ctx.organizationId, zip, out);
     zip.end();
     if (failed) throw failed;
     await out.drain(true);

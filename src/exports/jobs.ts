@@ -1,24 +1,19 @@
-import type { Env } from "../env";
 import { withDeferred } from "../lib/deferred";
-import { MOVING_RETRY_SECONDS, routeToShards, systemContext } from "../shards/tenants";
-import { type ExportMessage, runOrganizationExport } from "./service";
-
-/** Backoff of a failed export run: a minute, doubling, at most an hour. */
-const retryDelay = (attempts: number) => Math.min(3600, 60 * 2 ** Math.max(0, attempts - 1));
+import { ExportMessageSchema } from "../lib/queue-messages";
+import { EXPORT_RUN, ORGANIZATION_MOVING } from "../lib/retry";
+import { queueConsumer } from "../events/queue-consumer";
+import { routeToShards, systemContext } from "../shards/tenants";
+import { runOrganizationExport } from "./service";
 
 /**
  * The `organization-exports` queue (one message a batch, wrangler.toml): each message runs its job on the
- * organization's shard. A run that fails is retried by the queue (its upload aborted, the next run starts again); an
- * organization that is moving waits for the move; one the directory no longer knows is dropped.
+ * organization's shard. A run that fails is retried on `EXPORT_RUN` (its upload aborted, the next run starts again);
+ * an organization that is moving waits for the move; one the directory no longer knows is dropped.
  */
-export async function runExportJobs(batch: MessageBatch<unknown>, env: Env): Promise<void> {
-  const messages = batch.messages.filter(
-    (m): m is Message<ExportMessage> => typeof (m.body as ExportMessage | null)?.exportId === "string",
-  );
-  for (const m of batch.messages) if (!messages.includes(m as Message<ExportMessage>)) m.ack();
+export const runExportJobs = queueConsumer({ schema: ExportMessageSchema, retry: EXPORT_RUN }, async (messages, env) => {
   const routing = await routeToShards(env, messages, (m) => m.body.organizationId);
   for (const m of routing.unknown) m.ack();
-  for (const m of routing.fenced) m.retry({ delaySeconds: MOVING_RETRY_SECONDS });
+  for (const m of routing.fenced) m.retry(ORGANIZATION_MOVING.delaySeconds(m.attempts));
   for (const { shard, items } of routing.byShard) {
     for (const m of items) {
       const outcome = await withDeferred((defer) =>
@@ -27,8 +22,8 @@ export async function runExportJobs(batch: MessageBatch<unknown>, env: Env): Pro
           m.body.exportId,
         ),
       ).catch(() => "retry" as const);
-      if (outcome === "retry") m.retry({ delaySeconds: retryDelay(m.attempts) });
+      if (outcome === "retry") m.retry();
       else m.ack();
     }
   }
-}
+});

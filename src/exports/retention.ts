@@ -3,7 +3,7 @@ import type { Db } from "../db/client";
 import { organizationExports } from "../db/schema";
 import type { Env } from "../env";
 import { exportArchiveKey } from "../files/export-archives";
-import { loggableError } from "../lib/log";
+import { createLogger, loggableError } from "../lib/log";
 import { inJsonList } from "../lib/sql";
 import { LIVE } from "./service";
 
@@ -84,14 +84,7 @@ async function update(
       .returning({ id: organizationExports.id });
     return rows.length;
   } catch (err) {
-    console.error(
-      JSON.stringify({
-        level: "warn",
-        msg: "organization export retention: rows left for the next pass",
-        organizationId,
-        error: loggableError(err),
-      }),
-    );
+    createLogger().warn("organization export retention: rows left for the next pass", { organizationId, error: loggableError(err) });
     return 0;
   }
 }

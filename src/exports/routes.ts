@@ -178,7 +178,7 @@ export const exportDownloadRoutes = new OpenAPIHono<AppBindings>({ defaultHook: 
   const { organizationId, token } = c.req.valid("param");
   const placement = await placementOf(c.get("directory"), organizationId);
   if (placement) openShard(c, placement.shard);
-  const object = placement ? await openDownload({ db: c.get("db"), env: c.env }, organizationId, token) : null;
+  const object = placement ? await openDownload({ db: c.get("db"), files: c.env.FILES }, organizationId, token) : null;
   if (!object) return c.json({ error: "not_found", message: "This link is invalid or has expired" }, 404);
   return new Response(object.body, {
     headers: {

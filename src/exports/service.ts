@@ -32,12 +32,6 @@ const toExport = (r: Row): OrganizationExport => ({
   completedAt: r.completedAt,
 });
 
-/** The queue message of a job. */
-export interface ExportMessage {
-  organizationId: string;
-  exportId: string;
-}
-
 /** The statuses of a job that holds the organization's one export slot. */
 export const LIVE = ["queued", "running"];
 
@@ -88,7 +82,7 @@ export async function startOrganizationExport(ctx: ServiceContext, role: string)
   // Sent once the row is written: a message that names no row yet would be dropped by the consumer. A job whose
   // message was not sent would hold the slot with nothing to run it: it is failed before the error goes on.
   try {
-    await ctx.env.ORGANIZATION_EXPORTS.send({ organizationId: ctx.organizationId, exportId: row.id } satisfies ExportMessage);
+    await ctx.queues.organizationExports.send({ organizationId: ctx.organizationId, exportId: row.id });
   } catch (err) {
     await ctx.db
       .update(organizationExports)
@@ -174,16 +168,7 @@ export async function runOrganizationExport(ctx: ServiceContext, id: string, now
     progress = await writeArchive(ctx, id, README(ctx.organizationId, now.toISOString()), report);
   } catch (err) {
     const last = job.attempts >= MAX_ATTEMPTS;
-    console.error(
-      JSON.stringify({
-        level: "error",
-        msg: "organization export failed",
-        organizationId: ctx.organizationId,
-        exportId: id,
-        attempt: job.attempts,
-        error: loggableError(err),
-      }),
-    );
+    ctx.log.error("organization export failed", { exportId: id, attempt: job.attempts, error: loggableError(err) });
     await ctx.db
       .update(organizationExports)
       .set({
@@ -216,7 +201,7 @@ export async function runOrganizationExport(ctx: ServiceContext, id: string, now
     : [];
   // Ended while it ran (an erasure deleted the organization's zips): this zip must not outlive it either.
   if (done.length === 0) {
-    await ctx.env.FILES.delete(key);
+    await ctx.files.delete(key);
     return "done";
   }
   await mailLink(ctx, job.requestedBy, downloadUrl(ctx.env, ctx.organizationId, token), expiresAt);
@@ -244,14 +229,7 @@ async function mailLink(ctx: ServiceContext, userId: string | null, url: string,
       organizationId: ctx.organizationId,
     });
   } catch (err) {
-    console.error(
-      JSON.stringify({
-        level: "error",
-        msg: "organization export mail failed",
-        organizationId: ctx.organizationId,
-        error: loggableError(err),
-      }),
-    );
+    ctx.log.error("organization export mail failed", { error: loggableError(err) });
   }
 }
 
@@ -260,7 +238,7 @@ async function mailLink(ctx: ServiceContext, userId: string | null, url: string,
  * The token is looked up by its SHA-256 only.
  */
 export async function openDownload(
-  ctx: Pick<ServiceContext, "db" | "env">,
+  ctx: Pick<ServiceContext, "db" | "files">,
   organizationId: string,
   token: string,
   now = new Date(),
@@ -277,5 +255,5 @@ export async function openDownload(
     )
     .get();
   if (!row?.objectKey || !row.expiresAt || row.expiresAt <= now.toISOString()) return null;
-  return ctx.env.FILES.get(row.objectKey);
+  return ctx.files.get(row.objectKey);
 }

@@ -38,8 +38,8 @@ export async function deleteExportArchives(ctx: ServiceContext, counted: () => S
   let deleted = 0;
   let cursor: string | undefined;
   do {
-    const page = await ctx.env.FILES.list({ prefix: exportArchivesPrefix(org), cursor });
-    if (page.objects.length > 0) await ctx.env.FILES.delete(page.objects.map((o) => o.key));
+    const page = await ctx.files.list({ prefix: exportArchivesPrefix(org), cursor });
+    if (page.objects.length > 0) await ctx.files.delete(page.objects.map((o) => o.key));
     deleted += page.objects.length;
     cursor = page.truncated ? page.cursor : undefined;
   } while (cursor);

@@ -1,14 +1,14 @@
-import type { Env } from "../env";
 import { loggableError } from "../lib/log";
+import type { Files, ServiceContext } from "../service-context";
 
 /** Deletes files from R2: the given keys, and everything under `prefix` (all files of a property or a deal). Throws on failure. */
-export async function removeFiles(env: Env, keys: string[], prefix?: string): Promise<void> {
-  if (keys.length) await env.FILES.delete(keys);
+export async function removeFiles(files: Files, keys: string[], prefix?: string): Promise<void> {
+  if (keys.length) await files.delete(keys);
   if (!prefix) return;
   let cursor: string | undefined;
   do {
-    const page = await env.FILES.list({ prefix, cursor, limit: 1000 });
-    if (page.objects.length) await env.FILES.delete(page.objects.map((o) => o.key));
+    const page = await files.list({ prefix, cursor, limit: 1000 });
+    if (page.objects.length) await files.delete(page.objects.map((o) => o.key));
     cursor = page.truncated ? page.cursor : undefined;
   } while (cursor);
 }
@@ -17,10 +17,10 @@ export async function removeFiles(env: Env, keys: string[], prefix?: string): Pr
  * `removeFiles` after the database write it follows has landed (a replaced photo): a failure is logged and left for a
  * later cleanup rather than failing a request whose change is already made.
  */
-export async function deleteFiles(env: Env, keys: string[], prefix?: string): Promise<void> {
+export async function deleteFiles(ctx: Pick<ServiceContext, "files" | "log">, keys: string[], prefix?: string): Promise<void> {
   try {
-    await removeFiles(env, keys, prefix);
+    await removeFiles(ctx.files, keys, prefix);
   } catch (err) {
-    console.warn(JSON.stringify({ message: "files not deleted", prefix, keys: keys.length, error: loggableError(err) }));
+    ctx.log.warn("files not deleted", { prefix, keys: keys.length, error: loggableError(err) });
   }
 }

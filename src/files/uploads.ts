@@ -40,7 +40,7 @@ const pendingOf = (organizationId: string, keys: string[]) =>
 export async function putUploads(ctx: ServiceContext, uploads: Upload[]): Promise<void> {
   const at = nowIso();
   await ctx.db.insert(pendingUploads).values(uploads.map((u) => ({ key: u.key, organizationId: ctx.organizationId, createdAt: at })));
-  const puts = await Promise.allSettled(uploads.map((u) => ctx.env.FILES.put(u.key, u.bytes, { httpMetadata: u.httpMetadata })));
+  const puts = await Promise.allSettled(uploads.map((u) => ctx.files.put(u.key, u.bytes, { httpMetadata: u.httpMetadata })));
   const failed = puts.find((p) => p.status === "rejected");
   if (failed) throw failed.reason;
 }
@@ -63,7 +63,7 @@ export async function putUploadStream(
     (err: unknown) => err,
   );
   try {
-    await ctx.env.FILES.put(key, readable, { httpMetadata });
+    await ctx.files.put(key, readable, { httpMetadata });
   } catch (err) {
     // The put stopped reading: end the pipe too, so the request's body is let go.
     await readable.cancel(err).catch(() => undefined);
@@ -97,17 +97,10 @@ export async function discardUploads(ctx: ServiceContext, keys: string[]): Promi
       (p) => p.key,
     );
     if (pending.length === 0) return;
-    await removeFiles(ctx.env, pending);
+    await removeFiles(ctx.files, pending);
     await ctx.db.delete(pendingUploads).where(pendingOf(ctx.organizationId, pending));
   } catch (err) {
-    console.warn(
-      JSON.stringify({
-        level: "warn",
-        msg: "failed upload not discarded; the cron sweeps it",
-        keys: keys.length,
-        error: loggableError(err),
-      }),
-    );
+    ctx.log.warn("failed upload not discarded; the cron sweeps it", { keys: keys.length, error: loggableError(err) });
   }
 }
 
@@ -123,7 +116,7 @@ export async function sweepPendingUploads(env: Env, db: Db, { max = 500 } = {}):
       .limit(max)
   ).map((r) => r.key);
   if (stale.length === 0) return 0;
-  await removeFiles(env, stale);
+  await removeFiles(env.FILES, stale);
   await db.delete(pendingUploads).where(inJsonList(pendingUploads.key, stale));
   return stale.length;
 }

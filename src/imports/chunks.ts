@@ -11,15 +11,18 @@ import { organizationSettings } from "../organization/service";
 import { nowIso } from "../lib/time";
 import { inJsonList } from "../lib/sql";
 import type { ServiceContext } from "../service-context";
-import { MOVING_RETRY_SECONDS, routeToShards, systemContext } from "../shards/tenants";
+import { routeToShards, systemContext } from "../shards/tenants";
 import { withDeferred } from "../lib/deferred";
 import { loggableError } from "../lib/log";
 import { OrganizationMoving } from "../lib/errors";
+import { type ImportMessage, ImportMessageSchema } from "../lib/queue-messages";
+import { IMPORT_CHUNK, ORGANIZATION_MOVING } from "../lib/retry";
+import { queueConsumer } from "../events/queue-consumer";
 import { contactFromRecord, type RowIssue } from "./contact-rows";
 import { NotUtf8, readCsvChunk, RecordTooLong } from "./csv";
 import { type ImportKind, resolveMapping, targetsOf } from "./mapping";
 import { planPropertyRows } from "./property-rows";
-import { ACTIVE, type ImportMessage, type ImportRow, toImport } from "./service";
+import { ACTIVE, type ImportRow, toImport } from "./service";
 
 /** Records per chunk: one D1 batch, one match query (at most 500 people). */
 export const CHUNK_ROWS = 500;
@@ -93,10 +96,10 @@ const count = (outcomes: ImportOutcome[], o: ImportOutcome) => outcomes.filter((
  * chunk has moved on runs nothing, and a cancel stops every chunk after it. Answers whether another chunk follows.
  */
 async function runChunk(ctx: ServiceContext, job: ImportRow): Promise<"more" | "done" | "stale"> {
-  const head = await ctx.env.FILES.head(job.sourceKey);
+  const head = await ctx.files.head(job.sourceKey);
   if (!head) throw new ImportFailed("The uploaded file is gone");
   const read = async (offset: number, length: number) => {
-    const object = await ctx.env.FILES.get(job.sourceKey, { range: { offset, length: Math.min(length, job.sizeBytes - offset) } });
+    const object = await ctx.files.get(job.sourceKey, { range: { offset, length: Math.min(length, job.sizeBytes - offset) } });
     if (!object) throw new ImportFailed("The uploaded file is gone");
     return new Uint8Array(await object.arrayBuffer());
   };
@@ -227,10 +230,10 @@ export async function handleImportMessage(ctx: ServiceContext, message: ImportMe
       return now && (ACTIVE as readonly string[]).includes(now.status) ? ("moved" as const) : ("ended" as const);
     throw new StaleWrite();
   });
-  if (outcome === "more") await ctx.env.IMPORTS.send(message);
+  if (outcome === "more") await ctx.queues.imports.send(message);
   if (outcome === "done" || outcome === "ended") {
     const job = await readJob(ctx, message.importId);
-    if (job) await ctx.env.FILES.delete(job.sourceKey);
+    if (job) await ctx.files.delete(job.sourceKey);
   }
 }
 
@@ -277,31 +280,27 @@ export async function resumeStalledImports(env: ServiceContext["env"], db: Servi
         stalled.map((s) => s.importId),
       ),
     );
-  await env.IMPORTS.sendBatch(stalled.map((body) => ({ body })));
+  await env.IMPORTS.sendBatch(stalled.map((body) => ({ body: body satisfies ImportMessage })));
   return stalled.length;
 }
 
-/** The `imports` queue's consumer (one message per batch): each message on its organization's shard, retried with backoff when it fails. */
-export async function consumeImports(batch: MessageBatch<unknown>, env: ServiceContext["env"]): Promise<void> {
-  const items = batch.messages.map((message) => ({ message, body: message.body as Partial<ImportMessage> }));
-  const { byShard, fenced, unknown } = await routeToShards(env, items, (i) =>
-    typeof i.body?.organizationId === "string" && typeof i.body.importId === "string" ? i.body.organizationId : null,
-  );
-  for (const { message } of unknown) message.ack();
-  for (const { message } of fenced) message.retry({ delaySeconds: MOVING_RETRY_SECONDS });
-  for (const { shard, items: mine } of byShard) {
-    for (const { message, body } of mine) {
+/** The `imports` queue's consumer (one message per batch): each message on its organization's shard, retried on `IMPORT_CHUNK` when it fails. */
+export const consumeImports = queueConsumer({ schema: ImportMessageSchema, retry: IMPORT_CHUNK }, async (messages, env, log) => {
+  const { byShard, fenced, unknown } = await routeToShards(env, messages, (m) => m.body.organizationId);
+  for (const message of unknown) message.ack();
+  for (const message of fenced) message.retry(ORGANIZATION_MOVING.delaySeconds(message.attempts));
+  for (const { shard, items } of byShard) {
+    for (const message of items) {
+      const { body } = message;
       try {
         await withDeferred((defer) =>
-          handleImportMessage(systemContext(env, shard.db, body.organizationId!, `import:${body.importId}`, defer), body as ImportMessage),
+          handleImportMessage(systemContext(env, shard.db, body.organizationId, `import:${body.importId}`, defer), body),
         );
         message.ack();
       } catch (err) {
-        console.error(
-          JSON.stringify({ level: "error", msg: "import chunk failed; retried", importId: body.importId, error: loggableError(err) }),
-        );
-        message.retry({ delaySeconds: OrganizationMoving.raisedBy(err) ? MOVING_RETRY_SECONDS : Math.min(60, 2 ** message.attempts) });
+        log.error("import chunk failed; retried", { importId: body.importId, error: loggableError(err) });
+        message.retry(OrganizationMoving.raisedBy(err) ? ORGANIZATION_MOVING.delaySeconds(message.attempts) : undefined);
       }
     }
   }
-}
+});

@@ -14,11 +14,6 @@ import { type Import, ImportMapping, type ImportQuery, type ImportRows } from ".
 export type ImportRow = typeof imports.$inferSelect;
 
 /** The message of one chunk to run: which import (the chunk is the one its row names next). */
-export interface ImportMessage {
-  importId: string;
-  organizationId: string;
-}
-
 export const ACTIVE = ["queued", "running"] as const;
 
 export const sourceKeyOf = (organizationId: string, id: string) => `imports/${organizationId}/${id}.csv`;
@@ -125,7 +120,7 @@ async function begin(
     throw err;
   }
   // A lost send is picked up by the cron (resumeStalledImports) once the import has sat queued for a while.
-  ctx.defer(ctx.env.IMPORTS.send({ importId: id, organizationId: ctx.organizationId } satisfies ImportMessage).catch(() => undefined));
+  ctx.defer(ctx.queues.imports.send({ importId: id, organizationId: ctx.organizationId }).catch(() => undefined));
   return toImport(ctx.env, row);
 }
 
@@ -218,7 +213,7 @@ export async function cancelImport(ctx: ServiceContext, id: string): Promise<Imp
     .returning();
   if (!row)
     throw new Conflict(`The import has ended (${(await findImport(ctx, id)).status}); there is nothing to cancel`, "import_finished");
-  ctx.defer(deleteFiles(ctx.env, [before.sourceKey]));
+  ctx.defer(deleteFiles(ctx, [before.sourceKey]));
   return toImport(ctx.env, row);
 }
 

@@ -4,7 +4,8 @@ import { leadInbox } from "../db/schema";
 import { expectRow } from "../db/write";
 import type { Env } from "../env";
 import { withDeferred } from "../lib/deferred";
-import { loggableError } from "../lib/log";
+import { createLogger, loggableError } from "../lib/log";
+import { LEAD_INTAKE } from "../lib/retry";
 import { newId } from "../lib/ids";
 import { inJsonList } from "../lib/sql";
 import { addSeconds, nowIso } from "../lib/time";
@@ -75,17 +76,13 @@ async function takeInStored(ctx: ServiceContext, row: InboxRow): Promise<void> {
     await intakeLead(ctx, row.lead as LeadCreate, [expectRow(ctx.db, leadInbox, mine), ctx.db.delete(leadInbox).where(mine)]);
     await ctx.db.delete(leadInbox).where(mine).run();
   } catch (err) {
-    console.error(
-      JSON.stringify({
-        level: "error",
-        msg: "stored lead not taken in; the cron tries again",
-        leadId: row.id,
-        organizationId: row.organizationId,
-        attempt: row.attempts + 1,
-        error: loggableError(err),
-      }),
-    );
-    const backoff = Math.min(3600, FIRST_TRY_SECONDS * 2 ** row.attempts);
+    ctx.log.error("stored lead not taken in; the cron tries again", {
+      leadId: row.id,
+      organizationId: row.organizationId,
+      attempt: row.attempts + 1,
+      error: loggableError(err),
+    });
+    const backoff = LEAD_INTAKE.delaySeconds(row.attempts + 1);
     await ctx.db
       .update(leadInbox)
       .set({
@@ -136,14 +133,7 @@ export async function drainLeadInbox(env: Env, db: Db, now = new Date()): Promis
       ctx.phoneRegion = (await organizationSettings(ctx)).defaultPhoneRegion;
       await takeInStored(ctx, row);
     }).catch((err) =>
-      console.error(
-        JSON.stringify({
-          level: "error",
-          msg: "stored lead not taken in; the cron tries again",
-          leadId: row.id,
-          error: loggableError(err),
-        }),
-      ),
+      createLogger().error("stored lead not taken in; the cron tries again", { leadId: row.id, error: loggableError(err) }),
     );
   }
   return claimed.length;

@@ -5,7 +5,7 @@ import type { Db } from "../db/client";
 import { leadReviews } from "../db/schema";
 import { expectRow, withRetries } from "../db/write";
 import { NotFound } from "../lib/errors";
-import { loggableError } from "../lib/log";
+import { createLogger, loggableError } from "../lib/log";
 import { inJsonList } from "../lib/sql";
 import { findProperty } from "../properties/service";
 import type { ServiceContext } from "../service-context";
@@ -135,14 +135,7 @@ export async function pruneLeadReviews(db: Db, now = new Date()): Promise<number
             .returning({ id: t.id })
         ).length;
       } catch (err) {
-        console.error(
-          JSON.stringify({
-            level: "warn",
-            msg: "lead review retention: rows left for the next pass",
-            organizationId,
-            error: loggableError(err),
-          }),
-        );
+        createLogger().warn("lead review retention: rows left for the next pass", { organizationId, error: loggableError(err) });
         return 0;
       }
     }),

@@ -2,7 +2,7 @@ import type { Db } from "../db/client";
 import { mailOutbox } from "../db/schema";
 import { readConfig, type Env } from "../env";
 import { newId } from "../lib/ids";
-import { loggableError } from "../lib/log";
+import { createLogger, loggableError } from "../lib/log";
 import { fetchWithDeadline } from "../lib/outbound";
 import { sealText } from "../lib/secret-box";
 import { nowIso } from "../lib/time";
@@ -92,15 +92,7 @@ export async function sendAfterCommit(
   try {
     await mailerFor(env, db).send(message);
   } catch (err) {
-    console.error(
-      JSON.stringify({
-        level: "error",
-        msg: `${what} mail failed`,
-        organizationId: message.organizationId,
-        ...context,
-        error: loggableError(err),
-      }),
-    );
+    createLogger().error(`${what} mail failed`, { organizationId: message.organizationId, ...context, error: loggableError(err) });
   }
 }
 

@@ -115,9 +115,7 @@ const result = (body: Record<string, unknown>, isError = false): CallToolResult 
 function failure(err: unknown, ctx: ServiceContext): CallToolResult {
   if (err instanceof AppError) return result({ error: err.code, message: err.message }, true);
   // Unexpected: logged with the request id, answered without internals, as the HTTP error handler does.
-  console.error(
-    JSON.stringify({ level: "error", requestId: ctx.requestId, path: "/mcp", error: loggableError(err), stack: loggableStack(err) }),
-  );
+  ctx.log.error("unexpected error", { path: "/mcp", error: loggableError(err), stack: loggableStack(err) });
   return result({ error: "internal_error", message: `Internal error (request id ${ctx.requestId})` }, true);
 }
 

@@ -2,7 +2,7 @@ import type { Context } from "hono";
 import type { Db } from "../db/client";
 import type { Env } from "../env";
 import { sha256Hex } from "../lib/crypto";
-import { loggableError } from "../lib/log";
+import { createLogger, loggableError } from "../lib/log";
 import { mailerFor, type MailMessage } from "../mail/mailer";
 import type { AppBindings } from "../platform/context";
 import { consumeForAddress } from "../platform/rate-limit";
@@ -100,9 +100,7 @@ function mailAfterAnswer(deps: CodeSignInDeps, what: string, message: () => Prom
       // A sign-in code belongs to no organization: its mail is filed on the first shard.
       if (mail) await mailerFor(deps.env, openShardOf(deps.env, 0).db).send(mail);
     } catch (err) {
-      console.error(
-        JSON.stringify({ level: "error", requestId: deps.requestId, message: `${what} mail failed`, error: loggableError(err) }),
-      );
+      createLogger({ requestId: deps.requestId }).error(`${what} mail failed`, { error: loggableError(err) });
     }
   };
   deps.defer(send());
@@ -125,15 +123,7 @@ function mailCode(deps: CodeSignInDeps, to: string, code: string): void {
 function mailLockNotice(deps: CodeSignInDeps, to: string, lockedUntil: string): void {
   mailAfterAnswer(deps, "sign-in lock notice", async () => {
     const emailHash = await sha256Hex(to.toLowerCase());
-    console.warn(
-      JSON.stringify({
-        level: "warn",
-        requestId: deps.requestId,
-        message: "oauth sign-in locked after repeated wrong codes",
-        emailHash,
-        lockedUntil,
-      }),
-    );
+    createLogger({ requestId: deps.requestId }).warn("oauth sign-in locked after repeated wrong codes", { emailHash, lockedUntil });
     if ((await membershipsOf(deps.directory, to)).length === 0) return null;
     return {
       to,

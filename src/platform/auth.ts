@@ -7,15 +7,16 @@ import { apiKeys, organizationPhoneRegion, organizationShards, organizations, se
 import { sha256Hex } from "../lib/crypto";
 import { type Config, readConfig } from "../env";
 import { InsufficientPermission, InsufficientRole, NotFound, OrganizationMoving, Unauthorized } from "../lib/errors";
-import { loggableError } from "../lib/log";
+import { createLogger, loggableError } from "../lib/log";
 import { isPermission, PERMISSION_NAMES, type Permission, ROLE_PERMISSIONS, routePermission } from "./permissions";
 import { admitCount, countCredential } from "./rate-limit";
 import { nowIso } from "../lib/time";
 import { parseIfMatch } from "./etag";
-import type { ActingFor, AuthOrganization, AuthUser, ServiceContext } from "../service-context";
+import { type ActingFor, type AuthOrganization, type AuthUser, portsOf, type ServiceContext } from "../service-context";
 import type { AppBindings } from "./context";
 import { type AuthPreload, preloadOf } from "./preload";
 import { openShard } from "./session";
+import { requestLog } from "./response-headers";
 
 /** The caller of a live session: who, which organization, where it lives, and whether a move fences its writes. */
 export interface Principal {
@@ -151,9 +152,7 @@ function noteKeyUse(c: Context<AppBindings>, key: { id: string; lastUsedAt: stri
     .set({ lastUsedAt: nowIso(new Date(now)) })
     .where(and(eq(apiKeys.id, key.id), or(isNull(apiKeys.lastUsedAt), lt(apiKeys.lastUsedAt, staleBefore))))
     .run()
-    .catch((err) =>
-      console.warn(JSON.stringify({ level: "warn", msg: "API key last use not stamped", keyId: key.id, error: loggableError(err) })),
-    );
+    .catch((err) => requestLog(c).warn("API key last use not stamped", { keyId: key.id, error: loggableError(err) }));
   try {
     c.executionCtx.waitUntil(stamp);
   } catch {
@@ -314,6 +313,8 @@ function takeAllPreloaded(c: Context<AppBindings>): Map<string, unknown[]> | und
 export function serviceContext(c: Context<AppBindings>): ServiceContext {
   return {
     env: c.env,
+    ...portsOf(c.env),
+    log: createLogger({ requestId: c.get("requestId"), organizationId: c.get("organization").id }),
     db: c.get("db"),
     directory: c.get("directory"),
     d1: c.get("d1"),

@@ -3,7 +3,7 @@ import { HTTPException } from "hono/http-exception";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { AppError, Conflict, type FieldIssue, OrganizationMoving, RateLimited, TemporarilyUnavailable, Validation } from "../lib/errors";
 import type { AppBindings } from "./context";
-import { loggableError, loggableStack } from "../lib/log";
+import { createLogger, loggableError, loggableStack } from "../lib/log";
 
 /** Route families answer errors in different shapes (spec rule 2 of the CRM document; DESIGN.md "Shapes"). */
 type Family = "crm" | "plants" | "api" | "oauth";
@@ -120,16 +120,12 @@ export const handleError: ErrorHandler<AppBindings> = (err, c) => {
   const failure = toFailure(err, family);
   if (failure) return render(c, family, failure, requestId);
   // Unexpected: logged with the request id (never headers or bodies, which may hold tokens), answered without a stack.
-  console.error(
-    JSON.stringify({
-      level: "error",
-      requestId,
-      method: c.req.method,
-      path: loggablePath(c.req.path),
-      error: loggableError(err),
-      stack: loggableStack(err),
-    }),
-  );
+  createLogger({ requestId, organizationId: c.get("organization")?.id }).error("unexpected error", {
+    method: c.req.method,
+    path: loggablePath(c.req.path),
+    error: loggableError(err),
+    stack: loggableStack(err),
+  });
   return render(c, family, { status: 500, code: "internal_error", message: `Internal server error (request id ${requestId})` }, requestId);
 };
 

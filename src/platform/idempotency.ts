@@ -12,6 +12,7 @@ import type { ServiceContext } from "../service-context";
 import type { AppBindings, IdempotencyClaim } from "./context";
 import { etagOf } from "./etag";
 import { streamedBody } from "./body-limit";
+import { requestLog } from "./response-headers";
 
 /**
  * Idempotency keys, Stripe's model (docs/decisions/0003-idempotency-keys.md): a POST, PUT, PATCH or DELETE on /v1 or
@@ -145,14 +146,7 @@ export const idempotency = createMiddleware<AppBindings>(async (c, next) => {
   // A lost race or a rate limit says nothing about the request itself: its retry must run again, not replay that.
   const transient = c.res.status === 429 || (c.error instanceof Conflict && c.error.code === "concurrent_modification");
   await keep(db, where, c.res, transient, c.get("replayOmits") ?? []).catch(async (err) => {
-    console.error(
-      JSON.stringify({
-        level: "error",
-        msg: "idempotent answer not kept; key released",
-        requestId: c.get("requestId"),
-        error: loggableError(err),
-      }),
-    );
+    requestLog(c).error("idempotent answer not kept; key released", { error: loggableError(err) });
     await release(db, where).catch(() => undefined);
   });
 });

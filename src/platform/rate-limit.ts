@@ -6,6 +6,7 @@ import { RateLimited } from "../lib/errors";
 import { loggableError } from "../lib/log";
 import type { AppBindings } from "./context";
 import type { RateDecision, RateLimiter, RateRule } from "./rate-limiter";
+import { requestLog } from "./response-headers";
 
 /**
  * Per-IP limits of the public routes. Counts come from the specs where they give them (documents spec, Limits);
@@ -123,9 +124,7 @@ export async function countCredential(
   try {
     return { rule, decision: await c.get("credentialLimiter").consume(`credential:${tokenHash}`, rule) };
   } catch (err) {
-    console.warn(
-      JSON.stringify({ level: "warn", msg: "credential rate limiter unavailable; request not counted", error: loggableError(err) }),
-    );
+    requestLog(c).warn("credential rate limiter unavailable; request not counted", { error: loggableError(err) });
     return undefined;
   }
 }

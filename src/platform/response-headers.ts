@@ -1,4 +1,6 @@
+import type { Context } from "hono";
 import { createMiddleware } from "hono/factory";
+import { createLogger, type Logger } from "../lib/log";
 import type { AppBindings } from "./context";
 
 /**
@@ -42,3 +44,7 @@ export const responseHeaders = createMiddleware<AppBindings>(async (c, next) => 
     set("Cache-Control", "no-store");
   if (!c.res.headers.has("x-content-type-options")) set("X-Content-Type-Options", "nosniff");
 });
+
+/** The request's logger: its lines carry the request id, and the organization once authentication or a public key named it. */
+export const requestLog = (c: Context<AppBindings>): Logger =>
+  createLogger({ requestId: c.get("requestId"), organizationId: c.get("organization")?.id });

@@ -4,7 +4,8 @@ import { createDb } from "../db/client";
 import { readConfig } from "../env";
 import { OrganizationMoving, Validation } from "../lib/errors";
 import { openText, sealText } from "../lib/secret-box";
-import type { ServiceContext } from "../service-context";
+import { createLogger } from "../lib/log";
+import { portsOf, type ServiceContext } from "../service-context";
 import { shardDatabase } from "../shards/bindings";
 import { type PublicKeyKind, publicKeyPlacement } from "../shards/directory";
 import type { AppBindings } from "./context";
@@ -109,6 +110,8 @@ export async function openPublicKey(
 export function publicServiceContext(c: Context<AppBindings>, organizationId: string): ServiceContext {
   return {
     env: c.env,
+    ...portsOf(c.env),
+    log: createLogger({ requestId: c.get("requestId"), organizationId }),
     db: c.get("db"),
     directory: c.get("directory"),
     d1: c.get("d1"),

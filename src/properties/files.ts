@@ -1,5 +1,6 @@
-import type { Env } from "../env";
 import { deleteFiles } from "../files/storage";
+import type { ServiceContext } from "../service-context";
 
 /** Deletes files of a property from R2: the given keys, and everything under `prefix` (a deleted property). */
-export const deletePropertyFiles = (env: Env, keys: string[], prefix?: string): Promise<void> => deleteFiles(env, keys, prefix);
+export const deletePropertyFiles = (ctx: Pick<ServiceContext, "files" | "log">, keys: string[], prefix?: string): Promise<void> =>
+  deleteFiles(ctx, keys, prefix);

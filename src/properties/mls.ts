@@ -1,7 +1,7 @@
 import { withRetries } from "../db/write";
 import { readConfig } from "../env";
 import { InvalidState, NotConfigured, Unprocessable, UpstreamFailed, Validation } from "../lib/errors";
-import { loggableError } from "../lib/log";
+import { createLogger, loggableError } from "../lib/log";
 import { fetchWithDeadline } from "../lib/outbound";
 import { issuesFromZod } from "../lib/validation";
 import type { ServiceContext } from "../service-context";
@@ -62,7 +62,7 @@ export function resoClient(baseUrl: string, token: string | undefined, fetchFn: 
         })));
       } catch (err) {
         if (err instanceof UpstreamFailed) throw err;
-        console.warn(JSON.stringify({ message: "MLS unreachable", error: loggableError(err) }));
+        createLogger().warn("MLS unreachable", { error: loggableError(err) });
         throw new UpstreamFailed("mls_unreachable", "The MLS could not be reached; nothing was changed. Try again later.");
       }
       if (status === 401 || status === 403)

@@ -23,7 +23,7 @@ const list = (v: unknown) => (Array.isArray(v) && v.length ? v.join(", ") : null
 /** The first uploaded JPEG or PNG photo, for the listing sheet's header; null without one. */
 async function coverPhoto(ctx: ServiceContext, record: PropertyRecord): Promise<{ bytes: ArrayBuffer; type: string } | null> {
   const photo = orderedPhotos(record.photos).find((p) => p.key && (p.contentType === "image/jpeg" || p.contentType === "image/png"));
-  const object = photo ? await ctx.env.FILES.get(photo.key!) : null;
+  const object = photo ? await ctx.files.get(photo.key!) : null;
   return object ? { bytes: await object.arrayBuffer(), type: photo!.contentType! } : null;
 }
 
@@ -161,7 +161,7 @@ export async function createReport(ctx: ServiceContext, id: string, request: Rep
   });
   const reportId = crypto.randomUUID();
   const key = `${reportsPrefix(ctx.organizationId, id)}${reportId}.pdf`;
-  await ctx.env.FILES.put(key, pdf, {
+  await ctx.files.put(key, pdf, {
     httpMetadata: {
       contentType: "application/pdf",
       contentDisposition: `inline; filename="${request.reportType.toLowerCase()}-${reportId}.pdf"`,

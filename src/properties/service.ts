@@ -156,7 +156,7 @@ export async function updateProperty(ctx: ServiceContext, id: string, raw: Prope
     if (removedPhotos.some((p) => p.key))
       ctx.defer(
         deletePropertyFiles(
-          ctx.env,
+          ctx,
           removedPhotos.flatMap((p) => (p.key ? [p.key] : [])),
         ),
       );

@@ -1,7 +1,7 @@
 import { and, eq } from "drizzle-orm";
 import { agentProfiles } from "../db/schema";
 import { appUrlOf, type Env, readConfig } from "../env";
-import { loggableError } from "../lib/log";
+import { type Logger, loggableError } from "../lib/log";
 import type { ServiceContext } from "../service-context";
 
 /**
@@ -19,12 +19,12 @@ export const feedUrl = (env: Env, slug: string) => `${appUrlOf(readConfig(env))}
  */
 export const feedCacheKey = (env: Env, slug: string) => new Request(feedUrl(env, slug), { method: "GET" });
 
-const warnPurge = (err: unknown) =>
-  console.error(JSON.stringify({ level: "warn", msg: "reviews feed purge failed; it expires within a minute", error: loggableError(err) }));
+const warnPurge = (log: Logger) => (err: unknown) =>
+  log.warn("reviews feed purge failed; it expires within a minute", { error: loggableError(err) });
 
 /** Drops the feed at `slug` from this location's cache (other locations see a change within the minute). */
 export function purgeFeedBySlug(ctx: ServiceContext, slug: string): void {
-  ctx.defer(caches.default.delete(feedCacheKey(ctx.env, slug)).catch(warnPurge));
+  ctx.defer(caches.default.delete(feedCacheKey(ctx.env, slug)).catch(warnPurge(ctx.log)));
 }
 
 /** Drops an agent's feed after a change, so the next read here is fresh at once. */
@@ -37,6 +37,6 @@ export function purgeFeed(ctx: ServiceContext, agentUserId: string): void {
         .where(and(eq(agentProfiles.organizationId, ctx.organizationId), eq(agentProfiles.userId, agentUserId)))
         .get();
       if (profile) await caches.default.delete(feedCacheKey(ctx.env, profile.slug));
-    })().catch(warnPurge),
+    })().catch(warnPurge(ctx.log)),
   );
 }

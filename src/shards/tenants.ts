@@ -2,9 +2,9 @@ import type { SQLiteColumn, SQLiteTable } from "drizzle-orm/sqlite-core";
 import { createDb, type Db } from "../db/client";
 import type { Env } from "../env";
 import { OrganizationMoving } from "../lib/errors";
-import { loggableError } from "../lib/log";
+import { createLogger, loggableError } from "../lib/log";
 import { inJsonList } from "../lib/sql";
-import type { ServiceContext } from "../service-context";
+import { portsOf, type ServiceContext } from "../service-context";
 import { everyShard, shardDatabase } from "./bindings";
 import { placementOf, type Placement } from "./directory";
 
@@ -46,7 +46,16 @@ export function openEveryShard(env: Env): OpenShard[] {
  * so a deferred publish is never dropped by a no-op.
  */
 export function systemContext(env: Env, db: Db, organizationId: string, requestId: string, defer: ServiceContext["defer"]): ServiceContext {
-  return { ...onShard(env, db), organizationId, actor: { type: "system", userId: null }, requestId, defer, env };
+  return {
+    ...onShard(env, db),
+    ...portsOf(env),
+    log: createLogger({ requestId, organizationId }),
+    organizationId,
+    actor: { type: "system", userId: null },
+    requestId,
+    defer,
+    env,
+  };
 }
 
 /** The databases of work on one shard: the shard (`db`, and `d1` for hand-written SQL) and the directory. */
@@ -55,9 +64,6 @@ export const onShard = (env: Env, db: Db): Pick<ServiceContext, "db" | "d1" | "d
   d1: db.$client,
   directory: createDb(env.DB),
 });
-
-/** How long a message of an organization that is moving waits: the move's final copy takes seconds. */
-export const MOVING_RETRY_SECONDS = 15;
 
 /**
  * A queue batch's items sorted by where their organization lives, with one directory read per organization (side
@@ -102,15 +108,11 @@ export async function onEveryShard<R>(env: Env, name: string, task: (shard: Open
     openEveryShard(env).map((shard) =>
       task(shard).catch((err) => {
         const level = OrganizationMoving.raisedBy(err) ? "warn" : "error";
-        console.error(
-          JSON.stringify({
-            level,
-            msg: "cron task failed on a shard; next pass retries",
-            task: name,
-            shard: shard.shard,
-            error: loggableError(err),
-          }),
-        );
+        createLogger()[level]("cron task failed on a shard; next pass retries", {
+          task: name,
+          shard: shard.shard,
+          error: loggableError(err),
+        });
         return undefined;
       }),
     ),

@@ -3,7 +3,7 @@ import { StaleWrite } from "../db/write";
 import type { Env } from "../env";
 import { openShardOf, tenantOf } from "../shards/tenants";
 import { OrganizationMoving } from "../lib/errors";
-import { loggableError } from "../lib/log";
+import { createLogger, loggableError } from "../lib/log";
 import type { RequestMeta } from "../service-context";
 import { act, type ActResult, openLink, type OpenResult } from "./actions";
 import { SignerCodes } from "./codes";
@@ -106,14 +106,7 @@ export class EnvelopeSigner extends DurableObject<Env> {
           this.state = null;
           if (OrganizationMoving.raisedBy(err)) return MOVING;
           if (err instanceof StaleWrite && attempt < 3) continue;
-          console.error(
-            JSON.stringify({
-              level: "error",
-              msg: "envelope transition failed; the caller answers 503",
-              envelopeId,
-              error: loggableError(err),
-            }),
-          );
+          createLogger().error("envelope transition failed; the caller answers 503", { envelopeId, error: loggableError(err) });
           return FAILED;
         }
       }

@@ -162,10 +162,10 @@ async function eraseRound(ctx: ServiceContext, round: { id: string; status: Enve
   const ended = now.filter((e) => (UNSIGNED_ENDS as readonly string[]).includes(e.status)).map((e) => e.id);
   if (ended.length === 0) return;
   await removeFiles(
-    ctx.env,
+    ctx.files,
     ended.flatMap((id) => [certificateKey(org, id), sealedDocumentKey(org, id)]),
   );
-  for (const id of ended) await removeFiles(ctx.env, [], envelopeFilesPrefix(org, id));
+  for (const id of ended) await removeFiles(ctx.files, [], envelopeFilesPrefix(org, id));
   await ctx.db.batch(deleteEnvelopes(ctx, ended, counted));
 }
 

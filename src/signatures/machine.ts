@@ -5,9 +5,9 @@ import { expectVersion, type Statement, type VersionedTable } from "../db/write"
 import { commit } from "../events/commit";
 import type { Env } from "../env";
 import type { EventEnvelope } from "../events/envelope";
-import { loggableError } from "../lib/log";
+import { createLogger, type Logger, loggableError } from "../lib/log";
 import { nowIso } from "../lib/time";
-import type { RequestMeta, ServiceContext } from "../service-context";
+import { portsOf, type RequestMeta, type ServiceContext } from "../service-context";
 import { registerPublicKeys } from "../shards/directory";
 import { type AuditInput, appendAudit, type ChainHead, GENESIS } from "./audit";
 import { sealChainHead } from "./chain-seal";
@@ -77,7 +77,20 @@ export function machineContext(
   actor: ServiceContext["actor"] = { type: "public", userId: null },
 ): ServiceContext {
   const { db, d1, directory } = loaded.tenant;
-  return { env, db, directory, d1, organizationId: loaded.envelope.organizationId, actor, requestId: "envelope-signer", defer };
+  const organizationId = loaded.envelope.organizationId;
+  const requestId = "envelope-signer";
+  return {
+    env,
+    ...portsOf(env),
+    log: createLogger({ requestId, organizationId }),
+    db,
+    directory,
+    d1,
+    organizationId,
+    actor,
+    requestId,
+    defer,
+  };
 }
 
 export type SignerSet = Partial<Pick<SignerRow, "status" | "sentAt" | "signedAt" | "declinedAt" | "verification" | "remindAt">>;
@@ -107,7 +120,7 @@ export async function write(ctx: ServiceContext, loaded: Loaded, change: Change)
   const audit = await appendAudit(db, envelope.organizationId, envelope.id, loaded.head, change.audit);
   const terminal = change.envelope?.status !== undefined && TERMINAL.has(change.envelope.status);
   const chainSeal: ChainSeal | null = terminal
-    ? await sealChainHead(ctx.env, envelope.id, audit.head).catch(noSeal(envelope.id))
+    ? await sealChainHead(ctx.env, envelope.id, audit.head).catch(noSeal(ctx.log, envelope.id))
     : envelope.chainSeal;
   const next: EnvelopeRow = { ...envelope, ...change.envelope, chainSeal, updatedAt: at, version: envelope.version + 1 };
   const statements: Statement[] = [
@@ -171,8 +184,8 @@ export async function write(ctx: ServiceContext, loaded: Loaded, change: Change)
 }
 
 /** Without a seal key the terminal state still lands (a signature never fails on configuration); the log says why. */
-const noSeal = (envelopeId: string) => (err: unknown) => {
-  console.error(JSON.stringify({ level: "error", msg: "audit chain head not sealed", envelopeId, error: loggableError(err) }));
+const noSeal = (log: Logger, envelopeId: string) => (err: unknown) => {
+  log.error("audit chain head not sealed", { envelopeId, error: loggableError(err) });
   return null;
 };
 

@@ -88,7 +88,7 @@ export async function sendForSignature(ctx: ServiceContext, documentId: string, 
     if (!rendered) {
       const pdf = await renderDocumentPdf(ctx.env, await renderable(ctx.db, ctx.organizationId, doc));
       const key = envelopeDocumentKey(ctx.organizationId, envelopeId);
-      await ctx.env.FILES.put(key, pdf, {
+      await ctx.files.put(key, pdf, {
         httpMetadata: { contentType: "application/pdf", contentDisposition: `inline; filename="document-${doc.id}.pdf"` },
       });
       rendered = { key, sha256: await sha256Hex(pdf), title: form.title };
@@ -186,7 +186,7 @@ export async function sendForSignature(ctx: ServiceContext, documentId: string, 
     );
     return { envelope, links };
   }).catch(async (err: unknown) => {
-    if (rendered) ctx.defer(ctx.env.FILES.delete(rendered.key).catch(() => undefined));
+    if (rendered) ctx.defer(ctx.files.delete(rendered.key).catch(() => undefined));
     throw err;
   });
 
@@ -196,14 +196,7 @@ export async function sendForSignature(ctx: ServiceContext, documentId: string, 
   await envelopeSigner(ctx.env, envelope.id)
     .begin(envelope.id, ctx.organizationId, envelope.expiresAt)
     .catch((err) =>
-      console.error(
-        JSON.stringify({
-          level: "warn",
-          msg: "envelope alarm not set; expiry is checked on each use",
-          envelopeId: envelope.id,
-          error: loggableError(err),
-        }),
-      ),
+      ctx.log.warn("envelope alarm not set; expiry is checked on each use", { envelopeId: envelope.id, error: loggableError(err) }),
     );
   for (const { signer, token } of links) ctx.defer(sendSigningLink(ctx.env, ctx.db, ctx.organizationId, signer, token));
   return {

@@ -2,7 +2,7 @@ import { and, eq, isNotNull, lte } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { envelopes, envelopeSigners } from "../db/schema";
 import type { Env } from "../env";
-import { loggableError } from "../lib/log";
+import { createLogger, loggableError } from "../lib/log";
 import { nowIso } from "../lib/time";
 import { envelopeSigner } from "./signer-client";
 
@@ -25,16 +25,7 @@ export async function sweepOverdueEnvelopes(env: Env, db: Db, { max = 100 } = {}
     overdue.map((e) =>
       envelopeSigner(env, e.id)
         .begin(e.id, e.organizationId, e.expiresAt)
-        .catch((err) =>
-          console.error(
-            JSON.stringify({
-              level: "warn",
-              msg: "overdue envelope not handed to its object",
-              envelopeId: e.id,
-              error: loggableError(err),
-            }),
-          ),
-        ),
+        .catch((err) => createLogger().warn("overdue envelope not handed to its object", { envelopeId: e.id, error: loggableError(err) })),
     ),
   );
   return overdue.length;
@@ -60,11 +51,7 @@ export async function sendDueReminders(env: Env, db: Db, { max = 100 } = {}): Pr
     [...due].map(([id, organizationId]) =>
       envelopeSigner(env, id)
         .remind(id, organizationId)
-        .catch((err) =>
-          console.error(
-            JSON.stringify({ level: "error", msg: "reminders not sent; next pass retries", envelopeId: id, error: loggableError(err) }),
-          ),
-        ),
+        .catch((err) => createLogger().error("reminders not sent; next pass retries", { envelopeId: id, error: loggableError(err) })),
     ),
   );
   return due.size;

@@ -9,7 +9,7 @@ import type { Env } from "../env";
 import type { EventConsumer } from "../events/consumers";
 import type { EventEnvelope } from "../events/envelope";
 import { type Defer, withDeferred } from "../lib/deferred";
-import { loggableError } from "../lib/log";
+import { createLogger, loggableError } from "../lib/log";
 import { nowIso } from "../lib/time";
 import { systemContext } from "../shards/tenants";
 import { pendingTestimonialRow } from "../testimonials/service";
@@ -98,9 +98,9 @@ async function classify(env: Env, text: string, gatewayFor: (env: Env) => AiGate
     try {
       const result = await gatewaySentiment(gateway, text);
       if (result) return result;
-      console.warn(JSON.stringify({ level: "warn", msg: "sentiment: the AI gateway's answer was not a classification; used the lexicon" }));
+      createLogger().warn("sentiment: the AI gateway's answer was not a classification; used the lexicon");
     } catch (err) {
-      console.warn(JSON.stringify({ level: "warn", msg: "sentiment: the AI gateway failed; used the lexicon", error: loggableError(err) }));
+      createLogger().warn("sentiment: the AI gateway failed; used the lexicon", { error: loggableError(err) });
     }
   }
   return lexiconSentiment(text);

@@ -73,13 +73,7 @@ async function sendDue(env: Env, db: Db, defer: Defer, max: number): Promise<num
             ]);
           if (err instanceof RecipientChanged) {
             // Re-addressed or merged since it was scheduled: not this survey's recipient any more; skipped, not retried.
-            console.info(
-              JSON.stringify({
-                level: "info",
-                msg: "survey not mailed: its contact's address changed since it was scheduled; skipped",
-                surveyId: claimed.id,
-              }),
-            );
+            ctx.log.info("survey not mailed: its contact's address changed since it was scheduled; skipped", { surveyId: claimed.id });
             await skip();
             return;
           }
@@ -121,9 +115,7 @@ async function sendDue(env: Env, db: Db, defer: Defer, max: number): Promise<num
         // Its organization is moving: the shard refused the claim, so the next pass takes the survey up
         // (on the organization's new shard once the move is done).
         if (OrganizationMoving.raisedBy(err)) return;
-        console.error(
-          JSON.stringify({ level: "error", msg: "survey invitation not sent", surveyId: before.id, error: loggableError(err) }),
-        );
+        ctx.log.error("survey invitation not sent", { surveyId: before.id, error: loggableError(err) });
       }
     }),
   );
@@ -176,7 +168,7 @@ async function surveyWonDeal(ctx: ServiceContext, event: EventEnvelope): Promise
   };
   const agentUserId = deal.assignedTo ?? event.actor.userId ?? null;
   if (!agentUserId) {
-    console.warn(JSON.stringify({ level: "warn", msg: "won deal has no agent to survey about", dealId: data.dealId, eventId: event.id }));
+    ctx.log.warn("won deal has no agent to survey about", { dealId: data.dealId, eventId: event.id });
     return null;
   }
   // A deal another agent won is not theirs to have surveyed about a colleague (else an agent could assign a deal of a
@@ -184,23 +176,14 @@ async function surveyWonDeal(ctx: ServiceContext, event: EventEnvelope): Promise
   // admins closing a deal for its agent still survey.
   const closer = event.actor.userId;
   if (closer && closer !== agentUserId && (await roleOf(ctx, closer)) === "agent") {
-    console.info(
-      JSON.stringify({ level: "info", msg: "won deal not surveyed: another agent won it", dealId: data.dealId, eventId: event.id }),
-    );
+    ctx.log.info("won deal not surveyed: another agent won it", { dealId: data.dealId, eventId: event.id });
     return null;
   }
   const template = await defaultTemplate(ctx);
   // Mailed to the address the client had at the win (a contact re-addressed within the moment before this runs is
   // skipped). A contact with none then (in the trash at the win) is surveyed at no address: nobody is.
   if (data.contactEmailKey === null) {
-    console.info(
-      JSON.stringify({
-        level: "info",
-        msg: "won deal not surveyed: its contact had no address at the win",
-        dealId: data.dealId,
-        eventId: event.id,
-      }),
-    );
+    ctx.log.info("won deal not surveyed: its contact had no address at the win", { dealId: data.dealId, eventId: event.id });
     return null;
   }
   const atWin = typeof data.contactEmailKey === "string" ? data.contactEmailKey : undefined;
@@ -212,14 +195,7 @@ async function surveyWonDeal(ctx: ServiceContext, event: EventEnvelope): Promise
     // A deal whose contact or agent went away meanwhile has no one to survey; anything else is retried.
     if (err instanceof Validation) return null;
     if (err instanceof NotConfigured) {
-      console.error(
-        JSON.stringify({
-          level: "error",
-          msg: "won deal not surveyed: SURVEY_TOKEN_KEY is not configured",
-          dealId: data.dealId,
-          eventId: event.id,
-        }),
-      );
+      ctx.log.error("won deal not surveyed: SURVEY_TOKEN_KEY is not configured", { dealId: data.dealId, eventId: event.id });
       return null;
     }
     throw err;

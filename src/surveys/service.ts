@@ -265,14 +265,7 @@ export async function reissueSurvey(ctx: ServiceContext, id: string, actingFor: 
   // The new token is committed: a mail that fails must not lose it, so the answer carries it whatever the mail did.
   if (row.channel === "EMAIL" && row.sentAt !== null)
     await mailInvitation(ctx.env, ctx.db, row, token).catch((err) =>
-      console.error(
-        JSON.stringify({
-          level: "error",
-          msg: "re-issued survey link not mailed; the answer carries it",
-          surveyId: row.id,
-          error: loggableError(err),
-        }),
-      ),
+      ctx.log.error("re-issued survey link not mailed; the answer carries it", { surveyId: row.id, error: loggableError(err) }),
     );
   return { ...toSurvey(row), accessToken: token, surveyUrl: surveyUrl(ctx.env, token) };
 }

@@ -6,7 +6,7 @@ import type { Env } from "../env";
 import { removeFiles } from "../files/storage";
 import { decodeCursor, encodeCursor } from "../lib/cursor";
 import { Validation } from "../lib/errors";
-import { loggableError } from "../lib/log";
+import { createLogger, loggableError } from "../lib/log";
 import type { ServiceContext } from "../service-context";
 import type { TrashItem, TrashListQuery } from "./schemas";
 
@@ -97,7 +97,7 @@ export async function purgeTrash(env: Env, db: Db, { now = new Date(), max = PUR
   for (const entry of due) {
     try {
       const prefix = filesOf(entry.kind, entry.organizationId, entry.recordId);
-      if (prefix) await removeFiles(env, [], prefix);
+      if (prefix) await removeFiles(env.FILES, [], prefix);
       await db.batch([
         db.delete(trashRows).where(eq(trashRows.recordId, entry.recordId)),
         // A contact gone for good takes the e-mails and phones of the contacts merged into it (contacts/merge.ts).
@@ -111,14 +111,11 @@ export async function purgeTrash(env: Env, db: Db, { now = new Date(), max = PUR
       ]);
       purged++;
     } catch (err) {
-      console.warn(
-        JSON.stringify({
-          message: "trash purge failed; the next pass resumes it",
-          recordId: entry.recordId,
-          kind: entry.kind,
-          error: loggableError(err),
-        }),
-      );
+      createLogger().warn("trash purge failed; the next pass resumes it", {
+        recordId: entry.recordId,
+        kind: entry.kind,
+        error: loggableError(err),
+      });
     }
   }
   return purged;

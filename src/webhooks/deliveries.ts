@@ -94,7 +94,7 @@ async function insertAndSend(ctx: ServiceContext, row: DeliveryRow): Promise<Del
     ctx.db.insert(webhookDeliveries).values(row).onConflictDoNothing().returning({ id: webhookDeliveries.id }),
   ])) as [unknown, { id: string }[]];
   if (inserted.length === 0) return null;
-  await enqueueDeliveries(ctx.env, [{ deliveryId: row.id, organizationId: ctx.organizationId }]);
+  await enqueueDeliveries(ctx.queues.webhookDeliveries, [{ deliveryId: row.id, organizationId: ctx.organizationId }]);
   return (await withAttempts(ctx, [row]))[0]!;
 }
 
@@ -163,7 +163,7 @@ async function requeue(ctx: ServiceContext, row: DeliveryRow): Promise<Delivery>
     )
     .returning({ id: webhookDeliveries.id });
   if (moved.length === 0) throw inFlight();
-  await enqueueDeliveries(ctx.env, [{ deliveryId: row.id, organizationId: ctx.organizationId, chain: row.chain }]);
+  await enqueueDeliveries(ctx.queues.webhookDeliveries, [{ deliveryId: row.id, organizationId: ctx.organizationId, chain: row.chain }]);
   return (await withAttempts(ctx, [{ ...row, status: "pending", nextAttemptAt: null, updatedAt }]))[0]!;
 }
 

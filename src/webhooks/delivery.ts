@@ -1,4 +1,5 @@
 import { and, eq, inArray, ne, sql } from "drizzle-orm";
+import type { z } from "zod";
 import type { BatchItem } from "drizzle-orm/batch";
 import type { Db } from "../db/client";
 import { webhookDeliveries, webhookDeliveryAttempts, webhookSubscriptions } from "../db/schema";
@@ -6,9 +7,8 @@ import type { Env } from "../env";
 import { readConfig } from "../env";
 import { newId } from "../lib/ids";
 import { addSeconds, nowIso } from "../lib/time";
-import { hasRetryLeft, retryDelaySeconds } from "./backoff";
+import { hasRetryLeft } from "./backoff";
 import { disableFailingEndpoint, failedLongEnough, failureRunWrite } from "./healing";
-import type { DeliveryMessage } from "./fanout";
 import { masterKey } from "./guards";
 import { openSecret } from "./secret-box";
 import { carries } from "./events";
@@ -16,8 +16,11 @@ import { checkWebhookUrl, urlPolicyFor } from "./ssrf";
 import type { WebhookDeps } from "./transport";
 import { signStandardWebhook, signWebhook } from "./verify";
 import { OrganizationMoving } from "../lib/errors";
-import { loggableError } from "../lib/log";
-import { MOVING_RETRY_SECONDS, organizationsOfIds, routeToShards } from "../shards/tenants";
+import { type Logger, loggableError } from "../lib/log";
+import { DeliveryMessageSchema } from "../lib/queue-messages";
+import { ORGANIZATION_MOVING, WEBHOOK_DELIVERY } from "../lib/retry";
+import { type QueueMessage, queueConsumer } from "../events/queue-consumer";
+import { organizationsOfIds, routeToShards } from "../shards/tenants";
 
 export const USER_AGENT = "BrokerageEdge-Webhooks/1.0";
 
@@ -161,7 +164,7 @@ async function attemptDelivery(
   const result = await send(env, deps, { ...target, subscriptionId: delivery.subscriptionId }, delivery);
   const delivered = result.statusCode !== null && result.statusCode >= 200 && result.statusCode < 300;
   const gone = result.statusCode === 410;
-  const delaySeconds = retryDelaySeconds(queueAttempt);
+  const delaySeconds = WEBHOOK_DELIVERY.delaySeconds(queueAttempt);
   const retrying = !delivered && !gone;
   const nextAttemptAt = retrying && hasRetryLeft(queueAttempt) ? nowIso(addSeconds(now, delaySeconds)) : null;
 
@@ -213,58 +216,50 @@ async function attemptDelivery(
   return { outcome: retrying ? { kind: "retry", delaySeconds } : { kind: "ack" }, writes, overdue };
 }
 
+type DeliveryBody = z.infer<typeof DeliveryMessageSchema>;
+
 interface Addressed {
-  message: Message<unknown>;
-  deliveryId: string | null;
+  message: QueueMessage<DeliveryBody>;
+  deliveryId: string;
   organizationId: string | null;
   chain: number;
 }
-
-const stringOf = (v: unknown): string | null => (typeof v === "string" && v.length > 0 ? v : null);
 
 /**
  * The deliveries a batch names, each with its organization. A message queued before messages named one is looked
  * for on every shard (one query per shard for the batch).
  */
-async function addressBatch(env: Env, messages: readonly Message<unknown>[]): Promise<Addressed[]> {
-  const items = messages.map((message) => {
-    const body = message.body as Partial<Record<keyof DeliveryMessage, unknown>> | null;
-    const chain = typeof body?.chain === "number" && Number.isSafeInteger(body.chain) ? body.chain : 0;
-    return { message, deliveryId: stringOf(body?.deliveryId), organizationId: stringOf(body?.organizationId), chain };
-  });
-  const lost = items.filter((a) => a.deliveryId !== null && a.organizationId === null);
+async function addressBatch(env: Env, messages: QueueMessage<DeliveryBody>[]): Promise<Addressed[]> {
+  const items = messages.map((message) => ({
+    message,
+    deliveryId: message.body.deliveryId,
+    organizationId: message.body.organizationId ?? null,
+    chain: message.body.chain ?? 0,
+  }));
+  const lost = items.filter((a) => a.organizationId === null);
   const orgOf = await organizationsOfIds(
     env,
     webhookDeliveries,
     webhookDeliveries,
-    lost.map((a) => a.deliveryId!),
+    lost.map((a) => a.deliveryId),
   );
-  for (const a of lost) a.organizationId = orgOf.get(a.deliveryId!) ?? null;
+  for (const a of lost) a.organizationId = orgOf.get(a.deliveryId) ?? null;
   return items;
 }
 
 /**
- * Routes a batch to the shards of its organizations (one directory read per organization): a message naming no
- * delivery, or one of an organization the directory no longer knows, is dropped; one of an organization that is
- * moving waits for the move (a retry, not a dead letter).
+ * Routes a batch to the shards of its organizations (one directory read per organization): a message of an
+ * organization the directory no longer knows is dropped; one of an organization that is moving waits for the move (a
+ * retry, not a dead letter).
  */
-async function routeBatch(env: Env, batch: MessageBatch<unknown>) {
-  const items = await addressBatch(env, batch.messages);
-  const { byShard, fenced, unknown } = await routeToShards(env, items, (a) => (a.deliveryId ? a.organizationId : null));
+async function routeBatch(env: Env, messages: QueueMessage<DeliveryBody>[], log: Logger) {
+  const items = await addressBatch(env, messages);
+  const { byShard, fenced, unknown } = await routeToShards(env, items, (a) => a.organizationId);
   for (const { message, deliveryId, organizationId } of unknown) {
-    if (deliveryId)
-      console.error(
-        JSON.stringify({
-          level: "warn",
-          msg: "webhook delivery of no known organization; dropped",
-          messageId: message.id,
-          deliveryId,
-          organizationId,
-        }),
-      );
+    log.warn("webhook delivery of no known organization; dropped", { messageId: message.id, deliveryId, organizationId });
     message.ack();
   }
-  for (const { message } of fenced) message.retry({ delaySeconds: MOVING_RETRY_SECONDS });
+  for (const { message } of fenced) message.retry(ORGANIZATION_MOVING.delaySeconds(message.attempts));
   return byShard;
 }
 
@@ -272,22 +267,26 @@ async function routeBatch(env: Env, batch: MessageBatch<unknown>) {
  * One shard's deliveries of a batch: two D1 round trips (load, log), the POSTs side by side; then, rarely, the
  * endpoints whose failures have run 5 days are turned off (healing.ts; the cron finds any this misses).
  */
-async function deliverOnShard(env: Env, db: Db, deps: WebhookDeps, work: Addressed[]): Promise<void> {
+async function deliverOnShard(env: Env, db: Db, deps: WebhookDeps, work: Addressed[], log: Logger): Promise<void> {
   const targets = new Map(
     (
       await loadTargets(
         db,
-        work.map((w) => w.deliveryId!),
+        work.map((w) => w.deliveryId),
       )
     ).map((t) => [t.delivery.id, t]),
   );
   const results = await Promise.all(
     work.map(async ({ message, deliveryId, chain }) => {
       try {
-        return { message, ...(await attemptDelivery(env, db, deps, targets.get(deliveryId!), { attempts: message.attempts, chain })) };
+        return { message, ...(await attemptDelivery(env, db, deps, targets.get(deliveryId), { attempts: message.attempts, chain })) };
       } catch (err) {
-        console.error(JSON.stringify({ level: "error", msg: "webhook delivery failed", deliveryId, error: loggableError(err) }));
-        return { message, outcome: { kind: "retry", delaySeconds: retryDelaySeconds(message.attempts) } as Outcome, writes: [] };
+        log.error("webhook delivery failed", { deliveryId, error: loggableError(err) });
+        return {
+          message,
+          outcome: { kind: "retry", delaySeconds: WEBHOOK_DELIVERY.delaySeconds(message.attempts) } as Outcome,
+          writes: [],
+        };
       }
     }),
   );
@@ -296,19 +295,12 @@ async function deliverOnShard(env: Env, db: Db, deps: WebhookDeps, work: Address
   const overdue = new Map(results.flatMap((r) => (r.overdue ? [[r.overdue.subscriptionId, r.overdue.organizationId] as const] : [])));
   for (const [subscriptionId, organizationId] of overdue) {
     await disableFailingEndpoint(env, db, organizationId, subscriptionId).catch((err) =>
-      console.error(
-        JSON.stringify({
-          level: "error",
-          msg: "failing webhook endpoint not disabled; the cron retries",
-          subscriptionId,
-          error: loggableError(err),
-        }),
-      ),
+      log.error("failing webhook endpoint not disabled; the cron retries", { subscriptionId, error: loggableError(err) }),
     );
   }
   for (const { message, outcome } of results) {
     if (outcome.kind === "ack") message.ack();
-    else message.retry({ delaySeconds: outcome.delaySeconds });
+    else message.retry(outcome.delaySeconds);
   }
 }
 
@@ -319,31 +311,26 @@ async function deliverOnShard(env: Env, db: Db, deps: WebhookDeps, work: Address
  * twice, which it handles by webhook-id anyway.
  */
 export function createDeliveryConsumer(deps: WebhookDeps) {
-  return async (batch: MessageBatch<unknown>, env: Env): Promise<void> => {
-    const byShard = await routeBatch(env, batch);
+  return queueConsumer({ schema: DeliveryMessageSchema, retry: WEBHOOK_DELIVERY }, async (messages, env, log) => {
+    const byShard = await routeBatch(env, messages, log);
     await Promise.all(
       byShard.map(({ shard, items }) =>
-        deliverOnShard(env, shard.db, deps, items).catch((err) => {
+        deliverOnShard(env, shard.db, deps, items, log).catch((err) => {
           const moving = OrganizationMoving.raisedBy(err);
-          console.error(
-            JSON.stringify({
-              level: moving ? "warn" : "error",
-              msg: "webhook deliveries not recorded on their shard; retried",
-              shard: shard.shard,
-              error: loggableError(err),
-            }),
-          );
-          for (const { message } of items)
-            message.retry({ delaySeconds: moving ? MOVING_RETRY_SECONDS : retryDelaySeconds(message.attempts) });
+          log[moving ? "warn" : "error"]("webhook deliveries not recorded on their shard; retried", {
+            shard: shard.shard,
+            error: loggableError(err),
+          });
+          for (const { message } of items) message.retry(moving ? ORGANIZATION_MOVING.delaySeconds(message.attempts) : undefined);
         }),
       ),
     );
-  };
+  });
 }
 
 /** The `webhook-deliveries-dlq` handler: the delivery is marked dead and kept, so it can be replayed. */
-export async function markDeadDeliveries(batch: MessageBatch<unknown>, env: Env): Promise<void> {
-  const byShard = await routeBatch(env, batch);
+export const markDeadDeliveries = queueConsumer({ schema: DeliveryMessageSchema, retry: WEBHOOK_DELIVERY }, async (messages, env, log) => {
+  const byShard = await routeBatch(env, messages, log);
   await Promise.all(
     byShard.map(async ({ shard: { db }, items }) => {
       for (const { message, deliveryId, chain } of items) {
@@ -353,22 +340,15 @@ export async function markDeadDeliveries(batch: MessageBatch<unknown>, env: Env)
             .update(webhookDeliveries)
             .set({ status: "dead", nextAttemptAt: null, updatedAt: nowIso() })
             .where(
-              and(eq(webhookDeliveries.id, deliveryId!), ne(webhookDeliveries.status, "delivered"), eq(webhookDeliveries.chain, chain)),
+              and(eq(webhookDeliveries.id, deliveryId), ne(webhookDeliveries.status, "delivered"), eq(webhookDeliveries.chain, chain)),
             );
           message.ack();
         } catch (err) {
           const moving = OrganizationMoving.raisedBy(err);
-          console.error(
-            JSON.stringify({
-              level: moving ? "warn" : "error",
-              msg: "dead delivery not marked; retried",
-              deliveryId,
-              error: loggableError(err),
-            }),
-          );
-          message.retry({ delaySeconds: moving ? MOVING_RETRY_SECONDS : retryDelaySeconds(message.attempts) });
+          log[moving ? "warn" : "error"]("dead delivery not marked; retried", { deliveryId, error: loggableError(err) });
+          message.retry(moving ? ORGANIZATION_MOVING.delaySeconds(message.attempts) : undefined);
         }
       }
     }),
   );
-}
+});

@@ -6,26 +6,23 @@ import type { Env } from "../env";
 import type { EventConsumer } from "../events/consumers";
 import type { EventEnvelope } from "../events/envelope";
 import { newId } from "../lib/ids";
+import type { DeliveryMessage } from "../lib/queue-messages";
+import type { QueuePort } from "../service-context";
 import { chunkBySize, inJsonList } from "../lib/sql";
 import { nowIso } from "../lib/time";
 import { ENDPOINT_DISABLED, isWebhookEvent } from "./events";
 import { matchesFilters } from "./filters";
 import { buildPayload } from "./payload";
 
-/** A delivery to attempt, with the organization whose shard holds it. */
-export interface DeliveryMessage {
-  deliveryId: string;
-  organizationId: string;
-  /** The delivery's retry chain the message belongs to (db/webhooks.ts `chain`); absent for the first, 0. */
-  chain?: number;
-}
+/** A delivery to attempt, with the organization whose shard holds it (lib/queue-messages.ts). */
+export type { DeliveryMessage };
 
 /** Queue sendBatch takes at most 100 messages per call. */
-export async function enqueueDeliveries(env: Env, deliveries: DeliveryMessage[]): Promise<void> {
+export async function enqueueDeliveries(queue: QueuePort<DeliveryMessage>, deliveries: DeliveryMessage[]): Promise<void> {
   for (let i = 0; i < deliveries.length; i += 100) {
-    await env.WEBHOOK_DELIVERIES.sendBatch(
+    await queue.sendBatch(
       deliveries.slice(i, i + 100).map(({ deliveryId, organizationId, chain }) => ({
-        body: (chain ? { deliveryId, organizationId, chain } : { deliveryId, organizationId }) satisfies DeliveryMessage,
+        body: chain ? { deliveryId, organizationId, chain } : { deliveryId, organizationId },
         contentType: "json" as const,
       })),
     );
@@ -122,7 +119,7 @@ export async function fanOutEvents(env: Env, db: Db, events: EventEnvelope[]): P
   );
   const results = await db.batch(statements as [BatchItem<"sqlite">, ...BatchItem<"sqlite">[]]);
   const pending = results.at(-1) as DeliveryMessage[];
-  await enqueueDeliveries(env, pending);
+  await enqueueDeliveries(env.WEBHOOK_DELIVERIES, pending);
   return pending.map((d) => d.deliveryId);
 }
 
@@ -156,7 +153,7 @@ export async function resendStalledDeliveries(env: Env, db: Db, { stalledSeconds
         eq(webhookDeliveries.status, "pending"),
       ),
     );
-  await enqueueDeliveries(env, stalled);
+  await enqueueDeliveries(env.WEBHOOK_DELIVERIES, stalled);
   return stalled.length;
 }
 

@@ -6,7 +6,7 @@ import type { Env } from "../env";
 import { commit } from "../events/commit";
 import { newEvent } from "../events/outbox";
 import { withDeferred } from "../lib/deferred";
-import { loggableError } from "../lib/log";
+import { createLogger, loggableError } from "../lib/log";
 import { addSeconds, nowIso } from "../lib/time";
 import { mailerFor } from "../mail/mailer";
 import { systemContext } from "../shards/tenants";
@@ -145,15 +145,11 @@ async function noticeOwners(env: Env, db: Db, endpoint: Row, dueAt: string): Pro
       .set({ ownersNoticeDueAt: null })
       .where(and(eq(s.id, endpoint.id), eq(s.ownersNoticeDueAt, dueAt)));
   } catch (err) {
-    console.error(
-      JSON.stringify({
-        level: "error",
-        msg: "disabled endpoint's owners not mailed; the cron retries",
-        subscriptionId: endpoint.id,
-        organizationId: endpoint.organizationId,
-        error: loggableError(err),
-      }),
-    );
+    createLogger().error("disabled endpoint's owners not mailed; the cron retries", {
+      subscriptionId: endpoint.id,
+      organizationId: endpoint.organizationId,
+      error: loggableError(err),
+    });
   }
 }
 
@@ -182,14 +178,10 @@ export async function healEndpoints(env: Env, db: Db, { max = 100 } = {}): Promi
     try {
       if (await disableFailingEndpoint(env, db, endpoint.organizationId, endpoint.id)) done++;
     } catch (err) {
-      console.error(
-        JSON.stringify({
-          level: "error",
-          msg: "failing webhook endpoint not disabled; next pass retries",
-          subscriptionId: endpoint.id,
-          error: loggableError(err),
-        }),
-      );
+      createLogger().error("failing webhook endpoint not disabled; next pass retries", {
+        subscriptionId: endpoint.id,
+        error: loggableError(err),
+      });
     }
   }
   for (const endpoint of due) {
@@ -201,14 +193,10 @@ export async function healEndpoints(env: Env, db: Db, { max = 100 } = {}): Promi
       .returning({ id: s.id })
       .catch(
         (err) => (
-          console.error(
-            JSON.stringify({
-              level: "error",
-              msg: "disabled endpoint's notice not taken; next pass retries",
-              subscriptionId: endpoint.id,
-              error: loggableError(err),
-            }),
-          ),
+          createLogger().error("disabled endpoint's notice not taken; next pass retries", {
+            subscriptionId: endpoint.id,
+            error: loggableError(err),
+          }),
           []
         ),
       );

@@ -53,6 +53,6 @@ export async function recoverWebhook(
     throw new Conflict("A recovery of this window is still being sent; follow it in the delivery log", "recovery_in_flight");
   }
   // A send that fails leaves them pending: the cron's stalled-delivery pass queues them (fanout.ts), chain and all.
-  await enqueueDeliveries(ctx.env, taken);
+  await enqueueDeliveries(ctx.queues.webhookDeliveries, taken);
   return { since, queued: taken.length, hasMore: (left?.n ?? 0) > 0 };
 }
