@@ -26,12 +26,13 @@ async function singleDatabase(): Promise<D1Database> {
   const db = env.DB_SHARD_1;
   for (const migration of env.DIRECTORY_MIGRATIONS) {
     for (const query of migration.queries) {
-      // organizations and users are in both sets: the shard's copy is the single database's table.
+      // organizations and users are in both sets, and so are the columns both sets add to them (the roles
+      // migration, the organization profile): the shard's copy is the single database's table.
       await db
         .prepare(query)
         .run()
         .catch((err: Error) => {
-          if (!/already exists/.test(err.message)) throw err;
+          if (!/already exists|duplicate column name/.test(err.message)) throw err;
         });
     }
   }

@@ -1,17 +1,31 @@
-import { createApp } from "./app";
+import type { createApp } from "./app";
 import type { Env } from "./env";
 
 export { EnvelopeSigner } from "./signatures/envelope-signer";
 export { RateLimiterObject as RateLimiter } from "./platform/rate-limiter-object";
 
-const app = createApp();
+type App = ReturnType<typeof createApp>;
+let app: App | undefined;
+let building: Promise<App> | undefined;
 
 /**
- * The Worker. Only the app's router is built at startup: route groups, queue consumers and cron passes load at their
- * first use, since every new isolate in every location pays the startup before its first answer.
+ * The app (its middleware, zod and the drizzle tables they read), built at the isolate's first request: every new
+ * isolate, the Durable Objects' too, pays its startup before anything else, and the app was most of it. Route groups,
+ * queue consumers and cron passes load at their own first use (docs/decisions/0006-a-fast-cold-start.md).
  */
+function buildApp(): Promise<App> {
+  if (!building) {
+    building = import("./app").then(({ createApp }) => (app = createApp()));
+    // A failed import is tried again by the next request rather than kept.
+    building.catch(() => (building = undefined));
+  }
+  return building;
+}
+
 export default {
-  fetch: app.fetch,
+  fetch(request, env, ctx) {
+    return app ? app.fetch(request, env, ctx) : buildApp().then((built) => built.fetch(request, env, ctx));
+  },
 
   async queue(batch: MessageBatch<unknown>, env: Env): Promise<void> {
     const { handleQueue } = await import("./queues");

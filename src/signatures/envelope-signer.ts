@@ -1,16 +1,31 @@
 import { DurableObject } from "cloudflare:workers";
-import { StaleWrite } from "../db/write";
 import type { Env } from "../env";
-import { openShardOf, tenantOf } from "../shards/tenants";
 import { OrganizationMoving } from "../lib/errors";
 import { createLogger, loggableError } from "../lib/log";
 import type { RequestMeta } from "../service-context";
-import { act, type ActResult, openLink, type OpenResult } from "./actions";
+import type { ActResult, OpenResult } from "./actions";
 import { SignerCodes } from "./codes";
-import { end, expireIfDue, isExpired, type Loaded, loadEnvelope, machineContext, TERMINAL } from "./machine";
-import { mailDueNotices } from "./reminders";
-import { resendLink, type ResendResult } from "./resend";
+import type { Loaded } from "./machine";
+import type { ResendResult } from "./resend";
 import type { SignerAction } from "./schemas";
+
+/**
+ * The transitions and what they reach (the shards through drizzle, the directory, mail), loaded at the object's first
+ * call rather than at startup: every isolate of the Worker loads this class, most never call it.
+ */
+async function loadTransitions() {
+  const [actions, machine, reminders, resend, tenants, write] = await Promise.all([
+    import("./actions"),
+    import("./machine"),
+    import("./reminders"),
+    import("./resend"),
+    import("../shards/tenants"),
+    import("../db/write"),
+  ]);
+  return { actions, machine, reminders, resend, tenants, write };
+}
+type Transitions = Awaited<ReturnType<typeof loadTransitions>>;
+let transitions: Promise<Transitions> | undefined;
 
 export type VoidResult = { kind: "voided" } | { kind: "not_found" } | { kind: "cannot_void"; message: string };
 
@@ -64,9 +79,9 @@ export class EnvelopeSigner extends DurableObject<Env> {
    * envelope. A caller that looked the organization up already (a public route, by the link's key) names its shard,
    * so the load reads nothing in the directory; the others (the sender's routes, the cron, the alarm) leave it to it.
    */
-  private async load(envelopeId: string, organizationId: string, shard?: number): Promise<Loaded | null> {
-    const tenant = shard === undefined ? await tenantOf(this.env, organizationId) : openShardOf(this.env, shard);
-    const s = tenant && (await loadEnvelope(tenant, envelopeId));
+  private async load(t: Transitions, envelopeId: string, organizationId: string, shard?: number): Promise<Loaded | null> {
+    const tenant = shard === undefined ? await t.tenants.tenantOf(this.env, organizationId) : t.tenants.openShardOf(this.env, shard);
+    const s = tenant && (await t.machine.loadEnvelope(tenant, envelopeId));
     return s && s.envelope.organizationId === organizationId ? s : null;
   }
 
@@ -86,26 +101,28 @@ export class EnvelopeSigner extends DurableObject<Env> {
   private withState<T>(
     envelopeId: string,
     organizationId: string,
-    op: (s: Loaded) => Promise<{ result: T; state: Loaded }>,
+    op: (s: Loaded, t: Transitions) => Promise<{ result: T; state: Loaded }>,
     fresh = false,
     shard?: number,
   ): Promise<T | typeof MOVING | typeof FAILED | null> {
     return this.serial(async () => {
+      transitions ??= loadTransitions();
+      const t = await transitions;
       for (let attempt = 1; ; attempt++) {
         try {
           const cached = !fresh && attempt === 1 && this.state?.envelope.id === envelopeId ? this.state : null;
           if (cached && cached.envelope.organizationId !== organizationId) return null;
-          const s = cached ?? (await this.load(envelopeId, organizationId, shard));
+          const s = cached ?? (await this.load(t, envelopeId, organizationId, shard));
           if (!s) return null;
           if (!cached) await this.keepOrganization(organizationId);
           this.state = s;
-          const out = await op(s);
+          const out = await op(s, t);
           this.state = out.state;
           return out.result;
         } catch (err) {
           this.state = null;
           if (OrganizationMoving.raisedBy(err)) return MOVING;
-          if (err instanceof StaleWrite && attempt < 3) continue;
+          if (err instanceof t.write.StaleWrite && attempt < 3) continue;
           createLogger().error("envelope transition failed; the caller answers 503", { envelopeId, error: loggableError(err) });
           return FAILED;
         }
@@ -135,7 +152,7 @@ export class EnvelopeSigner extends DurableObject<Env> {
     const result = await this.withState(
       envelopeId,
       organizationId,
-      (s) => openLink(this.env, s, tokenHash, meta, this.defer),
+      (s, t) => t.actions.openLink(this.env, s, tokenHash, meta, this.defer),
       false,
       shard,
     );
@@ -156,10 +173,10 @@ export class EnvelopeSigner extends DurableObject<Env> {
     const result = await this.withState(
       envelopeId,
       organizationId,
-      async (s) =>
+      async (s, t) =>
         this.deadTokens.has(tokenHash)
           ? { result: { kind: "gone" as const }, state: s }
-          : act(this.env, s, this.codes, tokenHash, input, meta, this.defer),
+          : t.actions.act(this.env, s, this.codes, tokenHash, input, meta, this.defer),
       false,
       shard,
     );
@@ -175,7 +192,8 @@ export class EnvelopeSigner extends DurableObject<Env> {
     actorUserId: string | null,
     meta: RequestMeta,
   ): Promise<VoidResult | typeof MOVING | typeof FAILED> {
-    const result = await this.withState<VoidResult>(envelopeId, organizationId, async (s) => {
+    const result = await this.withState<VoidResult>(envelopeId, organizationId, async (s, t) => {
+      const { end, isExpired, machineContext, TERMINAL } = t.machine;
       const ctx = machineContext(this.env, s, this.defer, { type: "user", userId: actorUserId });
       if (!TERMINAL.has(s.envelope.status) && isExpired(s.envelope)) {
         return {
@@ -200,8 +218,8 @@ export class EnvelopeSigner extends DurableObject<Env> {
     actorUserId: string | null,
     meta: RequestMeta,
   ): Promise<ResendResult | typeof MOVING | typeof FAILED> {
-    const result = await this.withState(envelopeId, organizationId, (s) =>
-      resendLink(this.env, s, this.codes, signerId, actorUserId, meta, this.defer),
+    const result = await this.withState(envelopeId, organizationId, (s, t) =>
+      t.resend.resendLink(this.env, s, this.codes, signerId, actorUserId, meta, this.defer),
     );
     return result ?? { kind: "not_found" };
   }
@@ -211,7 +229,7 @@ export class EnvelopeSigner extends DurableObject<Env> {
     const mailed = await this.withState(
       envelopeId,
       organizationId,
-      (s) => mailDueNotices(this.env, s, this.defer).then(({ mailed, state }) => ({ result: mailed, state })),
+      (s, t) => t.reminders.mailDueNotices(this.env, s, this.defer).then(({ mailed, state }) => ({ result: mailed, state })),
       true,
     );
     // Moving or failed: the next cron pass mails them (from the new shard).
@@ -228,7 +246,7 @@ export class EnvelopeSigner extends DurableObject<Env> {
     const later = await this.withState(
       envelopeId,
       organizationId,
-      (s) => expireIfDue(this.env, s, this.defer).then(({ later, state }) => ({ result: later, state })),
+      (s, t) => t.machine.expireIfDue(this.env, s, this.defer).then(({ later, state }) => ({ result: later, state })),
       true,
     );
     // Moving or failed: the expiry is tried again in a minute, on whichever shard the organization lives on by then.

@@ -14,6 +14,13 @@ await Promise.all([
 // pending import from another context hangs. Loading them here, before any request, leaves nothing pending. (A
 // deployed Worker has every module in its bundle: there a dynamic import does no I/O.)
 await Promise.all([
+  import("../../src/app"),
+  import("../../src/signatures/actions"),
+  import("../../src/signatures/machine"),
+  import("../../src/signatures/reminders"),
+  import("../../src/signatures/resend"),
+  import("../../src/shards/tenants"),
+  import("../../src/db/write"),
   import("../../src/plants/routes"),
   import("../../src/contacts/routes"),
   import("../../src/properties/routes"),

@@ -1,4 +1,5 @@
 import { execFile } from "node:child_process";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { promisify } from "node:util";
 
@@ -19,4 +20,28 @@ export async function buildBundle(dir: string): Promise<{ bundle: string; kib: n
   const upload = /Total Upload: ([\d.]+) KiB \/ gzip: ([\d.]+) KiB/.exec(output);
   if (!upload) throw new Error(`wrangler reported no upload size:\n${output}`);
   return { bundle, kib: Number(upload[1]), gzipKiB: Number(upload[2]), output };
+}
+
+/**
+ * A Worker of one line (`new Response("ok")`) with the app's compatibility date and flags, built the same way into
+ * `dir`: the floor every startup figure stands on (the isolate, the profiler), measured beside it in the same run.
+ */
+export async function buildFloorBundle(dir: string): Promise<string> {
+  const floor = join(dir, "floor");
+  mkdirSync(floor, { recursive: true });
+  const toml = readFileSync("wrangler.toml", "utf8");
+  const compatibility = toml.split("\n").filter((line) => /^compatibility_(date|flags)\s*=/.test(line));
+  writeFileSync(join(floor, "wrangler.toml"), ['name = "startup-floor"', 'main = "index.js"', ...compatibility, ""].join("\n"));
+  writeFileSync(join(floor, "index.js"), 'export default { fetch: () => new Response("ok") };\n');
+  const bundle = join(dir, "floor.bundle");
+  await wrangler(["deploy", "--dry-run", "--config", join(floor, "wrangler.toml"), "--outfile", bundle]);
+  return bundle;
+}
+
+/** The startup CPU wrangler profiles for `bundle` ("Active", in ms), its CPU profile written to `profile`. */
+export async function startupMs(bundle: string, profile: string): Promise<number> {
+  const checked = await wrangler(["check", "startup", "--worker", bundle, "--outfile", profile]);
+  const active = /Active: ([\d.]+) ms/.exec(checked.stdout + checked.stderr);
+  if (!active) throw new Error(`wrangler reported no startup time:\n${checked.stdout}${checked.stderr}`);
+  return Number(active[1]);
 }
