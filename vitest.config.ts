@@ -35,17 +35,28 @@ export default defineConfig({
       },
       {
         // The fault table's lanes each get a runtime of their own: they move the clock hours ahead and run the cron
-        // over every organization of the shard, which would reach into the other files' organizations.
+        // over every organization of the shard, which would reach into the other files' organizations. Vitest runs
+        // the projects in the order of their names, so the lanes, minutes each, start early (after e2e's).
         plugins: [workersPool()],
-        test: { ...workers, name: "workers-isolated", include: ISOLATED },
+        test: { ...workers, name: "faults", include: ISOLATED },
       },
       {
         // In Node: the API contract checked with outside tools (Redocly's linter, openapi-typescript).
         test: { name: "node", include: ["test/node/**/*.test.ts"], environment: "node", testTimeout: 120_000 },
       },
       {
-        // In Node: the developer commands themselves (npm run dev, npm run token) as a user runs them.
-        test: { name: "e2e", include: ["test/e2e/**/*.test.ts"], environment: "node", testTimeout: 180_000, hookTimeout: 180_000 },
+        // In Node: the developer commands themselves (npm run dev, npm run token) as a user runs them, and the pages in
+        // a browser. One `npm run dev` serves the files that need a server (test/e2e/helpers/shared-dev.ts).
+        test: {
+          name: "e2e",
+          include: ["test/e2e/**/*.test.ts"],
+          environment: "node",
+          globalSetup: ["./test/e2e/helpers/shared-dev.ts"],
+          // A page's answer waits on a dev server sharing two cores with the rest of the suite: 1 s (the default) flakes.
+          expect: { poll: { timeout: 15_000 } },
+          testTimeout: 180_000,
+          hookTimeout: 180_000,
+        },
       },
     ],
   },

@@ -6,7 +6,7 @@ import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createApiClient } from "../../src/client";
 import { launchChromium } from "./helpers/chromium";
-import { mintToken, startDev } from "./helpers/dev-server";
+import { mintToken, sharedDev } from "./helpers/dev-server";
 import {
   clientAddress,
   downloadSealedDocument,
@@ -16,18 +16,17 @@ import {
   waitForSealedDocument,
 } from "./helpers/signing";
 
-let dev: Awaited<ReturnType<typeof startDev>>;
+let dev: ReturnType<typeof sharedDev>;
 let browser: Browser;
 
 beforeAll(async () => {
   // Links must point at this server: APP_URL is the API's own origin here (DESIGN.md contract 5).
-  dev = await startDev(["--var", "APP_URL:{base}"]);
+  dev = sharedDev();
   browser = await launchChromium();
 });
 
 afterAll(async () => {
   await browser?.close();
-  dev?.stop();
 });
 
 async function envelopeFor(org: string, request: { signerVerification?: "code" | "attested" } = {}) {

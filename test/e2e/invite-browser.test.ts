@@ -5,21 +5,20 @@ import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createApiClient } from "../../src/client";
 import { launchChromium } from "./helpers/chromium";
-import { mintToken, startDev } from "./helpers/dev-server";
+import { mintToken, sharedDev } from "./helpers/dev-server";
 import { readMail } from "./helpers/signing";
 
-let dev: Awaited<ReturnType<typeof startDev>>;
+let dev: ReturnType<typeof sharedDev>;
 let browser: Browser;
 
 beforeAll(async () => {
   // The link points at this server: APP_URL is the API's own origin here (DESIGN.md contract 5).
-  dev = await startDev(["--var", "APP_URL:{base}"]);
+  dev = sharedDev();
   browser = await launchChromium();
 });
 
 afterAll(async () => {
   await browser?.close();
-  dev?.stop();
 });
 
 /** The newest mail to `to` whose subject starts with `subject`, read back with `npm run mail` as a developer would. */

@@ -8,17 +8,17 @@ import { promisify } from "node:util";
 import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { launchChromium } from "./helpers/chromium";
-import { mintToken, startDev } from "./helpers/dev-server";
+import { mintToken, sharedDev } from "./helpers/dev-server";
 
 const run = promisify(execFile);
-let dev: Awaited<ReturnType<typeof startDev>>;
+let dev: ReturnType<typeof sharedDev>;
 let browser: Browser;
 let client: Server;
 let redirectUri = "";
 const landed: URL[] = [];
 
 beforeAll(async () => {
-  dev = await startDev(["--var", "APP_URL:{base}"]);
+  dev = sharedDev();
   browser = await launchChromium();
   // The client's redirect target: a loopback server, as a desktop MCP client runs (OAUTH_CLIENTS' mcp-dev admits any port).
   client = createServer((req, res) => {
@@ -35,7 +35,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await browser?.close();
   await new Promise<void>((resolve) => (client ? client.close(() => resolve()) : resolve()));
-  dev?.stop();
 });
 
 const b64url = (bytes: Buffer) => bytes.toString("base64url");

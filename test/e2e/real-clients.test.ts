@@ -8,17 +8,15 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from "@modelcontextprotocol/sdk/shared/auth.js";
 import * as oauth from "oauth4webapi";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { mintToken, startDev } from "./helpers/dev-server";
+import { mintToken, sharedDev } from "./helpers/dev-server";
 
-let dev: Awaited<ReturnType<typeof startDev>>;
+let dev: ReturnType<typeof sharedDev>;
 let session: Awaited<ReturnType<typeof mintToken>>;
 
 beforeAll(async () => {
-  dev = await startDev();
+  dev = sharedDev();
   session = await mintToken(`Real Clients Realty ${Date.now()}`, `agent-${Date.now()}@real-clients.test`);
 });
-
-afterAll(() => dev?.stop());
 
 /** The user's step: the signed-in user (a session token) approves at once, 302 to the redirect URI. */
 async function approve(authorizationUrl: URL): Promise<URL> {

@@ -6,20 +6,19 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createApiClient } from "../../src/client";
-import { mintToken, startDev } from "./helpers/dev-server";
+import { mintToken, sharedDev } from "./helpers/dev-server";
 import { clientAddress, downloadSealedDocument, poppler, signOverHttp, verifyPdf, waitForSealedDocument } from "./helpers/signing";
 
-let dev: Awaited<ReturnType<typeof startDev>>;
+let dev: ReturnType<typeof sharedDev>;
 let dir = "";
 
 beforeAll(async () => {
   // Links must point at this server: APP_URL is the API's own origin here (DESIGN.md contract 5).
-  dev = await startDev(["--var", "APP_URL:{base}"]);
+  dev = sharedDev();
   dir = mkdtempSync(join(tmpdir(), "sealed-pdf-"));
 });
 
 afterAll(() => {
-  dev?.stop();
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
 

@@ -1,5 +1,6 @@
 import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { promisify } from "node:util";
+import { inject } from "vitest";
 
 const run = promisify(execFile);
 
@@ -28,6 +29,11 @@ export async function startDev(extraArgs: string[] = []): Promise<{ base: string
     await new Promise((r) => setTimeout(r, 500));
   }
   return { base, port, stop: () => dev.pid && process.kill(-dev.pid, "SIGTERM"), output: () => output };
+}
+
+/** The `npm run dev` the e2e project started for its files (shared-dev.ts), with APP_URL its own origin. */
+export function sharedDev(): { base: string; port: string } {
+  return inject("sharedDev");
 }
 
 /** `npm run --silent token` (DESIGN.md contract 2). */
