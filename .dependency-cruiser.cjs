@@ -14,6 +14,7 @@ const DOMAINS = [
   "documents",
   "exports",
   "imports",
+  "intake",
   "integrations",
   "leads",
   "oauth",

@@ -34,9 +34,26 @@ import {
 export { contactExportWalk, listContacts } from "./list";
 export { mergeContacts } from "./merge";
 export { listTags } from "./tags";
-export { fillContactFromLead, type IntakeActivity, type IntakePerson, newContactForLead, noContactWith } from "./intake";
-export { type DuplicateRule, type ImportOutcome, type IncomingContact, planContactImport } from "./import-batch";
-export { matchContacts } from "./matching";
+// The contact write kit, for the domains that write contacts in batches of their own (intake/, merge/,
+// communications/, erasure/): the same record rules, guards, tag, facet and counter statements as a contact's own writes.
+export {
+  applyInput,
+  blankContact,
+  bumpCounters,
+  changeEvents,
+  CONTACTS,
+  createdEvents,
+  NO_ACTIVITY,
+  readContactForWrite,
+  readForWrite,
+  replaceContact,
+  type TagChange,
+  tagStatements,
+  uniqueTags,
+  updateContactStatement,
+} from "./writes";
+export { facetMoves, facetMovesOfMany } from "./facets";
+export type { ContactRecord } from "./mapping";
 
 const byId = (ctx: ServiceContext, id: string) => and(eq(contacts.id, id), eq(contacts.organizationId, ctx.organizationId));
 

@@ -1,5 +1,5 @@
 import { and, asc, count, desc, eq, lt } from "drizzle-orm";
-import { matchContacts } from "../contacts/service";
+import { matchContacts } from "../intake/service";
 import { decodeNewestFirstCursor, olderThan, paginate } from "../crm/pagination";
 import type { Db } from "../db/client";
 import { leadReviews } from "../db/schema";

@@ -6,7 +6,7 @@ import {
   matchContacts,
   newContactForLead,
   noContactWith,
-} from "../contacts/service";
+} from "../intake/service";
 import { leadIntakes, leadReviews } from "../db/schema";
 import { expectNoRow, StaleWrite, type Statement, withRetries } from "../db/write";
 import { commit } from "../events/commit";
