@@ -17,6 +17,7 @@ const DOMAINS = [
   "intake",
   "integrations",
   "leads",
+  "merge",
   "oauth",
   "organization",
   "plants",

@@ -71,7 +71,7 @@ interface Found {
   live: ContactRecord | null;
   trashed: ContactRecord | null;
   pending: ErasureRow | null;
-  /** Contacts merged into this one (contacts/merge.ts), the same person, not erased yet or not to the end. */
+  /** Contacts merged into this one (merge/merge.ts), the same person, not erased yet or not to the end. */
   merged: string[];
 }
 

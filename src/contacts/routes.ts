@@ -13,10 +13,11 @@ import type { AppBindings } from "../platform/context";
 import { issuesOf, validationHookWith } from "../platform/openapi";
 import { createActivity, listActivities } from "./activities";
 import { bulkUpdateContacts } from "./bulk";
-import { listDuplicates } from "./duplicates";
 import { communicationRoutes } from "./communication-routes";
 import { assertAssignee } from "./writes";
 import { LEAD_SCORE_METHOD } from "./lead-score";
+import { ContactMerge, DuplicateGroup, DuplicatesQuery } from "../merge/schemas";
+import { listDuplicates, mergeContacts } from "../merge/service";
 import {
   Activity,
   ActivityCreate,
@@ -27,27 +28,14 @@ import {
   ContactDeleteQuery,
   Erasure,
   ContactListQuery,
-  ContactMerge,
   ContactReadQuery,
   ContactTag,
   ContactUpdate,
-  DuplicateGroup,
-  DuplicatesQuery,
   IdParam,
   PersonalData,
   TagsAdd,
 } from "./schemas";
-import {
-  addTags,
-  createContact,
-  deleteContact,
-  getContact,
-  listContacts,
-  listTags,
-  mergeContacts,
-  restoreContact,
-  updateContact,
-} from "./service";
+import { addTags, createContact, deleteContact, getContact, listContacts, listTags, restoreContact, updateContact } from "./service";
 
 /**
  * When a contact body breaks the schema and names an assignee (assignedTo, or updates.assignedTo in a bulk update),

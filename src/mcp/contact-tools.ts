@@ -8,12 +8,13 @@ import {
   CONTACT_TYPES,
   ContactCreate,
   ContactListQuery,
-  ContactMerge,
   INCLUDES,
   READ_ONLY_FIELDS,
   SORT_FIELDS,
 } from "../contacts/schemas";
-import { createContact, listContacts, mergeContacts } from "../contacts/service";
+import { createContact, listContacts } from "../contacts/service";
+import { ContactMerge } from "../merge/schemas";
+import { mergeContacts } from "../merge/service";
 import { defineTool, definedOnly, parseWith, listInputs, listParams, requireEmbeds } from "./tool";
 
 const id = (what: string) => z.string().min(1).max(100).describe(`The ${what}'s id`);
