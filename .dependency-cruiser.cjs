@@ -8,6 +8,7 @@ const DOMAINS = [
   "admin",
   "api-keys",
   "clickwrap",
+  "communications",
   "contacts",
   "custom-fields",
   "deals",

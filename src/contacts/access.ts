@@ -17,7 +17,8 @@ import type { Permission } from "../platform/permissions";
 import type { ServiceContext } from "../service-context";
 import { envelopesNaming } from "../signatures/service";
 import { acceptancesOf, findPerson, mailTo, nameIsShared, referredIs, reviewsWithNumbersOf } from "./erase";
-import { toActivity, toCommunication } from "./includes";
+import { toCommunication } from "../communications/schemas";
+import { toActivity } from "./includes";
 import { toContact } from "./mapping";
 import { personOf, scrubOf } from "./redact";
 

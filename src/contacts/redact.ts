@@ -1,6 +1,6 @@
 import type { ErasureSubject } from "../db/schema";
 import { type Matcher, matcherOf, mentionedIn, parseStructure, type Recognizer, replaceMentions } from "../lib/mentions";
-import { COMMUNICATION_TYPES } from "./communication-schemas";
+import { COMMUNICATION_TYPES } from "../communications/schemas";
 import type { ContactRecord } from "./mapping";
 
 /** What stands in for an erased name where a column cannot be empty. */

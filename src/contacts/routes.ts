@@ -13,7 +13,6 @@ import type { AppBindings } from "../platform/context";
 import { issuesOf, validationHookWith } from "../platform/openapi";
 import { createActivity, listActivities } from "./activities";
 import { bulkUpdateContacts } from "./bulk";
-import { communicationRoutes } from "./communication-routes";
 import { assertAssignee } from "./writes";
 import { LEAD_SCORE_METHOD } from "./lead-score";
 import { ContactMerge, DuplicateGroup, DuplicatesQuery } from "../merge/schemas";
@@ -362,5 +361,4 @@ export const contactRoutes = new OpenAPIHono<AppBindings>({ defaultHook: contact
       { success: true as const, data: withEtag(c, await addTags(serviceContext(c), c.req.valid("param").id, c.req.valid("json").tags)) },
       200,
     ),
-  )
-  .route("/", communicationRoutes);
+  );

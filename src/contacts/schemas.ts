@@ -7,7 +7,7 @@ import { csv, intParam, pageParams, timestampParam } from "../crm/list-query";
 import { searchParam } from "../crm/search";
 import { boundedJsonObject } from "../lib/json-bounds";
 import { oneLineText, pattern } from "../lib/validation";
-import { Communication, INCLUDED_COMMUNICATIONS } from "./communication-schemas";
+import { Communication, INCLUDED_COMMUNICATIONS } from "../communications/schemas";
 
 // Enumerations of the spec (Contact, Property types).
 export const CONTACT_TYPES = ["LEAD", "CLIENT", "PAST_CLIENT", "REFERRAL", "VENDOR"] as const;

@@ -46,6 +46,7 @@ export {
   readForWrite,
   replaceContact,
   type TagChange,
+  touchContact,
   tagStatements,
   uniqueTags,
   updateContactStatement,

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { createActivity } from "../contacts/activities";
-import { CommunicationCreate } from "../contacts/communication-schemas";
-import { logCommunication } from "../contacts/communications";
+import { CommunicationCreate } from "../communications/schemas";
+import { logCommunication } from "../communications/service";
 import {
   ActivityCreate,
   CONTACT_STATUSES,

@@ -16,6 +16,7 @@ await Promise.all([
 await Promise.all([
   import("../../src/plants/routes"),
   import("../../src/contacts/routes"),
+  import("../../src/communications/routes"),
   import("../../src/properties/routes"),
   import("../../src/deals/routes"),
   import("../../src/trash/routes"),
