@@ -13,6 +13,7 @@ const DOMAINS = [
   "custom-fields",
   "deals",
   "documents",
+  "erasure",
   "exports",
   "imports",
   "intake",

@@ -5,8 +5,8 @@ import { defineRoute, jsonBody } from "../platform/route";
 import { listQuery, NoQuery } from "../crm/list-query";
 import { grantedPermissions, requirePermission, serviceContext } from "../platform/auth";
 import { RESTORE_DAYS } from "../crm/trash";
-import { eraseContact } from "./erase";
-import { personalData } from "./access";
+import { Erasure, PersonalData } from "../erasure/schemas";
+import { eraseContact, personalData } from "../erasure/service";
 import { z } from "@hono/zod-openapi";
 import { ETAG_HEADER, withEtag } from "../platform/etag";
 import type { AppBindings } from "../platform/context";
@@ -25,13 +25,11 @@ import {
   Contact,
   ContactCreate,
   ContactDeleteQuery,
-  Erasure,
   ContactListQuery,
   ContactReadQuery,
   ContactTag,
   ContactUpdate,
   IdParam,
-  PersonalData,
   TagsAdd,
 } from "./schemas";
 import { addTags, createContact, deleteContact, getContact, listContacts, listTags, restoreContact, updateContact } from "./service";

@@ -54,6 +54,7 @@ export {
 export { facetMoves, facetMovesOfMany } from "./facets";
 export type { ActivityFigures } from "./lead-score";
 export { type ContactRecord, toContact } from "./mapping";
+export { toActivity } from "./includes";
 export { writeReads } from "./preload";
 
 /** A restore (or a second merge) of a contact that was merged into another: its records live on there (merge/). */

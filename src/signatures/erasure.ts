@@ -64,7 +64,7 @@ const candidates = (ctx: ServiceContext, who: Recognizer, status: SQL, after: st
 /**
  * The live signing links of the open envelopes the erasure will delete (those that name the person by their e-mail or
  * phone) leave the directory: from then on the public routes answer 404 for them, whatever the envelope's object
- * still holds in memory. The erasure runs this before its first batch (contacts/erase.ts `begin`), so that no link
+ * still holds in memory. The erasure runs this before its first batch (erasure/erase.ts `begin`), so that no link
  * shows the person once their contact is gone, however the erasure stops afterwards. A link of an envelope that names
  * a name alone is left alone (it may be a namesake's); live links belong to open envelopes only.
  */

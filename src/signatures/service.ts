@@ -34,7 +34,7 @@ import { expiryNoticeAt, nextReminderAt } from "./reminders";
 import { readSettings } from "./settings";
 import type { Envelope, SignatureRequest } from "./schemas";
 
-/** The erasure of a person (contacts/erase.ts) reaches their envelopes through these steps. */
+/** The erasure of a person (erasure/erase.ts) reaches their envelopes through these steps. */
 export { closeSigningLinks, countSignedEnvelopes, envelopesNaming, eraseUnsignedEnvelopes } from "./erasure";
 
 const DOCUMENTS: VersionedTable = {

@@ -31,10 +31,10 @@ import { chunkBySize, inJsonList, mentionsAny } from "../lib/sql";
 import type { ServiceContext } from "../service-context";
 import { purgeFeed } from "../reputation/feed-cache";
 import { reportsPrefix } from "../files/keys";
+import { bumpCounters, CONTACTS, tagStatements } from "../contacts/service";
 import { redactJson, type Scrub } from "./redact";
-import { bumpCounters, CONTACTS, tagStatements } from "./writes";
 
-/** Adds the rows the statement before it changed to the erasure's count of `kind` (contacts/erase.ts). */
+/** Adds the rows the statement before it changed to the erasure's count of `kind` (erase.ts). */
 export type Counted = (kind: string) => Statement;
 
 /** An agent's public feed shows their testimonials and their profile: a rewrite of either purges it at once. */

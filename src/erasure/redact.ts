@@ -1,7 +1,7 @@
 import type { ErasureSubject } from "../db/schema";
 import { type Matcher, matcherOf, mentionedIn, parseStructure, type Recognizer, replaceMentions } from "../lib/mentions";
 import { COMMUNICATION_TYPES } from "../communications/schemas";
-import type { ContactRecord } from "./mapping";
+import type { ContactRecord } from "../contacts/service";
 
 /** What stands in for an erased name where a column cannot be empty. */
 export const ERASED = "[erased]";

@@ -18,8 +18,7 @@ import type { ServiceContext } from "../service-context";
 import { envelopesNaming } from "../signatures/service";
 import { acceptancesOf, findPerson, mailTo, nameIsShared, referredIs, reviewsWithNumbersOf } from "./erase";
 import { toCommunication } from "../communications/schemas";
-import { toActivity } from "./includes";
-import { toContact } from "./mapping";
+import { toActivity, toContact } from "../contacts/service";
 import { personOf, scrubOf } from "./redact";
 
 /**

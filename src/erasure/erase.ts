@@ -39,12 +39,10 @@ import { systemContext } from "../shards/tenants";
 import { closeSigningLinks, countSignedEnvelopes, eraseUnsignedEnvelopes } from "../signatures/service";
 import { decodeRow } from "../crm/trash";
 import { deleteExportArchives } from "../files/export-archives";
-import { type Counted, scrubCopies, scrubTrash } from "./erase-copies";
-import { facetMoves } from "./facets";
-import type { ContactRecord } from "./mapping";
+import { bumpCounters, CONTACTS, type ContactRecord, facetMoves, tagStatements } from "../contacts/service";
+import { type Counted, scrubCopies, scrubTrash } from "./copies";
 import { ERASED, type Person, personOf, type Scrub, scrubOf } from "./redact";
 import { type Erasure, RETAINED_KINDS, type RetainedKind } from "./schemas";
-import { bumpCounters, CONTACTS, tagStatements } from "./writes";
 
 // The steps of an erasure, in order: begin, envelopes, documents, trash, copies, finish. `begin` is one atomic batch;
 // each later step is idempotent and made of bounded rounds (see each function), so a run that stops anywhere is
