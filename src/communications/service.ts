@@ -15,6 +15,7 @@ import {
   type CommunicationRecord,
   toCommunication,
 } from "./schemas";
+export { communicationsErasable } from "./erasure";
 
 /** The list's sort, named in its cursors: a cursor of another list (activities, by createdAt) is refused. */
 const SORT = "occurredAt:desc";

@@ -55,6 +55,7 @@ export { facetMoves, facetMovesOfMany } from "./facets";
 export type { ActivityFigures } from "./lead-score";
 export { type ContactRecord, toContact } from "./mapping";
 export { toActivity } from "./includes";
+export { contactsErasable, nameIsShared, personOf } from "./erasure";
 export { writeReads } from "./preload";
 
 /** A restore (or a second merge) of a contact that was merged into another: its records live on there (merge/). */

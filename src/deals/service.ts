@@ -29,6 +29,7 @@ import {
   stageChangeStatements,
   writableInput,
 } from "./writes";
+export { dealsErasable } from "./erasure";
 
 export { dealExportWalk, listDeals } from "./list";
 

@@ -1,12 +1,9 @@
 import { z } from "@hono/zod-openapi";
 import { Communication } from "../communications/schemas";
 import { Activity, Contact } from "../contacts/schemas";
+import { RETAINED_KINDS } from "../crm/erasure";
 
 // DELETE /v1/contacts/{id}?erase=true and GET /v1/contacts/{id}/export (declared with the contact routes, contacts/routes.ts).
-
-/** Records an erasure keeps as they are, though they name the person. */
-export const RETAINED_KINDS = ["signed_envelopes", "clickwrap_acceptances", "documents_by_name", "name_mentions"] as const;
-export type RetainedKind = (typeof RETAINED_KINDS)[number];
 
 /** What an erasure removed, by kind and count, and what it kept because the business must keep it. */
 export const Erasure = z

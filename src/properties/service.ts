@@ -31,6 +31,7 @@ import {
   writableInput,
 } from "./writes";
 import type { PropertyCreate, PropertyUpdate } from "./schemas";
+export { propertiesErasable } from "./erasure";
 
 export { listProperties, propertyExportWalk } from "./list";
 export { inquiryWrite } from "./signals";

@@ -5,6 +5,7 @@ import { guard, isGuardFailure, type Statement } from "../db/write";
 import { envelopeFilesPrefix } from "../files/keys";
 import { removeFiles } from "../files/storage";
 import { OrganizationMoving } from "../lib/errors";
+import { type Erasable, scrubOf } from "../crm/erasure";
 import type { Needles, Recognizer } from "../lib/mentions";
 import { inJsonList, mentionsAny } from "../lib/sql";
 import { nowIso } from "../lib/time";
@@ -210,3 +211,19 @@ export async function envelopesNaming(
 /** Completed envelopes that name the person: kept as signed, and named in the erasure's answer. */
 export const countSignedEnvelopes = async (ctx: ServiceContext, who: Recognizer): Promise<number> =>
   (await envelopesNaming(ctx, who, "completed")).length;
+
+/** The signatures' share of a person's erasure (crm/erasure.ts, erasure/erase.ts). */
+export const signaturesErasable: Erasable = {
+  // Their signing links stop first: from the moment `begin` commits, neither the contact nor a link shows them.
+  begin: (ctx, { person }) => ({
+    async write() {
+      await closeSigningLinks(ctx, scrubOf(person, false).recognizer);
+      return {};
+    },
+  }),
+  async erase(ctx, scrub, counted) {
+    const who = scrub.recognizer;
+    const documentsByName = await eraseUnsignedEnvelopes(ctx, who, () => counted("envelopes"));
+    return { documents_by_name: documentsByName, signed_envelopes: await countSignedEnvelopes(ctx, who) };
+  },
+};

@@ -9,6 +9,7 @@ import { Validation } from "../lib/errors";
 import { createLogger, loggableError } from "../lib/log";
 import type { ServiceContext } from "../service-context";
 import type { TrashItem, TrashListQuery } from "./schemas";
+export { trashErasable } from "./erasure";
 
 const SORT = "deletedAt:desc";
 

@@ -17,6 +17,7 @@ await Promise.all([
   import("../../src/plants/routes"),
   import("../../src/contacts/routes"),
   import("../../src/communications/routes"),
+  import("../../src/erasure/service"),
   import("../../src/properties/routes"),
   import("../../src/deals/routes"),
   import("../../src/trash/routes"),
