@@ -90,8 +90,12 @@ function routeGroups(options: AppOptions): RouteGroup[] {
     group(["/plants", "/plants/*"], async () => [(await import("./plants/routes")).plantRoutes]),
     // The exports first: /v1/contacts/export would otherwise be taken for /v1/contacts/{id}.
     group(["/v1/contacts", "/v1/contacts/*"], async () => {
-      const [exports, contacts] = await Promise.all([import("./exports/routes"), import("./contacts/routes")]);
-      return [exports.contactExportRoutes, contacts.contactRoutes];
+      const [exports, contacts, communications] = await Promise.all([
+        import("./exports/routes"),
+        import("./contacts/routes"),
+        import("./communications/routes"),
+      ]);
+      return [exports.contactExportRoutes, contacts.contactRoutes, communications.communicationRoutes];
     }),
     group(["/v1/leads", "/v1/leads/*"], async () => [(await import("./leads/routes")).leadRoutes]),
     group(["/v1/properties", "/v1/properties/*"], async () => {

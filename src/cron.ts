@@ -1,5 +1,5 @@
 import { pruneStaleListTotals } from "./crm/list-totals";
-import { resumeErasures } from "./contacts/erase";
+import { resumeErasures } from "./erasure/service";
 import { createDb } from "./db/client";
 import { sendObligationNotices } from "./documents/obligation-notices";
 import { noteOverdueObligations } from "./documents/obligations";

@@ -1,6 +1,6 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { matchContacts } from "../src/contacts/service";
+import { matchContacts } from "../src/intake/service";
 import { createDb } from "../src/db/client";
 import { phoneKey } from "../src/lib/phone";
 import { systemContext } from "../src/shards/tenants";

@@ -1,6 +1,6 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { planPage } from "../src/contacts/duplicates";
+import { planPage } from "../src/merge/duplicates";
 import { createDb } from "../src/db/client";
 import { purgeTrash } from "../src/trash/service";
 import { call, json } from "./helpers/client";

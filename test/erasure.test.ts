@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import { createDb } from "../src/db/client";
-import { resumeErasures } from "../src/contacts/erase";
+import { resumeErasures } from "../src/erasure/service";
 import { sendDueSurveys } from "../src/surveys/scheduling";
 import { call, json } from "./helpers/client";
 import { createContact, expectCrmError, getContact, logActivity } from "./helpers/contacts";

@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { parseCsv, readCsvChunk } from "../src/imports/csv";
-import { planContactImport } from "../src/contacts/service";
+import { planContactImport } from "../src/intake/service";
 import { ContactCreate } from "../src/contacts/schemas";
 import { createDb } from "../src/db/client";
 import { commit } from "../src/events/commit";

@@ -20,6 +20,7 @@ import { newId } from "../lib/ids";
 import { registerPublicKeys } from "../shards/directory";
 import type { RequestMeta, ServiceContext } from "../service-context";
 import { type Acceptance, type AcceptRequest, type AgreementPublish, type AgreementSummary, MAX_ACCEPTANCES } from "./schemas";
+export { acceptancesOf, clickwrapErasable } from "./erasure";
 
 const AGREEMENTS: VersionedTable = {
   table: clickwrapAgreements,

@@ -1,9 +1,8 @@
 import { sql } from "drizzle-orm";
-import type { contactCommunications } from "../db/schema";
 import { dealsOfContacts } from "../deals/service";
 import { inJsonList } from "../lib/sql";
 import type { ServiceContext } from "../service-context";
-import { type Communication, INCLUDED_COMMUNICATIONS } from "./communication-schemas";
+import { type Communication, INCLUDED_COMMUNICATIONS, toCommunication } from "../communications/schemas";
 import { type Activity, type Contact, type Include, INCLUDED_ACTIVITIES } from "./schemas";
 
 interface ActivityRow {
@@ -43,22 +42,6 @@ const fromActivityRow = (r: ActivityRow): Activity =>
     scheduledAt: r.scheduled_at,
     metadata: r.metadata === null ? null : JSON.parse(r.metadata),
   });
-
-export type CommunicationRecord = typeof contactCommunications.$inferSelect;
-
-/** A communication as the API shows it (who logged it stays in the row). */
-export const toCommunication = (r: Omit<CommunicationRecord, "organizationId" | "createdBy">): Communication => ({
-  id: r.id,
-  contactId: r.contactId,
-  type: r.type as Communication["type"],
-  direction: r.direction as Communication["direction"],
-  subject: r.subject,
-  body: r.body,
-  durationSeconds: r.durationSeconds,
-  occurredAt: r.occurredAt,
-  metadata: r.metadata,
-  createdAt: r.createdAt,
-});
 
 interface CommunicationRow {
   contact_id: string;

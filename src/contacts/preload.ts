@@ -1,9 +1,10 @@
 import { and, eq, type SQL, sql } from "drizzle-orm";
+import { readsForWrite } from "../crm/write-reads";
 import type { Db } from "../db/client";
 import { contactActivities, contacts } from "../db/schema";
 import { inJsonList } from "../lib/sql";
-import type { AuthPreload } from "../platform/preload";
 import { CONVERSATION_TYPES } from "./lead-score";
+import type { ContactRecord } from "./mapping";
 
 // Apart from writes.ts so that the app (which hands these to authentication) loads no more of the domain at startup.
 
@@ -35,13 +36,9 @@ export const writeReads = (db: Db, organizationId: string | SQL, contactIds: str
     activityFiguresQuery(db, organizationId, contactIds),
   ] as const;
 
-export const preloadKey = (id: string) => `contact-write:${id}`;
+/** A write of one contact starts from it and its activity figures (its lead score's inputs); PUT reads them with the authentication. */
+export const contactWriteReads = readsForWrite<[ContactRecord[], FigureRow[]]>("Contact", "/v1/contacts", (db, organizationId, id) => [
+  ...writeReads(db, organizationId, [id]),
+]);
 
-/** PUT /v1/contacts/{id} reads its contact with the authentication (platform/preload.ts): the write is then its only trip. */
-export const contactPreloads: AuthPreload[] = [
-  {
-    method: "PUT",
-    path: /^\/v1\/contacts\/([^/]+)$/,
-    read: (db, organizationId, match) => ({ key: preloadKey(match[1]!), statements: [...writeReads(db, organizationId, [match[1]!])] }),
-  },
-];
+export const contactPreloads = contactWriteReads.preloads;

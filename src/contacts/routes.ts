@@ -5,18 +5,17 @@ import { defineRoute, jsonBody } from "../platform/route";
 import { listQuery, NoQuery } from "../crm/list-query";
 import { grantedPermissions, requirePermission, serviceContext } from "../platform/auth";
 import { RESTORE_DAYS } from "../crm/trash";
-import { eraseContact } from "./erase";
-import { personalData } from "./access";
+import { Erasure, PersonalData } from "../erasure/schemas";
 import { z } from "@hono/zod-openapi";
 import { ETAG_HEADER, withEtag } from "../platform/etag";
 import type { AppBindings } from "../platform/context";
 import { issuesOf, validationHookWith } from "../platform/openapi";
 import { createActivity, listActivities } from "./activities";
 import { bulkUpdateContacts } from "./bulk";
-import { listDuplicates } from "./duplicates";
-import { communicationRoutes } from "./communication-routes";
 import { assertAssignee } from "./writes";
 import { LEAD_SCORE_METHOD } from "./lead-score";
+import { ContactMerge, DuplicateGroup, DuplicatesQuery } from "../merge/schemas";
+import { listDuplicates, mergeContacts } from "../merge/service";
 import {
   Activity,
   ActivityCreate,
@@ -25,29 +24,14 @@ import {
   Contact,
   ContactCreate,
   ContactDeleteQuery,
-  Erasure,
   ContactListQuery,
-  ContactMerge,
   ContactReadQuery,
   ContactTag,
   ContactUpdate,
-  DuplicateGroup,
-  DuplicatesQuery,
   IdParam,
-  PersonalData,
   TagsAdd,
 } from "./schemas";
-import {
-  addTags,
-  createContact,
-  deleteContact,
-  getContact,
-  listContacts,
-  listTags,
-  mergeContacts,
-  restoreContact,
-  updateContact,
-} from "./service";
+import { addTags, createContact, deleteContact, getContact, listContacts, listTags, restoreContact, updateContact } from "./service";
 
 /**
  * When a contact body breaks the schema and names an assignee (assignedTo, or updates.assignedTo in a bulk update),
@@ -59,6 +43,12 @@ const contactValidationHook = validationHookWith(async (body, c) => {
     typeof body.assignedTo === "string" ? ["assignedTo", body.assignedTo] : ["updates.assignedTo", updates?.assignedTo];
   return typeof assignee === "string" ? issuesOf(() => assertAssignee(serviceContext(c), assignee, field)) : [];
 });
+
+/**
+ * The erasure and the right of access load at their first use, not with the contact routes: they reach every domain
+ * that holds a person's data (erasure/domains.ts), which the other contact routes never need.
+ */
+const erasure = () => import("../erasure/service");
 
 const tags = ["Contacts"];
 const security = [{ bearerAuth: [] }];
@@ -329,7 +319,10 @@ export const contactRoutes = new OpenAPIHono<AppBindings>({ defaultHook: contact
     // exports:read by its path (platform/permissions.ts), and what it reads: the contact and its records.
     requirePermission(c, "contacts:read");
     return c.json(
-      { success: true as const, data: await personalData(serviceContext(c), c.req.valid("param").id, grantedPermissions(c)) },
+      {
+        success: true as const,
+        data: await (await erasure()).personalData(serviceContext(c), c.req.valid("param").id, grantedPermissions(c)),
+      },
       200,
     );
   })
@@ -351,7 +344,7 @@ export const contactRoutes = new OpenAPIHono<AppBindings>({ defaultHook: contact
     if (c.req.valid("query").erase === "true") {
       requirePermission(c, "contacts:erase");
       const { ctx, answer } = keptAnswer<Erasure>(c, 200, "Contact erased");
-      return c.json(answer(await eraseContact(ctx, id)), 200);
+      return c.json(answer(await (await erasure()).eraseContact(ctx, id)), 200);
     }
     await deleteContact(serviceContext(c), id);
     return c.json({ success: true as const, message: "Contact deleted", data: { id, deleted: true as const } }, 200);
@@ -374,5 +367,4 @@ export const contactRoutes = new OpenAPIHono<AppBindings>({ defaultHook: contact
       { success: true as const, data: withEtag(c, await addTags(serviceContext(c), c.req.valid("param").id, c.req.valid("json").tags)) },
       200,
     ),
-  )
-  .route("/", communicationRoutes);
+  );

@@ -3,11 +3,11 @@ import { Deal } from "../deals/schemas";
 import { sortParam } from "../crm/keyset";
 import { CUSTOM_SORT, CustomFieldsInput, CustomFieldValues, type CustomSortField, withCustomFieldParams } from "../crm/custom-fields";
 import { exportQuery } from "../crm/export";
-import { csv, intParam, listQuery, pageParams, timestampParam } from "../crm/list-query";
+import { csv, intParam, pageParams, timestampParam } from "../crm/list-query";
 import { searchParam } from "../crm/search";
 import { boundedJsonObject } from "../lib/json-bounds";
 import { oneLineText, pattern } from "../lib/validation";
-import { Communication, INCLUDED_COMMUNICATIONS } from "./communication-schemas";
+import { Communication, INCLUDED_COMMUNICATIONS } from "../communications/schemas";
 
 // Enumerations of the spec (Contact, Property types).
 export const CONTACT_TYPES = ["LEAD", "CLIENT", "PAST_CLIENT", "REFERRAL", "VENDOR"] as const;
@@ -212,61 +212,6 @@ export const BulkResult = z.object({
   results: z.array(z.object({ id: z.string(), success: z.boolean() })),
 });
 
-/** Contacts one merge takes at most: its batch holds a few statements per source. */
-export const MAX_MERGE_SOURCES = 20;
-
-export const ContactMerge = z
-  .strictObject({
-    sourceIds: z
-      .array(z.string().min(1).max(100))
-      .min(1)
-      .max(MAX_MERGE_SOURCES)
-      .superRefine((ids, ctx) => {
-        ids.forEach((id, i) => {
-          if (ids.indexOf(id) !== i)
-            ctx.addIssue({ code: "custom", path: [i], message: "This id is listed twice", params: { code: "duplicate_id" } });
-        });
-      })
-      .openapi({
-        description: `The contacts to merge into this one (1–${MAX_MERGE_SOURCES}, distinct, not this one): their records move here and they go to the trash`,
-      }),
-  })
-  .openapi("ContactMerge");
-export type ContactMerge = z.infer<typeof ContactMerge>;
-
-export const DUPLICATE_REASONS = ["phone", "name_zip"] as const;
-export type DuplicateReason = (typeof DUPLICATE_REASONS)[number];
-
-export const DuplicatesQuery = listQuery({
-  reason: z.enum(DUPLICATE_REASONS).optional().openapi({ description: "Only groups of this kind (default: both, phone groups first)" }),
-});
-export type DuplicatesQuery = z.infer<typeof DuplicatesQuery>;
-
-export const DuplicateGroup = z
-  .object({
-    reason: z.enum(DUPLICATE_REASONS).openapi({
-      description: "phone: the same number (E.164) in either phone field; name_zip: the same first and last name (any case) and zip code",
-    }),
-    key: z.string().openapi({
-      description: "What they share: the number in E.164 (`+14155550100`), or `first|last|ZIP` folded",
-      example: "+14155550100",
-    }),
-    contactCount: z.int().min(2).openapi({ description: "How many live contacts share the key (at most 20 are listed)" }),
-    contacts: z.array(
-      z.object({
-        id: z.string(),
-        firstName: z.string(),
-        lastName: z.string(),
-        email: z.string(),
-        phone: z.string().nullable(),
-        secondaryPhone: z.string().nullable(),
-        createdAt: z.string(),
-      }),
-    ),
-  })
-  .openapi("ContactDuplicateGroup");
-export type DuplicateGroup = z.infer<typeof DuplicateGroup>;
-
 export const IdParam = z.object({
   id: z
     .string()
@@ -343,66 +288,3 @@ export const ContactDeleteQuery = z.strictObject({
     .optional()
     .openapi({ description: "true: erase the person now instead of moving the contact to the trash (needs contacts:erase)" }),
 });
-
-/** Records an erasure keeps as they are, though they name the person. */
-export const RETAINED_KINDS = ["signed_envelopes", "clickwrap_acceptances", "documents_by_name", "name_mentions"] as const;
-export type RetainedKind = (typeof RETAINED_KINDS)[number];
-
-/** What an erasure removed, by kind and count, and what it kept because the business must keep it. */
-export const Erasure = z
-  .object({
-    id: z.string(),
-    deleted: z.literal(true),
-    erased: z
-      .record(z.string(), z.int())
-      .openapi({ description: "Records removed or cleaned of the person's name, e-mail and phone, by kind" }),
-    retained: z.array(z.enum(RETAINED_KINDS)).openapi({
-      description: "The kinds of record kept as they are, which still name the person (how many and why in `retainedRecords`)",
-    }),
-    retainedRecords: z.array(z.object({ kind: z.enum(RETAINED_KINDS), count: z.int().min(1), reason: z.string() })).openapi({
-      description:
-        "Per kind in `retained`: how many records name the person and why they are kept — a completed envelope is a signed, sealed record (signers, audit trail, the document they signed and its PDFs); a clickwrap acceptance is immutable (spec); an unsigned document or uncompleted envelope that names their name but not their e-mail or phone may be someone else's (`documents_by_name`); texts that name a name another contact also has are kept as written (`name_mentions`)",
-    }),
-  })
-  .openapi("Erasure");
-export type Erasure = z.infer<typeof Erasure>;
-
-const records = (description: string) => z.array(z.record(z.string(), z.unknown())).openapi({ description });
-/** GET /v1/contacts/{id}/export (the right of access, contacts/access.ts). */
-export const PersonalData = z
-  .object({
-    exportedAt: z.string(),
-    contact: Contact.extend({ inTrash: z.boolean() }),
-    activities: z.array(Activity),
-    communications: z.array(Communication),
-    mails: records(
-      "Mail sent to them: id, subject, createdAt, bodies left out: they hold links (with `documents:read`, `signatures:read` and `reputation:read`: subjects name documents, envelopes and surveys)",
-    ).optional(),
-    leadReviews: records("Leads waiting for review with one of their phone numbers"),
-    deals: records("Deals whose contact they are (with `deals:read`)").optional(),
-    testimonials: records("Testimonials they wrote (with `reputation:read`)").optional(),
-    referrals: records("Referrals that name them, as the lead made or by e-mail or phone (with `reputation:read`)").optional(),
-    surveys: records("Surveys sent to them, link tokens left out (with `reputation:read`)").optional(),
-    surveyResponses: records("Their answers (with `reputation:read`)").optional(),
-    clickwrapAcceptances: records("Acceptances recorded under their id, e-mail or phone (with `clickwrap:read`)").optional(),
-    documents: records(
-      "Documents that name their e-mail or phone, or a name no other contact has: id, createdAt (with `documents:read`)",
-    ).optional(),
-    envelopes: records("Signature envelopes that name them the same way: id, status (with `signatures:read`)").optional(),
-    omitted: z
-      .array(
-        z.enum([
-          "mails",
-          "deals",
-          "testimonials",
-          "referrals",
-          "surveys",
-          "surveyResponses",
-          "clickwrapAcceptances",
-          "documents",
-          "envelopes",
-        ]),
-      )
-      .openapi({ description: "The parts left out because the credential lacks their read permission (empty: the export is complete)" }),
-  })
-  .openapi("PersonalData");

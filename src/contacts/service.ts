@@ -12,7 +12,6 @@ import type { ServiceContext } from "../service-context";
 import { facetMoves } from "./facets";
 import { archiveRows, readTrashed, restoreFrame, restoreRows, trashEntry } from "../crm/trash";
 import { loadIncludes } from "./includes";
-import { mergedConflict } from "./merge";
 import { type ContactRecord, toContact } from "./mapping";
 import { type Contact, type ContactCreate, type ContactUpdate, type Include, MAX_TAGS } from "./schemas";
 import {
@@ -32,11 +31,38 @@ import {
 } from "./writes";
 
 export { contactExportWalk, listContacts } from "./list";
-export { mergeContacts } from "./merge";
 export { listTags } from "./tags";
-export { fillContactFromLead, type IntakeActivity, type IntakePerson, newContactForLead, noContactWith } from "./intake";
-export { type DuplicateRule, type ImportOutcome, type IncomingContact, planContactImport } from "./import-batch";
-export { matchContacts } from "./matching";
+// The contact write kit, for the domains that write contacts in batches of their own (intake/, merge/,
+// communications/, erasure/): the same record rules, guards, tag, facet and counter statements as a contact's own writes.
+export {
+  applyInput,
+  blankContact,
+  bumpCounters,
+  changeEvents,
+  CONTACTS,
+  createdEvents,
+  NO_ACTIVITY,
+  readContactForWrite,
+  readForWrite,
+  replaceContact,
+  type TagChange,
+  touchContact,
+  tagStatements,
+  uniqueTags,
+  updateContactStatement,
+} from "./writes";
+export { facetMoves, facetMovesOfMany } from "./facets";
+export type { ActivityFigures } from "./lead-score";
+export { type ContactRecord, toContact } from "./mapping";
+export { toActivity } from "./includes";
+export { contactsErasable, nameIsShared, personOf } from "./erasure";
+export { writeReads } from "./preload";
+
+/** A restore (or a second merge) of a contact that was merged into another: its records live on there (merge/). */
+export const mergedConflict = (id: string, mergedInto: string) =>
+  new Conflict(`Contact ${id} was merged into contact ${mergedInto}; its records are there`, "merged_contact", [
+    { field: "mergedInto", path: ["mergedInto"], code: "merged_contact", message: mergedInto },
+  ]);
 
 const byId = (ctx: ServiceContext, id: string) => and(eq(contacts.id, id), eq(contacts.organizationId, ctx.organizationId));
 

@@ -1,20 +1,18 @@
 import { and, eq, sql } from "drizzle-orm";
-import { atVersion, expectVersion, expectVersionMatch, type Statement, type VersionedTable } from "../db/write";
-import { bumpResourceCounter } from "../crm/list-totals";
+import { atVersion, expectVersion, type Statement, type VersionedTable } from "../db/write";
+import { recordWrites } from "../crm/record-writes";
 import { contacts, contactTags, tags, users } from "../db/schema";
-import { diffAttributes } from "../lib/changes";
-import { NotFound, Validation } from "../lib/errors";
+import { Validation } from "../lib/errors";
 import { phoneKey, regionOf } from "../lib/phone";
 import { newRecordId } from "../lib/ids";
 import { inJsonList } from "../lib/sql";
 import { newEvent } from "../events/outbox";
 import type { EventEnvelope } from "../events/envelope";
 import type { ServiceContext } from "../service-context";
-import { takePreloaded } from "../platform/preload";
 import { type ActivityFigures, calculateLeadScore, NO_ACTIVITY } from "./lead-score";
 import { facetMoves } from "./facets";
 import { type ContactRecord, toContact } from "./mapping";
-import { type FigureRow, preloadKey, writeReads } from "./preload";
+import { contactWriteReads, type FigureRow, writeReads } from "./preload";
 import { type ContactUpdate, READ_ONLY_FIELDS } from "./schemas";
 
 const PALETTE = ["#2563eb", "#16a34a", "#dc2626", "#d97706", "#7c3aed", "#0891b2", "#db2777", "#4b5563", "#65a30d", "#ea580c"];
@@ -28,9 +26,17 @@ export function tagColor(name: string): string {
 
 export const uniqueTags = (list: string[]) => [...new Set(list.map((t) => t.trim()).filter(Boolean))];
 
-/** Contact-count bookkeeping in the same batch as every contact write: the total, and a version for cached totals. */
-export const bumpCounters = (ctx: ServiceContext, delta: number): Statement =>
-  bumpResourceCounter(ctx.db, ctx.organizationId, "contacts", delta);
+/** A contact as every resource's writes see it (crm/record-writes.ts). */
+const contactWrites = recordWrites({
+  resource: "contacts",
+  readOnly: READ_ONLY_FIELDS,
+  updated: "contact.updated",
+  shown: toContact,
+  unchanged: ["updatedAt"],
+});
+
+/** The contacts' count and list version, in the same batch as every contact write; the input a write takes. */
+export const { bumpCounters, writableInput } = contactWrites;
 
 /** One contact's tags before and after a write. */
 export interface TagChange {
@@ -142,12 +148,8 @@ export async function readForWrite(
  * names another version.
  */
 export async function readContactForWrite(ctx: ServiceContext, id: string): Promise<{ before: ContactRecord; figures: ActivityFigures }> {
-  const preloaded = takePreloaded<[ContactRecord[], FigureRow[]]>(ctx, preloadKey(id));
-  const { rows, figures } = preloaded ? { rows: preloaded[0], figures: toFigures(preloaded[1]) } : await readForWrite(ctx, [id]);
-  const before = rows[0];
-  if (!before) throw new NotFound("Contact");
-  expectVersionMatch(ctx, before.version);
-  return { before, figures: figures.get(id) ?? NO_ACTIVITY };
+  const [[before], figures] = await contactWriteReads.read(ctx, id);
+  return { before: before!, figures: toFigures(figures).get(id) ?? NO_ACTIVITY };
 }
 
 const NULLABLE = ["phone", "secondaryPhone", "address", "source", "notes", "preferences", "assignedTo"] as const;
@@ -225,23 +227,15 @@ export function createdEvents(ctx: ServiceContext, record: ContactRecord): Event
   return events;
 }
 
-/** Strips the read-only fields a client may echo back (schemas.ts READ_ONLY_FIELDS). */
-export function writableInput<T extends Record<string, unknown>>(input: T): T {
-  const copy = { ...input };
-  for (const f of READ_ONLY_FIELDS) delete copy[f];
-  return copy;
-}
-
 /**
  * The events of one contact change: contact.updated, plus tagged, untagged and assigned where those changed. None
  * when nothing but updatedAt differs, so callers stamp `after.updatedAt` first and skip the write on an empty answer.
  */
 export function changeEvents(ctx: ServiceContext, before: ContactRecord, after: ContactRecord): EventEnvelope[] {
-  const prev = toContact(before);
-  const object = toContact(after);
-  const { changes, previousAttributes } = diffAttributes(prev, object, ["updatedAt"]);
-  if (changes.length === 0) return [];
-  const events = [newEvent(ctx, "contact.updated", { object, previousAttributes, changes })];
+  const updated = contactWrites.updated(ctx, before, after);
+  if (!updated) return [];
+  const { object } = updated;
+  const events = [updated.event];
   const added = after.tags.filter((t) => !before.tags.includes(t));
   const removed = before.tags.filter((t) => !after.tags.includes(t));
   const tagChange = { previousAttributes: { tags: before.tags }, changes: ["tags"] };

@@ -69,7 +69,7 @@ export const surveys = sqliteTable(
     skippedAt: text(),
     expiredAt: text(),
     /**
-     * An EMAIL survey's recipient address as it was scheduled (its e-mail key, contacts/matching.ts): the mail goes out
+     * An EMAIL survey's recipient address as it was scheduled (its e-mail key, intake/matching.ts): the mail goes out
      * only while the contact still has it (else an agent could re-address a colleague's client, or merge them
      * into their own contact, and answer the survey about the colleague). Null for LINK surveys and older rows; "" once
      * an erasure took the address: mailed to nobody again.

@@ -2,14 +2,13 @@ import { and, eq, sql } from "drizzle-orm";
 import type { SQLiteColumn } from "drizzle-orm/sqlite-core";
 import { contacts, dealActivities, dealDocuments, deals, dealStageChanges, dealTasks } from "../db/schema";
 import { checkCustomFields, withCustomFields } from "../crm/custom-fields";
-import { expectRow, expectVersion, expectVersionMatch, type Statement, versioned, withRetries } from "../db/write";
+import { expectRow, expectVersion, type Statement, versioned, withRetries } from "../db/write";
 import { commit } from "../events/commit";
 import { newEvent } from "../events/outbox";
 import { Conflict, NotFound } from "../lib/errors";
 import { inJsonList } from "../lib/sql";
 import type { ServiceContext } from "../service-context";
-import { takePreloaded } from "../platform/preload";
-import { preloadKey } from "./preload";
+import { dealWriteReads } from "./preload";
 import { expectReferences } from "../db/references";
 import { archiveRows, readTrashed, restoreFrame, restoreRows, trashEntry } from "../crm/trash";
 import { type DealRecord, fromRow, toDeal } from "./mapping";
@@ -29,6 +28,7 @@ import {
   stageChangeStatements,
   writableInput,
 } from "./writes";
+export { dealsErasable } from "./erasure";
 
 export { dealExportWalk, listDeals } from "./list";
 
@@ -43,11 +43,8 @@ export async function findDeal(ctx: ServiceContext, id: string): Promise<DealRec
 
 /** The deal a write starts from (read with the authentication, once, if it was): 404 when gone, 412 when If-Match names another version. */
 export async function readDealForWrite(ctx: ServiceContext, id: string): Promise<DealRecord> {
-  const preloaded = takePreloaded<[DealRecord[]]>(ctx, preloadKey(id));
-  const before = preloaded ? preloaded[0][0] : await findDeal(ctx, id);
-  if (!before) throw new NotFound("Deal");
-  expectVersionMatch(ctx, before.version);
-  return before;
+  const [[before]] = await dealWriteReads.read(ctx, id);
+  return before!;
 }
 
 export async function getDeal(ctx: ServiceContext, id: string, include: readonly Include[] = []): Promise<Deal> {

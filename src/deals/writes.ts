@@ -1,10 +1,9 @@
 import { and, eq, type SQL, sql } from "drizzle-orm";
-import { bumpResourceCounter } from "../crm/list-totals";
+import { recordWrites } from "../crm/record-writes";
 import { dealActivities, deals, dealStageChanges, dealStageStats, type StoredCommission, type StoredTeamMember, users } from "../db/schema";
 import { atVersion, expectVersion, guard, rowExists, type Statement, type VersionedTable } from "../db/write";
 import type { EventEnvelope } from "../events/envelope";
 import { newEvent } from "../events/outbox";
-import { diffAttributes } from "../lib/changes";
 import { type FieldIssue, Validation } from "../lib/errors";
 import { newId, newRecordId } from "../lib/ids";
 import { inJsonList } from "../lib/sql";
@@ -24,18 +23,19 @@ import {
 
 export const DEALS: VersionedTable = { table: deals, id: deals.id, organizationId: deals.organizationId, version: deals.version };
 
-/** Deal-count bookkeeping in the batch of every deal write (crm/list-totals.ts). */
-export const bumpCounters = (ctx: ServiceContext, delta: number): Statement =>
-  bumpResourceCounter(ctx.db, ctx.organizationId, "deals", delta);
+/** A deal as every resource's writes see it (crm/record-writes.ts): lastActivityAt moving is no change of its own. */
+const dealWrites = recordWrites({
+  resource: "deals",
+  readOnly: READ_ONLY_FIELDS,
+  updated: "deal.updated",
+  shown: toDeal,
+  unchanged: ["updatedAt", "lastActivityAt"],
+});
+
+/** The deals' count and list version, in the batch of every deal write; the input a write takes. */
+export const { bumpCounters, writableInput } = dealWrites;
 
 const issue = (path: (string | number)[], code: string, message: string): FieldIssue => ({ field: path.join("."), path, code, message });
-
-/** Drops what a client may echo back from a read but never writes. */
-export function writableInput<T extends Record<string, unknown>>(input: T): T {
-  const copy: Record<string, unknown> = { ...input };
-  for (const f of READ_ONLY_FIELDS) delete copy[f];
-  return copy as T;
-}
 
 /** To the cent. */
 export const round2 = (n: number) => Math.round(n * 100) / 100;
@@ -352,14 +352,10 @@ export function changeEvents(
   reason?: string,
   contactEmailKey?: string | null,
 ): EventEnvelope[] {
-  const object = toDeal(after);
-  const { changes, previousAttributes } = diffAttributes(
-    toDeal(before) as unknown as Record<string, unknown>,
-    object as unknown as Record<string, unknown>,
-    ["updatedAt", "lastActivityAt"],
-  );
-  if (changes.length === 0) return [];
-  const events = [newEvent(ctx, "deal.updated", { object, previousAttributes, changes })];
+  const updated = dealWrites.updated(ctx, before, after);
+  if (!updated) return [];
+  const { object } = updated;
+  const events = [updated.event];
   if (before.stage === after.stage) return events;
   const stageChange = { previousStage: before.stage, newStage: after.stage, reason: reason ?? null };
   events.push(

@@ -1,6 +1,7 @@
 import { and, asc, eq, gt, type SQL, type SQLWrapper, sql } from "drizzle-orm";
 import { documentObligations, documents, envelopes } from "../db/schema";
 import type { Statement } from "../db/write";
+import type { Erasable } from "../crm/erasure";
 import type { Recognizer } from "../lib/mentions";
 import { inJsonList, mentionsAny } from "../lib/sql";
 import type { ServiceContext } from "../service-context";
@@ -98,3 +99,10 @@ export async function documentsNaming(ctx: ServiceContext, who: Recognizer): Pro
     after = round[round.length - 1]!.id;
   }
 }
+
+/** The documents' share of a person's erasure (crm/erasure.ts, erasure/erase.ts), after the signatures' (their envelopes). */
+export const documentsErasable: Erasable = {
+  erase: async (ctx, scrub, counted) => ({
+    documents_by_name: await eraseDocumentsNaming(ctx, scrub.recognizer, () => counted("documents")),
+  }),
+};

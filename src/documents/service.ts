@@ -24,8 +24,8 @@ import type { Document, DocumentCreate } from "./schemas";
 /** What the signatures use of a document: its forms (the parties who sign) and its text and PDF as rendered. */
 export { FORMS, type SigningParty } from "./forms";
 export { renderDocumentPdf, renderDocumentText } from "./render";
-/** The erasure of a person (contacts/erase.ts) reaches the documents that name them through this step. */
-export { documentsNaming, eraseDocumentsNaming } from "./erasure";
+/** A person's erasure (erasure/erase.ts) reaches the documents that name them through this; the right of access reads them. */
+export { documentsErasable, documentsNaming } from "./erasure";
 
 type Row = typeof documents.$inferSelect;
 

@@ -12,6 +12,7 @@ import { mailerFor } from "../mail/mailer";
 import type { ServiceContext } from "../service-context";
 import { EXPORTED_TABLES, type Progress, stillRunning, writeArchive } from "./archive";
 import type { OrganizationExport } from "./schemas";
+export { exportsErasable } from "./erasure";
 
 /** How long a download link lives. */
 export const LINK_DAYS = 7;

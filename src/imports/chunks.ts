@@ -4,7 +4,7 @@ import { insertRowsFromJson } from "../db/row-json";
 import { guard, StaleWrite, type Statement, withRetries } from "../db/write";
 import { commit } from "../events/commit";
 import { newEvent } from "../events/outbox";
-import { planContactImport, type DuplicateRule, type ImportOutcome, type IncomingContact } from "../contacts/service";
+import { planContactImport, type DuplicateRule, type ImportOutcome, type IncomingContact } from "../intake/service";
 import { customFieldIssues, customFieldsFromText, readDefinitions } from "../crm/custom-fields";
 import { userResolver } from "../users/service";
 import { organizationSettings } from "../organization/service";

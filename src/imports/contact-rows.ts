@@ -1,6 +1,6 @@
 import { fromSpreadsheetSafe } from "../crm/export";
 import { ContactCreate } from "../contacts/schemas";
-import type { IncomingContact } from "../contacts/service";
+import type { IncomingContact } from "../intake/service";
 import { issuesFromZod } from "../lib/validation";
 
 /** A problem of one row, by the column it came from (never the value: the errors CSV holds no personal data). */

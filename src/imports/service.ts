@@ -10,6 +10,7 @@ import { appUrlOf, readConfig } from "../env";
 import { csvLine } from "./csv";
 import { type ImportKind, isTarget } from "./mapping";
 import { type Import, ImportMapping, type ImportQuery, type ImportRows } from "./schemas";
+export { importsErasable } from "./erasure";
 
 export type ImportRow = typeof imports.$inferSelect;
 

@@ -1,5 +1,5 @@
 import { and, asc, count, desc, eq, lt } from "drizzle-orm";
-import { matchContacts } from "../contacts/service";
+import { matchContacts } from "../intake/service";
 import { decodeNewestFirstCursor, olderThan, paginate } from "../crm/pagination";
 import type { Db } from "../db/client";
 import { leadReviews } from "../db/schema";
@@ -15,7 +15,7 @@ import { type ContactAnswer, type Intake, leadActivity, type Property, takeIn } 
 /**
  * Leads kept for review: a lead with only phone numbers that match no contact, kept by intake
  * (leads/service.ts `keepForReview`) for the team to accept into a contact given an e-mail, or to dismiss. A review
- * holds a person's name and numbers: an erasure deletes those with the erased person's numbers (contacts/erase.ts),
+ * holds a person's name and numbers: an erasure deletes those with the erased person's numbers (erasure/erase.ts),
  * and the cron those nobody settled within REVIEW_RETENTION_DAYS.
  */
 

@@ -6,7 +6,7 @@ import {
   matchContacts,
   newContactForLead,
   noContactWith,
-} from "../contacts/service";
+} from "../intake/service";
 import { leadIntakes, leadReviews } from "../db/schema";
 import { expectNoRow, StaleWrite, type Statement, withRetries } from "../db/write";
 import { commit } from "../events/commit";
@@ -18,6 +18,7 @@ import { findProperty, findPropertyByAddress, inquiryWrite } from "../properties
 import type { ServiceContext } from "../service-context";
 import { readRouting, routeLead } from "./routing";
 import type { LeadCreate, LeadIntake, LeadReceived } from "./schemas";
+export { leadsErasable, reviewsWithNumbersOf } from "./erasure";
 
 /** An intake's answer and its status: 201 when it created the contact, 200 when it matched one, 202 when it kept the lead for review. */
 export type IntakeAnswer = { status: 200 | 201; answer: LeadIntake } | { status: 202; answer: LeadReceived };

@@ -1,19 +1,20 @@
 import { z } from "zod";
 import { createActivity } from "../contacts/activities";
-import { CommunicationCreate } from "../contacts/communication-schemas";
-import { logCommunication } from "../contacts/communications";
+import { CommunicationCreate } from "../communications/schemas";
+import { logCommunication } from "../communications/service";
 import {
   ActivityCreate,
   CONTACT_STATUSES,
   CONTACT_TYPES,
   ContactCreate,
   ContactListQuery,
-  ContactMerge,
   INCLUDES,
   READ_ONLY_FIELDS,
   SORT_FIELDS,
 } from "../contacts/schemas";
-import { createContact, listContacts, mergeContacts } from "../contacts/service";
+import { createContact, listContacts } from "../contacts/service";
+import { ContactMerge } from "../merge/schemas";
+import { mergeContacts } from "../merge/service";
 import { defineTool, definedOnly, parseWith, listInputs, listParams, requireEmbeds } from "./tool";
 
 const id = (what: string) => z.string().min(1).max(100).describe(`The ${what}'s id`);

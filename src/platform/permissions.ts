@@ -91,7 +91,7 @@ const ROUTE_NEEDS: Record<string, Need> = {
   // The leads intake kept for review name people: the team reads them as contacts and settles them as contact writes.
   "/v1/leads/reviews": { read: "contacts:read", write: "contacts:write" },
   "/v1/contacts/export": both("exports:read"),
-  // And contacts:read; each other domain's part of it only with that domain's read permission (contacts/access.ts).
+  // And contacts:read; each other domain's part of it only with that domain's read permission (erasure/access.ts).
   "/v1/contacts/*/export": both("exports:read"),
   "/v1/deals": { read: "deals:read", write: "deals:write" },
   "/v1/deals/export": both("exports:read"),

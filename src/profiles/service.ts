@@ -11,6 +11,7 @@ import { claimPublicKey } from "../shards/directory";
 import { findAgent } from "./agents";
 import { purgeFeed, purgeFeedBySlug } from "../reputation/feed-cache";
 import { ProfileBlocks } from "./schemas";
+export { profilesErasable } from "./erasure";
 
 /** For the domains whose records name an agent (testimonials, referrals): the agent and the records must exist. */
 export { checkReferences } from "./agents";

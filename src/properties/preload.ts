@@ -1,24 +1,16 @@
 import { and, eq } from "drizzle-orm";
+import { readsForWrite } from "../crm/write-reads";
 import { properties } from "../db/schema";
-import type { AuthPreload } from "../platform/preload";
+import type { PropertyRecord } from "./mapping";
 
 // Apart from service.ts so that the app (which hands these to authentication) loads no more of the domain at startup.
 
-export const preloadKey = (id: string) => `property-write:${id}`;
+/** A write of one property starts from its row; PUT reads it with the authentication. */
+export const propertyWriteReads = readsForWrite<[PropertyRecord[]]>("Property", "/v1/properties", (db, organizationId, id) => [
+  db
+    .select()
+    .from(properties)
+    .where(and(eq(properties.id, id), eq(properties.organizationId, organizationId))),
+]);
 
-/** PUT /v1/properties/{id} reads its property with the authentication (platform/preload.ts): the write is then its only trip. */
-export const propertyPreloads: AuthPreload[] = [
-  {
-    method: "PUT",
-    path: /^\/v1\/properties\/([^/]+)$/,
-    read: (db, organizationId, match) => ({
-      key: preloadKey(match[1]!),
-      statements: [
-        db
-          .select()
-          .from(properties)
-          .where(and(eq(properties.id, match[1]!), eq(properties.organizationId, organizationId))),
-      ],
-    }),
-  },
-];
+export const propertyPreloads = propertyWriteReads.preloads;

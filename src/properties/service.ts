@@ -8,13 +8,12 @@ import {
   propertyValuations,
 } from "../db/schema";
 import { checkCustomFields, customFieldDeleted, withCustomFields } from "../crm/custom-fields";
-import { expectVersion, expectVersionMatch, type Statement, StaleWrite, withRetries } from "../db/write";
+import { expectVersion, type Statement, StaleWrite, withRetries } from "../db/write";
 import { commit, type CommitOptions } from "../events/commit";
 import { newEvent } from "../events/outbox";
 import { Conflict, NotFound, Validation } from "../lib/errors";
 import type { ServiceContext } from "../service-context";
-import { takePreloaded } from "../platform/preload";
-import { preloadKey } from "./preload";
+import { propertyWriteReads } from "./preload";
 import { type PropertyRecord, toProperty } from "./mapping";
 import { present } from "./present";
 import { deletePropertyFiles } from "./files";
@@ -31,6 +30,7 @@ import {
   writableInput,
 } from "./writes";
 import type { PropertyCreate, PropertyUpdate } from "./schemas";
+export { propertiesErasable } from "./erasure";
 
 export { listProperties, propertyExportWalk } from "./list";
 export { inquiryWrite } from "./signals";
@@ -47,11 +47,8 @@ export async function findProperty(ctx: ServiceContext, id: string): Promise<Pro
 
 /** The property a write starts from (read with the authentication, once, if it was): 404 when gone, 412 when If-Match names another version. */
 export async function readPropertyForWrite(ctx: ServiceContext, id: string): Promise<PropertyRecord> {
-  const preloaded = takePreloaded<[PropertyRecord[]]>(ctx, preloadKey(id));
-  const before = preloaded ? preloaded[0][0] : await findProperty(ctx, id);
-  if (!before) throw new NotFound("Property");
-  expectVersionMatch(ctx, before.version);
-  return before;
+  const [[before]] = await propertyWriteReads.read(ctx, id);
+  return before!;
 }
 
 /**

@@ -1,10 +1,9 @@
 import { and, eq } from "drizzle-orm";
-import { bumpResourceCounter } from "../crm/list-totals";
+import { recordWrites } from "../crm/record-writes";
 import { properties, type StoredPhoto, users } from "../db/schema";
 import { atVersion, expectVersion, type Statement, type VersionedTable } from "../db/write";
 import type { EventEnvelope } from "../events/envelope";
 import { newEvent } from "../events/outbox";
-import { diffAttributes } from "../lib/changes";
 import { type FieldIssue, Validation } from "../lib/errors";
 import { newId, newRecordId } from "../lib/ids";
 import { inJsonList } from "../lib/sql";
@@ -31,20 +30,24 @@ export const PROPERTIES: VersionedTable = {
 /** Price history entries kept per listing: the first (LISTED) and the latest ones. */
 const MAX_PRICE_HISTORY = 100;
 
-/** Property-count bookkeeping in the batch of every property write (crm/list-totals.ts). */
-export const bumpCounters = (ctx: ServiceContext, delta: number): Statement =>
-  bumpResourceCounter(ctx.db, ctx.organizationId, "properties", delta);
+/** A property as every resource's writes see it (crm/record-writes.ts). */
+const propertyWrites = recordWrites({
+  resource: "properties",
+  // What a client may echo back but never writes: schemas.ts READ_ONLY_FIELDS, and listing.priceHistory/daysOnMarket.
+  readOnly: READ_ONLY_FIELDS,
+  alsoReadOnly: (copy) => {
+    if (copy.listing && typeof copy.listing === "object") {
+      const { priceHistory: _h, daysOnMarket: _d, ...listing } = copy.listing as Group;
+      copy.listing = listing;
+    }
+  },
+  updated: "property.updated",
+  shown: toProperty,
+  unchanged: ["updatedAt"],
+});
 
-/** Drops what a client may echo back but never writes (schemas.ts READ_ONLY_FIELDS, listing.priceHistory/daysOnMarket). */
-export function writableInput<T extends Record<string, unknown>>(input: T): T {
-  const copy: Record<string, unknown> = { ...input };
-  for (const f of READ_ONLY_FIELDS) delete copy[f];
-  if (copy.listing && typeof copy.listing === "object") {
-    const { priceHistory: _h, daysOnMarket: _d, ...listing } = copy.listing as Group;
-    copy.listing = listing;
-  }
-  return copy as T;
-}
+/** The properties' count and list version, in the batch of every property write; the input a write takes. */
+export const { bumpCounters, writableInput } = propertyWrites;
 
 /** A group with `patch` applied field by field: a null clears the field, an absent one stays. */
 function merge(base: Group | null | undefined, patch: Group): Group {
@@ -291,14 +294,12 @@ function applyListing(prev: StoredListing, patch: Group, now: Date, issues: Fiel
 
 /** The events of a property change: property.updated, plus status_changed and price_changed when those moved. */
 export function changeEvents(ctx: ServiceContext, before: PropertyRecord, after: PropertyRecord): EventEnvelope[] {
-  const prev = toProperty(before);
-  const object = toProperty(after);
   // Photos are not in event objects (their links would expire unread), so compare them apart.
   const photosChanged = JSON.stringify(before.photos) !== JSON.stringify(after.photos);
-  const { changes, previousAttributes } = diffAttributes(prev as unknown as Group, object as unknown as Group, ["updatedAt"]);
-  if (photosChanged) changes.push("media.photos");
-  if (changes.length === 0) return [];
-  const events = [newEvent(ctx, "property.updated", { object, previousAttributes, changes })];
+  const updated = propertyWrites.updated(ctx, before, after, photosChanged ? ["media.photos"] : []);
+  if (!updated) return [];
+  const { object } = updated;
+  const events = [updated.event];
   const was = listingOf(before);
   const is = listingOf(after);
   if (was.status !== is.status) {

@@ -18,7 +18,10 @@ import { addSeconds, nowIso } from "../lib/time";
 import type { ServiceContext } from "../service-context";
 import { systemContext } from "../shards/tenants";
 import { checkReferences } from "../profiles/service";
+import { referredKey } from "./erasure";
 import type { PublicReferral, Referral, ReferralCreate } from "./schemas";
+
+export { referralsErasable, referredIs } from "./erasure";
 
 type Row = typeof referrals.$inferSelect;
 export const toReferral = (r: Row): Referral => {
@@ -110,12 +113,6 @@ export async function publishedAgent(db: Db, organizationId: string, slug: strin
 
 /** How long a public referral of one person to one agent answers every repeat of it. */
 export const REFERRAL_DEDUP_DAYS = 30;
-
-/** The referred person as the duplicate check knows them: the e-mail lower-cased, or a phone number's digits (and a leading +). */
-export function referredKey(contact: string): string {
-  const trimmed = contact.trim();
-  return trimmed.includes("@") ? trimmed.toLowerCase() : trimmed.replace(/[^0-9+]/g, "").replace(/(?!^)\+/g, "");
-}
 
 /**
  * POST /api/public/referral/{agentSlug} (Rules 2): the referrer becomes a contact of the agent's organization (an

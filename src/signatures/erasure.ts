@@ -5,6 +5,7 @@ import { guard, isGuardFailure, type Statement } from "../db/write";
 import { envelopeFilesPrefix } from "../files/keys";
 import { removeFiles } from "../files/storage";
 import { OrganizationMoving } from "../lib/errors";
+import { type Erasable, scrubOf } from "../crm/erasure";
 import type { Needles, Recognizer } from "../lib/mentions";
 import { inJsonList, mentionsAny } from "../lib/sql";
 import { nowIso } from "../lib/time";
@@ -64,7 +65,7 @@ const candidates = (ctx: ServiceContext, who: Recognizer, status: SQL, after: st
 /**
  * The live signing links of the open envelopes the erasure will delete (those that name the person by their e-mail or
  * phone) leave the directory: from then on the public routes answer 404 for them, whatever the envelope's object
- * still holds in memory. The erasure runs this before its first batch (contacts/erase.ts `begin`), so that no link
+ * still holds in memory. The erasure runs this before its first batch (erasure/erase.ts `begin`), so that no link
  * shows the person once their contact is gone, however the erasure stops afterwards. A link of an envelope that names
  * a name alone is left alone (it may be a namesake's); live links belong to open envelopes only.
  */
@@ -210,3 +211,19 @@ export async function envelopesNaming(
 /** Completed envelopes that name the person: kept as signed, and named in the erasure's answer. */
 export const countSignedEnvelopes = async (ctx: ServiceContext, who: Recognizer): Promise<number> =>
   (await envelopesNaming(ctx, who, "completed")).length;
+
+/** The signatures' share of a person's erasure (crm/erasure.ts, erasure/erase.ts). */
+export const signaturesErasable: Erasable = {
+  // Their signing links stop first: from the moment `begin` commits, neither the contact nor a link shows them.
+  begin: (ctx, { person }) => ({
+    async write() {
+      await closeSigningLinks(ctx, scrubOf(person, false).recognizer);
+      return {};
+    },
+  }),
+  async erase(ctx, scrub, counted) {
+    const who = scrub.recognizer;
+    const documentsByName = await eraseUnsignedEnvelopes(ctx, who, () => counted("envelopes"));
+    return { documents_by_name: documentsByName, signed_envelopes: await countSignedEnvelopes(ctx, who) };
+  },
+};

@@ -34,8 +34,8 @@ import { expiryNoticeAt, nextReminderAt } from "./reminders";
 import { readSettings } from "./settings";
 import type { Envelope, SignatureRequest } from "./schemas";
 
-/** The erasure of a person (contacts/erase.ts) reaches their envelopes through these steps. */
-export { closeSigningLinks, countSignedEnvelopes, envelopesNaming, eraseUnsignedEnvelopes } from "./erasure";
+/** A person's erasure (erasure/erase.ts) reaches their envelopes through this; the right of access reads them. */
+export { envelopesNaming, signaturesErasable } from "./erasure";
 
 const DOCUMENTS: VersionedTable = {
   table: documents,

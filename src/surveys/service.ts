@@ -16,6 +16,7 @@ import { bumpSurveyFigures } from "../reputation/aggregates";
 import type { Survey, SurveyCreate } from "./schemas";
 import { mailInvitation, mintSurveyToken, sealToken, surveyUrl } from "./invitations";
 import { hasDefault } from "./templates";
+export { surveysErasable } from "./erasure";
 
 /**
  * Surveys (spec: Survey, Survey template, Survey state table, Rules 1). The moves the spec leaves open, decided here

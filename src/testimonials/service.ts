@@ -16,6 +16,7 @@ import { recomputeAggregates } from "../reputation/aggregates";
 import { checkReferences } from "../profiles/service";
 import { feedUrl, purgeFeed } from "../reputation/feed-cache";
 import type { Testimonial, TestimonialCreate, TestimonialUpdate } from "./schemas";
+export { testimonialsErasable } from "./erasure";
 
 /**
  * Testimonials (spec: Testimonial state table), with the moves the spec leaves open decided here and documented in

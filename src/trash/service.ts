@@ -9,6 +9,7 @@ import { Validation } from "../lib/errors";
 import { createLogger, loggableError } from "../lib/log";
 import type { ServiceContext } from "../service-context";
 import type { TrashItem, TrashListQuery } from "./schemas";
+export { trashErasable } from "./erasure";
 
 const SORT = "deletedAt:desc";
 
@@ -100,7 +101,7 @@ export async function purgeTrash(env: Env, db: Db, { now = new Date(), max = PUR
       if (prefix) await removeFiles(env.FILES, [], prefix);
       await db.batch([
         db.delete(trashRows).where(eq(trashRows.recordId, entry.recordId)),
-        // A contact gone for good takes the e-mails and phones of the contacts merged into it (contacts/merge.ts).
+        // A contact gone for good takes the e-mails and phones of the contacts merged into it (merge/merge.ts).
         db
           .delete(contactMergedKeys)
           .where(and(eq(contactMergedKeys.organizationId, entry.organizationId), eq(contactMergedKeys.contactId, entry.recordId))),

@@ -12,6 +12,7 @@ import type { CreateWebhook, UpdateWebhook, Webhook } from "./schemas";
 import { newWebhookSecret, sealSecret } from "./secret-box";
 import type { DnsResolver } from "./dns";
 import type { DeliveryReach } from "./events";
+export { webhooksErasable } from "./erasure";
 
 type Row = typeof webhookSubscriptions.$inferSelect;
 

@@ -23,6 +23,8 @@ await Promise.all([
   import("../../src/db/write"),
   import("../../src/plants/routes"),
   import("../../src/contacts/routes"),
+  import("../../src/communications/routes"),
+  import("../../src/erasure/service"),
   import("../../src/properties/routes"),
   import("../../src/deals/routes"),
   import("../../src/trash/routes"),

@@ -1057,7 +1057,7 @@ interface Erasure extends Written {
 }
 
 /**
- * The person in one of each kind of place an erasure step handles (src/contacts/erase.ts, the steps of an erasure): an open
+ * The person in one of each kind of place an erasure step handles (src/erasure/erase.ts, the steps of an erasure): an open
  * envelope they are to sign (the envelope round: its directory key, the object's void, the R2 deletes, the D1 batch),
  * the generated document it was made from (the documents round: the search index, the D1 batch), another contact's
  * activity and the event payloads (the copies' rewrites), and another contact in the trash whose notes name them (the

@@ -5,7 +5,7 @@ import { contactMergedKeys, contacts } from "../db/schema";
 import { phoneKey, regionOf } from "../lib/phone";
 import { inJsonList } from "../lib/sql";
 import type { ServiceContext } from "../service-context";
-import type { ContactRecord } from "./mapping";
+import type { ContactRecord } from "../contacts/service";
 
 /** Who a lead or an imported row is, as given: any number of e-mails and phones, written any way. */
 export interface PersonKeys {
@@ -44,7 +44,7 @@ function matchQuery(db: Db, organizationId: string, emails: string[], phones: st
   );
 }
 
-/** The live contacts that absorbed one of `keys` in a merge (merge.ts), each with the key it absorbed. */
+/** The live contacts that absorbed one of `keys` in a merge (merge/merge.ts), each with the key it absorbed. */
 function absorbedQuery(db: Db, organizationId: string, keys: string[]) {
   const k = contactMergedKeys;
   return db
@@ -58,7 +58,7 @@ function absorbedQuery(db: Db, organizationId: string, keys: string[]) {
  * The organization's live contacts that `people` already are (lead intake and imports match alike), in one
  * D1 round trip for the whole list. An e-mail matches case-folded, as the unique e-mail key stores it; a phone matches
  * either phone of a contact in E.164, numbers without a country code read in the organization's region; after a
- * contact's own keys, those of contacts merged into it (merge.ts). An e-mail match wins over a phone match; among
+ * contact's own keys, those of contacts merged into it (merge/merge.ts). An e-mail match wins over a phone match; among
  * several phone matches the oldest contact wins. The others a phone named are `conflicts`, for the caller to show.
  */
 export async function matchContacts(ctx: ServiceContext, people: PersonKeys[]): Promise<ContactMatch[]> {

@@ -1,4 +1,8 @@
 import { and, desc, eq } from "drizzle-orm";
+import { acceptancesOf } from "../clickwrap/service";
+import { toCommunication } from "../communications/schemas";
+import { nameIsShared, personOf, toActivity, toContact } from "../contacts/service";
+import { scrubOf } from "../crm/erasure";
 import {
   contactActivities,
   contactCommunications,
@@ -11,15 +15,15 @@ import {
   testimonials,
 } from "../db/schema";
 import { documentsNaming } from "../documents/service";
+import { reviewsWithNumbersOf } from "../leads/service";
 import { NotFound } from "../lib/errors";
 import { inJsonList } from "../lib/sql";
 import type { Permission } from "../platform/permissions";
+import { referredIs } from "../referrals/service";
 import type { ServiceContext } from "../service-context";
 import { envelopesNaming } from "../signatures/service";
-import { acceptancesOf, findPerson, mailTo, nameIsShared, referredIs, reviewsWithNumbersOf } from "./erase";
-import { toActivity, toCommunication } from "./includes";
-import { toContact } from "./mapping";
-import { personOf, scrubOf } from "./redact";
+import { findPerson } from "./erase";
+import { mailTo } from "./platform";
 
 /**
  * The parts of a person's export that other domains hold, each with the permissions that read it where the API shows
@@ -45,7 +49,7 @@ const PARTS = Object.keys(ACCESS_PARTS) as AccessPart[];
 
 /**
  * GET /v1/contacts/{id}/export (the right of access): everything the organization holds about the person,
- * found where their erasure finds them (erase.ts: the same lookups, so the two cannot drift apart) — the contact (live
+ * found where their erasure finds them (each domain's erasure.ts: the same lookups, so the two cannot drift apart) — the contact (live
  * or in the trash), its activities and communications, their deals, the testimonials they wrote, referrals naming
  * them, their surveys and answers, clickwrap acceptances under their id, e-mail or phone, the mail sent to them
  * (subjects: bodies hold links), leads waiting for review with one of their numbers, and the documents and envelopes

@@ -4,9 +4,9 @@ import { serviceContext } from "../platform/auth";
 import type { AppBindings } from "../platform/context";
 import { validationHook } from "../platform/openapi";
 import { defineRoute, jsonBody } from "../platform/route";
-import { Communication, CommunicationCreate, CommunicationListQuery, MAX_CLOCK_SKEW_MS } from "./communication-schemas";
-import { listCommunications, logCommunication } from "./communications";
-import { IdParam } from "./schemas";
+import { IdParam } from "../contacts/schemas";
+import { Communication, CommunicationCreate, CommunicationListQuery, MAX_CLOCK_SKEW_MS } from "./schemas";
+import { listCommunications, logCommunication } from "./service";
 
 const tags = ["Contacts"];
 const security = [{ bearerAuth: [] }];

@@ -7,25 +7,30 @@ import { newId } from "../lib/ids";
 import { inJsonList } from "../lib/sql";
 import { phoneKey, regionOf } from "../lib/phone";
 import type { ServiceContext } from "../service-context";
-import { facetMoves } from "./facets";
-import type { ContactRecord } from "./mapping";
-import { emailKey } from "./matching";
-import type { ActivityCreate, ContactUpdate } from "./schemas";
+import type { ActivityCreate, ContactUpdate } from "../contacts/schemas";
 import {
   applyInput,
   blankContact,
   bumpCounters,
   changeEvents,
+  type ContactRecord,
   createdEvents,
+  facetMoves,
   NO_ACTIVITY,
   readContactForWrite,
   replaceContact,
-} from "./writes";
+} from "../contacts/service";
+import { emailKey } from "./matching";
+
+export { type DuplicateRule, type ImportOutcome, type IncomingContact, planContactImport } from "./import-batch";
+export { matchContacts } from "./matching";
 
 /**
- * The contact side of lead intake: a new contact from a lead, or a matched one filled with what the lead
- * brings, each with the lead's activity, as statements and events for the intake's own batch (leads/service.ts adds
- * its record, the routing turn and the property's inquiry, and commits once).
+ * People coming in (a lead, an import's rows) matched against the contacts they already are, and the contact side of
+ * what they bring. Here: lead intake's, a new contact from a lead or a matched one filled with what the lead brings,
+ * each with the lead's activity, as statements and events for the intake's own batch (leads/service.ts adds its
+ * record, the routing turn and the property's inquiry, and commits once); matching.ts: who they are;
+ * import-batch.ts: an import chunk's contacts.
  */
 
 /** A person as a lead brings them: e-mails in order (the first is a new contact's `email`), phones as written. */

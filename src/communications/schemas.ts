@@ -1,4 +1,5 @@
 import { z } from "@hono/zod-openapi";
+import type { contactCommunications } from "../db/schema";
 import { listQuery } from "../crm/list-query";
 import { boundedJsonObject } from "../lib/json-bounds";
 import { freeText, oneLineText } from "../lib/validation";
@@ -113,3 +114,19 @@ export const CommunicationListQuery = listQuery({
   type: z.enum(COMMUNICATION_TYPES).optional().openapi({ description: "Only communications of this type" }),
 });
 export type CommunicationListQuery = z.infer<typeof CommunicationListQuery>;
+
+export type CommunicationRecord = typeof contactCommunications.$inferSelect;
+
+/** A communication as the API shows it (who logged it stays in the row): here, beside its shape, for the contact's include and the right of access too. */
+export const toCommunication = (r: Omit<CommunicationRecord, "organizationId" | "createdBy">): Communication => ({
+  id: r.id,
+  contactId: r.contactId,
+  type: r.type as Communication["type"],
+  direction: r.direction as Communication["direction"],
+  subject: r.subject,
+  body: r.body,
+  durationSeconds: r.durationSeconds,
+  occurredAt: r.occurredAt,
+  metadata: r.metadata,
+  createdAt: r.createdAt,
+});

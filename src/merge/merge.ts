@@ -18,22 +18,26 @@ import {
 import { expectVersionMatch, expectVersions, type Statement, versioned, withRetries } from "../db/write";
 import { commit } from "../events/commit";
 import { newEvent } from "../events/outbox";
-import { Conflict, type FieldIssue, NotFound, Validation } from "../lib/errors";
+import { type FieldIssue, NotFound, Validation } from "../lib/errors";
 import { phoneKey, regionOf } from "../lib/phone";
 import { inJsonList } from "../lib/sql";
 import type { ServiceContext } from "../service-context";
-import { facetMoves } from "./facets";
-import type { ActivityFigures } from "./lead-score";
-import { type ContactRecord, toContact } from "./mapping";
-import { writeReads } from "./preload";
-import { type Contact, type ContactUpdate, MAX_TAGS } from "./schemas";
-import { applyInput, bumpCounters, changeEvents, CONTACTS, tagStatements, uniqueTags, updateContactStatement } from "./writes";
-
-/** A restore (or a second merge) of a contact that was merged into another: its records live on there. */
-export const mergedConflict = (id: string, mergedInto: string) =>
-  new Conflict(`Contact ${id} was merged into contact ${mergedInto}; its records are there`, "merged_contact", [
-    { field: "mergedInto", path: ["mergedInto"], code: "merged_contact", message: mergedInto },
-  ]);
+import { type Contact, type ContactUpdate, MAX_TAGS } from "../contacts/schemas";
+import {
+  type ActivityFigures,
+  applyInput,
+  bumpCounters,
+  changeEvents,
+  CONTACTS,
+  type ContactRecord,
+  facetMoves,
+  mergedConflict,
+  tagStatements,
+  toContact,
+  uniqueTags,
+  updateContactStatement,
+  writeReads,
+} from "../contacts/service";
 
 /**
  * POST /v1/contacts/{id}/merge: the sources' records move onto the target and the sources go to the trash, in one

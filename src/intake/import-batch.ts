@@ -6,23 +6,23 @@ import { inJsonList } from "../lib/sql";
 import { contactTermsOf } from "../lib/search-terms";
 import { writeTermsInBatch } from "../db/search-bulk";
 import { phoneKey, regionOf } from "../lib/phone";
-import { emailKey, matchContacts } from "./matching";
 import type { ServiceContext } from "../service-context";
-import { facetMovesOfMany } from "./facets";
-import type { ContactRecord } from "./mapping";
-import type { ContactCreate, ContactUpdate } from "./schemas";
+import type { ContactCreate, ContactUpdate } from "../contacts/schemas";
 import {
   applyInput,
   blankContact,
   bumpCounters,
   CONTACTS,
+  type ContactRecord,
+  facetMovesOfMany,
   NO_ACTIVITY,
   readForWrite,
   type TagChange,
   tagStatements,
   uniqueTags,
   updateContactStatement,
-} from "./writes";
+} from "../contacts/service";
+import { emailKey, matchContacts } from "./matching";
 
 /**
  * Contacts written many at a time (an import's chunk): the rows and statements of a chunk's creates and

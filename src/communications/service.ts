@@ -7,10 +7,15 @@ import type { EventEnvelope } from "../events/envelope";
 import { newEvent } from "../events/outbox";
 import { newId } from "../lib/ids";
 import type { ServiceContext } from "../service-context";
-import type { Communication, CommunicationCreate, CommunicationListQuery } from "./communication-schemas";
-import { type CommunicationRecord, toCommunication } from "./includes";
-import { findContact } from "./service";
-import { readContactForWrite, touchContact } from "./writes";
+import { findContact, readContactForWrite, touchContact } from "../contacts/service";
+import {
+  type Communication,
+  type CommunicationCreate,
+  type CommunicationListQuery,
+  type CommunicationRecord,
+  toCommunication,
+} from "./schemas";
+export { communicationsErasable } from "./erasure";
 
 /** The list's sort, named in its cursors: a cursor of another list (activities, by createdAt) is refused. */
 const SORT = "occurredAt:desc";
@@ -41,7 +46,7 @@ function communicationEvents(ctx: ServiceContext, c: Communication): EventEnvelo
 
 /**
  * POST /v1/contacts/{id}/communications. The communication, its event(s) and the contact's move go in one guarded
- * batch under the contact's version, as an activity's do (writes.ts `touchContact`): the contact's lastContactedAt
+ * batch under the contact's version, as an activity's do (contacts/writes.ts `touchContact`): the contact's lastContactedAt
  * moves to occurredAt when that is later (never backwards), which is a contact.updated event (an automatic lead score
  * is recomputed: lastContactedAt is its recency; its engagement counts activities only); its version (the ETag) moves
  * in any case, since include=communications shows the communication. With an Idempotency-Key the answer is kept in
