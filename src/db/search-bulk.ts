@@ -11,7 +11,7 @@ const MAX_TERMS_JSON = 400_000;
  * The statements of one batch that writes `records`' contacts itself (an import's chunk: folding text in
  * SQL cost two thirds of its time): `write` (the records' inserts and updates) runs with the triggers suspended, then
  * the terms of `updatedIds` are deleted and each record's `terms` written, exactly as the triggers' tokenizer would
- * write them (the caller computes them with src/lib/search-terms.ts, which test/search-terms.test.ts holds to the SQL).
+ * write them (the caller computes them with src/lib/search-terms.ts, which test/search/search-terms.test.ts holds to the SQL).
  */
 export function writeTermsInBatch(
   db: Db,

@@ -29,7 +29,7 @@ export const MAX_MATCH_PEOPLE = 500;
 /**
  * The contacts of the organization with one of `emails` or `phones` (keys): one indexed lookup per kind of key, joined.
  * As one WHERE with an OR of the three, SQLite walked every contact of the organization (an import's chunk on 100,000
- * contacts read all 100,000; test/contacts-matching.test.ts holds the plan).
+ * contacts read all 100,000; test/intake/contacts-matching.test.ts holds the plan).
  */
 function matchQuery(db: Db, organizationId: string, emails: string[], phones: string[]) {
   const by = (where: SQL) =>

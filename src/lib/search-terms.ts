@@ -2,7 +2,7 @@
  * Words for the search of contacts, deals and listings: how text becomes the terms of the index and how
  * `q` becomes the prefixes it looks for. One character map folds case and accents and tells word characters from
  * separators; migration 0012_search.sql holds the same map as the table `search_fold`, which the index's triggers
- * read, so the triggers' SQL and this code split text alike (test/search-terms.test.ts holds the two together).
+ * read, so the triggers' SQL and this code split text alike (test/search/search-terms.test.ts holds the two together).
  */
 
 /** Code points the map covers; any other character is a word character kept as it is, in SQL and here alike. */

@@ -83,7 +83,7 @@ const both = (p: Permission): Need => ({ read: p, write: p });
 /**
  * The permission each authenticated route needs, by the first path segments after its family: the longest prefix
  * listed wins. A path no entry covers needs a permission no credential has (`null`: refused), so a new route is
- * closed until it is listed here (test/permissions.test.ts walks the route table).
+ * closed until it is listed here (test/platform/permissions.test.ts walks the route table).
  */
 const ROUTE_NEEDS: Record<string, Need> = {
   "/v1/contacts": { read: "contacts:read", write: "contacts:write" },

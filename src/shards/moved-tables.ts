@@ -27,7 +27,7 @@ import { columnName } from "../db/row-json";
  * What a shard move carries: every table of the tenant schema (the files drizzle.tenant.config.ts lists),
  * each with the predicate that selects one organization's rows and the key its rows are walked in. A table is moved
  * unless it is named here as holding no organization's rows; one without an organization column must say how its rows
- * are found, or this module fails to load. test/shard-move.test.ts checks the list against the shards' own tables.
+ * are found, or this module fails to load. test/shards/shard-move.test.ts checks the list against the shards' own tables.
  */
 const TENANT_SCHEMA = [
   members,

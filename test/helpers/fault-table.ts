@@ -1062,7 +1062,7 @@ interface Erasure extends Written {
  * the generated document it was made from (the documents round: the search index, the D1 batch), another contact's
  * activity and the event payloads (the copies' rewrites), and another contact in the trash whose notes name them (the
  * trash's rewrite). No completed envelope: sealing one would cost each run about as much again, and keeping it is no
- * step to fail (a read counts it; its document leaves the index in the same round); test/erasure.test.ts keeps one.
+ * step to fail (a read counts it; its document leaves the index in the same round); test/erasure/erasure.test.ts keeps one.
  */
 async function seedPersonEverywhere(owner: TestPrincipal): Promise<Omit<Erasure, keyof Written>> {
   const person = newPerson();
