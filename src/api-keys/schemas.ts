@@ -1,5 +1,5 @@
 import { z } from "@hono/zod-openapi";
-import { Pagination } from "../crm/envelope";
+import { Pagination } from "../crm/body";
 import { oneLineText } from "../lib/validation";
 import { PERMISSION_NAMES, type Permission } from "../platform/permissions";
 

@@ -1,5 +1,5 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
-import { CRM, CRM_PRECONDITION_ERROR, crmError, crmSuccess, keptAnswer, Page } from "../crm/envelope";
+import { CRM, CRM_PRECONDITION_ERROR, crmError, crmSuccess, keptAnswer, Page } from "../crm/body";
 import { serviceContext } from "../platform/auth";
 import type { AppBindings } from "../platform/context";
 import { validationHook } from "../platform/openapi";

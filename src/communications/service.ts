@@ -3,7 +3,7 @@ import { decodeNewestFirstCursor, olderThan, paginate } from "../crm/pagination"
 import { contactCommunications } from "../db/schema";
 import { withRetries } from "../db/write";
 import { commit } from "../events/commit";
-import type { EventEnvelope } from "../events/envelope";
+import type { DomainEvent } from "../events/event";
 import { newEvent } from "../events/outbox";
 import { newId } from "../lib/ids";
 import type { ServiceContext } from "../service-context";
@@ -25,7 +25,7 @@ const SORT = "occurredAt:desc";
  * A call logged with its duration has ended: `call_started` carries the call as it began (no duration yet), then
  * `call_ended` the call with its duration ("call_ended carries the call with duration").
  */
-function communicationEvents(ctx: ServiceContext, c: Communication): EventEnvelope[] {
+function communicationEvents(ctx: ServiceContext, c: Communication): DomainEvent[] {
   // Whole names, so test/node/catalogue-emitters.test.ts sees each one emitted.
   const of = (type: `communication.${string}`, object: Communication) =>
     newEvent(ctx, type, { object, previousAttributes: null, changes: null });

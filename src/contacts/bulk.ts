@@ -2,7 +2,7 @@ import { checkCustomFields, withCustomFields } from "../crm/custom-fields";
 import { expectVersions, withRetries } from "../db/write";
 import { commit } from "../events/commit";
 import { regionOf } from "../lib/phone";
-import type { EventEnvelope } from "../events/envelope";
+import type { DomainEvent } from "../events/event";
 import type { ServiceContext } from "../service-context";
 import type { ContactRecord } from "./mapping";
 import type { BulkUpdate } from "./schemas";
@@ -38,7 +38,7 @@ export async function bulkUpdateContacts(ctx: ServiceContext, body: BulkUpdate) 
     ]);
     const now = new Date();
     const changed: { before: ContactRecord; after: ContactRecord }[] = [];
-    const events: EventEnvelope[] = [];
+    const events: DomainEvent[] = [];
     for (const before of rows) {
       const after = {
         ...withCustomFields(applyInput(before, updates, figures.get(before.id) ?? NO_ACTIVITY, now, regionOf(ctx)), custom),

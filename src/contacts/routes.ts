@@ -1,6 +1,6 @@
 import { CUSTOM_FILTER_DOC } from "../crm/custom-fields";
 import { OpenAPIHono } from "@hono/zod-openapi";
-import { CRM, CRM_PRECONDITION_ERROR, crmError, crmSuccess, keptAnswer, Page } from "../crm/envelope";
+import { CRM, CRM_PRECONDITION_ERROR, crmError, crmSuccess, keptAnswer, Page } from "../crm/body";
 import { defineRoute, jsonBody } from "../platform/route";
 import { listQuery, NoQuery } from "../crm/list-query";
 import { grantedPermissions, requirePermission, serviceContext } from "../platform/auth";

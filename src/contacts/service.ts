@@ -3,7 +3,7 @@ import { contactActivities, contactCommunications, contacts, contactTags } from 
 import { checkCustomFields, customFieldDeleted, withCustomFields } from "../crm/custom-fields";
 import { expectNoRow, expectVersion, type Statement, StaleWrite, versioned, withRetries } from "../db/write";
 import { commit, type CommitOptions } from "../events/commit";
-import type { EventEnvelope } from "../events/envelope";
+import type { DomainEvent } from "../events/event";
 import { newEvent } from "../events/outbox";
 import { Conflict, NotFound, Validation } from "../lib/errors";
 import { regionOf } from "../lib/phone";
@@ -91,12 +91,7 @@ async function assertEmailFree(ctx: ServiceContext, emailKey: string, exceptId?:
 const emailConflict = () => new Conflict("A contact with this e-mail already exists in your organization", "duplicate_email");
 
 /** `commit` for contacts: a unique-index race on the e-mail that the pre-check missed is still a 409, not a 500. */
-async function commitContact(
-  ctx: ServiceContext,
-  statements: Statement[],
-  events: EventEnvelope[],
-  options?: CommitOptions,
-): Promise<void> {
+async function commitContact(ctx: ServiceContext, statements: Statement[], events: DomainEvent[], options?: CommitOptions): Promise<void> {
   try {
     await commit(ctx, statements, events, options);
   } catch (err) {
@@ -307,7 +302,7 @@ function splitName(name: string) {
 export async function contactByEmail(
   ctx: ServiceContext,
   person: { name: string; email: string; type: string; source: string; assignedTo: string | null; notes: string | null },
-): Promise<{ id: string; statements: Statement[]; events: EventEnvelope[] }> {
+): Promise<{ id: string; statements: Statement[]; events: DomainEvent[] }> {
   const emailKey = person.email.toLowerCase();
   const byEmail = and(eq(contacts.organizationId, ctx.organizationId), eq(contacts.emailKey, emailKey));
   const found = await ctx.db.select({ id: contacts.id }).from(contacts).where(byEmail).get();

@@ -7,7 +7,7 @@ import { phoneKey, regionOf } from "../lib/phone";
 import { newRecordId } from "../lib/ids";
 import { inJsonList } from "../lib/sql";
 import { newEvent } from "../events/outbox";
-import type { EventEnvelope } from "../events/envelope";
+import type { DomainEvent } from "../events/event";
 import type { ServiceContext } from "../service-context";
 import { type ActivityFigures, calculateLeadScore, NO_ACTIVITY } from "./lead-score";
 import { facetMoves } from "./facets";
@@ -217,7 +217,7 @@ export function blankContact(
 }
 
 /** The events of a new contact: contact.created, and contact.tagged and contact.assigned when it has tags or an assignee. */
-export function createdEvents(ctx: ServiceContext, record: ContactRecord): EventEnvelope[] {
+export function createdEvents(ctx: ServiceContext, record: ContactRecord): DomainEvent[] {
   const object = toContact(record);
   const events = [newEvent(ctx, "contact.created", { object, previousAttributes: null, changes: null })];
   if (record.tags.length)
@@ -231,7 +231,7 @@ export function createdEvents(ctx: ServiceContext, record: ContactRecord): Event
  * The events of one contact change: contact.updated, plus tagged, untagged and assigned where those changed. None
  * when nothing but updatedAt differs, so callers stamp `after.updatedAt` first and skip the write on an empty answer.
  */
-export function changeEvents(ctx: ServiceContext, before: ContactRecord, after: ContactRecord): EventEnvelope[] {
+export function changeEvents(ctx: ServiceContext, before: ContactRecord, after: ContactRecord): DomainEvent[] {
   const updated = contactWrites.updated(ctx, before, after);
   if (!updated) return [];
   const { object } = updated;
@@ -284,7 +284,7 @@ export function touchContact(
   figures: ActivityFigures,
   touchedAt: string | null,
   now: Date,
-): { statements: Statement[]; events: EventEnvelope[] } {
+): { statements: Statement[]; events: DomainEvent[] } {
   const moves = touchedAt !== null && (before.lastContactedAt === null || touchedAt > before.lastContactedAt);
   const touched = { ...before, lastContactedAt: moves ? touchedAt : before.lastContactedAt };
   const changed = { ...applyInput(touched, {}, figures, now, regionOf(ctx)), updatedAt: now.toISOString(), version: before.version + 1 };

@@ -1,6 +1,6 @@
 import type { contacts, ErasureSubject } from "../db/schema";
 import type { Statement } from "../db/write";
-import type { EventEnvelope } from "../events/envelope";
+import type { DomainEvent } from "../events/event";
 import { type Matcher, matcherOf, mentionedIn, type Recognizer } from "../lib/mentions";
 import type { ServiceContext } from "../service-context";
 
@@ -91,7 +91,7 @@ export interface BeginPart {
 export interface BeginWrite {
   statements?: Statement[];
   erased?: Record<string, number>;
-  events?: EventEnvelope[];
+  events?: DomainEvent[];
   /** Once the batch has committed (a cache to purge). */
   committed?(): void;
 }

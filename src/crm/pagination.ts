@@ -2,7 +2,7 @@ import type { z } from "@hono/zod-openapi";
 import { and, eq, lt, or, type SQL } from "drizzle-orm";
 import type { SQLiteColumn } from "drizzle-orm/sqlite-core";
 import { decodeCursor, encodeCursor } from "../lib/cursor";
-import type { Pagination } from "./envelope";
+import type { Pagination } from "./body";
 
 /**
  * Newest-first keyset pagination on (createdAt, id), for the CRM lists that offer no other sort. The cursor is the

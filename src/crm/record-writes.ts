@@ -1,5 +1,5 @@
 import type { Statement } from "../db/write";
-import type { EventEnvelope } from "../events/envelope";
+import type { DomainEvent } from "../events/event";
 import { newEvent } from "../events/outbox";
 import { diffAttributes } from "../lib/changes";
 import type { ServiceContext } from "../service-context";
@@ -34,7 +34,7 @@ export interface RecordWrites<R, S extends object> {
    * The `.updated` event of a change from `before` to `after` ({object, previousAttributes, changes}; `alsoChanged`
    * names changes the shown object cannot tell), with the object it shows; null when nothing but `unchanged` differs.
    */
-  updated(ctx: ServiceContext, before: R, after: R, alsoChanged?: string[]): { object: S; event: EventEnvelope } | null;
+  updated(ctx: ServiceContext, before: R, after: R, alsoChanged?: string[]): { object: S; event: DomainEvent } | null;
 }
 
 export function recordWrites<R, S extends object>(kind: RecordKind<R, S>): RecordWrites<R, S> {

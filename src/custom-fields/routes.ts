@@ -1,5 +1,5 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
-import { CRM, crmError, crmSuccess } from "../crm/envelope";
+import { CRM, crmError, crmSuccess } from "../crm/body";
 import { MAX_DEFINITIONS_PER_OBJECT } from "../crm/custom-fields";
 import { serviceContext } from "../platform/auth";
 import type { AppBindings } from "../platform/context";

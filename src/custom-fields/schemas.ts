@@ -1,5 +1,5 @@
 import { z } from "@hono/zod-openapi";
-import { Pagination } from "../crm/envelope";
+import { Pagination } from "../crm/body";
 import { CUSTOM_FIELD_OBJECTS, CUSTOM_FIELD_TYPES, KEY_PATTERN, MAX_TEXT_CHARS } from "../crm/custom-fields";
 import { listQuery } from "../crm/list-query";
 import { oneLineText, pattern } from "../lib/validation";

@@ -1,5 +1,5 @@
 import type { z } from "@hono/zod-openapi";
-import type { Pagination } from "../crm/envelope";
+import type { Pagination } from "../crm/body";
 import type { ExportPage } from "../crm/export";
 import {
   afterCursor,

@@ -1,7 +1,7 @@
 import { CUSTOM_FILTER_DOC } from "../crm/custom-fields";
 import { OpenAPIHono, z } from "@hono/zod-openapi";
 import { NoQuery } from "../crm/list-query";
-import { CRM, CRM_FILES_NOT_CONFIGURED, CRM_PRECONDITION_ERROR, crmDeleted, crmError, crmSuccess, keptAnswer, Page } from "../crm/envelope";
+import { CRM, CRM_FILES_NOT_CONFIGURED, CRM_PRECONDITION_ERROR, crmDeleted, crmError, crmSuccess, keptAnswer, Page } from "../crm/body";
 import { serviceContext } from "../platform/auth";
 import type { AppBindings } from "../platform/context";
 import { ETAG_HEADER, withEtag } from "../platform/etag";

@@ -2,7 +2,7 @@ import { and, eq, type SQL, sql } from "drizzle-orm";
 import { recordWrites } from "../crm/record-writes";
 import { dealActivities, deals, dealStageChanges, dealStageStats, type StoredCommission, type StoredTeamMember, users } from "../db/schema";
 import { atVersion, expectVersion, guard, rowExists, type Statement, type VersionedTable } from "../db/write";
-import type { EventEnvelope } from "../events/envelope";
+import type { DomainEvent } from "../events/event";
 import { newEvent } from "../events/outbox";
 import { type FieldIssue, Validation } from "../lib/errors";
 import { newId, newRecordId } from "../lib/ids";
@@ -351,7 +351,7 @@ export function changeEvents(
   after: DealRecord,
   reason?: string,
   contactEmailKey?: string | null,
-): EventEnvelope[] {
+): DomainEvent[] {
   const updated = dealWrites.updated(ctx, before, after);
   if (!updated) return [];
   const { object } = updated;

@@ -3,7 +3,7 @@ import type { Db } from "../db/client";
 import { documentObligations } from "../db/schema";
 import type { Statement } from "../db/write";
 import type { Env } from "../env";
-import type { EventEnvelope } from "../events/envelope";
+import type { DomainEvent } from "../events/event";
 import { publishEvents, stageEvents } from "../events/outbox";
 import { resourceEvent } from "../events/resource-event";
 import { nowIso } from "../lib/time";
@@ -48,7 +48,7 @@ export async function sendObligationNotices(env: Env, db: Db, { max = 500, now =
   ]);
   const at = nowIso(now);
   const statements: Statement[] = [];
-  const marks: { index: number; events: Map<string, EventEnvelope> }[] = [];
+  const marks: { index: number; events: Map<string, DomainEvent> }[] = [];
   NOTICES.forEach(({ type, key, column }, i) => {
     const rows: ObligationRow[] = found[i]!;
     if (rows.length === 0) return;

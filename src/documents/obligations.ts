@@ -3,7 +3,7 @@ import type { Db } from "../db/client";
 import { dealActivities, deals, documentObligations, documents, envelopes } from "../db/schema";
 import { guard, type Statement } from "../db/write";
 import type { EventConsumer } from "../events/consumers";
-import type { EventEnvelope } from "../events/envelope";
+import type { DomainEvent } from "../events/event";
 import { sha256Hex } from "../lib/crypto";
 import { inJsonList } from "../lib/sql";
 import { nowIso } from "../lib/time";
@@ -186,7 +186,7 @@ async function resyncTarget(
 type DocumentRow = typeof documents.$inferSelect;
 
 /** Re-derives the obligations of the documents `events` name (DOCUMENT_SIGNED), one batch for them all. */
-export async function resyncObligations(db: Db, events: EventEnvelope[]): Promise<void> {
+export async function resyncObligations(db: Db, events: DomainEvent[]): Promise<void> {
   const wanted = events.map((e) => ({ event: e, documentId: String((e.data as { documentId?: unknown }).documentId ?? "") }));
   const found = await db
     .select()

@@ -1,6 +1,6 @@
 import { isGuardFailure, StaleWrite, type Statement } from "../db/write";
 import type { ServiceContext } from "../service-context";
-import type { EventEnvelope } from "./envelope";
+import type { DomainEvent } from "./event";
 import { deferPublish, stageEvents } from "./outbox";
 
 /**
@@ -26,7 +26,7 @@ export interface CommitOptions {
 export async function commit(
   ctx: ServiceContext,
   statements: Statement[],
-  events: EventEnvelope[] = [],
+  events: DomainEvent[] = [],
   options: CommitOptions = {},
 ): Promise<unknown[]> {
   const kept = options.answer === undefined ? undefined : ctx.keepAnswer?.(options.answer);

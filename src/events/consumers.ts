@@ -5,7 +5,7 @@ import { outboxEvents, processedEvents } from "../db/schema";
 import { inJsonList } from "../lib/sql";
 import type { Env } from "../env";
 import { nowIso } from "../lib/time";
-import { type EventEnvelope, EventEnvelopeSchema } from "./envelope";
+import { type DomainEvent, DomainEventSchema } from "./event";
 import { createLogger, type Logger, loggableError } from "../lib/log";
 import { OrganizationMoving } from "../lib/errors";
 import { EventMessageSchema } from "../lib/queue-messages";
@@ -22,7 +22,7 @@ export interface EventConsumer {
    * for 25 events, not 25). When it throws, the events are handled again one at a time, so one bad event fails
    * alone and the rest are done.
    */
-  handle(events: EventEnvelope[], deps: { env: Env; db: Db }): Promise<void>;
+  handle(events: DomainEvent[], deps: { env: Env; db: Db }): Promise<void>;
 }
 
 /** A claim older than this without `processedAt` belongs to a consumer that died mid-way. */
@@ -71,7 +71,7 @@ const releaseClaims = (db: Db, consumer: string, eventIds: string[]) =>
  */
 export async function dispatchEvents(
   consumers: EventConsumer[],
-  events: EventEnvelope[],
+  events: DomainEvent[],
   env: Env,
   db: Db,
   log: Logger = createLogger(),
@@ -117,30 +117,30 @@ export async function dispatchEvents(
   return retry;
 }
 
-async function fail(db: Db, log: Logger, consumer: EventConsumer, event: EventEnvelope, err: unknown): Promise<void> {
+async function fail(db: Db, log: Logger, consumer: EventConsumer, event: DomainEvent, err: unknown): Promise<void> {
   log.error("event consumer failed", { consumer: consumer.name, eventId: event.id, type: event.type, error: loggableError(err) });
   await releaseClaims(db, consumer.name, [event.id]).run();
 }
 
 /**
  * The body of an `events` message: an event id with its organization (events/outbox.ts; the id only, when queued
- * before messages named one), or a whole envelope (a test, an older version).
+ * before messages named one), or a whole event (a test, an older version).
  */
-const EventQueueBodySchema = z.union([EventEnvelopeSchema, EventMessageSchema]);
+const EventQueueBodySchema = z.union([DomainEventSchema, EventMessageSchema]);
 type EventQueueBody = z.infer<typeof EventQueueBodySchema>;
 
 interface Addressed {
   message: QueueMessage<EventQueueBody>;
   id: string;
   organizationId: string | null;
-  envelope?: EventEnvelope;
+  event?: DomainEvent;
 }
 
 const addressOf = (message: QueueMessage<EventQueueBody>): Addressed => ({
   message,
   id: message.body.id,
   organizationId: message.body.organizationId ?? null,
-  envelope: "type" in message.body ? message.body : undefined,
+  event: "type" in message.body ? message.body : undefined,
 });
 
 /**
@@ -162,7 +162,7 @@ async function findOrganizations(env: Env, items: Addressed[]): Promise<void> {
  * The stored events of a batch of messages, in one D1 round trip, marked sent on the way: a write that published
  * without marking them (events/outbox.ts `deferPublish`) is confirmed here, so the cron does not send them again.
  */
-async function loadEvents(db: Db, ids: string[]): Promise<Map<string, EventEnvelope>> {
+async function loadEvents(db: Db, ids: string[]): Promise<Map<string, DomainEvent>> {
   if (ids.length === 0) return new Map();
   const rows = await db
     .update(outboxEvents)
@@ -181,7 +181,7 @@ async function loadEvents(db: Db, ids: string[]): Promise<Map<string, EventEnvel
 
 /** The messages of one shard: events read in one query, every consumer run, each message acked or retried. */
 async function handleOnShard(consumers: EventConsumer[], items: Addressed[], env: Env, db: Db, log: Logger): Promise<void> {
-  let stored: Map<string, EventEnvelope>;
+  let stored: Map<string, DomainEvent>;
   try {
     stored = await loadEvents(db, [...new Set(items.map((a) => a.id))]);
   } catch (err) {
@@ -194,9 +194,9 @@ async function handleOnShard(consumers: EventConsumer[], items: Addressed[], env
     for (const { message } of items) message.retry(moving ? ORGANIZATION_MOVING.delaySeconds(message.attempts) : undefined);
     return;
   }
-  const events = new Map<string, EventEnvelope>();
-  // An envelope in the message body is used only when its event is not stored (a test, or an event outside the outbox).
-  const eventOf = items.map((a) => stored.get(a.id) ?? a.envelope);
+  const events = new Map<string, DomainEvent>();
+  // A whole event in the message body is used only when its event is not stored (a test, or an event outside the outbox).
+  const eventOf = items.map((a) => stored.get(a.id) ?? a.event);
   for (const event of eventOf) if (event) events.set(event.id, event);
   let retry: Set<string>;
   try {
@@ -226,7 +226,7 @@ export function createEventRouter(consumers: EventConsumer[]) {
   return queueConsumer({ schema: EventQueueBodySchema, retry: EVENT_HANDLING }, async (messages, env, log) => {
     const items = messages.map(addressOf);
     await findOrganizations(env, items);
-    const { byShard, fenced, unknown } = await routeToShards(env, items, (a) => a.organizationId ?? a.envelope?.organizationId ?? null);
+    const { byShard, fenced, unknown } = await routeToShards(env, items, (a) => a.organizationId ?? a.event?.organizationId ?? null);
     for (const { message, id, organizationId } of unknown) {
       log.warn("event message of no known organization; dropped", { messageId: message.id, eventId: id, organizationId });
       message.ack();

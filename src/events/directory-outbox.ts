@@ -9,7 +9,7 @@ import { inJsonList } from "../lib/sql";
 import { addSeconds, nowIso } from "../lib/time";
 import { placementOf } from "../shards/directory";
 import { openShardOf } from "../shards/tenants";
-import type { EventEnvelope } from "./envelope";
+import type { DomainEvent } from "./event";
 import { publishEvents, stageEvents } from "./outbox";
 
 /**
@@ -30,7 +30,7 @@ import { publishEvents, stageEvents } from "./outbox";
 
 /** An event of a directory change; written only when `when` holds as the batch runs (absent: always). */
 export interface DirectoryEvent {
-  event: EventEnvelope;
+  event: DomainEvent;
   when?: SQL;
 }
 
@@ -70,7 +70,7 @@ function stage(directory: Db, { event, when }: DirectoryEvent): Statement {
 export async function commitInDirectory(
   work: DirectoryWork,
   items: DirectoryItem[],
-): Promise<{ results: unknown[]; events: EventEnvelope[] }> {
+): Promise<{ results: unknown[]; events: DomainEvent[] }> {
   const statements = items.map((item) => (isEvent(item) ? stage(work.directory, item) : item));
   const results = await work.directory.batch(statements as [Statement, ...Statement[]]);
   const events = items.flatMap((item, i) => (isEvent(item) && (results[i] as unknown[]).length > 0 ? [item.event] : []));
@@ -83,7 +83,7 @@ export async function commitInDirectory(
  * that were new there, and deletes them from the directory once the shard has them. Failures are logged: what is
  * still in the directory is written by the cron.
  */
-async function relay(work: DirectoryWork, events: EventEnvelope[]): Promise<number> {
+async function relay(work: DirectoryWork, events: DomainEvent[]): Promise<number> {
   const byOrganization = Map.groupBy(events, (e) => e.organizationId);
   const done = await Promise.all(
     [...byOrganization].map(async ([organizationId, mine]) => {
@@ -142,6 +142,6 @@ export async function relayDueDirectoryEvents(work: Omit<DirectoryWork, "shard">
     .where(lte(directoryOutbox.dueAt, nowIso()))
     .orderBy(asc(directoryOutbox.dueAt))
     .limit(max);
-  const events: EventEnvelope[] = due.map(({ dueAt: _, ...event }) => event);
+  const events: DomainEvent[] = due.map(({ dueAt: _, ...event }) => event);
   return relay(work, events);
 }

@@ -9,17 +9,13 @@ import { EVENT_SEND } from "../lib/retry";
 import { chunkBySize, inJsonList } from "../lib/sql";
 import { addSeconds, nowIso } from "../lib/time";
 import type { QueuePort, ServiceContext } from "../service-context";
-import type { EventEnvelope } from "./envelope";
+import type { DomainEvent } from "./event";
 
 /** The `events` queue, as the outbox sends to it: an event's id and organization a message (lib/queue-messages.ts). */
 type EventQueue = QueuePort<EventMessage>;
 
 /** A new event of the acting context; write it with `stageEvents` (or `commit`) in the batch of the change it records. */
-export function newEvent(
-  ctx: Pick<ServiceContext, "organizationId" | "actor">,
-  type: string,
-  data: Record<string, unknown>,
-): EventEnvelope {
+export function newEvent(ctx: Pick<ServiceContext, "organizationId" | "actor">, type: string, data: Record<string, unknown>): DomainEvent {
   return {
     id: newId(),
     type,
@@ -45,7 +41,7 @@ const STAGE_CHUNK_BYTES = 512 * 1024;
  */
 export function stageEvents(
   db: Db,
-  events: EventEnvelope[],
+  events: DomainEvent[],
   { onlyIf, ifAbsent = false }: { onlyIf?: (event: SQL) => SQL; ifAbsent?: boolean } = {},
 ): Statement[] {
   const rows = events.map((event) =>
@@ -68,7 +64,7 @@ export function stageEvents(
 }
 
 /** The outbox insert of one event. */
-export const stageEvent = (db: Db, event: EventEnvelope): Statement => stageEvents(db, [event])[0]!;
+export const stageEvent = (db: Db, event: DomainEvent): Statement => stageEvents(db, [event])[0]!;
 
 /** Queues take at most 100 messages per sendBatch; id-only messages are far under its 256 KB. */
 const MAX_BATCH_MESSAGES = 100;
@@ -160,7 +156,7 @@ async function sendCommitted(queue: EventQueue, db: Db, events: EventMessage[], 
  */
 export function deferPublish(
   ctx: Pick<ServiceContext, "queues" | "db" | "defer" | "log">,
-  events: EventEnvelope[],
+  events: DomainEvent[],
   { markSent = true } = {},
 ): void {
   if (events.length === 0) return;

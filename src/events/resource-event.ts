@@ -1,6 +1,6 @@
 import { diffAttributes } from "../lib/changes";
 import type { ServiceContext } from "../service-context";
-import type { EventEnvelope } from "./envelope";
+import type { DomainEvent } from "./event";
 import { newEvent } from "./outbox";
 
 /**
@@ -15,7 +15,7 @@ export function resourceEvent(
   object: object,
   before: object | null = null,
   extra: Record<string, unknown> = {},
-): EventEnvelope {
+): DomainEvent {
   const diff = before ? diffAttributes(before as Record<string, unknown>, object as Record<string, unknown>, ["updatedAt"]) : null;
   return newEvent(ctx, type, { object, previousAttributes: diff?.previousAttributes ?? null, changes: diff?.changes ?? null, ...extra });
 }

@@ -1,5 +1,5 @@
 import { OpenAPIHono, z } from "@hono/zod-openapi";
-import { CRM, crmError, crmSuccess } from "../crm/envelope";
+import { CRM, crmError, crmSuccess } from "../crm/body";
 import { API, apiError } from "../platform/api-family";
 import { rateLimit } from "../platform/rate-limit";
 import { openShard } from "../platform/session";

@@ -1,5 +1,5 @@
 import { OpenAPIHono, z } from "@hono/zod-openapi";
-import { CRM, crmError, crmSuccess } from "../crm/envelope";
+import { CRM, crmError, crmSuccess } from "../crm/body";
 import { NoQuery } from "../crm/list-query";
 import { serviceContext } from "../platform/auth";
 import type { AppBindings } from "../platform/context";

@@ -1,7 +1,7 @@
 import { and, eq, or, type SQL } from "drizzle-orm";
 import { contactActivities, contacts } from "../db/schema";
 import { expectNoRow, StaleWrite, type Statement } from "../db/write";
-import type { EventEnvelope } from "../events/envelope";
+import type { DomainEvent } from "../events/event";
 import { NotFound } from "../lib/errors";
 import { newId } from "../lib/ids";
 import { inJsonList } from "../lib/sql";
@@ -52,7 +52,7 @@ export interface IntakeActivity {
 export interface IntakeWrite {
   contact: ContactRecord;
   statements: Statement[];
-  events: EventEnvelope[];
+  events: DomainEvent[];
 }
 
 /** Distinct by key, first spelling kept: e-mails case-folded, phones in E.164 (the caller checked they key). */

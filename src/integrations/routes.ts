@@ -1,5 +1,5 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
-import { CRM } from "../crm/envelope";
+import { CRM } from "../crm/body";
 import { listQuery } from "../crm/list-query";
 import { serviceContext } from "../platform/auth";
 import type { AppBindings } from "../platform/context";

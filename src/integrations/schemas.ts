@@ -1,6 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { ApiKeyIntegration } from "../api-keys/schemas";
-import { Pagination } from "../crm/envelope";
+import { Pagination } from "../crm/body";
 
 /** An OAuth client that users of the organization granted access (a live refresh token family). */
 export const OAuthClientIntegration = z

@@ -1,6 +1,6 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
 import { IdParam } from "../contacts/schemas";
-import { CRM, crmDeleted, crmError, crmSuccess, keptAnswer, Page } from "../crm/envelope";
+import { CRM, crmDeleted, crmError, crmSuccess, keptAnswer, Page } from "../crm/body";
 import { NoQuery } from "../crm/list-query";
 import { grantedPermissions, serviceContext } from "../platform/auth";
 import type { AppBindings } from "../platform/context";

@@ -76,7 +76,7 @@ export class UpstreamFailed extends AppError {
 export class Conflict extends AppError {
   readonly status = 409;
   readonly code: string;
-  /** What the conflict is with, for a client to act on (the CRM envelope's errors[]): the contact a merged one went into. */
+  /** What the conflict is with, for a client to act on (the CRM error body's errors[]): the contact a merged one went into. */
   readonly issues?: FieldIssue[];
   constructor(message: string, code = "conflict", issues?: FieldIssue[]) {
     super(message);

@@ -2,7 +2,7 @@ import { z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import type { RouteFamily } from "./route";
 
-/** One problem of a 400 invalid_request: the FieldIssue of lib/errors.ts, as the CRM envelope's errors[] carry it too. */
+/** One problem of a 400 invalid_request: the FieldIssue of lib/errors.ts, as the CRM error body's errors[] carry it too. */
 export const ApiIssue = z
   .object({
     field: z

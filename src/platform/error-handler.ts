@@ -49,7 +49,7 @@ function toFailure(err: Error, family: Family): Failure | null {
   if (err instanceof RateLimited || err instanceof OrganizationMoving || err instanceof TemporarilyUnavailable)
     return { status: err.status, code: err.code, message: err.message, retryAfterSeconds: err.retryAfterSeconds };
   if (OrganizationMoving.raisedBy(err)) return toFailure(new OrganizationMoving(), family);
-  // A conflict's issues name what it is with; only the CRM envelope has a place for them beside a 409.
+  // A conflict's issues name what it is with; only the CRM error body has a place for them beside a 409.
   if (err instanceof Conflict && err.issues && family === "crm")
     return { status: err.status, code: err.code, message: err.message, issues: err.issues };
   if (err instanceof AppError) return { status: err.status, code: err.code, message: err.message };
@@ -100,7 +100,7 @@ function render(c: Context, family: Family, f: Failure, requestId: string): Resp
   // /api/* and the rest: DESIGN.md "Shapes" and the document/reputation specs.
   if (f.status === 401) return c.json({ error: "Unauthorized" }, status);
   if (f.status === 429) return c.json({ error: "rate_limited" }, status, headers);
-  // DESIGN.md's {message, path[]} plus the CRM envelope's field and code (the same FieldIssue), so a client can act
+  // DESIGN.md's {message, path[]} plus the CRM error body's field and code (the same FieldIssue), so a client can act
   // on an issue without parsing its message.
   if (f.issues)
     return c.json(

@@ -13,7 +13,7 @@ import {
 import { countOf, filterKey, resolveTotal, totalStatements } from "../crm/list-totals";
 import { customFieldQuery, type CustomQuery, type CustomSortField } from "../crm/custom-fields";
 import { searchCount, searchKey, searchOf, searchPageSql } from "../crm/search";
-import type { Pagination } from "../crm/envelope";
+import type { Pagination } from "../crm/body";
 import type { z } from "@hono/zod-openapi";
 import type { ServiceContext } from "../service-context";
 import { boundsBox, boxSql, radiusBox, radiusSql } from "./geo";

@@ -1,7 +1,7 @@
 import { and, eq, sql } from "drizzle-orm";
 import { properties, propertyDailyStats, propertyStats } from "../db/schema";
 import { expectRow, type Statement } from "../db/write";
-import type { EventEnvelope } from "../events/envelope";
+import type { DomainEvent } from "../events/event";
 import { newEvent } from "../events/outbox";
 import type { ServiceContext } from "../service-context";
 import { type PropertyRecord, today, toProperty } from "./mapping";
@@ -49,7 +49,7 @@ export function inquiryWrite(
   property: PropertyRecord,
   signal: { contactId: string; message?: string },
   at: string,
-): { statements: Statement[]; events: EventEnvelope[] } {
+): { statements: Statement[]; events: DomainEvent[] } {
   const exists = expectRow(ctx.db, properties, and(eq(properties.id, property.id), eq(properties.organizationId, ctx.organizationId)));
   const event = newEvent(ctx, "property.inquiry_received", {
     object: toProperty(property),

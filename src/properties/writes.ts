@@ -2,7 +2,7 @@ import { and, eq } from "drizzle-orm";
 import { recordWrites } from "../crm/record-writes";
 import { properties, type StoredPhoto, users } from "../db/schema";
 import { atVersion, expectVersion, type Statement, type VersionedTable } from "../db/write";
-import type { EventEnvelope } from "../events/envelope";
+import type { DomainEvent } from "../events/event";
 import { newEvent } from "../events/outbox";
 import { type FieldIssue, Validation } from "../lib/errors";
 import { newId, newRecordId } from "../lib/ids";
@@ -293,7 +293,7 @@ function applyListing(prev: StoredListing, patch: Group, now: Date, issues: Fiel
 }
 
 /** The events of a property change: property.updated, plus status_changed and price_changed when those moved. */
-export function changeEvents(ctx: ServiceContext, before: PropertyRecord, after: PropertyRecord): EventEnvelope[] {
+export function changeEvents(ctx: ServiceContext, before: PropertyRecord, after: PropertyRecord): DomainEvent[] {
   // Photos are not in event objects (their links would expire unread), so compare them apart.
   const photosChanged = JSON.stringify(before.photos) !== JSON.stringify(after.photos);
   const updated = propertyWrites.updated(ctx, before, after, photosChanged ? ["media.photos"] : []);

@@ -6,7 +6,7 @@ import { expectNoRow, expectRow, withRetries } from "../db/write";
 import { commit } from "../events/commit";
 import type { Env } from "../env";
 import type { EventConsumer } from "../events/consumers";
-import type { EventEnvelope } from "../events/envelope";
+import type { DomainEvent } from "../events/event";
 import { newEvent } from "../events/outbox";
 import { resourceEvent } from "../events/resource-event";
 import { contactByEmail } from "../contacts/service";
@@ -227,7 +227,7 @@ export async function leadFromReferral(ctx: ServiceContext, referralId: string):
  * REFERRAL_RECEIVED → lead contact; idempotent on the event id (the dispatcher's claim) and on the referral's link.
  * Each event's lead is written on the shard the dispatcher read the events from.
  */
-export function handleReferralEvents(env: Env, db: Db, events: EventEnvelope[]): Promise<void> {
+export function handleReferralEvents(env: Env, db: Db, events: DomainEvent[]): Promise<void> {
   return withDeferred(async (defer) => {
     for (const event of events) {
       const referralId = (event.data as { referralId?: unknown }).referralId;

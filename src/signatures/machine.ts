@@ -4,7 +4,7 @@ import type { ChainSeal, EnvelopeStatus, SignerStatus } from "../db/signatures";
 import { expectVersion, type Statement, type VersionedTable } from "../db/write";
 import { commit } from "../events/commit";
 import type { Env } from "../env";
-import type { EventEnvelope } from "../events/envelope";
+import type { DomainEvent } from "../events/event";
 import { createLogger, type Logger, loggableError } from "../lib/log";
 import { nowIso } from "../lib/time";
 import { portsOf, type RequestMeta, type ServiceContext } from "../service-context";
@@ -106,7 +106,7 @@ export interface Change {
   document?: "GENERATED" | "SIGNED";
   audit: AuditInput[];
   /** The events of the transition, made from the state it leaves (they carry the envelope as it reads after it). */
-  events?: (after: Pick<Loaded, "envelope" | "signers">) => EventEnvelope[];
+  events?: (after: Pick<Loaded, "envelope" | "signers">) => DomainEvent[];
 }
 
 /**

@@ -1,5 +1,5 @@
 import type { envelopes, envelopeSigners } from "../db/schema";
-import type { EventEnvelope } from "../events/envelope";
+import type { DomainEvent } from "../events/event";
 import { resourceEvent } from "../events/resource-event";
 import type { ServiceContext } from "../service-context";
 import type { Envelope } from "./schemas";
@@ -63,7 +63,7 @@ export function envelopeEvent(
   before: EnvelopeState | null,
   signerId?: string,
   extra: Record<string, unknown> = {},
-): EventEnvelope {
+): DomainEvent {
   const signer = signerId === undefined ? undefined : after.signers.find((s) => s.id === signerId);
   return resourceEvent(ctx, type, toEnvelope(after.envelope, after.signers), before && toEnvelope(before.envelope, before.signers), {
     ...(signer ? { signer: toSigner(signer) } : {}),

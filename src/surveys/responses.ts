@@ -7,7 +7,7 @@ import { expectRow, StaleWrite, type Statement } from "../db/write";
 import { commit } from "../events/commit";
 import type { Env } from "../env";
 import type { EventConsumer } from "../events/consumers";
-import type { EventEnvelope } from "../events/envelope";
+import type { DomainEvent } from "../events/event";
 import { type Defer, withDeferred } from "../lib/deferred";
 import { createLogger, loggableError } from "../lib/log";
 import { nowIso } from "../lib/time";
@@ -223,7 +223,7 @@ export async function analyseResponse(
 export function handleCompletedSurveys(
   env: Env,
   db: Db,
-  events: EventEnvelope[],
+  events: DomainEvent[],
   gatewayFor?: (env: Env) => AiGateway | null,
 ): Promise<void> {
   return withDeferred(async (defer) => {

@@ -5,7 +5,7 @@ import { expectRow, StaleWrite } from "../db/write";
 import { commit } from "../events/commit";
 import { type Env, readConfig } from "../env";
 import type { EventConsumer } from "../events/consumers";
-import type { EventEnvelope } from "../events/envelope";
+import type { DomainEvent } from "../events/event";
 import { NotConfigured, OrganizationMoving, Validation } from "../lib/errors";
 import { type Defer, withDeferred } from "../lib/deferred";
 import { loggableError } from "../lib/log";
@@ -145,11 +145,11 @@ export async function expireSurveys(db: Db, { max = 500 } = {}): Promise<number>
  * organization's default template (the standard one when it has none), mailed after the template's delay. Once per
  * deal however often the event arrives: the unique DEAL_WON survey per deal, checked in the insert's batch.
  */
-export function scheduleForWonDeal(env: Env, db: Db, event: EventEnvelope): Promise<string | null> {
+export function scheduleForWonDeal(env: Env, db: Db, event: DomainEvent): Promise<string | null> {
   return withDeferred((defer) => surveyWonDeal(systemContext(env, db, event.organizationId, `event:${event.id}`, defer), event));
 }
 
-async function surveyWonDeal(ctx: ServiceContext, event: EventEnvelope): Promise<string | null> {
+async function surveyWonDeal(ctx: ServiceContext, event: DomainEvent): Promise<string | null> {
   const { db } = ctx;
   const data = event.data as { dealId?: unknown; contactId?: unknown; assignedTo?: unknown; contactEmailKey?: unknown };
   if (typeof data.dealId !== "string") return null;

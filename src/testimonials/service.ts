@@ -4,7 +4,7 @@ import { agentProfiles, testimonials } from "../db/schema";
 import type { TestimonialStatus } from "../db/reputation";
 import { expectVersion, expectVersionMatch, type Statement, versioned, type VersionedTable, withRetries } from "../db/write";
 import { commit } from "../events/commit";
-import type { EventEnvelope } from "../events/envelope";
+import type { DomainEvent } from "../events/event";
 import { newEvent } from "../events/outbox";
 import { resourceEvent } from "../events/resource-event";
 import { decodeCursor, encodeCursor } from "../lib/cursor";
@@ -208,7 +208,7 @@ async function change(ctx: ServiceContext, id: string, actingFor: ActingFor, dec
         .where(and(eq(testimonials.id, id), eq(testimonials.organizationId, ctx.organizationId))),
     ];
     if (move.recompute) statements.push(...recomputeAggregates(ctx.db, ctx.organizationId, row.agentUserId));
-    const events: EventEnvelope[] = move.event
+    const events: DomainEvent[] = move.event
       ? [newEvent(ctx, move.event, { testimonialId: id, agentUserId: row.agentUserId, status: after.status })]
       : [];
     if (move.catalogue) events.push(resourceEvent(ctx, move.catalogue, toTestimonial(after), toTestimonial(row)));

@@ -1,5 +1,5 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
-import { CRM, CRM_PRECONDITION_ERROR, crmError, crmSuccess, keptAnswer } from "../crm/envelope";
+import { CRM, CRM_PRECONDITION_ERROR, crmError, crmSuccess, keptAnswer } from "../crm/body";
 import type { Context } from "hono";
 import { serviceContext } from "../platform/auth";
 import { admitForAddress } from "../platform/rate-limit";

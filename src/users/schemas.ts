@@ -1,5 +1,5 @@
 import { z } from "@hono/zod-openapi";
-import { Page } from "../crm/envelope";
+import { Page } from "../crm/body";
 import { listQuery } from "../crm/list-query";
 import { oneLineText } from "../lib/validation";
 import { ROLES } from "../platform/permissions";

@@ -2,7 +2,7 @@ import { OpenAPIHono } from "@hono/zod-openapi";
 import { listQuery } from "../crm/list-query";
 import { serviceContext } from "../platform/auth";
 import type { AppBindings } from "../platform/context";
-import { CRM, crmError, crmSuccess } from "../crm/envelope";
+import { CRM, crmError, crmSuccess } from "../crm/body";
 import { defineRoute, jsonBody } from "../platform/route";
 import { validationHook } from "../platform/openapi";
 import { listDeliveries, replayDelivery, replayEvent, sendTestEvent } from "./deliveries";

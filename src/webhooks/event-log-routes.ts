@@ -1,5 +1,5 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
-import { CRM, crmError } from "../crm/envelope";
+import { CRM, crmError } from "../crm/body";
 import { listQuery } from "../crm/list-query";
 import { grantedPermissions, requirePermission, serviceContext } from "../platform/auth";
 import type { AppBindings } from "../platform/context";

@@ -4,7 +4,7 @@ import type { Db } from "../db/client";
 import { organizations, users, webhookDeliveries, webhookSubscriptions } from "../db/schema";
 import type { Env } from "../env";
 import type { EventConsumer } from "../events/consumers";
-import type { EventEnvelope } from "../events/envelope";
+import type { DomainEvent } from "../events/event";
 import { newId } from "../lib/ids";
 import type { DeliveryMessage } from "../lib/queue-messages";
 import type { QueuePort } from "../service-context";
@@ -35,7 +35,7 @@ type Candidate = { id: string; organizationId: string; events: string[]; filters
  * The subscriptions an event goes to: those that asked for it and whose filters hold; `webhook.endpoint_disabled`
  * goes to every other enabled endpoint of the organization, subscribed or not, and never to the one it is about.
  */
-function recipientsOf(event: EventEnvelope, subscriptions: Candidate[]): Candidate[] {
+function recipientsOf(event: DomainEvent, subscriptions: Candidate[]): Candidate[] {
   const object = (event.data as { object?: unknown }).object;
   const mine = subscriptions.filter((s) => s.organizationId === event.organizationId);
   if (event.type === ENDPOINT_DISABLED) return mine.filter((s) => s.id !== (object as { id?: unknown } | null)?.id);
@@ -52,7 +52,7 @@ const INSERT_CHUNK_BYTES = 512 * 1024;
  * no second delivery; whatever is still pending is (re)sent, which covers a consumer that died between the insert
  * and the send.
  */
-export async function fanOutEvents(env: Env, db: Db, events: EventEnvelope[]): Promise<string[]> {
+export async function fanOutEvents(env: Env, db: Db, events: DomainEvent[]): Promise<string[]> {
   const candidates = events.filter((e) => isWebhookEvent(e.type));
   if (candidates.length === 0) return [];
   const orgIds = [...new Set(candidates.map((e) => e.organizationId))];
@@ -124,7 +124,7 @@ export async function fanOutEvents(env: Env, db: Db, events: EventEnvelope[]): P
 }
 
 /** One event's fan-out (tests and benchmarks). */
-export const fanOutEvent = (env: Env, db: Db, event: EventEnvelope): Promise<string[]> => fanOutEvents(env, db, [event]);
+export const fanOutEvent = (env: Env, db: Db, event: DomainEvent): Promise<string[]> => fanOutEvents(env, db, [event]);
 
 /**
  * Cron pass, on one shard (`db`): a delivery still `pending` long after it was written lost its queue message (the send failed after the

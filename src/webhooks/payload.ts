@@ -1,7 +1,7 @@
 import { and, eq } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { organizations, users } from "../db/schema";
-import type { EventEnvelope } from "../events/envelope";
+import type { DomainEvent } from "../events/event";
 import { WEBHOOK_API_VERSION } from "./events";
 
 export interface PayloadParties {
@@ -54,7 +54,7 @@ const PAYLOAD_EXTRAS = [
 ] as const;
 
 /** The payload (spec: Payload structure): `data` carries the event's object, previousAttributes and changes, and the extras it has. */
-export function payloadOf(event: Pick<EventEnvelope, "id" | "type" | "occurredAt" | "data">, parties: PayloadParties): WebhookPayload {
+export function payloadOf(event: Pick<DomainEvent, "id" | "type" | "occurredAt" | "data">, parties: PayloadParties): WebhookPayload {
   const source = event.data as Record<string, unknown>;
   const { object = null, previousAttributes = null, changes = null } = source;
   const data: WebhookPayload["data"] = { object, previousAttributes, changes };
@@ -71,5 +71,5 @@ export function payloadOf(event: Pick<EventEnvelope, "id" | "type" | "occurredAt
 }
 
 /** The delivery body: the payload serialised once; every attempt sends these bytes. */
-export const buildPayload = (event: Pick<EventEnvelope, "id" | "type" | "occurredAt" | "data">, parties: PayloadParties): string =>
+export const buildPayload = (event: Pick<DomainEvent, "id" | "type" | "occurredAt" | "data">, parties: PayloadParties): string =>
   JSON.stringify(payloadOf(event, parties));

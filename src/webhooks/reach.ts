@@ -1,7 +1,7 @@
 import type { Context } from "hono";
 import { requirePermission } from "../platform/auth";
 import type { AppBindings } from "../platform/context";
-import { crmError } from "../crm/envelope";
+import { crmError } from "../crm/body";
 import { type DeliveryReach, isWebhookEvent, readPermissionOf } from "./events";
 
 /**

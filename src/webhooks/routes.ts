@@ -3,7 +3,7 @@ import { listQuery } from "../crm/list-query";
 import { ETAG_HEADER, instantFacet, withEtag } from "../platform/etag";
 import { serviceContext } from "../platform/auth";
 import type { AppBindings } from "../platform/context";
-import { CRM, CRM_PRECONDITION_ERROR, crmError, crmSuccess } from "../crm/envelope";
+import { CRM, CRM_PRECONDITION_ERROR, crmError, crmSuccess } from "../crm/body";
 import { defineRoute, jsonBody } from "../platform/route";
 import { issuesOf, validationHookWith } from "../platform/openapi";
 import { assertDeliverableUrl } from "./guards";

@@ -1,5 +1,5 @@
 import { z } from "@hono/zod-openapi";
-import { Pagination as PaginationSchema } from "../crm/envelope";
+import { Pagination as PaginationSchema } from "../crm/body";
 import { WEBHOOK_EVENTS } from "./events";
 import { DEFAULT_OVERLAP_SECONDS, EVENT_RETENTION_DAYS, MAX_OVERLAP_SECONDS, RECOVER_BATCH, retentionStart } from "./limits";
 import { WebhookFiltersSchema } from "./filters";

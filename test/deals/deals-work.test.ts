@@ -430,7 +430,7 @@ describe("deal documents", () => {
     expect(file.headers.get("content-type")).toBe(DOCX_MIME);
   });
 
-  it("a file over 25 MiB is a 413 in the CRM error envelope and nothing is stored; a request over the body limit too", {
+  it("a file over 25 MiB is a 413 in the CRM error body and nothing is stored; a request over the body limit too", {
     timeout: 60_000,
   }, async () => {
     const p = await createPrincipal();

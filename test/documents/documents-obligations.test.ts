@@ -9,7 +9,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import { createDb } from "../../src/db/client";
 import { noteOverdueObligations, obligationSyncConsumer } from "../../src/documents/obligations";
-import type { EventEnvelope } from "../../src/events/envelope";
+import type { DomainEvent } from "../../src/events/event";
 import worker from "../../src/index";
 import { call, json } from "../helpers/client";
 import { createDeal } from "../helpers/deals";
@@ -281,7 +281,7 @@ describe("re-sync on DOCUMENT_SIGNED", () => {
     expect((await getQueueResult(batch, ctx)).explicitAcks.sort()).toEqual(["again-1", "again-2"]);
     await worker.queue(createMessageBatch("events", [{ id: "again-3", timestamp: new Date(), attempts: 2, body: { id: row!.id } }]), env);
     // And handed to the consumer itself twice, past the router's claim: the event id on the rows still stops it.
-    const event: EventEnvelope = { ...row!, actor: JSON.parse(row!.actor), data: JSON.parse(row!.data) };
+    const event: DomainEvent = { ...row!, actor: JSON.parse(row!.actor), data: JSON.parse(row!.data) };
     const db = createDb(await tenantDb(organizationId));
     await obligationSyncConsumer.handle([event], { env, db });
     await obligationSyncConsumer.handle([event, event], { env, db });

@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { createDb } from "../../src/db/client";
 import { chunkText, documentIndexingConsumer, MAX_QUERY_CHARS } from "../../src/documents/indexing";
 import { MAX_CHUNKS, vectorizeIndex } from "../../src/documents/vector-index";
-import type { EventEnvelope } from "../../src/events/envelope";
+import type { DomainEvent } from "../../src/events/event";
 import { openAiGateway, type FakeAiGateway } from "../helpers/ai-gateway";
 import { call, json } from "../helpers/client";
 import { allOnShards, createDocument, leaseCanonical } from "../helpers/documents";
@@ -18,7 +18,7 @@ const freeForm = (title: string, body: string) => ({
 });
 
 /** The organization's stored DOCUMENT_GENERATED events, as the queue router hands them to consumers. */
-async function generatedEvents(organizationId: string): Promise<EventEnvelope[]> {
+async function generatedEvents(organizationId: string): Promise<DomainEvent[]> {
   const rows = await (await tenantDb(organizationId))
     .prepare(
       "SELECT id, type, organization_id AS organizationId, actor, occurred_at AS occurredAt, data FROM outbox_events WHERE organization_id = ? AND type = 'DOCUMENT_GENERATED' ORDER BY occurred_at",

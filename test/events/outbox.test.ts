@@ -10,7 +10,7 @@ import { describe, expect, it, vi } from "vitest";
 import { createDb } from "../../src/db/client";
 import { createEventRouter, type EventConsumer } from "../../src/events/consumers";
 import { publishEvents, stageEvent } from "../../src/events/outbox";
-import type { EventEnvelope } from "../../src/events/envelope";
+import type { DomainEvent } from "../../src/events/event";
 import worker from "../../src/index";
 import { contractViolation } from "../helpers/contract";
 import { createPrincipal, tenantDb } from "../helpers/factories";
@@ -56,12 +56,12 @@ async function fetchAndSettle(method: string, path: string, token: string, body?
 }
 
 /** Stages `event` as the write path does, as if written at `at` (its re-send falls due 30 s later). */
-async function stageAt(event: EventEnvelope, at: Date) {
+async function stageAt(event: DomainEvent, at: Date) {
   const db = createDb(await tenantDb(event.organizationId));
   await db.batch([stageEvent(db, { ...event, occurredAt: at.toISOString() })]);
 }
 
-function envelope(organizationId: string, type = "plant.created"): EventEnvelope {
+function newEvent(organizationId: string, type = "plant.created"): DomainEvent {
   return {
     id: crypto.randomUUID(),
     type,
@@ -126,11 +126,11 @@ describe("event outbox", () => {
 
   it("re-sends events that were written but never sent when the cron runs", async () => {
     const { organizationId } = await createPrincipal();
-    const stale = envelope(organizationId, "plant.deleted");
+    const stale = newEvent(organizationId, "plant.deleted");
     const old = new Date(Date.now() - 120_000);
     await stageAt(stale, old);
     // An event committed a moment ago may still be on its way: the cron pass leaves it alone.
-    const fresh = envelope(organizationId);
+    const fresh = newEvent(organizationId);
     await stageAt(fresh, new Date());
 
     const ctx = createExecutionContext();
@@ -152,7 +152,7 @@ describe("shards (issue 24)", () => {
     const onZero = await createPrincipal({ shard: 0 });
     const onOne = await createPrincipal({ shard: 1 });
     const old = new Date(Date.now() - 120_000);
-    const stale = [envelope(onZero.organizationId, "plant.deleted"), envelope(onOne.organizationId, "plant.deleted")];
+    const stale = [newEvent(onZero.organizationId, "plant.deleted"), newEvent(onOne.organizationId, "plant.deleted")];
     for (const event of stale) await stageAt(event, old);
 
     const ctx = createExecutionContext();
@@ -171,7 +171,7 @@ describe("shards (issue 24)", () => {
   it("retries, without handling, the message of an organization a move has fenced; handles it once the fence is down", async () => {
     const { organizationId } = await createPrincipal();
     const { consumer, seen } = counting();
-    const event = envelope(organizationId);
+    const event = newEvent(organizationId);
     await stageAt(event, new Date());
     const fence = (at: string | null) =>
       env.DB.prepare("UPDATE organization_shards SET fenced_at = ? WHERE organization_id = ?").bind(at, organizationId).run();
@@ -200,7 +200,7 @@ describe("shards (issue 24)", () => {
 
   it("acks and drops a message of an organization the directory no longer knows", async () => {
     const { consumer, seen } = counting();
-    const event = envelope(crypto.randomUUID());
+    const event = newEvent(crypto.randomUUID());
     const batch = createMessageBatch("events", [
       { id: "gone", timestamp: new Date(), attempts: 1, body: { id: event.id, organizationId: event.organizationId } },
     ]);
@@ -216,7 +216,7 @@ describe("shards (issue 24)", () => {
   it("finds the shard of an id-only message queued before messages named their organization", async () => {
     const { organizationId } = await createPrincipal({ shard: 1 });
     const { consumer, seen } = counting();
-    const event = envelope(organizationId);
+    const event = newEvent(organizationId);
     await stageAt(event, new Date());
     const batch = createMessageBatch("events", [{ id: "legacy", timestamp: new Date(), attempts: 1, body: { id: event.id } }]);
     const ctx = createExecutionContext();
@@ -227,7 +227,7 @@ describe("shards (issue 24)", () => {
 });
 
 describe("publishing", () => {
-  async function stageAll(events: EventEnvelope[]) {
+  async function stageAll(events: DomainEvent[]) {
     const db = createDb(await tenantDb(events[0]!.organizationId));
     for (let i = 0; i < events.length; i += 50)
       await db.batch(events.slice(i, i + 50).map((e) => stageEvent(db, e)) as [ReturnType<typeof stageEvent>]);
@@ -240,7 +240,7 @@ describe("publishing", () => {
 
   it("sends more than a queue batch allows (100 messages) in several batches, and marks every one sent", async () => {
     const { organizationId } = await createPrincipal();
-    const events = Array.from({ length: 250 }, () => envelope(organizationId));
+    const events = Array.from({ length: 250 }, () => newEvent(organizationId));
     await stageAll(events);
     await publishEvents(env.EVENTS, createDb(await tenantDb(organizationId)), events);
     expect(await unsent(organizationId)).toBe(0);
@@ -249,7 +249,7 @@ describe("publishing", () => {
 
   it("keeps each batch under the queue's 256 KB, however large the events", async () => {
     const { organizationId } = await createPrincipal();
-    const events = Array.from({ length: 30 }, () => ({ ...envelope(organizationId), data: { object: { notes: "x".repeat(20_000) } } }));
+    const events = Array.from({ length: 30 }, () => ({ ...newEvent(organizationId), data: { object: { notes: "x".repeat(20_000) } } }));
     await stageAll(events);
     await publishEvents(env.EVENTS, createDb(await tenantDb(organizationId)), events);
     expect(await unsent(organizationId)).toBe(0);
@@ -261,7 +261,7 @@ describe("event consumers", () => {
     const { organizationId } = await createPrincipal();
     const { consumer, seen } = counting();
     const route = createEventRouter([consumer]);
-    const event = envelope(organizationId);
+    const event = newEvent(organizationId);
     const batch = createMessageBatch("events", [
       { id: "m1", timestamp: new Date(), attempts: 1, body: event },
       { id: "m2", timestamp: new Date(), attempts: 1, body: event },
@@ -277,7 +277,7 @@ describe("event consumers", () => {
 
   it("records each event in the audit log once through the Worker's own queue handler", async () => {
     const { organizationId } = await createPrincipal();
-    const event = envelope(organizationId);
+    const event = newEvent(organizationId);
     const batch = createMessageBatch("events", [
       { id: "a", timestamp: new Date(), attempts: 1, body: event },
       { id: "b", timestamp: new Date(), attempts: 1, body: event },
@@ -306,13 +306,13 @@ describe("event consumers", () => {
       },
     };
     const route = createEventRouter([flaky]);
-    const bad = envelope(organizationId, "plant.deleted");
-    const good = envelope(organizationId, "plant.created");
+    const bad = newEvent(organizationId, "plant.deleted");
+    const good = newEvent(organizationId, "plant.created");
     const log = vi.spyOn(console, "error").mockImplementation(() => {});
     const batch = createMessageBatch<unknown>("events", [
       { id: "bad", timestamp: new Date(), attempts: 3, body: bad },
       { id: "good", timestamp: new Date(), attempts: 1, body: good },
-      { id: "junk", timestamp: new Date(), attempts: 1, body: { not: "an envelope" } },
+      { id: "junk", timestamp: new Date(), attempts: 1, body: { not: "an event" } },
     ]);
     // The test harness records which messages were retried but not their delay, so watch the call itself.
     const retry = vi.spyOn(batch.messages[0]!, "retry");
@@ -335,7 +335,7 @@ describe("event consumers", () => {
   it("retries, without handling, a duplicate whose first delivery is still being handled", async () => {
     const { organizationId } = await createPrincipal();
     const { consumer, seen } = counting();
-    const event = envelope(organizationId);
+    const event = newEvent(organizationId);
     await createDb(await tenantDb(organizationId)).run(
       // Another isolate claimed it a moment ago and has not finished.
       (await import("drizzle-orm"))

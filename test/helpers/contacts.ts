@@ -107,7 +107,7 @@ export async function listAll(
   throw new Error("cursor walk did not end");
 }
 
-/** Expects a CRM error envelope with the given status and type; returns its errors[]. */
+/** Expects a CRM error body with the given status and type; returns its errors[]. */
 export async function expectCrmError(
   res: Response,
   status: number,

@@ -1,5 +1,5 @@
 import { expect } from "vitest";
-import type { EventEnvelope } from "../../src/events/envelope";
+import type { DomainEvent } from "../../src/events/event";
 import { call, json } from "./client";
 import { createContact } from "./contacts";
 import { firstOnShards, freshIp, runOnShards } from "./documents";
@@ -64,7 +64,7 @@ export const publicSurvey = (method: "GET" | "POST", token: string, body?: unkno
   });
 
 /** An organization's outbox events of one type, oldest first, as the queue router hands them to consumers. */
-export async function outboxEvents(organizationId: string, type: string): Promise<EventEnvelope[]> {
+export async function outboxEvents(organizationId: string, type: string): Promise<DomainEvent[]> {
   const { results } = await (await tenantDb(organizationId))
     .prepare(
       "SELECT id, type, organization_id, actor, occurred_at, data FROM outbox_events WHERE organization_id = ? AND type = ? ORDER BY occurred_at, rowid",

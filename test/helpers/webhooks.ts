@@ -1,5 +1,5 @@
 import { env } from "cloudflare:workers";
-import type { EventEnvelope } from "../../src/events/envelope";
+import type { DomainEvent } from "../../src/events/event";
 import { newEvent } from "../../src/events/outbox";
 import type { DeliveryMessage } from "../../src/webhooks/fanout";
 import { call, json } from "./client";
@@ -18,7 +18,7 @@ export function contactEvent(
   type: string,
   object: Record<string, unknown>,
   previous: Record<string, unknown> | null = null,
-): EventEnvelope {
+): DomainEvent {
   const changes = previous ? Object.keys(previous) : null;
   return newEvent({ organizationId: owner.organizationId, actor: { type: "user", userId: owner.userId } }, type, {
     object,

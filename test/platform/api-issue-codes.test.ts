@@ -5,7 +5,7 @@ import { createPrincipal } from "../helpers/factories";
 
 /**
  * The /api family's 400 (DESIGN.md "Shapes", docs/guides/api-conventions.md "Errors"): `{error: "invalid_request", issues[]}`, each issue
- * `{field, path[], code, message}` with the same machine-readable codes as the CRM envelope's errors[].code, so a
+ * `{field, path[], code, message}` with the same machine-readable codes as the CRM error body's errors[].code, so a
  * client can tell a missing field from a wrong one without reading the message.
  */
 type Issue = { field: string; path: (string | number)[]; code: string; message: string };

@@ -2,7 +2,7 @@ import { createExecutionContext, createScheduledController, waitOnExecutionConte
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import { createDb } from "../../src/db/client";
-import type { EventEnvelope } from "../../src/events/envelope";
+import type { DomainEvent } from "../../src/events/event";
 import { MAX_SEND_ATTEMPTS, stageEvents } from "../../src/events/outbox";
 import worker from "../../src/index";
 import { encodeCursor } from "../../src/lib/cursor";
@@ -20,7 +20,7 @@ const unsent = async (organizationId: string) =>
     .all<{ id: string; send_attempts: number; next_attempt_at: string | null; dead_at: string | null; sent_at: string | null }>()
     .then((r) => r.results);
 
-async function stageDue(organizationId: string, n: number, dueAgoSeconds: number): Promise<EventEnvelope[]> {
+async function stageDue(organizationId: string, n: number, dueAgoSeconds: number): Promise<DomainEvent[]> {
   const occurredAt = new Date(Date.now() - (dueAgoSeconds + 30) * 1000).toISOString();
   const events = Array.from({ length: n }, () => ({
     id: crypto.randomUUID(),

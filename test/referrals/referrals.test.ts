@@ -2,7 +2,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { createDb } from "../../src/db/client";
 import { dispatchEvents } from "../../src/events/consumers";
-import type { EventEnvelope } from "../../src/events/envelope";
+import type { DomainEvent } from "../../src/events/event";
 import { referralLeadConsumer } from "../../src/referrals/service";
 import { call, json } from "../helpers/client";
 import { createContact, uniqueEmail } from "../helpers/contacts";
@@ -25,7 +25,7 @@ const form = (overrides: Record<string, unknown> = {}) => ({
 });
 
 /** The REFERRAL_RECEIVED events of an organization, oldest first, as the outbox holds them. */
-async function receivedEvents(organizationId: string): Promise<EventEnvelope[]> {
+async function receivedEvents(organizationId: string): Promise<DomainEvent[]> {
   const { results } = await (await tenantDb(organizationId))
     .prepare(
       "SELECT id, type, organization_id, actor, occurred_at, data FROM outbox_events WHERE organization_id = ? AND type = 'REFERRAL_RECEIVED' ORDER BY occurred_at, rowid",

@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import { createDb } from "../../src/db/client";
 import { readConfig } from "../../src/env";
 import { dispatchEvents } from "../../src/events/consumers";
-import type { EventEnvelope } from "../../src/events/envelope";
+import type { DomainEvent } from "../../src/events/event";
 import { sha256Hex } from "../../src/lib/crypto";
 import { surveyResponseConsumer } from "../../src/surveys/responses";
 import { dealWonSurveyConsumer, expireSurveys, sendDueSurveys } from "../../src/surveys/scheduling";
@@ -520,7 +520,7 @@ describe("the response workflow (spec: Testimonial state table, survey response 
       const s = await scheduleSurvey(owner, { templateId: template.id });
       await answer(s.accessToken, { overall: 5, recommend: 10, comments: PRAISE, publish: true }, HELD_QUEUE);
       const events = (await outboxEvents(owner.organizationId, "SURVEY_COMPLETED")).filter(
-        (e: EventEnvelope) => (e.data as { surveyId: string }).surveyId === s.id,
+        (e: DomainEvent) => (e.data as { surveyId: string }).surveyId === s.id,
       );
       expect(events).toHaveLength(1);
       await surveyResponseConsumer.handle(events, { env: { ...env, ...gateway.vars }, db });

@@ -140,7 +140,7 @@ describe("webhook subscriptions", () => {
     expect(fields).toEqual(expect.arrayContaining(["url", "events.0", "description"]));
   });
 
-  it("answers bad input to every route with the CRM error envelope", async () => {
+  it("answers bad input to every route with the CRM error body", async () => {
     const owner = await createPrincipal();
     const id = (await subscribe(owner, { url: sink() })).id;
     const cases: [string, string, unknown, string, string][] = [

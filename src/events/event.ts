@@ -6,8 +6,8 @@ const EventActorSchema = z.object({
   userId: z.string().nullable().default(null),
 }) satisfies z.ZodType<Actor, Actor>;
 
-/** The one internal envelope of the event bus (DESIGN.md "Domain events"). */
-export const EventEnvelopeSchema = z.object({
+/** A domain event: the one internal shape of the event bus (DESIGN.md "Domain events"), as the outbox stores it. */
+export const DomainEventSchema = z.object({
   id: z.string().min(1),
   type: z.string().min(1),
   organizationId: z.string().min(1),
@@ -15,4 +15,4 @@ export const EventEnvelopeSchema = z.object({
   occurredAt: z.string(),
   data: z.record(z.string(), z.unknown()),
 });
-export type EventEnvelope = z.infer<typeof EventEnvelopeSchema>;
+export type DomainEvent = z.infer<typeof DomainEventSchema>;

@@ -6,7 +6,7 @@ import type { ServiceContext } from "../service-context";
 import { keepAnswerInBatch } from "../platform/idempotency";
 import type { RouteFamily } from "../platform/route";
 
-/** CRM success envelope `{success: true, data}` (spec: Endpoints, "Success responses use {success: true, data}"). */
+/** The CRM success body `{success: true, data}` (spec: Endpoints, "Success responses use {success: true, data}"). */
 export const Success = <T extends z.ZodType>(data: T) => z.object({ success: z.literal(true), data });
 
 export const Pagination = z
@@ -24,7 +24,7 @@ export const Pagination = z
 
 export const Page = <T extends z.ZodType>(item: T) => z.object({ success: z.literal(true), data: z.array(item), pagination: Pagination });
 
-/** The CRM error envelope, for the OpenAPI document; the error handler produces it. */
+/** The CRM error body, for the OpenAPI document; the error handler produces it. */
 export const CrmError = z
   .object({
     success: z.literal(false),
@@ -63,7 +63,7 @@ export const CRM_PRECONDITION_ERROR = {
   412: crmError("If-Match named a version the resource is no longer at (precondition_failed); read it again"),
 } as const;
 
-/** The CRM family: its routes declare errors in the CRM envelope. */
+/** The CRM family: its routes declare errors in the CRM error body. */
 /** Routes that hand out signed file links answer 503 while the deployment has no FILES_URL_SECRET. */
 export const CRM_FILES_NOT_CONFIGURED = {
   503: crmError("FILES_URL_SECRET is not configured, so no file link can be signed (not_configured)"),
