@@ -1,6 +1,6 @@
 import type { Env } from "./env";
 import { createEventRouter, type EventConsumer } from "./events/consumers";
-import { auditConsumer } from "./events/audit";
+import { auditLogConsumer } from "./events/audit-log";
 import { certificateConsumer } from "./signatures/certificate";
 import { sealingConsumer } from "./signatures/sealing";
 import { documentIndexingConsumer } from "./documents/indexing";
@@ -20,7 +20,7 @@ import { NO_CONSUMER } from "./lib/retry";
  * to the event router (events/consumers.ts), which names no domain.
  */
 export const EVENT_CONSUMERS: EventConsumer[] = [
-  auditConsumer,
+  auditLogConsumer,
   webhookFanout,
   certificateConsumer,
   sealingConsumer,

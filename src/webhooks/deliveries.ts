@@ -8,7 +8,7 @@ import { newId } from "../lib/ids";
 import { decodeNewestFirstCursor as decodeCursor, olderThan, paginate } from "../crm/pagination";
 import { nowIso } from "../lib/time";
 import type { ServiceContext } from "../service-context";
-import { carries, type DeliveryReach, TEST_EVENT } from "./events";
+import { carries, type DeliveryReach, TEST_EVENT } from "./catalogue";
 import { enqueueDeliveries } from "./fanout";
 import { buildPayload, loadParties } from "./payload";
 import type { Delivery } from "./schemas";

@@ -11,7 +11,7 @@ import { hasRetryLeft } from "./backoff";
 import { disableFailingEndpoint, failedLongEnough, failureRunWrite } from "./healing";
 import { masterKey } from "./guards";
 import { openSecret } from "./secret-box";
-import { carries } from "./events";
+import { carries } from "./catalogue";
 import { checkWebhookUrl, urlPolicyFor } from "./ssrf";
 import type { WebhookDeps } from "./transport";
 import { signStandardWebhook, signWebhook } from "./verify";
@@ -147,7 +147,7 @@ async function attemptDelivery(
   const { delivery } = target;
   const now = new Date();
   // The URL and the events are read together: a delivery goes to the URL only while the subscription still carries
-  // its event (events.ts `carries`), so a retry in flight cannot be redirected by narrowing the events first.
+  // its event (catalogue.ts `carries`), so a retry in flight cannot be redirected by narrowing the events first.
   const refusal = !target.enabled
     ? "subscription is disabled"
     : !carries(target.events, delivery.event)

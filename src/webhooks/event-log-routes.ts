@@ -5,8 +5,8 @@ import { grantedPermissions, requirePermission, serviceContext } from "../platfo
 import type { AppBindings } from "../platform/context";
 import { validationHook } from "../platform/openapi";
 import { defineRoute } from "../platform/route";
-import { listEvents } from "./event-log";
-import { readPermissionOf, WEBHOOK_EVENTS } from "./events";
+import { listEventLog } from "./event-log";
+import { readPermissionOf, CATALOGUE } from "./catalogue";
 import { EventList, EventListQuery } from "./schemas";
 
 const list = defineRoute(CRM, {
@@ -31,6 +31,6 @@ export const eventLogRoutes = new OpenAPIHono<AppBindings>({ defaultHook: valida
   // The events of what the caller may read: one name asked for needs its read permission (403), the whole log shows those it has.
   if (query.type) requirePermission(c, readPermissionOf(query.type));
   const granted = grantedPermissions(c);
-  const readable = WEBHOOK_EVENTS.filter((e) => granted.includes(readPermissionOf(e)));
-  return c.json({ success: true as const, ...(await listEvents(serviceContext(c), query, readable)) }, 200);
+  const readable = CATALOGUE.filter((e) => granted.includes(readPermissionOf(e)));
+  return c.json({ success: true as const, ...(await listEventLog(serviceContext(c), query, readable)) }, 200);
 });

@@ -3,7 +3,7 @@ import { organizations, outboxEvents, users, webhookDeliveries } from "../db/sch
 import { decodeNewestFirstCursor as decodeCursor, olderThan, paginate } from "../crm/pagination";
 import { inJsonList } from "../lib/sql";
 import type { ServiceContext } from "../service-context";
-import { WEBHOOK_EVENTS, type WebhookEventName } from "./events";
+import { CATALOGUE, type CatalogueName } from "./catalogue";
 import { retentionStart } from "./limits";
 import { payloadOf, type WebhookPayload } from "./payload";
 
@@ -11,16 +11,16 @@ import { payloadOf, type WebhookPayload } from "./payload";
 const UNSUCCESSFUL = ["retrying", "failed", "dead"] as const;
 
 /**
- * GET /v1/events: the organization's catalogue events of the last 30 days, newest first (keyset on occurredAt, id),
- * each the payload its deliveries carry (payload.ts; names and e-mails as they are now). Internal bus events
- * (DEAL_WON, DOCUMENT_SIGNED …) are not listed. The page, its total and the organization are one D1 batch; the
- * outbox's (organization, type, time) indexes serve the order and the type filter. `readable`: the names the caller
- * may see (events.ts `readPermissionOf`).
+ * The event log (GET /v1/events): the organization's catalogue events of the last 30 days, newest first (keyset on
+ * occurredAt, id), each the payload its deliveries carry (payload.ts; names and e-mails as they are now). Domain events
+ * outside the catalogue (DEAL_WON, DOCUMENT_SIGNED …) are not listed. The page, its total and the organization are
+ * one D1 batch; the outbox's (organization, type, time) indexes serve the order and the type filter. `readable`: the
+ * names the caller may see (catalogue.ts `readPermissionOf`).
  */
-export async function listEvents(
+export async function listEventLog(
   ctx: ServiceContext,
-  q: { limit: number; cursor?: string; type?: WebhookEventName; deliverySuccess?: "true" | "false" },
-  readable: readonly WebhookEventName[] = WEBHOOK_EVENTS,
+  q: { limit: number; cursor?: string; type?: CatalogueName; deliverySuccess?: "true" | "false" },
+  readable: readonly CatalogueName[] = CATALOGUE,
 ) {
   const o = outboxEvents;
   const d = webhookDeliveries;

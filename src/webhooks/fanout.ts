@@ -10,7 +10,7 @@ import type { DeliveryMessage } from "../lib/queue-messages";
 import type { QueuePort } from "../service-context";
 import { chunkBySize, inJsonList } from "../lib/sql";
 import { nowIso } from "../lib/time";
-import { ENDPOINT_DISABLED, isWebhookEvent } from "./events";
+import { ENDPOINT_DISABLED, inCatalogue } from "./catalogue";
 import { matchesFilters } from "./filters";
 import { buildPayload } from "./payload";
 
@@ -53,7 +53,7 @@ const INSERT_CHUNK_BYTES = 512 * 1024;
  * and the send.
  */
 export async function fanOutEvents(env: Env, db: Db, events: DomainEvent[]): Promise<string[]> {
-  const candidates = events.filter((e) => isWebhookEvent(e.type));
+  const candidates = events.filter((e) => inCatalogue(e.type));
   if (candidates.length === 0) return [];
   const orgIds = [...new Set(candidates.map((e) => e.organizationId))];
   const userIds = [...new Set(candidates.flatMap((e) => (e.actor.userId ? [e.actor.userId] : [])))];
@@ -160,6 +160,6 @@ export async function resendStalledDeliveries(env: Env, db: Db, { stalledSeconds
 /** The events-queue consumer that turns domain events into webhook deliveries (docs/decisions/0004-webhook-delivery.md). */
 export const webhookFanout: EventConsumer = {
   name: "webhook-fanout",
-  accepts: isWebhookEvent,
+  accepts: inCatalogue,
   handle: async (events, { env, db }) => void (await fanOutEvents(env, db, events)),
 };

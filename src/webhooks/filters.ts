@@ -1,6 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import type { StoredWebhookFilters } from "../db/webhooks";
-import { resourceOf, WEBHOOK_RESOURCES } from "./events";
+import { resourceOf, CATALOGUE_RESOURCES } from "./catalogue";
 
 /**
  * Subscription filters (spec: Delivery 6): `{"contact.leadScore": {"gte": 80}, "contact.source": {"in": ["WEBSITE"]}}`.
@@ -24,14 +24,14 @@ const Condition = z
   .strict()
   .refine((c) => Object.keys(c).length > 0, { message: "A condition needs at least one operator", params: { code: "empty_condition" } });
 
-const PATH = new RegExp(`^(${WEBHOOK_RESOURCES.join("|")})(\\.[A-Za-z0-9_]+)+$`);
+const PATH = new RegExp(`^(${CATALOGUE_RESOURCES.join("|")})(\\.[A-Za-z0-9_]+)+$`);
 
 export const WebhookFiltersSchema = z
   .record(
     z
       .string()
       .max(200)
-      .regex(PATH, `A filter path is a resource (${WEBHOOK_RESOURCES.join(", ")}) and a dotted field, e.g. contact.leadScore`),
+      .regex(PATH, `A filter path is a resource (${CATALOGUE_RESOURCES.join(", ")}) and a dotted field, e.g. contact.leadScore`),
     Condition,
   )
   .refine((f) => Object.keys(f).length <= 20, { message: "At most 20 filter paths", params: { code: "too_big" } })

@@ -10,7 +10,7 @@ import { createLogger, loggableError } from "../lib/log";
 import { addSeconds, nowIso } from "../lib/time";
 import { mailerFor } from "../mail/mailer";
 import { systemContext } from "../shards/tenants";
-import { ENDPOINT_DISABLED } from "./events";
+import { ENDPOINT_DISABLED } from "./catalogue";
 import { DISABLE_AFTER_DAYS } from "./limits";
 import { toWebhook, WEBHOOKS } from "./service";
 

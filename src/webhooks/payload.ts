@@ -2,7 +2,7 @@ import { and, eq } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { organizations, users } from "../db/schema";
 import type { DomainEvent } from "../events/event";
-import { WEBHOOK_API_VERSION } from "./events";
+import { WEBHOOK_API_VERSION } from "./catalogue";
 
 export interface PayloadParties {
   organization: { id: string; name: string };

@@ -2,15 +2,15 @@ import type { Context } from "hono";
 import { requirePermission } from "../platform/auth";
 import type { AppBindings } from "../platform/context";
 import { crmError } from "../crm/body";
-import { type DeliveryReach, isWebhookEvent, readPermissionOf } from "./events";
+import { type DeliveryReach, inCatalogue, readPermissionOf } from "./catalogue";
 
 /**
- * What the caller may have delivered (events.ts `DeliveryReach`): the read permission of each event's object, with its
+ * What the caller may have delivered (catalogue.ts `DeliveryReach`): the read permission of each event's object, with its
  * role's and credential's 403s. `webhook.test` carries the subscription itself: `webhooks:manage`, which the route has.
  */
 export function deliveryReach(c: Context<AppBindings>): DeliveryReach {
   return (events) => {
-    for (const permission of new Set(events.map((e) => (isWebhookEvent(e) ? readPermissionOf(e) : ("webhooks:manage" as const)))))
+    for (const permission of new Set(events.map((e) => (inCatalogue(e) ? readPermissionOf(e) : ("webhooks:manage" as const)))))
       requirePermission(c, permission);
   };
 }

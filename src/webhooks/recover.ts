@@ -4,7 +4,7 @@ import { Conflict } from "../lib/errors";
 import { nowIso } from "../lib/time";
 import type { ServiceContext } from "../service-context";
 import { enabledWebhook } from "./deliveries";
-import { type DeliveryReach, ENDPOINT_DISABLED, TEST_EVENT } from "./events";
+import { type DeliveryReach, ENDPOINT_DISABLED, TEST_EVENT } from "./catalogue";
 import { inJsonList } from "../lib/sql";
 import { enqueueDeliveries } from "./fanout";
 import { RECOVER_BATCH } from "./limits";
@@ -27,7 +27,7 @@ export async function recoverWebhook(
   const sub = await enabledWebhook(ctx, id);
   reach(sub.events);
   const d = webhookDeliveries;
-  // Only what the subscription still carries (events.ts `carries`): the events the caller was just checked for.
+  // Only what the subscription still carries (catalogue.ts `carries`): the events the caller was just checked for.
   const window = and(
     eq(d.organizationId, ctx.organizationId),
     eq(d.subscriptionId, id),

@@ -1,14 +1,14 @@
 import { z } from "@hono/zod-openapi";
 import { Pagination as PaginationSchema } from "../crm/body";
-import { WEBHOOK_EVENTS } from "./events";
+import { CATALOGUE } from "./catalogue";
 import { DEFAULT_OVERLAP_SECONDS, EVENT_RETENTION_DAYS, MAX_OVERLAP_SECONDS, RECOVER_BATCH, retentionStart } from "./limits";
 import { WebhookFiltersSchema } from "./filters";
 
-const EventName = z.enum(WEBHOOK_EVENTS).openapi({ example: "contact.created" });
+const EventName = z.enum(CATALOGUE).openapi({ example: "contact.created" });
 const Events = z
   .array(EventName)
   .min(1)
-  .max(WEBHOOK_EVENTS.length)
+  .max(CATALOGUE.length)
   .refine((e) => new Set(e).size === e.length, { message: "Each event once", params: { code: "duplicate_event" } });
 const Url = z.string().max(2048).openapi({ example: "https://hooks.example.com/brokerage", description: "HTTPS to a public address" });
 const Secret = z.string().min(16).max(256).openapi({ description: "Signing secret; generated when left out. Shown only in this answer." });

@@ -11,7 +11,7 @@ import { assertDeliverableUrl, masterKey } from "./guards";
 import type { CreateWebhook, UpdateWebhook, Webhook } from "./schemas";
 import { newWebhookSecret, sealSecret } from "./secret-box";
 import type { DnsResolver } from "./dns";
-import type { DeliveryReach } from "./events";
+import type { DeliveryReach } from "./catalogue";
 export { webhooksErasable } from "./erasure";
 
 type Row = typeof webhookSubscriptions.$inferSelect;
@@ -70,7 +70,7 @@ export async function findWebhook(ctx: Pick<ServiceContext, "db" | "organization
 
 /**
  * POST /v1/webhooks. The secret (the caller's, or a generated one) is in this answer and nowhere after it. `reach`
- * refuses events whose objects the caller may not read (events.ts `DeliveryReach`), as on every write below.
+ * refuses events whose objects the caller may not read (catalogue.ts `DeliveryReach`), as on every write below.
  */
 export async function createWebhook(
   ctx: ServiceContext,

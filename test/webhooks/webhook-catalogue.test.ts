@@ -3,7 +3,7 @@ import { Webhook } from "standardwebhooks";
 import { describe, expect, it, vi } from "vitest";
 import { createDb } from "../../src/db/client";
 import { sendObligationNotices } from "../../src/documents/obligation-notices";
-import { WEBHOOK_EVENTS, type WebhookEventName } from "../../src/webhooks/events";
+import { CATALOGUE, type CatalogueName } from "../../src/webhooks/catalogue";
 import { call } from "../helpers/client";
 import { createContact, updateContact } from "../helpers/contacts";
 import { createDeal, createTask, documentForm, moveDeal, updateDeal } from "../helpers/deals";
@@ -285,7 +285,7 @@ const isSha256 = (v: unknown) => typeof v === "string" && /^[0-9a-f]{64}$/.test(
 /**
  * How each catalogue event is made to fire, and what its payload must say beyond the common shape. One row per event.
  */
-const DRIVE: { event: WebhookEventName; drive(w: World): Promise<unknown>; check?(p: Payload, w: World): void | Promise<void> }[] = [
+const DRIVE: { event: CatalogueName; drive(w: World): Promise<unknown>; check?(p: Payload, w: World): void | Promise<void> }[] = [
   { event: "contact.created", drive: contact, check: (p) => expect(p.data.object.tags).toEqual(["vip"]) },
   { event: "contact.updated", drive: contact, check: (p) => expect(p.data.changes).toContain("firstName") },
   { event: "contact.tagged", drive: contact, check: (p) => expect(p.data.tags).toEqual(["vip"]) },
@@ -503,7 +503,7 @@ describe("the whole webhook catalogue reaches a subscriber (issue 32)", () => {
     const driven = DRIVE.map((r) => r.event);
     expect(new Set(driven).size, "one row per event").toBe(driven.length);
     expect(
-      WEBHOOK_EVENTS.filter((e) => !driven.includes(e)),
+      CATALOGUE.filter((e) => !driven.includes(e)),
       "catalogue events no row drives",
     ).toEqual([]);
   });
@@ -513,7 +513,7 @@ describe("the whole webhook catalogue reaches a subscriber (issue 32)", () => {
   }, async () => {
     const owner = await createPrincipal();
     const box = await openMailbox();
-    const sub = await subscribe(owner, { url: box.url, events: [...WEBHOOK_EVENTS] });
+    const sub = await subscribe(owner, { url: box.url, events: [...CATALOGUE] });
     const fixtures = new Map<string, Promise<unknown>>();
     const w: World = {
       owner,
@@ -575,7 +575,7 @@ describe("the whole webhook catalogue reaches a subscriber (issue 32)", () => {
   });
 });
 
-const DOCUMENT_DESK = WEBHOOK_EVENTS.filter((e) => /^(envelope|document|obligation|clickwrap|testimonial|survey|referral)\./.test(e));
+const DOCUMENT_DESK = CATALOGUE.filter((e) => /^(envelope|document|obligation|clickwrap|testimonial|survey|referral)\./.test(e));
 
 /** How many events of each of `types` the organization's outbox holds. */
 async function stagedCounts(organizationId: string, types: readonly string[]): Promise<Record<string, number>> {

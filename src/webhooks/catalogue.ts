@@ -1,12 +1,12 @@
 import type { Permission } from "../platform/permissions";
 
 /**
- * Every event name a subscription may ask for (spec: Events, Webhook events), grouped as the spec groups them; the
- * `.restored` events (a record back from the trash) are ours, and so are the document desk's and the
- * reputation suite's. docs/guides/receiving-webhooks.md has the table of when each fires and what its `data.object` is;
- * test/node/catalogue-emitters.test.ts fails for a name no code emits.
+ * The catalogue: every event name a subscription may ask for (spec: Events, Webhook events), grouped as the
+ * spec groups them; the `.restored` events (a record back from the trash) are ours, and so are the document desk's
+ * and the reputation suite's. docs/guides/receiving-webhooks.md has the table of when each fires and what its
+ * `data.object` is; test/node/catalogue-emitters.test.ts fails for a name no code emits.
  */
-export const WEBHOOK_EVENTS = [
+export const CATALOGUE = [
   "contact.created",
   "contact.updated",
   "contact.deleted",
@@ -69,15 +69,15 @@ export const WEBHOOK_EVENTS = [
   "webhook.endpoint_disabled",
 ] as const;
 
-export type WebhookEventName = (typeof WEBHOOK_EVENTS)[number];
+export type CatalogueName = (typeof CATALOGUE)[number];
 
-const KNOWN = new Set<string>(WEBHOOK_EVENTS);
-export const isWebhookEvent = (type: string): type is WebhookEventName => KNOWN.has(type);
+const KNOWN = new Set<string>(CATALOGUE);
+export const inCatalogue = (type: string): type is CatalogueName => KNOWN.has(type);
 
 /** The resource an event is about: `contact` for `contact.created`. Filter paths start with it. */
 export const resourceOf = (event: string): string => event.slice(0, event.indexOf("."));
 
-export const WEBHOOK_RESOURCES = [...new Set(WEBHOOK_EVENTS.map(resourceOf))];
+export const CATALOGUE_RESOURCES = [...new Set(CATALOGUE.map(resourceOf))];
 
 /**
  * The permission that reads each resource's object where the API shows it: GET /v1/events lists a caller only the
@@ -102,7 +102,7 @@ const READ_PERMISSION: Record<string, Permission> = {
   import: "imports:manage",
 };
 
-export const readPermissionOf = (event: WebhookEventName): Permission => READ_PERMISSION[resourceOf(event)]!;
+export const readPermissionOf = (event: CatalogueName): Permission => READ_PERMISSION[resourceOf(event)]!;
 
 /**
  * The check a subscription's writes run (routes.ts builds it from the caller's credential): it throws 403 unless the
@@ -113,7 +113,7 @@ export const readPermissionOf = (event: WebhookEventName): Permission => READ_PE
 export type DeliveryReach = (events: readonly string[]) => void;
 
 /** An endpoint the service turned off after 5 days of failed deliveries; its object is the endpoint as GET shows it. */
-export const ENDPOINT_DISABLED = "webhook.endpoint_disabled" satisfies WebhookEventName;
+export const ENDPOINT_DISABLED = "webhook.endpoint_disabled" satisfies CatalogueName;
 
 /** Sent by POST /v1/webhooks/{id}/test only; no domain event carries it, so nobody can subscribe to it. */
 export const TEST_EVENT = "webhook.test";

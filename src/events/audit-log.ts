@@ -3,8 +3,8 @@ import { auditLog } from "../db/schema";
 import { nowIso } from "../lib/time";
 import type { EventConsumer } from "./consumers";
 
-/** Records every domain event in the organization's activity log: one statement per queue batch. */
-export const auditConsumer: EventConsumer = {
+/** The audit log: records every domain event in the organization's audit_log, one statement per queue batch. */
+export const auditLogConsumer: EventConsumer = {
   name: "audit-log",
   accepts: () => true,
   async handle(events, { db }) {

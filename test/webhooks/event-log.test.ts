@@ -1,5 +1,5 @@
 import { describe, expect, it, vi } from "vitest";
-import { WEBHOOK_EVENTS } from "../../src/webhooks/events";
+import { CATALOGUE } from "../../src/webhooks/catalogue";
 import { createApiKey } from "../helpers/api-keys";
 import { call, json } from "../helpers/client";
 import { createContact } from "../helpers/contacts";
@@ -43,13 +43,13 @@ describe("GET /v1/events", { timeout: 60_000 }, () => {
   it("lists each catalogue event as it was delivered, newest first, without internal events; keyset pages; type filter", async () => {
     const owner = await createPrincipal();
     const box = await openMailbox();
-    await subscribe(owner, { url: box.url, events: [...WEBHOOK_EVENTS] });
+    await subscribe(owner, { url: box.url, events: [...CATALOGUE] });
     const contact = await createContact(owner.token);
     const deal = await createDeal(owner.token, { contactId: contact.id });
     await moveDeal(owner.token, deal.id, "CLOSED");
     // The close emitted the internal DEAL_WON beside the catalogue's deal.won: it is in the outbox, not in the log.
     await vi.waitFor(async () => expect(await outboxTypes(owner)).toContain("DEAL_WON"));
-    const catalogue = (await outboxTypes(owner)).filter((t) => (WEBHOOK_EVENTS as readonly string[]).includes(t));
+    const catalogue = (await outboxTypes(owner)).filter((t) => (CATALOGUE as readonly string[]).includes(t));
     await vi.waitFor(async () => expect(await box.count()).toBe(catalogue.length), { timeout: 20_000, interval: 100 });
     const delivered = new Map((await box.received()).map((r) => [JSON.parse(r.body).id as string, JSON.parse(r.body)]));
 
