@@ -4,7 +4,7 @@ import { expect, it } from "vitest";
 import { createDb } from "../src/db/client";
 import { createDeliveryConsumer } from "../src/webhooks/delivery";
 import { type DeliveryMessage, fanOutEvents } from "../src/webhooks/fanout";
-import { openSecret } from "../src/webhooks/secret-box";
+import { decryptSecret } from "../src/webhooks/secret-box";
 import { fetchTransport, type WebhookTransport } from "../src/webhooks/transport";
 import { signWebhook } from "../src/webhooks/verify";
 import { createPrincipal, tenantDb } from "../test/helpers/factories";
@@ -108,7 +108,11 @@ async function run(shape: Shape) {
   const signStart = performance.now();
   for (let i = 0; i < bodies.length; i++) {
     const row = rows.results[i % rows.results.length]!;
-    await signWebhook(await openSecret(env.WEBHOOK_SECRET_KEY!, row.id, row.secret_ciphertext), Math.floor(Date.now() / 1000), bodies[i]!);
+    await signWebhook(
+      await decryptSecret(env.WEBHOOK_SECRET_KEY!, row.id, row.secret_ciphertext),
+      Math.floor(Date.now() / 1000),
+      bodies[i]!,
+    );
   }
   const signingMs = performance.now() - signStart;
   const share = (ms: number) => `${((100 * ms) / deliverMs).toFixed(1)} %`;

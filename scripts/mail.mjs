@@ -1,6 +1,6 @@
 // npm run --silent mail -- --to <email> [--last N]
 // Prints the newest messages the development mail provider (`log`) kept for that address, newest first, one JSON line
-// each {"to","subject","text","createdAt"} with the body unsealed (DESIGN.md contract 8). It reads local D1 through
+// each {"to","subject","text","createdAt"} with the body decrypted (DESIGN.md contract 8). It reads local D1 through
 // scripts/local-d1.mjs, so it works whether or not `npm run dev` is running; nothing kept for the address prints nothing.
 import { parseArgs } from "node:util";
 import { readLocalDevVars } from "./dev-vars.mjs";
@@ -9,7 +9,7 @@ import { databaseBindings } from "./migrate.mjs";
 
 const USAGE = "usage: npm run --silent mail -- --to <email> [--last N]   (N: 1 to 100, default 10)";
 const MAX_LAST = 100;
-/** The purpose the log provider seals bodies under (MAIL_LOG_PURPOSE, src/mail/mailer.ts). */
+/** The purpose the log provider encrypts bodies under (MAIL_LOG_PURPOSE, src/mail/mailer.ts). */
 const MAIL_LOG_PURPOSE = "mail-log";
 
 function usage(problem) {
@@ -29,12 +29,12 @@ const last = values.last === undefined ? 10 : /^\d{1,3}$/.test(values.last) ? Nu
 if (!(last >= 1 && last <= MAX_LAST)) usage(`--last must be a whole number from 1 to ${MAX_LAST}`);
 
 /**
- * The Node twin of openText in src/lib/secret-box.ts: AES-GCM 256 under HKDF-SHA-256(secret, salt = purpose,
+ * The Node twin of decryptText in src/lib/secret-box.ts: AES-GCM 256 under HKDF-SHA-256(secret, salt = purpose,
  * info = "v1"), additional data = the row id, stored as `v1.<iv b64>.<ciphertext b64>`.
  */
-async function openText(secret, purpose, boundTo, stored) {
+async function decryptText(secret, purpose, boundTo, stored) {
   const [version, iv, data] = stored.split(".");
-  if (version !== "v1" || !iv || !data) throw new Error("unknown sealed format");
+  if (version !== "v1" || !iv || !data) throw new Error("unknown encrypted format");
   const enc = new TextEncoder();
   const base = await crypto.subtle.importKey("raw", enc.encode(secret), "HKDF", false, ["deriveKey"]);
   const key = await crypto.subtle.deriveKey(
@@ -76,8 +76,8 @@ try {
   for (const row of rows) {
     let text = row.body;
     if (row.sealed) {
-      if (!key) throw new Error("the messages are sealed and MAIL_LOG_KEY is not set in .dev.vars");
-      text = await openText(key, MAIL_LOG_PURPOSE, row.id, row.body).catch(() => {
+      if (!key) throw new Error("the messages are encrypted and MAIL_LOG_KEY is not set in .dev.vars");
+      text = await decryptText(key, MAIL_LOG_PURPOSE, row.id, row.body).catch(() => {
         throw new Error(`message ${row.id} does not open with the MAIL_LOG_KEY of .dev.vars (was it sent under another key?)`);
       });
     }

@@ -99,7 +99,7 @@ const ConfigSchema = z
     EMAIL_API_KEY: optional,
     EMAIL_API_URL: optional.pipe(z.url().default("https://api.resend.com")),
     EMAIL_FROM: optional.pipe(z.string().default("Brokerage Edge <no-reply@brokerage-edge.invalid>")),
-    // Seals the bodies the `log` provider keeps (they carry signing links); without it the links are withheld there.
+    // Encrypts the bodies the `log` provider keeps (they carry signing links); without it the links are withheld there.
     MAIL_LOG_KEY: optional,
     // Turnstile's site key, for the widget on the signing page; BOT_CHALLENGE_SECRET verifies what it produces.
     BOT_CHALLENGE_SITE_KEY: optional,
@@ -107,9 +107,9 @@ const ConfigSchema = z
     MLS_API_TOKEN: optional,
     // Key material for the AES-GCM encryption of webhook signing secrets at rest (webhooks/secret-box.ts).
     WEBHOOK_SECRET_KEY: optional,
-    // Seals an EMAIL survey's access token until the cron mails it (only its SHA-256 is kept after that).
+    // Encrypts an EMAIL survey's access token until the cron mails it (only its SHA-256 is kept after that).
     SURVEY_TOKEN_KEY: optional,
-    // Seals the D1 bookmarks answers carry (platform/session.ts); unset: none are handed out.
+    // Encrypts the D1 bookmarks answers carry (platform/session.ts); unset: none are handed out.
     BOOKMARK_KEY: optional,
     // PEM (PKCS#8 key, X.509 certificate) that seal completed PDFs (src/seal/). A literal "\n" reads as a line break,
     // so a PEM fits one line of .dev.vars or a secret.

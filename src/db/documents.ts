@@ -54,7 +54,7 @@ export const documentOverages = sqliteTable(
   (t) => [index("document_overages_org_period_idx").on(t.organizationId, t.period)],
 );
 
-/** Messages of the `log` mail provider (development, tests): bodies sealed, since they carry capability links. */
+/** Messages of the `log` mail provider (development, tests): bodies encrypted, since they carry capability links. */
 export const mailOutbox = sqliteTable(
   "mail_outbox",
   {
@@ -62,8 +62,9 @@ export const mailOutbox = sqliteTable(
     organizationId: text(),
     to: text().notNull(),
     subject: text().notNull(),
-    /** AES-GCM sealed text (lib/secret-box.ts), or the text with links withheld when no MAIL_LOG_KEY is set. */
+    /** AES-GCM encrypted text (lib/secret-box.ts), or the text with links withheld when no MAIL_LOG_KEY is set. */
     body: text().notNull(),
+    /** Whether `body` is encrypted (the column keeps its first name, `sealed`). */
     sealed: integer({ mode: "boolean" }).notNull(),
     createdAt: text().notNull(),
   },

@@ -44,7 +44,7 @@ export type SurveyChannel = "EMAIL" | "LINK";
 
 /**
  * Surveys (spec: Survey). The access token is kept as its SHA-256 only. An EMAIL survey waiting for its send time
- * also holds the raw token sealed (AES-GCM under SURVEY_TOKEN_KEY, bound to the survey id) in `pendingToken`, since
+ * also holds the raw token encrypted (AES-GCM under SURVEY_TOKEN_KEY, bound to the survey id) in `pendingToken`, since
  * the cron that mails it runs days later; the write that sends, skips, expires or re-issues it erases that copy.
  */
 export const surveys = sqliteTable(

@@ -50,7 +50,7 @@ export const webhookSubscriptions = sqliteTable(
     failingSince: text(),
     /** When the owners' mail about an automatic disable is due (again); null once sent (webhooks/healing.ts). */
     ownersNoticeDueAt: text(),
-    /** The secret a rotation replaced, still signing beside the new one until `previousSecretExpiresAt` (sealed the same way). */
+    /** The secret a rotation replaced, still signing beside the new one until `previousSecretExpiresAt` (encrypted the same way). */
     previousSecretCiphertext: text(),
     previousSecretExpiresAt: text(),
   },

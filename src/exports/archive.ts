@@ -30,7 +30,7 @@ const LEFT_OUT = new Set([
   "organization_exports",
   "write_guards",
 ]);
-/** Columns that hold credentials or capabilities (a link's token or its hash, a webhook's secret, a sealed mail with its links): never exported. */
+/** Columns that hold credentials or capabilities (a link's token or its hash, a webhook's secret, an encrypted mail with its links): never exported. */
 const CREDENTIAL_COLUMNS = new Set([
   "token_hash",
   "access_token_hash",
@@ -39,8 +39,8 @@ const CREDENTIAL_COLUMNS = new Set([
   "previous_secret_ciphertext",
   "contact_hash",
 ]);
-/** Rows of mail_outbox whose body is sealed carry links (capabilities): the body is left out of those. */
-const SEALED_BODY = { table: "mail_outbox", flag: "sealed", column: "body" };
+/** Rows of mail_outbox whose body is encrypted carry links (capabilities): the body is left out of those. */
+const ENCRYPTED_BODY = { table: "mail_outbox", flag: "sealed", column: "body" };
 
 /** The R2 prefixes of an organization's files (files/keys.ts, signatures/certificate.ts, signatures/sealing.ts). */
 const FILE_KINDS = ["deals", "properties", "envelopes", "certificates", "signed"];
@@ -96,7 +96,7 @@ class PartWriter {
 /** A row as exported: camelCase as drizzle reads it, credentials left out. */
 function exportedRow(table: MovedTable, row: Record<string, unknown>, credentials: string[]): Record<string, unknown> {
   for (const key of credentials) delete row[key];
-  if (table.name === SEALED_BODY.table && row[SEALED_BODY.flag]) row[SEALED_BODY.column] = null;
+  if (table.name === ENCRYPTED_BODY.table && row[ENCRYPTED_BODY.flag]) row[ENCRYPTED_BODY.column] = null;
   return row;
 }
 

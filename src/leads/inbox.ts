@@ -20,7 +20,7 @@ import { checkPhones, intakeLead, namedProperty } from "./service";
  * (docs/decisions/0024-lead-intake-tells-a-form-nothing.md): the request checks what any lead is checked for (its
  * numbers, a propertyId), stores the lead and answers 202; the intake runs as deferred work, so the answer, its headers
  * and its time are the same for a client's number and a stranger's (the adversarial pass told them apart by 20 ms; the
- * D1 bookmark, which counted the intake's writes, is sealed: platform/session.ts). The intake deletes the stored lead
+ * D1 bookmark, which counted the intake's writes, is encrypted: platform/session.ts). The intake deletes the stored lead
  * in its own batch, so a lead is taken in exactly once however often it is tried; what the deferred work did not
  * finish, the cron drains (`drainLeadInbox`), backing off a lead that keeps failing and deleting it after a week.
  */

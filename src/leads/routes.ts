@@ -105,7 +105,7 @@ const dismiss = defineRoute(CRM, {
 export const leadRoutes = new OpenAPIHono<AppBindings>({ defaultHook: validationHook })
   .openapi(intake, async (c) => {
     // Only a credential that may read contacts learns what the lead met. Any other gets the same answer
-    // whatever it met: stored and taken in after the answer (its bookmark sealed like every answer's: platform/session.ts).
+    // whatever it met: stored and taken in after the answer (its bookmark encrypted like every answer's: platform/session.ts).
     if (!grantedPermissions(c).includes("contacts:read")) {
       await receiveLead(serviceContext(c), c.req.valid("json"));
       return c.json({ success: true as const, data: { received: true as const } }, 202);

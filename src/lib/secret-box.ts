@@ -1,5 +1,5 @@
 /**
- * Text sealed at rest: AES-GCM under a key derived (HKDF-SHA-256) from a configured secret and a purpose (the salt),
+ * Text encrypted at rest: AES-GCM under a key derived (HKDF-SHA-256) from a configured secret and a purpose (the salt),
  * with additional data binding the ciphertext to its row, so a value copied onto another row does not open.
  * Stored as `v1.<iv b64>.<ciphertext b64>`; the version leaves room for a key rotation later.
  */
@@ -28,19 +28,19 @@ function aesKey(masterSecret: string, purpose: string): Promise<CryptoKey> {
   return key;
 }
 
-export async function sealText(masterSecret: string, purpose: string, boundTo: string, text: string): Promise<string> {
+export async function encryptText(masterSecret: string, purpose: string, boundTo: string, text: string): Promise<string> {
   const iv = crypto.getRandomValues(new Uint8Array(12));
-  const sealed = await crypto.subtle.encrypt(
+  const ciphertext = await crypto.subtle.encrypt(
     { name: "AES-GCM", iv, additionalData: encoder.encode(boundTo) },
     await aesKey(masterSecret, purpose),
     encoder.encode(text),
   );
-  return `v1.${toBase64(iv)}.${toBase64(new Uint8Array(sealed))}`;
+  return `v1.${toBase64(iv)}.${toBase64(new Uint8Array(ciphertext))}`;
 }
 
-export async function openText(masterSecret: string, purpose: string, boundTo: string, stored: string): Promise<string> {
+export async function decryptText(masterSecret: string, purpose: string, boundTo: string, stored: string): Promise<string> {
   const [version, iv, data] = stored.split(".");
-  if (version !== "v1" || !iv || !data) throw new Error("unknown sealed format");
+  if (version !== "v1" || !iv || !data) throw new Error("unknown encrypted format");
   const plain = await crypto.subtle.decrypt(
     { name: "AES-GCM", iv: fromBase64(iv), additionalData: encoder.encode(boundTo) },
     await aesKey(masterSecret, purpose),

@@ -4,7 +4,7 @@ import { readConfig, type Env } from "../env";
 import { newId } from "../lib/ids";
 import { createLogger, loggableError } from "../lib/log";
 import { fetchWithDeadline } from "../lib/outbound";
-import { sealText } from "../lib/secret-box";
+import { encryptText } from "../lib/secret-box";
 import { nowIso } from "../lib/time";
 
 /**
@@ -26,13 +26,13 @@ export interface Mailer {
 
 export class MailFailed extends Error {}
 
-/** The mail_outbox row a `log` message is kept in is sealed with this purpose (lib/secret-box.ts). */
+/** The mail_outbox row a `log` message is kept in is encrypted with this purpose (lib/secret-box.ts). */
 export const MAIL_LOG_PURPOSE = "mail-log";
-/** What the log provider keeps of a link when it cannot seal the body: the capability stays out of the database. */
+/** What the log provider keeps of a link when it cannot encrypt the body: the capability stays out of the database. */
 export const WITHHELD_LINK = "[link withheld: set MAIL_LOG_KEY to keep links in the mail log]";
 
 /**
- * The `log` provider: a D1 row per message, its body sealed under MAIL_LOG_KEY (links are capabilities). `db` is the
+ * The `log` provider: a D1 row per message, its body encrypted under MAIL_LOG_KEY (links are capabilities). `db` is the
  * caller's shard (mail_outbox is organization data): the mailer reads nothing to find where to write.
  */
 export function logMailer(env: Env, db: Db): Mailer {
@@ -40,7 +40,9 @@ export function logMailer(env: Env, db: Db): Mailer {
     async send(message) {
       const id = newId();
       const key = readConfig(env).MAIL_LOG_KEY;
-      const body = key ? await sealText(key, MAIL_LOG_PURPOSE, id, message.text) : message.text.replace(/https?:\/\/\S+/g, WITHHELD_LINK);
+      const body = key
+        ? await encryptText(key, MAIL_LOG_PURPOSE, id, message.text)
+        : message.text.replace(/https?:\/\/\S+/g, WITHHELD_LINK);
       await db
         .insert(mailOutbox)
         .values({

@@ -3,7 +3,7 @@ import { createMiddleware } from "hono/factory";
 import { createDb } from "../db/client";
 import { readConfig } from "../env";
 import { OrganizationMoving, Validation } from "../lib/errors";
-import { openText, sealText } from "../lib/secret-box";
+import { decryptText, encryptText } from "../lib/secret-box";
 import { createLogger } from "../lib/log";
 import { portsOf, type ServiceContext } from "../service-context";
 import { shardDatabase } from "../shards/bindings";
@@ -18,15 +18,15 @@ import type { AppBindings } from "./context";
  * that session's latest bookmark in `X-D1-Bookmark`, and a client sends it back for read-your-writes on organization
  * data.
  *
- * Sealed (docs/decisions/0023-sealed-d1-bookmarks.md): a D1 bookmark counts every write on its database, and a shard
+ * Encrypted (docs/decisions/0023-sealed-d1-bookmarks.md): a D1 bookmark counts every write on its database, and a shard
  * holds many organizations, so a bookmark read before and after a web form's lead told a client's number from a
  * stranger's by the writes the intake made (and anyone on the shard sees the others' writes). Answers carry it AES-GCM
- * sealed under BOOKMARK_KEY (a fresh nonce each time: two answers' bookmarks cannot be compared); one that does not
+ * encrypted under BOOKMARK_KEY (a fresh nonce each time: two answers' bookmarks cannot be compared); one that does not
  * open is ignored (a key rotated since), and without the key none is handed out.
  */
 export const BOOKMARK_HEADER = "X-D1-Bookmark";
-/** A sealed bookmark as answers carry it (lib/secret-box.ts): anything else is refused rather than opened. */
-const SEALED = /^v1\.[A-Za-z0-9+/=]{16,24}\.[A-Za-z0-9+/=]{40,200}$/;
+/** An encrypted bookmark as answers carry it (lib/secret-box.ts): anything else is refused rather than opened. */
+const ENCRYPTED_BOOKMARK = /^v1\.[A-Za-z0-9+/=]{16,24}\.[A-Za-z0-9+/=]{40,200}$/;
 /** D1 bookmarks as D1 issues them: four hex groups. What opens to anything else is not used. */
 const BOOKMARK = /^[0-9a-f]{8}-[0-9a-f]{8}-[0-9a-f]{8}-[0-9a-f]{32}$/i;
 const PURPOSE = "d1-bookmark";
@@ -34,13 +34,13 @@ const PURPOSE = "d1-bookmark";
 const isRead = (c: Context<AppBindings>) => c.req.method === "GET" || c.req.method === "HEAD";
 
 /**
- * The bookmark the client sent, opened, with the shard it is of (it is sealed with it: one shard's bookmark is never
+ * The bookmark the client sent, opened, with the shard it is of (it is encrypted with it: one shard's bookmark is never
  * handed to another's database); undefined when none was sent, or it does not open under the key.
  */
 async function sentBookmark(c: Context<AppBindings>): Promise<{ shard: number; bookmark: string } | undefined> {
   const sent = c.req.header(BOOKMARK_HEADER)?.trim();
   if (sent === undefined) return undefined;
-  if (!SEALED.test(sent)) {
+  if (!ENCRYPTED_BOOKMARK.test(sent)) {
     throw new Validation(
       [
         {
@@ -55,7 +55,7 @@ async function sentBookmark(c: Context<AppBindings>): Promise<{ shard: number; b
   }
   const key = readConfig(c.env).BOOKMARK_KEY;
   if (!key) return undefined;
-  const opened = (await openText(key, PURPOSE, "", sent).catch(() => undefined))?.match(/^(\d+):(.+)$/);
+  const opened = (await decryptText(key, PURPOSE, "", sent).catch(() => undefined))?.match(/^(\d+):(.+)$/);
   return opened && BOOKMARK.test(opened[2]!) ? { shard: Number(opened[1]), bookmark: opened[2]! } : undefined;
 }
 
@@ -66,7 +66,7 @@ export const d1Session = createMiddleware<AppBindings>(async (c, next) => {
   await next();
   const bookmark = c.get("shardSession")?.getBookmark();
   const key = readConfig(c.env).BOOKMARK_KEY;
-  if (bookmark && key) c.header(BOOKMARK_HEADER, await sealText(key, PURPOSE, "", `${c.get("shard")}:${bookmark}`));
+  if (bookmark && key) c.header(BOOKMARK_HEADER, await encryptText(key, PURPOSE, "", `${c.get("shard")}:${bookmark}`));
 });
 
 /**

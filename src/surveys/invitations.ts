@@ -5,20 +5,20 @@ import { type Env, readConfig } from "../env";
 import { mailerFor } from "../mail/mailer";
 import { newToken, sha256Hex } from "../lib/crypto";
 import { NotConfigured } from "../lib/errors";
-import { sealText } from "../lib/secret-box";
+import { encryptText } from "../lib/secret-box";
 
 /**
- * A survey's link: its raw token (in the creating answer and the invitation mail only), sealed until the cron has
+ * A survey's link: its raw token (in the creating answer and the invitation mail only), encrypted until the cron has
  * mailed it (db/surveys.ts), and the invitation mail itself.
  */
-export const TOKEN_SEAL_PURPOSE = "survey-token";
+export const TOKEN_PURPOSE = "survey-token";
 
 export const surveyUrl = (env: Env, token: string) => `${readConfig(env).APP_URL.replace(/\/$/, "")}/survey/${token}`;
 
-export async function sealToken(env: Env, surveyId: string, token: string) {
+export async function encryptToken(env: Env, surveyId: string, token: string) {
   const key = readConfig(env).SURVEY_TOKEN_KEY;
   if (!key) throw new NotConfigured("SURVEY_TOKEN_KEY (needed to mail surveys later; use channel LINK without it)");
-  return sealText(key, TOKEN_SEAL_PURPOSE, surveyId, token);
+  return encryptText(key, TOKEN_PURPOSE, surveyId, token);
 }
 
 export async function mintSurveyToken() {

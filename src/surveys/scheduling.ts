@@ -9,13 +9,13 @@ import type { DomainEvent } from "../events/event";
 import { NotConfigured, OrganizationMoving, Validation } from "../lib/errors";
 import { type Defer, withDeferred } from "../lib/deferred";
 import { loggableError } from "../lib/log";
-import { openText } from "../lib/secret-box";
+import { decryptText } from "../lib/secret-box";
 import { nowIso } from "../lib/time";
 import type { ServiceContext } from "../service-context";
 import { systemContext } from "../shards/tenants";
 import { bumpSurveyFigures } from "../reputation/aggregates";
 import { atVersion, createSurvey, LIVE, type SurveyRow } from "./service";
-import { inTrash, mailInvitation, RecipientChanged, RecipientGone, TOKEN_SEAL_PURPOSE } from "./invitations";
+import { inTrash, mailInvitation, RecipientChanged, RecipientGone, TOKEN_PURPOSE } from "./invitations";
 import { defaultTemplate } from "./templates";
 
 /** How long the cron's claim on a due survey lasts: a send that crashed mid-way is tried again after it. */
@@ -24,7 +24,7 @@ const SEND_LEASE_MS = 10 * 60_000;
 /**
  * Cron: mails the EMAIL surveys whose send time has come and that were not mailed yet (SCHEDULED, or OPENED through
  * the link of the creating answer before the mail went out). Each is claimed first (its sendAt moved on by a lease, a
- * compare-and-set, so two cron runs never both mail it); after the mail went out the survey is SENT, its sealed token
+ * compare-and-set, so two cron runs never both mail it); after the mail went out the survey is SENT, its encrypted token
  * erased and one survey sent counted. A failed mail is tried again when the lease ends.
  */
 export function sendDueSurveys(env: Env, db: Db, { max = 50 } = {}): Promise<number> {
@@ -52,8 +52,8 @@ async function sendDue(env: Env, db: Db, defer: Defer, max: number): Promise<num
     due.map(async (before) => {
       const ctx = systemContext(env, db, before.organizationId, "cron:surveys", defer);
       try {
-        if (!key || !before.pendingToken) throw new Error(key ? "survey has no sealed token" : "SURVEY_TOKEN_KEY is not configured");
-        const token = await openText(key, TOKEN_SEAL_PURPOSE, before.id, before.pendingToken);
+        if (!key || !before.pendingToken) throw new Error(key ? "survey has no encrypted token" : "SURVEY_TOKEN_KEY is not configured");
+        const token = await decryptText(key, TOKEN_PURPOSE, before.id, before.pendingToken);
         const claimed: SurveyRow = { ...before, sendAt: new Date(Date.now() + SEND_LEASE_MS).toISOString(), version: before.version + 1 };
         await commit(ctx, [
           expectRow(db, surveys, atVersion(before)),

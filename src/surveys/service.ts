@@ -14,7 +14,7 @@ import type { ActingFor, ServiceContext } from "../service-context";
 import { registerPublicKeys } from "../shards/directory";
 import { bumpSurveyFigures } from "../reputation/aggregates";
 import type { Survey, SurveyCreate } from "./schemas";
-import { mailInvitation, mintSurveyToken, sealToken, surveyUrl } from "./invitations";
+import { mailInvitation, mintSurveyToken, encryptToken, surveyUrl } from "./invitations";
 import { hasDefault } from "./templates";
 export { surveysErasable } from "./erasure";
 
@@ -26,7 +26,7 @@ export { surveysErasable } from "./erasure";
  *   SCHEDULED | SENT ──public GET──▶ OPENED ──public POST──▶ COMPLETED
  *   SCHEDULED | SENT | OPENED ──skip──▶ SKIPPED;  ──30 days after creation──▶ EXPIRED
  *
- * The access token is 256 random bits; only its SHA-256 is stored (an EMAIL survey also keeps it sealed until the
+ * The access token is 256 random bits; only its SHA-256 is stored (an EMAIL survey also keeps it encrypted until the
  * cron has mailed it, see db/surveys.ts). A re-issue replaces the hash, so the old token is dead at once. Every move
  * is a compare-and-set on the row's version, with its event, counters and response in the same batch.
  */
@@ -148,7 +148,7 @@ async function createSurveyOnce(
     updatedAt: at,
     version: 1,
   };
-  if (row.channel === "EMAIL") row.pendingToken = await sealToken(ctx.env, row.id, token);
+  if (row.channel === "EMAIL") row.pendingToken = await encryptToken(ctx.env, row.id, token);
   const statements: Statement[] = [...expectReferences(ctx, refs)];
   if (trigger === "DEAL_WON")
     statements.push(
@@ -257,7 +257,7 @@ export async function reissueSurvey(ctx: ServiceContext, id: string, actingFor: 
     actingFor(before.agentUserId);
     if (!isLive(before)) closed(before);
     const { token, hash } = await mintSurveyToken();
-    const pendingToken = before.channel === "EMAIL" && before.sentAt === null ? await sealToken(ctx.env, before.id, token) : null;
+    const pendingToken = before.channel === "EMAIL" && before.sentAt === null ? await encryptToken(ctx.env, before.id, token) : null;
     const row: SurveyRow = { ...before, accessTokenHash: hash, pendingToken, updatedAt: nowIso(), version: before.version + 1 };
     await registerPublicKeys(ctx.directory, ctx.organizationId, "survey_link", [hash]);
     await commit(ctx, [expectRow(ctx.db, surveys, atVersion(before)), ctx.db.update(surveys).set(row).where(atVersion(before))]);

@@ -85,7 +85,7 @@ export async function pendingInvitations(directory: Db, organizationId: string, 
   return new Map(rows.map((r) => [r.userId, r.expiresAt]));
 }
 
-/** The mail that carries the link. Its body is the capability: the log provider seals it (MAIL_LOG_KEY). */
+/** The mail that carries the link. Its body is the capability: the log provider encrypts it (MAIL_LOG_KEY). */
 export function invitationMail(
   env: Env,
   to: { email: string; organizationId: string },

@@ -10,7 +10,7 @@ import { addSeconds, nowIso } from "../lib/time";
 import { hasRetryLeft } from "./backoff";
 import { disableFailingEndpoint, failedLongEnough, failureRunWrite } from "./healing";
 import { masterKey } from "./guards";
-import { openSecret } from "./secret-box";
+import { decryptSecret } from "./secret-box";
 import { carries } from "./catalogue";
 import { checkWebhookUrl, urlPolicyFor } from "./ssrf";
 import type { WebhookDeps } from "./transport";
@@ -45,10 +45,10 @@ interface Signer {
 /** The secrets that sign now: the current one, then the replaced one while its overlap lasts (service.ts rotation). */
 async function signingSecrets(env: Env, target: Signer, now: Date): Promise<string[]> {
   const key = masterKey(env);
-  const current = await openSecret(key, target.subscriptionId, target.secretCiphertext);
+  const current = await decryptSecret(key, target.subscriptionId, target.secretCiphertext);
   const overlapping =
     target.previousSecretCiphertext !== null && target.previousSecretExpiresAt !== null && target.previousSecretExpiresAt > nowIso(now);
-  return overlapping ? [current, await openSecret(key, target.subscriptionId, target.previousSecretCiphertext!)] : [current];
+  return overlapping ? [current, await decryptSecret(key, target.subscriptionId, target.previousSecretCiphertext!)] : [current];
 }
 
 async function send(

@@ -1,7 +1,7 @@
-import { openText, sealText } from "../lib/secret-box";
+import { decryptText, encryptText } from "../lib/secret-box";
 
 /**
- * Subscription secrets at rest (lib/secret-box.ts): sealed under WEBHOOK_SECRET_KEY with the subscription id as
+ * Subscription secrets at rest (lib/secret-box.ts): encrypted under WEBHOOK_SECRET_KEY with the subscription id as
  * additional data, so a ciphertext copied onto another row does not decrypt.
  */
 const PURPOSE = "webhook-secrets";
@@ -14,8 +14,8 @@ export function newWebhookSecret(): string {
   return `whsec_${btoa(String.fromCharCode(...crypto.getRandomValues(new Uint8Array(32))))}`;
 }
 
-export const sealSecret = (masterSecret: string, subscriptionId: string, secret: string) =>
-  sealText(masterSecret, PURPOSE, subscriptionId, secret);
+export const encryptSecret = (masterSecret: string, subscriptionId: string, secret: string) =>
+  encryptText(masterSecret, PURPOSE, subscriptionId, secret);
 
-export const openSecret = (masterSecret: string, subscriptionId: string, stored: string) =>
-  openText(masterSecret, PURPOSE, subscriptionId, stored);
+export const decryptSecret = (masterSecret: string, subscriptionId: string, stored: string) =>
+  decryptText(masterSecret, PURPOSE, subscriptionId, stored);

@@ -9,7 +9,7 @@ import { addSeconds, nowIso } from "../lib/time";
 import type { ServiceContext } from "../service-context";
 import { assertDeliverableUrl, masterKey } from "./guards";
 import type { CreateWebhook, UpdateWebhook, Webhook } from "./schemas";
-import { newWebhookSecret, sealSecret } from "./secret-box";
+import { newWebhookSecret, encryptSecret } from "./secret-box";
 import type { DnsResolver } from "./dns";
 import type { DeliveryReach } from "./catalogue";
 export { webhooksErasable } from "./erasure";
@@ -92,7 +92,7 @@ export async function createWebhook(
     filters: input.filters,
     enabled: input.enabled,
     description: input.description,
-    secretCiphertext: await sealSecret(key, id, secret),
+    secretCiphertext: await encryptSecret(key, id, secret),
     disabledReason: null,
     createdAt: now,
     updatedAt: now,
@@ -145,8 +145,8 @@ export async function updateWebhook(
   reach(input.events ?? first.events);
   if (input.url !== undefined && input.url !== first.url) await assertDeliverableUrl(ctx.env, input.url, resolver);
   const secret = input.rotateSecret ? newWebhookSecret() : input.secret;
-  // Sealed once: every attempt below stores this secret, the one this answer returns.
-  const secretCiphertext = secret === undefined ? undefined : await sealSecret(masterKey(ctx.env), id, secret);
+  // Encrypted once: every attempt below stores this secret, the one this answer returns.
+  const secretCiphertext = secret === undefined ? undefined : await encryptSecret(masterKey(ctx.env), id, secret);
   return withRetries(async (n) => {
     const row = n === 1 ? first : await findWebhook(ctx, id);
     expectVersionMatch(ctx, row.version);
@@ -188,7 +188,7 @@ export async function rotateWebhookSecret(
   const key = masterKey(ctx.env);
   reach((await findWebhook(ctx, id)).events);
   const secret = newWebhookSecret();
-  const secretCiphertext = await sealSecret(key, id, secret);
+  const secretCiphertext = await encryptSecret(key, id, secret);
   return withRetries(async () => {
     const row = await findWebhook(ctx, id);
     reach(row.events);

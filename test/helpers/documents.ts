@@ -1,6 +1,6 @@
 import { env } from "cloudflare:workers";
 import { expect, vi } from "vitest";
-import { openText } from "../../src/lib/secret-box";
+import { decryptText } from "../../src/lib/secret-box";
 import { MAIL_LOG_PURPOSE } from "../../src/mail/mailer";
 import { everyShard } from "../../src/shards/bindings";
 import { call, json } from "./client";
@@ -122,7 +122,7 @@ export async function mailTo(to: string): Promise<{ subject: string; text: strin
   return Promise.all(
     rows.map(async (r) => ({
       subject: r.subject,
-      text: r.sealed ? await openText(env.MAIL_LOG_KEY!, MAIL_LOG_PURPOSE, r.id, r.body) : r.body,
+      text: r.sealed ? await decryptText(env.MAIL_LOG_KEY!, MAIL_LOG_PURPOSE, r.id, r.body) : r.body,
     })),
   );
 }

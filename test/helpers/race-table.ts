@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { expect, vi } from "vitest";
 import { createDb } from "../../src/db/client";
-import { openSecret } from "../../src/webhooks/secret-box";
+import { decryptSecret } from "../../src/webhooks/secret-box";
 import { handleReferralEvents } from "../../src/referrals/service";
 import { sendDueSurveys } from "../../src/surveys/scheduling";
 import { call, json } from "./client";
@@ -614,8 +614,8 @@ export const RACES: Race[] = [
         .first<Record<string, any>>())!;
       expect(row.version).toBe(1 + 8);
       const [current, previous] = await Promise.all([
-        openSecret(env.WEBHOOK_SECRET_KEY!, id!, row.secret_ciphertext),
-        openSecret(env.WEBHOOK_SECRET_KEY!, id!, row.previous_secret_ciphertext),
+        decryptSecret(env.WEBHOOK_SECRET_KEY!, id!, row.secret_ciphertext),
+        decryptSecret(env.WEBHOOK_SECRET_KEY!, id!, row.previous_secret_ciphertext),
       ]);
       expect(new Set([current, previous, secret]).size).toBe(3);
     },

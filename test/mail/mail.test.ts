@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { createDb } from "../../src/db/client";
-import { openText } from "../../src/lib/secret-box";
+import { decryptText } from "../../src/lib/secret-box";
 import { logMailer, MAIL_LOG_PURPOSE, MailFailed, resendMailer, WITHHELD_LINK } from "../../src/mail/mailer";
 import { createPrincipal, tenantDb } from "../helpers/factories";
 import { openMailbox } from "../helpers/receiver";
@@ -21,13 +21,13 @@ const rowOn = (db: D1Database, to: string) =>
 const row = (to: string) => rowOn(env.DB_SHARD_0, to);
 
 describe("mail", () => {
-  it("the log provider keeps each message with its body sealed, so the table holds no link", async () => {
+  it("the log provider keeps each message with its body encrypted, so the table holds no link", async () => {
     const to = `${crypto.randomUUID()}@mail.test`;
     await logMailer(env, createDb(env.DB_SHARD_0)).send(message(to));
     const kept = (await row(to))!;
     expect(kept).toMatchObject({ subject: "Sign please", sealed: 1 });
     expect(kept.body).not.toContain("sign_secret123");
-    expect(await openText(env.MAIL_LOG_KEY!, MAIL_LOG_PURPOSE, kept.id, kept.body)).toBe(message(to).text);
+    expect(await decryptText(env.MAIL_LOG_KEY!, MAIL_LOG_PURPOSE, kept.id, kept.body)).toBe(message(to).text);
   });
 
   it("without MAIL_LOG_KEY the log provider withholds links rather than store them", async () => {

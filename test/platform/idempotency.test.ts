@@ -1,5 +1,5 @@
 import { env } from "cloudflare:workers";
-import { openText, sealText } from "../../src/lib/secret-box";
+import { decryptText, encryptText } from "../../src/lib/secret-box";
 import { describe, expect, it } from "vitest";
 import { everyShard } from "../../src/shards/bindings";
 import { call, json } from "../helpers/client";
@@ -288,29 +288,29 @@ describe("Idempotency-Key", () => {
 });
 
 describe("D1 sessions (X-D1-Bookmark)", () => {
-  it("answers with a sealed bookmark, takes it back for read-your-writes, and refuses a malformed one", async () => {
+  it("answers with an encrypted bookmark, takes it back for read-your-writes, and refuses a malformed one", async () => {
     const { token } = await createPrincipal();
     const write = await call("POST", "/v1/contacts", { token, body: body("bm@example.test") });
     const bookmark = write.headers.get("x-d1-bookmark")!;
-    // Sealed (issue 40): the D1 bookmark inside counts the shard's writes, which is nobody's business.
+    // Encrypted: the D1 bookmark inside counts the shard's writes, which is nobody's business.
     expect(bookmark).toMatch(/^v1\.[A-Za-z0-9+/=]+\.[A-Za-z0-9+/=]+$/);
-    const [shard, inside] = (await openText(env.BOOKMARK_KEY!, "d1-bookmark", "", bookmark)).split(":");
+    const [shard, inside] = (await decryptText(env.BOOKMARK_KEY!, "d1-bookmark", "", bookmark)).split(":");
     expect(shard).toMatch(/^\d+$/);
     expect(inside).toMatch(/^[0-9a-f]{8}-[0-9a-f]{8}-[0-9a-f]{8}-[0-9a-f]{32}$/);
     const read = await call("GET", "/v1/contacts", { token, headers: { "x-d1-bookmark": bookmark } });
     expect(read.status).toBe(200);
     expect((await json(read)).pagination.total).toBe(1);
-    const [, after] = (await openText(env.BOOKMARK_KEY!, "d1-bookmark", "", read.headers.get("x-d1-bookmark")!)).split(":");
+    const [, after] = (await decryptText(env.BOOKMARK_KEY!, "d1-bookmark", "", read.headers.get("x-d1-bookmark")!)).split(":");
     expect(after! >= inside!).toBe(true);
-    // The same position sealed twice reads differently: answers cannot be compared to count writes.
+    // The same position encrypted twice reads differently: answers cannot be compared to count writes.
     const again = await call("GET", "/v1/contacts", { token, headers: { "x-d1-bookmark": bookmark } });
     expect(again.headers.get("x-d1-bookmark")).not.toBe(read.headers.get("x-d1-bookmark"));
     for (const raw of ["latest please", inside!]) {
       const bad = await call("GET", "/v1/contacts", { token, headers: { "x-d1-bookmark": raw } });
       await expectCrmError(bad, 400, "invalid_request_error");
     }
-    // One sealed under another key (a key rotated since) is ignored, not refused.
-    const foreign = await sealText("another-key", "d1-bookmark", "", `${shard}:${inside}`);
+    // One encrypted under another key (a key rotated since) is ignored, not refused.
+    const foreign = await encryptText("another-key", "d1-bookmark", "", `${shard}:${inside}`);
     expect((await call("GET", "/v1/contacts", { token, headers: { "x-d1-bookmark": foreign } })).status).toBe(200);
   });
 });

@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { Webhook } from "standardwebhooks";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { openSecret } from "../../src/webhooks/secret-box";
+import { decryptSecret } from "../../src/webhooks/secret-box";
 import { verifyWebhook } from "../../src/webhooks/verify";
 import { call, json } from "../helpers/client";
 import { createPrincipal, tenantDb, type TestPrincipal } from "../helpers/factories";
@@ -144,8 +144,8 @@ describe("rotate-secret", { timeout: 60_000 }, () => {
       .bind(sub.id)
       .first<{ secret_ciphertext: string; previous_secret_ciphertext: string; version: number }>();
     expect(row!.version).toBe(1 + 8);
-    const current = await openSecret(env.WEBHOOK_SECRET_KEY!, sub.id, row!.secret_ciphertext);
-    const previous = await openSecret(env.WEBHOOK_SECRET_KEY!, sub.id, row!.previous_secret_ciphertext);
+    const current = await decryptSecret(env.WEBHOOK_SECRET_KEY!, sub.id, row!.secret_ciphertext);
+    const previous = await decryptSecret(env.WEBHOOK_SECRET_KEY!, sub.id, row!.previous_secret_ciphertext);
     expect(new Set([current, previous])).toEqual(new Set(signing));
     expect(delivery.headers["x-service-signature"]).toBeDefined();
     expect(await verifyWebhook(current, delivery.headers, delivery.body)).toMatchObject({ ok: true });
