@@ -25,7 +25,6 @@ async function loadTransitions() {
   return { actions, machine, reminders, resend, tenants, write };
 }
 type Transitions = Awaited<ReturnType<typeof loadTransitions>>;
-let transitions: Promise<Transitions> | undefined;
 
 export type VoidResult = { kind: "voided" } | { kind: "not_found" } | { kind: "cannot_void"; message: string };
 
@@ -60,6 +59,7 @@ export class EnvelopeSigner extends DurableObject<Env> {
   /** Tokens that died (they never revive): a call that can only be "gone" is answered without reading anything. */
   private readonly deadTokens = new Set<string>();
   private readonly codes: SignerCodes;
+  private transitions: Promise<Transitions> | undefined;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -106,8 +106,9 @@ export class EnvelopeSigner extends DurableObject<Env> {
     shard?: number,
   ): Promise<T | typeof MOVING | typeof FAILED | null> {
     return this.serial(async () => {
-      transitions ??= loadTransitions();
-      const t = await transitions;
+      // Kept per object, not per isolate: a pending load is then only ever awaited by this object's own calls.
+      this.transitions ??= loadTransitions();
+      const t = await this.transitions;
       for (let attempt = 1; ; attempt++) {
         try {
           const cached = !fresh && attempt === 1 && this.state?.envelope.id === envelopeId ? this.state : null;

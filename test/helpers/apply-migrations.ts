@@ -3,7 +3,7 @@ import { env } from "cloudflare:workers";
 import { everyShard } from "../../src/shards/bindings";
 
 // Runs before each test file; applyD1Migrations skips migrations already applied to this file's storage. The
-// directory set goes to DB, the tenant set to every shard (issue 24), as scripts/migrate.mjs does outside tests.
+// directory set goes to DB, the tenant set to every shard, as scripts/migrate.mjs does outside tests.
 await Promise.all([
   applyD1Migrations(env.DB, env.DIRECTORY_MIGRATIONS),
   ...everyShard(env).map(({ db }) => applyD1Migrations(db, env.TENANT_MIGRATIONS)),
@@ -66,3 +66,11 @@ await Promise.all([
   import("../../src/seal/pades"),
   import("../../src/seal/verify"),
 ]);
+
+// The app is built at an isolate's first request (src/index.ts); build it here, so no request of a test awaits a
+// build another request started (files share the runtime: a pending promise must not cross requests).
+await (await import("../../src/index")).default.fetch(new Request("http://api.test/warm-up"), env, {
+  waitUntil() {},
+  passThroughOnException() {},
+  props: {},
+} as unknown as ExecutionContext);
