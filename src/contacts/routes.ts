@@ -32,6 +32,7 @@ import {
   TagsAdd,
 } from "./schemas";
 import { addTags, createContact, deleteContact, getContact, listContacts, listTags, restoreContact, updateContact } from "./service";
+import { eraseContact, personalData } from "../erasure/service";
 
 /**
  * When a contact body breaks the schema and names an assignee (assignedTo, or updates.assignedTo in a bulk update),
@@ -43,12 +44,6 @@ const contactValidationHook = validationHookWith(async (body, c) => {
     typeof body.assignedTo === "string" ? ["assignedTo", body.assignedTo] : ["updates.assignedTo", updates?.assignedTo];
   return typeof assignee === "string" ? issuesOf(() => assertAssignee(serviceContext(c), assignee, field)) : [];
 });
-
-/**
- * The erasure and the right of access load at their first use, not with the contact routes: they reach every domain
- * that holds a person's data (erasure/domains.ts), which the other contact routes never need.
- */
-const erasure = () => import("../erasure/service");
 
 const tags = ["Contacts"];
 const security = [{ bearerAuth: [] }];
@@ -321,7 +316,7 @@ export const contactRoutes = new OpenAPIHono<AppBindings>({ defaultHook: contact
     return c.json(
       {
         success: true as const,
-        data: await (await erasure()).personalData(serviceContext(c), c.req.valid("param").id, grantedPermissions(c)),
+        data: await personalData(serviceContext(c), c.req.valid("param").id, grantedPermissions(c)),
       },
       200,
     );
@@ -344,7 +339,7 @@ export const contactRoutes = new OpenAPIHono<AppBindings>({ defaultHook: contact
     if (c.req.valid("query").erase === "true") {
       requirePermission(c, "contacts:erase");
       const { ctx, answer } = keptAnswer<Erasure>(c, 200, "Contact erased");
-      return c.json(answer(await (await erasure()).eraseContact(ctx, id)), 200);
+      return c.json(answer(await eraseContact(ctx, id)), 200);
     }
     await deleteContact(serviceContext(c), id);
     return c.json({ success: true as const, message: "Contact deleted", data: { id, deleted: true as const } }, 200);

@@ -25,6 +25,13 @@ async function loadTransitions() {
   return { actions, machine, reminders, resend, tenants, write };
 }
 type Transitions = Awaited<ReturnType<typeof loadTransitions>>;
+/** The transitions once loaded, shared by every object of the isolate (a value: nothing pending is ever shared). */
+let loaded: Transitions | undefined;
+
+/** Loads the transitions ahead of any call (the test setup does, before objects run side by side). */
+export async function loadEnvelopeTransitions(): Promise<void> {
+  loaded ??= await loadTransitions();
+}
 
 export type VoidResult = { kind: "voided" } | { kind: "not_found" } | { kind: "cannot_void"; message: string };
 
@@ -106,9 +113,8 @@ export class EnvelopeSigner extends DurableObject<Env> {
     shard?: number,
   ): Promise<T | typeof MOVING | typeof FAILED | null> {
     return this.serial(async () => {
-      // Kept per object, not per isolate: a pending load is then only ever awaited by this object's own calls.
-      this.transitions ??= loadTransitions();
-      const t = await this.transitions;
+      // Once loaded, a value for every object; until then a load per object, awaited only by this object's own calls.
+      const t = loaded ?? (await (this.transitions ??= loadTransitions().then((t) => (loaded ??= t))));
       for (let attempt = 1; ; attempt++) {
         try {
           const cached = !fresh && attempt === 1 && this.state?.envelope.id === envelopeId ? this.state : null;

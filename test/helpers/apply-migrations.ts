@@ -74,3 +74,7 @@ await (await import("../../src/index")).default.fetch(new Request("http://api.te
   passThroughOnException() {},
   props: {},
 } as unknown as ExecutionContext);
+
+// Likewise the envelope signer's transitions: an object that loaded them itself would hand a pending import to the
+// others running beside it.
+await (await import("../../src/signatures/envelope-signer")).loadEnvelopeTransitions();
