@@ -7,6 +7,9 @@ export { RateLimiterObject as RateLimiter } from "./platform/rate-limiter-object
 type App = ReturnType<typeof createApp>;
 let app: App | undefined;
 let building: Promise<App> | undefined;
+// The queue consumers and the cron pass, kept as values once loaded: a later batch or pass reads them without an import.
+let queues: typeof import("./queues") | undefined;
+let cron: typeof import("./cron") | undefined;
 
 /**
  * The app (its middleware, zod and the drizzle tables they read), built at the isolate's first request: every new
@@ -28,12 +31,12 @@ export default {
   },
 
   async queue(batch: MessageBatch<unknown>, env: Env): Promise<void> {
-    const { handleQueue } = await import("./queues");
-    return handleQueue(batch, env);
+    queues ??= await import("./queues");
+    return queues.handleQueue(batch, env);
   },
 
   async scheduled(_controller: ScheduledController, env: Env, ctx: ExecutionContext): Promise<void> {
-    const { runCron } = await import("./cron");
-    ctx.waitUntil(runCron(env));
+    cron ??= await import("./cron");
+    ctx.waitUntil(cron.runCron(env));
   },
 } satisfies ExportedHandler<Env>;

@@ -28,11 +28,6 @@ type Transitions = Awaited<ReturnType<typeof loadTransitions>>;
 /** The transitions once loaded, shared by every object of the isolate (a value: nothing pending is ever shared). */
 let loaded: Transitions | undefined;
 
-/** Loads the transitions ahead of any call (the test setup does, before objects run side by side). */
-export async function loadEnvelopeTransitions(): Promise<void> {
-  loaded ??= await loadTransitions();
-}
-
 export type VoidResult = { kind: "voided" } | { kind: "not_found" } | { kind: "cannot_void"; message: string };
 
 /**
@@ -67,6 +62,11 @@ export class EnvelopeSigner extends DurableObject<Env> {
   private readonly deadTokens = new Set<string>();
   private readonly codes: SignerCodes;
   private transitions: Promise<Transitions> | undefined;
+
+  /** Loads the transitions ahead of any call (the test setup does, before objects run side by side). */
+  static async loadTransitions(): Promise<void> {
+    loaded ??= await loadTransitions();
+  }
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);

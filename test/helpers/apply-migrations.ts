@@ -77,4 +77,7 @@ await (await import("../../src/index")).default.fetch(new Request("http://api.te
 
 // Likewise the envelope signer's transitions: an object that loaded them itself would hand a pending import to the
 // others running beside it.
-await (await import("../../src/signatures/envelope-signer")).loadEnvelopeTransitions();
+const worker = await import("../../src/index");
+await worker.EnvelopeSigner.loadTransitions();
+// And the queue consumers: a first batch loads them, and a batch beside it would await that pending import.
+await worker.default.queue({ queue: "events", messages: [], ackAll() {}, retryAll() {} } as unknown as MessageBatch<unknown>, env);
