@@ -59,6 +59,12 @@ export interface OnceRace {
   counter?: { read(owner: TestPrincipal): Promise<number>; perMove: number };
   /** The event each successful move emits once. */
   event?: string;
+  /**
+   * A move that may rightly succeed again once the previous one has ended (an organization export: one at a time, and
+   * a near-empty one ends in a few hundred ms, so a late copy may start a second): the spans of every move made. Then
+   * at least one copy succeeds, each success made exactly one move, and no two spans overlap.
+   */
+  serial?(owner: TestPrincipal): Promise<Array<{ start: string; end: string | null }>>;
 }
 
 export interface ChildRace {
@@ -1561,8 +1567,8 @@ export const RACES: Race[] = [
       perMove: 1,
     },
   },
-  // Exports (issue 33 part 5): one job queued or running per organization; of concurrent requests one starts it and
-  // the others answer 409 export_running.
+  // Exports: one job queued or running per organization; a request while one is answers 409 export_running, and one
+  // after it ended starts the next.
   {
     kind: "once",
     route: "POST /v1/organization/export",
@@ -1573,8 +1579,33 @@ export const RACES: Race[] = [
       read: (owner) => count(owner, "SELECT COUNT(*) AS n FROM organization_exports WHERE organization_id = ?", owner.organizationId),
       perMove: 1,
     },
+    serial: async (owner) => {
+      await exportsEnded(owner);
+      const { results } = await (await tenantDb(owner.organizationId))
+        .prepare(
+          "SELECT created_at AS start, COALESCE(completed_at, updated_at) AS end FROM organization_exports WHERE organization_id = ? ORDER BY created_at",
+        )
+        .bind(owner.organizationId)
+        .all<{ start: string; end: string }>();
+      return results;
+    },
   },
 ];
+
+/** Waits for every export of the organization to end (the queue consumer runs them in the background). */
+async function exportsEnded(owner: TestPrincipal): Promise<void> {
+  await vi.waitFor(
+    async () =>
+      expect(
+        await count(
+          owner,
+          "SELECT COUNT(*) AS n FROM organization_exports WHERE organization_id = ? AND status IN ('queued', 'running')",
+          owner.organizationId,
+        ),
+      ).toBe(0),
+    { timeout: 25_000, interval: 200 },
+  );
+}
 
 /** The same 30 people for every import of a race. */
 const SAME_PEOPLE = (run: string) =>

@@ -13,5 +13,14 @@ export default async function setup(project: TestProject) {
   // Links must point at this server: APP_URL is the API's own origin here (DESIGN.md contract 5).
   const dev = await startDev(["--var", "APP_URL:{base}"]);
   project.provide("sharedDev", { base: dev.base, port: dev.port });
-  return () => dev.stop();
+  return () => {
+    dev.stop();
+    // The server's own errors, which its files only see as a status: a 500 in a run is explained here.
+    const errors = dev
+      .output()
+      .split("\n")
+      .filter((line) => /"level":"error"|Uncaught|SQLITE_|internal error/.test(line));
+    if (errors.length)
+      process.stderr.write(`npm run dev (shared by the e2e files) logged ${errors.length} errors:\n${errors.join("\n")}\n`);
+  };
 }
