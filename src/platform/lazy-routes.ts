@@ -47,13 +47,14 @@ function joined(routers: Routers): OpenAPIHono<AppBindings> {
 
 /** Mounts `group` on `app`: its routers are imported and built once, at the first request to one of its paths. */
 export function mountLazily(app: OpenAPIHono<AppBindings>, group: RouteGroup): void {
-  let built: Promise<OpenAPIHono<AppBindings>> | undefined;
-  const router = () => {
-    if (!built) {
-      built = group.load().then(joined);
-      // A failed import is tried again by the next request rather than kept.
-      built.catch(() => (built = undefined));
-    }
+  // The built group is kept, never the pending build: a promise that settles in one request's I/O context cannot be
+  // awaited from another (workerd cancels that request as hung), so requests racing the first build each build it
+  // and the first to finish is kept. A failed import is tried again by the next request.
+  let built: OpenAPIHono<AppBindings> | undefined;
+  const router = async () => {
+    if (built) return built;
+    const fresh = joined(await group.load());
+    built ??= fresh;
     return built;
   };
   const handler: MiddlewareHandler<AppBindings> = async (c) => {

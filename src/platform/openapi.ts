@@ -121,7 +121,7 @@ export type Routers = Hono<AppBindings, any, any>[];
  * once per isolate.
  */
 export function mountDocs(app: OpenAPIHono<AppBindings>, routers: () => Promise<Routers>): void {
-  let document: Promise<unknown> | undefined;
+  let document: unknown;
   const build = async () => {
     const all = new OpenAPIHono<AppBindings>();
     for (const router of await routers()) all.route("/", router);
@@ -146,19 +146,21 @@ export function mountDocs(app: OpenAPIHono<AppBindings>, routers: () => Promise<
     };
     return all.getOpenAPI31Document(config as Parameters<typeof all.getOpenAPI31Document>[0]);
   };
+  // Each kept as a value once made, never as a pending promise another request would await (platform/lazy-routes.ts).
   app.get("/openapi.json", async (c) => {
     if (!document) {
-      document = build();
-      document.catch(() => (document = undefined));
+      const built = await build();
+      document ??= built;
     }
-    return c.json(await document);
+    return c.json(document);
   });
   // The reference page's module loads with its first view, not at startup.
-  let docs: Promise<MiddlewareHandler> | undefined;
+  let docs: MiddlewareHandler | undefined;
   app.get("/docs", async (c, next) => {
-    docs ??= import("@scalar/hono-api-reference").then(
-      ({ Scalar }) => Scalar({ url: "/openapi.json", pageTitle: "Brokerage Edge API" }) as unknown as MiddlewareHandler,
-    );
-    return (await docs)(c, next);
+    if (!docs) {
+      const { Scalar } = await import("@scalar/hono-api-reference");
+      docs ??= Scalar({ url: "/openapi.json", pageTitle: "Brokerage Edge API" }) as unknown as MiddlewareHandler;
+    }
+    return docs(c, next);
   });
 }

@@ -38,9 +38,17 @@ export interface SentimentResult {
   source: "ai-gateway" | "lexicon";
 }
 
-/** The AFINN lexicon, built at the first response rather than at Worker startup. */
-let lexicon: Promise<{ analyze(text: string): { score: number; comparative: number } }> | undefined;
-const loadLexicon = () => (lexicon ??= import("sentiment").then(({ default: Sentiment }) => new Sentiment()));
+/**
+ * The AFINN lexicon, built at the first response rather than at Worker startup, and kept as a value (not a pending
+ * promise another request would await: see platform/lazy-routes.ts).
+ */
+let lexicon: { analyze(text: string): { score: number; comparative: number } } | undefined;
+const loadLexicon = async () => {
+  if (lexicon) return lexicon;
+  const { default: Sentiment } = await import("sentiment");
+  lexicon ??= new Sentiment();
+  return lexicon;
+};
 const clamp = (n: number) => Math.max(-1, Math.min(1, n));
 
 /** AFINN-165 with negation: a total of at least +2 is POSITIVE, at most -2 NEGATIVE, else NEUTRAL. */
