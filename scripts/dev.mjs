@@ -5,14 +5,14 @@ import { spawn } from "node:child_process";
 import { refuseMisconfiguration } from "./config-guard.mjs";
 import { devOrigin, devOriginArgs } from "./dev-origin.mjs";
 import { ensureDevVars, readLocalDevVars } from "./dev-vars.mjs";
-import { migrationsApplied } from "./local-d1.mjs";
-import { applyLocalMigrations, persistArgs } from "./migrate.mjs";
+import { migrateLocal } from "./local-d1.mjs";
+import { persistArgs } from "./migrate.mjs";
 
 await ensureDevVars();
 refuseMisconfiguration({ args: process.argv.slice(2), fileVars: readLocalDevVars() });
-// Local databases already up to date start at once; any other state goes through wrangler's own migration apply.
-if (await migrationsApplied()) console.log("Local D1: every migration applied.");
-else applyLocalMigrations({ quiet: false });
+// In this process, before wrangler starts: an up-to-date state costs one read per database.
+const applied = await migrateLocal();
+console.log(applied.length ? `Local D1: applied ${applied.length} migrations.` : "Local D1: every migration applied.");
 const port = process.env.PORT || "8787";
 const args = process.argv.slice(2);
 const origin = devOrigin({ port, args, env: process.env, fileVars: readLocalDevVars() });

@@ -1,10 +1,10 @@
 // The local D1 databases of wrangler.toml, opened in this process through wrangler's getPlatformProxy: the same files
 // under .wrangler/state/v3 (or $DEV_PERSIST_TO/v3) that `npm run dev` serves, reached by one local runtime instead of
 // one wrangler process per statement (`npm run token` spawned five: about 15 s a call, now 3 to 4 s).
-import { mkdirSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { getPlatformProxy } from "wrangler";
-import { applyLocalMigrations, d1Databases, localStateDir } from "./migrate.mjs";
+import { getPlatformProxy, unstable_splitSqlQuery as splitSqlQuery } from "wrangler";
+import { d1Databases, localStateDir } from "./migrate.mjs";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 // workerd logs a lock held by another process (a running `npm run dev`) as SQLITE_BUSY and hands the script only
@@ -37,20 +37,65 @@ async function open() {
   }
 }
 
-/** The migration files of each database that its d1_migrations table does not list yet. */
-async function pending(env, databases) {
-  const missing = [];
-  for (const { binding, migrations_dir } of databases) {
-    const files = readdirSync(`${root}${migrations_dir}`).filter((f) => f.endsWith(".sql"));
-    let applied = new Set();
-    try {
-      applied = new Set((await retryLocked(() => env[binding].prepare("SELECT name FROM d1_migrations").all())).results.map((r) => r.name));
-    } catch (err) {
-      if (!/no such table/.test(String(err?.message))) throw err;
-    }
-    missing.push(...files.filter((f) => !applied.has(f)).map((f) => `${binding}/${f}`));
+/**
+ * Wrangler's own record of applied migrations, defined as wrangler defines it: `wrangler d1 migrations list --local`
+ * and `apply --local` read what this process applied.
+ */
+const MIGRATIONS_TABLE = `CREATE TABLE IF NOT EXISTS "d1_migrations"(
+  id         INTEGER PRIMARY KEY AUTOINCREMENT,
+  name       TEXT UNIQUE,
+  applied_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP NOT NULL
+)`;
+// Another process applying the same file a moment before this one (parallel `npm run token` on a fresh clone).
+const RACED = /already exists|UNIQUE constraint failed: d1_migrations/;
+
+const migrationFiles = (dir) =>
+  readdirSync(`${root}${dir}`)
+    .filter((f) => f.endsWith(".sql"))
+    .sort();
+
+async function appliedNames(db) {
+  try {
+    return new Set((await retryLocked(() => db.prepare("SELECT name FROM d1_migrations").all())).results.map((r) => r.name));
+  } catch (err) {
+    if (/no such table/.test(String(err?.message))) return new Set();
+    throw err;
   }
-  return missing;
+}
+
+/**
+ * Applies every database's pending migrations in this process, the way `wrangler d1 migrations apply --local` does
+ * (the file split into statements by wrangler's own splitter, run with its d1_migrations row as one batch, so a file
+ * is applied whole or not at all) but without a wrangler process per database: on a fresh clone that was most of
+ * `npm run dev`'s first minute. A batch that fails because another process got there first or holds the lock is
+ * followed by a fresh read of what is applied, and the rest goes on. Answers the files it applied.
+ */
+async function applyPending(env, databases) {
+  const applied = [];
+  for (const { binding, migrations_dir } of databases) {
+    const db = env[binding];
+    await retryLocked(() => db.prepare(MIGRATIONS_TABLE).run());
+    for (let attempt = 1; ; ) {
+      const done = await appliedNames(db);
+      const file = migrationFiles(migrations_dir).find((f) => !done.has(f));
+      if (!file) break;
+      const statements = splitSqlQuery(readFileSync(`${root}${migrations_dir}/${file}`, "utf8"));
+      try {
+        await db.batch([...statements.map((q) => db.prepare(q)), db.prepare("INSERT INTO d1_migrations (name) VALUES (?1)").bind(file)]);
+        applied.push(`${binding}/${file}`);
+        attempt = 1;
+      } catch (err) {
+        const message = String(err?.message);
+        if (attempt++ >= 8 || !(LOCKED.test(message) || RACED.test(message))) {
+          throw new Error(
+            `${binding}: migration ${file} failed: ${message}\n(local data is disposable: delete ${localStateDir()}/v3/d1 and run again)`,
+          );
+        }
+        await new Promise((r) => setTimeout(r, 150 * attempt));
+      }
+    }
+  }
+  return applied;
 }
 
 /** A statement run again while another process (a running `npm run dev`) holds the database's lock for a moment. */
@@ -65,32 +110,74 @@ export async function retryLocked(run) {
   }
 }
 
+/** Whether process `pid` still runs. */
+const alive = (pid) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return err.code === "EPERM";
+  }
+};
+
 /**
- * Runs `use(env)` with every local database open. `migrate: true` first brings them up to date: a database with a
- * migration not yet applied is migrated by wrangler itself (the same `wrangler d1 migrations apply` as
- * `npm run db:migrate:local`); an up-to-date one costs no wrangler process at all.
+ * Holds the local state's migration lock (a file naming its holder's pid) until the answer is called: processes that
+ * open fresh state side by side (parallel `npm run token` on a fresh clone) would each create its databases' files at
+ * once, which workerd answers with an uncaught SQLITE_BUSY. A lock whose holder has died is taken over.
+ */
+async function lockMigrations() {
+  const dir = `${localStateDir()}/v3`;
+  mkdirSync(dir, { recursive: true });
+  const path = `${dir}/.migrations.lock`;
+  const started = Date.now();
+  for (;;) {
+    try {
+      const fd = openSync(path, "wx");
+      writeFileSync(fd, String(process.pid));
+      closeSync(fd);
+      let held = true;
+      // Once only: a second call must not remove the lock another process has taken since.
+      return () => {
+        if (held) rmSync(path, { force: true });
+        held = false;
+      };
+    } catch (err) {
+      if (err.code !== "EEXIST") throw err;
+      let holder = 0;
+      try {
+        holder = Number(readFileSync(path, "utf8"));
+      } catch {
+        // released meanwhile
+      }
+      // An empty file is one being written this moment: its holder is alive.
+      if (holder && !alive(holder)) rmSync(path, { force: true });
+      else if (Date.now() - started > 180_000) throw new Error(`${path} is held by process ${holder}; delete it if that process is gone`);
+      else await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+}
+
+/**
+ * Runs `use(env, applied)` with every local database open. `migrate: true` first brings them up to date, in this
+ * process, under the migration lock (an up-to-date state costs one read per database); `applied` names the files.
  */
 export async function withLocalD1(use, { migrate = false } = {}) {
-  let { proxy, databases } = await open();
+  const release = migrate ? await lockMigrations() : undefined;
+  let proxy;
   try {
-    if (migrate && (await pending(proxy.env, databases)).length > 0) {
-      await proxy.dispose();
-      proxy = undefined;
-      applyLocalMigrations();
-      ({ proxy, databases } = await open());
+    let databases;
+    ({ proxy, databases } = await open());
+    let applied = [];
+    if (migrate) {
+      applied = await applyPending(proxy.env, databases);
+      release();
     }
-    return await use(proxy.env);
+    return await use(proxy.env, applied);
   } finally {
+    release?.();
     await proxy?.dispose();
   }
 }
 
-/** True when every database has every migration applied (`npm run dev` then starts without a wrangler apply). */
-export async function migrationsApplied() {
-  const { proxy, databases } = await open();
-  try {
-    return (await pending(proxy.env, databases)).length === 0;
-  } finally {
-    await proxy.dispose();
-  }
-}
+/** Brings every local database up to date (`npm run dev`, `npm run db:migrate:local`): the files applied, by database. */
+export const migrateLocal = () => withLocalD1((_env, applied) => applied, { migrate: true });

@@ -1,7 +1,8 @@
 // npm run db:migrate:local | deploy: applies migrations/directory to the directory (DB) and migrations/tenant to every
-// tenant shard (DB_SHARD_0 … n) that wrangler.toml declares (issue 24). `--remote` for the deployed databases.
+// tenant shard (DB_SHARD_0 … n) that wrangler.toml declares. `--remote` for the deployed databases.
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
+import { migrateLocal } from "./local-d1.mjs";
 import { wrangler } from "./wrangler.mjs";
 
 /**
@@ -42,35 +43,17 @@ export function databaseBindings(toml) {
 }
 
 /**
- * Every database's migrations, one after the other: side by side, the wrangler processes contend for the local
- * state's SQLite files (`database is locked`), and `npm run dev` then fails to start.
+ * Every deployed database's migrations, by wrangler itself, one after the other (`npm run deploy`). Local databases
+ * are migrated in one process instead (scripts/local-d1.mjs).
  */
-export function applyMigrations({ where = "--local", quiet = true } = {}) {
-  for (const binding of databaseBindings()) {
-    const apply = () => wrangler(["d1", "migrations", "apply", binding, where, ...(where === "--local" ? persistArgs() : [])], { quiet });
-    try {
-      apply();
-    } catch (err) {
-      if (!/already exists/.test(err.message)) throw err;
-      // Another process applied the same migration a moment before (parallel `npm run token` on a fresh checkout):
-      // once it has recorded it, the apply finds nothing left to do.
-      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 1000);
-      try {
-        apply();
-      } catch (again) {
-        // A local database from before issue 24 holds every table and the old migration list: the directory baseline
-        // cannot be applied over it. Local data is disposable; docs/operations.md says how a deployed one is adopted.
-        if (where === "--local" && binding === "DB" && /already exists/.test(again.message)) {
-          throw new Error("the local database predates the directory/shard split (issue 24): delete .wrangler/state/v3/d1 and run again");
-        }
-        throw again;
-      }
-    }
-  }
+function applyRemoteMigrations({ quiet = true } = {}) {
+  for (const binding of databaseBindings()) wrangler(["d1", "migrations", "apply", binding, "--remote"], { quiet });
 }
 
-export const applyLocalMigrations = (opts) => applyMigrations({ where: "--local", ...opts });
-
 if (import.meta.url === `file://${process.argv[1]}`) {
-  applyMigrations({ where: process.argv.includes("--remote") ? "--remote" : "--local", quiet: false });
+  if (process.argv.includes("--remote")) applyRemoteMigrations({ quiet: false });
+  else {
+    const applied = await migrateLocal();
+    console.log(applied.length ? `Applied ${applied.join(", ")}` : "Every local migration is applied.");
+  }
 }

@@ -2,6 +2,9 @@
 // with local D1 migrated, and `npm run --silent token` prints a working token and `npm run --silent mail` the mail
 // sent while it runs.
 import { execFile } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createApiClient } from "../../src/client";
@@ -18,13 +21,20 @@ interface Mail {
 
 let dev: Awaited<ReturnType<typeof startDev>>;
 let base = "";
+// A state of this file's own, as a fresh clone has: its server, tokens and mail never share the SQLite files the
+// other e2e files' server holds (two processes writing one file meet each other's locks).
+const ownState = mkdtempSync(join(tmpdir(), "dev-and-token-"));
 
 beforeAll(async () => {
+  process.env.DEV_PERSIST_TO = ownState;
   dev = await startDev();
   base = dev.base;
 });
 
-afterAll(() => dev?.stop());
+afterAll(() => {
+  dev?.stop();
+  rmSync(ownState, { recursive: true, force: true });
+});
 
 describe("npm run dev + npm run token", () => {
   it("serves /openapi.json and /docs", async () => {
@@ -159,5 +169,28 @@ describe("npm run dev + npm run token", () => {
     await expect(
       run("npm", ["run", "--silent", "mail", "--", "--to", tenant, "--last", "0"], { cwd: process.cwd() }),
     ).rejects.toMatchObject({ code: 2, stderr: expect.stringContaining("usage:") });
+  });
+});
+
+describe("a fresh clone's local databases", () => {
+  it("take every migration once from parallel npm run token calls, recorded where wrangler reads them", async () => {
+    // A state nobody has migrated yet, as a fresh clone has.
+    const state = mkdtempSync(join(tmpdir(), "fresh-state-"));
+    const env = { ...process.env, DEV_PERSIST_TO: state };
+    try {
+      const mint = (i: number) =>
+        run("npm", ["run", "--silent", "token", "--", "--org", `Fresh Realty ${i}`, "--email", `owner${i}@fresh.test`], { env }).then(
+          ({ stdout }) => JSON.parse(stdout) as { token: string; organizationId: string },
+        );
+      const minted = await Promise.all([0, 1, 2].map(mint));
+      expect(new Set(minted.map((m) => m.organizationId)).size).toBe(3);
+      // Every file recorded once, where wrangler reads: its own list finds nothing left to apply.
+      for (const binding of ["DB", "DB_SHARD_0", "DB_SHARD_1"]) {
+        const listed = await run("npx", ["wrangler", "d1", "migrations", "list", binding, "--local", "--persist-to", state], { env });
+        expect(listed.stdout, binding).toContain("No migrations to apply");
+      }
+    } finally {
+      rmSync(state, { recursive: true, force: true });
+    }
   });
 });
