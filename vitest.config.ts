@@ -52,9 +52,6 @@ export default defineConfig({
           include: ["test/e2e/**/*.test.ts"],
           environment: "node",
           globalSetup: ["./test/e2e/helpers/shared-dev.ts"],
-          // One file at a time: `npm run token` writes the local D1 files from a process of its own, and a dev server
-          // whose request meets that lock fails it (SQLITE_BUSY, a 500); a file mints between its own requests.
-          maxWorkers: 1,
           // A page's answer waits on a dev server sharing two cores with the rest of the suite: 1 s (the default) flakes.
           expect: { poll: { timeout: 15_000 } },
           testTimeout: 180_000,

@@ -22,10 +22,11 @@ const readToml = () => readFileSync(new URL("../wrangler.toml", import.meta.url)
 
 /**
  * What is wrong with the deployment a command would run, or null. As wrangler resolves a var: `--var` first, then
- * .dev.vars (`fileVars`, `wrangler dev` only), then wrangler.toml.
+ * .dev.vars (`fileVars`, `wrangler dev` only), then wrangler.toml's [vars] (or an environment's, `vars`).
  */
-export function configProblem({ args = [], fileVars = {}, toml = readToml(), environment } = {}) {
-  const value = (name) => varFromArgs(args, name) ?? (fileVars[name] || undefined) ?? tomlVar(toml, name);
+export function configProblem({ args = [], fileVars = {}, vars, toml = vars ? "" : readToml(), environment } = {}) {
+  const value = (name) =>
+    varFromArgs(args, name) ?? (fileVars[name] || undefined) ?? (vars ? vars[name] || undefined : tomlVar(toml, name));
   // Unset means production, as src/env.ts reads it.
   const env = environment ?? value("ENVIRONMENT") ?? "production";
   const provider = value("EMAIL_PROVIDER") ?? "log";

@@ -1,4 +1,4 @@
-// Issue 29: ENVIRONMENT=production with EMAIL_PROVIDER=log is refused by the commands that would serve or deploy it,
+// ENVIRONMENT=production with EMAIL_PROVIDER=log is refused by the commands that would serve or deploy it,
 // before anything starts, not only by the Worker's 500 on every request (src/env.ts).
 import { spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
@@ -30,10 +30,16 @@ describe("the configuration guard of npm run dev and npm run deploy", () => {
     expect(res.stderr).toMatch(/Refusing to start: ENVIRONMENT=production with EMAIL_PROVIDER=log/);
   });
 
-  it("npm run deploy with the committed wrangler.toml stops before migrating or deploying anything", () => {
-    const res = run("deploy.mjs", []);
+  it("npm run deploy with the log mailer stops before it asks Cloudflare anything, saying why", () => {
+    // No credentials either: the guard answers first.
+    const env = { ...process.env, CLOUDFLARE_API_TOKEN: "", CLOUDFLARE_ACCOUNT_ID: "" };
+    const res = spawnSync(process.execPath, ["scripts/deploy.mjs", "--var", "EMAIL_PROVIDER:log"], { cwd: root, encoding: "utf8", env });
     expect(res.status).toBe(1);
-    expect(res.stderr).toMatch(/Refusing to start: ENVIRONMENT=production with EMAIL_PROVIDER=log/);
+    expect(res.stderr).toMatch(/Refusing to deploy: ENVIRONMENT=production with EMAIL_PROVIDER=log/);
     expect(res.stdout).not.toMatch(/migrations|Uploaded|wrangler/i);
+    // The committed production environment passes the guard and stops at the missing credentials, naming both.
+    const bare = spawnSync(process.execPath, ["scripts/deploy.mjs"], { cwd: root, encoding: "utf8", env });
+    expect(bare.status).toBe(1);
+    expect(bare.stderr).toMatch(/Refusing to deploy: CLOUDFLARE_API_TOKEN and CLOUDFLARE_ACCOUNT_ID must be set/);
   });
 });

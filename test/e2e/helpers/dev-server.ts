@@ -4,14 +4,17 @@ import { inject } from "vitest";
 
 const run = promisify(execFile);
 
-/** `npm run dev` on a port of its own, as a developer starts it (DESIGN.md contract 1); stop() ends it. */
-export async function startDev(extraArgs: string[] = []): Promise<{ base: string; port: string; stop(): void; output(): string }> {
+/** `npm run dev` on a port of its own, as a developer starts it (DESIGN.md contract 1), in `cwd`; stop() ends it. */
+export async function startDev(
+  extraArgs: string[] = [],
+  cwd = process.cwd(),
+): Promise<{ base: string; port: string; stop(): void; output(): string }> {
   const port = String(18787 + Math.floor(Math.random() * 2000));
   const base = `http://127.0.0.1:${port}`;
   let output = "";
   const args = ["run", "dev", ...(extraArgs.length ? ["--", ...extraArgs.map((a) => a.replaceAll("{base}", base))] : [])];
   const dev: ChildProcess = spawn("npm", args, {
-    cwd: process.cwd(),
+    cwd,
     env: { ...process.env, PORT: port },
     detached: true,
     stdio: ["ignore", "pipe", "pipe"],

@@ -1,0 +1,1 @@
+export declare function withShard(toml: string, n: number): string;
