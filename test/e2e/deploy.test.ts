@@ -188,7 +188,7 @@ describe("npm run deploy against a fake Cloudflare API", () => {
 });
 
 describe("npm run shard:add", () => {
-  it("adds the next shard, which the deploy creates and migrates, and a new organization lands on it", async () => {
+  it("adds the next shard, created and migrated in the account with --remote and bound by the deploy; organizations stay where they were and the next one lands on it", async () => {
     // A copy of the project, so the working tree's wrangler.toml is left as it is.
     const copy = join(dir, "project");
     cpSync(process.cwd(), copy, {
@@ -204,16 +204,25 @@ describe("npm run shard:add", () => {
       };
     // Two organizations before the shard: one on each of shards 0 and 1.
     const before = [await mint("Shard Zero Realty"), await mint("Shard One Realty")];
-    const added = await run("npm", ["run", "--silent", "shard:add"], { cwd: copy });
-    expect(added.stdout).toContain("DB_SHARD_2");
-    const toml = readFileSync(join(copy, "wrangler.toml"), "utf8");
-    expect(toml.match(/binding = "DB_SHARD_2"/g)).toHaveLength(2);
-
     const fake = await startFakeCloudflare();
+    const api = {
+      ...process.env,
+      CLOUDFLARE_API_BASE_URL: fake.url,
+      CLOUDFLARE_API_TOKEN: "fake-token",
+      CLOUDFLARE_ACCOUNT_ID: fake.accountId,
+    };
     try {
+      // With --remote it also creates and migrates the production database, before any Worker binds it.
+      const added = await run("npm", ["run", "--silent", "shard:add", "--", "--remote"], { cwd: copy, env: api });
+      expect(added.stdout).toContain("DB_SHARD_2");
+      expect(readFileSync(join(copy, "wrangler.toml"), "utf8").match(/binding = "DB_SHARD_2"/g)).toHaveLength(2);
+      expect([...fake.databases.values()].map((d) => d.name)).toEqual(["brokerage-shard-2"]);
+      expectMigrated(fake, "brokerage-shard-2", join(copy, "migrations/tenant"));
+
+      // The deploy then creates the rest, reuses the new shard and binds it.
       const { code, output } = await deploy(fake, ["--secrets-file", secretsFile, "--smoke-origin", sharedDev().base], copy);
       expect(code, output).toBe(0);
-      expectMigrated(fake, "brokerage-shard-2", join(copy, "migrations/tenant"));
+      expect(output).toMatch(/reused:\n {2}D1 database brokerage-shard-2/);
       expect(fake.scripts.get(production.name)!.metadata.bindings!.map((b) => b.name)).toContain("DB_SHARD_2");
     } finally {
       await fake.close();

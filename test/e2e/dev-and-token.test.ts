@@ -182,10 +182,11 @@ describe("a fresh clone's local databases", () => {
         run("npm", ["run", "--silent", "token", "--", "--org", `Fresh Realty ${i}`, "--email", `owner${i}@fresh.test`], { env }).then(
           ({ stdout }) => JSON.parse(stdout) as { token: string; organizationId: string },
         );
-      const minted = await Promise.all([0, 1, 2].map(mint));
-      expect(new Set(minted.map((m) => m.organizationId)).size).toBe(3);
-      // Every file recorded once, where wrangler reads: its own list finds nothing left to apply.
-      for (const binding of ["DB", "DB_SHARD_0", "DB_SHARD_1"]) {
+      const minted = await Promise.all([0, 1].map(mint));
+      expect(new Set(minted.map((m) => m.organizationId)).size).toBe(2);
+      // Every file recorded once, where wrangler reads: its own list finds nothing left to apply (the directory, and a
+      // shard: every shard is migrated by the same code).
+      for (const binding of ["DB", "DB_SHARD_1"]) {
         const listed = await run("npx", ["wrangler", "d1", "migrations", "list", binding, "--local", "--persist-to", state], { env });
         expect(listed.stdout, binding).toContain("No migrations to apply");
       }
