@@ -172,23 +172,10 @@ describe("npm run deploy against a fake Cloudflare API", () => {
       await fake.close();
     }
   });
-
-  it("--plan changes nothing and names what it would create", async () => {
-    const fake = await startFakeCloudflare();
-    try {
-      const { code, output } = await deploy(fake, ["--plan", "--secrets-file", secretsFile]);
-      expect(code, output).toBe(0);
-      for (const name of expectedResources().databases) expect(output).toContain(`D1 database ${name} (would be created)`);
-      expect(output).toContain("--dry-run: exiting now.");
-      expect(fake.changes()).toEqual([]);
-    } finally {
-      await fake.close();
-    }
-  });
 });
 
 describe("npm run shard:add", () => {
-  it("adds the next shard, created and migrated in the account with --remote and bound by the deploy; organizations stay where they were and the next one lands on it", async () => {
+  it("adds the next shard, created and migrated in the account with --remote, which a deploy binds (its --plan changes nothing); organizations stay where they were and the next one lands on it", async () => {
     // A copy of the project, so the working tree's wrangler.toml is left as it is.
     const copy = join(dir, "project");
     cpSync(process.cwd(), copy, {
@@ -219,11 +206,15 @@ describe("npm run shard:add", () => {
       expect([...fake.databases.values()].map((d) => d.name)).toEqual(["brokerage-shard-2"]);
       expectMigrated(fake, "brokerage-shard-2", join(copy, "migrations/tenant"));
 
-      // The deploy then creates the rest, reuses the new shard and binds it.
-      const { code, output } = await deploy(fake, ["--secrets-file", secretsFile, "--smoke-origin", sharedDev().base], copy);
+      // A deploy's plan then reuses the new shard, binds it, would create the rest, and changes nothing.
+      const before = fake.changes().length;
+      const { code, output } = await deploy(fake, ["--plan", "--secrets-file", secretsFile], copy);
       expect(code, output).toBe(0);
       expect(output).toMatch(/reused:\n {2}D1 database brokerage-shard-2/);
-      expect(fake.scripts.get(production.name)!.metadata.bindings!.map((b) => b.name)).toContain("DB_SHARD_2");
+      for (const name of expectedResources().databases) expect(output).toContain(`D1 database ${name} (would be created)`);
+      expect(output).toMatch(/^env\.DB_SHARD_2 \(brokerage-shard-2\)\s+D1 Database/m);
+      expect(output).toContain("--dry-run: exiting now.");
+      expect(fake.changes()).toHaveLength(before);
     } finally {
       await fake.close();
     }
