@@ -104,6 +104,8 @@ export const oauthRefreshTokens = sqliteTable(
     createdAt: text().notNull(),
     expiresAt: text().notNull(),
     usedAt: text(),
+    /** The SHA-256 of the token its use issued: while that one is unused, this one may be presented again (a retry). */
+    replacedBy: text(),
     revokedAt: text(),
   },
   (t) => [

@@ -5,25 +5,56 @@ import { EXPOSED_HEADERS } from "../platform/cors";
 import { createMiddleware } from "hono/factory";
 import { type Config, readConfig } from "../env";
 import { Unauthorized } from "../lib/errors";
-import { issuerOf, mcpServerUrlOf, protectedResourceMetadataUrl } from "../oauth/metadata";
+import { BASELINE_SCOPE, issuerOf, mcpServerUrlOf, protectedResourceMetadataUrl } from "../oauth/metadata";
 import { accessTokens } from "../oauth/tokens";
 import { authenticate as authenticateCaller, grantedPermissions, serviceContext } from "../platform/auth";
 import type { AppBindings } from "../platform/context";
+import { PERMISSION_NAMES, ROLE_PERMISSIONS } from "../platform/permissions";
 import { requestMeta } from "../platform/request-meta";
-import { createMcpServer } from "./server";
+import { createMcpServer, toolNamed } from "./server";
 
 /** The path of MCP_SERVER_URL (http://127.0.0.1:8787/mcp in development), where requireAuth accepts access tokens. */
 export const MCP_PATH = "/mcp";
 
 /**
  * MCP authorization (2025-11-25), after RFC 9728 section 5.1: a 401 names the protected-resource metadata, which
- * leads the client to the authorization server. A token that was sent but is not valid is `invalid_token` (RFC 6750).
- * The metadata's address is the OAuth server's own (APP_URL, path-suffixed with the resource's path: RFC 9728 3.1).
+ * leads the client to the authorization server, and the scope to ask for (the baseline: MCP's scope selection takes
+ * the challenge's `scope` first). A token that was sent but is not valid is `invalid_token` (RFC 6750). The
+ * metadata's address is the OAuth server's own (APP_URL, path-suffixed with the resource's path: RFC 9728 3.1).
  */
 function challenge(c: Context<AppBindings>): Response {
   const metadata = protectedResourceMetadataUrl(readConfig(c.env));
   const error = c.req.header("authorization") ? ', error="invalid_token"' : "";
-  return c.json({ error: "Unauthorized" }, 401, { "WWW-Authenticate": `Bearer resource_metadata="${metadata}"${error}` });
+  return c.json({ error: "Unauthorized" }, 401, {
+    "WWW-Authenticate": `Bearer resource_metadata="${metadata}", scope="${BASELINE_SCOPE}"${error}`,
+  });
+}
+
+/**
+ * MCP authorization, step-up (2025-11-25, "Scope Challenge Handling"): a `tools/call` of a tool whose permission the
+ * user's role allows but the access token was not granted answers HTTP 403 `insufficient_scope`, naming the scope to
+ * ask for: what the token holds plus what the tool needs. The client re-authorizes with it and calls again. A
+ * permission the role does not allow stays a tool error (no consent can grant it), and so does a bearer session or an
+ * API key, which no OAuth flow re-issues.
+ */
+function stepUp(c: Context<AppBindings>, body: unknown): Response | undefined {
+  const call = body as { method?: unknown; id?: unknown; params?: { name?: unknown } } | null;
+  if (call?.method !== "tools/call" || typeof call.params?.name !== "string") return undefined;
+  const tool = toolNamed(call.params.name);
+  const token = c.req.header("authorization")?.replace(/^Bearer\s+/i, "") ?? "";
+  const credential = c.get("permissions");
+  if (!tool || !credential || !accessTokens.recognizes(token) || credential.includes(tool.permission)) return undefined;
+  if (!ROLE_PERMISSIONS[c.get("user").role].includes(tool.permission)) return undefined;
+  const scope = PERMISSION_NAMES.filter((p) => p === tool.permission || credential.includes(p)).join(" ");
+  const metadata = protectedResourceMetadataUrl(readConfig(c.env));
+  const message = `The ${tool.name} tool needs the ${tool.permission} permission, which this access token was not granted: authorize again with the scope named in WWW-Authenticate`;
+  return c.json(
+    { jsonrpc: "2.0", id: typeof call.id === "string" || typeof call.id === "number" ? call.id : null, error: { code: -32001, message } },
+    403,
+    {
+      "WWW-Authenticate": `Bearer error="insufficient_scope", scope="${scope}", resource_metadata="${metadata}", error_description="${tool.name} needs ${tool.permission}"`,
+    },
+  );
 }
 
 /** Authentication without preloads. */
@@ -87,6 +118,8 @@ async function handle(c: Context<AppBindings>): Promise<Response> {
       { jsonrpc: "2.0", id: null, error: { code: -32600, message: "Batches are not supported: send one JSON-RPC message per request" } },
       400,
     );
+  const refused = stepUp(c, body);
+  if (refused) return refused;
   // If-Match is an HTTP precondition on one resource; a tool call addresses none through it.
   const ctx = { ...serviceContext(c), ifMatch: undefined };
   const server = createMcpServer({
@@ -112,7 +145,8 @@ async function handle(c: Context<AppBindings>): Promise<Response> {
 const openCors = cors({
   origin: (origin, c) => (originAllowed(c, origin) ? origin : null),
   allowMethods: ["POST", "GET", "DELETE", "OPTIONS"],
-  allowHeaders: ["authorization", "content-type", "mcp-protocol-version", "mcp-session-id", "last-event-id"],
+  // Mcp-Method and Mcp-Name: the request headers of the 2026-07-28 transport.
+  allowHeaders: ["authorization", "content-type", "mcp-protocol-version", "mcp-session-id", "last-event-id", "mcp-method", "mcp-name"],
   exposeHeaders: ["WWW-Authenticate", "Mcp-Session-Id", ...EXPOSED_HEADERS],
   maxAge: 86_400,
 });

@@ -8,6 +8,9 @@ import type { McpTool, ToolScope } from "./tool";
 
 export const MCP_TOOLS: McpTool[] = [...contactTools, ...dealTools, ...documentTools];
 const TOOLS_BY_NAME = new Map(MCP_TOOLS.map((t) => [t.name, t]));
+
+/** The tool of that name, if there is one. */
+export const toolNamed = (name: string): McpTool | undefined => TOOLS_BY_NAME.get(name);
 const TOOL_LIST = { tools: MCP_TOOLS.map((t) => t.definition) };
 
 const INSTRUCTIONS = `Tools over one real-estate brokerage's CRM: its contacts, deals and pipeline, its documents and their obligations,

@@ -1,5 +1,5 @@
 import { appUrlOf, type Config } from "../env";
-import { PERMISSION_NAMES } from "../platform/permissions";
+import { DEFAULT_PERMISSIONS, PERMISSION_NAMES } from "../platform/permissions";
 
 /** This server's issuer identifier: APP_URL, the origin users reach it at (RFC 8414 section 2). */
 export const issuerOf = appUrlOf;
@@ -39,12 +39,19 @@ export function authorizationServerMetadata(config: Config) {
   };
 }
 
+/**
+ * The scope an MCP client asks for when nothing names one (RFC 9728 `scopes_supported`, and the 401's `scope`): what an
+ * agent needs to read and work the CRM and the document desk. The explicit-only permissions (erasure, users, API keys,
+ * the organization) are left out: a client asks for one by name, after a 403 step-up names it.
+ */
+export const BASELINE_SCOPE = DEFAULT_PERMISSIONS.join(" ");
+
 /** RFC 9728 protected resource metadata of the MCP server. */
 export function protectedResourceMetadata(config: Config) {
   return {
     resource: mcpServerUrlOf(config),
     authorization_servers: [issuerOf(config)],
-    scopes_supported: [...PERMISSION_NAMES],
+    scopes_supported: [...DEFAULT_PERMISSIONS],
     bearer_methods_supported: ["header"],
     resource_name: "Brokerage Edge MCP server",
   };

@@ -17,7 +17,9 @@ import { type Family, newGrant, type SigningConfig, type TokenRequest, type Toke
  * Refresh tokens for public clients (OAuth 2.1 section 4.3, RFC 6749 section 6). Each is opaque, random,
  * stored only as SHA-256, and used once: a refresh marks it used and issues a new one in the same family (rotation,
  * OAuth 2.1 section 4.3.1), so a stolen token is detected when either holder uses it after the other: a used (or
- * revoked) token presented again revokes the whole family, its refresh tokens and every grant issued from it.
+ * revoked) token presented again revokes the whole family, its refresh tokens and every grant issued from it. One
+ * exception keeps a client whose answer was lost signed in (as Cloudflare's workers-oauth-provider does): until the
+ * token a use issued is first used, the used one may be presented again for a new pair.
  */
 
 /** A refresh token lives this long from its issue; each rotation starts a new one (an agent in use stays signed in). */
@@ -76,8 +78,8 @@ export async function findRefreshToken(db: Db, token: string) {
 const MAX_SCOPE = 1000;
 
 /**
- * grant_type=refresh_token. The token must be this client's, unused, unrevoked and unexpired, its user still in the
- * organization; `scope` may narrow the new access token to part of what was granted (RFC 6749 section 6), never
+ * grant_type=refresh_token. The token must be this client's, unused (or used, with the token that use issued still
+ * unused: a retry after a lost answer), unrevoked and unexpired, its user still in the organization; `scope` may narrow the new access token to part of what was granted (RFC 6749 section 6), never
  * widen it, and the new refresh token keeps the family's full grant. The rotation is one guarded batch (db/write.ts):
  * of two concurrent uses of one token exactly one wins; the other is a reuse and revokes the family.
  */
@@ -101,9 +103,25 @@ export async function refreshAccessToken(work: DirectoryWork, config: SigningCon
   if (!row || row.token.clientId !== client.clientId)
     throw new OAuthError("invalid_grant", "The refresh token is unknown or was issued to another client");
   const { token } = row;
-  if (token.usedAt || token.revokedAt) {
+  const reused = async () => {
     await revokeFamily(work, token.familyId, "system");
-    throw new OAuthError("invalid_grant", "The refresh token was already used or revoked; every token issued from it is now revoked");
+    return new OAuthError("invalid_grant", "The refresh token was already used or revoked; every token issued from it is now revoked");
+  };
+  // A used token whose replacement has not been used yet: the answer that carried the replacement was lost and the
+  // client asks again. It gets a new pair and the lost replacement dies (presented later, it is a reuse). Once the
+  // replacement has been used, this token is an old one and its reuse revokes the family.
+  let lost: string | undefined;
+  if (token.revokedAt) throw await reused();
+  if (token.usedAt) {
+    const replacement = token.replacedBy
+      ? await db
+          .select({ usedAt: oauthRefreshTokens.usedAt, revokedAt: oauthRefreshTokens.revokedAt })
+          .from(oauthRefreshTokens)
+          .where(eq(oauthRefreshTokens.tokenHash, token.replacedBy))
+          .get()
+      : undefined;
+    if (!replacement || replacement.usedAt || replacement.revokedAt) throw await reused();
+    lost = token.replacedBy!;
   }
   if (Date.parse(token.expiresAt) <= Date.now()) throw new OAuthError("invalid_grant", "The refresh token has expired");
   if (!row.userExists || row.organizationName === null)
@@ -115,13 +133,23 @@ export async function refreshAccessToken(work: DirectoryWork, config: SigningCon
   const family: Family = { familyId: token.familyId, clientId: token.clientId, userId: token.userId, organizationId: token.organizationId };
   const grant = newGrant(family, permissions, now);
   const next = await newRefreshToken(family, granted, now);
-  const live = and(eq(oauthRefreshTokens.tokenHash, tokenHash), isNull(oauthRefreshTokens.usedAt), isNull(oauthRefreshTokens.revokedAt));
-  const statements: [Statement, ...Statement[]] = [
-    expectRow(db, oauthRefreshTokens, live),
-    db.update(oauthRefreshTokens).set({ usedAt: grant.createdAt }).where(live),
-    db.insert(oauthGrants).values(grant),
-    db.insert(oauthRefreshTokens).values(next.row),
-  ];
+  const unused = (hash: string) =>
+    and(eq(oauthRefreshTokens.tokenHash, hash), isNull(oauthRefreshTokens.usedAt), isNull(oauthRefreshTokens.revokedAt));
+  // The guard: this token still unused, or (a retry) the lost replacement still unused; of two concurrent uses one wins.
+  const statements: [Statement, ...Statement[]] = lost
+    ? [
+        expectRow(db, oauthRefreshTokens, unused(lost)),
+        db.update(oauthRefreshTokens).set({ revokedAt: grant.createdAt }).where(unused(lost)),
+        db
+          .update(oauthRefreshTokens)
+          .set({ replacedBy: next.row.tokenHash })
+          .where(and(eq(oauthRefreshTokens.tokenHash, tokenHash), eq(oauthRefreshTokens.replacedBy, lost))),
+      ]
+    : [
+        expectRow(db, oauthRefreshTokens, unused(tokenHash)),
+        db.update(oauthRefreshTokens).set({ usedAt: grant.createdAt, replacedBy: next.row.tokenHash }).where(unused(tokenHash)),
+      ];
+  statements.push(db.insert(oauthGrants).values(grant), db.insert(oauthRefreshTokens).values(next.row));
   // A registered client in use is kept by the cron (prune.ts), whether it asks for codes or refreshes.
   if (client.registered)
     statements.push(db.update(oauthClients).set({ lastUsedAt: grant.createdAt }).where(eq(oauthClients.id, client.clientId)));
@@ -129,8 +157,7 @@ export async function refreshAccessToken(work: DirectoryWork, config: SigningCon
     await db.batch(statements);
   } catch (err) {
     if (!isGuardFailure(err)) throw err;
-    await revokeFamily(work, token.familyId, "system");
-    throw new OAuthError("invalid_grant", "The refresh token was already used or revoked; every token issued from it is now revoked");
+    throw await reused();
   }
   return tokenResponse(config, grant, row.organizationName, next.token, now);
 }

@@ -5,7 +5,9 @@ import { CfWorkerJsonSchemaValidator } from "@modelcontextprotocol/sdk/validatio
 import { env, exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { readConfig } from "../../src/env";
-import { mcpServerUrlOf, protectedResourceMetadataUrl } from "../../src/oauth/metadata";
+import { BASELINE_SCOPE, mcpServerUrlOf, protectedResourceMetadataUrl } from "../../src/oauth/metadata";
+import { DEFAULT_PERMISSIONS, EXPLICIT_PERMISSIONS, PERMISSION_NAMES, type Permission } from "../../src/platform/permissions";
+import { createApiKey } from "../helpers/api-keys";
 import { call, json } from "../helpers/client";
 import { createContact, uniqueEmail } from "../helpers/contacts";
 import { createDeal, getDeal } from "../helpers/deals";
@@ -33,6 +35,9 @@ const TOOLS = [
 
 /** The Worker's own fetch handler, in-process: the MCP client's HTTP goes through the whole app, auth included. */
 const workerFetch = (url: string | URL, init?: RequestInit) => exports.default.fetch(new Request(url, init));
+
+/** Permissions in the order scopes name them (PERMISSION_NAMES). */
+const byPermissionOrder = (a: string, b: string) => PERMISSION_NAMES.indexOf(a as Permission) - PERMISSION_NAMES.indexOf(b as Permission);
 
 const newClient = () => new Client({ name: "mcp-test", version: "1.0.0" }, { jsonSchemaValidator: new CfWorkerJsonSchemaValidator() });
 
@@ -72,20 +77,29 @@ async function rpc(token: string, method: string, params: unknown, protocolVersi
 }
 
 describe("MCP endpoint: authentication", () => {
-  it("answers 401 with a WWW-Authenticate header naming the protected-resource metadata, without a token or with a bad one", async () => {
+  it("answers 401 with a WWW-Authenticate header naming the protected-resource metadata and the baseline scope, without a token or with a bad one", async () => {
     const none = await post(initialize());
     expect(none.status).toBe(401);
-    expect(none.headers.get("www-authenticate")).toBe(`Bearer resource_metadata="${METADATA}"`);
+    expect(none.headers.get("www-authenticate")).toBe(`Bearer resource_metadata="${METADATA}", scope="${BASELINE_SCOPE}"`);
+    // The baseline works the CRM and the document desk; what a user grants only by name is never in it.
+    expect(BASELINE_SCOPE.split(" ")).toEqual([...DEFAULT_PERMISSIONS]);
+    for (const explicit of EXPLICIT_PERMISSIONS) expect(BASELINE_SCOPE.split(" ")).not.toContain(explicit);
     // An unknown session token, and a JWT that no key of ours signed.
     for (const token of ["not-a-real-token", "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ4In0.c2lnbmF0dXJl"]) {
       const bad = await post(initialize(), { authorization: `Bearer ${token}` });
       expect(bad.status, token).toBe(401);
-      expect(bad.headers.get("www-authenticate"), token).toBe(`Bearer resource_metadata="${METADATA}", error="invalid_token"`);
+      expect(bad.headers.get("www-authenticate"), token).toBe(
+        `Bearer resource_metadata="${METADATA}", scope="${BASELINE_SCOPE}", error="invalid_token"`,
+      );
     }
     // Where the header points: the metadata names this server and the authorization server that issues its tokens.
     const metadata = await workerFetch(METADATA);
     expect(metadata.status).toBe(200);
-    expect(await metadata.json()).toMatchObject({ resource: mcpServerUrlOf(config), authorization_servers: [expect.any(String)] });
+    expect(await metadata.json()).toMatchObject({
+      resource: mcpServerUrlOf(config),
+      authorization_servers: [expect.any(String)],
+      scopes_supported: [...DEFAULT_PERMISSIONS],
+    });
   });
 
   it("lets pages of an allowed origin call it: a preflight needs no token, and the challenge header is readable", async () => {
@@ -477,33 +491,62 @@ describe("MCP tools with an OAuth access token", () => {
     await client.close();
   });
 
-  it("refuses a tool outside the granted permissions, naming the one it needs, and runs the granted ones", async () => {
+  it("answers a tool outside the token's grant with a 403 step-up naming the scope to ask for; authorized again, the call runs", async () => {
     const principal = await createPrincipal();
     const deal = await createDeal(principal.token);
-    const client = await connect(await oauthToken(principal, "contacts:read"));
-    const refused = await tool(client, "create_contact", { firstName: "No", lastName: "Write", email: uniqueEmail() });
-    expect(refused).toMatchObject({ isError: true, data: { error: "insufficient_permission", permission: "contacts:write" } });
-    expect(refused.text).toContain("contacts:write");
-    expect((await tool(client, "move_deal", { dealId: deal.id, stage: "CLOSED" })).data).toMatchObject({
-      error: "insufficient_permission",
-      permission: "deals:write",
-    });
-    expect((await tool(client, "get_pipeline")).data).toMatchObject({ error: "insufficient_permission", permission: "deals:read" });
-    expect((await tool(client, "send_for_signature", { documentId: "x" })).data).toMatchObject({
-      error: "insufficient_permission",
-      permission: "envelopes:send",
-    });
-    // The refusals came before any service: nothing was written.
+    const narrow = await oauthToken(principal, "contacts:read");
+    const callTool = (token: string, name: string, args: Record<string, unknown>) =>
+      post(
+        { jsonrpc: "2.0", id: 7, method: "tools/call", params: { name, arguments: args } },
+        { authorization: `Bearer ${token}`, "mcp-protocol-version": "2025-11-25" },
+      );
+    const args = { firstName: "Step", lastName: "Up", email: uniqueEmail("step-up") };
+    const refused = await callTool(narrow, "create_contact", args);
+    expect(refused.status).toBe(403);
+    expect(refused.headers.get("www-authenticate")).toBe(
+      `Bearer error="insufficient_scope", scope="contacts:read contacts:write", resource_metadata="${METADATA}", error_description="create_contact needs contacts:write"`,
+    );
+    expect(await refused.json()).toMatchObject({ jsonrpc: "2.0", id: 7, error: { message: expect.stringContaining("contacts:write") } });
+    // Each refusal names what this token holds plus what that tool needs; nothing was written.
+    for (const [name, needed] of [
+      ["move_deal", "deals:write"],
+      ["get_pipeline", "deals:read"],
+      ["send_for_signature", "envelopes:send"],
+    ] as const) {
+      const res = await callTool(narrow, name, name === "move_deal" ? { dealId: deal.id, stage: "CLOSED" } : {});
+      expect(res.status, name).toBe(403);
+      expect(res.headers.get("www-authenticate"), name).toContain(`scope="${["contacts:read", needed].sort(byPermissionOrder).join(" ")}"`);
+    }
     expect(await getDeal(principal.token, deal.id)).toMatchObject({ stage: deal.stage });
 
+    // Authorized again with the scope the challenge named, the same call runs.
+    const scope = /scope="([^"]+)"/.exec(refused.headers.get("www-authenticate")!)![1]!;
+    const wider = await oauthToken(principal, scope);
+    const created = await callTool(wider, "create_contact", args);
+    expect(created.status).toBe(200);
+    const body = (await created.json()) as { result: CallToolResult };
+    expect(body.result.isError ?? false).toBe(false);
+    expect((body.result.structuredContent as { contact: { email: string } }).contact.email).toBe(args.email.toLowerCase());
+
+    // The granted tools run; nor may one embed what the token could not read by itself (a tool error: no tool is refused).
+    const client = await connect(narrow);
     const found = await tool(client, "find_contacts");
     expect(found.isError, found.text).toBe(false);
-    expect(found.data.contacts.map((c: { id: string }) => c.id)).toEqual([deal.contactId]);
-    // Nor may it embed what it could not read by itself: a contact's deals need deals:read.
+    expect(found.data.contacts.map((c: { id: string }) => c.id)).toContain(deal.contactId);
     const embedded = await tool(client, "find_contacts", { include: ["deals"] });
     expect(embedded).toMatchObject({ isError: true, data: { error: "insufficient_permission" } });
     expect(embedded.text).toContain("deals:read");
     expect(embedded.text).not.toContain(deal.id);
+    await client.close();
+  });
+
+  it("answers an API key outside its permissions with a tool error naming the one it needs: no OAuth flow re-issues a key", async () => {
+    const principal = await createPrincipal();
+    const key = await createApiKey(principal.token, ["contacts:read"]);
+    const client = await connect(key.key);
+    const refused = await tool(client, "create_contact", { firstName: "No", lastName: "Write", email: uniqueEmail() });
+    expect(refused).toMatchObject({ isError: true, data: { error: "insufficient_permission", permission: "contacts:write" } });
+    expect(refused.text).toContain("contacts:write");
     await client.close();
   });
 

@@ -613,18 +613,61 @@ describe("refresh tokens (OAuth 2.1 section 4.3)", () => {
     expect(await json(await refresh(refreshed.refresh_token))).toMatchObject({ error: "invalid_grant" });
   });
 
-  it("lets exactly one of two concurrent uses of one refresh token win; the other is a reuse and revokes the family", async () => {
+  it("answers a refresh retried after its answer was lost with a new pair; the lost token dies, and presenting it then revokes the family", async () => {
+    const principal = await createPrincipal();
+    const first = await tokens(principal);
+    // The answer carrying `lost` never reached the client; it asks again with the same token.
+    const lost = await json(await refresh(first.refresh_token));
+    const retried = await refresh(first.refresh_token);
+    expect(retried.status).toBe(200);
+    const second = await json(retried);
+    expect(second.refresh_token).not.toBe(lost.refresh_token);
+    expect(await contactsWith(second.access_token)).toBe(200);
+    // A retry of the retry is one too; the newest pair works and rotates on.
+    const third = await json(await refresh(first.refresh_token));
+    expect(await contactsWith(third.access_token)).toBe(200);
+    const fourth = await json(await refresh(third.refresh_token));
+    expect(await contactsWith(fourth.access_token)).toBe(200);
+    // Now the replacement of `first` has been used: `first` is an old token, and so is every replaced one.
+    const old = await refresh(first.refresh_token);
+    expect(old.status).toBe(400);
+    expect(await json(old)).toEqual({ error: "invalid_grant", error_description: expect.stringContaining("revoked") });
+    for (const t of [second, third, fourth]) expect(await contactsWith(t.access_token)).toBe(401);
+    expect(await json(await refresh(fourth.refresh_token))).toMatchObject({ error: "invalid_grant" });
+  });
+
+  it("a lost token presented after its retry (the holder that never got it: a thief) revokes the family", async () => {
+    const principal = await createPrincipal();
+    const first = await tokens(principal);
+    const lost = await json(await refresh(first.refresh_token));
+    const retried = await json(await refresh(first.refresh_token));
+    const replay = await refresh(lost.refresh_token);
+    expect(replay.status).toBe(400);
+    expect(await contactsWith(retried.access_token)).toBe(401);
+    expect(await json(await refresh(retried.refresh_token))).toMatchObject({ error: "invalid_grant" });
+  });
+
+  it("concurrent uses of one refresh token leave one live token, or none when one lost the race (a reuse revokes the family)", async () => {
     const principal = await createPrincipal();
     const first = await tokens(principal);
     const answers = await Promise.all([refresh(first.refresh_token), refresh(first.refresh_token), refresh(first.refresh_token)]);
-    expect(answers.map((r) => r.status).sort()).toEqual([200, 400, 400]);
-    const winner = await json(answers.find((r) => r.status === 200)!);
-    const families = await env.DB.prepare("SELECT COUNT(*) AS n FROM oauth_refresh_tokens WHERE user_id = ?")
+    const statuses = answers.map((r) => r.status);
+    // One that read the token unused wins its guard; one that read it after that commit is a retry; one whose guard
+    // lost is a reuse.
+    expect(statuses).toContain(200);
+    expect(statuses.every((s) => s === 200 || s === 400)).toBe(true);
+    const live = await env.DB.prepare(
+      "SELECT COUNT(*) AS n FROM oauth_refresh_tokens WHERE user_id = ? AND used_at IS NULL AND revoked_at IS NULL",
+    )
       .bind(principal.userId)
       .first<number>("n");
-    expect(families).toBe(2);
-    expect(await contactsWith(winner.access_token)).toBe(401);
-    expect(await json(await refresh(winner.refresh_token))).toMatchObject({ error: "invalid_grant" });
+    const winners = await Promise.all(answers.filter((r) => r.status === 200).map((r) => json(r)));
+    if (statuses.includes(400)) {
+      expect(live).toBe(0);
+      for (const w of winners) expect(await contactsWith(w.access_token)).toBe(401);
+    } else {
+      expect(live).toBe(1);
+    }
   });
 
   it("stops refreshing once the user left the organization", async () => {

@@ -1,0 +1,1 @@
+ALTER TABLE `oauth_refresh_tokens` ADD `replaced_by` text;
