@@ -46,12 +46,11 @@ export default defineConfig({
       },
       {
         // In Node: the developer commands themselves (npm run dev, npm run token) as a user runs them, and the pages in
-        // a browser. One `npm run dev` serves the files that need a server (test/e2e/helpers/shared-dev.ts).
+        // a browser. Each file that needs a server starts its own on a state of its own (helpers/dev-server.ts).
         test: {
           name: "e2e",
           include: ["test/e2e/**/*.test.ts"],
           environment: "node",
-          globalSetup: ["./test/e2e/helpers/shared-dev.ts"],
           // A page's answer waits on a dev server sharing two cores with the rest of the suite: 1 s (the default) flakes.
           expect: { poll: { timeout: 15_000 } },
           testTimeout: 180_000,

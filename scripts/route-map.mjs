@@ -28,7 +28,11 @@ function pathPattern(template) {
 export async function drawRouteMap() {
   const doc = await buildOpenApiDocument();
   const sources = filesUnder("src", ".ts").map((path) => ({ path, text: readFileSync(join(root, path), "utf8") }));
-  const tests = filesUnder("test", ".test.ts").map((path) => ({ path, text: readFileSync(join(root, path), "utf8") }));
+  // The e2e suites run inside test/e2e/served.test.ts, each in a file of its own.
+  const tests = [...filesUnder("test", ".test.ts"), ...filesUnder("test", ".suite.ts")].map((path) => ({
+    path,
+    text: readFileSync(join(root, path), "utf8"),
+  }));
   const rows = [];
   for (const [path, item] of Object.entries(doc.paths)) {
     for (const method of METHODS) {

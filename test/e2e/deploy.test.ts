@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { sharedDev } from "./helpers/dev-server";
+import { devForThisFile } from "./helpers/dev-server";
 import { type FakeCloudflare, startFakeCloudflare } from "./helpers/fake-cloudflare";
 import { wranglerConfig } from "./helpers/wrangler-config";
 
@@ -16,6 +16,8 @@ const production = wranglerConfig("production");
 const REQUIRED = production.secrets?.required ?? [];
 const SECRETS = Object.fromEntries(REQUIRED.map((name) => [name, `test-${name.toLowerCase()}`]));
 
+// The deployment the smoke checks ask: a local server standing in for it.
+const dev = devForThisFile();
 let dir = "";
 let secretsFile = "";
 
@@ -107,13 +109,13 @@ describe("npm run deploy against a fake Cloudflare API", () => {
     try {
       // The queues refused once, after the databases were made: the run stops, loudly, before the Worker.
       fake.failOnce(/^POST \/queues$/);
-      const failed = await deploy(fake, ["--secrets-file", secretsFile, "--smoke-origin", sharedDev().base]);
+      const failed = await deploy(fake, ["--secrets-file", secretsFile, "--smoke-origin", dev.base]);
       expect(failed.code).not.toBe(0);
       expect(failed.output).toContain("Deploy stopped");
       expect(fake.databases.size).toBe(production.d1_databases.length);
       expect(fake.scripts.size).toBe(0);
 
-      const first = await deploy(fake, ["--secrets-file", secretsFile, "--smoke-origin", sharedDev().base]);
+      const first = await deploy(fake, ["--secrets-file", secretsFile, "--smoke-origin", dev.base]);
       expect(first.code, first.output).toBe(0);
       expect(first.output).toContain("Smoke check passed");
 
@@ -156,7 +158,7 @@ describe("npm run deploy against a fake Cloudflare API", () => {
 
       // Again: nothing created, nothing migrated twice, the Worker uploaded once more with its secrets kept.
       const before = fake.calls.length;
-      const second = await deploy(fake, ["--smoke-origin", sharedDev().base]);
+      const second = await deploy(fake, ["--smoke-origin", dev.base]);
       expect(second.code, second.output).toBe(0);
       const again = fake.calls
         .slice(before)
@@ -183,9 +185,12 @@ describe("npm run shard:add", () => {
       filter: (src) => !/\/(node_modules|\.wrangler|\.git|\.ci)(\/|$)/.test(src.slice(process.cwd().length)),
     });
     symlinkSync(join(process.cwd(), "node_modules"), join(copy, "node_modules"));
+    // The copy's local state is its own (this file's server keeps its DEV_PERSIST_TO).
+    const local = { ...process.env, DEV_PERSIST_TO: join(copy, ".wrangler/state") };
     const mint = async (org: string) =>
       JSON.parse(
-        (await run("npm", ["run", "--silent", "token", "--", "--org", org, "--email", "owner@shard.test"], { cwd: copy })).stdout,
+        (await run("npm", ["run", "--silent", "token", "--", "--org", org, "--email", "owner@shard.test"], { cwd: copy, env: local }))
+          .stdout,
       ) as {
         organizationId: string;
       };
@@ -234,7 +239,7 @@ describe("npm run shard:add", () => {
         "--command",
         `SELECT shard FROM organization_shards WHERE organization_id IN ('${before[0]!.organizationId}', '${before[1]!.organizationId}', '${third.organizationId}') ORDER BY shard`,
       ],
-      { cwd: copy },
+      { cwd: copy, env: local },
     );
     expect(JSON.parse(stdout)[0].results).toEqual([{ shard: 0 }, { shard: 1 }, { shard: 2 }]);
   });

@@ -1,6 +1,9 @@
 import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { promisify } from "node:util";
-import { inject } from "vitest";
+import { afterAll, beforeAll } from "vitest";
 
 const run = promisify(execFile);
 
@@ -34,9 +37,37 @@ export async function startDev(
   return { base, port, stop: () => dev.pid && process.kill(-dev.pid, "SIGTERM"), output: () => output };
 }
 
-/** The `npm run dev` the e2e project started for its files (shared-dev.ts), with APP_URL its own origin. */
-export function sharedDev(): { base: string; port: string } {
-  return inject("sharedDev");
+/**
+ * An `npm run dev` of this file's own, on a local state of its own (DEV_PERSIST_TO, which this file's `npm run token`
+ * and `npm run mail` then use too), with APP_URL its own origin; started before the file's tests, stopped after.
+ * Files never share a server's SQLite files: a token minted by one file's process while another file's request wrote
+ * the same file answered that request 500 (SQLITE_BUSY). Call it at the top of the file, before its own hooks.
+ */
+export function devForThisFile(): { readonly base: string; readonly port: string } {
+  const state = mkdtempSync(join(tmpdir(), "e2e-dev-"));
+  let dev: Awaited<ReturnType<typeof startDev>> | undefined;
+  beforeAll(async () => {
+    process.env.DEV_PERSIST_TO = state;
+    // Links must point at this server: APP_URL is the API's own origin here (DESIGN.md contract 5).
+    dev = await startDev(["--var", "APP_URL:{base}"]);
+  });
+  afterAll(() => {
+    dev?.stop();
+    // The server's own errors, which its tests only see as a status: a 500 in a run is explained here.
+    const errors = (dev?.output() ?? "").split("\n").filter((line) => /"level":"error"|Uncaught|SQLITE_|internal error/.test(line));
+    if (errors.length) process.stderr.write(`npm run dev (this file's) logged ${errors.length} errors:\n${errors.join("\n")}\n`);
+    rmSync(state, { recursive: true, force: true });
+  });
+  return {
+    get base() {
+      if (!dev) throw new Error("the file's dev server is not started yet");
+      return dev.base;
+    },
+    get port() {
+      if (!dev) throw new Error("the file's dev server is not started yet");
+      return dev.port;
+    },
+  };
 }
 
 /** `npm run --silent token` (DESIGN.md contract 2). */

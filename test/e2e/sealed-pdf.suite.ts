@@ -6,15 +6,14 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createApiClient } from "../../src/client";
-import { mintToken, sharedDev } from "./helpers/dev-server";
+import { mintToken } from "./helpers/dev-server";
+import { dev } from "./helpers/served";
 import { clientAddress, downloadSealedDocument, poppler, signOverHttp, verifyPdf, waitForSealedDocument } from "./helpers/signing";
 
-let dev: ReturnType<typeof sharedDev>;
 let dir = "";
 
 beforeAll(async () => {
   // Links must point at this server: APP_URL is the API's own origin here (DESIGN.md contract 5).
-  dev = sharedDev();
   dir = mkdtempSync(join(tmpdir(), "sealed-pdf-"));
 });
 

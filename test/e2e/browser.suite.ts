@@ -6,7 +6,8 @@ import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createApiClient } from "../../src/client";
 import { launchChromium } from "./helpers/chromium";
-import { mintToken, sharedDev } from "./helpers/dev-server";
+import { mintToken } from "./helpers/dev-server";
+import { dev } from "./helpers/served";
 import {
   clientAddress,
   downloadSealedDocument,
@@ -16,12 +17,10 @@ import {
   waitForSealedDocument,
 } from "./helpers/signing";
 
-let dev: ReturnType<typeof sharedDev>;
 let browser: Browser;
 
 beforeAll(async () => {
   // Links must point at this server: APP_URL is the API's own origin here (DESIGN.md contract 5).
-  dev = sharedDev();
   browser = await launchChromium();
 });
 

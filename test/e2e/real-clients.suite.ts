@@ -8,13 +8,12 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from "@modelcontextprotocol/sdk/shared/auth.js";
 import * as oauth from "oauth4webapi";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { mintToken, sharedDev } from "./helpers/dev-server";
+import { mintToken } from "./helpers/dev-server";
+import { dev } from "./helpers/served";
 
-let dev: ReturnType<typeof sharedDev>;
 let session: Awaited<ReturnType<typeof mintToken>>;
 
 beforeAll(async () => {
-  dev = sharedDev();
   session = await mintToken(`Real Clients Realty ${Date.now()}`, `agent-${Date.now()}@real-clients.test`);
 });
 

@@ -8,17 +8,16 @@ import { promisify } from "node:util";
 import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { launchChromium } from "./helpers/chromium";
-import { mintToken, sharedDev } from "./helpers/dev-server";
+import { mintToken } from "./helpers/dev-server";
+import { dev } from "./helpers/served";
 
 const run = promisify(execFile);
-let dev: ReturnType<typeof sharedDev>;
 let browser: Browser;
 let client: Server;
 let redirectUri = "";
 const landed: URL[] = [];
 
 beforeAll(async () => {
-  dev = sharedDev();
   browser = await launchChromium();
   // The client's redirect target: a loopback server, as a desktop MCP client runs (OAUTH_CLIENTS' mcp-dev admits any port).
   client = createServer((req, res) => {

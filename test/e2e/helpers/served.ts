@@ -1,0 +1,5 @@
+// The one `npm run dev` of served.test.ts, which every *.suite.ts of this folder talks to: imported by each suite,
+// evaluated once for the file, so its hooks start one server (on a state of its own) before the suites' own hooks.
+import { devForThisFile } from "./dev-server";
+
+export const dev = devForThisFile();
