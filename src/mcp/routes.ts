@@ -7,7 +7,7 @@ import { type Config, readConfig } from "../env";
 import { Unauthorized } from "../lib/errors";
 import { BASELINE_SCOPE, issuerOf, mcpServerUrlOf, protectedResourceMetadataUrl } from "../oauth/metadata";
 import { accessTokens } from "../oauth/tokens";
-import { authenticate as authenticateCaller, grantedPermissions, serviceContext } from "../platform/auth";
+import { authenticate as authenticateCaller, bearerOf, grantedPermissions, serviceContext } from "../platform/auth";
 import type { AppBindings } from "../platform/context";
 import { PERMISSION_NAMES, ROLE_PERMISSIONS } from "../platform/permissions";
 import { requestMeta } from "../platform/request-meta";
@@ -41,7 +41,7 @@ function stepUp(c: Context<AppBindings>, body: unknown): Response | undefined {
   const call = body as { method?: unknown; id?: unknown; params?: { name?: unknown } } | null;
   if (call?.method !== "tools/call" || typeof call.params?.name !== "string") return undefined;
   const tool = toolNamed(call.params.name);
-  const token = c.req.header("authorization")?.replace(/^Bearer\s+/i, "") ?? "";
+  const token = bearerOf(c.req.header("authorization")) ?? "";
   const credential = c.get("permissions");
   if (!tool || !credential || !accessTokens.recognizes(token) || credential.includes(tool.permission)) return undefined;
   if (!ROLE_PERMISSIONS[c.get("user").role].includes(tool.permission)) return undefined;

@@ -55,7 +55,8 @@ export async function resolveBearer(directory: Db, header: string | undefined): 
   return token === undefined || isApiKey(token) ? null : sessionLookup(directory, await sha256Hex(token));
 }
 
-const bearerOf = (header: string | undefined) => header?.match(/^Bearer\s+(\S+)\s*$/i)?.[1];
+/** The token of an `Authorization: Bearer <token>` header. */
+export const bearerOf = (header: string | undefined) => header?.match(/^Bearer\s+(\S+)\s*$/i)?.[1];
 
 /** An API key (`bk_` + 32 random bytes, base64url: api-keys/service.ts), as opposed to a session token. */
 const isApiKey = (token: string) => token.startsWith("bk_");

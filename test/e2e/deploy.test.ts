@@ -49,8 +49,9 @@ async function deploy(fake: FakeCloudflare, args: string[], cwd = process.cwd())
   }
 }
 
-const creations = (fake: FakeCloudflare) =>
-  fake.changes().filter((c) => /^POST \/(d1\/database|queues|r2\/buckets|vectorize\/v2\/indexes)$/.test(c));
+/** The calls that created a database, queue, bucket or index, of `changes` (all the fake's by default). */
+const creations = (fake: FakeCloudflare, changes = fake.changes()) =>
+  changes.filter((c) => /^POST \/(d1\/database|queues|r2\/buckets|vectorize\/v2\/indexes)$/.test(c));
 
 /** The names of every resource the production environment binds, as the API lists them. */
 function expectedResources() {
@@ -164,7 +165,7 @@ describe("npm run deploy against a fake Cloudflare API", () => {
         .slice(before)
         .filter((c) => c.method !== "GET" && c.status < 400)
         .map((c) => `${c.method} ${c.path}`);
-      expect(again.filter((c) => /^POST \/(d1\/database|queues|r2\/buckets|vectorize\/v2\/indexes)$/.test(c))).toEqual([]);
+      expect(creations(fake, again)).toEqual([]);
       expect(second.output).toContain("reused:");
       expect(second.output).not.toContain("created:");
       for (const d of production.d1_databases) expectMigrated(fake, d.database_name, d.migrations_dir);

@@ -6,9 +6,9 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { createApiClient } from "../../src/client";
-import { mintToken as token, startDev } from "./helpers/dev-server";
+import { devForThisFile, mintToken as token } from "./helpers/dev-server";
 
 const run = promisify(execFile);
 /** One line of `npm run --silent mail` (DESIGN.md contract 8). */
@@ -19,21 +19,12 @@ interface Mail {
   createdAt: string;
 }
 
-let dev: Awaited<ReturnType<typeof startDev>>;
+// Started as a developer starts it (no --var: APP_URL follows PORT), on a state of its own as a fresh clone has.
+const dev = devForThisFile([]);
 let base = "";
-// A state of this file's own, as a fresh clone has: its server, tokens and mail never share the SQLite files the
-// other e2e files' server holds (two processes writing one file meet each other's locks).
-const ownState = mkdtempSync(join(tmpdir(), "dev-and-token-"));
 
-beforeAll(async () => {
-  process.env.DEV_PERSIST_TO = ownState;
-  dev = await startDev();
+beforeAll(() => {
   base = dev.base;
-});
-
-afterAll(() => {
-  dev?.stop();
-  rmSync(ownState, { recursive: true, force: true });
 });
 
 describe("npm run dev + npm run token", () => {

@@ -43,13 +43,15 @@ export async function startDev(
  * Files never share a server's SQLite files: a token minted by one file's process while another file's request wrote
  * the same file answered that request 500 (SQLITE_BUSY). Call it at the top of the file, before its own hooks.
  */
-export function devForThisFile(): { readonly base: string; readonly port: string } {
+export function devForThisFile(
+  // Links must point at this server: APP_URL is the API's own origin here (DESIGN.md contract 5).
+  extraArgs = ["--var", "APP_URL:{base}"],
+): { readonly base: string; readonly port: string; output(): string } {
   const state = mkdtempSync(join(tmpdir(), "e2e-dev-"));
   let dev: Awaited<ReturnType<typeof startDev>> | undefined;
   beforeAll(async () => {
     process.env.DEV_PERSIST_TO = state;
-    // Links must point at this server: APP_URL is the API's own origin here (DESIGN.md contract 5).
-    dev = await startDev(["--var", "APP_URL:{base}"]);
+    dev = await startDev(extraArgs);
   });
   afterAll(() => {
     dev?.stop();
@@ -67,6 +69,7 @@ export function devForThisFile(): { readonly base: string; readonly port: string
       if (!dev) throw new Error("the file's dev server is not started yet");
       return dev.port;
     },
+    output: () => dev?.output() ?? "",
   };
 }
 
