@@ -1,9 +1,12 @@
 import { z } from "zod";
+import { Pagination } from "../crm/body";
 import { createActivity } from "../contacts/activities";
-import { CommunicationCreate } from "../communications/schemas";
+import { Communication, CommunicationCreate } from "../communications/schemas";
 import { logCommunication } from "../communications/service";
 import {
+  Activity,
   ActivityCreate,
+  Contact,
   CONTACT_STATUSES,
   CONTACT_TYPES,
   ContactCreate,
@@ -60,8 +63,9 @@ export const findContacts = defineTool({
   description:
     "Lists the organization's contacts matching every given filter (words of their name, e-mail, phone, notes or tags; e-mail address, type, status, source, agent, tags, lead score, creation time), one keyset page at a time with a total.",
   permission: "contacts:read",
-  readOnly: true,
+  effect: "read",
   input: FindContactsInput,
+  output: z.object({ contacts: z.array(Contact), pagination: Pagination }),
   async run(i, scope) {
     const { ctx } = scope;
     requireEmbeds(scope, i.include);
@@ -85,7 +89,8 @@ export const findContacts = defineTool({
       }),
     );
     const page = await listContacts(ctx, query);
-    return { contacts: page.data, pagination: page.pagination };
+    // No sparse fieldset (`fields`) is asked for: every contact is whole.
+    return { contacts: page.data as z.input<typeof Contact>[], pagination: page.pagination };
   },
 });
 
@@ -99,6 +104,8 @@ export const createContactTool = defineTool({
   permission: "contacts:write",
   // The body of POST /v1/contacts, less the read-only fields that route merely tolerates.
   input: ContactCreate.omit(READ_ONLY),
+  output: z.object({ contact: Contact }),
+  effect: "write",
   run: async (input, { ctx }) => ({ contact: await createContact(ctx, input) }),
 });
 
@@ -109,6 +116,8 @@ export const logActivity = defineTool({
     "Records an e-mail, call, SMS, meeting, showing, note or task on a contact. Activities that have happened (not scheduled ones) move the contact's lastContactedAt.",
   permission: "contacts:write",
   input: ActivityCreate.extend({ contactId: id("contact") }),
+  output: z.object({ activity: Activity }),
+  effect: "write",
   async run({ contactId, ...activity }, { ctx }) {
     return { activity: await createActivity(ctx, contactId, activity) };
   },
@@ -121,6 +130,8 @@ export const logCommunicationTool = defineTool({
     "Records a communication that has happened: an e-mail (subject, body), SMS (body), call (durationSeconds once it has ended) or voicemail (always inbound; durationSeconds, transcript as body), inbound or outbound, at occurredAt (default now). Emits the matching communication.* webhook event and moves the contact's lastContactedAt forward.",
   permission: "contacts:write",
   input: CommunicationCreate.extend({ contactId: id("contact") }),
+  output: z.object({ communication: Communication }),
+  effect: "write",
   async run({ contactId, ...communication }, { ctx }) {
     return { communication: await logCommunication(ctx, contactId, communication) };
   },
@@ -133,6 +144,9 @@ export const mergeContactsTool = defineTool({
     "Moves every activity, communication, deal, testimonial, survey, referral and tag of the source contacts onto the contact kept, fills its empty fields from them, and sends the sources to the trash (they cannot be restored). Emits contact.updated and contact.deleted per source.",
   permission: "contacts:write",
   input: ContactMerge.extend({ contactId: id("contact to keep") }),
+  output: z.object({ contact: Contact }),
+  // The sources go to the trash for good: a merge cannot be taken back.
+  effect: "destructive",
   async run({ contactId, sourceIds }, { ctx }) {
     return { contact: await mergeContacts(ctx, contactId, sourceIds) };
   },

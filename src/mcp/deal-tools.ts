@@ -1,6 +1,17 @@
 import { z } from "zod";
+import { Pagination } from "../crm/body";
 import { pipelineOverview } from "../deals/pipeline";
-import { DEAL_STAGES, DEAL_STATUSES, DEAL_TYPES, DealListQuery, DealMove, LIST_INCLUDES, SORT_FIELDS } from "../deals/schemas";
+import {
+  DEAL_STAGES,
+  DEAL_STATUSES,
+  DEAL_TYPES,
+  Deal,
+  DealListQuery,
+  DealMove,
+  LIST_INCLUDES,
+  Pipeline,
+  SORT_FIELDS,
+} from "../deals/schemas";
 import { listDeals, moveDeal } from "../deals/service";
 import { defineTool, definedOnly, parseWith, listInputs, listParams, requireEmbeds } from "./tool";
 
@@ -36,8 +47,9 @@ export const listDealsTool = defineTool({
   description:
     "Lists the organization's deals matching every given filter (words of the title, stage, status, type, agent, amount, probability, dates), one keyset page at a time with a total.",
   permission: "deals:read",
-  readOnly: true,
+  effect: "read",
   input: ListDealsInput,
+  output: z.object({ deals: z.array(Deal), pagination: Pagination }),
   async run(i, scope) {
     const { ctx } = scope;
     requireEmbeds(scope, i.include);
@@ -60,7 +72,8 @@ export const listDealsTool = defineTool({
       }),
     );
     const page = await listDeals(ctx, query);
-    return { deals: page.data, pagination: page.pagination };
+    // No sparse fieldset (`fields`) is asked for: every deal is whole.
+    return { deals: page.data as z.input<typeof Deal>[], pagination: page.pagination };
   },
 });
 
@@ -71,6 +84,8 @@ export const moveDealTool = defineTool({
     "Moves a deal to another pipeline stage, with an optional reason (kept on the STAGE_CHANGED activity) and probability (else the stage's default). CLOSED and LOST close the deal. Moving a deal to the stage it is in is refused (already_in_stage).",
   permission: "deals:write",
   input: DealMove.extend({ dealId: z.string().min(1).max(100).describe("The deal's id") }),
+  output: z.object({ deal: Deal }),
+  effect: "write",
   async run({ dealId, ...move }, { ctx }) {
     return { deal: await moveDeal(ctx, dealId, move) };
   },
@@ -82,8 +97,9 @@ export const getPipeline = defineTool({
   description:
     "Per stage: how many deals, their value and average probability; overall: total deals and value, average deal size, and the conversion rate (won / decided).",
   permission: "deals:read",
-  readOnly: true,
+  effect: "read",
   input: z.strictObject({}),
+  output: z.object({ pipeline: Pipeline }),
   run: async (_input, { ctx }) => ({ pipeline: await pipelineOverview(ctx) }),
 });
 

@@ -1,4 +1,3 @@
-import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import { Hono, type Context } from "hono";
 import { cors } from "hono/cors";
 import { EXPOSED_HEADERS } from "../platform/cors";
@@ -11,7 +10,7 @@ import { authenticate as authenticateCaller, bearerOf, grantedPermissions, servi
 import type { AppBindings } from "../platform/context";
 import { PERMISSION_NAMES, ROLE_PERMISSIONS } from "../platform/permissions";
 import { requestMeta } from "../platform/request-meta";
-import { createMcpServer, toolNamed } from "./server";
+import { MODERN_PROTOCOL_VERSION, serveMcp, toolNamed } from "./server";
 
 /** The path of MCP_SERVER_URL (http://127.0.0.1:8787/mcp in development), where requireAuth accepts access tokens. */
 export const MCP_PATH = "/mcp";
@@ -99,12 +98,12 @@ const checkOrigin = createMiddleware<AppBindings>(async (c, next) => {
   await next();
 });
 
-/** The client's protocol version; without the header the transport spec says to assume 2025-03-26. */
-const protocolVersionOf = (c: Context<AppBindings>) => c.req.header("mcp-protocol-version") ?? "2025-03-26";
+/** A 2025 client's protocol version; without the header the transport spec says to assume 2025-03-26. */
+const legacyProtocolVersionOf = (c: Context<AppBindings>) => c.req.header("mcp-protocol-version") ?? "2025-03-26";
 
 /**
- * Streamable HTTP in stateless mode: each POST builds a server for its caller, answers with JSON (no SSE stream:
- * no tool sends progress) and is done, so any Worker isolate can serve any request and no session id is needed.
+ * Each POST is served by a server built for its caller (mcp/server.ts, both eras) and answered with JSON, so any
+ * Worker isolate can serve any request and no session is kept.
  */
 async function handle(c: Context<AppBindings>): Promise<Response> {
   // JSON-RPC batches left the MCP transport in 2025-06-18: one message per request, so one request is one tool call.
@@ -122,20 +121,15 @@ async function handle(c: Context<AppBindings>): Promise<Response> {
   if (refused) return refused;
   // If-Match is an HTTP precondition on one resource; a tool call addresses none through it.
   const ctx = { ...serviceContext(c), ifMatch: undefined };
-  const server = createMcpServer({
+  const granted = new Set(grantedPermissions(c));
+  const meta = requestMeta(c);
+  // The body is parsed once, here: the SDK reads it itself only when it is not JSON (to answer the parse error).
+  return serveMcp(c.req.raw, body === UNREADABLE ? undefined : body, (era) => ({
     ctx,
-    granted: new Set(grantedPermissions(c)),
-    meta: requestMeta(c),
-    protocolVersion: protocolVersionOf(c),
-  });
-  const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
-  await server.connect(transport);
-  try {
-    // The body is parsed once, here: the transport reads it itself only when it is not JSON (to answer the parse error).
-    return await transport.handleRequest(c.req.raw, body === UNREADABLE ? undefined : { parsedBody: body });
-  } finally {
-    await server.close();
-  }
+    granted,
+    meta,
+    protocolVersion: era === "modern" ? MODERN_PROTOCOL_VERSION : legacyProtocolVersionOf(c),
+  }));
 }
 
 /**

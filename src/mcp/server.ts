@@ -1,25 +1,42 @@
-import { Server } from "@modelcontextprotocol/sdk/server/index.js";
-import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError } from "@modelcontextprotocol/sdk/types.js";
-import { CfWorkerJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/cfworker";
+import {
+  createMcpHandler,
+  isLegacyRequest,
+  ProtocolError,
+  ProtocolErrorCode,
+  Server,
+  WebStandardStreamableHTTPServerTransport,
+} from "@modelcontextprotocol/server";
+import { CfWorkerJsonSchemaValidator } from "@modelcontextprotocol/server/validators/cf-worker";
 import { contactTools } from "./contact-tools";
 import { dealTools } from "./deal-tools";
 import { documentTools } from "./document-tools";
 import type { McpTool, ToolScope } from "./tool";
 
-export const MCP_TOOLS: McpTool[] = [...contactTools, ...dealTools, ...documentTools];
+/** Every tool, in name order: tools/list answers the same list in the same order to every caller and era. */
+export const MCP_TOOLS: McpTool[] = [...contactTools, ...dealTools, ...documentTools].sort((a, b) => (a.name < b.name ? -1 : 1));
 const TOOLS_BY_NAME = new Map(MCP_TOOLS.map((t) => [t.name, t]));
 
 /** The tool of that name, if there is one. */
 export const toolNamed = (name: string): McpTool | undefined => TOOLS_BY_NAME.get(name);
 const TOOL_LIST = { tools: MCP_TOOLS.map((t) => t.definition) };
 
+/** The revision a 2026-07-28 client names in its `_meta`; a 2025 client negotiates its own through `initialize`. */
+export const MODERN_PROTOCOL_VERSION = "2026-07-28";
+
+/**
+ * How long a 2026-07-28 client may keep `tools/list` and `server/discover` (their `ttlMs` / `cacheScope`): the list
+ * is the same for every caller (a tool outside the token's grant is listed and answers a step-up), so any cache may
+ * share it; it changes only with a deploy, which a quarter of an hour of staleness survives.
+ */
+const LIST_CACHE = { ttlMs: 15 * 60_000, cacheScope: "public" } as const;
+
 const INSTRUCTIONS = `Tools over one real-estate brokerage's CRM: its contacts, deals and pipeline, its documents and their obligations,
 and signature envelopes. Every tool acts for the signed-in user, inside that user's organization, and only with the permissions
 the access token was granted; a tool outside them answers an error naming the permission it needs.`;
 
 /**
- * The SDK's default validator is Ajv, which compiles schemas to code: workerd forbids that (no eval), and building one
- * per request costs. This one interprets schemas, holds no bindings and is shared by the isolate's requests.
+ * The SDK picks Ajv on Node and @cfworker/json-schema on workerd by export condition; naming the interpreter keeps the
+ * choice the same under the test pool too. Ajv compiles schemas to code, which workerd forbids (no eval).
  */
 const jsonSchemaValidator = new CfWorkerJsonSchemaValidator();
 
@@ -32,13 +49,50 @@ const jsonSchemaValidator = new CfWorkerJsonSchemaValidator();
 export function createMcpServer(scope: ToolScope): Server {
   const server = new Server(
     { name: "brokerage-edge-api", title: "Brokerage CRM", version: "0.1.0" },
-    { capabilities: { tools: {} }, instructions: INSTRUCTIONS, jsonSchemaValidator },
+    {
+      capabilities: { tools: {} },
+      instructions: INSTRUCTIONS,
+      jsonSchemaValidator,
+      cacheHints: { "tools/list": LIST_CACHE, "server/discover": LIST_CACHE },
+    },
   );
-  server.setRequestHandler(ListToolsRequestSchema, () => TOOL_LIST);
-  server.setRequestHandler(CallToolRequestSchema, async (request) => {
+  server.setRequestHandler("tools/list", () => TOOL_LIST);
+  server.setRequestHandler("tools/call", async (request) => {
     const tool = TOOLS_BY_NAME.get(request.params.name);
-    if (!tool) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${request.params.name}`);
+    if (!tool) throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Unknown tool: ${request.params.name}`);
     return tool.call(request.params.arguments ?? {}, scope);
   });
   return server;
+}
+
+/**
+ * Answers one POST in either protocol era, from one factory. A request carrying the 2026-07-28 `_meta` envelope is
+ * served statelessly by the SDK's handler (`server/discover`, no `initialize`; it checks `Mcp-Method` / `Mcp-Name`
+ * against the body). A 2025 request (`initialize`, then calls with or without a session id) is served by a fresh
+ * server over the 2025 transport in stateless JSON mode, as the SDK's own fallback does but without its SSE framing
+ * (no tool sends progress, so a JSON answer loses nothing and every client reads it). Nothing outlives the request,
+ * so any isolate serves any call.
+ */
+export async function serveMcp(
+  request: Request,
+  parsedBody: unknown,
+  scopeFor: (era: "legacy" | "modern") => ToolScope,
+): Promise<Response> {
+  const options = parsedBody === undefined ? undefined : { parsedBody };
+  if (await isLegacyRequest(request, parsedBody)) {
+    const server = createMcpServer(scopeFor("legacy"));
+    const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+    await server.connect(transport);
+    try {
+      return await transport.handleRequest(request, options);
+    } finally {
+      await server.close();
+    }
+  }
+  const handler = createMcpHandler(() => createMcpServer(scopeFor("modern")), { legacy: "reject", responseMode: "json" });
+  try {
+    return await handler.fetch(request, options);
+  } finally {
+    await handler.close();
+  }
 }

@@ -1,4 +1,4 @@
-import { type CallToolResult, ErrorCode, McpError, type Tool } from "@modelcontextprotocol/sdk/types.js";
+import { type CallToolResult, ProtocolError, ProtocolErrorCode, type ResourceLink, type Tool } from "@modelcontextprotocol/server";
 import { z } from "zod";
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from "../crm/list-query";
 import { AppError, InsufficientPermission, Validation } from "../lib/errors";
@@ -19,22 +19,37 @@ export interface ToolScope {
   protocolVersion: string;
 }
 
-interface ToolDefinition<S extends z.ZodObject> {
+/**
+ * What a tool does to the world, as MCP's tool annotations say it, and as a client decides whether to ask the user
+ * first: `read` changes nothing; `write` changes what can be changed back (a contact's fields, a deal's stage);
+ * `destructive` does what cannot be taken back (a merge that trashes its sources, a void, a mail sent).
+ */
+type ToolEffect = "read" | "write" | "destructive";
+
+interface ToolDefinition<S extends z.ZodObject, O extends z.ZodObject> {
   name: string;
   title: string;
   description: string;
   permission: Permission;
   input: S;
-  /** Reads only (MCP tool annotation readOnlyHint): clients may call it without asking the user. */
-  readOnly?: boolean;
-  /** Reaches people outside the organization (openWorldHint): sending mail to signers. */
+  /** What `run` answers (structuredContent): advertised as the tool's outputSchema. */
+  output: O;
+  effect: ToolEffect;
+  /** Calling it again with the same arguments changes nothing more (idempotentHint): a set, not an add. Reads are. */
+  idempotent?: boolean;
+  /** Reaches people outside the organization (openWorldHint): mail to signers, surveys to clients. */
   openWorld?: boolean;
-  run(input: z.output<S>, scope: ToolScope): Promise<Record<string, unknown>>;
+  run(input: z.output<S>, scope: ToolScope): Promise<z.input<O>>;
+  /** The files the answer points to (a document's PDF, a sealed copy), offered as resource links readable through resources/read. */
+  links?(output: z.input<O>): ResourceLink[];
 }
 
 export interface McpTool {
   name: string;
   permission: Permission;
+  /** The zod schemas behind the definition's JSON Schemas (the registry test checks answers against them). */
+  input: z.ZodObject;
+  output: z.ZodObject;
   /** What tools/list shows of it, built once per isolate. */
   definition: Tool;
   call(args: Record<string, unknown>, scope: ToolScope): Promise<CallToolResult>;
@@ -105,18 +120,27 @@ export const listParams = (i: { sort?: { field: string; direction: string }[]; l
 export const definedOnly = (params: Record<string, string | undefined>): Record<string, string> =>
   Object.fromEntries(Object.entries(params).filter((entry): entry is [string, string] => entry[1] !== undefined));
 
-const result = (body: Record<string, unknown>, isError = false): CallToolResult => ({
-  content: [{ type: "text", text: JSON.stringify(body) }],
+/** An answer: structured content, its JSON as text for clients that read only text, and the files it points to. */
+const result = (body: Record<string, unknown>, links: ResourceLink[] = []): CallToolResult => ({
+  content: [{ type: "text", text: JSON.stringify(body) }, ...links],
   structuredContent: body,
-  ...(isError ? { isError: true } : {}),
+});
+
+/**
+ * An error as a tool result: text only. Structured content would have to match the tool's outputSchema, which
+ * describes its answer, and clients validate what they receive against it (the official ones even on an error).
+ */
+const errorResult = (body: Record<string, unknown>): CallToolResult => ({
+  content: [{ type: "text", text: JSON.stringify(body) }],
+  isError: true,
 });
 
 /** A service error as a tool error (MCP: errors of the tool itself are results with isError, not protocol errors). */
 function failure(err: unknown, ctx: ServiceContext): CallToolResult {
-  if (err instanceof AppError) return result({ error: err.code, message: err.message }, true);
+  if (err instanceof AppError) return errorResult({ error: err.code, message: err.message });
   // Unexpected: logged with the request id, answered without internals, as the HTTP error handler does.
   ctx.log.error("unexpected error", { path: "/mcp", error: loggableError(err), stack: loggableStack(err) });
-  return result({ error: "internal_error", message: `Internal error (request id ${ctx.requestId})` }, true);
+  return errorResult({ error: "internal_error", message: `Internal error (request id ${ctx.requestId})` });
 }
 
 /**
@@ -125,8 +149,25 @@ function failure(err: unknown, ctx: ServiceContext): CallToolResult {
  */
 function invalidArguments(tool: string, err: Validation, protocolVersion: string): CallToolResult {
   const issues = err.issues.map(({ field, code, message }) => ({ field, code, message }));
-  if (argumentErrorsAreResults(protocolVersion)) return result({ error: err.code, message: err.message, issues }, true);
-  throw new McpError(ErrorCode.InvalidParams, `Invalid arguments for tool ${tool}: ${err.message}`, { issues });
+  if (argumentErrorsAreResults(protocolVersion)) return errorResult({ error: err.code, message: err.message, issues });
+  throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Invalid arguments for tool ${tool}: ${err.message}`, { issues });
+}
+
+/** Draft 2020-12 (MCP's default dialect), every schema inline: some clients do not follow `$ref`. */
+function jsonSchemaOf(schema: z.ZodType, io: "input" | "output"): Record<string, unknown> {
+  const json = z.toJSONSchema(schema, { target: "draft-2020-12", io, reused: "inline", unrepresentable: "any", metadata: z.registry() });
+  // An answer may carry more than its schema names (a field added later): an outputSchema promises what is there.
+  return io === "output" ? withoutClosedObjects(json) : json;
+}
+
+function withoutClosedObjects<T>(node: T): T {
+  if (Array.isArray(node)) return node.map(withoutClosedObjects) as T;
+  if (node === null || typeof node !== "object") return node;
+  return Object.fromEntries(
+    Object.entries(node)
+      .filter(([key, value]) => !(key === "additionalProperties" && value === false))
+      .map(([key, value]) => [key, withoutClosedObjects(value)]),
+  ) as T;
 }
 
 /**
@@ -134,48 +175,47 @@ function invalidArguments(tool: string, err: Validation, protocolVersion: string
  * structured content. A Validation error is about the arguments wherever it is raised (the tool's schema, the
  * route's schema through parseWith, a verb's reference check), as it is a 400 on the HTTP routes.
  */
-export function defineTool<S extends z.ZodObject>(def: ToolDefinition<S>): McpTool {
-  // No tool deletes anything: the writes add (a contact, an activity, an envelope) or move a deal.
+export function defineTool<S extends z.ZodObject, O extends z.ZodObject>(def: ToolDefinition<S, O>): McpTool {
   const annotations = {
     title: def.title,
-    readOnlyHint: def.readOnly ?? false,
-    destructiveHint: false,
+    readOnlyHint: def.effect === "read",
+    destructiveHint: def.effect === "destructive",
+    idempotentHint: def.effect === "read" || (def.idempotent ?? false),
     openWorldHint: def.openWorld ?? false,
   };
-  // The input as JSON Schema draft 7 (what MCP clients validate against), describing what a caller sends.
-  const inputSchema = z.toJSONSchema(def.input, { target: "draft-7", io: "input" }) as Tool["inputSchema"];
   return {
     name: def.name,
     permission: def.permission,
+    input: def.input,
+    output: def.output,
     definition: {
       name: def.name,
       title: def.title,
       description: `${def.description}\n\nNeeds the \`${def.permission}\` permission.`,
-      inputSchema,
+      inputSchema: jsonSchemaOf(def.input, "input") as Tool["inputSchema"],
+      outputSchema: jsonSchemaOf(def.output, "output") as Tool["outputSchema"],
       annotations,
     },
     async call(args, scope) {
       if (!scope.granted.has(def.permission)) {
-        return result(
-          {
-            error: "insufficient_permission",
-            message: `The ${def.name} tool needs the ${def.permission} permission, which this access token was not granted`,
-            permission: def.permission,
-          },
-          true,
-        );
+        return errorResult({
+          error: "insufficient_permission",
+          message: `The ${def.name} tool needs the ${def.permission} permission, which this access token was not granted`,
+          permission: def.permission,
+        });
       }
       // A bound on the work any argument check does: refused before the schemas run, whatever the version.
       if (exceedsElements(args, MAX_TOOL_INPUT_ELEMENTS))
-        throw new McpError(
-          ErrorCode.InvalidParams,
+        throw new ProtocolError(
+          ProtocolErrorCode.InvalidParams,
           `Invalid arguments for tool ${def.name}: more than ${MAX_TOOL_INPUT_ELEMENTS} elements`,
         );
       try {
         // What the routes refuse in any JSON body and no schema expresses: lone surrogates, NUL, deep nesting.
         const issues = jsonIssues(args);
         if (issues.length > 0) throw new Validation(issues);
-        return result(await def.run(parseWith(def.input, args), scope));
+        const output = await def.run(parseWith(def.input, args), scope);
+        return result(output as Record<string, unknown>, def.links?.(output));
       } catch (err) {
         if (err instanceof Validation) return invalidArguments(def.name, err, scope.protocolVersion);
         return failure(err, scope.ctx);
