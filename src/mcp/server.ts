@@ -7,13 +7,25 @@ import {
   WebStandardStreamableHTTPServerTransport,
 } from "@modelcontextprotocol/server";
 import { CfWorkerJsonSchemaValidator } from "@modelcontextprotocol/server/validators/cf-worker";
+import { briefTools } from "./brief-tools";
 import { contactTools } from "./contact-tools";
 import { dealTools } from "./deal-tools";
 import { documentTools } from "./document-tools";
+import { orgTools } from "./org-tools";
+import { propertyTools } from "./property-tools";
+import { reputationTools } from "./reputation-tools";
 import type { McpTool, ToolScope } from "./tool";
 
 /** Every tool, in name order: tools/list answers the same list in the same order to every caller and era. */
-export const MCP_TOOLS: McpTool[] = [...contactTools, ...dealTools, ...documentTools].sort((a, b) => (a.name < b.name ? -1 : 1));
+export const MCP_TOOLS: McpTool[] = [
+  ...contactTools,
+  ...dealTools,
+  ...documentTools,
+  ...propertyTools,
+  ...reputationTools,
+  ...orgTools,
+  ...briefTools,
+].sort((a, b) => (a.name < b.name ? -1 : 1));
 const TOOLS_BY_NAME = new Map(MCP_TOOLS.map((t) => [t.name, t]));
 
 /** The tool of that name, if there is one. */

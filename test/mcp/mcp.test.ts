@@ -1,7 +1,3 @@
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
-import { CfWorkerJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/cfworker";
 import { env, exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { readConfig } from "../../src/env";
@@ -13,9 +9,9 @@ import { createContact, uniqueEmail } from "../helpers/contacts";
 import { createDeal, getDeal } from "../helpers/deals";
 import { createDocument } from "../helpers/documents";
 import { createPrincipal, type TestPrincipal } from "../helpers/factories";
+import { connect, initialize, JSON_HEADERS, MCP_URL, post, rpc, tool, workerFetch } from "../helpers/mcp";
 import { testApp } from "../helpers/test-app";
 
-const MCP_URL = "http://api.test/mcp";
 const config = readConfig(env);
 const METADATA = protectedResourceMetadataUrl(config);
 const TOOLS = [
@@ -33,50 +29,8 @@ const TOOLS = [
   "send_for_signature",
 ];
 
-/** The Worker's own fetch handler, in-process: the MCP client's HTTP goes through the whole app, auth included. */
-const workerFetch = (url: string | URL, init?: RequestInit) => exports.default.fetch(new Request(url, init));
-
 /** Permissions in the order scopes name them (PERMISSION_NAMES). */
 const byPermissionOrder = (a: string, b: string) => PERMISSION_NAMES.indexOf(a as Permission) - PERMISSION_NAMES.indexOf(b as Permission);
-
-const newClient = () => new Client({ name: "mcp-test", version: "1.0.0" }, { jsonSchemaValidator: new CfWorkerJsonSchemaValidator() });
-
-/** The official MCP client over Streamable HTTP, with the bearer token on every request. */
-async function connect(token?: string): Promise<Client> {
-  const client = newClient();
-  const headers: Record<string, string> = token ? { authorization: `Bearer ${token}` } : {};
-  await client.connect(new StreamableHTTPClientTransport(new URL(MCP_URL), { fetch: workerFetch, requestInit: { headers } }));
-  return client;
-}
-
-async function tool(client: Client, name: string, args: Record<string, unknown> = {}) {
-  const result = (await client.callTool({ name, arguments: args })) as CallToolResult;
-  const text = result.content[0]?.type === "text" ? result.content[0].text : "";
-  // An error answers text only (structured content would have to match the tool's outputSchema).
-  const data = result.structuredContent ?? (result.isError ? JSON.parse(text) : undefined);
-  return { isError: result.isError ?? false, text, data: data as Record<string, any> };
-}
-
-const initialize = (id = 1) => ({
-  jsonrpc: "2.0",
-  id,
-  method: "initialize",
-  params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "raw", version: "1" } },
-});
-
-const JSON_HEADERS = { "content-type": "application/json", accept: "application/json, text/event-stream" };
-const post = (body: unknown, headers: Record<string, string> = {}) =>
-  workerFetch(MCP_URL, { method: "POST", headers: { ...JSON_HEADERS, ...headers }, body: JSON.stringify(body) });
-
-/** One raw JSON-RPC request at a protocol version, as a client past initialize sends it; answers the JSON-RPC body. */
-async function rpc(token: string, method: string, params: unknown, protocolVersion = "2025-11-25") {
-  const res = await post(
-    { jsonrpc: "2.0", id: 9, method, params },
-    { authorization: `Bearer ${token}`, "mcp-protocol-version": protocolVersion },
-  );
-  expect(res.status).toBe(200);
-  return (await res.json()) as { result?: Record<string, any>; error?: { code: number; message: string; data?: any } };
-}
 
 describe("MCP endpoint: authentication", () => {
   it("answers 401 with a WWW-Authenticate header naming the protected-resource metadata and the baseline scope, without a token or with a bad one", async () => {
@@ -525,7 +479,7 @@ describe("MCP tools with an OAuth access token", () => {
     const wider = await oauthToken(principal, scope);
     const created = await callTool(wider, "create_contact", args);
     expect(created.status).toBe(200);
-    const body = (await created.json()) as { result: CallToolResult };
+    const body = (await created.json()) as { result: { isError?: boolean; structuredContent: unknown } };
     expect(body.result.isError ?? false).toBe(false);
     expect((body.result.structuredContent as { contact: { email: string } }).contact.email).toBe(args.email.toLowerCase());
 
