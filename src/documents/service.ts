@@ -23,6 +23,8 @@ import type { Document, DocumentCreate } from "./schemas";
 
 /** What the signatures use of a document: its forms (the parties who sign) and its text and PDF as rendered. */
 export { FORMS, type SigningParty } from "./forms";
+import { renderDocumentPdf } from "./render";
+
 export { renderDocumentPdf, renderDocumentText } from "./render";
 /** A person's erasure (erasure/erase.ts) reaches the documents that name them through this; the right of access reads them. */
 export { documentsErasable, documentsNaming } from "./erasure";
@@ -276,6 +278,11 @@ export { listForms } from "./form-catalog";
 
 export async function getDocument(ctx: ServiceContext, id: string): Promise<Document> {
   return toDocument(await findDocument(ctx, id));
+}
+
+/** A document's PDF as its form renders it (what a signer of a new envelope on it would read). */
+export async function documentPdf(ctx: ServiceContext, id: string): Promise<Uint8Array> {
+  return renderDocumentPdf(ctx.env, await renderable(ctx.db, ctx.organizationId, await findDocument(ctx, id)));
 }
 
 /** GET /api/documents: newest first, keyset-paginated. */

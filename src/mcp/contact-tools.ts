@@ -59,6 +59,7 @@ const FindContactsInput = z.strictObject({
 
 export const findContacts = defineTool({
   name: "find_contacts",
+  route: "GET /v1/contacts",
   title: "Find contacts",
   description:
     "Lists the organization's contacts matching every given filter (words of their name, e-mail, phone, notes or tags; e-mail address, type, status, source, agent, tags, lead score, creation time), one keyset page at a time with a total.",
@@ -98,6 +99,7 @@ const READ_ONLY = Object.fromEntries(READ_ONLY_FIELDS.map((f) => [f, true] as co
 
 export const createContactTool = defineTool({
   name: "create_contact",
+  route: "POST /v1/contacts",
   title: "Create a contact",
   description:
     "Creates a contact (lead, client, vendor …) in the organization; the e-mail must be unique in it. With calculateLeadScore: true the lead score is computed and kept up to date.",
@@ -111,6 +113,7 @@ export const createContactTool = defineTool({
 
 export const logActivity = defineTool({
   name: "log_activity",
+  route: "POST /v1/contacts/{id}/activities",
   title: "Log an activity on a contact",
   description:
     "Records an e-mail, call, SMS, meeting, showing, note or task on a contact. Activities that have happened (not scheduled ones) move the contact's lastContactedAt.",
@@ -125,6 +128,7 @@ export const logActivity = defineTool({
 
 export const logCommunicationTool = defineTool({
   name: "log_communication",
+  route: "POST /v1/contacts/{id}/communications",
   title: "Log an e-mail, SMS, call or voicemail with a contact",
   description:
     "Records a communication that has happened: an e-mail (subject, body), SMS (body), call (durationSeconds once it has ended) or voicemail (always inbound; durationSeconds, transcript as body), inbound or outbound, at occurredAt (default now). Emits the matching communication.* webhook event and moves the contact's lastContactedAt forward.",
@@ -139,6 +143,7 @@ export const logCommunicationTool = defineTool({
 
 export const mergeContactsTool = defineTool({
   name: "merge_contacts",
+  route: "POST /v1/contacts/{id}/merge",
   title: "Merge duplicate contacts into one",
   description:
     "Moves every activity, communication, deal, testimonial, survey, referral and tag of the source contacts onto the contact kept, fills its empty fields from them, and sends the sources to the trash (they cannot be restored). Emits contact.updated and contact.deleted per source.",

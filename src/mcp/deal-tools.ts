@@ -43,6 +43,7 @@ const ListDealsInput = z.strictObject({
 
 export const listDealsTool = defineTool({
   name: "list_deals",
+  route: "GET /v1/deals",
   title: "List deals",
   description:
     "Lists the organization's deals matching every given filter (words of the title, stage, status, type, agent, amount, probability, dates), one keyset page at a time with a total.",
@@ -79,6 +80,7 @@ export const listDealsTool = defineTool({
 
 export const moveDealTool = defineTool({
   name: "move_deal",
+  route: "POST /v1/deals/{id}/move",
   title: "Move a deal to a stage",
   description:
     "Moves a deal to another pipeline stage, with an optional reason (kept on the STAGE_CHANGED activity) and probability (else the stage's default). CLOSED and LOST close the deal. Moving a deal to the stage it is in is refused (already_in_stage).",
@@ -93,6 +95,7 @@ export const moveDealTool = defineTool({
 
 export const getPipeline = defineTool({
   name: "get_pipeline",
+  route: "GET /v1/deals/pipeline",
   title: "Pipeline overview",
   description:
     "Per stage: how many deals, their value and average probability; overall: total deals and value, average deal size, and the conversion rate (won / decided).",

@@ -4,13 +4,18 @@ import { FormSummary } from "../documents/form-routes";
 import { Obligation, ObligationQuery } from "../documents/obligation-routes";
 import { listObligations } from "../documents/obligations";
 import { SearchHit, SearchQuery } from "../documents/search-routes";
-import { listForms } from "../documents/service";
-import { MAX_SIGNERS, SignatureRequest, SignerInput } from "../signatures/schemas";
-import { getEnvelope, sendForSignature } from "../signatures/service";
+import { DraftRequest, DraftResult, draftDocument } from "../documents/draft";
+import { Document, DocumentCreate } from "../documents/schemas";
+import { createDocument, getDocument, listForms } from "../documents/service";
+import { Unprocessable } from "../lib/errors";
+import { Envelope, MAX_SIGNERS, SignatureRequest, SignerInput, VoidQuery } from "../signatures/schemas";
+import { getEnvelope, resendSigner, sendForSignature, voidEnvelope } from "../signatures/service";
+import { resourceLink } from "./resources";
 import { defineTool, parseWith } from "./tool";
 
 export const searchDocumentsTool = defineTool({
   name: "search_documents",
+  route: "GET /api/documents/search",
   title: "Search documents",
   description:
     "Ranks the organization's documents by how close their text (form, parties, address, dates, amounts) is in meaning to a natural-language query. Answers document ids with a similarity score, best first; none when no AI gateway is configured.",
@@ -26,6 +31,7 @@ export const searchDocumentsTool = defineTool({
 
 export const listObligationsTool = defineTool({
   name: "list_obligations",
+  route: "GET /api/documents/obligations",
   title: "List document obligations",
   description:
     "Deadlines derived from the organization's documents (deposit due, condition waiver, closing, expiry, renewal …) that fall due within the next withinDays days, overdue ones included, soonest first, each with its urgency.",
@@ -41,6 +47,7 @@ export const listObligationsTool = defineTool({
 
 export const listFormsTool = defineTool({
   name: "list_forms",
+  route: "GET /api/documents/forms",
   title: "List document forms",
   description:
     "The forms a document can be generated from: lease, agreement of purchase and sale, listing agreement, buyer representation agreement, amendment, free-form text. Each with its formKey, title, signing roles in signing order, whether it can be sent for signature, and the JSON Schema its canonical data must follow.",
@@ -55,6 +62,7 @@ export const listFormsTool = defineTool({
 
 export const sendForSignatureTool = defineTool({
   name: "send_for_signature",
+  route: "POST /api/documents/{id}/signature",
   title: "Send a document for signature",
   description:
     "Opens a signature envelope on a GENERATED standard-form document and e-mails each signer their signing link (the links are not returned). Any signable form (GET /api/documents/forms, or list_forms): the signers derive from the document (lease: landlords, then tenants; purchase agreement and its amendments: buyers, then sellers; listing agreement: sellers, then the listing brokerage; buyer representation agreement: buyers, then the brokerage) unless `signers` replaces them, in signing order. Parallel mode sends every link at once, sequential mode one after another. Answers every signer in signing order, with who is up now (`upNow`: mailed and yet to sign).",
@@ -113,4 +121,123 @@ export const sendForSignatureTool = defineTool({
   },
 });
 
-export const documentTools = [searchDocumentsTool, listObligationsTool, listFormsTool, sendForSignatureTool];
+const documentId = z.string().min(1).max(100).describe("The document's id");
+const envelopeId = z.string().min(1).max(100).describe("The envelope's id (send_for_signature answers it)");
+
+export const generateDocumentTool = defineTool({
+  name: "generate_document",
+  title: "Generate a document from a form",
+  description:
+    "Makes a GENERATED document from a form's canonical data (list_forms gives each form's JSON Schema; draft_document drafts one from plain words), with the obligations its form implies (deposit due, closing …). Counts toward the month's generation allotment. Link it to a deal with dealId. It can then be sent for signature.",
+  permission: "documents:write",
+  route: "POST /api/documents",
+  input: DocumentCreate,
+  output: z.object({ document: Document }),
+  effect: "write",
+  run: async (input, { ctx }) => ({ document: await createDocument(ctx, input) }),
+  links: ({ document }) => [resourceLink("document-pdf", document.id)],
+});
+
+export const draftDocumentTool = defineTool({
+  name: "draft_document",
+  title: "Draft a form's data from plain words, with AI",
+  description:
+    "The AI gateway picks the form the prompt describes (lease, agreement of purchase and sale, listing agreement, buyer representation agreement, amendment) and answers its canonical data, valid against the form's schema. Nothing is stored: review the draft with the user, then pass formKey and canonical to generate_document. Refused with draft_failed when no AI gateway is configured or the model's answer does not fit the form (every issue listed).",
+  permission: "documents:write",
+  route: "POST /api/documents/draft",
+  input: DraftRequest,
+  output: DraftResult,
+  // Stores nothing and changes nothing: the draft is only an answer.
+  effect: "read",
+  async run(input, { ctx }) {
+    const outcome = await draftDocument(ctx, input);
+    if (!outcome.ok) {
+      // The route's 422 draft_failed, as a tool error: the reason, and each issue of a draft that broke the form.
+      const issues = outcome.issues.map((i) => `${i.path.join(".") || "(draft)"}: ${i.message}`).join("; ");
+      throw new Unprocessable("draft_failed", `No usable draft (${outcome.reason})${issues ? `: ${issues}` : ""}`);
+    }
+    return { formKey: outcome.formKey, canonical: outcome.canonical };
+  },
+});
+
+export const getDocumentTool = defineTool({
+  name: "get_document",
+  title: "Get a document",
+  description:
+    "One document: its form, status (GENERATED, OUT_FOR_SIGNATURE, SIGNED), canonical data, hash and deal; with a link to its PDF (read it with resources/read).",
+  permission: "documents:read",
+  route: "GET /api/documents/{id}",
+  input: z.strictObject({ documentId }),
+  output: z.object({ document: Document }),
+  effect: "read",
+  run: async ({ documentId }, { ctx }) => ({ document: await getDocument(ctx, documentId) }),
+  links: ({ document }) => [resourceLink("document-pdf", document.id)],
+});
+
+export const getEnvelopeTool = defineTool({
+  name: "get_envelope",
+  title: "Get a signature envelope's status",
+  description:
+    "An envelope: its status (sent, completed, declined, voided, expired), every signer in signing order with their status and when they viewed and signed, the reminders, and whether the certificate and the sealed PDF are ready; once completed, links to both (read them with resources/read).",
+  permission: "signatures:read",
+  route: "GET /api/signatures/{envelopeId}",
+  input: z.strictObject({ envelopeId }),
+  output: z.object({ envelope: Envelope }),
+  effect: "read",
+  run: async ({ envelopeId }, { ctx }) => ({ envelope: await getEnvelope(ctx, envelopeId) }),
+  links: ({ envelope }) =>
+    envelope.status === "completed"
+      ? [resourceLink("envelope-signed-pdf", envelope.id), resourceLink("envelope-certificate", envelope.id)]
+      : [],
+});
+
+export const resendSigningLinkTool = defineTool({
+  name: "resend_signing_link",
+  title: "Resend a signer's signing link",
+  description:
+    "Mails a signer who is up now (sent, not yet signed) a new signing link; the old one stops working. The link itself goes only to the signer, never into this answer. Refused for a signer who has signed or declined, or an envelope that is no longer open.",
+  permission: "signatures:write",
+  route: "POST /api/signatures/{envelopeId}/signers/{signerId}/resend",
+  input: z.strictObject({ envelopeId, signerId: z.string().min(1).max(100).describe("The signer's id (get_envelope lists them)") }),
+  output: z.object({
+    signer: z.object({ signerId: z.string(), name: z.string(), email: z.string(), role: z.string(), mailed: z.literal(true) }),
+  }),
+  // A mail sent cannot be called back.
+  effect: "destructive",
+  openWorld: true,
+  async run({ envelopeId, signerId }, { ctx, meta }) {
+    // The signing link is the signer's capability: it goes to them by mail, never into an agent's context.
+    const { url: _link, ...signer } = await resendSigner(ctx, envelopeId, signerId, meta);
+    return { signer: { signerId: signer.signerId, name: signer.name, email: signer.email, role: signer.role, mailed: true as const } };
+  },
+});
+
+export const voidEnvelopeTool = defineTool({
+  name: "void_envelope",
+  title: "Void a signature envelope",
+  description:
+    "Cancels an open envelope for good: every signing link stops working, the signers are told, and the document can be sent again. Refused for an envelope that is completed, declined, expired or already voided.",
+  permission: "signatures:write",
+  route: "DELETE /api/signatures/{envelopeId}",
+  input: z.strictObject({ envelopeId, reason: VoidQuery.shape.reason.describe("Kept on the audit trail and told to the signers") }),
+  output: z.object({ voided: z.literal(true), envelopeId: z.string() }),
+  effect: "destructive",
+  openWorld: true,
+  async run({ envelopeId, reason }, { ctx, meta }) {
+    await voidEnvelope(ctx, envelopeId, reason, meta);
+    return { voided: true as const, envelopeId };
+  },
+});
+
+export const documentTools = [
+  searchDocumentsTool,
+  listObligationsTool,
+  listFormsTool,
+  sendForSignatureTool,
+  generateDocumentTool,
+  draftDocumentTool,
+  getDocumentTool,
+  getEnvelopeTool,
+  resendSigningLinkTool,
+  voidEnvelopeTool,
+];

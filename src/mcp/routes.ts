@@ -10,6 +10,7 @@ import { authenticate as authenticateCaller, bearerOf, grantedPermissions, servi
 import type { AppBindings } from "../platform/context";
 import { PERMISSION_NAMES, ROLE_PERMISSIONS } from "../platform/permissions";
 import { requestMeta } from "../platform/request-meta";
+import { resourcePermission } from "./resources";
 import { MODERN_PROTOCOL_VERSION, serveMcp, toolNamed } from "./server";
 
 /** The path of MCP_SERVER_URL (http://127.0.0.1:8787/mcp in development), where requireAuth accepts access tokens. */
@@ -30,30 +31,44 @@ function challenge(c: Context<AppBindings>): Response {
 }
 
 /**
- * MCP authorization, step-up (2025-11-25, "Scope Challenge Handling"): a `tools/call` of a tool whose permission the
- * user's role allows but the access token was not granted answers HTTP 403 `insufficient_scope`, naming the scope to
- * ask for: what the token holds plus what the tool needs. The client re-authorizes with it and calls again. A
+ * MCP authorization, step-up (2025-11-25, "Scope Challenge Handling"): a `tools/call` or `resources/read` needing a
+ * permission the user's role allows but the access token was not granted answers HTTP 403 `insufficient_scope`,
+ * naming the scope to ask for: what the token holds plus what the call needs. The client re-authorizes with it and calls again. A
  * permission the role does not allow stays a tool error (no consent can grant it), and so does a bearer session or an
  * API key, which no OAuth flow re-issues.
  */
 function stepUp(c: Context<AppBindings>, body: unknown): Response | undefined {
-  const call = body as { method?: unknown; id?: unknown; params?: { name?: unknown } } | null;
-  if (call?.method !== "tools/call" || typeof call.params?.name !== "string") return undefined;
-  const tool = toolNamed(call.params.name);
+  const call = body as { method?: unknown; id?: unknown; params?: { name?: unknown; uri?: unknown } } | null;
+  const needed = neededPermission(call);
+  if (!call || !needed) return undefined;
   const token = bearerOf(c.req.header("authorization")) ?? "";
   const credential = c.get("permissions");
-  if (!tool || !credential || !accessTokens.recognizes(token) || credential.includes(tool.permission)) return undefined;
-  if (!ROLE_PERMISSIONS[c.get("user").role].includes(tool.permission)) return undefined;
-  const scope = PERMISSION_NAMES.filter((p) => p === tool.permission || credential.includes(p)).join(" ");
+  if (!credential || !accessTokens.recognizes(token) || credential.includes(needed.permission)) return undefined;
+  if (!ROLE_PERMISSIONS[c.get("user").role].includes(needed.permission)) return undefined;
+  const scope = PERMISSION_NAMES.filter((p) => p === needed.permission || credential.includes(p)).join(" ");
   const metadata = protectedResourceMetadataUrl(readConfig(c.env));
-  const message = `The ${tool.name} tool needs the ${tool.permission} permission, which this access token was not granted: authorize again with the scope named in WWW-Authenticate`;
+  const message = `${needed.what} needs the ${needed.permission} permission, which this access token was not granted: authorize again with the scope named in WWW-Authenticate`;
   return c.json(
     { jsonrpc: "2.0", id: typeof call.id === "string" || typeof call.id === "number" ? call.id : null, error: { code: -32001, message } },
     403,
     {
-      "WWW-Authenticate": `Bearer error="insufficient_scope", scope="${scope}", resource_metadata="${metadata}", error_description="${tool.name} needs ${tool.permission}"`,
+      "WWW-Authenticate": `Bearer error="insufficient_scope", scope="${scope}", resource_metadata="${metadata}", error_description="${needed.label} needs ${needed.permission}"`,
     },
   );
+}
+
+/** What a request needs: a tools/call its tool's permission, a resources/read its file's; null for anything else. */
+function neededPermission(call: { method?: unknown; params?: { name?: unknown; uri?: unknown } } | null) {
+  if (call?.method === "tools/call" && typeof call.params?.name === "string") {
+    const tool = toolNamed(call.params.name);
+    return tool ? { permission: tool.permission, what: `The ${tool.name} tool`, label: tool.name } : null;
+  }
+  if (call?.method === "resources/read" && typeof call.params?.uri === "string") {
+    // A URI of a known kind (resources.ts: letters, digits, `/`, `.`, `-`, `_` only), so it sits in a quoted string as is.
+    const permission = resourcePermission(call.params.uri);
+    return permission ? { permission, what: `Reading ${call.params.uri}`, label: call.params.uri } : null;
+  }
+  return null;
 }
 
 /** Authentication without preloads. */

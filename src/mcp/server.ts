@@ -14,6 +14,7 @@ import { documentTools } from "./document-tools";
 import { orgTools } from "./org-tools";
 import { propertyTools } from "./property-tools";
 import { reputationTools } from "./reputation-tools";
+import { RESOURCE_TEMPLATES, readResource } from "./resources";
 import type { McpTool, ToolScope } from "./tool";
 
 /** Every tool, in name order: tools/list answers the same list in the same order to every caller and era. */
@@ -42,9 +43,11 @@ export const MODERN_PROTOCOL_VERSION = "2026-07-28";
  */
 const LIST_CACHE = { ttlMs: 15 * 60_000, cacheScope: "public" } as const;
 
-const INSTRUCTIONS = `Tools over one real-estate brokerage's CRM: its contacts, deals and pipeline, its documents and their obligations,
-and signature envelopes. Every tool acts for the signed-in user, inside that user's organization, and only with the permissions
-the access token was granted; a tool outside them answers an error naming the permission it needs.`;
+const INSTRUCTIONS = `Tools over one real-estate brokerage's CRM: its contacts and leads, deals and pipeline, listings, documents and their
+obligations, signature envelopes and its reputation (testimonials, surveys, referrals). Start the day with daily_brief. Every tool
+acts for the signed-in user, inside that user's organization, and only with the permissions the access token was granted; a tool
+outside them asks the user to authorize it (HTTP 403 with the scope to request) or answers an error naming the permission it needs.
+PDFs (a document, a sealed copy, a certificate) come as resource links: read them with resources/read.`;
 
 /**
  * The SDK picks Ajv on Node and @cfworker/json-schema on workerd by export condition; naming the interpreter keeps the
@@ -56,19 +59,29 @@ const jsonSchemaValidator = new CfWorkerJsonSchemaValidator();
  * A server for one request's caller: the tools close over the caller's context, so nothing outlives the request.
  * The SDK's low-level Server rather than McpServer, whose tools/call answers an unknown tool and bad arguments as
  * tool results (MCP says: a JSON-RPC error) and which advertises `tools.listChanged`, a notification this stateless
- * server has no stream to send on. The capabilities are only what it honours: a fixed list of tools.
+ * server has no stream to send on. The capabilities are only what it honours: a fixed list of tools, and the files
+ * their answers link to as resources (mcp/resources.ts).
  */
 export function createMcpServer(scope: ToolScope): Server {
   const server = new Server(
     { name: "brokerage-edge-api", title: "Brokerage CRM", version: "0.1.0" },
     {
-      capabilities: { tools: {} },
+      capabilities: { tools: {}, resources: {} },
       instructions: INSTRUCTIONS,
       jsonSchemaValidator,
-      cacheHints: { "tools/list": LIST_CACHE, "server/discover": LIST_CACHE },
+      cacheHints: {
+        "tools/list": LIST_CACHE,
+        "server/discover": LIST_CACHE,
+        "resources/list": LIST_CACHE,
+        "resources/templates/list": LIST_CACHE,
+      },
     },
   );
   server.setRequestHandler("tools/list", () => TOOL_LIST);
+  // The files are reached through the tools' resource links, with the caller's permissions; none is listed.
+  server.setRequestHandler("resources/list", () => ({ resources: [] }));
+  server.setRequestHandler("resources/templates/list", () => RESOURCE_TEMPLATES);
+  server.setRequestHandler("resources/read", (request) => readResource(request.params.uri, scope));
   server.setRequestHandler("tools/call", async (request) => {
     const tool = TOOLS_BY_NAME.get(request.params.name);
     if (!tool) throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Unknown tool: ${request.params.name}`);

@@ -31,6 +31,11 @@ interface ToolDefinition<S extends z.ZodObject, O extends z.ZodObject> {
   title: string;
   description: string;
   permission: Permission;
+  /**
+   * The HTTP route whose service verb the tool calls (`METHOD /path`, as the OpenAPI document spells it): its
+   * permission is the tool's (the registry test holds the two together).
+   */
+  route: string;
   input: S;
   /** What `run` answers (structuredContent): advertised as the tool's outputSchema. */
   output: O;
@@ -47,6 +52,7 @@ interface ToolDefinition<S extends z.ZodObject, O extends z.ZodObject> {
 export interface McpTool {
   name: string;
   permission: Permission;
+  route: string;
   /** The zod schemas behind the definition's JSON Schemas (the registry test checks answers against them). */
   input: z.ZodObject;
   output: z.ZodObject;
@@ -186,6 +192,7 @@ export function defineTool<S extends z.ZodObject, O extends z.ZodObject>(def: To
   return {
     name: def.name,
     permission: def.permission,
+    route: def.route,
     input: def.input,
     output: def.output,
     definition: {

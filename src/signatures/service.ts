@@ -321,8 +321,8 @@ export async function getAuditTrail(ctx: ServiceContext, envelopeId: string) {
   };
 }
 
-/** GET /api/signatures/{envelopeId}/certificate: a signed link to the PDF, valid 15 minutes. */
-export async function certificateLink(ctx: ServiceContext, envelopeId: string) {
+/** The R2 key of a completed envelope's certificate of completion; refused before completion or while it is made. */
+async function certificateKeyOf(ctx: ServiceContext, envelopeId: string): Promise<string> {
   const envelope = await findEnvelope(ctx, envelopeId);
   if (envelope.status !== "completed")
     throw new InvalidState(
@@ -330,11 +330,11 @@ export async function certificateLink(ctx: ServiceContext, envelopeId: string) {
       `The envelope is ${envelope.status}: a certificate exists only for a completed envelope`,
     );
   if (!envelope.certificateKey) throw new InvalidState("certificate_pending", "The certificate is being generated; try again in a moment");
-  return requestFileSigner(ctx)(envelope.certificateKey);
+  return envelope.certificateKey;
 }
 
-/** GET /api/signatures/{envelopeId}/document: a signed link to the sealed PDF, valid 15 minutes. */
-export async function signedDocumentLink(ctx: ServiceContext, envelopeId: string) {
+/** The R2 key of a completed envelope's sealed PDF; refused before completion or while it is sealed. */
+async function sealedKeyOf(ctx: ServiceContext, envelopeId: string): Promise<string> {
   const envelope = await findEnvelope(ctx, envelopeId);
   if (envelope.status !== "completed")
     throw new InvalidState(
@@ -342,7 +342,29 @@ export async function signedDocumentLink(ctx: ServiceContext, envelopeId: string
       `The envelope is ${envelope.status}: a signed document exists only for a completed envelope`,
     );
   if (!envelope.sealedKey) throw new InvalidState("document_pending", "The signed document is being sealed; try again in a moment");
-  return requestFileSigner(ctx)(envelope.sealedKey);
+  return envelope.sealedKey;
+}
+
+/** GET /api/signatures/{envelopeId}/certificate: a signed link to the PDF, valid 15 minutes. */
+export async function certificateLink(ctx: ServiceContext, envelopeId: string) {
+  return requestFileSigner(ctx)(await certificateKeyOf(ctx, envelopeId));
+}
+
+/** GET /api/signatures/{envelopeId}/document: a signed link to the sealed PDF, valid 15 minutes. */
+export async function signedDocumentLink(ctx: ServiceContext, envelopeId: string) {
+  return requestFileSigner(ctx)(await sealedKeyOf(ctx, envelopeId));
+}
+
+/** The bytes behind those links, for a caller that reads them in-band (an MCP client's resources/read). */
+export async function envelopeFile(ctx: ServiceContext, envelopeId: string, file: "certificate" | "sealed"): Promise<Uint8Array> {
+  const key = file === "certificate" ? await certificateKeyOf(ctx, envelopeId) : await sealedKeyOf(ctx, envelopeId);
+  const object = await ctx.files.get(key);
+  if (!object)
+    throw new InvalidState(
+      `${file === "certificate" ? "certificate" : "document"}_pending`,
+      "The file is not stored yet; try again in a moment",
+    );
+  return new Uint8Array(await object.arrayBuffer());
 }
 
 /** The envelope of a link minted before tokens carried it (links.ts): looked up by hash; null for any other token. */
