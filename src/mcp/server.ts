@@ -114,7 +114,8 @@ export async function serveMcp(
       await server.close();
     }
   }
-  const handler = createMcpHandler(() => createMcpServer(scopeFor("modern")), { legacy: "reject", responseMode: "json" });
+  // "auto" answers JSON unless a handler sends something before its result, which none does (no progress).
+  const handler = createMcpHandler(() => createMcpServer(scopeFor("modern")), { legacy: "reject" });
   try {
     return await handler.fetch(request, options);
   } finally {
