@@ -4,6 +4,8 @@ import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { CfWorkerJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/cfworker";
 import { exports } from "cloudflare:workers";
 import { expect } from "vitest";
+import { call, json } from "./client";
+import type { TestPrincipal } from "./factories";
 
 export const MCP_URL = "http://api.test/mcp";
 
@@ -52,4 +54,47 @@ export async function rpc(token: string, method: string, params: unknown, protoc
   );
   expect(res.status).toBe(200);
   return (await res.json()) as { result?: Record<string, any>; error?: { code: number; message: string; data?: any } };
+}
+
+/** An access token through the OAuth server's own flow: a session holder authorizes at once, the code is exchanged. */
+export async function oauthAccessToken(principal: TestPrincipal, scope?: string): Promise<string> {
+  const verifier = crypto.randomUUID() + crypto.randomUUID();
+  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(verifier)));
+  const challenge = btoa(String.fromCharCode(...digest))
+    .replaceAll("+", "-")
+    .replaceAll("/", "_")
+    .replace(/=+$/, "");
+  const redirect = "http://127.0.0.1:4321/callback"; // a redirect pattern of the mcp-dev client (wrangler.toml OAUTH_CLIENTS)
+  const query = new URLSearchParams({
+    client_id: "mcp-dev",
+    redirect_uri: redirect,
+    response_type: "code",
+    code_challenge: challenge,
+    code_challenge_method: "S256",
+    ...(scope ? { scope } : {}),
+  });
+  // Manual: the Worker's fetch would follow the redirect, and the client's loopback address is no route of ours.
+  const authorized = await exports.default.fetch(
+    new Request(`http://api.test/oauth/authorize?${query}`, {
+      headers: { authorization: `Bearer ${principal.token}` },
+      redirect: "manual",
+    }),
+  );
+  expect(authorized.status).toBe(302);
+  const code = new URL(authorized.headers.get("location")!).searchParams.get("code")!;
+  const form = new URLSearchParams({
+    grant_type: "authorization_code",
+    code,
+    redirect_uri: redirect,
+    client_id: "mcp-dev",
+    code_verifier: verifier,
+  });
+  const ip = `10.77.${Math.floor(Math.random() * 250)}.${Math.floor(Math.random() * 250) + 1}`;
+  const res = await call("POST", "/oauth/token", {
+    rawBody: form.toString(),
+    headers: { "content-type": "application/x-www-form-urlencoded", "cf-connecting-ip": ip },
+  });
+  const body = await json(res);
+  expect(res.status, JSON.stringify(body)).toBe(200);
+  return body.access_token as string;
 }

@@ -1,4 +1,4 @@
-import { env, exports } from "cloudflare:workers";
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { readConfig } from "../../src/env";
 import { BASELINE_SCOPE, mcpServerUrlOf, protectedResourceMetadataUrl } from "../../src/oauth/metadata";
@@ -8,8 +8,8 @@ import { call, json } from "../helpers/client";
 import { createContact, uniqueEmail } from "../helpers/contacts";
 import { createDeal, getDeal } from "../helpers/deals";
 import { createDocument } from "../helpers/documents";
-import { createPrincipal, type TestPrincipal } from "../helpers/factories";
-import { connect, initialize, JSON_HEADERS, MCP_URL, post, rpc, tool, workerFetch } from "../helpers/mcp";
+import { createPrincipal } from "../helpers/factories";
+import { connect, initialize, oauthAccessToken, JSON_HEADERS, MCP_URL, post, rpc, tool, workerFetch } from "../helpers/mcp";
 import { testApp } from "../helpers/test-app";
 
 const config = readConfig(env);
@@ -364,53 +364,10 @@ describe("MCP by the letter", () => {
 });
 
 describe("MCP tools with an OAuth access token", () => {
-  /** An access token through the OAuth server's own flow: a session holder authorizes at once, the code is exchanged. */
-  async function oauthToken(principal: TestPrincipal, scope?: string): Promise<string> {
-    const verifier = crypto.randomUUID() + crypto.randomUUID();
-    const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(verifier)));
-    const challenge = btoa(String.fromCharCode(...digest))
-      .replaceAll("+", "-")
-      .replaceAll("/", "_")
-      .replace(/=+$/, "");
-    const redirect = "http://127.0.0.1:4321/callback"; // a redirect pattern of the mcp-dev client (wrangler.toml OAUTH_CLIENTS)
-    const query = new URLSearchParams({
-      client_id: "mcp-dev",
-      redirect_uri: redirect,
-      response_type: "code",
-      code_challenge: challenge,
-      code_challenge_method: "S256",
-      ...(scope ? { scope } : {}),
-    });
-    // Manual: the Worker's fetch would follow the redirect, and the client's loopback address is no route of ours.
-    const authorized = await exports.default.fetch(
-      new Request(`http://api.test/oauth/authorize?${query}`, {
-        headers: { authorization: `Bearer ${principal.token}` },
-        redirect: "manual",
-      }),
-    );
-    expect(authorized.status).toBe(302);
-    const code = new URL(authorized.headers.get("location")!).searchParams.get("code")!;
-    const form = new URLSearchParams({
-      grant_type: "authorization_code",
-      code,
-      redirect_uri: redirect,
-      client_id: "mcp-dev",
-      code_verifier: verifier,
-    });
-    const ip = `10.77.${Math.floor(Math.random() * 250)}.${Math.floor(Math.random() * 250) + 1}`;
-    const res = await call("POST", "/oauth/token", {
-      rawBody: form.toString(),
-      headers: { "content-type": "application/x-www-form-urlencoded", "cf-connecting-ip": ip },
-    });
-    const body = await json(res);
-    expect(res.status, JSON.stringify(body)).toBe(200);
-    return body.access_token as string;
-  }
-
   it("creates a contact and moves a deal with an access token", async () => {
     const principal = await createPrincipal();
     const deal = await createDeal(principal.token);
-    const client = await connect(await oauthToken(principal));
+    const client = await connect(await oauthAccessToken(principal));
     const created = await tool(client, "create_contact", { firstName: "Otto", lastName: "Auth", email: uniqueEmail("oauth") });
     expect(created.isError, created.text).toBe(false);
     expect(created.data.contact.organizationId).toBe(principal.organizationId);
@@ -423,7 +380,7 @@ describe("MCP tools with an OAuth access token", () => {
   it("answers a tool outside the token's grant with a 403 step-up naming the scope to ask for; authorized again, the call runs", async () => {
     const principal = await createPrincipal();
     const deal = await createDeal(principal.token);
-    const narrow = await oauthToken(principal, "contacts:read");
+    const narrow = await oauthAccessToken(principal, "contacts:read");
     const callTool = (token: string, name: string, args: Record<string, unknown>) =>
       post(
         { jsonrpc: "2.0", id: 7, method: "tools/call", params: { name, arguments: args } },
@@ -450,7 +407,7 @@ describe("MCP tools with an OAuth access token", () => {
 
     // Authorized again with the scope the challenge named, the same call runs.
     const scope = /scope="([^"]+)"/.exec(refused.headers.get("www-authenticate")!)![1]!;
-    const wider = await oauthToken(principal, scope);
+    const wider = await oauthAccessToken(principal, scope);
     const created = await callTool(wider, "create_contact", args);
     expect(created.status).toBe(200);
     const body = (await created.json()) as { result: { isError?: boolean; structuredContent: unknown } };

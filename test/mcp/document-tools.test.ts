@@ -1,0 +1,151 @@
+// The document desk's tools and the files they link to: each tool answers what its route answers, and a PDF comes
+// through resources/read with the caller's own permissions.
+import { describe, expect, it } from "vitest";
+import { createApiKey } from "../helpers/api-keys";
+import { call, json } from "../helpers/client";
+import { createDocument, leaseCanonical, mailTo, sendForSignature } from "../helpers/documents";
+import { createPrincipal } from "../helpers/factories";
+import { sealedPdf } from "../helpers/forms";
+import { connect, oauthAccessToken, post, tool } from "../helpers/mcp";
+import { seedCompletedEnvelope } from "../helpers/route-table";
+
+const isPdf = (bytes: Uint8Array) => new TextDecoder().decode(bytes.slice(0, 5)) === "%PDF-";
+const fromBase64 = (s: string) => Uint8Array.from(atob(s), (c) => c.charCodeAt(0));
+const links = (content: { type: string; uri?: string }[]) => content.filter((c) => c.type === "resource_link").map((c) => c.uri);
+
+describe("MCP document tools", () => {
+  it("generates a document as POST /api/documents does, links its PDF, and reads the PDF through resources/read", async () => {
+    const owner = await createPrincipal();
+    const client = await connect(owner.token);
+    const made = await tool(client, "generate_document", { formKey: "on/standard-lease", canonical: leaseCanonical() });
+    expect(made.isError, made.text).toBe(false);
+    const id = made.data.document.id as string;
+    expect(made.data.document).toEqual(await json(await call("GET", `/api/documents/${id}`, { token: owner.token })));
+    expect(made.data.document.status).toBe("GENERATED");
+    const uri = `brokerage://documents/${id}/document.pdf`;
+    expect(links(made.content)).toEqual([uri]);
+    // It counted toward the month's generations, as the route does.
+    expect((await json(await call("GET", "/api/documents/usage", { token: owner.token }))).used).toBe(1);
+
+    const got = await tool(client, "get_document", { documentId: id });
+    expect(got.data.document).toEqual(made.data.document);
+    expect(links(got.content)).toEqual([uri]);
+    const read = await client.readResource({ uri });
+    expect(read.contents).toHaveLength(1);
+    expect(read.contents[0]).toMatchObject({ uri, mimeType: "application/pdf" });
+    expect(isPdf(fromBase64((read.contents[0] as { blob: string }).blob))).toBe(true);
+    // The templates say what can be read; nothing is listed.
+    expect((await client.listResources()).resources).toEqual([]);
+    expect((await client.listResourceTemplates()).resourceTemplates.map((t) => t.uriTemplate)).toEqual([
+      "brokerage://documents/{id}/document.pdf",
+      "brokerage://envelopes/{id}/signed.pdf",
+      "brokerage://envelopes/{id}/certificate.pdf",
+    ]);
+    await client.close();
+  });
+
+  it("refuses bad canonical data with every issue, and keeps each organization to its own documents and files", async () => {
+    const owner = await createPrincipal();
+    const other = await createPrincipal();
+    const theirs = await createDocument(other.token);
+    const client = await connect(owner.token);
+    const bad = await tool(client, "generate_document", { formKey: "on/standard-lease", canonical: { formKey: "on/standard-lease" } });
+    expect(bad.isError).toBe(true);
+    expect(bad.data.error).toBe("validation_error");
+    expect(bad.data.issues.length).toBeGreaterThan(1);
+    expect((await json(await call("GET", "/api/documents", { token: owner.token }))).documents).toEqual([]);
+
+    expect((await tool(client, "get_document", { documentId: theirs.id })).data).toMatchObject({ error: "not_found" });
+    await expect(client.readResource({ uri: `brokerage://documents/${theirs.id}/document.pdf` })).rejects.toMatchObject({ code: -32602 });
+    await expect(client.readResource({ uri: "brokerage://documents/x/../../etc.pdf" })).rejects.toMatchObject({ code: -32602 });
+    await expect(client.readResource({ uri: "https://example.com/a.pdf" })).rejects.toMatchObject({ code: -32602 });
+    await client.close();
+  });
+
+  it("answers a draft failure as the route's draft_failed, storing nothing", async () => {
+    const owner = await createPrincipal();
+    const client = await connect(owner.token);
+    const route = await call("POST", "/api/documents/draft", { token: owner.token, body: { prompt: "A one-year lease of 1 Queen St W" } });
+    expect(route.status).toBe(422);
+    const drafted = await tool(client, "draft_document", { prompt: "A one-year lease of 1 Queen St W" });
+    expect(drafted).toMatchObject({ isError: true, data: { error: "draft_failed" } });
+    expect((await tool(client, "draft_document", { prompt: "" })).data.error).toBe("validation_error");
+    await client.close();
+  });
+});
+
+describe("MCP envelope tools", () => {
+  it("reads a completed envelope as GET /api/signatures/{id} does, with its sealed PDF and certificate as resources", async () => {
+    const owner = await createPrincipal();
+    const { envelopeId } = await seedCompletedEnvelope(owner);
+    const client = await connect(owner.token);
+    const got = await tool(client, "get_envelope", { envelopeId });
+    expect(got.isError, got.text).toBe(false);
+    expect(got.data.envelope).toEqual(await json(await call("GET", `/api/signatures/${envelopeId}`, { token: owner.token })));
+    const [signedUri, certificateUri] = links(got.content);
+    expect(signedUri).toBe(`brokerage://envelopes/${envelopeId}/signed.pdf`);
+    expect(certificateUri).toBe(`brokerage://envelopes/${envelopeId}/certificate.pdf`);
+    const signed = await client.readResource({ uri: signedUri! });
+    // The same bytes the route's signed link downloads.
+    expect(fromBase64((signed.contents[0] as { blob: string }).blob)).toEqual(await sealedPdf(owner, envelopeId!));
+    const certificate = await client.readResource({ uri: certificateUri! });
+    expect(isPdf(fromBase64((certificate.contents[0] as { blob: string }).blob))).toBe(true);
+    await client.close();
+  });
+
+  it("resends a signer's link by mail without showing it, voids the envelope, and refuses what is no longer open", async () => {
+    const owner = await createPrincipal();
+    const doc = await createDocument(owner.token);
+    const sent = await sendForSignature(owner.token, doc.id);
+    const signer = sent.links[0]!;
+    const client = await connect(owner.token);
+    // Not completed: no links, and the files cannot be read yet.
+    const open = await tool(client, "get_envelope", { envelopeId: sent.envelopeId });
+    expect(links(open.content)).toEqual([]);
+    await expect(client.readResource({ uri: `brokerage://envelopes/${sent.envelopeId}/signed.pdf` })).rejects.toMatchObject({
+      code: -32602,
+      message: expect.stringContaining("signed document exists only for a completed envelope"),
+    });
+
+    const before = (await mailTo(signer.email)).length;
+    const resent = await tool(client, "resend_signing_link", { envelopeId: sent.envelopeId, signerId: signer.signerId });
+    expect(resent.isError, resent.text).toBe(false);
+    expect(resent.data.signer).toEqual({
+      signerId: signer.signerId,
+      name: signer.name,
+      email: signer.email,
+      role: signer.role,
+      mailed: true,
+    });
+    // The link is the signer's alone: it went by mail and is nowhere in the answer.
+    expect(resent.text).not.toMatch(/\/sign\//);
+    expect((await mailTo(signer.email)).length).toBe(before + 1);
+
+    const voided = await tool(client, "void_envelope", { envelopeId: sent.envelopeId, reason: "Wrong rent" });
+    expect(voided.data).toEqual({ voided: true, envelopeId: sent.envelopeId });
+    expect((await json(await call("GET", `/api/signatures/${sent.envelopeId}`, { token: owner.token }))).status).toBe("voided");
+    expect((await tool(client, "void_envelope", { envelopeId: sent.envelopeId })).isError).toBe(true);
+    expect((await tool(client, "resend_signing_link", { envelopeId: sent.envelopeId, signerId: signer.signerId })).isError).toBe(true);
+    await client.close();
+  });
+
+  it("reads files only with the permission each needs: a key without it is refused, an access token is stepped up", async () => {
+    const owner = await createPrincipal();
+    const { envelopeId } = await seedCompletedEnvelope(owner);
+    const key = await createApiKey(owner.token, ["documents:read"]);
+    const client = await connect(key.key);
+    await expect(client.readResource({ uri: `brokerage://envelopes/${envelopeId}/certificate.pdf` })).rejects.toMatchObject({
+      message: expect.stringContaining("signatures:read"),
+    });
+    expect((await tool(client, "get_envelope", { envelopeId })).data).toMatchObject({ error: "insufficient_permission" });
+    await client.close();
+
+    const narrow = await oauthAccessToken(owner, "documents:read");
+    const res = await post(
+      { jsonrpc: "2.0", id: 4, method: "resources/read", params: { uri: `brokerage://envelopes/${envelopeId}/certificate.pdf` } },
+      { authorization: `Bearer ${narrow}`, "mcp-protocol-version": "2025-11-25" },
+    );
+    expect(res.status).toBe(403);
+    expect(res.headers.get("www-authenticate")).toMatch(/error="insufficient_scope", scope="documents:read signatures:read"/);
+  });
+});
