@@ -95,7 +95,17 @@ function allowedOrigins(config: Config): Set<string> {
   return origins;
 }
 
-const originAllowed = (c: Context<AppBindings>, origin: string) => allowedOrigins(readConfig(c.env)).has(origin);
+/** A page served from this machine (any port): what a developer's own tools (an inspector, a test page) run on. */
+const LOOPBACK_ORIGIN = /^http:\/\/(localhost|127\.0\.0\.1|\[::1\])(:\d{1,5})?$/;
+
+/**
+ * An allowed origin, or in development any loopback one, as the SDK's own localhost servers allow: a rebinding page's
+ * Origin is its own site's name, never a loopback address, so these are the developer's pages.
+ */
+function originAllowed(c: Context<AppBindings>, origin: string): boolean {
+  const config = readConfig(c.env);
+  return allowedOrigins(config).has(origin) || (config.ENVIRONMENT === "development" && LOOPBACK_ORIGIN.test(origin));
+}
 
 /**
  * MCP Streamable HTTP (2025-11-25, Security Warning): servers must validate Origin against DNS rebinding, a page on

@@ -159,21 +159,38 @@ function invalidArguments(tool: string, err: Validation, protocolVersion: string
   throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Invalid arguments for tool ${tool}: ${err.message}`, { issues });
 }
 
-/** Draft 2020-12 (MCP's default dialect), every schema inline: some clients do not follow `$ref`. */
+/**
+ * Draft 2020-12 (MCP's default dialect), every schema inline (some clients do not follow `$ref`), one `type` per
+ * schema (clients that map tool schemas onto a single-type dialect, as Gemini's function declarations do, drop a
+ * `type` array: `["string","null"]` is spelt as `anyOf` branches instead).
+ */
 function jsonSchemaOf(schema: z.ZodType, io: "input" | "output"): Record<string, unknown> {
   const json = z.toJSONSchema(schema, { target: "draft-2020-12", io, reused: "inline", unrepresentable: "any", metadata: z.registry() });
-  // An answer may carry more than its schema names (a field added later): an outputSchema promises what is there.
-  return io === "output" ? withoutClosedObjects(json) : json;
+  return portable(json, io);
 }
 
-function withoutClosedObjects<T>(node: T): T {
-  if (Array.isArray(node)) return node.map(withoutClosedObjects) as T;
+/** What describes a schema rather than constrains it: kept once, beside the `anyOf`, when a `type` array is split. */
+const ANNOTATIONS = new Set(["title", "description", "default", "examples", "deprecated", "readOnly", "writeOnly", "$schema"]);
+
+const isEmptyObject = (v: unknown) => v !== null && typeof v === "object" && !Array.isArray(v) && Object.keys(v).length === 0;
+
+function portable<T>(node: T, io: "input" | "output"): T {
+  if (Array.isArray(node)) return node.map((n) => portable(n, io)) as T;
   if (node === null || typeof node !== "object") return node;
-  return Object.fromEntries(
-    Object.entries(node)
-      .filter(([key, value]) => !(key === "additionalProperties" && value === false))
-      .map(([key, value]) => [key, withoutClosedObjects(value)]),
-  ) as T;
+  const entries = Object.entries(node)
+    // An answer may carry more than its schema names (a field added later): an outputSchema promises what is there.
+    .filter(([key, value]) => !(io === "output" && key === "additionalProperties" && value === false))
+    // `additionalProperties: {}` (free-form JSON such as metadata) says what its absence says, and reads as a mistake.
+    .filter(([key, value]) => !(key === "additionalProperties" && isEmptyObject(value)))
+    .map(([key, value]) => [key, portable(value, io)] as const);
+  const types = entries.find(([key]) => key === "type")?.[1];
+  if (!Array.isArray(types)) return Object.fromEntries(entries) as T;
+  const annotations = entries.filter(([key]) => ANNOTATIONS.has(key));
+  const constraints = entries.filter(([key]) => key !== "type" && !ANNOTATIONS.has(key));
+  return Object.fromEntries([
+    ...annotations,
+    ["anyOf", types.map((type) => Object.fromEntries([["type", type], ...constraints]))],
+  ]) as T;
 }
 
 /**

@@ -1,6 +1,6 @@
 // Real clients nobody here wrote, against `npm run dev` on a port that is not 8787 (issue 23, item 8): oauth4webapi (a
 // strict RFC client) through discovery, registration, PKCE, refresh with rotation and reuse detection, and revocation;
-// the MCP SDK's client through its auth() flow and every tool. The user's step (sign-in and consent) is the
+// the MCP SDK's 1.x client (the 2025-11-25 era) through its auth() flow and the first tools. The user's step (sign-in and consent) is the
 // bearer-session shortcut of GET /oauth/authorize, as `npm run token` gives it; the browser test covers the pages.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { auth, type OAuthClientProvider, UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
@@ -185,21 +185,6 @@ class TestProvider implements OAuthClientProvider {
   }
 }
 
-const TOOLS = [
-  "create_contact",
-  "find_contacts",
-  "get_pipeline",
-  "list_deals",
-  "list_forms",
-  "list_obligations",
-  "log_activity",
-  "log_communication",
-  "merge_contacts",
-  "move_deal",
-  "search_documents",
-  "send_for_signature",
-];
-
 describe("the MCP SDK client", () => {
   const provider = new TestProvider();
   const mcpUrl = () => new URL(`${dev.base}/mcp`);
@@ -242,10 +227,13 @@ describe("the MCP SDK client", () => {
     await mcp.connect(new StreamableHTTPClientTransport(mcpUrl(), { authProvider: provider }));
   });
 
-  it("lists the twelve tools", async () => {
+  it("lists the tools, each with input and output schemas", async () => {
     const { tools } = await mcp.listTools();
-    expect(tools.map((t) => t.name).sort()).toEqual(TOOLS);
-    for (const tool of tools) expect(tool.inputSchema.type).toBe("object");
+    expect(tools.length).toBeGreaterThan(20);
+    for (const tool of tools) {
+      expect(tool.inputSchema.type).toBe("object");
+      expect(tool.outputSchema?.type).toBe("object");
+    }
   });
 
   it("calls every tool", async () => {

@@ -4,6 +4,7 @@
 // (SQLITE_BUSY); one server per file cost a start each. The suites run in turn, each as it was written.
 import "./helpers/served";
 import "./real-clients.suite";
+import "./mcp-clients.suite";
 import "./sealed-pdf.suite";
 import "./invite-browser.suite";
 import "./oauth-browser.suite";
