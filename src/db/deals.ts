@@ -156,7 +156,11 @@ export const dealTasks = sqliteTable(
     completedAt: text(),
     createdAt: text().notNull(),
   },
-  (t) => [index("deal_tasks_deal_idx").on(t.organizationId, t.dealId, t.createdAt, t.id)],
+  (t) => [
+    index("deal_tasks_deal_idx").on(t.organizationId, t.dealId, t.createdAt, t.id),
+    // A user's open tasks falling due (deals/due-tasks.ts): a range of due_date per assignee, in the list's order.
+    index("deal_tasks_assignee_due_idx").on(t.organizationId, t.assignedTo, t.completed, t.dueDate, t.id),
+  ],
 );
 
 /** A document of a deal: the file lives in R2 under `key`, handed out through signed, expiring links. */

@@ -230,6 +230,24 @@ export const DealTaskCreate = z
   .openapi("DealTaskCreate");
 export type DealTaskCreate = z.infer<typeof DealTaskCreate>;
 
+/** A task of the caller's that falls due (deals/due-tasks.ts): the task with the deal it belongs to. */
+export const DueTask = DealTask.extend({
+  dealId: z.string(),
+  dealTitle: z.string(),
+}).openapi("DueDealTask");
+export type DueTask = z.infer<typeof DueTask>;
+
+/** Days ahead of today (UTC) a due task may fall due, at most. */
+export const MAX_DUE_WITHIN_DAYS = 365;
+
+/** The page of open tasks of one assignee due by the end of `withinDays` days from today (UTC), overdue ones first. */
+export const DueTaskQuery = listQuery({
+  withinDays: intParam(0, MAX_DUE_WITHIN_DAYS)
+    .default(0)
+    .openapi({ type: "integer", description: "0: due today or overdue; 7: also due in the next seven days (UTC days)" }),
+});
+export type DueTaskQuery = z.infer<typeof DueTaskQuery>;
+
 export const DealDocument = z
   .object({
     id: z.string(),

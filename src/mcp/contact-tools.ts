@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { Pagination } from "../crm/body";
 import { createActivity } from "../contacts/activities";
-import { Communication, CommunicationCreate } from "../communications/schemas";
+import { Communication, CommunicationCreate, INCLUDED_COMMUNICATIONS } from "../communications/schemas";
 import { logCommunication } from "../communications/service";
 import {
   Activity,
@@ -11,13 +11,22 @@ import {
   CONTACT_TYPES,
   ContactCreate,
   ContactListQuery,
+  ContactReadQuery,
+  ContactUpdate,
+  INCLUDED_ACTIVITIES,
   INCLUDES,
   READ_ONLY_FIELDS,
   SORT_FIELDS,
+  TagsAdd,
 } from "../contacts/schemas";
-import { createContact, listContacts } from "../contacts/service";
-import { ContactMerge } from "../merge/schemas";
-import { mergeContacts } from "../merge/service";
+import { addTags, createContact, getContact, listContacts, updateContact } from "../contacts/service";
+import { receiveLead } from "../leads/inbox";
+import { LeadCreate, LeadIntake, LeadReceived } from "../leads/schemas";
+import { intakeLead } from "../leads/service";
+import { ContactMerge, DUPLICATE_REASONS, DuplicateGroup, DuplicatesQuery } from "../merge/schemas";
+import { listDuplicates, mergeContacts } from "../merge/service";
+import { INCLUDED_DEALS } from "../deals/service";
+import { pageInputs } from "./page-inputs";
 import { defineTool, definedOnly, parseWith, listInputs, listParams, requireEmbeds } from "./tool";
 
 const id = (what: string) => z.string().min(1).max(100).describe(`The ${what}'s id`);
@@ -157,4 +166,124 @@ export const mergeContactsTool = defineTool({
   },
 });
 
-export const contactTools = [findContacts, createContactTool, logActivity, logCommunicationTool, mergeContactsTool];
+export const getContactTool = defineTool({
+  name: "get_contact",
+  title: "Read a contact",
+  description: `One contact of the organization by id, with every field (status, type, agent, tags, lead score, custom fields …). include adds its ${INCLUDED_ACTIVITIES} most recent activities, its ${INCLUDED_COMMUNICATIONS} most recent communications and its ${INCLUDED_DEALS} newest deals (deals need the deals:read permission too). An id that is not a contact of this organization, or a contact in the trash, answers not_found.`,
+  permission: "contacts:read",
+  effect: "read",
+  input: z.strictObject({
+    contactId: id("contact"),
+    include: z
+      .array(z.enum(INCLUDES))
+      .min(1)
+      .max(INCLUDES.length)
+      .optional()
+      .describe("Embed the contact's recent activities, communications or deals"),
+  }),
+  output: z.object({ contact: Contact }),
+  async run({ contactId, include }, scope) {
+    requireEmbeds(scope, include);
+    // GET /v1/contacts/{id}'s own query schema.
+    const query = parseWith(ContactReadQuery, definedOnly({ include: include?.join(",") }));
+    return { contact: await getContact(scope.ctx, contactId, query.include) };
+  },
+});
+
+export const updateContactTool = defineTool({
+  name: "update_contact",
+  title: "Update a contact",
+  description:
+    "Sets the fields given and leaves the others, as PUT /v1/contacts/{id}: status, type, assignedTo (a user id: list_users), tags (the whole list, replacing it: tag_contact adds without replacing), name, e-mail (unique in the organization: duplicate_email), phones, address, source, notes, preferences, leadScore or calculateLeadScore, customFields (keys: list_custom_fields). null clears an optional field. Emits contact.updated, and contact.assigned, contact.tagged or contact.untagged when those changed; setting what is already there changes nothing. Another organization's id answers not_found.",
+  permission: "contacts:write",
+  // The body of PUT /v1/contacts/{id}, less the read-only fields that route merely tolerates.
+  input: ContactUpdate.omit(READ_ONLY).extend({ contactId: id("contact") }),
+  output: z.object({ contact: Contact }),
+  effect: "write",
+  // A set to the values given: the same call again changes nothing more.
+  idempotent: true,
+  async run({ contactId, ...update }, { ctx }) {
+    return { contact: await updateContact(ctx, contactId, update) };
+  },
+});
+
+export const tagContact = defineTool({
+  name: "tag_contact",
+  title: "Tag a contact",
+  description:
+    "Adds tags to a contact, keeping the ones it has (at most 50 in all: too_big beyond). Emits contact.tagged with the tags that were new; tags it already carries change nothing. There is no removal of single tags: to take tags off, send the whole remaining list to update_contact.",
+  permission: "contacts:write",
+  input: TagsAdd.extend({ contactId: id("contact") }),
+  output: z.object({ contact: Contact }),
+  effect: "write",
+  // Tags are a set: adding ones the contact carries changes nothing, so a repeat does nothing more.
+  idempotent: true,
+  async run({ contactId, tags }, { ctx }) {
+    return { contact: await addTags(ctx, contactId, tags) };
+  },
+});
+
+export const findDuplicates = defineTool({
+  name: "find_duplicates",
+  title: "Find likely duplicate contacts",
+  description:
+    "Groups of the organization's contacts that are likely one person: the same phone number in either phone field (however written), then the same first and last name and zip code. Each group names what its contacts share and lists them (id, name, e-mail, phones). A page may hold fewer groups than limit while hasMore is true: follow nextCursor. Merge a group with merge_contacts.",
+  permission: "contacts:read",
+  effect: "read",
+  input: z.strictObject({
+    reason: z.enum(DUPLICATE_REASONS).optional().describe("Only groups of this kind (default both, phone groups first)"),
+    ...pageInputs,
+  }),
+  output: z.object({ groups: z.array(DuplicateGroup), pagination: Pagination }),
+  async run({ reason, limit, cursor }, { ctx }) {
+    // GET /v1/contacts/duplicates' own query schema.
+    const query = parseWith(DuplicatesQuery, definedOnly({ limit: String(limit), cursor, reason }));
+    const page = await listDuplicates(ctx, query);
+    return { groups: page.data, pagination: page.pagination };
+  },
+});
+
+/** What became of a lead: the route's status, named. */
+const LEAD_OUTCOMES = {
+  200: "matched",
+  201: "created",
+  202: "kept_for_review",
+} as const;
+
+export const submitLead = defineTool({
+  name: "submit_lead",
+  title: "Take in a lead",
+  description:
+    "Takes a lead in as POST /v1/leads does, without duplicating anyone: the person is matched to a contact by any e-mail or phone number. A match (outcome matched) is filled with the names and address fields it lacks and never blanked; no match creates a contact routed to an agent by the organization's lead routing (created; contact.created, contact.assigned); a lead with only phone numbers that match nobody is kept for the team to review (kept_for_review, with its reviewId). The message becomes a NOTE activity, and a property named by propertyId or exact address gets an inquiry. The same source and sourceEventId again answers as the first time and writes nothing. Without the contacts:read permission the answer is always outcome received and says nothing about who matched (the lead is taken in right after). Refused: a phone that is no phone number (invalid_phone), a propertyId of no property of the organization (invalid_reference), a lead with neither e-mail nor phone.",
+  permission: "leads:write",
+  input: LeadCreate,
+  output: z.object({
+    outcome: z
+      .enum(["matched", "created", "kept_for_review", "received"])
+      .describe("received: taken in for a caller who may not read contacts, who learns nothing more"),
+    lead: z.union([LeadIntake, LeadReceived]).describe("The answer of POST /v1/leads"),
+  }),
+  effect: "write",
+  async run(lead, { ctx, granted }) {
+    // As the route: only a caller that may read contacts learns what the lead met.
+    if (!granted.has("contacts:read")) {
+      await receiveLead(ctx, lead);
+      return { outcome: "received" as const, lead: { received: true as const } };
+    }
+    const { status, answer } = await intakeLead(ctx, lead);
+    return { outcome: LEAD_OUTCOMES[status], lead: answer };
+  },
+});
+
+export const contactTools = [
+  findContacts,
+  createContactTool,
+  logActivity,
+  logCommunicationTool,
+  mergeContactsTool,
+  getContactTool,
+  updateContactTool,
+  tagContact,
+  findDuplicates,
+  submitLead,
+];
