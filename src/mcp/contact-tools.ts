@@ -168,6 +168,7 @@ export const mergeContactsTool = defineTool({
 
 export const getContactTool = defineTool({
   name: "get_contact",
+  route: "GET /v1/contacts/{id}",
   title: "Read a contact",
   description: `One contact of the organization by id, with every field (status, type, agent, tags, lead score, custom fields …). include adds its ${INCLUDED_ACTIVITIES} most recent activities, its ${INCLUDED_COMMUNICATIONS} most recent communications and its ${INCLUDED_DEALS} newest deals (deals need the deals:read permission too). An id that is not a contact of this organization, or a contact in the trash, answers not_found.`,
   permission: "contacts:read",
@@ -192,6 +193,7 @@ export const getContactTool = defineTool({
 
 export const updateContactTool = defineTool({
   name: "update_contact",
+  route: "PUT /v1/contacts/{id}",
   title: "Update a contact",
   description:
     "Sets the fields given and leaves the others, as PUT /v1/contacts/{id}: status, type, assignedTo (a user id: list_users), tags (the whole list, replacing it: tag_contact adds without replacing), name, e-mail (unique in the organization: duplicate_email), phones, address, source, notes, preferences, leadScore or calculateLeadScore, customFields (keys: list_custom_fields). null clears an optional field. Emits contact.updated, and contact.assigned, contact.tagged or contact.untagged when those changed; setting what is already there changes nothing. Another organization's id answers not_found.",
@@ -209,6 +211,7 @@ export const updateContactTool = defineTool({
 
 export const tagContact = defineTool({
   name: "tag_contact",
+  route: "POST /v1/contacts/{id}/tags",
   title: "Tag a contact",
   description:
     "Adds tags to a contact, keeping the ones it has (at most 50 in all: too_big beyond). Emits contact.tagged with the tags that were new; tags it already carries change nothing. There is no removal of single tags: to take tags off, send the whole remaining list to update_contact.",
@@ -225,6 +228,7 @@ export const tagContact = defineTool({
 
 export const findDuplicates = defineTool({
   name: "find_duplicates",
+  route: "GET /v1/contacts/duplicates",
   title: "Find likely duplicate contacts",
   description:
     "Groups of the organization's contacts that are likely one person: the same phone number in either phone field (however written), then the same first and last name and zip code. Each group names what its contacts share and lists them (id, name, e-mail, phones). A page may hold fewer groups than limit while hasMore is true: follow nextCursor. Merge a group with merge_contacts.",
@@ -252,6 +256,7 @@ const LEAD_OUTCOMES = {
 
 export const submitLead = defineTool({
   name: "submit_lead",
+  route: "POST /v1/leads",
   title: "Take in a lead",
   description:
     "Takes a lead in as POST /v1/leads does, without duplicating anyone: the person is matched to a contact by any e-mail or phone number. A match (outcome matched) is filled with the names and address fields it lacks and never blanked; no match creates a contact routed to an agent by the organization's lead routing (created; contact.created, contact.assigned); a lead with only phone numbers that match nobody is kept for the team to review (kept_for_review, with its reviewId). The message becomes a NOTE activity, and a property named by propertyId or exact address gets an inquiry. The same source and sourceEventId again answers as the first time and writes nothing. Without the contacts:read permission the answer is always outcome received and says nothing about who matched (the lead is taken in right after). Refused: a phone that is no phone number (invalid_phone), a propertyId of no property of the organization (invalid_reference), a lead with neither e-mail nor phone.",

@@ -127,6 +127,7 @@ export const getPipeline = defineTool({
 
 export const getDealTool = defineTool({
   name: "get_deal",
+  route: "GET /v1/deals/{id}",
   title: "Read a deal",
   description:
     "One deal of the organization by id: stage, status, amount, commission, contact, property, agent, team, timeline, probability, tags, custom fields. include adds its tasks (all, oldest first, with id for complete_deal_task), its latest 20 activities (stage changes, tasks created and completed, documents), its documents (with download links valid 10 to 15 minutes), and a summary of its contact (needs contacts:read) or property (needs properties:read). Another organization's id, or a deal in the trash, answers not_found.",
@@ -152,6 +153,7 @@ export const getDealTool = defineTool({
 
 export const createDealTool = defineTool({
   name: "create_deal",
+  route: "POST /v1/deals",
   title: "Create a deal",
   description:
     "Creates a deal (SALE, PURCHASE, LEASE or RENTAL) for a contact of the organization, with its amount; optionally a property, an agent (assignedTo: list_users), team members whose commissionSplit fractions add up to 1, commission (rate is a fraction of the amount, 0.03 for 3%; the amount is then computed), timeline dates, tags and customFields (keys: list_custom_fields). It starts ACTIVE in LEAD or the open stage given (not CLOSED or LOST: create it, then move it) with that stage's default probability unless one is given. Emits deal.created. Refused: a contact, property or user that is not the organization's (invalid_reference).",
@@ -165,6 +167,7 @@ export const createDealTool = defineTool({
 
 export const updateDealTool = defineTool({
   name: "update_deal",
+  route: "PUT /v1/deals/{id}",
   title: "Update a deal",
   description: `Sets the fields given and leaves the others, as PUT /v1/deals/{id}: title, amount, status, agent (assignedTo), contact, property, team, commission, timeline dates (one by one), probability, tags (the whole list), notes, customFields. null clears an optional field. A stage here is a move, with an optional reason, as move_deal (which refuses a move to the stage the deal is in; this does not). Emits deal.updated, and deal.stage_changed (deal.won, deal.closed or deal.lost) on a stage change; setting what is already there changes nothing. ${WON_SURVEY} Another organization's id answers not_found.`,
   permission: "deals:write",
@@ -182,6 +185,7 @@ export const updateDealTool = defineTool({
 
 export const addDealTask = defineTool({
   name: "add_deal_task",
+  route: "POST /v1/deals/{id}/tasks",
   title: "Add a task to a deal",
   description:
     "Adds a task to a deal: a title, an optional description, due date (YYYY-MM-DD or an ISO 8601 timestamp), priority (LOW, MEDIUM by default, HIGH, URGENT) and assignee (a user id: list_users). Logs a TASK_CREATED activity on the deal and emits deal.task_created. A deal holds at most 200 tasks (too_many_tasks). Another organization's deal answers not_found; a user not of the organization, invalid_reference.",
@@ -196,6 +200,7 @@ export const addDealTask = defineTool({
 
 export const completeDealTask = defineTool({
   name: "complete_deal_task",
+  route: "POST /v1/deals/{id}/tasks/{taskId}/complete",
   title: "Complete a deal task",
   description:
     "Marks a task of a deal done (completedAt now), logs a TASK_COMPLETED activity on the deal and emits deal.task_completed. A task already completed is refused (task_already_completed); a task that is not on that deal, or a deal of another organization, answers not_found. Find tasks with my_tasks or get_deal with include tasks.",
@@ -213,6 +218,8 @@ export const completeDealTask = defineTool({
 
 export const myTasks = defineTool({
   name: "my_tasks",
+  // No route lists one user's due tasks across deals: the deal-task list's permission is this read's.
+  route: "GET /v1/deals/{id}/tasks",
   title: "My due deal tasks",
   description:
     "The open deal tasks assigned to the signed-in user that are due today or overdue (withinDays: 0), or due within the next withinDays days, soonest first (UTC days), each with its deal's id and title. Tasks without a due date are never listed. One keyset page at a time with a total; complete one with complete_deal_task.",

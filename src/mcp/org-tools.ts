@@ -12,6 +12,7 @@ import { defineTool, definedOnly, parseWith } from "./tool";
 
 export const listUsersTool = defineTool({
   name: "list_users",
+  route: "GET /v1/users",
   title: "List the organization's users",
   description:
     "The organization's users, newest first, one keyset page at a time with a total: id, name, e-mail, role (owner, admin or agent), whether lead routing may give them new leads (acceptsLeads) and whether they have signed in yet (status invited or active). The id is what assignedTo takes on contacts, deals and tasks.",
@@ -28,6 +29,7 @@ export const listUsersTool = defineTool({
 
 export const listCustomFieldsTool = defineTool({
   name: "list_custom_fields",
+  route: "GET /v1/custom-fields",
   title: "List custom fields",
   description:
     "The organization's own fields on contacts, deals or properties, newest first, one keyset page at a time with a total: each with its key (the name to use in customFields when creating or updating a record, and in find filters), label, type (text, number, date as YYYY-MM-DD, boolean, or select with its options) and the kind of record it is on.",

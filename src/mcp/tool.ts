@@ -187,10 +187,7 @@ function portable<T>(node: T, io: "input" | "output"): T {
   if (!Array.isArray(types)) return Object.fromEntries(entries) as T;
   const annotations = entries.filter(([key]) => ANNOTATIONS.has(key));
   const constraints = entries.filter(([key]) => key !== "type" && !ANNOTATIONS.has(key));
-  return Object.fromEntries([
-    ...annotations,
-    ["anyOf", types.map((type) => Object.fromEntries([["type", type], ...constraints]))],
-  ]) as T;
+  return Object.fromEntries([...annotations, ["anyOf", types.map((type) => Object.fromEntries([["type", type], ...constraints]))]]) as T;
 }
 
 /**

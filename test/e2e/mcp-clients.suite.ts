@@ -30,7 +30,7 @@ class ModernProvider implements OAuthClientProvider {
   client?: StoredOAuthClientInformation;
   saved?: StoredOAuthTokens;
   verifier = "";
-  code?: string;
+  callback?: URLSearchParams;
   readonly redirectUrl = "http://127.0.0.1:49323/callback";
   readonly clientMetadata: OAuthClientMetadata = {
     client_name: "MCP 2.x e2e",
@@ -49,7 +49,7 @@ class ModernProvider implements OAuthClientProvider {
     // The user's step: the signed-in user (a session token) approves at once, 302 to the redirect URI.
     const res = await fetch(url, { headers: { authorization: `Bearer ${session.token}` }, redirect: "manual" });
     expect(res.status).toBe(302);
-    this.code = new URL(res.headers.get("location")!).searchParams.get("code") ?? undefined;
+    this.callback = new URL(res.headers.get("location")!).searchParams;
   }
 }
 
@@ -70,9 +70,10 @@ describe("the official 2.x MCP client, 2026-07-28 era", () => {
     await expect(modernClient().connect(new StreamableHTTPClientTransport(mcpUrl(), { authProvider: provider }))).rejects.toBeInstanceOf(
       UnauthorizedError,
     );
-    expect(provider.code).toEqual(expect.any(String));
+    expect(provider.callback?.get("code")).toEqual(expect.any(String));
     const transport = new StreamableHTTPClientTransport(mcpUrl(), { authProvider: provider, fetch: seeing });
-    await transport.finishAuth(provider.code!);
+    // The whole callback: the client checks its iss (RFC 9207) before it redeems the code.
+    await transport.finishAuth(provider.callback!);
     // The scope it asked for is the 401's: the baseline, never an explicit-only permission.
     expect(provider.saved?.scope?.split(" ")).not.toContain("users:manage");
     mcp = modernClient();
