@@ -98,6 +98,25 @@ describe("MCP endpoint: authentication", () => {
     expect(none.status).toBe(200);
   });
 
+  it("lets a developer's own pages (any loopback origin) call it in development only; a rebinding page's name never passes", async () => {
+    const { token } = await createPrincipal();
+    const headers = (origin: string) => ({ authorization: `Bearer ${token}`, origin, ...JSON_HEADERS });
+    for (const [environment, loopback] of [
+      ["development", 200],
+      ["production", 403],
+    ] as const) {
+      const { fetch } = testApp({}, { ENVIRONMENT: environment, EMAIL_PROVIDER: "resend", EMAIL_API_KEY: "re_test" });
+      for (const origin of ["http://localhost:6274", "http://127.0.0.1:9999", "http://[::1]:3000"]) {
+        const res = await fetch("POST", "/mcp", { headers: headers(origin), body: JSON.stringify(initialize()) });
+        expect(res.status, `${environment} ${origin}`).toBe(loopback);
+      }
+      for (const origin of ["http://localhost.evil.example:6274", "https://127.0.0.1:9999", "http://127.0.0.2:80", "null"]) {
+        const res = await fetch("POST", "/mcp", { headers: headers(origin), body: JSON.stringify(initialize()) });
+        expect(res.status, `${environment} ${origin}`).toBe(403);
+      }
+    }
+  });
+
   it("refuses the official client without a token", async () => {
     await expect(connect()).rejects.toThrow(/401|Unauthorized/i);
   });
