@@ -6,6 +6,7 @@ import { contactPreloads } from "./contacts/preload";
 import { dealPreloads } from "./deals/preload";
 import { propertyPreloads } from "./properties/preload";
 import { limitBodies } from "./platform/body-limit";
+import type { ClientDocumentDeps } from "./oauth/client-documents";
 import type { AppBindings } from "./platform/context";
 import { idempotency } from "./platform/idempotency";
 import { mountLazily, type RouteGroup } from "./platform/lazy-routes";
@@ -27,6 +28,8 @@ export interface AppOptions {
   credentialLimiter?: RateLimiter;
   /** Replaces the DNS resolver or the outbound transport of the webhook routes (tests). */
   webhooks?: Partial<WebhookDeps>;
+  /** Replaces the DNS resolver, the fetch or the deadline through which OAuth clients' metadata documents are read (tests). */
+  oauth?: Partial<ClientDocumentDeps>;
   /** Replaces the bot challenge of the public signing routes (tests point the real client at a fake siteverify). */
   signing?: Partial<SigningDeps>;
   /** Replaces the bot challenge of the public referral form (tests point the real client at a fake siteverify). */
@@ -191,7 +194,13 @@ function routeGroups(options: AppOptions): RouteGroup[] {
     group(["/api/clickwrap", "/api/clickwrap/*", "/api/public/clickwrap/*", "/consent/*"], async () => [
       (await import("./clickwrap/routes")).clickwrapRoutes,
     ]),
-    group(["/oauth/*", "/.well-known/*"], async () => [(await import("./oauth/routes")).oauthRoutes]),
+    group(["/oauth/*", "/.well-known/*"], async () => {
+      const [{ createOAuthRoutes }, { defaultClientDocumentDeps }] = await Promise.all([
+        import("./oauth/routes"),
+        import("./oauth/client-documents"),
+      ]);
+      return [createOAuthRoutes(defaultClientDocumentDeps(options.oauth))];
+    }),
     group(["/mcp", "/mcp/*"], async () => [(await import("./mcp/routes")).mcpRoutes]),
     // Operator routes (shard moves), behind ADMIN_TOKEN and out of the public document.
     { ...group(["/admin/*"], async () => [(await import("./admin/routes")).adminRoutes]), documented: false },

@@ -2613,8 +2613,9 @@ export interface paths {
          * Start an authorization (OAuth 2.1 authorization code with PKCE)
          * @description Only known clients and registered redirect URIs: an unknown client or redirect URI gets an error page and is never
          *     redirected to. Other problems are redirected back with `error`, `error_description` and `state` to a configured client
-         *     (OAUTH_CLIENTS); a client that registered itself gets the error page instead (RFC 9700 section 4.11.2: no redirect to an
-         *     untrusted address before a user approved the client). A caller presenting a live
+         *     (OAUTH_CLIENTS); a client that registered itself, or whose client_id is the URL of its metadata document (Client ID
+         *     Metadata Document: fetched from a public address, at most 5 KB, 5 s, no redirect, cached per its Cache-Control), gets the
+         *     error page instead (RFC 9700 section 4.11.2: no redirect to an untrusted address before a user approved the client). A caller presenting a live
          *     bearer session (`Authorization: Bearer <session token>`) is that user and is redirected at once with `code` and `state`.
          *     A browser signs in with a one-time code mailed to its e-mail, then approves or denies the permissions asked for on a
          *     consent page. The code is valid 60 seconds, once.
@@ -4210,9 +4211,9 @@ export interface components {
              * @enum {string}
              */
             type: "oauth_client";
-            /** @description The client's client_id */
+            /** @description The client's client_id (for a client identified by its metadata document, that document's URL) */
             id: string;
-            /** @description The name the client registered with (null for a configured client, or one that gave none) */
+            /** @description The name the client registered with (null for a configured client, a metadata document client, or one that gave none) */
             name: string | null;
             /** @description The users whose grant keeps it connected */
             grantedBy: string[];
@@ -5887,6 +5888,8 @@ export interface components {
             token_endpoint_auth_methods_supported: string[];
             scopes_supported: string[];
             authorization_response_iss_parameter_supported: boolean;
+            /** @description A client_id may be the https URL of a Client ID Metadata Document (no registration needed) */
+            client_id_metadata_document_supported: boolean;
             service_documentation: string;
         };
         ProtectedResourceMetadata: {
@@ -25662,7 +25665,7 @@ export interface operations {
     authorizeClient: {
         parameters: {
             query?: {
-                /** @description A client of OAUTH_CLIENTS or one registered at /oauth/register */
+                /** @description A client of OAUTH_CLIENTS, the https URL of the client's metadata document (Client ID Metadata Document), or a client registered at /oauth/register */
                 client_id?: string;
                 /** @description Must match a redirect URI registered for the client */
                 redirect_uri?: string;
@@ -25705,7 +25708,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Unknown client, a redirect URI not registered for it, or any other problem of a request from a registered client (not redirected); or: Invalid input (every problem listed), a body that is not JSON, or a malformed header */
+            /** @description Unknown client, a client metadata document that cannot be used, a redirect URI not registered for the client, or any other problem of a request from a registered or document client (not redirected); or: Invalid input (every problem listed), a body that is not JSON, or a malformed header */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -25750,7 +25753,7 @@ export interface operations {
     submitAuthorization: {
         parameters: {
             query?: {
-                /** @description A client of OAUTH_CLIENTS or one registered at /oauth/register */
+                /** @description A client of OAUTH_CLIENTS, the https URL of the client's metadata document (Client ID Metadata Document), or a client registered at /oauth/register */
                 client_id?: string;
                 /** @description Must match a redirect URI registered for the client */
                 redirect_uri?: string;
@@ -25916,7 +25919,7 @@ export interface operations {
                     "application/json": components["schemas"]["OAuthError"];
                 };
             };
-            /** @description invalid_client: unknown client_id */
+            /** @description invalid_client: unknown client_id, or a client metadata document that cannot be used (the description says why) */
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -26011,7 +26014,7 @@ export interface operations {
                     "application/json": components["schemas"]["OAuthError"];
                 };
             };
-            /** @description invalid_client: unknown client_id */
+            /** @description invalid_client: unknown client_id, or a client metadata document that cannot be used (the description says why) */
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];

@@ -6,11 +6,12 @@ import { Pagination } from "../crm/body";
 export const OAuthClientIntegration = z
   .object({
     type: z.literal("oauth_client"),
-    id: z.string().openapi({ description: "The client's client_id" }),
-    name: z
+    id: z
       .string()
-      .nullable()
-      .openapi({ description: "The name the client registered with (null for a configured client, or one that gave none)" }),
+      .openapi({ description: "The client's client_id (for a client identified by its metadata document, that document's URL)" }),
+    name: z.string().nullable().openapi({
+      description: "The name the client registered with (null for a configured client, a metadata document client, or one that gave none)",
+    }),
     grantedBy: z.array(z.string()).openapi({ description: "The users whose grant keeps it connected" }),
     permissions: z.array(z.string()).openapi({ description: "What those grants allow, together" }),
     connectedAt: z.string().openapi({ description: "When the first of those grants was made" }),

@@ -4,6 +4,7 @@ import { oauthClients, oauthCodes } from "../db/schema";
 import type { Config } from "../env";
 import { sha256Hex, toBase64Url } from "../lib/crypto";
 import { addSeconds, nowIso } from "../lib/time";
+import { type ClientDocumentDeps, ClientDocumentRefused } from "./client-documents";
 import { type KnownClient, findClient, redirectMatches } from "./clients";
 import { issuerOf, mcpServerUrlOf } from "./metadata";
 import { DEFAULT_PERMISSIONS, isPermission, PERMISSION_NAMES, type Permission } from "../platform/permissions";
@@ -32,18 +33,29 @@ export type AuthorizationQuery = Partial<
 /**
  * What an authorization request amounts to. Until the client and its redirect URI are verified, a problem is shown on
  * an error page and never sent anywhere (RFC 6749 section 4.1.2.1); after that it goes back to a configured client
- * (OAUTH_CLIENTS) as a redirect. A registered client's redirect URI is whatever anyone registered, so redirecting an
- * error there, before any user approved the client, would make this origin an open redirector (RFC 9700 section
- * 4.11.2): its errors are shown on the error page too. Its only redirects follow the user's decision (code, or
- * access_denied) or a session holder's request.
+ * (OAUTH_CLIENTS) as a redirect. A registered client's redirect URI is whatever anyone registered, and a document
+ * client's whatever anyone published, so redirecting an error there, before any user approved the client, would make
+ * this origin an open redirector (RFC 9700 section 4.11.2): their errors are shown on the error page too. Their only
+ * redirects follow the user's decision (code, or access_denied) or a session holder's request.
  */
 export type AuthorizationOutcome =
   | { kind: "refused"; message: string }
   | { kind: "redirect-error"; redirectUri: string; state?: string; error: string; description: string }
   | { kind: "valid"; request: AuthorizationRequest };
 
-export async function readAuthorizationRequest(db: Db, config: Config, q: AuthorizationQuery): Promise<AuthorizationOutcome> {
-  const client = await findClient(db, config, q.client_id);
+export async function readAuthorizationRequest(
+  db: Db,
+  config: Config,
+  documents: ClientDocumentDeps,
+  q: AuthorizationQuery,
+): Promise<AuthorizationOutcome> {
+  let client: KnownClient | null;
+  try {
+    client = await findClient(db, config, documents, q.client_id);
+  } catch (err) {
+    if (err instanceof ClientDocumentRefused) return { kind: "refused", message: err.message };
+    throw err;
+  }
   if (!client)
     return {
       kind: "refused",
@@ -54,18 +66,20 @@ export async function readAuthorizationRequest(db: Db, config: Config, q: Author
   if (!redirectMatches(client, q.redirect_uri)) {
     return {
       kind: "refused",
-      message: q.redirect_uri
-        ? "The address this application asked to return to is not registered for it."
-        : "The request names no address to return to (redirect_uri is missing).",
+      message: !q.redirect_uri
+        ? "The request names no address to return to (redirect_uri is missing)."
+        : client.kind === "document"
+          ? `The address this application asked to return to is not among the redirect_uris of its metadata document (${client.clientId}).`
+          : "The address this application asked to return to is not registered for it.",
     };
   }
   const redirectUri = q.redirect_uri!;
   const state = q.state;
   const fail = (error: string, description: string): AuthorizationOutcome =>
-    client.registered
+    client.kind !== "configured"
       ? {
           kind: "refused",
-          message: `${description} (${error}). This application registered itself with this service, so the problem is shown here instead of being sent to its address.`,
+          message: `${description} (${error}). This application ${client.kind === "registered" ? "registered itself with this service" : "describes itself in a document of its own"}, so the problem is shown here instead of being sent to its address.`,
         }
       : { kind: "redirect-error", redirectUri, ...(state === undefined ? {} : { state: state.slice(0, MAX_STATE) }), error, description };
   if (state !== undefined && state.length > MAX_STATE) return fail("invalid_request", `state is longer than ${MAX_STATE} characters`);
@@ -123,7 +137,7 @@ export async function issueCode(db: Db, request: AuthorizationRequest, who: { us
     expiresAt: nowIso(addSeconds(now, CODE_TTL_SECONDS)),
   });
   // A registered client in use is kept (the cron deletes the ones unused for CLIENT_IDLE_DAYS).
-  if (request.client.registered)
+  if (request.client.kind === "registered")
     await db.batch([
       insert,
       db

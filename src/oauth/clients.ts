@@ -6,38 +6,74 @@ import { newId } from "../lib/ids";
 import { nowIso } from "../lib/time";
 import { jsonIssues } from "../lib/json-bounds";
 import { oneLineText } from "../lib/validation";
+import { type ClientDocumentDeps, ClientDocumentRefused, isDocumentUrl, loadClientDocument } from "./client-documents";
 import { OAuthError } from "./errors";
+import { isAbsoluteWithoutFragment, isHttpsOrLoopback, MAX_CLIENT_NAME, MAX_REDIRECT_URI, MAX_REDIRECT_URIS } from "./uris";
 
-/** A client the authorization server knows: a static one of OAUTH_CLIENTS, or one that registered itself (RFC 7591). */
+/**
+ * A client the authorization server knows, by where it was declared: `configured` in OAUTH_CLIENTS (redirect URI
+ * patterns; errors are redirected to it), `registered` by itself (RFC 7591), or `document`: its client_id is the URL of
+ * its metadata document (client-documents.ts). A registered or document client is whatever anyone declared, so its
+ * redirect URIs match exactly and no error is sent to them before a user approved it (authorize.ts).
+ */
 export interface KnownClient {
   clientId: string;
   clientName: string | null;
-  /** Static clients: patterns (see `redirectMatches`); registered clients: exact URIs. */
+  /** Configured clients: patterns (see `redirectMatches`); the others: exact URIs. */
   redirectUris: string[];
-  registered: boolean;
+  kind: "configured" | "registered" | "document";
 }
 
 const MAX_CLIENT_ID = 200;
 
-export async function findClient(db: Db, config: Config, clientId: string | undefined): Promise<KnownClient | null> {
+/**
+ * The client `clientId` names, looked up in the order MCP clients try them (MCP authorization 2025-11-25, client
+ * registration): OAUTH_CLIENTS, then a metadata document URL, then a registration. Null when none knows it; a document
+ * that cannot be used throws `ClientDocumentRefused`, whose message says why.
+ */
+export async function findClient(
+  db: Db,
+  config: Config,
+  documents: ClientDocumentDeps,
+  clientId: string | undefined,
+): Promise<KnownClient | null> {
   if (!clientId || clientId.length > MAX_CLIENT_ID) return null;
   const fixed = config.OAUTH_CLIENTS.find((c) => c.clientId === clientId);
-  if (fixed) return { clientId, clientName: null, redirectUris: fixed.redirectUris, registered: false };
+  if (fixed) return { clientId, clientName: null, redirectUris: fixed.redirectUris, kind: "configured" };
+  if (isDocumentUrl(clientId)) return { clientId, ...(await loadClientDocument(config, documents, clientId)), kind: "document" };
   const row = await db.select().from(oauthClients).where(eq(oauthClients.id, clientId)).get();
-  return row ? { clientId: row.id, clientName: row.clientName, redirectUris: row.redirectUris, registered: true } : null;
+  return row ? { clientId: row.id, clientName: row.clientName, redirectUris: row.redirectUris, kind: "registered" } : null;
+}
+
+/** `findClient` for the token and revocation endpoints: an unknown client, or an unusable document, is `invalid_client`. */
+export async function requireClient(
+  db: Db,
+  config: Config,
+  documents: ClientDocumentDeps,
+  clientId: string | undefined,
+): Promise<KnownClient> {
+  let client: KnownClient | null;
+  try {
+    client = await findClient(db, config, documents, clientId);
+  } catch (err) {
+    if (err instanceof ClientDocumentRefused) throw new OAuthError("invalid_client", err.message, 401);
+    throw err;
+  }
+  if (!client) throw new OAuthError("invalid_client", "Unknown client_id", 401);
+  return client;
 }
 
 /**
  * A static client's redirect pattern matches the whole URI; each `*` stands for one DNS label or a port number
  * (letters, digits, hyphens: never a dot, colon, slash, `@`, `?` or `#`), so `http://127.0.0.1:*\/callback` admits any
- * port and nothing else. A registered client's URIs match exactly (RFC 7591 and OAuth 2.1 section 2.3.1), except
+ * port and nothing else. A registered or document client's URIs match exactly (RFC 7591 and OAuth 2.1 section 2.3.1), except
  * that an http loopback redirect matches on everything but the port (RFC 8252 section 7.3: a native client listens on
  * an ephemeral port), so a registration without a port, or with another one, admits any.
  */
 export function redirectMatches(client: KnownClient, redirectUri: string | undefined): boolean {
   if (!redirectUri || redirectUri.length > MAX_REDIRECT_URI || !isAbsoluteWithoutFragment(redirectUri)) return false;
   const loopback = withoutLoopbackPort(redirectUri);
-  if (client.registered)
+  if (client.kind !== "configured")
     return (
       client.redirectUris.includes(redirectUri) ||
       (loopback !== null && client.redirectUris.some((uri) => withoutLoopbackPort(uri) === loopback))
@@ -69,26 +105,9 @@ const patternRegex = (pattern: string) =>
       .join("[A-Za-z0-9-]+")}$`,
   );
 
-function isAbsoluteWithoutFragment(uri: string): boolean {
-  if (uri.includes("#")) return false;
-  try {
-    const url = new URL(uri);
-    return url.username === "" && url.password === "";
-  } catch {
-    return false;
-  }
-}
-
-const MAX_REDIRECT_URI = 2000;
-const MAX_REDIRECT_URIS = 10;
-const MAX_CLIENT_NAME = 100;
-const LOOPBACK_HOSTS = new Set(["127.0.0.1", "localhost", "[::1]"]);
-
 /** Where a registered client may send its users back: https anywhere, plain http only to this machine (RFC 8252 section 7.3). */
 function allowedRedirect(uri: unknown): uri is string {
-  if (typeof uri !== "string" || uri.length > MAX_REDIRECT_URI || !isAbsoluteWithoutFragment(uri)) return false;
-  const url = new URL(uri);
-  return url.protocol === "https:" || (url.protocol === "http:" && LOOPBACK_HOSTS.has(url.hostname));
+  return typeof uri === "string" && uri.length <= MAX_REDIRECT_URI && isAbsoluteWithoutFragment(uri) && isHttpsOrLoopback(uri);
 }
 
 export interface RegisteredClient {

@@ -5,6 +5,8 @@ import { readConfig } from "../env";
 import { resolveBearer } from "../platform/auth";
 import type { AppBindings } from "../platform/context";
 import { type AuthorizationQuery, type AuthorizationRequest, issueCode, readAuthorizationRequest, redirectBack } from "./authorize";
+import type { ClientDocumentDeps } from "./client-documents";
+import { grantedBefore } from "./consent";
 import { codeSignInDeps, enterSignInCode, sendSignInCode } from "./email-code";
 import { codePage, consentPage, emailPage, errorPage, lockedPage, NO_STORE_HEADERS } from "./pages";
 import { csrfTokenFor, csrfTokenMatches, endSignIn, findSignIn, membershipsOf, newCookieValue, OAUTH_COOKIE, type SignIn } from "./sign-in";
@@ -32,11 +34,12 @@ function redirectTo(c: Ctx, location: string): Response {
 async function withRequest(
   c: Ctx,
   query: AuthorizationQuery,
+  documents: ClientDocumentDeps,
   next: (request: AuthorizationRequest, secret: string) => Promise<Response>,
 ): Promise<Response> {
   const config = readConfig(c.env);
   if (!config.JWT_SECRET) return errorPage(c, 503, "The authorization server is not configured on this deployment (JWT_SECRET is unset).");
-  const outcome = await readAuthorizationRequest(c.get("directory"), config, query);
+  const outcome = await readAuthorizationRequest(c.get("directory"), config, documents, query);
   if (outcome.kind === "refused") return errorPage(c, 400, outcome.message);
   if (outcome.kind === "redirect-error")
     return redirectTo(
@@ -58,14 +61,17 @@ async function showConsent(
   csrf: string,
   extra: { error?: string; setCookie?: string } = {},
 ): Promise<Response> {
-  const organizations = await membershipsOf(c.get("directory"), signIn.email);
+  const db = c.get("directory");
+  const organizations = await membershipsOf(db, signIn.email);
   return consentPage(c, {
     csrf,
     clientName: clientNameOf(request),
+    ...(request.client.kind === "document" ? { documentUrl: request.client.clientId } : {}),
     redirectUri: request.redirectUri,
     email: signIn.email,
     permissions: request.permissions,
     organizations,
+    granted: await grantedBefore(db, request.client.clientId, organizations),
     ...extra,
   });
 }
@@ -81,8 +87,8 @@ async function freshEmailPage(c: Ctx, request: AuthorizationRequest, secret: str
 }
 
 /** GET /oauth/authorize. */
-export function authorize(c: Ctx, query: AuthorizationQuery): Promise<Response> {
-  return withRequest(c, query, async (request, secret) => {
+export function authorize(c: Ctx, query: AuthorizationQuery, documents: ClientDocumentDeps): Promise<Response> {
+  return withRequest(c, query, documents, async (request, secret) => {
     const authorization = c.req.header("authorization");
     if (authorization !== undefined) {
       // A programmatic caller with a session (spec table: the caller is that user): no page, the code at once.
@@ -142,8 +148,13 @@ async function enterCode(
 }
 
 /** POST /oauth/authorize: one step of the browser's sign-in and consent. */
-export function submitAuthorization(c: Ctx, query: AuthorizationQuery, form: AuthorizeFormBody): Promise<Response> {
-  return withRequest(c, query, async (request, secret) => {
+export function submitAuthorization(
+  c: Ctx,
+  query: AuthorizationQuery,
+  form: AuthorizeFormBody,
+  documents: ClientDocumentDeps,
+): Promise<Response> {
+  return withRequest(c, query, documents, async (request, secret) => {
     const db = c.get("directory");
     const cookie = getCookie(c, OAUTH_COOKIE.name(isSecure(c)));
     if (!cookie || !(await csrfTokenMatches(secret, cookie, form.csrf_token))) {

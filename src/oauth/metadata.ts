@@ -35,6 +35,8 @@ export function authorizationServerMetadata(config: Config) {
     token_endpoint_auth_methods_supported: ["none"],
     scopes_supported: [...PERMISSION_NAMES],
     authorization_response_iss_parameter_supported: true,
+    // A client_id may be the https URL of the client's metadata document (client-documents.ts; MCP 2025-11-25).
+    client_id_metadata_document_supported: true,
     service_documentation: `${issuer}/docs`,
   };
 }

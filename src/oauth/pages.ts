@@ -18,6 +18,8 @@ const STYLE = `
   button:focus-visible, input:focus-visible { outline: 3px solid #2563eb; outline-offset: 2px; }
   .error { color: #b91c1c; font-weight: 600; }
   ul.permissions li { margin: .25rem 0; }
+  .new { font-weight: 700; color: #b45309; }
+  .held { color: #4b5563; }
   fieldset { border: 1px solid #8884; }
 `;
 
@@ -131,10 +133,14 @@ export function consentPage(
   opts: {
     csrf: string;
     clientName: string;
+    /** A client identified by its metadata document (client-documents.ts): where that document is. */
+    documentUrl?: string;
     redirectUri: string;
     email: string;
     permissions: Permission[];
     organizations: { organizationId: string; organizationName: string }[];
+    /** Per organization, what the person already allowed this client (consent.ts). */
+    granted: Record<string, Permission[]>;
     error?: string;
     setCookie?: string;
   },
@@ -150,15 +156,20 @@ export function consentPage(
               `<label><input type="radio" name="organization_id" value="${escapeHtml(o.organizationId)}"${i === 0 ? " checked" : ""}> ${escapeHtml(o.organizationName)}</label>`,
           )
           .join("")}</fieldset>`;
+  const name = escapeHtml(opts.clientName);
+  const origin = target.origin === "null" ? target.protocol : target.origin;
   return render(
     c,
     200,
     `Allow ${opts.clientName}?`,
     `<p>Signed in as <strong>${escapeHtml(opts.email)}</strong>.</p>
-<p><strong>${escapeHtml(opts.clientName)}</strong> asks to act on your behalf. It will be able to:</p>
-<ul class="permissions">${opts.permissions.map((p) => `<li>${escapeHtml(PERMISSIONS[p])} <code>${p}</code></li>`).join("")}</ul>
+${
+  opts.documentUrl
+    ? `<p>This application is identified by the document at <code>${escapeHtml(opts.documentUrl)}</code>: the name <strong>${name}</strong> is what that document says.</p>\n`
+    : ""
+}${permissionList(name, opts.permissions, orgs, opts.granted)}
 <p>${accessLasts(opts.clientName)}</p>
-<p>You will be returned to <code>${escapeHtml(target.origin === "null" ? target.protocol : target.origin)}</code>.</p>
+<p>You will be returned to <code>${escapeHtml(origin)}</code>, which receives the answer.</p>
 ${errorLine(opts.error)}
 <form method="post">
 ${hidden("csrf_token", opts.csrf)}${hidden("step", "consent")}
@@ -167,7 +178,41 @@ ${orgChoice}
 <button type="submit" name="decision" value="deny">Deny</button>
 </form>
 <form method="post">${hidden("csrf_token", opts.csrf)}${hidden("step", "restart")}<button type="submit">Sign in as someone else</button></form>`,
-    [target.origin === "null" ? target.protocol : target.origin],
+    [origin],
     opts.setCookie,
   );
+}
+
+/**
+ * The permissions asked for. When the person already allowed this client something (a step-up: the client asks again
+ * with what it holds plus what a tool needs), each is marked: "Newly requested", listed first, or "Already granted"
+ * (naming the organizations when there is a choice, since a grant is per organization).
+ */
+function permissionList(
+  name: string,
+  permissions: Permission[],
+  orgs: { organizationId: string; organizationName: string }[],
+  granted: Record<string, Permission[]>,
+): string {
+  const holders = (p: Permission) => orgs.filter((o) => granted[o.organizationId]?.includes(p));
+  const item = (p: Permission, mark = "") => `<li>${escapeHtml(PERMISSIONS[p])} <code>${p}</code>${mark}</li>`;
+  if (!orgs.some((o) => (granted[o.organizationId]?.length ?? 0) > 0))
+    return `<p><strong>${name}</strong> asks to act on your behalf. It will be able to:</p>
+<ul class="permissions">${permissions.map((p) => item(p)).join("")}</ul>`;
+  const added = permissions.filter((p) => holders(p).length === 0);
+  const kept = permissions.filter((p) => holders(p).length > 0);
+  const heldMark = (p: Permission) =>
+    ` <span class="held">Already granted${
+      orgs.length === 1
+        ? ""
+        : ` for ${holders(p)
+            .map((o) => escapeHtml(o.organizationName))
+            .join(", ")}`
+    }</span>`;
+  const intro =
+    added.length > 0
+      ? `You already allowed <strong>${name}</strong> some of this. It now asks for ${added.length === 1 ? "one more permission" : `${added.length} more permissions`}, marked <strong>Newly requested</strong>:`
+      : `You already allowed <strong>${name}</strong> all of this. It asks again for:`;
+  return `<p>${intro}</p>
+<ul class="permissions">${[...added.map((p) => item(p, ' <strong class="new">Newly requested</strong>')), ...kept.map((p) => item(p, heldMark(p)))].join("")}</ul>`;
 }

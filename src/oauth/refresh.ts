@@ -7,7 +7,8 @@ import { expectRow, isGuardFailure, type Statement } from "../db/write";
 import { sha256Hex, toBase64Url } from "../lib/crypto";
 import { addSeconds, nowIso } from "../lib/time";
 import { isOurResource } from "./authorize";
-import { findClient } from "./clients";
+import type { ClientDocumentDeps } from "./client-documents";
+import { requireClient } from "./clients";
 import { OAuthError } from "./errors";
 import { mcpServerUrlOf } from "./metadata";
 import { isPermission, type Permission } from "../platform/permissions";
@@ -83,14 +84,18 @@ const MAX_SCOPE = 1000;
  * widen it, and the new refresh token keeps the family's full grant. The rotation is one guarded batch (db/write.ts):
  * of two concurrent uses of one token exactly one wins; the other is a reuse and revokes the family.
  */
-export async function refreshAccessToken(work: DirectoryWork, config: SigningConfig, form: TokenRequest): Promise<TokenResponse> {
+export async function refreshAccessToken(
+  work: DirectoryWork,
+  config: SigningConfig,
+  documents: ClientDocumentDeps,
+  form: TokenRequest,
+): Promise<TokenResponse> {
   const db = work.directory;
   for (const field of ["refresh_token", "client_id"] as const) {
     if (!form[field]) throw new OAuthError("invalid_request", `${field} is required`);
   }
   if (!isOurResource(config, form.resource)) throw new OAuthError("invalid_target", `resource must be ${mcpServerUrlOf(config)}`);
-  const client = await findClient(db, config, form.client_id);
-  if (!client) throw new OAuthError("invalid_client", "Unknown client_id", 401);
+  const client = await requireClient(db, config, documents, form.client_id);
 
   const tokenHash = await sha256Hex(form.refresh_token!);
   const row = await db
@@ -151,7 +156,7 @@ export async function refreshAccessToken(work: DirectoryWork, config: SigningCon
       ];
   statements.push(db.insert(oauthGrants).values(grant), db.insert(oauthRefreshTokens).values(next.row));
   // A registered client in use is kept by the cron (prune.ts), whether it asks for codes or refreshes.
-  if (client.registered)
+  if (client.kind === "registered")
     statements.push(db.update(oauthClients).set({ lastUsedAt: grant.createdAt }).where(eq(oauthClients.id, client.clientId)));
   try {
     await db.batch(statements);

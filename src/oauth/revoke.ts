@@ -4,7 +4,8 @@ import type { DirectoryWork } from "../events/directory-outbox";
 import { oauthGrants } from "../db/schema";
 import type { Config } from "../env";
 import { nowIso } from "../lib/time";
-import { findClient } from "./clients";
+import type { ClientDocumentDeps } from "./client-documents";
+import { requireClient } from "./clients";
 import { OAuthError } from "./errors";
 import { issuerOf, mcpServerUrlOf } from "./metadata";
 import { findRefreshToken, revokeFamily } from "./refresh";
@@ -23,12 +24,16 @@ export interface RevocationRequest {
  * is, a hint, and any value is accepted (section 2.1). An unknown, expired or already revoked token, or one issued to
  * another client, is answered the same way with nothing revoked (section 2.2): the answer tells nothing about a token.
  */
-export async function revokeToken(work: DirectoryWork, config: Config, form: RevocationRequest): Promise<void> {
+export async function revokeToken(
+  work: DirectoryWork,
+  config: Config,
+  documents: ClientDocumentDeps,
+  form: RevocationRequest,
+): Promise<void> {
   const db = work.directory;
   if (!form.token) throw new OAuthError("invalid_request", "token is required");
   if (!form.client_id) throw new OAuthError("invalid_request", "client_id is required (public clients name themselves)");
-  const client = await findClient(db, config, form.client_id);
-  if (!client) throw new OAuthError("invalid_client", "Unknown client_id", 401);
+  const client = await requireClient(db, config, documents, form.client_id);
 
   if (looksLikeJwt(form.token)) {
     if (!config.JWT_SECRET)

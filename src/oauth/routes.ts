@@ -21,6 +21,7 @@ import type { AppBindings } from "../platform/context";
 import { validationHook } from "../platform/openapi";
 import { rateLimit } from "../platform/rate-limit";
 import { defineRoute, type RouteFamily } from "../platform/route";
+import type { ClientDocumentDeps } from "./client-documents";
 import { registerClient } from "./clients";
 import { OAuthError } from "./errors";
 import { authorizationServerMetadata, protectedResourceMetadata } from "./metadata";
@@ -69,8 +70,9 @@ const authorizePage = defineRoute(OAUTH, {
   summary: "Start an authorization (OAuth 2.1 authorization code with PKCE)",
   description: `Only known clients and registered redirect URIs: an unknown client or redirect URI gets an error page and is never
 redirected to. Other problems are redirected back with \`error\`, \`error_description\` and \`state\` to a configured client
-(OAUTH_CLIENTS); a client that registered itself gets the error page instead (RFC 9700 section 4.11.2: no redirect to an
-untrusted address before a user approved the client). A caller presenting a live
+(OAUTH_CLIENTS); a client that registered itself, or whose client_id is the URL of its metadata document (Client ID
+Metadata Document: fetched from a public address, at most 5 KB, 5 s, no redirect, cached per its Cache-Control), gets the
+error page instead (RFC 9700 section 4.11.2: no redirect to an untrusted address before a user approved the client). A caller presenting a live
 bearer session (\`Authorization: Bearer <session token>\`) is that user and is redirected at once with \`code\` and \`state\`.
 A browser signs in with a one-time code mailed to its e-mail, then approves or denies the permissions asked for on a
 consent page. The code is valid ${60} seconds, once.`,
@@ -79,7 +81,7 @@ consent page. The code is valid ${60} seconds, once.`,
     200: html("The sign-in, code or consent page"),
     302: redirect("Back to the client's redirect URI"),
     400: html(
-      "Unknown client, a redirect URI not registered for it, or any other problem of a request from a registered client (not redirected)",
+      "Unknown client, a client metadata document that cannot be used, a redirect URI not registered for the client, or any other problem of a request from a registered or document client (not redirected)",
     ),
     401: html("The bearer session presented is unknown, revoked or expired"),
     503: html("The authorization server is not configured (JWT_SECRET)"),
@@ -131,7 +133,7 @@ refresh token used a second time is refused and every token issued from it is re
     400: oauthError(
       "invalid_request, invalid_grant (unknown, expired, used or mismatched code or refresh token, wrong verifier), invalid_scope (a refresh asking for more than was granted) or unsupported_grant_type",
     ),
-    401: oauthError("invalid_client: unknown client_id"),
+    401: oauthError("invalid_client: unknown client_id, or a client metadata document that cannot be used (the description says why)"),
     429: oauthError("Too many requests from this address (rate_limited)"),
     503: oauthError("temporarily_unavailable: JWT_SECRET is not configured"),
   },
@@ -153,7 +155,7 @@ was known, live, or issued to this client (RFC 7009 section 2.2). CORS-enabled; 
   responses: {
     200: { description: "Revoked, or nothing to revoke (empty body)", headers: NO_STORE },
     400: oauthError("invalid_request: no token or no client_id"),
-    401: oauthError("invalid_client: unknown client_id"),
+    401: oauthError("invalid_client: unknown client_id, or a client metadata document that cannot be used (the description says why)"),
     429: oauthError("Too many requests from this address (rate_limited)"),
     503: oauthError("temporarily_unavailable: JWT_SECRET is not configured (an access token cannot be read)"),
   },
@@ -248,24 +250,27 @@ const directoryWork = (c: Context<AppBindings>): DirectoryWork => ({
   defer: (work) => c.executionCtx.waitUntil(work),
 });
 
-export const oauthRoutes = new OpenAPIHono<AppBindings>({ defaultHook: validationHook });
-// Browser-based MCP clients (an inspector page) read the metadata, register and exchange codes with fetch: no cookie
-// or ambient credential is involved on these routes, so any origin may call them.
-const anyOrigin = openCors(["GET", "POST", "OPTIONS"], ["content-type", "authorization", "mcp-protocol-version"]);
-oauthRoutes.use("/.well-known/*", anyOrigin);
-oauthRoutes.use("/oauth/token", anyOrigin, noStore);
-oauthRoutes.use("/oauth/register", anyOrigin, noStore);
-oauthRoutes.use("/oauth/revoke", anyOrigin, noStore);
+/** The OAuth routes, reaching clients' metadata documents through `documents` (client-documents.ts; tests replace parts). */
+export function createOAuthRoutes(documents: ClientDocumentDeps) {
+  const routes = new OpenAPIHono<AppBindings>({ defaultHook: validationHook });
+  // Browser-based MCP clients (an inspector page) read the metadata, register and exchange codes with fetch: no cookie
+  // or ambient credential is involved on these routes, so any origin may call them.
+  const anyOrigin = openCors(["GET", "POST", "OPTIONS"], ["content-type", "authorization", "mcp-protocol-version"]);
+  routes.use("/.well-known/*", anyOrigin);
+  routes.use("/oauth/token", anyOrigin, noStore);
+  routes.use("/oauth/register", anyOrigin, noStore);
+  routes.use("/oauth/revoke", anyOrigin, noStore);
 
-oauthRoutes
-  .openapi(authorizePage, (c) => authorize(c, c.req.valid("query")), pageHook as never)
-  .openapi(authorizeForm, (c) => submitAuthorization(c, c.req.valid("query"), c.req.valid("form")), pageHook as never)
-  .openapi(token, async (c) => c.json(await requestToken(directoryWork(c), readConfig(c.env), c.req.valid("form")), 200))
-  .openapi(revoke, async (c) => {
-    await revokeToken(directoryWork(c), readConfig(c.env), c.req.valid("form"));
-    return c.body(null, 200);
-  })
-  .openapi(register, async (c) => c.json(await registerClient(c.get("directory"), c.req.valid("json")), 201), registrationHook as never)
-  .openapi(serverMetadata, (c) => c.json(authorizationServerMetadata(readConfig(c.env)), 200))
-  .openapi(resourceMetadata, (c) => c.json(protectedResourceMetadata(readConfig(c.env)), 200))
-  .openapi(mcpResourceMetadata, (c) => c.json(protectedResourceMetadata(readConfig(c.env)), 200));
+  return routes
+    .openapi(authorizePage, (c) => authorize(c, c.req.valid("query"), documents), pageHook as never)
+    .openapi(authorizeForm, (c) => submitAuthorization(c, c.req.valid("query"), c.req.valid("form"), documents), pageHook as never)
+    .openapi(token, async (c) => c.json(await requestToken(directoryWork(c), readConfig(c.env), documents, c.req.valid("form")), 200))
+    .openapi(revoke, async (c) => {
+      await revokeToken(directoryWork(c), readConfig(c.env), documents, c.req.valid("form"));
+      return c.body(null, 200);
+    })
+    .openapi(register, async (c) => c.json(await registerClient(c.get("directory"), c.req.valid("json")), 201), registrationHook as never)
+    .openapi(serverMetadata, (c) => c.json(authorizationServerMetadata(readConfig(c.env)), 200))
+    .openapi(resourceMetadata, (c) => c.json(protectedResourceMetadata(readConfig(c.env)), 200))
+    .openapi(mcpResourceMetadata, (c) => c.json(protectedResourceMetadata(readConfig(c.env)), 200));
+}

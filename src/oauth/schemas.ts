@@ -9,7 +9,11 @@ const param = (name: string, description: string, max = 2000) =>
     .openapi({ param: { name, in: "query" }, description });
 
 export const AuthorizeQuery = z.object({
-  client_id: param("client_id", "A client of OAUTH_CLIENTS or one registered at /oauth/register", 200),
+  client_id: param(
+    "client_id",
+    "A client of OAUTH_CLIENTS, the https URL of the client's metadata document (Client ID Metadata Document), or a client registered at /oauth/register",
+    200,
+  ),
   redirect_uri: param("redirect_uri", "Must match a redirect URI registered for the client"),
   response_type: param("response_type", 'Must be "code"', 20),
   code_challenge: param("code_challenge", "BASE64URL(SHA256(code_verifier)), 43 characters (RFC 7636)", 128),
@@ -140,6 +144,9 @@ export const AuthorizationServerMetadata = z
     token_endpoint_auth_methods_supported: z.array(z.string()),
     scopes_supported: z.array(z.string()),
     authorization_response_iss_parameter_supported: z.boolean(),
+    client_id_metadata_document_supported: z
+      .boolean()
+      .openapi({ description: "A client_id may be the https URL of a Client ID Metadata Document (no registration needed)" }),
     service_documentation: z.string(),
   })
   .openapi("AuthorizationServerMetadata");

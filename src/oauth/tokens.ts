@@ -21,20 +21,26 @@ import type { AccessTokens } from "../platform/auth";
 import { isPermission, type Permission } from "../platform/permissions";
 import type { AuthOrganization, AuthUser } from "../service-context";
 import { isOurResource } from "./authorize";
-import { findClient } from "./clients";
+import type { ClientDocumentDeps } from "./client-documents";
+import { requireClient } from "./clients";
 import { OAuthError } from "./errors";
 import { issuerOf, mcpPathOf, mcpServerUrlOf } from "./metadata";
 import { newGrant, type SigningConfig, type TokenRequest, type TokenResponse, tokenResponse } from "./grants";
 import { newRefreshToken, refreshAccessToken, revokeFamily } from "./refresh";
 
 /** POST /oauth/token: the authorization_code grant, or the refresh_token grant. */
-export function requestToken(work: DirectoryWork, config: Config, form: TokenRequest): Promise<TokenResponse> {
+export function requestToken(
+  work: DirectoryWork,
+  config: Config,
+  documents: ClientDocumentDeps,
+  form: TokenRequest,
+): Promise<TokenResponse> {
   if (!config.JWT_SECRET)
     throw new OAuthError("temporarily_unavailable", "The token endpoint is not configured (JWT_SECRET is unset)", 503);
   const signing = config as SigningConfig;
   if (form.grant_type === undefined || form.grant_type === "") throw new OAuthError("invalid_request", "grant_type is required");
-  if (form.grant_type === "authorization_code") return exchangeCode(work, signing, form);
-  if (form.grant_type === "refresh_token") return refreshAccessToken(work, signing, form);
+  if (form.grant_type === "authorization_code") return exchangeCode(work, signing, documents, form);
+  if (form.grant_type === "refresh_token") return refreshAccessToken(work, signing, documents, form);
   throw new OAuthError("unsupported_grant_type", 'grant_type must be "authorization_code" or "refresh_token"');
 }
 
@@ -49,7 +55,12 @@ async function challengeOf(verifier: string): Promise<string> {
  * exchange is a reuse, answered `invalid_grant`, and revokes the family the first one started: its access and refresh
  * tokens stop working (RFC 6749 section 4.1.2).
  */
-async function exchangeCode(work: DirectoryWork, config: SigningConfig, form: TokenRequest): Promise<TokenResponse> {
+async function exchangeCode(
+  work: DirectoryWork,
+  config: SigningConfig,
+  documents: ClientDocumentDeps,
+  form: TokenRequest,
+): Promise<TokenResponse> {
   const db = work.directory;
   for (const field of ["code", "redirect_uri", "client_id", "code_verifier"] as const) {
     if (!form[field]) throw new OAuthError("invalid_request", `${field} is required`);
@@ -57,8 +68,7 @@ async function exchangeCode(work: DirectoryWork, config: SigningConfig, form: To
   if (!/^[A-Za-z0-9._~-]{43,128}$/.test(form.code_verifier!))
     throw new OAuthError("invalid_request", "code_verifier must be 43 to 128 characters of A-Z a-z 0-9 - . _ ~ (RFC 7636 section 4.1)");
   if (!isOurResource(config, form.resource)) throw new OAuthError("invalid_target", `resource must be ${mcpServerUrlOf(config)}`);
-  const client = await findClient(db, config, form.client_id);
-  if (!client) throw new OAuthError("invalid_client", "Unknown client_id", 401);
+  const client = await requireClient(db, config, documents, form.client_id);
 
   const codeHash = await sha256Hex(form.code!);
   const row = await db
@@ -97,7 +107,9 @@ async function exchangeCode(work: DirectoryWork, config: SigningConfig, form: To
       db.insert(oauthGrants).values(grant),
       db.insert(oauthRefreshTokens).values(refresh.row),
       // The client's first live grant in the organization connects it (integration.connected).
-      ...connectClient(db, { ...family, clientName: client.clientName, permissions }),
+      // The integration's name is a registration's (integrations/connections.ts reads it from oauth_clients): none is
+      // kept of a configured or document client, whose id names it.
+      ...connectClient(db, { ...family, clientName: client.kind === "registered" ? client.clientName : null, permissions }),
     ]);
   } catch (err) {
     if (!isGuardFailure(err)) throw err;

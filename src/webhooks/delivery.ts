@@ -12,7 +12,7 @@ import { disableFailingEndpoint, failedLongEnough, failureRunWrite } from "./hea
 import { masterKey } from "./guards";
 import { decryptSecret } from "./secret-box";
 import { carries } from "./catalogue";
-import { checkWebhookUrl, urlPolicyFor } from "./ssrf";
+import { checkOutboundUrl, urlPolicyFor } from "../lib/ssrf";
 import type { WebhookDeps } from "./transport";
 import { signStandardWebhook, signWebhook } from "./verify";
 import { OrganizationMoving } from "../lib/errors";
@@ -58,7 +58,7 @@ async function send(
   delivery: { id: string; eventId: string; event: string; body: string },
 ): Promise<AttemptResult> {
   const started = Date.now();
-  const refusal = await checkWebhookUrl(target.url, urlPolicyFor(readConfig(env).ENVIRONMENT), deps.resolver).catch((err) => ({
+  const refusal = await checkOutboundUrl(target.url, urlPolicyFor(readConfig(env).ENVIRONMENT), deps.resolver).catch((err) => ({
     message: `DNS lookup failed: ${String(err)}`,
   }));
   if (refusal) return { statusCode: null, error: `refused before sending: ${refusal.message}`, durationMs: Date.now() - started };

@@ -1,8 +1,8 @@
 import type { Env } from "../env";
 import { readConfig } from "../env";
 import { AppError, NotConfigured, Validation } from "../lib/errors";
-import { DnsUnavailable, type DnsResolver } from "./dns";
-import { checkWebhookUrl, urlPolicyFor } from "./ssrf";
+import { DnsUnavailable, type DnsResolver } from "../lib/dns";
+import { checkOutboundUrl, urlPolicyFor } from "../lib/ssrf";
 
 /** DNS over HTTPS did not answer: the URL can be neither accepted nor refused yet. */
 export class DnsLookupFailed extends AppError {
@@ -21,7 +21,7 @@ export function masterKey(env: Env): string {
 export async function assertDeliverableUrl(env: Env, url: string, resolver: DnsResolver): Promise<void> {
   let refusal;
   try {
-    refusal = await checkWebhookUrl(url, urlPolicyFor(readConfig(env).ENVIRONMENT), resolver);
+    refusal = await checkOutboundUrl(url, urlPolicyFor(readConfig(env).ENVIRONMENT), resolver);
   } catch (err) {
     if (err instanceof DnsUnavailable) throw new DnsLookupFailed("Could not resolve the URL's host right now; try again");
     throw err;

@@ -10,7 +10,7 @@ import type { ServiceContext } from "../service-context";
 import { assertDeliverableUrl, masterKey } from "./guards";
 import type { CreateWebhook, UpdateWebhook, Webhook } from "./schemas";
 import { newWebhookSecret, encryptSecret } from "./secret-box";
-import type { DnsResolver } from "./dns";
+import type { DnsResolver } from "../lib/dns";
 import type { DeliveryReach } from "./catalogue";
 export { webhooksErasable } from "./erasure";
 

@@ -1,5 +1,5 @@
 import { fetchWithDeadline } from "../lib/outbound";
-import { dohResolver, type DnsResolver } from "./dns";
+import { dohResolver, type DnsResolver } from "../lib/dns";
 
 export interface OutboundWebhook {
   url: string;

@@ -9,3 +9,4 @@ import "./sealed-pdf.suite";
 import "./invite-browser.suite";
 import "./oauth-browser.suite";
 import "./browser.suite";
+import "./cimd.suite";

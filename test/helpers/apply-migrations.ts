@@ -49,6 +49,7 @@ await Promise.all([
   import("../../src/surveys/routes"),
   import("../../src/clickwrap/routes"),
   import("../../src/oauth/routes"),
+  import("../../src/oauth/client-documents"),
   import("../../src/mcp/routes"),
   import("../../src/admin/routes"),
   import("@scalar/hono-api-reference"),

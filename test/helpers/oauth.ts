@@ -40,6 +40,21 @@ export function unlimitedCall(): Call {
   return (method, path, opts = {}) => callThrough(app.send, method, path, opts);
 }
 
+/** `call` through an app of helpers/test-app.ts (other options or configuration), redirects answered, not followed. */
+export const callOn =
+  (app: ReturnType<typeof testApp>): Call =>
+  (method, path, opts = {}) =>
+    callThrough(app.send, method, path, opts);
+
+/** A form-encoded POST to /oauth/token (or /oauth/revoke), from an address of its own (they are rate-limited per address). */
+export function postForm(path: "/oauth/token" | "/oauth/revoke", form: Record<string, string | undefined>, send: Call = call) {
+  const body = new URLSearchParams(Object.entries(form).filter((e): e is [string, string] => e[1] !== undefined)).toString();
+  return send("POST", path, {
+    rawBody: body,
+    headers: { "content-type": "application/x-www-form-urlencoded", "cf-connecting-ip": freshIp() },
+  });
+}
+
 let ipSeq = 0;
 export const freshIp = () => `10.14.${Math.floor(Math.random() * 250)}.${(ipSeq++ % 250) + 1}`;
 

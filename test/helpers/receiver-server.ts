@@ -17,6 +17,11 @@
  *        scripted answer ({status?, body?} sent as is, or {content} as a chat completion), then the defaults: chat
  *        answers `chat` (default "{}"), embeddings a hashed bag-of-words vector (see fakeEmbedding)
  *   GET  /ai/<id>/requests  → {requests: [{path, headers, body}]}: what the gateway was asked, bodies parsed
+ *   POST /client-documents {body, status?, headers?, chunked?}  → {id, url}: an OAuth client's metadata document at
+ *        `url` (…/client-documents/<id>/client.json); `body` (an object is sent as JSON) with every "{self}" replaced by
+ *        `url`, so a document can name its own address as client_id; `chunked` sends it without Content-Length
+ *   POST /client-documents/<id>  the same options: the document changes
+ *   GET  /client-documents/<id>/client.json  the document; GET /client-documents/<id>/hits → {hits}: how often it was read
  *   POST /poppler  body: a PDF in base64 → {text, sig}: what poppler's pdftotext and pdfsig print for it (workerd
  *        cannot run a program; the tests judge a sealed PDF with the tools a third party would use)
  */
@@ -88,6 +93,14 @@ export function fakeEmbedding(text: string, dimensions: number): number[] {
   return v.map((x) => x / norm);
 }
 
+interface ClientDocument {
+  body: string;
+  status: number;
+  headers: Record<string, string>;
+  chunked: boolean;
+  hits: number;
+}
+
 interface Mailbox {
   script: number[];
   fallback: number;
@@ -109,6 +122,7 @@ export default async function startReceiver(project: TestProject) {
   const dns = new Map<string, { Status: number; Answer?: unknown[] }>();
   const feeds = new Map<string, ResoFeed>();
   const gateways = new Map<string, AiGatewayFake>();
+  const documents = new Map<string, ClientDocument>();
   let next = 0;
   const server = createServer(async (req, res) => {
     const url = new URL(req.url ?? "/", "http://127.0.0.1");
@@ -224,6 +238,34 @@ export default async function startReceiver(project: TestProject) {
       }));
       if (gateway.reverseEmbeddings) data.reverse();
       return send(200, { object: "list", data, model: request.model ?? "fake", usage: { prompt_tokens: 0, total_tokens: 0 } });
+    }
+    if (req.method === "POST" && (url.pathname === "/client-documents" || (kind === "client-documents" && id && documents.has(id)))) {
+      const opts = JSON.parse(body) as { body: unknown; status?: number; headers?: Record<string, string>; chunked?: boolean };
+      const documentId = id ?? `d${++next}`;
+      const documentUrl = `http://127.0.0.1:${port}/client-documents/${documentId}/client.json`;
+      const text = typeof opts.body === "string" ? opts.body : JSON.stringify(opts.body);
+      documents.set(documentId, {
+        body: text.replaceAll("{self}", documentUrl),
+        status: opts.status ?? 200,
+        headers: opts.headers ?? {},
+        chunked: opts.chunked ?? false,
+        hits: documents.get(documentId)?.hits ?? 0,
+      });
+      return send(201, { id: documentId, url: documentUrl });
+    }
+    if (kind === "client-documents" && id && documents.has(id)) {
+      const doc = documents.get(id)!;
+      if (url.pathname.endsWith("/hits")) return send(200, { hits: doc.hits });
+      doc.hits++;
+      const headers = { "content-type": "application/json", ...doc.headers };
+      if (!doc.chunked) {
+        res.writeHead(doc.status, { ...headers, "content-length": String(Buffer.byteLength(doc.body)) });
+        return res.end(doc.body);
+      }
+      // No Content-Length: the reader learns the size only by reading.
+      res.writeHead(doc.status, headers);
+      for (let i = 0; i < doc.body.length; i += 1024) res.write(doc.body.slice(i, i + 1024));
+      return res.end();
     }
     if (req.method === "POST" && url.pathname === "/poppler") {
       const file = join(mkdtempSync(join(tmpdir(), "poppler-")), "document.pdf");

@@ -59,3 +59,34 @@ export async function openResoFeed(listings: Record<string, unknown>[], opts: { 
       ).requests,
   };
 }
+
+export interface ClientDocumentOptions {
+  /** The document; an object is sent as JSON. Every "{self}" in it becomes the document's own URL. */
+  body: unknown;
+  status?: number;
+  headers?: Record<string, string>;
+  /** Sent without Content-Length, in 1 KB chunks. */
+  chunked?: boolean;
+}
+
+export interface ClientDocument {
+  /** The document's URL on the receiver: a client_id. */
+  url: string;
+  /** How often the document was read. */
+  hits(): Promise<number>;
+  /** Serves another document (or status, headers) at the same URL from now on. */
+  update(opts: ClientDocumentOptions): Promise<void>;
+}
+
+/** An OAuth client's metadata document served by the receiver (http on 127.0.0.1, as development and tests accept). */
+export async function openClientDocument(opts: ClientDocumentOptions): Promise<ClientDocument> {
+  const res = await fetch(`${receiverUrl()}/client-documents`, { method: "POST", body: JSON.stringify(opts) });
+  const { id, url } = (await res.json()) as { id: string; url: string };
+  return {
+    url,
+    hits: async () => ((await (await fetch(`${receiverUrl()}/client-documents/${id}/hits`)).json()) as { hits: number }).hits,
+    update: async (next) => {
+      await (await fetch(`${receiverUrl()}/client-documents/${id}`, { method: "POST", body: JSON.stringify(next) })).body?.cancel();
+    },
+  };
+}

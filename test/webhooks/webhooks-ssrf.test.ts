@@ -2,10 +2,10 @@ import { createExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { createApp } from "../../src/app";
-import { DnsUnavailable, dohResolver, type DnsResolver } from "../../src/webhooks/dns";
-import { classifyLiteral } from "../../src/webhooks/ip";
-import { IPV4_SPECIAL, IPV6_SPECIAL } from "../../src/webhooks/special-purpose";
-import { checkWebhookUrl, urlPolicyFor } from "../../src/webhooks/ssrf";
+import { DnsUnavailable, dohResolver, type DnsResolver } from "../../src/lib/dns";
+import { classifyLiteral } from "../../src/lib/ip";
+import { IPV4_SPECIAL, IPV6_SPECIAL } from "../../src/lib/special-purpose";
+import { checkOutboundUrl, urlPolicyFor } from "../../src/lib/ssrf";
 import { json } from "../helpers/client";
 import { createPrincipal } from "../helpers/factories";
 import { receiverUrl, setDnsAnswers } from "../helpers/receiver";
@@ -14,7 +14,7 @@ const production = urlPolicyFor("production");
 const development = urlPolicyFor("development");
 const fakeDns = (table: Record<string, string[]>): DnsResolver => ({ resolve: async (host) => table[host] ?? [] });
 const noDns: DnsResolver = { resolve: async (host) => Promise.reject(new Error(`no DNS expected for ${host}`)) };
-const codeOf = async (url: string, policy = production, dns = noDns) => (await checkWebhookUrl(url, policy, dns))?.code ?? "ok";
+const codeOf = async (url: string, policy = production, dns = noDns) => (await checkOutboundUrl(url, policy, dns))?.code ?? "ok";
 
 describe("webhook URL rules (SSRF)", () => {
   it.each([

@@ -1,8 +1,8 @@
 /**
  * The IANA IPv4 and IPv6 Special-Purpose Address Registries (RFC 6890 and its updates), as data, plus the multicast
- * blocks, which have registries of their own. A webhook may reach none of these blocks: most are not globally
- * reachable, and the few that are (anycast services such as AS112, PCP, TURN) are infrastructure, never a customer's
- * receiver. Where a block embeds an IPv4 address (IPv4-mapped, NAT64, 6to4), `embeds` names where it sits, and the
+ * blocks, which have registries of their own. An outbound request (a webhook, an OAuth client's metadata document) may
+ * reach none of these blocks: most are not globally reachable, and the few that are (anycast services such as AS112,
+ * PCP, TURN) are infrastructure, never a customer's server. Where a block embeds an IPv4 address (IPv4-mapped, NAT64, 6to4), `embeds` names where it sits, and the
  * embedded address is judged instead, so a mapped public address stays usable and a mapped private one does not.
  *
  * Kept in the registries' own order and words; when IANA adds a block, add its row here (ip.test covers each row).

@@ -1,4 +1,4 @@
-import { fetchWithDeadline } from "../lib/outbound";
+import { fetchWithDeadline } from "./outbound";
 
 /** Workers have no DNS API, so resolution sits behind this interface: DNS over HTTPS in production, a fake in tests. */
 export interface DnsResolver {

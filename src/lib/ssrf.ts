@@ -2,8 +2,9 @@ import { classifyLiteral } from "./ip";
 import { DnsUnavailable, type DnsResolver } from "./dns";
 
 /**
- * Where a webhook may point (DESIGN.md contract 6): HTTPS to public addresses only; no credentials in the
- * URL; and in local environments, loopback receivers (`http://127.0.0.1`, `http://localhost`) as well.
+ * Where the Worker may send a request to an address someone else chose: a webhook's receiver (DESIGN.md contract 6), an
+ * OAuth client's metadata document (oauth/client-documents.ts). HTTPS to public addresses only; no credentials in the
+ * URL; and in local environments, loopback servers (`http://127.0.0.1`, `http://localhost`) as well.
  */
 export interface UrlPolicy {
   allowLoopback: boolean;
@@ -15,7 +16,7 @@ export interface UrlPolicy {
   acceptNamesWhenDnsIsDown: boolean;
 }
 
-/** Development and the test suite run receivers on this machine; staging and production never reach it. */
+/** Development and the test suite run their servers on this machine; staging and production never reach it. */
 export const urlPolicyFor = (environment: string): UrlPolicy => ({
   allowLoopback: environment === "development" || environment === "test",
   acceptNamesWhenDnsIsDown: environment === "development",
@@ -31,11 +32,11 @@ const refuse = (code: UrlRefusal["code"], message: string): UrlRefusal => ({ cod
 const isLocalhostName = (host: string) => host === "localhost" || host.endsWith(".localhost");
 
 /**
- * Null when `raw` is an acceptable webhook URL; otherwise why not. Names are resolved and every address must pass,
+ * Null when `raw` is an acceptable outbound URL; otherwise why not. Names are resolved and every address must pass,
  * so a name with one private address among public ones is refused (it could be the one a fetch picks).
  * Checked at subscribe time and again before each delivery (DNS may have changed since).
  */
-export async function checkWebhookUrl(raw: string, policy: UrlPolicy, resolver: DnsResolver): Promise<UrlRefusal | null> {
+export async function checkOutboundUrl(raw: string, policy: UrlPolicy, resolver: DnsResolver): Promise<UrlRefusal | null> {
   let url: URL;
   try {
     url = new URL(raw);

@@ -1,7 +1,7 @@
 import { IPV4_SPECIAL, IPV6_SPECIAL, type SpecialBlock } from "./special-purpose";
 
 /**
- * IP literals in every form a URL or a resolver can hand us, and the ranges a webhook may never reach. The WHATWG
+ * IP literals in every form a URL or a resolver can hand us, and the ranges an outbound request may never reach. The WHATWG
  * URL parser already rewrites `2130706433`, `0x7f000001` and `127.1` to `127.0.0.1`; parsing them again here keeps
  * the check right for addresses that did not come through a URL (resolver answers) and for any parser that differs.
  */
