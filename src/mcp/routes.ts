@@ -142,6 +142,22 @@ async function handle(c: Context<AppBindings>): Promise<Response> {
       { jsonrpc: "2.0", id: null, error: { code: -32600, message: "Batches are not supported: send one JSON-RPC message per request" } },
       400,
     );
+  // 2026-07-28's change streams: nothing here changes between requests (no listChanged is advertised), and a
+  // stateless Worker holds no stream open, so there is nothing to listen to (answered as the SDK answers a method it
+  // does not serve).
+  if ((body as { method?: unknown } | null)?.method === "subscriptions/listen")
+    return c.json(
+      {
+        jsonrpc: "2.0",
+        id: (body as { id?: string | number }).id ?? null,
+        error: {
+          code: -32601,
+          message:
+            "Method not found: this server's tools and resources do not change between requests, so there is no subscription to listen on",
+        },
+      },
+      404,
+    );
   const refused = stepUp(c, body);
   if (refused) return refused;
   // If-Match is an HTTP precondition on one resource; a tool call addresses none through it.

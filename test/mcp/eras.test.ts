@@ -97,6 +97,17 @@ describe("MCP 2026-07-28: stateless, no initialize", () => {
     expect(JSON.stringify(body.error)).toContain(MODERN);
   });
 
+  it("has no change stream to listen to: subscriptions/listen answers method not found, without opening a stream", async () => {
+    const { token } = await createPrincipal();
+    const res = await post(
+      { jsonrpc: "2.0", id: 3, method: "subscriptions/listen", params: { notifications: { toolsListChanged: true }, _meta: envelope } },
+      { authorization: `Bearer ${token}`, "mcp-protocol-version": MODERN, "mcp-method": "subscriptions/listen" },
+    );
+    expect(res.status).toBe(404);
+    expect(res.headers.get("content-type")).toMatch(/application\/json/);
+    expect(await res.json()).toMatchObject({ id: 3, error: { code: -32601 } });
+  });
+
   it("keeps the 401 and the origin check in front of the new era", async () => {
     const unauthenticated = await post(
       { jsonrpc: "2.0", id: 1, method: "server/discover", params: { _meta: envelope } },
