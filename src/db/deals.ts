@@ -156,7 +156,13 @@ export const dealTasks = sqliteTable(
     completedAt: text(),
     createdAt: text().notNull(),
   },
-  (t) => [index("deal_tasks_deal_idx").on(t.organizationId, t.dealId, t.createdAt, t.id)],
+  (t) => [
+    index("deal_tasks_deal_idx").on(t.organizationId, t.dealId, t.createdAt, t.id),
+    // The daily brief's tasks due (src/brief/): open tasks with a due date, per assignee, soonest first.
+    index("deal_tasks_org_assignee_due_idx")
+      .on(t.organizationId, t.assignedTo, t.dueDate, t.id)
+      .where(sql`${t.completed} = 0 AND ${t.dueDate} IS NOT NULL`),
+  ],
 );
 
 /** A document of a deal: the file lives in R2 under `key`, handed out through signed, expiring links. */
