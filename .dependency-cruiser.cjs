@@ -7,6 +7,7 @@
 const DOMAINS = [
   "admin",
   "api-keys",
+  "brief",
   "clickwrap",
   "communications",
   "contacts",

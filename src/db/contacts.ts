@@ -74,6 +74,10 @@ export const contacts = sqliteTable(
     index("contacts_org_status_idx").on(t.organizationId, t.status, t.createdAt, t.id),
     index("contacts_org_source_idx").on(t.organizationId, t.source, t.createdAt, t.id),
     index("contacts_org_assigned_idx").on(t.organizationId, t.assignedTo, t.createdAt, t.id),
+    // The daily brief's new leads (src/brief/): active leads never contacted, per assignee, newest first.
+    index("contacts_org_uncontacted_leads_idx")
+      .on(t.organizationId, t.assignedTo, t.createdAt, t.id)
+      .where(sql`${t.type} = 'LEAD' AND ${t.status} = 'ACTIVE' AND ${t.lastContactedAt} IS NULL`),
     index("contacts_org_phone_key_idx").on(t.organizationId, t.phoneKey),
     index("contacts_org_secondary_phone_key_idx").on(t.organizationId, t.secondaryPhoneKey),
     index("contacts_org_name_zip_idx").on(t.organizationId, sql.raw(NAME_ZIP_KEY_SQL)),

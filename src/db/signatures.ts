@@ -60,6 +60,8 @@ export const envelopes = sqliteTable(
   },
   (t) => [
     index("envelopes_org_document_idx").on(t.organizationId, t.documentId, t.createdAt),
+    // The daily brief's envelopes waiting on signers (src/brief/): an organization's open ones, oldest first.
+    index("envelopes_org_status_idx").on(t.organizationId, t.status, t.createdAt, t.id),
     // The cron sweep for open envelopes past their expiry whose alarm was never set (signatures/sweeps.ts).
     index("envelopes_status_expires_idx").on(t.status, t.expiresAt),
     index("envelopes_expiry_notice_idx").on(t.expiryNoticeAt),

@@ -28,6 +28,8 @@ import { renderDocumentPdf } from "./render";
 export { renderDocumentPdf, renderDocumentText } from "./render";
 /** A person's erasure (erasure/erase.ts) reaches the documents that name them through this; the right of access reads them. */
 export { documentsErasable, documentsNaming } from "./erasure";
+/** An obligation as the list shows it, with its urgency in UTC days: the daily brief (brief/service.ts) shows the same. */
+export { DUE_SOON_DAYS, toObligation, utcDay } from "./obligations";
 
 type Row = typeof documents.$inferSelect;
 
