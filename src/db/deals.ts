@@ -158,12 +158,8 @@ export const dealTasks = sqliteTable(
   },
   (t) => [
     index("deal_tasks_deal_idx").on(t.organizationId, t.dealId, t.createdAt, t.id),
-    // A user's open tasks falling due (deals/due-tasks.ts): a range of due_date per assignee, in the list's order.
+    // A user's open tasks falling due, in due order: my_tasks (deals/due-tasks.ts) and the daily brief (brief/service.ts).
     index("deal_tasks_assignee_due_idx").on(t.organizationId, t.assignedTo, t.completed, t.dueDate, t.id),
-    // The daily brief's tasks due (src/brief/): open tasks with a due date, per assignee, soonest first.
-    index("deal_tasks_org_assignee_due_idx")
-      .on(t.organizationId, t.assignedTo, t.dueDate, t.id)
-      .where(sql`${t.completed} = 0 AND ${t.dueDate} IS NOT NULL`),
   ],
 );
 

@@ -26,11 +26,13 @@ const EXPECTED: Record<keyof typeof reads, RegExp[]> = {
   nobodysLeadCount: [/contacts_org_uncontacted_leads_idx \(organization_id=\? AND assigned_to=\?\)/],
   tasks: [
     /MERGE \(UNION ALL\)/,
-    /SEARCH deal_tasks USING INDEX deal_tasks_org_assignee_due_idx \(organization_id=\? AND assigned_to=\? AND due_date>\? AND due_date<\?\)/,
+    /SEARCH deal_tasks USING INDEX deal_tasks_assignee_due_idx \(organization_id=\? AND assigned_to=\? AND completed=\? AND due_date>\? AND due_date<\?\)/,
     /SEARCH deals USING INDEX sqlite_autoindex_deals_1 \(id=\?\)/,
   ],
-  mineTaskCount: [/deal_tasks_org_assignee_due_idx \(organization_id=\? AND assigned_to=\? AND due_date>\? AND due_date<\?\)/],
-  nobodysTaskCount: [/deal_tasks_org_assignee_due_idx \(organization_id=\? AND assigned_to=\? AND due_date>\? AND due_date<\?\)/],
+  mineTaskCount: [/deal_tasks_assignee_due_idx \(organization_id=\? AND assigned_to=\? AND completed=\? AND due_date>\? AND due_date<\?\)/],
+  nobodysTaskCount: [
+    /deal_tasks_assignee_due_idx \(organization_id=\? AND assigned_to=\? AND completed=\? AND due_date>\? AND due_date<\?\)/,
+  ],
   obligations: [/SEARCH document_obligations USING INDEX document_obligations_org_due_idx \(organization_id=\? AND due_date<\?\)/],
   obligationCount: [/SEARCH document_obligations USING COVERING INDEX document_obligations_org_due_idx/],
   envelopes: [/SEARCH envelopes USING INDEX envelopes_org_status_idx \(organization_id=\? AND status=\?\)/],
