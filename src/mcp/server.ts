@@ -43,8 +43,9 @@ export const MODERN_PROTOCOL_VERSION = "2026-07-28";
  */
 const LIST_CACHE = { ttlMs: 15 * 60_000, cacheScope: "public" } as const;
 
-const INSTRUCTIONS = `Tools over one real-estate brokerage's CRM: its contacts and leads, deals and pipeline, listings, documents and their
-obligations, signature envelopes and its reputation (testimonials, surveys, referrals). Start the day with daily_brief. Every tool
+const INSTRUCTIONS = `Tools over one real-estate brokerage's CRM: its contacts and leads, deals with their tasks and the pipeline, listings,
+documents and their obligations, signature envelopes, its reputation (testimonials, surveys, referrals), its team and custom
+fields, and the log of recent changes. Start the day with daily_brief; my_tasks lists what is due. Every tool
 acts for the signed-in user, inside that user's organization, and only with the permissions the access token was granted; a tool
 outside them asks the user to authorize it (HTTP 403 with the scope to request) or answers an error naming the permission it needs.
 PDFs (a document, a sealed copy, a certificate) come as resource links: read them with resources/read.`;
