@@ -48,13 +48,15 @@ function stepUp(c: Context<AppBindings>, body: unknown): Response | undefined {
   const scope = PERMISSION_NAMES.filter((p) => p === needed.permission || credential.includes(p)).join(" ");
   const metadata = protectedResourceMetadataUrl(readConfig(c.env));
   const message = `${needed.what} needs the ${needed.permission} permission, which this access token was not granted: authorize again with the scope named in WWW-Authenticate`;
-  return c.json(
-    { jsonrpc: "2.0", id: typeof call.id === "string" || typeof call.id === "number" ? call.id : null, error: { code: -32001, message } },
-    403,
-    {
-      "WWW-Authenticate": `Bearer error="insufficient_scope", scope="${scope}", resource_metadata="${metadata}", error_description="${needed.label} needs ${needed.permission}"`,
-    },
-  );
+  return c.json({ jsonrpc: "2.0", id: jsonRpcId(call), error: { code: -32001, message } }, 403, {
+    "WWW-Authenticate": `Bearer error="insufficient_scope", scope="${scope}", resource_metadata="${metadata}", error_description="${needed.label} needs ${needed.permission}"`,
+  });
+}
+
+/** The request's JSON-RPC id when it is one (a string or a number), else null, for an answer made here. */
+function jsonRpcId(body: unknown): string | number | null {
+  const id = (body as { id?: unknown } | null)?.id;
+  return typeof id === "string" || typeof id === "number" ? id : null;
 }
 
 /** What a request needs: a tools/call its tool's permission, a resources/read its file's; null for anything else. */
@@ -149,7 +151,7 @@ async function handle(c: Context<AppBindings>): Promise<Response> {
     return c.json(
       {
         jsonrpc: "2.0",
-        id: (body as { id?: string | number }).id ?? null,
+        id: jsonRpcId(body),
         error: {
           code: -32601,
           message:
