@@ -26,8 +26,7 @@ import { intakeLead } from "../leads/service";
 import { ContactMerge, DUPLICATE_REASONS, DuplicateGroup, DuplicatesQuery } from "../merge/schemas";
 import { listDuplicates, mergeContacts } from "../merge/service";
 import { INCLUDED_DEALS } from "../deals/service";
-import { pageInputs } from "./page-inputs";
-import { defineTool, definedOnly, parseWith, listInputs, listParams, requireEmbeds } from "./tool";
+import { defineTool, definedOnly, parseWith, listInputs, listParams, requireEmbeds, pageInputs } from "./tool";
 
 const id = (what: string) => z.string().min(1).max(100).describe(`The ${what}'s id`);
 const timestamp = z.iso.datetime({ offset: true });

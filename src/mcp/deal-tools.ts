@@ -25,8 +25,7 @@ import {
 } from "../deals/schemas";
 import { createDeal, getDeal, listDeals, moveDeal, updateDeal } from "../deals/service";
 import { completeTask, createTask } from "../deals/tasks";
-import { pageInputs } from "./page-inputs";
-import { defineTool, definedOnly, parseWith, listInputs, listParams, requireEmbeds } from "./tool";
+import { defineTool, definedOnly, parseWith, listInputs, listParams, requireEmbeds, pageInputs } from "./tool";
 
 const MAX_AMOUNT = 1e11;
 const amount = z.number().min(0).max(MAX_AMOUNT);

@@ -5,8 +5,7 @@ import { CustomField, CustomFieldListQuery } from "../custom-fields/schemas";
 import { listCustomFields } from "../custom-fields/service";
 import { User, UserListQuery } from "../users/schemas";
 import { listUsers } from "../users/service";
-import { pageInputs } from "./page-inputs";
-import { defineTool, definedOnly, parseWith } from "./tool";
+import { defineTool, definedOnly, parseWith, pageInputs } from "./tool";
 
 // Users to assign work to, custom fields to fill.
 

@@ -1,33 +1,16 @@
 import { z } from "zod";
-import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from "../crm/list-query";
-import { actingAs } from "../platform/auth";
 import { getAggregate } from "../reputation/aggregates";
 import { AgentQuery } from "../profiles/schemas";
 import { Referral, REFERRAL_STATUSES, ReferralCreate, ReferralList, ReferralListQuery } from "../referrals/schemas";
 import { createReferral, listReferrals } from "../referrals/service";
-import type { ActingFor } from "../service-context";
 import { Survey, SURVEY_CHANNELS, SurveyCreate } from "../surveys/schemas";
 import { createSurvey } from "../surveys/service";
 import { Aggregate, CATEGORIES, STATUSES, Testimonial, TestimonialList, TestimonialListQuery, VISIBILITIES } from "../testimonials/schemas";
 import { approveTestimonial, listTestimonials, publishTestimonial } from "../testimonials/service";
-import { roleOf } from "../users/service";
-import { definedOnly, defineTool, parseWith, type ToolScope } from "./tool";
+import { definedOnly, defineTool, listParams, pageInputs, parseWith } from "./tool";
 
 const id = (what: string) => z.string().min(1).max(100).describe(`The ${what}'s id`);
-const page = {
-  limit: z.int().min(1).max(MAX_PAGE_SIZE).default(DEFAULT_PAGE_SIZE),
-  cursor: z.string().min(1).max(1000).optional().describe("pagination.nextCursor of the previous page"),
-};
-const pageParams = (i: { limit: number; cursor?: string }) => ({ limit: String(i.limit), cursor: i.cursor });
 
-/**
- * The routes' `agentActingFor`: an agent acts only on the records about themselves, owners and admins on anyone's. A
- * tool's scope carries no role, so it is read here (one row) before the verb runs.
- */
-async function actingFor({ ctx }: ToolScope): Promise<ActingFor> {
-  const userId = ctx.actor.userId!;
-  return actingAs({ id: userId, role: await roleOf(ctx, userId) });
-}
 const OTHERS = "An agent acts only on the testimonials about themselves; owners and admins on anyone's (else insufficient_role).";
 
 export const listTestimonialsTool = defineTool({
@@ -43,14 +26,14 @@ export const listTestimonialsTool = defineTool({
     visibility: z.enum(VISIBILITIES).optional(),
     agentUserId: id("agent (user) the testimonials are about").optional(),
     category: z.enum(CATEGORIES).optional(),
-    ...page,
+    ...pageInputs,
   }),
   output: TestimonialList,
   async run(i, { ctx }) {
     // Through the route's own query schema, as GET /api/reputation/testimonials parses it.
     const query = parseWith(
       TestimonialListQuery,
-      definedOnly({ ...pageParams(i), status: i.status, visibility: i.visibility, agentUserId: i.agentUserId, category: i.category }),
+      definedOnly({ ...listParams(i), status: i.status, visibility: i.visibility, agentUserId: i.agentUserId, category: i.category }),
     );
     return listTestimonials(ctx, query);
   },
@@ -68,7 +51,7 @@ export const approveTestimonialTool = defineTool({
   effect: "write",
   idempotent: true,
   async run({ testimonialId }, scope) {
-    return { testimonial: await approveTestimonial(scope.ctx, testimonialId, await actingFor(scope)) };
+    return { testimonial: await approveTestimonial(scope.ctx, testimonialId, scope.actingFor) };
   },
 });
 
@@ -85,7 +68,7 @@ export const publishTestimonialTool = defineTool({
   effect: "write",
   idempotent: true,
   async run({ testimonialId }, scope) {
-    return { testimonial: await publishTestimonial(scope.ctx, testimonialId, await actingFor(scope)) };
+    return { testimonial: await publishTestimonial(scope.ctx, testimonialId, scope.actingFor) };
   },
 });
 
@@ -111,7 +94,7 @@ export const sendSurvey = defineTool({
   openWorld: true,
   async run(i, scope) {
     const input = parseWith(SurveyCreate, { ...i, agentUserId: i.agentUserId ?? scope.ctx.actor.userId });
-    const { accessToken: _token, surveyUrl, ...survey } = (await createSurvey(scope.ctx, input, { actingFor: await actingFor(scope) }))!;
+    const { accessToken: _token, surveyUrl, ...survey } = (await createSurvey(scope.ctx, input, { actingFor: scope.actingFor }))!;
     return { survey: input.channel === "LINK" ? { ...survey, surveyUrl } : survey };
   },
 });
@@ -127,11 +110,11 @@ export const listReferralsTool = defineTool({
   input: z.strictObject({
     status: z.enum(REFERRAL_STATUSES).optional(),
     agentUserId: id("agent (user) the referrals are for").optional(),
-    ...page,
+    ...pageInputs,
   }),
   output: ReferralList,
   async run(i, { ctx }) {
-    const query = parseWith(ReferralListQuery, definedOnly({ ...pageParams(i), status: i.status, agentUserId: i.agentUserId }));
+    const query = parseWith(ReferralListQuery, definedOnly({ ...listParams(i), status: i.status, agentUserId: i.agentUserId }));
     return listReferrals(ctx, query);
   },
 });

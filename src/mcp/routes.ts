@@ -6,7 +6,7 @@ import { type Config, readConfig } from "../env";
 import { Unauthorized } from "../lib/errors";
 import { BASELINE_SCOPE, issuerOf, mcpServerUrlOf, protectedResourceMetadataUrl } from "../oauth/metadata";
 import { accessTokens } from "../oauth/tokens";
-import { authenticate as authenticateCaller, bearerOf, grantedPermissions, serviceContext } from "../platform/auth";
+import { agentActingFor, authenticate as authenticateCaller, bearerOf, grantedPermissions, serviceContext } from "../platform/auth";
 import type { AppBindings } from "../platform/context";
 import { PERMISSION_NAMES, ROLE_PERMISSIONS } from "../platform/permissions";
 import { requestMeta } from "../platform/request-meta";
@@ -166,11 +166,13 @@ async function handle(c: Context<AppBindings>): Promise<Response> {
   const ctx = { ...serviceContext(c), ifMatch: undefined };
   const granted = new Set(grantedPermissions(c));
   const meta = requestMeta(c);
+  const actingFor = agentActingFor(c);
   // The body is parsed once, here: the SDK reads it itself only when it is not JSON (to answer the parse error).
   return serveMcp(c.req.raw, body === UNREADABLE ? undefined : body, (era) => ({
     ctx,
     granted,
     meta,
+    actingFor,
     protocolVersion: era === "modern" ? MODERN_PROTOCOL_VERSION : legacyProtocolVersionOf(c),
   }));
 }

@@ -7,7 +7,7 @@ import { jsonIssues } from "../lib/json-bounds";
 import { loggableError, loggableStack } from "../lib/log";
 import { issuesFromZod } from "../lib/validation";
 import type { Permission } from "../platform/permissions";
-import type { RequestMeta, ServiceContext } from "../service-context";
+import type { ActingFor, RequestMeta, ServiceContext } from "../service-context";
 
 /** What a tool call runs with: the caller's service context (organization, actor) and what its token may do. */
 export interface ToolScope {
@@ -15,6 +15,8 @@ export interface ToolScope {
   granted: ReadonlySet<Permission>;
   /** Who called, as audit trails record it (the signature envelope's "sent" entries). */
   meta: RequestMeta;
+  /** Whether the caller may act on records about `agentUserId` (an agent only on their own), as the HTTP routes decide. */
+  actingFor: ActingFor;
   /** The MCP protocol version the client speaks (its MCP-Protocol-Version header): it decides how bad arguments are answered. */
   protocolVersion: string;
 }
@@ -103,6 +105,12 @@ export function requireEmbeds(scope: ToolScope, include: readonly string[] | und
   }
 }
 
+/** The page inputs of a list tool (`limit`, `cursor`); `listParams` makes them the route's query parameters. */
+export const pageInputs = {
+  limit: z.int().min(1).max(MAX_PAGE_SIZE).default(DEFAULT_PAGE_SIZE),
+  cursor: z.string().min(1).max(1000).optional().describe("pagination.nextCursor of the previous page"),
+};
+
 /** The sort and page inputs of a list tool over `fields` (the list route's sort fields). */
 export const listInputs = <F extends string>(fields: readonly [F, ...F[]]) => ({
   sort: z
@@ -111,8 +119,7 @@ export const listInputs = <F extends string>(fields: readonly [F, ...F[]]) => ({
     .max(fields.length)
     .optional()
     .describe("Sort keys in order; default newest first"),
-  limit: z.int().min(1).max(MAX_PAGE_SIZE).default(DEFAULT_PAGE_SIZE),
-  cursor: z.string().min(1).max(1000).optional().describe("pagination.nextCursor of the previous page"),
+  ...pageInputs,
 });
 
 /** Those inputs as the list route's query parameters (`sort=field:direction,…`). */

@@ -269,12 +269,10 @@ export function requireSelfOrManager(c: Context<AppBindings>, userId: string | n
  * colleague's reviews and answer surveys about them). By role, not by `users:manage`: a review tool moderating for
  * the brokerage needs no right to manage users (docs/decisions/0029-agents-act-for-themselves.md).
  */
-export const agentActingFor = (c: Context<AppBindings>): ActingFor => actingAs(c.get("user"));
-
-/** `agentActingFor` for a user known without a request (an MCP tool call reads the caller's role itself). */
-export const actingAs =
-  ({ id, role }: Pick<AuthUser, "id" | "role">): ActingFor =>
+export const agentActingFor =
+  (c: Context<AppBindings>): ActingFor =>
   (agentUserId) => {
+    const { id, role } = c.get("user");
     if (role === "agent" && agentUserId !== id) throw new InsufficientRole("An agent acts only on the records about themselves");
   };
 

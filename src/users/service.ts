@@ -53,16 +53,6 @@ async function findUser(ctx: ServiceContext, id: string): Promise<Row> {
   return row;
 }
 
-/**
- * The role of the organization's user `id`, from the shard's copy, where a role change commits first (db/members.ts):
- * what a caller outside a request (an MCP tool call) decides `agentActingFor` by. 404 for a user not of it.
- */
-export async function roleOf(ctx: Pick<ServiceContext, "db" | "organizationId">, id: string): Promise<Row["role"]> {
-  const row = await ctx.db.select({ role: users.role }).from(users).where(byId(ctx.organizationId, id)).get();
-  if (!row) throw new NotFound("User");
-  return row.role;
-}
-
 /** Which of `ids` are users of the organization (a zip rule of the lead routing names one). */
 export async function existingUserIds(ctx: Pick<ServiceContext, "db" | "organizationId">, ids: string[]): Promise<Set<string>> {
   const rows = await ctx.db
