@@ -22,16 +22,21 @@
  *        `url`, so a document can name its own address as client_id; `chunked` sends it without Content-Length
  *   POST /client-documents/<id>  the same options: the document changes
  *   GET  /client-documents/<id>/client.json  the document; GET /client-documents/<id>/hits → {hits}: how often it was read
+ *   POST /pdftool  body: {tool, args, pdf (base64)} → {code, stdout, stderr, out}: one of poppler's tools or qpdf run on
+ *        the PDF, `{in}` and `{out}` in args standing for its file and an output file (returned in base64 when written)
  *   POST /poppler  body: a PDF in base64 → {text, sig}: what poppler's pdftotext and pdfsig print for it (workerd
  *        cannot run a program; the tests judge a sealed PDF with the tools a third party would use)
  */
 import { execFile } from "node:child_process";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type IncomingMessage } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import type { TestProject } from "vitest/node";
+
+/** The programs POST /pdftool runs: the PDF tools a third party judges our PDFs with, and qpdf to make test fixtures. */
+const PDF_TOOLS = new Set(["pdftotext", "pdffonts", "pdfsig", "pdfinfo", "qpdf"]);
 
 interface ResoFeed {
   token: string;
@@ -278,6 +283,26 @@ export default async function startReceiver(project: TestProject) {
       }));
       const text = await run("pdftotext", ["-enc", "UTF-8", file, "-"]);
       return send(200, { text: text.stdout, sig: sig.stdout + sig.stderr });
+    }
+    if (req.method === "POST" && url.pathname === "/pdftool") {
+      const { tool, args, pdf } = JSON.parse(body) as { tool: string; args: string[]; pdf: string };
+      if (!PDF_TOOLS.has(tool)) return send(400, { error: `not a PDF tool: ${tool}` });
+      const dir = mkdtempSync(join(tmpdir(), "pdftool-"));
+      const input = join(dir, "in.pdf");
+      const output = join(dir, "out.pdf");
+      writeFileSync(input, Buffer.from(pdf, "base64"));
+      const argv = args.map((a) => (a === "{in}" ? input : a === "{out}" ? output : a));
+      const ran = await promisify(execFile)(tool, argv, { maxBuffer: 64 * 1024 * 1024 }).then(
+        (r) => ({ code: 0, stdout: r.stdout, stderr: r.stderr }),
+        (err: { code?: number; stdout?: string; stderr?: string }) => ({
+          code: typeof err.code === "number" ? err.code : 1,
+          stdout: err.stdout ?? "",
+          stderr: err.stderr ?? "",
+        }),
+      );
+      const out = existsSync(output) ? readFileSync(output).toString("base64") : null;
+      rmSync(dir, { recursive: true, force: true });
+      return send(200, { ...ran, out });
     }
     if (req.method === "POST" && url.pathname === "/dns") {
       for (const [key, answer] of Object.entries(JSON.parse(body) as Record<string, { Status: number; Answer?: unknown[] }>))
