@@ -23,8 +23,8 @@ interface Security {
 }
 
 const PAD = Uint8Array.from([
-  0x28, 0xbf, 0x4e, 0x5e, 0x4e, 0x75, 0x8a, 0x41, 0x64, 0x00, 0x4e, 0x56, 0xff, 0xfa, 0x01, 0x08, 0x2e, 0x2e, 0x00, 0xb6, 0xd0, 0x68,
-  0x3e, 0x80, 0x2f, 0x0c, 0xa9, 0xfe, 0x64, 0x53, 0x69, 0x7a,
+  0x28, 0xbf, 0x4e, 0x5e, 0x4e, 0x75, 0x8a, 0x41, 0x64, 0x00, 0x4e, 0x56, 0xff, 0xfa, 0x01, 0x08, 0x2e, 0x2e, 0x00, 0xb6, 0xd0, 0x68, 0x3e,
+  0x80, 0x2f, 0x0c, 0xa9, 0xfe, 0x64, 0x53, 0x69, 0x7a,
 ]);
 
 const concat = (...parts: Uint8Array[]) => {
@@ -66,7 +66,7 @@ export function md5(data: Uint8Array): Uint8Array {
   }
   const out = new Uint8Array(16);
   const outView = new DataView(out.buffer);
-  h.forEach((word, i) => outView.setUint32(4 * i, word >>> 0, true));
+  for (const [i, word] of h.entries()) outView.setUint32(4 * i, word >>> 0, true);
   return out;
 }
 
@@ -108,9 +108,9 @@ async function aesDecryptRaw(key: Uint8Array, iv: Uint8Array, data: Uint8Array):
 
 /** A string's or a stream's AES data: a 16-byte IV, then padded blocks. A bad padding keeps the blocks as they are. */
 async function aesDecrypt(key: Uint8Array, data: Uint8Array): Promise<Uint8Array> {
-  const body = data.subarray(16, 16 + Math.floor((data.length - 16) / 16) * 16);
   if (data.length < 32) return new Uint8Array(0);
   const iv = data.slice(0, 16);
+  const body = data.subarray(16, 16 + Math.floor((data.length - 16) / 16) * 16);
   return aesCbc("decrypt", key, iv, body).catch(() => aesDecryptRaw(key, iv, body));
 }
 
@@ -140,7 +140,11 @@ function rc4FileKey(dict: Fields, id: Uint8Array, revision: number, length: numb
   if (revision >= 3) for (let i = 0; i < 50; i++) key = md5(key).subarray(0, length);
   if (revision === 2) return equal(rc4(key, PAD), u) ? key : null;
   let check = rc4(key, md5(concat(PAD, id)));
-  for (let i = 1; i <= 19; i++) check = rc4(key.map((b) => b ^ i), check);
+  for (let i = 1; i <= 19; i++)
+    check = rc4(
+      key.map((b) => b ^ i),
+      check,
+    );
   return equal(check, u.subarray(0, 16)) ? key : null;
 }
 

@@ -69,7 +69,10 @@ export async function fillAndFlatten(env: Env, pdf: PDFDocument, formValues: Rec
   const fontFor = async (text: string) => {
     const face = faceFor(set, text);
     if (!embedded.has(face))
-      embedded.set(face, await pdf.embedFont(set.bytes[face], { subset: true, customName: `${subsetTag()}+${set.fonts[face].postscriptName}` }));
+      embedded.set(
+        face,
+        await pdf.embedFont(set.bytes[face], { subset: true, customName: `${subsetTag()}+${set.fonts[face].postscriptName}` }),
+      );
     return embedded.get(face)!;
   };
   for (const [name, value] of Object.entries(formValues)) {

@@ -69,6 +69,11 @@ function hasHeader(bytes: Uint8Array): boolean {
   return head.includes("%PDF-");
 }
 
+/**
+ * Reads an upload, or refuses it: not a PDF or damaged (no header, unparsable, no pages, a page whose content is
+ * missing or does not decode) → pdf_invalid; needs a password to open → pdf_encrypted; over `maxPages` → pdf_too_long
+ * (counted before any page is read or copied). The page count is checked before the owner-only re-import, the costly step.
+ */
 export async function inspectPdf(bytes: Uint8Array, opts: { maxPages?: number } = {}): Promise<InspectedPdf> {
   const maxPages = opts.maxPages ?? MAX_PAGES;
   if (!hasHeader(bytes)) throw new PdfRefused("pdf_invalid", "This file is not a PDF.");
@@ -149,7 +154,8 @@ function inspectPage(lib: Lib, page: PDFPage, number: number): InspectedPage {
     const streams = node.context.lookup(contents);
     const parts = streams instanceof lib.PDFArray ? streams.asArray().map((part) => node.context.lookup(part)) : [streams];
     for (const part of parts) {
-      if (!(part instanceof lib.PDFRawStream)) throw new PdfRefused("pdf_invalid", `Page ${number} of this PDF is damaged: its content is missing.`);
+      if (!(part instanceof lib.PDFRawStream))
+        throw new PdfRefused("pdf_invalid", `Page ${number} of this PDF is damaged: its content is missing.`);
       lib.decodePDFRawStream(part).decode();
     }
   }

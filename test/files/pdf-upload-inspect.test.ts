@@ -36,6 +36,12 @@ async function formPdf(): Promise<Uint8Array> {
   return pdf.save();
 }
 
+async function qpdf(pdf: Uint8Array, args: string[]): Promise<Uint8Array> {
+  const r = await pdfTool("qpdf", pdf, [...args, "{in}", "{out}"]);
+  expect(r.code, r.stderr).toBe(0);
+  return r.out!;
+}
+
 async function textOf(pdf: Uint8Array): Promise<string> {
   const r = await pdfTool("pdftotext", pdf, ["-enc", "UTF-8", "{in}", "-"]);
   expect(r.code, r.stderr).toBe(0);
@@ -91,14 +97,24 @@ describe("Uploaded PDFs inspected (src/files/pdf-inspect.ts, issue 44 part 1)", 
       ["radio", 1, expect.closeTo(25.21, 2)],
     ]);
     // Rotated 90° clockwise: the displayed x runs along user y, the displayed y along user x.
-    expect(byName("agree")).toEqual([{ name: "agree", type: "checkbox", page: 2, ...near({ x: 12.626, y: 16.34, width: 2.525, height: 3.268 }) }]);
+    expect(byName("agree")).toEqual([
+      { name: "agree", type: "checkbox", page: 2, ...near({ x: 12.626, y: 16.34, width: 2.525, height: 3.268 }) },
+    ]);
     // Cropped: x (100 − 50)/500, y (700 − 220)/600.
     expect(byName("color")).toEqual([{ name: "color", type: "dropdown", page: 3, ...near({ x: 10, y: 80, width: 30, height: 3.333 }) }]);
   });
 
-  for (const bits of [40, 128, 256] as const) {
-    it(`accepts an owner-password-only PDF (${bits}-bit) as an unencrypted re-import, text and form intact`, async () => {
-      const locked = await qpdfEncrypt(original, { user: "", owner: "owner-secret", bits });
+  /** qpdf's owner-only copies: RC4 40 (V1 R2), RC4 128 (V2 R3), AES-128 (V4 R4), AES-256 (V5 R6, and the older R5). */
+  const ownerOnly: [string, (pdf: Uint8Array) => Promise<Uint8Array>][] = [
+    ["RC4 40-bit", (pdf) => qpdfEncrypt(pdf, { user: "", owner: "owner-secret", bits: 40 })],
+    ["RC4 128-bit", (pdf) => qpdfEncrypt(pdf, { user: "", owner: "owner-secret", bits: 128 })],
+    ["AES 128-bit", (pdf) => qpdf(pdf, ["--allow-weak-crypto", "--encrypt", "", "owner-secret", "128", "--use-aes=y", "--"])],
+    ["AES 256-bit", (pdf) => qpdfEncrypt(pdf, { user: "", owner: "owner-secret", bits: 256 })],
+    ["AES 256-bit R5", (pdf) => qpdf(pdf, ["--allow-weak-crypto", "--encrypt", "", "owner-secret", "256", "--force-R5", "--"])],
+  ];
+  for (const [kind, encrypt] of ownerOnly) {
+    it(`accepts an owner-password-only PDF (${kind}) as an unencrypted re-import, text and form intact`, async () => {
+      const locked = await encrypt(original);
       const { pdf, pages, formFields, restrictionsRemoved } = await inspectPdf(locked);
       expect(restrictionsRemoved).toBe(true);
       expect(pages.map((p) => [p.width, p.height, p.rotation])).toEqual([
@@ -149,6 +165,8 @@ describe("Filling and flattening an upload's own form (src/files/pdf-form.ts, is
     expect(issues).toEqual([]);
     const saved = await pdf.save();
     expect(await textOf(saved)).toContain("山田太郎");
+    const check = await pdfTool("qpdf", saved, ["--check", "{in}"]);
+    expect(check.code, check.stdout + check.stderr).toBe(0);
     expect((await PDFDocument.load(saved)).getForm().getFields()).toEqual([]);
     const greek = (await inspectPdf(await formPdf())).pdf;
     expect((await fillAndFlatten(env, greek, { "applicant.name": "Ελένη" })).issues).toEqual([]);
