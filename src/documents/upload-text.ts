@@ -5,19 +5,22 @@ import { documents } from "../db/schema";
 import type { Env } from "../env";
 import type { EventConsumer } from "../events/consumers";
 import type { DomainEvent } from "../events/event";
+import { extractPdfText } from "../files/pdf-text";
+import { pdfLib } from "../files/pdf-lib";
 import { createLogger, type Logger, loggableError } from "../lib/log";
 import { CHUNK_CHARS, chunkText } from "./indexing";
 import { documentVectorIndex, MAX_CHUNKS } from "./vector-index";
 
 /**
  * An uploaded PDF's text in the search index (issue 44 part 1, last sentence; part 6: heavy work runs in a queue
- * consumer). The DOCUMENT_UPLOADED consumer reads the stored PDF from R2, extracts its text with pdf.js (unpdf's
- * serverless build), and indexes the title and that text as the DOCUMENT_GENERATED consumer indexes a form's
- * rendering (documents/indexing.ts): same chunks, same vector ids `documentId#chunk`, so a redelivery overwrites.
+ * consumer). The DOCUMENT_UPLOADED consumer reads the stored PDF from R2, extracts its text with our reader on pdf-lib
+ * (files/pdf-text.ts: pdf.js would cost every isolate's cold start for this one consumer), and indexes the title and
+ * that text as the DOCUMENT_GENERATED consumer indexes a form's rendering (documents/indexing.ts): same chunks, same
+ * vector ids `documentId#chunk`, so a redelivery overwrites.
  *
  * `textStatus` is what a user sees, and `done` means search finds the document by its text:
  * - done: the text was read and indexed (a scanned PDF without a text layer has none: its title alone is indexed);
- * - failed: pdf.js could not read the file, or its stored PDF is missing; its title alone is indexed, and the event is
+ * - failed: pdf-lib could not parse the file, or its stored PDF is missing; its title alone is indexed, and the event is
  *   not retried (the same bytes fail the same way, so retries would only hold the queue);
  * - pending stays while no AI gateway is configured: nothing can be indexed then and search answers [] anyway, so
  *   `done` would be untrue; the event is logged and not retried, as the DOCUMENT_GENERATED consumer does.
@@ -28,48 +31,27 @@ import { documentVectorIndex, MAX_CHUNKS } from "./vector-index";
 /** The most text read from one PDF: what the index keeps of a document (MAX_CHUNKS chunks); later pages are not read. */
 export const MAX_UPLOAD_TEXT_CHARS = MAX_CHUNKS * CHUNK_CHARS;
 
-/** pdf.js could not read the file: the same bytes fail the same way, so this is never worth a retry. */
+/** pdf-lib could not parse the file: the same bytes fail the same way, so this is never worth a retry. */
 export class PdfUnreadable extends Error {
   constructor(cause: unknown) {
-    super(`pdf.js could not read the PDF: ${loggableError(cause)}`, { cause });
+    super(`the PDF could not be read: ${loggableError(cause)}`, { cause });
     this.name = "PdfUnreadable";
   }
 }
 
 /**
- * The text of a PDF, page by page, whitespace collapsed, at most `maxChars` (pages past the cap are never parsed, so a
- * 500-page upload costs what its first pages do). Throws PdfUnreadable when pdf.js cannot read the file. pdf.js is
- * imported here, at the first upload a consumer sees, not at Worker startup.
+ * The text of a stored PDF (files/pdf-text.ts: pages in order, "\n\n" between them), at most `maxChars`: pages past the
+ * cap are never read, so a 500-page upload costs what its first pages do. Throws PdfUnreadable when pdf-lib cannot
+ * parse the file. Stored uploads are never encrypted; pdf-lib refuses one that were, and it would end failed too.
  */
-export async function extractPdfText(bytes: Uint8Array, maxChars = MAX_UPLOAD_TEXT_CHARS): Promise<string> {
+export async function readPdfText(bytes: Uint8Array, maxChars = MAX_UPLOAD_TEXT_CHARS): Promise<string> {
   // Outside the try: a module that fails to load is our fault and is retried, not blamed on the file.
-  const { getDocument } = await (await import("unpdf")).getResolvedPDFJS();
-  // The loading task, not unpdf's getDocumentProxy: destroying the task frees the parser's memory on failure too.
-  // verbosity 0: errors only; pdf.js warns on every odd PDF (a rebuilt xref, a missing glyph) through console.log.
-  const task = getDocument({ data: bytes, useSystemFonts: true, verbosity: 0 });
+  const { PDFDocument } = await pdfLib();
   try {
-    const pdf = await task.promise;
-    const pages: string[] = [];
-    let length = 0;
-    for (let n = 1; n <= pdf.numPages && length < maxChars; n++) {
-      const page = await pdf.getPage(n);
-      const { items } = await page.getTextContent();
-      const text = items
-        .map((item) => ("str" in item ? `${item.str}${item.hasEOL ? " " : ""}` : ""))
-        .join("")
-        .replace(/\s+/g, " ")
-        .trim();
-      page.cleanup();
-      if (text) {
-        pages.push(text);
-        length += text.length + 1;
-      }
-    }
-    return pages.join("\n").slice(0, maxChars);
+    const pdf = await PDFDocument.load(bytes, { updateMetadata: false });
+    return await extractPdfText(pdf, maxChars);
   } catch (err) {
     throw new PdfUnreadable(err);
-  } finally {
-    await task.destroy();
   }
 }
 
@@ -110,7 +92,7 @@ async function indexUpload(env: Env, db: Db, gateway: AiGateway, log: Logger, ev
   let unread = stored ? null : "its stored PDF is missing";
   if (stored) {
     try {
-      text = await extractPdfText(new Uint8Array(await stored.arrayBuffer()));
+      text = await readPdfText(new Uint8Array(await stored.arrayBuffer()));
     } catch (err) {
       // Anything else (R2 failing mid-read, say) is retried by the queue.
       if (!(err instanceof PdfUnreadable)) throw err;
