@@ -45,7 +45,9 @@ export const FormField = z
 export const MAX_UPLOAD_BYTES = 15 * 1024 * 1024;
 export const MAX_UPLOAD_PAGES = 500;
 export const UploadQuery = z.strictObject({
-  title: oneLineText(200).optional().openapi({ description: "The document's title; default: the PDF's own title, else its first words" }),
+  title: oneLineText(200)
+    .optional()
+    .openapi({ description: "The document's title; default: the PDF's own title (its visible text), else Untitled PDF" }),
   dealId: z.string().min(1).max(100).optional().openapi({ description: "A deal of your organization this document belongs to" }),
 });
 

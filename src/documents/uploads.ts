@@ -37,14 +37,20 @@ async function inspectUpload(bytes: Uint8Array) {
   }
 }
 
-/** A title for a PDF uploaded without one: its own /Title when it has one. */
-const titleOf = (given: string | undefined, own: string | undefined) =>
-  given?.trim() ||
-  own
-    ?.replace(/[\p{Cc}]/gu, " ")
-    .trim()
-    .slice(0, 200) ||
-  "Untitled PDF";
+/**
+ * A title for a PDF uploaded without one: its own /Title when it has visible text, with what `?title=` refuses taken
+ * out (controls, bidirectional overrides and isolates, invisible format characters, line and paragraph separators:
+ * a title reaches mails and the signing page, where `\u202egpj.exe` would read as something it is not).
+ */
+function titleOf(given: string | undefined, own: string | undefined): string {
+  if (given?.trim()) return given.trim();
+  const cleaned = (own ?? "")
+    .normalize("NFC")
+    .replace(/[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/gu, " ")
+    .replace(/\s+/g, " ")
+    .trim();
+  return /[\p{L}\p{N}]/u.test(cleaned) ? Array.from(cleaned).slice(0, 200).join("").trim() : "Untitled PDF";
+}
 
 /**
  * POST /api/documents/uploads (issue 44): a brokerage's own PDF becomes a GENERATED document anyone of the

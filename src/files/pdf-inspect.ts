@@ -1,4 +1,14 @@
-import type { PDFAcroTerminal, PDFArray, PDFDict, PDFDocument, PDFNumber, PDFObject, PDFPage, PDFPageLeaf } from "@pdfme/pdf-lib";
+import type {
+  PDFAcroTerminal,
+  PDFArray,
+  PDFDict,
+  PDFDocument,
+  PDFNumber,
+  PDFObject,
+  PDFPage,
+  PDFPageLeaf,
+  PDFRawStream,
+} from "@pdfme/pdf-lib";
 import { decryptPdf } from "./pdf-decrypt";
 import { type PageGeometry, displayedSize, normalizeRotation, percentBoxOf } from "./pdf-geometry";
 import { pdfLib } from "./pdf-lib";
@@ -90,7 +100,8 @@ export async function inspectPdf(bytes: Uint8Array, opts: { maxPages?: number } 
   if (count > maxPages) throw new PdfRefused("pdf_too_long", `This PDF has ${count} pages; at most ${maxPages} can be signed.`);
   if (loaded.isEncrypted) pdf = await reading(() => reimport(lib, pdf));
   return reading(() => {
-    const pages = pdf.getPages().map((page, i) => inspectPage(lib, page, i + 1));
+    const decoded: DecodeBudget = { checked: new Set(), bytes: 0 };
+    const pages = pdf.getPages().map((page, i) => inspectPage(lib, page, i + 1, decoded));
     return { pdf, pages, formFields: formFieldsOf(lib, pdf, pages), restrictionsRemoved: loaded.isEncrypted };
   });
 }
@@ -136,7 +147,7 @@ const LETTER: [number, number, number, number] = [0, 0, 612, 792];
  * A page's geometry (the CropBox clipped to the MediaBox, as readers show it) and a check that its content can be
  * read: every content stream must be there and decode.
  */
-function inspectPage(lib: Lib, page: PDFPage, number: number): InspectedPage {
+function inspectPage(lib: Lib, page: PDFPage, number: number, decoded: DecodeBudget): InspectedPage {
   const { node } = page;
   const media = boxOf(lib, node.getInheritableAttribute(lib.PDFName.of("MediaBox")), node) ?? LETTER;
   const cropped = boxOf(lib, node.getInheritableAttribute(lib.PDFName.of("CropBox")), node) ?? media;
@@ -156,11 +167,41 @@ function inspectPage(lib: Lib, page: PDFPage, number: number): InspectedPage {
     for (const part of parts) {
       if (!(part instanceof lib.PDFRawStream))
         throw new PdfRefused("pdf_invalid", `Page ${number} of this PDF is damaged: its content is missing.`);
-      lib.decodePDFRawStream(part).decode();
+      checkDecodes(lib, part, number, decoded);
     }
   }
   const geometry: PageGeometry = { crop, rotation };
-  return { ...geometry, ...displayedSize(geometry) };
+  const size = displayedSize(geometry);
+  // ISO 32000-1 annex C: a page is 3 to 14,400 units on a side; anything else is no page a reader lays out.
+  if (![size.width, size.height].every((v) => Number.isFinite(v) && v >= MIN_PAGE_UNITS && v <= MAX_PAGE_UNITS))
+    throw new PdfRefused("pdf_invalid", `Page ${number} of this PDF has an impossible size (${size.width} × ${size.height} points).`);
+  return { ...geometry, ...size };
+}
+
+const MIN_PAGE_UNITS = 3;
+const MAX_PAGE_UNITS = 14_400;
+/** What one content stream may decode to, and all of an upload's together: a few KB of Flate can claim gigabytes. */
+const MAX_STREAM_DECODED = 32 * 1024 * 1024;
+const MAX_DECODED = 256 * 1024 * 1024;
+
+/** The content streams already checked (a page tree may list one page, or one stream, many times) and their bytes. */
+interface DecodeBudget {
+  checked: Set<PDFRawStream>;
+  bytes: number;
+}
+
+/**
+ * A content stream decodes, to at most MAX_STREAM_DECODED bytes and within the upload's MAX_DECODED: the decoder is
+ * asked for one byte past the cap, never for the whole stream, so a decompression bomb costs the cap and no more.
+ */
+function checkDecodes(lib: Lib, part: PDFRawStream, page: number, decoded: DecodeBudget): void {
+  if (decoded.checked.has(part)) return;
+  decoded.checked.add(part);
+  const stream = lib.decodePDFRawStream(part);
+  const bytes = stream.getBytes(MAX_STREAM_DECODED + 1).length;
+  decoded.bytes += bytes;
+  if (bytes > MAX_STREAM_DECODED || decoded.bytes > MAX_DECODED)
+    throw new PdfRefused("pdf_invalid", `Page ${page} of this PDF has content that expands past ${MAX_STREAM_DECODED / 1024 / 1024} MB.`);
 }
 
 /** The kinds of field the API names; a push button or a non-terminal node is none of them. */

@@ -16,6 +16,12 @@ import { pdfLib } from "./pdf-lib";
 const MAX_PAGE_TOKENS = 2_000_000;
 /** Decoded bytes kept of one stream: a deflate bomb costs at most this much memory. */
 const MAX_STREAM_BYTES = 32 * 1024 * 1024;
+/**
+ * The whole document's budget (a few KB of forms that draw one another a thousand times each, or one 20 MB stream on
+ * 500 pages, would otherwise cost hours of CPU): what is left unread is not indexed.
+ */
+const MAX_DOCUMENT_TOKENS = 20_000_000;
+const MAX_DOCUMENT_DECODED = 256 * 1024 * 1024;
 /** Form XObjects inside form XObjects. */
 const MAX_FORM_DEPTH = 8;
 /** A gap wider than this (in font sizes) along the line is a word break; pdftotext's is 0.1, a TJ kern of -100. */
@@ -424,6 +430,9 @@ class TextReader {
   private pen: Pen | null = null;
   private spaced = true;
   private budget = { tokens: MAX_PAGE_TOKENS };
+  /** What the whole document may cost, however its pages and forms repeat one another: tokens lexed, bytes decoded. */
+  private documentTokens = MAX_DOCUMENT_TOKENS;
+  private decoded = 0;
 
   constructor(
     private readonly lib: Lib,
@@ -434,8 +443,10 @@ class TextReader {
 
   /** One page's text, or "" when it has none or cannot be read. */
   page(node: PDFPageLeaf): string {
-    [this.out, this.pen, this.spaced, this.budget] = [[], null, true, { tokens: MAX_PAGE_TOKENS }];
+    [this.out, this.pen, this.spaced, this.budget] = [[], null, true, { tokens: Math.min(MAX_PAGE_TOKENS, this.documentTokens) }];
     const before = this.left;
+    const granted = this.budget.tokens;
+    if (granted <= 0) return "";
     try {
       const contents = node.Contents();
       const parts = contents instanceof this.lib.PDFArray ? contents.asArray().map((p) => node.context.lookup(p)) : [contents];
@@ -455,6 +466,8 @@ class TextReader {
     } catch {
       this.left = before;
       return "";
+    } finally {
+      this.documentTokens -= granted - Math.max(this.budget.tokens, 0);
     }
     return this.out
       .join("")
@@ -488,13 +501,15 @@ class TextReader {
     const { PDFRawStream, PDFFlateStream, decodePDFRawStream } = this.lib;
     if (obj instanceof PDFFlateStream) return obj.getUnencodedContents(); // made in this process, not parsed
     if (!(obj instanceof PDFRawStream)) return null;
+    if (this.decoded >= MAX_DOCUMENT_DECODED) return null;
     const stream = decodePDFRawStream(obj);
     const chunks: Uint8Array[] = [];
-    for (let total = 0; total < MAX_STREAM_BYTES; ) {
+    for (let total = 0; total < MAX_STREAM_BYTES && this.decoded < MAX_DOCUMENT_DECODED; ) {
       const chunk = stream.getBytes(0x10000);
       if (chunk.length === 0) break;
       chunks.push(Uint8Array.from(chunk));
       total += chunk.length;
+      this.decoded += chunk.length;
     }
     return concat(chunks);
   }

@@ -3,7 +3,7 @@ import type { EnvelopeField, RecipientKind } from "../db/signatures";
 import type { SigningParty } from "../documents/service";
 import { type FieldIssue, Unprocessable } from "../lib/errors";
 import { newId } from "../lib/ids";
-import { patternProblem } from "./field-values";
+import { MAX_PATTERNED_TEXT, patternProblem } from "./field-values";
 import type { SignatureRequest } from "./schemas";
 
 /**
@@ -76,14 +76,18 @@ export function uploadRecipients(
     if (CHOICES.has(f.type) && !f.options?.length) issue(at("options"), "options_required", `A ${f.type} field needs its options`);
     if (!CHOICES.has(f.type) && f.options) issue(at("options"), "options_not_allowed", `A ${f.type} field takes no options`);
     if (f.readOnly && f.value === undefined) issue(at("value"), "value_required", "A read-only field needs the value it shows");
+    const v = f.validation;
+    const pattern = v?.pattern;
+    const patternBad = pattern ? (f.type === "text" ? patternProblem(pattern) : "Only a text field takes a pattern") : null;
+    if (patternBad) issue(at("validation"), "invalid_pattern", patternBad);
+    if (v?.min !== undefined && v.max !== undefined && v.min > v.max) issue(at("validation"), "invalid_range", "min is above max");
+    if ((v?.min !== undefined || v?.max !== undefined) && f.type !== "number")
+      issue(at("validation"), "invalid_range", "Only a number field takes min and max");
     if (f.value !== undefined) {
+      // The sender's value keeps the field's own rules: what a recipient could not enter, the sender cannot either.
       const problem = prefillProblem(f.type, f.value, f.options);
-      if (problem) issue(at("value"), "invalid_value", problem);
-    }
-    const pattern = f.validation?.pattern;
-    if (pattern) {
-      const problem = f.type === "text" ? patternProblem(pattern) : "Only a text field takes a pattern";
-      if (problem) issue(at("validation"), "invalid_pattern", problem);
+      const broken = problem ?? (patternBad ? null : ruleProblem(f.type, f.value, v));
+      if (broken) issue(at("value"), "invalid_value", broken);
     }
     if (owner) {
       const list = fields.get(f.recipient) ?? [];
@@ -129,6 +133,28 @@ export function uploadRecipients(
     order: r.order,
     fields: r.role === "signer" || r.role === "approver" ? (fields.get(r.key) ?? []) : null,
   }));
+}
+
+/** Why a prefilled value of the right type breaks its field's validation, or null. */
+function ruleProblem(
+  type: EnvelopeField["type"],
+  value: string | number | boolean,
+  v: EnvelopeField["validation"] | undefined,
+): string | null {
+  if (type === "date" && typeof value === "string") {
+    const d = new Date(`${value}T00:00:00Z`);
+    return !Number.isNaN(d.getTime()) && d.toISOString().slice(0, 10) === value ? null : "Not a calendar date";
+  }
+  if (type === "number" && typeof value === "number") {
+    if (v?.min !== undefined && value < v.min) return `At least ${v.min}`;
+    if (v?.max !== undefined && value > v.max) return `At most ${v.max}`;
+  }
+  if (type === "text" && typeof value === "string") {
+    const limit = v?.pattern ? MAX_PATTERNED_TEXT : 1000;
+    if (Array.from(value).length > Math.min(v?.maxLength ?? limit, limit)) return "Longer than the field's maxLength";
+    if (v?.pattern && !new RegExp(`^(?:${v.pattern})$`, "u").test(value)) return "Does not match the field's pattern";
+  }
+  return null;
 }
 
 /** Why a prefilled value does not suit its field, or null. */
