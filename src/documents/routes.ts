@@ -22,7 +22,8 @@ import {
   UploadQuery,
   Usage,
 } from "./schemas";
-import { createDocument, documentPdf, getDocument, getUsage, listDocuments, uploadDocument } from "./service";
+import { createDocument, documentPdf, getDocument, getUsage, listDocuments } from "./service";
+import { uploadDocument } from "./uploads";
 
 const tags = ["Documents"];
 const security = [{ bearerAuth: [] }];

@@ -26,7 +26,6 @@ export { FORMS, type SigningParty } from "./forms";
 import { renderDocumentPdf } from "./render";
 
 export { renderDocumentPdf, renderDocumentText } from "./render";
-export { uploadDocument } from "./uploads";
 /** A person's erasure (erasure/erase.ts) reaches the documents that name them through this; the right of access reads them. */
 export { documentsErasable, documentsNaming } from "./erasure";
 /** An obligation as the list shows it, with its urgency in UTC days: the daily brief (brief/service.ts) shows the same. */
