@@ -1,0 +1,266 @@
+// An uploaded PDF signed on a phone-sized screen (issue 44 part 4), in headless Chromium against `npm run dev`: the
+// signing page draws the PDF's pages with pdf.js served from the Worker's own static assets, lays this signer's fields
+// over them, and signs with the values the signer filled in.
+import { readFileSync } from "node:fs";
+import { degrees, PDFDocument, rgb, StandardFonts } from "@pdfme/pdf-lib";
+import { version as PDFJS_VERSION } from "pdfjs-dist/package.json";
+import type { Browser, Locator, Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createApiClient } from "../../src/client";
+import { type PercentBox, placeBox } from "../../src/files/pdf-geometry";
+import { launchChromium } from "./helpers/chromium";
+import { mintToken } from "./helpers/dev-server";
+import { dev } from "./helpers/served";
+import { clientAddress, mailedSigningCode } from "./helpers/signing";
+
+const PHONE = { width: 390, height: 844 };
+const PDFJS = `/static/pdfjs/${PDFJS_VERSION}`;
+/** A dark block drawn on each page at this displayed box: where pdf.js draws it shows the page is upright. */
+const MARK: PercentBox = { x: 60, y: 40, width: 20, height: 10 };
+/** Page 1 portrait; page 2 the same sheet with /Rotate 90, so shown landscape. */
+const SHEET = { width: 612, height: 792 };
+
+const FIELDS = {
+  signature: { recipient: "a", type: "signature", page: 2, x: 10, y: 70, width: 30, height: 8 },
+  note: { recipient: "a", type: "text", page: 1, x: 10, y: 20, width: 40, height: 5, required: true, name: "Buyer note" },
+  checkbox: { recipient: "a", type: "checkbox", page: 2, x: 10, y: 20, width: 4, height: 3 },
+};
+
+let browser: Browser;
+
+beforeAll(async () => {
+  browser = await launchChromium();
+});
+
+afterAll(async () => {
+  await browser?.close();
+});
+
+async function twoPagePdf(): Promise<Uint8Array<ArrayBuffer>> {
+  const pdf = await PDFDocument.create();
+  const font = await pdf.embedFont(StandardFonts.Helvetica);
+  for (const rotation of [0, 90] as const) {
+    const page = pdf.addPage([SHEET.width, SHEET.height]);
+    page.setRotation(degrees(rotation));
+    page.drawText(`Seller's property disclosure, page ${rotation ? 2 : 1}`, { x: 40, y: 60, size: 16, font });
+    const { rect } = placeBox({ crop: [0, 0, SHEET.width, SHEET.height], rotation }, MARK);
+    page.drawRectangle({ ...rect, color: rgb(0.1, 0.1, 0.1) });
+  }
+  return new Uint8Array(await pdf.save());
+}
+
+/** POST with the test's bearer token; the body as given (JSON for objects). */
+async function send(token: string, path: string, body: unknown, contentType = "application/json") {
+  const res = await fetch(`${dev.base}${path}`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${token}`, "content-type": contentType },
+    body: body instanceof Uint8Array ? (body as Uint8Array<ArrayBuffer>) : JSON.stringify(body),
+  });
+  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+}
+
+/** Where an element's field box sits on its page, in percent of the page as shown, and which page that is. */
+const placement = (el: Locator) =>
+  el.evaluate((node) => {
+    const field = node.closest(".field")!.getBoundingClientRect();
+    const page = node.closest(".page")!;
+    const p = page.getBoundingClientRect();
+    const pct = (v: number, of: number) => Math.round((v / of) * 1000) / 10;
+    return {
+      page: [...document.querySelectorAll(".page")].indexOf(page) + 1,
+      x: pct(field.left - p.left, p.width),
+      y: pct(field.top - p.top, p.height),
+      width: pct(field.width, p.width),
+      height: pct(field.height, p.height),
+    };
+  });
+
+/**
+ * Each page's canvas as drawn: its size, its share of dark pixels, and the darkness inside MARK and in a box as far
+ * from it (where the page is white).
+ */
+const drawnPages = (page: Page) =>
+  page.evaluate((mark) => {
+    return [...document.querySelectorAll<HTMLCanvasElement>(".page canvas")].map((canvas) => {
+      const ctx = canvas.getContext("2d")!;
+      const { width, height } = canvas;
+      const pixels = width * height > 0 ? ctx.getImageData(0, 0, width, height).data : new Uint8ClampedArray();
+      let dark = 0;
+      for (let i = 0; i < pixels.length; i += 4) if (pixels[i]! < 128 && pixels[i + 3]! > 0) dark++;
+      const darkness = (b: { x: number; y: number; width: number; height: number }) => {
+        const x = Math.round(((b.x + b.width / 4) / 100) * width);
+        const y = Math.round(((b.y + b.height / 4) / 100) * height);
+        const w = Math.max(1, Math.round((b.width / 200) * width));
+        const h = Math.max(1, Math.round((b.height / 200) * height));
+        if (!width || !height) return 0;
+        const d = ctx.getImageData(x, y, w, h).data;
+        let n = 0;
+        for (let i = 0; i < d.length; i += 4) if (d[i]! < 128) n++;
+        return n / (w * h);
+      };
+      const box = canvas.closest(".page")!.getBoundingClientRect();
+      return {
+        width,
+        height,
+        shownRatio: Math.round((box.width / box.height) * 100) / 100,
+        dark: pixels.length ? dark / (pixels.length / 4) : 0,
+        inMark: darkness(mark),
+        elsewhere: darkness({ x: 100 - mark.x - mark.width, y: 100 - mark.y - mark.height, width: mark.width, height: mark.height }),
+      };
+    });
+  }, MARK);
+
+describe("an uploaded PDF signed in a browser on a phone", () => {
+  it("serves pdf.js from the Worker's assets, the version in the path, and nothing else of them", async () => {
+    for (const file of ["pdf.min.mjs", "pdf.worker.min.mjs"]) {
+      const res = await fetch(`${dev.base}${PDFJS}/${file}`);
+      expect(res.status, file).toBe(200);
+      expect(res.headers.get("content-type")).toBe("text/javascript; charset=utf-8");
+      expect(res.headers.get("cache-control")).toBe("public, max-age=31536000, immutable");
+      // The committed copy is the installed pdfjs-dist's build: upgrading one without the other fails here.
+      expect(Buffer.from(await res.arrayBuffer()).equals(readFileSync(`node_modules/pdfjs-dist/build/${file}`)), file).toBe(true);
+    }
+    for (const path of [
+      `${PDFJS}/LICENSE-pdfjs.txt`,
+      `${PDFJS}/pdf.mjs`,
+      "/static/pdfjs/1.0.0/pdf.min.mjs",
+      `${PDFJS}/..%2F..%2Ffonts%2FDejaVuSans.ttf`,
+      "/fonts/DejaVuSans.ttf",
+      "/pdfjs/pdf.min.mjs",
+    ])
+      expect((await fetch(`${dev.base}${path}`)).status, path).toBe(404);
+  });
+
+  it("draws both pages at the phone's width with the fields at their boxes; the signer fills, draws, consents and signs", async () => {
+    const { token } = await mintToken(`Upload Sign Realty ${Date.now()}`, "agent@upload.test");
+    const stamp = `${Date.now()}.${Math.random().toString(36).slice(2, 8)}`;
+    const buyer = { name: "Bea Buyer", email: `bea.${stamp}@upload.test` };
+
+    const uploaded = await send(
+      token,
+      `/api/documents/uploads?title=${encodeURIComponent("Property disclosure")}`,
+      await twoPagePdf(),
+      "application/pdf",
+    );
+    expect(uploaded.status, JSON.stringify(uploaded.body)).toBe(201);
+    const upload = uploaded.body.document as {
+      id: string;
+      pageCount: number;
+      pages: { width: number; height: number; rotation: number }[];
+    };
+    expect(upload.pageCount).toBe(2);
+    expect(upload.pages).toEqual([
+      expect.objectContaining({ width: SHEET.width, height: SHEET.height, rotation: 0 }),
+      expect.objectContaining({ width: SHEET.height, height: SHEET.width, rotation: 90 }),
+    ]);
+    const sent = await send(token, `/api/documents/${upload.id}/signature`, {
+      recipients: [{ key: "a", ...buyer, role: "signer" }],
+      fields: Object.values(FIELDS),
+    });
+    expect(sent.status, JSON.stringify(sent.body)).toBe(201);
+    const envelopeId = (sent.body.envelopeId ?? sent.body.id) as string;
+    const links = sent.body.links as { email: string; url: string }[];
+    const link = links.find((l) => l.email === buyer.email)!.url;
+    expect(link.startsWith(`${dev.base}/sign/`)).toBe(true);
+
+    const page = await browser.newPage({
+      viewport: PHONE,
+      deviceScaleFactor: 2,
+      isMobile: true,
+      hasTouch: true,
+      extraHTTPHeaders: { "cf-connecting-ip": clientAddress() },
+    });
+    const failures: string[] = [];
+    page.on("pageerror", (err) => failures.push(String(err)));
+    page.on("console", (msg) => msg.type() === "error" && failures.push(msg.text()));
+    const opened = await page.goto(link);
+    // pdf.js and its worker come from this origin's /static/pdfjs/<version>/ only; inline scripts still need the nonce.
+    const csp = opened!.headers()["content-security-policy"]!;
+    expect(csp).toContain(`worker-src ${dev.base}${PDFJS}/`);
+    expect(csp).toMatch(new RegExp(`script-src 'nonce-[^']+' ${dev.base}${PDFJS}/(;|$| )`));
+    expect(csp).not.toContain("unsafe-inline");
+    await expect.poll(() => page.textContent("#who")).toBe("Bea Buyer (signer)");
+
+    // Both pages drawn by pdf.js as wide as the page body, upright: the mark lands at its box on each.
+    await expect.poll(async () => (await drawnPages(page)).filter((p) => p.dark > 0.001).length, { timeout: 30_000 }).toBe(2);
+    const drawn = await drawnPages(page);
+    const bodyWidth = await page.evaluate(() => document.body.clientWidth);
+    expect(drawn.map((p) => p.shownRatio)).toEqual([
+      Math.round((SHEET.width / SHEET.height) * 100) / 100,
+      Math.round((SHEET.height / SHEET.width) * 100) / 100,
+    ]);
+    for (const [i, p] of drawn.entries()) {
+      expect(p.width, `page ${i + 1}`).toBeGreaterThanOrEqual(Math.floor(bodyWidth * 1.9)); // the device's pixels, not CSS pixels
+      expect(p.inMark, `page ${i + 1}`).toBeGreaterThan(0.9);
+      expect(p.elsewhere, `page ${i + 1}`).toBeLessThan(0.05);
+    }
+    // Nothing wider than the screen: the body does not scroll sideways.
+    expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(PHONE.width);
+
+    // The fields, each labelled with its name or type and page, over their boxes.
+    const note = page.getByLabel("Buyer note (page 1)");
+    const checkbox = page.getByLabel("Checkbox (page 2)");
+    const signature = page.getByRole("button", { name: /^Signature \(page 2\), required/ });
+    const near = (box: { x: number; y: number; width: number; height: number }) =>
+      Object.fromEntries(Object.entries(box).map(([k, v]) => [k, expect.closeTo(v, 0)]));
+    for (const [el, field] of [
+      [note, FIELDS.note],
+      [checkbox, FIELDS.checkbox],
+      [signature, FIELDS.signature],
+    ] as const) {
+      const { page: on, ...box } = await placement(el);
+      expect(on).toBe(field.page);
+      expect(box).toEqual(near({ x: field.x, y: field.y, width: field.width, height: field.height }));
+    }
+    expect(await note.getAttribute("aria-required")).toBe("true");
+    expect(await checkbox.getAttribute("aria-required")).toBeNull();
+
+    // Identity with the mailed code, then consent.
+    await page.getByRole("button", { name: "Send me a code" }).click();
+    await expect.poll(() => page.isVisible("#code-entry")).toBe(true);
+    await page.getByLabel("Code from the e-mail").fill(await mailedSigningCode(buyer.email));
+    await page.getByRole("button", { name: "Verify the code" }).click();
+    await expect.poll(() => page.textContent("#status")).toMatch(/^Identity confirmed\./);
+    await page.getByLabel(/I agree to sign this document electronically/).check();
+    await page.locator("#consent-button").click();
+    await expect.poll(() => page.isVisible("#sign")).toBe(true);
+
+    // Signing waits for the required fields, and says which.
+    const sign = page.getByRole("button", { name: "Sign the document" });
+    expect(await sign.isDisabled()).toBe(true);
+    expect(await page.textContent("#missing")).toBe("Before you sign, please fill in: Buyer note (page 1), Signature (page 2).");
+    await note.fill("The roof was replaced in 2021");
+    await checkbox.check();
+    await expect.poll(() => page.textContent("#missing")).toBe("Before you sign, please fill in: Signature (page 2).");
+
+    // A signature drawn with the finger (a pointer), kept as a PNG of at most 100 KB.
+    await signature.click();
+    const dialog = page.getByRole("dialog", { name: "Your signature" });
+    await expect.poll(() => dialog.isVisible()).toBe(true);
+    const pad = (await page.locator("#sig-pad").boundingBox())!;
+    await page.mouse.move(pad.x + 20, pad.y + pad.height * 0.7);
+    await page.mouse.down();
+    for (let i = 1; i <= 24; i++) await page.mouse.move(pad.x + 20 + i * 10, pad.y + pad.height * (0.5 + 0.25 * Math.sin(i / 2)));
+    await page.mouse.up();
+    await page.getByRole("button", { name: "Use the drawing" }).click();
+    await expect.poll(() => dialog.isVisible()).toBe(false);
+    const image = (await signature.locator("img").getAttribute("src"))!;
+    expect(image).toMatch(/^data:image\/png;base64,/);
+    expect(image.length).toBeLessThanOrEqual(100_000);
+    expect(await signature.getAttribute("aria-label")).toBe("Signature (page 2), required: signed, press to change");
+    expect(await page.isVisible("#missing")).toBe(false);
+    expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(PHONE.width);
+
+    await sign.click();
+    await expect.poll(() => page.textContent("#status")).toBe("Signed. Every party has now signed.");
+    expect(await page.isVisible("#signed")).toBe(true);
+    expect(failures).toEqual([]);
+    await page.close();
+
+    const api = createApiClient(dev.base, token);
+    const read = await api.GET("/api/signatures/{envelopeId}", { params: { path: { envelopeId } } });
+    expect(read.response.status).toBe(200);
+    expect(read.data!.status).toBe("completed");
+    expect(read.data!.signers.map((s) => [s.email, s.status, s.verification])).toEqual([[buyer.email, "signed", "email_code"]]);
+  });
+});
