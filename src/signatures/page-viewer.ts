@@ -27,7 +27,8 @@ export const VIEWER_STYLE = `
     font-size: clamp(8px, 40cqh, 14px); }
   .field [role="radiogroup"] label { display: inline-flex; align-items: center; gap: .2em; white-space: nowrap; }
   .field [role="radiogroup"] input { flex: none; width: 1em; height: 1em; }
-  .field button.sig { cursor: pointer; display: flex; align-items: center; justify-content: center; overflow: hidden; }
+  .field button.sig { cursor: pointer; display: flex; align-items: center; justify-content: center; overflow: hidden;
+    white-space: nowrap; font-size: clamp(8px, min(62cqh, 14cqw), 18px); }
   .field button.sig img { max-width: 100%; max-height: 100%; }
   .field :focus-visible, .field [role="radiogroup"] input:focus-visible { outline: 3px solid #2563eb; outline-offset: 1px; }
   .script { font-family: "Segoe Script", "Brush Script MT", "Snell Roundhand", cursive; font-style: italic; }

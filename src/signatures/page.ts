@@ -59,7 +59,7 @@ const SCRIPT = `
   const problemsOf = (json) => (json.error && json.error.details) || json.details || json.issues || [];
   const notYourTurn = () => {
     show("waiting");
-    say("It is not your turn yet: you will receive an e-mail when the people before you have signed.");
+    say("");
   };
   async function post(body) {
     const res = await fetch(api, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
@@ -155,12 +155,12 @@ const SCRIPT = `
     return view;
   }
   // A viewer is done once the document is visible to them: after the code, on an envelope that needs one.
-  const after = (view) => (role === "viewer" && view.document.pdfUrl ? "viewed" : null);
+  const viewerStep = (view) => (view.document.pdfUrl ? "viewed" : "identify");
   async function start() {
     const view = await load();
     if (!view) return;
     const next = { opened: "identify", authenticated: "consent", consented: "sign" }[view.signer.status] || "identify";
-    show(after(view) || next);
+    show(role === "viewer" ? viewerStep(view) : next);
   }
   $("send-code-button").addEventListener("click", async () => {
     const sent = await post({ action: "send_code" });
@@ -180,7 +180,7 @@ const SCRIPT = `
       const view = await load();
       if (view) {
         say(role === "viewer" ? "Identity confirmed." : "Identity confirmed. Please read the document before you agree.");
-        show(after(view) || "consent");
+        show(role === "viewer" ? viewerStep(view) : "consent");
       }
     }
   });

@@ -18,13 +18,16 @@ export const pdfjsRoutes = new Hono<AppBindings>().get("/static/pdfjs/:version/:
   // The host is never looked up: an assets binding answers any URL from the assets directory by its path.
   const res = await c.env.ASSETS.fetch(`https://assets.invalid/pdfjs/${file}`);
   if (!res.ok) throw new Error(`pdf.js ${file} could not be read from ASSETS (HTTP ${res.status})`);
-  return new Response(res.body, {
-    headers: {
-      // A module script and a module worker must come as JavaScript (the browser refuses any other type for them).
-      "Content-Type": "text/javascript; charset=utf-8",
-      "Cache-Control": "public, max-age=31536000, immutable",
-      // Only our own pages load it.
-      "Cross-Origin-Resource-Policy": "same-origin",
-    },
+  const headers = new Headers({
+    // A module script and a module worker must come as JavaScript (the browser refuses any other type for them).
+    "Content-Type": "text/javascript; charset=utf-8",
+    "Cache-Control": "public, max-age=31536000, immutable",
+    // Only our own pages load it.
+    "Cross-Origin-Resource-Policy": "same-origin",
   });
+  for (const name of ["Content-Length", "ETag"]) {
+    const value = res.headers.get(name);
+    if (value) headers.set(name, value);
+  }
+  return new Response(res.body, { headers });
 });
