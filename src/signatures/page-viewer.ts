@@ -34,48 +34,24 @@ export const VIEWER_STYLE = `
   .script { font-family: "Segoe Script", "Brush Script MT", "Snell Roundhand", cursive; font-style: italic; }
   .field-error { position: absolute; margin: 0; padding: .1rem .3rem; background: #fef2f2; color: #991b1b; font-size: .75rem;
     border: 1px solid #b91c1c; border-radius: .25rem; z-index: 1; }
-  #sig-dialog { width: min(32rem, calc(100vw - 2rem)); border: 1px solid #8886; border-radius: .5rem; }
-  #sig-dialog::backdrop { background: #0006; }
-  #sig-dialog h2 { margin-top: 0; font-size: 1.15rem; }
-  #sig-adopted { font-size: 1.75rem; margin: .25rem 0; overflow-wrap: anywhere; }
-  #sig-pad { display: block; width: 100%; height: 10rem; background: #fff; border: 1px dashed #888; border-radius: .25rem;
-    touch-action: none; cursor: crosshair; }
   #missing { color: #991b1b; }
 `;
-
-export const VIEWER_MARKUP = `<dialog id="sig-dialog" aria-labelledby="sig-title">
-  <h2 id="sig-title">Your signature</h2>
-  <p>Adopt your name as typed, or draw with your finger or mouse.</p>
-  <p class="script" id="sig-adopted"></p>
-  <button type="button" id="sig-adopt">Use my name</button>
-  <button type="button" id="sig-again" hidden>Use the same as before</button>
-  <p id="sig-pad-label">Or draw here:</p>
-  <canvas id="sig-pad" role="img" aria-labelledby="sig-pad-label"></canvas>
-  <p id="sig-note" role="status"></p>
-  <button type="button" id="sig-use" disabled>Use the drawing</button>
-  <button type="button" id="sig-clear">Clear</button>
-  <button type="button" id="sig-cancel">Cancel</button>
-</dialog>`;
 
 /** Inlined inside page.ts's script (which defines `$`): defines `uploadViewer`. */
 export const VIEWER_SCRIPT = `
   const TYPE_NAMES = { signature: "Signature", initials: "Initials", name: "Name", email: "E-mail", date: "Date", text: "Text",
     number: "Number", checkbox: "Checkbox", radio: "Choice", dropdown: "Choice" };
-  /** The longest data URL a drawn signature may be (the API takes a PNG data URL up to 100 KB). */
-  const MAX_DRAWING = 100000;
 
   function uploadViewer({ pdfjsBase, onChange, say }) {
     const pagesBox = $("pages");
     const entries = new Map();
     const pages = [];
-    const last = {};
     let signer = { name: "", email: null };
     let pdf = null;
     let laidOut = false;
 
     const labelOf = (f) => (f.name || TYPE_NAMES[f.type] || f.type) + " (page " + f.page + ")";
     const el = (tag, props) => Object.assign(document.createElement(tag), props || {});
-    const initialsOf = (name) => name.trim().split(/\\s+/).map((w) => Array.from(w)[0] || "").join("").toUpperCase();
 
     // pdf.js, from our own static assets, loaded the first time a document is shown.
     let library = null;
@@ -191,7 +167,7 @@ export const VIEWER_SCRIPT = `
           button.setAttribute("aria-label", label + (f.required ? ", required" : "") + (done ? ": signed, press to change" : ""));
         };
         entry.show();
-        button.addEventListener("click", () => openPad(entry));
+        button.addEventListener("click", () => sign(entry));
         box.append(button);
         entry.get = () => entry.value;
       }
@@ -203,109 +179,17 @@ export const VIEWER_SCRIPT = `
       onChange();
     }
 
-    // The signature panel: adopt the typed name (or its initials), or draw.
-    const dialog = $("sig-dialog");
-    const pad = $("sig-pad");
-    let strokes = [];
-    let current = null;
-    let padFor = null;
-
-    function openPad(entry) {
-      padFor = entry;
-      const initials = entry.field.type === "initials";
-      $("sig-title").textContent = initials ? "Your initials" : "Your signature";
-      $("sig-adopted").textContent = initials ? initialsOf(signer.name) : signer.name;
-      $("sig-adopt").textContent = initials ? "Use my initials" : "Use my name";
-      $("sig-again").hidden = last[entry.field.type] === undefined;
-      $("sig-note").textContent = "";
-      dialog.showModal();
-      strokes = [];
-      sizePad();
-      $("sig-adopt").focus();
-    }
-    function sizePad() {
-      const ratio = window.devicePixelRatio || 1;
-      pad.width = Math.round(pad.clientWidth * ratio);
-      pad.height = Math.round(pad.clientHeight * ratio);
-      drawStrokes(pad.getContext("2d"), ratio, 0, 0);
-      $("sig-use").disabled = strokes.length === 0;
-    }
-    function drawStrokes(ctx, scale, dx, dy) {
-      ctx.clearRect(0, 0, ctx.canvas.width, ctx.canvas.height);
-      ctx.lineWidth = 2.5 * scale;
-      ctx.lineCap = "round";
-      ctx.lineJoin = "round";
-      ctx.strokeStyle = "#111";
-      for (const s of strokes) {
-        ctx.beginPath();
-        s.forEach(([x, y], i) => (i ? ctx.lineTo((x - dx) * scale, (y - dy) * scale) : ctx.moveTo((x - dx) * scale, (y - dy) * scale)));
-        if (s.length === 1) ctx.lineTo((s[0][0] - dx) * scale + 0.1, (s[0][1] - dy) * scale);
-        ctx.stroke();
+    // The signature panel (page-signature-pad.ts): adopt the typed name (or its initials), or draw.
+    const pad = signaturePad();
+    async function sign(entry) {
+      const value = await pad.open(entry.field.type, signer.name);
+      if (value !== undefined) {
+        entry.value = value;
+        entry.show();
+        onChange();
       }
-    }
-    const point = (e) => {
-      const r = pad.getBoundingClientRect();
-      return [e.clientX - r.left, e.clientY - r.top];
-    };
-    pad.addEventListener("pointerdown", (e) => {
-      e.preventDefault();
-      pad.setPointerCapture(e.pointerId);
-      current = [point(e)];
-      strokes.push(current);
-      drawStrokes(pad.getContext("2d"), window.devicePixelRatio || 1, 0, 0);
-    });
-    pad.addEventListener("pointermove", (e) => {
-      if (!current) return;
-      current.push(point(e));
-      drawStrokes(pad.getContext("2d"), window.devicePixelRatio || 1, 0, 0);
-    });
-    const lift = () => {
-      current = null;
-      $("sig-use").disabled = strokes.length === 0;
-    };
-    pad.addEventListener("pointerup", lift);
-    pad.addEventListener("pointercancel", lift);
-
-    /** The drawing cropped to its strokes as a PNG data URL, made smaller until it is within the API's 100 KB. */
-    function drawing() {
-      const xs = strokes.flat().map((p) => p[0]);
-      const ys = strokes.flat().map((p) => p[1]);
-      const pad2 = 4;
-      const x0 = Math.min(...xs) - pad2;
-      const y0 = Math.min(...ys) - pad2;
-      const w = Math.max(...xs) + pad2 - x0;
-      const h = Math.max(...ys) + pad2 - y0;
-      let scale = Math.min(2, 800 / w);
-      for (let i = 0; i < 12; i++) {
-        const out = el("canvas", { width: Math.max(1, Math.ceil(w * scale)), height: Math.max(1, Math.ceil(h * scale)) });
-        drawStrokes(out.getContext("2d"), scale, x0, y0);
-        const url = out.toDataURL("image/png");
-        if (url.length <= MAX_DRAWING) return url;
-        scale *= 0.7;
-      }
-      return null;
-    }
-    function adopt(value) {
-      const entry = padFor;
-      entry.value = value;
-      last[entry.field.type] = value;
-      entry.show();
-      dialog.close();
       entry.focus.focus();
-      onChange();
     }
-    $("sig-adopt").addEventListener("click", () => adopt("adopted"));
-    $("sig-again").addEventListener("click", () => adopt(last[padFor.field.type]));
-    $("sig-use").addEventListener("click", () => {
-      const url = strokes.length ? drawing() : null;
-      if (url) adopt(url);
-      else $("sig-note").textContent = "This drawing is too large to send; please clear it and draw again.";
-    });
-    $("sig-clear").addEventListener("click", () => {
-      strokes = [];
-      sizePad();
-    });
-    $("sig-cancel").addEventListener("click", () => dialog.close());
 
     // Drawing the pages: each when it comes near the viewport, again when the page box changed width, dropped when far.
     async function paint(page) {

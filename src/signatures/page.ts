@@ -1,14 +1,15 @@
 import type { Context } from "hono";
 import { htmlDocument, newNonce, pageHeaders } from "../platform/html-page";
 import { readConfig } from "../env";
-import { VIEWER_MARKUP, VIEWER_SCRIPT, VIEWER_STYLE } from "./page-viewer";
+import { SIGNATURE_PAD_MARKUP, SIGNATURE_PAD_SCRIPT, SIGNATURE_PAD_STYLE } from "./page-signature-pad";
+import { VIEWER_SCRIPT, VIEWER_STYLE } from "./page-viewer";
 import { PDFJS_PATH } from "./pdfjs-assets";
 
 /**
  * The signing page (DESIGN.md contract 5: `{APP_URL}/sign/<token>`): one small, accessible HTML page that walks the
  * signer through the public API: open, confirm identity, consent to sign electronically, then sign or decline. An
- * uploaded document (issue 44) is drawn page by page with this signer's fields over it (page-viewer.ts); an approver
- * approves or rejects instead of signing, and a viewer only reads.
+ * uploaded document (issue 44) is drawn page by page with this signer's fields over it (page-viewer.ts, signatures in
+ * page-signature-pad.ts); an approver approves or rejects instead of signing, and a viewer only reads.
  * The token stays in the path and is read by the script; the page is never cached and sends no referrer, so the
  * token does not leak to other sites. Scripts and styles run only with this response's nonce (CSP).
  */
@@ -31,7 +32,7 @@ const STYLE = `
   .hash { font-family: ui-monospace, monospace; font-size: .8rem; overflow-wrap: anywhere; }
   .upload #document { border: 0; padding: 0; max-height: none; overflow: visible; }
   #who { overflow-wrap: anywhere; }
-${VIEWER_STYLE}`;
+${VIEWER_STYLE}${SIGNATURE_PAD_STYLE}`;
 
 const SCRIPT = `
 (() => {
@@ -51,6 +52,7 @@ const SCRIPT = `
   };
   const say = (text) => { status.textContent = text; };
   const challenge = () => (siteKey && window.turnstile ? window.turnstile.getResponse() : undefined);
+  ${SIGNATURE_PAD_SCRIPT}
   ${VIEWER_SCRIPT}
   let role = "signer";
   let viewer = null;
@@ -289,7 +291,7 @@ export function signingPage(c: Context): Response {
   <section class="step" id="waiting" hidden><h2 tabindex="-1">Not your turn yet</h2><p>It is not your turn yet: you will receive an e-mail when the people before you have signed.</p></section>
   <section class="step" id="gone" hidden><h2 tabindex="-1">This link is no longer valid</h2><p>It may have been used already, expired or been withdrawn. Ask the sender for a new one.</p></section>
 </main>
-${VIEWER_MARKUP}
+${SIGNATURE_PAD_MARKUP}
 <script nonce="${nonce}">${SCRIPT}</script>`,
   });
   return c.html(html, 200, pageHeaders(csp, { isolated: true })) as unknown as Response;
