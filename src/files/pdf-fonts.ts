@@ -1,15 +1,25 @@
+import type { PDFDocument, PDFFont } from "@pdfme/pdf-lib";
 import type { Env } from "../env";
 import { TrueTypeFont } from "./truetype";
 
 /**
  * The fonts Unicode PDFs are written with (DESIGN.md "Sealed PDFs"): DejaVu Sans covers Latin, Cyrillic and Greek,
- * IPAGothic the CJK it lacks. The files are static assets (assets/fonts/), outside the Worker script; they are read
- * through the ASSETS binding at first use and kept for the isolate's life, parsed by truetype.ts.
+ * IPAGothic the CJK it lacks; `script`, a handwriting face, draws adopted signatures on sealed copies (issue 44). The
+ * files are static assets (assets/fonts/), outside the Worker script; they are read through the ASSETS binding at first
+ * use and kept for the isolate's life, parsed by truetype.ts.
  */
-export type Face = "regular" | "bold" | "cjk" | "hangul";
+export type Face = "regular" | "bold" | "cjk" | "hangul" | "script";
 
-// IPAGothic has no Hangul: NanumGothic (SIL OFL) prints Korean names.
-const FILES: Record<Face, string> = { regular: "DejaVuSans.ttf", bold: "DejaVuSans-Bold.ttf", cjk: "ipag.ttf", hangul: "NanumGothic.ttf" };
+// IPAGothic has no Hangul: NanumGothic (SIL OFL) prints Korean names. The script face is dkg handwriting, oblique
+// (SIL OFL): TrueType outlines, which truetype.ts subsets (the script fonts shipped as CFF .otf it cannot), basic Latin
+// and Latin-1 only, so splitRuns never picks it: scriptRuns falls back from it word by word.
+const FILES: Record<Face, string> = {
+  regular: "DejaVuSans.ttf",
+  bold: "DejaVuSans-Bold.ttf",
+  cjk: "ipag.ttf",
+  hangul: "NanumGothic.ttf",
+  script: "DkgHandwriting-Oblique.ttf",
+};
 
 /** What `pdf.registerFontkit` takes: something that makes a font of the bytes given to `embedFont`. */
 type FontFactory = { create(data: Uint8Array | ArrayBuffer): TrueTypeFont };
@@ -131,10 +141,50 @@ export function splitRuns(set: FontSet, text: string, strong: boolean): Run[] {
   return runs;
 }
 
+/**
+ * An adopted signature's runs (issue 44 part 5): the words the script face draws whole are in it, the rest as splitRuns
+ * prints them (a word is never half handwriting, half DejaVu: "Żółć" prints in DejaVu, "Jane" beside it in the script),
+ * so 山田太郎 and Ελένη still print as themselves. The words come from splitRuns' visual order, so a right-to-left name
+ * keeps it.
+ */
+export function scriptRuns(set: FontSet, text: string): Run[] {
+  const script = set.fonts.script;
+  const drawable = (piece: string) => Array.from(piece).every((ch) => script.hasGlyphForCodePoint(ch.codePointAt(0)!));
+  const runs: Run[] = [];
+  for (const run of splitRuns(set, text, false)) {
+    for (const piece of run.text.match(/\s+|\S+/gu) ?? []) {
+      const last = runs.at(-1);
+      const face: Face = /^\s/u.test(piece)
+        ? last && set.fonts[last.face].hasGlyphForCodePoint(piece.codePointAt(0)!)
+          ? last.face
+          : run.face
+        : drawable(piece)
+          ? "script"
+          : run.face;
+      if (last?.face === face) last.text += piece;
+      else runs.push({ face, text: piece });
+    }
+  }
+  return runs;
+}
+
 /** Width in points, as pdf-lib draws it: the sum of the glyphs' advance widths. */
 export function widthOf(set: FontSet, run: Run, size: number): number {
   const font = set.fonts[run.face];
   let units = 0;
   for (const glyph of font.glyphsForString(run.text)) units += glyph.advanceWidth;
   return (units * size) / font.unitsPerEm;
+}
+
+/** PDF 32000-1 9.6.4: a subset font's name starts with six capital letters and "+", distinct per subset in a file. */
+const subsetTag = () => Array.from(crypto.getRandomValues(new Uint8Array(6)), (b) => String.fromCharCode(65 + (b % 26))).join("");
+
+/**
+ * The faces embedded in `pdf` as subsets: pdf-lib collects the glyphs drawn with each and writes the subset when the PDF
+ * is saved. Each call embeds subsets of its own (a second writer on the same PDF gets fonts distinctly named).
+ */
+export async function embedFaces(pdf: PDFDocument, set: FontSet, faces: Iterable<Face>): Promise<Map<Face, PDFFont>> {
+  pdf.registerFontkit(set.fontkit as unknown as Parameters<PDFDocument["registerFontkit"]>[0]);
+  const embed = (f: Face) => pdf.embedFont(set.bytes[f], { subset: true, customName: `${subsetTag()}+${set.fonts[f].postscriptName}` });
+  return new Map(await Promise.all([...new Set(faces)].map(async (f) => [f, await embed(f)] as const)));
 }

@@ -1,6 +1,6 @@
 import type { Color, PDFDocument, PDFFont, PDFPage } from "@pdfme/pdf-lib";
 import type { Env } from "../env";
-import { type Face, type FontSet, loadFonts, splitRuns, widthOf } from "./pdf-fonts";
+import { embedFaces, type Face, type FontSet, loadFonts, splitRuns, widthOf } from "./pdf-fonts";
 
 /** The standard PDF fonts encode WinAnsi only; anything else is shown as "?" (the JSON routes have every byte). */
 export const printable = (text: string) => text.replace(/[^\x20-\x7e\u00a0-\u00ff]/g, "?");
@@ -105,9 +105,6 @@ function wrap(set: FontSet, text: string, size: number, strong: boolean, max: nu
   return [...rows, row.trimEnd()];
 }
 
-/** PDF 32000-1 9.6.4: a subset font's name starts with six capital letters and "+", distinct per subset in a file. */
-const subsetTag = () => Array.from(crypto.getRandomValues(new Uint8Array(6)), (b) => String.fromCharCode(65 + (b % 26))).join("");
-
 interface Placed {
   page: PDFPage;
   x: number;
@@ -155,10 +152,11 @@ export async function unicodeWriter(env: Env, pdf: PDFDocument) {
   };
   const finish = async (footer?: (page: number, pages: number) => string) => {
     if (footer) for (const [i, page] of pages.entries()) place(page, footer(i + 1, pages.length), PAGE.margin, FOOTER_Y, 8, false, true);
-    pdf.registerFontkit(set.fontkit as unknown as Parameters<PDFDocument["registerFontkit"]>[0]);
-    const faces = [...new Set(placed.map((p) => p.face))];
-    const embed = (f: Face) => pdf.embedFont(set.bytes[f], { subset: true, customName: `${subsetTag()}+${set.fonts[f].postscriptName}` });
-    const fonts = new Map(await Promise.all(faces.map(async (f) => [f, await embed(f)] as const)));
+    const fonts = await embedFaces(
+      pdf,
+      set,
+      placed.map((p) => p.face),
+    );
     for (const p of placed)
       p.page.drawText(p.text, { x: p.x, y: p.y, size: p.size, font: fonts.get(p.face)!, color: p.muted ? MUTED : INK });
     placed.length = 0;
