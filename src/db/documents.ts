@@ -6,6 +6,22 @@ import { index, integer, primaryKey, sqliteTable, text } from "drizzle-orm/sqlit
  * Status: GENERATED (can be sent for signature), OUT_FOR_SIGNATURE (an envelope is open), SIGNED (an envelope
  * completed); a declined, voided or expired envelope puts the document back to GENERATED.
  */
+export interface UploadPage {
+  width: number;
+  height: number;
+  rotation: 0 | 90 | 180 | 270;
+  crop: [number, number, number, number];
+}
+export interface UploadFormField {
+  name: string;
+  type: "text" | "checkbox" | "radio" | "dropdown" | "signature";
+  page: number;
+  x: number;
+  y: number;
+  width: number;
+  height: number;
+}
+
 export const documents = sqliteTable(
   "documents",
   {
@@ -17,6 +33,21 @@ export const documents = sqliteTable(
     sha256: text().notNull(),
     /** The deal of the caller's organization this document belongs to, when linked (its obligations carry it). */
     dealId: text(),
+    /** `form`: generated from a typed standard form (canonical); `upload`: a brokerage's own PDF (issue 44). */
+    source: text().$type<"form" | "upload">().notNull().default("form"),
+    /** An upload's title (a form's comes from its form). */
+    title: text(),
+    /** An upload's stored PDF in R2: the bytes received, or the unencrypted re-import of an owner-password PDF. */
+    fileKey: text(),
+    pageCount: integer(),
+    /** An upload's pages as displayed, and the CropBox and /Rotate that place a box on them (files/pdf-geometry.ts). */
+    pages: text({ mode: "json" }).$type<UploadPage[]>(),
+    /** The upload's own AcroForm fields (name, type, page, box as displayed). */
+    formFields: text({ mode: "json" }).$type<UploadFormField[]>(),
+    /** The upload had an owner password (edit restrictions, no password to open) that was removed on import. */
+    restrictionsRemoved: integer({ mode: "boolean" }).notNull().default(false),
+    /** Search indexing of an upload's text by the queue consumer: pending, done, failed (null: a form's document). */
+    textStatus: text().$type<"pending" | "done" | "failed">(),
     createdBy: text(),
     createdAt: text().notNull(),
     updatedAt: text().notNull(),

@@ -2,7 +2,38 @@ import { index, integer, primaryKey, sqliteTable, text } from "drizzle-orm/sqlit
 
 export type EnvelopeStatus = "partially_signed" | "completed" | "declined" | "voided" | "expired";
 /** `pending`: a sequential signer whose turn has not come (no link yet); the spec's statuses follow from `sent`. */
-export type SignerStatus = "pending" | "sent" | "opened" | "authenticated" | "consented" | "signed" | "declined";
+export type SignerStatus =
+  | "pending"
+  | "sent"
+  | "opened"
+  | "authenticated"
+  | "consented"
+  | "signed"
+  | "approved"
+  | "viewed"
+  | "copied"
+  | "declined";
+/** What a recipient of an uploaded document does (issue 44); every signer of a typed form is a `signer`. */
+export type RecipientKind = "signer" | "approver" | "viewer" | "cc";
+export type FieldType = "signature" | "initials" | "name" | "email" | "date" | "text" | "number" | "checkbox" | "radio" | "dropdown";
+/** A recipient's field on an uploaded document: where it sits (percent of the page as displayed) and what it takes. */
+export interface EnvelopeField {
+  id: string;
+  type: FieldType;
+  page: number;
+  x: number;
+  y: number;
+  width: number;
+  height: number;
+  name: string | null;
+  required: boolean;
+  readOnly: boolean;
+  value: string | number | boolean | null;
+  options: string[] | null;
+  validation: { maxLength?: number; min?: number; max?: number; pattern?: string } | null;
+}
+/** A field's value as given at signing: text (dates as YYYY-MM-DD), a checkbox, a typed or a drawn (R2 key) signature. */
+export type StoredValue = { text: string } | { checked: boolean } | { adopted: string } | { image: string };
 /** How a signer's identity is checked: `code`, the server verified a one-time code it mailed; `attested`, the client says so (spec rule 2). */
 export type SignerVerification = "code" | "attested";
 /** How a signer was authenticated, as the audit trail and the signed PDF record it. */
@@ -81,6 +112,13 @@ export const envelopeSigners = sqliteTable(
     name: text().notNull(),
     email: text().notNull(),
     role: text().notNull(),
+    /** The sender's label for a recipient of an uploaded document, unique in its envelope (null on a typed form). */
+    key: text(),
+    kind: text().$type<RecipientKind>().notNull().default("signer"),
+    /** Recipients of one order act in parallel; the next order's turn comes when everyone before is done. */
+    signingOrder: integer().notNull().default(1),
+    fields: text({ mode: "json" }).$type<EnvelopeField[]>(),
+    fieldValues: text({ mode: "json" }).$type<Record<string, StoredValue>>(),
     status: text().$type<SignerStatus>().notNull(),
     sentAt: text(),
     signedAt: text(),

@@ -1,4 +1,4 @@
-import { OpenAPIHono } from "@hono/zod-openapi";
+import { OpenAPIHono, z } from "@hono/zod-openapi";
 import { NoQuery } from "../crm/list-query";
 import { API, apiError, apiJson } from "../platform/api-family";
 import { serviceContext } from "../platform/auth";
@@ -8,8 +8,20 @@ import { requestMeta } from "../platform/request-meta";
 import { defineRoute, jsonBody } from "../platform/route";
 import { EnvelopeList, SignatureCreated, SignatureRequest } from "../signatures/schemas";
 import { listEnvelopes, sendForSignature } from "../signatures/service";
-import { Document, DocumentCreate, DocumentIdParam, DocumentList, DocumentListQuery, Usage } from "./schemas";
-import { createDocument, getDocument, getUsage, listDocuments } from "./service";
+import { PayloadTooLarge, UnsupportedMediaType } from "../lib/errors";
+import {
+  Document,
+  DocumentCreate,
+  DocumentIdParam,
+  DocumentList,
+  DocumentListQuery,
+  MAX_UPLOAD_BYTES,
+  MAX_UPLOAD_PAGES,
+  UploadedDocument,
+  UploadQuery,
+  Usage,
+} from "./schemas";
+import { createDocument, documentPdf, getDocument, getUsage, listDocuments, uploadDocument } from "./service";
 
 const tags = ["Documents"];
 const security = [{ bearerAuth: [] }];
@@ -79,6 +91,43 @@ const send = defineRoute(API, {
   },
 });
 
+const upload = defineRoute(API, {
+  operationId: "uploadDocument",
+  method: "post",
+  path: "/api/documents/uploads",
+  tags,
+  security,
+  summary: "Upload your own PDF to send for signature",
+  description: `The body is the PDF itself (\`Content-Type: application/pdf\`, at most ${MAX_UPLOAD_BYTES / 1024 / 1024} MB). The answer describes its pages as displayed (after /Rotate, from the CropBox) and its own form fields, in the coordinates fields are placed in (percent of the page, origin top-left). Refused with nothing stored: not a PDF or a damaged one (422 pdf_invalid), one that needs a password to open (422 pdf_encrypted), more than ${MAX_UPLOAD_PAGES} pages (422 pdf_too_long), over the size (413). A PDF with an owner password only (edit restrictions) is accepted: its pages are re-imported without it (\`restrictionsRemoved\`). An upload does not count on the generation meter. Its text is extracted and indexed for /api/documents/search by a queue consumer (\`textStatus\`).`,
+  request: {
+    query: UploadQuery,
+    body: {
+      required: true,
+      content: { "application/pdf": { schema: z.string().openapi({ format: "binary", description: "The PDF" }) } },
+    },
+  },
+  responses: {
+    201: apiJson("The uploaded document", UploadedDocument),
+    415: apiError("unsupported_media_type: the body must be a PDF sent as application/pdf"),
+    422: apiError("pdf_invalid, pdf_encrypted or pdf_too_long"),
+  },
+});
+
+const pdf = defineRoute(API, {
+  operationId: "getDocumentPdf",
+  method: "get",
+  path: "/api/documents/{id}/pdf",
+  tags,
+  security,
+  summary: "A document's PDF",
+  description: "An uploaded document: the PDF as stored. A typed form's: the PDF as its form renders it now.",
+  request: { params: DocumentIdParam, query: NoQuery },
+  responses: {
+    200: { description: "The PDF", content: { "application/pdf": { schema: z.string().openapi({ format: "binary" }) } } },
+    ...NOT_FOUND,
+  },
+});
+
 const envelopes = defineRoute(API, {
   operationId: "listDocumentEnvelopes",
   method: "get",
@@ -93,9 +142,27 @@ const envelopes = defineRoute(API, {
 // Static paths (/usage) are registered before /{id}.
 export const documentRoutes = new OpenAPIHono<AppBindings>({ defaultHook: validationHook })
   .openapi(usage, async (c) => c.json(await getUsage(serviceContext(c)), 200))
+  .openapi(upload, async (c) => {
+    const type = c.req.header("content-type")?.split(";")[0]?.trim().toLowerCase();
+    if (type !== "application/pdf")
+      throw new UnsupportedMediaType("The body must be the PDF itself, sent as Content-Type: application/pdf");
+    const bytes = new Uint8Array(await c.req.arrayBuffer());
+    if (bytes.byteLength > MAX_UPLOAD_BYTES) throw new PayloadTooLarge(MAX_UPLOAD_BYTES);
+    const document = await uploadDocument(serviceContext(c), { bytes, ...c.req.valid("query") });
+    return c.json({ document }, 201);
+  })
   .openapi(create, async (c) => c.json(await createDocument(serviceContext(c), c.req.valid("json")), 201))
   .openapi(list, async (c) => c.json(await listDocuments(serviceContext(c), c.req.valid("query")), 200))
   .openapi(read, async (c) => c.json(await getDocument(serviceContext(c), c.req.valid("param").id), 200))
+  .openapi(pdf, async (c) => {
+    const id = c.req.valid("param").id;
+    const bytes = await documentPdf(serviceContext(c), id);
+    return c.body(bytes.slice().buffer, 200, {
+      "content-type": "application/pdf",
+      "content-disposition": `inline; filename="document-${id}.pdf"`,
+      "cache-control": "private, no-store",
+    }) as never;
+  })
   .openapi(send, async (c) => {
     c.set("replayOmits", [["links", "*", "url"]]); // raw signing tokens: an Idempotency-Key replay leaves them out
     return c.json(await sendForSignature(serviceContext(c), c.req.valid("param").id, c.req.valid("json"), requestMeta(c)), 201);

@@ -1,5 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { pageParams } from "../crm/list-query";
+import { oneLineText } from "../lib/validation";
 import { CANONICALS, FORM_KEYS } from "./forms";
 
 export const DocumentCreate = z
@@ -23,6 +24,31 @@ export type DocumentCreate = z.infer<typeof DocumentCreate>;
 
 export const DOCUMENT_STATUSES = ["GENERATED", "OUT_FOR_SIGNATURE", "SIGNED"] as const;
 
+/** A page as displayed: points after /Rotate, from the CropBox. */
+export const PageSize = z
+  .object({ width: z.number(), height: z.number(), rotation: z.union([z.literal(0), z.literal(90), z.literal(180), z.literal(270)]) })
+  .openapi("PageSize");
+
+export const FormField = z
+  .object({
+    name: z.string().openapi({ description: "Its fully qualified name (the key of formValues)" }),
+    type: z.enum(["text", "checkbox", "radio", "dropdown", "signature"]),
+    page: z.int(),
+    x: z.number(),
+    y: z.number(),
+    width: z.number(),
+    height: z.number(),
+  })
+  .openapi("FormField", { description: "A form field of the PDF, its box in percent of its page as displayed (origin top-left)" });
+
+/** POST /api/documents/uploads: the body is the PDF itself. */
+export const MAX_UPLOAD_BYTES = 15 * 1024 * 1024;
+export const MAX_UPLOAD_PAGES = 500;
+export const UploadQuery = z.strictObject({
+  title: oneLineText(200).optional().openapi({ description: "The document's title; default: the PDF's own title, else its first words" }),
+  dealId: z.string().min(1).max(100).optional().openapi({ description: "A deal of your organization this document belongs to" }),
+});
+
 export const Document = z
   .object({
     id: z.string(),
@@ -35,11 +61,32 @@ export const Document = z
       .string()
       .openapi({ description: "SHA-256 of the canonical draft's JSON with sorted keys; the certificate of completion names it" }),
     dealId: z.string().nullable().openapi({ description: "The linked deal, or null" }),
+    source: z.enum(["form", "upload"]).openapi({
+      description: "form: generated from a typed standard form; upload: your own PDF (POST /api/documents/uploads; formKey `upload`)",
+    }),
+    title: z.string().openapi({ description: "The form's title, or the upload's" }),
+    pageCount: z.int().optional().openapi({ description: "An uploaded document's pages" }),
+    pages: z
+      .array(PageSize)
+      .optional()
+      .openapi({ description: "An uploaded document's pages as displayed: points after /Rotate, from the CropBox" }),
+    formFields: z
+      .array(FormField)
+      .optional()
+      .openapi({ description: "An uploaded PDF's own form fields (fill them with formValues at send)" }),
+    restrictionsRemoved: z.boolean().optional().openapi({
+      description: "The upload had an owner password (edit restrictions, no password to open); its pages were re-imported without it",
+    }),
+    textStatus: z.enum(["pending", "done", "failed"]).optional().openapi({
+      description: "An uploaded document's text extraction for search (/api/documents/search finds it once done)",
+    }),
     createdAt: z.string(),
     updatedAt: z.string(),
   })
   .openapi("Document");
 export type Document = z.infer<typeof Document>;
+
+export const UploadedDocument = z.object({ document: Document }).openapi("UploadedDocument");
 
 export const DocumentList = z.object({
   documents: z.array(Document),

@@ -1,16 +1,16 @@
 import { and, count, desc, eq, sql } from "drizzle-orm";
 import { decodeNewestFirstCursor, olderThan, paginate } from "../crm/pagination";
 import type { Db } from "../db/client";
-import { deals, documentOverages, documents, documentUsage } from "../db/schema";
+import { documentOverages, documents, documentUsage } from "../db/schema";
 import { expectRow, type Statement, withRetries } from "../db/write";
 import { commit } from "../events/commit";
-import { findDeal } from "../deals/service";
+import { linkedDeal } from "./deal-link";
 import { readConfig } from "../env";
 import { newEvent } from "../events/outbox";
 import { resourceEvent } from "../events/resource-event";
 import { canonicalJson } from "../lib/canonical-json";
 import { sha256Hex } from "../lib/crypto";
-import { type FieldIssue, NotFound, Validation } from "../lib/errors";
+import { type FieldIssue, NotFound, TemporarilyUnavailable, Validation } from "../lib/errors";
 import { newId } from "../lib/ids";
 import { nowIso } from "../lib/time";
 import type { ServiceContext } from "../service-context";
@@ -26,6 +26,7 @@ export { FORMS, type SigningParty } from "./forms";
 import { renderDocumentPdf } from "./render";
 
 export { renderDocumentPdf, renderDocumentText } from "./render";
+export { uploadDocument } from "./uploads";
 /** A person's erasure (erasure/erase.ts) reaches the documents that name them through this; the right of access reads them. */
 export { documentsErasable, documentsNaming } from "./erasure";
 /** An obligation as the list shows it, with its urgency in UTC days: the daily brief (brief/service.ts) shows the same. */
@@ -40,9 +41,32 @@ export const toDocument = (r: Row): Document => ({
   canonical: r.canonical,
   sha256: r.sha256,
   dealId: r.dealId,
+  source: r.source,
+  title: r.title ?? FORMS[r.formKey]?.title ?? r.formKey,
+  ...(r.source === "upload"
+    ? {
+        pageCount: r.pageCount ?? 0,
+        pages: (r.pages ?? []).map(({ width, height, rotation }) => ({ width, height, rotation })),
+        formFields: r.formFields ?? [],
+        restrictionsRemoved: r.restrictionsRemoved,
+        textStatus: r.textStatus ?? "pending",
+      }
+    : {}),
   createdAt: r.createdAt,
   updatedAt: r.updatedAt,
 });
+
+/** What a typed form's document holds of the columns an upload fills. */
+const FORM_SOURCE = {
+  source: "form",
+  title: null,
+  fileKey: null,
+  pageCount: null,
+  pages: null,
+  formFields: null,
+  restrictionsRemoved: false,
+  textStatus: null,
+} as const satisfies Partial<Row>;
 
 /** The metering period of an instant: its calendar month in UTC. */
 export const periodOf = (at: Date) => at.toISOString().slice(0, 7);
@@ -56,20 +80,6 @@ export async function findDocument(ctx: ServiceContext, id: string): Promise<Row
     .get();
   if (!row) throw new NotFound("Document");
   return row;
-}
-
-/** The deal a new document links to must be one of the caller's organization: otherwise a 400 naming `dealId`. */
-async function linkedDeal(ctx: ServiceContext, dealId: string | null | undefined): Promise<Statement[]> {
-  if (dealId === undefined || dealId === null) return [];
-  await findDeal(ctx, dealId).catch((err: unknown) => {
-    throw err instanceof NotFound
-      ? new Validation([
-          { field: "dealId", path: ["dealId"], code: "invalid_reference", message: "No deal with this id in your organization" },
-        ])
-      : err;
-  });
-  // Still there when the batch runs (a delete in between aborts it, and the retry answers 400).
-  return [expectRow(ctx.db, deals, and(eq(deals.organizationId, ctx.organizationId), eq(deals.id, dealId)))];
 }
 
 /** The checks' guards, or one 400 with the issues of every check that failed. */
@@ -236,6 +246,7 @@ export async function createDocument(ctx: ServiceContext, input: DocumentCreate)
       canonical,
       sha256,
       dealId: input.dealId ?? null,
+      ...FORM_SOURCE,
       createdBy: ctx.actor.userId ?? null,
       createdAt: at,
       updatedAt: at,
@@ -284,7 +295,16 @@ export async function getDocument(ctx: ServiceContext, id: string): Promise<Docu
 
 /** A document's PDF as its form renders it (what a signer of a new envelope on it would read). */
 export async function documentPdf(ctx: ServiceContext, id: string): Promise<Uint8Array> {
-  return renderDocumentPdf(ctx.env, await renderable(ctx.db, ctx.organizationId, await findDocument(ctx, id)));
+  const doc = await findDocument(ctx, id);
+  if (doc.fileKey) return storedPdf(ctx, doc.fileKey);
+  return renderDocumentPdf(ctx.env, await renderable(ctx.db, ctx.organizationId, doc));
+}
+
+/** An uploaded document's stored PDF. */
+export async function storedPdf(ctx: Pick<ServiceContext, "files">, key: string): Promise<Uint8Array> {
+  const object = await ctx.files.get(key);
+  if (!object) throw new TemporarilyUnavailable();
+  return new Uint8Array(await object.arrayBuffer());
 }
 
 /** GET /api/documents: newest first, keyset-paginated. */

@@ -57,6 +57,8 @@ export class Unprocessable extends AppError {
   constructor(
     readonly code: string,
     message: string,
+    /** Every problem, when there are several to name (an uploaded document's recipients and fields). */
+    readonly issues?: FieldIssue[],
   ) {
     super(message);
   }
@@ -118,6 +120,12 @@ export class Validation extends AppError {
     this.issues = listed;
     this.status = kind === "malformed" ? 400 : 422;
   }
+}
+
+/** A body of a type the route does not take (an upload that is not a PDF): 415. */
+export class UnsupportedMediaType extends AppError {
+  readonly status = 415;
+  readonly code = "unsupported_media_type";
 }
 
 /** If-Match named a version the resource is no longer at (RFC 9110 section 13.1.1). */

@@ -13,6 +13,8 @@ export const LARGE_BODY_ROUTES: { method: string; path: RegExp; maxBytes: number
   { method: "POST", path: /^\/v1\/properties\/[^/]+\/photos$/, maxBytes: 25 * 1024 * 1024 },
   // One document of at most 25 MiB, with the form's other fields and boundaries.
   { method: "POST", path: /^\/v1\/deals\/[^/]+\/documents$/, maxBytes: 26 * 1024 * 1024 },
+  // A brokerage's own PDF to send for signature (documents/uploads.ts), at most 15 MiB.
+  { method: "POST", path: /^\/api\/documents\/uploads$/, maxBytes: 15 * 1024 * 1024 },
   // A signed PDF to check (signatures/verify-routes.ts).
   { method: "POST", path: /^\/api\/public\/verify$/, maxBytes: 10 * 1024 * 1024 },
   // A book to import: a CSV streamed to R2 as it arrives, never held in memory (imports/routes.ts).

@@ -1,7 +1,16 @@
 import type { Context, ErrorHandler, NotFoundHandler } from "hono";
 import { HTTPException } from "hono/http-exception";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
-import { AppError, Conflict, type FieldIssue, OrganizationMoving, RateLimited, TemporarilyUnavailable, Validation } from "../lib/errors";
+import {
+  AppError,
+  Conflict,
+  type FieldIssue,
+  OrganizationMoving,
+  RateLimited,
+  TemporarilyUnavailable,
+  Unprocessable,
+  Validation,
+} from "../lib/errors";
 import type { AppBindings } from "./context";
 import { createLogger, loggableError, loggableStack } from "../lib/log";
 
@@ -52,6 +61,7 @@ function toFailure(err: Error, family: Family): Failure | null {
   // A conflict's issues name what it is with; only the CRM error body has a place for them beside a 409.
   if (err instanceof Conflict && err.issues && family === "crm")
     return { status: err.status, code: err.code, message: err.message, issues: err.issues };
+  if (err instanceof Unprocessable && err.issues) return { status: 422, code: err.code, message: err.message, issues: err.issues };
   if (err instanceof AppError) return { status: err.status, code: err.code, message: err.message };
   if (err instanceof HTTPException) {
     // Hono's validator throws 400 on malformed JSON; zod-openapi's media-type gate throws 415.
@@ -102,11 +112,11 @@ function render(c: Context, family: Family, f: Failure, requestId: string): Resp
   if (f.status === 429) return c.json({ error: "rate_limited" }, status, headers);
   // DESIGN.md's {message, path[]} plus the CRM error body's field and code (the same FieldIssue), so a client can act
   // on an issue without parsing its message.
-  if (f.issues)
-    return c.json(
-      { error: "invalid_request", issues: f.issues.map(({ field, path, code, message }) => ({ field, path, code, message })) },
-      status,
-    );
+  if (f.issues) {
+    const issues = f.issues.map(({ field, path, code, message }) => ({ field, path, code, message }));
+    // A 422 names its own refusal (invalid_fields …) beside the problems; a schema's 400 is invalid_request.
+    return c.json(f.status === 422 ? { error: f.code, message: f.message, issues } : { error: "invalid_request", issues }, status);
+  }
   if (f.status >= 500) return c.json({ error: f.code, message: f.message, requestId }, status, headers);
   return c.json({ error: f.code, message: f.message }, status, headers);
 }

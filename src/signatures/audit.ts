@@ -24,7 +24,11 @@ export type AuditEvent =
   | "expiry_notice"
   // A signer's code verification locked after too many wrong codes, and a new link the sender sent them.
   | "verification_locked"
-  | "resent";
+  | "resent"
+  // Issue 44: an approver's approval or rejection, a viewer having seen the document.
+  | "approved"
+  | "rejected"
+  | "viewed";
 
 export interface AuditInput {
   event: AuditEvent;

@@ -5,6 +5,7 @@ import { documents, envelopes } from "../db/schema";
 import { FORMS, renderDocumentPdf } from "../documents/service";
 import type { Env } from "../env";
 import type { EventConsumer } from "../events/consumers";
+import type { RecipientKind } from "../db/signatures";
 import { type UnicodeWriter, unicodeWriter } from "../files/pdf-writer";
 import { onShard } from "../shards/tenants";
 import { type AuditRow, readAudit, verifyChain } from "./audit";
@@ -25,6 +26,8 @@ export interface PacketSigner {
   name: string;
   email: string;
   role: string;
+  /** signer (a typed form's parties too), approver, viewer or cc; left out: signer. */
+  kind?: RecipientKind;
   signedAt: string | null;
   verification: Verification | null;
 }
@@ -32,16 +35,18 @@ export interface PacketSigner {
 export interface SignedPacketInput {
   /** documentSha256: hex SHA-256 of the document PDF the signers saw. */
   envelope: { id: string; mode: string; completedAt: string | null; documentSha256: string };
-  document: { id: string; formKey: string; sha256: string; canonical: Record<string, unknown> };
+  document: { id: string; formKey: string; sha256: string; canonical: Record<string, unknown>; title?: string | null };
   /** The exact PDF the signers saw; without it the document is rendered again from its canonical data. */
   documentPdf?: Uint8Array;
   signers: PacketSigner[];
   audit: AuditRow[];
   chain: { valid: boolean; head: string | null; length: number };
+  /** Called once the document's pages are in the packet (the same page indices), before anything is appended. */
+  onDocumentPages?: (packet: PDFDocument) => Promise<void>;
 }
 
 /** The packet's input, where the PDF's hash and how signers were verified may not be known. */
-export type CertificateInput = Omit<SignedPacketInput, "envelope" | "signers" | "documentPdf"> & {
+export type CertificateInput = Omit<SignedPacketInput, "envelope" | "signers" | "documentPdf" | "onDocumentPages"> & {
   envelope: Omit<SignedPacketInput["envelope"], "documentSha256"> & { documentSha256?: string | null };
   signers: (Omit<PacketSigner, "verification"> & { verification?: Verification | null })[];
 };
@@ -52,13 +57,28 @@ const VERIFICATION: Record<Verification, string> = {
 };
 const verificationText = (v: Verification | null | undefined) => (v ? VERIFICATION[v] : "not recorded");
 const formTitle = (formKey: string) => FORMS[formKey]?.title ?? formKey;
+const documentTitle = (d: SignedPacketInput["document"]) => d.title ?? formTitle(d.formKey);
+
+/** What a recipient did, as the certificate says it. */
+function recipientLine(s: CertificateInput["signers"][number]): string {
+  const who = `${s.name} <${s.email}>, ${s.role}`;
+  if (s.kind === "cc") return `${who}: receives the sealed copy`;
+  if (s.kind === "approver") return `${who}: approved ${s.signedAt ?? ""}`;
+  if (s.kind === "viewer") return `${who}: viewed`;
+  return `${who}: signed ${s.signedAt ?? ""}`;
+}
 
 function writeCertificate(w: UnicodeWriter, input: CertificateInput) {
   w.line("Certificate of completion", { size: 18, strong: true });
   w.gap(8);
   w.line(`Document: ${input.document.id}`);
-  w.line(`Form: ${formTitle(input.document.formKey)} (${input.document.formKey})`);
-  w.line(`Document SHA-256: ${input.document.sha256}`);
+  if (input.document.formKey === "upload") {
+    w.line(`Title: ${documentTitle(input.document)} (an uploaded PDF)`);
+    w.line(`Uploaded PDF SHA-256: ${input.document.sha256}`);
+  } else {
+    w.line(`Form: ${formTitle(input.document.formKey)} (${input.document.formKey})`);
+    w.line(`Document SHA-256: ${input.document.sha256}`);
+  }
   if (input.envelope.documentSha256) w.line(`Document PDF SHA-256 (as the signers saw it): ${input.envelope.documentSha256}`);
   w.line(`Envelope: ${input.envelope.id} (${input.envelope.mode})`);
   w.line(`Completed: ${input.envelope.completedAt ?? ""}`);
@@ -66,7 +86,7 @@ function writeCertificate(w: UnicodeWriter, input: CertificateInput) {
   w.line("Signers", { size: 13, strong: true });
   for (const s of input.signers) {
     w.gap(4);
-    w.line(`${s.name} <${s.email}>, ${s.role}: signed ${s.signedAt ?? ""}`, { strong: true });
+    w.line(recipientLine(s), { strong: true });
     w.line(`Verification: ${verificationText(s.verification)}`, { indent: 14, size: 9 });
     for (const e of input.audit.filter((a) => a.signerId === s.id)) {
       w.line(`${e.event} at ${e.at} from ${e.ip ?? "unknown IP"} (${e.userAgent ?? "unknown agent"})`, { indent: 14, size: 9 });
@@ -82,7 +102,7 @@ function writeSignaturePage(w: UnicodeWriter, input: SignedPacketInput, s: Packe
   const signed = input.audit.findLast((a) => a.signerId === s.id && a.event === "signed");
   w.newPage();
   w.line(`Signature: ${s.role}`, { size: 16, strong: true });
-  w.line(`${formTitle(input.document.formKey)}, document ${input.document.id}`, { size: 9, muted: true });
+  w.line(`${documentTitle(input.document)}, document ${input.document.id}`, { size: 9, muted: true });
   w.gap(14);
   w.line(`Name: ${s.name}`);
   w.line(`Role: ${s.role}`);
@@ -119,12 +139,14 @@ export async function renderCertificate(env: Env, input: CertificateInput): Prom
 export async function renderSignedPacket(env: Env, input: SignedPacketInput): Promise<PDFDocument> {
   const { PDFDocument } = await pdfLib();
   const packet = await PDFDocument.create();
-  packet.setTitle(`${formTitle(input.document.formKey)}, signed (envelope ${input.envelope.id})`);
+  packet.setTitle(`${documentTitle(input.document)}, signed (envelope ${input.envelope.id})`);
   packet.setProducer("Brokerage Edge API");
   const source = await PDFDocument.load(input.documentPdf ?? (await renderDocumentPdf(env, input.document)));
   for (const page of await packet.copyPages(source, source.getPageIndices())) packet.addPage(page);
+  // An uploaded document's fields, drawn on its own pages before the signature pages follow them.
+  await input.onDocumentPages?.(packet);
   const w = await unicodeWriter(env, packet);
-  for (const s of input.signers) writeSignaturePage(w, input, s);
+  for (const s of input.signers) if (s.kind === undefined || s.kind === "signer" || s.kind === "approver") writeSignaturePage(w, input, s);
   w.newPage();
   writeCertificate(w, input);
   await w.finish((page, pages) => `Envelope ${input.envelope.id} · signatures and certificate, page ${page} of ${pages}`);

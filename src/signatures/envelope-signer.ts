@@ -187,7 +187,7 @@ export class EnvelopeSigner extends DurableObject<Env> {
       false,
       shard,
     );
-    if (result?.kind === "gone" || (result?.kind === "done" && (input.action === "sign" || input.action === "decline")))
+    if (result?.kind === "gone" || (result?.kind === "done" && ["sign", "decline", "approve", "reject"].includes(input.action)))
       this.deadTokens.add(tokenHash);
     return result ?? { kind: "unknown" };
   }

@@ -232,14 +232,19 @@ export async function liveSigner(
   loaded: Loaded,
   tokenHash: string,
   defer: (w: Promise<unknown>) => void,
-): Promise<{ signer: SignerRow | null; state: Loaded }> {
+): Promise<{ signer: SignerRow | null; state: Loaded; waiting?: true }> {
   if (TERMINAL.has(loaded.envelope.status)) return { signer: null, state: loaded };
   if (isExpired(loaded.envelope))
     return { signer: null, state: await end(machineContext(env, loaded, defer), loaded, "expired", "expired", NO_META) };
   const link = loaded.links.find((l) => l.tokenHash === tokenHash);
   const signer = link && loaded.signers.find((s) => s.id === link.signerId);
+  // A recipient of an uploaded document holds a link from the start; until their order's turn it is not theirs to use.
+  if (signer?.status === "pending") return { signer: null, state: loaded, waiting: true };
   return { signer: signer && ACTIVE.has(signer.status) ? signer : null, state: loaded };
 }
+
+/** A recipient who has done what was asked of them: signed, approved, or (a viewer) seen the document. */
+export const DONE: ReadonlySet<SignerStatus> = new Set(["signed", "approved", "viewed"]);
 
 /** The alarm: expires the envelope when its time has come; answers when to look again if it has not. */
 export async function expireIfDue(

@@ -41,6 +41,8 @@ const toSigner = (s: SignerRow): Envelope["signers"][number] => ({
   name: s.name,
   email: s.email,
   role: s.role,
+  ...(s.key ? { key: s.key } : {}),
+  order: s.signingOrder,
   status: s.status,
   ...(s.signedAt ? { signedAt: s.signedAt } : {}),
   ...(s.sentAt ? { sentAt: s.sentAt } : {}),

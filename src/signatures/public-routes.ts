@@ -41,6 +41,7 @@ const open = defineRoute(API, {
   responses: {
     200: apiJson("The link is live", SignerView),
     ...GONE,
+    409: apiError("not_your_turn: a recipient of a later order; the link works once everyone before them is done (they are mailed then)"),
     ...RATE_LIMITED,
     503: apiError(
       "organization_moving: the first open records `opened`, which waits while a shard move fences the organization's writes (a few seconds; Retry-After); temporarily_unavailable: recording it failed, try again after Retry-After",
@@ -64,9 +65,11 @@ const act = defineRoute(API, {
     ...GONE,
     403: apiError("The bot challenge token was refused (challenge_failed)"),
     409: apiError(
-      "invalid_state: the action is out of order (sign before consent, say), or authenticate with neither code nor codeVerified; verification_required: codeVerified on an envelope that needs a code",
+      "invalid_state: the action is out of order (sign before consent, say), not this recipient's (sign for an approver, approve for a signer), or authenticate with neither code nor codeVerified; verification_required: codeVerified on an envelope that needs a code; not_your_turn: a recipient of a later order",
     ),
-    422: apiError("code_invalid (wrong, used, or none pending), code_expired, code_attempts_exceeded (5 wrong tries ended the code)"),
+    422: apiError(
+      "code_invalid (wrong, used, or none pending), code_expired, code_attempts_exceeded (5 wrong tries ended the code); invalid_fields: the fields' values, each problem in issues[]; reason_required: a reject without a reason",
+    ),
     429: apiError(
       "rate_limited: too many requests from this address; code_resend_too_soon: a code was mailed less than a minute ago, or 5 in the last hour (Retry-After says when); verification_locked: 15 wrong codes locked this signer's send_code and authenticate until the sender sends a new link (POST /api/signatures/{envelopeId}/signers/{signerId}/resend); it does not end with time, Retry-After (a day) only says when to look again",
     ),
@@ -135,13 +138,16 @@ export function createPublicSigningRoutes(deps: SigningDeps) {
       const result = await onEnvelope<OpenResult>(c, c.req.valid("param").token, (id, org, shard, hash) =>
         envelopeSigner(c.env, id).open(id, org, shard, hash, meta),
       );
+      if (result.kind === "refused") return c.json({ error: result.code, message: result.message }, 409);
       if (result.kind !== "active") return gone(c);
-      const { id, ...signer } = result.signer;
+      const { id, kind: _kind, email, ...signer } = result.signer;
+      const document = await signerDocumentView(c.env, c.get("db"), id, signer.documentId, result.document);
       return c.json(
         {
           state: "active" as const,
-          signer,
-          document: await signerDocumentView(c.env, c.get("db"), id, signer.documentId, result.document),
+          signer: result.fields ? { ...signer, email } : signer,
+          document,
+          ...(result.fields ? { fields: result.fields } : {}),
           signerVerification: result.signerVerification,
         },
         200,
@@ -151,7 +157,7 @@ export function createPublicSigningRoutes(deps: SigningDeps) {
       const input = c.req.valid("json");
       const meta = requestMeta(c);
       const secret = readConfig(c.env).BOT_CHALLENGE_SECRET;
-      if (input.action === "sign" || input.action === "decline")
+      if (input.action === "sign" || input.action === "decline" || input.action === "approve" || input.action === "reject")
         await requireChallenge(secret, deps.botChallenge, input.challengeToken, meta.ip, "for sign and decline");
       const result = await onEnvelope<ActResult>(c, c.req.valid("param").token, (id, org, shard, hash) =>
         envelopeSigner(c.env, id).act(id, org, shard, hash, input, meta),
@@ -159,11 +165,17 @@ export function createPublicSigningRoutes(deps: SigningDeps) {
       if (result.kind === "gone") return gone(c);
       if (result.kind === "refused") {
         const headers: Record<string, string> = result.retryAfterSeconds ? { "Retry-After": String(result.retryAfterSeconds) } : {};
-        return c.json({ error: result.code, message: result.message }, result.status, headers);
+        const issues = result.issues?.map(({ field, path, code, message }) => ({ field, path, code, message }));
+        return c.json({ error: result.code, message: result.message, ...(issues ? { issues } : {}) }, result.status, headers);
       }
       if (result.kind === "code_sent")
         return c.json({ ok: true as const, sentTo: result.sentTo, expiresInSeconds: result.expiresInSeconds }, 200);
-      return c.json(input.action === "sign" ? { ok: true as const, completed: result.completed === true } : { ok: true as const }, 200);
+      return c.json(
+        input.action === "sign" || input.action === "approve"
+          ? { ok: true as const, completed: result.completed === true }
+          : { ok: true as const },
+        200,
+      );
     })
     .openapi(page, async (c) => signingPage(c) as never);
 }

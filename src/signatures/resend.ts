@@ -2,7 +2,7 @@ import type { Env } from "../env";
 import type { RequestMeta } from "../service-context";
 import type { SignerCodes } from "./codes";
 import { mintToken } from "./links";
-import { end, entry, isExpired, type Loaded, machineContext, TERMINAL, write } from "./machine";
+import { DONE, end, entry, isExpired, type Loaded, machineContext, type SignerRow, TERMINAL, write } from "./machine";
 
 /**
  * POST /api/signatures/{envelopeId}/signers/{signerId}/resend, run by the envelope's object: a new link for
@@ -13,7 +13,7 @@ import { end, entry, isExpired, type Loaded, machineContext, TERMINAL, write } f
  * caller, for the answer and the mail.
  */
 export type ResendResult =
-  | { kind: "resent"; signer: { id: string; name: string; email: string; role: string }; token: string }
+  | { kind: "resent"; signer: Pick<SignerRow, "id" | "name" | "email" | "role" | "key" | "signingOrder">; token: string }
   | { kind: "not_found" }
   | { kind: "cannot_resend"; message: string };
 
@@ -38,10 +38,11 @@ export async function resendLink(
       "The envelope has expired: its links stay dead",
       await end(ctx, state, "expired", "expired", { ip: null, userAgent: null }),
     );
-  if (signer.status === "signed" || signer.status === "declined") return refuse(`The signer has already ${signer.status}`);
-  // Sequential signing: the signer's link is minted and mailed when the signer before them has signed, not earlier.
+  if (DONE.has(signer.status) || signer.status === "declined") return refuse(`The signer has already ${signer.status}`);
+  if (signer.kind === "cc") return refuse("A cc has no link: they receive the sealed copy when the envelope completes");
+  // Signing order: the signer's link is mailed when everyone before them is done, not earlier.
   if (signer.status === "pending")
-    return refuse("It is not this signer's turn yet (sequential signing): their link is sent when the signer before them has signed");
+    return refuse("It is not this signer's turn yet (signing order): their link is sent when everyone before them is done");
 
   const { token, hash } = await mintToken(state.envelope.id);
   const unlocked = codes.isLocked(signer.id);
@@ -57,7 +58,18 @@ export async function resendLink(
   });
   codes.forget([signer.id]);
   return {
-    result: { kind: "resent", signer: { id: signer.id, name: signer.name, email: signer.email, role: signer.role }, token },
+    result: {
+      kind: "resent",
+      signer: {
+        id: signer.id,
+        name: signer.name,
+        email: signer.email,
+        role: signer.role,
+        key: signer.key,
+        signingOrder: signer.signingOrder,
+      },
+      token,
+    },
     state: next,
   };
 }

@@ -1,15 +1,94 @@
 import { z } from "@hono/zod-openapi";
+import { PageSize } from "../documents/schemas";
 import { freeText, oneLineText } from "../lib/validation";
 
-export const SIGNER_ACTIONS = ["send_code", "authenticate", "consent", "sign", "decline"] as const;
+export const SIGNER_ACTIONS = ["send_code", "authenticate", "consent", "sign", "decline", "approve", "reject"] as const;
 export const SIGNER_VERIFICATIONS = ["code", "attested"] as const;
 export const ENVELOPE_STATUSES = ["partially_signed", "completed", "declined", "voided", "expired"] as const;
-export const SIGNER_STATUSES = ["pending", "sent", "opened", "authenticated", "consented", "signed", "declined"] as const;
+export const SIGNER_STATUSES = [
+  "pending",
+  "sent",
+  "opened",
+  "authenticated",
+  "consented",
+  "signed",
+  "approved",
+  "viewed",
+  "copied",
+  "declined",
+] as const;
 export const MAX_SIGNERS = 20;
+/** Fields placed on one uploaded document, and form fields filled at send. */
+export const MAX_FIELDS = 500;
+export const RECIPIENT_KINDS = ["signer", "approver", "viewer", "cc"] as const;
+export const FIELD_TYPES = ["signature", "initials", "name", "email", "date", "text", "number", "checkbox", "radio", "dropdown"] as const;
+/** A drawn signature's PNG, as a data URL, at most this many bytes of image. */
+export const MAX_DRAWN_SIGNATURE_BYTES = 100 * 1024;
 
 export const SignerInput = z
   .strictObject({ name: oneLineText(200), email: z.email().max(254), role: oneLineText(50) })
   .openapi("SignerInput");
+
+/** A recipient of an uploaded document (issue 44). */
+export const RecipientInput = z
+  .strictObject({
+    key: oneLineText(64).openapi({
+      description: "Your own label for the recipient, unique in the request; fields name it",
+      example: "buyer1",
+    }),
+    name: oneLineText(200),
+    email: z.email().max(254),
+    role: z.enum(RECIPIENT_KINDS).openapi({
+      description:
+        "signer: fills and signs their fields; approver: approves or rejects (a rejection declines the envelope); viewer: done once they have opened the document; cc: gets the sealed copy by e-mail at completion, no link",
+    }),
+    order: z
+      .int()
+      .min(1)
+      .max(MAX_SIGNERS)
+      .default(1)
+      .openapi({ description: "Recipients of one order act in parallel; the next order is sent when everyone before it is done" }),
+  })
+  .openapi("RecipientInput");
+
+const percent = (what: string) =>
+  z
+    .number()
+    .min(0)
+    .max(100)
+    .openapi({ description: `${what}, in percent of the page as displayed` });
+
+export const FieldInput = z
+  .strictObject({
+    recipient: oneLineText(64).openapi({ description: "The key of the recipient who fills the field" }),
+    type: z.enum(FIELD_TYPES),
+    page: z.int().min(1).max(500).openapi({ description: "From 1" }),
+    x: percent("Left edge, from the page's left"),
+    y: percent("Top edge, from the page's top"),
+    width: percent("Width").refine((v) => v > 0, "Must be more than 0"),
+    height: percent("Height").refine((v) => v > 0, "Must be more than 0"),
+    name: oneLineText(100)
+      .optional()
+      .openapi({ description: "A name of your own for the field (the sealed copy's values are listed by it)" }),
+    required: z.boolean().optional().openapi({ description: "Default: true for signature and initials, false otherwise" }),
+    readOnly: z.boolean().optional().openapi({ description: "With value: the recipient sees the value and cannot change it" }),
+    value: z
+      .union([oneLineText(1000), z.number().finite(), z.boolean()])
+      .optional()
+      .openapi({ description: "A prefilled value (text, number, date YYYY-MM-DD, checkbox true/false, an option)" }),
+    options: z.array(oneLineText(200)).min(1).max(50).optional().openapi({ description: "The choices of a radio or dropdown field" }),
+    validation: z
+      .strictObject({
+        maxLength: z.int().min(1).max(1000).optional(),
+        min: z.number().finite().optional(),
+        max: z.number().finite().optional(),
+        pattern: z.string().min(1).max(200).optional().openapi({
+          description: "A regular expression the whole value must match (no nested quantifiers such as (a+)+)",
+        }),
+      })
+      .optional(),
+  })
+  .openapi("FieldInput");
 
 const REMINDERS = "Reminders mailed by the cron to each signer whose turn it is and who has not signed, at most 10 per signer";
 /** Not a named component: a nullable reference renders as allOf in the document, which null does not match. */
@@ -52,6 +131,24 @@ export const SignatureRequest = z
     reminders: ReminderPlan.nullable()
       .optional()
       .openapi({ description: "Reminders; null: none for this envelope; left out: the organization's setting (none until set)" }),
+    recipients: z.array(RecipientInput).min(1).max(MAX_SIGNERS).optional().openapi({
+      description: "An uploaded document's recipients (required for one, refused for a typed form); `mode` does not apply: `order` does",
+    }),
+    fields: z.array(FieldInput).max(MAX_FIELDS).optional().openapi({
+      description: "Where each recipient fills what, on an uploaded document; every signer needs a signature field",
+    }),
+    formValues: z
+      .record(z.string().min(1).max(200), z.union([z.string().max(2000), z.boolean()]))
+      .refine((v) => Object.keys(v).length <= MAX_FIELDS, `At most ${MAX_FIELDS} form fields`)
+      .optional()
+      .openapi({
+        description:
+          "The uploaded PDF's own form fields filled by name (text: a string; checkbox: true/false; radio, dropdown: an option); then every form field is flattened",
+      }),
+  })
+  .refine((r) => !(r.signers && r.recipients), {
+    message: "Give signers (a typed form) or recipients (an uploaded document), not both",
+    path: ["recipients"],
   })
   .openapi("SignatureRequest");
 export type SignatureRequest = z.infer<typeof SignatureRequest>;
@@ -62,6 +159,8 @@ export const SigningLink = z
     name: z.string(),
     email: z.string(),
     role: z.string(),
+    key: z.string().optional().openapi({ description: "The recipient's key, on an uploaded document" }),
+    order: z.int().openapi({ description: "The recipient's order: a link of a later order answers 409 not_your_turn until its turn" }),
     url: z.string().optional().openapi({
       example: "https://app.example.test/sign/sign_…",
       description: "Shown once: an Idempotency-Key replay of this answer leaves it out (the link went to the signer by mail)",
@@ -69,24 +168,19 @@ export const SigningLink = z
   })
   .openapi("SigningLink");
 
-export const SignatureCreated = z
-  .object({
-    envelopeId: z.string(),
-    links: z.array(SigningLink).openapi({
-      description:
-        "Every signer's link in parallel mode; the first signer's in sequential mode (the next link is sent when the previous signer has signed)",
-    }),
-  })
-  .openapi("SignatureCreated");
-
 export const Signer = z
   .object({
     id: z.string(),
     name: z.string(),
     email: z.string(),
-    role: z.string(),
+    role: z.string().openapi({
+      description: "A typed form's party (buyer, seller …), or on an uploaded document signer, approver, viewer or cc",
+    }),
+    key: z.string().optional().openapi({ description: "The sender's key for the recipient, on an uploaded document" }),
+    order: z.int().openapi({ description: "Recipients of one order act in parallel, each order after the one before" }),
     status: z.enum(SIGNER_STATUSES).openapi({
-      description: "sent, opened, authenticated, consented, signed, declined; pending for a sequential signer whose turn has not come",
+      description:
+        "sent, opened, authenticated, consented, then signed (a signer), approved (an approver) or viewed (a viewer); declined; pending while their order's turn has not come (a cc until completion, then copied)",
     }),
     signedAt: z.string().optional(),
     sentAt: z.string().optional(),
@@ -130,6 +224,17 @@ export const Envelope = z
   })
   .openapi("Envelope");
 export type Envelope = z.infer<typeof Envelope>;
+
+export const SignatureCreated = z
+  .object({
+    envelopeId: z.string(),
+    envelope: Envelope.openapi({ description: "The envelope as GET /api/signatures/{envelopeId} shows it" }),
+    links: z.array(SigningLink).openapi({
+      description:
+        "Every signer's link in parallel mode; the first signer's in sequential mode (the next link is sent when the previous signer has signed)",
+    }),
+  })
+  .openapi("SignatureCreated");
 
 export const EnvelopeList = z.object({ envelopes: z.array(Envelope).openapi({ description: "Newest first, at most 100" }) });
 
@@ -208,7 +313,17 @@ export const SignerAction = z
       description:
         "With authenticate: whether the one-time code or knowledge-based check was verified (spec rule 2); refused with 409 verification_required on an envelope whose signerVerification is code",
     }),
-    reason: freeText(1000).optional().openapi({ description: "With decline; stored as data, never interpreted (no control characters)" }),
+    reason: freeText(1000)
+      .optional()
+      .openapi({ description: "With decline, and required with reject; stored as data, never interpreted (no control characters)" }),
+    fields: z
+      .record(z.string().min(1).max(100), z.union([z.string().max(200_000), z.number().finite(), z.boolean()]))
+      .refine((v) => Object.keys(v).length <= MAX_FIELDS, `At most ${MAX_FIELDS} fields`)
+      .optional()
+      .openapi({
+        description:
+          'With sign, on an uploaded document: each of your fields\' value by its id (checkbox true/false, date YYYY-MM-DD, number, text, the option of a radio or dropdown; signature and initials "adopted" for your typed name or a PNG data URL of a drawn one, at most 100 KB). Name and e-mail fields are filled with yours',
+      }),
     challengeToken: z
       .string()
       .min(1)
@@ -219,10 +334,36 @@ export const SignerAction = z
   .openapi("SignerAction");
 export type SignerAction = z.infer<typeof SignerAction>;
 
+export const SignerField = z
+  .object({
+    id: z.string(),
+    type: z.enum(FIELD_TYPES),
+    page: z.int(),
+    x: z.number(),
+    y: z.number(),
+    width: z.number(),
+    height: z.number(),
+    name: z.string().nullable(),
+    required: z.boolean(),
+    readOnly: z.boolean(),
+    value: z.union([z.string(), z.number(), z.boolean()]).nullable().openapi({ description: "The sender's prefilled value" }),
+    options: z.array(z.string()).nullable(),
+    validation: z
+      .object({ maxLength: z.int().optional(), min: z.number().optional(), max: z.number().optional(), pattern: z.string().optional() })
+      .nullable(),
+  })
+  .openapi("SignerField", { description: "A field of the recipient's, in percent of its page as displayed (origin top-left)" });
+
 export const SignerView = z
   .object({
     state: z.literal("active"),
-    signer: z.object({ name: z.string(), role: z.string(), status: z.enum(SIGNER_STATUSES), documentId: z.string() }),
+    signer: z.object({
+      name: z.string(),
+      email: z.string().optional().openapi({ description: "On an uploaded document: the address name and e-mail fields are filled with" }),
+      role: z.string().openapi({ description: "A typed form's party, or on an uploaded document signer, approver or viewer" }),
+      status: z.enum(SIGNER_STATUSES),
+      documentId: z.string(),
+    }),
     document: z
       .object({
         title: z.string().nullable(),
@@ -238,10 +379,19 @@ export const SignerView = z
           .object({ title: z.string(), sections: z.array(z.object({ heading: z.string(), lines: z.array(z.string()) })) })
           .nullable()
           .openapi({
-            description: "The document's content as text, what the PDF says; null on a code envelope until the signer's code is verified",
+            description:
+              "The document's content as text, what the PDF says (a typed form's); null for an uploaded document, and on a code envelope until the signer's code is verified",
           }),
+        pages: z
+          .array(PageSize)
+          .optional()
+          .openapi({ description: "An uploaded document's pages as displayed (points, after /Rotate): where fields' percent boxes sit" }),
       })
       .openapi({ description: "The document the signer is asked to sign" }),
+    fields: z
+      .array(SignerField)
+      .optional()
+      .openapi({ description: "An uploaded document: this recipient's fields (ids for the sign action's `fields`)" }),
     signerVerification: z.enum(SIGNER_VERIFICATIONS),
   })
   .openapi("SignerView");

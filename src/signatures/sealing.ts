@@ -1,5 +1,6 @@
 import { and, eq, isNull } from "drizzle-orm";
-import { documents, envelopes, users } from "../db/schema";
+import type { PDFDocument } from "@pdfme/pdf-lib";
+import { documents, envelopes, organizations, users } from "../db/schema";
 import { renderable } from "../documents/service";
 import { expectRow, StaleWrite } from "../db/write";
 import { readConfig, type Env } from "../env";
@@ -14,7 +15,8 @@ import { onShard, systemContext } from "../shards/tenants";
 import { registerPublicKeys } from "../shards/directory";
 import { readAudit, verifyChain } from "./audit";
 import { renderSignedPacket } from "./certificate";
-import { type Loaded, loadEnvelope, type Tenant } from "./machine";
+import { DONE, type Loaded, loadEnvelope, type SignerRow, type Tenant } from "./machine";
+import { type StampField, stampFields } from "./stamp";
 import { envelopeEvent } from "./present";
 
 /**
@@ -58,11 +60,13 @@ async function sealDocument(env: Env, tenant: Tenant, loaded: Loaded): Promise<b
       name: s.name,
       email: s.email,
       role: s.role,
+      kind: s.kind,
       signedAt: s.signedAt,
       verification: s.verification,
     })),
     audit,
     chain: await verifyChain(envelope.id, audit),
+    onDocumentPages: document.source === "upload" ? (packet) => stampValues(env, tenant, document, signers, packet) : undefined,
   });
   packet.setTitle(`Signed: ${envelope.documentTitle ?? document.formKey} (${envelope.id})`);
   const { sealPdf } = await import("../seal/pades");
@@ -96,6 +100,46 @@ async function sealDocument(env: Env, tenant: Tenant, loaded: Loaded): Promise<b
       if (err instanceof StaleWrite) return false;
       throw err;
     }
+  });
+}
+
+/**
+ * Every recipient's field values drawn into their boxes on the uploaded document's pages (stamp.ts): what they gave
+ * at signing, a read-only or untouched prefilled value as the sender set it, and a date left empty as the day they
+ * signed in the organization's time zone.
+ */
+async function stampValues(
+  env: Env,
+  tenant: Tenant,
+  document: typeof documents.$inferSelect,
+  signers: SignerRow[],
+  packet: PDFDocument,
+): Promise<void> {
+  const org = await tenant.db
+    .select({ timeZone: organizations.timeZone })
+    .from(organizations)
+    .where(eq(organizations.id, document.organizationId))
+    .get();
+  const day = (at: string | null) =>
+    at
+      ? new Intl.DateTimeFormat("en-CA", { timeZone: org?.timeZone ?? "UTC", year: "numeric", month: "2-digit", day: "2-digit" }).format(
+          new Date(at),
+        )
+      : null;
+  const fields: StampField[] = signers.flatMap((s) =>
+    (s.fields ?? []).map((f) => {
+      const given = s.fieldValues?.[f.id] ?? null;
+      const signedDay = f.type === "date" && !given && DONE.has(s.status) ? day(s.signedAt) : null;
+      return { ...f, value: given ?? (signedDay ? { text: signedDay } : null) };
+    }),
+  );
+  if (fields.length === 0) return;
+  const pages = (document.pages ?? []).map((p) => ({ crop: p.crop, rotation: p.rotation }));
+  await stampFields(env, packet, pages, fields, {
+    images: async (key) => {
+      const object = await env.FILES.get(key);
+      return object ? new Uint8Array(await object.arrayBuffer()) : null;
+    },
   });
 }
 

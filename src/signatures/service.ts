@@ -12,10 +12,13 @@ import {
   renderDocumentText,
   signingParties,
   type SigningParty,
+  storedPdf,
 } from "../documents/service";
+import { fillAndFlatten } from "../files/pdf-form";
+import { pdfLib } from "../files/pdf-lib";
 import { appUrlOf, type Env, readConfig } from "../env";
 import { requestFileSigner, signedFileUrl } from "../files/signed-url";
-import { InvalidState, NotFound, OrganizationMoving, TemporarilyUnavailable } from "../lib/errors";
+import { InvalidState, NotFound, OrganizationMoving, TemporarilyUnavailable, Unprocessable } from "../lib/errors";
 import { loggableError } from "../lib/log";
 import { newId } from "../lib/ids";
 import { inJsonList } from "../lib/sql";
@@ -31,6 +34,7 @@ import { mintToken, sendSigningLink, signingUrl } from "./links";
 import { type EnvelopeRow, type SignerRow, TERMINAL } from "./machine";
 import { envelopeEvent, toEnvelope } from "./present";
 import { expiryNoticeAt, nextReminderAt } from "./reminders";
+import { formRecipients, type Recipient, uploadRecipients } from "./recipients";
 import { readSettings } from "./settings";
 import type { Envelope, SignatureRequest } from "./schemas";
 
@@ -45,6 +49,8 @@ const DOCUMENTS: VersionedTable = {
 };
 /** Envelopes listed per document, newest first. */
 export const ENVELOPES_PER_DOCUMENT = 100;
+
+type DocumentRow = typeof documents.$inferSelect;
 
 const cannotSend = (message: string) => new InvalidState("cannot_send_for_signature", message);
 
@@ -74,24 +80,19 @@ export async function sendForSignature(ctx: ServiceContext, documentId: string, 
     if (doc.status === "OUT_FOR_SIGNATURE")
       throw cannotSend("The document is not GENERATED: an envelope for it is still open (void it to send again)");
     if (doc.status !== "GENERATED") throw cannotSend(`The document is not GENERATED: it is ${doc.status}`);
-    const form = FORMS[doc.formKey];
-    const derived = await signingParties(ctx, doc);
-    if (!form || !derived)
-      throw cannotSend(`The document is not a typed standard-form document (${doc.formKey}): no signing parties derive from it`);
-    const parties: SigningParty[] = input.signers ?? derived;
-    if (parties.length === 0) throw cannotSend("The document has no signing parties");
-    const duplicates = duplicateAddresses(parties);
-    if (duplicates.length > 0)
-      throw cannotSend(`Each signer needs an address of their own; more than one signer has ${duplicates.join(", ")}`);
+    const uploaded = doc.source === "upload";
+    const recipients = uploaded ? uploadRecipients(doc, input) : await typedFormRecipients(ctx, doc, input);
 
     // The document as the signers will read it, rendered once, stored before the envelope exists.
     if (!rendered) {
-      const pdf = await renderDocumentPdf(ctx.env, await renderable(ctx.db, ctx.organizationId, doc));
+      const pdf = uploaded
+        ? await uploadAsSent(ctx, doc, input.formValues ?? {})
+        : await renderDocumentPdf(ctx.env, await renderable(ctx.db, ctx.organizationId, doc));
       const key = envelopeDocumentKey(ctx.organizationId, envelopeId);
       await ctx.files.put(key, pdf, {
         httpMetadata: { contentType: "application/pdf", contentDisposition: `inline; filename="document-${doc.id}.pdf"` },
       });
-      rendered = { key, sha256: await sha256Hex(pdf), title: form.title };
+      rendered = { key, sha256: await sha256Hex(pdf), title: doc.title ?? FORMS[doc.formKey]?.title ?? doc.formKey };
     }
     const now = new Date();
     const at = nowIso(now);
@@ -123,19 +124,26 @@ export async function sendForSignature(ctx: ServiceContext, documentId: string, 
       updatedAt: at,
       version: 1,
     };
-    const sendNow = input.mode === "parallel" ? parties.length : 1;
+    // The first order acts now. A typed form's later signers get their link when their turn comes; an uploaded
+    // document's recipients (but a cc) hold theirs from now on, which answers not_your_turn until then.
+    const firstOrder = Math.min(...recipients.filter((r) => r.kind !== "cc").map((r) => r.order));
     const links: { signer: SignerRow; token: string; hash: string }[] = [];
     const signers: SignerRow[] = [];
-    for (const [position, p] of parties.entries()) {
-      const now = position < sendNow;
+    for (const [position, r] of recipients.entries()) {
+      const now = r.kind !== "cc" && r.order === firstOrder;
       const row: SignerRow = {
         id: newId(),
         envelopeId: envelope.id,
         organizationId: ctx.organizationId,
         position,
-        name: p.name,
-        email: p.email,
-        role: p.role,
+        name: r.name,
+        email: r.email,
+        role: r.role,
+        key: r.key,
+        kind: r.kind,
+        signingOrder: r.order,
+        fields: r.fields,
+        fieldValues: null,
         status: (now ? "sent" : "pending") as SignerStatus,
         sentAt: now ? at : null,
         signedAt: null,
@@ -143,16 +151,22 @@ export async function sendForSignature(ctx: ServiceContext, documentId: string, 
         verification: null,
         remindAt: now ? nextReminderAt(reminders, new Date(at), 0) : null,
       };
-      if (now) links.push({ signer: row, ...(await mintToken(envelope.id)) });
+      if (now || (uploaded && r.kind !== "cc")) links.push({ signer: row, ...(await mintToken(envelope.id)) });
       signers.push(row);
     }
-    const sentData = { ...(ctx.actor.userId ? { userId: ctx.actor.userId } : {}), documentSha256: rendered.sha256 };
+    const sentData = {
+      ...(ctx.actor.userId ? { userId: ctx.actor.userId } : {}),
+      documentSha256: rendered.sha256,
+      ...(doc.restrictionsRemoved ? { restrictionsRemoved: true } : {}),
+    };
     const audit = await appendAudit(
       ctx.db,
       ctx.organizationId,
       envelope.id,
       { seq: 0, hash: GENESIS },
-      links.map(({ signer }) => ({ event: "sent", signerId: signer.id, at, ip: meta.ip, userAgent: meta.userAgent, data: sentData })),
+      links
+        .filter(({ signer }) => signer.status === "sent")
+        .map(({ signer }) => ({ event: "sent", signerId: signer.id, at, ip: meta.ip, userAgent: meta.userAgent, data: sentData })),
     );
     // The links' keys go to the directory before the shard write that makes them live.
     await registerPublicKeys(
@@ -184,13 +198,13 @@ export async function sendForSignature(ctx: ServiceContext, documentId: string, 
       ],
       [envelopeEvent(ctx, "envelope.sent", { envelope, signers }, null)],
     );
-    return { envelope, links };
+    return { envelope, signers, links };
   }).catch(async (err: unknown) => {
     if (rendered) ctx.defer(ctx.files.delete(rendered.key).catch(() => undefined));
     throw err;
   });
 
-  const { envelope, links } = created;
+  const { envelope, signers, links } = created;
   // The object serializes the envelope from here on; it also holds the expiry alarm. A failed call is covered: every
   // transition checks the expiry itself, so the envelope still expires, at its next touch.
   await envelopeSigner(ctx.env, envelope.id)
@@ -198,17 +212,62 @@ export async function sendForSignature(ctx: ServiceContext, documentId: string, 
     .catch((err) =>
       ctx.log.warn("envelope alarm not set; expiry is checked on each use", { envelopeId: envelope.id, error: loggableError(err) }),
     );
-  for (const { signer, token } of links) ctx.defer(sendSigningLink(ctx.env, ctx.db, ctx.organizationId, signer, token));
+  for (const { signer, token } of links)
+    if (signer.status === "sent") ctx.defer(sendSigningLink(ctx.env, ctx.db, ctx.organizationId, signer, token));
   return {
     envelopeId: envelope.id,
+    envelope: toEnvelope(envelope, signers),
     links: links.map(({ signer, token }) => ({
       signerId: signer.id,
       name: signer.name,
       email: signer.email,
       role: signer.role,
+      ...(signer.key ? { key: signer.key } : {}),
+      order: signer.signingOrder,
       url: signingUrl(ctx.env, token),
     })),
   };
+}
+
+/** A typed form's signing parties (or the `signers` that replace them), refused when there are none to send to. */
+async function typedFormRecipients(ctx: ServiceContext, doc: DocumentRow, input: SignatureRequest): Promise<Recipient[]> {
+  if (input.recipients || input.fields || input.formValues) {
+    const given = (["recipients", "fields", "formValues"] as const).filter((k) => input[k] !== undefined);
+    throw new Unprocessable(
+      "invalid_recipients",
+      "Recipients, fields and form values are for uploaded documents; a typed form is sent to its parties (or `signers`)",
+      given.map((k) => ({ field: k, path: [k], code: "not_for_forms", message: "Only an uploaded document takes this" })),
+    );
+  }
+  const form = FORMS[doc.formKey];
+  const derived = await signingParties(ctx, doc);
+  if (!form || !derived)
+    throw cannotSend(`The document is not a typed standard-form document (${doc.formKey}): no signing parties derive from it`);
+  const parties: SigningParty[] = input.signers ?? derived;
+  if (parties.length === 0) throw cannotSend("The document has no signing parties");
+  const duplicates = duplicateAddresses(parties);
+  if (duplicates.length > 0)
+    throw cannotSend(`Each signer needs an address of their own; more than one signer has ${duplicates.join(", ")}`);
+  return formRecipients(parties, input.mode);
+}
+
+/**
+ * An uploaded document as its recipients read it: its own form fields filled with `formValues`, then every form field
+ * flattened so nothing stays editable (a PDF without form fields is sent as stored).
+ */
+async function uploadAsSent(ctx: ServiceContext, doc: DocumentRow, formValues: Record<string, string | boolean>): Promise<Uint8Array> {
+  const bytes = await storedPdf(ctx, doc.fileKey!);
+  if (!doc.formFields?.length) return bytes;
+  const { PDFDocument } = await pdfLib();
+  const pdf = await PDFDocument.load(bytes, { updateMetadata: false });
+  const { issues } = await fillAndFlatten(ctx.env, pdf, formValues);
+  if (issues.length > 0)
+    throw new Unprocessable(
+      "invalid_recipients",
+      `${issues.length} problem(s) with the form values`,
+      issues.map((i) => ({ field: `formValues.${i.name}`, path: ["formValues", i.name], code: "invalid_form_value", message: i.message })),
+    );
+  return pdf.save();
 }
 
 async function signersOf(ctx: ServiceContext, envelopeIds: string[]): Promise<Map<string, SignerRow[]>> {
@@ -291,7 +350,15 @@ export async function resendSigner(ctx: ServiceContext, envelopeId: string, sign
   if (result.kind === "cannot_resend") throw new InvalidState("cannot_resend", result.message);
   const { signer, token } = result;
   ctx.defer(sendSigningLink(ctx.env, ctx.db, ctx.organizationId, signer, token, "resend"));
-  return { signerId: signer.id, name: signer.name, email: signer.email, role: signer.role, url: signingUrl(ctx.env, token) };
+  return {
+    signerId: signer.id,
+    name: signer.name,
+    email: signer.email,
+    role: signer.role,
+    ...(signer.key ? { key: signer.key } : {}),
+    order: signer.signingOrder,
+    url: signingUrl(ctx.env, token),
+  };
 }
 
 /** GET /api/signatures/{envelopeId}/audit: every entry, and whether the hash chain still verifies. */
@@ -388,13 +455,24 @@ export async function signerDocumentView(
   documentId: string,
   doc: { title: string | null; sha256: string | null; key: string | null; visible: boolean },
 ) {
-  if (!doc.visible) return { title: doc.title, sha256: doc.sha256, pdfUrl: null, text: null };
   const row = await db
-    .select({ id: documents.id, organizationId: documents.organizationId, formKey: documents.formKey, canonical: documents.canonical })
+    .select({
+      id: documents.id,
+      organizationId: documents.organizationId,
+      formKey: documents.formKey,
+      canonical: documents.canonical,
+      source: documents.source,
+      pages: documents.pages,
+    })
     .from(documents)
     .where(eq(documents.id, documentId))
     .get();
-  const text = row ? renderDocumentText(await renderable(db, row.organizationId, row)) : { title: doc.title ?? "Document", sections: [] };
+  // An uploaded document's pages are no secret of its parties: the signing page lays out the fields on them.
+  const pages =
+    row?.source === "upload" ? { pages: (row.pages ?? []).map(({ width, height, rotation }) => ({ width, height, rotation })) } : {};
+  if (!doc.visible) return { title: doc.title, sha256: doc.sha256, pdfUrl: null, text: null, ...pages };
   const pdfUrl = doc.key ? (await signedFileUrl(env, appUrlOf(readConfig(env)), doc.key, undefined, signerId)).url : null;
+  if (row?.source === "upload") return { title: doc.title, sha256: doc.sha256, pdfUrl, text: null, ...pages };
+  const text = row ? renderDocumentText(await renderable(db, row.organizationId, row)) : { title: doc.title ?? "Document", sections: [] };
   return { title: doc.title ?? text.title, sha256: doc.sha256, pdfUrl, text };
 }

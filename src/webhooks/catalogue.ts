@@ -50,6 +50,8 @@ export const CATALOGUE = [
   "envelope.sent",
   "envelope.opened",
   "envelope.signer_signed",
+  // Ours: an approver of an uploaded document approved it (data.signer); a rejection is envelope.declined.
+  "envelope.approved",
   "envelope.completed",
   "envelope.sealed",
   "envelope.declined",

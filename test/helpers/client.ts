@@ -8,7 +8,7 @@ export interface CallOptions {
   /** JSON-encoded, or sent as multipart/form-data when a FormData. */
   body?: unknown;
   /** Sent as is, for malformed-JSON and content-type cases. */
-  rawBody?: string;
+  rawBody?: string | Uint8Array;
   headers?: Record<string, string>;
   /** Configuration on top of the test env for this request (an outside service's URL, say). */
   vars?: Record<string, string>;
@@ -33,7 +33,7 @@ async function fetchWithVars(request: Request, vars: Record<string, string>): Pr
 export async function call(method: string, path: string, opts: CallOptions = {}): Promise<Response> {
   const headers: Record<string, string> = { ...opts.headers };
   if (opts.token) headers.authorization = `Bearer ${opts.token}`;
-  let body: string | FormData | undefined;
+  let body: string | Uint8Array | FormData | undefined;
   if (opts.rawBody !== undefined) body = opts.rawBody;
   // A multipart body: the Request sets its content type with the boundary.
   else if (opts.body instanceof FormData) body = opts.body;

@@ -80,7 +80,7 @@ const unescapeXml = (s: string) =>
 
 /** Every word of the PDF with its box, by `pdftotext -bbox`. */
 export async function placedWords(pdf: Uint8Array): Promise<PlacedWord[]> {
-  const r = await pdfTool("pdftotext", pdf, ["-bbox", "-enc", "UTF-8", "{in}", "-"]);
+  const r = await pdfTool("pdftotext", pdf, ["-bbox", "-cropbox", "-enc", "UTF-8", "{in}", "-"]);
   expect(r.code, r.stderr).toBe(0);
   const words: PlacedWord[] = [];
   let page = 0;

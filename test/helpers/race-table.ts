@@ -10,6 +10,7 @@ import { openAiGateway } from "./ai-gateway";
 import { sha256Hex } from "../../src/lib/crypto";
 import { createDocument, leaseCanonical, mailTo, sendForSignature } from "./documents";
 import { createPrincipal, tenantDb, type TestPrincipal } from "./factories";
+import { buildPdf, uploaded } from "./uploads";
 import { openMailbox } from "./receiver";
 import { createDeal, createTask, documentForm, getDeal } from "./deals";
 import { createProperty, getProperty, mlsListedProperty, mlsVars, photoForm, PNG_1X1, propertyBody, valuableProperty } from "./properties";
@@ -30,7 +31,7 @@ import { createSurveyTemplate, publicSurvey, scheduleSurvey, seedSurvey, STANDAR
  * Each issue that adds write routes adds them here; the test fails for a write route of ROUTES missing from RACES.
  */
 export type Params = Record<string, string>;
-type Change = { path?: string; body?: unknown };
+type Change = { path?: string; body?: unknown; rawBody?: Uint8Array; headers?: Record<string, string> };
 
 export interface IndependentRace {
   kind: "independent";
@@ -690,6 +691,43 @@ export const RACES: Race[] = [
     body: {},
     objects: 3,
     copies: 10,
+    counter: {
+      read: async (owner) => count(owner, "SELECT COUNT(*) AS n FROM envelopes WHERE organization_id = ?", owner.organizationId),
+      perMove: 1,
+    },
+  },
+  {
+    // Issue 44: uploads at once each land whole (a row and its file), and none moves the generation meter.
+    kind: "independent",
+    route: "POST /api/documents/uploads",
+    seed: async () => ({}),
+    changes: async () => {
+      const pdf = await buildPdf([{}, { rotate: 90 }]);
+      return Array.from({ length: 6 }, (_, i) => ({
+        path: `/api/documents/uploads?title=Upload%20${i}`,
+        rawBody: pdf,
+        headers: { "content-type": "application/pdf" },
+      }));
+    },
+    async verify(owner) {
+      expect(
+        await count(owner, "SELECT COUNT(*) AS n FROM documents WHERE organization_id = ? AND source = 'upload'", owner.organizationId),
+      ).toBe(6);
+      expect((await env.FILES.list({ prefix: `documents/${owner.organizationId}/` })).objects).toHaveLength(6);
+      expect((await json(await call("GET", "/api/documents/usage", { token: owner.token }))).used).toBe(0);
+    },
+  },
+  {
+    // Issue 44: two sends of one uploaded document open one envelope.
+    kind: "once",
+    route: "POST /api/documents/{id}/signature",
+    seed: async (owner) => ({ id: (await uploaded(owner.token, await buildPdf([{}]))).id }),
+    body: {
+      recipients: [{ key: "s", name: "Raced Signer", email: "raced@upload.test", role: "signer" }],
+      fields: [{ recipient: "s", type: "signature", page: 1, x: 10, y: 80, width: 30, height: 8 }],
+    },
+    objects: 2,
+    copies: 8,
     counter: {
       read: async (owner) => count(owner, "SELECT COUNT(*) AS n FROM envelopes WHERE organization_id = ?", owner.organizationId),
       perMove: 1,

@@ -292,6 +292,9 @@ ROUTES.push(
   { method: "GET", path: "/api/documents/search", family: "api" },
   { method: "POST", path: "/api/documents/draft", family: "api", body: { prompt: "A one-year lease of 1 Queen St W, Toronto" } },
   { method: "GET", path: "/api/documents/{id}", family: "api", seed: seedDocument, unknown: unknownDocument },
+  // The body is a PDF (test/documents/uploads.test.ts sends real ones); the matrix's JSON bodies get 415.
+  { method: "POST", path: "/api/documents/uploads", family: "api" },
+  { method: "GET", path: "/api/documents/{id}/pdf", family: "api", seed: seedDocument, unknown: unknownDocument },
   { method: "POST", path: "/api/documents/{id}/signature", family: "api", body: {}, seed: seedDocument, unknown: unknownDocument },
   { method: "GET", path: "/api/documents/{id}/signatures", family: "api", seed: seedDocument, unknown: unknownDocument },
   { method: "GET", path: "/api/signatures/{envelopeId}", family: "api", seed: seedEnvelope, unknown: unknownEnvelope },

@@ -16,10 +16,20 @@ const cases = <T extends { route: string }>(races: T[]) => races.map((r, i) => [
 const named = <T extends { name: string }>(races: T[]) => races.map((r, i) => [r.name, i % 2, r] as const);
 
 /** Sends every request at once through the Worker's fetch handler and reads each answer. */
-async function race(requests: { method: string; path: string; token: string; body?: unknown; vars?: Record<string, string> }[]) {
+async function race(
+  requests: {
+    method: string;
+    path: string;
+    token: string;
+    body?: unknown;
+    rawBody?: Uint8Array;
+    headers?: Record<string, string>;
+    vars?: Record<string, string>;
+  }[],
+) {
   return Promise.all(
     requests.map(async (r) => {
-      const res = await call(r.method, r.path, { token: r.token, body: r.body, vars: r.vars });
+      const res = await call(r.method, r.path, { token: r.token, body: r.body, rawBody: r.rawBody, headers: r.headers, vars: r.vars });
       return { status: res.status, body: await res.text() };
     }),
   );
@@ -45,6 +55,8 @@ describe("concurrent writes (the race table)", () => {
           path: c.path ?? fillPath(pathOf(route), params),
           token,
           body: c.body,
+          rawBody: c.rawBody,
+          headers: c.headers,
           vars: entry.vars?.(params),
         })),
       );

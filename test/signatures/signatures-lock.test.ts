@@ -110,6 +110,7 @@ describe("the signer lock", () => {
       name: "Sam Signer",
       email: s.email,
       role: "tenant",
+      order: 1,
       url: expect.stringMatching(/\/sign\/sign_[\w-]{43}$/),
     });
     const fresh = tokenOf(body.url);
@@ -170,7 +171,7 @@ describe("POST /api/signatures/{envelopeId}/signers/{signerId}/resend", () => {
     expect(replay.status).toBe(200);
     expect(replay.headers.get("idempotent-replayed")).toBe("true");
     const url = (await json(first)).url as string;
-    expect(await json(replay)).toEqual({ signerId, name: "Lost Mail", email, role: "tenant" });
+    expect(await json(replay)).toEqual({ signerId, name: "Lost Mail", email, role: "tenant", order: 1 });
     expect((await publicSign("GET", tokenOf(sent.links[0]!.url))).status).toBe(404);
     expect(await signAll(tokenOf(url))).toEqual({ ok: true, completed: true });
     const events = await eventsOf(owner.token, sent.envelopeId);

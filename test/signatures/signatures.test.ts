@@ -84,6 +84,7 @@ describe("sending for signature", () => {
         name: expect.any(String),
         email: expect.any(String),
         role: expect.any(String),
+        order: 1,
         status: "sent",
         sentAt: expect.any(String),
       });

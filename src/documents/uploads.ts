@@ -1,0 +1,114 @@
+import type { documents } from "../db/schema";
+import { commit } from "../events/commit";
+import { newEvent } from "../events/outbox";
+import { resourceEvent } from "../events/resource-event";
+import { discardUploads, putUploads, settleUploads } from "../files/uploads";
+import { inspectPdf, PdfRefused } from "../files/pdf-inspect";
+import { sha256Hex } from "../lib/crypto";
+import { Unprocessable } from "../lib/errors";
+import { newId } from "../lib/ids";
+import { nowIso } from "../lib/time";
+import type { ServiceContext } from "../service-context";
+import { linkedDeal } from "./deal-link";
+import { type Document, MAX_UPLOAD_PAGES } from "./schemas";
+import { documents as documentsTable } from "../db/schema";
+import { toDocument } from "./service";
+
+type Row = typeof documents.$inferSelect;
+
+/** Where an uploaded document's PDF lives in R2 (files/keys.ts: `<kind>/<organizationId>/…`). */
+export const uploadKey = (organizationId: string, documentId: string) => `documents/${organizationId}/${documentId}.pdf`;
+
+/** The formKey of an uploaded document: no typed form derives its parties or obligations. */
+export const UPLOAD_FORM_KEY = "upload";
+
+/**
+ * The PDF as stored and described: refused with 422 and its code (pdf_invalid, pdf_encrypted, pdf_too_long) when it
+ * cannot be signed. A PDF with an owner password only is stored as its unencrypted re-import.
+ */
+async function inspectUpload(bytes: Uint8Array) {
+  try {
+    const inspected = await inspectPdf(bytes, { maxPages: MAX_UPLOAD_PAGES });
+    const stored = inspected.restrictionsRemoved ? await inspected.pdf.save() : bytes;
+    return { ...inspected, stored };
+  } catch (err) {
+    if (err instanceof PdfRefused) throw new Unprocessable(err.code, err.message);
+    throw err;
+  }
+}
+
+/** A title for a PDF uploaded without one: its own /Title when it has one. */
+const titleOf = (given: string | undefined, own: string | undefined) =>
+  given?.trim() ||
+  own
+    ?.replace(/[\p{Cc}]/gu, " ")
+    .trim()
+    .slice(0, 200) ||
+  "Untitled PDF";
+
+/**
+ * POST /api/documents/uploads (issue 44): a brokerage's own PDF becomes a GENERATED document anyone of the
+ * organization can send for signature. Checked before anything is stored (pdf_invalid, pdf_encrypted, pdf_too_long);
+ * then the file goes to R2 (noted pending first) and its row is committed with document.created (`source: upload`) and
+ * DOCUMENT_UPLOADED, which has its text extracted and indexed for search by a queue consumer. An upload is not a
+ * generation: the month's meter does not move.
+ */
+export async function uploadDocument(
+  ctx: ServiceContext,
+  input: { bytes: Uint8Array; title?: string; dealId?: string },
+): Promise<Document> {
+  const [sha256, inspected, dealGuard] = await Promise.all([
+    sha256Hex(input.bytes),
+    inspectUpload(input.bytes),
+    linkedDeal(ctx, input.dealId),
+  ]);
+  const at = nowIso();
+  const id = newId();
+  const key = uploadKey(ctx.organizationId, id);
+  const title = titleOf(input.title, inspected.pdf.getTitle());
+  const row: Row = {
+    id,
+    organizationId: ctx.organizationId,
+    formKey: UPLOAD_FORM_KEY,
+    status: "GENERATED",
+    canonical: {},
+    sha256,
+    dealId: input.dealId ?? null,
+    source: "upload",
+    title,
+    fileKey: key,
+    pageCount: inspected.pages.length,
+    pages: inspected.pages.map(({ width, height, rotation, crop }) => ({ width, height, rotation, crop })),
+    formFields: inspected.formFields,
+    restrictionsRemoved: inspected.restrictionsRemoved,
+    textStatus: "pending",
+    createdBy: ctx.actor.userId ?? null,
+    createdAt: at,
+    updatedAt: at,
+    version: 1,
+  };
+  await putUploads(ctx, [
+    {
+      key,
+      bytes: inspected.stored.slice().buffer,
+      httpMetadata: { contentType: "application/pdf", contentDisposition: `inline; filename="document-${id}.pdf"` },
+    },
+  ]).catch((err: unknown) => {
+    ctx.defer(discardUploads(ctx, [key]));
+    throw err;
+  });
+  try {
+    await commit(
+      ctx,
+      [...dealGuard, ctx.db.insert(documentsTable).values(row), ...settleUploads(ctx, [key])],
+      [
+        newEvent(ctx, "DOCUMENT_UPLOADED", { documentId: id, sha256, pageCount: row.pageCount }),
+        resourceEvent(ctx, "document.created", toDocument(row)),
+      ],
+    );
+  } catch (err) {
+    ctx.defer(discardUploads(ctx, [key]));
+    throw err;
+  }
+  return toDocument(row);
+}

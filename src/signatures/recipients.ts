@@ -1,0 +1,143 @@
+import type { UploadFormField, UploadPage } from "../db/documents";
+import type { EnvelopeField, RecipientKind } from "../db/signatures";
+import type { SigningParty } from "../documents/service";
+import { type FieldIssue, Unprocessable } from "../lib/errors";
+import { newId } from "../lib/ids";
+import { patternProblem } from "./field-values";
+import type { SignatureRequest } from "./schemas";
+
+/**
+ * Who an envelope goes to, in what order, and what each fills (issue 44, parts 2 and 3). A typed form's parties are
+ * all signers without fields, in one order (parallel) or one order each (sequential). An uploaded document's
+ * recipients and fields are the sender's, checked against the document all at once: every problem is named in one
+ * 422 (invalid_recipients), nothing is written.
+ */
+export interface Recipient {
+  key: string | null;
+  name: string;
+  email: string;
+  role: string;
+  kind: RecipientKind;
+  order: number;
+  fields: EnvelopeField[] | null;
+}
+
+export function formRecipients(parties: SigningParty[], mode: "parallel" | "sequential"): Recipient[] {
+  return parties.map((p, i) => ({
+    key: null,
+    name: p.name,
+    email: p.email,
+    role: p.role,
+    kind: "signer",
+    order: mode === "sequential" ? i + 1 : 1,
+    fields: null,
+  }));
+}
+
+const CHOICES = new Set(["radio", "dropdown"]);
+/** A box may end this far past its page's edge (rounding in a client's percent arithmetic). */
+const EDGE = 0.001;
+
+type UploadInput = Pick<SignatureRequest, "recipients" | "fields" | "formValues" | "signers">;
+
+export function uploadRecipients(
+  doc: { pages: UploadPage[] | null; formFields: UploadFormField[] | null },
+  input: UploadInput,
+): Recipient[] {
+  const issues: FieldIssue[] = [];
+  const issue = (path: (string | number)[], code: string, message: string) => issues.push({ field: path.join("."), path, code, message });
+  const pages = doc.pages ?? [];
+  const recipients = input.recipients ?? [];
+  if (input.signers) issue(["signers"], "not_for_uploads", "An uploaded document is sent to recipients (with their fields), not signers");
+  if (recipients.length === 0) issue(["recipients"], "required", "An uploaded document needs at least one recipient");
+
+  const byKey = new Map<string, (typeof recipients)[number]>();
+  const emails = new Map<string, number>();
+  for (const [i, r] of recipients.entries()) {
+    if (byKey.has(r.key)) issue(["recipients", i, "key"], "duplicate_key", `The key ${r.key} is given to more than one recipient`);
+    else byKey.set(r.key, r);
+    const email = r.email.toLowerCase();
+    if (emails.has(email)) issue(["recipients", i, "email"], "duplicate_email", "Each recipient needs an address of their own");
+    emails.set(email, i);
+  }
+  if (recipients.length > 0 && recipients.every((r) => r.role === "cc"))
+    issue(["recipients"], "no_actor", "Someone besides a cc must sign, approve or view the document");
+
+  const fields = new Map<string, EnvelopeField[]>();
+  for (const [i, f] of (input.fields ?? []).entries()) {
+    const at = (key: string) => ["fields", i, key];
+    const owner = byKey.get(f.recipient);
+    if (!owner) issue(at("recipient"), "unknown_recipient", `No recipient has the key ${f.recipient}`);
+    else if (owner.role === "viewer" || owner.role === "cc")
+      issue(at("recipient"), "no_fields_for_role", `A ${owner.role} fills no fields; ${f.recipient} is one`);
+    if (f.page > pages.length) issue(at("page"), "page_out_of_range", `The document has ${pages.length} page(s)`);
+    if (f.x + f.width > 100 + EDGE) issue(at("width"), "outside_page", "The field runs past the page's right edge (x + width > 100)");
+    if (f.y + f.height > 100 + EDGE) issue(at("height"), "outside_page", "The field runs past the page's bottom edge (y + height > 100)");
+    if (CHOICES.has(f.type) && !f.options?.length) issue(at("options"), "options_required", `A ${f.type} field needs its options`);
+    if (!CHOICES.has(f.type) && f.options) issue(at("options"), "options_not_allowed", `A ${f.type} field takes no options`);
+    if (f.readOnly && f.value === undefined) issue(at("value"), "value_required", "A read-only field needs the value it shows");
+    if (f.value !== undefined) {
+      const problem = prefillProblem(f.type, f.value, f.options);
+      if (problem) issue(at("value"), "invalid_value", problem);
+    }
+    const pattern = f.validation?.pattern;
+    if (pattern) {
+      const problem = f.type === "text" ? patternProblem(pattern) : "Only a text field takes a pattern";
+      if (problem) issue(at("validation"), "invalid_pattern", problem);
+    }
+    if (owner) {
+      const list = fields.get(f.recipient) ?? [];
+      list.push({
+        id: newId(),
+        type: f.type,
+        page: f.page,
+        x: f.x,
+        y: f.y,
+        width: f.width,
+        height: f.height,
+        name: f.name ?? null,
+        required: f.required ?? (f.type === "signature" || f.type === "initials"),
+        readOnly: f.readOnly ?? false,
+        value: f.value ?? null,
+        options: f.options ?? null,
+        validation: f.validation ?? null,
+      });
+      fields.set(f.recipient, list);
+    }
+  }
+  for (const [i, r] of recipients.entries())
+    if (r.role === "signer" && !fields.get(r.key)?.some((f) => f.type === "signature"))
+      issue(["recipients", i], "signature_field_required", `The signer ${r.key} has no signature field`);
+
+  const formFields = new Map((doc.formFields ?? []).map((f) => [f.name, f]));
+  for (const [name, value] of Object.entries(input.formValues ?? {})) {
+    const f = formFields.get(name);
+    if (!f) issue(["formValues", name], "unknown_form_field", "The PDF has no form field with this name");
+    else if (f.type === "signature") issue(["formValues", name], "not_fillable", "A signature form field is not filled with a value");
+    else if ((f.type === "checkbox") !== (typeof value === "boolean"))
+      issue(["formValues", name], "wrong_type", f.type === "checkbox" ? "A checkbox takes true or false" : `A ${f.type} field takes text`);
+  }
+
+  if (issues.length > 0)
+    throw new Unprocessable("invalid_recipients", `${issues.length} problem(s) with the recipients and fields`, issues);
+  return recipients.map((r) => ({
+    key: r.key,
+    name: r.name,
+    email: r.email,
+    role: r.role,
+    kind: r.role,
+    order: r.order,
+    fields: r.role === "signer" || r.role === "approver" ? (fields.get(r.key) ?? []) : null,
+  }));
+}
+
+/** Why a prefilled value does not suit its field, or null. */
+function prefillProblem(type: EnvelopeField["type"], value: string | number | boolean, options: string[] | undefined): string | null {
+  if (type === "checkbox") return typeof value === "boolean" ? null : "A checkbox's value is true or false";
+  if (type === "number") return typeof value === "number" ? null : "A number field's value is a number";
+  if (type === "date") return typeof value === "string" && /^\d{4}-\d{2}-\d{2}$/.test(value) ? null : "A date is YYYY-MM-DD";
+  if (CHOICES.has(type)) return typeof value === "string" && options?.includes(value) ? null : "The value must be one of the options";
+  if (type === "signature" || type === "initials" || type === "name" || type === "email")
+    return `A ${type} field is filled by its recipient, not prefilled`;
+  return typeof value === "string" ? null : "A text field's value is text";
+}
