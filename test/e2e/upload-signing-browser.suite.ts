@@ -1,7 +1,9 @@
 // An uploaded PDF signed on a phone-sized screen (issue 44 part 4), in headless Chromium against `npm run dev`: the
 // signing page draws the PDF's pages with pdf.js served from the Worker's own static assets, lays this signer's fields
 // over them, and signs with the values the signer filled in.
-import { readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { degrees, PDFDocument, rgb, StandardFonts } from "@pdfme/pdf-lib";
 import { version as PDFJS_VERSION } from "pdfjs-dist/package.json";
 import type { Browser, Locator, Page } from "playwright-core";
@@ -11,9 +13,10 @@ import { type PercentBox, placeBox } from "../../src/files/pdf-geometry";
 import { launchChromium } from "./helpers/chromium";
 import { mintToken } from "./helpers/dev-server";
 import { dev } from "./helpers/served";
-import { clientAddress, mailedSigningCode } from "./helpers/signing";
+import { clientAddress, downloadSealedDocument, mailedSigningCode, poppler, waitForSealedDocument } from "./helpers/signing";
 
 const PHONE = { width: 390, height: 844 };
+const NOTE = "The roof was replaced in 2021";
 const PDFJS = `/static/pdfjs/${PDFJS_VERSION}`;
 /** A dark block drawn on each page at this displayed box: where pdf.js draws it shows the page is upright. */
 const MARK: PercentBox = { x: 60, y: 40, width: 20, height: 10 };
@@ -237,7 +240,7 @@ describe("an uploaded PDF signed in a browser on a phone", () => {
     const sign = page.getByRole("button", { name: "Sign the document" });
     expect(await sign.isDisabled()).toBe(true);
     expect(await page.textContent("#missing")).toBe("Before you sign, please fill in: Buyer note (page 1), Signature (page 2).");
-    await note.fill("The roof was replaced in 2021");
+    await note.fill(NOTE);
     await checkbox.check();
     await expect.poll(() => page.textContent("#missing")).toBe("Before you sign, please fill in: Signature (page 2).");
 
@@ -270,5 +273,11 @@ describe("an uploaded PDF signed in a browser on a phone", () => {
     expect(read.response.status).toBe(200);
     expect(read.data!.status).toBe("completed");
     expect(read.data!.signers.map((s) => [s.email, s.status, s.verification])).toEqual([[buyer.email, "signed", "email_code"]]);
+    // What the page sent is what was kept: the sealed copy carries the note on page 1.
+    await waitForSealedDocument(api, envelopeId);
+    const sealed = await downloadSealedDocument(api, envelopeId);
+    const file = join(mkdtempSync(join(tmpdir(), "upload-sign-")), "sealed.pdf");
+    writeFileSync(file, sealed.bytes);
+    expect(await poppler("pdftotext", ["-f", "1", "-l", "1", file, "-"])).toContain(NOTE);
   });
 });
