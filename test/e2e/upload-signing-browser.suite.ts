@@ -62,6 +62,52 @@ async function send(token: string, path: string, body: unknown, contentType = "a
   return { status: res.status, body: (await res.json()) as Record<string, unknown> };
 }
 
+/** Uploads the two-page PDF and sends it to `recipients` with `fields`: the envelope's id and each recipient's link by e-mail. */
+async function uploadAndSend(token: string, recipients: Record<string, unknown>[], fields: Record<string, unknown>[]) {
+  const uploaded = await send(
+    token,
+    `/api/documents/uploads?title=${encodeURIComponent("Property disclosure")}`,
+    await twoPagePdf(),
+    "application/pdf",
+  );
+  expect(uploaded.status, JSON.stringify(uploaded.body)).toBe(201);
+  const upload = uploaded.body.document as { id: string; pageCount: number; pages: { width: number; height: number; rotation: number }[] };
+  expect(upload.pageCount).toBe(2);
+  expect(upload.pages).toEqual([
+    expect.objectContaining({ width: SHEET.width, height: SHEET.height, rotation: 0 }),
+    expect.objectContaining({ width: SHEET.height, height: SHEET.width, rotation: 90 }),
+  ]);
+  const sent = await send(token, `/api/documents/${upload.id}/signature`, { recipients, fields });
+  expect(sent.status, JSON.stringify(sent.body)).toBe(201);
+  const links = sent.body.links as { email: string; url: string }[];
+  for (const l of links) expect(l.url.startsWith(`${dev.base}/sign/`)).toBe(true);
+  return { envelopeId: sent.body.envelopeId as string, linkOf: (email: string) => links.find((l) => l.email === email)!.url };
+}
+
+/** A phone-sized tab of a recipient of their own, from an address of their own; script and console errors collected. */
+async function phonePage(allowed: RegExp[] = []) {
+  const page = await browser.newPage({
+    viewport: PHONE,
+    deviceScaleFactor: 2,
+    isMobile: true,
+    hasTouch: true,
+    extraHTTPHeaders: { "cf-connecting-ip": clientAddress() },
+  });
+  const failures: string[] = [];
+  page.on("pageerror", (err) => failures.push(String(err)));
+  page.on("console", (msg) => msg.type() === "error" && !allowed.some((re) => re.test(msg.text())) && failures.push(msg.text()));
+  return { page, failures };
+}
+
+/** On the signing page: a code from the mail, then (unless a viewer) consent. */
+async function confirmWithMailedCode(page: Page, email: string) {
+  await page.getByRole("button", { name: "Send me a code" }).click();
+  await expect.poll(() => page.isVisible("#code-entry")).toBe(true);
+  await page.getByLabel("Code from the e-mail").fill(await mailedSigningCode(email));
+  await page.getByRole("button", { name: "Verify the code" }).click();
+  await expect.poll(() => page.textContent("#status")).toMatch(/^Identity confirmed\./);
+}
+
 /** Where an element's field box sits on its page, in percent of the page as shown, and which page that is. */
 const placement = (el: Locator) =>
   el.evaluate((node) => {
@@ -140,44 +186,9 @@ describe("an uploaded PDF signed in a browser on a phone", () => {
     const stamp = `${Date.now()}.${Math.random().toString(36).slice(2, 8)}`;
     const buyer = { name: "Bea Buyer", email: `bea.${stamp}@upload.test` };
 
-    const uploaded = await send(
-      token,
-      `/api/documents/uploads?title=${encodeURIComponent("Property disclosure")}`,
-      await twoPagePdf(),
-      "application/pdf",
-    );
-    expect(uploaded.status, JSON.stringify(uploaded.body)).toBe(201);
-    const upload = uploaded.body.document as {
-      id: string;
-      pageCount: number;
-      pages: { width: number; height: number; rotation: number }[];
-    };
-    expect(upload.pageCount).toBe(2);
-    expect(upload.pages).toEqual([
-      expect.objectContaining({ width: SHEET.width, height: SHEET.height, rotation: 0 }),
-      expect.objectContaining({ width: SHEET.height, height: SHEET.width, rotation: 90 }),
-    ]);
-    const sent = await send(token, `/api/documents/${upload.id}/signature`, {
-      recipients: [{ key: "a", ...buyer, role: "signer" }],
-      fields: Object.values(FIELDS),
-    });
-    expect(sent.status, JSON.stringify(sent.body)).toBe(201);
-    const envelopeId = (sent.body.envelopeId ?? sent.body.id) as string;
-    const links = sent.body.links as { email: string; url: string }[];
-    const link = links.find((l) => l.email === buyer.email)!.url;
-    expect(link.startsWith(`${dev.base}/sign/`)).toBe(true);
-
-    const page = await browser.newPage({
-      viewport: PHONE,
-      deviceScaleFactor: 2,
-      isMobile: true,
-      hasTouch: true,
-      extraHTTPHeaders: { "cf-connecting-ip": clientAddress() },
-    });
-    const failures: string[] = [];
-    page.on("pageerror", (err) => failures.push(String(err)));
-    page.on("console", (msg) => msg.type() === "error" && failures.push(msg.text()));
-    const opened = await page.goto(link);
+    const { envelopeId, linkOf } = await uploadAndSend(token, [{ key: "a", ...buyer, role: "signer" }], Object.values(FIELDS));
+    const { page, failures } = await phonePage();
+    const opened = await page.goto(linkOf(buyer.email));
     // pdf.js and its worker come from this origin's /static/pdfjs/<version>/ only; inline scripts still need the nonce.
     const csp = opened!.headers()["content-security-policy"]!;
     const directive = (name: string) =>
@@ -227,11 +238,7 @@ describe("an uploaded PDF signed in a browser on a phone", () => {
     expect(await checkbox.getAttribute("aria-required")).toBeNull();
 
     // Identity with the mailed code, then consent.
-    await page.getByRole("button", { name: "Send me a code" }).click();
-    await expect.poll(() => page.isVisible("#code-entry")).toBe(true);
-    await page.getByLabel("Code from the e-mail").fill(await mailedSigningCode(buyer.email));
-    await page.getByRole("button", { name: "Verify the code" }).click();
-    await expect.poll(() => page.textContent("#status")).toMatch(/^Identity confirmed\./);
+    await confirmWithMailedCode(page, buyer.email);
     await page.getByLabel(/I agree to sign this document electronically/).check();
     await page.locator("#consent-button").click();
     await expect.poll(() => page.isVisible("#sign")).toBe(true);
@@ -279,5 +286,93 @@ describe("an uploaded PDF signed in a browser on a phone", () => {
     const file = join(mkdtempSync(join(tmpdir(), "upload-sign-")), "sealed.pdf");
     writeFileSync(file, sealed.bytes);
     expect(await poppler("pdftotext", ["-f", "1", "-l", "1", file, "-"])).toContain(NOTE);
+  });
+
+  it("a later order's link says it is not their turn; an approver rejects only with a reason, which declines", async () => {
+    const { token } = await mintToken(`Upload Roles Realty ${Date.now()}`, "agent@upload.test");
+    const stamp = `${Date.now()}.${Math.random().toString(36).slice(2, 8)}`;
+    const approver = { name: "Arno Approver", email: `arno.${stamp}@upload.test` };
+    const signer = { name: "Sam Signer", email: `sam.${stamp}@upload.test` };
+    const { envelopeId, linkOf } = await uploadAndSend(
+      token,
+      [
+        { key: "ap", ...approver, role: "approver", order: 1 },
+        { key: "si", ...signer, role: "signer", order: 2 },
+      ],
+      [{ recipient: "si", type: "signature", page: 1, x: 10, y: 80, width: 30, height: 8 }],
+    );
+    const api = createApiClient(dev.base, token);
+    const statuses = async () =>
+      (await api.GET("/api/signatures/{envelopeId}", { params: { path: { envelopeId } } })).data!.signers.map((s) => [s.email, s.status]);
+
+    // The signer of the second order: told to wait (the 409 is logged by Chromium as a failed load: expected).
+    const early = await phonePage([/status of 409/]);
+    await early.page.goto(linkOf(signer.email));
+    await expect.poll(() => early.page.isVisible("#waiting")).toBe(true);
+    expect(await early.page.textContent("#waiting")).toContain(
+      "It is not your turn yet: you will receive an e-mail when the people before you have signed",
+    );
+    expect(await early.page.isVisible("#read")).toBe(false);
+    expect(early.failures).toEqual([]);
+    await early.page.close();
+
+    // The approver confirms and consents, then has Approve and Reject instead of Sign; a rejection needs a reason.
+    const { page, failures } = await phonePage();
+    await page.goto(linkOf(approver.email));
+    await expect.poll(() => page.textContent("#who")).toBe("Arno Approver (approver)");
+    await confirmWithMailedCode(page, approver.email);
+    await page.getByLabel(/I agree to sign this document electronically/).check();
+    await page.locator("#consent-button").click();
+    await expect.poll(() => page.isVisible("#sign")).toBe(true);
+    expect(await page.textContent("#sign-heading")).toBe("3. Approve or reject");
+    expect(await page.getByRole("button", { name: "Approve" }).isVisible()).toBe(true);
+    expect(await page.getByRole("button", { name: "Sign the document" }).isVisible()).toBe(false);
+    await page.getByRole("button", { name: "Reject" }).click();
+    expect(await page.textContent("#status")).toBe("Please give a reason for rejecting.");
+    expect(await page.evaluate(() => document.activeElement?.id)).toBe("reject-reason");
+    expect(await statuses()).toEqual(expect.arrayContaining([[approver.email, "consented"]]));
+    await page.getByLabel("Reason for rejecting (required)").fill("The disclosure misses the basement");
+    await page.getByRole("button", { name: "Reject" }).click();
+    await expect.poll(() => page.isVisible("#rejected")).toBe(true);
+    expect(await page.textContent("#status")).toBe("You rejected the document.");
+    expect(failures).toEqual([]);
+    await page.close();
+
+    const read = await api.GET("/api/signatures/{envelopeId}", { params: { path: { envelopeId } } });
+    expect(read.data!.status).toBe("declined");
+    expect(read.data!.signers.find((s) => s.email === approver.email)!.status).toBe("declined");
+  });
+
+  it("a viewer reads the pages and is asked for nothing more", async () => {
+    const { token } = await mintToken(`Upload Viewer Realty ${Date.now()}`, "agent@upload.test");
+    const stamp = `${Date.now()}.${Math.random().toString(36).slice(2, 8)}`;
+    const viewer = { name: "Vera Viewer", email: `vera.${stamp}@upload.test` };
+    const signer = { name: "Sam Signer", email: `sam.${stamp}@upload.test` };
+    const { envelopeId, linkOf } = await uploadAndSend(
+      token,
+      [
+        { key: "vi", ...viewer, role: "viewer" },
+        { key: "si", ...signer, role: "signer" },
+      ],
+      [{ recipient: "si", type: "signature", page: 1, x: 10, y: 80, width: 30, height: 8 }],
+    );
+    const api = createApiClient(dev.base, token);
+    const statuses = async () =>
+      (await api.GET("/api/signatures/{envelopeId}", { params: { path: { envelopeId } } })).data!.signers.map((s) => [s.email, s.status]);
+
+    // The pages, and no field and no step.
+    const reader = await phonePage();
+    await reader.page.goto(linkOf(viewer.email));
+    await expect.poll(() => reader.page.isVisible("#viewed")).toBe(true);
+    expect(await reader.page.textContent("#viewed h2")).toBe("Nothing more is asked of you");
+    // Opening the link made the viewer done ("viewed"); the PDF link the same answer handed out must still serve them.
+    const pdf = await fetch((await reader.page.getAttribute("#pdf", "href"))!);
+    expect(pdf.status, "the viewer's PDF link, after the open that made them viewed").toBe(200);
+    await expect.poll(async () => (await drawnPages(reader.page)).filter((p) => p.dark > 0.001).length, { timeout: 30_000 }).toBe(2);
+    expect(await reader.page.locator(".field").count()).toBe(0);
+    for (const step of ["#identify", "#consent", "#sign"]) expect(await reader.page.isVisible(step), step).toBe(false);
+    expect(reader.failures).toEqual([]);
+    await reader.page.close();
+    expect(await statuses()).toEqual(expect.arrayContaining([[viewer.email, "viewed"]]));
   });
 });
