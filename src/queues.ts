@@ -4,6 +4,7 @@ import { auditLogConsumer } from "./events/audit-log";
 import { certificateConsumer } from "./signatures/certificate";
 import { sealingConsumer } from "./signatures/sealing";
 import { documentIndexingConsumer } from "./documents/indexing";
+import { uploadTextConsumer } from "./documents/upload-text";
 import { obligationSyncConsumer } from "./documents/obligations";
 import { referralLeadConsumer } from "./referrals/service";
 import { surveyResponseConsumer } from "./surveys/responses";
@@ -26,6 +27,7 @@ export const EVENT_CONSUMERS: EventConsumer[] = [
   sealingConsumer,
   obligationSyncConsumer,
   documentIndexingConsumer,
+  uploadTextConsumer,
   referralLeadConsumer,
   dealWonSurveyConsumer,
   surveyResponseConsumer,

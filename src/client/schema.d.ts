@@ -1634,6 +1634,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/documents/uploads": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Upload your own PDF to send for signature
+         * @description The body is the PDF itself (`Content-Type: application/pdf`, at most 15 MB). The answer describes its pages as displayed (after /Rotate, from the CropBox) and its own form fields, in the coordinates fields are placed in (percent of the page, origin top-left). Refused with nothing stored: not a PDF or a damaged one (422 pdf_invalid), one that needs a password to open (422 pdf_encrypted), more than 500 pages (422 pdf_too_long), over the size (413). A PDF with an owner password only (edit restrictions) is accepted: its pages are re-imported without it (`restrictionsRemoved`). An upload does not count on the generation meter. Its text is extracted and indexed for /api/documents/search by a queue consumer (`textStatus`).
+         */
+        post: operations["uploadDocument"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/documents": {
         parameters: {
             query?: never;
@@ -1664,6 +1684,26 @@ export interface paths {
         };
         /** Read a document */
         get: operations["getDocument"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/documents/{id}/pdf": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A document's PDF
+         * @description An uploaded document: the PDF as stored. A typed form's: the PDF as its form renders it now.
+         */
+        get: operations["getDocumentPdf"];
         put?: never;
         post?: never;
         delete?: never;
@@ -4453,7 +4493,7 @@ export interface components {
              * @example https://hooks.example.com/brokerage
              */
             url: string;
-            events: ("contact.created" | "contact.updated" | "contact.deleted" | "contact.restored" | "contact.tagged" | "contact.untagged" | "contact.assigned" | "deal.created" | "deal.updated" | "deal.deleted" | "deal.restored" | "deal.stage_changed" | "deal.won" | "deal.lost" | "deal.task_created" | "deal.task_completed" | "deal.closed" | "deal.document_uploaded" | "property.created" | "property.updated" | "property.deleted" | "property.restored" | "property.status_changed" | "property.price_changed" | "property.photos_uploaded" | "property.inquiry_received" | "property.showing_scheduled" | "property.offer_received" | "communication.email_sent" | "communication.email_received" | "communication.sms_sent" | "communication.sms_received" | "communication.call_started" | "communication.call_ended" | "communication.voicemail_received" | "organization.updated" | "user.created" | "user.updated" | "integration.connected" | "integration.disconnected" | "envelope.sent" | "envelope.opened" | "envelope.signer_signed" | "envelope.completed" | "envelope.sealed" | "envelope.declined" | "envelope.voided" | "envelope.expired" | "document.created" | "obligation.due_soon" | "obligation.overdue" | "clickwrap.accepted" | "testimonial.approved" | "testimonial.published" | "survey.completed" | "referral.received" | "import.completed" | "webhook.endpoint_disabled")[];
+            events: ("contact.created" | "contact.updated" | "contact.deleted" | "contact.restored" | "contact.tagged" | "contact.untagged" | "contact.assigned" | "deal.created" | "deal.updated" | "deal.deleted" | "deal.restored" | "deal.stage_changed" | "deal.won" | "deal.lost" | "deal.task_created" | "deal.task_completed" | "deal.closed" | "deal.document_uploaded" | "property.created" | "property.updated" | "property.deleted" | "property.restored" | "property.status_changed" | "property.price_changed" | "property.photos_uploaded" | "property.inquiry_received" | "property.showing_scheduled" | "property.offer_received" | "communication.email_sent" | "communication.email_received" | "communication.sms_sent" | "communication.sms_received" | "communication.call_started" | "communication.call_ended" | "communication.voicemail_received" | "organization.updated" | "user.created" | "user.updated" | "integration.connected" | "integration.disconnected" | "envelope.sent" | "envelope.opened" | "envelope.signer_signed" | "envelope.approved" | "envelope.completed" | "envelope.sealed" | "envelope.declined" | "envelope.voided" | "envelope.expired" | "document.created" | "obligation.due_soon" | "obligation.overdue" | "clickwrap.accepted" | "testimonial.approved" | "testimonial.published" | "survey.completed" | "referral.received" | "import.completed" | "webhook.endpoint_disabled")[];
             /** @description Signing secret; generated when left out. Shown only in this answer. */
             secret?: string;
             /** @default true */
@@ -4468,7 +4508,7 @@ export interface components {
              * @example https://hooks.example.com/brokerage
              */
             url?: string;
-            events?: ("contact.created" | "contact.updated" | "contact.deleted" | "contact.restored" | "contact.tagged" | "contact.untagged" | "contact.assigned" | "deal.created" | "deal.updated" | "deal.deleted" | "deal.restored" | "deal.stage_changed" | "deal.won" | "deal.lost" | "deal.task_created" | "deal.task_completed" | "deal.closed" | "deal.document_uploaded" | "property.created" | "property.updated" | "property.deleted" | "property.restored" | "property.status_changed" | "property.price_changed" | "property.photos_uploaded" | "property.inquiry_received" | "property.showing_scheduled" | "property.offer_received" | "communication.email_sent" | "communication.email_received" | "communication.sms_sent" | "communication.sms_received" | "communication.call_started" | "communication.call_ended" | "communication.voicemail_received" | "organization.updated" | "user.created" | "user.updated" | "integration.connected" | "integration.disconnected" | "envelope.sent" | "envelope.opened" | "envelope.signer_signed" | "envelope.completed" | "envelope.sealed" | "envelope.declined" | "envelope.voided" | "envelope.expired" | "document.created" | "obligation.due_soon" | "obligation.overdue" | "clickwrap.accepted" | "testimonial.approved" | "testimonial.published" | "survey.completed" | "referral.received" | "import.completed" | "webhook.endpoint_disabled")[];
+            events?: ("contact.created" | "contact.updated" | "contact.deleted" | "contact.restored" | "contact.tagged" | "contact.untagged" | "contact.assigned" | "deal.created" | "deal.updated" | "deal.deleted" | "deal.restored" | "deal.stage_changed" | "deal.won" | "deal.lost" | "deal.task_created" | "deal.task_completed" | "deal.closed" | "deal.document_uploaded" | "property.created" | "property.updated" | "property.deleted" | "property.restored" | "property.status_changed" | "property.price_changed" | "property.photos_uploaded" | "property.inquiry_received" | "property.showing_scheduled" | "property.offer_received" | "communication.email_sent" | "communication.email_received" | "communication.sms_sent" | "communication.sms_received" | "communication.call_started" | "communication.call_ended" | "communication.voicemail_received" | "organization.updated" | "user.created" | "user.updated" | "integration.connected" | "integration.disconnected" | "envelope.sent" | "envelope.opened" | "envelope.signer_signed" | "envelope.approved" | "envelope.completed" | "envelope.sealed" | "envelope.declined" | "envelope.voided" | "envelope.expired" | "document.created" | "obligation.due_soon" | "obligation.overdue" | "clickwrap.accepted" | "testimonial.approved" | "testimonial.published" | "survey.completed" | "referral.received" | "import.completed" | "webhook.endpoint_disabled")[];
             filters?: components["schemas"]["WebhookFilters"];
             enabled?: boolean;
             description?: string;
@@ -4625,6 +4665,9 @@ export interface components {
             /** @example November 2026 */
             periodLabel: string;
         };
+        UploadedDocument: {
+            document: components["schemas"]["Document"];
+        };
         Document: {
             id: string;
             /**
@@ -4640,8 +4683,45 @@ export interface components {
             sha256: string;
             /** @description The linked deal, or null */
             dealId: string | null;
+            /**
+             * @description form: generated from a typed standard form; upload: your own PDF (POST /api/documents/uploads; formKey `upload`)
+             * @enum {string}
+             */
+            source: "form" | "upload";
+            /** @description The form's title, or the upload's */
+            title: string;
+            /** @description An uploaded document's pages */
+            pageCount?: number;
+            /** @description An uploaded document's pages as displayed: points after /Rotate, from the CropBox */
+            pages?: components["schemas"]["PageSize"][];
+            /** @description An uploaded PDF's own form fields (fill them with formValues at send) */
+            formFields?: components["schemas"]["FormField"][];
+            /** @description The upload had an owner password (edit restrictions, no password to open); its pages were re-imported without it */
+            restrictionsRemoved?: boolean;
+            /**
+             * @description An uploaded document's text extraction for search (/api/documents/search finds it once done)
+             * @enum {string}
+             */
+            textStatus?: "pending" | "done" | "failed";
             createdAt: string;
             updatedAt: string;
+        };
+        PageSize: {
+            width: number;
+            height: number;
+            rotation: 0 | 90 | 180 | 270;
+        };
+        /** @description A form field of the PDF, its box in percent of its page as displayed (origin top-left) */
+        FormField: {
+            /** @description Its fully qualified name (the key of formValues) */
+            name: string;
+            /** @enum {string} */
+            type: "text" | "checkbox" | "radio" | "dropdown" | "signature";
+            page: number;
+            x: number;
+            y: number;
+            width: number;
+            height: number;
         };
         DocumentCreate: {
             /**
@@ -4932,52 +5012,11 @@ export interface components {
         };
         SignatureCreated: {
             envelopeId: string;
+            envelope: components["schemas"]["Envelope"];
             /** @description Every signer's link in parallel mode; the first signer's in sequential mode (the next link is sent when the previous signer has signed) */
             links: components["schemas"]["SigningLink"][];
         };
-        SigningLink: {
-            signerId: string;
-            name: string;
-            email: string;
-            role: string;
-            /**
-             * @description Shown once: an Idempotency-Key replay of this answer leaves it out (the link went to the signer by mail)
-             * @example https://app.example.test/sign/sign_…
-             */
-            url?: string;
-        };
-        SignatureRequest: {
-            /**
-             * @default parallel
-             * @enum {string}
-             */
-            mode?: "parallel" | "sequential";
-            /** @description Links and the envelope expire after this many days; no expiry when left out */
-            expiresInDays?: number;
-            /** @description Replaces the signing parties derived from the document (GET /api/documents/forms: each form's roles, in order), in signing order. Each address once (409 otherwise) */
-            signers?: components["schemas"]["SignerInput"][];
-            /**
-             * @description How signers are verified; default: the organization's setting (GET /api/signatures/settings), itself `attested` until changed
-             * @enum {string}
-             */
-            signerVerification?: "code" | "attested";
-            /** @description Reminders; null: none for this envelope; left out: the organization's setting (none until set) */
-            reminders?: {
-                /** @description Days after a signer's link is sent before the first reminder */
-                firstAfterDays: number;
-                /**
-                 * @description Days between later reminders; null: one reminder only
-                 * @default null
-                 */
-                everyDays?: number | null;
-            } | null;
-        };
-        SignerInput: {
-            name: string;
-            /** Format: email */
-            email: string;
-            role: string;
-        };
+        /** @description The envelope as GET /api/signatures/{envelopeId} shows it */
         Envelope: {
             id: string;
             documentId: string;
@@ -5026,12 +5065,17 @@ export interface components {
             id: string;
             name: string;
             email: string;
+            /** @description A typed form's party (buyer, seller …), or on an uploaded document signer, approver, viewer or cc */
             role: string;
+            /** @description The sender's key for the recipient, on an uploaded document */
+            key?: string;
+            /** @description Recipients of one order act in parallel, each order after the one before */
+            order: number;
             /**
-             * @description sent, opened, authenticated, consented, signed, declined; pending for a sequential signer whose turn has not come
+             * @description sent, opened, authenticated, consented, then signed (a signer), approved (an approver) or viewed (a viewer); declined; pending while their order's turn has not come (a cc until completion, then copied)
              * @enum {string}
              */
-            status: "pending" | "sent" | "opened" | "authenticated" | "consented" | "signed" | "declined";
+            status: "pending" | "sent" | "opened" | "authenticated" | "consented" | "signed" | "approved" | "viewed" | "copied" | "declined";
             signedAt?: string;
             sentAt?: string;
             /**
@@ -5039,6 +5083,142 @@ export interface components {
              * @enum {string}
              */
             verification?: "email_code" | "client_attested";
+            /** @description On an uploaded document: the recipient's fields and what they filled in */
+            fields?: (components["schemas"]["SignerField"] & {
+                /** @description What the recipient filled in: the text, a checkbox's state, `adopted` or `drawn` for a signature; null until then */
+                filled: string | boolean | null;
+            })[];
+        };
+        /** @description A field of the recipient's, in percent of its page as displayed (origin top-left) */
+        SignerField: {
+            id: string;
+            /** @enum {string} */
+            type: "signature" | "initials" | "name" | "email" | "date" | "text" | "number" | "checkbox" | "radio" | "dropdown";
+            page: number;
+            x: number;
+            y: number;
+            width: number;
+            height: number;
+            name: string | null;
+            required: boolean;
+            readOnly: boolean;
+            /** @description The sender's prefilled value */
+            value: string | number | boolean | null;
+            options: string[] | null;
+            validation: {
+                maxLength?: number;
+                min?: number;
+                max?: number;
+                pattern?: string;
+            } | null;
+        };
+        SigningLink: {
+            signerId: string;
+            name: string;
+            email: string;
+            role: string;
+            /** @description The recipient's key, on an uploaded document */
+            key?: string;
+            /** @description The recipient's order: a link of a later order answers 409 not_your_turn until its turn */
+            order: number;
+            /**
+             * @description Shown once: an Idempotency-Key replay of this answer leaves it out (the link went to the signer by mail)
+             * @example https://app.example.test/sign/sign_…
+             */
+            url?: string;
+        };
+        SignatureRequest: {
+            /**
+             * @default parallel
+             * @enum {string}
+             */
+            mode?: "parallel" | "sequential";
+            /** @description Links and the envelope expire after this many days; no expiry when left out */
+            expiresInDays?: number;
+            /** @description Replaces the signing parties derived from the document (GET /api/documents/forms: each form's roles, in order), in signing order. Each address once (409 otherwise) */
+            signers?: components["schemas"]["SignerInput"][];
+            /**
+             * @description How signers are verified; default: the organization's setting (GET /api/signatures/settings), itself `attested` until changed
+             * @enum {string}
+             */
+            signerVerification?: "code" | "attested";
+            /** @description Reminders; null: none for this envelope; left out: the organization's setting (none until set) */
+            reminders?: {
+                /** @description Days after a signer's link is sent before the first reminder */
+                firstAfterDays: number;
+                /**
+                 * @description Days between later reminders; null: one reminder only
+                 * @default null
+                 */
+                everyDays?: number | null;
+            } | null;
+            /** @description An uploaded document's recipients (required for one, refused for a typed form); `mode` does not apply: `order` does */
+            recipients?: components["schemas"]["RecipientInput"][];
+            /** @description Where each recipient fills what, on an uploaded document; every signer needs a signature field */
+            fields?: components["schemas"]["FieldInput"][];
+            /** @description The uploaded PDF's own form fields filled by name (text: a string; checkbox: true/false; radio, dropdown: an option); then every form field is flattened */
+            formValues?: {
+                [key: string]: string | boolean;
+            };
+        };
+        SignerInput: {
+            name: string;
+            /** Format: email */
+            email: string;
+            role: string;
+        };
+        RecipientInput: {
+            /**
+             * @description Your own label for the recipient, unique in the request; fields name it
+             * @example buyer1
+             */
+            key: string;
+            name: string;
+            /** Format: email */
+            email: string;
+            /**
+             * @description signer: fills and signs their fields; approver: approves or rejects (a rejection declines the envelope); viewer: done once they have opened the document; cc: gets the sealed copy by e-mail at completion, no link
+             * @enum {string}
+             */
+            role: "signer" | "approver" | "viewer" | "cc";
+            /**
+             * @description Recipients of one order act in parallel; the next order is sent when everyone before it is done
+             * @default 1
+             */
+            order?: number;
+        };
+        FieldInput: {
+            /** @description The key of the recipient who fills the field */
+            recipient: string;
+            /** @enum {string} */
+            type: "signature" | "initials" | "name" | "email" | "date" | "text" | "number" | "checkbox" | "radio" | "dropdown";
+            /** @description From 1 */
+            page: number;
+            /** @description Left edge, from the page's left, in percent of the page as displayed */
+            x: number;
+            /** @description Top edge, from the page's top, in percent of the page as displayed */
+            y: number;
+            /** @description Width, in percent of the page as displayed */
+            width: number;
+            /** @description Height, in percent of the page as displayed */
+            height: number;
+            /** @description A name of your own for the field (the sealed copy's values are listed by it) */
+            name?: string;
+            /** @description Default: true for signature and initials, false otherwise */
+            required?: boolean;
+            /** @description With value: the recipient sees the value and cannot change it */
+            readOnly?: boolean;
+            /** @description A prefilled value (text, number, date YYYY-MM-DD, checkbox true/false, an option) */
+            value?: string | number | boolean;
+            /** @description The choices of a radio or dropdown field */
+            options?: string[];
+            validation?: {
+                maxLength?: number;
+                min?: number;
+                max?: number;
+                /** @description A regular expression the whole value must match (no nested quantifiers such as (a+)+) */
+                pattern?: string;
+            };
         };
         DocumentDraft: {
             /**
@@ -5140,9 +5320,12 @@ export interface components {
             state: "active";
             signer: {
                 name: string;
+                /** @description On an uploaded document: the address name and e-mail fields are filled with */
+                email?: string;
+                /** @description A typed form's party, or on an uploaded document signer, approver or viewer */
                 role: string;
                 /** @enum {string} */
-                status: "pending" | "sent" | "opened" | "authenticated" | "consented" | "signed" | "declined";
+                status: "pending" | "sent" | "opened" | "authenticated" | "consented" | "signed" | "approved" | "viewed" | "copied" | "declined";
                 documentId: string;
             };
             /** @description The document the signer is asked to sign */
@@ -5152,7 +5335,7 @@ export interface components {
                 sha256: string | null;
                 /** @description The document as a PDF: a link for this signer, valid 10 to 15 minutes; null on a code envelope until the signer's code is verified */
                 pdfUrl: string | null;
-                /** @description The document's content as text, what the PDF says; null on a code envelope until the signer's code is verified */
+                /** @description The document's content as text, what the PDF says (a typed form's); null for an uploaded document, and on a code envelope until the signer's code is verified */
                 text: {
                     title: string;
                     sections: {
@@ -5160,7 +5343,11 @@ export interface components {
                         lines: string[];
                     }[];
                 } | null;
+                /** @description An uploaded document's pages as displayed (points, after /Rotate): where fields' percent boxes sit */
+                pages?: components["schemas"]["PageSize"][];
             };
+            /** @description An uploaded document: this recipient's fields (ids for the sign action's `fields`) */
+            fields?: components["schemas"]["SignerField"][];
             /** @enum {string} */
             signerVerification: "code" | "attested";
         };
@@ -5183,13 +5370,17 @@ export interface components {
              * @description send_code mails the signer a one-time code; then authenticate (with code), consent, sign; decline from any active state
              * @enum {string}
              */
-            action: "send_code" | "authenticate" | "consent" | "sign" | "decline";
+            action: "send_code" | "authenticate" | "consent" | "sign" | "decline" | "approve" | "reject";
             /** @description With authenticate: the 6-digit code send_code mailed to the signer (checked by the server; 10 minutes, one use, 5 tries; 15 wrong codes in all lock the signer until the sender resends the link) */
             code?: string;
             /** @description With authenticate: whether the one-time code or knowledge-based check was verified (spec rule 2); refused with 409 verification_required on an envelope whose signerVerification is code */
             codeVerified?: boolean;
-            /** @description With decline; stored as data, never interpreted (no control characters) */
+            /** @description With decline, and required with reject; stored as data, never interpreted (no control characters) */
             reason?: string;
+            /** @description With sign, on an uploaded document: each of your fields' value by its id (checkbox true/false, date YYYY-MM-DD, number, text, the option of a radio or dropdown; signature and initials "adopted" for your typed name or a PNG data URL of a drawn one, at most 100 KB). Name and e-mail fields are filled with yours */
+            fields?: {
+                [key: string]: string | number | boolean;
+            };
             /** @description Turnstile token, required for sign and decline when the bot challenge is configured */
             challengeToken?: string;
         };
@@ -18334,7 +18525,7 @@ export interface operations {
                 /** @description `pagination.nextCursor` of the previous page */
                 cursor?: string;
                 /** @description One event name of the catalogue */
-                type?: "contact.created" | "contact.updated" | "contact.deleted" | "contact.restored" | "contact.tagged" | "contact.untagged" | "contact.assigned" | "deal.created" | "deal.updated" | "deal.deleted" | "deal.restored" | "deal.stage_changed" | "deal.won" | "deal.lost" | "deal.task_created" | "deal.task_completed" | "deal.closed" | "deal.document_uploaded" | "property.created" | "property.updated" | "property.deleted" | "property.restored" | "property.status_changed" | "property.price_changed" | "property.photos_uploaded" | "property.inquiry_received" | "property.showing_scheduled" | "property.offer_received" | "communication.email_sent" | "communication.email_received" | "communication.sms_sent" | "communication.sms_received" | "communication.call_started" | "communication.call_ended" | "communication.voicemail_received" | "organization.updated" | "user.created" | "user.updated" | "integration.connected" | "integration.disconnected" | "envelope.sent" | "envelope.opened" | "envelope.signer_signed" | "envelope.completed" | "envelope.sealed" | "envelope.declined" | "envelope.voided" | "envelope.expired" | "document.created" | "obligation.due_soon" | "obligation.overdue" | "clickwrap.accepted" | "testimonial.approved" | "testimonial.published" | "survey.completed" | "referral.received" | "import.completed" | "webhook.endpoint_disabled";
+                type?: "contact.created" | "contact.updated" | "contact.deleted" | "contact.restored" | "contact.tagged" | "contact.untagged" | "contact.assigned" | "deal.created" | "deal.updated" | "deal.deleted" | "deal.restored" | "deal.stage_changed" | "deal.won" | "deal.lost" | "deal.task_created" | "deal.task_completed" | "deal.closed" | "deal.document_uploaded" | "property.created" | "property.updated" | "property.deleted" | "property.restored" | "property.status_changed" | "property.price_changed" | "property.photos_uploaded" | "property.inquiry_received" | "property.showing_scheduled" | "property.offer_received" | "communication.email_sent" | "communication.email_received" | "communication.sms_sent" | "communication.sms_received" | "communication.call_started" | "communication.call_ended" | "communication.voicemail_received" | "organization.updated" | "user.created" | "user.updated" | "integration.connected" | "integration.disconnected" | "envelope.sent" | "envelope.opened" | "envelope.signer_signed" | "envelope.approved" | "envelope.completed" | "envelope.sealed" | "envelope.declined" | "envelope.voided" | "envelope.expired" | "document.created" | "obligation.due_soon" | "obligation.overdue" | "clickwrap.accepted" | "testimonial.approved" | "testimonial.published" | "survey.completed" | "referral.received" | "import.completed" | "webhook.endpoint_disabled";
                 /** @description false: events with at least one delivery that has not succeeded (retrying, failed or dead); true: events every delivery of which succeeded (at least one) */
                 deliverySuccess?: "true" | "false";
             };
@@ -18841,6 +19032,158 @@ export interface operations {
             };
         };
     };
+    uploadDocument: {
+        parameters: {
+            query?: {
+                /** @description The document's title; default: the PDF's own title, else its first words */
+                title?: string;
+                /** @description A deal of your organization this document belongs to */
+                dealId?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/pdf": string;
+            };
+        };
+        responses: {
+            /** @description The uploaded document */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UploadedDocument"];
+                };
+            };
+            /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The caller's role does not allow this route (insufficient_role), or its API key or OAuth access token was not granted the route's permission (insufficient_permission) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The body is over the route's size limit */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description unsupported_media_type: the body must be a PDF sent as application/pdf; or: Content-Type is not one the route takes (application/json; multipart/form-data on uploads) */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description pdf_invalid, pdf_encrypted or pdf_too_long; or: This Idempotency-Key was used for another request (idempotency_key_reused) */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The credential's quota is spent (rate_limited): retry after Retry-After seconds; RateLimit says the same */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
     listDocuments: {
         parameters: {
             query?: {
@@ -19120,6 +19463,103 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The caller's role does not allow this route (insufficient_role), or its API key or OAuth access token was not granted the route's permission (insufficient_permission) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description No document with this id in your organization */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The credential's quota is spent (rate_limited): retry after Retry-After seconds; RateLimit says the same */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    getDocumentPdf: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The PDF */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/pdf": string;
+                };
             };
             /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
             400: {
@@ -20666,6 +21106,16 @@ export interface operations {
                     "application/json": components["schemas"]["Gone"];
                 };
             };
+            /** @description not_your_turn: a recipient of a later order; the link works once everyone before them is done (they are mailed then) */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
             /** @description Too many requests from this address (rate_limited) */
             429: {
                 headers: {
@@ -20753,7 +21203,7 @@ export interface operations {
                     "application/json": components["schemas"]["Gone"];
                 };
             };
-            /** @description invalid_state: the action is out of order (sign before consent, say), or authenticate with neither code nor codeVerified; verification_required: codeVerified on an envelope that needs a code */
+            /** @description invalid_state: the action is out of order (sign before consent, say), not this recipient's (sign for an approver, approve for a signer), or authenticate with neither code nor codeVerified; verification_required: codeVerified on an envelope that needs a code; not_your_turn: a recipient of a later order */
             409: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -20783,7 +21233,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
-            /** @description code_invalid (wrong, used, or none pending), code_expired, code_attempts_exceeded (5 wrong tries ended the code) */
+            /** @description code_invalid (wrong, used, or none pending), code_expired, code_attempts_exceeded (5 wrong tries ended the code); invalid_fields: the fields' values, each problem in issues[]; reason_required: a reject without a reason */
             422: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];

@@ -2,6 +2,7 @@ import { OpenAPIHono, z } from "@hono/zod-openapi";
 import { NoQuery } from "../crm/list-query";
 import { API, apiError, apiJson } from "../platform/api-family";
 import { serviceContext } from "../platform/auth";
+import { keepAnswerInBatch } from "../platform/idempotency";
 import type { AppBindings } from "../platform/context";
 import { validationHook } from "../platform/openapi";
 import { requestMeta } from "../platform/request-meta";
@@ -148,7 +149,8 @@ export const documentRoutes = new OpenAPIHono<AppBindings>({ defaultHook: valida
       throw new UnsupportedMediaType("The body must be the PDF itself, sent as Content-Type: application/pdf");
     const bytes = new Uint8Array(await c.req.arrayBuffer());
     if (bytes.byteLength > MAX_UPLOAD_BYTES) throw new PayloadTooLarge(MAX_UPLOAD_BYTES);
-    const document = await uploadDocument(serviceContext(c), { bytes, ...c.req.valid("query") });
+    const keepAnswer = keepAnswerInBatch(c.get("idempotencyClaim"), 201, (document: Document) => ({ document }));
+    const document = await uploadDocument({ ...serviceContext(c), keepAnswer }, { bytes, ...c.req.valid("query") });
     return c.json({ document }, 201);
   })
   .openapi(create, async (c) => c.json(await createDocument(serviceContext(c), c.req.valid("json")), 201))

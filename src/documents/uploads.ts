@@ -105,6 +105,8 @@ export async function uploadDocument(
         newEvent(ctx, "DOCUMENT_UPLOADED", { documentId: id, sha256, pageCount: row.pageCount }),
         resourceEvent(ctx, "document.created", toDocument(row)),
       ],
+      // With an Idempotency-Key, a retry after a lost reply replays this answer instead of storing the PDF again.
+      { answer: toDocument(row) },
     );
   } catch (err) {
     ctx.defer(discardUploads(ctx, [key]));

@@ -9,7 +9,7 @@ import { Document, DocumentCreate } from "../documents/schemas";
 import { createDocument, getDocument, listForms } from "../documents/service";
 import { Unprocessable } from "../lib/errors";
 import { Envelope, MAX_SIGNERS, SignatureRequest, SignerInput, VoidQuery } from "../signatures/schemas";
-import { getEnvelope, resendSigner, sendForSignature, voidEnvelope } from "../signatures/service";
+import { getEnvelope, listEnvelopes, resendSigner, sendForSignature, voidEnvelope } from "../signatures/service";
 import { resourceLink } from "./resources";
 import { defineTool, parseWith } from "./tool";
 
@@ -164,13 +164,23 @@ export const getDocumentTool = defineTool({
   name: "get_document",
   title: "Get a document",
   description:
-    "One document: its form, status (GENERATED, OUT_FOR_SIGNATURE, SIGNED), canonical data, hash and deal; with a link to its PDF (read it with resources/read).",
+    "One document: its source (a typed form, or an uploaded PDF with its pages and form fields), status (GENERATED, OUT_FOR_SIGNATURE, SIGNED), canonical data, hash and deal; with a link to its PDF (read it with resources/read). With signatures:read also its newest envelope: every recipient with their role, order, status and fields (what they filled in).",
   permission: "documents:read",
   route: "GET /api/documents/{id}",
   input: z.strictObject({ documentId }),
-  output: z.object({ document: Document }),
+  output: z.object({
+    document: Document,
+    envelope: Envelope.nullable()
+      .optional()
+      .describe("The newest envelope of the document (null: never sent); left out without signatures:read"),
+  }),
   effect: "read",
-  run: async ({ documentId }, { ctx }) => ({ document: await getDocument(ctx, documentId) }),
+  async run({ documentId }, { ctx, granted }) {
+    const document = await getDocument(ctx, documentId);
+    if (!granted.has("signatures:read")) return { document };
+    const [newest] = await listEnvelopes(ctx, documentId);
+    return { document, envelope: newest ?? null };
+  },
   links: ({ document }) => [resourceLink("document-pdf", document.id)],
 });
 

@@ -42,16 +42,16 @@ function compareBytes(a: Uint8Array, b: Uint8Array): number {
 }
 
 /**
- * A detached CAdES SignedData over `content` (the PDF without its /Contents), DER. Signed attributes are the PAdES
+ * A detached CAdES SignedData over the content whose SHA-256 is `contentSha256` (the PDF without its /Contents), DER. Signed attributes are the PAdES
  * B-B set: contentType, messageDigest and ESS signing-certificate-v2 (RFC 5035); no signing-time, which ETSI EN
  * 319 142-1 forbids (the time is the signature dictionary's /M).
  */
-export async function buildCadesSignature(keys: SealKeys, content: Uint8Array): Promise<Uint8Array> {
+export async function buildCadesSignature(keys: SealKeys, contentSha256: Uint8Array): Promise<Uint8Array> {
   // ESSCertIDv2 with the hash algorithm left at its DEFAULT (SHA-256), so DER omits it; issuerSerial is optional.
   const essCertIdV2 = new Sequence({ value: [new OctetString({ valueHex: await sha256(keys.certificateDer) })] });
   const attributes = [
     new Attribute({ type: OID.contentType, values: [new ObjectIdentifier({ value: OID.data })] }),
-    new Attribute({ type: OID.messageDigest, values: [new OctetString({ valueHex: await sha256(content) })] }),
+    new Attribute({ type: OID.messageDigest, values: [new OctetString({ valueHex: contentSha256.slice().buffer })] }),
     new Attribute({ type: OID.signingCertificateV2, values: [new Sequence({ value: [new Sequence({ value: [essCertIdV2] })] })] }),
   ];
   // DER sorts a SET OF by encoding; pkijs writes the order it is given, and a verifier that re-encodes would differ.

@@ -1,7 +1,7 @@
 import { PDFArray, type PDFDocument, PDFDict, PDFHexString, PDFInvalidObject, PDFName, PDFNumber, PDFString } from "@pdfme/pdf-lib";
 
-/** What @signpdf/signpdf looks for and replaces: `/ByteRange [0 /********** /********** /**********]`. */
-const BYTE_RANGE_PLACEHOLDER = "**********";
+/** What pades.ts finds and writes over: `/ByteRange [0 /********** /********** /**********]`. */
+export const BYTE_RANGE_PLACEHOLDER = "**********";
 const SIG_FLAGS_SIGNATURES_EXIST_APPEND_ONLY = 3;
 const ANNOTATION_PRINT = 4;
 
@@ -29,7 +29,7 @@ export function addSignaturePlaceholder(pdf: PDFDocument, fields: SignatureField
     Type: "Sig",
     Filter: "Adobe.PPKLite",
     SubFilter: "ETSI.CAdES.detached",
-    // @signpdf/signpdf finds /Contents as the first one after /ByteRange, so the order of these two keys matters.
+    // pades.ts finds /Contents as the first "<" after /ByteRange, so the order of these two keys matters.
     ByteRange: context.obj([PDFNumber.of(0), placeholder, placeholder, placeholder]),
     Contents: PDFHexString.of("0".repeat(fields.contentsBytes * 2)),
     // The claimed signing time lives here, not in a CMS signing-time attribute (ETSI EN 319 142-1, table 1).

@@ -133,16 +133,16 @@ export async function renderCertificate(env: Env, input: CertificateInput): Prom
 }
 
 /**
- * The signed packet, unsaved so the caller can seal it: the document's pages (copied from the PDF the signers saw, so
- * they are those very pages), a signature page per signer, then the certificate of completion.
+ * The signed packet, unsaved so the caller can seal it: the PDF the signers saw (so its pages are those very pages),
+ * a signature page per signer, then the certificate of completion.
  */
 export async function renderSignedPacket(env: Env, input: SignedPacketInput): Promise<PDFDocument> {
   const { PDFDocument } = await pdfLib();
-  const packet = await PDFDocument.create();
+  // The document's own PDF is the packet: its pages stay those very pages, and a 15 MB upload is held once, not copied
+  // into a second document (issue 44: a 100-page upload seals within a Worker's 128 MB).
+  const packet = await PDFDocument.load(input.documentPdf ?? (await renderDocumentPdf(env, input.document)), { updateMetadata: false });
   packet.setTitle(`${documentTitle(input.document)}, signed (envelope ${input.envelope.id})`);
   packet.setProducer("Brokerage Edge API");
-  const source = await PDFDocument.load(input.documentPdf ?? (await renderDocumentPdf(env, input.document)));
-  for (const page of await packet.copyPages(source, source.getPageIndices())) packet.addPage(page);
   // An uploaded document's fields, drawn on its own pages before the signature pages follow them.
   await input.onDocumentPages?.(packet);
   const w = await unicodeWriter(env, packet);

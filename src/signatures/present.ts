@@ -1,4 +1,5 @@
 import type { envelopes, envelopeSigners } from "../db/schema";
+import type { EnvelopeField, StoredValue } from "../db/signatures";
 import type { DomainEvent } from "../events/event";
 import { resourceEvent } from "../events/resource-event";
 import type { ServiceContext } from "../service-context";
@@ -47,7 +48,17 @@ const toSigner = (s: SignerRow): Envelope["signers"][number] => ({
   ...(s.signedAt ? { signedAt: s.signedAt } : {}),
   ...(s.sentAt ? { sentAt: s.sentAt } : {}),
   ...(s.verification ? { verification: s.verification } : {}),
+  ...(s.fields ? { fields: s.fields.map((f) => filledField(f, s.fieldValues?.[f.id])) } : {}),
 });
+
+/**
+ * A recipient's field as the sender reads it: where it is and what it takes, and what was filled in (text as given,
+ * a checkbox's state, `adopted` or `drawn` for a signature; the drawn image itself stays in the sealed copy).
+ */
+function filledField(f: EnvelopeField, v: StoredValue | undefined) {
+  const filled = v === undefined ? null : "text" in v ? v.text : "checked" in v ? v.checked : "adopted" in v ? "adopted" : "drawn";
+  return { ...f, filled };
+}
 
 interface EnvelopeState {
   envelope: EnvelopeRow;

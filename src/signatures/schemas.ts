@@ -168,6 +168,26 @@ export const SigningLink = z
   })
   .openapi("SigningLink");
 
+export const SignerField = z
+  .object({
+    id: z.string(),
+    type: z.enum(FIELD_TYPES),
+    page: z.int(),
+    x: z.number(),
+    y: z.number(),
+    width: z.number(),
+    height: z.number(),
+    name: z.string().nullable(),
+    required: z.boolean(),
+    readOnly: z.boolean(),
+    value: z.union([z.string(), z.number(), z.boolean()]).nullable().openapi({ description: "The sender's prefilled value" }),
+    options: z.array(z.string()).nullable(),
+    validation: z
+      .object({ maxLength: z.int().optional(), min: z.number().optional(), max: z.number().optional(), pattern: z.string().optional() })
+      .nullable(),
+  })
+  .openapi("SignerField", { description: "A field of the recipient's, in percent of its page as displayed (origin top-left)" });
+
 export const Signer = z
   .object({
     id: z.string(),
@@ -188,6 +208,17 @@ export const Signer = z
       .enum(["email_code", "client_attested"])
       .optional()
       .openapi({ description: "How the signer was authenticated, once they were" }),
+    fields: z
+      .array(
+        SignerField.extend({
+          filled: z.union([z.string(), z.boolean()]).nullable().openapi({
+            description:
+              "What the recipient filled in: the text, a checkbox's state, `adopted` or `drawn` for a signature; null until then",
+          }),
+        }),
+      )
+      .optional()
+      .openapi({ description: "On an uploaded document: the recipient's fields and what they filled in" }),
   })
   .openapi("Signer");
 
@@ -333,26 +364,6 @@ export const SignerAction = z
   })
   .openapi("SignerAction");
 export type SignerAction = z.infer<typeof SignerAction>;
-
-export const SignerField = z
-  .object({
-    id: z.string(),
-    type: z.enum(FIELD_TYPES),
-    page: z.int(),
-    x: z.number(),
-    y: z.number(),
-    width: z.number(),
-    height: z.number(),
-    name: z.string().nullable(),
-    required: z.boolean(),
-    readOnly: z.boolean(),
-    value: z.union([z.string(), z.number(), z.boolean()]).nullable().openapi({ description: "The sender's prefilled value" }),
-    options: z.array(z.string()).nullable(),
-    validation: z
-      .object({ maxLength: z.int().optional(), min: z.number().optional(), max: z.number().optional(), pattern: z.string().optional() })
-      .nullable(),
-  })
-  .openapi("SignerField", { description: "A field of the recipient's, in percent of its page as displayed (origin top-left)" });
 
 export const SignerView = z
   .object({

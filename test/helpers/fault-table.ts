@@ -24,8 +24,10 @@ import { expectDerivedFiguresExact } from "./derived-figures";
 import { freshIp, leaseCanonical, mailTo, tokenOf } from "./documents";
 import { createPrincipal, tenantDb, type TestPrincipal } from "./factories";
 import { drainQueues, type FaultEnv, faultEnv, type FaultMode, type Step, withSignerOn } from "./faulty-bindings";
+import { pdfTool } from "./pdf-tools";
 import { photoForm, PNG_1X1, propertyBody } from "./properties";
 import { type Mailbox, openMailbox } from "./receiver";
+import { buildPdf, DRAWN_PNG } from "./uploads";
 import { capturingEnv, contactEvent, subscribe } from "./webhooks";
 
 /**
@@ -189,7 +191,7 @@ export const principal = (shard = 0): Promise<TestPrincipal> => createPrincipal(
 export async function seedCall(
   method: string,
   path: string,
-  opts: { token?: string; body?: unknown; headers?: Record<string, string> } = {},
+  opts: { token?: string; body?: unknown; raw?: Uint8Array; headers?: Record<string, string> } = {},
 ): Promise<any> {
   const quiet = faultEnv();
   const res = await request(quiet, method, path, opts);
@@ -643,12 +645,57 @@ const photoUpload: FaultRow<PhotoUpload> = {
   },
 };
 
+interface DocumentUpload extends Written {
+  pdf: Uint8Array;
+}
+
+const uploadedRows = async (s: DocumentUpload) =>
+  (
+    await (
+      await tenantDb(s.owner.organizationId)
+    )
+      .prepare("SELECT file_key FROM documents WHERE organization_id = ? AND source = 'upload'")
+      .bind(s.owner.organizationId)
+      .all<{ file_key: string }>()
+  ).results
+    .map((r) => r.file_key)
+    .sort();
+
+/** Issue 44: the file goes to R2 (noted pending first), then its row; a failure between leaves neither for long. */
+const documentUpload: FaultRow<DocumentUpload> = {
+  operation: "document upload (a PDF)",
+  ...keyedWrite<DocumentUpload>(
+    async () => ({ pdf: await buildPdf([{}, { rotate: 90 }]) }),
+    (f, s) =>
+      request(f, "POST", "/api/documents/uploads?title=Faulted", {
+        token: s.owner.token,
+        headers: { ...keyed(s), "content-type": "application/pdf" },
+        raw: s.pdf,
+      }),
+  ),
+  recovery: UPLOAD_RECOVERY,
+  async during(_f, s) {
+    await expectObjects(await uploadedRows(s));
+  },
+  async check(_f, s) {
+    expectAnswered(s, 201);
+    const org = s.owner.organizationId;
+    const keys = await uploadedRows(s);
+    expect(keys.length, "uploaded documents").toBe(1);
+    await expectObjects(keys);
+    expect(await objectsUnder(`documents/${org}/`), "objects under the organization's uploads (no object without its row)").toEqual(keys);
+    await expectEventsOnce(org, ["document.created", "DOCUMENT_UPLOADED"], { "document.created": 1, DOCUMENT_UPLOADED: 1 });
+  },
+};
+
 interface Signing {
   owner: TestPrincipal;
   envelopeId: string;
   signerId: string;
   token: string;
   email: string;
+  /** What the signer sends to sign (an uploaded PDF's field values); `{action: "sign"}` when absent. */
+  signBody?: Record<string, unknown>;
   first?: Answer;
 }
 
@@ -667,86 +714,134 @@ const SIGNING_STEPS = (step: Step) =>
   step.kind === "queue.send" ||
   (/^put signed\/|update envelopes|update outbox_events|insert public_keys/.test(step.what) && !/certificate_key/.test(step.what));
 
-const publicSign: FaultRow<Signing> = {
-  operation: "public sign that completes an envelope, then its seal",
-  recovery: "signer retries the sign; cron; queue redelivery (seal, certificate)",
-  steps: { pick: SIGNING_STEPS, why: "the object's write, the publish (send, sent mark), the seal consumer (R2 put, key, D1 update)" },
-  async seed() {
-    const owner = await principal();
-    const email = `signer.${crypto.randomUUID()}@tenant.test`;
+/** An envelope of one signer who has consented: of a typed form, or of an uploaded PDF with fields to fill (issue 44). */
+async function consentedSigner(uploadedDocument: boolean): Promise<Signing> {
+  const owner = await principal();
+  const email = `signer.${crypto.randomUUID()}@tenant.test`;
+  let sent: { envelopeId: string; links: { signerId: string; url: string }[] };
+  if (uploadedDocument) {
+    const doc = (
+      await seedCall("POST", "/api/documents/uploads?title=Faulted", {
+        token: owner.token,
+        raw: await buildPdf([{}, { rotate: 90 }]),
+        headers: { "content-type": "application/pdf" },
+      })
+    ).document;
+    sent = await seedCall("POST", `/api/documents/${doc.id}/signature`, {
+      token: owner.token,
+      body: {
+        recipients: [{ key: "s", name: "Sig Ner", email, role: "signer" }],
+        fields: [
+          { recipient: "s", type: "signature", page: 1, x: 10, y: 80, width: 30, height: 8, name: "sig" },
+          { recipient: "s", type: "text", page: 2, x: 10, y: 10, width: 40, height: 6, name: "note" },
+        ],
+      },
+    });
+  } else {
     const canonical = leaseCanonical({ tenants: [{ name: "Sig Ner", email }] });
     const doc = await seedCall("POST", "/api/documents", { token: owner.token, body: { formKey: canonical.formKey, canonical } });
-    const sent = await seedCall("POST", `/api/documents/${doc.id}/signature`, {
+    sent = await seedCall("POST", `/api/documents/${doc.id}/signature`, {
       token: owner.token,
       body: { signers: [{ name: "Sig Ner", email, role: "tenant" }] },
     });
-    const s: Signing = { owner, envelopeId: sent.envelopeId, signerId: sent.links[0]!.signerId, token: tokenOf(sent.links[0]!.url), email };
-    const signer = { "cf-connecting-ip": freshIp(), "user-agent": "fault table" };
-    const path = `/api/public/sign/${encodeURIComponent(s.token)}`;
-    await seedCall("GET", path, { headers: signer });
-    await seedCall("POST", path, { headers: signer, body: { action: "authenticate", codeVerified: true } });
-    await seedCall("POST", path, { headers: signer, body: { action: "consent" } });
-    return s;
-  },
-  async act(f, s) {
-    await withSignerOn(s.envelopeId, f, async () => {
-      s.first = await signingCall(f, s, { action: "sign" });
-    });
-    // The consumers' first delivery of what the signature published (DOCUMENT_SIGNED): seal, certificate, audit.
-    await f.events.deliverOnce(f.env);
-  },
-  async recover(f, s) {
-    await withSignerOn(s.envelopeId, f, () =>
-      recoverAsProduction(f, async () => {
-        // A signer who saw an error signs again; a link that answers 404 signed already (or it was the last step).
-        if (s.first?.status !== 200) await signingCall(f, s, { action: "sign" });
-      }),
-    );
-  },
-  async check(f, s) {
-    // The signer was answered: signed, or 503 with Retry-After when the object's step failed (never a 500).
-    if (s.first?.status !== 200)
-      expect({ status: s.first?.status, retryAfter: s.first?.headers.get("retry-after") }, "the sign's answer").toEqual({
-        status: 503,
-        retryAfter: "5",
+  }
+  const s: Signing = { owner, envelopeId: sent.envelopeId, signerId: sent.links[0]!.signerId, token: tokenOf(sent.links[0]!.url), email };
+  const signer = { "cf-connecting-ip": freshIp(), "user-agent": "fault table" };
+  const path = `/api/public/sign/${encodeURIComponent(s.token)}`;
+  const view = await seedCall("GET", path, { headers: signer });
+  const ids = Object.fromEntries(((view.fields ?? []) as { id: string; name: string }[]).map((f) => [f.name, f.id]));
+  if (uploadedDocument) s.signBody = { action: "sign", fields: { [ids.sig!]: DRAWN_PNG, [ids.note!]: "Faulted note" } };
+  await seedCall("POST", path, { headers: signer, body: { action: "authenticate", codeVerified: true } });
+  await seedCall("POST", path, { headers: signer, body: { action: "consent" } });
+  return s;
+}
+
+const publicSign: FaultRow<Signing> = signingRow("public sign that completes an envelope, then its seal", false, {
+  pick: SIGNING_STEPS,
+  why: "the object's write, the publish (send, sent mark), the seal consumer (R2 put, key, D1 update)",
+});
+
+/**
+ * Issue 44: the same for an uploaded PDF whose signer fills fields and draws a signature (its PNG put to R2 before the
+ * object's write), the seal drawing the values into their boxes.
+ */
+const uploadedSign: FaultRow<Signing> = signingRow("public sign of an uploaded PDF with fields (a drawn signature), then its seal", true, {
+  pick: (step) => SIGNING_STEPS(step) || /^put envelopes\/.*\/signatures\//.test(step.what),
+  why: "the drawn signature's R2 put, the object's write, the publish, the seal consumer (R2 put, key, D1 update)",
+});
+
+function signingRow(operation: string, uploadedDocument: boolean, steps: FaultRow["steps"]): FaultRow<Signing> {
+  return {
+    operation,
+    recovery: "signer retries the sign; cron; queue redelivery (seal, certificate)",
+    steps,
+    seed: () => consentedSigner(uploadedDocument),
+    async act(f, s) {
+      await withSignerOn(s.envelopeId, f, async () => {
+        s.first = await signingCall(f, s, s.signBody ?? { action: "sign" });
       });
-    const org = s.owner.organizationId;
-    const envelope = await (await tenantDb(org))
-      .prepare("SELECT status, sealed_key, sealed_sha256, certificate_key FROM envelopes WHERE id = ?")
-      .bind(s.envelopeId)
-      .first<Record<string, string | null>>();
-    expect(envelope!.status, "envelope").toBe("completed");
-    expect(
-      await count(org, "SELECT COUNT(*) AS n FROM envelope_audit WHERE envelope_id = ? AND event = 'signed'", s.envelopeId),
-      "signatures",
-    ).toBe(1);
-    expect(
-      await count(org, "SELECT COUNT(*) AS n FROM envelope_signers WHERE envelope_id = ? AND status = 'signed'", s.envelopeId),
-      "signed signers",
-    ).toBe(1);
-    // The last signature's events and the seal's (issue 32): each once, however the steps failed and were retried.
-    const SIGNED = ["DOCUMENT_SIGNED", "envelope.signer_signed", "envelope.completed", "envelope.sealed"];
-    await expectEventsOnce(org, SIGNED, Object.fromEntries(SIGNED.map((t) => [t, 1])));
-    const trail = (await request(f, "GET", `/api/signatures/${s.envelopeId}/audit`, { token: s.owner.token })).body;
-    expect(trail.chain, "audit chain").toMatchObject({ valid: true, seal: "valid" });
-    // One sealed PDF: the only object under the envelope's key, the bytes the recorded hash names, and it verifies.
-    expect(await objectsUnder(`signed/${org}/`), "sealed PDFs").toEqual([envelope!.sealed_key]);
-    const sealed = new Uint8Array(await (await env.FILES.get(envelope!.sealed_key!))!.arrayBuffer());
-    expect(await sha256Hex(sealed), "sealed hash").toBe(envelope!.sealed_sha256);
-    const verified = await request(f, "POST", "/api/public/verify", {
-      body: undefined,
-      headers: { "content-type": "application/pdf", "cf-connecting-ip": freshIp() },
-      raw: sealed,
-    });
-    expect(verified.body, "verify").toMatchObject({ valid: true, envelopeId: s.envelopeId });
-    expect(await objectsUnder(`certificates/${org}/`), "certificates").toEqual([envelope!.certificate_key]);
-    // The signed copy reached the signer: after the seal was recorded, and never lost to a consumer retried after it.
-    expect(
-      (await mailTo(s.email)).filter((m) => m.subject.startsWith("Signed by every party")).length,
-      "signed copies mailed",
-    ).toBeGreaterThanOrEqual(1);
-  },
-};
+      // The consumers' first delivery of what the signature published (DOCUMENT_SIGNED): seal, certificate, audit.
+      await f.events.deliverOnce(f.env);
+    },
+    async recover(f, s) {
+      await withSignerOn(s.envelopeId, f, () =>
+        recoverAsProduction(f, async () => {
+          // A signer who saw an error signs again; a link that answers 404 signed already (or it was the last step).
+          if (s.first?.status !== 200) await signingCall(f, s, s.signBody ?? { action: "sign" });
+        }),
+      );
+    },
+    async check(f, s) {
+      // The signer was answered: signed, or 503 with Retry-After when the object's step failed (never a 500).
+      if (s.first?.status !== 200)
+        expect({ status: s.first?.status, retryAfter: s.first?.headers.get("retry-after") }, "the sign's answer").toEqual({
+          status: 503,
+          retryAfter: "5",
+        });
+      const org = s.owner.organizationId;
+      const envelope = await (await tenantDb(org))
+        .prepare("SELECT status, sealed_key, sealed_sha256, certificate_key FROM envelopes WHERE id = ?")
+        .bind(s.envelopeId)
+        .first<Record<string, string | null>>();
+      expect(envelope!.status, "envelope").toBe("completed");
+      expect(
+        await count(org, "SELECT COUNT(*) AS n FROM envelope_audit WHERE envelope_id = ? AND event = 'signed'", s.envelopeId),
+        "signatures",
+      ).toBe(1);
+      expect(
+        await count(org, "SELECT COUNT(*) AS n FROM envelope_signers WHERE envelope_id = ? AND status = 'signed'", s.envelopeId),
+        "signed signers",
+      ).toBe(1);
+      // The last signature's events and the seal's (issue 32): each once, however the steps failed and were retried.
+      const SIGNED = ["DOCUMENT_SIGNED", "envelope.signer_signed", "envelope.completed", "envelope.sealed"];
+      await expectEventsOnce(org, SIGNED, Object.fromEntries(SIGNED.map((t) => [t, 1])));
+      const trail = (await request(f, "GET", `/api/signatures/${s.envelopeId}/audit`, { token: s.owner.token })).body;
+      expect(trail.chain, "audit chain").toMatchObject({ valid: true, seal: "valid" });
+      // One sealed PDF: the only object under the envelope's key, the bytes the recorded hash names, and it verifies.
+      expect(await objectsUnder(`signed/${org}/`), "sealed PDFs").toEqual([envelope!.sealed_key]);
+      const sealed = new Uint8Array(await (await env.FILES.get(envelope!.sealed_key!))!.arrayBuffer());
+      expect(await sha256Hex(sealed), "sealed hash").toBe(envelope!.sealed_sha256);
+      const verified = await request(f, "POST", "/api/public/verify", {
+        body: undefined,
+        headers: { "content-type": "application/pdf", "cf-connecting-ip": freshIp() },
+        raw: sealed,
+      });
+      expect(verified.body, "verify").toMatchObject({ valid: true, envelopeId: s.envelopeId });
+      expect(await objectsUnder(`certificates/${org}/`), "certificates").toEqual([envelope!.certificate_key]);
+      // The signed copy reached the signer: after the seal was recorded, and never lost to a consumer retried after it.
+      expect(
+        (await mailTo(s.email)).filter((m) => m.subject.startsWith("Signed by every party")).length,
+        "signed copies mailed",
+      ).toBeGreaterThanOrEqual(1);
+      // An uploaded PDF's values are in the sealed copy; its one drawn signature is kept once.
+      if (s.signBody) {
+        const text = (await pdfTool("pdftotext", sealed, ["-enc", "UTF-8", "{in}", "-"])).stdout;
+        expect(text, "the sealed copy's values").toContain("Faulted note");
+        expect(await objectsUnder(`envelopes/${org}/${s.envelopeId}/signatures/`), "drawn signatures").toHaveLength(1);
+      }
+    },
+  };
+}
 
 interface Fanout {
   owner: TestPrincipal;
@@ -1680,7 +1775,9 @@ export const FAULTS: FaultRow[] = [
   propertyPrice,
   dealUpload,
   photoUpload,
+  documentUpload,
   publicSign,
+  uploadedSign,
   fanout,
   autoDisable,
   purge,

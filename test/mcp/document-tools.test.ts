@@ -8,6 +8,7 @@ import { createPrincipal } from "../helpers/factories";
 import { sealedPdf } from "../helpers/forms";
 import { connect, oauthAccessToken, post, tool } from "../helpers/mcp";
 import { seedCompletedEnvelope } from "../helpers/route-table";
+import { buildPdf, sendUpload, uploaded } from "../helpers/uploads";
 
 const isPdf = (bytes: Uint8Array) => new TextDecoder().decode(bytes.slice(0, 5)) === "%PDF-";
 const fromBase64 = (s: string) => Uint8Array.from(atob(s), (c) => c.charCodeAt(0));
@@ -147,5 +148,51 @@ describe("MCP envelope tools", () => {
     );
     expect(res.status).toBe(403);
     expect(res.headers.get("www-authenticate")).toMatch(/error="insufficient_scope", scope="documents:read signatures:read"/);
+  });
+
+  it("get_document shows an uploaded PDF's pages and form fields, and its envelope's recipients with their fields", async () => {
+    const owner = await createPrincipal();
+    const doc = await uploaded(
+      owner.token,
+      await buildPdf([{}, { rotate: 90 }], { text: [{ name: "buyer", page: 1, rect: [60, 600, 200, 20] }] }),
+    );
+    const sent = await sendUpload(owner.token, doc.id, {
+      recipients: [
+        { key: "b", name: "Bea Buyer", email: "bea@mcp-upload.test", role: "signer" },
+        { key: "c", name: "Cal Copy", email: "cal@mcp-upload.test", role: "cc", order: 1 },
+      ],
+      fields: [{ recipient: "b", type: "signature", page: 2, x: 10, y: 70, width: 30, height: 8, name: "sig" }],
+    });
+    const client = await connect(owner.token);
+    const got = await tool(client, "get_document", { documentId: doc.id });
+    expect(got.isError, got.text).toBe(false);
+    expect(got.data.document).toMatchObject({
+      source: "upload",
+      pageCount: 2,
+      pages: doc.pages,
+      formFields: [expect.objectContaining({ name: "buyer" })],
+    });
+    expect(got.data.envelope.id).toBe(sent.envelopeId);
+    expect(got.data.envelope.signers).toEqual([
+      expect.objectContaining({
+        key: "b",
+        role: "signer",
+        order: 1,
+        fields: [expect.objectContaining({ type: "signature", page: 2, name: "sig", required: true, filled: null })],
+      }),
+      expect.objectContaining({ key: "c", role: "cc", status: "pending" }),
+    ]);
+    // The PDF read in-band is the upload as stored.
+    const read = await client.readResource({ uri: `brokerage://documents/${doc.id}/document.pdf` });
+    const stored = new Uint8Array(await (await call("GET", `/api/documents/${doc.id}/pdf`, { token: owner.token })).arrayBuffer());
+    expect(fromBase64((read.contents[0] as { blob: string }).blob)).toEqual(stored);
+    // Without signatures:read the envelope is left out, not refused.
+    const narrow = await createApiKey(owner.token, ["documents:read"]);
+    const narrowClient = await connect(narrow.key);
+    const onlyDocument = await tool(narrowClient, "get_document", { documentId: doc.id });
+    expect(onlyDocument.isError, onlyDocument.text).toBe(false);
+    expect(onlyDocument.data.envelope).toBeUndefined();
+    await client.close();
+    await narrowClient.close();
   });
 });

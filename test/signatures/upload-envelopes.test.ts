@@ -180,6 +180,11 @@ describe("signing order and roles", () => {
     const viewer = await json(await publicSign("GET", linkOf(sent, "v")));
     expect(viewer.signer).toMatchObject({ role: "viewer", status: "viewed" });
     expect(viewer.document.pdfUrl).toEqual(expect.any(String));
+    // The link they were handed serves them the PDF, though the open already made them viewed.
+    const pdfLink = new URL(viewer.document.pdfUrl);
+    const pdf = await call("GET", pdfLink.pathname + pdfLink.search);
+    expect(pdf.status).toBe(200);
+    expect(new TextDecoder().decode((await pdf.arrayBuffer()).slice(0, 5))).toBe("%PDF-");
     const sig = Object.values(await fieldIds(linkOf(sent, "s")))[0]!;
     expect(await json(await act(linkOf(sent, "s"), "sign", { [sig]: "adopted" }))).toMatchObject({ completed: true });
     const done = await envelope(owner, sent.envelopeId);

@@ -1,10 +1,11 @@
 import { env } from "cloudflare:workers";
 import { Webhook } from "standardwebhooks";
+import { act, buildPdf, linkOf, sendUpload, uploaded } from "../helpers/uploads";
 import { describe, expect, it, vi } from "vitest";
 import { createDb } from "../../src/db/client";
 import { sendObligationNotices } from "../../src/documents/obligation-notices";
 import { CATALOGUE, type CatalogueName } from "../../src/webhooks/catalogue";
-import { call } from "../helpers/client";
+import { call, json } from "../helpers/client";
 import { createContact, updateContact } from "../helpers/contacts";
 import { createDeal, createTask, documentForm, moveDeal, updateDeal } from "../helpers/deals";
 import {
@@ -280,6 +281,21 @@ const importBook = (w: World) =>
     );
   });
 
+/** An uploaded PDF whose approver (order 1) approves; its signer (order 2) is left to sign (issue 44). */
+const approvedUpload = (w: World) =>
+  w.once("approvedUpload", async () => {
+    const doc = await uploaded(w.owner.token, await buildPdf([{}]));
+    const sent = await sendUpload(w.owner.token, doc.id, {
+      recipients: [
+        { key: "a", name: "Abe Approver", email: `${crypto.randomUUID()}@approver.test`, role: "approver", order: 1 },
+        { key: "s", name: "Sal Signer", email: `${crypto.randomUUID()}@signer.test`, role: "signer", order: 2 },
+      ],
+      fields: [{ recipient: "s", type: "signature", page: 1, x: 10, y: 80, width: 30, height: 8 }],
+    });
+    for (const l of sent.links) w.secrets.add(linkOf(sent, l.key!));
+    expect(await json(await act(linkOf(sent, "a"), "approve"))).toMatchObject({ ok: true, completed: false });
+  });
+
 const isSha256 = (v: unknown) => typeof v === "string" && /^[0-9a-f]{64}$/.test(v);
 
 /**
@@ -395,6 +411,14 @@ const DRIVE: { event: CatalogueName; drive(w: World): Promise<unknown>; check?(p
     event: "envelope.signer_signed",
     drive: signedEnvelope,
     check: (p) => expect(p.data.signer).toMatchObject({ status: "signed", verification: "email_code" }),
+  },
+  {
+    event: "envelope.approved",
+    drive: approvedUpload,
+    check: (p) => {
+      expect(p.data.signer).toMatchObject({ key: "a", role: "approver", status: "approved" });
+      expect(p.data.object).toMatchObject({ status: "partially_signed" });
+    },
   },
   {
     event: "envelope.completed",
@@ -552,13 +576,15 @@ describe("the whole webhook catalogue reaches a subscriber (issue 32)", () => {
       }
       await row.check?.(JSON.parse(received.get(row.event)![0]!.body) as Payload, w);
     }
-    // Each transition emitted once: four leases sent (one signed, declined, voided, expired), two opened, one sealed;
+    // Each transition emitted once: four leases sent (one signed, declined, voided, expired) and an upload (approved),
+    // three opened, one sealed;
     // two notices passes, each with the four leases' deposits.
     expect(await stagedCounts(owner.organizationId, DOCUMENT_DESK)).toEqual({
-      "document.created": 4,
-      "envelope.sent": 4,
-      "envelope.opened": 2,
+      "document.created": 5,
+      "envelope.sent": 5,
+      "envelope.opened": 3,
       "envelope.signer_signed": 1,
+      "envelope.approved": 1,
       "envelope.completed": 1,
       "envelope.sealed": 1,
       "envelope.declined": 1,
