@@ -56,9 +56,8 @@ const SCRIPT = `
   ${VIEWER_SCRIPT}
   let role = "signer";
   let viewer = null;
-  const codeOf = (json) => (typeof json.error === "string" ? json.error : json.error && json.error.code);
-  const messageOf = (json) => json.message || (json.error && json.error.message);
-  const problemsOf = (json) => (json.error && json.error.details) || json.details || json.issues || [];
+  // The API's refusals: {error: <code>, message, issues[{field: "fields.<id>", message}]} (issues on a 422 invalid_fields).
+  const codeOf = (json) => json.error;
   const notYourTurn = () => {
     show("waiting");
     say("");
@@ -69,10 +68,10 @@ const SCRIPT = `
     if (res.status === 404) { show("gone"); say(""); return null; }
     if (res.status === 409 && codeOf(json) === "not_your_turn") { notYourTurn(); return null; }
     if (res.status === 422 && viewer) {
-      const lines = viewer.showProblems(problemsOf(json));
+      const lines = viewer.showProblems(json.issues || []);
       if (lines.length) { say("Please check: " + lines.join("; ")); return null; }
     }
-    if (!res.ok) { say(messageOf(json) || "Something went wrong (" + res.status + "); please try again."); return null; }
+    if (!res.ok) { say(json.message || "Something went wrong (" + res.status + "); please try again."); return null; }
     return json;
   }
   function showText(doc) {
