@@ -166,6 +166,7 @@ function routeGroups(options: AppOptions): RouteGroup[] {
         exports.exportDownloadRoutes,
       ];
     }),
+    group(["/static/pdfjs/*"], async () => [(await import("./signatures/pdfjs-assets")).pdfjsRoutes]),
     group(
       [
         "/api/reputation",

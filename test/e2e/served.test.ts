@@ -9,4 +9,5 @@ import "./sealed-pdf.suite";
 import "./invite-browser.suite";
 import "./oauth-browser.suite";
 import "./browser.suite";
+import "./upload-signing-browser.suite";
 import "./cimd.suite";
