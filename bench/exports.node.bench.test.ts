@@ -3,12 +3,12 @@
 // Node and reads /proc/<pid>/status of the dev server's workerd processes (VmRSS sampled every 20 ms, VmHWM after).
 // Everything lives in a temporary state directory (DEV_PERSIST_TO): a developer's .wrangler/state is never touched.
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
+import { mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { freePort, sum, workerdPids } from "./workerd-memory";
 
 const SMALL = 1_000;
 const BIG = 100_000;
@@ -79,43 +79,6 @@ function seed(organizationId: string, n: number) {
   }
   throw new Error(`no shard holds organization ${organizationId}`);
 }
-
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const server = createServer().listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-
-/** The workerd processes under `root` (the dev server's process tree), by /proc's parent links. */
-function workerdPids(root: number): number[] {
-  const parent = new Map<number, number>();
-  const workerd: number[] = [];
-  for (const entry of readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
-      const after = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      parent.set(Number(entry), Number(after[1]));
-      if (stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")")).startsWith("workerd")) workerd.push(Number(entry));
-    } catch {
-      // ended meanwhile
-    }
-  }
-  const under = (pid: number): boolean => pid === root || (pid > 1 && parent.has(pid) && under(parent.get(pid)!));
-  return workerd.filter(under);
-}
-
-/** A field of /proc/<pid>/status in MiB (0 once the process has gone). */
-function statusMiB(pid: number, field: "VmRSS" | "VmHWM"): number {
-  try {
-    return Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? 0) / 1024;
-  } catch {
-    return 0;
-  }
-}
-const sum = (pids: number[], field: "VmRSS" | "VmHWM") => pids.reduce((total, pid) => total + statusMiB(pid, field), 0);
 
 /** Streams one export to its end, counting lines and holding nothing, while sampling workerd's RSS. */
 async function exportOnce(token: string, format: "csv" | "ndjson") {

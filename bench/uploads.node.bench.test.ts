@@ -15,12 +15,12 @@
 // overestimate); Runtime.evaluate and HeapProfiler.collectGarbage get no answer from workerd's module Worker here.
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
+import { mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { concatTransformationMatrix, drawObject, PDFDocument, popGraphicsState, pushGraphicsState, StandardFonts } from "@pdfme/pdf-lib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { freePort, sum, workerdPids } from "./workerd-memory";
 
 const BIG_PAGES = 100;
 /** Issue 44 part 6: "a 15 MB, 100-page upload is accepted, sent, signed and sealed within a Worker's 128 MB". */
@@ -82,43 +82,6 @@ function mint(name: string): string {
   });
   return JSON.parse(out.trim().split("\n").at(-1)!).token;
 }
-
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const server = createServer().listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-
-/** The workerd processes under `root` (the dev server's process tree), by /proc's parent links. */
-function workerdPids(root: number): number[] {
-  const parent = new Map<number, number>();
-  const workerd: number[] = [];
-  for (const entry of readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
-      const after = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      parent.set(Number(entry), Number(after[1]));
-      if (stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")")).startsWith("workerd")) workerd.push(Number(entry));
-    } catch {
-      // ended meanwhile
-    }
-  }
-  const under = (pid: number): boolean => pid === root || (pid > 1 && parent.has(pid) && under(parent.get(pid)!));
-  return workerd.filter(under);
-}
-
-/** A field of /proc/<pid>/status in MiB (0 once the process has gone). */
-function statusMiB(pid: number, field: "VmRSS" | "VmHWM"): number {
-  try {
-    return Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? 0) / 1024;
-  } catch {
-    return 0;
-  }
-}
-const sum = (pids: number[], field: "VmRSS" | "VmHWM") => pids.reduce((total, pid) => total + statusMiB(pid, field), 0);
 
 /** Runtime.getHeapUsage's answer (workerd's V8 also gives embedderHeapUsedSize: the C++ objects behind JS ones). */
 type HeapUsage = { usedSize: number; totalSize: number; embedderHeapUsedSize?: number; backingStorageSize?: number };

@@ -217,17 +217,20 @@ export async function sendForSignature(ctx: ServiceContext, documentId: string, 
   return {
     envelopeId: envelope.id,
     envelope: toEnvelope(envelope, signers),
-    links: links.map(({ signer, token }) => ({
-      signerId: signer.id,
-      name: signer.name,
-      email: signer.email,
-      role: signer.role,
-      ...(signer.key ? { key: signer.key } : {}),
-      order: signer.signingOrder,
-      url: signingUrl(ctx.env, token),
-    })),
+    links: links.map(({ signer, token }) => signingLinkOf(ctx.env, signer, token)),
   };
 }
+
+/** A recipient's link as the send and the resend answer it (the raw token's only way out besides the mail). */
+const signingLinkOf = (env: Env, signer: Pick<SignerRow, "id" | "name" | "email" | "role" | "key" | "signingOrder">, token: string) => ({
+  signerId: signer.id,
+  name: signer.name,
+  email: signer.email,
+  role: signer.role,
+  ...(signer.key ? { key: signer.key } : {}),
+  order: signer.signingOrder,
+  url: signingUrl(env, token),
+});
 
 /** A typed form's signing parties (or the `signers` that replace them), refused when there are none to send to. */
 async function typedFormRecipients(ctx: ServiceContext, doc: DocumentRow, input: SignatureRequest): Promise<Recipient[]> {
@@ -350,15 +353,7 @@ export async function resendSigner(ctx: ServiceContext, envelopeId: string, sign
   if (result.kind === "cannot_resend") throw new InvalidState("cannot_resend", result.message);
   const { signer, token } = result;
   ctx.defer(sendSigningLink(ctx.env, ctx.db, ctx.organizationId, signer, token, "resend"));
-  return {
-    signerId: signer.id,
-    name: signer.name,
-    email: signer.email,
-    role: signer.role,
-    ...(signer.key ? { key: signer.key } : {}),
-    order: signer.signingOrder,
-    url: signingUrl(ctx.env, token),
-  };
+  return signingLinkOf(ctx.env, signer, token);
 }
 
 /** GET /api/signatures/{envelopeId}/audit: every entry, and whether the hash chain still verifies. */
