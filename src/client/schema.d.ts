@@ -19035,7 +19035,7 @@ export interface operations {
     uploadDocument: {
         parameters: {
             query?: {
-                /** @description The document's title; default: the PDF's own title, else its first words */
+                /** @description The document's title; default: the PDF's own title (its visible text), else Untitled PDF */
                 title?: string;
                 /** @description A deal of your organization this document belongs to */
                 dealId?: string;
