@@ -766,8 +766,12 @@ const publicSign: FaultRow<Signing> = signingRow("public sign that completes an 
  * object's write), the seal drawing the values into their boxes.
  */
 const uploadedSign: FaultRow<Signing> = signingRow("public sign of an uploaded PDF with fields (a drawn signature), then its seal", true, {
-  pick: (step) => SIGNING_STEPS(step) || /^put envelopes\/.*\/signatures\//.test(step.what),
-  why: "the drawn signature's R2 put, the object's write, the publish, the seal consumer (R2 put, key, D1 update)",
+  // The object's write and the publish are the typed form's row's steps, taken the same way; what is the upload's own
+  // is the drawn signature's put before them and the seal that draws the values (its put, its key, its record).
+  pick: (step) =>
+    /^put envelopes\/.*\/signatures\//.test(step.what) ||
+    (SIGNING_STEPS(step) && step.kind !== "queue.send" && !/envelope_signers|^update outbox_events/.test(step.what)),
+  why: "the drawn signature's R2 put, the seal consumer (R2 put, key, D1 update); the object's write and the publish as in the row above",
 });
 
 function signingRow(operation: string, uploadedDocument: boolean, steps: FaultRow["steps"]): FaultRow<Signing> {
