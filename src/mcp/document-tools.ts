@@ -8,7 +8,16 @@ import { DraftRequest, DraftResult, draftDocument } from "../documents/draft";
 import { Document, DocumentCreate } from "../documents/schemas";
 import { createDocument, getDocument, listForms } from "../documents/service";
 import { Unprocessable } from "../lib/errors";
-import { Envelope, MAX_SIGNERS, SignatureRequest, SignerInput, VoidQuery } from "../signatures/schemas";
+import {
+  Envelope,
+  FieldInput,
+  MAX_FIELDS,
+  MAX_SIGNERS,
+  RecipientInput,
+  SignatureRequest,
+  SignerInput,
+  VoidQuery,
+} from "../signatures/schemas";
 import { getEnvelope, listEnvelopes, resendSigner, sendForSignature, voidEnvelope } from "../signatures/service";
 import { resourceLink } from "./resources";
 import { defineTool, parseWith } from "./tool";
@@ -65,7 +74,7 @@ export const sendForSignatureTool = defineTool({
   route: "POST /api/documents/{id}/signature",
   title: "Send a document for signature",
   description:
-    "Opens a signature envelope on a GENERATED standard-form document and e-mails each signer their signing link (the links are not returned). Any signable form (GET /api/documents/forms, or list_forms): the signers derive from the document (lease: landlords, then tenants; purchase agreement and its amendments: buyers, then sellers; listing agreement: sellers, then the listing brokerage; buyer representation agreement: buyers, then the brokerage) unless `signers` replaces them, in signing order. Parallel mode sends every link at once, sequential mode one after another. Answers every signer in signing order, with who is up now (`upNow`: mailed and yet to sign).",
+    "Opens a signature envelope on a GENERATED document and e-mails each signer their signing link (the links are not returned). A standard-form document (GET /api/documents/forms, or list_forms): the signers derive from the document (lease: landlords, then tenants; purchase agreement and its amendments: buyers, then sellers; listing agreement: sellers, then the listing brokerage; buyer representation agreement: buyers, then the brokerage) unless `signers` replaces them, in signing order; parallel mode sends every link at once, sequential mode one after another. An uploaded PDF (get_document shows its pages and form fields): `recipients` (signer, approver, viewer, cc, each with an order), `fields` placed in percent of a page as displayed (every signer needs a signature field) and `formValues` for the PDF's own form; the first order is mailed now, each next order when everyone before is done. Answers every recipient, with who is up now (`upNow`: mailed and yet to act).",
   permission: "envelopes:send",
   // Mail sent to people outside the organization cannot be called back.
   effect: "destructive",
@@ -82,6 +91,8 @@ export const sendForSignatureTool = defineTool({
           name: z.string(),
           email: z.string(),
           role: z.string(),
+          key: z.string().optional().describe("An uploaded PDF's recipient key"),
+          order: z.int(),
           status: z.string(),
           mailed: z.boolean(),
           upNow: z.boolean(),
@@ -99,6 +110,12 @@ export const sendForSignatureTool = defineTool({
       .max(365)
       .optional()
       .describe("Links and the envelope expire after this many days; no expiry when left out"),
+    recipients: z.array(RecipientInput).min(1).max(MAX_SIGNERS).optional().describe("An uploaded PDF's recipients"),
+    fields: z.array(FieldInput).max(MAX_FIELDS).optional().describe("An uploaded PDF's fields, each naming its recipient's key"),
+    formValues: z
+      .record(z.string().min(1).max(200), z.union([z.string().max(2000), z.boolean()]))
+      .optional()
+      .describe("An uploaded PDF's own form fields filled by name (a checkbox true or false)"),
   }),
   async run({ documentId, ...request }, { ctx, meta }) {
     // The route's schema too: it refuses a signer listed twice.
@@ -107,14 +124,17 @@ export const sendForSignatureTool = defineTool({
     // signing links are the signers' capabilities: they go to the signers by mail, never into an agent's context.
     const envelope = await getEnvelope(ctx, envelopeId);
     const mailed = new Set(links.map((l) => l.signerId));
+    // An uploaded PDF's later orders hold a link from the start, mailed only when their turn comes.
     const signers = envelope.signers.map((s, position) => ({
       signerId: s.id,
       position,
       name: s.name,
       email: s.email,
       role: s.role,
+      ...(s.key ? { key: s.key } : {}),
+      order: s.order,
       status: s.status,
-      mailed: mailed.has(s.id),
+      mailed: mailed.has(s.id) && s.status === "sent",
       upNow: s.status === "sent",
     }));
     return { envelope: { envelopeId, mode: envelope.mode, status: envelope.status, signers } };

@@ -195,4 +195,34 @@ describe("MCP envelope tools", () => {
     await client.close();
     await narrowClient.close();
   });
+
+  it("send_for_signature sends an uploaded PDF to recipients in orders with their fields, mailing only the first order", async () => {
+    const owner = await createPrincipal();
+    const doc = await uploaded(owner.token, await buildPdf([{}, {}], { text: [{ name: "buyer", page: 1, rect: [60, 600, 200, 20] }] }));
+    const client = await connect(owner.token);
+    const sent = await tool(client, "send_for_signature", {
+      documentId: doc.id,
+      recipients: [
+        { key: "a", name: "Ada Approver", email: "ada@mcp-send.test", role: "approver", order: 1 },
+        { key: "b", name: "Bo Buyer", email: "bo@mcp-send.test", role: "signer", order: 2 },
+      ],
+      fields: [{ recipient: "b", type: "signature", page: 2, x: 10, y: 70, width: 30, height: 8 }],
+      formValues: { buyer: "Bo Buyer" },
+    });
+    expect(sent.isError, sent.text).toBe(false);
+    expect(sent.data.envelope.signers).toEqual([
+      expect.objectContaining({ key: "a", role: "approver", order: 1, status: "sent", mailed: true, upNow: true }),
+      expect.objectContaining({ key: "b", role: "signer", order: 2, status: "pending", mailed: false, upNow: false }),
+    ]);
+    expect(sent.text).not.toContain("/sign/");
+    // The route's checks hold through the tool: a field for nobody is named.
+    const other = await uploaded(owner.token, await buildPdf([{}]));
+    const bad = await tool(client, "send_for_signature", {
+      documentId: other.id,
+      recipients: [{ key: "s", name: "Sy", email: "sy@mcp-send.test", role: "signer" }],
+      fields: [{ recipient: "nobody", type: "signature", page: 1, x: 10, y: 70, width: 30, height: 8 }],
+    });
+    expect(bad).toMatchObject({ isError: true, data: { error: "invalid_recipients" } });
+    await client.close();
+  });
 });
