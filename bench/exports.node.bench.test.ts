@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { freePort, sum, workerdPids } from "./workerd-memory";
+import { devStarted, freePort, sum, workerdPids } from "./workerd-memory";
 
 const SMALL = 1_000;
 const BIG = 100_000;
@@ -113,17 +113,7 @@ beforeAll(async () => {
   origin = `http://127.0.0.1:${port}`;
   // A process group of its own, so the whole tree (npm, wrangler, workerd) is ended by its id afterwards.
   dev = spawn("npm", ["run", "dev"], { env: { ...env, PORT: String(port) }, detached: true, stdio: "ignore" });
-  for (
-    let i = 0;
-    !(await fetch(`${origin}/openapi.json`).then(
-      (r) => r.ok,
-      () => false,
-    ));
-    i++
-  ) {
-    if (i > 900) throw new Error("npm run dev did not start in 3 minutes");
-    await new Promise((r) => setTimeout(r, 200));
-  }
+  await devStarted(origin, () => "npm run dev did not start in 3 minutes");
 });
 
 afterAll(async () => {

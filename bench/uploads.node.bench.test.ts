@@ -20,7 +20,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { concatTransformationMatrix, drawObject, PDFDocument, popGraphicsState, pushGraphicsState, StandardFonts } from "@pdfme/pdf-lib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { freePort, sum, workerdPids } from "./workerd-memory";
+import { devStarted, freePort, sum, workerdPids } from "./workerd-memory";
 
 const BIG_PAGES = 100;
 /** Issue 44 part 6: "a 15 MB, 100-page upload is accepted, sent, signed and sealed within a Worker's 128 MB". */
@@ -336,17 +336,7 @@ beforeAll(async () => {
     detached: true,
     stdio: ["ignore", log, log],
   });
-  for (
-    let i = 0;
-    !(await fetch(`${origin}/openapi.json`).then(
-      (r) => r.ok,
-      () => false,
-    ));
-    i++
-  ) {
-    if (i > 900) throw new Error(`npm run dev did not start in 3 minutes\n${devTail()}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
+  await devStarted(origin, () => `npm run dev did not start in 3 minutes\n${devTail()}`);
   isolate = await inspect(inspectorPort);
 });
 

@@ -39,3 +39,18 @@ export function statusMiB(pid: number, field: "VmRSS" | "VmHWM"): number {
   }
 }
 export const sum = (pids: number[], field: "VmRSS" | "VmHWM") => pids.reduce((total, pid) => total + statusMiB(pid, field), 0);
+
+/** Waits until `npm run dev` at `origin` answers /openapi.json; after 3 minutes throws `failure()`'s message. */
+export async function devStarted(origin: string, failure: () => string): Promise<void> {
+  for (
+    let i = 0;
+    !(await fetch(`${origin}/openapi.json`).then(
+      (r) => r.ok,
+      () => false,
+    ));
+    i++
+  ) {
+    if (i > 900) throw new Error(failure());
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}

@@ -96,7 +96,7 @@ export async function uploadDocument(
   await putUploads(ctx, [
     {
       key,
-      bytes: inspected.stored.slice().buffer,
+      bytes: inspected.stored,
       httpMetadata: { contentType: "application/pdf", contentDisposition: `inline; filename="document-${id}.pdf"` },
     },
   ]).catch((err: unknown) => {

@@ -26,7 +26,7 @@ const SWEEP_MARGIN_SECONDS = 300;
 
 export interface Upload {
   key: string;
-  bytes: ArrayBuffer;
+  bytes: ArrayBuffer | ArrayBufferView;
   httpMetadata: R2HTTPMetadata;
 }
 

@@ -3,7 +3,7 @@ import type { EnvelopeField, RecipientKind } from "../db/signatures";
 import type { SigningParty } from "../documents/service";
 import { type FieldIssue, Unprocessable } from "../lib/errors";
 import { newId } from "../lib/ids";
-import { MAX_PATTERNED_TEXT, patternProblem } from "./field-values";
+import { checkFieldValues, patternProblem } from "./field-values";
 import type { SignatureRequest } from "./schemas";
 
 /**
@@ -86,7 +86,7 @@ export function uploadRecipients(
     if (f.value !== undefined) {
       // The sender's value keeps the field's own rules: what a recipient could not enter, the sender cannot either.
       const problem = prefillProblem(f.type, f.value, f.options);
-      const broken = problem ?? (patternBad ? null : ruleProblem(f.type, f.value, v));
+      const broken = problem ?? (patternBad ? null : ruleProblem(f.type, f.value, v, f.options));
       if (broken) issue(at("value"), "invalid_value", broken);
     }
     if (owner) {
@@ -135,26 +135,32 @@ export function uploadRecipients(
   }));
 }
 
-/** Why a prefilled value of the right type breaks its field's validation, or null. */
+/**
+ * Why a prefilled value of the right type breaks its field's validation, or null: the check a recipient's own value
+ * gets (field-values.ts), so what a recipient could not enter the sender cannot either.
+ */
 function ruleProblem(
   type: EnvelopeField["type"],
   value: string | number | boolean,
-  v: EnvelopeField["validation"] | undefined,
+  validation: EnvelopeField["validation"] | undefined,
+  options: string[] | undefined,
 ): string | null {
-  if (type === "date" && typeof value === "string") {
-    const d = new Date(`${value}T00:00:00Z`);
-    return !Number.isNaN(d.getTime()) && d.toISOString().slice(0, 10) === value ? null : "Not a calendar date";
-  }
-  if (type === "number" && typeof value === "number") {
-    if (v?.min !== undefined && value < v.min) return `At least ${v.min}`;
-    if (v?.max !== undefined && value > v.max) return `At most ${v.max}`;
-  }
-  if (type === "text" && typeof value === "string") {
-    const limit = v?.pattern ? MAX_PATTERNED_TEXT : 1000;
-    if (Array.from(value).length > Math.min(v?.maxLength ?? limit, limit)) return "Longer than the field's maxLength";
-    if (v?.pattern && !new RegExp(`^(?:${v.pattern})$`, "u").test(value)) return "Does not match the field's pattern";
-  }
-  return null;
+  const field: EnvelopeField = {
+    id: "prefill",
+    type,
+    page: 1,
+    x: 0,
+    y: 0,
+    width: 0,
+    height: 0,
+    name: null,
+    required: false,
+    readOnly: false,
+    value: null,
+    options: options ?? null,
+    validation: validation ?? null,
+  };
+  return checkFieldValues({ name: "", email: "" }, [field], { prefill: value }).issues[0]?.message ?? null;
 }
 
 /** Why a prefilled value does not suit its field, or null. */

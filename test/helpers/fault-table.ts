@@ -565,17 +565,20 @@ interface DealUpload extends Written {
   dealId: string;
 }
 
-const dealDocumentKeys = async (s: DealUpload) =>
+/** The R2 keys a query of the organization's shard names (its one column `key`), sorted. */
+const keysOf = async (organizationId: string, query: string, ...binds: unknown[]) =>
   (
     await (
-      await tenantDb(s.owner.organizationId)
+      await tenantDb(organizationId)
     )
-      .prepare("SELECT key FROM deal_documents WHERE deal_id = ?")
-      .bind(s.dealId)
+      .prepare(query)
+      .bind(...binds)
       .all<{ key: string }>()
   ).results
     .map((r) => r.key)
     .sort();
+
+const dealDocumentKeys = (s: DealUpload) => keysOf(s.owner.organizationId, "SELECT key FROM deal_documents WHERE deal_id = ?", s.dealId);
 
 const dealUpload: FaultRow<DealUpload> = {
   operation: "deal document upload",
@@ -649,17 +652,12 @@ interface DocumentUpload extends Written {
   pdf: Uint8Array;
 }
 
-const uploadedRows = async (s: DocumentUpload) =>
-  (
-    await (
-      await tenantDb(s.owner.organizationId)
-    )
-      .prepare("SELECT file_key FROM documents WHERE organization_id = ? AND source = 'upload'")
-      .bind(s.owner.organizationId)
-      .all<{ file_key: string }>()
-  ).results
-    .map((r) => r.file_key)
-    .sort();
+const uploadedRows = (s: DocumentUpload) =>
+  keysOf(
+    s.owner.organizationId,
+    "SELECT file_key AS key FROM documents WHERE organization_id = ? AND source = 'upload'",
+    s.owner.organizationId,
+  );
 
 /** Issue 44: the file goes to R2 (noted pending first), then its row; a failure between leaves neither for long. */
 const documentUpload: FaultRow<DocumentUpload> = {
