@@ -4,29 +4,22 @@
  * Stored as `v1.<iv b64>.<ciphertext b64>`; the version leaves room for a key rotation later.
  */
 import { fromBase64, toBase64 } from "./crypto";
+import { settledCache } from "./settled-cache";
 
 const encoder = new TextEncoder();
-const keys = new Map<string, Promise<CryptoKey>>();
+const keys = settledCache<CryptoKey>(64);
 
-function aesKey(masterSecret: string, purpose: string): Promise<CryptoKey> {
-  const cacheKey = `${purpose}\n${masterSecret}`;
-  let key = keys.get(cacheKey);
-  if (!key) {
-    key = crypto.subtle
-      .importKey("raw", encoder.encode(masterSecret), "HKDF", false, ["deriveKey"])
-      .then((base) =>
-        crypto.subtle.deriveKey(
-          { name: "HKDF", hash: "SHA-256", salt: encoder.encode(purpose), info: encoder.encode("v1") },
-          base,
-          { name: "AES-GCM", length: 256 },
-          false,
-          ["encrypt", "decrypt"],
-        ),
-      );
-    keys.set(cacheKey, key);
-  }
-  return key;
-}
+const aesKey = (masterSecret: string, purpose: string): Promise<CryptoKey> =>
+  keys(`${purpose}\n${masterSecret}`, async () => {
+    const base = await crypto.subtle.importKey("raw", encoder.encode(masterSecret), "HKDF", false, ["deriveKey"]);
+    return crypto.subtle.deriveKey(
+      { name: "HKDF", hash: "SHA-256", salt: encoder.encode(purpose), info: encoder.encode("v1") },
+      base,
+      { name: "AES-GCM", length: 256 },
+      false,
+      ["encrypt", "decrypt"],
+    );
+  });
 
 export async function encryptText(masterSecret: string, purpose: string, boundTo: string, text: string): Promise<string> {
   const iv = crypto.getRandomValues(new Uint8Array(12));

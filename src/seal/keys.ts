@@ -2,6 +2,7 @@ import type { Certificate } from "pkijs";
 import { ConfigError, type Env, readConfig } from "../env";
 import { sha256Hex } from "../lib/crypto";
 import { NotConfigured } from "../lib/errors";
+import { settledCache } from "../lib/settled-cache";
 
 /** A certificate the verifier accepts as ours, with its public key ready for WebCrypto. */
 export interface TrustedCertificate {
@@ -23,22 +24,14 @@ export interface SealKeys {
 }
 
 // Key material is derived once per isolate; keyed by the PEMs, since a test may hand several envs to one isolate.
-const cache = new Map<string, Promise<SealKeys>>();
+const cache = settledCache<SealKeys>(8);
 
 /** The seal key and certificates from SEAL_PRIVATE_KEY and SEAL_CERTIFICATE; NotConfigured when either is unset. */
 export function loadSealKeys(env: Env): Promise<SealKeys> {
   const { SEAL_PRIVATE_KEY: keyPem, SEAL_CERTIFICATE: certificatePem } = readConfig(env);
   if (!keyPem) throw new NotConfigured("SEAL_PRIVATE_KEY");
   if (!certificatePem) throw new NotConfigured("SEAL_CERTIFICATE");
-  const cacheKey = `${keyPem}\u0000${certificatePem}`;
-  let keys = cache.get(cacheKey);
-  if (!keys) {
-    if (cache.size >= 8) cache.clear(); // only tests hold more than one pair; keep the map from growing
-    keys = importSealKeys(keyPem, certificatePem);
-    keys.catch(() => cache.delete(cacheKey));
-    cache.set(cacheKey, keys);
-  }
-  return keys;
+  return cache(`${keyPem}\u0000${certificatePem}`, () => importSealKeys(keyPem, certificatePem));
 }
 
 /** The DER bodies of the PEM blocks with this label, in order; ConfigError naming `setting` when there is none. */

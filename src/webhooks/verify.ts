@@ -27,19 +27,19 @@ export type VerifyResult =
 export type HeaderSource = { get(name: string): string | null } | Record<string, string | string[] | undefined>;
 
 const encoder = new TextEncoder();
-const keys = new Map<string, Promise<CryptoKey>>();
+// Imported keys, kept once settled: a pending import is never shared, since a Worker cannot await a promise that
+// another request's I/O resolves. A handful of secrets per process; the cap only guards against unbounded growth.
+const keys = new Map<string, CryptoKey>();
 
 /** The HMAC key of a secret, for the spec's signature or (`standard`) the Standard Webhooks one; cached per process. */
-function hmacKey(secret: string, standard = false): Promise<CryptoKey> {
+async function hmacKey(secret: string, standard = false): Promise<CryptoKey> {
   const cacheKey = `${standard ? "std" : "svc"}:${secret}`;
-  let key = keys.get(cacheKey);
-  if (!key) {
-    // A handful of secrets per process; the cap only guards against unbounded growth.
-    if (keys.size > 1000) keys.clear();
-    const bytes = standard ? standardWebhookKey(secret) : encoder.encode(secret);
-    key = crypto.subtle.importKey("raw", bytes, { name: "HMAC", hash: "SHA-256" }, false, ["sign", "verify"]);
-    keys.set(cacheKey, key);
-  }
+  const cached = keys.get(cacheKey);
+  if (cached) return cached;
+  const bytes = standard ? standardWebhookKey(secret) : encoder.encode(secret);
+  const key = await crypto.subtle.importKey("raw", bytes, { name: "HMAC", hash: "SHA-256" }, false, ["sign", "verify"]);
+  if (keys.size > 1000) keys.clear();
+  keys.set(cacheKey, key);
   return key;
 }
 
