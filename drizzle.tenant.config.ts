@@ -28,6 +28,7 @@ export default defineConfig({
     "./src/db/shard-fences.ts",
     "./src/db/search.ts",
     "./src/db/custom-fields.ts",
+    "./src/db/templates.ts",
     "./src/db/imports.ts",
   ],
   out: "./migrations/tenant",

@@ -121,7 +121,9 @@ export const shardPlacements = sqliteTable("shard_placements", {
 export const publicKeys = sqliteTable(
   "public_keys",
   {
-    kind: text().$type<"signing_link" | "survey_link" | "agent_slug" | "agreement" | "sealed_pdf">().notNull(),
+    kind: text()
+      .$type<"signing_link" | "survey_link" | "agent_slug" | "agreement" | "sealed_pdf" | "signing_session" | "template_link">()
+      .notNull(),
     key: text().notNull(),
     organizationId: text().notNull(),
     createdAt: text().notNull(),

@@ -22,6 +22,26 @@ export interface UploadFormField {
   height: number;
 }
 
+/**
+ * A field a PDF's text tag placed (issue 45: `{{signature;role=buyer}}`), or a template's field: where it sits (percent
+ * of the page as displayed, as EnvelopeField) and which role fills it.
+ */
+export interface RoleField {
+  type: "signature" | "initials" | "name" | "email" | "date" | "text" | "number" | "checkbox" | "radio" | "dropdown";
+  role: string;
+  page: number;
+  x: number;
+  y: number;
+  width: number;
+  height: number;
+  name: string | null;
+  required: boolean;
+  readOnly: boolean;
+  value: string | number | boolean | null;
+  options: string[] | null;
+  validation: { maxLength?: number; min?: number; max?: number; pattern?: string } | null;
+}
+
 export const documents = sqliteTable(
   "documents",
   {
@@ -48,6 +68,13 @@ export const documents = sqliteTable(
     restrictionsRemoved: integer({ mode: "boolean" }).notNull().default(false),
     /** Search indexing of an upload's text by the queue consumer: pending, done, failed (null: a form's document). */
     textStatus: text().$type<"pending" | "done" | "failed">(),
+    /** Fields found from the upload's text tags (`?tags=true`), each for a role key; null when not asked for. */
+    fields: text({ mode: "json" }).$type<RoleField[]>(),
+    /** The text-tag search of an upload over 20 pages runs in a queue consumer: pending, done, failed (null: none asked). */
+    tagsStatus: text().$type<"pending" | "done" | "failed">(),
+    /** The template this document was made from (POST /api/templates/{id}/use), and its version then. */
+    templateId: text(),
+    templateVersion: integer(),
     createdBy: text(),
     createdAt: text().notNull(),
     updatedAt: text().notNull(),

@@ -22,3 +22,4 @@ export * from "./search";
 export * from "./custom-fields";
 export * from "./imports";
 export * from "./exports";
+export * from "./templates";

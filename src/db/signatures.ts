@@ -34,6 +34,8 @@ export interface EnvelopeField {
 }
 /** A field's value as given at signing: text (dates as YYYY-MM-DD), a checkbox, a typed or a drawn (R2 key) signature. */
 export type StoredValue = { text: string } | { checked: boolean } | { adopted: string } | { image: string };
+export type EnvelopeSource = "api" | "template" | "public_link";
+export type LinkVia = "email" | "embedded" | "in_person" | "public_link";
 /** How a signer's identity is checked: `code`, the server verified a one-time code it mailed; `attested`, the client says so (spec rule 2). */
 export type SignerVerification = "code" | "attested";
 /** How a signer was authenticated, as the audit trail and the signed PDF record it. */
@@ -84,6 +86,9 @@ export const envelopes = sqliteTable(
      * audit trail's append-only trigger lets rows go (migrations/tenant/0005). A completed envelope cannot be marked.
      */
     erasingAt: text(),
+    /** How the envelope came to be: sent by the API, made from a template, or by a visitor of a template's public link. */
+    source: text().$type<EnvelopeSource>().notNull().default("api"),
+    templateId: text(),
     createdBy: text(),
     createdAt: text().notNull(),
     updatedAt: text().notNull(),
@@ -119,6 +124,10 @@ export const envelopeSigners = sqliteTable(
     signingOrder: integer().notNull().default(1),
     fields: text({ mode: "json" }).$type<EnvelopeField[]>(),
     fieldValues: text({ mode: "json" }).$type<Record<string, StoredValue>>(),
+    /** Signs inside the sender's own application (a view URL the sender asks for): never mailed a link. */
+    embedded: integer({ mode: "boolean" }).notNull().default(false),
+    /** Signs in person on the device of this user of the organization (a host session): never mailed a link. */
+    hostUserId: text(),
     status: text().$type<SignerStatus>().notNull(),
     sentAt: text(),
     signedAt: text(),
@@ -141,6 +150,8 @@ export const signingLinks = sqliteTable(
     envelopeId: text().notNull(),
     signerId: text().notNull(),
     organizationId: text().notNull(),
+    /** How the link reached its holder: mailed, opened by an embedded view or a host session, or a public link's visitor. */
+    via: text().$type<LinkVia>().notNull().default("email"),
     createdAt: text().notNull(),
   },
   (t) => [index("signing_links_envelope_idx").on(t.envelopeId)],

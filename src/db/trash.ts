@@ -1,7 +1,7 @@
 import { sql } from "drizzle-orm";
 import { index, integer, primaryKey, sqliteTable, text } from "drizzle-orm/sqlite-core";
 
-export type TrashKind = "contact" | "deal" | "property";
+export type TrashKind = "contact" | "deal" | "property" | "template";
 
 /**
  * What `trash_entries.state` says about a record that left its table:

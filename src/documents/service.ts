@@ -65,6 +65,10 @@ const FORM_SOURCE = {
   formFields: null,
   restrictionsRemoved: false,
   textStatus: null,
+  fields: null,
+  tagsStatus: null,
+  templateId: null,
+  templateVersion: null,
 } as const satisfies Partial<Row>;
 
 /** The metering period of an instant: its calendar month in UTC. */

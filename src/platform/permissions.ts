@@ -20,6 +20,8 @@ export const PERMISSIONS = {
   "envelopes:send": "Send documents for signature, to signers the application names",
   "signatures:read": "Read signature envelopes, their audit trails and sealed documents",
   "signatures:write": "Void envelopes, resend signing codes and change signature settings",
+  "templates:read": "Read document templates and their public links",
+  "templates:write": "Create, change and delete document templates, use them and issue their public links",
   "clickwrap:read": "Read clickwrap agreements and their acceptances",
   "clickwrap:write": "Create, version and (de)activate clickwrap agreements",
   "reputation:read": "Read testimonials, surveys, referrals and the agent profile",

@@ -18,6 +18,7 @@ import * as reputation from "../db/reputation";
 import * as search from "../db/search";
 import * as signatures from "../db/signatures";
 import * as surveys from "../db/surveys";
+import * as templates from "../db/templates";
 import * as trash from "../db/trash";
 import * as uploads from "../db/uploads";
 import * as webhooks from "../db/webhooks";
@@ -51,6 +52,7 @@ const TENANT_SCHEMA = [
   customFields,
   imports,
   exportsTable,
+  templates,
 ];
 
 /**

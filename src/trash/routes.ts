@@ -5,10 +5,10 @@ import type { AppBindings } from "../platform/context";
 import { validationHook } from "../platform/openapi";
 import { defineRoute } from "../platform/route";
 import { RESTORE_DAYS } from "../crm/trash";
-import { TrashItem, TrashListQuery } from "./schemas";
+import { TRASH_KINDS, TrashItem, TrashListQuery } from "./schemas";
 import { listTrash } from "./service";
 
-const READ_PERMISSION = { contact: "contacts:read", deal: "deals:read", property: "properties:read" } as const;
+const READ_PERMISSION = { contact: "contacts:read", deal: "deals:read", property: "properties:read", template: "templates:read" } as const;
 
 const list = defineRoute(CRM, {
   operationId: "listTrash",
@@ -26,6 +26,6 @@ show \`{id, deleted: true, deletedAt}\`. An access token needs the read permissi
 
 export const trashRoutes = new OpenAPIHono<AppBindings>({ defaultHook: validationHook }).openapi(list, async (c) => {
   const q = c.req.valid("query");
-  for (const kind of q.kind ? [q.kind] : (["contact", "deal", "property"] as const)) requirePermission(c, READ_PERMISSION[kind]);
+  for (const kind of q.kind ? [q.kind] : TRASH_KINDS) requirePermission(c, READ_PERMISSION[kind]);
   return c.json({ success: true as const, ...(await listTrash(serviceContext(c), q)) }, 200);
 });

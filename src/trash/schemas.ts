@@ -1,7 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import { listQuery } from "../crm/list-query";
 
-export const TRASH_KINDS = ["contact", "deal", "property"] as const;
+export const TRASH_KINDS = ["contact", "deal", "property", "template"] as const;
 
 export const TrashListQuery = listQuery({
   kind: z.enum(TRASH_KINDS).optional().openapi({ description: "Only records of this kind" }),
