@@ -88,6 +88,8 @@ export const envelopes = sqliteTable(
     erasingAt: text(),
     /** How the envelope came to be: sent by the API, made from a template, or by a visitor of a template's public link. */
     source: text().$type<EnvelopeSource>().notNull().default("api"),
+    /** The sender's note to the recipients, in their signing mail and on the signing page (a template's use sets it). */
+    message: text(),
     templateId: text(),
     createdBy: text(),
     createdAt: text().notNull(),
