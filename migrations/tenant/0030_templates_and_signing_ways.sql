@@ -1,1 +1,0 @@
-ALTER TABLE `envelopes` ADD `message` text;
