@@ -4,7 +4,8 @@ import type { SigningParty } from "../documents/service";
 import { type FieldIssue, Unprocessable } from "../lib/errors";
 import { newId } from "../lib/ids";
 import { checkFieldValues, patternProblem } from "./field-values";
-import type { SignatureRequest } from "./schemas";
+import type { FieldInput, SignatureRequest } from "./schemas";
+import type { z } from "@hono/zod-openapi";
 
 /**
  * Who an envelope goes to, in what order, and what each fills (issue 44, parts 2 and 3). A typed form's parties are
@@ -63,52 +64,14 @@ export function uploadRecipients(
   if (recipients.length > 0 && recipients.every((r) => r.role === "cc"))
     issue(["recipients"], "no_actor", "Someone besides a cc must sign, approve or view the document");
 
-  const fields = new Map<string, EnvelopeField[]>();
-  for (const [i, f] of (input.fields ?? []).entries()) {
-    const at = (key: string) => ["fields", i, key];
-    const owner = byKey.get(f.recipient);
-    if (!owner) issue(at("recipient"), "unknown_recipient", `No recipient has the key ${f.recipient}`);
-    else if (owner.role === "viewer" || owner.role === "cc")
-      issue(at("recipient"), "no_fields_for_role", `A ${owner.role} fills no fields; ${f.recipient} is one`);
-    if (f.page > pages.length) issue(at("page"), "page_out_of_range", `The document has ${pages.length} page(s)`);
-    if (f.x + f.width > 100 + EDGE) issue(at("width"), "outside_page", "The field runs past the page's right edge (x + width > 100)");
-    if (f.y + f.height > 100 + EDGE) issue(at("height"), "outside_page", "The field runs past the page's bottom edge (y + height > 100)");
-    if (CHOICES.has(f.type) && !f.options?.length) issue(at("options"), "options_required", `A ${f.type} field needs its options`);
-    if (!CHOICES.has(f.type) && f.options) issue(at("options"), "options_not_allowed", `A ${f.type} field takes no options`);
-    if (f.readOnly && f.value === undefined) issue(at("value"), "value_required", "A read-only field needs the value it shows");
-    const v = f.validation;
-    const pattern = v?.pattern;
-    const patternBad = pattern ? (f.type === "text" ? patternProblem(pattern) : "Only a text field takes a pattern") : null;
-    if (patternBad) issue(at("validation"), "invalid_pattern", patternBad);
-    if (v?.min !== undefined && v.max !== undefined && v.min > v.max) issue(at("validation"), "invalid_range", "min is above max");
-    if ((v?.min !== undefined || v?.max !== undefined) && f.type !== "number")
-      issue(at("validation"), "invalid_range", "Only a number field takes min and max");
-    if (f.value !== undefined) {
-      // The sender's value keeps the field's own rules: what a recipient could not enter, the sender cannot either.
-      const problem = prefillProblem(f.type, f.value, f.options);
-      const broken = problem ?? (patternBad ? null : ruleProblem(f.type, f.value, v, f.options));
-      if (broken) issue(at("value"), "invalid_value", broken);
-    }
-    if (owner) {
-      const list = fields.get(f.recipient) ?? [];
-      list.push({
-        id: newId(),
-        type: f.type,
-        page: f.page,
-        x: f.x,
-        y: f.y,
-        width: f.width,
-        height: f.height,
-        name: f.name ?? null,
-        required: f.required ?? (f.type === "signature" || f.type === "initials"),
-        readOnly: f.readOnly ?? false,
-        value: f.value ?? null,
-        options: f.options ?? null,
-        validation: f.validation ?? null,
-      });
-      fields.set(f.recipient, list);
-    }
-  }
+  const owners = new Map([...byKey].map(([key, r]) => [key, r.role]));
+  const fields = placeFields(
+    pages,
+    owners,
+    (input.fields ?? []).map((f) => ({ ...f, owner: f.recipient })),
+    issue,
+    "recipient",
+  );
   for (const [i, r] of recipients.entries())
     if (r.role === "signer" && !fields.get(r.key)?.some((f) => f.type === "signature"))
       issue(["recipients", i], "signature_field_required", `The signer ${r.key} has no signature field`);
@@ -133,6 +96,78 @@ export function uploadRecipients(
     order: r.order,
     fields: r.role === "signer" || r.role === "approver" ? (fields.get(r.key) ?? []) : null,
   }));
+}
+
+/** A field as a send (its recipient's key) or a template (its role's key) gives it: `owner` is that key. */
+export type FieldSpec = Omit<z.infer<typeof FieldInput>, "recipient"> & { owner: string };
+type Issue = (path: (string | number)[], code: string, message: string) => void;
+
+/**
+ * Fields checked against the document's pages and their owners (a recipient or a template's role, `ownerKey` names
+ * which in the messages): each problem goes to `issue` under `fields.<i>`; the answer is each owner's placed fields.
+ */
+export function placeFields(
+  pages: UploadPage[],
+  owners: Map<string, RecipientKind>,
+  specs: FieldSpec[],
+  issue: Issue,
+  ownerKey: "recipient" | "role",
+): Map<string, EnvelopeField[]> {
+  const fields = new Map<string, EnvelopeField[]>();
+  for (const [i, f] of specs.entries()) {
+    const at = (key: string) => ["fields", i, key];
+    const kind = owners.get(f.owner);
+    if (!kind) issue(at(ownerKey), `unknown_${ownerKey}`, `No ${ownerKey} has the key ${f.owner}`);
+    else if (kind === "viewer" || kind === "cc") issue(at(ownerKey), "no_fields_for_role", `A ${kind} fills no fields; ${f.owner} is one`);
+    if (f.page > pages.length) issue(at("page"), "page_out_of_range", `The document has ${pages.length} page(s)`);
+    if (f.x + f.width > 100 + EDGE) issue(at("width"), "outside_page", "The field runs past the page's right edge (x + width > 100)");
+    if (f.y + f.height > 100 + EDGE) issue(at("height"), "outside_page", "The field runs past the page's bottom edge (y + height > 100)");
+    if (CHOICES.has(f.type) && !f.options?.length) issue(at("options"), "options_required", `A ${f.type} field needs its options`);
+    if (!CHOICES.has(f.type) && f.options) issue(at("options"), "options_not_allowed", `A ${f.type} field takes no options`);
+    if (f.readOnly && f.value === undefined) issue(at("value"), "value_required", "A read-only field needs the value it shows");
+    const v = f.validation;
+    const pattern = v?.pattern;
+    const patternBad = pattern ? (f.type === "text" ? patternProblem(pattern) : "Only a text field takes a pattern") : null;
+    if (patternBad) issue(at("validation"), "invalid_pattern", patternBad);
+    if (v?.min !== undefined && v.max !== undefined && v.min > v.max) issue(at("validation"), "invalid_range", "min is above max");
+    if ((v?.min !== undefined || v?.max !== undefined) && f.type !== "number")
+      issue(at("validation"), "invalid_range", "Only a number field takes min and max");
+    if (f.value !== undefined) {
+      // The sender's value keeps the field's own rules: what a recipient could not enter, the sender cannot either.
+      const broken = prefillProblem(f.type, f.value, f.options) ?? (patternBad ? null : ruleProblem(f.type, f.value, v, f.options));
+      if (broken) issue(at("value"), "invalid_value", broken);
+    }
+    if (kind) {
+      const list = fields.get(f.owner) ?? [];
+      list.push({
+        id: newId(),
+        type: f.type,
+        page: f.page,
+        x: f.x,
+        y: f.y,
+        width: f.width,
+        height: f.height,
+        name: f.name ?? null,
+        required: f.required ?? (f.type === "signature" || f.type === "initials"),
+        readOnly: f.readOnly ?? false,
+        value: f.value ?? null,
+        options: f.options ?? null,
+        validation: f.validation ?? null,
+      });
+      fields.set(f.owner, list);
+    }
+  }
+  return fields;
+}
+
+/** Why `value` does not suit a field (its type, options and validation), or null: a sender's prefill, a template use's value. */
+export function valueProblem(
+  f: Pick<EnvelopeField, "type"> & { options?: string[] | null; validation?: EnvelopeField["validation"] },
+  value: string | number | boolean,
+): string | null {
+  return (
+    prefillProblem(f.type, value, f.options ?? undefined) ?? ruleProblem(f.type, value, f.validation ?? undefined, f.options ?? undefined)
+  );
 }
 
 /**
