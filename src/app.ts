@@ -166,6 +166,10 @@ function routeGroups(options: AppOptions): RouteGroup[] {
         exports.exportDownloadRoutes,
       ];
     }),
+    group(["/api/templates", "/api/templates/*", "/api/public/templates/*", "/t/*"], async () => {
+      const [templates, publicLinks] = await Promise.all([import("./templates/routes"), import("./templates/public-routes")]);
+      return [templates.templateRoutes, publicLinks.templatePublicRoutes];
+    }),
     group(["/static/pdfjs/*"], async () => [(await import("./signatures/pdfjs-assets")).pdfjsRoutes]),
     group(
       [

@@ -117,6 +117,9 @@ const ROUTE_NEEDS: Record<string, Need> = {
   "/api/signatures": { read: "signatures:read", write: "signatures:write" },
   // The organization's defaults for every envelope (how signers prove who they are): the organization's to set.
   "/api/signatures/settings": { read: "signatures:read", write: "organization:manage" },
+  "/api/templates": { read: "templates:read", write: "templates:write" },
+  // A use sends an envelope: envelopes:send, and templates:read to read the template it is made from (templates/routes.ts).
+  "/api/templates/*/use": both("envelopes:send"),
   "/api/clickwrap": { read: "clickwrap:read", write: "clickwrap:write" },
   "/api/reputation": { read: "reputation:read", write: "reputation:write" },
   // The organization's survey templates, its default among them, shape every agent's surveys.

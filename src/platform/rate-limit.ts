@@ -38,6 +38,12 @@ export const RATE_LIMITS = {
   // another's invitations to the address.
   "invitation-mail:organization-email": { limit: 3, windowSeconds: 86_400 },
   "invitation-mail:email": { limit: 10, windowSeconds: 86_400 },
+  // Ours: a template's public link (issue 45): its page and what it shows, and its posts (each may mail a code).
+  "public-template:get": { limit: 60, windowSeconds: 60 },
+  "public-template:post": { limit: 20, windowSeconds: 60 },
+  // Ours, per e-mail address: a public link's codes mailed, and codes typed (10 guesses per 15 minutes of a 6-digit code).
+  "template-link-mail:email": { limit: 5, windowSeconds: 900 },
+  "template-link-code:email": { limit: 10, windowSeconds: 900 },
   // Ours: anyone may check a signed PDF (up to 10 MiB each, a signature check each).
   "public-verify:post": { limit: 20, windowSeconds: 60 },
   // Ours: signed file links (certificates, photos, reports), which only the holder of a fresh link can use anyway.
@@ -96,7 +102,9 @@ type AddressBucket =
   | "oauth-sign-in-mail:email"
   | "oauth-sign-in-code:email"
   | "invitation-mail:organization-email"
-  | "invitation-mail:email";
+  | "invitation-mail:email"
+  | "template-link-mail:email"
+  | "template-link-code:email";
 
 /** One request against a per-e-mail limit: the address lower-cased and hashed, so limiter keys hold no e-mail. */
 export async function consumeForAddress(limiter: RateLimiter, bucket: AddressBucket, email: string): Promise<RateDecision> {

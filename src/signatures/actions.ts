@@ -467,7 +467,8 @@ async function finish(
     }
   }
   const after = await write(ctx, state, change);
-  for (const h of handOffs) defer(sendSigningLink(env, state.tenant.db, state.envelope.organizationId, h.signer, h.token));
+  for (const h of handOffs)
+    defer(sendSigningLink(env, state.tenant.db, state.envelope.organizationId, h.signer, h.token, "request", null, state.envelope.message));
   return { result: { kind: "done", completed }, state: after };
 }
 

@@ -56,6 +56,7 @@ export async function sendSigningLink(
   token: string,
   kind: LinkMail = "request",
   expiresAt: string | null = null,
+  message: string | null = null,
 ): Promise<void> {
   const lead = {
     request: `You are asked to review and sign a document as ${signer.role}.`,
@@ -76,7 +77,7 @@ export async function sendSigningLink(
       organizationId,
       to: signer.email,
       subject: SUBJECTS[kind],
-      text: `Hello ${signer.name},\n\n${lead}\nOpen this link to read and sign it: ${signingUrl(env, token)}\n\nThe link is personal: do not forward it.${earlier}`,
+      text: `Hello ${signer.name},\n\n${lead}\n${message ? `The sender writes:\n\n${message}\n\n` : ""}Open this link to read and sign it: ${signingUrl(env, token)}\n\nThe link is personal: do not forward it.${earlier}`,
     },
     "signing link",
     { kind },

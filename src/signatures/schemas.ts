@@ -236,6 +236,12 @@ export const Envelope = z
     documentId: z.string(),
     status: z.enum(ENVELOPE_STATUSES),
     mode: z.enum(["parallel", "sequential"]),
+    source: z.enum(["api", "template", "public_link"]).openapi({
+      description:
+        "api: sent with POST /api/documents/{id}/signature; template: made by POST /api/templates/{id}/use; public_link: by a visitor of a template's public link",
+    }),
+    templateId: z.string().nullable().openapi({ description: "The template it was made from" }),
+    message: z.string().nullable().openapi({ description: "The sender's note to the recipients (their signing mail and page)" }),
     createdAt: z.string(),
     completedAt: z.string().nullable(),
     expiresAt: z.string().nullable(),

@@ -1,8 +1,9 @@
 import { and, desc, eq } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { documents, envelopes, envelopeSigners, signingLinks } from "../db/schema";
-import type { ReminderPlan, SignerStatus } from "../db/signatures";
-import { expectVersion, type VersionedTable, withRetries } from "../db/write";
+import type { EnvelopeSource, ReminderPlan, SignerStatus } from "../db/signatures";
+import type { DomainEvent } from "../events/event";
+import { expectVersion, type Statement, type VersionedTable, withRetries } from "../db/write";
 import { commit } from "../events/commit";
 import {
   findDocument,
@@ -72,11 +73,17 @@ function duplicateAddresses(parties: SigningParty[]): string[] {
  * minted and mailed at once, in sequential mode only the first. Guarded on the document's version, so two concurrent
  * sends of one document open one envelope.
  */
-export async function sendForSignature(ctx: ServiceContext, documentId: string, input: SignatureRequest, meta: RequestMeta) {
+export async function sendForSignature(
+  ctx: ServiceContext,
+  documentId: string,
+  input: SignatureRequest,
+  meta: RequestMeta,
+  options: SendOptions = {},
+) {
   const envelopeId = newId();
   let rendered: { key: string; sha256: string; title: string } | null = null;
   const created = await withRetries(async () => {
-    const [doc, settings] = await Promise.all([findDocument(ctx, documentId), readSettings(ctx)]);
+    const [doc, settings] = await Promise.all([options.create?.row ?? findDocument(ctx, documentId), readSettings(ctx)]);
     if (doc.status === "OUT_FOR_SIGNATURE")
       throw cannotSend("The document is not GENERATED: an envelope for it is still open (void it to send again)");
     if (doc.status !== "GENERATED") throw cannotSend(`The document is not GENERATED: it is ${doc.status}`);
@@ -119,9 +126,9 @@ export async function sendForSignature(ctx: ServiceContext, documentId: string, 
       copiesMailedAt: null,
       chainSeal: null,
       erasingAt: null,
-      source: "api",
-      templateId: null,
-      message: null,
+      source: options.source ?? "api",
+      templateId: options.templateId ?? null,
+      message: options.message ?? null,
       createdBy: ctx.actor.userId ?? null,
       createdAt: at,
       updatedAt: at,
@@ -183,11 +190,15 @@ export async function sendForSignature(ctx: ServiceContext, documentId: string, 
     await commit(
       ctx,
       [
-        expectVersion(ctx.db, DOCUMENTS, ctx.organizationId, doc),
-        ctx.db
-          .update(documents)
-          .set({ status: "OUT_FOR_SIGNATURE", updatedAt: at, version: doc.version + 1 })
-          .where(and(eq(documents.id, doc.id), eq(documents.organizationId, ctx.organizationId))),
+        ...(options.create
+          ? [ctx.db.insert(documents).values({ ...doc, status: "OUT_FOR_SIGNATURE" }), ...options.create.statements]
+          : [
+              expectVersion(ctx.db, DOCUMENTS, ctx.organizationId, doc),
+              ctx.db
+                .update(documents)
+                .set({ status: "OUT_FOR_SIGNATURE", updatedAt: at, version: doc.version + 1 })
+                .where(and(eq(documents.id, doc.id), eq(documents.organizationId, ctx.organizationId))),
+            ]),
         ctx.db.insert(envelopes).values(envelope),
         ...signers.map((s) => ctx.db.insert(envelopeSigners).values(s)),
         ...links.map((l) =>
@@ -201,7 +212,7 @@ export async function sendForSignature(ctx: ServiceContext, documentId: string, 
         ),
         ...audit.statements,
       ],
-      [envelopeEvent(ctx, "envelope.sent", { envelope, signers }, null)],
+      [...(options.create?.events ?? []), envelopeEvent(ctx, "envelope.sent", { envelope, signers }, null)],
     );
     return { envelope, signers, links };
   }).catch(async (err: unknown) => {
@@ -218,12 +229,24 @@ export async function sendForSignature(ctx: ServiceContext, documentId: string, 
       ctx.log.warn("envelope alarm not set; expiry is checked on each use", { envelopeId: envelope.id, error: loggableError(err) }),
     );
   for (const { signer, token } of links)
-    if (signer.status === "sent") ctx.defer(sendSigningLink(ctx.env, ctx.db, ctx.organizationId, signer, token));
+    if (signer.status === "sent")
+      ctx.defer(sendSigningLink(ctx.env, ctx.db, ctx.organizationId, signer, token, "request", null, envelope.message));
   return {
     envelopeId: envelope.id,
     envelope: toEnvelope(envelope, signers),
     links: links.map(({ signer, token }) => signingLinkOf(ctx.env, signer, token)),
   };
+}
+
+/**
+ * What a send made by another route sets: a document created in the send's own batch (a template's use: its row, the
+ * statements and events that go with it), the envelope's source and template, the sender's message.
+ */
+export interface SendOptions {
+  create?: { row: DocumentRow; statements: Statement[]; events: DomainEvent[] };
+  source?: EnvelopeSource;
+  templateId?: string;
+  message?: string;
 }
 
 /** A recipient's link as the send and the resend answer it (the raw token's only way out besides the mail). */

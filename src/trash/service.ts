@@ -1,7 +1,7 @@
 import { and, asc, count, desc, eq, gt, inArray, lt, lte, or } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { contactMergedKeys, type TrashKind, trashEntries, trashRows } from "../db/schema";
-import { dealPrefix, propertyPrefix } from "../files/keys";
+import { dealPrefix, propertyPrefix, templatePrefix } from "../files/keys";
 import type { Env } from "../env";
 import { removeFiles } from "../files/storage";
 import { decodeCursor, encodeCursor } from "../lib/cursor";
@@ -66,7 +66,13 @@ export async function listTrash(ctx: ServiceContext, q: TrashListQuery) {
 
 /** The R2 prefix of a record's files (contacts have none). */
 const filesOf = (kind: TrashKind, organizationId: string, id: string): string | null =>
-  kind === "deal" ? dealPrefix(organizationId, id) : kind === "property" ? propertyPrefix(organizationId, id) : null;
+  kind === "deal"
+    ? dealPrefix(organizationId, id)
+    : kind === "property"
+      ? propertyPrefix(organizationId, id)
+      : kind === "template"
+        ? templatePrefix(organizationId, id)
+        : null;
 
 /** Records one purge pass takes at most: the cron runs every few minutes, so a large trash empties over passes. */
 export const PURGE_BATCH = 25;

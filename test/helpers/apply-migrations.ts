@@ -48,6 +48,8 @@ await Promise.all([
   import("../../src/referrals/routes"),
   import("../../src/surveys/routes"),
   import("../../src/clickwrap/routes"),
+  import("../../src/templates/routes"),
+  import("../../src/templates/public-routes"),
   import("../../src/oauth/routes"),
   import("../../src/oauth/client-documents"),
   import("../../src/mcp/routes"),
