@@ -1998,6 +1998,206 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/templates": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List templates, newest first */
+        get: operations["listTemplates"];
+        put?: never;
+        /**
+         * Make a template from an uploaded document
+         * @description Roles (who fills what, in which order) and fields (as at a send, each for a role and with a name unique in the
+         *     template). Left without fields, the template takes the document's fields found from its text tags. The template keeps its own
+         *     copy of the PDF. Emits template.created.
+         */
+        post: operations["createTemplate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/templates/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A template with its roles, fields and public link state */
+        get: operations["getTemplate"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a template (to the trash)
+         * @description The template leaves the lists and its public link stops at once (404 gone). `POST /api/templates/{id}/restore`
+         *     brings it back for 30 days (its public link stays off); then the purge removes it with its PDF. Honours If-Match.
+         *     Emits template.deleted.
+         */
+        delete: operations["deleteTemplate"];
+        options?: never;
+        head?: never;
+        /**
+         * Change a template's name, roles or fields (a new version)
+         * @description The version moves on; envelopes already made keep the fields they were sent with. Fields are checked against the roles the template will have. Honours If-Match. Emits template.updated.
+         */
+        patch: operations["updateTemplate"];
+        trace?: never;
+    };
+    "/api/templates/{id}/restore": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Bring a deleted template back from the trash
+         * @description Within 30 days of its delete. Emits template.restored.
+         */
+        post: operations["restoreTemplate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/templates/{id}/use": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a new document made from the template
+         * @description A new document (the template's PDF, `templateId` and `templateVersion` on it) and its envelope (`source:
+         *     template`), answered as a send is: a link per signer, approver and viewer. Each role needs a recipient; `values` fill fields
+         *     by name (`{value, lock: true}`: read-only for the recipient), `formValues` the PDF's own form fields. Every problem at once
+         *     in one 422 (invalid_recipients): a role without a recipient, a value for an unknown field or of the wrong type. Needs
+         *     envelopes:send and templates:read.
+         */
+        post: operations["useTemplate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/templates/{id}/public-link": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Issue (or disable) the template's public link
+         * @description `enabled: true` issues a new link `{app_url}/t/<slug>` for a visitor who fills `role` (a signer role), with
+         *     the other roles' recipients as given: the URL is in this answer only (only its hash is kept) and any earlier link of the
+         *     template stops (404 gone). `enabled: false` stops the current link. A visitor gives a name and an e-mail, proves the e-mail
+         *     with a code, and signs the envelope made from the template (`source: public_link`).
+         */
+        post: operations["setTemplatePublicLink"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/public/templates/{slug}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * What a template's public link asks its visitor to sign
+         * @description No authentication. 60 requests a minute per address.
+         */
+        get: operations["getPublicTemplateLink"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/public/templates/{slug}/code": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Mail the visitor a code that proves their e-mail
+         * @description A 6-digit code, valid 10 minutes, mailed to the address. 20 requests a minute per client address; 5 codes per 15 minutes per e-mail.
+         */
+        post: operations["sendTemplateLinkCode"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/public/templates/{slug}/start": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * With the mailed code: make the visitor's envelope from the template and answer their signing link
+         * @description The code is checked against the newest one mailed to the address (5 tries; 422 invalid_code with
+         *     `attemptsLeft`, 422 code_expired once spent or expired: ask for a new one). A right code is used once: the envelope is made
+         *     from the template (`source: public_link`) with the visitor in the link's role and the link's recipients in the others, and
+         *     the answer is the visitor's signing URL (also mailed to them, as to any recipient).
+         */
+        post: operations["startTemplateLinkEnvelope"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/t/{slug}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The public link's page
+         * @description An HTML page: the visitor's name and e-mail, the mailed code, then the signing page of their envelope.
+         */
+        get: operations["getTemplateLinkPage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/reputation/testimonials": {
         parameters: {
             query?: never;
@@ -4099,7 +4299,7 @@ export interface components {
             /** @description The deleted record's id: POST /v1/{kind}s/{id}/restore brings it back */
             id: string;
             /** @enum {string} */
-            kind: "contact" | "deal" | "property";
+            kind: "contact" | "deal" | "property" | "template";
             /** @description What it was: a contact's name, a deal's title, a property's address */
             label: string;
             deletedAt: string;
@@ -4199,7 +4399,7 @@ export interface components {
             /** @example IDX website sync */
             name: string;
             /** @description What the key may do, within what the creator may do (README "Permissions and roles") */
-            permissions: ("contacts:read" | "contacts:write" | "leads:write" | "contacts:erase" | "deals:read" | "deals:write" | "properties:read" | "properties:write" | "documents:read" | "documents:write" | "envelopes:send" | "signatures:read" | "signatures:write" | "clickwrap:read" | "clickwrap:write" | "reputation:read" | "reputation:write" | "plants:read" | "plants:write" | "webhooks:manage" | "events:read" | "integrations:read" | "organization:read" | "organization:manage" | "users:manage" | "api-keys:manage" | "custom-fields:read" | "custom-fields:manage" | "imports:manage" | "exports:read")[];
+            permissions: ("contacts:read" | "contacts:write" | "leads:write" | "contacts:erase" | "deals:read" | "deals:write" | "properties:read" | "properties:write" | "documents:read" | "documents:write" | "envelopes:send" | "signatures:read" | "signatures:write" | "templates:read" | "templates:write" | "clickwrap:read" | "clickwrap:write" | "reputation:read" | "reputation:write" | "plants:read" | "plants:write" | "webhooks:manage" | "events:read" | "integrations:read" | "organization:read" | "organization:manage" | "users:manage" | "api-keys:manage" | "custom-fields:read" | "custom-fields:manage" | "imports:manage" | "exports:read")[];
             /**
              * Format: date-time
              * @description When the key stops working; at most 365 days ahead. Absent: until deleted.
@@ -4493,7 +4693,7 @@ export interface components {
              * @example https://hooks.example.com/brokerage
              */
             url: string;
-            events: ("contact.created" | "contact.updated" | "contact.deleted" | "contact.restored" | "contact.tagged" | "contact.untagged" | "contact.assigned" | "deal.created" | "deal.updated" | "deal.deleted" | "deal.restored" | "deal.stage_changed" | "deal.won" | "deal.lost" | "deal.task_created" | "deal.task_completed" | "deal.closed" | "deal.document_uploaded" | "property.created" | "property.updated" | "property.deleted" | "property.restored" | "property.status_changed" | "property.price_changed" | "property.photos_uploaded" | "property.inquiry_received" | "property.showing_scheduled" | "property.offer_received" | "communication.email_sent" | "communication.email_received" | "communication.sms_sent" | "communication.sms_received" | "communication.call_started" | "communication.call_ended" | "communication.voicemail_received" | "organization.updated" | "user.created" | "user.updated" | "integration.connected" | "integration.disconnected" | "envelope.sent" | "envelope.opened" | "envelope.signer_signed" | "envelope.approved" | "envelope.completed" | "envelope.sealed" | "envelope.declined" | "envelope.voided" | "envelope.expired" | "document.created" | "obligation.due_soon" | "obligation.overdue" | "clickwrap.accepted" | "testimonial.approved" | "testimonial.published" | "survey.completed" | "referral.received" | "import.completed" | "webhook.endpoint_disabled")[];
+            events: ("contact.created" | "contact.updated" | "contact.deleted" | "contact.restored" | "contact.tagged" | "contact.untagged" | "contact.assigned" | "deal.created" | "deal.updated" | "deal.deleted" | "deal.restored" | "deal.stage_changed" | "deal.won" | "deal.lost" | "deal.task_created" | "deal.task_completed" | "deal.closed" | "deal.document_uploaded" | "property.created" | "property.updated" | "property.deleted" | "property.restored" | "property.status_changed" | "property.price_changed" | "property.photos_uploaded" | "property.inquiry_received" | "property.showing_scheduled" | "property.offer_received" | "communication.email_sent" | "communication.email_received" | "communication.sms_sent" | "communication.sms_received" | "communication.call_started" | "communication.call_ended" | "communication.voicemail_received" | "organization.updated" | "user.created" | "user.updated" | "integration.connected" | "integration.disconnected" | "envelope.sent" | "envelope.opened" | "envelope.signer_signed" | "envelope.approved" | "envelope.completed" | "envelope.sealed" | "envelope.declined" | "envelope.voided" | "envelope.expired" | "document.created" | "template.created" | "template.updated" | "template.deleted" | "template.restored" | "obligation.due_soon" | "obligation.overdue" | "clickwrap.accepted" | "testimonial.approved" | "testimonial.published" | "survey.completed" | "referral.received" | "import.completed" | "webhook.endpoint_disabled")[];
             /** @description Signing secret; generated when left out. Shown only in this answer. */
             secret?: string;
             /** @default true */
@@ -4508,7 +4708,7 @@ export interface components {
              * @example https://hooks.example.com/brokerage
              */
             url?: string;
-            events?: ("contact.created" | "contact.updated" | "contact.deleted" | "contact.restored" | "contact.tagged" | "contact.untagged" | "contact.assigned" | "deal.created" | "deal.updated" | "deal.deleted" | "deal.restored" | "deal.stage_changed" | "deal.won" | "deal.lost" | "deal.task_created" | "deal.task_completed" | "deal.closed" | "deal.document_uploaded" | "property.created" | "property.updated" | "property.deleted" | "property.restored" | "property.status_changed" | "property.price_changed" | "property.photos_uploaded" | "property.inquiry_received" | "property.showing_scheduled" | "property.offer_received" | "communication.email_sent" | "communication.email_received" | "communication.sms_sent" | "communication.sms_received" | "communication.call_started" | "communication.call_ended" | "communication.voicemail_received" | "organization.updated" | "user.created" | "user.updated" | "integration.connected" | "integration.disconnected" | "envelope.sent" | "envelope.opened" | "envelope.signer_signed" | "envelope.approved" | "envelope.completed" | "envelope.sealed" | "envelope.declined" | "envelope.voided" | "envelope.expired" | "document.created" | "obligation.due_soon" | "obligation.overdue" | "clickwrap.accepted" | "testimonial.approved" | "testimonial.published" | "survey.completed" | "referral.received" | "import.completed" | "webhook.endpoint_disabled")[];
+            events?: ("contact.created" | "contact.updated" | "contact.deleted" | "contact.restored" | "contact.tagged" | "contact.untagged" | "contact.assigned" | "deal.created" | "deal.updated" | "deal.deleted" | "deal.restored" | "deal.stage_changed" | "deal.won" | "deal.lost" | "deal.task_created" | "deal.task_completed" | "deal.closed" | "deal.document_uploaded" | "property.created" | "property.updated" | "property.deleted" | "property.restored" | "property.status_changed" | "property.price_changed" | "property.photos_uploaded" | "property.inquiry_received" | "property.showing_scheduled" | "property.offer_received" | "communication.email_sent" | "communication.email_received" | "communication.sms_sent" | "communication.sms_received" | "communication.call_started" | "communication.call_ended" | "communication.voicemail_received" | "organization.updated" | "user.created" | "user.updated" | "integration.connected" | "integration.disconnected" | "envelope.sent" | "envelope.opened" | "envelope.signer_signed" | "envelope.approved" | "envelope.completed" | "envelope.sealed" | "envelope.declined" | "envelope.voided" | "envelope.expired" | "document.created" | "template.created" | "template.updated" | "template.deleted" | "template.restored" | "obligation.due_soon" | "obligation.overdue" | "clickwrap.accepted" | "testimonial.approved" | "testimonial.published" | "survey.completed" | "referral.received" | "import.completed" | "webhook.endpoint_disabled")[];
             filters?: components["schemas"]["WebhookFilters"];
             enabled?: boolean;
             description?: string;
@@ -5024,6 +5224,15 @@ export interface components {
             status: "partially_signed" | "completed" | "declined" | "voided" | "expired";
             /** @enum {string} */
             mode: "parallel" | "sequential";
+            /**
+             * @description api: sent with POST /api/documents/{id}/signature; template: made by POST /api/templates/{id}/use; public_link: by a visitor of a template's public link
+             * @enum {string}
+             */
+            source: "api" | "template" | "public_link";
+            /** @description The template it was made from */
+            templateId: string | null;
+            /** @description The sender's note to the recipients (their signing mail and page) */
+            message: string | null;
             createdAt: string;
             completedAt: string | null;
             expiresAt: string | null;
@@ -5407,6 +5616,206 @@ export interface components {
              * @enum {string}
              */
             reason: "not_signed" | "digest_mismatch" | "signature_invalid" | "not_our_seal" | "incomplete_coverage" | "malformed" | "unknown_document";
+        };
+        TemplateAnswer: {
+            template: components["schemas"]["Template"];
+        };
+        Template: {
+            id: string;
+            name: string;
+            /** @description Moves with every change; an envelope keeps the fields of the version it was made from */
+            version: number;
+            /** @description The uploaded document the template was made from (the template keeps its own copy) */
+            documentId: string;
+            title: string;
+            pageCount: number;
+            pages: components["schemas"]["PageSize"][];
+            /** @description The PDF's own form fields (a use fills them with formValues) */
+            formFields: components["schemas"]["FormField"][];
+            roles: components["schemas"]["TemplateRole"][];
+            fields: components["schemas"]["TemplateField"][];
+            publicLink: components["schemas"]["TemplatePublicLinkState"];
+            createdAt: string;
+            updatedAt: string;
+        };
+        TemplateRole: {
+            key: string;
+            label: string;
+            /** @enum {string} */
+            role: "signer" | "approver" | "viewer" | "cc";
+            order: number;
+        };
+        /** @description A field of the recipient's, in percent of its page as displayed (origin top-left) */
+        TemplateField: components["schemas"]["SignerField"] & {
+            name?: string;
+            /** @description The key of the role that fills it */
+            role: string;
+        };
+        /** @description The template's latest public link (its URL is shown once, when issued) */
+        TemplatePublicLinkState: {
+            /** @description The role the link's visitor fills */
+            role: string;
+            enabled: boolean;
+            createdAt: string;
+            disabledAt: string | null;
+        } | null;
+        TemplateCreate: {
+            /** @description An uploaded document (POST /api/documents/uploads) */
+            documentId: string;
+            name: string;
+            roles: components["schemas"]["TemplateRoleInput"][];
+            /** @description Where each role fills what; left out: the document's fields found from its text tags (`?tags=true` at upload), each named by its tag's name or its type and place */
+            fields?: components["schemas"]["TemplateFieldInput"][];
+        };
+        TemplateRoleInput: {
+            /**
+             * @description Your label for the role, unique in the template; fields and a use's recipients name it
+             * @example buyer
+             */
+            key: string;
+            /**
+             * @description What the role is, as people read it
+             * @example Buyer
+             */
+            label: string;
+            /**
+             * @description What the role's recipient does (as a recipient's role at send)
+             * @enum {string}
+             */
+            role: "signer" | "approver" | "viewer" | "cc";
+            /**
+             * @description The role's turn: one order acts in parallel
+             * @default 1
+             */
+            order?: number;
+        };
+        TemplateFieldInput: {
+            /** @enum {string} */
+            type: "signature" | "initials" | "name" | "email" | "date" | "text" | "number" | "checkbox" | "radio" | "dropdown";
+            /** @description From 1 */
+            page: number;
+            /** @description Left edge, from the page's left, in percent of the page as displayed */
+            x: number;
+            /** @description Top edge, from the page's top, in percent of the page as displayed */
+            y: number;
+            /** @description Width, in percent of the page as displayed */
+            width: number;
+            /** @description Height, in percent of the page as displayed */
+            height: number;
+            /** @description Unique in the template: a use's `values` fill fields by it */
+            name: string;
+            /** @description Default: true for signature and initials, false otherwise */
+            required?: boolean;
+            /** @description With value: the recipient sees the value and cannot change it */
+            readOnly?: boolean;
+            /** @description A prefilled value (text, number, date YYYY-MM-DD, checkbox true/false, an option) */
+            value?: string | number | boolean;
+            /** @description The choices of a radio or dropdown field */
+            options?: string[];
+            validation?: {
+                maxLength?: number;
+                min?: number;
+                max?: number;
+                /** @description A regular expression the whole value must match (no nested quantifiers such as (a+)+) */
+                pattern?: string;
+            };
+            /**
+             * @description The key of the role that fills the field
+             * @example buyer
+             */
+            role: string;
+        };
+        TemplateList: {
+            templates: components["schemas"]["Template"][];
+            pagination: {
+                hasMore: boolean;
+                nextCursor: string | null;
+                total: number;
+                limit: number;
+            };
+        };
+        TemplatePatch: {
+            name?: string;
+            roles?: components["schemas"]["TemplateRoleInput"][];
+            fields?: components["schemas"]["TemplateFieldInput"][];
+        };
+        TemplateUse: {
+            /** @description Each role's recipient, by role key: every role needs one */
+            recipients: {
+                [key: string]: components["schemas"]["TemplateRoleRecipient"];
+            };
+            /** @description Prefilled values by field name; `{value, lock: true}` shows the value read-only (the recipient cannot change it). Typed as the field: text, a number, a date YYYY-MM-DD, true/false, an option */
+            values?: {
+                [key: string]: string | number | boolean | {
+                    value: string | number | boolean;
+                    /** @default false */
+                    lock?: boolean;
+                };
+            };
+            /** @description The uploaded PDF's own form fields filled by name (text: a string; checkbox: true/false; radio, dropdown: an option); then every form field is flattened */
+            formValues?: {
+                [key: string]: string | boolean;
+            };
+            /**
+             * @description Recorded on the envelope; the roles' orders set the turns
+             * @enum {string}
+             */
+            mode?: "parallel" | "sequential";
+            /** @description Your note to the recipients, in their signing mail and on the signing page */
+            message?: string;
+            /** @description Links and the envelope expire after this many days; no expiry when left out */
+            expiresInDays?: number;
+            /**
+             * @description How signers are verified; default: the organization's setting (GET /api/signatures/settings), itself `attested` until changed
+             * @enum {string}
+             */
+            signerVerification?: "code" | "attested";
+            /** @description Reminders; null: none for this envelope; left out: the organization's setting (none until set) */
+            reminders?: {
+                /** @description Days after a signer's link is sent before the first reminder */
+                firstAfterDays: number;
+                /**
+                 * @description Days between later reminders; null: one reminder only
+                 * @default null
+                 */
+                everyDays?: number | null;
+            } | null;
+            /** @description Link the new document to a deal of yours */
+            dealId?: string;
+        };
+        TemplateRoleRecipient: {
+            name: string;
+            /** Format: email */
+            email: string;
+        };
+        TemplatePublicLinkIssued: {
+            /** @description `{app_url}/t/<slug>`, shown only here; null when the link was disabled */
+            url: string | null;
+            publicLink: components["schemas"]["TemplatePublicLinkState"] & unknown;
+        };
+        TemplatePublicLinkRequest: {
+            /** @description The key of the role the visitor fills (a signer) */
+            role: string;
+            /**
+             * @description false: the current link stops working (404 gone)
+             * @default true
+             */
+            enabled?: boolean;
+            /**
+             * @description The other roles' recipients, by role key: every role but the visitor's needs one
+             * @default {}
+             */
+            recipients?: {
+                [key: string]: components["schemas"]["TemplateRoleRecipient"];
+            };
+        };
+        TemplateLinkVisitor: {
+            name: string;
+            /** Format: email */
+            email: string;
+        };
+        TemplateLinkStart: components["schemas"]["TemplateLinkVisitor"] & {
+            code: string;
         };
         Testimonial: {
             id: string;
@@ -6018,7 +6427,7 @@ export interface components {
             user_id: string;
             organization_id: string;
             organization_name: string;
-            permissions: ("contacts:read" | "contacts:write" | "leads:write" | "contacts:erase" | "deals:read" | "deals:write" | "properties:read" | "properties:write" | "documents:read" | "documents:write" | "envelopes:send" | "signatures:read" | "signatures:write" | "clickwrap:read" | "clickwrap:write" | "reputation:read" | "reputation:write" | "plants:read" | "plants:write" | "webhooks:manage" | "events:read" | "integrations:read" | "organization:read" | "organization:manage" | "users:manage" | "api-keys:manage" | "custom-fields:read" | "custom-fields:manage" | "imports:manage" | "exports:read")[];
+            permissions: ("contacts:read" | "contacts:write" | "leads:write" | "contacts:erase" | "deals:read" | "deals:write" | "properties:read" | "properties:write" | "documents:read" | "documents:write" | "envelopes:send" | "signatures:read" | "signatures:write" | "templates:read" | "templates:write" | "clickwrap:read" | "clickwrap:write" | "reputation:read" | "reputation:write" | "plants:read" | "plants:write" | "webhooks:manage" | "events:read" | "integrations:read" | "organization:read" | "organization:manage" | "users:manage" | "api-keys:manage" | "custom-fields:read" | "custom-fields:manage" | "imports:manage" | "exports:read")[];
             /** @description Opaque, single use, valid 30 days: grant_type=refresh_token answers a new one. Using one twice revokes every token issued from it */
             refresh_token: string;
         };
@@ -14006,7 +14415,7 @@ export interface operations {
                 /** @description `pagination.nextCursor` of the previous page */
                 cursor?: string;
                 /** @description Only records of this kind */
-                kind?: "contact" | "deal" | "property";
+                kind?: "contact" | "deal" | "property" | "template";
             };
             header?: never;
             path?: never;
@@ -18525,7 +18934,7 @@ export interface operations {
                 /** @description `pagination.nextCursor` of the previous page */
                 cursor?: string;
                 /** @description One event name of the catalogue */
-                type?: "contact.created" | "contact.updated" | "contact.deleted" | "contact.restored" | "contact.tagged" | "contact.untagged" | "contact.assigned" | "deal.created" | "deal.updated" | "deal.deleted" | "deal.restored" | "deal.stage_changed" | "deal.won" | "deal.lost" | "deal.task_created" | "deal.task_completed" | "deal.closed" | "deal.document_uploaded" | "property.created" | "property.updated" | "property.deleted" | "property.restored" | "property.status_changed" | "property.price_changed" | "property.photos_uploaded" | "property.inquiry_received" | "property.showing_scheduled" | "property.offer_received" | "communication.email_sent" | "communication.email_received" | "communication.sms_sent" | "communication.sms_received" | "communication.call_started" | "communication.call_ended" | "communication.voicemail_received" | "organization.updated" | "user.created" | "user.updated" | "integration.connected" | "integration.disconnected" | "envelope.sent" | "envelope.opened" | "envelope.signer_signed" | "envelope.approved" | "envelope.completed" | "envelope.sealed" | "envelope.declined" | "envelope.voided" | "envelope.expired" | "document.created" | "obligation.due_soon" | "obligation.overdue" | "clickwrap.accepted" | "testimonial.approved" | "testimonial.published" | "survey.completed" | "referral.received" | "import.completed" | "webhook.endpoint_disabled";
+                type?: "contact.created" | "contact.updated" | "contact.deleted" | "contact.restored" | "contact.tagged" | "contact.untagged" | "contact.assigned" | "deal.created" | "deal.updated" | "deal.deleted" | "deal.restored" | "deal.stage_changed" | "deal.won" | "deal.lost" | "deal.task_created" | "deal.task_completed" | "deal.closed" | "deal.document_uploaded" | "property.created" | "property.updated" | "property.deleted" | "property.restored" | "property.status_changed" | "property.price_changed" | "property.photos_uploaded" | "property.inquiry_received" | "property.showing_scheduled" | "property.offer_received" | "communication.email_sent" | "communication.email_received" | "communication.sms_sent" | "communication.sms_received" | "communication.call_started" | "communication.call_ended" | "communication.voicemail_received" | "organization.updated" | "user.created" | "user.updated" | "integration.connected" | "integration.disconnected" | "envelope.sent" | "envelope.opened" | "envelope.signer_signed" | "envelope.approved" | "envelope.completed" | "envelope.sealed" | "envelope.declined" | "envelope.voided" | "envelope.expired" | "document.created" | "template.created" | "template.updated" | "template.deleted" | "template.restored" | "obligation.due_soon" | "obligation.overdue" | "clickwrap.accepted" | "testimonial.approved" | "testimonial.published" | "survey.completed" | "referral.received" | "import.completed" | "webhook.endpoint_disabled";
                 /** @description false: events with at least one delivery that has not succeeded (retrying, failed or dead); true: events every delivery of which succeeded (at least one) */
                 deliverySuccess?: "true" | "false";
             };
@@ -21527,6 +21936,1475 @@ export interface operations {
                 };
             };
             /** @description Too many requests from this address (rate_limited) */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    listTemplates: {
+        parameters: {
+            query?: {
+                /** @description 1–100, default 25; anything else is a 422 */
+                limit?: number;
+                /** @description `pagination.nextCursor` of the previous page */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of templates */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TemplateList"];
+                };
+            };
+            /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The caller's role does not allow this route (insufficient_role), or its API key or OAuth access token was not granted the route's permission (insufficient_permission) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The credential's quota is spent (rate_limited): retry after Retry-After seconds; RateLimit says the same */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    createTemplate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TemplateCreate"];
+            };
+        };
+        responses: {
+            /** @description The template */
+            201: {
+                headers: {
+                    /** @description The resource's version; send it back in If-Match to make a write conditional, or in If-None-Match on a read (304 when unchanged) */
+                    ETag?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TemplateAnswer"];
+                };
+            };
+            /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The caller's role does not allow this route (insufficient_role), or its API key or OAuth access token was not granted the route's permission (insufficient_permission) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The body is over the route's size limit */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Content-Type is not one the route takes (application/json; multipart/form-data on uploads) */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Every problem with the roles and fields at once (invalid_template, with issues[]); or: This Idempotency-Key was used for another request (idempotency_key_reused) */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The credential's quota is spent (rate_limited): retry after Retry-After seconds; RateLimit says the same */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    getTemplate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The template */
+            200: {
+                headers: {
+                    /** @description The resource's version; send it back in If-Match to make a write conditional, or in If-None-Match on a read (304 when unchanged) */
+                    ETag?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TemplateAnswer"];
+                };
+            };
+            /** @description Not modified: If-None-Match names this answer's ETag (weak comparison); no body */
+            304: {
+                headers: {
+                    /** @description The resource's version; send it back in If-Match to make a write conditional, or in If-None-Match on a read (304 when unchanged) */
+                    ETag?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The caller's role does not allow this route (insufficient_role), or its API key or OAuth access token was not granted the route's permission (insufficient_permission) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description No template with this id in your organization */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The credential's quota is spent (rate_limited): retry after Retry-After seconds; RateLimit says the same */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    deleteTemplate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted */
+            204: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The caller's role does not allow this route (insufficient_role), or its API key or OAuth access token was not granted the route's permission (insufficient_permission) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description No template with this id in your organization */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description If-Match named a version the template is no longer at (precondition_failed) */
+            412: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description This Idempotency-Key was used for another request (idempotency_key_reused) */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The credential's quota is spent (rate_limited): retry after Retry-After seconds; RateLimit says the same */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    updateTemplate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TemplatePatch"];
+            };
+        };
+        responses: {
+            /** @description The template */
+            200: {
+                headers: {
+                    /** @description The resource's version; send it back in If-Match to make a write conditional, or in If-None-Match on a read (304 when unchanged) */
+                    ETag?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TemplateAnswer"];
+                };
+            };
+            /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The caller's role does not allow this route (insufficient_role), or its API key or OAuth access token was not granted the route's permission (insufficient_permission) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description No template with this id in your organization */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description If-Match named a version the template is no longer at (precondition_failed) */
+            412: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The body is over the route's size limit */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Content-Type is not one the route takes (application/json; multipart/form-data on uploads) */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Every problem with the roles and fields at once (invalid_template, with issues[]); or: This Idempotency-Key was used for another request (idempotency_key_reused) */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The credential's quota is spent (rate_limited): retry after Retry-After seconds; RateLimit says the same */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    restoreTemplate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The template */
+            200: {
+                headers: {
+                    /** @description The resource's version; send it back in If-Match to make a write conditional, or in If-None-Match on a read (304 when unchanged) */
+                    ETag?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TemplateAnswer"];
+                };
+            };
+            /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The caller's role does not allow this route (insufficient_role), or its API key or OAuth access token was not granted the route's permission (insufficient_permission) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description No template with this id in your trash */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description This Idempotency-Key was used for another request (idempotency_key_reused) */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The credential's quota is spent (rate_limited): retry after Retry-After seconds; RateLimit says the same */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    useTemplate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TemplateUse"];
+            };
+        };
+        responses: {
+            /** @description The envelope and its links */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SignatureCreated"];
+                };
+            };
+            /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The caller's role does not allow this route (insufficient_role), or its API key or OAuth access token was not granted the route's permission (insufficient_permission) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description No template with this id in your organization */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The body is over the route's size limit */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Content-Type is not one the route takes (application/json; multipart/form-data on uploads) */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Every problem with the recipients, values and form values at once (invalid_recipients, with issues[]); or: This Idempotency-Key was used for another request (idempotency_key_reused) */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The credential's quota is spent (rate_limited): retry after Retry-After seconds; RateLimit says the same */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    setTemplatePublicLink: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TemplatePublicLinkRequest"];
+            };
+        };
+        responses: {
+            /** @description The link */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TemplatePublicLinkIssued"];
+                };
+            };
+            /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The caller's role does not allow this route (insufficient_role), or its API key or OAuth access token was not granted the route's permission (insufficient_permission) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description No template with this id in your organization */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The body is over the route's size limit */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Content-Type is not one the route takes (application/json; multipart/form-data on uploads) */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The role or the other roles' recipients do not fit the template (invalid_public_link, with issues[]); or: This Idempotency-Key was used for another request (idempotency_key_reused) */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The credential's quota is spent (rate_limited): retry after Retry-After seconds; RateLimit says the same */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    getPublicTemplateLink: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                slug: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The template's name and title, its pages, the visitor's role */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        template: {
+                            name: string;
+                            title: string;
+                            pageCount: number;
+                        };
+                        role: {
+                            key: string;
+                            label: string;
+                        };
+                    };
+                };
+            };
+            /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description No such link, or it was disabled (alike) */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Gone"];
+                };
+            };
+            /** @description Too many requests from this address, or for this e-mail (rate_limited) */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    sendTemplateLinkCode: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                slug: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TemplateLinkVisitor"];
+            };
+        };
+        responses: {
+            /** @description Mailed */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        sent: true;
+                    };
+                };
+            };
+            /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description No such link, or it was disabled (alike) */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Gone"];
+                };
+            };
+            /** @description The body is over the route's size limit */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Content-Type is not one the route takes (application/json; multipart/form-data on uploads) */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Too many requests from this address, or for this e-mail (rate_limited) */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    startTemplateLinkEnvelope: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                slug: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TemplateLinkStart"];
+            };
+        };
+        responses: {
+            /** @description The visitor's signing link */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        url: string;
+                        envelopeId: string;
+                    };
+                };
+            };
+            /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description No such link, or it was disabled (alike) */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Gone"];
+                };
+            };
+            /** @description The body is over the route's size limit */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Content-Type is not one the route takes (application/json; multipart/form-data on uploads) */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description A wrong code (invalid_code, with attemptsLeft) or none live (code_expired); or the visitor's details */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Too many requests from this address, or for this e-mail (rate_limited) */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    getTemplateLinkPage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                slug: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The page */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The link is unknown or disabled (a page that says so) */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description Too many requests from this address, or for this e-mail (rate_limited) */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -26127,7 +28005,7 @@ export interface operations {
                 code_challenge_method?: string;
                 /** @description Returned unchanged with the code or the error (at most 1000 characters) */
                 state?: string;
-                /** @description Space-separated permissions (absent: all but contacts:erase, granted only when asked for by name): contacts:read, contacts:write, leads:write, contacts:erase, deals:read, deals:write, properties:read, properties:write, documents:read, documents:write, envelopes:send, signatures:read, signatures:write, clickwrap:read, clickwrap:write, reputation:read, reputation:write, plants:read, plants:write, webhooks:manage, events:read, integrations:read, organization:read, organization:manage, users:manage, api-keys:manage, custom-fields:read, custom-fields:manage, imports:manage, exports:read */
+                /** @description Space-separated permissions (absent: all but contacts:erase, granted only when asked for by name): contacts:read, contacts:write, leads:write, contacts:erase, deals:read, deals:write, properties:read, properties:write, documents:read, documents:write, envelopes:send, signatures:read, signatures:write, templates:read, templates:write, clickwrap:read, clickwrap:write, reputation:read, reputation:write, plants:read, plants:write, webhooks:manage, events:read, integrations:read, organization:read, organization:manage, users:manage, api-keys:manage, custom-fields:read, custom-fields:manage, imports:manage, exports:read */
                 scope?: string;
                 /** @description RFC 8707 resource indicator: if present, the MCP server URL (the only resource tokens are issued for) */
                 resource?: string;
@@ -26215,7 +28093,7 @@ export interface operations {
                 code_challenge_method?: string;
                 /** @description Returned unchanged with the code or the error (at most 1000 characters) */
                 state?: string;
-                /** @description Space-separated permissions (absent: all but contacts:erase, granted only when asked for by name): contacts:read, contacts:write, leads:write, contacts:erase, deals:read, deals:write, properties:read, properties:write, documents:read, documents:write, envelopes:send, signatures:read, signatures:write, clickwrap:read, clickwrap:write, reputation:read, reputation:write, plants:read, plants:write, webhooks:manage, events:read, integrations:read, organization:read, organization:manage, users:manage, api-keys:manage, custom-fields:read, custom-fields:manage, imports:manage, exports:read */
+                /** @description Space-separated permissions (absent: all but contacts:erase, granted only when asked for by name): contacts:read, contacts:write, leads:write, contacts:erase, deals:read, deals:write, properties:read, properties:write, documents:read, documents:write, envelopes:send, signatures:read, signatures:write, templates:read, templates:write, clickwrap:read, clickwrap:write, reputation:read, reputation:write, plants:read, plants:write, webhooks:manage, events:read, integrations:read, organization:read, organization:manage, users:manage, api-keys:manage, custom-fields:read, custom-fields:manage, imports:manage, exports:read */
                 scope?: string;
                 /** @description RFC 8707 resource indicator: if present, the MCP server URL (the only resource tokens are issued for) */
                 resource?: string;

@@ -120,7 +120,12 @@ const roleList = (roles: TemplateCreate["roles"]): TemplateRole[] =>
  * then put, then settled in the row's batch: files/uploads.ts), so the document may later go without it.
  */
 export async function createTemplate(ctx: ServiceContext, input: TemplateCreate): Promise<Template> {
-  const doc = await findDocument(ctx, input.documentId);
+  const doc = await findDocument(ctx, input.documentId).catch((err: unknown) => {
+    if (!(err instanceof NotFound)) throw err;
+    throw invalid([
+      { field: "documentId", path: ["documentId"], code: "invalid_reference", message: "No document with this id in your organization" },
+    ]);
+  });
   if (doc.source !== "upload" || !doc.fileKey || !doc.pages)
     throw invalid([
       {

@@ -6,6 +6,7 @@ import { createDeal, createTask, documentForm } from "./deals";
 import { createProperty, mlsListedProperty, mlsVars, photoForm, PNG_1X1, valuableProperty } from "./properties";
 import { seedSurvey, STANDARD_QUESTIONS } from "./surveys";
 import { tenantDb, type TestPrincipal } from "./factories";
+import { buildPdf, uploaded } from "./uploads";
 import type { Permission } from "../../src/platform/permissions";
 
 export type Family = "crm" | "api" | "plants";
@@ -532,6 +533,56 @@ ROUTES.push(
   { method: "POST", path: "/api/clickwrap/{agreementId}/deactivate", family: "api", seed: seedAgreement, unknown: unknownAgreement },
   { method: "POST", path: "/api/clickwrap/{agreementId}/activate", family: "api", seed: seedAgreement, unknown: unknownAgreement },
   { method: "GET", path: "/api/clickwrap/{agreementId}/acceptances", family: "api", seed: seedAgreement, unknown: unknownAgreement },
+);
+
+// Templates (issue 45).
+async function seedTemplate(owner: TestPrincipal): Promise<Record<string, string>> {
+  const doc = await uploaded(owner.token, await buildPdf([{}]));
+  const res = await call("POST", "/api/templates", { token: owner.token, body: { documentId: doc.id, ...MATRIX_TEMPLATE } });
+  if (res.status !== 201) throw new Error(`seeding a template failed: ${res.status} ${await res.text()}`);
+  return { id: (await json(res)).template.id as string };
+}
+const MATRIX_TEMPLATE = {
+  name: "Matrix template",
+  roles: [{ key: "buyer", label: "Buyer", role: "signer" }],
+  fields: [{ role: "buyer", type: "signature", name: "sig", page: 1, x: 10, y: 80, width: 30, height: 6 }],
+};
+const unknownTemplate = { id: "00000000-0000-4000-8000-0000000007e1" };
+const buyer = { buyer: { name: "Matrix Buyer", email: "matrix-buyer@example.test" } };
+ROUTES.push(
+  { method: "POST", path: "/api/templates", family: "api", body: { documentId: "x", ...MATRIX_TEMPLATE } },
+  { method: "GET", path: "/api/templates", family: "api" },
+  { method: "GET", path: "/api/templates/{id}", family: "api", seed: seedTemplate, unknown: unknownTemplate },
+  { method: "PATCH", path: "/api/templates/{id}", family: "api", body: { name: "Renamed" }, seed: seedTemplate, unknown: unknownTemplate },
+  { method: "DELETE", path: "/api/templates/{id}", family: "api", seed: seedTemplate, unknown: unknownTemplate },
+  {
+    method: "POST",
+    path: "/api/templates/{id}/restore",
+    family: "api",
+    seed: async (owner) => {
+      const params = await seedTemplate(owner);
+      await call("DELETE", `/api/templates/${params.id}`, { token: owner.token });
+      return params;
+    },
+    unknown: unknownTemplate,
+  },
+  {
+    method: "POST",
+    path: "/api/templates/{id}/use",
+    family: "api",
+    body: { recipients: buyer },
+    seed: seedTemplate,
+    unknown: unknownTemplate,
+    objectReads: ["templates:read"],
+  },
+  {
+    method: "POST",
+    path: "/api/templates/{id}/public-link",
+    family: "api",
+    body: { role: "buyer" },
+    seed: seedTemplate,
+    unknown: unknownTemplate,
+  },
 );
 
 // Referrals (issue 13).

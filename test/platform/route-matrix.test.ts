@@ -41,7 +41,9 @@ async function throughNarrowKey(owner: TestPrincipal, route: MatrixRoute, params
     return res;
   }
   expect(res.status, `a key holding only ${needs}, not ${route.objectReads.join(", ")}`).toBe(403);
-  expect((await json(res)).error).toMatchObject({ code: "insufficient_permission" });
+  const refused = (await json(res)).error;
+  // The CRM family's error is an object with its code, the /api family's the code itself.
+  expect(route.family === "crm" ? refused.code : refused).toBe("insufficient_permission");
   const wide = await createApiKey(owner.token, [needs, ...route.objectReads]);
   return call(route.method, path, { token: wide.key, ...opts });
 }
