@@ -29,6 +29,7 @@ const DOMAINS = [
   "referrals",
   "signatures",
   "surveys",
+  "templates",
   "testimonials",
   "trash",
   "users",

@@ -2085,7 +2085,7 @@ export interface paths {
          *     in one 422 (invalid_recipients): a role without a recipient, a value for an unknown field or of the wrong type. Needs
          *     envelopes:send and templates:read.
          */
-        post: operations["useTemplate"];
+        post: operations["sendFromTemplate"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2108,7 +2108,7 @@ export interface paths {
          *     template stops (404 gone). `enabled: false` stops the current link. A visitor gives a name and an e-mail, proves the e-mail
          *     with a code, and signs the envelope made from the template (`source: public_link`).
          */
-        post: operations["setTemplatePublicLink"];
+        post: operations["updateTemplatePublicLink"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2171,7 +2171,7 @@ export interface paths {
          *     from the template (`source: public_link`) with the visitor in the link's role and the link's recipients in the others, and
          *     the answer is the visitor's signing URL (also mailed to them, as to any recipient).
          */
-        post: operations["startTemplateLinkEnvelope"];
+        post: operations["createTemplateLinkEnvelope"];
         delete?: never;
         options?: never;
         head?: never;
@@ -22758,7 +22758,7 @@ export interface operations {
             };
         };
     };
-    useTemplate: {
+    sendFromTemplate: {
         parameters: {
             query?: never;
             header?: never;
@@ -22919,7 +22919,7 @@ export interface operations {
             };
         };
     };
-    setTemplatePublicLink: {
+    updateTemplatePublicLink: {
         parameters: {
             query?: never;
             header?: never;
@@ -23253,7 +23253,7 @@ export interface operations {
             };
         };
     };
-    startTemplateLinkEnvelope: {
+    createTemplateLinkEnvelope: {
         parameters: {
             query?: never;
             header?: never;

@@ -51,6 +51,9 @@ export const UploadQuery = z.strictObject({
   dealId: z.string().min(1).max(100).optional().openapi({ description: "A deal of your organization this document belongs to" }),
 });
 
+/** The formKey of an uploaded document: no typed form derives its parties or obligations. */
+export const UPLOAD_FORM_KEY = "upload";
+
 export const Document = z
   .object({
     id: z.string(),

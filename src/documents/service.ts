@@ -5,6 +5,9 @@ import { documentOverages, documents, documentUsage } from "../db/schema";
 import { expectRow, type Statement, withRetries } from "../db/write";
 import { commit } from "../events/commit";
 import { linkedDeal } from "./deal-link";
+
+/** A new document of another domain (a template's use) checks its deal as a generation does. */
+export { linkedDeal };
 import { readConfig } from "../env";
 import { newEvent } from "../events/outbox";
 import { resourceEvent } from "../events/resource-event";

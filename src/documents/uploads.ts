@@ -2,6 +2,7 @@ import type { documents } from "../db/schema";
 import { commit } from "../events/commit";
 import { newEvent } from "../events/outbox";
 import { resourceEvent } from "../events/resource-event";
+import { uploadKey } from "../files/keys";
 import { discardUploads, putUploads, settleUploads } from "../files/uploads";
 import { inspectPdf, PdfRefused } from "../files/pdf-inspect";
 import { sha256Hex } from "../lib/crypto";
@@ -10,17 +11,11 @@ import { newId } from "../lib/ids";
 import { nowIso } from "../lib/time";
 import type { ServiceContext } from "../service-context";
 import { linkedDeal } from "./deal-link";
-import { type Document, MAX_UPLOAD_PAGES } from "./schemas";
+import { type Document, MAX_UPLOAD_PAGES, UPLOAD_FORM_KEY } from "./schemas";
 import { documents as documentsTable } from "../db/schema";
 import { toDocument } from "./service";
 
 type Row = typeof documents.$inferSelect;
-
-/** Where an uploaded document's PDF lives in R2 (files/keys.ts: `<kind>/<organizationId>/…`). */
-export const uploadKey = (organizationId: string, documentId: string) => `documents/${organizationId}/${documentId}.pdf`;
-
-/** The formKey of an uploaded document: no typed form derives its parties or obligations. */
-export const UPLOAD_FORM_KEY = "upload";
 
 /**
  * The PDF as stored and described: refused with 422 and its code (pdf_invalid, pdf_encrypted, pdf_too_long) when it

@@ -9,6 +9,8 @@ export const dealPrefix = (organizationId: string, dealId: string) => `deals/${o
 export const propertyPrefix = (organizationId: string, propertyId: string) => `properties/${organizationId}/${propertyId}/`;
 /** A property's generated reports (PDFs rendered from its fields at the time, regenerated on request). */
 export const reportsPrefix = (organizationId: string, propertyId: string) => `${propertyPrefix(organizationId, propertyId)}reports/`;
+/** An uploaded document's PDF (issue 44): the bytes received, or an owner-password PDF's unencrypted re-import. */
+export const uploadKey = (organizationId: string, documentId: string) => `documents/${organizationId}/${documentId}.pdf`;
 /** A template's own copy of its PDF (issue 45), under one prefix so the purge of a deleted template takes it. */
 export const templatePrefix = (organizationId: string, templateId: string) => `templates/${organizationId}/${templateId}/`;
 /** Where an envelope's own files live in R2 (its erasure removes everything under it). */

@@ -41,6 +41,8 @@ import type { Envelope, SignatureRequest } from "./schemas";
 
 /** A person's erasure (erasure/erase.ts) reaches their envelopes through this; the right of access reads them. */
 export { envelopesNaming, signaturesErasable } from "./erasure";
+/** A template's fields and a use's values get the checks a send's fields get (templates/). */
+export { placeFields, valueProblem } from "./recipients";
 
 const DOCUMENTS: VersionedTable = {
   table: documents,

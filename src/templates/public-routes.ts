@@ -64,7 +64,7 @@ const code = defineRoute(API, {
 });
 
 const start = defineRoute(API, {
-  operationId: "startTemplateLinkEnvelope",
+  operationId: "createTemplateLinkEnvelope",
   security: [],
   method: "post",
   path: "/api/public/templates/{slug}/start",

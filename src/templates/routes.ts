@@ -106,7 +106,7 @@ const restore = defineRoute(API, {
 });
 
 const use = defineRoute(API, {
-  operationId: "useTemplate",
+  operationId: "sendFromTemplate",
   method: "post",
   path: "/api/templates/{id}/use",
   tags,
@@ -126,7 +126,7 @@ envelopes:send and templates:read.`,
 });
 
 const publicLink = defineRoute(API, {
-  operationId: "setTemplatePublicLink",
+  operationId: "updateTemplatePublicLink",
   method: "post",
   path: "/api/templates/{id}/public-link",
   tags,

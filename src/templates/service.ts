@@ -12,7 +12,7 @@ import { type FieldIssue, NotFound, Unprocessable } from "../lib/errors";
 import { newId } from "../lib/ids";
 import { nowIso } from "../lib/time";
 import type { ServiceContext } from "../service-context";
-import { placeFields } from "../signatures/recipients";
+import { placeFields } from "../signatures/service";
 import type { Template, TemplateCreate, TemplatePatch } from "./schemas";
 
 type Row = typeof templates.$inferSelect;

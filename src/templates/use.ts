@@ -1,8 +1,8 @@
 import type { documents, TemplateField } from "../db/schema";
 import type { EnvelopeSource } from "../db/signatures";
-import { linkedDeal } from "../documents/deal-link";
-import { storedPdf, toDocument } from "../documents/service";
-import { UPLOAD_FORM_KEY, uploadKey } from "../documents/uploads";
+import { UPLOAD_FORM_KEY } from "../documents/schemas";
+import { linkedDeal, storedPdf, toDocument } from "../documents/service";
+import { uploadKey } from "../files/keys";
 import { newEvent } from "../events/outbox";
 import { resourceEvent } from "../events/resource-event";
 import { discardUploads, putUploads, settleUploads } from "../files/uploads";
@@ -10,9 +10,8 @@ import { type FieldIssue, Unprocessable } from "../lib/errors";
 import { newId } from "../lib/ids";
 import { nowIso } from "../lib/time";
 import type { RequestMeta, ServiceContext } from "../service-context";
-import { valueProblem } from "../signatures/recipients";
 import type { SignatureRequest } from "../signatures/schemas";
-import { sendForSignature } from "../signatures/service";
+import { sendForSignature, valueProblem } from "../signatures/service";
 import type { RoleRecipient, TemplateUse } from "./schemas";
 import { findTemplate } from "./service";
 
