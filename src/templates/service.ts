@@ -281,11 +281,14 @@ export async function deleteTemplate(ctx: ServiceContext, id: string): Promise<v
 
 /** POST /api/templates/{id}/restore: back from the trash (its public link stays disabled: issue a new one). */
 export async function restoreTemplate(ctx: ServiceContext, id: string): Promise<Template> {
-  const trashed = await readTrashed<Row>(ctx, "template", id, templates, "Template");
-  const { guard, clear } = restoreFrame(ctx, "template", id);
-  const template = toTemplate(trashed.record, null);
-  await commit(ctx, [guard, restoreRows(ctx.db, id, templates), ...clear], [resourceEvent(ctx, "template.restored", template)], {
-    answer: template,
+  // Of racing restores one commits; the others' guard fails, and their retry finds nothing in the trash (404).
+  return withRetries(async () => {
+    const trashed = await readTrashed<Row>(ctx, "template", id, templates, "Template");
+    const { guard, clear } = restoreFrame(ctx, "template", id);
+    const template = toTemplate(trashed.record, null);
+    await commit(ctx, [guard, restoreRows(ctx.db, id, templates), ...clear], [resourceEvent(ctx, "template.restored", template)], {
+      answer: template,
+    });
+    return template;
   });
-  return template;
 }

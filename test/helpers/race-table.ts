@@ -84,6 +84,18 @@ export interface ChildRace {
 export type Race = IndependentRace | OnceRace | ChildRace;
 
 /** A count on the shard of `owner`'s organization. */
+const RACED_TEMPLATE = {
+  name: "Raced template",
+  roles: [{ key: "buyer", label: "Buyer", role: "signer" }],
+  fields: [{ role: "buyer", type: "signature", name: "sig", page: 1, x: 10, y: 80, width: 30, height: 6 }],
+};
+async function racedTemplate(owner: TestPrincipal): Promise<Params> {
+  const doc = await uploaded(owner.token, await buildPdf([{}]));
+  const res = await call("POST", "/api/templates", { token: owner.token, body: { documentId: doc.id, ...RACED_TEMPLATE } });
+  expect(res.status).toBe(201);
+  return { id: (await json(res)).template.id };
+}
+
 const count = async (owner: Pick<TestPrincipal, "organizationId">, sql: string, ...binds: unknown[]) =>
   (await (
     await tenantDb(owner.organizationId)
@@ -731,6 +743,87 @@ export const RACES: Race[] = [
     counter: {
       read: async (owner) => count(owner, "SELECT COUNT(*) AS n FROM envelopes WHERE organization_id = ?", owner.organizationId),
       perMove: 1,
+    },
+  },
+  {
+    // Issue 45: templates made at once from one upload each land whole (a row and its own copy of the PDF).
+    kind: "independent",
+    route: "POST /api/templates",
+    seed: async (owner) => ({ documentId: (await uploaded(owner.token, await buildPdf([{}]))).id }),
+    changes: async (_, { documentId }) =>
+      Array.from({ length: 4 }, (_, i) => ({ body: { documentId, ...RACED_TEMPLATE, name: `Raced template ${i}` } })),
+    async verify(owner) {
+      expect(await count(owner, "SELECT COUNT(*) AS n FROM templates WHERE organization_id = ?", owner.organizationId)).toBe(4);
+      expect((await env.FILES.list({ prefix: `templates/${owner.organizationId}/` })).objects).toHaveLength(4);
+    },
+  },
+  {
+    // Issue 45: a rename and new fields at once: both land, each a version.
+    kind: "independent",
+    route: "PATCH /api/templates/{id}",
+    seed: racedTemplate,
+    changes: async () => [{ body: { name: "Renamed" } }, { body: { fields: [{ ...RACED_TEMPLATE.fields[0], name: "signature" }] } }],
+    async verify(owner, { id }) {
+      const { template } = await json(await call("GET", `/api/templates/${id}`, { token: owner.token }));
+      expect(template).toMatchObject({ name: "Renamed", version: 3, fields: [expect.objectContaining({ name: "signature" })] });
+    },
+  },
+  {
+    kind: "once",
+    route: "DELETE /api/templates/{id}",
+    seed: racedTemplate,
+    objects: 2,
+    copies: 6,
+    event: "template.deleted",
+    counter: {
+      read: async (owner) =>
+        count(owner, "SELECT COUNT(*) AS n FROM trash_entries WHERE organization_id = ? AND kind = 'template'", owner.organizationId),
+      perMove: 1,
+    },
+  },
+  {
+    kind: "once",
+    route: "POST /api/templates/{id}/restore",
+    seed: async (owner) => {
+      const params = await racedTemplate(owner);
+      expect((await call("DELETE", `/api/templates/${params.id}`, { token: owner.token })).status).toBe(204);
+      return params;
+    },
+    objects: 2,
+    copies: 6,
+    event: "template.restored",
+    counter: {
+      read: async (owner) => count(owner, "SELECT COUNT(*) AS n FROM templates WHERE organization_id = ?", owner.organizationId),
+      perMove: 1,
+    },
+  },
+  {
+    // Issue 45: two uses (and more) of one template at once: each its own document, file and envelope.
+    kind: "independent",
+    route: "POST /api/templates/{id}/use",
+    seed: racedTemplate,
+    changes: async () =>
+      Array.from({ length: 4 }, (_, i) => ({
+        body: { recipients: { buyer: { name: `Raced Buyer ${i}`, email: `raced-${i}@template.test` } } },
+      })),
+    async verify(owner) {
+      const org = owner.organizationId;
+      expect(await count(owner, "SELECT COUNT(*) AS n FROM documents WHERE organization_id = ? AND template_id IS NOT NULL", org)).toBe(4);
+      expect(await count(owner, "SELECT COUNT(*) AS n FROM envelopes WHERE organization_id = ? AND source = 'template'", org)).toBe(4);
+      expect((await env.FILES.list({ prefix: `documents/${org}/` })).objects).toHaveLength(5); // the upload and 4 copies
+    },
+  },
+  {
+    // Issue 45: links issued at once: each answers its URL, and exactly one stays live.
+    kind: "independent",
+    route: "POST /api/templates/{id}/public-link",
+    seed: racedTemplate,
+    changes: async () => Array.from({ length: 3 }, () => ({ body: { role: "buyer" } })),
+    async verify(owner, { id }) {
+      expect(
+        await count(owner, "SELECT COUNT(*) AS n FROM template_links WHERE template_id = ? AND enabled = 1 AND disabled_at IS NULL", id),
+      ).toBe(1);
+      expect(await count(owner, "SELECT COUNT(*) AS n FROM template_links WHERE template_id = ?", id)).toBe(3);
     },
   },
   {
