@@ -189,6 +189,12 @@ export async function sendForSignature(
       "signing_link",
       links.map((l) => l.hash),
     );
+    // The answer joins the batch with an Idempotency-Key (its raw links left out): a retry after a lost reply replays it.
+    const answer = {
+      envelopeId: envelope.id,
+      envelope: toEnvelope(envelope, signers),
+      links: links.map(({ signer, token }) => signingLinkOf(ctx.env, signer, token)),
+    };
     await commit(
       ctx,
       [
@@ -215,14 +221,15 @@ export async function sendForSignature(
         ...audit.statements,
       ],
       [...(options.create?.events ?? []), envelopeEvent(ctx, "envelope.sent", { envelope, signers }, null)],
+      { answer },
     );
-    return { envelope, signers, links };
+    return { envelope, links, answer };
   }).catch(async (err: unknown) => {
     if (rendered) ctx.defer(ctx.files.delete(rendered.key).catch(() => undefined));
     throw err;
   });
 
-  const { envelope, signers, links } = created;
+  const { envelope, links, answer } = created;
   // The object serializes the envelope from here on; it also holds the expiry alarm. A failed call is covered: every
   // transition checks the expiry itself, so the envelope still expires, at its next touch.
   await envelopeSigner(ctx.env, envelope.id)
@@ -233,11 +240,7 @@ export async function sendForSignature(
   for (const { signer, token } of links)
     if (signer.status === "sent")
       ctx.defer(sendSigningLink(ctx.env, ctx.db, ctx.organizationId, signer, token, "request", null, envelope.message));
-  return {
-    envelopeId: envelope.id,
-    envelope: toEnvelope(envelope, signers),
-    links: links.map(({ signer, token }) => signingLinkOf(ctx.env, signer, token)),
-  };
+  return answer;
 }
 
 /**

@@ -1,4 +1,5 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
+import type { Context } from "hono";
 import { RESTORE_DAYS } from "../crm/trash";
 import { NoQuery } from "../crm/list-query";
 import { API, apiError, apiJson } from "../platform/api-family";
@@ -6,6 +7,7 @@ import { requirePermission, serviceContext } from "../platform/auth";
 import type { AppBindings } from "../platform/context";
 import { ETAG_HEADER, withEtag } from "../platform/etag";
 import { validationHook } from "../platform/openapi";
+import { keepAnswerInBatch } from "../platform/idempotency";
 import { requestMeta } from "../platform/request-meta";
 import { defineRoute, jsonBody } from "../platform/route";
 import { SignatureCreated } from "../signatures/schemas";
@@ -13,6 +15,7 @@ import { issuePublicLink } from "./public-link";
 import {
   PublicLinkIssued,
   PublicLinkRequest,
+  type Template,
   TemplateAnswer,
   TemplateCreate,
   TemplateIdParam,
@@ -144,23 +147,34 @@ with a code, and signs the envelope made from the template (\`source: public_lin
   },
 });
 
+/** A verb's context whose answer, `{template}`, joins its batch with an Idempotency-Key: a retry after a lost reply replays it. */
+const keeping = (c: Context<AppBindings>, status: number) => ({
+  ...serviceContext(c),
+  keepAnswer: keepAnswerInBatch(c.get("idempotencyClaim"), status, (template: Template) => ({ template })),
+});
+
 export const templateRoutes = new OpenAPIHono<AppBindings>({ defaultHook: validationHook })
-  .openapi(create, async (c) => c.json({ template: withEtag(c, await createTemplate(serviceContext(c), c.req.valid("json"))) }, 201))
+  .openapi(create, async (c) => c.json({ template: withEtag(c, await createTemplate(keeping(c, 201), c.req.valid("json"))) }, 201))
   .openapi(list, async (c) => c.json(await listTemplates(serviceContext(c), c.req.valid("query")), 200))
   .openapi(read, async (c) => c.json({ template: withEtag(c, await getTemplate(serviceContext(c), c.req.valid("param").id)) }, 200))
   .openapi(patch, async (c) => {
-    const template = await patchTemplate(serviceContext(c), c.req.valid("param").id, c.req.valid("json"));
+    const template = await patchTemplate(keeping(c, 200), c.req.valid("param").id, c.req.valid("json"));
     return c.json({ template: withEtag(c, template) }, 200);
   })
   .openapi(remove, async (c) => {
     await deleteTemplate(serviceContext(c), c.req.valid("param").id);
     return c.body(null, 204);
   })
-  .openapi(restore, async (c) => c.json({ template: withEtag(c, await restoreTemplate(serviceContext(c), c.req.valid("param").id)) }, 200))
+  .openapi(restore, async (c) => c.json({ template: withEtag(c, await restoreTemplate(keeping(c, 200), c.req.valid("param").id)) }, 200))
   .openapi(use, async (c) => {
     requirePermission(c, "templates:read");
-    c.set("replayOmits", [["links", "*", "url"]]); // raw signing tokens: an Idempotency-Key replay leaves them out
-    return c.json(await useTemplate(serviceContext(c), c.req.valid("param").id, c.req.valid("json"), requestMeta(c)), 201);
+    // Raw signing tokens: an Idempotency-Key replay leaves them out. The answer is kept in the use's own batch, so a
+    // retry after a lost reply replays it rather than making a second document.
+    const omitted = [["links", "*", "url"]];
+    c.set("replayOmits", omitted);
+    const keepAnswer = keepAnswerInBatch(c.get("idempotencyClaim"), 201, (sent: object) => sent, omitted);
+    const ctx = { ...serviceContext(c), keepAnswer };
+    return c.json(await useTemplate(ctx, c.req.valid("param").id, c.req.valid("json"), requestMeta(c)), 201);
   })
   .openapi(publicLink, async (c) => {
     c.set("replayOmits", [["url"]]); // the slug is a capability: an Idempotency-Key replay leaves it out

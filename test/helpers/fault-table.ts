@@ -686,6 +686,91 @@ const documentUpload: FaultRow<DocumentUpload> = {
   },
 };
 
+interface TemplateWrite extends Written {
+  documentId: string;
+  templateId?: string;
+}
+
+const FAULT_TEMPLATE = {
+  name: "Faulted template",
+  roles: [{ key: "buyer", label: "Buyer", role: "signer" }],
+  fields: [{ role: "buyer", type: "signature", name: "sig", page: 1, x: 10, y: 80, width: 30, height: 6 }],
+};
+
+/** An uploaded document for a template to be made from (and, for a use, the template). */
+async function templateSeed(owner: TestPrincipal, withTemplate: boolean): Promise<Omit<TemplateWrite, keyof Written>> {
+  const raw = await buildPdf([{}]);
+  const doc = await seedCall("POST", "/api/documents/uploads", { token: owner.token, raw, headers: { "content-type": "application/pdf" } });
+  const documentId = doc.document.id as string;
+  if (!withTemplate) return { documentId };
+  const made = await seedCall("POST", "/api/templates", { token: owner.token, body: { documentId, ...FAULT_TEMPLATE } });
+  return { documentId, templateId: made.template.id };
+}
+
+/** Issue 45: a template keeps its own copy of the PDF: put (noted pending first), then its row. */
+const templateCreate: FaultRow<TemplateWrite> = {
+  operation: "template create (its own copy of the PDF)",
+  ...keyedWrite<TemplateWrite>(
+    (owner) => templateSeed(owner, false),
+    (f, s) =>
+      request(f, "POST", "/api/templates", {
+        token: s.owner.token,
+        headers: keyed(s),
+        body: { documentId: s.documentId, ...FAULT_TEMPLATE },
+      }),
+  ),
+  recovery: UPLOAD_RECOVERY,
+  async check(_f, s) {
+    expectAnswered(s, 201);
+    const org = s.owner.organizationId;
+    const keys = await keysOf(org, "SELECT file_key AS key FROM templates WHERE organization_id = ?", org);
+    expect(keys.length, "templates").toBe(1);
+    await expectObjects(keys);
+    expect(await objectsUnder(`templates/${org}/`), "objects under the organization's templates (no object without its row)").toEqual(keys);
+    await expectEventsOnce(org, ["template.created"], { "template.created": 1 });
+  },
+};
+
+/**
+ * Issue 45: a use copies the template's PDF for a new document (put, noted pending), then sends it: the document, its
+ * envelope and the kept answer in one batch. A retry after a lost reply replays the answer: one document, one envelope.
+ */
+const templateUse: FaultRow<TemplateWrite> = {
+  operation: "template use (a new document with its copy of the PDF, and its envelope) with events",
+  ...keyedWrite<TemplateWrite>(
+    (owner) => templateSeed(owner, true),
+    (f, s) =>
+      request(f, "POST", `/api/templates/${s.templateId}/use`, {
+        token: s.owner.token,
+        headers: keyed(s),
+        body: { recipients: { buyer: { name: "Fay Buyer", email: `buyer.${s.key}@example.test` } } },
+      }),
+  ),
+  recovery: UPLOAD_RECOVERY,
+  // The envelope's own steps after the copy (its PDF, the links' keys, the publish, the mail) are the send's, which the
+  // signing rows fail already; this row fails the use's: the pending note, the copy's put and the one batch.
+  steps: {
+    pick: (step) => /insert pending_uploads|put documents\/|batch\(insert documents/.test(step.what),
+    why: "the use's own steps: the copy noted pending, put, and the batch of document, envelope and kept answer",
+  },
+  async check(_f, s) {
+    expectAnswered(s, 201);
+    const org = s.owner.organizationId;
+    const keys = await keysOf(org, "SELECT file_key AS key FROM documents WHERE organization_id = ? AND template_id IS NOT NULL", org);
+    expect(keys.length, "documents made from the template").toBe(1);
+    await expectObjects(keys);
+    const uploaded = await keysOf(org, "SELECT file_key AS key FROM documents WHERE organization_id = ?", org);
+    expect(await objectsUnder(`documents/${org}/`), "objects under the organization's documents (no object without its row)").toEqual(
+      uploaded,
+    );
+    expect(
+      await count(org, "SELECT COUNT(*) AS n FROM envelopes WHERE organization_id = ? AND source = 'template'", org),
+      "envelopes",
+    ).toBe(1);
+    await expectEventsOnce(org, ["envelope.sent", "document.created"], { "envelope.sent": 1, "document.created": 2 });
+  },
+};
+
 interface Signing {
   owner: TestPrincipal;
   envelopeId: string;
@@ -1778,6 +1863,8 @@ export const FAULTS: FaultRow[] = [
   dealUpload,
   photoUpload,
   documentUpload,
+  templateCreate,
+  templateUse,
   publicSign,
   uploadedSign,
   fanout,
