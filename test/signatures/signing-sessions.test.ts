@@ -28,7 +28,9 @@ const hostSession = (who: TestPrincipal, envelopeId: string, signerId: string) =
   call("POST", `/api/signatures/${envelopeId}/signers/${signerId}/host-session`, { token: who.token });
 /** Opens a session URL from its own client address. */
 const open = (url: string) =>
-  call("GET", new URL(url).pathname, { headers: { "cf-connecting-ip": freshIp(), "user-agent": "vitest host" } });
+  call("GET", `/sign/session/${url.slice(url.lastIndexOf("/") + 1)}`, {
+    headers: { "cf-connecting-ip": freshIp(), "user-agent": "vitest host" },
+  });
 /** The signing link token a session's page carries for the public signing API. */
 const pageToken = (html: string) => /data-token="(sign_[A-Za-z0-9_-]{43})"/.exec(html)?.[1];
 
