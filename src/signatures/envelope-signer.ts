@@ -16,7 +16,7 @@ import type { IssueResult, OpenSessionResult, SessionRequest } from "./session-t
  * call rather than at startup: every isolate of the Worker loads this class, most never call it.
  */
 async function loadTransitions() {
-  const [actions, machine, reminders, resend, sessions, tenants, write] = await Promise.all([
+  const [actions, machine, reminders, resend, sessionTransitions, tenants, write] = await Promise.all([
     import("./actions"),
     import("./machine"),
     import("./reminders"),
@@ -25,7 +25,7 @@ async function loadTransitions() {
     import("../shards/tenants"),
     import("../db/write"),
   ]);
-  return { actions, machine, reminders, resend, sessions, tenants, write };
+  return { actions, machine, reminders, resend, sessionTransitions, tenants, write };
 }
 type Transitions = Awaited<ReturnType<typeof loadTransitions>>;
 /** The transitions once loaded, shared by every object of the isolate (a value: nothing pending is ever shared). */
@@ -196,7 +196,7 @@ export class EnvelopeSigner extends DurableObject<Env> {
               input,
               meta,
               this.defer,
-              t.sessions.signedVia(this.sessions.byLink(tokenHash)),
+              t.sessionTransitions.signedVia(this.sessions.byLink(tokenHash)),
             ),
       false,
       shard,
@@ -253,7 +253,7 @@ export class EnvelopeSigner extends DurableObject<Env> {
     meta: RequestMeta,
   ): Promise<IssueResult | typeof MOVING | typeof FAILED> {
     const result = await this.withState(envelopeId, organizationId, (s, t) =>
-      t.sessions.issueSession(this.env, s, this.sessions, request, meta, this.defer),
+      t.sessionTransitions.issueSession(this.env, s, this.sessions, request, meta, this.defer),
     );
     return result ?? { kind: "not_found" };
   }
@@ -272,7 +272,7 @@ export class EnvelopeSigner extends DurableObject<Env> {
     const result = await this.withState(
       envelopeId,
       organizationId,
-      (s, t) => t.sessions.openSession(this.env, s, this.sessions, tokenHash, meta, this.defer),
+      (s, t) => t.sessionTransitions.openSession(this.env, s, this.sessions, tokenHash, meta, this.defer),
       false,
       shard,
     );

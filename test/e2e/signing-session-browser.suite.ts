@@ -6,7 +6,7 @@ import type { AddressInfo } from "node:net";
 import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createApiClient } from "../../src/client";
-import { launchChromium } from "./helpers/chromium";
+import { launchChromium, phoneTab } from "./helpers/chromium";
 import { mintToken } from "./helpers/dev-server";
 import { dev } from "./helpers/served";
 import { clientAddress, mailedSigningCode } from "./helpers/signing";
@@ -156,15 +156,7 @@ describe("an in-person recipient signs on the host's phone", () => {
     const session = await post(token, `/api/signatures/${envelopeId}/signers/${signerId}/host-session`);
     expect(session.status, JSON.stringify(session.body)).toBe(201);
 
-    const page = await browser.newPage({
-      viewport: PHONE,
-      deviceScaleFactor: 2,
-      isMobile: true,
-      hasTouch: true,
-      extraHTTPHeaders: { "cf-connecting-ip": clientAddress() },
-    });
-    const failures: string[] = [];
-    page.on("pageerror", (err) => failures.push(String(err)));
+    const { page, failures } = await phoneTab(browser, clientAddress());
     await page.goto(session.body.url);
     const handover = page.getByRole("heading", { name: "Please hand this device to Kit Chen" });
     await expect.poll(() => handover.isVisible()).toBe(true);
