@@ -122,6 +122,8 @@ function writeSignaturePage(w: UnicodeWriter, input: SignedPacketInput, s: Packe
   w.line(`IP address: ${signed?.ip ?? "not recorded"}`);
   w.line(`User agent: ${signed?.userAgent ?? "not recorded"}`);
   w.line(`Verification: ${verificationText(s.verification)}`);
+  const how = signedHow(signed?.data ?? null);
+  if (how) w.line(`Signed${how.replace(/,$/, "")}`);
   w.gap(10);
   w.line(`Envelope ${input.envelope.id}${input.envelope.documentSha256 ? `; document PDF SHA-256 ${input.envelope.documentSha256}` : ""}`, {
     size: 8,

@@ -110,13 +110,21 @@ describe("an embedded recipient signs inside a partner's page", () => {
     const page = await browser.newPage({ extraHTTPHeaders: { "cf-connecting-ip": clientAddress() } });
     const failures: string[] = [];
     page.on("pageerror", (err) => failures.push(String(err)));
+    const messages = () => page.evaluate(() => (window as unknown as { messages: { origin: string; data: unknown }[] }).messages);
+    const appOrigin = new URL(dev.base).origin;
+
+    // The signer may go back without signing: Cancel returns to the partner with event=cancel.
+    await page.goto(`${partner.origin}/app?view=${encodeURIComponent(await viewUrl())}`);
+    await expect.poll(messages, { timeout: 30_000 }).toEqual([{ origin: appOrigin, data: { type: "ready" } }]);
+    await page.frameLocator("#signing").getByRole("button", { name: "Cancel and go back" }).click();
+    await expect.poll(() => partner.returns, { timeout: 15_000 }).toEqual(["?deal=42&event=cancel"]);
+    partner.returns.length = 0;
+
     const url = await viewUrl();
     const served = page.waitForResponse((r) => r.url() === url);
     await page.goto(`${partner.origin}/app?view=${encodeURIComponent(url)}`);
     const csp = (await served).headers()["content-security-policy"]!;
     expect(csp.split("; ").filter((d) => d.startsWith("frame-ancestors"))).toEqual([`frame-ancestors ${partner.origin}`]);
-    const messages = () => page.evaluate(() => (window as unknown as { messages: { origin: string; data: unknown }[] }).messages);
-    const appOrigin = new URL(dev.base).origin;
     await expect.poll(messages, { timeout: 30_000 }).toEqual([{ origin: appOrigin, data: { type: "ready" } }]);
 
     const frame = page.frameLocator("#signing");
