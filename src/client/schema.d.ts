@@ -5073,7 +5073,7 @@ export interface components {
         SignatureCreated: {
             envelopeId: string;
             envelope: components["schemas"]["Envelope"];
-            /** @description Every signer's link in parallel mode; the first signer's in sequential mode (the next link is sent when the previous signer has signed) */
+            /** @description Every signer's link in parallel mode; the first signer's in sequential mode (the next link is sent when the previous signer has signed). An embedded or in-person recipient is listed without a url: they sign through a view URL or a host session */
             links: components["schemas"]["SigningLink"][];
         };
         /** @description The envelope as GET /api/signatures/{envelopeId} shows it */

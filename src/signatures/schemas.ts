@@ -285,7 +285,7 @@ export const SignatureCreated = z
     envelope: Envelope.openapi({ description: "The envelope as GET /api/signatures/{envelopeId} shows it" }),
     links: z.array(SigningLink).openapi({
       description:
-        "Every signer's link in parallel mode; the first signer's in sequential mode (the next link is sent when the previous signer has signed)",
+        "Every signer's link in parallel mode; the first signer's in sequential mode (the next link is sent when the previous signer has signed). An embedded or in-person recipient is listed without a url: they sign through a view URL or a host session",
     }),
   })
   .openapi("SignatureCreated");

@@ -10,7 +10,7 @@ export type SessionKind = "embedded" | "in_person";
 export interface SessionPerson {
   userId: string;
   name: string | null;
-  email: string;
+  email: string | null;
 }
 
 export interface SessionData {

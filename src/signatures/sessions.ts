@@ -99,7 +99,8 @@ async function startSession(ctx: ServiceContext, envelopeId: string, request: Se
 export async function requestSigningView(ctx: ServiceContext, envelopeId: string, signerId: string, input: ViewRequest, meta: RequestMeta) {
   await findEnvelope(ctx, envelopeId);
   const places = checkPlaces(ctx, input);
-  const requestedBy = (await caller(ctx)) ?? { userId: ctx.actor.userId ?? "unknown", name: null, email: "" };
+  // Every authenticated caller is a user of the organization (an API key acts as its creator).
+  const requestedBy = (await caller(ctx)) ?? { userId: ctx.actor.userId ?? "", name: null, email: null };
   return startSession(ctx, envelopeId, { kind: "embedded", signerId, ttlSeconds: VIEW_TTL_SECONDS, requestedBy, ...places }, meta);
 }
 

@@ -3,6 +3,7 @@ import { call, json } from "../helpers/client";
 import { freshIp, mailTo, publicSign, signingCodeFor } from "../helpers/documents";
 import { createPrincipal, tenantDb, type TestPrincipal } from "../helpers/factories";
 import { sealedPdf } from "../helpers/forms";
+import { connect, tool } from "../helpers/mcp";
 import { pdfTool } from "../helpers/pdf-tools";
 import { buildPdf, fieldIds, sendUpload, uploaded } from "../helpers/uploads";
 
@@ -100,6 +101,29 @@ describe("sending to embedded and in-person recipients", () => {
       .bind(owner.organizationId)
       .first<{ data: string }>();
     expect(JSON.parse(event!.data).object.signers.map((s: { embedded: boolean }) => s.embedded)).toEqual([false, true, false]);
+  });
+
+  it("an agent's send_for_signature says they are up now but not mailed", async () => {
+    const owner = await createPrincipal();
+    const doc = await uploaded(owner.token, await buildPdf([{}]));
+    const client = await connect(owner.token);
+    const sent = await tool(client, "send_for_signature", {
+      documentId: doc.id,
+      recipients: [
+        { key: "m", name: "Mia", email: email("m"), role: "signer" },
+        { key: "e", name: "Eli", email: email("e"), role: "signer", embedded: true },
+      ],
+      fields: [
+        { recipient: "m", ...SIG },
+        { recipient: "e", ...SIG },
+      ],
+    });
+    expect(sent.isError, sent.text).toBe(false);
+    expect(sent.data.envelope.signers.map((s: { key: string; mailed: boolean; upNow: boolean }) => [s.key, s.mailed, s.upNow])).toEqual([
+      ["m", true, true],
+      ["e", false, true],
+    ]);
+    await client.close();
   });
 
   it("names each problem in one 422: both at once, a cc, a host who is not a user of the organization", async () => {
