@@ -1825,9 +1825,49 @@ export interface paths {
         put?: never;
         /**
          * Send a signer a new link
-         * @description Mints and mails the signer a new signing link; the signer's earlier links stop working at once (404 gone). For a signer who lost the mail, and the only way to lift a lock of their code verification (15 wrong codes: send_code and authenticate answer 429 verification_locked until then); the lock's failure count starts again, and a signer who had verified verifies again on the new link (the url in this answer passes for nobody). Both are recorded in the audit trail (`resent`, `verification_locked`). The link's `url` is in this answer once: an Idempotency-Key replay leaves it out. Refused with 409 cannot_resend when the signer has signed or declined, the envelope is no longer open (completed, declined, voided, expired), or in sequential mode the signer's turn has not come (their link is sent when the signer before them has signed).
+         * @description Mints and mails the signer a new signing link; the signer's earlier links stop working at once (404 gone). For a signer who lost the mail, and the only way to lift a lock of their code verification (15 wrong codes: send_code and authenticate answer 429 verification_locked until then); the lock's failure count starts again, and a signer who had verified verifies again on the new link (the url in this answer passes for nobody). Both are recorded in the audit trail (`resent`, `verification_locked`). The link's `url` is in this answer once: an Idempotency-Key replay leaves it out. Refused with 409 cannot_resend when the signer has signed or declined, the envelope is no longer open (completed, declined, voided, expired), in sequential mode the signer's turn has not come (their link is sent when the signer before them has signed), or the recipient signs embedded or in person (never mailed: ask for a view URL or a host session).
          */
         post: operations["resendSigner"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/signatures/{envelopeId}/signers/{signerId}/view": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A single-use signing URL for an embedded recipient
+         * @description For a recipient sent with `embedded: true`, whose turn it is: a URL valid 5 minutes that opens once (a second open, or one after 5 minutes, answers 410). Its page may be framed only by `frameAncestors` (its Content-Security-Policy frame-ancestors names exactly those), posts `{type: ready|signed|declined|error}` to the first of them only (never `*`, never a token), and when the signer is done goes to `returnUrl` with `?event=signing_complete`, `declined` or `cancel`. The audit trail records who asked (`view_requested`) and the signature as made embedded. The URL is in this answer once: an Idempotency-Key replay leaves it out.
+         */
+        post: operations["createSigningView"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/signatures/{envelopeId}/signers/{signerId}/host-session": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A single-use in-person signing session on the host's device
+         * @description For a recipient sent with `inPerson: {hostUserId}`, asked by that host: a URL valid 15 minutes that opens once (410 afterwards). Its page first asks the host to hand the device to the signer, then the signer confirms who they are (a code mailed to the signer, when the envelope asks for it), consents and signs. The audit trail (`host_session_started`, the signature's `via: in_person` and `host`) and the certificate name the host and the signer. The URL is in this answer once: an Idempotency-Key replay leaves it out.
+         */
+        post: operations["createHostSession"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1843,7 +1883,7 @@ export interface paths {
         };
         /**
          * The envelope's audit trail and whether its hash chain verifies
-         * @description Every event (sent, code_sent, opened, authenticated, consented, signed, declined, voided, expired, reminded, expiry_notice, verification_locked, resent) with time, IP and user agent. Each entry's hash covers the previous one's, so any change to the trail shows as a broken chain.
+         * @description Every event (sent, code_sent, opened, authenticated, consented, signed, declined, voided, expired, reminded, expiry_notice, verification_locked, resent; approved, rejected, viewed; view_requested, host_session_started, session_opened) with time, IP and user agent. A signature made through an embedded view or a host session says so in its data (`via`, and who asked for the view or hosted it). Each entry's hash covers the previous one's, so any change to the trail shows as a broken chain.
          */
         get: operations["getEnvelopeAudit"];
         put?: never;
@@ -1930,6 +1970,26 @@ export interface paths {
          * @description An HTML page (DESIGN.md contract 5) that walks the signer through the public signing API.
          */
         get: operations["getSigningPage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/sign/session/{token}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The signing page of a single-use session (an embedded view, an in-person host session)
+         * @description Issue 45: the URL POST /api/signatures/{envelopeId}/signers/{signerId}/view or …/host-session answered. The first open gets the signing page (an embedded view's may be framed only by its frameAncestors); any later open, or one after the session expired, answers 410.
+         */
+        get: operations["openSigningSession"];
         put?: never;
         post?: never;
         delete?: never;
@@ -5213,7 +5273,7 @@ export interface components {
         SignatureCreated: {
             envelopeId: string;
             envelope: components["schemas"]["Envelope"];
-            /** @description Every signer's link in parallel mode; the first signer's in sequential mode (the next link is sent when the previous signer has signed) */
+            /** @description Every signer's link in parallel mode; the first signer's in sequential mode (the next link is sent when the previous signer has signed). An embedded or in-person recipient is listed without a url: they sign through a view URL or a host session */
             links: components["schemas"]["SigningLink"][];
         };
         /** @description The envelope as GET /api/signatures/{envelopeId} shows it */
@@ -5292,6 +5352,12 @@ export interface components {
              * @enum {string}
              */
             verification?: "email_code" | "client_attested";
+            /** @description Signs inside the sender's own application, through a view URL (never mailed) */
+            embedded: boolean;
+            /** @description Signs in person on the device of this user of the organization, through a host session (never mailed) */
+            inPerson: {
+                hostUserId: string;
+            } | null;
             /** @description On an uploaded document: the recipient's fields and what they filled in */
             fields?: (components["schemas"]["SignerField"] & {
                 /** @description What the recipient filled in: the text, a checkbox's state, `adopted` or `drawn` for a signature; null until then */
@@ -5331,7 +5397,7 @@ export interface components {
             /** @description The recipient's order: a link of a later order answers 409 not_your_turn until its turn */
             order: number;
             /**
-             * @description Shown once: an Idempotency-Key replay of this answer leaves it out (the link went to the signer by mail)
+             * @description Shown once: an Idempotency-Key replay of this answer leaves it out (the link went to the signer by mail). Never given for an embedded or in-person recipient: they sign through a view URL or a host session
              * @example https://app.example.test/sign/sign_…
              */
             url?: string;
@@ -5395,6 +5461,13 @@ export interface components {
              * @default 1
              */
             order?: number;
+            /** @description Signs inside your own application (issue 45): never mailed a link and given no `url` in the send's answer; when their turn comes, ask POST /api/signatures/{envelopeId}/signers/{signerId}/view for a single-use signing URL. Not with inPerson */
+            embedded?: boolean;
+            /** @description Signs in person on the host's device (issue 45): never mailed a link and given no `url` in the send's answer; the host asks POST /api/signatures/{envelopeId}/signers/{signerId}/host-session. Not with embedded */
+            inPerson?: {
+                /** @description A user of your organization who hosts the signing on their device */
+                hostUserId: string;
+            };
         };
         FieldInput: {
             /** @description The key of the recipient who fills the field */
@@ -5489,6 +5562,29 @@ export interface components {
                  */
                 everyDays?: number | null;
             } | null;
+        };
+        SigningSessionLink: {
+            /**
+             * @description Single use: the first open gets the signing page, any later one 410. Shown once: an Idempotency-Key replay of this answer leaves it out
+             * @example https://app.example.test/sign/session/ses_…
+             */
+            url?: string;
+            /** @description After this the URL answers 410 unopened */
+            expiresAt: string;
+        };
+        ViewRequest: {
+            /**
+             * @description Where the page goes when the signer is done: `?event=signing_complete`, `declined` or `cancel` is added. An https URL (in development also http://127.0.0.1:<port> or http://localhost:<port>)
+             * @example https://tm.example.com/deals/42/signed
+             */
+            returnUrl: string;
+            /**
+             * @description The origins that may frame the page (its Content-Security-Policy frame-ancestors names exactly these); the page posts its events (ready, signed, declined, error) to the first one only. https origins (in development also http://127.0.0.1:<port>, http://localhost:<port>)
+             * @example [
+             *       "https://tm.example.com"
+             *     ]
+             */
+            frameAncestors: string[];
         };
         AuditTrail: {
             events: components["schemas"]["AuditEntry"][];
@@ -5787,6 +5883,13 @@ export interface components {
             name: string;
             /** Format: email */
             email: string;
+            /** @description Signs inside your own application (issue 45): never mailed a link and given no `url` in the send's answer; when their turn comes, ask POST /api/signatures/{envelopeId}/signers/{signerId}/view for a single-use signing URL. Not with inPerson */
+            embedded?: boolean;
+            /** @description Signs in person on the host's device (issue 45): never mailed a link and given no `url` in the send's answer; the host asks POST /api/signatures/{envelopeId}/signers/{signerId}/host-session. Not with embedded */
+            inPerson?: {
+                /** @description A user of your organization who hosts the signing on their device */
+                hostUserId: string;
+            };
         };
         TemplatePublicLinkIssued: {
             /** @description `{app_url}/t/<slug>`, shown only here; null when the link was disabled */
@@ -21093,6 +21196,302 @@ export interface operations {
             };
         };
     };
+    createSigningView: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                envelopeId: string;
+                signerId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ViewRequest"];
+            };
+        };
+        responses: {
+            /** @description The single-use URL */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SigningSessionLink"];
+                };
+            };
+            /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The caller's role does not allow this route (insufficient_role), or its API key or OAuth access token was not granted the route's permission (insufficient_permission) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description No envelope with this id in your organization, or no signer with this id in it */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description not_embedded: the recipient was not sent as embedded; envelope_not_open: the envelope is completed, declined, voided or expired; not_your_turn: the recipient's order has not come; recipient_done: the recipient has signed, approved, viewed or declined; or: A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The body is over the route's size limit */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Content-Type is not one the route takes (application/json; multipart/form-data on uploads) */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description invalid_view_request: returnUrl or an origin is not https (http://127.0.0.1:<port> and http://localhost:<port> only in development), or an origin has a path; issues[] names each; or: This Idempotency-Key was used for another request (idempotency_key_reused) */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The credential's quota is spent (rate_limited): retry after Retry-After seconds; RateLimit says the same */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description temporarily_unavailable: the session could not be recorded just now; try again after Retry-After; or: The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    createHostSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                envelopeId: string;
+                signerId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The single-use URL */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SigningSessionLink"];
+                };
+            };
+            /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description not_the_host: only the user named in the recipient's inPerson.hostUserId may start their session; or: The caller's role does not allow this route (insufficient_role), or its API key or OAuth access token was not granted the route's permission (insufficient_permission) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description No envelope with this id in your organization, or no signer with this id in it */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description not_in_person: the recipient was not sent to sign in person; envelope_not_open: the envelope is completed, declined, voided or expired; not_your_turn: the recipient's order has not come; recipient_done: the recipient has signed, approved, viewed or declined; or: A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description This Idempotency-Key was used for another request (idempotency_key_reused) */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The credential's quota is spent (rate_limited): retry after Retry-After seconds; RateLimit says the same */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description temporarily_unavailable: the session could not be recorded just now; try again after Retry-After; or: The organization is moving to another shard: writes resume shortly, after Retry-After (organization_moving) */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
     getEnvelopeAudit: {
         parameters: {
             query?: never;
@@ -21717,6 +22116,79 @@ export interface operations {
             };
             /** @description Unexpected failure; carries the request id, never a stack trace */
             500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    openSigningSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                token: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The page */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description Invalid input (every problem listed), a body that is not JSON, or a malformed header */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Used, expired or unknown */
+            410: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description Too many requests from this address (rate_limited) */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Unexpected failure; carries the request id, never a stack trace */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description organization_moving or temporarily_unavailable: the open could not be recorded just now (the session is not used up); try again after Retry-After */
+            503: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;

@@ -123,7 +123,8 @@ export const sendForSignatureTool = defineTool({
     // The links name only the signers mailed now (in sequential mode the first): the envelope names them all. The
     // signing links are the signers' capabilities: they go to the signers by mail, never into an agent's context.
     const envelope = await getEnvelope(ctx, envelopeId);
-    const mailed = new Set(links.map((l) => l.signerId));
+    // An embedded or in-person recipient (issue 45) is listed without a link: never mailed.
+    const mailed = new Set(links.filter((l) => l.url !== undefined).map((l) => l.signerId));
     // An uploaded PDF's later orders hold a link from the start, mailed only when their turn comes.
     const signers = envelope.signers.map((s, position) => ({
       signerId: s.id,

@@ -19,7 +19,7 @@ export const PERMISSIONS = {
   "documents:write": "Generate and draft documents",
   "envelopes:send": "Send documents for signature, to signers the application names",
   "signatures:read": "Read signature envelopes, their audit trails and sealed documents",
-  "signatures:write": "Void envelopes, resend signing codes and change signature settings",
+  "signatures:write": "Void envelopes, resend signing codes, open embedded and in-person signing sessions, and change signature settings",
   "templates:read": "Read document templates and their public links",
   "templates:write": "Create, change and delete document templates, use them and issue their public links",
   "clickwrap:read": "Read clickwrap agreements and their acceptances",

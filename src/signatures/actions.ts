@@ -18,6 +18,7 @@ import {
   maskEmail,
   type SignerCodes,
 } from "./codes";
+import { unmailed } from "./hosted-recipients";
 import { mintToken, sendSigningLink } from "./links";
 import {
   ACTIVE,
@@ -169,6 +170,8 @@ export async function act(
   input: SignerAction,
   meta: RequestMeta,
   defer: Defer,
+  /** Through a signing session's link (issue 45): what the signature's audit entry records of how it was made. */
+  via: Record<string, unknown> | null = null,
 ): Promise<{ result: ActResult; state: Loaded }> {
   const live = await liveSigner(env, loaded, tokenHash, defer);
   const state = live.state;
@@ -303,7 +306,7 @@ export async function act(
       }),
     );
   }
-  return sign(env, state, codes, signer, input, meta, defer);
+  return sign(env, state, codes, signer, input, meta, defer, via);
 }
 
 /**
@@ -346,6 +349,7 @@ async function sign(
   input: SignerAction,
   meta: RequestMeta,
   defer: Defer,
+  via: Record<string, unknown> | null,
 ): Promise<{ result: ActResult; state: Loaded }> {
   let fieldValues: Record<string, StoredValue> | undefined;
   if (signer.fields) {
@@ -392,7 +396,7 @@ async function sign(
     signer,
     "consented",
     set,
-    [entry(approving ? "approved" : "signed", signer.id, meta)],
+    [entry(approving ? "approved" : "signed", signer.id, meta, via)],
     meta,
     defer,
     (after) => envelopeEvent(ctx, approving ? "envelope.approved" : "envelope.signer_signed", after, state, signer.id),
@@ -455,14 +459,17 @@ async function finish(
     // The turn is the lowest order with someone still to act; its recipients not yet sent are sent now.
     const turn = Math.min(...required.filter((s) => !DONE.has(s.status)).map((s) => s.signingOrder));
     for (const next of required.filter((s) => s.status === "pending" && s.signingOrder <= turn)) {
-      const { token, hash } = await mintToken(state.envelope.id);
+      // An embedded or in-person recipient (issue 45) is not mailed: their turn opens their view URL or host session.
+      const mailed = !unmailed(next);
       change.signers!.push({
         id: next.id,
         from: "pending",
-        set: { status: "sent", sentAt: at, remindAt: nextReminderAt(state.envelope.reminders, new Date(at), 0) },
+        set: { status: "sent", sentAt: at, remindAt: mailed ? nextReminderAt(state.envelope.reminders, new Date(at), 0) : null },
       });
-      change.newLinks = [...(change.newLinks ?? []), { tokenHash: hash, signerId: next.id }];
       change.audit.push(entry("sent", next.id, meta, { documentSha256: state.envelope.documentSha256 }));
+      if (!mailed) continue;
+      const { token, hash } = await mintToken(state.envelope.id);
+      change.newLinks = [...(change.newLinks ?? []), { tokenHash: hash, signerId: next.id }];
       handOffs.push({ signer: next, token });
     }
   }

@@ -28,7 +28,11 @@ export type AuditEvent =
   // Issue 44: an approver's approval or rejection, a viewer having seen the document.
   | "approved"
   | "rejected"
-  | "viewed";
+  | "viewed"
+  // Issue 45: a sender asked for an embedded signer's view URL, a host started an in-person session, and one was opened.
+  | "view_requested"
+  | "host_session_started"
+  | "session_opened";
 
 export interface AuditInput {
   event: AuditEvent;

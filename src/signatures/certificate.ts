@@ -59,13 +59,21 @@ const verificationText = (v: Verification | null | undefined) => (v ? VERIFICATI
 const formTitle = (formKey: string) => FORMS[formKey]?.title ?? formKey;
 const documentTitle = (d: SignedPacketInput["document"]) => d.title ?? formTitle(d.formKey);
 
-/** What a recipient did, as the certificate says it. */
-function recipientLine(s: CertificateInput["signers"][number]): string {
+/** What a recipient did, as the certificate says it; how, for a signature made embedded or in person (issue 45). */
+function recipientLine(s: CertificateInput["signers"][number], audit: AuditRow[]): string {
   const who = `${s.name} <${s.email}>, ${s.role}`;
   if (s.kind === "cc") return `${who}: receives the sealed copy`;
-  if (s.kind === "approver") return `${who}: approved ${s.signedAt ?? ""}`;
   if (s.kind === "viewer") return `${who}: viewed`;
-  return `${who}: signed ${s.signedAt ?? ""}`;
+  const done = audit.findLast((a) => a.signerId === s.id && (a.event === "signed" || a.event === "approved"));
+  return `${who}: ${s.kind === "approver" ? "approved" : "signed"}${signedHow(done?.data ?? null)} ${s.signedAt ?? ""}`;
+}
+
+/** The audit entry's `via` (session-transitions.ts signedVia), in words. */
+function signedHow(data: Record<string, unknown> | null): string {
+  if (data?.via === "embedded") return " embedded in the sender's application,";
+  if (data?.via !== "in_person") return "";
+  const host = data.host as { name?: string | null; email?: string } | undefined;
+  return ` in person, hosted by ${[host?.name, host?.email ? `<${host.email}>` : null].filter(Boolean).join(" ")},`;
 }
 
 function writeCertificate(w: UnicodeWriter, input: CertificateInput) {
@@ -86,7 +94,7 @@ function writeCertificate(w: UnicodeWriter, input: CertificateInput) {
   w.line("Signers", { size: 13, strong: true });
   for (const s of input.signers) {
     w.gap(4);
-    w.line(recipientLine(s), { strong: true });
+    w.line(recipientLine(s, input.audit), { strong: true });
     w.line(`Verification: ${verificationText(s.verification)}`, { indent: 14, size: 9 });
     for (const e of input.audit.filter((a) => a.signerId === s.id)) {
       w.line(`${e.event} at ${e.at} from ${e.ip ?? "unknown IP"} (${e.userAgent ?? "unknown agent"})`, { indent: 14, size: 9 });
@@ -114,6 +122,8 @@ function writeSignaturePage(w: UnicodeWriter, input: SignedPacketInput, s: Packe
   w.line(`IP address: ${signed?.ip ?? "not recorded"}`);
   w.line(`User agent: ${signed?.userAgent ?? "not recorded"}`);
   w.line(`Verification: ${verificationText(s.verification)}`);
+  const how = signedHow(signed?.data ?? null);
+  if (how) w.line(`Signed${how.replace(/,$/, "")}`);
   w.gap(10);
   w.line(`Envelope ${input.envelope.id}${input.envelope.documentSha256 ? `; document PDF SHA-256 ${input.envelope.documentSha256}` : ""}`, {
     size: 8,

@@ -8,21 +8,24 @@ import { SignerCodes } from "./codes";
 import type { Loaded } from "./machine";
 import type { ResendResult } from "./resend";
 import type { SignerAction } from "./schemas";
+import { SigningSessions } from "./session-store";
+import type { IssueResult, OpenSessionResult, SessionRequest } from "./session-transitions";
 
 /**
  * The transitions and what they reach (the shards through drizzle, the directory, mail), loaded at the object's first
  * call rather than at startup: every isolate of the Worker loads this class, most never call it.
  */
 async function loadTransitions() {
-  const [actions, machine, reminders, resend, tenants, write] = await Promise.all([
+  const [actions, machine, reminders, resend, sessionTransitions, tenants, write] = await Promise.all([
     import("./actions"),
     import("./machine"),
     import("./reminders"),
     import("./resend"),
+    import("./session-transitions"),
     import("../shards/tenants"),
     import("../db/write"),
   ]);
-  return { actions, machine, reminders, resend, tenants, write };
+  return { actions, machine, reminders, resend, sessionTransitions, tenants, write };
 }
 type Transitions = Awaited<ReturnType<typeof loadTransitions>>;
 /** The transitions once loaded, shared by every object of the isolate (a value: nothing pending is ever shared). */
@@ -61,6 +64,7 @@ export class EnvelopeSigner extends DurableObject<Env> {
   /** Tokens that died (they never revive): a call that can only be "gone" is answered without reading anything. */
   private readonly deadTokens = new Set<string>();
   private readonly codes: SignerCodes;
+  private readonly sessions: SigningSessions;
   private transitions: Promise<Transitions> | undefined;
 
   /** Loads the transitions ahead of any call (the test setup does, before objects run side by side). */
@@ -71,6 +75,7 @@ export class EnvelopeSigner extends DurableObject<Env> {
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.codes = new SignerCodes(ctx.storage.sql);
+    this.sessions = new SigningSessions(ctx.storage.sql);
   }
 
   private serial<T>(work: () => Promise<T>): Promise<T> {
@@ -183,7 +188,16 @@ export class EnvelopeSigner extends DurableObject<Env> {
       async (s, t) =>
         this.deadTokens.has(tokenHash)
           ? { result: { kind: "gone" as const }, state: s }
-          : t.actions.act(this.env, s, this.codes, tokenHash, input, meta, this.defer),
+          : t.actions.act(
+              this.env,
+              s,
+              this.codes,
+              tokenHash,
+              input,
+              meta,
+              this.defer,
+              t.sessionTransitions.signedVia(this.sessions.byLink(tokenHash)),
+            ),
       false,
       shard,
     );
@@ -229,6 +243,40 @@ export class EnvelopeSigner extends DurableObject<Env> {
       t.resend.resendLink(this.env, s, this.codes, signerId, actorUserId, meta, this.defer),
     );
     return result ?? { kind: "not_found" };
+  }
+
+  /** A single-use signing session for one recipient (issue 45: an embedded view URL, a host session); session-transitions.ts. */
+  async startSession(
+    envelopeId: string,
+    organizationId: string,
+    request: SessionRequest,
+    meta: RequestMeta,
+  ): Promise<IssueResult | typeof MOVING | typeof FAILED> {
+    const result = await this.withState(envelopeId, organizationId, (s, t) =>
+      t.sessionTransitions.issueSession(this.env, s, this.sessions, request, meta, this.defer),
+    );
+    return result ?? { kind: "not_found" };
+  }
+
+  /** The first open of a session, at most once however many race (they queue here); any other open is gone. */
+  async openSession(
+    envelopeId: string,
+    organizationId: string,
+    shard: number,
+    tokenHash: string,
+    meta: RequestMeta,
+  ): Promise<OpenSessionResult | typeof MOVING | typeof FAILED> {
+    // A used or unknown session is answered without loading the envelope.
+    const known = this.sessions.get(tokenHash);
+    if (!known || known.openedAt !== null) return { kind: "gone" };
+    const result = await this.withState(
+      envelopeId,
+      organizationId,
+      (s, t) => t.sessionTransitions.openSession(this.env, s, this.sessions, tokenHash, meta, this.defer),
+      false,
+      shard,
+    );
+    return result ?? { kind: "gone" };
   }
 
   /** The cron's call: mails the reminders and expiry notice that are due, once (reminders.ts). */

@@ -15,21 +15,25 @@ function uuidBytes(id: string): Uint8Array {
   return Uint8Array.from(hex.match(/../g)!, (h) => parseInt(h, 16));
 }
 
-/** A new token of `envelopeId` and its SHA-256, the only form stored. */
-export async function mintToken(envelopeId: string): Promise<{ token: string; hash: string }> {
+/**
+ * A new token of `envelopeId` and its SHA-256, the only form stored: `sign_` for a signing link, `ses_` for a
+ * single-use signing session (an embedded view or a host session, issue 45: sessions.ts).
+ */
+export async function mintToken(envelopeId: string, prefix: TokenPrefix = "sign"): Promise<{ token: string; hash: string }> {
   const bytes = new Uint8Array(32);
   bytes.set(uuidBytes(envelopeId), 0);
   bytes.set(crypto.getRandomValues(new Uint8Array(16)), 16);
-  const token = `sign_${toBase64Url(bytes)}`;
+  const token = `${prefix}_${toBase64Url(bytes)}`;
   return { token, hash: await sha256Hex(token) };
 }
+type TokenPrefix = "sign" | "ses";
 
 /**
  * The envelope id a token names, when it has the shape of one this service mints (a version-4 UUID); null otherwise.
  * Links minted before ids were carried are random throughout: those, and anything else, are looked up by hash.
  */
-export function envelopeIdOf(token: string): string | null {
-  const m = /^sign_([A-Za-z0-9_-]{43})$/.exec(token);
+export function envelopeIdOf(token: string, prefix: TokenPrefix = "sign"): string | null {
+  const m = new RegExp(`^${prefix}_([A-Za-z0-9_-]{43})$`).exec(token);
   if (!m) return null;
   const hex = toHex(fromBase64Url(m[1]!).subarray(0, 16));
   const id = `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;

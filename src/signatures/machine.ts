@@ -1,6 +1,6 @@
 import { and, desc, eq, inArray, sql } from "drizzle-orm";
 import { documents, envelopeAudit, envelopes, envelopeSigners, signingLinks } from "../db/schema";
-import type { ChainSeal, EnvelopeStatus, SignerStatus } from "../db/signatures";
+import type { ChainSeal, EnvelopeStatus, LinkVia, SignerStatus } from "../db/signatures";
 import { expectVersion, type Statement, type VersionedTable } from "../db/write";
 import { commit } from "../events/commit";
 import type { Env } from "../env";
@@ -25,6 +25,8 @@ export type SignerRow = typeof envelopeSigners.$inferSelect;
 export interface LiveLink {
   tokenHash: string;
   signerId: string;
+  /** How a new link reaches its holder (signing_links.via; mailed unless said): an embedded view or a host session opened it (issue 45). */
+  via?: LinkVia;
 }
 
 /** The envelope's organization's shard, and the directory its new link keys are registered in. */

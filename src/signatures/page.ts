@@ -4,6 +4,7 @@ import { readConfig } from "../env";
 import { SIGNATURE_PAD_MARKUP, SIGNATURE_PAD_SCRIPT, SIGNATURE_PAD_STYLE } from "./page-signature-pad";
 import { VIEWER_SCRIPT, VIEWER_STYLE } from "./page-viewer";
 import { PDFJS_PATH } from "./pdfjs-assets";
+import { type PageSession, SESSION_SCRIPT, sessionAttributes, sessionMarkup } from "./page-session";
 
 /**
  * The signing page (DESIGN.md contract 5: `{APP_URL}/sign/<token>`): one small, accessible HTML page that walks the
@@ -36,7 +37,8 @@ ${VIEWER_STYLE}${SIGNATURE_PAD_STYLE}`;
 
 const SCRIPT = `
 (() => {
-  const token = decodeURIComponent(location.pathname.split("/").pop() || "");
+  // A signing session's page (issue 45) carries the signing link it opened; a link's page reads its own address.
+  const token = document.body.dataset.token || decodeURIComponent(location.pathname.split("/").pop() || "");
   const api = "/api/public/sign/" + encodeURIComponent(token);
   const $ = (id) => document.getElementById(id);
   const status = $("status");
@@ -52,6 +54,8 @@ const SCRIPT = `
   };
   const say = (text) => { status.textContent = text; };
   const challenge = () => (siteKey && window.turnstile ? window.turnstile.getResponse() : undefined);
+  // What happened, for a session page's script (page-session.ts): ready, signed, declined, error.
+  const emit = (type) => document.dispatchEvent(new CustomEvent("signing-event", { detail: type }));
   ${SIGNATURE_PAD_SCRIPT}
   ${VIEWER_SCRIPT}
   let role = "signer";
@@ -136,12 +140,12 @@ const SCRIPT = `
   }
   async function load() {
     const res = await fetch(api);
-    if (res.status === 404) { show("gone"); return null; }
+    if (res.status === 404) { show("gone"); emit("error"); return null; }
     if (res.status === 409) {
       const json = await res.json().catch(() => ({}));
       if (codeOf(json) === "not_your_turn") { notYourTurn(); return null; }
     }
-    if (!res.ok) { say("This page could not be loaded (" + res.status + "); please try again."); return null; }
+    if (!res.ok) { say("This page could not be loaded (" + res.status + "); please try again."); emit("error"); return null; }
     const view = await res.json();
     role = view.signer.role;
     $("who").textContent = view.signer.name + " (" + role + ")";
@@ -162,6 +166,7 @@ const SCRIPT = `
     if (!view) return;
     const next = { opened: "identify", authenticated: "consent", consented: "sign" }[view.signer.status] || "identify";
     show(role === "viewer" ? viewerStep(view) : next);
+    emit("ready");
   }
   $("send-code-button").addEventListener("click", async () => {
     const sent = await post({ action: "send_code" });
@@ -193,31 +198,34 @@ const SCRIPT = `
   $("sign-button").addEventListener("click", async () => {
     if (viewer) viewer.clearProblems();
     const done = await post({ action: "sign", challengeToken: challenge(), ...filled() });
-    if (done) { show("signed"); say(done.completed ? "Signed. Every party has now signed." : "Signed. Thank you."); }
+    if (done) { show("signed"); say(done.completed ? "Signed. Every party has now signed." : "Signed. Thank you."); emit("signed"); }
   });
   $("decline-button").addEventListener("click", async () => {
     const reason = $("reason").value.trim();
     const done = await post({ action: "decline", reason: reason || undefined, challengeToken: challenge() });
-    if (done) { show("declined"); say("You declined to sign."); }
+    if (done) { show("declined"); say("You declined to sign."); emit("declined"); }
   });
   $("approve-button").addEventListener("click", async () => {
     if (viewer) viewer.clearProblems();
     const fields = viewer && viewer.hasFields() ? filled() : {};
     const done = await post({ action: "approve", challengeToken: challenge(), ...fields });
-    if (done) { show("approved"); say("Approved. Thank you."); }
+    if (done) { show("approved"); say("Approved. Thank you."); emit("signed"); }
   });
   $("reject-button").addEventListener("click", async () => {
     const reason = $("reject-reason").value.trim();
     if (!reason) { $("reject-reason").setAttribute("aria-invalid", "true"); $("reject-reason").focus(); return say("Please give a reason for rejecting."); }
     $("reject-reason").removeAttribute("aria-invalid");
     const done = await post({ action: "reject", reason, challengeToken: challenge() });
-    if (done) { show("rejected"); say("You rejected the document."); }
+    if (done) { show("rejected"); say("You rejected the document."); emit("declined"); }
   });
-  start().catch(() => say("This page could not be loaded; please check your connection."));
+  const begin = () => start().catch(() => { say("This page could not be loaded; please check your connection."); emit("error"); });
+  // An in-person session (issue 45) first asks the host to hand the device to the signer.
+  if ($("handover")) { show("handover"); $("handover-button").addEventListener("click", begin, { once: true }); }
+  else begin();
 })();
 `;
 
-export function signingPage(c: Context): Response {
+export function signingPage(c: Context, session?: PageSession): Response {
   const nonce = newNonce();
   const siteKey = (readConfig(c.env).BOT_CHALLENGE_SITE_KEY ?? "").replace(/[^A-Za-z0-9_-]/g, "");
   const turnstile = siteKey !== "";
@@ -234,18 +242,19 @@ export function signingPage(c: Context): Response {
     "img-src 'self' data:",
     "base-uri 'none'",
     "form-action 'none'",
-    "frame-ancestors 'none'",
+    `frame-ancestors ${session?.frameAncestors.length ? session.frameAncestors.join(" ") : "'none'"}`,
   ];
   const html = htmlDocument({
     title: "Sign a document",
     nonce,
     style: STYLE,
     head: turnstile ? `<script nonce="${nonce}" src="${TURNSTILE}/turnstile/v0/api.js" async defer></script>\n` : "",
-    bodyAttributes: ` data-sitekey="${siteKey}" data-pdfjs="${PDFJS_PATH}"`,
+    bodyAttributes: ` data-sitekey="${siteKey}" data-pdfjs="${PDFJS_PATH}"${session ? sessionAttributes(session) : ""}`,
     body: `<main id="main">
   <h1>Sign a document</h1>
   <p>Signing as <strong id="who">…</strong></p>
   <p id="status" role="status" aria-live="polite"></p>
+  ${session ? sessionMarkup(session) : ""}
   <section id="read" aria-labelledby="document-title" hidden>
     <div id="document" tabindex="0"></div>
     <div id="pages"></div>
@@ -291,7 +300,8 @@ export function signingPage(c: Context): Response {
   <section class="step" id="gone" hidden><h2 tabindex="-1">This link is no longer valid</h2><p>It may have been used already, expired or been withdrawn. Ask the sender for a new one.</p></section>
 </main>
 ${SIGNATURE_PAD_MARKUP}
-<script nonce="${nonce}">${SCRIPT}</script>`,
+${session ? `<script nonce="${nonce}">${SESSION_SCRIPT}</script>\n` : ""}<script nonce="${nonce}">${SCRIPT}</script>`,
   });
-  return c.html(html, 200, pageHeaders(csp, { isolated: true })) as unknown as Response;
+  const framable = (session?.frameAncestors.length ?? 0) > 0;
+  return c.html(html, 200, pageHeaders(csp, { isolated: true, framable })) as unknown as Response;
 }

@@ -51,6 +51,8 @@ const toSigner = (s: SignerRow): Envelope["signers"][number] => ({
   ...(s.signedAt ? { signedAt: s.signedAt } : {}),
   ...(s.sentAt ? { sentAt: s.sentAt } : {}),
   ...(s.verification ? { verification: s.verification } : {}),
+  embedded: s.embedded,
+  inPerson: s.hostUserId ? { hostUserId: s.hostUserId } : null,
   ...(s.fields ? { fields: s.fields.map((f) => filledField(f, s.fieldValues?.[f.id])) } : {}),
 });
 

@@ -16,6 +16,7 @@ import { envelopeSigner } from "./signer-client";
 import { envelopeIdOf } from "./links";
 import { envelopeOfLink, signerDocumentView } from "./service";
 import { signingPage } from "./page";
+import { sessionGonePage } from "./page-session";
 import { ActionDone, Gone, SignerAction, SignerView, TokenParam } from "./schemas";
 
 const tags = ["Signing (public)"];
@@ -89,6 +90,27 @@ const page = defineRoute(API, {
   description: "An HTML page (DESIGN.md contract 5) that walks the signer through the public signing API.",
   request: { params: TokenParam },
   responses: { 200: { description: "The page", content: { "text/html": { schema: z.string() } } } },
+});
+
+const sessionPage = defineRoute(API, {
+  operationId: "openSigningSession",
+  security: [],
+  method: "get",
+  path: "/sign/session/{token}",
+  tags,
+  summary: "The signing page of a single-use session (an embedded view, an in-person host session)",
+  description:
+    "Issue 45: the URL POST /api/signatures/{envelopeId}/signers/{signerId}/view or …/host-session answered. The first open gets the signing page (an embedded view's may be framed only by its frameAncestors); any later open, or one after the session expired, answers 410.",
+  middleware: [rateLimit("public-sign:get")] as const,
+  request: { params: TokenParam },
+  responses: {
+    200: { description: "The page", content: { "text/html": { schema: z.string() } } },
+    410: { description: "Used, expired or unknown", content: { "text/html": { schema: z.string() } } },
+    ...RATE_LIMITED,
+    503: apiError(
+      "organization_moving or temporarily_unavailable: the open could not be recorded just now (the session is not used up); try again after Retry-After",
+    ),
+  },
 });
 
 /**
@@ -177,5 +199,24 @@ export function createPublicSigningRoutes(deps: SigningDeps) {
         200,
       );
     })
-    .openapi(page, async (c) => signingPage(c) as never);
+    .openapi(page, async (c) => signingPage(c) as never)
+    .openapi(sessionPage, async (c) => {
+      // The token is a capability: only its SHA-256 is looked up; it names its envelope, the directory its organization.
+      const token = c.req.valid("param").token;
+      const envelopeId = envelopeIdOf(token, "ses");
+      const tokenHash = await sha256Hex(token);
+      const organizationId = envelopeId && (await openPublicKey(c, "signing_session", tokenHash));
+      if (!envelopeId || !organizationId) return sessionGonePage(c) as never;
+      const result = await envelopeSigner(c.env, envelopeId).openSession(
+        envelopeId,
+        organizationId,
+        c.get("shard"),
+        tokenHash,
+        requestMeta(c),
+      );
+      refuseUnfinished(result);
+      if (result.kind !== "opened") return sessionGonePage(c) as never;
+      const { kind, returnUrl, frameAncestors } = result.session;
+      return signingPage(c, { token: result.token, kind, returnUrl, frameAncestors, signerName: result.signer.name }) as never;
+    });
 }

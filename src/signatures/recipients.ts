@@ -21,6 +21,9 @@ export interface Recipient {
   kind: RecipientKind;
   order: number;
   fields: EnvelopeField[] | null;
+  /** Issue 45: signs through a view URL (embedded) or a host session (hostUserId); never mailed a link. */
+  embedded: boolean;
+  hostUserId: string | null;
 }
 
 export function formRecipients(parties: SigningParty[], mode: "parallel" | "sequential"): Recipient[] {
@@ -32,6 +35,8 @@ export function formRecipients(parties: SigningParty[], mode: "parallel" | "sequ
     kind: "signer",
     order: mode === "sequential" ? i + 1 : 1,
     fields: null,
+    embedded: false,
+    hostUserId: null,
   }));
 }
 
@@ -95,6 +100,8 @@ export function uploadRecipients(
     kind: r.role,
     order: r.order,
     fields: r.role === "signer" || r.role === "approver" ? (fields.get(r.key) ?? []) : null,
+    embedded: r.embedded ?? false,
+    hostUserId: r.inPerson?.hostUserId ?? null,
   }));
 }
 

@@ -2,6 +2,7 @@ import type { ReminderPlan } from "../db/signatures";
 import type { Env } from "../env";
 import { addSeconds, nowIso } from "../lib/time";
 import type { AuditEvent } from "./audit";
+import { unmailed } from "./hosted-recipients";
 import { mintToken, sendSigningLink } from "./links";
 import { ACTIVE, entry, type Loaded, machineContext, type SignerRow, TERMINAL, write } from "./machine";
 
@@ -29,8 +30,8 @@ export function expiryNoticeAt(createdAt: Date, expiresAt: string | null): strin
   return at - createdAt.getTime() >= DAY_SECONDS * 1000 ? new Date(at).toISOString() : null;
 }
 
-/** Signers still to sign whose turn it is: the ones the cron reminds and warns of expiry. */
-const waiting = (state: Loaded) => state.signers.filter((s) => ACTIVE.has(s.status));
+/** Signers still to sign whose turn it is: the ones the cron reminds and warns of expiry (never one signing embedded or in person). */
+const waiting = (state: Loaded) => state.signers.filter((s) => ACTIVE.has(s.status) && !unmailed(s));
 
 /** Link-carrying notices: one new link per signer, each recorded in the audit trail as `event`. */
 async function noticeLinks(state: Loaded, signers: SignerRow[], event: AuditEvent) {

@@ -1,6 +1,7 @@
 import type { Env } from "../env";
 import type { RequestMeta } from "../service-context";
 import type { SignerCodes } from "./codes";
+import { unmailed } from "./hosted-recipients";
 import { mintToken } from "./links";
 import { DONE, end, entry, isExpired, type Loaded, machineContext, type SignerRow, TERMINAL, write } from "./machine";
 
@@ -40,6 +41,8 @@ export async function resendLink(
     );
   if (DONE.has(signer.status) || signer.status === "declined") return refuse(`The signer has already ${signer.status}`);
   if (signer.kind === "cc") return refuse("A cc has no link: they receive the sealed copy when the envelope completes");
+  if (unmailed(signer))
+    return refuse("This recipient signs embedded or in person: they are never mailed a link (ask for a view URL or a host session)");
   // Signing order: the signer's link is mailed when everyone before them is done, not earlier.
   if (signer.status === "pending")
     return refuse("It is not this signer's turn yet (signing order): their link is sent when everyone before them is done");

@@ -15,8 +15,11 @@ import {
   SignatureSettingsUpdate,
   SignerIdParams,
   SigningLink,
+  SigningSessionLink,
+  ViewRequest,
   VoidQuery,
 } from "./schemas";
+import { requestSigningView, startHostSession } from "./sessions";
 import { certificateLink, getAuditTrail, getEnvelope, resendSigner, signedDocumentLink, voidEnvelope } from "./service";
 import { readSettings, updateSettings } from "./settings";
 
@@ -59,7 +62,7 @@ const audit = defineRoute(API, {
   security,
   summary: "The envelope's audit trail and whether its hash chain verifies",
   description:
-    "Every event (sent, code_sent, opened, authenticated, consented, signed, declined, voided, expired, reminded, expiry_notice, verification_locked, resent) with time, IP and user agent. Each entry's hash covers the previous one's, so any change to the trail shows as a broken chain.",
+    "Every event (sent, code_sent, opened, authenticated, consented, signed, declined, voided, expired, reminded, expiry_notice, verification_locked, resent; approved, rejected, viewed; view_requested, host_session_started, session_opened) with time, IP and user agent. A signature made through an embedded view or a host session says so in its data (`via`, and who asked for the view or hosted it). Each entry's hash covers the previous one's, so any change to the trail shows as a broken chain.",
   request: { params: EnvelopeIdParam, query: NoQuery },
   responses: { 200: apiJson("The audit trail", AuditTrail), ...NOT_FOUND },
 });
@@ -108,7 +111,7 @@ const resend = defineRoute(API, {
   security,
   summary: "Send a signer a new link",
   description:
-    "Mints and mails the signer a new signing link; the signer's earlier links stop working at once (404 gone). For a signer who lost the mail, and the only way to lift a lock of their code verification (15 wrong codes: send_code and authenticate answer 429 verification_locked until then); the lock's failure count starts again, and a signer who had verified verifies again on the new link (the url in this answer passes for nobody). Both are recorded in the audit trail (`resent`, `verification_locked`). The link's `url` is in this answer once: an Idempotency-Key replay leaves it out. Refused with 409 cannot_resend when the signer has signed or declined, the envelope is no longer open (completed, declined, voided, expired), or in sequential mode the signer's turn has not come (their link is sent when the signer before them has signed).",
+    "Mints and mails the signer a new signing link; the signer's earlier links stop working at once (404 gone). For a signer who lost the mail, and the only way to lift a lock of their code verification (15 wrong codes: send_code and authenticate answer 429 verification_locked until then); the lock's failure count starts again, and a signer who had verified verifies again on the new link (the url in this answer passes for nobody). Both are recorded in the audit trail (`resent`, `verification_locked`). The link's `url` is in this answer once: an Idempotency-Key replay leaves it out. Refused with 409 cannot_resend when the signer has signed or declined, the envelope is no longer open (completed, declined, voided, expired), in sequential mode the signer's turn has not come (their link is sent when the signer before them has signed), or the recipient signs embedded or in person (never mailed: ask for a view URL or a host session).",
   request: { params: SignerIdParams },
   responses: {
     200: apiJson("The new link, mailed to the signer", SigningLink),
@@ -116,6 +119,49 @@ const resend = defineRoute(API, {
     409: apiError(
       "cannot_resend: the signer has signed or declined, the envelope is no longer open, or (sequential) the signer's turn has not come",
     ),
+  },
+});
+
+const SESSION_REFUSALS =
+  "envelope_not_open: the envelope is completed, declined, voided or expired; not_your_turn: the recipient's order has not come; recipient_done: the recipient has signed, approved, viewed or declined";
+
+const view = defineRoute(API, {
+  operationId: "createSigningView",
+  method: "post",
+  path: "/api/signatures/{envelopeId}/signers/{signerId}/view",
+  tags,
+  security,
+  summary: "A single-use signing URL for an embedded recipient",
+  description:
+    "For a recipient sent with `embedded: true`, whose turn it is: a URL valid 5 minutes that opens once (a second open, or one after 5 minutes, answers 410). Its page may be framed only by `frameAncestors` (its Content-Security-Policy frame-ancestors names exactly those), posts `{type: ready|signed|declined|error}` to the first of them only (never `*`, never a token), and when the signer is done goes to `returnUrl` with `?event=signing_complete`, `declined` or `cancel`. The audit trail records who asked (`view_requested`) and the signature as made embedded. The URL is in this answer once: an Idempotency-Key replay leaves it out.",
+  request: { params: SignerIdParams, body: { required: true, content: { "application/json": { schema: ViewRequest } } } },
+  responses: {
+    201: apiJson("The single-use URL", SigningSessionLink),
+    404: apiError("No envelope with this id in your organization, or no signer with this id in it"),
+    409: apiError(`not_embedded: the recipient was not sent as embedded; ${SESSION_REFUSALS}`),
+    422: apiError(
+      "invalid_view_request: returnUrl or an origin is not https (http://127.0.0.1:<port> and http://localhost:<port> only in development), or an origin has a path; issues[] names each",
+    ),
+    503: apiError("temporarily_unavailable: the session could not be recorded just now; try again after Retry-After"),
+  },
+});
+
+const hostSession = defineRoute(API, {
+  operationId: "createHostSession",
+  method: "post",
+  path: "/api/signatures/{envelopeId}/signers/{signerId}/host-session",
+  tags,
+  security,
+  summary: "A single-use in-person signing session on the host's device",
+  description:
+    "For a recipient sent with `inPerson: {hostUserId}`, asked by that host: a URL valid 15 minutes that opens once (410 afterwards). Its page first asks the host to hand the device to the signer, then the signer confirms who they are (a code mailed to the signer, when the envelope asks for it), consents and signs. The audit trail (`host_session_started`, the signature's `via: in_person` and `host`) and the certificate name the host and the signer. The URL is in this answer once: an Idempotency-Key replay leaves it out.",
+  request: { params: SignerIdParams },
+  responses: {
+    201: apiJson("The single-use URL", SigningSessionLink),
+    403: apiError("not_the_host: only the user named in the recipient's inPerson.hostUserId may start their session"),
+    404: apiError("No envelope with this id in your organization, or no signer with this id in it"),
+    409: apiError(`not_in_person: the recipient was not sent to sign in person; ${SESSION_REFUSALS}`),
+    503: apiError("temporarily_unavailable: the session could not be recorded just now; try again after Retry-After"),
   },
 });
 
@@ -156,6 +202,16 @@ export const signatureRoutes = new OpenAPIHono<AppBindings>({ defaultHook: valid
     c.set("replayOmits", [["url"]]); // a raw signing token: an Idempotency-Key replay leaves it out
     const { envelopeId, signerId } = c.req.valid("param");
     return c.json(await resendSigner(serviceContext(c), envelopeId, signerId, requestMeta(c)), 200);
+  })
+  .openapi(view, async (c) => {
+    c.set("replayOmits", [["url"]]); // a single-use capability: an Idempotency-Key replay leaves it out
+    const { envelopeId, signerId } = c.req.valid("param");
+    return c.json(await requestSigningView(serviceContext(c), envelopeId, signerId, c.req.valid("json"), requestMeta(c)), 201);
+  })
+  .openapi(hostSession, async (c) => {
+    c.set("replayOmits", [["url"]]);
+    const { envelopeId, signerId } = c.req.valid("param");
+    return c.json(await startHostSession(serviceContext(c), envelopeId, signerId, requestMeta(c)), 201);
   })
   .openapi(audit, async (c) => c.json(await getAuditTrail(serviceContext(c), c.req.valid("param").envelopeId), 200))
   .openapi(certificate, async (c) => c.json(await certificateLink(serviceContext(c), c.req.valid("param").envelopeId), 200))

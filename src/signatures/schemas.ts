@@ -48,6 +48,23 @@ export const RecipientInput = z
       .max(MAX_SIGNERS)
       .default(1)
       .openapi({ description: "Recipients of one order act in parallel; the next order is sent when everyone before it is done" }),
+    embedded: z.boolean().optional().openapi({
+      description:
+        "Signs inside your own application (issue 45): never mailed a link and given no `url` in the send's answer; when their turn comes, ask POST /api/signatures/{envelopeId}/signers/{signerId}/view for a single-use signing URL. Not with inPerson",
+    }),
+    inPerson: z
+      .strictObject({
+        hostUserId: z
+          .string()
+          .min(1)
+          .max(100)
+          .openapi({ description: "A user of your organization who hosts the signing on their device" }),
+      })
+      .optional()
+      .openapi({
+        description:
+          "Signs in person on the host's device (issue 45): never mailed a link and given no `url` in the send's answer; the host asks POST /api/signatures/{envelopeId}/signers/{signerId}/host-session. Not with embedded",
+      }),
   })
   .openapi("RecipientInput");
 
@@ -163,7 +180,8 @@ export const SigningLink = z
     order: z.int().openapi({ description: "The recipient's order: a link of a later order answers 409 not_your_turn until its turn" }),
     url: z.string().optional().openapi({
       example: "https://app.example.test/sign/sign_…",
-      description: "Shown once: an Idempotency-Key replay of this answer leaves it out (the link went to the signer by mail)",
+      description:
+        "Shown once: an Idempotency-Key replay of this answer leaves it out (the link went to the signer by mail). Never given for an embedded or in-person recipient: they sign through a view URL or a host session",
     }),
   })
   .openapi("SigningLink");
@@ -208,6 +226,11 @@ export const Signer = z
       .enum(["email_code", "client_attested"])
       .optional()
       .openapi({ description: "How the signer was authenticated, once they were" }),
+    embedded: z.boolean().openapi({ description: "Signs inside the sender's own application, through a view URL (never mailed)" }),
+    inPerson: z
+      .object({ hostUserId: z.string() })
+      .nullable()
+      .openapi({ description: "Signs in person on the device of this user of the organization, through a host session (never mailed)" }),
     fields: z
       .array(
         SignerField.extend({
@@ -268,7 +291,7 @@ export const SignatureCreated = z
     envelope: Envelope.openapi({ description: "The envelope as GET /api/signatures/{envelopeId} shows it" }),
     links: z.array(SigningLink).openapi({
       description:
-        "Every signer's link in parallel mode; the first signer's in sequential mode (the next link is sent when the previous signer has signed)",
+        "Every signer's link in parallel mode; the first signer's in sequential mode (the next link is sent when the previous signer has signed). An embedded or in-person recipient is listed without a url: they sign through a view URL or a host session",
     }),
   })
   .openapi("SignatureCreated");
@@ -429,3 +452,35 @@ export const TokenParam = z.object({
     .max(200)
     .openapi({ param: { name: "token", in: "path" } }),
 });
+
+/** POST /api/signatures/{envelopeId}/signers/{signerId}/view (issue 45, part 3). */
+export const ViewRequest = z
+  .strictObject({
+    returnUrl: z.string().min(1).max(2000).openapi({
+      description:
+        "Where the page goes when the signer is done: `?event=signing_complete`, `declined` or `cancel` is added. An https URL (in development also http://127.0.0.1:<port> or http://localhost:<port>)",
+      example: "https://tm.example.com/deals/42/signed",
+    }),
+    frameAncestors: z
+      .array(z.string().min(1).max(300))
+      .min(1)
+      .max(5)
+      .openapi({
+        description:
+          "The origins that may frame the page (its Content-Security-Policy frame-ancestors names exactly these); the page posts its events (ready, signed, declined, error) to the first one only. https origins (in development also http://127.0.0.1:<port>, http://localhost:<port>)",
+        example: ["https://tm.example.com"],
+      }),
+  })
+  .openapi("ViewRequest");
+export type ViewRequest = z.infer<typeof ViewRequest>;
+
+export const SigningSessionLink = z
+  .object({
+    url: z.string().optional().openapi({
+      description:
+        "Single use: the first open gets the signing page, any later one 410. Shown once: an Idempotency-Key replay of this answer leaves it out",
+      example: "https://app.example.test/sign/session/ses_…",
+    }),
+    expiresAt: z.string().openapi({ description: "After this the URL answers 410 unopened" }),
+  })
+  .openapi("SigningSessionLink");

@@ -35,7 +35,8 @@ import { mintToken, sendSigningLink, signingUrl } from "./links";
 import { type EnvelopeRow, type SignerRow, TERMINAL } from "./machine";
 import { envelopeEvent, toEnvelope } from "./present";
 import { expiryNoticeAt, nextReminderAt } from "./reminders";
-import { formRecipients, type Recipient, uploadRecipients } from "./recipients";
+import { formRecipients, type Recipient } from "./recipients";
+import { checkedUploadRecipients, unmailed } from "./hosted-recipients";
 import { readSettings } from "./settings";
 import type { Envelope, SignatureRequest } from "./schemas";
 
@@ -90,7 +91,7 @@ export async function sendForSignature(
       throw cannotSend("The document is not GENERATED: an envelope for it is still open (void it to send again)");
     if (doc.status !== "GENERATED") throw cannotSend(`The document is not GENERATED: it is ${doc.status}`);
     const uploaded = doc.source === "upload";
-    const recipients = uploaded ? uploadRecipients(doc, input) : await typedFormRecipients(ctx, doc, input);
+    const recipients = uploaded ? await checkedUploadRecipients(ctx, doc, input) : await typedFormRecipients(ctx, doc, input);
 
     // The document as the signers will read it, rendered once, stored before the envelope exists.
     if (!rendered) {
@@ -140,6 +141,7 @@ export async function sendForSignature(
     // document's recipients (but a cc) hold theirs from now on, which answers not_your_turn until then.
     const firstOrder = Math.min(...recipients.filter((r) => r.kind !== "cc").map((r) => r.order));
     const links: { signer: SignerRow; token: string; hash: string }[] = [];
+    const unlinked: SignerRow[] = [];
     const signers: SignerRow[] = [];
     for (const [position, r] of recipients.entries()) {
       const now = r.kind !== "cc" && r.order === firstOrder;
@@ -156,16 +158,18 @@ export async function sendForSignature(
         signingOrder: r.order,
         fields: r.fields,
         fieldValues: null,
-        embedded: false,
-        hostUserId: null,
+        embedded: r.embedded,
+        hostUserId: r.hostUserId,
         status: (now ? "sent" : "pending") as SignerStatus,
         sentAt: now ? at : null,
         signedAt: null,
         declinedAt: null,
         verification: null,
-        remindAt: now ? nextReminderAt(reminders, new Date(at), 0) : null,
+        // Issue 45: an embedded or in-person recipient holds no link and is never mailed (nor reminded).
+        remindAt: now && !unmailed(r) ? nextReminderAt(reminders, new Date(at), 0) : null,
       };
-      if (now || (uploaded && r.kind !== "cc")) links.push({ signer: row, ...(await mintToken(envelope.id)) });
+      if (unmailed(r)) unlinked.push(row);
+      else if (now || (uploaded && r.kind !== "cc")) links.push({ signer: row, ...(await mintToken(envelope.id)) });
       signers.push(row);
     }
     const sentData = {
@@ -178,9 +182,9 @@ export async function sendForSignature(
       ctx.organizationId,
       envelope.id,
       { seq: 0, hash: GENESIS },
-      links
-        .filter(({ signer }) => signer.status === "sent")
-        .map(({ signer }) => ({ event: "sent", signerId: signer.id, at, ip: meta.ip, userAgent: meta.userAgent, data: sentData })),
+      signers
+        .filter((signer) => signer.status === "sent")
+        .map((signer) => ({ event: "sent", signerId: signer.id, at, ip: meta.ip, userAgent: meta.userAgent, data: sentData })),
     );
     // The links' keys go to the directory before the shard write that makes them live.
     await registerPublicKeys(
@@ -193,7 +197,11 @@ export async function sendForSignature(
     const answer = {
       envelopeId: envelope.id,
       envelope: toEnvelope(envelope, signers),
-      links: links.map(({ signer, token }) => signingLinkOf(ctx.env, signer, token)),
+      links: signers.flatMap((signer) => {
+        const link = links.find((l) => l.signer.id === signer.id);
+        if (link) return [signingLinkOf(ctx.env, signer, link.token)];
+        return unlinked.includes(signer) ? [signingLinkOf(ctx.env, signer, null)] : [];
+      }),
     };
     await commit(
       ctx,
@@ -255,14 +263,19 @@ export interface SendOptions {
 }
 
 /** A recipient's link as the send and the resend answer it (the raw token's only way out besides the mail). */
-const signingLinkOf = (env: Env, signer: Pick<SignerRow, "id" | "name" | "email" | "role" | "key" | "signingOrder">, token: string) => ({
+const signingLinkOf = (
+  env: Env,
+  signer: Pick<SignerRow, "id" | "name" | "email" | "role" | "key" | "signingOrder">,
+  token: string | null,
+) => ({
   signerId: signer.id,
   name: signer.name,
   email: signer.email,
   role: signer.role,
   ...(signer.key ? { key: signer.key } : {}),
   order: signer.signingOrder,
-  url: signingUrl(env, token),
+  // An embedded or in-person recipient (issue 45) has no link: a view URL or a host session opens their signing.
+  ...(token === null ? {} : { url: signingUrl(env, token) }),
 });
 
 /** A typed form's signing parties (or the `signers` that replace them), refused when there are none to send to. */

@@ -10,4 +10,5 @@ import "./invite-browser.suite";
 import "./oauth-browser.suite";
 import "./browser.suite";
 import "./upload-signing-browser.suite";
+import "./signing-session-browser.suite";
 import "./cimd.suite";

@@ -10,7 +10,7 @@ import type { Browser, Locator, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createApiClient } from "../../src/client";
 import { type PercentBox, placeBox } from "../../src/files/pdf-geometry";
-import { launchChromium } from "./helpers/chromium";
+import { launchChromium, phoneTab } from "./helpers/chromium";
 import { mintToken } from "./helpers/dev-server";
 import { dev } from "./helpers/served";
 import { clientAddress, downloadSealedDocument, mailedSigningCode, poppler, waitForSealedDocument } from "./helpers/signing";
@@ -86,19 +86,7 @@ async function uploadAndSend(token: string, recipients: Record<string, unknown>[
 }
 
 /** A phone-sized tab of a recipient of their own, from an address of their own; script and console errors collected. */
-async function phonePage(allowed: RegExp[] = []) {
-  const page = await browser.newPage({
-    viewport: PHONE,
-    deviceScaleFactor: 2,
-    isMobile: true,
-    hasTouch: true,
-    extraHTTPHeaders: { "cf-connecting-ip": clientAddress() },
-  });
-  const failures: string[] = [];
-  page.on("pageerror", (err) => failures.push(String(err)));
-  page.on("console", (msg) => msg.type() === "error" && !allowed.some((re) => re.test(msg.text())) && failures.push(msg.text()));
-  return { page, failures };
-}
+const phonePage = (allowed: RegExp[] = []) => phoneTab(browser, clientAddress(), allowed);
 
 /** On the signing page: a code from the mail, then (unless a viewer) consent. */
 async function confirmWithMailedCode(page: Page, email: string) {

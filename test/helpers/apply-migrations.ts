@@ -19,6 +19,7 @@ await Promise.all([
   import("../../src/signatures/machine"),
   import("../../src/signatures/reminders"),
   import("../../src/signatures/resend"),
+  import("../../src/signatures/session-transitions"),
   import("../../src/shards/tenants"),
   import("../../src/db/write"),
   import("../../src/plants/routes"),

@@ -28,6 +28,7 @@ import { pdfTool } from "./pdf-tools";
 import { photoForm, PNG_1X1, propertyBody } from "./properties";
 import { type Mailbox, openMailbox } from "./receiver";
 import { buildPdf, DRAWN_PNG } from "./uploads";
+import { seedHostedSigner, VIEW_BODY } from "./route-table";
 import { capturingEnv, contactEvent, subscribe } from "./webhooks";
 
 /**
@@ -928,6 +929,68 @@ function signingRow(operation: string, uploadedDocument: boolean, steps: FaultRo
       }
     },
   };
+}
+
+interface EmbeddedView {
+  owner: TestPrincipal;
+  envelopeId: string;
+  signerId: string;
+  /** The last page served, and its answer. */
+  page?: Answer;
+  view?: Answer;
+}
+
+/**
+ * Issue 45: an embedded recipient's view URL asked (its key in the directory, the object's audit write, the session
+ * in the object's storage), then opened (the signing link's key, the object's write of the link and its audit entry).
+ * A failed step answers 503 and uses nothing up; the partner's application asks a new URL, as it would after 5 minutes.
+ */
+const embeddedView: FaultRow<EmbeddedView> = {
+  operation: "embedded view URL asked, then opened (a single-use session, the signing link it mints)",
+  recovery: "the client asks a new view URL and opens it",
+  async seed() {
+    const owner = await principal();
+    const { envelopeId, signerId } = await seedHostedSigner(owner, "embedded", seedCall);
+    return { owner, envelopeId, signerId };
+  },
+  async act(f, s) {
+    await withSignerOn(s.envelopeId, f, () => viewAndOpen(f, s));
+  },
+  async recover(f, s) {
+    await withSignerOn(s.envelopeId, f, () =>
+      recoverAsProduction(f, async () => {
+        if (s.page?.status !== 200) await viewAndOpen(f, s);
+      }),
+    );
+  },
+  async check(f, s) {
+    for (const a of [s.view, s.page]) if (a && a.status >= 300) expect([201, 200, 410, 503], "a failed step's answer").toContain(a.status);
+    expect(s.page?.status, "the page").toBe(200);
+    const token = /data-token="(sign_[A-Za-z0-9_-]{43})"/.exec(new TextDecoder().decode(s.page!.body as Uint8Array))?.[1];
+    const view = await request(f, "GET", `/api/public/sign/${token}`, { headers: { "cf-connecting-ip": freshIp() } });
+    expect(view.status, "the page's signing link").toBe(200);
+    const org = s.owner.organizationId;
+    // Every link a session minted has its audit entry (one batch), and none was minted twice for one session.
+    const links = await count(org, "SELECT COUNT(*) AS n FROM signing_links WHERE signer_id = ? AND via = 'embedded'", s.signerId);
+    const opened = await count(
+      org,
+      "SELECT COUNT(*) AS n FROM envelope_audit WHERE envelope_id = ? AND event = 'session_opened'",
+      s.envelopeId,
+    );
+    expect(links, "links minted by sessions").toBe(opened);
+    expect(links, "links minted by sessions").toBeGreaterThanOrEqual(1);
+    const trail = (await request(f, "GET", `/api/signatures/${s.envelopeId}/audit`, { token: s.owner.token })).body;
+    expect(trail.chain.valid, "audit chain").toBe(true);
+  },
+};
+
+async function viewAndOpen(f: FaultEnv, s: EmbeddedView): Promise<void> {
+  s.view = await request(f, "POST", `/api/signatures/${s.envelopeId}/signers/${s.signerId}/view`, {
+    token: s.owner.token,
+    body: VIEW_BODY,
+  });
+  if (s.view.status !== 201) return;
+  s.page = await request(f, "GET", new URL(s.view.body.url).pathname, { headers: { "cf-connecting-ip": freshIp() } });
 }
 
 interface Fanout {
@@ -1867,6 +1930,7 @@ export const FAULTS: FaultRow[] = [
   templateUse,
   publicSign,
   uploadedSign,
+  embeddedView,
   fanout,
   autoDisable,
   purge,

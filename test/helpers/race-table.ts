@@ -11,6 +11,7 @@ import { sha256Hex } from "../../src/lib/crypto";
 import { createDocument, leaseCanonical, mailTo, sendForSignature } from "./documents";
 import { createPrincipal, tenantDb, type TestPrincipal } from "./factories";
 import { buildPdf, uploaded } from "./uploads";
+import { seedHostedSigner, VIEW_BODY } from "./route-table";
 import { openMailbox } from "./receiver";
 import { createDeal, createTask, documentForm, getDeal } from "./deals";
 import { createProperty, getProperty, mlsListedProperty, mlsVars, photoForm, PNG_1X1, propertyBody, valuableProperty } from "./properties";
@@ -877,6 +878,23 @@ export const RACES: Race[] = [
       }
     },
   },
+
+  // Issue 45: five view URLs of one embedded recipient asked at once, and five host sessions: each lands (its own
+  // URL, an audit entry each, the chain intact).
+  ...(["view", "host-session"] as const).map(
+    (what): IndependentRace => ({
+      kind: "independent",
+      route: `POST /api/signatures/{envelopeId}/signers/{signerId}/${what}`,
+      seed: (owner) => seedHostedSigner(owner, what === "view" ? "embedded" : "inPerson"),
+      changes: async () => Array.from({ length: 5 }, () => (what === "view" ? { body: VIEW_BODY } : {})),
+      async verify(owner, params) {
+        const trail = await json(await call("GET", `/api/signatures/${params.envelopeId}/audit`, { token: owner.token }));
+        expect(trail.chain.valid).toBe(true);
+        const event = what === "view" ? "view_requested" : "host_session_started";
+        expect(trail.events.filter((e: { event: string }) => e.event === event)).toHaveLength(5);
+      },
+    }),
+  ),
 
   // Reputation (issue 8).
   {
@@ -1762,6 +1780,28 @@ async function importsSettled(owner: TestPrincipal): Promise<void> {
  * the Worker's fetch handler and asserts what is left.
  */
 export const PUBLIC_RACES: { name: string; run(owner: TestPrincipal): Promise<void> }[] = [
+  {
+    // Issue 45: a single-use view URL opened ten times at once opens once: one page, nine 410s, one link minted.
+    name: "GET /sign/session/{token}: a view URL opened 10 times at once opens exactly once",
+    async run(owner) {
+      const { envelopeId, signerId } = await seedHostedSigner(owner, "embedded");
+      const res = await call("POST", `/api/signatures/${envelopeId}/signers/${signerId}/view`, { token: owner.token, body: VIEW_BODY });
+      expect(res.status).toBe(201);
+      const path = new URL((await json(res)).url).pathname;
+      const statuses = await Promise.all(
+        Array.from({ length: 10 }, async (_, i) => {
+          const page = await call("GET", path, { headers: { "cf-connecting-ip": `10.95.${Math.floor(Math.random() * 250)}.${i + 1}` } });
+          await page.arrayBuffer();
+          return page.status;
+        }),
+      );
+      expect(statuses.sort()).toEqual([200, ...Array<number>(9).fill(410)]);
+      expect(await count(owner, "SELECT COUNT(*) AS n FROM signing_links WHERE signer_id = ? AND via = 'embedded'", signerId)).toBe(1);
+      expect(
+        await count(owner, "SELECT COUNT(*) AS n FROM envelope_audit WHERE envelope_id = ? AND event = 'session_opened'", envelopeId),
+      ).toBe(1);
+    },
+  },
   {
     // Issue 23: the same referral 20 times at once (from 20 addresses, under the per-address limit) is one referral,
     // one REFERRAL_RECEIVED and, once the workflow ran, one lead; every copy answers 202 naming that referral.

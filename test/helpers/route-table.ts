@@ -281,6 +281,50 @@ async function seedSigner(owner: TestPrincipal): Promise<Record<string, string>>
   const sent = await sendForSignature(owner.token, id!);
   return { envelopeId: sent.envelopeId, signerId: sent.links[0]!.signerId };
 }
+/**
+ * An open envelope of an uploaded PDF whose one recipient signs embedded, or in person hosted by the owner (issue 45:
+ * the view and host-session routes).
+ */
+export async function seedHostedSigner(
+  owner: TestPrincipal,
+  how: "embedded" | "inPerson",
+  through: SeedCall = appCall,
+): Promise<{ envelopeId: string; signerId: string }> {
+  const upload = await through("POST", "/api/documents/uploads?title=Hosted", {
+    token: owner.token,
+    raw: await buildPdf([{}]),
+    headers: { "content-type": "application/pdf" },
+  });
+  const sent = await through("POST", `/api/documents/${upload.document.id}/signature`, {
+    token: owner.token,
+    body: {
+      recipients: [
+        {
+          key: "h",
+          name: "Hosted Signer",
+          email: `${crypto.randomUUID()}@hosted.test`,
+          role: "signer",
+          ...(how === "embedded" ? { embedded: true } : { inPerson: { hostUserId: owner.userId } }),
+        },
+      ],
+      fields: [{ recipient: "h", type: "signature", page: 1, x: 10, y: 80, width: 30, height: 8 }],
+    },
+  });
+  return { envelopeId: sent.envelopeId, signerId: sent.envelope.signers[0].id };
+}
+/** A seeding request answered 2xx, its JSON body (the fault table passes its own, on bindings that never fail). */
+type SeedCall = (
+  method: string,
+  path: string,
+  opts: { token?: string; body?: unknown; raw?: Uint8Array; headers?: Record<string, string> },
+) => Promise<any>;
+const appCall: SeedCall = async (method, path, opts) => {
+  const res = await call(method, path, { token: opts.token, body: opts.body, rawBody: opts.raw, headers: opts.headers });
+  if (res.status >= 300) throw new Error(`seeding ${method} ${path} failed: ${res.status}`);
+  return json(res);
+};
+/** A view request the test env takes (https origins). */
+export const VIEW_BODY = { returnUrl: "https://tm.example.test/back", frameAncestors: ["https://tm.example.test"] };
 const unknownEnvelope = { envelopeId: "00000000-0000-4000-8000-0000000e0e0e" };
 const unknownDocument = { id: "00000000-0000-4000-8000-00000000d0c0" };
 
@@ -312,6 +356,22 @@ ROUTES.push(
     path: "/api/signatures/{envelopeId}/signers/{signerId}/resend",
     family: "api",
     seed: seedSigner,
+    unknown: { ...unknownEnvelope, signerId: "00000000-0000-4000-8000-00000000519e" },
+  },
+  // Issue 45: an embedded recipient's single-use view URL, an in-person recipient's host session.
+  {
+    method: "POST",
+    path: "/api/signatures/{envelopeId}/signers/{signerId}/view",
+    family: "api",
+    body: VIEW_BODY,
+    seed: (owner) => seedHostedSigner(owner, "embedded"),
+    unknown: { ...unknownEnvelope, signerId: "00000000-0000-4000-8000-00000000519e" },
+  },
+  {
+    method: "POST",
+    path: "/api/signatures/{envelopeId}/signers/{signerId}/host-session",
+    family: "api",
+    seed: (owner) => seedHostedSigner(owner, "inPerson"),
     unknown: { ...unknownEnvelope, signerId: "00000000-0000-4000-8000-00000000519e" },
   },
 );

@@ -87,6 +87,8 @@ describe("sending for signature", () => {
         order: 1,
         status: "sent",
         sentAt: expect.any(String),
+        embedded: false,
+        inPerson: null,
       });
     expect((await json(await call("GET", `/api/documents/${doc.id}`, { token: owner.token }))).status).toBe("OUT_FOR_SIGNATURE");
     await vi.waitFor(async () => {

@@ -20,3 +20,18 @@ export function launchChromium(): Promise<Browser> {
     ],
   });
 }
+
+/** A phone-sized (390×844) tab from a client address of its own; script errors and console errors (but `allowed`) collected. */
+export async function phoneTab(browser: Browser, clientAddress: string, allowed: RegExp[] = []) {
+  const page = await browser.newPage({
+    viewport: { width: 390, height: 844 },
+    deviceScaleFactor: 2,
+    isMobile: true,
+    hasTouch: true,
+    extraHTTPHeaders: { "cf-connecting-ip": clientAddress },
+  });
+  const failures: string[] = [];
+  page.on("pageerror", (err) => failures.push(String(err)));
+  page.on("console", (msg) => msg.type() === "error" && !allowed.some((re) => re.test(msg.text())) && failures.push(msg.text()));
+  return { page, failures };
+}
