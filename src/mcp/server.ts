@@ -14,6 +14,7 @@ import { documentTools } from "./document-tools";
 import { orgTools } from "./org-tools";
 import { propertyTools } from "./property-tools";
 import { reputationTools } from "./reputation-tools";
+import { templateTools } from "./template-tools";
 import { RESOURCE_TEMPLATES, readResource } from "./resources";
 import type { McpTool, ToolScope } from "./tool";
 
@@ -22,6 +23,7 @@ export const MCP_TOOLS: McpTool[] = [
   ...contactTools,
   ...dealTools,
   ...documentTools,
+  ...templateTools,
   ...propertyTools,
   ...reputationTools,
   ...orgTools,
