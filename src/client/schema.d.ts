@@ -1645,7 +1645,7 @@ export interface paths {
         put?: never;
         /**
          * Upload your own PDF to send for signature
-         * @description The body is the PDF itself (`Content-Type: application/pdf`, at most 15 MB). The answer describes its pages as displayed (after /Rotate, from the CropBox) and its own form fields, in the coordinates fields are placed in (percent of the page, origin top-left). Refused with nothing stored: not a PDF or a damaged one (422 pdf_invalid), one that needs a password to open (422 pdf_encrypted), more than 500 pages (422 pdf_too_long), over the size (413). A PDF with an owner password only (edit restrictions) is accepted: its pages are re-imported without it (`restrictionsRemoved`). An upload does not count on the generation meter. Its text is extracted and indexed for /api/documents/search by a queue consumer (`textStatus`).
+         * @description The body is the PDF itself (`Content-Type: application/pdf`, at most 15 MB). The answer describes its pages as displayed (after /Rotate, from the CropBox) and its own form fields, in the coordinates fields are placed in (percent of the page, origin top-left). Refused with nothing stored: not a PDF or a damaged one (422 pdf_invalid), one that needs a password to open (422 pdf_encrypted), more than 500 pages (422 pdf_too_long), over the size (413). A PDF with an owner password only (edit restrictions) is accepted: its pages are re-imported without it (`restrictionsRemoved`). An upload does not count on the generation meter. Its text is extracted and indexed for /api/documents/search by a queue consumer (`textStatus`). With `tags=true`, the PDF's text tags `{{type;role=<key>;name=<name>;required=true|false;options=a|b}}` become the document's `fields` (each box where the tag's glyphs stand) and their text is taken out of the stored PDF (`sha256` stays that of the bytes received); a tag that cannot be read is a 422 invalid_tag naming each such tag's page and text, with nothing stored. A PDF of more than 20 pages has its tags found by a queue consumer (`tagsStatus` pending, then done or failed).
          */
         post: operations["uploadDocument"];
         delete?: never;
@@ -4099,7 +4099,7 @@ export interface components {
             /** @description The deleted record's id: POST /v1/{kind}s/{id}/restore brings it back */
             id: string;
             /** @enum {string} */
-            kind: "contact" | "deal" | "property";
+            kind: "contact" | "deal" | "property" | "template";
             /** @description What it was: a contact's name, a deal's title, a property's address */
             label: string;
             deletedAt: string;
@@ -4199,7 +4199,7 @@ export interface components {
             /** @example IDX website sync */
             name: string;
             /** @description What the key may do, within what the creator may do (README "Permissions and roles") */
-            permissions: ("contacts:read" | "contacts:write" | "leads:write" | "contacts:erase" | "deals:read" | "deals:write" | "properties:read" | "properties:write" | "documents:read" | "documents:write" | "envelopes:send" | "signatures:read" | "signatures:write" | "clickwrap:read" | "clickwrap:write" | "reputation:read" | "reputation:write" | "plants:read" | "plants:write" | "webhooks:manage" | "events:read" | "integrations:read" | "organization:read" | "organization:manage" | "users:manage" | "api-keys:manage" | "custom-fields:read" | "custom-fields:manage" | "imports:manage" | "exports:read")[];
+            permissions: ("contacts:read" | "contacts:write" | "leads:write" | "contacts:erase" | "deals:read" | "deals:write" | "properties:read" | "properties:write" | "documents:read" | "documents:write" | "envelopes:send" | "signatures:read" | "signatures:write" | "templates:read" | "templates:write" | "clickwrap:read" | "clickwrap:write" | "reputation:read" | "reputation:write" | "plants:read" | "plants:write" | "webhooks:manage" | "events:read" | "integrations:read" | "organization:read" | "organization:manage" | "users:manage" | "api-keys:manage" | "custom-fields:read" | "custom-fields:manage" | "imports:manage" | "exports:read")[];
             /**
              * Format: date-time
              * @description When the key stops working; at most 365 days ahead. Absent: until deleted.
@@ -4703,6 +4703,13 @@ export interface components {
              * @enum {string}
              */
             textStatus?: "pending" | "done" | "failed";
+            /** @description An upload's fields from its text tags (`?tags=true`), each for a role; a send that gives no `fields` takes these, each for the recipient whose `key` is its role. null: tags not asked for, or not found (yet) */
+            fields?: components["schemas"]["RoleField"][] | null;
+            /**
+             * @description An upload's text-tag search: done, or pending while a queue consumer searches a PDF of more than 20 pages (then done, or failed when a tag could not be read: no fields); null without `?tags=true`
+             * @enum {string|null}
+             */
+            tagsStatus?: "pending" | "done" | "failed" | null;
             createdAt: string;
             updatedAt: string;
         };
@@ -4722,6 +4729,29 @@ export interface components {
             y: number;
             width: number;
             height: number;
+        };
+        /** @description A field for a role, its box in percent of its page as displayed (origin top-left) */
+        RoleField: {
+            /** @enum {string} */
+            type: "signature" | "initials" | "name" | "email" | "date" | "text" | "number" | "checkbox" | "radio" | "dropdown";
+            /** @description The role key: a send's recipient with this `key` fills the field */
+            role: string;
+            page: number;
+            x: number;
+            y: number;
+            width: number;
+            height: number;
+            name: string | null;
+            required: boolean;
+            readOnly: boolean;
+            value: string | number | boolean | null;
+            options: string[] | null;
+            validation: {
+                maxLength?: number;
+                min?: number;
+                max?: number;
+                pattern?: string;
+            } | null;
         };
         DocumentCreate: {
             /**
@@ -6018,7 +6048,7 @@ export interface components {
             user_id: string;
             organization_id: string;
             organization_name: string;
-            permissions: ("contacts:read" | "contacts:write" | "leads:write" | "contacts:erase" | "deals:read" | "deals:write" | "properties:read" | "properties:write" | "documents:read" | "documents:write" | "envelopes:send" | "signatures:read" | "signatures:write" | "clickwrap:read" | "clickwrap:write" | "reputation:read" | "reputation:write" | "plants:read" | "plants:write" | "webhooks:manage" | "events:read" | "integrations:read" | "organization:read" | "organization:manage" | "users:manage" | "api-keys:manage" | "custom-fields:read" | "custom-fields:manage" | "imports:manage" | "exports:read")[];
+            permissions: ("contacts:read" | "contacts:write" | "leads:write" | "contacts:erase" | "deals:read" | "deals:write" | "properties:read" | "properties:write" | "documents:read" | "documents:write" | "envelopes:send" | "signatures:read" | "signatures:write" | "templates:read" | "templates:write" | "clickwrap:read" | "clickwrap:write" | "reputation:read" | "reputation:write" | "plants:read" | "plants:write" | "webhooks:manage" | "events:read" | "integrations:read" | "organization:read" | "organization:manage" | "users:manage" | "api-keys:manage" | "custom-fields:read" | "custom-fields:manage" | "imports:manage" | "exports:read")[];
             /** @description Opaque, single use, valid 30 days: grant_type=refresh_token answers a new one. Using one twice revokes every token issued from it */
             refresh_token: string;
         };
@@ -14006,7 +14036,7 @@ export interface operations {
                 /** @description `pagination.nextCursor` of the previous page */
                 cursor?: string;
                 /** @description Only records of this kind */
-                kind?: "contact" | "deal" | "property";
+                kind?: "contact" | "deal" | "property" | "template";
             };
             header?: never;
             path?: never;
@@ -19039,6 +19069,8 @@ export interface operations {
                 title?: string;
                 /** @description A deal of your organization this document belongs to */
                 dealId?: string;
+                /** @description true: the PDF's text tags `{{type;role=<key>;name=<name>;required=true|false;options=a|b}}` become the document's `fields` and are taken out of the stored PDF */
+                tags?: "true" | "false";
             };
             header?: never;
             path?: never;
@@ -19134,7 +19166,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
-            /** @description pdf_invalid, pdf_encrypted or pdf_too_long; or: This Idempotency-Key was used for another request (idempotency_key_reused) */
+            /** @description pdf_invalid, pdf_encrypted or pdf_too_long; invalid_tag (with tags=true: issues name each tag's page and text); or: This Idempotency-Key was used for another request (idempotency_key_reused) */
             422: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -26127,7 +26159,7 @@ export interface operations {
                 code_challenge_method?: string;
                 /** @description Returned unchanged with the code or the error (at most 1000 characters) */
                 state?: string;
-                /** @description Space-separated permissions (absent: all but contacts:erase, granted only when asked for by name): contacts:read, contacts:write, leads:write, contacts:erase, deals:read, deals:write, properties:read, properties:write, documents:read, documents:write, envelopes:send, signatures:read, signatures:write, clickwrap:read, clickwrap:write, reputation:read, reputation:write, plants:read, plants:write, webhooks:manage, events:read, integrations:read, organization:read, organization:manage, users:manage, api-keys:manage, custom-fields:read, custom-fields:manage, imports:manage, exports:read */
+                /** @description Space-separated permissions (absent: all but contacts:erase, granted only when asked for by name): contacts:read, contacts:write, leads:write, contacts:erase, deals:read, deals:write, properties:read, properties:write, documents:read, documents:write, envelopes:send, signatures:read, signatures:write, templates:read, templates:write, clickwrap:read, clickwrap:write, reputation:read, reputation:write, plants:read, plants:write, webhooks:manage, events:read, integrations:read, organization:read, organization:manage, users:manage, api-keys:manage, custom-fields:read, custom-fields:manage, imports:manage, exports:read */
                 scope?: string;
                 /** @description RFC 8707 resource indicator: if present, the MCP server URL (the only resource tokens are issued for) */
                 resource?: string;
@@ -26215,7 +26247,7 @@ export interface operations {
                 code_challenge_method?: string;
                 /** @description Returned unchanged with the code or the error (at most 1000 characters) */
                 state?: string;
-                /** @description Space-separated permissions (absent: all but contacts:erase, granted only when asked for by name): contacts:read, contacts:write, leads:write, contacts:erase, deals:read, deals:write, properties:read, properties:write, documents:read, documents:write, envelopes:send, signatures:read, signatures:write, clickwrap:read, clickwrap:write, reputation:read, reputation:write, plants:read, plants:write, webhooks:manage, events:read, integrations:read, organization:read, organization:manage, users:manage, api-keys:manage, custom-fields:read, custom-fields:manage, imports:manage, exports:read */
+                /** @description Space-separated permissions (absent: all but contacts:erase, granted only when asked for by name): contacts:read, contacts:write, leads:write, contacts:erase, deals:read, deals:write, properties:read, properties:write, documents:read, documents:write, envelopes:send, signatures:read, signatures:write, templates:read, templates:write, clickwrap:read, clickwrap:write, reputation:read, reputation:write, plants:read, plants:write, webhooks:manage, events:read, integrations:read, organization:read, organization:manage, users:manage, api-keys:manage, custom-fields:read, custom-fields:manage, imports:manage, exports:read */
                 scope?: string;
                 /** @description RFC 8707 resource indicator: if present, the MCP server URL (the only resource tokens are issued for) */
                 resource?: string;
