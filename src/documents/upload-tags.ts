@@ -14,6 +14,7 @@ import { findTextTags, removeTextTags, type TagProblem } from "../files/pdf-tags
 import { discardUploads, putUploads, settleUploads } from "../files/uploads";
 import { withDeferred } from "../lib/deferred";
 import { Unprocessable } from "../lib/errors";
+import { newId } from "../lib/ids";
 import { createLogger, type Logger, loggableError } from "../lib/log";
 import { nowIso } from "../lib/time";
 import type { ServiceContext } from "../service-context";
@@ -56,9 +57,11 @@ export async function takeTags(
   return { fields: tags.map((t) => t.field), bytes: await pdf.save() };
 }
 
-/** The key of an upload's PDF once its tags are taken out: beside the original, under the same document's prefix. */
-export const untaggedKey = (organizationId: string, documentId: string, version: number) =>
-  `documents/${organizationId}/${documentId}.v${version}.pdf`;
+/**
+ * The key of an upload's PDF once its tags are taken out: beside the original, under the same document's prefix, and
+ * new for each attempt, so a retry never meets the pending note of an attempt that failed and was not yet swept.
+ */
+const untaggedKey = (organizationId: string, documentId: string) => `documents/${organizationId}/${documentId}.${newId()}.pdf`;
 
 export const uploadTagsConsumer: EventConsumer = {
   name: "upload-tags",
@@ -93,7 +96,7 @@ async function tagUpload(env: Env, db: Db, event: DomainEvent): Promise<void> {
   const outcome = await findTags(env, log, row, fileKey);
   await withDeferred(async (defer) => {
     const ctx = systemContext(env, db, event.organizationId, `tags:${documentId}`, defer);
-    const key = outcome.bytes ? untaggedKey(ctx.organizationId, documentId, row.version + 1) : null;
+    const key = outcome.bytes ? untaggedKey(ctx.organizationId, documentId) : null;
     if (key && outcome.bytes)
       await putUploads(ctx, [
         {
