@@ -1,4 +1,6 @@
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { embedFaces, loadFonts } from "../../src/files/pdf-fonts";
 import { pdfLib } from "../../src/files/pdf-lib";
 import { findTextTags, removeTextTags } from "../../src/files/pdf-tags";
 import { extractPdfText } from "../../src/files/pdf-text";
@@ -66,6 +68,27 @@ describe("files/pdf-tags", () => {
       expect(tag.field.y).toBeCloseTo((w!.yMin / 792) * 100, 0);
       expect(tag.field.x + tag.field.width).toBeCloseTo((w!.xMax / 612) * 100, 0);
     }
+  });
+
+  it("reads and removes tags in an embedded subset font (two-byte codes, /ToUnicode), as word processors write them", async () => {
+    const { PDFDocument } = await pdfLib();
+    const pdf = await PDFDocument.create();
+    const font = (await embedFaces(pdf, await loadFonts(env), ["regular"])).get("regular")!;
+    pdf.addPage([612, 792]).drawText("Ελένη signs {{signature;role=seller}} here", { x: 50, y: 700, size: 12, font });
+    const original = await pdf.save();
+    const loaded = await PDFDocument.load(original);
+    const { tags, problems } = await findTextTags(loaded, LETTER);
+    expect(problems).toEqual([]);
+    expect(tags.map((t) => t.text)).toEqual(["{{signature;role=seller}}"]);
+    await removeTextTags(loaded, tags);
+    const stored = await loaded.save();
+    const [was, is] = await Promise.all([placedWords(original), placedWords(stored)]);
+    expect(is.map((w) => w.text)).toEqual(["Ελένη", "signs", "here"]);
+    const here = (words: typeof was) => words.find((w) => w.text === "here")!;
+    expect(Math.abs(here(is).xMin - here(was).xMin)).toBeLessThan(0.01);
+    const tag = was.find((w) => w.text.startsWith("{{"))!;
+    expect(tags[0]!.field.x).toBeCloseTo((tag.xMin / 612) * 100, 0);
+    expect(tags[0]!.field.x + tags[0]!.field.width).toBeCloseTo((tag.xMax / 612) * 100, 0);
   });
 
   it("names what it cannot read and finds nothing in a PDF without tags", async () => {
