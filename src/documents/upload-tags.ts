@@ -15,7 +15,7 @@ import { discardUploads, putUploads, settleUploads } from "../files/uploads";
 import { withDeferred } from "../lib/deferred";
 import { Unprocessable } from "../lib/errors";
 import { newId } from "../lib/ids";
-import { createLogger, type Logger, loggableError } from "../lib/log";
+import { type Logger, loggableError } from "../lib/log";
 import { nowIso } from "../lib/time";
 import type { ServiceContext } from "../service-context";
 import { systemContext } from "../shards/tenants";
@@ -92,10 +92,9 @@ async function tagUpload(env: Env, db: Db, event: DomainEvent): Promise<void> {
   const row = await read();
   if (!row?.fileKey || row.tagsStatus !== "pending") return;
   const fileKey = row.fileKey;
-  const log = createLogger({ requestId: `tags:${documentId}`, organizationId: event.organizationId });
-  const outcome = await findTags(env, log, row, fileKey);
   await withDeferred(async (defer) => {
     const ctx = systemContext(env, db, event.organizationId, `tags:${documentId}`, defer);
+    const outcome = await findTags(env, ctx.log, row, fileKey);
     const key = outcome.bytes ? untaggedKey(ctx.organizationId, documentId) : null;
     if (key && outcome.bytes)
       await putUploads(ctx, [
@@ -109,20 +108,21 @@ async function tagUpload(env: Env, db: Db, event: DomainEvent): Promise<void> {
         throw err;
       });
     try {
-      await withRetries(async () => {
+      const recorded = await withRetries(async () => {
         const before = await read();
-        // Done by another delivery meanwhile, or deleted: nothing to record, and the new object goes.
-        if (before?.tagsStatus !== "pending" || before.fileKey !== fileKey) throw new Settled();
+        // Done by another delivery meanwhile, or deleted: nothing to record.
+        if (before?.tagsStatus !== "pending" || before.fileKey !== fileKey) return false;
         await settle(ctx, before, outcome, key);
+        return true;
       });
+      if (!recorded && key) ctx.defer(discardUploads(ctx, [key]));
     } catch (err) {
+      // Not recorded (or its answer lost: then its key is settled, and the discard leaves it).
       if (key) ctx.defer(discardUploads(ctx, [key]));
-      if (!(err instanceof Settled)) throw err;
+      throw err;
     }
   });
 }
-
-class Settled extends Error {}
 
 /** What the stored PDF's tags give; failed (and logged) when the PDF cannot be read or a tag cannot be. */
 async function findTags(env: Env, log: Logger, row: Row, fileKey: string): Promise<Outcome> {

@@ -98,7 +98,7 @@ export async function removeTextTags(pdf: PDFDocument, tags: FoundTag[]): Promis
     const node = pages[number - 1]!.node;
     const content = pageContent(lib, node);
     if (!content) continue;
-    // The same glyphs again, read from the same bytes: their operators are keyed by where they stand.
+    // The content decodes to the very bytes the tags were found in: their operators are found where they stood.
     const edits = groupBy(
       onPage.flatMap((t) => t.glyphs),
       (g) => g.shown.start,
