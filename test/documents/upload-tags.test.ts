@@ -1,6 +1,9 @@
+import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
+import { createDb } from "../../src/db/client";
+import { uploadTagsConsumer } from "../../src/documents/upload-tags";
 import { call, json } from "../helpers/client";
-import { createPrincipal, type TestPrincipal } from "../helpers/factories";
+import { createPrincipal, type TestPrincipal, tenantDb } from "../helpers/factories";
 import { sealedPdf } from "../helpers/forms";
 import { pdfTool, placedWords } from "../helpers/pdf-tools";
 import { expectFieldsOnTags, type PlacedField, taggedPdf } from "../helpers/tagged-pdfs";
@@ -248,5 +251,40 @@ describe("text tags of a PDF over 20 pages", () => {
     expect(doc.tagsStatus).toBe("pending");
     await vi.waitFor(async () => expect((await documentOf(owner, doc.id)).tagsStatus).toBe("failed"), { timeout: 20_000, interval: 100 });
     expect((await documentOf(owner, doc.id)).fields).toBeNull();
+  });
+
+  it("record once however many deliveries run at once: one document.updated, one stored PDF, the fields once", async () => {
+    const owner = await createPrincipal();
+    const doc = await uploadTagged(owner.token, await long("{{initials;role=buyer}}"), "tags=true");
+    const db = createDb(await tenantDb(owner.organizationId));
+    const event = {
+      id: crypto.randomUUID(),
+      type: "DOCUMENT_UPLOADED",
+      organizationId: owner.organizationId,
+      actor: { type: "user" as const, userId: null },
+      occurredAt: new Date().toISOString(),
+      data: { documentId: doc.id, tags: true },
+    };
+    // Beside the queue's own delivery, three more at once.
+    await Promise.all([1, 2, 3].map(() => uploadTagsConsumer.handle([event], { env, db })));
+    await vi.waitFor(async () => expect((await documentOf(owner, doc.id)).tagsStatus).toBe("done"), { timeout: 20_000, interval: 100 });
+    // Every attempt's leftovers go once its write is refused (deferred discards): give them the moment they take.
+    await vi.waitFor(
+      async () => {
+        const objects = (await env.FILES.list({ prefix: `documents/${owner.organizationId}/` })).objects.map((o) => o.key);
+        const row = await (await tenantDb(owner.organizationId))
+          .prepare("SELECT file_key FROM documents WHERE id = ?")
+          .bind(doc.id)
+          .first<{ file_key: string }>();
+        expect(objects).toEqual([row!.file_key]);
+      },
+      { timeout: 10_000, interval: 100 },
+    );
+    const updates = await (await tenantDb(owner.organizationId))
+      .prepare("SELECT COUNT(*) AS n FROM outbox_events WHERE organization_id = ? AND type = 'document.updated'")
+      .bind(owner.organizationId)
+      .first<{ n: number }>();
+    expect(updates!.n).toBe(1);
+    expect((await documentOf(owner, doc.id)).fields).toEqual([expect.objectContaining({ type: "initials", role: "buyer", page: 21 })]);
   });
 });
