@@ -4,6 +4,7 @@ import { auditLogConsumer } from "./events/audit-log";
 import { certificateConsumer } from "./signatures/certificate";
 import { sealingConsumer } from "./signatures/sealing";
 import { documentIndexingConsumer } from "./documents/indexing";
+import { uploadTagsConsumer } from "./documents/upload-tags";
 import { uploadTextConsumer } from "./documents/upload-text";
 import { obligationSyncConsumer } from "./documents/obligations";
 import { referralLeadConsumer } from "./referrals/service";
@@ -27,6 +28,8 @@ export const EVENT_CONSUMERS: EventConsumer[] = [
   sealingConsumer,
   obligationSyncConsumer,
   documentIndexingConsumer,
+  // Before the text's: in one delivery, the text indexed is the PDF's without its tags.
+  uploadTagsConsumer,
   uploadTextConsumer,
   referralLeadConsumer,
   dealWonSurveyConsumer,

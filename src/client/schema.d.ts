@@ -1645,7 +1645,7 @@ export interface paths {
         put?: never;
         /**
          * Upload your own PDF to send for signature
-         * @description The body is the PDF itself (`Content-Type: application/pdf`, at most 15 MB). The answer describes its pages as displayed (after /Rotate, from the CropBox) and its own form fields, in the coordinates fields are placed in (percent of the page, origin top-left). Refused with nothing stored: not a PDF or a damaged one (422 pdf_invalid), one that needs a password to open (422 pdf_encrypted), more than 500 pages (422 pdf_too_long), over the size (413). A PDF with an owner password only (edit restrictions) is accepted: its pages are re-imported without it (`restrictionsRemoved`). An upload does not count on the generation meter. Its text is extracted and indexed for /api/documents/search by a queue consumer (`textStatus`).
+         * @description The body is the PDF itself (`Content-Type: application/pdf`, at most 15 MB). The answer describes its pages as displayed (after /Rotate, from the CropBox) and its own form fields, in the coordinates fields are placed in (percent of the page, origin top-left). Refused with nothing stored: not a PDF or a damaged one (422 pdf_invalid), one that needs a password to open (422 pdf_encrypted), more than 500 pages (422 pdf_too_long), over the size (413). A PDF with an owner password only (edit restrictions) is accepted: its pages are re-imported without it (`restrictionsRemoved`). An upload does not count on the generation meter. Its text is extracted and indexed for /api/documents/search by a queue consumer (`textStatus`). With `tags=true`, the PDF's text tags `{{type;role=<key>;name=<name>;required=true|false;options=a|b}}` become the document's `fields` (each box where the tag's glyphs stand) and their text is taken out of the stored PDF (`sha256` stays that of the bytes received); a tag that cannot be read is a 422 invalid_tag naming each such tag's page and text, with nothing stored. A PDF of more than 20 pages has its tags found by a queue consumer (`tagsStatus` pending, then done or failed).
          */
         post: operations["uploadDocument"];
         delete?: never;
@@ -4753,7 +4753,7 @@ export interface components {
              * @example https://hooks.example.com/brokerage
              */
             url: string;
-            events: ("contact.created" | "contact.updated" | "contact.deleted" | "contact.restored" | "contact.tagged" | "contact.untagged" | "contact.assigned" | "deal.created" | "deal.updated" | "deal.deleted" | "deal.restored" | "deal.stage_changed" | "deal.won" | "deal.lost" | "deal.task_created" | "deal.task_completed" | "deal.closed" | "deal.document_uploaded" | "property.created" | "property.updated" | "property.deleted" | "property.restored" | "property.status_changed" | "property.price_changed" | "property.photos_uploaded" | "property.inquiry_received" | "property.showing_scheduled" | "property.offer_received" | "communication.email_sent" | "communication.email_received" | "communication.sms_sent" | "communication.sms_received" | "communication.call_started" | "communication.call_ended" | "communication.voicemail_received" | "organization.updated" | "user.created" | "user.updated" | "integration.connected" | "integration.disconnected" | "envelope.sent" | "envelope.opened" | "envelope.signer_signed" | "envelope.approved" | "envelope.completed" | "envelope.sealed" | "envelope.declined" | "envelope.voided" | "envelope.expired" | "document.created" | "template.created" | "template.updated" | "template.deleted" | "template.restored" | "obligation.due_soon" | "obligation.overdue" | "clickwrap.accepted" | "testimonial.approved" | "testimonial.published" | "survey.completed" | "referral.received" | "import.completed" | "webhook.endpoint_disabled")[];
+            events: ("contact.created" | "contact.updated" | "contact.deleted" | "contact.restored" | "contact.tagged" | "contact.untagged" | "contact.assigned" | "deal.created" | "deal.updated" | "deal.deleted" | "deal.restored" | "deal.stage_changed" | "deal.won" | "deal.lost" | "deal.task_created" | "deal.task_completed" | "deal.closed" | "deal.document_uploaded" | "property.created" | "property.updated" | "property.deleted" | "property.restored" | "property.status_changed" | "property.price_changed" | "property.photos_uploaded" | "property.inquiry_received" | "property.showing_scheduled" | "property.offer_received" | "communication.email_sent" | "communication.email_received" | "communication.sms_sent" | "communication.sms_received" | "communication.call_started" | "communication.call_ended" | "communication.voicemail_received" | "organization.updated" | "user.created" | "user.updated" | "integration.connected" | "integration.disconnected" | "envelope.sent" | "envelope.opened" | "envelope.signer_signed" | "envelope.approved" | "envelope.completed" | "envelope.sealed" | "envelope.declined" | "envelope.voided" | "envelope.expired" | "document.created" | "document.updated" | "template.created" | "template.updated" | "template.deleted" | "template.restored" | "obligation.due_soon" | "obligation.overdue" | "clickwrap.accepted" | "testimonial.approved" | "testimonial.published" | "survey.completed" | "referral.received" | "import.completed" | "webhook.endpoint_disabled")[];
             /** @description Signing secret; generated when left out. Shown only in this answer. */
             secret?: string;
             /** @default true */
@@ -4768,7 +4768,7 @@ export interface components {
              * @example https://hooks.example.com/brokerage
              */
             url?: string;
-            events?: ("contact.created" | "contact.updated" | "contact.deleted" | "contact.restored" | "contact.tagged" | "contact.untagged" | "contact.assigned" | "deal.created" | "deal.updated" | "deal.deleted" | "deal.restored" | "deal.stage_changed" | "deal.won" | "deal.lost" | "deal.task_created" | "deal.task_completed" | "deal.closed" | "deal.document_uploaded" | "property.created" | "property.updated" | "property.deleted" | "property.restored" | "property.status_changed" | "property.price_changed" | "property.photos_uploaded" | "property.inquiry_received" | "property.showing_scheduled" | "property.offer_received" | "communication.email_sent" | "communication.email_received" | "communication.sms_sent" | "communication.sms_received" | "communication.call_started" | "communication.call_ended" | "communication.voicemail_received" | "organization.updated" | "user.created" | "user.updated" | "integration.connected" | "integration.disconnected" | "envelope.sent" | "envelope.opened" | "envelope.signer_signed" | "envelope.approved" | "envelope.completed" | "envelope.sealed" | "envelope.declined" | "envelope.voided" | "envelope.expired" | "document.created" | "template.created" | "template.updated" | "template.deleted" | "template.restored" | "obligation.due_soon" | "obligation.overdue" | "clickwrap.accepted" | "testimonial.approved" | "testimonial.published" | "survey.completed" | "referral.received" | "import.completed" | "webhook.endpoint_disabled")[];
+            events?: ("contact.created" | "contact.updated" | "contact.deleted" | "contact.restored" | "contact.tagged" | "contact.untagged" | "contact.assigned" | "deal.created" | "deal.updated" | "deal.deleted" | "deal.restored" | "deal.stage_changed" | "deal.won" | "deal.lost" | "deal.task_created" | "deal.task_completed" | "deal.closed" | "deal.document_uploaded" | "property.created" | "property.updated" | "property.deleted" | "property.restored" | "property.status_changed" | "property.price_changed" | "property.photos_uploaded" | "property.inquiry_received" | "property.showing_scheduled" | "property.offer_received" | "communication.email_sent" | "communication.email_received" | "communication.sms_sent" | "communication.sms_received" | "communication.call_started" | "communication.call_ended" | "communication.voicemail_received" | "organization.updated" | "user.created" | "user.updated" | "integration.connected" | "integration.disconnected" | "envelope.sent" | "envelope.opened" | "envelope.signer_signed" | "envelope.approved" | "envelope.completed" | "envelope.sealed" | "envelope.declined" | "envelope.voided" | "envelope.expired" | "document.created" | "document.updated" | "template.created" | "template.updated" | "template.deleted" | "template.restored" | "obligation.due_soon" | "obligation.overdue" | "clickwrap.accepted" | "testimonial.approved" | "testimonial.published" | "survey.completed" | "referral.received" | "import.completed" | "webhook.endpoint_disabled")[];
             filters?: components["schemas"]["WebhookFilters"];
             enabled?: boolean;
             description?: string;
@@ -4963,6 +4963,13 @@ export interface components {
              * @enum {string}
              */
             textStatus?: "pending" | "done" | "failed";
+            /** @description An upload's fields from its text tags (`?tags=true`), each for a role; a send that gives no `fields` takes these, each for the recipient whose `key` is its role. null: tags not asked for, or not found (yet) */
+            fields?: components["schemas"]["RoleField"][] | null;
+            /**
+             * @description An upload's text-tag search: done, or pending while a queue consumer searches a PDF of more than 20 pages (then done, or failed when a tag could not be read: no fields); null without `?tags=true`
+             * @enum {string|null}
+             */
+            tagsStatus?: "pending" | "done" | "failed" | null;
             createdAt: string;
             updatedAt: string;
         };
@@ -4982,6 +4989,29 @@ export interface components {
             y: number;
             width: number;
             height: number;
+        };
+        /** @description A field for a role, its box in percent of its page as displayed (origin top-left) */
+        RoleField: {
+            /** @enum {string} */
+            type: "signature" | "initials" | "name" | "email" | "date" | "text" | "number" | "checkbox" | "radio" | "dropdown";
+            /** @description The role key: a send's recipient with this `key` fills the field */
+            role: string;
+            page: number;
+            x: number;
+            y: number;
+            width: number;
+            height: number;
+            name: string | null;
+            required: boolean;
+            readOnly: boolean;
+            value: string | number | boolean | null;
+            options: string[] | null;
+            validation: {
+                maxLength?: number;
+                min?: number;
+                max?: number;
+                pattern?: string;
+            } | null;
         };
         DocumentCreate: {
             /**
@@ -19037,7 +19067,7 @@ export interface operations {
                 /** @description `pagination.nextCursor` of the previous page */
                 cursor?: string;
                 /** @description One event name of the catalogue */
-                type?: "contact.created" | "contact.updated" | "contact.deleted" | "contact.restored" | "contact.tagged" | "contact.untagged" | "contact.assigned" | "deal.created" | "deal.updated" | "deal.deleted" | "deal.restored" | "deal.stage_changed" | "deal.won" | "deal.lost" | "deal.task_created" | "deal.task_completed" | "deal.closed" | "deal.document_uploaded" | "property.created" | "property.updated" | "property.deleted" | "property.restored" | "property.status_changed" | "property.price_changed" | "property.photos_uploaded" | "property.inquiry_received" | "property.showing_scheduled" | "property.offer_received" | "communication.email_sent" | "communication.email_received" | "communication.sms_sent" | "communication.sms_received" | "communication.call_started" | "communication.call_ended" | "communication.voicemail_received" | "organization.updated" | "user.created" | "user.updated" | "integration.connected" | "integration.disconnected" | "envelope.sent" | "envelope.opened" | "envelope.signer_signed" | "envelope.approved" | "envelope.completed" | "envelope.sealed" | "envelope.declined" | "envelope.voided" | "envelope.expired" | "document.created" | "template.created" | "template.updated" | "template.deleted" | "template.restored" | "obligation.due_soon" | "obligation.overdue" | "clickwrap.accepted" | "testimonial.approved" | "testimonial.published" | "survey.completed" | "referral.received" | "import.completed" | "webhook.endpoint_disabled";
+                type?: "contact.created" | "contact.updated" | "contact.deleted" | "contact.restored" | "contact.tagged" | "contact.untagged" | "contact.assigned" | "deal.created" | "deal.updated" | "deal.deleted" | "deal.restored" | "deal.stage_changed" | "deal.won" | "deal.lost" | "deal.task_created" | "deal.task_completed" | "deal.closed" | "deal.document_uploaded" | "property.created" | "property.updated" | "property.deleted" | "property.restored" | "property.status_changed" | "property.price_changed" | "property.photos_uploaded" | "property.inquiry_received" | "property.showing_scheduled" | "property.offer_received" | "communication.email_sent" | "communication.email_received" | "communication.sms_sent" | "communication.sms_received" | "communication.call_started" | "communication.call_ended" | "communication.voicemail_received" | "organization.updated" | "user.created" | "user.updated" | "integration.connected" | "integration.disconnected" | "envelope.sent" | "envelope.opened" | "envelope.signer_signed" | "envelope.approved" | "envelope.completed" | "envelope.sealed" | "envelope.declined" | "envelope.voided" | "envelope.expired" | "document.created" | "document.updated" | "template.created" | "template.updated" | "template.deleted" | "template.restored" | "obligation.due_soon" | "obligation.overdue" | "clickwrap.accepted" | "testimonial.approved" | "testimonial.published" | "survey.completed" | "referral.received" | "import.completed" | "webhook.endpoint_disabled";
                 /** @description false: events with at least one delivery that has not succeeded (retrying, failed or dead); true: events every delivery of which succeeded (at least one) */
                 deliverySuccess?: "true" | "false";
             };
@@ -19551,6 +19581,8 @@ export interface operations {
                 title?: string;
                 /** @description A deal of your organization this document belongs to */
                 dealId?: string;
+                /** @description true: the PDF's text tags `{{type;role=<key>;name=<name>;required=true|false;options=a|b}}` become the document's `fields` and are taken out of the stored PDF */
+                tags?: "true" | "false";
             };
             header?: never;
             path?: never;
@@ -19646,7 +19678,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
-            /** @description pdf_invalid, pdf_encrypted or pdf_too_long; or: This Idempotency-Key was used for another request (idempotency_key_reused) */
+            /** @description pdf_invalid, pdf_encrypted or pdf_too_long; invalid_tag (with tags=true: issues name each tag's page and text); or: This Idempotency-Key was used for another request (idempotency_key_reused) */
             422: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];

@@ -100,7 +100,7 @@ const upload = defineRoute(API, {
   tags,
   security,
   summary: "Upload your own PDF to send for signature",
-  description: `The body is the PDF itself (\`Content-Type: application/pdf\`, at most ${MAX_UPLOAD_BYTES / 1024 / 1024} MB). The answer describes its pages as displayed (after /Rotate, from the CropBox) and its own form fields, in the coordinates fields are placed in (percent of the page, origin top-left). Refused with nothing stored: not a PDF or a damaged one (422 pdf_invalid), one that needs a password to open (422 pdf_encrypted), more than ${MAX_UPLOAD_PAGES} pages (422 pdf_too_long), over the size (413). A PDF with an owner password only (edit restrictions) is accepted: its pages are re-imported without it (\`restrictionsRemoved\`). An upload does not count on the generation meter. Its text is extracted and indexed for /api/documents/search by a queue consumer (\`textStatus\`).`,
+  description: `The body is the PDF itself (\`Content-Type: application/pdf\`, at most ${MAX_UPLOAD_BYTES / 1024 / 1024} MB). The answer describes its pages as displayed (after /Rotate, from the CropBox) and its own form fields, in the coordinates fields are placed in (percent of the page, origin top-left). Refused with nothing stored: not a PDF or a damaged one (422 pdf_invalid), one that needs a password to open (422 pdf_encrypted), more than ${MAX_UPLOAD_PAGES} pages (422 pdf_too_long), over the size (413). A PDF with an owner password only (edit restrictions) is accepted: its pages are re-imported without it (\`restrictionsRemoved\`). An upload does not count on the generation meter. Its text is extracted and indexed for /api/documents/search by a queue consumer (\`textStatus\`). With \`tags=true\`, the PDF's text tags \`{{type;role=<key>;name=<name>;required=true|false;options=a|b}}\` become the document's \`fields\` (each box where the tag's glyphs stand) and their text is taken out of the stored PDF (\`sha256\` stays that of the bytes received); a tag that cannot be read is a 422 invalid_tag naming each such tag's page and text, with nothing stored. A PDF of more than 20 pages has its tags found by a queue consumer (\`tagsStatus\` pending, then done or failed).`,
   request: {
     query: UploadQuery,
     body: {
@@ -111,7 +111,7 @@ const upload = defineRoute(API, {
   responses: {
     201: apiJson("The uploaded document", UploadedDocument),
     415: apiError("unsupported_media_type: the body must be a PDF sent as application/pdf"),
-    422: apiError("pdf_invalid, pdf_encrypted or pdf_too_long"),
+    422: apiError("pdf_invalid, pdf_encrypted or pdf_too_long; invalid_tag (with tags=true: issues name each tag's page and text)"),
   },
 });
 

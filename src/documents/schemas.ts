@@ -1,5 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { pageParams } from "../crm/list-query";
+import { TAG_TYPES } from "../files/pdf-tags";
 import { oneLineText } from "../lib/validation";
 import { CANONICALS, FORM_KEYS } from "./forms";
 
@@ -49,10 +50,46 @@ export const UploadQuery = z.strictObject({
     .optional()
     .openapi({ description: "The document's title; default: the PDF's own title (its visible text), else Untitled PDF" }),
   dealId: z.string().min(1).max(100).optional().openapi({ description: "A deal of your organization this document belongs to" }),
+  tags: z
+    .enum(["true", "false"])
+    .transform((v) => v === "true")
+    .optional()
+    .openapi({
+      type: "string",
+      enum: ["true", "false"],
+      description:
+        "true: the PDF's text tags `{{type;role=<key>;name=<name>;required=true|false;options=a|b}}` become the document's `fields` and are taken out of the stored PDF",
+    }),
 });
 
 /** The formKey of an uploaded document: no typed form derives its parties or obligations. */
 export const UPLOAD_FORM_KEY = "upload";
+
+/** Where a field sits (percent of its page as displayed) and what it takes: a role's field here, a recipient's (SignerField) alike. */
+export const placedField = {
+  page: z.int(),
+  x: z.number(),
+  y: z.number(),
+  width: z.number(),
+  height: z.number(),
+  name: z.string().nullable(),
+  required: z.boolean(),
+  readOnly: z.boolean(),
+  value: z.union([z.string(), z.number(), z.boolean()]).nullable(),
+  options: z.array(z.string()).nullable(),
+  validation: z
+    .object({ maxLength: z.int().optional(), min: z.number().optional(), max: z.number().optional(), pattern: z.string().optional() })
+    .nullable(),
+};
+
+/** A field for a role (a recipient's key at send), placed by a text tag: as FieldInput, with `role` for `recipient`. */
+export const RoleField = z
+  .object({
+    type: z.enum(TAG_TYPES),
+    role: z.string().openapi({ description: "The role key: a send's recipient with this `key` fills the field" }),
+    ...placedField,
+  })
+  .openapi("RoleField", { description: "A field for a role, its box in percent of its page as displayed (origin top-left)" });
 
 export const Document = z
   .object({
@@ -84,6 +121,14 @@ export const Document = z
     }),
     textStatus: z.enum(["pending", "done", "failed"]).optional().openapi({
       description: "An uploaded document's text extraction for search (/api/documents/search finds it once done)",
+    }),
+    fields: z.array(RoleField).nullable().optional().openapi({
+      description:
+        "An upload's fields from its text tags (`?tags=true`), each for a role; a send that gives no `fields` takes these, each for the recipient whose `key` is its role. null: tags not asked for, or not found (yet)",
+    }),
+    tagsStatus: z.enum(["pending", "done", "failed"]).nullable().optional().openapi({
+      description:
+        "An upload's text-tag search: done, or pending while a queue consumer searches a PDF of more than 20 pages (then done, or failed when a tag could not be read: no fields); null without `?tags=true`",
     }),
     createdAt: z.string(),
     updatedAt: z.string(),

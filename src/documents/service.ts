@@ -52,6 +52,8 @@ export const toDocument = (r: Row): Document => ({
         formFields: r.formFields ?? [],
         restrictionsRemoved: r.restrictionsRemoved,
         textStatus: r.textStatus ?? "pending",
+        fields: r.fields,
+        tagsStatus: r.tagsStatus,
       }
     : {}),
   createdAt: r.createdAt,

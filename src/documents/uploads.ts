@@ -14,6 +14,7 @@ import { linkedDeal } from "./deal-link";
 import { type Document, MAX_UPLOAD_PAGES, UPLOAD_FORM_KEY } from "./schemas";
 import { documents as documentsTable } from "../db/schema";
 import { toDocument } from "./service";
+import { invalidTags, TAGS_INLINE_PAGES, takeTags } from "./upload-tags";
 
 type Row = typeof documents.$inferSelect;
 
@@ -21,15 +22,28 @@ type Row = typeof documents.$inferSelect;
  * The PDF as stored and described: refused with 422 and its code (pdf_invalid, pdf_encrypted, pdf_too_long) when it
  * cannot be signed. A PDF with an owner password only is stored as its unencrypted re-import.
  */
-async function inspectUpload(bytes: Uint8Array) {
+async function inspectUpload(bytes: Uint8Array, tags: boolean) {
+  let inspected: Awaited<ReturnType<typeof inspectPdf>>;
   try {
-    const inspected = await inspectPdf(bytes, { maxPages: MAX_UPLOAD_PAGES });
-    const stored = inspected.restrictionsRemoved ? await inspected.pdf.save() : bytes;
-    return { ...inspected, stored };
+    inspected = await inspectPdf(bytes, { maxPages: MAX_UPLOAD_PAGES });
   } catch (err) {
     if (err instanceof PdfRefused) throw new Unprocessable(err.code, err.message);
     throw err;
   }
+  const tagged = tags ? await tagsOf(inspected) : { fields: null, tagsStatus: null, bytes: null };
+  const stored = tagged.bytes ?? (inspected.restrictionsRemoved ? await inspected.pdf.save() : bytes);
+  return { ...inspected, ...tagged, stored };
+}
+
+/**
+ * Issue 45 part 2 (`?tags=true`): up to TAGS_INLINE_PAGES pages, the tags' fields and the PDF without them, or 422
+ * invalid_tag naming every tag that cannot be read (nothing stored); past that, pending for the queue consumer.
+ */
+async function tagsOf(inspected: Awaited<ReturnType<typeof inspectPdf>>) {
+  if (inspected.pages.length > TAGS_INLINE_PAGES) return { fields: null, tagsStatus: "pending" as const, bytes: null };
+  const taken = await takeTags(inspected.pdf, inspected.pages);
+  if ("problems" in taken) throw invalidTags(taken.problems);
+  return { fields: taken.fields, tagsStatus: "done" as const, bytes: taken.bytes };
 }
 
 /**
@@ -52,15 +66,16 @@ function titleOf(given: string | undefined, own: string | undefined): string {
  * organization can send for signature. Checked before anything is stored (pdf_invalid, pdf_encrypted, pdf_too_long);
  * then the file goes to R2 (noted pending first) and its row is committed with document.created (`source: upload`) and
  * DOCUMENT_UPLOADED, which has its text extracted and indexed for search by a queue consumer. An upload is not a
- * generation: the month's meter does not move.
+ * generation: the month's meter does not move. With `tags`, the PDF's text tags become its fields and leave the stored
+ * PDF (upload-tags.ts); `sha256` stays the hash of the bytes received.
  */
 export async function uploadDocument(
   ctx: ServiceContext,
-  input: { bytes: Uint8Array; title?: string; dealId?: string },
+  input: { bytes: Uint8Array; title?: string; dealId?: string; tags?: boolean },
 ): Promise<Document> {
   const [sha256, inspected, dealGuard] = await Promise.all([
     sha256Hex(input.bytes),
-    inspectUpload(input.bytes),
+    inspectUpload(input.bytes, input.tags ?? false),
     linkedDeal(ctx, input.dealId),
   ]);
   const at = nowIso();
@@ -83,8 +98,8 @@ export async function uploadDocument(
     formFields: inspected.formFields,
     restrictionsRemoved: inspected.restrictionsRemoved,
     textStatus: "pending",
-    fields: null,
-    tagsStatus: null,
+    fields: inspected.fields,
+    tagsStatus: inspected.tagsStatus,
     templateId: null,
     templateVersion: null,
     createdBy: ctx.actor.userId ?? null,
@@ -107,7 +122,13 @@ export async function uploadDocument(
       ctx,
       [...dealGuard, ctx.db.insert(documentsTable).values(row), ...settleUploads(ctx, [key])],
       [
-        newEvent(ctx, "DOCUMENT_UPLOADED", { documentId: id, sha256, pageCount: row.pageCount }),
+        newEvent(ctx, "DOCUMENT_UPLOADED", {
+          documentId: id,
+          sha256,
+          pageCount: row.pageCount,
+          // Its tags are the consumer's to find (documents/upload-tags.ts).
+          ...(row.tagsStatus === "pending" ? { tags: true } : {}),
+        }),
         resourceEvent(ctx, "document.created", toDocument(row)),
       ],
       // With an Idempotency-Key, a retry after a lost reply replays this answer instead of storing the PDF again.

@@ -54,7 +54,7 @@ export async function extractPdfText(pdf: PDFDocument, maxChars: number): Promis
 // ---- Tokens (§7.2, §8.8) ----
 
 /** A content-stream operand: a number, a name (as written, without "/"), a string's bytes, an array; null for the rest. */
-type Operand = number | string | Uint8Array | Operand[] | null;
+export type Operand = number | string | Uint8Array | Operand[] | null;
 
 const WHITE = 1;
 const DELIM = 2;
@@ -63,11 +63,17 @@ for (const c of [0, 9, 10, 12, 13, 32]) CLASS[c] = WHITE;
 for (const c of "()<>[]{}/%") CLASS[c.charCodeAt(0)] = DELIM;
 
 /**
- * Calls `onOp` with each operator and the operands before it until the bytes end, `onOp` answers false or `budget`
- * runs out. Inline image data (BI … ID … EI) is skipped; a keyword inside an unclosed array drops the array.
+ * Calls `onOp` with each operator, the operands before it and where they stand in `b` (from the first operand, or the
+ * operator when it has none, to the operator's end) until the bytes end, `onOp` answers false or `budget` runs out.
+ * Inline image data (BI … ID … EI) is skipped; a keyword inside an unclosed array drops the array.
  */
-function lex(b: Uint8Array, onOp: (op: string, args: Operand[]) => boolean, budget: { tokens: number }): void {
+function lex(
+  b: Uint8Array,
+  onOp: (op: string, args: Operand[], span: { start: number; end: number }) => boolean,
+  budget: { tokens: number },
+): void {
   let args: Operand[] = [];
+  let opStart = -1;
   const open: { items: Operand[]; dict: boolean }[] = [];
   const push = (v: Operand) => (open.at(-1)?.items ?? args).push(v);
   let i = 0;
@@ -78,6 +84,7 @@ function lex(b: Uint8Array, onOp: (op: string, args: Operand[]) => boolean, budg
       continue;
     }
     if (--budget.tokens < 0) return;
+    if (opStart < 0 && c !== 0x25) opStart = i;
     if (c === 0x25) {
       while (i < b.length && b[i] !== 10 && b[i] !== 13) i++;
     } else if (c === 0x28) {
@@ -122,10 +129,12 @@ function lex(b: Uint8Array, onOp: (op: string, args: Operand[]) => boolean, budg
       else if (word === "ID") {
         i = inlineImageEnd(b, i + 1);
         args = [];
+        opStart = -1;
       } else {
         open.length = 0;
-        if (!onOp(word, args)) return;
+        if (!onOp(word, args, { start: opStart, end: i })) return;
         args = [];
+        opStart = -1;
       }
     }
   }
@@ -193,12 +202,15 @@ interface Codespace {
   hi: number;
 }
 
-interface Font {
+export interface Font {
   /** Codespace ranges of a multi-byte font; null: one byte a code. */
   spaces: Codespace[] | null;
   unicode(code: number): string;
   /** Advance in text space units per unit of font size. */
   width(code: number, text: string): number;
+  /** How far glyphs reach above and below the baseline, per unit of font size (the descent is negative). */
+  ascent: number;
+  descent: number;
 }
 
 function splitCodes(s: Uint8Array, spaces: Codespace[] | null): { code: number; len: number }[] {
@@ -392,9 +404,9 @@ function standardFont(baseFont: string): string | null {
 
 // ---- Pages: the text operators (§9.3, §9.4), forms (§8.10) ----
 
-type Matrix = [number, number, number, number, number, number];
-const IDENTITY: Matrix = [1, 0, 0, 1, 0, 0];
-const multiply = (m: Matrix, n: Matrix): Matrix => [
+export type Matrix = [number, number, number, number, number, number];
+export const IDENTITY: Matrix = [1, 0, 0, 1, 0, 0];
+export const multiply = (m: Matrix, n: Matrix): Matrix => [
   m[0] * n[0] + m[1] * n[2],
   m[0] * n[1] + m[1] * n[3],
   m[2] * n[0] + m[3] * n[2],
@@ -403,7 +415,7 @@ const multiply = (m: Matrix, n: Matrix): Matrix => [
   m[4] * n[1] + m[5] * n[3] + n[5],
 ];
 
-interface GState {
+export interface GState {
   ctm: Matrix;
   font: Font | null;
   size: number;
@@ -411,6 +423,177 @@ interface GState {
   wordSpace: number;
   scale: number;
   leading: number;
+}
+
+/** The graphics state a page's (or an annotation's) content starts from. */
+export const startState = (ctm: Matrix = IDENTITY): GState => ({
+  ctm,
+  font: null,
+  size: 0,
+  charSpace: 0,
+  wordSpace: 0,
+  scale: 1,
+  leading: 0,
+});
+
+/** A text-showing operator as written: its operands, and its bytes in the content (from its first operand to its end). */
+export interface Shown {
+  op: "Tj" | "TJ" | "'" | '"';
+  args: Operand[];
+  start: number;
+  end: number;
+}
+
+/** One glyph a text-showing operator paints, with where it lands and where its code sits in the content. */
+export interface Glyph {
+  /** Its Unicode text ("" when the font maps it to none). */
+  text: string;
+  /** Text space to user space at the glyph's origin, and at the end of its advance. */
+  at: Matrix;
+  next: Matrix;
+  font: Font;
+  size: number;
+  /** Its advance along the line in text space before horizontal scaling: a TJ adjustment of -1000·advance/size moves as much. */
+  advance: number;
+  shown: Shown;
+  /** Which of the operator's strings holds its code (0 but for TJ), and the code's bytes in that string. */
+  item: number;
+  from: number;
+  to: number;
+}
+
+/** What a walk over content does with what it meets. */
+export interface TextWalk {
+  font(dict: PDFDict): Font;
+  glyph(glyph: Glyph): void;
+  /** A form XObject drawn with `gs`; not followed when absent. */
+  form?(xobject: PDFObject, resources: PDFDict | undefined, gs: GState): void;
+  /** Whether to read on after an operator. */
+  more(): boolean;
+}
+
+/**
+ * Follows one content stream's text operators from `start`, the graphics state it starts from, calling `walk` with
+ * every glyph shown (§9.4) and every form drawn, until the bytes end, `walk.more()` answers false or `budget` runs out.
+ */
+export function walkText(
+  lib: Lib,
+  content: Uint8Array,
+  resources: PDFDict | undefined,
+  start: GState,
+  walk: TextWalk,
+  budget: { tokens: number },
+): void {
+  const { PDFDict, PDFName } = lib;
+  const resource = (kind: string, name: Operand) => {
+    const group = resources?.lookup(PDFName.of(kind));
+    return group instanceof PDFDict && typeof name === "string" ? group.lookup(PDFName.of(name)) : undefined;
+  };
+  const stack: GState[] = [];
+  let gs = { ...start };
+  let tm: Matrix = IDENTITY;
+  let tlm: Matrix = IDENTITY;
+  const moveLine = (tx: number, ty: number) => {
+    tlm = multiply([1, 0, 0, 1, tx, ty], tlm);
+    tm = tlm;
+  };
+  // A new matrix each time: tm and tlm may be one array.
+  const advance = (tx: number) => {
+    tm = [tm[0], tm[1], tm[2], tm[3], tm[4] + tx * tm[0], tm[5] + tx * tm[1]];
+  };
+  const show = (s: Operand, shown: Shown, item: number) => {
+    if (!(s instanceof Uint8Array)) return;
+    const font = gs.font ?? FALLBACK_FONT;
+    let from = 0;
+    for (const { code, len } of splitCodes(s, font.spaces)) {
+      const text = font.unicode(code);
+      const at = multiply(tm, gs.ctm);
+      const spacing = len === 1 && code === 32 ? gs.wordSpace : 0;
+      const step = font.width(code, text) * gs.size + gs.charSpace + spacing;
+      advance(step * gs.scale);
+      walk.glyph({ text, at, next: multiply(tm, gs.ctm), font, size: gs.size, advance: step, shown, item, from, to: from + len });
+      from += len;
+    }
+  };
+  const num = (v: Operand | undefined) => (typeof v === "number" ? v : 0);
+  lex(
+    content,
+    (op, a, span) => {
+      switch (op) {
+        case "q":
+          if (stack.length < 64) stack.push({ ...gs });
+          break;
+        case "Q":
+          gs = stack.pop() ?? gs;
+          break;
+        case "cm":
+          if (a.length >= 6) gs.ctm = multiply(a.slice(-6).map(num) as Matrix, gs.ctm);
+          break;
+        case "BT":
+          tm = tlm = IDENTITY;
+          break;
+        case "Tf": {
+          const dict = resource("Font", a.at(-2) ?? null);
+          gs.font = dict instanceof PDFDict ? walk.font(dict) : null;
+          gs.size = num(a.at(-1));
+          break;
+        }
+        case "Tc":
+          gs.charSpace = num(a.at(-1));
+          break;
+        case "Tw":
+          gs.wordSpace = num(a.at(-1));
+          break;
+        case "Tz":
+          gs.scale = num(a.at(-1)) / 100;
+          break;
+        case "TL":
+          gs.leading = num(a.at(-1));
+          break;
+        case "Td":
+          moveLine(num(a.at(-2)), num(a.at(-1)));
+          break;
+        case "TD":
+          gs.leading = -num(a.at(-1));
+          moveLine(num(a.at(-2)), num(a.at(-1)));
+          break;
+        case "Tm":
+          if (a.length >= 6) tm = tlm = a.slice(-6).map(num) as Matrix;
+          break;
+        case "T*":
+          moveLine(0, -gs.leading);
+          break;
+        case "Tj":
+          show(a.at(-1) ?? null, { op, args: a, ...span }, 0);
+          break;
+        case "'":
+          moveLine(0, -gs.leading);
+          show(a.at(-1) ?? null, { op, args: a, ...span }, 0);
+          break;
+        case '"':
+          [gs.wordSpace, gs.charSpace] = [num(a.at(-3)), num(a.at(-2))];
+          moveLine(0, -gs.leading);
+          show(a.at(-1) ?? null, { op, args: a, ...span }, 0);
+          break;
+        case "TJ": {
+          const shown: Shown = { op, args: a, ...span };
+          for (const [item, part] of (Array.isArray(a.at(-1)) ? (a.at(-1) as Operand[]) : []).entries()) {
+            if (typeof part === "number") advance((-part / 1000) * gs.size * gs.scale);
+            else show(part, shown, item);
+          }
+          break;
+        }
+        case "Do": {
+          const xobject = resource("XObject", a.at(-1) ?? null);
+          const subtype = xobject instanceof lib.PDFStream ? xobject.dict.lookup(PDFName.of("Subtype")) : undefined;
+          if (subtype === PDFName.of("Form")) walk.form?.(xobject!, resources, gs);
+          break;
+        }
+      }
+      return walk.more();
+    },
+    budget,
+  );
 }
 
 /** Where the last glyph ended, in device space, with its line's direction and its size. */
@@ -460,7 +643,7 @@ class TextReader {
         }
       }
       const resources = node.Resources();
-      this.run(concat(bytes), resources, this.state(IDENTITY), 0, new Set());
+      this.run(concat(bytes), resources, startState(), 0, new Set());
       // Filled form fields and other annotations show their text through appearance streams, as pdftotext reads them.
       for (const annot of node.Annots()?.asArray() ?? []) this.annotation(node.context.lookup(annot));
     } catch {
@@ -477,10 +660,6 @@ class TextReader {
       .join("\n");
   }
 
-  private state(ctm: Matrix): GState {
-    return { ctm, font: null, size: 0, charSpace: 0, wordSpace: 0, scale: 1, leading: 0 };
-  }
-
   private annotation(annot: PDFObject | undefined) {
     const { PDFDict, PDFName, PDFNumber } = this.lib;
     if (!(annot instanceof PDFDict) || this.left <= 0) return;
@@ -494,7 +673,7 @@ class TextReader {
     }
     if (!(normal instanceof this.lib.PDFStream)) return;
     this.newline();
-    this.form(normal, undefined, this.state(IDENTITY), 0, new Set());
+    this.form(normal, undefined, startState(), 0, new Set());
   }
 
   private streamBytes(obj: PDFObject | undefined): Uint8Array | null {
@@ -536,112 +715,17 @@ class TextReader {
 
   /** Follows one content stream's operators with `gs`, the graphics state it starts from. */
   private run(content: Uint8Array, resources: PDFDict | undefined, start: GState, depth: number, active: Set<PDFObject>) {
-    const { PDFDict, PDFName } = this.lib;
-    const resource = (kind: string, name: Operand) => {
-      const group = resources?.lookup(PDFName.of(kind));
-      return group instanceof PDFDict && typeof name === "string" ? group.lookup(PDFName.of(name)) : undefined;
-    };
-    const stack: GState[] = [];
-    let gs = { ...start };
-    let tm: Matrix = IDENTITY;
-    let tlm: Matrix = IDENTITY;
-    const moveLine = (tx: number, ty: number) => {
-      tlm = multiply([1, 0, 0, 1, tx, ty], tlm);
-      tm = tlm;
-    };
-    // A new matrix each time: tm and tlm may be one array.
-    const advance = (tx: number) => {
-      tm = [tm[0], tm[1], tm[2], tm[3], tm[4] + tx * tm[0], tm[5] + tx * tm[1]];
-    };
-    const show = (s: Operand) => {
-      if (!(s instanceof Uint8Array)) return;
-      const font = gs.font ?? FALLBACK_FONT;
-      for (const { code, len } of splitCodes(s, font.spaces)) {
-        const text = font.unicode(code);
-        const m = multiply(tm, gs.ctm);
-        if (text) this.place(text, m, gs.size);
-        const spacing = len === 1 && code === 32 ? gs.wordSpace : 0;
-        advance((font.width(code, text) * gs.size + gs.charSpace + spacing) * gs.scale);
-        if (text) this.endAt(multiply(tm, gs.ctm));
-      }
-    };
-    const num = (v: Operand | undefined) => (typeof v === "number" ? v : 0);
-    lex(
-      content,
-      (op, a) => {
-        switch (op) {
-          case "q":
-            if (stack.length < 64) stack.push({ ...gs });
-            break;
-          case "Q":
-            gs = stack.pop() ?? gs;
-            break;
-          case "cm":
-            if (a.length >= 6) gs.ctm = multiply(a.slice(-6).map(num) as Matrix, gs.ctm);
-            break;
-          case "BT":
-            tm = tlm = IDENTITY;
-            break;
-          case "Tf": {
-            const dict = resource("Font", a.at(-2) ?? null);
-            gs.font = dict instanceof PDFDict ? this.font(dict) : null;
-            gs.size = num(a.at(-1));
-            break;
-          }
-          case "Tc":
-            gs.charSpace = num(a.at(-1));
-            break;
-          case "Tw":
-            gs.wordSpace = num(a.at(-1));
-            break;
-          case "Tz":
-            gs.scale = num(a.at(-1)) / 100;
-            break;
-          case "TL":
-            gs.leading = num(a.at(-1));
-            break;
-          case "Td":
-            moveLine(num(a.at(-2)), num(a.at(-1)));
-            break;
-          case "TD":
-            gs.leading = -num(a.at(-1));
-            moveLine(num(a.at(-2)), num(a.at(-1)));
-            break;
-          case "Tm":
-            if (a.length >= 6) tm = tlm = a.slice(-6).map(num) as Matrix;
-            break;
-          case "T*":
-            moveLine(0, -gs.leading);
-            break;
-          case "Tj":
-            show(a.at(-1) ?? null);
-            break;
-          case "'":
-            moveLine(0, -gs.leading);
-            show(a.at(-1) ?? null);
-            break;
-          case '"':
-            [gs.wordSpace, gs.charSpace] = [num(a.at(-3)), num(a.at(-2))];
-            moveLine(0, -gs.leading);
-            show(a.at(-1) ?? null);
-            break;
-          case "TJ":
-            for (const item of Array.isArray(a.at(-1)) ? (a.at(-1) as Operand[]) : []) {
-              if (typeof item === "number") advance((-item / 1000) * gs.size * gs.scale);
-              else show(item);
-            }
-            break;
-          case "Do": {
-            const xobject = resource("XObject", a.at(-1) ?? null);
-            const subtype = xobject instanceof this.lib.PDFStream ? xobject.dict.lookup(PDFName.of("Subtype")) : undefined;
-            if (subtype === PDFName.of("Form")) this.form(xobject!, resources, gs, depth, active);
-            break;
-          }
-        }
-        return this.left > 0;
+    const walk: TextWalk = {
+      font: (dict) => this.font(dict),
+      glyph: (g) => {
+        if (!g.text) return;
+        this.place(g.text, g.at, g.size);
+        this.endAt(g.next);
       },
-      this.budget,
-    );
+      form: (xobject, parentResources, gs) => this.form(xobject, parentResources, gs, depth, active),
+      more: () => this.left > 0,
+    };
+    walkText(this.lib, content, resources, start, walk, this.budget);
   }
 
   /** Appends a glyph's text at the origin of `m` (text space to device), a space or a line break first where it lands apart. */
@@ -693,7 +777,8 @@ class TextReader {
   }
 }
 
-function concat(parts: Uint8Array[]): Uint8Array {
+/** `parts` one after another, in one array. */
+export function concat(parts: Uint8Array[]): Uint8Array {
   const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
   let at = 0;
   for (const p of parts) {
@@ -703,8 +788,45 @@ function concat(parts: Uint8Array[]): Uint8Array {
   return out;
 }
 
+/** How far a font without metrics reaches above and below its baseline (poppler's assumption too). */
+const DEFAULT_EXTENT = { ascent: 0.95, descent: -0.35 };
+
+/** A font descriptor's /Ascent and /Descent (thousandths of text space), when it gives usable ones. */
+function extentOf(lib: Lib, descriptor: PDFObject | undefined): { ascent: number; descent: number } | null {
+  const { PDFDict, PDFName, PDFNumber } = lib;
+  if (!(descriptor instanceof PDFDict)) return null;
+  const [a, d] = ["Ascent", "Descent"].map((k) => descriptor.lookup(PDFName.of(k)));
+  const ascent = a instanceof PDFNumber ? a.asNumber() / 1000 : 0;
+  const descent = d instanceof PDFNumber ? d.asNumber() / 1000 : 0;
+  return ascent > 0 && ascent < 2 && descent <= 0 && descent > -2 ? { ascent, descent } : null;
+}
+
 /** A font the page does not define (a missing /Font entry): one byte a code, Latin-1, half an em wide. */
-const FALLBACK_FONT: Font = { spaces: null, unicode: (code) => (code >= 0x20 ? String.fromCharCode(code) : ""), width: () => 0.5 };
+const FALLBACK_FONT: Font = {
+  spaces: null,
+  unicode: (code) => (code >= 0x20 ? String.fromCharCode(code) : ""),
+  width: () => 0.5,
+  ...DEFAULT_EXTENT,
+};
+
+/** A standard-14 font's extent from its AFM (Ascender and Descender, else its bounding box: Symbol, ZapfDingbats). */
+function standardExtent(lib: Lib, name: string): { ascent: number; descent: number } {
+  const { font } = lib.StandardFontEmbedder.for(name as StandardName);
+  return { ascent: (font.Ascender || font.FontBBox[3]) / 1000, descent: (font.Descender || font.FontBBox[1]) / 1000 };
+}
+
+/** A font dictionary as the reader reads it; the fallback font when it cannot be read. */
+export function readFont(lib: Lib, dict: PDFDict): Font {
+  const bytesOf = (s: PDFObject | undefined) => {
+    if (s instanceof lib.PDFFlateStream) return s.getUnencodedContents();
+    return s instanceof lib.PDFRawStream ? Uint8Array.from(lib.decodePDFRawStream(s).getBytes(MAX_STREAM_BYTES)) : null;
+  };
+  try {
+    return loadFont(lib, dict, bytesOf);
+  } catch {
+    return FALLBACK_FONT;
+  }
+}
 
 function loadFont(lib: Lib, dict: PDFDict, bytesOf: (s: PDFObject | undefined) => Uint8Array | null): Font {
   const { PDFArray, PDFDict, PDFName, PDFNumber, PDFStream } = lib;
@@ -744,6 +866,7 @@ function loadFont(lib: Lib, dict: PDFDict, bytesOf: (s: PDFObject | undefined) =
     }
     return {
       spaces,
+      ...(extentOf(lib, cid instanceof PDFDict ? get(cid, "FontDescriptor") : undefined) ?? DEFAULT_EXTENT),
       unicode: (code) => toUnicode?.map.get(code) ?? (ucs2 ? String.fromCharCode(code) : ""),
       // Identity CMaps map a code to the CID of the same number; for other CMaps this is an estimate.
       width: (code) => (widths.get(code) ?? dw) / 1000,
@@ -779,6 +902,7 @@ function loadFont(lib: Lib, dict: PDFDict, bytesOf: (s: PDFObject | undefined) =
   const metrics = !widths && standard ? lib.StandardFontEmbedder.for(standard as StandardName) : null;
   return {
     spaces: null,
+    ...(extentOf(lib, descriptor) ?? (standard ? standardExtent(lib, standard) : DEFAULT_EXTENT)),
     unicode: (code) => toUnicode?.map.get(code) ?? table[code] ?? "",
     width(code, text) {
       if (widths) return (widths[code - firstChar] ?? missing) * unit;

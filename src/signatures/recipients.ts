@@ -1,4 +1,4 @@
-import type { UploadFormField, UploadPage } from "../db/documents";
+import type { RoleField, UploadFormField, UploadPage } from "../db/documents";
 import type { EnvelopeField, RecipientKind } from "../db/signatures";
 import type { SigningParty } from "../documents/service";
 import { type FieldIssue, Unprocessable } from "../lib/errors";
@@ -47,13 +47,19 @@ const EDGE = 0.001;
 type UploadInput = Pick<SignatureRequest, "recipients" | "fields" | "formValues" | "signers">;
 
 export function uploadRecipients(
-  doc: { pages: UploadPage[] | null; formFields: UploadFormField[] | null },
+  doc: {
+    pages: UploadPage[] | null;
+    formFields: UploadFormField[] | null;
+    fields: RoleField[] | null;
+    tagsStatus: "pending" | "done" | "failed" | null;
+  },
   input: UploadInput,
 ): Recipient[] {
   const issues: FieldIssue[] = [];
   const issue = (path: (string | number)[], code: string, message: string) => issues.push({ field: path.join("."), path, code, message });
   const pages = doc.pages ?? [];
   const recipients = input.recipients ?? [];
+  const given = input.fields ?? tagFields(doc, recipients, issue);
   if (input.signers) issue(["signers"], "not_for_uploads", "An uploaded document is sent to recipients (with their fields), not signers");
   if (recipients.length === 0) issue(["recipients"], "required", "An uploaded document needs at least one recipient");
 
@@ -73,7 +79,7 @@ export function uploadRecipients(
   const fields = placeFields(
     pages,
     owners,
-    (input.fields ?? []).map((f) => ({ ...f, owner: f.recipient })),
+    given.map((f) => ({ ...f, owner: f.recipient })),
     issue,
     "recipient",
   );
@@ -175,6 +181,34 @@ export function valueProblem(
   return (
     prefillProblem(f.type, value, f.options ?? undefined) ?? ruleProblem(f.type, value, f.validation ?? undefined, f.options ?? undefined)
   );
+}
+
+/**
+ * Issue 45 part 2: a send that gives no fields takes the document's own, from its text tags, each for the recipient
+ * whose key is its role; a role no recipient has is named once (its fields are left out of the other checks). While
+ * the tags are still being found there are none yet to take, and a send without fields waits for them.
+ */
+function tagFields(
+  doc: { fields: RoleField[] | null; tagsStatus: "pending" | "done" | "failed" | null },
+  recipients: { key: string }[],
+  issue: (path: (string | number)[], code: string, message: string) => void,
+): NonNullable<UploadInput["fields"]> {
+  if (doc.tagsStatus === "pending")
+    issue(["fields"], "tags_pending", "The document's text tags are still being found: send once its tagsStatus is done, or give fields");
+  const keys = new Set(recipients.map((r) => r.key));
+  const missing = [...new Set((doc.fields ?? []).map((f) => f.role))].filter((role) => !keys.has(role));
+  for (const role of missing)
+    issue(["recipients"], "role_without_recipient", `The document's text tags name the role ${role}; no recipient has that key`);
+  return (doc.fields ?? [])
+    .filter((f) => keys.has(f.role))
+    .map(({ role, name, value, options, validation, ...f }) => ({
+      ...f,
+      recipient: role,
+      ...(name === null ? {} : { name }),
+      ...(value === null ? {} : { value }),
+      ...(options === null ? {} : { options }),
+      ...(validation === null ? {} : { validation }),
+    }));
 }
 
 /**

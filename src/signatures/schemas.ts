@@ -1,5 +1,5 @@
 import { z } from "@hono/zod-openapi";
-import { PageSize } from "../documents/schemas";
+import { PageSize, placedField } from "../documents/schemas";
 import { freeText, oneLineText } from "../lib/validation";
 
 export const SIGNER_ACTIONS = ["send_code", "authenticate", "consent", "sign", "decline", "approve", "reject"] as const;
@@ -190,19 +190,8 @@ export const SignerField = z
   .object({
     id: z.string(),
     type: z.enum(FIELD_TYPES),
-    page: z.int(),
-    x: z.number(),
-    y: z.number(),
-    width: z.number(),
-    height: z.number(),
-    name: z.string().nullable(),
-    required: z.boolean(),
-    readOnly: z.boolean(),
-    value: z.union([z.string(), z.number(), z.boolean()]).nullable().openapi({ description: "The sender's prefilled value" }),
-    options: z.array(z.string()).nullable(),
-    validation: z
-      .object({ maxLength: z.int().optional(), min: z.number().optional(), max: z.number().optional(), pattern: z.string().optional() })
-      .nullable(),
+    ...placedField,
+    value: placedField.value.openapi({ description: "The sender's prefilled value" }),
   })
   .openapi("SignerField", { description: "A field of the recipient's, in percent of its page as displayed (origin top-left)" });
 

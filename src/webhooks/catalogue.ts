@@ -58,6 +58,8 @@ export const CATALOGUE = [
   "envelope.voided",
   "envelope.expired",
   "document.created",
+  // Ours: an upload's text tags found by the queue consumer (issue 45): fields, tagsStatus and the stored PDF changed.
+  "document.updated",
   // Ours: the document desk's templates (issue 45); a template back from the trash is template.restored.
   "template.created",
   "template.updated",

@@ -27,6 +27,7 @@ import { drainQueues, type FaultEnv, faultEnv, type FaultMode, type Step, withSi
 import { pdfTool } from "./pdf-tools";
 import { photoForm, PNG_1X1, propertyBody } from "./properties";
 import { type Mailbox, openMailbox } from "./receiver";
+import { taggedPdf } from "./tagged-pdfs";
 import { buildPdf, DRAWN_PNG } from "./uploads";
 import { seedHostedSigner, VIEW_BODY } from "./route-table";
 import { capturingEnv, contactEvent, subscribe } from "./webhooks";
@@ -769,6 +770,60 @@ const templateUse: FaultRow<TemplateWrite> = {
       "envelopes",
     ).toBe(1);
     await expectEventsOnce(org, ["envelope.sent", "document.created"], { "envelope.sent": 1, "document.created": 2 });
+  },
+};
+
+/** Issue 45: a tagged PDF of 21 pages, uploaded with tags=true; its tags are the consumer's (documents/upload-tags.ts). */
+const taggedUploadWrite = keyedWrite<DocumentUpload>(
+  async () => ({
+    pdf: await taggedPdf(
+      Array.from({ length: 21 }, (_, i) => ({
+        lines: [{ x: 40, y: 700, text: i === 20 ? "Sign {{signature;role=buyer}} here" : `Page ${i + 1}` }],
+      })),
+    ),
+  }),
+  (f, s) =>
+    request(f, "POST", "/api/documents/uploads?title=Faulted&tags=true", {
+      token: s.owner.token,
+      headers: { ...keyed(s), "content-type": "application/pdf" },
+      raw: s.pdf,
+    }),
+);
+
+/**
+ * The tags consumer's own steps: the tag-free PDF to a new key (noted pending), the batch recording fields, status and
+ * key with the old object noted pending, and the old object's delete; the upload before it is the row above's.
+ */
+const taggedUpload: FaultRow<DocumentUpload> = {
+  operation: "tagged upload over 20 pages, then its tags consumer",
+  ...taggedUploadWrite,
+  steps: {
+    pick: (step, all) => all.indexOf(step) > all.findIndex((s) => s.kind === "queue.send") && /pending_uploads|documents/.test(step.what),
+    why: "the consumer's: the new PDF's pending note and put, the batch that records it, the old PDF's delete and its note",
+  },
+  recovery: UPLOAD_RECOVERY,
+  async act(f, s) {
+    await taggedUploadWrite.act(f, s);
+    // The consumers' first delivery of DOCUMENT_UPLOADED: tags, text, audit.
+    await f.events.deliverOnce(f.env);
+  },
+  async check(_f, s) {
+    expectAnswered(s, 201);
+    const org = s.owner.organizationId;
+    const row = await (await tenantDb(org))
+      .prepare("SELECT file_key, fields, tags_status FROM documents WHERE organization_id = ? AND source = 'upload'")
+      .bind(org)
+      .first<{ file_key: string; fields: string | null; tags_status: string }>();
+    expect({ status: row!.tags_status, fields: JSON.parse(row!.fields ?? "null")?.length }, "tags").toEqual({ status: "done", fields: 1 });
+    // The tag-free PDF is the one object left: neither the original nor an attempt's copy stays without its row.
+    expect(await objectsUnder(`documents/${org}/`), "objects under the organization's uploads").toEqual([row!.file_key]);
+    const stored = new Uint8Array(await (await env.FILES.get(row!.file_key))!.arrayBuffer());
+    expect((await pdfTool("pdftotext", stored, ["-enc", "UTF-8", "{in}", "-"])).stdout, "the stored PDF's text").not.toContain("{{");
+    await expectEventsOnce(org, ["document.created", "DOCUMENT_UPLOADED", "document.updated"], {
+      "document.created": 1,
+      DOCUMENT_UPLOADED: 1,
+      "document.updated": 1,
+    });
   },
 };
 
@@ -1928,6 +1983,7 @@ export const FAULTS: FaultRow[] = [
   documentUpload,
   templateCreate,
   templateUse,
+  taggedUpload,
   publicSign,
   uploadedSign,
   embeddedView,

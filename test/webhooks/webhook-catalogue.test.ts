@@ -1,5 +1,6 @@
 import { env } from "cloudflare:workers";
 import { Webhook } from "standardwebhooks";
+import { taggedPdf } from "../helpers/tagged-pdfs";
 import { act, buildPdf, linkOf, sendUpload, uploaded } from "../helpers/uploads";
 import { describe, expect, it, vi } from "vitest";
 import { createDb } from "../../src/db/client";
@@ -296,6 +297,15 @@ const approvedUpload = (w: World) =>
     expect(await json(await act(linkOf(sent, "a"), "approve"))).toMatchObject({ ok: true, completed: false });
   });
 
+/** Issue 45: a tagged PDF over 20 pages, its tags found by the queue consumer (document.updated when they are). */
+const taggedUpload = (w: World) =>
+  w.once("taggedUpload", async () => {
+    const pages = Array.from({ length: 21 }, (_, i) => ({
+      lines: [{ x: 40, y: 700, text: i === 20 ? "{{signature;role=buyer}}" : "Page" }],
+    }));
+    await uploaded(w.owner.token, await taggedPdf(pages), "tags=true");
+  });
+
 const isSha256 = (v: unknown) => typeof v === "string" && /^[0-9a-f]{64}$/.test(v);
 
 /**
@@ -392,6 +402,18 @@ const DRIVE: { event: CatalogueName; drive(w: World): Promise<unknown>; check?(p
         formKey: "on/standard-lease",
         sha256: expect.stringMatching(/^[0-9a-f]{64}$/),
       }),
+  },
+  {
+    event: "document.updated",
+    drive: taggedUpload,
+    check: (p) => {
+      expect(p.data.object).toMatchObject({
+        source: "upload",
+        tagsStatus: "done",
+        fields: [{ type: "signature", role: "buyer", page: 21 }],
+      });
+      expect(p.data.changes).toEqual(expect.arrayContaining(["fields", "tagsStatus"]));
+    },
   },
   {
     event: "envelope.sent",
@@ -580,7 +602,8 @@ describe("the whole webhook catalogue reaches a subscriber (issue 32)", () => {
     // three opened, one sealed;
     // two notices passes, each with the four leases' deposits.
     expect(await stagedCounts(owner.organizationId, DOCUMENT_DESK)).toEqual({
-      "document.created": 5,
+      "document.created": 6,
+      "document.updated": 1,
       "envelope.sent": 5,
       "envelope.opened": 3,
       "envelope.signer_signed": 1,
