@@ -225,4 +225,50 @@ describe("MCP envelope tools", () => {
     expect(bad).toMatchObject({ isError: true, data: { error: "invalid_recipients" } });
     await client.close();
   });
+
+  it("list_templates shows a template's roles and named fields; use_template sends a document made from it, no link in the answer", async () => {
+    const owner = await createPrincipal();
+    const doc = await uploaded(owner.token, await buildPdf([{}]));
+    const made = await json(
+      await call("POST", "/api/templates", {
+        token: owner.token,
+        body: {
+          documentId: doc.id,
+          name: "Showing agreement",
+          roles: [{ key: "buyer", label: "Buyer", role: "signer" }],
+          fields: [
+            { role: "buyer", type: "signature", name: "sig", page: 1, x: 10, y: 80, width: 30, height: 6 },
+            { role: "buyer", type: "text", name: "address", page: 1, x: 10, y: 20, width: 50, height: 4 },
+          ],
+        },
+      }),
+    );
+    const client = await connect(owner.token);
+    const listed = await tool(client, "list_templates", {});
+    expect(listed.isError, listed.text).toBe(false);
+    expect(listed.data).toMatchObject({ total: 1, nextCursor: null, templates: [{ id: made.template.id, name: "Showing agreement" }] });
+    expect(listed.data.templates[0].fields.map((f: { name: string }) => f.name)).toEqual(["sig", "address"]);
+    const used = await tool(client, "use_template", {
+      templateId: made.template.id,
+      recipients: { buyer: { name: "Bo Buyer", email: "bo@mcp-template.test" } },
+      values: { address: { value: "12 Elm Street", lock: true } },
+    });
+    expect(used.isError, used.text).toBe(false);
+    expect(used.data.recipients).toEqual([expect.objectContaining({ key: "buyer", name: "Bo Buyer", role: "signer", order: 1 })]);
+    expect(used.text).not.toContain("/sign/");
+    expect((await mailTo("bo@mcp-template.test")).length).toBe(1);
+    const envelope = await json(await call("GET", `/api/signatures/${used.data.envelopeId}`, { token: owner.token }));
+    expect(envelope).toMatchObject({ source: "template", templateId: made.template.id, documentId: used.data.documentId });
+    // The route's checks hold through the tool; and a token without templates:read is refused.
+    const bad = await tool(client, "use_template", { templateId: made.template.id, recipients: {} });
+    expect(bad).toMatchObject({ isError: true, data: { error: "invalid_recipients" } });
+    const narrow = await connect((await createApiKey(owner.token, ["envelopes:send"])).key);
+    const refused = await tool(narrow, "use_template", {
+      templateId: made.template.id,
+      recipients: { buyer: { name: "Bo Buyer", email: "bo2@mcp-template.test" } },
+    });
+    expect(refused).toMatchObject({ isError: true, data: { error: "insufficient_permission" } });
+    await client.close();
+    await narrow.close();
+  });
 });

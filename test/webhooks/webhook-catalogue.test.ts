@@ -306,6 +306,28 @@ const taggedUpload = (w: World) =>
     await uploaded(w.owner.token, await taggedPdf(pages), "tags=true");
   });
 
+/** Issue 45: a template made from an upload, renamed, deleted and restored: one event each. */
+const templateLife = (w: World) =>
+  w.once("templateLife", async () => {
+    const doc = await uploaded(w.owner.token, await buildPdf([{}]));
+    const made = await ok(
+      await call("POST", "/api/templates", {
+        token: w.owner.token,
+        body: {
+          documentId: doc.id,
+          name: "Showing agreement",
+          roles: [{ key: "buyer", label: "Buyer", role: "signer" }],
+          fields: [{ role: "buyer", type: "signature", name: "sig", page: 1, x: 10, y: 80, width: 30, height: 6 }],
+        },
+      }),
+      201,
+    );
+    const path = `/api/templates/${made.template.id}`;
+    await ok(await call("PATCH", path, { token: w.owner.token, body: { name: "Showing agreement (2027)" } }), 200);
+    expect((await call("DELETE", path, { token: w.owner.token })).status).toBe(204);
+    await ok(await call("POST", `${path}/restore`, { token: w.owner.token }), 200);
+  });
+
 const isSha256 = (v: unknown) => typeof v === "string" && /^[0-9a-f]{64}$/.test(v);
 
 /**
@@ -415,6 +437,21 @@ const DRIVE: { event: CatalogueName; drive(w: World): Promise<unknown>; check?(p
       expect(p.data.changes).toEqual(expect.arrayContaining(["fields", "tagsStatus"]));
     },
   },
+  {
+    event: "template.created",
+    drive: templateLife,
+    check: (p) => expect(p.data.object).toMatchObject({ name: "Showing agreement", version: 1 }),
+  },
+  {
+    event: "template.updated",
+    drive: templateLife,
+    check: (p) => {
+      expect(p.data.object).toMatchObject({ name: "Showing agreement (2027)", version: 2 });
+      expect(p.data.changes).toEqual(expect.arrayContaining(["name", "version"]));
+    },
+  },
+  { event: "template.deleted", drive: templateLife },
+  { event: "template.restored", drive: templateLife, check: (p) => expect(p.data.object).toMatchObject({ version: 2, publicLink: null }) },
   {
     event: "envelope.sent",
     drive: signedEnvelope,
@@ -602,7 +639,7 @@ describe("the whole webhook catalogue reaches a subscriber (issue 32)", () => {
     // three opened, one sealed;
     // two notices passes, each with the four leases' deposits.
     expect(await stagedCounts(owner.organizationId, DOCUMENT_DESK)).toEqual({
-      "document.created": 6,
+      "document.created": 7,
       "document.updated": 1,
       "envelope.sent": 5,
       "envelope.opened": 3,
@@ -613,6 +650,10 @@ describe("the whole webhook catalogue reaches a subscriber (issue 32)", () => {
       "envelope.declined": 1,
       "envelope.voided": 1,
       "envelope.expired": 1,
+      "template.created": 1,
+      "template.updated": 1,
+      "template.deleted": 1,
+      "template.restored": 1,
       "obligation.due_soon": 4,
       "obligation.overdue": 4,
       "clickwrap.accepted": 1,
@@ -624,7 +665,7 @@ describe("the whole webhook catalogue reaches a subscriber (issue 32)", () => {
   });
 });
 
-const DOCUMENT_DESK = CATALOGUE.filter((e) => /^(envelope|document|obligation|clickwrap|testimonial|survey|referral)\./.test(e));
+const DOCUMENT_DESK = CATALOGUE.filter((e) => /^(envelope|document|template|obligation|clickwrap|testimonial|survey|referral)\./.test(e));
 
 /** How many events of each of `types` the organization's outbox holds. */
 async function stagedCounts(organizationId: string, types: readonly string[]): Promise<Record<string, number>> {
