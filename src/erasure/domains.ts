@@ -13,6 +13,7 @@ import { propertiesErasable } from "../properties/service";
 import { referralsErasable } from "../referrals/service";
 import { signaturesErasable } from "../signatures/service";
 import { surveysErasable } from "../surveys/service";
+import { templatesErasable } from "../templates/service";
 import { testimonialsErasable } from "../testimonials/service";
 import { trashErasable } from "../trash/service";
 import { webhooksErasable } from "../webhooks/service";
@@ -46,4 +47,5 @@ export const ERASABLES: readonly Erasable[] = [
   profilesErasable,
   exportsErasable,
   clickwrapErasable,
+  templatesErasable,
 ];

@@ -15,6 +15,8 @@ import type { ServiceContext } from "../service-context";
 import { placeFields } from "../signatures/service";
 import type { Template, TemplateCreate, TemplatePatch } from "./schemas";
 
+export { templatesErasable } from "./erasure";
+
 type Row = typeof templates.$inferSelect;
 type LinkRow = typeof templateLinks.$inferSelect;
 

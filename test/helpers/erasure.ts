@@ -27,6 +27,9 @@ export const RETAINED_ROWS: Record<string, Record<string, string>> = {
   clickwrap_acceptances: { clickwrap_acceptances: "1" },
 };
 
+/** The most columns D1 answers in one row. */
+const MAX_RESULT_COLUMNS = 100;
+
 const databases = () => [{ label: "directory", db: env.DB }, ...everyShard(env).map(({ shard, db }) => ({ label: `shard ${shard}`, db }))];
 
 /** Each hit as `table.column: needle (database)`, searched case-insensitively; rows of the `retained` kinds left out. */
@@ -41,17 +44,21 @@ export async function whereFound(needles: string[], retained: string[] = []): Pr
       .all<{ tbl: string; col: string }>();
     const tables = new Map<string, { col: string }[]>();
     for (const c of columns.results) tables.set(c.tbl, [...(tables.get(c.tbl) ?? []), c]);
-    const searches = [...tables].map(([name, cols]) => {
-      const probes = cols.flatMap(({ col }) => needles.map((needle, n) => ({ column: col, needle, n })));
+    // D1 answers at most 100 columns a row: a wide table's probes go in several statements.
+    const searches = [...tables].flatMap(([name, cols]) => {
+      const all = cols.flatMap(({ col }) => needles.map((needle, n) => ({ column: col, needle, n })));
       const kept = retained.flatMap((kind) => (RETAINED_ROWS[kind]?.[name] ? [RETAINED_ROWS[kind][name]] : []));
-      // Each needle is bound once (?1 … ?n) and named by every column's test: D1 caps the bound parameters of a query.
-      const sums = probes.map(({ column, n }, i) => `SUM(instr(lower(CAST("${column}" AS TEXT)), ?${n + 1}) > 0) AS "${i}"`);
       const where = kept.length ? ` WHERE NOT (${kept.join(" OR ")})` : "";
-      return {
-        name,
-        probes,
-        statement: db.prepare(`SELECT ${sums.join(", ")} FROM "${name}"${where}`).bind(...needles.map((n) => n.toLowerCase())),
-      };
+      return Array.from({ length: Math.ceil(all.length / MAX_RESULT_COLUMNS) }, (_, k) => {
+        const probes = all.slice(k * MAX_RESULT_COLUMNS, (k + 1) * MAX_RESULT_COLUMNS);
+        // Each needle is bound once (?1 … ?n) and named by every column's test: D1 caps the bound parameters of a query.
+        const sums = probes.map(({ column, n }, i) => `SUM(instr(lower(CAST("${column}" AS TEXT)), ?${n + 1}) > 0) AS "${i}"`);
+        return {
+          name,
+          probes,
+          statement: db.prepare(`SELECT ${sums.join(", ")} FROM "${name}"${where}`).bind(...needles.map((n) => n.toLowerCase())),
+        };
+      });
     });
     const results = searches.length ? await db.batch<Record<string, number | null>>(searches.map((t) => t.statement)) : [];
     searches.forEach(({ name, probes }, t) => {

@@ -1,6 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { call, json } from "../helpers/client";
+import { createContact } from "../helpers/contacts";
 import { mailTo, publicSign } from "../helpers/documents";
+import { erase, newPerson, whereFound } from "../helpers/erasure";
 import { createPrincipal, type TestPrincipal } from "../helpers/factories";
 import { sealedPdf } from "../helpers/forms";
 import { type PlacedWord, pdfTool, placedWords } from "../helpers/pdf-tools";
@@ -264,6 +266,32 @@ describe("a template's public link", () => {
     expect(await json(await call("GET", `/api/public/templates/${slug}`))).toEqual({ state: "gone" });
     expect((await call("GET", `/t/${slug}`)).status).toBe(404);
     expect((await call("POST", `/api/public/templates/${slug}/code`, { body: visitor })).status).toBe(404);
+  });
+
+  it("a person's erasure takes them off a link that names them as a recipient, and the link stops", async () => {
+    const owner = await createPrincipal();
+    const person = newPerson();
+    const contact = await createContact(owner.token, { firstName: person.firstName, lastName: person.lastName, email: person.email });
+    const t = await template(owner, {
+      roles: [
+        { key: "visitor", label: "Visitor", role: "signer", order: 1 },
+        { key: "host", label: "Listing agent", role: "cc", order: 1 },
+      ],
+      fields: [{ role: "visitor", type: "signature", name: "sig", page: 1, x: 10, y: 80, width: 30, height: 6 }],
+    });
+    const issued = await call("POST", `/api/templates/${t.id}/public-link`, {
+      token: owner.token,
+      body: { role: "visitor", recipients: { host: { name: person.fullName, email: person.email } } },
+    });
+    const { url } = await json(issued);
+    const res = await erase(owner, contact.id);
+    expect(res.status).toBe(200);
+    expect((await json(res)).data.erased).toMatchObject({ template_links: 1 });
+    expect((await whereFound(person.needles)).filter((hit) => hit.startsWith("template_links."))).toEqual([]);
+    expect((await json(await call("GET", `/api/templates/${t.id}`, { token: owner.token }))).template.publicLink).toMatchObject({
+      enabled: false,
+    });
+    expect(await json(await call("GET", `/api/public/templates/${url.slice(url.lastIndexOf("/t/") + 3)}`))).toEqual({ state: "gone" });
   });
 
   it("an unknown slug is gone, alike", async () => {
