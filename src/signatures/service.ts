@@ -145,6 +145,8 @@ export async function sendForSignature(
     const signers: SignerRow[] = [];
     for (const [position, r] of recipients.entries()) {
       const now = r.kind !== "cc" && r.order === firstOrder;
+      // A public link's visitor proved their address with the link's code just now: they start authenticated.
+      const verified = now && r.kind === "signer" && options.verifiedKey !== undefined && r.key === options.verifiedKey;
       const row: SignerRow = {
         id: newId(),
         envelopeId: envelope.id,
@@ -160,11 +162,11 @@ export async function sendForSignature(
         fieldValues: null,
         embedded: r.embedded,
         hostUserId: r.hostUserId,
-        status: (now ? "sent" : "pending") as SignerStatus,
+        status: (verified ? "authenticated" : now ? "sent" : "pending") as SignerStatus,
         sentAt: now ? at : null,
         signedAt: null,
         declinedAt: null,
-        verification: null,
+        verification: verified ? "email_code" : null,
         // Issue 45: an embedded or in-person recipient holds no link and is never mailed (nor reminded).
         remindAt: now && !unmailed(r) ? nextReminderAt(reminders, new Date(at), 0) : null,
       };
@@ -183,8 +185,13 @@ export async function sendForSignature(
       envelope.id,
       { seq: 0, hash: GENESIS },
       signers
-        .filter((signer) => signer.status === "sent")
-        .map((signer) => ({ event: "sent", signerId: signer.id, at, ip: meta.ip, userAgent: meta.userAgent, data: sentData })),
+        .filter((signer) => signer.status === "sent" || signer.status === "authenticated")
+        .flatMap((signer) => [
+          { event: "sent" as const, signerId: signer.id, at, ip: meta.ip, userAgent: meta.userAgent, data: sentData },
+          ...(signer.status === "authenticated"
+            ? [{ event: "authenticated" as const, signerId: signer.id, at, ip: meta.ip, userAgent: meta.userAgent, data: PUBLIC_LINK_CODE }]
+            : []),
+        ]),
     );
     // The links' keys go to the directory before the shard write that makes them live.
     await registerPublicKeys(
@@ -223,6 +230,7 @@ export async function sendForSignature(
             envelopeId: envelope.id,
             signerId: l.signer.id,
             organizationId: ctx.organizationId,
+            ...(l.signer.status === "authenticated" ? { via: "public_link" as const } : {}),
             createdAt: at,
           }),
         ),
@@ -260,7 +268,12 @@ export interface SendOptions {
   source?: EnvelopeSource;
   templateId?: string;
   message?: string;
+  /** The key of a recipient who proved their address just now (a public link's visitor, by its code): authenticated from the start. */
+  verifiedKey?: string;
 }
+
+/** How a public link's visitor was authenticated, as the audit trail records it. */
+const PUBLIC_LINK_CODE = { method: "email_code", via: "public_link" };
 
 /** A recipient's link as the send and the resend answer it (the raw token's only way out besides the mail). */
 const signingLinkOf = (

@@ -183,6 +183,7 @@ export async function startVisitorEnvelope(
     { recipients: { ...open.link.recipients, [open.link.role]: visitor } },
     meta,
     "public_link",
+    open.link.role,
   );
   const link = sent.links.find((l) => l.key === open.link.role);
   if (!link?.url) return { kind: "spent" };

@@ -89,6 +89,7 @@ export async function useTemplate(
   input: TemplateUse,
   meta: RequestMeta,
   source: Exclude<EnvelopeSource, "api"> = "template",
+  verifiedKey?: string,
 ) {
   const { row: template } = await findTemplate(ctx, templateId);
   const request = requestOf(template, input);
@@ -139,6 +140,7 @@ export async function useTemplate(
       },
       source,
       templateId: template.id,
+      ...(verifiedKey ? { verifiedKey } : {}),
       ...(input.message ? { message: input.message } : {}),
     });
   } catch (err) {

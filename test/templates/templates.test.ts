@@ -250,8 +250,19 @@ describe("a template's public link", () => {
       error: "code_expired",
     });
     const token = signUrl.slice(signUrl.lastIndexOf("/sign/") + 6);
+    // The visitor proved their address with the link's code: their link starts authenticated, no second code.
+    const view = await json(await publicSign("GET", token));
+    expect(view.signer).toMatchObject({ name: "Vera Visitor", status: "authenticated" });
     const ids = await fieldIds(token);
-    expect(await json(await act(token, "sign", { [ids.sig!]: "adopted" }))).toMatchObject({ completed: true });
+    expect((await publicSign("POST", token, { action: "consent" })).status).toBe(200);
+    expect(await json(await publicSign("POST", token, { action: "sign", fields: { [ids.sig!]: "adopted" } }))).toMatchObject({
+      completed: true,
+    });
+    const trail = await json(await call("GET", `/api/signatures/${envelopeId}/audit`, { token: owner.token }));
+    expect(trail.events.slice(0, 2)).toMatchObject([
+      { event: "sent" },
+      { event: "authenticated", data: { method: "email_code", via: "public_link" } },
+    ]);
     const envelope = await json(await call("GET", `/api/signatures/${envelopeId}`, { token: owner.token }));
     expect(envelope).toMatchObject({ source: "public_link", templateId: t.id, status: "completed" });
     expect(envelope.signers.map((s: { name: string; role: string }) => [s.name, s.role])).toEqual([
@@ -292,6 +303,25 @@ describe("a template's public link", () => {
       enabled: false,
     });
     expect(await json(await call("GET", `/api/public/templates/${url.slice(url.lastIndexOf("/t/") + 3)}`))).toEqual({ state: "gone" });
+  });
+
+  it("two starts with one code at once make one envelope", async () => {
+    const owner = await createPrincipal();
+    const t = await template(owner, {
+      roles: [{ key: "visitor", label: "Visitor", role: "signer", order: 1 }],
+      fields: [{ role: "visitor", type: "signature", name: "sig", page: 1, x: 10, y: 80, width: 30, height: 6 }],
+    });
+    const { url } = await json(await call("POST", `/api/templates/${t.id}/public-link`, { token: owner.token, body: { role: "visitor" } }));
+    const slug = url.slice(url.lastIndexOf("/t/") + 3);
+    const visitor = { name: "Rae Racer", email: email("rae") };
+    expect((await call("POST", `/api/public/templates/${slug}/code`, { body: visitor })).status).toBe(202);
+    const code = /code is (\d{6})/.exec((await mailTo(visitor.email)).at(-1)!.text)![1]!;
+    const answers = await Promise.all(
+      Array.from({ length: 4 }, () => call("POST", `/api/public/templates/${slug}/start`, { body: { ...visitor, code } })),
+    );
+    expect(answers.map((a) => a.status).sort()).toEqual([201, 422, 422, 422]);
+    const envelopes = await json(await call("GET", "/api/documents", { token: owner.token }));
+    expect(envelopes.documents.filter((d: { status: string }) => d.status === "OUT_FOR_SIGNATURE")).toHaveLength(1);
   });
 
   it("an unknown slug is gone, alike", async () => {
