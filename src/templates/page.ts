@@ -84,6 +84,8 @@ export function publicLinkPage(
     `script-src 'nonce-${nonce}'`,
     `style-src 'nonce-${nonce}'`,
     "connect-src 'self'",
+    // The document's empty icon (html-page.ts), so the browser asks for no favicon.
+    "img-src data:",
     "base-uri 'none'",
     "form-action 'none'",
     "frame-ancestors 'none'",

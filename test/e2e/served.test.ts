@@ -11,4 +11,5 @@ import "./oauth-browser.suite";
 import "./browser.suite";
 import "./upload-signing-browser.suite";
 import "./signing-session-browser.suite";
+import "./template-link-browser.suite";
 import "./cimd.suite";
