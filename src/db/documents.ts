@@ -22,12 +22,13 @@ export interface UploadFormField {
   height: number;
 }
 
+type FieldType = "signature" | "initials" | "name" | "email" | "date" | "text" | "number" | "checkbox" | "radio" | "dropdown";
 /**
  * A field a PDF's text tag placed (issue 45: `{{signature;role=buyer}}`), or a template's field: where it sits (percent
  * of the page as displayed, as EnvelopeField) and which role fills it.
  */
 export interface RoleField {
-  type: "signature" | "initials" | "name" | "email" | "date" | "text" | "number" | "checkbox" | "radio" | "dropdown";
+  type: FieldType;
   role: string;
   page: number;
   x: number;

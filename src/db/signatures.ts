@@ -1,4 +1,5 @@
 import { index, integer, primaryKey, sqliteTable, text } from "drizzle-orm/sqlite-core";
+import type { RoleField } from "./documents";
 
 export type EnvelopeStatus = "partially_signed" | "completed" | "declined" | "voided" | "expired";
 /** `pending`: a sequential signer whose turn has not come (no link yet); the spec's statuses follow from `sent`. */
@@ -15,23 +16,8 @@ export type SignerStatus =
   | "declined";
 /** What a recipient of an uploaded document does (issue 44); every signer of a typed form is a `signer`. */
 export type RecipientKind = "signer" | "approver" | "viewer" | "cc";
-export type FieldType = "signature" | "initials" | "name" | "email" | "date" | "text" | "number" | "checkbox" | "radio" | "dropdown";
-/** A recipient's field on an uploaded document: where it sits (percent of the page as displayed) and what it takes. */
-export interface EnvelopeField {
-  id: string;
-  type: FieldType;
-  page: number;
-  x: number;
-  y: number;
-  width: number;
-  height: number;
-  name: string | null;
-  required: boolean;
-  readOnly: boolean;
-  value: string | number | boolean | null;
-  options: string[] | null;
-  validation: { maxLength?: number; min?: number; max?: number; pattern?: string } | null;
-}
+/** A recipient's field on an uploaded document: a role's field (documents.ts RoleField) placed for one recipient. */
+export type EnvelopeField = Omit<RoleField, "role"> & { id: string };
 /** A field's value as given at signing: text (dates as YYYY-MM-DD), a checkbox, a typed or a drawn (R2 key) signature. */
 export type StoredValue = { text: string } | { checked: boolean } | { adopted: string } | { image: string };
 export type EnvelopeSource = "api" | "template" | "public_link";
