@@ -4970,6 +4970,10 @@ export interface components {
              * @enum {string|null}
              */
             tagsStatus?: "pending" | "done" | "failed" | null;
+            /** @description The template this document was made from (POST /api/templates/{id}/use) */
+            templateId?: string;
+            /** @description The template's version it was made from */
+            templateVersion?: number;
             createdAt: string;
             updatedAt: string;
         };

@@ -130,6 +130,8 @@ export const Document = z
       description:
         "An upload's text-tag search: done, or pending while a queue consumer searches a PDF of more than 20 pages (then done, or failed when a tag could not be read: no fields); null without `?tags=true`",
     }),
+    templateId: z.string().optional().openapi({ description: "The template this document was made from (POST /api/templates/{id}/use)" }),
+    templateVersion: z.int().optional().openapi({ description: "The template's version it was made from" }),
     createdAt: z.string(),
     updatedAt: z.string(),
   })

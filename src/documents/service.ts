@@ -54,6 +54,7 @@ export const toDocument = (r: Row): Document => ({
         textStatus: r.textStatus ?? "pending",
         fields: r.fields,
         tagsStatus: r.tagsStatus,
+        ...(r.templateId ? { templateId: r.templateId, templateVersion: r.templateVersion ?? 1 } : {}),
       }
     : {}),
   createdAt: r.createdAt,

@@ -117,7 +117,13 @@ describe("templates", () => {
     const firstDoc = await json(
       await call("GET", `/api/documents/${(first.envelope as unknown as { documentId: string }).documentId}`, { token: owner.token }),
     );
-    expect(firstDoc).toMatchObject({ source: "upload", status: "OUT_FOR_SIGNATURE", title: "Seller disclosure" });
+    expect(firstDoc).toMatchObject({
+      source: "upload",
+      status: "OUT_FOR_SIGNATURE",
+      title: "Seller disclosure",
+      templateId: t.id,
+      templateVersion: 1,
+    });
     // The buyer may not change a locked value; the one left open they may.
     const b = linkOf(first, "buyer");
     const ids = await fieldIds(b);
