@@ -11,3 +11,4 @@ import "./oauth-browser.suite";
 import "./browser.suite";
 import "./upload-signing-browser.suite";
 import "./cimd.suite";
+import "./deploy.suite";
