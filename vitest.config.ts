@@ -76,11 +76,7 @@ export default defineConfig({
         // Inside workerd, against real local D1, Durable Objects, Queues and R2. Files share one runtime per worker
         // (isolate: false): each test makes its own organization and counts only its rows, so a file needs no fresh
         // storage, and starting a runtime per file cost more than the tests themselves.
-        // A queue consumer takes a batch at once instead of waiting up to its max_batch_timeout (1 s) for the batch to
-        // fill: tests wait for their events' consumers hop after hop (an event, then its webhook delivery), and the core
-        // idled through each second. Batch sizes, retries and dead-letter queues stay as configured, and messages that
-        // arrive while a batch runs still go together in the next (production and npm run dev keep wrangler.toml's).
-        plugins: [workersPool({ queueBatchTimeout: 0 })],
+        plugins: [workersPool()],
         test: {
           ...workers,
           name: "workers",
