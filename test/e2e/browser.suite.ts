@@ -5,7 +5,7 @@ import { createServer, type Server } from "node:http";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createApiClient } from "../../src/client";
-import { launchChromium } from "./helpers/chromium";
+import { sharedChromium } from "./helpers/chromium";
 import { mintToken } from "./helpers/dev-server";
 import { dev } from "./helpers/served";
 import {
@@ -21,11 +21,7 @@ let browser: Browser;
 
 beforeAll(async () => {
   // Links must point at this server: APP_URL is the API's own origin here (DESIGN.md contract 5).
-  browser = await launchChromium();
-});
-
-afterAll(async () => {
-  await browser?.close();
+  browser = await sharedChromium();
 });
 
 async function envelopeFor(org: string, request: { signerVerification?: "code" | "attested" } = {}) {

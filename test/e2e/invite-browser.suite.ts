@@ -2,9 +2,9 @@
 // the invitee opens the mailed link, has a code mailed, types it, and gets a session token that works on /v1; the link
 // is dead afterwards.
 import type { Browser } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { createApiClient } from "../../src/client";
-import { launchChromium } from "./helpers/chromium";
+import { sharedChromium } from "./helpers/chromium";
 import { mintToken } from "./helpers/dev-server";
 import { dev } from "./helpers/served";
 import { readMail } from "./helpers/signing";
@@ -13,11 +13,7 @@ let browser: Browser;
 
 beforeAll(async () => {
   // The link points at this server: APP_URL is the API's own origin here (DESIGN.md contract 5).
-  browser = await launchChromium();
-});
-
-afterAll(async () => {
-  await browser?.close();
+  browser = await sharedChromium();
 });
 
 /** The newest mail to `to` whose subject starts with `subject`, read back with `npm run mail` as a developer would. */

@@ -7,7 +7,7 @@ import { createServer, type Server } from "node:http";
 import { promisify } from "node:util";
 import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { launchChromium } from "./helpers/chromium";
+import { sharedChromium } from "./helpers/chromium";
 import { mintToken } from "./helpers/dev-server";
 import { dev } from "./helpers/served";
 
@@ -18,7 +18,7 @@ let redirectUri = "";
 const landed: URL[] = [];
 
 beforeAll(async () => {
-  browser = await launchChromium();
+  browser = await sharedChromium();
   // The client's redirect target: a loopback server, as a desktop MCP client runs (OAUTH_CLIENTS' mcp-dev admits any port).
   client = createServer((req, res) => {
     // Only the redirect counts: Chromium may also ask this origin for /favicon.ico when the page lands.
@@ -32,7 +32,6 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await browser?.close();
   await new Promise<void>((resolve) => (client ? client.close(() => resolve()) : resolve()));
 });
 

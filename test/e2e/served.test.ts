@@ -13,3 +13,4 @@ import "./upload-signing-browser.suite";
 import "./signing-session-browser.suite";
 import "./template-link-browser.suite";
 import "./cimd.suite";
+import "./deploy.suite";

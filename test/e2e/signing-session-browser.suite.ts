@@ -6,7 +6,7 @@ import type { AddressInfo } from "node:net";
 import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createApiClient } from "../../src/client";
-import { launchChromium, phoneTab } from "./helpers/chromium";
+import { phoneTab, sharedChromium } from "./helpers/chromium";
 import { mintToken } from "./helpers/dev-server";
 import { dev } from "./helpers/served";
 import { clientAddress, mailedSigningCode } from "./helpers/signing";
@@ -43,12 +43,11 @@ async function startPartner(): Promise<Partner> {
 const partners: Partner[] = [];
 
 beforeAll(async () => {
-  browser = await launchChromium();
+  browser = await sharedChromium();
   partners.push(await startPartner(), await startPartner());
 });
 
 afterAll(async () => {
-  await browser?.close();
   for (const p of partners) await new Promise((resolve) => p.server.close(resolve));
 });
 

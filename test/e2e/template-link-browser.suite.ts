@@ -1,9 +1,9 @@
 // Issue 45 part 5 in headless Chromium against `npm run dev`: a visitor at an open house opens a template's public link
 // on a phone, gives a name and an e-mail, types the code mailed to them, and signs the envelope made for them.
 import type { Browser } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { createApiClient } from "../../src/client";
-import { launchChromium, phoneTab } from "./helpers/chromium";
+import { phoneTab, sharedChromium } from "./helpers/chromium";
 import { mintToken } from "./helpers/dev-server";
 import { dev } from "./helpers/served";
 import { clientAddress, readMail } from "./helpers/signing";
@@ -12,11 +12,7 @@ const PHONE_WIDTH = 390;
 let browser: Browser;
 
 beforeAll(async () => {
-  browser = await launchChromium();
-});
-
-afterAll(async () => {
-  await browser?.close();
+  browser = await sharedChromium();
 });
 
 async function post(token: string, path: string, body: unknown) {

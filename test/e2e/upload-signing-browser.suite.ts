@@ -7,10 +7,10 @@ import { join } from "node:path";
 import { degrees, PDFDocument, rgb, StandardFonts } from "@pdfme/pdf-lib";
 import { version as PDFJS_VERSION } from "pdfjs-dist/package.json";
 import type { Browser, Locator, Page } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { createApiClient } from "../../src/client";
 import { type PercentBox, placeBox } from "../../src/files/pdf-geometry";
-import { launchChromium, phoneTab } from "./helpers/chromium";
+import { phoneTab, sharedChromium } from "./helpers/chromium";
 import { mintToken } from "./helpers/dev-server";
 import { dev } from "./helpers/served";
 import { clientAddress, downloadSealedDocument, mailedSigningCode, poppler, waitForSealedDocument } from "./helpers/signing";
@@ -33,11 +33,7 @@ const FIELDS = {
 let browser: Browser;
 
 beforeAll(async () => {
-  browser = await launchChromium();
-});
-
-afterAll(async () => {
-  await browser?.close();
+  browser = await sharedChromium();
 });
 
 async function twoPagePdf(): Promise<Uint8Array<ArrayBuffer>> {

@@ -98,7 +98,7 @@ describe("the deploy's arguments", () => {
 
 describe("the smoke check", () => {
   it("names every answer a deployment failed to give", async () => {
-    // Nothing listens on the discard port: each check fails, each by name (a live server passes: test/e2e/deploy.test.ts).
+    // Nothing listens on the discard port: each check fails, each by name (a live server passes: test/e2e/deploy.suite.ts).
     const problems = await smokeCheck("http://127.0.0.1:9");
     expect(problems.map((p) => p.split(" (")[0])).toEqual([
       "authorization-server metadata",

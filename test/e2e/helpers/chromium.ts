@@ -4,7 +4,7 @@ import { type Browser, chromium } from "playwright-core";
 /** Debian's Chromium (playwright's own download fails here), headless, as every browser test drives it. */
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 
-export function launchChromium(): Promise<Browser> {
+function launchChromium(): Promise<Browser> {
   if (!existsSync(CHROMIUM)) throw new Error(`No Chromium at ${CHROMIUM}: install Debian's chromium (.ci/run does)`);
   return chromium.launch({
     executablePath: CHROMIUM,
@@ -34,4 +34,20 @@ export async function phoneTab(browser: Browser, clientAddress: string, allowed:
   page.on("pageerror", (err) => failures.push(String(err)));
   page.on("console", (msg) => msg.type() === "error" && !allowed.some((re) => re.test(msg.text())) && failures.push(msg.text()));
   return { page, failures };
+}
+
+let shared: Promise<Browser> | undefined;
+
+/**
+ * The file's one Chromium, launched at the first call: the browser suites of served.test.ts share it (a launch is
+ * about 3 s of CPU, and every suite's hooks run at the file's start, so each kept a browser of its own open for the
+ * whole file). Nothing carries over between them: `browser.newPage()` opens a context of its own each time.
+ * helpers/served.ts closes it after the file.
+ */
+export const sharedChromium = (): Promise<Browser> => (shared ??= launchChromium());
+
+export async function closeSharedChromium(): Promise<void> {
+  const browser = shared;
+  shared = undefined;
+  await (await browser?.catch(() => undefined))?.close();
 }

@@ -1,14 +1,15 @@
 // `npm run deploy` and `npm run shard:add` as an operator runs them, against a fake Cloudflare API on 127.0.0.1
 // (CLOUDFLARE_API_BASE_URL): wrangler itself makes its calls, the fake's D1 databases run the SQL, and the shared
-// `npm run dev` stands in for the deployment the smoke check asks.
+// `npm run dev` of served.test.ts stands in for the deployment the smoke check asks (it only reads it: a server of its
+// own cost a start, a fifth of a minute of CPU, for four smoke checks).
 import { execFile } from "node:child_process";
 import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { devForThisFile } from "./helpers/dev-server";
 import { type FakeCloudflare, startFakeCloudflare } from "./helpers/fake-cloudflare";
+import { dev } from "./helpers/served";
 import { wranglerConfig } from "./helpers/wrangler-config";
 
 const run = promisify(execFile);
@@ -16,8 +17,6 @@ const production = wranglerConfig("production");
 const REQUIRED = production.secrets?.required ?? [];
 const SECRETS = Object.fromEntries(REQUIRED.map((name) => [name, `test-${name.toLowerCase()}`]));
 
-// The deployment the smoke checks ask: a local server standing in for it.
-const dev = devForThisFile();
 let dir = "";
 let secretsFile = "";
 
