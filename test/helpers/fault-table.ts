@@ -798,7 +798,7 @@ const taggedUpload: FaultRow<DocumentUpload> = {
   operation: "tagged upload over 20 pages, then its tags consumer",
   ...taggedUploadWrite,
   steps: {
-    pick: (step, all) => all.indexOf(step) > all.findIndex((s) => s.kind === "queue.send") && /^(FILES|DB_SHARD_\d batch)/.test(step.what),
+    pick: (step, all) => all.indexOf(step) > all.findIndex((s) => s.kind === "queue.send") && /^(put |delete \d|batch\()/.test(step.what),
     why: "the consumer's: the new PDF's put, the batch that records it, the old PDF's delete (the pending notes around them are every upload's, failed in the rows above)",
   },
   recovery: UPLOAD_RECOVERY,
