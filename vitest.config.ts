@@ -1,5 +1,56 @@
 import { defineConfig } from "vitest/config";
+import { BaseSequencer, type TestSpecification } from "vitest/node";
 import { workersPool } from "./vitest.workers";
+
+/**
+ * The files that take longest (seconds in CI on 2 cores), each project's longest first. A fresh machine has no
+ * timings of its own, and vitest then starts the larger files first: served.test.ts (a few imports, three minutes)
+ * started last of its project, and route-matrix.test.ts (half a minute) last of all, so one core ran it alone at the
+ * end. Started first, the long files end beside short ones, which fill the tail. A file missing here only starts later
+ * than it could; a file listed that is gone changes nothing.
+ */
+const LONGEST = [
+  "test/e2e/served.test.ts", // 165, and deploy.suite.ts's 87 since it runs there
+  "test/e2e/dev-and-token.test.ts", // 65
+  "test/faults/lane-1.test.ts", // 74
+  "test/faults/lane-4.test.ts", // 72
+  "test/faults/lane-3.test.ts", // 69
+  "test/faults/lane-2.test.ts", // 52
+  "test/node/style.test.ts", // 26
+  "test/node/openapi-contract.test.ts", // 17
+  "test/node/startup-budget.test.ts", // 14
+  "test/node/layers.test.ts", // 12
+  "test/platform/write-path.test.ts", // 43
+  "test/shards/shard-move.test.ts", // 31
+  "test/platform/route-matrix.test.ts", // 31
+  "test/erasure/erasure.test.ts", // 22
+  "test/webhooks/webhooks-e2e.test.ts", // 14
+  "test/webhooks/webhooks-heal.test.ts", // 14
+  "test/webhooks/webhook-catalogue.test.ts", // 14
+  "test/leads/leads.test.ts", // 12
+  "test/signatures/signatures.test.ts", // 10
+];
+
+/**
+ * vitest's own order (project by project, which it keeps so that a project's runtimes are reused), with each
+ * project's files of LONGEST moved to its front in LONGEST's order.
+ */
+class LongestFirst extends BaseSequencer {
+  override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
+    const sorted = await super.sort(files);
+    const projects = [...new Set(sorted.map((f) => f.project.name))];
+    const rank = (f: TestSpecification) => {
+      const i = LONGEST.findIndex((path) => f.moduleId.endsWith(`/${path}`));
+      return i < 0 ? LONGEST.length : i;
+    };
+    return sorted
+      .map((file, i) => ({ file, i }))
+      .sort(
+        (a, b) => projects.indexOf(a.file.project.name) - projects.indexOf(b.file.project.name) || rank(a.file) - rank(b.file) || a.i - b.i,
+      )
+      .map(({ file }) => file);
+  }
+}
 
 /** What every workers project shares. */
 const workers = {
@@ -17,6 +68,7 @@ export default defineConfig({
   test: {
     // Both cores: files are spread over two runtimes (vitest's default here is one fewer than the cores).
     maxWorkers: 2,
+    sequence: { sequencer: LongestFirst },
     // The JSON report is what .ci/run reads for its closing "N passed, N failed" line.
     reporters: ["default", ["json", { outputFile: ".ci/out/vitest-report.json" }]],
     projects: [
@@ -48,7 +100,8 @@ export default defineConfig({
       },
       {
         // In Node: the developer commands themselves (npm run dev, npm run token) as a user runs them, and the pages in
-        // a browser. Each file that needs a server starts its own on a state of its own (helpers/dev-server.ts).
+        // a browser. Each file that needs a server starts its own on a state of its own (helpers/dev-server.ts): the
+        // suites of served.test.ts share one, and dev-and-token.test.ts starts npm run dev as a developer does.
         test: {
           name: "e2e",
           include: ["test/e2e/**/*.test.ts"],
