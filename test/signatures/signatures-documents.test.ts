@@ -202,14 +202,16 @@ describe("the sealed, signed PDF", () => {
     });
     expect(tooBig.status).toBe(413);
     const ip = freshIp();
-    const answers = await Promise.all(
-      Array.from({ length: 21 }, () =>
-        call("POST", "/api/public/verify", {
+    // One after another: the count per address is what is checked here. (21 at once hung the test runtime in the last
+    // full runs — 'Cannot perform I/O on behalf of a different request' — while passing alone; see the issue 45 note.)
+    const answers: Response[] = [];
+    for (let i = 0; i < 21; i++)
+      answers.push(
+        await call("POST", "/api/public/verify", {
           rawBody: "%PDF-1.7\n%%EOF\n",
           headers: { "content-type": "application/pdf", "cf-connecting-ip": ip },
         }),
-      ),
-    );
+      );
     expect(answers.map((a) => a.status).sort()).toEqual([...Array(20).fill(200), 429]);
     expect(await json(answers.find((a) => a.status === 200)!)).toEqual({ valid: false, reason: "not_signed" });
   });
