@@ -110,6 +110,12 @@ function routeGroups(options: AppOptions): RouteGroup[] {
       return [exports.dealExportRoutes, deals.dealRoutes];
     }),
     group(["/v1/trash"], async () => [(await import("./trash/routes")).trashRoutes]),
+    // The agent's day (issue 46).
+    group(["/v1/tasks", "/v1/tasks/*"], async () => [(await import("./tasks/routes")).taskRoutes]),
+    group(["/v1/appointments", "/v1/appointments/*"], async () => [(await import("./appointments/routes")).appointmentRoutes]),
+    group(["/v1/action-plans", "/v1/action-plans/*"], async () => [(await import("./action-plans/routes")).actionPlanRoutes]),
+    group(["/v1/smart-lists", "/v1/smart-lists/*"], async () => [(await import("./smart-lists/routes")).smartListRoutes]),
+    group(["/v1/ponds", "/v1/ponds/*"], async () => [(await import("./ponds/routes")).pondRoutes]),
     group(["/v1/imports", "/v1/imports/*"], async () => [(await import("./imports/routes")).importRoutes]),
     group(["/v1/api-keys", "/v1/api-keys/*"], async () => [(await import("./api-keys/routes")).apiKeyRoutes]),
     group(["/v1/custom-fields", "/v1/custom-fields/*"], async () => [(await import("./custom-fields/routes")).customFieldRoutes]),

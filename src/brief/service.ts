@@ -1,7 +1,7 @@
 import { and, asc, count, desc, eq, gt, inArray, isNull, lt, lte, or, sql } from "drizzle-orm";
 import { unionAll } from "drizzle-orm/sqlite-core";
 import type { Db } from "../db/client";
-import { contacts, deals, dealTasks, documentObligations, envelopeSigners, envelopes } from "../db/schema";
+import { contacts, deals, tasks, documentObligations, envelopeSigners, envelopes } from "../db/schema";
 import { DUE_SOON_DAYS, toObligation, utcDay } from "../documents/service";
 import type { Permission } from "../platform/permissions";
 import type { ServiceContext } from "../service-context";
@@ -39,24 +39,24 @@ export function briefReads(db: Db, organizationId: string, userId: string, limit
     createdAt: contacts.createdAt,
   };
   const task = and(
-    eq(dealTasks.organizationId, org),
-    sql`${dealTasks.completed} = 0 AND ${dealTasks.dueDate} IS NOT NULL`,
+    eq(tasks.organizationId, org),
+    sql`${tasks.completed} = 0 AND ${tasks.dueAt} IS NOT NULL`,
     // Dates and timestamps alike: anything before tomorrow's date is due today or earlier.
-    lt(dealTasks.dueDate, utcDay(1, now)),
+    lt(tasks.dueAt, utcDay(1, now)),
   );
-  const mineTasks = and(task, eq(dealTasks.assignedTo, userId));
-  const nobodysOnMyDeals = and(task, isNull(dealTasks.assignedTo), eq(deals.assignedTo, userId));
-  const ofDeal = and(eq(deals.id, dealTasks.dealId), eq(deals.organizationId, org));
+  const mineTasks = and(task, eq(tasks.assignedTo, userId));
+  const nobodysOnMyDeals = and(task, isNull(tasks.assignedTo), eq(deals.assignedTo, userId));
+  const ofDeal = and(eq(deals.id, tasks.dealId), eq(deals.organizationId, org));
   const taskColumns = {
     // Aliased: both tables have an id and a title, and D1 answers a batch's rows, as the UNION's ORDER BY names them,
     // by column name.
-    id: sql<string>`${dealTasks.id}`.as("id"),
-    dealId: dealTasks.dealId,
+    id: sql<string>`${tasks.id}`.as("id"),
+    dealId: tasks.dealId,
     dealTitle: sql<string>`${deals.title}`.as("deal_title"),
-    title: dealTasks.title,
-    dueDate: dealTasks.dueDate,
-    priority: dealTasks.priority,
-    assignedTo: dealTasks.assignedTo,
+    title: tasks.title,
+    dueDate: tasks.dueAt,
+    priority: tasks.priority,
+    assignedTo: tasks.assignedTo,
   };
   const obligations = and(eq(documentObligations.organizationId, org), lte(documentObligations.dueDate, utcDay(DUE_SOON_DAYS, now)));
   // Past its expiry but not swept yet (signatures/sweeps.ts): it waits on no one any more.
@@ -73,13 +73,13 @@ export function briefReads(db: Db, organizationId: string, userId: string, limit
     mineLeadCount: db.select({ n: count() }).from(contacts).where(mineLeads),
     nobodysLeadCount: db.select({ n: count() }).from(contacts).where(nobodysLeads),
     tasks: unionAll(
-      db.select(taskColumns).from(dealTasks).innerJoin(deals, ofDeal).where(mineTasks),
-      db.select(taskColumns).from(dealTasks).innerJoin(deals, ofDeal).where(nobodysOnMyDeals),
+      db.select(taskColumns).from(tasks).innerJoin(deals, ofDeal).where(mineTasks),
+      db.select(taskColumns).from(tasks).innerJoin(deals, ofDeal).where(nobodysOnMyDeals),
     )
-      .orderBy(asc(dealTasks.dueDate), asc(sql`id`))
+      .orderBy(asc(tasks.dueAt), asc(sql`id`))
       .limit(limit),
-    mineTaskCount: db.select({ n: count() }).from(dealTasks).innerJoin(deals, ofDeal).where(mineTasks),
-    nobodysTaskCount: db.select({ n: count() }).from(dealTasks).innerJoin(deals, ofDeal).where(nobodysOnMyDeals),
+    mineTaskCount: db.select({ n: count() }).from(tasks).innerJoin(deals, ofDeal).where(mineTasks),
+    nobodysTaskCount: db.select({ n: count() }).from(tasks).innerJoin(deals, ofDeal).where(nobodysOnMyDeals),
     obligations: db
       .select()
       .from(documentObligations)
@@ -186,6 +186,8 @@ export async function dailyBrief(
       total: total(mineTasks, nobodysTasks),
       items: tasks.map((t) => ({
         ...t,
+        // Deal tasks only (the inner join on the deal): never without one.
+        dealId: t.dealId!,
         dueDate: t.dueDate!,
         priority: t.priority as TaskPriority,
         // A date is due all day; a timestamp is overdue from its time on.

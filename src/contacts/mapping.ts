@@ -29,6 +29,7 @@ export interface ContactRow {
   created_at: string;
   updated_at: string;
   last_contacted_at: string | null;
+  pond_id: string | null;
   custom_fields: string | null;
   version: number;
 }
@@ -61,6 +62,7 @@ export function fromRow(r: ContactRow): ContactRecord {
     createdAt: r.created_at,
     updatedAt: r.updated_at,
     lastContactedAt: r.last_contacted_at,
+    pondId: r.pond_id,
     customFields: parse(r.custom_fields),
     version: r.version,
   };

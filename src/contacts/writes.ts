@@ -208,6 +208,7 @@ export function blankContact(
     notes: null,
     preferences: null,
     assignedTo: null,
+    pondId: null,
     createdAt: at,
     updatedAt: at,
     lastContactedAt: null,

@@ -56,6 +56,8 @@ export const contacts = sqliteTable(
     notes: text(),
     preferences: text({ mode: "json" }).$type<ContactPreferences>(),
     assignedTo: text(),
+    /** A lead routed to a pond (issue 46) waits here, unassigned, until a member claims it. */
+    pondId: text(),
     createdAt: text().notNull(),
     updatedAt: text().notNull(),
     lastContactedAt: text(),
@@ -74,6 +76,7 @@ export const contacts = sqliteTable(
     index("contacts_org_status_idx").on(t.organizationId, t.status, t.createdAt, t.id),
     index("contacts_org_source_idx").on(t.organizationId, t.source, t.createdAt, t.id),
     index("contacts_org_assigned_idx").on(t.organizationId, t.assignedTo, t.createdAt, t.id),
+    index("contacts_org_pond_idx").on(t.organizationId, t.pondId, t.createdAt, t.id).where(sql`${t.pondId} IS NOT NULL`),
     // The daily brief's new leads (src/brief/): active leads never contacted, per assignee, newest first.
     index("contacts_org_uncontacted_leads_idx")
       .on(t.organizationId, t.assignedTo, t.createdAt, t.id)

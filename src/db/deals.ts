@@ -141,28 +141,6 @@ export const dealStageChanges = sqliteTable(
   ],
 );
 
-export const dealTasks = sqliteTable(
-  "deal_tasks",
-  {
-    id: text().primaryKey(),
-    organizationId: text().notNull(),
-    dealId: text().notNull(),
-    title: text().notNull(),
-    description: text(),
-    dueDate: text(),
-    priority: text().notNull(),
-    assignedTo: text(),
-    completed: integer({ mode: "boolean" }).notNull().default(false),
-    completedAt: text(),
-    createdAt: text().notNull(),
-  },
-  (t) => [
-    index("deal_tasks_deal_idx").on(t.organizationId, t.dealId, t.createdAt, t.id),
-    // A user's open tasks falling due, in due order: my_tasks (deals/due-tasks.ts) and the daily brief (brief/service.ts).
-    index("deal_tasks_assignee_due_idx").on(t.organizationId, t.assignedTo, t.completed, t.dueDate, t.id),
-  ],
-);
-
 /** A document of a deal: the file lives in R2 under `key`, handed out through signed, expiring links. */
 export const dealDocuments = sqliteTable(
   "deal_documents",

@@ -122,7 +122,9 @@ export const publicKeys = sqliteTable(
   "public_keys",
   {
     kind: text()
-      .$type<"signing_link" | "survey_link" | "agent_slug" | "agreement" | "sealed_pdf" | "signing_session" | "template_link">()
+      .$type<
+        "signing_link" | "survey_link" | "agent_slug" | "agreement" | "sealed_pdf" | "signing_session" | "template_link" | "calendar_feed"
+      >()
       .notNull(),
     key: text().notNull(),
     organizationId: text().notNull(),

@@ -23,3 +23,7 @@ export * from "./custom-fields";
 export * from "./imports";
 export * from "./exports";
 export * from "./templates";
+export * from "./agenda";
+export * from "./plans";
+export * from "./smart-lists";
+export * from "./ponds";

@@ -2,7 +2,7 @@ import { and, asc, count, eq, gt, gte, lt, or, sql } from "drizzle-orm";
 import type { z } from "@hono/zod-openapi";
 import type { Pagination } from "../crm/body";
 import type { Db } from "../db/client";
-import { deals, dealTasks } from "../db/schema";
+import { deals, tasks } from "../db/schema";
 import { decodeCursor, encodeCursor } from "../lib/cursor";
 import { Validation } from "../lib/errors";
 import type { ServiceContext } from "../service-context";
@@ -25,7 +25,7 @@ function afterCursor(cursor: string) {
   if (typeof at !== "string")
     throw new Validation([{ field: "cursor", path: ["cursor"], code: "invalid_cursor", message: "Cursor is not one this API issued" }]);
   // due_date >= ? bounds the index range; the OR then skips the cursor's own day up to its id.
-  return and(gte(dealTasks.dueDate, at), or(gt(dealTasks.dueDate, at), gt(dealTasks.id, id)));
+  return and(gte(tasks.dueAt, at), or(gt(tasks.dueAt, at), gt(tasks.id, id)));
 }
 
 /**
@@ -35,21 +35,21 @@ function afterCursor(cursor: string) {
  */
 export function dueTaskStatements(db: Db, organizationId: string, assignedTo: string, q: DueTaskQuery, before: string) {
   const open = and(
-    eq(dealTasks.organizationId, organizationId),
-    eq(dealTasks.assignedTo, assignedTo),
-    eq(dealTasks.completed, false),
-    lt(dealTasks.dueDate, before),
+    eq(tasks.organizationId, organizationId),
+    eq(tasks.assignedTo, assignedTo),
+    eq(tasks.completed, false),
+    lt(tasks.dueAt, before),
   );
   return [
     db
       // Aliased: D1's batch answers rows as objects, where a second `title` column would overwrite the task's.
-      .select({ task: dealTasks, dealTitle: sql<string>`${deals.title}`.as("deal_title") })
-      .from(dealTasks)
-      .innerJoin(deals, and(eq(deals.id, dealTasks.dealId), eq(deals.organizationId, organizationId)))
+      .select({ task: tasks, dealTitle: sql<string>`${deals.title}`.as("deal_title") })
+      .from(tasks)
+      .innerJoin(deals, and(eq(deals.id, tasks.dealId), eq(deals.organizationId, organizationId)))
       .where(q.cursor ? and(open, afterCursor(q.cursor)) : open)
-      .orderBy(asc(dealTasks.dueDate), asc(dealTasks.id))
+      .orderBy(asc(tasks.dueAt), asc(tasks.id))
       .limit(q.limit + 1),
-    db.select({ n: count() }).from(dealTasks).where(open),
+    db.select({ n: count() }).from(tasks).where(open),
   ] as const;
 }
 
@@ -65,7 +65,7 @@ export async function listDueTasks(
   now = new Date(),
 ): Promise<{ data: DueTask[]; pagination: z.infer<typeof Pagination> }> {
   const [rows, [total]] = await ctx.db.batch(dueTaskStatements(ctx.db, ctx.organizationId, assignedTo, q, dueBefore(q.withinDays, now)));
-  const data = rows.slice(0, q.limit).map(({ task, dealTitle }) => ({ ...toTask(task), dealId: task.dealId, dealTitle }));
+  const data = rows.slice(0, q.limit).map(({ task, dealTitle }) => ({ ...toTask(task), dealId: task.dealId!, dealTitle }));
   const hasMore = rows.length > q.limit;
   const last = data.at(-1);
   return {

@@ -1,6 +1,6 @@
 import { type Copy, rewriteCopies } from "../crm/copies";
 import type { Erasable } from "../crm/erasure";
-import { dealActivities, deals, dealTasks } from "../db/schema";
+import { dealActivities, deals, tasks } from "../db/schema";
 
 // The deals' share of a person's erasure (crm/erasure.ts, erasure/erase.ts): their texts, tasks and activities that
 // name them. A deal whose contact they were stays, as every reference to an erased contact does. Not here: uploaded
@@ -9,8 +9,8 @@ const COPIES: Copy[] = [
   { kind: "deal_texts", table: deals, key: "id", column: "title", versioned: true, listed: "deals" },
   { kind: "deal_texts", table: deals, key: "id", column: "description", versioned: true, listed: "deals" },
   { kind: "deal_texts", table: deals, key: "id", column: "notes", versioned: true, listed: "deals" },
-  { kind: "deal_texts", table: dealTasks, key: "id", column: "title" },
-  { kind: "deal_texts", table: dealTasks, key: "id", column: "description" },
+  { kind: "deal_texts", table: tasks, key: "id", column: "title" },
+  { kind: "deal_texts", table: tasks, key: "id", column: "notes" },
   { kind: "activity_texts", table: dealActivities, key: "id", column: "description" },
   { kind: "activity_texts", table: dealActivities, key: "id", column: "metadata" },
 ];

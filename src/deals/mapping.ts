@@ -1,9 +1,9 @@
 import { shownCustomFields } from "../crm/custom-fields";
-import type { dealActivities, dealDocuments, deals, dealTasks } from "../db/schema";
+import type { dealActivities, dealDocuments, deals, tasks } from "../db/schema";
 import type { Deal, DealActivity, DealDocument, DealStage, DealTask } from "./schemas";
 
 export type DealRecord = typeof deals.$inferSelect;
-export type TaskRecord = typeof dealTasks.$inferSelect;
+export type TaskRecord = typeof tasks.$inferSelect;
 export type ActivityRecord = typeof dealActivities.$inferSelect;
 
 const JSON_COLUMNS = ["commission", "teamMembers", "timeline", "tags", "customFields"] as const;
@@ -49,8 +49,8 @@ export function toDeal(r: DealRecord): Deal {
 export const toTask = (t: TaskRecord): DealTask => ({
   id: t.id,
   title: t.title,
-  description: t.description,
-  dueDate: t.dueDate,
+  description: t.notes,
+  dueDate: t.dueAt,
   completed: t.completed,
   completedAt: t.completedAt,
   assignedTo: t.assignedTo,

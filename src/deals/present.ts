@@ -1,5 +1,5 @@
 import { and, asc, desc, eq } from "drizzle-orm";
-import { contacts, dealActivities, dealDocuments, dealTasks, properties } from "../db/schema";
+import { contacts, dealActivities, dealDocuments, tasks, properties } from "../db/schema";
 import { versioned } from "../db/write";
 import { requestFileSigner } from "../files/signed-url";
 import { inJsonList } from "../lib/sql";
@@ -65,9 +65,9 @@ export async function present(ctx: ServiceContext, records: DealRecord[], includ
   if (include.includes("tasks")) {
     const rows = await ctx.db
       .select()
-      .from(dealTasks)
-      .where(and(eq(dealTasks.organizationId, org), inJsonList(dealTasks.dealId, ids)))
-      .orderBy(asc(dealTasks.createdAt), asc(dealTasks.id))
+      .from(tasks)
+      .where(and(eq(tasks.organizationId, org), inJsonList(tasks.dealId, ids)))
+      .orderBy(asc(tasks.createdAt), asc(tasks.id))
       .all();
     for (const d of shown) d.tasks = rows.filter((t) => t.dealId === d.id).map(toTask);
   }

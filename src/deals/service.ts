@@ -1,6 +1,6 @@
 import { and, eq, sql } from "drizzle-orm";
 import type { SQLiteColumn } from "drizzle-orm/sqlite-core";
-import { contacts, dealActivities, dealDocuments, deals, dealStageChanges, dealTasks } from "../db/schema";
+import { contacts, dealActivities, dealDocuments, deals, dealStageChanges, tasks } from "../db/schema";
 import { checkCustomFields, withCustomFields } from "../crm/custom-fields";
 import { expectRow, expectVersion, type Statement, versioned, withRetries } from "../db/write";
 import { commit } from "../events/commit";
@@ -164,7 +164,7 @@ export async function deleteDeal(ctx: ServiceContext, id: string): Promise<void>
 }
 
 /** What a deal takes to the trash and brings back. */
-const DEAL_CHILDREN = [dealTasks, dealDocuments, dealActivities, dealStageChanges];
+const DEAL_CHILDREN = [tasks, dealDocuments, dealActivities, dealStageChanges];
 
 /** POST /v1/deals/{id}/restore: the deal back from the trash as it was, with its children and files; emits deal.restored. */
 export async function restoreDeal(ctx: ServiceContext, id: string): Promise<Deal> {

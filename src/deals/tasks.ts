@@ -1,6 +1,6 @@
 import { and, asc, count, desc, eq, sql } from "drizzle-orm";
 import { decodeNewestFirstCursor, olderThan, paginate } from "../crm/pagination";
-import { dealActivities, dealTasks, users } from "../db/schema";
+import { dealActivities, tasks, users } from "../db/schema";
 import { withRetries } from "../db/write";
 import { commit } from "../events/commit";
 import { newEvent } from "../events/outbox";
@@ -15,13 +15,12 @@ import { activityRow, touchDeal } from "./writes";
 /** Tasks a deal holds at most (its list is answered whole). */
 export const MAX_TASKS = 200;
 
-const tasksOf = (ctx: ServiceContext, dealId: string) =>
-  and(eq(dealTasks.organizationId, ctx.organizationId), eq(dealTasks.dealId, dealId));
+const tasksOf = (ctx: ServiceContext, dealId: string) => and(eq(tasks.organizationId, ctx.organizationId), eq(tasks.dealId, dealId));
 
 /** GET /v1/deals/{id}/tasks: oldest first. */
 export async function listTasks(ctx: ServiceContext, dealId: string): Promise<DealTask[]> {
   await findDeal(ctx, dealId);
-  const rows = await ctx.db.select().from(dealTasks).where(tasksOf(ctx, dealId)).orderBy(asc(dealTasks.createdAt), asc(dealTasks.id)).all();
+  const rows = await ctx.db.select().from(tasks).where(tasksOf(ctx, dealId)).orderBy(asc(tasks.createdAt), asc(tasks.id)).all();
   return rows.map(toTask);
 }
 
@@ -44,7 +43,7 @@ export async function createTask(ctx: ServiceContext, dealId: string, input: Dea
   }
   return withRetries(async () => {
     const before = await readDealForWrite(ctx, dealId);
-    const [held] = await ctx.db.select({ n: count() }).from(dealTasks).where(tasksOf(ctx, dealId));
+    const [held] = await ctx.db.select({ n: count() }).from(tasks).where(tasksOf(ctx, dealId));
     if ((held?.n ?? 0) >= MAX_TASKS)
       throw new Validation([{ field: "", path: [], code: "too_many_tasks", message: `A deal holds at most ${MAX_TASKS} tasks` }]);
     const at = new Date().toISOString();
@@ -53,22 +52,30 @@ export async function createTask(ctx: ServiceContext, dealId: string, input: Dea
       organizationId: ctx.organizationId,
       dealId,
       title: input.title,
-      description: input.description ?? null,
-      dueDate: input.dueDate ?? null,
+      type: "other",
+      notes: input.description ?? null,
+      dueAt: input.dueDate ?? null,
       priority: input.priority ?? "MEDIUM",
       assignedTo: input.assignedTo ?? null,
+      contactId: null,
+      propertyId: null,
       completed: false,
       completedAt: null,
+      completedBy: null,
+      createdBy: ctx.actor.userId ?? null,
       createdAt: at,
+      updatedAt: at,
+      version: 1,
+      dueAnnouncedAt: null,
     };
     const after = { ...before, lastActivityAt: at, version: before.version + 1 };
     const task = toTask(row);
-    const room = sql`(SELECT COUNT(*) FROM ${dealTasks} WHERE ${tasksOf(ctx, dealId)}) < ${MAX_TASKS}`;
+    const room = sql`(SELECT COUNT(*) FROM ${tasks} WHERE ${tasksOf(ctx, dealId)}) < ${MAX_TASKS}`;
     await commit(
       ctx,
       [
         ...touchDeal(ctx, dealId, at, [room]),
-        ctx.db.insert(dealTasks).values(row),
+        ctx.db.insert(tasks).values(row),
         ctx.db
           .insert(dealActivities)
           .values(activityRow(ctx, dealId, "TASK_CREATED", `Task created: ${row.title}`, { taskId: row.id }, at)),
@@ -88,8 +95,8 @@ export async function completeTask(ctx: ServiceContext, dealId: string, taskId: 
     const before = await readDealForWrite(ctx, dealId);
     const row = await ctx.db
       .select()
-      .from(dealTasks)
-      .where(and(tasksOf(ctx, dealId), eq(dealTasks.id, taskId)))
+      .from(tasks)
+      .where(and(tasksOf(ctx, dealId), eq(tasks.id, taskId)))
       .get();
     if (!row) throw new NotFound("Task");
     if (row.completed) throw new Conflict("The task is already completed", "task_already_completed");
@@ -97,15 +104,15 @@ export async function completeTask(ctx: ServiceContext, dealId: string, taskId: 
     const done = { ...row, completed: true, completedAt: at };
     const after = { ...before, lastActivityAt: at, version: before.version + 1 };
     const task = toTask(done);
-    const open = sql`EXISTS (SELECT 1 FROM ${dealTasks} WHERE ${and(tasksOf(ctx, dealId), eq(dealTasks.id, taskId), eq(dealTasks.completed, false))})`;
+    const open = sql`EXISTS (SELECT 1 FROM ${tasks} WHERE ${and(tasksOf(ctx, dealId), eq(tasks.id, taskId), eq(tasks.completed, false))})`;
     await commit(
       ctx,
       [
         ...touchDeal(ctx, dealId, at, [open]),
         ctx.db
-          .update(dealTasks)
+          .update(tasks)
           .set({ completed: true, completedAt: at })
-          .where(and(tasksOf(ctx, dealId), eq(dealTasks.id, taskId))),
+          .where(and(tasksOf(ctx, dealId), eq(tasks.id, taskId))),
         ctx.db.insert(dealActivities).values(activityRow(ctx, dealId, "TASK_COMPLETED", `Task completed: ${row.title}`, { taskId }, at)),
       ],
       [

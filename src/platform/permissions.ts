@@ -38,6 +38,14 @@ export const PERMISSIONS = {
   "custom-fields:read": "Read the organization's custom field definitions",
   "custom-fields:manage": "Define and delete custom fields on contacts, deals and properties",
   "imports:manage": "Import a book of contacts or properties (CSV or JSON rows), follow and cancel imports",
+  "tasks:read": "Read tasks and who they are assigned to",
+  "tasks:write": "Create, change, complete and delete tasks",
+  "appointments:read": "Read appointments and the calendar",
+  "appointments:write": "Schedule, change and cancel appointments (invitations are e-mailed to contact attendees)",
+  "action-plans:manage": "Create action plans and enroll, pause, resume and stop contacts in them",
+  "smart-lists:read": "Read saved smart lists, their counts and contacts",
+  "smart-lists:write": "Save, change and delete smart lists",
+  "ponds:manage": "Create and change lead ponds and their members",
   "exports:read":
     "Export records as CSV or NDJSON, a person's data (right of access) and, for owners and admins, the whole organization's archive",
 } as const;
@@ -57,7 +65,7 @@ export const isPermission = (value: string): value is Permission => Object.hasOw
 export const ROLES = ["owner", "admin", "agent"] as const;
 export type Role = (typeof ROLES)[number];
 
-/** What only owners and admins may do: manage users, keys, webhooks, custom fields and the organization, see its integrations, erase a person, import a book. */
+/** What only owners and admins may do: manage users, keys, webhooks, custom fields, ponds and the organization, see its integrations, erase a person, import a book. */
 const MANAGING: readonly Permission[] = [
   "organization:manage",
   "users:manage",
@@ -67,6 +75,7 @@ const MANAGING: readonly Permission[] = [
   "contacts:erase",
   "custom-fields:manage",
   "imports:manage",
+  "ponds:manage",
 ];
 
 export const ROLE_PERMISSIONS: Record<Role, readonly Permission[]> = {
@@ -111,6 +120,15 @@ const ROUTE_NEEDS: Record<string, Need> = {
   "/v1/api-keys": both("api-keys:manage"),
   "/v1/custom-fields": { read: "custom-fields:read", write: "custom-fields:manage" },
   "/v1/imports": both("imports:manage"),
+  "/v1/tasks": { read: "tasks:read", write: "tasks:write" },
+  "/v1/appointments": { read: "appointments:read", write: "appointments:write" },
+  // A user's own calendar feed: issuing it answers its secret URL (appointments/feed.ts).
+  "/v1/users/me/calendar-feed": both("appointments:read"),
+  "/v1/action-plans": both("action-plans:manage"),
+  "/v1/smart-lists": { read: "smart-lists:read", write: "smart-lists:write" },
+  "/v1/ponds": { read: "contacts:read", write: "ponds:manage" },
+  // What intake would do with a lead, creating nothing: the routing's readers are the team's.
+  "/v1/leads/route-preview": both("contacts:read"),
   "/api/documents": { read: "documents:read", write: "documents:write" },
   "/api/documents/*/signatures": { read: "signatures:read", write: "envelopes:send" },
   "/api/documents/*/signature": { read: "signatures:read", write: "envelopes:send" },

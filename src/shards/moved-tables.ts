@@ -22,6 +22,10 @@ import * as templates from "../db/templates";
 import * as trash from "../db/trash";
 import * as uploads from "../db/uploads";
 import * as webhooks from "../db/webhooks";
+import * as agenda from "../db/agenda";
+import * as plans from "../db/plans";
+import * as smartLists from "../db/smart-lists";
+import * as ponds from "../db/ponds";
 import { columnName } from "../db/row-json";
 
 /**
@@ -53,6 +57,10 @@ const TENANT_SCHEMA = [
   imports,
   exportsTable,
   templates,
+  agenda,
+  plans,
+  smartLists,
+  ponds,
 ];
 
 /**

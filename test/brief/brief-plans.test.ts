@@ -26,12 +26,12 @@ const EXPECTED: Record<keyof typeof reads, RegExp[]> = {
   nobodysLeadCount: [/contacts_org_uncontacted_leads_idx \(organization_id=\? AND assigned_to=\?\)/],
   tasks: [
     /MERGE \(UNION ALL\)/,
-    /SEARCH deal_tasks USING INDEX deal_tasks_assignee_due_idx \(organization_id=\? AND assigned_to=\? AND completed=\? AND due_date>\? AND due_date<\?\)/,
+    /SEARCH tasks USING INDEX tasks_assignee_due_idx \(organization_id=\? AND assigned_to=\? AND completed=\? AND due_at>\? AND due_at<\?\)/,
     /SEARCH deals USING INDEX sqlite_autoindex_deals_1 \(id=\?\)/,
   ],
-  mineTaskCount: [/deal_tasks_assignee_due_idx \(organization_id=\? AND assigned_to=\? AND completed=\? AND due_date>\? AND due_date<\?\)/],
+  mineTaskCount: [/tasks_assignee_due_idx \(organization_id=\? AND assigned_to=\? AND completed=\? AND due_at>\? AND due_at<\?\)/],
   nobodysTaskCount: [
-    /deal_tasks_assignee_due_idx \(organization_id=\? AND assigned_to=\? AND completed=\? AND due_date>\? AND due_date<\?\)/,
+    /tasks_assignee_due_idx \(organization_id=\? AND assigned_to=\? AND completed=\? AND due_at>\? AND due_at<\?\)/,
   ],
   obligations: [/SEARCH document_obligations USING INDEX document_obligations_org_due_idx \(organization_id=\? AND due_date<\?\)/],
   obligationCount: [/SEARCH document_obligations USING COVERING INDEX document_obligations_org_due_idx/],
@@ -48,7 +48,7 @@ describe("daily brief plans", () => {
     const details = await plan(reads[name]);
     for (const expected of EXPECTED[name]) expect(details, details).toMatch(expected);
     expect(details, details).not.toMatch(
-      /USE TEMP B-TREE|\bSCAN (contacts|deal_tasks|deals|envelopes|envelope_signers|document_obligations)\b/,
+      /USE TEMP B-TREE|\bSCAN (contacts|tasks|deals|envelopes|envelope_signers|document_obligations)\b/,
     );
   });
 });

@@ -139,7 +139,7 @@ describe("deal tasks", () => {
       const errors = await expectCrmError(res, 422, "validation_error");
       expect(issuePairs(errors)).toEqual(["assignedTo:invalid_reference"]);
     }
-    expect(await dealRows(p.organizationId, "deal_tasks", deal.id)).toBe(0);
+    expect(await dealRows(p.organizationId, "tasks", deal.id)).toBe(0);
     expect(await eventsOf(p.organizationId, "deal.task_created")).toEqual([]);
     expect((await getDeal(p.token, deal.id)).lastActivityAt).toBe(deal.lastActivityAt);
   });
@@ -230,7 +230,7 @@ describe("deal tasks", () => {
     // The other deal's task and the stranger's task are untouched.
     expect((await json(await call("GET", `/v1/deals/${other.id}/tasks`, { token: p.token }))).data[0].completed).toBe(false);
     expect((await json(await call("GET", `/v1/deals/${foreign.id}/tasks`, { token: stranger.token }))).data).toEqual([foreignTask]);
-    expect(await dealRows(stranger.organizationId, "deal_tasks", foreign.id)).toBe(1);
+    expect(await dealRows(stranger.organizationId, "tasks", foreign.id)).toBe(1);
   });
 
   it("of concurrent completions of one task exactly one lands: one 200, the others 409, one event, one activity", async () => {
@@ -1090,14 +1090,14 @@ describe("deals under adversarial input (found by an HTTP pass)", () => {
       Array.from({ length: 60 }, (_, i) => call("POST", `/v1/deals/${deal.id}/tasks`, { token: p.token, body: { title: `T${i}` } })),
     );
     expect(answers.map((a) => a.status)).toEqual(Array.from({ length: 60 }, () => 201));
-    expect(await dealRows(p.organizationId, "deal_tasks", deal.id)).toBe(60);
+    expect(await dealRows(p.organizationId, "tasks", deal.id)).toBe(60);
     // 195 tasks held, 20 more at once: exactly 5 land, the others are told the deal is full.
     const other = await createDeal(p.token);
     await (await tenantDb(p.organizationId))
       .prepare(
-        `INSERT INTO deal_tasks (id, organization_id, deal_id, title, priority, completed, created_at)
+        `INSERT INTO tasks (id, organization_id, deal_id, title, priority, completed, created_at, updated_at)
        WITH RECURSIVE seq(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM seq WHERE n < 195)
-       SELECT lower(hex(randomblob(16))), ?, ?, 'Prefilled ' || n, 'MEDIUM', 0, ? FROM seq`,
+       SELECT lower(hex(randomblob(16))), ?, ?, 'Prefilled ' || n, 'MEDIUM', 0, ?3, ?3 FROM seq`,
       )
       .bind(p.organizationId, other.id, new Date().toISOString())
       .run();
@@ -1106,7 +1106,7 @@ describe("deals under adversarial input (found by an HTTP pass)", () => {
     );
     expect(raced.filter((a) => a.status === 201)).toHaveLength(5);
     expect(raced.filter((a) => a.status === 422)).toHaveLength(15);
-    expect(await dealRows(p.organizationId, "deal_tasks", other.id)).toBe(200);
+    expect(await dealRows(p.organizationId, "tasks", other.id)).toBe(200);
   });
 
   it("a file name that could not be a document name is refused unless a name is given", async () => {

@@ -965,7 +965,7 @@ describe("DELETE /v1/deals/{id}", () => {
     expect(upload.status).toBe(201);
     await moveDeal(p.token, deal.id, "QUALIFIED");
     const rows = async (id: string) => ({
-      tasks: await count(p, "SELECT COUNT(*) AS n FROM deal_tasks WHERE deal_id = ?", id),
+      tasks: await count(p, "SELECT COUNT(*) AS n FROM tasks WHERE deal_id = ?", id),
       documents: await count(p, "SELECT COUNT(*) AS n FROM deal_documents WHERE deal_id = ?", id),
       activities: await count(p, "SELECT COUNT(*) AS n FROM deal_activities WHERE deal_id = ?", id),
       history: await count(p, "SELECT COUNT(*) AS n FROM deal_stage_changes WHERE deal_id = ?", id),

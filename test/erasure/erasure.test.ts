@@ -188,7 +188,7 @@ describe("erasure on request (DELETE /v1/contacts/{id}?erase=true)", () => {
       "contact_communications",
       "contacts",
       "deals",
-      "deal_tasks",
+      "tasks",
       "properties",
       "envelopes",
       "envelope_signers",

@@ -1389,7 +1389,7 @@ export const RACES: Race[] = [
     body: (i) => ({ title: `Orphan ${i}` }),
     parentDelete: "/v1/deals/{id}",
     leftovers: async (owner, { id }) => ({
-      tasks: await count(owner, "SELECT COUNT(*) AS n FROM deal_tasks WHERE deal_id = ?", id),
+      tasks: await count(owner, "SELECT COUNT(*) AS n FROM tasks WHERE deal_id = ?", id),
       activities: await count(owner, "SELECT COUNT(*) AS n FROM deal_activities WHERE deal_id = ?", id),
     }),
   },

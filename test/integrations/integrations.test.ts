@@ -85,13 +85,13 @@ describe("integrations: API keys", () => {
     expect(await kinds(owner)).toEqual([]);
     expect(await pendingDirectoryEvents(owner.organizationId)).toBe(1);
     // Not before it is due (the request's own relay may still be under way), then once, however often the cron runs.
-    await runCron(env);
+    await runCron(env, new Date());
     expect(await kinds(owner)).toEqual([]);
     await env.DB.prepare("UPDATE directory_outbox SET due_at = ? WHERE organization_id = ?")
       .bind(new Date(Date.now() - 1000).toISOString(), owner.organizationId)
       .run();
-    await runCron(env);
-    await runCron(env);
+    await runCron(env, new Date());
+    await runCron(env, new Date());
     expect(await kinds(owner)).toEqual(["integration.connected"]);
     expect(await pendingDirectoryEvents(owner.organizationId)).toBe(0);
   });
@@ -188,8 +188,8 @@ describe("integrations: OAuth clients", () => {
       .run();
     // Listed no more at once; the event comes with the next cron pass, and only once.
     expect((await integrations(owner)).data).toEqual([]);
-    await runCron(env);
-    await runCron(env);
+    await runCron(env, new Date());
+    await runCron(env, new Date());
     const events = await eventsOf(owner);
     expect(events.map((e) => e.type)).toEqual(["integration.connected", "integration.disconnected"]);
     expect(events[1]).toMatchObject({

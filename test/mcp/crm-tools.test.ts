@@ -566,12 +566,12 @@ describe("MCP CRM tools: my_tasks", () => {
       const pagePlan = await plan(page);
       expect(pagePlan, String(cursor)).toMatch(
         cursor
-          ? /SEARCH deal_tasks USING INDEX deal_tasks_assignee_due_idx \(organization_id=\? AND assigned_to=\? AND completed=\? AND due_date>\? AND due_date<\?\)/
-          : /SEARCH deal_tasks USING INDEX deal_tasks_assignee_due_idx \(organization_id=\? AND assigned_to=\? AND completed=\? AND due_date<\?\)/,
+          ? /SEARCH tasks USING INDEX tasks_assignee_due_idx \(organization_id=\? AND assigned_to=\? AND completed=\? AND due_at>\? AND due_at<\?\)/
+          : /SEARCH tasks USING INDEX tasks_assignee_due_idx \(organization_id=\? AND assigned_to=\? AND completed=\? AND due_at<\?\)/,
       );
       expect(pagePlan).toMatch(/SEARCH deals USING INDEX sqlite_autoindex_deals_1 \(id=\?\)/);
       expect(pagePlan).not.toMatch(/TEMP B-TREE/);
-      expect(await plan(total)).toMatch(/SEARCH deal_tasks USING COVERING INDEX deal_tasks_assignee_due_idx/);
+      expect(await plan(total)).toMatch(/SEARCH tasks USING COVERING INDEX tasks_assignee_due_idx/);
     }
   });
 });

@@ -66,7 +66,7 @@ async function contactState(p: TestPrincipal, id: string) {
 async function dealState(p: TestPrincipal, id: string) {
   return {
     deal: await rowsOf(p, "deals", "id = ?", id),
-    tasks: await rowsOf(p, "deal_tasks", "deal_id = ?", id),
+    tasks: await rowsOf(p, "tasks", "deal_id = ?", id),
     documents: await rowsOf(p, "deal_documents", "deal_id = ?", id),
     activities: await rowsOf(p, "deal_activities", "deal_id = ?", id),
     history: await rowsOf(p, "deal_stage_changes", "deal_id = ?", id),

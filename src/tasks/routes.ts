@@ -1,0 +1,6 @@
+import { OpenAPIHono } from "@hono/zod-openapi";
+import type { AppBindings } from "../platform/context";
+import { validationHook } from "../platform/openapi";
+
+/** Issue 46 (scaffold: the domain's routes are added here). */
+export const taskRoutes = new OpenAPIHono<AppBindings>({ defaultHook: validationHook });
