@@ -24,37 +24,42 @@ import { resendStalledDeliveries } from "./webhooks/fanout";
 import { healEndpoints } from "./webhooks/healing";
 
 /**
- * One cron pass at `now` (the scheduled time: DESIGN.md contract 12) (loaded by the Worker's scheduled handler at its first pass, not at startup). Organization data lives
+ * One cron pass at `now` (the scheduled time: DESIGN.md contract 12) (loaded by the Worker's scheduled handler at its first pass, not at startup).
+ * Every pass judges what is due or expired at `now`, never by the wall clock, so `npm run cron -- --at <time>` runs them
+ * as if then; what a pass records of what it did (a mail's sent time, a delivery's attempt) may keep the wall clock.
+ * The list-totals prune alone has no time in it (a total is stale by version). Organization data lives
  * in the tenant shards, so each task runs once per shard, with that shard's database, all side by side: a
  * failure on one shard (or of one task) is logged and the rest go on. What lives in the directory (OAuth, integration
  * events) runs once.
  */
 export function runCron(env: Env, now: Date): Promise<unknown> {
   return Promise.all([
-    onEveryShard(env, "outbox resend", ({ db }) => resendUnsentEvents(env.EVENTS, db)),
-    onEveryShard(env, "stalled webhook deliveries", ({ db }) => resendStalledDeliveries(env, db)),
-    onEveryShard(env, "failing webhook endpoints", ({ db }) => healEndpoints(env, db)),
+    onEveryShard(env, "outbox resend", ({ db }) => resendUnsentEvents(env.EVENTS, db, { now })),
+    onEveryShard(env, "stalled webhook deliveries", ({ db }) => resendStalledDeliveries(env, db, { now })),
+    onEveryShard(env, "failing webhook endpoints", ({ db }) => healEndpoints(env, db, { now })),
     onEveryShard(env, "list totals prune", ({ d1 }) => pruneStaleListTotals(d1)),
-    onEveryShard(env, "idempotency keys prune", ({ db }) => pruneIdempotencyKeys(db)),
-    onEveryShard(env, "overdue envelopes", ({ db }) => sweepOverdueEnvelopes(env, db)),
-    onEveryShard(env, "signing reminders", ({ db }) => sendDueReminders(env, db)),
+    onEveryShard(env, "idempotency keys prune", ({ db }) => pruneIdempotencyKeys(db, { now })),
+    onEveryShard(env, "overdue envelopes", ({ db }) => sweepOverdueEnvelopes(env, db, { now })),
+    onEveryShard(env, "signing reminders", ({ db }) => sendDueReminders(env, db, { now })),
     onEveryShard(env, "overdue obligations", ({ db }) => noteOverdueObligations(db, { now })),
     onEveryShard(env, "obligation notices", ({ db }) => sendObligationNotices(env, db, { now })),
-    onEveryShard(env, "due surveys", ({ db }) => sendDueSurveys(env, db)),
-    onEveryShard(env, "survey expiry", ({ db }) => expireSurveys(db)),
+    onEveryShard(env, "due surveys", ({ db }) => sendDueSurveys(env, db, { now })),
+    onEveryShard(env, "survey expiry", ({ db }) => expireSurveys(db, { now })),
     onEveryShard(env, "trash purge", ({ db }) => purgeTrash(env, db, { now })),
-    onEveryShard(env, "pending erasures", ({ db }) => resumeErasures(env, db)),
-    onEveryShard(env, "pending uploads sweep", ({ db }) => sweepPendingUploads(env, db)),
-    onEveryShard(env, "stalled imports", ({ db }) => resumeStalledImports(env, db)),
+    onEveryShard(env, "pending erasures", ({ db }) => resumeErasures(env, db, { now })),
+    onEveryShard(env, "pending uploads sweep", ({ db }) => sweepPendingUploads(env, db, { now })),
+    onEveryShard(env, "stalled imports", ({ db }) => resumeStalledImports(env, db, { now })),
     onEveryShard(env, "export retention", ({ db }) => expireExportArchives(env, db, now)),
     onEveryShard(env, "lead review retention", ({ db }) => pruneLeadReviews(db, now)),
     onEveryShard(env, "stored leads", ({ db }) => drainLeadInbox(env, db, now)),
     onDirectory("oauth prune", () => pruneOAuth(createDb(env.DB), { now: now.getTime() })),
     // Integration events of directory changes whose shard write did not finish, then connections whose grants ran out.
     onDirectory("directory events relay", () =>
-      withDeferred((defer) => relayDueDirectoryEvents({ env, directory: createDb(env.DB), defer })),
+      withDeferred((defer) => relayDueDirectoryEvents({ env, directory: createDb(env.DB), defer }, { now })),
     ),
-    onDirectory("expired OAuth connections", () => withDeferred((defer) => disconnectExpired({ env, directory: createDb(env.DB), defer }))),
+    onDirectory("expired OAuth connections", () =>
+      withDeferred((defer) => disconnectExpired({ env, directory: createDb(env.DB), defer }, { now })),
+    ),
   ]);
 }
 

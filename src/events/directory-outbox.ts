@@ -134,12 +134,12 @@ async function shardOf(work: DirectoryWork, organizationId: string): Promise<Db 
   return openShardOf(work.env, placement.shard, work.directory).db;
 }
 
-/** Cron: the directory events whose relay did not finish (a failed shard write, a dead isolate), written again. */
-export async function relayDueDirectoryEvents(work: Omit<DirectoryWork, "shard">, { max = 200 } = {}): Promise<number> {
+/** Cron: the directory events whose relay did not finish (a failed shard write, a dead isolate), due at `now`, written again. */
+export async function relayDueDirectoryEvents(work: Omit<DirectoryWork, "shard">, { now = new Date(), max = 200 } = {}): Promise<number> {
   const due = await work.directory
     .select()
     .from(directoryOutbox)
-    .where(lte(directoryOutbox.dueAt, nowIso()))
+    .where(lte(directoryOutbox.dueAt, nowIso(now)))
     .orderBy(asc(directoryOutbox.dueAt))
     .limit(max);
   const events: DomainEvent[] = due.map(({ dueAt: _, ...event }) => event);

@@ -175,13 +175,13 @@ const SCAN_PER_PASS = 20_000;
  * Cron pass, on one shard (`db`): events that are due and still unsent (the isolate died between commit and send, or a send failed) go
  * out, earliest due first and at most `PER_ORGANIZATION_PER_PASS` per organization. A row is due
  * `RESEND_GRACE_SECONDS` after it was written, so a publish still in flight is not raced, and after a failed send
- * when its backoff ends; dead rows are never due. Duplicates are harmless: consumers are idempotent on the event id.
+ * when its backoff ends; dead rows are never due; "due" is judged at the pass's `now` (DESIGN.md contract 12). Duplicates are harmless: consumers are idempotent on the event id.
  */
-export async function resendUnsentEvents(queue: EventQueue, db: Db, { max = 500 } = {}): Promise<number> {
+export async function resendUnsentEvents(queue: EventQueue, db: Db, { now = new Date(), max = 500 } = {}): Promise<number> {
   const due = await db.all<{ id: string; organizationId: string }>(sql`
     SELECT id, organization_id AS organizationId FROM (
       SELECT id, organization_id, next_attempt_at, ROW_NUMBER() OVER (PARTITION BY organization_id ORDER BY next_attempt_at) AS n
-      FROM (SELECT id, organization_id, next_attempt_at FROM outbox_events WHERE next_attempt_at <= ${nowIso()} ORDER BY next_attempt_at LIMIT ${SCAN_PER_PASS})
+      FROM (SELECT id, organization_id, next_attempt_at FROM outbox_events WHERE next_attempt_at <= ${nowIso(now)} ORDER BY next_attempt_at LIMIT ${SCAN_PER_PASS})
     ) WHERE n <= ${PER_ORGANIZATION_PER_PASS} ORDER BY next_attempt_at LIMIT ${max}`);
   await publishEvents(queue, db, due);
   return due.length;

@@ -104,9 +104,9 @@ export async function discardUploads(ctx: ServiceContext, keys: string[]): Promi
   }
 }
 
-/** Cron pass, on one shard: uploads pending past their hour never got their row; their objects go, then the entries. */
-export async function sweepPendingUploads(env: Env, db: Db, { max = 500 } = {}): Promise<number> {
-  const before = nowIso(new Date(Date.now() - (PENDING_UPLOAD_SECONDS + SWEEP_MARGIN_SECONDS) * 1000));
+/** Cron pass, on one shard: uploads pending past their hour at `now` never got their row; their objects go, then the entries. */
+export async function sweepPendingUploads(env: Env, db: Db, { now = new Date(), max = 500 } = {}): Promise<number> {
+  const before = nowIso(new Date(now.getTime() - (PENDING_UPLOAD_SECONDS + SWEEP_MARGIN_SECONDS) * 1000));
   const stale = (
     await db
       .select({ key: pendingUploads.key })

@@ -244,11 +244,16 @@ const GIVE_UP_MS = 24 * 3_600_000;
 
 /**
  * Cron pass: re-sends the message of each import that has sat queued or running with no progress (at most 50 a pass),
- * and fails those that have made none for a day. The stalled ones are touched, so the next pass waits again.
+ * and fails those that have made none for a day, all judged at the pass's `now` (DESIGN.md contract 12). The stalled ones
+ * are touched (at `now`, which the next pass measures from), so the next pass waits again.
  */
-export async function resumeStalledImports(env: ServiceContext["env"], db: ServiceContext["db"]): Promise<number> {
-  const now = Date.now();
-  const at = nowIso();
+export async function resumeStalledImports(
+  env: ServiceContext["env"],
+  db: ServiceContext["db"],
+  { now: at0 = new Date() } = {},
+): Promise<number> {
+  const now = at0.getTime();
+  const at = nowIso(at0);
   const active = inArray(imports.status, [...ACTIVE]);
   await db
     .update(imports)

@@ -21,16 +21,17 @@ export interface ClientInOrganization {
   clientId: string;
 }
 
-/** The refresh tokens that keep a client connected: unused (the current one of its family), unrevoked, unexpired. */
-const liveTokensOf = (organizationId: string | SQL, clientId: string | SQL): SQL =>
+/** The refresh tokens that keep a client connected: unused (the current one of its family), unrevoked, unexpired at `at`. */
+const liveTokensOf = (organizationId: string | SQL, clientId: string | SQL, at = nowIso()): SQL =>
   sql`${oauthRefreshTokens.organizationId} = ${organizationId} AND ${oauthRefreshTokens.clientId} = ${clientId}
-      AND ${oauthRefreshTokens.revokedAt} IS NULL AND ${oauthRefreshTokens.usedAt} IS NULL AND ${oauthRefreshTokens.expiresAt} > ${nowIso()}`;
+      AND ${oauthRefreshTokens.revokedAt} IS NULL AND ${oauthRefreshTokens.usedAt} IS NULL AND ${oauthRefreshTokens.expiresAt} > ${at}`;
 
-/** Some user of the organization still holds a live family of the client. */
-const liveFamily = (organizationId: string | SQL, clientId: string | SQL): SQL =>
-  sql`EXISTS (SELECT 1 FROM ${oauthRefreshTokens} WHERE ${liveTokensOf(organizationId, clientId)})`;
+/** Some user of the organization still holds a live family of the client (at `at`: the cron's pass time, else now). */
+const liveFamily = (organizationId: string | SQL, clientId: string | SQL, at = nowIso()): SQL =>
+  sql`EXISTS (SELECT 1 FROM ${oauthRefreshTokens} WHERE ${liveTokensOf(organizationId, clientId, at)})`;
 /** The same, for the connection row a query is on. */
-export const rowHasLiveFamily = () => liveFamily(sql`${oauthConnections.organizationId}`, sql`${oauthConnections.clientId}`);
+export const rowHasLiveFamily = (at = nowIso()) =>
+  liveFamily(sql`${oauthConnections.organizationId}`, sql`${oauthConnections.clientId}`, at);
 
 const connectionOf = ({ organizationId, clientId }: ClientInOrganization) =>
   and(eq(oauthConnections.organizationId, organizationId), eq(oauthConnections.clientId, clientId));
@@ -74,13 +75,19 @@ export function connectClient(
  * For a batch that may end the client's last family in the organization (after the statements that revoke): the
  * connection goes, with `integration.disconnected` carrying the integration as it was listed.
  */
-function disconnectClient(directory: Db, c: ClientInOrganization, actor: Actor, object: OAuthClientIntegration): DirectoryItem[] {
+function disconnectClient(
+  directory: Db,
+  c: ClientInOrganization,
+  actor: Actor,
+  object: OAuthClientIntegration,
+  at = nowIso(),
+): DirectoryItem[] {
   return [
     {
       event: event(c, actor, "integration.disconnected", object),
-      when: sql`${connected(c)} AND NOT ${liveFamily(c.organizationId, c.clientId)}`,
+      when: sql`${connected(c)} AND NOT ${liveFamily(c.organizationId, c.clientId, at)}`,
     },
-    directory.delete(oauthConnections).where(and(connectionOf(c), sql`NOT ${liveFamily(c.organizationId, c.clientId)}`)),
+    directory.delete(oauthConnections).where(and(connectionOf(c), sql`NOT ${liveFamily(c.organizationId, c.clientId, at)}`)),
   ];
 }
 
@@ -139,10 +146,12 @@ export async function revokeAndDisconnect(
 
 /**
  * Cron: connections whose last family ran out (30 days without a refresh, or its user left) end with
- * `integration.disconnected`, as a revocation would have ended them.
+ * `integration.disconnected`, as a revocation would have ended them. "Ran out" is judged at the pass's `now` (DESIGN.md
+ * contract 12).
  */
-export async function disconnectExpired(work: Omit<DirectoryWork, "shard">, { max = 100 } = {}): Promise<number> {
+export async function disconnectExpired(work: Omit<DirectoryWork, "shard">, { now = new Date(), max = 100 } = {}): Promise<number> {
   const d = work.directory;
+  const at = nowIso(now);
   const lastFamily = (column: "user_id" | "permissions") =>
     sql<
       string | null
@@ -159,7 +168,7 @@ export async function disconnectExpired(work: Omit<DirectoryWork, "shard">, { ma
     })
     .from(oauthConnections)
     .leftJoin(oauthClients, eq(oauthClients.id, oauthConnections.clientId))
-    .where(sql`NOT ${rowHasLiveFamily()}`)
+    .where(sql`NOT ${rowHasLiveFamily(at)}`)
     .limit(max);
   if (stale.length === 0) return 0;
   const items = stale.flatMap((c) =>
@@ -175,6 +184,7 @@ export async function disconnectExpired(work: Omit<DirectoryWork, "shard">, { ma
         permissions: c.lastPermissions ? (JSON.parse(c.lastPermissions) as string[]) : [],
         connectedAt: c.connectedAt,
       },
+      at,
     ),
   );
   const { events } = await commitInDirectory(work, items);

@@ -70,7 +70,7 @@ export async function receiveLead(ctx: ServiceContext, lead: LeadCreate): Promis
  * answers from its kept answer without a batch, so its row is removed after. A failure is recorded on the row, which
  * waits its backoff for the next drain. Never throws.
  */
-async function takeInStored(ctx: ServiceContext, row: InboxRow): Promise<void> {
+async function takeInStored(ctx: ServiceContext, row: InboxRow, now = new Date()): Promise<void> {
   const mine = byId(row.organizationId, row.id);
   try {
     await intakeLead(ctx, row.lead as LeadCreate, [expectRow(ctx.db, leadInbox, mine), ctx.db.delete(leadInbox).where(mine)]);
@@ -88,7 +88,8 @@ async function takeInStored(ctx: ServiceContext, row: InboxRow): Promise<void> {
       .set({
         attempts: sql`${leadInbox.attempts} + 1`,
         lastError: String(err).slice(0, 500),
-        dueAt: nowIso(addSeconds(new Date(), backoff)),
+        // From the drain's time (DESIGN.md contract 12), else the request's.
+        dueAt: nowIso(addSeconds(now, backoff)),
       })
       .where(mine)
       .run()
@@ -131,7 +132,7 @@ export async function drainLeadInbox(env: Env, db: Db, now = new Date()): Promis
         actor: { type: "user", userId: row.userId },
       };
       ctx.phoneRegion = (await organizationSettings(ctx)).defaultPhoneRegion;
-      await takeInStored(ctx, row);
+      await takeInStored(ctx, row, now);
     }).catch((err) =>
       createLogger().error("stored lead not taken in; the cron tries again", { leadId: row.id, error: loggableError(err) }),
     );

@@ -239,9 +239,9 @@ async function keep(db: Db, where: ReturnType<typeof and>, res: Response, transi
     .where(where);
 }
 
-/** Cron pass: keys past their 24 hours go, a bounded number per pass. */
-export async function pruneIdempotencyKeys(db: Db): Promise<void> {
+/** Cron pass: keys past their 24 hours at `now` go, a bounded number per pass. */
+export async function pruneIdempotencyKeys(db: Db, { now = new Date() } = {}): Promise<void> {
   await db.run(
-    sql`DELETE FROM idempotency_keys WHERE rowid IN (SELECT rowid FROM idempotency_keys WHERE ${lte(idempotencyKeys.expiresAt, nowIso())} LIMIT 5000)`,
+    sql`DELETE FROM idempotency_keys WHERE rowid IN (SELECT rowid FROM idempotency_keys WHERE ${lte(idempotencyKeys.expiresAt, nowIso(now))} LIMIT 5000)`,
   );
 }

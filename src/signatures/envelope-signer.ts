@@ -279,12 +279,31 @@ export class EnvelopeSigner extends DurableObject<Env> {
     return result ?? { kind: "gone" };
   }
 
-  /** The cron's call: mails the reminders and expiry notice that are due, once (reminders.ts). */
-  async remind(envelopeId: string, organizationId: string): Promise<number> {
+  /**
+   * The cron's sweep (sweeps.ts): an envelope past its expiry at the pass's time `at` (ISO; DESIGN.md contract 12) that
+   * its alarm never ended (the call after creation failed) is expired now, in this object's queue; one not due yet gets
+   * its alarm. The ids are kept so that alarm finds the envelope.
+   */
+  async expireDue(envelopeId: string, organizationId: string, at: string): Promise<void> {
+    await this.ctx.storage.put({ envelopeId, organizationId });
+    this.organizationId = organizationId;
+    const later = await this.withState(
+      envelopeId,
+      organizationId,
+      (s, t) => t.machine.expireIfDue(this.env, s, this.defer, new Date(at)).then(({ later, state }) => ({ result: later, state })),
+      true,
+    );
+    // Moving or failed: the next pass tries again.
+    if (typeof later === "string") await this.ctx.storage.setAlarm(new Date(later).getTime());
+  }
+
+  /** The cron's call: mails the reminders and expiry notice that are due at the pass's time `at` (ISO), once (reminders.ts). */
+  async remind(envelopeId: string, organizationId: string, at?: string): Promise<number> {
+    const now = at === undefined ? new Date() : new Date(at);
     const mailed = await this.withState(
       envelopeId,
       organizationId,
-      (s, t) => t.reminders.mailDueNotices(this.env, s, this.defer).then(({ mailed, state }) => ({ result: mailed, state })),
+      (s, t) => t.reminders.mailDueNotices(this.env, s, this.defer, now).then(({ mailed, state }) => ({ result: mailed, state })),
       true,
     );
     // Moving or failed: the next cron pass mails them (from the new shard).

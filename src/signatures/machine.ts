@@ -253,8 +253,9 @@ export async function expireIfDue(
   env: Env,
   loaded: Loaded,
   defer: (w: Promise<unknown>) => void,
+  now = new Date(),
 ): Promise<{ later: string | null; state: Loaded }> {
   if (TERMINAL.has(loaded.envelope.status) || !loaded.envelope.expiresAt) return { later: null, state: loaded };
-  if (!isExpired(loaded.envelope)) return { later: loaded.envelope.expiresAt, state: loaded };
+  if (!isExpired(loaded.envelope, nowIso(now))) return { later: loaded.envelope.expiresAt, state: loaded };
   return { later: null, state: await end(machineContext(env, loaded, defer), loaded, "expired", "expired", NO_META) };
 }

@@ -12,28 +12,30 @@ import { envelopeSigner } from "./signer-client";
  */
 
 /**
- * Cron pass: an open envelope past its expiry is normally ended by its object's alarm; one whose alarm was never set
- * (the call after creation failed) gets it now, set in the past, so the object expires it at once, in its queue.
+ * Cron pass: an open envelope past its expiry at the pass's `now` (DESIGN.md contract 12) is normally ended by its
+ * object's alarm; one whose alarm was never set (the call after creation failed), or a pass run as if later than the
+ * wall clock (`npm run cron -- --at`), has its object expire it at that time, in its queue.
  */
-export async function sweepOverdueEnvelopes(env: Env, db: Db, { max = 100 } = {}): Promise<number> {
+export async function sweepOverdueEnvelopes(env: Env, db: Db, { now = new Date(), max = 100 } = {}): Promise<number> {
+  const at = nowIso(now);
   const overdue = await db
-    .select({ id: envelopes.id, organizationId: envelopes.organizationId, expiresAt: envelopes.expiresAt })
+    .select({ id: envelopes.id, organizationId: envelopes.organizationId })
     .from(envelopes)
-    .where(and(eq(envelopes.status, "partially_signed"), lte(envelopes.expiresAt, nowIso())))
+    .where(and(eq(envelopes.status, "partially_signed"), lte(envelopes.expiresAt, at)))
     .limit(max);
   await Promise.all(
     overdue.map((e) =>
       envelopeSigner(env, e.id)
-        .begin(e.id, e.organizationId, e.expiresAt)
+        .expireDue(e.id, e.organizationId, at)
         .catch((err) => createLogger().warn("overdue envelope not handed to its object", { envelopeId: e.id, error: loggableError(err) })),
     ),
   );
   return overdue.length;
 }
 
-/** Cron pass: every envelope with a reminder or an expiry notice due goes to its object (at most `max` per pass). */
-export async function sendDueReminders(env: Env, db: Db, { max = 100 } = {}): Promise<number> {
-  const now = nowIso();
+/** Cron pass: every envelope with a reminder or an expiry notice due at `now` goes to its object (at most `max` per pass). */
+export async function sendDueReminders(env: Env, db: Db, { now: at = new Date(), max = 100 } = {}): Promise<number> {
+  const now = nowIso(at);
   const [reminded, noticed] = await db.batch([
     db
       .selectDistinct({ id: envelopeSigners.envelopeId, organizationId: envelopeSigners.organizationId })
@@ -50,7 +52,7 @@ export async function sendDueReminders(env: Env, db: Db, { max = 100 } = {}): Pr
   await Promise.all(
     [...due].map(([id, organizationId]) =>
       envelopeSigner(env, id)
-        .remind(id, organizationId)
+        .remind(id, organizationId, now)
         .catch((err) => createLogger().error("reminders not sent; next pass retries", { envelopeId: id, error: loggableError(err) })),
     ),
   );

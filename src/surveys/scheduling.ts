@@ -27,12 +27,13 @@ const SEND_LEASE_MS = 10 * 60_000;
  * compare-and-set, so two cron runs never both mail it); after the mail went out the survey is SENT, its encrypted token
  * erased and one survey sent counted. A failed mail is tried again when the lease ends.
  */
-export function sendDueSurveys(env: Env, db: Db, { max = 50 } = {}): Promise<number> {
-  return withDeferred((defer) => sendDue(env, db, defer, max));
+export function sendDueSurveys(env: Env, db: Db, { now = new Date(), max = 50 } = {}): Promise<number> {
+  return withDeferred((defer) => sendDue(env, db, defer, now, max));
 }
 
-async function sendDue(env: Env, db: Db, defer: Defer, max: number): Promise<number> {
-  const now = nowIso();
+/** What is due, and the claim's lease, follow the pass's `at` (DESIGN.md contract 12); `sentAt` records when the mail left. */
+async function sendDue(env: Env, db: Db, defer: Defer, at: Date, max: number): Promise<number> {
+  const now = nowIso(at);
   const due = await db
     .select()
     .from(surveys)
@@ -54,12 +55,12 @@ async function sendDue(env: Env, db: Db, defer: Defer, max: number): Promise<num
       try {
         if (!key || !before.pendingToken) throw new Error(key ? "survey has no encrypted token" : "SURVEY_TOKEN_KEY is not configured");
         const token = await decryptText(key, TOKEN_PURPOSE, before.id, before.pendingToken);
-        const claimed: SurveyRow = { ...before, sendAt: new Date(Date.now() + SEND_LEASE_MS).toISOString(), version: before.version + 1 };
+        const claimed: SurveyRow = { ...before, sendAt: new Date(at.getTime() + SEND_LEASE_MS).toISOString(), version: before.version + 1 };
         await commit(ctx, [
           expectRow(db, surveys, atVersion(before)),
           db.update(surveys).set({ sendAt: claimed.sendAt, version: claimed.version }).where(atVersion(before)),
         ]);
-        const at = nowIso();
+        const sentAt = nowIso();
         try {
           await mailInvitation(env, db, claimed, token);
         } catch (err) {
@@ -68,7 +69,7 @@ async function sendDue(env: Env, db: Db, defer: Defer, max: number): Promise<num
               expectRow(db, surveys, atVersion(claimed)),
               db
                 .update(surveys)
-                .set({ status: "SKIPPED", skippedAt: at, pendingToken: null, updatedAt: at, version: claimed.version + 1 })
+                .set({ status: "SKIPPED", skippedAt: sentAt, pendingToken: null, updatedAt: sentAt, version: claimed.version + 1 })
                 .where(atVersion(claimed)),
             ]);
           if (err instanceof RecipientChanged) {
@@ -99,10 +100,10 @@ async function sendDue(env: Env, db: Db, defer: Defer, max: number): Promise<num
             .update(surveys)
             .set({
               status: sql`CASE ${surveys.status} WHEN 'SCHEDULED' THEN 'SENT' ELSE ${surveys.status} END`,
-              sentAt: at,
+              sentAt,
               sendAt: before.sendAt,
               pendingToken: null,
-              updatedAt: at,
+              updatedAt: sentAt,
               version: sql`${surveys.version} + 1`,
             })
             .where(stillMine),
@@ -122,9 +123,9 @@ async function sendDue(env: Env, db: Db, defer: Defer, max: number): Promise<num
   return sent;
 }
 
-/** Cron: surveys still open 30 days after creation become EXPIRED (their token already answers gone by then). */
-export async function expireSurveys(db: Db, { max = 500 } = {}): Promise<number> {
-  const at = nowIso();
+/** Cron: surveys still open 30 days after creation become EXPIRED at the pass's `now` (their token already answers gone by then). */
+export async function expireSurveys(db: Db, { now = new Date(), max = 500 } = {}): Promise<number> {
+  const at = nowIso(now);
   const overdue = db
     .select({ id: surveys.id })
     .from(surveys)

@@ -132,18 +132,22 @@ export const fanOutEvent = (env: Env, db: Db, event: DomainEvent): Promise<strin
  * `pending` within seconds, so ten minutes leaves no doubt; a duplicate message would only be a duplicate delivery,
  * which receivers handle by event id anyway.
  */
-export async function resendStalledDeliveries(env: Env, db: Db, { stalledSeconds = 600, max = 500 } = {}): Promise<number> {
-  const cutoff = new Date(Date.now() - stalledSeconds * 1000).toISOString();
+export async function resendStalledDeliveries(
+  env: Env,
+  db: Db,
+  { now = new Date(), stalledSeconds = 600, max = 500 } = {},
+): Promise<number> {
+  const cutoff = new Date(now.getTime() - stalledSeconds * 1000).toISOString();
   const stalled = await db
     .select({ deliveryId: webhookDeliveries.id, organizationId: webhookDeliveries.organizationId, chain: webhookDeliveries.chain })
     .from(webhookDeliveries)
     .where(and(eq(webhookDeliveries.status, "pending"), lt(webhookDeliveries.updatedAt, cutoff)))
     .limit(max);
   if (stalled.length === 0) return 0;
-  // Touched first, so the next pass leaves them alone while this send is on its way.
+  // Touched first (at the pass's time, which the next pass measures from), so it leaves them alone while this send is on its way.
   await db
     .update(webhookDeliveries)
-    .set({ updatedAt: nowIso() })
+    .set({ updatedAt: nowIso(now) })
     .where(
       and(
         inJsonList(

@@ -64,9 +64,16 @@ export const failedLongEnough = (failingSince: string | null, now: Date): boolea
  * Turns off an endpoint whose failure run has lasted 5 days, if it still has: the change and its
  * `webhook.endpoint_disabled` commit together, guarded on the row as read (its version and its failure run), so of
  * failures and cron passes finding it at once exactly one turns it off and emits; the others re-read it off. Then the
- * owners are mailed. Answers whether this call turned it off.
+ * owners are mailed. Answers whether this call turned it off. `now`: the cron pass's time (DESIGN.md contract 12), else the
+ * failure's.
  */
-export function disableFailingEndpoint(env: Env, db: Db, organizationId: string, subscriptionId: string): Promise<boolean> {
+export function disableFailingEndpoint(
+  env: Env,
+  db: Db,
+  organizationId: string,
+  subscriptionId: string,
+  now: Date = new Date(),
+): Promise<boolean> {
   return withDeferred(async (defer) => {
     const ctx = systemContext(env, db, organizationId, `heal:${subscriptionId}`, defer);
     const s = webhookSubscriptions;
@@ -76,7 +83,6 @@ export function disableFailingEndpoint(env: Env, db: Db, organizationId: string,
         .from(s)
         .where(and(eq(s.organizationId, organizationId), eq(s.id, subscriptionId)))
         .get();
-      const now = new Date();
       if (!row?.enabled || !failedLongEnough(row.failingSince, now)) return null;
       const at = nowIso(now);
       const changes = {
@@ -156,11 +162,10 @@ async function noticeOwners(env: Env, db: Db, endpoint: Row, dueAt: string): Pro
 /**
  * Cron pass, on one shard: endpoints whose failure run has lasted 5 days without a failure landing since (nothing
  * left to send them) are turned off, and notices whose mail failed are sent again, each taken first by moving its
- * due time on, so two passes never send the same one.
+ * due time on, so two passes never send the same one. All of it judged at the pass's `now` (DESIGN.md contract 12).
  */
-export async function healEndpoints(env: Env, db: Db, { max = 100 } = {}): Promise<number> {
+export async function healEndpoints(env: Env, db: Db, { now = new Date(), max = 100 } = {}): Promise<number> {
   const s = webhookSubscriptions;
-  const now = new Date();
   const [failing, due] = await db.batch([
     db
       .select({ id: s.id, organizationId: s.organizationId })
@@ -176,7 +181,7 @@ export async function healEndpoints(env: Env, db: Db, { max = 100 } = {}): Promi
   let done = 0;
   for (const endpoint of failing) {
     try {
-      if (await disableFailingEndpoint(env, db, endpoint.organizationId, endpoint.id)) done++;
+      if (await disableFailingEndpoint(env, db, endpoint.organizationId, endpoint.id, now)) done++;
     } catch (err) {
       createLogger().error("failing webhook endpoint not disabled; next pass retries", {
         subscriptionId: endpoint.id,
