@@ -22,6 +22,7 @@ import { contactFromRecord, type RowIssue } from "./contact-rows";
 import { NotUtf8, readCsvChunk, RecordTooLong } from "./csv";
 import { type ImportKind, resolveMapping, targetsOf } from "./mapping";
 import { planPropertyRows } from "./property-rows";
+import { planAppointmentRows, planTaskRows } from "./agenda-import";
 import { ACTIVE, type ImportRow, toImport } from "./service";
 
 /** Records per chunk: one D1 batch, one match query (at most 500 people). */
@@ -87,6 +88,14 @@ async function contactChunk(ctx: ServiceContext, job: ImportRow, records: string
   return { outcomes: plan.outcomes, failed, issues, statements: plan.statements };
 }
 
+/** Each kind's chunk: Follow Up Boss tasks and appointments through agenda-import.ts (issue 46 part 6). */
+const PLANNERS: Record<ImportKind, (ctx: ServiceContext, job: ImportRow, records: string[][], firstRow: number) => Promise<Tally>> = {
+  contacts: contactChunk,
+  properties: planPropertyRows,
+  tasks: planTaskRows,
+  appointments: planAppointmentRows,
+};
+
 const count = (outcomes: ImportOutcome[], o: ImportOutcome) => outcomes.filter((x) => x === o).length;
 
 /**
@@ -132,8 +141,7 @@ async function runChunk(ctx: ServiceContext, job: ImportRow): Promise<"more" | "
     records = records.slice(1);
     firstRow = 2;
   }
-  const tally =
-    job.kind === "contacts" ? await contactChunk(ctx, job, records, firstRow) : await planPropertyRows(ctx, job, records, firstRow);
+  const tally = await PLANNERS[job.kind as ImportKind](ctx, job, records, firstRow);
   const done = chunk.done;
   const at = nowIso();
   const next = {

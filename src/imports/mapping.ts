@@ -1,3 +1,5 @@
+import { APPOINTMENT_TARGETS, FOLLOW_UP_BOSS_APPOINTMENT, FOLLOW_UP_BOSS_TASK, TASK_TARGETS } from "./agenda-columns";
+
 /**
  * Which field each column of an import feeds: defaults for Follow Up Boss and kvCORE exports and for the
  * API's own field names, detected from the header; the caller's `mapping` (column → field, or "ignore") wins.
@@ -47,12 +49,22 @@ export const PROPERTY_TARGETS = [
   "ignore",
 ] as const;
 
-export type ImportKind = "contacts" | "properties";
+export type ImportKind = "contacts" | "properties" | "tasks" | "appointments";
 
-/** A target the caller may name: one of the kind's, or `customFields.<key>` (validated by the record's schema). */
+const TARGETS: Record<ImportKind, readonly string[]> = {
+  contacts: CONTACT_TARGETS,
+  properties: PROPERTY_TARGETS,
+  tasks: TASK_TARGETS,
+  appointments: APPOINTMENT_TARGETS,
+};
+
+/**
+ * A target the caller may name: one of the kind's, or `customFields.<key>` for contacts and properties (validated by
+ * the record's schema).
+ */
 export const isTarget = (kind: ImportKind, target: string): boolean =>
-  (kind === "contacts" ? (CONTACT_TARGETS as readonly string[]) : (PROPERTY_TARGETS as readonly string[])).includes(target) ||
-  /^customFields\.[a-zA-Z][a-zA-Z0-9_]{0,49}$/.test(target);
+  TARGETS[kind].includes(target) ||
+  ((kind === "contacts" || kind === "properties") && /^customFields\.[a-zA-Z][a-zA-Z0-9_]{0,49}$/.test(target));
 
 /** "Address 1 - Zip", "address_1_zip" and "address1Zip" are one column name. */
 const norm = (column: string) => column.toLowerCase().replace(/[^a-z0-9]/g, "");
@@ -148,6 +160,8 @@ const NATIVE_PROPERTY: Record<string, string> = {
 
 const byNorm = (table: Record<string, string>) => new Map(Object.entries(table).map(([k, v]) => [norm(k), v]));
 const FORMATS = { followupboss: byNorm(FOLLOW_UP_BOSS), kvcore: byNorm(KVCORE), native: byNorm(NATIVE_CONTACT) };
+/** Tasks and appointments come from Follow Up Boss's API only (agenda-columns.ts); its names, normalized, are the defaults. */
+const AGENDA = { tasks: byNorm(FOLLOW_UP_BOSS_TASK), appointments: byNorm(FOLLOW_UP_BOSS_APPOINTMENT) };
 
 export interface ResolvedMapping {
   /** The field each column feeds, by column index (null: ignored). */
@@ -171,6 +185,7 @@ function detect(columns: string[], kind: ImportKind): ResolvedMapping["format"] 
 
 /** The target of each column: the caller's mapping, else the detected format's, else any format's by its normalized name. */
 export function resolveMapping(kind: ImportKind, columns: string[], given: Record<string, string> | null): ResolvedMapping {
+  if (kind === "tasks" || kind === "appointments") return resolveAgenda(AGENDA[kind], columns, given);
   const format = detect(columns, kind);
   const primary = kind === "properties" ? byNorm(NATIVE_PROPERTY) : format === "custom" ? new Map<string, string>() : FORMATS[format];
   const fallbacks = kind === "properties" ? [] : Object.values(FORMATS);
@@ -182,6 +197,19 @@ export function resolveMapping(kind: ImportKind, columns: string[], given: Recor
     return primary.get(key) ?? fallbacks.map((t) => t.get(key)).find((t) => t !== undefined) ?? null;
   });
   return { targets, format: given && Object.keys(given).length > 0 && format === "custom" ? "custom" : format };
+}
+
+/** A task or appointment header: the caller's mapping, else Follow Up Boss's field by its normalized name. */
+function resolveAgenda(table: Map<string, string>, columns: string[], given: Record<string, string> | null): ResolvedMapping {
+  let known = 0;
+  const targets = columns.map((column) => {
+    const mine = given && Object.hasOwn(given, column) ? given[column] : undefined;
+    if (mine !== undefined) return mine === "ignore" || mine === "" ? null : mine;
+    const target = table.get(norm(column)) ?? null;
+    if (target) known++;
+    return target;
+  });
+  return { targets, format: known > 0 ? "followupboss" : "custom" };
 }
 
 /** The stored mapping's targets by column index: own keys only (a column "constructor" is not Object.prototype's). */

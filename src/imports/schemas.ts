@@ -1,18 +1,22 @@
 import { z } from "@hono/zod-openapi";
+import { APPOINTMENT_TARGETS, TASK_TARGETS } from "./agenda-columns";
 import { CONTACT_TARGETS, PROPERTY_TARGETS } from "./mapping";
 
-export const IMPORT_KINDS = ["contacts", "properties"] as const;
+export const IMPORT_KINDS = ["contacts", "properties", "tasks", "appointments"] as const;
 export const IMPORT_STATUSES = ["queued", "running", "completed", "failed", "cancelled"] as const;
 export const DUPLICATE_RULES = ["skip", "update", "merge"] as const;
 /** Rows a JSON body may carry; a larger book goes as a CSV. */
 export const MAX_JSON_ROWS = 1000;
 
-const kind = z.enum(IMPORT_KINDS).openapi({ description: "What the rows are" });
+const kind = z.enum(IMPORT_KINDS).openapi({
+  description:
+    "What the rows are. `tasks` and `appointments`: Follow Up Boss's (its API's fields, `invitees` a list), each naming its person by `personEmail` or `personPhone`, after the people were imported",
+});
 const onDuplicate = z.enum(DUPLICATE_RULES).openapi({
   description:
     "A row matching an existing record (a contact by any e-mail, case-folded, or phone; a property by mlsId): `skip` it (default), `update` the record with the row's non-blank values (tags are added), or `merge`: fill only the record's empty fields",
 });
-const MAPPING_DESCRIPTION = `Column → field, over the defaults detected from the header (Follow Up Boss and kvCORE exports, or the API's own field names). Fields of contacts: ${CONTACT_TARGETS.join(", ")}; of properties: ${PROPERTY_TARGETS.join(", ")}; and customFields.<key>. "ignore" drops a column.`;
+const MAPPING_DESCRIPTION = `Column → field, over the defaults detected from the header (Follow Up Boss and kvCORE exports, or the API's own field names). Fields of contacts: ${CONTACT_TARGETS.join(", ")}; of properties: ${PROPERTY_TARGETS.join(", ")}; of tasks: ${TASK_TARGETS.join(", ")}; of appointments: ${APPOINTMENT_TARGETS.join(", ")}; and customFields.<key> (contacts, properties). "ignore" drops a column.`;
 const mapping = z
   .record(z.string().min(1).max(200), z.string().min(1).max(100))
   .openapi({ description: MAPPING_DESCRIPTION, example: { "Cell Phone": "secondaryPhone", Birthday: "ignore" } });
@@ -29,7 +33,9 @@ export const ImportQuery = z.strictObject({
 });
 export type ImportQuery = z.infer<typeof ImportQuery>;
 
-const cell = z.union([z.string().max(10_000), z.number(), z.boolean(), z.null()]);
+const scalar = z.union([z.string().max(10_000), z.number(), z.boolean(), z.null()]);
+/** A value of a row; a list (Follow Up Boss's appointment `invitees`) is carried as its JSON text. */
+const cell = z.union([scalar, z.array(z.union([scalar, z.record(z.string().max(100), scalar)])).max(100)]);
 
 export const ImportRows = z
   .strictObject({

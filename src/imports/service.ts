@@ -134,7 +134,12 @@ export async function startCsvImport(
 ): Promise<Import> {
   if (!query.kind)
     throw new Validation([
-      { field: "kind", path: ["kind"], code: "required", message: "kind is required with a CSV body (?kind=contacts or ?kind=properties)" },
+      {
+        field: "kind",
+        path: ["kind"],
+        code: "required",
+        message: "kind is required with a CSV body (?kind=contacts, properties, tasks or appointments)",
+      },
     ]);
   const mapping = mappingOfQuery(query.kind, query.mapping);
   if (length === null || !Number.isSafeInteger(length)) {
@@ -166,6 +171,10 @@ export async function startCsvImport(
   return begin(ctx, id, query.kind, length, query.onDuplicate ?? "skip", mapping);
 }
 
+/** A JSON row's value as its CSV cell: a list as its JSON text (agenda-rows.ts reads invitees back from it). */
+const cellText = (value: ImportRows["rows"][number][string] | undefined): string =>
+  value === null || value === undefined ? "" : typeof value === "object" ? JSON.stringify(value) : String(value);
+
 /** POST /v1/imports with JSON rows: written as a CSV (columns in order of first use), so one path runs both. */
 export async function startRowsImport(ctx: ServiceContext, body: ImportRows): Promise<Import> {
   const issues = mappingIssues(body.kind, body.mapping, "mapping");
@@ -175,9 +184,7 @@ export async function startRowsImport(ctx: ServiceContext, body: ImportRows): Pr
       issues.push({ field: `mapping.${column}`, path: ["mapping", column], code: "unknown_column", message: "No row has this column" });
   }
   if (issues.length) throw new Validation(issues);
-  const text =
-    csvLine(columns) +
-    body.rows.map((r) => csvLine(columns.map((c) => (r[c] === null || r[c] === undefined ? "" : String(r[c]))))).join("");
+  const text = csvLine(columns) + body.rows.map((r) => csvLine(columns.map((c) => cellText(r[c])))).join("");
   const bytes = new TextEncoder().encode(text);
   const id = newId();
   const key = sourceKeyOf(ctx.organizationId, id);

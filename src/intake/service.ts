@@ -23,7 +23,7 @@ import {
 import { emailKey } from "./matching";
 
 export { type DuplicateRule, type ImportOutcome, type IncomingContact, planContactImport } from "./import-batch";
-export { matchContacts } from "./matching";
+export { MAX_MATCH_PEOPLE, matchContacts, type PersonKeys } from "./matching";
 
 /**
  * People coming in (a lead, an import's rows) matched against the contacts they already are, and the contact side of

@@ -2,6 +2,12 @@ import { toHex } from "./crypto";
 
 export const newId = (): string => crypto.randomUUID();
 
+/** A UUID-shaped SHA-256 of `parts`: the same parts name the same record, so a repeated derivation (a re-run import) finds it. */
+export async function derivedId(...parts: string[]): Promise<string> {
+  const h = toHex(new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(JSON.stringify(parts)))));
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-8${h.slice(13, 16)}-${((parseInt(h[16]!, 16) & 3) | 8).toString(16)}${h.slice(17, 20)}-${h.slice(20, 32)}`;
+}
+
 /**
  * A version-7 UUID (RFC 9562): 48 bits of Unix milliseconds, then 74 random bits. For the records a book is made of
  * (contacts, deals, properties): each id lands at the end of every index keyed by it — the table's own, the search
