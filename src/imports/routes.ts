@@ -18,13 +18,15 @@ const start = defineRoute(CRM, {
   path: "/v1/imports",
   tags,
   security,
-  summary: "Import a book of contacts or properties",
+  summary: "Import a book of contacts, properties, tasks or appointments",
   description: `Either the CSV itself as the body (\`Content-Type: text/csv\`, with Content-Length, up to 50 MB: streamed to storage as it
 arrives; \`kind\`, \`onDuplicate\` and \`mapping\` in the query), or a JSON body \`{kind, rows, mapping?, onDuplicate?}\` of up to
 ${MAX_JSON_ROWS} rows. Answers 202 with the import \`queued\`; a queue consumer then runs it in chunks of 500 rows, each chunk one
 atomic batch, and \`GET /v1/imports/{id}\` shows its progress. Columns are read by the defaults of Follow Up Boss and kvCORE
 exports (detected from the header) or the API's own field names, then \`mapping\`. A contact row is matched to an existing
-contact by any of its e-mails (case-folded) or phones; a new contact needs an e-mail. Imported rows emit no per-record event:
+contact by any of its e-mails (case-folded) or phones; a new contact needs an e-mail. Tasks and appointments are Follow Up Boss's
+(its API's fields), each naming its person by \`personEmail\` or \`personPhone\`; a re-run of the same export matches them by
+Follow Up Boss's \`id\`; no invitation is mailed for an imported appointment. Imported rows emit no per-record event:
 one \`import.completed\` carries the counts. An \`Idempotency-Key\` on a CSV upload is kept by the body's length and type, not its
 bytes (which are never held in memory).`,
   request: {
