@@ -23,7 +23,7 @@ export async function seedPond(owner: TestPrincipal): Promise<Record<string, str
  * pond), and one lead is taken in. `id`: the contact's, `pondId`: the pond's.
  */
 export async function seedPondLead(owner: TestPrincipal): Promise<Record<string, string>> {
-  const { id: pondId } = await seedPond(owner);
+  const pondId = (await seedPond(owner)).id!;
   await made(
     await call("PATCH", "/v1/organization", {
       token: owner.token,
