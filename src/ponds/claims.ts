@@ -73,6 +73,8 @@ export async function claimContact(ctx: ServiceContext, contactId: string): Prom
         ? new Conflict("This lead was claimed already", "already_claimed")
         : new Conflict("This lead waits in no pond and is offered to nobody: there is nothing to claim", "not_claimable");
     }
+    // Someone assigned it by hand meanwhile (PUT /v1/contacts/{id}): it waits for nobody any more.
+    if (before.assignedTo !== null) throw new Conflict("This lead was assigned meanwhile: there is nothing to claim", "not_claimable");
     if (!(await mayClaim(ctx, row, before, userId)))
       throw new InsufficientPermission(
         row.state === "offered" ? "This lead was not offered to you" : "Only a member of the lead's pond may claim it",

@@ -1,4 +1,4 @@
-import { and, count, desc, eq } from "drizzle-orm";
+import { and, count, desc, eq, isNull } from "drizzle-orm";
 import { toContact } from "../contacts/service";
 import { decodeNewestFirstCursor, olderThan, paginate } from "../crm/pagination";
 import { contactRouting, contacts, pondMembers, ponds } from "../db/schema";
@@ -70,7 +70,7 @@ async function shown(ctx: ServiceContext, rows: PondRow[]): Promise<Pond[]> {
     ctx.db
       .select({ pondId: contacts.pondId, n: count() })
       .from(contacts)
-      .where(and(eq(contacts.organizationId, ctx.organizationId), inJsonList(contacts.pondId, ids)))
+      .where(and(eq(contacts.organizationId, ctx.organizationId), inJsonList(contacts.pondId, ids), isNull(contacts.assignedTo)))
       .groupBy(contacts.pondId),
   ]);
   return rows.map((r) => ({
@@ -175,7 +175,8 @@ export async function deletePond(ctx: ServiceContext, id: string): Promise<void>
 export async function listPondContacts(ctx: ServiceContext, id: string, q: { limit: number; cursor?: string }) {
   await findPond(ctx, id);
   const after = decodeNewestFirstCursor(q.cursor);
-  const scope = and(eq(contacts.organizationId, ctx.organizationId), eq(contacts.pondId, id));
+  // A lead someone assigned by hand while it waited is no longer the pond's to offer.
+  const scope = and(eq(contacts.organizationId, ctx.organizationId), eq(contacts.pondId, id), isNull(contacts.assignedTo));
   const [rows, [total]] = await ctx.db.batch([
     ctx.db
       .select()

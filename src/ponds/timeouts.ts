@@ -75,13 +75,13 @@ async function moveLead(
   );
 }
 
-/** The routing row with nothing left for the cron (speed to lead met or moot), guarded like any move. */
-async function settleRow(ctx: ServiceContext, row: RoutingRow, now: Date): Promise<void> {
+/** The routing row with nothing left for the cron (speed to lead met or moot, an offer overtaken by hand), guarded like any move. */
+async function settleRow(ctx: ServiceContext, row: RoutingRow, now: Date, also: Partial<RoutingRow> = {}): Promise<void> {
   await commit(ctx, [
     expectRouting(ctx, row),
     ctx.db
       .update(contactRouting)
-      .set({ speedDueAt: null, speedReassignTo: null, updatedAt: nowIso(now), version: row.version + 1 })
+      .set({ speedDueAt: null, speedReassignTo: null, ...also, updatedAt: nowIso(now), version: row.version + 1 })
       .where(and(eq(contactRouting.organizationId, ctx.organizationId), eq(contactRouting.contactId, row.contactId))),
   ]);
 }
@@ -98,6 +98,9 @@ export async function routeExpiredOffers(env: Env, db: Db, now: Date): Promise<n
   for (const row of due) {
     const done = await onRow(env, db, row, "offer-expiry", async (ctx) => {
       const [{ before }, settings] = await Promise.all([readContactForWrite(ctx, row.contactId), organizationSettings(ctx)]);
+      // Assigned by hand while it was offered: the offer is over, and nobody's assignment is undone.
+      if (before.assignedTo !== null)
+        return settleRow(ctx, row, now, { state: "assigned", offeredTo: null, offerExpiresAt: null, fallback: null });
       const fallback = row.fallback as { userId: string } | { pondId: string };
       const d: Decision =
         "userId" in fallback

@@ -103,6 +103,12 @@ describe("ponds (/v1/ponds)", () => {
     expect(trail.map((s: { event: string }) => s.event)).toEqual(["routed", "claimed"]);
     expect(trail[1].target).toEqual({ type: "user", id: member.userId });
     expect(await eventsFor(p, "contact.claimed", lead.contactId)).toBe(1);
+
+    // A lead someone assigns by hand while it waits leaves the pond's list and cannot be claimed over them.
+    const handed = await newLead(p);
+    await ok(await call("PUT", `/v1/contacts/${handed.contactId}`, { token: p.token, body: { assignedTo: outsider.userId } }));
+    expect((await ok(await call("GET", `/v1/ponds/${pond}/contacts`, { token: member.token }))).pagination.total).toBe(0);
+    expect((await json(await claim(member.token, handed.contactId))).error.code).toBe("not_claimable");
   });
 
   it("20 simultaneous claims: exactly one wins, 19 answer 409, one contact.claimed", async () => {
