@@ -2,6 +2,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { createDb } from "../../src/db/client";
 import { reassignSlowLeads, routeExpiredOffers } from "../../src/ponds/service";
+import { purgeTrash } from "../../src/trash/service";
 import { call, json } from "../helpers/client";
 import { uniqueEmail } from "../helpers/contacts";
 import { createPrincipal, tenantDb, type TestPrincipal } from "../helpers/factories";
@@ -208,7 +209,7 @@ describe("ponds (/v1/ponds)", () => {
     expect((await routingOf(p, cold.contactId)).trail).toHaveLength(2);
   });
 
-  it("the routing row goes with the person's erasure", async () => {
+  it("the routing row goes with the person's erasure, and with the trash's purge", async () => {
     const p = await createPrincipal();
     const pond = await newPond(p, [p.userId]);
     await route(p, { mode: "rules", rules: [], default: { pondId: pond } });
@@ -220,5 +221,16 @@ describe("ponds (/v1/ponds)", () => {
       .bind(lead.contactId)
       .first<{ n: number }>();
     expect(left!.n).toBe(0);
+
+    // A routed contact in the trash keeps its routing for a restore; the purge takes it with the contact.
+    const trashed = await newLead(p);
+    await ok(await call("DELETE", `/v1/contacts/${trashed.contactId}`, { token: p.token }));
+    const routed = () =>
+      tenantDb(p.organizationId).then((db) =>
+        db.prepare("SELECT COUNT(*) AS n FROM contact_routing WHERE contact_id = ?").bind(trashed.contactId).first<{ n: number }>(),
+      );
+    expect((await routed())!.n).toBe(1);
+    await purgeTrash(env, await shardOf(p), { now: new Date(Date.now() + 31 * 86_400_000) });
+    expect((await routed())!.n).toBe(0);
   });
 });
