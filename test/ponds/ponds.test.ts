@@ -1,4 +1,6 @@
+import { createExecutionContext, createScheduledController, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
+import worker from "../../src/index";
 import { describe, expect, it } from "vitest";
 import { createDb } from "../../src/db/client";
 import { reassignSlowLeads, routeExpiredOffers } from "../../src/ponds/service";
@@ -207,6 +209,22 @@ describe("ponds (/v1/ponds)", () => {
     expect((await routingOf(p, called.contactId)).speedDueAt).toBeNull();
     await reassignSlowLeads(env, db, minutesFromNow(120));
     expect((await routingOf(p, cold.contactId)).trail).toHaveLength(2);
+  });
+
+  it("the scheduled handler runs the offer pass with its scheduled time (npm run cron -- --at)", async () => {
+    const p = await createPrincipal();
+    const agent = await createPrincipal({ organizationId: p.organizationId, role: "agent" });
+    await route(p, {
+      mode: "rules",
+      rules: [],
+      default: { firstToClaim: { userIds: [agent.userId], timeoutMinutes: 5, fallback: { userId: p.userId } } },
+    });
+    const lead = await newLead(p);
+    const ctx = createExecutionContext();
+    await worker.scheduled(createScheduledController({ scheduledTime: minutesFromNow(6).getTime(), cron: "* * * * *" }), env, ctx);
+    await waitOnExecutionContext(ctx);
+    expect((await ok(await call("GET", `/v1/contacts/${lead.contactId}`, { token: p.token }))).data.assignedTo).toBe(p.userId);
+    expect((await routingOf(p, lead.contactId)).trail.map((s: { event: string }) => s.event)).toEqual(["routed", "offer_expired"]);
   });
 
   it("the routing row goes with the person's erasure, and with the trash's purge", async () => {
