@@ -152,23 +152,26 @@ export async function updatePond(ctx: ServiceContext, id: string, input: PondUpd
  * meanwhile fails it) or the lead routing names it; a pond the routing loses later is skipped by intake.
  */
 export async function deletePond(ctx: ServiceContext, id: string): Promise<void> {
-  const [before, settings] = await Promise.all([findPond(ctx, id), organizationSettings(ctx)]);
-  if (JSON.stringify(settings.leadRouting).includes(`"pondId":${JSON.stringify(id)}`))
-    throw new Conflict("The lead routing (settings.leadRouting) sends leads to this pond; change it first", "pond_in_use");
-  const waiting = and(eq(contacts.organizationId, ctx.organizationId), eq(contacts.pondId, id));
-  try {
-    await commit(ctx, [
-      expectVersion(ctx.db, PONDS, ctx.organizationId, before),
-      expectNoRow(ctx.db, contacts, waiting),
-      ctx.db.delete(pondMembers).where(and(eq(pondMembers.organizationId, ctx.organizationId), eq(pondMembers.pondId, id))),
-      ctx.db.delete(ponds).where(byId(ctx, id)),
-    ]);
-  } catch (err) {
-    if (!(err instanceof StaleWrite)) throw err;
-    const left = await ctx.db.select({ id: ponds.id }).from(ponds).where(byId(ctx, id)).get();
-    if (!left) throw new NotFound("Pond");
-    throw new Conflict("Leads wait in this pond; let them be claimed or reassign them first", "pond_in_use");
-  }
+  // Leads waiting in it: a lead assigned by hand since left it (listPondContacts).
+  const waiting = and(eq(contacts.organizationId, ctx.organizationId), eq(contacts.pondId, id), isNull(contacts.assignedTo));
+  await withRetries(async () => {
+    const [before, settings] = await Promise.all([findPond(ctx, id), organizationSettings(ctx)]);
+    if (JSON.stringify(settings.leadRouting).includes(`"pondId":${JSON.stringify(id)}`))
+      throw new Conflict("The lead routing (settings.leadRouting) sends leads to this pond; change it first", "pond_in_use");
+    try {
+      await commit(ctx, [
+        expectVersion(ctx.db, PONDS, ctx.organizationId, before),
+        expectNoRow(ctx.db, contacts, waiting),
+        ctx.db.delete(pondMembers).where(and(eq(pondMembers.organizationId, ctx.organizationId), eq(pondMembers.pondId, id))),
+        ctx.db.delete(ponds).where(byId(ctx, id)),
+      ]);
+    } catch (err) {
+      // A lead waiting is a refusal; a pond changed or deleted meanwhile is read again (404 once it is gone).
+      if (err instanceof StaleWrite && (await ctx.db.select({ id: contacts.id }).from(contacts).where(waiting).get()))
+        throw new Conflict("Leads wait in this pond; let them be claimed or reassign them first", "pond_in_use");
+      throw err;
+    }
+  });
 }
 
 /** GET /v1/ponds/{id}/contacts: the leads waiting in the pond, unassigned, newest first, with the total. */
