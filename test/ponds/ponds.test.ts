@@ -96,6 +96,9 @@ describe("ponds (/v1/ponds)", () => {
     });
     // A pond with leads in it, or that the routing names, stays.
     expect((await json(await call("DELETE", `/v1/ponds/${pond}`, { token: p.token }))).error.code).toBe("pond_in_use");
+    await route(p, { mode: "round_robin", zipRules: [] });
+    expect((await json(await call("DELETE", `/v1/ponds/${pond}`, { token: p.token }))).error.code).toBe("pond_in_use");
+    await route(p, { mode: "rules", rules: [], default: { pondId: pond } });
 
     expect((await claim(outsider.token, lead.contactId)).status).toBe(403);
     const claimed = await ok(await claim(member.token, lead.contactId));
