@@ -93,12 +93,13 @@ function routeGroups(options: AppOptions): RouteGroup[] {
     group(["/plants", "/plants/*"], async () => [(await import("./plants/routes")).plantRoutes]),
     // The exports first: /v1/contacts/export would otherwise be taken for /v1/contacts/{id}.
     group(["/v1/contacts", "/v1/contacts/*"], async () => {
-      const [exports, contacts, communications] = await Promise.all([
+      const [exports, contacts, communications, ponds] = await Promise.all([
         import("./exports/routes"),
         import("./contacts/routes"),
         import("./communications/routes"),
+        import("./ponds/contact-routes"),
       ]);
-      return [exports.contactExportRoutes, contacts.contactRoutes, communications.communicationRoutes];
+      return [exports.contactExportRoutes, contacts.contactRoutes, communications.communicationRoutes, ponds.pondContactRoutes];
     }),
     group(["/v1/leads", "/v1/leads/*"], async () => [(await import("./leads/routes")).leadRoutes]),
     group(["/v1/properties", "/v1/properties/*"], async () => {

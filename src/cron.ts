@@ -20,6 +20,7 @@ import { resumeStalledImports } from "./imports/chunks";
 import { expireExportArchives } from "./exports/retention";
 import { drainLeadInbox } from "./leads/inbox";
 import { pruneLeadReviews } from "./leads/reviews";
+import { reassignSlowLeads, routeExpiredOffers } from "./ponds/service";
 import { resendStalledDeliveries } from "./webhooks/fanout";
 import { healEndpoints } from "./webhooks/healing";
 
@@ -52,6 +53,9 @@ export function runCron(env: Env, now: Date): Promise<unknown> {
     onEveryShard(env, "export retention", ({ db }) => expireExportArchives(env, db, now)),
     onEveryShard(env, "lead review retention", ({ db }) => pruneLeadReviews(db, now)),
     onEveryShard(env, "stored leads", ({ db }) => drainLeadInbox(env, db, now)),
+    // Lead routing (issue 46): first-to-claim offers timed out to their fallback; leads not contacted in time reassigned.
+    onEveryShard(env, "expired lead offers", ({ db }) => routeExpiredOffers(env, db, now)),
+    onEveryShard(env, "speed to lead", ({ db }) => reassignSlowLeads(env, db, now)),
     onDirectory("oauth prune", () => pruneOAuth(createDb(env.DB), { now: now.getTime() })),
     // Integration events of directory changes whose shard write did not finish, then connections whose grants ran out.
     onDirectory("directory events relay", () =>

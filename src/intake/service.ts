@@ -19,6 +19,7 @@ import {
   NO_ACTIVITY,
   readContactForWrite,
   replaceContact,
+  tagStatements,
 } from "../contacts/service";
 import { emailKey } from "./matching";
 
@@ -112,7 +113,7 @@ export function noContactWith(ctx: ServiceContext, emailKeys: string[], phoneKey
 export function newContactForLead(
   ctx: ServiceContext,
   person: IntakePerson,
-  fields: { source: string; assignedTo: string | null },
+  fields: { source: string; assignedTo: string | null; pondId?: string | null; tags?: string[] },
   activity: IntakeActivity,
   now: Date,
 ): IntakeWrite {
@@ -130,14 +131,17 @@ export function newContactForLead(
     address: person.address ?? null,
     source: fields.source,
     assignedTo: fields.assignedTo,
+    ...(fields.tags?.length ? { tags: fields.tags } : {}),
   };
-  const record = applyInput(
+  const applied = applyInput(
     blankContact(ctx, { firstName: input.firstName!, lastName: input.lastName!, email }, at),
     input,
     NO_ACTIVITY,
     now,
     region,
   );
+  // A lead routed to a pond waits there unassigned (issue 46).
+  const record = { ...applied, pondId: fields.pondId ?? null };
   const events = createdEvents(ctx, record);
   const { leadScoreRank: _rank, ...row } = record;
   const row2 = activityRow(ctx, record.id, activity, { emails: emails.slice(1), phones: phones.slice(2) }, at);
@@ -147,6 +151,7 @@ export function newContactForLead(
     statements: [
       noContactWith(ctx, emails.map(emailKey), keys),
       ctx.db.insert(contacts).values(row),
+      ...(record.tags.length ? tagStatements(ctx, [{ contactId: record.id, before: [], after: record.tags }], at) : []),
       bumpCounters(ctx, 1),
       ...facetMoves(ctx, null, record),
       ctx.db.insert(contactActivities).values(row2),

@@ -1,7 +1,7 @@
 import { and, eq, sql } from "drizzle-orm";
 import { type Copy, rewriteCopies } from "../crm/copies";
 import type { Erasable } from "../crm/erasure";
-import { type contacts, contactMergedKeys, leadReviews } from "../db/schema";
+import { type contacts, contactMergedKeys, contactRouting, leadReviews } from "../db/schema";
 import type { ServiceContext } from "../service-context";
 
 // The leads' share of a person's erasure (crm/erasure.ts, erasure/erase.ts).
@@ -26,11 +26,16 @@ const COPIES: Copy[] = [{ kind: "lead_review_texts", table: leadReviews, key: "i
 export const leadsErasable: Erasable = {
   /** Leads kept for review with one of their numbers go: called before the merged keys go (merge/erasure.ts), which find some of them. */
   begin(ctx, { contact }) {
+    // The person's routing row (issue 46) goes with them: its trail says who they were sent to and when.
+    const routing = and(eq(contactRouting.organizationId, ctx.organizationId), eq(contactRouting.contactId, contact.id));
     return {
-      reads: [ctx.db.select({ n: sql<number>`COUNT(*)` }).from(leadReviews).where(reviewsWithNumbersOf(ctx, contact))],
-      write: ([reviews]) => ({
-        statements: [ctx.db.delete(leadReviews).where(reviewsWithNumbersOf(ctx, contact))],
-        erased: { lead_reviews: (reviews as { n: number }[])[0]!.n },
+      reads: [
+        ctx.db.select({ n: sql<number>`COUNT(*)` }).from(leadReviews).where(reviewsWithNumbersOf(ctx, contact)),
+        ctx.db.select({ n: sql<number>`COUNT(*)` }).from(contactRouting).where(routing),
+      ],
+      write: ([reviews, routed]) => ({
+        statements: [ctx.db.delete(leadReviews).where(reviewsWithNumbersOf(ctx, contact)), ctx.db.delete(contactRouting).where(routing)],
+        erased: { lead_reviews: (reviews as { n: number }[])[0]!.n, lead_routing: (routed as { n: number }[])[0]!.n },
       }),
     };
   },

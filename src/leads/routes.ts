@@ -9,7 +9,8 @@ import { defineRoute, jsonBody } from "../platform/route";
 import { acceptReview, dismissReview, listReviews, REVIEW_RETENTION_DAYS } from "./reviews";
 import { LeadCreate, LeadIntake, LeadReceived, LeadReview, LeadReviewAccept, LeadReviewListQuery } from "./schemas";
 import { receiveLead } from "./inbox";
-import { intakeLead } from "./service";
+import { intakeLead, previewRoute } from "./service";
+import { RoutePreview } from "../ponds/schemas";
 
 const tags = ["Leads"];
 const security = [{ bearerAuth: [] }];
@@ -48,6 +49,27 @@ the answer (by the cron within minutes should that fail), so neither the answer'
       LeadReceived,
     ),
     ...CONTENDED,
+    422: crmError(
+      "A phone that is no phone number (invalid_phone), a propertyId that is no property of yours (invalid_reference), or another invalid field",
+    ),
+  },
+});
+
+const preview = defineRoute(CRM, {
+  operationId: "previewLeadRoute",
+  method: "post",
+  path: "/v1/leads/route-preview",
+  tags,
+  security,
+  summary: "Preview where a lead would be routed, creating nothing",
+  description: `Takes a lead's body as \`POST /v1/leads\` does and answers where \`settings.leadRouting\` would send it as a
+new contact, and why: \`{target: {type: "user"|"pond"|"claim_group", id}, reason}\` (a claim group's id names the rule
+that made it: \`rules.0\`, \`default\`; \`target\` null when nobody would take it). Nothing is written: no contact, no
+activity, and round robin's turn does not move (it names the user whose turn is next). A lead that matches a contact
+would fill it and not be routed; the preview answers as for a new person. Needs \`contacts:read\`.`,
+  request: jsonBody(LeadCreate),
+  responses: {
+    200: crmSuccess("Where the lead would go", RoutePreview),
     422: crmError(
       "A phone that is no phone number (invalid_phone), a propertyId that is no property of yours (invalid_reference), or another invalid field",
     ),
@@ -114,6 +136,7 @@ export const leadRoutes = new OpenAPIHono<AppBindings>({ defaultHook: validation
     if (status === 202) return c.json({ success: true as const, data: answer }, 202);
     return status === 201 ? c.json({ success: true as const, data: answer }, 201) : c.json({ success: true as const, data: answer }, 200);
   })
+  .openapi(preview, async (c) => c.json({ success: true as const, data: await previewRoute(serviceContext(c), c.req.valid("json")) }, 200))
   .openapi(listReviewRoute, async (c) =>
     c.json({ success: true as const, ...(await listReviews(serviceContext(c), c.req.valid("query"))) }, 200),
   )

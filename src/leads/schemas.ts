@@ -53,6 +53,13 @@ export const LeadCreate = z
     type: z.enum(LEAD_TYPES).default("general"),
     person: LeadPerson,
     message: z.string().max(5000).optional(),
+    tags: z
+      .array(
+        oneLineText(50).refine((t) => !t.includes(","), { message: "A tag cannot contain a comma", params: { code: "invalid_character" } }),
+      )
+      .max(20)
+      .optional()
+      .openapi({ description: "Tags a new contact gets; `settings.leadRouting` rules may route by them (`match.tag`)" }),
     propertyId: z.string().min(1).max(100).optional().openapi({ description: "A property of your organization the lead asks about" }),
     property: LeadProperty.optional().openapi({
       description: "Or the property by its address: a listing of yours at exactly this street and zip code is named",

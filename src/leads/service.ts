@@ -13,9 +13,12 @@ import { commit } from "../events/commit";
 import { type FieldIssue, NotFound, Validation } from "../lib/errors";
 import { newId } from "../lib/ids";
 import { phoneKey, regionOf } from "../lib/phone";
+import type { OrganizationSettings } from "../organization/schemas";
 import { organizationSettings } from "../organization/service";
 import { findProperty, findPropertyByAddress, inquiryWrite } from "../properties/service";
 import type { ServiceContext } from "../service-context";
+import { type Decision, newRoutingRow, placementOf, routeByRules, routedTarget } from "../ponds/service";
+import type { RoutePreview } from "../ponds/schemas";
 import { readRouting, routeLead } from "./routing";
 import type { LeadCreate, LeadIntake, LeadReceived } from "./schemas";
 export { leadsErasable, reviewsWithNumbersOf } from "./erasure";
@@ -36,6 +39,9 @@ export interface Intake {
   activity: IntakeActivity;
   property: Property | null;
   zip: string | null;
+  /** What mode rules route by besides the source and zip (issue 46); a review's lead has its type and no tags. */
+  type?: string;
+  tags?: string[];
 }
 
 /** The activity type of a lead's message: a note (nobody of ours was in touch yet, so lastContactedAt stays). */
@@ -178,6 +184,8 @@ export async function intakeLead(ctx: ServiceContext, lead: LeadCreate, settle: 
     activity: leadActivity(lead, property),
     property,
     zip: zipOf(property, lead),
+    type: lead.type,
+    tags: lead.tags,
   };
   return withRetries(async (attempt) => {
     // A repeat that raced the first one finds its answer on the retry.
@@ -189,6 +197,43 @@ export async function intakeLead(ctx: ServiceContext, lead: LeadCreate, settle: 
     if (!match?.contact && intake.person.emails.length === 0) return keepForReview(ctx, lead, intake, settle);
     return takeIn(ctx, intake, match, { statements: settle, kept: "new" });
   });
+}
+
+/**
+ * Where a new contact goes: mode rules by its rules (ponds/targets.ts); round_robin and zip as they always did
+ * (routing.ts), as a user or nobody.
+ */
+async function decideRoute(
+  ctx: ServiceContext,
+  routing: OrganizationSettings["leadRouting"],
+  intake: Pick<Intake, "source" | "zip" | "type" | "tags">,
+  ring: Awaited<ReturnType<typeof readRouting>>,
+): Promise<Decision> {
+  if (routing.mode === "rules") {
+    const facts = { source: intake.source, type: intake.type ?? "general", tags: intake.tags ?? [], zip: intake.zip };
+    return routeByRules(ctx, routing, facts, ring.turn);
+  }
+  const routed = routeLead(ctx, routing, intake.zip, ring);
+  if (routed.userId === null) return { kind: "nobody", reason: "no user accepts leads", statements: [] };
+  const reason = routed.statements.length ? "round robin over the users who accept leads" : "zip rule";
+  return { kind: "user", userId: routed.userId, reason, statements: routed.statements };
+}
+
+/**
+ * POST /v1/leads/route-preview: where `settings.leadRouting` would send this lead as a new contact, and why, writing
+ * nothing (round robin names the user whose turn is next; a lead that matches a contact would fill it instead).
+ */
+export async function previewRoute(ctx: ServiceContext, lead: LeadCreate): Promise<RoutePreview> {
+  checkPhones(ctx, lead.person.phones);
+  const [property, settings, ring] = await Promise.all([namedProperty(ctx, lead), organizationSettings(ctx), readRouting(ctx)]);
+  const source = lead.source;
+  const decision = await decideRoute(
+    ctx,
+    settings.leadRouting,
+    { source, zip: zipOf(property, lead), type: lead.type, tags: lead.tags },
+    ring,
+  );
+  return { target: routedTarget(decision), reason: decision.reason };
 }
 
 /**
@@ -210,9 +255,19 @@ export async function takeIn(
     write = await fillContactFromLead(ctx, match.contact.id, intake.person, intake.source, intake.activity, now);
   } else {
     const [settings, ring] = await Promise.all([organizationSettings(ctx), readRouting(ctx)]);
-    const routed = routeLead(ctx, settings.leadRouting, intake.zip, ring);
-    routing = routed.statements;
-    write = newContactForLead(ctx, intake.person, { source: intake.source, assignedTo: routed.userId }, intake.activity, now);
+    const decision = await decideRoute(ctx, settings.leadRouting, intake, ring);
+    write = newContactForLead(
+      ctx,
+      intake.person,
+      { source: intake.source, ...placementOf(decision), tags: intake.tags },
+      intake.activity,
+      now,
+    );
+    // Its routing trail (issue 46), written with the contact: every routed lead keeps where it went and why.
+    routing = [
+      ...decision.statements,
+      ...(decision.kind === "nobody" ? [] : [newRoutingRow(ctx, write.contact.id, decision, settings.leadRouting.speedToLead, at)]),
+    ];
   }
   const created = !match?.contact;
   const answer: LeadIntake = {

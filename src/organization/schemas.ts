@@ -38,12 +38,78 @@ const ZipRule = z
   })
   .openapi("ZipRule");
 
+/** Rules a rules-routed organization may keep, and users one target may name. */
+export const MAX_ROUTING_RULES = 100;
+const MAX_TARGET_USERS = 100;
+
+const userId = z.uuid().openapi({ description: "A user of your organization" });
+const userIds = z.array(userId).min(1).max(MAX_TARGET_USERS);
+const pondId = z.string().min(1).max(100).openapi({ description: "A pond of your organization (`/v1/ponds`)" });
+
+/** Where a first-to-claim lead nobody claimed goes: one user or a pond. */
+const Fallback = z.union([z.strictObject({ userId }), z.strictObject({ pondId })]).openapi("RouteFallback");
+
+/**
+ * Where a lead goes (issue 46): one user; a pond (unassigned, its members claim it); the next of several users in
+ * turn; or an offer to several users, the first to claim it takes it, and after `timeoutMinutes` the fallback does.
+ */
+export const RouteTarget = z
+  .union([
+    z.strictObject({ userId }),
+    z.strictObject({ pondId }),
+    z.strictObject({ roundRobin: userIds.openapi({ description: "Users taking turns, in id order" }) }),
+    z.strictObject({
+      firstToClaim: z.strictObject({
+        userIds,
+        timeoutMinutes: z.int().min(1).max(10_080).default(30),
+        fallback: Fallback,
+      }),
+    }),
+  ])
+  .openapi("RouteTarget");
+export type RouteTarget = z.infer<typeof RouteTarget>;
+
+/** What a rule asks of a lead: every given key must hold (source and type as intake stores them; zip by prefix). */
+const RuleMatch = z
+  .strictObject({
+    source: z
+      .string()
+      .min(1)
+      .max(40)
+      .overwrite((v) => v.toUpperCase().replace(/[ -]+/g, "_"))
+      .optional(),
+    tag: z.string().min(1).max(50).optional().openapi({ description: "One of the lead's `tags`" }),
+    zipPrefix: z
+      .string()
+      .regex(/^[A-Za-z0-9]{1,10}$/, { message: "1–10 letters or digits: the start of a postal code" })
+      .overwrite((v) => v.toUpperCase())
+      .optional(),
+    type: z.enum(["inquiry", "showing_request", "offer", "general"]).optional(),
+  })
+  .openapi("RoutingRuleMatch");
+
+const RoutingRule = z.strictObject({ match: RuleMatch, target: RouteTarget }).openapi("RoutingRule");
+
+const SpeedToLead = z
+  .strictObject({
+    minutes: z.int().min(1).max(10_080),
+    reassignTo: RouteTarget,
+  })
+  .openapi("SpeedToLead", {
+    description:
+      "A routed lead its agent has not contacted (no call, e-mail or text logged: `lastContactedAt`) within `minutes` of its assignment goes to `reassignTo`, once",
+  });
+
 const LeadRouting = z
   .strictObject({
-    mode: z
-      .enum(["round_robin", "zip"])
-      .openapi({ description: "round_robin: new leads go in turn to the users who accept leads; zip: by zipRules" }),
+    mode: z.enum(["round_robin", "zip", "rules"]).openapi({
+      description:
+        "round_robin: new leads go in turn to the users who accept leads; zip: by zipRules; rules: the first of `rules` whose match holds, else `default`",
+    }),
     zipRules: z.array(ZipRule).max(MAX_ZIP_RULES).default([]),
+    rules: z.array(RoutingRule).max(MAX_ROUTING_RULES).optional().openapi({ description: "mode rules: tried in order" }),
+    default: RouteTarget.optional().openapi({ description: "mode rules: where a lead no rule matches goes (required in that mode)" }),
+    speedToLead: SpeedToLead.optional(),
   })
   .superRefine((routing, ctx) => {
     const seen = new Set<string>();
@@ -57,8 +123,16 @@ const LeadRouting = z
         });
       seen.add(rule.zipPrefix);
     });
+    if (routing.mode === "rules" && routing.default === undefined)
+      ctx.addIssue({
+        code: "custom",
+        path: ["default"],
+        message: "mode rules needs a default target",
+        params: { code: "default_target_required" },
+      });
   })
   .openapi("LeadRouting");
+export type LeadRouting = z.infer<typeof LeadRouting>;
 
 const Region = z
   .string()

@@ -1,5 +1,6 @@
-import { eq } from "drizzle-orm";
-import { organizations } from "../db/schema";
+import { and, eq } from "drizzle-orm";
+import { organizations, ponds } from "../db/schema";
+import { inJsonList } from "../lib/sql";
 import { expectVersion, expectVersionMatch, versioned, type VersionedTable, withRetries } from "../db/write";
 import { commit } from "../events/commit";
 import { newEvent } from "../events/outbox";
@@ -57,30 +58,50 @@ export async function organizationSettings(ctx: Pick<ServiceContext, "db" | "org
   return settingsOf((await findOrganization(ctx)).settings);
 }
 
-/** Every zip rule of a PATCH body naming someone who is no user of the organization, as the 422 lists it. */
-export async function routingIssues(ctx: Pick<ServiceContext, "db" | "organizationId">, body: unknown): Promise<FieldIssue[]> {
-  const rules = (body as { settings?: { leadRouting?: { zipRules?: unknown } } } | null)?.settings?.leadRouting?.zipRules;
-  if (!Array.isArray(rules)) return [];
-  const idOf = (rule: unknown) =>
-    typeof rule === "object" && rule !== null && typeof (rule as { userId?: unknown }).userId === "string"
-      ? (rule as { userId: string }).userId
-      : undefined;
-  const ids = rules.map(idOf).filter((id): id is string => id !== undefined);
-  if (ids.length === 0) return [];
-  const known = await existingUserIds(ctx, ids);
-  return rules.flatMap((rule, i) => {
-    const id = idOf(rule);
-    return id === undefined || known.has(id)
-      ? []
-      : [
-          {
-            field: `settings.leadRouting.zipRules.${i}.userId`,
-            path: ["settings", "leadRouting", "zipRules", i, "userId"],
-            code: "invalid_reference",
-            message: "No user of your organization has this id",
-          },
-        ];
+type Reference = { kind: "user" | "pond"; id: string; path: (string | number)[] };
+
+/** Every user and pond id a lead routing names, with its path: zip rules, rules' targets, the default, speed-to-lead's target. */
+function referencesOf(value: unknown, path: (string | number)[] = []): Reference[] {
+  if (Array.isArray(value)) return value.flatMap((v, i) => referencesOf(v, [...path, i]));
+  if (typeof value !== "object" || value === null) return [];
+  return Object.entries(value).flatMap(([key, v]): Reference[] => {
+    const at = [...path, key];
+    if (key === "userId" && typeof v === "string") return [{ kind: "user", id: v, path: at }];
+    if (key === "pondId" && typeof v === "string") return [{ kind: "pond", id: v, path: at }];
+    if ((key === "userIds" || key === "roundRobin") && Array.isArray(v))
+      return v.flatMap((id, i) => (typeof id === "string" ? [{ kind: "user" as const, id, path: [...at, i] }] : []));
+    return referencesOf(v, at);
   });
+}
+
+/**
+ * Every user or pond a PATCH body's lead routing names that is none of the organization's, as the 422 lists it (all of
+ * them at once). Ponds are read here from their table: the ponds domain reads the settings, so it cannot be asked.
+ */
+export async function routingIssues(ctx: Pick<ServiceContext, "db" | "organizationId">, body: unknown): Promise<FieldIssue[]> {
+  const routing = (body as { settings?: { leadRouting?: unknown } } | null)?.settings?.leadRouting;
+  const refs = referencesOf(routing, ["settings", "leadRouting"]);
+  if (refs.length === 0) return [];
+  const userIds = [...new Set(refs.filter((r) => r.kind === "user").map((r) => r.id))];
+  const pondIds = [...new Set(refs.filter((r) => r.kind === "pond").map((r) => r.id))];
+  const [knownUsers, knownPonds] = await Promise.all([
+    userIds.length ? existingUserIds(ctx, userIds) : new Set<string>(),
+    pondIds.length
+      ? ctx.db
+          .select({ id: ponds.id })
+          .from(ponds)
+          .where(and(eq(ponds.organizationId, ctx.organizationId), inJsonList(ponds.id, pondIds)))
+          .then((rows) => new Set(rows.map((r) => r.id)))
+      : new Set<string>(),
+  ]);
+  return refs
+    .filter((r) => !(r.kind === "user" ? knownUsers : knownPonds).has(r.id))
+    .map((r) => ({
+      field: r.path.join("."),
+      path: r.path,
+      code: "invalid_reference",
+      message: r.kind === "user" ? "No user of your organization has this id" : "No pond of your organization has this id",
+    }));
 }
 
 /** What the directory's copy carries of a row (db/members.ts: everything a change touches). */

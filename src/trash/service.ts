@@ -1,6 +1,6 @@
 import { and, asc, count, desc, eq, gt, inArray, lt, lte, or } from "drizzle-orm";
 import type { Db } from "../db/client";
-import { contactMergedKeys, type TrashKind, trashEntries, trashRows } from "../db/schema";
+import { contactMergedKeys, contactRouting, type TrashKind, trashEntries, trashRows } from "../db/schema";
 import { dealPrefix, propertyPrefix, templatePrefix } from "../files/keys";
 import type { Env } from "../env";
 import { removeFiles } from "../files/storage";
@@ -111,6 +111,10 @@ export async function purgeTrash(env: Env, db: Db, { now = new Date(), max = PUR
         db
           .delete(contactMergedKeys)
           .where(and(eq(contactMergedKeys.organizationId, entry.organizationId), eq(contactMergedKeys.contactId, entry.recordId))),
+        // And its lead routing (issue 46): the trail of where it was sent.
+        db
+          .delete(contactRouting)
+          .where(and(eq(contactRouting.organizationId, entry.organizationId), eq(contactRouting.contactId, entry.recordId))),
         db
           .update(trashEntries)
           .set({ state: "purged", label: null, deletedBy: null })

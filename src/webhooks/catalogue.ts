@@ -14,6 +14,8 @@ export const CATALOGUE = [
   "contact.tagged",
   "contact.untagged",
   "contact.assigned",
+  // Ours (issue 46): a lead waiting in a pond or offered first-to-claim was claimed (data.claimedBy, data.pondId).
+  "contact.claimed",
   "deal.created",
   "deal.updated",
   "deal.deleted",

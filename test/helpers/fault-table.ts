@@ -16,6 +16,7 @@ import { startMove, stepMove } from "../../src/shards/move";
 import { MOVED_TABLES } from "../../src/shards/moved-tables";
 import { openShardOf } from "../../src/shards/tenants";
 import { purgeTrash } from "../../src/trash/service";
+import { routeExpiredOffers } from "../../src/ponds/service";
 import { type DeliveryMessage, fanOutEvents } from "../../src/webhooks/fanout";
 import { contractViolation } from "./contract";
 import { filesFound, newPerson, whereFound } from "./erasure";
@@ -1970,6 +1971,75 @@ const bookImport: FaultRow<BookImport> = {
   },
 };
 
+interface ExpiredOffer {
+  owner: TestPrincipal;
+  contactId: string;
+}
+
+/** Issue 46: a first-to-claim offer nobody claimed, moved to its fallback by the cron's pass (one guarded batch). */
+const expiredOffer: FaultRow<ExpiredOffer> = {
+  operation: "first-to-claim offer timed out to its fallback user (the cron's pass) with its event",
+  recovery: "the next cron pass moves it",
+  async seed() {
+    const owner = await principal();
+    const agent = await createPrincipal({ organizationId: owner.organizationId, role: "agent" });
+    await seedCall("PATCH", "/v1/organization", {
+      token: owner.token,
+      body: {
+        settings: {
+          leadRouting: {
+            mode: "rules",
+            rules: [],
+            default: { firstToClaim: { userIds: [agent.userId], fallback: { userId: owner.userId } } },
+          },
+        },
+      },
+    });
+    const lead = await seedCall("POST", "/v1/leads", {
+      token: owner.token,
+      body: { source: "WEBSITE", person: { emails: [`offer.${crypto.randomUUID()}@fault.test`] } },
+    });
+    const contactId = lead.data.contactId as string;
+    // Its 30 minutes are over.
+    await (await tenantDb(owner.organizationId))
+      .prepare("UPDATE contact_routing SET offer_expires_at = ? WHERE contact_id = ?")
+      .bind(new Date(Date.now() - 1000).toISOString(), contactId)
+      .run();
+    return { owner, contactId };
+  },
+  async act(f) {
+    await routeExpiredOffers(f.env, openShardOf(f.env, 0).db, new Date());
+  },
+  async during(f, s) {
+    // Offered and unassigned, or moved whole: never a half move.
+    const routing = (await request(f, "GET", `/v1/contacts/${s.contactId}/routing`, { token: s.owner.token })).body.data;
+    const contact = (await request(f, "GET", `/v1/contacts/${s.contactId}`, { token: s.owner.token })).body.data;
+    expect([routing.state, contact.assignedTo, routing.trail.length]).toEqual(
+      routing.state === "offered" ? ["offered", null, 1] : ["assigned", s.owner.userId, 2],
+    );
+  },
+  async recover(f) {
+    await recoverAsProduction(f);
+  },
+  async check(_f, s) {
+    const org = s.owner.organizationId;
+    expect(
+      await count(org, "SELECT COUNT(*) AS n FROM contacts WHERE id = ? AND assigned_to = ?", s.contactId, s.owner.userId),
+      "assigned to the fallback",
+    ).toBe(1);
+    expect(
+      await count(
+        org,
+        "SELECT COUNT(*) AS n FROM contact_routing, json_each(trail) t WHERE contact_id = ? AND json_extract(t.value, '$.event') = 'offer_expired'",
+        s.contactId,
+      ),
+      "one offer_expired step",
+    ).toBe(1);
+    await expectDerivedFiguresExact(org);
+    await expectEventsOnce(org, ["contact.assigned"], { "contact.assigned": 1 });
+  },
+};
+
 export const FAULTS: FaultRow[] = [
   contactCreate,
   leadIntake,
@@ -2003,4 +2073,5 @@ export const FAULTS: FaultRow[] = [
   oauthDisconnect,
   customFieldDelete,
   bookImport,
+  expiredOffer,
 ];

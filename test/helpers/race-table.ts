@@ -16,6 +16,7 @@ import { openMailbox } from "./receiver";
 import { createDeal, createTask, documentForm, getDeal } from "./deals";
 import { createProperty, getProperty, mlsListedProperty, mlsVars, photoForm, PNG_1X1, propertyBody, valuableProperty } from "./properties";
 import { publishedProfile } from "./profiles";
+import { seedPond, seedPondLead } from "./ponds";
 import { aggregateOf, createTestimonial, move, publishedTestimonial } from "./testimonials";
 import { createSurveyTemplate, publicSurvey, scheduleSurvey, seedSurvey, STANDARD_QUESTIONS } from "./surveys";
 
@@ -1738,6 +1739,49 @@ export const RACES: Race[] = [
         .all<{ start: string; end: string }>();
       return results;
     },
+  },
+  // Ponds and lead routing (issue 46): two claims of one lead, one wins.
+  {
+    kind: "independent",
+    route: "POST /v1/ponds",
+    seed: async () => ({}),
+    changes: async (owner) => Array.from({ length: 5 }, (_, i) => ({ body: { name: `Raced pond ${i}`, members: [owner.userId] } })),
+    verify: async (owner) => expect((await json(await call("GET", "/v1/ponds", { token: owner.token }))).pagination.total).toBe(5),
+  },
+  {
+    kind: "independent",
+    route: "PATCH /v1/ponds/{id}",
+    seed: (owner) => seedPond(owner),
+    changes: async (owner) => [{ body: { name: "Raced name" } }, { body: { members: [owner.userId] } }],
+    verify: async (owner, params) =>
+      expect((await json(await call("GET", `/v1/ponds/${params.id}`, { token: owner.token }))).data).toMatchObject({
+        name: "Raced name",
+        members: [owner.userId],
+      }),
+  },
+  {
+    kind: "once",
+    route: "DELETE /v1/ponds/{id}",
+    seed: (owner) => seedPond(owner),
+    objects: 3,
+    copies: 5,
+    counter: { read: async (owner) => (await json(await call("GET", "/v1/ponds", { token: owner.token }))).pagination.total, perMove: -1 },
+  },
+  {
+    kind: "once",
+    route: "POST /v1/contacts/{id}/claim",
+    seed: (owner) => seedPondLead(owner),
+    objects: 3,
+    copies: 2,
+    event: "contact.claimed",
+  },
+  {
+    kind: "independent",
+    route: "POST /v1/leads/route-preview",
+    seed: async () => ({}),
+    changes: async () =>
+      Array.from({ length: 5 }, (_, i) => ({ body: { source: "WEBSITE", person: { emails: [`preview${i}@race.test`] } } })),
+    verify: async (owner) => expect(await contactTotal(owner)).toBe(0),
   },
 ];
 

@@ -7,6 +7,7 @@ import { createProperty, mlsListedProperty, mlsVars, photoForm, PNG_1X1, valuabl
 import { seedSurvey, STANDARD_QUESTIONS } from "./surveys";
 import { tenantDb, type TestPrincipal } from "./factories";
 import { buildPdf, uploaded } from "./uploads";
+import { seedPond, seedPondLead } from "./ponds";
 import type { Permission } from "../../src/platform/permissions";
 
 export type Family = "crm" | "api" | "plants";
@@ -787,5 +788,24 @@ ROUTES.push(
     family: "crm",
     seed: seedExport,
     unknown: { id: "00000000-0000-4000-8000-0000000e4b07" },
+  },
+);
+
+// Ponds and lead routing (issue 46).
+const unknownPond = { id: "00000000-0000-4000-8000-0000000ee046" };
+ROUTES.push(
+  { method: "GET", path: "/v1/ponds", family: "crm" },
+  { method: "POST", path: "/v1/ponds", family: "crm", body: { name: "Matrix pond", members: [] } },
+  { method: "GET", path: "/v1/ponds/{id}", family: "crm", seed: seedPond, unknown: unknownPond },
+  { method: "PATCH", path: "/v1/ponds/{id}", family: "crm", body: { name: "Renamed pond" }, seed: seedPond, unknown: unknownPond },
+  { method: "DELETE", path: "/v1/ponds/{id}", family: "crm", seed: seedPond, unknown: unknownPond },
+  { method: "GET", path: "/v1/ponds/{id}/contacts", family: "crm", seed: seedPond, unknown: unknownPond },
+  { method: "POST", path: "/v1/contacts/{id}/claim", family: "crm", seed: seedPondLead, unknown: unknownContact },
+  { method: "GET", path: "/v1/contacts/{id}/routing", family: "crm", seed: seedPondLead, unknown: unknownContact },
+  {
+    method: "POST",
+    path: "/v1/leads/route-preview",
+    family: "crm",
+    body: { source: "WEBSITE", person: { emails: ["matrix@preview.test"] } },
   },
 );

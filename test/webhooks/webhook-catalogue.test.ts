@@ -75,6 +75,27 @@ const contact = (w: World) =>
     await ok(await call("POST", `/v1/contacts/${c.id}/restore`, { token: w.owner.token }));
   });
 
+/** Issue 46: a lead waiting in a pond (placed there in D1, so the organization's settings stay as they are), claimed by its member. */
+const claimedLead = (w: World) =>
+  w.once("claimedLead", async () => {
+    const pond = await ok(
+      await call("POST", "/v1/ponds", { token: w.owner.token, body: { name: "Catalogue pond", members: [w.owner.userId] } }),
+      201,
+    );
+    const c = await createContact(w.owner.token, {});
+    const at = new Date().toISOString();
+    const db = await tenantDb(w.owner.organizationId);
+    await db.batch([
+      db.prepare("UPDATE contacts SET pond_id = ?, assigned_to = NULL WHERE id = ?").bind(pond.data.id, c.id),
+      db
+        .prepare(
+          "INSERT INTO contact_routing (contact_id, organization_id, state, trail, updated_at, version) VALUES (?, ?, 'pond', '[]', ?, 1)",
+        )
+        .bind(c.id, w.owner.organizationId, at),
+    ]);
+    await ok(await call("POST", `/v1/contacts/${c.id}/claim`, { token: w.owner.token }));
+  });
+
 const communications = (w: World) =>
   w.once("communications", async () => {
     const c = await createContact(w.owner.token, {});
@@ -339,6 +360,11 @@ const DRIVE: { event: CatalogueName; drive(w: World): Promise<unknown>; check?(p
   { event: "contact.tagged", drive: contact, check: (p) => expect(p.data.tags).toEqual(["vip"]) },
   { event: "contact.untagged", drive: contact },
   { event: "contact.assigned", drive: contact },
+  {
+    event: "contact.claimed",
+    drive: claimedLead,
+    check: (p, w) => expect(p.data).toMatchObject({ claimedBy: w.owner.userId, object: { assignedTo: w.owner.userId } }),
+  },
   { event: "contact.deleted", drive: contact },
   { event: "contact.restored", drive: contact },
   { event: "deal.created", drive: deal },
