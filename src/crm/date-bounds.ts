@@ -5,7 +5,8 @@ import { z } from "@hono/zod-openapi";
  * the request's now (`-P7D`: seven days ago, `P1D`: a day ahead). A relative bound stays relative in the parsed query
  * (so a saved smart list keeps meaning "the last 7 days"); `resolveDateBound` turns it into a timestamp at a given now.
  */
-const DURATION = /^([+-])?P(?!$)(?:(\d{1,4})Y)?(?:(\d{1,5})M)?(?:(\d{1,5})W)?(?:(\d{1,6})D)?(?:T(?!$)(?:(\d{1,7})H)?(?:(\d{1,9})M)?(?:(\d{1,10})S)?)?$/;
+const DURATION =
+  /^([+-])?P(?!$)(?:(\d{1,4})Y)?(?:(\d{1,5})M)?(?:(\d{1,5})W)?(?:(\d{1,6})D)?(?:T(?!$)(?:(\d{1,7})H)?(?:(\d{1,9})M)?(?:(\d{1,10})S)?)?$/;
 
 const TIMESTAMP = z.iso.datetime({ offset: true });
 
@@ -37,7 +38,15 @@ export function resolveDateBound(value: string, now: Date): string {
   const m = DURATION.exec(value);
   if (!m) return value;
   const sign = m[1] === "-" ? -1 : 1;
-  const [y, mo, w, d, h, mi, s] = m.slice(2).map((x) => (x ? Number(x) * sign : 0)) as [number, number, number, number, number, number, number];
+  const [y, mo, w, d, h, mi, s] = m.slice(2).map((x) => (x ? Number(x) * sign : 0)) as [
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+  ];
   const at = new Date(now.getTime());
   if (y || mo) at.setUTCFullYear(at.getUTCFullYear() + y, at.getUTCMonth() + mo);
   at.setTime(at.getTime() + ((((w * 7 + d) * 24 + h) * 60 + mi) * 60 + s) * 1000);

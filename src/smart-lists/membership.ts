@@ -3,7 +3,7 @@ import { contactMatchSql, contactWhere, resolvedAt } from "../contacts/service";
 import type { ContactListQuery } from "../contacts/schemas";
 import { customFieldQuery } from "../crm/custom-fields";
 import type { Db } from "../db/client";
-import { smartListMembers, smartLists } from "../db/schema";
+import { processedEvents, smartListMembers, smartLists } from "../db/schema";
 import { expectNoRow, expectRow, guard, type Statement, withRetries } from "../db/write";
 import type { Env } from "../env";
 import { commit } from "../events/commit";
@@ -55,7 +55,9 @@ export async function reevaluateContact(ctx: ServiceContext, lists: Evaluable[],
   if (lists.length === 0) return 0;
   return withRetries(async () => {
     const [members, ...hits] = await ctx.d1.batch([
-      ctx.d1.prepare("SELECT list_id FROM smart_list_members WHERE organization_id = ? AND contact_id = ?").bind(ctx.organizationId, contactId),
+      ctx.d1
+        .prepare("SELECT list_id FROM smart_list_members WHERE organization_id = ? AND contact_id = ?")
+        .bind(ctx.organizationId, contactId),
       ...lists.map((l) => {
         const m = contactMatchSql(ctx.organizationId, l.q, l.custom, contactId);
         return ctx.d1.prepare(m.sql).bind(...m.params);
@@ -71,9 +73,11 @@ export async function reevaluateContact(ctx: ServiceContext, lists: Evaluable[],
         statements.push(
           expectNoRow(ctx.db, smartListMembers, where),
           // The list may have been deleted since it was read: then no member row and no event.
-          ctx.db.insert(smartListMembers).select(
-            sql`SELECT ${l.row.id}, ${contactId}, ${ctx.organizationId}, ${nowIso(now)} WHERE EXISTS (SELECT 1 FROM ${smartLists} WHERE ${smartLists.id} = ${l.row.id})`,
-          ),
+          ctx.db
+            .insert(smartListMembers)
+            .select(
+              sql`SELECT ${l.row.id}, ${contactId}, ${ctx.organizationId}, ${nowIso(now)} WHERE EXISTS (SELECT 1 FROM ${smartLists} WHERE ${smartLists.id} = ${l.row.id})`,
+            ),
         );
         events.push(membershipEvent(ctx, "smart_list.entered", l.row, contactId));
       } else if (!matches && was.has(l.row.id)) {
@@ -109,7 +113,8 @@ export const smartListConsumer: EventConsumer = {
     withDeferred(async (defer) => {
       const now = new Date();
       const byOrg = new Map<string, Set<string>>();
-      for (const e of events) for (const id of contactsOf(e)) byOrg.set(e.organizationId, (byOrg.get(e.organizationId) ?? new Set()).add(id));
+      for (const e of events)
+        for (const id of contactsOf(e)) byOrg.set(e.organizationId, (byOrg.get(e.organizationId) ?? new Set()).add(id));
       for (const [organizationId, ids] of byOrg) {
         const ctx = systemContext(env, db, organizationId, `event:${events[0]!.id}`, defer);
         const lists = await listsOf(ctx, now);
@@ -189,10 +194,10 @@ function stepList(ctx: ServiceContext, list: Evaluable, now: Date, doneKey: stri
         .where(and(eq(smartListMembers.listId, id), sql`${smartListMembers.contactId} IN (SELECT value FROM json_each(${outsJson}))`)),
       ...(done
         ? [
-            ctx.db.run(
-              sql`INSERT INTO processed_events (consumer, event_id, claimed_at, processed_at) VALUES (${DAILY}, ${doneKey}, ${nowIso(now)}, ${nowIso(now)})
-                  ON CONFLICT (consumer, event_id) DO UPDATE SET processed_at = excluded.processed_at`,
-            ),
+            ctx.db
+              .insert(processedEvents)
+              .values({ consumer: DAILY, eventId: doneKey, claimedAt: nowIso(now), processedAt: nowIso(now) })
+              .onConflictDoUpdate({ target: [processedEvents.consumer, processedEvents.eventId], set: { processedAt: nowIso(now) } }),
           ]
         : []),
     ];

@@ -5,7 +5,15 @@ import { requirePermission, serviceContext } from "../platform/auth";
 import type { AppBindings } from "../platform/context";
 import { validationHook } from "../platform/openapi";
 import { defineRoute, jsonBody } from "../platform/route";
-import { MAX_SMART_LISTS, SmartList, SmartListCreate, SmartListIdParam, SmartListListQuery, SmartListPage, SmartListUpdate } from "./schemas";
+import {
+  MAX_SMART_LISTS,
+  SmartList,
+  SmartListCreate,
+  SmartListIdParam,
+  SmartListListQuery,
+  SmartListPage,
+  SmartListUpdate,
+} from "./schemas";
 import { createSmartList, deleteSmartList, getSmartList, listSmartListContacts, listSmartLists, updateSmartList } from "./service";
 
 const tags = ["Smart lists"];
@@ -102,7 +110,9 @@ const contacts = defineRoute(CRM, {
 });
 
 export const smartListRoutes = new OpenAPIHono<AppBindings>({ defaultHook: validationHook })
-  .openapi(create, async (c) => c.json({ success: true as const, data: await createSmartList(serviceContext(c), c.req.valid("json")) }, 201))
+  .openapi(create, async (c) =>
+    c.json({ success: true as const, data: await createSmartList(serviceContext(c), c.req.valid("json")) }, 201),
+  )
   .openapi(list, async (c) => c.json({ success: true as const, ...(await listSmartLists(serviceContext(c), c.req.valid("query"))) }, 200))
   .openapi(read, async (c) => c.json({ success: true as const, data: await getSmartList(serviceContext(c), c.req.valid("param").id) }, 200))
   .openapi(update, async (c) =>

@@ -33,7 +33,9 @@ export const SmartList = z
     name: z.string(),
     query: z.record(z.string(), z.string()),
     count: z.int().openapi({ description: "How many contacts match now (as `pagination.total` of its contacts list)" }),
-    countExact: z.boolean().openapi({ description: "false only for a broad `q` whose count is a lower bound (as `pagination.totalExact`)" }),
+    countExact: z
+      .boolean()
+      .openapi({ description: "false only for a broad `q` whose count is a lower bound (as `pagination.totalExact`)" }),
     createdBy: z.string().nullable(),
     createdAt: z.string(),
     updatedAt: z.string(),

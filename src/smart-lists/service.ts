@@ -75,14 +75,12 @@ async function refill(ctx: ServiceContext, listId: string, q: ContactListQuery, 
 /** INSERT … SELECT of the contacts matching `where` (hand-written SQL, its `?` bound in order) as members of `listId`. */
 function membersInsert(ctx: ServiceContext, listId: string, where: { sql: string[]; params: unknown[] }, now: Date): Statement {
   const parts = where.sql.join(" AND ").split("?");
-  const chunks = [
-    sql`INSERT INTO smart_list_members (list_id, contact_id, organization_id, entered_at) SELECT ${listId}, c.id, c.organization_id, ${nowIso(now)} FROM contacts c WHERE `,
-  ];
+  const chunks = [sql`SELECT ${listId}, c.id, c.organization_id, ${nowIso(now)} FROM contacts c WHERE `];
   parts.forEach((p, i) => {
     chunks.push(sql.raw(p));
     if (i < parts.length - 1) chunks.push(sql`${where.params[i]}`);
   });
-  return ctx.db.run(sql.join(chunks, sql.raw("")));
+  return ctx.db.insert(smartListMembers).select(sql.join(chunks, sql.raw("")));
 }
 
 const VERSIONED = { table: smartLists, id: smartLists.id, organizationId: smartLists.organizationId, version: smartLists.version };
@@ -133,7 +131,10 @@ export async function createSmartList(ctx: ServiceContext, input: SmartListCreat
   };
   try {
     await ctx.db.batch([
-      guard(ctx.db, sql`(SELECT COUNT(*) FROM ${smartLists} WHERE ${smartLists.organizationId} = ${ctx.organizationId}) < ${MAX_SMART_LISTS}`),
+      guard(
+        ctx.db,
+        sql`(SELECT COUNT(*) FROM ${smartLists} WHERE ${smartLists.organizationId} = ${ctx.organizationId}) < ${MAX_SMART_LISTS}`,
+      ),
       ctx.db.insert(smartLists).values(row),
       ...(await refill(ctx, row.id, parsed, now)),
     ]);
@@ -192,9 +193,7 @@ export async function updateSmartList(ctx: ServiceContext, id: string, input: Sm
 export async function deleteSmartList(ctx: ServiceContext, id: string): Promise<void> {
   const [gone] = await ctx.db.batch([
     ctx.db.delete(smartLists).where(mine(ctx, id)).returning({ id: smartLists.id }),
-    ctx.db
-      .delete(smartListMembers)
-      .where(and(eq(smartListMembers.organizationId, ctx.organizationId), eq(smartListMembers.listId, id))),
+    ctx.db.delete(smartListMembers).where(and(eq(smartListMembers.organizationId, ctx.organizationId), eq(smartListMembers.listId, id))),
   ]);
   if (gone.length === 0) throw new NotFound("Smart list");
 }
@@ -209,7 +208,12 @@ export async function listSmartListContacts(
   const q = await storedQuery(ctx, await readRow(ctx, id));
   if (!q)
     throw new Validation([
-      { field: "query", path: ["query"], code: "invalid_query", message: "The saved query no longer holds (a custom field it names was deleted): change it" },
+      {
+        field: "query",
+        path: ["query"],
+        code: "invalid_query",
+        message: "The saved query no longer holds (a custom field it names was deleted): change it",
+      },
     ]);
   return listContacts(ctx, { ...q, ...Object.fromEntries(Object.entries(page).filter(([, v]) => v !== undefined)) }, now);
 }

@@ -1,0 +1,325 @@
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { createDb } from "../../src/db/client";
+import { dispatchEvents } from "../../src/events/consumers";
+import type { DomainEvent } from "../../src/events/event";
+import { refreshSmartLists, smartListConsumer } from "../../src/smart-lists/membership";
+import { call, json } from "../helpers/client";
+import { createContact, expectCrmError, issuePairs, listPage, logCommunication, updateContact } from "../helpers/contacts";
+import { createPrincipal, tenantDb, type TestPrincipal } from "../helpers/factories";
+
+const DAY = 86_400_000;
+const iso = (ms: number) => new Date(ms).toISOString();
+
+async function createList(p: TestPrincipal, query: Record<string, unknown>, name = "A list") {
+  const res = await call("POST", "/v1/smart-lists", { token: p.token, body: { name, query } });
+  const body = await json(res);
+  expect(res.status, JSON.stringify(body)).toBe(201);
+  return body.data as { id: string; count: number; query: Record<string, string> };
+}
+
+const countOf = async (p: TestPrincipal, id: string) => {
+  const res = await call("GET", `/v1/smart-lists/${id}`, { token: p.token });
+  const body = await json(res);
+  expect(res.status, JSON.stringify(body)).toBe(200);
+  return body.data.count as number;
+};
+
+/** An open (or completed) task on the contact, written as the tasks domain stores it. */
+async function addTask(p: TestPrincipal, contactId: string, completed = false) {
+  const id = crypto.randomUUID();
+  const at = new Date().toISOString();
+  await (await tenantDb(p.organizationId))
+    .prepare(
+      "INSERT INTO tasks (id, organization_id, title, type, priority, contact_id, completed, created_at, updated_at) VALUES (?, ?, 'Call back', 'call', 'MEDIUM', ?, ?, ?, ?)",
+    )
+    .bind(id, p.organizationId, contactId, completed ? 1 : 0, at, at)
+    .run();
+  return id;
+}
+
+/** The organization's outbox events, oldest first. */
+async function outbox(p: TestPrincipal): Promise<DomainEvent[]> {
+  const { results } = await (await tenantDb(p.organizationId))
+    .prepare("SELECT id, type, organization_id, actor, occurred_at, data FROM outbox_events WHERE organization_id = ? ORDER BY rowid")
+    .bind(p.organizationId)
+    .all<{ id: string; type: string; organization_id: string; actor: string; occurred_at: string; data: string }>();
+  return results.map((r) => ({
+    id: r.id,
+    type: r.type,
+    organizationId: r.organization_id,
+    actor: JSON.parse(r.actor),
+    occurredAt: r.occurred_at,
+    data: JSON.parse(r.data),
+  }));
+}
+
+/** Runs the membership consumer on every event of the organization so far (as the queue would; claims per event id). */
+async function consume(p: TestPrincipal) {
+  const retry = await dispatchEvents([smartListConsumer], await outbox(p), env, createDb(await tenantDb(p.organizationId)));
+  expect([...retry]).toEqual([]);
+}
+
+const membership = async (p: TestPrincipal) =>
+  (await outbox(p))
+    .filter((e) => e.type.startsWith("smart_list."))
+    .map((e) => `${e.type}:${(e.data.object as { contactId: string }).contactId}`);
+
+describe("GET /v1/contacts: the smart-list filters", () => {
+  it("lastContactedAt never, bounds (absolute and relative) and assignedTo=none", async () => {
+    const p = await createPrincipal();
+    const never = await createContact(p.token);
+    const recent = await createContact(p.token, { assignedTo: p.userId });
+    const old = await createContact(p.token);
+    await logCommunication(p.token, recent.id, { type: "email", direction: "outbound", occurredAt: iso(Date.now() - 2 * DAY) });
+    await logCommunication(p.token, old.id, { type: "email", direction: "outbound", occurredAt: iso(Date.now() - 40 * DAY) });
+    const ids = async (q: string) => (await listPage(p.token, q)).data.map((c) => c.id).sort();
+    const total = async (q: string) => (await listPage(p.token, q)).pagination.total;
+
+    expect(await ids("lastContactedAt=never")).toEqual([never.id]);
+    expect(await ids("lastContactedAt[lte]=-P30D")).toEqual([old.id]);
+    expect(await ids("lastContactedAt[gte]=-P7D")).toEqual([recent.id]);
+    expect(await ids(`lastContactedAt[gte]=${iso(Date.now() - 41 * DAY)}&lastContactedAt[lte]=-P1D`)).toEqual([old.id, recent.id].sort());
+    expect(await ids("assignedTo=none")).toEqual([never.id, old.id].sort());
+    expect(await total("assignedTo=none")).toBe(2);
+    expect(await ids(`assignedTo=${p.userId}`)).toEqual([recent.id]);
+    expect(await ids("assignedTo=none&lastContactedAt=never")).toEqual([never.id]);
+    expect(await total("assignedTo=none&lastContactedAt=never")).toBe(1);
+    expect(await total("createdAt[gte]=-P7D")).toBe(3);
+    expect(await total("createdAt[lte]=-P7D")).toBe(0);
+    expect(await total("createdAt[gte]=-PT1H&createdAt[lte]=PT1H")).toBe(3);
+  });
+
+  it("hasOpenTask reads the tasks, open ones only, and its total follows a task write at once", async () => {
+    const p = await createPrincipal();
+    const a = await createContact(p.token);
+    const b = await createContact(p.token);
+    await createContact(p.token);
+    await addTask(p, a.id);
+    await addTask(p, b.id, true);
+    const page = await listPage(p.token, "hasOpenTask=true");
+    expect(page.data.map((c) => c.id)).toEqual([a.id]);
+    expect(page.pagination.total).toBe(1);
+    expect((await listPage(p.token, "hasOpenTask=false")).pagination.total).toBe(2);
+    await addTask(p, b.id);
+    expect((await listPage(p.token, "hasOpenTask=true")).pagination.total).toBe(2);
+    expect((await listPage(p.token, "hasOpenTask=false")).pagination.total).toBe(1);
+  });
+
+  it("refuses bad values, listing every one", async () => {
+    const p = await createPrincipal();
+    const res = await call(
+      "GET",
+      "/v1/contacts?createdAt[gte]=-P7X&lastContactedAt[lte]=yesterday&hasOpenTask=maybe&lastContactedAt=sometimes",
+      { token: p.token },
+    );
+    expect(issuePairs(await expectCrmError(res, 422, "validation_error"))).toEqual([
+      "createdAt[gte]:invalid_date_bound",
+      "hasOpenTask:invalid_enum_value",
+      "lastContactedAt:invalid_enum_value",
+      "lastContactedAt[lte]:invalid_date_bound",
+    ]);
+    const both = await call("GET", "/v1/contacts?lastContactedAt=never&lastContactedAt[gte]=-P1D", { token: p.token });
+    expect(issuePairs(await expectCrmError(both, 422, "validation_error"))).toEqual(["lastContactedAt[gte]:invalid_combination"]);
+  });
+
+  it("serves the new filters from indexes", async () => {
+    const db = env.DB_SHARD_0;
+    const plan = async (where: string) =>
+      (
+        await db
+          .prepare(
+            `EXPLAIN QUERY PLAN SELECT c.* FROM contacts c WHERE c.organization_id = 'o' AND ${where} ORDER BY c.created_at DESC, c.id DESC LIMIT 26`,
+          )
+          .all<{ detail: string }>()
+      ).results
+        .map((r) => r.detail)
+        .join(" | ");
+    expect(await plan("c.assigned_to IS NULL")).toContain("contacts_org_assigned_idx");
+    expect(
+      await plan("EXISTS (SELECT 1 FROM tasks t WHERE t.organization_id = c.organization_id AND t.contact_id = c.id AND t.completed = 0)"),
+    ).toContain("tasks_org_contact_idx");
+    expect(await plan("c.last_contacted_at IS NULL")).toMatch(/USING INDEX contacts_org_/);
+  });
+});
+
+describe("/v1/smart-lists", () => {
+  it("saves a query checked by the contacts list's parser, listing every problem under query", async () => {
+    const p = await createPrincipal();
+    const res = await call("POST", "/v1/smart-lists", {
+      token: p.token,
+      body: { name: "Bad", query: { "createdAt[gte]": "-P7X", status: "SLEEPING", bogus: "1", cursor: "x", "customFields.nope": "1" } },
+    });
+    expect(issuePairs(await expectCrmError(res, 422, "validation_error"))).toEqual([
+      "query.bogus:unknown_field",
+      "query.createdAt[gte]:invalid_date_bound",
+      "query.cursor:unexpected_field",
+      "query.status:invalid_enum_value",
+    ]);
+    // The custom fields are checked once the rest parses.
+    const custom = await call("POST", "/v1/smart-lists", { token: p.token, body: { name: "Bad", query: { "customFields.nope": "1" } } });
+    expect(issuePairs(await expectCrmError(custom, 422, "validation_error"))).toEqual(["query.customFields.nope:unknown_field"]);
+  });
+
+  it("creates, lists with live counts, reads, renames, re-queries and deletes", async () => {
+    const p = await createPrincipal();
+    const assigned = await createContact(p.token, { assignedTo: p.userId, type: "CLIENT" });
+    await createContact(p.token);
+    await createContact(p.token, { type: "CLIENT" });
+    const unassigned = await createList(p, { assignedTo: "none" }, "Unassigned");
+    expect(unassigned).toMatchObject({ count: 2, query: { assignedTo: "none" } });
+    const clients = await createList(p, { type: "CLIENT", hasOpenTask: false, "leadScore[gte]": 0 }, "Clients");
+    expect(clients).toMatchObject({ count: 0, query: { type: "CLIENT", hasOpenTask: "false", "leadScore[gte]": "0" } });
+    const news = await createList(p, { "createdAt[gte]": "-P7D" }, "New this week");
+
+    const page = await json(await call("GET", "/v1/smart-lists?limit=2", { token: p.token }));
+    expect(page.data.map((l: { name: string; count: number }) => [l.name, l.count])).toEqual([
+      ["New this week", 3],
+      ["Clients", 0],
+    ]);
+    expect(page.pagination).toMatchObject({ hasMore: true, total: 3, limit: 2 });
+    const rest = await json(
+      await call("GET", `/v1/smart-lists?cursor=${encodeURIComponent(page.pagination.nextCursor)}`, { token: p.token }),
+    );
+    expect(rest.data.map((l: { id: string }) => l.id)).toEqual([unassigned.id]);
+
+    await updateContact(p.token, assigned.id, { assignedTo: null });
+    expect(await countOf(p, unassigned.id)).toBe(3);
+
+    const patched = await json(
+      await call("PATCH", `/v1/smart-lists/${clients.id}`, { token: p.token, body: { name: "Clients", query: { type: "CLIENT" } } }),
+    );
+    expect(patched.data).toMatchObject({ name: "Clients", count: 2, query: { type: "CLIENT" } });
+    const bad = await call("PATCH", `/v1/smart-lists/${clients.id}`, { token: p.token, body: { query: { limit: "5" } } });
+    expect(issuePairs(await expectCrmError(bad, 422, "validation_error"))).toEqual(["query.limit:unexpected_field"]);
+
+    expect((await call("DELETE", `/v1/smart-lists/${news.id}`, { token: p.token })).status).toBe(200);
+    expect((await call("GET", `/v1/smart-lists/${news.id}`, { token: p.token })).status).toBe(404);
+    expect((await call("DELETE", `/v1/smart-lists/${news.id}`, { token: p.token })).status).toBe(404);
+  });
+
+  it("answers a list's contacts as GET /v1/contacts answers its query, cursor and total included", async () => {
+    const p = await createPrincipal();
+    for (let i = 0; i < 5; i++) await createContact(p.token, { leadScore: i * 10 });
+    const list = await createList(p, { "leadScore[gte]": 10, sort: "leadScore:desc" });
+    const direct = await listPage(p.token, "leadScore[gte]=10&sort=leadScore:desc&limit=3&fields=id,leadScore");
+    const res = await json(await call("GET", `/v1/smart-lists/${list.id}/contacts?limit=3&fields=id,leadScore`, { token: p.token }));
+    expect(res).toEqual({ success: true, ...direct });
+    expect(res.pagination.total).toBe(4);
+    const next = await json(
+      await call("GET", `/v1/smart-lists/${list.id}/contacts?limit=3&cursor=${encodeURIComponent(res.pagination.nextCursor)}`, {
+        token: p.token,
+      }),
+    );
+    expect(next.data.map((c: { leadScore: number }) => c.leadScore)).toEqual([10]);
+    const unknown = await call("GET", `/v1/smart-lists/${list.id}/contacts?status=ACTIVE`, { token: p.token });
+    expect(unknown.status).toBe(422);
+  });
+
+  it("keeps one organization's lists from another", async () => {
+    const p = await createPrincipal();
+    const other = await createPrincipal();
+    const list = await createList(p, { assignedTo: "none" });
+    for (const [method, path] of [
+      ["GET", `/v1/smart-lists/${list.id}`],
+      ["GET", `/v1/smart-lists/${list.id}/contacts`],
+      ["PATCH", `/v1/smart-lists/${list.id}`],
+      ["DELETE", `/v1/smart-lists/${list.id}`],
+    ] as const)
+      expect((await call(method, path, { token: other.token, body: method === "PATCH" ? { name: "x" } : undefined })).status).toBe(404);
+    expect((await json(await call("GET", "/v1/smart-lists", { token: other.token }))).data).toEqual([]);
+  });
+});
+
+describe("smart_list.entered / exited", () => {
+  it("fire once when a write makes a contact start or stop matching, and counts stay exact", async () => {
+    const p = await createPrincipal();
+    const before = await createContact(p.token);
+    const list = await createList(p, { assignedTo: "none", hasOpenTask: "true" });
+    const tasks = await createList(p, { hasOpenTask: "true" });
+    expect(list.count).toBe(0);
+    const c = await createContact(p.token);
+    await addTask(p, c.id);
+    await addTask(p, before.id);
+    // The tasks' own events (the tasks domain stages them; here written by hand) name their contacts.
+    const db = createDb(await tenantDb(p.organizationId));
+    const taskEvent = (contactId: string): DomainEvent => ({
+      id: crypto.randomUUID(),
+      type: "task.created",
+      organizationId: p.organizationId,
+      actor: { type: "user", userId: p.userId },
+      occurredAt: new Date().toISOString(),
+      data: { object: { id: "t", contactId }, previousAttributes: null, changes: null },
+    });
+    await dispatchEvents([smartListConsumer], [taskEvent(c.id), taskEvent(before.id)], env, db);
+    await consume(p);
+    expect((await membership(p)).sort()).toEqual(
+      [
+        `smart_list.entered:${c.id}`,
+        `smart_list.entered:${c.id}`,
+        `smart_list.entered:${before.id}`,
+        `smart_list.entered:${before.id}`,
+      ].sort(),
+    );
+    expect(await countOf(p, list.id)).toBe(2);
+    expect(await countOf(p, tasks.id)).toBe(2);
+
+    await updateContact(p.token, c.id, { assignedTo: p.userId });
+    await consume(p);
+    await consume(p);
+    const events = await membership(p);
+    expect(events.filter((e) => e === `smart_list.exited:${c.id}`)).toHaveLength(1);
+    expect(events).toHaveLength(5);
+    expect(await countOf(p, list.id)).toBe(1);
+    const exited = (await outbox(p)).find((e) => e.type === "smart_list.exited")!;
+    expect(exited.data.object).toEqual({ id: list.id, name: "A list", contactId: c.id });
+  });
+
+  it("two evaluations of one contact racing stage its entered event once", async () => {
+    const p = await createPrincipal();
+    await createList(p, { status: "INACTIVE" });
+    const c = await createContact(p.token);
+    await updateContact(p.token, c.id, { status: "INACTIVE" });
+    const events = (await outbox(p)).filter((e) => e.type.startsWith("contact."));
+    const db = createDb(await tenantDb(p.organizationId));
+    // Two deliveries of different events about the same contact, handled at the same time.
+    await Promise.all(events.map((e) => dispatchEvents([smartListConsumer], [e], env, db)));
+    expect(await membership(p)).toEqual([`smart_list.entered:${c.id}`]);
+  });
+
+  it("through time: the daily pass moves a not-contacted-in-30-days list once a day", async () => {
+    const p = await createPrincipal();
+    const c = await createContact(p.token);
+    await logCommunication(p.token, c.id, { type: "call", direction: "outbound", occurredAt: new Date().toISOString() });
+    const list = await createList(p, { "lastContactedAt[lte]": "-P30D" }, "Not contacted in 30 days");
+    expect(list.count).toBe(0);
+    const db = createDb(await tenantDb(p.organizationId));
+    const now = Date.now();
+    await refreshSmartLists(env, db, new Date(now + DAY));
+    expect(await membership(p)).toEqual([]);
+
+    const later = new Date(now + 31 * DAY);
+    await refreshSmartLists(env, db, later);
+    expect(await membership(p)).toEqual([`smart_list.entered:${c.id}`]);
+    // The count at that time (the list's own service, at that now).
+    const { getSmartList } = await import("../../src/smart-lists/service");
+    const { systemContext } = await import("../../src/shards/tenants");
+    const ctx = systemContext(env, db, p.organizationId, "test", () => {});
+    expect((await getSmartList(ctx, list.id, later)).count).toBe(1);
+    // Once per day: the same day again does nothing, even after a write it would notice.
+    await refreshSmartLists(env, db, new Date(later.getTime() + 60_000));
+    expect(await membership(p)).toHaveLength(1);
+
+    // Contacted again: the write's consumer (at the time it runs) takes it out, once however often it runs.
+    await logCommunication(p.token, c.id, { type: "call", direction: "outbound", occurredAt: new Date().toISOString() });
+    await consume(p);
+    await consume(p);
+    expect(await membership(p)).toEqual([`smart_list.entered:${c.id}`, `smart_list.exited:${c.id}`]);
+    // 31 days after that contact, the next day's pass finds it not contacted in 30 days again.
+    await refreshSmartLists(env, db, new Date(now + 32 * DAY));
+    await refreshSmartLists(env, db, new Date(now + 32 * DAY + 60_000));
+    expect(await membership(p)).toEqual([`smart_list.entered:${c.id}`, `smart_list.exited:${c.id}`, `smart_list.entered:${c.id}`]);
+    expect((await getSmartList(ctx, list.id, new Date(now + 32 * DAY))).count).toBe(1);
+    expect(await countOf(p, list.id)).toBe(0);
+  });
+});
