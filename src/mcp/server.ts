@@ -14,6 +14,7 @@ import { documentTools } from "./document-tools";
 import { orgTools } from "./org-tools";
 import { propertyTools } from "./property-tools";
 import { reputationTools } from "./reputation-tools";
+import { smartListTools } from "./smart-list-tools";
 import { templateTools } from "./template-tools";
 import { RESOURCE_TEMPLATES, readResource } from "./resources";
 import type { McpTool, ToolScope } from "./tool";
@@ -28,6 +29,7 @@ export const MCP_TOOLS: McpTool[] = [
   ...reputationTools,
   ...orgTools,
   ...briefTools,
+  ...smartListTools,
 ].sort((a, b) => (a.name < b.name ? -1 : 1));
 const TOOLS_BY_NAME = new Map(MCP_TOOLS.map((t) => [t.name, t]));
 

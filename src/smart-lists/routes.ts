@@ -70,12 +70,11 @@ const update = defineRoute(CRM, {
   security,
   summary: "Rename a smart list or change its query",
   description:
-    "A new `query` replaces the old one whole and is checked as on create; the contacts matching it are its members from then on (no events for the change itself). Needs `smart-lists:write`.",
+    "The fields sent replace the list's; a new `query` replaces the old one whole and is checked as on create, and the contacts matching it are its members from then on (no events for the change itself). Needs `smart-lists:write`.",
   request: { params: SmartListIdParam, ...jsonBody(SmartListUpdate) },
   responses: {
     200: crmSuccess("The smart list", SmartList),
     404: crmError("No smart list with this id in your organization"),
-    409: crmError("The list changed meanwhile (concurrent_modification): read it and try again"),
   },
 });
 

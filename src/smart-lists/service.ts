@@ -4,7 +4,8 @@ import { ContactListQuery } from "../contacts/schemas";
 import { customFieldQuery } from "../crm/custom-fields";
 import { decodeNewestFirstCursor, olderThan, paginate } from "../crm/pagination";
 import { smartListMembers, smartLists } from "../db/schema";
-import { expectVersion, guard, isGuardFailure, type Statement } from "../db/write";
+import { expectVersion, guard, isGuardFailure, type Statement, withRetries } from "../db/write";
+import { commit } from "../events/commit";
 import { Conflict, type FieldIssue, NotFound, Validation } from "../lib/errors";
 import { newId } from "../lib/ids";
 import { nowIso } from "../lib/time";
@@ -167,14 +168,18 @@ export async function getSmartList(ctx: ServiceContext, id: string, now: Date = 
   return (await withCounts(ctx, [await readRow(ctx, id)], now))[0]!;
 }
 
-/** PATCH /v1/smart-lists/{id}: a new query refills the members (no events); a concurrent change is retried by the client (409). */
+/**
+ * PATCH /v1/smart-lists/{id}: the fields sent replace the list's (a new query refills its members, without events),
+ * compare-and-set on its version, read again when a concurrent change won (each change lands; the later one's fields
+ * win where both set them).
+ */
 export async function updateSmartList(ctx: ServiceContext, id: string, input: SmartListUpdate, now: Date = new Date()): Promise<SmartList> {
-  const row = await readRow(ctx, id);
-  const query = input.query ? asParams(input.query) : row.query;
-  const parsed = input.query ? await parseSavedQuery(ctx, query) : null;
-  const next: Row = { ...row, name: input.name ?? row.name, query, updatedAt: nowIso(now), version: row.version + 1 };
-  try {
-    await ctx.db.batch([
+  const query = input.query ? asParams(input.query) : null;
+  const parsed = query ? await parseSavedQuery(ctx, query) : null;
+  const next = await withRetries(async () => {
+    const row = await readRow(ctx, id);
+    const next: Row = { ...row, name: input.name ?? row.name, query: query ?? row.query, updatedAt: nowIso(now), version: row.version + 1 };
+    await commit(ctx, [
       expectVersion(ctx.db, VERSIONED, ctx.organizationId, { id, version: row.version }),
       ctx.db
         .update(smartLists)
@@ -182,10 +187,8 @@ export async function updateSmartList(ctx: ServiceContext, id: string, input: Sm
         .where(mine(ctx, id)),
       ...(parsed ? await refill(ctx, id, parsed, now) : []),
     ]);
-  } catch (err) {
-    if (isGuardFailure(err)) throw new Conflict("The smart list changed meanwhile; read it and try again", "concurrent_modification");
-    throw err;
-  }
+    return next;
+  });
   return (await withCounts(ctx, [next], now))[0]!;
 }
 

@@ -6,7 +6,9 @@ import type { DomainEvent } from "../../src/events/event";
 import { refreshSmartLists, smartListConsumer } from "../../src/smart-lists/membership";
 import { call, json } from "../helpers/client";
 import { createContact, expectCrmError, issuePairs, listPage, logCommunication, updateContact } from "../helpers/contacts";
+import { createApiKey } from "../helpers/api-keys";
 import { createPrincipal, tenantDb, type TestPrincipal } from "../helpers/factories";
+import { connect, tool } from "../helpers/mcp";
 
 const DAY = 86_400_000;
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -321,5 +323,50 @@ describe("smart_list.entered / exited", () => {
     expect(await membership(p)).toEqual([`smart_list.entered:${c.id}`, `smart_list.exited:${c.id}`, `smart_list.entered:${c.id}`]);
     expect((await getSmartList(ctx, list.id, new Date(now + 32 * DAY))).count).toBe(1);
     expect(await countOf(p, list.id)).toBe(0);
+  });
+});
+
+describe("permissions and the MCP tool", () => {
+  it("reads need smart-lists:read, writes smart-lists:write, a list's contacts contacts:read too", async () => {
+    const p = await createPrincipal();
+    const list = await createList(p, { assignedTo: "none" });
+    const reader = await createApiKey(p.token, ["smart-lists:read"]);
+    expect((await call("GET", "/v1/smart-lists", { token: reader.key })).status).toBe(200);
+    expect((await call("GET", `/v1/smart-lists/${list.id}`, { token: reader.key })).status).toBe(200);
+    await expectCrmError(await call("GET", `/v1/smart-lists/${list.id}/contacts`, { token: reader.key }), 403, "permission_error");
+    await expectCrmError(
+      await call("POST", "/v1/smart-lists", { token: reader.key, body: { name: "x", query: {} } }),
+      403,
+      "permission_error",
+    );
+    const both = await createApiKey(p.token, ["smart-lists:read", "contacts:read"]);
+    expect((await call("GET", `/v1/smart-lists/${list.id}/contacts`, { token: both.key })).status).toBe(200);
+    const contactsOnly = await createApiKey(p.token, ["contacts:read"]);
+    await expectCrmError(await call("GET", "/v1/smart-lists", { token: contactsOnly.key }), 403, "permission_error");
+    // An agent saves and reads lists like anyone on the team.
+    const agent = await createPrincipal({ organizationId: p.organizationId, role: "agent" });
+    expect(
+      (await call("POST", "/v1/smart-lists", { token: agent.token, body: { name: "Mine", query: { assignedTo: agent.userId } } })).status,
+    ).toBe(201);
+  });
+
+  it("smart_list_counts answers each list's live count, read-only", async () => {
+    const p = await createPrincipal();
+    await createContact(p.token);
+    const c = await createContact(p.token, { type: "CLIENT" });
+    await createList(p, { type: "CLIENT" }, "Clients");
+    await createList(p, { lastContactedAt: "never" }, "Never contacted");
+    await logCommunication(p.token, c.id, { type: "sms", direction: "outbound", occurredAt: new Date().toISOString() });
+    const client = await connect(p.token);
+    const answer = await tool(client, "smart_list_counts");
+    expect(answer.isError, answer.text).toBe(false);
+    expect(answer.data.smartLists.map((l: { name: string; count: number }) => [l.name, l.count])).toEqual([
+      ["Never contacted", 1],
+      ["Clients", 1],
+    ]);
+    expect(answer.data.pagination).toMatchObject({ total: 2, hasMore: false });
+    const { tools } = await client.listTools();
+    expect(tools.find((t) => t.name === "smart_list_counts")!.annotations).toMatchObject({ readOnlyHint: true, destructiveHint: false });
+    await client.close();
   });
 });
