@@ -22,6 +22,8 @@ import { MAX_SMART_LISTS, NOT_SAVED, type SmartList, type SmartListCreate, type 
  */
 type Row = typeof smartLists.$inferSelect;
 
+export { smartListsErasable } from "./erasure";
+
 /** A saved query's parameters as the contacts list receives them: strings by name. */
 const asParams = (raw: Record<string, string | number | boolean>): Record<string, string> =>
   Object.fromEntries(Object.entries(raw).map(([k, v]) => [k, String(v)]));

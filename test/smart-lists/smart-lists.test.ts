@@ -370,3 +370,24 @@ describe("permissions and the MCP tool", () => {
     await client.close();
   });
 });
+
+describe("erasure", () => {
+  it("an erased person's memberships go, without an exit event", async () => {
+    const p = await createPrincipal();
+    const c = await createContact(p.token);
+    await createList(p, { lastContactedAt: "never" });
+    const members = async () =>
+      (await (
+        await tenantDb(p.organizationId)
+      )
+        .prepare("SELECT COUNT(*) AS n FROM smart_list_members WHERE organization_id = ? AND contact_id = ?")
+        .bind(p.organizationId, c.id)
+        .first<{ n: number }>())!.n;
+    expect(await members()).toBe(1);
+    const res = await call("DELETE", `/v1/contacts/${c.id}?erase=true`, { token: p.token });
+    expect(res.status, await res.clone().text()).toBeLessThan(300);
+    expect(await members()).toBe(0);
+    await consume(p);
+    expect(await membership(p)).toEqual([]);
+  });
+});
