@@ -104,11 +104,15 @@ function contactsOf(event: DomainEvent): string[] {
 }
 
 const WATCHED = /^(contact|task|communication)\./;
+/** An import writes its contacts without an event each (import.completed counts them): every list is diffed whole. */
+const IMPORTED = "import.completed";
+/** Steps of one list's whole diff in one consumer run (MEMBERS_PER_STEP each way each): the rest waits for the daily pass. */
+const MAX_STEPS = 40;
 
 /** The events consumer: each affected contact re-evaluated once per batch, per organization, at the time of handling. */
 export const smartListConsumer: EventConsumer = {
   name: "smart-list-membership",
-  accepts: (type) => WATCHED.test(type),
+  accepts: (type) => WATCHED.test(type) || type === IMPORTED,
   handle: (events, { env, db }) =>
     withDeferred(async (defer) => {
       const now = new Date();
@@ -119,6 +123,10 @@ export const smartListConsumer: EventConsumer = {
         const ctx = systemContext(env, db, organizationId, `event:${events[0]!.id}`, defer);
         const lists = await listsOf(ctx, now);
         for (const id of ids) await reevaluateContact(ctx, lists, id, now);
+      }
+      for (const organizationId of new Set(events.filter((e) => e.type === IMPORTED).map((e) => e.organizationId))) {
+        const ctx = systemContext(env, db, organizationId, `event:${events[0]!.id}`, defer);
+        for (const list of await listsOf(ctx, now)) for (let step = 0; step < MAX_STEPS && !(await stepList(ctx, list, now)).done; step++);
       }
     }),
 };
@@ -150,14 +158,14 @@ export async function refreshSmartLists(env: Env, db: Db, now: Date): Promise<nu
     for (const row of due) {
       const ctx = systemContext(env, db, row.organizationId, `cron:smart-lists:${day}`, defer);
       const [list] = await evaluable(ctx, [row], now);
-      moved += await stepList(ctx, list!, now, `${row.id}@${day}`);
+      moved += (await stepList(ctx, list!, now, `${row.id}@${day}`)).moved;
     }
   });
   return moved;
 }
 
-/** One bounded step of a list's diff at `now`; marks `doneKey` when nothing is left. */
-function stepList(ctx: ServiceContext, list: Evaluable, now: Date, doneKey: string): Promise<number> {
+/** One bounded step of a list's diff at `now`; marks `doneKey` (if any) when nothing is left. */
+function stepList(ctx: ServiceContext, list: Evaluable, now: Date, doneKey?: string): Promise<{ moved: number; done: boolean }> {
   const id = list.row.id;
   const where = contactWhere(ctx.organizationId, list.q, list.custom);
   const cond = where.sql.join(" AND ");
@@ -192,7 +200,7 @@ function stepList(ctx: ServiceContext, list: Evaluable, now: Date, doneKey: stri
       ctx.db
         .delete(smartListMembers)
         .where(and(eq(smartListMembers.listId, id), sql`${smartListMembers.contactId} IN (SELECT value FROM json_each(${outsJson}))`)),
-      ...(done
+      ...(done && doneKey
         ? [
             ctx.db
               .insert(processedEvents)
@@ -206,6 +214,6 @@ function stepList(ctx: ServiceContext, list: Evaluable, now: Date, doneKey: stri
       ...outs.map((c) => membershipEvent(ctx, "smart_list.exited", list.row, c)),
     ];
     await commit(ctx, statements, events);
-    return events.length;
+    return { moved: events.length, done };
   });
 }

@@ -1,5 +1,5 @@
 import { env } from "cloudflare:workers";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { createDb } from "../../src/db/client";
 import { dispatchEvents } from "../../src/events/consumers";
 import type { DomainEvent } from "../../src/events/event";
@@ -389,5 +389,33 @@ describe("erasure", () => {
     expect(await members()).toBe(0);
     await consume(p);
     expect(await membership(p)).toEqual([]);
+  });
+});
+
+describe("imports", () => {
+  it("contacts an import brings in enter the lists they match (the import writes no event per contact)", async () => {
+    const p = await createPrincipal();
+    await createList(p, { source: "IMPORTED_BOOK" });
+    const res = await call("POST", "/v1/imports", {
+      token: p.token,
+      body: {
+        kind: "contacts",
+        rows: [
+          { firstName: "Ada", lastName: "One", email: `${crypto.randomUUID()}@import.test`, source: "IMPORTED_BOOK" },
+          { firstName: "Bo", lastName: "Two", email: `${crypto.randomUUID()}@import.test`, source: "WEBSITE" },
+        ],
+      },
+    });
+    expect(res.status, await res.clone().text()).toBe(202);
+    await vi.waitFor(async () => expect((await outbox(p)).some((e) => e.type === "import.completed")).toBe(true), {
+      timeout: 30_000,
+      interval: 200,
+    });
+    await consume(p);
+    await consume(p);
+    const entered = await membership(p);
+    expect(entered).toHaveLength(1);
+    const ada = (await listPage(p.token, "source=IMPORTED_BOOK")).data[0]!;
+    expect(entered).toEqual([`smart_list.entered:${ada.id}`]);
   });
 });
