@@ -23,6 +23,7 @@ import { pruneLeadReviews } from "./leads/reviews";
 import { reassignSlowLeads, routeExpiredOffers } from "./ponds/service";
 import { resendStalledDeliveries } from "./webhooks/fanout";
 import { healEndpoints } from "./webhooks/healing";
+import { refreshSmartLists } from "./smart-lists/membership";
 
 /**
  * One cron pass at `now` (the scheduled time: DESIGN.md contract 12) (loaded by the Worker's scheduled handler at its first pass, not at startup).
@@ -56,6 +57,7 @@ export function runCron(env: Env, now: Date): Promise<unknown> {
     // Lead routing (issue 46): first-to-claim offers timed out to their fallback; leads not contacted in time reassigned.
     onEveryShard(env, "expired lead offers", ({ db }) => routeExpiredOffers(env, db, now)),
     onEveryShard(env, "speed to lead", ({ db }) => reassignSlowLeads(env, db, now)),
+    onEveryShard(env, "smart lists through time", ({ db }) => refreshSmartLists(env, db, now)),
     onDirectory("oauth prune", () => pruneOAuth(createDb(env.DB), { now: now.getTime() })),
     // Integration events of directory changes whose shard write did not finish, then connections whose grants ran out.
     onDirectory("directory events relay", () =>

@@ -10,6 +10,7 @@ import { obligationSyncConsumer } from "./documents/obligations";
 import { referralLeadConsumer } from "./referrals/service";
 import { surveyResponseConsumer } from "./surveys/responses";
 import { dealWonSurveyConsumer } from "./surveys/scheduling";
+import { smartListConsumer } from "./smart-lists/membership";
 import { webhookFanout } from "./webhooks/fanout";
 import { createDeliveryConsumer, markDeadDeliveries } from "./webhooks/delivery";
 import { defaultWebhookDeps } from "./webhooks/transport";
@@ -34,6 +35,7 @@ export const EVENT_CONSUMERS: EventConsumer[] = [
   referralLeadConsumer,
   dealWonSurveyConsumer,
   surveyResponseConsumer,
+  smartListConsumer,
 ];
 
 const routeEvents = createEventRouter(EVENT_CONSUMERS);

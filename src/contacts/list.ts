@@ -11,13 +11,14 @@ import {
   type Where,
 } from "../crm/keyset";
 import { customFieldQuery, type CustomQuery, type CustomSortField } from "../crm/custom-fields";
-import { searchCount, searchKey, searchOf, searchPageSql } from "../crm/search";
+import { searchCount, searchKey, searchOf, searchPageSql, searchWhere } from "../crm/search";
+import { hasRelativeBound, resolveDateBounds } from "../crm/date-bounds";
 import type { ServiceContext } from "../service-context";
 import { facetTotalStatement } from "./facets";
 import { type ContactRow, toContact } from "./mapping";
 import { loadIncludes, project } from "./includes";
 import type { z } from "@hono/zod-openapi";
-import type { Contact, ContactExportQuery, ContactListQuery, SortField } from "./schemas";
+import { CONTACT_DATE_BOUNDS, type Contact, type ContactExportQuery, type ContactListQuery, type SortField } from "./schemas";
 
 /** Sort fields as SQL expressions, each served by an index led by organization_id (src/db/contacts.ts). */
 const KEYSET: KeysetTable<SortField, ContactRow> = {
@@ -44,7 +45,9 @@ function filters(organizationId: string, q: ContactListQuery, custom: CustomQuer
   if (q.type) add("c.type = ?", q.type);
   if (q.status) add("c.status = ?", q.status);
   if (q.source) add("c.source = ?", q.source);
-  if (q.assignedTo) add("c.assigned_to = ?", q.assignedTo);
+  // `none`: assigned to nobody (ids are generated, so no user is called that); contacts_org_assigned_idx serves both.
+  if (q.assignedTo === "none") add("c.assigned_to IS NULL");
+  else if (q.assignedTo) add("c.assigned_to = ?", q.assignedTo);
   // Served by the unique (organization_id, email_key) index.
   if (q.email) add("c.email_key = ?", q.email.toLowerCase());
   // leadScore bounds read the rank column (-1 for no score), so a leadScore sort seeks straight to the range in its
@@ -53,6 +56,14 @@ function filters(organizationId: string, q: ContactListQuery, custom: CustomQuer
   if (q["leadScore[lte]"] !== undefined) add("c.lead_score_rank BETWEEN 0 AND ?", q["leadScore[lte]"]);
   if (q["createdAt[gte]"]) add("c.created_at >= ?", q["createdAt[gte]"]);
   if (q["createdAt[lte]"]) add("c.created_at <= ?", q["createdAt[lte]"]);
+  if (q.lastContactedAt === "never") add("c.last_contacted_at IS NULL");
+  if (q["lastContactedAt[gte]"]) add("c.last_contacted_at >= ?", q["lastContactedAt[gte]"]);
+  if (q["lastContactedAt[lte]"]) add("c.last_contacted_at <= ?", q["lastContactedAt[lte]"]);
+  // An open task of the contact: a seek on tasks_org_contact_idx (organization_id, contact_id, completed) per contact.
+  if (q.hasOpenTask)
+    add(
+      `${q.hasOpenTask === "true" ? "" : "NOT "}EXISTS (SELECT 1 FROM tasks t WHERE t.organization_id = c.organization_id AND t.contact_id = c.id AND t.completed = 0)`,
+    );
   // A contact matches tags when it has every one of them (primary key lookups on contact_tags).
   for (const tag of new Set(q.tags ?? [])) add("EXISTS (SELECT 1 FROM contact_tags t WHERE t.contact_id = c.id AND t.tag = ?)", tag);
   if (custom) w.sql.push(...custom.where.sql), w.params.push(...custom.where.params);
@@ -109,39 +120,63 @@ const totalFilters = ({ limit: _l, cursor: _c, sort, include: _i, fields: _f, q,
   q: searchKey(searchOf("contact", q), sort ?? DEFAULT_SORT),
 });
 
+/** The facet fields as contact_facet_counts stores them: nobody assigned is "" there. */
+const facetFilters = (f: ReturnType<typeof totalFilters>) => (f.assignedTo === "none" ? { ...f, assignedTo: "" } : f);
+
+/** `q` with its relative date bounds (`-P30D`) resolved at `now`, the one time the page and its total are read at. */
+export const resolvedAt = <T extends Record<string, unknown>>(q: T, now: Date): T =>
+  hasRelativeBound(q) ? resolveDateBounds(q, CONTACT_DATE_BOUNDS, now) : q;
+
 /**
- * GET /v1/contacts. One D1 round trip reads the page (limit + 1 rows, to know hasMore), the contacts counter and the
- * total of these filters: summed from the facet counts when they filter on type, status, source and assignedTo only
- * (facets.ts), else the cached count (crm/list-totals.ts), counted once per contacts version. `q` searches names,
- * e-mail, phones, notes and tags (crm/search.ts). Custom-field filters and sorts read the definitions first (one more
- * round trip, only for a query that has them).
+ * How the total of `q` is read: the statements to batch with the page, and what makes the figure of their rows. A total
+ * over type/status/source/assignedTo is summed from the facet counts; another is the cached count of its filters,
+ * counted once per contacts version (crm/list-totals.ts). Two kinds are counted on every read instead, as a contacts
+ * version does not date them: a relative date bound (its instant moves with every request) and hasOpenTask (tasks
+ * move without the contacts). `original`: the query before its bounds were resolved.
  */
-export async function listContacts(ctx: ServiceContext, q: ContactListQuery): Promise<ContactPage> {
+async function totalPlan(ctx: ServiceContext, original: ContactListQuery, q: ContactListQuery, custom: CustomQuery | null) {
   const d1 = ctx.d1;
-  const custom = await customFieldQuery(ctx, "contact", "c", q, q.sort);
-  const page = listSql(ctx.organizationId, q, custom);
-  const faceted = facetTotalStatement(d1, ctx.organizationId, totalFilters(q));
-  const key = faceted ? null : filterKey(totalFilters(q));
+  const changing = totalFilters(q);
+  const faceted = facetTotalStatement(d1, ctx.organizationId, facetFilters(changing));
+  const uncached = !faceted && (hasRelativeBound(original) || q.hasOpenTask !== undefined);
+  const key = faceted || uncached ? null : filterKey(changing);
   const totals = await totalStatements(d1, ctx.organizationId, "contacts", key);
-  const [rows, counter, cached, facet] = await d1.batch([
-    d1.prepare(page.sql).bind(...page.params),
-    ...totals.statements,
-    ...(faceted ? [faceted] : []),
-  ]);
   const where = filters(ctx.organizationId, q, custom);
   const search = searchOf("contact", q.q);
-  const { total, exact } = facet
-    ? { total: (facet.results[0] as { total: number }).total, exact: true }
-    : await resolveTotal(
-        d1,
-        ctx.organizationId,
-        "contacts",
-        { hash: totals.keyHash, filtered: key !== null },
-        { counter: counter!.results, cached: cached!.results },
-        search
-          ? searchCount("contacts", "c", ctx.organizationId, search, [where], orderBy(keysetOf(custom), page.sort))
-          : countOf("contacts c", where.sql.join(" AND "), where.params),
-      );
+  const count = search
+    ? searchCount("contacts", "c", ctx.organizationId, search, [where], orderBy(keysetOf(custom), q.sort ?? DEFAULT_SORT))
+    : countOf("contacts c", where.sql.join(" AND "), where.params);
+  const statements = faceted ? [faceted] : uncached ? [d1.prepare(count.sql).bind(...count.params)] : totals.statements;
+  const resolve = async (rows: D1Result[]): Promise<{ total: number; exact: boolean }> => {
+    if (faceted || uncached) {
+      const row = rows[0]!.results[0] as { total: number; exact?: number };
+      return { total: row.total, exact: (row.exact ?? 1) === 1 };
+    }
+    return resolveTotal(
+      d1,
+      ctx.organizationId,
+      "contacts",
+      { hash: totals.keyHash, filtered: key !== null },
+      { counter: rows[0]!.results, cached: rows[1]!.results },
+      count,
+    );
+  };
+  return { statements, resolve, search };
+}
+
+/**
+ * GET /v1/contacts. One D1 round trip reads the page (limit + 1 rows, to know hasMore) and the total of these filters
+ * (`totalPlan`). `q` searches names, e-mail, phones, notes and tags (crm/search.ts). Custom-field filters and sorts
+ * read the definitions first (one more round trip, only for a query that has them). Relative date bounds are read at
+ * `now`, the request's time.
+ */
+export async function listContacts(ctx: ServiceContext, query: ContactListQuery, now: Date = new Date()): Promise<ContactPage> {
+  const q = resolvedAt(query, now);
+  const custom = await customFieldQuery(ctx, "contact", "c", q, q.sort);
+  const page = listSql(ctx.organizationId, q, custom);
+  const plan = await totalPlan(ctx, query, q, custom);
+  const [rows, ...totalRows] = await ctx.d1.batch([ctx.d1.prepare(page.sql).bind(...page.params), ...plan.statements]);
+  const { total, exact } = await plan.resolve(totalRows);
 
   const {
     page: pageRows,
@@ -156,10 +191,59 @@ export async function listContacts(ctx: ServiceContext, q: ContactListQuery): Pr
       hasMore,
       nextCursor,
       total,
-      ...(search ? { totalExact: exact } : {}),
+      ...(plan.search ? { totalExact: exact } : {}),
       limit: page.limit,
     },
   };
+}
+
+/**
+ * The totals of several contact queries at `now` (smart lists' counts): their statements in one D1 batch, then a
+ * count only for a cached total that is out of date. Custom-field filters read their definitions once per query.
+ */
+export async function contactTotals(
+  ctx: ServiceContext,
+  queries: ContactListQuery[],
+  now: Date,
+): Promise<{ total: number; exact: boolean }[]> {
+  const plans = await Promise.all(
+    queries.map(async (query) => {
+      const q = resolvedAt(query, now);
+      return totalPlan(ctx, query, q, await customFieldQuery(ctx, "contact", "c", q, q.sort));
+    }),
+  );
+  const statements = plans.flatMap((p) => p.statements);
+  const rows = statements.length ? await ctx.d1.batch(statements) : [];
+  let at = 0;
+  return Promise.all(
+    plans.map((p) => {
+      const own = rows.slice(at, at + p.statements.length);
+      at += p.statements.length;
+      return p.resolve(own);
+    }),
+  );
+}
+
+/**
+ * The statement answering whether contact `contactId` matches `q` at `now` (a row `{hit: 0|1}`): the list's own
+ * filters and search on one row, looked up by its primary key.
+ */
+export function contactMatchSql(organizationId: string, q: ContactListQuery, custom: CustomQuery | null, contactId: string) {
+  const where = filters(organizationId, q, custom);
+  const search = searchOf("contact", q.q);
+  const words = search ? searchWhere("c", search) : { sql: [], params: [] };
+  return {
+    sql: `SELECT EXISTS (SELECT 1 FROM contacts c WHERE c.id = ? AND ${[...where.sql, ...words.sql].join(" AND ")}) AS hit`,
+    params: [contactId, ...where.params, ...words.params],
+  };
+}
+
+/** The WHERE of the contacts matching `q` (resolved) on alias `c`, search included: for a smart list's set-wise passes. */
+export function contactWhere(organizationId: string, q: ContactListQuery, custom: CustomQuery | null): Where {
+  const where = filters(organizationId, q, custom);
+  const search = searchOf("contact", q.q);
+  const words = search ? searchWhere("c", search) : { sql: [], params: [] };
+  return { sql: [...where.sql, ...words.sql], params: [...where.params, ...words.params] };
 }
 
 /** What an export takes: the list's filters, `q`, sort (custom fields too) and its format; no page parameters or includes. */
@@ -171,8 +255,10 @@ export type ContactExportFilters = z.infer<typeof ContactExportQuery>;
  */
 export async function contactExportWalk(
   ctx: ServiceContext,
-  q: ContactExportFilters,
+  query: ContactExportFilters,
 ): Promise<(cursor: string | null, size: number) => Promise<ExportPage>> {
+  // Relative date bounds are read at the export's start: every page walks the same set.
+  const q = resolvedAt(query, new Date());
   // The custom-field filters and sorts, read once before the first page: a bad one is a 422 before the stream starts.
   const custom = await customFieldQuery(ctx, "contact", "c", q, q.sort);
   // Sized before the first byte (listSql sizes a first page with a cursor too): too big for one statement is a 422, not a cut-off file.

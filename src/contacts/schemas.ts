@@ -3,7 +3,8 @@ import { Deal } from "../deals/schemas";
 import { sortParam } from "../crm/keyset";
 import { CUSTOM_SORT, CustomFieldsInput, CustomFieldValues, type CustomSortField, withCustomFieldParams } from "../crm/custom-fields";
 import { exportQuery } from "../crm/export";
-import { csv, intParam, pageParams, timestampParam } from "../crm/list-query";
+import { csv, intParam, pageParams } from "../crm/list-query";
+import { dateBoundParam, isRelativeBound } from "../crm/date-bounds";
 import { searchParam } from "../crm/search";
 import { boundedJsonObject } from "../lib/json-bounds";
 import { oneLineText, pattern } from "../lib/validation";
@@ -228,7 +229,7 @@ const contactFilters = {
   type: z.enum(CONTACT_TYPES).optional(),
   status: z.enum(CONTACT_STATUSES).optional(),
   source: z.string().min(1).max(40).optional(),
-  assignedTo: z.string().min(1).max(100).optional(),
+  assignedTo: z.string().min(1).max(100).optional().openapi({ description: "A user's id, or `none`: the contacts assigned to nobody" }),
   email: z.email().max(254).optional().openapi({
     description: "Ours: the contact with exactly this e-mail address, in any case (at most one: addresses are unique per organization)",
   }),
@@ -237,15 +238,33 @@ const contactFilters = {
     .openapi({ type: "string", description: "Comma-separated, at most 20; a contact matches when it has all of them" }),
   "leadScore[gte]": intParam(0, 100).optional(),
   "leadScore[lte]": intParam(0, 100).optional(),
-  "createdAt[gte]": timestampParam.optional(),
-  "createdAt[lte]": timestampParam.optional(),
+  "createdAt[gte]": dateBoundParam.optional(),
+  "createdAt[lte]": dateBoundParam.optional(),
+  lastContactedAt: z.enum(["never"]).optional().openapi({ description: "`never`: the contacts nobody has been in touch with yet" }),
+  "lastContactedAt[gte]": dateBoundParam.optional(),
+  "lastContactedAt[lte]": dateBoundParam.optional(),
+  hasOpenTask: z
+    .enum(["true", "false"])
+    .optional()
+    .openapi({ description: "true: the contacts with at least one open task; false: those without any" }),
   sort: sortParam<SortField, CustomSortField>(SORT_FIELDS, "leadScore:desc,createdAt:desc", CUSTOM_SORT),
   fields: csv(z.enum(CONTACT_FIELDS as [string, ...string[]]), CONTACT_FIELDS.length)
     .optional()
     .openapi({ type: "string", example: "id,firstName,lastName,email", description: "Projection; id is always returned" }),
 };
+/** The date bounds of the contact lists: resolved at the request's time (crm/date-bounds.ts) before the SQL is built. */
+export const CONTACT_DATE_BOUNDS = ["createdAt[gte]", "createdAt[lte]", "lastContactedAt[gte]", "lastContactedAt[lte]"] as const;
+
 const contactRanges = (
-  q: { "leadScore[gte]"?: number; "leadScore[lte]"?: number; "createdAt[gte]"?: string; "createdAt[lte]"?: string },
+  q: {
+    "leadScore[gte]"?: number;
+    "leadScore[lte]"?: number;
+    "createdAt[gte]"?: string;
+    "createdAt[lte]"?: string;
+    lastContactedAt?: string;
+    "lastContactedAt[gte]"?: string;
+    "lastContactedAt[lte]"?: string;
+  },
   ctx: z.RefinementCtx,
 ) => {
   const lo = q["leadScore[gte]"];
@@ -257,15 +276,27 @@ const contactRanges = (
       message: "leadScore[gte] exceeds leadScore[lte]",
       params: { code: "invalid_range" },
     });
-  const from = q["createdAt[gte]"];
-  const to = q["createdAt[lte]"];
-  if (from && to && from > to)
-    ctx.addIssue({
-      code: "custom",
-      path: ["createdAt[gte]"],
-      message: "createdAt[gte] is after createdAt[lte]",
-      params: { code: "invalid_range" },
-    });
+  for (const field of ["createdAt", "lastContactedAt"] as const) {
+    const from = q[`${field}[gte]`];
+    const to = q[`${field}[lte]`];
+    // Two absolute bounds are compared now; a relative one moves with time, so either way round may be meant.
+    if (from && to && !isRelativeBound(from) && !isRelativeBound(to) && from > to)
+      ctx.addIssue({
+        code: "custom",
+        path: [`${field}[gte]`],
+        message: `${field}[gte] is after ${field}[lte]`,
+        params: { code: "invalid_range" },
+      });
+  }
+  if (q.lastContactedAt === "never")
+    for (const bound of ["lastContactedAt[gte]", "lastContactedAt[lte]"] as const)
+      if (q[bound])
+        ctx.addIssue({
+          code: "custom",
+          path: [bound],
+          message: `${bound} cannot be combined with lastContactedAt=never`,
+          params: { code: "invalid_combination" },
+        });
 };
 export const ContactListQuery = withCustomFieldParams(
   z.strictObject({
@@ -275,6 +306,12 @@ export const ContactListQuery = withCustomFieldParams(
   }),
 ).superRefine(contactRanges);
 export type ContactListQuery = z.infer<typeof ContactListQuery>;
+/** The page and shape parameters of a contact list whose filters are given elsewhere (a smart list's contacts). */
+export const ContactPageQuery = z.strictObject({
+  ...pageParams,
+  fields: contactFilters.fields,
+  include: csv(z.enum(INCLUDES)).optional().openapi({ type: "string", example: "activities" }),
+});
 /** GET /v1/contacts/export: the list's filters, `q`, sort and `fields`, and the format. */
 export const ContactExportQuery = withCustomFieldParams(exportQuery(contactFilters)).superRefine(contactRanges);
 

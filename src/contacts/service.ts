@@ -30,7 +30,7 @@ import {
   writableInput,
 } from "./writes";
 
-export { contactExportWalk, listContacts } from "./list";
+export { contactExportWalk, contactMatchSql, contactTotals, contactWhere, listContacts, resolvedAt, type ContactPage } from "./list";
 export { listTags } from "./tags";
 // The contact write kit, for the domains that write contacts in batches of their own (intake/, merge/,
 // communications/, erasure/): the same record rules, guards, tag, facet and counter statements as a contact's own writes.

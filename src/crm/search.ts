@@ -91,6 +91,9 @@ function split(search: Search): { lead: string[]; rest: string[][] } {
   return { lead, rest: search.words.filter((w) => w !== lead) };
 }
 
+/** The condition that a record of `alias` has every word of `search` (a single record's test: a smart list's match). */
+export const searchWhere = (alias: string, search: Search): Where => matchesAll(alias, search, search.words);
+
 const joined = (w: Where) => (w.sql.length ? w.sql.join(" AND ") : "1");
 const allOf = (wheres: Where[]): Where => ({ sql: wheres.flatMap((w) => w.sql), params: wheres.flatMap((w) => w.params) });
 

@@ -12,6 +12,7 @@ import { profilesErasable } from "../profiles/service";
 import { propertiesErasable } from "../properties/service";
 import { referralsErasable } from "../referrals/service";
 import { signaturesErasable } from "../signatures/service";
+import { smartListsErasable } from "../smart-lists/service";
 import { surveysErasable } from "../surveys/service";
 import { templatesErasable } from "../templates/service";
 import { testimonialsErasable } from "../testimonials/service";
@@ -48,4 +49,5 @@ export const ERASABLES: readonly Erasable[] = [
   exportsErasable,
   clickwrapErasable,
   templatesErasable,
+  smartListsErasable,
 ];

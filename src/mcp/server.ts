@@ -15,6 +15,7 @@ import { orgTools } from "./org-tools";
 import { pondTools } from "./pond-tools";
 import { propertyTools } from "./property-tools";
 import { reputationTools } from "./reputation-tools";
+import { smartListTools } from "./smart-list-tools";
 import { templateTools } from "./template-tools";
 import { RESOURCE_TEMPLATES, readResource } from "./resources";
 import type { McpTool, ToolScope } from "./tool";
@@ -30,6 +31,7 @@ export const MCP_TOOLS: McpTool[] = [
   ...orgTools,
   ...briefTools,
   ...pondTools,
+  ...smartListTools,
 ].sort((a, b) => (a.name < b.name ? -1 : 1));
 const TOOLS_BY_NAME = new Map(MCP_TOOLS.map((t) => [t.name, t]));
 

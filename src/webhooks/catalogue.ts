@@ -74,6 +74,9 @@ export const CATALOGUE = [
   "testimonial.published",
   "survey.completed",
   "referral.received",
+  // Ours (issue 46): a contact started or stopped matching a smart list (data.object: the list, with contactId).
+  "smart_list.entered",
+  "smart_list.exited",
   // Ours: one per import, with its counts; the imported records emit none of their own.
   "import.completed",
   // Ours: sent to every other enabled endpoint of the organization, subscribed or not (webhooks/healing.ts).
@@ -112,6 +115,7 @@ const READ_PERMISSION: Record<string, Permission> = {
   survey: "reputation:read",
   referral: "reputation:read",
   import: "imports:manage",
+  smart_list: "smart-lists:read",
 };
 
 export const readPermissionOf = (event: CatalogueName): Permission => READ_PERMISSION[resourceOf(event)]!;

@@ -1924,3 +1924,41 @@ export const PUBLIC_RACES: { name: string; run(owner: TestPrincipal): Promise<vo
     },
   },
 ];
+
+// Smart lists (issue 46): creations all land, a rename and a re-query of one list both land, a delete happens once.
+const smartListsTotal = async (owner: TestPrincipal) =>
+  (await json(await call("GET", "/v1/smart-lists", { token: owner.token }))).pagination.total as number;
+const seedSmartList = async (owner: TestPrincipal): Promise<Params> => {
+  const res = await call("POST", "/v1/smart-lists", { token: owner.token, body: { name: "Raced", query: { assignedTo: "none" } } });
+  expect(res.status).toBe(201);
+  return { id: (await json(res)).data.id };
+};
+RACES.push(
+  {
+    kind: "independent",
+    route: "POST /v1/smart-lists",
+    seed: async () => ({}),
+    changes: async () => Array.from({ length: 4 }, (_, i) => ({ body: { name: `List ${i}`, query: { "createdAt[gte]": `-P${i + 1}D` } } })),
+    async verify(owner) {
+      expect(await smartListsTotal(owner)).toBe(4);
+    },
+  },
+  {
+    kind: "independent",
+    route: "PATCH /v1/smart-lists/{id}",
+    seed: seedSmartList,
+    changes: async () => [{ body: { name: "Renamed" } }, { body: { query: { lastContactedAt: "never" } } }],
+    async verify(owner, { id }) {
+      const list = (await json(await call("GET", `/v1/smart-lists/${id}`, { token: owner.token }))).data;
+      expect(list).toMatchObject({ name: "Renamed", query: { lastContactedAt: "never" } });
+    },
+  },
+  {
+    kind: "once",
+    route: "DELETE /v1/smart-lists/{id}",
+    seed: seedSmartList,
+    objects: 3,
+    copies: 5,
+    counter: { read: smartListsTotal, perMove: -1 },
+  },
+);

@@ -809,3 +809,33 @@ ROUTES.push(
     body: { source: "WEBSITE", person: { emails: ["matrix@preview.test"] } },
   },
 );
+
+// Smart lists (issue 46): a list's contacts read the contacts too.
+async function seedSmartList(owner: TestPrincipal): Promise<Record<string, string>> {
+  const res = await call("POST", "/v1/smart-lists", { token: owner.token, body: { name: "Seeded", query: { assignedTo: "none" } } });
+  if (res.status !== 201) throw new Error(`seeding a smart list failed: ${res.status} ${await res.text()}`);
+  return { id: (await json(res)).data.id };
+}
+const unknownSmartList = { id: "00000000-0000-4000-8000-00000005a7a1" };
+ROUTES.push(
+  { method: "POST", path: "/v1/smart-lists", family: "crm", body: { name: "Matrix list", query: { lastContactedAt: "never" } } },
+  { method: "GET", path: "/v1/smart-lists", family: "crm" },
+  { method: "GET", path: "/v1/smart-lists/{id}", family: "crm", seed: seedSmartList, unknown: unknownSmartList },
+  {
+    method: "PATCH",
+    path: "/v1/smart-lists/{id}",
+    family: "crm",
+    seed: seedSmartList,
+    unknown: unknownSmartList,
+    body: { name: "Renamed" },
+  },
+  { method: "DELETE", path: "/v1/smart-lists/{id}", family: "crm", seed: seedSmartList, unknown: unknownSmartList },
+  {
+    method: "GET",
+    path: "/v1/smart-lists/{id}/contacts",
+    family: "crm",
+    seed: seedSmartList,
+    unknown: unknownSmartList,
+    objectReads: ["contacts:read"],
+  },
+);

@@ -76,7 +76,7 @@ describe("the MCP tool registry", () => {
         expect(a.destructiveHint, t.name).toBe(false);
         expect(a.idempotentHint, t.name).toBe(true);
         // A read needs a read permission or draws nothing from the world (draft_document only answers).
-        expect(t.name, t.name).toMatch(/^(find|get|list|search|my|recent|daily|reputation|property|draft)_/);
+        expect(t.name, t.name).toMatch(/^(find|get|list|search|my|recent|daily|reputation|property|draft|smart)_/);
       }
       if (MAILS_PEOPLE.includes(t.name)) expect(a.openWorldHint, t.name).toBe(true);
     }

@@ -96,6 +96,26 @@ const claimedLead = (w: World) =>
     await ok(await call("POST", `/v1/contacts/${c.id}/claim`, { token: w.owner.token }));
   });
 
+/** Issue 46: a contact tagged into a smart list's query enters it (the events consumer), untagged it exits. */
+const smartList = (w: World) =>
+  w.once("smartList", async () => {
+    const list = await ok(
+      await call("POST", "/v1/smart-lists", { token: w.owner.token, body: { name: "Smart VIPs", query: { tags: "smart-vip" } } }),
+      201,
+    );
+    const c = await createContact(w.owner.token, { tags: ["smart-vip"] });
+    // The exit only after the entry: the consumer evaluates the contact as it is when it runs.
+    await vi.waitFor(
+      async () => expect((await stagedCounts(w.owner.organizationId, ["smart_list.entered"]))["smart_list.entered"]).toBe(1),
+      {
+        timeout: 30_000,
+        interval: 200,
+      },
+    );
+    await updateContact(w.owner.token, c.id, { tags: [] });
+    return list;
+  });
+
 const communications = (w: World) =>
   w.once("communications", async () => {
     const c = await createContact(w.owner.token, {});
@@ -590,6 +610,12 @@ const DRIVE: { event: CatalogueName; drive(w: World): Promise<unknown>; check?(p
     drive: referral,
     check: (p) => expect(p.data.object).toMatchObject({ status: "RECEIVED", channel: "PUBLIC_PROFILE", referredName: "Lee Lead" }),
   },
+  {
+    event: "smart_list.entered",
+    drive: smartList,
+    check: (p) => expect(p.data.object).toMatchObject({ name: "Smart VIPs", contactId: expect.any(String) }),
+  },
+  { event: "smart_list.exited", drive: smartList, check: (p) => expect(p.data.object).toMatchObject({ name: "Smart VIPs" }) },
 ];
 
 /** The deliveries of `box` by event name, once every name of `events` has arrived. */

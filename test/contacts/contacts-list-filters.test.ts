@@ -1,0 +1,101 @@
+// The contact list's filters of issue 46 (smart lists): lastContactedAt, assignedTo=none, relative date bounds,
+// hasOpenTask. The smart lists themselves: test/smart-lists/.
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { call } from "../helpers/client";
+import { createContact, expectCrmError, issuePairs, listPage, logCommunication } from "../helpers/contacts";
+import { createPrincipal, tenantDb, type TestPrincipal } from "../helpers/factories";
+
+const DAY = 86_400_000;
+const iso = (ms: number) => new Date(ms).toISOString();
+
+/** An open (or completed) task on the contact, written as the tasks domain stores it. */
+async function addTask(p: TestPrincipal, contactId: string, completed = false) {
+  const id = crypto.randomUUID();
+  const at = new Date().toISOString();
+  await (await tenantDb(p.organizationId))
+    .prepare(
+      "INSERT INTO tasks (id, organization_id, title, type, priority, contact_id, completed, created_at, updated_at) VALUES (?, ?, 'Call back', 'call', 'MEDIUM', ?, ?, ?, ?)",
+    )
+    .bind(id, p.organizationId, contactId, completed ? 1 : 0, at, at)
+    .run();
+  return id;
+}
+
+describe("GET /v1/contacts: the smart-list filters", () => {
+  it("lastContactedAt never, bounds (absolute and relative) and assignedTo=none", async () => {
+    const p = await createPrincipal();
+    const never = await createContact(p.token);
+    const recent = await createContact(p.token, { assignedTo: p.userId });
+    const old = await createContact(p.token);
+    await logCommunication(p.token, recent.id, { type: "email", direction: "outbound", occurredAt: iso(Date.now() - 2 * DAY) });
+    await logCommunication(p.token, old.id, { type: "email", direction: "outbound", occurredAt: iso(Date.now() - 40 * DAY) });
+    const ids = async (q: string) => (await listPage(p.token, q)).data.map((c) => c.id).sort();
+    const total = async (q: string) => (await listPage(p.token, q)).pagination.total;
+
+    expect(await ids("lastContactedAt=never")).toEqual([never.id]);
+    expect(await ids("lastContactedAt[lte]=-P30D")).toEqual([old.id]);
+    expect(await ids("lastContactedAt[gte]=-P7D")).toEqual([recent.id]);
+    expect(await ids(`lastContactedAt[gte]=${iso(Date.now() - 41 * DAY)}&lastContactedAt[lte]=-P1D`)).toEqual([old.id, recent.id].sort());
+    expect(await ids("assignedTo=none")).toEqual([never.id, old.id].sort());
+    expect(await total("assignedTo=none")).toBe(2);
+    expect(await ids(`assignedTo=${p.userId}`)).toEqual([recent.id]);
+    expect(await ids("assignedTo=none&lastContactedAt=never")).toEqual([never.id]);
+    expect(await total("assignedTo=none&lastContactedAt=never")).toBe(1);
+    expect(await total("createdAt[gte]=-P7D")).toBe(3);
+    expect(await total("createdAt[lte]=-P7D")).toBe(0);
+    expect(await total("createdAt[gte]=-PT1H&createdAt[lte]=PT1H")).toBe(3);
+  });
+
+  it("hasOpenTask reads the tasks, open ones only, and its total follows a task write at once", async () => {
+    const p = await createPrincipal();
+    const a = await createContact(p.token);
+    const b = await createContact(p.token);
+    await createContact(p.token);
+    await addTask(p, a.id);
+    await addTask(p, b.id, true);
+    const page = await listPage(p.token, "hasOpenTask=true");
+    expect(page.data.map((c) => c.id)).toEqual([a.id]);
+    expect(page.pagination.total).toBe(1);
+    expect((await listPage(p.token, "hasOpenTask=false")).pagination.total).toBe(2);
+    await addTask(p, b.id);
+    expect((await listPage(p.token, "hasOpenTask=true")).pagination.total).toBe(2);
+    expect((await listPage(p.token, "hasOpenTask=false")).pagination.total).toBe(1);
+  });
+
+  it("refuses bad values, listing every one", async () => {
+    const p = await createPrincipal();
+    const res = await call(
+      "GET",
+      "/v1/contacts?createdAt[gte]=-P7X&lastContactedAt[lte]=yesterday&hasOpenTask=maybe&lastContactedAt=sometimes",
+      { token: p.token },
+    );
+    expect(issuePairs(await expectCrmError(res, 422, "validation_error"))).toEqual([
+      "createdAt[gte]:invalid_date_bound",
+      "hasOpenTask:invalid_enum_value",
+      "lastContactedAt:invalid_enum_value",
+      "lastContactedAt[lte]:invalid_date_bound",
+    ]);
+    const both = await call("GET", "/v1/contacts?lastContactedAt=never&lastContactedAt[gte]=-P1D", { token: p.token });
+    expect(issuePairs(await expectCrmError(both, 422, "validation_error"))).toEqual(["lastContactedAt[gte]:invalid_combination"]);
+  });
+
+  it("serves the new filters from indexes", async () => {
+    const db = env.DB_SHARD_0;
+    const plan = async (where: string) =>
+      (
+        await db
+          .prepare(
+            `EXPLAIN QUERY PLAN SELECT c.* FROM contacts c WHERE c.organization_id = 'o' AND ${where} ORDER BY c.created_at DESC, c.id DESC LIMIT 26`,
+          )
+          .all<{ detail: string }>()
+      ).results
+        .map((r) => r.detail)
+        .join(" | ");
+    expect(await plan("c.assigned_to IS NULL")).toContain("contacts_org_assigned_idx");
+    expect(
+      await plan("EXISTS (SELECT 1 FROM tasks t WHERE t.organization_id = c.organization_id AND t.contact_id = c.id AND t.completed = 0)"),
+    ).toContain("tasks_org_contact_idx");
+    expect(await plan("c.last_contacted_at IS NULL")).toMatch(/USING INDEX contacts_org_/);
+  });
+});
