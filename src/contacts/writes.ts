@@ -171,6 +171,8 @@ export function applyInput(base: ContactRecord, input: ContactUpdate, figures: A
   if (input.status !== undefined) next.status = input.status;
   if (input.tags !== undefined) next.tags = uniqueTags(input.tags);
   for (const key of NULLABLE) if (input[key] !== undefined) (next as Record<string, unknown>)[key] = input[key] ?? null;
+  // A lead given to someone by hand leaves the pond it waited in (issue 46): it is no one's to claim any more.
+  if (input.assignedTo) next.pondId = null;
   if (input.phone !== undefined) next.phoneKey = phoneKey(next.phone, region);
   if (input.secondaryPhone !== undefined) next.secondaryPhoneKey = phoneKey(next.secondaryPhone, region);
 
