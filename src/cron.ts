@@ -22,6 +22,7 @@ import { drainLeadInbox } from "./leads/inbox";
 import { pruneLeadReviews } from "./leads/reviews";
 import { resendStalledDeliveries } from "./webhooks/fanout";
 import { healEndpoints } from "./webhooks/healing";
+import { announceDueTasks } from "./tasks/service";
 
 /**
  * One cron pass at `now` (the scheduled time: DESIGN.md contract 12) (loaded by the Worker's scheduled handler at its first pass, not at startup). Organization data lives
@@ -49,6 +50,7 @@ export function runCron(env: Env, now: Date): Promise<unknown> {
     onEveryShard(env, "export retention", ({ db }) => expireExportArchives(env, db, now)),
     onEveryShard(env, "lead review retention", ({ db }) => pruneLeadReviews(db, now)),
     onEveryShard(env, "stored leads", ({ db }) => drainLeadInbox(env, db, now)),
+    onEveryShard(env, "due tasks", ({ db }) => announceDueTasks(env, db, now)),
     onDirectory("oauth prune", () => pruneOAuth(createDb(env.DB), { now: now.getTime() })),
     // Integration events of directory changes whose shard write did not finish, then connections whose grants ran out.
     onDirectory("directory events relay", () =>

@@ -13,6 +13,7 @@ import { propertiesErasable } from "../properties/service";
 import { referralsErasable } from "../referrals/service";
 import { signaturesErasable } from "../signatures/service";
 import { surveysErasable } from "../surveys/service";
+import { tasksErasable } from "../tasks/service";
 import { templatesErasable } from "../templates/service";
 import { testimonialsErasable } from "../testimonials/service";
 import { trashErasable } from "../trash/service";
@@ -43,6 +44,7 @@ export const ERASABLES: readonly Erasable[] = [
   trashErasable,
   webhooksErasable,
   dealsErasable,
+  tasksErasable,
   propertiesErasable,
   profilesErasable,
   exportsErasable,
