@@ -10,6 +10,15 @@ import { toTask } from "./mapping";
 /** Tasks one pass announces at most (the next pass takes the rest, oldest due first). */
 export const DUE_PASS_MAX = 500;
 
+/** The pass's read (the plan test reads it): tasks_due_pass_idx, whose WHERE it names literally, over due_at <= now. */
+export const dueTaskScan = (db: Db, nowIso: string, max: number) =>
+  db
+    .select()
+    .from(tasks)
+    .where(and(isNotNull(tasks.dueAt), lte(tasks.dueAt, nowIso), sql`${tasks.completed} = 0`, isNull(tasks.dueAnnouncedAt)))
+    .orderBy(asc(tasks.dueAt))
+    .limit(max);
+
 /**
  * Cron pass (issue 46): `task.due` once per open task whose due time has come (`dueAt <= now`; a task due on a day,
  * `YYYY-MM-DD`, at the start of that day in UTC). Each event is staged only while its task is still unannounced, open
@@ -20,12 +29,7 @@ export const DUE_PASS_MAX = 500;
  */
 export async function announceDueTasks(env: Pick<Env, "EVENTS">, db: Db, now: Date, max = DUE_PASS_MAX): Promise<number> {
   const nowIso = now.toISOString();
-  const due = await db
-    .select()
-    .from(tasks)
-    .where(and(isNotNull(tasks.dueAt), lte(tasks.dueAt, nowIso), sql`${tasks.completed} = 0`, isNull(tasks.dueAnnouncedAt)))
-    .orderBy(asc(tasks.dueAt))
-    .limit(max);
+  const due = await dueTaskScan(db, nowIso, max);
   if (due.length === 0) return 0;
   const events = new Map(
     due.map((t) => [
