@@ -1,5 +1,5 @@
 import type { z } from "@hono/zod-openapi";
-import { and, asc, count, eq, gt, gte, isNotNull, isNull, lt, or, type SQL, sql } from "drizzle-orm";
+import { and, asc, count, eq, gt, gte, isNotNull, isNull, lt, lte, or, type SQL, sql } from "drizzle-orm";
 import type { Pagination } from "../crm/body";
 import type { Db } from "../db/client";
 import { organizations, tasks } from "../db/schema";
@@ -12,6 +12,9 @@ import { toTask } from "./mapping";
 
 const SORT = "dueAt:asc";
 
+/** The windows of GET /v1/tasks, and the agent's day for the MCP tool: overdue or due by the end of today. */
+export type ListWindow = DueWindow | "through_today";
+
 /** What a list of tasks is narrowed to, once `me` is resolved and the window placed in the organization's day. */
 export interface TaskFilter {
   organizationId: string;
@@ -19,7 +22,7 @@ export interface TaskFilter {
   assignedTo?: string;
   contactId?: string;
   dealId?: string;
-  due?: { window: DueWindow; now: string; day: ZonedDay };
+  due?: { window: ListWindow; now: string; day: ZonedDay };
   cursor?: string;
 }
 
@@ -42,6 +45,8 @@ function dueWindow({ window, now, day }: NonNullable<TaskFilter["due"]>): SQL | 
         lt(tasks.dueAt, day.endIso),
         or(and(timed, gte(tasks.dueAt, day.startIso)), eq(tasks.dueAt, day.date)),
       );
+    case "through_today":
+      return and(lt(tasks.dueAt, day.endIso), or(timed, lte(tasks.dueAt, day.date)));
     case "upcoming":
       return and(
         gte(tasks.dueAt, minText(day.endIso, next)),
@@ -101,7 +106,10 @@ async function timeZoneOf(ctx: ServiceContext): Promise<string> {
  * GET /v1/tasks: keyset-paginated on (dueAt, id), the page and its exact total in one round trip (plus one read of the
  * organization's time zone for a due window). `due` is evaluated at `q.at` or now.
  */
-export async function listTasks(ctx: ServiceContext, q: TaskListQuery): Promise<{ data: Task[]; pagination: z.infer<typeof Pagination> }> {
+export async function listTasks(
+  ctx: ServiceContext,
+  q: Omit<TaskListQuery, "due"> & { due?: ListWindow },
+): Promise<{ data: Task[]; pagination: z.infer<typeof Pagination> }> {
   const issues = [];
   let assignedTo = q.assignedTo;
   if (assignedTo === "me") {
