@@ -8,12 +8,11 @@ import { Conflict, NotFound, Validation } from "../lib/errors";
 import { newId } from "../lib/ids";
 import type { ServiceContext } from "../service-context";
 import { type TaskRecord, toActivity, toDeal, toTask } from "./mapping";
-import type { DealActivity, DealTask, DealTaskCreate } from "./schemas";
+import { type DealActivity, type DealTask, type DealTaskCreate, MAX_TASKS } from "./schemas";
 import { findDeal, readDealForWrite } from "./service";
 import { activityRow, touchDeal } from "./writes";
 
-/** Tasks a deal holds at most (its list is answered whole). */
-export const MAX_TASKS = 200;
+export { MAX_TASKS };
 
 const tasksOf = (ctx: ServiceContext, dealId: string) => and(eq(tasks.organizationId, ctx.organizationId), eq(tasks.dealId, dealId));
 

@@ -8,7 +8,7 @@ import { Conflict, type FieldIssue, NotFound, Validation } from "../lib/errors";
 import { newId } from "../lib/ids";
 import { nowIso } from "../lib/time";
 import { readContactForWrite, touchContact } from "../contacts/service";
-import { MAX_TASKS } from "../deals/tasks";
+import { MAX_TASKS } from "../deals/schemas";
 import type { ServiceContext } from "../service-context";
 import type { Task, TaskCreate, TaskUpdate } from "./schemas";
 import { TASKS, type TaskRecord, toTask } from "./mapping";
