@@ -13,7 +13,7 @@ import type { ServiceContext } from "../service-context";
 import type { Task, TaskCreate, TaskUpdate } from "./schemas";
 import { TASKS, type TaskRecord, toTask } from "./mapping";
 
-export type { TaskRecord } from "./mapping";
+export { type TaskRecord, toTask } from "./mapping";
 
 export { listTasks } from "./list";
 export { announceDueTasks } from "./due";

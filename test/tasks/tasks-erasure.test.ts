@@ -17,6 +17,10 @@ describe("a person's tasks", () => {
     const onDeal = await createTask(p.token, { title: "Walkthrough", contactId: contact.id, dealId: deal.id });
     const unrelated = await createTask(p.token, { title: "Unrelated", contactId: other.id });
 
+    // The right of access lists them.
+    const held = (await json(await call("GET", `/v1/contacts/${contact.id}/export`, { token: p.token }))).data;
+    expect(held.tasks.map((t: { id: string }) => t.id).sort()).toEqual([call1.id, onDeal.id].sort());
+
     // To the trash: the tasks stay, naming the contact, as a deal does (the contact reads as deleted).
     expect((await call("DELETE", `/v1/contacts/${contact.id}`, { token: p.token })).status).toBe(200);
     expect((await listTasks(p.token, `?contactId=${contact.id}`)).pagination.total).toBe(2);
