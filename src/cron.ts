@@ -22,6 +22,7 @@ import { drainLeadInbox } from "./leads/inbox";
 import { pruneLeadReviews } from "./leads/reviews";
 import { reassignSlowLeads, routeExpiredOffers } from "./ponds/service";
 import { resendStalledDeliveries } from "./webhooks/fanout";
+import { announceDueTasks } from "./tasks/service";
 import { healEndpoints } from "./webhooks/healing";
 import { refreshSmartLists } from "./smart-lists/membership";
 
@@ -49,6 +50,7 @@ export function runCron(env: Env, now: Date): Promise<unknown> {
     onEveryShard(env, "survey expiry", ({ db }) => expireSurveys(db, { now })),
     onEveryShard(env, "trash purge", ({ db }) => purgeTrash(env, db, { now })),
     onEveryShard(env, "pending erasures", ({ db }) => resumeErasures(env, db, { now })),
+    onEveryShard(env, "due tasks", ({ db }) => announceDueTasks(env, db, now)),
     onEveryShard(env, "pending uploads sweep", ({ db }) => sweepPendingUploads(env, db, { now })),
     onEveryShard(env, "stalled imports", ({ db }) => resumeStalledImports(env, db, { now })),
     onEveryShard(env, "export retention", ({ db }) => expireExportArchives(env, db, now)),

@@ -1,5 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { TASK_PRIORITIES } from "../deals/schemas";
+import { TASK_TYPES } from "../tasks/schemas";
 import type { Permission } from "../platform/permissions";
 
 /**
@@ -9,7 +10,7 @@ import type { Permission } from "../platform/permissions";
  */
 export const BRIEF_SECTIONS = {
   newLeads: "contacts:read",
-  tasksDue: "deals:read",
+  tasksDue: "tasks:read",
   obligationsDueSoon: "documents:read",
   envelopesWaiting: "signatures:read",
 } as const satisfies Record<string, Permission>;
@@ -42,8 +43,10 @@ export const BriefLead = z.object({
 
 export const BriefTask = z.object({
   id: z.string(),
-  dealId: z.string(),
-  dealTitle: z.string(),
+  type: z.enum(TASK_TYPES),
+  contactId: z.string().nullable().describe("The contact it is about, if any"),
+  dealId: z.string().nullable().describe("The deal it is on, if any"),
+  dealTitle: z.string().nullable(),
   title: z.string(),
   dueDate: z.string().describe("A date (YYYY-MM-DD) or a UTC timestamp"),
   priority: z.enum(TASK_PRIORITIES),
@@ -85,7 +88,7 @@ export const DailyBrief = z.object({
   ).optional(),
   tasksDue: section(
     BriefTask,
-    "Open deal tasks due today or before: the user's, and those nobody was given on the user's deals; soonest first",
+    "Open tasks due today or before: the user's (on contacts, deals or nothing), and those nobody was given on the user's deals; soonest first",
   ).optional(),
   obligationsDueSoon: section(
     BriefObligation,

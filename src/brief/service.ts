@@ -51,8 +51,10 @@ export function briefReads(db: Db, organizationId: string, userId: string, limit
     // Aliased: both tables have an id and a title, and D1 answers a batch's rows, as the UNION's ORDER BY names them,
     // by column name.
     id: sql<string>`${tasks.id}`.as("id"),
+    type: tasks.type,
+    contactId: tasks.contactId,
     dealId: tasks.dealId,
-    dealTitle: sql<string>`${deals.title}`.as("deal_title"),
+    dealTitle: sql<string | null>`${deals.title}`.as("deal_title"),
     title: tasks.title,
     dueDate: tasks.dueAt,
     priority: tasks.priority,
@@ -73,12 +75,13 @@ export function briefReads(db: Db, organizationId: string, userId: string, limit
     mineLeadCount: db.select({ n: count() }).from(contacts).where(mineLeads),
     nobodysLeadCount: db.select({ n: count() }).from(contacts).where(nobodysLeads),
     tasks: unionAll(
-      db.select(taskColumns).from(tasks).innerJoin(deals, ofDeal).where(mineTasks),
+      // The user's own: on a contact, a deal, a property or nothing (the deal's title when on one).
+      db.select(taskColumns).from(tasks).leftJoin(deals, ofDeal).where(mineTasks),
       db.select(taskColumns).from(tasks).innerJoin(deals, ofDeal).where(nobodysOnMyDeals),
     )
       .orderBy(asc(tasks.dueAt), asc(sql`id`))
       .limit(limit),
-    mineTaskCount: db.select({ n: count() }).from(tasks).innerJoin(deals, ofDeal).where(mineTasks),
+    mineTaskCount: db.select({ n: count() }).from(tasks).where(mineTasks),
     nobodysTaskCount: db.select({ n: count() }).from(tasks).innerJoin(deals, ofDeal).where(nobodysOnMyDeals),
     obligations: db
       .select()
@@ -133,7 +136,7 @@ export function briefReads(db: Db, organizationId: string, userId: string, limit
 
 /**
  * The daily brief of user `userId` (the MCP tool daily_brief): active leads assigned to them or to nobody and never
- * contacted, newest first; open deal tasks due today or before, theirs or nobody's on their deals, soonest first; the
+ * contacted, newest first; open tasks due today or before, theirs (on contacts, deals or nothing) or nobody's on their deals, soonest first; the
  * organization's document obligations overdue or due within a week, soonest first; its envelopes sent and still
  * open, oldest first, with the signers they wait on. Each section is its `limit` first items and a total. A section
  * whose permission is not in `granted` is neither read nor answered, and is named in `omitted`. One D1 batch.
@@ -186,8 +189,6 @@ export async function dailyBrief(
       total: total(mineTasks, nobodysTasks),
       items: tasks.map((t) => ({
         ...t,
-        // Deal tasks only (the inner join on the deal): never without one.
-        dealId: t.dealId!,
         dueDate: t.dueDate!,
         priority: t.priority as TaskPriority,
         // A date is due all day; a timestamp is overdue from its time on.

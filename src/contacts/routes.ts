@@ -85,7 +85,7 @@ const access = defineRoute(CRM, {
   security,
   summary: "Everything held about one person (the right of access)",
   description:
-    "One JSON document: the contact (also one in the trash), its activities and communications, their deals, the testimonials they wrote, referrals naming them, their surveys and answers, clickwrap acceptances, the mail sent to them, and the documents and envelopes that name them — found where an erasure of the person would look. Needs `exports:read` and `contacts:read`; each part another domain holds is included only with that domain's read permission (`deals:read` for deals, `reputation:read` for testimonials, referrals and surveys, `clickwrap:read`, `documents:read`, `signatures:read` for envelopes; all three of those for the mails, whose subjects name them) and otherwise named in `omitted`.",
+    "One JSON document: the contact (also one in the trash), its activities and communications, their deals, the testimonials they wrote, referrals naming them, their surveys and answers, clickwrap acceptances, the mail sent to them, the documents and envelopes that name them, and the tasks on their contact — found where an erasure of the person would look. Needs `exports:read` and `contacts:read`; each part another domain holds is included only with that domain's read permission (`deals:read` for deals, `reputation:read` for testimonials, referrals and surveys, `clickwrap:read`, `documents:read`, `signatures:read` for envelopes, `tasks:read` for tasks; all three of those for the mails, whose subjects name them) and otherwise named in `omitted`.",
   request: { params: IdParam },
   responses: {
     200: crmSuccess("Everything held about the person", PersonalData),

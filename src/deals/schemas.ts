@@ -219,6 +219,9 @@ export const DealTask = z
   .openapi("DealTask");
 export type DealTask = z.infer<typeof DealTask>;
 
+/** Tasks a deal holds at most (its list is answered whole); /v1/tasks holds a task joining a deal to it too. */
+export const MAX_TASKS = 200;
+
 export const DealTaskCreate = z
   .strictObject({
     title: text(200),

@@ -8,12 +8,11 @@ import { Conflict, NotFound, Validation } from "../lib/errors";
 import { newId } from "../lib/ids";
 import type { ServiceContext } from "../service-context";
 import { type TaskRecord, toActivity, toDeal, toTask } from "./mapping";
-import type { DealActivity, DealTask, DealTaskCreate } from "./schemas";
+import { type DealActivity, type DealTask, type DealTaskCreate, MAX_TASKS } from "./schemas";
 import { findDeal, readDealForWrite } from "./service";
 import { activityRow, touchDeal } from "./writes";
 
-/** Tasks a deal holds at most (its list is answered whole). */
-export const MAX_TASKS = 200;
+export { MAX_TASKS };
 
 const tasksOf = (ctx: ServiceContext, dealId: string) => and(eq(tasks.organizationId, ctx.organizationId), eq(tasks.dealId, dealId));
 
@@ -101,7 +100,14 @@ export async function completeTask(ctx: ServiceContext, dealId: string, taskId: 
     if (!row) throw new NotFound("Task");
     if (row.completed) throw new Conflict("The task is already completed", "task_already_completed");
     const at = new Date().toISOString();
-    const done = { ...row, completed: true, completedAt: at };
+    const done = {
+      ...row,
+      completed: true,
+      completedAt: at,
+      completedBy: ctx.actor.userId ?? null,
+      updatedAt: at,
+      version: row.version + 1,
+    };
     const after = { ...before, lastActivityAt: at, version: before.version + 1 };
     const task = toTask(done);
     const open = sql`EXISTS (SELECT 1 FROM ${tasks} WHERE ${and(tasksOf(ctx, dealId), eq(tasks.id, taskId), eq(tasks.completed, false))})`;
@@ -111,7 +117,7 @@ export async function completeTask(ctx: ServiceContext, dealId: string, taskId: 
         ...touchDeal(ctx, dealId, at, [open]),
         ctx.db
           .update(tasks)
-          .set({ completed: true, completedAt: at })
+          .set({ completed: true, completedAt: at, completedBy: done.completedBy, updatedAt: at, version: done.version })
           .where(and(tasksOf(ctx, dealId), eq(tasks.id, taskId))),
         ctx.db.insert(dealActivities).values(activityRow(ctx, dealId, "TASK_COMPLETED", `Task completed: ${row.title}`, { taskId }, at)),
       ],

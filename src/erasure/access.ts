@@ -12,6 +12,7 @@ import {
   referrals,
   surveyResponses,
   surveys,
+  tasks,
   testimonials,
 } from "../db/schema";
 import { documentsNaming } from "../documents/service";
@@ -22,6 +23,7 @@ import type { Permission } from "../platform/permissions";
 import { referredIs } from "../referrals/service";
 import type { ServiceContext } from "../service-context";
 import { envelopesNaming } from "../signatures/service";
+import { toTask } from "../tasks/service";
 import { findPerson } from "./erase";
 import { mailTo } from "./platform";
 
@@ -42,6 +44,7 @@ export const ACCESS_PARTS = {
   clickwrapAcceptances: "clickwrap:read",
   documents: "documents:read",
   envelopes: "signatures:read",
+  tasks: "tasks:read",
 } as const satisfies Record<string, Permission | readonly Permission[]>;
 
 export type AccessPart = keyof typeof ACCESS_PARTS;
@@ -69,7 +72,7 @@ export async function personalData(ctx: ServiceContext, id: string, granted: rea
   const scrub = scrubOf(person, !(await nameIsShared(ctx, person)));
   // A part the credential may not read holds its place in the batch with a select of nothing (LIMIT 0 reads no row).
   const none = ctx.db.select({ id: deals.id }).from(deals).where(eq(deals.id, "")).limit(0);
-  const [activities, communications, mails, reviews, theirDeals, authored, referred, theirSurveys] = await ctx.db.batch([
+  const [activities, communications, mails, reviews, theirDeals, authored, referred, theirSurveys, theirTasks] = await ctx.db.batch([
     ctx.db
       .select()
       .from(contactActivities)
@@ -106,6 +109,13 @@ export async function personalData(ctx: ServiceContext, id: string, granted: rea
           .from(surveys)
           .where(and(eq(surveys.organizationId, org), eq(surveys.recipientPersonId, id)))
       : none,
+    // The tasks on their contact (those an erasure takes, and a deal's it unlinks).
+    may("tasks")
+      ? ctx.db
+          .select()
+          .from(tasks)
+          .where(and(eq(tasks.organizationId, org), eq(tasks.contactId, id)))
+      : none,
   ]);
   const surveyIds = may("surveys") ? (theirSurveys as (typeof surveys.$inferSelect)[]).map((s) => s.id) : [];
   const [answers, acceptances, documents, envelopes] = await Promise.all([
@@ -130,6 +140,7 @@ export async function personalData(ctx: ServiceContext, id: string, granted: rea
     clickwrapAcceptances: acceptances,
     documents,
     envelopes,
+    tasks: may("tasks") ? (theirTasks as (typeof tasks.$inferSelect)[]).map(toTask) : [],
   };
   return {
     exportedAt: new Date().toISOString(),

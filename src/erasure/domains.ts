@@ -14,6 +14,7 @@ import { referralsErasable } from "../referrals/service";
 import { signaturesErasable } from "../signatures/service";
 import { smartListsErasable } from "../smart-lists/service";
 import { surveysErasable } from "../surveys/service";
+import { tasksErasable } from "../tasks/service";
 import { templatesErasable } from "../templates/service";
 import { testimonialsErasable } from "../testimonials/service";
 import { trashErasable } from "../trash/service";
@@ -44,6 +45,7 @@ export const ERASABLES: readonly Erasable[] = [
   trashErasable,
   webhooksErasable,
   dealsErasable,
+  tasksErasable,
   propertiesErasable,
   profilesErasable,
   exportsErasable,

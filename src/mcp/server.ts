@@ -14,6 +14,7 @@ import { documentTools } from "./document-tools";
 import { orgTools } from "./org-tools";
 import { pondTools } from "./pond-tools";
 import { propertyTools } from "./property-tools";
+import { taskTools } from "./task-tools";
 import { reputationTools } from "./reputation-tools";
 import { smartListTools } from "./smart-list-tools";
 import { templateTools } from "./template-tools";
@@ -28,6 +29,7 @@ export const MCP_TOOLS: McpTool[] = [
   ...templateTools,
   ...propertyTools,
   ...reputationTools,
+  ...taskTools,
   ...orgTools,
   ...briefTools,
   ...pondTools,
@@ -51,7 +53,7 @@ const LIST_CACHE = { ttlMs: 15 * 60_000, cacheScope: "public" } as const;
 
 const INSTRUCTIONS = `Tools over one real-estate brokerage's CRM: its contacts and leads, deals with their tasks and the pipeline, listings,
 documents and their obligations, signature envelopes, its reputation (testimonials, surveys, referrals), its team and custom
-fields, and the log of recent changes. Start the day with daily_brief; my_tasks lists what is due. Every tool
+fields, and the log of recent changes. Start the day with daily_brief; list_my_tasks lists the tasks due today or overdue (my_tasks, the deal tasks alone). Every tool
 acts for the signed-in user, inside that user's organization, and only with the permissions the access token was granted; a tool
 outside them asks the user to authorize it (HTTP 403 with the scope to request) or answers an error naming the permission it needs.
 PDFs (a document, a sealed copy, a certificate) come as resource links: read them with resources/read.`;

@@ -79,6 +79,12 @@ export const CATALOGUE = [
   "smart_list.exited",
   // Ours: one per import, with its counts; the imported records emit none of their own.
   "import.completed",
+  // Ours (issue 46): tasks on contacts, deals and properties; task.due once, by the cron, when its due time comes.
+  "task.created",
+  "task.updated",
+  "task.completed",
+  "task.deleted",
+  "task.due",
   // Ours: sent to every other enabled endpoint of the organization, subscribed or not (webhooks/healing.ts).
   "webhook.endpoint_disabled",
 ] as const;
@@ -101,6 +107,7 @@ const READ_PERMISSION: Record<string, Permission> = {
   contact: "contacts:read",
   communication: "contacts:read",
   deal: "deals:read",
+  task: "tasks:read",
   property: "properties:read",
   organization: "organization:read",
   user: "organization:read",

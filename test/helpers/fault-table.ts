@@ -16,6 +16,7 @@ import { startMove, stepMove } from "../../src/shards/move";
 import { MOVED_TABLES } from "../../src/shards/moved-tables";
 import { openShardOf } from "../../src/shards/tenants";
 import { purgeTrash } from "../../src/trash/service";
+import { announceDueTasks } from "../../src/tasks/service";
 import { routeExpiredOffers } from "../../src/ponds/service";
 import { type DeliveryMessage, fanOutEvents } from "../../src/webhooks/fanout";
 import { contractViolation } from "./contract";
@@ -2040,6 +2041,45 @@ const expiredOffer: FaultRow<ExpiredOffer> = {
   },
 };
 
+interface DueTasks {
+  owner: TestPrincipal;
+  ids: string[];
+}
+
+/** The cron's due pass (issue 46): task.due staged with the mark, then published; a fault leaves none announced twice or never. */
+const taskDuePass: FaultRow<DueTasks> = {
+  operation: "the cron's due-task pass (three tasks due)",
+  recovery: "the next cron pass announces what was not; the outbox resend sends what was staged",
+  async seed() {
+    const owner = await principal();
+    const ids: string[] = [];
+    for (const at of ["2020-01-01T09:00:00Z", "2020-01-01T10:00:00Z", "2020-01-02"])
+      ids.push(
+        (
+          await seedCall("POST", "/v1/tasks", {
+            token: owner.token,
+            body: { title: `Due ${at}`, dueAt: at.length > 10 ? at : `${at}T08:00:00Z` },
+          })
+        ).data.id,
+      );
+    return { owner, ids };
+  },
+  async act(f) {
+    await announceDueTasks(f.env, openShardOf(f.env, 0).db, new Date());
+  },
+  async recover(f) {
+    await recoverAsProduction(f);
+  },
+  async check(_f, s) {
+    const org = s.owner.organizationId;
+    await expectEventsOnce(org, ["task.due"], { "task.due": 3 });
+    expect(
+      await count(org, "SELECT COUNT(*) AS n FROM tasks WHERE organization_id = ? AND due_announced_at IS NOT NULL", org),
+      "tasks marked announced",
+    ).toBe(3);
+  },
+};
+
 export const FAULTS: FaultRow[] = [
   contactCreate,
   leadIntake,
@@ -2073,5 +2113,6 @@ export const FAULTS: FaultRow[] = [
   oauthDisconnect,
   customFieldDelete,
   bookImport,
+  taskDuePass,
   expiredOffer,
 ];

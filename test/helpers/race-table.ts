@@ -1962,3 +1962,56 @@ RACES.push(
     counter: { read: smartListsTotal, perMove: -1 },
   },
 );
+
+// Tasks (issue 46 part 1): two completes (or deletes) of one task, one wins; concurrent changes of different fields all land.
+const seedTask = async (owner: TestPrincipal, body: Record<string, unknown> = {}) => {
+  const res = await call("POST", "/v1/tasks", { token: owner.token, body: { title: "Raced task", ...body } });
+  if (res.status !== 201) throw new Error(`seeding a task failed: ${res.status} ${await res.text()}`);
+  return { id: (await json(res)).data.id as string };
+};
+RACES.push(
+  {
+    kind: "independent",
+    route: "POST /v1/tasks",
+    seed: async () => ({}),
+    changes: async () => Array.from({ length: 10 }, (_, i) => ({ body: { title: `Raced task ${i}` } })),
+    async verify(owner) {
+      const page = await json(await call("GET", "/v1/tasks?assignedTo=me&limit=100", { token: owner.token }));
+      expect(page.pagination.total).toBe(10);
+      expect(await eventCount(owner.organizationId, "task.created")).toBe(10);
+    },
+  },
+  {
+    kind: "independent",
+    route: "PATCH /v1/tasks/{id}",
+    seed: (owner) => seedTask(owner),
+    changes: async () => [
+      { body: { title: "Raced title" } },
+      { body: { priority: "URGENT" } },
+      { body: { type: "call" } },
+      { body: { notes: "Raced notes" } },
+      { body: { dueAt: "2031-05-01T09:00:00Z" } },
+    ],
+    async verify(owner, { id }) {
+      const task = (await json(await call("GET", `/v1/tasks/${id}`, { token: owner.token }))).data;
+      expect(task).toMatchObject({
+        title: "Raced title",
+        priority: "URGENT",
+        type: "call",
+        notes: "Raced notes",
+        dueAt: "2031-05-01T09:00:00.000Z",
+        version: 6,
+      });
+      expect(await eventCount(owner.organizationId, "task.updated")).toBe(5);
+    },
+  },
+  { kind: "once", route: "DELETE /v1/tasks/{id}", seed: (owner) => seedTask(owner), objects: 3, copies: 5, event: "task.deleted" },
+  {
+    kind: "once",
+    route: "POST /v1/tasks/{id}/complete",
+    seed: async (owner) => seedTask(owner, { contactId: (await createContact(owner.token)).id }),
+    objects: 3,
+    copies: 5,
+    event: "task.completed",
+  },
+);

@@ -839,3 +839,18 @@ ROUTES.push(
     objectReads: ["contacts:read"],
   },
 );
+// Tasks (issue 46 part 1).
+const seedTask = async (owner: TestPrincipal) => {
+  const res = await call("POST", "/v1/tasks", { token: owner.token, body: { title: "Matrix task", dueAt: "2030-01-01T09:00:00Z" } });
+  if (res.status !== 201) throw new Error(`seeding a task failed: ${res.status} ${await res.text()}`);
+  return { id: (await json(res)).data.id as string };
+};
+const unknownTask = { id: "00000000-0000-4000-8000-000000007a54" };
+ROUTES.push(
+  { method: "GET", path: "/v1/tasks", family: "crm" },
+  { method: "POST", path: "/v1/tasks", family: "crm", body: { title: "Matrix task" } },
+  { method: "GET", path: "/v1/tasks/{id}", family: "crm", seed: seedTask, unknown: unknownTask },
+  { method: "PATCH", path: "/v1/tasks/{id}", family: "crm", body: { priority: "HIGH" }, seed: seedTask, unknown: unknownTask },
+  { method: "DELETE", path: "/v1/tasks/{id}", family: "crm", seed: seedTask, unknown: unknownTask },
+  { method: "POST", path: "/v1/tasks/{id}/complete", family: "crm", seed: seedTask, unknown: unknownTask },
+);

@@ -482,12 +482,12 @@ describe("MCP daily brief", () => {
       date: utcDay(0),
       newLeads: { total: 1, items: [expect.objectContaining({ id: lead.id })] },
       omitted: [
-        { section: "tasksDue", permission: "deals:read" },
+        { section: "tasksDue", permission: "tasks:read" },
         { section: "obligationsDueSoon", permission: "documents:read" },
         { section: "envelopesWaiting", permission: "signatures:read" },
       ],
     });
-    const wider = await connect((await createApiKey(me.token, ["contacts:read", "deals:read"])).key);
+    const wider = await connect((await createApiKey(me.token, ["contacts:read", "tasks:read"])).key);
     const withTasks = await tool(wider, "daily_brief");
     expect(withTasks.data.tasksDue.total).toBe(1);
     expect(withTasks.data.omitted.map((o: { section: string }) => o.section)).toEqual(["obligationsDueSoon", "envelopesWaiting"]);

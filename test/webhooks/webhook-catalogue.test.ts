@@ -28,6 +28,7 @@ import { createSurveyTemplate, publicSurvey, scheduleSurvey } from "../helpers/s
 import { createTestimonial, move } from "../helpers/testimonials";
 import { subscribe } from "../helpers/webhooks";
 import { healEndpoints } from "../../src/webhooks/healing";
+import { announceDueTasks } from "../../src/tasks/service";
 
 /**
  * Issue 32, "Done when": one endpoint subscribed to every event of the catalogue receives each one, driven through the
@@ -369,6 +370,22 @@ const templateLife = (w: World) =>
     await ok(await call("POST", `${path}/restore`, { token: w.owner.token }), 200);
   });
 
+/** Issue 46: a task created, changed, announced due by the cron's pass, completed; another deleted. */
+const taskLife = (w: World) =>
+  w.once("tasks", async () => {
+    const made = async (title: string) =>
+      (await ok(await call("POST", "/v1/tasks", { token: w.owner.token, body: { title, dueAt: "2026-01-05T09:00:00Z" } }), 201)).data as {
+        id: string;
+      };
+    const task = await made("Call the buyer");
+    await ok(await call("PATCH", `/v1/tasks/${task.id}`, { token: w.owner.token, body: { priority: "HIGH" } }), 200);
+    const db = createDb(await tenantDb(w.owner.organizationId));
+    while ((await announceDueTasks(env, db, new Date("2026-01-05T09:00:00Z"))) > 0);
+    await ok(await call("POST", `/v1/tasks/${task.id}/complete`, { token: w.owner.token }), 200);
+    const gone = await made("Send the flyer");
+    await ok(await call("DELETE", `/v1/tasks/${gone.id}`, { token: w.owner.token }), 200);
+  });
+
 const isSha256 = (v: unknown) => typeof v === "string" && /^[0-9a-f]{64}$/.test(v);
 
 /**
@@ -401,6 +418,15 @@ const DRIVE: { event: CatalogueName; drive(w: World): Promise<unknown>; check?(p
   { event: "deal.task_created", drive: deal, check: (p) => expect(p.data.task).toMatchObject({ id: expect.any(String) }) },
   { event: "deal.task_completed", drive: deal },
   { event: "deal.closed", drive: deal },
+  {
+    event: "task.created",
+    drive: taskLife,
+    check: (p) => expect(p.data.object).toMatchObject({ title: "Call the buyer", status: "open" }),
+  },
+  { event: "task.updated", drive: taskLife, check: (p) => expect(p.data.changes).toEqual(["priority"]) },
+  { event: "task.due", drive: taskLife, check: (p) => expect(p.data.object).toMatchObject({ dueAt: "2026-01-05T09:00:00.000Z" }) },
+  { event: "task.completed", drive: taskLife, check: (p) => expect(p.data.object).toMatchObject({ status: "completed" }) },
+  { event: "task.deleted", drive: taskLife, check: (p) => expect(p.data.object).toMatchObject({ title: "Send the flyer" }) },
   { event: "deal.document_uploaded", drive: deal },
   { event: "property.created", drive: property },
   { event: "property.updated", drive: property },
