@@ -11,6 +11,7 @@ import { referralLeadConsumer } from "./referrals/service";
 import { surveyResponseConsumer } from "./surveys/responses";
 import { dealWonSurveyConsumer } from "./surveys/scheduling";
 import { webhookFanout } from "./webhooks/fanout";
+import { appointmentInvitationConsumer } from "./appointments/invitations";
 import { createDeliveryConsumer, markDeadDeliveries } from "./webhooks/delivery";
 import { defaultWebhookDeps } from "./webhooks/transport";
 import { runExportJobs } from "./exports/jobs";
@@ -34,6 +35,7 @@ export const EVENT_CONSUMERS: EventConsumer[] = [
   referralLeadConsumer,
   dealWonSurveyConsumer,
   surveyResponseConsumer,
+  appointmentInvitationConsumer,
 ];
 
 const routeEvents = createEventRouter(EVENT_CONSUMERS);
