@@ -72,6 +72,10 @@ export const CATALOGUE = [
   "testimonial.published",
   "survey.completed",
   "referral.received",
+  // Ours: the agent's day (issue 46); a showing of a property also emits property.showing_scheduled.
+  "appointment.created",
+  "appointment.updated",
+  "appointment.cancelled",
   // Ours: one per import, with its counts; the imported records emit none of their own.
   "import.completed",
   // Ours: sent to every other enabled endpoint of the organization, subscribed or not (webhooks/healing.ts).
@@ -110,6 +114,7 @@ const READ_PERMISSION: Record<string, Permission> = {
   survey: "reputation:read",
   referral: "reputation:read",
   import: "imports:manage",
+  appointment: "appointments:read",
 };
 
 export const readPermissionOf = (event: CatalogueName): Permission => READ_PERMISSION[resourceOf(event)]!;
