@@ -13,6 +13,7 @@ import { type AppointmentRecord, type AttendeeRecord, addressLine, toAppointment
 import { type Appointment, type AppointmentCreate, type AppointmentUpdate, MAX_DURATION_DAYS } from "./schemas";
 
 export { listAppointments } from "./list";
+export { appointmentsErasable } from "./erasure";
 
 export const APPOINTMENTS: VersionedTable = {
   table: appointments,
