@@ -41,7 +41,7 @@ const state = defineRoute(CRM, {
 });
 
 const issue = defineRoute(CRM, {
-  operationId: "issueCalendarFeed",
+  operationId: "createCalendarFeed",
   method: "post",
   path: "/v1/users/me/calendar-feed",
   tags,

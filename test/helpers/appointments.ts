@@ -13,9 +13,6 @@ import { tenantDb } from "./factories";
 
 export type AppointmentJson = Record<string, any> & { id: string; sequence: number; attendees: Record<string, any>[] };
 
-/** Tomorrow-ish at a fixed UTC hour, so a test's appointment is in the future and its local time is known. */
-export const at = (isoUtc: string) => new Date(isoUtc).toISOString();
-
 export function appointmentBody(overrides: Record<string, unknown> = {}): Record<string, unknown> {
   return {
     type: "buyer_consultation",
