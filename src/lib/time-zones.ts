@@ -113,8 +113,8 @@ const vtimezones = new Map<string, IcalComponent>();
 
 /**
  * The VTIMEZONE of `zone` for the years `fromYear`…`toYear`: one observance per transition (DTSTART the local time
- * of the onset in the offset before it, §3.6.5), after one for the offset in force when the span starts, so every
- * local time in the span resolves. A zone without transitions (no DST) is one STANDARD observance. DAYLIGHT is an
+ * of the onset in the offset before it, §3.6.5), after one from 1970 for the offset in force when the span starts, so
+ * every local time in the span (and before it) resolves. A zone without transitions (no DST) is one STANDARD observance. DAYLIGHT is an
  * observance whose offset is ahead of the span's least offset (the zone's standard time).
  */
 export function vtimezone(zone: string, fromYear: number, toYear: number): IcalComponent {
@@ -125,19 +125,20 @@ export function vtimezone(zone: string, fromYear: number, toYear: number): IcalC
   const initial = offsetMinutes(zone, start);
   const changes = transitions(zone, fromYear, toYear);
   const standard = Math.min(initial, ...changes.map((c) => c.to));
-  const observance = (at: number, from: number, to: number): IcalComponent => ({
+  const observance = (at: number | null, from: number, to: number): IcalComponent => ({
     name: to > standard ? "DAYLIGHT" : "STANDARD",
     properties: [
-      { name: "DTSTART", value: localStamp(wallClockAtOffset(at, from)) },
+      // The first observance starts at 1970 (the common convention): it holds for any time before the span's changes.
+      { name: "DTSTART", value: at === null ? "19700101T000000" : localStamp(wallClockAtOffset(at, from)) },
       { name: "TZOFFSETFROM", value: utcOffset(from) },
       { name: "TZOFFSETTO", value: utcOffset(to) },
-      { name: "TZNAME", text: zoneAbbreviation(zone, at) },
+      { name: "TZNAME", text: zoneAbbreviation(zone, at ?? start) },
     ],
   });
   const component: IcalComponent = {
     name: "VTIMEZONE",
     properties: [{ name: "TZID", value: zone }],
-    components: [observance(start, initial, initial), ...changes.map((c) => observance(c.at, c.from, c.to))],
+    components: [observance(null, initial, initial), ...changes.map((c) => observance(c.at, c.from, c.to))],
   };
   vtimezones.set(key, component);
   return component;
