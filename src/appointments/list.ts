@@ -87,3 +87,24 @@ export async function listAppointments(
     },
   };
 }
+
+/** The appointments a contact attends, in start order with their attendees (the right of access: erasure/access.ts). */
+export async function appointmentsOfContact(ctx: ServiceContext, contactId: string): Promise<Appointment[]> {
+  const org = ctx.organizationId;
+  const theirs = and(eq(appointments.organizationId, org), ofContact(org, contactId));
+  const ids = ctx.db.select({ id: appointments.id }).from(appointments).where(theirs);
+  const [rows, attendeeRows] = await ctx.db.batch([
+    ctx.db.select().from(appointments).where(theirs).orderBy(asc(appointments.startsAt), asc(appointments.id)),
+    ctx.db
+      .select()
+      .from(appointmentAttendees)
+      .where(and(eq(appointmentAttendees.organizationId, org), inArray(appointmentAttendees.appointmentId, ids)))
+      .orderBy(sql`rowid`),
+  ]);
+  return rows.map((r) =>
+    toAppointment(
+      r,
+      attendeeRows.filter((a) => a.appointmentId === r.id),
+    ),
+  );
+}

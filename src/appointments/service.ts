@@ -12,7 +12,7 @@ import type { ServiceContext } from "../service-context";
 import { type AppointmentRecord, type AttendeeRecord, addressLine, toAppointment } from "./mapping";
 import { type Appointment, type AppointmentCreate, type AppointmentUpdate, MAX_DURATION_DAYS } from "./schemas";
 
-export { listAppointments } from "./list";
+export { appointmentsOfContact, listAppointments } from "./list";
 export { appointmentsErasable } from "./erasure";
 
 export const APPOINTMENTS: VersionedTable = {

@@ -46,6 +46,7 @@ export const PersonalData = z
       "Documents that name their e-mail or phone, or a name no other contact has: id, createdAt (with `documents:read`)",
     ).optional(),
     envelopes: records("Signature envelopes that name them the same way: id, status (with `signatures:read`)").optional(),
+    appointments: records("Appointments they attend, with every attendee (with `appointments:read`)").optional(),
     omitted: z
       .array(
         z.enum([
@@ -58,6 +59,7 @@ export const PersonalData = z
           "clickwrapAcceptances",
           "documents",
           "envelopes",
+          "appointments",
         ]),
       )
       .openapi({ description: "The parts left out because the credential lacks their read permission (empty: the export is complete)" }),

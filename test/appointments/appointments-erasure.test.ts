@@ -26,6 +26,9 @@ describe("erasing a person who attends appointments", () => {
     await deliverInvitations(p.organizationId);
     expect(await mailWithAttachments(person.email)).toHaveLength(2);
     expect(await whereFound(person.needles)).not.toEqual([]);
+    // The right of access shows the appointments they attend.
+    const access = (await json(await call("GET", `/v1/contacts/${contact.id}/export`, { token: p.token }))).data;
+    expect(access.appointments.map((x: { id: string }) => x.id)).toEqual([appointment.id]);
 
     const res = await erase(p, contact.id);
     const body = await json(res);

@@ -533,6 +533,7 @@ describe("GET /v1/contacts/{id}/export (the right of access)", () => {
       "clickwrapAcceptances",
       "documents",
       "envelopes",
+      "appointments",
     ];
 
     const narrow = await createApiKey(p.token, ["exports:read", "contacts:read"]);
