@@ -1,6 +1,7 @@
 // npm run --silent mail -- --to <email> [--last N]
 // Prints the newest messages the development mail provider (`log`) kept for that address, newest first, one JSON line
-// each {"to","subject","text","createdAt"} with the body decrypted (DESIGN.md contract 8). It reads local D1 through
+// each {"to","subject","text","createdAt"} with the body decrypted, plus "attachments" [{filename, contentType, content}]
+// when the mail has any (DESIGN.md contract 8). It reads local D1 through
 // scripts/local-d1.mjs, so it works whether or not `npm run dev` is running; nothing kept for the address prints nothing.
 import { parseArgs } from "node:util";
 import { readLocalDevVars } from "./dev-vars.mjs";
@@ -11,6 +12,8 @@ const USAGE = "usage: npm run --silent mail -- --to <email> [--last N]   (N: 1 t
 const MAX_LAST = 100;
 /** The purpose the log provider encrypts bodies under (MAIL_LOG_PURPOSE, src/mail/mailer.ts). */
 const MAIL_LOG_PURPOSE = "mail-log";
+/** The marker of a kept body with attachments (LOGGED_WITH_ATTACHMENTS, src/mail/mailer.ts): then `{text, attachments}` as JSON. */
+const LOGGED_WITH_ATTACHMENTS = "\u0000mail+attachments\n";
 
 function usage(problem) {
   console.error(`mail: ${problem}\n${USAGE}`);
@@ -81,7 +84,13 @@ try {
         throw new Error(`message ${row.id} does not open with the MAIL_LOG_KEY of .dev.vars (was it sent under another key?)`);
       });
     }
-    lines.push(JSON.stringify({ to: row.to, subject: row.subject, text, createdAt: row.createdAt }));
+    let attachments;
+    if (text.startsWith(LOGGED_WITH_ATTACHMENTS)) ({ text, attachments } = JSON.parse(text.slice(LOGGED_WITH_ATTACHMENTS.length)));
+    const line = { to: row.to, subject: row.subject, text, createdAt: row.createdAt };
+    // Attachments are text here (an iCalendar invitation): printed as text, with their file name and type.
+    if (attachments?.length)
+      line.attachments = attachments.map((a) => ({ filename: a.filename, contentType: a.contentType, content: a.content }));
+    lines.push(JSON.stringify(line));
   }
   if (lines.length > 0) process.stdout.write(`${lines.join("\n")}\n`);
 } catch (err) {

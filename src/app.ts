@@ -125,7 +125,13 @@ function routeGroups(options: AppOptions): RouteGroup[] {
       const [exports, organization] = await Promise.all([import("./exports/routes"), import("./organization/routes")]);
       return [organization.organizationRoutes, exports.organizationExportRoutes];
     }),
-    group(["/v1/users", "/v1/users/*"], async () => [(await import("./users/routes")).userRoutes]),
+    // The user's calendar feed (issue 46) before the users' routes, which would read `me` as an id.
+    group(["/v1/users", "/v1/users/*"], async () => {
+      const [feeds, users] = await Promise.all([import("./appointments/feed-routes"), import("./users/routes")]);
+      return [feeds.calendarFeedRoutes, users.userRoutes];
+    }),
+    // A user's calendar feed file: its secret URL is the capability (appointments/feed.ts).
+    group(["/calendar/*"], async () => [(await import("./appointments/feed-routes")).calendarPublicRoutes]),
     group(["/invite/*"], async () => {
       const [invite, challenge] = await Promise.all([import("./users/invite-routes"), import("./platform/bot-challenge")]);
       return [invite.createInviteRoutes({ botChallenge: options.invitations?.botChallenge ?? ((secret) => challenge.turnstile(secret)) })];

@@ -12,6 +12,7 @@ import { surveyResponseConsumer } from "./surveys/responses";
 import { dealWonSurveyConsumer } from "./surveys/scheduling";
 import { smartListConsumer } from "./smart-lists/membership";
 import { webhookFanout } from "./webhooks/fanout";
+import { appointmentInvitationConsumer } from "./appointments/invitations";
 import { createDeliveryConsumer, markDeadDeliveries } from "./webhooks/delivery";
 import { defaultWebhookDeps } from "./webhooks/transport";
 import { runExportJobs } from "./exports/jobs";
@@ -36,6 +37,7 @@ export const EVENT_CONSUMERS: EventConsumer[] = [
   dealWonSurveyConsumer,
   surveyResponseConsumer,
   smartListConsumer,
+  appointmentInvitationConsumer,
 ];
 
 const routeEvents = createEventRouter(EVENT_CONSUMERS);

@@ -24,6 +24,7 @@ import { referredIs } from "../referrals/service";
 import type { ServiceContext } from "../service-context";
 import { envelopesNaming } from "../signatures/service";
 import { toTask } from "../tasks/service";
+import { appointmentsOfContact } from "../appointments/service";
 import { findPerson } from "./erase";
 import { mailTo } from "./platform";
 
@@ -45,6 +46,7 @@ export const ACCESS_PARTS = {
   documents: "documents:read",
   envelopes: "signatures:read",
   tasks: "tasks:read",
+  appointments: "appointments:read",
 } as const satisfies Record<string, Permission | readonly Permission[]>;
 
 export type AccessPart = keyof typeof ACCESS_PARTS;
@@ -118,7 +120,7 @@ export async function personalData(ctx: ServiceContext, id: string, granted: rea
       : none,
   ]);
   const surveyIds = may("surveys") ? (theirSurveys as (typeof surveys.$inferSelect)[]).map((s) => s.id) : [];
-  const [answers, acceptances, documents, envelopes] = await Promise.all([
+  const [answers, acceptances, documents, envelopes, attended] = await Promise.all([
     // Bound as one JSON list: a person may have had hundreds of surveys, and D1 binds at most 100 values.
     may("surveyResponses") && surveyIds.length
       ? ctx.db
@@ -129,6 +131,7 @@ export async function personalData(ctx: ServiceContext, id: string, granted: rea
     may("clickwrapAcceptances") ? acceptancesOf(ctx, scrub) : [],
     may("documents") ? documentsNaming(ctx, scrub.recognizer) : [],
     may("envelopes") ? envelopesNaming(ctx, scrub.recognizer) : [],
+    may("appointments") ? appointmentsOfContact(ctx, id) : [],
   ]);
   const parts: Record<AccessPart, unknown[]> = {
     mails,
@@ -141,6 +144,7 @@ export async function personalData(ctx: ServiceContext, id: string, granted: rea
     documents,
     envelopes,
     tasks: may("tasks") ? (theirTasks as (typeof tasks.$inferSelect)[]).map(toTask) : [],
+    appointments: attended,
   };
   return {
     exportedAt: new Date().toISOString(),

@@ -1,3 +1,4 @@
+import { appointmentsErasable } from "../appointments/service";
 import { clickwrapErasable } from "../clickwrap/service";
 import { communicationsErasable } from "../communications/service";
 import { contactsErasable } from "../contacts/service";
@@ -52,4 +53,5 @@ export const ERASABLES: readonly Erasable[] = [
   clickwrapErasable,
   templatesErasable,
   smartListsErasable,
+  appointmentsErasable,
 ];

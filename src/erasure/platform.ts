@@ -12,8 +12,12 @@ import type { ServiceContext } from "../service-context";
 export const mailTo = (ctx: ServiceContext, person: Person) =>
   and(eq(mailOutbox.organizationId, ctx.organizationId), sql`lower(${mailOutbox.to}) = ${person.emailKey}`);
 
-/** Event payloads and replayed answers (JSON, redacted structurally). */
+/**
+ * Event payloads and replayed answers (JSON, redacted structurally), and the subjects of mail to others that name the
+ * person (an invitation to an appointment titled with their name: issue 46); those bodies are encrypted in the log.
+ */
 const COPIES: Copy[] = [
+  { kind: "mail_subjects", table: mailOutbox, key: "id", column: "subject" },
   { kind: "events", table: outboxEvents, key: "id", column: "data" },
   { kind: "idempotency_records", table: idempotencyKeys, key: "key", column: "responseBody" },
 ];

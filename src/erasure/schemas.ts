@@ -47,6 +47,7 @@ export const PersonalData = z
     ).optional(),
     envelopes: records("Signature envelopes that name them the same way: id, status (with `signatures:read`)").optional(),
     tasks: records("The tasks on their contact (with `tasks:read`)").optional(),
+    appointments: records("Appointments they attend, with every attendee (with `appointments:read`)").optional(),
     omitted: z
       .array(
         z.enum([
@@ -60,6 +61,7 @@ export const PersonalData = z
           "documents",
           "envelopes",
           "tasks",
+          "appointments",
         ]),
       )
       .openapi({ description: "The parts left out because the credential lacks their read permission (empty: the export is complete)" }),

@@ -1,6 +1,7 @@
 import type { Db } from "../db/client";
 import { mailOutbox } from "../db/schema";
 import { readConfig, type Env } from "../env";
+import { sha256Hex, toBase64 } from "../lib/crypto";
 import { newId } from "../lib/ids";
 import { createLogger, loggableError } from "../lib/log";
 import { fetchWithDeadline } from "../lib/outbound";
@@ -18,6 +19,41 @@ export interface MailMessage {
   text: string;
   /** The organization the message is sent for (the log provider files it under it). */
   organizationId?: string;
+  /** Text attachments (an iCalendar invitation): sent as files beside the body (DESIGN.md contract 8 `attachments[]`). */
+  attachments?: MailAttachment[];
+  /**
+   * Makes the send exactly-once under retries: the log provider keeps one message per key, Resend is given it as its
+   * `Idempotency-Key` (it drops a repeat for 24 hours). Derived from what the message is for (an invitation's
+   * attendee and SEQUENCE), so a retry computes the same one.
+   */
+  idempotencyKey?: string;
+}
+
+export interface MailAttachment {
+  filename: string;
+  /** The MIME type with its parameters: `text/calendar; method=REQUEST; charset=UTF-8`. */
+  contentType: string;
+  /** The text of the file (attachments are text here; the mail reader prints them as such). */
+  content: string;
+}
+
+/**
+ * How the log provider keeps a message with attachments: its stored (then encrypted) text is this marker and then
+ * `{text, attachments}` as JSON; a body without the marker is the text alone, as before (mail_outbox has no column
+ * for files, and the body is already the encrypted part). scripts/mail.mjs and the tests read it with `readLoggedBody`.
+ */
+export const LOGGED_WITH_ATTACHMENTS = "\u0000mail+attachments\n";
+
+/** The text and attachments of a logged body (after decryption). */
+export function readLoggedBody(stored: string): { text: string; attachments?: MailAttachment[] } {
+  if (!stored.startsWith(LOGGED_WITH_ATTACHMENTS)) return { text: stored };
+  return JSON.parse(stored.slice(LOGGED_WITH_ATTACHMENTS.length)) as { text: string; attachments: MailAttachment[] };
+}
+
+/** A stable mail_outbox id (UUID-shaped) for an idempotency key: a second insert of the same message is a no-op. */
+async function idOfKey(key: string): Promise<string> {
+  const hex = await sha256Hex(`mail:${key}`);
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-8${hex.slice(13, 16)}-${hex.slice(16, 20)}-${hex.slice(20, 32)}`;
 }
 
 export interface Mailer {
@@ -38,11 +74,16 @@ export const WITHHELD_LINK = "[link withheld: set MAIL_LOG_KEY to keep links in 
 export function logMailer(env: Env, db: Db): Mailer {
   return {
     async send(message) {
-      const id = newId();
+      const id = message.idempotencyKey ? await idOfKey(message.idempotencyKey) : newId();
       const key = readConfig(env).MAIL_LOG_KEY;
-      const body = key
-        ? await encryptText(key, MAIL_LOG_PURPOSE, id, message.text)
-        : message.text.replace(/https?:\/\/\S+/g, WITHHELD_LINK);
+      const withhold = (text: string) => (key ? text : text.replace(/https?:\/\/\S+/g, WITHHELD_LINK));
+      const plain = message.attachments?.length
+        ? `${LOGGED_WITH_ATTACHMENTS}${JSON.stringify({
+            text: withhold(message.text),
+            attachments: message.attachments.map((a) => ({ ...a, content: withhold(a.content) })),
+          })}`
+        : withhold(message.text);
+      const body = key ? await encryptText(key, MAIL_LOG_PURPOSE, id, plain) : plain;
       await db
         .insert(mailOutbox)
         .values({
@@ -54,6 +95,7 @@ export function logMailer(env: Env, db: Db): Mailer {
           sealed: key !== undefined,
           createdAt: nowIso(),
         })
+        .onConflictDoNothing()
         .run();
     },
   };
@@ -67,10 +109,19 @@ export function resendMailer(
 ): Mailer {
   return {
     async send(message) {
+      const attachments = message.attachments?.map((a) => ({
+        filename: a.filename,
+        content: toBase64(new TextEncoder().encode(a.content)),
+        content_type: a.contentType,
+      }));
       const init = {
         method: "POST",
-        headers: { authorization: `Bearer ${config.apiKey}`, "content-type": "application/json" },
-        body: JSON.stringify({ from: config.from, to: [message.to], subject: message.subject, text: message.text }),
+        headers: {
+          authorization: `Bearer ${config.apiKey}`,
+          "content-type": "application/json",
+          ...(message.idempotencyKey ? { "idempotency-key": message.idempotencyKey.slice(0, 256) } : {}),
+        },
+        body: JSON.stringify({ from: config.from, to: [message.to], subject: message.subject, text: message.text, attachments }),
       };
       await fetchWithDeadline(fetchFn, `${config.apiUrl.replace(/\/$/, "")}/emails`, init, timeoutMs, async (res) => {
         if (!res.ok) throw new MailFailed(`mail provider answered ${res.status}`);

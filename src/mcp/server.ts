@@ -7,6 +7,7 @@ import {
   WebStandardStreamableHTTPServerTransport,
 } from "@modelcontextprotocol/server";
 import { CfWorkerJsonSchemaValidator } from "@modelcontextprotocol/server/validators/cf-worker";
+import { appointmentTools } from "./appointment-tools";
 import { briefTools } from "./brief-tools";
 import { contactTools } from "./contact-tools";
 import { dealTools } from "./deal-tools";
@@ -34,6 +35,7 @@ export const MCP_TOOLS: McpTool[] = [
   ...briefTools,
   ...pondTools,
   ...smartListTools,
+  ...appointmentTools,
 ].sort((a, b) => (a.name < b.name ? -1 : 1));
 const TOOLS_BY_NAME = new Map(MCP_TOOLS.map((t) => [t.name, t]));
 

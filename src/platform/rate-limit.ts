@@ -50,6 +50,8 @@ export const RATE_LIMITS = {
   "public-files:get": { limit: 600, windowSeconds: 60 },
   // Ours: organization export downloads (a zip each); a link's token is 32 random bytes, so this only slows a scan.
   "public-exports:get": { limit: 30, windowSeconds: 60 },
+  // Ours: a user's calendar feed (issue 46); calendar clients poll it every hour or so, a token is 32 random bytes.
+  "calendar-feed:get": { limit: 60, windowSeconds: 60 },
   // Ours: engagement signals of one listing, per organization (a website backend forwards its visitors' views).
   "property-signals:post": { limit: 600, windowSeconds: 60 },
 } as const satisfies Record<string, RateRule>;

@@ -77,6 +77,10 @@ export const CATALOGUE = [
   // Ours (issue 46): a contact started or stopped matching a smart list (data.object: the list, with contactId).
   "smart_list.entered",
   "smart_list.exited",
+  // Ours: the agent's day (issue 46); a showing of a property also emits property.showing_scheduled.
+  "appointment.created",
+  "appointment.updated",
+  "appointment.cancelled",
   // Ours: one per import, with its counts; the imported records emit none of their own.
   "import.completed",
   // Ours (issue 46): tasks on contacts, deals and properties; task.due once, by the cron, when its due time comes.
@@ -123,6 +127,7 @@ const READ_PERMISSION: Record<string, Permission> = {
   referral: "reputation:read",
   import: "imports:manage",
   smart_list: "smart-lists:read",
+  appointment: "appointments:read",
 };
 
 export const readPermissionOf = (event: CatalogueName): Permission => READ_PERMISSION[resourceOf(event)]!;

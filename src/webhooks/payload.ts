@@ -38,8 +38,9 @@ export interface WebhookPayload {
  * `documentSha256`, the sealed PDF's hash on envelope.sealed, `tags` the tags a contact.tagged/untagged added or
  * removed, `task` and `document` of deal.task_* and deal.document_uploaded (no link: it would outlive its signature),
  * `stageChange` of deal.stage_changed, `signal` of a property's inquiry, showing or offer, `mergedFrom` and
- * `mergedInto` of a merge's contact.updated and contact.deleted, `claimedBy` and `pondId` of contact.claimed). Other keys
- * stay internal.
+ * `mergedInto` of a merge's contact.updated and contact.deleted, `claimedBy` and `pondId` of contact.claimed,
+ * `appointment` of a showing appointment's property.showing_scheduled, `reason` of appointment.cancelled). Other keys
+ * stay internal (an appointment.updated's `uninvited`, the addresses its consumer mails a cancellation).
  */
 const PAYLOAD_EXTRAS = [
   "priceChange",
@@ -54,6 +55,8 @@ const PAYLOAD_EXTRAS = [
   "mergedInto",
   "claimedBy",
   "pondId",
+  "appointment",
+  "reason",
 ] as const;
 
 /** The payload (spec: Payload structure): `data` carries the event's object, previousAttributes and changes, and the extras it has. */

@@ -534,6 +534,7 @@ describe("GET /v1/contacts/{id}/export (the right of access)", () => {
       "documents",
       "envelopes",
       "tasks",
+      "appointments",
     ];
 
     const narrow = await createApiKey(p.token, ["exports:read", "contacts:read"]);

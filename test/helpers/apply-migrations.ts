@@ -55,6 +55,7 @@ await Promise.all([
   import("../../src/action-plans/routes"),
   import("../../src/smart-lists/routes"),
   import("../../src/ponds/contact-routes"),
+  import("../../src/appointments/feed-routes"),
   import("../../src/ponds/routes"),
   import("../../src/api-keys/routes"),
   import("../../src/custom-fields/routes"),

@@ -11,7 +11,7 @@ import { sha256Hex } from "../../src/lib/crypto";
 import { createDocument, leaseCanonical, mailTo, sendForSignature } from "./documents";
 import { createPrincipal, tenantDb, type TestPrincipal } from "./factories";
 import { buildPdf, uploaded } from "./uploads";
-import { seedHostedSigner, VIEW_BODY } from "./route-table";
+import { MATRIX_APPOINTMENT, seedHostedSigner, VIEW_BODY } from "./route-table";
 import { openMailbox } from "./receiver";
 import { createDeal, createTask, documentForm, getDeal } from "./deals";
 import { createProperty, getProperty, mlsListedProperty, mlsVars, photoForm, PNG_1X1, propertyBody, valuableProperty } from "./properties";
@@ -2013,5 +2013,74 @@ RACES.push(
     objects: 3,
     copies: 5,
     event: "task.completed",
+  },
+);
+
+// Appointments and calendar feeds (issue 46).
+const APPOINTMENT_CHANGES = [{ title: "Raced title" }, { notes: "Raced notes" }, { type: "closing" }, { location: "Raced place" }];
+const appointmentOf = async (owner: TestPrincipal, id: string) =>
+  (await json(await call("GET", `/v1/appointments/${id}`, { token: owner.token }))).data as Record<string, unknown>;
+const seedRacedAppointment = async (owner: TestPrincipal) => {
+  const res = await call("POST", "/v1/appointments", { token: owner.token, body: MATRIX_APPOINTMENT });
+  expect(res.status).toBe(201);
+  return { id: (await json(res)).data.id as string };
+};
+const liveFeeds = (owner: TestPrincipal) =>
+  count(owner, "SELECT COUNT(*) AS n FROM calendar_feeds WHERE organization_id = ? AND user_id = ?", owner.organizationId, owner.userId);
+RACES.push(
+  {
+    kind: "independent",
+    route: "POST /v1/appointments",
+    seed: async () => ({}),
+    changes: async () => Array.from({ length: 10 }, (_, i) => ({ body: { ...MATRIX_APPOINTMENT, title: `Raced ${i}` } })),
+    async verify(owner) {
+      expect((await json(await call("GET", "/v1/appointments?limit=1", { token: owner.token }))).pagination.total).toBe(10);
+      expect(await eventCount(owner.organizationId, "appointment.created")).toBe(10);
+    },
+  },
+  {
+    // Two (here four) concurrent PATCHes of different fields all land; the place change moves SEQUENCE once.
+    kind: "independent",
+    route: "PATCH /v1/appointments/{id}",
+    seed: seedRacedAppointment,
+    changes: async () => APPOINTMENT_CHANGES.map((body) => ({ body })),
+    async verify(owner, { id }) {
+      const a = await appointmentOf(owner, id!);
+      for (const change of APPOINTMENT_CHANGES) expect(a).toMatchObject(change);
+      expect(a).toMatchObject({ sequence: 1, version: 1 + APPOINTMENT_CHANGES.length });
+      expect(await eventCount(owner.organizationId, "appointment.updated")).toBe(APPOINTMENT_CHANGES.length);
+    },
+  },
+  {
+    kind: "once",
+    route: "POST /v1/appointments/{id}/cancel",
+    seed: seedRacedAppointment,
+    body: {},
+    objects: 3,
+    copies: 5,
+    event: "appointment.cancelled",
+  },
+  {
+    // Racing issues each answer a URL; one of them is live.
+    kind: "independent",
+    route: "POST /v1/users/me/calendar-feed",
+    seed: async () => ({}),
+    changes: async () => Array.from({ length: 6 }, () => ({})),
+    async verify(owner) {
+      expect(await liveFeeds(owner)).toBe(1);
+      expect((await json(await call("GET", "/v1/users/me/calendar-feed", { token: owner.token }))).data.exists).toBe(true);
+    },
+  },
+  {
+    kind: "independent",
+    route: "DELETE /v1/users/me/calendar-feed",
+    seed: async (owner) => {
+      expect((await call("POST", "/v1/users/me/calendar-feed", { token: owner.token })).status).toBe(201);
+      return {};
+    },
+    changes: async () => Array.from({ length: 4 }, () => ({})),
+    async verify(owner) {
+      expect(await liveFeeds(owner)).toBe(0);
+    },
   },
 );

@@ -854,3 +854,35 @@ ROUTES.push(
   { method: "DELETE", path: "/v1/tasks/{id}", family: "crm", seed: seedTask, unknown: unknownTask },
   { method: "POST", path: "/v1/tasks/{id}/complete", family: "crm", seed: seedTask, unknown: unknownTask },
 );
+
+// Appointments and calendar feeds (issue 46).
+async function seedAppointment(owner: TestPrincipal): Promise<Record<string, string>> {
+  const res = await call("POST", "/v1/appointments", { token: owner.token, body: MATRIX_APPOINTMENT });
+  if (res.status !== 201) throw new Error(`seeding an appointment failed: ${res.status} ${await res.text()}`);
+  return { id: (await json(res)).data.id };
+}
+export const MATRIX_APPOINTMENT = {
+  type: "other",
+  startsAt: "2030-05-01T14:00:00Z",
+  endsAt: "2030-05-01T15:00:00Z",
+  timeZone: "Europe/Paris",
+  location: "Matrix office",
+};
+const unknownAppointment = { id: "00000000-0000-4000-8000-0000000a9901" };
+ROUTES.push(
+  { method: "GET", path: "/v1/appointments", family: "crm" },
+  { method: "POST", path: "/v1/appointments", family: "crm", body: MATRIX_APPOINTMENT },
+  { method: "GET", path: "/v1/appointments/{id}", family: "crm", seed: seedAppointment, unknown: unknownAppointment },
+  {
+    method: "PATCH",
+    path: "/v1/appointments/{id}",
+    family: "crm",
+    body: { notes: "matrix" },
+    seed: seedAppointment,
+    unknown: unknownAppointment,
+  },
+  { method: "POST", path: "/v1/appointments/{id}/cancel", family: "crm", body: {}, seed: seedAppointment, unknown: unknownAppointment },
+  { method: "GET", path: "/v1/users/me/calendar-feed", family: "crm" },
+  { method: "POST", path: "/v1/users/me/calendar-feed", family: "crm" },
+  { method: "DELETE", path: "/v1/users/me/calendar-feed", family: "crm" },
+);

@@ -117,6 +117,22 @@ const smartList = (w: World) =>
     return list;
   });
 
+const appointment = (w: World) =>
+  w.once("appointment", async () => {
+    const c = await createContact(w.owner.token);
+    const body = {
+      type: "buyer_consultation",
+      startsAt: "2030-01-02T15:00:00Z",
+      endsAt: "2030-01-02T16:00:00Z",
+      timeZone: "America/Toronto",
+      location: "Office",
+      attendees: [{ contactId: c.id }],
+    };
+    const a = (await ok(await call("POST", "/v1/appointments", { token: w.owner.token, body }), 201)).data;
+    await ok(await call("PATCH", `/v1/appointments/${a.id}`, { token: w.owner.token, body: { location: "Coffee shop" } }));
+    await ok(await call("POST", `/v1/appointments/${a.id}/cancel`, { token: w.owner.token, body: { reason: "Rain" } }));
+  });
+
 const communications = (w: World) =>
   w.once("communications", async () => {
     const c = await createContact(w.owner.token, {});
@@ -442,6 +458,24 @@ const DRIVE: { event: CatalogueName; drive(w: World): Promise<unknown>; check?(p
   },
   { event: "property.showing_scheduled", drive: property },
   { event: "property.offer_received", drive: property },
+  {
+    event: "appointment.created",
+    drive: appointment,
+    check: (p) => expect(p.data.object).toMatchObject({ status: "scheduled", sequence: 0, timeZone: "America/Toronto" }),
+  },
+  {
+    event: "appointment.updated",
+    drive: appointment,
+    check: (p) => {
+      expect(p.data.object).toMatchObject({ location: "Coffee shop", sequence: 1 });
+      expect(p.data.changes).toEqual(["location"]);
+    },
+  },
+  {
+    event: "appointment.cancelled",
+    drive: appointment,
+    check: (p) => expect(p.data).toMatchObject({ object: { status: "cancelled", sequence: 2 }, reason: "Rain" }),
+  },
   {
     event: "communication.email_sent",
     drive: communications,
