@@ -1,3 +1,4 @@
+import { runDuePlanSteps } from "./action-plans/runner";
 import { pruneStaleListTotals } from "./crm/list-totals";
 import { resumeErasures } from "./erasure/service";
 import { createDb } from "./db/client";
@@ -49,6 +50,7 @@ export function runCron(env: Env, now: Date): Promise<unknown> {
     onEveryShard(env, "export retention", ({ db }) => expireExportArchives(env, db, now)),
     onEveryShard(env, "lead review retention", ({ db }) => pruneLeadReviews(db, now)),
     onEveryShard(env, "stored leads", ({ db }) => drainLeadInbox(env, db, now)),
+    onEveryShard(env, "action plan steps", ({ db }) => runDuePlanSteps(env, db, now)),
     onDirectory("oauth prune", () => pruneOAuth(createDb(env.DB), { now: now.getTime() })),
     // Integration events of directory changes whose shard write did not finish, then connections whose grants ran out.
     onDirectory("directory events relay", () =>

@@ -11,6 +11,7 @@ import { referralLeadConsumer } from "./referrals/service";
 import { surveyResponseConsumer } from "./surveys/responses";
 import { dealWonSurveyConsumer } from "./surveys/scheduling";
 import { webhookFanout } from "./webhooks/fanout";
+import { actionPlanReplyConsumer, actionPlanTriggerConsumer } from "./action-plans/consumers";
 import { createDeliveryConsumer, markDeadDeliveries } from "./webhooks/delivery";
 import { defaultWebhookDeps } from "./webhooks/transport";
 import { runExportJobs } from "./exports/jobs";
@@ -34,6 +35,9 @@ export const EVENT_CONSUMERS: EventConsumer[] = [
   referralLeadConsumer,
   dealWonSurveyConsumer,
   surveyResponseConsumer,
+  // Action plans: a reply pauses the contact's enrollments; a tag, stage or new contact enrolls by the plans' triggers.
+  actionPlanReplyConsumer,
+  actionPlanTriggerConsumer,
 ];
 
 const routeEvents = createEventRouter(EVENT_CONSUMERS);

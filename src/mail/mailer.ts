@@ -18,6 +18,12 @@ export interface MailMessage {
   text: string;
   /** The organization the message is sent for (the log provider files it under it). */
   organizationId?: string;
+  /**
+   * Makes a resend of the same message a no-op: a sender that cannot know whether its last attempt went out (it
+   * failed before recording it) sends again with the same key. Resend's `Idempotency-Key` (24 hours); the log
+   * provider keeps one row per key.
+   */
+  idempotencyKey?: string;
 }
 
 export interface Mailer {
@@ -38,7 +44,7 @@ export const WITHHELD_LINK = "[link withheld: set MAIL_LOG_KEY to keep links in 
 export function logMailer(env: Env, db: Db): Mailer {
   return {
     async send(message) {
-      const id = newId();
+      const id = message.idempotencyKey ?? newId();
       const key = readConfig(env).MAIL_LOG_KEY;
       const body = key
         ? await encryptText(key, MAIL_LOG_PURPOSE, id, message.text)
@@ -54,6 +60,7 @@ export function logMailer(env: Env, db: Db): Mailer {
           sealed: key !== undefined,
           createdAt: nowIso(),
         })
+        .onConflictDoNothing()
         .run();
     },
   };
@@ -69,7 +76,11 @@ export function resendMailer(
     async send(message) {
       const init = {
         method: "POST",
-        headers: { authorization: `Bearer ${config.apiKey}`, "content-type": "application/json" },
+        headers: {
+          authorization: `Bearer ${config.apiKey}`,
+          "content-type": "application/json",
+          ...(message.idempotencyKey ? { "idempotency-key": message.idempotencyKey } : {}),
+        },
         body: JSON.stringify({ from: config.from, to: [message.to], subject: message.subject, text: message.text }),
       };
       await fetchWithDeadline(fetchFn, `${config.apiUrl.replace(/\/$/, "")}/emails`, init, timeoutMs, async (res) => {

@@ -74,6 +74,12 @@ export const CATALOGUE = [
   "referral.received",
   // Ours: one per import, with its counts; the imported records emit none of their own.
   "import.completed",
+  // Ours (issue 46): a contact enrolled in an action plan, paused (by hand or by its reply), through its last step;
+  // step_due is a plan's `notify` step, for integrators.
+  "action_plan.enrolled",
+  "action_plan.paused",
+  "action_plan.completed",
+  "action_plan.step_due",
   // Ours: sent to every other enabled endpoint of the organization, subscribed or not (webhooks/healing.ts).
   "webhook.endpoint_disabled",
 ] as const;
@@ -110,6 +116,7 @@ const READ_PERMISSION: Record<string, Permission> = {
   survey: "reputation:read",
   referral: "reputation:read",
   import: "imports:manage",
+  action_plan: "action-plans:manage",
 };
 
 export const readPermissionOf = (event: CatalogueName): Permission => READ_PERMISSION[resourceOf(event)]!;
