@@ -38,7 +38,8 @@ export interface WebhookPayload {
  * `documentSha256`, the sealed PDF's hash on envelope.sealed, `tags` the tags a contact.tagged/untagged added or
  * removed, `task` and `document` of deal.task_* and deal.document_uploaded (no link: it would outlive its signature),
  * `stageChange` of deal.stage_changed, `signal` of a property's inquiry, showing or offer, `mergedFrom` and
- * `mergedInto` of a merge's contact.updated and contact.deleted). Other keys stay internal.
+ * `mergedInto` of a merge's contact.updated and contact.deleted, `step` of action_plan.step_due: the plan's step that is
+ * due). Other keys stay internal.
  */
 const PAYLOAD_EXTRAS = [
   "priceChange",
@@ -51,6 +52,7 @@ const PAYLOAD_EXTRAS = [
   "signal",
   "mergedFrom",
   "mergedInto",
+  "step",
 ] as const;
 
 /** The payload (spec: Payload structure): `data` carries the event's object, previousAttributes and changes, and the extras it has. */
