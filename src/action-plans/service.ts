@@ -19,6 +19,8 @@ import {
   type StoredPlanStep,
 } from "./schemas";
 
+export { actionPlansErasable } from "./erasure";
+
 export type PlanRow = typeof actionPlans.$inferSelect;
 export type EnrollmentRow = typeof planEnrollments.$inferSelect;
 export type StepRunRow = typeof planStepRuns.$inferSelect;

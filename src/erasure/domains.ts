@@ -1,3 +1,4 @@
+import { actionPlansErasable } from "../action-plans/service";
 import { clickwrapErasable } from "../clickwrap/service";
 import { communicationsErasable } from "../communications/service";
 import { contactsErasable } from "../contacts/service";
@@ -48,4 +49,5 @@ export const ERASABLES: readonly Erasable[] = [
   exportsErasable,
   clickwrapErasable,
   templatesErasable,
+  actionPlansErasable,
 ];

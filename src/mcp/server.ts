@@ -12,6 +12,7 @@ import { contactTools } from "./contact-tools";
 import { dealTools } from "./deal-tools";
 import { documentTools } from "./document-tools";
 import { orgTools } from "./org-tools";
+import { planTools } from "./plan-tools";
 import { propertyTools } from "./property-tools";
 import { reputationTools } from "./reputation-tools";
 import { templateTools } from "./template-tools";
@@ -28,6 +29,7 @@ export const MCP_TOOLS: McpTool[] = [
   ...reputationTools,
   ...orgTools,
   ...briefTools,
+  ...planTools,
 ].sort((a, b) => (a.name < b.name ? -1 : 1));
 const TOOLS_BY_NAME = new Map(MCP_TOOLS.map((t) => [t.name, t]));
 

@@ -7,6 +7,7 @@ import { call, json } from "../helpers/client";
 import { createContact, expectCrmError, logCommunication } from "../helpers/contacts";
 import { mailTo } from "../helpers/documents";
 import { createPrincipal, tenantDb, type TestPrincipal } from "../helpers/factories";
+import { connect, tool } from "../helpers/mcp";
 import { eventsSettled } from "../helpers/shard-rows";
 
 // Issue 46, part 3: /v1/action-plans, enrollments, the cron's step pass, triggers and the pause on a reply.
@@ -444,5 +445,37 @@ describe("pauses, resumes and triggers", () => {
     await call("POST", `/v1/contacts/${b.id}/tags`, { token: p.token, body: { tags: ["vip"] } });
     await eventsSettled(await shardOf(p.organizationId), p.organizationId);
     expect(await enrollmentsOf(p, tagged.id)).toHaveLength(1);
+  });
+});
+
+describe("the MCP tool and a person's erasure", () => {
+  it("enroll_in_action_plan enrolls, and answers already_enrolled the second time", async () => {
+    const p = await createPrincipal();
+    const contact = await createContact(p.token);
+    const plan = await createPlan(p, { name: "By MCP", steps: [{ type: "notify", delay: "P1D" }] });
+    const client = await connect(p.token);
+    const first = await tool(client, "enroll_in_action_plan", { planId: plan.id, contactId: contact.id });
+    expect(first.isError, first.text).toBe(false);
+    expect(first.data.enrollment).toMatchObject({ contactId: contact.id, status: "active", nextStep: { index: 0, type: "notify" } });
+    const second = await tool(client, "enroll_in_action_plan", { planId: plan.id, contactId: contact.id });
+    expect(second.isError).toBe(true);
+    expect(second.text).toContain("already_enrolled");
+    await client.close();
+  });
+
+  it("erasing a person takes their enrollments and step history; the plan stays", async () => {
+    const p = await createPrincipal();
+    const contact = await createContact(p.token);
+    const plan = await createPlan(p, { name: "Erased", steps: [EMAIL_STEP, { type: "notify", delay: "P1D" }] });
+    const e = await enroll(p, plan.id, contact.id);
+    await pass(p, at(e.enrolledAt, MIN));
+    const res = await call("DELETE", `/v1/contacts/${contact.id}?erase=true`, { token: p.token });
+    const body = await json(res);
+    expect(res.status, JSON.stringify(body)).toBe(200);
+    expect(body.data.erased).toMatchObject({ plan_enrollments: 1 });
+    expect(await enrollmentsOf(p, plan.id)).toEqual([]);
+    const d1 = await tenantDb(p.organizationId);
+    expect(await d1.prepare("SELECT COUNT(*) AS n FROM plan_step_runs WHERE enrollment_id = ?").bind(e.id).first("n")).toBe(0);
+    expect((await call("GET", `/v1/action-plans/${plan.id}`, { token: p.token })).status).toBe(200);
   });
 });

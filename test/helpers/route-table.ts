@@ -804,6 +804,13 @@ async function seedEnrollment(owner: TestPrincipal): Promise<Record<string, stri
   if (res.status !== 201) throw new Error(`seeding an enrollment failed: ${res.status} ${await res.text()}`);
   return { id: id!, enrollmentId: ((await res.json()) as { data: { id: string } }).data.id };
 }
+/** An enrollment paused, for the resume route to succeed on. */
+async function seedPausedEnrollment(owner: TestPrincipal): Promise<Record<string, string>> {
+  const params = await seedEnrollment(owner);
+  const res = await call("POST", `/v1/action-plans/${params.id}/enrollments/${params.enrollmentId}/pause`, { token: owner.token });
+  if (res.status !== 200) throw new Error(`pausing an enrollment failed: ${res.status} ${await res.text()}`);
+  return params;
+}
 const unknownPlan = { id: "00000000-0000-4000-8000-0000000091a0" };
 const unknownEnrollment = { ...unknownPlan, enrollmentId: "00000000-0000-4000-8000-0000000091a1" };
 ROUTES.push(
@@ -825,7 +832,7 @@ ROUTES.push(
     method: "POST" as const,
     path: `/v1/action-plans/{id}/enrollments/{enrollmentId}/${move}`,
     family: "crm" as const,
-    seed: seedEnrollment,
+    seed: move === "resume" ? seedPausedEnrollment : seedEnrollment,
     unknown: unknownEnrollment,
   })),
 );

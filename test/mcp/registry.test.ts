@@ -23,7 +23,7 @@ function keysOf(node: unknown, into = new Set<string>()): Set<string> {
 
 /** What a tool does, by its own account, for the tools whose effect a user would most regret getting wrong. */
 const DESTRUCTIVE = ["merge_contacts", "resend_signing_link", "send_for_signature", "send_survey", "use_template", "void_envelope"];
-const MAILS_PEOPLE = ["send_for_signature", "resend_signing_link", "void_envelope", "send_survey", "use_template"];
+const MAILS_PEOPLE = ["send_for_signature", "resend_signing_link", "void_envelope", "send_survey", "use_template", "enroll_in_action_plan"];
 
 describe("the MCP tool registry", () => {
   it("lists at most 127 tools, each named once in snake_case, with a title, an actionable description and its permission", async () => {
