@@ -25,7 +25,7 @@ const PLAN_RULES = `Each step runs its \`delay\` (ISO 8601 duration of weeks, da
 \`P365D\`; years and months are refused) after the previous step's due time (the first: after enrollment), so a plan
 stays on time whenever the cron pass runs; each step runs exactly once. An e-mail step renders its merge fields
 (\`{{contact.firstName}}\`, \`{{contact.lastName}}\`, \`{{contact.email}}\`, \`{{agent.name}}\`, \`{{agent.email}}\`;
-the agent is the contact's assignee, else who enrolled it; an unknown field is a 422), goes through the mailer and is
+the agent is the contact's assignee, else who enrolled it, named by their e-mail when they have no name; an unknown field is a 422), goes through the mailer and is
 logged as the contact's outbound e-mail. Triggers enroll contacts automatically: \`{event: "contact.tagged", tag}\`,
 \`{event: "deal.stage_changed", stage}\`, \`{event: "contact.created", source}\` (lead intake's rule: new contacts of
 that source; any source when none is named). Every problem of a body is listed in one 422.`;

@@ -342,7 +342,8 @@ async function sendStepMail(
     "contact.firstName": c.firstName,
     "contact.lastName": c.lastName,
     "contact.email": c.email,
-    "agent.name": agent?.name ?? null,
+    // A user without a name signs with their address rather than with nothing.
+    "agent.name": agent?.name ?? agent?.email ?? null,
     "agent.email": agent?.email ?? null,
   };
   const subject = renderMergeFields(step.email.subject, values);

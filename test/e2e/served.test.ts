@@ -14,3 +14,4 @@ import "./signing-session-browser.suite";
 import "./template-link-browser.suite";
 import "./cimd.suite";
 import "./deploy.suite";
+import "./action-plans.suite";
