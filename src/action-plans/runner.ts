@@ -14,6 +14,7 @@ import { regionOf } from "../lib/phone";
 import { mailerFor } from "../mail/mailer";
 import type { ServiceContext } from "../service-context";
 import { systemContext } from "../shards/tenants";
+import { inJsonList } from "../lib/sql";
 import { communicationStatements } from "../communications/service";
 import {
   applyInput,
@@ -69,8 +70,24 @@ export function runDuePlanSteps(env: Env, db: Db, now: Date, { maxRounds = 100 }
         )
         .orderBy(asc(planEnrollments.nextRunAt), asc(planEnrollments.id))
         .limit(ROUND);
+      // The round's claims already made (a step out, or a stale one to take again), in one read rather than one per enrollment.
+      const claims = new Map<string, StepRunRow>();
+      if (due.length) {
+        const rows = await db
+          .select()
+          .from(planStepRuns)
+          .where(
+            inJsonList(
+              planStepRuns.enrollmentId,
+              due.map((r) => r.id),
+            ),
+          );
+        for (const r of rows) claims.set(`${r.enrollmentId}:${r.step}`, r);
+      }
       for (let i = 0; i < due.length; i += SIDE_BY_SIDE) {
-        const results = await Promise.all(due.slice(i, i + SIDE_BY_SIDE).map((row) => runOne(env, db, defer, row, now)));
+        const results = await Promise.all(
+          due.slice(i, i + SIDE_BY_SIDE).map((row) => runOne(env, db, defer, row, now, claims.get(`${row.id}:${row.nextStep}`) ?? null)),
+        );
         ran += results.reduce((a, b) => a + b, 0);
       }
       const last = due.at(-1);
@@ -82,16 +99,20 @@ export function runDuePlanSteps(env: Env, db: Db, now: Date, { maxRounds = 100 }
 }
 
 /** One enrollment's due steps, in order: a step due at once after the one before (PT0S) runs in the same pass. */
-async function runOne(env: Env, db: Db, defer: Defer, first: EnrollmentRow, now: Date): Promise<number> {
+async function runOne(env: Env, db: Db, defer: Defer, first: EnrollmentRow, now: Date, claim: StepRunRow | null): Promise<number> {
   const ctx = systemContext(env, db, first.organizationId, `cron:action-plans:${first.id}`, defer);
   let row: EnrollmentRow | undefined = first;
+  let known: StepRunRow | null | undefined = claim;
   let ran = 0;
   try {
     while (row && row.status === "active" && row.nextRunAt !== null && row.nextRunAt <= now.toISOString()) {
       const index: number = row.nextStep;
-      if (!(await runStep(ctx, row, now))) break;
+      const outcome = await runStep(ctx, row, now, known);
+      if (!outcome) break;
       ran++;
-      row = await db.select().from(planEnrollments).where(eq(planEnrollments.id, row.id)).get();
+      known = null; // a step after this one has no claim yet
+      // A write step answers the enrollment as it left it; after an e-mail or a deal's move it is read again.
+      row = outcome === true ? await db.select().from(planEnrollments).where(eq(planEnrollments.id, row.id)).get() : outcome;
       if (row?.nextStep === index) break; // the step is out (an e-mail released for a retry): the next pass
     }
   } catch (err) {
@@ -106,7 +127,11 @@ const runOf = (enrollmentId: string, step: number) => and(eq(planStepRuns.enroll
 const activeAt = (row: EnrollmentRow) =>
   and(eq(planEnrollments.id, row.id), eq(planEnrollments.status, "active"), eq(planEnrollments.nextStep, row.nextStep));
 
-async function runStep(ctx: ServiceContext, row: EnrollmentRow, now: Date): Promise<boolean> {
+/**
+ * Runs the enrollment's next step: answers the enrollment after it (a write step), true (a step that went out), or
+ * false (nothing ran). `known`: the step's claim as the round read it (null: none; undefined: not read).
+ */
+async function runStep(ctx: ServiceContext, row: EnrollmentRow, now: Date, known?: StepRunRow | null): Promise<EnrollmentRow | boolean> {
   const index = row.nextStep;
   const step = row.steps[index];
   const dueAt = row.nextRunAt!;
@@ -115,7 +140,7 @@ async function runStep(ctx: ServiceContext, row: EnrollmentRow, now: Date): Prom
     await finish(ctx, row.id, index, dueAt, now, { state: "skipped", outcome: { reason: "no_such_step" } });
     return false;
   }
-  const existing = await ctx.db.select().from(planStepRuns).where(runOf(row.id, index)).get();
+  const existing = known === undefined ? await ctx.db.select().from(planStepRuns).where(runOf(row.id, index)).get() : (known ?? undefined);
   if (existing && existing.state !== "running") {
     // Recorded but not advanced (cannot happen through this file: both go in one batch); advance it now.
     await finish(ctx, row.id, index, existing.dueAt, now, null);
@@ -146,7 +171,7 @@ async function runStep(ctx: ServiceContext, row: EnrollmentRow, now: Date): Prom
     ],
     [...effect.events, ...advance.events],
   );
-  return true;
+  return advance.after;
 }
 
 const gone = (err: unknown) => {
