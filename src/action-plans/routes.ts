@@ -7,6 +7,7 @@ import { defineRoute, jsonBody } from "../platform/route";
 import {
   ActionPlan,
   ActionPlanInput,
+  ActionPlanUpdate,
   Enrollment,
   EnrollmentCreate,
   EnrollmentListQuery,
@@ -73,7 +74,7 @@ const update = defineRoute(CRM, {
   security,
   summary: "Change an action plan",
   description: `The fields given replace the plan's. Contacts enrolled already keep the steps they were enrolled with. ${PLAN_RULES}`,
-  request: { params: PlanIdParam, ...jsonBody(ActionPlanInput.partial().openapi("ActionPlanUpdate")) },
+  request: { params: PlanIdParam, ...jsonBody(ActionPlanUpdate) },
   responses: {
     200: crmSuccess("The plan", ActionPlan),
     ...NOT_FOUND,

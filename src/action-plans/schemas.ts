@@ -105,14 +105,12 @@ const Trigger = z
       "Enrolls a contact automatically: when it is given the tag, when its deal enters the stage, or when it is created (by the API, an import or lead intake) with the source, or with any source when none is named",
   });
 
-export const ActionPlanInput = z
-  .strictObject({
-    name: oneLineText(200),
-    steps: z.array(Step).min(1).max(50),
-    triggers: z.array(Trigger).max(20).default([]),
-  })
-  .openapi("ActionPlanInput");
+const planFields = { name: oneLineText(200), steps: z.array(Step).min(1).max(50), triggers: z.array(Trigger).max(20) };
+export const ActionPlanInput = z.strictObject({ ...planFields, triggers: planFields.triggers.default([]) }).openapi("ActionPlanInput");
 export type ActionPlanInput = z.infer<typeof ActionPlanInput>;
+/** PATCH: the fields given replace the plan's (no defaults: an absent field stays as it is). */
+export const ActionPlanUpdate = z.strictObject(planFields).partial().openapi("ActionPlanUpdate");
+export type ActionPlanUpdate = z.infer<typeof ActionPlanUpdate>;
 
 export const ActionPlan = z
   .object({

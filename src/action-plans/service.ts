@@ -13,6 +13,7 @@ import type { ServiceContext } from "../service-context";
 import {
   type ActionPlan,
   type ActionPlanInput,
+  type ActionPlanUpdate,
   delaySeconds,
   type Enrollment,
   type EnrollmentListQuery,
@@ -136,7 +137,7 @@ export async function listPlans(ctx: ServiceContext, q: { limit: number; cursor?
  * PATCH: the fields given replace the plan's (a compare-and-set on its version). Contacts enrolled already keep the
  * steps they were enrolled with; the new steps apply to enrollments from now on.
  */
-export async function updatePlan(ctx: ServiceContext, id: string, input: Partial<ActionPlanInput>): Promise<ActionPlan> {
+export async function updatePlan(ctx: ServiceContext, id: string, input: ActionPlanUpdate): Promise<ActionPlan> {
   return withRetries(async () => {
     const before = await findPlan(ctx, id);
     const after: PlanRow = { ...before, ...input, updatedAt: new Date().toISOString(), version: before.version + 1 };
@@ -146,23 +147,29 @@ export async function updatePlan(ctx: ServiceContext, id: string, input: Partial
   });
 }
 
-/** DELETE: the plan goes, and its active and paused enrollments are stopped in the same batch (their history stays). */
+/**
+ * DELETE: the plan goes, and its active and paused enrollments are stopped in the same batch (their history stays).
+ * Guarded on the plan being there: of concurrent deletes one answers 200, the others 404.
+ */
 export async function deletePlan(ctx: ServiceContext, id: string): Promise<void> {
-  await findPlan(ctx, id);
-  const at = new Date().toISOString();
-  await ctx.db.batch([
-    ctx.db
-      .update(planEnrollments)
-      .set({ status: "stopped", nextRunAt: null, endedAt: at, updatedAt: at, version: sql`${planEnrollments.version} + 1` })
-      .where(
-        and(
-          eq(planEnrollments.organizationId, ctx.organizationId),
-          eq(planEnrollments.planId, id),
-          inArray(planEnrollments.status, [...LIVE]),
+  await withRetries(async () => {
+    await findPlan(ctx, id);
+    const at = new Date().toISOString();
+    await commit(ctx, [
+      expectRow(ctx.db, actionPlans, planById(ctx, id)),
+      ctx.db
+        .update(planEnrollments)
+        .set({ status: "stopped", nextRunAt: null, endedAt: at, updatedAt: at, version: sql`${planEnrollments.version} + 1` })
+        .where(
+          and(
+            eq(planEnrollments.organizationId, ctx.organizationId),
+            eq(planEnrollments.planId, id),
+            inArray(planEnrollments.status, [...LIVE]),
+          ),
         ),
-      ),
-    ctx.db.delete(actionPlans).where(planById(ctx, id)),
-  ]);
+      ctx.db.delete(actionPlans).where(planById(ctx, id)),
+    ]);
+  });
 }
 
 /* ------------------------------------------------------------------ enrollments */

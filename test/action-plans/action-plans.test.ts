@@ -80,7 +80,8 @@ describe("/v1/action-plans", () => {
     expect(list.data.map((x: any) => x.id)).toEqual([plan.id]);
     expect(list.pagination.total).toBe(1);
     const changed = await call("PATCH", `/v1/action-plans/${plan.id}`, { token: p.token, body: { name: "Buyers" } });
-    expect((await json(changed)).data).toMatchObject({ name: "Buyers", version: 2, steps: plan.steps });
+    // The fields not given stay as they were (the triggers too).
+    expect((await json(changed)).data).toMatchObject({ name: "Buyers", version: 2, steps: plan.steps, triggers: plan.triggers });
     expect((await call("DELETE", `/v1/action-plans/${plan.id}`, { token: p.token })).status).toBe(200);
     expect((await call("GET", `/v1/action-plans/${plan.id}`, { token: p.token })).status).toBe(404);
   });
