@@ -4,6 +4,7 @@ import { deals, tasks, users } from "../db/schema";
 import { planEnrollments, planStepRuns, type StoredPlanStep } from "../db/plans";
 import { expectNoRow, expectRow, StaleWrite, type Statement, withRetries } from "../db/write";
 import { commit } from "../events/commit";
+import { newEvent } from "../events/outbox";
 import type { DomainEvent } from "../events/event";
 import type { Env } from "../env";
 import { type Defer, withDeferred } from "../lib/deferred";
@@ -29,7 +30,7 @@ import {
 } from "../contacts/service";
 import { moveDeal } from "../deals/service";
 import { renderMergeFields } from "./schemas";
-import { dueAfter, type EnrollmentRow, enrollmentEvent, type StepRunRow } from "./service";
+import { dueAfter, type EnrollmentRow, type StepRunRow, toEnrollment } from "./service";
 
 /** How long a step's claim holds while its e-mail is out: a claim older than this died mid-way and is taken again. */
 export const STEP_LEASE_MS = 10 * 60_000;
@@ -284,7 +285,14 @@ function writeStep(
     case "notify":
       return {
         statements: [],
-        events: [enrollmentEvent(ctx, "action_plan.step_due", row, { step: { index: row.nextStep, type: step.type, dueAt } })],
+        events: [
+          newEvent(ctx, "action_plan.step_due", {
+            object: toEnrollment(row),
+            previousAttributes: null,
+            changes: null,
+            step: { index: row.nextStep, type: step.type, dueAt },
+          }),
+        ],
         outcome: {},
       };
     default:
@@ -518,6 +526,9 @@ function advanceStatements(ctx: ServiceContext, row: EnrollmentRow, index: numbe
   return {
     after,
     statements: [expectRow(ctx.db, planEnrollments, atVersion), ctx.db.update(planEnrollments).set(after).where(atVersion)],
-    events: !next && live ? [enrollmentEvent(ctx, "action_plan.completed", after)] : [],
+    events:
+      !next && live
+        ? [newEvent(ctx, "action_plan.completed", { object: toEnrollment(after), previousAttributes: null, changes: null })]
+        : [],
   };
 }

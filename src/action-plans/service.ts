@@ -82,7 +82,7 @@ export const toEnrollment = (r: EnrollmentRow, history: StepRunRow[] = []): Enro
 /** The event of an enrollment's move: `data.object` is the enrollment as GET …/enrollments shows it (without history). */
 export const enrollmentEvent = (
   ctx: Pick<ServiceContext, "organizationId" | "actor">,
-  type: "action_plan.enrolled" | "action_plan.paused" | "action_plan.completed" | "action_plan.step_due",
+  type: "action_plan.enrolled" | "action_plan.paused",
   row: EnrollmentRow,
   extra: Record<string, unknown> = {},
 ): DomainEvent => newEvent(ctx, type, { object: toEnrollment(row), previousAttributes: null, changes: null, ...extra });

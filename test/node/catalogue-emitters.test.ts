@@ -31,7 +31,7 @@ function emittedNames(files: Map<string, string>): Set<string> {
   const names = new Set<string>();
   for (const [path, text] of files) {
     if (NOT_EMITTERS(path) || !MAKES_EVENTS.test(text)) continue;
-    for (const m of text.matchAll(/(?<!\|\s*)(["'`])([a-z]+\.[a-z_]+)\1(?!\s*\|)/g)) names.add(m[2]!);
+    for (const m of text.matchAll(/(?<!\|\s*)(["'`])([a-z][a-z_]*\.[a-z_]+)\1(?!\s*\|)/g)) names.add(m[2]!);
   }
   return names;
 }
