@@ -57,17 +57,24 @@ async function timedPass(owner: TestPrincipal, step: Record<string, unknown>) {
   return { ran, seconds, left, runs, perSecond: Math.round(ran / seconds) };
 }
 
-it(`one pass runs ${N.toLocaleString("en")} steps due within one minute`, async () => {
+const report = (what: string, r: Awaited<ReturnType<typeof timedPass>>) =>
+  console.log(
+    `\nAction-plan step pass, ${N.toLocaleString("en")} ${what} steps due within one minute: ${r.ran} in ${r.seconds.toFixed(1)} s = ${r.perSecond} steps/s\n`,
+  );
+
+// One test each: each pass has the runner's 30 minutes to itself on a loaded machine.
+it(`one pass runs ${N.toLocaleString("en")} add_tag steps due within one minute`, async () => {
   const tags = await timedPass(await createPrincipal({ shard: 0 }), { type: "add_tag", delay: "PT0S", tag: "nurtured" });
+  report("add_tag", tags);
+  expect(tags).toMatchObject({ ran: N, left: 0, runs: N });
+});
+
+it(`one pass runs ${N.toLocaleString("en")} send_email steps due within one minute (mailed, logged, advanced)`, async () => {
   const mails = await timedPass(await createPrincipal({ shard: 1 }), {
     type: "send_email",
     delay: "PT0S",
     email: { subject: "Hi {{contact.firstName}}", body: "Hello {{contact.firstName}} {{contact.lastName}}, {{agent.name}} here." },
   });
-  console.log(
-    `\nAction-plan step pass, ${N.toLocaleString("en")} enrollments due within one minute (one pass at its end):\n` +
-      `  add_tag    ${tags.ran} steps in ${tags.seconds.toFixed(1)} s = ${tags.perSecond} steps/s\n` +
-      `  send_email ${mails.ran} steps in ${mails.seconds.toFixed(1)} s = ${mails.perSecond} steps/s (mailed, logged, advanced)\n`,
-  );
-  for (const r of [tags, mails]) expect(r).toMatchObject({ ran: N, left: 0, runs: N });
+  report("send_email", mails);
+  expect(mails).toMatchObject({ ran: N, left: 0, runs: N });
 });
