@@ -1,3 +1,4 @@
+import { runDuePlanSteps } from "./action-plans/runner";
 import { pruneStaleListTotals } from "./crm/list-totals";
 import { resumeErasures } from "./erasure/service";
 import { createDb } from "./db/client";
@@ -60,6 +61,7 @@ export function runCron(env: Env, now: Date): Promise<unknown> {
     onEveryShard(env, "expired lead offers", ({ db }) => routeExpiredOffers(env, db, now)),
     onEveryShard(env, "speed to lead", ({ db }) => reassignSlowLeads(env, db, now)),
     onEveryShard(env, "smart lists through time", ({ db }) => refreshSmartLists(env, db, now)),
+    onEveryShard(env, "action plan steps", ({ db }) => runDuePlanSteps(env, db, now)),
     onDirectory("oauth prune", () => pruneOAuth(createDb(env.DB), { now: now.getTime() })),
     // Integration events of directory changes whose shard write did not finish, then connections whose grants ran out.
     onDirectory("directory events relay", () =>

@@ -13,6 +13,7 @@ import { dealWonSurveyConsumer } from "./surveys/scheduling";
 import { smartListConsumer } from "./smart-lists/membership";
 import { webhookFanout } from "./webhooks/fanout";
 import { appointmentInvitationConsumer } from "./appointments/invitations";
+import { actionPlanReplyConsumer, actionPlanTriggerConsumer } from "./action-plans/consumers";
 import { createDeliveryConsumer, markDeadDeliveries } from "./webhooks/delivery";
 import { defaultWebhookDeps } from "./webhooks/transport";
 import { runExportJobs } from "./exports/jobs";
@@ -38,6 +39,9 @@ export const EVENT_CONSUMERS: EventConsumer[] = [
   surveyResponseConsumer,
   smartListConsumer,
   appointmentInvitationConsumer,
+  // Action plans: a reply pauses the contact's enrollments; a tag, stage or new contact enrolls by the plans' triggers.
+  actionPlanReplyConsumer,
+  actionPlanTriggerConsumer,
 ];
 
 const routeEvents = createEventRouter(EVENT_CONSUMERS);

@@ -7,7 +7,8 @@ import type { DomainEvent } from "../events/event";
 import { newEvent } from "../events/outbox";
 import { newId } from "../lib/ids";
 import type { ServiceContext } from "../service-context";
-import { findContact, readContactForWrite, touchContact } from "../contacts/service";
+import { type ActivityFigures, type ContactRecord, findContact, readContactForWrite, touchContact } from "../contacts/service";
+import type { Statement } from "../db/write";
 import {
   type Communication,
   type CommunicationCreate,
@@ -55,32 +56,46 @@ function communicationEvents(ctx: ServiceContext, c: Communication): DomainEvent
 export async function logCommunication(ctx: ServiceContext, contactId: string, input: CommunicationCreate): Promise<Communication> {
   return withRetries(async () => {
     const { before, figures } = await readContactForWrite(ctx, contactId);
-    const now = new Date();
-    const at = now.toISOString();
-    const row: CommunicationRecord = {
-      id: newId(),
-      organizationId: ctx.organizationId,
-      contactId,
-      type: input.type,
-      direction: input.direction,
-      subject: input.subject ?? null,
-      body: input.body ?? null,
-      durationSeconds: input.durationSeconds ?? null,
-      occurredAt: input.occurredAt ?? at,
-      metadata: input.metadata ?? null,
-      createdBy: ctx.actor.userId ?? null,
-      createdAt: at,
-    };
-    const communication = toCommunication(row);
-    const contact = touchContact(ctx, before, figures, row.occurredAt, now);
-    await commit(
-      ctx,
-      [...contact.statements, ctx.db.insert(contactCommunications).values(row)],
-      [...communicationEvents(ctx, communication), ...contact.events],
-      { answer: communication },
-    );
+    const { communication, statements, events } = communicationStatements(ctx, before, figures, input, new Date());
+    await commit(ctx, statements, events, { answer: communication });
     return communication;
   });
+}
+
+/**
+ * A communication of a contact read for a write (contacts/service.ts `readContactForWrite`), as statements and events
+ * for the caller's own batch: the row and the contact's guarded move, as `logCommunication` writes them (the action
+ * plans' e-mail step logs its mail in the batch that records the step done).
+ */
+export function communicationStatements(
+  ctx: ServiceContext,
+  before: ContactRecord,
+  figures: ActivityFigures,
+  input: CommunicationCreate,
+  now: Date,
+): { communication: Communication; statements: Statement[]; events: DomainEvent[] } {
+  const at = now.toISOString();
+  const row: CommunicationRecord = {
+    id: newId(),
+    organizationId: ctx.organizationId,
+    contactId: before.id,
+    type: input.type,
+    direction: input.direction,
+    subject: input.subject ?? null,
+    body: input.body ?? null,
+    durationSeconds: input.durationSeconds ?? null,
+    occurredAt: input.occurredAt ?? at,
+    metadata: input.metadata ?? null,
+    createdBy: ctx.actor.userId ?? null,
+    createdAt: at,
+  };
+  const communication = toCommunication(row);
+  const contact = touchContact(ctx, before, figures, row.occurredAt, now);
+  return {
+    communication,
+    statements: [...contact.statements, ctx.db.insert(contactCommunications).values(row)],
+    events: [...communicationEvents(ctx, communication), ...contact.events],
+  };
 }
 
 /** GET /v1/contacts/{id}/communications: newest first, optionally of one type; the page and the total in one round trip. */

@@ -1,4 +1,5 @@
 import { appointmentsErasable } from "../appointments/service";
+import { actionPlansErasable } from "../action-plans/service";
 import { clickwrapErasable } from "../clickwrap/service";
 import { communicationsErasable } from "../communications/service";
 import { contactsErasable } from "../contacts/service";
@@ -54,4 +55,5 @@ export const ERASABLES: readonly Erasable[] = [
   templatesErasable,
   smartListsErasable,
   appointmentsErasable,
+  actionPlansErasable,
 ];

@@ -14,6 +14,7 @@ import { dealTools } from "./deal-tools";
 import { documentTools } from "./document-tools";
 import { orgTools } from "./org-tools";
 import { pondTools } from "./pond-tools";
+import { planTools } from "./plan-tools";
 import { propertyTools } from "./property-tools";
 import { taskTools } from "./task-tools";
 import { reputationTools } from "./reputation-tools";
@@ -36,6 +37,7 @@ export const MCP_TOOLS: McpTool[] = [
   ...pondTools,
   ...smartListTools,
   ...appointmentTools,
+  ...planTools,
 ].sort((a, b) => (a.name < b.name ? -1 : 1));
 const TOOLS_BY_NAME = new Map(MCP_TOOLS.map((t) => [t.name, t]));
 

@@ -89,6 +89,12 @@ export const CATALOGUE = [
   "task.completed",
   "task.deleted",
   "task.due",
+  // Ours (issue 46): a contact enrolled in an action plan, paused (by hand or by its reply), through its last step;
+  // step_due is a plan's `notify` step, for integrators.
+  "action_plan.enrolled",
+  "action_plan.paused",
+  "action_plan.completed",
+  "action_plan.step_due",
   // Ours: sent to every other enabled endpoint of the organization, subscribed or not (webhooks/healing.ts).
   "webhook.endpoint_disabled",
 ] as const;
@@ -128,6 +134,7 @@ const READ_PERMISSION: Record<string, Permission> = {
   import: "imports:manage",
   smart_list: "smart-lists:read",
   appointment: "appointments:read",
+  action_plan: "action-plans:manage",
 };
 
 export const readPermissionOf = (event: CatalogueName): Permission => READ_PERMISSION[resourceOf(event)]!;

@@ -39,8 +39,9 @@ export interface WebhookPayload {
  * removed, `task` and `document` of deal.task_* and deal.document_uploaded (no link: it would outlive its signature),
  * `stageChange` of deal.stage_changed, `signal` of a property's inquiry, showing or offer, `mergedFrom` and
  * `mergedInto` of a merge's contact.updated and contact.deleted, `claimedBy` and `pondId` of contact.claimed,
- * `appointment` of a showing appointment's property.showing_scheduled, `reason` of appointment.cancelled). Other keys
- * stay internal (an appointment.updated's `uninvited`, the addresses its consumer mails a cancellation).
+ * `appointment` of a showing appointment's property.showing_scheduled, `reason` of appointment.cancelled, `step` of
+ * action_plan.step_due: the plan's step that is due). Other keys stay internal (an appointment.updated's `uninvited`,
+ * the addresses its consumer mails a cancellation).
  */
 const PAYLOAD_EXTRAS = [
   "priceChange",
@@ -57,6 +58,7 @@ const PAYLOAD_EXTRAS = [
   "pondId",
   "appointment",
   "reason",
+  "step",
 ] as const;
 
 /** The payload (spec: Payload structure): `data` carries the event's object, previousAttributes and changes, and the extras it has. */

@@ -188,7 +188,7 @@ export const EventPayload = z
     createdAt: z.string(),
     data: z.object({ object: z.unknown(), previousAttributes: z.unknown(), changes: z.unknown() }).catchall(z.unknown()).openapi({
       description:
-        'The resource, its previous attributes and the changed names; some events add one more key (priceChange, signer, documentSha256, tags, task, document, stageChange, signal, appointment, reason: README "Events (the catalogue)")',
+        'The resource, its previous attributes and the changed names; some events add one more key (priceChange, signer, documentSha256, tags, task, document, stageChange, signal, appointment, reason, step: README "Events (the catalogue)")',
     }),
     organization: z.object({ id: z.string(), name: z.string() }),
     user: z.object({ id: z.string(), name: z.string().nullable(), email: z.string() }).nullable(),

@@ -15,3 +15,4 @@ import "./template-link-browser.suite";
 import "./cimd.suite";
 import "./deploy.suite";
 import "./cron.suite";
+import "./action-plans.suite";

@@ -13,6 +13,7 @@ import worker from "../../src/index";
 import { sha256Hex, toBase64Url } from "../../src/lib/crypto";
 import { shardDatabase } from "../../src/shards/bindings";
 import { startMove, stepMove } from "../../src/shards/move";
+import { runDuePlanSteps } from "../../src/action-plans/runner";
 import { MOVED_TABLES } from "../../src/shards/moved-tables";
 import { openShardOf } from "../../src/shards/tenants";
 import { purgeTrash } from "../../src/trash/service";
@@ -2080,7 +2081,52 @@ const taskDuePass: FaultRow<DueTasks> = {
   },
 };
 
+// Action plans (issue 46): the cron's step pass mailing a plan's e-mail step, failed at each of its writes (the claim,
+// the mail kept by the log provider, the batch that records it done and logs it, the events' send). Recovered by the
+// next passes once the claim's lease has run out: the contact is mailed exactly once, the mail logged once, the plan
+// completed.
+const planEmailStep: FaultRow<{ owner: TestPrincipal; email: string; contactId: string; planId: string }> = {
+  operation: "action plan e-mail step (cron pass)",
+  recovery: "the next cron passes (a released or stale claim is taken again; the mail's idempotency key)",
+  async seed() {
+    const owner = await principal(0);
+    const email = `plan.${crypto.randomUUID()}@fault.test`;
+    const contact = await seedCall("POST", "/v1/contacts", { token: owner.token, body: { firstName: "Fay", lastName: "Lead", email } });
+    const plan = await seedCall("POST", "/v1/action-plans", {
+      token: owner.token,
+      body: {
+        name: "Faulted plan",
+        steps: [{ type: "send_email", delay: "PT0S", email: { subject: "Hello {{contact.firstName}}", body: "Hi" } }],
+      },
+    });
+    await seedCall("POST", `/v1/action-plans/${plan.data.id}/enrollments`, { token: owner.token, body: { contactId: contact.data.id } });
+    return { owner, email, contactId: contact.data.id, planId: plan.data.id };
+  },
+  async act(f) {
+    await runDuePlanSteps(f.env, openShardOf(f.env, 0).db, new Date(Date.now() + 60_000));
+  },
+  async recover(f) {
+    await recoverAsProduction(f);
+    // Past the claim's lease (10 minutes), twice: the second pass finds nothing left to do.
+    for (let i = 0; i < 2; i++) {
+      later(15 * 60_000);
+      await runDuePlanSteps(f.env, openShardOf(f.env, 0).db, new Date());
+      await drainQueues(f);
+    }
+  },
+  async check(_f, s) {
+    expect((await mailTo(s.email)).map((m) => m.subject)).toEqual(["Hello Fay"]);
+    const org = s.owner.organizationId;
+    expect(
+      await count(org, "SELECT COUNT(*) AS n FROM contact_communications WHERE organization_id = ? AND contact_id = ?", org, s.contactId),
+    ).toBe(1);
+    expect(await count(org, "SELECT COUNT(*) AS n FROM plan_enrollments WHERE organization_id = ? AND status = 'completed'", org)).toBe(1);
+    expect(await count(org, "SELECT COUNT(*) AS n FROM plan_step_runs WHERE organization_id = ? AND state = 'done'", org)).toBe(1);
+  },
+};
+
 export const FAULTS: FaultRow[] = [
+  planEmailStep,
   contactCreate,
   leadIntake,
   leadReview,

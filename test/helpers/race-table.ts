@@ -2084,3 +2084,86 @@ RACES.push(
     },
   },
 );
+
+// Action plans (issue 46). The pass racing a reply and two passes at once are in test/action-plans/ (the pass is not a route).
+const racedPlan = async (owner: TestPrincipal, steps: unknown[] = [{ type: "notify", delay: "P1D" }]) =>
+  (await json(await call("POST", "/v1/action-plans", { token: owner.token, body: { name: "Raced plan", steps } }))).data as { id: string };
+async function racedEnrollment(owner: TestPrincipal, pause = false): Promise<Params> {
+  const plan = await racedPlan(owner);
+  const contact = await createContact(owner.token);
+  const e = (
+    await json(await call("POST", `/v1/action-plans/${plan.id}/enrollments`, { token: owner.token, body: { contactId: contact.id } }))
+  ).data as { id: string };
+  if (pause) await call("POST", `/v1/action-plans/${plan.id}/enrollments/${e.id}/pause`, { token: owner.token });
+  return { id: plan.id, enrollmentId: e.id };
+}
+const PLAN_CHANGES = [
+  { name: "Renamed in a race" },
+  { triggers: [{ event: "contact.tagged", tag: "raced" }] },
+  { steps: [{ type: "add_tag", delay: "PT1H", tag: "raced" }] },
+];
+RACES.push(
+  {
+    kind: "independent",
+    route: "POST /v1/action-plans",
+    seed: async () => ({}),
+    changes: async () =>
+      Array.from({ length: 10 }, (_, i) => ({ body: { name: `Plan ${i}`, steps: [{ type: "notify", delay: "PT0S" }] } })),
+    async verify(owner) {
+      expect((await json(await call("GET", "/v1/action-plans", { token: owner.token }))).pagination.total).toBe(10);
+    },
+  },
+  {
+    kind: "independent",
+    route: "PATCH /v1/action-plans/{id}",
+    seed: async (owner) => ({ id: (await racedPlan(owner)).id }),
+    changes: async () => PLAN_CHANGES.map((body) => ({ body })),
+    async verify(owner, { id }) {
+      const plan = (await json(await call("GET", `/v1/action-plans/${id}`, { token: owner.token }))).data;
+      for (const change of PLAN_CHANGES) expect(plan).toMatchObject(change);
+      expect(plan.version).toBe(1 + PLAN_CHANGES.length);
+    },
+  },
+  {
+    kind: "once",
+    route: "DELETE /v1/action-plans/{id}",
+    seed: async (owner) => ({ id: (await racedPlan(owner)).id }),
+    objects: 5,
+    copies: 5,
+  },
+  {
+    kind: "once",
+    route: "POST /v1/action-plans/{id}/enrollments",
+    seed: async (owner) => ({ id: (await racedPlan(owner)).id, contactId: (await createContact(owner.token)).id }),
+    body: (p: Params) => ({ contactId: p.contactId }),
+    objects: 5,
+    copies: 5,
+    counter: {
+      read: (owner) => count(owner, "SELECT COUNT(*) AS n FROM plan_enrollments WHERE organization_id = ?", owner.organizationId),
+      perMove: 1,
+    },
+    event: "action_plan.enrolled",
+  },
+  {
+    kind: "once",
+    route: "POST /v1/action-plans/{id}/enrollments/{enrollmentId}/pause",
+    seed: (owner) => racedEnrollment(owner),
+    objects: 5,
+    copies: 5,
+    event: "action_plan.paused",
+  },
+  {
+    kind: "once",
+    route: "POST /v1/action-plans/{id}/enrollments/{enrollmentId}/resume",
+    seed: (owner) => racedEnrollment(owner, true),
+    objects: 5,
+    copies: 5,
+  },
+  {
+    kind: "once",
+    route: "POST /v1/action-plans/{id}/enrollments/{enrollmentId}/stop",
+    seed: (owner) => racedEnrollment(owner),
+    objects: 5,
+    copies: 5,
+  },
+);

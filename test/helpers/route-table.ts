@@ -886,3 +886,50 @@ ROUTES.push(
   { method: "POST", path: "/v1/users/me/calendar-feed", family: "crm" },
   { method: "DELETE", path: "/v1/users/me/calendar-feed", family: "crm" },
 );
+
+// Action plans (issue 46).
+const PLAN_BODY = { name: "Matrix plan", steps: [{ type: "notify", delay: "P1D" }] };
+async function seedPlan(owner: TestPrincipal): Promise<Record<string, string>> {
+  const res = await call("POST", "/v1/action-plans", { token: owner.token, body: PLAN_BODY });
+  if (res.status !== 201) throw new Error(`seeding an action plan failed: ${res.status} ${await res.text()}`);
+  const { id: contact } = await seedContact(owner);
+  return { id: ((await res.json()) as { data: { id: string } }).data.id, contact: contact! };
+}
+async function seedEnrollment(owner: TestPrincipal): Promise<Record<string, string>> {
+  const { id, contact } = await seedPlan(owner);
+  const res = await call("POST", `/v1/action-plans/${id}/enrollments`, { token: owner.token, body: { contactId: contact } });
+  if (res.status !== 201) throw new Error(`seeding an enrollment failed: ${res.status} ${await res.text()}`);
+  return { id: id!, enrollmentId: ((await res.json()) as { data: { id: string } }).data.id };
+}
+/** An enrollment paused, for the resume route to succeed on. */
+async function seedPausedEnrollment(owner: TestPrincipal): Promise<Record<string, string>> {
+  const params = await seedEnrollment(owner);
+  const res = await call("POST", `/v1/action-plans/${params.id}/enrollments/${params.enrollmentId}/pause`, { token: owner.token });
+  if (res.status !== 200) throw new Error(`pausing an enrollment failed: ${res.status} ${await res.text()}`);
+  return params;
+}
+const unknownPlan = { id: "00000000-0000-4000-8000-0000000091a0" };
+const unknownEnrollment = { ...unknownPlan, enrollmentId: "00000000-0000-4000-8000-0000000091a1" };
+ROUTES.push(
+  { method: "GET", path: "/v1/action-plans", family: "crm" },
+  { method: "POST", path: "/v1/action-plans", family: "crm", body: PLAN_BODY },
+  { method: "GET", path: "/v1/action-plans/{id}", family: "crm", seed: seedPlan, unknown: unknownPlan },
+  { method: "PATCH", path: "/v1/action-plans/{id}", family: "crm", body: { name: "Renamed" }, seed: seedPlan, unknown: unknownPlan },
+  { method: "DELETE", path: "/v1/action-plans/{id}", family: "crm", seed: seedPlan, unknown: unknownPlan },
+  { method: "GET", path: "/v1/action-plans/{id}/enrollments", family: "crm", seed: seedPlan, unknown: unknownPlan },
+  {
+    method: "POST",
+    path: "/v1/action-plans/{id}/enrollments",
+    family: "crm",
+    body: (p: Record<string, string>) => ({ contactId: p.contact ?? unknownContact.id }),
+    seed: seedPlan,
+    unknown: unknownPlan,
+  },
+  ...(["pause", "resume", "stop"] as const).map((move) => ({
+    method: "POST" as const,
+    path: `/v1/action-plans/{id}/enrollments/{enrollmentId}/${move}`,
+    family: "crm" as const,
+    seed: move === "resume" ? seedPausedEnrollment : seedEnrollment,
+    unknown: unknownEnrollment,
+  })),
+);

@@ -31,7 +31,15 @@ const DESTRUCTIVE = [
   "use_template",
   "void_envelope",
 ];
-const MAILS_PEOPLE = ["send_for_signature", "resend_signing_link", "void_envelope", "send_survey", "use_template", "schedule_showing"];
+const MAILS_PEOPLE = [
+  "send_for_signature",
+  "resend_signing_link",
+  "void_envelope",
+  "send_survey",
+  "use_template",
+  "schedule_showing",
+  "enroll_in_action_plan",
+];
 
 describe("the MCP tool registry", () => {
   it("lists at most 127 tools, each named once in snake_case, with a title, an actionable description and its permission", async () => {

@@ -42,7 +42,7 @@ describe("the OpenAPI document", () => {
     expect(ops.length).toBeGreaterThan(20);
     for (const op of ops) {
       expect(op.operationId, op.at).toMatch(
-        /^(list|get|create|update|delete|add|bulkUpdate|send|replay|void|open|actOn|download|approve|publish|unpublish|reject|preflight|upload|reorder|record|sync|move|complete|activate|deactivate|accept|search|reissue|resend|skip|authorize|submit|exchange|register|verify|restore|revoke|rotate|recover|merge|cancel|export|claim|preview)[A-Z][A-Za-z]+$/,
+        /^(list|get|create|update|delete|add|bulkUpdate|send|replay|void|open|actOn|download|approve|publish|unpublish|reject|preflight|upload|reorder|record|sync|move|complete|activate|deactivate|accept|search|reissue|resend|skip|authorize|submit|exchange|register|verify|restore|revoke|rotate|recover|merge|cancel|export|claim|preview|enroll|pause|resume|stop)[A-Z][A-Za-z]+$/,
       );
       expect(
         Object.keys(op.responses).some((s) => s.startsWith("4")),

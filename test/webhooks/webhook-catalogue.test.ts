@@ -4,6 +4,8 @@ import { taggedPdf } from "../helpers/tagged-pdfs";
 import { act, buildPdf, linkOf, sendUpload, uploaded } from "../helpers/uploads";
 import { describe, expect, it, vi } from "vitest";
 import { createDb } from "../../src/db/client";
+import { runDuePlanSteps } from "../../src/action-plans/runner";
+import type { Env } from "../../src/env";
 import { sendObligationNotices } from "../../src/documents/obligation-notices";
 import { CATALOGUE, type CatalogueName } from "../../src/webhooks/catalogue";
 import { call, json } from "../helpers/client";
@@ -402,6 +404,26 @@ const taskLife = (w: World) =>
     await ok(await call("DELETE", `/v1/tasks/${gone.id}`, { token: w.owner.token }), 200);
   });
 
+/** Issue 46: a contact enrolled in a plan whose notify step runs and completes it; another enrolled and paused. */
+const actionPlan = (w: World) =>
+  w.once("actionPlan", async () => {
+    const plan = (
+      await ok(
+        await call("POST", "/v1/action-plans", {
+          token: w.owner.token,
+          body: { name: "Catalogue plan", steps: [{ type: "notify", delay: "PT0S" }] },
+        }),
+        201,
+      )
+    ).data;
+    const [a, b] = [await createContact(w.owner.token), await createContact(w.owner.token)];
+    const path = `/v1/action-plans/${plan.id}/enrollments`;
+    const enrolled = (await ok(await call("POST", path, { token: w.owner.token, body: { contactId: a.id } }), 201)).data;
+    const other = (await ok(await call("POST", path, { token: w.owner.token, body: { contactId: b.id } }), 201)).data;
+    await ok(await call("POST", `${path}/${other.id}/pause`, { token: w.owner.token }), 200);
+    await runDuePlanSteps(env as Env, createDb(await tenantDb(w.owner.organizationId)), new Date(Date.parse(enrolled.enrolledAt) + 60_000));
+  });
+
 const isSha256 = (v: unknown) => typeof v === "string" && /^[0-9a-f]{64}$/.test(v);
 
 /**
@@ -457,6 +479,14 @@ const DRIVE: { event: CatalogueName; drive(w: World): Promise<unknown>; check?(p
     check: (p) => expect(p.data.signal).toMatchObject({ recordedAt: expect.any(String) }),
   },
   { event: "property.showing_scheduled", drive: property },
+  { event: "action_plan.enrolled", drive: actionPlan, check: (p) => expect(p.data.object).toMatchObject({ status: "active" }) },
+  {
+    event: "action_plan.paused",
+    drive: actionPlan,
+    check: (p) => expect(p.data.object).toMatchObject({ status: "paused", pauseReason: "manual" }),
+  },
+  { event: "action_plan.completed", drive: actionPlan, check: (p) => expect(p.data.object).toMatchObject({ status: "completed" }) },
+  { event: "action_plan.step_due", drive: actionPlan, check: (p) => expect(p.data.step).toMatchObject({ index: 0, type: "notify" }) },
   { event: "property.offer_received", drive: property },
   {
     event: "appointment.created",
