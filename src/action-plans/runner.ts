@@ -1,6 +1,6 @@
 import { and, asc, desc, eq, gt, isNotNull, lte, notInArray, or } from "drizzle-orm";
 import type { Db } from "../db/client";
-import { deals, tasks, users } from "../db/schema";
+import { deals, users } from "../db/schema";
 import { planEnrollments, planStepRuns, type StoredPlanStep } from "../db/plans";
 import { expectNoRow, expectRow, StaleWrite, type Statement, withRetries } from "../db/write";
 import { commit } from "../events/commit";
@@ -9,7 +9,6 @@ import type { DomainEvent } from "../events/event";
 import type { Env } from "../env";
 import { type Defer, withDeferred } from "../lib/deferred";
 import { Conflict, NotFound, OrganizationMoving } from "../lib/errors";
-import { newId } from "../lib/ids";
 import { loggableError } from "../lib/log";
 import { regionOf } from "../lib/phone";
 import { mailerFor } from "../mail/mailer";
@@ -29,6 +28,8 @@ import {
   uniqueTags,
 } from "../contacts/service";
 import { moveDeal } from "../deals/service";
+import { createTaskRow, taskCreatedEvent } from "../tasks/service";
+import type { TaskType } from "../db/agenda";
 import { renderMergeFields } from "./schemas";
 import { dueAfter, type EnrollmentRow, type StepRunRow, toEnrollment } from "./service";
 
@@ -255,32 +256,19 @@ function writeStep(
       return contactChange(after, { status: step.status });
     }
     case "create_task": {
-      const id = newId();
-      return {
-        // The task is the agent's: the contact's assignee, else who enrolled the contact.
-        statements: [
-          ctx.db.insert(tasks).values({
-            id,
-            organizationId: ctx.organizationId,
-            title: step.task.title,
-            type: step.task.type as never,
-            notes: null,
-            dueAt,
-            priority: "MEDIUM",
-            assignedTo: before.assignedTo ?? row.enrolledBy,
-            contactId: before.id,
-            dealId: null,
-            propertyId: null,
-            completed: false,
-            createdBy: null,
-            createdAt: at,
-            updatedAt: at,
-            version: 1,
-          }),
-        ],
-        events: [],
-        outcome: { taskId: id },
-      };
+      // The task is the agent's: the contact's assignee, else who enrolled the contact.
+      const { task, statement } = createTaskRow(
+        ctx,
+        {
+          title: step.task.title,
+          type: step.task.type as TaskType,
+          dueAt,
+          assignedTo: before.assignedTo ?? row.enrolledBy,
+          contactId: before.id,
+        },
+        at,
+      );
+      return { statements: [statement], events: [taskCreatedEvent(ctx, task)], outcome: { taskId: task.id } };
     }
     case "notify":
       return {
