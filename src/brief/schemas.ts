@@ -13,6 +13,7 @@ export const BRIEF_SECTIONS = {
   tasksDue: "tasks:read",
   obligationsDueSoon: "documents:read",
   envelopesWaiting: "signatures:read",
+  appointmentsToday: "appointments:read",
 } as const satisfies Record<string, Permission>;
 export type BriefSection = keyof typeof BRIEF_SECTIONS;
 const SECTION_NAMES = Object.keys(BRIEF_SECTIONS) as [BriefSection, ...BriefSection[]];
@@ -80,6 +81,17 @@ export const BriefEnvelope = z.object({
     .describe("The signers whose turn it is and who have not signed yet"),
 });
 
+export const BriefAppointment = z.object({
+  id: z.string(),
+  type: z.string(),
+  title: z.string().nullable(),
+  startsAt: z.string(),
+  endsAt: z.string(),
+  timeZone: z.string(),
+  location: z.string().nullable(),
+  propertyId: z.string().nullable(),
+});
+
 export const DailyBrief = z.object({
   date: z.string().describe("Today, the UTC day (YYYY-MM-DD) the brief is of"),
   newLeads: section(
@@ -97,6 +109,10 @@ export const DailyBrief = z.object({
   envelopesWaiting: section(
     BriefEnvelope,
     "The organization's signature envelopes sent and not yet completed, declined, voided or expired; oldest first",
+  ).optional(),
+  appointmentsToday: section(
+    BriefAppointment,
+    "The user's appointments (they attend or made) starting today (the UTC day), not cancelled; in start order",
   ).optional(),
   omitted: z
     .array(z.object({ section: z.enum(SECTION_NAMES), permission: z.string() }))

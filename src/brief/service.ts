@@ -1,7 +1,7 @@
-import { and, asc, count, desc, eq, gt, inArray, isNull, lt, lte, or, sql } from "drizzle-orm";
+import { and, asc, count, desc, eq, gt, gte, inArray, isNull, lt, lte, or, sql } from "drizzle-orm";
 import { unionAll } from "drizzle-orm/sqlite-core";
 import type { Db } from "../db/client";
-import { contacts, deals, tasks, documentObligations, envelopeSigners, envelopes } from "../db/schema";
+import { appointmentAttendees, appointments, contacts, deals, tasks, documentObligations, envelopeSigners, envelopes } from "../db/schema";
 import { DUE_SOON_DAYS, toObligation, utcDay } from "../documents/service";
 import type { Permission } from "../platform/permissions";
 import type { ServiceContext } from "../service-context";
@@ -68,6 +68,18 @@ export function briefReads(db: Db, organizationId: string, userId: string, limit
     or(isNull(envelopes.expiresAt), gt(envelopes.expiresAt, now.toISOString())),
   );
   const oldestFirst = [asc(envelopes.createdAt), asc(envelopes.id)] as const;
+  // Today's appointments of the organization in start order (one range of appointments_org_starts_idx), kept when the
+  // user made or attends them (the attendees' primary key, per appointment): an organization's one day is few rows.
+  const theirs = and(
+    eq(appointments.organizationId, org),
+    gte(appointments.startsAt, utcDay(0, now)),
+    lt(appointments.startsAt, utcDay(1, now)),
+    eq(appointments.status, "scheduled"),
+    or(
+      eq(appointments.createdBy, userId),
+      sql`EXISTS (SELECT 1 FROM ${appointmentAttendees} WHERE ${appointmentAttendees.appointmentId} = ${appointments.id} AND ${appointmentAttendees.userId} = ${userId})`,
+    ),
+  );
   return {
     leads: unionAll(db.select(leadColumns).from(contacts).where(mineLeads), db.select(leadColumns).from(contacts).where(nobodysLeads))
       .orderBy(desc(contacts.createdAt), desc(contacts.id))
@@ -105,6 +117,22 @@ export function briefReads(db: Db, organizationId: string, userId: string, limit
       .orderBy(...oldestFirst)
       .limit(limit),
     envelopeCount: db.select({ n: count() }).from(envelopes).where(open),
+    appointments: db
+      .select({
+        id: appointments.id,
+        type: appointments.type,
+        title: appointments.title,
+        startsAt: appointments.startsAt,
+        endsAt: appointments.endsAt,
+        timeZone: appointments.timeZone,
+        location: appointments.location,
+        propertyId: appointments.propertyId,
+      })
+      .from(appointments)
+      .where(theirs)
+      .orderBy(asc(appointments.startsAt), asc(appointments.id))
+      .limit(limit),
+    appointmentCount: db.select({ n: count() }).from(appointments).where(theirs),
     // The signers of that page of envelopes, named by the page's own query: read in the same batch.
     signers: db
       .select({
@@ -138,7 +166,7 @@ export function briefReads(db: Db, organizationId: string, userId: string, limit
  * The daily brief of user `userId` (the MCP tool daily_brief): active leads assigned to them or to nobody and never
  * contacted, newest first; open tasks due today or before, theirs (on contacts, deals or nothing) or nobody's on their deals, soonest first; the
  * organization's document obligations overdue or due within a week, soonest first; its envelopes sent and still
- * open, oldest first, with the signers they wait on. Each section is its `limit` first items and a total. A section
+ * open, oldest first, with the signers they wait on; the user's appointments starting today. Each section is its `limit` first items and a total. A section
  * whose permission is not in `granted` is neither read nor answered, and is named in `omitted`. One D1 batch.
  */
 export async function dailyBrief(
@@ -167,6 +195,8 @@ export async function dailyBrief(
     open,
     [openCount],
     signers,
+    todays,
+    [todaysCount],
   ] = await db.batch([
     when("newLeads", r.leads),
     when("newLeads", r.mineLeadCount),
@@ -179,6 +209,8 @@ export async function dailyBrief(
     when("envelopesWaiting", r.envelopes),
     when("envelopesWaiting", r.envelopeCount),
     when("envelopesWaiting", r.signers),
+    when("appointmentsToday", r.appointments),
+    when("appointmentsToday", r.appointmentCount),
   ]);
 
   const brief: DailyBrief = { date: today, omitted: [] };
@@ -213,6 +245,7 @@ export async function dailyBrief(
         };
       }),
     };
+  if (may("appointmentsToday")) brief.appointmentsToday = { total: total(todaysCount), items: todays };
   brief.omitted = SECTIONS.filter((s) => !may(s)).map((section) => ({ section, permission: BRIEF_SECTIONS[section] }));
   return brief;
 }

@@ -52,7 +52,7 @@ export const dailyBriefTool = defineTool({
   route: "GET /v1/contacts",
   title: "Your daily brief",
   description:
-    "What you have to act on today, in one call: new leads (active, assigned to you or to nobody, never contacted), your tasks due today or overdue (on contacts and deals; and unassigned ones on your deals), the organization's document obligations overdue or due within 7 days, and its signature envelopes still waiting on signers (with who). Each section lists its first items (limit, default 10) and a total. Days are UTC. A section this token may not read (tasks:read for tasks, documents:read for obligations, signatures:read for envelopes) is left out and named in omitted with that permission.",
+    "What you have to act on today, in one call: new leads (active, assigned to you or to nobody, never contacted), your tasks due today or overdue (on contacts and deals; and unassigned ones on your deals), the organization's document obligations overdue or due within 7 days, its signature envelopes still waiting on signers (with who), and your appointments starting today (you attend or made them). Each section lists its first items (limit, default 10) and a total. Days are UTC. A section this token may not read (tasks:read for tasks, documents:read for obligations, signatures:read for envelopes, appointments:read for appointments) is left out and named in omitted with that permission.",
   permission: "contacts:read",
   effect: "read",
   input: z.strictObject({

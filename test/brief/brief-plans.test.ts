@@ -35,6 +35,10 @@ const EXPECTED: Record<keyof typeof reads, RegExp[]> = {
   obligationCount: [/SEARCH document_obligations USING COVERING INDEX document_obligations_org_due_idx/],
   envelopes: [/SEARCH envelopes USING INDEX envelopes_org_status_idx \(organization_id=\? AND status=\?\)/],
   envelopeCount: [/SEARCH envelopes USING INDEX envelopes_org_status_idx \(organization_id=\? AND status=\?\)/],
+  appointments: [/SEARCH appointments USING INDEX appointments_org_starts_idx \(organization_id=\? AND starts_at>\? AND starts_at<\?\)/],
+  appointmentCount: [
+    /SEARCH appointments USING INDEX appointments_org_starts_idx \(organization_id=\? AND starts_at>\? AND starts_at<\?\)/,
+  ],
   signers: [
     /SEARCH envelope_signers USING INDEX envelope_signers_envelope_idx \(envelope_id=\?\)/,
     /SEARCH envelopes USING INDEX envelopes_org_status_idx \(organization_id=\? AND status=\?\)/,
@@ -45,6 +49,8 @@ describe("daily brief plans", () => {
   it.each(Object.keys(EXPECTED) as (keyof typeof reads)[])("%s reads its index in order, scanning and sorting nothing", async (name) => {
     const details = await plan(reads[name]);
     for (const expected of EXPECTED[name]) expect(details, details).toMatch(expected);
-    expect(details, details).not.toMatch(/USE TEMP B-TREE|\bSCAN (contacts|tasks|deals|envelopes|envelope_signers|document_obligations)\b/);
+    expect(details, details).not.toMatch(
+      /USE TEMP B-TREE|\bSCAN (contacts|tasks|deals|envelopes|envelope_signers|document_obligations|appointments|appointment_attendees)\b/,
+    );
   });
 });

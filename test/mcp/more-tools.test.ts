@@ -485,12 +485,17 @@ describe("MCP daily brief", () => {
         { section: "tasksDue", permission: "tasks:read" },
         { section: "obligationsDueSoon", permission: "documents:read" },
         { section: "envelopesWaiting", permission: "signatures:read" },
+        { section: "appointmentsToday", permission: "appointments:read" },
       ],
     });
     const wider = await connect((await createApiKey(me.token, ["contacts:read", "tasks:read"])).key);
     const withTasks = await tool(wider, "daily_brief");
     expect(withTasks.data.tasksDue.total).toBe(1);
-    expect(withTasks.data.omitted.map((o: { section: string }) => o.section)).toEqual(["obligationsDueSoon", "envelopesWaiting"]);
+    expect(withTasks.data.omitted.map((o: { section: string }) => o.section)).toEqual([
+      "obligationsDueSoon",
+      "envelopesWaiting",
+      "appointmentsToday",
+    ]);
 
     const dealsOnly = await connect((await createApiKey(me.token, ["deals:read"])).key);
     expect(await tool(dealsOnly, "daily_brief")).toMatchObject({
@@ -508,7 +513,7 @@ describe("MCP daily brief", () => {
     await createDocument(me.token, dueLease());
     const stranger = await connect((await createPrincipal()).token);
     const theirs = await tool(stranger, "daily_brief");
-    for (const section of ["newLeads", "tasksDue", "obligationsDueSoon", "envelopesWaiting"])
+    for (const section of ["newLeads", "tasksDue", "obligationsDueSoon", "envelopesWaiting", "appointmentsToday"])
       expect(theirs.data[section], section).toEqual({ total: 0, items: [] });
     for (const c of [narrow, wider, dealsOnly, client, stranger]) await c.close();
   });
