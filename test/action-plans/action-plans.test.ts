@@ -1,5 +1,6 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { openMailbox } from "../helpers/receiver";
 import { runDuePlanSteps } from "../../src/action-plans/runner";
 import { createDb } from "../../src/db/client";
 import type { Env } from "../../src/env";
@@ -267,7 +268,9 @@ describe("the step pass", () => {
     const contact = await createContact(p.token);
     const plan = await createPlan(p, { name: "Flaky", steps: [EMAIL_STEP] });
     const e = await enroll(p, plan.id, contact.id);
-    const failing = { ...env, EMAIL_PROVIDER: "resend", EMAIL_API_KEY: "k", EMAIL_API_URL: "http://127.0.0.1:9/" } as Env;
+    // A provider that answers 503 (a live fake: a refused connection makes workerd report an uncaught rejection of its own).
+    const down = await openMailbox({ fallback: 503 });
+    const failing = { ...env, EMAIL_PROVIDER: "resend", EMAIL_API_KEY: "k", EMAIL_API_URL: down.url } as Env;
     await pass(p, at(e.enrolledAt, MIN), failing);
     expect(await mailTo(contact.email)).toEqual([]);
     let [now] = await enrollmentsOf(p, plan.id);

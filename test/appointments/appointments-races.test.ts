@@ -1,5 +1,6 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { openMailbox } from "../helpers/receiver";
 import { appointmentInvitationConsumer } from "../../src/appointments/invitations";
 import { createDb } from "../../src/db/client";
 import { dispatchEvents } from "../../src/events/consumers";
@@ -74,8 +75,10 @@ describe("an invitation whose send fails", () => {
       data: { object: { id } },
     };
     const db = createDb(d1);
-    // A provider that cannot be reached: the send throws, the event is left to be retried, nothing is recorded.
-    const down = { ...env, EMAIL_PROVIDER: "resend", EMAIL_API_KEY: "re_test", EMAIL_API_URL: "http://127.0.0.1:9" } as typeof env;
+    // A provider that answers 503: the send throws, the event is left to be retried, nothing is recorded. (A live fake
+    // rather than a closed port: a refused connection makes workerd report an uncaught rejection of its own.)
+    const provider = await openMailbox({ fallback: 503 });
+    const down = { ...env, EMAIL_PROVIDER: "resend", EMAIL_API_KEY: "re_test", EMAIL_API_URL: provider.url } as typeof env;
     expect([...(await dispatchEvents([appointmentInvitationConsumer], [event], down, db))]).toEqual([event.id]);
     const read = async () => (await json(await call("GET", `/v1/appointments/${id}`, { token: p.token }))).data;
     expect((await read()).attendees[0].invitedSequence).toBeNull();
