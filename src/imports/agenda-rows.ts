@@ -1,3 +1,4 @@
+import { isTimeZone, offsetMinutes } from "../lib/time-zones";
 import { fromSpreadsheetSafe } from "../crm/export";
 import type { ContactRecord } from "../contacts/service";
 import type { AppointmentType, TaskType } from "../db/agenda";
@@ -36,24 +37,7 @@ const DATE_TIME = /^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]
 const ZONED = /(Z|[+-]\d{2}:?\d{2})$/i;
 
 /** How far `timeZone`'s wall clock is ahead of UTC at the instant `at` (ms). */
-function offsetAt(timeZone: string, at: number): number {
-  const parts = Object.fromEntries(
-    new Intl.DateTimeFormat("en-US", {
-      timeZone,
-      hourCycle: "h23",
-      year: "numeric",
-      month: "2-digit",
-      day: "2-digit",
-      hour: "2-digit",
-      minute: "2-digit",
-      second: "2-digit",
-    })
-      .formatToParts(at)
-      .map((p) => [p.type, p.value]),
-  );
-  const wall = Date.UTC(+parts.year!, +parts.month! - 1, +parts.day!, +parts.hour!, +parts.minute!, +parts.second!);
-  return wall - Math.floor(at / 1000) * 1000;
-}
+const offsetAt = (timeZone: string, at: number): number => offsetMinutes(timeZone, at) * 60_000;
 
 /** A wall-clock time (`YYYY-MM-DDTHH:MM:SS`) in `timeZone` as a UTC instant; twice, so a DST change between is right. */
 export function wallTimeToUtc(wall: string, timeZone: string): string {
@@ -62,14 +46,7 @@ export function wallTimeToUtc(wall: string, timeZone: string): string {
   return new Date(asUtc - offsetAt(timeZone, first)).toISOString();
 }
 
-export const isTimeZone = (name: string): boolean => {
-  try {
-    new Intl.DateTimeFormat("en-US", { timeZone: name });
-    return true;
-  } catch {
-    return false;
-  }
-};
+export { isTimeZone };
 
 /** An ISO date-time as a UTC instant: with its offset as given, without one in `timeZone`; null when it is none. */
 export function instantOf(text: string, timeZone: string): string | null {

@@ -1,3 +1,5 @@
+import { offsetMinutes } from "./time-zones";
+
 /**
  * A calendar day in an IANA time zone, as the UTC instants that bound it: what "due today" means for an organization
  * whose agents live in that zone (issue 46). Intl is the only zone database a Worker has; it is enough.
@@ -10,37 +12,8 @@ export interface ZonedDay {
   endIso: string;
 }
 
-const formatters = new Map<string, Intl.DateTimeFormat>();
-const formatterOf = (timeZone: string) => {
-  let f = formatters.get(timeZone);
-  if (!f) {
-    f = new Intl.DateTimeFormat("en-US", {
-      timeZone,
-      hourCycle: "h23",
-      year: "numeric",
-      month: "2-digit",
-      day: "2-digit",
-      hour: "2-digit",
-      minute: "2-digit",
-      second: "2-digit",
-    });
-    formatters.set(timeZone, f);
-  }
-  return f;
-};
-
-/** The zone's wall clock at `instant`, read as if it were UTC (milliseconds). */
-function wallClock(instant: number, timeZone: string): number {
-  const p = Object.fromEntries(
-    formatterOf(timeZone)
-      .formatToParts(new Date(instant))
-      .map((x) => [x.type, x.value]),
-  );
-  return Date.UTC(Number(p.year), Number(p.month) - 1, Number(p.day), Number(p.hour), Number(p.minute), Number(p.second));
-}
-
 /** The zone's offset from UTC at `instant`, in milliseconds (positive east of Greenwich). */
-const offsetAt = (instant: number, timeZone: string) => wallClock(instant - (instant % 1000), timeZone) - (instant - (instant % 1000));
+const offsetAt = (instant: number, timeZone: string) => offsetMinutes(timeZone, instant) * 60_000;
 
 /** The first instant of the zone's day `date` (YYYY-MM-DD): its midnight, or the first instant after a gap that skips it. */
 function midnightOf(date: string, timeZone: string): number {
@@ -55,7 +28,7 @@ const DAY_MS = 86_400_000;
 
 /** The day of `timeZone` that `now` falls in, with its bounds. */
 export function zonedDay(now: Date, timeZone: string): ZonedDay {
-  const date = new Date(wallClock(now.getTime(), timeZone)).toISOString().slice(0, 10);
+  const date = new Date(now.getTime() + offsetAt(now.getTime(), timeZone)).toISOString().slice(0, 10);
   const next = new Date(Date.parse(`${date}T00:00:00Z`) + DAY_MS).toISOString().slice(0, 10);
   return { date, startIso: new Date(midnightOf(date, timeZone)).toISOString(), endIso: new Date(midnightOf(next, timeZone)).toISOString() };
 }
