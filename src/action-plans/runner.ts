@@ -257,7 +257,7 @@ function writeStep(
     }
     case "create_task": {
       // The task is the agent's: the contact's assignee, else who enrolled the contact.
-      const { task, statement } = createTaskRow(
+      const { task, statements } = createTaskRow(
         ctx,
         {
           title: step.task.title,
@@ -268,7 +268,7 @@ function writeStep(
         },
         at,
       );
-      return { statements: [statement], events: [taskCreatedEvent(ctx, task)], outcome: { taskId: task.id } };
+      return { statements, events: [taskCreatedEvent(ctx, task)], outcome: { taskId: task.id } };
     }
     case "notify":
       return {

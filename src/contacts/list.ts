@@ -1,4 +1,4 @@
-import { countOf, filterKey, resolveTotal, totalStatements } from "../crm/list-totals";
+import { type Count, countOf, driftingTotal, filterKey, resolveTotal, totalStatements } from "../crm/list-totals";
 import type { ExportPage } from "../crm/export";
 import {
   afterCursor,
@@ -12,7 +12,7 @@ import {
 } from "../crm/keyset";
 import { customFieldQuery, type CustomQuery, type CustomSortField } from "../crm/custom-fields";
 import { searchCount, searchKey, searchOf, searchPageSql, searchWhere } from "../crm/search";
-import { hasRelativeBound, resolveDateBounds } from "../crm/date-bounds";
+import { hasRelativeBound, isRelativeBound, resolveDateBounds } from "../crm/date-bounds";
 import type { ServiceContext } from "../service-context";
 import { facetTotalStatement } from "./facets";
 import { type ContactRow, toContact } from "./mapping";
@@ -127,28 +127,50 @@ const facetFilters = (f: ReturnType<typeof totalFilters>) => (f.assignedTo === "
 export const resolvedAt = <T extends Record<string, unknown>>(q: T, now: Date): T =>
   hasRelativeBound(q) ? resolveDateBounds(q, CONTACT_DATE_BOUNDS, now) : q;
 
+/** The column and comparison of each date bound, for a relative one's drifting total. */
+const BOUND_COLUMNS: Record<(typeof CONTACT_DATE_BOUNDS)[number], { column: string; op: ">=" | "<=" }> = {
+  "createdAt[gte]": { column: "c.created_at", op: ">=" },
+  "createdAt[lte]": { column: "c.created_at", op: "<=" },
+  "lastContactedAt[gte]": { column: "c.last_contacted_at", op: ">=" },
+  "lastContactedAt[lte]": { column: "c.last_contacted_at", op: "<=" },
+};
+
 /**
  * How the total of `q` is read: the statements to batch with the page, and what makes the figure of their rows. A total
  * over type/status/source/assignedTo is summed from the facet counts; another is the cached count of its filters,
- * counted once per contacts version (crm/list-totals.ts). Two kinds are counted on every read instead, as a contacts
- * version does not date them: a relative date bound (its instant moves with every request) and hasOpenTask (tasks
- * move without the contacts). `original`: the query before its bounds were resolved.
+ * counted once per contacts version (crm/list-totals.ts; a task's write moves that version too, for hasOpenTask). A
+ * query with one relative date bound keeps its cached total as the bound moves (`driftingTotal`); with more than one,
+ * or with `q`, it is counted on every read. `original`: the query before its bounds were resolved.
  */
 async function totalPlan(ctx: ServiceContext, original: ContactListQuery, q: ContactListQuery, custom: CustomQuery | null) {
   const d1 = ctx.d1;
   const changing = totalFilters(q);
   const faceted = facetTotalStatement(d1, ctx.organizationId, facetFilters(changing));
-  const uncached = !faceted && (hasRelativeBound(original) || q.hasOpenTask !== undefined);
-  const key = faceted || uncached ? null : filterKey(changing);
-  const totals = await totalStatements(d1, ctx.organizationId, "contacts", key);
   const where = filters(ctx.organizationId, q, custom);
   const search = searchOf("contact", q.q);
   const count = search
     ? searchCount("contacts", "c", ctx.organizationId, search, [where], orderBy(keysetOf(custom), q.sort ?? DEFAULT_SORT))
     : countOf("contacts c", where.sql.join(" AND "), where.params);
-  const statements = faceted ? [faceted] : uncached ? [d1.prepare(count.sql).bind(...count.params)] : totals.statements;
+  const relative = CONTACT_DATE_BOUNDS.filter((k) => typeof original[k] === "string" && isRelativeBound(original[k]));
+  const drifting = !faceted && !search && relative.length === 1 ? relative[0]! : null;
+  if (!faceted && relative.length > 0 && !drifting) return uncachedPlan(d1, count, search);
+  const key = faceted ? null : filterKey(totalFilters(drifting ? original : q));
+  const totals = await totalStatements(d1, ctx.organizationId, "contacts", key);
+  let cached = totals.statements[1]!;
+  if (drifting) {
+    const others = filters(ctx.organizationId, { ...q, [drifting]: undefined }, custom);
+    const bound = { ...BOUND_COLUMNS[drifting], at: q[drifting] as string };
+    const statement = driftingTotal(d1, ctx.organizationId, "contacts", totals.keyHash, bound, {
+      sql: `contacts c WHERE ${others.sql.join(" AND ")}`,
+      params: others.params,
+    });
+    // Too many values for the two range counts: counted on every read instead.
+    if (statement) cached = statement;
+    else return uncachedPlan(d1, count, search);
+  }
+  const statements = faceted ? [faceted] : [totals.statements[0]!, cached];
   const resolve = async (rows: D1Result[]): Promise<{ total: number; exact: boolean }> => {
-    if (faceted || uncached) {
+    if (faceted) {
       const row = rows[0]!.results[0] as { total: number; exact?: number };
       return { total: row.total, exact: (row.exact ?? 1) === 1 };
     }
@@ -156,12 +178,24 @@ async function totalPlan(ctx: ServiceContext, original: ContactListQuery, q: Con
       d1,
       ctx.organizationId,
       "contacts",
-      { hash: totals.keyHash, filtered: key !== null },
+      { hash: totals.keyHash, filtered: key !== null, asOf: drifting ? (q[drifting] as string) : undefined },
       { counter: rows[0]!.results, cached: rows[1]!.results },
       count,
     );
   };
   return { statements, resolve, search };
+}
+
+/** A total counted on every read, in the page's batch. */
+function uncachedPlan(d1: D1Database | D1DatabaseSession, count: Count, search: ReturnType<typeof searchOf>) {
+  return {
+    statements: [d1.prepare(count.sql).bind(...count.params)],
+    resolve: async (rows: D1Result[]) => {
+      const row = rows[0]!.results[0] as { total: number; exact?: number };
+      return { total: row.total, exact: (row.exact ?? 1) === 1 };
+    },
+    search,
+  };
 }
 
 /**

@@ -103,6 +103,11 @@ export const listTotals = sqliteTable(
     version: integer().notNull(),
     total: integer().notNull(),
     exact: integer({ mode: "boolean" }).notNull().default(true),
+    /**
+     * A total of a query with one relative date bound (`-P30D`): the instant the bound stood at when counted. At a later
+     * now, the same version's total is this one plus the rows the bound's move crossed (crm/list-totals.ts `driftingTotal`).
+     */
+    asOf: text(),
   },
   (t) => [primaryKey({ columns: [t.organizationId, t.resource, t.filterKey] })],
 );

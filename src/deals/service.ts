@@ -4,6 +4,7 @@ import { contacts, dealActivities, dealDocuments, deals, dealStageChanges, tasks
 import { checkCustomFields, withCustomFields } from "../crm/custom-fields";
 import { expectRow, expectVersion, type Statement, versioned, withRetries } from "../db/write";
 import { commit } from "../events/commit";
+import { tasksMoveContacts } from "../crm/list-totals";
 import { newEvent } from "../events/outbox";
 import { Conflict, NotFound } from "../lib/errors";
 import { inJsonList } from "../lib/sql";
@@ -74,6 +75,7 @@ export async function createDeal(ctx: ServiceContext, raw: DealCreate): Promise<
         ...stageChangeStatements(ctx, null, record, undefined, at),
         ...pipelineMoves(ctx, null, record),
         bumpCounters(ctx, 1),
+        tasksMoveContacts(ctx.db, ctx.organizationId),
       ],
       [event],
       { answer },
@@ -157,6 +159,8 @@ export async function deleteDeal(ctx: ServiceContext, id: string): Promise<void>
         trashEntry(ctx, "deal", id, before.title),
         ...pipelineMoves(ctx, before, null),
         bumpCounters(ctx, -1),
+        // Its tasks leave with it: a contact's open task among them changes who has one.
+        tasksMoveContacts(ctx.db, org),
       ],
       [newEvent(ctx, "deal.deleted", { object: { id }, previousAttributes: null, changes: null })],
     );
@@ -181,6 +185,7 @@ export async function restoreDeal(ctx: ServiceContext, id: string): Promise<Deal
         ...frame.clear,
         ...pipelineMoves(ctx, null, record),
         bumpCounters(ctx, 1),
+        tasksMoveContacts(ctx.db, ctx.organizationId),
       ],
       [newEvent(ctx, "deal.restored", { object: toDeal(record), previousAttributes: null, changes: null })],
       { answer },

@@ -3,6 +3,7 @@ import { decodeNewestFirstCursor, olderThan, paginate } from "../crm/pagination"
 import { dealActivities, tasks, users } from "../db/schema";
 import { withRetries } from "../db/write";
 import { commit } from "../events/commit";
+import { tasksMoveContacts } from "../crm/list-totals";
 import { newEvent } from "../events/outbox";
 import { Conflict, NotFound, Validation } from "../lib/errors";
 import { newId } from "../lib/ids";
@@ -120,6 +121,7 @@ export async function completeTask(ctx: ServiceContext, dealId: string, taskId: 
           .set({ completed: true, completedAt: at, completedBy: done.completedBy, updatedAt: at, version: done.version })
           .where(and(tasksOf(ctx, dealId), eq(tasks.id, taskId))),
         ctx.db.insert(dealActivities).values(activityRow(ctx, dealId, "TASK_COMPLETED", `Task completed: ${row.title}`, { taskId }, at)),
+        ...(row.contactId ? [tasksMoveContacts(ctx.db, ctx.organizationId)] : []),
       ],
       [
         newEvent(ctx, "deal.task_completed", {

@@ -2,6 +2,7 @@ import { and, eq, sql } from "drizzle-orm";
 import type { SQLiteTable } from "drizzle-orm/sqlite-core";
 import type { ContactRecord } from "../contacts/service";
 import { appointmentAttendees, appointments, tasks } from "../db/schema";
+import { tasksMoveContacts } from "../crm/list-totals";
 import { driverRow, valuesFromJson } from "../db/row-json";
 import { expectRow, type Statement } from "../db/write";
 import { type ImportOutcome, MAX_MATCH_PEOPLE, matchContacts, type PersonKeys } from "../intake/service";
@@ -128,6 +129,8 @@ export async function planTaskRows(ctx: ServiceContext, job: ImportRow, records:
     if (changes) plan.statements.push(...rewriteAt(ctx, tasks, before, { ...changes, updatedAt: agenda.at }));
   }
   plan.statements.push(...insertNew(ctx, tasks, created));
+  // Every imported task is a person's: who has an open one may have changed.
+  if (plan.statements.length) plan.statements.push(tasksMoveContacts(ctx.db, job.organizationId));
   return plan;
 }
 

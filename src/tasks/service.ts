@@ -2,6 +2,7 @@ import { and, eq, sql } from "drizzle-orm";
 import { contactActivities, contacts, deals, properties, tasks, users } from "../db/schema";
 import { expectRow, expectVersion, expectVersionMatch, guard, type Statement, versioned, withRetries } from "../db/write";
 import { commit } from "../events/commit";
+import { tasksMoveContacts } from "../crm/list-totals";
 import type { DomainEvent } from "../events/event";
 import { resourceEvent } from "../events/resource-event";
 import { Conflict, type FieldIssue, NotFound, Validation } from "../lib/errors";
@@ -29,7 +30,7 @@ export type NewTask = Omit<TaskCreate, "dueAt"> & { dueAt?: string | null };
  * a new task and its insert statement. The caller checks the references (`checkTaskReferences`) and stages
  * `taskCreatedEvent(ctx, task)` in the same batch. `assignedTo` omitted: the acting user.
  */
-export function createTaskRow(ctx: ServiceContext, input: NewTask, at: string): { task: Task; row: TaskRecord; statement: Statement } {
+export function createTaskRow(ctx: ServiceContext, input: NewTask, at: string): { task: Task; row: TaskRecord; statements: Statement[] } {
   const row: TaskRecord = {
     id: newId(),
     organizationId: ctx.organizationId,
@@ -51,7 +52,8 @@ export function createTaskRow(ctx: ServiceContext, input: NewTask, at: string): 
     version: 1,
     dueAnnouncedAt: null,
   };
-  return { task: toTask(row), row, statement: ctx.db.insert(tasks).values(row) };
+  const insert = ctx.db.insert(tasks).values(row);
+  return { task: toTask(row), row, statements: row.contactId ? [insert, tasksMoveContacts(ctx.db, ctx.organizationId)] : [insert] };
 }
 
 /** task.created, for the batch that inserts the task. */
@@ -112,9 +114,9 @@ export async function createTask(ctx: ServiceContext, input: TaskCreate): Promis
   return withRetries(async () => {
     const guards = await checkTaskReferences(ctx, input);
     if (input.dealId) await assertDealRoom(ctx, input.dealId);
-    const { task, row, statement } = createTaskRow(ctx, input, nowIso());
+    const { task, row, statements } = createTaskRow(ctx, input, nowIso());
     const room = input.dealId ? [dealRoom(ctx, input.dealId)] : [];
-    await commit(ctx, [...guards, ...room, statement], [taskCreatedEvent(ctx, task)], { answer: shown(row) });
+    await commit(ctx, [...guards, ...room, ...statements], [taskCreatedEvent(ctx, task)], { answer: shown(row) });
     return shown(row);
   });
 }
@@ -176,6 +178,7 @@ export async function updateTask(ctx: ServiceContext, id: string, input: TaskUpd
         ...(joins ? [dealRoom(ctx, joins)] : []),
         expectVersion(ctx.db, TASKS, ctx.organizationId, before),
         ctx.db.update(tasks).set(after).where(eq(tasks.id, id)),
+        ...(before.contactId !== after.contactId ? [tasksMoveContacts(ctx.db, ctx.organizationId)] : []),
       ],
       [{ ...event, data: { ...event.data, object } }],
       { answer },
@@ -191,7 +194,11 @@ export async function deleteTask(ctx: ServiceContext, id: string): Promise<void>
     expectVersionMatch(ctx, before.version);
     await commit(
       ctx,
-      [expectVersion(ctx.db, TASKS, ctx.organizationId, before), ctx.db.delete(tasks).where(eq(tasks.id, id))],
+      [
+        expectVersion(ctx.db, TASKS, ctx.organizationId, before),
+        ctx.db.delete(tasks).where(eq(tasks.id, id)),
+        ...(before.contactId && !before.completed ? [tasksMoveContacts(ctx.db, ctx.organizationId)] : []),
+      ],
       [resourceEvent(ctx, "task.deleted", toTask(before))],
     );
   });
@@ -234,6 +241,7 @@ export async function completeTask(ctx: ServiceContext, id: string): Promise<Tas
     const statements: Statement[] = [
       expectVersion(ctx.db, TASKS, ctx.organizationId, before),
       ctx.db.update(tasks).set(after).where(eq(tasks.id, id)),
+      ...(before.contactId ? [tasksMoveContacts(ctx.db, ctx.organizationId)] : []),
     ];
     const events = [resourceEvent(ctx, "task.completed", toTask(after), toTask(before))];
     if (contact) {

@@ -4,21 +4,17 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { call } from "../helpers/client";
 import { createContact, expectCrmError, issuePairs, listPage, logCommunication } from "../helpers/contacts";
-import { createPrincipal, tenantDb, type TestPrincipal } from "../helpers/factories";
+import { createPrincipal, type TestPrincipal } from "../helpers/factories";
 
 const DAY = 86_400_000;
 const iso = (ms: number) => new Date(ms).toISOString();
 
-/** An open (or completed) task on the contact, written as the tasks domain stores it. */
+/** An open (or completed) task on the contact, through the tasks' routes. */
 async function addTask(p: TestPrincipal, contactId: string, completed = false) {
-  const id = crypto.randomUUID();
-  const at = new Date().toISOString();
-  await (await tenantDb(p.organizationId))
-    .prepare(
-      "INSERT INTO tasks (id, organization_id, title, type, priority, contact_id, completed, created_at, updated_at) VALUES (?, ?, 'Call back', 'call', 'MEDIUM', ?, ?, ?, ?)",
-    )
-    .bind(id, p.organizationId, contactId, completed ? 1 : 0, at, at)
-    .run();
+  const res = await call("POST", "/v1/tasks", { token: p.token, body: { title: "Call back", type: "call", contactId } });
+  expect(res.status).toBe(201);
+  const id = ((await res.json()) as { data: { id: string } }).data.id;
+  if (completed) expect((await call("POST", `/v1/tasks/${id}/complete`, { token: p.token })).status).toBe(200);
   return id;
 }
 
@@ -51,16 +47,28 @@ describe("GET /v1/contacts: the smart-list filters", () => {
     const p = await createPrincipal();
     const a = await createContact(p.token);
     const b = await createContact(p.token);
-    await createContact(p.token);
+    const c = await createContact(p.token);
     await addTask(p, a.id);
     await addTask(p, b.id, true);
     const page = await listPage(p.token, "hasOpenTask=true");
     expect(page.data.map((c) => c.id)).toEqual([a.id]);
     expect(page.pagination.total).toBe(1);
     expect((await listPage(p.token, "hasOpenTask=false")).pagination.total).toBe(2);
-    await addTask(p, b.id);
+    const later = await addTask(p, b.id);
     expect((await listPage(p.token, "hasOpenTask=true")).pagination.total).toBe(2);
     expect((await listPage(p.token, "hasOpenTask=false")).pagination.total).toBe(1);
+    // The total is cached per version: completing, moving and deleting a task each move it.
+    expect((await call("POST", `/v1/tasks/${later}/complete`, { token: p.token })).status).toBe(200);
+    expect((await listPage(p.token, "hasOpenTask=true")).pagination.total).toBe(1);
+    const moved = await addTask(p, b.id);
+    expect((await listPage(p.token, "hasOpenTask=true")).pagination.total).toBe(2);
+    expect((await call("PATCH", `/v1/tasks/${moved}`, { token: p.token, body: { contactId: a.id } })).status).toBe(200);
+    expect((await listPage(p.token, "hasOpenTask=true")).pagination.total).toBe(1);
+    const deleted = await addTask(p, c.id);
+    expect((await listPage(p.token, "hasOpenTask=true")).pagination.total).toBe(2);
+    expect((await call("DELETE", `/v1/tasks/${deleted}`, { token: p.token })).status).toBe(200);
+    expect((await listPage(p.token, "hasOpenTask=true")).pagination.total).toBe(1);
+    expect((await listPage(p.token, "hasOpenTask=false")).pagination.total).toBe(2);
   });
 
   it("refuses bad values, listing every one", async () => {
@@ -97,5 +105,14 @@ describe("GET /v1/contacts: the smart-list filters", () => {
       await plan("EXISTS (SELECT 1 FROM tasks t WHERE t.organization_id = c.organization_id AND t.contact_id = c.id AND t.completed = 0)"),
     ).toContain("tasks_org_contact_idx");
     expect(await plan("c.last_contacted_at IS NULL")).toMatch(/USING INDEX contacts_org_/);
+    // A relative bound's cached total moves by counting only the range its bound crossed: a range of an index.
+    const crossed = await db
+      .prepare(
+        "EXPLAIN QUERY PLAN SELECT COUNT(*) FROM contacts c WHERE c.organization_id = 'o' AND c.last_contacted_at > '2026-01-01' AND c.last_contacted_at <= '2026-01-02'",
+      )
+      .all<{ detail: string }>();
+    expect(crossed.results.map((r) => r.detail).join(" | ")).toContain(
+      "contacts_org_last_contacted_idx (organization_id=? AND last_contacted_at>? AND last_contacted_at<?)",
+    );
   });
 });

@@ -26,16 +26,12 @@ const countOf = async (p: TestPrincipal, id: string) => {
   return body.data.count as number;
 };
 
-/** An open (or completed) task on the contact, written as the tasks domain stores it. */
+/** An open (or completed) task on the contact, through the tasks' routes. */
 async function addTask(p: TestPrincipal, contactId: string, completed = false) {
-  const id = crypto.randomUUID();
-  const at = new Date().toISOString();
-  await (await tenantDb(p.organizationId))
-    .prepare(
-      "INSERT INTO tasks (id, organization_id, title, type, priority, contact_id, completed, created_at, updated_at) VALUES (?, ?, 'Call back', 'call', 'MEDIUM', ?, ?, ?, ?)",
-    )
-    .bind(id, p.organizationId, contactId, completed ? 1 : 0, at, at)
-    .run();
+  const res = await call("POST", "/v1/tasks", { token: p.token, body: { title: "Call back", type: "call", contactId } });
+  expect(res.status).toBe(201);
+  const id = (await json(res)).data.id as string;
+  if (completed) expect((await call("POST", `/v1/tasks/${id}/complete`, { token: p.token })).status).toBe(200);
   return id;
 }
 
@@ -244,6 +240,63 @@ describe("smart_list.entered / exited", () => {
     expect(await membership(p)).toEqual([`smart_list.entered:${c.id}`, `smart_list.exited:${c.id}`, `smart_list.entered:${c.id}`]);
     expect((await getSmartList(ctx, list.id, new Date(now + 32 * DAY))).count).toBe(1);
     expect(await countOf(p, list.id)).toBe(0);
+  });
+});
+
+describe("a relative bound's count as time goes", () => {
+  it("stays exact with no write between: the total counted once, then only the rows the bound crossed", async () => {
+    const p = await createPrincipal();
+    const now = Date.now();
+    for (const daysAgo of [40, 35, 29, 20, 10]) {
+      const c = await createContact(p.token, { type: "LEAD" });
+      await logCommunication(p.token, c.id, {
+        type: "call",
+        direction: "outbound",
+        occurredAt: new Date(now - daysAgo * DAY).toISOString(),
+      });
+    }
+    const stale = await createList(p, { "lastContactedAt[lte]": "-P30D", type: "LEAD" }, "Not contacted in 30 days");
+    const fresh = await createList(p, { "createdAt[gte]": "-P7D" }, "New this week");
+    const db = createDb(await tenantDb(p.organizationId));
+    const { getSmartList } = await import("../../src/smart-lists/service");
+    const { systemContext } = await import("../../src/shards/tenants");
+    const ctx = systemContext(env, db, p.organizationId, "test", () => {});
+    const d1 = await tenantDb(p.organizationId);
+    const counted = async (at: number) => ({
+      stale: (await d1
+        .prepare("SELECT COUNT(*) AS n FROM contacts WHERE organization_id = ? AND type = 'LEAD' AND last_contacted_at <= ?")
+        .bind(p.organizationId, new Date(at - 30 * DAY).toISOString())
+        .first<number>("n"))!,
+      fresh: (await d1
+        .prepare("SELECT COUNT(*) AS n FROM contacts WHERE organization_id = ? AND created_at >= ?")
+        .bind(p.organizationId, new Date(at - 7 * DAY).toISOString())
+        .first<number>("n"))!,
+    });
+    const cachedAt = async () =>
+      (
+        await d1
+          .prepare("SELECT as_of FROM list_totals WHERE organization_id = ? AND resource = 'contacts' AND as_of IS NOT NULL ORDER BY as_of")
+          .bind(p.organizationId)
+          .all<{ as_of: string }>()
+      ).results.map((r) => r.as_of);
+    const shown = async (at: number) => ({
+      stale: (await getSmartList(ctx, stale.id, new Date(at))).count,
+      fresh: (await getSmartList(ctx, fresh.id, new Date(at))).count,
+    });
+    expect(await shown(now)).toEqual({ stale: 2, fresh: 5 });
+    const first = await cachedAt();
+    expect(first).toHaveLength(2);
+    // Forward past one contact, then past two more; back before the first count; past the week of the creations.
+    for (const at of [now + 2 * DAY, now + 11 * DAY, now - 6 * DAY, now + 8 * DAY, now + 60_000]) {
+      expect(await shown(at)).toEqual(await counted(at));
+    }
+    expect(await shown(now + 11 * DAY)).toEqual({ stale: 4, fresh: 0 });
+    // No write since: every figure came from the first counts and the bounds' drift, none counted again.
+    expect(await cachedAt()).toEqual(first);
+    // A write moves the version: the next read counts again, as of its own time.
+    await createContact(p.token);
+    expect(await shown(now + 3 * DAY)).toEqual(await counted(now + 3 * DAY));
+    expect(await cachedAt()).not.toEqual(first);
   });
 });
 
