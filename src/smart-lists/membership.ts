@@ -153,6 +153,10 @@ export async function refreshSmartLists(env: Env, db: Db, now: Date): Promise<nu
         AND NOT EXISTS (SELECT 1 FROM processed_events p WHERE p.consumer = ${DAILY} AND p.event_id = ${smartLists.id} || '@' || ${day} AND p.processed_at IS NOT NULL)`,
     )
     .limit(LISTS_PER_PASS);
+  // Marks of days before yesterday are never read again (a pass asks for its own day): a bounded few go each run.
+  await db.run(
+    sql`DELETE FROM processed_events WHERE rowid IN (SELECT rowid FROM processed_events WHERE consumer = ${DAILY} AND processed_at < ${nowIso(new Date(now.getTime() - 2 * 86_400_000))} LIMIT ${LISTS_PER_PASS * 5})`,
+  );
   let moved = 0;
   await withDeferred(async (defer) => {
     for (const row of due) {

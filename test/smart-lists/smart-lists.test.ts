@@ -239,6 +239,13 @@ describe("smart_list.entered / exited", () => {
     await refreshSmartLists(env, db, new Date(now + 32 * DAY + 60_000));
     expect(await membership(p)).toEqual([`smart_list.entered:${c.id}`, `smart_list.exited:${c.id}`, `smart_list.entered:${c.id}`]);
     expect((await getSmartList(ctx, list.id, new Date(now + 32 * DAY))).count).toBe(1);
+    // The marks of the days done: the first day's is gone (older than two days), the last two stay.
+    const marks = await (await tenantDb(p.organizationId))
+      .prepare("SELECT event_id FROM processed_events WHERE consumer = 'smart-lists-daily' AND event_id LIKE ? ORDER BY event_id")
+      .bind(`${list.id}@%`)
+      .all<{ event_id: string }>();
+    const dayOf = (ms: number) => `${list.id}@${new Date(ms).toISOString().slice(0, 10)}`;
+    expect(marks.results.map((r) => r.event_id)).toEqual([dayOf(now + 31 * DAY), dayOf(now + 32 * DAY)]);
     expect(await countOf(p, list.id)).toBe(0);
   });
 });
