@@ -99,3 +99,25 @@ export const freeText = (max: number) =>
       message: "Must not contain control characters",
       params: { code: "invalid_character" },
     });
+
+/** The last instant with a four-digit year: ISO 8601 (as we store and compare instants, as text) and iCalendar need one. */
+export const LAST_INSTANT = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
+
+/**
+ * An ISO 8601 timestamp (any offset) kept as UTC, in the years `fromYear` to 9999 *in UTC*: 9999-12-31T23:00-14:00 is
+ * in the year 10000, which `toISOString` writes "+010000-…", a string that sorts before every other date.
+ */
+export const utcInstant = (fromYear: number, message = "Must be an ISO 8601 timestamp") => {
+  // Not Date.UTC: it reads the years 0 to 99 as 1900 to 1999.
+  const first = new Date(0).setUTCFullYear(fromYear, 0, 1);
+  return z.iso
+    .datetime({ offset: true, message })
+    .refine(
+      (v) => {
+        const at = Date.parse(v);
+        return Number.isNaN(at) || (at >= first && at <= LAST_INSTANT);
+      },
+      { message: `Must fall in the years ${fromYear} to 9999 in UTC`, params: { code: "out_of_range" } },
+    )
+    .transform((v) => new Date(v).toISOString());
+};

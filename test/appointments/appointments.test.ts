@@ -98,6 +98,23 @@ describe("appointments", () => {
     );
   });
 
+  it("refuses times outside the years 1900 to 9999 in UTC, each named, and keeps a zone by its canonical name", async () => {
+    // 9999-12-31T23:00-14:00 is in the year 10000: stored as "+010000-…" it listed first and was mailed as a 9-digit DTSTART.
+    const p = await createPrincipal();
+    const far = await call("POST", "/v1/appointments", {
+      token: p.token,
+      body: appointmentBody({ startsAt: "9999-12-31T23:00:00-14:00", endsAt: "9999-12-31T23:30:00-14:00" }),
+    });
+    expect(issuePairs(await expectCrmError(far, 422, "validation_error"))).toEqual(["endsAt:out_of_range", "startsAt:out_of_range"]);
+    const mine = await createAppointment(p.token, { timeZone: "america/new_york" });
+    expect(mine.timeZone).toBe("America/New_York");
+    const moved = await call("PATCH", `/v1/appointments/${mine.id}`, { token: p.token, body: { endsAt: "+010000-01-01T00:00:00Z" } });
+    expect((await json(moved)).success).toBe(false);
+    expect(moved.status).toBe(422);
+    const zone = await patchAppointment(p.token, mine.id, { timeZone: "europe/paris" });
+    expect(zone.timeZone).toBe("Europe/Paris");
+  });
+
   it("a showing of a property takes its address and emits property.showing_scheduled with the property", async () => {
     const p = await createPrincipal();
     const property = await createProperty(p.token);
