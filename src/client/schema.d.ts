@@ -5323,7 +5323,9 @@ export interface components {
              *       "createdAt[gte]": "-P7D"
              *     }
              */
-            query: Record<string, never>;
+            query: {
+                [key: string]: string | number | boolean;
+            };
         };
         SmartListUpdate: {
             name?: string;
@@ -5335,7 +5337,9 @@ export interface components {
              *       "createdAt[gte]": "-P7D"
              *     }
              */
-            query?: Record<string, never>;
+            query?: {
+                [key: string]: string | number | boolean;
+            };
         };
         Pond: {
             id: string;

@@ -24,15 +24,21 @@ type Row = typeof smartLists.$inferSelect;
 
 export { smartListsErasable } from "./erasure";
 
-/** A saved query's parameters as the contacts list receives them: strings by name. */
-const asParams = (raw: Record<string, string | number | boolean>): Record<string, string> =>
-  Object.fromEntries(Object.entries(raw).map(([k, v]) => [k, String(v)]));
+/**
+ * A saved query's parameters as the contacts list receives them: strings by name (a number or boolean as its text).
+ * Any other value is passed on as it is, for the parser to name it with the query's other problems.
+ */
+const asParams = (raw: Record<string, unknown>): Record<string, unknown> =>
+  Object.fromEntries(Object.entries(raw).map(([k, v]) => [k, typeof v === "number" || typeof v === "boolean" ? String(v) : v]));
+
+/** The query to keep, once `parseSavedQuery` took it: the contacts list's parser takes strings only. */
+const kept = (query: Record<string, unknown>): Record<string, string> => query as Record<string, string>;
 
 /**
  * The saved query parsed by the contacts list's own parser (the same 422s, each under `query.<name>`), custom fields
  * checked against the organization's definitions. Throws one Validation listing every problem.
  */
-export async function parseSavedQuery(ctx: ServiceContext, raw: Record<string, string>): Promise<ContactListQuery> {
+export async function parseSavedQuery(ctx: ServiceContext, raw: Record<string, unknown>): Promise<ContactListQuery> {
   const issues: FieldIssue[] = [];
   for (const name of NOT_SAVED)
     if (name in raw)
@@ -126,7 +132,7 @@ export async function createSmartList(ctx: ServiceContext, input: SmartListCreat
     id: newId(),
     organizationId: ctx.organizationId,
     name: input.name,
-    query,
+    query: kept(query),
     createdBy: ctx.actor.userId ?? null,
     createdAt: at,
     updatedAt: at,
@@ -178,9 +184,10 @@ export async function getSmartList(ctx: ServiceContext, id: string, now: Date = 
 export async function updateSmartList(ctx: ServiceContext, id: string, input: SmartListUpdate, now: Date = new Date()): Promise<SmartList> {
   const query = input.query ? asParams(input.query) : null;
   const parsed = query ? await parseSavedQuery(ctx, query) : null;
+  const saved = query ? kept(query) : null;
   const next = await withRetries(async () => {
     const row = await readRow(ctx, id);
-    const next: Row = { ...row, name: input.name ?? row.name, query: query ?? row.query, updatedAt: nowIso(now), version: row.version + 1 };
+    const next: Row = { ...row, name: input.name ?? row.name, query: saved ?? row.query, updatedAt: nowIso(now), version: row.version + 1 };
     await commit(ctx, [
       expectVersion(ctx.db, VERSIONED, ctx.organizationId, { id, version: row.version }),
       ctx.db

@@ -84,6 +84,22 @@ describe("/v1/smart-lists", () => {
     expect(issuePairs(await expectCrmError(custom, 422, "validation_error"))).toEqual(["query.customFields.nope:unknown_field"]);
   });
 
+  it("lists every problem of a query at once, a too-long or non-text value among them", async () => {
+    // The body's own check of each value once answered alone, hiding what the contacts list's parser would say.
+    const p = await createPrincipal();
+    const res = await call("POST", "/v1/smart-lists", {
+      token: p.token,
+      body: { name: "Bad", query: { tags: "x".repeat(2100), type: "ALIEN", "leadScore[gte]": "abc", assignedTo: { id: 1 }, source: null } },
+    });
+    expect(issuePairs(await expectCrmError(res, 422, "validation_error"))).toEqual([
+      "query.assignedTo:invalid_type",
+      "query.leadScore[gte]:invalid_integer",
+      "query.source:invalid_type",
+      "query.tags:too_big",
+      "query.type:invalid_enum_value",
+    ]);
+  });
+
   it("creates, lists with live counts, reads, renames, re-queries and deletes", async () => {
     const p = await createPrincipal();
     const assigned = await createContact(p.token, { assignedTo: p.userId, type: "CLIENT" });
