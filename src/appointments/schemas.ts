@@ -128,6 +128,10 @@ export const AppointmentListQuery = listQuery({
   propertyId: id.optional(),
   type: z.enum(APPOINTMENT_TYPES).optional(),
   status: z.enum(["scheduled", "cancelled"]).optional(),
+}).superRefine((q, ctx) => {
+  // A window that ends before it starts holds nothing: a swapped pair, answered as the contact list's ranges are.
+  if (q.from && q.to && q.from > q.to)
+    ctx.addIssue({ code: "custom", path: ["from"], message: "from is after to", params: { code: "invalid_range" } });
 });
 export type AppointmentListQuery = z.infer<typeof AppointmentListQuery>;
 

@@ -115,6 +115,15 @@ describe("appointments", () => {
     expect(zone.timeZone).toBe("Europe/Paris");
   });
 
+  it("a list window that ends before it starts is a 422, as the contact list's ranges are, not an empty page", async () => {
+    const p = await createPrincipal();
+    await createAppointment(p.token);
+    const res = await call("GET", "/v1/appointments?from=2027-03-16T00:00:00Z&to=2027-03-15T00:00:00Z", { token: p.token });
+    expect(issuePairs(await expectCrmError(res, 422, "validation_error"))).toEqual(["from:invalid_range"]);
+    const day = await call("GET", "/v1/appointments?from=2027-03-15T00:00:00Z&to=2027-03-16T00:00:00Z", { token: p.token });
+    expect((await json(day)).pagination.total).toBe(1);
+  });
+
   it("a showing of a property takes its address and emits property.showing_scheduled with the property", async () => {
     const p = await createPrincipal();
     const property = await createProperty(p.token);
