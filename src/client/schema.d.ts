@@ -1812,7 +1812,8 @@ export interface paths {
          *     out) from 90 days back to 365 days ahead, in their own time zones with VTIMEZONE blocks, and
          *     their dated open tasks as events (timed tasks 15 minutes at the due time, day tasks all day), at most 1000 of
          *     each. Subscribe to it in Google Calendar (Other calendars → From URL), Apple Calendar (File → New Calendar Subscription)
-         *     or Outlook (Add calendar → Subscribe from web).
+         *     or Outlook (Add calendar → Subscribe from web). Since the
+         *     feed carries the user's tasks, issuing it needs `tasks:read` as well as `appointments:read`.
          */
         post: operations["createCalendarFeed"];
         /** Stop your calendar feed URL */
@@ -22911,7 +22912,7 @@ export interface operations {
                     "application/json": components["schemas"]["CrmError"];
                 };
             };
-            /** @description The caller's role does not allow this route (insufficient_role), or its API key or OAuth access token was not granted the route's permission (insufficient_permission) */
+            /** @description The credential lacks tasks:read (insufficient_permission); or: The caller's role does not allow this route (insufficient_role), or its API key or OAuth access token was not granted the route's permission (insufficient_permission) */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
