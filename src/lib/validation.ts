@@ -78,13 +78,18 @@ export const oneLineText = (max: number) =>
     .trim()
     .min(1)
     .max(max)
-    // U+2028 and U+2029 break lines as surely as a newline does.
-    .refine((v) => !/[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/.test(v), {
-      message: "Must be one line of text without control characters",
-      params: { code: "invalid_character" },
-    })
-    // Something a reader sees: not only spaces, invisible formatting or combining marks with nothing to sit on.
-    .refine((v) => /[^\s\p{Cf}\p{Z}\p{M}]/u.test(v), { message: "Must contain visible text", params: { code: "invalid_character" } });
+    .refine(isOneLine, { message: "Must be one line of text without control characters", params: { code: "invalid_character" } })
+    .refine(hasVisibleText, { message: "Must contain visible text", params: { code: "invalid_character" } });
+
+/** No control characters (line breaks, NUL) nor bidirectional controls; U+2028 and U+2029 break lines as a newline does. */
+export function isOneLine(v: string): boolean {
+  return !/[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/.test(v);
+}
+
+/** Something a reader sees: not only spaces, invisible formatting or combining marks with nothing to sit on. */
+export function hasVisibleText(v: string): boolean {
+  return /[^\s\p{Cf}\p{Z}\p{M}]/u.test(v);
+}
 
 /**
  * Free text a person writes (a note, a survey answer): trimmed, at most `max` characters, line breaks and tabs
