@@ -115,6 +115,37 @@ describe("appointments", () => {
     expect(zone.timeZone).toBe("Europe/Paris");
   });
 
+  it("an appointment in the last days of 9999 keeps four-digit years in its zone and in the VTIMEZONE it is mailed with", async () => {
+    // 9999-12-31T12:00Z is 10000-01-01 02:00 in Kiritimati (+14); a VTIMEZONE covering the year after 9999 wrote DST
+    // changes in the year 10000. Both came out as 9-digit dates no calendar reads.
+    const p = await createPrincipal();
+    const late = await call("POST", "/v1/appointments", {
+      token: p.token,
+      body: appointmentBody({ startsAt: "9999-12-31T12:00:00Z", endsAt: "9999-12-31T13:00:00Z", timeZone: "Pacific/Kiritimati" }),
+    });
+    expect(issuePairs(await expectCrmError(late, 422, "validation_error"))).toEqual(["endsAt:out_of_range", "startsAt:out_of_range"]);
+    const mine = await createAppointment(p.token, { timeZone: "Pacific/Kiritimati" });
+    const moved = await call("PATCH", `/v1/appointments/${mine.id}`, {
+      token: p.token,
+      body: { startsAt: "9999-12-31T12:00:00Z", endsAt: "9999-12-31T13:00:00Z" },
+    });
+    expect(issuePairs(await expectCrmError(moved, 422, "validation_error"))).toEqual(["endsAt:out_of_range", "startsAt:out_of_range"]);
+
+    const email = uniqueEmail("y9999");
+    const buyer = await createContact(p.token, { email });
+    await createAppointment(p.token, {
+      startsAt: "9999-06-01T14:00:00Z",
+      endsAt: "9999-06-01T15:00:00Z",
+      timeZone: "America/New_York",
+      attendees: [{ contactId: buyer.id }],
+    });
+    await deliverInvitations(p.organizationId);
+    const [mail] = await mailWithAttachments(email);
+    const ics = mail!.attachments[0]!.content;
+    expect(ics.split("\r\n").filter((line) => /^DTSTART/.test(line) && !/:\d{8}T\d{6}Z?$/.test(line))).toEqual([]);
+    expect(eventOf(ics).event.startDate.toString()).toBe("9999-06-01T10:00:00");
+  });
+
   it("a list window that ends before it starts is a 422, as the contact list's ranges are, not an empty page", async () => {
     const p = await createPrincipal();
     await createAppointment(p.token);
