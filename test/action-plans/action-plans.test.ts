@@ -62,6 +62,37 @@ const EMAIL_STEP = {
 };
 
 describe("/v1/action-plans", () => {
+  it("honours If-Match on PATCH and DELETE with the version its reads answer as ETag", async () => {
+    // A stale or garbage If-Match was ignored (the ETag was a hash of the answer): a lost update RFC 9110 forbids.
+    const p = await createPrincipal();
+    const created = await call("POST", "/v1/action-plans", {
+      token: p.token,
+      body: { name: "Nurture", steps: [{ type: "notify", delay: "P1D" }] },
+    });
+    const id = (await json(created)).data.id as string;
+    expect(created.headers.get("etag")).toBe('"1"');
+    const read = await call("GET", `/v1/action-plans/${id}`, { token: p.token });
+    expect(read.headers.get("etag")).toBe('"1"');
+    const first = await call("PATCH", `/v1/action-plans/${id}`, {
+      token: p.token,
+      body: { name: "Nurture 2" },
+      headers: { "if-match": '"1"' },
+    });
+    expect(first.status, await first.clone().text()).toBe(200);
+    expect(first.headers.get("etag")).toBe('"2"');
+    for (const stale of ['"1"', 'W/"junk"']) {
+      const again = await call("PATCH", `/v1/action-plans/${id}`, {
+        token: p.token,
+        body: { name: "Nurture 2" },
+        headers: { "if-match": stale },
+      });
+      expect((await json(again)).error.code).toBe("precondition_failed");
+      const gone = await call("DELETE", `/v1/action-plans/${id}`, { token: p.token, headers: { "if-match": stale } });
+      expect(gone.status).toBe(412);
+    }
+    expect((await call("DELETE", `/v1/action-plans/${id}`, { token: p.token, headers: { "if-match": '"2"' } })).status).toBe(200);
+  });
+
   it("creates, reads, lists, changes and deletes a plan", async () => {
     const p = await createPrincipal();
     const plan = await createPlan(p, {
