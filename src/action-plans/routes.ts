@@ -157,9 +157,10 @@ const moveRoute = (move: keyof typeof MOVES) =>
     security,
     request: { params: EnrollmentParams },
     responses: {
-      200: crmSuccess("The enrollment", Enrollment),
+      200: crmSuccess("The enrollment", Enrollment, ETAG_HEADER),
       ...ENROLLMENT_NOT_FOUND,
       409: crmError("The enrollment is not in a state this move starts from (invalid_state)"),
+      ...CRM_PRECONDITION_ERROR,
     },
   });
 
@@ -195,13 +196,13 @@ export const actionPlanRoutes = new OpenAPIHono<AppBindings>({ defaultHook: vali
   })
   .openapi(pause, async (c) => {
     const { id, enrollmentId } = c.req.valid("param");
-    return c.json({ success: true as const, data: await moveEnrollment(serviceContext(c), id, enrollmentId, "pause") }, 200);
+    return c.json({ success: true as const, data: withEtag(c, await moveEnrollment(serviceContext(c), id, enrollmentId, "pause")) }, 200);
   })
   .openapi(resume, async (c) => {
     const { id, enrollmentId } = c.req.valid("param");
-    return c.json({ success: true as const, data: await moveEnrollment(serviceContext(c), id, enrollmentId, "resume") }, 200);
+    return c.json({ success: true as const, data: withEtag(c, await moveEnrollment(serviceContext(c), id, enrollmentId, "resume")) }, 200);
   })
   .openapi(stop, async (c) => {
     const { id, enrollmentId } = c.req.valid("param");
-    return c.json({ success: true as const, data: await moveEnrollment(serviceContext(c), id, enrollmentId, "stop") }, 200);
+    return c.json({ success: true as const, data: withEtag(c, await moveEnrollment(serviceContext(c), id, enrollmentId, "stop")) }, 200);
   });

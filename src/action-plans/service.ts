@@ -358,6 +358,7 @@ type Move = "pause" | "resume" | "stop";
 export async function moveEnrollment(ctx: ServiceContext, planId: string, id: string, move: Move): Promise<Enrollment> {
   return withRetries(async () => {
     const before = await findEnrollment(ctx, planId, id);
+    expectVersionMatch(ctx, before.version);
     const at = new Date().toISOString();
     const from: Record<Move, EnrollmentRow["status"][]> = { pause: ["active"], resume: ["paused"], stop: ["active", "paused"] };
     if (!from[move].includes(before.status))
@@ -365,7 +366,7 @@ export async function moveEnrollment(ctx: ServiceContext, planId: string, id: st
     if (move === "pause") {
       const { after, statements, event } = pauseStatements(ctx, before, "manual", at);
       await commit(ctx, statements, [event]);
-      return withHistory(ctx, after);
+      return versioned(await withHistory(ctx, after), after.version);
     }
     const after: EnrollmentRow =
       move === "stop"
@@ -375,7 +376,7 @@ export async function moveEnrollment(ctx: ServiceContext, planId: string, id: st
       expectRow(ctx.db, planEnrollments, enrollmentAt(before)),
       ctx.db.update(planEnrollments).set(after).where(enrollmentAt(before)),
     ]);
-    return withHistory(ctx, after);
+    return versioned(await withHistory(ctx, after), after.version);
   });
 }
 

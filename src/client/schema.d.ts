@@ -18800,6 +18800,8 @@ export interface operations {
             /** @description The enrollment */
             200: {
                 headers: {
+                    /** @description The resource's version; send it back in If-Match to make a write conditional, or in If-None-Match on a read (304 when unchanged) */
+                    ETag?: string;
                     "X-Request-Id": components["headers"]["RequestId"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
@@ -18863,6 +18865,18 @@ export interface operations {
             };
             /** @description The enrollment is not in a state this move starts from (invalid_state); or: A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
             409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description If-Match named a version the resource is no longer at (precondition_failed); read it again */
+            412: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
@@ -18938,6 +18952,8 @@ export interface operations {
             /** @description The enrollment */
             200: {
                 headers: {
+                    /** @description The resource's version; send it back in If-Match to make a write conditional, or in If-None-Match on a read (304 when unchanged) */
+                    ETag?: string;
                     "X-Request-Id": components["headers"]["RequestId"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
@@ -19001,6 +19017,18 @@ export interface operations {
             };
             /** @description The enrollment is not in a state this move starts from (invalid_state); or: A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
             409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description If-Match named a version the resource is no longer at (precondition_failed); read it again */
+            412: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
@@ -19076,6 +19104,8 @@ export interface operations {
             /** @description The enrollment */
             200: {
                 headers: {
+                    /** @description The resource's version; send it back in If-Match to make a write conditional, or in If-None-Match on a read (304 when unchanged) */
+                    ETag?: string;
                     "X-Request-Id": components["headers"]["RequestId"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
@@ -19139,6 +19169,18 @@ export interface operations {
             };
             /** @description The enrollment is not in a state this move starts from (invalid_state); or: A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
             409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description If-Match named a version the resource is no longer at (precondition_failed); read it again */
+            412: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];

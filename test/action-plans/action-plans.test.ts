@@ -62,6 +62,22 @@ const EMAIL_STEP = {
 };
 
 describe("/v1/action-plans", () => {
+  it("an enrollment's pause, resume and stop honour If-Match with the enrollment's version", async () => {
+    // A stale If-Match was ignored: a pause meant for the enrollment as it was read landed on one resumed since.
+    const p = await createPrincipal();
+    const plan = await createPlan(p, { name: "Moves", steps: [{ type: "notify", delay: "P1D" }] });
+    const contact = await createContact(p.token);
+    const enrollment = await enroll(p, plan.id, contact.id);
+    const path = (move: string) => `/v1/action-plans/${plan.id}/enrollments/${enrollment.id}/${move}`;
+    const stale = await call("POST", path("pause"), { token: p.token, headers: { "if-match": '"7"' } });
+    expect(stale.status).toBe(412);
+    const paused = await call("POST", path("pause"), { token: p.token, headers: { "if-match": `"${enrollment.version}"` } });
+    expect(paused.status, await paused.clone().text()).toBe(200);
+    expect(paused.headers.get("etag")).toBe(`"${enrollment.version + 1}"`);
+    expect((await call("POST", path("stop"), { token: p.token, headers: { "if-match": `"${enrollment.version}"` } })).status).toBe(412);
+    expect((await call("POST", path("resume"), { token: p.token, headers: { "if-match": paused.headers.get("etag")! } })).status).toBe(200);
+  });
+
   it("honours If-Match on PATCH and DELETE with the version its reads answer as ETag", async () => {
     // A stale or garbage If-Match was ignored (the ETag was a hash of the answer): a lost update RFC 9110 forbids.
     const p = await createPrincipal();
